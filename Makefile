@@ -1,0 +1,40 @@
+# Thin wrapper over Meson: the targets are what README tells people to type.
+#   make demo   build and run Docket on an embedded default (see README)
+#   make test   the whole test suite under ASan + UBSan, ending "N passed, N failed"
+#   make bench  the benchmarks (numbers go to bench/RESULTS.md by hand, with date and machine)
+#   make fuzz   every fuzzer for FUZZ_SECONDS each (default 60)
+BUILD      ?= build
+TESTBUILD  ?= build-test
+FUZZ_SECONDS ?= 60
+
+.PHONY: all build demo demo-stop test unit system fuzz bench clean deps test-deps
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+test-deps:
+	@scripts/install-deps.sh --test
+
+build: deps
+	@if [ ! -f $(BUILD)/build.ninja ]; then meson setup $(BUILD) --buildtype=release -Dwerror=true >/dev/null; fi
+	@ninja -C $(BUILD) >/dev/null
+
+demo: build
+	@scripts/demo.sh
+
+demo-stop:
+	@scripts/demo.sh --stop
+
+test: test-deps
+	@scripts/run-tests.sh
+
+fuzz: test-deps
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzz.sh
+
+bench: build
+	@scripts/run-bench.sh
+
+clean:
+	rm -rf $(BUILD) $(TESTBUILD) build-fuzz

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Install the Debian packages Docket needs to build, test and run, when they are missing.
+# As root it uses apt-get; otherwise it prints the command to run. Usage:
+#   scripts/install-deps.sh          build + run dependencies
+#   scripts/install-deps.sh --test   also what the test suite needs (cmocka, bats, clang, jq)
+set -euo pipefail
+
+build_pkgs=(build-essential pkg-config meson ninja-build
+            libevent-dev libsqlite3-dev libjansson-dev libyaml-dev libssl-dev
+            libcurl4-openssl-dev curl jq)
+test_pkgs=(libcmocka-dev bats clang libclang-rt-14-dev procps psmisc iproute2)
+
+want=("${build_pkgs[@]}")
+if [[ "${1:-}" == "--test" ]]; then
+    want+=("${test_pkgs[@]}")
+fi
+
+missing=()
+for p in "${want[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+    exit 0
+fi
+
+echo "docket: installing missing packages: ${missing[*]}" >&2
+if [[ $(id -u) -ne 0 ]]; then
+    echo "docket: not root; run this first:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-get install -y --no-install-recommends "${missing[@]}" >/tmp/docket-apt.log 2>&1; then
+    apt-get update >/tmp/docket-apt.log 2>&1
+    apt-get install -y --no-install-recommends "${missing[@]}" >>/tmp/docket-apt.log 2>&1 || {
+        echo "docket: apt-get failed; see /tmp/docket-apt.log" >&2
+        exit 1
+    }
+fi

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Build every libFuzzer harness (tests/fuzz/<module>/fuzz_*.c) with clang in build-fuzz/
+# and run each for FUZZ_SECONDS (default 60), starting from its seed corpus when it has one.
+# Prints "fuzz ok NAME" or "fuzz FAIL NAME" per harness.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+B=build-fuzz
+if [[ ! -f $B/build.ninja ]]; then
+    CC=clang meson setup "$B" -Dfuzz=true --buildtype=debugoptimized \
+        -Db_sanitize=address,undefined -Db_lundef=false >/dev/null || { echo "fuzz FAIL setup"; exit 1; }
+fi
+if ! ninja -C "$B" >"$B/ninja.log" 2>&1; then
+    tail -n 40 "$B/ninja.log"; echo "fuzz FAIL build"; exit 1
+fi
+status=0
+for bin in $(find "$B/tests/fuzz" -type f -name 'fuzz_*' -perm -u+x | sort); do
+    name=$(basename "$bin")
+    src=$(find tests/fuzz -name "$name.c" | head -n 1)
+    seeds="$(dirname "$src")/corpus/$name"
+    work="$B/corpus/$name"
+    mkdir -p "$work"
+    args=("$work")
+    [[ -d $seeds ]] && args+=("$seeds")
+    if "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+            -artifact_prefix="$B/" "${args[@]}" >"$B/$name.log" 2>&1; then
+        echo "fuzz ok $name ($(grep -oE 'Done [0-9]+ runs' "$B/$name.log" | tail -n 1))"
+    else
+        echo "fuzz FAIL $name"; tail -n 40 "$B/$name.log"; status=1
+    fi
+done
+exit $status
