@@ -1,0 +1,483 @@
+/*
+ * cgroup.c - a job's control groups on cgroup v2 or v1: create with limits, attach, signal
+ * or kill every process atomically (cgroup.kill, or the freezer dance), usage, OOM, removal.
+ * See cgroup.h and docs/agent.md ("Tracking and reclaim").
+ */
+#define _GNU_SOURCE
+#include "agent/cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/str.h"
+
+static const char *const ctrl_names[CG_NCTRL] = {"memory", "cpu", "cpuacct", "pids", "freezer"};
+
+static int fail(char *err, size_t errlen, int rc, const char *what, const char *path)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "cannot %s '%s': %s", what, path, strerror(-rc));
+    return rc;
+}
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t n = strlen(text);
+    ssize_t w = write(fd, text, n);
+    int rc = (w == (ssize_t)n) ? 0 : (w < 0 ? -errno : -EIO);
+    close(fd);
+    return rc;
+}
+
+/* Read a small file into buf (NUL-terminated); returns length or negative errno. */
+static ssize_t read_file(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t got = 0;
+    while (got + 1 < len) {
+        ssize_t r = read(fd, buf + got, len - 1 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    buf[got] = '\0';
+    return (ssize_t)got;
+}
+
+static int join(char *out, size_t len, const char *a, const char *b)
+{
+    int n = snprintf(out, len, "%s/%s", a, b);
+    return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
+}
+
+static bool is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static bool v2_has_memory(const char *dir)
+{
+    char path[PATH_MAX], buf[512];
+    if (join(path, sizeof path, dir, "cgroup.controllers") < 0 || read_file(path, buf, sizeof buf) < 0)
+        return false;
+    for (char *p = buf; (p = strstr(p, "memory")) != NULL; p += 6) {
+        bool start = p == buf || p[-1] == ' ';
+        bool end = p[6] == '\0' || p[6] == ' ' || p[6] == '\n';
+        if (start && end)
+            return true;
+    }
+    return false;
+}
+
+const char *cg_mode_name(enum cg_mode m)
+{
+    return m == CG_V2 ? "v2" : m == CG_V1 ? "v1" : "none";
+}
+
+int cg_detect(const char *root, struct cg_layout *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (!root)
+        root = "/sys/fs/cgroup";
+    if (str_copy(out->root, sizeof out->root, root) < 0)
+        return fail(err, errlen, -ENAMETOOLONG, "use cgroup root", root);
+    char path[PATH_MAX];
+    const char *cands[2] = {root, NULL};
+    char unified[PATH_MAX];
+    if (join(unified, sizeof unified, root, "unified") == 0)
+        cands[1] = unified;
+    for (int i = 0; i < 2; i++) {
+        if (cands[i] && v2_has_memory(cands[i])) {
+            out->mode = CG_V2;
+            str_copy(out->v2, sizeof out->v2, cands[i]);
+            join(path, sizeof path, cands[i], "cgroup.kill");
+            /* the root has no cgroup.kill; probe a child-level file name through the
+             * kernel version instead: any non-root group has it from 5.14 on */
+            struct stat st;
+            out->v2_kill = stat(path, &st) == 0;
+            if (!out->v2_kill) {
+                char rel[256];
+                if (read_file("/proc/sys/kernel/osrelease", rel, sizeof rel) > 0) {
+                    int maj = 0, min = 0;
+                    if (sscanf(rel, "%d.%d", &maj, &min) == 2)
+                        out->v2_kill = maj > 5 || (maj == 5 && min >= 14);
+                }
+            }
+            return 0;
+        }
+    }
+    for (int c = 0; c < CG_NCTRL; c++) {
+        char dir[PATH_MAX];
+        if (join(dir, sizeof dir, root, ctrl_names[c]) < 0 || join(path, sizeof path, dir, "cgroup.procs") < 0)
+            return fail(err, errlen, -ENAMETOOLONG, "use cgroup root", root);
+        if (!is_file(path)) {
+            if (err && errlen)
+                snprintf(err, errlen, "no usable cgroup hierarchy under '%s' (no v2 memory controller, "
+                         "no v1 '%s' controller)", root, ctrl_names[c]);
+            return -ENOENT;
+        }
+    }
+    out->mode = CG_V1;
+    return 0;
+}
+
+static int fill(struct cg_job *cg, const struct cg_layout *l, const char *rel)
+{
+    memset(cg, 0, sizeof *cg);
+    cg->mode = l->mode;
+    cg->v2_kill = l->v2_kill;
+    if (l->mode == CG_V2) {
+        cg->ndirs = 1;
+        return snprintf(cg->dir[0], PATH_MAX, "%s/%s", l->v2, rel) >= PATH_MAX ? -ENAMETOOLONG : 0;
+    }
+    if (l->mode != CG_V1)
+        return -EINVAL;
+    cg->ndirs = CG_NCTRL;
+    for (int c = 0; c < CG_NCTRL; c++)
+        if (snprintf(cg->dir[c], PATH_MAX, "%s/%s/%s", l->root, ctrl_names[c], rel) >= PATH_MAX)
+            return -ENAMETOOLONG;
+    return 0;
+}
+
+int cg_job_init(struct cg_job *cg, const struct cg_layout *l, const char *node, uint64_t id)
+{
+    char rel[256];
+    if (snprintf(rel, sizeof rel, "docket/%s/job_%llu", node, (unsigned long long)id) >= (int)sizeof rel)
+        return -ENAMETOOLONG;
+    return fill(cg, l, rel);
+}
+
+int cg_node_init(struct cg_job *cg, const struct cg_layout *l, const char *node)
+{
+    char rel[256];
+    if (snprintf(rel, sizeof rel, "docket/%s", node) >= (int)sizeof rel)
+        return -ENAMETOOLONG;
+    return fill(cg, l, rel);
+}
+
+/* The directory used for process lists: v2 the group, v1 the freezer. */
+static const char *track_dir(const struct cg_job *cg)
+{
+    return cg->mode == CG_V2 ? cg->dir[0] : cg->dir[CG_FREEZER];
+}
+
+/* mkdir -p; on v2 enable the controllers for the children of each parent made. */
+static int mkdirs(const char *dir, const char *stop, bool v2)
+{
+    char tmp[PATH_MAX];
+    if (str_copy(tmp, sizeof tmp, dir) < 0)
+        return -ENAMETOOLONG;
+    size_t skip = strlen(stop);
+    for (char *p = tmp + skip + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (v2) {
+        /* enable memory, cpu, pids for every level below the root, parents first */
+        char sub[PATH_MAX];
+        str_copy(tmp, sizeof tmp, stop);
+        const char *rest = dir + skip;
+        for (;;) {
+            if (join(sub, sizeof sub, tmp, "cgroup.subtree_control") < 0)
+                return -ENAMETOOLONG;
+            write_file(sub, "+memory +cpu +pids");  /* best effort: some may be absent */
+            const char *slash = strchr(rest + 1, '/');
+            if (!slash)
+                break;
+            size_t used = strlen(tmp);
+            size_t add = (size_t)(slash - rest);
+            if (used + add + 1 > sizeof tmp)
+                return -ENAMETOOLONG;
+            memcpy(tmp + used, rest, add);
+            tmp[used + add] = '\0';
+            rest = slash;
+        }
+    }
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static int set_limits(const struct cg_job *cg, int64_t mem_mb, int cpus, char *err, size_t errlen)
+{
+    char path[PATH_MAX], val[64];
+    int rc;
+    if (mem_mb > 0) {
+        long long bytes = (long long)mem_mb * 1024 * 1024;
+        snprintf(val, sizeof val, "%lld", bytes);
+        if (cg->mode == CG_V2) {
+            join(path, sizeof path, cg->dir[0], "memory.max");
+            if ((rc = write_file(path, val)) < 0)
+                return fail(err, errlen, rc, "write", path);
+            join(path, sizeof path, cg->dir[0], "memory.swap.max");
+            write_file(path, "0");
+        } else {
+            join(path, sizeof path, cg->dir[CG_MEMORY], "memory.limit_in_bytes");
+            if ((rc = write_file(path, val)) < 0)
+                return fail(err, errlen, rc, "write", path);
+            join(path, sizeof path, cg->dir[CG_MEMORY], "memory.memsw.limit_in_bytes");
+            if (is_file(path))
+                write_file(path, val);   /* no swapping past the limit */
+        }
+    }
+    if (cpus > 0) {
+        long long period = 100000, quota = period * cpus;
+        if (cg->mode == CG_V2) {
+            snprintf(val, sizeof val, "%lld %lld", quota, period);
+            join(path, sizeof path, cg->dir[0], "cpu.max");
+        } else {
+            snprintf(val, sizeof val, "%lld", quota);
+            join(path, sizeof path, cg->dir[CG_CPU], "cpu.cfs_quota_us");
+        }
+        if ((rc = write_file(path, val)) < 0)
+            return fail(err, errlen, rc, "write", path);
+    }
+    return 0;
+}
+
+int cg_job_create(const struct cg_job *cg, int64_t mem_mb, int cpus, char *err, size_t errlen)
+{
+    for (int i = 0; i < cg->ndirs; i++) {
+        /* the part above "docket/" is the hierarchy root, which exists */
+        const char *d = strstr(cg->dir[i], "/docket/");
+        if (!d)
+            return fail(err, errlen, -EINVAL, "use cgroup", cg->dir[i]);
+        char stop[PATH_MAX];
+        size_t n = (size_t)(d - cg->dir[i]);
+        memcpy(stop, cg->dir[i], n);
+        stop[n] = '\0';
+        int rc = mkdirs(cg->dir[i], stop, cg->mode == CG_V2);
+        if (rc < 0) {
+            fail(err, errlen, rc, "create cgroup", cg->dir[i]);
+            cg_job_remove(cg);
+            return rc;
+        }
+    }
+    int rc = set_limits(cg, mem_mb, cpus, err, errlen);
+    if (rc < 0)
+        cg_job_remove(cg);
+    return rc;
+}
+
+int cg_job_attach(const struct cg_job *cg, pid_t pid, char *err, size_t errlen)
+{
+    char path[PATH_MAX], val[32];
+    snprintf(val, sizeof val, "%d", pid ? (int)pid : (int)getpid());
+    for (int i = 0; i < cg->ndirs; i++) {
+        if (join(path, sizeof path, cg->dir[i], "cgroup.procs") < 0)
+            return -ENAMETOOLONG;
+        int rc = write_file(path, val);
+        if (rc < 0)
+            return fail(err, errlen, rc, "write", path);
+    }
+    return 0;
+}
+
+int cg_job_pids(const struct cg_job *cg, pid_t *pids, int max)
+{
+    char path[PATH_MAX];
+    if (join(path, sizeof path, track_dir(cg), "cgroup.procs") < 0)
+        return -ENAMETOOLONG;
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -errno;
+    int n = 0;
+    long v;
+    while (fscanf(f, "%ld", &v) == 1) {
+        if (n < max && pids)
+            pids[n] = (pid_t)v;
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+int cg_job_nprocs(const struct cg_job *cg)
+{
+    return cg_job_pids(cg, NULL, 0);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+int cg_job_freeze(const struct cg_job *cg, bool frozen)
+{
+    char path[PATH_MAX], buf[256];
+    if (cg->mode == CG_V2) {
+        join(path, sizeof path, cg->dir[0], "cgroup.freeze");
+        int rc = write_file(path, frozen ? "1" : "0");
+        if (rc < 0 || !frozen)
+            return rc;
+        join(path, sizeof path, cg->dir[0], "cgroup.events");
+        for (int i = 0; i < 1000; i++) {
+            if (read_file(path, buf, sizeof buf) > 0 && strstr(buf, "frozen 1"))
+                return 0;
+            sleep_ms(1);
+        }
+        return -ETIMEDOUT;
+    }
+    join(path, sizeof path, cg->dir[CG_FREEZER], "freezer.state");
+    int rc = write_file(path, frozen ? "FROZEN" : "THAWED");
+    if (rc < 0 || !frozen)
+        return rc;
+    for (int i = 0; i < 1000; i++) {
+        if (read_file(path, buf, sizeof buf) > 0 && str_has_prefix(buf, "FROZEN"))
+            return 0;
+        sleep_ms(1);
+        write_file(path, "FROZEN");
+    }
+    return -ETIMEDOUT;
+}
+
+static int signal_listed(const struct cg_job *cg, int sig)
+{
+    pid_t pids[4096];
+    int n = cg_job_pids(cg, pids, 4096);
+    if (n < 0)
+        return n;
+    int sent = 0;
+    for (int i = 0; i < n && i < 4096; i++)
+        if (pids[i] > 0 && kill(pids[i], sig) == 0)
+            sent++;
+    return sent;
+}
+
+int cg_job_signal(const struct cg_job *cg, int sig)
+{
+    if (sig == SIGKILL && cg->mode == CG_V2 && cg->v2_kill) {
+        char path[PATH_MAX];
+        join(path, sizeof path, cg->dir[0], "cgroup.kill");
+        int n = cg_job_nprocs(cg);
+        int rc = write_file(path, "1");
+        if (rc == 0)
+            return n < 0 ? 0 : n;
+    }
+    /* Frozen, nobody can fork between the read of cgroup.procs and the kills. A freeze
+     * that does not settle (a task in uninterruptible sleep) still gets the signals. */
+    int frc = cg_job_freeze(cg, true);
+    int sent = signal_listed(cg, sig);
+    if (frc == 0 || frc == -ETIMEDOUT)
+        cg_job_freeze(cg, false);
+    return sent;
+}
+
+static int64_t read_num(const char *dir, const char *file)
+{
+    char path[PATH_MAX], buf[64];
+    if (join(path, sizeof path, dir, file) < 0 || read_file(path, buf, sizeof buf) <= 0)
+        return -1;
+    return strtoll(buf, NULL, 10);
+}
+
+/* A "key value" line of a flat-keyed file (cpu.stat, memory.events, oom_control). */
+static int64_t read_key(const char *dir, const char *file, const char *key)
+{
+    char path[PATH_MAX], buf[4096];
+    if (join(path, sizeof path, dir, file) < 0 || read_file(path, buf, sizeof buf) <= 0)
+        return -1;
+    size_t kl = strlen(key);
+    for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, key, kl) == 0 && line[kl] == ' ')
+            return strtoll(line + kl + 1, NULL, 10);
+    }
+    return -1;
+}
+
+int cg_job_usage(const struct cg_job *cg, int64_t *cpu_ms, int64_t *peak_mb)
+{
+    int64_t cpu = -1, peak = -1;
+    if (cg->mode == CG_V2) {
+        int64_t us = read_key(cg->dir[0], "cpu.stat", "usage_usec");
+        cpu = us >= 0 ? us / 1000 : -1;
+        peak = read_num(cg->dir[0], "memory.peak");
+    } else {
+        int64_t ns = read_num(cg->dir[CG_CPUACCT], "cpuacct.usage");
+        cpu = ns >= 0 ? ns / 1000000 : -1;
+        peak = read_num(cg->dir[CG_MEMORY], "memory.max_usage_in_bytes");
+    }
+    *cpu_ms = cpu < 0 ? 0 : cpu;
+    *peak_mb = peak < 0 ? 0 : (peak + (1 << 20) - 1) / (1 << 20);
+    return 0;
+}
+
+bool cg_job_oom(const struct cg_job *cg)
+{
+    if (cg->mode == CG_V2)
+        return read_key(cg->dir[0], "memory.events", "oom_kill") > 0;
+    int64_t k = read_key(cg->dir[CG_MEMORY], "memory.oom_control", "oom_kill");
+    if (k >= 0)
+        return k > 0;
+    /* old kernels: hitting the limit is the best evidence there is */
+    return read_num(cg->dir[CG_MEMORY], "memory.failcnt") > 0;
+}
+
+int cg_job_remove(const struct cg_job *cg)
+{
+    int rc = 0;
+    for (int i = cg->ndirs - 1; i >= 0; i--) {
+        if (rmdir(cg->dir[i]) < 0 && errno != ENOENT && rc == 0)
+            rc = -errno;
+    }
+    return rc;
+}
+
+int cg_job_reclaim(const struct cg_job *cg, int wait_ms, void (*reap)(void), char *err, size_t errlen)
+{
+    int waited = 0, step = 1;
+    for (;;) {
+        int n = cg_job_nprocs(cg);
+        if (n == -ENOENT || n == 0)
+            break;
+        if (n > 0)
+            cg_job_signal(cg, SIGKILL);
+        if (reap)
+            reap();
+        if (waited >= wait_ms) {
+            if (err && errlen)
+                snprintf(err, errlen, "%d processes left in cgroup '%s' after %d ms", n,
+                         track_dir(cg), waited);
+            return -EBUSY;
+        }
+        sleep_ms(step);
+        waited += step;
+        if (step < 50)
+            step *= 2;
+    }
+    /* an empty group may still refuse rmdir for a moment while the kernel lets go */
+    for (int i = 0; i < 100; i++) {
+        int rc = cg_job_remove(cg);
+        if (rc == 0)
+            return 0;
+        if (rc != -EBUSY)
+            return fail(err, errlen, rc, "remove cgroup", track_dir(cg));
+        if (reap)
+            reap();
+        sleep_ms(5);
+    }
+    return fail(err, errlen, -EBUSY, "remove cgroup", track_dir(cg));
+}

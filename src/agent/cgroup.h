@@ -1,0 +1,82 @@
+/*
+ * cgroup.h - one job's control group, on cgroup v2 or v1, so the agent tracks and kills a
+ * job by its cgroup and never by parent/child links (DESIGN §9, docs/agent.md).
+ *
+ * Layout: docket's groups live directly under the root of each hierarchy, whatever the
+ * agent's own cgroup is: v2 ROOT/docket/NODE/job_ID; v1 ROOT/CTRL/docket/NODE/job_ID for
+ * CTRL in memory, cpu, cpuacct, pids, freezer. ROOT is /sys/fs/cgroup unless --cgroup-root.
+ *
+ * Killing: v2 writes cgroup.kill when the kernel has it, else freezes, kills every pid of
+ * cgroup.procs and thaws; v1 does the same dance with the freezer controller. Signals other
+ * than SIGKILL are delivered the same way (frozen, every pid, thawed) so a fork during the
+ * delivery cannot escape it. Removal waits for an empty cgroup.procs.
+ *
+ * Errors: functions return 0 or a negative errno; `err` (when given) receives a message
+ * naming the file ("cannot write '/sys/fs/cgroup/...': Permission denied").
+ */
+#ifndef DOCKET_AGENT_CGROUP_H
+#define DOCKET_AGENT_CGROUP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum cg_mode { CG_NONE = 0, CG_V1, CG_V2 };
+
+enum cg_ctrl { CG_MEMORY, CG_CPU, CG_CPUACCT, CG_PIDS, CG_FREEZER, CG_NCTRL };
+
+struct cg_layout {
+    enum cg_mode mode;
+    char root[PATH_MAX];        /* mount root: /sys/fs/cgroup */
+    char v2[PATH_MAX];          /* v2: the unified mount that has controllers */
+    bool v2_kill;               /* v2: cgroup.kill exists */
+};
+
+struct cg_job {
+    enum cg_mode mode;
+    bool v2_kill;
+    int ndirs;                  /* v2: 1; v1: CG_NCTRL */
+    char dir[CG_NCTRL][PATH_MAX]; /* v2 uses dir[0] for everything */
+};
+
+/* Find which hierarchy to use under `root` (NULL = /sys/fs/cgroup): v2 when ROOT (or
+ * ROOT/unified) lists the memory controller in cgroup.controllers, else v1 when
+ * ROOT/{memory,cpu,cpuacct,pids,freezer} are mounted. -ENOENT when neither. */
+int cg_detect(const char *root, struct cg_layout *out, char *err, size_t errlen);
+const char *cg_mode_name(enum cg_mode m);
+
+/* Fill the paths of job `id` of node `node` (no I/O). -ENAMETOOLONG when too long. */
+int cg_job_init(struct cg_job *cg, const struct cg_layout *l, const char *node, uint64_t id);
+/* Fill the paths of the node's parent group docket/NODE (for sweeping and tests). */
+int cg_node_init(struct cg_job *cg, const struct cg_layout *l, const char *node);
+
+/* Create the job's groups (parents included) and set limits: mem_mb > 0 caps memory
+ * (and memory+swap on v1 where available), cpus > 0 sets a CPU quota of that many CPUs.
+ * Pids are accounted. On error the groups made are removed again. */
+int cg_job_create(const struct cg_job *cg, int64_t mem_mb, int cpus, char *err, size_t errlen);
+/* Move process `pid` (0 = the caller) into the job's groups. */
+int cg_job_attach(const struct cg_job *cg, pid_t pid, char *err, size_t errlen);
+/* Number of processes in the job (the freezer group on v1), or negative errno. */
+int cg_job_nprocs(const struct cg_job *cg);
+/* Deliver `sig` to every process in the job (frozen meanwhile). Returns how many got it,
+ * or a negative errno. SIGKILL uses cgroup.kill on v2 when present. */
+int cg_job_signal(const struct cg_job *cg, int sig);
+/* Freeze or thaw (waits up to 1 s for the freeze to settle). */
+int cg_job_freeze(const struct cg_job *cg, bool frozen);
+/* CPU time in ms and peak memory in MiB (0 when unknown). */
+int cg_job_usage(const struct cg_job *cg, int64_t *cpu_ms, int64_t *peak_mb);
+/* True when the kernel OOM killer killed something in the job. */
+bool cg_job_oom(const struct cg_job *cg);
+/* Remove the groups. -EBUSY while processes remain. Missing groups are fine. */
+int cg_job_remove(const struct cg_job *cg);
+/* SIGKILL everything, wait up to `wait_ms` for cgroup.procs to empty (calling `reap`
+ * between checks when not NULL, so a subreaper can collect its zombies), then remove.
+ * -EBUSY with a message when processes are left. */
+int cg_job_reclaim(const struct cg_job *cg, int wait_ms, void (*reap)(void),
+                   char *err, size_t errlen);
+/* Every pid in the job, up to max; returns the count (or negative errno). */
+int cg_job_pids(const struct cg_job *cg, pid_t *pids, int max);
+
+#endif

@@ -1,0 +1,974 @@
+/*
+ * supervisor.c - one process per job, forked by the agent: own session, child subreaper,
+ * cgroup made before the job's exec, privileges dropped in order (initgroups, setgid,
+ * setuid, each checked), descriptors closed (close_range), local time limit and grace
+ * timed from the moment of the signal (poll with the exact deadline, no sweep), the whole
+ * cgroup signalled and killed, reclaim checked, state kept in the job directory.
+ * See supervisor.h and docs/agent.md.
+ */
+#define _GNU_SOURCE
+#include "agent/supervisor.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/clock.h"
+#include "util/str.h"
+
+/* ---------------------------------------------------------------------------------- */
+/* Small helpers shared by both sides                                                  */
+
+int sup_job_dir(const struct sup_config *c, uint64_t id, char *out, size_t len)
+{
+    int n = snprintf(out, len, "%s/jobs/%llu", c->state_dir, (unsigned long long)id);
+    return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
+}
+
+static int write_atomic(const char *dir, const char *name, const char *text)
+{
+    char tmp[PATH_MAX], dst[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%d", dir, name, (int)getpid()) >= (int)sizeof tmp ||
+        snprintf(dst, sizeof dst, "%s/%s", dir, name) >= (int)sizeof dst)
+        return -ENAMETOOLONG;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    size_t n = strlen(text);
+    ssize_t w = write(fd, text, n);
+    int rc = w == (ssize_t)n ? 0 : (w < 0 ? -errno : -EIO);
+    close(fd);
+    if (rc == 0 && rename(tmp, dst) < 0)
+        rc = -errno;
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
+}
+
+int64_t sup_proc_starttime(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -EIO;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');   /* the command name may hold spaces and parens */
+    if (!p)
+        return -EIO;
+    /* after ") " come fields 3..: state is field 3, starttime is field 22 */
+    int field = 2;
+    for (p++; *p && field < 21; p++)
+        if (*p == ' ')
+            field++;
+    return strtoll(p, NULL, 10);
+}
+
+bool sup_alive(int pid, int64_t starttime)
+{
+    if (pid <= 0)
+        return false;
+    int64_t st = sup_proc_starttime(pid);
+    if (st < 0 || (starttime > 0 && st != starttime))
+        return false;
+    /* a zombie is not alive */
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+int sup_state_write(const char *jobdir, const struct sup_state *st)
+{
+    json_t *o = json_pack("{s:I, s:s, s:i, s:I, s:i, s:I, s:I, s:{s:s, s:i, s:s},"
+                          " s:{s:I, s:I, s:i}, s:b, s:s, s:s, s:s, s:s}",
+                          "job", (json_int_t)st->job, "state", st->state, "sup_pid", st->sup_pid,
+                          "sup_start", (json_int_t)st->sup_start, "pid", st->pid,
+                          "start_ms", (json_int_t)st->start_ms, "end_ms", (json_int_t)st->end_ms,
+                          "exit", "kind", agent_exit_kind_name(st->exit_kind), "code", st->exit_code,
+                          "message", st->message, "usage", "cpu_ms", (json_int_t)st->usage.cpu_ms,
+                          "max_rss_mb", (json_int_t)st->usage.max_rss_mb, "gpu_util", st->usage.gpu_util,
+                          "reclaim_ok", st->reclaim_ok, "reclaim_msg", st->reclaim_msg,
+                          "out_path", st->out_path, "err_path", st->err_path, "cgroup", st->cgroup);
+    if (!o)
+        return -ENOMEM;
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!text)
+        return -ENOMEM;
+    int rc = write_atomic(jobdir, "state.json", text);
+    free(text);
+    return rc;
+}
+
+static void copy_json_str(json_t *o, const char *key, char *dst, size_t len)
+{
+    json_t *v = json_object_get(o, key);
+    str_copy(dst, len, json_is_string(v) ? json_string_value(v) : "");
+}
+
+int sup_state_read(const char *jobdir, struct sup_state *st)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/state.json", jobdir) >= (int)sizeof path)
+        return -ENAMETOOLONG;
+    json_error_t je;
+    json_t *o = json_load_file(path, 0, &je);
+    if (!o)
+        return access(path, F_OK) == 0 ? -EINVAL : -ENOENT;
+    memset(st, 0, sizeof *st);
+    json_t *ex = json_object_get(o, "exit"), *u = json_object_get(o, "usage");
+    st->job = (uint64_t)json_integer_value(json_object_get(o, "job"));
+    copy_json_str(o, "state", st->state, sizeof st->state);
+    st->sup_pid = (int)json_integer_value(json_object_get(o, "sup_pid"));
+    st->sup_start = json_integer_value(json_object_get(o, "sup_start"));
+    st->pid = (int)json_integer_value(json_object_get(o, "pid"));
+    st->start_ms = json_integer_value(json_object_get(o, "start_ms"));
+    st->end_ms = json_integer_value(json_object_get(o, "end_ms"));
+    json_t *kind = json_object_get(ex, "kind");
+    if (!json_is_string(kind) || agent_exit_kind_parse(json_string_value(kind), &st->exit_kind) < 0)
+        st->exit_kind = AGENT_EXIT_LOST;
+    st->exit_code = (int)json_integer_value(json_object_get(ex, "code"));
+    copy_json_str(ex, "message", st->message, sizeof st->message);
+    st->usage.cpu_ms = json_integer_value(json_object_get(u, "cpu_ms"));
+    st->usage.max_rss_mb = json_integer_value(json_object_get(u, "max_rss_mb"));
+    st->usage.gpu_util = (int)json_integer_value(json_object_get(u, "gpu_util"));
+    st->reclaim_ok = json_is_true(json_object_get(o, "reclaim_ok"));
+    copy_json_str(o, "reclaim_msg", st->reclaim_msg, sizeof st->reclaim_msg);
+    copy_json_str(o, "out_path", st->out_path, sizeof st->out_path);
+    copy_json_str(o, "err_path", st->err_path, sizeof st->err_path);
+    copy_json_str(o, "cgroup", st->cgroup, sizeof st->cgroup);
+    json_decref(o);
+    return 0;
+}
+
+int64_t sup_start_seq(const struct sup_config *c, uint64_t id)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 16], buf[32];
+    if (sup_job_dir(c, id, dir, sizeof dir) < 0)
+        return 0;
+    snprintf(path, sizeof path, "%s/start_seq", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    return strtoll(buf, NULL, 10);
+}
+
+int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t seq, const char *cmd)
+{
+    char dir[PATH_MAX], name[64];
+    int rc = sup_job_dir(c, id, dir, sizeof dir);
+    if (rc < 0)
+        return rc;
+    snprintf(name, sizeof name, "ctl.%020lld", (long long)seq);
+    if ((rc = write_atomic(dir, name, cmd)) < 0)
+        return rc;
+    if (sup_pid > 0 && kill(sup_pid, SIGUSR1) < 0)
+        return -errno;
+    return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)ftw;
+    if (flag == FTW_DP)
+        return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
+    return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int sup_remove_tree(const char *path)
+{
+    if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    return 0;
+}
+
+int sup_resolve_output(const char *spec, const char *jobdir, const char *default_name,
+                       const char *workdir, const struct agent_job *j, char *out, size_t len)
+{
+    if (!spec || !*spec)
+        return snprintf(out, len, "%s/%s", jobdir, default_name) >= (int)len ? -ENAMETOOLONG : 0;
+    char buf[PATH_MAX];
+    size_t o = 0;
+    for (const char *p = spec; *p; p++) {
+        char tmp[160];
+        const char *add = tmp;
+        if (*p == '%' && p[1]) {
+            p++;
+            if (*p == 'j')
+                snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)j->id);
+            else if (*p == 'a')
+                snprintf(tmp, sizeof tmp, "%d", j->array_index);
+            else if (*p == 'x')
+                add = j->name[0] ? j->name : "job";
+            else if (*p == '%')
+                add = "%";
+            else
+                snprintf(tmp, sizeof tmp, "%%%c", *p);
+        } else {
+            tmp[0] = *p;
+            tmp[1] = '\0';
+        }
+        size_t al = strlen(add);
+        if (o + al + 1 > sizeof buf)
+            return -ENAMETOOLONG;
+        memcpy(buf + o, add, al);
+        o += al;
+    }
+    buf[o] = '\0';
+    int n = buf[0] == '/' ? snprintf(out, len, "%s", buf)
+                          : snprintf(out, len, "%s/%s", workdir && *workdir ? workdir : "/", buf);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Environment                                                                         */
+
+struct envb {
+    char **v;
+    int n, cap;
+};
+
+static bool env_has(const struct envb *e, const char *key)
+{
+    size_t kl = strlen(key);
+    for (int i = 0; i < e->n; i++)
+        if (strncmp(e->v[i], key, kl) == 0 && e->v[i][kl] == '=')
+            return true;
+    return false;
+}
+
+/* Set key=value; `force` replaces a value the job gave (the DOCKET_* and GPU binding). */
+static void env_set(struct envb *e, const char *key, const char *value, bool force)
+{
+    size_t kl = strlen(key), len = kl + strlen(value) + 2;
+    char *kv = malloc(len);
+    if (!kv)
+        return;
+    snprintf(kv, len, "%s=%s", key, value);
+    for (int i = 0; i < e->n; i++)
+        if (strncmp(e->v[i], key, kl) == 0 && e->v[i][kl] == '=') {
+            if (force) {
+                free(e->v[i]);
+                e->v[i] = kv;
+            } else {
+                free(kv);
+            }
+            return;
+        }
+    if (e->n + 2 > e->cap) {
+        int cap = e->cap ? e->cap * 2 : 64;
+        char **nv = realloc(e->v, (size_t)cap * sizeof *nv);
+        if (!nv) {
+            free(kv);
+            return;
+        }
+        e->v = nv;
+        e->cap = cap;
+    }
+    e->v[e->n++] = kv;
+    e->v[e->n] = NULL;
+}
+
+char **sup_build_env(const struct agent_job *j, const char *node, const char *user,
+                     const char *home, const char *shell, const char *scratch)
+{
+    struct envb e = {NULL, 0, 0};
+    for (int i = 0; i < j->nenv; i++) {
+        char *eq = strchr(j->env[i], '=');
+        if (!eq)
+            continue;
+        char key[256];
+        size_t kl = (size_t)(eq - j->env[i]);
+        if (kl >= sizeof key)
+            continue;
+        memcpy(key, j->env[i], kl);
+        key[kl] = '\0';
+        env_set(&e, key, eq + 1, true);
+    }
+    char num[32], gpus[AGENT_MAX_GPUS * 4 + 1] = "";
+    size_t gl = 0;
+    for (int i = 0; i < j->ngpus; i++)
+        gl += (size_t)snprintf(gpus + gl, sizeof gpus - gl, "%s%d", i ? "," : "", j->gpus[i]);
+    snprintf(num, sizeof num, "%llu", (unsigned long long)j->id);
+    env_set(&e, "DOCKET_JOB_ID", num, true);
+    env_set(&e, "DOCKET_JOB_NAME", j->name, true);
+    env_set(&e, "DOCKET_PROJECT", j->project, true);
+    env_set(&e, "DOCKET_TIER", j->tier, true);
+    env_set(&e, "DOCKET_CLASS", j->class_name, true);
+    env_set(&e, "DOCKET_NODE", node, true);
+    env_set(&e, "DOCKET_GPUS", gpus, true);
+    env_set(&e, "CUDA_VISIBLE_DEVICES", gpus, true);
+    env_set(&e, "NVIDIA_VISIBLE_DEVICES", j->ngpus ? gpus : "void", true);
+    snprintf(num, sizeof num, "%d", j->array_index);
+    env_set(&e, "DOCKET_ARRAY_INDEX", num, true);
+    struct envb nl = {NULL, 0, 0};
+    size_t need = 1;
+    for (int i = 0; i < j->nnodes; i++)
+        need += strlen(j->nodelist[i]) + 1;
+    char *list = malloc(need + strlen(node));
+    if (list) {
+        size_t o = 0;
+        for (int i = 0; i < j->nnodes; i++)
+            o += (size_t)snprintf(list + o, need - o, "%s%s", i ? "," : "", j->nodelist[i]);
+        if (j->nnodes == 0)
+            memcpy(list, node, strlen(node) + 1);
+        env_set(&e, "DOCKET_NODELIST", list, true);
+        free(list);
+    }
+    (void)nl;
+    if (j->world_size > 1 || j->nnodes > 1) {
+        env_set(&e, "MASTER_ADDR", j->master_addr[0] ? j->master_addr : (j->nnodes ? j->nodelist[0] : node), true);
+        snprintf(num, sizeof num, "%d", j->master_port ? j->master_port : 29500);
+        env_set(&e, "MASTER_PORT", num, true);
+        snprintf(num, sizeof num, "%d", j->world_size ? j->world_size : j->nnodes);
+        env_set(&e, "WORLD_SIZE", num, true);
+        snprintf(num, sizeof num, "%d", j->node_rank);
+        env_set(&e, "NODE_RANK", num, true);
+    }
+    if (scratch && *scratch) {
+        env_set(&e, "DOCKET_SCRATCH", scratch, true);
+        env_set(&e, "TMPDIR", scratch, false);
+    }
+    env_set(&e, "PATH", "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin", false);
+    if (home)
+        env_set(&e, "HOME", home, false);
+    if (user) {
+        env_set(&e, "USER", user, false);
+        env_set(&e, "LOGNAME", user, false);
+    }
+    if (shell)
+        env_set(&e, "SHELL", shell, false);
+    if (!e.v) {
+        e.v = calloc(1, sizeof *e.v);
+    }
+    (void)env_has;
+    return e.v;
+}
+
+void sup_env_free(char **env)
+{
+    for (char **p = env; p && *p; p++)
+        free(*p);
+    free(env);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* The supervisor process                                                              */
+
+struct sup {
+    const struct sup_config *c;
+    const struct agent_job *j;
+    char dir[PATH_MAX];
+    char scratch[PATH_MAX];
+    struct cg_job cg;
+    bool use_cg;
+    struct sup_state st;
+    uid_t uid;
+    gid_t gid;
+    char user[AGENT_NAME_MAX];
+    char home[PATH_MAX], shell[PATH_MAX];
+    int out_fd, err_fd;            /* default logs opened by the supervisor, or -1 */
+    pid_t leader;
+    bool leader_done;
+    int leader_status;
+    bool stopping, timed_out, killed;
+    int64_t kill_at;               /* monotonic ms, 0 = none */
+    int64_t limit_at;              /* monotonic ms, 0 = none */
+    int stop_signal;
+};
+
+static void slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void slog(const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if (n > (int)sizeof buf - 2)
+        n = (int)sizeof buf - 2;
+    buf[n++] = '\n';
+    ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
+    (void)w;
+}
+
+static void save(struct sup *s)
+{
+    int rc = sup_state_write(s->dir, &s->st);
+    if (rc < 0)
+        slog("cannot write state of job %llu: %s", (unsigned long long)s->j->id, strerror(-rc));
+}
+
+static void reap_all(void)
+{
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+}
+
+static int resolve_user(struct sup *s, char *err, size_t errlen)
+{
+    bool root = geteuid() == 0;
+    const char *name = s->j->user;
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    if (!root || !*name) {
+        int e = getpwuid_r(geteuid(), &pw, buf, sizeof buf, &res);
+        s->uid = geteuid();
+        s->gid = getegid();
+        if (e == 0 && res) {
+            str_copy(s->user, sizeof s->user, pw.pw_name);
+            str_copy(s->home, sizeof s->home, pw.pw_dir);
+            str_copy(s->shell, sizeof s->shell, pw.pw_shell);
+        }
+        if (root && !s->c->allow_root_jobs) {
+            snprintf(err, errlen, "job has no user and the agent runs as root (--allow-root-jobs not set)");
+            return -EPERM;
+        }
+        if (!root && *name && (!res || strcmp(name, pw.pw_name) != 0)) {
+            snprintf(err, errlen, "cannot run as user '%s': the agent is not root", name);
+            return -EPERM;
+        }
+        return 0;
+    }
+    int e = getpwnam_r(name, &pw, buf, sizeof buf, &res);
+    if (e != 0 || !res) {
+        snprintf(err, errlen, "unknown user '%s'", name);
+        return -ENOENT;
+    }
+    if (pw.pw_uid == 0 && !s->c->allow_root_jobs) {
+        snprintf(err, errlen, "refusing to run a job as root user '%s' (--allow-root-jobs not set)", name);
+        return -EPERM;
+    }
+    s->uid = pw.pw_uid;
+    s->gid = pw.pw_gid;
+    str_copy(s->user, sizeof s->user, pw.pw_name);
+    str_copy(s->home, sizeof s->home, pw.pw_dir);
+    str_copy(s->shell, sizeof s->shell, pw.pw_shell);
+    return 0;
+}
+
+static int open_default_log(struct sup *s, const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
+    if (fd >= 0 && geteuid() == 0 && fchown(fd, s->uid, s->gid) < 0) {
+        close(fd);
+        return -errno;
+    }
+    return fd < 0 ? -errno : fd;
+}
+
+/* Report a failure of the job's child to the supervisor and end the child. */
+static void __attribute__((noreturn)) child_fail(int fd, const char *what, int e)
+{
+    char msg[512];
+    int n = snprintf(msg, sizeof msg, "%s: %s", what, strerror(e));
+    if (n > 0) {
+        ssize_t w = write(fd, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+        (void)w;
+    }
+    _exit(127);
+}
+
+static int open_user_log(const char *path)
+{
+    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+/* Runs in the job's child: from here on only this process and its exec matter. */
+static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **env)
+{
+    char what[PATH_MAX + 64];
+    sigset_t none;
+    sigemptyset(&none);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setsid();
+    char cgerr[256];
+    if (s->use_cg && cg_job_attach(&s->cg, 0, cgerr, sizeof cgerr) < 0) {
+        ssize_t w = write(pfd, cgerr, strlen(cgerr));
+        (void)w;
+        _exit(127);
+    }
+    if (geteuid() == 0) {
+        /* the order matters: groups, then gid, then uid; each checked */
+        if (initgroups(s->user, s->gid) < 0)
+            child_fail(pfd, "initgroups", errno);
+        if (setgid(s->gid) < 0)
+            child_fail(pfd, "setgid", errno);
+        if (setuid(s->uid) < 0)
+            child_fail(pfd, "setuid", errno);
+        if (s->uid != 0 && (setuid(0) == 0 || geteuid() == 0))
+            child_fail(pfd, "privileges still held after setuid", EPERM);
+    }
+    const char *wd = s->j->workdir && *s->j->workdir ? s->j->workdir : (s->home[0] ? s->home : "/");
+    if (chdir(wd) < 0) {
+        snprintf(what, sizeof what, "cannot enter working directory '%s'", wd);
+        child_fail(pfd, what, errno);
+    }
+    int out = s->out_fd, errfd = s->err_fd;
+    if (out < 0 && (out = open_user_log(s->st.out_path)) < 0) {
+        snprintf(what, sizeof what, "cannot open output '%s'", s->st.out_path);
+        child_fail(pfd, what, errno);
+    }
+    if (errfd < 0) {
+        errfd = strcmp(s->st.err_path, s->st.out_path) == 0 ? out : open_user_log(s->st.err_path);
+        if (errfd < 0) {
+            snprintf(what, sizeof what, "cannot open error output '%s'", s->st.err_path);
+            child_fail(pfd, what, errno);
+        }
+    }
+    int in = open("/dev/null", O_RDONLY);
+    if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
+        child_fail(pfd, "cannot set up standard descriptors", errno);
+    /* the status pipe is close-on-exec; every other inherited descriptor goes now */
+    if (pfd > 3)
+        close_range(3, (unsigned)pfd - 1, 0);
+    close_range((unsigned)pfd + 1, ~0U, 0);
+    char *sh_argv[3];
+    char **argv = s->j->argv;
+    if (!argv) {
+        snprintf(what, sizeof what, "%s/.docket_script", s->scratch);
+        bool shebang = strncmp(s->j->script, "#!", 2) == 0;
+        sh_argv[0] = shebang ? what : "/bin/sh";
+        sh_argv[1] = shebang ? NULL : what;
+        sh_argv[2] = NULL;
+        argv = sh_argv;
+    }
+    execvpe(argv[0], argv, env);
+    snprintf(what, sizeof what, "cannot execute '%s'", argv[0]);
+    child_fail(pfd, what, errno);
+}
+
+static int write_script(struct sup *s, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/.docket_script", s->scratch);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0700);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot write script '%s': %s", path, strerror(errno));
+        return -errno;
+    }
+    size_t n = strlen(s->j->script);
+    ssize_t w = write(fd, s->j->script, n);
+    int rc = w == (ssize_t)n ? 0 : -EIO;
+    if (rc == 0 && geteuid() == 0 && fchown(fd, s->uid, s->gid) < 0)
+        rc = -errno;
+    close(fd);
+    if (rc < 0)
+        snprintf(err, errlen, "cannot write script '%s': %s", path, strerror(-rc));
+    return rc;
+}
+
+static int make_scratch(struct sup *s, char *err, size_t errlen)
+{
+    snprintf(s->scratch, sizeof s->scratch, "%s/job_%llu", s->c->scratch_root, (unsigned long long)s->j->id);
+    sup_remove_tree(s->scratch);   /* left over from an earlier run of this job */
+    if (mkdir(s->scratch, 0700) < 0 ||
+        (geteuid() == 0 && chown(s->scratch, s->uid, s->gid) < 0)) {
+        snprintf(err, errlen, "cannot create scratch directory '%s': %s", s->scratch, strerror(errno));
+        return -errno;
+    }
+    return s->j->script ? write_script(s, err, errlen) : 0;
+}
+
+/* Everything before the fork of the job: user, cgroup, scratch, logs. */
+static int prepare(struct sup *s, char *err, size_t errlen)
+{
+    int rc;
+    if ((rc = resolve_user(s, err, errlen)) < 0)
+        return rc;
+    const char *wd = s->j->workdir && *s->j->workdir ? s->j->workdir : (s->home[0] ? s->home : "/");
+    if ((rc = sup_resolve_output(s->j->output, s->dir, "stdout", wd, s->j, s->st.out_path, sizeof s->st.out_path)) < 0 ||
+        (rc = sup_resolve_output(s->j->error, s->dir, "stderr", wd, s->j, s->st.err_path, sizeof s->st.err_path)) < 0) {
+        snprintf(err, errlen, "output path too long");
+        return rc;
+    }
+    if (!s->j->output || !*s->j->output) {
+        if ((s->out_fd = open_default_log(s, s->st.out_path)) < 0) {
+            snprintf(err, errlen, "cannot open '%s': %s", s->st.out_path, strerror(-s->out_fd));
+            return s->out_fd;
+        }
+    }
+    if (!s->j->error || !*s->j->error) {
+        if ((s->err_fd = open_default_log(s, s->st.err_path)) < 0) {
+            snprintf(err, errlen, "cannot open '%s': %s", s->st.err_path, strerror(-s->err_fd));
+            return s->err_fd;
+        }
+    }
+    if (s->c->cg && s->c->cg->mode != CG_NONE) {
+        if ((rc = cg_job_init(&s->cg, s->c->cg, s->c->node, s->j->id)) < 0) {
+            snprintf(err, errlen, "cgroup path too long");
+            return rc;
+        }
+        /* a group left by an earlier run would mix up usage and OOM counts */
+        cg_job_reclaim(&s->cg, 1000, reap_all, NULL, 0);
+        if ((rc = cg_job_create(&s->cg, s->j->mem_mb, s->j->cpus, err, errlen)) < 0)
+            return rc;
+        s->use_cg = true;
+        str_copy(s->st.cgroup, sizeof s->st.cgroup, s->cg.mode == CG_V2 ? s->cg.dir[0] : s->cg.dir[CG_FREEZER]);
+    }
+    return make_scratch(s, err, errlen);
+}
+
+static int launch(struct sup *s, char *err, size_t errlen)
+{
+    int rc = prepare(s, err, errlen);
+    if (rc < 0)
+        return rc;
+    char **env = sup_build_env(s->j, s->c->node, s->user, s->home[0] ? s->home : NULL,
+                               s->shell[0] ? s->shell : NULL, s->scratch);
+    int p[2];
+    if (!env || pipe2(p, O_CLOEXEC) < 0) {
+        sup_env_free(env);
+        snprintf(err, errlen, "cannot launch: %s", strerror(errno));
+        return -errno;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        child_exec(s, p[1], env);
+    }
+    close(p[1]);
+    sup_env_free(env);
+    if (pid < 0) {
+        close(p[0]);
+        snprintf(err, errlen, "cannot fork: %s", strerror(errno));
+        return -errno;
+    }
+    s->leader = pid;
+    /* EOF means the exec succeeded (the pipe was close-on-exec); text is the failure */
+    char msg[512];
+    ssize_t n;
+    while ((n = read(p[0], msg, sizeof msg - 1)) < 0 && errno == EINTR)
+        ;
+    close(p[0]);
+    if (n > 0) {
+        msg[n] = '\0';
+        snprintf(err, errlen, "%s", msg);
+        waitpid(pid, NULL, 0);
+        s->leader_done = true;
+        return -ECHILD;
+    }
+    return 0;
+}
+
+static void stop_job(struct sup *s, int sig, int64_t grace_ms, const char *why)
+{
+    if (s->leader_done)
+        return;
+    int64_t now = clock_mono_ms();
+    int64_t at = now + grace_ms;
+    if (s->stopping && s->kill_at && s->kill_at <= at) {
+        slog("job %llu: %s, already stopping", (unsigned long long)s->j->id, why);
+        return;
+    }
+    int n = s->use_cg ? cg_job_signal(&s->cg, sig) : (kill(-s->leader, sig) == 0 ? 1 : 0);
+    slog("job %llu: %s: signal %d to %d processes, kill in %lld ms", (unsigned long long)s->j->id, why,
+         sig, n, (long long)grace_ms);
+    if (!s->stopping)
+        str_copy(s->st.message, sizeof s->st.message, why);
+    s->stopping = true;
+    s->stop_signal = sig;
+    s->kill_at = at;
+    if (!strcmp(s->st.state, "running")) {
+        str_copy(s->st.state, sizeof s->st.state, "stopping");
+        save(s);
+    }
+}
+
+static void kill_job(struct sup *s, const char *why)
+{
+    if (s->leader_done)
+        return;
+    int n = s->use_cg ? cg_job_signal(&s->cg, SIGKILL) : (kill(-s->leader, SIGKILL) == 0 ? 1 : 0);
+    slog("job %llu: %s: SIGKILL to %d processes", (unsigned long long)s->j->id, why, n);
+    if (!s->killed && !s->stopping)
+        str_copy(s->st.message, sizeof s->st.message, why);
+    s->killed = true;
+    s->kill_at = 0;
+}
+
+static int ctl_cmp(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static int ctl_filter(const struct dirent *d)
+{
+    return strncmp(d->d_name, "ctl.", 4) == 0;
+}
+
+static void read_ctl(struct sup *s)
+{
+    struct dirent **list = NULL;
+    int n = scandir(s->dir, &list, ctl_filter, ctl_cmp);
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX + 300], buf[128] = "";
+        snprintf(path, sizeof path, "%s/%s", s->dir, list[i]->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t r = read(fd, buf, sizeof buf - 1);
+            buf[r > 0 ? r : 0] = '\0';
+            close(fd);
+        }
+        unlink(path);
+        free(list[i]);
+        int sig = 0;
+        long long grace = 0;
+        if (sscanf(buf, "signal %d %lld", &sig, &grace) == 2 && sig > 0 && sig < NSIG && grace >= 0) {
+            char why[64];
+            snprintf(why, sizeof why, "signalled %s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+            stop_job(s, sig, grace, why);
+        } else if (strncmp(buf, "kill", 4) == 0) {
+            kill_job(s, "killed on request");
+        } else {
+            slog("job %llu: ignoring bad command '%s'", (unsigned long long)s->j->id, buf);
+        }
+    }
+    free(list);
+}
+
+static void on_sigchld(struct sup *s)
+{
+    int status;
+    pid_t p;
+    while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (p == s->leader) {
+            s->leader_done = true;
+            s->leader_status = status;
+        }
+    }
+}
+
+static void run_loop(struct sup *s, int sfd)
+{
+    while (!s->leader_done) {
+        int64_t now = clock_mono_ms();
+        if (s->limit_at && now >= s->limit_at && !s->stopping) {
+            s->timed_out = true;
+            stop_job(s, s->j->signal ? s->j->signal : SIGTERM, s->j->grace_ms, "time limit reached");
+        }
+        if (s->kill_at && now >= s->kill_at)
+            kill_job(s, "grace ended");
+        int64_t next = -1;
+        if (s->limit_at && !s->stopping)
+            next = s->limit_at - now;
+        if (s->kill_at && (next < 0 || s->kill_at - now < next))
+            next = s->kill_at - now;
+        struct pollfd pfd = {sfd, POLLIN, 0};
+        int rc = poll(&pfd, 1, next < 0 ? -1 : (int)(next > 86400000 ? 86400000 : next));
+        if (rc <= 0)
+            continue;
+        struct signalfd_siginfo si;
+        while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            if (si.ssi_signo == SIGCHLD)
+                on_sigchld(s);
+            else if (si.ssi_signo == SIGUSR1)
+                read_ctl(s);
+        }
+        on_sigchld(s);   /* coalesced SIGCHLDs */
+    }
+}
+
+static void finish(struct sup *s, bool launched)
+{
+    int64_t cpu = 0, peak = 0;
+    bool oom = false;
+    if (s->use_cg) {
+        char msg[256] = "";
+        cg_job_signal(&s->cg, SIGKILL);  /* the leader is gone: the rest goes too */
+        reap_all();
+        cg_job_usage(&s->cg, &cpu, &peak);
+        oom = cg_job_oom(&s->cg);
+        s->st.reclaim_ok = cg_job_reclaim(&s->cg, 10000, reap_all, msg, sizeof msg) == 0;
+        if (!s->st.reclaim_ok) {
+            str_copy(s->st.reclaim_msg, sizeof s->st.reclaim_msg, msg);
+            slog("job %llu: reclaim failed: %s", (unsigned long long)s->j->id, msg);
+        }
+    } else {
+        struct rusage ru;
+        if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+            cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000LL + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+            peak = ru.ru_maxrss / 1024;
+        }
+        if (s->leader > 0)
+            kill(-s->leader, SIGKILL);
+        s->st.reclaim_ok = true;
+    }
+    s->st.usage.cpu_ms = cpu;
+    s->st.usage.max_rss_mb = peak;
+    if (launched) {
+        int st = s->leader_status;
+        if (oom) {
+            s->st.exit_kind = AGENT_EXIT_OOM;
+            s->st.exit_code = WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st);
+            str_copy(s->st.message, sizeof s->st.message, "memory limit exceeded");
+        } else if (WIFSIGNALED(st)) {
+            s->st.exit_kind = AGENT_EXIT_SIGNAL;
+            s->st.exit_code = WTERMSIG(st);
+        } else {
+            s->st.exit_kind = AGENT_EXIT_CODE;
+            s->st.exit_code = WEXITSTATUS(st);
+        }
+    }
+    if (!s->c->keep_scratch && s->scratch[0])
+        sup_remove_tree(s->scratch);
+    s->st.end_ms = clock_now_ms();
+    str_copy(s->st.state, sizeof s->st.state, "exited");
+    save(s);
+}
+
+static void __attribute__((noreturn)) supervise(const struct sup_config *c, const struct agent_job *j,
+                                                const char *dir)
+{
+    struct sup s;
+    memset(&s, 0, sizeof s);
+    s.c = c;
+    s.j = j;
+    s.out_fd = s.err_fd = -1;
+    str_copy(s.dir, sizeof s.dir, dir);
+    setsid();
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    prctl(PR_SET_NAME, "docket-sup");
+    /* stdio: nothing of the agent's; our own messages go to supervisor.log */
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/supervisor.log", dir);
+    int lfd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    int nfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (nfd >= 0)
+        dup2(nfd, 0), dup2(nfd, 1);
+    if (lfd >= 0)
+        dup2(lfd, 2);
+    close_range(3, ~0U, 0);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    sigdelset(&set, SIGTERM);
+    sigdelset(&set, SIGINT);
+    sigdelset(&set, SIGHUP);
+    sigdelset(&set, SIGPIPE);
+    int sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+
+    s.st.job = j->id;
+    s.st.sup_pid = getpid();
+    s.st.sup_start = sup_proc_starttime(getpid());
+    str_copy(s.st.state, sizeof s.st.state, "starting");
+    save(&s);
+
+    char err[512] = "";
+    int rc = sfd < 0 ? -errno : launch(&s, err, sizeof err);
+    if (rc < 0) {
+        slog("job %llu: launch failed: %s", (unsigned long long)j->id, err);
+        s.st.exit_kind = AGENT_EXIT_LAUNCH_FAILED;
+        s.st.exit_code = 0;
+        str_copy(s.st.message, sizeof s.st.message, err[0] ? err : strerror(-rc));
+        finish(&s, false);
+        _exit(0);
+    }
+    s.st.pid = s.leader;
+    s.st.start_ms = clock_now_ms();
+    str_copy(s.st.state, sizeof s.st.state, "running");
+    if (j->time_limit_ms > 0)
+        s.limit_at = clock_mono_ms() + j->time_limit_ms + c->limit_slack_ms;
+    save(&s);
+    read_ctl(&s);    /* commands that came before the signalfd existed */
+    run_loop(&s, sfd);
+    finish(&s, true);
+    _exit(0);
+}
+
+int sup_launch(const struct sup_config *c, const struct agent_job *j, int64_t seq, int *sup_pid,
+               char *err, size_t errlen)
+{
+    char dir[PATH_MAX], jobs[PATH_MAX];
+    snprintf(jobs, sizeof jobs, "%s/jobs", c->state_dir);
+    if (mkdir(jobs, 0711) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create '%s': %s", jobs, strerror(errno));
+        return -errno;
+    }
+    if (sup_job_dir(c, j->id, dir, sizeof dir) < 0 || (mkdir(dir, 0711) < 0 && errno != EEXIST)) {
+        snprintf(err, errlen, "cannot create job directory for job %llu: %s", (unsigned long long)j->id,
+                 strerror(errno));
+        return -errno;
+    }
+    /* a new run: the old state and stale commands go, the logs stay (appended) */
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/state.json", dir);
+    unlink(path);
+    json_t *o = agent_job_to_json(j);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    char seqs[32];
+    snprintf(seqs, sizeof seqs, "%lld", (long long)seq);
+    int rc = text ? write_atomic(dir, "job.json", text) : -ENOMEM;
+    free(text);
+    if (rc == 0)
+        rc = write_atomic(dir, "start_seq", seqs);
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot write job files in '%s': %s", dir, strerror(-rc));
+        return rc;
+    }
+    /* SIGUSR1 stays blocked in the child until its signalfd takes over */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    pid_t pid = fork();
+    if (pid == 0)
+        supervise(c, j, dir);
+    int e = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0) {
+        snprintf(err, errlen, "cannot fork supervisor: %s", strerror(e));
+        return -e;
+    }
+    *sup_pid = pid;
+    return 0;
+}

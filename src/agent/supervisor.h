@@ -1,0 +1,89 @@
+/*
+ * supervisor.h - the per-job supervisor: a process forked by the agent, in its own session,
+ * a child subreaper, that creates the job's cgroup, launches the job in it (as its owner
+ * when the agent is root), enforces the local time limit and the grace of a signal with a
+ * timer, reclaims (no process survives, cgroup removed) and records everything in the
+ * job's directory STATE_DIR/jobs/ID, so it outlives the agent (kill -9 included) and a new
+ * agent finds it again. See docs/agent.md.
+ *
+ * Files of a job directory:
+ *   job.json    the start command's job object (written by the agent before the fork)
+ *   start_seq   the seq of the start command that launched this run (never relaunched)
+ *   state.json  written by the supervisor, atomically (rename): starting, running, exited
+ *   ctl.SEQ     commands from the agent ("signal 15 30000", "kill"), then SIGUSR1
+ *   stdout, stderr  the default log files (appended across runs of a requeued job)
+ *   supervisor.log  the supervisor's own messages
+ *
+ * Errors: 0 or negative errno; `err` gets a message naming the subject.
+ */
+#ifndef DOCKET_AGENT_SUPERVISOR_H
+#define DOCKET_AGENT_SUPERVISOR_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/cgroup.h"
+#include "protocol/agent_msg.h"
+
+struct sup_config {
+    const char *state_dir;        /* the agent's state directory (exists) */
+    const char *scratch_root;     /* per-job scratch dirs go under it (exists) */
+    const char *node;             /* this node's name */
+    const struct cg_layout *cg;   /* mode CG_NONE = no cgroups (tests without root only) */
+    bool allow_root_jobs;         /* else a job whose user resolves to uid 0 is refused */
+    bool keep_scratch;
+    int64_t limit_slack_ms;       /* the local time limit trails the controller's by this */
+};
+
+struct sup_state {
+    uint64_t job;
+    char state[16];               /* "starting", "running", "exited" */
+    int sup_pid;
+    int64_t sup_start;            /* /proc starttime of the supervisor (pid reuse guard) */
+    int pid;                      /* the job's leader */
+    int64_t start_ms, end_ms;
+    enum agent_exit_kind exit_kind;
+    int exit_code;
+    char message[256];
+    struct agent_usage usage;
+    bool reclaim_ok;
+    char reclaim_msg[256];
+    char out_path[PATH_MAX], err_path[PATH_MAX];
+    char cgroup[PATH_MAX];        /* the tracking group (for usage sampling) */
+};
+
+/* Path of job `id`'s directory. */
+int sup_job_dir(const struct sup_config *c, uint64_t id, char *out, size_t len);
+/* Create the job directory, write job.json and start_seq, fork the supervisor. On return
+ * the supervisor runs on its own; *sup_pid is its pid. The caller must not have SIGCHLD
+ * ignored only if it wants to reap it; the supervisor never needs its parent again. */
+int sup_launch(const struct sup_config *c, const struct agent_job *j, int64_t seq,
+               int *sup_pid, char *err, size_t errlen);
+/* The seq recorded by the last launch of job `id`, or 0 when none. */
+int64_t sup_start_seq(const struct sup_config *c, uint64_t id);
+/* Queue a command for a running supervisor and wake it: "signal SIG GRACE_MS" or "kill". */
+int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t seq,
+                const char *cmd);
+/* Read / write state.json of a job directory. */
+int sup_state_read(const char *jobdir, struct sup_state *st);
+int sup_state_write(const char *jobdir, const struct sup_state *st);
+/* True when `pid` is alive and is the process started at `starttime`. */
+bool sup_alive(int pid, int64_t starttime);
+/* /proc/PID/stat starttime, or -errno. */
+int64_t sup_proc_starttime(int pid);
+/* Resolve an output path: NULL -> JOBDIR/default_name; relative -> under workdir;
+ * %j job id, %x name, %a array index, %% a percent sign. */
+int sup_resolve_output(const char *spec, const char *jobdir, const char *default_name,
+                       const char *workdir, const struct agent_job *j, char *out, size_t len);
+/* Build the job's environment (NULL-terminated, malloc'd strings; free with
+ * sup_env_free). `home`, `user`, `shell` from the passwd entry; `scratch` the dir. */
+char **sup_build_env(const struct agent_job *j, const char *node, const char *user,
+                     const char *home, const char *shell, const char *scratch);
+void sup_env_free(char **env);
+/* rm -rf of a directory tree (no symlink following); 0 or -errno. */
+int sup_remove_tree(const char *path);
+
+#endif

@@ -1,0 +1,748 @@
+/*
+ * agent_msg.c - parse and build the agent API's JSON (docs/api.md "Agent endpoints"):
+ * start/signal/kill commands, register, heartbeat, events and log chunks. Every field from
+ * outside is checked for type and range and unknown fields are refused by name.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "protocol/agent_msg.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int bad(struct agent_msg_error *err, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(struct agent_msg_error *err, const char *field, const char *fmt, ...)
+{
+    if (err) {
+        snprintf(err->field, sizeof err->field, "%s", field ? field : "");
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
+static bool in_list(const char *key, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(key, *list) == 0)
+            return true;
+    return false;
+}
+
+static int check_fields(const json_t *obj, const char *const *allowed, const char *prefix,
+                        struct agent_msg_error *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        if (!in_list(key, allowed)) {
+            char f[128];
+            snprintf(f, sizeof f, "%s%s", prefix, key);
+            return bad(err, f, "unknown field '%s'", f);
+        }
+    }
+    return 0;
+}
+
+/* Optional string copied into buf; NULL/absent leaves "". */
+static int get_str(const json_t *obj, const char *key, const char *prefix, char *buf, size_t len,
+                   bool required, struct agent_msg_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    char f[128];
+    snprintf(f, sizeof f, "%s%s", prefix, key);
+    if (!v || json_is_null(v)) {
+        buf[0] = '\0';
+        return required ? bad(err, f, "missing field '%s'", f) : 0;
+    }
+    if (!json_is_string(v))
+        return bad(err, f, "'%s' must be a string", f);
+    const char *s = json_string_value(v);
+    if (strlen(s) >= len || strlen(s) != json_string_length(v))
+        return bad(err, f, "'%s' is too long or holds a NUL byte", f);
+    memcpy(buf, s, strlen(s) + 1);
+    return 0;
+}
+
+static int get_int(const json_t *obj, const char *key, const char *prefix, int64_t min,
+                   int64_t max, int64_t *out, bool required, struct agent_msg_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    char f[128];
+    snprintf(f, sizeof f, "%s%s", prefix, key);
+    if (!v || json_is_null(v))
+        return required ? bad(err, f, "missing field '%s'", f) : 0;
+    if (!json_is_integer(v))
+        return bad(err, f, "'%s' must be an integer", f);
+    json_int_t x = json_integer_value(v);
+    if (x < min || x > max)
+        return bad(err, f, "'%s' is out of range (%lld..%lld)", f, (long long)min, (long long)max);
+    *out = x;
+    return 0;
+}
+
+/* An optional string duplicated (NULL when absent or null). */
+static int get_dup(const json_t *obj, const char *key, size_t max, char **out, struct agent_msg_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    char f[128];
+    snprintf(f, sizeof f, "job.%s", key);
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v))
+        return bad(err, f, "'%s' must be a string", f);
+    if (json_string_length(v) > max || strlen(json_string_value(v)) != json_string_length(v))
+        return bad(err, f, "'%s' is too long or holds a NUL byte", f);
+    *out = strdup(json_string_value(v));
+    return *out ? 0 : -ENOMEM;
+}
+
+static void free_vec(char **v)
+{
+    if (!v)
+        return;
+    for (char **p = v; *p; p++)
+        free(*p);
+    free(v);
+}
+
+void agent_job_init(struct agent_job *j)
+{
+    memset(j, 0, sizeof *j);
+    j->grace_ms = 0;
+}
+
+void agent_job_release(struct agent_job *j)
+{
+    free_vec(j->argv);
+    free_vec(j->env);
+    free_vec(j->nodelist);
+    free(j->script);
+    free(j->workdir);
+    free(j->output);
+    free(j->error);
+    agent_job_init(j);
+}
+
+static bool env_key_ok(const char *k)
+{
+    if (!*k || (*k >= '0' && *k <= '9'))
+        return false;
+    for (; *k; k++)
+        if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9') || *k == '_'))
+            return false;
+    return true;
+}
+
+static int parse_argv(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+{
+    if (!json_is_array(v))
+        return bad(err, "job.command", "'job.command' must be an array of strings");
+    size_t n = json_array_size(v);
+    if (n == 0 || n > AGENT_MAX_ARGS)
+        return bad(err, "job.command", "'job.command' must hold 1..%d strings", AGENT_MAX_ARGS);
+    j->argv = calloc(n + 1, sizeof *j->argv);
+    if (!j->argv)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        json_t *a = json_array_get(v, i);
+        char f[64];
+        snprintf(f, sizeof f, "job.command[%zu]", i);
+        if (!json_is_string(a) || strlen(json_string_value(a)) != json_string_length(a))
+            return bad(err, f, "'%s' must be a string without NUL bytes", f);
+        if (!(j->argv[i] = strdup(json_string_value(a))))
+            return -ENOMEM;
+        j->argc++;
+    }
+    return 0;
+}
+
+static int parse_env(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+{
+    size_t n = v && !json_is_null(v) ? json_object_size(v) : 0;
+    if (v && !json_is_null(v) && !json_is_object(v))
+        return bad(err, "job.env", "'job.env' must be an object of strings");
+    if (n > AGENT_MAX_ENV)
+        return bad(err, "job.env", "'job.env' has more than %d variables", AGENT_MAX_ENV);
+    j->env = calloc(n + 1, sizeof *j->env);
+    if (!j->env)
+        return -ENOMEM;
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)v, key, val) {
+        char f[160];
+        snprintf(f, sizeof f, "job.env.%.100s", key);
+        if (!env_key_ok(key))
+            return bad(err, f, "bad variable name '%.100s'", key);
+        if (!json_is_string(val) || strlen(json_string_value(val)) != json_string_length(val))
+            return bad(err, f, "'%s' must be a string without NUL bytes", f);
+        size_t len = strlen(key) + 1 + json_string_length(val) + 1;
+        char *kv = malloc(len);
+        if (!kv)
+            return -ENOMEM;
+        snprintf(kv, len, "%s=%s", key, json_string_value(val));
+        j->env[j->nenv++] = kv;
+    }
+    return 0;
+}
+
+static int parse_gpus(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+{
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_array(v) || json_array_size(v) > AGENT_MAX_GPUS)
+        return bad(err, "job.gpus", "'job.gpus' must be an array of at most %d indices", AGENT_MAX_GPUS);
+    uint64_t seen = 0;
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        json_t *g = json_array_get(v, i);
+        char f[32];
+        snprintf(f, sizeof f, "job.gpus[%zu]", i);
+        if (!json_is_integer(g) || json_integer_value(g) < 0 || json_integer_value(g) >= AGENT_MAX_GPUS)
+            return bad(err, f, "'%s' must be a GPU index 0..%d", f, AGENT_MAX_GPUS - 1);
+        int idx = (int)json_integer_value(g);
+        if (seen & (1ULL << idx))
+            return bad(err, f, "GPU %d is listed twice", idx);
+        seen |= 1ULL << idx;
+        j->gpus[j->ngpus++] = idx;
+    }
+    return 0;
+}
+
+static bool node_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= 256)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '.' || *s == '-' || *s == '_' || *s == ':'))
+            return false;
+    return true;
+}
+
+static int parse_nodelist(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+{
+    size_t n = v && !json_is_null(v) ? json_array_size(v) : 0;
+    if (v && !json_is_null(v) && !json_is_array(v))
+        return bad(err, "job.nodelist", "'job.nodelist' must be an array of node names");
+    if (n > AGENT_MAX_NODES)
+        return bad(err, "job.nodelist", "'job.nodelist' has more than %d nodes", AGENT_MAX_NODES);
+    j->nodelist = calloc(n + 1, sizeof *j->nodelist);
+    if (!j->nodelist)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        json_t *a = json_array_get(v, i);
+        char f[40];
+        snprintf(f, sizeof f, "job.nodelist[%zu]", i);
+        if (!json_is_string(a) || !node_name_ok(json_string_value(a)))
+            return bad(err, f, "'%s' must be a node name", f);
+        if (!(j->nodelist[i] = strdup(json_string_value(a))))
+            return -ENOMEM;
+        j->nnodes++;
+    }
+    return 0;
+}
+
+static bool user_name_ok(const char *s)
+{
+    if (!*s)
+        return true;
+    if (*s == '-')
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '.' || *s == '-' || *s == '_' || *s == '$'))
+            return false;
+    return true;
+}
+
+static const char *const job_fields[] = {
+    "id", "name", "project", "tier", "class", "user", "command", "script", "workdir", "output",
+    "error", "env", "gpus", "cpus", "mem_mb", "time_limit_ms", "signal", "grace_ms", "nodelist",
+    "node_rank", "world_size", "master_addr", "master_port", "array_index", NULL};
+
+static int parse_scalars(const json_t *o, struct agent_job *j, struct agent_msg_error *err)
+{
+    int64_t x = 0;
+    int rc;
+    if ((rc = get_int(o, "id", "job.", 1, INT64_MAX, &x, true, err)) < 0)
+        return rc;
+    j->id = (uint64_t)x;
+    if ((rc = get_str(o, "name", "job.", j->name, sizeof j->name, false, err)) < 0 ||
+        (rc = get_str(o, "project", "job.", j->project, sizeof j->project, false, err)) < 0 ||
+        (rc = get_str(o, "tier", "job.", j->tier, sizeof j->tier, false, err)) < 0 ||
+        (rc = get_str(o, "class", "job.", j->class_name, sizeof j->class_name, false, err)) < 0 ||
+        (rc = get_str(o, "user", "job.", j->user, sizeof j->user, false, err)) < 0 ||
+        (rc = get_str(o, "master_addr", "job.", j->master_addr, sizeof j->master_addr, false, err)) < 0)
+        return rc;
+    if (!user_name_ok(j->user))
+        return bad(err, "job.user", "bad user name '%s'", j->user);
+    struct { const char *k; int64_t min, max; int64_t *dst64; int *dst; } ints[] = {
+        {"cpus", 0, AGENT_MAX_CPUS, NULL, &j->cpus},
+        {"mem_mb", 0, (int64_t)64 << 20, &j->mem_mb, NULL},
+        {"time_limit_ms", 0, (int64_t)400 * 86400 * 1000, &j->time_limit_ms, NULL},
+        {"signal", 0, 64, NULL, &j->signal},
+        {"grace_ms", 0, (int64_t)7 * 86400 * 1000, &j->grace_ms, NULL},
+        {"node_rank", 0, AGENT_MAX_NODES - 1, NULL, &j->node_rank},
+        {"world_size", 0, AGENT_MAX_NODES, NULL, &j->world_size},
+        {"master_port", 0, 65535, NULL, &j->master_port},
+        {"array_index", 0, 100000000, NULL, &j->array_index},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        x = 0;
+        if ((rc = get_int(o, ints[i].k, "job.", ints[i].min, ints[i].max, &x, false, err)) < 0)
+            return rc;
+        if (ints[i].dst64)
+            *ints[i].dst64 = x;
+        else
+            *ints[i].dst = (int)x;
+    }
+    return 0;
+}
+
+int agent_job_parse(const json_t *o, struct agent_job *j, struct agent_msg_error *err)
+{
+    agent_job_init(j);
+    int rc;
+    if (!json_is_object(o)) {
+        rc = bad(err, "job", "'job' must be an object");
+        goto out;
+    }
+    if ((rc = check_fields(o, job_fields, "job.", err)) < 0 || (rc = parse_scalars(o, j, err)) < 0)
+        goto out;
+    json_t *cmd = json_object_get(o, "command");
+    if ((rc = get_dup(o, "script", 256 * 1024, &j->script, err)) < 0)
+        goto out;
+    bool has_cmd = cmd && !json_is_null(cmd);
+    if (has_cmd == (j->script != NULL)) {
+        rc = bad(err, "job.command", "exactly one of 'job.command' and 'job.script' is required");
+        goto out;
+    }
+    if (has_cmd && (rc = parse_argv(cmd, j, err)) < 0)
+        goto out;
+    if ((rc = get_dup(o, "workdir", 4096, &j->workdir, err)) < 0 ||
+        (rc = get_dup(o, "output", 4096, &j->output, err)) < 0 ||
+        (rc = get_dup(o, "error", 4096, &j->error, err)) < 0 ||
+        (rc = parse_env(json_object_get(o, "env"), j, err)) < 0 ||
+        (rc = parse_gpus(json_object_get(o, "gpus"), j, err)) < 0 ||
+        (rc = parse_nodelist(json_object_get(o, "nodelist"), j, err)) < 0)
+        goto out;
+    if (j->world_size > 0 && j->node_rank >= j->world_size) {
+        rc = bad(err, "job.node_rank", "'job.node_rank' %d is not below 'job.world_size' %d",
+                 j->node_rank, j->world_size);
+        goto out;
+    }
+    return 0;
+out:
+    if (rc == -ENOMEM)
+        bad(err, "", "out of memory");
+    agent_job_release(j);
+    return rc;
+}
+
+static json_t *vec_json(char **v, bool env)
+{
+    json_t *out = env ? json_object() : json_array();
+    for (char **p = v; p && *p; p++) {
+        if (env) {
+            char *eq = strchr(*p, '=');
+            if (!eq)
+                continue;
+            char key[256];
+            size_t kl = (size_t)(eq - *p) < sizeof key - 1 ? (size_t)(eq - *p) : sizeof key - 1;
+            memcpy(key, *p, kl);
+            key[kl] = '\0';
+            json_object_set_new(out, key, json_string(eq + 1));
+        } else {
+            json_array_append_new(out, json_string(*p));
+        }
+    }
+    return out;
+}
+
+static json_t *str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+json_t *agent_job_to_json(const struct agent_job *j)
+{
+    json_t *gpus = json_array();
+    for (int i = 0; i < j->ngpus; i++)
+        json_array_append_new(gpus, json_integer(j->gpus[i]));
+    return json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:I,"
+                     " s:I, s:i, s:I, s:o, s:i, s:i, s:s, s:i, s:i}",
+                     "id", (json_int_t)j->id, "name", j->name, "project", j->project, "tier", j->tier,
+                     "class", j->class_name, "user", j->user,
+                     "command", j->argv ? vec_json(j->argv, false) : json_null(),
+                     "script", str_or_null(j->script), "workdir", str_or_null(j->workdir),
+                     "output", str_or_null(j->output), "error", str_or_null(j->error),
+                     "env", vec_json(j->env, true), "gpus", gpus, "cpus", j->cpus,
+                     "mem_mb", (json_int_t)j->mem_mb, "time_limit_ms", (json_int_t)j->time_limit_ms,
+                     "signal", j->signal, "grace_ms", (json_int_t)j->grace_ms,
+                     "nodelist", vec_json(j->nodelist, false), "node_rank", j->node_rank,
+                     "world_size", j->world_size, "master_addr", j->master_addr,
+                     "master_port", j->master_port, "array_index", j->array_index);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Commands                                                                            */
+
+static const char *const start_fields[] = {"seq", "type", "job", NULL};
+static const char *const signal_fields[] = {"seq", "type", "job", "signal", "grace_ms", NULL};
+
+static int parse_cmd(const json_t *o, size_t i, struct agent_cmd *c, struct agent_msg_error *err)
+{
+    char p[48];
+    snprintf(p, sizeof p, "commands[%zu].", i);
+    if (!json_is_object(o))
+        return bad(err, p, "'commands[%zu]' must be an object", i);
+    char type[16];
+    int64_t x = 0;
+    int rc;
+    if ((rc = get_int(o, "seq", p, 1, INT64_MAX, &c->seq, true, err)) < 0 ||
+        (rc = get_str(o, "type", p, type, sizeof type, true, err)) < 0)
+        return rc;
+    char f[80];
+    snprintf(f, sizeof f, "%sjob", p);
+    if (strcmp(type, "start") == 0) {
+        c->type = AGENT_CMD_START;
+        if ((rc = check_fields(o, start_fields, p, err)) < 0)
+            return rc;
+        json_t *job = json_object_get(o, "job");
+        if (!json_is_object(job))
+            return bad(err, f, "'%s' must be an object", f);
+        json_t *id = json_object_get(job, "id");
+        if (!json_is_integer(id) || json_integer_value(id) < 1)
+            return bad(err, f, "'%s.id' must be a positive integer", f);
+        c->job_id = (uint64_t)json_integer_value(id);
+        c->job = json_incref(job);
+        return 0;
+    }
+    if (strcmp(type, "signal") == 0)
+        c->type = AGENT_CMD_SIGNAL;
+    else if (strcmp(type, "kill") == 0)
+        c->type = AGENT_CMD_KILL;
+    else
+        return bad(err, f, "unknown command type '%s'", type);
+    if ((rc = check_fields(o, c->type == AGENT_CMD_SIGNAL ? signal_fields : start_fields, p, err)) < 0 ||
+        (rc = get_int(o, "job", p, 1, INT64_MAX, &x, true, err)) < 0)
+        return rc;
+    c->job_id = (uint64_t)x;
+    if (c->type == AGENT_CMD_SIGNAL) {
+        x = 15;
+        if ((rc = get_int(o, "signal", p, 1, 64, &x, true, err)) < 0)
+            return rc;
+        c->signal = (int)x;
+        if ((rc = get_int(o, "grace_ms", p, 0, (int64_t)7 * 86400 * 1000, &c->grace_ms, false, err)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+void agent_heartbeat_reply_release(struct agent_heartbeat_reply *r)
+{
+    for (size_t i = 0; i < r->ncmds; i++)
+        json_decref(r->cmds[i].job);
+    free(r->cmds);
+    memset(r, 0, sizeof *r);
+}
+
+int agent_heartbeat_reply_parse(const json_t *body, struct agent_heartbeat_reply *out,
+                                struct agent_msg_error *err)
+{
+    static const char *const fields[] = {"commands", "node_state", NULL};
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(body))
+        return bad(err, "", "heartbeat reply must be an object");
+    int rc = check_fields(body, fields, "", err);
+    if (rc < 0 || (rc = get_str(body, "node_state", "", out->node_state, sizeof out->node_state, false, err)) < 0)
+        return rc;
+    json_t *cmds = json_object_get(body, "commands");
+    if (!cmds || json_is_null(cmds))
+        return 0;
+    if (!json_is_array(cmds) || json_array_size(cmds) > AGENT_MAX_COMMANDS)
+        return bad(err, "commands", "'commands' must be an array of at most %d commands", AGENT_MAX_COMMANDS);
+    size_t n = json_array_size(cmds);
+    out->cmds = calloc(n ? n : 1, sizeof *out->cmds);
+    if (!out->cmds)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if ((rc = parse_cmd(json_array_get(cmds, i), i, &out->cmds[i], err)) < 0) {
+            json_decref(out->cmds[i].job);
+            agent_heartbeat_reply_release(out);
+            return rc;
+        }
+        out->ncmds++;
+    }
+    return 0;
+}
+
+json_t *agent_cmd_to_json(const struct agent_cmd *c)
+{
+    switch (c->type) {
+    case AGENT_CMD_START:
+        return json_pack("{s:I, s:s, s:O}", "seq", (json_int_t)c->seq, "type", "start", "job", c->job);
+    case AGENT_CMD_SIGNAL:
+        return json_pack("{s:I, s:s, s:I, s:i, s:I}", "seq", (json_int_t)c->seq, "type", "signal",
+                         "job", (json_int_t)c->job_id, "signal", c->signal, "grace_ms", (json_int_t)c->grace_ms);
+    case AGENT_CMD_KILL:
+        return json_pack("{s:I, s:s, s:I}", "seq", (json_int_t)c->seq, "type", "kill", "job", (json_int_t)c->job_id);
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Register, heartbeat                                                                 */
+
+json_t *agent_register_body(const struct agent_node_info *n, const char *join_token, const char *version)
+{
+    json_t *uuids = json_array();
+    for (int i = 0; i < n->ngpu_uuids; i++)
+        json_array_append_new(uuids, json_string(n->gpu_uuids[i]));
+    json_t *labels = n->labels ? json_incref(n->labels) : json_object();
+    json_t *node = json_pack("{s:s, s:s, s:i, s:I, s:o, s:i, s:I, s:o, s:s}", "name", n->name,
+                             "gpu_type", n->gpu_type, "gpus", n->gpus, "gpu_mem_mb", (json_int_t)n->gpu_mem_mb,
+                             "gpu_uuids", uuids, "cpus", n->cpus, "mem_mb", (json_int_t)n->mem_mb,
+                             "labels", labels, "addr", n->addr);
+    json_t *body = json_pack("{s:o, s:s}", "node", node, "agent_version", version);
+    if (body && join_token && *join_token)
+        json_object_set_new(body, "join_token", json_string(join_token));
+    return body;
+}
+
+int agent_register_reply_parse(const json_t *body, struct agent_register_reply *out,
+                               struct agent_msg_error *err)
+{
+    static const char *const fields[] = {"credential", "node", "heartbeat_wait_ms", "node_timeout_ms", NULL};
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(body))
+        return bad(err, "", "register reply must be an object");
+    int rc;
+    out->heartbeat_wait_ms = 25000;
+    out->node_timeout_ms = 60000;
+    if ((rc = check_fields(body, fields, "", err)) < 0 ||
+        (rc = get_str(body, "credential", "", out->credential, sizeof out->credential, true, err)) < 0 ||
+        (rc = get_str(body, "node", "", out->node, sizeof out->node, false, err)) < 0 ||
+        (rc = get_int(body, "heartbeat_wait_ms", "", 0, 3600000, &out->heartbeat_wait_ms, false, err)) < 0 ||
+        (rc = get_int(body, "node_timeout_ms", "", 0, 86400000, &out->node_timeout_ms, false, err)) < 0)
+        return rc;
+    if (!out->credential[0])
+        return bad(err, "credential", "'credential' is empty");
+    return 0;
+}
+
+json_t *agent_heartbeat_body(const char *node, int64_t ack, int64_t wait_ms, bool health_ok,
+                             const char *health_msg, const struct agent_job_status *jobs, size_t njobs)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < njobs; i++)
+        json_array_append_new(arr, json_pack("{s:I, s:s, s:i}", "id", (json_int_t)jobs[i].id,
+                                             "state", jobs[i].state, "pid", jobs[i].pid));
+    return json_pack("{s:s, s:I, s:I, s:{s:b, s:s}, s:o}", "node", node, "ack", (json_int_t)ack,
+                     "wait_ms", (json_int_t)wait_ms, "health", "ok", health_ok, "message",
+                     health_msg ? health_msg : "", "jobs", arr);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Events                                                                              */
+
+static const char *const kind_names[] = {"code", "signal", "oom", "launch_failed", "lost"};
+
+const char *agent_exit_kind_name(enum agent_exit_kind k)
+{
+    return (unsigned)k < 5 ? kind_names[k] : "lost";
+}
+
+int agent_exit_kind_parse(const char *s, enum agent_exit_kind *out)
+{
+    for (int i = 0; i < 5; i++)
+        if (strcmp(s, kind_names[i]) == 0) {
+            *out = (enum agent_exit_kind)i;
+            return 0;
+        }
+    return -EINVAL;
+}
+
+static json_t *usage_json(const struct agent_usage *u)
+{
+    return json_pack("{s:I, s:I, s:i}", "cpu_ms", (json_int_t)u->cpu_ms, "max_rss_mb",
+                     (json_int_t)u->max_rss_mb, "gpu_util", u->gpu_util);
+}
+
+json_t *agent_event_to_json(const struct agent_event *e)
+{
+    json_t *o = json_pack("{s:I, s:s, s:I}", "job", (json_int_t)e->job, "type", e->type,
+                          "time_ms", (json_int_t)e->time_ms);
+    if (!o)
+        return NULL;
+    if (strcmp(e->type, "started") == 0)
+        json_object_set_new(o, "pid", json_integer(e->pid));
+    if (strcmp(e->type, "exited") == 0)
+        json_object_set_new(o, "exit", json_pack("{s:s, s:i, s:s}", "kind", agent_exit_kind_name(e->exit_kind),
+                                                 "code", e->exit_code, "message", e->message));
+    if (strcmp(e->type, "reclaim_failed") == 0)
+        json_object_set_new(o, "message", json_string(e->message));
+    if (e->has_usage)
+        json_object_set_new(o, "usage", usage_json(&e->usage));
+    return o;
+}
+
+static int parse_usage(const json_t *u, struct agent_usage *out, struct agent_msg_error *err)
+{
+    static const char *const fields[] = {"cpu_ms", "max_rss_mb", "gpu_util", NULL};
+    if (!json_is_object(u))
+        return bad(err, "usage", "'usage' must be an object");
+    int64_t g = 0;
+    int rc;
+    if ((rc = check_fields(u, fields, "usage.", err)) < 0 ||
+        (rc = get_int(u, "cpu_ms", "usage.", 0, INT64_MAX, &out->cpu_ms, false, err)) < 0 ||
+        (rc = get_int(u, "max_rss_mb", "usage.", 0, INT64_MAX, &out->max_rss_mb, false, err)) < 0 ||
+        (rc = get_int(u, "gpu_util", "usage.", 0, 100, &g, false, err)) < 0)
+        return rc;
+    out->gpu_util = (int)g;
+    return 0;
+}
+
+int agent_event_parse(const json_t *o, struct agent_event *e, struct agent_msg_error *err)
+{
+    static const char *const fields[] = {"job", "type", "time_ms", "pid", "exit", "usage", "message", NULL};
+    static const char *const exit_fields[] = {"kind", "code", "message", NULL};
+    memset(e, 0, sizeof *e);
+    if (!json_is_object(o))
+        return bad(err, "", "an event must be an object");
+    int64_t x = 0;
+    int rc;
+    if ((rc = check_fields(o, fields, "", err)) < 0 || (rc = get_int(o, "job", "", 1, INT64_MAX, &x, true, err)) < 0 ||
+        (rc = get_str(o, "type", "", e->type, sizeof e->type, true, err)) < 0 ||
+        (rc = get_int(o, "time_ms", "", 0, INT64_MAX, &e->time_ms, false, err)) < 0)
+        return rc;
+    e->job = (uint64_t)x;
+    if (strcmp(e->type, "started") == 0) {
+        x = 0;
+        if ((rc = get_int(o, "pid", "", 0, INT32_MAX, &x, false, err)) < 0)
+            return rc;
+        e->pid = (int)x;
+    } else if (strcmp(e->type, "exited") == 0) {
+        json_t *ex = json_object_get(o, "exit");
+        char kind[32];
+        if (!json_is_object(ex))
+            return bad(err, "exit", "'exit' must be an object");
+        if ((rc = check_fields(ex, exit_fields, "exit.", err)) < 0 ||
+            (rc = get_str(ex, "kind", "exit.", kind, sizeof kind, true, err)) < 0)
+            return rc;
+        if (agent_exit_kind_parse(kind, &e->exit_kind) < 0)
+            return bad(err, "exit.kind", "unknown exit kind '%s'", kind);
+        x = 0;
+        if ((rc = get_int(ex, "code", "exit.", -255, 255, &x, false, err)) < 0 ||
+            (rc = get_str(ex, "message", "exit.", e->message, sizeof e->message, false, err)) < 0)
+            return rc;
+        e->exit_code = (int)x;
+    } else if (strcmp(e->type, "reclaim_failed") == 0) {
+        if ((rc = get_str(o, "message", "", e->message, sizeof e->message, false, err)) < 0)
+            return rc;
+    } else if (strcmp(e->type, "usage") != 0) {
+        return bad(err, "type", "unknown event type '%s'", e->type);
+    }
+    json_t *u = json_object_get(o, "usage");
+    if (u && !json_is_null(u)) {
+        if ((rc = parse_usage(u, &e->usage, err)) < 0)
+            return rc;
+        e->has_usage = true;
+    }
+    return 0;
+}
+
+json_t *agent_events_body(const char *node, json_t *events)
+{
+    return json_pack("{s:s, s:O}", "node", node, "events", events);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Logs and base64                                                                     */
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *agent_b64_encode(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    size_t out_len = 4 * ((len + 2) / 3);
+    char *out = malloc(out_len + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)p[i] << 16;
+        if (i + 1 < len)
+            v |= (unsigned)p[i + 1] << 8;
+        if (i + 2 < len)
+            v |= p[i + 2];
+        out[o++] = b64[(v >> 18) & 63];
+        out[o++] = b64[(v >> 12) & 63];
+        out[o++] = i + 1 < len ? b64[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < len ? b64[v & 63] : '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static int b64_val(char c)
+{
+    const char *p = c ? strchr(b64, c) : NULL;
+    return p ? (int)(p - b64) : -1;
+}
+
+int64_t agent_b64_decode(const char *s, unsigned char *out, size_t outlen)
+{
+    size_t n = strlen(s);
+    if (n % 4)
+        return -EINVAL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        int v[4];
+        for (int k = 0; k < 4; k++) {
+            v[k] = s[i + k] == '=' ? 0 : b64_val(s[i + k]);
+            if (v[k] < 0)
+                return -EINVAL;
+        }
+        int pad = (s[i + 2] == '=') + (s[i + 3] == '=');
+        if ((pad && i + 4 != n) || (s[i + 2] == '=' && s[i + 3] != '=') || s[i] == '=' || s[i + 1] == '=')
+            return -EINVAL;
+        unsigned w = (unsigned)v[0] << 18 | (unsigned)v[1] << 12 | (unsigned)v[2] << 6 | (unsigned)v[3];
+        unsigned char bytes[3] = {(unsigned char)(w >> 16), (unsigned char)(w >> 8), (unsigned char)w};
+        for (int k = 0; k < 3 - pad; k++) {
+            if (o >= outlen)
+                return -ENOSPC;
+            out[o++] = bytes[k];
+        }
+    }
+    return (int64_t)o;
+}
+
+json_t *agent_logs_body(const char *node, uint64_t job, const char *stream, int64_t offset,
+                        const void *data, size_t len)
+{
+    char *enc = agent_b64_encode(data, len);
+    if (!enc)
+        return NULL;
+    json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:s}", "node", node, "job", (json_int_t)job, "stream",
+                          stream, "offset", (json_int_t)offset, "data", enc);
+    free(enc);
+    return o;
+}
+
+int agent_logs_reply_parse(const json_t *body, int64_t *offset, struct agent_msg_error *err)
+{
+    static const char *const fields[] = {"offset", NULL};
+    if (!json_is_object(body))
+        return bad(err, "", "logs reply must be an object");
+    int rc = check_fields(body, fields, "", err);
+    return rc < 0 ? rc : get_int(body, "offset", "", 0, INT64_MAX, offset, true, err);
+}
