@@ -21,14 +21,19 @@ struct dbuf {
     bool failed;
 };
 
+/* max 0 means no cap (only for buffers never fed from outside). */
 void dbuf_init(struct dbuf *b, size_t max);
 void dbuf_release(struct dbuf *b);            /* frees; b is re-usable after dbuf_init */
 void dbuf_reset(struct dbuf *b);              /* len = 0, keeps memory, clears failed */
-int dbuf_append(struct dbuf *b, const void *p, size_t n);   /* 0 or -ENOSPC / -ENOMEM */
+/* 0 or -ENOSPC / -ENOMEM; after a failure every append returns -ENOSPC until reset. */
+int dbuf_append(struct dbuf *b, const void *p, size_t n);
 int dbuf_puts(struct dbuf *b, const char *s);
 int dbuf_printf(struct dbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int dbuf_vprintf(struct dbuf *b, const char *fmt, va_list ap);
-/* Hand the bytes to the caller (free() them); b is left empty and re-initialised. */
+int dbuf_vprintf(struct dbuf *b, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+/* Hand the bytes to the caller (free() them); b is left empty and re-initialised with
+ * the same cap. Returns what was appended even when `failed` is set (check it first);
+ * NULL only when out of memory on a buffer never appended to. len may be NULL. */
 char *dbuf_detach(struct dbuf *b, size_t *len);
 
 #endif

@@ -7,6 +7,7 @@
 #define DOCKET_UTIL_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 enum log_format { LOG_TEXT, LOG_JSON };
@@ -22,6 +23,11 @@ bool log_enabled(enum log_level level);
  * JSON writer converts key=value pairs (quoted values allowed) into members. */
 void log_event(enum log_level level, const char *event, const char *fields, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Writes s into buf[len] as a double-quoted value ("a \"b\"", control characters
+ * blanked, newlines as \n), truncated to fit but always closed; returns buf. For text
+ * values that may hold spaces: log_info("x", "msg=%s", log_quote(m, b, sizeof(b))). */
+char *log_quote(const char *s, char *buf, size_t len);
 
 #define log_debug(ev, ...) log_event(LOG_DEBUG, ev, __VA_ARGS__)
 #define log_info(ev, ...)  log_event(LOG_INFO, ev, __VA_ARGS__)
