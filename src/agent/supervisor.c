@@ -78,10 +78,10 @@ int64_t sup_proc_starttime(int pid)
         return -EIO;
     /* after ") " come fields 3..: state is field 3, starttime is field 22 */
     int field = 2;
-    for (p++; *p && field < 21; p++)
-        if (*p == ' ')
-            field++;
-    return strtoll(p, NULL, 10);
+    for (p++; *p; p++)
+        if (*p == ' ' && ++field == 22)
+            return strtoll(p + 1, NULL, 10);
+    return -EIO;
 }
 
 bool sup_alive(int pid, int64_t starttime)
