@@ -1,0 +1,972 @@
+/*
+ * config.c - cluster description, policy document and mapping rules for docket-sim
+ * (see config.h; formats in docs/sim.md). YAML goes through util/yamljson.h, then every
+ * field is checked here by name: unknown keys, wrong types and out-of-range values are
+ * errors naming the field, never ignored.
+ */
+#include "sim/config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/parse.h"
+#include "util/str.h"
+#include "util/yamljson.h"
+
+static int cerr(char *err, size_t len, const char *file, const char *field, const char *fmt,
+                ...) __attribute__((format(printf, 5, 6)));
+
+static int cerr(char *err, size_t len, const char *file, const char *field, const char *fmt,
+                ...)
+{
+    char msg[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    snprintf(err, len, "%s: %s: %s", file, field, msg);
+    return -EINVAL;
+}
+
+/* Context for field errors: the file and the path of the object being read. */
+struct jctx {
+    const char *file;
+    char path[96];
+    char *err;
+    size_t errlen;
+};
+
+static int jfail(struct jctx *c, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int jfail(struct jctx *c, const char *key, const char *fmt, ...)
+{
+    char field[160], msg[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (c->path[0] && key)
+        snprintf(field, sizeof(field), "%s.%s", c->path, key);
+    else
+        snprintf(field, sizeof(field), "%s", key ? key : c->path);
+    return cerr(c->err, c->errlen, c->file, field, "%s", msg);
+}
+
+/* Every key of `obj` must be in the NULL-terminated list. */
+static int only_keys(struct jctx *c, json_t *obj, const char *const *keys)
+{
+    const char *k;
+    json_t *v;
+
+    json_object_foreach(obj, k, v) {
+        int i = 0;
+
+        while (keys[i] && strcmp(keys[i], k) != 0)
+            i++;
+        if (!keys[i])
+            return jfail(c, k, "unknown key");
+    }
+    return 0;
+}
+
+static int get_int(struct jctx *c, json_t *obj, const char *key, int64_t min, int64_t max,
+                   int64_t *out)
+{
+    json_t *v = json_object_get(obj, key);
+    int64_t x;
+
+    if (!v)
+        return 0;
+    if (json_is_integer(v))
+        x = json_integer_value(v);
+    else if (!json_is_string(v) || parse_int64(json_string_value(v), min, max, &x) < 0)
+        return jfail(c, key, "expected an integer");
+    if (x < min || x > max)
+        return jfail(c, key, "%lld out of range %lld..%lld", (long long)x, (long long)min,
+                     (long long)max);
+    *out = x;
+    return 0;
+}
+
+static int get_i32(struct jctx *c, json_t *obj, const char *key, int min, int max, int *out)
+{
+    int64_t v = *out;
+
+    if (get_int(c, obj, key, min, max, &v) < 0)
+        return -EINVAL;
+    *out = (int)v;
+    return 0;
+}
+
+static int get_double(struct jctx *c, json_t *obj, const char *key, double min, double max,
+                      double *out)
+{
+    json_t *v = json_object_get(obj, key);
+
+    if (!v)
+        return 0;
+    if (!json_is_number(v))
+        return jfail(c, key, "expected a number");
+    if (!(json_number_value(v) >= min && json_number_value(v) <= max))
+        return jfail(c, key, "%g out of range %g..%g", json_number_value(v), min, max);
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int get_bool(struct jctx *c, json_t *obj, const char *key, bool *out)
+{
+    json_t *v = json_object_get(obj, key);
+
+    if (!v)
+        return 0;
+    if (!json_is_boolean(v))
+        return jfail(c, key, "expected true or false");
+    *out = json_is_true(v);
+    return 0;
+}
+
+static int get_str(struct jctx *c, json_t *obj, const char *key, char *dst, size_t len)
+{
+    json_t *v = json_object_get(obj, key);
+
+    if (!v)
+        return 0;
+    if (!json_is_string(v))
+        return jfail(c, key, "expected a string");
+    if (str_copy(dst, len, json_string_value(v)) < 0)
+        return jfail(c, key, "longer than %zu characters", len - 1);
+    return 0;
+}
+
+static int get_name(struct jctx *c, json_t *obj, const char *key, char *dst, size_t len)
+{
+    if (get_str(c, obj, key, dst, len) < 0)
+        return -EINVAL;
+    if (json_object_get(obj, key) && dst[0] && !str_is_name(dst))
+        return jfail(c, key, "'%s' is not a name ([A-Za-z0-9._-], starting alphanumeric)", dst);
+    return 0;
+}
+
+/* A duration: KEY as "90s"/"4h"/seconds, or KEY_ms as integer milliseconds. */
+static int get_duration(struct jctx *c, json_t *obj, const char *key, int64_t *out)
+{
+    char kms[80];
+    json_t *v = json_object_get(obj, key);
+    int64_t ms;
+
+    snprintf(kms, sizeof(kms), "%s_ms", key);
+    if (json_object_get(obj, kms))
+        return get_int(c, obj, kms, 0, INT64_MAX / 4, out);
+    if (!v)
+        return 0;
+    if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+        json_integer_value(v) <= INT64_MAX / 4000)
+        ms = json_integer_value(v) * 1000;
+    else if (!json_is_string(v) || parse_duration_ms(json_string_value(v), &ms) < 0)
+        return jfail(c, key, "expected a duration such as 90s, 15m, 4h, 7d");
+    *out = ms;
+    return 0;
+}
+
+static int get_size(struct jctx *c, json_t *obj, const char *key, int64_t *out)
+{
+    json_t *v = json_object_get(obj, key);
+    int64_t mb;
+
+    if (!v)
+        return 0;
+    if (json_is_integer(v) && json_integer_value(v) >= 0)
+        mb = json_integer_value(v);
+    else if (!json_is_string(v) || parse_size_mb(json_string_value(v), &mb) < 0)
+        return jfail(c, key, "expected a size such as 512M, 256G");
+    *out = mb;
+    return 0;
+}
+
+static json_t *load_yaml(const char *path, char *err, size_t errlen)
+{
+    char msg[256];
+    json_t *doc = yaml_file_to_json(path, msg, sizeof(msg));
+
+    if (!doc) {
+        if (strstr(msg, path))
+            snprintf(err, errlen, "%s", msg);
+        else
+            snprintf(err, errlen, "%s: %s", path, msg);
+        return NULL;
+    }
+    if (!json_is_object(doc)) {
+        snprintf(err, errlen, "%s: expected a mapping at the top level", path);
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Cluster                                                                            */
+
+static int labels_from_json(struct jctx *c, json_t *obj, struct sched_label *labels,
+                            int *nlabels)
+{
+    const char *k;
+    json_t *v;
+
+    if (!json_is_object(obj))
+        return jfail(c, "labels", "expected a mapping of key: value");
+    json_object_foreach(obj, k, v) {
+        if (*nlabels == SCHED_MAX_LABELS)
+            return jfail(c, "labels", "more than %d labels", SCHED_MAX_LABELS);
+        if (!str_is_name(k))
+            return jfail(c, "labels", "'%s' is not a label key", k);
+        if (!json_is_string(v) && !json_is_integer(v))
+            return jfail(c, "labels", "value of '%s' must be a string", k);
+        (void)str_copy(labels[*nlabels].key, SCHED_NAME_MAX, k);
+        if (json_is_string(v)) {
+            if (str_copy(labels[*nlabels].value, SCHED_NAME_MAX, json_string_value(v)) < 0)
+                return jfail(c, "labels", "value of '%s' too long", k);
+        } else {
+            snprintf(labels[*nlabels].value, SCHED_NAME_MAX, "%lld",
+                     (long long)json_integer_value(v));
+        }
+        (*nlabels)++;
+    }
+    return 0;
+}
+
+static int group_from_json(struct jctx *c, json_t *g, struct sim_node_group *out)
+{
+    static const char *const keys[] = {
+        "name", "count", "gpus", "gpu_type", "gpu_mem", "cpus", "mem", "labels", NULL,
+    };
+    int64_t count = -1;
+
+    memset(out, 0, sizeof(*out));
+    out->cpus = 64;
+    if (!json_is_object(g))
+        return jfail(c, NULL, "expected a mapping");
+    if (only_keys(c, g, keys) < 0 || get_name(c, g, "name", out->prefix, sizeof(out->prefix)) < 0 ||
+        get_int(c, g, "count", 0, 1000000, &count) < 0 ||
+        get_i32(c, g, "gpus", 0, SCHED_MAX_NODE_GPUS, &out->gpus) < 0 ||
+        get_str(c, g, "gpu_type", out->gpu_type, sizeof(out->gpu_type)) < 0 ||
+        get_size(c, g, "gpu_mem", &out->gpu_mem_mb) < 0 ||
+        get_i32(c, g, "cpus", 1, 1000000, &out->cpus) < 0 ||
+        get_size(c, g, "mem", &out->mem_mb) < 0)
+        return -EINVAL;
+    if (!out->prefix[0])
+        return jfail(c, "name", "missing (the node name prefix)");
+    if (strlen(out->prefix) > SCHED_NAME_MAX - 10)
+        return jfail(c, "name", "prefix longer than %d characters", SCHED_NAME_MAX - 10);
+    if (count < 0)
+        return jfail(c, "count", "missing");
+    out->count = (int)count;
+    if (json_object_get(g, "labels") &&
+        labels_from_json(c, json_object_get(g, "labels"), out->labels, &out->nlabels) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+int sim_cluster_from_json(json_t *doc, const char *name, struct sim_cluster *out, char *err,
+                          size_t errlen)
+{
+    static const char *const keys[] = { "name", "description", "node_groups", NULL };
+    struct jctx c = { .file = name, .err = err, .errlen = errlen };
+    json_t *groups = json_object_get(doc, "node_groups");
+    size_t i;
+    json_t *g;
+
+    memset(out, 0, sizeof(*out));
+    if (!json_is_object(doc))
+        return cerr(err, errlen, name, "(top)", "expected a mapping");
+    if (only_keys(&c, doc, keys) < 0)
+        return -EINVAL;
+    if (!json_is_array(groups) || json_array_size(groups) == 0)
+        return cerr(err, errlen, name, "node_groups", "expected a non-empty list");
+    out->groups = calloc(json_array_size(groups), sizeof(*out->groups));
+    if (!out->groups)
+        return cerr(err, errlen, name, "node_groups", "out of memory");
+    json_array_foreach(groups, i, g) {
+        snprintf(c.path, sizeof(c.path), "node_groups[%zu]", i);
+        if (group_from_json(&c, g, &out->groups[i]) < 0) {
+            sim_cluster_release(out);
+            return -EINVAL;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(out->groups[j].prefix, out->groups[i].prefix) == 0) {
+                jfail(&c, "name", "prefix '%s' used twice", out->groups[i].prefix);
+                sim_cluster_release(out);
+                return -EINVAL;
+            }
+        }
+        out->ngroups++;
+    }
+    if (sim_cluster_nodes(out) == 0) {
+        sim_cluster_release(out);
+        return cerr(err, errlen, name, "node_groups", "no nodes (every count is 0)");
+    }
+    return 0;
+}
+
+int sim_cluster_load(const char *path, struct sim_cluster *out, char *err, size_t errlen)
+{
+    json_t *doc = load_yaml(path, err, errlen);
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if (!doc)
+        return -EINVAL;
+    rc = sim_cluster_from_json(doc, path, out, err, errlen);
+    json_decref(doc);
+    return rc;
+}
+
+void sim_cluster_release(struct sim_cluster *c)
+{
+    free(c->groups);
+    c->groups = NULL;
+    c->ngroups = 0;
+}
+
+void sim_cluster_scale(struct sim_cluster *c, double scale)
+{
+    for (int i = 0; i < c->ngroups; i++) {
+        long n = lround(c->groups[i].count * scale);
+
+        if (n < 1 && c->groups[i].count > 0)
+            n = 1;
+        c->groups[i].count = (int)n;
+    }
+}
+
+long sim_cluster_nodes(const struct sim_cluster *c)
+{
+    long n = 0;
+
+    for (int i = 0; i < c->ngroups; i++)
+        n += c->groups[i].count;
+    return n;
+}
+
+static bool group_has_label(const struct sim_node_group *g, const char *key, const char *value)
+{
+    for (int i = 0; i < g->nlabels; i++)
+        if (strcmp(g->labels[i].key, key) == 0 && strcmp(g->labels[i].value, value) == 0)
+            return true;
+    return false;
+}
+
+long sim_cluster_gpus(const struct sim_cluster *c, const char *key, const char *value)
+{
+    long n = 0;
+
+    for (int i = 0; i < c->ngroups; i++)
+        if (!key || group_has_label(&c->groups[i], key, value))
+            n += (long)c->groups[i].count * c->groups[i].gpus;
+    return n;
+}
+
+int sim_cluster_max_node_gpus(const struct sim_cluster *c)
+{
+    int m = 0;
+
+    for (int i = 0; i < c->ngroups; i++)
+        if (c->groups[i].count > 0 && c->groups[i].gpus > m)
+            m = c->groups[i].gpus;
+    return m;
+}
+
+void sim_cluster_node(const struct sim_cluster *c, long i, struct sched_node_spec *out)
+{
+    const struct sim_node_group *g = NULL;
+    long k = i;
+
+    for (int j = 0; j < c->ngroups; j++) {
+        if (k < c->groups[j].count) {
+            g = &c->groups[j];
+            break;
+        }
+        k -= c->groups[j].count;
+    }
+    memset(out, 0, sizeof(*out));
+    if (!g)
+        return;
+    {
+        char name[SCHED_NAME_MAX + 32]; /* prefixes are at most SCHED_NAME_MAX - 10 long */
+
+        snprintf(name, sizeof(name), "%s-%04ld", g->prefix, k + 1);
+        (void)str_copy(out->name, sizeof(out->name), name);
+    }
+    memcpy(out->gpu_type, g->gpu_type, sizeof(out->gpu_type));
+    out->gpus = g->gpus;
+    out->gpu_mem_mb = g->gpu_mem_mb;
+    out->cpus = g->cpus;
+    out->mem_mb = g->mem_mb;
+    memcpy(out->labels, g->labels, sizeof(out->labels));
+    out->nlabels = g->nlabels;
+    out->state = SCHED_NODE_UP;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Mapping                                                                            */
+
+void sim_mapping_defaults(struct sim_mapping *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->time_limit_factor = 2.0;
+    m->limit_source = SIM_LIMIT_RUNTIME;
+    m->min_time_limit_ms = 60000;
+    m->cpu_unit_cores = 8;
+    m->guarantee_from_partition = true;
+    m->on_signal = SIM_SIGNAL_EXIT;
+    (void)str_copy(m->dflt.match, sizeof(m->dflt.match), "*");
+    m->dflt.checkpoint_ms = -1;
+}
+
+void sim_mapping_release(struct sim_mapping *m)
+{
+    free(m->rules);
+    m->rules = NULL;
+    m->nrules = 0;
+}
+
+static int rule_from_json(struct jctx *c, json_t *o, struct sim_rule *r, bool is_default)
+{
+    static const char *const keys[] = {
+        "match", "user", "project", "tier", "class", "gpu_type", "time_limit_factor",
+        "checkpoint_interval", "checkpoint_interval_ms", NULL,
+    };
+
+    if (!json_is_object(o))
+        return jfail(c, NULL, "expected a mapping");
+    if (only_keys(c, o, keys) < 0 || get_str(c, o, "match", r->match, sizeof(r->match)) < 0 ||
+        get_str(c, o, "user", r->user, sizeof(r->user)) < 0 ||
+        get_name(c, o, "project", r->project, sizeof(r->project)) < 0 ||
+        get_name(c, o, "tier", r->tier, sizeof(r->tier)) < 0 ||
+        get_name(c, o, "class", r->class_name, sizeof(r->class_name)) < 0 ||
+        get_str(c, o, "gpu_type", r->gpu_type, sizeof(r->gpu_type)) < 0 ||
+        get_double(c, o, "time_limit_factor", 0.01, 1000, &r->time_limit_factor) < 0 ||
+        get_duration(c, o, "checkpoint_interval", &r->checkpoint_ms) < 0)
+        return -EINVAL;
+    if (!is_default && !r->match[0])
+        return jfail(c, "match", "missing (a trace project, 'prefix*' or '*')");
+    return 0;
+}
+
+static int mapping_knobs(struct jctx *c, json_t *obj, struct sim_mapping *m)
+{
+    char src[32] = "", sig[32] = "";
+
+    if (get_double(c, obj, "time_limit_factor", 0.01, 1000, &m->time_limit_factor) < 0 ||
+        get_str(c, obj, "time_limit", src, sizeof(src)) < 0 ||
+        get_duration(c, obj, "min_time_limit", &m->min_time_limit_ms) < 0 ||
+        get_i32(c, obj, "cpu_unit_cores", 1, 100000, &m->cpu_unit_cores) < 0 ||
+        get_name(c, obj, "partition_label", m->partition_label, sizeof(m->partition_label)) < 0 ||
+        get_bool(c, obj, "pool", &m->pool) < 0 ||
+        get_bool(c, obj, "guarantee_from_partition", &m->guarantee_from_partition) < 0 ||
+        get_duration(c, obj, "checkpoint_interval", &m->checkpoint_ms) < 0 ||
+        get_str(c, obj, "on_signal", sig, sizeof(sig)) < 0 ||
+        get_bool(c, obj, "honor_mem", &m->honor_mem) < 0)
+        return -EINVAL;
+    if (src[0] && strcmp(src, "runtime") == 0)
+        m->limit_source = SIM_LIMIT_RUNTIME;
+    else if (src[0] && strcmp(src, "requested") == 0)
+        m->limit_source = SIM_LIMIT_REQUESTED;
+    else if (src[0] && strcmp(src, "class") == 0)
+        m->limit_source = SIM_LIMIT_CLASS;
+    else if (src[0])
+        return jfail(c, "time_limit", "'%s' is not runtime, requested or class", src);
+    if (sig[0] && strcmp(sig, "exit") == 0)
+        m->on_signal = SIM_SIGNAL_EXIT;
+    else if (sig[0] && strcmp(sig, "grace") == 0)
+        m->on_signal = SIM_SIGNAL_GRACE;
+    else if (sig[0])
+        return jfail(c, "on_signal", "'%s' is not exit or grace", sig);
+    return 0;
+}
+
+int sim_mapping_from_json(json_t *obj, const char *name, struct sim_mapping *m, char *err,
+                          size_t errlen)
+{
+    static const char *const keys[] = {
+        "time_limit_factor", "time_limit", "min_time_limit", "min_time_limit_ms",
+        "cpu_unit_cores", "partition_label", "pool", "guarantee_from_partition",
+        "checkpoint_interval", "checkpoint_interval_ms", "on_signal", "honor_mem", "default",
+        "rules", NULL,
+    };
+    struct jctx c = { .file = name, .path = "mapping", .err = err, .errlen = errlen };
+    json_t *rules = json_object_get(obj, "rules");
+    struct sim_rule *nr;
+    size_t i;
+    json_t *r;
+
+    if (!json_is_object(obj))
+        return cerr(err, errlen, name, "mapping", "expected a mapping");
+    if (only_keys(&c, obj, keys) < 0 || mapping_knobs(&c, obj, m) < 0)
+        return -EINVAL;
+    if (json_object_get(obj, "default")) {
+        snprintf(c.path, sizeof(c.path), "mapping.default");
+        if (rule_from_json(&c, json_object_get(obj, "default"), &m->dflt, true) < 0)
+            return -EINVAL;
+        (void)str_copy(m->dflt.match, sizeof(m->dflt.match), "*");
+    }
+    if (!rules)
+        return 0;
+    if (!json_is_array(rules))
+        return cerr(err, errlen, name, "mapping.rules", "expected a list");
+    nr = realloc(m->rules, (m->nrules + json_array_size(rules) + 1) * sizeof(*nr));
+    if (!nr)
+        return cerr(err, errlen, name, "mapping.rules", "out of memory");
+    m->rules = nr;
+    json_array_foreach(rules, i, r) {
+        struct sim_rule *dst = &m->rules[m->nrules];
+
+        memset(dst, 0, sizeof(*dst));
+        dst->checkpoint_ms = -1;
+        snprintf(c.path, sizeof(c.path), "mapping.rules[%zu]", i);
+        if (rule_from_json(&c, r, dst, false) < 0)
+            return -EINVAL;
+        m->nrules++;
+    }
+    return 0;
+}
+
+int sim_mapping_load(const char *path, struct sim_mapping *m, char *err, size_t errlen)
+{
+    json_t *doc = load_yaml(path, err, errlen);
+    json_t *obj;
+    int rc;
+
+    if (!doc)
+        return -EINVAL;
+    obj = json_object_get(doc, "mapping");
+    if (obj && json_object_size(doc) != 1)
+        rc = cerr(err, errlen, path, "(top)", "expected only a 'mapping' section");
+    else
+        rc = sim_mapping_from_json(obj ? obj : doc, path, m, err, errlen);
+    json_decref(doc);
+    return rc;
+}
+
+static bool glob_match(const char *pat, const char *s)
+{
+    size_t n = strlen(pat);
+
+    if (n == 0 || strcmp(pat, "*") == 0)
+        return true;
+    if (pat[n - 1] == '*')
+        return strncmp(pat, s, n - 1) == 0;
+    return strcmp(pat, s) == 0;
+}
+
+const struct sim_rule *sim_mapping_find(const struct sim_mapping *m, const char *project,
+                                        const char *user)
+{
+    for (int i = 0; i < m->nrules; i++)
+        if (glob_match(m->rules[i].match, project) && glob_match(m->rules[i].user, user))
+            return &m->rules[i];
+    return &m->dflt;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Policy                                                                             */
+
+void sim_policy_defaults(struct sim_policy *p, const char *name)
+{
+    memset(p, 0, sizeof(*p));
+    sched_policy_defaults(&p->policy);
+    (void)str_copy(p->name, sizeof(p->name), name);
+}
+
+void sim_policy_release(struct sim_policy *p)
+{
+    free(p->projects);
+    p->projects = NULL;
+    p->nprojects = 0;
+    json_decref(p->mapping);
+    p->mapping = NULL;
+    p->has_mapping = false;
+}
+
+int sim_policy_copy(struct sim_policy *dst, const struct sim_policy *src)
+{
+    *dst = *src;
+    dst->projects = NULL;
+    dst->mapping = NULL;
+    if (src->nprojects) {
+        dst->projects = malloc((size_t)src->nprojects * sizeof(*dst->projects));
+        if (!dst->projects)
+            return -ENOMEM;
+        memcpy(dst->projects, src->projects, (size_t)src->nprojects * sizeof(*dst->projects));
+    }
+    if (src->mapping)
+        dst->mapping = json_incref(src->mapping);
+    return 0;
+}
+
+const struct sched_project_spec *sim_policy_project(const struct sim_policy *p,
+                                                    const char *name)
+{
+    for (int i = 0; i < p->nprojects; i++)
+        if (strcmp(p->projects[i].name, name) == 0)
+            return &p->projects[i];
+    return NULL;
+}
+
+static int tiers_from_json(struct jctx *c, json_t *arr, struct sched_policy *p)
+{
+    static const char *const keys[] = { "name", "starve_after", "starve_after_ms", NULL };
+    size_t i;
+    json_t *t;
+
+    if (!json_is_array(arr))
+        return jfail(c, "tiers", "expected a list");
+    if (json_array_size(arr) < SCHED_MIN_TIERS || json_array_size(arr) > SCHED_MAX_TIERS)
+        return jfail(c, "tiers", "%zu tiers, expected %d to %d", json_array_size(arr),
+                     SCHED_MIN_TIERS, SCHED_MAX_TIERS);
+    memset(p->tiers, 0, sizeof(p->tiers));
+    p->ntiers = 0;
+    json_array_foreach(arr, i, t) {
+        struct sched_tier_spec *ts = &p->tiers[i];
+
+        snprintf(c->path, sizeof(c->path), "tiers[%zu]", i);
+        if (!json_is_object(t))
+            return jfail(c, NULL, "expected a mapping");
+        if (only_keys(c, t, keys) < 0 || get_name(c, t, "name", ts->name, sizeof(ts->name)) < 0 ||
+            get_duration(c, t, "starve_after", &ts->starve_after_ms) < 0)
+            return -EINVAL;
+        if (!ts->name[0])
+            return jfail(c, "name", "missing");
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(p->tiers[j].name, ts->name) == 0)
+                return jfail(c, "name", "tier '%s' listed twice", ts->name);
+        p->ntiers++;
+    }
+    c->path[0] = '\0';
+    return 0;
+}
+
+static int class_from_json(struct jctx *c, json_t *o, struct sched_class_spec *cs)
+{
+    static const char *const keys[] = {
+        "name", "default_limit", "default_limit_ms", "max_limit", "max_limit_ms",
+        "preemptible", "preempt_order", "protect_after", "protect_after_ms", "max_grace",
+        "max_grace_ms", "max_retries", "restart_on_failure", "requeueable", NULL,
+    };
+
+    if (!json_is_object(o))
+        return jfail(c, NULL, "expected a mapping");
+    return only_keys(c, o, keys) < 0 ||
+                   get_duration(c, o, "default_limit", &cs->default_limit_ms) < 0 ||
+                   get_duration(c, o, "max_limit", &cs->max_limit_ms) < 0 ||
+                   get_bool(c, o, "preemptible", &cs->preemptible) < 0 ||
+                   get_i32(c, o, "preempt_order", 0, 1000, &cs->preempt_order) < 0 ||
+                   get_duration(c, o, "protect_after", &cs->protect_after_ms) < 0 ||
+                   get_duration(c, o, "max_grace", &cs->max_grace_ms) < 0 ||
+                   get_i32(c, o, "max_retries", 0, 100, &cs->max_retries) < 0 ||
+                   get_bool(c, o, "restart_on_failure", &cs->restart_on_failure) < 0 ||
+                   get_bool(c, o, "requeueable", &cs->requeueable) < 0
+               ? -EINVAL
+               : 0;
+}
+
+static int classes_from_json(struct jctx *c, json_t *arr, struct sched_policy *p)
+{
+    size_t i;
+    json_t *o;
+
+    if (!json_is_array(arr))
+        return jfail(c, "classes", "expected a list");
+    json_array_foreach(arr, i, o) {
+        char name[SCHED_NAME_MAX] = "";
+        int k = 0;
+
+        snprintf(c->path, sizeof(c->path), "classes[%zu]", i);
+        if (!json_is_object(o))
+            return jfail(c, NULL, "expected a mapping");
+        if (get_name(c, o, "name", name, sizeof(name)) < 0)
+            return -EINVAL;
+        if (!name[0])
+            return jfail(c, "name", "missing");
+        while (k < p->nclasses && strcmp(p->classes[k].name, name) != 0)
+            k++;
+        if (k == p->nclasses) {
+            if (p->nclasses == SCHED_MAX_CLASSES)
+                return jfail(c, "name", "more than %d classes", SCHED_MAX_CLASSES);
+            memset(&p->classes[k], 0, sizeof(p->classes[k]));
+            (void)str_copy(p->classes[k].name, SCHED_NAME_MAX, name);
+            p->classes[k].requeueable = true;
+            p->nclasses++;
+        }
+        if (class_from_json(c, o, &p->classes[k]) < 0)
+            return -EINVAL;
+    }
+    c->path[0] = '\0';
+    return 0;
+}
+
+static int gpu_weights_from_json(struct jctx *c, json_t *o, struct sched_policy *p)
+{
+    const char *k;
+    json_t *v;
+
+    if (!o)
+        return 0;
+    if (!json_is_object(o))
+        return jfail(c, "gpu_weights", "expected a mapping of gpu_type: weight");
+    p->ngpu_weights = 0;
+    json_object_foreach(o, k, v) {
+        struct sched_gpu_weight *w = &p->gpu_weights[p->ngpu_weights];
+
+        if (p->ngpu_weights == SCHED_MAX_GPU_TYPES)
+            return jfail(c, "gpu_weights", "more than %d types", SCHED_MAX_GPU_TYPES);
+        if (!json_is_number(v) || json_number_value(v) < 0)
+            return jfail(c, "gpu_weights", "weight of '%s' must be a number >= 0", k);
+        if (str_copy(w->gpu_type, sizeof(w->gpu_type), k) < 0)
+            return jfail(c, "gpu_weights", "type name '%.32s...' too long", k);
+        w->weight = json_number_value(v);
+        p->ngpu_weights++;
+    }
+    return 0;
+}
+
+static int ordering_from_json(struct jctx *c, json_t *s, struct sched_policy *p)
+{
+    char o[32] = "";
+
+    if (get_str(c, s, "ordering", o, sizeof(o)) < 0)
+        return -EINVAL;
+    if (!o[0])
+        return 0;
+    if (strcmp(o, "tiered") == 0)
+        p->ordering = SCHED_ORDER_TIERED;
+    else if (strcmp(o, "fifo") == 0)
+        p->ordering = SCHED_ORDER_FIFO;
+    else if (strcmp(o, "multifactor") == 0)
+        p->ordering = SCHED_ORDER_MULTIFACTOR;
+    else
+        return jfail(c, "ordering", "'%s' is not tiered, fifo or multifactor", o);
+    return 0;
+}
+
+static int reserved_label_from_json(struct jctx *c, json_t *s, struct sched_policy *p)
+{
+    char lab[2 * SCHED_NAME_MAX] = "";
+
+    if (get_str(c, s, "reserved_label", lab, sizeof(lab)) < 0)
+        return -EINVAL;
+    if (lab[0] && parse_label(lab, p->reserved_label_key, sizeof(p->reserved_label_key),
+                              p->reserved_label_value, sizeof(p->reserved_label_value)) < 0)
+        return jfail(c, "reserved_label", "expected key=value");
+    return 0;
+}
+
+static int settings_from_json(struct jctx *c, json_t *s, struct sched_policy *p)
+{
+    static const char *const keys[] = {
+        "ordering", "backfill", "preemption", "fairshare_half_life", "fairshare_half_life_ms",
+        "fairshare_refresh", "fairshare_refresh_ms", "gpu_weights", "default_gpu_weight",
+        "cpu_weight", "mem_weight_per_gb", "mf_age_weight", "mf_fairshare_weight",
+        "mf_tier_weight", "mf_age_max", "mf_age_max_ms", "reserved_label",
+        "reserved_max_ratio", "reserved_min_tier", "min_runtime", "min_runtime_ms",
+        "max_preemptions", "preempt_max_per_cycle", "default_signal", "default_grace",
+        "default_grace_ms", "cancel_grace", "cancel_grace_ms", "backfill_depth",
+        "reservation_refresh", "reservation_refresh_ms", "service_restart_delay",
+        "service_restart_delay_ms", "retry_delay", "retry_delay_ms", "default_class", NULL,
+    };
+    char sig[32] = "";
+
+    snprintf(c->path, sizeof(c->path), "settings");
+    if (!json_is_object(s))
+        return jfail(c, NULL, "expected a mapping");
+    if (only_keys(c, s, keys) < 0 || ordering_from_json(c, s, p) < 0 ||
+        get_bool(c, s, "backfill", &p->backfill) < 0 ||
+        get_bool(c, s, "preemption", &p->preemption) < 0 ||
+        get_duration(c, s, "fairshare_half_life", &p->fairshare_half_life_ms) < 0 ||
+        get_duration(c, s, "fairshare_refresh", &p->fairshare_refresh_ms) < 0 ||
+        gpu_weights_from_json(c, json_object_get(s, "gpu_weights"), p) < 0 ||
+        get_double(c, s, "default_gpu_weight", 0, 1e6, &p->default_gpu_weight) < 0 ||
+        get_double(c, s, "cpu_weight", 0, 1e6, &p->cpu_weight) < 0 ||
+        get_double(c, s, "mem_weight_per_gb", 0, 1e6, &p->mem_weight_per_gb) < 0 ||
+        get_double(c, s, "mf_age_weight", 0, 1e9, &p->mf_age_weight) < 0 ||
+        get_double(c, s, "mf_fairshare_weight", 0, 1e9, &p->mf_fairshare_weight) < 0 ||
+        get_double(c, s, "mf_tier_weight", 0, 1e9, &p->mf_tier_weight) < 0 ||
+        get_duration(c, s, "mf_age_max", &p->mf_age_max_ms) < 0 ||
+        reserved_label_from_json(c, s, p) < 0 ||
+        get_double(c, s, "reserved_max_ratio", 0, 1, &p->reserved_max_ratio) < 0 ||
+        get_name(c, s, "reserved_min_tier", p->reserved_min_tier,
+                 sizeof(p->reserved_min_tier)) < 0 ||
+        get_duration(c, s, "min_runtime", &p->min_runtime_ms) < 0 ||
+        get_i32(c, s, "max_preemptions", 0, 1000000, &p->max_preemptions) < 0 ||
+        get_i32(c, s, "preempt_max_per_cycle", 0, 1000000, &p->preempt_max_per_cycle) < 0 ||
+        get_str(c, s, "default_signal", sig, sizeof(sig)) < 0 ||
+        get_duration(c, s, "default_grace", &p->default_grace_ms) < 0 ||
+        get_duration(c, s, "cancel_grace", &p->cancel_grace_ms) < 0 ||
+        get_i32(c, s, "backfill_depth", 0, 1000000, &p->backfill_depth) < 0 ||
+        get_duration(c, s, "reservation_refresh", &p->reservation_refresh_ms) < 0 ||
+        get_duration(c, s, "service_restart_delay", &p->service_restart_delay_ms) < 0 ||
+        get_duration(c, s, "retry_delay", &p->retry_delay_ms) < 0 ||
+        get_name(c, s, "default_class", p->default_class, sizeof(p->default_class)) < 0)
+        return -EINVAL;
+    if (sig[0] && parse_signal(sig, &p->default_signal) < 0)
+        return jfail(c, "default_signal", "unknown signal '%s'", sig);
+    c->path[0] = '\0';
+    return 0;
+}
+
+static int project_from_json(struct jctx *c, json_t *o, struct sched_project_spec *ps)
+{
+    static const char *const keys[] = {
+        "name", "group", "tier", "guarantee_gpus", "gpu_limit", "max_running", "max_queued",
+        "user_max_running", "user_gpu_limit", "paused", NULL,
+    };
+
+    sched_project_spec_init(ps);
+    if (!json_is_object(o))
+        return jfail(c, NULL, "expected a mapping");
+    if (only_keys(c, o, keys) < 0 || get_name(c, o, "name", ps->name, sizeof(ps->name)) < 0 ||
+        get_name(c, o, "group", ps->group, sizeof(ps->group)) < 0 ||
+        get_name(c, o, "tier", ps->tier, sizeof(ps->tier)) < 0 ||
+        get_double(c, o, "guarantee_gpus", 0, 1e9, &ps->guarantee_gpus) < 0 ||
+        get_i32(c, o, "gpu_limit", -1, 100000000, &ps->gpu_limit) < 0 ||
+        get_i32(c, o, "max_running", -1, 100000000, &ps->max_running) < 0 ||
+        get_i32(c, o, "max_queued", -1, 100000000, &ps->max_queued) < 0 ||
+        get_i32(c, o, "user_max_running", -1, 100000000, &ps->user_max_running) < 0 ||
+        get_i32(c, o, "user_gpu_limit", -1, 100000000, &ps->user_gpu_limit) < 0 ||
+        get_bool(c, o, "paused", &ps->paused) < 0)
+        return -EINVAL;
+    if (!ps->name[0])
+        return jfail(c, "name", "missing");
+    return 0;
+}
+
+static int projects_from_json(struct jctx *c, json_t *arr, struct sim_policy *out)
+{
+    size_t i;
+    json_t *o;
+
+    if (!json_is_array(arr))
+        return jfail(c, "projects", "expected a list");
+    out->projects = calloc(json_array_size(arr) + 1, sizeof(*out->projects));
+    if (!out->projects)
+        return jfail(c, "projects", "out of memory");
+    json_array_foreach(arr, i, o) {
+        snprintf(c->path, sizeof(c->path), "projects[%zu]", i);
+        if (project_from_json(c, o, &out->projects[i]) < 0)
+            return -EINVAL;
+        if (sim_policy_project(out, out->projects[i].name))
+            return jfail(c, "name", "project '%s' listed twice", out->projects[i].name);
+        out->nprojects++;
+    }
+    c->path[0] = '\0';
+    return 0;
+}
+
+/* Names the policy refers to must exist: project tiers, default class, reserved tier. */
+static int policy_check_names(struct jctx *c, const struct sim_policy *p)
+{
+    const struct sched_policy *sp = &p->policy;
+    bool ok = false;
+
+    for (int k = 0; k < sp->nclasses; k++)
+        ok = ok || strcmp(sp->classes[k].name, sp->default_class) == 0;
+    if (!ok)
+        return jfail(c, "settings.default_class", "unknown class '%s'", sp->default_class);
+    for (int i = 0; i < p->nprojects; i++) {
+        int t = 0;
+
+        while (t < sp->ntiers && strcmp(sp->tiers[t].name, p->projects[i].tier) != 0)
+            t++;
+        if (t == sp->ntiers)
+            return jfail(c, "projects", "project '%s': unknown tier '%s'", p->projects[i].name,
+                         p->projects[i].tier);
+    }
+    return 0;
+}
+
+int sim_policy_from_json(json_t *doc, const char *name, struct sim_policy *out, char *err,
+                         size_t errlen)
+{
+    static const char *const keys[] = {
+        "tiers", "classes", "settings", "projects", "mapping", NULL,
+    };
+    struct jctx c = { .file = name, .err = err, .errlen = errlen };
+    const char *base = strrchr(name, '/');
+
+    sim_policy_defaults(out, base ? base + 1 : name);
+    if (!json_is_object(doc))
+        return cerr(err, errlen, name, "(top)", "expected a mapping");
+    if (only_keys(&c, doc, keys) < 0)
+        return -EINVAL;
+    if ((json_object_get(doc, "tiers") &&
+         tiers_from_json(&c, json_object_get(doc, "tiers"), &out->policy) < 0) ||
+        (json_object_get(doc, "classes") &&
+         classes_from_json(&c, json_object_get(doc, "classes"), &out->policy) < 0) ||
+        (json_object_get(doc, "settings") &&
+         settings_from_json(&c, json_object_get(doc, "settings"), &out->policy) < 0) ||
+        (json_object_get(doc, "projects") &&
+         projects_from_json(&c, json_object_get(doc, "projects"), out) < 0) ||
+        policy_check_names(&c, out) < 0) {
+        sim_policy_release(out);
+        return -EINVAL;
+    }
+    if (json_object_get(doc, "mapping")) {
+        out->has_mapping = true;
+        out->mapping = json_incref(json_object_get(doc, "mapping"));
+    }
+    return 0;
+}
+
+int sim_policy_load(const char *path, struct sim_policy *out, char *err, size_t errlen)
+{
+    json_t *doc = load_yaml(path, err, errlen);
+    int rc;
+
+    if (!doc) {
+        sim_policy_defaults(out, path);
+        return -EINVAL;
+    }
+    rc = sim_policy_from_json(doc, path, out, err, errlen);
+    json_decref(doc);
+    return rc;
+}
+
+int sim_policy_baseline(struct sim_policy *p, const char *baseline)
+{
+    struct sched_policy *sp = &p->policy;
+
+    if (strcmp(baseline, "tiered") == 0) {
+        sp->ordering = SCHED_ORDER_TIERED;
+    } else if (strcmp(baseline, "fifo") == 0) {
+        sp->ordering = SCHED_ORDER_FIFO;
+        sp->backfill = false;
+        sp->preemption = false;
+    } else if (strcmp(baseline, "easy") == 0) {
+        sp->ordering = SCHED_ORDER_FIFO;
+        sp->backfill = true;
+        sp->backfill_depth = 1;
+        sp->preemption = false;
+    } else if (strcmp(baseline, "multifactor") == 0) {
+        sp->ordering = SCHED_ORDER_MULTIFACTOR;
+        sp->backfill = true;
+        sp->preemption = false;
+        if (sp->mf_age_weight == 0 && sp->mf_fairshare_weight == 0 && sp->mf_tier_weight == 0) {
+            /* Slurm's documented example weights: fair-share dominates, age and QOS
+             * (our tier) next; age saturates after 7 days (PriorityMaxAge). */
+            sp->mf_age_weight = 1000;
+            sp->mf_fairshare_weight = 10000;
+            sp->mf_tier_weight = 2000;
+            sp->mf_age_max_ms = 7LL * 24 * 3600 * 1000;
+        }
+    } else {
+        return -EINVAL;
+    }
+    (void)str_copy(p->name, sizeof(p->name), baseline);
+    return 0;
+}

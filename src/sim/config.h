@@ -1,0 +1,129 @@
+/*
+ * config.h - the simulator's inputs besides the trace: the cluster description (node
+ * groups), the policy document (the same policy.yaml that `docket apply` takes, converted
+ * here into struct sched_policy + project specs, since sim may not use src/protocol), the
+ * mapping rules from trace projects/users to Docket projects, tiers and classes, and the
+ * baseline policies for --compare. Formats: docs/sim.md.
+ *
+ * Errors: loaders return 0 or -EINVAL and write "file: field: message" into err; on error
+ * the output is left released (nothing to free). Structures below own their arrays and
+ * are freed by their _release function (safe on a zeroed or released value).
+ */
+#ifndef DOCKET_SIM_CONFIG_H
+#define DOCKET_SIM_CONFIG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/sched.h"
+
+/* ---------------------------------------------------------------------------------- */
+/* Cluster                                                                            */
+
+struct sim_node_group {
+    char prefix[SCHED_NAME_MAX]; /* nodes are named PREFIX-0001, PREFIX-0002 ... */
+    int count;
+    int gpus;
+    char gpu_type[SCHED_NAME_MAX];
+    int64_t gpu_mem_mb;
+    int cpus;
+    int64_t mem_mb;
+    struct sched_label labels[SCHED_MAX_LABELS];
+    int nlabels;
+};
+
+struct sim_cluster {
+    struct sim_node_group *groups;
+    int ngroups;
+};
+
+int sim_cluster_load(const char *path, struct sim_cluster *out, char *err, size_t errlen);
+int sim_cluster_from_json(json_t *doc, const char *name, struct sim_cluster *out, char *err,
+                          size_t errlen);
+void sim_cluster_release(struct sim_cluster *c);
+/* Multiply every group's count by `scale` (rounded, at least 1 for a non-empty group). */
+void sim_cluster_scale(struct sim_cluster *c, double scale);
+/* Total nodes and GPUs; GPUs of the nodes whose label `key` equals `value` (key NULL: all). */
+long sim_cluster_nodes(const struct sim_cluster *c);
+long sim_cluster_gpus(const struct sim_cluster *c, const char *key, const char *value);
+int sim_cluster_max_node_gpus(const struct sim_cluster *c);
+/* Fill node i (0 <= i < sim_cluster_nodes) of the expanded cluster. */
+void sim_cluster_node(const struct sim_cluster *c, long i, struct sched_node_spec *out);
+
+/* ---------------------------------------------------------------------------------- */
+/* Mapping rules                                                                      */
+
+enum sim_limit_source { SIM_LIMIT_RUNTIME, SIM_LIMIT_REQUESTED, SIM_LIMIT_CLASS };
+enum sim_on_signal { SIM_SIGNAL_EXIT, SIM_SIGNAL_GRACE };
+
+struct sim_rule {
+    char match[SCHED_NAME_MAX];  /* trace project: exact, "prefix*", or "*" */
+    char user[SCHED_NAME_MAX];   /* trace user: same forms; "" = any */
+    char project[SCHED_NAME_MAX];/* Docket project; "" = the trace project */
+    char tier[SCHED_NAME_MAX];   /* "" = the project's tier */
+    char class_name[SCHED_NAME_MAX]; /* "" = the mapping default */
+    char gpu_type[SCHED_NAME_MAX];
+    double time_limit_factor;    /* 0 = the mapping's */
+    int64_t checkpoint_ms;       /* -1 = the mapping's */
+};
+
+struct sim_mapping {
+    struct sim_rule *rules;      /* first match wins */
+    int nrules;
+    struct sim_rule dflt;        /* applies when no rule matches */
+    double time_limit_factor;    /* limit = runtime x factor, capped by the class */
+    enum sim_limit_source limit_source;
+    int64_t min_time_limit_ms;
+    int cpu_unit_cores;          /* CPU-only rows: cores per resource unit (GPU slot) */
+    char partition_label[SCHED_NAME_MAX]; /* per-project clusters: selector KEY=<project> */
+    bool pool;                   /* ignore partition_label: one shared pool */
+    bool guarantee_from_partition; /* unlisted projects: guarantee = their partition's GPUs */
+    int64_t checkpoint_ms;       /* declared checkpoint interval; 0 = none */
+    enum sim_on_signal on_signal;
+    bool honor_mem;              /* pass the trace's memory to the core */
+};
+
+void sim_mapping_defaults(struct sim_mapping *m);
+/* Apply a "mapping:" object over the current values (flags may then override fields). */
+int sim_mapping_from_json(json_t *obj, const char *name, struct sim_mapping *m, char *err,
+                          size_t errlen);
+int sim_mapping_load(const char *path, struct sim_mapping *m, char *err, size_t errlen);
+void sim_mapping_release(struct sim_mapping *m);
+/* The rule for a trace row (the default when none matches); never NULL. */
+const struct sim_rule *sim_mapping_find(const struct sim_mapping *m, const char *project,
+                                        const char *user);
+
+/* ---------------------------------------------------------------------------------- */
+/* Policy document                                                                    */
+
+struct sim_policy {
+    char name[64];               /* shown in reports: the file's base name or the baseline */
+    struct sched_policy policy;
+    struct sched_project_spec *projects;
+    int nprojects;
+    bool has_mapping;            /* the document carried a "mapping:" section */
+    json_t *mapping;             /* that section (owned), or NULL */
+};
+
+/* Defaults of the core (sched_policy_defaults), no projects. */
+void sim_policy_defaults(struct sim_policy *p, const char *name);
+/* Load a policy.yaml: tiers replace the default list; classes update the default class
+ * of the same name or add one; settings override single knobs; projects are listed. */
+int sim_policy_load(const char *path, struct sim_policy *out, char *err, size_t errlen);
+int sim_policy_from_json(json_t *doc, const char *name, struct sim_policy *out, char *err,
+                         size_t errlen);
+/* Deep copy (projects and mapping). 0 or -ENOMEM. */
+int sim_policy_copy(struct sim_policy *dst, const struct sim_policy *src);
+void sim_policy_release(struct sim_policy *p);
+const struct sched_project_spec *sim_policy_project(const struct sim_policy *p,
+                                                    const char *name);
+
+/* Turn `p` into a baseline of the same tiers, classes and projects: "fifo" (FIFO, no
+ * backfill, no preemption), "easy" (FIFO + EASY backfill: one reservation), "multifactor"
+ * (Slurm-like age + fair-share + QOS/tier, backfill, no preemption), or "tiered" (as is).
+ * -EINVAL for an unknown name. */
+int sim_policy_baseline(struct sim_policy *p, const char *baseline);
+
+#endif

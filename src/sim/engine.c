@@ -1,0 +1,1027 @@
+/*
+ * engine.c - discrete-event loop of docket-sim (see engine.h, docs/sim.md).
+ *
+ * The loop repeatedly takes the earliest of: the next trace row's submission, the next
+ * queued event (a job finishing its runtime, a job exiting on a signal, a checkpoint, a
+ * node failing or coming back) and the core's next wakeup; it applies everything due at
+ * that time, then runs sched_cycle and carries out the decisions the way agents would:
+ * START -> sched_job_running and an end event after the remaining work; SIGNAL -> the job
+ * exits at once (on_signal: exit) or lives out its grace until the core's KILL; KILL and
+ * ends -> sched_job_ended. The trace is streamed: only one row is held ahead.
+ */
+#include "sim/engine.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "util/str.h"
+
+enum ev_kind { EV_END, EV_EXIT, EV_CKPT, EV_NODE_DOWN, EV_NODE_UP };
+
+struct ev {
+    int64_t t;
+    uint64_t seq;
+    uint32_t job;      /* job index, or node index for node events */
+    uint32_t gen;
+    uint8_t kind;
+};
+
+struct heap {
+    struct ev *v;
+    size_t n, cap;
+};
+
+struct sim {
+    const struct sim_options *opt;
+    const struct sim_cluster *cluster;
+    const struct sim_policy *pol;
+    const struct sim_mapping *map;
+    struct sched *s;
+    struct sim_result *r;
+    struct heap h;
+    uint64_t seq;
+    size_t jobs_cap, ids_cap;
+    int projects_cap;
+    int max_node_gpus;
+    /* time series */
+    int64_t last_t;
+    long busy_gpus;
+    long running;          /* runs in progress (GPU or not) */
+    long pending;
+    long live;             /* submitted, not yet terminal */
+    bool dirty;            /* something changed since the last cycle */
+    int64_t last_cycle;
+    uint64_t rng;
+    char *err;
+    size_t errlen;
+    int errors_shown;
+    int64_t progress_at;
+    int64_t wall_start;
+};
+
+static const char *const end_names[] = {
+    "unfinished", "completed", "failed", "timeout", "preempted", "node_fail", "cancelled",
+    "rejected",
+};
+
+const char *sim_job_end_name(enum sim_job_end e)
+{
+    return (unsigned)e < sizeof(end_names) / sizeof(end_names[0]) ? end_names[e] : "?";
+}
+
+void sim_options_defaults(struct sim_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->format = TRACE_CSV;
+    o->arrival_scale = 1.0;
+    o->seed = 1;
+    o->repair_ms = 4LL * 3600 * 1000;
+    o->sample_ms = 3600LL * 1000;
+    o->max_errors_shown = 10;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Event heap, ordered by (time, creation order)                                       */
+
+static bool ev_less(const struct ev *a, const struct ev *b)
+{
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static int heap_push(struct sim *m, int64_t t, enum ev_kind kind, uint32_t job, uint32_t gen)
+{
+    struct heap *h = &m->h;
+    size_t i;
+
+    if (h->n == h->cap) {
+        size_t nc = h->cap ? h->cap * 2 : 1024;
+        struct ev *nv = realloc(h->v, nc * sizeof(*nv));
+
+        if (!nv)
+            return -ENOMEM;
+        h->v = nv;
+        h->cap = nc;
+    }
+    i = h->n++;
+    h->v[i] = (struct ev){ .t = t, .seq = m->seq++, .job = job, .gen = gen, .kind = (uint8_t)kind };
+    while (i > 0 && ev_less(&h->v[i], &h->v[(i - 1) / 2])) {
+        struct ev tmp = h->v[i];
+
+        h->v[i] = h->v[(i - 1) / 2];
+        h->v[(i - 1) / 2] = tmp;
+        i = (i - 1) / 2;
+    }
+    return 0;
+}
+
+static struct ev heap_pop(struct heap *h)
+{
+    struct ev top = h->v[0];
+    size_t i = 0;
+
+    h->v[0] = h->v[--h->n];
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        struct ev tmp;
+
+        if (l < h->n && ev_less(&h->v[l], &h->v[m]))
+            m = l;
+        if (r < h->n && ev_less(&h->v[r], &h->v[m]))
+            m = r;
+        if (m == i)
+            break;
+        tmp = h->v[i];
+        h->v[i] = h->v[m];
+        h->v[m] = tmp;
+        i = m;
+    }
+    return top;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Accounting                                                                          */
+
+static int series_grow(struct sim_series *s, size_t n)
+{
+    size_t nc = s->n ? s->n : 64;
+    double *a, *b;
+
+    if (n <= s->n)
+        return 0;
+    while (nc < n)
+        nc *= 2;
+    a = realloc(s->busy_gpu_ms, nc * sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    s->busy_gpu_ms = a;
+    b = realloc(s->pending_ms, nc * sizeof(*b));
+    if (!b)
+        return -ENOMEM;
+    s->pending_ms = b;
+    memset(a + s->n, 0, (nc - s->n) * sizeof(*a));
+    memset(b + s->n, 0, (nc - s->n) * sizeof(*b));
+    s->n = nc;
+    return 0;
+}
+
+/* Integrate busy GPUs and pending jobs from last_t to t. */
+static int advance(struct sim *m, int64_t t)
+{
+    struct sim_series *s = &m->r->series;
+    int64_t a = m->last_t;
+
+    if (t <= a)
+        return 0;
+    if (series_grow(s, (size_t)(t / s->bucket_ms) + 1) < 0)
+        return -ENOMEM;
+    while (a < t) {
+        size_t b = (size_t)(a / s->bucket_ms);
+        int64_t e = (int64_t)(b + 1) * s->bucket_ms;
+
+        if (e > t)
+            e = t;
+        s->busy_gpu_ms[b] += (double)m->busy_gpus * (double)(e - a);
+        s->pending_ms[b] += (double)m->pending * (double)(e - a);
+        a = e;
+    }
+    m->r->busy_gpu_ms_total += (int64_t)m->busy_gpus * (t - m->last_t);
+    m->last_t = t;
+    return 0;
+}
+
+static void report_error(struct sim *m, const char *what)
+{
+    if (m->errors_shown < m->opt->max_errors_shown)
+        fprintf(stderr, "docket-sim: %s\n", what);
+    else if (m->errors_shown == m->opt->max_errors_shown)
+        fprintf(stderr, "docket-sim: (further errors not shown; see the counts in the report)\n");
+    m->errors_shown++;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Projects                                                                            */
+
+static const char *default_tier(const struct sim *m)
+{
+    const struct sched_policy *p = &m->pol->policy;
+
+    for (int i = 0; i < p->ntiers; i++)
+        if (strcmp(p->tiers[i].name, "normal") == 0)
+            return p->tiers[i].name;
+    return p->tiers[p->ntiers / 2].name;
+}
+
+static int tier_index(const struct sim *m, const char *tier)
+{
+    const struct sched_policy *p = &m->pol->policy;
+
+    for (int i = 0; i < p->ntiers; i++)
+        if (strcmp(p->tiers[i].name, tier) == 0)
+            return i;
+    return -1;
+}
+
+static int project_add(struct sim *m, const struct sched_project_spec *ps)
+{
+    struct sim_result *r = m->r;
+    struct sched_error e = { 0 };
+
+    if (r->nprojects == 65535) {
+        snprintf(m->err, m->errlen, "more than 65535 projects");
+        return -ENOSPC;
+    }
+    if (r->nprojects == m->projects_cap) {
+        int nc = m->projects_cap ? m->projects_cap * 2 : 64;
+        struct sim_project_stat *np = realloc(r->projects, (size_t)nc * sizeof(*np));
+
+        if (!np)
+            return -ENOMEM;
+        r->projects = np;
+        m->projects_cap = nc;
+    }
+    if (sched_project_upsert(m->s, ps, &e) < 0) {
+        snprintf(m->err, m->errlen, "project '%s': %s", ps->name, e.message);
+        return -EINVAL;
+    }
+    memset(&r->projects[r->nprojects], 0, sizeof(r->projects[0]));
+    (void)str_copy(r->projects[r->nprojects].name, SCHED_NAME_MAX, ps->name);
+    r->projects[r->nprojects].guarantee_gpus = ps->guarantee_gpus;
+    return r->nprojects++;
+}
+
+static int project_find(const struct sim *m, const char *name)
+{
+    for (int i = m->r->nprojects - 1; i >= 0; i--)
+        if (strcmp(m->r->projects[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* The index of Docket project `name` (created on first use when the policy does not list
+ * it: highest tier allowed, guarantee from its partition when the mapping says so). */
+static int project_get(struct sim *m, const char *name, const char *trace_project)
+{
+    struct sched_project_spec ps;
+    int i = project_find(m, name);
+
+    if (i >= 0)
+        return i;
+    sched_project_spec_init(&ps);
+    (void)str_copy(ps.name, sizeof(ps.name), name);
+    (void)str_copy(ps.tier, sizeof(ps.tier), m->pol->policy.tiers[0].name);
+    if (m->map->guarantee_from_partition && m->map->partition_label[0]) {
+        long g = sim_cluster_gpus(m->cluster, m->map->partition_label, name);
+
+        if (g == 0)
+            g = sim_cluster_gpus(m->cluster, m->map->partition_label, trace_project);
+        ps.guarantee_gpus = (double)g;
+    }
+    return project_add(m, &ps);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Submissions                                                                         */
+
+static const struct sched_class_spec *find_class(const struct sched_policy *p, const char *n)
+{
+    for (int i = 0; i < p->nclasses; i++)
+        if (strcmp(p->classes[i].name, n) == 0)
+            return &p->classes[i];
+    return NULL;
+}
+
+static int64_t time_limit(const struct sim *m, const struct trace_row *row,
+                          const struct sim_rule *rule, const char *cls)
+{
+    const struct sched_class_spec *c = find_class(&m->pol->policy, cls);
+    double f = rule->time_limit_factor > 0 ? rule->time_limit_factor : m->map->time_limit_factor;
+    int64_t lim;
+
+    if (m->map->limit_source == SIM_LIMIT_CLASS)
+        return 0;
+    if (m->map->limit_source == SIM_LIMIT_REQUESTED && row->req_time_s > 0)
+        lim = row->req_time_s * 1000;
+    else
+        lim = (int64_t)ceil((double)row->runtime_s * 1000.0 * f);
+    lim = (lim + 999) / 1000 * 1000;
+    if (lim < m->map->min_time_limit_ms)
+        lim = m->map->min_time_limit_ms;
+    if (c && c->max_limit_ms > 0 && lim > c->max_limit_ms)
+        lim = c->max_limit_ms;
+    return lim;
+}
+
+/* Shape: total units over as few nodes as possible, evenly split. */
+static void job_shape(const struct sim *m, const struct trace_row *row, int *gpus_total,
+                      int *nodes, int *per_node)
+{
+    int g = row->gpus;
+    int maxg = m->max_node_gpus > 0 ? m->max_node_gpus : 1;
+    int n;
+
+    if (g == 0 && row->cpus > 0 && m->max_node_gpus > 0)
+        g = (row->cpus + m->map->cpu_unit_cores - 1) / m->map->cpu_unit_cores;
+    *gpus_total = g;
+    if (g == 0) {
+        *nodes = row->nodes > 0 ? row->nodes : 1;
+        *per_node = 0;
+        return;
+    }
+    n = row->nodes > 0 ? row->nodes : (g + maxg - 1) / maxg;
+    if (n > g)
+        n = g;
+    while (g % n != 0)
+        n++;
+    *nodes = n;
+    *per_node = g / n;
+}
+
+static int rec_alloc(struct sim *m, const char *id)
+{
+    struct sim_result *r = m->r;
+    size_t idlen = strlen(id) + 1;
+
+    if (r->njobs == m->jobs_cap) {
+        size_t nc = m->jobs_cap ? m->jobs_cap * 2 : 4096;
+        struct sim_job_rec *nj = realloc(r->jobs, nc * sizeof(*nj));
+
+        if (!nj)
+            return -ENOMEM;
+        r->jobs = nj;
+        m->jobs_cap = nc;
+    }
+    if (r->ids_len + idlen > m->ids_cap) {
+        size_t nc = m->ids_cap ? m->ids_cap * 2 : 65536;
+        char *ni;
+
+        while (nc < r->ids_len + idlen)
+            nc *= 2;
+        if (nc > UINT32_MAX)
+            return -ENOSPC;
+        ni = realloc(r->ids, nc);
+        if (!ni)
+            return -ENOMEM;
+        r->ids = ni;
+        m->ids_cap = nc;
+    }
+    memset(&r->jobs[r->njobs], 0, sizeof(r->jobs[0]));
+    r->jobs[r->njobs].id_off = (uint32_t)r->ids_len;
+    memcpy(r->ids + r->ids_len, id, idlen);
+    r->ids_len += idlen;
+    return 0;
+}
+
+static void fill_spec(const struct sim *m, const struct trace_row *row,
+                      const struct sim_rule *rule, const char *project, const char *tier,
+                      struct sched_job_spec *spec)
+{
+    int gtotal, nodes, per;
+
+    sched_job_spec_init(spec);
+    spec->id = m->r->njobs + 1;
+    (void)str_copy(spec->project, sizeof(spec->project), project);
+    if (row->user[0] && str_is_name(row->user))
+        (void)str_copy(spec->user, sizeof(spec->user), row->user);
+    else
+        (void)str_copy(spec->user, sizeof(spec->user), "trace");
+    (void)str_copy(spec->tier, sizeof(spec->tier), tier);
+    (void)str_copy(spec->class_name, sizeof(spec->class_name),
+                   rule->class_name[0] ? rule->class_name
+                   : m->map->dflt.class_name[0] ? m->map->dflt.class_name
+                   : m->pol->policy.default_class);
+    (void)str_copy(spec->gpu_type, sizeof(spec->gpu_type),
+                   rule->gpu_type[0] ? rule->gpu_type : m->map->dflt.gpu_type);
+    job_shape(m, row, &gtotal, &nodes, &per);
+    spec->nodes = nodes;
+    spec->gpus_per_node = per;
+    if (m->map->honor_mem && row->mem_mb > 0)
+        spec->mem_mb_per_node = (row->mem_mb + nodes - 1) / nodes;
+    spec->time_limit_ms = time_limit(m, row, rule, spec->class_name);
+    spec->submit_ms = (int64_t)llround((double)row->submit_s * 1000.0 * m->opt->arrival_scale);
+    if (m->map->partition_label[0] && !m->map->pool && row->project[0]) {
+        (void)str_copy(spec->selectors[0].key, SCHED_NAME_MAX, m->map->partition_label);
+        (void)str_copy(spec->selectors[0].value, SCHED_NAME_MAX, row->project);
+        spec->nselectors = 1;
+    }
+}
+
+static int resolve_names(struct sim *m, const struct trace_row *row, const struct sim_rule *rule,
+                         char *project, char *tier)
+{
+    const char *p = rule->project[0] ? rule->project
+                    : m->map->dflt.project[0] && rule == &m->map->dflt ? m->map->dflt.project
+                    : row->project[0] ? row->project : "default";
+    const struct sched_project_spec *ps;
+
+    if (!str_is_name(p))
+        return -EINVAL;
+    (void)str_copy(project, SCHED_NAME_MAX, p);
+    ps = sim_policy_project(m->pol, p);
+    if (rule->tier[0])
+        (void)str_copy(tier, SCHED_NAME_MAX, rule->tier);
+    else if (m->map->dflt.tier[0])
+        (void)str_copy(tier, SCHED_NAME_MAX, m->map->dflt.tier);
+    else if (ps)
+        (void)str_copy(tier, SCHED_NAME_MAX, ps->tier);
+    else
+        (void)str_copy(tier, SCHED_NAME_MAX, default_tier(m));
+    return 0;
+}
+
+static int submit_row(struct sim *m, const struct trace_row *row, int64_t now)
+{
+    const struct sim_rule *rule = sim_mapping_find(m->map, row->project, row->user);
+    char project[SCHED_NAME_MAX], tier[SCHED_NAME_MAX], msg[400];
+    struct sched_job_spec spec;
+    struct sched_error e = { 0 };
+    struct sim_job_rec *j;
+    int pi, ti;
+
+    if (rec_alloc(m, row->id) < 0) {
+        snprintf(m->err, m->errlen, "out of memory at trace row %ld", row->line);
+        return -ENOMEM;
+    }
+    j = &m->r->jobs[m->r->njobs];
+    j->submit_ms = now;
+    j->runtime_ms = row->runtime_s * 1000;
+    j->first_start_ms = j->start_ms = j->end_ms = -1;
+    j->failed_in_trace = row->status == TRACE_ST_FAILED;
+    if (resolve_names(m, row, rule, project, tier) < 0) {
+        snprintf(msg, sizeof(msg), "%s:%ld: project '%s' is not a valid Docket name "
+                 "(map it with a rule)", m->opt->trace_path, row->line, row->project);
+        report_error(m, msg);
+        j->end = SIM_END_REJECTED;
+        m->r->rejected++;
+        m->r->njobs++;
+        return 0;
+    }
+    pi = project_get(m, project, row->project);
+    if (pi < 0)
+        return pi;
+    ti = tier_index(m, tier);
+    fill_spec(m, row, rule, project, tier, &spec);
+    spec.submit_ms = now;
+    j->project = (uint16_t)pi;
+    j->tier = (uint8_t)(ti < 0 ? 0 : ti);
+    j->gpus = spec.gpus_per_node * spec.nodes;
+    j->limit_ms = spec.time_limit_ms;
+    j->ckpt_ms = rule->checkpoint_ms >= 0 ? rule->checkpoint_ms
+                 : m->map->dflt.checkpoint_ms >= 0 ? m->map->dflt.checkpoint_ms
+                 : m->map->checkpoint_ms;
+    spec.has_checkpoint_signal = j->ckpt_ms > 0;
+    m->r->njobs++;
+    if (sched_job_submit(m->s, &spec, now, &e) < 0) {
+        snprintf(msg, sizeof(msg), "%s:%ld: job '%s' rejected by the scheduler: %s%s%s",
+                 m->opt->trace_path, row->line, row->id, e.field[0] ? e.field : "",
+                 e.field[0] ? ": " : "", e.message);
+        report_error(m, msg);
+        j->end = SIM_END_REJECTED;
+        m->r->rejected++;
+        return 0;
+    }
+    m->pending++;
+    m->live++;
+    m->dirty = true;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Job lifecycle                                                                       */
+
+static struct sim_job_rec *job_of(struct sim *m, uint64_t id)
+{
+    if (id == 0 || id > m->r->njobs)
+        return NULL;
+    return &m->r->jobs[id - 1];
+}
+
+/* Stop the accounting of a run that ended at `now`. `natural`: it did all its work. */
+static void run_stopped(struct sim *m, struct sim_job_rec *j, int64_t now, bool natural)
+{
+    int64_t ran = now - j->start_ms;
+
+    if (!j->running)
+        return;
+    j->running = false;
+    j->gen++;
+    m->running--;
+    m->busy_gpus -= j->gpus;
+    m->r->projects[j->project].gpu_ms += (int64_t)j->gpus * ran;
+    if (natural) {
+        j->saved_ms = j->runtime_ms;
+    } else {
+        int64_t kept = j->saved_ms - j->run_saved_ms;
+        int64_t lost = ran - kept;
+
+        if (lost < 0)
+            lost = 0;
+        j->lost_ms += lost;
+        if (j->stop_cause == SCHED_STOP_PREEMPT)
+            m->r->lost_gpu_ms += (double)j->gpus * (double)lost;
+        else if (j->stop_cause == SCHED_STOP_NODE_FAIL || j->stop_cause == SCHED_STOP_NONE)
+            m->r->lost_node_fail_gpu_ms += (double)j->gpus * (double)lost;
+    }
+}
+
+static bool core_running(const struct sim *m, uint64_t id)
+{
+    struct sched_job_view v;
+
+    if (sched_job_get(m->s, id, &v) < 0)
+        return false;
+    return v.state == SCHED_STARTING || v.state == SCHED_RUNNING || v.state == SCHED_STOPPING;
+}
+
+/* The job's processes are gone: tell the core. */
+static void job_exit(struct sim *m, uint64_t id, enum sched_exit_kind how, int code,
+                     int64_t now, bool natural)
+{
+    struct sim_job_rec *j = job_of(m, id);
+    struct sched_error e = { 0 };
+    char msg[400];
+
+    if (!j || !j->running || !core_running(m, id))
+        return;
+    run_stopped(m, j, now, natural);
+    if (sched_job_ended(m->s, id, how, code, now, &e) < 0) {
+        snprintf(msg, sizeof(msg), "core refused the end of job %llu: %s",
+                 (unsigned long long)id, e.message);
+        report_error(m, msg);
+    }
+    m->dirty = true;
+}
+
+static int on_start(struct sim *m, const struct sched_decision *d, int64_t now)
+{
+    struct sim_job_rec *j = job_of(m, d->job_id);
+    struct sched_error e = { 0 };
+    int64_t remaining;
+
+    if (!j)
+        return 0;
+    if (sched_job_running(m->s, d->job_id, now, &e) < 0) {
+        snprintf(m->err, m->errlen, "core refused the launch of job %llu: %s",
+                 (unsigned long long)d->job_id, e.message);
+        return -EINVAL;
+    }
+    j->running = true;
+    j->gen++;
+    j->stop_cause = SCHED_STOP_NONE;
+    j->start_ms = now;
+    j->run_saved_ms = j->saved_ms;
+    if (j->first_start_ms < 0)
+        j->first_start_ms = now;
+    m->pending--;
+    m->running++;
+    m->busy_gpus += j->gpus;
+    remaining = j->runtime_ms - j->saved_ms;
+    if (remaining < 0)
+        remaining = 0;
+    if (heap_push(m, now + remaining, EV_END, (uint32_t)(d->job_id - 1), j->gen) < 0)
+        return -ENOMEM;
+    if (j->ckpt_ms > 0 && j->ckpt_ms < remaining &&
+        heap_push(m, now + j->ckpt_ms, EV_CKPT, (uint32_t)(d->job_id - 1), j->gen) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+static int on_signal(struct sim *m, const struct sched_decision *d, int64_t now)
+{
+    struct sim_job_rec *j = job_of(m, d->job_id);
+
+    if (!j || !j->running)
+        return 0;
+    j->stop_cause = (uint8_t)d->cause;
+    if (m->map->on_signal == SIM_SIGNAL_EXIT)
+        return heap_push(m, now, EV_EXIT, (uint32_t)(d->job_id - 1), j->gen);
+    return 0; /* lives out its grace; the core sends KILL */
+}
+
+static void on_state(struct sim *m, const struct sched_decision *d, int64_t now)
+{
+    struct sim_job_rec *j = job_of(m, d->job_id);
+    bool was_live = d->from != SCHED_PENDING && d->from != SCHED_HELD;
+
+    if (!j)
+        return;
+    if (j->running && (d->to == SCHED_PENDING || sched_job_state_terminal(d->to))) {
+        if (d->cause == SCHED_STOP_NODE_FAIL)
+            j->stop_cause = SCHED_STOP_NODE_FAIL;
+        run_stopped(m, j, now, false); /* the core ended it itself (node failure) */
+    }
+    if (d->to == SCHED_PENDING && was_live) {
+        m->pending++;
+        m->r->requeues++;
+        if (d->cause == SCHED_STOP_PREEMPT) {
+            j->preempts++;
+            m->r->preemptions++;
+        }
+    } else if (sched_job_state_terminal(d->to)) {
+        if (d->from == SCHED_PENDING || d->from == SCHED_HELD)
+            m->pending--;
+        j->end_ms = now;
+        m->live--;
+        switch (d->to) {
+        case SCHED_COMPLETED: j->end = SIM_END_COMPLETED; break;
+        case SCHED_FAILED: j->end = SIM_END_FAILED; break;
+        case SCHED_TIMEOUT: j->end = SIM_END_TIMEOUT; m->r->timeouts++; break;
+        case SCHED_PREEMPTED:
+            j->end = SIM_END_PREEMPTED;
+            j->preempts++;
+            m->r->preemptions++;
+            break;
+        case SCHED_NODE_FAIL: j->end = SIM_END_NODE_FAIL; break;
+        default: j->end = SIM_END_CANCELLED; break;
+        }
+    }
+}
+
+static int apply_decisions(struct sim *m, const struct sched_decision *d, size_t n, int64_t now)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = 0;
+
+        switch (d[i].kind) {
+        case SCHED_D_START: rc = on_start(m, &d[i], now); break;
+        case SCHED_D_SIGNAL: rc = on_signal(m, &d[i], now); break;
+        case SCHED_D_KILL: job_exit(m, d[i].job_id, SCHED_EXIT_SIGNAL, SIGKILL, now, false); break;
+        case SCHED_D_STATE: on_state(m, &d[i], now); break;
+        case SCHED_D_NODE_STATE: break;
+        }
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Node failures (seeded)                                                              */
+
+static uint64_t rng_next(struct sim *m)
+{
+    uint64_t z = (m->rng += 0x9e3779b97f4a7c15ULL);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double rng_unit(struct sim *m)
+{
+    return ((double)(rng_next(m) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static int schedule_failure(struct sim *m, int64_t now)
+{
+    double per_ms = m->opt->node_failure_rate * (double)m->r->total_nodes / 86400000.0;
+    int64_t dt;
+
+    if (per_ms <= 0)
+        return 0;
+    dt = (int64_t)ceil(-log(rng_unit(m)) / per_ms);
+    return heap_push(m, now + (dt < 1 ? 1 : dt), EV_NODE_DOWN,
+                     (uint32_t)(rng_next(m) % (uint64_t)m->r->total_nodes), 0);
+}
+
+static int node_event(struct sim *m, const struct ev *e, int64_t now)
+{
+    struct sched_node_view v;
+    struct sched_error err = { 0 };
+    bool down = e->kind == EV_NODE_DOWN;
+
+    if (sched_node_get(m->s, e->job, &v) < 0)
+        return 0;
+    if (down && v.state == SCHED_NODE_UP) {
+        if (sched_node_set_state(m->s, v.name, SCHED_NODE_DOWN, now, &err) < 0)
+            return 0;
+        m->r->node_failures++;
+        if (heap_push(m, now + m->opt->repair_ms, EV_NODE_UP, e->job, 0) < 0)
+            return -ENOMEM;
+    } else if (!down) {
+        if (sched_node_set_state(m->s, v.name, SCHED_NODE_UP, now, &err) < 0)
+            return 0;
+    }
+    m->dirty = true;
+    return down ? schedule_failure(m, now) : 0;
+}
+
+static int fire(struct sim *m, const struct ev *e, int64_t now)
+{
+    struct sim_job_rec *j;
+    struct sched_error err = { 0 };
+
+    if (e->kind == EV_NODE_DOWN || e->kind == EV_NODE_UP)
+        return node_event(m, e, now);
+    j = &m->r->jobs[e->job];
+    if (e->gen != j->gen || !j->running)
+        return 0; /* stale: that run already ended */
+    switch (e->kind) {
+    case EV_END:
+        job_exit(m, (uint64_t)e->job + 1, SCHED_EXIT_CODE, j->failed_in_trace ? 1 : 0, now, true);
+        break;
+    case EV_EXIT:
+        /* A job that declared a checkpoint saves and exits 0; others die of the signal. */
+        if (j->ckpt_ms > 0)
+            job_exit(m, (uint64_t)e->job + 1, SCHED_EXIT_CODE, 0, now, false);
+        else
+            job_exit(m, (uint64_t)e->job + 1, SCHED_EXIT_SIGNAL, SIGTERM, now, false);
+        break;
+    case EV_CKPT:
+        if (sched_job_checkpointed(m->s, (uint64_t)e->job + 1, now, &err) == 0)
+            j->saved_ms = j->run_saved_ms + (now - j->start_ms);
+        if (now + j->ckpt_ms < j->start_ms + (j->runtime_ms - j->run_saved_ms))
+            return heap_push(m, now + j->ckpt_ms, EV_CKPT, e->job, j->gen);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Setup and the loop                                                                  */
+
+static int add_nodes(struct sim *m)
+{
+    struct sched_node_spec ns;
+    struct sched_error e = { 0 };
+
+    for (long i = 0; i < m->r->total_nodes; i++) {
+        sim_cluster_node(m->cluster, i, &ns);
+        if (sched_node_upsert(m->s, &ns, 0, &e) < 0) {
+            snprintf(m->err, m->errlen, "node '%s': %s%s%s", ns.name, e.field,
+                     e.field[0] ? ": " : "", e.message);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+static int setup(struct sim *m)
+{
+    struct sched_error e = { 0 };
+    struct sim_result *r = m->r;
+
+    m->s = sched_create(&m->pol->policy, &e);
+    if (!m->s) {
+        snprintf(m->err, m->errlen, "policy '%s' refused by the scheduler: %s%s%s",
+                 m->pol->name, e.field, e.field[0] ? ": " : "", e.message);
+        return -EINVAL;
+    }
+    (void)str_copy(r->policy_name, sizeof(r->policy_name), m->pol->name);
+    r->policy = m->pol->policy;
+    r->total_nodes = sim_cluster_nodes(m->cluster);
+    r->total_gpus = sim_cluster_gpus(m->cluster, NULL, NULL);
+    r->series.bucket_ms = m->opt->sample_ms > 0 ? m->opt->sample_ms : 3600000;
+    m->max_node_gpus = sim_cluster_max_node_gpus(m->cluster);
+    m->rng = m->opt->seed;
+    if (add_nodes(m) < 0)
+        return -EINVAL;
+    for (int i = 0; i < m->pol->nprojects; i++)
+        if (project_add(m, &m->pol->projects[i]) < 0)
+            return -EINVAL;
+    return schedule_failure(m, 0);
+}
+
+static void progress(struct sim *m, int64_t now, bool last)
+{
+    int64_t wall = clock_mono_ms();
+    double secs = (double)(wall - m->wall_start) / 1000.0;
+
+    if (!m->opt->progress || (!last && wall - m->progress_at < 250))
+        return;
+    m->progress_at = wall;
+    fprintf(stderr, "\r\033[Ksim %s: day %.1f, %zu jobs read, %ld live, %.0f jobs/s%s",
+            m->pol->name, (double)now / 86400000.0, m->r->njobs, m->live,
+            secs > 0 ? (double)m->r->njobs / secs : 0.0, last ? "\n" : "");
+    fflush(stderr);
+}
+
+struct reader_state {
+    struct trace_reader *tr;
+    struct trace_row row;
+    bool have;           /* row holds the next submission */
+    bool eof;
+    long read;
+};
+
+static int read_ahead(struct sim *m, struct reader_state *rs)
+{
+    struct trace_error te;
+    char msg[512];
+
+    while (!rs->have && !rs->eof) {
+        int rc;
+
+        if (m->opt->limit > 0 && rs->read >= m->opt->limit) {
+            rs->eof = true;
+            break;
+        }
+        rc = trace_next(rs->tr, &rs->row, &te);
+        if (rc == 1) {
+            rs->have = true;
+            rs->read++;
+        } else if (rc == 0) {
+            rs->eof = true;
+        } else {
+            trace_error_format(&te, msg, sizeof(msg));
+            if (rc == -EIO || !m->opt->skip_bad_rows) {
+                snprintf(m->err, m->errlen, "%s%s", msg,
+                         rc == -EIO ? "" : " (use --skip-bad-rows to report and go on)");
+                return -EINVAL;
+            }
+            report_error(m, msg);
+            m->r->bad_rows++;
+        }
+    }
+    return 0;
+}
+
+static int64_t row_time(const struct sim *m, const struct trace_row *row)
+{
+    return (int64_t)llround((double)row->submit_s * 1000.0 * m->opt->arrival_scale);
+}
+
+/* Apply everything due up to `now`, each at its own time: submissions, then events. */
+static int apply_due(struct sim *m, struct reader_state *rs, int64_t now)
+{
+    for (;;) {
+        int64_t tr = rs->have ? row_time(m, &rs->row) : INT64_MAX;
+        int64_t te = m->h.n > 0 ? m->h.v[0].t : INT64_MAX;
+
+        if (tr <= now && tr <= te) {
+            if (advance(m, tr) < 0)
+                return -ENOMEM;
+            rs->have = false;
+            if (submit_row(m, &rs->row, tr) < 0 || read_ahead(m, rs) < 0)
+                return -EINVAL;
+        } else if (te <= now) {
+            struct ev e = heap_pop(&m->h);
+
+            if (advance(m, e.t) < 0 || fire(m, &e, e.t) < 0)
+                return -ENOMEM;
+        } else {
+            return 0;
+        }
+    }
+}
+
+static int cycle(struct sim *m, int64_t now)
+{
+    struct sched_cycle_stats st;
+    size_t n = 0;
+    const struct sched_decision *d = sched_cycle(m->s, now, false, &n, &st);
+
+    m->r->cycles++;
+    m->dirty = false;
+    m->last_cycle = now;
+    return apply_decisions(m, d, n, now);
+}
+
+/* The next time anything happens; INT64_MAX when nothing will. */
+static int64_t next_time(struct sim *m, const struct reader_state *rs, int64_t now)
+{
+    int64_t t = INT64_MAX, w;
+
+    if (rs->have)
+        t = row_time(m, &rs->row);
+    /* node failures alone do not keep an idle simulation going */
+    if (m->h.n > 0 && (m->live > 0 || rs->have) && m->h.v[0].t < t)
+        t = m->h.v[0].t;
+    if (m->dirty)
+        t = now;
+    if (m->live > 0 && !m->dirty) {
+        w = sched_next_wakeup(m->s, now);
+        if (w <= now)
+            w = now + 1;
+        if (w < t)
+            t = w;
+    }
+    if (t != INT64_MAX && m->opt->cycle_interval_ms > 0 &&
+        t < m->last_cycle + m->opt->cycle_interval_ms)
+        t = m->last_cycle + m->opt->cycle_interval_ms;
+    return t < now ? now : t;
+}
+
+/* Nothing runs, nothing arrives: if one forced full cycle starts nothing, the remaining
+ * jobs can never run (e.g. quota they can never fit) and the run stops. */
+static bool stuck(struct sim *m, const struct reader_state *rs, int64_t now)
+{
+    struct sched_cycle_stats st;
+    size_t n = 0;
+    const struct sched_decision *d;
+
+    if (rs->have || m->running > 0 || m->live == 0)
+        return false;
+    for (size_t i = 0; i < m->h.n; i++)
+        if (m->h.v[i].kind != EV_NODE_DOWN)
+            return false; /* a job event, or a node coming back */
+    d = sched_cycle(m->s, now, true, &n, &st);
+    m->r->cycles++;
+    if (apply_decisions(m, d, n, now) < 0)
+        return true;
+    return st.running == 0 && n == 0 && st.started == 0;
+}
+
+static int loop(struct sim *m, struct reader_state *rs)
+{
+    int64_t now = 0;
+    long idle_cycles = 0;
+
+    if (read_ahead(m, rs) < 0)
+        return -EINVAL;
+    for (;;) {
+        int64_t t = next_time(m, rs, now);
+
+        if (t == INT64_MAX)
+            break;
+        if (apply_due(m, rs, t) < 0 || advance(m, t) < 0)
+            return -EINVAL;
+        now = t;
+        if (cycle(m, now) < 0)
+            return -EINVAL;
+        /* A long stretch with nothing running and nothing arriving: check for jobs that
+         * can never start, which would otherwise keep the clock ticking forever. */
+        idle_cycles = (m->running == 0 && !rs->have) ? idle_cycles + 1 : 0;
+        if (idle_cycles > 1000 && stuck(m, rs, now))
+            break;
+        if ((m->r->cycles & 1023) == 0)
+            progress(m, now, false);
+    }
+    m->r->end_ms = now;
+    return 0;
+}
+
+static void finish(struct sim *m)
+{
+    struct sim_result *r = m->r;
+
+    for (size_t i = 0; i < r->njobs; i++) {
+        struct sim_job_rec *j = &r->jobs[i];
+
+        if (j->running)
+            run_stopped(m, j, r->end_ms, false);
+        if (j->end == SIM_END_NONE)
+            r->unfinished++;
+    }
+    r->series.n = r->end_ms / r->series.bucket_ms + 1;
+    if (series_grow(&r->series, r->series.n) < 0)
+        r->series.n = 0;
+}
+
+struct sim_result *sim_run(const struct sim_options *opt, const struct sim_cluster *cluster,
+                           const struct sim_policy *policy, const struct sim_mapping *map,
+                           char *err, size_t errlen)
+{
+    struct sim m = { .opt = opt, .cluster = cluster, .pol = policy, .map = map, .err = err,
+                     .errlen = errlen };
+    struct reader_state rs = { 0 };
+    struct trace_error te;
+    char msg[512];
+    int rc;
+
+    m.r = calloc(1, sizeof(*m.r));
+    if (!m.r) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    m.wall_start = clock_mono_ms();
+    rs.tr = trace_open(opt->trace_path, opt->format, &te);
+    if (!rs.tr) {
+        trace_error_format(&te, msg, sizeof(msg));
+        snprintf(err, errlen, "%s", msg);
+        rc = -EINVAL;
+    } else {
+        rc = setup(&m);
+        if (rc == 0)
+            rc = loop(&m, &rs);
+    }
+    trace_close(rs.tr);
+    if (rc == 0)
+        finish(&m);
+    progress(&m, m.r->end_ms, true);
+    sched_destroy(m.s);
+    free(m.h.v);
+    if (rc < 0) {
+        sim_result_destroy(m.r);
+        return NULL;
+    }
+    return m.r;
+}
+
+void sim_result_destroy(struct sim_result *r)
+{
+    if (!r)
+        return;
+    free(r->jobs);
+    free(r->ids);
+    free(r->projects);
+    free(r->series.busy_gpu_ms);
+    free(r->series.pending_ms);
+    free(r);
+}

@@ -1,0 +1,592 @@
+/*
+ * main.c - the docket-sim command: parse flags, load the cluster, policies and mapping,
+ * run the trace through the core once per policy, write the reports. docs/sim.md.
+ *
+ * Exit status: 0 done, 1 a run or an output failed, 2 bad usage or bad input files.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/config.h"
+#include "sim/engine.h"
+#include "sim/report.h"
+#include "sim/stats.h"
+#include "util/parse.h"
+#include "util/str.h"
+
+enum { MAX_RUNS = 8 };
+
+static const char usage_text[] =
+    "usage: docket-sim --trace FILE --cluster FILE [options]\n"
+    "\n"
+    "Replay a workload trace through Docket's scheduling core with a virtual clock and\n"
+    "report waits, slowdown, utilisation, preemptions and fairness per tier and project.\n"
+    "\n"
+    "inputs:\n"
+    "  --trace FILE            workload: normalised CSV (job_id,submit_s,runtime_s,gpus,cpus,\n"
+    "                          mem_mb,nodes,project,user,status) or SWF\n"
+    "  --format csv|swf        trace format (default: .swf files are SWF, others CSV)\n"
+    "  --cluster FILE          cluster description YAML (node_groups)\n"
+    "  --policy FILE           policy.yaml as `docket apply` takes it; repeat to compare\n"
+    "                          several (default: the core's built-in policy)\n"
+    "  --baseline NAME         also run the first policy as fifo, easy (FIFO + EASY\n"
+    "                          backfill), multifactor (Slurm-like) or tiered; repeatable\n"
+    "  --compare               run the policy and the fifo, easy and multifactor baselines\n"
+    "                          side by side\n"
+    "  --mapping FILE          mapping rules YAML (trace project/user -> project, tier, class)\n"
+    "\n"
+    "mapping (override the mapping file):\n"
+    "  --time-factor F         time limit = runtime x F, capped by the class (default 2)\n"
+    "  --time-limit SRC        runtime (x factor), requested (SWF field 9) or class default\n"
+    "  --default-tier NAME     tier of jobs no rule maps\n"
+    "  --default-class NAME    class of jobs no rule maps\n"
+    "  --cpu-unit N            CPU-only rows: N cores make one resource unit (default 8)\n"
+    "  --partition-label KEY   per-project clusters: jobs run only on nodes labelled\n"
+    "                          KEY=<trace project>\n"
+    "  --pool                  pool the per-project clusters into one shared pool\n"
+    "  --checkpoint DURATION   jobs declare a checkpoint every DURATION (work lost to a\n"
+    "                          preemption counts from the last one)\n"
+    "  --on-signal exit|grace  jobs exit at once on their signal (default) or use the grace\n"
+    "\n"
+    "load and size:\n"
+    "  --arrival-scale F       multiply submission times by F (0.5 doubles the load)\n"
+    "  --cluster-scale F       multiply every node group's count by F\n"
+    "  --limit N               only the first N rows of the trace\n"
+    "  --node-failures RATE    random node failures, RATE per node per day\n"
+    "  --repair-time DURATION  a failed node comes back after DURATION (default 4h)\n"
+    "  --seed N                seed for every random choice (default 1)\n"
+    "  --sample DURATION       bucket of the time series (default 1h)\n"
+    "  --cycle-interval DURATION  at most one scheduling cycle per DURATION of simulated\n"
+    "                          time (default 0: a cycle at every event)\n"
+    "\n"
+    "rows and output:\n"
+    "  --skip-bad-rows         report bad trace rows and go on (default: stop at the first)\n"
+    "  --check                 only validate the trace: list every bad row, exit 1 if any\n"
+    "  --json FILE             JSON report ('-' for stdout: no terminal summary then)\n"
+    "  --jobs-csv FILE         one CSV row per job and policy\n"
+    "  --html FILE             self-contained HTML report with charts\n"
+    "  --quiet                 no terminal summary\n"
+    "  --no-progress           no progress line (shown on stderr when it is a terminal)\n"
+    "  -h, --help              this text\n"
+    "\n"
+    "Colour only on a terminal and never when NO_COLOR is set. Reports are deterministic:\n"
+    "the same inputs and seed give the same bytes. Formats: docs/sim.md.\n";
+
+struct cli {
+    struct sim_options opt;
+    const char *cluster_path, *mapping_path;
+    const char *policy_paths[MAX_RUNS];
+    int npolicies;
+    const char *baselines[MAX_RUNS];
+    int nbaselines;
+    bool compare, check, quiet, no_progress;
+    double cluster_scale;
+    const char *json_path, *csv_path, *html_path;
+    /* mapping overrides: set flags */
+    double time_factor;
+    const char *time_limit_src, *default_tier, *default_class, *partition_label, *on_signal;
+    int cpu_unit;
+    bool pool;
+    int64_t checkpoint_ms;
+};
+
+enum {
+    O_TRACE = 256, O_FORMAT, O_CLUSTER, O_POLICY, O_BASELINE, O_COMPARE, O_MAPPING, O_TFACTOR,
+    O_TLIMIT, O_DTIER, O_DCLASS, O_CPUUNIT, O_PLABEL, O_POOL, O_CKPT, O_ONSIG, O_ASCALE,
+    O_CSCALE, O_LIMIT, O_NFAIL, O_REPAIR, O_SEED, O_SAMPLE, O_CYCLE, O_SKIP, O_CHECK, O_JSON,
+    O_CSV, O_HTML, O_QUIET, O_NOPROG,
+};
+
+static const struct option longopts[] = {
+    { "trace", required_argument, NULL, O_TRACE },
+    { "format", required_argument, NULL, O_FORMAT },
+    { "cluster", required_argument, NULL, O_CLUSTER },
+    { "policy", required_argument, NULL, O_POLICY },
+    { "baseline", required_argument, NULL, O_BASELINE },
+    { "compare", no_argument, NULL, O_COMPARE },
+    { "mapping", required_argument, NULL, O_MAPPING },
+    { "time-factor", required_argument, NULL, O_TFACTOR },
+    { "time-limit", required_argument, NULL, O_TLIMIT },
+    { "default-tier", required_argument, NULL, O_DTIER },
+    { "default-class", required_argument, NULL, O_DCLASS },
+    { "cpu-unit", required_argument, NULL, O_CPUUNIT },
+    { "partition-label", required_argument, NULL, O_PLABEL },
+    { "pool", no_argument, NULL, O_POOL },
+    { "checkpoint", required_argument, NULL, O_CKPT },
+    { "on-signal", required_argument, NULL, O_ONSIG },
+    { "arrival-scale", required_argument, NULL, O_ASCALE },
+    { "cluster-scale", required_argument, NULL, O_CSCALE },
+    { "limit", required_argument, NULL, O_LIMIT },
+    { "node-failures", required_argument, NULL, O_NFAIL },
+    { "repair-time", required_argument, NULL, O_REPAIR },
+    { "seed", required_argument, NULL, O_SEED },
+    { "sample", required_argument, NULL, O_SAMPLE },
+    { "cycle-interval", required_argument, NULL, O_CYCLE },
+    { "skip-bad-rows", no_argument, NULL, O_SKIP },
+    { "check", no_argument, NULL, O_CHECK },
+    { "json", required_argument, NULL, O_JSON },
+    { "jobs-csv", required_argument, NULL, O_CSV },
+    { "html", required_argument, NULL, O_HTML },
+    { "quiet", no_argument, NULL, O_QUIET },
+    { "no-progress", no_argument, NULL, O_NOPROG },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
+static int bad_flag(const char *flag, const char *value, const char *what)
+{
+    fprintf(stderr, "docket-sim: --%s: '%s' is not %s\n", flag, value, what);
+    return -EINVAL;
+}
+
+static int parse_pos_double(const char *flag, const char *s, double min, double max, double *out)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (*s == '\0' || *end != '\0' || errno != 0 || !isfinite(v) || v < min || v > max) {
+        char what[96];
+
+        snprintf(what, sizeof(what), "a number in %g..%g", min, max);
+        return bad_flag(flag, s, what);
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_dur(const char *flag, const char *s, int64_t *out)
+{
+    if (parse_duration_ms(s, out) < 0)
+        return bad_flag(flag, s, "a duration (90s, 15m, 4h, 7d)");
+    return 0;
+}
+
+static int add_item(const char **arr, int *n, const char *v, const char *flag)
+{
+    if (*n == MAX_RUNS) {
+        fprintf(stderr, "docket-sim: --%s: at most %d\n", flag, MAX_RUNS);
+        return -EINVAL;
+    }
+    arr[(*n)++] = v;
+    return 0;
+}
+
+static int parse_opt2(struct cli *c, int o, const char *a)
+{
+    int64_t v;
+
+    switch (o) {
+    case O_ASCALE: return parse_pos_double("arrival-scale", a, 1e-6, 1e6, &c->opt.arrival_scale);
+    case O_CSCALE: return parse_pos_double("cluster-scale", a, 1e-6, 1e6, &c->cluster_scale);
+    case O_LIMIT:
+        if (parse_int64(a, 1, INT32_MAX, &v) < 0)
+            return bad_flag("limit", a, "a positive integer");
+        c->opt.limit = (long)v;
+        return 0;
+    case O_NFAIL: return parse_pos_double("node-failures", a, 0, 1000, &c->opt.node_failure_rate);
+    case O_REPAIR: return parse_dur("repair-time", a, &c->opt.repair_ms);
+    case O_SEED:
+        if (parse_int64(a, 0, INT64_MAX, &v) < 0)
+            return bad_flag("seed", a, "a non-negative integer");
+        c->opt.seed = (uint64_t)v;
+        return 0;
+    case O_SAMPLE:
+        if (parse_dur("sample", a, &c->opt.sample_ms) < 0)
+            return -EINVAL;
+        return c->opt.sample_ms < 1000 ? bad_flag("sample", a, "at least 1s") : 0;
+    case O_CYCLE: return parse_dur("cycle-interval", a, &c->opt.cycle_interval_ms);
+    case O_SKIP: c->opt.skip_bad_rows = true; return 0;
+    case O_CHECK: c->check = true; return 0;
+    case O_JSON: c->json_path = a; return 0;
+    case O_CSV: c->csv_path = a; return 0;
+    case O_HTML: c->html_path = a; return 0;
+    case O_QUIET: c->quiet = true; return 0;
+    case O_NOPROG: c->no_progress = true; return 0;
+    default: return -EINVAL;
+    }
+}
+
+static int parse_opt(struct cli *c, int o, const char *a)
+{
+    switch (o) {
+    case O_TRACE: c->opt.trace_path = a; return 0;
+    case O_FORMAT:
+        return trace_format_parse(a, &c->opt.format) < 0 ? bad_flag("format", a, "csv or swf") : 0;
+    case O_CLUSTER: c->cluster_path = a; return 0;
+    case O_POLICY: return add_item(c->policy_paths, &c->npolicies, a, "policy");
+    case O_BASELINE: return add_item(c->baselines, &c->nbaselines, a, "baseline");
+    case O_COMPARE: c->compare = true; return 0;
+    case O_MAPPING: c->mapping_path = a; return 0;
+    case O_TFACTOR: return parse_pos_double("time-factor", a, 0.01, 1000, &c->time_factor);
+    case O_TLIMIT: c->time_limit_src = a; return 0;
+    case O_DTIER: c->default_tier = a; return 0;
+    case O_DCLASS: c->default_class = a; return 0;
+    case O_CPUUNIT:
+        return parse_int(a, 1, 100000, &c->cpu_unit) < 0
+                   ? bad_flag("cpu-unit", a, "an integer in 1..100000") : 0;
+    case O_PLABEL: c->partition_label = a; return 0;
+    case O_POOL: c->pool = true; return 0;
+    case O_CKPT: return parse_dur("checkpoint", a, &c->checkpoint_ms);
+    case O_ONSIG: c->on_signal = a; return 0;
+    default: return parse_opt2(c, o, a);
+    }
+}
+
+static int parse_args(struct cli *c, int argc, char **argv)
+{
+    bool fmt_given = false;
+    int o;
+
+    memset(c, 0, sizeof(*c));
+    sim_options_defaults(&c->opt);
+    c->cluster_scale = 1.0;
+    c->checkpoint_ms = -1;
+    c->cpu_unit = 0;
+    while ((o = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (o == 'h') {
+            fputs(usage_text, stdout);
+            exit(0);
+        }
+        if (o == '?')
+            return -EINVAL;
+        fmt_given = fmt_given || o == O_FORMAT;
+        if (parse_opt(c, o, optarg) < 0)
+            return -EINVAL;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "docket-sim: unexpected argument '%s'\n", argv[optind]);
+        return -EINVAL;
+    }
+    if (!c->opt.trace_path) {
+        fprintf(stderr, "docket-sim: --trace is required\n");
+        return -EINVAL;
+    }
+    if (!fmt_given)
+        c->opt.format = trace_format_guess(c->opt.trace_path);
+    if (!c->check && !c->cluster_path) {
+        fprintf(stderr, "docket-sim: --cluster is required\n");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* --check: read every row, list every bad one. */
+static int check_trace(const struct cli *c)
+{
+    struct trace_error te;
+    struct trace_row row;
+    struct trace_reader *r = trace_open(c->opt.trace_path, c->opt.format, &te);
+    char msg[512];
+    long good = 0, bad = 0;
+    int rc;
+
+    if (!r) {
+        trace_error_format(&te, msg, sizeof(msg));
+        fprintf(stderr, "docket-sim: %s\n", msg);
+        return 1;
+    }
+    while ((rc = trace_next(r, &row, &te)) != 0) {
+        if (rc == 1) {
+            good++;
+            continue;
+        }
+        trace_error_format(&te, msg, sizeof(msg));
+        printf("%s\n", msg);
+        bad++;
+        if (rc == -EIO)
+            break;
+    }
+    trace_close(r);
+    printf("%s: %ld rows, %ld bad\n", c->opt.trace_path, good + bad, bad);
+    return bad ? 1 : 0;
+}
+
+static int apply_flag_mapping(const struct cli *c, struct sim_mapping *m)
+{
+    if (c->time_factor > 0)
+        m->time_limit_factor = c->time_factor;
+    if (c->time_limit_src) {
+        if (strcmp(c->time_limit_src, "runtime") == 0)
+            m->limit_source = SIM_LIMIT_RUNTIME;
+        else if (strcmp(c->time_limit_src, "requested") == 0)
+            m->limit_source = SIM_LIMIT_REQUESTED;
+        else if (strcmp(c->time_limit_src, "class") == 0)
+            m->limit_source = SIM_LIMIT_CLASS;
+        else
+            return bad_flag("time-limit", c->time_limit_src, "runtime, requested or class");
+    }
+    if (c->on_signal) {
+        if (strcmp(c->on_signal, "exit") == 0)
+            m->on_signal = SIM_SIGNAL_EXIT;
+        else if (strcmp(c->on_signal, "grace") == 0)
+            m->on_signal = SIM_SIGNAL_GRACE;
+        else
+            return bad_flag("on-signal", c->on_signal, "exit or grace");
+    }
+    if ((c->default_tier && !str_is_name(c->default_tier)) ||
+        (c->default_class && !str_is_name(c->default_class)) ||
+        (c->partition_label && !str_is_name(c->partition_label)))
+        return bad_flag("default-tier/--default-class/--partition-label",
+                        c->default_tier ? c->default_tier : c->default_class ? c->default_class
+                                                                              : c->partition_label,
+                        "a name");
+    if (c->default_tier)
+        (void)str_copy(m->dflt.tier, sizeof(m->dflt.tier), c->default_tier);
+    if (c->default_class)
+        (void)str_copy(m->dflt.class_name, sizeof(m->dflt.class_name), c->default_class);
+    if (c->partition_label)
+        (void)str_copy(m->partition_label, sizeof(m->partition_label), c->partition_label);
+    if (c->cpu_unit > 0)
+        m->cpu_unit_cores = c->cpu_unit;
+    if (c->pool)
+        m->pool = true;
+    if (c->checkpoint_ms >= 0)
+        m->checkpoint_ms = c->checkpoint_ms;
+    return 0;
+}
+
+static bool tier_known(const struct sched_policy *p, const char *t)
+{
+    if (!t[0])
+        return true;
+    for (int i = 0; i < p->ntiers; i++)
+        if (strcmp(p->tiers[i].name, t) == 0)
+            return true;
+    return false;
+}
+
+static bool class_known(const struct sched_policy *p, const char *n)
+{
+    if (!n[0])
+        return true;
+    for (int i = 0; i < p->nclasses; i++)
+        if (strcmp(p->classes[i].name, n) == 0)
+            return true;
+    return false;
+}
+
+/* Tiers and classes named by the mapping must exist in every policy that runs. */
+static int check_mapping(const struct sim_mapping *m, const struct sim_policy *p)
+{
+    for (int i = -1; i < m->nrules; i++) {
+        const struct sim_rule *r = i < 0 ? &m->dflt : &m->rules[i];
+
+        if (!tier_known(&p->policy, r->tier)) {
+            fprintf(stderr, "docket-sim: mapping: rule '%s': tier '%s' is not in policy '%s'\n",
+                    r->match, r->tier, p->name);
+            return -EINVAL;
+        }
+        if (!class_known(&p->policy, r->class_name)) {
+            fprintf(stderr, "docket-sim: mapping: rule '%s': class '%s' is not in policy '%s'\n",
+                    r->match, r->class_name, p->name);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+struct plan {
+    struct sim_policy pols[MAX_RUNS];
+    int n;
+};
+
+static int plan_runs(const struct cli *c, struct plan *pl)
+{
+    char err[512];
+    const char *compare_set[] = { "fifo", "easy", "multifactor" };
+    const char *const *bl = c->baselines;
+    int nbl = c->nbaselines;
+
+    if (c->npolicies == 0) {
+        sim_policy_defaults(&pl->pols[0], "docket");
+        pl->n = 1;
+    }
+    for (int i = 0; i < c->npolicies; i++) {
+        if (sim_policy_load(c->policy_paths[i], &pl->pols[pl->n], err, sizeof(err)) < 0) {
+            fprintf(stderr, "docket-sim: %s\n", err);
+            return -EINVAL;
+        }
+        pl->n++;
+    }
+    if (c->compare && nbl == 0) {
+        bl = compare_set;
+        nbl = 3;
+    }
+    for (int i = 0; i < nbl; i++) {
+        if (pl->n == MAX_RUNS) {
+            fprintf(stderr, "docket-sim: at most %d runs\n", MAX_RUNS);
+            return -EINVAL;
+        }
+        if (sim_policy_copy(&pl->pols[pl->n], &pl->pols[0]) < 0)
+            return -ENOMEM;
+        pl->n++;
+        if (sim_policy_baseline(&pl->pols[pl->n - 1], bl[i]) < 0) {
+            fprintf(stderr, "docket-sim: --baseline: '%s' is not fifo, easy, multifactor or "
+                    "tiered\n", bl[i]);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+static int load_inputs(const struct cli *c, struct sim_cluster *cl, struct sim_mapping *m,
+                       struct plan *pl)
+{
+    char err[512];
+
+    if (sim_cluster_load(c->cluster_path, cl, err, sizeof(err)) < 0) {
+        fprintf(stderr, "docket-sim: %s\n", err);
+        return -EINVAL;
+    }
+    sim_cluster_scale(cl, c->cluster_scale);
+    if (plan_runs(c, pl) < 0)
+        return -EINVAL;
+    sim_mapping_defaults(m);
+    if (pl->pols[0].mapping &&
+        sim_mapping_from_json(pl->pols[0].mapping, c->npolicies ? c->policy_paths[0] : "policy",
+                              m, err, sizeof(err)) < 0) {
+        fprintf(stderr, "docket-sim: %s\n", err);
+        return -EINVAL;
+    }
+    if (c->mapping_path && sim_mapping_load(c->mapping_path, m, err, sizeof(err)) < 0) {
+        fprintf(stderr, "docket-sim: %s\n", err);
+        return -EINVAL;
+    }
+    if (apply_flag_mapping(c, m) < 0)
+        return -EINVAL;
+    for (int i = 0; i < pl->n; i++)
+        if (check_mapping(m, &pl->pols[i]) < 0)
+            return -EINVAL;
+    return 0;
+}
+
+static FILE *open_out(const char *path)
+{
+    FILE *f;
+
+    if (strcmp(path, "-") == 0)
+        return stdout;
+    f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "docket-sim: cannot write '%s': %s\n", path, strerror(errno));
+    return f;
+}
+
+static int close_out(FILE *f, const char *path, int rc)
+{
+    if (f != stdout) {
+        if (fclose(f) != 0)
+            rc = -EIO;
+    } else if (fflush(f) != 0) {
+        rc = -EIO;
+    }
+    if (rc < 0)
+        fprintf(stderr, "docket-sim: writing '%s' failed\n", path);
+    return rc;
+}
+
+static int write_outputs(const struct cli *c, const struct sim_report_meta *meta,
+                         const struct sim_run_report *runs, int n)
+{
+    bool color = isatty(STDOUT_FILENO) && !(getenv("NO_COLOR") && getenv("NO_COLOR")[0]);
+    bool json_stdout = c->json_path && strcmp(c->json_path, "-") == 0;
+    int rc = 0;
+    FILE *f;
+
+    if (!c->quiet && !json_stdout) {
+        if (n == 1)
+            rc = sim_report_text(stdout, meta, &runs[0], color);
+        else
+            rc = sim_report_compare(stdout, meta, runs, n, color);
+        fflush(stdout);
+    }
+    if (c->json_path && (f = open_out(c->json_path)))
+        rc |= close_out(f, c->json_path, sim_report_json(f, meta, runs, n));
+    else if (c->json_path)
+        rc = -EIO;
+    if (c->csv_path && (f = open_out(c->csv_path)))
+        rc |= close_out(f, c->csv_path, sim_report_jobs_csv(f, runs, n));
+    else if (c->csv_path)
+        rc = -EIO;
+    if (c->html_path && (f = open_out(c->html_path)))
+        rc |= close_out(f, c->html_path, sim_report_html(f, meta, runs, n));
+    else if (c->html_path)
+        rc = -EIO;
+    return rc;
+}
+
+static int simulate(const struct cli *c, const struct sim_cluster *cl,
+                    const struct sim_mapping *m, const struct plan *pl)
+{
+    struct sim_result *res[MAX_RUNS] = { 0 };
+    struct sim_summary sum[MAX_RUNS];
+    struct sim_run_report runs[MAX_RUNS];
+    struct sim_report_meta meta = {
+        .trace = c->opt.trace_path, .cluster = c->cluster_path,
+        .arrival_scale = c->opt.arrival_scale, .cluster_scale = c->cluster_scale,
+        .limit = c->opt.limit, .pool = m->pool, .seed = (unsigned long long)c->opt.seed,
+        .node_failure_rate = c->opt.node_failure_rate,
+    };
+    struct sim_options opt = c->opt;
+    char err[512];
+    int rc = 0, done = 0;
+
+    opt.progress = !c->no_progress && isatty(STDERR_FILENO);
+    memset(sum, 0, sizeof(sum));
+    for (int i = 0; i < pl->n; i++, done++) {
+        res[i] = sim_run(&opt, cl, &pl->pols[i], m, err, sizeof(err));
+        if (!res[i]) {
+            fprintf(stderr, "docket-sim: %s\n", err);
+            rc = -EINVAL;
+            break;
+        }
+        if (sim_summary_compute(res[i], &sum[i]) < 0) {
+            rc = -ENOMEM;
+            break;
+        }
+        runs[i] = (struct sim_run_report){ res[i], &sum[i] };
+    }
+    if (rc == 0)
+        rc = write_outputs(c, &meta, runs, pl->n);
+    for (int i = 0; i < done + 1 && i < pl->n; i++) {
+        sim_summary_release(&sum[i]);
+        sim_result_destroy(res[i]);
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli c;
+    struct sim_cluster cl = { 0 };
+    struct sim_mapping m;
+    struct plan pl;
+    int rc;
+
+    memset(&pl, 0, sizeof(pl));
+    sim_mapping_defaults(&m);
+    if (parse_args(&c, argc, argv) < 0) {
+        fprintf(stderr, "docket-sim: see --help\n");
+        return 2;
+    }
+    if (c.check)
+        return check_trace(&c);
+    if (load_inputs(&c, &cl, &m, &pl) < 0) {
+        rc = 2;
+    } else {
+        rc = simulate(&c, &cl, &m, &pl) < 0 ? 1 : 0;
+    }
+    for (int i = 0; i < pl.n; i++)
+        sim_policy_release(&pl.pols[i]);
+    sim_mapping_release(&m);
+    sim_cluster_release(&cl);
+    return rc;
+}

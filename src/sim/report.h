@@ -1,0 +1,46 @@
+/*
+ * report.h - docket-sim's outputs: the terminal summary (aligned tables; colour only
+ * when asked, i.e. on a TTY without NO_COLOR), the side-by-side comparison of several
+ * runs, the JSON report, the per-job CSV and the self-contained HTML report (inline SVG
+ * charts drawn here, no external JS or CSS). Formats: docs/sim.md.
+ *
+ * Every writer is deterministic: the same results give the same bytes (no wall clock,
+ * fixed number formats). Writers return 0 or -EIO when the stream failed.
+ */
+#ifndef DOCKET_SIM_REPORT_H
+#define DOCKET_SIM_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "sim/engine.h"
+#include "sim/stats.h"
+
+/* One run: its result and summary, plus the inputs named in the headers. */
+struct sim_run_report {
+    const struct sim_result *r;
+    const struct sim_summary *s;
+};
+
+struct sim_report_meta {
+    const char *trace;       /* path as given */
+    const char *cluster;
+    double arrival_scale, cluster_scale;
+    long limit;
+    bool pool;
+    unsigned long long seed;
+    double node_failure_rate;
+};
+
+int sim_report_text(FILE *f, const struct sim_report_meta *meta,
+                    const struct sim_run_report *run, bool color);
+int sim_report_compare(FILE *f, const struct sim_report_meta *meta,
+                       const struct sim_run_report *runs, int n, bool color);
+int sim_report_json(FILE *f, const struct sim_report_meta *meta,
+                    const struct sim_run_report *runs, int n);
+/* One row per job: id, project, tier, state, times... `run` names the policy column. */
+int sim_report_jobs_csv(FILE *f, const struct sim_run_report *runs, int n);
+int sim_report_html(FILE *f, const struct sim_report_meta *meta,
+                    const struct sim_run_report *runs, int n);
+
+#endif

@@ -1,0 +1,370 @@
+/*
+ * report_html.c - the self-contained HTML report of docket-sim (see report.h): summary
+ * tables and inline SVG line charts drawn here (wait CDF per tier, GPU utilisation and
+ * queue length over time). No script, no external style sheet or font: the file opens
+ * offline and prints.
+ */
+#include "sim/report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/parse.h"
+
+enum { W = 760, H = 300, ML = 64, MR = 150, MT = 30, MB = 44, MAX_POINTS = 600, CDF_POINTS = 200 };
+
+static const char *const palette[] = {
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+};
+
+struct line {
+    const char *label;
+    const double *x, *y;
+    size_t n;
+};
+
+static void esc(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+/* A "nice" axis maximum: 1, 2 or 5 times a power of ten, at least v. */
+static double nice_max(double v)
+{
+    double p;
+
+    if (v <= 0)
+        return 1;
+    p = pow(10, floor(log10(v)));
+    if (v <= p)
+        return p;
+    if (v <= 2 * p)
+        return 2 * p;
+    if (v <= 5 * p)
+        return 5 * p;
+    return 10 * p;
+}
+
+struct axes {
+    double x0, x1, y0, y1;
+    bool logx;
+    const char *xlabel, *ylabel;
+    bool xdays;        /* x is hours: label ticks in days when long */
+    bool ypercent;
+};
+
+static double px(const struct axes *a, double x)
+{
+    double v = a->logx ? log10(x < 1 ? 1 : x) : x;
+    double lo = a->logx ? log10(a->x0) : a->x0, hi = a->logx ? log10(a->x1) : a->x1;
+
+    return ML + (hi > lo ? (v - lo) / (hi - lo) : 0) * (W - ML - MR);
+}
+
+static double py(const struct axes *a, double y)
+{
+    return H - MB - (a->y1 > a->y0 ? (y - a->y0) / (a->y1 - a->y0) : 0) * (H - MT - MB);
+}
+
+static void x_tick_label(const struct axes *a, double v, char *buf, size_t len)
+{
+    if (a->logx) {
+        format_duration((int64_t)(v * 1000), buf, len);
+    } else if (a->xdays && a->x1 > 72) {
+        snprintf(buf, len, "%.0fd", v / 24);
+    } else {
+        snprintf(buf, len, "%.0fh", v);
+    }
+}
+
+static void draw_axes(FILE *f, const struct axes *a)
+{
+    char buf[32];
+
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"ax\"/>\n", ML, H - MB,
+            W - MR, H - MB);
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"ax\"/>\n", ML, MT, ML,
+            H - MB);
+    for (int i = 0; i <= 4; i++) {
+        double v = a->y0 + (a->y1 - a->y0) * i / 4;
+
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"grid\"/>", ML,
+                py(a, v), W - MR, py(a, v));
+        if (a->ypercent)
+            fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"yt\">%.0f%%</text>\n", ML - 6,
+                    py(a, v) + 4, v * 100);
+        else
+            fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"yt\">%g</text>\n", ML - 6,
+                    py(a, v) + 4, v);
+    }
+    if (a->logx) {
+        for (double v = 1; v <= a->x1 * 1.0001; v *= 10) {
+            x_tick_label(a, v, buf, sizeof(buf));
+            fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"xt\">%s</text>\n", px(a, v),
+                    H - MB + 16, buf);
+        }
+    } else {
+        for (int i = 0; i <= 5; i++) {
+            double v = a->x0 + (a->x1 - a->x0) * i / 5;
+
+            x_tick_label(a, v, buf, sizeof(buf));
+            fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"xt\">%s</text>\n", px(a, v),
+                    H - MB + 16, buf);
+        }
+    }
+    fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"xl\">%s</text>\n", (ML + W - MR) / 2, H - 8,
+            a->xlabel);
+    fprintf(f, "<text x=\"14\" y=\"%d\" class=\"yl\" transform=\"rotate(-90 14 %d)\">%s</text>\n",
+            (MT + H - MB) / 2, (MT + H - MB) / 2, a->ylabel);
+}
+
+static void chart(FILE *f, const char *title, const struct axes *a, const struct line *lines,
+                  int n)
+{
+    fprintf(f, "<figure><figcaption>");
+    esc(f, title);
+    fprintf(f, "</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" "
+            "width=\"%d\" height=\"%d\" role=\"img\">\n", W, H, W, H);
+    draw_axes(f, a);
+    for (int i = 0; i < n; i++) {
+        const char *col = palette[i % 8];
+
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" points=\"", col);
+        for (size_t k = 0; k < lines[i].n; k++)
+            fprintf(f, "%.1f,%.1f ", px(a, lines[i].x[k]), py(a, lines[i].y[k]));
+        fprintf(f, "\"/>\n<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"3\" fill=\"%s\"/>"
+                "<text x=\"%d\" y=\"%d\" class=\"lg\">", W - MR + 10, MT + 6 + i * 18, col,
+                W - MR + 26, MT + 10 + i * 18);
+        esc(f, lines[i].label);
+        fputs("</text>\n", f);
+    }
+    fputs("</svg></figure>\n", f);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* CDF points of the waits (seconds) of one tier (tier < 0: all jobs). */
+static size_t wait_cdf(const struct sim_result *r, int tier, double *xs, double *ys,
+                       double *maxw)
+{
+    double *w = malloc((r->njobs + 1) * sizeof(double));
+    size_t n = 0, k = 0;
+
+    if (!w)
+        return 0;
+    for (size_t i = 0; i < r->njobs; i++) {
+        const struct sim_job_rec *j = &r->jobs[i];
+
+        if (j->first_start_ms >= 0 && j->end != SIM_END_REJECTED && (tier < 0 || j->tier == tier))
+            w[n++] = (double)(j->first_start_ms - j->submit_ms) / 1000.0;
+    }
+    qsort(w, n, sizeof(double), cmp_double);
+    for (int i = 0; n > 0 && i <= CDF_POINTS; i++) {
+        size_t idx = (size_t)((double)(n - 1) * i / CDF_POINTS);
+
+        xs[k] = w[idx] < 1 ? 1 : w[idx];
+        ys[k] = (double)(idx + 1) / (double)n;
+        if (xs[k] > *maxw)
+            *maxw = xs[k];
+        k++;
+    }
+    free(w);
+    return k;
+}
+
+static void cdf_charts(FILE *f, const struct sim_run_report *runs, int n)
+{
+    enum { NL = 8 };
+    double xs[NL][CDF_POINTS + 1], ys[NL][CDF_POINTS + 1];
+    struct line lines[NL];
+    char title[160];
+
+    for (int k = 0; k < n; k++) {
+        const struct sim_result *r = runs[k].r;
+        struct axes a = { .x0 = 1, .y0 = 0, .y1 = 1, .logx = true, .ypercent = true,
+                          .xlabel = "wait (log scale)", .ylabel = "jobs started within" };
+        double maxw = 1;
+        int nl = 0;
+
+        for (int t = 0; t < r->policy.ntiers && nl < NL; t++) {
+            size_t m = wait_cdf(r, t, xs[nl], ys[nl], &maxw);
+
+            if (m == 0)
+                continue;
+            lines[nl] = (struct line){ r->policy.tiers[t].name, xs[nl], ys[nl], m };
+            nl++;
+        }
+        a.x1 = pow(10, ceil(log10(maxw)));
+        if (a.x1 < 10)
+            a.x1 = 10;
+        snprintf(title, sizeof(title), "Wait CDF per tier: %s", r->policy_name);
+        if (nl > 0)
+            chart(f, title, &a, lines, nl);
+    }
+}
+
+/* Downsample a time series to at most MAX_POINTS by averaging neighbours. */
+static size_t series_points(const struct sim_result *r, bool util, double *xs, double *ys,
+                            double *ymax)
+{
+    const struct sim_series *s = &r->series;
+    size_t step = (s->n + MAX_POINTS - 1) / MAX_POINTS, k = 0;
+
+    if (step < 1)
+        step = 1;
+    for (size_t i = 0; i < s->n; i += step) {
+        double sum = 0;
+        size_t m = 0;
+
+        for (size_t j = i; j < i + step && j < s->n; j++, m++)
+            sum += util ? (r->total_gpus > 0 ? s->busy_gpu_ms[j] /
+                                                   ((double)s->bucket_ms * (double)r->total_gpus)
+                                             : 0)
+                        : s->pending_ms[j] / (double)s->bucket_ms;
+        xs[k] = (double)(i * (size_t)s->bucket_ms) / 3.6e6;
+        ys[k] = m ? sum / (double)m : 0;
+        if (ys[k] > *ymax)
+            *ymax = ys[k];
+        k++;
+    }
+    return k;
+}
+
+static void time_charts(FILE *f, const struct sim_run_report *runs, int n)
+{
+    enum { NL = 8 };
+    static double xs[NL][MAX_POINTS + 1], ys[NL][MAX_POINTS + 1];
+    struct line lines[NL];
+
+    for (int u = 1; u >= 0; u--) {
+        struct axes a = { .x0 = 0, .y0 = 0, .xdays = true, .xlabel = "simulated time",
+                          .ylabel = u ? "GPUs busy" : "pending jobs", .ypercent = u };
+        double ymax = 0, xmax = 1;
+        int nl = 0;
+
+        for (int k = 0; k < n && nl < NL; k++) {
+            size_t m = series_points(runs[k].r, u, xs[nl], ys[nl], &ymax);
+
+            if (m && xs[nl][m - 1] > xmax)
+                xmax = xs[nl][m - 1];
+            lines[nl] = (struct line){ runs[k].r->policy_name, xs[nl], ys[nl], m };
+            nl++;
+        }
+        a.x1 = xmax;
+        a.y1 = u ? 1 : nice_max(ymax);
+        chart(f, u ? "GPU utilisation over time" : "Queue length over time (pending jobs)", &a,
+              lines, nl);
+    }
+}
+
+static void table(FILE *f, const char *what, const struct sim_group_stats *g, int n,
+                  const struct sim_group_stats *all)
+{
+    char a[32], b[32], c[32], d[32];
+
+    fprintf(f, "<table><tr><th>%s</th><th>jobs</th><th>completed</th><th>timeouts</th>"
+            "<th>unfinished</th><th>wait p50</th><th>p95</th><th>p99</th><th>max</th>"
+            "<th>bounded slowdown</th><th>starved</th><th>preempted</th><th>GPU-hours</th>"
+            "</tr>\n", what);
+    for (int i = 0; i <= n; i++) {
+        const struct sim_group_stats *x = i < n ? &g[i] : all;
+
+        if (!x || (i < n && x->jobs == 0 && x->rejected == 0))
+            continue;
+        format_duration((int64_t)(x->wait_p50_s * 1000), a, sizeof(a));
+        format_duration((int64_t)(x->wait_p95_s * 1000), b, sizeof(b));
+        format_duration((int64_t)(x->wait_p99_s * 1000), c, sizeof(c));
+        format_duration((int64_t)(x->wait_max_s * 1000), d, sizeof(d));
+        fputs(i == n ? "<tr class=\"tot\"><td>" : "<tr><td>", f);
+        esc(f, x->name);
+        fprintf(f, "</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%s</td>"
+                "<td>%s</td><td>%s</td><td>%s</td><td>%.2f</td><td>%ld</td><td>%ld</td>"
+                "<td>%.0f</td></tr>\n", x->jobs, x->completed, x->timeouts, x->unfinished,
+                a, b, c, d, x->slowdown_mean, x->starved, x->preempted_jobs, x->gpu_hours);
+        if (i == n || !all)
+            break;
+    }
+    fputs("</table>\n", f);
+}
+
+static void run_section(FILE *f, const struct sim_run_report *run)
+{
+    const struct sim_result *r = run->r;
+    const struct sim_summary *s = run->s;
+
+    fputs("<h2>Policy ", f);
+    esc(f, r->policy_name);
+    fprintf(f, "</h2>\n<p class=\"kpi\"><b>%.1f%%</b> GPU utilisation · <b>%ld</b> "
+            "preemptions (%.1f GPU-h lost) · <b>%ld</b> timeouts · Jain share %.3f, "
+            "slowdown %.3f · %ld rejected · %ld unfinished · makespan %.1f h</p>\n",
+            100 * s->utilisation, r->preemptions, s->lost_gpu_hours, r->timeouts,
+            s->jain_share, s->jain_slowdown, r->rejected, r->unfinished, s->makespan_h);
+    table(f, "tier", s->tiers, s->ntiers, &s->all);
+    fputs("<table><tr><th>project</th><th>guarantee GPUs</th><th>GPU-hours</th>"
+          "<th>share</th><th>guarantee share</th><th>ratio</th><th>wait p95</th></tr>\n", f);
+    for (int i = 0; i < s->nprojects; i++) {
+        const struct sim_group_stats *g = &s->projects[i];
+        char b[32];
+
+        format_duration((int64_t)(g->wait_p95_s * 1000), b, sizeof(b));
+        fputs("<tr><td>", f);
+        esc(f, g->name);
+        fprintf(f, "</td><td>%.1f</td><td>%.0f</td><td>%.1f%%</td><td>%.1f%%</td><td>",
+                g->guarantee_gpus, g->gpu_hours, 100 * g->used_share, 100 * g->guarantee_share);
+        if (g->guarantee_share > 0)
+            fprintf(f, "%.2f", g->used_share / g->guarantee_share);
+        else
+            fputs("–", f);
+        fprintf(f, "</td><td>%s</td></tr>\n", b);
+    }
+    fputs("</table>\n", f);
+}
+
+static const char css[] =
+    "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#222}"
+    "h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}"
+    "table{border-collapse:collapse;margin:10px 0;font-variant-numeric:tabular-nums}"
+    "th,td{padding:3px 9px;border-bottom:1px solid #eee;text-align:right}"
+    "th:first-child,td:first-child{text-align:left}th{background:#f6f6f6}"
+    "tr.tot td{font-weight:600}figure{margin:18px 0}figcaption{font-weight:600}"
+    ".ax{stroke:#444}.grid{stroke:#e5e5e5}.xt{font-size:11px;text-anchor:middle;fill:#555}"
+    ".yt{font-size:11px;text-anchor:end;fill:#555}.xl,.yl{font-size:12px;text-anchor:middle;"
+    "fill:#333}.lg{font-size:12px;fill:#333}.kpi{color:#333}.meta{color:#666}";
+
+int sim_report_html(FILE *f, const struct sim_report_meta *m, const struct sim_run_report *runs,
+                    int n)
+{
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<title>docket-sim report</title><style>%s</style></head><body>\n", css);
+    fputs("<h1>docket-sim report</h1>\n<p class=\"meta\">trace <code>", f);
+    esc(f, m->trace);
+    fputs("</code> · cluster <code>", f);
+    esc(f, m->cluster);
+    fprintf(f, "</code> (%ld nodes, %ld GPUs) · %zu jobs · arrival scale %g · cluster scale %g"
+            "%s · seed %llu</p>\n", runs[0].r->total_nodes, runs[0].r->total_gpus,
+            runs[0].r->njobs, m->arrival_scale, m->cluster_scale,
+            m->pool ? " · pooled" : "", m->seed);
+    time_charts(f, runs, n);
+    cdf_charts(f, runs, n);
+    for (int k = 0; k < n; k++)
+        run_section(f, &runs[k]);
+    fputs("<p class=\"meta\">Wait: submission to first start. Bounded slowdown: (end − "
+          "submission) / max(runtime, 10 s). Jain share: over projects with a guarantee, "
+          "of used share ÷ guaranteed share. Definitions: docs/sim.md.</p>\n</body></html>\n", f);
+    return ferror(f) ? -EIO : 0;
+}
