@@ -14,7 +14,7 @@
 
 static void default_oom(size_t n)
 {
-    fprintf(stderr, "ts=? level=error event=out_of_memory bytes=%zu\n", n);
+    fprintf(stderr, "level=error event=out_of_memory bytes=%zu\n", n);
 }
 
 static void (*oom_hook)(size_t n) = default_oom;
