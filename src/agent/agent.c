@@ -1,0 +1,1061 @@
+/*
+ * agent.c - docket-node's libevent loop: the controller link (register, heartbeat long
+ * poll with seq/ack, events, log chunks; reconnect with backoff while jobs keep running),
+ * the job table (supervisors launched, adopted after a restart, reaped), log tailing,
+ * usage sampling and the periodic health check. See agent.h and docs/agent.md.
+ */
+#define _GNU_SOURCE
+#include "agent/agent.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/cgroup.h"
+#include "agent/supervisor.h"
+#include "protocol/agent_msg.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/str.h"
+#include "util/xalloc.h"
+
+enum { LOG_CHUNK = 256 * 1024, MAX_BATCH = 2000 };
+
+struct ajob {
+    uint64_t id;
+    int sup_pid;
+    int64_t sup_start;
+    bool ours;                     /* the supervisor is our child (reaped by SIGCHLD) */
+    bool exited;                   /* final state read */
+    bool exit_queued, exit_acked;
+    struct sup_state st;
+    int64_t shipped[2];            /* bytes of stdout/stderr the controller has */
+    int64_t ended_mono;
+    struct ajob *next;
+};
+
+struct outev {
+    json_t *ev;                    /* one event object */
+    uint64_t exit_job;             /* exited events: the job to mark acked */
+    struct outev *next;
+};
+
+struct agent {
+    struct agent_config cfg;
+    struct sup_config sup;
+    struct cg_layout cg;
+    struct event_base *base;
+    struct event *sigchld, *sigterm, *sigint, *tick, *hb_retry, *post_kick;
+    char host[256];
+    int port;
+    struct evhttp_connection *hb_conn, *post_conn;
+    char credential[256];
+    bool registered, hb_inflight, post_inflight;
+    int64_t wait_ms;
+    int64_t ack;
+    int64_t backoff_ms, post_backoff_until;
+    int post_failures, hb_failures;
+    struct ajob *jobs;
+    struct outev *out_head, **out_tail;
+    size_t out_count;
+    struct outev *sent;            /* events of the post in flight */
+    bool health_ok;
+    char health_msg[256];
+    bool reclaim_failed;
+    char reclaim_msg[256];
+    int health_pid, health_fd;
+    int64_t health_next, health_started;
+    char health_out[512];
+    size_t health_len;
+    int64_t usage_next, cleanup_next;
+    bool stopping;
+};
+
+/* ---------------------------------------------------------------------------------- */
+/* Small files in the state directory                                                  */
+
+static int write_small(const struct agent *a, const char *name, const char *text, mode_t mode)
+{
+    char tmp[PATH_MAX + 64], dst[PATH_MAX + 64];
+    snprintf(tmp, sizeof tmp, "%s/.%s.tmp", a->cfg.state_dir, name);
+    snprintf(dst, sizeof dst, "%s/%s", a->cfg.state_dir, name);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0)
+        return -errno;
+    size_t n = strlen(text);
+    int rc = write(fd, text, n) == (ssize_t)n ? 0 : -EIO;
+    if (rc == 0 && fdatasync(fd) < 0)
+        rc = -errno;
+    close(fd);
+    if (rc == 0 && rename(tmp, dst) < 0)
+        rc = -errno;
+    return rc;
+}
+
+static int read_small(const struct agent *a, const char *name, char *buf, size_t len)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", a->cfg.state_dir, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0)
+        return -EIO;
+    buf[n] = '\0';
+    str_trim(buf);
+    char *s = str_trim(buf);
+    if (s != buf)
+        memmove(buf, s, strlen(s) + 1);
+    return 0;
+}
+
+static void save_ack(struct agent *a)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld\n", (long long)a->ack);
+    int rc = write_small(a, "ack", buf, 0600);
+    if (rc < 0)
+        log_error("ack_save_failed", "error=\"%s\"", strerror(-rc));
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Job table                                                                           */
+
+static struct ajob *job_find(struct agent *a, uint64_t id)
+{
+    for (struct ajob *j = a->jobs; j; j = j->next)
+        if (j->id == id)
+            return j;
+    return NULL;
+}
+
+static struct ajob *job_add(struct agent *a, uint64_t id)
+{
+    struct ajob *j = xcalloc(1, sizeof *j);
+    j->id = id;
+    j->next = a->jobs;
+    a->jobs = j;
+    return j;
+}
+
+static void job_remove(struct agent *a, struct ajob *dead)
+{
+    for (struct ajob **p = &a->jobs; *p; p = &(*p)->next)
+        if (*p == dead) {
+            *p = dead->next;
+            free(dead);
+            return;
+        }
+}
+
+static void queue_event(struct agent *a, json_t *ev, uint64_t exit_job)
+{
+    if (!ev)
+        return;
+    struct outev *o = xcalloc(1, sizeof *o);
+    o->ev = ev;
+    o->exit_job = exit_job;
+    *a->out_tail = o;
+    a->out_tail = &o->next;
+    a->out_count++;
+}
+
+static void post_next(struct agent *a);
+
+/* Requests are sent from a fresh loop iteration, never from inside another's callback
+ * (the connection may still be closing then). */
+static void kick_post(struct agent *a)
+{
+    struct timeval zero = {0, 0};
+    evtimer_add(a->post_kick, &zero);
+}
+
+static void event_started(struct agent *a, struct ajob *j)
+{
+    struct agent_event e;
+    memset(&e, 0, sizeof e);
+    e.job = j->id;
+    str_copy(e.type, sizeof e.type, "started");
+    e.time_ms = clock_now_ms();
+    e.pid = j->st.pid > 0 ? j->st.pid : j->sup_pid;
+    queue_event(a, agent_event_to_json(&e), 0);
+}
+
+static void gpu_util(struct agent *a, struct ajob *j, struct agent_usage *u)
+{
+    (void)j;
+    if (!a->cfg.inv.from_nvml || a->cfg.inv.ngpus == 0)
+        return;
+    inventory_nvml_sample(&a->cfg.inv);
+    int sum = 0;
+    for (int i = 0; i < a->cfg.inv.ngpus; i++)
+        sum += a->cfg.inv.gpus[i].util;
+    u->gpu_util = sum / a->cfg.inv.ngpus;
+}
+
+/* Once its logs are all shipped, a finished job's exit goes out (exactly its facts). */
+static void queue_exit(struct agent *a, struct ajob *j)
+{
+    struct agent_event e;
+    memset(&e, 0, sizeof e);
+    e.job = j->id;
+    e.time_ms = j->st.end_ms ? j->st.end_ms : clock_now_ms();
+    if (!j->st.reclaim_ok && j->st.exit_kind != AGENT_EXIT_LOST) {
+        struct agent_event r = e;
+        str_copy(r.type, sizeof r.type, "reclaim_failed");
+        str_copy(r.message, sizeof r.message, j->st.reclaim_msg[0] ? j->st.reclaim_msg : "reclaim failed");
+        queue_event(a, agent_event_to_json(&r), 0);
+    }
+    str_copy(e.type, sizeof e.type, "exited");
+    e.exit_kind = j->st.exit_kind;
+    e.exit_code = j->st.exit_code;
+    str_copy(e.message, sizeof e.message, j->st.message);
+    e.has_usage = true;
+    e.usage = j->st.usage;
+    queue_event(a, agent_event_to_json(&e), j->id);
+    j->exit_queued = true;
+    log_info("job_exited", "job=%llu kind=%s code=%d message=\"%s\"", (unsigned long long)j->id,
+             agent_exit_kind_name(e.exit_kind), e.exit_code, e.message);
+}
+
+static void job_finished(struct agent *a, struct ajob *j)
+{
+    if (j->exited)
+        return;
+    char dir[PATH_MAX];
+    sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+    struct sup_state st;
+    if (sup_state_read(dir, &st) == 0 && strcmp(st.state, "exited") == 0) {
+        j->st = st;
+    } else {
+        /* the supervisor died without its final word: reclaim here, report lost */
+        j->st.exit_kind = AGENT_EXIT_LOST;
+        str_copy(j->st.message, sizeof j->st.message, "supervisor died");
+        j->st.end_ms = clock_now_ms();
+        j->st.reclaim_ok = true;
+        if (a->cg.mode != CG_NONE) {
+            struct cg_job cg;
+            char msg[256] = "";
+            if (cg_job_init(&cg, &a->cg, a->cfg.name, j->id) == 0 &&
+                cg_job_reclaim(&cg, 5000, NULL, msg, sizeof msg) < 0) {
+                j->st.reclaim_ok = false;
+                str_copy(j->st.reclaim_msg, sizeof j->st.reclaim_msg, msg);
+            }
+        }
+    }
+    if (!j->st.reclaim_ok) {
+        a->reclaim_failed = true;
+        if (snprintf(a->reclaim_msg, sizeof a->reclaim_msg, "reclaim failed for job %llu: %s",
+                     (unsigned long long)j->id, j->st.reclaim_msg) < 0)
+            a->reclaim_msg[0] = '\0';
+        log_error("reclaim_failed", "job=%llu message=\"%s\"", (unsigned long long)j->id, j->st.reclaim_msg);
+    }
+    j->exited = true;
+    j->ended_mono = clock_mono_ms();
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* HTTP                                                                                */
+
+/* A POST request carrying `body` (consumed); the callback gets `cbarg`. */
+static struct evhttp_request *new_request(struct agent *a, void (*cb)(struct evhttp_request *, void *),
+                                          void *cbarg, json_t *body, bool auth)
+{
+    struct evhttp_request *req = evhttp_request_new(cb, cbarg);
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Host", a->host);
+    evhttp_add_header(h, "Content-Type", "application/json");
+    if (auth && a->credential[0]) {
+        char hdr[300];
+        snprintf(hdr, sizeof hdr, "Bearer %s", a->credential);
+        evhttp_add_header(h, "Authorization", hdr);
+    }
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (text) {
+        evbuffer_add(evhttp_request_get_output_buffer(req), text, strlen(text));
+        free(text);
+    }
+    return req;
+}
+
+/* The reply's JSON body, or NULL; *code gets the status (0 = no connection). */
+static json_t *reply_json(struct evhttp_request *req, int *code)
+{
+    *code = req ? evhttp_request_get_response_code(req) : 0;
+    if (!req || *code == 0)
+        return NULL;
+    struct evbuffer *b = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(b);
+    json_error_t je;
+    return json_loadb((const char *)evbuffer_pullup(b, (ssize_t)n), n, 0, &je);
+}
+
+static void schedule_hb(struct agent *a, int64_t delay_ms)
+{
+    struct timeval tv = {(time_t)(delay_ms / 1000), (suseconds_t)((delay_ms % 1000) * 1000)};
+    evtimer_add(a->hb_retry, &tv);
+}
+
+static void backoff(struct agent *a, const char *why)
+{
+    if (++a->hb_failures == 1) {
+        schedule_hb(a, 0);   /* a kept-alive connection the peer closed: retry at once */
+        return;
+    }
+    a->backoff_ms = a->backoff_ms ? a->backoff_ms * 2 : 100;
+    if (a->backoff_ms > 5000)
+        a->backoff_ms = 5000;
+    log_warn("controller_unreachable", "reason=\"%s\" retry_ms=%lld", why, (long long)a->backoff_ms);
+    schedule_hb(a, a->backoff_ms);
+}
+
+static void heartbeat(struct agent *a);
+
+static void register_cb(struct evhttp_request *req, void *arg)
+{
+    struct agent *a = arg;
+    int code;
+    json_t *body = reply_json(req, &code);
+    a->hb_inflight = false;
+    struct agent_register_reply r;
+    struct agent_msg_error e = {"", ""};
+    if (code == 200 || code == 201) {
+        if (body && agent_register_reply_parse(body, &r, &e) == 0) {
+            str_copy(a->credential, sizeof a->credential, r.credential);
+            char buf[300];
+            snprintf(buf, sizeof buf, "%s\n", r.credential);
+            write_small(a, "credential", buf, 0600);
+            a->wait_ms = r.heartbeat_wait_ms > 0 ? r.heartbeat_wait_ms : 25000;
+            a->registered = true;
+            a->backoff_ms = 0;
+            a->hb_failures = 0;
+            log_info("registered", "node=%s controller=%s", a->cfg.name, a->cfg.controller);
+            json_decref(body);
+            schedule_hb(a, 0);
+            return;
+        }
+        log_error("bad_register_reply", "field=%s message=\"%s\"", e.field, e.message);
+    } else if (code == 401 && a->credential[0] && a->cfg.join_token[0]) {
+        log_warn("credential_refused", "node=%s action=\"register with the join token\"", a->cfg.name);
+        a->credential[0] = '\0';
+    } else if (code != 0) {
+        json_t *m = json_object_get(json_object_get(body, "error"), "message");
+        log_error("register_refused", "status=%d message=\"%s\"", code, json_is_string(m) ? json_string_value(m) : "");
+    }
+    json_decref(body);
+    backoff(a, code ? "register refused" : "no connection");
+}
+
+static void do_register(struct agent *a)
+{
+    struct agent_node_info n;
+    memset(&n, 0, sizeof n);
+    const struct inventory *inv = &a->cfg.inv;
+    str_copy(n.name, sizeof n.name, a->cfg.name);
+    str_copy(n.gpu_type, sizeof n.gpu_type, inv->gpu_type);
+    n.gpus = inv->ngpus;
+    n.gpu_mem_mb = inv->ngpus ? inv->gpus[0].mem_mb : 0;
+    char *uuids[INV_MAX_GPUS];
+    for (int i = 0; i < inv->ngpus && inv->from_nvml; i++)
+        uuids[n.ngpu_uuids++] = (char *)inv->gpus[i].uuid;
+    n.gpu_uuids = uuids;
+    n.cpus = inv->cpus;
+    n.mem_mb = inv->mem_mb;
+    n.labels = a->cfg.labels;
+    str_copy(n.addr, sizeof n.addr, a->cfg.addr);
+    /* with a credential, re-register as ourselves; the join token only when we have none */
+    json_t *body = agent_register_body(&n, a->credential[0] ? NULL : a->cfg.join_token, DOCKET_AGENT_VERSION);
+    struct evhttp_request *req = new_request(a, register_cb, a, body, true);
+    a->hb_inflight = true;
+    if (evhttp_make_request(a->hb_conn, req, EVHTTP_REQ_POST, "/v1/agent/register") < 0) {
+        a->hb_inflight = false;
+        backoff(a, "cannot send register");
+    }
+}
+
+static void apply_start(struct agent *a, const struct agent_cmd *c)
+{
+    struct ajob *j = job_find(a, c->job_id);
+    if ((j && !j->exited) || sup_start_seq(&a->sup, c->job_id) >= c->seq)
+        return;   /* running, or this very command already launched it: never twice */
+    if (j)
+        job_remove(a, j);   /* an earlier run's report is out of the way: a requeue */
+    struct agent_job spec;
+    struct agent_msg_error e = {"", ""};
+    j = job_add(a, c->job_id);
+    if (agent_job_parse(c->job, &spec, &e) < 0) {
+        log_error("bad_start_command", "job=%llu field=%s message=\"%s\"", (unsigned long long)c->job_id,
+                  e.field, e.message);
+        j->exited = true;
+        j->st.reclaim_ok = true;
+        j->st.exit_kind = AGENT_EXIT_LAUNCH_FAILED;
+        if (snprintf(j->st.message, sizeof j->st.message, "bad start command: %s", e.message) < 0)
+            j->st.message[0] = '\0';
+        return;
+    }
+    char err[512] = "";
+    int rc = sup_launch(&a->sup, &spec, c->seq, &j->sup_pid, err, sizeof err);
+    agent_job_release(&spec);
+    if (rc < 0) {
+        log_error("launch_failed", "job=%llu message=\"%s\"", (unsigned long long)c->job_id, err);
+        j->exited = true;
+        j->st.reclaim_ok = true;
+        j->st.exit_kind = AGENT_EXIT_LAUNCH_FAILED;
+        str_copy(j->st.message, sizeof j->st.message, err);
+        return;
+    }
+    j->ours = true;
+    j->sup_start = sup_proc_starttime(j->sup_pid);
+    str_copy(j->st.state, sizeof j->st.state, "starting");
+    log_info("job_started", "job=%llu supervisor=%d", (unsigned long long)c->job_id, j->sup_pid);
+    event_started(a, j);
+}
+
+static void apply_stop(struct agent *a, const struct agent_cmd *c)
+{
+    struct ajob *j = job_find(a, c->job_id);
+    if (!j || j->exited)
+        return;   /* ended already: its exited event tells the controller */
+    char cmd[64];
+    if (c->type == AGENT_CMD_SIGNAL)
+        snprintf(cmd, sizeof cmd, "signal %d %lld", c->signal, (long long)c->grace_ms);
+    else
+        snprintf(cmd, sizeof cmd, "kill");
+    int rc = sup_command(&a->sup, j->id, j->sup_pid, c->seq, cmd);
+    log_info("job_command", "job=%llu command=\"%s\" rc=%d", (unsigned long long)j->id, cmd, rc);
+}
+
+static void apply_commands(struct agent *a, const struct agent_heartbeat_reply *r)
+{
+    int64_t max = a->ack;
+    for (size_t i = 0; i < r->ncmds; i++) {
+        const struct agent_cmd *c = &r->cmds[i];
+        if (c->seq <= a->ack)
+            continue;
+        if (c->type == AGENT_CMD_START)
+            apply_start(a, c);
+        else
+            apply_stop(a, c);
+        if (c->seq > max)
+            max = c->seq;
+    }
+    if (max != a->ack) {
+        a->ack = max;
+        save_ack(a);
+    }
+    kick_post(a);
+}
+
+static void heartbeat_cb(struct evhttp_request *req, void *arg)
+{
+    struct agent *a = arg;
+    int code;
+    json_t *body = reply_json(req, &code);
+    a->hb_inflight = false;
+    if (a->stopping) {
+        json_decref(body);
+        return;
+    }
+    if (code == 200 && body) {
+        struct agent_heartbeat_reply r;
+        struct agent_msg_error e = {"", ""};
+        if (agent_heartbeat_reply_parse(body, &r, &e) == 0) {
+            a->backoff_ms = 0;
+            a->hb_failures = 0;
+            apply_commands(a, &r);
+            agent_heartbeat_reply_release(&r);
+            json_decref(body);
+            schedule_hb(a, 0);
+            return;
+        }
+        log_error("bad_heartbeat_reply", "field=%s message=\"%s\"", e.field, e.message);
+    } else if (code == 401) {
+        log_warn("credential_refused", "node=%s", a->cfg.name);
+        a->registered = false;
+        if (a->cfg.join_token[0])
+            a->credential[0] = '\0';
+    }
+    json_decref(body);
+    backoff(a, code ? "heartbeat refused" : "no connection");
+}
+
+static void heartbeat(struct agent *a)
+{
+    if (a->hb_inflight || a->stopping)
+        return;
+    if (!a->registered) {
+        do_register(a);
+        return;
+    }
+    size_t n = 0;
+    for (struct ajob *j = a->jobs; j; j = j->next)
+        n++;
+    struct agent_job_status *js = xcalloc(n ? n : 1, sizeof *js);
+    size_t k = 0;
+    for (struct ajob *j = a->jobs; j; j = j->next) {
+        if (j->exit_acked)
+            continue;
+        js[k].id = j->id;
+        js[k].state = j->exited ? "exited" : (strcmp(j->st.state, "stopping") == 0 ? "stopping" : "running");
+        js[k].pid = j->st.pid > 0 ? j->st.pid : j->sup_pid;
+        k++;
+    }
+    bool ok = a->health_ok && !a->reclaim_failed;
+    const char *msg = a->reclaim_failed ? a->reclaim_msg : a->health_msg;
+    json_t *body = agent_heartbeat_body(a->cfg.name, a->ack, a->wait_ms, ok, msg, js, k);
+    free(js);
+    struct evhttp_request *req = new_request(a, heartbeat_cb, a, body, true);
+    a->hb_inflight = true;
+    evhttp_connection_set_timeout(a->hb_conn, (int)(a->wait_ms / 1000) + 15);
+    if (evhttp_make_request(a->hb_conn, req, EVHTTP_REQ_POST, "/v1/agent/heartbeat") < 0) {
+        a->hb_inflight = false;
+        backoff(a, "cannot send heartbeat");
+    }
+}
+
+static void hb_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    heartbeat(arg);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Events and logs (one request at a time on the post connection)                      */
+
+static void post_failed(struct agent *a, const char *why)
+{
+    /* put the batch back in front, in order */
+    if (a->sent) {
+        struct outev *last = a->sent;
+        size_t n = 1;
+        while (last->next) {
+            last = last->next;
+            n++;
+        }
+        last->next = a->out_head;
+        if (!a->out_head)
+            a->out_tail = &last->next;
+        a->out_head = a->sent;
+        a->out_count += n;
+        a->sent = NULL;
+    }
+    /* a kept-alive connection the peer just closed fails once: retry at once, then slower */
+    a->post_failures++;
+    int64_t wait = a->post_failures == 1 ? 0 : (a->post_failures < 6 ? 100 << a->post_failures : 5000);
+    a->post_backoff_until = clock_mono_ms() + wait;
+    if (a->post_failures > 1)
+        log_warn("post_failed", "reason=\"%s\" retry_ms=%lld", why, (long long)wait);
+    kick_post(a);
+}
+
+static void events_cb(struct evhttp_request *req, void *arg)
+{
+    struct agent *a = arg;
+    int code;
+    json_t *body = reply_json(req, &code);
+    json_decref(body);
+    a->post_inflight = false;
+    if (code != 200) {
+        if (code == 401)
+            a->registered = false;
+        post_failed(a, code ? "events refused" : "no connection");
+        return;
+    }
+    a->post_failures = 0;
+    while (a->sent) {
+        struct outev *o = a->sent;
+        a->sent = o->next;
+        if (o->exit_job) {
+            struct ajob *j = job_find(a, o->exit_job);
+            if (j) {
+                j->exit_acked = true;
+                char dir[PATH_MAX], path[PATH_MAX + 16];
+                sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+                snprintf(path, sizeof path, "%s/reported", dir);
+                int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                if (fd >= 0)
+                    close(fd);
+            }
+        }
+        json_decref(o->ev);
+        free(o);
+    }
+    kick_post(a);
+}
+
+static void post_events(struct agent *a)
+{
+    json_t *arr = json_array();
+    struct outev **cut = &a->out_head;
+    size_t n = 0;
+    while (*cut && n < MAX_BATCH) {
+        json_array_append(arr, (*cut)->ev);
+        cut = &(*cut)->next;
+        n++;
+    }
+    a->sent = a->out_head;
+    a->out_head = *cut;
+    *cut = NULL;
+    if (!a->out_head)
+        a->out_tail = &a->out_head;
+    a->out_count -= n;
+    json_t *body = agent_events_body(a->cfg.name, arr);
+    json_decref(arr);
+    struct evhttp_request *req = new_request(a, events_cb, a, body, true);
+    a->post_inflight = true;
+    if (evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/events") < 0) {
+        a->post_inflight = false;
+        post_failed(a, "cannot send events");
+    }
+}
+
+struct logreq {
+    struct agent *a;
+    uint64_t job;
+    int stream;
+};
+
+static void logs_cb(struct evhttp_request *req, void *arg)
+{
+    struct logreq *lr = arg;
+    struct agent *a = lr->a;
+    int code;
+    json_t *body = reply_json(req, &code);
+    a->post_inflight = false;
+    int64_t off = 0;
+    struct agent_msg_error e;
+    struct ajob *j = job_find(a, lr->job);
+    if (code == 200 && body && agent_logs_reply_parse(body, &off, &e) == 0) {
+        if (j && off > j->shipped[lr->stream])
+            j->shipped[lr->stream] = off;
+        a->post_failures = 0;
+        json_decref(body);
+        free(lr);
+        kick_post(a);
+        return;
+    }
+    json_decref(body);
+    free(lr);
+    post_failed(a, code ? "logs refused" : "no connection");
+}
+
+/* Ship one increment of one log, if any is pending; true when a request went out. */
+static bool ship_log(struct agent *a, struct ajob *j)
+{
+    for (int s = 0; s < 2; s++) {
+        const char *path = s ? j->st.err_path : j->st.out_path;
+        if (!path[0] || (s == 1 && strcmp(j->st.err_path, j->st.out_path) == 0))
+            continue;
+        struct stat sb;
+        if (stat(path, &sb) < 0 || sb.st_size <= j->shipped[s])
+            continue;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        size_t want = (size_t)(sb.st_size - j->shipped[s]);
+        if (want > LOG_CHUNK)
+            want = LOG_CHUNK;
+        char *buf = xmalloc(want);
+        ssize_t got = pread(fd, buf, want, j->shipped[s]);
+        close(fd);
+        if (got <= 0) {
+            free(buf);
+            continue;
+        }
+        json_t *body = agent_logs_body(a->cfg.name, j->id, s ? "stderr" : "stdout", j->shipped[s], buf, (size_t)got);
+        free(buf);
+        struct logreq *lr = xcalloc(1, sizeof *lr);
+        lr->a = a;
+        lr->job = j->id;
+        lr->stream = s;
+        struct evhttp_request *req = new_request(a, logs_cb, lr, body, true);
+        a->post_inflight = true;
+        if (evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/logs") < 0) {
+            a->post_inflight = false;
+            free(lr);
+            post_failed(a, "cannot send logs");
+            return false;
+        }
+        return true;
+    }
+    return false;
+}
+
+/* Next thing for the controller: finished jobs' last logs, then events, then live logs. */
+static void post_next(struct agent *a)
+{
+    if (a->post_inflight || !a->registered || clock_mono_ms() < a->post_backoff_until)
+        return;
+    for (struct ajob *j = a->jobs; j; j = j->next) {
+        if (j->exited && !j->exit_queued) {
+            if (ship_log(a, j))
+                return;
+            queue_exit(a, j);
+        }
+    }
+    if (a->out_head) {
+        post_events(a);
+        return;
+    }
+    for (struct ajob *j = a->jobs; j; j = j->next)
+        if (!j->exited && ship_log(a, j))
+            return;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Supervisors, usage, health, cleanup                                                 */
+
+static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct agent *a = arg;
+    int status;
+    pid_t p;
+    while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (p == a->health_pid) {
+            char buf[256];
+            ssize_t n;
+            while ((n = read(a->health_fd, buf, sizeof buf)) > 0 && a->health_len < sizeof a->health_out - 1) {
+                size_t take = (size_t)n < sizeof a->health_out - 1 - a->health_len ? (size_t)n
+                                                                                    : sizeof a->health_out - 1 - a->health_len;
+                memcpy(a->health_out + a->health_len, buf, take);
+                a->health_len += take;
+            }
+            a->health_out[a->health_len] = '\0';
+            close(a->health_fd);
+            a->health_pid = 0;
+            bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+            char *nl = strchr(a->health_out, '\n');
+            if (nl)
+                *nl = '\0';
+            if (ok != a->health_ok)
+                log_info("health_changed", "ok=%s message=\"%s\"", ok ? "true" : "false", a->health_out);
+            a->health_ok = ok;
+            if (ok)
+                a->health_msg[0] = '\0';
+            else if (a->health_out[0])
+                str_copy(a->health_msg, sizeof a->health_msg, a->health_out);
+            else
+                snprintf(a->health_msg, sizeof a->health_msg, "health check failed (%s %d)",
+                         WIFEXITED(status) ? "exit code" : "signal",
+                         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+            continue;
+        }
+        for (struct ajob *j = a->jobs; j; j = j->next)
+            if (j->ours && j->sup_pid == p && !j->exited)
+                job_finished(a, j);
+    }
+    post_next(a);
+}
+
+static void start_health(struct agent *a)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDONLY);
+        dup2(nul, 0);
+        dup2(p[1], 1);
+        dup2(p[1], 2);
+        close_range(3, ~0U, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execl(a->cfg.health_check, a->cfg.health_check, (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    if (pid < 0) {
+        close(p[0]);
+        return;
+    }
+    a->health_pid = pid;
+    a->health_fd = p[0];
+    a->health_len = 0;
+    a->health_started = clock_mono_ms();
+}
+
+static void sample_usage(struct agent *a)
+{
+    for (struct ajob *j = a->jobs; j; j = j->next) {
+        if (j->exited || a->cg.mode == CG_NONE)
+            continue;
+        struct cg_job cg;
+        if (cg_job_init(&cg, &a->cg, a->cfg.name, j->id) < 0 || cg_job_nprocs(&cg) <= 0)
+            continue;
+        struct agent_event e;
+        memset(&e, 0, sizeof e);
+        e.job = j->id;
+        str_copy(e.type, sizeof e.type, "usage");
+        e.time_ms = clock_now_ms();
+        e.has_usage = true;
+        cg_job_usage(&cg, &e.usage.cpu_ms, &e.usage.max_rss_mb);
+        gpu_util(a, j, &e.usage);
+        queue_event(a, agent_event_to_json(&e), 0);
+    }
+}
+
+static void cleanup_jobs(struct agent *a, int64_t now)
+{
+    struct ajob *j = a->jobs;
+    while (j) {
+        struct ajob *next = j->next;
+        /* reported jobs leave the table; their directory stays a while for requeues' logs */
+        if (j->exit_acked && now - j->ended_mono > 600000) {
+            char dir[PATH_MAX];
+            sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+            sup_remove_tree(dir);
+            job_remove(a, j);
+        }
+        j = next;
+    }
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct agent *a = arg;
+    int64_t now = clock_mono_ms();
+    for (struct ajob *j = a->jobs; j; j = j->next) {
+        if (j->exited)
+            continue;
+        /* adopted supervisors are not our children: watch them by pid and start time */
+        if (!j->ours && !sup_alive(j->sup_pid, j->sup_start))
+            job_finished(a, j);
+        else if (j->st.pid <= 0 || strcmp(j->st.state, "starting") == 0) {
+            char dir[PATH_MAX];
+            struct sup_state st;
+            sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+            if (sup_state_read(dir, &st) == 0 && strcmp(st.state, "starting") != 0)
+                j->st = st;
+        }
+    }
+    if (a->cfg.health_check[0]) {
+        if (a->health_pid && now - a->health_started > a->cfg.health_interval_ms) {
+            kill(a->health_pid, SIGKILL);   /* a check that hangs fails */
+        } else if (!a->health_pid && now >= a->health_next) {
+            start_health(a);
+            a->health_next = now + a->cfg.health_interval_ms;
+        }
+    }
+    if (now >= a->usage_next) {
+        sample_usage(a);
+        a->usage_next = now + a->cfg.usage_interval_ms;
+    }
+    if (now >= a->cleanup_next) {
+        cleanup_jobs(a, now);
+        a->cleanup_next = now + 60000;
+    }
+    post_next(a);
+}
+
+static void post_kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    post_next(arg);
+}
+
+static void stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct agent *a = arg;
+    log_info("agent_stopping", "node=%s jobs=\"left running under their supervisors\"", a->cfg.name);
+    a->stopping = true;
+    event_base_loopexit(a->base, NULL);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Restart: find the jobs of an earlier life                                           */
+
+static void adopt(struct agent *a, uint64_t id, const char *dir)
+{
+    struct sup_state st;
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/reported", dir);
+    bool reported = access(path, F_OK) == 0;
+    int rc = sup_state_read(dir, &st);
+    if (rc < 0) {
+        snprintf(path, sizeof path, "%s/job.json", dir);
+        if (access(path, F_OK) != 0)
+            return;
+        memset(&st, 0, sizeof st);   /* launched but the supervisor never wrote: lost */
+    }
+    struct ajob *j = job_add(a, id);
+    j->st = st;
+    j->sup_pid = st.sup_pid;
+    j->sup_start = st.sup_start;
+    if (strcmp(st.state, "exited") == 0) {
+        j->exited = true;
+        j->ended_mono = clock_mono_ms();
+        j->exit_acked = j->exit_queued = reported;
+    } else if (!sup_alive(st.sup_pid, st.sup_start)) {
+        job_finished(a, j);
+        /* the supervisor may have finished between our two reads */
+    }
+    log_info("job_found", "job=%llu state=%s supervisor=%d reported=%s", (unsigned long long)id,
+             j->exited ? "exited" : st.state, st.sup_pid, reported ? "yes" : "no");
+}
+
+static void recover(struct agent *a)
+{
+    char buf[64];
+    if (read_small(a, "ack", buf, sizeof buf) == 0)
+        a->ack = strtoll(buf, NULL, 10);
+    char cred[256];
+    if (read_small(a, "credential", cred, sizeof cred) == 0)
+        str_copy(a->credential, sizeof a->credential, cred);
+    char jobs[PATH_MAX + 8];
+    snprintf(jobs, sizeof jobs, "%s/jobs", a->cfg.state_dir);
+    DIR *d = opendir(jobs);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        unsigned long long id = strtoull(e->d_name, &end, 10);
+        if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || id == 0)
+            continue;
+        char dir[PATH_MAX + 300];
+        snprintf(dir, sizeof dir, "%s/%s", jobs, e->d_name);
+        adopt(a, id, dir);
+    }
+    closedir(d);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Life cycle                                                                          */
+
+static int parse_controller(struct agent *a, char *err, size_t errlen)
+{
+    struct evhttp_uri *u = evhttp_uri_parse(a->cfg.controller);
+    const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
+    const char *host = u ? evhttp_uri_get_host(u) : NULL;
+    if (!u || !scheme || strcmp(scheme, "http") != 0 || !host || !*host) {
+        snprintf(err, errlen, "bad controller URL '%s' (want http://HOST:PORT)", a->cfg.controller);
+        if (u)
+            evhttp_uri_free(u);
+        return -EINVAL;
+    }
+    str_copy(a->host, sizeof a->host, host);
+    a->port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 8420;
+    evhttp_uri_free(u);
+    return 0;
+}
+
+struct agent *agent_create(const struct agent_config *cfg, char *err, size_t errlen)
+{
+    struct agent *a = xcalloc(1, sizeof *a);
+    a->cfg = *cfg;
+    a->out_tail = &a->out_head;
+    a->health_ok = true;
+    a->wait_ms = 25000;
+    if (parse_controller(a, err, errlen) < 0)
+        goto fail;
+    if (mkdir(cfg->state_dir, 0711) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create state directory '%s': %s", cfg->state_dir, strerror(errno));
+        goto fail;
+    }
+    if (!a->cfg.scratch_root[0])
+        if (snprintf(a->cfg.scratch_root, sizeof a->cfg.scratch_root, "%s/scratch", cfg->state_dir) >=
+            (int)sizeof a->cfg.scratch_root) {
+            snprintf(err, errlen, "state directory path too long");
+            goto fail;
+        }
+    if (mkdir(a->cfg.scratch_root, 0711) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create scratch root '%s': %s", a->cfg.scratch_root, strerror(errno));
+        goto fail;
+    }
+    a->cg.mode = CG_NONE;
+    if (!cfg->no_cgroups && cg_detect(cfg->cgroup_root[0] ? cfg->cgroup_root : NULL, &a->cg, err, errlen) < 0)
+        goto fail;
+    a->sup = (struct sup_config){.state_dir = a->cfg.state_dir, .scratch_root = a->cfg.scratch_root,
+                                 .node = a->cfg.name, .cg = &a->cg, .allow_root_jobs = cfg->allow_root_jobs,
+                                 .keep_scratch = cfg->keep_scratch, .limit_slack_ms = cfg->limit_slack_ms};
+    a->base = event_base_new();
+    if (!a->base) {
+        snprintf(err, errlen, "cannot create the event loop");
+        goto fail;
+    }
+    a->hb_conn = evhttp_connection_base_new(a->base, NULL, a->host, (unsigned short)a->port);
+    a->post_conn = evhttp_connection_base_new(a->base, NULL, a->host, (unsigned short)a->port);
+    evhttp_connection_set_timeout(a->post_conn, 30);
+    a->sigchld = evsignal_new(a->base, SIGCHLD, sigchld_cb, a);
+    a->sigterm = evsignal_new(a->base, SIGTERM, stop_cb, a);
+    a->sigint = evsignal_new(a->base, SIGINT, stop_cb, a);
+    a->tick = event_new(a->base, -1, EV_PERSIST, tick_cb, a);
+    a->hb_retry = evtimer_new(a->base, hb_retry_cb, a);
+    a->post_kick = evtimer_new(a->base, post_kick_cb, a);
+    struct timeval tv = {0, (suseconds_t)(cfg->log_interval_ms > 0 ? cfg->log_interval_ms : 100) * 1000};
+    if (tv.tv_usec >= 1000000) {
+        tv.tv_sec = tv.tv_usec / 1000000;
+        tv.tv_usec %= 1000000;
+    }
+    event_add(a->sigchld, NULL);
+    event_add(a->sigterm, NULL);
+    event_add(a->sigint, NULL);
+    event_add(a->tick, &tv);
+    signal(SIGPIPE, SIG_IGN);
+    return a;
+fail:
+    free(a);
+    return NULL;
+}
+
+int agent_run(struct agent *a)
+{
+    log_info("agent_started", "node=%s controller=%s cgroups=%s gpus=%d gpu_type=%s cpus=%d mem_mb=%lld",
+             a->cfg.name, a->cfg.controller, cg_mode_name(a->cg.mode), a->cfg.inv.ngpus, a->cfg.inv.gpu_type,
+             a->cfg.inv.cpus, (long long)a->cfg.inv.mem_mb);
+    recover(a);
+    sigchld_cb(-1, 0, a);   /* nothing of ours yet, but keep the table consistent */
+    heartbeat(a);
+    return event_base_dispatch(a->base) < 0 ? -EIO : 0;
+}
+
+void agent_destroy(struct agent *a)
+{
+    if (!a)
+        return;
+    while (a->jobs)
+        job_remove(a, a->jobs);
+    for (struct outev *lists[2] = {a->out_head, a->sent}, **l = lists; l < lists + 2; l++)
+        while (*l) {
+            struct outev *o = *l;
+            *l = o->next;
+            json_decref(o->ev);
+            free(o);
+        }
+    if (a->hb_conn)
+        evhttp_connection_free(a->hb_conn);
+    if (a->post_conn)
+        evhttp_connection_free(a->post_conn);
+    struct event *evs[] = {a->sigchld, a->sigterm, a->sigint, a->tick, a->hb_retry, a->post_kick};
+    for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
+        if (evs[i])
+            event_free(evs[i]);
+    if (a->base)
+        event_base_free(a->base);
+    inventory_release(&a->cfg.inv);
+    free(a);
+}

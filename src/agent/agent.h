@@ -1,0 +1,50 @@
+/*
+ * agent.h - docket-node's event loop: registers with the controller, long-polls for
+ * commands (start/signal/kill, applied idempotently by seq), launches supervisors, reports
+ * events and ships log increments, runs the health check, and finds its jobs again after
+ * a restart from the state directory. See docs/agent.md and docs/api.md "Agent endpoints".
+ *
+ * Ownership: agent_create copies the config; agent_destroy frees everything (running
+ * jobs keep running under their supervisors). Errors: NULL / negative errno with `err`.
+ */
+#ifndef DOCKET_AGENT_AGENT_H
+#define DOCKET_AGENT_AGENT_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/inventory.h"
+
+#define DOCKET_AGENT_VERSION "0.1.0"
+
+struct agent_config {
+    char controller[512];         /* http://HOST:PORT */
+    char join_token[256];
+    char name[64];
+    char addr[256];               /* advertised address (MASTER_ADDR for gangs) */
+    char state_dir[PATH_MAX];
+    char scratch_root[PATH_MAX];  /* "" = STATE_DIR/scratch */
+    char cgroup_root[PATH_MAX];   /* "" = /sys/fs/cgroup */
+    bool no_cgroups;              /* run without cgroups (non-root development only) */
+    bool allow_root_jobs;
+    bool keep_scratch;
+    char health_check[PATH_MAX];  /* "" = none */
+    int64_t health_interval_ms;
+    int64_t usage_interval_ms;
+    int64_t log_interval_ms;
+    int64_t limit_slack_ms;
+    json_t *labels;               /* object of strings (owned by the config user) */
+    struct inventory inv;
+};
+
+struct agent;
+
+struct agent *agent_create(const struct agent_config *cfg, char *err, size_t errlen);
+/* Run the loop until SIGTERM/SIGINT. Returns 0, or negative errno on a fatal error. */
+int agent_run(struct agent *a);
+void agent_destroy(struct agent *a);
+
+#endif

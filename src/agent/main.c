@@ -1,0 +1,304 @@
+/*
+ * main.c - docket-node's command line: flags and the optional YAML config (--config),
+ * validated whole before anything starts (flags win over the file), then the inventory
+ * and the agent loop. See docs/agent.md for every option.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "util/log.h"
+#include "util/parse.h"
+#include "util/str.h"
+#include "util/yamljson.h"
+
+static const char usage_text[] =
+    "usage: docket-node --controller http://HOST:PORT (--join-token TOKEN | --join-token-file FILE)\n"
+    "                   [options]\n"
+    "\n"
+    "Runs the jobs the controller (docketd) sends to this machine, each under its own\n"
+    "supervisor and cgroup, and reports what happens to them.\n"
+    "\n"
+    "  --controller URL        the controller, http://HOST:PORT\n"
+    "  --join-token TOKEN      a join token (dkj_...) for the first registration\n"
+    "  --join-token-file FILE  read the join token from FILE\n"
+    "  --name NAME             this node's name (default: the host name)\n"
+    "  --addr ADDR             address other nodes reach this one at (default: NAME)\n"
+    "  --gpus DECL             declared GPUs, e.g. 8xH100-80GB, when NVML is absent or to\n"
+    "                          override it; 0 for none\n"
+    "  --cpus N                CPUs to offer (default: the CPUs this process may use)\n"
+    "  --mem SIZE              memory to offer, e.g. 64G (default: MemTotal)\n"
+    "  --label KEY=VALUE       a node label (repeatable)\n"
+    "  --state-dir DIR         jobs, logs, credential (default /var/lib/docket-node)\n"
+    "  --scratch-root DIR      per-job scratch directories (default STATE_DIR/scratch)\n"
+    "  --keep-scratch          keep scratch directories after jobs end\n"
+    "  --cgroup-root PATH      cgroup mount root (default /sys/fs/cgroup; v2 or v1)\n"
+    "  --no-cgroups            track jobs by session only (non-root development)\n"
+    "  --allow-root-jobs       allow jobs to run as root\n"
+    "  --health-check PATH     run PATH periodically; non-zero exit marks the node UNHEALTHY\n"
+    "  --health-interval DUR   how often (default 30s)\n"
+    "  --usage-interval DUR    how often to report job usage (default 10s)\n"
+    "  --log-interval DUR      how often to look for new job output (default 100ms)\n"
+    "  --limit-slack DUR       the local time limit trails the controller's (default 1s)\n"
+    "  --log-level LEVEL       debug, info, warn, error (default info)\n"
+    "  --log-file PATH         log here instead of stderr\n"
+    "  --config FILE           YAML with the same keys (controller, join_token, name, gpus,\n"
+    "                          labels: {k: v}, state_dir, health_check, ...); flags win\n"
+    "  --help                  this text\n";
+
+enum opt {
+    O_CONTROLLER = 256, O_JOIN, O_JOIN_FILE, O_NAME, O_ADDR, O_GPUS, O_CPUS, O_MEM, O_LABEL,
+    O_STATE, O_SCRATCH, O_KEEP, O_CGROOT, O_NOCG, O_ROOTJOBS, O_HEALTH, O_HEALTH_INT,
+    O_USAGE_INT, O_LOG_INT, O_SLACK, O_LOGLEVEL, O_LOGFILE, O_CONFIG, O_HELP,
+};
+
+static const struct option longopts[] = {
+    {"controller", 1, NULL, O_CONTROLLER}, {"join-token", 1, NULL, O_JOIN},
+    {"join-token-file", 1, NULL, O_JOIN_FILE}, {"name", 1, NULL, O_NAME}, {"addr", 1, NULL, O_ADDR},
+    {"gpus", 1, NULL, O_GPUS}, {"cpus", 1, NULL, O_CPUS}, {"mem", 1, NULL, O_MEM},
+    {"label", 1, NULL, O_LABEL}, {"state-dir", 1, NULL, O_STATE}, {"scratch-root", 1, NULL, O_SCRATCH},
+    {"keep-scratch", 0, NULL, O_KEEP}, {"cgroup-root", 1, NULL, O_CGROOT}, {"no-cgroups", 0, NULL, O_NOCG},
+    {"allow-root-jobs", 0, NULL, O_ROOTJOBS}, {"health-check", 1, NULL, O_HEALTH},
+    {"health-interval", 1, NULL, O_HEALTH_INT}, {"usage-interval", 1, NULL, O_USAGE_INT},
+    {"log-interval", 1, NULL, O_LOG_INT}, {"limit-slack", 1, NULL, O_SLACK},
+    {"log-level", 1, NULL, O_LOGLEVEL}, {"log-file", 1, NULL, O_LOGFILE}, {"config", 1, NULL, O_CONFIG},
+    {"help", 0, NULL, O_HELP}, {NULL, 0, NULL, 0},
+};
+
+/* Settings as strings, from the file then the flags; validated once at the end. */
+struct settings {
+    const char *v[O_HELP + 1];
+    json_t *labels;
+    json_t *doc;
+};
+
+static const char *yaml_key(int o)
+{
+    for (const struct option *p = longopts; p->name; p++)
+        if (p->val == o)
+            return p->name;
+    return "";
+}
+
+static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "docket-node: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
+}
+
+static int add_label(json_t *labels, const char *kv)
+{
+    char k[64], v[64];
+    if (parse_label(kv, k, sizeof k, v, sizeof v) < 0)
+        return -EINVAL;
+    json_object_set_new(labels, k, json_string(v));
+    return 0;
+}
+
+/* Keys of the config file are the long flag names with '_' or '-'. */
+static int load_config(struct settings *s, const char *path)
+{
+    char err[256];
+    s->doc = yaml_file_to_json(path, err, sizeof err);
+    if (!s->doc)
+        return die("config '%s': %s", path, err);
+    if (!json_is_object(s->doc))
+        return die("config '%s': the document must be a mapping", path);
+    const char *key;
+    json_t *val;
+    json_object_foreach(s->doc, key, val) {
+        char flag[64];
+        str_copy(flag, sizeof flag, key);
+        for (char *p = flag; *p; p++)
+            if (*p == '_')
+                *p = '-';
+        const struct option *o = longopts;
+        while (o->name && strcmp(o->name, flag) != 0)
+            o++;
+        if (!o->name || o->val == O_CONFIG || o->val == O_HELP)
+            return die("config '%s': unknown key '%s'", path, key);
+        if (o->val == O_LABEL || strcmp(flag, "labels") == 0) {
+            if (!json_is_object(val))
+                return die("config '%s': '%s' must be a mapping of strings", path, key);
+            const char *lk;
+            json_t *lv;
+            json_object_foreach(val, lk, lv) {
+                char kv[160];
+                snprintf(kv, sizeof kv, "%s=%s", lk, json_is_string(lv) ? json_string_value(lv) : "");
+                if (!json_is_string(lv) || add_label(s->labels, kv) < 0)
+                    return die("config: bad label '%s' in '%s'", lk, path);
+            }
+            continue;
+        }
+        if (!o->has_arg) {
+            if (!json_is_boolean(val))
+                return die("config '%s': '%s' must be true or false", path, key);
+            s->v[o->val] = json_is_true(val) ? "true" : NULL;
+            continue;
+        }
+        if (json_is_integer(val)) {
+            char num[32];
+            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(val));
+            json_object_set_new(s->doc, key, json_string(num));
+            val = json_object_get(s->doc, key);
+        }
+        if (!json_is_string(val))
+            return die("config '%s': '%s' must be a string", path, key);
+        s->v[o->val] = json_string_value(val);
+    }
+    return 0;
+}
+
+static int read_token_file(const char *path, char *out, size_t len)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return die("cannot read join token file '%s': %s", path, strerror(errno));
+    char buf[512] = "";
+    if (!fgets(buf, sizeof buf, f))
+        buf[0] = '\0';
+    fclose(f);
+    char *t = str_trim(buf);
+    if (!*t || str_copy(out, len, t) < 0)
+        return die("join token file '%s' is empty or too long", path);
+    return 0;
+}
+
+static int duration(const char *v, const char *flag, int64_t def, int64_t min, int64_t *out)
+{
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    if (parse_duration_ms(v, out) < 0 || *out < min)
+        return die("bad duration '%s' for --%s", v, flag);
+    return 0;
+}
+
+static int build_config(struct settings *s, struct agent_config *c)
+{
+    const char *const *v = s->v;
+    char err[256];
+    int rc;
+    if (!v[O_CONTROLLER])
+        return die("--controller is required");
+    if (str_copy(c->controller, sizeof c->controller, v[O_CONTROLLER]) < 0)
+        return die("--controller '%s' is too long", v[O_CONTROLLER]);
+    if (v[O_JOIN] && str_copy(c->join_token, sizeof c->join_token, v[O_JOIN]) < 0)
+        return die("--join-token %s", "is too long");
+    if (v[O_JOIN_FILE] && (rc = read_token_file(v[O_JOIN_FILE], c->join_token, sizeof c->join_token)) != 0)
+        return rc;
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    const char *name = v[O_NAME] ? v[O_NAME] : host;
+    if (!str_is_name(name) || str_copy(c->name, sizeof c->name, name) < 0)
+        return die("bad node name '%s' (1..63 of A-Z a-z 0-9 . _ -)", name);
+    str_copy(c->addr, sizeof c->addr, v[O_ADDR] ? v[O_ADDR] : c->name);
+    str_copy(c->state_dir, sizeof c->state_dir, v[O_STATE] ? v[O_STATE] : "/var/lib/docket-node");
+    if (v[O_SCRATCH])
+        str_copy(c->scratch_root, sizeof c->scratch_root, v[O_SCRATCH]);
+    if (v[O_CGROOT])
+        str_copy(c->cgroup_root, sizeof c->cgroup_root, v[O_CGROOT]);
+    c->no_cgroups = v[O_NOCG] != NULL;
+    c->allow_root_jobs = v[O_ROOTJOBS] != NULL;
+    c->keep_scratch = v[O_KEEP] != NULL;
+    if (v[O_HEALTH]) {
+        if (access(v[O_HEALTH], X_OK) < 0)
+            return die("health check '%s' is not executable: %s", v[O_HEALTH], strerror(errno));
+        str_copy(c->health_check, sizeof c->health_check, v[O_HEALTH]);
+    }
+    if ((rc = duration(v[O_HEALTH_INT], "health-interval", 30000, 100, &c->health_interval_ms)) ||
+        (rc = duration(v[O_USAGE_INT], "usage-interval", 10000, 100, &c->usage_interval_ms)) ||
+        (rc = duration(v[O_LOG_INT], "log-interval", 100, 10, &c->log_interval_ms)) ||
+        (rc = duration(v[O_SLACK], "limit-slack", 1000, 0, &c->limit_slack_ms)))
+        return rc;
+    if (inventory_host(&c->inv, NULL, err, sizeof err) < 0)
+        return die("%s", err);
+    if (v[O_CPUS] && parse_int(v[O_CPUS], 1, 1 << 20, &c->inv.cpus) < 0)
+        return die("bad --cpus '%s' (a positive integer)", v[O_CPUS]);
+    if (v[O_MEM] && (parse_size_mb(v[O_MEM], &c->inv.mem_mb) < 0 || c->inv.mem_mb <= 0))
+        return die("bad --mem '%s' (e.g. 64G)", v[O_MEM]);
+    if (v[O_GPUS]) {
+        if (inventory_declare(&c->inv, v[O_GPUS], err, sizeof err) < 0)
+            return die("%s", err);
+    } else if (inventory_nvml(&c->inv, NULL, err, sizeof err) < 0) {
+        log_info("no_nvml", "message=\"%s\" gpus=0", err);
+    }
+    c->labels = s->labels;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct settings s;
+    memset(&s, 0, sizeof s);
+    s.labels = json_object();
+    const char *labels_from_flags[64];
+    int nlabels = 0, c, rc = 0;
+    /* first pass: only --config and --help, so flags can override the file */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage_text, stdout);
+            json_decref(s.labels);
+            json_decref(s.doc);
+            return 0;
+        }
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc && (rc = load_config(&s, argv[i + 1])) != 0)
+            return rc;
+        if (str_has_prefix(argv[i], "--config=") && (rc = load_config(&s, argv[i] + 9)) != 0)
+            return rc;
+    }
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == '?' || c == 'h') {
+            fputs(usage_text, stderr);
+            return 2;
+        }
+        if (c == O_LABEL) {
+            if (nlabels == 64)
+                return die("too many --label flags");
+            labels_from_flags[nlabels++] = optarg;
+        } else if (c != O_CONFIG && c != O_HELP) {
+            s.v[c] = optarg ? optarg : "true";
+        }
+        (void)yaml_key;
+    }
+    if (optind < argc)
+        return die("unexpected argument '%s'", argv[optind]);
+    for (int i = 0; i < nlabels; i++)
+        if (add_label(s.labels, labels_from_flags[i]) < 0)
+            return die("bad --label '%s' (want key=value)", labels_from_flags[i]);
+    enum log_level lvl = LOG_INFO;
+    if (s.v[O_LOGLEVEL] && log_level_parse(s.v[O_LOGLEVEL], &lvl) < 0)
+        return die("bad --log-level '%s'", s.v[O_LOGLEVEL]);
+    if (log_open(s.v[O_LOGFILE], lvl, LOG_TEXT) < 0)
+        return die("cannot open log file '%s'", s.v[O_LOGFILE]);
+    struct agent_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if ((rc = build_config(&s, &cfg)) != 0)
+        return rc;
+    char err[512];
+    struct agent *a = agent_create(&cfg, err, sizeof err);
+    if (!a) {
+        inventory_release(&cfg.inv);
+        return die("%s", err);
+    }
+    rc = agent_run(a);
+    agent_destroy(a);
+    json_decref(s.labels);
+    json_decref(s.doc);
+    log_close();
+    return rc < 0 ? 1 : 0;
+}
