@@ -94,10 +94,10 @@ void inventory_type_from_name(const char *name, int64_t mem_mb, char *out, size_
     str_copy(copy, sizeof copy, name);
     size_t used = 0;
     for (char *w = copy; *w;) {
-        while (*w == ' ')
+        while (*w == ' ' || *w == '-')
             w++;
         char *e = w;
-        while (*e && *e != ' ')
+        while (*e && *e != ' ' && *e != '-')
             e++;
         char save = *e;
         *e = '\0';

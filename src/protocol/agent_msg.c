@@ -402,8 +402,11 @@ static int parse_cmd(const json_t *o, size_t i, struct agent_cmd *c, struct agen
 {
     char p[48];
     snprintf(p, sizeof p, "commands[%zu].", i);
-    if (!json_is_object(o))
-        return bad(err, p, "'commands[%zu]' must be an object", i);
+    if (!json_is_object(o)) {
+        char f[40];
+        snprintf(f, sizeof f, "commands[%zu]", i);
+        return bad(err, f, "'%s' must be an object", f);
+    }
     char type[16];
     int64_t x = 0;
     int rc;

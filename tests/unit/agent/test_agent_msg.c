@@ -1,0 +1,315 @@
+/*
+ * test_agent_msg.c - the agent API's JSON (src/protocol/agent_msg.c): start commands
+ * validated field by field with the field named, commands and replies, events both ways,
+ * log chunks and base64.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/agent_msg.h"
+
+static json_t *js(const char *text)
+{
+    json_error_t je;
+    json_t *o = json_loads(text, 0, &je);
+    if (!o)
+        fail_msg("bad test JSON: %s", je.text);
+    return o;
+}
+
+static void parse_ok(const char *text, struct agent_job *j)
+{
+    json_t *o = js(text);
+    struct agent_msg_error e = {"", ""};
+    int rc = agent_job_parse(o, j, &e);
+    if (rc)
+        print_error("%s: %s\n", e.field, e.message);
+    assert_int_equal(rc, 0);
+    json_decref(o);
+}
+
+/* Parse must fail naming `field`. */
+static void parse_bad(const char *text, const char *field)
+{
+    json_t *o = js(text);
+    struct agent_job j;
+    struct agent_msg_error e = {"", ""};
+    assert_int_equal(agent_job_parse(o, &j, &e), -EINVAL);
+    assert_string_equal(e.field, field);
+    assert_true(strlen(e.message) > 0);
+    json_decref(o);
+}
+
+static void test_job_full(void **st)
+{
+    (void)st;
+    struct agent_job j;
+    parse_ok("{\"id\": 915, \"name\": \"resnet\", \"project\": \"vision\", \"tier\": \"high\","
+             " \"class\": \"training\", \"user\": \"alice\", \"command\": [\"python\", \"train.py\"],"
+             " \"script\": null, \"workdir\": \"/home/alice\", \"output\": \"%j.out\", \"error\": null,"
+             " \"env\": {\"EPOCHS\": \"90\"}, \"gpus\": [0, 1], \"cpus\": 16, \"mem_mb\": 65536,"
+             " \"time_limit_ms\": 172800000, \"signal\": 10, \"grace_ms\": 120000,"
+             " \"nodelist\": [\"gpu03\", \"gpu04\"], \"node_rank\": 1, \"world_size\": 2,"
+             " \"master_addr\": \"gpu03\", \"master_port\": 29500, \"array_index\": 3}", &j);
+    assert_int_equal(j.id, 915);
+    assert_string_equal(j.class_name, "training");
+    assert_int_equal(j.argc, 2);
+    assert_string_equal(j.argv[1], "train.py");
+    assert_null(j.argv[2]);
+    assert_null(j.script);
+    assert_null(j.error);
+    assert_string_equal(j.output, "%j.out");
+    assert_string_equal(j.env[0], "EPOCHS=90");
+    assert_int_equal(j.ngpus, 2);
+    assert_int_equal(j.gpus[1], 1);
+    assert_int_equal(j.mem_mb, 65536);
+    assert_int_equal(j.nnodes, 2);
+    assert_string_equal(j.nodelist[1], "gpu04");
+    assert_int_equal(j.master_port, 29500);
+    /* round trip */
+    json_t *back = agent_job_to_json(&j);
+    struct agent_job k;
+    struct agent_msg_error e;
+    assert_int_equal(agent_job_parse(back, &k, &e), 0);
+    assert_int_equal(k.grace_ms, 120000);
+    assert_string_equal(k.env[0], "EPOCHS=90");
+    assert_string_equal(k.master_addr, "gpu03");
+    json_decref(back);
+    agent_job_release(&k);
+    agent_job_release(&j);
+}
+
+static void test_job_script(void **st)
+{
+    (void)st;
+    struct agent_job j;
+    parse_ok("{\"id\": 1, \"script\": \"#!/bin/sh\\necho hi\\n\"}", &j);
+    assert_null(j.argv);
+    assert_string_equal(j.script, "#!/bin/sh\necho hi\n");
+    assert_non_null(j.env);
+    assert_null(j.env[0]);
+    assert_non_null(j.nodelist);
+    agent_job_release(&j);
+}
+
+static void test_job_bad(void **st)
+{
+    (void)st;
+    parse_bad("[]", "job");
+    parse_bad("{\"command\": [\"x\"]}", "job.id");
+    parse_bad("{\"id\": 0, \"command\": [\"x\"]}", "job.id");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"colour\": 1}", "job.colour");
+    parse_bad("{\"id\": 1}", "job.command");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"script\": \"y\"}", "job.command");
+    parse_bad("{\"id\": 1, \"command\": []}", "job.command");
+    parse_bad("{\"id\": 1, \"command\": [\"x\", 2]}", "job.command[1]");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"gpus\": [0, 0]}", "job.gpus[1]");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"gpus\": [64]}", "job.gpus[0]");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"gpus\": 2}", "job.gpus");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"env\": {\"1X\": \"a\"}}", "job.env.1X");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"env\": {\"X\": 1}}", "job.env.X");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"cpus\": -1}", "job.cpus");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"signal\": 65}", "job.signal");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"mem_mb\": \"64G\"}", "job.mem_mb");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"user\": \"-rf\"}", "job.user");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"user\": \"a/b\"}", "job.user");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"nodelist\": [\"a b\"]}", "job.nodelist[0]");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"node_rank\": 2, \"world_size\": 2}", "job.node_rank");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"master_port\": 70000}", "job.master_port");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"name\": 5}", "job.name");
+}
+
+static void test_heartbeat_reply(void **st)
+{
+    (void)st;
+    json_t *o = js("{\"commands\": [{\"seq\": 18, \"type\": \"start\", \"job\": {\"id\": 915, \"command\": [\"true\"]}},"
+                   " {\"seq\": 19, \"type\": \"signal\", \"job\": 915, \"signal\": 10, \"grace_ms\": 120000},"
+                   " {\"seq\": 20, \"type\": \"kill\", \"job\": 915}], \"node_state\": \"UP\"}");
+    struct agent_heartbeat_reply r;
+    struct agent_msg_error e = {"", ""};
+    assert_int_equal(agent_heartbeat_reply_parse(o, &r, &e), 0);
+    assert_int_equal(r.ncmds, 3);
+    assert_string_equal(r.node_state, "UP");
+    assert_int_equal(r.cmds[0].type, AGENT_CMD_START);
+    assert_int_equal(r.cmds[0].job_id, 915);
+    assert_non_null(r.cmds[0].job);
+    assert_int_equal(r.cmds[1].type, AGENT_CMD_SIGNAL);
+    assert_int_equal(r.cmds[1].signal, 10);
+    assert_int_equal(r.cmds[1].grace_ms, 120000);
+    assert_int_equal(r.cmds[2].type, AGENT_CMD_KILL);
+    assert_int_equal(r.cmds[2].seq, 20);
+    /* builders give back the same shapes */
+    for (size_t i = 0; i < 3; i++) {
+        json_t *c = agent_cmd_to_json(&r.cmds[i]);
+        assert_true(json_equal(c, json_array_get(json_object_get(o, "commands"), i)));
+        json_decref(c);
+    }
+    agent_heartbeat_reply_release(&r);
+    json_decref(o);
+}
+
+static void reply_bad(const char *text, const char *field)
+{
+    json_t *o = js(text);
+    struct agent_heartbeat_reply r;
+    struct agent_msg_error e = {"", ""};
+    assert_int_equal(agent_heartbeat_reply_parse(o, &r, &e), -EINVAL);
+    assert_string_equal(e.field, field);
+    json_decref(o);
+}
+
+static void test_heartbeat_reply_bad(void **st)
+{
+    (void)st;
+    reply_bad("{\"commands\": 1}", "commands");
+    reply_bad("{\"commands\": [], \"extra\": 1}", "extra");
+    reply_bad("{\"commands\": [{\"type\": \"kill\", \"job\": 1}]}", "commands[0].seq");
+    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"reboot\", \"job\": 1}]}", "commands[0].job");
+    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"signal\", \"job\": 1}]}", "commands[0].signal");
+    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"kill\", \"job\": 1, \"signal\": 9}]}", "commands[0].signal");
+    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"start\", \"job\": {\"id\": -1}}]}", "commands[0].job");
+    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"kill\", \"job\": 1}, 5]}", "commands[1]");
+}
+
+static void test_register(void **st)
+{
+    (void)st;
+    struct agent_node_info n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.name, sizeof n.name, "gpu03");
+    snprintf(n.gpu_type, sizeof n.gpu_type, "H100-80GB");
+    n.gpus = 8;
+    n.cpus = 64;
+    n.mem_mb = 515000;
+    json_t *body = agent_register_body(&n, "dkj_x", "0.1.0");
+    assert_string_equal(json_string_value(json_object_get(body, "join_token")), "dkj_x");
+    json_t *node = json_object_get(body, "node");
+    assert_int_equal(json_integer_value(json_object_get(node, "gpus")), 8);
+    assert_true(json_is_object(json_object_get(node, "labels")));
+    json_decref(body);
+    body = agent_register_body(&n, NULL, "0.1.0");
+    assert_null(json_object_get(body, "join_token"));
+    json_decref(body);
+
+    struct agent_register_reply r;
+    struct agent_msg_error e = {"", ""};
+    json_t *o = js("{\"credential\": \"dkn_abc\", \"node\": \"gpu03\", \"heartbeat_wait_ms\": 25000, \"node_timeout_ms\": 60000}");
+    assert_int_equal(agent_register_reply_parse(o, &r, &e), 0);
+    assert_string_equal(r.credential, "dkn_abc");
+    json_decref(o);
+    o = js("{\"node\": \"gpu03\"}");
+    assert_int_equal(agent_register_reply_parse(o, &r, &e), -EINVAL);
+    assert_string_equal(e.field, "credential");
+    json_decref(o);
+}
+
+static void test_events(void **st)
+{
+    (void)st;
+    struct agent_event e;
+    memset(&e, 0, sizeof e);
+    e.job = 915;
+    snprintf(e.type, sizeof e.type, "exited");
+    e.time_ms = 5;
+    e.exit_kind = AGENT_EXIT_OOM;
+    e.exit_code = 9;
+    snprintf(e.message, sizeof e.message, "memory limit exceeded");
+    e.has_usage = true;
+    e.usage.cpu_ms = 1200;
+    e.usage.max_rss_mb = 300;
+    json_t *o = agent_event_to_json(&e);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "exit"), "kind")), "oom");
+    struct agent_event back;
+    struct agent_msg_error err = {"", ""};
+    assert_int_equal(agent_event_parse(o, &back, &err), 0);
+    assert_int_equal(back.exit_kind, AGENT_EXIT_OOM);
+    assert_int_equal(back.exit_code, 9);
+    assert_int_equal(back.usage.max_rss_mb, 300);
+    assert_string_equal(back.message, "memory limit exceeded");
+    json_decref(o);
+
+    json_t *bad = js("{\"job\": 1, \"type\": \"exited\", \"exit\": {\"kind\": \"exploded\"}}");
+    assert_int_equal(agent_event_parse(bad, &back, &err), -EINVAL);
+    assert_string_equal(err.field, "exit.kind");
+    json_decref(bad);
+    bad = js("{\"job\": 1, \"type\": \"usage\", \"usage\": {\"gpu_util\": 101}}");
+    assert_int_equal(agent_event_parse(bad, &back, &err), -EINVAL);
+    assert_string_equal(err.field, "usage.gpu_util");
+    json_decref(bad);
+    bad = js("{\"job\": 1, \"type\": \"rebooted\"}");
+    assert_int_equal(agent_event_parse(bad, &back, &err), -EINVAL);
+    assert_string_equal(err.field, "type");
+    json_decref(bad);
+
+    json_t *arr = json_array();
+    json_array_append_new(arr, json_integer(1));
+    json_t *body = agent_events_body("gpu03", arr);
+    assert_int_equal(json_array_size(json_object_get(body, "events")), 1);
+    json_decref(body);
+    json_decref(arr);
+}
+
+static void test_heartbeat_body(void **st)
+{
+    (void)st;
+    struct agent_job_status js2[1] = {{915, "running", 4242}};
+    json_t *b = agent_heartbeat_body("gpu03", 17, 25000, false, "disk full", js2, 1);
+    assert_int_equal(json_integer_value(json_object_get(b, "ack")), 17);
+    assert_true(json_is_false(json_object_get(json_object_get(b, "health"), "ok")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(b, "health"), "message")), "disk full");
+    json_t *j0 = json_array_get(json_object_get(b, "jobs"), 0);
+    assert_int_equal(json_integer_value(json_object_get(j0, "pid")), 4242);
+    json_decref(b);
+}
+
+static void test_base64_and_logs(void **st)
+{
+    (void)st;
+    const char *cases[][2] = {{"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foobar", "Zm9vYmFy"}};
+    for (size_t i = 0; i < 5; i++) {
+        char *enc = agent_b64_encode(cases[i][0], strlen(cases[i][0]));
+        assert_string_equal(enc, cases[i][1]);
+        unsigned char out[16];
+        int64_t n = agent_b64_decode(enc, out, sizeof out);
+        assert_int_equal(n, (int64_t)strlen(cases[i][0]));
+        assert_memory_equal(out, cases[i][0], (size_t)n);
+        free(enc);
+    }
+    unsigned char out[4];
+    assert_int_equal(agent_b64_decode("Zm9", out, sizeof out), -EINVAL);
+    assert_int_equal(agent_b64_decode("Zm=v", out, sizeof out), -EINVAL);
+    assert_int_equal(agent_b64_decode("Z!9v", out, sizeof out), -EINVAL);
+    assert_int_equal(agent_b64_decode("Zm9vYmFy", out, sizeof out), -ENOSPC);
+    json_t *b = agent_logs_body("gpu03", 915, "stdout", 10, "hi\n", 3);
+    assert_string_equal(json_string_value(json_object_get(b, "data")), "aGkK");
+    assert_int_equal(json_integer_value(json_object_get(b, "offset")), 10);
+    json_decref(b);
+    int64_t off = 0;
+    struct agent_msg_error e;
+    json_t *r = js("{\"offset\": 13}");
+    assert_int_equal(agent_logs_reply_parse(r, &off, &e), 0);
+    assert_int_equal(off, 13);
+    json_decref(r);
+    r = js("{\"offset\": -1}");
+    assert_int_equal(agent_logs_reply_parse(r, &off, &e), -EINVAL);
+    json_decref(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_job_full),          cmocka_unit_test(test_job_script),
+        cmocka_unit_test(test_job_bad),           cmocka_unit_test(test_heartbeat_reply),
+        cmocka_unit_test(test_heartbeat_reply_bad), cmocka_unit_test(test_register),
+        cmocka_unit_test(test_events),            cmocka_unit_test(test_heartbeat_body),
+        cmocka_unit_test(test_base64_and_logs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
