@@ -449,10 +449,12 @@ struct sched_job_view {
 
 /* Fill `out` for a live job; -ENOENT when the core does not hold it (never or no longer). */
 int sched_job_get(const struct sched *s, uint64_t id, struct sched_job_view *out);
-/* Number of live jobs, and a view of the i-th (0 <= i < count) in no particular order;
- * indices are stable only until the next mutating call. */
+/* Number of live jobs. To visit them all: for slot in 0..sched_job_slots()-1, call
+ * sched_job_at(), which returns -ENOENT for an empty slot (O(1) each). Slots are stable
+ * only until the next mutating call. */
 size_t sched_job_count(const struct sched *s);
-int sched_job_at(const struct sched *s, size_t i, struct sched_job_view *out);
+size_t sched_job_slots(const struct sched *s);
+int sched_job_at(const struct sched *s, size_t slot, struct sched_job_view *out);
 
 struct sched_node_view {
     const char *name, *gpu_type;
@@ -540,7 +542,7 @@ struct sched_explain {
     struct sched_explain_job ahead[SCHED_EXPLAIN_AHEAD]; /* nearest jobs ahead, nearest last */
     int nahead;
     int64_t limit_value, limit_in_use, limit_request; /* QuotaLimit / JobLimit numbers */
-    char limit_name[64];           /* "project gpu_limit", "user max_running", "array %limit" */
+    char limit_name[160];          /* "project gpu_limit", "user max_running", "array %limit" */
     struct sched_explain_node nodes[SCHED_EXPLAIN_NODES]; /* candidates, best first */
     int nnodes;
     int nodes_matching;            /* usable nodes of the right type/selectors/capacity */

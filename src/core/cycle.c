@@ -1,0 +1,451 @@
+/*
+ * cycle.c - the scheduling cycle (docs/scheduling.md "The cycle").
+ *
+ * 1. fire the time-based rules that are due (time limits, grace ends, boosts expiring,
+ *    victims leaving min_runtime or entering protection);
+ * 2. refresh shares and re-sort the queue when due, else merge the new entries;
+ * 3. serve starving jobs first (oldest first): start now or hold a sticky reservation;
+ * 4. walk the queue in priority order: admission limits, static fit, place now honouring
+ *    reservations (backfill), else preempt, else reserve for the highest blocked jobs.
+ * Jobs the walk skips (their shape is known not to fit this cycle, their project is at
+ * its limit) get their reason derived on demand (reason_derive in explain.c).
+ */
+#include "core/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the deadline heap (min-heap on `at`; stale entries are checked when popped) */
+
+static void heap_swap(struct deadline *h, size_t a, size_t b)
+{
+    struct deadline t = h[a];
+    h[a] = h[b];
+    h[b] = t;
+}
+
+void deadline_push(struct sched *s, int64_t at, uint64_t id, enum deadline_kind kind)
+{
+    if (grow((void **)&s->heap, &s->heap_cap, s->nheap + 1, sizeof(*s->heap)) < 0)
+        return;
+    size_t i = s->nheap++;
+    s->heap[i].at = at;
+    s->heap[i].id = id;
+    s->heap[i].kind = (uint8_t)kind;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (s->heap[parent].at <= s->heap[i].at)
+            break;
+        heap_swap(s->heap, parent, i);
+        i = parent;
+    }
+}
+
+static struct deadline heap_pop(struct sched *s)
+{
+    struct deadline top = s->heap[0];
+    s->heap[0] = s->heap[--s->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < s->nheap && s->heap[l].at < s->heap[m].at)
+            m = l;
+        if (r < s->nheap && s->heap[r].at < s->heap[m].at)
+            m = r;
+        if (m == i)
+            break;
+        heap_swap(s->heap, i, m);
+        i = m;
+    }
+    return top;
+}
+
+static void fire_deadline(struct sched *s, const struct deadline *d, int64_t now)
+{
+    if (d->kind == DL_BOOST) {
+        if (d->id < s->nprojects) {
+            struct project *p = &s->projects[d->id];
+            if (p->boost && p->boost_until <= now) {
+                p->boost = 0;
+                p->boost_until = 0;
+                s->order_dirty = true;
+            }
+        }
+        return;
+    }
+    struct job *j = job_find(s, d->id);
+    if (!j)
+        return;
+    switch ((enum deadline_kind)d->kind) {
+    case DL_LIMIT:
+        if ((j->state == SCHED_RUNNING || j->state == SCHED_STARTING) && j->limit_ms > 0 &&
+            j->start_ms + j->limit_ms <= now)
+            job_stop(s, j, SCHED_STOP_TIMEOUT, j->signal, j->grace_ms, 0, now);
+        break;
+    case DL_KILL:
+        if (j->state == SCHED_STOPPING && j->kill_at_ms <= now && !(j->flags & JF_KILL_SENT)) {
+            struct sched_decision *dec = decision_push(s, SCHED_D_KILL, j);
+            if (dec) {
+                dec->cause = j->stop_cause;
+                decision_attach_allocs(s, dec, j);
+                snprintf(dec->detail, sizeof(dec->detail), "grace over");
+            }
+            j->flags |= JF_KILL_SENT;
+        }
+        break;
+    case DL_ELIGIBLE:
+    case DL_PROTECT:
+        if (j->nallocs)
+            victim_eligibility_update(s, j, now);
+        break;
+    default:
+        break; /* DL_BEGIN: the walk looks at the begin time itself */
+    }
+}
+
+static void fire_deadlines(struct sched *s, int64_t now)
+{
+    while (s->nheap && s->heap[0].at <= now) {
+        struct deadline d = heap_pop(s);
+        fire_deadline(s, &d, now);
+    }
+}
+
+/* ---- reasons and admission */
+
+void reason_set(struct job *j, enum sched_reason r, int64_t value, int64_t in_use, int64_t req)
+{
+    j->reason = (uint8_t)r;
+    j->r_value = value;
+    j->r_in_use = in_use;
+    j->r_request = req;
+}
+
+/* Limits that hold this job back without blocking others: dependencies, begin time,
+ * the admission switch, project and user limits, the array's %limit. */
+enum sched_reason job_admission(struct sched *s, struct job *j, int64_t now)
+{
+    struct project *p = &s->projects[j->project];
+    int total = j->gpus * j->nodes;
+    if (j->ndeps_unmet > 0) {
+        reason_set(j, SCHED_R_DEPENDENCY, j->ndeps_unmet, 0, 0);
+        return SCHED_R_DEPENDENCY;
+    }
+    if (j->begin_ms > now) {
+        reason_set(j, SCHED_R_BEGIN_TIME, j->begin_ms, 0, 0);
+        return SCHED_R_BEGIN_TIME;
+    }
+    if (p->spec.paused) {
+        reason_set(j, SCHED_R_ADMISSION_PAUSED, 0, 0, 0);
+        p->blocked_cycle = s->cycle;
+        return SCHED_R_ADMISSION_PAUSED;
+    }
+    if (p->spec.gpu_limit >= 0 && p->gpus_in_use + total > p->spec.gpu_limit) {
+        reason_set(j, SCHED_R_QUOTA_LIMIT, p->spec.gpu_limit, p->gpus_in_use, total);
+        if (p->gpus_in_use >= p->spec.gpu_limit)
+            p->blocked_cycle = s->cycle;
+        return SCHED_R_QUOTA_LIMIT;
+    }
+    if (p->spec.max_running >= 0 && p->running >= p->spec.max_running) {
+        reason_set(j, SCHED_R_JOB_LIMIT, p->spec.max_running, p->running, 1);
+        p->blocked_cycle = s->cycle;
+        return SCHED_R_JOB_LIMIT;
+    }
+    if (p->spec.user_max_running >= 0 || p->spec.user_gpu_limit >= 0) {
+        struct user_count *uc = user_count_get(s, j->project, j->user, false);
+        int running = uc ? uc->running : 0, gpus = uc ? uc->gpus : 0;
+        if (p->spec.user_max_running >= 0 && running >= p->spec.user_max_running) {
+            reason_set(j, SCHED_R_JOB_LIMIT, p->spec.user_max_running, running, 1);
+            return SCHED_R_JOB_LIMIT;
+        }
+        if (p->spec.user_gpu_limit >= 0 && gpus + total > p->spec.user_gpu_limit) {
+            reason_set(j, SCHED_R_QUOTA_LIMIT, p->spec.user_gpu_limit, gpus, total);
+            return SCHED_R_QUOTA_LIMIT;
+        }
+    }
+    if (j->array_id) {
+        uint64_t ai;
+        if (u64map_get(&s->arrays, j->array_id, &ai)) {
+            const struct array_count *a = &s->array_counts[ai];
+            if (a->limit > 0 && a->running >= a->limit) {
+                reason_set(j, SCHED_R_JOB_LIMIT, a->limit, a->running, 1);
+                return SCHED_R_JOB_LIMIT;
+            }
+        }
+    }
+    return SCHED_R_NONE;
+}
+
+/* ---- starting */
+
+static void start_job(struct sched *s, struct job *j, struct order_entry *e,
+                      const struct sched_alloc *allocs, struct sched_cycle_stats *st)
+{
+    if (e) {
+        e->slot = NONE32;
+        s->order_stale++;
+    } else {
+        order_remove(s, j);
+    }
+    s->shapes[j->shape].pending--;
+    s->projects[j->project].queued--;
+    if (j->reservation != NONE32)
+        reservation_drop(s, j->reservation);
+    j->flags &= (uint8_t)~JF_STARVING;
+    job_set_state(s, j, SCHED_STARTING);
+    reason_set(j, SCHED_R_NONE, 0, 0, 0);
+    job_start(s, j, allocs, j->nodes);
+    struct sched_decision *d = decision_push(s, SCHED_D_START, j);
+    if (d) {
+        d->from = SCHED_PENDING;
+        d->to = SCHED_STARTING;
+        d->time_limit_ms = j->limit_ms;
+        d->signal = j->signal;
+        d->grace_ms = j->grace_ms;
+        decision_attach_allocs(s, d, j);
+    }
+    st->started++;
+}
+
+static bool victims_pending(const struct sched *s, const struct reservation *r)
+{
+    for (int i = 0; i < r->nvictims; i++)
+        if (job_find(s, r->victims[i]))
+            return true;
+    return false;
+}
+
+struct walk {
+    struct sched_cycle_stats *st;
+    int64_t now;
+    struct sched_alloc allocs[SCHED_MAX_JOB_NODES];
+    int open_shapes;      /* shapes with pending jobs not yet known not to fit */
+    bool stop;            /* strict order without backfill: first block ends the walk */
+};
+
+static bool preemption_possible(const struct sched *s)
+{
+    return s->policy.preemption && s->eligible_victims > 0 && s->preempt_budget > 0;
+}
+
+static bool want_reservation(const struct sched *s, const struct job *j)
+{
+    return s->policy.backfill && j->reservation == NONE32 &&
+           s->res_active < s->policy.backfill_depth;
+}
+
+/* The job could not start: preempt, reserve, or just say why. */
+static void job_blocked(struct sched *s, struct walk *w, struct job *j,
+                        enum place_result pr, bool shape_just_failed)
+{
+    struct shape *sh = &s->shapes[j->shape];
+    int rank = job_eff_rank(s, j);
+    if (j->reservation != NONE32 && s->res[j->reservation].preempting) {
+        reason_set(j, SCHED_R_PREEMPTING, s->res[j->reservation].start, 0, 0);
+        return;
+    }
+    if (pr == PLACE_NO_CAPACITY && preemption_possible(s) &&
+        sh->preempt_fail_cycle[rank] != s->cycle) {
+        s->preempt_budget--;
+        if (preempt_for(s, j, w->now) == 0) {
+            reason_set(j, SCHED_R_PREEMPTING, s->res[j->reservation].start, 0, 0);
+            w->st->preempted++;
+            return;
+        }
+        const struct project *p = &s->projects[j->project];
+        if (p->gpus_in_use + j->gpus * j->nodes > p->spec.guarantee_gpus)
+            sh->preempt_fail_cycle[rank] = s->cycle; /* no reclaim either: memo is exact */
+    }
+    if (want_reservation(s, j) && reservation_make(s, j, w->now, false) == 0)
+        w->st->reservations++;
+    if (pr == PLACE_NO_CAPACITY && sh->pool_rule == POOL_RULE_NORMAL_ONLY &&
+        reserved_could_fit(s, sh))
+        reason_set(j, SCHED_R_RESERVED_ZONE, 0, 0, 0);
+    else if (j->reservation != NONE32)
+        reason_set(j, SCHED_R_RESOURCES, s->res[j->reservation].start, 0, 0);
+    else if (pr == PLACE_CLAIMED)
+        reason_set(j, SCHED_R_RESERVATION, 0, 0, 0);
+    else
+        reason_set(j, shape_just_failed ? SCHED_R_RESOURCES : SCHED_R_PRIORITY, -1, 0, 0);
+    if (!s->policy.backfill)
+        w->stop = true;
+}
+
+/* Try to start one pending job; set its reason otherwise. */
+static void consider(struct sched *s, struct walk *w, struct job *j, struct order_entry *e)
+{
+    struct shape *sh = &s->shapes[j->shape];
+    j->reason_cycle = (uint32_t)s->cycle;
+    w->st->considered++;
+    if (job_admission(s, j, w->now) != SCHED_R_NONE)
+        return;
+    int stat = shape_static_reason(s, sh);
+    if (stat != SCHED_R_NONE) {
+        reason_set(j, (enum sched_reason)stat, 0, 0, 0);
+        return;
+    }
+    if (j->reservation != NONE32 && s->res[j->reservation].preempting &&
+        !victims_pending(s, &s->res[j->reservation]) && s->res[j->reservation].start > w->now)
+        s->res[j->reservation].start = w->now; /* victims left early */
+    enum place_result pr = PLACE_NO_CAPACITY;
+    bool fresh_fail = false;
+    if (sh->nofit_cycle != s->cycle) {
+        bool lower = false;
+        pr = place_job(s, j, w->now, w->allocs, &lower);
+        if (pr == PLACE_CLAIMED && lower) {
+            reservation_drop_lower(s, j);
+            pr = place_job(s, j, w->now, w->allocs, NULL);
+        }
+        if (pr == PLACE_OK) {
+            start_job(s, j, e, w->allocs, w->st);
+            return;
+        }
+        if (pr == PLACE_NO_CAPACITY) {
+            sh->nofit_cycle = s->cycle;
+            if (sh->pending > 0)
+                w->open_shapes--;
+            fresh_fail = true;
+        }
+    }
+    job_blocked(s, w, j, pr, fresh_fail);
+}
+
+/* Could a job skipped here still change anything? Only through preemption or by taking
+ * a reservation slot. */
+static bool entry_skippable(const struct sched *s, const struct order_entry *e)
+{
+    const struct shape *sh = &s->shapes[e->shape];
+    if (s->projects[e->project].blocked_cycle == s->cycle)
+        return true;
+    if (sh->nofit_cycle != s->cycle)
+        return false;
+    if (s->policy.backfill && s->res_active < s->policy.backfill_depth)
+        return false;
+    return !preemption_possible(s) || sh->preempt_fail_cycle[e->rank] == s->cycle;
+}
+
+static void walk_starving(struct sched *s, struct walk *w)
+{
+    for (size_t i = 0; i < s->nstarving; i++) {
+        struct job *j = &s->jobs[s->starving[i]];
+        if (!j->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING))
+            continue;
+        j->reason_cycle = (uint32_t)s->cycle;
+        if (job_admission(s, j, w->now) != SCHED_R_NONE ||
+            shape_static_reason(s, &s->shapes[j->shape]) != SCHED_R_NONE)
+            continue;
+        if (place_job(s, j, w->now, w->allocs, NULL) == PLACE_OK) {
+            start_job(s, j, NULL, w->allocs, w->st);
+            continue;
+        }
+        if (j->reservation == NONE32 && reservation_make(s, j, w->now, true) == 0)
+            w->st->reservations++;
+        if (j->reservation != NONE32)
+            reason_set(j, SCHED_R_RESOURCES, s->res[j->reservation].start, 0, 0);
+    }
+}
+
+static void walk_queue(struct sched *s, struct walk *w)
+{
+    for (size_t i = 0; i < s->nshapes; i++)
+        if (s->shapes[i].pending > 0)
+            w->open_shapes++;
+    for (size_t i = 0; i < s->norder && !w->stop; i++) {
+        struct order_entry *e = &s->order[i];
+        if (e->slot == NONE32 || entry_skippable(s, e))
+            continue;
+        struct job *j = &s->jobs[e->slot];
+        if (j->id != e->id || j->state != SCHED_PENDING) {
+            e->slot = NONE32; /* left the queue without telling us: drop it */
+            s->order_stale++;
+            continue;
+        }
+        if (j->flags & JF_STARVING)
+            continue; /* served first */
+        consider(s, w, j, e);
+        if (w->open_shapes <= 0 && !preemption_possible(s) &&
+            (!s->policy.backfill || s->res_active >= s->policy.backfill_depth))
+            break; /* nothing left in the queue can start or reserve this cycle */
+    }
+}
+
+static const struct sched_decision *decisions_return(struct sched *s, size_t *ndec)
+{
+    if (s->dec_returned) {
+        s->ndec = 0;
+        s->ndec_allocs = 0;
+    }
+    for (size_t i = 0; i < s->ndec; i++) {
+        uintptr_t off = (uintptr_t)s->dec[i].allocs;
+        s->dec[i].allocs = off ? &s->dec_allocs[off - 1] : NULL;
+    }
+    s->dec_returned = true;
+    *ndec = s->ndec;
+    return s->dec;
+}
+
+const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full, size_t *ndec,
+                                         struct sched_cycle_stats *stats)
+{
+    struct sched_cycle_stats local;
+    struct sched_cycle_stats *st = stats ? stats : &local;
+    memset(st, 0, sizeof(*st));
+    if (s->dec_returned) {
+        s->ndec = 0;
+        s->ndec_allocs = 0;
+        s->dec_returned = false;
+    }
+    s->now = now;
+    s->cycle++;
+    projects_accrue(s, now);
+    fire_deadlines(s, now);
+    bool refresh = full || s->order_dirty || now - s->last_refresh >= s->policy.fairshare_refresh_ms ||
+                   now >= s->next_starve_at;
+    if (refresh) {
+        order_rebuild(s, now);
+    } else {
+        order_merge_new(s);
+        if (now - s->res_refreshed >= s->policy.reservation_refresh_ms) {
+            reservations_drop_all(s, true);
+            s->res_refreshed = now;
+        }
+    }
+    st->full = refresh;
+    s->preempt_budget = s->policy.preempt_max_per_cycle;
+    struct walk *w = calloc(1, sizeof(*w));
+    if (w) {
+        w->st = st;
+        w->now = now;
+        walk_starving(s, w);
+        walk_queue(s, w);
+        free(w);
+    }
+    st->pending = (int)s->by_state[SCHED_PENDING];
+    st->running = (int)(s->by_state[SCHED_RUNNING] + s->by_state[SCHED_STARTING] +
+                        s->by_state[SCHED_STOPPING]);
+    s->soft_wakeup = s->next_starve_at;
+    return decisions_return(s, ndec);
+}
+
+int64_t sched_next_wakeup(const struct sched *s, int64_t now)
+{
+    int64_t t = NEVER;
+    if (s->nheap)
+        t = s->heap[0].at;
+    if (s->by_state[SCHED_PENDING] > 0) {
+        int64_t refresh = s->last_refresh + s->policy.fairshare_refresh_ms;
+        int64_t res = s->res_refreshed + s->policy.reservation_refresh_ms;
+        if (refresh < t)
+            t = refresh;
+        if (res < t && s->res_active > 0)
+            t = res;
+        if (s->soft_wakeup < t)
+            t = s->soft_wakeup;
+        if (s->preempt_budget <= 0 && s->eligible_victims > 0)
+            t = now + 1;
+    }
+    if (s->ndec > 0 && !s->dec_returned)
+        t = now; /* events queued decisions: run a cycle to collect them */
+    return t < now ? now : t;
+}

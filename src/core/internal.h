@@ -1,0 +1,361 @@
+/*
+ * internal.h - the core's private model, shared by the files of src/core/ only.
+ *
+ * Layout for speed (docs/scheduling.md "Performance"):
+ * - jobs live in a slab indexed by slot; a hash map finds a slot by id;
+ * - the pending queue is an array of compact entries sorted by priority key; the walk
+ *   reads entries sequentially and touches a job only when its shape may fit;
+ * - free capacity is indexed by (GPU type, pool, free GPUs) buckets of UP nodes, so
+ *   "does anything fit" is a handful of list-head reads on a full cluster;
+ * - shapes (the resource request of a job, deduplicated) carry per-cycle memos.
+ */
+#ifndef DOCKET_CORE_INTERNAL_H
+#define DOCKET_CORE_INTERNAL_H
+
+#include "core/sched.h"
+#include "core/containers.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NONE32 UINT32_MAX
+#define NEVER INT64_MAX
+#define LN2 0.69314718055994530942
+
+enum { POOL_NORMAL = 0, POOL_RESERVED = 1, NPOOLS = 2 };
+enum { NTYPES = SCHED_MAX_GPU_TYPES + 1 }; /* type 0 = CPU-only nodes */
+enum { NBUCKETS = SCHED_MAX_NODE_GPUS + 1 };
+
+/* What a job's tier allows in the reserved zone. */
+enum pool_rule {
+    POOL_RULE_NORMAL_ONLY,   /* low tier, not preemptible: never on reserved nodes */
+    POOL_RULE_BORROW,        /* low tier, preemptible: normal first, reserved as borrower */
+    POOL_RULE_RESERVED_FIRST /* tier >= reserved_min_tier */
+};
+
+enum job_flags {
+    JF_CKPT_SIGNAL = 1 << 0,
+    JF_IDEMPOTENT = 1 << 1,
+    JF_NO_REQUEUE = 1 << 2,
+    JF_KILL_SENT = 1 << 3,
+    JF_VICTIM_ELIGIBLE = 1 << 4, /* counted in eligible_victims */
+    JF_BORROWER = 1 << 5,        /* low tier running on a reserved node */
+    JF_STARVING = 1 << 6,
+};
+
+struct job_dep {
+    enum sched_dep_kind kind;
+    uint64_t id;
+    bool met;
+};
+
+struct dep_ref {
+    uint32_t slot;
+    uint64_t id;          /* checked: the slot may have been reused */
+};
+
+struct job {
+    uint64_t id;
+    uint32_t project;
+    uint32_t user;        /* interned */
+    uint32_t shape;
+    uint32_t reason_cycle; /* cycle (low 32 bits) in which `reason` was computed */
+    uint8_t tier;         /* requested tier index, 0 = highest */
+    uint8_t klass;
+    uint8_t state;
+    uint8_t reason;
+    uint8_t stop_cause;
+    uint8_t flags;
+    int16_t gpu_type;     /* -1 any; else type index >= 1 */
+    int gpus, cpus, nodes;
+    int64_t mem_mb;
+    int64_t limit_ms;     /* 0 = none */
+    int64_t submit_ms, begin_ms, start_ms, kill_at_ms, ckpt_ms;
+    int signal;
+    int64_t grace_ms;
+    int retries_left;
+    int preempt_count;
+    int ndeps_unmet;
+    uint64_t preemptor;
+    uint64_t array_id;
+    uint32_t reservation; /* index into s->res, or NONE32 */
+    uint64_t key1;        /* priority key of its queue entry */
+    struct job_dep *deps; /* ndeps entries, or NULL */
+    int ndeps;
+    struct dep_ref *dependents; /* jobs waiting on this one */
+    int ndependents, dependents_cap;
+    struct sched_alloc *allocs; /* nallocs while it holds resources */
+    int nallocs;
+    struct sched_selector *selectors; /* copy for views/explain */
+    int nselectors;
+    /* numbers behind the reason, for explain (set when the reason is computed) */
+    int64_t r_value, r_in_use, r_request;
+};
+
+struct order_entry {
+    uint64_t key1;        /* priority: higher sorts first */
+    int64_t submit_ms;    /* then older first */
+    uint64_t id;          /* then lower id */
+    uint32_t slot;        /* NONE32 once the job left the queue (tombstone) */
+    uint32_t shape;
+    uint32_t project;
+    uint8_t rank;         /* effective tier rank, for the preemption memo */
+};
+
+struct sel_pair {
+    uint32_t key, value;  /* interned */
+    bool negate;
+};
+
+struct shape {
+    int16_t gpu_type;     /* -1 any */
+    uint8_t pool_rule;
+    int gpus, cpus, nodes;
+    int64_t mem_mb;
+    uint32_t selset;      /* index into s->selsets; 0 = none */
+    uint32_t pending;     /* live pending jobs with this shape */
+    uint64_t nofit_cycle;         /* no capacity for it in this cycle */
+    uint64_t preempt_fail_cycle[SCHED_MAX_TIERS];
+    uint64_t static_cycle;        /* node_epoch for which static_reason holds */
+    uint8_t static_reason;        /* SCHED_R_NONE, GPU_TYPE, NODE_SELECTOR, RESERVED_ZONE */
+};
+
+struct selset {
+    struct sel_pair *pairs;
+    int n;
+};
+
+struct claim {
+    uint32_t res;         /* reservation index */
+    int64_t start, end;
+    int gpus, cpus;
+    int64_t mem_mb;
+};
+
+struct node {
+    char name[SCHED_NAME_MAX];
+    int16_t gpu_type;     /* 0 = none */
+    int gpus, cpus;
+    int64_t mem_mb, gpu_mem_mb;
+    int gpus_used, cpus_used;
+    int64_t mem_used;
+    uint64_t gpu_used_mask;
+    uint8_t state;
+    bool reserved;
+    bool in_bucket;
+    uint8_t bucket_pool;
+    int16_t bucket_free;
+    uint32_t prev, next;  /* bucket list links */
+    struct sched_label *labels;
+    struct sel_pair *label_ids; /* interned copies, negate unused */
+    int nlabels;
+    struct u32vec jobs;   /* slots of jobs holding resources here */
+    struct claim *claims;
+    int nclaims, claims_cap;
+};
+
+struct project {
+    struct sched_project_spec spec;
+    uint8_t tier;         /* index */
+    int boost;
+    int64_t boost_until;
+    int gpus_in_use, running, queued;
+    double rate;          /* billing units per second of its running jobs */
+    double usage;         /* decayed billing-unit-seconds */
+    int64_t usage_at;
+    double share;         /* frozen at the last refresh, used by the order */
+    uint64_t blocked_cycle;
+};
+
+struct user_count {
+    int running, gpus;
+};
+
+struct reservation {
+    uint32_t slot;
+    uint64_t job_id;
+    int64_t start, end;
+    bool preempting;      /* victims signalled: sticky, nobody else may take it */
+    bool starving;        /* starvation guard: sticky too */
+    uint32_t *nodes;
+    int nnodes;
+    uint64_t *victims;
+    int nvictims;
+    bool live;
+};
+
+enum deadline_kind { DL_LIMIT, DL_KILL, DL_BEGIN, DL_ELIGIBLE, DL_PROTECT, DL_BOOST };
+
+struct deadline {
+    int64_t at;
+    uint64_t id;          /* job id or project index */
+    uint8_t kind;
+};
+
+struct array_count {
+    int limit, running, jobs;
+};
+
+struct sched {
+    struct sched_policy policy;
+    int reserved_min_rank;
+
+    /* interned strings: users, label keys and values, GPU type names */
+    struct strtab strings;
+    char gpu_types[NTYPES][SCHED_NAME_MAX];
+    int ntypes;           /* includes type 0 (none) */
+
+    struct project *projects;
+    size_t nprojects, projects_cap;
+    struct u64map user_counts; /* (project << 32 | user) -> index into ucounts */
+    struct user_count *ucounts;
+    size_t nucounts, ucounts_cap;
+
+    struct node *nodes;
+    size_t nnodes, nodes_cap;
+    uint64_t node_epoch;  /* bumped when nodes, their states or labels change */
+    uint32_t buckets[NTYPES][NPOOLS][NBUCKETS];
+    int gpus_total;
+
+    struct job *jobs;     /* slab */
+    size_t jobs_cap;
+    struct u32vec free_slots;
+    struct u64map job_index; /* id -> slot */
+    size_t njobs;
+    size_t by_state[SCHED_JOB_STATE_COUNT];
+
+    struct shape *shapes;
+    size_t nshapes, shapes_cap;
+    struct u64map shape_index; /* hash -> first shape index (chained by probing) */
+    struct selset *selsets;
+    size_t nselsets, selsets_cap;
+
+    struct order_entry *order;
+    size_t norder, order_cap, order_stale;
+    struct order_entry *order_new;
+    size_t nnew, new_cap;
+    bool order_dirty;     /* keys must be recomputed and the queue re-sorted */
+    int64_t last_refresh;
+
+    struct reservation *res;
+    size_t nres, res_cap;
+    int res_active;       /* live non-sticky reservations */
+    int64_t res_refreshed;
+
+    struct deadline *heap;
+    size_t nheap, heap_cap;
+
+    struct u64map arrays; /* array id -> index into array_counts */
+    struct array_count *array_counts;
+    size_t narrays, arrays_cap;
+
+    int eligible_victims; /* running jobs that are preemptible by someone now */
+    uint32_t *starving;   /* slots of starving pending jobs, oldest first */
+    size_t nstarving, starving_cap;
+    int64_t next_starve_at;
+    int64_t soft_wakeup;  /* starvation bounds and similar, from the last cycle */
+
+    /* decisions queued for the next sched_cycle return */
+    struct sched_decision *dec;
+    size_t ndec, dec_cap;
+    struct sched_alloc *dec_allocs;
+    size_t ndec_allocs, dec_allocs_cap;
+    bool dec_returned;
+
+    uint64_t cycle;       /* cycle counter, starts at 1 */
+    int64_t now;          /* time of the current call */
+    int preempt_budget;
+};
+
+/* ---- policy.c */
+int policy_validate(const struct sched_policy *p, struct sched_error *err);
+int policy_tier_find(const struct sched_policy *p, const char *name);
+int policy_class_find(const struct sched_policy *p, const char *name);
+double policy_gpu_weight(const struct sched_policy *p, const char *type);
+int err_set(struct sched_error *err, int code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---- model.c */
+struct job *job_find(const struct sched *s, uint64_t id);
+uint32_t job_slot(const struct sched *s, const struct job *j);
+int job_eff_rank(const struct sched *s, const struct job *j);
+int64_t job_expected_end(const struct sched *s, const struct job *j);
+double job_billing_rate(const struct sched *s, const struct job *j);
+const struct sched_class_spec *job_class(const struct sched *s, const struct job *j);
+bool job_preemptible_class(const struct sched *s, const struct job *j);
+int type_find(const struct sched *s, const char *name);
+struct user_count *user_count_get(struct sched *s, uint32_t project, uint32_t user, bool create);
+uint32_t shape_intern(struct sched *s, const struct job *j, int rank, int *err);
+void shape_rule_refresh(struct sched *s, struct job *j);
+enum pool_rule job_pool_rule(const struct sched *s, const struct job *j, int rank);
+void job_set_state(struct sched *s, struct job *j, enum sched_job_state st);
+void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs, int nallocs);
+void job_release_resources(struct sched *s, struct job *j);
+void job_to_pending(struct sched *s, struct job *j, int64_t begin_ms);
+void job_finish(struct sched *s, struct job *j, enum sched_job_state st, const char *detail);
+void project_accrue(struct sched *s, struct project *p, int64_t now);
+void projects_accrue(struct sched *s, int64_t now);
+void node_set_state_internal(struct sched *s, struct node *n, enum sched_node_state st);
+void reserved_zone_recompute(struct sched *s);
+bool node_matches_selset(const struct sched *s, const struct node *n, uint32_t selset);
+struct sched_decision *decision_push(struct sched *s, enum sched_decision_kind kind,
+                                     const struct job *j);
+void decision_attach_allocs(struct sched *s, struct sched_decision *d, const struct job *j);
+
+/* ---- place.c */
+void bucket_insert(struct sched *s, uint32_t node);
+void bucket_remove(struct sched *s, uint32_t node);
+void bucket_update(struct sched *s, uint32_t node);
+bool node_schedulable(const struct node *n);
+bool node_static_fit(const struct sched *s, const struct node *n, const struct shape *sh,
+                     bool pool_ok_only);
+bool node_pool_allowed(const struct node *n, enum pool_rule rule);
+bool node_free_fit(const struct node *n, const struct shape *sh);
+
+enum place_result { PLACE_OK, PLACE_CLAIMED, PLACE_NO_CAPACITY };
+/* Find nodes for `j` now, honouring claims of other reservations. On PLACE_OK fills
+ * allocs (nnodes entries). *claimed_by_lower reports that only claims of lower-priority,
+ * non-sticky reservations were in the way. */
+enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
+                            struct sched_alloc *allocs, bool *claimed_by_lower);
+uint64_t pick_gpus(const struct node *n, int count);
+bool reserved_could_fit(struct sched *s, const struct shape *sh);
+int shape_static_reason(struct sched *s, struct shape *sh);
+
+/* ---- reserve.c */
+bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res, int64_t now,
+                  int64_t end, int gpus, int cpus, int64_t mem, const struct job *for_job,
+                  bool *lower_only);
+int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving);
+void reservation_drop(struct sched *s, uint32_t r);
+void reservation_drop_lower(struct sched *s, const struct job *j);
+void reservations_drop_all(struct sched *s, bool keep_sticky);
+uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t end,
+                         const uint32_t *nodes, int nnodes, bool preempting, bool starving);
+int64_t node_earliest(const struct sched *s, const struct node *n, const struct job *j,
+                      int64_t now, int64_t dur, uint32_t own_res);
+bool job_outranks(const struct sched *s, const struct job *a, const struct job *b);
+
+/* ---- preempt.c */
+int preempt_for(struct sched *s, struct job *j, int64_t now);
+bool victim_eligible(const struct sched *s, const struct job *v, const struct job *j,
+                     const struct node *n, int64_t now);
+void victim_eligibility_update(struct sched *s, struct job *v, int64_t now);
+
+/* ---- order.c */
+void order_insert(struct sched *s, struct job *j);
+void order_remove(struct sched *s, struct job *j);
+void order_rebuild(struct sched *s, int64_t now);
+void order_merge_new(struct sched *s);
+uint64_t job_key1(const struct sched *s, const struct job *j, int64_t now);
+void project_share_refresh(struct sched *s, struct project *p);
+int cmp_entries(const struct order_entry *a, const struct order_entry *b);
+
+/* ---- cycle.c */
+void deadline_push(struct sched *s, int64_t at, uint64_t id, enum deadline_kind kind);
+void reason_set(struct job *j, enum sched_reason r, int64_t value, int64_t in_use, int64_t req);
+enum sched_reason job_admission(struct sched *s, struct job *j, int64_t now);
+void job_stop(struct sched *s, struct job *j, enum sched_stop_cause cause, int signal,
+              int64_t grace, uint64_t preemptor, int64_t now);
+
+#endif

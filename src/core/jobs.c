@@ -1,0 +1,770 @@
+/*
+ * jobs.c - job events: validation and submission, shapes, the agent's reports
+ * (running, ended, checkpointed) and the user's actions (cancel, hold, release, requeue).
+ * What a job's end means (completed, retried, requeued after preemption ...) is decided
+ * here, from how it ended and why it was being stopped (docs/scheduling.md §8).
+ */
+#include "core/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------ */
+/* shapes                                                                               */
+
+enum pool_rule job_pool_rule(const struct sched *s, const struct job *j, int rank)
+{
+    if (rank <= s->reserved_min_rank)
+        return POOL_RULE_RESERVED_FIRST;
+    if (job_preemptible_class(s, j) && j->preempt_count < s->policy.max_preemptions)
+        return POOL_RULE_BORROW;
+    return POOL_RULE_NORMAL_ONLY;
+}
+
+static int cmp_pairs(const void *a, const void *b)
+{
+    const struct sel_pair *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->value != y->value)
+        return x->value < y->value ? -1 : 1;
+    return (int)x->negate - (int)y->negate;
+}
+
+/* Intern a job's selectors as a canonical (sorted) set; 0 for none. */
+static uint32_t selset_intern(struct sched *s, const struct sched_selector *sel, int n)
+{
+    if (n == 0)
+        return 0;
+    struct sel_pair tmp[SCHED_MAX_LABELS];
+    for (int i = 0; i < n; i++) {
+        tmp[i].key = strtab_intern(&s->strings, sel[i].key);
+        tmp[i].value = strtab_intern(&s->strings, sel[i].value);
+        tmp[i].negate = sel[i].negate;
+        if (!tmp[i].key || !tmp[i].value)
+            return NONE32;
+    }
+    qsort(tmp, n, sizeof(tmp[0]), cmp_pairs);
+    for (size_t i = 1; i < s->nselsets; i++) {
+        const struct selset *ss = &s->selsets[i];
+        if (ss->n != n)
+            continue;
+        bool same = true;
+        for (int k = 0; k < n && same; k++)
+            same = cmp_pairs(&ss->pairs[k], &tmp[k]) == 0;
+        if (same)
+            return (uint32_t)i;
+    }
+    if (grow((void **)&s->selsets, &s->selsets_cap, s->nselsets + 1, sizeof(*s->selsets)) < 0)
+        return NONE32;
+    struct sel_pair *pairs = malloc(n * sizeof(*pairs));
+    if (!pairs)
+        return NONE32;
+    memcpy(pairs, tmp, n * sizeof(*pairs));
+    s->selsets[s->nselsets].pairs = pairs;
+    s->selsets[s->nselsets].n = n;
+    return (uint32_t)s->nselsets++;
+}
+
+static bool shape_equal(const struct shape *a, const struct shape *b)
+{
+    return a->gpu_type == b->gpu_type && a->pool_rule == b->pool_rule && a->gpus == b->gpus &&
+           a->cpus == b->cpus && a->nodes == b->nodes && a->mem_mb == b->mem_mb &&
+           a->selset == b->selset;
+}
+
+static uint64_t shape_hash(const struct shape *sh, uint64_t attempt)
+{
+    int64_t f[7] = {sh->gpu_type, sh->pool_rule, sh->gpus, sh->cpus, sh->nodes, sh->mem_mb,
+                    sh->selset};
+    uint64_t h = hash_bytes(f, sizeof(f), attempt);
+    return h >= UINT64_MAX - 1 ? h - 2 : h;
+}
+
+/* Find or add the shape of job `j` at effective rank `rank`; counts it as pending when
+ * the job is pending. Returns the shape index (0 on allocation failure, shape 0 being a
+ * valid but pessimistic fallback). */
+uint32_t shape_intern(struct sched *s, const struct job *j, int rank, int *err)
+{
+    struct shape key;
+    memset(&key, 0, sizeof(key));
+    key.gpu_type = j->gpu_type;
+    key.pool_rule = (uint8_t)job_pool_rule(s, j, rank);
+    key.gpus = j->gpus;
+    key.cpus = j->cpus;
+    key.nodes = j->nodes;
+    key.mem_mb = j->mem_mb;
+    uint32_t ss = selset_intern(s, j->selectors, j->nselectors);
+    key.selset = ss == NONE32 ? 0 : ss;
+    uint32_t idx = NONE32;
+    uint64_t attempt = 0, v;
+    while (u64map_get(&s->shape_index, shape_hash(&key, attempt), &v)) {
+        if (shape_equal(&s->shapes[v], &key)) {
+            idx = (uint32_t)v;
+            break;
+        }
+        attempt++;
+    }
+    if (idx == NONE32) {
+        if (grow((void **)&s->shapes, &s->shapes_cap, s->nshapes + 1, sizeof(*s->shapes)) < 0 ||
+            u64map_put(&s->shape_index, shape_hash(&key, attempt), s->nshapes) < 0) {
+            if (err)
+                *err = -ENOMEM;
+            return 0;
+        }
+        idx = (uint32_t)s->nshapes++;
+        s->shapes[idx] = key;
+    }
+    if (j->state == SCHED_PENDING)
+        s->shapes[idx].pending++;
+    return idx;
+}
+
+/* Re-derive a pending job's shape (its pool rule depends on its effective tier). */
+void shape_rule_refresh(struct sched *s, struct job *j)
+{
+    s->shapes[j->shape].pending--;
+    j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* validation                                                                           */
+
+struct resolved {
+    int project, tier, klass, gpu_type, gpus, cpus, nodes;
+    int64_t mem, limit;
+};
+
+static int resolve_names(const struct sched *s, const struct sched_job_spec *sp,
+                         struct resolved *r, struct sched_error *err)
+{
+    r->project = sched_project_find(s, sp->project);
+    if (r->project < 0)
+        return err_set(err, -EINVAL, "project", "unknown project '%s'", sp->project);
+    const struct project *p = &s->projects[r->project];
+    if (!sp->user[0] || bounded_len(sp->user, SCHED_NAME_MAX) >= SCHED_NAME_MAX)
+        return err_set(err, -EINVAL, "user", "a job needs an owner");
+    r->tier = sp->tier[0] ? policy_tier_find(&s->policy, sp->tier) : p->tier;
+    if (r->tier < 0)
+        return err_set(err, -EINVAL, "tier", "unknown tier '%s'", sp->tier);
+    if (r->tier < p->tier)
+        return err_set(err, -EINVAL, "tier",
+                       "tier '%s' is above project '%s''s tier '%s'; submit at '%s' or below",
+                       sp->tier, p->spec.name, s->policy.tiers[p->tier].name,
+                       s->policy.tiers[p->tier].name);
+    const char *cls = sp->class_name[0] ? sp->class_name : s->policy.default_class;
+    r->klass = policy_class_find(&s->policy, cls);
+    if (r->klass < 0)
+        return err_set(err, -EINVAL, "class", "unknown class '%s'", cls);
+    r->gpu_type = -1;
+    if (sp->gpu_type[0]) {
+        r->gpu_type = type_find(s, sp->gpu_type);
+        if (r->gpu_type < 0)
+            return err_set(err, -EINVAL, "gpu_type", "no node has GPU type '%s'", sp->gpu_type);
+    }
+    return 0;
+}
+
+static int check_sizes(const struct sched *s, const struct sched_job_spec *sp,
+                       struct resolved *r, struct sched_error *err)
+{
+    r->gpus = sp->gpus_per_node;
+    r->cpus = sp->cpus_per_node ? sp->cpus_per_node : 1;
+    r->nodes = sp->nodes ? sp->nodes : 1;
+    r->mem = sp->mem_mb_per_node;
+    if (r->gpus < 0 || r->gpus > SCHED_MAX_NODE_GPUS)
+        return err_set(err, -EINVAL, "gpus", "gpus per node must be 0..%d", SCHED_MAX_NODE_GPUS);
+    if (r->gpu_type > 0 && r->gpus == 0)
+        return err_set(err, -EINVAL, "gpu_type", "a GPU type needs gpus > 0");
+    if (r->cpus < 0 || r->cpus > 1 << 20)
+        return err_set(err, -EINVAL, "cpus", "cpus per node out of range");
+    if (r->mem < 0 || r->mem > (1LL << 40))
+        return err_set(err, -EINVAL, "mem", "memory per node out of range");
+    if (r->nodes < 0 || r->nodes > SCHED_MAX_JOB_NODES)
+        return err_set(err, -EINVAL, "nodes", "nodes must be 1..%d", SCHED_MAX_JOB_NODES);
+    const struct sched_class_spec *c = &s->policy.classes[r->klass];
+    r->limit = sp->time_limit_ms ? sp->time_limit_ms : c->default_limit_ms;
+    if (sp->time_limit_ms < 0 || sp->time_limit_ms > 366LL * 24 * 3600 * 1000)
+        return err_set(err, -EINVAL, "time_limit", "time limit out of range");
+    if (c->max_limit_ms > 0 && r->limit > c->max_limit_ms)
+        return err_set(err, -EINVAL, "time_limit", "class '%s' allows at most %lld s",
+                       c->name, (long long)(c->max_limit_ms / 1000));
+    if (sp->signal < 0 || sp->signal > 64)
+        return err_set(err, -EINVAL, "signal", "signal %d out of range", sp->signal);
+    if (sp->grace_ms < -1 || sp->grace_ms > 24LL * 3600 * 1000)
+        return err_set(err, -EINVAL, "grace", "grace out of range");
+    if (sp->retries < 0 || sp->retries > c->max_retries)
+        return err_set(err, -EINVAL, "retries", "class '%s' allows at most %d retries", c->name,
+                       c->max_retries);
+    if (sp->retries > 0 && !sp->idempotent)
+        return err_set(err, -EINVAL, "retries", "automatic retries need idempotent: true");
+    if (sp->array_limit < 0)
+        return err_set(err, -EINVAL, "array", "array limit must not be negative");
+    if (sp->nselectors < 0 || sp->nselectors > SCHED_MAX_LABELS)
+        return err_set(err, -EINVAL, "selectors", "at most %d selectors", SCHED_MAX_LABELS);
+    for (int i = 0; i < sp->nselectors; i++)
+        if (!sp->selectors[i].key[0])
+            return err_set(err, -EINVAL, "selectors", "a selector needs a key");
+    return 0;
+}
+
+static int check_deps(const struct sched *s, const struct sched_job_spec *sp,
+                      struct sched_error *err)
+{
+    if (sp->ndeps < 0 || sp->ndeps > SCHED_MAX_DEPS)
+        return err_set(err, -EINVAL, "deps", "at most %d dependencies", SCHED_MAX_DEPS);
+    for (int i = 0; i < sp->ndeps; i++) {
+        char field[32];
+        snprintf(field, sizeof(field), "deps[%d].job", i);
+        if (sp->deps[i].kind < SCHED_DEP_AFTEROK || sp->deps[i].kind > SCHED_DEP_AFTERNOTOK)
+            return err_set(err, -EINVAL, field, "unknown dependency type");
+        if (sp->deps[i].job_id == sp->id)
+            return err_set(err, -EINVAL, field, "a job cannot depend on itself");
+        if (!job_find(s, sp->deps[i].job_id))
+            return err_set(err, -EINVAL, field, "job %llu is not live (finished or unknown)",
+                           (unsigned long long)sp->deps[i].job_id);
+    }
+    return 0;
+}
+
+/* Could the job run if the cluster were empty (every known node, any state)? Reports
+ * the first constraint that rules every node out, with its field. */
+static int check_fits_empty(const struct sched *s, const struct sched_job_spec *sp,
+                            const struct resolved *r, struct sched_error *err)
+{
+    struct job tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    tmp.klass = (uint8_t)r->klass;
+    tmp.preempt_count = sp->preempt_count;
+    enum pool_rule rule = job_pool_rule(s, &tmp, r->tier);
+    int stage_count[6] = {0};
+    const char *fields[6] = {"gpu_type", "gpus", "cpus", "mem", "selectors", "tier"};
+    int fit = 0;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        const struct node *n = &s->nodes[i];
+        bool ok = r->gpu_type <= 0 || n->gpu_type == r->gpu_type;
+        if (ok && ++stage_count[0] && n->gpus >= r->gpus && ++stage_count[1] &&
+            n->cpus >= r->cpus && ++stage_count[2] && n->mem_mb >= r->mem && ++stage_count[3]) {
+            bool sel = true;
+            for (int k = 0; k < sp->nselectors && sel; k++) {
+                bool found = false;
+                for (int l = 0; l < n->nlabels; l++)
+                    if (!strcmp(n->labels[l].key, sp->selectors[k].key) &&
+                        !strcmp(n->labels[l].value, sp->selectors[k].value))
+                        found = true;
+                sel = found != sp->selectors[k].negate;
+            }
+            if (sel && ++stage_count[4] && node_pool_allowed(n, rule)) {
+                stage_count[5]++;
+                fit++;
+            }
+        }
+    }
+    if (fit >= r->nodes)
+        return 0;
+    for (int st = 0; st < 6; st++)
+        if (stage_count[st] < r->nodes)
+            return err_set(err, -EINVAL, fields[st],
+                           "can never run: %d node(s) pass the %s check, the job needs %d "
+                           "(%d GPUs, %d CPUs, %lld MiB per node)",
+                           stage_count[st], fields[st], r->nodes, r->gpus, r->cpus,
+                           (long long)r->mem);
+    return err_set(err, -EINVAL, "nodes", "can never run: only %d node(s) fit, it needs %d", fit,
+                   r->nodes);
+}
+
+static int validate(const struct sched *s, const struct sched_job_spec *sp, struct resolved *r,
+                    struct sched_error *err)
+{
+    if (sp->id == 0 || sp->id >= UINT64_MAX - 1)
+        return err_set(err, -EINVAL, "id", "job id must be positive");
+    if (job_find(s, sp->id))
+        return err_set(err, -EEXIST, "id", "job %llu already exists", (unsigned long long)sp->id);
+    int rc = resolve_names(s, sp, r, err);
+    if (rc == 0)
+        rc = check_sizes(s, sp, r, err);
+    if (rc == 0)
+        rc = check_deps(s, sp, err);
+    if (rc == 0)
+        rc = check_fits_empty(s, sp, r, err);
+    return rc;
+}
+
+int sched_job_validate(const struct sched *s, const struct sched_job_spec *spec,
+                       struct sched_error *err)
+{
+    struct resolved r;
+    return validate(s, spec, &r, err);
+}
+
+void sched_job_spec_init(struct sched_job_spec *j)
+{
+    memset(j, 0, sizeof(*j));
+    j->nodes = 1;
+    j->cpus_per_node = 1;
+    j->grace_ms = -1;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* adding jobs                                                                          */
+
+static int64_t effective_grace(const struct sched *s, const struct sched_job_spec *sp, int klass)
+{
+    int64_t g = sp->grace_ms >= 0 ? sp->grace_ms : s->policy.default_grace_ms;
+    int64_t cap = s->policy.classes[klass].max_grace_ms;
+    return cap > 0 && g > cap ? cap : g;
+}
+
+static int add_dependent(struct job *target, uint32_t slot, uint64_t id)
+{
+    size_t cap = (size_t)target->dependents_cap;
+    if (grow((void **)&target->dependents, &cap, (size_t)target->ndependents + 1,
+             sizeof(*target->dependents)) < 0)
+        return -ENOMEM;
+    target->dependents_cap = (int)cap;
+    target->dependents[target->ndependents].slot = slot;
+    target->dependents[target->ndependents].id = id;
+    target->ndependents++;
+    return 0;
+}
+
+static int array_register(struct sched *s, const struct sched_job_spec *sp)
+{
+    uint64_t ai;
+    if (u64map_get(&s->arrays, sp->array_id, &ai)) {
+        s->array_counts[ai].jobs++;
+        if (sp->array_limit > 0)
+            s->array_counts[ai].limit = sp->array_limit;
+        return 0;
+    }
+    /* reuse a free entry is not worth it: arrays are few */
+    if (grow((void **)&s->array_counts, &s->arrays_cap, s->narrays + 1,
+             sizeof(*s->array_counts)) < 0 ||
+        u64map_put(&s->arrays, sp->array_id, s->narrays) < 0)
+        return -ENOMEM;
+    s->array_counts[s->narrays].limit = sp->array_limit;
+    s->array_counts[s->narrays].running = 0;
+    s->array_counts[s->narrays].jobs = 1;
+    s->narrays++;
+    return 0;
+}
+
+/* Take a slot and fill the job from a validated spec. NULL on allocation failure. */
+static struct job *job_create(struct sched *s, const struct sched_job_spec *sp,
+                              const struct resolved *r)
+{
+    uint32_t slot;
+    if (s->free_slots.n) {
+        slot = s->free_slots.v[--s->free_slots.n];
+    } else {
+        size_t cap = s->jobs_cap;
+        if (grow((void **)&s->jobs, &cap, s->jobs_cap + 1, sizeof(*s->jobs)) < 0)
+            return NULL;
+        memset(&s->jobs[s->jobs_cap], 0, (cap - s->jobs_cap) * sizeof(*s->jobs));
+        for (size_t i = cap; i-- > s->jobs_cap + 1;)
+            (void)u32vec_push(&s->free_slots, (uint32_t)i);
+        slot = (uint32_t)s->jobs_cap;
+        s->jobs_cap = cap;
+    }
+    struct job *j = &s->jobs[slot];
+    memset(j, 0, sizeof(*j));
+    j->user = strtab_intern(&s->strings, sp->user);
+    if (sp->nselectors) {
+        j->selectors = malloc(sp->nselectors * sizeof(*j->selectors));
+        if (!j->selectors)
+            goto fail;
+        memcpy(j->selectors, sp->selectors, sp->nselectors * sizeof(*j->selectors));
+        j->nselectors = sp->nselectors;
+    }
+    if (sp->ndeps) {
+        j->deps = calloc(sp->ndeps, sizeof(*j->deps));
+        if (!j->deps)
+            goto fail;
+        j->ndeps = sp->ndeps;
+        for (int i = 0; i < sp->ndeps; i++) {
+            j->deps[i].kind = sp->deps[i].kind;
+            j->deps[i].id = sp->deps[i].job_id;
+        }
+    }
+    if (u64map_put(&s->job_index, sp->id, slot) < 0 || !j->user)
+        goto fail;
+    j->id = sp->id;
+    j->project = (uint32_t)r->project;
+    j->tier = (uint8_t)r->tier;
+    j->klass = (uint8_t)r->klass;
+    j->gpu_type = (int16_t)r->gpu_type;
+    j->gpus = r->gpus;
+    j->cpus = r->cpus;
+    j->nodes = r->nodes;
+    j->mem_mb = r->mem;
+    j->limit_ms = r->limit;
+    j->submit_ms = sp->submit_ms;
+    j->begin_ms = sp->begin_ms;
+    j->signal = sp->signal ? sp->signal : s->policy.default_signal;
+    j->grace_ms = effective_grace(s, sp, r->klass);
+    j->retries_left = sp->retries;
+    j->preempt_count = sp->preempt_count;
+    j->array_id = sp->array_id;
+    j->reservation = NONE32;
+    j->flags = (uint8_t)((sp->has_checkpoint_signal ? JF_CKPT_SIGNAL : 0) |
+                         (sp->idempotent ? JF_IDEMPOTENT : 0) |
+                         (sp->no_requeue ? JF_NO_REQUEUE : 0));
+    s->njobs++;
+    s->by_state[SCHED_PENDING]++; /* state 0; callers move it on with job_set_state */
+    return j;
+fail:
+    free(j->selectors);
+    free(j->deps);
+    memset(j, 0, sizeof(*j));
+    (void)u32vec_push(&s->free_slots, slot);
+    return NULL;
+}
+
+/* Undo job_create for a job that was never counted anywhere else. Dependency links that
+ * point at it go stale harmlessly: they are checked by id. */
+static void job_discard(struct sched *s, struct job *j)
+{
+    uint32_t slot = job_slot(s, j);
+    u64map_del(&s->job_index, j->id);
+    s->by_state[j->state]--;
+    s->njobs--;
+    free(j->selectors);
+    free(j->deps);
+    free(j->dependents);
+    memset(j, 0, sizeof(*j));
+    (void)u32vec_push(&s->free_slots, slot);
+}
+
+/* Wire dependencies on live jobs; those already settled are counted as met. */
+static int job_link_deps(struct sched *s, struct job *j)
+{
+    for (int i = 0; i < j->ndeps; i++) {
+        struct job *t = job_find(s, j->deps[i].id);
+        if (!t) {
+            j->deps[i].met = true;
+            continue;
+        }
+        if (add_dependent(t, job_slot(s, j), j->id) < 0)
+            return -ENOMEM;
+        j->ndeps_unmet++;
+    }
+    return 0;
+}
+
+int sched_job_submit(struct sched *s, const struct sched_job_spec *sp, int64_t now,
+                     struct sched_error *err)
+{
+    struct resolved r;
+    int rc = validate(s, sp, &r, err);
+    if (rc)
+        return rc;
+    const struct project *p = &s->projects[r.project];
+    if (p->spec.max_queued >= 0 && p->queued >= p->spec.max_queued)
+        return err_set(err, -ENOSPC, "project",
+                       "project '%s' already has %d queued jobs (max_queued %d)", p->spec.name,
+                       p->queued, p->spec.max_queued);
+    s->now = now;
+    struct job *j = job_create(s, sp, &r);
+    if (!j)
+        return err_set(err, -ENOMEM, "", "out of memory");
+    if (job_link_deps(s, j) < 0 || (sp->array_id && array_register(s, sp) < 0)) {
+        job_discard(s, j);
+        return err_set(err, -ENOMEM, "", "out of memory");
+    }
+    s->projects[j->project].queued++;
+    if (sp->hold) {
+        job_set_state(s, j, SCHED_HELD);
+        j->reason = SCHED_R_HELD;
+        return 0;
+    }
+    if (j->begin_ms > now)
+        deadline_push(s, j->begin_ms, j->id, DL_BEGIN);
+    j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
+    order_insert(s, j);
+    return 0;
+}
+
+int sched_job_restore_running(struct sched *s, const struct sched_job_spec *sp,
+                              const struct sched_alloc *allocs, int nallocs, int64_t start_ms,
+                              enum sched_job_state state, struct sched_error *err)
+{
+    struct resolved r;
+    if (state != SCHED_STARTING && state != SCHED_RUNNING && state != SCHED_STOPPING)
+        return err_set(err, -EINVAL, "state", "only starting, running or stopping jobs");
+    /* restored jobs skip the can-it-ever-fit check: they already hold their nodes */
+    if (sp->id == 0 || job_find(s, sp->id))
+        return err_set(err, -EEXIST, "id", "job %llu already exists", (unsigned long long)sp->id);
+    int rc = resolve_names(s, sp, &r, err);
+    if (rc == 0)
+        rc = check_sizes(s, sp, &r, err);
+    if (rc)
+        return rc;
+    if (nallocs < 1 || nallocs != (sp->nodes ? sp->nodes : 1))
+        return err_set(err, -EINVAL, "allocation", "allocation does not match the job's nodes");
+    for (int i = 0; i < nallocs; i++)
+        if (allocs[i].node >= s->nnodes)
+            return err_set(err, -EINVAL, "allocation", "unknown node index %u", allocs[i].node);
+    struct job *j = job_create(s, sp, &r);
+    if (!j)
+        return err_set(err, -ENOMEM, "", "out of memory");
+    if (sp->array_id && array_register(s, sp) < 0) {
+        job_discard(s, j);
+        return err_set(err, -ENOMEM, "", "out of memory");
+    }
+    int64_t saved_now = s->now;
+    s->now = start_ms;
+    job_set_state(s, j, state);
+    job_start(s, j, allocs, nallocs);
+    s->now = saved_now > start_ms ? saved_now : start_ms;
+    if (state == SCHED_STOPPING)
+        j->kill_at_ms = s->now;
+    j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* reports from the agents                                                              */
+
+static struct job *live_job(struct sched *s, uint64_t id, struct sched_error *err)
+{
+    struct job *j = job_find(s, id);
+    if (!j)
+        err_set(err, -ENOENT, "job", "job %llu is not live", (unsigned long long)id);
+    return j;
+}
+
+int sched_job_running(struct sched *s, uint64_t id, int64_t now, struct sched_error *err)
+{
+    struct job *j = live_job(s, id, err);
+    if (!j)
+        return -ENOENT;
+    if (j->state == SCHED_RUNNING || j->state == SCHED_STOPPING)
+        return 0; /* repeated report */
+    if (j->state != SCHED_STARTING)
+        return err_set(err, -EINVAL, "state", "job %llu is %s, not starting",
+                       (unsigned long long)id, sched_job_state_name(j->state));
+    s->now = now;
+    job_set_state(s, j, SCHED_RUNNING);
+    return 0;
+}
+
+int sched_job_checkpointed(struct sched *s, uint64_t id, int64_t now, struct sched_error *err)
+{
+    struct job *j = live_job(s, id, err);
+    if (!j)
+        return -ENOENT;
+    if (j->nallocs == 0)
+        return err_set(err, -EINVAL, "state", "job %llu is not running", (unsigned long long)id);
+    j->ckpt_ms = now;
+    return 0;
+}
+
+static bool requeueable(const struct sched *s, const struct job *j)
+{
+    return job_class(s, j)->requeueable && !(j->flags & JF_NO_REQUEUE);
+}
+
+/* Requeue with a STATE decision saying why; the job keeps its id and queue position. */
+static void requeue(struct sched *s, struct job *j, enum sched_stop_cause cause, int64_t begin,
+                    int64_t lost, const char *detail)
+{
+    enum sched_job_state from = j->state;
+    uint64_t preemptor = j->preemptor;
+    job_release_resources(s, j);
+    job_to_pending(s, j, begin);
+    struct sched_decision *d = decision_push(s, SCHED_D_STATE, j);
+    if (d) {
+        d->from = from;
+        d->to = SCHED_PENDING;
+        d->cause = cause;
+        d->preemptor = preemptor;
+        d->lost_ms = lost;
+        snprintf(d->detail, sizeof(d->detail), "%s", detail);
+    }
+}
+
+static void end_failed(struct sched *s, struct job *j, const char *what, int64_t now)
+{
+    const struct sched_class_spec *c = job_class(s, j);
+    char detail[96];
+    if (c->restart_on_failure) {
+        snprintf(detail, sizeof(detail), "%s; service restarts", what);
+        requeue(s, j, SCHED_STOP_NONE, now + s->policy.service_restart_delay_ms, 0, detail);
+    } else if (j->retries_left > 0 && (j->flags & JF_IDEMPOTENT)) {
+        j->retries_left--;
+        snprintf(detail, sizeof(detail), "%s; retry (%d left)", what, j->retries_left);
+        requeue(s, j, SCHED_STOP_NONE, now + s->policy.retry_delay_ms, 0, detail);
+    } else {
+        job_finish(s, j, SCHED_FAILED, what);
+    }
+}
+
+int sched_job_ended(struct sched *s, uint64_t id, enum sched_exit_kind how, int code,
+                    int64_t now, struct sched_error *err)
+{
+    struct job *j = live_job(s, id, err);
+    if (!j)
+        return -ENOENT;
+    if (j->nallocs == 0)
+        return err_set(err, -EINVAL, "state", "job %llu holds no resources (%s)",
+                       (unsigned long long)id, sched_job_state_name(j->state));
+    s->now = now;
+    char what[64];
+    switch (how) {
+    case SCHED_EXIT_CODE: snprintf(what, sizeof(what), "exit code %d", code); break;
+    case SCHED_EXIT_SIGNAL: snprintf(what, sizeof(what), "killed by signal %d", code); break;
+    case SCHED_EXIT_OOM: snprintf(what, sizeof(what), "out of memory"); break;
+    case SCHED_EXIT_LAUNCH_FAILED: snprintf(what, sizeof(what), "launch failed"); break;
+    default: snprintf(what, sizeof(what), "lost by its node"); break;
+    }
+    int64_t lost = now - (j->ckpt_ms > j->start_ms ? j->ckpt_ms : j->start_ms);
+    switch ((enum sched_stop_cause)j->stop_cause) {
+    case SCHED_STOP_PREEMPT:
+        j->preempt_count++;
+        if (requeueable(s, j)) {
+            char detail[96];
+            snprintf(detail, sizeof(detail), "preempted by job %llu (%s); requeued",
+                     (unsigned long long)j->preemptor, what);
+            requeue(s, j, SCHED_STOP_PREEMPT, 0, lost, detail);
+        } else {
+            job_finish(s, j, SCHED_PREEMPTED, what);
+        }
+        return 0;
+    case SCHED_STOP_CANCEL: job_finish(s, j, SCHED_CANCELLED, what); return 0;
+    case SCHED_STOP_REQUEUE: requeue(s, j, SCHED_STOP_REQUEUE, 0, lost, "requeued"); return 0;
+    case SCHED_STOP_TIMEOUT: job_finish(s, j, SCHED_TIMEOUT, "time limit reached"); return 0;
+    case SCHED_STOP_NODE_FAIL:
+        if (requeueable(s, j))
+            requeue(s, j, SCHED_STOP_NODE_FAIL, 0, lost, "node failure; requeued");
+        else
+            job_finish(s, j, SCHED_NODE_FAIL, "node failure");
+        return 0;
+    default: break;
+    }
+    if (how == SCHED_EXIT_LOST) {
+        if (requeueable(s, j))
+            requeue(s, j, SCHED_STOP_NODE_FAIL, 0, lost, "lost by its node; requeued");
+        else
+            job_finish(s, j, SCHED_NODE_FAIL, what);
+    } else if (how == SCHED_EXIT_CODE && code == 0) {
+        job_finish(s, j, SCHED_COMPLETED, what);
+    } else if (how == SCHED_EXIT_LAUNCH_FAILED) {
+        job_finish(s, j, SCHED_FAILED, what);
+    } else {
+        end_failed(s, j, what, now);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* user actions                                                                         */
+
+void job_stop(struct sched *s, struct job *j, enum sched_stop_cause cause, int signal,
+              int64_t grace, uint64_t preemptor, int64_t now)
+{
+    if (j->flags & JF_VICTIM_ELIGIBLE) {
+        s->eligible_victims--;
+        j->flags &= (uint8_t)~JF_VICTIM_ELIGIBLE;
+    }
+    j->stop_cause = (uint8_t)cause;
+    j->preemptor = preemptor;
+    enum sched_job_state from = j->state;
+    job_set_state(s, j, SCHED_STOPPING);
+    j->kill_at_ms = now + grace;
+    deadline_push(s, j->kill_at_ms, j->id, DL_KILL);
+    struct sched_decision *d = decision_push(s, SCHED_D_SIGNAL, j);
+    if (d) {
+        d->from = from;
+        d->to = SCHED_STOPPING;
+        d->cause = cause;
+        d->signal = signal;
+        d->grace_ms = grace;
+        d->preemptor = preemptor;
+        decision_attach_allocs(s, d, j);
+        snprintf(d->detail, sizeof(d->detail), "%s", sched_stop_cause_name(cause));
+    }
+}
+
+static void leave_queue(struct sched *s, struct job *j)
+{
+    if (j->state == SCHED_PENDING) {
+        s->shapes[j->shape].pending--;
+        order_remove(s, j);
+    }
+    if (j->reservation != NONE32)
+        reservation_drop(s, j->reservation);
+}
+
+int sched_job_cancel(struct sched *s, uint64_t id, int64_t now, struct sched_error *err)
+{
+    struct job *j = live_job(s, id, err);
+    if (!j)
+        return -ENOENT;
+    s->now = now;
+    switch ((enum sched_job_state)j->state) {
+    case SCHED_PENDING:
+    case SCHED_HELD:
+        job_finish(s, j, SCHED_CANCELLED, "cancelled while pending");
+        return 0;
+    case SCHED_STARTING:
+    case SCHED_RUNNING:
+        job_stop(s, j, SCHED_STOP_CANCEL, 15, s->policy.cancel_grace_ms, 0, now);
+        return 0;
+    case SCHED_STOPPING:
+        j->stop_cause = SCHED_STOP_CANCEL; /* it will end cancelled, not requeued */
+        return 0;
+    default:
+        return err_set(err, -EINVAL, "state", "job %llu is %s", (unsigned long long)id,
+                       sched_job_state_name(j->state));
+    }
+}
+
+int sched_job_hold(struct sched *s, uint64_t id, int64_t now, struct sched_error *err)
+{
+    struct job *j = live_job(s, id, err);
+    if (!j)
+        return -ENOENT;
+    if (j->state == SCHED_HELD)
+        return 0;
+    if (j->state != SCHED_PENDING)
+        return err_set(err, -EINVAL, "state", "only pending jobs can be held; job %llu is %s",
+                       (unsigned long long)id, sched_job_state_name(j->state));
+    s->now = now;
+    leave_queue(s, j);
+    job_set_state(s, j, SCHED_HELD);
+    j->reason = SCHED_R_HELD;
+    return 0;
+}
+
+int sched_job_release(struct sched *s, uint64_t id, int64_t now, struct sched_error *err)
+{
+    struct job *j = live_job(s, id, err);
+    if (!j)
+        return -ENOENT;
+    if (j->state == SCHED_PENDING)
+        return 0;
+    if (j->state != SCHED_HELD)
+        return err_set(err, -EINVAL, "state", "job %llu is %s, not held", (unsigned long long)id,
+                       sched_job_state_name(j->state));
+    s->now = now;
+    job_set_state(s, j, SCHED_PENDING);
+    j->reason = SCHED_R_PRIORITY;
+    j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
+    order_insert(s, j);
+    return 0;
+}
+
+int sched_job_requeue(struct sched *s, uint64_t id, int64_t now, struct sched_error *err)
+{
+    struct job *j = live_job(s, id, err);
+    if (!j)
+        return -ENOENT;
+    if (j->state != SCHED_RUNNING && j->state != SCHED_STARTING)
+        return err_set(err, -EINVAL, "state", "only running jobs can be requeued; job %llu is %s",
+                       (unsigned long long)id, sched_job_state_name(j->state));
+    s->now = now;
+    job_stop(s, j, SCHED_STOP_REQUEUE, 15, s->policy.cancel_grace_ms, 0, now);
+    return 0;
+}

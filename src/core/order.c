@@ -1,0 +1,224 @@
+/*
+ * order.c - the priority order of the pending queue (docs/scheduling.md §1).
+ *
+ * Tiered (Docket): effective tier, then fair-share (a project's decayed usage over its
+ * guarantee: lower first), then submit time, then id. FIFO and multifactor are the
+ * baselines docket-sim compares against. Shares are frozen between refreshes
+ * (fairshare_refresh_ms), so the order is a sorted array that events only add to: new
+ * entries are merged in at the next cycle, leaving entries become tombstones.
+ */
+#define _GNU_SOURCE /* qsort_r */
+#include "core/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Average billing units over the window: usage / τ, with τ = half-life / ln 2. */
+static double project_avg_usage(const struct sched *s, const struct project *p)
+{
+    double tau = (double)s->policy.fairshare_half_life_ms / 1000.0 / LN2;
+    return p->usage / tau;
+}
+
+void project_share_refresh(struct sched *s, struct project *p)
+{
+    project_accrue(s, p, s->now);
+    double g = p->spec.guarantee_gpus > 0 ? p->spec.guarantee_gpus : 0.01;
+    p->share = project_avg_usage(s, p) / g;
+}
+
+uint64_t job_key1(const struct sched *s, const struct job *j, int64_t now)
+{
+    const struct sched_policy *pol = &s->policy;
+    int rank = job_eff_rank(s, j);
+    const struct project *p = &s->projects[j->project];
+    switch (pol->ordering) {
+    case SCHED_ORDER_FIFO:
+        return 0;
+    case SCHED_ORDER_MULTIFACTOR: {
+        double age = (double)(now - j->submit_ms) / (double)pol->mf_age_max_ms;
+        age = age < 0 ? 0 : age > 1 ? 1 : age;
+        double tier = pol->ntiers > 1 ? 1.0 - (double)rank / (pol->ntiers - 1) : 1.0;
+        double score = pol->mf_age_weight * age + pol->mf_fairshare_weight * exp2(-p->share) +
+                       pol->mf_tier_weight * tier;
+        return (uint64_t)(score * 1000.0);
+    }
+    default: {
+        const uint64_t maxq = (1ULL << 56) - 1;
+        double q = p->share * 1e6;
+        uint64_t share_q = q >= (double)maxq ? maxq : (uint64_t)q;
+        uint64_t prio = (uint64_t)(SCHED_MAX_TIERS - rank);
+        return (prio << 56) | (maxq - share_q);
+    }
+    }
+}
+
+int cmp_entries(const struct order_entry *a, const struct order_entry *b)
+{
+    if (a->key1 != b->key1)
+        return a->key1 > b->key1 ? -1 : 1;
+    if (a->submit_ms != b->submit_ms)
+        return a->submit_ms < b->submit_ms ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+static int cmp_entries_q(const void *a, const void *b)
+{
+    return cmp_entries(a, b);
+}
+
+static void entry_fill(const struct sched *s, struct order_entry *e, const struct job *j)
+{
+    e->key1 = j->key1;
+    e->submit_ms = j->submit_ms;
+    e->id = j->id;
+    e->slot = job_slot(s, j);
+    e->shape = j->shape;
+    e->project = j->project;
+    e->rank = (uint8_t)job_eff_rank(s, j);
+}
+
+void order_insert(struct sched *s, struct job *j)
+{
+    j->key1 = job_key1(s, j, s->now);
+    if (grow((void **)&s->order_new, &s->new_cap, s->nnew + 1, sizeof(*s->order_new)) < 0) {
+        s->order_dirty = true; /* the rebuild will find it by scanning the slab */
+        return;
+    }
+    entry_fill(s, &s->order_new[s->nnew++], j);
+}
+
+static struct order_entry *find_entry(struct order_entry *arr, size_t n,
+                                      const struct order_entry *key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_entries(&arr[mid], key);
+        if (c == 0)
+            return &arr[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* The job left PENDING: tombstone its entry (binary search in the sorted array, a short
+ * scan in the unsorted new ones). */
+void order_remove(struct sched *s, struct job *j)
+{
+    struct order_entry key = {.key1 = j->key1, .submit_ms = j->submit_ms, .id = j->id};
+    struct order_entry *e = find_entry(s->order, s->norder, &key);
+    if (e && e->slot != NONE32) {
+        e->slot = NONE32;
+        s->order_stale++;
+        return;
+    }
+    for (size_t i = 0; i < s->nnew; i++) {
+        if (s->order_new[i].id == j->id && s->order_new[i].slot != NONE32) {
+            s->order_new[i] = s->order_new[--s->nnew];
+            return;
+        }
+    }
+}
+
+/* Merge the new entries into the sorted array, dropping tombstones on the way. */
+void order_merge_new(struct sched *s)
+{
+    bool compact = s->order_stale > 64 && s->order_stale * 4 > s->norder;
+    if (s->nnew == 0 && !compact)
+        return;
+    if (s->nnew > 1)
+        qsort(s->order_new, s->nnew, sizeof(*s->order_new), cmp_entries_q);
+    size_t total = s->norder - s->order_stale + s->nnew;
+    struct order_entry *out = malloc((total ? total : 1) * sizeof(*out));
+    if (!out) {
+        s->order_dirty = true;
+        return;
+    }
+    size_t i = 0, k = 0, n = 0;
+    while (i < s->norder || k < s->nnew) {
+        if (i < s->norder && s->order[i].slot == NONE32) {
+            i++;
+            continue;
+        }
+        bool take_old = k >= s->nnew ||
+                        (i < s->norder && cmp_entries(&s->order[i], &s->order_new[k]) < 0);
+        out[n++] = take_old ? s->order[i++] : s->order_new[k++];
+    }
+    free(s->order);
+    s->order = out;
+    s->norder = n;
+    s->order_cap = total ? total : 1;
+    s->order_stale = 0;
+    s->nnew = 0;
+}
+
+static int cmp_starving(const void *a, const void *b, void *ctx)
+{
+    const struct sched *s = ctx;
+    const struct job *x = &s->jobs[*(const uint32_t *)a], *y = &s->jobs[*(const uint32_t *)b];
+    if (x->submit_ms != y->submit_ms)
+        return x->submit_ms < y->submit_ms ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Note a pending job that is starving now, or when it will start to. */
+static void starvation_note(struct sched *s, struct job *j, int64_t now)
+{
+    int64_t after = s->policy.tiers[job_eff_rank(s, j)].starve_after_ms;
+    if (after <= 0)
+        return;
+    int64_t at = j->submit_ms + after;
+    if (at > now) {
+        if (at < s->next_starve_at)
+            s->next_starve_at = at;
+        return;
+    }
+    j->flags |= JF_STARVING;
+    if (grow((void **)&s->starving, &s->starving_cap, s->nstarving + 1, sizeof(*s->starving)) == 0)
+        s->starving[s->nstarving++] = job_slot(s, j);
+}
+
+/* Recompute shares, keys and shapes of every pending job and sort the queue again. */
+void order_rebuild(struct sched *s, int64_t now)
+{
+    for (size_t i = 0; i < s->nprojects; i++)
+        project_share_refresh(s, &s->projects[i]);
+    size_t pending = s->by_state[SCHED_PENDING];
+    if (grow((void **)&s->order, &s->order_cap, pending + 1, sizeof(*s->order)) < 0)
+        return;
+    s->nstarving = 0;
+    s->next_starve_at = NEVER;
+    size_t n = 0;
+    for (size_t slot = 0; slot < s->jobs_cap; slot++) {
+        struct job *j = &s->jobs[slot];
+        if (!j->id)
+            continue;
+        j->flags &= (uint8_t)~JF_STARVING;
+        if (j->state != SCHED_PENDING)
+            continue;
+        shape_rule_refresh(s, j);
+        j->key1 = job_key1(s, j, now);
+        entry_fill(s, &s->order[n++], j);
+        starvation_note(s, j, now);
+    }
+    if (n > 1)
+        qsort(s->order, n, sizeof(*s->order), cmp_entries_q);
+    if (s->nstarving > 1)
+        qsort_r(s->starving, s->nstarving, sizeof(*s->starving), cmp_starving, s);
+    s->norder = n;
+    s->nnew = 0;
+    s->order_stale = 0;
+    s->order_dirty = false;
+    s->last_refresh = now;
+    reservations_drop_all(s, true);
+    /* starving reservations are rebuilt too, oldest first, in the cycle that follows */
+    for (size_t r = 0; r < s->nres; r++)
+        if (s->res[r].live && s->res[r].starving)
+            reservation_drop(s, (uint32_t)r);
+    s->res_refreshed = now;
+}

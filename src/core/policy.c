@@ -1,0 +1,268 @@
+/*
+ * policy.c - the policy's defaults (DESIGN §2-§3), its validation, and the names of
+ * the core's enumerations. The numbers here are the documented defaults of
+ * docs/scheduling.md; every one of them can be changed at run time.
+ */
+#include "core/internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define SEC 1000LL
+#define MIN (60 * SEC)
+#define HOUR (60 * MIN)
+#define DAY (24 * HOUR)
+
+int err_set(struct sched_error *err, int code, const char *field, const char *fmt, ...)
+{
+    if (err) {
+        err->code = code;
+        snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof(err->message), fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+static void name_set(char *dst, const char *src)
+{
+    snprintf(dst, SCHED_NAME_MAX, "%s", src);
+}
+
+static void class_set(struct sched_class_spec *c, const char *name, int64_t limit, bool preemptible,
+                      int order, int64_t protect, int retries, bool restart, bool requeueable)
+{
+    memset(c, 0, sizeof(*c));
+    name_set(c->name, name);
+    c->default_limit_ms = limit;
+    c->preemptible = preemptible;
+    c->preempt_order = order;
+    c->protect_after_ms = protect;
+    c->max_grace_ms = 10 * MIN;
+    c->max_retries = retries;
+    c->restart_on_failure = restart;
+    c->requeueable = requeueable;
+}
+
+void sched_policy_defaults(struct sched_policy *p)
+{
+    memset(p, 0, sizeof(*p));
+    static const char *tiers[] = {"critical", "high", "normal", "low"};
+    static const int64_t starve[] = {1 * HOUR, 4 * HOUR, 12 * HOUR, 24 * HOUR};
+    for (int i = 0; i < 4; i++) {
+        name_set(p->tiers[i].name, tiers[i]);
+        p->tiers[i].starve_after_ms = starve[i];
+    }
+    p->ntiers = 4;
+    class_set(&p->classes[0], "training", 7 * DAY, true, 2, 24 * HOUR, 0, false, true);
+    class_set(&p->classes[1], "experiment", 4 * HOUR, true, 1, 0, 3, false, true);
+    class_set(&p->classes[2], "exploration", 1 * HOUR, true, 0, 0, 3, false, true);
+    class_set(&p->classes[3], "interactive", 8 * HOUR, false, 3, 0, 0, false, false);
+    class_set(&p->classes[4], "service", 0, false, 4, 0, 0, true, true);
+    p->nclasses = 5;
+    name_set(p->default_class, "experiment");
+
+    p->ordering = SCHED_ORDER_TIERED;
+    p->backfill = true;
+    p->preemption = true;
+    p->fairshare_half_life_ms = 7 * DAY;
+    p->fairshare_refresh_ms = 5 * MIN; /* as Slurm's PriorityCalcPeriod */
+    p->default_gpu_weight = 1.0;
+    p->cpu_weight = 1.0 / 16;
+    p->mem_weight_per_gb = 0;
+    p->mf_age_weight = 1000;
+    p->mf_fairshare_weight = 10000;
+    p->mf_tier_weight = 10000;
+    p->mf_age_max_ms = 7 * DAY;
+    name_set(p->reserved_label_key, "pool");
+    name_set(p->reserved_label_value, "reserved");
+    p->reserved_max_ratio = 0.2;
+    name_set(p->reserved_min_tier, "high");
+    p->min_runtime_ms = 10 * MIN;
+    p->max_preemptions = 3;
+    p->preempt_max_per_cycle = 256;
+    p->default_signal = SIGTERM;
+    p->default_grace_ms = 30 * SEC;
+    p->cancel_grace_ms = 10 * SEC;
+    p->backfill_depth = 16;
+    p->reservation_refresh_ms = 1 * MIN;
+    p->service_restart_delay_ms = 10 * SEC;
+    p->retry_delay_ms = 10 * SEC;
+}
+
+int policy_tier_find(const struct sched_policy *p, const char *name)
+{
+    for (int i = 0; i < p->ntiers; i++)
+        if (strcmp(p->tiers[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int policy_class_find(const struct sched_policy *p, const char *name)
+{
+    for (int i = 0; i < p->nclasses; i++)
+        if (strcmp(p->classes[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+double policy_gpu_weight(const struct sched_policy *p, const char *type)
+{
+    for (int i = 0; i < p->ngpu_weights; i++)
+        if (strcmp(p->gpu_weights[i].gpu_type, type) == 0)
+            return p->gpu_weights[i].weight;
+    return p->default_gpu_weight;
+}
+
+static bool name_ok(const char *s)
+{
+    size_t n = bounded_len(s, SCHED_NAME_MAX);
+    if (n == 0 || n >= SCHED_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_' || c == '.';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static int validate_tiers(const struct sched_policy *p, struct sched_error *err)
+{
+    if (p->ntiers < SCHED_MIN_TIERS || p->ntiers > SCHED_MAX_TIERS)
+        return err_set(err, -EINVAL, "tiers", "a policy needs %d to %d tiers, not %d",
+                       SCHED_MIN_TIERS, SCHED_MAX_TIERS, p->ntiers);
+    for (int i = 0; i < p->ntiers; i++) {
+        if (!name_ok(p->tiers[i].name))
+            return err_set(err, -EINVAL, "tiers", "tier %d has an invalid name", i);
+        if (policy_tier_find(p, p->tiers[i].name) != i)
+            return err_set(err, -EINVAL, "tiers", "tier '%s' appears twice", p->tiers[i].name);
+        if (p->tiers[i].starve_after_ms < 0)
+            return err_set(err, -EINVAL, "tiers.starve_after", "tier '%s': negative starve_after",
+                           p->tiers[i].name);
+    }
+    return 0;
+}
+
+static int validate_classes(const struct sched_policy *p, struct sched_error *err)
+{
+    if (p->nclasses < 1 || p->nclasses > SCHED_MAX_CLASSES)
+        return err_set(err, -EINVAL, "classes", "a policy needs 1 to %d classes",
+                       SCHED_MAX_CLASSES);
+    for (int i = 0; i < p->nclasses; i++) {
+        const struct sched_class_spec *c = &p->classes[i];
+        if (!name_ok(c->name))
+            return err_set(err, -EINVAL, "classes", "class %d has an invalid name", i);
+        if (policy_class_find(p, c->name) != i)
+            return err_set(err, -EINVAL, "classes", "class '%s' appears twice", c->name);
+        if (c->default_limit_ms < 0 || c->max_limit_ms < 0 || c->protect_after_ms < 0 ||
+            c->max_grace_ms < 0 || c->max_retries < 0 || c->max_retries > 100)
+            return err_set(err, -EINVAL, "classes", "class '%s' has a negative or absurd value",
+                           c->name);
+    }
+    if (policy_class_find(p, p->default_class) < 0)
+        return err_set(err, -EINVAL, "default_class", "unknown default class '%s'",
+                       p->default_class);
+    return 0;
+}
+
+int policy_validate(const struct sched_policy *p, struct sched_error *err)
+{
+    int rc = validate_tiers(p, err);
+    if (rc == 0)
+        rc = validate_classes(p, err);
+    if (rc)
+        return rc;
+    if (p->ordering < SCHED_ORDER_TIERED || p->ordering > SCHED_ORDER_MULTIFACTOR)
+        return err_set(err, -EINVAL, "ordering", "unknown ordering %d", (int)p->ordering);
+    if (p->fairshare_half_life_ms <= 0)
+        return err_set(err, -EINVAL, "fairshare_half_life", "half-life must be positive");
+    if (p->fairshare_refresh_ms <= 0)
+        return err_set(err, -EINVAL, "fairshare_refresh", "refresh period must be positive");
+    if (p->reserved_max_ratio < 0 || p->reserved_max_ratio > 1)
+        return err_set(err, -EINVAL, "reserved_max_ratio", "ratio must be within 0..1");
+    if (policy_tier_find(p, p->reserved_min_tier) < 0)
+        return err_set(err, -EINVAL, "reserved_min_tier", "unknown tier '%s'",
+                       p->reserved_min_tier);
+    if (p->min_runtime_ms < 0 || p->max_preemptions < 0 || p->default_grace_ms < 0 ||
+        p->cancel_grace_ms < 0)
+        return err_set(err, -EINVAL, "settings", "preemption settings must not be negative");
+    if (p->default_signal < 1 || p->default_signal > 64)
+        return err_set(err, -EINVAL, "default_signal", "signal %d out of range",
+                       p->default_signal);
+    if (p->backfill_depth < 0 || p->backfill_depth > 10000)
+        return err_set(err, -EINVAL, "backfill_depth", "backfill_depth must be within 0..10000");
+    if (p->preempt_max_per_cycle < 1)
+        return err_set(err, -EINVAL, "preempt_max_per_cycle", "must be at least 1");
+    if (p->cpu_weight < 0 || p->mem_weight_per_gb < 0 || p->default_gpu_weight < 0)
+        return err_set(err, -EINVAL, "weights", "billing weights must not be negative");
+    if (p->ngpu_weights < 0 || p->ngpu_weights > SCHED_MAX_GPU_TYPES)
+        return err_set(err, -EINVAL, "gpu_weights", "too many GPU weights");
+    for (int i = 0; i < p->ngpu_weights; i++)
+        if (p->gpu_weights[i].weight < 0 || !name_ok(p->gpu_weights[i].gpu_type))
+            return err_set(err, -EINVAL, "gpu_weights", "bad weight for GPU type '%s'",
+                           p->gpu_weights[i].gpu_type);
+    return 0;
+}
+
+/* ---- names */
+
+static const char *const job_state_names[] = {
+    "PENDING", "HELD", "STARTING", "RUNNING", "STOPPING", "COMPLETED",
+    "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL"};
+static const char *const node_state_names[] = {"UP", "DRAINING", "DRAINED",
+                                               "DOWN", "UNREACHABLE", "UNHEALTHY"};
+static const char *const reason_names[] = {
+    "",           "Priority",     "Resources",   "QuotaLimit",  "JobLimit",
+    "Dependency", "Held",         "ReservedZone", "GpuType",    "NodeSelector",
+    "BeginTime",  "AdmissionPaused", "Reservation", "Preempting"};
+static const char *const stop_names[] = {"", "timeout", "preempted", "cancelled", "requeue",
+                                         "node_fail"};
+
+const char *sched_job_state_name(enum sched_job_state s)
+{
+    return (unsigned)s < SCHED_JOB_STATE_COUNT ? job_state_names[s] : "?";
+}
+
+const char *sched_node_state_name(enum sched_node_state s)
+{
+    return (unsigned)s < SCHED_NODE_STATE_COUNT ? node_state_names[s] : "?";
+}
+
+const char *sched_reason_name(enum sched_reason r)
+{
+    return (unsigned)r < SCHED_REASON_COUNT ? reason_names[r] : "?";
+}
+
+const char *sched_stop_cause_name(enum sched_stop_cause c)
+{
+    return (unsigned)c <= SCHED_STOP_NODE_FAIL ? stop_names[c] : "?";
+}
+
+bool sched_job_state_terminal(enum sched_job_state s)
+{
+    return s >= SCHED_COMPLETED && s < SCHED_JOB_STATE_COUNT;
+}
+
+int sched_job_state_parse(const char *name)
+{
+    for (int i = 0; i < SCHED_JOB_STATE_COUNT; i++)
+        if (strcmp(job_state_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+int sched_node_state_parse(const char *name)
+{
+    for (int i = 0; i < SCHED_NODE_STATE_COUNT; i++)
+        if (strcmp(node_state_names[i], name) == 0)
+            return i;
+    return -1;
+}

@@ -1,0 +1,329 @@
+/*
+ * reserve.c - reservations and the backfill rule (docs/scheduling.md §6-§7).
+ *
+ * A reservation promises a blocked job a set of nodes from a start time, computed from
+ * the running jobs' time limits. It is written on each node as a claim. A job may start
+ * now on a node only if, at the start of every claim it would overlap, what stays free
+ * still covers the claim: that is "backfill never delays a reservation".
+ *
+ * Reservations persist across cycles. A stale one (computed before some job ended early)
+ * is still safe, only late; they are recomputed at least every reservation_refresh_ms.
+ * Preempting and starvation reservations are sticky: no other job takes their room.
+ */
+#include "core/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool job_outranks(const struct sched *s, const struct job *a, const struct job *b)
+{
+    (void)s;
+    if (a->key1 != b->key1)
+        return a->key1 > b->key1;
+    if (a->submit_ms != b->submit_ms)
+        return a->submit_ms < b->submit_ms;
+    return a->id < b->id;
+}
+
+static const struct sched_alloc *alloc_on(const struct job *j, uint32_t node)
+{
+    for (int i = 0; i < j->nallocs; i++)
+        if (j->allocs[i].node == node)
+            return &j->allocs[i];
+    return NULL;
+}
+
+struct avail {
+    int gpus, cpus;
+    int64_t mem;
+};
+
+/* What node `n` will have free at time t: capacity minus the jobs still running then
+ * (by their expected ends) minus the claims active then, except reservation `own`. */
+static struct avail avail_at(const struct sched *s, const struct node *n, int64_t t,
+                             uint32_t own)
+{
+    struct avail a = {n->gpus, n->cpus, n->mem_mb};
+    uint32_t idx = (uint32_t)(n - s->nodes);
+    for (uint32_t i = 0; i < n->jobs.n; i++) {
+        const struct job *j = &s->jobs[n->jobs.v[i]];
+        if (job_expected_end(s, j) <= t)
+            continue;
+        const struct sched_alloc *al = alloc_on(j, idx);
+        if (!al)
+            continue;
+        a.gpus -= al->gpus;
+        a.cpus -= al->cpus;
+        a.mem -= al->mem_mb;
+    }
+    for (int i = 0; i < n->nclaims; i++) {
+        const struct claim *c = &n->claims[i];
+        if (c->res == own || c->start > t || c->end <= t)
+            continue;
+        a.gpus -= c->gpus;
+        a.cpus -= c->cpus;
+        a.mem -= c->mem_mb;
+    }
+    return a;
+}
+
+static bool covers(struct avail a, int gpus, int cpus, int64_t mem)
+{
+    return a.gpus >= gpus && a.cpus >= cpus && a.mem >= mem;
+}
+
+bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res, int64_t now,
+                  int64_t end, int gpus, int cpus, int64_t mem, const struct job *for_job,
+                  bool *lower_only)
+{
+    bool ok = true;
+    for (int i = 0; i < n->nclaims; i++) {
+        const struct claim *c = &n->claims[i];
+        if (c->res == own_res || c->start >= end || c->end <= now)
+            continue;
+        int64_t t = c->start > now ? c->start : now;
+        if (covers(avail_at(s, n, t, own_res), gpus, cpus, mem))
+            continue;
+        ok = false;
+        const struct reservation *r = &s->res[c->res];
+        bool lower = !r->preempting && !r->starving &&
+                     job_outranks(s, for_job, &s->jobs[r->slot]);
+        if (lower_only)
+            *lower_only &= lower;
+    }
+    return ok;
+}
+
+/* Can the node hold the job over [t, t + dur)? Checked at t and at every claim start
+ * inside the window, since availability only drops when a claim begins. */
+static bool feasible_at(const struct sched *s, const struct node *n, const struct shape *sh,
+                        int64_t t, int64_t dur, uint32_t own)
+{
+    if (!covers(avail_at(s, n, t, own), sh->gpus, sh->cpus, sh->mem_mb))
+        return false;
+    int64_t end = dur >= NEVER - t ? NEVER : t + dur;
+    for (int i = 0; i < n->nclaims; i++) {
+        const struct claim *c = &n->claims[i];
+        if (c->res == own || c->start <= t || c->start >= end)
+            continue;
+        if (!covers(avail_at(s, n, c->start, own), sh->gpus, sh->cpus, sh->mem_mb))
+            return false;
+    }
+    return true;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int64_t node_earliest(const struct sched *s, const struct node *n, const struct job *j,
+                      int64_t now, int64_t dur, uint32_t own_res)
+{
+    const struct shape *sh = &s->shapes[j->shape];
+    if (feasible_at(s, n, sh, now, dur, own_res))
+        return now;
+    size_t cap = n->jobs.n + (size_t)n->nclaims;
+    int64_t local[96];
+    int64_t *times = cap <= 96 ? local : malloc(cap * sizeof(*times));
+    if (!times)
+        return NEVER;
+    size_t nt = 0;
+    for (uint32_t i = 0; i < n->jobs.n; i++) {
+        int64_t e = job_expected_end(s, &s->jobs[n->jobs.v[i]]);
+        if (e > now && e < NEVER)
+            times[nt++] = e;
+    }
+    for (int i = 0; i < n->nclaims; i++)
+        if (n->claims[i].res != own_res && n->claims[i].end > now && n->claims[i].end < NEVER)
+            times[nt++] = n->claims[i].end;
+    qsort(times, nt, sizeof(*times), cmp_i64);
+    int64_t best = NEVER;
+    for (size_t i = 0; i < nt; i++) {
+        if (feasible_at(s, n, sh, times[i], dur, own_res)) {
+            best = times[i];
+            break;
+        }
+    }
+    if (times != local)
+        free(times);
+    return best;
+}
+
+/* ------------------------------------------------------------------------------------ */
+
+static int add_claim(struct node *n, const struct claim *c)
+{
+    size_t cap = (size_t)n->claims_cap;
+    if (grow((void **)&n->claims, &cap, (size_t)n->nclaims + 1, sizeof(*n->claims)) < 0)
+        return -ENOMEM;
+    n->claims_cap = (int)cap;
+    n->claims[n->nclaims++] = *c;
+    return 0;
+}
+
+uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t end,
+                         const uint32_t *nodes, int nnodes, bool preempting, bool starving)
+{
+    uint32_t r = NONE32;
+    for (size_t i = 0; i < s->nres; i++)
+        if (!s->res[i].live) {
+            r = (uint32_t)i;
+            break;
+        }
+    if (r == NONE32) {
+        if (grow((void **)&s->res, &s->res_cap, s->nres + 1, sizeof(*s->res)) < 0)
+            return NONE32;
+        r = (uint32_t)s->nres++;
+    }
+    struct reservation *res = &s->res[r];
+    memset(res, 0, sizeof(*res));
+    res->nodes = malloc(nnodes * sizeof(*nodes));
+    if (!res->nodes)
+        return NONE32;
+    memcpy(res->nodes, nodes, nnodes * sizeof(*nodes));
+    res->nnodes = nnodes;
+    res->slot = job_slot(s, j);
+    res->job_id = j->id;
+    res->start = start;
+    res->end = end;
+    res->preempting = preempting;
+    res->starving = starving;
+    res->live = true;
+    const struct shape *sh = &s->shapes[j->shape];
+    struct claim c = {r, start, end, sh->gpus, sh->cpus, sh->mem_mb};
+    for (int i = 0; i < nnodes; i++)
+        (void)add_claim(&s->nodes[nodes[i]], &c);
+    j->reservation = r;
+    if (!preempting && !starving)
+        s->res_active++;
+    return r;
+}
+
+void reservation_drop(struct sched *s, uint32_t r)
+{
+    struct reservation *res = &s->res[r];
+    if (!res->live)
+        return;
+    for (int i = 0; i < res->nnodes; i++) {
+        struct node *n = &s->nodes[res->nodes[i]];
+        for (int k = 0; k < n->nclaims;) {
+            if (n->claims[k].res == r)
+                n->claims[k] = n->claims[--n->nclaims];
+            else
+                k++;
+        }
+    }
+    struct job *j = &s->jobs[res->slot];
+    if (j->id == res->job_id && j->reservation == r)
+        j->reservation = NONE32;
+    if (!res->preempting && !res->starving)
+        s->res_active--;
+    free(res->nodes);
+    free(res->victims);
+    memset(res, 0, sizeof(*res));
+}
+
+void reservation_drop_lower(struct sched *s, const struct job *j)
+{
+    for (size_t r = 0; r < s->nres; r++) {
+        struct reservation *res = &s->res[r];
+        if (res->live && !res->preempting && !res->starving &&
+            job_outranks(s, j, &s->jobs[res->slot]))
+            reservation_drop(s, (uint32_t)r);
+    }
+}
+
+void reservations_drop_all(struct sched *s, bool keep_sticky)
+{
+    for (size_t r = 0; r < s->nres; r++) {
+        struct reservation *res = &s->res[r];
+        if (res->live && (!keep_sticky || (!res->preempting && !res->starving)))
+            reservation_drop(s, (uint32_t)r);
+    }
+}
+
+struct cand {
+    int64_t at;
+    uint32_t node;
+};
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    if (x->at != y->at)
+        return x->at < y->at ? -1 : 1;
+    return (x->node > y->node) - (x->node < y->node);
+}
+
+/* Candidate nodes: UP nodes of the right type in the pools the job may use, statically
+ * able to hold it. Fills `out` with each one's earliest start. */
+static size_t collect_candidates(struct sched *s, const struct job *j, int64_t now, int64_t dur,
+                                 struct cand *out, size_t max)
+{
+    const struct shape *sh = &s->shapes[j->shape];
+    size_t n = 0;
+    for (int t = sh->gpu_type > 0 ? sh->gpu_type : 0;
+         t < (sh->gpu_type > 0 ? sh->gpu_type + 1 : s->ntypes); t++) {
+        for (int pool = 0; pool < NPOOLS; pool++) {
+            if (pool == POOL_RESERVED && sh->pool_rule == POOL_RULE_NORMAL_ONLY)
+                continue;
+            for (int k = 0; k < NBUCKETS; k++) {
+                for (uint32_t idx = s->buckets[t][pool][k]; idx != NONE32;
+                     idx = s->nodes[idx].next) {
+                    const struct node *nd = &s->nodes[idx];
+                    if (!node_static_fit(s, nd, sh, true) || n >= max)
+                        continue;
+                    int64_t at = node_earliest(s, nd, j, now, dur, j->reservation);
+                    if (at < NEVER) {
+                        out[n].at = at;
+                        out[n].node = idx;
+                        n++;
+                    }
+                }
+            }
+        }
+    }
+    return n;
+}
+
+/* Give a blocked job a reservation at its earliest possible start. 0, or -ENOSPC when no
+ * start can be foreseen (the nodes it needs run jobs without time limits). */
+int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving)
+{
+    const struct shape *sh = &s->shapes[j->shape];
+    int64_t dur = j->limit_ms > 0 ? j->limit_ms + j->grace_ms : NEVER;
+    struct cand *c = malloc(s->nnodes * sizeof(*c) + 1);
+    uint32_t *chosen = malloc((size_t)sh->nodes * sizeof(*chosen));
+    int rc = -ENOSPC;
+    if (!c || !chosen) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    size_t nc = collect_candidates(s, j, now, dur, c, s->nnodes);
+    if (nc < (size_t)sh->nodes)
+        goto out;
+    qsort(c, nc, sizeof(*c), cmp_cand);
+    /* try start times in order; a gang needs N nodes all feasible at the same start */
+    for (size_t first = (size_t)sh->nodes - 1; first < nc; first++) {
+        int64_t t = c[first].at;
+        int got = 0;
+        for (size_t i = 0; i < nc && got < sh->nodes && c[i].at <= t; i++)
+            if (c[i].at == t || feasible_at(s, &s->nodes[c[i].node], sh, t, dur, j->reservation))
+                chosen[got++] = c[i].node;
+        if (got == sh->nodes) {
+            int64_t end = dur >= NEVER - t ? NEVER : t + dur;
+            rc = reservation_add(s, j, t, end, chosen, got, false, starving) == NONE32 ? -ENOMEM
+                                                                                       : 0;
+            break;
+        }
+        if (first >= (size_t)sh->nodes + 64)
+            break; /* bounded search for gangs */
+    }
+out:
+    free(c);
+    free(chosen);
+    return rc;
+}

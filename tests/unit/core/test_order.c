@@ -1,0 +1,266 @@
+/*
+ * test_order.c - queue order and admission: strict tiers, boosts, fair-share within a
+ * tier, the baselines, and limits that hold one project back without blocking others.
+ */
+#include "helpers.h"
+
+/* One 1-GPU slot: whoever starts first is the one the order put first. */
+static struct sched *one_slot(void)
+{
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 1);
+    add_project(s, "vision", "critical", 4, -1);
+    add_project(s, "nlp", "critical", 4, -1);
+    return s;
+}
+
+static void test_tier_order_is_strict(void **state)
+{
+    (void)state;
+    struct sched *s = one_slot();
+    submit(s, 1, "vision", "low", NULL, 1, 1, HOUR, T0);
+    submit(s, 2, "nlp", "normal", NULL, 1, 1, HOUR, T0 + 1);
+    submit(s, 3, "vision", "critical", NULL, 1, 1, HOUR, T0 + 2);
+    struct cyc c = cycle(s, T0 + 10);
+    assert_non_null(find_dec(c, SCHED_D_START, 3));
+    assert_int_equal(count_dec(c, SCHED_D_START), 1);
+    assert_reason(s, 2, SCHED_R_RESOURCES);
+    assert_reason(s, 1, SCHED_R_RESOURCES);
+    sched_destroy(s);
+}
+
+static void test_tier_above_project_refused(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "normal", 0, -1);
+    struct sched_job_spec j;
+    spec_fill(&j, 1, "lab", "high", NULL, 1, 1, HOUR, T0);
+    struct sched_error err;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), -EINVAL);
+    assert_string_equal(err.field, "tier");
+    assert_int_equal(sched_job_count(s), 0);
+    sched_destroy(s);
+}
+
+static void test_fairshare_orders_within_tier(void **state)
+{
+    (void)state;
+    struct sched *s = one_slot();
+    /* vision runs a while and accrues usage; nlp has none */
+    submit(s, 1, "vision", "normal", NULL, 1, 1, 10 * HOUR, T0);
+    struct cyc c = cycle(s, T0);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    run(s, 1, T0);
+    end(s, 1, SCHED_EXIT_CODE, 0, T0 + 5 * HOUR);
+    /* vision submits first, nlp later: nlp's lower usage wins within the tier */
+    submit(s, 2, "vision", "normal", NULL, 1, 1, HOUR, T0 + 5 * HOUR + 1);
+    submit(s, 3, "nlp", "normal", NULL, 1, 1, HOUR, T0 + 5 * HOUR + 2);
+    size_t n;
+    (void)sched_cycle(s, T0 + 5 * HOUR + 20, true, &n, NULL);
+    assert_state(s, 3, SCHED_STARTING);
+    assert_state(s, 2, SCHED_PENDING);
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 2, T0 + 5 * HOUR + 20, &x), 0);
+    /* 5 GPU-hours averaged over a 7-day half-life window: ~0.02 GPUs */
+    assert_true(x.fairshare_usage > 0.01 && x.fairshare_usage < 0.05);
+    assert_true(x.fairshare_share > 0);
+    sched_destroy(s);
+}
+
+static void test_boost_raises_tier_and_expires(void **state)
+{
+    (void)state;
+    struct sched *s = one_slot();
+    add_project(s, "bio", "normal", 0, -1);
+    submit(s, 1, "nlp", "high", NULL, 1, 1, HOUR, T0);
+    submit(s, 2, "bio", "normal", NULL, 1, 1, HOUR, T0 + 1);
+    struct sched_error err;
+    assert_int_equal(sched_project_boost(s, "bio", 2, T0 + 48 * HOUR, T0 + 2, &err), 0);
+    struct cyc c = cycle(s, T0 + 10);
+    assert_non_null(find_dec(c, SCHED_D_START, 2)); /* normal + 2 = critical > high */
+    struct sched_job_view v;
+    assert_int_equal(sched_job_get(s, 2, &v), 0);
+    assert_string_equal(v.eff_tier, "critical");
+    /* a boost must end in the future and stay within the tiers */
+    assert_int_equal(sched_project_boost(s, "bio", 9, T0 + HOUR, T0, &err), -EINVAL);
+    assert_string_equal(err.field, "levels");
+    /* after expiry the boost is gone */
+    (void)cycle(s, T0 + 49 * HOUR);
+    struct sched_project_view pv;
+    assert_int_equal(sched_project_get(s, (size_t)sched_project_find(s, "bio"), &pv), 0);
+    assert_int_equal(pv.boost_levels, 0);
+    assert_string_equal(pv.eff_tier, "normal");
+    sched_destroy(s);
+}
+
+static void test_quota_limit_does_not_block_next_project(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "capped", "high", 0, 4);
+    add_project(s, "free", "normal", 0, -1);
+    submit(s, 1, "capped", NULL, NULL, 4, 1, HOUR, T0);
+    submit(s, 2, "capped", NULL, NULL, 2, 1, HOUR, T0 + 1);
+    submit(s, 3, "free", NULL, NULL, 2, 1, HOUR, T0 + 2);
+    struct cyc c = cycle(s, T0 + 10);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    assert_null(find_dec(c, SCHED_D_START, 2));
+    assert_non_null(find_dec(c, SCHED_D_START, 3)); /* the lower tier still runs */
+    assert_reason(s, 2, SCHED_R_QUOTA_LIMIT);
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 2, T0 + 10, &x), 0);
+    assert_int_equal(x.limit_value, 4);
+    assert_int_equal(x.limit_in_use, 4);
+    assert_int_equal(x.limit_request, 2);
+    assert_non_null(strstr(x.limit_name, "gpu_limit"));
+    sched_destroy(s);
+}
+
+static void test_max_running_is_job_limit(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    struct sched_project_spec p;
+    sched_project_spec_init(&p);
+    snprintf(p.name, sizeof(p.name), "lab");
+    p.max_running = 1;
+    struct sched_error err;
+    assert_int_equal(sched_project_upsert(s, &p, &err), 0);
+    submit(s, 1, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    submit(s, 2, "lab", NULL, NULL, 1, 1, HOUR, T0 + 1);
+    struct cyc c = cycle(s, T0 + 10);
+    assert_int_equal(count_dec(c, SCHED_D_START), 1);
+    assert_reason(s, 2, SCHED_R_JOB_LIMIT);
+    sched_destroy(s);
+}
+
+static void test_max_queued_refused_at_submit(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    struct sched_project_spec p;
+    sched_project_spec_init(&p);
+    snprintf(p.name, sizeof(p.name), "lab");
+    p.max_queued = 1;
+    struct sched_error err;
+    assert_int_equal(sched_project_upsert(s, &p, &err), 0);
+    submit(s, 1, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    struct sched_job_spec j;
+    spec_fill(&j, 2, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), -ENOSPC);
+    assert_string_equal(err.field, "project");
+    assert_int_equal(sched_job_count(s), 1);
+    sched_destroy(s);
+}
+
+static void test_paused_project_admits_nothing(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    struct sched_project_spec p;
+    sched_project_spec_init(&p);
+    snprintf(p.name, sizeof(p.name), "lab");
+    p.paused = true;
+    struct sched_error err;
+    assert_int_equal(sched_project_upsert(s, &p, &err), 0);
+    submit(s, 1, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    struct cyc c = cycle(s, T0 + 10);
+    assert_int_equal(count_dec(c, SCHED_D_START), 0);
+    assert_reason(s, 1, SCHED_R_ADMISSION_PAUSED);
+    p.paused = false;
+    assert_int_equal(sched_project_upsert(s, &p, &err), 0);
+    c = cycle(s, T0 + 20);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    sched_destroy(s);
+}
+
+static void test_user_cap(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    struct sched_project_spec p;
+    sched_project_spec_init(&p);
+    snprintf(p.name, sizeof(p.name), "lab");
+    p.user_gpu_limit = 2;
+    struct sched_error err;
+    assert_int_equal(sched_project_upsert(s, &p, &err), 0);
+    submit(s, 1, "lab", NULL, NULL, 2, 1, HOUR, T0);
+    submit(s, 2, "lab", NULL, NULL, 1, 1, HOUR, T0 + 1);
+    struct sched_job_spec j;
+    spec_fill(&j, 3, "lab", NULL, NULL, 1, 1, HOUR, T0 + 2);
+    snprintf(j.user, sizeof(j.user), "bob");
+    assert_int_equal(sched_job_submit(s, &j, T0 + 2, &err), 0);
+    struct cyc c = cycle(s, T0 + 10);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    assert_null(find_dec(c, SCHED_D_START, 2));
+    assert_non_null(find_dec(c, SCHED_D_START, 3)); /* bob is not alice */
+    assert_reason(s, 2, SCHED_R_QUOTA_LIMIT);
+    sched_destroy(s);
+}
+
+static void test_fifo_baseline_ignores_tiers(void **state)
+{
+    (void)state;
+    struct sched_policy pol;
+    sched_policy_defaults(&pol);
+    pol.ordering = SCHED_ORDER_FIFO;
+    pol.backfill = false;
+    pol.preemption = false;
+    struct sched *s = mk_sched_with(&pol);
+    add_node(s, "n1", "H100", 1);
+    add_project(s, "p", "critical", 0, -1);
+    submit(s, 1, "p", "low", NULL, 1, 1, HOUR, T0);
+    submit(s, 2, "p", "critical", NULL, 1, 1, HOUR, T0 + 1);
+    struct cyc c = cycle(s, T0 + 10);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    assert_null(find_dec(c, SCHED_D_START, 2));
+    sched_destroy(s);
+}
+
+static void test_policy_validation(void **state)
+{
+    (void)state;
+    struct sched_policy pol;
+    sched_policy_defaults(&pol);
+    pol.ntiers = 2;
+    struct sched_error err;
+    assert_null(sched_create(&pol, &err));
+    assert_string_equal(err.field, "tiers");
+    sched_policy_defaults(&pol);
+    snprintf(pol.reserved_min_tier, sizeof(pol.reserved_min_tier), "gold");
+    assert_null(sched_create(&pol, &err));
+    assert_string_equal(err.field, "reserved_min_tier");
+    /* a running model refuses a policy that drops a tier in use, and keeps the old one */
+    struct sched *s = mk_sched();
+    add_project(s, "lab", "low", 0, -1);
+    sched_policy_defaults(&pol);
+    pol.ntiers = 3; /* drops "low" */
+    assert_int_equal(sched_set_policy(s, &pol, &err), -EBUSY);
+    assert_int_equal(sched_get_policy(s)->ntiers, 4);
+    sched_destroy(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tier_order_is_strict),
+        cmocka_unit_test(test_tier_above_project_refused),
+        cmocka_unit_test(test_fairshare_orders_within_tier),
+        cmocka_unit_test(test_boost_raises_tier_and_expires),
+        cmocka_unit_test(test_quota_limit_does_not_block_next_project),
+        cmocka_unit_test(test_max_running_is_job_limit),
+        cmocka_unit_test(test_max_queued_refused_at_submit),
+        cmocka_unit_test(test_paused_project_admits_nothing),
+        cmocka_unit_test(test_user_cap),
+        cmocka_unit_test(test_fifo_baseline_ignores_tiers),
+        cmocka_unit_test(test_policy_validation),
+    };
+    return cmocka_run_group_tests_name("core: order and admission", tests, NULL, NULL);
+}
