@@ -1,0 +1,125 @@
+/*
+ * audit.c - `docket audit`: the append-only trail of changes (GET /v1/audit), newest
+ * entries as docketd returns them, filtered by actor, action, target and age.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/dbuf.h"
+#include "util/parse.h"
+
+const char cmd_audit_usage[] =
+    "usage: docket audit [--actor USER] [--action NAME] [--target NAME] [--since 24h]\n"
+    "                    [-n N] [--json]\n"
+    "\n"
+    "Who changed what and when: policy applies, project changes and boosts, node\n"
+    "drains, cancellations, tokens. Each entry keeps the value before and after.\n";
+
+enum { AU_ACTOR = 1, AU_ACTION, AU_TARGET, AU_SINCE, AU_LIMIT };
+
+static const struct opt_def audit_opts[] = {
+    { AU_ACTOR, 0, "actor", OPT_VALUE }, { AU_ACTION, 0, "action", OPT_VALUE },
+    { AU_TARGET, 0, "target", OPT_VALUE }, { AU_SINCE, 0, "since", OPT_VALUE },
+    { AU_LIMIT, 'n', "limit", OPT_VALUE }, CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+};
+
+/* "tier: normal -> high, gpu_limit: 8 -> 16" from the members that differ. */
+static void change_text(const json_t *before, const json_t *after, struct dbuf *b)
+{
+    const char *k;
+    json_t *v;
+
+    json_object_foreach((json_t *)after, k, v) {
+        json_t *old = json_object_get(before, k);
+        char *o, *n;
+        if (old && json_equal(old, v))
+            continue;
+        o = old ? json_dumps(old, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        n = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        dbuf_printf(b, "%s%s: %s%s%s", b->len ? ", " : "", k, o ? o : "", o ? " -> " : "",
+                    n ? n : "");
+        free(o);
+        free(n);
+    }
+}
+
+static void print_entries(struct cli *c, const json_t *entries)
+{
+    static const char *const h[] = { "WHEN", "ACTOR", "ACTION", "TARGET", "CHANGE", "REASON" };
+    struct table *t = table_create(h, 6);
+    size_t i;
+    json_t *e;
+
+    if (!t)
+        return;
+    table_set_flags(t, 4, TABLE_FLEX);
+    table_set_flags(t, 5, TABLE_FLEX);
+    json_array_foreach(entries, i, e) {
+        char when[32];
+        struct dbuf b;
+        dbuf_init(&b, 4096);
+        change_text(json_object_get(e, "before"), json_object_get(e, "after"), &b);
+        fmt_when(jint(e, "time_ms", 0), c->now_ms, when, sizeof(when));
+        table_row(t);
+        table_cell(t, FMT_PLAIN, "%s", when);
+        table_cell(t, FMT_PLAIN, "%s", jstr(e, "actor"));
+        table_cell(t, FMT_PLAIN, "%s", jstr(e, "action"));
+        table_cell(t, FMT_PLAIN, "%s", jstr(e, "target"));
+        table_cell(t, FMT_PLAIN, "%s", b.data);
+        table_cell(t, FMT_PLAIN, "%s", jstr(e, "reason"));
+        dbuf_release(&b);
+    }
+    if (table_rows(t))
+        table_print(t, c->out, c->width, c->color);
+    else
+        fprintf(c->out, "no audit entries\n");
+    table_destroy(t);
+}
+
+int cmd_audit(struct cli *c, int argc, char **argv)
+{
+    static const char *const keys[] = { "", "actor", "action", "target" };
+    struct cli_args a;
+    struct dbuf path;
+    json_t *reply = NULL;
+    int limit = 50;
+    int rc = cli_parse_args(c, argc, argv, audit_opts, 0, &a);
+
+    if (rc != CLI_CONTINUE)
+        return rc;
+    dbuf_init(&path, 4096);
+    dbuf_puts(&path, "/v1/audit?");
+    for (int i = 0; i < a.nopts && rc == CLI_CONTINUE; i++) {
+        const char *v = a.vals[i];
+        char esc[512];
+        int64_t ms;
+        if (a.ids[i] == AU_SINCE) {
+            if (parse_duration_ms(v, &ms) < 0)
+                rc = cli_usage_error(c, "--since: bad duration '%.40s' (e.g. 24h)", v);
+            else
+                dbuf_printf(&path, "since_ms=%lld&", (long long)(c->now_ms - ms));
+        } else if (a.ids[i] == AU_LIMIT) {
+            if (parse_int(v, 1, 10000, &limit) < 0)
+                rc = cli_usage_error(c, "--limit: want 1 to 10000, not '%.40s'", v);
+        } else if (client_escape(v, esc, sizeof(esc)) < 0) {
+            rc = cli_usage_error(c, "--%s: too long", keys[a.ids[i]]);
+        } else {
+            dbuf_printf(&path, "%s=%s&", keys[a.ids[i]], esc);
+        }
+    }
+    if (rc == CLI_CONTINUE) {
+        dbuf_printf(&path, "limit=%d", limit);
+        rc = cli_call(c, "GET", path.data, NULL, &reply);
+    }
+    dbuf_release(&path);
+    if (rc)
+        return rc;
+    if (c->json)
+        cli_print_json(c, reply);
+    else
+        print_entries(c, json_object_get(reply, "entries"));
+    json_decref(reply);
+    return EXIT_OK;
+}

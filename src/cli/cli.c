@@ -1,0 +1,348 @@
+/*
+ * cli.c - `docket`'s dispatch table and the helpers every verb shares (cli.h), in the
+ * manner of git.c: global flags first, then the verb looked up in cli_verbs[].
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/clock.h"
+#include "util/parse.h"
+#include "util/str.h"
+
+const struct cli_verb cli_verbs[] = {
+    { "submit", cmd_submit, "submit a job (flags and a command, or a batch script)",
+      cmd_submit_usage },
+    { "queue", cmd_queue, "list pending and running jobs", cmd_queue_usage },
+    { "q", cmd_queue, "alias of queue", cmd_queue_usage },
+    { "show", cmd_show, "a job's details and its events", cmd_show_usage },
+    { "cancel", cmd_cancel, "cancel jobs", cmd_cancel_usage },
+    { "hold", cmd_hold, "hold pending jobs", cmd_hold_usage },
+    { "release", cmd_release, "release held jobs", cmd_release_usage },
+    { "requeue", cmd_requeue, "put jobs back in the queue", cmd_requeue_usage },
+    { "logs", cmd_logs, "a job's output (-f to follow)", cmd_logs_usage },
+    { "explain", cmd_explain, "why a job waits, or when it may be preempted",
+      cmd_explain_usage },
+    { "forecast", cmd_forecast, "the next releases of resources and where they go",
+      cmd_forecast_usage },
+    { "nodes", cmd_nodes, "list nodes; drain, resume, label", cmd_nodes_usage },
+    { "projects", cmd_projects, "list projects; set, boost, pause, resume",
+      cmd_projects_usage },
+    { "tiers", cmd_tiers, "the priority tiers", cmd_tiers_usage },
+    { "classes", cmd_classes, "the job classes and their rules", cmd_classes_usage },
+    { "history", cmd_history, "finished jobs, newest first", cmd_history_usage },
+    { "apply", cmd_apply, "apply a policy file (tiers, classes, projects)",
+      cmd_apply_usage },
+    { "top", cmd_top, "a live view of nodes, queue and utilisation", cmd_top_usage },
+    { "token", cmd_token, "create API tokens (admin)", cmd_token_usage },
+    { "audit", cmd_audit, "the audit trail of changes", cmd_audit_usage },
+    { "help", cmd_help, "help on docket or on one verb", cmd_help_usage },
+    { NULL, NULL, NULL, NULL },
+};
+
+const struct cli_verb *cli_find_verb(const char *name)
+{
+    for (const struct cli_verb *v = cli_verbs; v->name; v++)
+        if (!strcmp(v->name, name))
+            return v;
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Messages                                                                             */
+
+int cli_usage_error(struct cli *c, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "docket %s: ", c->verb ? c->verb : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nsee `docket help %s`\n", c->verb ? c->verb : "");
+    return EXIT_USAGE;
+}
+
+int cli_fail(struct cli *c, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "docket %s: ", c->verb ? c->verb : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return EXIT_FAIL;
+}
+
+void cli_warn(struct cli *c, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "docket %s: warning: ", c->verb ? c->verb : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_common(struct cli *c, int id, const char *err)
+{
+    switch (id) {
+    case CO_JSON:
+        c->json = true;
+        return CLI_CONTINUE;
+    case CO_HELP:
+        fputs(c->usage, c->out);
+        return EXIT_OK;
+    case OPT_ERROR:
+        return cli_usage_error(c, "%s", err);
+    default:
+        return cli_usage_error(c, "unexpected option");
+    }
+}
+
+static const struct opt_def common_only[] = { CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE } };
+
+int cli_parse_args(struct cli *c, int argc, char **argv, const struct opt_def *opts,
+                   int max_pos, struct cli_args *a)
+{
+    struct opt_iter it;
+    const char *v;
+    char err[256];
+    int id, rc;
+
+    memset(a, 0, sizeof(*a));
+    if (max_pos > 64)
+        max_pos = 64;
+    opt_iter_init(&it, argc, argv, 1);
+    for (;;) {
+        id = opt_next(&it, opts ? opts : common_only, &v, err, sizeof(err));
+        if (id == OPT_DONE && it.dashdash && it.index < argc) {
+            v = argv[it.index++];
+            id = OPT_POSITIONAL;
+        }
+        if (id == OPT_DONE)
+            return CLI_CONTINUE;
+        if (id == OPT_POSITIONAL) {
+            if (a->npos >= max_pos)
+                return cli_usage_error(c, "unexpected argument '%.60s'", v);
+            a->pos[a->npos++] = v;
+        } else if (id == CO_JSON || id == CO_HELP || id == OPT_ERROR) {
+            if ((rc = cli_common(c, id, err)) != CLI_CONTINUE)
+                return rc;
+        } else if (a->nopts < 16) {
+            a->ids[a->nopts] = id;
+            a->vals[a->nopts++] = v;
+        } else {
+            return cli_usage_error(c, "too many options");
+        }
+    }
+}
+
+void cli_print_json(struct cli *c, const json_t *v)
+{
+    json_dumpf(v, c->out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    fputc('\n', c->out);
+}
+
+int cli_job_id(struct cli *c, const char *s, int64_t *id)
+{
+    if (parse_int64(s, 1, INT64_MAX, id) < 0)
+        return cli_usage_error(c, "bad job id '%.60s' (want a number such as 915)", s);
+    return 0;
+}
+
+const char *jstr(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+int64_t jint(const json_t *o, const char *key, int64_t dflt)
+{
+    json_t *v = json_object_get(o, key);
+
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    if (json_is_real(v))
+        return (int64_t)json_real_value(v);
+    return dflt;
+}
+
+bool jbool(const json_t *o, const char *key)
+{
+    return json_is_true(json_object_get(o, key));
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Calling the API                                                                      */
+
+static const char *hint_for(const char *code)
+{
+    if (!strcmp(code, "unauthenticated"))
+        return "over TCP set DOCKET_TOKEN (docketd wrote an admin token to "
+               "STATE_DIR/admin.token); on the controller's host the Unix socket needs none";
+    if (!strcmp(code, "forbidden"))
+        return "ask an admin for a role that allows it";
+    if (!strcmp(code, "quota_exceeded"))
+        return "the project's max_queued is reached: wait for jobs to finish, or ask an "
+               "admin to raise it (docket projects set NAME max_queued=N)";
+    if (!strcmp(code, "unavailable"))
+        return "docketd is shutting down; try again in a moment";
+    if (!strcmp(code, "internal"))
+        return "nothing was changed; docketd's log has the details";
+    return NULL;
+}
+
+/* Print an error reply; with --json also the error object on stdout. */
+static int report_error(struct cli *c, const struct client_reply *r)
+{
+    json_error_t jerr;
+    json_t *j = r->len ? json_loadb(r->body, r->len, 0, &jerr) : NULL;
+    json_t *e = json_object_get(j, "error");
+    const char *code = jstr(e, "code"), *msg = jstr(e, "message"), *field = jstr(e, "field");
+    const char *hint;
+
+    if (!json_is_object(e)) {
+        cli_fail(c, "docketd answered %ld with no error object%s%.200s", r->status,
+                 r->len ? ": " : "", r->len ? r->body : "");
+        json_decref(j);
+        return EXIT_FAIL;
+    }
+    if (c->json)
+        cli_print_json(c, j);
+    fprintf(stderr, "docket %s: %s%s%s%s\n", c->verb, msg[0] ? msg : code,
+            field[0] ? " (field " : "", field, field[0] ? ")" : "");
+    if ((hint = hint_for(code)))
+        fprintf(stderr, "hint: %s\n", hint);
+    json_decref(j);
+    return EXIT_FAIL;
+}
+
+int cli_call_raw(struct cli *c, const char *method, const char *path, const char *ctype,
+                 const char *body, size_t len, long timeout_ms, struct client_reply *r)
+{
+    char err[1024];
+
+    if (!c->client && !(c->client = client_create(&c->cfg, err, sizeof(err))))
+        return cli_fail(c, "%s", err);
+    if (client_request(c->client, method, path, ctype, body, len, timeout_ms, r, err,
+                       sizeof(err)) < 0)
+        return cli_fail(c, "%s", err);
+    if (r->status < 200 || r->status > 299) {
+        int rc = report_error(c, r);
+        client_reply_release(r);
+        return rc;
+    }
+    return 0;
+}
+
+int cli_call(struct cli *c, const char *method, const char *path, json_t *body,
+             json_t **reply)
+{
+    struct client_reply r;
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_error_t jerr;
+    int rc;
+
+    *reply = NULL;
+    if (body && !text)
+        return cli_fail(c, "out of memory");
+    rc = cli_call_raw(c, method, path, "application/json", text, text ? strlen(text) : 0, 0,
+                      &r);
+    free(text);
+    if (rc)
+        return rc;
+    *reply = json_loadb(r.body, r.len, 0, &jerr);
+    client_reply_release(&r);
+    if (!*reply)
+        return cli_fail(c, "docketd sent a reply that is not JSON (%s)", jerr.text);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* main                                                                                 */
+
+static const char main_usage[] =
+    "usage: docket [--url URL] [--token TOKEN] VERB [ARGS...]\n"
+    "\n"
+    "Docket schedules jobs on a shared GPU/CPU cluster. Every verb takes --json and\n"
+    "--help; exit status 0 = done, 1 = refused or failed, 2 = bad usage.\n"
+    "\n"
+    "The controller is found through DOCKET_URL (http://host:port or unix:/path) with\n"
+    "DOCKET_TOKEN, else ~/.config/docket/config (url=..., token=...), else the socket\n"
+    "unix:/run/docket/docketd.sock. See docket(1) and docs/cli.md.\n"
+    "\n"
+    "verbs:\n";
+
+static void print_main_usage(FILE *out)
+{
+    fputs(main_usage, out);
+    for (const struct cli_verb *v = cli_verbs; v->name; v++)
+        if (strcmp(v->name, "q"))
+            fprintf(out, "  %-10s %s\n", v->name, v->summary);
+}
+
+enum { GO_URL = 1, GO_TOKEN, GO_HELP, GO_VERSION, GO_NO_COLOR };
+
+static const struct opt_def global_opts[] = {
+    { GO_URL, 0, "url", OPT_VALUE },
+    { GO_TOKEN, 0, "token", OPT_VALUE },
+    { GO_HELP, 'h', "help", OPT_NONE },
+    { GO_VERSION, 0, "version", OPT_NONE },
+    { GO_NO_COLOR, 0, "no-color", OPT_NONE },
+    { 0, 0, NULL, OPT_NONE },
+};
+
+int cli_main(int argc, char **argv)
+{
+    struct cli c = { .out = stdout };
+    struct opt_iter it;
+    const struct cli_verb *v;
+    const char *val, *url = NULL, *token = NULL;
+    char err[1024];
+    bool no_color = false;
+    int id, rc;
+
+    opt_iter_init(&it, argc, argv, 1);
+    while ((id = opt_next(&it, global_opts, &val, err, sizeof(err))) != OPT_POSITIONAL) {
+        switch (id) {
+        case GO_URL: url = val; break;
+        case GO_TOKEN: token = val; break;
+        case GO_NO_COLOR: no_color = true; break;
+        case GO_HELP: print_main_usage(stdout); return EXIT_OK;
+        case GO_VERSION: puts("docket 0.1.0"); return EXIT_OK;
+        case OPT_DONE: print_main_usage(stderr); return EXIT_USAGE;
+        default: fprintf(stderr, "docket: %s\nsee `docket help`\n", err); return EXIT_USAGE;
+        }
+    }
+    v = cli_find_verb(val);
+    if (!v) {
+        fprintf(stderr, "docket: unknown verb '%.60s'\nsee `docket help`\n", val);
+        return EXIT_USAGE;
+    }
+    if (client_config_load(&c.cfg, err, sizeof(err)) < 0) {
+        fprintf(stderr, "docket: %s\n", err);
+        return EXIT_FAIL;
+    }
+    if (url && str_copy(c.cfg.url, sizeof(c.cfg.url), url) == 0)
+        snprintf(c.cfg.source, sizeof(c.cfg.source), "--url");
+    if (token)
+        str_copy(c.cfg.token, sizeof(c.cfg.token), token);
+    c.verb = v->fn == cmd_queue ? "queue" : v->name;
+    c.usage = v->usage;
+    c.color = !no_color && fmt_use_color(STDOUT_FILENO);
+    c.width = fmt_term_width(STDOUT_FILENO);
+    c.now_ms = clock_now_ms();
+    rc = v->fn(&c, argc - (it.index - 1), argv + (it.index - 1));
+    client_destroy(c.client);
+    if (fflush(stdout) != 0 && rc == EXIT_OK)
+        rc = EXIT_FAIL;
+    return rc;
+}

@@ -1,0 +1,112 @@
+/*
+ * cli.h - what every verb of `docket` shares: the context, the dispatch table, the
+ * helpers that call the API and report errors. One file per verb implements
+ * `int cmd_VERB(struct cli *c, int argc, char **argv)` (argv[0] is the verb), returning
+ * the process exit status:
+ *   0  done
+ *   1  the server refused, or a runtime error (docketd unreachable, I/O)
+ *   2  usage error (bad flag or value): nothing was sent
+ * docs/cli.md is the user's manual; docs/api.md is all the CLI may speak.
+ */
+#ifndef DOCKET_CLI_CLI_H
+#define DOCKET_CLI_CLI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli/client.h"
+#include "cli/fmt.h"
+#include "cli/opt.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+struct cli {
+    struct client_config cfg;
+    struct client *client;    /* created by the first cli_call */
+    const char *verb;         /* for messages: "submit" */
+    const char *usage;        /* the verb's help text */
+    bool json;                /* --json: print the API's JSON, nothing else on stdout */
+    bool color;
+    int width;                /* terminal columns, 0 = no limit */
+    int64_t now_ms;
+    FILE *out;
+};
+
+typedef int cli_fn(struct cli *c, int argc, char **argv);
+
+struct cli_verb {
+    const char *name;
+    cli_fn *fn;
+    const char *summary;
+    const char *usage;
+};
+
+/* The dispatch table (cli.c), ending with a zeroed entry; aliases have the same fn. */
+extern const struct cli_verb cli_verbs[];
+const struct cli_verb *cli_find_verb(const char *name);
+int cli_main(int argc, char **argv);
+
+cli_fn cmd_submit, cmd_queue, cmd_show, cmd_cancel, cmd_hold, cmd_release, cmd_requeue,
+    cmd_logs, cmd_explain, cmd_forecast, cmd_nodes, cmd_projects, cmd_tiers, cmd_classes,
+    cmd_history, cmd_apply, cmd_top, cmd_token, cmd_audit, cmd_help;
+
+extern const char cmd_submit_usage[], cmd_queue_usage[], cmd_show_usage[],
+    cmd_cancel_usage[], cmd_hold_usage[], cmd_release_usage[], cmd_requeue_usage[],
+    cmd_logs_usage[], cmd_explain_usage[], cmd_forecast_usage[], cmd_nodes_usage[],
+    cmd_projects_usage[], cmd_tiers_usage[], cmd_classes_usage[], cmd_history_usage[],
+    cmd_apply_usage[], cmd_top_usage[], cmd_token_usage[], cmd_audit_usage[],
+    cmd_help_usage[];
+
+/* Options every verb accepts; verbs list them in their tables with these ids. */
+enum { CO_JSON = 100, CO_HELP = 101 };
+#define CLI_COMMON_OPTS \
+    { CO_JSON, 0, "json", OPT_NONE }, { CO_HELP, 'h', "help", OPT_NONE }
+
+/* Handle CO_JSON / CO_HELP / OPT_ERROR for a verb's option loop: CLI_CONTINUE when the
+ * loop goes on, else the exit status to return at once (EXIT_OK after printing help,
+ * EXIT_USAGE after an error message). */
+int cli_common(struct cli *c, int id, const char *err);
+#define CLI_CONTINUE 256
+
+/* Parse the arguments of a verb that takes only the common flags plus `extra` (may be
+ * NULL; their ids and values are stored in ids[]/vals[] in order, at most 16) and
+ * positional arguments (at most max, into pos[], count in *npos). Returns CLI_CONTINUE
+ * or the exit status to return at once. */
+struct cli_args {
+    const char *pos[64];
+    int npos;
+    int ids[16];
+    const char *vals[16];
+    int nopts;
+};
+int cli_parse_args(struct cli *c, int argc, char **argv, const struct opt_def *opts,
+                   int max_pos, struct cli_args *a);
+
+/* "docket VERB: msg" + "see `docket help VERB`" on stderr; returns EXIT_USAGE. */
+int cli_usage_error(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "docket: msg" on stderr; returns EXIT_FAIL. */
+int cli_fail(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_warn(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Call the API: body (borrowed, may be NULL) sent as JSON. On 2xx *reply gets the parsed
+ * JSON (caller decrefs) and 0 is returned. Otherwise the error is printed with a hint of
+ * what to do (and, with --json, the error object on stdout) and EXIT_FAIL returned. */
+int cli_call(struct cli *c, const char *method, const char *path, json_t *body,
+             json_t **reply);
+/* The same with a raw body and content type, and a raw reply (for logs and apply). */
+int cli_call_raw(struct cli *c, const char *method, const char *path, const char *ctype,
+                 const char *body, size_t len, long timeout_ms, struct client_reply *r);
+
+/* Print a JSON value on stdout (indented), for --json. */
+void cli_print_json(struct cli *c, const json_t *v);
+/* Parse a job id ("915", "915_3" is not accepted). 0 or EXIT_USAGE after a message. */
+int cli_job_id(struct cli *c, const char *s, int64_t *id);
+
+/* Small readers of API objects: missing or mistyped members read as the default. */
+const char *jstr(const json_t *o, const char *key);           /* "" when absent */
+int64_t jint(const json_t *o, const char *key, int64_t dflt);
+bool jbool(const json_t *o, const char *key);
+
+#endif

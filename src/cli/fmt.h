@@ -1,0 +1,54 @@
+/*
+ * fmt.h - what docket prints for people: aligned tables sized to the terminal, colour
+ * (only on a terminal and never with NO_COLOR), relative times and sizes.
+ *
+ * A table owns copies of its cells. Columns are as wide as their widest cell; when the
+ * table is wider than the terminal, the columns marked flexible shrink (cells cut with
+ * "…"), the rightmost flexible column first, never below its header's width.
+ */
+#ifndef DOCKET_CLI_FMT_H
+#define DOCKET_CLI_FMT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum fmt_color { FMT_PLAIN, FMT_RED, FMT_GREEN, FMT_YELLOW, FMT_BLUE, FMT_MAGENTA,
+                 FMT_CYAN, FMT_DIM, FMT_BOLD };
+
+enum table_col_flags { TABLE_RIGHT = 1 << 0, TABLE_FLEX = 1 << 1 };
+
+struct table;
+
+/* headers: ncols strings (copied). NULL on out of memory. */
+struct table *table_create(const char *const *headers, int ncols);
+void table_destroy(struct table *t);
+void table_set_flags(struct table *t, int col, unsigned flags);
+/* Start a new row; then table_cell() fills its cells left to right (missing ones are
+ * empty, extra ones are dropped). 0 or -ENOMEM. */
+int table_row(struct table *t);
+int table_cell(struct table *t, enum fmt_color color, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int table_rows(const struct table *t);
+/* Print with each column padded by two spaces. width <= 0: no limit. */
+void table_print(const struct table *t, FILE *out, int width, bool color);
+
+/* Display width of a UTF-8 string (code points; no wide-character tables). */
+int fmt_width(const char *s);
+/* The terminal's columns when `fd` is a terminal, else $COLUMNS, else 0 (no limit). */
+int fmt_term_width(int fd);
+/* Whether to colour output on `fd`: a terminal, NO_COLOR unset or empty, TERM != dumb. */
+bool fmt_use_color(int fd);
+const char *fmt_color_on(enum fmt_color c);   /* ANSI sequence */
+const char *fmt_color_off(void);
+/* The colour of a job or node state name ("RUNNING" green, "FAILED" red ...). */
+enum fmt_color fmt_state_color(const char *state);
+
+/* "3m ago" / "in ~2h" / "just now", or "-" when then_ms <= 0. */
+void fmt_when(int64_t then_ms, int64_t now_ms, char *buf, size_t len);
+/* "1h30m" from milliseconds, or "-" when ms < 0. */
+void fmt_duration(int64_t ms, char *buf, size_t len);
+/* "64G" from MiB, or "-" when mb <= 0. */
+void fmt_size(int64_t mb, char *buf, size_t len);
+
+#endif

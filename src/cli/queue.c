@@ -1,0 +1,319 @@
+/*
+ * queue.c - `docket queue` (alias `q`) and `docket history`: the jobs of GET /v1/jobs as
+ * tables (active ones in queue order of ids, finished ones newest first).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <string.h>
+
+#include "cli/jobs.h"
+#include "util/dbuf.h"
+#include "util/parse.h"
+
+const char cmd_queue_usage[] =
+    "usage: docket queue [FILTERS] [--json]     (alias: docket q)\n"
+    "\n"
+    "Pending and running jobs, with why each pending one waits.\n"
+    "\n"
+    "  -p, --project NAME   -u, --user NAME   -t, --tier NAME   --class NAME\n"
+    "      --state LIST     states (PENDING,RUNNING,...), active or terminal\n"
+    "      --node NAME      jobs on that node\n"
+    "      --name NAME      jobs with that name\n"
+    "  -a, --all            finished jobs too\n"
+    "  -n, --limit N        at most N jobs (default 1000)\n";
+
+const char cmd_history_usage[] =
+    "usage: docket history [FILTERS] [--json]\n"
+    "\n"
+    "Finished jobs (completed, failed, cancelled, timed out, preempted), newest first.\n"
+    "\n"
+    "  -p, --project NAME   -u, --user NAME   -t, --tier NAME   --class NAME\n"
+    "      --state LIST     e.g. FAILED,TIMEOUT\n"
+    "      --node NAME      --name NAME\n"
+    "  -n, --limit N        at most N jobs (default 50)\n";
+
+enum { Q_PROJECT = 1, Q_USER, Q_TIER, Q_CLASS, Q_STATE, Q_NODE, Q_NAME, Q_ALL, Q_LIMIT };
+
+static const struct opt_def queue_opts[] = {
+    { Q_PROJECT, 'p', "project", OPT_VALUE }, { Q_USER, 'u', "user", OPT_VALUE },
+    { Q_TIER, 't', "tier", OPT_VALUE }, { Q_CLASS, 0, "class", OPT_VALUE },
+    { Q_STATE, 0, "state", OPT_VALUE }, { Q_NODE, 0, "node", OPT_VALUE },
+    { Q_NAME, 0, "name", OPT_VALUE }, { Q_ALL, 'a', "all", OPT_NONE },
+    { Q_LIMIT, 'n', "limit", OPT_VALUE }, CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+};
+
+static void add_param(struct dbuf *b, const char *key, const char *value)
+{
+    char esc[512];
+
+    if (!value || client_escape(value, esc, sizeof(esc)) < 0)
+        return;
+    dbuf_printf(b, "%c%s=%s", strchr(b->data, '?') ? '&' : '?', key, esc);
+}
+
+int jobs_fetch(struct cli *c, const struct jobs_query *q, json_t **jobs)
+{
+    char after[512] = "";
+    int rc = 0;
+
+    *jobs = json_array();
+    while ((long)json_array_size(*jobs) < q->limit) {
+        struct dbuf path;
+        json_t *reply = NULL, *page;
+        long want = q->limit - (long)json_array_size(*jobs);
+        const char *next;
+
+        dbuf_init(&path, 8192);
+        dbuf_puts(&path, "/v1/jobs");
+        add_param(&path, "state", q->state);
+        add_param(&path, "project", q->project);
+        add_param(&path, "user", q->user);
+        add_param(&path, "tier", q->tier);
+        add_param(&path, "class", q->class_name);
+        add_param(&path, "node", q->node);
+        add_param(&path, "name", q->name);
+        add_param(&path, "order", q->desc ? "desc" : NULL);
+        add_param(&path, "after", after[0] ? after : NULL);
+        dbuf_printf(&path, "%climit=%ld", strchr(path.data, '?') ? '&' : '?',
+                    want > 10000 ? 10000 : want);
+        rc = path.failed ? cli_usage_error(c, "filters too long")
+                         : cli_call(c, "GET", path.data, NULL, &reply);
+        dbuf_release(&path);
+        if (rc)
+            break;
+        page = json_object_get(reply, "jobs");
+        json_array_extend(*jobs, json_is_array(page) ? page : json_array());
+        next = json_string_value(json_object_get(reply, "next"));
+        if (!next || !next[0] || json_array_size(page) == 0 ||
+            snprintf(after, sizeof(after), "%s", next) >= (int)sizeof(after)) {
+            json_decref(reply);
+            break;
+        }
+        json_decref(reply);
+    }
+    if (rc) {
+        json_decref(*jobs);
+        *jobs = NULL;
+    }
+    return rc;
+}
+
+void jobs_gpus(const json_t *job, char *buf, size_t len)
+{
+    int64_t g = jint(job, "gpus", 0), n = jint(job, "nodes", 1);
+    const char *type = jstr(job, "gpu_type");
+
+    if (g <= 0)
+        snprintf(buf, len, "-");
+    else if (n > 1)
+        snprintf(buf, len, "%lldx%lld%s%s", (long long)n, (long long)g, type[0] ? " " : "",
+                 type);
+    else
+        snprintf(buf, len, "%lld%s%s", (long long)g, type[0] ? " " : "", type);
+}
+
+void jobs_nodelist(const json_t *job, char *buf, size_t len)
+{
+    const json_t *alloc = json_object_get(job, "allocation");
+    size_t i, o = 0;
+    json_t *a;
+
+    buf[0] = '\0';
+    json_array_foreach(alloc, i, a) {
+        int n = snprintf(buf + o, len - o, "%s%s", i ? "," : "", jstr(a, "node"));
+        if (n < 0 || (size_t)n >= len - o)
+            break;
+        o += (size_t)n;
+    }
+}
+
+static void tier_text(const json_t *job, char *buf, size_t len)
+{
+    const char *t = jstr(job, "tier"), *e = jstr(job, "eff_tier");
+
+    if (e[0] && strcmp(t, e))
+        snprintf(buf, len, "%s→%s", t, e);
+    else
+        snprintf(buf, len, "%s", t);
+}
+
+/* Pending: how long it has waited; running: elapsed of its limit. */
+static void time_text(struct cli *c, const json_t *job, char *buf, size_t len)
+{
+    const char *st = jstr(job, "state");
+    int64_t start = jint(job, "start_ms", 0), limit = jint(job, "time_limit_ms", 0);
+    char a[32], b[32];
+
+    if ((!strcmp(st, "RUNNING") || !strcmp(st, "STOPPING")) && start > 0) {
+        fmt_duration(c->now_ms - start, a, sizeof(a));
+        fmt_duration(limit, b, sizeof(b));
+        snprintf(buf, len, "%s/%s", a, limit > 0 ? b : "∞");
+    } else {
+        fmt_when(jint(job, "submit_ms", 0), c->now_ms, buf, len);
+    }
+}
+
+void jobs_print_queue(struct cli *c, const json_t *jobs)
+{
+    static const char *const h[] = { "ID", "NAME", "PROJECT", "USER", "TIER", "CLASS",
+                                     "STATE", "GPUS", "TIME", "NODES/REASON" };
+    struct table *t = table_create(h, 10);
+    int running = 0, pending = 0, held = 0;
+    size_t i;
+    json_t *j;
+
+    if (!t)
+        return;
+    table_set_flags(t, 0, TABLE_RIGHT);
+    table_set_flags(t, 1, TABLE_FLEX);
+    table_set_flags(t, 9, TABLE_FLEX);
+    json_array_foreach(jobs, i, j) {
+        const char *st = jstr(j, "state");
+        char tier[140], gpus[100], tm[64], where[1024];
+
+        tier_text(j, tier, sizeof(tier));
+        jobs_gpus(j, gpus, sizeof(gpus));
+        time_text(c, j, tm, sizeof(tm));
+        jobs_nodelist(j, where, sizeof(where));
+        if (!where[0])
+            snprintf(where, sizeof(where), "%s", jstr(j, "reason"));
+        running += !strcmp(st, "RUNNING") || !strcmp(st, "STARTING") || !strcmp(st, "STOPPING");
+        pending += !strcmp(st, "PENDING");
+        held += !strcmp(st, "HELD");
+        table_row(t);
+        table_cell(t, FMT_PLAIN, "%lld", (long long)jint(j, "id", 0));
+        table_cell(t, FMT_PLAIN, "%s", jstr(j, "name"));
+        table_cell(t, FMT_PLAIN, "%s", jstr(j, "project"));
+        table_cell(t, FMT_PLAIN, "%s", jstr(j, "user"));
+        table_cell(t, FMT_PLAIN, "%s", tier);
+        table_cell(t, FMT_PLAIN, "%s", jstr(j, "class"));
+        table_cell(t, fmt_state_color(st), "%s", st);
+        table_cell(t, FMT_PLAIN, "%s", gpus);
+        table_cell(t, FMT_PLAIN, "%s", tm);
+        table_cell(t, FMT_PLAIN, "%s", where);
+    }
+    if (table_rows(t))
+        table_print(t, c->out, c->width, c->color);
+    fprintf(c->out, "%d running, %d pending, %d held\n", running, pending, held);
+    table_destroy(t);
+}
+
+static void exit_text(const json_t *job, char *buf, size_t len)
+{
+    const json_t *e = json_object_get(job, "exit");
+    const char *kind = jstr(e, "kind");
+
+    if (!json_is_object(e) || !kind[0])
+        snprintf(buf, len, "-");
+    else if (!strcmp(kind, "code"))
+        snprintf(buf, len, "%lld", (long long)jint(e, "code", 0));
+    else if (!strcmp(kind, "signal"))
+        snprintf(buf, len, "%s", signal_name((int)jint(e, "code", 0)));
+    else
+        snprintf(buf, len, "%s", kind);
+}
+
+void jobs_print_history(struct cli *c, const json_t *jobs)
+{
+    static const char *const h[] = { "ID", "NAME", "PROJECT", "USER", "TIER", "STATE",
+                                     "EXIT", "GPUS", "RAN", "ENDED", "CAUSE" };
+    struct table *t = table_create(h, 11);
+    size_t i;
+    json_t *j;
+
+    if (!t)
+        return;
+    table_set_flags(t, 0, TABLE_RIGHT);
+    table_set_flags(t, 1, TABLE_FLEX);
+    json_array_foreach(jobs, i, j) {
+        const char *st = jstr(j, "state");
+        int64_t s = jint(j, "start_ms", 0), e = jint(j, "end_ms", 0);
+        char ex[64], gpus[100], ran[32], ended[32];
+
+        exit_text(j, ex, sizeof(ex));
+        jobs_gpus(j, gpus, sizeof(gpus));
+        fmt_duration(s > 0 && e >= s ? e - s : -1, ran, sizeof(ran));
+        fmt_when(e, c->now_ms, ended, sizeof(ended));
+        table_row(t);
+        table_cell(t, FMT_PLAIN, "%lld", (long long)jint(j, "id", 0));
+        table_cell(t, FMT_PLAIN, "%s", jstr(j, "name"));
+        table_cell(t, FMT_PLAIN, "%s", jstr(j, "project"));
+        table_cell(t, FMT_PLAIN, "%s", jstr(j, "user"));
+        table_cell(t, FMT_PLAIN, "%s", jstr(j, "tier"));
+        table_cell(t, fmt_state_color(st), "%s", st);
+        table_cell(t, FMT_PLAIN, "%s", ex);
+        table_cell(t, FMT_PLAIN, "%s", gpus);
+        table_cell(t, FMT_PLAIN, "%s", ran);
+        table_cell(t, FMT_PLAIN, "%s", ended);
+        table_cell(t, FMT_PLAIN, "%s", jstr(j, "stop_cause"));
+    }
+    if (table_rows(t))
+        table_print(t, c->out, c->width, c->color);
+    else
+        fprintf(c->out, "no finished jobs\n");
+    table_destroy(t);
+}
+
+static const char all_states[] =
+    "PENDING,HELD,STARTING,RUNNING,STOPPING,COMPLETED,FAILED,CANCELLED,TIMEOUT,PREEMPTED,"
+    "NODE_FAIL";
+
+static int run(struct cli *c, int argc, char **argv, bool history)
+{
+    struct jobs_query q = { .limit = history ? 50 : 1000, .desc = history,
+                            .state = history ? "terminal" : "active" };
+    struct opt_iter it;
+    const char *v;
+    char err[256];
+    json_t *jobs;
+    int id, rc;
+
+    opt_iter_init(&it, argc, argv, 1);
+    while ((id = opt_next(&it, queue_opts, &v, err, sizeof(err))) != OPT_DONE) {
+        switch (id) {
+        case Q_PROJECT: q.project = v; break;
+        case Q_USER: q.user = v; break;
+        case Q_TIER: q.tier = v; break;
+        case Q_CLASS: q.class_name = v; break;
+        case Q_STATE: q.state = v; break;
+        case Q_NODE: q.node = v; break;
+        case Q_NAME: q.name = v; break;
+        case Q_ALL: q.state = all_states; break;
+        case Q_LIMIT: {
+            int n;
+            if (parse_int(v, 1, 100000, &n) < 0)
+                return cli_usage_error(c, "--limit: want a number from 1 to 100000, not "
+                                       "'%.40s'", v);
+            q.limit = n;
+            break;
+        }
+        case OPT_POSITIONAL: return cli_usage_error(c, "unexpected argument '%.60s'", v);
+        default:
+            if ((rc = cli_common(c, id, err)) != CLI_CONTINUE)
+                return rc;
+        }
+    }
+    if ((rc = jobs_fetch(c, &q, &jobs)))
+        return rc;
+    if (c->json) {
+        json_t *o = json_pack("{s:O}", "jobs", jobs);
+        cli_print_json(c, o);
+        json_decref(o);
+    } else if (history) {
+        jobs_print_history(c, jobs);
+    } else {
+        jobs_print_queue(c, jobs);
+    }
+    json_decref(jobs);
+    return EXIT_OK;
+}
+
+int cmd_queue(struct cli *c, int argc, char **argv)
+{
+    return run(c, argc, argv, false);
+}
+
+int cmd_history(struct cli *c, int argc, char **argv)
+{
+    return run(c, argc, argv, true);
+}

@@ -1,0 +1,70 @@
+/*
+ * spec.h - a job submission built from `docket submit` flags and from the directives of
+ * a batch script (#DOCKET lines with docket's flags, #SBATCH lines with Slurm's), as the
+ * JSON body of POST /v1/jobs (docs/api.md). The mapping is documented in docs/cli.md.
+ *
+ * Every value is checked here with the util parsers before anything is sent, and an error
+ * names the flag and, for scripts, the line: "line 4: --gres: bad GPU count 'gpu:x'".
+ * Unknown #SBATCH options are not errors: each gets a warning through spec_env.warn.
+ */
+#ifndef DOCKET_CLI_SPEC_H
+#define DOCKET_CLI_SPEC_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli/opt.h"
+
+enum submit_opt {
+    SO_PROJECT = 1, SO_TIER, SO_CLASS, SO_GPUS, SO_GPU_TYPE, SO_CPUS, SO_MEM, SO_NODES,
+    SO_TIME, SO_NAME, SO_ENV, SO_AFTER, SO_DEPENDENCY, SO_ARRAY, SO_SIGNAL, SO_RETRIES,
+    SO_LABEL, SO_SELECT, SO_WORKDIR, SO_OUTPUT, SO_ERROR, SO_HOLD, SO_BEGIN,
+    SO_IDEMPOTENT, SO_NO_REQUEUE, SO_CHECKPOINT,
+    /* not part of the job: flags of the verb itself */
+    SO_JSON, SO_HELP, SO_PARSABLE, SO_DRY_RUN,
+};
+
+/* The flags of `docket submit` (and of #DOCKET lines, which take the job flags only). */
+extern const struct opt_def spec_submit_opts[];
+
+struct spec_env {
+    const char *partition_map;  /* "gpu=normal,debug=class:exploration"; may be NULL */
+    void (*warn)(void *arg, const char *msg);
+    void *warn_arg;
+};
+
+/* Apply one docket submit flag (id from spec_submit_opts) to spec. 0, or -EINVAL with
+ * err naming the flag and the value. On error spec may hold earlier flags only. */
+int spec_apply(json_t *spec, int id, const char *value, char *err, size_t errlen);
+
+/* Read the directives of a script: the comment lines after the optional "#!" line up to
+ * the first command (as sbatch does). #DOCKET lines take docket's flags, #SBATCH lines
+ * Slurm's. 0, or -EINVAL with err "line N: ..." and nothing is kept. */
+int spec_parse_script(json_t *spec, const char *text, size_t len, const struct spec_env *env,
+                      char *err, size_t errlen);
+
+/* Apply one Slurm option (as on an #SBATCH line, name without dashes, e.g. "gres",
+ * value or NULL). Unknown options warn and return 0. Exposed for tests. */
+int spec_apply_sbatch(json_t *spec, const char *name, const char *value,
+                      const struct spec_env *env, char *err, size_t errlen);
+
+/* Slurm time formats: "MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS";
+ * 0 or -EINVAL. "UNLIMITED"/"infinite" give -ERANGE (the caller warns). */
+int spec_slurm_time_ms(const char *s, int64_t *out_ms);
+
+/* Look `partition` up in a map "a=x,b=class:y,c=tier:z". Sets *field to "tier" or
+ * "class" and copies the name. 0, -ENOENT when absent, -EINVAL when the map is bad.
+ * A value without prefix is a class when it names one of the default classes
+ * (training, experiment, exploration, interactive, service), else a tier. */
+int spec_partition_lookup(const char *map, const char *partition, const char **field,
+                          char *name, size_t namelen);
+
+/* Command-line flags override script lines: copy every member of `over` into `base`;
+ * env, labels and selectors are merged key by key. */
+void spec_merge(json_t *base, const json_t *over);
+
+/* Last checks once everything is applied (e.g. total GPUs that must divide by nodes). */
+int spec_finish(json_t *spec, char *err, size_t errlen);
+
+#endif

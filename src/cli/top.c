@@ -1,0 +1,205 @@
+/*
+ * top.c - `docket top`: a live view of the cluster, redrawn every few seconds: GPU
+ * utilisation per type, the nodes, the queue by tier and its head. Reads only
+ * GET /v1/nodes and GET /v1/jobs. Off a terminal it prints one frame (for scripts).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/jobs.h"
+#include "util/clock.h"
+#include "util/parse.h"
+
+const char cmd_top_usage[] =
+    "usage: docket top [-d SECONDS] [-n FRAMES] [--json]\n"
+    "\n"
+    "A live view: GPUs in use per type, nodes, jobs per tier and the head of the\n"
+    "queue, redrawn every 2 seconds (-d) until Ctrl-C, or FRAMES times (-n). When\n"
+    "stdout is not a terminal it prints one frame; --json prints one snapshot.\n";
+
+enum { T_DELAY = 1, T_FRAMES };
+
+static const struct opt_def top_opts[] = {
+    { T_DELAY, 'd', "delay", OPT_VALUE }, { T_FRAMES, 'n', "frames", OPT_VALUE },
+    CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+};
+
+struct gpu_sum {
+    char type[64];
+    int64_t used, total;
+};
+
+static void bar(struct cli *c, int64_t used, int64_t total)
+{
+    int w = 30, fill = total > 0 ? (int)(used * w / total) : 0;
+
+    fputc('[', c->out);
+    if (c->color)
+        fputs(fmt_color_on(used * 10 >= total * 9 ? FMT_RED : FMT_GREEN), c->out);
+    for (int i = 0; i < w; i++)
+        fputs(i < fill ? "#" : (c->color ? "." : "-"), c->out);
+    if (c->color)
+        fputs(fmt_color_off(), c->out);
+    fputc(']', c->out);
+}
+
+static void utilisation(struct cli *c, const json_t *nodes)
+{
+    struct gpu_sum sums[32];
+    int n = 0;
+    size_t i;
+    json_t *node;
+
+    json_array_foreach(nodes, i, node) {
+        const char *type = jstr(node, "gpu_type");
+        int k;
+        if (jint(node, "gpus", 0) <= 0)
+            continue;
+        for (k = 0; k < n && strcmp(sums[k].type, type); k++)
+            ;
+        if (k == n) {
+            if (n == 32)
+                continue;
+            snprintf(sums[n].type, sizeof(sums[n].type), "%s", type[0] ? type : "gpu");
+            sums[n].used = sums[n].total = 0;
+            n++;
+        }
+        sums[k].used += jint(node, "gpus_used", 0);
+        sums[k].total += jint(node, "gpus", 0);
+    }
+    for (int k = 0; k < n; k++) {
+        fprintf(c->out, "%-14s %4lld/%-4lld GPUs ", sums[k].type, (long long)sums[k].used,
+                (long long)sums[k].total);
+        bar(c, sums[k].used, sums[k].total);
+        fprintf(c->out, " %3lld%%\n",
+                (long long)(sums[k].total ? sums[k].used * 100 / sums[k].total : 0));
+    }
+    if (n == 0)
+        fprintf(c->out, "no GPU nodes\n");
+}
+
+static void per_tier(struct cli *c, const json_t *jobs)
+{
+    static const char *const h[] = { "TIER", "RUNNING", "GPUS RUNNING", "PENDING",
+                                     "GPUS WANTED" };
+    struct table *t = table_create(h, 5);
+    const char *tiers[16];
+    int64_t v[16][4];
+    int n = 0;
+    size_t i;
+    json_t *j;
+
+    if (!t)
+        return;
+    memset(v, 0, sizeof(v));
+    json_array_foreach(jobs, i, j) {
+        const char *tier = jstr(j, "eff_tier")[0] ? jstr(j, "eff_tier") : jstr(j, "tier");
+        const char *st = jstr(j, "state");
+        int64_t g = jint(j, "gpus", 0) * jint(j, "nodes", 1);
+        bool run = !strcmp(st, "RUNNING") || !strcmp(st, "STARTING") || !strcmp(st, "STOPPING");
+        int k;
+        for (k = 0; k < n && strcmp(tiers[k], tier); k++)
+            ;
+        if (k == n) {
+            if (n == 16)
+                continue;
+            tiers[n++] = tier;
+        }
+        v[k][run ? 0 : 2]++;
+        v[k][run ? 1 : 3] += g;
+    }
+    for (int k = 0; k < n; k++) {
+        table_row(t);
+        table_cell(t, FMT_PLAIN, "%s", tiers[k]);
+        for (int m = 0; m < 4; m++)
+            table_cell(t, FMT_PLAIN, "%lld", (long long)v[k][m]);
+    }
+    for (int k = 1; k < 5; k++)
+        table_set_flags(t, k, TABLE_RIGHT);
+    if (n)
+        table_print(t, c->out, c->width, c->color);
+    table_destroy(t);
+}
+
+static int rows_left(void)
+{
+    struct winsize ws;
+
+    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row)
+        return ws.ws_row;
+    return 40;
+}
+
+static int frame(struct cli *c, bool clear)
+{
+    struct jobs_query q = { .state = "active", .limit = 10000 };
+    json_t *nodes = NULL, *jobs = NULL, *head;
+    time_t now;
+    char clock[16];
+    int rc, room;
+
+    if ((rc = cli_call(c, "GET", "/v1/nodes", NULL, &nodes)))
+        return rc;
+    if ((rc = jobs_fetch(c, &q, &jobs))) {
+        json_decref(nodes);
+        return rc;
+    }
+    if (c->json) {
+        json_t *o = json_pack("{s:O?,s:O}", "nodes", json_object_get(nodes, "nodes"), "jobs",
+                              jobs);
+        cli_print_json(c, o);
+        json_decref(o);
+        goto out;
+    }
+    now = time(NULL);
+    strftime(clock, sizeof(clock), "%H:%M:%S", localtime(&now));
+    if (clear)
+        fputs("\033[H\033[2J", c->out);
+    fprintf(c->out, "docket top  %s  %s  (Ctrl-C quits)\n\n", c->cfg.url, clock);
+    utilisation(c, json_object_get(nodes, "nodes"));
+    fputc('\n', c->out);
+    per_tier(c, jobs);
+    room = rows_left() - 14 - (int)json_array_size(json_object_get(nodes, "nodes"));
+    if (room < 3)
+        room = 3;
+    head = json_array();
+    for (size_t i = 0; i < json_array_size(jobs) && (int)i < room; i++)
+        json_array_append(head, json_array_get(jobs, i));
+    fputc('\n', c->out);
+    jobs_print_queue(c, head);
+    json_decref(head);
+out:
+    fflush(c->out);
+    json_decref(nodes);
+    json_decref(jobs);
+    return EXIT_OK;
+}
+
+int cmd_top(struct cli *c, int argc, char **argv)
+{
+    struct cli_args a;
+    int delay = 2, frames = isatty(STDOUT_FILENO) ? -1 : 1;
+    int rc = cli_parse_args(c, argc, argv, top_opts, 0, &a);
+
+    if (rc != CLI_CONTINUE)
+        return rc;
+    for (int i = 0; i < a.nopts; i++) {
+        if (a.ids[i] == T_DELAY && parse_int(a.vals[i], 1, 3600, &delay) < 0)
+            return cli_usage_error(c, "-d: want seconds from 1 to 3600, not '%.40s'", a.vals[i]);
+        if (a.ids[i] == T_FRAMES && parse_int(a.vals[i], 1, 1000000, &frames) < 0)
+            return cli_usage_error(c, "-n: want a number of frames, not '%.40s'", a.vals[i]);
+    }
+    if (c->json)
+        frames = 1;
+    for (int f = 0; frames < 0 || f < frames; f++) {
+        if (f)
+            sleep((unsigned)delay);
+        c->now_ms = clock_now_ms();
+        if ((rc = frame(c, isatty(STDOUT_FILENO) && !c->json)))
+            return rc;
+    }
+    return EXIT_OK;
+}
