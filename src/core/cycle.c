@@ -257,15 +257,21 @@ static void job_blocked(struct sched *s, struct walk *w, struct job *j,
         if (p->gpus_in_use + j->gpus * j->nodes > p->spec.guarantee_gpus)
             sh->preempt_fail_cycle[rank] = s->cycle; /* no reclaim either: memo is exact */
     }
-    if (want_reservation(s, j) && reservation_make(s, j, w->now, false) == 0)
-        w->st->reservations++;
+    if (s->policy.backfill && j->reservation == NONE32) {
+        /* the walk goes in priority order: a reservation still held by a lower job is
+           from an earlier cycle and must not hold this one back */
+        reservation_drop_lower(s, j);
+        if (want_reservation(s, j) && reservation_make(s, j, w->now, false) == 0)
+            w->st->reservations++;
+    }
     if (pr == PLACE_NO_CAPACITY && sh->pool_rule == POOL_RULE_NORMAL_ONLY &&
         reserved_could_fit(s, sh))
         reason_set(j, SCHED_R_RESERVED_ZONE, 0, 0, 0);
+    else if (pr == PLACE_CLAIMED)
+        reason_set(j, SCHED_R_RESERVATION,
+                   j->reservation != NONE32 ? s->res[j->reservation].start : -1, 0, 0);
     else if (j->reservation != NONE32)
         reason_set(j, SCHED_R_RESOURCES, s->res[j->reservation].start, 0, 0);
-    else if (pr == PLACE_CLAIMED)
-        reason_set(j, SCHED_R_RESERVATION, 0, 0, 0);
     else
         reason_set(j, shape_just_failed ? SCHED_R_RESOURCES : SCHED_R_PRIORITY, -1, 0, 0);
     if (!s->policy.backfill)

@@ -1,0 +1,171 @@
+/*
+ * test_backfill.c - reservations, backfill that never delays them, and the starvation
+ * guard that lets a low-tier job run eventually.
+ */
+#include "helpers.h"
+
+/* Two 8-GPU nodes; a 6-GPU job runs on each (1 h and 2 h); an 8-GPU job waits. */
+static struct sched *blocked_top(void)
+{
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_node(s, "n2", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", "normal", "training", 6, 1, HOUR, T0);
+    submit(s, 2, "lab", "normal", "training", 6, 1, 2 * HOUR, T0 + 1);
+    struct cyc c = cycle(s, T0 + 2);
+    assert_int_equal(count_dec(c, SCHED_D_START), 2);
+    run(s, 1, T0 + 2);
+    run(s, 2, T0 + 2);
+    /* the big job is of the same tier: nothing to preempt */
+    submit(s, 3, "lab", "normal", "training", 8, 1, HOUR, T0 + 10);
+    c = cycle(s, T0 + 11);
+    assert_int_equal(count_dec(c, SCHED_D_START), 0);
+    return s;
+}
+
+static void test_top_job_gets_reservation(void **state)
+{
+    (void)state;
+    struct sched *s = blocked_top();
+    struct sched_job_view v;
+    assert_int_equal(sched_job_get(s, 3, &v), 0);
+    assert_int_equal(v.reason, SCHED_R_RESOURCES);
+    /* job 1 ends at its limit + grace: T0+2 + 1h + 30s */
+    assert_int_equal(v.reservation_ms, T0 + 2 + HOUR + 30 * SEC);
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 3, T0 + 11, &x), 0);
+    assert_true(x.has_reservation);
+    assert_int_equal(x.forecast_start_ms, v.reservation_ms);
+    sched_destroy(s);
+}
+
+static void test_short_job_backfills(void **state)
+{
+    (void)state;
+    struct sched *s = blocked_top();
+    /* 30 min on 2 free GPUs: done before the reservation */
+    submit(s, 4, "lab", "low", "exploration", 2, 1, 30 * MIN, T0 + 20);
+    struct cyc c = cycle(s, T0 + 21);
+    assert_non_null(find_dec(c, SCHED_D_START, 4));
+    sched_destroy(s);
+}
+
+static void test_backfill_that_delays_is_refused(void **state)
+{
+    (void)state;
+    struct sched *s = blocked_top();
+    /* 3 hours on 2 GPUs of n1 would delay job 3's reservation at ~T0+1h; on n2 (not
+       reserved) it may run */
+    submit(s, 4, "lab", "low", "training", 2, 1, 3 * HOUR, T0 + 20);
+    struct cyc c = cycle(s, T0 + 21);
+    const struct sched_decision *d = find_dec(c, SCHED_D_START, 4);
+    if (d) {
+        /* allowed only where it cannot delay: never on the reserved node */
+        struct sched_job_view v3;
+        assert_int_equal(sched_job_get(s, 3, &v3), 0);
+        assert_true(v3.reservation_ms <= T0 + 2 + HOUR + 30 * SEC);
+        struct sched_job_view v1;
+        assert_int_equal(sched_job_get(s, 1, &v1), 0);
+        assert_int_not_equal(d->allocs[0].node, v1.allocs[0].node);
+    }
+    /* whatever started, the top job still starts when job 1 ends */
+    end(s, 1, SCHED_EXIT_CODE, 0, T0 + HOUR);
+    c = cycle(s, T0 + HOUR + 1);
+    assert_non_null(find_dec(c, SCHED_D_START, 3));
+    sched_destroy(s);
+}
+
+static void test_backfill_refused_reason(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", "normal", "training", 4, 1, HOUR, T0);
+    struct cyc c = cycle(s, T0);
+    run(s, 1, T0);
+    submit(s, 2, "lab", "normal", "training", 8, 1, HOUR, T0 + 1);
+    c = cycle(s, T0 + 2);
+    assert_reason(s, 2, SCHED_R_RESOURCES);
+    /* 4 GPUs are free now, but a 2-hour job would run into job 2's reservation */
+    submit(s, 3, "lab", "low", "training", 4, 1, 2 * HOUR, T0 + 3);
+    c = cycle(s, T0 + 4);
+    assert_null(find_dec(c, SCHED_D_START, 3));
+    assert_reason(s, 3, SCHED_R_RESERVATION);
+    /* a 10-minute one fits before it */
+    submit(s, 4, "lab", "low", "exploration", 4, 1, 10 * MIN, T0 + 5);
+    c = cycle(s, T0 + 6);
+    assert_non_null(find_dec(c, SCHED_D_START, 4));
+    sched_destroy(s);
+}
+
+static void test_higher_job_takes_over_reservation(void **state)
+{
+    (void)state;
+    struct sched *s = blocked_top();
+    /* a critical job arrives: the normal job's reservation must not hold it back */
+    submit(s, 5, "lab", "critical", "training", 8, 1, HOUR, T0 + 30);
+    (void)cycle(s, T0 + 31);
+    struct sched_job_view v5, v3;
+    assert_int_equal(sched_job_get(s, 5, &v5), 0);
+    assert_int_equal(sched_job_get(s, 3, &v3), 0);
+    /* both normal jobs are younger than min_runtime: it waits, first in line */
+    assert_true(v5.reservation_ms > 0);
+    assert_true(v3.reservation_ms < 0 || v3.reservation_ms >= v5.reservation_ms);
+    sched_destroy(s);
+}
+
+static void test_starving_low_job_runs(void **state)
+{
+    (void)state;
+    struct sched_policy pol;
+    sched_policy_defaults(&pol);
+    pol.preemption = false;
+    struct sched *s = mk_sched_with(&pol);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    /* the low job needs the whole node; a stream of 4-GPU normal jobs keeps it busy */
+    submit(s, 1, "lab", "low", "training", 8, 1, HOUR, T0);
+    uint64_t next = 100;
+    int64_t now = T0;
+    bool low_started = false;
+    for (int round = 0; round < 200 && !low_started; round++) {
+        submit(s, next++, "lab", "normal", "experiment", 4, 1, HOUR, now);
+        submit(s, next++, "lab", "normal", "experiment", 4, 1, HOUR, now);
+        struct cyc c = cycle(s, now);
+        for (size_t i = 0; i < c.n; i++) {
+            if (c.d[i].kind != SCHED_D_START)
+                continue;
+            if (c.d[i].job_id == 1)
+                low_started = true;
+            else
+                run(s, c.d[i].job_id, now);
+        }
+        now += 30 * MIN;
+        /* every running job ends after 30 minutes */
+        for (uint64_t id = 100; id < next; id++) {
+            struct sched_job_view v;
+            if (sched_job_get(s, id, &v) == 0 && v.state == SCHED_RUNNING &&
+                v.start_ms + 30 * MIN <= now)
+                end(s, id, SCHED_EXIT_CODE, 0, now);
+        }
+    }
+    assert_true(low_started);
+    /* low tier starve_after is 24 h: it cannot have waited much beyond that */
+    assert_true(now - T0 <= 27 * HOUR);
+    sched_destroy(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_top_job_gets_reservation),
+        cmocka_unit_test(test_short_job_backfills),
+        cmocka_unit_test(test_backfill_that_delays_is_refused),
+        cmocka_unit_test(test_backfill_refused_reason),
+        cmocka_unit_test(test_higher_job_takes_over_reservation),
+        cmocka_unit_test(test_starving_low_job_runs),
+    };
+    return cmocka_run_group_tests_name("core: backfill and starvation", tests, NULL, NULL);
+}

@@ -1,0 +1,223 @@
+/*
+ * test_preempt.c - preemption and every guard: min_runtime, protection after the class's
+ * run time, never services or interactive sessions, max_preemptions, never the same
+ * victim twice, victim order, grace, the preemptor recorded, requeue however it exits,
+ * and the freed room reserved for the preemptor.
+ */
+#include "helpers.h"
+
+/* One 8-GPU node full with a low-tier job of `cls` that has run `age` ms at `now`. */
+static struct sched *full_node(const char *cls, int64_t age, int64_t *now)
+{
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", "low", cls, 8, 1, 48 * HOUR, T0);
+    struct cyc c = cycle(s, T0);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    run(s, 1, T0);
+    *now = T0 + age;
+    return s;
+}
+
+static void test_preempts_lower_tier_with_grace(void **state)
+{
+    (void)state;
+    int64_t now;
+    struct sched *s = full_node("training", 20 * MIN, &now);
+    submit(s, 2, "lab", "high", NULL, 8, 1, HOUR, now);
+    struct cyc c = cycle(s, now + 1);
+    const struct sched_decision *d = find_dec(c, SCHED_D_SIGNAL, 1);
+    assert_non_null(d);
+    assert_int_equal(d->cause, SCHED_STOP_PREEMPT);
+    assert_int_equal(d->signal, 15);
+    assert_int_equal(d->grace_ms, 30 * SEC);
+    assert_int_equal(d->preemptor, 2);
+    assert_state(s, 1, SCHED_STOPPING);
+    assert_reason(s, 2, SCHED_R_PREEMPTING);
+    /* nobody else may take the room while the victim is in its grace */
+    submit(s, 3, "lab", "normal", NULL, 8, 1, MIN, now + 2);
+    /* grace over: the core asks for a kill */
+    c = cycle(s, now + 1 + 30 * SEC);
+    assert_non_null(find_dec(c, SCHED_D_KILL, 1));
+    /* it exits (cleanly, even): it is requeued, not completed, and the preemptor runs */
+    end(s, 1, SCHED_EXIT_CODE, 0, now + 31 * SEC);
+    c = cycle(s, now + 31 * SEC + 1);
+    const struct sched_decision *st = find_dec(c, SCHED_D_STATE, 1);
+    assert_non_null(st);
+    assert_int_equal(st->to, SCHED_PENDING);
+    assert_int_equal(st->preemptor, 2);
+    assert_true(st->lost_ms >= 20 * MIN);
+    assert_non_null(find_dec(c, SCHED_D_START, 2));
+    assert_null(find_dec(c, SCHED_D_START, 3));
+    struct sched_job_view v;
+    assert_int_equal(sched_job_get(s, 1, &v), 0);
+    assert_int_equal(v.preempt_count, 1);
+    assert_int_equal(v.state, SCHED_PENDING);
+    sched_destroy(s);
+}
+
+static void test_young_job_exempt(void **state)
+{
+    (void)state;
+    int64_t now;
+    struct sched *s = full_node("training", 5 * MIN, &now); /* < 10 min */
+    submit(s, 2, "lab", "high", NULL, 8, 1, HOUR, now);
+    struct cyc c = cycle(s, now + 1);
+    assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0);
+    /* the core wakes up when the victim leaves min_runtime, and preempts then */
+    int64_t wake = sched_next_wakeup(s, now + 1);
+    assert_true(wake <= T0 + 10 * MIN);
+    c = cycle(s, T0 + 10 * MIN);
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 1));
+    sched_destroy(s);
+}
+
+static void test_protected_after_class_time(void **state)
+{
+    (void)state;
+    int64_t now;
+    struct sched *s = full_node("training", 25 * HOUR, &now); /* training: 24 h */
+    submit(s, 2, "lab", "critical", NULL, 8, 1, HOUR, now);
+    struct cyc c = cycle(s, now + 1);
+    assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0);
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 1, now + 1, &x), 0);
+    assert_false(x.preemptible);
+    assert_non_null(strstr(x.not_preemptible_why, "protected"));
+    assert_int_equal(x.protected_at_ms, T0 + 24 * HOUR);
+    sched_destroy(s);
+}
+
+static void test_service_and_interactive_never(void **state)
+{
+    (void)state;
+    const char *classes[] = {"service", "interactive"};
+    for (int i = 0; i < 2; i++) {
+        int64_t now;
+        struct sched *s = full_node(classes[i], HOUR, &now);
+        submit(s, 2, "lab", "critical", NULL, 8, 1, HOUR, now);
+        struct cyc c = cycle(s, now + 1);
+        assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0);
+        assert_state(s, 1, SCHED_RUNNING);
+        sched_destroy(s);
+    }
+}
+
+static void test_max_preemptions_caps(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    struct sched_job_spec j;
+    spec_fill(&j, 1, "lab", "low", "training", 8, 1, 48 * HOUR, T0);
+    j.preempt_count = 3; /* already paid three times */
+    struct sched_error err;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    struct cyc c = cycle(s, T0);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    run(s, 1, T0);
+    submit(s, 2, "lab", "critical", NULL, 8, 1, HOUR, T0 + HOUR);
+    c = cycle(s, T0 + HOUR + 1);
+    assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0);
+    sched_destroy(s);
+}
+
+static void test_same_victim_never_twice(void **state)
+{
+    (void)state;
+    int64_t now;
+    struct sched *s = full_node("training", HOUR, &now);
+    submit(s, 2, "lab", "high", NULL, 8, 1, HOUR, now);
+    submit(s, 3, "lab", "high", NULL, 8, 1, HOUR, now + 1);
+    struct cyc c = cycle(s, now + 2);
+    assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 1);
+    c = cycle(s, now + 3);
+    assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0);
+    assert_reason(s, 2, SCHED_R_PREEMPTING);
+    assert_int_not_equal(reason_of(s, 3), SCHED_R_PREEMPTING);
+    sched_destroy(s);
+}
+
+static void test_victim_order_and_minimal_set(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", "low", "training", 4, 1, 48 * HOUR, T0);
+    submit(s, 2, "lab", "low", "exploration", 2, 1, HOUR / 2, T0 + 1);
+    submit(s, 3, "lab", "normal", "exploration", 2, 1, HOUR / 2, T0 + 2);
+    struct cyc c = cycle(s, T0 + 3);
+    assert_int_equal(count_dec(c, SCHED_D_START), 3);
+    run(s, 1, T0 + 3);
+    run(s, 2, T0 + 3);
+    run(s, 3, T0 + 3);
+    /* a high job needs 2 GPUs: the low exploration job goes, nothing else */
+    submit(s, 4, "lab", "high", NULL, 2, 1, HOUR, T0 + 20 * MIN);
+    c = cycle(s, T0 + 20 * MIN + 1);
+    assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 1);
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 2));
+    sched_destroy(s);
+}
+
+static void test_guarantee_reclaim_same_tier(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "owner", "normal", 8, -1);
+    add_project(s, "borrower", "normal", 0, -1);
+    submit(s, 1, "borrower", NULL, "experiment", 8, 1, 4 * HOUR, T0);
+    struct cyc c = cycle(s, T0);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    run(s, 1, T0);
+    submit(s, 2, "owner", NULL, NULL, 8, 1, HOUR, T0 + HOUR);
+    c = cycle(s, T0 + HOUR + 1);
+    const struct sched_decision *d = find_dec(c, SCHED_D_SIGNAL, 1);
+    assert_non_null(d);
+    assert_int_equal(d->preemptor, 2);
+    sched_destroy(s);
+}
+
+static void test_not_requeueable_ends_preempted(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    struct sched_job_spec j;
+    spec_fill(&j, 1, "lab", "low", "training", 8, 1, 48 * HOUR, T0);
+    j.no_requeue = true;
+    struct sched_error err;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    submit(s, 2, "lab", "high", NULL, 8, 1, HOUR, T0 + HOUR);
+    struct cyc c = cycle(s, T0 + HOUR + 1);
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 1));
+    end(s, 1, SCHED_EXIT_SIGNAL, 15, T0 + HOUR + 2);
+    c = cycle(s, T0 + HOUR + 3);
+    const struct sched_decision *st = find_dec(c, SCHED_D_STATE, 1);
+    assert_non_null(st);
+    assert_int_equal(st->to, SCHED_PREEMPTED);
+    assert_state(s, 1, SCHED_JOB_STATE_COUNT); /* gone from the core */
+    sched_destroy(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_preempts_lower_tier_with_grace),
+        cmocka_unit_test(test_young_job_exempt),
+        cmocka_unit_test(test_protected_after_class_time),
+        cmocka_unit_test(test_service_and_interactive_never),
+        cmocka_unit_test(test_max_preemptions_caps),
+        cmocka_unit_test(test_same_victim_never_twice),
+        cmocka_unit_test(test_victim_order_and_minimal_set),
+        cmocka_unit_test(test_guarantee_reclaim_same_tier),
+        cmocka_unit_test(test_not_requeueable_ends_preempted),
+    };
+    return cmocka_run_group_tests_name("core: preemption", tests, NULL, NULL);
+}
