@@ -718,6 +718,8 @@ int64_t agent_b64_decode(const char *s, unsigned char *out, size_t outlen)
         int pad = (s[i + 2] == '=') + (s[i + 3] == '=');
         if ((pad && i + 4 != n) || (s[i + 2] == '=' && s[i + 3] != '=') || s[i] == '=' || s[i + 1] == '=')
             return -EINVAL;
+        if ((pad == 1 && (v[2] & 3)) || (pad == 2 && (v[1] & 15)))
+            return -EINVAL;   /* bits past the end must be zero (canonical form only) */
         unsigned w = (unsigned)v[0] << 18 | (unsigned)v[1] << 12 | (unsigned)v[2] << 6 | (unsigned)v[3];
         unsigned char bytes[3] = {(unsigned char)(w >> 16), (unsigned char)(w >> 8), (unsigned char)w};
         for (int k = 0; k < 3 - pad; k++) {
