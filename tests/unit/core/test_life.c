@@ -1,0 +1,326 @@
+/*
+ * test_life.c - a job's life: dependencies, time limits, retries, node failures, hold,
+ * release, cancel, requeue, arrays, restore after a controller restart, and the explain
+ * and forecast answers.
+ */
+#include "helpers.h"
+
+static struct sched *small(void)
+{
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "high", 0, -1);
+    return s;
+}
+
+static void submit_dep(struct sched *s, uint64_t id, enum sched_dep_kind k, uint64_t on,
+                       int64_t now)
+{
+    struct sched_job_spec j;
+    spec_fill(&j, id, "lab", NULL, NULL, 1, 1, HOUR, now);
+    j.deps[0].kind = k;
+    j.deps[0].job_id = on;
+    j.ndeps = 1;
+    struct sched_error err;
+    assert_int_equal(sched_job_submit(s, &j, now, &err), 0);
+}
+
+static void test_afterok_waits_then_runs(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    submit(s, 1, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    submit_dep(s, 2, SCHED_DEP_AFTEROK, 1, T0 + 1);
+    struct cyc c = cycle(s, T0 + 2);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    assert_null(find_dec(c, SCHED_D_START, 2));
+    assert_reason(s, 2, SCHED_R_DEPENDENCY);
+    run(s, 1, T0 + 2);
+    end(s, 1, SCHED_EXIT_CODE, 0, T0 + 10);
+    c = cycle(s, T0 + 11);
+    assert_non_null(find_dec(c, SCHED_D_START, 2));
+    sched_destroy(s);
+}
+
+static void test_afterok_on_failure_cancels(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    submit(s, 1, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    submit_dep(s, 2, SCHED_DEP_AFTEROK, 1, T0 + 1);
+    submit_dep(s, 3, SCHED_DEP_AFTERNOTOK, 1, T0 + 1);
+    (void)cycle(s, T0 + 2);
+    run(s, 1, T0 + 2);
+    end(s, 1, SCHED_EXIT_CODE, 3, T0 + 10);
+    struct cyc c = cycle(s, T0 + 11);
+    const struct sched_decision *d = find_dec(c, SCHED_D_STATE, 2);
+    assert_non_null(d);
+    assert_int_equal(d->to, SCHED_CANCELLED);
+    char detail[sizeof(d->detail)];
+    snprintf(detail, sizeof(detail), "%s", d->detail);
+    assert_non_null(strstr(detail, "never be satisfied"));
+    assert_non_null(find_dec(c, SCHED_D_START, 3));
+    sched_destroy(s);
+}
+
+static void test_dep_on_unknown_job_refused(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    struct sched_job_spec j;
+    spec_fill(&j, 2, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    j.deps[0].kind = SCHED_DEP_AFTEROK;
+    j.deps[0].job_id = 99;
+    j.ndeps = 1;
+    struct sched_error err;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), -EINVAL);
+    assert_string_equal(err.field, "deps[0].job");
+    sched_destroy(s);
+}
+
+static void test_time_limit_timeout(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    submit(s, 1, "lab", NULL, NULL, 1, 1, 10 * MIN, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    assert_int_equal(sched_next_wakeup(s, T0 + 1), T0 + 10 * MIN);
+    struct cyc c = cycle(s, T0 + 10 * MIN);
+    const struct sched_decision *d = find_dec(c, SCHED_D_SIGNAL, 1);
+    assert_non_null(d);
+    assert_int_equal(d->cause, SCHED_STOP_TIMEOUT);
+    end(s, 1, SCHED_EXIT_SIGNAL, 15, T0 + 10 * MIN + 5 * SEC);
+    c = cycle(s, T0 + 11 * MIN);
+    d = find_dec(c, SCHED_D_STATE, 1);
+    assert_non_null(d);
+    assert_int_equal(d->to, SCHED_TIMEOUT);
+    sched_destroy(s);
+}
+
+static void test_idempotent_experiment_retries(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    struct sched_job_spec j;
+    spec_fill(&j, 1, "lab", NULL, "experiment", 1, 1, HOUR, T0);
+    j.retries = 1;
+    j.idempotent = true;
+    struct sched_error err;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    /* a training job cannot ask for retries, nor can a non-idempotent one */
+    spec_fill(&j, 2, "lab", NULL, "training", 1, 1, HOUR, T0);
+    j.retries = 1;
+    j.idempotent = true;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), -EINVAL);
+    assert_string_equal(err.field, "retries");
+    spec_fill(&j, 2, "lab", NULL, "experiment", 1, 1, HOUR, T0);
+    j.retries = 1;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), -EINVAL);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    end(s, 1, SCHED_EXIT_CODE, 1, T0 + MIN);
+    struct cyc c = cycle(s, T0 + MIN + 1);
+    const struct sched_decision *d = find_dec(c, SCHED_D_STATE, 1);
+    assert_non_null(d);
+    assert_int_equal(d->to, SCHED_PENDING);
+    assert_reason(s, 1, SCHED_R_BEGIN_TIME); /* retry after the delay */
+    c = cycle(s, T0 + 2 * MIN);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    run(s, 1, T0 + 2 * MIN);
+    end(s, 1, SCHED_EXIT_CODE, 1, T0 + 3 * MIN);
+    c = cycle(s, T0 + 3 * MIN + 1);
+    d = find_dec(c, SCHED_D_STATE, 1);
+    assert_non_null(d);
+    assert_int_equal(d->to, SCHED_FAILED);
+    sched_destroy(s);
+}
+
+static void test_node_failure_requeues(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    add_node(s, "n2", "H100", 8);
+    submit(s, 1, "lab", NULL, "training", 8, 1, HOUR, T0);
+    submit(s, 2, "lab", NULL, "interactive", 8, 1, HOUR, T0 + 1);
+    (void)cycle(s, T0 + 2);
+    run(s, 1, T0 + 2);
+    run(s, 2, T0 + 2);
+    struct sched_job_view v1, v2;
+    assert_int_equal(sched_job_get(s, 1, &v1), 0);
+    assert_int_equal(sched_job_get(s, 2, &v2), 0);
+    struct sched_error err;
+    assert_int_equal(sched_node_set_state(s, sched_node_name(s, v1.allocs[0].node),
+                                          SCHED_NODE_UNREACHABLE, T0 + 10, &err),
+                     0);
+    assert_int_equal(sched_node_set_state(s, sched_node_name(s, v2.allocs[0].node),
+                                          SCHED_NODE_DOWN, T0 + 10, &err),
+                     0);
+    struct cyc c = cycle(s, T0 + 11);
+    const struct sched_decision *d1 = find_dec(c, SCHED_D_STATE, 1);
+    const struct sched_decision *d2 = find_dec(c, SCHED_D_STATE, 2);
+    assert_non_null(d1);
+    assert_int_equal(d1->to, SCHED_PENDING); /* training is requeueable */
+    assert_non_null(d2);
+    assert_int_equal(d2->to, SCHED_NODE_FAIL); /* a person was attached: not requeued */
+    assert_state(s, 1, SCHED_PENDING);
+    sched_destroy(s);
+}
+
+static void test_hold_release_cancel(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    submit(s, 1, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    struct sched_error err;
+    assert_int_equal(sched_job_hold(s, 1, T0 + 1, &err), 0);
+    struct cyc c = cycle(s, T0 + 2);
+    assert_null(find_dec(c, SCHED_D_START, 1));
+    assert_reason(s, 1, SCHED_R_HELD);
+    assert_int_equal(sched_job_release(s, 1, T0 + 3, &err), 0);
+    c = cycle(s, T0 + 4);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    assert_int_equal(sched_job_hold(s, 1, T0 + 5, &err), -EINVAL); /* running */
+    run(s, 1, T0 + 4);
+    assert_int_equal(sched_job_cancel(s, 1, T0 + 6, &err), 0);
+    c = cycle(s, T0 + 7);
+    const struct sched_decision *d = find_dec(c, SCHED_D_SIGNAL, 1);
+    assert_non_null(d);
+    assert_int_equal(d->cause, SCHED_STOP_CANCEL);
+    end(s, 1, SCHED_EXIT_SIGNAL, 15, T0 + 8);
+    c = cycle(s, T0 + 9);
+    assert_int_equal(find_dec(c, SCHED_D_STATE, 1)->to, SCHED_CANCELLED);
+    assert_int_equal(sched_job_cancel(s, 1, T0 + 10, &err), -ENOENT);
+    sched_destroy(s);
+}
+
+static void test_requeue_running(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    submit(s, 1, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    struct sched_error err;
+    assert_int_equal(sched_job_requeue(s, 1, T0 + 1, &err), 0);
+    struct cyc c = cycle(s, T0 + 2);
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 1));
+    end(s, 1, SCHED_EXIT_SIGNAL, 15, T0 + 3);
+    c = cycle(s, T0 + 4);
+    assert_non_null(find_dec(c, SCHED_D_START, 1)); /* same id, runs again */
+    sched_destroy(s);
+}
+
+static void test_array_limit(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    for (uint64_t i = 0; i < 4; i++) {
+        struct sched_job_spec j;
+        spec_fill(&j, 10 + i, "lab", NULL, NULL, 1, 1, HOUR, T0);
+        j.array_id = 10;
+        j.array_limit = 2;
+        struct sched_error err;
+        assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    }
+    struct cyc c = cycle(s, T0 + 1);
+    assert_int_equal(count_dec(c, SCHED_D_START), 2);
+    assert_reason(s, 12, SCHED_R_JOB_LIMIT);
+    sched_destroy(s);
+}
+
+static void test_restore_running(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    struct sched_job_spec j;
+    spec_fill(&j, 5, "lab", NULL, NULL, 4, 1, HOUR, T0);
+    struct sched_alloc a = {.node = 0, .gpu_mask = 0xf, .gpus = 4, .cpus = 1, .mem_mb = 0};
+    struct sched_error err;
+    assert_int_equal(sched_job_restore_running(s, &j, &a, 1, T0, SCHED_RUNNING, &err), 0);
+    struct sched_node_view nv;
+    assert_int_equal(sched_node_get(s, 0, &nv), 0);
+    assert_int_equal(nv.gpus_used, 4);
+    submit(s, 6, "lab", NULL, NULL, 4, 1, HOUR, T0 + 1);
+    struct cyc c = cycle(s, T0 + 2);
+    const struct sched_decision *d = find_dec(c, SCHED_D_START, 6);
+    assert_non_null(d);
+    assert_int_equal(d->allocs[0].gpu_mask, 0xf0); /* never the restored job's GPUs */
+    assert_null(find_dec(c, SCHED_D_START, 5));
+    sched_destroy(s);
+}
+
+static void test_explain_and_forecast(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    submit(s, 1, "lab", NULL, "training", 8, 1, HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    submit(s, 2, "lab", NULL, "training", 8, 1, HOUR, T0 + 1);
+    submit(s, 3, "lab", NULL, "training", 4, 1, HOUR, T0 + 2);
+    (void)cycle(s, T0 + 3);
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 3, T0 + 3, &x), 0);
+    assert_int_equal(x.state, SCHED_PENDING);
+    assert_int_equal(x.position, 2);
+    assert_int_equal(x.pending_total, 2);
+    assert_int_equal(x.nahead, 1);
+    assert_int_equal(x.ahead[0].id, 2);
+    assert_int_equal(x.nodes_matching, 1);
+    assert_string_equal(x.nodes[0].name, "n1");
+    assert_false(x.nodes[0].fits_now);
+    assert_true(x.sentence[0] != 0);
+    assert_string_equal(x.eff_tier, "high");
+    /* the running job: preemptible by critical once past min_runtime */
+    assert_int_equal(sched_explain(s, 1, T0 + 3, &x), 0);
+    assert_int_equal(x.expected_end_ms, T0 + HOUR);
+    assert_int_equal(x.preemptible_from_ms, T0 + 10 * MIN);
+    assert_string_equal(x.preemptible_by, "critical");
+    /* the forecast: job 1's GPUs go to job 2, which holds the reservation */
+    struct sched_release r[4];
+    size_t n = sched_forecast(s, T0 + 3, r, 4);
+    assert_int_equal(n, 1);
+    assert_int_equal(r[0].job_id, 1);
+    assert_int_equal(r[0].next_job, 2);
+    assert_true(r[0].by_reservation);
+    assert_string_equal(r[0].next_tier, "high");
+    assert_int_equal(sched_explain(s, 77, T0, &x), -ENOENT);
+    sched_destroy(s);
+}
+
+static void test_totals(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    submit(s, 1, "lab", NULL, NULL, 2, 1, HOUR, T0);
+    submit(s, 2, "lab", NULL, NULL, 8, 1, HOUR, T0);
+    (void)cycle(s, T0);
+    struct sched_totals t;
+    sched_totals_get(s, &t);
+    assert_int_equal(t.jobs_by_state[SCHED_STARTING], 1);
+    assert_int_equal(t.jobs_by_state[SCHED_PENDING], 1);
+    assert_int_equal(t.gpus_used, 2);
+    assert_int_equal(t.gpus_total, 8);
+    assert_true(t.core_bytes > 0);
+    sched_destroy(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_afterok_waits_then_runs),
+        cmocka_unit_test(test_afterok_on_failure_cancels),
+        cmocka_unit_test(test_dep_on_unknown_job_refused),
+        cmocka_unit_test(test_time_limit_timeout),
+        cmocka_unit_test(test_idempotent_experiment_retries),
+        cmocka_unit_test(test_node_failure_requeues),
+        cmocka_unit_test(test_hold_release_cancel),
+        cmocka_unit_test(test_requeue_running),
+        cmocka_unit_test(test_array_limit),
+        cmocka_unit_test(test_restore_running),
+        cmocka_unit_test(test_explain_and_forecast),
+        cmocka_unit_test(test_totals),
+    };
+    return cmocka_run_group_tests_name("core: job life, explain, forecast", tests, NULL, NULL);
+}
