@@ -41,6 +41,8 @@ struct ajob {
     bool exit_queued, exit_acked;
     struct sup_state st;
     int64_t shipped[2];            /* bytes of stdout/stderr the controller has */
+    int gpus[AGENT_MAX_GPUS];      /* held until the supervisor reports the reclaim */
+    int ngpus;
     int64_t ended_mono;
     struct ajob *next;
 };
@@ -387,6 +389,30 @@ static void do_register(struct agent *a)
     }
 }
 
+/* Never double-book a GPU: each index must exist here and belong to no live job (a job
+ * whose reclaim has not finished still holds its GPUs). */
+static int gpus_check(struct agent *a, const struct agent_job *spec, const struct ajob *self,
+                      char *err, size_t errlen)
+{
+    for (int i = 0; i < spec->ngpus; i++) {
+        int g = spec->gpus[i];
+        if (g >= a->cfg.inv.ngpus) {
+            snprintf(err, errlen, "GPU %d does not exist on node '%s' (%d GPUs)", g, a->cfg.name, a->cfg.inv.ngpus);
+            return -EINVAL;
+        }
+        for (struct ajob *o = a->jobs; o; o = o->next) {
+            if (o == self || o->exited)
+                continue;
+            for (int k = 0; k < o->ngpus; k++)
+                if (o->gpus[k] == g) {
+                    snprintf(err, errlen, "GPU %d is still in use by job %llu", g, (unsigned long long)o->id);
+                    return -EBUSY;
+                }
+        }
+    }
+    return 0;
+}
+
 static void apply_start(struct agent *a, const struct agent_cmd *c)
 {
     struct ajob *j = job_find(a, c->job_id);
@@ -408,6 +434,17 @@ static void apply_start(struct agent *a, const struct agent_cmd *c)
         return;
     }
     char err[512] = "";
+    if (gpus_check(a, &spec, j, err, sizeof err) < 0) {
+        agent_job_release(&spec);
+        log_error("launch_refused", "job=%llu message=\"%s\"", (unsigned long long)c->job_id, err);
+        j->exited = true;
+        j->st.reclaim_ok = true;
+        j->st.exit_kind = AGENT_EXIT_LAUNCH_FAILED;
+        str_copy(j->st.message, sizeof j->st.message, err);
+        return;
+    }
+    memcpy(j->gpus, spec.gpus, sizeof j->gpus);
+    j->ngpus = spec.ngpus;
     int rc = sup_launch(&a->sup, &spec, c->seq, &j->sup_pid, err, sizeof err);
     agent_job_release(&spec);
     if (rc < 0) {
@@ -903,6 +940,13 @@ static void adopt(struct agent *a, uint64_t id, const char *dir)
     }
     struct ajob *j = job_add(a, id);
     j->st = st;
+    snprintf(path, sizeof path, "%s/job.json", dir);
+    json_error_t je;
+    json_t *spec = json_load_file(path, 0, &je);
+    json_t *gpus = json_object_get(spec, "gpus");
+    for (size_t i = 0; i < json_array_size(gpus) && j->ngpus < AGENT_MAX_GPUS; i++)
+        j->gpus[j->ngpus++] = (int)json_integer_value(json_array_get(gpus, i));
+    json_decref(spec);
     j->sup_pid = st.sup_pid;
     j->sup_start = st.sup_start;
     if (strcmp(st.state, "exited") == 0) {

@@ -125,12 +125,14 @@ static int load_config(struct settings *s, const char *path)
         for (char *p = flag; *p; p++)
             if (*p == '_')
                 *p = '-';
+        if (strcmp(flag, "labels") == 0)
+            str_copy(flag, sizeof flag, "label");
         const struct option *o = longopts;
         while (o->name && strcmp(o->name, flag) != 0)
             o++;
         if (!o->name || o->val == O_CONFIG || o->val == O_HELP)
             return die("config '%s': unknown key '%s'", path, key);
-        if (o->val == O_LABEL || strcmp(flag, "labels") == 0) {
+        if (o->val == O_LABEL) {
             if (!json_is_object(val))
                 return die("config '%s': '%s' must be a mapping of strings", path, key);
             const char *lk;
@@ -241,24 +243,23 @@ static int build_config(struct settings *s, struct agent_config *c)
     return 0;
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv, struct settings *sp)
 {
-    struct settings s;
-    memset(&s, 0, sizeof s);
-    s.labels = json_object();
+    struct settings s = *sp;
     const char *labels_from_flags[64];
     int nlabels = 0, c, rc = 0;
     /* first pass: only --config and --help, so flags can override the file */
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage_text, stdout);
-            json_decref(s.labels);
-            json_decref(s.doc);
             return 0;
         }
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc && (rc = load_config(&s, argv[i + 1])) != 0)
-            return rc;
-        if (str_has_prefix(argv[i], "--config=") && (rc = load_config(&s, argv[i] + 9)) != 0)
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            rc = load_config(&s, argv[i + 1]);
+        else if (str_has_prefix(argv[i], "--config="))
+            rc = load_config(&s, argv[i] + 9);
+        sp->doc = s.doc;
+        if (rc != 0)
             return rc;
     }
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -287,8 +288,10 @@ int main(int argc, char **argv)
         return die("cannot open log file '%s'", s.v[O_LOGFILE]);
     struct agent_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    if ((rc = build_config(&s, &cfg)) != 0)
+    if ((rc = build_config(&s, &cfg)) != 0) {
+        inventory_release(&cfg.inv);
         return rc;
+    }
     char err[512];
     struct agent *a = agent_create(&cfg, err, sizeof err);
     if (!a) {
@@ -297,8 +300,17 @@ int main(int argc, char **argv)
     }
     rc = agent_run(a);
     agent_destroy(a);
-    json_decref(s.labels);
-    json_decref(s.doc);
     log_close();
     return rc < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct settings s;
+    memset(&s, 0, sizeof s);
+    s.labels = json_object();
+    int rc = run(argc, argv, &s);
+    json_decref(s.labels);
+    json_decref(s.doc);
+    return rc;
 }
