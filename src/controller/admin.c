@@ -1,0 +1,818 @@
+/*
+ * admin.c - the cluster endpoints of docs/api.md: nodes (list, show, drain, resume,
+ * labels), projects (list, show, create, patch, boost, pause, resume), tiers, classes,
+ * the policy document, audit, tokens and join tokens. Every change is audited in the
+ * transaction that makes it.
+ */
+#include <errno.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/ctl.h"
+#include "util/clock.h"
+#include "util/parse.h"
+#include "util/str.h"
+
+int ctl_random_token(const char *prefix, char *out, size_t len)
+{
+    unsigned char raw[32];
+    static const char hex[] = "0123456789abcdef";
+    size_t p = strlen(prefix);
+    if (len < p + 65 || RAND_bytes(raw, sizeof(raw)) != 1)
+        return -EIO;
+    memcpy(out, prefix, p);
+    for (size_t i = 0; i < sizeof(raw); i++) {
+        out[p + 2 * i] = hex[raw[i] >> 4];
+        out[p + 2 * i + 1] = hex[raw[i] & 15];
+    }
+    out[p + 64] = '\0';
+    return 0;
+}
+
+static json_t *parse_or_null(const char *text)
+{
+    json_t *v = text ? json_loads(text, 0, NULL) : NULL;
+    return v ? v : json_null();
+}
+
+static void store_fail(struct ctl_req *r)
+{
+    ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Nodes                                                                                 */
+
+static json_t *node_json(struct ctl *c, uint32_t idx, json_t *jobs)
+{
+    struct sched_node_view v;
+    struct ctl_node *n = ctl_node_at(c, idx);
+    if (!n || sched_node_get(c->sched, idx, &v) < 0)
+        return NULL;
+    json_t *info = parse_or_null(n->rec.info);
+    json_t *ver = json_object_get(info, "agent_version");
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(n->name));
+    json_object_set_new(o, "state", json_string(sched_node_state_name(v.state)));
+    json_object_set_new(o, "reason", json_string(n->rec.reason));
+    json_object_set_new(o, "gpu_type", json_string(v.gpu_type ? v.gpu_type : ""));
+    json_object_set_new(o, "gpus", json_integer(v.gpus));
+    json_object_set_new(o, "gpus_used", json_integer(v.gpus_used));
+    json_object_set_new(o, "gpu_mem_mb", json_integer(v.gpu_mem_mb));
+    json_object_set_new(o, "cpus", json_integer(v.cpus));
+    json_object_set_new(o, "cpus_used", json_integer(v.cpus_used));
+    json_object_set_new(o, "mem_mb", json_integer(v.mem_mb));
+    json_object_set_new(o, "mem_used_mb", json_integer(v.mem_used_mb));
+    json_object_set_new(o, "labels", parse_or_null(n->rec.labels));
+    json_object_set_new(o, "reserved", json_boolean(v.reserved));
+    json_object_set_new(o, "last_heartbeat_ms", json_integer(n->rec.last_heartbeat_ms));
+    json_object_set_new(o, "agent_version", json_string(json_is_string(ver) ? json_string_value(ver) : ""));
+    json_t *addr = json_object_get(info, "addr");
+    json_object_set_new(o, "addr", json_string(json_is_string(addr) ? json_string_value(addr) : ""));
+    json_object_set_new(o, "jobs", jobs ? jobs : json_array());
+    json_decref(info);
+    return o;
+}
+
+/* Job ids per node index, from one pass over the live jobs. */
+static json_t **jobs_by_node(struct ctl *c)
+{
+    size_t nn = sched_node_count(c->sched);
+    json_t **by = calloc(nn ? nn : 1, sizeof(*by));
+    if (!by)
+        return NULL;
+    for (size_t i = 0; i < nn; i++)
+        by[i] = json_array();
+    for (size_t i = 0; i < sched_job_count(c->sched); i++) {
+        struct sched_job_view v;
+        if (sched_job_at(c->sched, i, &v) < 0)
+            continue;
+        for (int k = 0; k < v.nallocs; k++)
+            if (v.allocs[k].node < nn)
+                json_array_append_new(by[v.allocs[k].node], json_integer((json_int_t)v.id));
+    }
+    return by;
+}
+
+void h_nodes_list(struct ctl_req *r)
+{
+    size_t nn = sched_node_count(r->c->sched);
+    json_t **by = jobs_by_node(r->c);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < nn; i++) {
+        json_t *o = node_json(r->c, (uint32_t)i, by ? by[i] : NULL);
+        if (o)
+            json_array_append_new(arr, o);
+        else if (by)
+            json_decref(by[i]);
+    }
+    free(by);
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "nodes", arr));
+}
+
+static int node_arg(struct ctl_req *r)
+{
+    int idx = sched_node_find(r->c->sched, r->arg[0]);
+    if (idx < 0 || !ctl_node_at(r->c, (uint32_t)idx))
+        ctl_reply_errorf(r->c, r->req, 404, NULL, "no such node '%.64s'", r->arg[0]);
+    return idx < 0 || !ctl_node_at(r->c, (uint32_t)idx) ? -ENOENT : idx;
+}
+
+void h_node_show(struct ctl_req *r)
+{
+    int idx = node_arg(r);
+    if (idx < 0)
+        return;
+    json_t **by = jobs_by_node(r->c);
+    json_t *jobs = by ? json_incref(by[idx]) : NULL;
+    for (size_t i = 0; by && i < sched_node_count(r->c->sched); i++)
+        json_decref(by[i]);
+    free(by);
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "node", node_json(r->c, (uint32_t)idx, jobs)));
+}
+
+static int reason_body(struct ctl_req *r, char *reason, size_t len)
+{
+    static const char *const known[] = {"reason", NULL};
+    struct proto_error e;
+    reason[0] = '\0';
+    json_t *b = ctl_body_json(r, true);
+    if (!b)
+        return -EINVAL;
+    json_t *v = json_object_get(b, "reason");
+    int rc = proto_check_fields(b, "", known, &e);
+    if (rc == 0 && v && (!json_is_string(v) || json_string_length(v) >= len))
+        rc = proto_errorf(&e, 400, NULL, "reason", "reason must be a string of at most %zu bytes", len - 1);
+    if (rc == 0 && v)
+        str_copy(reason, len, json_string_value(v));
+    json_decref(b);
+    if (rc < 0)
+        ctl_reply_error(r->c, r->req, &e);
+    return rc;
+}
+
+static void node_set(struct ctl_req *r, enum sched_node_state to, const char *action)
+{
+    char reason[256];
+    struct sched_error se;
+    struct sched_node_view v;
+    int idx = node_arg(r);
+    if (idx < 0 || reason_body(r, reason, sizeof(reason)) < 0)
+        return;
+    struct ctl_node *n = ctl_node_at(r->c, (uint32_t)idx);
+    if (sched_node_get(r->c->sched, (uint32_t)idx, &v) < 0)
+        return;
+    enum sched_node_state from = v.state;
+    if (to == SCHED_NODE_UP && from == SCHED_NODE_UNREACHABLE) {
+        ctl_reply_errorf(r->c, r->req, 409, NULL, "node '%s' is unreachable: it comes back with its agent", n->name);
+        return;
+    }
+    if (from != to && sched_node_set_state(r->c->sched, n->name, to, clock_now_ms(), &se) < 0) {
+        ctl_reply_errorf(r->c, r->req, 409, NULL, "%s", se.message);
+        return;
+    }
+    str_copy(n->rec.reason, sizeof(n->rec.reason), reason);
+    ctl_node_save(r->c, n);
+    ctl_cycle_now(r->c);
+    json_t *b = json_pack("{s:s}", "state", sched_node_state_name(from));
+    json_t *a = json_pack("{s:s}", "state", sched_node_state_name(to));
+    ctl_audit(r->c, r->id.user, action, n->name, b, a, reason);
+    json_decref(b);
+    json_decref(a);
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "node", node_json(r->c, (uint32_t)idx, NULL)));
+}
+
+void h_node_drain(struct ctl_req *r)
+{
+    node_set(r, SCHED_NODE_DRAINING, "node.drain");
+}
+
+void h_node_resume(struct ctl_req *r)
+{
+    node_set(r, SCHED_NODE_UP, "node.resume");
+}
+
+void h_node_labels(struct ctl_req *r)
+{
+    static const char *const known[] = {"labels", NULL};
+    struct proto_error e;
+    struct sched_error se;
+    int idx = node_arg(r);
+    if (idx < 0)
+        return;
+    struct ctl_node *n = ctl_node_at(r->c, (uint32_t)idx);
+    json_t *b = ctl_body_json(r, false);
+    if (!b)
+        return;
+    json_t *l = json_object_get(b, "labels");
+    int rc = proto_check_fields(b, "", known, &e);
+    if (rc == 0 && !json_is_object(l))
+        rc = proto_errorf(&e, 400, NULL, "labels", "labels must be an object");
+    json_t *before = parse_or_null(n->rec.labels);
+    json_t *after = json_is_object(before) ? json_deep_copy(before) : json_object();
+    const char *k;
+    json_t *v;
+    if (rc == 0) {
+        json_object_foreach(l, k, v) {
+            char f[96];
+            snprintf(f, sizeof(f), "labels.%.64s", k);
+            if (!str_is_name(k)) {
+                rc = proto_errorf(&e, 400, NULL, f, "invalid label name '%.64s'", k);
+                break;
+            }
+            if (json_is_null(v)) {
+                json_object_del(after, k);
+            } else if (json_is_string(v) && str_is_name(json_string_value(v))) {
+                json_object_set(after, k, v);
+            } else {
+                rc = proto_errorf(&e, 400, NULL, f, "%s must be a label value or null", f);
+                break;
+            }
+        }
+    }
+    struct sched_label labels[SCHED_MAX_LABELS];
+    if (rc == 0 && json_object_size(after) > SCHED_MAX_LABELS)
+        rc = proto_errorf(&e, 400, NULL, "labels", "a node has at most %d labels", SCHED_MAX_LABELS);
+    int nl = rc == 0 ? ctl_labels_from_json(after, labels, SCHED_MAX_LABELS) : 0;
+    if (rc == 0 && sched_node_set_labels(r->c->sched, n->name, labels, nl, &se) < 0)
+        rc = proto_errorf(&e, 400, NULL, "labels", "%s", se.message);
+    if (rc < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+    } else {
+        free(n->rec.labels);
+        n->rec.labels = json_dumps(after, JSON_COMPACT | JSON_SORT_KEYS);
+        ctl_node_save(r->c, n);
+        ctl_audit(r->c, r->id.user, "node.labels", n->name, before, after, NULL);
+        ctl_cycle_soon(r->c);
+        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "node", node_json(r->c, (uint32_t)idx, NULL)));
+    }
+    json_decref(before);
+    json_decref(after);
+    json_decref(b);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Projects                                                                              */
+
+static json_t *boost_reasons; /* project name -> reason of its current boost */
+
+static json_t *project_spec_json(const struct sched_project_spec *p)
+{
+    return json_pack("{s:s,s:s,s:s,s:f,s:i,s:i,s:i,s:i,s:i,s:b}", "name", p->name, "group",
+                     p->group, "tier", p->tier, "guarantee_gpus", p->guarantee_gpus,
+                     "gpu_limit", p->gpu_limit, "max_running", p->max_running, "max_queued",
+                     p->max_queued, "user_max_running", p->user_max_running, "user_gpu_limit",
+                     p->user_gpu_limit, "paused", p->paused);
+}
+
+static int project_view(struct ctl *c, const char *name, struct sched_project_view *v)
+{
+    int i = sched_project_find(c->sched, name);
+    return i < 0 ? -ENOENT : sched_project_get(c->sched, (size_t)i, v);
+}
+
+json_t *ctl_project_json(struct ctl *c, const struct sched_project_view *v)
+{
+    json_t *o = project_spec_json(&v->spec);
+    json_object_set_new(o, "eff_tier", json_string(v->eff_tier ? v->eff_tier : v->spec.tier));
+    if (v->boost_levels > 0) {
+        json_t *why = boost_reasons ? json_object_get(boost_reasons, v->spec.name) : NULL;
+        json_object_set_new(o, "boost", json_pack("{s:i,s:I,s:s}", "levels", v->boost_levels,
+                                                  "until_ms", (json_int_t)v->boost_until_ms,
+                                                  "reason", json_is_string(why) ? json_string_value(why) : ""));
+    } else {
+        json_object_set_new(o, "boost", json_null());
+    }
+    json_object_set_new(o, "usage", json_pack("{s:i,s:i,s:i,s:f,s:f}", "gpus_in_use",
+                                              v->gpus_in_use, "running", v->running, "queued",
+                                              v->queued, "fairshare_usage", v->usage, "share",
+                                              v->share));
+    return o;
+}
+
+int ctl_project_save(struct ctl *c, const char *name, const char *boost_reason)
+{
+    struct sched_project_view v;
+    if (project_view(c, name, &v) < 0)
+        return -ENOENT;
+    if (!boost_reasons)
+        boost_reasons = json_object();
+    if (boost_reason)
+        json_object_set_new(boost_reasons, name, json_string(boost_reason));
+    json_t *why = json_object_get(boost_reasons, name);
+    json_t *doc = json_pack("{s:o}", "spec", project_spec_json(&v.spec));
+    if (v.boost_levels > 0)
+        json_object_set_new(doc, "boost", json_pack("{s:i,s:I,s:s}", "levels", v.boost_levels,
+                                                    "until_ms", (json_int_t)v.boost_until_ms,
+                                                    "reason", json_is_string(why) ? json_string_value(why) : ""));
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(doc);
+    int rc = text ? store_begin(c->store) : -ENOMEM;
+    if (rc == 0)
+        rc = store_project_put(c->store, name, text);
+    free(text);
+    ctl_commit_soon(c);
+    return rc;
+}
+
+/* Called by restore for each stored boost reason. */
+void ctl_project_boost_reason(const char *name, const char *reason);
+void ctl_project_boost_reason(const char *name, const char *reason)
+{
+    if (!boost_reasons)
+        boost_reasons = json_object();
+    json_object_set_new(boost_reasons, name, json_string(reason));
+}
+
+void h_projects_list(struct ctl_req *r)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < sched_project_count(r->c->sched); i++) {
+        struct sched_project_view v;
+        if (sched_project_get(r->c->sched, i, &v) == 0)
+            json_array_append_new(arr, ctl_project_json(r->c, &v));
+    }
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "projects", arr));
+}
+
+static int project_arg(struct ctl_req *r, struct sched_project_view *v)
+{
+    if (project_view(r->c, r->arg[0], v) < 0) {
+        ctl_reply_errorf(r->c, r->req, 404, NULL, "no such project '%.64s'", r->arg[0]);
+        return -ENOENT;
+    }
+    return 0;
+}
+
+void h_project_show(struct ctl_req *r)
+{
+    struct sched_project_view v;
+    if (project_arg(r, &v) == 0)
+        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "project", ctl_project_json(r->c, &v)));
+}
+
+/* Upsert p into the core, save it, audit, answer with the project. */
+static void project_commit(struct ctl_req *r, const struct sched_project_spec *p,
+                           const char *action, json_t *before, int status, const char *reason)
+{
+    struct sched_error se;
+    struct sched_project_view v;
+    if (sched_project_upsert(r->c->sched, p, &se) < 0) {
+        ctl_reply_errorf(r->c, r->req, 400, se.field[0] ? se.field : NULL, "%s", se.message);
+        return;
+    }
+    if (ctl_project_save(r->c, p->name, NULL) < 0) {
+        store_fail(r);
+        return;
+    }
+    json_t *after = project_spec_json(p);
+    ctl_audit(r->c, r->id.user, action, p->name, before, after, reason);
+    json_decref(after);
+    ctl_cycle_soon(r->c);
+    if (project_view(r->c, p->name, &v) == 0)
+        ctl_reply_json(r->c, r->req, status, json_pack("{s:o}", "project", ctl_project_json(r->c, &v)));
+}
+
+void h_project_create(struct ctl_req *r)
+{
+    struct sched_project_spec p;
+    struct sched_project_view v;
+    struct proto_error e;
+    json_t *b = ctl_body_json(r, false);
+    if (!b)
+        return;
+    sched_project_spec_init(&p);
+    if (proto_project_parse(b, "", false, &p, &e) < 0)
+        ctl_reply_error(r->c, r->req, &e);
+    else if (project_view(r->c, p.name, &v) == 0)
+        ctl_reply_errorf(r->c, r->req, 409, "name", "project '%s' already exists", p.name);
+    else
+        project_commit(r, &p, "project.create", NULL, 201, NULL);
+    json_decref(b);
+}
+
+void h_project_patch(struct ctl_req *r)
+{
+    struct sched_project_view v;
+    struct proto_error e;
+    if (project_arg(r, &v) < 0)
+        return;
+    json_t *b = ctl_body_json(r, false);
+    if (!b)
+        return;
+    struct sched_project_spec p = v.spec;
+    if (proto_project_parse(b, "", true, &p, &e) < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+    } else {
+        json_t *before = project_spec_json(&v.spec);
+        project_commit(r, &p, "project.update", before, 200, NULL);
+        json_decref(before);
+    }
+    json_decref(b);
+}
+
+static void project_pause(struct ctl_req *r, bool paused)
+{
+    struct sched_project_view v;
+    char reason[256];
+    if (project_arg(r, &v) < 0 || reason_body(r, reason, sizeof(reason)) < 0)
+        return;
+    struct sched_project_spec p = v.spec;
+    p.paused = paused;
+    json_t *before = project_spec_json(&v.spec);
+    project_commit(r, &p, paused ? "project.pause" : "project.resume", before, 200, reason);
+    json_decref(before);
+}
+
+void h_project_pause(struct ctl_req *r)
+{
+    project_pause(r, true);
+}
+
+void h_project_resume(struct ctl_req *r)
+{
+    project_pause(r, false);
+}
+
+static void boost_apply(struct ctl_req *r, int levels, int64_t until, const char *reason)
+{
+    struct sched_error se;
+    struct sched_project_view v;
+    if (project_arg(r, &v) < 0)
+        return;
+    json_t *before = json_pack("{s:i,s:I}", "levels", v.boost_levels, "until_ms",
+                               (json_int_t)v.boost_until_ms);
+    if (sched_project_boost(r->c->sched, v.spec.name, levels, until, clock_now_ms(), &se) < 0) {
+        ctl_reply_errorf(r->c, r->req, 400, se.field[0] ? se.field : "levels", "%s", se.message);
+        json_decref(before);
+        return;
+    }
+    if (ctl_project_save(r->c, v.spec.name, reason) < 0) {
+        store_fail(r);
+        json_decref(before);
+        return;
+    }
+    json_t *after = json_pack("{s:i,s:I}", "levels", levels, "until_ms", (json_int_t)until);
+    ctl_audit(r->c, r->id.user, levels ? "project.boost" : "project.unboost", v.spec.name,
+              before, after, reason);
+    json_decref(before);
+    json_decref(after);
+    ctl_cycle_soon(r->c);
+    if (project_view(r->c, v.spec.name, &v) == 0)
+        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "project", ctl_project_json(r->c, &v)));
+}
+
+void h_project_boost(struct ctl_req *r)
+{
+    static const char *const known[] = {"levels", "duration", "reason", NULL};
+    struct proto_error e;
+    int64_t levels = 1, dur = 0;
+    json_t *b = ctl_body_json(r, false);
+    if (!b)
+        return;
+    int ntiers = sched_get_policy(r->c->sched)->ntiers;
+    json_t *lv = json_object_get(b, "levels"), *d = json_object_get(b, "duration");
+    json_t *why = json_object_get(b, "reason");
+    int rc = proto_check_fields(b, "", known, &e);
+    if (rc == 0 && lv)
+        rc = proto_get_int(lv, "levels", 1, ntiers - 1, &levels, &e);
+    if (rc == 0 && !d)
+        rc = proto_errorf(&e, 400, NULL, "duration", "duration is required");
+    if (rc == 0)
+        rc = proto_get_duration(d, "duration", PROTO_MAX_DURATION_MS, &dur, &e);
+    if (rc == 0 && dur <= 0)
+        rc = proto_errorf(&e, 400, NULL, "duration", "duration must be positive");
+    if (rc == 0 && (!why || !json_is_string(why) || json_string_length(why) == 0 ||
+                    json_string_length(why) > 1024))
+        rc = proto_errorf(&e, 400, NULL, "reason", "a boost needs a reason (a string)");
+    if (rc < 0)
+        ctl_reply_error(r->c, r->req, &e);
+    else
+        boost_apply(r, (int)levels, clock_now_ms() + dur, json_string_value(why));
+    json_decref(b);
+}
+
+void h_project_unboost(struct ctl_req *r)
+{
+    boost_apply(r, 0, 0, "");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Tiers, classes, policy                                                                */
+
+void h_tiers(struct ctl_req *r)
+{
+    const struct sched_policy *p = sched_get_policy(r->c->sched);
+    json_t *arr = json_array();
+    for (int i = 0; i < p->ntiers; i++)
+        json_array_append_new(arr, proto_tier_json(p, i));
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "tiers", arr));
+}
+
+void h_classes(struct ctl_req *r)
+{
+    const struct sched_policy *p = sched_get_policy(r->c->sched);
+    json_t *arr = json_array();
+    for (int i = 0; i < p->nclasses; i++)
+        json_array_append_new(arr, proto_class_json(&p->classes[i]));
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "classes", arr));
+}
+
+int ctl_policy_save(struct ctl *c)
+{
+    json_t *doc = proto_policy_to_json(sched_get_policy(c->sched));
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(doc);
+    int rc = text ? store_begin(c->store) : -ENOMEM;
+    if (rc == 0)
+        rc = store_policy_put(c->store, text);
+    free(text);
+    ctl_commit_soon(c);
+    return rc;
+}
+
+void h_class_patch(struct ctl_req *r)
+{
+    struct sched_policy p = *sched_get_policy(r->c->sched);
+    struct proto_error e;
+    struct sched_error se;
+    int i;
+    for (i = 0; i < p.nclasses; i++)
+        if (strcmp(p.classes[i].name, r->arg[0]) == 0)
+            break;
+    if (i == p.nclasses) {
+        ctl_reply_errorf(r->c, r->req, 404, NULL, "no such class '%.64s'", r->arg[0]);
+        return;
+    }
+    json_t *b = ctl_body_json(r, false);
+    if (!b)
+        return;
+    json_t *before = proto_class_json(&p.classes[i]);
+    if (proto_class_patch(b, &p.classes[i], &e) < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+    } else if (sched_set_policy(r->c->sched, &p, &se) < 0) {
+        ctl_reply_errorf(r->c, r->req, 400, se.field[0] ? se.field : NULL, "%s", se.message);
+    } else if (ctl_policy_save(r->c) < 0) {
+        store_fail(r);
+    } else {
+        json_t *after = proto_class_json(&p.classes[i]);
+        ctl_audit(r->c, r->id.user, "class.update", p.classes[i].name, before, after, NULL);
+        ctl_cycle_soon(r->c);
+        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "class", after));
+    }
+    json_decref(before);
+    json_decref(b);
+}
+
+void h_policy_get(struct ctl_req *r)
+{
+    json_t *doc = proto_policy_to_json(sched_get_policy(r->c->sched));
+    json_t *projects = json_array();
+    for (size_t i = 0; i < sched_project_count(r->c->sched); i++) {
+        struct sched_project_view v;
+        if (sched_project_get(r->c->sched, i, &v) == 0)
+            json_array_append_new(projects, project_spec_json(&v.spec));
+    }
+    json_object_set_new(doc, "projects", projects);
+    ctl_reply_json(r->c, r->req, 200, doc);
+}
+
+/* Try the whole document on a scratch core first, so the real one changes all or
+ * nothing. */
+static int policy_trial(const struct proto_policy *pp, struct sched_error *se)
+{
+    struct sched *t = sched_create(&pp->policy, se);
+    if (!t)
+        return -EINVAL;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < pp->nprojects; i++) {
+        rc = sched_project_upsert(t, &pp->projects[i], se);
+        if (rc < 0) {
+            char f[128];
+            snprintf(f, sizeof(f), "projects[%zu].%.60s", i, se->field);
+            str_copy(se->field, sizeof(se->field), f);
+        }
+    }
+    sched_destroy(t);
+    return rc;
+}
+
+static bool is_yaml(const char *ct)
+{
+    return ct && (str_has_prefix(ct, "application/yaml") || str_has_prefix(ct, "text/yaml") ||
+                  str_has_prefix(ct, "application/x-yaml") || str_has_prefix(ct, "text/x-yaml"));
+}
+
+void h_policy_apply(struct ctl_req *r)
+{
+    struct proto_policy pp;
+    struct proto_error e;
+    struct sched_error se;
+    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Content-Type");
+    bool yaml = is_yaml(ct);
+    if (ct && !yaml && !str_has_prefix(ct, "application/json")) {
+        ctl_reply_errorf(r->c, r->req, 415, NULL, "policy must be application/json or application/yaml, not '%.64s'", ct);
+        return;
+    }
+    const char *dry = ctl_query(r, "dry_run");
+    bool dry_run = dry && (strcmp(dry, "1") == 0 || strcmp(dry, "true") == 0);
+    if (proto_policy_parse_text(r->body ? r->body : "", r->body_len, yaml,
+                                sched_get_policy(r->c->sched), &pp, &e) < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        return;
+    }
+    if (policy_trial(&pp, &se) < 0) {
+        ctl_reply_errorf(r->c, r->req, 400, se.field[0] ? se.field : NULL, "%s", se.message);
+        proto_policy_release(&pp);
+        return;
+    }
+    json_t *applied = json_pack("{s:i,s:i,s:i}", "tiers", pp.has_tiers ? pp.policy.ntiers : 0,
+                                "classes", pp.has_classes ? pp.policy.nclasses : 0, "projects",
+                                (int)pp.nprojects);
+    if (dry_run) {
+        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o,s:b}", "applied", applied, "dry_run", 1));
+        proto_policy_release(&pp);
+        return;
+    }
+    json_t *before = proto_policy_to_json(sched_get_policy(r->c->sched));
+    int rc = sched_set_policy(r->c->sched, &pp.policy, &se);
+    for (size_t i = 0; rc == 0 && i < pp.nprojects; i++)
+        rc = sched_project_upsert(r->c->sched, &pp.projects[i], &se);
+    if (rc < 0) { /* cannot happen after the trial, short of memory */
+        ctl_reply_errorf(r->c, r->req, 500, se.field[0] ? se.field : NULL, "%s", se.message);
+        r->c->exit_code = 1;
+        event_base_loopexit(r->c->base, NULL);
+    } else {
+        rc = ctl_policy_save(r->c);
+        for (size_t i = 0; rc == 0 && i < pp.nprojects; i++)
+            rc = ctl_project_save(r->c, pp.projects[i].name, NULL);
+        json_t *after = proto_policy_to_json(sched_get_policy(r->c->sched));
+        json_object_set_new(after, "projects_applied", json_integer((json_int_t)pp.nprojects));
+        if (rc == 0)
+            rc = ctl_audit(r->c, r->id.user, "policy.apply", "policy", before, after, NULL);
+        json_decref(after);
+        ctl_cycle_soon(r->c);
+        if (rc < 0)
+            store_fail(r);
+        else
+            ctl_reply_json(r->c, r->req, 200, json_pack("{s:O}", "applied", applied));
+    }
+    json_decref(before);
+    json_decref(applied);
+    proto_policy_release(&pp);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Audit, tokens                                                                         */
+
+struct audit_ctx {
+    json_t *arr;
+    int64_t last;
+};
+
+static int audit_cb(void *arg, const struct store_audit *a)
+{
+    struct audit_ctx *ac = arg;
+    json_array_append_new(ac->arr, json_pack("{s:I,s:I,s:s,s:s,s:s,s:o,s:o,s:s}", "id",
+                                             (json_int_t)a->id, "time_ms", (json_int_t)a->time_ms,
+                                             "actor", a->actor, "action", a->action, "target",
+                                             a->target, "before", parse_or_null(a->before),
+                                             "after", parse_or_null(a->after), "reason",
+                                             a->reason));
+    ac->last = a->id;
+    return 0;
+}
+
+void h_audit(struct ctl_req *r)
+{
+    struct store_audit_filter f;
+    memset(&f, 0, sizeof(f));
+    f.actor = ctl_query(r, "actor");
+    f.action = ctl_query(r, "action");
+    f.target = ctl_query(r, "target");
+    int64_t limit = 100;
+    const char *keys[] = {"limit", "since_ms", "after"};
+    int64_t *outs[] = {&limit, &f.since_ms, &f.after};
+    for (int i = 0; i < 3; i++) {
+        const char *v = ctl_query(r, keys[i]);
+        if (v && parse_int64(v, i == 0 ? 1 : 0, i == 0 ? 10000 : INT64_MAX, outs[i]) < 0) {
+            ctl_reply_errorf(r->c, r->req, 400, keys[i], "%s must be a non-negative integer%s",
+                             keys[i], i == 0 ? " up to 10000" : "");
+            return;
+        }
+    }
+    f.limit = (int)limit;
+    struct audit_ctx ac = {json_array(), 0};
+    if (store_audit_list(r->c->store, &f, audit_cb, &ac) < 0) {
+        json_decref(ac.arr);
+        store_fail(r);
+        return;
+    }
+    json_t *out = json_pack("{s:o}", "entries", ac.arr);
+    if ((int64_t)json_array_size(ac.arr) == limit) {
+        char next[32];
+        snprintf(next, sizeof(next), "%lld", (long long)ac.last);
+        json_object_set_new(out, "next", json_string(next));
+    }
+    ctl_reply_json(r->c, r->req, 200, out);
+}
+
+static int parse_ttl(json_t *b, int64_t def, int64_t *out, struct proto_error *e)
+{
+    json_t *t = json_object_get(b, "ttl");
+    *out = def;
+    if (!t)
+        return 0;
+    int rc = proto_get_duration(t, "ttl", (int64_t)3660 * 24 * 3600 * 1000, out, e);
+    if (rc == 0 && *out <= 0)
+        rc = proto_errorf(e, 400, NULL, "ttl", "ttl must be positive");
+    return rc;
+}
+
+void h_tokens(struct ctl_req *r)
+{
+    static const char *const known[] = {"user", "role", "ttl", NULL};
+    struct proto_error e;
+    struct store_token t;
+    memset(&t, 0, sizeof(t));
+    json_t *b = ctl_body_json(r, false);
+    if (!b)
+        return;
+    int64_t ttl;
+    int rc = proto_check_fields(b, "", known, &e);
+    if (rc == 0)
+        rc = proto_get_name(json_object_get(b, "user"), "user", t.user, &e);
+    json_t *role = json_object_get(b, "role");
+    const char *rs = role ? json_string_value(role) : "member";
+    if (rc == 0 && (!rs || (strcmp(rs, "member") && strcmp(rs, "admin"))))
+        rc = proto_errorf(&e, 400, NULL, "role", "role must be \"member\" or \"admin\"");
+    if (rc == 0)
+        rc = parse_ttl(b, (int64_t)90 * 24 * 3600 * 1000, &ttl, &e);
+    char tok[96];
+    if (rc == 0 && ctl_random_token("dkt_", tok, sizeof(tok)) < 0)
+        rc = proto_errorf(&e, 500, NULL, NULL, "no randomness");
+    if (rc < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        json_decref(b);
+        return;
+    }
+    store_token_hash(tok, t.hash);
+    t.kind = STORE_TOKEN_USER;
+    str_copy(t.role, sizeof(t.role), rs);
+    t.created_ms = clock_now_ms();
+    t.expires_ms = t.created_ms + ttl;
+    if (store_token_put(r->c->store, &t) < 0) {
+        store_fail(r);
+    } else {
+        json_t *after = json_pack("{s:s,s:s,s:I,s:s}", "user", t.user, "role", t.role,
+                                  "expires_ms", (json_int_t)t.expires_ms, "hash_prefix", t.hash + 56);
+        ctl_audit(r->c, r->id.user, "token.issue", t.user, NULL, after, NULL);
+        json_decref(after);
+        ctl_reply_json(r->c, r->req, 201, json_pack("{s:s,s:s,s:s,s:I}", "token", tok, "user",
+                                                    t.user, "role", t.role, "expires_ms",
+                                                    (json_int_t)t.expires_ms));
+    }
+    json_decref(b);
+}
+
+void h_join_tokens(struct ctl_req *r)
+{
+    static const char *const known[] = {"ttl", NULL};
+    struct proto_error e;
+    struct store_token t;
+    int64_t ttl;
+    memset(&t, 0, sizeof(t));
+    json_t *b = ctl_body_json(r, true);
+    if (!b)
+        return;
+    int rc = proto_check_fields(b, "", known, &e);
+    if (rc == 0)
+        rc = parse_ttl(b, (int64_t)3600 * 1000, &ttl, &e);
+    char tok[96];
+    if (rc == 0 && ctl_random_token("dkj_", tok, sizeof(tok)) < 0)
+        rc = proto_errorf(&e, 500, NULL, NULL, "no randomness");
+    if (rc < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        json_decref(b);
+        return;
+    }
+    store_token_hash(tok, t.hash);
+    t.kind = STORE_TOKEN_JOIN;
+    str_copy(t.user, sizeof(t.user), r->id.user);
+    str_copy(t.role, sizeof(t.role), "join");
+    t.created_ms = clock_now_ms();
+    t.expires_ms = t.created_ms + ttl;
+    if (store_token_put(r->c->store, &t) < 0) {
+        store_fail(r);
+    } else {
+        json_t *after = json_pack("{s:I,s:s}", "expires_ms", (json_int_t)t.expires_ms,
+                                  "hash_prefix", t.hash + 56);
+        ctl_audit(r->c, r->id.user, "join_token.issue", "join-token", NULL, after, NULL);
+        json_decref(after);
+        ctl_reply_json(r->c, r->req, 201, json_pack("{s:s,s:I}", "join_token", tok,
+                                                    "expires_ms", (json_int_t)t.expires_ms));
+    }
+    json_decref(b);
+}

@@ -1,0 +1,692 @@
+/*
+ * agent.c - the agent endpoints of docs/api.md: register (join token -> node
+ * credential), the heartbeat long poll that carries commands (re-sent until acked) and
+ * reconciles jobs after a restart of either side, and job events (started, exited,
+ * usage, reclaim_failed). Every body is validated whole before anything changes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/ctl.h"
+#include "util/clock.h"
+#include "util/str.h"
+
+/* ------------------------------------------------------------------------------------ */
+/* Register                                                                              */
+
+struct reg_node {
+    struct sched_node_spec spec;
+    json_t *labels;             /* borrowed from the body */
+    json_t *info;               /* owned: addr, agent_version, gpu_uuids */
+};
+
+static int parse_labels(const json_t *v, const char *field, struct proto_error *e)
+{
+    if (!json_is_object(v) || json_object_size(v) > SCHED_MAX_LABELS)
+        return proto_errorf(e, 400, NULL, field, "%s must be an object of at most %d strings",
+                            field, SCHED_MAX_LABELS);
+    const char *k;
+    json_t *val;
+    json_object_foreach((json_t *)v, k, val) {
+        char f[160];
+        snprintf(f, sizeof(f), "%s.%.64s", field, k);
+        if (!str_is_name(k))
+            return proto_errorf(e, 400, NULL, f, "invalid label name '%.64s'", k);
+        if (!json_is_string(val) || !str_is_name(json_string_value(val)))
+            return proto_errorf(e, 400, NULL, f, "%s must be a label value (a name)", f);
+    }
+    return 0;
+}
+
+static int parse_reg_node(const json_t *o, struct reg_node *rn, struct proto_error *e)
+{
+    static const char *const known[] = {"name", "gpu_type", "gpus", "gpu_mem_mb", "gpu_uuids",
+                                        "cpus", "mem_mb", "labels", "addr", NULL};
+    int64_t v;
+    int rc;
+    memset(&rn->spec, 0, sizeof(rn->spec));
+    if (!json_is_object(o))
+        return proto_errorf(e, 400, NULL, "node", "node must be an object");
+    if ((rc = proto_check_fields(o, "node", known, e)) < 0)
+        return rc;
+    if ((rc = proto_get_name(json_object_get(o, "name"), "node.name", rn->spec.name, e)) < 0)
+        return rc;
+    json_t *gt = json_object_get(o, "gpu_type");
+    if (gt && !(json_is_string(gt) && json_string_length(gt) == 0) &&
+        (rc = proto_get_name(gt, "node.gpu_type", rn->spec.gpu_type, e)) < 0)
+        return rc;
+    if ((rc = proto_get_int(json_object_get(o, "gpus") ? json_object_get(o, "gpus")
+                                                       : json_integer(0),
+                            "node.gpus", 0, SCHED_MAX_NODE_GPUS, &v, e)) < 0)
+        return rc;
+    rn->spec.gpus = (int)v;
+    if (rn->spec.gpus > 0 && !rn->spec.gpu_type[0])
+        return proto_errorf(e, 400, NULL, "node.gpu_type", "a node with GPUs needs a gpu_type");
+    json_t *x;
+    if ((x = json_object_get(o, "gpu_mem_mb")) &&
+        (rc = proto_get_int(x, "node.gpu_mem_mb", 0, PROTO_MAX_MEM_MB, &rn->spec.gpu_mem_mb, e)) < 0)
+        return rc;
+    if ((rc = proto_get_int(json_object_get(o, "cpus"), "node.cpus", 1, PROTO_MAX_CPUS, &v, e)) < 0)
+        return rc;
+    rn->spec.cpus = (int)v;
+    if ((rc = proto_get_int(json_object_get(o, "mem_mb"), "node.mem_mb", 1, PROTO_MAX_MEM_MB,
+                            &rn->spec.mem_mb, e)) < 0)
+        return rc;
+    rn->labels = json_object_get(o, "labels");
+    if (rn->labels && (rc = parse_labels(rn->labels, "node.labels", e)) < 0)
+        return rc;
+    json_t *uu = json_object_get(o, "gpu_uuids");
+    if (uu && (!json_is_array(uu) || json_array_size(uu) > SCHED_MAX_NODE_GPUS))
+        return proto_errorf(e, 400, NULL, "node.gpu_uuids", "node.gpu_uuids must be a list of strings");
+    for (size_t i = 0; uu && i < json_array_size(uu); i++)
+        if (!json_is_string(json_array_get(uu, i)) ||
+            json_string_length(json_array_get(uu, i)) > 128)
+            return proto_errorf(e, 400, NULL, "node.gpu_uuids", "node.gpu_uuids[%zu] must be a string", i);
+    json_t *addr = json_object_get(o, "addr");
+    if (addr && (!json_is_string(addr) || json_string_length(addr) > 255))
+        return proto_errorf(e, 400, NULL, "node.addr", "node.addr must be a string");
+    rn->info = json_object();
+    if (addr)
+        json_object_set(rn->info, "addr", addr);
+    if (uu)
+        json_object_set(rn->info, "gpu_uuids", uu);
+    return 0;
+}
+
+static int check_join(struct ctl_req *r, const json_t *body, struct proto_error *e)
+{
+    json_t *jt = json_object_get(body, "join_token");
+    const char *node = json_string_value(json_object_get(json_object_get(body, "node"), "name"));
+    if (!jt) {
+        if (!r->id.node)
+            return proto_errorf(e, 401, NULL, "join_token",
+                                "a join token or the node's credential is required");
+        if (!node || strcmp(node, r->id.node_name) != 0)
+            return proto_errorf(e, 403, NULL, "node.name",
+                                "this credential belongs to node '%s'", r->id.node_name);
+        return 0;
+    }
+    if (!json_is_string(jt) || json_string_length(jt) > 256)
+        return proto_errorf(e, 400, NULL, "join_token", "join_token must be a string");
+    char hash[65];
+    struct store_token t;
+    store_token_hash(json_string_value(jt), hash);
+    if (store_token_get(r->c->store, hash, &t) < 0 || t.kind != STORE_TOKEN_JOIN ||
+        (t.expires_ms && t.expires_ms < clock_now_ms()))
+        return proto_errorf(e, 401, NULL, "join_token", "invalid or expired join token");
+    return 0;
+}
+
+static int issue_credential(struct ctl *c, const char *node, char *cred, size_t len)
+{
+    struct store_token t;
+    memset(&t, 0, sizeof(t));
+    int rc = ctl_random_token("dkn_", cred, len);
+    if (rc < 0)
+        return rc;
+    store_token_hash(cred, t.hash);
+    t.kind = STORE_TOKEN_NODE;
+    str_copy(t.user, sizeof(t.user), node);
+    str_copy(t.role, sizeof(t.role), "node");
+    t.created_ms = clock_now_ms();
+    if ((rc = store_token_delete_user(c->store, STORE_TOKEN_NODE, node)) < 0)
+        return rc;
+    return store_token_put(c->store, &t);
+}
+
+/* Upsert the node in the core: a re-registration keeps an admin's state (drained, down)
+ * and the labels set through the API. */
+static struct ctl_node *register_node(struct ctl *c, struct reg_node *rn, const char *version,
+                                      struct proto_error *e)
+{
+    struct ctl_node *old = ctl_node_by_name(c, rn->spec.name);
+    struct sched_node_view v;
+    struct sched_error se;
+    rn->spec.state = SCHED_NODE_UP;
+    json_t *labels = NULL;
+    if (old) {
+        int idx = sched_node_find(c->sched, rn->spec.name);
+        if (idx >= 0 && sched_node_get(c->sched, (uint32_t)idx, &v) == 0 &&
+            (v.state == SCHED_NODE_DRAINING || v.state == SCHED_NODE_DRAINED ||
+             v.state == SCHED_NODE_DOWN))
+            rn->spec.state = v.state;
+        labels = json_loads(old->rec.labels ? old->rec.labels : "{}", 0, NULL);
+    } else {
+        labels = rn->labels ? json_deep_copy(rn->labels) : json_object();
+    }
+    rn->spec.nlabels = ctl_labels_from_json(labels, rn->spec.labels, SCHED_MAX_LABELS);
+    if (sched_node_upsert(c->sched, &rn->spec, clock_now_ms(), &se) < 0) {
+        json_decref(labels);
+        proto_errorf(e, 400, NULL, se.field[0] ? se.field : "node", "%s", se.message);
+        return NULL;
+    }
+    struct ctl_node *n = ctl_node_attach(c, rn->spec.name);
+    if (!n) {
+        json_decref(labels);
+        proto_errorf(e, 500, NULL, NULL, "out of memory");
+        return NULL;
+    }
+    json_object_set_new(rn->info, "agent_version", json_string(version ? version : ""));
+    free(n->rec.labels);
+    free(n->rec.info);
+    n->rec.labels = json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS);
+    n->rec.info = json_dumps(rn->info, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(labels);
+    str_copy(n->rec.gpu_type, sizeof(n->rec.gpu_type), rn->spec.gpu_type);
+    n->rec.gpus = rn->spec.gpus;
+    n->rec.gpu_mem_mb = rn->spec.gpu_mem_mb;
+    n->rec.cpus = rn->spec.cpus;
+    n->rec.mem_mb = rn->spec.mem_mb;
+    n->rec.last_heartbeat_ms = clock_now_ms();
+    n->last_hb_ms = clock_mono_ms();
+    n->reconciled = false;
+    return n;
+}
+
+void h_agent_register(struct ctl_req *r)
+{
+    static const char *const known[] = {"join_token", "node", "agent_version", NULL};
+    struct proto_error e;
+    struct reg_node rn;
+    memset(&rn, 0, sizeof(rn));
+    json_t *body = ctl_body_json(r, false);
+    if (!body)
+        return;
+    json_t *ver = json_object_get(body, "agent_version");
+    int rc = proto_check_fields(body, "", known, &e);
+    if (rc == 0 && ver && (!json_is_string(ver) || json_string_length(ver) > 64))
+        rc = proto_errorf(&e, 400, NULL, "agent_version", "agent_version must be a short string");
+    if (rc == 0)
+        rc = check_join(r, body, &e);
+    if (rc == 0)
+        rc = parse_reg_node(json_object_get(body, "node"), &rn, &e);
+    struct ctl_node *n = NULL;
+    if (rc == 0 && !(n = register_node(r->c, &rn, json_string_value(ver), &e)))
+        rc = -EINVAL;
+    char cred[96];
+    if (rc == 0 && issue_credential(r->c, n->name, cred, sizeof(cred)) < 0)
+        rc = proto_errorf(&e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
+    if (rc == 0 && ctl_node_save(r->c, n) < 0)
+        rc = proto_errorf(&e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
+    if (rc < 0) {
+        json_decref(rn.info);
+        json_decref(body);
+        ctl_reply_error(r->c, r->req, &e);
+        return;
+    }
+    json_t *after = json_pack("{s:s,s:s,s:i,s:i,s:I}", "name", n->name, "gpu_type",
+                              n->rec.gpu_type, "gpus", n->rec.gpus, "cpus", n->rec.cpus,
+                              "mem_mb", (json_int_t)n->rec.mem_mb);
+    char actor[80];
+    snprintf(actor, sizeof(actor), "node:%s", n->name);
+    ctl_audit(r->c, actor, "node.register", n->name, NULL, after, NULL);
+    json_decref(after);
+    log_info("node_registered", "node=%s gpus=%d gpu_type=%s cpus=%d", n->name, n->rec.gpus,
+             n->rec.gpu_type[0] ? n->rec.gpu_type : "-", n->rec.cpus);
+    ctl_cycle_soon(r->c);
+    ctl_reply_json(r->c, r->req, 200,
+                   json_pack("{s:s,s:s,s:I,s:I}", "credential", cred, "node", n->name,
+                             "heartbeat_wait_ms", (json_int_t)r->c->cfg.heartbeat_wait_ms,
+                             "node_timeout_ms", (json_int_t)r->c->cfg.node_timeout_ms));
+    json_decref(rn.info);
+    json_decref(body);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Heartbeat                                                                             */
+
+struct hb {
+    int64_t ack, wait_ms;
+    bool health_ok;
+    const char *health_msg;
+    json_t *jobs;               /* borrowed, validated */
+};
+
+static struct ctl_node *agent_node(struct ctl_req *r, const json_t *body, struct proto_error *e)
+{
+    json_t *nn = json_object_get(body, "node");
+    if (!json_is_string(nn))
+        return proto_errorf(e, 400, NULL, "node", "node must be a string"), NULL;
+    if (strcmp(json_string_value(nn), r->id.node_name) != 0)
+        return proto_errorf(e, 403, NULL, "node", "this credential belongs to node '%s'",
+                            r->id.node_name), NULL;
+    struct ctl_node *n = ctl_node_by_name(r->c, r->id.node_name);
+    if (!n)
+        proto_errorf(e, 401, NULL, "node", "unknown node '%s': register again", r->id.node_name);
+    return n;
+}
+
+static int parse_hb(const json_t *body, struct hb *hb, struct proto_error *e)
+{
+    static const char *const known[] = {"node", "ack", "wait_ms", "health", "jobs", NULL};
+    static const char *const hknown[] = {"ok", "message", NULL};
+    static const char *const jknown[] = {"id", "state", "pid", NULL};
+    int rc;
+    json_t *v;
+    memset(hb, 0, sizeof(*hb));
+    hb->health_ok = true;
+    hb->health_msg = "";
+    if ((rc = proto_check_fields(body, "", known, e)) < 0)
+        return rc;
+    if ((v = json_object_get(body, "ack")) && (rc = proto_get_int(v, "ack", 0, INT64_MAX, &hb->ack, e)) < 0)
+        return rc;
+    hb->wait_ms = 25000;
+    if ((v = json_object_get(body, "wait_ms")) &&
+        (rc = proto_get_int(v, "wait_ms", 0, 600000, &hb->wait_ms, e)) < 0)
+        return rc;
+    if ((v = json_object_get(body, "health"))) {
+        if (!json_is_object(v))
+            return proto_errorf(e, 400, NULL, "health", "health must be an object");
+        if ((rc = proto_check_fields(v, "health", hknown, e)) < 0)
+            return rc;
+        json_t *ok = json_object_get(v, "ok"), *msg = json_object_get(v, "message");
+        if (ok && (rc = proto_get_bool(ok, "health.ok", &hb->health_ok, e)) < 0)
+            return rc;
+        if (msg && (!json_is_string(msg) || json_string_length(msg) > 255))
+            return proto_errorf(e, 400, NULL, "health.message", "health.message must be a short string");
+        if (msg)
+            hb->health_msg = json_string_value(msg);
+    }
+    hb->jobs = json_object_get(body, "jobs");
+    if (hb->jobs && (!json_is_array(hb->jobs) || json_array_size(hb->jobs) > 100000))
+        return proto_errorf(e, 400, NULL, "jobs", "jobs must be an array");
+    for (size_t i = 0; hb->jobs && i < json_array_size(hb->jobs); i++) {
+        json_t *j = json_array_get(hb->jobs, i);
+        char path[32], f[48];
+        int64_t x;
+        snprintf(path, sizeof(path), "jobs[%zu]", i);
+        if (!json_is_object(j))
+            return proto_errorf(e, 400, NULL, path, "%s must be an object", path);
+        if ((rc = proto_check_fields(j, path, jknown, e)) < 0)
+            return rc;
+        snprintf(f, sizeof(f), "%s.id", path);
+        if ((rc = proto_get_int(json_object_get(j, "id"), f, 1, INT64_MAX, &x, e)) < 0)
+            return rc;
+        json_t *st = json_object_get(j, "state");
+        if (st && !json_is_string(st)) {
+            snprintf(f, sizeof(f), "%s.state", path);
+            return proto_errorf(e, 400, NULL, f, "%s must be a string", f);
+        }
+    }
+    return 0;
+}
+
+static bool agent_has_job(const json_t *jobs, uint64_t id)
+{
+    for (size_t i = 0; i < json_array_size(jobs); i++)
+        if ((uint64_t)json_integer_value(json_object_get(json_array_get(jobs, i), "id")) == id)
+            return true;
+    return false;
+}
+
+static bool start_pending(const struct ctl_node *n, uint64_t id, int64_t ack)
+{
+    for (const struct ctl_cmd *k = n->cmds; k; k = k->next)
+        if (k->job == id && k->seq > ack)
+            return true;
+    return false;
+}
+
+static bool alloc_on(const struct sched_job_view *v, uint32_t node)
+{
+    for (int i = 0; i < v->nallocs; i++)
+        if (v->allocs[i].node == node)
+            return true;
+    return false;
+}
+
+/* Record how a job ended on its row (so a restart can finish applying it). */
+static void record_exit(struct ctl *c, uint64_t id, json_t *exit, json_t *usage)
+{
+    struct store_job row;
+    if (store_job_get(c->store, id, &row) < 0)
+        return;
+    free(row.exit);
+    row.exit = json_dumps(exit, JSON_COMPACT);
+    if (usage) {
+        free(row.usage);
+        row.usage = json_dumps(usage, JSON_COMPACT);
+    }
+    if (store_begin(c->store) < 0 || store_job_update(c->store, &row) < 0)
+        log_error("store_failed", "what=exit job=%llu", (unsigned long long)id);
+    store_job_release(&row);
+}
+
+/* First heartbeat after a restart of either side: jobs we believe run there but the
+ * agent does not know end as lost; jobs it runs that we do not place there are killed. */
+static void reconcile(struct ctl *c, struct ctl_node *n, const struct hb *hb)
+{
+    uint32_t idx = (uint32_t)sched_node_find(c->sched, n->name);
+    size_t cnt = sched_job_count(c->sched), nlost = 0;
+    uint64_t *lost = calloc(cnt ? cnt : 1, sizeof(*lost));
+    if (!lost)
+        return;
+    for (size_t i = 0; i < cnt; i++) {
+        struct sched_job_view v;
+        if (sched_job_at(c->sched, i, &v) < 0 || !alloc_on(&v, idx))
+            continue;
+        if (!agent_has_job(hb->jobs, v.id) && !start_pending(n, v.id, hb->ack))
+            lost[nlost++] = v.id;
+    }
+    int64_t now = clock_now_ms();
+    for (size_t i = 0; i < nlost; i++) {
+        struct sched_error se;
+        json_t *ex = json_pack("{s:s,s:i,s:s}", "kind", "lost", "code", 0, "message",
+                               "unknown to the agent after a restart");
+        record_exit(c, lost[i], ex, NULL);
+        json_decref(ex);
+        if (sched_job_ended(c->sched, lost[i], SCHED_EXIT_LOST, 0, now, &se) == 0)
+            log_warn("job_lost", "job=%llu node=%s", (unsigned long long)lost[i], n->name);
+    }
+    free(lost);
+    for (size_t i = 0; i < json_array_size(hb->jobs); i++) {
+        json_t *j = json_array_get(hb->jobs, i);
+        uint64_t id = (uint64_t)json_integer_value(json_object_get(j, "id"));
+        const char *st = json_string_value(json_object_get(j, "state"));
+        struct sched_job_view v;
+        if (st && strcmp(st, "exited") == 0)
+            continue;
+        if (sched_job_get(c->sched, id, &v) == 0 && alloc_on(&v, idx))
+            continue;
+        log_warn("job_stray", "job=%llu node=%s action=kill", (unsigned long long)id, n->name);
+        ctl_node_command(c, n, id, json_pack("{s:s,s:I}", "type", "kill", "job", (json_int_t)id));
+    }
+    n->reconciled = true;
+    ctl_cycle_soon(c);
+}
+
+static void node_health(struct ctl *c, struct ctl_node *n, const struct hb *hb)
+{
+    int idx = sched_node_find(c->sched, n->name);
+    struct sched_node_view v;
+    struct sched_error se;
+    if (idx < 0 || sched_node_get(c->sched, (uint32_t)idx, &v) < 0)
+        return;
+    enum sched_node_state to = v.state;
+    if (v.state == SCHED_NODE_UNREACHABLE)
+        to = hb->health_ok ? SCHED_NODE_UP : SCHED_NODE_UNHEALTHY;
+    else if (v.state == SCHED_NODE_UP && !hb->health_ok)
+        to = SCHED_NODE_UNHEALTHY;
+    else if (v.state == SCHED_NODE_UNHEALTHY && hb->health_ok)
+        to = SCHED_NODE_UP;
+    if (to == v.state)
+        return;
+    if (sched_node_set_state(c->sched, n->name, to, clock_now_ms(), &se) < 0)
+        return;
+    str_copy(n->rec.reason, sizeof(n->rec.reason), hb->health_ok ? "" : hb->health_msg);
+    ctl_node_save(c, n);
+    log_info("node_state", "node=%s from=%s to=%s", n->name, sched_node_state_name(v.state),
+             sched_node_state_name(to));
+    ctl_cycle_soon(c);
+}
+
+static void drop_acked(struct ctl_node *n, int64_t ack)
+{
+    while (n->cmds && n->cmds->seq <= ack) {
+        struct ctl_cmd *k = n->cmds;
+        n->cmds = k->next;
+        json_decref(k->json);
+        free(k);
+    }
+    if (!n->cmds)
+        n->cmds_tail = NULL;
+}
+
+static void parked_closed(struct evhttp_connection *con, void *arg)
+{
+    struct ctl_node *n = arg;
+    n->parked = NULL;
+    event_del(n->park_timer);
+}
+
+void h_agent_heartbeat(struct ctl_req *r)
+{
+    struct proto_error e;
+    struct hb hb;
+    json_t *body = ctl_body_json(r, false);
+    if (!body)
+        return;
+    struct ctl_node *n = agent_node(r, body, &e);
+    if (!n || parse_hb(body, &hb, &e) < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        json_decref(body);
+        return;
+    }
+    n->last_hb_ms = clock_mono_ms();
+    n->rec.last_heartbeat_ms = clock_now_ms();
+    drop_acked(n, hb.ack);
+    node_health(r->c, n, &hb);
+    if (!n->reconciled)
+        reconcile(r->c, n, &hb);
+    json_decref(body);
+    if (n->parked) { /* a newer poll replaces an older one */
+        struct evhttp_request *old = n->parked;
+        struct evhttp_connection *con = evhttp_request_get_connection(old);
+        n->parked = NULL;
+        event_del(n->park_timer);
+        if (con)
+            evhttp_connection_set_closecb(con, NULL, NULL);
+        ctl_reply_json(r->c, old, 200, json_pack("{s:[],s:s}", "commands", "node_state", "UP"));
+    }
+    bool have = false;
+    for (struct ctl_cmd *k = n->cmds; k; k = k->next)
+        have = have || k->seq > hb.ack;
+    int64_t wait = hb.wait_ms < r->c->cfg.heartbeat_wait_ms ? hb.wait_ms : r->c->cfg.heartbeat_wait_ms;
+    if (have || wait == 0 || r->c->shutting_down) {
+        json_t *cmds = json_array();
+        for (struct ctl_cmd *k = n->cmds; k; k = k->next)
+            if (k->seq > hb.ack)
+                json_array_append(cmds, k->json);
+        int idx = sched_node_find(r->c->sched, n->name);
+        struct sched_node_view v;
+        const char *st = idx >= 0 && sched_node_get(r->c->sched, (uint32_t)idx, &v) == 0
+                             ? sched_node_state_name(v.state) : "UP";
+        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o,s:s}", "commands", cmds, "node_state", st));
+        return;
+    }
+    n->parked = r->req;
+    struct evhttp_connection *con = evhttp_request_get_connection(r->req);
+    if (con)
+        evhttp_connection_set_closecb(con, parked_closed, n);
+    struct timeval tv = {(time_t)(wait / 1000), (suseconds_t)((wait % 1000) * 1000)};
+    event_add(n->park_timer, &tv);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Events                                                                                */
+
+static int parse_usage(const json_t *u, const char *path, struct proto_error *e)
+{
+    static const char *const known[] = {"cpu_ms", "max_rss_mb", "gpu_util", NULL};
+    int64_t x;
+    int rc;
+    if (!json_is_object(u))
+        return proto_errorf(e, 400, NULL, path, "%s must be an object", path);
+    if ((rc = proto_check_fields(u, path, known, e)) < 0)
+        return rc;
+    const char *const *k = known;
+    for (; *k; k++) {
+        json_t *v = json_object_get(u, *k);
+        char f[96];
+        snprintf(f, sizeof(f), "%s.%s", path, *k);
+        if (v && (rc = proto_get_int(v, f, 0, INT64_MAX, &x, e)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int parse_exit(const json_t *x, const char *path, struct proto_error *e)
+{
+    static const char *const known[] = {"kind", "code", "message", NULL};
+    int rc;
+    int64_t code;
+    char f[96];
+    if (!json_is_object(x))
+        return proto_errorf(e, 400, NULL, path, "%s must be an object", path);
+    if ((rc = proto_check_fields(x, path, known, e)) < 0)
+        return rc;
+    const char *k = json_string_value(json_object_get(x, "kind"));
+    snprintf(f, sizeof(f), "%s.kind", path);
+    if (!k || (strcmp(k, "code") && strcmp(k, "signal") && strcmp(k, "oom") &&
+               strcmp(k, "launch_failed") && strcmp(k, "lost")))
+        return proto_errorf(e, 400, NULL, f,
+                            "%s must be code, signal, oom, launch_failed or lost", f);
+    json_t *c = json_object_get(x, "code");
+    snprintf(f, sizeof(f), "%s.code", path);
+    if (c && (rc = proto_get_int(c, f, -255, 255, &code, e)) < 0)
+        return rc;
+    json_t *m = json_object_get(x, "message");
+    snprintf(f, sizeof(f), "%s.message", path);
+    if (m && (!json_is_string(m) || json_string_length(m) > 1024))
+        return proto_errorf(e, 400, NULL, f, "%s must be a string", f);
+    return 0;
+}
+
+static int parse_event(const json_t *ev, size_t i, struct proto_error *e)
+{
+    static const char *const known[] = {"job", "type", "time_ms", "pid", "exit", "usage",
+                                        "message", NULL};
+    char path[32], f[64];
+    int64_t x;
+    int rc;
+    snprintf(path, sizeof(path), "events[%zu]", i);
+    if (!json_is_object(ev))
+        return proto_errorf(e, 400, NULL, path, "%s must be an object", path);
+    if ((rc = proto_check_fields(ev, path, known, e)) < 0)
+        return rc;
+    snprintf(f, sizeof(f), "%s.job", path);
+    if ((rc = proto_get_int(json_object_get(ev, "job"), f, 1, INT64_MAX, &x, e)) < 0)
+        return rc;
+    const char *t = json_string_value(json_object_get(ev, "type"));
+    snprintf(f, sizeof(f), "%s.type", path);
+    if (!t || (strcmp(t, "started") && strcmp(t, "exited") && strcmp(t, "usage") &&
+               strcmp(t, "reclaim_failed") && strcmp(t, "signalled")))
+        return proto_errorf(e, 400, NULL, f,
+                            "%s must be started, signalled, exited, usage or reclaim_failed", f);
+    json_t *v;
+    snprintf(f, sizeof(f), "%s.time_ms", path);
+    if ((v = json_object_get(ev, "time_ms")) && (rc = proto_get_int(v, f, 0, INT64_MAX, &x, e)) < 0)
+        return rc;
+    snprintf(f, sizeof(f), "%s.pid", path);
+    if ((v = json_object_get(ev, "pid")) && (rc = proto_get_int(v, f, 0, INT32_MAX, &x, e)) < 0)
+        return rc;
+    snprintf(f, sizeof(f), "%s.exit", path);
+    if (strcmp(t, "exited") == 0 && !json_object_get(ev, "exit"))
+        return proto_errorf(e, 400, NULL, f, "%s is required for an exited event", f);
+    if ((v = json_object_get(ev, "exit")) && (rc = parse_exit(v, f, e)) < 0)
+        return rc;
+    snprintf(f, sizeof(f), "%s.usage", path);
+    if ((v = json_object_get(ev, "usage")) && (rc = parse_usage(v, f, e)) < 0)
+        return rc;
+    snprintf(f, sizeof(f), "%s.message", path);
+    if ((v = json_object_get(ev, "message")) && (!json_is_string(v) || json_string_length(v) > 1024))
+        return proto_errorf(e, 400, NULL, f, "%s must be a string", f);
+    return 0;
+}
+
+static enum sched_exit_kind exit_kind(const char *k)
+{
+    if (strcmp(k, "code") == 0)
+        return SCHED_EXIT_CODE;
+    if (strcmp(k, "signal") == 0)
+        return SCHED_EXIT_SIGNAL;
+    if (strcmp(k, "oom") == 0)
+        return SCHED_EXIT_OOM;
+    if (strcmp(k, "launch_failed") == 0)
+        return SCHED_EXIT_LAUNCH_FAILED;
+    return SCHED_EXIT_LOST;
+}
+
+static void ev_started(struct ctl *c, struct ctl_node *n, uint64_t id)
+{
+    struct sched_error se;
+    struct sched_job_view v;
+    if (sched_job_get(c->sched, id, &v) < 0 || v.state != SCHED_STARTING)
+        return;
+    if (sched_job_running(c->sched, id, clock_now_ms(), &se) < 0)
+        return;
+    struct store_job row;
+    if (store_job_get(c->store, id, &row) < 0)
+        return;
+    row.state = SCHED_RUNNING;
+    row.start_ms = clock_now_ms();
+    if (store_begin(c->store) < 0 || store_job_update(c->store, &row) < 0)
+        log_error("store_failed", "what=started job=%llu", (unsigned long long)id);
+    store_job_release(&row);
+    ctl_job_event(c, id, "running", "STARTING", "RUNNING", n->name, "", "started by the agent");
+    log_info("job_running", "job=%llu node=%s", (unsigned long long)id, n->name);
+}
+
+static void ev_exited(struct ctl *c, struct ctl_node *n, uint64_t id, const json_t *ev)
+{
+    struct sched_error se;
+    json_t *x = json_object_get(ev, "exit");
+    const char *kind = json_string_value(json_object_get(x, "kind"));
+    int code = (int)json_integer_value(json_object_get(x, "code"));
+    record_exit(c, id, x, json_object_get(ev, "usage"));
+    if (sched_job_ended(c->sched, id, exit_kind(kind), code, clock_now_ms(), &se) < 0)
+        return;
+    log_info("job_exited", "job=%llu node=%s kind=%s code=%d", (unsigned long long)id, n->name,
+             kind, code);
+    ctl_cycle_soon(c);
+}
+
+static void apply_event(struct ctl *c, struct ctl_node *n, const json_t *ev)
+{
+    uint64_t id = (uint64_t)json_integer_value(json_object_get(ev, "job"));
+    const char *t = json_string_value(json_object_get(ev, "type"));
+    struct sched_job_view v;
+    uint32_t idx = (uint32_t)sched_node_find(c->sched, n->name);
+    /* events for jobs not live on this node are stale repeats: ignored (idempotent) */
+    if (sched_job_get(c->sched, id, &v) < 0 || !alloc_on(&v, idx))
+        return;
+    if (strcmp(t, "started") == 0) {
+        ev_started(c, n, id);
+    } else if (strcmp(t, "exited") == 0) {
+        ev_exited(c, n, id, ev);
+    } else if (strcmp(t, "usage") == 0 && json_object_get(ev, "usage")) {
+        struct store_job row;
+        if (store_job_get(c->store, id, &row) == 0) {
+            free(row.usage);
+            row.usage = json_dumps(json_object_get(ev, "usage"), JSON_COMPACT);
+            if (store_begin(c->store) < 0 || store_job_update(c->store, &row) < 0)
+                log_error("store_failed", "what=usage job=%llu", (unsigned long long)id);
+            store_job_release(&row);
+        }
+    } else if (strcmp(t, "reclaim_failed") == 0 || strcmp(t, "signalled") == 0) {
+        const char *m = json_string_value(json_object_get(ev, "message"));
+        ctl_job_event(c, id, t, "", "", n->name, "", m ? m : "");
+        if (strcmp(t, "reclaim_failed") == 0)
+            log_warn("reclaim_failed", "job=%llu node=%s", (unsigned long long)id, n->name);
+    }
+}
+
+void h_agent_events(struct ctl_req *r)
+{
+    static const char *const known[] = {"node", "events", NULL};
+    struct proto_error e;
+    json_t *body = ctl_body_json(r, false);
+    if (!body)
+        return;
+    struct ctl_node *n = agent_node(r, body, &e);
+    int rc = n ? proto_check_fields(body, "", known, &e) : -EINVAL;
+    json_t *evs = json_object_get(body, "events");
+    if (rc == 0 && (!json_is_array(evs) || json_array_size(evs) > 10000))
+        rc = proto_errorf(&e, 400, NULL, "events", "events must be an array of at most 10000");
+    for (size_t i = 0; rc == 0 && i < json_array_size(evs); i++)
+        rc = parse_event(json_array_get(evs, i), i, &e);
+    if (rc < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        json_decref(body);
+        return;
+    }
+    n->last_hb_ms = clock_mono_ms();
+    for (size_t i = 0; i < json_array_size(evs); i++)
+        apply_event(r->c, n, json_array_get(evs, i));
+    json_decref(body);
+    if (store_begin(r->c->store) == 0)
+        ctl_commit_soon(r->c);
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:b}", "ok", 1));
+}

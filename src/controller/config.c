@@ -1,0 +1,121 @@
+/*
+ * config.c - docketd.yaml (examples/docketd.yaml): listen addresses, state directory,
+ * timers, logs, the initial policy file. Read through util/yamljson.h and validated like
+ * every other input: an unknown key or a bad value names the key.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "controller/ctl.h"
+#include "util/parse.h"
+#include "util/str.h"
+#include "util/yamljson.h"
+
+void ctl_config_defaults(struct ctl_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    str_copy(cfg->state_dir, sizeof(cfg->state_dir), "/var/lib/docket");
+    str_copy(cfg->listen, sizeof(cfg->listen), "127.0.0.1:8420");
+    cfg->log_level = LOG_INFO;
+    cfg->log_format = LOG_TEXT;
+    cfg->node_timeout_ms = 60000;
+    cfg->heartbeat_wait_ms = 25000;
+    cfg->cycle_delay_ms = 1;
+    cfg->cycle_interval_ms = 5000;
+    cfg->max_body_bytes = 1u << 20;
+}
+
+static int get_str(json_t *doc, const char *key, char *out, size_t len, char *err, size_t errlen)
+{
+    json_t *v = json_object_get(doc, key);
+    if (!v)
+        return 0;
+    if (!json_is_string(v) || str_copy(out, len, json_string_value(v)) < 0) {
+        snprintf(err, errlen, "%s: must be a string of at most %zu bytes", key, len - 1);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int get_dur(json_t *doc, const char *key, int64_t min, int64_t *out, char *err,
+                   size_t errlen)
+{
+    json_t *v = json_object_get(doc, key);
+    struct proto_error pe;
+    if (!v)
+        return 0;
+    if (proto_get_duration(v, key, PROTO_MAX_DURATION_MS, out, &pe) < 0 || *out < min) {
+        snprintf(err, errlen, "%s: invalid duration", key);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen)
+{
+    static const char *const known[] = {"listen", "socket", "state_dir", "log_file",
+                                        "log_level", "log_format", "policy", "node_timeout",
+                                        "heartbeat_wait", "cycle_delay", "cycle_interval",
+                                        "max_body_bytes", NULL};
+    char yerr[256];
+    struct proto_error pe;
+    json_t *doc = yaml_file_to_json(path, yerr, sizeof(yerr));
+    if (!doc) {
+        snprintf(err, errlen, "%s: %s", path, yerr);
+        return -EINVAL;
+    }
+    int rc = json_is_object(doc) ? 0 : -EINVAL;
+    if (rc < 0)
+        snprintf(err, errlen, "%s: must be a mapping", path);
+    if (rc == 0 && proto_check_fields(doc, "", known, &pe) < 0) {
+        snprintf(err, errlen, "%s: %s", path, pe.message);
+        rc = -EINVAL;
+    }
+    if (rc == 0)
+        rc = get_str(doc, "listen", cfg->listen, sizeof(cfg->listen), err, errlen);
+    if (rc == 0)
+        rc = get_str(doc, "socket", cfg->socket_path, sizeof(cfg->socket_path), err, errlen);
+    if (rc == 0)
+        rc = get_str(doc, "state_dir", cfg->state_dir, sizeof(cfg->state_dir), err, errlen);
+    if (rc == 0)
+        rc = get_str(doc, "log_file", cfg->log_file, sizeof(cfg->log_file), err, errlen);
+    if (rc == 0)
+        rc = get_str(doc, "policy", cfg->policy_file, sizeof(cfg->policy_file), err, errlen);
+    json_t *v;
+    if (rc == 0 && (v = json_object_get(doc, "log_level")) &&
+        (!json_is_string(v) || log_level_parse(json_string_value(v), &cfg->log_level) < 0)) {
+        snprintf(err, errlen, "log_level: must be debug, info, warn or error");
+        rc = -EINVAL;
+    }
+    if (rc == 0 && (v = json_object_get(doc, "log_format"))) {
+        const char *s = json_string_value(v);
+        if (s && strcmp(s, "text") == 0)
+            cfg->log_format = LOG_TEXT;
+        else if (s && strcmp(s, "json") == 0)
+            cfg->log_format = LOG_JSON;
+        else {
+            snprintf(err, errlen, "log_format: must be text or json");
+            rc = -EINVAL;
+        }
+    }
+    if (rc == 0)
+        rc = get_dur(doc, "node_timeout", 1000, &cfg->node_timeout_ms, err, errlen);
+    if (rc == 0)
+        rc = get_dur(doc, "heartbeat_wait", 0, &cfg->heartbeat_wait_ms, err, errlen);
+    if (rc == 0)
+        rc = get_dur(doc, "cycle_delay", 0, &cfg->cycle_delay_ms, err, errlen);
+    if (rc == 0)
+        rc = get_dur(doc, "cycle_interval", 10, &cfg->cycle_interval_ms, err, errlen);
+    if (rc == 0 && (v = json_object_get(doc, "max_body_bytes"))) {
+        int64_t n;
+        if (proto_get_int(v, "max_body_bytes", 1024, (int64_t)64 << 20, &n, &pe) < 0) {
+            snprintf(err, errlen, "max_body_bytes: %s", pe.message);
+            rc = -EINVAL;
+        } else {
+            cfg->max_body_bytes = (size_t)n;
+        }
+    }
+    json_decref(doc);
+    return rc;
+}

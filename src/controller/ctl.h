@@ -1,0 +1,261 @@
+/*
+ * ctl.h - docketd's internals, shared by the files of src/controller/ (not a public API).
+ *
+ * One libevent loop owns everything below: the core model (struct sched), the store,
+ * the HTTP servers, the per-node command queues and the replies that wait for the group
+ * commit. Nothing here is thread-safe, by design (docs/architecture.md "One thread owns
+ * the state").
+ *
+ * Request life: http.c authenticates and routes, opens a savepoint, calls the handler;
+ * the handler mutates the core and the store and answers with ctl_reply*(); a reply
+ * made while a transaction is open waits in the commit queue, and a zero-timeout event
+ * commits once for the whole loop iteration before sending every reply that waited.
+ */
+#ifndef DOCKET_CONTROLLER_CTL_H
+#define DOCKET_CONTROLLER_CTL_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/sched.h"
+#include "protocol/proto.h"
+#include "store/store.h"
+#include "util/log.h"
+
+#define DOCKET_VERSION "0.1.0"
+#define CTL_PATH_MAX 4096
+
+struct ctl_config {
+    char state_dir[CTL_PATH_MAX];
+    char listen[256];           /* "HOST:PORT"; "" = no TCP listener */
+    char socket_path[CTL_PATH_MAX]; /* "" = STATE_DIR/docketd.sock; "-" = none */
+    char log_file[CTL_PATH_MAX];    /* "" = stderr */
+    enum log_level log_level;
+    enum log_format log_format;
+    char policy_file[CTL_PATH_MAX]; /* initial policy, applied when the database has none */
+    int64_t node_timeout_ms;
+    int64_t heartbeat_wait_ms;
+    int64_t cycle_delay_ms;     /* debounce after an event */
+    int64_t cycle_interval_ms;  /* slow timer for time-based rules */
+    size_t max_body_bytes;
+};
+
+void ctl_config_defaults(struct ctl_config *cfg);
+/* Read docketd.yaml into cfg (fields present override). 0 or -errno with err filled. */
+int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen);
+
+/* Who is calling. */
+struct ctl_ident {
+    char user[64];
+    char role[16];              /* "admin", "member", "node" */
+    bool admin;
+    bool node;                  /* an agent with its node credential */
+    char node_name[64];
+};
+
+enum ctl_action {
+    CTL_READ,                   /* list/show/explain anything public */
+    CTL_SUBMIT,
+    CTL_JOB_CONTROL,            /* cancel/hold/release/requeue a job owned by `owner` */
+    CTL_JOB_LOGS,               /* read the logs of a job owned by `owner` */
+    CTL_ADMIN,                  /* nodes, projects, policy, tokens, audit */
+    CTL_AGENT,                  /* agent endpoints */
+};
+
+/* The one authorization decision (roles slot in here). 0 or -EPERM with err filled. */
+int ctl_authorize(const struct ctl_ident *id, enum ctl_action act, const char *owner,
+                  struct proto_error *err);
+
+/* A command queued for an agent, re-sent until acknowledged. */
+struct ctl_cmd {
+    int64_t seq;
+    uint64_t job;
+    json_t *json;               /* the CMD object of docs/api.md, owned */
+    struct ctl_cmd *next;
+};
+
+struct ctl_node {
+    char name[64];
+    struct store_node rec;      /* as stored (labels/info owned by rec) */
+    int64_t last_hb_ms;         /* monotonic ms of the last heartbeat (0: none yet) */
+    bool reconciled;            /* first heartbeat after a restart of either side seen */
+    struct ctl_cmd *cmds, *cmds_tail;
+    struct evhttp_request *parked; /* a heartbeat waiting for commands */
+    struct event *park_timer;
+    struct ctl *c;
+};
+
+struct ctl_reply {
+    struct evhttp_request *req;
+    int status;
+    char *body;
+    size_t len;
+    const char *content_type;
+    struct ctl_reply *next;
+};
+
+struct ctl_log_waiter;
+
+struct ctl_hist {
+    const double *bounds;
+    int nbounds;
+    uint64_t counts[16];
+    uint64_t count;
+    double sum;
+};
+
+struct ctl_metrics {
+    uint64_t submissions;
+    uint64_t http_by_code[600];
+    struct ctl_hist queue_wait;
+    struct ctl_hist cycle;
+};
+
+struct ctl {
+    struct ctl_config cfg;
+    struct event_base *base;
+    struct evhttp *http_tcp, *http_unix;
+    struct store *store;
+    struct sched *sched;
+    int64_t start_mono_ms;
+    uint64_t next_job_id;
+    bool shutting_down;
+    int exit_code;
+
+    struct ctl_node **nodes;    /* indexed by the core's node index */
+    size_t nnodes, nodes_alloc;
+
+    struct event *commit_ev;    /* zero-timeout: commit then send queued replies */
+    struct ctl_reply *replies, *replies_tail;
+    struct event *cycle_ev;     /* debounced and periodic scheduling cycle */
+    bool cycle_pending;
+    int64_t cycle_at_ms;
+    struct event *tick_ev;      /* 1 s: node timeouts */
+    struct event *sig_term, *sig_int, *sig_hup;
+
+    struct ctl_log_waiter *log_waiters;
+    struct ctl_metrics metrics;
+};
+
+/* ------------------------------------------------------------------------------------ */
+/* http.c: servers, routing, replies, group commit                                       */
+
+struct ctl_req {
+    struct ctl *c;
+    struct evhttp_request *req;
+    enum evhttp_cmd_type method;
+    struct ctl_ident id;
+    const char *arg[4];         /* path captures (":id", ":name") */
+    char argbuf[4][128];
+    struct evkeyvalq *query;    /* parsed query string */
+    const char *body;           /* NUL-terminated copy, or NULL */
+    size_t body_len;
+};
+
+int ctl_http_start(struct ctl *c, char *err, size_t errlen);
+void ctl_http_stop(struct ctl *c);
+/* Answer with JSON (steals `body`). Deferred until the commit when a transaction is
+ * open. */
+void ctl_reply_json(struct ctl *c, struct evhttp_request *req, int status, json_t *body);
+void ctl_reply_raw(struct ctl *c, struct evhttp_request *req, int status, const char *ctype,
+                   const void *data, size_t len);
+void ctl_reply_error(struct ctl *c, struct evhttp_request *req, const struct proto_error *e);
+void ctl_reply_errorf(struct ctl *c, struct evhttp_request *req, int status, const char *field,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Ask for a commit at the end of this loop iteration. */
+void ctl_commit_soon(struct ctl *c);
+/* Commit and send the waiting replies now (shutdown). */
+void ctl_commit_now(struct ctl *c);
+/* Parse r->body as a JSON object (an empty body is {} when allow_empty). NULL after
+ * replying 400. */
+json_t *ctl_body_json(struct ctl_req *r, bool allow_empty);
+const char *ctl_query(struct ctl_req *r, const char *key);
+
+/* ------------------------------------------------------------------------------------ */
+/* loop.c: the scheduling loop, decisions, restore                                        */
+
+void ctl_cycle_soon(struct ctl *c);
+/* Run one cycle now and apply its decisions (used when a reply needs the result). */
+void ctl_cycle_now(struct ctl *c);
+int ctl_restore(struct ctl *c, char *err, size_t errlen);
+int ctl_loop_start(struct ctl *c);
+void ctl_loop_stop(struct ctl *c);
+/* Persist a job event. */
+int ctl_job_event(struct ctl *c, uint64_t job, const char *type, const char *from,
+                  const char *to, const char *node, const char *reason, const char *detail);
+/* Record an audit entry (before/after may be NULL; not stolen). */
+int ctl_audit(struct ctl *c, const char *actor, const char *action, const char *target,
+              const json_t *before, const json_t *after, const char *reason);
+struct ctl_node *ctl_node_by_name(struct ctl *c, const char *name);
+struct ctl_node *ctl_node_at(struct ctl *c, uint32_t index);
+/* Create (or return) the controller's record of a node the core already knows. */
+struct ctl_node *ctl_node_attach(struct ctl *c, const char *name);
+/* Fill core labels from a JSON object of strings; returns how many. */
+int ctl_labels_from_json(const json_t *o, struct sched_label *out, int max);
+/* Persist the node record (rec) of n, its state taken from the core. */
+int ctl_node_save(struct ctl *c, struct ctl_node *n);
+/* Queue a command for a node and wake its parked heartbeat. Steals `cmd`. */
+int ctl_node_command(struct ctl *c, struct ctl_node *n, uint64_t job, json_t *cmd);
+/* Convert a protocol spec into the core's (id, submit time and owner given). */
+void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submit_ms,
+                       uint64_t array_id, int array_limit, struct sched_job_spec *out);
+
+/* ------------------------------------------------------------------------------------ */
+/* Handlers (jobs.c, agent.c, admin.c, logs.c)                                            */
+
+void h_jobs_submit(struct ctl_req *r);
+void h_jobs_list(struct ctl_req *r);
+void h_job_show(struct ctl_req *r);
+void h_job_action(struct ctl_req *r);   /* cancel|hold|release|requeue in arg[1] */
+void h_job_events(struct ctl_req *r);
+void h_job_explain(struct ctl_req *r);
+void h_job_logs(struct ctl_req *r);
+void h_forecast(struct ctl_req *r);
+
+void h_agent_register(struct ctl_req *r);
+void h_agent_heartbeat(struct ctl_req *r);
+void h_agent_events(struct ctl_req *r);
+void h_agent_logs(struct ctl_req *r);
+
+void h_nodes_list(struct ctl_req *r);
+void h_node_show(struct ctl_req *r);
+void h_node_drain(struct ctl_req *r);
+void h_node_resume(struct ctl_req *r);
+void h_node_labels(struct ctl_req *r);
+void h_projects_list(struct ctl_req *r);
+void h_project_show(struct ctl_req *r);
+void h_project_create(struct ctl_req *r);
+void h_project_patch(struct ctl_req *r);
+void h_project_boost(struct ctl_req *r);
+void h_project_unboost(struct ctl_req *r);
+void h_project_pause(struct ctl_req *r);
+void h_project_resume(struct ctl_req *r);
+void h_tiers(struct ctl_req *r);
+void h_classes(struct ctl_req *r);
+void h_class_patch(struct ctl_req *r);
+void h_policy_get(struct ctl_req *r);
+void h_policy_apply(struct ctl_req *r);
+void h_audit(struct ctl_req *r);
+void h_tokens(struct ctl_req *r);
+void h_join_tokens(struct ctl_req *r);
+void h_healthz(struct ctl_req *r);
+void h_metrics(struct ctl_req *r);
+
+/* jobs.c helpers shared with others */
+json_t *ctl_job_json(struct ctl *c, const struct store_job *j);
+/* Save a project's stored document (spec + boost) from the core. */
+int ctl_project_save(struct ctl *c, const char *name, const char *boost_reason);
+json_t *ctl_project_json(struct ctl *c, const struct sched_project_view *v);
+/* Persist the current policy document. */
+int ctl_policy_save(struct ctl *c);
+/* Random token "PREFIX" + 64 hex chars into out (>= 80 bytes). */
+int ctl_random_token(const char *prefix, char *out, size_t len);
+void ctl_hist_observe(struct ctl_hist *h, double v);
+void ctl_logs_job_ended(struct ctl *c, uint64_t job);
+void ctl_logs_stop(struct ctl *c);
+
+#endif

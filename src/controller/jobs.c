@@ -1,0 +1,705 @@
+/*
+ * jobs.c - the job endpoints of docs/api.md: submit (arrays expanded into one job per
+ * index), list with filters and paging, show, cancel/hold/release/requeue, events,
+ * explain and forecast. The row in the store is the job's record; the core adds the
+ * live parts (reason, effective tier) of jobs it still holds.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/ctl.h"
+#include "util/clock.h"
+#include "util/parse.h"
+#include "util/str.h"
+
+/* ------------------------------------------------------------------------------------ */
+/* JOB object                                                                            */
+
+static json_t *json_or_null(const char *text)
+{
+    json_t *v = text ? json_loads(text, 0, NULL) : NULL;
+    return v ? v : json_null();
+}
+
+static void copy_spec_fields(json_t *o, const json_t *spec)
+{
+    static const char *const keys[] = {"gpus", "gpu_type", "cpus", "mem_mb", "nodes",
+                                       "time_limit_ms", "command", "script", "workdir",
+                                       "output", "error", "env", "labels", "selectors", "deps",
+                                       "signal", "grace_ms", "checkpoint", "retries",
+                                       "idempotent", "requeue", "begin_ms", "array"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        json_t *v = json_object_get(spec, keys[i]);
+        json_object_set(o, keys[i], v ? v : json_null());
+    }
+}
+
+json_t *ctl_job_json(struct ctl *c, const struct store_job *j)
+{
+    json_t *o = json_object();
+    json_t *spec = json_or_null(j->spec);
+    struct sched_job_view v;
+    bool live = sched_job_get(c->sched, j->id, &v) == 0;
+    json_object_set_new(o, "id", json_integer((json_int_t)j->id));
+    json_object_set_new(o, "name", json_string(j->name));
+    json_object_set_new(o, "project", json_string(j->project));
+    json_object_set_new(o, "user", json_string(j->user));
+    json_object_set_new(o, "tier", json_string(j->tier));
+    json_object_set_new(o, "eff_tier", json_string(live && v.eff_tier ? v.eff_tier : j->tier));
+    json_object_set_new(o, "class", json_string(j->class_name));
+    json_object_set_new(o, "state", json_string(sched_job_state_name(
+                                        live ? v.state : (enum sched_job_state)j->state)));
+    json_object_set_new(o, "reason", json_string(live && v.reason != SCHED_R_NONE
+                                                     ? sched_reason_name(v.reason) : ""));
+    json_object_set_new(o, "stop_cause", json_string(
+                                             live && v.stop_cause != SCHED_STOP_NONE
+                                                 ? sched_stop_cause_name(v.stop_cause)
+                                                 : j->stop_cause));
+    json_object_set_new(o, "submit_ms", json_integer(j->submit_ms));
+    json_object_set_new(o, "start_ms", json_integer(j->start_ms));
+    json_object_set_new(o, "end_ms", json_integer(j->end_ms));
+    copy_spec_fields(o, spec);
+    json_object_set_new(o, "array_id", json_integer((json_int_t)j->array_id));
+    json_object_set_new(o, "array_index", json_integer(j->array_index));
+    json_object_set_new(o, "preempt_count", json_integer(j->preempt_count));
+    json_object_set_new(o, "preemptor", json_integer((json_int_t)j->preemptor));
+    json_t *al = json_or_null(j->alloc);
+    json_object_set_new(o, "allocation", json_is_null(al) ? json_array() : al);
+    if (json_is_null(al))
+        json_decref(al);
+    json_object_set_new(o, "exit", json_or_null(j->exit));
+    json_t *u = json_or_null(j->usage);
+    json_object_set_new(o, "usage", json_is_null(u)
+                                        ? json_pack("{s:i,s:i,s:i}", "cpu_ms", 0, "max_rss_mb", 0,
+                                                    "gpu_util", 0)
+                                        : u);
+    json_decref(spec);
+    return o;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Submit                                                                                */
+
+static int sched_err_reply(struct ctl_req *r, const struct sched_error *se)
+{
+    int status = se->code == -ENOSPC || se->code == -EDQUOT ? 429 : 400;
+    if (se->code == -ENOMEM || strcmp(se->field, "id") == 0)
+        status = 500;
+    ctl_reply_errorf(r->c, r->req, status, se->field[0] ? se->field : NULL, "%s", se->message);
+    return -EINVAL;
+}
+
+/* Fill the defaults that depend on the cluster: owner, project, tier, class, limit. */
+static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
+{
+    struct ctl *c = r->c;
+    struct proto_error e;
+    if (ps->user[0] && strcmp(ps->user, r->id.user) != 0 && !r->id.admin) {
+        ctl_reply_errorf(c, r->req, 403, "user", "only admins may submit on behalf of '%s'",
+                         ps->user);
+        return -EPERM;
+    }
+    if (!ps->user[0])
+        str_copy(ps->user, sizeof(ps->user), r->id.user);
+    if (!ps->project[0]) {
+        if (sched_project_count(c->sched) != 1) {
+            ctl_reply_errorf(c, r->req, 400, "project", "project is required");
+            return -EINVAL;
+        }
+        struct sched_project_view pv;
+        if (sched_project_get(c->sched, 0, &pv) == 0)
+            str_copy(ps->project, sizeof(ps->project), pv.spec.name);
+    }
+    int pi = sched_project_find(c->sched, ps->project);
+    struct sched_project_view pv;
+    if (pi < 0 || sched_project_get(c->sched, (size_t)pi, &pv) < 0) {
+        ctl_reply_errorf(c, r->req, 400, "project", "unknown project '%s'", ps->project);
+        return -EINVAL;
+    }
+    if (pv.spec.paused) {
+        ctl_reply_errorf(c, r->req, 409, "project", "project '%s' is paused: it admits no new jobs",
+                         ps->project);
+        return -EBUSY;
+    }
+    if (!ps->tier[0])
+        str_copy(ps->tier, sizeof(ps->tier), pv.spec.tier);
+    const struct sched_policy *pol = sched_get_policy(c->sched);
+    if (!ps->class_name[0])
+        str_copy(ps->class_name, sizeof(ps->class_name), pol->default_class);
+    for (int i = 0; i < pol->nclasses; i++)
+        if (strcmp(pol->classes[i].name, ps->class_name) == 0 && ps->time_limit_ms == 0)
+            ps->time_limit_ms = pol->classes[i].default_limit_ms;
+    (void)e;
+    return 0;
+}
+
+/* Dependencies on jobs that already ended are settled here (the core only knows live
+ * jobs): satisfied ones are dropped, impossible ones refused. */
+static int resolve_deps(struct ctl_req *r, struct proto_jobspec *ps)
+{
+    int out = 0;
+    for (int i = 0; i < ps->ndeps; i++) {
+        struct proto_dep *d = &ps->deps[i];
+        struct sched_job_view v;
+        char f[32];
+        snprintf(f, sizeof(f), "deps[%d].job", i);
+        if (sched_job_get(r->c->sched, d->job, &v) == 0) {
+            ps->deps[out++] = *d;
+            continue;
+        }
+        struct store_job row;
+        if (store_job_get(r->c->store, d->job, &row) < 0) {
+            ctl_reply_errorf(r->c, r->req, 400, f, "no such job %llu", (unsigned long long)d->job);
+            return -EINVAL;
+        }
+        bool ok = row.state == SCHED_COMPLETED;
+        store_job_release(&row);
+        bool met = strcmp(d->type, "afterany") == 0 || (strcmp(d->type, "afterok") == 0) == ok;
+        if (!met) {
+            ctl_reply_errorf(r->c, r->req, 400, f,
+                             "dependency %s on job %llu can never be satisfied", d->type,
+                             (unsigned long long)d->job);
+            return -EINVAL;
+        }
+    }
+    ps->ndeps = out;
+    return 0;
+}
+
+static int insert_job(struct ctl *c, const struct proto_jobspec *ps, const char *spec_text,
+                      uint64_t id, uint64_t array_id, int index, int64_t now)
+{
+    struct store_job row;
+    memset(&row, 0, sizeof(row));
+    row.id = id;
+    row.array_id = array_id;
+    row.array_index = index;
+    str_copy(row.name, sizeof(row.name), ps->name);
+    str_copy(row.project, sizeof(row.project), ps->project);
+    str_copy(row.user, sizeof(row.user), ps->user);
+    str_copy(row.tier, sizeof(row.tier), ps->tier);
+    str_copy(row.class_name, sizeof(row.class_name), ps->class_name);
+    row.state = ps->hold ? SCHED_HELD : SCHED_PENDING;
+    row.submit_ms = now;
+    row.spec = (char *)spec_text;
+    int rc = store_job_insert(c->store, &row);
+    if (rc == 0) {
+        struct store_event ev = {id, now, "submit", "", sched_job_state_name(row.state), "",
+                                 "", ""};
+        rc = store_event_add(c->store, &ev);
+    }
+    return rc;
+}
+
+static int check_queue_room(struct ctl_req *r, const char *project, size_t n)
+{
+    int pi = sched_project_find(r->c->sched, project);
+    struct sched_project_view pv;
+    if (pi < 0 || sched_project_get(r->c->sched, (size_t)pi, &pv) < 0)
+        return 0;
+    if (pv.spec.max_queued >= 0 && (size_t)pv.queued + n > (size_t)pv.spec.max_queued) {
+        ctl_reply_errorf(r->c, r->req, 429, "project",
+                         "project '%s' has %d queued jobs, its max_queued is %d", project,
+                         pv.queued, pv.spec.max_queued);
+        return -EDQUOT;
+    }
+    return 0;
+}
+
+/* Submit every task into the core; on a failure the ones already in are cancelled so
+ * the core matches the rolled-back store. */
+static int submit_tasks(struct ctl_req *r, struct proto_jobspec *ps, const int32_t *idx,
+                        size_t n, int limit, int64_t now, uint64_t first)
+{
+    struct sched_job_spec sp;
+    struct sched_error se;
+    for (size_t i = 0; i < n; i++) {
+        ctl_spec_to_sched(ps, first + i, now, idx ? first : 0, limit, &sp);
+        if (sched_job_submit(r->c->sched, &sp, now, &se) < 0) {
+            for (size_t k = 0; k < i; k++)
+                if (sched_job_cancel(r->c->sched, first + k, now, &se) < 0)
+                    log_error("undo_submit_failed", "job=%llu", (unsigned long long)(first + k));
+            return sched_err_reply(r, &se);
+        }
+    }
+    return 0;
+}
+
+static void submit_reply(struct ctl_req *r, uint64_t first, size_t n, bool array)
+{
+    json_t *jobs = json_array();
+    for (size_t i = 0; i < n; i++) {
+        struct store_job row;
+        if (store_job_get(r->c->store, first + i, &row) == 0) {
+            json_array_append_new(jobs, ctl_job_json(r->c, &row));
+            store_job_release(&row);
+        }
+    }
+    if (array) {
+        ctl_reply_json(r->c, r->req, 201, json_pack("{s:I,s:o}", "array_id", (json_int_t)first,
+                                                    "jobs", jobs));
+    } else {
+        json_t *one = json_incref(json_array_get(jobs, 0));
+        json_decref(jobs);
+        ctl_reply_json(r->c, r->req, 201, json_pack("{s:o}", "job", one));
+    }
+}
+
+void h_jobs_submit(struct ctl_req *r)
+{
+    struct ctl *c = r->c;
+    struct proto_jobspec ps;
+    struct proto_error e;
+    int64_t now = clock_now_ms();
+    if (ctl_authorize(&r->id, CTL_SUBMIT, NULL, &e) < 0) {
+        ctl_reply_error(c, r->req, &e);
+        return;
+    }
+    if (proto_jobspec_parse_text(r->body ? r->body : "", r->body_len, now, &ps, &e) < 0) {
+        ctl_reply_error(c, r->req, &e);
+        return;
+    }
+    int32_t *idx = NULL;
+    size_t n = 1;
+    int limit = 0;
+    if (resolve_spec(r, &ps) < 0 || resolve_deps(r, &ps) < 0)
+        goto out;
+    if (ps.array[0] && proto_array_expand(ps.array, &idx, &n, &limit, &e) < 0) {
+        ctl_reply_error(c, r->req, &e);
+        goto out;
+    }
+    if (check_queue_room(r, ps.project, n) < 0)
+        goto out;
+    uint64_t first = c->next_job_id;
+    if (submit_tasks(r, &ps, idx, n, limit, now, first) < 0)
+        goto out;
+    json_t *spec = proto_jobspec_to_json(&ps);
+    char *text = json_dumps(spec, JSON_COMPACT);
+    int rc = text ? 0 : -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = insert_job(c, &ps, text, first + i, idx ? first : 0, idx ? idx[i] : 0, now);
+    if (rc == 0)
+        rc = store_counter_set(c->store, "next_job_id", (int64_t)(first + n));
+    char target[48];
+    snprintf(target, sizeof(target), idx ? "array:%llu" : "job:%llu", (unsigned long long)first);
+    if (rc == 0)
+        rc = ctl_audit(c, r->id.user, "job.submit", target, NULL, spec, NULL);
+    free(text);
+    json_decref(spec);
+    if (rc < 0) {
+        struct sched_error se;
+        for (size_t i = 0; i < n; i++)
+            (void)!sched_job_cancel(c->sched, first + i, now, &se);
+        ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
+        goto out;
+    }
+    c->next_job_id = first + n;
+    c->metrics.submissions += n;
+    submit_reply(r, first, n, idx != NULL);
+    ctl_cycle_soon(c);
+out:
+    free(idx);
+    proto_jobspec_release(&ps);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* List, show                                                                            */
+
+static int parse_one_state(const char *t, uint32_t *mask)
+{
+    if (strcmp(t, "active") == 0 || strcmp(t, "terminal") == 0) {
+        bool want_term = strcmp(t, "terminal") == 0;
+        for (int i = 0; i < SCHED_JOB_STATE_COUNT; i++)
+            if (sched_job_state_terminal((enum sched_job_state)i) == want_term)
+                *mask |= 1u << i;
+        return 0;
+    }
+    char up[32];
+    size_t k = 0;
+    for (; t[k] && k < sizeof(up) - 1; k++)
+        up[k] = (char)(t[k] >= 'a' && t[k] <= 'z' ? t[k] - 32 : t[k]);
+    up[k] = '\0';
+    int st = sched_job_state_parse(up);
+    if (st < 0)
+        return -EINVAL;
+    *mask |= 1u << st;
+    return 0;
+}
+
+/* "PENDING,RUNNING", "active", "terminal", "all" -> a state mask (0 = all). */
+static int parse_states(const char *s, uint32_t *mask)
+{
+    *mask = 0;
+    if (strcmp(s, "all") == 0)
+        return 0;
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+        char tok[32];
+        if (n == 0 || n >= sizeof(tok))
+            return -EINVAL;
+        memcpy(tok, s, n);
+        tok[n] = '\0';
+        if (parse_one_state(tok, mask) < 0)
+            return -EINVAL;
+        s += n + (comma ? 1 : 0);
+    }
+    return *mask ? 0 : -EINVAL;
+}
+
+struct list_ctx {
+    struct ctl *c;
+    json_t *arr;
+    uint64_t last;
+};
+
+static int list_cb(void *arg, const struct store_job *j)
+{
+    struct list_ctx *lc = arg;
+    json_array_append_new(lc->arr, ctl_job_json(lc->c, j));
+    lc->last = j->id;
+    return 0;
+}
+
+static int query_u64(struct ctl_req *r, const char *key, int64_t min, int64_t max, int64_t *out)
+{
+    const char *v = ctl_query(r, key);
+    if (!v)
+        return 0;
+    if (parse_int64(v, min, max, out) < 0) {
+        ctl_reply_errorf(r->c, r->req, 400, key, "%s must be an integer between %lld and %lld",
+                         key, (long long)min, (long long)max);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+void h_jobs_list(struct ctl_req *r)
+{
+    struct store_job_filter f;
+    memset(&f, 0, sizeof(f));
+    const char *st = ctl_query(r, "state");
+    if (parse_states(st ? st : "active", &f.state_mask) < 0) {
+        ctl_reply_errorf(r->c, r->req, 400, "state", "unknown state in '%.64s'", st);
+        return;
+    }
+    f.project = ctl_query(r, "project");
+    f.user = ctl_query(r, "user");
+    f.tier = ctl_query(r, "tier");
+    f.class_name = ctl_query(r, "class");
+    f.node = ctl_query(r, "node");
+    f.name = ctl_query(r, "name");
+    int64_t limit = 100, after = 0, array_id = 0, since = 0;
+    if (query_u64(r, "limit", 1, 10000, &limit) < 0 || query_u64(r, "after", 0, INT64_MAX, &after) < 0 ||
+        query_u64(r, "array_id", 0, INT64_MAX, &array_id) < 0 ||
+        query_u64(r, "since_ms", 0, INT64_MAX, &since) < 0)
+        return;
+    const char *order = ctl_query(r, "order");
+    if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0) {
+        ctl_reply_errorf(r->c, r->req, 400, "order", "order must be asc or desc");
+        return;
+    }
+    f.desc = order && strcmp(order, "desc") == 0;
+    f.limit = (int)limit;
+    f.after = (uint64_t)after;
+    f.array_id = (uint64_t)array_id;
+    f.since_ms = since;
+    struct list_ctx lc = {r->c, json_array(), 0};
+    if (store_job_list(r->c->store, &f, list_cb, &lc) < 0) {
+        json_decref(lc.arr);
+        ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
+        return;
+    }
+    json_t *out = json_pack("{s:o}", "jobs", lc.arr);
+    if ((int64_t)json_array_size(lc.arr) == limit) {
+        char next[32];
+        snprintf(next, sizeof(next), "%llu", (unsigned long long)lc.last);
+        json_object_set_new(out, "next", json_string(next));
+    }
+    ctl_reply_json(r->c, r->req, 200, out);
+}
+
+/* Load the job named by arg[0] or answer 404. */
+static int job_arg(struct ctl_req *r, struct store_job *row)
+{
+    int64_t id;
+    if (parse_int64(r->arg[0], 1, INT64_MAX, &id) < 0 ||
+        store_job_get(r->c->store, (uint64_t)id, row) < 0) {
+        ctl_reply_errorf(r->c, r->req, 404, NULL, "no such job '%.32s'", r->arg[0]);
+        return -ENOENT;
+    }
+    return 0;
+}
+
+void h_job_show(struct ctl_req *r)
+{
+    struct store_job row;
+    if (job_arg(r, &row) < 0)
+        return;
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "job", ctl_job_json(r->c, &row)));
+    store_job_release(&row);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Actions                                                                               */
+
+static int action_reason(struct ctl_req *r, char *reason, size_t len)
+{
+    static const char *const known[] = {"reason", NULL};
+    struct proto_error e;
+    reason[0] = '\0';
+    json_t *b = ctl_body_json(r, true);
+    if (!b)
+        return -EINVAL;
+    int rc = proto_check_fields(b, "", known, &e);
+    json_t *v = json_object_get(b, "reason");
+    if (rc == 0 && v && (!json_is_string(v) || json_string_length(v) > 1024))
+        rc = proto_errorf(&e, 400, NULL, "reason", "reason must be a string of at most 1024 bytes");
+    if (rc == 0 && v)
+        str_copy(reason, len, json_string_value(v));
+    json_decref(b);
+    if (rc < 0)
+        ctl_reply_error(r->c, r->req, &e);
+    return rc;
+}
+
+static int persist_state(struct ctl *c, uint64_t id, enum sched_job_state to)
+{
+    struct store_job row;
+    int rc = store_job_get(c->store, id, &row);
+    if (rc < 0)
+        return rc;
+    row.state = to;
+    rc = store_job_update(c->store, &row);
+    store_job_release(&row);
+    return rc;
+}
+
+static int do_action(struct ctl_req *r, const char *act, uint64_t id, const char *reason)
+{
+    struct ctl *c = r->c;
+    struct sched_error se;
+    int64_t now = clock_now_ms();
+    int rc;
+    memset(&se, 0, sizeof(se));
+    if (strcmp(act, "cancel") == 0)
+        rc = sched_job_cancel(c->sched, id, now, &se);
+    else if (strcmp(act, "hold") == 0)
+        rc = sched_job_hold(c->sched, id, now, &se);
+    else if (strcmp(act, "release") == 0)
+        rc = sched_job_release(c->sched, id, now, &se);
+    else
+        rc = sched_job_requeue(c->sched, id, now, &se);
+    if (rc < 0) {
+        ctl_reply_errorf(c, r->req, 409, NULL, "cannot %s job %llu: %s", act,
+                         (unsigned long long)id, se.message);
+        return rc;
+    }
+    if (strcmp(act, "hold") == 0 || strcmp(act, "release") == 0) {
+        enum sched_job_state to = act[0] == 'h' ? SCHED_HELD : SCHED_PENDING;
+        rc = persist_state(c, id, to);
+        if (rc == 0)
+            rc = ctl_job_event(c, id, act, act[0] == 'h' ? "PENDING" : "HELD",
+                               sched_job_state_name(to), "", r->id.user, reason);
+    }
+    ctl_cycle_now(c); /* apply what the action decided before answering */
+    return rc;
+}
+
+void h_job_action(struct ctl_req *r)
+{
+    const char *act = r->arg[1];
+    struct store_job row;
+    struct proto_error e;
+    char reason[1100];
+    if (strcmp(act, "cancel") && strcmp(act, "hold") && strcmp(act, "release") &&
+        strcmp(act, "requeue")) {
+        ctl_reply_errorf(r->c, r->req, 404, NULL, "no such job action '%.32s'", act);
+        return;
+    }
+    if (job_arg(r, &row) < 0)
+        return;
+    if (ctl_authorize(&r->id, CTL_JOB_CONTROL, row.user, &e) < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        store_job_release(&row);
+        return;
+    }
+    if (action_reason(r, reason, sizeof(reason)) < 0) {
+        store_job_release(&row);
+        return;
+    }
+    json_t *before = ctl_job_json(r->c, &row);
+    if (sched_job_state_terminal((enum sched_job_state)row.state)) {
+        ctl_reply_errorf(r->c, r->req, 409, NULL, "job %llu is already %s",
+                         (unsigned long long)row.id, sched_job_state_name(row.state));
+    } else if (do_action(r, act, row.id, reason) == 0) {
+        struct store_job now_row;
+        if (store_job_get(r->c->store, row.id, &now_row) == 0) {
+            json_t *after = ctl_job_json(r->c, &now_row);
+            char target[32], action[32];
+            snprintf(target, sizeof(target), "job:%llu", (unsigned long long)row.id);
+            snprintf(action, sizeof(action), "job.%s", act);
+            json_t *b = json_pack("{s:O}", "state", json_object_get(before, "state"));
+            json_t *a = json_pack("{s:O}", "state", json_object_get(after, "state"));
+            ctl_audit(r->c, r->id.user, action, target, b, a, reason);
+            json_decref(b);
+            json_decref(a);
+            ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "job", after));
+            store_job_release(&now_row);
+        }
+    }
+    json_decref(before);
+    store_job_release(&row);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Events, explain, forecast                                                             */
+
+static int event_cb(void *arg, const struct store_event *e)
+{
+    json_array_append_new(arg, json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:s}", "time_ms",
+                                         (json_int_t)e->time_ms, "type", e->type, "from",
+                                         e->from, "to", e->to, "node", e->node, "reason",
+                                         e->reason, "detail", e->detail));
+    return 0;
+}
+
+void h_job_events(struct ctl_req *r)
+{
+    struct store_job row;
+    if (job_arg(r, &row) < 0)
+        return;
+    json_t *arr = json_array();
+    if (store_event_list(r->c->store, row.id, event_cb, arr) < 0) {
+        json_decref(arr);
+        ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
+    } else {
+        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "events", arr));
+    }
+    store_job_release(&row);
+}
+
+static json_t *explain_pending(const struct sched_explain *x)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "position", json_pack("{s:I,s:I,s:I,s:I}", "overall",
+                                                 (json_int_t)x->position, "of",
+                                                 (json_int_t)x->pending_total, "in_tier",
+                                                 (json_int_t)x->tier_position, "tier_total",
+                                                 (json_int_t)x->tier_total));
+    if (x->reason == SCHED_R_QUOTA_LIMIT || x->reason == SCHED_R_JOB_LIMIT)
+        json_object_set_new(o, "limit", json_pack("{s:s,s:I,s:I,s:I}", "name", x->limit_name,
+                                                  "value", (json_int_t)x->limit_value, "in_use",
+                                                  (json_int_t)x->limit_in_use, "request",
+                                                  (json_int_t)x->limit_request));
+    json_t *ahead = json_array();
+    for (int i = 0; i < x->nahead; i++)
+        json_array_append_new(ahead, json_pack("{s:I,s:s,s:s,s:i,s:i,s:s}", "job",
+                                               (json_int_t)x->ahead[i].id, "project",
+                                               x->ahead[i].project, "tier", x->ahead[i].tier,
+                                               "gpus", x->ahead[i].gpus, "nodes",
+                                               x->ahead[i].nodes, "reason",
+                                               sched_reason_name(x->ahead[i].reason)));
+    json_object_set_new(o, "ahead", ahead);
+    json_t *nodes = json_array();
+    for (int i = 0; i < x->nnodes; i++) {
+        const struct sched_explain_node *n = &x->nodes[i];
+        json_array_append_new(nodes, json_pack("{s:s,s:s,s:i,s:i,s:b,s:b,s:I}", "name", n->name,
+                                               "state", sched_node_state_name(n->state),
+                                               "gpus_free", n->gpus_free, "gpus_total",
+                                               n->gpus_total, "fits_now", n->fits_now,
+                                               "reserved", n->reserved, "free_at_ms",
+                                               (json_int_t)n->free_at_ms));
+    }
+    json_object_set_new(o, "nodes", nodes);
+    json_object_set_new(o, "nodes_matching", json_integer(x->nodes_matching));
+    json_object_set_new(o, "forecast_start_ms", json_integer(x->forecast_start_ms));
+    json_object_set_new(o, "reservation", json_boolean(x->has_reservation));
+    json_object_set_new(o, "starving", json_boolean(x->starving));
+    json_object_set_new(o, "starve_at_ms", json_integer(x->starve_at_ms));
+    json_t *w = json_array();
+    for (int i = 0; i < x->nvictims; i++)
+        json_array_append_new(w, json_integer((json_int_t)x->waiting_on_victims[i]));
+    json_object_set_new(o, "waiting_on", w);
+    return o;
+}
+
+static json_t *explain_json(const struct sched_explain *x)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "job", json_integer((json_int_t)x->id));
+    json_object_set_new(o, "state", json_string(sched_job_state_name(x->state)));
+    json_object_set_new(o, "reason", json_string(x->reason ? sched_reason_name(x->reason) : ""));
+    json_object_set_new(o, "sentence", json_string(x->sentence));
+    json_object_set_new(o, "priority", json_pack(
+        "{s:s,s:s,s:i,s:i,s:{s:f,s:f,s:f},s:I,s:I,s:f}", "tier", x->tier, "eff_tier",
+        x->eff_tier, "tier_rank", x->tier_rank, "boost", x->boost_levels, "fairshare", "usage",
+        x->fairshare_usage, "guarantee", x->fairshare_guarantee, "share", x->fairshare_share,
+        "submit_ms", (json_int_t)x->submit_ms, "age_ms", (json_int_t)x->age_ms, "multifactor",
+        x->mf_priority));
+    return o;
+}
+
+void h_job_explain(struct ctl_req *r)
+{
+    struct store_job row;
+    struct sched_explain *x;
+    if (job_arg(r, &row) < 0)
+        return;
+    x = calloc(1, sizeof(*x));
+    if (!x || sched_explain(r->c->sched, row.id, clock_now_ms(), x) < 0) {
+        char sentence[128];
+        snprintf(sentence, sizeof(sentence), "job %llu has ended: %s",
+                 (unsigned long long)row.id, sched_job_state_name(row.state));
+        ctl_reply_json(r->c, r->req, 200, json_pack("{s:{s:I,s:s,s:s,s:s}}", "explain", "job",
+                                                    (json_int_t)row.id, "state",
+                                                    sched_job_state_name(row.state), "reason",
+                                                    "", "sentence", sentence));
+        free(x);
+        store_job_release(&row);
+        return;
+    }
+    json_t *o = explain_json(x);
+    if (x->state == SCHED_PENDING || x->state == SCHED_HELD) {
+        json_t *p = explain_pending(x);
+        json_object_update(o, p);
+        json_decref(p);
+    } else if (x->state == SCHED_RUNNING || x->state == SCHED_STARTING ||
+               x->state == SCHED_STOPPING) {
+        json_object_set_new(o, "running", json_pack(
+            "{s:b,s:s,s:s,s:I,s:I,s:I,s:i}", "preemptible", x->preemptible, "preemptible_by",
+            x->preemptible_by, "why_not", x->not_preemptible_why, "protected_at_ms",
+            (json_int_t)x->protected_at_ms, "preemptible_from_ms",
+            (json_int_t)x->preemptible_from_ms, "expected_end_ms",
+            (json_int_t)x->expected_end_ms, "preempt_count", x->preempt_count));
+    }
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "explain", o));
+    free(x);
+    store_job_release(&row);
+}
+
+void h_forecast(struct ctl_req *r)
+{
+    int64_t limit = 50;
+    if (query_u64(r, "limit", 1, SCHED_FORECAST_MAX, &limit) < 0)
+        return;
+    struct sched_release *rel = calloc((size_t)limit, sizeof(*rel));
+    if (!rel) {
+        ctl_reply_errorf(r->c, r->req, 500, NULL, "out of memory");
+        return;
+    }
+    size_t n = sched_forecast(r->c->sched, clock_now_ms(), rel, (size_t)limit);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const struct sched_release *x = &rel[i];
+        json_array_append_new(arr, json_pack(
+            "{s:I,s:I,s:s,s:i,s:s,s:I,s:s,s:s,s:b}", "at_ms", (json_int_t)x->at_ms, "job",
+            (json_int_t)x->job_id, "node", x->node, "gpus", x->gpus, "gpu_type", x->gpu_type,
+            "next_job", (json_int_t)x->next_job, "next_project", x->next_project, "next_tier",
+            x->next_tier, "by_reservation", x->by_reservation));
+    }
+    free(rel);
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "releases", arr));
+}

@@ -1,0 +1,497 @@
+/*
+ * loop.c - docketd's scheduling loop around the core (core/sched.h): debounced and
+ * periodic cycles, the decisions applied (state persisted, job events written, commands
+ * queued for agents), node timeouts, and the restart path that reloads the database
+ * into the core. Design: docs/controller.md.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/ctl.h"
+#include "util/clock.h"
+#include "util/dbuf.h"
+#include "util/str.h"
+
+/* ------------------------------------------------------------------------------------ */
+/* Audit and job events                                                                  */
+
+int ctl_job_event(struct ctl *c, uint64_t job, const char *type, const char *from,
+                  const char *to, const char *node, const char *reason, const char *detail)
+{
+    struct store_event e = {job, clock_now_ms(), type, from, to, node, reason, detail};
+    int rc = store_begin(c->store);
+    if (rc == 0)
+        rc = store_event_add(c->store, &e);
+    if (rc < 0)
+        log_error("store_failed", "what=job_event error=\"%s\"", store_errmsg(c->store));
+    ctl_commit_soon(c);
+    return rc;
+}
+
+int ctl_audit(struct ctl *c, const char *actor, const char *action, const char *target,
+              const json_t *before, const json_t *after, const char *reason)
+{
+    char *b = before ? json_dumps(before, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    char *a = after ? json_dumps(after, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    struct store_audit e = {0, clock_now_ms(), actor, action, target, b, a,
+                            reason ? reason : ""};
+    int rc = store_begin(c->store);
+    if (rc == 0)
+        rc = store_audit_add(c->store, &e);
+    if (rc < 0)
+        log_error("store_failed", "what=audit error=\"%s\"", store_errmsg(c->store));
+    free(b);
+    free(a);
+    ctl_commit_soon(c);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Nodes                                                                                 */
+
+struct ctl_node *ctl_node_at(struct ctl *c, uint32_t index)
+{
+    if (index >= c->nnodes)
+        return NULL;
+    return c->nodes[index];
+}
+
+struct ctl_node *ctl_node_by_name(struct ctl *c, const char *name)
+{
+    int i = sched_node_find(c->sched, name);
+    return i < 0 ? NULL : ctl_node_at(c, (uint32_t)i);
+}
+
+int ctl_node_save(struct ctl *c, struct ctl_node *n)
+{
+    int i = sched_node_find(c->sched, n->name);
+    struct sched_node_view v;
+    if (i >= 0 && sched_node_get(c->sched, (uint32_t)i, &v) == 0)
+        str_copy(n->rec.state, sizeof(n->rec.state), sched_node_state_name(v.state));
+    int rc = store_begin(c->store);
+    if (rc == 0)
+        rc = store_node_put(c->store, &n->rec);
+    if (rc < 0)
+        log_error("store_failed", "what=node error=\"%s\"", store_errmsg(c->store));
+    ctl_commit_soon(c);
+    return rc;
+}
+
+static json_t *heartbeat_reply(struct ctl *c, struct ctl_node *n, int64_t ack)
+{
+    json_t *cmds = json_array();
+    for (struct ctl_cmd *k = n->cmds; k; k = k->next)
+        if (k->seq > ack)
+            json_array_append(cmds, k->json);
+    int i = sched_node_find(c->sched, n->name);
+    struct sched_node_view v;
+    const char *st = "UP";
+    if (i >= 0 && sched_node_get(c->sched, (uint32_t)i, &v) == 0)
+        st = sched_node_state_name(v.state);
+    return json_pack("{s:o,s:s}", "commands", cmds, "node_state", st);
+}
+
+/* Answer a parked heartbeat (now or at the commit). */
+static void unpark(struct ctl *c, struct ctl_node *n)
+{
+    if (!n->parked)
+        return;
+    struct evhttp_request *req = n->parked;
+    n->parked = NULL;
+    event_del(n->park_timer);
+    struct evhttp_connection *con = evhttp_request_get_connection(req);
+    if (con)
+        evhttp_connection_set_closecb(con, NULL, NULL);
+    ctl_reply_json(c, req, 200, heartbeat_reply(c, n, -1));
+}
+
+int ctl_node_command(struct ctl *c, struct ctl_node *n, uint64_t job, json_t *cmd)
+{
+    struct ctl_cmd *k = calloc(1, sizeof(*k));
+    if (!k) {
+        json_decref(cmd);
+        return -ENOMEM;
+    }
+    k->seq = ++n->rec.cmd_seq;
+    k->job = job;
+    json_object_set_new(cmd, "seq", json_integer(k->seq));
+    k->json = cmd;
+    if (n->cmds_tail)
+        n->cmds_tail->next = k;
+    else
+        n->cmds = k;
+    n->cmds_tail = k;
+    int rc = ctl_node_save(c, n);
+    unpark(c, n);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Jobs: spec conversion and state persistence                                           */
+
+void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submit_ms,
+                       uint64_t array_id, int array_limit, struct sched_job_spec *out)
+{
+    sched_job_spec_init(out);
+    out->id = id;
+    str_copy(out->project, sizeof(out->project), p->project);
+    str_copy(out->user, sizeof(out->user), p->user);
+    str_copy(out->tier, sizeof(out->tier), p->tier);
+    str_copy(out->class_name, sizeof(out->class_name), p->class_name);
+    str_copy(out->gpu_type, sizeof(out->gpu_type), p->gpu_type);
+    out->gpus_per_node = p->gpus;
+    out->cpus_per_node = p->cpus;
+    out->mem_mb_per_node = p->mem_mb;
+    out->nodes = p->nodes;
+    out->time_limit_ms = p->time_limit_ms;
+    out->submit_ms = submit_ms;
+    out->begin_ms = p->begin_ms;
+    out->ndeps = 0;
+    for (int i = 0; i < p->ndeps && i < SCHED_MAX_DEPS; i++) {
+        const char *t = p->deps[i].type;
+        out->deps[out->ndeps].kind = strcmp(t, "afterany") == 0 ? SCHED_DEP_AFTERANY
+                                   : strcmp(t, "afternotok") == 0 ? SCHED_DEP_AFTERNOTOK
+                                                                   : SCHED_DEP_AFTEROK;
+        out->deps[out->ndeps].job_id = p->deps[i].job;
+        out->ndeps++;
+    }
+    out->nselectors = 0;
+    for (int i = 0; i < p->nselectors && i < SCHED_MAX_LABELS; i++) {
+        struct sched_selector *s = &out->selectors[out->nselectors++];
+        str_copy(s->key, sizeof(s->key), p->selectors[i].key);
+        str_copy(s->value, sizeof(s->value), p->selectors[i].value);
+        s->negate = p->selectors[i].negate;
+    }
+    out->signal = p->signal;
+    out->grace_ms = p->grace_ms;
+    out->has_checkpoint_signal = p->checkpoint;
+    out->retries = p->retries;
+    out->idempotent = p->idempotent;
+    out->no_requeue = !p->requeue;
+    out->hold = p->hold;
+    out->array_id = array_id;
+    out->array_limit = array_limit;
+}
+
+static json_t *allocs_json(struct ctl *c, const struct sched_alloc *a, int n)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < n; i++) {
+        json_t *g = json_array();
+        for (int b = 0; b < 64; b++)
+            if (a[i].gpu_mask & ((uint64_t)1 << b))
+                json_array_append_new(g, json_integer(b));
+        const char *name = sched_node_name(c->sched, a[i].node);
+        json_array_append_new(arr, json_pack("{s:s,s:o,s:i,s:I}", "node", name ? name : "?",
+                                             "gpus", g, "cpus", a[i].cpus, "mem_mb",
+                                             (json_int_t)a[i].mem_mb));
+    }
+    return arr;
+}
+
+static void nodes_list(struct ctl *c, const struct sched_alloc *a, int n, char *out, size_t len)
+{
+    struct dbuf b;
+    dbuf_init(&b, len - 1);
+    dbuf_puts(&b, ",");
+    for (int i = 0; i < n; i++) {
+        const char *name = sched_node_name(c->sched, a[i].node);
+        dbuf_printf(&b, "%s,", name ? name : "?");
+    }
+    str_copy(out, len, b.failed ? "" : b.data);
+    dbuf_release(&b);
+}
+
+static const char *node_addr(struct ctl *c, uint32_t index)
+{
+    struct ctl_node *n = ctl_node_at(c, index);
+    static char addr[256];
+    addr[0] = '\0';
+    if (n && n->rec.info) {
+        json_t *info = json_loads(n->rec.info, 0, NULL);
+        json_t *a = json_object_get(info, "addr");
+        if (json_is_string(a) && json_string_length(a) > 0)
+            str_copy(addr, sizeof(addr), json_string_value(a));
+        json_decref(info);
+    }
+    if (!addr[0])
+        str_copy(addr, sizeof(addr), n ? n->name : "");
+    return addr;
+}
+
+/* The start command of docs/api.md for node rank `rank` of the job. */
+static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_t *spec,
+                         const struct sched_decision *d, int rank)
+{
+    const struct sched_alloc *a = &d->allocs[rank];
+    json_t *gpus = json_array(), *nodelist = json_array();
+    for (int b = 0; b < 64; b++)
+        if (a->gpu_mask & ((uint64_t)1 << b))
+            json_array_append_new(gpus, json_integer(b));
+    for (int i = 0; i < d->nallocs; i++)
+        json_array_append_new(nodelist, json_string(sched_node_name(c->sched, d->allocs[i].node)));
+    json_t *job = json_object();
+    json_object_set_new(job, "id", json_integer((json_int_t)row->id));
+    json_object_set_new(job, "name", json_string(row->name));
+    json_object_set_new(job, "project", json_string(row->project));
+    json_object_set_new(job, "tier", json_string(row->tier));
+    json_object_set_new(job, "class", json_string(row->class_name));
+    json_object_set_new(job, "user", json_string(row->user));
+    static const char *const copy[] = {"command", "script", "workdir", "output", "error", "env"};
+    for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
+        json_t *v = json_object_get(spec, copy[i]);
+        json_object_set(job, copy[i], v ? v : json_null());
+    }
+    json_object_set_new(job, "gpus", gpus);
+    json_object_set_new(job, "cpus", json_integer(a->cpus));
+    json_object_set_new(job, "mem_mb", json_integer(a->mem_mb));
+    json_object_set_new(job, "time_limit_ms", json_integer(d->time_limit_ms));
+    json_object_set_new(job, "signal", json_integer(d->signal));
+    json_object_set_new(job, "grace_ms", json_integer(d->grace_ms));
+    json_object_set_new(job, "nodelist", nodelist);
+    json_object_set_new(job, "node_rank", json_integer(rank));
+    json_object_set_new(job, "world_size", json_integer(d->nallocs));
+    json_object_set_new(job, "master_addr", json_string(node_addr(c, d->allocs[0].node)));
+    json_object_set_new(job, "master_port", json_integer(29500));
+    json_object_set_new(job, "array_index", json_integer(row->array_index));
+    return json_pack("{s:s,s:o}", "type", "start", "job", job);
+}
+
+static void send_to_allocs(struct ctl *c, const struct sched_decision *d, const char *type)
+{
+    for (int i = 0; i < d->nallocs; i++) {
+        struct ctl_node *n = ctl_node_at(c, d->allocs[i].node);
+        if (!n)
+            continue;
+        json_t *cmd = json_pack("{s:s,s:I}", "type", type, "job", (json_int_t)d->job_id);
+        if (strcmp(type, "signal") == 0) {
+            json_object_set_new(cmd, "signal", json_integer(d->signal));
+            json_object_set_new(cmd, "grace_ms", json_integer(d->grace_ms));
+        }
+        ctl_node_command(c, n, d->job_id, cmd);
+    }
+}
+
+static void apply_start(struct ctl *c, const struct sched_decision *d, struct store_job *row,
+                        int64_t now)
+{
+    json_t *spec = json_loads(row->spec, 0, NULL);
+    for (int i = 0; i < d->nallocs; i++) {
+        struct ctl_node *n = ctl_node_at(c, d->allocs[i].node);
+        if (n)
+            ctl_node_command(c, n, row->id, start_cmd(c, row, spec, d, i));
+    }
+    json_decref(spec);
+    json_t *al = allocs_json(c, d->allocs, d->nallocs);
+    free(row->alloc);
+    row->alloc = json_dumps(al, JSON_COMPACT);
+    json_decref(al);
+    nodes_list(c, d->allocs, d->nallocs, row->nodes, sizeof(row->nodes));
+    row->stop_cause[0] = '\0';
+    free(row->exit);
+    row->exit = NULL;
+    ctl_hist_observe(&c->metrics.queue_wait, (double)(now - row->submit_ms) / 1000.0);
+}
+
+static void apply_state(struct ctl *c, const struct sched_decision *d, struct store_job *row,
+                        int64_t now)
+{
+    struct sched_job_view v;
+    if (d->to == SCHED_PENDING || d->to == SCHED_HELD) {
+        free(row->alloc);
+        row->alloc = NULL;
+        row->nodes[0] = '\0';
+        row->start_ms = 0;
+        if (sched_job_get(c->sched, row->id, &v) == 0)
+            row->preempt_count = v.preempt_count;
+    }
+    if (sched_job_state_terminal(d->to)) {
+        row->end_ms = now;
+        ctl_logs_job_ended(c, row->id);
+    }
+    if (d->cause != SCHED_STOP_NONE)
+        str_copy(row->stop_cause, sizeof(row->stop_cause), sched_stop_cause_name(d->cause));
+    if (d->preemptor)
+        row->preemptor = d->preemptor;
+}
+
+static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now)
+{
+    struct store_job row;
+    if (store_job_get(c->store, d->job_id, &row) < 0) {
+        log_error("decision_for_unknown_job", "job=%llu", (unsigned long long)d->job_id);
+        return;
+    }
+    const char *type = "state";
+    char node[64] = "";
+    if (d->nallocs > 0)
+        str_copy(node, sizeof(node), sched_node_name(c->sched, d->allocs[0].node));
+    switch (d->kind) {
+    case SCHED_D_START:
+        type = "start";
+        apply_start(c, d, &row, now);
+        row.state = SCHED_STARTING;
+        break;
+    case SCHED_D_SIGNAL:
+        type = "signal";
+        send_to_allocs(c, d, "signal");
+        row.state = d->to;
+        str_copy(row.stop_cause, sizeof(row.stop_cause), sched_stop_cause_name(d->cause));
+        if (d->preemptor)
+            row.preemptor = d->preemptor;
+        break;
+    case SCHED_D_KILL:
+        type = "kill";
+        send_to_allocs(c, d, "kill");
+        break;
+    default:
+        apply_state(c, d, &row, now);
+        row.state = d->to;
+        break;
+    }
+    int rc = store_begin(c->store);
+    if (rc == 0)
+        rc = store_job_update(c->store, &row);
+    if (rc < 0)
+        log_error("store_failed", "what=job job=%llu error=\"%s\"", (unsigned long long)row.id,
+                  store_errmsg(c->store));
+    const char *from = d->kind == SCHED_D_KILL ? "" : sched_job_state_name(d->from);
+    const char *to = d->kind == SCHED_D_KILL ? "" : sched_job_state_name(d->to);
+    ctl_job_event(c, row.id, type, from, to, node,
+                  d->cause ? sched_stop_cause_name(d->cause) : "", d->detail);
+    log_info("job_decision", "job=%llu type=%s from=%s to=%s node=%s",
+             (unsigned long long)row.id, type, from, to, node[0] ? node : "-");
+    store_job_release(&row);
+}
+
+static void apply(struct ctl *c, const struct sched_decision *d, int64_t now)
+{
+    if (d->kind == SCHED_D_NODE_STATE) {
+        struct ctl_node *n = ctl_node_at(c, d->node);
+        if (n)
+            ctl_node_save(c, n);
+        log_info("node_state", "node=%s from=%s to=%s", n ? n->name : "?",
+                 sched_node_state_name(d->node_from), sched_node_state_name(d->node_to));
+        return;
+    }
+    apply_job(c, d, now);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The cycle                                                                             */
+
+static void schedule_next(struct ctl *c, int64_t now)
+{
+    int64_t next = sched_next_wakeup(c->sched, now);
+    int64_t delay = c->cfg.cycle_interval_ms;
+    if (next != INT64_MAX && next - now < delay)
+        delay = next - now < 1 ? 1 : next - now;
+    struct timeval tv = {(time_t)(delay / 1000), (suseconds_t)((delay % 1000) * 1000)};
+    event_add(c->cycle_ev, &tv);
+    c->cycle_at_ms = clock_mono_ms() + delay;
+}
+
+void ctl_cycle_now(struct ctl *c)
+{
+    int64_t now = clock_now_ms();
+    int64_t t0 = clock_mono_us();
+    size_t n = 0;
+    struct sched_cycle_stats stats;
+    const struct sched_decision *d = sched_cycle(c->sched, now, false, &n, &stats);
+    /* the decisions array is borrowed until the next mutation: applying them only
+     * reads the core (views), so it stays valid through the loop */
+    for (size_t i = 0; i < n; i++)
+        apply(c, &d[i], now);
+    ctl_hist_observe(&c->metrics.cycle, (double)(clock_mono_us() - t0) / 1e6);
+    if (n)
+        log_debug("cycle", "decisions=%zu started=%d pending=%d running=%d", n, stats.started,
+                  stats.pending, stats.running);
+    schedule_next(c, now);
+}
+
+static void cycle_cb(evutil_socket_t fd, short what, void *arg)
+{
+    ctl_cycle_now(arg);
+}
+
+void ctl_cycle_soon(struct ctl *c)
+{
+    int64_t at = clock_mono_ms() + c->cfg.cycle_delay_ms;
+    if (event_pending(c->cycle_ev, EV_TIMEOUT, NULL) && c->cycle_at_ms <= at)
+        return;
+    struct timeval tv = {(time_t)(c->cfg.cycle_delay_ms / 1000),
+                         (suseconds_t)((c->cfg.cycle_delay_ms % 1000) * 1000)};
+    event_add(c->cycle_ev, &tv);
+    c->cycle_at_ms = at;
+}
+
+/* Every second: nodes past node_timeout become UNREACHABLE (their jobs NODE_FAIL). */
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct ctl *c = arg;
+    int64_t mono = clock_mono_ms(), now = clock_now_ms();
+    for (size_t i = 0; i < c->nnodes; i++) {
+        struct ctl_node *n = c->nodes[i];
+        struct sched_node_view v;
+        if (!n || sched_node_get(c->sched, (uint32_t)i, &v) < 0)
+            continue;
+        if (v.state == SCHED_NODE_UNREACHABLE || v.state == SCHED_NODE_DOWN)
+            continue;
+        if (mono - n->last_hb_ms <= c->cfg.node_timeout_ms)
+            continue;
+        struct sched_error err;
+        if (sched_node_set_state(c->sched, n->name, SCHED_NODE_UNREACHABLE, now, &err) == 0) {
+            str_copy(n->rec.reason, sizeof(n->rec.reason), "missed heartbeats");
+            ctl_node_save(c, n);
+            n->reconciled = false;
+            log_warn("node_unreachable", "node=%s silent_ms=%lld", n->name,
+                     (long long)(mono - n->last_hb_ms));
+            ctl_cycle_soon(c);
+        }
+    }
+}
+
+int ctl_loop_start(struct ctl *c)
+{
+    c->cycle_ev = evtimer_new(c->base, cycle_cb, c);
+    c->tick_ev = event_new(c->base, -1, EV_PERSIST, tick_cb, c);
+    struct timeval one = {1, 0};
+    event_add(c->tick_ev, &one);
+    ctl_cycle_soon(c);
+    return 0;
+}
+
+void ctl_loop_stop(struct ctl *c)
+{
+    if (c->cycle_ev)
+        event_free(c->cycle_ev);
+    if (c->tick_ev)
+        event_free(c->tick_ev);
+    c->cycle_ev = c->tick_ev = NULL;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        struct ctl_node *n = c->nodes[i];
+        if (!n)
+            continue;
+        if (n->parked) {
+            struct evhttp_connection *con = evhttp_request_get_connection(n->parked);
+            if (con)
+                evhttp_connection_set_closecb(con, NULL, NULL);
+            n->parked = NULL;
+        }
+        if (n->park_timer)
+            event_free(n->park_timer);
+        for (struct ctl_cmd *k = n->cmds; k;) {
+            struct ctl_cmd *next = k->next;
+            json_decref(k->json);
+            free(k);
+            k = next;
+        }
+        store_node_release(&n->rec);
+        free(n);
+    }
+    free(c->nodes);
+    c->nodes = NULL;
+    c->nnodes = c->nodes_alloc = 0;
+}

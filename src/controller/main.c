@@ -1,0 +1,284 @@
+/*
+ * main.c - docketd: flags and docketd.yaml, the state directory, the admin token of the
+ * first start, signals (SIGTERM/SIGINT clean shutdown, SIGHUP reopens the log), and
+ * the one libevent loop that runs everything. docs/controller.md describes it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "controller/ctl.h"
+#include "util/clock.h"
+#include "util/parse.h"
+#include "util/str.h"
+
+static const double wait_bounds[] = {1, 10, 60, 300, 900, 3600, 14400, 86400};
+static const double cycle_bounds[] = {0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: docketd [--config FILE] [--state-dir DIR] [--listen HOST:PORT|none]\n"
+            "               [--socket PATH|-] [--policy FILE] [--log-file FILE]\n"
+            "               [--log-level debug|info|warn|error] [--log-format text|json]\n"
+            "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
+            "               [--max-body-bytes N]\n");
+}
+
+enum { O_CONFIG = 256, O_STATE, O_LISTEN, O_SOCKET, O_POLICY, O_LOGFILE, O_LOGLEVEL,
+       O_LOGFORMAT, O_NODETIMEOUT, O_HBWAIT, O_MAXBODY, O_HELP, O_VERSION };
+
+static const struct option opts[] = {
+    {"config", required_argument, NULL, O_CONFIG},
+    {"state-dir", required_argument, NULL, O_STATE},
+    {"listen", required_argument, NULL, O_LISTEN},
+    {"socket", required_argument, NULL, O_SOCKET},
+    {"policy", required_argument, NULL, O_POLICY},
+    {"log-file", required_argument, NULL, O_LOGFILE},
+    {"log-level", required_argument, NULL, O_LOGLEVEL},
+    {"log-format", required_argument, NULL, O_LOGFORMAT},
+    {"node-timeout", required_argument, NULL, O_NODETIMEOUT},
+    {"heartbeat-wait", required_argument, NULL, O_HBWAIT},
+    {"max-body-bytes", required_argument, NULL, O_MAXBODY},
+    {"help", no_argument, NULL, O_HELP},
+    {"version", no_argument, NULL, O_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+static int flag_error(const char *flag, const char *value, const char *what)
+{
+    fprintf(stderr, "docketd: --%s: %s '%s'\n", flag, what, value);
+    return -EINVAL;
+}
+
+/* Apply one flag over the configuration. */
+static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
+{
+    int64_t n;
+    switch (opt) {
+    case O_STATE:
+        return str_copy(cfg->state_dir, sizeof(cfg->state_dir), arg) < 0
+                   ? flag_error("state-dir", arg, "path too long") : 0;
+    case O_LISTEN:
+        return str_copy(cfg->listen, sizeof(cfg->listen), strcmp(arg, "none") ? arg : "");
+    case O_SOCKET:
+        return str_copy(cfg->socket_path, sizeof(cfg->socket_path), arg) < 0
+                   ? flag_error("socket", arg, "path too long") : 0;
+    case O_POLICY:
+        return str_copy(cfg->policy_file, sizeof(cfg->policy_file), arg);
+    case O_LOGFILE:
+        return str_copy(cfg->log_file, sizeof(cfg->log_file), arg);
+    case O_LOGLEVEL:
+        return log_level_parse(arg, &cfg->log_level) < 0
+                   ? flag_error("log-level", arg, "unknown level") : 0;
+    case O_LOGFORMAT:
+        if (strcmp(arg, "text") && strcmp(arg, "json"))
+            return flag_error("log-format", arg, "must be text or json, not");
+        cfg->log_format = strcmp(arg, "json") == 0 ? LOG_JSON : LOG_TEXT;
+        return 0;
+    case O_NODETIMEOUT:
+        return parse_duration_ms(arg, &cfg->node_timeout_ms) < 0 || cfg->node_timeout_ms < 1000
+                   ? flag_error("node-timeout", arg, "invalid duration (at least 1s)") : 0;
+    case O_HBWAIT:
+        return parse_duration_ms(arg, &cfg->heartbeat_wait_ms) < 0
+                   ? flag_error("heartbeat-wait", arg, "invalid duration") : 0;
+    case O_MAXBODY:
+        if (parse_int64(arg, 1024, (int64_t)64 << 20, &n) < 0)
+            return flag_error("max-body-bytes", arg, "must be 1024..67108864, not");
+        cfg->max_body_bytes = (size_t)n;
+        return 0;
+    default:
+        return -EINVAL;
+    }
+}
+
+static int parse_args(int argc, char **argv, struct ctl_config *cfg)
+{
+    const char *config = NULL;
+    int opt;
+    ctl_config_defaults(cfg);
+    /* first pass: only --config, so flags override the file */
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (opt == O_CONFIG)
+            config = optarg;
+        else if (opt == O_HELP) {
+            usage(stdout);
+            exit(0);
+        } else if (opt == O_VERSION) {
+            printf("docketd %s\n", DOCKET_VERSION);
+            exit(0);
+        } else if (opt == '?') {
+            fprintf(stderr, "docketd: unknown or incomplete option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return -EINVAL;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "docketd: unexpected argument '%s'\n", argv[optind]);
+        return -EINVAL;
+    }
+    char err[512];
+    if (config && ctl_config_load(cfg, config, err, sizeof(err)) < 0) {
+        fprintf(stderr, "docketd: config %s\n", err);
+        return -EINVAL;
+    }
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1)
+        if (opt != O_CONFIG && apply_flag(cfg, opt, optarg) < 0)
+            return -EINVAL;
+    if (!cfg->socket_path[0] &&
+        snprintf(cfg->socket_path, sizeof(cfg->socket_path), "%s/docketd.sock",
+                 cfg->state_dir) >= (int)sizeof(cfg->socket_path))
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+/* At first start, an admin token: its hash in the store, the text in admin.token (0600). */
+static int admin_token(struct ctl *c)
+{
+    char path[CTL_PATH_MAX + 32], tok[96];
+    snprintf(path, sizeof(path), "%s/admin.token", c->cfg.state_dir);
+    if (access(path, F_OK) == 0)
+        return 0;
+    struct store_token t;
+    memset(&t, 0, sizeof(t));
+    if (ctl_random_token("dkt_", tok, sizeof(tok)) < 0)
+        return -EIO;
+    store_token_hash(tok, t.hash);
+    t.kind = STORE_TOKEN_USER;
+    str_copy(t.user, sizeof(t.user), "admin");
+    str_copy(t.role, sizeof(t.role), "admin");
+    t.created_ms = clock_now_ms();
+    int rc = store_begin(c->store);
+    if (rc == 0)
+        rc = store_token_put(c->store, &t);
+    json_t *after = json_pack("{s:s,s:s}", "user", "admin", "role", "admin");
+    if (rc == 0)
+        rc = ctl_audit(c, "docketd", "token.issue", "admin", NULL, after, "first start");
+    json_decref(after);
+    if (rc == 0)
+        rc = store_commit(c->store);
+    if (rc < 0)
+        return rc;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    size_t n = strlen(tok);
+    tok[n] = '\n';
+    ssize_t w = write(fd, tok, n + 1);
+    if (fsync(fd) < 0 || close(fd) < 0 || w != (ssize_t)(n + 1))
+        return -EIO;
+    log_info("admin_token_written", "path=%s", path);
+    return 0;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct ctl *c = arg;
+    if (sig == SIGHUP) {
+        log_reopen();
+        log_info("log_reopened", "signal=HUP");
+        return;
+    }
+    log_info("shutdown", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
+    c->shutting_down = true;
+    event_base_loopexit(c->base, NULL);
+}
+
+static int prepare_dirs(struct ctl *c)
+{
+    char logs[CTL_PATH_MAX + 16];
+    if (mkdir(c->cfg.state_dir, 0700) < 0 && errno != EEXIST) {
+        fprintf(stderr, "docketd: cannot create state directory '%s': %s\n", c->cfg.state_dir,
+                strerror(errno));
+        return -errno;
+    }
+    snprintf(logs, sizeof(logs), "%s/logs", c->cfg.state_dir);
+    if (mkdir(logs, 0750) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static int start(struct ctl *c)
+{
+    char err[512], db[CTL_PATH_MAX + 32];
+    int rc;
+    snprintf(db, sizeof(db), "%s/docket.db", c->cfg.state_dir);
+    int64_t t0 = clock_mono_ms();
+    c->store = store_open(db, err, sizeof(err));
+    if (!c->store) {
+        log_error("store_open_failed", "error=\"%s\"", err);
+        return -EIO;
+    }
+    if ((rc = ctl_restore(c, err, sizeof(err))) < 0) {
+        log_error("restore_failed", "error=\"%s\"", err);
+        return rc;
+    }
+    if ((rc = admin_token(c)) < 0) {
+        log_error("admin_token_failed", "error=\"%s\"", strerror(-rc));
+        return rc;
+    }
+    log_info("state_loaded", "ms=%lld jobs=%zu", (long long)(clock_mono_ms() - t0),
+             sched_job_count(c->sched));
+    if ((rc = ctl_http_start(c, err, sizeof(err))) < 0) {
+        log_error("listen_failed", "error=\"%s\"", err);
+        return rc;
+    }
+    return ctl_loop_start(c);
+}
+
+int main(int argc, char **argv)
+{
+    static struct ctl ctl;
+    struct ctl *c = &ctl;
+    signal(SIGPIPE, SIG_IGN);
+    if (parse_args(argc, argv, &c->cfg) < 0)
+        return 2;
+    if (log_open(c->cfg.log_file[0] ? c->cfg.log_file : NULL, c->cfg.log_level,
+                 c->cfg.log_format) < 0) {
+        fprintf(stderr, "docketd: cannot open log file '%s'\n", c->cfg.log_file);
+        return 1;
+    }
+    c->metrics.queue_wait = (struct ctl_hist){wait_bounds, 8, {0}, 0, 0};
+    c->metrics.cycle = (struct ctl_hist){cycle_bounds, 9, {0}, 0, 0};
+    c->start_mono_ms = clock_mono_ms();
+    c->base = event_base_new();
+    if (!c->base || prepare_dirs(c) < 0)
+        return 1;
+    int rc = start(c);
+    if (rc == 0) {
+        c->sig_term = evsignal_new(c->base, SIGTERM, on_signal, c);
+        c->sig_int = evsignal_new(c->base, SIGINT, on_signal, c);
+        c->sig_hup = evsignal_new(c->base, SIGHUP, on_signal, c);
+        event_add(c->sig_term, NULL);
+        event_add(c->sig_int, NULL);
+        event_add(c->sig_hup, NULL);
+        log_info("started", "version=%s state_dir=%s", DOCKET_VERSION, c->cfg.state_dir);
+        event_base_dispatch(c->base);
+    }
+    /* commit whatever the last iteration wrote, then tear down */
+    if (c->store && c->commit_ev)
+        ctl_commit_now(c);
+    ctl_logs_stop(c);
+    ctl_loop_stop(c);
+    ctl_http_stop(c);
+    if (c->sig_term) {
+        event_free(c->sig_term);
+        event_free(c->sig_int);
+        event_free(c->sig_hup);
+    }
+    sched_destroy(c->sched);
+    store_close(c->store);
+    event_base_free(c->base);
+    log_info("stopped", "exit=%d", rc < 0 ? 1 : c->exit_code);
+    log_close();
+    return rc < 0 ? 1 : c->exit_code;
+}

@@ -1,0 +1,404 @@
+/*
+ * restore.c - docketd's start: reload the policy, projects, nodes and every live job
+ * from the database into a fresh core, in id order (so a job's dependencies are live
+ * before it). Running jobs take their allocation back (sched_job_restore_running);
+ * agents reconcile them on their first heartbeat (agent.c). A job whose exit was
+ * recorded but whose end was not yet applied is ended now.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/ctl.h"
+#include "util/clock.h"
+#include "util/str.h"
+#include "util/yamljson.h"
+#include "util/xalloc.h"
+
+static int load_policy(struct ctl *c, struct sched_policy *out, struct proto_policy *initial,
+                       bool *has_initial, char *err, size_t errlen)
+{
+    struct sched_policy defaults;
+    struct proto_error pe;
+    char *doc = NULL;
+    sched_policy_defaults(&defaults);
+    *out = defaults;
+    *has_initial = false;
+    int rc = store_policy_get(c->store, &doc);
+    if (rc == 0) {
+        json_t *j = json_loads(doc, 0, NULL);
+        free(doc);
+        struct proto_policy pp;
+        if (!j || proto_policy_parse(j, &defaults, &pp, &pe) < 0) {
+            json_decref(j);
+            snprintf(err, errlen, "stored policy is damaged: %s", j ? pe.message : "bad json");
+            return -EINVAL;
+        }
+        json_decref(j);
+        *out = pp.policy;
+        proto_policy_release(&pp);
+        return 0;
+    }
+    if (rc != -ENOENT) {
+        snprintf(err, errlen, "read policy: %s", store_errmsg(c->store));
+        return rc;
+    }
+    if (!c->cfg.policy_file[0])
+        return 0;
+    char yerr[256];
+    json_t *j = yaml_file_to_json(c->cfg.policy_file, yerr, sizeof(yerr));
+    if (!j) {
+        snprintf(err, errlen, "policy '%s': %s", c->cfg.policy_file, yerr);
+        return -EINVAL;
+    }
+    rc = proto_policy_parse(j, &defaults, initial, &pe);
+    json_decref(j);
+    if (rc < 0) {
+        snprintf(err, errlen, "policy '%s': %s%s%s", c->cfg.policy_file, pe.field,
+                 pe.field[0] ? ": " : "", pe.message);
+        return rc;
+    }
+    *has_initial = true;
+    *out = initial->policy;
+    return 0;
+}
+
+struct project_load {
+    struct ctl *c;
+    int64_t now;
+    int count;
+};
+
+static int restore_project(void *arg, const char *name, const char *doc)
+{
+    struct project_load *pl = arg;
+    struct sched_project_spec p;
+    struct proto_error pe;
+    struct sched_error se;
+    json_t *j = json_loads(doc, 0, NULL);
+    sched_project_spec_init(&p);
+    str_copy(p.name, sizeof(p.name), name);
+    if (!j || proto_project_parse(json_object_get(j, "spec"), "", false, &p, &pe) < 0 ||
+        sched_project_upsert(pl->c->sched, &p, &se) < 0) {
+        log_error("restore_project_failed", "project=%s", name);
+        json_decref(j);
+        return 0;
+    }
+    json_t *b = json_object_get(j, "boost");
+    if (json_is_object(b)) {
+        json_int_t levels = json_integer_value(json_object_get(b, "levels"));
+        json_int_t until = json_integer_value(json_object_get(b, "until_ms"));
+        if (levels > 0 && until > pl->now &&
+            sched_project_boost(pl->c->sched, name, (int)levels, until, pl->now, &se) < 0)
+            log_warn("restore_boost_failed", "project=%s error=\"%s\"", name, se.message);
+    }
+    json_decref(j);
+    pl->count++;
+    return 0;
+}
+
+static int add_node_slot(struct ctl *c, uint32_t index, struct ctl_node *n)
+{
+    if (index >= c->nodes_alloc) {
+        size_t na = c->nodes_alloc ? c->nodes_alloc * 2 : 16;
+        while (na <= index)
+            na *= 2;
+        struct ctl_node **nn = realloc(c->nodes, na * sizeof(*nn));
+        if (!nn)
+            return -ENOMEM;
+        memset(nn + c->nodes_alloc, 0, (na - c->nodes_alloc) * sizeof(*nn));
+        c->nodes = nn;
+        c->nodes_alloc = na;
+    }
+    c->nodes[index] = n;
+    if (index >= c->nnodes)
+        c->nnodes = index + 1;
+    return 0;
+}
+
+static void park_timeout(evutil_socket_t fd, short what, void *arg);
+
+/* Create (or return) the controller's record of node `name`, which the core knows. */
+struct ctl_node *ctl_node_attach(struct ctl *c, const char *name)
+{
+    int idx = sched_node_find(c->sched, name);
+    if (idx < 0)
+        return NULL;
+    struct ctl_node *n = ctl_node_at(c, (uint32_t)idx);
+    if (n)
+        return n;
+    n = calloc(1, sizeof(*n));
+    if (!n || add_node_slot(c, (uint32_t)idx, n) < 0) {
+        free(n);
+        return NULL;
+    }
+    n->c = c;
+    str_copy(n->name, sizeof(n->name), name);
+    str_copy(n->rec.name, sizeof(n->rec.name), name);
+    n->last_hb_ms = clock_mono_ms();
+    n->park_timer = evtimer_new(c->base, park_timeout, n);
+    return n;
+}
+
+/* The long poll of a parked heartbeat ran out: answer with no commands. */
+static void park_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct ctl_node *n = arg;
+    if (!n->parked)
+        return;
+    struct evhttp_request *req = n->parked;
+    n->parked = NULL;
+    struct evhttp_connection *con = evhttp_request_get_connection(req);
+    if (con)
+        evhttp_connection_set_closecb(con, NULL, NULL);
+    const char *st = "UP";
+    int i = sched_node_find(n->c->sched, n->name);
+    struct sched_node_view v;
+    if (i >= 0 && sched_node_get(n->c->sched, (uint32_t)i, &v) == 0)
+        st = sched_node_state_name(v.state);
+    ctl_reply_json(n->c, req, 200, json_pack("{s:[],s:s}", "commands", "node_state", st));
+}
+
+int ctl_labels_from_json(const json_t *o, struct sched_label *out, int max)
+{
+    const char *k;
+    json_t *v;
+    int n = 0;
+    json_object_foreach((json_t *)o, k, v) {
+        if (n >= max || !json_is_string(v))
+            continue;
+        str_copy(out[n].key, sizeof(out[n].key), k);
+        str_copy(out[n].value, sizeof(out[n].value), json_string_value(v));
+        n++;
+    }
+    return n;
+}
+
+static int restore_node(void *arg, const struct store_node *rec)
+{
+    struct ctl *c = arg;
+    struct sched_node_spec ns;
+    struct sched_error se;
+    memset(&ns, 0, sizeof(ns));
+    str_copy(ns.name, sizeof(ns.name), rec->name);
+    str_copy(ns.gpu_type, sizeof(ns.gpu_type), rec->gpu_type);
+    ns.gpus = rec->gpus;
+    ns.gpu_mem_mb = rec->gpu_mem_mb;
+    ns.cpus = rec->cpus;
+    ns.mem_mb = rec->mem_mb;
+    json_t *labels = json_loads(rec->labels ? rec->labels : "{}", 0, NULL);
+    ns.nlabels = ctl_labels_from_json(labels, ns.labels, SCHED_MAX_LABELS);
+    json_decref(labels);
+    int st = sched_node_state_parse(rec->state);
+    ns.state = st < 0 ? SCHED_NODE_UP : (enum sched_node_state)st;
+    if (sched_node_upsert(c->sched, &ns, clock_now_ms(), &se) < 0) {
+        log_error("restore_node_failed", "node=%s error=\"%s\"", rec->name, se.message);
+        return 0;
+    }
+    struct ctl_node *n = ctl_node_attach(c, rec->name);
+    if (!n)
+        return -ENOMEM;
+    store_node_release(&n->rec);
+    n->rec = *rec;
+    n->rec.labels = rec->labels ? xstrdup(rec->labels) : NULL;
+    n->rec.info = rec->info ? xstrdup(rec->info) : NULL;
+    n->reconciled = false;
+    return 0;
+}
+
+struct job_load {
+    struct ctl *c;
+    int64_t now;
+    size_t pending, running, failed;
+    uint64_t max_id;
+};
+
+static const char *node_name_of(const json_t *e)
+{
+    const char *s = json_string_value(json_object_get(e, "node"));
+    return s ? s : "";
+}
+
+static int parse_allocs(struct ctl *c, const char *text, struct sched_alloc *out, int max)
+{
+    json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+    int n = 0;
+    for (size_t i = 0; json_is_array(a) && i < json_array_size(a) && n < max; i++) {
+        json_t *e = json_array_get(a, i);
+        int idx = sched_node_find(c->sched, node_name_of(e));
+        if (idx < 0)
+            continue;
+        struct sched_alloc *al = &out[n++];
+        memset(al, 0, sizeof(*al));
+        al->node = (uint32_t)idx;
+        json_t *g = json_object_get(e, "gpus");
+        for (size_t k = 0; k < json_array_size(g); k++) {
+            json_int_t b = json_integer_value(json_array_get(g, k));
+            if (b >= 0 && b < 64) {
+                al->gpu_mask |= (uint64_t)1 << b;
+                al->gpus++;
+            }
+        }
+        al->cpus = (int)json_integer_value(json_object_get(e, "cpus"));
+        al->mem_mb = json_integer_value(json_object_get(e, "mem_mb"));
+    }
+    json_decref(a);
+    return n;
+}
+
+static int exit_from_json(const char *text, enum sched_exit_kind *kind, int *code)
+{
+    json_t *e = text ? json_loads(text, 0, NULL) : NULL;
+    if (!e)
+        return -ENOENT;
+    const char *k = json_string_value(json_object_get(e, "kind"));
+    *code = (int)json_integer_value(json_object_get(e, "code"));
+    *kind = !k ? SCHED_EXIT_LOST
+          : strcmp(k, "code") == 0 ? SCHED_EXIT_CODE
+          : strcmp(k, "signal") == 0 ? SCHED_EXIT_SIGNAL
+          : strcmp(k, "oom") == 0 ? SCHED_EXIT_OOM
+          : strcmp(k, "launch_failed") == 0 ? SCHED_EXIT_LAUNCH_FAILED : SCHED_EXIT_LOST;
+    json_decref(e);
+    return 0;
+}
+
+static int restore_job(void *arg, const struct store_job *row)
+{
+    struct job_load *jl = arg;
+    struct ctl *c = jl->c;
+    struct proto_jobspec ps;
+    struct proto_error pe;
+    struct sched_job_spec sp;
+    struct sched_error se;
+    if (row->id > jl->max_id)
+        jl->max_id = row->id;
+    json_t *spec = json_loads(row->spec, 0, NULL);
+    int rc = spec ? proto_jobspec_load(spec, &ps, &pe) : -EINVAL;
+    json_decref(spec);
+    if (rc < 0) {
+        log_error("restore_job_failed", "job=%llu error=\"damaged spec\"",
+                  (unsigned long long)row->id);
+        jl->failed++;
+        return 0;
+    }
+    int array_limit = 0;
+    if (ps.array[0]) {
+        int32_t *idx = NULL;
+        size_t n;
+        if (proto_array_expand(ps.array, &idx, &n, &array_limit, &pe) < 0)
+            array_limit = 0;
+        free(idx);
+    }
+    ctl_spec_to_sched(&ps, row->id, row->submit_ms, row->array_id, array_limit, &sp);
+    sp.preempt_count = row->preempt_count;
+    sp.hold = row->state == SCHED_HELD;
+    proto_jobspec_release(&ps);
+    if (row->state == SCHED_PENDING || row->state == SCHED_HELD) {
+        rc = sched_job_submit(c->sched, &sp, jl->now, &se);
+        jl->pending++;
+    } else {
+        struct sched_alloc allocs[64];
+        int na = parse_allocs(c, row->alloc, allocs, 64);
+        rc = sched_job_restore_running(c->sched, &sp, allocs, na,
+                                       row->start_ms ? row->start_ms : jl->now,
+                                       (enum sched_job_state)row->state, &se);
+        enum sched_exit_kind kind;
+        int code;
+        if (rc == 0 && exit_from_json(row->exit, &kind, &code) == 0)
+            rc = sched_job_ended(c->sched, row->id, kind, code, jl->now, &se);
+        jl->running++;
+    }
+    if (rc < 0) {
+        log_error("restore_job_failed", "job=%llu field=%s error=\"%s\"",
+                  (unsigned long long)row->id, se.field, se.message);
+        jl->failed++;
+    }
+    return 0;
+}
+
+static int restore_jobs(struct ctl *c, char *err, size_t errlen)
+{
+    struct job_load jl = {c, clock_now_ms(), 0, 0, 0, 0};
+    struct store_job_filter f;
+    memset(&f, 0, sizeof(f));
+    for (int s = 0; s < SCHED_JOB_STATE_COUNT; s++)
+        if (!sched_job_state_terminal((enum sched_job_state)s))
+            f.state_mask |= 1u << s;
+    f.limit = 2000000000;
+    int rc = store_job_list(c->store, &f, restore_job, &jl);
+    if (rc < 0) {
+        snprintf(err, errlen, "read jobs: %s", store_errmsg(c->store));
+        return rc;
+    }
+    int64_t next = 0;
+    if (store_counter_get(c->store, "next_job_id", &next) < 0)
+        next = 1;
+    c->next_job_id = (uint64_t)next > jl.max_id ? (uint64_t)next : jl.max_id + 1;
+    log_info("restored", "pending=%zu running=%zu failed=%zu next_job_id=%llu", jl.pending,
+             jl.running, jl.failed, (unsigned long long)c->next_job_id);
+    return 0;
+}
+
+/* First start: the initial policy document's projects, or one "default" project so a
+ * fresh controller accepts jobs at once. */
+static int seed(struct ctl *c, struct proto_policy *initial, bool has_initial)
+{
+    struct sched_error se;
+    int rc = ctl_policy_save(c);
+    size_t n = has_initial ? initial->nprojects : 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (sched_project_upsert(c->sched, &initial->projects[i], &se) < 0) {
+            log_error("seed_project_failed", "project=%s error=\"%s\"",
+                      initial->projects[i].name, se.message);
+            return -EINVAL;
+        }
+        rc = ctl_project_save(c, initial->projects[i].name, NULL);
+    }
+    if (rc == 0 && n == 0) {
+        struct sched_project_spec p;
+        sched_project_spec_init(&p);
+        str_copy(p.name, sizeof(p.name), "default");
+        if (sched_project_upsert(c->sched, &p, &se) < 0)
+            return -EINVAL;
+        rc = ctl_project_save(c, "default", NULL);
+    }
+    return rc;
+}
+
+int ctl_restore(struct ctl *c, char *err, size_t errlen)
+{
+    struct sched_policy pol;
+    struct proto_policy initial;
+    struct sched_error se;
+    bool has_initial;
+    memset(&initial, 0, sizeof(initial));
+    int rc = load_policy(c, &pol, &initial, &has_initial, err, errlen);
+    if (rc < 0)
+        return rc;
+    c->sched = sched_create(&pol, &se);
+    if (!c->sched) {
+        snprintf(err, errlen, "policy: %s%s%s", se.field, se.field[0] ? ": " : "", se.message);
+        proto_policy_release(&initial);
+        return -EINVAL;
+    }
+    struct project_load pl = {c, clock_now_ms(), 0};
+    rc = store_project_list(c->store, restore_project, &pl);
+    if (rc == 0 && pl.count == 0) {
+        rc = store_begin(c->store);
+        if (rc == 0)
+            rc = seed(c, &initial, has_initial);
+        if (rc == 0)
+            rc = store_commit(c->store);
+    }
+    proto_policy_release(&initial);
+    if (rc < 0) {
+        snprintf(err, errlen, "projects: %s", store_errmsg(c->store));
+        return rc;
+    }
+    if ((rc = store_node_list(c->store, restore_node, c)) < 0) {
+        snprintf(err, errlen, "nodes: %s", store_errmsg(c->store));
+        return rc;
+    }
+    return restore_jobs(c, err, errlen);
+}

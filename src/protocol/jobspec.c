@@ -1,0 +1,645 @@
+/*
+ * jobspec.c - the submit body of POST /v1/jobs (docs/api.md "Jobs"): parse, validate
+ * every field (naming its JSON path on error), normalise to the stored form and load it
+ * back. One handler per field in a table, so an unknown field is simply one that has
+ * no handler.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/proto.h"
+#include "util/parse.h"
+#include "util/str.h"
+
+typedef int (*field_fn)(const json_t *v, int64_t now, struct proto_jobspec *j,
+                        struct proto_error *err);
+
+static int copy_text(const json_t *v, const char *field, size_t max, bool allow_null,
+                     json_t *extra, struct proto_error *err)
+{
+    if (allow_null && json_is_null(v)) {
+        json_object_set_new(extra, field, json_null());
+        return 0;
+    }
+    if (!json_is_string(v))
+        return proto_errorf(err, 400, NULL, field, "%s must be a string", field);
+    size_t n = json_string_length(v);
+    if (n == 0 || n > max)
+        return proto_errorf(err, 400, NULL, field, "%s must be 1 to %zu bytes", field, max);
+    if (memchr(json_string_value(v), '\0', n))
+        return proto_errorf(err, 400, NULL, field, "%s contains a NUL byte", field);
+    json_object_set_new(extra, field, json_stringn(json_string_value(v), n));
+    return 0;
+}
+
+static int f_name(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    if (!json_is_string(v))
+        return proto_errorf(e, 400, NULL, "name", "name must be a string");
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (n == 0 || n >= PROTO_JOB_NAME_MAX)
+        return proto_errorf(e, 400, NULL, "name", "name must be 1 to %d bytes",
+                            PROTO_JOB_NAME_MAX - 1);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return proto_errorf(e, 400, NULL, "name", "name contains a control character");
+    str_copy(j->name, sizeof(j->name), s);
+    return 0;
+}
+
+static int f_project(const json_t *v, int64_t now, struct proto_jobspec *j,
+                     struct proto_error *e)
+{
+    return proto_get_name(v, "project", j->project, e);
+}
+
+static int f_user(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    return proto_get_name(v, "user", j->user, e);
+}
+
+static int f_tier(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    return proto_get_name(v, "tier", j->tier, e);
+}
+
+static int f_class(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    return proto_get_name(v, "class", j->class_name, e);
+}
+
+static int f_gpu_type(const json_t *v, int64_t now, struct proto_jobspec *j,
+                      struct proto_error *e)
+{
+    return proto_get_name(v, "gpu_type", j->gpu_type, e);
+}
+
+static int f_command(const json_t *v, int64_t now, struct proto_jobspec *j,
+                     struct proto_error *e)
+{
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_array(v))
+        return proto_errorf(e, 400, NULL, "command", "command must be an array of strings");
+    size_t n = json_array_size(v);
+    if (n == 0 || n > PROTO_MAX_ARGS)
+        return proto_errorf(e, 400, NULL, "command", "command must have 1 to %d arguments",
+                            PROTO_MAX_ARGS);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_t *a = json_array_get(v, i);
+        char f[32];
+        snprintf(f, sizeof(f), "command[%zu]", i);
+        if (!json_is_string(a) || memchr(json_string_value(a), '\0', json_string_length(a))) {
+            json_decref(arr);
+            return proto_errorf(e, 400, NULL, f, "%s must be a string without NUL bytes", f);
+        }
+        if (i == 0 && json_string_length(a) == 0) {
+            json_decref(arr);
+            return proto_errorf(e, 400, NULL, f, "%s: empty program name", f);
+        }
+        json_array_append_new(arr, json_stringn(json_string_value(a), json_string_length(a)));
+    }
+    json_object_set_new(j->extra, "command", arr);
+    return 0;
+}
+
+static int f_script(const json_t *v, int64_t now, struct proto_jobspec *j,
+                    struct proto_error *e)
+{
+    if (json_is_null(v))
+        return 0;
+    return copy_text(v, "script", PROTO_SCRIPT_MAX, false, j->extra, e);
+}
+
+static int f_workdir(const json_t *v, int64_t now, struct proto_jobspec *j,
+                     struct proto_error *e)
+{
+    if (json_is_string(v) && json_string_value(v)[0] != '/')
+        return proto_errorf(e, 400, NULL, "workdir", "workdir must be an absolute path");
+    return copy_text(v, "workdir", PROTO_PATH_MAX, true, j->extra, e);
+}
+
+static int f_output(const json_t *v, int64_t now, struct proto_jobspec *j,
+                    struct proto_error *e)
+{
+    return copy_text(v, "output", PROTO_PATH_MAX, true, j->extra, e);
+}
+
+static int f_error(const json_t *v, int64_t now, struct proto_jobspec *j,
+                   struct proto_error *e)
+{
+    return copy_text(v, "error", PROTO_PATH_MAX, true, j->extra, e);
+}
+
+static int int_field(const json_t *v, const char *field, int min, int max, int *out,
+                     struct proto_error *e)
+{
+    int64_t n;
+    int rc = proto_get_int(v, field, min, max, &n, e);
+    if (rc == 0)
+        *out = (int)n;
+    return rc;
+}
+
+static int f_gpus(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    return int_field(v, "gpus", 0, PROTO_MAX_GPUS, &j->gpus, e);
+}
+
+static int f_cpus(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    return int_field(v, "cpus", 1, PROTO_MAX_CPUS, &j->cpus, e);
+}
+
+static int f_nodes(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    return int_field(v, "nodes", 1, PROTO_MAX_NODES, &j->nodes, e);
+}
+
+static int f_retries(const json_t *v, int64_t now, struct proto_jobspec *j,
+                     struct proto_error *e)
+{
+    return int_field(v, "retries", 0, PROTO_MAX_RETRIES, &j->retries, e);
+}
+
+static int f_mem(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    return proto_get_size_mb(v, "mem", &j->mem_mb, e);
+}
+
+static int f_time_limit(const json_t *v, int64_t now, struct proto_jobspec *j,
+                        struct proto_error *e)
+{
+    return proto_get_duration(v, "time_limit", PROTO_MAX_DURATION_MS, &j->time_limit_ms, e);
+}
+
+static int f_grace(const json_t *v, int64_t now, struct proto_jobspec *j,
+                   struct proto_error *e)
+{
+    return proto_get_duration(v, "grace", (int64_t)24 * 3600 * 1000, &j->grace_ms, e);
+}
+
+static int f_begin(const json_t *v, int64_t now, struct proto_jobspec *j,
+                   struct proto_error *e)
+{
+    if (json_is_integer(v)) {
+        json_int_t t = json_integer_value(v);
+        /* an absolute time in ms; anything before 2001 is surely a mistake */
+        if (t < 1000000000000LL || t > now + PROTO_MAX_DURATION_MS)
+            return proto_errorf(e, 400, NULL, "begin",
+                                "begin must be a duration string or a time in ms since the epoch within a year");
+        j->begin_ms = t;
+        return 0;
+    }
+    int64_t d;
+    int rc = proto_get_duration(v, "begin", PROTO_MAX_DURATION_MS, &d, e);
+    if (rc == 0)
+        j->begin_ms = d > 0 ? now + d : 0;
+    return rc;
+}
+
+static int f_signal(const json_t *v, int64_t now, struct proto_jobspec *j,
+                    struct proto_error *e)
+{
+    int sig;
+    if (json_is_integer(v)) {
+        json_int_t n = json_integer_value(v);
+        if (n < 1 || n > 64)
+            return proto_errorf(e, 400, NULL, "signal", "signal must be between 1 and 64");
+        sig = (int)n;
+    } else if (json_is_string(v)) {
+        if (parse_signal(json_string_value(v), &sig) < 0)
+            return proto_errorf(e, 400, NULL, "signal", "unknown signal '%.32s'",
+                                json_string_value(v));
+    } else {
+        return proto_errorf(e, 400, NULL, "signal", "signal must be a name or a number");
+    }
+    if (sig == 9 || sig == 19)
+        return proto_errorf(e, 400, NULL, "signal",
+                            "signal %d cannot be caught: use a catchable checkpoint signal", sig);
+    j->signal = sig;
+    return 0;
+}
+
+static int f_checkpoint(const json_t *v, int64_t now, struct proto_jobspec *j,
+                        struct proto_error *e)
+{
+    return proto_get_bool(v, "checkpoint", &j->checkpoint, e);
+}
+
+static int f_idempotent(const json_t *v, int64_t now, struct proto_jobspec *j,
+                        struct proto_error *e)
+{
+    return proto_get_bool(v, "idempotent", &j->idempotent, e);
+}
+
+static int f_requeue(const json_t *v, int64_t now, struct proto_jobspec *j,
+                     struct proto_error *e)
+{
+    return proto_get_bool(v, "requeue", &j->requeue, e);
+}
+
+static int f_hold(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    return proto_get_bool(v, "hold", &j->hold, e);
+}
+
+static bool env_name_ok(const char *k)
+{
+    if (!k[0] || (k[0] >= '0' && k[0] <= '9'))
+        return false;
+    for (const char *p = k; *p; p++)
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+              (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}
+
+/* A map of strings (env, labels) copied into extra[field]. */
+static int string_map(const json_t *v, const char *field, size_t max_entries, bool env,
+                      json_t *extra, struct proto_error *e)
+{
+    if (!json_is_object(v))
+        return proto_errorf(e, 400, NULL, field, "%s must be an object of strings", field);
+    if (json_object_size(v) > max_entries)
+        return proto_errorf(e, 400, NULL, field, "%s has more than %zu entries", field,
+                            max_entries);
+    json_t *out = json_object();
+    const char *k;
+    json_t *val;
+    json_object_foreach((json_t *)v, k, val) {
+        char f[160];
+        snprintf(f, sizeof(f), "%s.%.128s", field, k);
+        bool key_ok = env ? env_name_ok(k) && strlen(k) < 256 : str_is_name(k);
+        if (!key_ok) {
+            json_decref(out);
+            return proto_errorf(e, 400, NULL, f, "%s: invalid %s name '%.64s'", f,
+                                env ? "variable" : "label", k);
+        }
+        if (!json_is_string(val) ||
+            memchr(json_string_value(val), '\0', json_string_length(val)) ||
+            json_string_length(val) > (env ? 65536u : 256u)) {
+            json_decref(out);
+            return proto_errorf(e, 400, NULL, f, "%s must be a string without NUL bytes%s", f,
+                                env ? " (at most 64 KiB)" : " (at most 256 bytes)");
+        }
+        json_object_set_new(out, k, json_stringn(json_string_value(val),
+                                                 json_string_length(val)));
+    }
+    json_object_set_new(extra, field, out);
+    return 0;
+}
+
+static int f_env(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    return string_map(v, "env", PROTO_MAX_ENV, true, j->extra, e);
+}
+
+static int f_labels(const json_t *v, int64_t now, struct proto_jobspec *j,
+                    struct proto_error *e)
+{
+    return string_map(v, "labels", PROTO_MAX_LABELS, false, j->extra, e);
+}
+
+static int f_selectors(const json_t *v, int64_t now, struct proto_jobspec *j,
+                       struct proto_error *e)
+{
+    if (!json_is_object(v))
+        return proto_errorf(e, 400, NULL, "selectors", "selectors must be an object of strings");
+    if (json_object_size(v) > PROTO_MAX_SELECTORS)
+        return proto_errorf(e, 400, NULL, "selectors", "selectors has more than %d entries",
+                            PROTO_MAX_SELECTORS);
+    const char *k;
+    json_t *val;
+    j->nselectors = 0;
+    json_object_foreach((json_t *)v, k, val) {
+        char f[160];
+        snprintf(f, sizeof(f), "selectors.%.128s", k);
+        if (!str_is_name(k))
+            return proto_errorf(e, 400, NULL, f, "%s: invalid label name '%.64s'", f, k);
+        if (!json_is_string(val))
+            return proto_errorf(e, 400, NULL, f, "%s must be a string", f);
+        const char *s = json_string_value(val);
+        struct proto_selector *sel = &j->selectors[j->nselectors];
+        sel->negate = s[0] == '!';
+        if (sel->negate)
+            s++;
+        if (!str_is_name(s))
+            return proto_errorf(e, 400, NULL, f, "%s: invalid label value '%.64s'", f, s);
+        str_copy(sel->key, sizeof(sel->key), k);
+        str_copy(sel->value, sizeof(sel->value), s);
+        j->nselectors++;
+    }
+    return 0;
+}
+
+static int f_deps(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    static const char *const known[] = {"type", "job", NULL};
+    if (!json_is_array(v))
+        return proto_errorf(e, 400, NULL, "deps", "deps must be an array");
+    if (json_array_size(v) > PROTO_MAX_DEPS)
+        return proto_errorf(e, 400, NULL, "deps", "deps has more than %d entries",
+                            PROTO_MAX_DEPS);
+    j->ndeps = 0;
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        json_t *d = json_array_get(v, i);
+        char path[32], f[48];
+        snprintf(path, sizeof(path), "deps[%zu]", i);
+        if (!json_is_object(d))
+            return proto_errorf(e, 400, NULL, path, "%s must be an object", path);
+        int rc = proto_check_fields(d, path, known, e);
+        if (rc < 0)
+            return rc;
+        json_t *t = json_object_get(d, "type");
+        snprintf(f, sizeof(f), "%s.type", path);
+        const char *ts = json_is_string(t) ? json_string_value(t) : "";
+        if (strcmp(ts, "afterok") != 0 && strcmp(ts, "afterany") != 0 &&
+            strcmp(ts, "afternotok") != 0)
+            return proto_errorf(e, 400, NULL, f,
+                                "%s must be \"afterok\", \"afterany\" or \"afternotok\"", f);
+        snprintf(f, sizeof(f), "%s.job", path);
+        int64_t id;
+        json_t *jid = json_object_get(d, "job");
+        if (!jid)
+            return proto_errorf(e, 400, NULL, f, "%s is required", f);
+        rc = proto_get_int(jid, f, 1, INT64_MAX, &id, e);
+        if (rc < 0)
+            return rc;
+        str_copy(j->deps[j->ndeps].type, sizeof(j->deps[0].type), ts);
+        j->deps[j->ndeps].job = (uint64_t)id;
+        j->ndeps++;
+    }
+    return 0;
+}
+
+static int f_array(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    if (!json_is_string(v) || json_string_length(v) >= sizeof(j->array))
+        return proto_errorf(e, 400, NULL, "array", "array must be a string like \"0-99%%8\"");
+    int32_t *idx = NULL;
+    size_t n;
+    int limit;
+    int rc = proto_array_expand(json_string_value(v), &idx, &n, &limit, e);
+    free(idx);
+    if (rc < 0)
+        return rc;
+    str_copy(j->array, sizeof(j->array), json_string_value(v));
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    field_fn fn;
+} fields[] = {
+    {"name", f_name},         {"project", f_project},     {"user", f_user},
+    {"tier", f_tier},         {"class", f_class},         {"command", f_command},
+    {"script", f_script},     {"gpus", f_gpus},           {"gpu_type", f_gpu_type},
+    {"cpus", f_cpus},         {"mem", f_mem},             {"nodes", f_nodes},
+    {"time_limit", f_time_limit}, {"workdir", f_workdir}, {"output", f_output},
+    {"error", f_error},       {"env", f_env},             {"labels", f_labels},
+    {"selectors", f_selectors}, {"deps", f_deps},         {"array", f_array},
+    {"signal", f_signal},     {"grace", f_grace},         {"checkpoint", f_checkpoint},
+    {"retries", f_retries},   {"idempotent", f_idempotent}, {"requeue", f_requeue},
+    {"hold", f_hold},         {"begin", f_begin},
+};
+
+void proto_jobspec_init(struct proto_jobspec *j)
+{
+    memset(j, 0, sizeof(*j));
+    j->cpus = 1;
+    j->nodes = 1;
+    j->grace_ms = -1;
+    j->requeue = true;
+    j->extra = json_object();
+}
+
+void proto_jobspec_release(struct proto_jobspec *j)
+{
+    json_decref(j->extra);
+    j->extra = NULL;
+}
+
+static void fill_extra_defaults(json_t *x)
+{
+    static const char *const keys[] = {"command", "script", "workdir", "output", "error"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (!json_object_get(x, keys[i]))
+            json_object_set_new(x, keys[i], json_null());
+    if (!json_object_get(x, "env"))
+        json_object_set_new(x, "env", json_object());
+    if (!json_object_get(x, "labels"))
+        json_object_set_new(x, "labels", json_object());
+}
+
+int proto_jobspec_parse(const json_t *body, int64_t now_ms, struct proto_jobspec *out,
+                        struct proto_error *err)
+{
+    proto_jobspec_init(out);
+    if (!json_is_object(body)) {
+        proto_jobspec_release(out);
+        return proto_errorf(err, 400, NULL, NULL, "the job spec must be a JSON object");
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)body, key, v) {
+        field_fn fn = NULL;
+        for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+            if (strcmp(fields[i].name, key) == 0)
+                fn = fields[i].fn;
+        int rc = fn ? fn(v, now_ms, out, err)
+                    : proto_errorf(err, 400, NULL, key, "unknown field '%.64s'", key);
+        if (rc < 0) {
+            proto_jobspec_release(out);
+            return rc;
+        }
+    }
+    bool has_cmd = json_object_get(out->extra, "command") != NULL;
+    bool has_script = json_object_get(out->extra, "script") != NULL;
+    if (has_cmd == has_script) {
+        proto_jobspec_release(out);
+        return proto_errorf(err, 400, NULL, has_cmd ? "script" : "command",
+                            "exactly one of command or script is required");
+    }
+    if (out->gpus == 0 && out->gpu_type[0]) {
+        proto_jobspec_release(out);
+        return proto_errorf(err, 400, NULL, "gpu_type", "gpu_type given without gpus");
+    }
+    if (!out->name[0])
+        str_copy(out->name, sizeof(out->name), "job");
+    fill_extra_defaults(out->extra);
+    return 0;
+}
+
+int proto_jobspec_parse_text(const char *text, size_t len, int64_t now_ms,
+                             struct proto_jobspec *out, struct proto_error *err)
+{
+    json_error_t je;
+    proto_jobspec_init(out);
+    json_t *body = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!body) {
+        proto_jobspec_release(out);
+        return proto_errorf(err, 400, NULL, NULL, "malformed json: %s (line %d)", je.text,
+                            je.line);
+    }
+    proto_jobspec_release(out);
+    int rc = proto_jobspec_parse(body, now_ms, out, err);
+    json_decref(body);
+    return rc;
+}
+
+int proto_array_expand(const char *expr, int32_t **indices, size_t *count, int *limit,
+                       struct proto_error *err)
+{
+    enum { PARSE_MAX = 100000 };
+    int32_t *idx = malloc(sizeof(int32_t) * PARSE_MAX);
+    if (!idx)
+        return proto_errorf(err, 500, NULL, "array", "out of memory");
+    size_t n = 0;
+    int lim = 0;
+    if (parse_array_spec(expr, idx, PARSE_MAX, &n, &lim) < 0 || n == 0) {
+        free(idx);
+        return proto_errorf(err, 400, NULL, "array",
+                            "invalid array '%.40s' (e.g. \"0-99\", \"0-99%%8\", \"1,3,5-9\")",
+                            expr);
+    }
+    if (n > PROTO_MAX_ARRAY) {
+        free(idx);
+        return proto_errorf(err, 400, NULL, "array", "array has %zu tasks, at most %d", n,
+                            PROTO_MAX_ARRAY);
+    }
+    *indices = idx;
+    *count = n;
+    *limit = lim;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The stored form                                                                       */
+
+json_t *proto_jobspec_to_json(const struct proto_jobspec *j)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(j->name));
+    json_object_set_new(o, "project", json_string(j->project));
+    json_object_set_new(o, "user", json_string(j->user));
+    json_object_set_new(o, "tier", json_string(j->tier));
+    json_object_set_new(o, "class", json_string(j->class_name));
+    json_object_set_new(o, "gpu_type", json_string(j->gpu_type));
+    json_object_set_new(o, "gpus", json_integer(j->gpus));
+    json_object_set_new(o, "cpus", json_integer(j->cpus));
+    json_object_set_new(o, "nodes", json_integer(j->nodes));
+    json_object_set_new(o, "mem_mb", json_integer(j->mem_mb));
+    json_object_set_new(o, "time_limit_ms", json_integer(j->time_limit_ms));
+    json_object_set_new(o, "begin_ms", json_integer(j->begin_ms));
+    json_object_set_new(o, "signal", json_integer(j->signal));
+    json_object_set_new(o, "grace_ms", json_integer(j->grace_ms));
+    json_object_set_new(o, "checkpoint", json_boolean(j->checkpoint));
+    json_object_set_new(o, "idempotent", json_boolean(j->idempotent));
+    json_object_set_new(o, "requeue", json_boolean(j->requeue));
+    json_object_set_new(o, "hold", json_boolean(j->hold));
+    json_object_set_new(o, "retries", json_integer(j->retries));
+    json_object_set_new(o, "array", json_string(j->array));
+    json_t *deps = json_array();
+    for (int i = 0; i < j->ndeps; i++)
+        json_array_append_new(deps, json_pack("{s:s,s:I}", "type", j->deps[i].type, "job",
+                                              (json_int_t)j->deps[i].job));
+    json_object_set_new(o, "deps", deps);
+    json_t *sel = json_object();
+    for (int i = 0; i < j->nselectors; i++) {
+        char val[PROTO_NAME_MAX + 2];
+        snprintf(val, sizeof(val), "%s%s", j->selectors[i].negate ? "!" : "",
+                 j->selectors[i].value);
+        json_object_set_new(sel, j->selectors[i].key, json_string(val));
+    }
+    json_object_set_new(o, "selectors", sel);
+    json_object_update(o, j->extra);
+    return o;
+}
+
+static int load_name(const json_t *o, const char *k, char *out, size_t len,
+                     struct proto_error *err)
+{
+    json_t *v = json_object_get(o, k);
+    if (!json_is_string(v) || str_copy(out, len, json_string_value(v)) < 0)
+        return proto_errorf(err, 500, NULL, k, "stored spec: bad %s", k);
+    return 0;
+}
+
+static int load_int(const json_t *o, const char *k, int64_t *out, struct proto_error *err)
+{
+    json_t *v = json_object_get(o, k);
+    if (!json_is_integer(v))
+        return proto_errorf(err, 500, NULL, k, "stored spec: bad %s", k);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+static int load_scalars(const json_t *s, struct proto_jobspec *j, struct proto_error *err)
+{
+    int64_t gpus, cpus, nodes, sig, retries;
+    int rc = 0;
+    rc |= load_name(s, "name", j->name, sizeof(j->name), err);
+    rc |= load_name(s, "project", j->project, sizeof(j->project), err);
+    rc |= load_name(s, "user", j->user, sizeof(j->user), err);
+    rc |= load_name(s, "tier", j->tier, sizeof(j->tier), err);
+    rc |= load_name(s, "class", j->class_name, sizeof(j->class_name), err);
+    rc |= load_name(s, "gpu_type", j->gpu_type, sizeof(j->gpu_type), err);
+    rc |= load_name(s, "array", j->array, sizeof(j->array), err);
+    rc |= load_int(s, "gpus", &gpus, err);
+    rc |= load_int(s, "cpus", &cpus, err);
+    rc |= load_int(s, "nodes", &nodes, err);
+    rc |= load_int(s, "mem_mb", &j->mem_mb, err);
+    rc |= load_int(s, "time_limit_ms", &j->time_limit_ms, err);
+    rc |= load_int(s, "begin_ms", &j->begin_ms, err);
+    rc |= load_int(s, "signal", &sig, err);
+    rc |= load_int(s, "grace_ms", &j->grace_ms, err);
+    rc |= load_int(s, "retries", &retries, err);
+    if (rc)
+        return -EINVAL;
+    if (gpus < 0 || gpus > PROTO_MAX_GPUS || cpus < 1 || cpus > PROTO_MAX_CPUS || nodes < 1 ||
+        nodes > PROTO_MAX_NODES || sig < 0 || sig > 64 || retries < 0 ||
+        retries > PROTO_MAX_RETRIES)
+        return proto_errorf(err, 500, NULL, NULL, "stored spec: value out of range");
+    j->gpus = (int)gpus;
+    j->cpus = (int)cpus;
+    j->nodes = (int)nodes;
+    j->signal = (int)sig;
+    j->retries = (int)retries;
+    j->checkpoint = json_is_true(json_object_get(s, "checkpoint"));
+    j->idempotent = json_is_true(json_object_get(s, "idempotent"));
+    j->requeue = json_is_true(json_object_get(s, "requeue"));
+    j->hold = json_is_true(json_object_get(s, "hold"));
+    return 0;
+}
+
+int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out,
+                       struct proto_error *err)
+{
+    proto_jobspec_init(out);
+    if (!json_is_object(stored) || load_scalars(stored, out, err) < 0) {
+        proto_jobspec_release(out);
+        return proto_errorf(err, 500, NULL, NULL, "stored spec is damaged");
+    }
+    int rc = 0;
+    json_t *deps = json_object_get(stored, "deps");
+    json_t *sel = json_object_get(stored, "selectors");
+    if (deps && (rc = f_deps(deps, 0, out, err)) < 0)
+        goto fail;
+    if (sel && (rc = f_selectors(sel, 0, out, err)) < 0)
+        goto fail;
+    static const char *const keys[] = {"command", "script", "workdir", "output", "error",
+                                       "env", "labels"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        json_t *v = json_object_get(stored, keys[i]);
+        json_object_set(out->extra, keys[i], v ? v : json_null());
+    }
+    return 0;
+fail:
+    proto_jobspec_release(out);
+    return rc;
+}

@@ -1,0 +1,556 @@
+/*
+ * policy.c - the policy document of POST /v1/policy and docketd.yaml (docs/api.md
+ * "Projects, tiers, classes, policy"): tiers, classes, settings and projects, parsed on
+ * top of the current policy into the core's plain structs, validated whole. Also the
+ * JSON forms of tiers, classes and the policy for the GET endpoints.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/proto.h"
+#include "util/parse.h"
+#include "util/str.h"
+#include "util/yamljson.h"
+
+#define DAY_MS ((int64_t)24 * 3600 * 1000)
+
+static int get_dur(const json_t *o, const char *key, const char *path, int64_t *out,
+                   struct proto_error *err)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        return 0;
+    char f[160];
+    snprintf(f, sizeof(f), "%s%s%s", path, path[0] ? "." : "", key);
+    return proto_get_duration(v, f, PROTO_MAX_DURATION_MS, out, err);
+}
+
+static int get_i(const json_t *o, const char *key, const char *path, int64_t min, int64_t max,
+                 int *out, struct proto_error *err)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        return 0;
+    char f[160];
+    int64_t n;
+    snprintf(f, sizeof(f), "%s%s%s", path, path[0] ? "." : "", key);
+    int rc = proto_get_int(v, f, min, max, &n, err);
+    if (rc == 0)
+        *out = (int)n;
+    return rc;
+}
+
+static int get_b(const json_t *o, const char *key, const char *path, bool *out,
+                 struct proto_error *err)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        return 0;
+    char f[160];
+    snprintf(f, sizeof(f), "%s%s%s", path, path[0] ? "." : "", key);
+    return proto_get_bool(v, f, out, err);
+}
+
+static int get_d(const json_t *o, const char *key, const char *path, double min, double max,
+                 double *out, struct proto_error *err)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        return 0;
+    char f[160];
+    snprintf(f, sizeof(f), "%s%s%s", path, path[0] ? "." : "", key);
+    if (!json_is_number(v))
+        return proto_errorf(err, 400, NULL, f, "%s must be a number", f);
+    double d = json_number_value(v);
+    if (!(d >= min && d <= max))
+        return proto_errorf(err, 400, NULL, f, "%s must be between %g and %g", f, min, max);
+    *out = d;
+    return 0;
+}
+
+static int get_n(const json_t *o, const char *key, const char *path, char *out,
+                 struct proto_error *err)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        return 0;
+    char f[160];
+    snprintf(f, sizeof(f), "%s%s%s", path, path[0] ? "." : "", key);
+    return proto_get_name(v, f, out, err);
+}
+
+/* ------------------------------------------------------------------------------------ */
+
+static int parse_tiers(const json_t *v, struct sched_policy *p, struct proto_error *err)
+{
+    static const char *const known[] = {"name", "starve_after", NULL};
+    if (!json_is_array(v) || json_array_size(v) < SCHED_MIN_TIERS ||
+        json_array_size(v) > SCHED_MAX_TIERS)
+        return proto_errorf(err, 400, NULL, "tiers", "tiers must be a list of %d to %d tiers",
+                            SCHED_MIN_TIERS, SCHED_MAX_TIERS);
+    struct sched_tier_spec t[SCHED_MAX_TIERS];
+    memset(t, 0, sizeof(t));
+    size_t n = json_array_size(v);
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_array_get(v, i);
+        char path[32];
+        snprintf(path, sizeof(path), "tiers[%zu]", i);
+        if (!json_is_object(o))
+            return proto_errorf(err, 400, NULL, path, "%s must be an object", path);
+        int rc = proto_check_fields(o, path, known, err);
+        if (rc < 0)
+            return rc;
+        if (!json_object_get(o, "name"))
+            return proto_errorf(err, 400, NULL, path, "%s.name is required", path);
+        if ((rc = get_n(o, "name", path, t[i].name, err)) < 0 ||
+            (rc = get_dur(o, "starve_after", path, &t[i].starve_after_ms, err)) < 0)
+            return rc;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(t[k].name, t[i].name) == 0)
+                return proto_errorf(err, 400, NULL, path, "duplicate tier '%s'", t[i].name);
+    }
+    memcpy(p->tiers, t, sizeof(t));
+    p->ntiers = (int)n;
+    return 0;
+}
+
+static int parse_class_fields(const json_t *o, const char *path, struct sched_class_spec *c,
+                              struct proto_error *err)
+{
+    static const char *const known[] = {"name", "default_limit", "max_limit", "preemptible",
+                                        "preempt_order", "protect_after", "max_grace",
+                                        "max_retries", "restart_on_failure", "requeueable",
+                                        NULL};
+    int rc;
+    if ((rc = proto_check_fields(o, path, known, err)) < 0 ||
+        (rc = get_dur(o, "default_limit", path, &c->default_limit_ms, err)) < 0 ||
+        (rc = get_dur(o, "max_limit", path, &c->max_limit_ms, err)) < 0 ||
+        (rc = get_b(o, "preemptible", path, &c->preemptible, err)) < 0 ||
+        (rc = get_i(o, "preempt_order", path, 0, 100, &c->preempt_order, err)) < 0 ||
+        (rc = get_dur(o, "protect_after", path, &c->protect_after_ms, err)) < 0 ||
+        (rc = get_dur(o, "max_grace", path, &c->max_grace_ms, err)) < 0 ||
+        (rc = get_i(o, "max_retries", path, 0, PROTO_MAX_RETRIES, &c->max_retries, err)) < 0 ||
+        (rc = get_b(o, "restart_on_failure", path, &c->restart_on_failure, err)) < 0 ||
+        (rc = get_b(o, "requeueable", path, &c->requeueable, err)) < 0)
+        return rc;
+    if (c->max_limit_ms && c->default_limit_ms > c->max_limit_ms) {
+        char f[160];
+        snprintf(f, sizeof(f), "%s%sdefault_limit", path, path[0] ? "." : "");
+        return proto_errorf(err, 400, NULL, f, "default_limit is above max_limit");
+    }
+    return 0;
+}
+
+static int parse_classes(const json_t *v, struct sched_policy *p, struct proto_error *err)
+{
+    if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > SCHED_MAX_CLASSES)
+        return proto_errorf(err, 400, NULL, "classes", "classes must be a list of 1 to %d classes",
+                            SCHED_MAX_CLASSES);
+    struct sched_class_spec c[SCHED_MAX_CLASSES];
+    memset(c, 0, sizeof(c));
+    size_t n = json_array_size(v);
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_array_get(v, i);
+        char path[32];
+        snprintf(path, sizeof(path), "classes[%zu]", i);
+        if (!json_is_object(o))
+            return proto_errorf(err, 400, NULL, path, "%s must be an object", path);
+        char name[PROTO_NAME_MAX] = "";
+        int rc;
+        if (!json_object_get(o, "name"))
+            return proto_errorf(err, 400, NULL, path, "%s.name is required", path);
+        if ((rc = get_n(o, "name", path, name, err)) < 0)
+            return rc;
+        /* start from the class of that name in the base policy, if any */
+        for (int k = 0; k < p->nclasses; k++)
+            if (strcmp(p->classes[k].name, name) == 0)
+                c[i] = p->classes[k];
+        str_copy(c[i].name, sizeof(c[i].name), name);
+        if ((rc = parse_class_fields(o, path, &c[i], err)) < 0)
+            return rc;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(c[k].name, c[i].name) == 0)
+                return proto_errorf(err, 400, NULL, path, "duplicate class '%s'", name);
+    }
+    memcpy(p->classes, c, sizeof(c));
+    p->nclasses = (int)n;
+    return 0;
+}
+
+static int parse_gpu_weights(const json_t *v, struct sched_policy *p, struct proto_error *err)
+{
+    if (!json_is_object(v) || json_object_size(v) > SCHED_MAX_GPU_TYPES)
+        return proto_errorf(err, 400, NULL, "settings.gpu_weights",
+                            "settings.gpu_weights must be an object of at most %d numbers",
+                            SCHED_MAX_GPU_TYPES);
+    const char *k;
+    json_t *w;
+    int n = 0;
+    json_object_foreach((json_t *)v, k, w) {
+        char f[160];
+        snprintf(f, sizeof(f), "settings.gpu_weights.%.64s", k);
+        if (!str_is_name(k))
+            return proto_errorf(err, 400, NULL, f, "invalid gpu type '%.64s'", k);
+        if (!json_is_number(w) || json_number_value(w) < 0 || json_number_value(w) > 1000)
+            return proto_errorf(err, 400, NULL, f, "%s must be a number between 0 and 1000", f);
+        str_copy(p->gpu_weights[n].gpu_type, SCHED_NAME_MAX, k);
+        p->gpu_weights[n].weight = json_number_value(w);
+        n++;
+    }
+    p->ngpu_weights = n;
+    return 0;
+}
+
+static int parse_ordering(const json_t *v, struct sched_policy *p, struct proto_error *err)
+{
+    const char *s = json_is_string(v) ? json_string_value(v) : "";
+    if (strcmp(s, "tiered") == 0)
+        p->ordering = SCHED_ORDER_TIERED;
+    else if (strcmp(s, "fifo") == 0)
+        p->ordering = SCHED_ORDER_FIFO;
+    else if (strcmp(s, "multifactor") == 0)
+        p->ordering = SCHED_ORDER_MULTIFACTOR;
+    else
+        return proto_errorf(err, 400, NULL, "settings.ordering",
+                            "settings.ordering must be \"tiered\", \"fifo\" or \"multifactor\"");
+    return 0;
+}
+
+static int parse_settings(const json_t *s, struct sched_policy *p, struct proto_error *err)
+{
+    static const char *const known[] = {
+        "fairshare_half_life", "fairshare_refresh", "min_runtime", "max_preemptions",
+        "reserved_max_ratio", "reserved_min_tier", "reserved_label", "backfill_depth",
+        "gpu_weights", "default_gpu_weight", "cpu_weight", "mem_weight_per_gb",
+        "default_class", "ordering", "backfill", "preemption", "preempt_max_per_cycle",
+        "default_signal", "default_grace", "cancel_grace", "reservation_refresh",
+        "service_restart_delay", "retry_delay", NULL};
+    const char *P = "settings";
+    int rc;
+    if (!json_is_object(s))
+        return proto_errorf(err, 400, NULL, P, "settings must be an object");
+    if ((rc = proto_check_fields(s, P, known, err)) < 0 ||
+        (rc = get_dur(s, "fairshare_half_life", P, &p->fairshare_half_life_ms, err)) < 0 ||
+        (rc = get_dur(s, "fairshare_refresh", P, &p->fairshare_refresh_ms, err)) < 0 ||
+        (rc = get_dur(s, "min_runtime", P, &p->min_runtime_ms, err)) < 0 ||
+        (rc = get_i(s, "max_preemptions", P, 0, 1000, &p->max_preemptions, err)) < 0 ||
+        (rc = get_d(s, "reserved_max_ratio", P, 0, 1, &p->reserved_max_ratio, err)) < 0 ||
+        (rc = get_n(s, "reserved_min_tier", P, p->reserved_min_tier, err)) < 0 ||
+        (rc = get_i(s, "backfill_depth", P, 0, 100000, &p->backfill_depth, err)) < 0 ||
+        (rc = get_d(s, "default_gpu_weight", P, 0, 1000, &p->default_gpu_weight, err)) < 0 ||
+        (rc = get_d(s, "cpu_weight", P, 0, 1000, &p->cpu_weight, err)) < 0 ||
+        (rc = get_d(s, "mem_weight_per_gb", P, 0, 1000, &p->mem_weight_per_gb, err)) < 0 ||
+        (rc = get_n(s, "default_class", P, p->default_class, err)) < 0 ||
+        (rc = get_b(s, "backfill", P, &p->backfill, err)) < 0 ||
+        (rc = get_b(s, "preemption", P, &p->preemption, err)) < 0 ||
+        (rc = get_i(s, "preempt_max_per_cycle", P, 0, 100000, &p->preempt_max_per_cycle,
+                    err)) < 0 ||
+        (rc = get_dur(s, "default_grace", P, &p->default_grace_ms, err)) < 0 ||
+        (rc = get_dur(s, "cancel_grace", P, &p->cancel_grace_ms, err)) < 0 ||
+        (rc = get_dur(s, "reservation_refresh", P, &p->reservation_refresh_ms, err)) < 0 ||
+        (rc = get_dur(s, "service_restart_delay", P, &p->service_restart_delay_ms, err)) < 0 ||
+        (rc = get_dur(s, "retry_delay", P, &p->retry_delay_ms, err)) < 0)
+        return rc;
+    json_t *v;
+    if ((v = json_object_get(s, "gpu_weights")) && (rc = parse_gpu_weights(v, p, err)) < 0)
+        return rc;
+    if ((v = json_object_get(s, "ordering")) && (rc = parse_ordering(v, p, err)) < 0)
+        return rc;
+    if ((v = json_object_get(s, "default_signal"))) {
+        int sig;
+        if (!json_is_string(v) || parse_signal(json_string_value(v), &sig) < 0)
+            return proto_errorf(err, 400, NULL, "settings.default_signal",
+                                "settings.default_signal must be a signal name");
+        p->default_signal = sig;
+    }
+    if ((v = json_object_get(s, "reserved_label"))) {
+        char k[SCHED_NAME_MAX], val[SCHED_NAME_MAX];
+        if (!json_is_string(v) ||
+            parse_label(json_string_value(v), k, sizeof(k), val, sizeof(val)) < 0)
+            return proto_errorf(err, 400, NULL, "settings.reserved_label",
+                                "settings.reserved_label must be \"key=value\"");
+        str_copy(p->reserved_label_key, sizeof(p->reserved_label_key), k);
+        str_copy(p->reserved_label_value, sizeof(p->reserved_label_value), val);
+    }
+    return 0;
+}
+
+int proto_project_parse(const json_t *obj, const char *path, bool patch,
+                        struct sched_project_spec *p, struct proto_error *err)
+{
+    static const char *const known[] = {"name", "group", "tier", "guarantee_gpus",
+                                        "gpu_limit", "max_running", "max_queued",
+                                        "user_max_running", "user_gpu_limit", "paused", NULL};
+    int rc;
+    if (!json_is_object(obj))
+        return proto_errorf(err, 400, NULL, path[0] ? path : NULL, "%s must be an object",
+                            path[0] ? path : "the project");
+    if ((rc = proto_check_fields(obj, path, known, err)) < 0)
+        return rc;
+    json_t *name = json_object_get(obj, "name");
+    char f[160];
+    snprintf(f, sizeof(f), "%s%sname", path, path[0] ? "." : "");
+    if (patch) {
+        if (name && (!json_is_string(name) || strcmp(json_string_value(name), p->name) != 0))
+            return proto_errorf(err, 400, NULL, f, "a project cannot be renamed");
+    } else {
+        if (!name)
+            return proto_errorf(err, 400, NULL, f, "%s is required", f);
+        if ((rc = get_n(obj, "name", path, p->name, err)) < 0)
+            return rc;
+    }
+    if ((rc = get_n(obj, "group", path, p->group, err)) < 0 ||
+        (rc = get_n(obj, "tier", path, p->tier, err)) < 0 ||
+        (rc = get_d(obj, "guarantee_gpus", path, 0, 1e6, &p->guarantee_gpus, err)) < 0 ||
+        (rc = get_i(obj, "gpu_limit", path, -1, 1000000, &p->gpu_limit, err)) < 0 ||
+        (rc = get_i(obj, "max_running", path, -1, 10000000, &p->max_running, err)) < 0 ||
+        (rc = get_i(obj, "max_queued", path, -1, 10000000, &p->max_queued, err)) < 0 ||
+        (rc = get_i(obj, "user_max_running", path, -1, 10000000, &p->user_max_running,
+                    err)) < 0 ||
+        (rc = get_i(obj, "user_gpu_limit", path, -1, 1000000, &p->user_gpu_limit, err)) < 0 ||
+        (rc = get_b(obj, "paused", path, &p->paused, err)) < 0)
+        return rc;
+    return 0;
+}
+
+static bool tier_known(const struct sched_policy *p, const char *t)
+{
+    for (int i = 0; i < p->ntiers; i++)
+        if (strcmp(p->tiers[i].name, t) == 0)
+            return true;
+    return false;
+}
+
+static int parse_projects(const json_t *v, struct proto_policy *out, struct proto_error *err)
+{
+    if (!json_is_array(v) || json_array_size(v) > PROTO_MAX_PROJECTS)
+        return proto_errorf(err, 400, NULL, "projects",
+                            "projects must be a list of at most %d projects", PROTO_MAX_PROJECTS);
+    size_t n = json_array_size(v);
+    out->projects = calloc(n ? n : 1, sizeof(*out->projects));
+    if (!out->projects)
+        return proto_errorf(err, 500, NULL, "projects", "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        char path[32];
+        snprintf(path, sizeof(path), "projects[%zu]", i);
+        struct sched_project_spec *p = &out->projects[i];
+        memset(p, 0, sizeof(*p));
+        str_copy(p->tier, sizeof(p->tier), "normal");
+        p->gpu_limit = p->max_running = p->max_queued = -1;
+        p->user_max_running = p->user_gpu_limit = -1;
+        int rc = proto_project_parse(json_array_get(v, i), path, false, p, err);
+        if (rc < 0)
+            return rc;
+        out->nprojects = i + 1;
+        if (!json_object_get(json_array_get(v, i), "tier") && !tier_known(&out->policy, p->tier))
+            str_copy(p->tier, sizeof(p->tier), out->policy.tiers[out->policy.ntiers - 1].name);
+        if (!tier_known(&out->policy, p->tier)) {
+            char f[48];
+            snprintf(f, sizeof(f), "%s.tier", path);
+            return proto_errorf(err, 400, NULL, f, "unknown tier '%s'", p->tier);
+        }
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(out->projects[k].name, p->name) == 0)
+                return proto_errorf(err, 400, NULL, path, "duplicate project '%s'", p->name);
+    }
+    return 0;
+}
+
+static int check_policy(const struct sched_policy *p, struct proto_error *err)
+{
+    if (p->reserved_min_tier[0] && !tier_known(p, p->reserved_min_tier))
+        return proto_errorf(err, 400, NULL, "settings.reserved_min_tier", "unknown tier '%s'",
+                            p->reserved_min_tier);
+    bool found = false;
+    for (int i = 0; i < p->nclasses; i++)
+        if (strcmp(p->classes[i].name, p->default_class) == 0)
+            found = true;
+    if (!found)
+        return proto_errorf(err, 400, NULL, "settings.default_class", "unknown class '%s'",
+                            p->default_class);
+    return 0;
+}
+
+int proto_policy_parse(const json_t *doc, const struct sched_policy *base,
+                       struct proto_policy *out, struct proto_error *err)
+{
+    static const char *const known[] = {"tiers", "classes", "settings", "projects", NULL};
+    memset(out, 0, sizeof(*out));
+    out->policy = *base;
+    int rc;
+    if (!json_is_object(doc))
+        return proto_errorf(err, 400, NULL, NULL, "the policy document must be an object");
+    if ((rc = proto_check_fields(doc, "", known, err)) < 0)
+        goto fail;
+    json_t *v;
+    if ((v = json_object_get(doc, "tiers"))) {
+        out->has_tiers = true;
+        if ((rc = parse_tiers(v, &out->policy, err)) < 0)
+            goto fail;
+    }
+    if ((v = json_object_get(doc, "classes"))) {
+        out->has_classes = true;
+        if ((rc = parse_classes(v, &out->policy, err)) < 0)
+            goto fail;
+    }
+    if ((v = json_object_get(doc, "settings"))) {
+        out->has_settings = true;
+        if ((rc = parse_settings(v, &out->policy, err)) < 0)
+            goto fail;
+    }
+    if ((rc = check_policy(&out->policy, err)) < 0)
+        goto fail;
+    if ((v = json_object_get(doc, "projects")) && (rc = parse_projects(v, out, err)) < 0)
+        goto fail;
+    return 0;
+fail:
+    proto_policy_release(out);
+    return rc;
+}
+
+int proto_policy_parse_text(const char *text, size_t len, bool yaml,
+                            const struct sched_policy *base, struct proto_policy *out,
+                            struct proto_error *err)
+{
+    json_t *doc;
+    memset(out, 0, sizeof(*out));
+    if (yaml) {
+        char msg[200] = "";
+        doc = yaml_to_json(text, len, msg, sizeof(msg));
+        if (!doc)
+            return proto_errorf(err, 400, NULL, NULL, "malformed yaml: %s", msg);
+    } else {
+        json_error_t je;
+        doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+        if (!doc)
+            return proto_errorf(err, 400, NULL, NULL, "malformed json: %s (line %d)", je.text,
+                                je.line);
+    }
+    int rc = proto_policy_parse(doc, base, out, err);
+    json_decref(doc);
+    return rc;
+}
+
+void proto_policy_release(struct proto_policy *p)
+{
+    free(p->projects);
+    p->projects = NULL;
+    p->nprojects = 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Output                                                                                */
+
+/* Durations go out as strings the parser reads back exactly ("90s", "250ms"). */
+static json_t *dur(int64_t ms)
+{
+    char b[32];
+    if (ms % 1000 == 0)
+        snprintf(b, sizeof(b), "%llds", (long long)(ms / 1000));
+    else
+        snprintf(b, sizeof(b), "%lldms", (long long)ms);
+    return json_string(b);
+}
+
+json_t *proto_tier_json(const struct sched_policy *p, int i)
+{
+    return json_pack("{s:s,s:i,s:I}", "name", p->tiers[i].name, "rank", i, "starve_after_ms",
+                     (json_int_t)p->tiers[i].starve_after_ms);
+}
+
+json_t *proto_class_json(const struct sched_class_spec *c)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(c->name));
+    json_object_set_new(o, "default_limit_ms", json_integer(c->default_limit_ms));
+    json_object_set_new(o, "max_limit_ms", json_integer(c->max_limit_ms));
+    json_object_set_new(o, "preemptible", json_boolean(c->preemptible));
+    json_object_set_new(o, "preempt_order", json_integer(c->preempt_order));
+    json_object_set_new(o, "protect_after_ms", json_integer(c->protect_after_ms));
+    json_object_set_new(o, "max_grace_ms", json_integer(c->max_grace_ms));
+    json_object_set_new(o, "max_retries", json_integer(c->max_retries));
+    json_object_set_new(o, "restart_on_failure", json_boolean(c->restart_on_failure));
+    json_object_set_new(o, "requeueable", json_boolean(c->requeueable));
+    return o;
+}
+
+int proto_class_patch(const json_t *body, struct sched_class_spec *c, struct proto_error *err)
+{
+    if (!json_is_object(body))
+        return proto_errorf(err, 400, NULL, NULL, "the body must be a JSON object");
+    json_t *name = json_object_get(body, "name");
+    if (name && (!json_is_string(name) || strcmp(json_string_value(name), c->name) != 0))
+        return proto_errorf(err, 400, NULL, "name", "a class cannot be renamed");
+    struct sched_class_spec tmp = *c;
+    int rc = parse_class_fields(body, "", &tmp, err);
+    if (rc == 0)
+        *c = tmp;
+    return rc;
+}
+
+static const char *ordering_name(enum sched_ordering o)
+{
+    return o == SCHED_ORDER_FIFO ? "fifo" : o == SCHED_ORDER_MULTIFACTOR ? "multifactor"
+                                                                          : "tiered";
+}
+
+static json_t *settings_json(const struct sched_policy *p)
+{
+    json_t *s = json_object();
+    json_object_set_new(s, "fairshare_half_life", dur(p->fairshare_half_life_ms));
+    json_object_set_new(s, "fairshare_refresh", dur(p->fairshare_refresh_ms));
+    json_object_set_new(s, "min_runtime", dur(p->min_runtime_ms));
+    json_object_set_new(s, "max_preemptions", json_integer(p->max_preemptions));
+    json_object_set_new(s, "reserved_max_ratio", json_real(p->reserved_max_ratio));
+    if (p->reserved_min_tier[0])
+        json_object_set_new(s, "reserved_min_tier", json_string(p->reserved_min_tier));
+    if (p->reserved_label_key[0]) {
+        char b[2 * SCHED_NAME_MAX + 2];
+        snprintf(b, sizeof(b), "%s=%s", p->reserved_label_key, p->reserved_label_value);
+        json_object_set_new(s, "reserved_label", json_string(b));
+    }
+    json_object_set_new(s, "backfill_depth", json_integer(p->backfill_depth));
+    json_t *w = json_object();
+    for (int i = 0; i < p->ngpu_weights; i++)
+        json_object_set_new(w, p->gpu_weights[i].gpu_type, json_real(p->gpu_weights[i].weight));
+    json_object_set_new(s, "gpu_weights", w);
+    json_object_set_new(s, "default_gpu_weight", json_real(p->default_gpu_weight));
+    json_object_set_new(s, "cpu_weight", json_real(p->cpu_weight));
+    json_object_set_new(s, "mem_weight_per_gb", json_real(p->mem_weight_per_gb));
+    json_object_set_new(s, "default_class", json_string(p->default_class));
+    json_object_set_new(s, "ordering", json_string(ordering_name(p->ordering)));
+    json_object_set_new(s, "backfill", json_boolean(p->backfill));
+    json_object_set_new(s, "preemption", json_boolean(p->preemption));
+    json_object_set_new(s, "preempt_max_per_cycle", json_integer(p->preempt_max_per_cycle));
+    if (p->default_signal > 0)
+        json_object_set_new(s, "default_signal", json_string(signal_name(p->default_signal)));
+    json_object_set_new(s, "default_grace", dur(p->default_grace_ms));
+    json_object_set_new(s, "cancel_grace", dur(p->cancel_grace_ms));
+    json_object_set_new(s, "reservation_refresh", dur(p->reservation_refresh_ms));
+    json_object_set_new(s, "service_restart_delay", dur(p->service_restart_delay_ms));
+    json_object_set_new(s, "retry_delay", dur(p->retry_delay_ms));
+    return s;
+}
+
+json_t *proto_policy_to_json(const struct sched_policy *p)
+{
+    json_t *tiers = json_array();
+    for (int i = 0; i < p->ntiers; i++)
+        json_array_append_new(tiers, json_pack("{s:s,s:o}", "name", p->tiers[i].name,
+                                               "starve_after", dur(p->tiers[i].starve_after_ms)));
+    json_t *classes = json_array();
+    for (int i = 0; i < p->nclasses; i++) {
+        const struct sched_class_spec *c = &p->classes[i];
+        json_array_append_new(classes, json_pack(
+            "{s:s,s:o,s:o,s:b,s:i,s:o,s:o,s:i,s:b,s:b}", "name", c->name, "default_limit",
+            dur(c->default_limit_ms), "max_limit", dur(c->max_limit_ms), "preemptible",
+            c->preemptible, "preempt_order", c->preempt_order, "protect_after",
+            dur(c->protect_after_ms), "max_grace", dur(c->max_grace_ms), "max_retries",
+            c->max_retries, "restart_on_failure", c->restart_on_failure, "requeueable",
+            c->requeueable));
+    }
+    return json_pack("{s:o,s:o,s:o}", "tiers", tiers, "classes", classes, "settings",
+                     settings_json(p));
+}

@@ -1,0 +1,185 @@
+/*
+ * proto.h - the JSON shapes of Docket's public API (docs/api.md), shared by the
+ * controller and the CLI: the error object, the job spec (submit body) with full
+ * validation, and the policy document.
+ *
+ * Nothing here holds controller state or does I/O. The policy parser fills the core's
+ * plain structs (types only from core/sched.h: no call into the core is made, so a
+ * program that links protocol does not link the core).
+ *
+ * Errors: parsers return 0 or a negative errno and fill a struct proto_error whose
+ * `field` is the JSON path of the bad input ("gpus", "env.PATH", "deps[1].job") and
+ * whose `message` is lowercase and names the subject.
+ */
+#ifndef DOCKET_PROTOCOL_PROTO_H
+#define DOCKET_PROTOCOL_PROTO_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/sched.h"
+
+#define PROTO_WUR __attribute__((warn_unused_result))
+
+/* ------------------------------------------------------------------------------------ */
+/* Errors: {"error": {"code", "message", "field"}}                                      */
+
+struct proto_error {
+    int status;               /* HTTP status: 400, 401, 404, 409, 413, 429 ... */
+    char code[32];            /* "invalid_argument", "not_found" ... */
+    char field[128];          /* JSON path, or "" */
+    char message[256];
+};
+
+/* Fill `e` (which may be NULL) and return -EINVAL. `field` may be NULL. */
+int proto_errorf(struct proto_error *e, int status, const char *code, const char *field,
+                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The default code for an HTTP status ("invalid_argument" for 400 ...). */
+const char *proto_status_code(int status);
+/* {"error": {...}}: a new reference. */
+json_t *proto_error_json(const struct proto_error *e);
+
+/* ------------------------------------------------------------------------------------ */
+/* Job spec: the body of POST /v1/jobs                                                   */
+
+enum {
+    PROTO_NAME_MAX = 64,        /* project, tier, class, user, gpu type, label keys */
+    PROTO_JOB_NAME_MAX = 128,
+    PROTO_PATH_MAX = 4096,
+    PROTO_MAX_ARGS = 4096,
+    PROTO_MAX_ENV = 1024,
+    PROTO_MAX_LABELS = 64,      /* job labels (free-form metadata) */
+    PROTO_MAX_SELECTORS = 16,
+    PROTO_MAX_DEPS = 16,
+    PROTO_MAX_GPUS = 64,
+    PROTO_MAX_CPUS = 4096,
+    PROTO_MAX_NODES = 512,
+    PROTO_MAX_RETRIES = 10,
+    PROTO_MAX_ARRAY = 10000,    /* tasks in one array submission */
+    PROTO_SCRIPT_MAX = 256 * 1024,
+};
+
+#define PROTO_MAX_MEM_MB ((int64_t)64 * 1024 * 1024)        /* 64 TiB per node */
+#define PROTO_MAX_DURATION_MS ((int64_t)366 * 24 * 3600 * 1000)
+
+struct proto_dep {
+    char type[16];              /* "afterok", "afterany", "afternotok" */
+    uint64_t job;
+};
+
+struct proto_selector {
+    char key[PROTO_NAME_MAX];
+    char value[PROTO_NAME_MAX];
+    bool negate;                /* written "!value" */
+};
+
+/*
+ * A validated job spec. The variable-size parts (command, env, labels, script, paths)
+ * stay as JSON in `extra`, a normalised object owned by the spec:
+ * {"command": [...]|null, "script": "..."|null, "workdir", "output", "error",
+ *  "env": {}, "labels": {}}.
+ */
+struct proto_jobspec {
+    char name[PROTO_JOB_NAME_MAX];
+    char project[PROTO_NAME_MAX];   /* "" = not given */
+    char user[PROTO_NAME_MAX];      /* "" = not given */
+    char tier[PROTO_NAME_MAX];      /* "" = the project's */
+    char class_name[PROTO_NAME_MAX];/* "" = the policy default */
+    char gpu_type[PROTO_NAME_MAX];  /* "" = any */
+    int gpus, cpus, nodes;          /* per node; cpus >= 1, nodes >= 1 */
+    int64_t mem_mb;                 /* per node; 0 = none */
+    int64_t time_limit_ms;          /* 0 = class default */
+    int64_t begin_ms;               /* absolute; 0 = now (relative begins are resolved) */
+    int signal;                     /* 0 = policy default */
+    int64_t grace_ms;               /* -1 = policy default */
+    bool checkpoint, idempotent, requeue, hold;
+    int retries;
+    struct proto_dep deps[PROTO_MAX_DEPS];
+    int ndeps;
+    struct proto_selector selectors[PROTO_MAX_SELECTORS];
+    int nselectors;
+    char array[64];                 /* the array expression as given, "" = none */
+    json_t *extra;                  /* owned */
+};
+
+void proto_jobspec_init(struct proto_jobspec *j);
+void proto_jobspec_release(struct proto_jobspec *j);
+
+/* Parse and validate a submit body (already decoded JSON). `now_ms` resolves a relative
+ * `begin`. Unknown fields, wrong types, bad values are refused naming the field. On
+ * error `out` is released (still safe to release again). */
+int proto_jobspec_parse(const json_t *body, int64_t now_ms, struct proto_jobspec *out,
+                        struct proto_error *err) PROTO_WUR;
+/* Same, from raw bytes (malformed JSON is an error naming no field). */
+int proto_jobspec_parse_text(const char *text, size_t len, int64_t now_ms,
+                             struct proto_jobspec *out, struct proto_error *err) PROTO_WUR;
+
+/* The normalised, storable form of a spec (times and sizes resolved): a new reference.
+ * proto_jobspec_load() reads it back exactly. */
+json_t *proto_jobspec_to_json(const struct proto_jobspec *j);
+int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out,
+                       struct proto_error *err) PROTO_WUR;
+
+/* Indices of an array expression ("0-99%8"). Caller frees *indices. */
+int proto_array_expand(const char *expr, int32_t **indices, size_t *count, int *limit,
+                       struct proto_error *err) PROTO_WUR;
+
+/* ------------------------------------------------------------------------------------ */
+/* Policy document (docs/api.md "Projects, tiers, classes, policy")                     */
+
+enum { PROTO_MAX_PROJECTS = 10000 };
+
+struct proto_policy {
+    struct sched_policy policy;     /* starts as the caller's current policy */
+    bool has_tiers, has_classes, has_settings;
+    struct sched_project_spec *projects; /* owned; nprojects entries */
+    size_t nprojects;
+};
+
+/* Parse a policy document (JSON object) on top of `base` (the current policy, copied).
+ * `tiers` and `classes`, when present, replace the lists whole; `settings` overrides
+ * the named knobs; `projects` are specs to upsert (limits default to -1). */
+int proto_policy_parse(const json_t *doc, const struct sched_policy *base,
+                       struct proto_policy *out, struct proto_error *err) PROTO_WUR;
+/* From text: JSON, or YAML when `yaml` (util/yamljson.h). */
+int proto_policy_parse_text(const char *text, size_t len, bool yaml,
+                            const struct sched_policy *base, struct proto_policy *out,
+                            struct proto_error *err) PROTO_WUR;
+void proto_policy_release(struct proto_policy *p);
+
+/* The policy as a document of the same shape (without projects): a new reference. */
+json_t *proto_policy_to_json(const struct sched_policy *p);
+json_t *proto_tier_json(const struct sched_policy *p, int i);
+json_t *proto_class_json(const struct sched_class_spec *c);
+/* Apply a PATCH body to one class (same field names as the policy document). */
+int proto_class_patch(const json_t *body, struct sched_class_spec *c,
+                      struct proto_error *err) PROTO_WUR;
+/* Parse a project object (create: all fields optional but name; patch: `name` refused
+ * unless equal). `p` is updated in place from the fields present. `path` prefixes
+ * error fields ("projects[2]"), may be "". */
+int proto_project_parse(const json_t *obj, const char *path, bool patch,
+                        struct sched_project_spec *p, struct proto_error *err) PROTO_WUR;
+
+/* ------------------------------------------------------------------------------------ */
+/* Small JSON helpers shared by the parsers                                              */
+
+/* A duration: "90s"/"1h30m" string or integer seconds. */
+int proto_get_duration(const json_t *v, const char *field, int64_t max_ms, int64_t *out,
+                       struct proto_error *err) PROTO_WUR;
+/* A memory size: "64G" string or integer MiB. */
+int proto_get_size_mb(const json_t *v, const char *field, int64_t *out,
+                      struct proto_error *err) PROTO_WUR;
+int proto_get_int(const json_t *v, const char *field, int64_t min, int64_t max, int64_t *out,
+                  struct proto_error *err) PROTO_WUR;
+int proto_get_bool(const json_t *v, const char *field, bool *out,
+                   struct proto_error *err) PROTO_WUR;
+/* A name (str_is_name) copied into out[PROTO_NAME_MAX]. */
+int proto_get_name(const json_t *v, const char *field, char *out, struct proto_error *err)
+    PROTO_WUR;
+/* Refuse any key of `obj` not in the NULL-terminated list `known`. */
+int proto_check_fields(const json_t *obj, const char *path, const char *const *known,
+                       struct proto_error *err) PROTO_WUR;
+
+#endif

@@ -1,0 +1,808 @@
+/*
+ * store.c - SQLite persistence for docketd (store.h): schema migrations, prepared
+ * statements for every hot path, savepoint-per-request inside one transaction per loop
+ * iteration (group commit). The SQL is kept portable (no SQLite-only types) so a
+ * PostgreSQL backend can follow.
+ */
+#include <errno.h>
+#include <openssl/evp.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store.h"
+#include "util/dbuf.h"
+#include "util/str.h"
+#include "util/xalloc.h"
+
+/* Each entry migrates from version i to i+1; PRAGMA user_version holds the version. */
+static const char *const migrations[] = {
+    /* 1: the first schema */
+    "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+    "CREATE TABLE jobs ("
+    " id INTEGER PRIMARY KEY, array_id INTEGER NOT NULL DEFAULT 0,"
+    " array_index INTEGER NOT NULL DEFAULT 0, name TEXT NOT NULL, project TEXT NOT NULL,"
+    " user_name TEXT NOT NULL, tier TEXT NOT NULL, class TEXT NOT NULL,"
+    " state INTEGER NOT NULL, stop_cause TEXT NOT NULL DEFAULT '',"
+    " submit_ms INTEGER NOT NULL, start_ms INTEGER NOT NULL DEFAULT 0,"
+    " end_ms INTEGER NOT NULL DEFAULT 0, preempt_count INTEGER NOT NULL DEFAULT 0,"
+    " preemptor INTEGER NOT NULL DEFAULT 0, nodes TEXT NOT NULL DEFAULT '',"
+    " spec TEXT NOT NULL, alloc TEXT, exit TEXT, usage TEXT);"
+    "CREATE INDEX jobs_state ON jobs(state, id);"
+    "CREATE INDEX jobs_project ON jobs(project, id);"
+    "CREATE INDEX jobs_user ON jobs(user_name, id);"
+    "CREATE INDEX jobs_array ON jobs(array_id) WHERE array_id <> 0;"
+    "CREATE TABLE job_events ("
+    " id INTEGER PRIMARY KEY, job INTEGER NOT NULL, time_ms INTEGER NOT NULL,"
+    " type TEXT NOT NULL, from_state TEXT NOT NULL, to_state TEXT NOT NULL,"
+    " node TEXT NOT NULL, reason TEXT NOT NULL, detail TEXT NOT NULL);"
+    "CREATE INDEX job_events_job ON job_events(job, id);"
+    "CREATE TABLE nodes ("
+    " name TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT NOT NULL,"
+    " gpu_type TEXT NOT NULL, gpus INTEGER NOT NULL, gpu_mem_mb INTEGER NOT NULL,"
+    " cpus INTEGER NOT NULL, mem_mb INTEGER NOT NULL, labels TEXT NOT NULL,"
+    " info TEXT NOT NULL, last_heartbeat_ms INTEGER NOT NULL, cmd_seq INTEGER NOT NULL);"
+    "CREATE TABLE projects (name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE policy (id INTEGER PRIMARY KEY CHECK (id = 1), doc TEXT NOT NULL);"
+    "CREATE TABLE tokens ("
+    " hash TEXT PRIMARY KEY, kind INTEGER NOT NULL, user_name TEXT NOT NULL,"
+    " role TEXT NOT NULL, created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL);"
+    "CREATE INDEX tokens_user ON tokens(kind, user_name);"
+    "CREATE TABLE audit ("
+    " id INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, actor TEXT NOT NULL,"
+    " action TEXT NOT NULL, target TEXT NOT NULL, before_doc TEXT, after_doc TEXT,"
+    " reason TEXT NOT NULL);"
+    "CREATE INDEX audit_target ON audit(target, id);"
+    /* append-only: the database itself refuses edits of the audit trail */
+    "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit"
+    " BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;"
+    "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"
+    " BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;",
+};
+
+enum stmt_id {
+    S_COUNTER_GET, S_COUNTER_SET,
+    S_JOB_INSERT, S_JOB_UPDATE, S_JOB_GET, S_JOB_COUNT,
+    S_EVENT_ADD, S_EVENT_LIST,
+    S_NODE_PUT, S_NODE_GET, S_NODE_LIST,
+    S_PROJECT_PUT, S_PROJECT_LIST, S_POLICY_PUT, S_POLICY_GET,
+    S_TOKEN_PUT, S_TOKEN_GET, S_TOKEN_DEL_USER,
+    S_AUDIT_ADD,
+    S_BEGIN, S_COMMIT, S_ROLLBACK, S_SAVEPOINT, S_RELEASE, S_ROLLBACK_TO,
+    S_COUNT
+};
+
+#define JOB_COLS \
+    "id, array_id, array_index, name, project, user_name, tier, class, state, stop_cause," \
+    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, spec, alloc, exit, usage"
+#define NODE_COLS \
+    "name, state, reason, gpu_type, gpus, gpu_mem_mb, cpus, mem_mb, labels, info," \
+    " last_heartbeat_ms, cmd_seq"
+
+static const char *const stmt_sql[S_COUNT] = {
+    [S_COUNTER_GET] = "SELECT value FROM counters WHERE name = ?1",
+    [S_COUNTER_SET] = "INSERT INTO counters(name, value) VALUES (?1, ?2)"
+                      " ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+    [S_JOB_INSERT] = "INSERT INTO jobs(" JOB_COLS ") VALUES"
+                     " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)",
+    [S_JOB_UPDATE] = "UPDATE jobs SET state = ?9, stop_cause = ?10, start_ms = ?12,"
+                     " end_ms = ?13, preempt_count = ?14, preemptor = ?15, nodes = ?16,"
+                     " alloc = ?18, exit = ?19, usage = ?20, tier = ?7 WHERE id = ?1",
+    [S_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
+    [S_JOB_COUNT] = "SELECT count(*) FROM jobs",
+    [S_EVENT_ADD] = "INSERT INTO job_events(job, time_ms, type, from_state, to_state, node,"
+                    " reason, detail) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+    [S_EVENT_LIST] = "SELECT job, time_ms, type, from_state, to_state, node, reason, detail"
+                     " FROM job_events WHERE job = ?1 ORDER BY id",
+    [S_NODE_PUT] = "INSERT INTO nodes(" NODE_COLS ") VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
+                   " ON CONFLICT(name) DO UPDATE SET state = excluded.state,"
+                   " reason = excluded.reason, gpu_type = excluded.gpu_type,"
+                   " gpus = excluded.gpus, gpu_mem_mb = excluded.gpu_mem_mb,"
+                   " cpus = excluded.cpus, mem_mb = excluded.mem_mb, labels = excluded.labels,"
+                   " info = excluded.info, last_heartbeat_ms = excluded.last_heartbeat_ms,"
+                   " cmd_seq = excluded.cmd_seq",
+    [S_NODE_GET] = "SELECT " NODE_COLS " FROM nodes WHERE name = ?1",
+    [S_NODE_LIST] = "SELECT " NODE_COLS " FROM nodes ORDER BY name",
+    [S_PROJECT_PUT] = "INSERT INTO projects(name, doc) VALUES (?1, ?2)"
+                      " ON CONFLICT(name) DO UPDATE SET doc = excluded.doc",
+    [S_PROJECT_LIST] = "SELECT name, doc FROM projects ORDER BY name",
+    [S_POLICY_PUT] = "INSERT INTO policy(id, doc) VALUES (1, ?1)"
+                     " ON CONFLICT(id) DO UPDATE SET doc = excluded.doc",
+    [S_POLICY_GET] = "SELECT doc FROM policy WHERE id = 1",
+    [S_TOKEN_PUT] = "INSERT INTO tokens(hash, kind, user_name, role, created_ms, expires_ms)"
+                    " VALUES (?1,?2,?3,?4,?5,?6)",
+    [S_TOKEN_GET] = "SELECT hash, kind, user_name, role, created_ms, expires_ms FROM tokens"
+                    " WHERE hash = ?1",
+    [S_TOKEN_DEL_USER] = "DELETE FROM tokens WHERE kind = ?1 AND user_name = ?2",
+    [S_AUDIT_ADD] = "INSERT INTO audit(time_ms, actor, action, target, before_doc, after_doc,"
+                    " reason) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+    [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_COMMIT] = "COMMIT",
+    [S_ROLLBACK] = "ROLLBACK",
+    [S_SAVEPOINT] = "SAVEPOINT req",
+    [S_RELEASE] = "RELEASE req",
+    [S_ROLLBACK_TO] = "ROLLBACK TO req",
+};
+
+struct store {
+    sqlite3 *db;
+    sqlite3_stmt *stmt[S_COUNT];
+    bool in_tx;
+    char errmsg[256];
+};
+
+static int fail(struct store *st, const char *what)
+{
+    snprintf(st->errmsg, sizeof(st->errmsg), "%s: %s", what, sqlite3_errmsg(st->db));
+    return -EIO;
+}
+
+const char *store_errmsg(struct store *st)
+{
+    return st->errmsg;
+}
+
+/* Run a prepared statement that returns no rows, then reset it. */
+static int step_done(struct store *st, sqlite3_stmt *s, const char *what)
+{
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_DONE)
+        return fail(st, what);
+    return 0;
+}
+
+static sqlite3_stmt *stmt(struct store *st, enum stmt_id id)
+{
+    return st->stmt[id];
+}
+
+static void bind_text(sqlite3_stmt *s, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+static char *col_dup(sqlite3_stmt *s, int i)
+{
+    const unsigned char *t = sqlite3_column_text(s, i);
+    return t ? xstrdup((const char *)t) : NULL;
+}
+
+static void col_copy(sqlite3_stmt *s, int i, char *dst, size_t len)
+{
+    const unsigned char *t = sqlite3_column_text(s, i);
+    str_copy(dst, len, t ? (const char *)t : "");
+}
+
+static int exec(struct store *st, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        snprintf(st->errmsg, sizeof(st->errmsg), "%s", msg ? msg : "sqlite error");
+        sqlite3_free(msg);
+        return -EIO;
+    }
+    return 0;
+}
+
+int store_schema_version(struct store *st)
+{
+    sqlite3_stmt *s;
+    int v = -1;
+    if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    if (sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+static int migrate(struct store *st)
+{
+    int n = (int)(sizeof(migrations) / sizeof(migrations[0]));
+    int v = store_schema_version(st);
+    if (v < 0)
+        return fail(st, "read schema version");
+    if (v > n) {
+        snprintf(st->errmsg, sizeof(st->errmsg),
+                 "database schema version %d is newer than this docketd (%d)", v, n);
+        return -EPROTO;
+    }
+    for (; v < n; v++) {
+        char pragma[48];
+        snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v + 1);
+        if (exec(st, "BEGIN IMMEDIATE") < 0)
+            return -EIO;
+        if (exec(st, migrations[v]) < 0 || exec(st, pragma) < 0) {
+            char keep[200];
+            str_copy(keep, sizeof(keep), st->errmsg);
+            exec(st, "ROLLBACK");
+            snprintf(st->errmsg, sizeof(st->errmsg), "migration %d: %s", v + 1, keep);
+            return -EIO;
+        }
+        if (exec(st, "COMMIT") < 0)
+            return -EIO;
+    }
+    return 0;
+}
+
+struct store *store_open(const char *path, char *err, size_t errlen)
+{
+    struct store *st = calloc(1, sizeof(*st));
+    if (!st) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                        SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot open '%s': %s", path,
+                 st->db ? sqlite3_errmsg(st->db) : "out of memory");
+        store_close(st);
+        return NULL;
+    }
+    sqlite3_busy_timeout(st->db, 5000);
+    if (exec(st, "PRAGMA journal_mode = WAL") < 0 || exec(st, "PRAGMA synchronous = FULL") < 0 ||
+        exec(st, "PRAGMA foreign_keys = ON") < 0 || migrate(st) < 0) {
+        snprintf(err, errlen, "'%s': %s", path, st->errmsg);
+        store_close(st);
+        return NULL;
+    }
+    for (int i = 0; i < S_COUNT; i++)
+        if (sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[i],
+                               NULL) != SQLITE_OK) {
+            snprintf(err, errlen, "prepare statement %d: %s", i, sqlite3_errmsg(st->db));
+            store_close(st);
+            return NULL;
+        }
+    return st;
+}
+
+void store_close(struct store *st)
+{
+    if (!st)
+        return;
+    if (st->in_tx)
+        store_rollback(st);
+    for (int i = 0; i < S_COUNT; i++)
+        sqlite3_finalize(st->stmt[i]);
+    sqlite3_close(st->db);
+    free(st);
+}
+
+/* ------------------------------------------------------------------------------------ */
+
+int store_begin(struct store *st)
+{
+    if (st->in_tx)
+        return 0;
+    int rc = step_done(st, stmt(st, S_BEGIN), "begin");
+    if (rc == 0)
+        st->in_tx = true;
+    return rc;
+}
+
+bool store_in_tx(const struct store *st)
+{
+    return st->in_tx;
+}
+
+int store_commit(struct store *st)
+{
+    if (!st->in_tx)
+        return 0;
+    int rc = step_done(st, stmt(st, S_COMMIT), "commit");
+    if (rc < 0) {
+        store_rollback(st);
+        return rc;
+    }
+    st->in_tx = false;
+    return 0;
+}
+
+int store_rollback(struct store *st)
+{
+    if (!st->in_tx)
+        return 0;
+    st->in_tx = false;
+    if (sqlite3_get_autocommit(st->db))
+        return 0; /* SQLite already rolled back (e.g. after an I/O error) */
+    return step_done(st, stmt(st, S_ROLLBACK), "rollback");
+}
+
+int store_savepoint(struct store *st)
+{
+    int rc = store_begin(st);
+    return rc < 0 ? rc : step_done(st, stmt(st, S_SAVEPOINT), "savepoint");
+}
+
+int store_release(struct store *st)
+{
+    return step_done(st, stmt(st, S_RELEASE), "release savepoint");
+}
+
+int store_rollback_to(struct store *st)
+{
+    int rc = step_done(st, stmt(st, S_ROLLBACK_TO), "rollback to savepoint");
+    int rc2 = step_done(st, stmt(st, S_RELEASE), "release savepoint");
+    return rc < 0 ? rc : rc2;
+}
+
+int store_counter_get(struct store *st, const char *name, int64_t *out)
+{
+    sqlite3_stmt *s = stmt(st, S_COUNTER_GET);
+    bind_text(s, 1, name);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        *out = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "counter get");
+}
+
+int store_counter_set(struct store *st, const char *name, int64_t v)
+{
+    sqlite3_stmt *s = stmt(st, S_COUNTER_SET);
+    bind_text(s, 1, name);
+    sqlite3_bind_int64(s, 2, v);
+    return step_done(st, s, "counter set");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Jobs                                                                                  */
+
+void store_job_release(struct store_job *j)
+{
+    free(j->spec);
+    free(j->alloc);
+    free(j->exit);
+    free(j->usage);
+    j->spec = j->alloc = j->exit = j->usage = NULL;
+}
+
+static void bind_job(sqlite3_stmt *s, const struct store_job *j)
+{
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)j->id);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)j->array_id);
+    sqlite3_bind_int(s, 3, j->array_index);
+    bind_text(s, 4, j->name);
+    bind_text(s, 5, j->project);
+    bind_text(s, 6, j->user);
+    bind_text(s, 7, j->tier);
+    bind_text(s, 8, j->class_name);
+    sqlite3_bind_int(s, 9, j->state);
+    bind_text(s, 10, j->stop_cause);
+    sqlite3_bind_int64(s, 11, j->submit_ms);
+    sqlite3_bind_int64(s, 12, j->start_ms);
+    sqlite3_bind_int64(s, 13, j->end_ms);
+    sqlite3_bind_int(s, 14, j->preempt_count);
+    sqlite3_bind_int64(s, 15, (sqlite3_int64)j->preemptor);
+    bind_text(s, 16, j->nodes);
+    bind_text(s, 17, j->spec ? j->spec : "{}");
+    bind_text(s, 18, j->alloc);
+    bind_text(s, 19, j->exit);
+    bind_text(s, 20, j->usage);
+}
+
+static void read_job(sqlite3_stmt *s, struct store_job *j)
+{
+    memset(j, 0, sizeof(*j));
+    j->id = (uint64_t)sqlite3_column_int64(s, 0);
+    j->array_id = (uint64_t)sqlite3_column_int64(s, 1);
+    j->array_index = sqlite3_column_int(s, 2);
+    col_copy(s, 3, j->name, sizeof(j->name));
+    col_copy(s, 4, j->project, sizeof(j->project));
+    col_copy(s, 5, j->user, sizeof(j->user));
+    col_copy(s, 6, j->tier, sizeof(j->tier));
+    col_copy(s, 7, j->class_name, sizeof(j->class_name));
+    j->state = sqlite3_column_int(s, 8);
+    col_copy(s, 9, j->stop_cause, sizeof(j->stop_cause));
+    j->submit_ms = sqlite3_column_int64(s, 10);
+    j->start_ms = sqlite3_column_int64(s, 11);
+    j->end_ms = sqlite3_column_int64(s, 12);
+    j->preempt_count = sqlite3_column_int(s, 13);
+    j->preemptor = (uint64_t)sqlite3_column_int64(s, 14);
+    col_copy(s, 15, j->nodes, sizeof(j->nodes));
+    j->spec = col_dup(s, 16);
+    j->alloc = col_dup(s, 17);
+    j->exit = col_dup(s, 18);
+    j->usage = col_dup(s, 19);
+}
+
+int store_job_insert(struct store *st, const struct store_job *j)
+{
+    sqlite3_stmt *s = stmt(st, S_JOB_INSERT);
+    bind_job(s, j);
+    return step_done(st, s, "insert job");
+}
+
+int store_job_update(struct store *st, const struct store_job *j)
+{
+    sqlite3_stmt *s = stmt(st, S_JOB_UPDATE);
+    bind_job(s, j);
+    int rc = step_done(st, s, "update job");
+    if (rc == 0 && sqlite3_changes(st->db) == 0)
+        return -ENOENT;
+    return rc;
+}
+
+int store_job_get(struct store *st, uint64_t id, struct store_job *out)
+{
+    sqlite3_stmt *s = stmt(st, S_JOB_GET);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        read_job(s, out);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "get job");
+}
+
+int64_t store_job_count(struct store *st)
+{
+    sqlite3_stmt *s = stmt(st, S_JOB_COUNT);
+    int64_t n = -1;
+    if (sqlite3_step(s) == SQLITE_ROW)
+        n = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    return n;
+}
+
+static void add_text_filter(struct dbuf *sql, const char *col, const char *v, int *nparam)
+{
+    if (!v)
+        return;
+    (*nparam)++;
+    dbuf_printf(sql, " AND %s = ?%d", col, *nparam);
+}
+
+/* The list query is built from the filters present; every value is a bound parameter. */
+int store_job_list(struct store *st, const struct store_job_filter *f, store_job_cb cb,
+                   void *arg)
+{
+    struct dbuf sql;
+    int np = 0, rc = 0;
+    dbuf_init(&sql, 4096);
+    dbuf_puts(&sql, "SELECT " JOB_COLS " FROM jobs WHERE 1 = 1");
+    if (f->state_mask) {
+        dbuf_puts(&sql, " AND state IN (-1");
+        for (int i = 0; i < 32; i++)
+            if (f->state_mask & (1u << i))
+                dbuf_printf(&sql, ",%d", i);
+        dbuf_puts(&sql, ")");
+    }
+    add_text_filter(&sql, "project", f->project, &np);
+    add_text_filter(&sql, "user_name", f->user, &np);
+    add_text_filter(&sql, "tier", f->tier, &np);
+    add_text_filter(&sql, "class", f->class_name, &np);
+    add_text_filter(&sql, "name", f->name, &np);
+    if (f->node)
+        dbuf_printf(&sql, " AND nodes LIKE '%%,' || ?%d || ',%%'", ++np);
+    if (f->array_id)
+        dbuf_printf(&sql, " AND array_id = ?%d", ++np);
+    if (f->since_ms)
+        dbuf_printf(&sql, " AND submit_ms >= ?%d", ++np);
+    if (f->after)
+        dbuf_printf(&sql, " AND id %s ?%d", f->desc ? "<" : ">", ++np);
+    dbuf_printf(&sql, " ORDER BY id %s LIMIT %d", f->desc ? "DESC" : "ASC",
+                f->limit > 0 ? f->limit : 100);
+    sqlite3_stmt *s = NULL;
+    if (sql.failed || sqlite3_prepare_v2(st->db, sql.data, -1, &s, NULL) != SQLITE_OK) {
+        dbuf_release(&sql);
+        return fail(st, "prepare job list");
+    }
+    dbuf_release(&sql);
+    np = 0;
+    const char *texts[] = {f->project, f->user, f->tier, f->class_name, f->name, f->node};
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+        if (texts[i])
+            bind_text(s, ++np, texts[i]);
+    if (f->array_id)
+        sqlite3_bind_int64(s, ++np, (sqlite3_int64)f->array_id);
+    if (f->since_ms)
+        sqlite3_bind_int64(s, ++np, f->since_ms);
+    if (f->after)
+        sqlite3_bind_int64(s, ++np, (sqlite3_int64)f->after);
+    int step;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_job j;
+        read_job(s, &j);
+        rc = cb(arg, &j);
+        store_job_release(&j);
+        if (rc)
+            break;
+    }
+    if (!rc && step != SQLITE_DONE)
+        rc = fail(st, "list jobs");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Events                                                                                */
+
+int store_event_add(struct store *st, const struct store_event *e)
+{
+    sqlite3_stmt *s = stmt(st, S_EVENT_ADD);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)e->job);
+    sqlite3_bind_int64(s, 2, e->time_ms);
+    bind_text(s, 3, e->type ? e->type : "");
+    bind_text(s, 4, e->from ? e->from : "");
+    bind_text(s, 5, e->to ? e->to : "");
+    bind_text(s, 6, e->node ? e->node : "");
+    bind_text(s, 7, e->reason ? e->reason : "");
+    bind_text(s, 8, e->detail ? e->detail : "");
+    return step_done(st, s, "add event");
+}
+
+int store_event_list(struct store *st, uint64_t job, store_event_cb cb, void *arg)
+{
+    sqlite3_stmt *s = stmt(st, S_EVENT_LIST);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    int step, rc = 0;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_event e = {
+            .job = (uint64_t)sqlite3_column_int64(s, 0),
+            .time_ms = sqlite3_column_int64(s, 1),
+            .type = (const char *)sqlite3_column_text(s, 2),
+            .from = (const char *)sqlite3_column_text(s, 3),
+            .to = (const char *)sqlite3_column_text(s, 4),
+            .node = (const char *)sqlite3_column_text(s, 5),
+            .reason = (const char *)sqlite3_column_text(s, 6),
+            .detail = (const char *)sqlite3_column_text(s, 7),
+        };
+        if ((rc = cb(arg, &e)))
+            break;
+    }
+    if (!rc && step != SQLITE_DONE)
+        rc = fail(st, "list events");
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Nodes                                                                                 */
+
+void store_node_release(struct store_node *n)
+{
+    free(n->labels);
+    free(n->info);
+    n->labels = n->info = NULL;
+}
+
+int store_node_put(struct store *st, const struct store_node *n)
+{
+    sqlite3_stmt *s = stmt(st, S_NODE_PUT);
+    bind_text(s, 1, n->name);
+    bind_text(s, 2, n->state);
+    bind_text(s, 3, n->reason);
+    bind_text(s, 4, n->gpu_type);
+    sqlite3_bind_int(s, 5, n->gpus);
+    sqlite3_bind_int64(s, 6, n->gpu_mem_mb);
+    sqlite3_bind_int(s, 7, n->cpus);
+    sqlite3_bind_int64(s, 8, n->mem_mb);
+    bind_text(s, 9, n->labels ? n->labels : "{}");
+    bind_text(s, 10, n->info ? n->info : "{}");
+    sqlite3_bind_int64(s, 11, n->last_heartbeat_ms);
+    sqlite3_bind_int64(s, 12, n->cmd_seq);
+    return step_done(st, s, "put node");
+}
+
+static void read_node(sqlite3_stmt *s, struct store_node *n)
+{
+    memset(n, 0, sizeof(*n));
+    col_copy(s, 0, n->name, sizeof(n->name));
+    col_copy(s, 1, n->state, sizeof(n->state));
+    col_copy(s, 2, n->reason, sizeof(n->reason));
+    col_copy(s, 3, n->gpu_type, sizeof(n->gpu_type));
+    n->gpus = sqlite3_column_int(s, 4);
+    n->gpu_mem_mb = sqlite3_column_int64(s, 5);
+    n->cpus = sqlite3_column_int(s, 6);
+    n->mem_mb = sqlite3_column_int64(s, 7);
+    n->labels = col_dup(s, 8);
+    n->info = col_dup(s, 9);
+    n->last_heartbeat_ms = sqlite3_column_int64(s, 10);
+    n->cmd_seq = sqlite3_column_int64(s, 11);
+}
+
+int store_node_get(struct store *st, const char *name, struct store_node *out)
+{
+    sqlite3_stmt *s = stmt(st, S_NODE_GET);
+    bind_text(s, 1, name);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        read_node(s, out);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "get node");
+}
+
+int store_node_list(struct store *st, store_node_cb cb, void *arg)
+{
+    sqlite3_stmt *s = stmt(st, S_NODE_LIST);
+    int step, rc = 0;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_node n;
+        read_node(s, &n);
+        rc = cb(arg, &n);
+        store_node_release(&n);
+        if (rc)
+            break;
+    }
+    if (!rc && step != SQLITE_DONE)
+        rc = fail(st, "list nodes");
+    sqlite3_reset(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Projects, policy                                                                      */
+
+int store_project_put(struct store *st, const char *name, const char *json)
+{
+    sqlite3_stmt *s = stmt(st, S_PROJECT_PUT);
+    bind_text(s, 1, name);
+    bind_text(s, 2, json);
+    return step_done(st, s, "put project");
+}
+
+int store_project_list(struct store *st, store_doc_cb cb, void *arg)
+{
+    sqlite3_stmt *s = stmt(st, S_PROJECT_LIST);
+    int step, rc = 0;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW)
+        if ((rc = cb(arg, (const char *)sqlite3_column_text(s, 0),
+                     (const char *)sqlite3_column_text(s, 1))))
+            break;
+    if (!rc && step != SQLITE_DONE)
+        rc = fail(st, "list projects");
+    sqlite3_reset(s);
+    return rc;
+}
+
+int store_policy_put(struct store *st, const char *json)
+{
+    sqlite3_stmt *s = stmt(st, S_POLICY_PUT);
+    bind_text(s, 1, json);
+    return step_done(st, s, "put policy");
+}
+
+int store_policy_get(struct store *st, char **json)
+{
+    sqlite3_stmt *s = stmt(st, S_POLICY_GET);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        *json = col_dup(s, 0);
+    sqlite3_reset(s);
+    if (rc == SQLITE_ROW)
+        return *json ? 0 : -ENOMEM;
+    return rc == SQLITE_DONE ? -ENOENT : fail(st, "get policy");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Tokens                                                                                */
+
+void store_token_hash(const char *token, char out[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    static const char hex[] = "0123456789abcdef";
+    EVP_Digest(token, strlen(token), md, &n, EVP_sha256(), NULL);
+    for (unsigned int i = 0; i < n && i < 32; i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[64] = '\0';
+}
+
+int store_token_put(struct store *st, const struct store_token *t)
+{
+    sqlite3_stmt *s = stmt(st, S_TOKEN_PUT);
+    bind_text(s, 1, t->hash);
+    sqlite3_bind_int(s, 2, (int)t->kind);
+    bind_text(s, 3, t->user);
+    bind_text(s, 4, t->role);
+    sqlite3_bind_int64(s, 5, t->created_ms);
+    sqlite3_bind_int64(s, 6, t->expires_ms);
+    return step_done(st, s, "put token");
+}
+
+int store_token_get(struct store *st, const char *hash, struct store_token *out)
+{
+    sqlite3_stmt *s = stmt(st, S_TOKEN_GET);
+    bind_text(s, 1, hash);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        memset(out, 0, sizeof(*out));
+        col_copy(s, 0, out->hash, sizeof(out->hash));
+        out->kind = (enum store_token_kind)sqlite3_column_int(s, 1);
+        col_copy(s, 2, out->user, sizeof(out->user));
+        col_copy(s, 3, out->role, sizeof(out->role));
+        out->created_ms = sqlite3_column_int64(s, 4);
+        out->expires_ms = sqlite3_column_int64(s, 5);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "get token");
+}
+
+int store_token_delete_user(struct store *st, enum store_token_kind kind, const char *user)
+{
+    sqlite3_stmt *s = stmt(st, S_TOKEN_DEL_USER);
+    sqlite3_bind_int(s, 1, (int)kind);
+    bind_text(s, 2, user);
+    return step_done(st, s, "delete tokens");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Audit                                                                                 */
+
+int store_audit_add(struct store *st, const struct store_audit *a)
+{
+    sqlite3_stmt *s = stmt(st, S_AUDIT_ADD);
+    sqlite3_bind_int64(s, 1, a->time_ms);
+    bind_text(s, 2, a->actor ? a->actor : "");
+    bind_text(s, 3, a->action ? a->action : "");
+    bind_text(s, 4, a->target ? a->target : "");
+    bind_text(s, 5, a->before);
+    bind_text(s, 6, a->after);
+    bind_text(s, 7, a->reason ? a->reason : "");
+    return step_done(st, s, "add audit");
+}
+
+int store_audit_list(struct store *st, const struct store_audit_filter *f, store_audit_cb cb,
+                     void *arg)
+{
+    struct dbuf sql;
+    int np = 0, rc = 0;
+    dbuf_init(&sql, 2048);
+    dbuf_puts(&sql, "SELECT id, time_ms, actor, action, target, before_doc, after_doc, reason"
+                    " FROM audit WHERE 1 = 1");
+    add_text_filter(&sql, "actor", f->actor, &np);
+    add_text_filter(&sql, "action", f->action, &np);
+    add_text_filter(&sql, "target", f->target, &np);
+    if (f->since_ms)
+        dbuf_printf(&sql, " AND time_ms >= ?%d", ++np);
+    if (f->after)
+        dbuf_printf(&sql, " AND id > ?%d", ++np);
+    dbuf_printf(&sql, " ORDER BY id LIMIT %d", f->limit > 0 ? f->limit : 100);
+    sqlite3_stmt *s = NULL;
+    if (sql.failed || sqlite3_prepare_v2(st->db, sql.data, -1, &s, NULL) != SQLITE_OK) {
+        dbuf_release(&sql);
+        return fail(st, "prepare audit list");
+    }
+    dbuf_release(&sql);
+    np = 0;
+    const char *texts[] = {f->actor, f->action, f->target};
+    for (size_t i = 0; i < 3; i++)
+        if (texts[i])
+            bind_text(s, ++np, texts[i]);
+    if (f->since_ms)
+        sqlite3_bind_int64(s, ++np, f->since_ms);
+    if (f->after)
+        sqlite3_bind_int64(s, ++np, f->after);
+    int step;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_audit a = {
+            .id = sqlite3_column_int64(s, 0),
+            .time_ms = sqlite3_column_int64(s, 1),
+            .actor = (const char *)sqlite3_column_text(s, 2),
+            .action = (const char *)sqlite3_column_text(s, 3),
+            .target = (const char *)sqlite3_column_text(s, 4),
+            .before = (const char *)sqlite3_column_text(s, 5),
+            .after = (const char *)sqlite3_column_text(s, 6),
+            .reason = (const char *)sqlite3_column_text(s, 7),
+        };
+        if ((rc = cb(arg, &a)))
+            break;
+    }
+    if (!rc && step != SQLITE_DONE)
+        rc = fail(st, "list audit");
+    sqlite3_finalize(s);
+    return rc;
+}
