@@ -195,18 +195,13 @@ static int set_label(json_t *spec, const char *key, const char *flag, const char
     return 0;
 }
 
-static int add_dep(json_t *spec, const char *type, const char *id, const char *flag,
+static int add_dep(json_t *deps, const char *type, const char *id, const char *flag,
                    char *err, size_t errlen)
 {
     int64_t n;
-    json_t *deps = json_object_get(spec, "deps");
 
     if (parse_int64(id, 1, INT64_MAX, &n) < 0)
         return fail(err, errlen, flag, "bad job id", id);
-    if (!json_is_array(deps)) {
-        deps = json_array();
-        json_object_set_new(spec, "deps", deps);
-    }
     if (json_array_size(deps) >= 16) {
         snprintf(err, errlen, "%s: at most 16 dependencies", flag);
         return -EINVAL;
@@ -215,8 +210,8 @@ static int add_dep(json_t *spec, const char *type, const char *id, const char *f
     return 0;
 }
 
-/* Split `v` on any of `seps` and call add_dep for each piece. */
-static int add_deps(json_t *spec, const char *type, const char *v, const char *seps,
+/* Split `v` on any of `seps` and add each piece to `deps`. */
+static int add_deps(json_t *deps, const char *type, const char *v, const char *seps,
                     const char *flag, char *err, size_t errlen)
 {
     char buf[512];
@@ -228,39 +223,63 @@ static int add_deps(json_t *spec, const char *type, const char *v, const char *s
     if (!buf[0])
         return fail(err, errlen, flag, "bad job id", v);
     for (char *p = next_field(&cur, seps); p && !rc; p = next_field(&cur, seps))
-        rc = add_dep(spec, type, p, flag, err, errlen);
+        rc = add_dep(deps, type, p, flag, err, errlen);
     return rc;
 }
 
-/* Slurm syntax: "afterok:1:2,afterany:3". */
+/* --after JOB[:JOB...]: added to the spec's deps only when every id is good. */
+static int set_after(json_t *spec, const char *v, const char *flag, char *err, size_t errlen)
+{
+    json_t *deps = json_deep_copy(json_object_get(spec, "deps"));
+    int rc;
+
+    if (!json_is_array(deps)) {
+        json_decref(deps);
+        deps = json_array();
+    }
+    if (!strncmp(v, "afterok:", 8))
+        v += 8;
+    rc = add_deps(deps, "afterok", v, ":,", flag, err, errlen);
+    if (rc == 0)
+        json_object_set(spec, "deps", deps);
+    json_decref(deps);
+    return rc;
+}
+
+/* Slurm syntax: "afterok:1:2,afterany:3"; replaces the spec's deps when all is good. */
 static int set_dependency(json_t *spec, const char *v, const char *flag, char *err,
                           size_t errlen)
 {
     char buf[512];
     char *cur = buf;
+    json_t *deps;
+    int rc = 0;
 
     if (strchr(v, '?'))
         return fail(err, errlen, flag, "'?' (any of) is not supported in", v);
     if (str_copy(buf, sizeof(buf), v) < 0 || !buf[0])
         return fail(err, errlen, flag, "bad dependency", v);
-    json_object_del(spec, "deps");
-    for (char *p = next_field(&cur, ","); p; p = next_field(&cur, ",")) {
+    deps = json_array();
+    for (char *p = next_field(&cur, ","); p && !rc; p = next_field(&cur, ",")) {
         char *colon = strchr(p, ':');
-        int rc;
 
-        if (!colon)
-            return fail(err, errlen, flag, "want TYPE:JOB[:JOB...], not", p);
+        if (!colon) {
+            rc = fail(err, errlen, flag, "want TYPE:JOB[:JOB...], not", p);
+            break;
+        }
         *colon = '\0';
         if (strcmp(p, "afterok") && strcmp(p, "afterany") && strcmp(p, "afternotok")) {
             snprintf(err, errlen, "%s: dependency type '%.40s' is not supported "
                      "(afterok, afterany, afternotok)", flag, p);
-            return -EINVAL;
+            rc = -EINVAL;
+            break;
         }
-        rc = add_deps(spec, p, colon + 1, ":", flag, err, errlen);
-        if (rc)
-            return rc;
+        rc = add_deps(deps, p, colon + 1, ":", flag, err, errlen);
     }
-    return 0;
+    if (rc == 0)
+        json_object_set(spec, "deps", deps);
+    json_decref(deps);
+    return rc;
 }
 
 static int set_array(json_t *spec, const char *v, const char *flag, char *err,
@@ -300,13 +319,12 @@ static int set_signal(json_t *spec, const char *v, const char *flag, char *err,
         *at++ = '\0';
     if (parse_signal(buf, &sig) < 0)
         return fail(err, errlen, flag, "unknown signal in", v);
+    if (at && parse_duration_ms(at, &grace) < 0)
+        return fail(err, errlen, flag, "bad grace time (after @) in", v);
     json_object_set_new(spec, "signal", json_string(buf));
     json_object_set_new(spec, "checkpoint", json_true());
-    if (at) {
-        if (parse_duration_ms(at, &grace) < 0)
-            return fail(err, errlen, flag, "bad grace time (after @) in", v);
+    if (at)
         json_object_set_new(spec, "grace", json_string(at));
-    }
     return 0;
 }
 
@@ -354,12 +372,11 @@ static int set_gpus(json_t *spec, const char *v, const char *flag, char *err, si
     if (parse_gpu_decl(v, &count, type, sizeof(type), &mem) < 0 || count < 0 ||
         count > MAX_GPUS_PER_NODE)
         return fail(err, errlen, flag, "bad GPU count (e.g. 8 or 8xH100-80GB)", v);
+    if (type[0] && !str_is_name(type))
+        return fail(err, errlen, flag, "bad GPU type in", v);
     json_object_set_new(spec, "gpus", json_integer(count));
-    if (type[0]) {
-        if (!str_is_name(type))
-            return fail(err, errlen, flag, "bad GPU type in", v);
+    if (type[0])
         json_object_set_new(spec, "gpu_type", json_string(type));
-    }
     return 0;
 }
 
@@ -386,10 +403,7 @@ int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
     }
     case SO_NAME: return set_text(spec, "name", flag, v, err, errlen);
     case SO_ENV: return set_env(spec, v, err, errlen);
-    case SO_AFTER:
-        if (!strncmp(v, "afterok:", 8))
-            v += 8;
-        return add_deps(spec, "afterok", v, ":,", flag, err, errlen);
+    case SO_AFTER: return set_after(spec, v, flag, err, errlen);
     case SO_DEPENDENCY: return set_dependency(spec, v, flag, err, errlen);
     case SO_ARRAY: return set_array(spec, v, flag, err, errlen);
     case SO_SIGNAL: return set_signal(spec, v, flag, err, errlen);
