@@ -404,6 +404,7 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full
     }
     s->now = now;
     s->cycle++;
+    zone_refresh(s);
     projects_accrue(s, now);
     fire_deadlines(s, now);
     bool refresh = full || s->order_dirty || now - s->last_refresh >= s->policy.fairshare_refresh_ms ||

@@ -214,6 +214,14 @@ struct sched {
     struct node *nodes;
     size_t nnodes, nodes_cap;
     uint64_t node_epoch;  /* bumped when nodes, their states or labels change */
+    /* node profiles: nodes alike in type, capacity, labels and pool, with their counts,
+       so "could it ever fit?" at submit looks at a handful of profiles, not every node */
+    uint32_t *profile_node;
+    int *profile_count;
+    size_t nprofiles, profiles_cap;
+    bool profiles_dirty;
+    bool zone_dirty;      /* the reserved zone must be recomputed before it is used */
+    struct u64map node_index; /* interned name id -> node index */
     uint32_t buckets[NTYPES][NPOOLS][NBUCKETS];
     int gpus_total;
 
@@ -297,6 +305,8 @@ void project_accrue(struct sched *s, struct project *p, int64_t now);
 void projects_accrue(struct sched *s, int64_t now);
 void node_set_state_internal(struct sched *s, struct node *n, enum sched_node_state st);
 void reserved_zone_recompute(struct sched *s);
+void profiles_refresh(struct sched *s);
+void zone_refresh(struct sched *s);
 bool node_matches_selset(const struct sched *s, const struct node *n, uint32_t selset);
 struct sched_decision *decision_push(struct sched *s, enum sched_decision_kind kind,
                                      const struct job *j);

@@ -125,6 +125,8 @@ uint32_t shape_intern(struct sched *s, const struct job *j, int rank, int *err)
 /* Re-derive a pending job's shape (its pool rule depends on its effective tier). */
 void shape_rule_refresh(struct sched *s, struct job *j)
 {
+    if (s->shapes[j->shape].pool_rule == job_pool_rule(s, j, job_eff_rank(s, j)))
+        return; /* unchanged: the common case on a refresh */
     s->shapes[j->shape].pending--;
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
 }
@@ -242,11 +244,16 @@ static int check_fits_empty(const struct sched *s, const struct sched_job_spec *
     int stage_count[6] = {0};
     const char *fields[6] = {"gpu_type", "gpus", "cpus", "mem", "selectors", "tier"};
     int fit = 0;
-    for (size_t i = 0; i < s->nnodes; i++) {
-        const struct node *n = &s->nodes[i];
+    /* by profile when they are fresh (a count per group of alike nodes), else node by node */
+    bool by_profile = !s->profiles_dirty;
+    size_t count = by_profile ? s->nprofiles : s->nnodes;
+    for (size_t i = 0; i < count; i++) {
+        const struct node *n = &s->nodes[by_profile ? s->profile_node[i] : i];
+        int w = by_profile ? s->profile_count[i] : 1;
         bool ok = r->gpu_type <= 0 || n->gpu_type == r->gpu_type;
-        if (ok && ++stage_count[0] && n->gpus >= r->gpus && ++stage_count[1] &&
-            n->cpus >= r->cpus && ++stage_count[2] && n->mem_mb >= r->mem && ++stage_count[3]) {
+        if (ok && (stage_count[0] += w) && n->gpus >= r->gpus && (stage_count[1] += w) &&
+            n->cpus >= r->cpus && (stage_count[2] += w) && n->mem_mb >= r->mem &&
+            (stage_count[3] += w)) {
             bool sel = true;
             for (int k = 0; k < sp->nselectors && sel; k++) {
                 bool found = false;
@@ -256,9 +263,9 @@ static int check_fits_empty(const struct sched *s, const struct sched_job_spec *
                         found = true;
                 sel = found != sp->selectors[k].negate;
             }
-            if (sel && ++stage_count[4] && node_pool_allowed(n, rule)) {
-                stage_count[5]++;
-                fit++;
+            if (sel && (stage_count[4] += w) && node_pool_allowed(n, rule)) {
+                stage_count[5] += w;
+                fit += w;
             }
         }
     }
@@ -457,6 +464,8 @@ int sched_job_submit(struct sched *s, const struct sched_job_spec *sp, int64_t n
                      struct sched_error *err)
 {
     struct resolved r;
+    zone_refresh(s);
+    profiles_refresh(s);
     int rc = validate(s, sp, &r, err);
     if (rc)
         return rc;

@@ -224,6 +224,9 @@ void sched_destroy(struct sched *s)
     free(s->order);
     free(s->order_new);
     free(s->starving);
+    free(s->profile_node);
+    free(s->profile_count);
+    u64map_release(&s->node_index);
     for (size_t i = 0; i < s->nres; i++) {
         free(s->res[i].nodes);
         free(s->res[i].victims);
@@ -418,12 +421,8 @@ bool node_matches_selset(const struct sched *s, const struct node *n, uint32_t s
     return true;
 }
 
-static bool node_has_label(const struct sched *s, const struct node *n, const char *k,
-                           const char *v)
+static bool node_has_label_ids(const struct node *n, uint32_t kid, uint32_t vid)
 {
-    uint32_t kid = strtab_find(&s->strings, k), vid = strtab_find(&s->strings, v);
-    if (!kid || !vid)
-        return false;
     for (int i = 0; i < n->nlabels; i++)
         if (n->label_ids[i].key == kid && n->label_ids[i].value == vid)
             return true;
@@ -432,18 +431,58 @@ static bool node_has_label(const struct sched *s, const struct node *n, const ch
 
 /* The reserved zone: nodes labelled with the reserved label, in node order, as long as
  * their GPUs stay within reserved_max_ratio of all GPUs. */
+static bool same_profile(const struct node *a, const struct node *b)
+{
+    if (a->gpu_type != b->gpu_type || a->gpus != b->gpus || a->cpus != b->cpus ||
+        a->mem_mb != b->mem_mb || a->reserved != b->reserved || a->nlabels != b->nlabels)
+        return false;
+    for (int i = 0; i < a->nlabels; i++)
+        if (a->label_ids[i].key != b->label_ids[i].key ||
+            a->label_ids[i].value != b->label_ids[i].value)
+            return false;
+    return true;
+}
+
+/* Group the nodes into profiles (done lazily, before a submission needs them). */
+void profiles_refresh(struct sched *s)
+{
+    if (!s->profiles_dirty)
+        return;
+    s->nprofiles = 0;
+    size_t cap = s->profiles_cap;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        size_t p = 0;
+        while (p < s->nprofiles && !same_profile(&s->nodes[s->profile_node[p]], &s->nodes[i]))
+            p++;
+        if (p == s->nprofiles) {
+            size_t cap2 = cap;
+            if (grow((void **)&s->profile_node, &cap, p + 1, sizeof(*s->profile_node)) < 0 ||
+                grow((void **)&s->profile_count, &cap2, p + 1, sizeof(*s->profile_count)) < 0)
+                return; /* stays dirty: validation falls back to every node */
+            s->profile_node[p] = (uint32_t)i;
+            s->profile_count[p] = 0;
+            s->nprofiles++;
+        }
+        s->profile_count[p]++;
+    }
+    s->profiles_cap = cap;
+    s->profiles_dirty = false;
+}
+
 void reserved_zone_recompute(struct sched *s)
 {
+    s->profiles_dirty = true;
     int total = 0;
     for (size_t i = 0; i < s->nnodes; i++)
         total += s->nodes[i].gpus;
     s->gpus_total = total;
     double budget = s->policy.reserved_max_ratio * total;
     int used = 0;
+    uint32_t kid = strtab_find(&s->strings, s->policy.reserved_label_key);
+    uint32_t vid = strtab_find(&s->strings, s->policy.reserved_label_value);
     for (size_t i = 0; i < s->nnodes; i++) {
         struct node *n = &s->nodes[i];
-        bool want = node_has_label(s, n, s->policy.reserved_label_key,
-                                   s->policy.reserved_label_value) &&
+        bool want = kid && vid && node_has_label_ids(n, kid, vid) &&
                     used + n->gpus <= budget + 1e-9;
         if (want)
             used += n->gpus;
@@ -501,10 +540,20 @@ static int node_labels_set(struct sched *s, struct node *n, const struct sched_l
 
 int sched_node_find(const struct sched *s, const char *name)
 {
-    for (size_t i = 0; i < s->nnodes; i++)
-        if (strcmp(s->nodes[i].name, name) == 0)
-            return (int)i;
-    return -ENOENT;
+    uint32_t id = strtab_find(&s->strings, name);
+    uint64_t idx;
+    if (!id || !u64map_get(&s->node_index, id, &idx))
+        return -ENOENT;
+    return (int)idx;
+}
+
+/* Recompute the reserved zone once after a burst of node changes. */
+void zone_refresh(struct sched *s)
+{
+    if (s->zone_dirty) {
+        reserved_zone_recompute(s);
+        s->zone_dirty = false;
+    }
 }
 
 static int node_spec_check(const struct sched_node_spec *n, struct sched_error *err)
@@ -537,8 +586,12 @@ int sched_node_upsert(struct sched *s, const struct sched_node_spec *spec, int64
                        SCHED_MAX_GPU_TYPES);
     int idx = sched_node_find(s, spec->name);
     struct node *n;
+    int old_gpus = idx >= 0 ? s->nodes[idx].gpus : 0;
     if (idx < 0) {
         if (grow((void **)&s->nodes, &s->nodes_cap, s->nnodes + 1, sizeof(*s->nodes)) < 0)
+            return err_set(err, -ENOMEM, "", "out of memory");
+        uint32_t name_id = strtab_intern(&s->strings, spec->name);
+        if (!name_id || u64map_put(&s->node_index, name_id, s->nnodes) < 0)
             return err_set(err, -ENOMEM, "", "out of memory");
         idx = (int)s->nnodes++;
         n = &s->nodes[idx];
@@ -562,7 +615,9 @@ int sched_node_upsert(struct sched *s, const struct sched_node_spec *spec, int64
     n->cpus = spec->cpus;
     n->mem_mb = spec->mem_mb;
     n->gpu_mem_mb = spec->gpu_mem_mb;
-    reserved_zone_recompute(s);
+    s->gpus_total += spec->gpus - old_gpus;
+    s->zone_dirty = true;
+    s->profiles_dirty = true;
     node_set_state_internal(s, n, spec->state);
     reservations_drop_all(s, true);
     return 0;
@@ -577,7 +632,8 @@ int sched_node_set_labels(struct sched *s, const char *node, const struct sched_
     int rc = node_labels_set(s, &s->nodes[idx], labels, nlabels, err);
     if (rc)
         return rc;
-    reserved_zone_recompute(s);
+    s->zone_dirty = true;
+    s->profiles_dirty = true;
     reservations_drop_all(s, true);
     s->order_dirty = true; /* selectors' static answers may change */
     return 0;

@@ -462,7 +462,8 @@ struct sched_node_view {
     int gpus, gpus_used, cpus, cpus_used;
     int64_t mem_mb, mem_used_mb, gpu_mem_mb;
     uint64_t gpu_used_mask;
-    bool reserved;                 /* counts in the reserved zone */
+    bool reserved;                 /* counts in the reserved zone (as of the last cycle or
+                                      submission: node changes are folded in then) */
     int njobs;
     const struct sched_label *labels;
     int nlabels;

@@ -192,6 +192,7 @@ static void test_reserved_zone(void **state)
     add_node(s, "n4", "H100", 8);
     add_node_l(s, "r1", "H100", 8, "pool", "reserved"); /* 8 of 40 GPUs: within 20 % */
     add_node_l(s, "r2", "H100", 8, "pool", "reserved"); /* over the ratio: ordinary */
+    (void)cycle(s, T0); /* the zone is recomputed once per burst of node changes */
     struct sched_node_view nv;
     assert_int_equal(sched_node_get(s, (uint32_t)sched_node_find(s, "r1"), &nv), 0);
     assert_true(nv.reserved);

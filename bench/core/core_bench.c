@@ -1,0 +1,345 @@
+/*
+ * core_bench.c - how fast is the scheduling core? Builds synthetic clusters and queues
+ * (mixed tiers, projects, GPU types, sizes from 1 GPU to 8-node gangs) and prints one
+ * line per case with the median time and the core's memory.
+ *
+ *   core_bench              all cases of bench/RESULTS.md
+ *   core_bench --quick      the smallest cases (make demo's smoke run)
+ *   core_bench --case NAME  one case: full, full_refresh, job_end, submit, scale_jobs,
+ *                           scale_nodes
+ *
+ * Only the core is timed: building the cluster and the queue is set-up. The clock is
+ * read here, never in the core.
+ */
+#define _GNU_SOURCE
+#include "core/sched.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define MS 1LL
+#define MIN (60000 * MS)
+#define HOUR (60 * MIN)
+#define T0 1700000000000LL
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static long peak_rss_kb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+/* xorshift: deterministic synthetic workloads */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static int pick(int n)
+{
+    return (int)(rnd() % (uint64_t)n);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static const char *const types[] = {"H100-80GB", "A100-40GB", "L40S"};
+static const char *const tiers[] = {"critical", "high", "normal", "low"};
+static const char *const classes[] = {"training", "experiment", "exploration", "interactive",
+                                      "service"};
+
+static void die(const char *what, const struct sched_error *e)
+{
+    fprintf(stderr, "core_bench: %s: %s (%s)\n", what, e->message, e->field);
+    exit(1);
+}
+
+static struct sched *build_cluster(int nodes, int projects)
+{
+    struct sched_error err;
+    struct sched *s = sched_create(NULL, &err);
+    if (!s)
+        die("create", &err);
+    for (int i = 0; i < nodes; i++) {
+        struct sched_node_spec n;
+        memset(&n, 0, sizeof(n));
+        snprintf(n.name, sizeof(n.name), "gpu%05d", i);
+        int t = i % 10 < 6 ? 0 : i % 10 < 9 ? 1 : 2; /* 60 % H100, 30 % A100, 10 % L40S */
+        snprintf(n.gpu_type, sizeof(n.gpu_type), "%s", types[t]);
+        n.gpus = 8;
+        n.cpus = 128;
+        n.mem_mb = 1024 * 1024;
+        snprintf(n.labels[0].key, SCHED_NAME_MAX, "zone");
+        snprintf(n.labels[0].value, SCHED_NAME_MAX, "%c", 'a' + i % 4);
+        n.nlabels = 1;
+        if (i % 10 == 5) { /* 10 % of the nodes in the reserved pool */
+            snprintf(n.labels[1].key, SCHED_NAME_MAX, "pool");
+            snprintf(n.labels[1].value, SCHED_NAME_MAX, "reserved");
+            n.nlabels = 2;
+        }
+        n.state = SCHED_NODE_UP;
+        if (sched_node_upsert(s, &n, T0, &err))
+            die("node", &err);
+    }
+    for (int p = 0; p < projects; p++) {
+        struct sched_project_spec ps;
+        sched_project_spec_init(&ps);
+        snprintf(ps.name, sizeof(ps.name), "proj%03d", p);
+        snprintf(ps.group, sizeof(ps.group), "group%02d", p % 20);
+        snprintf(ps.tier, sizeof(ps.tier), "%s", tiers[p % 4]);
+        ps.guarantee_gpus = 64 + (p % 7) * 32;
+        ps.gpu_limit = p % 10 == 3 ? 256 : -1;
+        if (sched_project_upsert(s, &ps, &err))
+            die("project", &err);
+    }
+    return s;
+}
+
+/* Sizes from 1 GPU to 8-node gangs: 60 % 1, 15 % 2, 10 % 4, 10 % 8, 3 % 2x8, 1.5 % 4x8,
+ * 0.5 % 8x8. */
+static void job_shape(int *gpus, int *nodes)
+{
+    int r = pick(1000);
+    *nodes = 1;
+    if (r < 600) *gpus = 1;
+    else if (r < 750) *gpus = 2;
+    else if (r < 850) *gpus = 4;
+    else if (r < 950) *gpus = 8;
+    else if (r < 980) { *gpus = 8; *nodes = 2; }
+    else if (r < 995) { *gpus = 8; *nodes = 4; }
+    else { *gpus = 8; *nodes = 8; }
+}
+
+static uint64_t next_id = 1;
+
+static void submit_jobs(struct sched *s, int count, int projects, int64_t now)
+{
+    struct sched_error err;
+    for (int i = 0; i < count; i++) {
+        struct sched_job_spec j;
+        sched_job_spec_init(&j);
+        j.id = next_id++;
+        int p = pick(projects);
+        snprintf(j.project, sizeof(j.project), "proj%03d", p);
+        snprintf(j.user, sizeof(j.user), "user%04d", pick(2000));
+        /* at or below the project's tier */
+        int tier = p % 4 + pick(4 - p % 4);
+        snprintf(j.tier, sizeof(j.tier), "%s", tiers[tier]);
+        int c = pick(100);
+        int cls = c < 30 ? 0 : c < 70 ? 1 : c < 93 ? 2 : c < 98 ? 3 : 4;
+        snprintf(j.class_name, sizeof(j.class_name), "%s", classes[cls]);
+        job_shape(&j.gpus_per_node, &j.nodes);
+        if (pick(4) == 0)
+            snprintf(j.gpu_type, sizeof(j.gpu_type), "%s", types[pick(2)]);
+        j.cpus_per_node = j.gpus_per_node * 8;
+        j.mem_mb_per_node = (int64_t)j.gpus_per_node * 64 * 1024;
+        int64_t limits[] = {30 * MIN, HOUR, 4 * HOUR, 24 * HOUR};
+        j.time_limit_ms = cls == 4 ? 0 : limits[pick(4)];
+        if (cls == 3)
+            j.time_limit_ms = HOUR;
+        j.submit_ms = now - pick(3600) * 1000LL;
+        if (sched_job_submit(s, &j, now, &err))
+            die("submit", &err);
+    }
+}
+
+/* Confirm every START so the jobs are RUNNING, as the agents would. */
+static void confirm_starts(struct sched *s, const struct sched_decision *d, size_t n,
+                           int64_t now)
+{
+    struct sched_error err;
+    for (size_t i = 0; i < n; i++)
+        if (d[i].kind == SCHED_D_START && sched_job_running(s, d[i].job_id, now, &err))
+            die("running", &err);
+}
+
+struct result {
+    const char *name;
+    int pending, nodes, reps;
+    double median_ms, max_ms;
+    long rss_mb;
+    double bytes_per_job;
+    int started;
+};
+
+static void print_result(const struct result *r)
+{
+    printf("%-14s pending=%-8d nodes=%-6d reps=%-4d median=%9.3f ms  max=%9.3f ms  "
+           "started=%-6d core_bytes/job=%6.0f  peak_rss=%ld MiB\n",
+           r->name, r->pending, r->nodes, r->reps, r->median_ms, r->max_ms, r->started,
+           r->bytes_per_job, r->rss_mb);
+    fflush(stdout);
+}
+
+static double bytes_per_pending(struct sched *s)
+{
+    struct sched_totals t;
+    sched_totals_get(s, &t);
+    size_t jobs = sched_job_count(s);
+    return jobs ? (double)t.core_bytes / (double)jobs : 0;
+}
+
+/* The first cycle on an empty cluster with `pending` queued jobs. */
+static void case_full(const char *name, int nodes, int pending, int reps)
+{
+    double *t = calloc(reps, sizeof(*t));
+    struct result r = {name, pending, nodes, reps, 0, 0, 0, 0, 0};
+    for (int i = 0; i < reps; i++) {
+        struct sched *s = build_cluster(nodes, 200);
+        submit_jobs(s, pending, 200, T0);
+        size_t n;
+        struct sched_cycle_stats st;
+        double a = now_ms();
+        (void)sched_cycle(s, T0 + 1000, true, &n, &st);
+        t[i] = now_ms() - a;
+        r.started = st.started;
+        if (t[i] > r.max_ms)
+            r.max_ms = t[i];
+        r.bytes_per_job = bytes_per_pending(s);
+        sched_destroy(s);
+    }
+    r.median_ms = median(t, reps);
+    r.rss_mb = peak_rss_kb() / 1024;
+    print_result(&r);
+    free(t);
+}
+
+/* A full cluster with `pending` waiting: a forced full cycle (shares, order and
+ * reservations recomputed), and then single events: one job ends -> next cycle. */
+static void case_steady(int nodes, int pending, int reps, bool refresh, bool job_end,
+                        bool submit_one)
+{
+    struct sched *s = build_cluster(nodes, 200);
+    submit_jobs(s, pending, 200, T0);
+    size_t n;
+    int64_t now = T0 + 1000;
+    const struct sched_decision *d = sched_cycle(s, now, true, &n, NULL);
+    confirm_starts(s, d, n, now);
+    /* top the queue up so `pending` jobs wait on a full cluster */
+    struct sched_totals tot;
+    sched_totals_get(s, &tot);
+    int waiting = (int)tot.jobs_by_state[SCHED_PENDING];
+    if (waiting < pending)
+        submit_jobs(s, pending - waiting, 200, now);
+    now += 1000;
+    d = sched_cycle(s, now, true, &n, NULL);
+    confirm_starts(s, d, n, now);
+    double *t = calloc(reps, sizeof(*t));
+    struct result r = {"", pending, nodes, reps, 0, 0, 0, 0, 0};
+    if (refresh) {
+        r.name = "full_refresh";
+        for (int i = 0; i < reps; i++) {
+            now += 1000;
+            double a = now_ms();
+            d = sched_cycle(s, now, true, &n, NULL);
+            t[i] = now_ms() - a;
+            confirm_starts(s, d, n, now);
+        }
+    } else if (job_end) {
+        r.name = "job_end";
+        /* end a running job, then time the cycle that follows */
+        struct sched_error err;
+        size_t slots = sched_job_slots(s), slot = 0;
+        for (int i = 0; i < reps; i++) {
+            struct sched_job_view v;
+            while (slot < slots && (sched_job_at(s, slot, &v) || v.state != SCHED_RUNNING))
+                slot++;
+            if (slot >= slots)
+                break;
+            now += 10;
+            if (sched_job_ended(s, v.id, SCHED_EXIT_CODE, 0, now, &err))
+                die("ended", &err);
+            double a = now_ms();
+            d = sched_cycle(s, now, false, &n, NULL);
+            t[i] = now_ms() - a;
+            for (size_t k = 0; k < n; k++)
+                r.started += d[k].kind == SCHED_D_START;
+            confirm_starts(s, d, n, now);
+            slots = sched_job_slots(s);
+        }
+    } else if (submit_one) {
+        r.name = "submit";
+        for (int i = 0; i < reps; i++) {
+            now += 10;
+            double a = now_ms();
+            submit_jobs(s, 1, 200, now);
+            d = sched_cycle(s, now, false, &n, NULL);
+            t[i] = now_ms() - a;
+            confirm_starts(s, d, n, now);
+        }
+    }
+    for (int i = 0; i < reps; i++)
+        if (t[i] > r.max_ms)
+            r.max_ms = t[i];
+    r.median_ms = median(t, reps);
+    r.bytes_per_job = bytes_per_pending(s);
+    r.rss_mb = peak_rss_kb() / 1024;
+    print_result(&r);
+    free(t);
+    sched_destroy(s);
+}
+
+int main(int argc, char **argv)
+{
+    const char *only = NULL;
+    bool quick = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!strcmp(argv[i], "--case") && i + 1 < argc)
+            only = argv[++i];
+        else {
+            fprintf(stderr, "usage: core_bench [--quick] [--case full|full_refresh|job_end|"
+                            "submit|scale_jobs|scale_nodes]\n");
+            return 2;
+        }
+    }
+#define RUN(c) (!only || !strcmp(only, c))
+    if (quick) {
+        case_full("full", 1000, 10000, 3);
+        case_steady(1000, 10000, 50, false, true, false);
+        return 0;
+    }
+    if (RUN("full"))
+        case_full("full", 10000, 100000, 5);
+    if (RUN("full_refresh"))
+        case_steady(10000, 100000, 5, true, false, false);
+    if (RUN("job_end"))
+        case_steady(10000, 100000, 200, false, true, false);
+    if (RUN("submit"))
+        case_steady(10000, 100000, 200, false, false, true);
+    if (RUN("scale_jobs")) {
+        case_full("scale_jobs", 10000, 10000, 5);
+        case_full("scale_jobs", 10000, 100000, 3);
+        case_full("scale_jobs", 10000, 1000000, 3);
+    }
+    if (RUN("scale_nodes")) {
+        case_full("scale_nodes", 1000, 100000, 3);
+        case_full("scale_nodes", 10000, 100000, 3);
+    }
+    return 0;
+}
