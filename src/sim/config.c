@@ -267,6 +267,10 @@ static int group_from_json(struct jctx *c, json_t *g, struct sim_node_group *out
     if (count < 0)
         return jfail(c, "count", "missing");
     out->count = (int)count;
+    if (out->gpus > 0 && !out->gpu_type[0])
+        return jfail(c, "gpu_type", "missing (required when gpus > 0)");
+    if (out->gpu_type[0] && !str_is_name(out->gpu_type))
+        return jfail(c, "gpu_type", "'%s' is not a name", out->gpu_type);
     if (json_object_get(g, "labels") &&
         labels_from_json(c, json_object_get(g, "labels"), out->labels, &out->nlabels) < 0)
         return -EINVAL;

@@ -198,7 +198,7 @@ static void report_error(struct sim *m, const char *what)
 {
     if (m->errors_shown < m->opt->max_errors_shown)
         fprintf(stderr, "docket-sim: %s\n", what);
-    else if (m->errors_shown == m->opt->max_errors_shown)
+    else if (m->errors_shown == m->opt->max_errors_shown && m->opt->max_errors_shown > 0)
         fprintf(stderr, "docket-sim: (further errors not shown; see the counts in the report)\n");
     m->errors_shown++;
 }

@@ -271,7 +271,7 @@ static int csv_row(struct trace_reader *r, struct trace_row *out, struct trace_e
 {
     char *f[MAX_FIELDS];
     int n;
-    int64_t v;
+    int64_t v = 0;
 
     if (strlen(r->line) > LINE_MAX_LEN)
         return fail(err, r, NULL, "line longer than %d bytes", LINE_MAX_LEN);
@@ -345,7 +345,7 @@ static int swf_number(struct trace_reader *r, struct trace_error *err, int i, co
 {
     char *end;
     double d;
-    int64_t v;
+    int64_t v = 0;
 
     if (strcmp(s, "-1") == 0) {
         *out = -1;
