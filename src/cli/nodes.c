@@ -53,7 +53,10 @@ static void print_nodes(struct cli *c, const json_t *nodes)
 
         dbuf_init(&b, 4096);
         labels_text(json_object_get(n, "labels"), &b);
-        fmt_size(jint(n, "mem_used_mb", 0), mem, sizeof(mem));
+        if (jint(n, "mem_used_mb", 0) > 0)
+            fmt_size(jint(n, "mem_used_mb", 0), mem, sizeof(mem));
+        else
+            snprintf(mem, sizeof(mem), "0");
         fmt_size(jint(n, "mem_mb", 0), mem2, sizeof(mem2));
         fmt_when(jint(n, "last_heartbeat_ms", 0), c->now_ms, hb, sizeof(hb));
         table_row(t);

@@ -8,6 +8,7 @@
 #include "cli/jobs.h"
 #include "util/dbuf.h"
 #include "util/parse.h"
+#include "util/str.h"
 
 const char cmd_show_usage[] =
     "usage: docket show JOB [--json]\n"
@@ -156,9 +157,12 @@ static void print_events(struct cli *c, const json_t *events)
         else
             table_cell(t, fmt_state_color(jstr(e, "to")), "%s", jstr(e, "to"));
         table_cell(t, FMT_PLAIN, "%s", jstr(e, "node"));
-        table_cell(t, FMT_PLAIN, "%s%s%s", jstr(e, "reason"),
-                   jstr(e, "detail")[0] && jstr(e, "reason")[0] ? ": " : "",
-                   jstr(e, "detail"));
+        if (str_has_prefix(jstr(e, "detail"), jstr(e, "reason")))
+            table_cell(t, FMT_PLAIN, "%s", jstr(e, "detail"));
+        else
+            table_cell(t, FMT_PLAIN, "%s%s%s", jstr(e, "reason"),
+                       jstr(e, "detail")[0] && jstr(e, "reason")[0] ? ": " : "",
+                       jstr(e, "detail"));
     }
     if (table_rows(t)) {
         fprintf(c->out, "\nevents:\n");

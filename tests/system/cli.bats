@@ -1,0 +1,446 @@
+#!/usr/bin/env bats
+# cli.bats - the docket CLI against a real docketd and two real docket-node agents with
+# declared GPUs (8xH100-80GB each) on loopback: every verb, --json parsed with jq,
+# #DOCKET and #SBATCH scripts, errors and exit codes (0 done, 1 refused/failed, 2 usage).
+# One cluster per file (setup_file); every process it started is stopped by pid in
+# teardown_file, with the job supervisors the agents leave and their cgroups.
+
+bats_require_minimum_version 1.5.0
+
+DOCKET_BUILD=${DOCKET_BUILD:-$BATS_TEST_DIRNAME/../../build}
+DOCKET=$DOCKET_BUILD/src/cli/docket
+DOCKETD_BIN=$DOCKET_BUILD/src/controller/docketd
+AGENT_BIN=$DOCKET_BUILD/src/agent/docket-node
+
+# wait_for SECONDS CMD...: retry CMD every 50 ms until it succeeds.
+wait_for() {
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.05
+    done
+}
+
+# cluster_start: docketd on 127.0.0.1:0 + its socket, two agents (8xH100-80GB each).
+cluster_start() {
+    export T W PREFIX DOCKET_URL PORT TOKEN
+    T=$(mktemp -d /tmp/docket-bats-cli.XXXXXX)
+    W=$T/work
+    PREFIX="cli$$"
+    mkdir -p "$T/ctl" "$W"
+    chmod 0755 "$T"
+    "$DOCKETD_BIN" --state-dir "$T/ctl" --listen 127.0.0.1:0 --socket "$T/ctl/docketd.sock" \
+        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" &
+    echo $! >"$T/ctl.pid"
+    wait_for 20 test -s "$T/ctl/docketd.port"
+    wait_for 20 test -S "$T/ctl/docketd.sock"
+    PORT=$(cat "$T/ctl/docketd.port")
+    TOKEN=$(cat "$T/ctl/admin.token")
+    DOCKET_URL=unix:$T/ctl/docketd.sock
+    local join
+    join=$("$DOCKET" token join)
+    [[ $join == dkj_* ]]
+    agent_start a "$join"
+    agent_start b "$join"
+    wait_for 30 nodes_up 2
+}
+
+agent_start() { # a|b JOIN
+    local cg=()
+    [[ $(id -u) == 0 ]] || cg=(--no-cgroups)
+    "$AGENT_BIN" --controller "http://127.0.0.1:$PORT" --join-token "$2" \
+        --name "$PREFIX-$1" --gpus 8xH100-80GB --cpus 16 --mem 64G --label "zone=$1" \
+        --state-dir "$T/agent-$1" --allow-root-jobs --usage-interval 1s \
+        --log-file "$T/agent-$1.log" "${cg[@]}" &
+    echo $! >"$T/agent-$1.pid"
+}
+
+nodes_up() { # N: at least N nodes UP
+    local n
+    n=$("$DOCKET" nodes --json 2>/dev/null | jq '[.nodes[] | select(.state == "UP")] | length')
+    [[ ${n:-0} -ge $1 ]]
+}
+
+kill_pidfile() { # FILE
+    local pid
+    pid=$(cat "$1" 2>/dev/null) || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    wait_for 10 bash -c "! kill -0 $pid 2>/dev/null" || kill -9 "$pid" 2>/dev/null || true
+}
+
+# cluster_stop: agents, controller, then the job supervisors the agents left (they
+# outlive an agent by design), their cgroups, and the temp dir.
+cluster_stop() {
+    [[ -n ${T:-} && -d $T ]] || return 0
+    kill_pidfile "$T/agent-a.pid"
+    kill_pidfile "$T/agent-b.pid"
+    kill_pidfile "$T/ctl.pid"
+    local f pid n c d g
+    for f in "$T"/agent-*/jobs/*/state.json; do
+        [[ -f $f ]] || continue
+        pid=$(jq -r '.sup_pid // 0' "$f")
+        [[ $(jq -r '.state' "$f") != exited && $pid -gt 0 ]] && kill -9 "$pid" 2>/dev/null
+    done
+    for n in a b; do
+        for c in memory cpu cpuacct pids freezer ""; do
+            d=/sys/fs/cgroup/${c:+$c/}docket/$PREFIX-$n
+            [[ -d $d ]] || continue
+            for g in "$d"/job_*; do
+                [[ -d $g ]] || continue
+                xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
+                rmdir "$g" 2>/dev/null
+            done
+            rmdir "$d" 2>/dev/null
+        done
+    done
+    rm -rf "$T"
+}
+
+# The state of job ID.
+job_state() {
+    "$DOCKET" show "$1" --json | jq -r .job.state
+}
+
+state_in() { # ID STATE...
+    local s
+    s=$(job_state "$1")
+    shift
+    for want in "$@"; do [[ $s == "$want" ]] && return 0; done
+    return 1
+}
+
+# --------------------------------------------------------------------------------------
+
+setup_file() {
+    [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] || skip "docket, docketd or docket-node not built"
+    cluster_start
+    "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml" >/dev/null
+}
+
+teardown_file() {
+    cluster_stop
+}
+
+setup() {
+    cd "$W"
+}
+
+# submit_q ARGS...: submit, print the id only
+submit_q() {
+    "$DOCKET" submit --parsable "$@"
+}
+
+@test "help: docket help, docket help VERB and VERB --help for every verb exit 0" {
+    run "$DOCKET" help
+    [ "$status" -eq 0 ]
+    [[ $output == *"submit "* && $output == *"explain "* && $output == *"top "* ]]
+    for v in submit queue q show cancel hold release requeue logs explain forecast nodes \
+             projects tiers classes history apply top token audit help; do
+        run "$DOCKET" "$v" --help
+        [ "$status" -eq 0 ] || { echo "$v --help: $status $output"; false; }
+        [[ $output == usage:* ]] || { echo "$v --help: $output"; false; }
+        run "$DOCKET" help "$v"
+        [ "$status" -eq 0 ]
+    done
+    run "$DOCKET" --version
+    [ "$status" -eq 0 ]
+    [[ $output == "docket "* ]]
+}
+
+@test "usage errors exit 2 and say what to do; nothing is sent" {
+    run -2 "$DOCKET" frobnicate
+    [[ $output == *"unknown verb 'frobnicate'"* ]]
+    run -2 "$DOCKET" submit --gpuz 8 -- true
+    [[ $output == *"unknown option '--gpuz'"* && $output == *"docket help submit"* ]]
+    run -2 "$DOCKET" submit -p explore
+    [[ $output == *"nothing to run"* ]]
+    run -2 "$DOCKET" submit -g lots -- true
+    [[ $output == *"--gpus: bad GPU count 'lots'"* ]]
+    run -2 "$DOCKET" submit --time 3x -- true
+    run -2 "$DOCKET" show
+    run -2 "$DOCKET" show abc
+    [[ $output == *"bad job id 'abc'"* ]]
+    run -2 "$DOCKET" queue --limit 0
+    run -2 "$DOCKET" nodes label "$PREFIX-a" "bad label"
+    run -2 "$DOCKET" projects boost vision --levels 1
+    [[ $output == *"--reason"* ]]
+    run -2 "$DOCKET"
+    # nothing reached the queue
+    run "$DOCKET" q --all --json
+    [ "$(jq '[.jobs[] | select(.command == ["true"])] | length' <<<"$output")" -eq 0 ]
+}
+
+@test "an unreachable controller: exit 1 and how to start it" {
+    DOCKET_URL=unix:$T/none.sock run -1 "$DOCKET" queue
+    [[ $output == *"cannot reach docketd at unix:$T/none.sock"* ]]
+    [[ $output == *"start it with \`docketd --state-dir DIR\`, or set DOCKET_URL"* ]]
+    DOCKET_URL=http://127.0.0.1:1 run -1 "$DOCKET" nodes
+    [[ $output == *"cannot reach docketd at http://127.0.0.1:1"* ]]
+    DOCKET_URL=ftp://x run -1 "$DOCKET" nodes
+    [[ $output == *"bad url 'ftp://x'"* ]]
+}
+
+@test "tiers, classes and projects from the applied policy (--json)" {
+    run -0 "$DOCKET" tiers --json
+    [ "$(jq -r '[.tiers[].name] | join(",")' <<<"$output")" = "critical,high,normal,low" ]
+    run -0 "$DOCKET" classes --json
+    [ "$(jq -r '.classes[] | select(.name == "exploration") | .preemptible' <<<"$output")" = true ]
+    run -0 "$DOCKET" projects --json
+    [ "$(jq -r '.projects[] | select(.name == "nlp") | .gpu_limit' <<<"$output")" = 4 ]
+    [ "$(jq -r '.projects[] | select(.name == "vision") | .tier' <<<"$output")" = high ]
+    run -0 "$DOCKET" tiers
+    [[ ${lines[0]} == *RANK*TIER*"STARVE AFTER"* ]]
+    [[ $output == *"low "*"1d"* ]]
+    run -0 "$DOCKET" classes
+    [[ $output == *"training "*"7d"* ]]
+    run -0 "$DOCKET" projects nlp
+    [[ $output == *"nlp "*"lang"*"normal"* ]]
+}
+
+@test "apply: --dry-run, a bad file is refused with the field named and changes nothing" {
+    run -0 "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml" --dry-run
+    [[ $output == "valid, would apply"*"4 tiers, 5 classes, 3 projects" ]]
+    printf 'projects:\n  - {name: nlp, group: lang, tier: nosuchtier}\n' >"$T/bad.yaml"
+    run -1 "$DOCKET" apply -f "$T/bad.yaml"
+    [[ $output == *"nosuchtier"* ]]
+    run -0 "$DOCKET" projects nlp --json
+    [ "$(jq -r '.project.tier // .tier' <<<"$output")" = normal ]
+    run -1 "$DOCKET" apply -f "$T/missing.yaml"
+    [[ $output == *"cannot read '$T/missing.yaml'"* ]]
+    printf '{"projects": [{"name": "tmpproj", "group": "g", "tier": "low"}]}' >"$T/p.json"
+    run -0 "$DOCKET" apply -f "$T/p.json" --json
+    [ "$(jq -r .applied.projects <<<"$output")" = 1 ]
+}
+
+@test "nodes: two agents with 8 declared GPUs each; label, drain and resume" {
+    run -0 "$DOCKET" nodes --json
+    [ "$(jq "[.nodes[] | select(.name | startswith(\"$PREFIX\")) | .gpus] | add" <<<"$output")" -eq 16 ]
+    [ "$(jq -r ".nodes[] | select(.name == \"$PREFIX-a\") | .gpu_type" <<<"$output")" = H100-80GB ]
+    run -0 "$DOCKET" nodes
+    [[ $output == *"$PREFIX-a"*UP*"/8"*H100-80GB*"zone=a"* ]]
+    run -0 "$DOCKET" nodes label "$PREFIX-b" rack=r2
+    run -0 "$DOCKET" nodes "$PREFIX-b" --json
+    [ "$(jq -r '.node.labels.rack' <<<"$output")" = r2 ]
+    run -0 "$DOCKET" nodes label "$PREFIX-b" rack-
+    run -0 "$DOCKET" nodes "$PREFIX-b" --json
+    [ "$(jq -r '.node.labels.rack // "gone"' <<<"$output")" = gone ]
+    run -0 "$DOCKET" nodes drain "$PREFIX-b" --reason "bats maintenance"
+    run -0 "$DOCKET" nodes "$PREFIX-b" --json
+    [[ $(jq -r .node.state <<<"$output") == DRAIN* ]]
+    run -0 "$DOCKET" nodes resume "$PREFIX-b"
+    run -0 "$DOCKET" nodes "$PREFIX-b" --json
+    [ "$(jq -r .node.state <<<"$output")" = UP ]
+    run -1 "$DOCKET" nodes drain nosuchnode
+}
+
+@test "submit with flags: the job runs, logs, show and history tell its story" {
+    id=$(submit_q -p explore --class exploration -g 1 --time 5m --name hello \
+        --env GREETING=bonjour --label run=bats -- sh -c 'echo "$GREETING from $DOCKET_JOB_ID"; echo warn >&2')
+    [[ $id =~ ^[0-9]+$ ]]
+    wait_for 30 state_in "$id" COMPLETED FAILED
+    [ "$(job_state "$id")" = COMPLETED ]
+    run -0 "$DOCKET" logs "$id"
+    [ "$output" = "bonjour from $id" ]
+    run -0 "$DOCKET" logs "$id" --stderr
+    [ "$output" = warn ]
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -r .job.name <<<"$output")" = hello ]
+    [ "$(jq -r .job.labels.run <<<"$output")" = bats ]
+    [ "$(jq -r .job.exit.code <<<"$output")" = 0 ]
+    [ "$(jq -r '[.events[].to] | index("RUNNING") != null' <<<"$output")" = true ]
+    run -0 "$DOCKET" show "$id"
+    [[ ${lines[0]} == "job $id  hello  COMPLETED" ]]
+    [[ $output == *"exit code 0"* && $output == *"events:"* ]]
+    run -0 "$DOCKET" history --json
+    [ "$(jq "[.jobs[] | select(.id == $id)] | length" <<<"$output")" -eq 1 ]
+    run -0 "$DOCKET" history -p explore
+    [[ $output == *"$id"*hello*explore*COMPLETED* ]]
+}
+
+@test "submit --json and --parsable; a refused submission exits 1 naming the field" {
+    run -0 "$DOCKET" submit --json -p explore --class exploration -- true
+    [ "$(jq -r .job.project <<<"$output")" = explore ]
+    [ "$(jq -r .job.tier <<<"$output")" = low ]
+    run -1 "$DOCKET" submit -p nosuchproject -- true
+    [[ $output == *"field project"* ]]
+    run -1 --separate-stderr "$DOCKET" submit --json -p explore -g 64 -- true
+    [ "$(jq -r .error.code <<<"$output")" = invalid_argument ]
+    [[ $stderr == "docket submit: "* ]]
+    run -1 "$DOCKET" submit -p explore -t critical -- true
+    [[ $output == *tier* ]]
+}
+
+@test "a #DOCKET script: directives apply, flags on the command line win" {
+    cat >"$W/job.sh" <<'SCRIPT'
+#!/bin/sh
+#DOCKET -p explore --class exploration
+#DOCKET --gpus 2 --time 10m --name from-script
+#DOCKET --env WHO=script --env KEEP=yes
+echo "who=$WHO keep=$KEEP gpus=$CUDA_VISIBLE_DEVICES"
+SCRIPT
+    id=$(submit_q --env WHO=flag --name from-flag "$W/job.sh")
+    wait_for 30 state_in "$id" COMPLETED FAILED
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -r .job.name <<<"$output")" = from-flag ]
+    [ "$(jq -r .job.gpus <<<"$output")" = 2 ]
+    [ "$(jq -r .job.time_limit_ms <<<"$output")" = 600000 ]
+    [ "$(jq -r .job.state <<<"$output")" = COMPLETED ]
+    run -0 "$DOCKET" logs "$id"
+    [[ $output == "who=flag keep=yes gpus="*,* ]]
+}
+
+@test "an #SBATCH script: Slurm options mapped, partition through DOCKET_PARTITION_MAP, unknown ones warned" {
+    cat >"$W/slurm.sh" <<'SCRIPT'
+#!/bin/bash
+#SBATCH --job-name=from-slurm
+#SBATCH --account=explore
+#SBATCH --partition=debug
+#SBATCH --gres=gpu:1
+#SBATCH --cpus-per-task=2 --mem=1G
+#SBATCH --time=05:00
+#SBATCH --mail-type=END
+echo "slurm job on $DOCKET_NODE"
+SCRIPT
+    DOCKET_PARTITION_MAP="debug=exploration" run -0 --separate-stderr "$DOCKET" submit --parsable "$W/slurm.sh"
+    id=$output
+    [[ $stderr == *"line 8: #SBATCH --mail-type is not understood by docket; ignored"* ]]
+    wait_for 30 state_in "$id" COMPLETED FAILED
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -r .job.name <<<"$output")" = from-slurm ]
+    [ "$(jq -r .job.project <<<"$output")" = explore ]
+    [ "$(jq -r .job.class <<<"$output")" = exploration ]
+    [ "$(jq -r .job.gpus <<<"$output")" = 1 ]
+    [ "$(jq -r .job.cpus <<<"$output")" = 2 ]
+    [ "$(jq -r .job.mem_mb <<<"$output")" = 1024 ]
+    [ "$(jq -r .job.time_limit_ms <<<"$output")" = 300000 ]
+    run -0 "$DOCKET" logs "$id"
+    [[ $output == "slurm job on $PREFIX-"* ]]
+    # an unmapped partition is a warning too, never silence
+    run -0 --separate-stderr "$DOCKET" submit --dry-run "$W/slurm.sh"
+    [[ $stderr == *"#SBATCH --partition=debug has no mapping"* ]]
+}
+
+@test "hold, release, cancel, requeue: states change and refusals exit 1" {
+    id=$(submit_q --hold -p explore --class exploration --time 5m -- sleep 300)
+    [ "$(job_state "$id")" = HELD ]
+    run -0 "$DOCKET" release "$id"
+    [[ $output == "released job $id (now "* ]]
+    wait_for 30 state_in "$id" RUNNING
+    run -0 "$DOCKET" requeue "$id" --reason "bats requeue" --json
+    [ "$(jq -r ".jobs[0].id" <<<"$output")" = "$id" ]
+    wait_for 30 state_in "$id" RUNNING PENDING
+    run -0 "$DOCKET" cancel "$id" --reason "bats done"
+    wait_for 30 state_in "$id" CANCELLED
+    run -1 "$DOCKET" cancel "$id"
+    [[ $output == *"docket cancel: "* ]]
+    run -1 "$DOCKET" hold 999999
+    run -0 "$DOCKET" show "$id"
+    [[ $output == *CANCELLED* ]]
+}
+
+@test "a project on its quota waits with QuotaLimit, and explain says why" {
+    a=$(submit_q -p nlp -g 4 --time 5m -- sleep 300)
+    b=$(submit_q -p nlp -g 4 --time 5m -- sleep 300)
+    wait_for 30 state_in "$a" RUNNING
+    run -0 "$DOCKET" explain "$b" --json
+    [ "$(jq -r .explain.reason <<<"$output")" = QuotaLimit ]
+    [ "$(jq -r .explain.state <<<"$output")" = PENDING ]
+    run -0 "$DOCKET" explain "$b"
+    [[ ${lines[0]} == "job $b is PENDING: QuotaLimit" ]]
+    [[ $output == *"limit"*"4 in use of 4"* ]]
+    run -0 "$DOCKET" explain "$a"
+    [[ ${lines[0]} == "job $a is RUNNING"* ]]
+    [[ $output == *preempt* ]]
+    run -0 "$DOCKET" queue -p nlp
+    [[ $output == *"$b"*PENDING*QuotaLimit* ]]
+    run -0 "$DOCKET" queue -p nlp --json
+    [ "$(jq '[.jobs[] | .project] | unique | length' <<<"$output")" -eq 1 ]
+    run -0 "$DOCKET" forecast --json
+    jq -e '.releases | type == "array"' <<<"$output"
+    run -0 "$DOCKET" forecast
+    run -0 "$DOCKET" cancel "$a" "$b"
+    wait_for 30 state_in "$a" CANCELLED
+}
+
+@test "an array: one job per index, at most %N at once" {
+    run -0 "$DOCKET" submit --json -p explore --class exploration --array 0-3%2 -- sh -c 'echo "index $DOCKET_ARRAY_INDEX"'
+    [ "$(jq '.jobs | length' <<<"$output")" -eq 4 ]
+    arr=$(jq -r .array_id <<<"$output")
+    last=$(jq -r '.jobs[3].id' <<<"$output")
+    wait_for 60 state_in "$last" COMPLETED FAILED
+    run -0 "$DOCKET" logs "$last"
+    [ "$output" = "index 3" ]
+    run -0 "$DOCKET" history --json
+    [ "$(jq "[.jobs[] | select(.array_id == $arr)] | length" <<<"$output")" -eq 4 ]
+}
+
+@test "logs -f follows a job to its end" {
+    id=$(submit_q -p explore --class exploration -- sh -c 'for i in 1 2 3; do echo line $i; sleep 0.3; done')
+    run -0 timeout 60 "$DOCKET" logs -f "$id"
+    [ "$output" = "$(printf 'line 1\nline 2\nline 3')" ]
+}
+
+@test "top prints one frame off a terminal; --json is one snapshot" {
+    run -0 "$DOCKET" top
+    [[ $output == *"docket top"* && $output == *"H100-80GB"*"GPUs"* ]]
+    [[ $output != *$'\033'* ]]
+    run -0 "$DOCKET" top --json
+    jq -e '.nodes | length >= 2' <<<"$output"
+    jq -e '.jobs | type == "array"' <<<"$output"
+}
+
+@test "projects set, boost, pause and resume are applied and audited" {
+    run -0 "$DOCKET" projects set explore max_queued=4000
+    run -0 "$DOCKET" projects explore --json
+    [ "$(jq -r '.project.max_queued // .max_queued' <<<"$output")" = 4000 ]
+    run -0 "$DOCKET" projects boost explore --levels 1 --for 1h --reason "bats deadline"
+    run -0 "$DOCKET" projects explore --json
+    [ "$(jq -r '(.project // .).eff_tier' <<<"$output")" = normal ]
+    run -0 "$DOCKET" projects boost explore --remove
+    run -0 "$DOCKET" projects pause explore
+    run -1 "$DOCKET" submit -p explore -- true
+    run -0 "$DOCKET" projects resume explore
+    run -2 "$DOCKET" projects set explore colour=blue
+    [[ $output == *"unknown key 'colour'"* ]]
+    run -1 "$DOCKET" projects set nosuchproject max_queued=1
+    run -2 "$DOCKET" projects set explore gpu_limit=many
+    run -0 "$DOCKET" audit --json
+    jq -e '.entries | length > 0' <<<"$output"
+    run -0 "$DOCKET" audit --target explore
+    [[ $output == *explore* ]]
+}
+
+@test "tokens: a member token works over TCP; a bad one exits 1 with a hint" {
+    run -0 --separate-stderr "$DOCKET" token create --user alice --role member --ttl 1d
+    tok=$output
+    [[ $tok == dkt_* ]]
+    [[ $stderr == *"token for alice"* ]]
+    DOCKET_URL=http://127.0.0.1:$PORT DOCKET_TOKEN=$tok run -0 "$DOCKET" tiers --json
+    jq -e '.tiers | length == 4' <<<"$output"
+    DOCKET_URL=http://localhost:$PORT DOCKET_TOKEN=$TOKEN run -0 "$DOCKET" nodes --json
+    DOCKET_URL=http://127.0.0.1:$PORT DOCKET_TOKEN=dkt_forged run -1 "$DOCKET" queue
+    [[ $output == *"hint: over TCP set DOCKET_TOKEN"* ]]
+    run -0 "$DOCKET" --url "http://127.0.0.1:$PORT" --token "$TOKEN" q --json
+    run -2 "$DOCKET" token create
+}
+
+@test "the config file: url and token from ~/.config/docket/config" {
+    mkdir -p "$T/home/.config/docket"
+    printf '# test\nurl = http://127.0.0.1:%s\ntoken = %s\n' "$PORT" "$TOKEN" >"$T/home/.config/docket/config"
+    HOME=$T/home DOCKET_URL= XDG_CONFIG_HOME= run -0 "$DOCKET" tiers --json
+    printf 'colour = blue\n' >"$T/home/.config/docket/config"
+    HOME=$T/home DOCKET_URL= XDG_CONFIG_HOME= run -1 "$DOCKET" tiers
+    [[ $output == *"config:1: unknown key 'colour'"* ]]
+}
+
+@test "output for scripts: no colour off a terminal or with NO_COLOR; --json is valid everywhere" {
+    run -0 "$DOCKET" queue --all
+    [[ $output != *$'\033'* ]]
+    NO_COLOR=1 run -0 "$DOCKET" nodes
+    [[ $output != *$'\033'* ]]
+    for v in queue history nodes projects tiers classes forecast audit; do
+        run -0 "$DOCKET" "$v" --json
+        jq -e . <<<"$output" >/dev/null || { echo "$v --json: $output"; false; }
+    done
+}
