@@ -99,6 +99,9 @@ static void fire_deadline(struct sched *s, const struct deadline *d, int64_t now
         if (j->nallocs)
             victim_eligibility_update(s, j, now);
         break;
+    case DL_STARVE:
+        starvation_watch(s, j, now);
+        break;
     default:
         break; /* DL_BEGIN: the walk looks at the begin time itself */
     }
@@ -407,8 +410,7 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full
     zone_refresh(s);
     projects_accrue(s, now);
     fire_deadlines(s, now);
-    bool refresh = full || s->order_dirty || now - s->last_refresh >= s->policy.fairshare_refresh_ms ||
-                   now >= s->next_starve_at;
+    bool refresh = full || s->order_dirty || now - s->last_refresh >= s->policy.fairshare_refresh_ms;
     if (refresh) {
         order_rebuild(s, now);
     } else {
@@ -431,7 +433,6 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full
     st->pending = (int)s->by_state[SCHED_PENDING];
     st->running = (int)(s->by_state[SCHED_RUNNING] + s->by_state[SCHED_STARTING] +
                         s->by_state[SCHED_STOPPING]);
-    s->soft_wakeup = s->next_starve_at;
     return decisions_return(s, ndec);
 }
 
@@ -447,8 +448,6 @@ int64_t sched_next_wakeup(const struct sched *s, int64_t now)
             t = refresh;
         if (res < t && s->res_active > 0)
             t = res;
-        if (s->soft_wakeup < t)
-            t = s->soft_wakeup;
         if (s->preempt_budget <= 0 && s->eligible_victims > 0)
             t = now + 1;
     }

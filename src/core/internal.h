@@ -184,7 +184,7 @@ struct reservation {
     bool live;
 };
 
-enum deadline_kind { DL_LIMIT, DL_KILL, DL_BEGIN, DL_ELIGIBLE, DL_PROTECT, DL_BOOST };
+enum deadline_kind { DL_LIMIT, DL_KILL, DL_BEGIN, DL_ELIGIBLE, DL_PROTECT, DL_BOOST, DL_STARVE };
 
 struct deadline {
     int64_t at;
@@ -260,8 +260,6 @@ struct sched {
     int eligible_victims; /* running jobs that are preemptible by someone now */
     uint32_t *starving;   /* slots of starving pending jobs, oldest first */
     size_t nstarving, starving_cap;
-    int64_t next_starve_at;
-    int64_t soft_wakeup;  /* starvation bounds and similar, from the last cycle */
 
     /* decisions queued for the next sched_cycle return */
     struct sched_decision *dec;
@@ -356,6 +354,7 @@ void victim_eligibility_update(struct sched *s, struct job *v, int64_t now);
 void order_insert(struct sched *s, struct job *j);
 void order_remove(struct sched *s, struct job *j);
 void order_rebuild(struct sched *s, int64_t now);
+void starvation_watch(struct sched *s, struct job *j, int64_t now);
 void order_merge_new(struct sched *s);
 uint64_t job_key1(const struct sched *s, const struct job *j, int64_t now);
 void project_share_refresh(struct sched *s, struct project *p);

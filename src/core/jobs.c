@@ -492,6 +492,7 @@ int sched_job_submit(struct sched *s, const struct sched_job_spec *sp, int64_t n
         deadline_push(s, j->begin_ms, j->id, DL_BEGIN);
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
     order_insert(s, j);
+    starvation_watch(s, j, now);
     return 0;
 }
 
@@ -762,6 +763,7 @@ int sched_job_release(struct sched *s, uint64_t id, int64_t now, struct sched_er
     j->reason = SCHED_R_PRIORITY;
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
     order_insert(s, j);
+    starvation_watch(s, j, now);
     return 0;
 }
 

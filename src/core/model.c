@@ -170,11 +170,9 @@ struct sched *sched_create(const struct sched_policy *policy, struct sched_error
     s->ntypes = 1;
     s->cycle = 1;
     s->node_epoch = 1;
-    s->next_starve_at = NEVER;
     s->order_dirty = true;
     s->last_refresh = INT64_MIN / 2;
     s->res_refreshed = INT64_MIN / 2;
-    s->soft_wakeup = NEVER;
     memset(s->buckets, 0xff, sizeof(s->buckets));
     /* selset 0 is the empty set */
     if (grow((void **)&s->selsets, &s->selsets_cap, 1, sizeof(*s->selsets)) < 0) {
@@ -845,6 +843,7 @@ void job_to_pending(struct sched *s, struct job *j, int64_t begin_ms)
     s->projects[j->project].queued++;
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
     order_insert(s, j);
+    starvation_watch(s, j, s->now);
 }
 
 static void resolve_dependents(struct sched *s, struct job *done, bool ok);

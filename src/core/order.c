@@ -166,21 +166,36 @@ static int cmp_starving(const void *a, const void *b, void *ctx)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* Note a pending job that is starving now, or when it will start to. */
-static void starvation_note(struct sched *s, struct job *j, int64_t now)
+static void starving_append(struct sched *s, struct job *j)
 {
+    if (j->flags & JF_STARVING)
+        return;
+    if (grow((void **)&s->starving, &s->starving_cap, s->nstarving + 1, sizeof(*s->starving)))
+        return;
+    j->flags |= JF_STARVING;
+    /* keep the list oldest first: it is short, insertion is fine */
+    size_t i = s->nstarving++;
+    while (i > 0 && cmp_starving(&s->starving[i - 1], &(uint32_t){job_slot(s, j)}, s) > 0) {
+        s->starving[i] = s->starving[i - 1];
+        i--;
+    }
+    s->starving[i] = job_slot(s, j);
+}
+
+/* A pending job starves once it has waited its tier's starve_after: mark it now, or set a
+ * deadline for when it will (fire_deadline calls back here then). */
+void starvation_watch(struct sched *s, struct job *j, int64_t now)
+{
+    if (j->state != SCHED_PENDING)
+        return;
     int64_t after = s->policy.tiers[job_eff_rank(s, j)].starve_after_ms;
     if (after <= 0)
         return;
     int64_t at = j->submit_ms + after;
-    if (at > now) {
-        if (at < s->next_starve_at)
-            s->next_starve_at = at;
-        return;
-    }
-    j->flags |= JF_STARVING;
-    if (grow((void **)&s->starving, &s->starving_cap, s->nstarving + 1, sizeof(*s->starving)) == 0)
-        s->starving[s->nstarving++] = job_slot(s, j);
+    if (at > now)
+        deadline_push(s, at, j->id, DL_STARVE);
+    else
+        starving_append(s, j);
 }
 
 /* Recompute shares, keys and shapes of every pending job and sort the queue again. */
@@ -192,7 +207,6 @@ void order_rebuild(struct sched *s, int64_t now)
     if (grow((void **)&s->order, &s->order_cap, pending + 1, sizeof(*s->order)) < 0)
         return;
     s->nstarving = 0;
-    s->next_starve_at = NEVER;
     size_t n = 0;
     for (size_t slot = 0; slot < s->jobs_cap; slot++) {
         struct job *j = &s->jobs[slot];
@@ -204,7 +218,13 @@ void order_rebuild(struct sched *s, int64_t now)
         shape_rule_refresh(s, j);
         j->key1 = job_key1(s, j, now);
         entry_fill(s, &s->order[n++], j);
-        starvation_note(s, j, now);
+        int64_t after = s->policy.tiers[job_eff_rank(s, j)].starve_after_ms;
+        if (after > 0 && j->submit_ms + after <= now) {
+            j->flags |= JF_STARVING;
+            if (grow((void **)&s->starving, &s->starving_cap, s->nstarving + 1,
+                     sizeof(*s->starving)) == 0)
+                s->starving[s->nstarving++] = job_slot(s, j);
+        }
     }
     if (n > 1)
         qsort(s->order, n, sizeof(*s->order), cmp_entries_q);
