@@ -307,17 +307,21 @@ int main(int argc, char **argv)
 {
     const char *only = NULL;
     bool quick = false;
+    uint64_t seed = 0x9e3779b97f4a7c15ULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = true;
         else if (!strcmp(argv[i], "--case") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10) | 1;
         else {
-            fprintf(stderr, "usage: core_bench [--quick] [--case full|full_refresh|job_end|"
+            fprintf(stderr, "usage: core_bench [--quick] [--seed N] [--case full|full_refresh|job_end|"
                             "submit|scale_jobs|scale_nodes]\n");
             return 2;
         }
     }
+    rng_state = seed;
 #define RUN(c) (!only || !strcmp(only, c))
     if (quick) {
         case_full("full", 1000, 10000, 3);

@@ -132,6 +132,13 @@ struct claim {
     int64_t mem_mb;
 };
 
+/* A running job's hold on one node, with when it is expected to let go. */
+struct release {
+    int64_t at;
+    int gpus, cpus;
+    int64_t mem;
+};
+
 struct node {
     char name[SCHED_NAME_MAX];
     int16_t gpu_type;     /* 0 = none */
@@ -152,6 +159,11 @@ struct node {
     struct u32vec jobs;   /* slots of jobs holding resources here */
     struct claim *claims;
     int nclaims, claims_cap;
+    /* releases of its jobs in time order, rebuilt lazily when a job starts, ends or is
+       stopped here (reservations read it for every candidate node) */
+    struct release *rel;
+    int nrel, rel_cap;
+    bool rel_dirty;
 };
 
 struct project {
@@ -302,6 +314,7 @@ void job_finish(struct sched *s, struct job *j, enum sched_job_state st, const c
 void project_accrue(struct sched *s, struct project *p, int64_t now);
 void projects_accrue(struct sched *s, int64_t now);
 void node_set_state_internal(struct sched *s, struct node *n, enum sched_node_state st);
+void job_nodes_touch(struct sched *s, const struct job *j);
 void reserved_zone_recompute(struct sched *s);
 void profiles_refresh(struct sched *s);
 void zone_refresh(struct sched *s);

@@ -683,6 +683,7 @@ void job_stop(struct sched *s, struct job *j, enum sched_stop_cause cause, int s
     enum sched_job_state from = j->state;
     job_set_state(s, j, SCHED_STOPPING);
     j->kill_at_ms = now + grace;
+    job_nodes_touch(s, j);
     deadline_push(s, j->kill_at_ms, j->id, DL_KILL);
     struct sched_decision *d = decision_push(s, SCHED_D_SIGNAL, j);
     if (d) {

@@ -208,6 +208,7 @@ void sched_destroy(struct sched *s)
         free(s->nodes[i].labels);
         free(s->nodes[i].label_ids);
         free(s->nodes[i].claims);
+        free(s->nodes[i].rel);
         u32vec_release(&s->nodes[i].jobs);
     }
     free(s->nodes);
@@ -734,6 +735,7 @@ static void node_take(struct sched *s, struct job *j, const struct sched_alloc *
     n->mem_used += a->mem_mb;
     n->gpu_used_mask |= a->gpu_mask;
     (void)u32vec_push(&n->jobs, job_slot(s, j));
+    n->rel_dirty = true;
     if (n->in_bucket)
         bucket_update(s, a->node);
     if (n->reserved && job_pool_rule(s, j, job_eff_rank(s, j)) != POOL_RULE_RESERVED_FIRST)
@@ -776,6 +778,13 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
     victim_eligibility_update(s, j, s->now);
 }
 
+/* The job's expected end changed (it is being stopped): its nodes' releases move. */
+void job_nodes_touch(struct sched *s, const struct job *j)
+{
+    for (int i = 0; i < j->nallocs; i++)
+        s->nodes[j->allocs[i].node].rel_dirty = true;
+}
+
 /* Give back everything the job holds; keep its state (the caller sets the next one). */
 void job_release_resources(struct sched *s, struct job *j)
 {
@@ -811,6 +820,7 @@ void job_release_resources(struct sched *s, struct job *j)
         n->mem_used -= a->mem_mb;
         n->gpu_used_mask &= ~a->gpu_mask;
         u32vec_remove_value(&n->jobs, job_slot(s, j));
+        n->rel_dirty = true;
         if (n->in_bucket)
             bucket_update(s, a->node);
         if (n->state == SCHED_NODE_DRAINING && n->jobs.n == 0) {

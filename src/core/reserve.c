@@ -119,10 +119,66 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static int cmp_release(const void *a, const void *b)
+{
+    const struct release *x = a, *y = b;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+static void releases_rebuild(const struct sched *s, struct node *n)
+{
+    size_t cap = (size_t)n->rel_cap;
+    if (grow((void **)&n->rel, &cap, n->jobs.n + 1, sizeof(*n->rel)) < 0) {
+        n->nrel = 0;
+        return; /* stays dirty: retried next time */
+    }
+    n->rel_cap = (int)cap;
+    uint32_t idx = (uint32_t)(n - s->nodes);
+    int nr = 0;
+    for (uint32_t i = 0; i < n->jobs.n; i++) {
+        const struct job *j = &s->jobs[n->jobs.v[i]];
+        const struct sched_alloc *al = alloc_on(j, idx);
+        int64_t e = job_expected_end(s, j);
+        if (al && e < NEVER)
+            n->rel[nr++] = (struct release){e, al->gpus, al->cpus, al->mem_mb};
+    }
+    qsort(n->rel, nr, sizeof(*n->rel), cmp_release);
+    n->nrel = nr;
+    n->rel_dirty = false;
+}
+
+/* The common case, a node without claims: free now plus the running jobs' releases in
+ * time order; the first moment they cover the request. The release list is a cache the
+ * const query may refresh (it changes nothing the model means). */
+static int64_t earliest_unclaimed(const struct sched *s, const struct node *cn,
+                                  const struct shape *sh, int64_t now)
+{
+    struct avail a = {cn->gpus - cn->gpus_used, cn->cpus - cn->cpus_used,
+                      cn->mem_mb - cn->mem_used};
+    if (covers(a, sh->gpus, sh->cpus, sh->mem_mb))
+        return now;
+    struct node *n = (struct node *)(uintptr_t)cn;
+    if (n->rel_dirty || n->nrel == 0)
+        releases_rebuild(s, n);
+    for (int i = 0; i < n->nrel; i++) {
+        a.gpus += n->rel[i].gpus;
+        a.cpus += n->rel[i].cpus;
+        a.mem += n->rel[i].mem;
+        if (covers(a, sh->gpus, sh->cpus, sh->mem_mb))
+            return n->rel[i].at > now ? n->rel[i].at : now;
+    }
+    return NEVER;
+}
+
 int64_t node_earliest(const struct sched *s, const struct node *n, const struct job *j,
                       int64_t now, int64_t dur, uint32_t own_res)
 {
     const struct shape *sh = &s->shapes[j->shape];
+    bool claimed = false;
+    for (int i = 0; i < n->nclaims && !claimed; i++)
+        claimed = n->claims[i].res != own_res;
+    if (!claimed)
+        return earliest_unclaimed(s, n, sh, now);
     if (feasible_at(s, n, sh, now, dur, own_res))
         return now;
     size_t cap = n->jobs.n + (size_t)n->nclaims;
@@ -305,6 +361,17 @@ int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving)
     size_t nc = collect_candidates(s, j, now, dur, c, s->nnodes);
     if (nc < (size_t)sh->nodes)
         goto out;
+    if (sh->nodes == 1) {
+        size_t best = 0;
+        for (size_t i = 1; i < nc; i++)
+            if (cmp_cand(&c[i], &c[best]) < 0)
+                best = i;
+        int64_t t = c[best].at;
+        int64_t end = dur >= NEVER - t ? NEVER : t + dur;
+        chosen[0] = c[best].node;
+        rc = reservation_add(s, j, t, end, chosen, 1, false, starving) == NONE32 ? -ENOMEM : 0;
+        goto out;
+    }
     qsort(c, nc, sizeof(*c), cmp_cand);
     /* try start times in order; a gang needs N nodes all feasible at the same start */
     for (size_t first = (size_t)sh->nodes - 1; first < nc; first++) {
