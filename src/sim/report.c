@@ -122,18 +122,18 @@ static void cmp_row(FILE *f, const char *label, const struct sim_run_report *run
             if (strcmp(s->tiers[t].name, tier) == 0)
                 g = &s->tiers[t];
         switch (which) {
-        case 0: fprintf(f, " %13s", dur(g->wait_p50_s, buf, sizeof(buf))); break;
-        case 1: fprintf(f, " %13s", dur(g->wait_p95_s, buf, sizeof(buf))); break;
-        case 2: fprintf(f, " %13s", dur(g->wait_p99_s, buf, sizeof(buf))); break;
-        case 3: fprintf(f, " %13.2f", g->slowdown_mean); break;
-        case 4: fprintf(f, " %12.1f%%", 100 * s->utilisation); break;
-        case 5: fprintf(f, " %13ld", runs[i].r->preemptions); break;
-        case 6: fprintf(f, " %13.1f", s->lost_gpu_hours); break;
-        case 7: fprintf(f, " %13.3f", s->jain_share); break;
-        case 8: fprintf(f, " %13.3f", s->jain_slowdown); break;
-        case 9: fprintf(f, " %13ld", g->starved); break;
-        case 10: fprintf(f, " %13.1f", s->makespan_h); break;
-        case 11: fprintf(f, " %13ld", g->completed); break;
+        case 0: fprintf(f, " %18s", dur(g->wait_p50_s, buf, sizeof(buf))); break;
+        case 1: fprintf(f, " %18s", dur(g->wait_p95_s, buf, sizeof(buf))); break;
+        case 2: fprintf(f, " %18s", dur(g->wait_p99_s, buf, sizeof(buf))); break;
+        case 3: fprintf(f, " %18.2f", g->slowdown_mean); break;
+        case 4: fprintf(f, " %17.1f%%", 100 * s->utilisation); break;
+        case 5: fprintf(f, " %18ld", runs[i].r->preemptions); break;
+        case 6: fprintf(f, " %18.1f", s->lost_gpu_hours); break;
+        case 7: fprintf(f, " %18.3f", s->jain_share); break;
+        case 8: fprintf(f, " %18.3f", s->jain_slowdown); break;
+        case 9: fprintf(f, " %18ld", g->starved); break;
+        case 10: fprintf(f, " %18.1f", s->makespan_h); break;
+        case 11: fprintf(f, " %18ld", g->completed); break;
         default: break;
         }
     }
@@ -153,7 +153,7 @@ int sim_report_compare(FILE *f, const struct sim_report_meta *meta,
             runs[0].r->njobs, DIM(c), RESET(c), runs[0].r->total_nodes, runs[0].r->total_gpus);
     fprintf(f, "%s%-26s", BOLD(c), "metric");
     for (int i = 0; i < n; i++)
-        fprintf(f, " %13.13s", runs[i].r->policy_name);
+        fprintf(f, " %18.18s", runs[i].r->policy_name);
     fprintf(f, "%s\n", RESET(c));
     for (int k = 0; k < 4; k++)
         cmp_row(f, names[k], runs, n, k, NULL);

@@ -1,0 +1,143 @@
+#!/usr/bin/env bats
+# docket-sim as a user runs it: small hand-made traces with known outcomes, the shipped
+# examples on a slice of the shared Philly trace, bad input rejected with the file, line
+# and field named, reports byte-identical across runs. No daemon, no network.
+
+bats_require_minimum_version 1.5.0
+
+B=${DOCKET_BUILD:-$BATS_TEST_DIRNAME/../../build}
+EX=$BATS_TEST_DIRNAME/../../examples/sim
+TRACES=${DOCKET_TRACES:-$BATS_TEST_DIRNAME/../../../shared/traces}
+SIM="$B/src/sim/docket-sim"
+HDR=job_id,submit_s,runtime_s,gpus,cpus,mem_mb,nodes,project,user,status
+
+setup() {
+    T=$(mktemp -d)
+    cat >"$T/cluster.yaml" <<'EOF'
+node_groups:
+  - {name: gpu, count: 1, gpus: 4, gpu_type: A100, cpus: 64, mem: 512G}
+EOF
+    # A holds 2 of 4 GPUs; B (4 GPUs) must wait for it; C (2 GPUs, short) fits the hole
+    printf '%s\nA,0,600,2,,,,p,,\nB,10,600,4,,,,p,,\nC,20,300,2,,,,p,,\n' "$HDR" >"$T/bf.csv"
+}
+
+teardown() {
+    rm -rf "$T"
+}
+
+@test "--help documents every flag the parser accepts" {
+    run "$SIM" --help
+    [ "$status" -eq 0 ]
+    help=$output
+    for f in trace format cluster policy baseline compare mapping time-factor time-limit \
+             default-tier default-class cpu-unit partition-label pool checkpoint on-signal \
+             arrival-scale cluster-scale limit node-failures repair-time seed sample \
+             cycle-interval skip-bad-rows check json jobs-csv html quiet no-progress help; do
+        [[ "$help" == *"--$f"* ]] || { echo "missing --$f"; return 1; }
+        run "$SIM" "--$f" 2>&1
+        [[ "$output" != *"unrecognized option"* ]] || { echo "--$f not parsed"; return 1; }
+    done
+}
+
+@test "missing or bad flags are usage errors (exit 2)" {
+    run "$SIM" --cluster "$T/cluster.yaml"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--trace is required"* ]]
+    run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --arrival-scale fast
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--arrival-scale: 'fast' is not a number"* ]]
+    run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --baseline lottery
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"'lottery' is not fifo, easy, multifactor or tiered"* ]]
+}
+
+@test "EASY backfill starts the short job in the hole; FIFO does not" {
+    run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --baseline easy \
+        --time-factor 1 --jobs-csv "$T/easy.csv" --quiet
+    [ "$status" -eq 0 ]
+    grep -q '^easy,C,p,normal,2,20.000,20.000,320.000,0.000,' "$T/easy.csv"
+    grep -q '^easy,B,p,normal,4,10.000,600.000,' "$T/easy.csv"
+    run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --policy "$EX/policy-fifo.yaml" \
+        --time-factor 1 --jobs-csv "$T/fifo.csv" --quiet
+    [ "$status" -eq 0 ]
+    grep -q '^policy-fifo.yaml,C,p,normal,2,20.000,1200.000,' "$T/fifo.csv"
+}
+
+@test "a bad trace row stops the run naming file, line and column" {
+    printf '%s\nA,0,60,1,,,,p,,\nB,5,sixty,1,,,,p,,\nC,9,60,1,,,,p,,\n' "$HDR" >"$T/bad.csv"
+    run "$SIM" --trace "$T/bad.csv" --cluster "$T/cluster.yaml" --quiet
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"bad.csv:3: column 'runtime_s': not a non-negative integer: 'sixty'"* ]]
+    run "$SIM" --trace "$T/bad.csv" --cluster "$T/cluster.yaml" --skip-bad-rows --json -
+    [ "$status" -eq 0 ]
+    [[ "$output" == *'"bad_rows": 1'* ]]
+    [[ "$output" == *"bad.csv:3: column 'runtime_s'"* ]]
+}
+
+@test "--check lists every bad row and exits 1" {
+    printf '%s\nA,5,60,1,,,,p,,\nB,6,x,1,,,,p,,\nC,9,60,1,,,,p,,maybe\nD,3,60,1,,,,p,,\n' \
+        "$HDR" >"$T/bad.csv"
+    run "$SIM" --check --trace "$T/bad.csv"
+    [ "$status" -eq 1 ]
+    [[ "${lines[0]}" == *"bad.csv:3: column 'runtime_s'"* ]]
+    [[ "${lines[1]}" == *"bad.csv:4: column 'status': unknown status 'maybe'"* ]]
+    [[ "${lines[2]}" == *"bad.csv:5: column 'submit_s'"*"sorted"* ]]
+    [[ "${lines[3]}" == *"4 rows, 3 bad"* ]]
+}
+
+@test "a bad cluster file names the field and changes nothing" {
+    printf 'node_groups:\n  - {name: gpu, count: many, gpus: 4, gpu_type: A100}\n' >"$T/c.yaml"
+    run "$SIM" --trace "$T/bf.csv" --cluster "$T/c.yaml" --json "$T/out.json"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"c.yaml: node_groups[0].count: expected an integer"* ]]
+    [ ! -e "$T/out.json" ]
+}
+
+@test "reports are byte-identical across runs, colourless off a terminal" {
+    [ -f "$TRACES/philly_vc.csv" ] || skip "no shared traces at $TRACES"
+    for i in 1 2; do
+        run "$SIM" --trace "$TRACES/philly_vc.csv" --cluster "$EX/cluster-philly.yaml" \
+            --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-philly.yaml" --pool \
+            --arrival-scale 0.3 --limit 1500 --node-failures 0.05 --seed 9 \
+            --json "$T/r$i.json" --jobs-csv "$T/r$i.csv" --html "$T/r$i.html"
+        [ "$status" -eq 0 ]
+        echo "$output" >"$T/r$i.txt"
+    done
+    cmp "$T/r1.json" "$T/r2.json"
+    cmp "$T/r1.csv" "$T/r2.csv"
+    cmp "$T/r1.html" "$T/r2.html"
+    cmp "$T/r1.txt" "$T/r2.txt"
+    ! grep -q $'\033' "$T/r1.txt"
+    jq -e '.runs[0].jobs == 1500 and .runs[0].node_failures >= 0' "$T/r1.json"
+    [ "$(wc -l <"$T/r1.csv")" -eq 1501 ]
+    grep -q '<svg' "$T/r1.html"
+    ! grep -qiE '<script|<link|https?://[^"]*\.(js|css)' "$T/r1.html"
+}
+
+@test "--compare runs the policy and the three baselines side by side" {
+    [ -f "$TRACES/philly_vc.csv" ] || skip "no shared traces at $TRACES"
+    run "$SIM" --trace "$TRACES/philly_vc.csv" --cluster "$EX/cluster-philly.yaml" \
+        --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-philly.yaml" --pool \
+        --limit 800 --compare --json "$T/c.json"
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == *"4 policies on the same trace"* ]]
+    [[ "$output" == *"policy-tiered.yaml"*"fifo"*"easy"*"multifactor"* ]]
+    [[ "$output" == *"Jain (share/guarantee)"* ]]
+    jq -e '[.runs[].policy] == ["policy-tiered.yaml","fifo","easy","multifactor"]' "$T/c.json"
+}
+
+@test "a CPU-only SWF trace runs with cores mapped to units" {
+    cat >"$T/t.swf" <<'EOF'
+; Version: 2.2
+; Computer: bats
+    1     0   -1   100   16  -1 -1   16   200   -1  1  3  7 -1 1 -1 -1 -1
+    2    10   -1    50    8  -1 -1    8   100   -1  1  4  7 -1 1 -1 -1 -1
+    3    20   -1    30    4  -1 -1    4    60   -1  0  3  2 -1 1 -1 -1 -1
+EOF
+    run "$SIM" --trace "$T/t.swf" --cluster "$EX/cluster-ricc.yaml" --cpu-unit 8 \
+        --time-limit requested --jobs-csv "$T/j.csv" --json -
+    [ "$status" -eq 0 ]
+    [[ "$output" == *'"jobs": 3'* ]]
+    grep -q '^docket,1,g7,normal,2,0.000,0.000,100.000,' "$T/j.csv"  # 16 cores = 2 units
+    grep -q '^docket,3,g2,normal,1,20.000,' "$T/j.csv"               # 4 cores round up to 1
+}
