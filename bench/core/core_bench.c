@@ -273,9 +273,15 @@ static void case_steady(int nodes, int pending, int reps, bool refresh, bool job
             now += 10;
             if (sched_job_ended(s, v.id, SCHED_EXIT_CODE, 0, now, &err))
                 die("ended", &err);
+            struct sched_cycle_stats st;
             double a = now_ms();
-            d = sched_cycle(s, now, false, &n, NULL);
+            d = sched_cycle(s, now, false, &n, &st);
             t[i] = now_ms() - a;
+            if (getenv("CORE_BENCH_VERBOSE") && t[i] > 5)
+                fprintf(stderr, "iteration %d: %.1f ms full=%d started=%d reservations=%d "
+                                "preempted=%d considered=%d\n",
+                        i, t[i], st.full, st.started, st.reservations, st.preempted,
+                        st.considered);
             for (size_t k = 0; k < n; k++)
                 r.started += d[k].kind == SCHED_D_START;
             confirm_starts(s, d, n, now);

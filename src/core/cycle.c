@@ -299,7 +299,9 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
         s->res[j->reservation].start = w->now; /* victims left early */
     enum place_result pr = PLACE_NO_CAPACITY;
     bool fresh_fail = false;
-    if (sh->nofit_cycle != s->cycle) {
+    if (sh->claimed_cycle == s->cycle && job_duration(j) >= sh->claimed_dur) {
+        pr = PLACE_CLAIMED; /* a shorter job of this shape was already held off */
+    } else if (sh->nofit_cycle != s->cycle) {
         bool lower = false;
         pr = place_job(s, j, w->now, w->allocs, &lower);
         if (pr == PLACE_CLAIMED && lower) {
@@ -315,6 +317,9 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
             if (sh->pending > 0)
                 w->open_shapes--;
             fresh_fail = true;
+        } else if (sh->claimed_cycle != s->cycle || job_duration(j) < sh->claimed_dur) {
+            sh->claimed_cycle = s->cycle;
+            sh->claimed_dur = job_duration(j);
         }
     }
     job_blocked(s, w, j, pr, fresh_fail);
@@ -327,7 +332,9 @@ static bool entry_skippable(const struct sched *s, const struct order_entry *e)
     const struct shape *sh = &s->shapes[e->shape];
     if (s->projects[e->project].blocked_cycle == s->cycle)
         return true;
-    if (sh->nofit_cycle != s->cycle)
+    bool claimed = sh->claimed_cycle == s->cycle &&
+                   (e->dur_min == 65535 ? NEVER : (int64_t)e->dur_min * 60000) >= sh->claimed_dur;
+    if (sh->nofit_cycle != s->cycle && !claimed)
         return false;
     if (s->policy.backfill && s->res_active < s->policy.backfill_depth)
         return false;

@@ -100,6 +100,8 @@ struct order_entry {
     uint32_t shape;
     uint32_t project;
     uint8_t rank;         /* effective tier rank, for the preemption memo */
+    uint16_t dur_min;     /* limit + grace in whole minutes (floor, saturated), for the
+                             backfill memo; 65535 also means no limit */
 };
 
 struct sel_pair {
@@ -117,6 +119,8 @@ struct shape {
     uint64_t nofit_cycle;         /* no capacity for it in this cycle */
     uint64_t preempt_fail_cycle[SCHED_MAX_TIERS];
     uint64_t static_cycle;        /* node_epoch for which static_reason holds */
+    uint64_t claimed_cycle;       /* in this cycle, claims held off a job of this shape ... */
+    int64_t claimed_dur;          /* ... that would run this long: longer ones are too */
     uint8_t static_reason;        /* SCHED_R_NONE, GPU_TYPE, NODE_SELECTOR, RESERVED_ZONE */
 };
 
@@ -298,6 +302,7 @@ struct job *job_find(const struct sched *s, uint64_t id);
 uint32_t job_slot(const struct sched *s, const struct job *j);
 int job_eff_rank(const struct sched *s, const struct job *j);
 int64_t job_expected_end(const struct sched *s, const struct job *j);
+int64_t job_duration(const struct job *j);
 double job_billing_rate(const struct sched *s, const struct job *j);
 const struct sched_class_spec *job_class(const struct sched *s, const struct job *j);
 bool job_preemptible_class(const struct sched *s, const struct job *j);

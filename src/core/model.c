@@ -57,6 +57,13 @@ int64_t job_expected_end(const struct sched *s, const struct job *j)
     return j->start_ms + j->limit_ms + j->grace_ms;
 }
 
+/* How long the job may hold its resources once started: limit plus grace; NEVER without
+ * a limit. */
+int64_t job_duration(const struct job *j)
+{
+    return j->limit_ms > 0 ? j->limit_ms + j->grace_ms : NEVER;
+}
+
 double job_billing_rate(const struct sched *s, const struct job *j)
 {
     double w = s->policy.default_gpu_weight;

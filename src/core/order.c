@@ -77,6 +77,8 @@ static void entry_fill(const struct sched *s, struct order_entry *e, const struc
     e->shape = j->shape;
     e->project = j->project;
     e->rank = (uint8_t)job_eff_rank(s, j);
+    int64_t d = job_duration(j) / 60000;
+    e->dur_min = (uint16_t)(d > 65535 ? 65535 : d);
 }
 
 void order_insert(struct sched *s, struct job *j)
