@@ -1,0 +1,293 @@
+#!/usr/bin/env bats
+# docket-node against the real docketd on loopback: one controller, two agents with
+# declared GPUs (8xH100-80GB each, labelled zone=a and zone=b), jobs submitted with curl.
+# Jobs run as 'nobody' in a world-writable work dir. Every process started here is
+# stopped by its pid in teardown_file, and every cgroup of the two nodes is removed.
+# Needs root (cgroups); skipped otherwise.
+
+bats_require_minimum_version 1.5.0
+
+B=${DOCKET_BUILD:-$BATS_TEST_DIRNAME/../../build}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+
+load lib/common
+
+# capi METHOD PATH [curl args]: prints the reply (common.bash's api sets variables instead,
+# which does not fit $(...) and pipes)
+capi() {
+    local m=$1 p=$2
+    shift 2
+    curl -sS -X "$m" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+        "http://127.0.0.1:$PORT$p" "$@"
+}
+
+wait_for() { # SECONDS CMD... : retry CMD every 50 ms
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.05
+    done
+}
+
+start_ctl() { # [PORT]: the first start lets the kernel choose, a restart reuses it
+    rm -f "$T/ctl/docketd.port"
+    "$B/src/controller/docketd" --state-dir "$T/ctl" --listen "127.0.0.1:${1:-0}" --socket - \
+        --heartbeat-wait 5s --node-timeout 30s --log-file "$T/ctl.log" &
+    echo $! >"$T/ctl.pid"
+    wait_for 20 test -s "$T/ctl/docketd.port"
+    PORT=$(cat "$T/ctl/docketd.port")
+    echo "$PORT" >"$T/port"
+}
+
+start_agent() { # a|b
+    local n=$1
+    "$B/src/agent/docket-node" --controller "http://127.0.0.1:$PORT" --join-token "$JOIN" \
+        --name "$PREFIX-$n" --gpus 8xH100-80GB --cpus 16 --mem 64G --label "zone=$n" \
+        --state-dir "$T/agent-$n" --usage-interval 1s --log-file "$T/agent-$n.log" &
+    echo $! >"$T/agent-$n.pid"
+}
+
+kill_pidfile() { # FILE: SIGTERM, then SIGKILL after 5 s (common.bash)
+    local pid
+    pid=$(cat "$1" 2>/dev/null) || return 0
+    docket_stop_pid "$pid"
+}
+
+node_up() { # NAME
+    [[ $(capi GET "/v1/nodes/$1" | jq -r '.node.state') == UP ]]
+}
+
+submit() { # JSON fields merged over the defaults; prints the id
+    local body
+    body=$(jq -c -n --argjson extra "$1" --arg wd "$W" \
+        '{project: "lo", tier: "low", class: "experiment", user: "nobody", workdir: $wd,
+          cpus: 1, time_limit: "5m"} + $extra')
+    capi POST /v1/jobs -d "$body" | jq -r '.job.id'
+}
+
+job() { capi GET "/v1/jobs/$1"; }
+state() { job "$1" | jq -r '.job.state'; }
+state_is() { # ID STATE...
+    local s
+    s=$(state "$1")
+    shift
+    for want in "$@"; do [[ $s == "$want" ]] && return 0; done
+    return 1
+}
+logs() { capi GET "/v1/jobs/$1/logs?stream=${2:-stdout}"; }
+
+alive() { # PID: running, not a zombie
+    [[ -r /proc/$1/stat ]] || return 1
+    local st
+    st=$(awk '{sub(/.*\) /, ""); print $1}' "/proc/$1/stat" 2>/dev/null)
+    [[ -n $st && $st != Z && $st != X ]]
+}
+
+setup_file() {
+    [[ $(id -u) == 0 ]] || skip "needs root for cgroups"
+    [[ -x $B/src/controller/docketd && -x $B/src/agent/docket-node ]] || skip "docketd or docket-node not built"
+    export T W PREFIX
+    T=$(mktemp -d /tmp/docket-bats-agent.XXXXXX)
+    W=$T/work
+    mkdir -p "$W" && chmod 1777 "$W" && chmod 0755 "$T"
+    PREFIX="bats$$"
+    mkdir -p "$T/ctl"
+    start_ctl
+    export PORT TOKEN JOIN
+    TOKEN=$(cat "$T/ctl/admin.token")
+    capi POST /v1/policy -d '{"settings": {"min_runtime": "0s"},
+        "projects": [{"name": "hi", "group": "g", "tier": "high"},
+                     {"name": "lo", "group": "g", "tier": "low"}]}' >/dev/null
+    JOIN=$(capi POST /v1/join-tokens -d '{"ttl": "1h"}' | jq -r '.join_token')
+    [[ $JOIN == dkj_* ]]
+    start_agent a
+    start_agent b
+    wait_for 20 node_up "$PREFIX-a"
+    wait_for 20 node_up "$PREFIX-b"
+}
+
+teardown_file() {
+    [[ -n ${T:-} && -d $T ]] || return 0
+    kill_pidfile "$T/agent-a.pid"
+    kill_pidfile "$T/agent-b.pid"
+    kill_pidfile "$T/agent-h.pid"
+    kill_pidfile "$T/ctl.pid"
+    # supervisors outlive their agent by design: end them (and their jobs) by pid
+    for f in "$T"/agent-*/jobs/*/state.json; do
+        [[ -f $f ]] || continue
+        pid=$(jq -r '.sup_pid' "$f")
+        [[ $(jq -r '.state' "$f") != exited && $pid -gt 0 ]] && kill -9 "$pid" 2>/dev/null
+    done
+    for n in a b h; do
+        for c in memory cpu cpuacct pids freezer; do
+            d=/sys/fs/cgroup/$c/docket/$PREFIX-$n
+            [[ -d $d ]] || continue
+            for g in "$d"/job_*; do
+                [[ -d $g ]] || continue
+                xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
+                rmdir "$g" 2>/dev/null
+            done
+            rmdir "$d" 2>/dev/null
+        done
+    done
+    rm -rf "$T"
+}
+
+@test "a job runs: its output, exit code and usage come back" {
+    id=$(submit '{"command": ["sh", "-c", "echo hello; echo oops >&2; exit 3"]}')
+    wait_for 20 state_is "$id" FAILED COMPLETED
+    run job "$id"
+    [[ $(jq -r '.job.state' <<<"$output") == FAILED ]]
+    [[ $(jq -r '.job.exit.kind' <<<"$output") == code ]]
+    [[ $(jq -r '.job.exit.code' <<<"$output") == 3 ]]
+    wait_for 10 bash -c "[[ \$(curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs?stream=stdout') == hello ]]"
+    [[ $(logs "$id" stderr) == oops ]]
+    id2=$(submit '{"command": ["true"]}')
+    wait_for 20 state_is "$id2" COMPLETED
+}
+
+@test "the environment carries the job, the project, the tier and the GPU binding" {
+    id=$(submit '{"gpus": 2, "gpu_type": "H100-80GB", "env": {"EPOCHS": "90"}, "command": ["sh", "-c",
+        "echo $DOCKET_JOB_ID $DOCKET_PROJECT $DOCKET_TIER $EPOCHS $DOCKET_NODELIST; echo $CUDA_VISIBLE_DEVICES; echo $NVIDIA_VISIBLE_DEVICES; echo $DOCKET_GPUS; id -un"]}')
+    wait_for 20 state_is "$id" COMPLETED
+    wait_for 10 bash -c "[[ \$(curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | wc -l) -ge 5 ]]"
+    run logs "$id"
+    node=$(job "$id" | jq -r '.job.allocation[0].node')
+    gpus=$(job "$id" | jq -r '.job.allocation[0].gpus | map(tostring) | join(",")')
+    [[ ${lines[0]} == "$id lo low 90 $node" ]]
+    [[ ${lines[1]} == "$gpus" && ${lines[2]} == "$gpus" && ${lines[3]} == "$gpus" ]]
+    [[ $(tr ',' '\n' <<<"${lines[1]}" | wc -l) == 2 ]]
+    [[ ${lines[4]} == nobody ]]
+}
+
+@test "two 4-GPU jobs on one 8-GPU node get disjoint CUDA_VISIBLE_DEVICES" {
+    a=$(submit '{"gpus": 4, "selectors": {"zone": "a"}, "command": ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 2"]}')
+    b=$(submit '{"gpus": 4, "selectors": {"zone": "a"}, "command": ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 2"]}')
+    wait_for 20 state_is "$a" RUNNING COMPLETED
+    wait_for 20 state_is "$b" RUNNING COMPLETED
+    [[ $(job "$a" | jq -r '.job.allocation[0].node') == "$PREFIX-a" ]]
+    [[ $(job "$b" | jq -r '.job.allocation[0].node') == "$PREFIX-a" ]]
+    wait_for 20 state_is "$a" COMPLETED
+    wait_for 20 state_is "$b" COMPLETED
+    ga=$(logs "$a")
+    gb=$(logs "$b")
+    [[ $(tr ',' '\n' <<<"$ga" | wc -l) == 4 && $(tr ',' '\n' <<<"$gb" | wc -l) == 4 ]]
+    # no index in both
+    [[ -z $(comm -12 <(tr ',' '\n' <<<"$ga" | sort) <(tr ',' '\n' <<<"$gb" | sort)) ]]
+}
+
+@test "a job over its memory limit is killed and reported as oom" {
+    id=$(submit '{"mem": "64M", "command": ["sh", "-c", "head -c 400000000 /dev/zero | tail -n 1 >/dev/null"]}')
+    wait_for 30 state_is "$id" FAILED COMPLETED
+    [[ $(job "$id" | jq -r '.job.exit.kind') == oom ]]
+    [[ $(state "$id") == FAILED ]]
+}
+
+@test "a time limit ends a job as TIMEOUT" {
+    id=$(submit '{"time_limit": "2s", "command": ["sleep", "100"]}')
+    start=$SECONDS
+    wait_for 30 state_is "$id" TIMEOUT FAILED COMPLETED
+    [[ $(state "$id") == TIMEOUT ]]
+    ((SECONDS - start < 15))
+}
+
+@test "cancel kills a job and the daemon it double-forked; nothing survives" {
+    id=$(submit "{\"command\": [\"sh\", \"-c\", \"setsid sh -c 'sleep 1000 & echo \$! > $W/daemon.\$DOCKET_JOB_ID' & sleep 1000\"]}")
+    wait_for 20 test -s "$W/daemon.$id"
+    dpid=$(cat "$W/daemon.$id")
+    alive "$dpid"
+    capi POST "/v1/jobs/$id/cancel" -d '{"reason": "test"}' >/dev/null
+    wait_for 60 state_is "$id" CANCELLED
+    ! alive "$dpid"
+    node=$(job "$id" | jq -r '.job.allocation[0].node // empty')
+    [[ ! -d /sys/fs/cgroup/freezer/docket/$node/job_$id ]]
+    [[ ! -d /sys/fs/cgroup/memory/docket/$node/job_$id ]]
+}
+
+@test "preemption: checkpoint signal to the whole tree, exact grace, kill, requeue, runs again" {
+    # the victim's leader and its child both trap USR1 and keep running through the grace;
+    # its second run (after the requeue) just completes
+    cat >"$W/victim.sh" <<'EOF'
+#!/bin/sh
+f=$DOCKET_WORK/victim.$DOCKET_JOB_ID
+echo start >>"$f"
+[ "$(grep -c start "$f")" -ge 2 ] && exit 0
+trap 'echo leader $(date +%s.%N) >>"$f"' USR1
+(trap 'echo child >>"$f"' USR1; while :; do sleep 0.05; done) &
+while :; do sleep 0.05; done
+EOF
+    chmod 755 "$W/victim.sh"
+    victim=$(submit "$(jq -c -n --arg w "$W" '{project: "lo", tier: "low", class: "training", gpus: 8,
+        selectors: {zone: "b"}, signal: "USR1", grace: "2s", checkpoint: true, requeue: true,
+        env: {DOCKET_WORK: $w}, command: ["/bin/sh", ($w + "/victim.sh")]}')")
+    wait_for 20 state_is "$victim" RUNNING
+    wait_for 10 grep -q start "$W/victim.$victim"
+    sleep 0.5
+    t0=$(date +%s.%N)
+    hi=$(submit '{"project": "hi", "tier": "high", "class": "experiment", "gpus": 8, "selectors": {"zone": "b"}, "command": ["sleep", "1"]}')
+    wait_for 20 grep -q leader "$W/victim.$victim"
+    wait_for 5 grep -q child "$W/victim.$victim"
+    tsig=$(awk '/^leader/ {print $2; exit}' "$W/victim.$victim")
+    # SIGTERM/USR1 reached the job within a second of the high submit
+    awk -v a="$t0" -v b="$tsig" 'BEGIN { exit !(b - a < 1.0) }'
+    wait_for 20 state_is "$hi" RUNNING COMPLETED
+    tkill=$(date +%s.%N)
+    # the grace was kept: the preemptor started only after about 2 s
+    awk -v a="$tsig" -v b="$tkill" 'BEGIN { exit !(b - a >= 1.9 && b - a < 6) }'
+    wait_for 20 state_is "$hi" COMPLETED
+    # requeued with the same id, ran again (second start line), and completed
+    wait_for 30 state_is "$victim" COMPLETED || { job "$victim"; capi GET "/v1/jobs/$victim/explain"; false; }
+    [[ $(grep -c start "$W/victim.$victim") == 2 ]]
+    [[ $(job "$victim" | jq -r '.job.preempt_count') == 1 ]]
+}
+
+@test "kill -9 of the agent while a job runs: restarted, the job finishes and is reported once" {
+    id=$(submit "{\"selectors\": {\"zone\": \"a\"}, \"command\": [\"sh\", \"-c\", \"echo run >> $W/once.\$DOCKET_JOB_ID; sleep 3; echo done\"]}")
+    wait_for 20 state_is "$id" RUNNING
+    kill -9 "$(cat "$T/agent-a.pid")"
+    sleep 1
+    state_is "$id" RUNNING
+    start_agent a
+    wait_for 30 state_is "$id" COMPLETED FAILED NODE_FAIL
+    [[ $(state "$id") == COMPLETED ]]
+    [[ $(grep -c run "$W/once.$id") == 1 ]]
+    [[ $(capi GET "/v1/jobs/$id/events" | jq '[.events[] | select(.to == "COMPLETED")] | length') == 1 ]]
+    wait_for 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | grep -qx done"
+}
+
+@test "kill -9 of the controller while jobs run: agents reconnect, jobs end in the right states" {
+    ok=$(submit '{"selectors": {"zone": "a"}, "command": ["sh", "-c", "sleep 3; echo fine"]}')
+    bad=$(submit '{"selectors": {"zone": "b"}, "command": ["sh", "-c", "sleep 3; exit 7"]}')
+    wait_for 20 state_is "$ok" RUNNING
+    wait_for 20 state_is "$bad" RUNNING
+    kill -9 "$(cat "$T/ctl.pid")"
+    sleep 4          # both jobs end while the controller is away
+    start_ctl "$PORT"
+    wait_for 30 state_is "$ok" COMPLETED FAILED NODE_FAIL
+    wait_for 30 state_is "$bad" COMPLETED FAILED NODE_FAIL
+    [[ $(state "$ok") == COMPLETED ]]
+    [[ $(state "$bad") == FAILED ]]
+    [[ $(job "$bad" | jq -r '.job.exit.code') == 7 ]]
+    wait_for 20 node_up "$PREFIX-a"
+    wait_for 20 node_up "$PREFIX-b"
+    # and the cluster works afterwards
+    id=$(submit '{"command": ["true"]}')
+    wait_for 20 state_is "$id" COMPLETED
+}
+
+@test "a failing health check marks the node UNHEALTHY and a passing one brings it back" {
+    printf '#!/bin/sh\n[ -e %s/sick ] && { echo disk on fire; exit 1; }\nexit 0\n' "$T" >"$T/health.sh"
+    chmod +x "$T/health.sh"
+    "$B/src/agent/docket-node" --controller "http://127.0.0.1:$PORT" --join-token "$JOIN" \
+        --name "$PREFIX-h" --gpus 0 --state-dir "$T/agent-h" --health-check "$T/health.sh" \
+        --health-interval 200ms --log-file "$T/agent-h.log" &
+    echo $! >"$T/agent-h.pid"
+    wait_for 20 node_up "$PREFIX-h"
+    touch "$T/sick"
+    wait_for 20 bash -c "[[ \$(curl -s -H 'Authorization: Bearer $TOKEN' http://127.0.0.1:$PORT/v1/nodes/$PREFIX-h | jq -r .node.state) == UNHEALTHY ]]"
+    [[ $(capi GET "/v1/nodes/$PREFIX-h" | jq -r '.node.reason') == "disk on fire" ]]
+    rm "$T/sick"
+    wait_for 20 node_up "$PREFIX-h"
+    kill_pidfile "$T/agent-h.pid"
+}
