@@ -301,8 +301,12 @@ int proto_project_parse(const json_t *obj, const char *path, bool patch,
         if ((rc = get_n(obj, "name", path, p->name, err)) < 0)
             return rc;
     }
-    if ((rc = get_n(obj, "group", path, p->group, err)) < 0 ||
-        (rc = get_n(obj, "tier", path, p->tier, err)) < 0 ||
+    json_t *g = json_object_get(obj, "group");
+    if (g && json_is_string(g) && json_string_length(g) == 0)
+        p->group[0] = '\0'; /* no group */
+    else if ((rc = get_n(obj, "group", path, p->group, err)) < 0)
+        return rc;
+    if ((rc = get_n(obj, "tier", path, p->tier, err)) < 0 ||
         (rc = get_d(obj, "guarantee_gpus", path, 0, 1e6, &p->guarantee_gpus, err)) < 0 ||
         (rc = get_i(obj, "gpu_limit", path, -1, 1000000, &p->gpu_limit, err)) < 0 ||
         (rc = get_i(obj, "max_running", path, -1, 10000000, &p->max_running, err)) < 0 ||

@@ -1,0 +1,520 @@
+#!/usr/bin/env bats
+# docketd black-box tests: the real binary on a temporary state directory, driven with
+# curl over loopback (docs/api.md). Nodes are registered through the real agent
+# endpoints; a test plays the agent where it needs one.
+
+load lib/common
+
+setup() {
+    docket_setup
+    docketd_start
+}
+
+teardown() {
+    docket_teardown
+}
+
+# A cluster of one 8-GPU node; sets CRED.
+one_node() {
+    CRED=$(fake_node gpu01 8 H100-80GB)
+}
+
+@test "submit, list, show, explain, cancel" {
+    one_node
+    id=$(submit '{"name": "train", "command": ["sleep", "100"], "gpus": 2, "gpu_type": "H100-80GB", "time_limit": "1h", "env": {"A": "1"}}')
+    [ "$id" = 1 ]
+    api_get /v1/jobs/1
+    assert_status 200
+    assert_json .job.name train
+    assert_json .job.user admin
+    assert_json .job.project default
+    assert_json .job.gpus 2
+    assert_json .job.time_limit_ms 3600000
+    assert_json .job.env.A 1
+    api_get /v1/jobs
+    assert_status 200
+    assert_json '.jobs | length' 1
+    assert_json '.jobs[0].id' 1
+    api_get /v1/jobs/1/explain
+    assert_status 200
+    assert_json .explain.job 1
+    api_post /v1/jobs/1/cancel '{"reason": "changed my mind"}'
+    assert_status 200
+    api_get /v1/jobs/1/events
+    assert_json '.events[0].type' submit
+    api_get '/v1/audit?action=job.cancel'
+    assert_json '.entries | length' 1
+    assert_json '.entries[0].reason' "changed my mind"
+}
+
+@test "a pending job explains why it waits and cancel ends it at once" {
+    one_node
+    submit '{"command": ["true"], "gpus": 8, "gpu_type": "H100-80GB"}' >/dev/null
+    id=$(submit '{"command": ["true"], "gpus": 8, "gpu_type": "H100-80GB"}')
+    sleep 0.1
+    api_get "/v1/jobs/$id/explain"
+    assert_json .explain.state PENDING
+    [ "$(jq -r .explain.reason <<<"$body")" != "" ]
+    jq -e '.explain.position.overall >= 1' <<<"$body"
+    api_post "/v1/jobs/$id/cancel"
+    assert_status 200
+    assert_json .job.state CANCELLED
+    api_post "/v1/jobs/$id/cancel"
+    assert_error 409 ""
+    api_get "/v1/jobs?state=terminal"
+    assert_json '.jobs[0].id' "$id"
+}
+
+@test "hold and release a pending job" {
+    one_node
+    id=$(submit '{"command": ["true"], "hold": true}')
+    api_get "/v1/jobs/$id"
+    assert_json .job.state HELD
+    api_post "/v1/jobs/$id/release"
+    assert_status 200
+    api_post "/v1/jobs/$id/hold"
+    assert_error 409 ""   # it started (or is starting): no longer pending
+}
+
+@test "the agent flow: start command, started, logs, exited" {
+    one_node
+    id=$(submit '{"command": ["echo", "hi"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    sleep 0.1
+    heartbeat gpu01 "$CRED" 0
+    assert_status 200
+    assert_json '.commands[0].type' start
+    assert_json '.commands[0].job.id' "$id"
+    assert_json '.commands[0].job.command[0]' echo
+    seq=$(jq -r '.commands[0].seq' <<<"$body")
+    heartbeat gpu01 "$CRED" "$seq" "[{\"id\": $id, \"state\": \"running\", \"pid\": 10}]"
+    assert_json '.commands | length' 0
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\", \"time_ms\": 1, \"pid\": 10}]}" "$CRED"
+    assert_status 200
+    api_get "/v1/jobs/$id"
+    assert_json .job.state RUNNING
+    api_post /v1/agent/logs "{\"node\": \"gpu01\", \"job\": $id, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"aGkK\"}" "$CRED"
+    assert_json .offset 3
+    # a repeated chunk is ignored
+    api_post /v1/agent/logs "{\"node\": \"gpu01\", \"job\": $id, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"aGkK\"}" "$CRED"
+    assert_json .offset 3
+    api_get "/v1/jobs/$id/logs"
+    [ "$body" = hi ]
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"exited\", \"time_ms\": 2, \"exit\": {\"kind\": \"code\", \"code\": 0}, \"usage\": {\"cpu_ms\": 7}}]}" "$CRED"
+    assert_status 200
+    sleep 0.1
+    api_get "/v1/jobs/$id"
+    assert_json .job.state COMPLETED
+    assert_json .job.exit.kind code
+    assert_json .job.usage.cpu_ms 7
+    # a second exit is ignored
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"exited\", \"exit\": {\"kind\": \"code\", \"code\": 1}}]}" "$CRED"
+    assert_status 200
+    api_get "/v1/jobs/$id"
+    assert_json .job.state COMPLETED
+}
+
+@test "heartbeat long poll returns as soon as a command is queued" {
+    one_node
+    (sleep 0.5; curl -s -H "Authorization: Bearer $ADMIN_TOKEN" -X POST \
+        -d '{"command": ["true"], "gpus": 1, "gpu_type": "H100-80GB"}' "$DOCKETD_URL/v1/jobs" >/dev/null) &
+    sub=$!
+    start=$(date +%s%N)
+    api_post /v1/agent/heartbeat '{"node": "gpu01", "ack": 0, "wait_ms": 10000, "jobs": []}' "$CRED"
+    end=$(date +%s%N)
+    wait "$sub"
+    assert_json '.commands[0].type' start
+    [ $(( (end - start) / 1000000 )) -lt 5000 ]
+}
+
+@test "restart keeps jobs, nodes, projects, tokens and the audit trail" {
+    one_node
+    api_post /v1/projects '{"name": "vision", "tier": "high", "gpu_limit": 16}'
+    assert_status 201
+    submit '{"command": ["true"], "project": "vision", "gpus": 8, "gpu_type": "H100-80GB"}' >/dev/null
+    id=$(submit '{"command": ["true"], "project": "vision", "gpus": 8, "gpu_type": "H100-80GB", "name": "second"}')
+    api_get /v1/audit
+    naudit=$(jq '.entries | length' <<<"$body")
+    docketd_stop
+    docketd_start
+    api_get "/v1/jobs/$id"
+    assert_status 200
+    assert_json .job.name second
+    assert_json .job.state PENDING
+    api_get /v1/projects/vision
+    assert_json .project.gpu_limit 16
+    api_get /v1/nodes/gpu01
+    assert_status 200
+    assert_json .node.gpus 8
+    api_get /v1/audit
+    [ "$(jq '.entries | length' <<<"$body")" -ge "$naudit" ]
+    # new ids continue after the old ones
+    id2=$(submit '{"command": ["true"], "project": "vision"}')
+    [ "$id2" -gt "$id" ]
+    # the node credential still works
+    heartbeat gpu01 "$CRED" 0
+    assert_status 200
+}
+
+@test "restart: a running job unknown to the agent is requeued" {
+    one_node
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    sleep 0.1
+    heartbeat gpu01 "$CRED" 0
+    seq=$(jq -r '.commands[0].seq' <<<"$body")
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
+    api_get "/v1/jobs/$id"
+    assert_json .job.state RUNNING
+    docketd_kill9
+    docketd_start
+    api_get "/v1/jobs/$id"
+    assert_json .job.state RUNNING
+    heartbeat gpu01 "$CRED" "$seq" '[]'
+    assert_status 200
+    sleep 0.2
+    api_get "/v1/jobs/$id/events"
+    jq -e '[.events[] | select(.reason == "node_fail")] | length >= 1' <<<"$body"
+    api_get "/v1/jobs/$id"
+    # requeued (and maybe already started again on the same node)
+    [[ "$(jq -r .job.state <<<"$body")" =~ ^(PENDING|STARTING)$ ]]
+}
+
+@test "a node that stops heartbeating becomes UNREACHABLE and its jobs are requeued" {
+    docketd_stop
+    docketd_start --node-timeout 1s
+    one_node
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    sleep 0.1
+    heartbeat gpu01 "$CRED" 0
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
+    sleep 2.5
+    api_get /v1/nodes/gpu01
+    assert_json .node.state UNREACHABLE
+    api_get "/v1/jobs/$id"
+    assert_json .job.state PENDING
+    heartbeat gpu01 "$CRED" 100 '[]'
+    api_get /v1/nodes/gpu01
+    assert_json .node.state UP
+}
+
+@test "kill -9 in a burst of concurrent submissions loses no acknowledged job" {
+    one_node
+    workers=()
+    for w in 1 2 3 4 5 6 7 8; do
+        (for i in $(seq 1 200); do
+            curl -s -w '%{http_code} ' -H "Authorization: Bearer $ADMIN_TOKEN" \
+                -X POST -d "{\"command\": [\"true\"], \"name\": \"w$w-$i\"}" \
+                -o "$TEST_DIR/b$w.$i" "$DOCKETD_URL/v1/jobs" || true
+          done) >"$TEST_DIR/codes$w" 2>/dev/null &
+        workers+=($!)
+    done
+    sleep 1
+    docketd_kill9
+    wait "${workers[@]}"
+    docketd_start
+    ok=0
+    for w in 1 2 3 4 5 6 7 8; do
+        for f in "$TEST_DIR"/b$w.*; do
+            id=$(jq -r '.job.id // empty' "$f" 2>/dev/null) || continue
+            [ -n "$id" ] || continue
+            ok=$((ok + 1))
+            api_get "/v1/jobs/$id"
+            assert_status 200
+            assert_json .job.name "$(jq -r .job.name "$f")"
+        done
+    done
+    echo "acknowledged: $ok" >&3
+    [ "$ok" -gt 0 ]
+}
+
+@test "bad job specs are refused naming the field, and store nothing" {
+    one_node
+    check() { # BODY STATUS FIELD
+        api_post /v1/jobs "$1"
+        assert_error "$2" "$3"
+    }
+    check '{"command": ["x"], "gpus": 1' 400 ""
+    check '[1, 2]' 400 ""
+    check '{"command": ["x"], "gpus": "two"}' 400 gpus
+    check '{"command": ["x"], "gpus": -1}' 400 gpus
+    check '{"command": ["x"], "gpus": 100000}' 400 gpus
+    check '{"command": ["x"], "cpus": 0}' 400 cpus
+    check '{"command": ["x"], "mem": "lots"}' 400 mem
+    check '{"command": ["x"], "mem": -5}' 400 mem
+    check '{"command": ["x"], "mem": "999999T"}' 400 mem
+    check '{"command": ["x"], "time_limit": "forever"}' 400 time_limit
+    check '{"command": ["x"], "time_limit": -1}' 400 time_limit
+    check '{"command": ["x"], "nodes": 0}' 400 nodes
+    check '{"command": ["x"], "colour": "blue"}' 400 colour
+    check '{"command": "x"}' 400 command
+    check '{"command": ["x", 3]}' 400 "command[1]"
+    check '{"command": []}' 400 command
+    check '{"gpus": 1}' 400 command
+    check '{"command": ["x"], "script": "echo"}' 400 script
+    check '{"command": ["x"], "env": {"BAD-NAME": "1"}}' 400 "env.BAD-NAME"
+    check '{"command": ["x"], "env": {"PATH": 1}}' 400 "env.PATH"
+    check '{"command": ["x"], "deps": [{"type": "afterok", "job": 999}]}' 400 "deps[0].job"
+    check '{"command": ["x"], "deps": [{"type": "after", "job": 1}]}' 400 "deps[0].type"
+    check '{"command": ["x"], "deps": [{"type": "afterok", "job": 1, "x": 1}]}' 400 "deps[0].x"
+    check '{"command": ["x"], "signal": "SIGNOPE"}' 400 signal
+    check '{"command": ["x"], "array": "9-1"}' 400 array
+    check '{"command": ["x"], "array": "0-99999"}' 400 array
+    check '{"command": ["x"], "project": "nope"}' 400 project
+    check '{"command": ["x"], "tier": "platinum"}' 400 tier
+    check '{"command": ["x"], "class": "party"}' 400 class
+    check '{"command": ["x"], "gpus": 1, "gpu_type": "TPU"}' 400 gpu_type
+    check '{"command": ["x"], "gpus": 9, "gpu_type": "H100-80GB"}' 400 gpus
+    check '{"command": ["x"], "cpus": 65}' 400 cpus
+    check '{"command": ["x"], "project": "bad name"}' 400 project
+    check '{"command": ["x"], "workdir": "relative"}' 400 workdir
+    check '{"command": ["x"], "selectors": {"zone": 1}}' 400 selectors.zone
+    check '{"command": ["x"], "user": "mallory", "name": 5}' 400 name
+    api_get '/v1/jobs?state=all'
+    assert_json '.jobs | length' 0
+    api_get '/v1/audit?action=job.submit'
+    assert_json '.entries | length' 0
+}
+
+@test "oversize bodies get 413, bad methods 405, unknown paths 404" {
+    head -c 1500000 /dev/zero | tr '\0' 'a' >"$TEST_DIR/big"
+    api_file POST /v1/jobs "$TEST_DIR/big"
+    assert_error 413 ""
+    api DELETE /v1/jobs
+    assert_error 405 ""
+    api_get /v1/nothing
+    assert_error 404 ""
+    api_get /v1/jobs/999
+    assert_error 404 ""
+    api_get '/v1/jobs?limit=0'
+    assert_error 400 limit
+    api_get '/v1/jobs?state=SLEEPY'
+    assert_error 400 state
+}
+
+@test "max_queued reached gets 429 and stores nothing" {
+    one_node
+    api_post /v1/projects '{"name": "tiny", "max_queued": 2}'
+    assert_status 201
+    submit '{"command": ["x"], "project": "tiny", "hold": true}' >/dev/null
+    submit '{"command": ["x"], "project": "tiny", "hold": true}' >/dev/null
+    api_post /v1/jobs '{"command": ["x"], "project": "tiny", "hold": true}'
+    assert_error 429 project
+    assert_json .error.code quota_exceeded
+    api_post /v1/jobs '{"command": ["x"], "project": "tiny", "array": "0-3"}'
+    assert_error 429 project
+    api_get '/v1/jobs?project=tiny&state=all'
+    assert_json '.jobs | length' 2
+}
+
+@test "credentials: none, forged, stale, node credential on user endpoints" {
+    one_node
+    api_get /v1/jobs -
+    assert_error 401 ""
+    api_get /v1/jobs dkt_forged000000000000000000000000000000
+    assert_error 401 ""
+    api_post /v1/agent/heartbeat '{"node": "gpu01", "ack": 0, "wait_ms": 0}' dkn_forged00000000000000000000000000
+    assert_error 401 ""
+    api_post /v1/agent/register '{"join_token": "dkj_forged0000000000000000", "node": {"name": "x", "cpus": 1, "mem_mb": 1}}' -
+    assert_error 401 join_token
+    api_post /v1/agent/register '{"node": {"name": "x", "cpus": 1, "mem_mb": 1}}' -
+    assert_error 401 join_token
+    api_get /v1/jobs "$CRED"
+    assert_error 403 ""
+    api_post /v1/agent/heartbeat '{"node": "gpu02", "ack": 0, "wait_ms": 0}' "$CRED"
+    assert_error 403 node
+    # re-registration with the credential issues a new one; the old one is stale
+    api_post /v1/agent/register '{"node": {"name": "gpu01", "gpu_type": "H100-80GB", "gpus": 8, "cpus": 64, "mem_mb": 512000}}' "$CRED"
+    assert_status 200
+    new=$(jq -r .credential <<<"$body")
+    heartbeat gpu01 "$CRED" 0
+    assert_error 401 ""
+    heartbeat gpu01 "$new" 0
+    assert_status 200
+    # bad agent bodies
+    api_post /v1/agent/events '{"node": "gpu01", "events": [{"job": 1, "type": "exploded"}]}' "$new"
+    assert_error 400 "events[0].type"
+    api_post /v1/agent/events '{"node": "gpu01", "events": [{"job": 1, "type": "exited"}]}' "$new"
+    assert_error 400 "events[0].exit"
+    api_post /v1/agent/heartbeat '{"node": "gpu01", "ack": -1}' "$new"
+    assert_error 400 ack
+}
+
+@test "a member token: submits as itself, cannot act as admin or touch others' jobs" {
+    one_node
+    api_post /v1/tokens '{"user": "alice", "role": "member", "ttl": "1d"}'
+    assert_status 201
+    alice=$(jq -r .token <<<"$body")
+    api_post /v1/tokens '{"user": "bob"}'
+    bob=$(jq -r .token <<<"$body")
+    api_post /v1/jobs '{"command": ["x"], "hold": true}' "$alice"
+    assert_status 201
+    assert_json .job.user alice
+    id=$(jq -r .job.id <<<"$body")
+    api_post /v1/jobs '{"command": ["x"], "user": "bob"}' "$alice"
+    assert_error 403 user
+    api_post "/v1/jobs/$id/cancel" "" "$bob"
+    assert_error 403 ""
+    api_post "/v1/jobs/$id/cancel" "" "$alice"
+    assert_status 200
+    api_post /v1/projects '{"name": "p"}' "$alice"
+    assert_error 403 ""
+    api_get /v1/audit "$alice"
+    assert_error 403 ""
+}
+
+@test "the unix socket identifies the caller by its uid" {
+    run curl -s --unix-socket "$STATE_DIR/docketd.sock" http://localhost/v1/jobs
+    [ "$status" -eq 0 ]
+    jq -e '.jobs' <<<"$output"
+    run curl -s --unix-socket "$STATE_DIR/docketd.sock" -X POST -d '{"name": "p2"}' http://localhost/v1/projects
+    jq -e '.project.name == "p2"' <<<"$output"
+    api_get '/v1/audit?action=project.create'
+    assert_json '.entries[0].actor' "$(id -un)"
+}
+
+@test "projects: create, patch, boost, pause, bad input" {
+    api_post /v1/projects '{"name": "nlp", "group": "lang", "tier": "normal", "guarantee_gpus": 8}'
+    assert_status 201
+    api_post /v1/projects '{"name": "nlp"}'
+    assert_error 409 name
+    api_post /v1/projects '{"name": "x", "tier": "mythic"}'
+    assert_error 400 tier
+    api_post /v1/projects '{"name": "x", "gpu_limit": "many"}'
+    assert_error 400 gpu_limit
+    api_post /v1/projects '{"name": "x", "owner": "me"}'
+    assert_error 400 owner
+    api_patch /v1/projects/nlp '{"max_running": 4}'
+    assert_status 200
+    assert_json .project.max_running 4
+    assert_json .project.group lang
+    api_patch /v1/projects/nlp '{"name": "other"}'
+    assert_error 400 name
+    api_post /v1/projects/nlp/boost '{"levels": 1, "duration": "48h", "reason": "deadline"}'
+    assert_status 200
+    assert_json .project.boost.levels 1
+    assert_json .project.boost.reason deadline
+    assert_json .project.eff_tier high
+    api_post /v1/projects/nlp/boost '{"levels": 1, "duration": "48h"}'
+    assert_error 400 reason
+    api_delete /v1/projects/nlp/boost
+    assert_status 200
+    assert_json .project.boost null
+    api_post /v1/projects/nlp/pause
+    assert_json .project.paused true
+    api_post /v1/jobs '{"command": ["x"], "project": "nlp"}'
+    assert_error 409 project
+    api_post /v1/projects/nlp/resume
+    assert_json .project.paused false
+    api_get /v1/projects/none
+    assert_error 404 ""
+}
+
+@test "policy apply: YAML and JSON, dry run, whole-or-nothing, 415" {
+    cat >"$TEST_DIR/policy.yaml" <<'EOF'
+tiers: [{name: critical, starve_after: 1h}, {name: high}, {name: normal}, {name: low, starve_after: 24h}]
+settings: {min_runtime: 5m, max_preemptions: 2}
+projects:
+  - {name: vision, group: cv, tier: high, guarantee_gpus: 16, gpu_limit: 32, max_queued: 1000}
+  - {name: speech, tier: low}
+EOF
+    api_file POST '/v1/policy?dry_run=1' "$TEST_DIR/policy.yaml" application/yaml
+    assert_status 200
+    api_get /v1/projects/vision
+    assert_error 404 ""
+    api_file POST /v1/policy "$TEST_DIR/policy.yaml" application/yaml
+    assert_status 200
+    assert_json .applied.projects 2
+    api_get /v1/projects/vision
+    assert_json .project.gpu_limit 32
+    api_get /v1/policy
+    assert_json .settings.min_runtime 300s
+    api_post /v1/policy '{"projects": [{"name": "ok"}, {"name": "bad", "tier": "nope"}]}'
+    assert_error 400 "projects[1].tier"
+    api_get /v1/projects/ok
+    assert_error 404 ""
+    api_post /v1/policy '{"settings": {"min_runtime": "soon"}}'
+    assert_error 400 settings.min_runtime
+    api_post /v1/policy '{"tiers": [{"name": "a"}]}'
+    assert_error 400 tiers
+    api_post /v1/policy '{"colours": []}'
+    assert_error 400 colours
+    echo 'x' >"$TEST_DIR/p.txt"
+    api_file POST /v1/policy "$TEST_DIR/p.txt" text/plain
+    assert_error 415 ""
+    api_get '/v1/audit?action=policy.apply'
+    assert_json '.entries | length' 1
+}
+
+@test "tiers, classes, class patch" {
+    api_get /v1/tiers
+    assert_json '.tiers[0].name' critical
+    api_get /v1/classes
+    jq -e '[.classes[].name] | index("training") != null' <<<"$body"
+    api_patch /v1/classes/experiment '{"max_grace": "2m"}'
+    assert_status 200
+    assert_json .class.max_grace_ms 120000
+    api_patch /v1/classes/experiment '{"max_grace": "soon"}'
+    assert_error 400 max_grace
+    api_patch /v1/classes/none '{}'
+    assert_error 404 ""
+}
+
+@test "nodes: list, drain, resume, labels" {
+    one_node
+    api_get /v1/nodes
+    assert_json '.nodes[0].name' gpu01
+    api_post /v1/nodes/gpu01/drain '{"reason": "maintenance"}'
+    assert_status 200
+    api_get /v1/nodes/gpu01
+    [[ $(jq -r .node.state <<<"$body") =~ ^DRAIN ]]
+    assert_json .node.reason maintenance
+    api_post /v1/nodes/gpu01/resume
+    assert_json .node.state UP
+    api_post /v1/nodes/gpu01/labels '{"labels": {"zone": "a", "pool": "x"}}'
+    assert_json .node.labels.zone a
+    api_post /v1/nodes/gpu01/labels '{"labels": {"pool": null}}'
+    assert_json .node.labels.pool null
+    api_post /v1/nodes/gpu01/labels '{"labels": {"bad key": "v"}}'
+    assert_error 400 "labels.bad key"
+    api_post /v1/nodes/none/drain
+    assert_error 404 ""
+}
+
+@test "arrays expand into one job per index sharing array_id" {
+    one_node
+    api_post /v1/jobs '{"command": ["x"], "array": "0-9%2", "hold": true}'
+    assert_status 201
+    assert_json '.jobs | length' 10
+    aid=$(jq -r .array_id <<<"$body")
+    assert_json '.jobs[9].array_index' 9
+    api_get "/v1/jobs?array_id=$aid&limit=4"
+    assert_json '.jobs | length' 4
+    next=$(jq -r .next <<<"$body")
+    api_get "/v1/jobs?array_id=$aid&limit=100&after=$next"
+    assert_json '.jobs | length' 6
+}
+
+@test "healthz and metrics" {
+    one_node
+    submit '{"command": ["x"], "hold": true}' >/dev/null
+    api_get /healthz -
+    assert_json .status ok
+    assert_json .jobs.HELD 1
+    run curl -s "$DOCKETD_URL/metrics"
+    [[ $output == *'docket_jobs{state="HELD",tier="normal",project="default"} 1'* ]]
+    [[ $output == *'docket_cycle_seconds_count'* ]]
+    [[ $output == *'docket_gpus{state="free",gpu_type="H100-80GB"} 8'* ]]
+    [[ $output == *'docket_submissions_total 1'* ]]
+}
+
+@test "SIGTERM shuts down cleanly and the state directory has its files" {
+    [ -f "$STATE_DIR/docket.db" ]
+    [ "$(stat -c %a "$STATE_DIR/admin.token")" = 600 ]
+    pid=$DOCKETD_PID
+    kill -TERM "$pid"
+    for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    run kill -0 "$pid"
+    [ "$status" -ne 0 ]
+    wait "$pid" || rc=$?
+    [ "${rc:-0}" = 0 ]
+    DOCKETD_PID=
+}
