@@ -444,3 +444,19 @@ SCRIPT
         jq -e . <<<"$output" >/dev/null || { echo "$v --json: $output"; false; }
     done
 }
+
+@test "bash completion: verbs, flags, live job ids and project names" {
+    id=$(submit_q --hold -p explore --class exploration -- true)
+    run -0 bash -c "
+        PATH=$(dirname "$DOCKET"):\$PATH
+        source '$BATS_TEST_DIRNAME/../../contrib/bash-completion/docket'
+        COMP_WORDS=(docket ex); COMP_CWORD=1; _docket; echo \"verbs: \${COMPREPLY[*]}\"
+        COMP_WORDS=(docket submit --ar); COMP_CWORD=2; _docket; echo \"flags: \${COMPREPLY[*]}\"
+        COMP_WORDS=(docket release ''); COMP_CWORD=2; _docket; echo \"held: \${COMPREPLY[*]}\"
+        COMP_WORDS=(docket submit -p ''); COMP_CWORD=3; _docket; echo \"projects: \${COMPREPLY[*]}\""
+    [[ $output == *"verbs: explain"* ]]
+    [[ $output == *"flags: --array"* ]]
+    [[ $output == *"held: "*"$id"* ]]
+    [[ $output == *"projects: "*nlp* ]]
+    "$DOCKET" cancel "$id" >/dev/null
+}
