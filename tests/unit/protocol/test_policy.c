@@ -1,0 +1,193 @@
+/* test_policy.c - unit tests of the policy document parser (protocol/proto.h): YAML and
+ * JSON, tiers and classes replaced whole, settings overridden, projects with defaults,
+ * every bad part named by its JSON path, and the GET form read back to the same policy. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "protocol/proto.h"
+
+static struct sched_policy base;
+
+static int setup(void **state)
+{
+    sched_policy_defaults(&base);
+    return 0;
+}
+
+static void yaml_document(void **state)
+{
+    const char *doc =
+        "tiers: [{name: critical, starve_after: 1h}, {name: high}, {name: normal},"
+        " {name: low, starve_after: 24h}]\n"
+        "classes: [{name: training, default_limit: 7d, preemptible: true,"
+        " protect_after: 24h, max_grace: 10m}, {name: experiment, max_retries: 3}]\n"
+        "settings: {fairshare_half_life: 7d, min_runtime: 10m, max_preemptions: 3,"
+        " reserved_max_ratio: 0.2, reserved_min_tier: high, backfill_depth: 32,"
+        " gpu_weights: {H100-80GB: 2.0, A100-40GB: 1.0}, cpu_weight: 0.0625,"
+        " default_class: experiment}\n"
+        "projects: [{name: vision, group: cv, tier: high, guarantee_gpus: 16, gpu_limit: 32,"
+        " max_running: 20, max_queued: 1000, user_max_running: 10, paused: false},"
+        " {name: misc}]\n";
+    struct proto_policy p;
+    struct proto_error e;
+    int rc = proto_policy_parse_text(doc, strlen(doc), true, &base, &p, &e);
+    if (rc)
+        fail_msg("%s: %s", e.field, e.message);
+    assert_int_equal(p.policy.ntiers, 4);
+    assert_string_equal(p.policy.tiers[3].name, "low");
+    assert_int_equal(p.policy.tiers[3].starve_after_ms, 86400000);
+    assert_int_equal(p.policy.nclasses, 2);
+    assert_int_equal(p.policy.classes[0].default_limit_ms, 7 * 86400000LL);
+    assert_int_equal(p.policy.classes[0].max_grace_ms, 600000);
+    assert_int_equal(p.policy.classes[1].max_retries, 3);
+    assert_int_equal(p.policy.min_runtime_ms, 600000);
+    assert_int_equal(p.policy.ngpu_weights, 2);
+    assert_true(p.policy.reserved_max_ratio > 0.19 && p.policy.reserved_max_ratio < 0.21);
+    assert_string_equal(p.policy.default_class, "experiment");
+    assert_int_equal(p.nprojects, 2);
+    assert_string_equal(p.projects[0].name, "vision");
+    assert_int_equal(p.projects[0].gpu_limit, 32);
+    assert_int_equal(p.projects[0].max_queued, 1000);
+    assert_string_equal(p.projects[1].tier, "normal");
+    assert_int_equal(p.projects[1].gpu_limit, -1);
+    proto_policy_release(&p);
+}
+
+static void settings_only_keeps_the_rest(void **state)
+{
+    const char *doc = "{\"settings\": {\"max_preemptions\": 1}}";
+    struct proto_policy p;
+    struct proto_error e;
+    assert_int_equal(proto_policy_parse_text(doc, strlen(doc), false, &base, &p, &e), 0);
+    assert_int_equal(p.policy.max_preemptions, 1);
+    assert_int_equal(p.policy.ntiers, base.ntiers);
+    assert_int_equal(p.policy.nclasses, base.nclasses);
+    assert_false(p.has_tiers);
+    proto_policy_release(&p);
+}
+
+static const struct {
+    const char *doc;
+    const char *field;
+} bad[] = {
+    {"{\"tiers\": [{\"name\": \"a\"}]}", "tiers"},
+    {"{\"tiers\": [{\"name\": \"a\"}, {\"name\": \"b\"}, {\"name\": \"a\"}]}", "tiers[2]"},
+    {"{\"tiers\": [{\"name\": \"a\"}, {\"name\": \"b\"}, {\"rank\": 1}]}", "tiers[2].rank"},
+    {"{\"tiers\": [{\"name\": \"a\"}, {\"name\": \"b\"}, {}]}", "tiers[2]"},
+    {"{\"tiers\": [{\"name\": \"a\"}, {\"name\": \"b\"}, {\"name\": \"c\", \"starve_after\": \"x\"}]}",
+     "tiers[2].starve_after"},
+    {"{\"classes\": []}", "classes"},
+    {"{\"classes\": [{\"name\": \"t\", \"preemptible\": \"yes\"}]}", "classes[0].preemptible"},
+    {"{\"classes\": [{\"name\": \"t\", \"max_retries\": 99}]}", "classes[0].max_retries"},
+    {"{\"classes\": [{\"name\": \"t\", \"default_limit\": \"2d\", \"max_limit\": \"1d\"}]}",
+     "classes[0].default_limit"},
+    {"{\"settings\": {\"min_runtime\": \"soon\"}}", "settings.min_runtime"},
+    {"{\"settings\": {\"reserved_max_ratio\": 2}}", "settings.reserved_max_ratio"},
+    {"{\"settings\": {\"reserved_min_tier\": \"mythic\"}}", "settings.reserved_min_tier"},
+    {"{\"settings\": {\"default_class\": \"nope\"}}", "settings.default_class"},
+    {"{\"settings\": {\"ordering\": \"random\"}}", "settings.ordering"},
+    {"{\"settings\": {\"gpu_weights\": {\"H100\": -1}}}", "settings.gpu_weights.H100"},
+    {"{\"settings\": {\"reserved_label\": \"nokey\"}}", "settings.reserved_label"},
+    {"{\"settings\": {\"colour\": 1}}", "settings.colour"},
+    {"{\"settings\": []}", "settings"},
+    {"{\"projects\": {}}", "projects"},
+    {"{\"projects\": [{}]}", "projects[0].name"},
+    {"{\"projects\": [{\"name\": \"a\", \"tier\": \"mythic\"}]}", "projects[0].tier"},
+    {"{\"projects\": [{\"name\": \"a\", \"gpu_limit\": -2}]}", "projects[0].gpu_limit"},
+    {"{\"projects\": [{\"name\": \"a\"}, {\"name\": \"a\"}]}", "projects[1]"},
+    {"{\"projects\": [{\"name\": \"a\", \"quota\": 1}]}", "projects[0].quota"},
+    {"{\"extra\": 1}", "extra"},
+    {"[]", ""},
+    {"{\"tiers\": ", ""},
+};
+
+static void bad_documents(void **state)
+{
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct proto_policy p;
+        struct proto_error e;
+        memset(&e, 0, sizeof(e));
+        int rc = proto_policy_parse_text(bad[i].doc, strlen(bad[i].doc), false, &base, &p, &e);
+        if (rc == 0)
+            fail_msg("accepted: %s", bad[i].doc);
+        if (strcmp(e.field, bad[i].field) != 0)
+            fail_msg("%s: field '%s', wanted '%s' (%s)", bad[i].doc, e.field, bad[i].field,
+                     e.message);
+        assert_int_equal(e.status, 400);
+        proto_policy_release(&p);
+    }
+}
+
+static void bad_yaml(void **state)
+{
+    const char *doc = "tiers: [a, b\n";
+    struct proto_policy p;
+    struct proto_error e;
+    assert_int_not_equal(proto_policy_parse_text(doc, strlen(doc), true, &base, &p, &e), 0);
+    assert_non_null(strstr(e.message, "yaml"));
+}
+
+/* GET /v1/policy gives a document that applies back to the very same policy. */
+static void output_reads_back(void **state)
+{
+    struct proto_policy p;
+    struct proto_error e;
+    json_t *doc = proto_policy_to_json(&base);
+    int rc = proto_policy_parse(doc, &base, &p, &e);
+    if (rc)
+        fail_msg("%s: %s", e.field, e.message);
+    json_t *again = proto_policy_to_json(&p.policy);
+    assert_true(json_equal(doc, again));
+    json_decref(doc);
+    json_decref(again);
+    proto_policy_release(&p);
+}
+
+static void project_patch(void **state)
+{
+    struct sched_project_spec p;
+    struct proto_error e;
+    sched_project_spec_init(&p);
+    snprintf(p.name, sizeof(p.name), "vision");
+    json_t *b = json_pack("{s:i,s:b}", "max_running", 4, "paused", 1);
+    assert_int_equal(proto_project_parse(b, "", true, &p, &e), 0);
+    assert_int_equal(p.max_running, 4);
+    assert_true(p.paused);
+    json_decref(b);
+    b = json_pack("{s:s}", "name", "other");
+    assert_int_not_equal(proto_project_parse(b, "", true, &p, &e), 0);
+    assert_string_equal(e.field, "name");
+    json_decref(b);
+}
+
+static void class_patch(void **state)
+{
+    struct sched_class_spec c = base.classes[0];
+    struct proto_error e;
+    json_t *b = json_pack("{s:s}", "max_grace", "2m");
+    assert_int_equal(proto_class_patch(b, &c, &e), 0);
+    assert_int_equal(c.max_grace_ms, 120000);
+    json_decref(b);
+    b = json_pack("{s:s}", "max_grace", "never");
+    assert_int_not_equal(proto_class_patch(b, &c, &e), 0);
+    assert_string_equal(e.field, "max_grace");
+    assert_int_equal(c.max_grace_ms, 120000); /* unchanged on error */
+    json_decref(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(yaml_document),  cmocka_unit_test(settings_only_keeps_the_rest),
+        cmocka_unit_test(bad_documents),  cmocka_unit_test(bad_yaml),
+        cmocka_unit_test(output_reads_back), cmocka_unit_test(project_patch),
+        cmocka_unit_test(class_patch),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

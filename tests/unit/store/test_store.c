@@ -1,0 +1,465 @@
+/* test_store.c - unit tests of store/store.h: migrations from an empty file, a round
+ * trip through every table, savepoints and the group-commit transaction shape, and the
+ * append-only audit trail. Each test works on a fresh database in a temporary dir. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include "store/store.h"
+
+struct fx {
+    char dir[64];
+    char path[128];
+    struct store *st;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    char err[256];
+    snprintf(f->dir, sizeof(f->dir), "/tmp/store-test.XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    snprintf(f->path, sizeof(f->path), "%s/docket.db", f->dir);
+    f->st = store_open(f->path, err, sizeof(err));
+    if (!f->st) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    char p[160];
+    store_close(f->st);
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof(p), "%s%s", f->path, suffix[i]);
+        unlink(p);
+    }
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static void reopen(struct fx *f)
+{
+    char err[256];
+    store_close(f->st);
+    f->st = store_open(f->path, err, sizeof(err));
+    assert_non_null(f->st);
+}
+
+/* ------------------------------------------------------------------------------------ */
+
+static void migrates_from_empty(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(store_schema_version(f->st), 1);
+    reopen(f);
+    assert_int_equal(store_schema_version(f->st), 1);
+    assert_int_equal(store_job_count(f->st), 0);
+}
+
+static void refuses_newer_schema(void **state)
+{
+    struct fx *f = *state;
+    char err[256];
+    sqlite3 *db;
+    store_close(f->st);
+    f->st = NULL;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_null(store_open(f->path, err, sizeof(err)));
+    assert_non_null(strstr(err, "newer"));
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 1", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    f->st = store_open(f->path, err, sizeof(err));
+    assert_non_null(f->st);
+}
+
+static void counters(void **state)
+{
+    struct fx *f = *state;
+    int64_t v = 0;
+    assert_int_equal(store_counter_get(f->st, "next_job_id", &v), -ENOENT);
+    assert_int_equal(store_counter_set(f->st, "next_job_id", 42), 0);
+    assert_int_equal(store_counter_get(f->st, "next_job_id", &v), 0);
+    assert_int_equal(v, 42);
+    assert_int_equal(store_counter_set(f->st, "next_job_id", 43), 0);
+    reopen(f);
+    assert_int_equal(store_counter_get(f->st, "next_job_id", &v), 0);
+    assert_int_equal(v, 43);
+}
+
+static struct store_job make_job(uint64_t id, const char *project, int state)
+{
+    struct store_job j;
+    memset(&j, 0, sizeof(j));
+    j.id = id;
+    j.array_id = id > 10 ? 10 : 0;
+    j.array_index = (int)id;
+    snprintf(j.name, sizeof(j.name), "job%llu", (unsigned long long)id);
+    snprintf(j.project, sizeof(j.project), "%s", project);
+    snprintf(j.user, sizeof(j.user), "alice");
+    snprintf(j.tier, sizeof(j.tier), "high");
+    snprintf(j.class_name, sizeof(j.class_name), "training");
+    j.state = state;
+    j.submit_ms = 1000 + (int64_t)id;
+    j.spec = "{\"command\":[\"true\"]}";
+    return j;
+}
+
+static void job_round_trip(void **state)
+{
+    struct fx *f = *state;
+    struct store_job in = make_job(7, "vision", 0), out;
+    in.start_ms = 5;
+    in.end_ms = 6;
+    in.preempt_count = 2;
+    in.preemptor = 99;
+    snprintf(in.nodes, sizeof(in.nodes), ",gpu01,");
+    snprintf(in.stop_cause, sizeof(in.stop_cause), "preempt");
+    in.alloc = "[{\"node\":\"gpu01\"}]";
+    in.exit = "{\"kind\":\"code\",\"code\":0}";
+    in.usage = "{\"cpu_ms\":3}";
+    assert_int_equal(store_job_insert(f->st, &in), 0);
+    assert_int_equal(store_job_insert(f->st, &in), -EIO); /* same id */
+    assert_int_equal(store_job_get(f->st, 7, &out), 0);
+    assert_int_equal(out.id, 7);
+    assert_int_equal(out.array_index, 7);
+    assert_string_equal(out.name, "job7");
+    assert_string_equal(out.project, "vision");
+    assert_string_equal(out.user, "alice");
+    assert_string_equal(out.tier, "high");
+    assert_string_equal(out.class_name, "training");
+    assert_string_equal(out.stop_cause, "preempt");
+    assert_string_equal(out.nodes, ",gpu01,");
+    assert_int_equal(out.submit_ms, 1007);
+    assert_int_equal(out.start_ms, 5);
+    assert_int_equal(out.end_ms, 6);
+    assert_int_equal(out.preempt_count, 2);
+    assert_int_equal(out.preemptor, 99);
+    assert_string_equal(out.spec, in.spec);
+    assert_string_equal(out.alloc, in.alloc);
+    assert_string_equal(out.exit, in.exit);
+    assert_string_equal(out.usage, in.usage);
+    store_job_release(&out);
+    assert_int_equal(store_job_get(f->st, 8, &out), -ENOENT);
+}
+
+static void job_update(void **state)
+{
+    struct fx *f = *state;
+    struct store_job j = make_job(1, "p", 0), out;
+    assert_int_equal(store_job_insert(f->st, &j), 0);
+    j.state = 5;
+    j.end_ms = 77;
+    j.alloc = NULL;
+    j.exit = "{\"kind\":\"lost\"}";
+    assert_int_equal(store_job_update(f->st, &j), 0);
+    assert_int_equal(store_job_get(f->st, 1, &out), 0);
+    assert_int_equal(out.state, 5);
+    assert_int_equal(out.end_ms, 77);
+    assert_null(out.alloc);
+    assert_string_equal(out.exit, "{\"kind\":\"lost\"}");
+    store_job_release(&out);
+    j.id = 2;
+    assert_int_equal(store_job_update(f->st, &j), -ENOENT);
+}
+
+static int collect(void *arg, const struct store_job *j)
+{
+    char *buf = arg;
+    char one[16];
+    snprintf(one, sizeof(one), "%llu,", (unsigned long long)j->id);
+    strncat(buf, one, 255 - strlen(buf));
+    return 0;
+}
+
+static void list(struct fx *f, struct store_job_filter *flt, const char *want)
+{
+    char got[256] = "";
+    assert_int_equal(store_job_list(f->st, flt, collect, got), 0);
+    assert_string_equal(got, want);
+}
+
+static void job_list_filters(void **state)
+{
+    struct fx *f = *state;
+    for (uint64_t i = 1; i <= 12; i++) {
+        struct store_job j = make_job(i, i % 2 ? "odd" : "even", (int)(i % 3));
+        if (i == 4)
+            snprintf(j.nodes, sizeof(j.nodes), ",gpu01,gpu02,");
+        if (i == 5)
+            snprintf(j.nodes, sizeof(j.nodes), ",gpu011,");
+        assert_int_equal(store_job_insert(f->st, &j), 0);
+    }
+    struct store_job_filter flt;
+    memset(&flt, 0, sizeof(flt));
+    flt.limit = 100;
+    list(f, &flt, "1,2,3,4,5,6,7,8,9,10,11,12,");
+    flt.project = "odd";
+    list(f, &flt, "1,3,5,7,9,11,");
+    flt.state_mask = 1u << 0;
+    list(f, &flt, "3,9,");
+    flt.project = NULL;
+    flt.state_mask = 0;
+    flt.node = "gpu01";
+    list(f, &flt, "4,");
+    flt.node = NULL;
+    flt.array_id = 10;
+    list(f, &flt, "11,12,");
+    flt.array_id = 0;
+    flt.limit = 3;
+    flt.after = 4;
+    list(f, &flt, "5,6,7,");
+    flt.desc = true;
+    list(f, &flt, "3,2,1,");
+    flt.desc = false;
+    flt.after = 0;
+    flt.limit = 100;
+    flt.since_ms = 1010;
+    list(f, &flt, "10,11,12,");
+    flt.since_ms = 0;
+    flt.user = "bob";
+    list(f, &flt, "");
+    assert_int_equal(store_job_count(f->st), 12);
+}
+
+static int collect_ev(void *arg, const struct store_event *e)
+{
+    char *buf = arg;
+    char one[64];
+    snprintf(one, sizeof(one), "%s:%s>%s@%s;", e->type, e->from, e->to, e->node);
+    strncat(buf, one, 255 - strlen(buf));
+    return 0;
+}
+
+static void events_round_trip(void **state)
+{
+    struct fx *f = *state;
+    struct store_event a = {3, 10, "submit", "", "PENDING", "", "", ""};
+    struct store_event b = {3, 11, "start", "PENDING", "STARTING", "gpu01", "", "x"};
+    struct store_event c = {4, 12, "submit", NULL, "HELD", NULL, NULL, NULL};
+    assert_int_equal(store_event_add(f->st, &a), 0);
+    assert_int_equal(store_event_add(f->st, &b), 0);
+    assert_int_equal(store_event_add(f->st, &c), 0);
+    char got[256] = "";
+    assert_int_equal(store_event_list(f->st, 3, collect_ev, got), 0);
+    assert_string_equal(got, "submit:>PENDING@;start:PENDING>STARTING@gpu01;");
+    got[0] = '\0';
+    assert_int_equal(store_event_list(f->st, 4, collect_ev, got), 0);
+    assert_string_equal(got, "submit:>HELD@;");
+}
+
+static int collect_node(void *arg, const struct store_node *n)
+{
+    char *buf = arg;
+    char one[128];
+    snprintf(one, sizeof(one), "%s/%s/%d/%s/%lld;", n->name, n->state, n->gpus, n->labels,
+             (long long)n->cmd_seq);
+    strncat(buf, one, 255 - strlen(buf));
+    return 0;
+}
+
+static void nodes_round_trip(void **state)
+{
+    struct fx *f = *state;
+    struct store_node n, out;
+    memset(&n, 0, sizeof(n));
+    snprintf(n.name, sizeof(n.name), "gpu02");
+    snprintf(n.state, sizeof(n.state), "UP");
+    snprintf(n.gpu_type, sizeof(n.gpu_type), "H100");
+    n.gpus = 8;
+    n.cpus = 64;
+    n.mem_mb = 1000;
+    n.gpu_mem_mb = 80000;
+    n.labels = "{\"zone\":\"a\"}";
+    n.info = "{\"addr\":\"10.0.0.2\"}";
+    n.last_heartbeat_ms = 5;
+    n.cmd_seq = 17;
+    assert_int_equal(store_node_put(f->st, &n), 0);
+    snprintf(n.name, sizeof(n.name), "gpu01");
+    n.labels = NULL;
+    assert_int_equal(store_node_put(f->st, &n), 0);
+    snprintf(n.state, sizeof(n.state), "DRAINED");
+    n.cmd_seq = 18;
+    assert_int_equal(store_node_put(f->st, &n), 0); /* update in place */
+    char got[256] = "";
+    assert_int_equal(store_node_list(f->st, collect_node, got), 0);
+    assert_string_equal(got, "gpu01/DRAINED/8/{}/18;gpu02/UP/8/{\"zone\":\"a\"}/17;");
+    assert_int_equal(store_node_get(f->st, "gpu02", &out), 0);
+    assert_string_equal(out.gpu_type, "H100");
+    assert_int_equal(out.gpu_mem_mb, 80000);
+    assert_int_equal(out.mem_mb, 1000);
+    assert_string_equal(out.info, "{\"addr\":\"10.0.0.2\"}");
+    store_node_release(&out);
+    assert_int_equal(store_node_get(f->st, "gpu09", &out), -ENOENT);
+}
+
+static int collect_doc(void *arg, const char *name, const char *json)
+{
+    char *buf = arg;
+    char one[128];
+    snprintf(one, sizeof(one), "%s=%s;", name, json);
+    strncat(buf, one, 255 - strlen(buf));
+    return 0;
+}
+
+static void projects_and_policy(void **state)
+{
+    struct fx *f = *state;
+    char *doc = NULL;
+    assert_int_equal(store_policy_get(f->st, &doc), -ENOENT);
+    assert_int_equal(store_policy_put(f->st, "{\"a\":1}"), 0);
+    assert_int_equal(store_policy_put(f->st, "{\"a\":2}"), 0);
+    assert_int_equal(store_policy_get(f->st, &doc), 0);
+    assert_string_equal(doc, "{\"a\":2}");
+    free(doc);
+    assert_int_equal(store_project_put(f->st, "b", "{}"), 0);
+    assert_int_equal(store_project_put(f->st, "a", "{\"x\":1}"), 0);
+    assert_int_equal(store_project_put(f->st, "b", "{\"y\":2}"), 0);
+    char got[256] = "";
+    assert_int_equal(store_project_list(f->st, collect_doc, got), 0);
+    assert_string_equal(got, "a={\"x\":1};b={\"y\":2};");
+}
+
+static void tokens(void **state)
+{
+    struct fx *f = *state;
+    char h[65];
+    store_token_hash("abc", h);
+    assert_string_equal(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    struct store_token t, out;
+    memset(&t, 0, sizeof(t));
+    store_token_hash("dkn_secret", t.hash);
+    t.kind = STORE_TOKEN_NODE;
+    snprintf(t.user, sizeof(t.user), "gpu01");
+    snprintf(t.role, sizeof(t.role), "node");
+    t.created_ms = 1;
+    t.expires_ms = 2;
+    assert_int_equal(store_token_put(f->st, &t), 0);
+    assert_int_equal(store_token_get(f->st, t.hash, &out), 0);
+    assert_int_equal(out.kind, STORE_TOKEN_NODE);
+    assert_string_equal(out.user, "gpu01");
+    assert_string_equal(out.role, "node");
+    assert_int_equal(out.expires_ms, 2);
+    assert_int_equal(store_token_get(f->st, h, &out), -ENOENT);
+    assert_int_equal(store_token_delete_user(f->st, STORE_TOKEN_USER, "gpu01"), 0);
+    assert_int_equal(store_token_get(f->st, t.hash, &out), 0);
+    assert_int_equal(store_token_delete_user(f->st, STORE_TOKEN_NODE, "gpu01"), 0);
+    assert_int_equal(store_token_get(f->st, t.hash, &out), -ENOENT);
+}
+
+static int collect_audit(void *arg, const struct store_audit *a)
+{
+    char *buf = arg;
+    char one[128];
+    snprintf(one, sizeof(one), "%lld:%s:%s:%s:%s:%s;", (long long)a->id, a->actor, a->action,
+             a->target, a->before ? a->before : "null", a->after ? a->after : "null");
+    strncat(buf, one, 511 - strlen(buf));
+    return 0;
+}
+
+static void audit_append_only(void **state)
+{
+    struct fx *f = *state;
+    struct store_audit a = {0, 10, "alice", "job.submit", "job:1", NULL, "{\"s\":1}", ""};
+    struct store_audit b = {0, 20, "root", "node.drain", "gpu01", "{\"st\":\"UP\"}",
+                            "{\"st\":\"DRAINING\"}", "maint"};
+    assert_int_equal(store_audit_add(f->st, &a), 0);
+    assert_int_equal(store_audit_add(f->st, &b), 0);
+    struct store_audit_filter flt;
+    memset(&flt, 0, sizeof(flt));
+    char got[512] = "";
+    assert_int_equal(store_audit_list(f->st, &flt, collect_audit, got), 0);
+    assert_string_equal(got, "1:alice:job.submit:job:1:null:{\"s\":1};"
+                             "2:root:node.drain:gpu01:{\"st\":\"UP\"}:{\"st\":\"DRAINING\"};");
+    flt.actor = "root";
+    got[0] = '\0';
+    assert_int_equal(store_audit_list(f->st, &flt, collect_audit, got), 0);
+    assert_string_equal(got, "2:root:node.drain:gpu01:{\"st\":\"UP\"}:{\"st\":\"DRAINING\"};");
+    flt.actor = NULL;
+    flt.since_ms = 15;
+    flt.after = 1;
+    got[0] = '\0';
+    assert_int_equal(store_audit_list(f->st, &flt, collect_audit, got), 0);
+    assert_string_equal(got, "2:root:node.drain:gpu01:{\"st\":\"UP\"}:{\"st\":\"DRAINING\"};");
+    /* the database itself refuses to rewrite history */
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_not_equal(sqlite3_exec(db, "UPDATE audit SET actor = 'x'", NULL, NULL, NULL),
+                         SQLITE_OK);
+    assert_int_not_equal(sqlite3_exec(db, "DELETE FROM audit", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* One transaction per loop iteration, one savepoint per request: a failed request
+ * leaves nothing, the others commit together. */
+static void group_commit(void **state)
+{
+    struct fx *f = *state;
+    struct store_job out;
+    assert_false(store_in_tx(f->st));
+    assert_int_equal(store_savepoint(f->st), 0);
+    assert_true(store_in_tx(f->st));
+    struct store_job j1 = make_job(1, "p", 0), j2 = make_job(2, "p", 0), j3 = make_job(3, "p", 0);
+    assert_int_equal(store_job_insert(f->st, &j1), 0);
+    assert_int_equal(store_release(f->st), 0);
+    assert_int_equal(store_savepoint(f->st), 0); /* a request that fails */
+    assert_int_equal(store_job_insert(f->st, &j2), 0);
+    assert_int_equal(store_rollback_to(f->st), 0);
+    assert_int_equal(store_savepoint(f->st), 0);
+    assert_int_equal(store_job_insert(f->st, &j3), 0);
+    assert_int_equal(store_release(f->st), 0);
+    assert_int_equal(store_job_get(f->st, 2, &out), -ENOENT);
+    assert_int_equal(store_commit(f->st), 0);
+    assert_false(store_in_tx(f->st));
+    reopen(f);
+    assert_int_equal(store_job_get(f->st, 1, &out), 0);
+    store_job_release(&out);
+    assert_int_equal(store_job_get(f->st, 2, &out), -ENOENT);
+    assert_int_equal(store_job_get(f->st, 3, &out), 0);
+    store_job_release(&out);
+    /* an uncommitted transaction is lost with the process */
+    assert_int_equal(store_begin(f->st), 0);
+    struct store_job j4 = make_job(4, "p", 0);
+    assert_int_equal(store_job_insert(f->st, &j4), 0);
+    assert_int_equal(store_rollback(f->st), 0);
+    assert_int_equal(store_job_get(f->st, 4, &out), -ENOENT);
+    assert_int_equal(store_commit(f->st), 0); /* nothing open: a no-op */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(migrates_from_empty, setup, teardown),
+        cmocka_unit_test_setup_teardown(refuses_newer_schema, setup, teardown),
+        cmocka_unit_test_setup_teardown(counters, setup, teardown),
+        cmocka_unit_test_setup_teardown(job_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(job_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(job_list_filters, setup, teardown),
+        cmocka_unit_test_setup_teardown(events_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(nodes_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(projects_and_policy, setup, teardown),
+        cmocka_unit_test_setup_teardown(tokens, setup, teardown),
+        cmocka_unit_test_setup_teardown(audit_append_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(group_commit, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
