@@ -96,9 +96,9 @@ static int write_small(const struct agent *a, const char *name, const char *text
     if (fd < 0)
         return -errno;
     size_t n = strlen(text);
+    /* no fsync: what must survive is a kill -9 of the agent (the page cache does); a
+     * power cut ends the node's jobs too */
     int rc = write(fd, text, n) == (ssize_t)n ? 0 : -EIO;
-    if (rc == 0 && fdatasync(fd) < 0)
-        rc = -errno;
     close(fd);
     if (rc == 0 && rename(tmp, dst) < 0)
         rc = -errno;
@@ -928,7 +928,7 @@ static void stop_cb(evutil_socket_t fd, short what, void *arg)
 static void adopt(struct agent *a, uint64_t id, const char *dir)
 {
     struct sup_state st;
-    char path[PATH_MAX + 16];
+    char path[PATH_MAX + 400];
     snprintf(path, sizeof path, "%s/reported", dir);
     bool reported = access(path, F_OK) == 0;
     int rc = sup_state_read(dir, &st);

@@ -62,8 +62,13 @@ static ssize_t read_file(const char *path, char *buf, size_t len)
 
 static int join(char *out, size_t len, const char *a, const char *b)
 {
-    int n = snprintf(out, len, "%s/%s", a, b);
-    return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
+    size_t la = strlen(a), lb = strlen(b);
+    if (la + 1 + lb + 1 > len)
+        return -ENAMETOOLONG;
+    memcpy(out, a, la);
+    out[la] = '/';
+    memcpy(out + la + 1, b, lb + 1);
+    return 0;
 }
 
 static bool is_file(const char *path)

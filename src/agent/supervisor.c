@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,18 @@
 
 /* ---------------------------------------------------------------------------------- */
 /* Small helpers shared by both sides                                                  */
+
+/* A message into err[len]; long paths are cut, which is what a message may do. */
+static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void errf(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (vsnprintf(err, len, fmt, ap) < 0 && len)
+        err[0] = '\0';
+    va_end(ap);
+}
 
 int sup_job_dir(const struct sup_config *c, uint64_t id, char *out, size_t len)
 {
@@ -459,22 +472,22 @@ static int resolve_user(struct sup *s, char *err, size_t errlen)
             str_copy(s->shell, sizeof s->shell, pw.pw_shell);
         }
         if (root && !s->c->allow_root_jobs) {
-            snprintf(err, errlen, "job has no user and the agent runs as root (--allow-root-jobs not set)");
+            errf(err, errlen, "job has no user and the agent runs as root (--allow-root-jobs not set)");
             return -EPERM;
         }
         if (!root && *name && (!res || strcmp(name, pw.pw_name) != 0)) {
-            snprintf(err, errlen, "cannot run as user '%s': the agent is not root", name);
+            errf(err, errlen, "cannot run as user '%s': the agent is not root", name);
             return -EPERM;
         }
         return 0;
     }
     int e = getpwnam_r(name, &pw, buf, sizeof buf, &res);
     if (e != 0 || !res) {
-        snprintf(err, errlen, "unknown user '%s'", name);
+        errf(err, errlen, "unknown user '%s'", name);
         return -ENOENT;
     }
     if (pw.pw_uid == 0 && !s->c->allow_root_jobs) {
-        snprintf(err, errlen, "refusing to run a job as root user '%s' (--allow-root-jobs not set)", name);
+        errf(err, errlen, "refusing to run a job as root user '%s' (--allow-root-jobs not set)", name);
         return -EPERM;
     }
     s->uid = pw.pw_uid;
@@ -585,7 +598,7 @@ static int write_script(struct sup *s, char *err, size_t errlen)
     snprintf(path, sizeof path, "%s/.docket_script", s->scratch);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0700);
     if (fd < 0) {
-        snprintf(err, errlen, "cannot write script '%s': %s", path, strerror(errno));
+        errf(err, errlen, "cannot write script '%s': %s", path, strerror(errno));
         return -errno;
     }
     size_t n = strlen(s->j->script);
@@ -595,7 +608,7 @@ static int write_script(struct sup *s, char *err, size_t errlen)
         rc = -errno;
     close(fd);
     if (rc < 0)
-        snprintf(err, errlen, "cannot write script '%s': %s", path, strerror(-rc));
+        errf(err, errlen, "cannot write script '%s': %s", path, strerror(-rc));
     return rc;
 }
 
@@ -605,7 +618,7 @@ static int make_scratch(struct sup *s, char *err, size_t errlen)
     sup_remove_tree(s->scratch);   /* left over from an earlier run of this job */
     if (mkdir(s->scratch, 0700) < 0 ||
         (geteuid() == 0 && chown(s->scratch, s->uid, s->gid) < 0)) {
-        snprintf(err, errlen, "cannot create scratch directory '%s': %s", s->scratch, strerror(errno));
+        errf(err, errlen, "cannot create scratch directory '%s': %s", s->scratch, strerror(errno));
         return -errno;
     }
     return s->j->script ? write_script(s, err, errlen) : 0;
@@ -620,24 +633,24 @@ static int prepare(struct sup *s, char *err, size_t errlen)
     const char *wd = s->j->workdir && *s->j->workdir ? s->j->workdir : (s->home[0] ? s->home : "/");
     if ((rc = sup_resolve_output(s->j->output, s->dir, "stdout", wd, s->j, s->st.out_path, sizeof s->st.out_path)) < 0 ||
         (rc = sup_resolve_output(s->j->error, s->dir, "stderr", wd, s->j, s->st.err_path, sizeof s->st.err_path)) < 0) {
-        snprintf(err, errlen, "output path too long");
+        errf(err, errlen, "output path too long");
         return rc;
     }
     if (!s->j->output || !*s->j->output) {
         if ((s->out_fd = open_default_log(s, s->st.out_path)) < 0) {
-            snprintf(err, errlen, "cannot open '%s': %s", s->st.out_path, strerror(-s->out_fd));
+            errf(err, errlen, "cannot open '%s': %s", s->st.out_path, strerror(-s->out_fd));
             return s->out_fd;
         }
     }
     if (!s->j->error || !*s->j->error) {
         if ((s->err_fd = open_default_log(s, s->st.err_path)) < 0) {
-            snprintf(err, errlen, "cannot open '%s': %s", s->st.err_path, strerror(-s->err_fd));
+            errf(err, errlen, "cannot open '%s': %s", s->st.err_path, strerror(-s->err_fd));
             return s->err_fd;
         }
     }
     if (s->c->cg && s->c->cg->mode != CG_NONE) {
         if ((rc = cg_job_init(&s->cg, s->c->cg, s->c->node, s->j->id)) < 0) {
-            snprintf(err, errlen, "cgroup path too long");
+            errf(err, errlen, "cgroup path too long");
             return rc;
         }
         /* a group left by an earlier run would mix up usage and OOM counts */
@@ -660,7 +673,7 @@ static int launch(struct sup *s, char *err, size_t errlen)
     int p[2];
     if (!env || pipe2(p, O_CLOEXEC) < 0) {
         sup_env_free(env);
-        snprintf(err, errlen, "cannot launch: %s", strerror(errno));
+        errf(err, errlen, "cannot launch: %s", strerror(errno));
         return -errno;
     }
     pid_t pid = fork();
@@ -672,7 +685,7 @@ static int launch(struct sup *s, char *err, size_t errlen)
     sup_env_free(env);
     if (pid < 0) {
         close(p[0]);
-        snprintf(err, errlen, "cannot fork: %s", strerror(errno));
+        errf(err, errlen, "cannot fork: %s", strerror(errno));
         return -errno;
     }
     s->leader = pid;
@@ -684,7 +697,7 @@ static int launch(struct sup *s, char *err, size_t errlen)
     close(p[0]);
     if (n > 0) {
         msg[n] = '\0';
-        snprintf(err, errlen, "%s", msg);
+        errf(err, errlen, "%s", msg);
         waitpid(pid, NULL, 0);
         s->leader_done = true;
         return -ECHILD;
@@ -929,11 +942,11 @@ int sup_launch(const struct sup_config *c, const struct agent_job *j, int64_t se
     char dir[PATH_MAX], jobs[PATH_MAX];
     snprintf(jobs, sizeof jobs, "%s/jobs", c->state_dir);
     if (mkdir(jobs, 0711) < 0 && errno != EEXIST) {
-        snprintf(err, errlen, "cannot create '%s': %s", jobs, strerror(errno));
+        errf(err, errlen, "cannot create '%s': %s", jobs, strerror(errno));
         return -errno;
     }
     if (sup_job_dir(c, j->id, dir, sizeof dir) < 0 || (mkdir(dir, 0711) < 0 && errno != EEXIST)) {
-        snprintf(err, errlen, "cannot create job directory for job %llu: %s", (unsigned long long)j->id,
+        errf(err, errlen, "cannot create job directory for job %llu: %s", (unsigned long long)j->id,
                  strerror(errno));
         return -errno;
     }
@@ -951,7 +964,7 @@ int sup_launch(const struct sup_config *c, const struct agent_job *j, int64_t se
     if (rc == 0)
         rc = write_atomic(dir, "start_seq", seqs);
     if (rc < 0) {
-        snprintf(err, errlen, "cannot write job files in '%s': %s", dir, strerror(-rc));
+        errf(err, errlen, "cannot write job files in '%s': %s", dir, strerror(-rc));
         return rc;
     }
     /* SIGUSR1 stays blocked in the child until its signalfd takes over */
@@ -966,7 +979,7 @@ int sup_launch(const struct sup_config *c, const struct agent_job *j, int64_t se
     int e = errno;
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
-        snprintf(err, errlen, "cannot fork supervisor: %s", strerror(e));
+        errf(err, errlen, "cannot fork supervisor: %s", strerror(e));
         return -e;
     }
     *sup_pid = pid;

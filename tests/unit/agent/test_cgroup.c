@@ -26,7 +26,7 @@
 
 static void touch(const char *dir, const char *name, const char *text)
 {
-    char p[512];
+    char p[1400];
     snprintf(p, sizeof p, "%s/%s", dir, name);
     FILE *f = fopen(p, "w");
     assert_non_null(f);
@@ -45,7 +45,7 @@ static void test_detect_fabricated(void **st)
     assert_non_null(strstr(err, "no usable cgroup hierarchy"));
     /* v1: every controller mounted */
     const char *ctrls[] = {"memory", "cpu", "cpuacct", "pids", "freezer"};
-    char d[600];
+    char d[700];
     for (int i = 0; i < 5; i++) {
         snprintf(d, sizeof d, "%s/%s", root, ctrls[i]);
         mkdir(d, 0755);

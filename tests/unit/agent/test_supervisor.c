@@ -68,6 +68,7 @@ static void need_cgroups(void)
 static void run_job(const char *json, struct sup_state *out, int64_t *elapsed_ms,
                     void (*during)(uint64_t id, int sup_pid))
 {
+    memset(out, 0, sizeof *out);
     json_error_t je;
     json_t *o = json_loads(json, 0, &je);
     assert_non_null(o);
