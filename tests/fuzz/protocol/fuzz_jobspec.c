@@ -1,0 +1,41 @@
+/* fuzz_jobspec.c - libFuzzer harness for the submit body parser (protocol/proto.h):
+ * any bytes either parse into a spec that normalises, reloads and normalises to the
+ * same stored form, or are refused with a field and a message. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/proto.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct proto_jobspec j, back;
+    struct proto_error e;
+    if (proto_jobspec_parse_text((const char *)data, size, 1800000000000LL, &j, &e) < 0) {
+        if (!e.message[0])
+            abort(); /* every refusal says why */
+        proto_jobspec_release(&j);
+        return 0;
+    }
+    json_t *stored = proto_jobspec_to_json(&j);
+    if (proto_jobspec_load(stored, &back, &e) < 0)
+        abort(); /* what we store we must read back */
+    json_t *again = proto_jobspec_to_json(&back);
+    if (!json_equal(stored, again))
+        abort();
+    if (j.array[0]) {
+        int32_t *idx = NULL;
+        size_t n;
+        int limit;
+        if (proto_array_expand(j.array, &idx, &n, &limit, &e) < 0 || n == 0)
+            abort();
+        free(idx);
+    }
+    json_decref(again);
+    json_decref(stored);
+    proto_jobspec_release(&back);
+    proto_jobspec_release(&j);
+    return 0;
+}
