@@ -581,7 +581,7 @@ static int load_int(const json_t *o, const char *k, int64_t *out, struct proto_e
 
 static int load_scalars(const json_t *s, struct proto_jobspec *j, struct proto_error *err)
 {
-    int64_t gpus, cpus, nodes, sig, retries;
+    int64_t gpus = 0, cpus = 0, nodes = 0, sig = 0, retries = 0;
     int rc = 0;
     rc |= load_name(s, "name", j->name, sizeof(j->name), err);
     rc |= load_name(s, "project", j->project, sizeof(j->project), err);
