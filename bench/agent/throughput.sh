@@ -20,4 +20,7 @@ t2=$(now_us)
 done_ok=$(api GET "/v1/jobs?state=COMPLETED&limit=10000" | jq '.jobs | length')
 printf 'throughput jobs=%d completed=%d submit=%.2f s total=%.2f s rate=%.0f jobs/s\n' "$N" "$done_ok" \
     "$(bc -l <<<"($t1-$t0)/1000000")" "$(bc -l <<<"($t2-$t0)/1000000")" "$(bc -l <<<"$N*1000000/($t2-$t0)")"
+# CPU spent by each side (the agent's figure includes its reaped supervisors and jobs)
+cpu() { awk '{printf "%.1f", ($14 + $15 + $16 + $17) / 100}' "/proc/$1/stat"; }
+echo "cpu seconds: docketd $(cpu "${PIDS[0]}"), docket-node+supervisors+jobs $(cpu "${PIDS[1]}")"
 machine
