@@ -1,13 +1,16 @@
 /*
- * client.c - discovery of docketd and the HTTP transport of the CLI (client.h), on one
- * libcurl easy handle kept for the whole process so every request reuses one connection.
- * No DNS: Unix sockets need none, "localhost" is pinned to 127.0.0.1, and proxies from
- * the environment are ignored (a scheduler on loopback must never be proxied).
+ * client.c - discovery of docketd and the transport of the CLI (client.h). One
+ * connection per process, reused by every request: plain http:// and unix: go through
+ * the small client of http.c (starting docket must not cost 33 shared libraries: see
+ * http.h); https:// goes through libcurl, loaded with dlopen the first time it is needed.
+ * No DNS for loopback: Unix sockets need none, "localhost" is pinned to 127.0.0.1, and
+ * proxies from the environment are ignored (a scheduler on loopback is never proxied).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cli/client.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,15 +18,37 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "cli/http.h"
 #include "util/dbuf.h"
+#include "util/parse.h"
 #include "util/str.h"
 
 enum { MAX_REPLY = 64 << 20, DEFAULT_TIMEOUT_MS = 30000, CONNECT_TIMEOUT_MS = 5000 };
 
+/* libcurl's entry points, resolved with dlsym (https:// only). */
+struct curl_api {
+    void *dl;
+    CURLcode (*global_init)(long flags);
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *c, CURLoption opt, ...);
+    CURLcode (*easy_perform)(CURL *c);
+    CURLcode (*easy_getinfo)(CURL *c, CURLINFO info, ...);
+    void (*easy_cleanup)(CURL *c);
+    void (*easy_reset)(CURL *c);
+    struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+    void (*slist_free_all)(struct curl_slist *l);
+    const char *(*easy_strerror)(CURLcode rc);
+};
+
 struct client {
+    struct http_conn *http;  /* http:// and unix: */
+    struct curl_api api;     /* https:// */
     CURL *curl;
-    char base[600];          /* "http://127.0.0.1:8420" or "http://docketd" for sockets */
+    bool tls;
+    char base[600];          /* "https://host:port" for libcurl */
     char socket_path[512];   /* "" for TCP */
+    char host[256];
+    int port;
     char shown[512];         /* the URL as the user knows it, for messages */
     char auth[560];          /* "Authorization: Bearer ..." or "" */
     char source[300];
@@ -170,52 +195,83 @@ int client_config_load(struct client_config *cfg, char *err, size_t errlen)
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* Transport                                                                            */
+/* URLs                                                                                 */
 
-/* "http://localhost:8420" -> "http://127.0.0.1:8420": loopback needs no resolver. */
-static void pin_localhost(char *base, size_t len)
+/* "http://HOST[:PORT][/]" -> host and port; IPv6 in brackets. */
+static int split_host_port(const char *hp, bool tls, char *host, size_t hlen, int *port)
 {
-    const char *scheme = str_has_prefix(base, "https://") ? "https://" : "http://";
-    size_t sl = strlen(scheme);
-    char tmp[600];
+    const char *end = hp + strlen(hp), *colon;
+    size_t n;
 
-    if (strncmp(base + sl, "localhost", 9) || (base[sl + 9] && base[sl + 9] != ':' &&
-                                               base[sl + 9] != '/'))
-        return;
-    if (!strcmp(scheme, "https://"))
-        return; /* TLS checks the certificate against the name: keep it */
-    snprintf(tmp, sizeof(tmp), "%s127.0.0.1%s", scheme, base + sl + 9);
-    str_copy(base, len, tmp);
+    if (end > hp && end[-1] == '/')
+        end--;
+    if (*hp == '[') {
+        const char *rb = memchr(hp, ']', (size_t)(end - hp));
+        if (!rb)
+            return -EINVAL;
+        n = (size_t)(rb - hp - 1);
+        if (n == 0 || n >= hlen)
+            return -EINVAL;
+        memcpy(host, hp + 1, n);
+        host[n] = '\0';
+        colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+        if (!colon && rb + 1 != end)
+            return -EINVAL;
+    } else {
+        colon = memchr(hp, ':', (size_t)(end - hp));
+        n = (size_t)((colon ? colon : end) - hp);
+        if (n == 0 || n >= hlen)
+            return -EINVAL;
+        memcpy(host, hp, n);
+        host[n] = '\0';
+    }
+    *port = tls ? 443 : 80;
+    if (colon) {
+        char buf[16];
+        size_t pl = (size_t)(end - colon - 1);
+        if (pl == 0 || pl >= sizeof(buf))
+            return -EINVAL;
+        memcpy(buf, colon + 1, pl);
+        buf[pl] = '\0';
+        if (parse_int(buf, 1, 65535, port) < 0)
+            return -EINVAL;
+    }
+    return 0;
 }
 
 static int parse_url(struct client *c, const char *url, char *err, size_t errlen)
 {
+    const char *hp, *slash;
+
     str_copy(c->shown, sizeof(c->shown), url);
     if (str_has_prefix(url, "unix:")) {
         const char *path = url + 5;
-        if (path[0] != '/' || str_copy(c->socket_path, sizeof(c->socket_path), path) < 0) {
-            snprintf(err, errlen, "bad url '%.200s': want unix:/absolute/path", url);
+        if (path[0] != '/' || strlen(path) >= 108 ||
+            str_copy(c->socket_path, sizeof(c->socket_path), path) < 0) {
+            snprintf(err, errlen, "bad url '%.200s': want unix:/absolute/path (at most 107 "
+                     "bytes)", url);
             return -EINVAL;
         }
-        snprintf(c->base, sizeof(c->base), "http://docketd");
         return 0;
     }
-    if (!str_has_prefix(url, "http://") && !str_has_prefix(url, "https://")) {
+    c->tls = str_has_prefix(url, "https://");
+    if (!c->tls && !str_has_prefix(url, "http://")) {
         snprintf(err, errlen, "bad url '%.200s': want http://HOST:PORT, https://HOST:PORT "
                  "or unix:/PATH", url);
         return -EINVAL;
     }
-    if (strpbrk(url, " \t\r\n?#")) {
-        snprintf(err, errlen, "bad url '%.200s'", url);
+    hp = url + (c->tls ? 8 : 7);
+    slash = strchr(hp, '/');
+    if (strpbrk(url, " \t\r\n?#@") || (slash && slash[1]) ||
+        split_host_port(hp, c->tls, c->host, sizeof(c->host), &c->port) < 0) {
+        snprintf(err, errlen, "bad url '%.200s': want http://HOST:PORT, https://HOST:PORT "
+                 "or unix:/PATH", url);
         return -EINVAL;
     }
-    if (str_copy(c->base, sizeof(c->base), url) < 0) {
-        snprintf(err, errlen, "url too long");
-        return -EINVAL;
-    }
-    if (str_has_suffix(c->base, "/"))
-        c->base[strlen(c->base) - 1] = '\0';
-    pin_localhost(c->base, sizeof(c->base));
+    if (!strcmp(c->host, "localhost") && !c->tls)
+        snprintf(c->host, sizeof(c->host), "127.0.0.1");
+    snprintf(c->base, sizeof(c->base), "https://%s%s%s:%d", strchr(c->host, ':') ? "[" : "",
+             c->host, strchr(c->host, ':') ? "]" : "", c->port);
     return 0;
 }
 
@@ -234,6 +290,12 @@ struct client *client_create(const struct client_config *cfg, char *err, size_t 
     str_copy(c->source, sizeof(c->source), cfg->source);
     if (cfg->token[0])
         snprintf(c->auth, sizeof(c->auth), "Authorization: Bearer %s", cfg->token);
+    if (!c->tls && !(c->http = http_conn_create(c->socket_path[0] ? c->socket_path : NULL,
+                                                c->host, c->port))) {
+        snprintf(err, errlen, "out of memory");
+        free(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -242,7 +304,10 @@ void client_destroy(struct client *c)
     if (!c)
         return;
     if (c->curl)
-        curl_easy_cleanup(c->curl);
+        c->api.easy_cleanup(c->curl);
+    if (c->api.dl)
+        dlclose(c->api.dl);
+    http_conn_destroy(c->http);
     free(c);
 }
 
@@ -251,6 +316,95 @@ void client_reply_release(struct client_reply *r)
     free(r->body);
     memset(r, 0, sizeof(*r));
     r->offset = -1;
+}
+
+static void unreachable(const struct client *c, const char *why, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "cannot reach docketd at %s (%s): %s\n"
+             "hint: start it with `docketd --state-dir DIR`, or set DOCKET_URL "
+             "(http://HOST:PORT with DOCKET_TOKEN, or unix:/PATH)",
+             c->shown, strcmp(c->source, "default") ? c->source : "the default", why);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Plain HTTP (http.c)                                                                  */
+
+static int plain_request(struct client *c, const char *method, const char *path,
+                         const char *content_type, const char *body, size_t body_len,
+                         long timeout_ms, struct client_reply *r, char *err, size_t errlen)
+{
+    struct http_head head;
+    struct dbuf reply, headers;
+    char why[256];
+    int rc;
+
+    dbuf_init(&headers, 2048);
+    if (c->auth[0])
+        dbuf_printf(&headers, "%s\r\n", c->auth);
+    if (body)
+        dbuf_printf(&headers, "Content-Type: %s\r\n",
+                    content_type ? content_type : "application/json");
+    dbuf_init(&reply, MAX_REPLY);
+    rc = http_request(c->http, method, path, headers.data, body, body_len,
+                      timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS, &head, &reply, why,
+                      sizeof(why));
+    dbuf_release(&headers);
+    if (rc < 0) {
+        if (rc == -ENOENT || rc == -ECONNREFUSED || rc == -EHOSTUNREACH || rc == -ENETUNREACH ||
+            rc == -EACCES)
+            unreachable(c, why, err, errlen);
+        else if (rc == -ETIMEDOUT)
+            snprintf(err, errlen, "docketd at %s did not answer in time", c->shown);
+        else
+            snprintf(err, errlen, "request to docketd at %s failed: %s", c->shown, why);
+        dbuf_release(&reply);
+        return -EIO;
+    }
+    r->status = head.status;
+    r->offset = head.docket_offset;
+    r->eof = head.docket_eof;
+    r->body = dbuf_detach(&reply, &r->len);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* TLS through libcurl                                                                  */
+
+#define LOAD(field, name)                                                                \
+    do {                                                                                 \
+        *(void **)(&c->api.field) = dlsym(c->api.dl, name);                              \
+        if (!c->api.field)                                                               \
+            goto fail;                                                                   \
+    } while (0)
+
+static int load_curl(struct client *c, char *err, size_t errlen)
+{
+    if (c->api.dl)
+        return 0;
+    c->api.dl = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!c->api.dl) {
+        snprintf(err, errlen, "https:// needs libcurl (apt-get install libcurl4): %s",
+                 dlerror());
+        return -ENOENT;
+    }
+    LOAD(global_init, "curl_global_init");
+    LOAD(easy_init, "curl_easy_init");
+    LOAD(easy_setopt, "curl_easy_setopt");
+    LOAD(easy_perform, "curl_easy_perform");
+    LOAD(easy_getinfo, "curl_easy_getinfo");
+    LOAD(easy_cleanup, "curl_easy_cleanup");
+    LOAD(easy_reset, "curl_easy_reset");
+    LOAD(slist_append, "curl_slist_append");
+    LOAD(slist_free_all, "curl_slist_free_all");
+    LOAD(easy_strerror, "curl_easy_strerror");
+    if (c->api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(c->curl = c->api.easy_init()))
+        goto fail;
+    return 0;
+fail:
+    snprintf(err, errlen, "cannot initialise libcurl for https://");
+    dlclose(c->api.dl);
+    memset(&c->api, 0, sizeof(c->api));
+    return -ENOENT;
 }
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
@@ -277,102 +431,82 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
     return len;
 }
 
-static int setup(struct client *c, char *err, size_t errlen)
+static int tls_request(struct client *c, const char *method, const char *path,
+                       const char *content_type, const char *body, size_t body_len,
+                       long timeout_ms, struct client_reply *r, char *err, size_t errlen)
 {
-    if (c->curl) {
-        curl_easy_reset(c->curl);
-    } else {
-        if (curl_global_init(CURL_GLOBAL_NOTHING) != CURLE_OK ||
-            !(c->curl = curl_easy_init())) {
-            snprintf(err, errlen, "cannot initialise libcurl");
-            return -ENOMEM;
-        }
+    const struct curl_api *a = &c->api;
+    char url[2048], ctype[128], detail[CURL_ERROR_SIZE] = "";
+    struct curl_slist *h = NULL;
+    struct dbuf b;
+    CURLcode rc;
+
+    if (load_curl(c, err, errlen) < 0)
+        return -EIO;
+    if (snprintf(url, sizeof(url), "%s%s", c->base, path) >= (int)sizeof(url)) {
+        snprintf(err, errlen, "request path too long");
+        return -ENAMETOOLONG;
     }
-    curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c->curl, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(c->curl, CURLOPT_USERAGENT, "docket/0.1");
-    if (c->socket_path[0])
-        curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, c->socket_path);
+    a->easy_reset(c->curl);
+    dbuf_init(&b, MAX_REPLY);
+    if (c->auth[0])
+        h = a->slist_append(h, c->auth);
+    if (body) {
+        snprintf(ctype, sizeof(ctype), "Content-Type: %s",
+                 content_type ? content_type : "application/json");
+        h = a->slist_append(h, ctype);
+        h = a->slist_append(h, "Expect:");
+        a->easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+        a->easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    } else if (strcmp(method, "GET")) {
+        a->easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE, 0L);
+    }
+    a->easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+    a->easy_setopt(c->curl, CURLOPT_NOPROXY, "*");
+    a->easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
+    a->easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
+    a->easy_setopt(c->curl, CURLOPT_USERAGENT, "docket/0.1");
+    a->easy_setopt(c->curl, CURLOPT_URL, url);
+    a->easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
+    a->easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
+    a->easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms
+                                                               : (long)DEFAULT_TIMEOUT_MS);
+    a->easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
+    a->easy_setopt(c->curl, CURLOPT_WRITEDATA, &b);
+    a->easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
+    a->easy_setopt(c->curl, CURLOPT_HEADERDATA, r);
+    a->easy_setopt(c->curl, CURLOPT_ERRORBUFFER, detail);
+    rc = a->easy_perform(c->curl);
+    a->slist_free_all(h);
+    if (rc != CURLE_OK) {
+        const char *why = detail[0] ? detail : a->easy_strerror(rc);
+        if (rc == CURLE_WRITE_ERROR && b.failed)
+            snprintf(err, errlen, "reply from docketd larger than %d MiB", MAX_REPLY >> 20);
+        else if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
+            unreachable(c, why, err, errlen);
+        else if (rc == CURLE_OPERATION_TIMEDOUT)
+            snprintf(err, errlen, "docketd at %s did not answer in time", c->shown);
+        else
+            snprintf(err, errlen, "request to docketd at %s failed: %s", c->shown, why);
+        dbuf_release(&b);
+        return -EIO;
+    }
+    a->easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
+    r->body = dbuf_detach(&b, &r->len);
     return 0;
-}
-
-static void connect_error(struct client *c, CURLcode rc, const char *detail, char *err,
-                          size_t errlen)
-{
-    const char *why = detail && detail[0] ? detail : curl_easy_strerror(rc);
-
-    if (c->socket_path[0] && rc == CURLE_COULDNT_CONNECT)
-        why = access(c->socket_path, F_OK) == 0 ? "connection refused (is docketd running?)"
-                                                : "no such socket";
-    if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
-        snprintf(err, errlen, "cannot reach docketd at %s (%s): %s\n"
-                 "hint: start it with `docketd --state-dir DIR`, or set DOCKET_URL "
-                 "(http://HOST:PORT with DOCKET_TOKEN, or unix:/PATH)",
-                 c->shown, strcmp(c->source, "default") ? c->source : "the default", why);
-    else if (rc == CURLE_OPERATION_TIMEDOUT)
-        snprintf(err, errlen, "docketd at %s did not answer in time: %s", c->shown, why);
-    else
-        snprintf(err, errlen, "request to docketd at %s failed: %s", c->shown, why);
 }
 
 int client_request(struct client *c, const char *method, const char *path,
                    const char *content_type, const char *body, size_t body_len,
                    long timeout_ms, struct client_reply *r, char *err, size_t errlen)
 {
-    char url[2048], ctype[128], detail[CURL_ERROR_SIZE] = "";
-    struct curl_slist *h = NULL;
-    struct dbuf b;
-    CURLcode rc;
-    int ret;
-
     memset(r, 0, sizeof(*r));
     r->offset = -1;
-    if (snprintf(url, sizeof(url), "%s%s", c->base, path) >= (int)sizeof(url)) {
-        snprintf(err, errlen, "request path too long");
-        return -ENAMETOOLONG;
-    }
-    if ((ret = setup(c, err, errlen)) < 0)
-        return ret;
-    dbuf_init(&b, MAX_REPLY);
-    if (c->auth[0])
-        h = curl_slist_append(h, c->auth);
-    if (body) {
-        snprintf(ctype, sizeof(ctype), "Content-Type: %s",
-                 content_type ? content_type : "application/json");
-        h = curl_slist_append(h, ctype);
-        h = curl_slist_append(h, "Expect:");
-        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
-    }
-    curl_easy_setopt(c->curl, CURLOPT_URL, url);
-    curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
-    if (!strcmp(method, "GET"))
-        curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
-    else if (!body)
-        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE, 0L);
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms
-                                                                 : (long)DEFAULT_TIMEOUT_MS);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, detail);
-    rc = curl_easy_perform(c->curl);
-    curl_slist_free_all(h);
-    if (rc != CURLE_OK) {
-        if (rc == CURLE_WRITE_ERROR && b.failed)
-            snprintf(err, errlen, "reply from docketd larger than %d MiB", MAX_REPLY >> 20);
-        else
-            connect_error(c, rc, detail, err, errlen);
-        dbuf_release(&b);
-        return -EIO;
-    }
-    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
-    r->body = dbuf_detach(&b, &r->len);
-    return 0;
+    if (c->tls)
+        return tls_request(c, method, path, content_type, body, body_len, timeout_ms, r, err,
+                           errlen);
+    return plain_request(c, method, path, content_type, body, body_len, timeout_ms, r, err,
+                         errlen);
 }
 
 int client_escape(const char *s, char *buf, size_t len)

@@ -179,6 +179,9 @@ submit_q() {
     [[ $output == *"cannot reach docketd at http://127.0.0.1:1"* ]]
     DOCKET_URL=ftp://x run -1 "$DOCKET" nodes
     [[ $output == *"bad url 'ftp://x'"* ]]
+    # https:// goes through libcurl, loaded only then
+    DOCKET_URL=https://127.0.0.1:1 run -1 "$DOCKET" nodes
+    [[ $output == *"cannot reach docketd at https://127.0.0.1:1"* ]]
 }
 
 @test "tiers, classes and projects from the applied policy (--json)" {
