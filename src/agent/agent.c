@@ -14,6 +14,8 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +68,7 @@ struct agent {
     bool registered, hb_inflight, post_inflight;
     int64_t wait_ms;
     int64_t ack;
+    int ack_fd;
     int64_t backoff_ms, post_backoff_until;
     int post_failures, hb_failures;
     struct ajob *jobs;
@@ -124,13 +127,17 @@ static int read_small(const struct agent *a, const char *name, char *buf, size_t
     return 0;
 }
 
+/* The ack is rewritten in place at a fixed width (one small write, atomic for readers):
+ * a rename over the old file would force a disk write on ext4 at every heartbeat. */
 static void save_ack(struct agent *a)
 {
-    char buf[32];
-    snprintf(buf, sizeof buf, "%lld\n", (long long)a->ack);
-    int rc = write_small(a, "ack", buf, 0600);
-    if (rc < 0)
-        log_error("ack_save_failed", "error=\"%s\"", strerror(-rc));
+    char buf[32], path[PATH_MAX + 8];
+    int n = snprintf(buf, sizeof buf, "%020lld\n", (long long)a->ack);
+    snprintf(path, sizeof path, "%s/ack", a->cfg.state_dir);
+    if (a->ack_fd < 0)
+        a->ack_fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (a->ack_fd < 0 || pwrite(a->ack_fd, buf, (size_t)n, 0) != n)
+        log_error("ack_save_failed", "path=%s error=\"%s\"", path, strerror(errno));
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -1012,6 +1019,7 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
     struct agent *a = xcalloc(1, sizeof *a);
     a->cfg = *cfg;
     a->out_tail = &a->out_head;
+    a->ack_fd = -1;
     a->health_ok = true;
     a->wait_ms = 25000;
     if (parse_controller(a, err, errlen) < 0)
@@ -1030,6 +1038,14 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
         snprintf(err, errlen, "cannot create scratch root '%s': %s", a->cfg.scratch_root, strerror(errno));
         goto fail;
     }
+    /* load the NSS modules once here, so a supervisor (a fork of us) finds them loaded
+     * instead of mapping them again for every job */
+    struct passwd pw, *pwres = NULL;
+    char pwbuf[4096];
+    gid_t groups[64];
+    int ngroups = 64;
+    if (getpwuid_r(0, &pw, pwbuf, sizeof pwbuf, &pwres) == 0 && pwres)
+        getgrouplist(pw.pw_name, pw.pw_gid, groups, &ngroups);
     a->cg.mode = CG_NONE;
     if (!cfg->no_cgroups && cg_detect(cfg->cgroup_root[0] ? cfg->cgroup_root : NULL, &a->cg, err, errlen) < 0)
         goto fail;
@@ -1090,6 +1106,8 @@ void agent_destroy(struct agent *a)
             json_decref(o->ev);
             free(o);
         }
+    if (a->ack_fd >= 0)
+        close(a->ack_fd);
     if (a->hb_conn)
         evhttp_connection_free(a->hb_conn);
     if (a->post_conn)

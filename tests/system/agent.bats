@@ -115,9 +115,9 @@ teardown_file() {
     kill_pidfile "$T/ctl.pid"
     # supervisors outlive their agent by design: end them (and their jobs) by pid
     for f in "$T"/agent-*/jobs/*/state.json; do
-        [[ -f $f ]] || continue
+        [[ -f $f && ! -f ${f%/*}/final.json ]] || continue
         pid=$(jq -r '.sup_pid' "$f")
-        [[ $(jq -r '.state' "$f") != exited && $pid -gt 0 ]] && kill -9 "$pid" 2>/dev/null
+        [[ $pid -gt 0 ]] && alive "$pid" && kill -9 "$pid" 2>/dev/null
     done
     for n in a b h; do
         for c in memory cpu cpuacct pids freezer; do
