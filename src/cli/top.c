@@ -1,7 +1,7 @@
 /*
  * top.c - `docket top`: a live view of the cluster, redrawn every few seconds: GPU
  * utilisation per type, the nodes, the queue by tier and its head. Reads only
- * GET /v1/nodes and GET /v1/jobs. Off a terminal it prints one frame (for scripts).
+ * GET /v1/nodes, /v1/jobs and /v1/tiers. Off a terminal it prints one frame (for scripts).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <string.h>
@@ -81,7 +81,47 @@ static void utilisation(struct cli *c, const json_t *nodes)
         fprintf(c->out, "no GPU nodes\n");
 }
 
-static void per_tier(struct cli *c, const json_t *jobs)
+/* Tiers in policy order (highest first) as returned by GET /v1/tiers. */
+static int tier_index(const json_t *tiers, const char *name)
+{
+    size_t i;
+    json_t *t;
+
+    json_array_foreach(tiers, i, t)
+        if (!strcmp(jstr(t, "name"), name))
+            return (int)i;
+    return 1000;
+}
+
+/* One row per node (the first `max`), with its GPUs in use. */
+static void node_rows(struct cli *c, const json_t *nodes, int max)
+{
+    static const char *const h[] = { "NODE", "STATE", "GPUS", "TYPE", "JOBS" };
+    struct table *t = table_create(h, 5);
+    size_t i;
+    json_t *n;
+
+    if (!t)
+        return;
+    json_array_foreach(nodes, i, n) {
+        if ((int)i >= max)
+            break;
+        table_row(t);
+        table_cell(t, FMT_PLAIN, "%s", jstr(n, "name"));
+        table_cell(t, fmt_state_color(jstr(n, "state")), "%s", jstr(n, "state"));
+        table_cell(t, FMT_PLAIN, "%lld/%lld", (long long)jint(n, "gpus_used", 0),
+                   (long long)jint(n, "gpus", 0));
+        table_cell(t, FMT_PLAIN, "%s", jstr(n, "gpu_type")[0] ? jstr(n, "gpu_type") : "-");
+        table_cell(t, FMT_PLAIN, "%zu", json_array_size(json_object_get(n, "jobs")));
+    }
+    if (table_rows(t))
+        table_print(t, c->out, c->width, c->color);
+    if ((int)json_array_size(nodes) > max)
+        fprintf(c->out, "... and %zu more nodes (docket nodes)\n", json_array_size(nodes) - (size_t)max);
+    table_destroy(t);
+}
+
+static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
 {
     static const char *const h[] = { "TIER", "RUNNING", "GPUS RUNNING", "PENDING",
                                      "GPUS WANTED" };
@@ -111,6 +151,18 @@ static void per_tier(struct cli *c, const json_t *jobs)
         v[k][run ? 0 : 2]++;
         v[k][run ? 1 : 3] += g;
     }
+    /* highest tier first (insertion sort: at most 16 tiers) */
+    for (int k = 1; k < n; k++)
+        for (int m = k; m > 0 && tier_index(order, tiers[m]) < tier_index(order, tiers[m - 1]);
+             m--) {
+            const char *tn = tiers[m];
+            int64_t tv[4];
+            memcpy(tv, v[m], sizeof(tv));
+            tiers[m] = tiers[m - 1];
+            memcpy(v[m], v[m - 1], sizeof(tv));
+            tiers[m - 1] = tn;
+            memcpy(v[m - 1], tv, sizeof(tv));
+        }
     for (int k = 0; k < n; k++) {
         table_row(t);
         table_cell(t, FMT_PLAIN, "%s", tiers[k]);
@@ -136,15 +188,16 @@ static int rows_left(void)
 static int frame(struct cli *c, bool clear)
 {
     struct jobs_query q = { .state = "active", .limit = 10000 };
-    json_t *nodes = NULL, *jobs = NULL, *head;
+    json_t *nodes = NULL, *jobs = NULL, *tiers = NULL, *head;
     time_t now;
     char clock[16];
-    int rc, room;
+    int rc, room, nnodes;
 
     if ((rc = cli_call(c, "GET", "/v1/nodes", NULL, &nodes)))
         return rc;
-    if ((rc = jobs_fetch(c, &q, &jobs))) {
+    if ((rc = jobs_fetch(c, &q, &jobs)) || (rc = cli_call(c, "GET", "/v1/tiers", NULL, &tiers))) {
         json_decref(nodes);
+        json_decref(jobs);
         return rc;
     }
     if (c->json) {
@@ -161,8 +214,11 @@ static int frame(struct cli *c, bool clear)
     fprintf(c->out, "docket top  %s  %s  (Ctrl-C quits)\n\n", c->cfg.url, clock);
     utilisation(c, json_object_get(nodes, "nodes"));
     fputc('\n', c->out);
-    per_tier(c, jobs);
-    room = rows_left() - 14 - (int)json_array_size(json_object_get(nodes, "nodes"));
+    node_rows(c, json_object_get(nodes, "nodes"), 16);
+    fputc('\n', c->out);
+    per_tier(c, jobs, json_object_get(tiers, "tiers"));
+    nnodes = (int)json_array_size(json_object_get(nodes, "nodes"));
+    room = rows_left() - 18 - (nnodes < 16 ? nnodes : 16);
     if (room < 3)
         room = 3;
     head = json_array();
@@ -175,6 +231,7 @@ out:
     fflush(c->out);
     json_decref(nodes);
     json_decref(jobs);
+    json_decref(tiers);
     return EXIT_OK;
 }
 
