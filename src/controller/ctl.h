@@ -113,6 +113,7 @@ struct ctl_metrics {
     uint64_t http_by_code[600];
     struct ctl_hist queue_wait;
     struct ctl_hist cycle;
+    struct ctl_hist commit;     /* group commit: one fsync per loop iteration */
 };
 
 struct ctl {
@@ -187,6 +188,9 @@ void ctl_loop_stop(struct ctl *c);
 /* Persist a job event. */
 int ctl_job_event(struct ctl *c, uint64_t job, const char *type, const char *from,
                   const char *to, const char *node, const char *reason, const char *detail);
+/* Same with before/after already as JSON text (or NULL). */
+int ctl_audit_text(struct ctl *c, const char *actor, const char *action, const char *target,
+                   const char *before, const char *after, const char *reason);
 /* Record an audit entry (before/after may be NULL; not stolen). */
 int ctl_audit(struct ctl *c, const char *actor, const char *action, const char *target,
               const json_t *before, const json_t *after, const char *reason);
@@ -247,6 +251,8 @@ void h_metrics(struct ctl_req *r);
 
 /* jobs.c helpers shared with others */
 json_t *ctl_job_json(struct ctl *c, const struct store_job *j);
+/* The same with the job's spec already parsed (borrowed). */
+json_t *ctl_job_json_spec(struct ctl *c, const struct store_job *j, const json_t *spec);
 /* Save a project's stored document (spec + boost) from the core. */
 int ctl_project_save(struct ctl *c, const char *name, const char *boost_reason);
 json_t *ctl_project_json(struct ctl *c, const struct sched_project_view *v);

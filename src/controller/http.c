@@ -109,7 +109,11 @@ void ctl_reply_errorf(struct ctl *c, struct evhttp_request *req, int status, con
 static void commit_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct ctl *c = arg;
+    int64_t t0 = clock_mono_us();
+    bool had_tx = store_in_tx(c->store);
     int rc = store_commit(c->store);
+    if (had_tx)
+        ctl_hist_observe(&c->metrics.commit, (double)(clock_mono_us() - t0) / 1e6);
     if (rc < 0) {
         log_error("commit_failed", "error=\"%s\"", store_errmsg(c->store));
         c->exit_code = 1;

@@ -38,8 +38,15 @@ static void copy_spec_fields(json_t *o, const json_t *spec)
 
 json_t *ctl_job_json(struct ctl *c, const struct store_job *j)
 {
-    json_t *o = json_object();
     json_t *spec = json_or_null(j->spec);
+    json_t *o = ctl_job_json_spec(c, j, spec);
+    json_decref(spec);
+    return o;
+}
+
+json_t *ctl_job_json_spec(struct ctl *c, const struct store_job *j, const json_t *spec)
+{
+    json_t *o = json_object();
     struct sched_job_view v;
     bool live = sched_job_get(c->sched, j->id, &v) == 0;
     json_object_set_new(o, "id", json_integer((json_int_t)j->id));
@@ -75,7 +82,6 @@ json_t *ctl_job_json(struct ctl *c, const struct store_job *j)
                                         ? json_pack("{s:i,s:i,s:i}", "cpu_ms", 0, "max_rss_mb", 0,
                                                     "gpu_util", 0)
                                         : u);
-    json_decref(spec);
     return o;
 }
 
@@ -169,7 +175,8 @@ static int resolve_deps(struct ctl_req *r, struct proto_jobspec *ps)
 }
 
 static int insert_job(struct ctl *c, const struct proto_jobspec *ps, const char *spec_text,
-                      uint64_t id, uint64_t array_id, int index, int64_t now)
+                      uint64_t id, uint64_t array_id, int index, int64_t now,
+                      struct store_job *out)
 {
     struct store_job row;
     memset(&row, 0, sizeof(row));
@@ -190,6 +197,8 @@ static int insert_job(struct ctl *c, const struct proto_jobspec *ps, const char 
                                  "", ""};
         rc = store_event_add(c->store, &ev);
     }
+    row.spec = NULL;
+    *out = row;
     return rc;
 }
 
@@ -227,19 +236,16 @@ static int submit_tasks(struct ctl_req *r, struct proto_jobspec *ps, const int32
     return 0;
 }
 
-static void submit_reply(struct ctl_req *r, uint64_t first, size_t n, bool array)
+/* The reply is built from what was just written (no read back). */
+static void submit_reply(struct ctl_req *r, const struct store_job *rows, size_t n,
+                         const json_t *spec, bool array)
 {
     json_t *jobs = json_array();
-    for (size_t i = 0; i < n; i++) {
-        struct store_job row;
-        if (store_job_get(r->c->store, first + i, &row) == 0) {
-            json_array_append_new(jobs, ctl_job_json(r->c, &row));
-            store_job_release(&row);
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(jobs, ctl_job_json_spec(r->c, &rows[i], spec));
     if (array) {
-        ctl_reply_json(r->c, r->req, 201, json_pack("{s:I,s:o}", "array_id", (json_int_t)first,
-                                                    "jobs", jobs));
+        ctl_reply_json(r->c, r->req, 201, json_pack("{s:I,s:o}", "array_id",
+                                                    (json_int_t)rows[0].id, "jobs", jobs));
     } else {
         json_t *one = json_incref(json_array_get(jobs, 0));
         json_decref(jobs);
@@ -277,18 +283,21 @@ void h_jobs_submit(struct ctl_req *r)
         goto out;
     json_t *spec = proto_jobspec_to_json(&ps);
     char *text = json_dumps(spec, JSON_COMPACT);
-    int rc = text ? 0 : -ENOMEM;
+    struct store_job *rows = calloc(n, sizeof(*rows));
+    int rc = text && rows ? 0 : -ENOMEM;
     for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = insert_job(c, &ps, text, first + i, idx ? first : 0, idx ? idx[i] : 0, now);
+        rc = insert_job(c, &ps, text, first + i, idx ? first : 0, idx ? idx[i] : 0, now,
+                        &rows[i]);
     if (rc == 0)
         rc = store_counter_set(c->store, "next_job_id", (int64_t)(first + n));
     char target[48];
     snprintf(target, sizeof(target), idx ? "array:%llu" : "job:%llu", (unsigned long long)first);
     if (rc == 0)
-        rc = ctl_audit(c, r->id.user, "job.submit", target, NULL, spec, NULL);
+        rc = ctl_audit_text(c, r->id.user, "job.submit", target, NULL, text, NULL);
     free(text);
-    json_decref(spec);
     if (rc < 0) {
+        free(rows);
+        json_decref(spec);
         struct sched_error se;
         for (size_t i = 0; i < n; i++)
             (void)!sched_job_cancel(c->sched, first + i, now, &se);
@@ -297,7 +306,9 @@ void h_jobs_submit(struct ctl_req *r)
     }
     c->next_job_id = first + n;
     c->metrics.submissions += n;
-    submit_reply(r, first, n, idx != NULL);
+    submit_reply(r, rows, n, spec, idx != NULL);
+    free(rows);
+    json_decref(spec);
     ctl_cycle_soon(c);
 out:
     free(idx);

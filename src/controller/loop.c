@@ -30,21 +30,28 @@ int ctl_job_event(struct ctl *c, uint64_t job, const char *type, const char *fro
     return rc;
 }
 
-int ctl_audit(struct ctl *c, const char *actor, const char *action, const char *target,
-              const json_t *before, const json_t *after, const char *reason)
+int ctl_audit_text(struct ctl *c, const char *actor, const char *action, const char *target,
+                   const char *before, const char *after, const char *reason)
 {
-    char *b = before ? json_dumps(before, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    char *a = after ? json_dumps(after, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    struct store_audit e = {0, clock_now_ms(), actor, action, target, b, a,
+    struct store_audit e = {0, clock_now_ms(), actor, action, target, before, after,
                             reason ? reason : ""};
     int rc = store_begin(c->store);
     if (rc == 0)
         rc = store_audit_add(c->store, &e);
     if (rc < 0)
         log_error("store_failed", "what=audit error=\"%s\"", store_errmsg(c->store));
+    ctl_commit_soon(c);
+    return rc;
+}
+
+int ctl_audit(struct ctl *c, const char *actor, const char *action, const char *target,
+              const json_t *before, const json_t *after, const char *reason)
+{
+    char *b = before ? json_dumps(before, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    char *a = after ? json_dumps(after, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    int rc = ctl_audit_text(c, actor, action, target, b, a, reason);
     free(b);
     free(a);
-    ctl_commit_soon(c);
     return rc;
 }
 

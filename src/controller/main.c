@@ -249,6 +249,7 @@ int main(int argc, char **argv)
     }
     c->metrics.queue_wait = (struct ctl_hist){wait_bounds, 8, {0}, 0, 0};
     c->metrics.cycle = (struct ctl_hist){cycle_bounds, 9, {0}, 0, 0};
+    c->metrics.commit = (struct ctl_hist){cycle_bounds, 9, {0}, 0, 0};
     c->start_mono_ms = clock_mono_ms();
     c->base = event_base_new();
     if (!c->base || prepare_dirs(c) < 0)

@@ -122,6 +122,8 @@ void h_metrics(struct ctl_req *r)
     hist_text(&b, "docket_queue_wait_seconds", "time from submission to start",
               &c->metrics.queue_wait);
     hist_text(&b, "docket_cycle_seconds", "duration of a scheduling cycle", &c->metrics.cycle);
+    hist_text(&b, "docket_commit_seconds", "duration of a group commit (fsync included)",
+              &c->metrics.commit);
     dbuf_printf(&b, "# HELP docket_submissions_total jobs submitted\n"
                     "# TYPE docket_submissions_total counter\ndocket_submissions_total %llu\n",
                 (unsigned long long)c->metrics.submissions);
