@@ -36,13 +36,26 @@ cluster_start() { # AGENT FLAGS...
 }
 
 cluster_stop() {
+    set +e
     local pid
     for pid in "${PIDS[@]}"; do
         kill "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
     done
+    # supervisors outlive their agent by design: end any still running, by pid
+    for f in "$T"/agent/jobs/*/state.json; do
+        [[ -f $f && ! -f ${f%/*}/final.json ]] || continue
+        pid=$(jq -r '.sup_pid' "$f")
+        [[ $pid -gt 0 ]] && kill -9 "$pid" 2>/dev/null
+    done
     for c in memory cpu cpuacct pids freezer; do
-        rmdir /sys/fs/cgroup/$c/docket/$NODE/job_* /sys/fs/cgroup/$c/docket/$NODE 2>/dev/null
+        for g in /sys/fs/cgroup/$c/docket/$NODE/job_*; do
+            [[ -d $g ]] || continue
+            xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
+            sleep 0.05
+            rmdir "$g" 2>/dev/null
+        done
+        rmdir "/sys/fs/cgroup/$c/docket/$NODE" 2>/dev/null
     done
     rm -rf "$T"
 }

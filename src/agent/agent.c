@@ -1090,7 +1090,14 @@ int agent_run(struct agent *a)
     recover(a);
     sigchld_cb(-1, 0, a);   /* nothing of ours yet, but keep the table consistent */
     heartbeat(a);
-    return event_base_dispatch(a->base) < 0 ? -EIO : 0;
+    int rc = event_base_dispatch(a->base) < 0 ? -EIO : 0;
+    /* the node's parent group goes too when no job is left in it (plain rmdir: a job's
+     * group, even an empty one being set up, is never touched) */
+    struct cg_job node;
+    if (a->cg.mode != CG_NONE && cg_node_init(&node, &a->cg, a->cfg.name) == 0)
+        for (int i = 0; i < node.ndirs; i++)
+            rmdir(node.dir[i]);
+    return rc;
 }
 
 void agent_destroy(struct agent *a)

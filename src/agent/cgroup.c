@@ -300,23 +300,43 @@ int cg_job_attach(const struct cg_job *cg, pid_t pid, char *err, size_t errlen)
     return 0;
 }
 
-int cg_job_pids(const struct cg_job *cg, pid_t *pids, int max)
+/* The pids of `dir` and of every group nested below it (a root job may make its own
+ * sub-groups; their processes are the job's too). Counts all, stores up to max. */
+static int collect_pids(const char *dir, pid_t *pids, int max, int *n, int depth)
 {
     char path[PATH_MAX];
-    if (join(path, sizeof path, track_dir(cg), "cgroup.procs") < 0)
+    if (join(path, sizeof path, dir, "cgroup.procs") < 0)
         return -ENAMETOOLONG;
     FILE *f = fopen(path, "re");
     if (!f)
         return -errno;
-    int n = 0;
     long v;
     while (fscanf(f, "%ld", &v) == 1) {
-        if (n < max && pids)
-            pids[n] = (pid_t)v;
-        n++;
+        if (*n < max && pids)
+            pids[*n] = (pid_t)v;
+        (*n)++;
     }
     fclose(f);
-    return n;
+    if (depth >= 16)
+        return 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.')
+            continue;
+        if (join(path, sizeof path, dir, e->d_name) == 0)
+            collect_pids(path, pids, max, n, depth + 1);
+    }
+    if (d)
+        closedir(d);
+    return 0;
+}
+
+int cg_job_pids(const struct cg_job *cg, pid_t *pids, int max)
+{
+    int n = 0;
+    int rc = collect_pids(track_dir(cg), pids, max, &n, 0);
+    return rc < 0 ? rc : n;
 }
 
 int cg_job_nprocs(const struct cg_job *cg)
@@ -452,12 +472,28 @@ bool cg_job_oom(const struct cg_job *cg)
     return read_num(cg->dir[CG_MEMORY], "memory.failcnt") > 0;
 }
 
+/* rmdir of `dir` after the groups nested below it, deepest first. */
+static int remove_tree(const char *dir, int depth)
+{
+    DIR *d = depth < 16 ? opendir(dir) : NULL;
+    struct dirent *e;
+    char path[PATH_MAX];
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_type == DT_DIR && e->d_name[0] != '.' && join(path, sizeof path, dir, e->d_name) == 0)
+            remove_tree(path, depth + 1);
+    }
+    if (d)
+        closedir(d);
+    return rmdir(dir) < 0 && errno != ENOENT ? -errno : 0;
+}
+
 int cg_job_remove(const struct cg_job *cg)
 {
     int rc = 0;
     for (int i = cg->ndirs - 1; i >= 0; i--) {
-        if (rmdir(cg->dir[i]) < 0 && errno != ENOENT && rc == 0)
-            rc = -errno;
+        int r = remove_tree(cg->dir[i], 0);
+        if (r < 0 && rc == 0)
+            rc = r;
     }
     return rc;
 }

@@ -58,7 +58,8 @@ int cg_node_init(struct cg_job *cg, const struct cg_layout *l, const char *node)
 int cg_job_create(const struct cg_job *cg, int64_t mem_mb, int cpus, char *err, size_t errlen);
 /* Move process `pid` (0 = the caller) into the job's groups. */
 int cg_job_attach(const struct cg_job *cg, pid_t pid, char *err, size_t errlen);
-/* Number of processes in the job (the freezer group on v1), or negative errno. */
+/* Number of processes in the job (the freezer group on v1, and every group a root job
+ * nested below it), or negative errno. */
 int cg_job_nprocs(const struct cg_job *cg);
 /* Deliver `sig` to every process in the job (frozen meanwhile). Returns how many got it,
  * or a negative errno. SIGKILL uses cgroup.kill on v2 when present. */
@@ -69,7 +70,8 @@ int cg_job_freeze(const struct cg_job *cg, bool frozen);
 int cg_job_usage(const struct cg_job *cg, int64_t *cpu_ms, int64_t *peak_mb);
 /* True when the kernel OOM killer killed something in the job. */
 bool cg_job_oom(const struct cg_job *cg);
-/* Remove the groups. -EBUSY while processes remain. Missing groups are fine. */
+/* Remove the groups, nested ones first. -EBUSY while processes remain. Missing groups
+ * are fine. */
 int cg_job_remove(const struct cg_job *cg);
 /* SIGKILL everything, wait up to `wait_ms` for cgroup.procs to empty (calling `reap`
  * between checks when not NULL, so a subreaper can collect its zombies), then remove.

@@ -301,6 +301,39 @@ static void test_runs_as_owner(void **st)
     assert_string_equal(buf, "65534\n65534\n");
 }
 
+static void test_nested_groups_reclaimed(void **st)
+{
+    (void)st;
+    need_cgroups();
+    if (layout.mode != CG_V1)
+        skip();
+    /* a root job makes its own sub-group and hides a process in it, then exits */
+    struct sup_state s;
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"id\": 22, \"command\": [\"sh\", \"-c\", \"g=docket/$DOCKET_NODE/job_22/inner;"
+             " for c in freezer memory; do mkdir /sys/fs/cgroup/$c/$g || exit 1; done;"
+             " sleep 1000 & p=$!; for c in freezer memory; do echo $p > /sys/fs/cgroup/$c/$g/cgroup.procs; done;"
+             " echo $p > %s/nested.pid\"]}", state_dir);
+    run_job(json, &s, NULL, NULL);
+    if (!s.reclaim_ok)
+        print_error("reclaim: %s\n", s.reclaim_msg);
+    assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
+    assert_int_equal(s.exit_code, 0);
+    assert_true(s.reclaim_ok);
+    char path[512], buf[32] = "";
+    snprintf(path, sizeof path, "%s/nested.pid", state_dir);
+    read_text(path, buf, sizeof buf);
+    int pid = atoi(buf);
+    assert_true(pid > 0);
+    assert_int_equal(kill(pid, 0), -1);
+    struct cg_job cg;
+    cg_job_init(&cg, &layout, node, 22);
+    struct stat sb;
+    for (int i = 0; i < cg.ndirs; i++)
+        assert_int_equal(stat(cg.dir[i], &sb), -1);
+}
+
 static void test_resolve_output(void **st)
 {
     (void)st;
@@ -344,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_launch_failed),
         cmocka_unit_test(test_root_refused),
         cmocka_unit_test(test_runs_as_owner),
+        cmocka_unit_test(test_nested_groups_reclaimed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
