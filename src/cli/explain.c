@@ -154,9 +154,17 @@ static void print_explain(struct cli *c, const json_t *e)
         fputc('\n', c->out);
     }
     if (json_object_get(e, "forecast_start_ms")) {
-        fmt_when(jint(e, "forecast_start_ms", 0), c->now_ms, when, sizeof(when));
-        kv(c, "forecast", "%s%s", jint(e, "forecast_start_ms", 0) > 0 ? "starts " : "unknown",
-           jint(e, "forecast_start_ms", 0) > 0 ? when : "");
+        int64_t at = jint(e, "forecast_start_ms", 0);
+        fmt_when(at, c->now_ms, when, sizeof(when));
+        if (at > c->now_ms)
+            kv(c, "forecast", "starts %s", when);
+        else if (!strcmp(reason, "QuotaLimit") || !strcmp(reason, "JobLimit"))
+            kv(c, "forecast", "as soon as the limit allows (resources would fit now)");
+        else if (!strcmp(reason, "Dependency") || !strcmp(reason, "Held"))
+            kv(c, "forecast", "unknown until its %s", reason[0] == 'D' ? "dependencies end"
+                                                                      : "release");
+        else
+            kv(c, "forecast", at > 0 ? "starts now or at the next cycle" : "unknown");
         if (jbool(e, "reservation"))
             kv(c, "", "resources are reserved for it (lower jobs may only backfill around it)");
     }

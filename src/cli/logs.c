@@ -41,8 +41,11 @@ static int fetch(struct cli *c, int64_t id, const char *stream, int64_t *offset,
                               (json_int_t)(r.offset >= 0 ? r.offset
                                                          : *offset + (int64_t)r.len),
                               "eof", r.eof, "data", r.body ? r.body : "", r.len);
-        if (o)
-            cli_print_json(c, o);
+        if (!o) {
+            client_reply_release(&r);
+            return cli_fail(c, "the output is not UTF-8 text: read it without --json");
+        }
+        cli_print_json(c, o);
         json_decref(o);
     } else {
         fwrite(r.body, 1, r.len, c->out);

@@ -80,7 +80,8 @@ static void print_exit(struct cli *c, const json_t *job)
         snprintf(buf, sizeof(buf), "killed by %s", signal_name((int)jint(e, "code", 0)));
     else
         snprintf(buf, sizeof(buf), "%s", kind);
-    line(c, "exit", buf);
+    line(c, json_object_get(job, "end_ms") && jint(job, "end_ms", 0) == 0 ? "last exit" : "exit",
+         buf);
 }
 
 static void print_job(struct cli *c, const json_t *j)

@@ -247,6 +247,9 @@ submit_q() {
     [ "$output" = "bonjour from $id" ]
     run -0 "$DOCKET" logs "$id" --stderr
     [ "$output" = warn ]
+    run -0 "$DOCKET" logs "$id" --json
+    [ "$(jq -r .data <<<"$output")" = "bonjour from $id" ]
+    [ "$(jq -r .eof <<<"$output")" = true ]
     run -0 "$DOCKET" show "$id" --json
     [ "$(jq -r .job.name <<<"$output")" = hello ]
     [ "$(jq -r .job.labels.run <<<"$output")" = bats ]
@@ -352,6 +355,7 @@ SCRIPT
     run -0 "$DOCKET" explain "$b"
     [[ ${lines[0]} == "job $b is PENDING: QuotaLimit" ]]
     [[ $output == *"limit"*"4 in use of 4"* ]]
+    [[ $output == *"forecast   as soon as the limit allows"* ]]
     run -0 "$DOCKET" explain "$a"
     [[ ${lines[0]} == "job $a is RUNNING"* ]]
     [[ $output == *preempt* ]]
