@@ -143,6 +143,9 @@ submit_q() {
         run "$DOCKET" help "$v"
         [ "$status" -eq 0 ]
     done
+    run -0 "$DOCKET" help --json
+    [ "$(jq '[.verbs[].name] | index("explain") != null' <<<"$output")" = true ]
+    run -2 "$DOCKET" help nosuchverb
     run "$DOCKET" --version
     [ "$status" -eq 0 ]
     [[ $output == "docket "* ]]
