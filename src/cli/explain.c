@@ -156,10 +156,11 @@ static void print_explain(struct cli *c, const json_t *e)
     if (json_object_get(e, "forecast_start_ms")) {
         int64_t at = jint(e, "forecast_start_ms", 0);
         fmt_when(at, c->now_ms, when, sizeof(when));
-        if (at > c->now_ms)
+        if (!strcmp(reason, "QuotaLimit") || !strcmp(reason, "JobLimit"))
+            kv(c, "forecast", "as soon as the limit allows (resources: %s)",
+               at > c->now_ms + 5000 ? when : "free now");
+        else if (at > c->now_ms)
             kv(c, "forecast", "starts %s", when);
-        else if (!strcmp(reason, "QuotaLimit") || !strcmp(reason, "JobLimit"))
-            kv(c, "forecast", "as soon as the limit allows (resources would fit now)");
         else if (!strcmp(reason, "Dependency") || !strcmp(reason, "Held"))
             kv(c, "forecast", "unknown until its %s", reason[0] == 'D' ? "dependencies end"
                                                                       : "release");
