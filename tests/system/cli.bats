@@ -297,6 +297,15 @@ SCRIPT
     [ "$(jq -r .job.state <<<"$output")" = COMPLETED ]
     run -0 "$DOCKET" logs "$id"
     [[ $output == "who=flag keep=yes gpus="*,* ]]
+    # a script on stdin
+    id=$(printf '#!/bin/sh\n#DOCKET -p explore --class exploration\necho from-stdin\n' |
+        "$DOCKET" submit --parsable -)
+    wait_for 30 state_in "$id" COMPLETED FAILED
+    run -0 "$DOCKET" logs "$id"
+    [ "$output" = from-stdin ]
+    # arguments after a script are refused (they would be lost)
+    run -2 "$DOCKET" submit "$W/job.sh" extra
+    [[ $output == *"docket submit [FLAGS] -- "* ]]
 }
 
 @test "an #SBATCH script: Slurm options mapped, partition through DOCKET_PARTITION_MAP, unknown ones warned" {
