@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/http.h"
@@ -138,6 +139,8 @@ static int load_file(struct client_config *cfg, char *err, size_t errlen)
     char chunk[4096];
     size_t n;
     FILE *f;
+    struct stat st;
+    bool readable = false;
     int rc;
 
     if (xdg && xdg[0])
@@ -149,6 +152,8 @@ static int load_file(struct client_config *cfg, char *err, size_t errlen)
     f = fopen(path, "r");
     if (!f)
         return 0;
+    if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
+        readable = true;
     dbuf_init(&b, 1 << 20);
     while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
         dbuf_append(&b, chunk, n);
@@ -160,6 +165,9 @@ static int load_file(struct client_config *cfg, char *err, size_t errlen)
     }
     rc = client_config_parse(cfg, b.data, path, err, errlen);
     dbuf_release(&b);
+    if (rc == 0 && readable && cfg->token[0])
+        fprintf(stderr, "docket: warning: %s holds a token and others may read it; "
+                "chmod 600 %s\n", path, path);
     return rc;
 }
 

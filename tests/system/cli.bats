@@ -447,7 +447,12 @@ SCRIPT
 @test "the config file: url and token from ~/.config/docket/config" {
     mkdir -p "$T/home/.config/docket"
     printf '# test\nurl = http://127.0.0.1:%s\ntoken = %s\n' "$PORT" "$TOKEN" >"$T/home/.config/docket/config"
-    HOME=$T/home DOCKET_URL= XDG_CONFIG_HOME= run -0 "$DOCKET" tiers --json
+    chmod 600 "$T/home/.config/docket/config"
+    HOME=$T/home DOCKET_URL= XDG_CONFIG_HOME= run -0 --separate-stderr "$DOCKET" tiers --json
+    [ -z "$stderr" ]
+    chmod 644 "$T/home/.config/docket/config"
+    HOME=$T/home DOCKET_URL= XDG_CONFIG_HOME= run -0 --separate-stderr "$DOCKET" tiers --json
+    [[ $stderr == *"holds a token and others may read it; chmod 600"* ]]
     printf 'colour = blue\n' >"$T/home/.config/docket/config"
     HOME=$T/home DOCKET_URL= XDG_CONFIG_HOME= run -1 "$DOCKET" tiers
     [[ $output == *"config:1: unknown key 'colour'"* ]]
