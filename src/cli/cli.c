@@ -145,6 +145,23 @@ int cli_parse_args(struct cli *c, int argc, char **argv, const struct opt_def *o
     }
 }
 
+int cli_get_json(struct cli *c, int argc, char **argv, const char *path, json_t **reply)
+{
+    struct cli_args a;
+    int rc = cli_parse_args(c, argc, argv, NULL, 0, &a);
+
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if ((rc = cli_call(c, "GET", path, NULL, reply)))
+        return rc;
+    if (c->json) {
+        cli_print_json(c, *reply);
+        json_decref(*reply);
+        *reply = NULL;
+    }
+    return EXIT_OK;
+}
+
 void cli_print_json(struct cli *c, const json_t *v)
 {
     json_dumpf(v, c->out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -99,6 +99,11 @@ int cli_call(struct cli *c, const char *method, const char *path, json_t *body,
 int cli_call_raw(struct cli *c, const char *method, const char *path, const char *ctype,
                  const char *body, size_t len, long timeout_ms, struct client_reply *r);
 
+/* A verb that takes only the common flags and GETs `path`: with --json the reply is
+ * printed and *reply is NULL; else *reply is the parsed reply for the verb to print.
+ * Exit status. */
+int cli_get_json(struct cli *c, int argc, char **argv, const char *path, json_t **reply);
+
 /* Print a JSON value on stdout (indented), for --json. */
 void cli_print_json(struct cli *c, const json_t *v);
 /* Parse a job id ("915", "915_3" is not accepted). 0 or EXIT_USAGE after a message. */

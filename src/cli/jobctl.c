@@ -1,27 +1,12 @@
 /*
- * jobctl.c - `docket cancel|hold|release|requeue JOB...`: POST /v1/jobs/ID/ACTION for
- * each job, with an optional reason. One file for the four verbs: they differ only in
- * the action's name and wording. Exit 1 when any job was refused (the others are done).
+ * jobctl.c - the action shared by `docket cancel`, `hold`, `release` and `requeue`
+ * (cancel.c, hold.c, release.c, requeue.c): POST /v1/jobs/ID/ACTION for each job, with
+ * an optional reason. Exit 1 when any job was refused (the others are done).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <string.h>
 
-#include "cli/cli.h"
-
-#define JOBCTL_USAGE(verb, what)                                                        \
-    "usage: docket " verb " JOB... [--reason TEXT] [--json]\n"                          \
-    "\n" what "\n"
-
-const char cmd_cancel_usage[] = JOBCTL_USAGE("cancel",
-    "Cancel jobs. A pending job ends at once; a running one gets its signal, its\n"
-    "grace, then is killed (state STOPPING until then).");
-const char cmd_hold_usage[] = JOBCTL_USAGE("hold",
-    "Hold pending jobs: they stay in the queue but never start until released.");
-const char cmd_release_usage[] = JOBCTL_USAGE("release",
-    "Release held jobs: they compete for resources again.");
-const char cmd_requeue_usage[] = JOBCTL_USAGE("requeue",
-    "Put jobs back in the queue: a running job is stopped (signal, grace) and\n"
-    "returns to PENDING with the same id.");
+#include "cli/jobs.h"
 
 enum { J_REASON = 1 };
 
@@ -29,7 +14,8 @@ static const struct opt_def jobctl_opts[] = {
     { J_REASON, 'r', "reason", OPT_VALUE }, CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
 };
 
-static int act(struct cli *c, int argc, char **argv, const char *action, const char *done)
+int jobs_action_main(struct cli *c, int argc, char **argv, const char *action,
+                     const char *done)
 {
     struct cli_args a;
     json_t *body = json_object(), *all = json_array();
@@ -77,24 +63,4 @@ out:
     json_decref(body);
     json_decref(all);
     return rc;
-}
-
-int cmd_cancel(struct cli *c, int argc, char **argv)
-{
-    return act(c, argc, argv, "cancel", "cancelled");
-}
-
-int cmd_hold(struct cli *c, int argc, char **argv)
-{
-    return act(c, argc, argv, "hold", "held");
-}
-
-int cmd_release(struct cli *c, int argc, char **argv)
-{
-    return act(c, argc, argv, "release", "released");
-}
-
-int cmd_requeue(struct cli *c, int argc, char **argv)
-{
-    return act(c, argc, argv, "requeue", "requeued");
 }

@@ -1,6 +1,7 @@
 /*
- * jobs.h - listing jobs, shared by `docket queue` and `docket history`: the query
- * (GET /v1/jobs with filters, following `next` cursors) and the tables.
+ * jobs.h - what the job verbs share: listing jobs for `docket queue`, `history` and
+ * `top` (GET /v1/jobs with filters, following `next` cursors, and the tables), and the
+ * action of `cancel`, `hold`, `release` and `requeue`.
  */
 #ifndef DOCKET_CLI_JOBS_H
 #define DOCKET_CLI_JOBS_H
@@ -16,6 +17,9 @@ struct jobs_query {
     bool desc;
 };
 
+/* The whole of `docket queue` (history false) and `docket history` (true): options,
+ * query, table or JSON. Exit status. */
+int jobs_list_main(struct cli *c, int argc, char **argv, bool history);
 /* Fetch up to q->limit jobs into *jobs (a new array). Exit status. */
 int jobs_fetch(struct cli *c, const struct jobs_query *q, json_t **jobs);
 void jobs_print_queue(struct cli *c, const json_t *jobs);
@@ -24,5 +28,9 @@ void jobs_print_history(struct cli *c, const json_t *jobs);
 void jobs_gpus(const json_t *job, char *buf, size_t len);
 /* "gpu01,gpu02" from a job's allocation, "" when none. */
 void jobs_nodelist(const json_t *job, char *buf, size_t len);
+/* POST /v1/jobs/ID/ACTION for every JOB argument ("cancelled job 12 (now CANCELLED)").
+ * Exit status: 1 when any job was refused (the others are done). */
+int jobs_action_main(struct cli *c, int argc, char **argv, const char *action,
+                     const char *done);
 
 #endif
