@@ -184,14 +184,33 @@ static int set_env(json_t *spec, const char *v, char *err, size_t errlen)
     return 0;
 }
 
+/* "k=v" for labels and selectors; selectors also take "k!=v" (or "k=!v"): the node's
+ * label must differ, sent as "!v" (docs/api.md). */
 static int set_label(json_t *spec, const char *key, const char *flag, const char *v,
                      char *err, size_t errlen)
 {
-    char k[64], val[64];
+    bool selector = !strcmp(key, "selectors"), negate = false;
+    const char *ne = strstr(v, "!=");
+    char k[64], val[64], plain[200];
 
+    if (selector && (ne || strstr(v, "=!"))) {
+        const char *cut = ne ? ne : strstr(v, "=!");
+        if (snprintf(plain, sizeof(plain), "%.*s=%s", (int)(cut - v), v, cut + 2) >=
+            (int)sizeof(plain))
+            return fail(err, errlen, flag, "too long", v);
+        v = plain;
+        negate = true;
+    }
     if (parse_label(v, k, sizeof(k), val, sizeof(val)) < 0 || !str_is_name(k))
-        return fail(err, errlen, flag, "want key=value, not", v);
-    json_object_set_new(sub_object(spec, key), k, json_string(val));
+        return fail(err, errlen, flag, selector ? "want key=value or key!=value, not"
+                                                : "want key=value, not", v);
+    if (negate) {
+        char neg[66];
+        snprintf(neg, sizeof(neg), "!%s", val);
+        json_object_set_new(sub_object(spec, key), k, json_string(neg));
+    } else {
+        json_object_set_new(sub_object(spec, key), k, json_string(val));
+    }
     return 0;
 }
 

@@ -42,7 +42,7 @@ const char cmd_submit_usage[] =
     "      --idempotent       safe to run twice\n"
     "      --no-requeue       end the job instead of requeueing it after preemption\n"
     "      --label K=V        label the job (repeat)\n"
-    "      --select K=V       only nodes labelled K=V (repeat)\n"
+    "      --select K=V       only nodes labelled K=V; K!=V: not V (repeat)\n"
     "      --workdir DIR      working directory (default: the current one)\n"
     "      --output PATH      stdout file on the node (%j id, %a index, %x name)\n"
     "      --error PATH       stderr file on the node\n"

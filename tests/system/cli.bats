@@ -339,6 +339,16 @@ SCRIPT
     [[ $stderr == *"#SBATCH --partition=debug has no mapping"* ]]
 }
 
+@test "node selectors: --select zone=b and --select zone!=b" {
+    a=$(submit_q -p explore --class exploration --select zone=b -- true)
+    b=$(submit_q -p explore --class exploration --select 'zone!=b' -- true)
+    wait_for 30 state_in "$a" COMPLETED FAILED
+    wait_for 30 state_in "$b" COMPLETED FAILED
+    [ "$("$DOCKET" show "$a" --json | jq -r '.job.allocation[0].node')" = "$PREFIX-b" ]
+    [ "$("$DOCKET" show "$b" --json | jq -r '.job.allocation[0].node')" = "$PREFIX-a" ]
+    [ "$("$DOCKET" show "$b" --json | jq -r '.job.selectors.zone')" = '!b' ]
+}
+
 @test "hold, release, cancel, requeue: states change and refusals exit 1" {
     id=$(submit_q --hold -p explore --class exploration --time 5m -- sleep 300)
     [ "$(job_state "$id")" = HELD ]

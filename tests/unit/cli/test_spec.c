@@ -196,6 +196,14 @@ static void labels_selectors_and_switches(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(spec, "selectors"),
                                                           "zone")), "b");
     assert_int_equal(apply(SO_LABEL, "novalue"), -EINVAL);
+    assert_int_equal(apply(SO_SELECT, "pool!=reserved"), 0);
+    assert_int_equal(apply(SO_SELECT, "rack=!r1"), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(spec, "selectors"),
+                                                          "pool")), "!reserved");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(spec, "selectors"),
+                                                          "rack")), "!r1");
+    assert_int_equal(apply(SO_LABEL, "pool!=x"), -EINVAL);  /* labels are never negated */
+    assert_int_equal(apply(SO_SELECT, "!=x"), -EINVAL);
     assert_int_equal(apply(SO_HOLD, NULL), 0);
     assert_int_equal(apply(SO_NO_REQUEUE, NULL), 0);
     assert_true(json_is_true(json_object_get(spec, "hold")));
