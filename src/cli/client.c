@@ -296,6 +296,14 @@ struct client *client_create(const struct client_config *cfg, char *err, size_t 
         return NULL;
     }
     str_copy(c->source, sizeof(c->source), cfg->source);
+    for (const char *t = cfg->token; *t; t++)
+        if ((unsigned char)*t <= 0x20 || (unsigned char)*t >= 0x7f) {
+            /* it goes into a header line: no blanks, no control characters */
+            snprintf(err, errlen, "the token (DOCKET_TOKEN, --token or the config file) "
+                     "holds characters a token cannot have");
+            free(c);
+            return NULL;
+        }
     if (cfg->token[0])
         snprintf(c->auth, sizeof(c->auth), "Authorization: Bearer %s", cfg->token);
     if (!c->tls && !(c->http = http_conn_create(c->socket_path[0] ? c->socket_path : NULL,

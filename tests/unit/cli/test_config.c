@@ -162,6 +162,20 @@ static void urls(void **state)
     }
 }
 
+static void token_cannot_inject_headers(void **state)
+{
+    struct client_config cfg;
+    char err[256];
+
+    memset(&cfg, 0, sizeof(cfg));
+    snprintf(cfg.url, sizeof(cfg.url), "http://127.0.0.1:1");
+    snprintf(cfg.token, sizeof(cfg.token), "dkt_x\r\nX-Admin: yes");
+    assert_null(client_create(&cfg, err, sizeof(err)));
+    assert_non_null(strstr(err, "holds characters a token cannot have"));
+    snprintf(cfg.token, sizeof(cfg.token), "dkt_ok");
+    client_destroy(client_create(&cfg, err, sizeof(err)));
+}
+
 static void unreachable_says_what_to_do(void **state)
 {
     struct client_config cfg;
@@ -199,7 +213,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(parse_keys), T(parse_errors_name_the_line), T(default_is_the_socket),
         T(file_then_environment), T(broken_file_is_an_error), T(urls),
-        T(unreachable_says_what_to_do), T(escaping),
+        T(token_cannot_inject_headers), T(unreachable_says_what_to_do), T(escaping),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
