@@ -53,6 +53,7 @@ static void write_config(const char *text)
     assert_non_null(f);
     fputs(text, f);
     fclose(f);
+    chmod(path, 0600);
 }
 
 static void parse_keys(void **state)
