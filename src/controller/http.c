@@ -24,6 +24,11 @@
 #include "util/clock.h"
 #include "util/str.h"
 
+static const char commit_failed_json[] =
+    "{\"error\":{\"code\":\"internal\",\"message\":\"commit failed\"}}";
+static const char oom_json[] =
+    "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
+
 /* Set by ctl_reply_error while a handler runs: its savepoint is rolled back. */
 static bool cur_failed;
 
@@ -42,6 +47,12 @@ static void send_now(struct ctl *c, struct evhttp_request *req, int status, cons
     evbuffer_free(buf);
 }
 
+static void reply_conn_closed(struct evhttp_connection *con, void *arg)
+{
+    struct ctl_reply *r = arg;
+    r->req = NULL;
+}
+
 void ctl_reply_raw(struct ctl *c, struct evhttp_request *req, int status, const char *ctype,
                    const void *data, size_t len)
 {
@@ -55,12 +66,16 @@ void ctl_reply_raw(struct ctl *c, struct evhttp_request *req, int status, const 
         free(r);
         free(copy);
         log_error("out_of_memory", "where=reply");
-        send_now(c, req, 500, "application/json", "{}", 2);
+        send_now(c, req, 500, "application/json", oom_json, sizeof(oom_json) - 1);
         return;
     }
     memcpy(copy, data, len);
     copy[len] = '\0';
     *r = (struct ctl_reply){req, status, copy, len, ctype, NULL};
+    /* the client may go away before the commit: libevent then frees the request */
+    struct evhttp_connection *con = evhttp_request_get_connection(req);
+    if (con)
+        evhttp_connection_set_closecb(con, reply_conn_closed, r);
     if (c->replies_tail)
         c->replies_tail->next = r;
     else
@@ -74,8 +89,7 @@ void ctl_reply_json(struct ctl *c, struct evhttp_request *req, int status, json_
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     if (!text) {
-        ctl_reply_raw(c, req, 500, "application/json",
-                      "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}", 58);
+        ctl_reply_raw(c, req, 500, "application/json", oom_json, sizeof(oom_json) - 1);
         return;
     }
     ctl_reply_raw(c, req, status, "application/json", text, strlen(text));
@@ -123,10 +137,13 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
     c->replies = c->replies_tail = NULL;
     while (r) {
         struct ctl_reply *next = r->next;
-        if (rc < 0)
-            send_now(c, r->req, 500, "application/json",
-                     "{\"error\":{\"code\":\"internal\",\"message\":\"commit failed\"}}", 57);
-        else
+        struct evhttp_connection *con = r->req ? evhttp_request_get_connection(r->req) : NULL;
+        if (con)
+            evhttp_connection_set_closecb(con, NULL, NULL);
+        if (r->req && rc < 0) /* (a request whose client left has req NULL) */
+            send_now(c, r->req, 500, "application/json", commit_failed_json,
+                     sizeof(commit_failed_json) - 1);
+        else if (r->req)
             send_now(c, r->req, r->status, r->content_type, r->body, r->len);
         free(r->body);
         free(r);

@@ -11,6 +11,7 @@
 
 #include "controller/ctl.h"
 #include "util/clock.h"
+#include "util/dbuf.h"
 #include "util/parse.h"
 #include "util/str.h"
 
@@ -174,12 +175,46 @@ static int resolve_deps(struct ctl_req *r, struct proto_jobspec *ps)
     return 0;
 }
 
+/* The scheduling fields in the row's columns (what a restart reads back). */
+static void fill_core(struct store_job *row, const struct proto_jobspec *ps, int array_limit)
+{
+    struct dbuf b;
+    row->has_core = true;
+    row->gpus = ps->gpus;
+    row->cpus = ps->cpus;
+    row->nnodes = ps->nodes;
+    row->signal = ps->signal;
+    row->retries = ps->retries;
+    row->array_limit = array_limit;
+    row->flags = (ps->checkpoint ? STORE_JF_CHECKPOINT : 0) |
+                 (ps->idempotent ? STORE_JF_IDEMPOTENT : 0) |
+                 (ps->requeue ? STORE_JF_REQUEUE : 0) | (ps->hold ? STORE_JF_HOLD : 0);
+    row->mem_mb = ps->mem_mb;
+    row->time_limit_ms = ps->time_limit_ms;
+    row->begin_ms = ps->begin_ms;
+    row->grace_ms = ps->grace_ms;
+    str_copy(row->gpu_type, sizeof(row->gpu_type), ps->gpu_type);
+    dbuf_init(&b, sizeof(row->deps) - 1);
+    for (int i = 0; i < ps->ndeps; i++)
+        dbuf_printf(&b, "%s%s:%llu", i ? "," : "", ps->deps[i].type,
+                    (unsigned long long)ps->deps[i].job);
+    str_copy(row->deps, sizeof(row->deps), b.data);
+    dbuf_release(&b);
+    dbuf_init(&b, sizeof(row->selectors) - 1);
+    for (int i = 0; i < ps->nselectors; i++)
+        dbuf_printf(&b, "%s%s%s=%s", i ? "," : "", ps->selectors[i].key,
+                    ps->selectors[i].negate ? "!" : "", ps->selectors[i].value);
+    str_copy(row->selectors, sizeof(row->selectors), b.data);
+    dbuf_release(&b);
+}
+
 static int insert_job(struct ctl *c, const struct proto_jobspec *ps, const char *spec_text,
-                      uint64_t id, uint64_t array_id, int index, int64_t now,
+                      uint64_t id, uint64_t array_id, int index, int limit, int64_t now,
                       struct store_job *out)
 {
     struct store_job row;
     memset(&row, 0, sizeof(row));
+    fill_core(&row, ps, limit);
     row.id = id;
     row.array_id = array_id;
     row.array_index = index;
@@ -286,7 +321,7 @@ void h_jobs_submit(struct ctl_req *r)
     struct store_job *rows = calloc(n, sizeof(*rows));
     int rc = text && rows ? 0 : -ENOMEM;
     for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = insert_job(c, &ps, text, first + i, idx ? first : 0, idx ? idx[i] : 0, now,
+        rc = insert_job(c, &ps, text, first + i, idx ? first : 0, idx ? idx[i] : 0, limit, now,
                         &rows[i]);
     if (rc == 0)
         rc = store_counter_set(c->store, "next_job_id", (int64_t)(first + n));

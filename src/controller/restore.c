@@ -263,25 +263,90 @@ static int exit_from_json(const char *text, enum sched_exit_kind *kind, int *cod
     return 0;
 }
 
-static int restore_job(void *arg, const struct store_job *row)
+/* "afterok:12,afterany:13" and "zone=a,pool!=x" from the row's columns. */
+static int parse_core_lists(const struct store_job *row, struct sched_job_spec *sp)
 {
-    struct job_load *jl = arg;
-    struct ctl *c = jl->c;
+    const char *p = row->deps;
+    sp->ndeps = 0;
+    while (*p && sp->ndeps < SCHED_MAX_DEPS) {
+        char kind[16];
+        const char *colon = strchr(p, ':');
+        if (!colon || (size_t)(colon - p) >= sizeof(kind))
+            return -EINVAL;
+        memcpy(kind, p, (size_t)(colon - p));
+        kind[colon - p] = '\0';
+        char *end;
+        unsigned long long id = strtoull(colon + 1, &end, 10);
+        struct sched_dep *d = &sp->deps[sp->ndeps++];
+        d->kind = strcmp(kind, "afterany") == 0 ? SCHED_DEP_AFTERANY
+                : strcmp(kind, "afternotok") == 0 ? SCHED_DEP_AFTERNOTOK : SCHED_DEP_AFTEROK;
+        d->job_id = id;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return -EINVAL;
+    }
+    p = row->selectors;
+    sp->nselectors = 0;
+    while (*p && sp->nselectors < SCHED_MAX_LABELS) {
+        const char *eq = strchr(p, '=');
+        const char *comma = strchr(p, ',');
+        size_t vlen = comma ? (size_t)(comma - eq - 1) : strlen(eq ? eq + 1 : "");
+        if (!eq || (comma && comma < eq))
+            return -EINVAL;
+        struct sched_selector *s = &sp->selectors[sp->nselectors++];
+        size_t klen = (size_t)(eq - p);
+        s->negate = klen > 0 && p[klen - 1] == '!';
+        if (s->negate)
+            klen--;
+        if (klen >= sizeof(s->key) || vlen >= sizeof(s->value))
+            return -EINVAL;
+        memcpy(s->key, p, klen);
+        s->key[klen] = '\0';
+        memcpy(s->value, eq + 1, vlen);
+        s->value[vlen] = '\0';
+        p = comma ? comma + 1 : eq + 1 + vlen;
+    }
+    return 0;
+}
+
+/* The core's spec straight from the row's columns (schema 2 rows). */
+static int row_to_sched(const struct store_job *row, struct sched_job_spec *sp)
+{
+    sched_job_spec_init(sp);
+    sp->id = row->id;
+    str_copy(sp->project, sizeof(sp->project), row->project);
+    str_copy(sp->user, sizeof(sp->user), row->user);
+    str_copy(sp->tier, sizeof(sp->tier), row->tier);
+    str_copy(sp->class_name, sizeof(sp->class_name), row->class_name);
+    str_copy(sp->gpu_type, sizeof(sp->gpu_type), row->gpu_type);
+    sp->gpus_per_node = row->gpus;
+    sp->cpus_per_node = row->cpus;
+    sp->mem_mb_per_node = row->mem_mb;
+    sp->nodes = row->nnodes;
+    sp->time_limit_ms = row->time_limit_ms;
+    sp->submit_ms = row->submit_ms;
+    sp->begin_ms = row->begin_ms;
+    sp->signal = row->signal;
+    sp->grace_ms = row->grace_ms;
+    sp->has_checkpoint_signal = row->flags & STORE_JF_CHECKPOINT;
+    sp->idempotent = row->flags & STORE_JF_IDEMPOTENT;
+    sp->no_requeue = !(row->flags & STORE_JF_REQUEUE);
+    sp->retries = row->retries;
+    sp->array_id = row->array_id;
+    sp->array_limit = row->array_limit;
+    return parse_core_lists(row, sp);
+}
+
+/* Rows written before schema 2: through the stored spec JSON. */
+static int spec_to_sched(const struct store_job *row, struct sched_job_spec *sp)
+{
     struct proto_jobspec ps;
     struct proto_error pe;
-    struct sched_job_spec sp;
-    struct sched_error se;
-    if (row->id > jl->max_id)
-        jl->max_id = row->id;
     json_t *spec = json_loads(row->spec, 0, NULL);
     int rc = spec ? proto_jobspec_load(spec, &ps, &pe) : -EINVAL;
     json_decref(spec);
-    if (rc < 0) {
-        log_error("restore_job_failed", "job=%llu error=\"damaged spec\"",
-                  (unsigned long long)row->id);
-        jl->failed++;
-        return 0;
-    }
+    if (rc < 0)
+        return rc;
     int array_limit = 0;
     if (ps.array[0]) {
         int32_t *idx = NULL;
@@ -290,10 +355,39 @@ static int restore_job(void *arg, const struct store_job *row)
             array_limit = 0;
         free(idx);
     }
-    ctl_spec_to_sched(&ps, row->id, row->submit_ms, row->array_id, array_limit, &sp);
+    ctl_spec_to_sched(&ps, row->id, row->submit_ms, row->array_id, array_limit, sp);
+    proto_jobspec_release(&ps);
+    return 0;
+}
+
+static int restore_job(void *arg, const struct store_job *row)
+{
+    struct job_load *jl = arg;
+    struct ctl *c = jl->c;
+    struct sched_job_spec sp;
+    struct sched_error se;
+    memset(&se, 0, sizeof(se));
+    if (row->id > jl->max_id)
+        jl->max_id = row->id;
+    int rc;
+    if (row->has_core) {
+        rc = row_to_sched(row, &sp);
+    } else {
+        struct store_job full;
+        rc = store_job_get(c->store, row->id, &full);
+        if (rc == 0) {
+            rc = spec_to_sched(&full, &sp);
+            store_job_release(&full);
+        }
+    }
+    if (rc < 0) {
+        log_error("restore_job_failed", "job=%llu error=\"damaged spec\"",
+                  (unsigned long long)row->id);
+        jl->failed++;
+        return 0;
+    }
     sp.preempt_count = row->preempt_count;
     sp.hold = row->state == SCHED_HELD;
-    proto_jobspec_release(&ps);
     if (row->state == SCHED_PENDING || row->state == SCHED_HELD) {
         rc = sched_job_submit(c->sched, &sp, jl->now, &se);
         jl->pending++;
@@ -326,6 +420,7 @@ static int restore_jobs(struct ctl *c, char *err, size_t errlen)
         if (!sched_job_state_terminal((enum sched_job_state)s))
             f.state_mask |= 1u << s;
     f.limit = 2000000000;
+    f.skip_spec = true; /* the core columns suffice; old rows are re-read one by one */
     int rc = store_job_list(c->store, &f, restore_job, &jl);
     if (rc < 0) {
         snprintf(err, errlen, "read jobs: %s", store_errmsg(c->store));

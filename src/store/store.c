@@ -59,6 +59,22 @@ static const char *const migrations[] = {
     " BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;"
     "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"
     " BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;",
+    /* 2: the scheduling fields in columns, so a restart needs no JSON parsing */
+    "ALTER TABLE jobs ADD COLUMN core INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN cpus INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE jobs ADD COLUMN nnodes INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE jobs ADD COLUMN signal INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN array_limit INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN mem_mb INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN time_limit_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN begin_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN grace_ms INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE jobs ADD COLUMN gpu_type TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN deps TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN selectors TEXT NOT NULL DEFAULT '';",
 };
 
 enum stmt_id {
@@ -75,7 +91,15 @@ enum stmt_id {
 
 #define JOB_COLS \
     "id, array_id, array_index, name, project, user_name, tier, class, state, stop_cause," \
-    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, spec, alloc, exit, usage"
+    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, spec, alloc, exit, usage," \
+    " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms," \
+    " begin_ms, grace_ms, gpu_type, deps, selectors"
+/* The same without the spec JSON (column 16 reads NULL). */
+#define JOB_COLS_NO_SPEC \
+    "id, array_id, array_index, name, project, user_name, tier, class, state, stop_cause," \
+    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, NULL, alloc, exit, usage," \
+    " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms," \
+    " begin_ms, grace_ms, gpu_type, deps, selectors"
 #define NODE_COLS \
     "name, state, reason, gpu_type, gpus, gpu_mem_mb, cpus, mem_mb, labels, info," \
     " last_heartbeat_ms, cmd_seq"
@@ -85,7 +109,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_COUNTER_SET] = "INSERT INTO counters(name, value) VALUES (?1, ?2)"
                       " ON CONFLICT(name) DO UPDATE SET value = excluded.value",
     [S_JOB_INSERT] = "INSERT INTO jobs(" JOB_COLS ") VALUES"
-                     " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)",
+                     " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,"
+                     " ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35)",
     [S_JOB_UPDATE] = "UPDATE jobs SET state = ?9, stop_cause = ?10, start_ms = ?12,"
                      " end_ms = ?13, preempt_count = ?14, preemptor = ?15, nodes = ?16,"
                      " alloc = ?18, exit = ?19, usage = ?20, tier = ?7 WHERE id = ?1",
@@ -364,6 +389,7 @@ void store_job_release(struct store_job *j)
     j->spec = j->alloc = j->exit = j->usage = NULL;
 }
 
+/* Binds ?1..?35; the UPDATE uses fewer (SQLite ignores binding the ones it lacks). */
 static void bind_job(sqlite3_stmt *s, const struct store_job *j)
 {
     sqlite3_bind_int64(s, 1, (sqlite3_int64)j->id);
@@ -386,6 +412,21 @@ static void bind_job(sqlite3_stmt *s, const struct store_job *j)
     bind_text(s, 18, j->alloc);
     bind_text(s, 19, j->exit);
     bind_text(s, 20, j->usage);
+    sqlite3_bind_int(s, 21, j->has_core);
+    sqlite3_bind_int(s, 22, j->gpus);
+    sqlite3_bind_int(s, 23, j->cpus);
+    sqlite3_bind_int(s, 24, j->nnodes);
+    sqlite3_bind_int(s, 25, j->signal);
+    sqlite3_bind_int(s, 26, j->retries);
+    sqlite3_bind_int(s, 27, j->array_limit);
+    sqlite3_bind_int(s, 28, j->flags);
+    sqlite3_bind_int64(s, 29, j->mem_mb);
+    sqlite3_bind_int64(s, 30, j->time_limit_ms);
+    sqlite3_bind_int64(s, 31, j->begin_ms);
+    sqlite3_bind_int64(s, 32, j->grace_ms);
+    bind_text(s, 33, j->gpu_type);
+    bind_text(s, 34, j->deps);
+    bind_text(s, 35, j->selectors);
 }
 
 static void read_job(sqlite3_stmt *s, struct store_job *j)
@@ -411,6 +452,21 @@ static void read_job(sqlite3_stmt *s, struct store_job *j)
     j->alloc = col_dup(s, 17);
     j->exit = col_dup(s, 18);
     j->usage = col_dup(s, 19);
+    j->has_core = sqlite3_column_int(s, 20) != 0;
+    j->gpus = sqlite3_column_int(s, 21);
+    j->cpus = sqlite3_column_int(s, 22);
+    j->nnodes = sqlite3_column_int(s, 23);
+    j->signal = sqlite3_column_int(s, 24);
+    j->retries = sqlite3_column_int(s, 25);
+    j->array_limit = sqlite3_column_int(s, 26);
+    j->flags = sqlite3_column_int(s, 27);
+    j->mem_mb = sqlite3_column_int64(s, 28);
+    j->time_limit_ms = sqlite3_column_int64(s, 29);
+    j->begin_ms = sqlite3_column_int64(s, 30);
+    j->grace_ms = sqlite3_column_int64(s, 31);
+    col_copy(s, 32, j->gpu_type, sizeof(j->gpu_type));
+    col_copy(s, 33, j->deps, sizeof(j->deps));
+    col_copy(s, 34, j->selectors, sizeof(j->selectors));
 }
 
 int store_job_insert(struct store *st, const struct store_job *j)
@@ -467,7 +523,8 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
     struct dbuf sql;
     int np = 0, rc = 0;
     dbuf_init(&sql, 4096);
-    dbuf_puts(&sql, "SELECT " JOB_COLS " FROM jobs WHERE 1 = 1");
+    dbuf_puts(&sql, f->skip_spec ? "SELECT " JOB_COLS_NO_SPEC " FROM jobs WHERE 1 = 1"
+                                 : "SELECT " JOB_COLS " FROM jobs WHERE 1 = 1");
     if (f->state_mask) {
         dbuf_puts(&sql, " AND state IN (-1");
         for (int i = 0; i < 32; i++)

@@ -65,10 +65,21 @@ struct store_job {
     uint64_t preemptor;
     char nodes[1024];           /* ",gpu01,gpu02," while allocated (for filters), or "" */
     char *spec;                 /* normalised spec JSON (protocol/proto.h), owned */
+    /* The scheduling fields of the spec again, in columns (schema 2), so a restart rebuilds
+     * the core without parsing JSON. has_core is false for rows written before. */
+    bool has_core;
+    int gpus, cpus, nnodes, signal, retries, array_limit, flags; /* flags: STORE_JF_* */
+    int64_t mem_mb, time_limit_ms, begin_ms, grace_ms;
+    char gpu_type[64];
+    char deps[512];             /* "afterok:12,afternotok:13" */
+    char selectors[1280];       /* "zone=a,pool!=reserved" */
     char *alloc;                /* allocation JSON or NULL */
     char *exit;                 /* exit JSON or NULL */
     char *usage;                /* usage JSON or NULL */
 };
+
+enum { STORE_JF_CHECKPOINT = 1 << 0, STORE_JF_IDEMPOTENT = 1 << 1, STORE_JF_REQUEUE = 1 << 2,
+       STORE_JF_HOLD = 1 << 3 };
 
 void store_job_release(struct store_job *j);
 int store_job_insert(struct store *st, const struct store_job *j) STORE_WUR;
@@ -84,6 +95,7 @@ struct store_job_filter {
     uint64_t after;             /* id cursor: > after (asc) or < after (desc); 0 = start */
     int limit;
     bool desc;
+    bool skip_spec;             /* leave spec NULL (a restart reads the core columns) */
 };
 
 /* Calls cb for each row in id order; a non-zero return from cb stops (and is returned).

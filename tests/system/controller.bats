@@ -132,10 +132,20 @@ one_node() {
     assert_status 201
     submit '{"command": ["true"], "project": "vision", "gpus": 8, "gpu_type": "H100-80GB"}' >/dev/null
     id=$(submit '{"command": ["true"], "project": "vision", "gpus": 8, "gpu_type": "H100-80GB", "name": "second"}')
+    dep=$(submit "{\"command\": [\"true\"], \"project\": \"vision\", \"gpus\": 1, \"gpu_type\": \"H100-80GB\", \"deps\": [{\"type\": \"afterok\", \"job\": $id}], \"selectors\": {\"zone\": \"!b\"}, \"mem\": \"1G\", \"time_limit\": \"2h\", \"signal\": \"USR1\", \"checkpoint\": true}")
+    sleep 0.1
+    api_get "/v1/jobs/$dep/explain"
+    assert_json .explain.reason Dependency
     api_get /v1/audit
     naudit=$(jq '.entries | length' <<<"$body")
     docketd_stop
     docketd_start
+    api_get "/v1/jobs/$dep/explain"
+    assert_json .explain.reason Dependency
+    api_get "/v1/jobs/$dep"
+    assert_json .job.time_limit_ms 7200000
+    assert_json .job.selectors.zone '!b'
+    assert_json .job.signal 10
     api_get "/v1/jobs/$id"
     assert_status 200
     assert_json .job.name second

@@ -67,9 +67,9 @@ static void reopen(struct fx *f)
 static void migrates_from_empty(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(store_schema_version(f->st), 1);
+    assert_int_equal(store_schema_version(f->st), 2);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 1);
+    assert_int_equal(store_schema_version(f->st), 2);
     assert_int_equal(store_job_count(f->st), 0);
 }
 
@@ -86,7 +86,7 @@ static void refuses_newer_schema(void **state)
     assert_null(store_open(f->path, err, sizeof(err)));
     assert_non_null(strstr(err, "newer"));
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 1", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     f->st = store_open(f->path, err, sizeof(err));
     assert_non_null(f->st);
@@ -137,6 +137,21 @@ static void job_round_trip(void **state)
     in.alloc = "[{\"node\":\"gpu01\"}]";
     in.exit = "{\"kind\":\"code\",\"code\":0}";
     in.usage = "{\"cpu_ms\":3}";
+    in.has_core = true;
+    in.gpus = 8;
+    in.cpus = 16;
+    in.nnodes = 2;
+    in.signal = 10;
+    in.retries = 1;
+    in.array_limit = 4;
+    in.flags = STORE_JF_CHECKPOINT | STORE_JF_REQUEUE;
+    in.mem_mb = 65536;
+    in.time_limit_ms = 3600000;
+    in.begin_ms = 9;
+    in.grace_ms = -1;
+    snprintf(in.gpu_type, sizeof(in.gpu_type), "H100");
+    snprintf(in.deps, sizeof(in.deps), "afterok:3");
+    snprintf(in.selectors, sizeof(in.selectors), "zone=a,pool!=r");
     assert_int_equal(store_job_insert(f->st, &in), 0);
     assert_int_equal(store_job_insert(f->st, &in), -EIO); /* same id */
     assert_int_equal(store_job_get(f->st, 7, &out), 0);
@@ -158,6 +173,21 @@ static void job_round_trip(void **state)
     assert_string_equal(out.alloc, in.alloc);
     assert_string_equal(out.exit, in.exit);
     assert_string_equal(out.usage, in.usage);
+    assert_true(out.has_core);
+    assert_int_equal(out.gpus, 8);
+    assert_int_equal(out.cpus, 16);
+    assert_int_equal(out.nnodes, 2);
+    assert_int_equal(out.signal, 10);
+    assert_int_equal(out.retries, 1);
+    assert_int_equal(out.array_limit, 4);
+    assert_int_equal(out.flags, STORE_JF_CHECKPOINT | STORE_JF_REQUEUE);
+    assert_int_equal(out.mem_mb, 65536);
+    assert_int_equal(out.time_limit_ms, 3600000);
+    assert_int_equal(out.begin_ms, 9);
+    assert_int_equal(out.grace_ms, -1);
+    assert_string_equal(out.gpu_type, "H100");
+    assert_string_equal(out.deps, "afterok:3");
+    assert_string_equal(out.selectors, "zone=a,pool!=r");
     store_job_release(&out);
     assert_int_equal(store_job_get(f->st, 8, &out), -ENOENT);
 }
