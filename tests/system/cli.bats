@@ -392,6 +392,22 @@ SCRIPT
     wait_for 30 state_in "$a" CANCELLED
 }
 
+@test "the controller's refusals name what is wrong and exit 1" {
+    run -1 "$DOCKET" show 999999
+    [[ $output == "docket show: "* ]]
+    run -1 --separate-stderr "$DOCKET" show 999999 --json
+    [ "$(jq -r .error.code <<<"$output")" = not_found ]
+    run -1 "$DOCKET" logs 999999
+    run -1 "$DOCKET" explain 999999
+    run -1 "$DOCKET" nodes nosuchnode
+    run -1 "$DOCKET" projects nosuchproject
+    printf 'tiers: [\n' >"$T/broken.yaml"
+    run -1 "$DOCKET" apply -f "$T/broken.yaml"
+    [[ $output == *line* ]]
+    run -1 "$DOCKET" submit -p explore --array 0-20000 -- true
+    [[ $output == *array* ]]
+}
+
 @test "an array: one job per index, at most %N at once" {
     run -0 "$DOCKET" submit --json -p explore --class exploration --array 0-3%2 -- sh -c 'echo "index $DOCKET_ARRAY_INDEX"'
     [ "$(jq '.jobs | length' <<<"$output")" -eq 4 ]
