@@ -260,6 +260,23 @@ int cli_call_raw(struct cli *c, const char *method, const char *path, const char
     return 0;
 }
 
+int cli_call_quiet(struct cli *c, const char *method, const char *path, json_t **reply)
+{
+    struct client_reply r;
+    json_error_t jerr;
+    char err[1024];
+
+    *reply = NULL;
+    if (!c->client && !(c->client = client_create(&c->cfg, err, sizeof(err))))
+        return EXIT_FAIL;
+    if (client_request(c->client, method, path, NULL, NULL, 0, 0, &r, err, sizeof(err)) < 0)
+        return EXIT_FAIL;
+    if (r.status >= 200 && r.status <= 299)
+        *reply = json_loadb(r.body, r.len, 0, &jerr);
+    client_reply_release(&r);
+    return *reply ? 0 : EXIT_FAIL;
+}
+
 int cli_call(struct cli *c, const char *method, const char *path, json_t *body,
              json_t **reply)
 {

@@ -95,6 +95,9 @@ void cli_warn(struct cli *c, const char *fmt, ...) __attribute__((format(printf,
  * what to do (and, with --json, the error object on stdout) and EXIT_FAIL returned. */
 int cli_call(struct cli *c, const char *method, const char *path, json_t *body,
              json_t **reply);
+/* A GET whose failure is not the user's business (extra data for display): 0 with
+ * *reply, or EXIT_FAIL having printed nothing. */
+int cli_call_quiet(struct cli *c, const char *method, const char *path, json_t **reply);
 /* The same with a raw body and content type, and a raw reply (for logs and apply). */
 int cli_call_raw(struct cli *c, const char *method, const char *path, const char *ctype,
                  const char *body, size_t len, long timeout_ms, struct client_reply *r);

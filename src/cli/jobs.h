@@ -23,6 +23,11 @@ int jobs_list_main(struct cli *c, int argc, char **argv, bool history);
 /* Fetch up to q->limit jobs into *jobs (a new array). Exit status. */
 int jobs_fetch(struct cli *c, const struct jobs_query *q, json_t **jobs);
 void jobs_print_queue(struct cli *c, const json_t *jobs);
+/* A new array of the same jobs in the order people read a queue: running ones by id, then
+ * pending ones by tier (highest first, from GET /v1/tiers) and submission, then held and
+ * finished ones. Fair-share is not known here: `explain` gives exact positions. When the
+ * tiers cannot be read, the same order as given (a new reference). */
+json_t *jobs_queue_order(struct cli *c, json_t *jobs);
 void jobs_print_history(struct cli *c, const json_t *jobs);
 /* "8", "2x8", "-" for a job's GPUs, with its type when it asked for one. */
 void jobs_gpus(const json_t *job, char *buf, size_t len);

@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/jobs.h"
@@ -14,23 +15,29 @@
 const char cmd_queue_usage[] =
     "usage: docket queue [FILTERS] [--json]     (alias: docket q)\n"
     "\n"
-    "Pending and running jobs, with why each pending one waits.\n"
+    "Pending and running jobs, with why each pending one waits. Running jobs come\n"
+    "first, then pending ones by tier (highest first) and submission, held ones last;\n"
+    "fair-share also orders jobs within a tier: docket explain JOB gives the exact\n"
+    "position. --json lists jobs by id.\n"
     "\n"
     "  -p, --project NAME   -u, --user NAME   -t, --tier NAME   --class NAME\n"
     "      --state LIST     states (PENDING,RUNNING,...), active or terminal\n"
     "      --node NAME      jobs on that node\n"
     "      --name NAME      jobs with that name\n"
     "  -a, --all            finished jobs too\n"
-    "  -n, --limit N        at most N jobs (default 1000)\n";
+    "  -n, --limit N        at most N jobs (default 1000)\n"
+    "      --by-id          list by job id\n";
 
-enum { Q_PROJECT = 1, Q_USER, Q_TIER, Q_CLASS, Q_STATE, Q_NODE, Q_NAME, Q_ALL, Q_LIMIT };
+enum { Q_PROJECT = 1, Q_USER, Q_TIER, Q_CLASS, Q_STATE, Q_NODE, Q_NAME, Q_ALL, Q_LIMIT,
+       Q_BY_ID };
 
 static const struct opt_def queue_opts[] = {
     { Q_PROJECT, 'p', "project", OPT_VALUE }, { Q_USER, 'u', "user", OPT_VALUE },
     { Q_TIER, 't', "tier", OPT_VALUE }, { Q_CLASS, 0, "class", OPT_VALUE },
     { Q_STATE, 0, "state", OPT_VALUE }, { Q_NODE, 0, "node", OPT_VALUE },
     { Q_NAME, 0, "name", OPT_VALUE }, { Q_ALL, 'a', "all", OPT_NONE },
-    { Q_LIMIT, 'n', "limit", OPT_VALUE }, CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+    { Q_LIMIT, 'n', "limit", OPT_VALUE }, { Q_BY_ID, 0, "by-id", OPT_NONE },
+    CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
 };
 
 static void add_param(struct dbuf *b, const char *key, const char *value)
@@ -189,6 +196,77 @@ void jobs_print_queue(struct cli *c, const json_t *jobs)
     table_destroy(t);
 }
 
+/* Queue order for people: running (and starting, stopping) by id, then pending by tier
+ * rank and submission, then held, then finished ones. */
+static int state_group(const char *st)
+{
+    if (!strcmp(st, "RUNNING") || !strcmp(st, "STARTING") || !strcmp(st, "STOPPING"))
+        return 0;
+    if (!strcmp(st, "PENDING"))
+        return 1;
+    if (!strcmp(st, "HELD"))
+        return 2;
+    return 3;
+}
+
+struct qentry {
+    json_t *job;
+    int group, rank;
+    int64_t submit, id;
+};
+
+static int tier_rank(const json_t *tiers, const json_t *job)
+{
+    const char *t = jstr(job, "eff_tier")[0] ? jstr(job, "eff_tier") : jstr(job, "tier");
+    size_t i;
+    json_t *x;
+
+    json_array_foreach(tiers, i, x)
+        if (!strcmp(jstr(x, "name"), t))
+            return (int)i;
+    return 1000;
+}
+
+static int cmp_queue(const void *a, const void *b)
+{
+    const struct qentry *x = a, *y = b;
+
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    if (x->submit != y->submit)
+        return x->submit < y->submit ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+json_t *jobs_queue_order(struct cli *c, json_t *jobs)
+{
+    size_t n = json_array_size(jobs), i;
+    struct qentry *v = calloc(n ? n : 1, sizeof(*v));
+    json_t *tiers = NULL, *out;
+
+    if (!v || cli_call_quiet(c, "GET", "/v1/tiers", &tiers) != 0) {
+        free(v);
+        return json_incref(jobs);
+    }
+    for (i = 0; i < n; i++) {
+        json_t *j = json_array_get(jobs, i);
+        v[i].job = j;
+        v[i].group = state_group(jstr(j, "state"));
+        v[i].rank = v[i].group == 1 ? tier_rank(json_object_get(tiers, "tiers"), j) : 0;
+        v[i].submit = v[i].group == 1 ? jint(j, "submit_ms", 0) : 0;
+        v[i].id = jint(j, "id", 0);
+    }
+    qsort(v, n, sizeof(*v), cmp_queue);
+    out = json_array();
+    for (i = 0; i < n; i++)
+        json_array_append(out, v[i].job);
+    free(v);
+    json_decref(tiers);
+    return out;
+}
+
 static const char all_states[] =
     "PENDING,HELD,STARTING,RUNNING,STOPPING,COMPLETED,FAILED,CANCELLED,TIMEOUT,PREEMPTED,"
     "NODE_FAIL";
@@ -201,6 +279,7 @@ int jobs_list_main(struct cli *c, int argc, char **argv, bool history)
     const char *v;
     char err[256];
     json_t *jobs;
+    bool by_id = false;
     int id, rc;
 
     opt_iter_init(&it, argc, argv, 1);
@@ -214,6 +293,7 @@ int jobs_list_main(struct cli *c, int argc, char **argv, bool history)
         case Q_NODE: q.node = v; break;
         case Q_NAME: q.name = v; break;
         case Q_ALL: q.state = all_states; break;
+        case Q_BY_ID: by_id = true; break;
         case Q_LIMIT: {
             int n;
             if (parse_int(v, 1, 100000, &n) < 0)
@@ -236,8 +316,12 @@ int jobs_list_main(struct cli *c, int argc, char **argv, bool history)
         json_decref(o);
     } else if (history) {
         jobs_print_history(c, jobs);
-    } else {
+    } else if (by_id) {
         jobs_print_queue(c, jobs);
+    } else {
+        json_t *sorted = jobs_queue_order(c, jobs);
+        jobs_print_queue(c, sorted);
+        json_decref(sorted);
     }
     json_decref(jobs);
     return EXIT_OK;

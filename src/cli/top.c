@@ -188,7 +188,7 @@ static int rows_left(void)
 static int frame(struct cli *c, bool clear)
 {
     struct jobs_query q = { .state = "active", .limit = 10000 };
-    json_t *nodes = NULL, *jobs = NULL, *tiers = NULL, *head;
+    json_t *nodes = NULL, *jobs = NULL, *tiers = NULL, *head, *sorted;
     time_t now;
     char clock[16];
     int rc, room, nnodes;
@@ -221,9 +221,11 @@ static int frame(struct cli *c, bool clear)
     room = rows_left() - 18 - (nnodes < 16 ? nnodes : 16);
     if (room < 3)
         room = 3;
+    sorted = jobs_queue_order(c, jobs);
     head = json_array();
-    for (size_t i = 0; i < json_array_size(jobs) && (int)i < room; i++)
-        json_array_append(head, json_array_get(jobs, i));
+    for (size_t i = 0; i < json_array_size(sorted) && (int)i < room; i++)
+        json_array_append(head, json_array_get(sorted, i));
+    json_decref(sorted);
     fputc('\n', c->out);
     jobs_print_queue(c, head);
     json_decref(head);

@@ -408,6 +408,21 @@ SCRIPT
     [[ $output == *array* ]]
 }
 
+@test "queue: running first, then pending by tier (highest first); --by-id keeps ids" {
+    run -0 "$DOCKET" nodes drain "$PREFIX-a" "$PREFIX-b" --reason "bats: queue order"
+    lo=$(submit_q -p explore --class exploration -- true)
+    mid=$(submit_q -p nlp -- true)
+    hi=$(submit_q -p vision -- true)
+    run -0 "$DOCKET" queue
+    order=$(awk -v a="$lo" -v b="$mid" -v c="$hi" '$1 == a || $1 == b || $1 == c { printf "%s ", $1 }' <<<"$output")
+    [ "$order" = "$hi $mid $lo " ]
+    run -0 "$DOCKET" queue --by-id
+    order=$(awk -v a="$lo" -v b="$mid" -v c="$hi" '$1 == a || $1 == b || $1 == c { printf "%s ", $1 }' <<<"$output")
+    [ "$order" = "$lo $mid $hi " ]
+    run -0 "$DOCKET" cancel "$lo" "$mid" "$hi"
+    run -0 "$DOCKET" nodes resume "$PREFIX-a" "$PREFIX-b"
+}
+
 @test "an array: one job per index, at most %N at once" {
     run -0 "$DOCKET" submit --json -p explore --class exploration --array 0-3%2 -- sh -c 'echo "index $DOCKET_ARRAY_INDEX"'
     [ "$(jq '.jobs | length' <<<"$output")" -eq 4 ]
