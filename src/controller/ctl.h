@@ -91,6 +91,7 @@ struct ctl_node {
 
 struct ctl_reply {
     struct evhttp_request *req;
+    uint64_t gen;               /* the commit it waits for; 0 = not committed yet */
     int status;
     char *body;
     size_t len;
@@ -132,6 +133,9 @@ struct ctl {
 
     struct event *commit_ev;    /* zero-timeout: commit then send queued replies */
     struct ctl_reply *replies, *replies_tail;
+    uint64_t commit_gen;        /* commits so far */
+    uint64_t synced_gen;        /* commits known to be on disk */
+    struct ctl_sync *sync;      /* the fdatasync helper (sync.c) */
     struct event *cycle_ev;     /* debounced and periodic scheduling cycle */
     bool cycle_pending;
     int64_t cycle_at_ms;
@@ -171,6 +175,14 @@ void ctl_reply_errorf(struct ctl *c, struct evhttp_request *req, int status, con
 void ctl_commit_soon(struct ctl *c);
 /* Commit and send the waiting replies now (shutdown). */
 void ctl_commit_now(struct ctl *c);
+/* Send the replies of commits up to `gen` (all as 500 when rc < 0). */
+void ctl_replies_release(struct ctl *c, uint64_t gen, int rc);
+
+/* sync.c: the WAL fdatasync helper thread of the pipelined group commit. */
+struct ctl_sync;
+int ctl_sync_start(struct ctl *c);
+void ctl_sync_request(struct ctl *c);
+void ctl_sync_stop(struct ctl *c);
 /* Parse r->body as a JSON object (an empty body is {} when allow_empty). NULL after
  * replying 400. */
 json_t *ctl_body_json(struct ctl_req *r, bool allow_empty);

@@ -71,7 +71,7 @@ void ctl_reply_raw(struct ctl *c, struct evhttp_request *req, int status, const 
     }
     memcpy(copy, data, len);
     copy[len] = '\0';
-    *r = (struct ctl_reply){req, status, copy, len, ctype, NULL};
+    *r = (struct ctl_reply){req, 0, status, copy, len, ctype, NULL};
     /* the client may go away before the commit: libevent then frees the request */
     struct evhttp_connection *con = evhttp_request_get_connection(req);
     if (con)
@@ -117,9 +117,41 @@ void ctl_reply_errorf(struct ctl *c, struct evhttp_request *req, int status, con
     ctl_reply_error(c, req, &e);
 }
 
-/* The commit event: one transaction for everything this loop iteration wrote, then the
- * replies that waited on it. A failed commit leaves the core ahead of the disk: answer
- * 500 to everyone who waited and stop, so a restart reloads the truth from disk. */
+static void send_reply(struct ctl *c, struct ctl_reply *r, int rc)
+{
+    struct evhttp_connection *con = r->req ? evhttp_request_get_connection(r->req) : NULL;
+    if (con)
+        evhttp_connection_set_closecb(con, NULL, NULL);
+    if (r->req && rc < 0) /* (a request whose client left has req NULL) */
+        send_now(c, r->req, 500, "application/json", commit_failed_json,
+                 sizeof(commit_failed_json) - 1);
+    else if (r->req)
+        send_now(c, r->req, r->status, r->content_type, r->body, r->len);
+    free(r->body);
+    free(r);
+}
+
+void ctl_replies_release(struct ctl *c, uint64_t gen, int rc)
+{
+    struct ctl_reply **pp = &c->replies, *last = NULL;
+    if (rc == 0 && gen > c->synced_gen)
+        c->synced_gen = gen;
+    while (*pp) {
+        struct ctl_reply *r = *pp;
+        if (r->gen != 0 && r->gen <= gen) {
+            *pp = r->next;
+            send_reply(c, r, rc);
+        } else {
+            last = r;
+            pp = &r->next;
+        }
+    }
+    c->replies_tail = last;
+}
+
+/* The commit event: one transaction for everything this loop iteration wrote. Its
+ * replies then wait for the WAL fsync (sync.c). A failed commit leaves the core ahead of
+ * the disk: answer 500 to everyone who waited and stop, so a restart reloads the truth. */
 static void commit_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct ctl *c = arg;
@@ -133,22 +165,17 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
         c->exit_code = 1;
         event_base_loopexit(c->base, NULL);
     }
-    struct ctl_reply *r = c->replies;
-    c->replies = c->replies_tail = NULL;
-    while (r) {
-        struct ctl_reply *next = r->next;
-        struct evhttp_connection *con = r->req ? evhttp_request_get_connection(r->req) : NULL;
-        if (con)
-            evhttp_connection_set_closecb(con, NULL, NULL);
-        if (r->req && rc < 0) /* (a request whose client left has req NULL) */
-            send_now(c, r->req, 500, "application/json", commit_failed_json,
-                     sizeof(commit_failed_json) - 1);
-        else if (r->req)
-            send_now(c, r->req, r->status, r->content_type, r->body, r->len);
-        free(r->body);
-        free(r);
-        r = next;
-    }
+    if (had_tx && rc == 0)
+        c->commit_gen++;
+    for (struct ctl_reply *r = c->replies; r; r = r->next)
+        if (r->gen == 0)
+            r->gen = rc < 0 ? UINT64_MAX : c->commit_gen;
+    if (rc < 0)
+        ctl_replies_release(c, UINT64_MAX, rc);
+    else if (c->commit_gen <= c->synced_gen)
+        ctl_replies_release(c, c->synced_gen, 0);
+    else
+        ctl_sync_request(c);
 }
 
 void ctl_commit_now(struct ctl *c)

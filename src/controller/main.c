@@ -228,6 +228,8 @@ static int start(struct ctl *c)
     }
     log_info("state_loaded", "ms=%lld jobs=%zu", (long long)(clock_mono_ms() - t0),
              sched_job_count(c->sched));
+    if ((rc = ctl_sync_start(c)) < 0)
+        log_warn("sync_helper_failed", "error=\"%s\" fallback=inline", strerror(-rc));
     if ((rc = ctl_http_start(c, err, sizeof(err))) < 0) {
         log_error("listen_failed", "error=\"%s\"", err);
         return rc;
@@ -268,6 +270,9 @@ int main(int argc, char **argv)
     /* commit whatever the last iteration wrote, then tear down */
     if (c->store && c->commit_ev)
         ctl_commit_now(c);
+    ctl_sync_stop(c);
+    if (c->base)
+        event_base_loop(c->base, EVLOOP_NONBLOCK); /* flush the last replies */
     ctl_logs_stop(c);
     ctl_loop_stop(c);
     ctl_http_stop(c);

@@ -4,12 +4,15 @@
  * iteration (group commit). The SQL is kept portable (no SQLite-only types) so a
  * PostgreSQL backend can follow.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/store.h"
 #include "util/dbuf.h"
@@ -152,6 +155,7 @@ static const char *const stmt_sql[S_COUNT] = {
 
 struct store {
     sqlite3 *db;
+    int wal_fd;                 /* the -wal file, for store_sync */
     sqlite3_stmt *stmt[S_COUNT];
     bool in_tx;
     char errmsg[256];
@@ -263,6 +267,7 @@ struct store *store_open(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    st->wal_fd = -1;
     if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                         SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open '%s': %s", path,
@@ -277,6 +282,9 @@ struct store *store_open(const char *path, char *err, size_t errlen)
         store_close(st);
         return NULL;
     }
+    char wal[4096];
+    snprintf(wal, sizeof(wal), "%s-wal", path);
+    st->wal_fd = open(wal, O_RDONLY | O_CLOEXEC); /* exists once WAL mode wrote (migrations) */
     for (int i = 0; i < S_COUNT; i++)
         if (sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[i],
                                NULL) != SQLITE_OK) {
@@ -296,10 +304,28 @@ void store_close(struct store *st)
     for (int i = 0; i < S_COUNT; i++)
         sqlite3_finalize(st->stmt[i]);
     sqlite3_close(st->db);
+    if (st->wal_fd >= 0)
+        close(st->wal_fd);
     free(st);
 }
 
 /* ------------------------------------------------------------------------------------ */
+
+int store_set_external_sync(struct store *st)
+{
+    if (st->wal_fd < 0) {
+        snprintf(st->errmsg, sizeof(st->errmsg), "no WAL file to sync");
+        return -ENOENT;
+    }
+    return exec(st, "PRAGMA synchronous = NORMAL");
+}
+
+int store_sync(struct store *st)
+{
+    if (st->wal_fd < 0)
+        return 0; /* synchronous=FULL still: COMMIT synced already */
+    return fdatasync(st->wal_fd) < 0 ? -errno : 0;
+}
 
 int store_begin(struct store *st)
 {

@@ -36,6 +36,15 @@ void store_close(struct store *st);
 int store_schema_version(struct store *st);
 const char *store_errmsg(struct store *st);
 
+/* Pipelined group commit (docs/controller.md): switch to synchronous=NORMAL, so COMMIT
+ * writes the WAL without waiting for the disk, and make the caller responsible for
+ * calling store_sync() (fdatasync of the WAL) before it acknowledges anything. Together
+ * they give FULL's durability while the next transaction is built during the sync. */
+int store_set_external_sync(struct store *st) STORE_WUR;
+/* fdatasync the WAL. Safe to call from another thread than the one using `st` (it only
+ * touches a file descriptor opened at store_open). 0 or -errno. */
+int store_sync(struct store *st) STORE_WUR;
+
 /* Transactions (see above). store_begin is a no-op inside a transaction. */
 int store_begin(struct store *st) STORE_WUR;
 bool store_in_tx(const struct store *st);
