@@ -3,10 +3,11 @@
  * src/store/. Schema and versioned migrations (applied at open), prepared statements,
  * and the transaction shape the controller's group commit needs.
  *
- * Durability: WAL with synchronous=FULL, so a committed transaction survives a power
- * loss, not only a crash of the process: docketd acknowledges a submission only after
- * its commit, and with group commit one fsync covers a whole loop iteration's writes
- * (about 0.2 ms here), so FULL costs little.
+ * Durability: WAL with synchronous=FULL by default, so a committed transaction survives a
+ * power loss, not only a crash of the process: docketd acknowledges a submission only once
+ * it is on disk. docketd itself switches to store_set_external_sync(): COMMIT writes the
+ * WAL (synchronous=NORMAL) and a helper thread fdatasyncs it (store_sync) before the
+ * replies leave, which is FULL's guarantee without the loop waiting for the disk.
  *
  * Transactions: the controller opens one transaction per loop iteration
  * (store_begin, idempotent), wraps each request in a savepoint (store_savepoint /

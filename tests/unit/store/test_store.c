@@ -475,6 +475,21 @@ static void group_commit(void **state)
     assert_int_equal(store_commit(f->st), 0); /* nothing open: a no-op */
 }
 
+/* The pipelined mode: NORMAL commits, the caller syncs the WAL itself. */
+static void external_sync(void **state)
+{
+    struct fx *f = *state;
+    struct store_job j = make_job(1, "p", 0), out;
+    assert_int_equal(store_set_external_sync(f->st), 0);
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_job_insert(f->st, &j), 0);
+    assert_int_equal(store_commit(f->st), 0);
+    assert_int_equal(store_sync(f->st), 0);
+    reopen(f);
+    assert_int_equal(store_job_get(f->st, 1, &out), 0);
+    store_job_release(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -490,6 +505,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_append_only, setup, teardown),
         cmocka_unit_test_setup_teardown(group_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(external_sync, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
