@@ -504,6 +504,15 @@ SCRIPT
     [[ $output != *$'\033'* ]]
     NO_COLOR=1 run -0 "$DOCKET" nodes
     [[ $output != *$'\033'* ]]
+    # on a terminal (script(1) gives one): colour, unless NO_COLOR
+    if command -v script >/dev/null; then
+        run -0 script -qec "'$DOCKET' nodes" /dev/null
+        [[ $output == *$'\033['* ]]
+        run -0 script -qec "NO_COLOR=1 '$DOCKET' nodes" /dev/null
+        [[ $output != *$'\033['* ]]
+        run -0 script -qec "'$DOCKET' --no-color nodes" /dev/null
+        [[ $output != *$'\033['* ]]
+    fi
     for v in queue history nodes projects tiers classes forecast audit; do
         run -0 "$DOCKET" "$v" --json
         jq -e . <<<"$output" >/dev/null || { echo "$v --json: $output"; false; }
