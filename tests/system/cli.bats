@@ -385,6 +385,8 @@ SCRIPT
     [[ $output == *"$b"*PENDING*QuotaLimit* ]]
     run -0 "$DOCKET" queue -p nlp --json
     [ "$(jq '[.jobs[] | .project] | unique | length' <<<"$output")" -eq 1 ]
+    run -0 "$DOCKET" q -p nlp --json     # the alias
+    [ "$(jq '[.jobs[] | .project] | unique | length' <<<"$output")" -eq 1 ]
     run -0 "$DOCKET" forecast --json
     jq -e '.releases | type == "array"' <<<"$output"
     run -0 "$DOCKET" forecast
@@ -451,6 +453,11 @@ SCRIPT
 }
 
 @test "projects set, boost, pause and resume are applied and audited" {
+    run -0 "$DOCKET" projects create bats-proj group=g tier=low gpu_limit=2
+    [[ $output == "created project bats-proj" ]]
+    run -0 "$DOCKET" projects bats-proj --json
+    [ "$(jq -r '(.project // .).gpu_limit' <<<"$output")" = 2 ]
+    run -1 "$DOCKET" projects create bats-proj group=g tier=low
     run -0 "$DOCKET" projects set explore max_queued=4000
     run -0 "$DOCKET" projects explore --json
     [ "$(jq -r '.project.max_queued // .max_queued' <<<"$output")" = 4000 ]
