@@ -346,6 +346,10 @@ enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
                             struct sched_alloc *allocs, bool *claimed_by_lower);
 uint64_t pick_gpus(const struct node *n, int count);
 bool reserved_could_fit(struct sched *s, const struct shape *sh);
+/* Call fn for every UP node of the shape's type, in the pools its rule allows, that could
+ * hold it when empty (the candidates of reservations and preemption). */
+void shape_candidates_each(struct sched *s, const struct shape *sh,
+                           void (*fn)(struct sched *s, uint32_t node, void *ctx), void *ctx);
 int shape_static_reason(struct sched *s, struct shape *sh);
 
 /* ---- reserve.c */

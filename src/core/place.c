@@ -239,3 +239,20 @@ bool reserved_could_fit(struct sched *s, const struct shape *sh)
                     return true;
     return false;
 }
+
+void shape_candidates_each(struct sched *s, const struct shape *sh,
+                           void (*fn)(struct sched *s, uint32_t node, void *ctx), void *ctx)
+{
+    for (int t = sh->gpu_type > 0 ? sh->gpu_type : 0;
+         t < (sh->gpu_type > 0 ? sh->gpu_type + 1 : s->ntypes); t++) {
+        for (int pool = 0; pool < NPOOLS; pool++) {
+            if (pool == POOL_RESERVED && sh->pool_rule == POOL_RULE_NORMAL_ONLY)
+                continue;
+            for (int k = 0; k < NBUCKETS; k++)
+                for (uint32_t idx = s->buckets[t][pool][k]; idx != NONE32;
+                     idx = s->nodes[idx].next)
+                    if (node_static_fit(s, &s->nodes[idx], sh, true))
+                        fn(s, idx, ctx);
+        }
+    }
+}

@@ -265,36 +265,35 @@ static int preempt_apply(struct sched *s, struct job *j, struct node_plan *plans
     return 0;
 }
 
+struct preempt_search {
+    struct job *j;
+    int64_t now;
+    struct node_plan *best, *cur;
+    int nbest, want;
+};
+
+static void preempt_visit(struct sched *s, uint32_t idx, void *ctx)
+{
+    struct preempt_search *ps = ctx;
+    if (has_sticky_claim(s, &s->nodes[idx], ps->j->reservation))
+        return;
+    if (plan_node(s, ps->j, idx, ps->now, ps->cur))
+        plans_keep_best(ps->best, &ps->nbest, ps->want, ps->cur);
+}
+
 int preempt_for(struct sched *s, struct job *j, int64_t now)
 {
     const struct shape *sh = &s->shapes[j->shape];
-    int want = sh->nodes;
-    struct node_plan *best = malloc((size_t)want * sizeof(*best));
-    struct node_plan *cur = malloc(sizeof(*cur));
-    int nbest = 0, rc = -1;
-    if (!best || !cur)
-        goto out;
-    for (int t = sh->gpu_type > 0 ? sh->gpu_type : 0;
-         t < (sh->gpu_type > 0 ? sh->gpu_type + 1 : s->ntypes); t++) {
-        for (int pool = 0; pool < NPOOLS; pool++) {
-            if (pool == POOL_RESERVED && sh->pool_rule == POOL_RULE_NORMAL_ONLY)
-                continue;
-            for (int k = 0; k < NBUCKETS; k++) {
-                for (uint32_t idx = s->buckets[t][pool][k]; idx != NONE32;
-                     idx = s->nodes[idx].next) {
-                    const struct node *n = &s->nodes[idx];
-                    if (!node_static_fit(s, n, sh, true) || has_sticky_claim(s, n, j->reservation))
-                        continue;
-                    if (plan_node(s, j, idx, now, cur))
-                        plans_keep_best(best, &nbest, want, cur);
-                }
-            }
-        }
+    struct preempt_search ps = {.j = j, .now = now, .want = sh->nodes};
+    ps.best = malloc((size_t)ps.want * sizeof(*ps.best));
+    ps.cur = malloc(sizeof(*ps.cur));
+    int rc = -1;
+    if (ps.best && ps.cur) {
+        shape_candidates_each(s, sh, preempt_visit, &ps);
+        if (ps.nbest == ps.want)
+            rc = preempt_apply(s, j, ps.best, ps.nbest, now);
     }
-    if (nbest == want)
-        rc = preempt_apply(s, j, best, nbest, now);
-out:
-    free(best);
-    free(cur);
+    free(ps.best);
+    free(ps.cur);
     return rc;
 }

@@ -314,35 +314,33 @@ static int cmp_cand(const void *a, const void *b)
     return (x->node > y->node) - (x->node < y->node);
 }
 
-/* Candidate nodes: UP nodes of the right type in the pools the job may use, statically
- * able to hold it. Fills `out` with each one's earliest start. */
+struct cand_search {
+    const struct job *j;
+    int64_t now, dur;
+    struct cand *out;
+    size_t n, max;
+};
+
+static void cand_visit(struct sched *s, uint32_t idx, void *ctx)
+{
+    struct cand_search *cs = ctx;
+    if (cs->n >= cs->max)
+        return;
+    int64_t at = node_earliest(s, &s->nodes[idx], cs->j, cs->now, cs->dur, cs->j->reservation);
+    if (at < NEVER) {
+        cs->out[cs->n].at = at;
+        cs->out[cs->n].node = idx;
+        cs->n++;
+    }
+}
+
+/* Candidate nodes with each one's earliest start for the job. */
 static size_t collect_candidates(struct sched *s, const struct job *j, int64_t now, int64_t dur,
                                  struct cand *out, size_t max)
 {
-    const struct shape *sh = &s->shapes[j->shape];
-    size_t n = 0;
-    for (int t = sh->gpu_type > 0 ? sh->gpu_type : 0;
-         t < (sh->gpu_type > 0 ? sh->gpu_type + 1 : s->ntypes); t++) {
-        for (int pool = 0; pool < NPOOLS; pool++) {
-            if (pool == POOL_RESERVED && sh->pool_rule == POOL_RULE_NORMAL_ONLY)
-                continue;
-            for (int k = 0; k < NBUCKETS; k++) {
-                for (uint32_t idx = s->buckets[t][pool][k]; idx != NONE32;
-                     idx = s->nodes[idx].next) {
-                    const struct node *nd = &s->nodes[idx];
-                    if (!node_static_fit(s, nd, sh, true) || n >= max)
-                        continue;
-                    int64_t at = node_earliest(s, nd, j, now, dur, j->reservation);
-                    if (at < NEVER) {
-                        out[n].at = at;
-                        out[n].node = idx;
-                        n++;
-                    }
-                }
-            }
-        }
-    }
-    return n;
+    struct cand_search cs = {j, now, dur, out, 0, max};
+    shape_candidates_each(s, &s->shapes[j->shape], cand_visit, &cs);
+    return cs.n;
 }
 
 /* Give a blocked job a reservation at its earliest possible start. 0, or -ENOSPC when no
