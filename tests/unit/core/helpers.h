@@ -77,6 +77,23 @@ static inline void add_project(struct sched *s, const char *name, const char *ti
     assert_int_equal(rc, 0);
 }
 
+/* A project named `name` with no limits, tier normal; tweak the returned spec, then
+ * put_project(). */
+static inline struct sched_project_spec project_spec(const char *name)
+{
+    struct sched_project_spec p;
+    sched_project_spec_init(&p);
+    snprintf(p.name, sizeof(p.name), "%s", name);
+    return p;
+}
+
+static inline void put_project(struct sched *s, const struct sched_project_spec *p)
+{
+    struct sched_error err;
+    if (sched_project_upsert(s, p, &err))
+        fail_msg("project %s: %s", p->name, err.message);
+}
+
 static inline void spec_fill(struct sched_job_spec *j, uint64_t id, const char *project,
                              const char *tier, const char *cls, int gpus, int nodes,
                              int64_t limit_ms, int64_t submit)
