@@ -138,6 +138,7 @@ struct ctl {
     struct ctl_sync *sync;      /* the fdatasync helper (sync.c) */
     struct event *cycle_ev;     /* debounced and periodic scheduling cycle */
     bool cycle_pending;
+    int64_t last_cycle_us;      /* cost of the last cycle (adaptive debounce) */
     int64_t cycle_at_ms;
     struct event *tick_ev;      /* 1 s: node timeouts */
     struct event *sig_term, *sig_int, *sig_hup;

@@ -411,7 +411,8 @@ void ctl_cycle_now(struct ctl *c)
      * reads the core (views), so it stays valid through the loop */
     for (size_t i = 0; i < n; i++)
         apply(c, &d[i], now);
-    ctl_hist_observe(&c->metrics.cycle, (double)(clock_mono_us() - t0) / 1e6);
+    c->last_cycle_us = clock_mono_us() - t0;
+    ctl_hist_observe(&c->metrics.cycle, (double)c->last_cycle_us / 1e6);
     if (n)
         log_debug("cycle", "decisions=%zu started=%d pending=%d running=%d", n, stats.started,
                   stats.pending, stats.running);
@@ -423,13 +424,23 @@ static void cycle_cb(evutil_socket_t fd, short what, void *arg)
     ctl_cycle_now(arg);
 }
 
+/* The debounce: cycle_delay, stretched to twice the last cycle's cost (at most 50 ms) so
+ * that under a stream of events cycles never take more than about a third of the loop. */
+static int64_t cycle_delay_us(const struct ctl *c)
+{
+    int64_t d = c->cfg.cycle_delay_ms * 1000, adaptive = 2 * c->last_cycle_us;
+    if (adaptive > 50000)
+        adaptive = 50000;
+    return adaptive > d ? adaptive : d;
+}
+
 void ctl_cycle_soon(struct ctl *c)
 {
-    int64_t at = clock_mono_ms() + c->cfg.cycle_delay_ms;
+    int64_t delay = cycle_delay_us(c);
+    int64_t at = clock_mono_ms() + delay / 1000;
     if (event_pending(c->cycle_ev, EV_TIMEOUT, NULL) && c->cycle_at_ms <= at)
         return;
-    struct timeval tv = {(time_t)(c->cfg.cycle_delay_ms / 1000),
-                         (suseconds_t)((c->cfg.cycle_delay_ms % 1000) * 1000)};
+    struct timeval tv = {(time_t)(delay / 1000000), (suseconds_t)(delay % 1000000)};
     event_add(c->cycle_ev, &tv);
     c->cycle_at_ms = at;
 }
