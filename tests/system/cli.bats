@@ -200,6 +200,14 @@ submit_q() {
     [[ $output == *"low "*"1d"* ]]
     run -0 "$DOCKET" classes
     [[ $output == *"training "*"7d"* ]]
+    run -0 "$DOCKET" classes set experiment max_grace=2m max_retries=2
+    [[ $output == "updated class experiment" ]]
+    run -0 "$DOCKET" classes --json
+    [ "$(jq -r '.classes[] | select(.name == "experiment") | .max_grace_ms' <<<"$output")" = 120000 ]
+    [ "$(jq -r '.classes[] | select(.name == "experiment") | .max_retries' <<<"$output")" = 2 ]
+    run -2 "$DOCKET" classes set experiment max_grace=soon
+    run -2 "$DOCKET" classes set experiment colour=blue
+    run -1 "$DOCKET" classes set nosuchclass max_retries=1
     run -0 "$DOCKET" projects nlp
     [[ $output == *"nlp "*"lang"*"normal"* ]]
 }
