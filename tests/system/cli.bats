@@ -273,6 +273,8 @@ submit_q() {
     [ "$(jq "[.jobs[] | select(.id == $id)] | length" <<<"$output")" -eq 1 ]
     run -0 "$DOCKET" history -p explore
     [[ $output == *"$id"*hello*explore*COMPLETED* ]]
+    run -0 "$DOCKET" explain "$id"
+    [[ ${lines[0]} == "job $id is COMPLETED"* ]]
 }
 
 @test "submit --json and --parsable; a refused submission exits 1 naming the field" {
@@ -458,6 +460,10 @@ SCRIPT
     run -0 "$DOCKET" top --json
     jq -e '.nodes | length >= 2' <<<"$output"
     jq -e '.jobs | type == "array"' <<<"$output"
+    run -0 timeout 20 "$DOCKET" top -n 2 -d 1
+    [ "$(grep -c '^docket top' <<<"$output")" -eq 2 ]
+    [[ $output == *"$PREFIX-a"*UP* ]]
+    run -2 "$DOCKET" top -d 0
 }
 
 @test "projects set, boost, pause and resume are applied and audited" {
