@@ -3,7 +3,7 @@
  * common case (docketd on this host or on the cluster network).
  *
  * Why not libcurl here: linking libcurl loads 33 shared libraries (TLS, LDAP, SSH,
- * Kerberos, IDN ...), which costs ~3.5 ms per process on our reference machine, more
+ * Kerberos, IDN ...), which costs 4-5 ms per process on our reference machine, more
  * than the whole submission; a CLI called in shell loops must start in well under a
  * millisecond (bench/RESULTS.md, "CLI"). https:// still goes through libcurl, loaded
  * with dlopen only then (client.c). This client speaks exactly what docketd answers:
