@@ -40,13 +40,20 @@ struct ajob {
     int64_t sup_start;
     bool ours;                     /* the supervisor is our child (reaped by SIGCHLD) */
     bool exited;                   /* final state read */
-    bool exit_queued, exit_acked;
+    bool exit_queued;              /* its exited event is queued or sent */
     struct sup_state st;
     int64_t shipped[2];            /* bytes of stdout/stderr the controller has */
     int gpus[AGENT_MAX_GPUS];      /* held until the supervisor reports the reclaim */
     int ngpus;
     int64_t ended_mono;
     struct ajob *next;
+};
+
+/* Reported jobs whose directory is removed after a while (their logs serve a requeue). */
+struct doneq {
+    uint64_t id;
+    int64_t at;
+    struct doneq *next;
 };
 
 struct outev {
@@ -71,7 +78,8 @@ struct agent {
     int ack_fd;
     int64_t backoff_ms, post_backoff_until;
     int post_failures, hb_failures;
-    struct ajob *jobs;
+    struct ajob *jobs;             /* live jobs and ended ones not yet acknowledged */
+    struct doneq *done_head, **done_tail;
     struct outev *out_head, **out_tail;
     size_t out_count;
     struct outev *sent;            /* events of the post in flight */
@@ -170,6 +178,15 @@ static void job_remove(struct agent *a, struct ajob *dead)
         }
 }
 
+static void done_push(struct agent *a, uint64_t id)
+{
+    struct doneq *d = xcalloc(1, sizeof *d);
+    d->id = id;
+    d->at = clock_mono_ms();
+    *a->done_tail = d;
+    a->done_tail = &d->next;
+}
+
 static void queue_event(struct agent *a, json_t *ev, uint64_t exit_job)
 {
     if (!ev)
@@ -203,16 +220,18 @@ static void event_started(struct agent *a, struct ajob *j)
     queue_event(a, agent_event_to_json(&e), 0);
 }
 
+/* The mean utilisation of the job's own GPUs (NVML only; sampled once per round). */
 static void gpu_util(struct agent *a, struct ajob *j, struct agent_usage *u)
 {
-    (void)j;
-    if (!a->cfg.inv.from_nvml || a->cfg.inv.ngpus == 0)
+    if (!a->cfg.inv.from_nvml || j->ngpus == 0)
         return;
-    inventory_nvml_sample(&a->cfg.inv);
-    int sum = 0;
-    for (int i = 0; i < a->cfg.inv.ngpus; i++)
-        sum += a->cfg.inv.gpus[i].util;
-    u->gpu_util = sum / a->cfg.inv.ngpus;
+    int sum = 0, n = 0;
+    for (int i = 0; i < j->ngpus; i++)
+        if (j->gpus[i] < a->cfg.inv.ngpus) {
+            sum += a->cfg.inv.gpus[j->gpus[i]].util;
+            n++;
+        }
+    u->gpu_util = n ? sum / n : 0;
 }
 
 /* Once its logs are all shipped, a finished job's exit goes out (exactly its facts). */
@@ -551,8 +570,6 @@ static void heartbeat(struct agent *a)
     struct agent_job_status *js = xcalloc(n ? n : 1, sizeof *js);
     size_t k = 0;
     for (struct ajob *j = a->jobs; j; j = j->next) {
-        if (j->exit_acked)
-            continue;
         js[k].id = j->id;
         js[k].state = j->exited ? "exited" : (strcmp(j->st.state, "stopping") == 0 ? "stopping" : "running");
         js[k].pid = j->st.pid > 0 ? j->st.pid : j->sup_pid;
@@ -625,15 +642,18 @@ static void events_cb(struct evhttp_request *req, void *arg)
         struct outev *o = a->sent;
         a->sent = o->next;
         if (o->exit_job) {
+            /* acknowledged: the job leaves the table (which so stays as small as the
+             * node's running jobs) and its directory is marked and queued for removal */
             struct ajob *j = job_find(a, o->exit_job);
-            if (j) {
-                j->exit_acked = true;
+            if (j && j->exited) {
                 char dir[PATH_MAX], path[PATH_MAX + 16];
                 sup_job_dir(&a->sup, j->id, dir, sizeof dir);
                 snprintf(path, sizeof path, "%s/reported", dir);
                 int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
                 if (fd >= 0)
                     close(fd);
+                done_push(a, j->id);
+                job_remove(a, j);
             }
         }
         json_decref(o->ev);
@@ -839,6 +859,7 @@ static void start_health(struct agent *a)
 
 static void sample_usage(struct agent *a)
 {
+    inventory_nvml_sample(&a->cfg.inv);   /* no-op without NVML */
     for (struct ajob *j = a->jobs; j; j = j->next) {
         if (j->exited || a->cg.mode == CG_NONE)
             continue;
@@ -857,19 +878,21 @@ static void sample_usage(struct agent *a)
     }
 }
 
+/* Directories of reported jobs go ten minutes after the report, unless the job runs
+ * here again (a requeue) meanwhile. */
 static void cleanup_jobs(struct agent *a, int64_t now)
 {
-    struct ajob *j = a->jobs;
-    while (j) {
-        struct ajob *next = j->next;
-        /* reported jobs leave the table; their directory stays a while for requeues' logs */
-        if (j->exit_acked && now - j->ended_mono > 600000) {
-            char dir[PATH_MAX];
-            sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+    while (a->done_head && now - a->done_head->at > 600000) {
+        struct doneq *d = a->done_head;
+        a->done_head = d->next;
+        if (!a->done_head)
+            a->done_tail = &a->done_head;
+        char dir[PATH_MAX], path[PATH_MAX + 16];
+        sup_job_dir(&a->sup, d->id, dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/reported", dir);
+        if (!job_find(a, d->id) && access(path, F_OK) == 0)
             sup_remove_tree(dir);
-            job_remove(a, j);
-        }
-        j = next;
+        free(d);
     }
 }
 
@@ -885,11 +908,12 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         /* adopted supervisors are not our children: watch them by pid and start time */
         if (!j->ours && !sup_alive(j->sup_pid, j->sup_start))
             job_finished(a, j);
-        else if (j->st.pid <= 0 || strcmp(j->st.state, "starting") == 0) {
+        else if (!j->st.out_path[0]) {
+            /* once the supervisor has set the job up, its state names the log files */
             char dir[PATH_MAX];
             struct sup_state st;
             sup_job_dir(&a->sup, j->id, dir, sizeof dir);
-            if (sup_state_read(dir, &st) == 0 && strcmp(st.state, "starting") != 0)
+            if (sup_state_read(dir, &st) == 0 && strcmp(st.state, "exited") != 0)
                 j->st = st;
         }
     }
@@ -945,12 +969,16 @@ static void adopt(struct agent *a, uint64_t id, const char *dir)
             return;
         memset(&st, 0, sizeof st);   /* launched but the supervisor never wrote: lost */
     }
+    if (rc == 0 && strcmp(st.state, "exited") == 0 && reported) {
+        done_push(a, id);   /* nothing left to do but remove it later */
+        return;
+    }
     struct ajob *j = job_add(a, id);
     j->st = st;
     snprintf(path, sizeof path, "%s/job.json", dir);
     json_error_t je;
     json_t *spec = json_load_file(path, 0, &je);
-    json_t *gpus = json_object_get(spec, "gpus");
+    json_t *gpus = json_object_get(json_object_get(spec, "job"), "gpus");
     for (size_t i = 0; i < json_array_size(gpus) && j->ngpus < AGENT_MAX_GPUS; i++)
         j->gpus[j->ngpus++] = (int)json_integer_value(json_array_get(gpus, i));
     json_decref(spec);
@@ -959,7 +987,6 @@ static void adopt(struct agent *a, uint64_t id, const char *dir)
     if (strcmp(st.state, "exited") == 0) {
         j->exited = true;
         j->ended_mono = clock_mono_ms();
-        j->exit_acked = j->exit_queued = reported;
     } else if (!sup_alive(st.sup_pid, st.sup_start)) {
         job_finished(a, j);
         /* the supervisor may have finished between our two reads */
@@ -1019,6 +1046,7 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
     struct agent *a = xcalloc(1, sizeof *a);
     a->cfg = *cfg;
     a->out_tail = &a->out_head;
+    a->done_tail = &a->done_head;
     a->ack_fd = -1;
     a->health_ok = true;
     a->wait_ms = 25000;
@@ -1106,6 +1134,11 @@ void agent_destroy(struct agent *a)
         return;
     while (a->jobs)
         job_remove(a, a->jobs);
+    while (a->done_head) {
+        struct doneq *d = a->done_head;
+        a->done_head = d->next;
+        free(d);
+    }
     for (struct outev *lists[2] = {a->out_head, a->sent}, **l = lists; l < lists + 2; l++)
         while (*l) {
             struct outev *o = *l;

@@ -206,19 +206,15 @@ int sup_state_read(const char *jobdir, struct sup_state *st)
 
 int64_t sup_start_seq(const struct sup_config *c, uint64_t id)
 {
-    char dir[PATH_MAX], path[PATH_MAX + 16], buf[32];
+    char dir[PATH_MAX], path[PATH_MAX + 16];
     if (sup_job_dir(c, id, dir, sizeof dir) < 0)
         return 0;
-    snprintf(path, sizeof path, "%s/start_seq", dir);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    return strtoll(buf, NULL, 10);
+    snprintf(path, sizeof path, "%s/job.json", dir);
+    json_error_t je;
+    json_t *o = json_load_file(path, 0, &je);
+    int64_t seq = json_integer_value(json_object_get(o, "start_seq"));
+    json_decref(o);
+    return seq;
 }
 
 int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t seq, const char *cmd)
@@ -450,8 +446,17 @@ struct sup {
 
 static void slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The supervisor's own messages go to JOBDIR/supervisor.log, opened at the first one
+ * (most jobs have nothing to say, and a file less per job counts at 500 jobs/s). */
+static char slog_path[PATH_MAX + 32];
+static int slog_fd = -1;
+
 static void slog(const char *fmt, ...)
 {
+    if (slog_fd < 0 && slog_path[0])
+        slog_fd = open(slog_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (slog_fd < 0)
+        return;
     char buf[512];
     va_list ap;
     va_start(ap, fmt);
@@ -462,7 +467,7 @@ static void slog(const char *fmt, ...)
     if (n > (int)sizeof buf - 2)
         n = (int)sizeof buf - 2;
     buf[n++] = '\n';
-    ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
+    ssize_t w = write(slog_fd, buf, (size_t)n);
     (void)w;
 }
 
@@ -740,6 +745,9 @@ static int launch(struct sup *s, char *err, size_t errlen)
     int rc = prepare(s, err, errlen);
     if (rc < 0)
         return rc;
+    /* who we are (for an agent that restarts), the log paths and the cgroup: the only
+     * write before the end, unless the job is signalled */
+    save(s);
     char **env = sup_build_env(s->j, s->c->node, s->user, s->home[0] ? s->home : NULL,
                                s->shell[0] ? s->shell : NULL, s->scratch);
     int p[2];
@@ -964,15 +972,12 @@ static void __attribute__((noreturn)) supervise(const struct sup_config *c, cons
     setsid();
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     prctl(PR_SET_NAME, "docket-sup");
-    /* stdio: nothing of the agent's; our own messages go to supervisor.log */
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/supervisor.log", dir);
-    int lfd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    /* stdio: nothing of the agent's; our own messages go to supervisor.log (slog) */
+    snprintf(slog_path, sizeof slog_path, "%s/supervisor.log", dir);
+    slog_fd = -1;
     int nfd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (nfd >= 0)
-        dup2(nfd, 0), dup2(nfd, 1);
-    if (lfd >= 0)
-        dup2(lfd, 2);
+        dup2(nfd, 0), dup2(nfd, 1), dup2(nfd, 2);
     close_range(3, ~0U, 0);
     sigset_t set;
     sigemptyset(&set);
@@ -993,7 +998,6 @@ static void __attribute__((noreturn)) supervise(const struct sup_config *c, cons
     s.st.sup_pid = getpid();
     s.st.sup_start = sup_proc_starttime(getpid());
     str_copy(s.st.state, sizeof s.st.state, "starting");
-    save(&s);
 
     char err[512] = "";
     int rc = sfd < 0 ? -errno : launch(&s, err, sizeof err);
@@ -1010,7 +1014,6 @@ static void __attribute__((noreturn)) supervise(const struct sup_config *c, cons
     str_copy(s.st.state, sizeof s.st.state, "running");
     if (j->time_limit_ms > 0)
         s.limit_at = clock_mono_ms() + j->time_limit_ms + c->limit_slack_ms;
-    save(&s);
     read_ctl(&s);    /* commands that came before the signalfd existed */
     run_loop(&s, sfd);
     finish(&s, true);
@@ -1048,15 +1051,11 @@ int sup_launch(const struct sup_config *c, const struct agent_job *j, int64_t se
         }
     if (d)
         closedir(d);
-    json_t *o = agent_job_to_json(j);
+    json_t *o = json_pack("{s:I, s:o}", "start_seq", (json_int_t)seq, "job", agent_job_to_json(j));
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
-    char seqs[32];
-    snprintf(seqs, sizeof seqs, "%lld", (long long)seq);
     int rc = text ? write_atomic(dir, "job.json", text) : -ENOMEM;
     free(text);
-    if (rc == 0)
-        rc = write_atomic(dir, "start_seq", seqs);
     if (rc < 0) {
         errf(err, errlen, "cannot write job files in '%s': %s", dir, strerror(-rc));
         return rc;

@@ -7,12 +7,15 @@
  * agent finds it again. See docs/agent.md.
  *
  * Files of a job directory:
- *   job.json    the start command's job object (written by the agent before the fork)
- *   start_seq   the seq of the start command that launched this run (never relaunched)
- *   state.json  written by the supervisor, atomically (rename): starting, running, exited
+ *   job.json    {"start_seq": SEQ, "job": JOB}: the start command's job and the seq of the
+ *               command that launched this run (so it is never launched twice); written
+ *               by the agent before the fork
+ *   state.json  the supervisor's state once the job is set up ("starting": pids, log paths,
+ *               cgroup); running.json when signalled ("stopping"); final.json at the end
+ *               ("exited"), each made by a rename that replaces no file
  *   ctl.SEQ     commands from the agent ("signal 15 30000", "kill"), then SIGUSR1
  *   stdout, stderr  the default log files (appended across runs of a requeued job)
- *   supervisor.log  the supervisor's own messages
+ *   supervisor.log  the supervisor's own messages (only when it has any)
  *
  * Errors: 0 or negative errno; `err` gets a message naming the subject.
  */
@@ -57,7 +60,7 @@ struct sup_state {
 
 /* Path of job `id`'s directory. */
 int sup_job_dir(const struct sup_config *c, uint64_t id, char *out, size_t len);
-/* Create the job directory, write job.json and start_seq, fork the supervisor. On return
+/* Create the job directory, write job.json, fork the supervisor. On return
  * the supervisor runs on its own; *sup_pid is its pid. The caller must not have SIGCHLD
  * ignored only if it wants to reap it; the supervisor never needs its parent again. */
 int sup_launch(const struct sup_config *c, const struct agent_job *j, int64_t seq,

@@ -89,7 +89,7 @@ static void run_job(const char *json, struct sup_state *out, int64_t *elapsed_ms
     for (int i = 0; i < 3000; i++) {
         struct sup_state s;
         if (sup_state_read(dir, &s) == 0) {
-            if (!ran_during && during && (strcmp(s.state, "running") == 0)) {
+            if (!ran_during && during && strcmp(s.state, "exited") != 0) {
                 ran_during = true;
                 during(j.id, sup);
             }
