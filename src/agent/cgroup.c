@@ -187,6 +187,11 @@ static const char *track_dir(const struct cg_job *cg)
 /* mkdir -p; on v2 enable the controllers for the children of each parent made. */
 static int mkdirs(const char *dir, const char *stop, bool v2)
 {
+    /* the parents exist after the node's first job: one mkdir is then enough */
+    if (mkdir(dir, 0755) == 0 || errno == EEXIST)
+        return 0;
+    if (errno != ENOENT)
+        return -errno;
     char tmp[PATH_MAX];
     if (str_copy(tmp, sizeof tmp, dir) < 0)
         return -ENAMETOOLONG;
@@ -317,7 +322,9 @@ static int collect_pids(const char *dir, pid_t *pids, int max, int *n, int depth
         (*n)++;
     }
     fclose(f);
-    if (depth >= 16)
+    /* a cgroup directory's link count is 2 + its sub-groups: most jobs have none */
+    struct stat st;
+    if (depth >= 16 || stat(dir, &st) < 0 || st.st_nlink <= 2)
         return 0;
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -472,9 +479,13 @@ bool cg_job_oom(const struct cg_job *cg)
     return read_num(cg->dir[CG_MEMORY], "memory.failcnt") > 0;
 }
 
-/* rmdir of `dir` after the groups nested below it, deepest first. */
+/* rmdir of `dir`, after the groups nested below it (deepest first) when it has any. */
 static int remove_tree(const char *dir, int depth)
 {
+    if (rmdir(dir) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != EBUSY && errno != ENOTEMPTY)
+        return -errno;
     DIR *d = depth < 16 ? opendir(dir) : NULL;
     struct dirent *e;
     char path[PATH_MAX];
