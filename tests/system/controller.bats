@@ -528,3 +528,57 @@ EOF
     [ "${rc:-0}" = 0 ]
     DOCKETD_PID=
 }
+
+@test "logs: follow waits for the agent's next chunk" {
+    one_node
+    id=$(submit '{"command": ["echo"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    sleep 0.1
+    heartbeat gpu01 "$CRED" 0
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
+    curl -s -D "$TEST_DIR/follow.h" -H "Authorization: Bearer $ADMIN_TOKEN" \
+        "$DOCKETD_URL/v1/jobs/$id/logs?follow=1&offset=0" >"$TEST_DIR/follow.b" &
+    follower=$!
+    sleep 0.3
+    api_post /v1/agent/logs "{\"node\": \"gpu01\", \"job\": $id, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"aGkK\"}" "$CRED"
+    wait "$follower"
+    [ "$(cat "$TEST_DIR/follow.b")" = hi ]
+    grep -qi '^X-Docket-Offset: 3' "$TEST_DIR/follow.h"
+    # a gap is refused with the current end
+    api_post /v1/agent/logs "{\"node\": \"gpu01\", \"job\": $id, \"stream\": \"stdout\", \"offset\": 10, \"data\": \"aGkK\"}" "$CRED"
+    assert_error 409 offset
+    api_post /v1/agent/logs "{\"node\": \"gpu01\", \"job\": $id, \"stream\": \"stdout\", \"offset\": 3, \"data\": \"!!\"}" "$CRED"
+    assert_error 400 data
+    api_get "/v1/jobs/$id/logs?stream=both"
+    assert_error 400 stream
+}
+
+@test "forecast lists the next releases" {
+    one_node
+    id=$(submit '{"command": ["sleep", "1"], "gpus": 8, "gpu_type": "H100-80GB", "time_limit": "1h"}')
+    next=$(submit '{"command": ["sleep", "1"], "gpus": 8, "gpu_type": "H100-80GB"}')
+    sleep 0.1
+    api_get /v1/forecast
+    assert_status 200
+    assert_json '.releases[0].job' "$id"
+    assert_json '.releases[0].next_job' "$next"
+    api_get '/v1/forecast?limit=0'
+    assert_error 400 limit
+}
+
+@test "a bad configuration or flag stops docketd with a message" {
+    printf 'listen: 127.0.0.1:0\ncolour: blue\n' >"$TEST_DIR/bad.yaml"
+    run "$DOCKETD" --config "$TEST_DIR/bad.yaml" --state-dir "$TEST_DIR/s2"
+    [ "$status" -eq 2 ]
+    [[ $output == *"unknown field 'colour'"* ]]
+    printf 'node_timeout: soon\n' >"$TEST_DIR/bad2.yaml"
+    run "$DOCKETD" --config "$TEST_DIR/bad2.yaml" --state-dir "$TEST_DIR/s2"
+    [ "$status" -eq 2 ]
+    [[ $output == *node_timeout* ]]
+    run "$DOCKETD" --state-dir "$TEST_DIR/s2" --max-body-bytes 12
+    [ "$status" -eq 2 ]
+    run timeout 10 "$DOCKETD" --state-dir "$TEST_DIR/s2" --listen nonsense
+    [ "$status" -eq 1 ]
+    run timeout 10 "$DOCKETD" --state-dir "$TEST_DIR/s3" --listen 127.0.0.1:0 --socket - --policy /nonexistent.yaml
+    [ "$status" -eq 1 ]
+    [[ $output == *nonexistent.yaml* ]]
+}
