@@ -317,13 +317,16 @@ static int64_t time_limit(const struct sim *m, const struct trace_row *row,
     return lim;
 }
 
-/* Shape: total units over as few nodes as possible, evenly split. */
+/* Shape: `total` units on as few nodes as possible, the same count on each node (the
+ * core's jobs are uniform). When no node count up to twice the minimum divides the total
+ * evenly (a prime number of units, say), the per-node count is rounded up: the job gets
+ * a few more units than it asked for, as schedulers that allocate whole nodes do. */
 static void job_shape(const struct sim *m, const struct trace_row *row, int *gpus_total,
                       int *nodes, int *per_node)
 {
     int g = row->gpus;
     int maxg = m->max_node_gpus > 0 ? m->max_node_gpus : 1;
-    int n;
+    int n, n0;
 
     if (g == 0 && row->cpus > 0 && m->max_node_gpus > 0)
         g = (row->cpus + m->map->cpu_unit_cores - 1) / m->map->cpu_unit_cores;
@@ -333,13 +336,18 @@ static void job_shape(const struct sim *m, const struct trace_row *row, int *gpu
         *per_node = 0;
         return;
     }
-    n = row->nodes > 0 ? row->nodes : (g + maxg - 1) / maxg;
-    if (n > g)
-        n = g;
-    while (g % n != 0)
-        n++;
-    *nodes = n;
-    *per_node = g / n;
+    n0 = row->nodes > 0 ? row->nodes : (g + maxg - 1) / maxg;
+    if (n0 > g)
+        n0 = g;
+    for (n = n0; n <= 2 * n0 && n <= g; n++) {
+        if (g % n == 0) {
+            *nodes = n;
+            *per_node = g / n;
+            return;
+        }
+    }
+    *nodes = n0;
+    *per_node = (g + n0 - 1) / n0;
 }
 
 static int rec_alloc(struct sim *m, const char *id)

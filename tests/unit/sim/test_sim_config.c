@@ -268,7 +268,7 @@ static void examples_load(void **state)
             assert_int_equal(sim_cluster_gpus(&c, NULL, NULL), 2816);
             assert_int_equal(sim_cluster_gpus(&c, "vc", "6214e9"), 512);
         } else {
-            assert_int_equal(sim_cluster_gpus(&c, NULL, NULL), 1024);
+            assert_int_equal(sim_cluster_gpus(&c, NULL, NULL), 8192);
         }
         sim_cluster_release(&c);
     }
