@@ -86,12 +86,24 @@ docket_stop_pid() {
     wait "$pid" 2>/dev/null || true
 }
 
+# Fail when a sanitizer reported anything in docketd's log (ASan, LSan, UBSan).
+docket_check_sanitizers() {
+    local log=$TEST_DIR/docketd.log
+    [[ -f $log ]] || return 0
+    if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$log"; then
+        echo "sanitizer report in docketd's log:" >&2
+        grep -E -A12 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$log" | head -n 40 >&2
+        return 1
+    fi
+}
+
 docket_teardown() {
-    local pid
+    local pid rc=0
     for pid in "${DOCKET_PIDS[@]}"; do
         docket_stop_pid "$pid"
     done
     DOCKET_PIDS=()
+    docket_check_sanitizers || rc=1
     if [[ -n ${TEST_DIR:-} && -d $TEST_DIR ]]; then
         if [[ -n ${BATS_TEST_COMPLETED:-} ]]; then
             rm -rf "$TEST_DIR"
@@ -100,6 +112,7 @@ docket_teardown() {
             tail -n 20 "$TEST_DIR/docketd.log" 2>/dev/null | sed 's/^/# /' >&3 || true
         fi
     fi
+    return $rc
 }
 
 # api METHOD PATH [BODY] [TOKEN]: sets status_code and body. TOKEN defaults to the
