@@ -112,6 +112,7 @@ teardown_file() {
     kill_pidfile "$T/agent-a.pid"
     kill_pidfile "$T/agent-b.pid"
     kill_pidfile "$T/agent-h.pid"
+    kill_pidfile "$T/agent-c.pid"
     kill_pidfile "$T/ctl.pid"
     # supervisors outlive their agent by design: end them (and their jobs) by pid
     for f in "$T"/agent-*/jobs/*/state.json; do
@@ -119,7 +120,7 @@ teardown_file() {
         pid=$(jq -r '.sup_pid' "$f")
         [[ $pid -gt 0 ]] && alive "$pid" && kill -9 "$pid" 2>/dev/null
     done
-    for n in a b h; do
+    for n in a b h c; do
         for c in memory cpu cpuacct pids freezer; do
             d=/sys/fs/cgroup/$c/docket/$PREFIX-$n
             [[ -d $d ]] || continue
@@ -289,5 +290,74 @@ EOF
     [[ $(capi GET "/v1/nodes/$PREFIX-h" | jq -r '.node.reason') == "disk on fire" ]]
     rm "$T/sick"
     wait_for 20 node_up "$PREFIX-h"
+    capi POST "/v1/nodes/$PREFIX-h/drain" -d '{"reason": "test over"}' >/dev/null   # no work for a stopped node
     kill_pidfile "$T/agent-h.pid"
+}
+
+@test "logs are shipped while the job runs, not only at its end" {
+    id=$(submit '{"selectors": {"zone": "a"}, "command": ["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do echo tick $i; sleep 0.3; done"]}')
+    wait_for 20 state_is "$id" RUNNING
+    wait_for 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | grep -q 'tick 2'"
+    state_is "$id" RUNNING          # seen before the end
+    wait_for 20 state_is "$id" COMPLETED
+    wait_for 10 bash -c "[[ \$(curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | wc -l) == 10 ]]"
+}
+
+@test "agent and supervisor both killed: the restarted agent reclaims the job and reports it lost" {
+    id=$(submit "{\"requeue\": false, \"selectors\": {\"zone\": \"a\"}, \"command\": [\"sh\", \"-c\", \"echo \$\$ > $W/lost.\$DOCKET_JOB_ID; sleep 1000\"]}")
+    wait_for 20 state_is "$id" RUNNING
+    wait_for 10 test -s "$W/lost.$id"
+    jpid=$(cat "$W/lost.$id")
+    wait_for 10 test -f "$T/agent-a/jobs/$id/state.json"
+    sup=$(jq -r '.sup_pid' "$T/agent-a/jobs/$id/state.json")
+    kill -9 "$(cat "$T/agent-a.pid")"
+    kill -9 "$sup"
+    alive "$jpid"                   # the job itself still runs, unsupervised
+    start_agent a
+    wait_for 30 state_is "$id" NODE_FAIL FAILED COMPLETED
+    [[ $(state "$id") == NODE_FAIL ]]
+    [[ $(job "$id" | jq -r '.job.exit.kind') == lost ]]
+    wait_for 10 bash -c "! [[ -r /proc/$jpid/stat ]] || [[ \$(awk '{sub(/.*\\) /, \"\"); print \$1}' /proc/$jpid/stat) == Z ]]"
+    [[ ! -d /sys/fs/cgroup/freezer/docket/$PREFIX-a/job_$id ]]
+}
+
+@test "a YAML config gives the name, GPUs and labels; flags win over it" {
+    cat >"$T/node-c.yaml" <<YAML
+controller: http://127.0.0.1:$PORT
+join_token: $JOIN
+name: from-yaml
+gpus: 2xA100:40G
+labels: {rack: r7, zone: c}
+state_dir: $T/agent-c
+YAML
+    "$B/src/agent/docket-node" --config "$T/node-c.yaml" --name "$PREFIX-c" --log-file "$T/agent-c.log" &
+    echo $! >"$T/agent-c.pid"
+    wait_for 20 node_up "$PREFIX-c"
+    run capi GET "/v1/nodes/$PREFIX-c"
+    [[ $(jq -r '.node.gpus' <<<"$output") == 2 ]]
+    [[ $(jq -r '.node.gpu_type' <<<"$output") == A100 ]]
+    [[ $(jq -r '.node.labels.rack' <<<"$output") == r7 ]]
+    capi POST "/v1/nodes/$PREFIX-c/drain" -d '{"reason": "test over"}' >/dev/null
+    kill_pidfile "$T/agent-c.pid"
+    # a bad key is refused by name and nothing starts
+    printf 'controller: http://127.0.0.1:1\ncolour: red\n' >"$T/bad.yaml"
+    run "$B/src/agent/docket-node" --config "$T/bad.yaml"
+    [[ $status == 2 && $output == *"unknown key 'colour'"* ]]
+}
+
+@test "--help lists the flags; bad flags are refused naming them" {
+    run "$B/src/agent/docket-node" --help
+    [[ $status == 0 ]]
+    for f in --controller --join-token --join-token-file --name --gpus --cpus --mem --label \
+             --state-dir --cgroup-root --allow-root-jobs --health-check --health-interval --config; do
+        [[ $output == *"$f"* ]]
+    done
+    run "$B/src/agent/docket-node" --controller http://127.0.0.1:1 --gpus lots
+    [[ $status == 2 && $output == *"bad GPU declaration 'lots'"* ]]
+    run "$B/src/agent/docket-node" --controller http://127.0.0.1:1 --label nokey
+    [[ $status == 2 && $output == *"bad --label 'nokey'"* ]]
+    run "$B/src/agent/docket-node" --controller ftp://x --state-dir "$T/agent-x"
+    [[ $status == 2 && $output == *"bad controller URL 'ftp://x'"* ]]
+    run "$B/src/agent/docket-node" --health-check /nonexistent --controller http://127.0.0.1:1
+    [[ $status == 2 && $output == *"health check '/nonexistent' is not executable"* ]]
 }
