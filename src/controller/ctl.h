@@ -215,6 +215,8 @@ struct ctl_node *ctl_node_attach(struct ctl *c, const char *name);
 int ctl_labels_from_json(const json_t *o, struct sched_label *out, int max);
 /* Persist the node record (rec) of n, its state taken from the core. */
 int ctl_node_save(struct ctl *c, struct ctl_node *n);
+/* Forget every command queued for a node (it was declared unreachable). */
+void ctl_node_drop_commands(struct ctl_node *n);
 /* Queue a command for a node and wake its parked heartbeat. Steals `cmd`. */
 int ctl_node_command(struct ctl *c, struct ctl_node *n, uint64_t job, json_t *cmd);
 /* Convert a protocol spec into the core's (id, submit time and owner given). */

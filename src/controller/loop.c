@@ -114,6 +114,17 @@ static void unpark(struct ctl *c, struct ctl_node *n)
     ctl_reply_json(c, req, 200, heartbeat_reply(c, n, -1));
 }
 
+void ctl_node_drop_commands(struct ctl_node *n)
+{
+    while (n->cmds) {
+        struct ctl_cmd *k = n->cmds;
+        n->cmds = k->next;
+        json_decref(k->json);
+        free(k);
+    }
+    n->cmds_tail = NULL;
+}
+
 int ctl_node_command(struct ctl *c, struct ctl_node *n, uint64_t job, json_t *cmd)
 {
     struct ctl_cmd *k = calloc(1, sizeof(*k));
@@ -461,6 +472,9 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
             continue;
         struct sched_error err;
         if (sched_node_set_state(c->sched, n->name, SCHED_NODE_UNREACHABLE, now, &err) == 0) {
+            /* its jobs are requeued elsewhere: a start still queued for it must never
+             * reach the agent when it comes back (it reconciles instead) */
+            ctl_node_drop_commands(n);
             str_copy(n->rec.reason, sizeof(n->rec.reason), "missed heartbeats");
             ctl_node_save(c, n);
             n->reconciled = false;
@@ -500,12 +514,7 @@ void ctl_loop_stop(struct ctl *c)
         }
         if (n->park_timer)
             event_free(n->park_timer);
-        for (struct ctl_cmd *k = n->cmds; k;) {
-            struct ctl_cmd *next = k->next;
-            json_decref(k->json);
-            free(k);
-            k = next;
-        }
+        ctl_node_drop_commands(n);
         store_node_release(&n->rec);
         free(n);
     }

@@ -201,7 +201,9 @@ one_node() {
     assert_json .node.state UNREACHABLE
     api_get "/v1/jobs/$id"
     assert_json .job.state PENDING
-    heartbeat gpu01 "$CRED" 100 '[]'
+    # the start it never acknowledged is not sent again: the job was requeued
+    heartbeat gpu01 "$CRED" 0 '[]'
+    assert_json '.commands | length' 0
     api_get /v1/nodes/gpu01
     assert_json .node.state UP
 }
