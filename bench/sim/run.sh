@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# docket-sim benchmarks: wall time, CPU time and peak memory of the largest shared traces
+# and of a 1M-job synthetic trace, then the comparison of Docket's tiered policy with the
+# FIFO, FIFO+EASY and multifactor baselines on each shared trace. Results go by hand into
+# bench/RESULTS.md ("Simulator"). Usage:
+#   bench/sim/run.sh [BUILD_DIR]        default build-bench-sim (release build, made here)
+#   SIM_BENCH=perf|compare bench/sim/run.sh   only one half
+# Traces: $DOCKET_TRACES (default ../shared/traces). Outputs: $BUILD_DIR/bench-sim/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+B=${1:-build-bench-sim}
+TR=${DOCKET_TRACES:-../shared/traces}
+WHAT=${SIM_BENCH:-all}
+if [[ ! -f $B/build.ninja ]]; then
+    meson setup "$B" --buildtype=release >/dev/null
+fi
+ninja -C "$B" src/sim/docket-sim >/dev/null
+SIM=$B/src/sim/docket-sim
+OUT=$B/bench-sim
+mkdir -p "$OUT"
+EX=examples/sim
+
+echo "# docket-sim benchmarks, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -m)"
+
+measure() { # NAME ARGS...: one run, its summary line and the resources it used
+    local name=$1
+    shift
+    /usr/bin/time -f "$name: wall %e s, cpu %U+%S s, peak RSS %M KB" \
+        "$SIM" "$@" --no-progress --json "$OUT/$name.json" >"$OUT/$name.txt" 2>"$OUT/$name.err" || {
+        tail -n 5 "$OUT/$name.err"; return 1; }
+    tail -n 1 "$OUT/$name.err"
+    sed -n 3,4p "$OUT/$name.txt"
+}
+
+PHILLY=(--trace "$TR/philly_vc.csv" --cluster "$EX/cluster-philly.yaml"
+        --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-philly.yaml")
+RICC=(--trace "$TR/ricc2010.csv" --cluster "$EX/cluster-ricc.yaml"
+      --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-ricc.yaml")
+
+if [[ $WHAT == all || $WHAT == perf ]]; then
+    cc -O2 -o "$OUT/gen_trace" bench/sim/gen_trace.c -lm
+    "$OUT/gen_trace" 1000000 1 >"$OUT/synthetic-1m.csv"
+    measure philly-per-vc "${PHILLY[@]}"
+    measure ricc "${RICC[@]}"
+    measure synthetic-1m --trace "$OUT/synthetic-1m.csv" --cluster "$EX/cluster-philly.yaml" \
+        --policy "$EX/policy-tiered.yaml" --mapping bench/sim/mapping-synthetic.yaml
+fi
+
+if [[ $WHAT == all || $WHAT == compare ]]; then
+    for run in "philly-per-vc:${PHILLY[*]}" \
+               "philly-pooled-x2:${PHILLY[*]} --pool --arrival-scale 0.5" \
+               "ricc:${RICC[*]}"; do
+        name=${run%%:*}
+        # shellcheck disable=SC2086 # the argument lists above hold no blanks
+        "$SIM" ${run#*:} --compare --no-progress --json "$OUT/compare-$name.json" \
+            >"$OUT/compare-$name.txt" 2>"$OUT/compare-$name.err"
+        echo
+        echo "## $name: docket-sim ${run#*:} --compare"
+        cat "$OUT/compare-$name.txt"
+    done
+fi
