@@ -135,9 +135,21 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
     const struct sched_policy *pol = sched_get_policy(c->sched);
     if (!ps->class_name[0])
         str_copy(ps->class_name, sizeof(ps->class_name), pol->default_class);
-    for (int i = 0; i < pol->nclasses; i++)
-        if (strcmp(pol->classes[i].name, ps->class_name) == 0 && ps->time_limit_ms == 0)
-            ps->time_limit_ms = pol->classes[i].default_limit_ms;
+    /* what the job will get, written down: the class's default limit, the policy's
+     * signal and grace (capped by the class) */
+    if (ps->signal == 0)
+        ps->signal = pol->default_signal;
+    for (int i = 0; i < pol->nclasses; i++) {
+        const struct sched_class_spec *cl = &pol->classes[i];
+        if (strcmp(cl->name, ps->class_name) != 0)
+            continue;
+        if (ps->time_limit_ms == 0)
+            ps->time_limit_ms = cl->default_limit_ms;
+        if (ps->grace_ms < 0)
+            ps->grace_ms = pol->default_grace_ms;
+        if (cl->max_grace_ms > 0 && ps->grace_ms > cl->max_grace_ms)
+            ps->grace_ms = cl->max_grace_ms;
+    }
     (void)e;
     return 0;
 }
