@@ -67,7 +67,7 @@ struct agent {
     struct sup_config sup;
     struct cg_layout cg;
     struct event_base *base;
-    struct event *sigchld, *sigterm, *sigint, *tick, *hb_retry, *post_kick;
+    struct event *sigchld, *sigterm, *sigint, *tick, *hb_retry, *post_kick, *spare_ev;
     char host[256];
     int port;
     struct evhttp_connection *hb_conn, *post_conn;
@@ -80,6 +80,8 @@ struct agent {
     int post_failures, hb_failures;
     struct ajob *jobs;             /* live jobs and ended ones not yet acknowledged */
     struct doneq *done_head, **done_tail;
+    struct sup_spare spare;        /* v1: the next job's supervisor, ready in its group */
+    int64_t spare_next;            /* earliest time to make another after a failure */
     struct outev *out_head, **out_tail;
     size_t out_count;
     struct outev *sent;            /* events of the post in flight */
@@ -415,6 +417,30 @@ static void do_register(struct agent *a)
     }
 }
 
+/* A new spare supervisor, made from a fresh loop turn so the launch that used the last
+ * one goes first. */
+static void kick_spare(struct agent *a)
+{
+    if (!a->cfg.no_spare && a->cg.mode == CG_V1) {
+        struct timeval tv = {0, 1000};
+        evtimer_add(a->spare_ev, &tv);
+    }
+}
+
+static void spare_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct agent *a = arg;
+    char err[256];
+    if (a->spare.pid > 0 || a->stopping || clock_mono_ms() < a->spare_next)
+        return;
+    if (sup_spare_start(&a->sup, &a->spare, err, sizeof err) < 0) {
+        log_warn("spare_failed", "message=\"%s\"", err);
+        a->spare_next = clock_mono_ms() + 1000;
+    }
+}
+
 /* Never double-book a GPU: each index must exist here and belong to no live job (a job
  * whose reclaim has not finished still holds its GPUs). */
 static int gpus_check(struct agent *a, const struct agent_job *spec, const struct ajob *self,
@@ -471,7 +497,11 @@ static void apply_start(struct agent *a, const struct agent_cmd *c)
     }
     memcpy(j->gpus, spec.gpus, sizeof j->gpus);
     j->ngpus = spec.ngpus;
-    int rc = sup_launch(&a->sup, &spec, c->seq, &j->sup_pid, err, sizeof err);
+    int rc = sup_spare_launch(&a->sup, &a->spare, &spec, c->seq, &j->sup_pid, err, sizeof err);
+    if (rc == 0)
+        kick_spare(a);
+    else
+        rc = sup_launch(&a->sup, &spec, c->seq, &j->sup_pid, err, sizeof err);
     agent_job_release(&spec);
     if (rc < 0) {
         log_error("launch_failed", "job=%llu message=\"%s\"", (unsigned long long)c->job_id, err);
@@ -821,6 +851,13 @@ static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
             continue;
         }
+        if (p == a->spare.pid) {
+            /* died unused (it could not make its group): another one later */
+            log_warn("spare_died", "pid=%d status=%d", (int)p, status);
+            sup_spare_drop(&a->spare);
+            a->spare_next = clock_mono_ms() + 1000;
+            continue;
+        }
         for (struct ajob *j = a->jobs; j; j = j->next)
             if (j->ours && j->sup_pid == p && !j->exited)
                 job_finished(a, j);
@@ -929,6 +966,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         sample_usage(a);
         a->usage_next = now + a->cfg.usage_interval_ms;
     }
+    if (a->spare.pid <= 0 && now >= a->spare_next)
+        kick_spare(a);
     if (now >= a->cleanup_next) {
         cleanup_jobs(a, now);
         a->cleanup_next = now + 60000;
@@ -1021,6 +1060,26 @@ static void recover(struct agent *a)
     closedir(d);
 }
 
+/* Spare groups of an earlier life (a spare killed before it could clean up). */
+static void sweep_spares(struct agent *a)
+{
+    struct cg_job node;
+    if (a->cg.mode != CG_V1 || cg_node_init(&node, &a->cg, a->cfg.name) < 0)
+        return;
+    DIR *d = opendir(node.dir[CG_FREEZER]);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        struct cg_job sp;
+        char msg[256] = "";
+        if (strncmp(e->d_name, "spare_", 6) != 0 || cg_job_init_leaf(&sp, &a->cg, a->cfg.name, e->d_name) < 0)
+            continue;
+        if (cg_job_reclaim(&sp, 2000, NULL, msg, sizeof msg) < 0)
+            log_warn("stale_spare", "group=%s message=\"%s\"", e->d_name, msg);
+    }
+    if (d)
+        closedir(d);
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* Life cycle                                                                          */
 
@@ -1047,6 +1106,7 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
     a->cfg = *cfg;
     a->out_tail = &a->out_head;
     a->done_tail = &a->done_head;
+    a->spare.fd = -1;
     a->ack_fd = -1;
     a->health_ok = true;
     a->wait_ms = 25000;
@@ -1094,6 +1154,7 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
     a->tick = event_new(a->base, -1, EV_PERSIST, tick_cb, a);
     a->hb_retry = evtimer_new(a->base, hb_retry_cb, a);
     a->post_kick = evtimer_new(a->base, post_kick_cb, a);
+    a->spare_ev = evtimer_new(a->base, spare_cb, a);
     struct timeval tv = {0, (suseconds_t)(cfg->log_interval_ms > 0 ? cfg->log_interval_ms : 100) * 1000};
     if (tv.tv_usec >= 1000000) {
         tv.tv_sec = tv.tv_usec / 1000000;
@@ -1116,6 +1177,8 @@ int agent_run(struct agent *a)
              a->cfg.name, a->cfg.controller, cg_mode_name(a->cg.mode), a->cfg.inv.ngpus, a->cfg.inv.gpu_type,
              a->cfg.inv.cpus, (long long)a->cfg.inv.mem_mb);
     recover(a);
+    sweep_spares(a);
+    kick_spare(a);
     sigchld_cb(-1, 0, a);   /* nothing of ours yet, but keep the table consistent */
     heartbeat(a);
     int rc = event_base_dispatch(a->base) < 0 ? -EIO : 0;
@@ -1132,6 +1195,7 @@ void agent_destroy(struct agent *a)
 {
     if (!a)
         return;
+    sup_spare_drop(&a->spare);   /* it removes its group and exits */
     while (a->jobs)
         job_remove(a, a->jobs);
     while (a->done_head) {
@@ -1152,7 +1216,7 @@ void agent_destroy(struct agent *a)
         evhttp_connection_free(a->hb_conn);
     if (a->post_conn)
         evhttp_connection_free(a->post_conn);
-    struct event *evs[] = {a->sigchld, a->sigterm, a->sigint, a->tick, a->hb_retry, a->post_kick};
+    struct event *evs[] = {a->sigchld, a->sigterm, a->sigint, a->tick, a->hb_retry, a->post_kick, a->spare_ev};
     for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
         if (evs[i])
             event_free(evs[i]);

@@ -29,6 +29,7 @@ struct agent_config {
     char scratch_root[PATH_MAX];  /* "" = STATE_DIR/scratch */
     char cgroup_root[PATH_MAX];   /* "" = /sys/fs/cgroup */
     bool no_cgroups;              /* run without cgroups (non-root development only) */
+    bool no_spare;                /* v1: launch without a spare supervisor made in advance */
     bool allow_root_jobs;
     bool keep_scratch;
     char health_check[PATH_MAX];  /* "" = none */

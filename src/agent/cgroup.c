@@ -164,10 +164,27 @@ static int fill(struct cg_job *cg, const struct cg_layout *l, const char *rel)
 
 int cg_job_init(struct cg_job *cg, const struct cg_layout *l, const char *node, uint64_t id)
 {
+    char leaf[32];
+    snprintf(leaf, sizeof leaf, "job_%llu", (unsigned long long)id);
+    return cg_job_init_leaf(cg, l, node, leaf);
+}
+
+int cg_job_init_leaf(struct cg_job *cg, const struct cg_layout *l, const char *node, const char *leaf)
+{
     char rel[256];
-    if (snprintf(rel, sizeof rel, "docket/%s/job_%llu", node, (unsigned long long)id) >= (int)sizeof rel)
+    if (snprintf(rel, sizeof rel, "docket/%s/%s", node, leaf) >= (int)sizeof rel)
         return -ENAMETOOLONG;
     return fill(cg, l, rel);
+}
+
+int cg_job_rename(const struct cg_job *from, const struct cg_job *to, char *err, size_t errlen)
+{
+    if (from->mode != CG_V1 || to->mode != CG_V1)
+        return fail(err, errlen, -EOPNOTSUPP, "rename cgroup", from->dir[0]);
+    for (int i = 0; i < from->ndirs; i++)
+        if (rename(from->dir[i], to->dir[i]) < 0)
+            return fail(err, errlen, -errno, "rename cgroup", from->dir[i]);
+    return 0;
 }
 
 int cg_node_init(struct cg_job *cg, const struct cg_layout *l, const char *node)
@@ -230,7 +247,7 @@ static int mkdirs(const char *dir, const char *stop, bool v2)
     return 0;
 }
 
-static int set_limits(const struct cg_job *cg, int64_t mem_mb, int cpus, char *err, size_t errlen)
+int cg_job_set_limits(const struct cg_job *cg, int64_t mem_mb, int cpus, char *err, size_t errlen)
 {
     char path[PATH_MAX], val[64];
     int rc;
@@ -285,7 +302,7 @@ int cg_job_create(const struct cg_job *cg, int64_t mem_mb, int cpus, char *err, 
             return rc;
         }
     }
-    int rc = set_limits(cg, mem_mb, cpus, err, errlen);
+    int rc = cg_job_set_limits(cg, mem_mb, cpus, err, errlen);
     if (rc < 0)
         cg_job_remove(cg);
     return rc;

@@ -49,6 +49,12 @@ const char *cg_mode_name(enum cg_mode m);
 
 /* Fill the paths of job `id` of node `node` (no I/O). -ENAMETOOLONG when too long. */
 int cg_job_init(struct cg_job *cg, const struct cg_layout *l, const char *node, uint64_t id);
+/* The same for any leaf name under docket/NODE ("spare_42"). */
+int cg_job_init_leaf(struct cg_job *cg, const struct cg_layout *l, const char *node, const char *leaf);
+/* Rename every directory of `from` to `to` (same parent; v1 only, -EOPNOTSUPP on v2). */
+int cg_job_rename(const struct cg_job *from, const struct cg_job *to, char *err, size_t errlen);
+/* Memory (MiB, > 0) and CPU (count, > 0) limits of an existing group. */
+int cg_job_set_limits(const struct cg_job *cg, int64_t mem_mb, int cpus, char *err, size_t errlen);
 /* Fill the paths of the node's parent group docket/NODE (for sweeping and tests). */
 int cg_node_init(struct cg_job *cg, const struct cg_layout *l, const char *node);
 

@@ -40,6 +40,8 @@ static const char usage_text[] =
     "  --keep-scratch          keep scratch directories after jobs end\n"
     "  --cgroup-root PATH      cgroup mount root (default /sys/fs/cgroup; v2 or v1)\n"
     "  --no-cgroups            track jobs by session only (non-root development)\n"
+    "  --no-spare              (cgroup v1) make each job's supervisor when the job comes,\n"
+    "                          not in advance (slower launches)\n"
     "  --allow-root-jobs       allow jobs to run as root\n"
     "  --health-check PATH     run PATH periodically; non-zero exit marks the node UNHEALTHY\n"
     "  --health-interval DUR   how often (default 30s)\n"
@@ -54,7 +56,7 @@ static const char usage_text[] =
 
 enum opt {
     O_CONTROLLER = 256, O_JOIN, O_JOIN_FILE, O_NAME, O_ADDR, O_GPUS, O_CPUS, O_MEM, O_LABEL,
-    O_STATE, O_SCRATCH, O_KEEP, O_CGROOT, O_NOCG, O_ROOTJOBS, O_HEALTH, O_HEALTH_INT,
+    O_STATE, O_SCRATCH, O_KEEP, O_CGROOT, O_NOCG, O_NOSPARE, O_ROOTJOBS, O_HEALTH, O_HEALTH_INT,
     O_USAGE_INT, O_LOG_INT, O_SLACK, O_LOGLEVEL, O_LOGFILE, O_CONFIG, O_HELP,
 };
 
@@ -64,6 +66,7 @@ static const struct option longopts[] = {
     {"gpus", 1, NULL, O_GPUS}, {"cpus", 1, NULL, O_CPUS}, {"mem", 1, NULL, O_MEM},
     {"label", 1, NULL, O_LABEL}, {"state-dir", 1, NULL, O_STATE}, {"scratch-root", 1, NULL, O_SCRATCH},
     {"keep-scratch", 0, NULL, O_KEEP}, {"cgroup-root", 1, NULL, O_CGROOT}, {"no-cgroups", 0, NULL, O_NOCG},
+    {"no-spare", 0, NULL, O_NOSPARE},
     {"allow-root-jobs", 0, NULL, O_ROOTJOBS}, {"health-check", 1, NULL, O_HEALTH},
     {"health-interval", 1, NULL, O_HEALTH_INT}, {"usage-interval", 1, NULL, O_USAGE_INT},
     {"log-interval", 1, NULL, O_LOG_INT}, {"limit-slack", 1, NULL, O_SLACK},
@@ -215,6 +218,7 @@ static int build_config(struct settings *s, struct agent_config *c)
     if (v[O_CGROOT])
         str_copy(c->cgroup_root, sizeof c->cgroup_root, v[O_CGROOT]);
     c->no_cgroups = v[O_NOCG] != NULL;
+    c->no_spare = v[O_NOSPARE] != NULL;
     c->allow_root_jobs = v[O_ROOTJOBS] != NULL;
     c->keep_scratch = v[O_KEEP] != NULL;
     if (v[O_HEALTH]) {

@@ -427,6 +427,8 @@ struct sup {
     char scratch[PATH_MAX];
     struct cg_job cg;
     bool use_cg;
+    const struct cg_job *spare_cg; /* a spare's group, with us already in it */
+    bool inside;                   /* we are in the job's group (spare path) until the spawn */
     struct sup_state st;
     uid_t uid;
     gid_t gid;
@@ -573,7 +575,7 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
     sigprocmask(SIG_SETMASK, &none, NULL);
     setsid();
     char cgerr[256];
-    if (s->use_cg && cg_job_attach(&s->cg, 0, cgerr, sizeof cgerr) < 0) {
+    if (s->use_cg && !s->inside && cg_job_attach(&s->cg, 0, cgerr, sizeof cgerr) < 0) {
         ssize_t w = write(pfd, cgerr, strlen(cgerr));
         (void)w;
         _exit(127);
@@ -691,12 +693,38 @@ static int prepare(struct sup *s, char *err, size_t errlen)
         }
         /* a group left by an earlier run would mix up usage and OOM counts */
         cg_job_reclaim(&s->cg, 1000, reap_all, NULL, 0);
-        if ((rc = cg_job_create(&s->cg, s->j->mem_mb, s->j->cpus, err, errlen)) < 0)
+        if (s->spare_cg) {
+            /* we sit in the spare's group already: it becomes the job's, and the job,
+             * spawned from here, starts in it without a move (see sup_spare_start) */
+            s->use_cg = true;
+            if ((rc = cg_job_rename(s->spare_cg, &s->cg, err, errlen)) < 0) {
+                s->cg = *s->spare_cg;   /* leave_group() empties and removes the spare's */
+                return rc;
+            }
+            rc = cg_job_set_limits(&s->cg, s->j->mem_mb, s->j->cpus, err, errlen);
+        } else {
+            rc = cg_job_create(&s->cg, s->j->mem_mb, s->j->cpus, err, errlen);
+        }
+        if (rc < 0)
             return rc;
         s->use_cg = true;
         str_copy(s->st.cgroup, sizeof s->st.cgroup, s->cg.mode == CG_V2 ? s->cg.dir[0] : s->cg.dir[CG_FREEZER]);
     }
     return make_scratch(s, err, errlen);
+}
+
+/* Spare path: once the job runs in the group, we move out of it (to the node's group),
+ * so that signals and kills of the job's group never reach us. Slow (an RCU grace period
+ * on v1) but the job is already running. */
+static void leave_group(struct sup *s)
+{
+    if (!s->inside)
+        return;
+    struct cg_job node;
+    char err[256];
+    if (cg_node_init(&node, s->c->cg, s->c->node) < 0 || cg_job_attach(&node, 0, err, sizeof err) < 0)
+        slog("job %llu: cannot leave the job's cgroup: %s", (unsigned long long)s->j->id, err);
+    s->inside = false;
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -757,6 +785,7 @@ static int launch(struct sup *s, char *err, size_t errlen)
         return -errno;
     }
     pid_t pid = spawn_child(s, p, env);
+    leave_group(s);
     close(p[1]);
     sup_env_free(env);
     if (pid < 0) {
@@ -901,6 +930,9 @@ static void run_loop(struct sup *s, int sfd)
 
 static void finish(struct sup *s, bool launched)
 {
+    leave_group(s);
+    if (s->spare_cg && !s->use_cg)
+        cg_job_remove(s->spare_cg);   /* failed before the spare's group became the job's */
     int64_t cpu = 0, peak = 0;
     bool oom = false;
     if (s->use_cg) {
@@ -960,25 +992,21 @@ static void finish(struct sup *s, bool launched)
     save(s);
 }
 
-static void __attribute__((noreturn)) supervise(const struct sup_config *c, const struct agent_job *j,
-                                                const char *dir)
+/* A supervisor's process: own session, subreaper, no descriptor of the agent's but
+ * `keep` (moved to 3 when >= 0), the signals it handles blocked for its signalfd. */
+static int become_supervisor(const char *name, int keep)
 {
-    struct sup s;
-    memset(&s, 0, sizeof s);
-    s.c = c;
-    s.j = j;
-    s.out_fd = s.err_fd = -1;
-    str_copy(s.dir, sizeof s.dir, dir);
     setsid();
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    prctl(PR_SET_NAME, "docket-sup");
-    /* stdio: nothing of the agent's; our own messages go to supervisor.log (slog) */
-    snprintf(slog_path, sizeof slog_path, "%s/supervisor.log", dir);
-    slog_fd = -1;
+    prctl(PR_SET_NAME, name);
     int nfd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (nfd >= 0)
         dup2(nfd, 0), dup2(nfd, 1), dup2(nfd, 2);
-    close_range(3, ~0U, 0);
+    if (keep >= 0 && keep != 3) {
+        dup3(keep, 3, O_CLOEXEC);
+        keep = 3;
+    }
+    close_range(keep >= 0 ? 4 : 3, ~0U, 0);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
@@ -992,8 +1020,23 @@ static void __attribute__((noreturn)) supervise(const struct sup_config *c, cons
     sigdelset(&set, SIGINT);
     sigdelset(&set, SIGHUP);
     sigdelset(&set, SIGPIPE);
-    int sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
 
+static void __attribute__((noreturn)) supervise_job(const struct sup_config *c, const struct agent_job *j,
+                                                    const char *dir, const struct cg_job *spare_cg, int sfd)
+{
+    struct sup s;
+    memset(&s, 0, sizeof s);
+    s.c = c;
+    s.j = j;
+    s.out_fd = s.err_fd = -1;
+    s.spare_cg = spare_cg;
+    s.inside = spare_cg != NULL;
+    str_copy(s.dir, sizeof s.dir, dir);
+    /* our own messages go to supervisor.log (slog) */
+    snprintf(slog_path, sizeof slog_path, "%s/supervisor.log", dir);
+    slog_fd = -1;
     s.st.job = j->id;
     s.st.sup_pid = getpid();
     s.st.sup_start = sup_proc_starttime(getpid());
@@ -1020,21 +1063,29 @@ static void __attribute__((noreturn)) supervise(const struct sup_config *c, cons
     _exit(0);
 }
 
-int sup_launch(const struct sup_config *c, const struct agent_job *j, int64_t seq, int *sup_pid,
-               char *err, size_t errlen)
+static void __attribute__((noreturn)) supervise(const struct sup_config *c, const struct agent_job *j,
+                                                const char *dir)
 {
-    char dir[PATH_MAX], jobs[PATH_MAX];
+    int sfd = become_supervisor("docket-sup", -1);
+    supervise_job(c, j, dir, NULL, sfd);
+}
+
+/* The job directory of a new run: made, cleared of an earlier run's state and commands
+ * (the logs stay, appended), job.json written. */
+static int prepare_job_dir(const struct sup_config *c, const struct agent_job *j, int64_t seq, char *dir,
+                           size_t dirlen, char *err, size_t errlen)
+{
+    char jobs[PATH_MAX];
     snprintf(jobs, sizeof jobs, "%s/jobs", c->state_dir);
     if (mkdir(jobs, 0711) < 0 && errno != EEXIST) {
         errf(err, errlen, "cannot create '%s': %s", jobs, strerror(errno));
         return -errno;
     }
-    if (sup_job_dir(c, j->id, dir, sizeof dir) < 0 || (mkdir(dir, 0711) < 0 && errno != EEXIST)) {
+    if (sup_job_dir(c, j->id, dir, dirlen) < 0 || (mkdir(dir, 0711) < 0 && errno != EEXIST)) {
         errf(err, errlen, "cannot create job directory for job %llu: %s", (unsigned long long)j->id,
-                 strerror(errno));
+             strerror(errno));
         return -errno;
     }
-    /* a new run: the old state and stale commands go, the logs stay (appended) */
     char path[PATH_MAX + 300];
     for (size_t i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, state_files[i]);
@@ -1056,22 +1107,157 @@ int sup_launch(const struct sup_config *c, const struct agent_job *j, int64_t se
     json_decref(o);
     int rc = text ? write_atomic(dir, "job.json", text) : -ENOMEM;
     free(text);
-    if (rc < 0) {
+    if (rc < 0)
         errf(err, errlen, "cannot write job files in '%s': %s", dir, strerror(-rc));
-        return rc;
-    }
-    /* SIGUSR1 stays blocked in the child until its signalfd takes over */
+    return rc;
+}
+
+/* Fork with SIGUSR1 and SIGCHLD blocked in the child until its signalfd takes over. */
+static pid_t fork_blocked(void)
+{
     sigset_t set, old;
     sigemptyset(&set);
     sigaddset(&set, SIGUSR1);
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, &old);
     pid_t pid = fork();
+    if (pid != 0) {
+        int e = errno;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        errno = e;
+    }
+    return pid;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Spares: a supervisor made in advance, already inside a group of its own             */
+
+/* The spare waits for a job id on fd 3; EOF means it is not needed (the agent left). */
+static void __attribute__((noreturn)) spare_main(const struct sup_config *c, int rfd)
+{
+    int sfd = become_supervisor("docket-spare", rfd);
+    char leaf[32], err[256] = "";
+    snprintf(leaf, sizeof leaf, "spare_%d", (int)getpid());
+    struct cg_job sp, node;
+    if (cg_job_init_leaf(&sp, c->cg, c->node, leaf) < 0 || cg_node_init(&node, c->cg, c->node) < 0 ||
+        cg_job_create(&sp, 0, 0, err, sizeof err) < 0)
+        _exit(1);
+    /* the slow move (an RCU grace period on v1) happens now, before any job */
+    if (cg_job_attach(&sp, 0, err, sizeof err) < 0) {
+        cg_job_remove(&sp);
+        _exit(1);
+    }
+    char buf[64] = "";
+    size_t got = 0;
+    while (got < sizeof buf - 1) {
+        ssize_t n = read(3, buf + got, sizeof buf - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        if (memchr(buf, '\n', got))
+            break;
+    }
+    buf[got] = '\0';
+    char *end;
+    unsigned long long id = strtoull(buf, &end, 10);
+    char dir[PATH_MAX], path[PATH_MAX + 16];
+    struct agent_job j;
+    struct agent_msg_error me;
+    json_error_t je;
+    json_t *o = NULL;
+    if (got && *end == '\n' && id > 0 && sup_job_dir(c, id, dir, sizeof dir) == 0) {
+        snprintf(path, sizeof path, "%s/job.json", dir);
+        o = json_load_file(path, 0, &je);
+    }
+    if (!o || agent_job_parse(json_object_get(o, "job"), &j, &me) < 0) {
+        /* not needed, or nothing usable: out of the group, remove it, go */
+        json_decref(o);
+        cg_job_attach(&node, 0, NULL, 0);
+        cg_job_remove(&sp);
+        _exit(o ? 1 : 0);
+    }
+    json_decref(o);
+    close(3);
+    supervise_job(c, &j, dir, &sp, sfd);
+}
+
+int sup_spare_start(const struct sup_config *c, struct sup_spare *sp, char *err, size_t errlen)
+{
+    sp->pid = 0;
+    sp->fd = -1;
+    if (!c->cg || c->cg->mode != CG_V1) {
+        errf(err, errlen, "spares need cgroup v1 (v2 renames no groups)");
+        return -EOPNOTSUPP;
+    }
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        errf(err, errlen, "cannot make a pipe: %s", strerror(errno));
+        return -errno;
+    }
+    pid_t pid = fork_blocked();
+    if (pid == 0) {
+        close(p[1]);
+        spare_main(c, p[0]);
+    }
+    int e = errno;
+    close(p[0]);
+    if (pid < 0) {
+        close(p[1]);
+        errf(err, errlen, "cannot fork a spare supervisor: %s", strerror(e));
+        return -e;
+    }
+    sp->pid = pid;
+    sp->fd = p[1];
+    return 0;
+}
+
+int sup_spare_launch(const struct sup_config *c, struct sup_spare *sp, const struct agent_job *j,
+                     int64_t seq, int *sup_pid, char *err, size_t errlen)
+{
+    if (sp->pid <= 0 || sp->fd < 0)
+        return -ENOENT;
+    char dir[PATH_MAX];
+    int rc = prepare_job_dir(c, j, seq, dir, sizeof dir, err, errlen);
+    if (rc < 0)
+        return rc;
+    char line[32];
+    int n = snprintf(line, sizeof line, "%llu\n", (unsigned long long)j->id);
+    ssize_t w = write(sp->fd, line, (size_t)n);
+    int e = errno;
+    close(sp->fd);
+    sp->fd = -1;
+    if (w != n) {
+        errf(err, errlen, "spare supervisor %d is gone: %s", sp->pid, strerror(w < 0 ? e : EPIPE));
+        sp->pid = 0;
+        return -EPIPE;
+    }
+    *sup_pid = sp->pid;
+    sp->pid = 0;
+    return 0;
+}
+
+void sup_spare_drop(struct sup_spare *sp)
+{
+    if (sp->fd >= 0)
+        close(sp->fd);
+    sp->fd = -1;
+    sp->pid = 0;
+}
+
+int sup_launch(const struct sup_config *c, const struct agent_job *j, int64_t seq, int *sup_pid,
+               char *err, size_t errlen)
+{
+    char dir[PATH_MAX];
+    int rc = prepare_job_dir(c, j, seq, dir, sizeof dir, err, errlen);
+    if (rc < 0)
+        return rc;
+    pid_t pid = fork_blocked();
     if (pid == 0)
         supervise(c, j, dir);
-    int e = errno;
-    sigprocmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
+        int e = errno;
         errf(err, errlen, "cannot fork supervisor: %s", strerror(e));
         return -e;
     }

@@ -65,6 +65,22 @@ int sup_job_dir(const struct sup_config *c, uint64_t id, char *out, size_t len);
  * ignored only if it wants to reap it; the supervisor never needs its parent again. */
 int sup_launch(const struct sup_config *c, const struct agent_job *j, int64_t seq,
                int *sup_pid, char *err, size_t errlen);
+/* Spares (cgroup v1): a supervisor forked in advance that has already moved itself into
+ * a group of its own (docket/NODE/spare_PID), which is slow on v1 (an RCU grace period,
+ * 8-17 ms on a loaded machine). When a job comes, the group is renamed job_ID and the job
+ * is spawned inside it: no move on the launch's path. The spare waits on a pipe; closing
+ * it (sup_spare_drop, or the agent's death) makes it remove its group and exit. */
+struct sup_spare {
+    int pid;                      /* 0 = none */
+    int fd;                       /* the pipe's write end, -1 = none */
+};
+int sup_spare_start(const struct sup_config *c, struct sup_spare *sp, char *err, size_t errlen);
+/* Like sup_launch, through the spare (which is used up: sp is emptied). -ENOENT without
+ * one, -EPIPE when it died meanwhile (the caller then uses sup_launch). */
+int sup_spare_launch(const struct sup_config *c, struct sup_spare *sp, const struct agent_job *j,
+                     int64_t seq, int *sup_pid, char *err, size_t errlen);
+void sup_spare_drop(struct sup_spare *sp);
+
 /* The seq recorded by the last launch of job `id`, or 0 when none. */
 int64_t sup_start_seq(const struct sup_config *c, uint64_t id);
 /* Queue a command for a running supervisor and wake it: "signal SIG GRACE_MS" or "kill". */

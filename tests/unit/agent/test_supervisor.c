@@ -334,6 +334,84 @@ static void test_nested_groups_reclaimed(void **st)
         assert_int_equal(stat(cg.dir[i], &sb), -1);
 }
 
+static bool spare_group_exists(int pid)
+{
+    char path[512];
+    snprintf(path, sizeof path, "/sys/fs/cgroup/freezer/docket/%s/spare_%d", node, pid);
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+static void test_spare_runs_a_job(void **st)
+{
+    (void)st;
+    need_cgroups();
+    if (layout.mode != CG_V1)
+        skip();
+    struct sup_spare sp;
+    char err[256];
+    assert_int_equal(sup_spare_start(&cfg, &sp, err, sizeof err), 0);
+    int pid = sp.pid;
+    for (int i = 0; i < 400 && !spare_group_exists(pid); i++) {
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(spare_group_exists(pid));   /* made in advance, with the spare in it */
+    json_error_t je;
+    json_t *o = json_loads("{\"id\": 23, \"mem_mb\": 100, \"gpus\": [1], \"command\": [\"sh\", \"-c\","
+                           " \"echo $CUDA_VISIBLE_DEVICES; grep -c . /proc/self/cgroup >/dev/null; exit 5\"]}", 0, &je);
+    struct agent_job j;
+    struct agent_msg_error e;
+    assert_int_equal(agent_job_parse(o, &j, &e), 0);
+    json_decref(o);
+    int sup = 0;
+    assert_int_equal(sup_spare_launch(&cfg, &sp, &j, 7, &sup, err, sizeof err), 0);
+    assert_int_equal(sup, pid);
+    assert_int_equal(sp.pid, 0);
+    int status;
+    assert_int_equal(waitpid(sup, &status, 0), sup);
+    char dir[512];
+    sup_job_dir(&cfg, 23, dir, sizeof dir);
+    struct sup_state s;
+    assert_int_equal(sup_state_read(dir, &s), 0);
+    assert_string_equal(s.state, "exited");
+    assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
+    assert_int_equal(s.exit_code, 5);
+    assert_true(s.reclaim_ok);
+    char buf[64];
+    read_text(s.out_path, buf, sizeof buf);
+    assert_string_equal(buf, "1\n");
+    assert_false(spare_group_exists(pid));
+    struct cg_job cg;
+    cg_job_init(&cg, &layout, node, 23);
+    struct stat sb;
+    for (int i = 0; i < cg.ndirs; i++)
+        assert_int_equal(stat(cg.dir[i], &sb), -1);
+    assert_int_equal(sup_start_seq(&cfg, 23), 7);
+    agent_job_release(&j);
+}
+
+static void test_spare_dropped_cleans_up(void **st)
+{
+    (void)st;
+    need_cgroups();
+    if (layout.mode != CG_V1)
+        skip();
+    struct sup_spare sp;
+    char err[256];
+    assert_int_equal(sup_spare_start(&cfg, &sp, err, sizeof err), 0);
+    int pid = sp.pid;
+    for (int i = 0; i < 400 && !spare_group_exists(pid); i++) {
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+    sup_spare_drop(&sp);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_false(spare_group_exists(pid));
+}
+
 static void test_resolve_output(void **st)
 {
     (void)st;
@@ -378,6 +456,8 @@ int main(void)
         cmocka_unit_test(test_root_refused),
         cmocka_unit_test(test_runs_as_owner),
         cmocka_unit_test(test_nested_groups_reclaimed),
+        cmocka_unit_test(test_spare_runs_a_job),
+        cmocka_unit_test(test_spare_dropped_cleans_up),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
