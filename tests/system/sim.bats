@@ -141,3 +141,18 @@ EOF
     grep -q '^docket,1,g7,normal,2,0.000,0.000,100.000,' "$T/j.csv"  # 16 cores = 2 units
     grep -q '^docket,3,g2,normal,1,20.000,' "$T/j.csv"               # 4 cores round up to 1
 }
+
+@test "--arrival-scale stretches submissions, --cluster-scale multiplies nodes" {
+    run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --arrival-scale 2 \
+        --cluster-scale 2 --time-factor 1 --jobs-csv "$T/j.csv"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"cluster 2 nodes, 8 GPUs"* ]]
+    grep -q '^docket,B,p,normal,4,20.000,20.000,' "$T/j.csv"   # submitted at 10 s x 2
+    grep -q '^docket,C,p,normal,2,40.000,40.000,' "$T/j.csv"   # room for all on 2 nodes
+}
+
+@test "a policy the mapping does not fit is refused before running" {
+    run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --default-tier gold
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"tier 'gold' is not in policy 'docket'"* ]]
+}
