@@ -44,7 +44,7 @@ start_agent() { # a|b
     local n=$1
     "$B/src/agent/docket-node" --controller "http://127.0.0.1:$PORT" --join-token "$JOIN" \
         --name "$PREFIX-$n" --gpus 8xH100-80GB --cpus 16 --mem 64G --label "zone=$n" \
-        --state-dir "$T/agent-$n" --usage-interval 1s --log-file "$T/agent-$n.log" &
+        --state-dir "$T/agent-$n" --usage-interval 1s --log-file "$T/agent-$n.log" 2>>"$T/agent-$n.err" &
     echo $! >"$T/agent-$n.pid"
 }
 
@@ -132,7 +132,14 @@ teardown_file() {
             rmdir "$d" 2>/dev/null
         done
     done
+    # a sanitizer report from any agent (ASan, LSan at exit, UBSan) fails the file
+    local bad=0
+    if grep -l -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/agent-*.err 2>/dev/null; then
+        grep -h -A20 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/agent-*.err | head -60
+        bad=1
+    fi
     rm -rf "$T"
+    return $bad
 }
 
 @test "a job runs: its output, exit code and usage come back" {
@@ -282,7 +289,7 @@ EOF
     chmod +x "$T/health.sh"
     "$B/src/agent/docket-node" --controller "http://127.0.0.1:$PORT" --join-token "$JOIN" \
         --name "$PREFIX-h" --gpus 0 --state-dir "$T/agent-h" --health-check "$T/health.sh" \
-        --health-interval 200ms --log-file "$T/agent-h.log" &
+        --health-interval 200ms --log-file "$T/agent-h.log" 2>>"$T/agent-h.err" &
     echo $! >"$T/agent-h.pid"
     wait_for 20 node_up "$PREFIX-h"
     touch "$T/sick"
@@ -330,7 +337,7 @@ gpus: 2xA100:40G
 labels: {rack: r7, zone: c}
 state_dir: $T/agent-c
 YAML
-    "$B/src/agent/docket-node" --config "$T/node-c.yaml" --name "$PREFIX-c" --log-file "$T/agent-c.log" &
+    "$B/src/agent/docket-node" --config "$T/node-c.yaml" --name "$PREFIX-c" --log-file "$T/agent-c.log" 2>>"$T/agent-c.err" &
     echo $! >"$T/agent-c.pid"
     wait_for 20 node_up "$PREFIX-c"
     run capi GET "/v1/nodes/$PREFIX-c"
