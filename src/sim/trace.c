@@ -357,7 +357,9 @@ static int swf_number(struct trace_reader *r, struct trace_error *err, int i, co
     }
     errno = 0;
     d = strtod(s, &end);
-    if ((i == 5 || i == 6) && *end == '\0' && errno == 0 && isfinite(d) && d >= -1) {
+    /* fields 5 and 6 (average CPU time, memory) may be fractional; bounded like the rest */
+    if ((i == 5 || i == 6) && *end == '\0' && errno == 0 && isfinite(d) && d >= -1 &&
+        d <= 100000000000.0) {
         *out = (int64_t)d;
         return 0;
     }
