@@ -256,8 +256,6 @@ void h_node_labels(struct ctl_req *r)
 /* ------------------------------------------------------------------------------------ */
 /* Projects                                                                              */
 
-static json_t *boost_reasons; /* project name -> reason of its current boost */
-
 static json_t *project_spec_json(const struct sched_project_spec *p)
 {
     return json_pack("{s:s,s:s,s:s,s:f,s:i,s:i,s:i,s:i,s:i,s:b}", "name", p->name, "group",
@@ -278,7 +276,7 @@ json_t *ctl_project_json(struct ctl *c, const struct sched_project_view *v)
     json_t *o = project_spec_json(&v->spec);
     json_object_set_new(o, "eff_tier", json_string(v->eff_tier ? v->eff_tier : v->spec.tier));
     if (v->boost_levels > 0) {
-        json_t *why = boost_reasons ? json_object_get(boost_reasons, v->spec.name) : NULL;
+        json_t *why = c->boost_reasons ? json_object_get(c->boost_reasons, v->spec.name) : NULL;
         json_object_set_new(o, "boost", json_pack("{s:i,s:I,s:s}", "levels", v->boost_levels,
                                                   "until_ms", (json_int_t)v->boost_until_ms,
                                                   "reason", json_is_string(why) ? json_string_value(why) : ""));
@@ -297,11 +295,9 @@ int ctl_project_save(struct ctl *c, const char *name, const char *boost_reason)
     struct sched_project_view v;
     if (project_view(c, name, &v) < 0)
         return -ENOENT;
-    if (!boost_reasons)
-        boost_reasons = json_object();
     if (boost_reason)
-        json_object_set_new(boost_reasons, name, json_string(boost_reason));
-    json_t *why = json_object_get(boost_reasons, name);
+        ctl_project_boost_reason(c, name, boost_reason);
+    json_t *why = c->boost_reasons ? json_object_get(c->boost_reasons, name) : NULL;
     json_t *doc = json_pack("{s:o}", "spec", project_spec_json(&v.spec));
     if (v.boost_levels > 0)
         json_object_set_new(doc, "boost", json_pack("{s:i,s:I,s:s}", "levels", v.boost_levels,
@@ -317,13 +313,11 @@ int ctl_project_save(struct ctl *c, const char *name, const char *boost_reason)
     return rc;
 }
 
-/* Called by restore for each stored boost reason. */
-void ctl_project_boost_reason(const char *name, const char *reason);
-void ctl_project_boost_reason(const char *name, const char *reason)
+void ctl_project_boost_reason(struct ctl *c, const char *name, const char *reason)
 {
-    if (!boost_reasons)
-        boost_reasons = json_object();
-    json_object_set_new(boost_reasons, name, json_string(reason));
+    if (!c->boost_reasons)
+        c->boost_reasons = json_object();
+    json_object_set_new(c->boost_reasons, name, json_string(reason));
 }
 
 void h_projects_list(struct ctl_req *r)

@@ -144,6 +144,8 @@ struct ctl {
     struct event *sig_term, *sig_int, *sig_hup;
 
     struct ctl_log_waiter *log_waiters;
+    json_t *boost_reasons;      /* project name -> reason of its current boost */
+    bool req_failed;            /* the running handler answered an error: roll back */
     struct ctl_metrics metrics;
 };
 
@@ -271,6 +273,8 @@ json_t *ctl_job_json_spec(struct ctl *c, const struct store_job *j, const json_t
 /* Save a project's stored document (spec + boost) from the core. */
 int ctl_project_save(struct ctl *c, const char *name, const char *boost_reason);
 json_t *ctl_project_json(struct ctl *c, const struct sched_project_view *v);
+/* Remember the reason of a project's boost (restart). */
+void ctl_project_boost_reason(struct ctl *c, const char *name, const char *reason);
 /* Persist the current policy document. */
 int ctl_policy_save(struct ctl *c);
 /* Random token "PREFIX" + 64 hex chars into out (>= 80 bytes). */

@@ -29,9 +29,6 @@ static const char commit_failed_json[] =
 static const char oom_json[] =
     "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
 
-/* Set by ctl_reply_error while a handler runs: its savepoint is rolled back. */
-static bool cur_failed;
-
 /* ------------------------------------------------------------------------------------ */
 /* Replies                                                                               */
 
@@ -98,7 +95,7 @@ void ctl_reply_json(struct ctl *c, struct evhttp_request *req, int status, json_
 
 void ctl_reply_error(struct ctl *c, struct evhttp_request *req, const struct proto_error *e)
 {
-    cur_failed = true;
+    c->req_failed = true; /* the handler's savepoint is rolled back */
     ctl_reply_json(c, req, e->status ? e->status : 500, proto_error_json(e));
 }
 
@@ -321,9 +318,9 @@ static const struct route {
     {M_GET, "/metrics", h_metrics, A_PUBLIC},
 };
 
-/* Match "/v1/jobs/:/events" against a path; ':' captures one segment. A pattern ending
- * in a capture only matches when the segment is not one of the fixed words of a more
- * specific route (handled by ordering: fixed routes are tried first). */
+/* Match "/v1/jobs/:/events" against a path; ':' captures one segment. Routes without
+ * captures are tried first; "/v1/jobs/:/:" (POST actions) and "/v1/jobs/:/events" (GET)
+ * both match GET /v1/jobs/1/events, and the method decides. */
 static bool match(const char *pat, const char *path, struct ctl_req *r)
 {
     int ncap = 0;
@@ -368,10 +365,6 @@ static const struct route *find_route(const char *path, int method, struct ctl_r
         }
     return NULL;
 }
-
-/* Count how many fixed-suffix routes exist so that GET /v1/jobs/1/events is not taken
- * by the action route: find_route tries every route; the action route only accepts POST
- * and the others only GET, so method disambiguates. */
 
 json_t *ctl_body_json(struct ctl_req *r, bool allow_empty)
 {
@@ -464,7 +457,7 @@ static void dispatch(struct evhttp_request *req, struct ctl *c, bool is_unix)
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     const char *qs = uri ? evhttp_uri_get_query(uri) : NULL;
     memset(&query, 0, sizeof(query)); /* evhttp_parse_query_str initialises it */
-    cur_failed = false;
+    c->req_failed = false;
     if (c->shutting_down) {
         ctl_reply_errorf(c, req, 503, NULL, "docketd is shutting down");
         return;
@@ -489,7 +482,7 @@ static void dispatch(struct evhttp_request *req, struct ctl *c, bool is_unix)
             ctl_reply_errorf(c, req, 500, NULL, "store: %s", store_errmsg(c->store));
         } else {
             rt->fn(&r);
-            if (writes && cur_failed)
+            if (writes && c->req_failed)
                 store_rollback_to(c->store);
             else if (writes && store_release(c->store) < 0)
                 log_error("savepoint_release_failed", "error=\"%s\"", store_errmsg(c->store));

@@ -281,6 +281,7 @@ int main(int argc, char **argv)
         event_free(c->sig_int);
         event_free(c->sig_hup);
     }
+    json_decref(c->boost_reasons);
     sched_destroy(c->sched);
     store_close(c->store);
     event_base_free(c->base);

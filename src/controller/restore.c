@@ -89,9 +89,12 @@ static int restore_project(void *arg, const char *name, const char *doc)
     if (json_is_object(b)) {
         json_int_t levels = json_integer_value(json_object_get(b, "levels"));
         json_int_t until = json_integer_value(json_object_get(b, "until_ms"));
+        const char *why = json_string_value(json_object_get(b, "reason"));
         if (levels > 0 && until > pl->now &&
             sched_project_boost(pl->c->sched, name, (int)levels, until, pl->now, &se) < 0)
             log_warn("restore_boost_failed", "project=%s error=\"%s\"", name, se.message);
+        else if (why)
+            ctl_project_boost_reason(pl->c, name, why);
     }
     json_decref(j);
     pl->count++;

@@ -136,10 +136,15 @@ one_node() {
     sleep 0.1
     api_get "/v1/jobs/$dep/explain"
     assert_json .explain.reason Dependency
+    api_post /v1/projects/vision/boost '{"levels": 1, "duration": "2h", "reason": "paper deadline"}'
+    assert_status 200
     api_get /v1/audit
     naudit=$(jq '.entries | length' <<<"$body")
     docketd_stop
     docketd_start
+    api_get /v1/projects/vision
+    assert_json .project.boost.reason "paper deadline"
+    assert_json .project.eff_tier critical
     api_get "/v1/jobs/$dep/explain"
     assert_json .explain.reason Dependency
     api_get "/v1/jobs/$dep"
