@@ -1,5 +1,6 @@
 # lib.sh - shared by the agent benchmarks: start docketd and docket-node from a build on
-# loopback (the port chosen by the kernel), talk to docketd with curl, stop what was
+# loopback (AGENT_FLAGS adds flags to docket-node, e.g. --no-spare), talk to docketd with
+# curl (the port chosen by the kernel), stop what was
 # started by pid. Sourced, not run. Needs root (the agent makes cgroups).
 B=${DOCKET_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build}
 T=$(mktemp -d /tmp/docket-bench-agent.XXXXXX)
@@ -30,7 +31,8 @@ cluster_start() { # AGENT FLAGS...
                      {"name": "lo", "group": "g", "tier": "low", "max_queued": -1, "max_running": -1}]}' >/dev/null
     JOIN=$(api POST /v1/join-tokens -d '{"ttl": "1h"}' | jq -r '.join_token')
     "$B/src/agent/docket-node" --controller "http://127.0.0.1:$PORT" --join-token "$JOIN" \
-        --name "$NODE" --state-dir "$T/agent" --log-level warn --log-file "$T/agent.log" "$@" &
+        --name "$NODE" --state-dir "$T/agent" --log-level warn --log-file "$T/agent.log" "$@" \
+        ${AGENT_FLAGS:-} &
     PIDS+=($!)
     until [[ $(api GET "/v1/nodes/$NODE" | jq -r '.node.state') == UP ]]; do sleep 0.05; done
 }
