@@ -529,6 +529,8 @@ static void apply_stop(struct agent *a, const struct agent_cmd *c)
     else
         snprintf(cmd, sizeof cmd, "kill");
     int rc = sup_command(&a->sup, j->id, j->sup_pid, c->seq, cmd);
+    if (rc == 0 && c->type == AGENT_CMD_SIGNAL)
+        str_copy(j->st.state, sizeof j->st.state, "stopping");
     log_info("job_command", "job=%llu command=\"%s\" rc=%d", (unsigned long long)j->id, cmd, rc);
 }
 
