@@ -151,8 +151,12 @@ teardown_file() {
     [[ $(jq -r '.job.exit.code' <<<"$output") == 3 ]]
     wait_for 10 bash -c "[[ \$(curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs?stream=stdout') == hello ]]"
     [[ $(logs "$id" stderr) == oops ]]
-    id2=$(submit '{"command": ["true"]}')
-    wait_for 20 state_is "$id2" COMPLETED
+    # usage measured by the job's cgroup: CPU time and peak memory
+    id2=$(submit '{"command": ["sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"]}')
+    wait_for 60 state_is "$id2" COMPLETED
+    run job "$id2"
+    [[ $(jq -r '.job.usage.cpu_ms' <<<"$output") -ge 20 ]]
+    [[ $(jq -r '.job.usage.max_rss_mb' <<<"$output") -ge 1 ]]
 }
 
 @test "the environment carries the job, the project, the tier and the GPU binding" {
