@@ -57,9 +57,9 @@ static int parse_reg_node(const json_t *o, struct reg_node *rn, struct proto_err
     if (gt && !(json_is_string(gt) && json_string_length(gt) == 0) &&
         (rc = proto_get_name(gt, "node.gpu_type", rn->spec.gpu_type, e)) < 0)
         return rc;
-    if ((rc = proto_get_int(json_object_get(o, "gpus") ? json_object_get(o, "gpus")
-                                                       : json_integer(0),
-                            "node.gpus", 0, SCHED_MAX_NODE_GPUS, &v, e)) < 0)
+    json_t *g = json_object_get(o, "gpus");
+    v = 0;
+    if (g && (rc = proto_get_int(g, "node.gpus", 0, SCHED_MAX_NODE_GPUS, &v, e)) < 0)
         return rc;
     rn->spec.gpus = (int)v;
     if (rn->spec.gpus > 0 && !rn->spec.gpu_type[0])
@@ -663,20 +663,17 @@ static void apply_event(struct ctl *c, struct ctl_node *n, const json_t *ev)
     }
 }
 
+static int validate_events(const json_t *body, struct proto_error *e);
+
 void h_agent_events(struct ctl_req *r)
 {
-    static const char *const known[] = {"node", "events", NULL};
     struct proto_error e;
     json_t *body = ctl_body_json(r, false);
     if (!body)
         return;
     struct ctl_node *n = agent_node(r, body, &e);
-    int rc = n ? proto_check_fields(body, "", known, &e) : -EINVAL;
+    int rc = n ? validate_events(body, &e) : -EINVAL;
     json_t *evs = json_object_get(body, "events");
-    if (rc == 0 && (!json_is_array(evs) || json_array_size(evs) > 10000))
-        rc = proto_errorf(&e, 400, NULL, "events", "events must be an array of at most 10000");
-    for (size_t i = 0; rc == 0 && i < json_array_size(evs); i++)
-        rc = parse_event(json_array_get(evs, i), i, &e);
     if (rc < 0) {
         ctl_reply_error(r->c, r->req, &e);
         json_decref(body);
@@ -689,4 +686,42 @@ void h_agent_events(struct ctl_req *r)
     if (store_begin(r->c->store) == 0)
         ctl_commit_soon(r->c);
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:b}", "ok", 1));
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Validation alone (the fuzz harness drives the parsers through this)                  */
+
+static int validate_events(const json_t *body, struct proto_error *e)
+{
+    static const char *const known[] = {"node", "events", NULL};
+    int rc = proto_check_fields(body, "", known, e);
+    json_t *evs = json_object_get(body, "events");
+    if (rc == 0 && (!json_is_array(evs) || json_array_size(evs) > 10000))
+        rc = proto_errorf(e, 400, NULL, "events", "events must be an array of at most 10000");
+    for (size_t i = 0; rc == 0 && i < json_array_size(evs); i++)
+        rc = parse_event(json_array_get(evs, i), i, e);
+    return rc;
+}
+
+int ctl_agent_validate(const char *endpoint, const json_t *body, struct proto_error *e)
+{
+    static const char *const reg_known[] = {"join_token", "node", "agent_version", NULL};
+    if (!json_is_object(body))
+        return proto_errorf(e, 400, NULL, NULL, "the body must be a JSON object");
+    if (strcmp(endpoint, "register") == 0) {
+        struct reg_node rn;
+        memset(&rn, 0, sizeof(rn));
+        int rc = proto_check_fields(body, "", reg_known, e);
+        if (rc == 0)
+            rc = parse_reg_node(json_object_get(body, "node"), &rn, e);
+        json_decref(rn.info);
+        return rc;
+    }
+    if (strcmp(endpoint, "heartbeat") == 0) {
+        struct hb hb;
+        return parse_hb(body, &hb, e);
+    }
+    if (strcmp(endpoint, "events") == 0)
+        return validate_events(body, e);
+    return proto_errorf(e, 404, NULL, NULL, "no such agent endpoint '%s'", endpoint);
 }

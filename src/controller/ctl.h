@@ -237,6 +237,9 @@ void h_job_explain(struct ctl_req *r);
 void h_job_logs(struct ctl_req *r);
 void h_forecast(struct ctl_req *r);
 
+/* Validate an agent body ("register", "heartbeat", "events") with the handlers' parsers,
+ * changing nothing. 0 or -EINVAL with e filled. */
+int ctl_agent_validate(const char *endpoint, const json_t *body, struct proto_error *e);
 void h_agent_register(struct ctl_req *r);
 void h_agent_heartbeat(struct ctl_req *r);
 void h_agent_events(struct ctl_req *r);
