@@ -61,7 +61,7 @@ static int write_atomic(const char *dir, const char *name, const char *text)
     if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%d", dir, name, (int)getpid()) >= (int)sizeof tmp ||
         snprintf(dst, sizeof dst, "%s/%s", dir, name) >= (int)sizeof dst)
         return -ENAMETOOLONG;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);   /* job.json holds the job's environment */
     if (fd < 0)
         return -errno;
     size_t n = strlen(text);

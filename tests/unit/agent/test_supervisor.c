@@ -139,6 +139,12 @@ static void test_exit_code_and_output(void **st)
     cg_job_init(&cg, &layout, node, 11);
     struct stat sb;
     assert_int_equal(stat(cg.dir[0], &sb), -1);   /* removed */
+    /* the job's spec (its environment, later its secrets) is for root's eyes only */
+    char dir[500], path[600];
+    sup_job_dir(&cfg, 11, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/job.json", dir);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 077, 0);
 }
 
 static void test_environment(void **st)
@@ -182,7 +188,7 @@ static void kill_during(uint64_t id, int sup)
     for (int i = 0; i < 400; i++) {
         char buf[32] = "";
         read_text(path, buf, sizeof buf);
-        if ((daemon_pid = atoi(buf)) > 0)
+        if ((daemon_pid = (int)strtol(buf, NULL, 10)) > 0)
             break;
         struct timespec ts = {0, 5000000};
         nanosleep(&ts, NULL);
@@ -324,7 +330,7 @@ static void test_nested_groups_reclaimed(void **st)
     char path[512], buf[32] = "";
     snprintf(path, sizeof path, "%s/nested.pid", state_dir);
     read_text(path, buf, sizeof buf);
-    int pid = atoi(buf);
+    int pid = (int)strtol(buf, NULL, 10);
     assert_true(pid > 0);
     assert_int_equal(kill(pid, 0), -1);
     struct cg_job cg;
