@@ -589,3 +589,16 @@ EOF
     [ "$status" -eq 1 ]
     [[ $output == *nonexistent.yaml* ]]
 }
+
+@test "SIGHUP reopens the log file; JSON log lines on request" {
+    docketd_stop
+    docketd_start --log-file "$TEST_DIR/d.log" --log-format json
+    mv "$TEST_DIR/d.log" "$TEST_DIR/d.log.1"
+    kill -HUP "$DOCKETD_PID"
+    for i in $(seq 1 100); do [ -s "$TEST_DIR/d.log" ] && break; sleep 0.05; done
+    api_post /v1/projects '{"name": "after-hup"}'
+    docketd_stop
+    grep -q '"event":"log_reopened"' "$TEST_DIR/d.log"
+    grep -q '"event":"started"' "$TEST_DIR/d.log.1"
+    jq -e . "$TEST_DIR/d.log" >/dev/null
+}
