@@ -43,6 +43,7 @@ struct ajob {
     bool exit_queued;              /* its exited event is queued or sent */
     struct sup_state st;
     int64_t shipped[2];            /* bytes of stdout/stderr the controller has */
+    int64_t log_hold_until;        /* the controller took nothing last time: wait */
     int gpus[AGENT_MAX_GPUS];      /* held until the supervisor reports the reclaim */
     int ngpus;
     int64_t ended_mono;
@@ -724,6 +725,7 @@ struct logreq {
     struct agent *a;
     uint64_t job;
     int stream;
+    int64_t offset;               /* where the chunk sent starts */
 };
 
 static void logs_cb(struct evhttp_request *req, void *arg)
@@ -737,8 +739,13 @@ static void logs_cb(struct evhttp_request *req, void *arg)
     struct agent_msg_error e;
     struct ajob *j = job_find(a, lr->job);
     if (code == 200 && body && agent_logs_reply_parse(body, &off, &e) == 0) {
-        if (j && off > j->shipped[lr->stream])
+        /* the controller's end of the log is where we go on from: past a repeat it
+         * already has (after our restart), or back to a gap it is missing */
+        if (j) {
             j->shipped[lr->stream] = off;
+            if (off <= lr->offset)   /* no progress: do not spin, try again in a second */
+                j->log_hold_until = clock_mono_ms() + 1000;
+        }
         a->post_failures = 0;
         json_decref(body);
         free(lr);
@@ -753,6 +760,8 @@ static void logs_cb(struct evhttp_request *req, void *arg)
 /* Ship one increment of one log, if any is pending; true when a request went out. */
 static bool ship_log(struct agent *a, struct ajob *j)
 {
+    if (j->log_hold_until && clock_mono_ms() < j->log_hold_until)
+        return false;
     for (int s = 0; s < 2; s++) {
         const char *path = s ? j->st.err_path : j->st.out_path;
         if (!path[0] || (s == 1 && strcmp(j->st.err_path, j->st.out_path) == 0))
@@ -779,6 +788,7 @@ static bool ship_log(struct agent *a, struct ajob *j)
         lr->a = a;
         lr->job = j->id;
         lr->stream = s;
+        lr->offset = j->shipped[s];
         struct evhttp_request *req = new_request(a, logs_cb, lr, body, true);
         a->post_inflight = true;
         if (evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/logs") < 0) {
