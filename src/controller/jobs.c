@@ -283,21 +283,51 @@ static int submit_tasks(struct ctl_req *r, struct proto_jobspec *ps, const int32
     return 0;
 }
 
-/* The reply is built from what was just written (no read back). */
-static void submit_reply(struct ctl_req *r, const struct store_job *rows, size_t n,
-                         const json_t *spec, bool array)
+/* The JOB text of a job just submitted, without building it as JSON objects (the hot
+ * path of submission): its live fields, then the members of the stored spec text spliced
+ * in. That text is a compact JSON object written by proto_jobspec_to_json, whose keys are
+ * the JOB's own spec fields (plus "hold"), so none repeats; the live fields are numbers
+ * and names (str_is_name), which need no escaping. */
+static void job_text(struct ctl *c, const struct store_job *row, const char *spec_text,
+                     struct dbuf *out)
 {
-    json_t *jobs = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(jobs, ctl_job_json_spec(r->c, &rows[i], spec));
-    if (array) {
-        ctl_reply_json(r->c, r->req, 201, json_pack("{s:I,s:o}", "array_id",
-                                                    (json_int_t)rows[0].id, "jobs", jobs));
-    } else {
-        json_t *one = json_incref(json_array_get(jobs, 0));
-        json_decref(jobs);
-        ctl_reply_json(r->c, r->req, 201, json_pack("{s:o}", "job", one));
+    struct sched_job_view v;
+    bool live = sched_job_get(c->sched, row->id, &v) == 0;
+    enum sched_job_state st = live ? v.state : (enum sched_job_state)row->state;
+    dbuf_printf(out, "{\"id\":%llu,\"eff_tier\":\"%s\",\"state\":\"%s\",\"reason\":\"%s\","
+                     "\"stop_cause\":\"\",\"submit_ms\":%lld,\"start_ms\":0,\"end_ms\":0,"
+                     "\"array_id\":%llu,\"array_index\":%d,\"preempt_count\":0,"
+                     "\"preemptor\":0,\"allocation\":[],\"exit\":null,"
+                     "\"usage\":{\"cpu_ms\":0,\"max_rss_mb\":0,\"gpu_util\":0},",
+                (unsigned long long)row->id, live && v.eff_tier ? v.eff_tier : row->tier,
+                sched_job_state_name(st),
+                live && v.reason != SCHED_R_NONE ? sched_reason_name(v.reason) : "",
+                (long long)row->submit_ms, (unsigned long long)row->array_id,
+                row->array_index);
+    dbuf_puts(out, spec_text + 1); /* past the spec's '{', through its '}' */
+}
+
+/* 201 with {"job": JOB} or {"array_id", "jobs": [JOB...]}, from what was just written. */
+static void submit_reply(struct ctl_req *r, const struct store_job *rows, size_t n,
+                         const char *spec_text, bool array)
+{
+    struct dbuf b;
+    dbuf_init(&b, (size_t)1 << 30);
+    if (array)
+        dbuf_printf(&b, "{\"array_id\":%llu,\"jobs\":[", (unsigned long long)rows[0].id);
+    else
+        dbuf_puts(&b, "{\"job\":");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            dbuf_puts(&b, ",");
+        job_text(r->c, &rows[i], spec_text, &b);
     }
+    dbuf_puts(&b, array ? "]}" : "}");
+    if (b.failed)
+        ctl_reply_errorf(r->c, r->req, 500, NULL, "reply too large");
+    else
+        ctl_reply_raw(r->c, r->req, 201, "application/json", b.data, b.len);
+    dbuf_release(&b);
 }
 
 void h_jobs_submit(struct ctl_req *r)
@@ -341,10 +371,10 @@ void h_jobs_submit(struct ctl_req *r)
     snprintf(target, sizeof(target), idx ? "array:%llu" : "job:%llu", (unsigned long long)first);
     if (rc == 0)
         rc = ctl_audit_text(c, r->id.user, "job.submit", target, NULL, text, NULL);
-    free(text);
+    json_decref(spec);
     if (rc < 0) {
         free(rows);
-        json_decref(spec);
+        free(text);
         struct sched_error se;
         for (size_t i = 0; i < n; i++)
             (void)!sched_job_cancel(c->sched, first + i, now, &se);
@@ -353,9 +383,9 @@ void h_jobs_submit(struct ctl_req *r)
     }
     c->next_job_id = first + n;
     c->metrics.submissions += n;
-    submit_reply(r, rows, n, spec, idx != NULL);
+    submit_reply(r, rows, n, text, idx != NULL);
     free(rows);
-    json_decref(spec);
+    free(text);
     ctl_cycle_soon(c);
 out:
     free(idx);

@@ -21,11 +21,11 @@ one_node() {
 
 @test "submit, list, show, explain, cancel" {
     one_node
-    id=$(submit '{"name": "train", "command": ["sleep", "100"], "gpus": 2, "gpu_type": "H100-80GB", "time_limit": "1h", "env": {"A": "1"}}')
+    id=$(submit '{"name": "train \"quoted\"", "command": ["sleep", "100"], "gpus": 2, "gpu_type": "H100-80GB", "time_limit": "1h", "env": {"A": "1"}}')
     [ "$id" = 1 ]
     api_get /v1/jobs/1
     assert_status 200
-    assert_json .job.name train
+    assert_json .job.name 'train "quoted"'
     assert_json .job.user admin
     assert_json .job.project default
     assert_json .job.gpus 2
@@ -45,6 +45,12 @@ one_node() {
     api_get '/v1/audit?action=job.cancel'
     assert_json '.entries | length' 1
     assert_json '.entries[0].reason' "changed my mind"
+    # the submit reply and show describe the same job with the same fields
+    api_post /v1/jobs '{"name": "x\"y\\z é", "command": ["a b"], "hold": true, "env": {"Q": "\"\\"}, "labels": {"k": "v"}}'
+    assert_status 201
+    submitted=$body
+    api_get "/v1/jobs/$(jq -r .job.id <<<"$submitted")"
+    diff <(jq -S '.job | del(.hold)' <<<"$submitted") <(jq -S .job <<<"$body")
 }
 
 @test "a pending job explains why it waits and cancel ends it at once" {
