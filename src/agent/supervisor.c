@@ -27,6 +27,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -428,6 +429,8 @@ struct sup {
     struct cg_job cg;
     bool use_cg;
     const struct cg_job *spare_cg; /* a spare's group, with us already in it */
+    int cg_fd;                     /* v2: the job's group, for clone3(CLONE_INTO_CGROUP) */
+    bool born_inside;              /* the child was created in the group: no move */
     bool inside;                   /* we are in the job's group (spare path) until the spawn */
     struct sup_state st;
     uid_t uid;
@@ -575,7 +578,7 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
     sigprocmask(SIG_SETMASK, &none, NULL);
     setsid();
     char cgerr[256];
-    if (s->use_cg && !s->inside && cg_job_attach(&s->cg, 0, cgerr, sizeof cgerr) < 0) {
+    if (s->use_cg && !s->inside && !s->born_inside && cg_job_attach(&s->cg, 0, cgerr, sizeof cgerr) < 0) {
         ssize_t w = write(pfd, cgerr, strlen(cgerr));
         (void)w;
         _exit(127);
@@ -708,6 +711,8 @@ static int prepare(struct sup *s, char *err, size_t errlen)
         if (rc < 0)
             return rc;
         s->use_cg = true;
+        if (s->cg.mode == CG_V2)
+            s->cg_fd = open(s->cg.dir[0], O_PATH | O_DIRECTORY | O_CLOEXEC);
         str_copy(s->st.cgroup, sizeof s->st.cgroup, s->cg.mode == CG_V2 ? s->cg.dir[0] : s->cg.dir[CG_FREEZER]);
     }
     return make_scratch(s, err, errlen);
@@ -753,9 +758,42 @@ static int child_main(void *arg)
  * which is most of a launch's cost. The child calls nothing that allocates (the groups
  * were looked up before) and we are single-threaded. ASan cannot follow a child on a
  * foreign stack, so sanitized builds use fork. */
+/* The kernel's struct clone_args (stable ABI, declared here to keep glibc's and the
+ * kernel's CLONE_* macros apart). */
+struct sup_clone_args {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+    uint64_t set_tid, set_tid_size, cgroup;
+};
+#define SUP_CLONE_INTO_CGROUP 0x200000000ULL
+
+/* cgroup v2: create the child directly inside the job's group (Linux >= 5.7), so no move
+ * (and no wait for the cgroup rwsem) is on the launch path. Fork semantics. 0 = not
+ * possible here (the caller spawns the ordinary way). */
+static pid_t spawn_into_group(struct sup *s, struct child_args *ca)
+{
+    if (s->cg_fd < 0)
+        return 0;
+    struct sup_clone_args a;
+    memset(&a, 0, sizeof a);
+    a.flags = SUP_CLONE_INTO_CGROUP;
+    a.exit_signal = SIGCHLD;
+    a.cgroup = (uint64_t)s->cg_fd;
+    s->born_inside = true;
+    long pid = syscall(SYS_clone3, &a, sizeof a);
+    if (pid == 0)
+        child_main(ca);
+    if (pid > 0)
+        return (pid_t)pid;
+    s->born_inside = false;
+    return 0;
+}
+
 static pid_t spawn_child(struct sup *s, int p[2], char **env)
 {
     struct child_args ca = {s, {p[0], p[1]}, env};
+    pid_t into = spawn_into_group(s, &ca);
+    if (into > 0)
+        return into;
 #ifdef SUP_SANITIZED
     pid_t pid = fork();
     if (pid == 0)
@@ -785,6 +823,10 @@ static int launch(struct sup *s, char *err, size_t errlen)
         return -errno;
     }
     pid_t pid = spawn_child(s, p, env);
+    if (s->cg_fd >= 0) {
+        close(s->cg_fd);
+        s->cg_fd = -1;
+    }
     leave_group(s);
     close(p[1]);
     sup_env_free(env);
@@ -1030,7 +1072,7 @@ static void __attribute__((noreturn)) supervise_job(const struct sup_config *c, 
     memset(&s, 0, sizeof s);
     s.c = c;
     s.j = j;
-    s.out_fd = s.err_fd = -1;
+    s.out_fd = s.err_fd = s.cg_fd = -1;
     s.spare_cg = spare_cg;
     s.inside = spare_cg != NULL;
     str_copy(s.dir, sizeof s.dir, dir);

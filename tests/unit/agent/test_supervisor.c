@@ -418,6 +418,50 @@ static void test_spare_dropped_cleans_up(void **st)
     assert_false(spare_group_exists(pid));
 }
 
+/* A whole job on cgroup v2: this machine's unified tree has no controllers, so no limits,
+ * but the job is created inside its group (clone3 CLONE_INTO_CGROUP), tracked, killed
+ * with its daemon and reclaimed through v2 files alone. */
+static void test_v2_job(void **st)
+{
+    (void)st;
+    struct stat sb;
+    if (geteuid() != 0 || stat("/sys/fs/cgroup/unified/cgroup.procs", &sb) < 0)
+        skip();
+    struct cg_layout v2;
+    memset(&v2, 0, sizeof v2);
+    v2.mode = CG_V2;
+    snprintf(v2.root, sizeof v2.root, "/sys/fs/cgroup");
+    snprintf(v2.v2, sizeof v2.v2, "/sys/fs/cgroup/unified");
+    v2.v2_kill = true;
+    const struct cg_layout *saved = cfg.cg;
+    cfg.cg = &v2;
+    struct sup_state s;
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"id\": 24, \"command\": [\"sh\", \"-c\", \"grep '^0::' /proc/self/cgroup;"
+             " setsid sh -c 'sleep 1000 & echo $! > %s/v2daemon.pid'; sleep 0.2; exit 4\"]}", state_dir);
+    run_job(json, &s, NULL, NULL);
+    cfg.cg = saved;
+    assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
+    assert_int_equal(s.exit_code, 4);
+    assert_true(s.reclaim_ok);
+    char buf[256], want[256];
+    read_text(s.out_path, buf, sizeof buf);
+    snprintf(want, sizeof want, "0::/docket/%s/job_24\n", node);
+    assert_string_equal(buf, want);
+    char path[512];
+    snprintf(path, sizeof path, "%s/v2daemon.pid", state_dir);
+    read_text(path, buf, sizeof buf);
+    int pid = (int)strtol(buf, NULL, 10);
+    assert_true(pid > 0);
+    assert_int_equal(kill(pid, 0), -1);
+    snprintf(path, sizeof path, "/sys/fs/cgroup/unified/docket/%s/job_24", node);
+    assert_int_equal(stat(path, &sb), -1);
+    snprintf(path, sizeof path, "/sys/fs/cgroup/unified/docket/%s", node);
+    rmdir(path);
+    rmdir("/sys/fs/cgroup/unified/docket");
+}
+
 static void test_resolve_output(void **st)
 {
     (void)st;
@@ -464,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_nested_groups_reclaimed),
         cmocka_unit_test(test_spare_runs_a_job),
         cmocka_unit_test(test_spare_dropped_cleans_up),
+        cmocka_unit_test(test_v2_job),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
