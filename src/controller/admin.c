@@ -630,8 +630,17 @@ void h_policy_apply(struct ctl_req *r)
         proto_policy_release(&pp);
         return;
     }
+    /* the live core may still refuse what the empty trial accepted (a tier or class in use
+     * removed); it changes nothing then */
     json_t *before = proto_policy_to_json(sched_get_policy(r->c->sched));
-    int rc = sched_set_policy(r->c->sched, &pp.policy, &se);
+    if (sched_set_policy(r->c->sched, &pp.policy, &se) < 0) {
+        ctl_reply_errorf(r->c, r->req, 409, se.field[0] ? se.field : NULL, "%s", se.message);
+        json_decref(before);
+        json_decref(applied);
+        proto_policy_release(&pp);
+        return;
+    }
+    int rc = 0;
     for (size_t i = 0; rc == 0 && i < pp.nprojects; i++)
         rc = sched_project_upsert(r->c->sched, &pp.projects[i], &se);
     if (rc < 0) { /* cannot happen after the trial, short of memory */

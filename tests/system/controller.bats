@@ -465,6 +465,15 @@ EOF
     assert_error 415 ""
     api_get '/v1/audit?action=policy.apply'
     assert_json '.entries | length' 1
+    # a tier still in use cannot go: 409, and the policy is unchanged
+    fake_node gpu01 8 H100-80GB >/dev/null
+    submit '{"command": ["x"], "project": "speech", "tier": "low", "hold": true}' >/dev/null
+    api_post /v1/policy '{"tiers": [{"name": "critical"}, {"name": "high"}, {"name": "normal"}]}'
+    assert_error 409 tiers
+    api_get /v1/tiers
+    assert_json '.tiers | length' 4
+    api_get '/v1/audit?action=policy.apply'
+    assert_json '.entries | length' 1
 }
 
 @test "tiers, classes, class patch" {
