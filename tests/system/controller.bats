@@ -423,10 +423,19 @@ one_node() {
     assert_json .project.boost null
     api_post /v1/projects/nlp/pause
     assert_json .project.paused true
+    fake_node gpu01 8 H100-80GB >/dev/null
     api_post /v1/jobs '{"command": ["x"], "project": "nlp"}'
-    assert_error 409 project
+    assert_status 201
+    id=$(jq -r .job.id <<<"$body")
+    sleep 0.1
+    api_get "/v1/jobs/$id"
+    assert_json .job.state PENDING
+    assert_json .job.reason AdmissionPaused
     api_post /v1/projects/nlp/resume
     assert_json .project.paused false
+    sleep 0.1
+    api_get "/v1/jobs/$id"
+    assert_json .job.state STARTING
     api_get /v1/projects/none
     assert_error 404 ""
 }
