@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/cgroup.h"
@@ -1194,6 +1195,13 @@ int agent_run(struct agent *a)
     sigchld_cb(-1, 0, a);   /* nothing of ours yet, but keep the table consistent */
     heartbeat(a);
     int rc = event_base_dispatch(a->base) < 0 ? -EIO : 0;
+    /* the spare removes its group when its pipe closes: let it, before the node's group */
+    int spare = a->spare.pid;
+    sup_spare_drop(&a->spare);
+    for (int i = 0; spare > 0 && i < 200 && waitpid(spare, NULL, WNOHANG) == 0; i++) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
     /* the node's parent group goes too when no job is left in it (plain rmdir: a job's
      * group, even an empty one being set up, is never touched) */
     struct cg_job node;
