@@ -125,7 +125,12 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
         ctl_reply_errorf(c, r->req, 400, "project", "unknown project '%s'", ps->project);
         return -EINVAL;
     }
-    /* a paused project queues jobs; they wait with reason AdmissionPaused until resumed */
+    /* paused: nothing new is admitted (jobs queued before wait with AdmissionPaused) */
+    if (pv.spec.paused) {
+        ctl_reply_errorf(c, r->req, 409, "project", "project '%s' is paused: it admits no new jobs",
+                         ps->project);
+        return -EBUSY;
+    }
     if (!ps->tier[0])
         str_copy(ps->tier, sizeof(ps->tier), pv.spec.tier);
     const struct sched_policy *pol = sched_get_policy(c->sched);

@@ -421,12 +421,14 @@ one_node() {
     api_delete /v1/projects/nlp/boost
     assert_status 200
     assert_json .project.boost null
+    fake_node gpu01 8 H100-80GB >/dev/null
+    submit '{"command": ["x"], "project": "nlp", "gpus": 8, "gpu_type": "H100-80GB"}' >/dev/null
+    id=$(submit '{"command": ["x"], "project": "nlp", "gpus": 8, "gpu_type": "H100-80GB", "hold": true}')
     api_post /v1/projects/nlp/pause
     assert_json .project.paused true
-    fake_node gpu01 8 H100-80GB >/dev/null
     api_post /v1/jobs '{"command": ["x"], "project": "nlp"}'
-    assert_status 201
-    id=$(jq -r .job.id <<<"$body")
+    assert_error 409 project
+    api_post "/v1/jobs/$id/release"
     sleep 0.1
     api_get "/v1/jobs/$id"
     assert_json .job.state PENDING
@@ -435,7 +437,8 @@ one_node() {
     assert_json .project.paused false
     sleep 0.1
     api_get "/v1/jobs/$id"
-    assert_json .job.state STARTING
+    assert_json .job.state PENDING
+    [ "$(jq -r .job.reason <<<"$body")" != AdmissionPaused ]
     api_get /v1/projects/none
     assert_error 404 ""
 }
