@@ -113,6 +113,7 @@ teardown_file() {
     kill_pidfile "$T/agent-b.pid"
     kill_pidfile "$T/agent-h.pid"
     kill_pidfile "$T/agent-c.pid"
+    kill_pidfile "$T/agent-r.pid"
     kill_pidfile "$T/ctl.pid"
     # supervisors outlive their agent by design: end them (and their jobs) by pid
     for f in "$T"/agent-*/jobs/*/state.json; do
@@ -120,12 +121,15 @@ teardown_file() {
         pid=$(jq -r '.sup_pid' "$f")
         [[ $pid -gt 0 ]] && alive "$pid" && kill -9 "$pid" 2>/dev/null
     done
-    for n in a b h c; do
+    # a spare removes its own group once its agent is gone: give it a moment
+    wait_for 10 bash -c "! compgen -G '/sys/fs/cgroup/freezer/docket/$PREFIX-*/spare_*' >/dev/null" || true
+    for n in a b h c r; do
         for c in memory cpu cpuacct pids freezer; do
             d=/sys/fs/cgroup/$c/docket/$PREFIX-$n
             [[ -d $d ]] || continue
             for g in "$d"/job_*; do
                 [[ -d $g ]] || continue
+                [[ -d $g/inner ]] && { umount -l "$g/inner" 2>/dev/null; rmdir "$g/inner"; }
                 xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
                 rmdir "$g" 2>/dev/null
             done
@@ -371,4 +375,25 @@ YAML
     [[ $status == 2 && $output == *"bad controller URL 'ftp://x'"* ]]
     run "$B/src/agent/docket-node" --health-check /nonexistent --controller http://127.0.0.1:1
     [[ $status == 2 && $output == *"health check '/nonexistent' is not executable"* ]]
+}
+
+@test "a reclaim that cannot finish is reported and the node turns UNHEALTHY" {
+    # a root job (this agent allows them) pins a sub-group of its own with a bind mount
+    "$B/src/agent/docket-node" --controller "http://127.0.0.1:$PORT" --join-token "$JOIN" \
+        --name "$PREFIX-r" --gpus 0 --label zone=r --allow-root-jobs --state-dir "$T/agent-r" \
+        --log-file "$T/agent-r.log" 2>>"$T/agent-r.err" &
+    echo $! >"$T/agent-r.pid"
+    wait_for 20 node_up "$PREFIX-r"
+    mkdir -p "$T/pin"
+    id=$(submit "$(jq -c -n --arg p "$PREFIX-r" --arg src "$T/pin" '{user: "root", selectors: {zone: "r"},
+        command: ["sh", "-c", ("g=/sys/fs/cgroup/freezer/docket/" + $p + "/job_$DOCKET_JOB_ID/inner; mkdir $g && mount --bind " + $src + " $g")]}')")
+    wait_for 30 state_is "$id" COMPLETED FAILED
+    inner=/sys/fs/cgroup/freezer/docket/$PREFIX-r/job_$id/inner
+    wait_for 20 bash -c "[[ \$(curl -s -H 'Authorization: Bearer $TOKEN' http://127.0.0.1:$PORT/v1/nodes/$PREFIX-r | jq -r .node.state) == UNHEALTHY ]]" || { umount -l "$inner"; false; }
+    reason=$(capi GET "/v1/nodes/$PREFIX-r" | jq -r '.node.reason')
+    umount -l "$inner"
+    [[ $reason == *"reclaim failed for job $id"* ]]
+    grep -q "event=reclaim_failed job=$id" "$T/agent-r.log"
+    capi POST "/v1/nodes/$PREFIX-r/drain" -d '{"reason": "test over"}' >/dev/null
+    kill_pidfile "$T/agent-r.pid"
 }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -340,6 +341,37 @@ static void test_nested_groups_reclaimed(void **st)
         assert_int_equal(stat(cg.dir[i], &sb), -1);
 }
 
+/* A reclaim that cannot finish is reported, not hidden: a root job pins a sub-group of
+ * its own with a bind mount, so the job's group cannot be removed. */
+static void test_reclaim_failure_reported(void **st)
+{
+    (void)st;
+    need_cgroups();
+    if (layout.mode != CG_V1)
+        skip();
+    char src[300], inner[600], json[2048];
+    snprintf(src, sizeof src, "%s/mnt-src", state_dir);
+    mkdir(src, 0755);
+    snprintf(inner, sizeof inner, "/sys/fs/cgroup/freezer/docket/%s/job_25/inner", node);
+    snprintf(json, sizeof json,
+             "{\"id\": 25, \"command\": [\"sh\", \"-c\", \"mkdir %s && mount --bind %s %s\"]}",
+             inner, src, inner);
+    struct sup_state s;
+    run_job(json, &s, NULL, NULL);
+    /* undo the pin before anything can fail, then clean up what reclaim could not */
+    int um = umount2(inner, MNT_DETACH);
+    rmdir(inner);
+    struct cg_job cg;
+    cg_job_init(&cg, &layout, node, 25);
+    cg_job_remove(&cg);
+    assert_int_equal(um, 0);
+    assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
+    assert_int_equal(s.exit_code, 0);
+    assert_false(s.reclaim_ok);
+    assert_non_null(strstr(s.reclaim_msg, "cannot remove cgroup"));
+    assert_non_null(strstr(s.reclaim_msg, "job_25"));
+}
+
 static bool spare_group_exists(int pid)
 {
     char path[512];
@@ -509,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_spare_runs_a_job),
         cmocka_unit_test(test_spare_dropped_cleans_up),
         cmocka_unit_test(test_v2_job),
+        cmocka_unit_test(test_reclaim_failure_reported),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
