@@ -92,6 +92,10 @@ one_node() {
     assert_json '.commands[0].job.id' "$id"
     assert_json '.commands[0].job.command[0]' echo
     seq=$(jq -r '.commands[0].seq' <<<"$body")
+    # not acknowledged: sent again, same seq
+    heartbeat gpu01 "$CRED" 0 "[{\"id\": $id, \"state\": \"starting\", \"pid\": 10}]"
+    assert_json '.commands[0].seq' "$seq"
+    assert_json '.commands[0].job.id' "$id"
     heartbeat gpu01 "$CRED" "$seq" "[{\"id\": $id, \"state\": \"running\", \"pid\": 10}]"
     assert_json '.commands | length' 0
     api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\", \"time_ms\": 1, \"pid\": 10}]}" "$CRED"
@@ -628,4 +632,28 @@ EOF
     grep -q '"event":"log_reopened"' "$TEST_DIR/d.log"
     grep -q '"event":"started"' "$TEST_DIR/d.log.1"
     jq -e . "$TEST_DIR/d.log" >/dev/null
+}
+
+@test "a gang job starts on two nodes at once with ranks and a master" {
+    c1=$(fake_node gpu01 8 H100-80GB)
+    c2=$(fake_node gpu02 8 H100-80GB)
+    id=$(submit '{"command": ["torchrun"], "gpus": 8, "gpu_type": "H100-80GB", "nodes": 2}')
+    sleep 0.1
+    heartbeat gpu01 "$c1" 0
+    assert_json '.commands[0].job.id' "$id"
+    assert_json '.commands[0].job.world_size' 2
+    r1=$(jq -r '.commands[0].job.node_rank' <<<"$body")
+    m1=$(jq -r '.commands[0].job.master_addr' <<<"$body")
+    heartbeat gpu02 "$c2" 0
+    assert_json '.commands[0].job.id' "$id"
+    r2=$(jq -r '.commands[0].job.node_rank' <<<"$body")
+    [ "$m1" = "$(jq -r '.commands[0].job.master_addr' <<<"$body")" ]
+    [ $((r1 + r2)) -eq 1 ]
+    api_get "/v1/jobs/$id"
+    assert_json '.job.allocation | length' 2
+    api_get "/v1/jobs?node=gpu02"
+    assert_json '.jobs[0].id' "$id"
+    api_get "/v1/nodes/gpu02"
+    assert_json '.node.jobs[0]' "$id"
+    assert_json .node.gpus_used 8
 }
