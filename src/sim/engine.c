@@ -805,8 +805,9 @@ static void progress(struct sim *m, int64_t now, bool last)
     if (!m->opt->progress || (!last && wall - m->progress_at < 250))
         return;
     m->progress_at = wall;
-    fprintf(stderr, "\r\033[Ksim %s: day %.1f, %zu jobs read, %ld live, %.0f jobs/s%s",
-            m->pol->name, (double)now / 86400000.0, m->r->njobs, m->live,
+    fprintf(stderr, "\r\033[Ksim %s: day %.1f, %zu jobs read, %ld done, %ld pending, "
+            "%ld running, %.0f jobs/s%s", m->pol->name, (double)now / 86400000.0, m->r->njobs,
+            (long)m->r->njobs - m->live, m->pending, m->running,
             secs > 0 ? (double)m->r->njobs / secs : 0.0, last ? "\n" : "");
     fflush(stderr);
 }
