@@ -78,8 +78,51 @@ static void totals(FILE *f, const struct sim_result *r, const struct sim_summary
     if (r->node_failures)
         fprintf(f, "  %snode failures%s %ld (%.1f GPU-h lost)", DIM(c), RESET(c),
                 r->node_failures, s->lost_node_fail_gpu_hours);
-    fprintf(f, "\n%sJain fairness%s share/guarantee %.3f, slowdown %.3f\n", DIM(c), RESET(c),
-            s->jain_share, s->jain_slowdown);
+    fprintf(f, "\n%sJain fairness%s ", DIM(c), RESET(c));
+    if (s->all.guarantee_gpus > 0)
+        fprintf(f, "share/guarantee %.3f, ", s->jain_share);
+    else
+        fputs("share/guarantee - (no guarantees), ", f);
+    fprintf(f, "slowdown %.3f\n", s->jain_slowdown);
+}
+
+/* A 60-character ASCII strip of a series, each slot the mean of its buckets scaled to
+ * [0, max]: the terminal's view of utilisation and queue length over time. */
+static void strip(FILE *f, const struct sim_result *r, bool util, bool c)
+{
+    static const char ramp[] = " .:-=+*#%@";
+    const struct sim_series *s = &r->series;
+    enum { SLOTS = 60 };
+    double v[SLOTS] = { 0 }, max = 0;
+    size_t per = (s->n + SLOTS - 1) / SLOTS, nslots;
+    char slot_len[32];
+
+    if (s->n == 0)
+        return;
+    if (per < 1)
+        per = 1;
+    nslots = (s->n + per - 1) / per;
+    for (size_t k = 0; k < nslots; k++) {
+        size_t m = 0;
+
+        for (size_t i = k * per; i < (k + 1) * per && i < s->n; i++, m++)
+            v[k] += util ? s->busy_gpu_ms[i] / ((double)s->bucket_ms *
+                                                 (double)(r->total_gpus ? r->total_gpus : 1))
+                         : s->pending_ms[i] / (double)s->bucket_ms;
+        v[k] = m ? v[k] / (double)m : 0;
+        if (v[k] > max)
+            max = v[k];
+    }
+    if (util)
+        max = 1;
+    fprintf(f, "%s%-16s%s |", DIM(c), util ? "GPUs busy" : "pending jobs", RESET(c));
+    for (size_t k = 0; k < nslots; k++)
+        fputc(ramp[max > 0 ? (int)lround(v[k] / max * 9) : 0], f);
+    format_duration((int64_t)per * s->bucket_ms, slot_len, sizeof(slot_len));
+    if (util)
+        fprintf(f, "| 0-100 %%, one mark per %s\n", slot_len);
+    else
+        fprintf(f, "| 0-%.0f, one mark per %s\n", max, slot_len);
 }
 
 int sim_report_text(FILE *f, const struct sim_report_meta *meta,
@@ -90,6 +133,8 @@ int sim_report_text(FILE *f, const struct sim_report_meta *meta,
     fprintf(f, "%sdocket-sim: policy %s%s\n", BOLD(c), run->r->policy_name, RESET(c));
     meta_lines(f, meta, c);
     totals(f, run->r, s, c);
+    strip(f, run->r, true, c);
+    strip(f, run->r, false, c);
     fputc('\n', f);
     group_header(f, "tier", c);
     for (int t = 0; t < s->ntiers; t++)
