@@ -68,6 +68,8 @@ struct project_load {
     struct ctl *c;
     int64_t now;
     int count;
+    bool relaxed;               /* first pass: no max_queued, so every stored job reloads */
+    bool final;                 /* second pass: the real limits, boosts already applied */
 };
 
 static int restore_project(void *arg, const char *name, const char *doc)
@@ -79,14 +81,16 @@ static int restore_project(void *arg, const char *name, const char *doc)
     json_t *j = json_loads(doc, 0, NULL);
     sched_project_spec_init(&p);
     str_copy(p.name, sizeof(p.name), name);
-    if (!j || proto_project_parse(json_object_get(j, "spec"), "", false, &p, &pe) < 0 ||
-        sched_project_upsert(pl->c->sched, &p, &se) < 0) {
+    int rc = j ? proto_project_parse(json_object_get(j, "spec"), "", false, &p, &pe) : -EINVAL;
+    if (rc == 0 && pl->relaxed)
+        p.max_queued = -1; /* a limit lowered after jobs were queued must not drop them */
+    if (rc < 0 || sched_project_upsert(pl->c->sched, &p, &se) < 0) {
         log_error("restore_project_failed", "project=%s", name);
         json_decref(j);
         return 0;
     }
     json_t *b = json_object_get(j, "boost");
-    if (json_is_object(b)) {
+    if (!pl->final && json_is_object(b)) {
         json_int_t levels = json_integer_value(json_object_get(b, "levels"));
         json_int_t until = json_integer_value(json_object_get(b, "until_ms"));
         const char *why = json_string_value(json_object_get(b, "reason"));
@@ -480,7 +484,7 @@ int ctl_restore(struct ctl *c, char *err, size_t errlen)
         proto_policy_release(&initial);
         return -EINVAL;
     }
-    struct project_load pl = {c, clock_now_ms(), 0};
+    struct project_load pl = {c, clock_now_ms(), 0, true, false};
     rc = store_project_list(c->store, restore_project, &pl);
     if (rc == 0 && pl.count == 0) {
         rc = store_begin(c->store);
@@ -498,5 +502,10 @@ int ctl_restore(struct ctl *c, char *err, size_t errlen)
         snprintf(err, errlen, "nodes: %s", store_errmsg(c->store));
         return rc;
     }
-    return restore_jobs(c, err, errlen);
+    if ((rc = restore_jobs(c, err, errlen)) < 0)
+        return rc;
+    struct project_load real = {c, clock_now_ms(), 0, false, true};
+    if ((rc = store_project_list(c->store, restore_project, &real)) < 0)
+        snprintf(err, errlen, "projects: %s", store_errmsg(c->store));
+    return rc;
 }

@@ -657,3 +657,22 @@ EOF
     assert_json '.node.jobs[0]' "$id"
     assert_json .node.gpus_used 8
 }
+
+@test "restart keeps queued jobs even after their project's max_queued was lowered" {
+    one_node
+    api_post /v1/projects '{"name": "p", "max_queued": 5}'
+    for i in 1 2 3; do submit '{"command": ["x"], "project": "p", "hold": true}' >/dev/null; done
+    api_patch /v1/projects/p '{"max_queued": 1}'
+    assert_status 200
+    docketd_stop
+    docketd_start
+    api_get /healthz
+    assert_json .jobs.HELD 3
+    api_get /v1/projects/p
+    assert_json .project.max_queued 1
+    assert_json .project.usage.queued 3
+    api_post /v1/jobs '{"command": ["x"], "project": "p"}'
+    assert_error 429 project
+    grep -q restore_project_failed "$TEST_DIR/docketd.log" && return 1
+    ! grep -q restore_job_failed "$TEST_DIR/docketd.log"
+}
