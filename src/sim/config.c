@@ -428,7 +428,7 @@ void sim_mapping_defaults(struct sim_mapping *m)
     m->min_time_limit_ms = 60000;
     m->cpu_unit_cores = 8;
     m->guarantee_from_partition = true;
-    m->on_signal = SIM_SIGNAL_EXIT;
+    m->on_signal = SIM_SIGNAL_AUTO;
     (void)str_copy(m->dflt.match, sizeof(m->dflt.match), "*");
     m->dflt.checkpoint_ms = -1;
 }
@@ -486,12 +486,14 @@ static int mapping_knobs(struct jctx *c, json_t *obj, struct sim_mapping *m)
         m->limit_source = SIM_LIMIT_CLASS;
     else if (src[0])
         return jfail(c, "time_limit", "'%s' is not runtime, requested or class", src);
-    if (sig[0] && strcmp(sig, "exit") == 0)
+    if (sig[0] && strcmp(sig, "auto") == 0)
+        m->on_signal = SIM_SIGNAL_AUTO;
+    else if (sig[0] && strcmp(sig, "exit") == 0)
         m->on_signal = SIM_SIGNAL_EXIT;
     else if (sig[0] && strcmp(sig, "grace") == 0)
         m->on_signal = SIM_SIGNAL_GRACE;
     else if (sig[0])
-        return jfail(c, "on_signal", "'%s' is not exit or grace", sig);
+        return jfail(c, "on_signal", "'%s' is not auto, exit or grace", sig);
     return 0;
 }
 

@@ -56,7 +56,10 @@ void sim_cluster_node(const struct sim_cluster *c, long i, struct sched_node_spe
 /* Mapping rules                                                                      */
 
 enum sim_limit_source { SIM_LIMIT_RUNTIME, SIM_LIMIT_REQUESTED, SIM_LIMIT_CLASS };
-enum sim_on_signal { SIM_SIGNAL_EXIT, SIM_SIGNAL_GRACE };
+/* What a job does when the core signals it (time limit, preemption): AUTO = a job that
+ * declared a checkpoint saves and exits at once, others run until the grace ends and the
+ * core kills them; EXIT = every job exits at once; GRACE = every job runs out its grace. */
+enum sim_on_signal { SIM_SIGNAL_AUTO, SIM_SIGNAL_EXIT, SIM_SIGNAL_GRACE };
 
 struct sim_rule {
     char match[SCHED_NAME_MAX];  /* trace project: exact, "prefix*", or "*" */

@@ -6,7 +6,7 @@
  * node failing or coming back) and the core's next wakeup; it applies everything due at
  * that time, then runs sched_cycle and carries out the decisions the way agents would:
  * START -> sched_job_running and an end event after the remaining work; SIGNAL -> the job
- * exits at once (on_signal: exit) or lives out its grace until the core's KILL; KILL and
+ * exits at once or lives out its grace until the core's KILL (on_signal); KILL and
  * ends -> sched_job_ended. The trace is streamed: only one row is held ahead.
  */
 #include "sim/engine.h"
@@ -606,7 +606,8 @@ static int on_signal(struct sim *m, const struct sched_decision *d, int64_t now)
     if (!j || !j->running)
         return 0;
     j->stop_cause = (uint8_t)d->cause;
-    if (m->map->on_signal == SIM_SIGNAL_EXIT)
+    if (m->map->on_signal == SIM_SIGNAL_EXIT ||
+        (m->map->on_signal == SIM_SIGNAL_AUTO && j->ckpt_ms > 0))
         return heap_push(m, now, EV_EXIT, (uint32_t)(d->job_id - 1), j->gen);
     return 0; /* lives out its grace; the core sends KILL */
 }

@@ -52,7 +52,10 @@ static const char usage_text[] =
     "  --pool                  pool the per-project clusters into one shared pool\n"
     "  --checkpoint DURATION   jobs declare a checkpoint every DURATION (work lost to a\n"
     "                          preemption counts from the last one)\n"
-    "  --on-signal exit|grace  jobs exit at once on their signal (default) or use the grace\n"
+    "  --on-signal auto|exit|grace  on a time limit or preemption signal, jobs that declare\n"
+    "                          a checkpoint save and exit at once, others are killed when\n"
+    "                          the grace ends (auto, default); or all exit at once; or all\n"
+    "                          use the grace\n"
     "\n"
     "load and size:\n"
     "  --arrival-scale F       multiply submission times by F (0.5 doubles the load)\n"
@@ -324,12 +327,14 @@ static int apply_flag_mapping(const struct cli *c, struct sim_mapping *m)
             return bad_flag("time-limit", c->time_limit_src, "runtime, requested or class");
     }
     if (c->on_signal) {
-        if (strcmp(c->on_signal, "exit") == 0)
+        if (strcmp(c->on_signal, "auto") == 0)
+            m->on_signal = SIM_SIGNAL_AUTO;
+        else if (strcmp(c->on_signal, "exit") == 0)
             m->on_signal = SIM_SIGNAL_EXIT;
         else if (strcmp(c->on_signal, "grace") == 0)
             m->on_signal = SIM_SIGNAL_GRACE;
         else
-            return bad_flag("on-signal", c->on_signal, "exit or grace");
+            return bad_flag("on-signal", c->on_signal, "auto, exit or grace");
     }
     if ((c->default_tier && !str_is_name(c->default_tier)) ||
         (c->default_class && !str_is_name(c->default_class)) ||

@@ -189,6 +189,7 @@ static void one_preemption(void **state)
     (void)state;
     fx_init(&f, preempt_trace, 4, tiered, tiers_map);
     f.map.time_limit_factor = 2.0;
+    f.map.on_signal = SIM_SIGNAL_EXIT; /* L dies of the signal at once */
     r = fx_run(&f);
     assert_int_equal(job(r, "H")->first_start_ms, 1000000);
     assert_int_equal(job(r, "H")->end_ms, 1100000);
@@ -202,6 +203,26 @@ static void one_preemption(void **state)
     assert_int_equal(sim_summary_compute(r, &s), 0);
     assert_true(s.lost_gpu_hours > 1.1110 && s.lost_gpu_hours < 1.1112); /* 4 x 1000 s */
     sim_summary_release(&s);
+    sim_result_destroy(r);
+    fx_release(&f);
+}
+
+static void preemption_waits_for_the_grace(void **state)
+{
+    struct fx f;
+    struct sim_result *r;
+
+    (void)state;
+    /* auto: L declared no checkpoint, so it runs out its 30 s grace and is killed */
+    fx_init(&f, preempt_trace, 4,
+            "settings: {ordering: tiered, backfill: true, preemption: true, min_runtime: 10m,"
+            " default_grace: 30s}", tiers_map);
+    f.map.time_limit_factor = 2.0;
+    r = fx_run(&f);
+    assert_int_equal(job(r, "H")->first_start_ms, 1030000);
+    assert_int_equal(job(r, "L")->preempts, 1);
+    assert_int_equal(job(r, "L")->lost_ms, 1030000);
+    assert_int_equal(job(r, "L")->end_ms, 1130000 + 10000000);
     sim_result_destroy(r);
     fx_release(&f);
 }
@@ -245,14 +266,15 @@ static void time_limit_ends_job(void **state)
     struct sim_result *r;
 
     (void)state;
-    /* 1 h runtime, class exploration capped at 30 min: TIMEOUT at 30 min */
+    /* 1 h runtime, class exploration capped at 30 min: signalled at 30 min; with no
+     * checkpoint it runs out the default 30 s grace and is killed: TIMEOUT */
     fx_init(&f, HEADER "T,0,3600,1,,,,p,,\n", 4,
             "classes: [{name: exploration, max_limit: 30m}]\n" "settings: {ordering: fifo}",
             "default: {class: exploration}");
     r = fx_run(&f);
     assert_int_equal(job(r, "T")->limit_ms, 1800000);
     assert_int_equal(job(r, "T")->end, SIM_END_TIMEOUT);
-    assert_int_equal(job(r, "T")->end_ms, 1800000);
+    assert_int_equal(job(r, "T")->end_ms, 1800000 + 30000); /* signalled, killed after grace */
     assert_int_equal(r->timeouts, 1);
     sim_result_destroy(r);
     fx_release(&f);
@@ -374,6 +396,7 @@ int main(void)
         cmocka_unit_test(fifo_blocks_without_backfill),
         cmocka_unit_test(easy_backfills_one_job),
         cmocka_unit_test(one_preemption),
+        cmocka_unit_test(preemption_waits_for_the_grace),
         cmocka_unit_test(preemption_keeps_checkpointed_work),
         cmocka_unit_test(fifo_never_preempts),
         cmocka_unit_test(time_limit_ends_job),
