@@ -367,6 +367,64 @@ static int spec_to_sched(const struct store_job *row, struct sched_job_spec *sp)
     return 0;
 }
 
+/* A job the core cannot take back at all (its GPU type or every fitting node is gone):
+ * end it in the store, with the reason, rather than leave a row the core does not hold. */
+static void end_on_restore(struct ctl *c, const struct store_job *row, int64_t now,
+                           const char *why)
+{
+    struct store_job j;
+    if (store_job_get(c->store, row->id, &j) < 0)
+        return;
+    bool ran = j.state != SCHED_PENDING && j.state != SCHED_HELD;
+    const char *from = sched_job_state_name((enum sched_job_state)j.state);
+    enum sched_job_state to = ran ? SCHED_NODE_FAIL : SCHED_FAILED;
+    j.state = to;
+    j.end_ms = now;
+    if (ran) {
+        json_t *x = json_pack("{s:s,s:i,s:s}", "kind", "lost", "code", 0, "message", why);
+        free(j.exit);
+        j.exit = json_dumps(x, JSON_COMPACT);
+        json_decref(x);
+    }
+    char detail[128];
+    snprintf(detail, sizeof(detail), "cannot be restored: %s", why);
+    struct store_event e = {row->id, now, "state", from, sched_job_state_name(to), "",
+                            "restore", detail};
+    if (store_begin(c->store) < 0 || store_job_update(c->store, &j) < 0 ||
+        store_event_add(c->store, &e) < 0)
+        log_error("store_failed", "what=restore_end job=%llu", (unsigned long long)row->id);
+    log_warn("restore_ended", "job=%llu state=%s error=\"%s\"", (unsigned long long)row->id,
+             sched_job_state_name(to), why);
+    store_job_release(&j);
+}
+
+static int requeue_on_restore(struct ctl *c, const struct store_job *row,
+                              struct sched_job_spec *sp, int64_t now, struct sched_error *se)
+{
+    log_warn("restore_requeued", "job=%llu error=\"%s\"", (unsigned long long)row->id,
+             se->message);
+    int rc = sched_job_submit(c->sched, sp, now, se);
+    if (rc < 0)
+        return rc;
+    struct store_job j;
+    if (store_job_get(c->store, row->id, &j) < 0)
+        return 0;
+    const char *from = sched_job_state_name((enum sched_job_state)j.state);
+    j.state = SCHED_PENDING;
+    free(j.alloc);
+    j.alloc = NULL;
+    j.nodes[0] = '\0';
+    j.start_ms = 0;
+    if (store_begin(c->store) == 0 && store_job_update(c->store, &j) == 0) {
+        struct store_event e = {row->id, now, "state", from, "PENDING", "", "node_fail",
+                                "its allocation could not be restored; requeued"};
+        if (store_event_add(c->store, &e) < 0)
+            log_error("store_failed", "what=restore_event job=%llu", (unsigned long long)row->id);
+    }
+    store_job_release(&j);
+    return 0;
+}
+
 static int restore_job(void *arg, const struct store_job *row)
 {
     struct job_load *jl = arg;
@@ -404,6 +462,8 @@ static int restore_job(void *arg, const struct store_job *row)
         rc = sched_job_restore_running(c->sched, &sp, allocs, na,
                                        row->start_ms ? row->start_ms : jl->now,
                                        (enum sched_job_state)row->state, &se);
+        if (rc < 0) /* its allocation no longer fits (a node gone or shrunk): requeue it */
+            rc = requeue_on_restore(c, row, &sp, jl->now, &se);
         enum sched_exit_kind kind;
         int code;
         if (rc == 0 && exit_from_json(row->exit, &kind, &code) == 0)
@@ -413,6 +473,7 @@ static int restore_job(void *arg, const struct store_job *row)
     if (rc < 0) {
         log_error("restore_job_failed", "job=%llu field=%s error=\"%s\"",
                   (unsigned long long)row->id, se.field, se.message);
+        end_on_restore(c, row, jl->now, se.message);
         jl->failed++;
     }
     return 0;
@@ -504,6 +565,10 @@ int ctl_restore(struct ctl *c, char *err, size_t errlen)
     }
     if ((rc = restore_jobs(c, err, errlen)) < 0)
         return rc;
+    if ((rc = store_commit(c->store)) < 0) { /* requeues decided while restoring */
+        snprintf(err, errlen, "commit: %s", store_errmsg(c->store));
+        return rc;
+    }
     struct project_load real = {c, clock_now_ms(), 0, false, true};
     if ((rc = store_project_list(c->store, restore_project, &real)) < 0)
         snprintf(err, errlen, "projects: %s", store_errmsg(c->store));

@@ -676,3 +676,32 @@ EOF
     grep -q restore_project_failed "$TEST_DIR/docketd.log" && return 1
     ! grep -q restore_job_failed "$TEST_DIR/docketd.log"
 }
+
+@test "restart: a running job whose node record is gone is requeued, or ended when nothing fits" {
+    command -v sqlite3 >/dev/null || skip "sqlite3 CLI not installed"
+    c1=$(fake_node gpu01 8 H100-80GB)
+    c2=$(fake_node gpu02 8 H100-80GB)
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 8, "gpu_type": "H100-80GB"}')
+    sleep 0.1
+    api_get "/v1/jobs/$id"
+    node=$(jq -r '.job.allocation[0].node' <<<"$body")
+    docketd_stop
+    # fault injection: the record of the node the job runs on is gone
+    sqlite3 "$STATE_DIR/docket.db" "DELETE FROM nodes WHERE name = '$node'"
+    docketd_start
+    grep -q "restore_requeued.*job=$id" "$TEST_DIR/docketd.log"
+    api_get "/v1/jobs/$id"
+    [[ $(jq -r .job.state <<<"$body") =~ ^(PENDING|STARTING)$ ]]
+    api_get "/v1/jobs/$id/events"
+    jq -e '[.events[] | select(.detail | test("could not be restored"))] | length == 1' <<<"$body"
+    # now no node at all: nothing can take it back, it ends as NODE_FAIL with the reason
+    docketd_stop
+    sqlite3 "$STATE_DIR/docket.db" "DELETE FROM nodes"
+    sqlite3 "$STATE_DIR/docket.db" "UPDATE jobs SET state = 3 WHERE id = $id"
+    docketd_start
+    api_get "/v1/jobs/$id"
+    assert_json .job.state NODE_FAIL
+    assert_json .job.exit.kind lost
+    api_get /healthz
+    assert_json '.jobs | length' 0
+}
