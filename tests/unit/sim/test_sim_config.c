@@ -218,6 +218,30 @@ static void mapping_rules(void **state)
     sim_mapping_release(&m);
 }
 
+static void mapping_inside_policy(void **state)
+{
+    struct sim_policy p, q;
+    struct sim_mapping m;
+    char err[256];
+    json_t *j = yaml("settings: {ordering: fifo}\n"
+                     "mapping: {time_limit_factor: 4, rules: [{match: a, tier: low}]}\n");
+
+    (void)state;
+    assert_int_equal(sim_policy_from_json(j, "p.yaml", &p, err, sizeof(err)), 0);
+    json_decref(j);
+    assert_true(p.has_mapping);
+    assert_non_null(p.mapping);
+    assert_int_equal(sim_policy_copy(&q, &p), 0); /* the copy shares the mapping section */
+    sim_policy_release(&p);
+    sim_mapping_defaults(&m);
+    assert_int_equal(sim_mapping_from_json(q.mapping, "p.yaml", &m, err, sizeof(err)), 0);
+    assert_true(m.time_limit_factor == 4);
+    assert_int_equal(m.nrules, 1);
+    assert_string_equal(sim_mapping_find(&m, "a", "")->tier, "low");
+    sim_mapping_release(&m);
+    sim_policy_release(&q);
+}
+
 static void baselines(void **state)
 {
     struct sim_policy p, q;
@@ -302,6 +326,7 @@ int main(void)
         cmocka_unit_test(policy_document),
         cmocka_unit_test(policy_errors),
         cmocka_unit_test(mapping_rules),
+        cmocka_unit_test(mapping_inside_policy),
         cmocka_unit_test(baselines),
         cmocka_unit_test(examples_load),
     };

@@ -299,6 +299,30 @@ static void bad_row_stops_or_is_counted(void **state)
     fx_release(&f);
 }
 
+static void gang_shapes(void **state)
+{
+    struct fx f;
+    struct sim_result *r;
+    json_t *doc;
+
+    (void)state;
+    fx_init(&f, HEADER "a,0,60,12,,,,p,,\nb,0,60,13,,,,p,,\nc,0,60,0,20,,,p,,\n"
+                "d,0,60,8,,,2,p,,\n", 8, fifo, NULL);
+    sim_cluster_release(&f.cl);
+    yaml_into("node_groups: [{name: n, count: 4, gpus: 8, gpu_type: A100, cpus: 64}]", &doc);
+    assert_int_equal(sim_cluster_from_json(doc, "cluster", &f.cl, f.err, sizeof(f.err)), 0);
+    json_decref(doc);
+    r = fx_run(&f);
+    assert_int_equal(job(r, "a")->gpus, 12); /* 2 nodes x 6 */
+    assert_int_equal(job(r, "b")->gpus, 14); /* 13 is prime: 2 nodes x 7, rounded up */
+    assert_int_equal(job(r, "c")->gpus, 3);  /* CPU-only: 20 cores / 8 per unit, rounded up */
+    assert_int_equal(job(r, "d")->gpus, 8);  /* the trace's 2 nodes: 2 x 4 */
+    for (size_t i = 0; i < r->njobs; i++)
+        assert_int_equal(r->jobs[i].end, SIM_END_COMPLETED);
+    sim_result_destroy(r);
+    fx_release(&f);
+}
+
 static void rejected_job_is_counted(void **state)
 {
     struct fx f;
@@ -401,6 +425,7 @@ int main(void)
         cmocka_unit_test(fifo_never_preempts),
         cmocka_unit_test(time_limit_ends_job),
         cmocka_unit_test(bad_row_stops_or_is_counted),
+        cmocka_unit_test(gang_shapes),
         cmocka_unit_test(rejected_job_is_counted),
         cmocka_unit_test(deterministic_reports),
         cmocka_unit_test(node_failures_requeue_jobs),
