@@ -114,9 +114,11 @@ static void draw_axes(FILE *f, const struct axes *a)
                     H - MB + 16, buf);
         }
     } else {
-        for (int i = 0; i <= 5; i++) {
-            double v = a->x0 + (a->x1 - a->x0) * i / 5;
+        /* round steps: 1, 2 or 5 x 10^k days (or hours on short runs) */
+        double unit = a->xdays && a->x1 > 72 ? 24 : 1;
+        double step = nice_max((a->x1 - a->x0) / unit / 6) * unit;
 
+        for (double v = a->x0; v <= a->x1 * 1.0001 && step > 0; v += step) {
             x_tick_label(a, v, buf, sizeof(buf));
             fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"xt\">%s</text>\n", px(a, v),
                     H - MB + 16, buf);
