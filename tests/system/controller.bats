@@ -295,6 +295,11 @@ one_node() {
     check '{"command": ["x"], "workdir": "relative"}' 400 workdir
     check '{"command": ["x"], "selectors": {"zone": 1}}' 400 selectors.zone
     check '{"command": ["x"], "user": "mallory", "name": 5}' 400 name
+    check '{"command": ["x"], "tier": "critical"}' 400 tier
+    check '{"command": ["x"], "begin": "yesterday"}' 400 begin
+    check '{"command": ["x"], "retries": 3}' 400 retries
+    check '{"command": ["x"], "grace": "5d"}' 400 grace
+    check '{"command": ["x"], "time_limit": "400d"}' 400 time_limit
     api_get '/v1/jobs?state=all'
     assert_json '.jobs | length' 0
     api_get '/v1/audit?action=job.submit'
