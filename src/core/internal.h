@@ -66,6 +66,7 @@ struct job {
     uint8_t reason;
     uint8_t stop_cause;
     uint8_t flags;
+    uint8_t victim_rank;  /* the rank it is counted under in its nodes' victim_* sums */
     int16_t gpu_type;     /* -1 any; else type index >= 1 */
     int gpus, cpus, nodes;
     int64_t mem_mb;
@@ -168,6 +169,9 @@ struct node {
     struct release *rel;
     int nrel, rel_cap;
     bool rel_dirty;
+    /* what its preemptible running jobs hold, by their tier rank: an upper bound that lets
+       a preemption search pass over a node that could never make room */
+    int victim_gpus[SCHED_MAX_TIERS], victim_cpus[SCHED_MAX_TIERS];
 };
 
 struct project {
@@ -371,6 +375,8 @@ int preempt_for(struct sched *s, struct job *j, int64_t now);
 bool victim_eligible(const struct sched *s, const struct job *v, const struct job *j,
                      const struct node *n, int64_t now);
 void victim_eligibility_update(struct sched *s, struct job *v, int64_t now);
+/* Set or clear a job's JF_VICTIM_ELIGIBLE, keeping the counters and node sums in step. */
+void victim_mark(struct sched *s, struct job *v, bool eligible);
 
 /* ---- order.c */
 void order_insert(struct sched *s, struct job *j);

@@ -674,10 +674,7 @@ int sched_job_ended(struct sched *s, uint64_t id, enum sched_exit_kind how, int 
 void job_stop(struct sched *s, struct job *j, enum sched_stop_cause cause, int signal,
               int64_t grace, uint64_t preemptor, int64_t now)
 {
-    if (j->flags & JF_VICTIM_ELIGIBLE) {
-        s->eligible_victims--;
-        j->flags &= (uint8_t)~JF_VICTIM_ELIGIBLE;
-    }
+    victim_mark(s, j, false);
     j->stop_cause = (uint8_t)cause;
     j->preemptor = preemptor;
     enum sched_job_state from = j->state;

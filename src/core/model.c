@@ -815,10 +815,7 @@ void job_release_resources(struct sched *s, struct job *j)
         if (u64map_get(&s->arrays, j->array_id, &ai))
             s->array_counts[ai].running--;
     }
-    if (j->flags & JF_VICTIM_ELIGIBLE) {
-        s->eligible_victims--;
-        j->flags &= (uint8_t)~JF_VICTIM_ELIGIBLE;
-    }
+    victim_mark(s, j, false);
     for (int i = 0; i < j->nallocs; i++) {
         const struct sched_alloc *a = &j->allocs[i];
         struct node *n = &s->nodes[a->node];

@@ -215,6 +215,10 @@ void order_rebuild(struct sched *s, int64_t now)
         if (!j->id)
             continue;
         j->flags &= (uint8_t)~JF_STARVING;
+        if ((j->flags & JF_VICTIM_ELIGIBLE) && j->victim_rank != job_eff_rank(s, j)) {
+            victim_mark(s, j, false); /* a boost moved it: count it under its new rank */
+            victim_mark(s, j, true);
+        }
         if (j->state != SCHED_PENDING)
             continue;
         shape_rule_refresh(s, j);

@@ -31,17 +31,29 @@ static bool victim_for_anyone(const struct sched *s, const struct job *v, int64_
     return age >= s->policy.min_runtime_ms && (c->protect_after_ms == 0 || age < c->protect_after_ms);
 }
 
-void victim_eligibility_update(struct sched *s, struct job *v, int64_t now)
+void victim_mark(struct sched *s, struct job *v, bool eligible)
 {
     bool was = v->flags & JF_VICTIM_ELIGIBLE;
-    bool is = victim_for_anyone(s, v, now);
-    if (is && !was) {
+    if (was == eligible)
+        return;
+    int sign = eligible ? 1 : -1;
+    if (eligible) {
         v->flags |= JF_VICTIM_ELIGIBLE;
-        s->eligible_victims++;
-    } else if (!is && was) {
+        v->victim_rank = (uint8_t)job_eff_rank(s, v);
+    } else {
         v->flags &= (uint8_t)~JF_VICTIM_ELIGIBLE;
-        s->eligible_victims--;
     }
+    s->eligible_victims += sign;
+    for (int i = 0; i < v->nallocs; i++) {
+        struct node *n = &s->nodes[v->allocs[i].node];
+        n->victim_gpus[v->victim_rank] += sign * v->allocs[i].gpus;
+        n->victim_cpus[v->victim_rank] += sign * v->allocs[i].cpus;
+    }
+}
+
+void victim_eligibility_update(struct sched *s, struct job *v, int64_t now)
+{
+    victim_mark(s, v, victim_for_anyone(s, v, now));
     if (v->nallocs == 0 || !job_class(s, v)->preemptible)
         return;
     int64_t eligible_at = v->start_ms + s->policy.min_runtime_ms;
@@ -156,6 +168,16 @@ static bool plan_node(struct sched *s, const struct job *j, uint32_t idx, int64_
     if (node_free_fit(n, sh))
         return sh->nodes > 1; /* a gang may use it as is; a single job was held off it
                                  by a reservation, and victims elsewhere would not help */
+    /* upper bound first: everything lower tiers (and, when it may reclaim, its own tier)
+       hold here; most nodes fail this without looking at a single job */
+    int rj = job_eff_rank(s, j);
+    int g = n->gpus - n->gpus_used, c = n->cpus - n->cpus_used;
+    for (int r = under_guarantee_after(s, j) ? rj : rj + 1; r < s->policy.ntiers; r++) {
+        g += n->victim_gpus[r];
+        c += n->victim_cpus[r];
+    }
+    if (g < sh->gpus || c < sh->cpus)
+        return false;
     struct victim all[SCHED_MAX_NODE_GPUS + 8];
     int nall = 0;
     for (uint32_t i = 0; i < n->jobs.n && nall < (int)(sizeof(all) / sizeof(all[0])); i++) {

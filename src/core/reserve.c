@@ -39,23 +39,64 @@ struct avail {
     int64_t mem;
 };
 
-/* What node `n` will have free at time t: capacity minus the jobs still running then
- * (by their expected ends) minus the claims active then, except reservation `own`. */
+static int cmp_release(const void *a, const void *b)
+{
+    const struct release *x = a, *y = b;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* The node's releases in time order, each entry holding the running total released by
+ * then. A cache: queries that are const for the model may refresh it. */
+static const struct node *releases(const struct sched *s, const struct node *cn)
+{
+    struct node *n = (struct node *)(uintptr_t)cn;
+    if (!n->rel_dirty)
+        return n;
+    size_t cap = (size_t)n->rel_cap;
+    if (grow((void **)&n->rel, &cap, n->jobs.n + 1, sizeof(*n->rel)) < 0) {
+        n->nrel = 0;
+        return n; /* stays dirty: retried next time; meanwhile nothing is released */
+    }
+    n->rel_cap = (int)cap;
+    uint32_t idx = (uint32_t)(n - s->nodes);
+    int nr = 0;
+    for (uint32_t i = 0; i < n->jobs.n; i++) {
+        const struct job *j = &s->jobs[n->jobs.v[i]];
+        const struct sched_alloc *al = alloc_on(j, idx);
+        int64_t e = job_expected_end(s, j);
+        if (al && e < NEVER)
+            n->rel[nr++] = (struct release){e, al->gpus, al->cpus, al->mem_mb};
+    }
+    qsort(n->rel, nr, sizeof(*n->rel), cmp_release);
+    for (int i = 1; i < nr; i++) {
+        n->rel[i].gpus += n->rel[i - 1].gpus;
+        n->rel[i].cpus += n->rel[i - 1].cpus;
+        n->rel[i].mem += n->rel[i - 1].mem;
+    }
+    n->nrel = nr;
+    n->rel_dirty = false;
+    return n;
+}
+
+/* What node `n` will have free at time t: free now, plus what its jobs release by t
+ * (their expected ends), minus the claims active then except reservation `own`. */
 static struct avail avail_at(const struct sched *s, const struct node *n, int64_t t,
                              uint32_t own)
 {
-    struct avail a = {n->gpus, n->cpus, n->mem_mb};
-    uint32_t idx = (uint32_t)(n - s->nodes);
-    for (uint32_t i = 0; i < n->jobs.n; i++) {
-        const struct job *j = &s->jobs[n->jobs.v[i]];
-        if (job_expected_end(s, j) <= t)
-            continue;
-        const struct sched_alloc *al = alloc_on(j, idx);
-        if (!al)
-            continue;
-        a.gpus -= al->gpus;
-        a.cpus -= al->cpus;
-        a.mem -= al->mem_mb;
+    struct avail a = {n->gpus - n->gpus_used, n->cpus - n->cpus_used, n->mem_mb - n->mem_used};
+    n = releases(s, n);
+    int lo = 0, hi = n->nrel; /* first release after t */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (n->rel[mid].at <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0) {
+        a.gpus += n->rel[lo - 1].gpus;
+        a.cpus += n->rel[lo - 1].cpus;
+        a.mem += n->rel[lo - 1].mem;
     }
     for (int i = 0; i < n->nclaims; i++) {
         const struct claim *c = &n->claims[i];
@@ -113,63 +154,23 @@ static bool feasible_at(const struct sched *s, const struct node *n, const struc
     return true;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int cmp_release(const void *a, const void *b)
-{
-    const struct release *x = a, *y = b;
-    return (x->at > y->at) - (x->at < y->at);
-}
-
-static void releases_rebuild(const struct sched *s, struct node *n)
-{
-    size_t cap = (size_t)n->rel_cap;
-    if (grow((void **)&n->rel, &cap, n->jobs.n + 1, sizeof(*n->rel)) < 0) {
-        n->nrel = 0;
-        return; /* stays dirty: retried next time */
-    }
-    n->rel_cap = (int)cap;
-    uint32_t idx = (uint32_t)(n - s->nodes);
-    int nr = 0;
-    for (uint32_t i = 0; i < n->jobs.n; i++) {
-        const struct job *j = &s->jobs[n->jobs.v[i]];
-        const struct sched_alloc *al = alloc_on(j, idx);
-        int64_t e = job_expected_end(s, j);
-        if (al && e < NEVER)
-            n->rel[nr++] = (struct release){e, al->gpus, al->cpus, al->mem_mb};
-    }
-    qsort(n->rel, nr, sizeof(*n->rel), cmp_release);
-    n->nrel = nr;
-    n->rel_dirty = false;
-}
-
-/* The common case, a node without claims: free now plus the running jobs' releases in
- * time order; the first moment they cover the request. The release list is a cache the
- * const query may refresh (it changes nothing the model means). */
-static int64_t earliest_unclaimed(const struct sched *s, const struct node *cn,
+/* A node without other claims: the first release that makes the request fit. */
+static int64_t earliest_unclaimed(const struct sched *s, const struct node *n,
                                   const struct shape *sh, int64_t now)
 {
-    struct avail a = {cn->gpus - cn->gpus_used, cn->cpus - cn->cpus_used,
-                      cn->mem_mb - cn->mem_used};
+    struct avail a = {n->gpus - n->gpus_used, n->cpus - n->cpus_used, n->mem_mb - n->mem_used};
     if (covers(a, sh->gpus, sh->cpus, sh->mem_mb))
         return now;
-    struct node *n = (struct node *)(uintptr_t)cn;
-    if (n->rel_dirty || n->nrel == 0)
-        releases_rebuild(s, n);
+    n = releases(s, n);
     for (int i = 0; i < n->nrel; i++) {
-        a.gpus += n->rel[i].gpus;
-        a.cpus += n->rel[i].cpus;
-        a.mem += n->rel[i].mem;
-        if (covers(a, sh->gpus, sh->cpus, sh->mem_mb))
+        struct avail b = {a.gpus + n->rel[i].gpus, a.cpus + n->rel[i].cpus, a.mem + n->rel[i].mem};
+        if (covers(b, sh->gpus, sh->cpus, sh->mem_mb))
             return n->rel[i].at > now ? n->rel[i].at : now;
     }
     return NEVER;
 }
 
+/* Availability only rises at a release or a claim's end: try those times in order. */
 int64_t node_earliest(const struct sched *s, const struct node *n, const struct job *j,
                       int64_t now, int64_t dur, uint32_t own_res)
 {
@@ -181,31 +182,28 @@ int64_t node_earliest(const struct sched *s, const struct node *n, const struct 
         return earliest_unclaimed(s, n, sh, now);
     if (feasible_at(s, n, sh, now, dur, own_res))
         return now;
-    size_t cap = n->jobs.n + (size_t)n->nclaims;
-    int64_t local[96];
-    int64_t *times = cap <= 96 ? local : malloc(cap * sizeof(*times));
-    if (!times)
-        return NEVER;
-    size_t nt = 0;
-    for (uint32_t i = 0; i < n->jobs.n; i++) {
-        int64_t e = job_expected_end(s, &s->jobs[n->jobs.v[i]]);
-        if (e > now && e < NEVER)
-            times[nt++] = e;
-    }
-    for (int i = 0; i < n->nclaims; i++)
-        if (n->claims[i].res != own_res && n->claims[i].end > now && n->claims[i].end < NEVER)
-            times[nt++] = n->claims[i].end;
-    qsort(times, nt, sizeof(*times), cmp_i64);
-    int64_t best = NEVER;
-    for (size_t i = 0; i < nt; i++) {
-        if (feasible_at(s, n, sh, times[i], dur, own_res)) {
-            best = times[i];
-            break;
+    int64_t ends[64];
+    int nends = 0;
+    for (int i = 0; i < n->nclaims && nends < 64; i++) {
+        int64_t e = n->claims[i].end;
+        if (n->claims[i].res == own_res || e <= now || e >= NEVER)
+            continue;
+        int k = nends++;
+        while (k > 0 && ends[k - 1] > e) {
+            ends[k] = ends[k - 1];
+            k--;
         }
+        ends[k] = e;
     }
-    if (times != local)
-        free(times);
-    return best;
+    n = releases(s, n);
+    int r = 0, c = 0;
+    while (r < n->nrel || c < nends) {
+        int64_t t = c >= nends || (r < n->nrel && n->rel[r].at <= ends[c]) ? n->rel[r++].at
+                                                                          : ends[c++];
+        if (t > now && feasible_at(s, n, sh, t, dur, own_res))
+            return t;
+    }
+    return NEVER;
 }
 
 /* ------------------------------------------------------------------------------------ */
