@@ -225,6 +225,7 @@ struct walk {
     struct sched_alloc allocs[SCHED_MAX_JOB_NODES];
     int open_shapes;      /* shapes with pending jobs not yet known not to fit */
     bool stop;            /* strict order without backfill: first block ends the walk */
+    bool dropped_lower;   /* stale lower reservations were dropped in this walk */
 };
 
 static bool preemption_possible(const struct sched *s)
@@ -262,8 +263,12 @@ static void job_blocked(struct sched *s, struct walk *w, struct job *j,
     }
     if (s->policy.backfill && j->reservation == NONE32) {
         /* the walk goes in priority order: a reservation still held by a lower job is
-           from an earlier cycle and must not hold this one back */
-        reservation_drop_lower(s, j);
+           from an earlier cycle and must not hold this one back. Once done, every
+           reservation left belongs to a job walked earlier, so once a cycle suffices. */
+        if (!w->dropped_lower) {
+            reservation_drop_lower(s, j);
+            w->dropped_lower = true;
+        }
         if (want_reservation(s, j) && reservation_make(s, j, w->now, false) == 0)
             w->st->reservations++;
     }

@@ -90,7 +90,7 @@ void sched_policy_defaults(struct sched_policy *p)
     p->default_grace_ms = 30 * SEC;
     p->cancel_grace_ms = 10 * SEC;
     p->backfill_depth = 16;
-    p->reservation_refresh_ms = 1 * MIN;
+    p->reservation_refresh_ms = 5 * MIN; /* with the fair-share refresh */
     p->service_restart_delay_ms = 10 * SEC;
     p->retry_delay_ms = 10 * SEC;
 }

@@ -196,7 +196,25 @@ int64_t node_earliest(const struct sched *s, const struct node *n, const struct 
         ends[k] = e;
     }
     n = releases(s, n);
-    int r = 0, c = 0;
+    /* claims only take away: nothing before the first release that fits the request on
+       the bare node can work (prefix sums are monotone, so a binary search finds it) */
+    struct avail bare = {n->gpus - n->gpus_used, n->cpus - n->cpus_used, n->mem_mb - n->mem_used};
+    int lo = 0, hi = n->nrel;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        struct avail b = {bare.gpus + n->rel[mid].gpus, bare.cpus + n->rel[mid].cpus,
+                          bare.mem + n->rel[mid].mem};
+        if (covers(b, sh->gpus, sh->cpus, sh->mem_mb))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (!covers(bare, sh->gpus, sh->cpus, sh->mem_mb) && lo == n->nrel)
+        return NEVER;
+    int64_t floor_t = covers(bare, sh->gpus, sh->cpus, sh->mem_mb) ? now : n->rel[lo].at;
+    int r = lo, c = 0;
+    while (c < nends && ends[c] < floor_t)
+        c++;
     while (r < n->nrel || c < nends) {
         int64_t t = c >= nends || (r < n->nrel && n->rel[r].at <= ends[c]) ? n->rel[r++].at
                                                                           : ends[c++];
