@@ -172,6 +172,8 @@ struct node {
     /* what its preemptible running jobs hold, by their tier rank: an upper bound that lets
        a preemption search pass over a node that could never make room */
     int victim_gpus[SCHED_MAX_TIERS], victim_cpus[SCHED_MAX_TIERS];
+    /* selector sets 1..63 already checked against its labels, and which of them match */
+    uint64_t sel_known, sel_match;
 };
 
 struct project {

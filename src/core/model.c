@@ -409,7 +409,27 @@ void projects_accrue(struct sched *s, int64_t now)
 /* ------------------------------------------------------------------------------------ */
 /* nodes                                                                                */
 
-bool node_matches_selset(const struct sched *s, const struct node *n, uint32_t selset)
+static bool selset_match_labels(const struct sched *s, const struct node *n, uint32_t selset);
+
+/* Cached per node for the first 63 selector sets (a cluster has few distinct ones); the
+ * cache is reset when the node's labels change. */
+bool node_matches_selset(const struct sched *s, const struct node *cn, uint32_t selset)
+{
+    if (selset == 0)
+        return true;
+    if (selset >= 64)
+        return selset_match_labels(s, cn, selset);
+    uint64_t bit = 1ULL << selset;
+    struct node *n = (struct node *)(uintptr_t)cn;
+    if (!(n->sel_known & bit)) {
+        n->sel_known |= bit;
+        if (selset_match_labels(s, n, selset))
+            n->sel_match |= bit;
+    }
+    return n->sel_match & bit;
+}
+
+static bool selset_match_labels(const struct sched *s, const struct node *n, uint32_t selset)
 {
     const struct selset *ss = &s->selsets[selset];
     for (int i = 0; i < ss->n; i++) {
@@ -537,6 +557,7 @@ static int node_labels_set(struct sched *s, struct node *n, const struct sched_l
     }
     free(n->labels);
     free(n->label_ids);
+    n->sel_known = n->sel_match = 0;
     s->node_epoch++;
     n->labels = copy;
     n->label_ids = ids;
