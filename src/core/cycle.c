@@ -442,6 +442,9 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full
         walk_queue(s, w);
         free(w);
     }
+    /* out of budget with progress made: more preemptions may be due, run again soon;
+       without progress, waiting for the next event or timer is enough */
+    s->preempt_backlog = s->preempt_budget <= 0 && st->preempted > 0;
     st->pending = (int)s->by_state[SCHED_PENDING];
     st->running = (int)(s->by_state[SCHED_RUNNING] + s->by_state[SCHED_STARTING] +
                         s->by_state[SCHED_STOPPING]);
@@ -460,7 +463,7 @@ int64_t sched_next_wakeup(const struct sched *s, int64_t now)
             t = refresh;
         if (res < t && s->res_active > 0)
             t = res;
-        if (s->preempt_budget <= 0 && s->eligible_victims > 0)
+        if (s->preempt_backlog && s->eligible_victims > 0)
             t = now + 1;
     }
     if (s->ndec > 0 && !s->dec_returned)

@@ -293,6 +293,7 @@ struct sched {
     uint64_t cycle;       /* cycle counter, starts at 1 */
     int64_t now;          /* time of the current call */
     int preempt_budget;
+    bool preempt_backlog; /* the last cycle preempted and ran out of budget: go on soon */
 };
 
 /* ---- policy.c */
