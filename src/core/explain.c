@@ -398,10 +398,15 @@ static void explain_sentence(const struct sched *s, const struct job *j, struct 
         snprintf(o, n, "lower-tier jobs were signalled to make room; waiting for their grace");
         break;
     case SCHED_R_RESOURCES:
-        snprintf(o, n, "waiting for %d GPU(s) on %d node(s): %d node(s) could hold it, none "
-                       "has room now%s",
-                 total, j->nodes, x->nodes_matching,
-                 x->has_reservation ? "; resources are reserved for it" : "");
+        if (x->nodes_matching == 0)
+            snprintf(o, n, "waiting for %d GPU(s) on %d node(s): no node that could hold it "
+                           "is up now (drained, down or unreachable)",
+                     total, j->nodes);
+        else
+            snprintf(o, n, "waiting for %d GPU(s) on %d node(s): %d node(s) could hold it, "
+                           "none has room now%s",
+                     total, j->nodes, x->nodes_matching,
+                     x->has_reservation ? "; resources are reserved for it" : "");
         break;
     case SCHED_R_PRIORITY:
         snprintf(o, n, "%ld job(s) ahead of it in the queue wait for the same resources",

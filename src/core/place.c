@@ -105,10 +105,11 @@ uint64_t pick_gpus(const struct node *n, int count)
     return mask;
 }
 
-/* Why a shape cannot run on any usable node, regardless of load: GpuType when no UP node
- * has the type, NodeSelector when none matches its selectors, ReservedZone when only
- * reserved nodes would do and its tier may not use them; else SCHED_R_NONE. Cached per
- * shape until the set of nodes changes. */
+/* Why a shape cannot run, regardless of load: GpuType when no node at all has the type,
+ * NodeSelector when none matches its selectors, ReservedZone when only reserved nodes
+ * would do and its tier may not use them; else SCHED_R_NONE (nodes that could hold it
+ * exist, even if none is UP now: then it waits for Resources). Cached per shape until
+ * the set of nodes changes. */
 int shape_static_reason(struct sched *s, struct shape *sh)
 {
     if (sh->static_cycle == s->node_epoch)
@@ -116,8 +117,6 @@ int shape_static_reason(struct sched *s, struct shape *sh)
     bool type_ok = false, sel_ok = false, pool_ok = false;
     for (size_t i = 0; i < s->nnodes && !pool_ok; i++) {
         const struct node *n = &s->nodes[i];
-        if (!node_schedulable(n))
-            continue;
         if (sh->gpu_type > 0 && n->gpu_type != sh->gpu_type)
             continue;
         if (n->gpus < sh->gpus)

@@ -87,8 +87,9 @@ enum sched_reason {
     SCHED_R_DEPENDENCY,
     SCHED_R_HELD,
     SCHED_R_RESERVED_ZONE,    /* only reserved-pool nodes could take it, and its tier may not */
-    SCHED_R_GPU_TYPE,         /* no usable node has the GPU type it asks for */
-    SCHED_R_NODE_SELECTOR,    /* no usable node matches its selectors */
+    SCHED_R_GPU_TYPE,         /* no node has the GPU type it asks for (nodes of the type
+                                 that are down or drained mean Resources) */
+    SCHED_R_NODE_SELECTOR,    /* no node matches its selectors */
     SCHED_R_BEGIN_TIME,
     SCHED_R_ADMISSION_PAUSED,
     SCHED_R_RESERVATION,      /* resources are free but held for a higher job's reservation */
