@@ -245,7 +245,6 @@ struct sched {
     bool zone_dirty;      /* the reserved zone must be recomputed before it is used */
     struct u64map node_index; /* interned name id -> node index */
     uint32_t buckets[NTYPES][NPOOLS][NBUCKETS];
-    int gpus_total;
 
     struct job *jobs;     /* slab */
     size_t jobs_cap;

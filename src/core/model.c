@@ -501,7 +501,6 @@ void reserved_zone_recompute(struct sched *s)
     int total = 0;
     for (size_t i = 0; i < s->nnodes; i++)
         total += s->nodes[i].gpus;
-    s->gpus_total = total;
     double budget = s->policy.reserved_max_ratio * total;
     int used = 0;
     uint32_t kid = strtab_find(&s->strings, s->policy.reserved_label_key);
@@ -613,7 +612,6 @@ int sched_node_upsert(struct sched *s, const struct sched_node_spec *spec, int64
                        SCHED_MAX_GPU_TYPES);
     int idx = sched_node_find(s, spec->name);
     struct node *n;
-    int old_gpus = idx >= 0 ? s->nodes[idx].gpus : 0;
     if (idx < 0) {
         if (grow((void **)&s->nodes, &s->nodes_cap, s->nnodes + 1, sizeof(*s->nodes)) < 0)
             return err_set(err, -ENOMEM, "", "out of memory");
@@ -642,7 +640,6 @@ int sched_node_upsert(struct sched *s, const struct sched_node_spec *spec, int64
     n->cpus = spec->cpus;
     n->mem_mb = spec->mem_mb;
     n->gpu_mem_mb = spec->gpu_mem_mb;
-    s->gpus_total += spec->gpus - old_gpus;
     s->zone_dirty = true;
     s->profiles_dirty = true;
     node_set_state_internal(s, n, spec->state);
