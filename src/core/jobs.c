@@ -429,6 +429,8 @@ fail:
     return NULL;
 }
 
+static void leave_queue(struct sched *s, struct job *j);
+
 /* Undo job_create for a job that was never counted anywhere else. Dependency links that
  * point at it go stale harmlessly: they are checked by id. */
 static void job_discard(struct sched *s, struct job *j)
@@ -493,6 +495,25 @@ int sched_job_submit(struct sched *s, const struct sched_job_spec *sp, int64_t n
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
     order_insert(s, j);
     starvation_watch(s, j, now);
+    return 0;
+}
+
+int sched_job_withdraw(struct sched *s, uint64_t id, struct sched_error *err)
+{
+    struct job *j = job_find(s, id);
+    if (!j)
+        return err_set(err, -ENOENT, "job", "job %llu is not live", (unsigned long long)id);
+    if (j->state != SCHED_PENDING && j->state != SCHED_HELD)
+        return err_set(err, -EINVAL, "state", "only pending or held jobs can be withdrawn; job %llu is %s",
+                       (unsigned long long)id, sched_job_state_name(j->state));
+    leave_queue(s, j);
+    s->projects[j->project].queued--;
+    if (j->array_id) {
+        uint64_t ai;
+        if (u64map_get(&s->arrays, j->array_id, &ai) && --s->array_counts[ai].jobs == 0)
+            u64map_del(&s->arrays, j->array_id);
+    }
+    job_discard(s, j);
     return 0;
 }
 

@@ -253,7 +253,7 @@ const struct sched_policy *sched_get_policy(const struct sched *s)
 }
 
 /* A new policy may not drop a tier or class still in use. */
-static int policy_in_use_check(struct sched *s, const struct sched_policy *p,
+static int policy_in_use_check(const struct sched *s, const struct sched_policy *p,
                                struct sched_error *err)
 {
     for (size_t i = 0; i < s->nprojects; i++)
@@ -274,11 +274,16 @@ static int policy_in_use_check(struct sched *s, const struct sched_policy *p,
     return 0;
 }
 
-int sched_set_policy(struct sched *s, const struct sched_policy *p, struct sched_error *err)
+int sched_policy_check(const struct sched *s, const struct sched_policy *p,
+                       struct sched_error *err)
 {
     int rc = policy_validate(p, err);
-    if (rc == 0)
-        rc = policy_in_use_check(s, p, err);
+    return rc ? rc : policy_in_use_check(s, p, err);
+}
+
+int sched_set_policy(struct sched *s, const struct sched_policy *p, struct sched_error *err)
+{
+    int rc = sched_policy_check(s, p, err);
     if (rc)
         return rc;
     /* remap tier and class indices by name */

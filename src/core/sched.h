@@ -349,6 +349,10 @@ void sched_destroy(struct sched *s);
 int sched_set_policy(struct sched *s, const struct sched_policy *policy,
                      struct sched_error *err) SCHED_WUR;
 const struct sched_policy *sched_get_policy(const struct sched *s);
+/* Would sched_set_policy accept `policy` now? Nothing changes. 0 or -errno with err. Lets
+ * the controller save a policy first and apply it only once it is durable. */
+int sched_policy_check(const struct sched *s, const struct sched_policy *policy,
+                       struct sched_error *err) SCHED_WUR;
 
 /* ------------------------------------------------------------------------------------ */
 /* Events: each updates the model incrementally. Decisions they produce are queued and   */
@@ -382,6 +386,10 @@ int sched_job_validate(const struct sched *s, const struct sched_job_spec *spec,
  * max_queued. On error nothing changes. */
 int sched_job_submit(struct sched *s, const struct sched_job_spec *spec, int64_t now,
                      struct sched_error *err) SCHED_WUR;
+/* Take a PENDING or HELD job out of the core as if it had never been submitted: no
+ * decision is queued, nothing else changes (the caller could not store the submission).
+ * -ENOENT when not live, -EINVAL when it is not pending or held. */
+int sched_job_withdraw(struct sched *s, uint64_t id, struct sched_error *err) SCHED_WUR;
 /* Re-add a job that was already running when the controller restarted: it takes its
  * allocation again (RUNNING since start_ms) without a START decision. */
 int sched_job_restore_running(struct sched *s, const struct sched_job_spec *spec,
