@@ -18,7 +18,7 @@ test-deps:
 	@scripts/install-deps.sh --test
 
 build: deps
-	@if [ ! -f $(BUILD)/build.ninja ]; then meson setup $(BUILD) --buildtype=release -Dwerror=true >/dev/null; fi
+	@if [ ! -f $(BUILD)/build.ninja ]; then meson setup $(BUILD) --buildtype=release -Dwerror=true -Dtests=false >/dev/null; fi
 	@ninja -C $(BUILD) >/dev/null
 
 demo: build

@@ -1,63 +1,190 @@
 #!/usr/bin/env bash
-# The whole test suite: cmocka unit tests and the bats system tests against the real
-# binaries, all built with ASan + UBSan, then each libFuzzer harness briefly.
-# Ends with one line "N passed, N failed"; exits non-zero when anything failed.
+# The whole test suite: the source format check, cmocka unit tests and the bats system
+# tests against the real binaries, all built with ASan + UBSan, then each libFuzzer
+# harness briefly. Ends with one line "N passed, N failed, N skipped"; exits non-zero when
+# anything failed.
+#
+# Skips are counted apart and each is printed with its reason. A skip is a failure when
+# this machine could have run the test: a test that skips for want of root or cgroups
+# while the suite runs as root with a usable cgroup hierarchy, one that skips because a
+# binary is "not built" or a tool "not installed" (make test built and installed them),
+# or one that gives no reason at all. cmocka tests give their reason by printing a line
+# "# skip: WHY" (print_message) just before skip(); bats tests with skip "WHY". A reason
+# that starts "needs root" or "needs cgroups" is checked against this machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TESTBUILD=${TESTBUILD:-build-test}
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+# TEST_PARTS: which parts to run (all by default); BATS_FILES: the bats files (all).
+TEST_PARTS=${TEST_PARTS:-format unit system fuzz}
+BATS_FILES=${BATS_FILES:-tests/system}
+want() { [[ " $TEST_PARTS " == *" $1 "* ]]; }
 passed=0
 failed=0
+skipped=0
 log() { printf '== %s\n' "$*"; }
+finish() {
+    echo "$passed passed, $failed failed, $skipped skipped"
+    [[ $failed -eq 0 && $passed -gt 0 ]]
+    exit
+}
+
+# The caller's own docket configuration must not reach the tests (a config file under
+# HOME, DOCKET_URL, a token). TERM and the locale are left as they are: a test that
+# depends on one sets it itself (cli.bats gives script(1) its TERM), and .ci/run runs the
+# CLI tests once under env -i to prove it.
+unset NO_COLOR DOCKET_URL DOCKET_TOKEN DOCKET_PARTITION_MAP XDG_CONFIG_HOME
+export HOME=${TMPDIR:-/tmp}/docket-test-home.$$
+mkdir -p "$HOME"
+trap 'rm -rf "$HOME"' EXIT
+export PATH=$PATH:/usr/sbin:/sbin
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+# What this machine can do: a skip for want of one of these is a failure here.
+can_root=no
+can_cgroups=no
+if [[ $(id -u) -eq 0 ]]; then
+    can_root=yes
+    if [[ -f /sys/fs/cgroup/freezer/cgroup.procs ]] ||
+        [[ -s /sys/fs/cgroup/cgroup.controllers ]]; then
+        can_cgroups=yes
+    fi
+fi
+
+# classify_skip NAME REASON: count a skip, or a failure when this machine could run it.
+classify_skip() {
+    local name=$1 reason=$2 why=
+    if [[ -z $reason ]]; then
+        why="a skip must say why"
+    elif [[ $can_cgroups == yes && $reason == "needs cgroups"* ]]; then
+        why="this machine has a usable cgroup hierarchy and runs as root"
+    elif [[ $can_root == yes && $reason == "needs root"* ]]; then
+        why="this suite runs as root"
+    elif [[ $reason == *"not built"* || $reason == *"not installed"* ]]; then
+        why="make test builds every binary and installs every test tool"
+    fi
+    if [[ -n $why ]]; then
+        printf 'FAIL (skipped, but %s): %s: %s\n' "$why" "$name" "${reason:-no reason given}"
+        failed=$((failed + 1))
+    else
+        printf 'skip: %s: %s\n' "$name" "$reason"
+        skipped=$((skipped + 1))
+    fi
+}
+
+# tap_results: read TAP (cmocka or bats) on stdin and print one line per result:
+# "PASS<TAB>name", "FAIL<TAB>name" or "SKIP<TAB>name<TAB>reason", then "PLAN<TAB>n".
+# cmocka 1.1 writes a skip as "not ok N # SKIP name" (with its reason, when given, as the
+# "# skip: WHY" line before it); bats as "ok N name # skip (WHY)".
+tap_results() {
+    awk '
+        function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
+        /^1\.\.[0-9]+/ { plan = substr($0, 4) + 0; next }
+        /^(not )?ok / {
+            line = $0; isok = (line ~ /^ok /)
+            sub(/^(not )?ok [0-9]* ?(- )?/, "", line)
+            if (match(line, /# [Ss][Kk][Ii][Pp]/)) {
+                name = trim(substr(line, 1, RSTART - 1)); rest = trim(substr(line, RSTART + 6))
+                if (name == "") { name = rest; rest = "" }
+                gsub(/^\(|\)$/, "", rest)
+                reason = rest != "" ? rest : why
+                printf "SKIP\t%s\t%s\n", name, reason
+            } else {
+                printf "%s\t%s\n", (isok ? "PASS" : "FAIL"), trim(line)
+            }
+            why = ""; n++; next
+        }
+        /^#? ?skip: / { why = $0; sub(/^#? ?skip: /, "", why); next }
+        END { printf "PLAN\t%d\t%d\n", plan, n }'
+}
+
+# count_tap LABEL: tally tap_results of stdin; a plan not met (a crash) is a failure.
+count_tap() {
+    local label=$1 kind name reason p=0 f=0 plan=0 seen=0
+    while IFS=$'\t' read -r kind name reason; do
+        case $kind in
+        PASS) p=$((p + 1)) ;;
+        FAIL) f=$((f + 1)); echo "not ok: $label: $name" ;;
+        SKIP) classify_skip "$label: $name" "$reason" ;;
+        PLAN) plan=$name; seen=$reason ;;
+        esac
+    done < <(tap_results)
+    if [[ $seen -lt $plan || ($plan -eq 0 && $seen -eq 0) ]]; then
+        echo "not ok: $label: ran $seen of its $plan tests (crashed or printed no TAP)"
+        f=$((f + 1))
+    fi
+    passed=$((passed + p)); failed=$((failed + f))
+}
+
 log "building with ASan + UBSan in $TESTBUILD"
 if [[ ! -f $TESTBUILD/build.ninja ]]; then
-    meson setup "$TESTBUILD" --buildtype=debug -Db_sanitize=address,undefined \
-        -Dc_args=-fno-sanitize-recover=all -Dc_link_args=-fno-sanitize-recover=all >/dev/null || {
-        echo "meson setup failed"; echo "0 passed, 1 failed"; exit 1; }
+    if ! meson setup "$TESTBUILD" --buildtype=debug -Db_sanitize=address,undefined \
+        -Dc_args=-fno-sanitize-recover=all -Dc_link_args=-fno-sanitize-recover=all \
+        >"${TMPDIR:-/tmp}/docket-meson-setup.$$" 2>&1; then
+        grep -E 'ERROR|error' "${TMPDIR:-/tmp}/docket-meson-setup.$$" | head -n 20
+        rm -f "${TMPDIR:-/tmp}/docket-meson-setup.$$"
+        echo "meson setup failed"; failed=$((failed + 1)); finish
+    fi
+    rm -f "${TMPDIR:-/tmp}/docket-meson-setup.$$"
 fi
 if ! ninja -C "$TESTBUILD" >"$TESTBUILD/ninja.log" 2>&1; then
     tail -n 60 "$TESTBUILD/ninja.log"
-    echo "0 passed, 1 failed"
-    exit 1
+    echo "build failed"; failed=$((failed + 1)); finish
 fi
 
-# Unit tests: each cmocka binary prints TAP; count its ok / not ok lines.
+# The source format (.clang-format) over src/, as a test.
+if want format; then
+    log "format (clang-format --dry-run --Werror)"
+    if scripts/check-format.sh >"$TESTBUILD/format.log" 2>&1; then
+        passed=$((passed + 1))
+    else
+        head -n 40 "$TESTBUILD/format.log"
+        echo "not ok: format: files differ from .clang-format (scripts/check-format.sh)"
+        failed=$((failed + 1))
+    fi
+fi
+
+# Unit tests: each cmocka binary prints TAP (meson.build's default test setup sets
+# CMOCKA_MESSAGE_OUTPUT=TAP for every test).
+if want unit; then
 log "unit tests"
-export CMOCKA_MESSAGE_OUTPUT=TAP
 meson test -C "$TESTBUILD" --no-rebuild --print-errorlogs --num-processes 2 >"$TESTBUILD/unit.log" 2>&1
 unit_rc=$?
 if [[ -f $TESTBUILD/meson-logs/testlog.json ]]; then
-    read -r up uf < <(jq -rs '
-        [ .[] | (.stdout // "") as $o
-          | ($o | [scan("(?m)^ok ")] | length) as $ok
-          | ($o | [scan("(?m)^not ok ")] | length) as $nok
-          | { ok: $ok, nok: (if .result != "OK" and $nok == 0 then 1 else $nok end) } ]
-        | "\(map(.ok) | add // 0) \(map(.nok) | add // 0)"' "$TESTBUILD/meson-logs/testlog.json")
-    passed=$((passed + up)); failed=$((failed + uf))
-    echo "unit: $up passed, $uf failed"
-    [[ $uf -gt 0 || $unit_rc -ne 0 ]] && grep -E '^(not ok|#)|FAIL|ERROR|runtime error|AddressSanitizer' "$TESTBUILD/meson-logs/testlog.txt" | head -n 80
+    p0=$passed f0=$failed s0=$skipped
+    while read -r t; do
+        name=$(jq -r '.name' <<<"$t")
+        result=$(jq -r '.result' <<<"$t")
+        before=$failed
+        count_tap "$name" < <(jq -r '.stdout // ""' <<<"$t")
+        if [[ $result != OK && $result != SKIP && $failed -eq $before ]]; then
+            echo "not ok: $name: meson says $result"
+            failed=$((failed + 1))
+        fi
+    done < <(jq -c '{name, result, stdout}' "$TESTBUILD/meson-logs/testlog.json")
+    echo "unit: $((passed - p0)) passed, $((failed - f0)) failed, $((skipped - s0)) skipped"
+    [[ $failed -gt $f0 || $unit_rc -ne 0 ]] &&
+        grep -E '^(not ok|#)|FAIL|ERROR|runtime error|AddressSanitizer' "$TESTBUILD/meson-logs/testlog.txt" | head -n 80
+else
+    echo "not ok: unit tests: no meson test log"; failed=$((failed + 1))
 fi
-unset CMOCKA_MESSAGE_OUTPUT
+fi
 
 # System tests: bats drives the real binaries on loopback.
-if compgen -G "tests/system/*.bats" >/dev/null; then
+if want system; then
     log "system tests (bats)"
     export DOCKET_BUILD="$PWD/$TESTBUILD"
-    bats --tap tests/system >"$TESTBUILD/bats.log" 2>&1
-    sp=$(grep -cE '^ok ' "$TESTBUILD/bats.log" || true)
-    sf=$(grep -cE '^not ok ' "$TESTBUILD/bats.log" || true)
-    if [[ $sp -eq 0 && $sf -eq 0 ]]; then sf=1; tail -n 40 "$TESTBUILD/bats.log"; fi
-    passed=$((passed + sp)); failed=$((failed + sf))
-    echo "system: $sp passed, $sf failed"
-    [[ $sf -gt 0 ]] && grep -A25 -E '^not ok ' "$TESTBUILD/bats.log" | head -n 150
+    bats --tap $BATS_FILES >"$TESTBUILD/bats.log" 2>&1
+    p0=$passed f0=$failed s0=$skipped
+    count_tap bats <"$TESTBUILD/bats.log"
+    echo "system: $((passed - p0)) passed, $((failed - f0)) failed, $((skipped - s0)) skipped"
+    [[ $failed -gt $f0 ]] && grep -A25 -E '^not ok ' "$TESTBUILD/bats.log" | head -n 150
 fi
 
 # Fuzzers: each harness runs briefly; a crash is a failure.
-if compgen -G "tests/fuzz/*/fuzz_*.c" >/dev/null; then
+if want fuzz; then
     log "fuzzers (${FUZZ_SECONDS}s each)"
     FUZZ_SECONDS=$FUZZ_SECONDS scripts/run-fuzz.sh >"$TESTBUILD/fuzz.log" 2>&1
     fp=$(grep -cE '^fuzz ok ' "$TESTBUILD/fuzz.log" || true)
@@ -68,5 +195,4 @@ if compgen -G "tests/fuzz/*/fuzz_*.c" >/dev/null; then
     [[ $ff -gt 0 ]] && grep -B2 -A30 '^fuzz FAIL' "$TESTBUILD/fuzz.log" | head -n 120
 fi
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 && $passed -gt 0 ]]
+finish

@@ -525,15 +525,17 @@ SCRIPT
     [[ $output != *$'\033'* ]]
     NO_COLOR=1 run -0 "$DOCKET" nodes
     [[ $output != *$'\033'* ]]
-    # on a terminal (script(1) gives one): colour, unless NO_COLOR
-    if command -v script >/dev/null; then
-        run -0 script -qec "'$DOCKET' nodes" /dev/null
-        [[ $output == *$'\033['* ]]
-        run -0 script -qec "NO_COLOR=1 '$DOCKET' nodes" /dev/null
-        [[ $output != *$'\033['* ]]
-        run -0 script -qec "'$DOCKET' --no-color nodes" /dev/null
-        [[ $output != *$'\033['* ]]
-    fi
+    # on a terminal (script(1), from bsdutils, gives one) that can show colour: colour,
+    # unless NO_COLOR or --no-color; a dumb terminal gets none. The test
+    # names the TERM it needs rather than inheriting the caller's.
+    run -0 env TERM=xterm-256color script -qec "'$DOCKET' nodes" /dev/null
+    [[ $output == *$'\033['* ]]
+    run -0 env TERM=xterm-256color NO_COLOR=1 script -qec "'$DOCKET' nodes" /dev/null
+    [[ $output != *$'\033['* ]]
+    run -0 env TERM=xterm-256color script -qec "'$DOCKET' --no-color nodes" /dev/null
+    [[ $output != *$'\033['* ]]
+    run -0 env TERM=dumb script -qec "'$DOCKET' nodes" /dev/null
+    [[ $output != *$'\033['* ]]
     for v in queue history nodes projects tiers classes forecast audit; do
         run -0 "$DOCKET" "$v" --json
         jq -e . <<<"$output" >/dev/null || { echo "$v --json: $output"; false; }

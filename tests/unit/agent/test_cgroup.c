@@ -79,14 +79,20 @@ static void test_detect_fabricated(void **st)
 
 static struct cg_layout real;
 static char node[64];
+static char no_cgroups[300]; /* why real.mode is CG_NONE (printed with the skip) */
 
 static int setup(void **st)
 {
     (void)st;
     char err[256];
     snprintf(node, sizeof node, "utest-cg-%d", (int)getpid());
-    if (geteuid() != 0 || cg_detect(NULL, &real, err, sizeof err) < 0)
+    if (geteuid() != 0) {
         real.mode = CG_NONE;
+        snprintf(no_cgroups, sizeof no_cgroups, "needs root: cgroups are made by root");
+    } else if (cg_detect(NULL, &real, err, sizeof err) < 0) {
+        real.mode = CG_NONE;
+        snprintf(no_cgroups, sizeof no_cgroups, "needs cgroups: %s", err);
+    }
     return 0;
 }
 
@@ -123,8 +129,10 @@ static void sleep_ms(int ms)
 static void test_real_lifecycle(void **st)
 {
     (void)st;
-    if (real.mode == CG_NONE)
+    if (real.mode == CG_NONE) {
+        print_message("# skip: %s\n", no_cgroups);
         skip();
+    }
     struct cg_job cg;
     char err[512] = "";
     assert_int_equal(cg_job_init(&cg, &real, node, 1), 0);
@@ -198,8 +206,10 @@ static void test_real_lifecycle(void **st)
 static void test_create_error_names_file(void **st)
 {
     (void)st;
-    if (real.mode == CG_NONE)
+    if (real.mode == CG_NONE) {
+        print_message("# skip: %s\n", no_cgroups);
         skip();
+    }
     struct cg_job cg;
     char err[512] = "";
     assert_int_equal(cg_job_init(&cg, &real, node, 2), 0);
@@ -208,7 +218,8 @@ static void test_create_error_names_file(void **st)
     int rc = cg_job_create(&cg, 0, 1 << 30, err, sizeof err);
     if (rc == 0) {
         cg_job_remove(&cg);
-        skip();   /* the kernel took it: nothing to check */
+        print_message("# skip: the kernel accepted an absurd CPU count: nothing to check\n");
+        skip();
     }
     assert_true(rc < 0);
     assert_non_null(strstr(err, "cannot write"));
@@ -223,9 +234,15 @@ static void test_real_v2_core(void **st)
 {
     (void)st;
     struct stat sb;
-    if (geteuid() != 0 || stat("/sys/fs/cgroup/unified/cgroup.procs", &sb) < 0 ||
-        stat("/sys/fs/cgroup/unified/cgroup.controllers", &sb) < 0)
+    if (geteuid() != 0) {
+        print_message("# skip: needs root: cgroups are made by root\n");
         skip();
+    }
+    if (stat("/sys/fs/cgroup/unified/cgroup.procs", &sb) < 0 ||
+        stat("/sys/fs/cgroup/unified/cgroup.controllers", &sb) < 0) {
+        print_message("# skip: no v2 tree mounted at /sys/fs/cgroup/unified\n");
+        skip();
+    }
     struct cg_layout l;
     memset(&l, 0, sizeof l);
     l.mode = CG_V2;

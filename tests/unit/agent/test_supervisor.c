@@ -29,6 +29,7 @@
 
 static char state_dir[256], scratch[300], node[64];
 static struct cg_layout layout;
+static char no_cgroups[300]; /* why layout.mode is CG_NONE (printed with the skip) */
 static struct sup_config cfg;
 
 static int setup(void **st)
@@ -40,8 +41,13 @@ static int setup(void **st)
     mkdir(state_dir, 0711);
     mkdir(scratch, 0711);
     char err[256];
-    if (geteuid() != 0 || cg_detect(NULL, &layout, err, sizeof err) < 0)
+    if (geteuid() != 0) {
         layout.mode = CG_NONE;
+        snprintf(no_cgroups, sizeof no_cgroups, "needs root: cgroups are made by root");
+    } else if (cg_detect(NULL, &layout, err, sizeof err) < 0) {
+        layout.mode = CG_NONE;
+        snprintf(no_cgroups, sizeof no_cgroups, "needs cgroups: %s", err);
+    }
     cfg = (struct sup_config){.state_dir = state_dir, .scratch_root = scratch, .node = node,
                               .cg = &layout, .allow_root_jobs = true};
     return 0;
@@ -61,8 +67,10 @@ static int teardown(void **st)
 
 static void need_cgroups(void)
 {
-    if (layout.mode == CG_NONE)
+    if (layout.mode == CG_NONE) {
+        print_message("# skip: %s\n", no_cgroups);
         skip();
+    }
 }
 
 /* Launch a job from a JSON text and wait until its state is "exited". */
@@ -312,8 +320,10 @@ static void test_nested_groups_reclaimed(void **st)
 {
     (void)st;
     need_cgroups();
-    if (layout.mode != CG_V1)
+    if (layout.mode != CG_V1) {
+        print_message("# skip: a v1 hierarchy test; this machine's is v2\n");
         skip();
+    }
     /* a root job makes its own sub-group and hides a process in it, then exits */
     struct sup_state s;
     char json[2048];
@@ -347,8 +357,10 @@ static void test_reclaim_failure_reported(void **st)
 {
     (void)st;
     need_cgroups();
-    if (layout.mode != CG_V1)
+    if (layout.mode != CG_V1) {
+        print_message("# skip: a v1 hierarchy test; this machine's is v2\n");
         skip();
+    }
     char src[300], inner[600], json[2048];
     snprintf(src, sizeof src, "%s/mnt-src", state_dir);
     mkdir(src, 0755);
@@ -384,8 +396,10 @@ static void test_spare_runs_a_job(void **st)
 {
     (void)st;
     need_cgroups();
-    if (layout.mode != CG_V1)
+    if (layout.mode != CG_V1) {
+        print_message("# skip: a v1 hierarchy test; this machine's is v2\n");
         skip();
+    }
     struct sup_spare sp;
     char err[256];
     assert_int_equal(sup_spare_start(&cfg, &sp, err, sizeof err), 0);
@@ -433,8 +447,10 @@ static void test_spare_dropped_cleans_up(void **st)
 {
     (void)st;
     need_cgroups();
-    if (layout.mode != CG_V1)
+    if (layout.mode != CG_V1) {
+        print_message("# skip: a v1 hierarchy test; this machine's is v2\n");
         skip();
+    }
     struct sup_spare sp;
     char err[256];
     assert_int_equal(sup_spare_start(&cfg, &sp, err, sizeof err), 0);
@@ -457,8 +473,14 @@ static void test_v2_job(void **st)
 {
     (void)st;
     struct stat sb;
-    if (geteuid() != 0 || stat("/sys/fs/cgroup/unified/cgroup.procs", &sb) < 0)
+    if (geteuid() != 0) {
+        print_message("# skip: needs root: cgroups are made by root\n");
         skip();
+    }
+    if (stat("/sys/fs/cgroup/unified/cgroup.procs", &sb) < 0) {
+        print_message("# skip: no v2 tree mounted at /sys/fs/cgroup/unified\n");
+        skip();
+    }
     struct cg_layout v2;
     memset(&v2, 0, sizeof v2);
     v2.mode = CG_V2;
