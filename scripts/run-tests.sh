@@ -15,7 +15,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 TESTBUILD=${TESTBUILD:-build-test}
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
-# TEST_PARTS: which parts to run (all by default); BATS_FILES: the bats files (all).
+# TEST_PARTS: which parts to run: format unit system fuzz by default, envcheck on CI
+# (.ci/run); BATS_FILES: the bats files (all).
 TEST_PARTS=${TEST_PARTS:-format unit system fuzz}
 BATS_FILES=${BATS_FILES:-tests/system}
 want() { [[ " $TEST_PARTS " == *" $1 "* ]]; }
@@ -181,6 +182,25 @@ if want system; then
     count_tap bats <"$TESTBUILD/bats.log"
     echo "system: $((passed - p0)) passed, $((failed - f0)) failed, $((skipped - s0)) skipped"
     [[ $failed -gt $f0 ]] && grep -A25 -E '^not ok ' "$TESTBUILD/bats.log" | head -n 150
+fi
+
+# The environment self-check (.ci/run asks for it): the CLI's system tests once more under
+# env -i, with no TERM and then TERM=dumb; each run counts as one test.
+if want envcheck; then
+    log "self-check: tests/system/cli.bats under env -i"
+    for term in "" dumb; do
+        label="env -i ${term:+TERM=$term }cli.bats"
+        if env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin ${term:+TERM=$term} \
+            DOCKET_BUILD="$PWD/$TESTBUILD" bats --tap tests/system/cli.bats \
+            >"$TESTBUILD/envcheck.log" 2>&1; then
+            echo "ok: $label ($(grep -c '^ok ' "$TESTBUILD/envcheck.log") tests)"
+            passed=$((passed + 1))
+        else
+            grep -A20 '^not ok' "$TESTBUILD/envcheck.log" | head -n 60
+            echo "not ok: $label"
+            failed=$((failed + 1))
+        fi
+    done
 fi
 
 # Fuzzers: each harness runs briefly; a crash is a failure.
