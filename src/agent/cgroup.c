@@ -14,13 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "util/str.h"
 
-static const char *const ctrl_names[CG_NCTRL] = {"memory", "cpu", "cpuacct", "pids", "freezer"};
+static const char *const ctrl_names[CG_NCTRL] = {"memory", "cpu", "cpuacct", "pids", "freezer", "devices"};
 
 static int fail(char *err, size_t errlen, int rc, const char *what, const char *path)
 {
@@ -129,7 +131,7 @@ int cg_detect(const char *root, struct cg_layout *out, char *err, size_t errlen)
             return 0;
         }
     }
-    for (int c = 0; c < CG_NCTRL; c++) {
+    for (int c = 0; c < CG_DEVICES; c++) {
         char dir[PATH_MAX];
         if (join(dir, sizeof dir, root, ctrl_names[c]) < 0 || join(path, sizeof path, dir, "cgroup.procs") < 0)
             return fail(err, errlen, -ENAMETOOLONG, "use cgroup root", root);
@@ -141,6 +143,9 @@ int cg_detect(const char *root, struct cg_layout *out, char *err, size_t errlen)
         }
     }
     out->mode = CG_V1;
+    char dev[PATH_MAX];
+    out->v1_devices = join(dev, sizeof dev, root, "devices") == 0 &&
+                      join(path, sizeof path, dev, "devices.deny") == 0 && is_file(path);
     return 0;
 }
 
@@ -155,8 +160,8 @@ static int fill(struct cg_job *cg, const struct cg_layout *l, const char *rel)
     }
     if (l->mode != CG_V1)
         return -EINVAL;
-    cg->ndirs = CG_NCTRL;
-    for (int c = 0; c < CG_NCTRL; c++)
+    cg->ndirs = l->v1_devices ? CG_NCTRL : CG_DEVICES;
+    for (int c = 0; c < cg->ndirs; c++)
         if (snprintf(cg->dir[c], PATH_MAX, "%s/%s/%s", l->root, ctrl_names[c], rel) >= PATH_MAX)
             return -ENAMETOOLONG;
     return 0;
@@ -282,6 +287,116 @@ int cg_job_set_limits(const struct cg_job *cg, int64_t mem_mb, int cpus, char *e
             return fail(err, errlen, rc, "write", path);
     }
     return 0;
+}
+
+int cg_job_set_pids(const struct cg_job *cg, int64_t max, char *err, size_t errlen)
+{
+    if (max <= 0)
+        return 0;
+    char path[PATH_MAX], val[32];
+    snprintf(val, sizeof val, "%lld", (long long)max);
+    if (join(path, sizeof path, cg->dir[cg->mode == CG_V2 ? 0 : CG_PIDS], "pids.max") < 0)
+        return fail(err, errlen, -ENAMETOOLONG, "write", cg->dir[0]);
+    int rc = write_file(path, val);
+    return rc < 0 ? fail(err, errlen, rc, "write", path) : 0;
+}
+
+static bool minor_in(int m, const int *set, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (set[i] == m)
+            return true;
+    return false;
+}
+
+/* The BPF_CGROUP_DEVICE program, written as instructions (no compiler needed at build
+ * time). Its context is struct bpf_cgroup_dev_ctx {access_type, major, minor}; the low
+ * 16 bits of access_type are the device type. Returns 1 (allow) for everything but a
+ * character device 195:N whose N is neither the job's nor a control minor (>= 254). */
+static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
+{
+    struct bpf_insn i;
+    memset(&i, 0, sizeof i);
+    i.code = code;
+    i.dst_reg = dst & 0xf;
+    i.src_reg = src & 0xf;
+    i.off = off;
+    i.imm = imm;
+    return i;
+}
+
+enum { DEV_PROG_MAX = 16 + AGENT_CG_MAX_ALLOW };
+
+static int dev_prog(const int *allow, int nallow, struct bpf_insn *p)
+{
+    int n = 0, jumps[DEV_PROG_MAX], nj = 0;
+    p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, 0, 0);     /* r2 = access_type */
+    p[n++] = insn(BPF_ALU64 | BPF_AND | BPF_K, BPF_REG_2, 0, 0, 0xffff);     /* r2 &= 0xffff */
+    jumps[nj++] = n;
+    p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, 0, BPF_DEVCG_DEV_CHAR);
+    p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, 4, 0);     /* r2 = major */
+    jumps[nj++] = n;
+    p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, 0, CG_GPU_MAJOR);
+    p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, 8, 0);     /* r2 = minor */
+    jumps[nj++] = n;
+    p[n++] = insn(BPF_JMP | BPF_JGE | BPF_K, BPF_REG_2, 0, 0, CG_GPU_CTL_MINOR_MIN);
+    for (int i = 0; i < nallow; i++) {
+        jumps[nj++] = n;
+        p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_2, 0, 0, allow[i]);
+    }
+    p[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0);          /* deny */
+    p[n++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+    int allow_at = n;
+    p[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1);          /* allow */
+    p[n++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+    for (int i = 0; i < nj; i++)
+        p[jumps[i]].off = (int16_t)(allow_at - jumps[i] - 1);
+    return n;
+}
+
+int cg_job_set_devices(const struct cg_job *cg, const int *allow, int nallow, const int *node,
+                       int nnode, char *err, size_t errlen)
+{
+    char path[PATH_MAX], rule[64];
+    int rc;
+    if (nallow < 0 || nallow > AGENT_CG_MAX_ALLOW)
+        return fail(err, errlen, -EINVAL, "limit devices of", cg->dir[0]);
+    if (cg->mode == CG_V1) {
+        if (cg->ndirs <= CG_DEVICES)
+            return fail(err, errlen, -EOPNOTSUPP, "isolate GPUs (no v1 devices controller) for", cg->dir[0]);
+        /* the job's group inherits "a *:* rwm" from docket/NODE: take the others away */
+        join(path, sizeof path, cg->dir[CG_DEVICES], "devices.deny");
+        for (int i = 0; i < nnode; i++) {
+            if (minor_in(node[i], allow, nallow))
+                continue;
+            snprintf(rule, sizeof rule, "c %d:%d rwm", CG_GPU_MAJOR, node[i]);
+            if ((rc = write_file(path, rule)) < 0)
+                return fail(err, errlen, rc, "write", path);
+        }
+        return 0;
+    }
+    if (cg->mode != CG_V2)
+        return -EINVAL;
+    struct bpf_insn prog[DEV_PROG_MAX];
+    int n = dev_prog(allow, nallow, prog);
+    char log[4096] = "";
+    LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_buf = log, .log_size = sizeof log, .log_level = 0);
+    int pfd = bpf_prog_load(BPF_PROG_TYPE_CGROUP_DEVICE, "docket_gpus", "Apache-2.0", prog, (size_t)n, &opts);
+    if (pfd < 0) {
+        rc = pfd < 0 && errno ? -errno : -EINVAL;
+        if (err && errlen)
+            snprintf(err, errlen, "cannot load the GPU device program for '%s': %s%s%s", cg->dir[0],
+                     strerror(-rc), log[0] ? ": " : "", log);
+        return rc;
+    }
+    int gfd = open(cg->dir[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    rc = gfd < 0 ? -errno : 0;
+    if (rc == 0 && bpf_prog_attach(pfd, gfd, BPF_CGROUP_DEVICE, 0) < 0)
+        rc = -errno;
+    if (gfd >= 0)
+        close(gfd);
+    close(pfd);   /* the attachment holds the program until the group goes */
+    return rc < 0 ? fail(err, errlen, rc, "attach the GPU device program to", cg->dir[0]) : 0;
 }
 
 int cg_job_create(const struct cg_job *cg, int64_t mem_mb, int cpus, char *err, size_t errlen)

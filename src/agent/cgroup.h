@@ -25,13 +25,20 @@
 
 enum cg_mode { CG_NONE = 0, CG_V1, CG_V2 };
 
-enum cg_ctrl { CG_MEMORY, CG_CPU, CG_CPUACCT, CG_PIDS, CG_FREEZER, CG_NCTRL };
+/* v1 controllers; devices is last and optional (v1 jobs get device rules only where it
+ * is mounted: ndirs is then CG_NCTRL, else CG_NCTRL - 1). */
+enum cg_ctrl { CG_MEMORY, CG_CPU, CG_CPUACCT, CG_PIDS, CG_FREEZER, CG_DEVICES, CG_NCTRL };
+
+/* NVIDIA's character major: /dev/nvidiaN is 195:N, nvidiactl 195:255, nvidia-modeset
+ * 195:254 (the last two are shared by every job and stay allowed). */
+enum { CG_GPU_MAJOR = 195, CG_GPU_CTL_MINOR_MIN = 254, AGENT_CG_MAX_ALLOW = 64 };
 
 struct cg_layout {
     enum cg_mode mode;
     char root[PATH_MAX];        /* mount root: /sys/fs/cgroup */
     char v2[PATH_MAX];          /* v2: the unified mount that has controllers */
     bool v2_kill;               /* v2: cgroup.kill exists */
+    bool v1_devices;            /* v1: the devices controller is mounted */
 };
 
 struct cg_job {
@@ -55,6 +62,15 @@ int cg_job_init_leaf(struct cg_job *cg, const struct cg_layout *l, const char *n
 int cg_job_rename(const struct cg_job *from, const struct cg_job *to, char *err, size_t errlen);
 /* Memory (MiB, > 0) and CPU (count, > 0) limits of an existing group. */
 int cg_job_set_limits(const struct cg_job *cg, int64_t mem_mb, int cpus, char *err, size_t errlen);
+/* The most processes (and threads) the job may have: pids.max (max > 0; 0 = no limit). */
+int cg_job_set_pids(const struct cg_job *cg, int64_t max, char *err, size_t errlen);
+/* GPU isolation: of NVIDIA's device nodes (major 195) the job may open only the minors in
+ * `allow` (and the shared control nodes, minors 254 and 255). v1: a deny rule in the
+ * job's devices group for each of the node's GPU minors `node` that is not allowed;
+ * v2: a BPF_CGROUP_DEVICE program attached to the job's group that refuses every other
+ * 195:N (loaded with libbpf). -EOPNOTSUPP on v1 without the devices controller. */
+int cg_job_set_devices(const struct cg_job *cg, const int *allow, int nallow, const int *node,
+                       int nnode, char *err, size_t errlen);
 /* Fill the paths of the node's parent group docket/NODE (for sweeping and tests). */
 int cg_node_init(struct cg_job *cg, const struct cg_layout *l, const char *node);
 

@@ -12,7 +12,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <grp.h>
 #include <jansson.h>
 #include <poll.h>
@@ -23,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -138,7 +138,7 @@ static const char *state_file(const char *state)
 int sup_state_write(const char *jobdir, const struct sup_state *st)
 {
     json_t *o = json_pack("{s:I, s:s, s:i, s:I, s:i, s:I, s:I, s:{s:s, s:i, s:s},"
-                          " s:{s:I, s:I, s:i}, s:b, s:s, s:s, s:s, s:s}",
+                          " s:{s:I, s:I, s:i}, s:b, s:s, s:s, s:s, s:s, s:[I, I, I], s:[I, I, I]}",
                           "job", (json_int_t)st->job, "state", st->state, "sup_pid", st->sup_pid,
                           "sup_start", (json_int_t)st->sup_start, "pid", st->pid,
                           "start_ms", (json_int_t)st->start_ms, "end_ms", (json_int_t)st->end_ms,
@@ -146,7 +146,9 @@ int sup_state_write(const char *jobdir, const struct sup_state *st)
                           "message", st->message, "usage", "cpu_ms", (json_int_t)st->usage.cpu_ms,
                           "max_rss_mb", (json_int_t)st->usage.max_rss_mb, "gpu_util", st->usage.gpu_util,
                           "reclaim_ok", st->reclaim_ok, "reclaim_msg", st->reclaim_msg,
-                          "out_path", st->out_path, "err_path", st->err_path, "cgroup", st->cgroup);
+                          "out_path", st->out_path, "err_path", st->err_path, "cgroup", st->cgroup,
+                          "out_file", (json_int_t)st->out_dev, (json_int_t)st->out_ino, (json_int_t)st->out_start,
+                          "err_file", (json_int_t)st->err_dev, (json_int_t)st->err_ino, (json_int_t)st->err_start);
     if (!o)
         return -ENOMEM;
     char *text = json_dumps(o, JSON_COMPACT);
@@ -201,6 +203,13 @@ int sup_state_read(const char *jobdir, struct sup_state *st)
     copy_json_str(o, "out_path", st->out_path, sizeof st->out_path);
     copy_json_str(o, "err_path", st->err_path, sizeof st->err_path);
     copy_json_str(o, "cgroup", st->cgroup, sizeof st->cgroup);
+    json_t *of = json_object_get(o, "out_file"), *ef = json_object_get(o, "err_file");
+    st->out_dev = json_integer_value(json_array_get(of, 0));
+    st->out_ino = json_integer_value(json_array_get(of, 1));
+    st->out_start = json_integer_value(json_array_get(of, 2));
+    st->err_dev = json_integer_value(json_array_get(ef, 0));
+    st->err_ino = json_integer_value(json_array_get(ef, 1));
+    st->err_start = json_integer_value(json_array_get(ef, 2));
     json_decref(o);
     return 0;
 }
@@ -218,7 +227,8 @@ int64_t sup_start_seq(const struct sup_config *c, uint64_t id)
     return seq;
 }
 
-int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t seq, const char *cmd)
+int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t sup_start, int64_t seq,
+                const char *cmd)
 {
     char dir[PATH_MAX], name[64];
     int rc = sup_job_dir(c, id, dir, sizeof dir);
@@ -227,25 +237,105 @@ int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t se
     snprintf(name, sizeof name, "ctl.%020lld", (long long)seq);
     if ((rc = write_atomic(dir, name, cmd)) < 0)
         return rc;
-    if (sup_pid > 0 && kill(sup_pid, SIGUSR1) < 0)
+    if (sup_pid <= 0)
+        return 0;
+    /* the pidfd pins the process: checked by its start time once open, the signal
+     * reaches that very process or none */
+    int pfd = (int)syscall(SYS_pidfd_open, sup_pid, 0);
+    if (pfd < 0)
         return -errno;
+    if (sup_start > 0 && sup_proc_starttime(sup_pid) != sup_start)
+        rc = -ESRCH;
+    else if (syscall(SYS_pidfd_send_signal, pfd, SIGUSR1, NULL, 0) < 0)
+        rc = -errno;
+    close(pfd);
+    return rc;
+}
+
+/* "DEADLINE GRACE DEADLINE GRACE\n" at a fixed width, rewritten in place by one pwrite:
+ * a reader that catches a write half done sees two pairs that differ and tries again. */
+enum { LEASE_LEN = 4 * 21 };
+
+int sup_lease_write(const char *state_dir, int *fd, int64_t deadline_ms, int64_t grace_ms)
+{
+    char path[PATH_MAX + 8], buf[LEASE_LEN + 1];
+    if (*fd < 0) {
+        snprintf(path, sizeof path, "%s/lease", state_dir);
+        *fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (*fd < 0)
+            return -errno;
+    }
+    snprintf(buf, sizeof buf, "%020lld %020lld %020lld %019lld\n", (long long)deadline_ms,
+             (long long)grace_ms, (long long)deadline_ms, (long long)grace_ms);
+    ssize_t w = pwrite(*fd, buf, LEASE_LEN, 0);
+    return w == LEASE_LEN ? 0 : (w < 0 ? -errno : -EIO);
+}
+
+int sup_lease_read(const char *state_dir, int64_t *deadline_ms, int64_t *grace_ms)
+{
+    char path[PATH_MAX + 8], buf[LEASE_LEN + 1];
+    snprintf(path, sizeof path, "%s/lease", state_dir);
+    *deadline_ms = *grace_ms = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    ssize_t n = pread(fd, buf, LEASE_LEN, 0);
+    close(fd);
+    if (n != LEASE_LEN)
+        return -EAGAIN;
+    buf[n] = '\0';
+    long long d1, g1, d2, g2;
+    if (sscanf(buf, "%lld %lld %lld %lld", &d1, &g1, &d2, &g2) != 4 || d1 != d2 || g1 != g2 || d1 < 0 || g1 < 0)
+        return -EAGAIN;
+    *deadline_ms = d1;
+    *grace_ms = g1;
     return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+/* Remove `name` under the directory `dfd`: a directory is opened with O_NOFOLLOW (a
+ * symlink is unlinked itself), emptied through its own descriptor, then removed. */
+static int rm_at(int dfd, const char *name, int depth)
 {
-    (void)sb;
-    (void)ftw;
-    if (flag == FTW_DP)
-        return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
-    return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        if (errno != ENOTDIR && errno != ELOOP)
+            return -errno;
+        return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+    }
+    if (depth > 256) {
+        close(fd);
+        return -ELOOP;
+    }
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        int r = 0;
+        if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)
+            r = rm_at(dirfd(d), e->d_name, depth + 1);
+        else if (unlinkat(dirfd(d), e->d_name, 0) < 0 && errno != ENOENT)
+            r = errno == EISDIR ? rm_at(dirfd(d), e->d_name, depth + 1) : -errno;
+        if (r < 0 && rc == 0)
+            rc = r;
+    }
+    closedir(d);
+    if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && rc == 0)
+        rc = -errno;
+    return rc;
 }
 
 int sup_remove_tree(const char *path)
 {
-    if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
-        return errno == ENOENT ? 0 : -errno;
-    return 0;
+    return rm_at(AT_FDCWD, path, 0);
 }
 
 int sup_resolve_output(const char *spec, const char *jobdir, const char *default_name,
@@ -447,6 +537,8 @@ struct sup {
     int64_t kill_at;               /* monotonic ms, 0 = none */
     int64_t limit_at;              /* monotonic ms, 0 = none */
     int stop_signal;
+    int64_t lease_at;              /* monotonic ms of the next look at the lease, 0 = none */
+    bool fenced;
 };
 
 static void slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -539,14 +631,90 @@ static int resolve_user(struct sup *s, char *err, size_t errlen)
     return 0;
 }
 
-static int open_default_log(struct sup *s, const char *path)
+/* Check a freshly opened output: a regular file only (not a FIFO, a device, a socket),
+ * made blocking again, its identity and size recorded for the agent's shipping. */
+static int output_checked(int fd, const char *path, int64_t *dev, int64_t *ino, int64_t *start,
+                          char *err, size_t errlen)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
-    if (fd >= 0 && geteuid() == 0 && fchown(fd, s->uid, s->gid) < 0) {
+    struct stat sb;
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+        errf(err, errlen, "output '%s' is not a regular file", path);
         close(fd);
-        return -errno;
+        return -EINVAL;
     }
-    return fd < 0 ? -errno : fd;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        errf(err, errlen, "cannot use output '%s': %s", path, strerror(errno));
+        close(fd);
+        return -EIO;
+    }
+    *dev = (int64_t)sb.st_dev;
+    *ino = (int64_t)sb.st_ino;
+    *start = (int64_t)sb.st_size;
+    return fd;
+}
+
+/* A default log, STATE_DIR/jobs/ID/stdout|stderr: made by us in our own directory,
+ * handed to the user. */
+static int open_default_log(struct sup *s, const char *path, int64_t *dev, int64_t *ino, int64_t *start,
+                            char *err, size_t errlen)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0640);
+    if (fd < 0) {
+        int e = errno;
+        errf(err, errlen, "cannot open '%s': %s", path, strerror(e));
+        return -e;
+    }
+    if (geteuid() == 0 && fchown(fd, s->uid, s->gid) < 0) {
+        int e = errno;
+        errf(err, errlen, "cannot give '%s' to the job's user: %s", path, strerror(e));
+        close(fd);
+        return -e;
+    }
+    return output_checked(fd, path, dev, ino, start, err, errlen);
+}
+
+/* An output path the job gave: opened here, as the job's user (fsuid, fsgid and the
+ * user's groups, so the kernel checks the user's rights and not ours), never through a
+ * symlink at its end, never waiting (a FIFO without a reader fails at once instead of
+ * hanging the launch), and only when it is a regular file. The job gets this descriptor
+ * and the agent reads this inode, never whatever the path names later. */
+static int open_user_output(struct sup *s, const char *path, int64_t *dev, int64_t *ino, int64_t *start,
+                            char *err, size_t errlen)
+{
+    bool root = geteuid() == 0;
+    gid_t saved[256];
+    int nsaved = 0;
+    if (root) {
+        nsaved = getgroups((int)(sizeof saved / sizeof saved[0]), saved);
+        if (nsaved < 0 || setgroups((size_t)s->ngroups, s->groups) < 0) {
+            errf(err, errlen, "cannot take the groups of user '%s': %s", s->user, strerror(errno));
+            return -EPERM;
+        }
+        setfsgid(s->gid);
+        setfsuid(s->uid);
+        if ((uid_t)setfsuid((uid_t)-1) != s->uid || (gid_t)setfsgid((gid_t)-1) != s->gid) {
+            setfsuid(0);
+            setfsgid(0);
+            setgroups((size_t)nsaved, saved);
+            errf(err, errlen, "cannot act as user '%s' to open '%s'", s->user, path);
+            return -EPERM;
+        }
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
+    int e = errno;
+    if (root) {
+        setfsuid(0);
+        setfsgid(0);
+        if (setgroups((size_t)nsaved, saved) < 0)
+            slog("cannot restore the supervisor's groups: %s", strerror(errno));
+    }
+    if (fd < 0) {
+        const char *why = e == ELOOP ? "it is a symbolic link" : e == ENXIO ? "it is a FIFO or socket" : strerror(e);
+        errf(err, errlen, "cannot open output '%s' as user '%s': %s", path, s->user, why);
+        return -e;
+    }
+    return output_checked(fd, path, dev, ino, start, err, errlen);
 }
 
 /* Report a failure of the job's child to the supervisor and end the child. */
@@ -559,11 +727,6 @@ static void __attribute__((noreturn)) child_fail(int fd, const char *what, int e
         (void)w;
     }
     _exit(127);
-}
-
-static int open_user_log(const char *path)
-{
-    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 }
 
 /* Runs in the job's child: from here on only this process and its exec matter. */
@@ -583,6 +746,16 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
         (void)w;
         _exit(127);
     }
+    if (geteuid() == 0 && s->c->job_oom_score_adj != 0) {
+        /* we inherit the agent's -1000; the job goes first when memory runs out (set while
+         * still root, so the job cannot lower it again) */
+        char adj[16];
+        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        int n = snprintf(adj, sizeof adj, "%d", s->c->job_oom_score_adj);
+        if (fd < 0 || write(fd, adj, (size_t)n) != n)
+            child_fail(pfd, "cannot set the job's oom_score_adj", errno);
+        close(fd);
+    }
     if (geteuid() == 0) {
         /* the order matters: groups, then gid, then uid; each checked */
         if (setgroups((size_t)s->ngroups, s->groups) < 0)
@@ -599,18 +772,7 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
         snprintf(what, sizeof what, "cannot enter working directory '%s'", wd);
         child_fail(pfd, what, errno);
     }
-    int out = s->out_fd, errfd = s->err_fd;
-    if (out < 0 && (out = open_user_log(s->st.out_path)) < 0) {
-        snprintf(what, sizeof what, "cannot open output '%s'", s->st.out_path);
-        child_fail(pfd, what, errno);
-    }
-    if (errfd < 0) {
-        errfd = strcmp(s->st.err_path, s->st.out_path) == 0 ? out : open_user_log(s->st.err_path);
-        if (errfd < 0) {
-            snprintf(what, sizeof what, "cannot open error output '%s'", s->st.err_path);
-            child_fail(pfd, what, errno);
-        }
-    }
+    int out = s->out_fd, errfd = s->err_fd;   /* opened by the supervisor (prepare) */
     int in = open("/dev/null", O_RDONLY);
     if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
         child_fail(pfd, "cannot set up standard descriptors", errno);
@@ -665,6 +827,20 @@ static int make_scratch(struct sup *s, char *err, size_t errlen)
     return s->j->script ? write_script(s, err, errlen) : 0;
 }
 
+/* What the job may use beyond memory and CPU: a number of processes, and of the node's
+ * GPUs only its own (the device nodes of the others cannot be opened). */
+static int isolate(struct sup *s, char *err, size_t errlen)
+{
+    int rc = cg_job_set_pids(&s->cg, s->c->pids_max, err, errlen);
+    if (rc < 0 || s->c->node_gpus <= 0)
+        return rc;
+    int node[AGENT_MAX_GPUS];
+    int n = s->c->node_gpus < AGENT_MAX_GPUS ? s->c->node_gpus : AGENT_MAX_GPUS;
+    for (int i = 0; i < n; i++)
+        node[i] = i;   /* /dev/nvidiaN: minor N is GPU index N */
+    return cg_job_set_devices(&s->cg, s->j->gpus, s->j->ngpus, node, n, err, errlen);
+}
+
 /* Everything before the fork of the job: user, cgroup, scratch, logs. */
 static int prepare(struct sup *s, char *err, size_t errlen)
 {
@@ -677,19 +853,25 @@ static int prepare(struct sup *s, char *err, size_t errlen)
         errf(err, errlen, "output path too long");
         return rc;
     }
-    if (!s->j->output || !*s->j->output) {
-        if ((s->out_fd = open_default_log(s, s->st.out_path)) < 0) {
-            errf(err, errlen, "cannot open '%s': %s", s->st.out_path, strerror(-s->out_fd));
-            return s->out_fd;
-        }
-    }
-    if (!s->j->error || !*s->j->error) {
-        if ((s->err_fd = open_default_log(s, s->st.err_path)) < 0) {
-            errf(err, errlen, "cannot open '%s': %s", s->st.err_path, strerror(-s->err_fd));
+    struct sup_state *st = &s->st;
+    bool own_out = !s->j->output || !*s->j->output, own_err = !s->j->error || !*s->j->error;
+    s->out_fd = own_out ? open_default_log(s, st->out_path, &st->out_dev, &st->out_ino, &st->out_start, err, errlen)
+                        : open_user_output(s, st->out_path, &st->out_dev, &st->out_ino, &st->out_start, err, errlen);
+    if (s->out_fd < 0)
+        return s->out_fd;
+    if (!own_err && strcmp(st->err_path, st->out_path) == 0) {
+        s->err_fd = s->out_fd;   /* one file for both: one descriptor, one inode */
+        st->err_dev = st->out_dev;
+        st->err_ino = st->out_ino;
+        st->err_start = st->out_start;
+    } else {
+        s->err_fd = own_err ? open_default_log(s, st->err_path, &st->err_dev, &st->err_ino, &st->err_start, err, errlen)
+                            : open_user_output(s, st->err_path, &st->err_dev, &st->err_ino, &st->err_start, err, errlen);
+        if (s->err_fd < 0)
             return s->err_fd;
-        }
     }
     if (s->c->cg && s->c->cg->mode != CG_NONE) {
+        int64_t mem_mb = s->j->mem_mb > 0 ? s->j->mem_mb : s->c->default_mem_mb;
         if ((rc = cg_job_init(&s->cg, s->c->cg, s->c->node, s->j->id)) < 0) {
             errf(err, errlen, "cgroup path too long");
             return rc;
@@ -704,13 +886,15 @@ static int prepare(struct sup *s, char *err, size_t errlen)
                 s->cg = *s->spare_cg;   /* leave_group() empties and removes the spare's */
                 return rc;
             }
-            rc = cg_job_set_limits(&s->cg, s->j->mem_mb, s->j->cpus, err, errlen);
+            rc = cg_job_set_limits(&s->cg, mem_mb, s->j->cpus, err, errlen);
         } else {
-            rc = cg_job_create(&s->cg, s->j->mem_mb, s->j->cpus, err, errlen);
+            rc = cg_job_create(&s->cg, mem_mb, s->j->cpus, err, errlen);
         }
+        s->use_cg = true;
+        if (rc == 0)
+            rc = isolate(s, err, errlen);
         if (rc < 0)
             return rc;
-        s->use_cg = true;
         if (s->cg.mode == CG_V2)
             s->cg_fd = open(s->cg.dir[0], O_PATH | O_DIRECTORY | O_CLOEXEC);
         str_copy(s->st.cgroup, sizeof s->st.cgroup, s->cg.mode == CG_V2 ? s->cg.dir[0] : s->cg.dir[CG_FREEZER]);
@@ -940,6 +1124,34 @@ static void on_sigchld(struct sup *s)
     }
 }
 
+/* The fence: past the lease's deadline the controller may soon count this node as lost
+ * and run the job elsewhere, so it is stopped (its signal, a grace the lease bounds, then
+ * kill) before that can happen. A lease renewed in time only moves the next look. */
+static void check_lease(struct sup *s, int64_t now)
+{
+    int64_t deadline = 0, grace = 0;
+    int rc = sup_lease_read(s->c->state_dir, &deadline, &grace);
+    if (rc == -EAGAIN) {
+        s->lease_at = now + 10;   /* caught a rewrite: look again in a moment */
+        return;
+    }
+    if (rc < 0 || deadline == 0) {
+        s->lease_at = 0;          /* no lease (an agent that never reached a controller) */
+        return;
+    }
+    if (deadline > now) {
+        s->lease_at = deadline;
+        return;
+    }
+    s->lease_at = 0;
+    s->fenced = true;
+    int64_t g = s->j->grace_ms < grace ? s->j->grace_ms : grace;
+    slog("job %llu: fenced: no contact with the controller since the lease ran out %lld ms ago",
+         (unsigned long long)s->j->id, (long long)(now - deadline));
+    stop_job(s, s->j->signal ? s->j->signal : SIGTERM, g, "fenced: the node lost contact with the controller");
+    str_copy(s->st.message, sizeof s->st.message, "fenced: the node lost contact with the controller");
+}
+
 static void run_loop(struct sup *s, int sfd)
 {
     while (!s->leader_done) {
@@ -948,15 +1160,17 @@ static void run_loop(struct sup *s, int sfd)
             s->timed_out = true;
             stop_job(s, s->j->signal ? s->j->signal : SIGTERM, s->j->grace_ms, "time limit reached");
         }
+        if (s->lease_at && now >= s->lease_at)
+            check_lease(s, now);
         if (s->kill_at && now >= s->kill_at)
             kill_job(s, "grace ended");
-        int64_t next = -1;
-        if (s->limit_at && !s->stopping)
-            next = s->limit_at - now;
-        if (s->kill_at && (next < 0 || s->kill_at - now < next))
-            next = s->kill_at - now;
+        int64_t next = 86400000;   /* the earliest of the deadlines set, in ms from now */
+        int64_t at[3] = {s->limit_at && !s->stopping ? s->limit_at : 0, s->kill_at, s->lease_at};
+        for (int i = 0; i < 3; i++)
+            if (at[i] && at[i] - now < next)
+                next = at[i] - now;
         struct pollfd pfd = {sfd, POLLIN, 0};
-        int rc = poll(&pfd, 1, next < 0 ? -1 : (int)(next > 86400000 ? 86400000 : next));
+        int rc = poll(&pfd, 1, next < 0 ? 0 : (int)next);
         if (rc <= 0)
             continue;
         struct signalfd_siginfo si;
@@ -1027,8 +1241,20 @@ static void finish(struct sup *s, bool launched)
             nanosleep(&ts, NULL);
         }
     }
-    if (!s->c->keep_scratch && s->scratch[0])
-        sup_remove_tree(s->scratch);
+    if (!s->c->keep_scratch && s->scratch[0]) {
+        /* a scratch dir left behind is a reclaim failure like a group left behind: the
+         * node stops taking jobs rather than give a user's files to the next job */
+        int rc = sup_remove_tree(s->scratch);
+        if (rc < 0) {
+            slog("job %llu: cannot remove scratch directory '%s': %s", (unsigned long long)s->j->id, s->scratch,
+                 strerror(-rc));
+            if (s->st.reclaim_ok) {
+                s->st.reclaim_ok = false;
+                errf(s->st.reclaim_msg, sizeof s->st.reclaim_msg, "cannot remove scratch directory '%s': %s",
+                     s->scratch, strerror(-rc));
+            }
+        }
+    }
     s->st.end_ms = clock_now_ms();
     str_copy(s->st.state, sizeof s->st.state, "exited");
     save(s);
@@ -1099,6 +1325,7 @@ static void __attribute__((noreturn)) supervise_job(const struct sup_config *c, 
     str_copy(s.st.state, sizeof s.st.state, "running");
     if (j->time_limit_ms > 0)
         s.limit_at = clock_mono_ms() + j->time_limit_ms + c->limit_slack_ms;
+    s.lease_at = clock_mono_ms();   /* a first look at the lease at once */
     read_ctl(&s);    /* commands that came before the signalfd existed */
     run_loop(&s, sfd);
     finish(&s, true);
@@ -1134,6 +1361,8 @@ static int prepare_job_dir(const struct sup_config *c, const struct agent_job *j
         unlink(path);
     }
     snprintf(path, sizeof path, "%s/reported", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/log_base", dir);   /* a new run starts its own output */
     unlink(path);
     DIR *d = opendir(dir);
     struct dirent *de;

@@ -39,6 +39,10 @@ struct sup_config {
     bool allow_root_jobs;         /* else a job whose user resolves to uid 0 is refused */
     bool keep_scratch;
     int64_t limit_slack_ms;       /* the local time limit trails the controller's by this */
+    int64_t pids_max;             /* pids.max of every job (0 = no limit) */
+    int64_t default_mem_mb;       /* memory limit of a job that names none (0 = none) */
+    int node_gpus;                /* GPUs of the node: /dev/nvidia0..N-1 (minor = index) */
+    int job_oom_score_adj;        /* the job's oom_score_adj (> 0: it dies before us) */
 };
 
 struct sup_state {
@@ -56,6 +60,10 @@ struct sup_state {
     char reclaim_msg[256];
     char out_path[PATH_MAX], err_path[PATH_MAX];
     char cgroup[PATH_MAX];        /* the tracking group (for usage sampling) */
+    /* the files the supervisor opened for the job's stdout/stderr: the agent ships only
+     * from a regular file that is still this inode, from the size it had at this run's
+     * start (so a requeued run's bytes are its own) */
+    int64_t out_dev, out_ino, out_start, err_dev, err_ino, err_start;
 };
 
 /* Path of job `id`'s directory. */
@@ -83,9 +91,19 @@ void sup_spare_drop(struct sup_spare *sp);
 
 /* The seq recorded by the last launch of job `id`, or 0 when none. */
 int64_t sup_start_seq(const struct sup_config *c, uint64_t id);
-/* Queue a command for a running supervisor and wake it: "signal SIG GRACE_MS" or "kill". */
-int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t seq,
-                const char *cmd);
+/* Queue a command for a running supervisor and wake it: "signal SIG GRACE_MS" or "kill".
+ * The wake-up goes through a pidfd opened on `sup_pid` and checked against the start
+ * time `sup_start` (when > 0): a reused pid is never signalled (-ESRCH). */
+int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t sup_start,
+                int64_t seq, const char *cmd);
+
+/* The fencing lease, STATE_DIR/lease: the CLOCK_MONOTONIC ms after which a supervisor
+ * stops its job (signal, `grace_ms` at most, kill), because the agent has not heard from
+ * the controller for node_timeout - margin (docs/agent.md "Fencing"). The agent rewrites
+ * it in place at each contact; `*fd` caches the open file (-1 at first). */
+int sup_lease_write(const char *state_dir, int *fd, int64_t deadline_ms, int64_t grace_ms);
+/* 0 and *deadline_ms = 0 when there is no lease file; -EAGAIN on a torn read. */
+int sup_lease_read(const char *state_dir, int64_t *deadline_ms, int64_t *grace_ms);
 /* Read / write state.json of a job directory. */
 int sup_state_read(const char *jobdir, struct sup_state *st);
 int sup_state_write(const char *jobdir, const struct sup_state *st);
@@ -102,7 +120,9 @@ int sup_resolve_output(const char *spec, const char *jobdir, const char *default
 char **sup_build_env(const struct agent_job *j, const char *node, const char *user,
                      const char *home, const char *shell, const char *scratch);
 void sup_env_free(char **env);
-/* rm -rf of a directory tree (no symlink following); 0 or -errno. */
+/* rm -rf of a directory tree: every directory opened relative to its parent with
+ * O_NOFOLLOW, so a symlink swapped in meanwhile is removed, never followed. 0 or the
+ * first -errno (the rest is still removed). */
 int sup_remove_tree(const char *path);
 
 #endif

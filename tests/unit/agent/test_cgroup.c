@@ -73,7 +73,21 @@ static void test_detect_fabricated(void **st)
     assert_int_equal(cg_job_init(&cg, &l, "gpu03", 915), 0);
     snprintf(d, sizeof d, "%s/freezer/docket/gpu03/job_915", root);
     assert_string_equal(cg.dir[CG_FREEZER], d);
+    /* no devices controller: no devices group (and GPUs cannot be isolated) */
+    assert_false(l.v1_devices);
+    assert_int_equal(cg.ndirs, CG_DEVICES);
+    int gpu = 0;
+    assert_int_equal(cg_job_set_devices(&cg, &gpu, 1, &gpu, 1, err, sizeof err), -EOPNOTSUPP);
+    snprintf(d, sizeof d, "%s/devices", root);
+    mkdir(d, 0755);
+    touch(d, "cgroup.procs", "");
+    touch(d, "devices.deny", "");
+    assert_int_equal(cg_detect(root, &l, err, sizeof err), 0);
+    assert_true(l.v1_devices);
+    assert_int_equal(cg_job_init(&cg, &l, "gpu03", 915), 0);
     assert_int_equal(cg.ndirs, CG_NCTRL);
+    snprintf(d, sizeof d, "%s/devices/docket/gpu03/job_915", root);
+    assert_string_equal(cg.dir[CG_DEVICES], d);
     sup_remove_tree(root);
 }
 

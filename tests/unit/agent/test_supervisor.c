@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -202,7 +203,7 @@ static void kill_during(uint64_t id, int sup)
         struct timespec ts = {0, 5000000};
         nanosleep(&ts, NULL);
     }
-    assert_int_equal(sup_command(&cfg, id, sup, 2, "kill"), 0);
+    assert_int_equal(sup_command(&cfg, id, sup, 0, 2, "kill"), 0);
 }
 
 static void test_kill_takes_daemons(void **st)
@@ -228,7 +229,7 @@ static void signal_during(uint64_t id, int sup)
 {
     struct timespec ts = {0, 200000000};   /* let the trap be installed */
     nanosleep(&ts, NULL);
-    assert_int_equal(sup_command(&cfg, id, sup, 3, "signal 10 400"), 0);
+    assert_int_equal(sup_command(&cfg, id, sup, 0, 3, "signal 10 400"), 0);
 }
 
 static void test_signal_reaches_tree_with_exact_grace(void **st)
@@ -544,6 +545,384 @@ static void test_starttime_guard(void **st)
     assert_false(sup_alive(0, 0));
 }
 
+
+/* ---------------------------------------------------------------------------------- */
+/* Issue 12: what a hostile job can do with its outputs, devices, processes and memory  */
+
+static void make_file(const char *path, const char *text, mode_t mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    chmod(path, mode);
+}
+
+/* Outputs are opened as the job's user, never through a final symlink, never a FIFO
+ * (which used to hang the launch), only regular files: each is a clear launch error. */
+static void test_outputs_refused(void **st)
+{
+    (void)st;
+    need_cgroups();
+    char wd[400], secret[400], json[2048];
+    snprintf(wd, sizeof wd, "%s/wd-out", state_dir);
+    mkdir(wd, 01777);
+    chmod(wd, 01777);
+    snprintf(secret, sizeof secret, "%s/secret", state_dir);
+    make_file(secret, "TOPSECRET\n", 0600);
+    char path[600];
+    snprintf(path, sizeof path, "%s/link.out", wd);
+    assert_int_equal(symlink(secret, path), 0);
+    snprintf(path, sizeof path, "%s/fifo.out", wd);
+    assert_int_equal(mkfifo(path, 0666), 0);
+    chmod(path, 0666);
+    struct sup_state s;
+    /* a symlink at the end of the path */
+    snprintf(json, sizeof json, "{\"id\": 40, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"link.out\","
+             " \"command\": [\"echo\", \"x\"]}", wd);
+    run_job(json, &s, NULL, NULL);
+    assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
+    assert_non_null(strstr(s.message, "it is a symbolic link"));
+    /* a FIFO with no reader: refused at once, not a hang */
+    int64_t ms = 0;
+    snprintf(json, sizeof json, "{\"id\": 41, \"user\": \"nobody\", \"workdir\": \"%s\", \"error\": \"fifo.out\","
+             " \"command\": [\"echo\", \"x\"]}", wd);
+    run_job(json, &s, &ms, NULL);
+    assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
+    assert_non_null(strstr(s.message, "fifo.out"));
+    assert_true(ms < 5000);
+    /* a FIFO that has a reader opens, but is no regular file */
+    int rfd = open(path, O_RDONLY | O_NONBLOCK);
+    assert_true(rfd >= 0);
+    run_job(json, &s, NULL, NULL);
+    close(rfd);
+    assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
+    assert_non_null(strstr(s.message, "is not a regular file"));
+    /* a device */
+    snprintf(json, sizeof json, "{\"id\": 42, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"/dev/null\","
+             " \"command\": [\"echo\", \"x\"]}", wd);
+    run_job(json, &s, NULL, NULL);
+    assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
+    assert_non_null(strstr(s.message, "is not a regular file"));
+    /* a file the user may not write (root's, 0600): opened as the user, so refused */
+    snprintf(json, sizeof json, "{\"id\": 43, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"%s\","
+             " \"command\": [\"echo\", \"x\"]}", wd, secret);
+    run_job(json, &s, NULL, NULL);
+    assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
+    assert_non_null(strstr(s.message, "Permission denied"));
+    char buf[64];
+    read_text(secret, buf, sizeof buf);
+    assert_string_equal(buf, "TOPSECRET\n");
+    /* a working directory that is not a directory */
+    snprintf(json, sizeof json, "{\"id\": 44, \"user\": \"nobody\", \"workdir\": \"%s\", \"command\": [\"true\"]}", secret);
+    run_job(json, &s, NULL, NULL);
+    assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
+    assert_non_null(strstr(s.message, "cannot enter working directory"));
+    /* and a good one: the user's own new file, its inode recorded for the agent */
+    snprintf(json, sizeof json, "{\"id\": 45, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"ok-%%j.out\","
+             " \"command\": [\"echo\", \"fine\"]}", wd);
+    run_job(json, &s, NULL, NULL);
+    assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
+    assert_int_equal(s.exit_code, 0);
+    read_text(s.out_path, buf, sizeof buf);
+    assert_string_equal(buf, "fine\n");
+    struct stat sb;
+    assert_int_equal(stat(s.out_path, &sb), 0);
+    assert_int_equal((int64_t)sb.st_ino, s.out_ino);
+    assert_int_equal((int64_t)sb.st_dev, s.out_dev);
+    assert_int_equal(s.out_start, 0);
+    assert_int_equal(sb.st_uid, 65534);
+}
+
+/* Stand-in GPUs: character nodes with NVIDIA's major (195) in a temporary directory. */
+static void make_gpu_nodes(char *dir, size_t len, int n)
+{
+    snprintf(dir, len, "%s/dev", state_dir);
+    mkdir(dir, 0755);
+    for (int i = 0; i < n; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/nvidia%d", dir, i);
+        unlink(path);
+        assert_int_equal(mknod(path, S_IFCHR | 0666, makedev(CG_GPU_MAJOR, i)), 0);
+        chmod(path, 0666);
+    }
+}
+
+/* The job holds GPU 1 of 4: opening its own node reaches the (absent) driver, ENXIO;
+ * opening any other is refused by the cgroup, EPERM. */
+static void gpu_isolation(const struct cg_layout *l, uint64_t id)
+{
+    char dev[400], json[2048];
+    make_gpu_nodes(dev, sizeof dev, 4);
+    const struct cg_layout *saved = cfg.cg;
+    cfg.cg = l;
+    cfg.node_gpus = 4;
+    snprintf(json, sizeof json,
+             "{\"id\": %llu, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"gpus\": [1], \"command\": [\"sh\", \"-c\","
+             " \"for i in 0 1 2 3; do cat %s/nvidia$i 2>&1 | sed 's/.*: //'; done\"]}",
+             (unsigned long long)id, dev);
+    struct sup_state s;
+    run_job(json, &s, NULL, NULL);
+    cfg.cg = saved;
+    cfg.node_gpus = 0;
+    assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
+    char buf[512];
+    read_text(s.out_path, buf, sizeof buf);
+    assert_string_equal(buf, "Operation not permitted\nNo such device or address\n"
+                             "Operation not permitted\nOperation not permitted\n");
+}
+
+static void test_gpu_isolation_v1(void **st)
+{
+    (void)st;
+    need_cgroups();
+    if (layout.mode != CG_V1 || !layout.v1_devices) {
+        print_message("# skip: needs the v1 devices controller\n");
+        skip();
+    }
+    gpu_isolation(&layout, 46);
+}
+
+static void test_gpu_isolation_v2(void **st)
+{
+    (void)st;
+    struct stat sb;
+    if (geteuid() != 0 || stat("/sys/fs/cgroup/unified/cgroup.procs", &sb) < 0) {
+        print_message("# skip: needs root and the v2 tree at /sys/fs/cgroup/unified\n");
+        skip();
+    }
+    struct cg_layout v2;
+    memset(&v2, 0, sizeof v2);
+    v2.mode = CG_V2;
+    snprintf(v2.root, sizeof v2.root, "/sys/fs/cgroup");
+    snprintf(v2.v2, sizeof v2.v2, "/sys/fs/cgroup/unified");
+    v2.v2_kill = true;
+    gpu_isolation(&v2, 47);
+    char path[512];
+    snprintf(path, sizeof path, "/sys/fs/cgroup/unified/docket/%s", node);
+    rmdir(path);
+    rmdir("/sys/fs/cgroup/unified/docket");
+}
+
+/* pids.max: a fork loop stops at the job's limit, the node does not. The job reads its
+ * own group's files with shell builtins (no fork left to spare). */
+static void test_pids_max(void **st)
+{
+    (void)st;
+    need_cgroups();
+    if (layout.mode != CG_V1) {
+        print_message("# skip: reads the v1 pids controller's files\n");
+        skip();
+    }
+    cfg.pids_max = 12;
+    char json[1024], g[300];
+    snprintf(g, sizeof g, "/sys/fs/cgroup/pids/docket/%s/job_48", node);
+    snprintf(json, sizeof json, "{\"id\": 48, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"command\": [\"sh\", \"-c\","
+             " \"(for i in $(seq 1 40); do sleep 2 & done) 2>/dev/null; read m < %s/pids.max; read e < %s/pids.events;"
+             " echo $m $e\"]}", g, g);
+    struct sup_state s;
+    run_job(json, &s, NULL, NULL);
+    cfg.pids_max = 0;
+    char buf[256];
+    read_text(s.out_path, buf, sizeof buf);
+    int max = 0, failed = 0;
+    if (sscanf(buf, "%d max %d", &max, &failed) != 2 || max != 12 || failed < 1)
+        fail_msg("want pids.max 12 and refused forks, the job saw '%s'", buf);
+    assert_true(s.reclaim_ok);
+}
+
+/* The job's oom_score_adj is positive (it goes before the agent, which is -1000). */
+static void test_oom_score_adj(void **st)
+{
+    (void)st;
+    need_cgroups();
+    cfg.job_oom_score_adj = 500;
+    struct sup_state s;
+    run_job("{\"id\": 49, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"command\": [\"sh\", \"-c\","
+            " \"cat /proc/self/oom_score_adj; echo -1000 > /proc/self/oom_score_adj || echo kept\"]}", &s, NULL, NULL);
+    cfg.job_oom_score_adj = 0;
+    char buf[256];
+    read_text(s.out_path, buf, sizeof buf);
+    assert_string_equal(buf, "500\nkept\n");
+}
+
+/* A job that names no memory gets the default limit. */
+static void test_default_memory_limit(void **st)
+{
+    (void)st;
+    need_cgroups();
+    cfg.default_mem_mb = 48;
+    struct sup_state s;
+    run_job("{\"id\": 50, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"command\": [\"sh\", \"-c\","
+            " \"head -c 300000000 /dev/zero | tail -n 1 >/dev/null\"]}", &s, NULL, NULL);
+    cfg.default_mem_mb = 0;
+    assert_int_equal(s.exit_kind, AGENT_EXIT_OOM);
+}
+
+/* Fencing: a lease that runs out stops the job (its signal, a grace bounded by the
+ * lease's, kill); a lease renewed in time does not. */
+static void write_lease(int64_t deadline, int64_t grace)
+{
+    int fd = -1;
+    assert_int_equal(sup_lease_write(state_dir, &fd, deadline, grace), 0);
+    close(fd);
+    int64_t d = 0, g = 0;
+    assert_int_equal(sup_lease_read(state_dir, &d, &g), 0);
+    assert_int_equal(d, deadline);
+    assert_int_equal(g, grace);
+}
+
+static void renew_during(uint64_t id, int sup)
+{
+    (void)id;
+    (void)sup;
+    write_lease(clock_mono_ms() + 60000, 200);
+}
+
+static void test_fence(void **st)
+{
+    (void)st;
+    need_cgroups();
+    char path[400], lease[400];
+    snprintf(path, sizeof path, "%s/fence.log", state_dir);
+    snprintf(lease, sizeof lease, "%s/lease", state_dir);
+    /* the job traps TERM and would live on for 100 s: the fence's grace is 300 ms */
+    char json[1024];
+    snprintf(json, sizeof json, "{\"id\": 51, \"grace_ms\": 60000, \"command\": [\"sh\", \"-c\","
+             " \"trap 'echo term >> %s' TERM; while :; do sleep 0.05; done\"]}", path);
+    write_lease(clock_mono_ms() + 400, 300);
+    int64_t ms = 0;
+    struct sup_state s;
+    run_job(json, &s, &ms, NULL);
+    char buf[64];
+    read_text(path, buf, sizeof buf);
+    assert_string_equal(buf, "term\n");
+    assert_int_equal(s.exit_kind, AGENT_EXIT_SIGNAL);
+    assert_int_equal(s.exit_code, SIGKILL);
+    assert_non_null(strstr(s.message, "fenced"));
+    if (ms < 600 || ms > 3000)
+        fail_msg("fenced job ended after %lld ms (lease 400 ms, grace 300 ms)", (long long)ms);
+    /* renewed in time: the job ends on its own */
+    write_lease(clock_mono_ms() + 500, 200);
+    run_job("{\"id\": 52, \"command\": [\"sh\", \"-c\", \"sleep 1.2; exit 6\"]}", &s, NULL, renew_during);
+    assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
+    assert_int_equal(s.exit_code, 6);
+    assert_null(strstr(s.message, "fenced"));
+    unlink(lease);
+}
+
+/* A torn lease (two halves that differ) is read as "again", never as a deadline. */
+static void test_lease_torn(void **st)
+{
+    (void)st;
+    char path[400];
+    snprintf(path, sizeof path, "%s/lease", state_dir);
+    char text[128];
+    snprintf(text, sizeof text, "%020lld %020lld %020lld %019lld\n", 5LL, 1LL, 9LL, 1LL);
+    make_file(path, text, 0644);
+    int64_t d = -1, g = -1;
+    assert_int_equal(sup_lease_read(state_dir, &d, &g), -EAGAIN);
+    unlink(path);
+    assert_int_equal(sup_lease_read(state_dir, &d, &g), 0);
+    assert_int_equal(d, 0);
+}
+
+/* A scratch dir that cannot be removed is a reclaim failure, reported. */
+static void test_scratch_failure_reported(void **st)
+{
+    (void)st;
+    need_cgroups();
+    char src[300], json[1024], mnt[600];
+    snprintf(src, sizeof src, "%s/mnt-src2", state_dir);
+    mkdir(src, 0755);
+    snprintf(mnt, sizeof mnt, "%s/job_53/pinned", scratch);
+    snprintf(json, sizeof json, "{\"id\": 53, \"command\": [\"sh\", \"-c\","
+             " \"mkdir $DOCKET_SCRATCH/pinned && mount --bind %s $DOCKET_SCRATCH/pinned\"]}", src);
+    struct sup_state s;
+    run_job(json, &s, NULL, NULL);
+    int um = umount2(mnt, MNT_DETACH);
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/job_53", scratch);
+    sup_remove_tree(dir);
+    assert_int_equal(um, 0);
+    assert_int_equal(s.exit_code, 0);
+    assert_false(s.reclaim_ok);
+    assert_non_null(strstr(s.reclaim_msg, "cannot remove scratch directory"));
+}
+
+/* rm -rf never follows a symlink: the link goes, what it points at stays. */
+static void test_remove_tree_no_follow(void **st)
+{
+    (void)st;
+    char top[400], keep[400], path[700];
+    snprintf(top, sizeof top, "%s/rmtree", state_dir);
+    snprintf(keep, sizeof keep, "%s/keepme", state_dir);
+    mkdir(top, 0755);
+    mkdir(keep, 0755);
+    snprintf(path, sizeof path, "%s/precious", keep);
+    make_file(path, "x", 0644);
+    snprintf(path, sizeof path, "%s/a", top);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/a/link", top);
+    assert_int_equal(symlink(keep, path), 0);
+    snprintf(path, sizeof path, "%s/a/file", top);
+    make_file(path, "y", 0644);
+    assert_int_equal(sup_remove_tree(top), 0);
+    struct stat sb;
+    assert_int_equal(stat(top, &sb), -1);
+    snprintf(path, sizeof path, "%s/precious", keep);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sup_remove_tree("/nonexistent/docket-x"), 0);
+}
+
+/* A supervisor is woken only when its pid still is that process (start time checked). */
+static volatile sig_atomic_t got_usr1;
+static void on_usr1(int sig)
+{
+    (void)sig;
+    got_usr1 = 1;
+}
+
+static void test_command_checks_start_time(void **st)
+{
+    (void)st;
+    char dir[500];
+    sup_job_dir(&cfg, 54, dir, sizeof dir);
+    char jobs[400];
+    snprintf(jobs, sizeof jobs, "%s/jobs", state_dir);
+    mkdir(jobs, 0711);
+    mkdir(dir, 0711);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        signal(SIGUSR1, on_usr1);
+        assert_int_equal(write(p[1], "r", 1), 1);
+        for (int i = 0; i < 300 && !got_usr1; i++) {
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
+        _exit(got_usr1 ? 7 : 0);
+    }
+    close(p[1]);
+    char c;
+    assert_int_equal(read(p[0], &c, 1), 1);
+    close(p[0]);
+    int64_t start = sup_proc_starttime(pid);
+    assert_true(start > 0);
+    /* a stale start time (the pid was reused by another process): no signal */
+    assert_int_equal(sup_command(&cfg, 54, pid, start + 1, 5, "kill"), -ESRCH);
+    struct timespec ts = {0, 100000000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(kill(pid, 0), 0);   /* still waiting: it was not woken */
+    assert_int_equal(sup_command(&cfg, 54, pid, start, 6, "kill"), 0);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -564,6 +943,17 @@ int main(void)
         cmocka_unit_test(test_spare_dropped_cleans_up),
         cmocka_unit_test(test_v2_job),
         cmocka_unit_test(test_reclaim_failure_reported),
+        cmocka_unit_test(test_outputs_refused),
+        cmocka_unit_test(test_gpu_isolation_v1),
+        cmocka_unit_test(test_gpu_isolation_v2),
+        cmocka_unit_test(test_pids_max),
+        cmocka_unit_test(test_oom_score_adj),
+        cmocka_unit_test(test_default_memory_limit),
+        cmocka_unit_test(test_fence),
+        cmocka_unit_test(test_lease_torn),
+        cmocka_unit_test(test_scratch_failure_reported),
+        cmocka_unit_test(test_remove_tree_no_follow),
+        cmocka_unit_test(test_command_checks_start_time),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
