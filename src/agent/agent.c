@@ -42,9 +42,17 @@ struct ajob {
     bool ours;                     /* the supervisor is our child (reaped by SIGCHLD) */
     bool exited;                   /* final state read */
     bool exit_queued;              /* its exited event is queued or sent */
+    bool exit_acked;               /* the controller has it: the job stays for its output */
     struct sup_state st;
-    int64_t shipped[2];            /* bytes of stdout/stderr the controller has */
+    /* Shipping stdout/stderr of this run. Local bytes come from the file the supervisor
+     * opened (checked by inode) from st.out_start/err_start; they go to the controller
+     * at base[s] + sent[s], base being the controller's end of the job's log when this
+     * run started (asked with an empty chunk, kept in JOBDIR/log_base), so a requeued
+     * run's output follows the earlier runs' instead of being taken for a repeat. */
+    int64_t sent[2];               /* bytes of this run the controller has */
+    int64_t base[2];               /* -1 = not known yet */
     int64_t log_hold_until;        /* the controller took nothing last time: wait */
+    pid_t reclaim_pid;             /* a child reclaiming a dead supervisor's cgroup */
     int gpus[AGENT_MAX_GPUS];      /* held until the supervisor reports the reclaim */
     int ngpus;
     int64_t ended_mono;
@@ -86,7 +94,14 @@ struct agent {
     int64_t spare_next;            /* earliest time to make another after a failure */
     struct outev *out_head, **out_tail;
     size_t out_count;
+    size_t dropped;                /* usage samples dropped while the queue was full */
     struct outev *sent;            /* events of the post in flight */
+    int64_t node_timeout_ms;       /* from the register reply; 0 = not known yet */
+    int64_t hb_sent_mono;          /* when the request in flight went out */
+    int64_t lease_deadline;        /* the fence deadline written last */
+    int lease_fd;
+    bool lease_expired_logged;
+    uint64_t ship_after;           /* round robin of live logs: the job shipped last */
     bool health_ok;
     char health_msg[256];
     bool reclaim_failed;
@@ -167,6 +182,7 @@ static struct ajob *job_add(struct agent *a, uint64_t id)
 {
     struct ajob *j = xcalloc(1, sizeof *j);
     j->id = id;
+    j->base[0] = j->base[1] = -1;
     j->next = a->jobs;
     a->jobs = j;
     return j;
@@ -191,10 +207,42 @@ static void done_push(struct agent *a, uint64_t id)
     a->done_tail = &d->next;
 }
 
+static bool is_usage(const json_t *ev)
+{
+    const char *t = json_string_value(json_object_get(ev, "type"));
+    return t && strcmp(t, "usage") == 0;
+}
+
+/* While the controller is away the queue must not grow without end: past the bound the
+ * oldest usage sample goes (a later one says more); started/exited/reclaim events stay,
+ * and there are only a few per job. */
+static void queue_bound(struct agent *a)
+{
+    while (a->out_count >= a->cfg.max_queued_events) {
+        struct outev **p = &a->out_head;
+        while (*p && !is_usage((*p)->ev))
+            p = &(*p)->next;
+        if (!*p)
+            return;
+        struct outev *o = *p;
+        *p = o->next;
+        if (!*p)
+            a->out_tail = p;
+        json_decref(o->ev);
+        free(o);
+        a->out_count--;
+        if (a->dropped++ % 1000 == 0)
+            log_warn("usage_dropped", "queued=%zu dropped=%zu reason=\"controller away, queue full\"",
+                     a->out_count, a->dropped);
+    }
+}
+
 static void queue_event(struct agent *a, json_t *ev, uint64_t exit_job)
 {
     if (!ev)
         return;
+    if (a->cfg.max_queued_events > 0)
+        queue_bound(a);
     struct outev *o = xcalloc(1, sizeof *o);
     o->ev = ev;
     o->exit_job = exit_job;
@@ -263,31 +311,9 @@ static void queue_exit(struct agent *a, struct ajob *j)
              agent_exit_kind_name(e.exit_kind), e.exit_code, e.message);
 }
 
-static void job_finished(struct agent *a, struct ajob *j)
+/* The job's final state is known (j->st): hold the node's health to its reclaim. */
+static void job_ended(struct agent *a, struct ajob *j)
 {
-    if (j->exited)
-        return;
-    char dir[PATH_MAX];
-    sup_job_dir(&a->sup, j->id, dir, sizeof dir);
-    struct sup_state st;
-    if (sup_state_read(dir, &st) == 0 && strcmp(st.state, "exited") == 0) {
-        j->st = st;
-    } else {
-        /* the supervisor died without its final word: reclaim here, report lost */
-        j->st.exit_kind = AGENT_EXIT_LOST;
-        str_copy(j->st.message, sizeof j->st.message, "supervisor died");
-        j->st.end_ms = clock_now_ms();
-        j->st.reclaim_ok = true;
-        if (a->cg.mode != CG_NONE) {
-            struct cg_job cg;
-            char msg[256] = "";
-            if (cg_job_init(&cg, &a->cg, a->cfg.name, j->id) == 0 &&
-                cg_job_reclaim(&cg, 5000, NULL, msg, sizeof msg) < 0) {
-                j->st.reclaim_ok = false;
-                str_copy(j->st.reclaim_msg, sizeof j->st.reclaim_msg, msg);
-            }
-        }
-    }
     if (!j->st.reclaim_ok) {
         a->reclaim_failed = true;
         if (snprintf(a->reclaim_msg, sizeof a->reclaim_msg, "reclaim failed for job %llu: %s",
@@ -297,6 +323,91 @@ static void job_finished(struct agent *a, struct ajob *j)
     }
     j->exited = true;
     j->ended_mono = clock_mono_ms();
+}
+
+/* In a child of ours: what the dead supervisor left (its cgroup, its scratch dir) is
+ * reclaimed, and its final word written for it (final.json, "lost"), which the parent
+ * reads when the child ends. Up to 5 s, so never on the event loop. */
+static void __attribute__((noreturn)) reclaim_lost(struct agent *a, struct ajob *j, const char *dir)
+{
+    struct sup_state st = j->st;
+    st.job = j->id;
+    st.exit_kind = AGENT_EXIT_LOST;
+    str_copy(st.state, sizeof st.state, "exited");
+    str_copy(st.message, sizeof st.message, "supervisor died");
+    st.reclaim_ok = true;
+    st.reclaim_msg[0] = '\0';
+    char msg[256] = "";
+    struct cg_job cg;
+    if (a->cg.mode != CG_NONE && cg_job_init(&cg, &a->cg, a->cfg.name, j->id) == 0 &&
+        cg_job_reclaim(&cg, 5000, NULL, msg, sizeof msg) < 0) {
+        st.reclaim_ok = false;
+        str_copy(st.reclaim_msg, sizeof st.reclaim_msg, msg);
+    }
+    char scratch[PATH_MAX + 32];
+    snprintf(scratch, sizeof scratch, "%s/job_%llu", a->cfg.scratch_root, (unsigned long long)j->id);
+    int rc = a->cfg.keep_scratch ? 0 : sup_remove_tree(scratch);
+    if (rc < 0 && st.reclaim_ok) {
+        st.reclaim_ok = false;
+        snprintf(st.reclaim_msg, sizeof st.reclaim_msg, "cannot remove scratch directory '%s': %s", scratch,
+                 strerror(-rc));
+    }
+    st.end_ms = clock_now_ms();
+    _exit(sup_state_write(dir, &st) == 0 ? 0 : 1);
+}
+
+static void job_finished(struct agent *a, struct ajob *j)
+{
+    if (j->exited || j->reclaim_pid > 0)
+        return;
+    char dir[PATH_MAX];
+    sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+    struct sup_state st;
+    if (sup_state_read(dir, &st) == 0 && strcmp(st.state, "exited") == 0) {
+        j->st = st;
+        job_ended(a, j);
+        return;
+    }
+    /* the supervisor died without its final word: reclaim in a child, report lost */
+    pid_t pid = fork();
+    if (pid == 0)
+        reclaim_lost(a, j, dir);
+    if (pid > 0) {
+        j->reclaim_pid = pid;
+        log_info("reclaiming", "job=%llu child=%d reason=\"supervisor died\"", (unsigned long long)j->id, (int)pid);
+        return;
+    }
+    j->st.exit_kind = AGENT_EXIT_LOST;
+    str_copy(j->st.message, sizeof j->st.message, "supervisor died");
+    j->st.end_ms = clock_now_ms();
+    j->st.reclaim_ok = false;
+    snprintf(j->st.reclaim_msg, sizeof j->st.reclaim_msg, "cannot fork to reclaim: %s", strerror(errno));
+    job_ended(a, j);
+}
+
+/* The reclaiming child `pid` ended: its final.json is the job's end. */
+static bool reclaim_done(struct agent *a, pid_t pid, int status)
+{
+    for (struct ajob *j = a->jobs; j; j = j->next) {
+        if (j->reclaim_pid != pid)
+            continue;
+        j->reclaim_pid = 0;
+        char dir[PATH_MAX];
+        sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+        struct sup_state st;
+        if (sup_state_read(dir, &st) == 0 && strcmp(st.state, "exited") == 0) {
+            j->st = st;
+        } else {
+            j->st.exit_kind = AGENT_EXIT_LOST;
+            str_copy(j->st.message, sizeof j->st.message, "supervisor died");
+            j->st.end_ms = clock_now_ms();
+            j->st.reclaim_ok = false;
+            snprintf(j->st.reclaim_msg, sizeof j->st.reclaim_msg, "the reclaim did not finish (status %d)", status);
+        }
+        job_ended(a, j);
+        return true;
+    }
+    return false;
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -357,6 +468,37 @@ static void backoff(struct agent *a, const char *why)
 
 static void heartbeat(struct agent *a);
 
+/* The controller answered a request sent at a->hb_sent_mono, so it has seen this node no
+ * earlier than that: it counts the node lost node_timeout after its last sight of it at
+ * the soonest. Supervisors stop their jobs `margin` before that (docs/agent.md
+ * "Fencing"); the margin is the configured one, at most a third of node_timeout, and a
+ * job's grace while fenced is half of it, so the job is gone before the controller can
+ * give its resources to anyone. */
+static int64_t fence_margin(const struct agent *a)
+{
+    int64_t m = a->cfg.fence_margin_ms, third = a->node_timeout_ms / 3;
+    return m < third ? m : third;
+}
+
+static void renew_lease(struct agent *a)
+{
+    if (a->node_timeout_ms <= 0 || a->hb_sent_mono <= 0)
+        return;
+    int64_t m = fence_margin(a);
+    int64_t deadline = a->hb_sent_mono + a->node_timeout_ms - m;
+    if (deadline <= a->lease_deadline)
+        return;
+    int rc = sup_lease_write(a->cfg.state_dir, &a->lease_fd, deadline, m / 2);
+    if (rc < 0) {
+        log_error("lease_write_failed", "error=\"%s\"", strerror(-rc));
+        return;
+    }
+    if (a->lease_expired_logged)
+        log_info("lease_renewed", "node=%s", a->cfg.name);
+    a->lease_deadline = deadline;
+    a->lease_expired_logged = false;
+}
+
 static void register_cb(struct evhttp_request *req, void *arg)
 {
     struct agent *a = arg;
@@ -372,6 +514,8 @@ static void register_cb(struct evhttp_request *req, void *arg)
             snprintf(buf, sizeof buf, "%s\n", r.credential);
             write_small(a, "credential", buf, 0600);
             a->wait_ms = r.heartbeat_wait_ms > 0 ? r.heartbeat_wait_ms : 25000;
+            a->node_timeout_ms = r.node_timeout_ms;
+            renew_lease(a);
             a->registered = true;
             a->backoff_ms = 0;
             a->hb_failures = 0;
@@ -413,6 +557,7 @@ static void do_register(struct agent *a)
     json_t *body = agent_register_body(&n, a->credential[0] ? NULL : a->cfg.join_token, DOCKET_AGENT_VERSION);
     struct evhttp_request *req = new_request(a, register_cb, a, body, true);
     a->hb_inflight = true;
+    a->hb_sent_mono = clock_mono_ms();
     if (evhttp_make_request(a->hb_conn, req, EVHTTP_REQ_POST, "/v1/agent/register") < 0) {
         a->hb_inflight = false;
         backoff(a, "cannot send register");
@@ -530,7 +675,7 @@ static void apply_stop(struct agent *a, const struct agent_cmd *c)
         snprintf(cmd, sizeof cmd, "signal %d %lld", c->signal, (long long)c->grace_ms);
     else
         snprintf(cmd, sizeof cmd, "kill");
-    int rc = sup_command(&a->sup, j->id, j->sup_pid, c->seq, cmd);
+    int rc = sup_command(&a->sup, j->id, j->sup_pid, j->sup_start, c->seq, cmd);
     if (rc == 0 && c->type == AGENT_CMD_SIGNAL)
         str_copy(j->st.state, sizeof j->st.state, "stopping");
     log_info("job_command", "job=%llu command=\"%s\" rc=%d", (unsigned long long)j->id, cmd, rc);
@@ -571,6 +716,7 @@ static void heartbeat_cb(struct evhttp_request *req, void *arg)
         struct agent_heartbeat_reply r;
         struct agent_msg_error e = {"", ""};
         if (agent_heartbeat_reply_parse(body, &r, &e) == 0) {
+            renew_lease(a);
             a->backoff_ms = 0;
             a->hb_failures = 0;
             apply_commands(a, &r);
@@ -604,6 +750,8 @@ static void heartbeat(struct agent *a)
     struct agent_job_status *js = xcalloc(n ? n : 1, sizeof *js);
     size_t k = 0;
     for (struct ajob *j = a->jobs; j; j = j->next) {
+        if (j->exit_acked)
+            continue;   /* the controller has its end; only its output is left to ship */
         js[k].id = j->id;
         js[k].state = j->exited ? "exited" : (strcmp(j->st.state, "stopping") == 0 ? "stopping" : "running");
         js[k].pid = j->st.pid > 0 ? j->st.pid : j->sup_pid;
@@ -616,6 +764,7 @@ static void heartbeat(struct agent *a)
     struct evhttp_request *req = new_request(a, heartbeat_cb, a, body, true);
     a->hb_inflight = true;
     evhttp_connection_set_timeout(a->hb_conn, (int)(a->wait_ms / 1000) + 15);
+    a->hb_sent_mono = clock_mono_ms();
     if (evhttp_make_request(a->hb_conn, req, EVHTTP_REQ_POST, "/v1/agent/heartbeat") < 0) {
         a->hb_inflight = false;
         backoff(a, "cannot send heartbeat");
@@ -676,19 +825,11 @@ static void events_cb(struct evhttp_request *req, void *arg)
         struct outev *o = a->sent;
         a->sent = o->next;
         if (o->exit_job) {
-            /* acknowledged: the job leaves the table (which so stays as small as the
-             * node's running jobs) and its directory is marked and queued for removal */
+            /* acknowledged: once its output is out too, the job leaves the table (which
+             * so stays as small as the node's running jobs; see retire) */
             struct ajob *j = job_find(a, o->exit_job);
-            if (j && j->exited) {
-                char dir[PATH_MAX], path[PATH_MAX + 16];
-                sup_job_dir(&a->sup, j->id, dir, sizeof dir);
-                snprintf(path, sizeof path, "%s/reported", dir);
-                int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-                if (fd >= 0)
-                    close(fd);
-                done_push(a, j->id);
-                job_remove(a, j);
-            }
+            if (j && j->exited)
+                j->exit_acked = true;   /* retired once its output is all out */
         }
         json_decref(o->ev);
         free(o);
@@ -726,8 +867,43 @@ struct logreq {
     struct agent *a;
     uint64_t job;
     int stream;
-    int64_t offset;               /* where the chunk sent starts */
+    int64_t at;                   /* the controller offset the chunk was sent at */
+    bool probe;                   /* an empty chunk asking where the log ends */
 };
+
+/* JOBDIR/log_base: the controller offsets of this run's first bytes, written once they
+ * are known and before any byte goes at them, so a restarted agent goes on the same. */
+static void save_base(struct agent *a, struct ajob *j)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 32], tmp[PATH_MAX + 32], buf[64];
+    sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/log_base", dir);
+    snprintf(tmp, sizeof tmp, "%s/.log_base.tmp", dir);
+    int n = snprintf(buf, sizeof buf, "%lld %lld\n", (long long)j->base[0], (long long)j->base[1]);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || write(fd, buf, (size_t)n) != n || rename(tmp, path) < 0)
+        log_error("log_base_save_failed", "job=%llu error=\"%s\"", (unsigned long long)j->id, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+}
+
+static void load_base(struct agent *a, struct ajob *j)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 32], buf[64] = "";
+    j->base[0] = j->base[1] = -1;
+    sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/log_base", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    long long b0, b1;
+    if (n > 0 && (buf[n] = '\0', sscanf(buf, "%lld %lld", &b0, &b1) == 2)) {
+        j->base[0] = b0;
+        j->base[1] = b1;
+    }
+}
 
 static void logs_cb(struct evhttp_request *req, void *arg)
 {
@@ -740,11 +916,16 @@ static void logs_cb(struct evhttp_request *req, void *arg)
     struct agent_msg_error e;
     struct ajob *j = job_find(a, lr->job);
     if (code == 200 && body && agent_logs_reply_parse(body, &off, &e) == 0) {
-        /* the controller's end of the log is where we go on from: past a repeat it
-         * already has (after our restart), or back to a gap it is missing */
-        if (j) {
-            j->shipped[lr->stream] = off;
-            if (off <= lr->offset)   /* no progress: do not spin, try again in a second */
+        if (j && lr->probe) {
+            j->base[lr->stream] = off;   /* this run starts where the log ends now */
+            j->sent[lr->stream] = 0;
+            save_base(a, j);
+        } else if (j && j->base[lr->stream] >= 0) {
+            /* the controller's end is where we go on from: past a repeat it already has
+             * (after our restart), or back to a gap it is missing */
+            int64_t sent = off - j->base[lr->stream];
+            j->sent[lr->stream] = sent < 0 ? 0 : sent;
+            if (off <= lr->at)   /* no progress: do not spin, try again in a second */
                 j->log_hold_until = clock_mono_ms() + 1000;
         }
         a->post_failures = 0;
@@ -758,70 +939,179 @@ static void logs_cb(struct evhttp_request *req, void *arg)
     post_failed(a, code ? "logs refused" : "no connection");
 }
 
+static const char cut_marker[] = "\n[docket-node: output cut here, past this node's log limit]\n";
+
+/* The job's output file, opened for reading the safe way: never through a symlink,
+ * never waiting on a FIFO, and only while it is still the regular file the supervisor
+ * opened for the job (same device and inode). A job that swaps its output path for
+ * anything else (a link to a file it cannot read, a FIFO) gets nothing shipped from it. */
+static int open_output(const struct ajob *j, int s, int64_t *size)
+{
+    const char *path = s ? j->st.err_path : j->st.out_path;
+    int64_t dev = s ? j->st.err_dev : j->st.out_dev, ino = s ? j->st.err_ino : j->st.out_ino;
+    if (!path[0] || ino == 0)
+        return -ENOENT;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    struct stat sb;
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (int64_t)sb.st_dev != dev || (int64_t)sb.st_ino != ino) {
+        close(fd);
+        return -EPERM;
+    }
+    *size = (int64_t)sb.st_size;
+    return fd;
+}
+
+static bool send_chunk(struct agent *a, struct ajob *j, int s, int64_t at, const void *buf, size_t len, bool probe)
+{
+    json_t *body = agent_logs_body(a->cfg.name, j->id, s ? "stderr" : "stdout", at, buf, len);
+    struct logreq *lr = xcalloc(1, sizeof *lr);
+    *lr = (struct logreq){a, j->id, s, at, probe};
+    struct evhttp_request *req = new_request(a, logs_cb, lr, body, true);
+    a->post_inflight = true;
+    if (evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/logs") < 0) {
+        a->post_inflight = false;
+        free(lr);
+        post_failed(a, "cannot send logs");
+        return false;
+    }
+    return true;
+}
+
 /* Ship one increment of one log, if any is pending; true when a request went out. */
 static bool ship_log(struct agent *a, struct ajob *j)
 {
     if (j->log_hold_until && clock_mono_ms() < j->log_hold_until)
         return false;
     for (int s = 0; s < 2; s++) {
-        const char *path = s ? j->st.err_path : j->st.out_path;
-        if (!path[0] || (s == 1 && strcmp(j->st.err_path, j->st.out_path) == 0))
+        if (s == 1 && strcmp(j->st.err_path, j->st.out_path) == 0)
             continue;
-        struct stat sb;
-        if (stat(path, &sb) < 0 || sb.st_size <= j->shipped[s])
-            continue;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int64_t size = 0, start = s ? j->st.err_start : j->st.out_start;
+        int fd = open_output(j, s, &size);
         if (fd < 0)
             continue;
-        size_t want = (size_t)(sb.st_size - j->shipped[s]);
+        int64_t limit = a->cfg.log_limit_bytes, sent = j->sent[s];
+        bool more = size - start > sent;
+        if (!more || sent > limit) {
+            close(fd);
+            continue;   /* nothing new, or cut already (the marker went) */
+        }
+        if (j->base[s] < 0) {
+            close(fd);
+            return send_chunk(a, j, s, 0, "", 0, true);
+        }
+        if (sent == limit) {
+            close(fd);
+            log_warn("log_cut", "job=%llu stream=%s limit=%lld", (unsigned long long)j->id, s ? "stderr" : "stdout",
+                     (long long)limit);
+            return send_chunk(a, j, s, j->base[s] + sent, cut_marker, sizeof cut_marker - 1, false);
+        }
+        int64_t want = size - start - sent;
         if (want > LOG_CHUNK)
             want = LOG_CHUNK;
-        char *buf = xmalloc(want);
-        ssize_t got = pread(fd, buf, want, j->shipped[s]);
+        if (want > limit - sent)
+            want = limit - sent;
+        char *buf = xmalloc((size_t)want);
+        ssize_t got = pread(fd, buf, (size_t)want, start + sent);
         close(fd);
         if (got <= 0) {
             free(buf);
             continue;
         }
-        json_t *body = agent_logs_body(a->cfg.name, j->id, s ? "stderr" : "stdout", j->shipped[s], buf, (size_t)got);
+        bool ok = send_chunk(a, j, s, j->base[s] + sent, buf, (size_t)got, false);
         free(buf);
-        struct logreq *lr = xcalloc(1, sizeof *lr);
-        lr->a = a;
-        lr->job = j->id;
-        lr->stream = s;
-        lr->offset = j->shipped[s];
-        struct evhttp_request *req = new_request(a, logs_cb, lr, body, true);
-        a->post_inflight = true;
-        if (evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/logs") < 0) {
-            a->post_inflight = false;
-            free(lr);
-            post_failed(a, "cannot send logs");
-            return false;
-        }
-        return true;
+        return ok;
     }
     return false;
 }
 
-/* Next thing for the controller: finished jobs' last logs, then events, then live logs. */
+/* Output of this run not shipped yet (bytes below the limit, or the cut marker). */
+static bool logs_pending(const struct agent *a, const struct ajob *j)
+{
+    for (int s = 0; s < 2; s++) {
+        if (s == 1 && strcmp(j->st.err_path, j->st.out_path) == 0)
+            continue;
+        int64_t size = 0, start = s ? j->st.err_start : j->st.out_start;
+        int fd = open_output(j, s, &size);
+        if (fd < 0)
+            continue;
+        close(fd);
+        if (size - start > j->sent[s] && j->sent[s] <= a->cfg.log_limit_bytes)
+            return true;
+    }
+    return false;
+}
+
+/* A job the controller is done with (exit acknowledged, output shipped): its directory
+ * is marked and queued for removal, and it leaves the table (unlinked by the caller). */
+static void retire(struct agent *a, struct ajob *j)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 16];
+    sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/reported", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+    done_push(a, j->id);
+    free(j);
+}
+
+/* A finished job's exit waits for its own last output this long at most; then it goes,
+ * and the rest of the output follows it. */
+enum { EXIT_LOG_WAIT_MS = 2000 };
+
+/* Next thing for the controller. Events first, always: a job's start or end is never
+ * behind anyone's output. Then the last output of finished jobs (whose exit goes once
+ * it is shipped, or after EXIT_LOG_WAIT_MS), then live output, one chunk per job in
+ * turn. */
 static void post_next(struct agent *a)
 {
     if (a->post_inflight || !a->registered || clock_mono_ms() < a->post_backoff_until)
         return;
-    for (struct ajob *j = a->jobs; j; j = j->next) {
-        if (j->exited && !j->exit_queued) {
-            if (ship_log(a, j))
-                return;
-            queue_exit(a, j);
-        }
-    }
     if (a->out_head) {
         post_events(a);
         return;
     }
-    for (struct ajob *j = a->jobs; j; j = j->next)
-        if (!j->exited && ship_log(a, j))
+    int64_t now = clock_mono_ms();
+    bool queued = false;
+    for (struct ajob *j = a->jobs; j; j = j->next) {
+        if (!j->exited || j->exit_queued)
+            continue;
+        if (now - j->ended_mono < EXIT_LOG_WAIT_MS && ship_log(a, j))
             return;
+        queue_exit(a, j);
+        queued = true;
+    }
+    if (queued) {
+        post_events(a);
+        return;
+    }
+    /* jobs whose exit the controller has and whose output is all out leave the table */
+    for (struct ajob **p = &a->jobs; *p;) {
+        struct ajob *j = *p;
+        if (j->exit_acked && !logs_pending(a, j)) {
+            *p = j->next;
+            retire(a, j);
+        } else {
+            p = &j->next;
+        }
+    }
+    /* round robin: start after the job shipped last */
+    struct ajob *first = a->jobs;
+    for (struct ajob *j = a->jobs; j; j = j->next)
+        if (j->id == a->ship_after) {
+            first = j->next ? j->next : a->jobs;
+            break;
+        }
+    struct ajob *j = first;
+    do {
+        if (j && ship_log(a, j)) {
+            a->ship_after = j->id;
+            return;
+        }
+        j = j && j->next ? j->next : a->jobs;
+    } while (j && j != first);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -871,6 +1161,8 @@ static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
             a->spare_next = clock_mono_ms() + 1000;
             continue;
         }
+        if (reclaim_done(a, p, status))
+            continue;
         for (struct ajob *j = a->jobs; j; j = j->next)
             if (j->ours && j->sup_pid == p && !j->exited)
                 job_finished(a, j);
@@ -975,6 +1267,11 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
             a->health_next = now + a->cfg.health_interval_ms;
         }
     }
+    if (a->lease_deadline && now > a->lease_deadline && !a->lease_expired_logged) {
+        log_warn("fenced", "node=%s reason=\"no contact with the controller for node_timeout - %lld ms: "
+                 "supervisors stop their jobs\"", a->cfg.name, (long long)fence_margin(a));
+        a->lease_expired_logged = true;
+    }
     if (now >= a->usage_next) {
         sample_usage(a);
         a->usage_next = now + a->cfg.usage_interval_ms;
@@ -1027,6 +1324,7 @@ static void adopt(struct agent *a, uint64_t id, const char *dir)
     }
     struct ajob *j = job_add(a, id);
     j->st = st;
+    load_base(a, j);
     snprintf(path, sizeof path, "%s/job.json", dir);
     json_error_t je;
     json_t *spec = json_load_file(path, 0, &je);
@@ -1121,6 +1419,7 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
     a->done_tail = &a->done_head;
     a->spare.fd = -1;
     a->ack_fd = -1;
+    a->lease_fd = -1;
     a->health_ok = true;
     a->wait_ms = 25000;
     if (parse_controller(a, err, errlen) < 0)
@@ -1152,7 +1451,21 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
         goto fail;
     a->sup = (struct sup_config){.state_dir = a->cfg.state_dir, .scratch_root = a->cfg.scratch_root,
                                  .node = a->cfg.name, .cg = &a->cg, .allow_root_jobs = cfg->allow_root_jobs,
-                                 .keep_scratch = cfg->keep_scratch, .limit_slack_ms = cfg->limit_slack_ms};
+                                 .keep_scratch = cfg->keep_scratch, .limit_slack_ms = cfg->limit_slack_ms,
+                                 .pids_max = cfg->pids_max, .default_mem_mb = cfg->job_mem_default_mb,
+                                 .node_gpus = cfg->inv.ngpus, .job_oom_score_adj = 500};
+    if (geteuid() == 0) {
+        /* the agent and its supervisors (forks of it) are the last the OOM killer picks;
+         * jobs set their own, positive, before their exec */
+        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "-1000", 5) != 5) {
+            snprintf(err, errlen, "cannot set oom_score_adj: %s", strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            goto fail;
+        }
+        close(fd);
+    }
     a->base = event_base_new();
     if (!a->base) {
         snprintf(err, errlen, "cannot create the event loop");
@@ -1232,6 +1545,8 @@ void agent_destroy(struct agent *a)
         }
     if (a->ack_fd >= 0)
         close(a->ack_fd);
+    if (a->lease_fd >= 0)
+        close(a->lease_fd);
     if (a->hb_conn)
         evhttp_connection_free(a->hb_conn);
     if (a->post_conn)

@@ -26,7 +26,9 @@ static const char usage_text[] =
     "supervisor and cgroup, and reports what happens to them.\n"
     "\n"
     "  --controller URL        the controller, http://HOST:PORT\n"
-    "  --join-token TOKEN      a join token (dkj_...) for the first registration\n"
+    "  --join-token TOKEN      a join token (dkj_...) for the first registration; prefer\n"
+    "                          --join-token-file or $DOCKET_JOIN_TOKEN (the value given\n"
+    "                          here is blanked from the command line at once)\n"
     "  --join-token-file FILE  read the join token from FILE\n"
     "  --name NAME             this node's name (default: the host name)\n"
     "  --addr ADDR             address other nodes reach this one at (default: NAME)\n"
@@ -48,6 +50,16 @@ static const char usage_text[] =
     "  --usage-interval DUR    how often to report job usage (default 10s)\n"
     "  --log-interval DUR      how often to look for new job output (default 100ms)\n"
     "  --limit-slack DUR       the local time limit trails the controller's (default 1s)\n"
+    "  --fence-margin DUR      jobs are stopped once the controller has not been heard\n"
+    "                          from for its node_timeout minus this (default 10s, at most\n"
+    "                          a third of node_timeout)\n"
+    "  --log-limit SIZE        output shipped per job, stream and run; the rest is cut with\n"
+    "                          a marker line (default 1G)\n"
+    "  --job-pids-max N        processes and threads per job, 0 for no limit (default 8192)\n"
+    "  --job-mem-default SIZE  memory limit of a job that asks for none (default: the\n"
+    "                          memory offered, --mem or MemTotal); 0 for none\n"
+    "  --max-queued-events N   events kept while the controller is away; past it the\n"
+    "                          oldest usage samples are dropped (default 10000)\n"
     "  --log-level LEVEL       debug, info, warn, error (default info)\n"
     "  --log-file PATH         log here instead of stderr\n"
     "  --config FILE           YAML with the same keys (controller, join_token, name, gpus,\n"
@@ -57,7 +69,8 @@ static const char usage_text[] =
 enum opt {
     O_CONTROLLER = 256, O_JOIN, O_JOIN_FILE, O_NAME, O_ADDR, O_GPUS, O_CPUS, O_MEM, O_LABEL,
     O_STATE, O_SCRATCH, O_KEEP, O_CGROOT, O_NOCG, O_NOSPARE, O_ROOTJOBS, O_HEALTH, O_HEALTH_INT,
-    O_USAGE_INT, O_LOG_INT, O_SLACK, O_LOGLEVEL, O_LOGFILE, O_CONFIG, O_HELP,
+    O_USAGE_INT, O_LOG_INT, O_SLACK, O_FENCE, O_LOGLIMIT, O_PIDS, O_MEMDEF, O_MAXEV, O_LOGLEVEL, O_LOGFILE,
+    O_CONFIG, O_HELP,
 };
 
 static const struct option longopts[] = {
@@ -70,6 +83,8 @@ static const struct option longopts[] = {
     {"allow-root-jobs", 0, NULL, O_ROOTJOBS}, {"health-check", 1, NULL, O_HEALTH},
     {"health-interval", 1, NULL, O_HEALTH_INT}, {"usage-interval", 1, NULL, O_USAGE_INT},
     {"log-interval", 1, NULL, O_LOG_INT}, {"limit-slack", 1, NULL, O_SLACK},
+    {"fence-margin", 1, NULL, O_FENCE}, {"log-limit", 1, NULL, O_LOGLIMIT}, {"job-pids-max", 1, NULL, O_PIDS},
+    {"job-mem-default", 1, NULL, O_MEMDEF}, {"max-queued-events", 1, NULL, O_MAXEV},
     {"log-level", 1, NULL, O_LOGLEVEL}, {"log-file", 1, NULL, O_LOGFILE}, {"config", 1, NULL, O_CONFIG},
     {"help", 0, NULL, O_HELP}, {NULL, 0, NULL, 0},
 };
@@ -206,6 +221,9 @@ static int build_config(struct settings *s, struct agent_config *c)
         return die("--join-token %s", "is too long");
     if (v[O_JOIN_FILE] && (rc = read_token_file(v[O_JOIN_FILE], c->join_token, sizeof c->join_token)) != 0)
         return rc;
+    const char *envtok = getenv("DOCKET_JOIN_TOKEN");
+    if (!c->join_token[0] && envtok && *envtok && str_copy(c->join_token, sizeof c->join_token, envtok) < 0)
+        return die("$DOCKET_JOIN_TOKEN %s", "is too long");
     char host[256] = "localhost";
     gethostname(host, sizeof host - 1);
     const char *name = v[O_NAME] ? v[O_NAME] : host;
@@ -229,8 +247,20 @@ static int build_config(struct settings *s, struct agent_config *c)
     if ((rc = duration(v[O_HEALTH_INT], "health-interval", 30000, 100, &c->health_interval_ms)) ||
         (rc = duration(v[O_USAGE_INT], "usage-interval", 10000, 100, &c->usage_interval_ms)) ||
         (rc = duration(v[O_LOG_INT], "log-interval", 100, 10, &c->log_interval_ms)) ||
-        (rc = duration(v[O_SLACK], "limit-slack", 1000, 0, &c->limit_slack_ms)))
+        (rc = duration(v[O_SLACK], "limit-slack", 1000, 0, &c->limit_slack_ms)) ||
+        (rc = duration(v[O_FENCE], "fence-margin", 10000, 100, &c->fence_margin_ms)))
         return rc;
+    int64_t mb = 1024;
+    if (v[O_LOGLIMIT] && (parse_size_mb(v[O_LOGLIMIT], &mb) < 0 || mb <= 0))
+        return die("bad --log-limit '%s' (e.g. 512M)", v[O_LOGLIMIT]);
+    c->log_limit_bytes = mb * 1024 * 1024;
+    c->pids_max = 8192;
+    if (v[O_PIDS] && parse_int64(v[O_PIDS], 0, INT32_MAX, &c->pids_max) < 0)
+        return die("bad --job-pids-max '%s' (a number, 0 for no limit)", v[O_PIDS]);
+    int64_t maxev = 10000;
+    if (v[O_MAXEV] && parse_int64(v[O_MAXEV], 10, 100000000, &maxev) < 0)
+        return die("bad --max-queued-events '%s' (at least 10)", v[O_MAXEV]);
+    c->max_queued_events = (size_t)maxev;
     if (inventory_host(&c->inv, NULL, err, sizeof err) < 0)
         return die("%s", err);
     if (v[O_CPUS] && parse_int(v[O_CPUS], 1, 1 << 20, &c->inv.cpus) < 0)
@@ -243,8 +273,39 @@ static int build_config(struct settings *s, struct agent_config *c)
     } else if (inventory_nvml(&c->inv, NULL, err, sizeof err) < 0) {
         log_info("no_nvml", "message=\"%s\" gpus=0", err);
     }
+    c->job_mem_default_mb = c->inv.mem_mb;
+    if (v[O_MEMDEF] && parse_size_mb(v[O_MEMDEF], &c->job_mem_default_mb) < 0)
+        return die("bad --job-mem-default '%s' (e.g. 16G, 0 for none)", v[O_MEMDEF]);
     c->labels = s->labels;
     return 0;
+}
+
+/* A token given on the command line is readable by everyone in /proc/PID/cmdline, ours
+ * and that of every supervisor (a fork of us): blank it in place before anything else.
+ * getopt reads argv[] afterwards, so those slots point at private copies instead. */
+static char *argv_copies[8];
+
+static void scrub_secrets(int argc, char **argv)
+{
+    size_t ncopies = 0;
+    for (int i = 1; i < argc && ncopies < sizeof argv_copies / sizeof argv_copies[0]; i++) {
+        int slot = -1;
+        char *val = NULL;
+        if (strcmp(argv[i], "--join-token") == 0 && i + 1 < argc) {
+            slot = i + 1;
+            val = argv[i + 1];
+        } else if (str_has_prefix(argv[i], "--join-token=")) {
+            slot = i;
+            val = argv[i] + strlen("--join-token=");
+        }
+        if (slot < 0 || !*val)
+            continue;
+        char *copy = strdup(argv[slot]);
+        if (!copy)
+            continue;
+        memset(val, 'x', strlen(val));
+        argv[slot] = argv_copies[ncopies++] = copy;
+    }
 }
 
 static int run(int argc, char **argv, struct settings *sp)
@@ -313,7 +374,10 @@ int main(int argc, char **argv)
     struct settings s;
     memset(&s, 0, sizeof s);
     s.labels = json_object();
+    scrub_secrets(argc, argv);
     int rc = run(argc, argv, &s);
+    for (size_t i = 0; i < sizeof argv_copies / sizeof argv_copies[0]; i++)
+        free(argv_copies[i]);
     json_decref(s.labels);
     json_decref(s.doc);
     return rc;
