@@ -144,10 +144,11 @@ enum sched_reason job_admission(struct sched *s, struct job *j, int64_t now)
         p->blocked_cycle = s->cycle;
         return SCHED_R_ADMISSION_PAUSED;
     }
-    if (p->spec.gpu_limit >= 0 && p->gpus_in_use + total > p->spec.gpu_limit) {
+    /* a GPU limit caps GPUs: a CPU-only job of a project at its limit still runs */
+    if (total > 0 && p->spec.gpu_limit >= 0 && p->gpus_in_use + total > p->spec.gpu_limit) {
         reason_set(j, SCHED_R_QUOTA_LIMIT, p->spec.gpu_limit, p->gpus_in_use, total);
         if (p->gpus_in_use >= p->spec.gpu_limit)
-            p->blocked_cycle = s->cycle;
+            p->gpu_blocked_cycle = s->cycle;
         return SCHED_R_QUOTA_LIMIT;
     }
     if (p->spec.max_running >= 0 && p->running >= p->spec.max_running) {
@@ -162,7 +163,7 @@ enum sched_reason job_admission(struct sched *s, struct job *j, int64_t now)
             reason_set(j, SCHED_R_JOB_LIMIT, p->spec.user_max_running, running, 1);
             return SCHED_R_JOB_LIMIT;
         }
-        if (p->spec.user_gpu_limit >= 0 && gpus + total > p->spec.user_gpu_limit) {
+        if (total > 0 && p->spec.user_gpu_limit >= 0 && gpus + total > p->spec.user_gpu_limit) {
             reason_set(j, SCHED_R_QUOTA_LIMIT, p->spec.user_gpu_limit, gpus, total);
             return SCHED_R_QUOTA_LIMIT;
         }
@@ -211,14 +212,6 @@ static void start_job(struct sched *s, struct job *j, struct order_entry *e,
     st->started++;
 }
 
-static bool victims_pending(const struct sched *s, const struct reservation *r)
-{
-    for (int i = 0; i < r->nvictims; i++)
-        if (job_find(s, r->victims[i]))
-            return true;
-    return false;
-}
-
 struct walk {
     struct sched_cycle_stats *st;
     int64_t now;
@@ -239,27 +232,55 @@ static bool want_reservation(const struct sched *s, const struct job *j)
            s->res_active < s->policy.backfill_depth;
 }
 
+static bool holds_preempting(const struct sched *s, const struct job *j)
+{
+    return j->reservation != NONE32 && s->res[j->reservation].preempting;
+}
+
+/* Preempt for j unless a memo proves it hopeless this cycle. The memo is per shape and
+ * effective tier, and records searches among lower tiers: a job whose project may reclaim
+ * its guarantee searches its own tier too, so the memo never stops it (a failed search of
+ * its, being wider, sets the memo for the others). */
+static bool try_preempt(struct sched *s, struct walk *w, struct job *j)
+{
+    struct shape *sh = &s->shapes[j->shape];
+    int rank = job_eff_rank(s, j);
+    if (!preemption_possible(s))
+        return false;
+    bool reclaim = project_can_reclaim(s, j->project, j->gpus * j->nodes);
+    if (sh->preempt_fail_cycle[rank] == s->cycle && !reclaim)
+        return false;
+    s->preempt_budget--;
+    int rc = preempt_for(s, j, w->now);
+    if (rc == 0) {
+        w->st->preempted++;
+        return true;
+    }
+    if (rc < 0)
+        sh->preempt_fail_cycle[rank] = s->cycle;
+    return false;
+}
+
+/* A job that may not start now (admission, static reason) must not hold room for later:
+ * its reservation, sticky or not, goes back to the others. */
+static void give_back_reservation(struct sched *s, struct job *j)
+{
+    if (j->reservation != NONE32)
+        reservation_drop(s, j->reservation);
+}
+
 /* The job could not start: preempt, reserve, or just say why. */
 static void job_blocked(struct sched *s, struct walk *w, struct job *j,
                         enum place_result pr, bool shape_just_failed)
 {
     struct shape *sh = &s->shapes[j->shape];
-    int rank = job_eff_rank(s, j);
-    if (j->reservation != NONE32 && s->res[j->reservation].preempting) {
+    if (holds_preempting(s, j)) {
         reason_set(j, SCHED_R_PREEMPTING, s->res[j->reservation].start, 0, 0);
         return;
     }
-    if (pr == PLACE_NO_CAPACITY && preemption_possible(s) &&
-        sh->preempt_fail_cycle[rank] != s->cycle) {
-        s->preempt_budget--;
-        if (preempt_for(s, j, w->now) == 0) {
-            reason_set(j, SCHED_R_PREEMPTING, s->res[j->reservation].start, 0, 0);
-            w->st->preempted++;
-            return;
-        }
-        const struct project *p = &s->projects[j->project];
-        if (p->gpus_in_use + j->gpus * j->nodes > p->spec.guarantee_gpus)
-            sh->preempt_fail_cycle[rank] = s->cycle; /* no reclaim either: memo is exact */
+    if (try_preempt(s, w, j)) {
+        reason_set(j, SCHED_R_PREEMPTING, s->res[j->reservation].start, 0, 0);
+        return;
     }
     if (s->policy.backfill && j->reservation == NONE32) {
         /* the walk goes in priority order: a reservation still held by a lower job is
@@ -286,25 +307,64 @@ static void job_blocked(struct sched *s, struct walk *w, struct job *j,
         w->stop = true;
 }
 
+/* Admission and static fit; false (with the reason set, and any reservation given back)
+ * when the job may not start whatever the load. */
+static bool job_admissible(struct sched *s, struct walk *w, struct job *j)
+{
+    j->reason_cycle = (uint32_t)s->cycle;
+    if (job_admission(s, j, w->now) != SCHED_R_NONE) {
+        give_back_reservation(s, j);
+        return false;
+    }
+    int stat = shape_static_reason(s, &s->shapes[j->shape]);
+    if (stat != SCHED_R_NONE) {
+        reason_set(j, (enum sched_reason)stat, 0, 0, 0);
+        give_back_reservation(s, j);
+        return false;
+    }
+    /* victims that leave early do not move the reservation's start: others may have been
+       let in beside it until then; the job starts early only if the room is there */
+    return true;
+}
+
+/* A job whose sticky room is ready but which starts later than its reservation said (a
+ * victim outlived its kill by the agent's latency) would run into the reservations that
+ * were made to follow it. Those that are not sticky give way (they are recomputed); true
+ * when one did. */
+static bool late_on_own_room(struct sched *s, const struct job *j)
+{
+    if (j->reservation == NONE32)
+        return false;
+    const struct reservation *own = &s->res[j->reservation];
+    if (!own->preempting && !own->starving)
+        return false;
+    bool dropped = false;
+    for (int i = 0; i < own->nnodes; i++) {
+        struct node *n = &s->nodes[own->nodes[i]];
+        for (int k = 0; k < n->nclaims;) {
+            const struct reservation *r = &s->res[n->claims[k].res];
+            if (n->claims[k].res != j->reservation && !r->preempting && !r->starving) {
+                reservation_drop(s, n->claims[k].res);
+                dropped = true;
+            } else {
+                k++;
+            }
+        }
+    }
+    return dropped;
+}
+
 /* Try to start one pending job; set its reason otherwise. */
 static void consider(struct sched *s, struct walk *w, struct job *j, struct order_entry *e)
 {
     struct shape *sh = &s->shapes[j->shape];
-    j->reason_cycle = (uint32_t)s->cycle;
     w->st->considered++;
-    if (job_admission(s, j, w->now) != SCHED_R_NONE)
+    if (!job_admissible(s, w, j))
         return;
-    int stat = shape_static_reason(s, sh);
-    if (stat != SCHED_R_NONE) {
-        reason_set(j, (enum sched_reason)stat, 0, 0, 0);
-        return;
-    }
-    if (j->reservation != NONE32 && s->res[j->reservation].preempting &&
-        !victims_pending(s, &s->res[j->reservation]) && s->res[j->reservation].start > w->now)
-        s->res[j->reservation].start = w->now; /* victims left early */
     enum place_result pr = PLACE_NO_CAPACITY;
     bool fresh_fail = false;
-    if (sh->claimed_cycle == s->cycle && job_duration(j) >= sh->claimed_dur) {
+    if (sh->claimed_cycle == s->cycle && job_duration(j) >= sh->claimed_dur &&
+        j->reservation == NONE32) {
         pr = PLACE_CLAIMED; /* a shorter job of this shape was already held off */
     } else if (sh->nofit_cycle != s->cycle) {
         bool lower = false;
@@ -313,6 +373,8 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
             reservation_drop_lower(s, j);
             pr = place_job(s, j, w->now, w->allocs, NULL);
         }
+        if (pr == PLACE_CLAIMED && late_on_own_room(s, j))
+            pr = place_job(s, j, w->now, w->allocs, NULL);
         if (pr == PLACE_OK) {
             start_job(s, j, e, w->allocs, w->st);
             return;
@@ -330,12 +392,19 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
     job_blocked(s, w, j, pr, fresh_fail);
 }
 
-/* Could a job skipped here still change anything? Only through preemption or by taking
- * a reservation slot. */
+/* Could a job skipped here still change anything? Each skip rests on a memo that is exact
+ * for it: its project is held back (for GPUs, when it asks for GPUs), or its shape found
+ * no capacity (capacity only shrinks within a walk) or was held off by claims for a job no
+ * longer than it, and it could take no reservation slot nor preempt. Jobs of a shape whose
+ * pending jobs hold reservations are always looked at: their own claims may let them in,
+ * or they must give the room back. */
 static bool entry_skippable(const struct sched *s, const struct order_entry *e)
 {
     const struct shape *sh = &s->shapes[e->shape];
-    if (s->projects[e->project].blocked_cycle == s->cycle)
+    if (sh->with_res > 0)
+        return false;
+    const struct project *p = &s->projects[e->project];
+    if (p->blocked_cycle == s->cycle || (sh->gpus > 0 && p->gpu_blocked_cycle == s->cycle))
         return true;
     bool claimed = sh->claimed_cycle == s->cycle &&
                    (e->dur_min == 65535 ? NEVER : (int64_t)e->dur_min * 60000) >= sh->claimed_dur;
@@ -343,28 +412,60 @@ static bool entry_skippable(const struct sched *s, const struct order_entry *e)
         return false;
     if (s->policy.backfill && s->res_active < s->policy.backfill_depth)
         return false;
-    return !preemption_possible(s) || sh->preempt_fail_cycle[e->rank] == s->cycle;
+    if (!preemption_possible(s))
+        return true;
+    return sh->preempt_fail_cycle[e->rank] == s->cycle &&
+           !project_can_reclaim(s, e->project, sh->gpus * sh->nodes);
 }
 
+/* A starving job keeps every right of its tier (it may preempt) and gets a sticky
+ * reservation when nothing else starts it; with no foreseeable start it says Resources. */
+static void serve_starving(struct sched *s, struct walk *w, struct job *j)
+{
+    if (!job_admissible(s, w, j))
+        return;
+    enum place_result pr = place_job(s, j, w->now, w->allocs, NULL);
+    if (pr == PLACE_CLAIMED && late_on_own_room(s, j))
+        pr = place_job(s, j, w->now, w->allocs, NULL);
+    if (pr == PLACE_OK) {
+        start_job(s, j, NULL, w->allocs, w->st);
+        return;
+    }
+    if (holds_preempting(s, j) || try_preempt(s, w, j)) {
+        reason_set(j, SCHED_R_PREEMPTING, s->res[j->reservation].start, 0, 0);
+        return;
+    }
+    if (j->reservation == NONE32 && reservation_make(s, j, w->now, true) == 0)
+        w->st->reservations++;
+    reason_set(j, SCHED_R_RESOURCES, j->reservation != NONE32 ? s->res[j->reservation].start : -1,
+               0, 0);
+}
+
+/* Oldest first. The list is compacted on the way: entries of jobs that left the queue or
+ * stopped starving, and repeats, are dropped. */
 static void walk_starving(struct sched *s, struct walk *w)
 {
+    size_t keep = 0;
     for (size_t i = 0; i < s->nstarving; i++) {
-        struct job *j = &s->jobs[s->starving[i]];
-        if (!j->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING))
+        uint32_t slot = s->starving[i];
+        struct job *j = &s->jobs[slot];
+        if (!j->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING) ||
+            j->reason_cycle == (uint32_t)s->cycle)
             continue;
-        j->reason_cycle = (uint32_t)s->cycle;
-        if (job_admission(s, j, w->now) != SCHED_R_NONE ||
-            shape_static_reason(s, &s->shapes[j->shape]) != SCHED_R_NONE)
-            continue;
-        if (place_job(s, j, w->now, w->allocs, NULL) == PLACE_OK) {
-            start_job(s, j, NULL, w->allocs, w->st);
-            continue;
-        }
-        if (j->reservation == NONE32 && reservation_make(s, j, w->now, true) == 0)
-            w->st->reservations++;
-        if (j->reservation != NONE32)
-            reason_set(j, SCHED_R_RESOURCES, s->res[j->reservation].start, 0, 0);
+        serve_starving(s, w, j);
+        if (j->state == SCHED_PENDING)
+            s->starving[keep++] = slot;
     }
+    s->nstarving = keep;
+}
+
+/* A job further down that holds a reservation may still start on its own room. */
+static bool reservations_unwalked(const struct sched *s)
+{
+    for (size_t r = 0; r < s->nres; r++)
+        if (s->res[r].live && s->jobs[s->res[r].slot].reason_cycle != (uint32_t)s->cycle)
+            return true;
+    return false;
 }
 
 static void walk_queue(struct sched *s, struct walk *w)
@@ -386,7 +487,8 @@ static void walk_queue(struct sched *s, struct walk *w)
             continue; /* served first */
         consider(s, w, j, e);
         if (w->open_shapes <= 0 && !preemption_possible(s) &&
-            (!s->policy.backfill || s->res_active >= s->policy.backfill_depth))
+            (!s->policy.backfill || s->res_active >= s->policy.backfill_depth) &&
+            !reservations_unwalked(s))
             break; /* nothing left in the queue can start or reserve this cycle */
     }
 }

@@ -35,7 +35,7 @@ static enum sched_reason reason_derive(const struct sched *s, const struct job *
         return *value = j->begin_ms, SCHED_R_BEGIN_TIME;
     if (p->spec.paused)
         return SCHED_R_ADMISSION_PAUSED;
-    if (p->spec.gpu_limit >= 0 && p->gpus_in_use + total > p->spec.gpu_limit) {
+    if (total > 0 && p->spec.gpu_limit >= 0 && p->gpus_in_use + total > p->spec.gpu_limit) {
         *value = p->spec.gpu_limit;
         *in_use = p->gpus_in_use;
         *req = total;
@@ -312,7 +312,7 @@ static void explain_nodes(const struct sched *s, const struct job *j, int64_t no
         cand.mem_free_mb = n->mem_mb - n->mem_used;
         cand.fits_now = node_free_fit(n, sh);
         cand.reserved = n->reserved;
-        int64_t at = node_earliest(s, n, j, now, dur, j->reservation);
+        int64_t at = node_earliest(s, n, &s->shapes[j->shape], now, dur, j->reservation);
         cand.free_at_ms = at == NEVER ? -1 : at;
         /* insertion into the best-first list: fits now, then earliest free */
         int pos = x->nnodes;
@@ -345,7 +345,7 @@ static void explain_forecast(const struct sched *s, const struct job *j, int64_t
         x->has_reservation = true;
         x->forecast_start_ms = r->start;
         for (int i = 0; i < r->nvictims && x->nvictims < 8; i++)
-            if (job_find(s, r->victims[i]))
+            if (job_find(s, r->victims[i]) && job_find(s, r->victims[i])->nallocs)
                 x->waiting_on_victims[x->nvictims++] = r->victims[i];
         return;
     }
@@ -484,9 +484,9 @@ int sched_explain(const struct sched *s, uint64_t id, int64_t now, struct sched_
             explain_position(s, j, x);
         explain_nodes(s, j, now, x);
         explain_forecast(s, j, now, x);
-        int64_t after = s->policy.tiers[job_eff_rank(s, j)].starve_after_ms;
-        if (after > 0) {
-            x->starve_at_ms = j->submit_ms + after;
+        int64_t at = job_starve_at(s, j);
+        if (at != NEVER && j->state == SCHED_PENDING) {
+            x->starve_at_ms = at;
             x->starving = now >= x->starve_at_ms;
         }
         explain_sentence(s, j, x);

@@ -72,6 +72,9 @@ struct job {
     int64_t mem_mb;
     int64_t limit_ms;     /* 0 = none */
     int64_t submit_ms, begin_ms, start_ms, kill_at_ms, ckpt_ms;
+    int64_t eligible_ms;  /* when it last became free to start (queued, released, its
+                             dependencies met, its begin time reached): starvation counts
+                             from here; NEVER while a dependency is unmet */
     int signal;
     int64_t grace_ms;
     int retries_left;
@@ -123,6 +126,9 @@ struct shape {
     uint64_t claimed_cycle;       /* in this cycle, claims held off a job of this shape ... */
     int64_t claimed_dur;          /* ... that would run this long: longer ones are too */
     uint8_t static_reason;        /* SCHED_R_NONE, GPU_TYPE, NODE_SELECTOR, RESERVED_ZONE */
+    uint32_t with_res;            /* pending jobs of this shape holding a reservation: the
+                                     "claimed" memo cannot skip them (their own claims may
+                                     let them in) */
 };
 
 struct selset {
@@ -172,6 +178,8 @@ struct node {
     /* what its preemptible running jobs hold, by their tier rank: an upper bound that lets
        a preemption search pass over a node that could never make room */
     int victim_gpus[SCHED_MAX_TIERS], victim_cpus[SCHED_MAX_TIERS];
+    /* what its STOPPING jobs hold: room that comes free without a new victim */
+    int stopping_gpus, stopping_cpus;
     /* selector sets 1..63 already checked against its labels, and which of them match */
     uint64_t sel_known, sel_match;
 };
@@ -186,7 +194,8 @@ struct project {
     double usage;         /* decayed billing-unit-seconds */
     int64_t usage_at;
     double share;         /* frozen at the last refresh, used by the order */
-    uint64_t blocked_cycle;
+    uint64_t blocked_cycle;     /* every job of it is held back in this cycle */
+    uint64_t gpu_blocked_cycle; /* its jobs that ask for GPUs are (at its gpu_limit) */
 };
 
 struct user_count {
@@ -351,6 +360,10 @@ enum place_result { PLACE_OK, PLACE_CLAIMED, PLACE_NO_CAPACITY };
 enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
                             struct sched_alloc *allocs, bool *claimed_by_lower);
 uint64_t pick_gpus(const struct node *n, int count);
+/* A gang that asks for GPUs of any type: placed, reserved and preempted for one type at a
+ * time, through a copy of its shape fixed to that type. */
+bool shape_spans_types(const struct shape *sh);
+struct shape shape_typed(const struct shape *sh, int type);
 bool reserved_could_fit(struct sched *s, const struct shape *sh);
 /* Call fn for every UP node of the shape's type, in the pools its rule allows, that could
  * hold it when empty (the candidates of reservations and preemption). */
@@ -359,6 +372,17 @@ void shape_candidates_each(struct sched *s, const struct shape *sh,
 int shape_static_reason(struct sched *s, struct shape *sh);
 
 /* ---- reserve.c */
+struct avail {
+    int gpus, cpus;
+    int64_t mem;
+};
+/* What node n will have free at time t: free now, plus what its jobs release by t (their
+ * expected ends), minus the claims active then except reservation `own`. */
+struct avail node_avail_at(const struct sched *s, const struct node *n, int64_t t, uint32_t own);
+/* The same, counting only the claims that bind job j (claim_binds). */
+struct avail node_avail_for(const struct sched *s, const struct node *n, int64_t t, uint32_t own,
+                            const struct job *j);
+bool claim_binds(const struct sched *s, uint32_t res, const struct job *j);
 bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res, int64_t now,
                   int64_t end, int gpus, int cpus, int64_t mem, const struct job *for_job,
                   bool *lower_only);
@@ -368,12 +392,15 @@ void reservation_drop_lower(struct sched *s, const struct job *j);
 void reservations_drop_all(struct sched *s, bool keep_sticky);
 uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t end,
                          const uint32_t *nodes, int nnodes, bool preempting, bool starving);
-int64_t node_earliest(const struct sched *s, const struct node *n, const struct job *j,
+int64_t node_earliest(const struct sched *s, const struct node *n, const struct shape *sh,
                       int64_t now, int64_t dur, uint32_t own_res);
 bool job_outranks(const struct sched *s, const struct job *a, const struct job *b);
 
 /* ---- preempt.c */
+/* 0: victims signalled and their room reserved for j (sticky); 1: no new victim is needed,
+ * jobs already stopping free the room; -1: no victim set makes room. */
 int preempt_for(struct sched *s, struct job *j, int64_t now);
+bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus);
 bool victim_eligible(const struct sched *s, const struct job *v, const struct job *j,
                      const struct node *n, int64_t now);
 void victim_eligibility_update(struct sched *s, struct job *v, int64_t now);
@@ -385,6 +412,9 @@ void order_insert(struct sched *s, struct job *j);
 void order_remove(struct sched *s, struct job *j);
 void order_rebuild(struct sched *s, int64_t now);
 void starvation_watch(struct sched *s, struct job *j, int64_t now);
+/* The job (back) in the queue at `now`: from when its starvation age counts. */
+void job_mark_eligible(struct sched *s, struct job *j, int64_t now);
+int64_t job_starve_at(const struct sched *s, const struct job *j); /* NEVER: no bound */
 void order_merge_new(struct sched *s);
 uint64_t job_key1(const struct sched *s, const struct job *j, int64_t now);
 void project_share_refresh(struct sched *s, struct project *p);

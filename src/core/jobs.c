@@ -128,7 +128,11 @@ void shape_rule_refresh(struct sched *s, struct job *j)
     if (s->shapes[j->shape].pool_rule == job_pool_rule(s, j, job_eff_rank(s, j)))
         return; /* unchanged: the common case on a refresh */
     s->shapes[j->shape].pending--;
+    if (j->reservation != NONE32)
+        s->shapes[j->shape].with_res--;
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
+    if (j->reservation != NONE32)
+        s->shapes[j->shape].with_res++;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -494,6 +498,7 @@ int sched_job_submit(struct sched *s, const struct sched_job_spec *sp, int64_t n
         deadline_push(s, j->begin_ms, j->id, DL_BEGIN);
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
     order_insert(s, j);
+    job_mark_eligible(s, j, now);
     starvation_watch(s, j, now);
     return 0;
 }
@@ -724,6 +729,7 @@ static void leave_queue(struct sched *s, struct job *j)
     }
     if (j->reservation != NONE32)
         reservation_drop(s, j->reservation);
+    j->flags &= (uint8_t)~JF_STARVING; /* its age starts again when it is back */
 }
 
 int sched_job_cancel(struct sched *s, uint64_t id, int64_t now, struct sched_error *err)
@@ -739,7 +745,8 @@ int sched_job_cancel(struct sched *s, uint64_t id, int64_t now, struct sched_err
         return 0;
     case SCHED_STARTING:
     case SCHED_RUNNING:
-        job_stop(s, j, SCHED_STOP_CANCEL, 15, s->policy.cancel_grace_ms, 0, now);
+        /* the job's own signal: a job that checkpoints on it saves its work first */
+        job_stop(s, j, SCHED_STOP_CANCEL, j->signal, s->policy.cancel_grace_ms, 0, now);
         return 0;
     case SCHED_STOPPING:
         j->stop_cause = SCHED_STOP_CANCEL; /* it will end cancelled, not requeued */
@@ -782,6 +789,7 @@ int sched_job_release(struct sched *s, uint64_t id, int64_t now, struct sched_er
     j->reason = SCHED_R_PRIORITY;
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
     order_insert(s, j);
+    job_mark_eligible(s, j, now);
     starvation_watch(s, j, now);
     return 0;
 }
@@ -795,6 +803,6 @@ int sched_job_requeue(struct sched *s, uint64_t id, int64_t now, struct sched_er
         return err_set(err, -EINVAL, "state", "only running jobs can be requeued; job %llu is %s",
                        (unsigned long long)id, sched_job_state_name(j->state));
     s->now = now;
-    job_stop(s, j, SCHED_STOP_REQUEUE, 15, s->policy.cancel_grace_ms, 0, now);
+    job_stop(s, j, SCHED_STOP_REQUEUE, j->signal, s->policy.cancel_grace_ms, 0, now);
     return 0;
 }

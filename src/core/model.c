@@ -750,8 +750,19 @@ int sched_node_set_state(struct sched *s, const char *node, enum sched_node_stat
 /* ------------------------------------------------------------------------------------ */
 /* job state bookkeeping                                                                */
 
+static void node_stopping_add(struct sched *s, const struct job *j, int sign)
+{
+    for (int i = 0; i < j->nallocs; i++) {
+        struct node *n = &s->nodes[j->allocs[i].node];
+        n->stopping_gpus += sign * j->allocs[i].gpus;
+        n->stopping_cpus += sign * j->allocs[i].cpus;
+    }
+}
+
 void job_set_state(struct sched *s, struct job *j, enum sched_job_state st)
 {
+    if ((j->state == SCHED_STOPPING) != (st == SCHED_STOPPING))
+        node_stopping_add(s, j, st == SCHED_STOPPING ? 1 : -1);
     s->by_state[j->state]--;
     j->state = (uint8_t)st;
     s->by_state[st]++;
@@ -787,6 +798,8 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
     j->flags &= (uint8_t)~(JF_BORROWER | JF_KILL_SENT | JF_VICTIM_ELIGIBLE);
     for (int i = 0; i < nallocs; i++)
         node_take(s, j, &allocs[i]);
+    if (j->state == SCHED_STOPPING)
+        node_stopping_add(s, j, 1); /* restored while stopping */
     int total_gpus = j->gpus * j->nodes;
     p->gpus_in_use += total_gpus;
     p->running++;
@@ -839,6 +852,8 @@ void job_release_resources(struct sched *s, struct job *j)
             s->array_counts[ai].running--;
     }
     victim_mark(s, j, false);
+    if (j->state == SCHED_STOPPING)
+        node_stopping_add(s, j, -1);
     for (int i = 0; i < j->nallocs; i++) {
         const struct sched_alloc *a = &j->allocs[i];
         struct node *n = &s->nodes[a->node];
@@ -880,6 +895,7 @@ void job_to_pending(struct sched *s, struct job *j, int64_t begin_ms)
     s->projects[j->project].queued++;
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
     order_insert(s, j);
+    job_mark_eligible(s, j, s->now);
     starvation_watch(s, j, s->now);
 }
 
@@ -945,7 +961,10 @@ static void resolve_dependents(struct sched *s, struct job *done, bool ok)
                 break;
             }
             dep->met = true;
-            w->ndeps_unmet--;
+            if (--w->ndeps_unmet == 0 && w->state == SCHED_PENDING) {
+                job_mark_eligible(s, w, s->now);
+                starvation_watch(s, w, s->now);
+            }
         }
     }
 }

@@ -184,16 +184,31 @@ static void starving_append(struct sched *s, struct job *j)
     s->starving[i] = job_slot(s, j);
 }
 
-/* A pending job starves once it has waited its tier's starve_after: mark it now, or set a
- * deadline for when it will (fire_deadline calls back here then). */
+void job_mark_eligible(struct sched *s, struct job *j, int64_t now)
+{
+    (void)s;
+    j->eligible_ms = j->ndeps_unmet > 0 ? NEVER : j->begin_ms > now ? j->begin_ms : now;
+}
+
+/* Age counts from eligibility, not submission: time held, waiting for a dependency or for
+ * a begin time is not starvation (DESIGN §3.7). */
+int64_t job_starve_at(const struct sched *s, const struct job *j)
+{
+    int64_t after = s->policy.tiers[job_eff_rank(s, j)].starve_after_ms;
+    if (after <= 0 || j->eligible_ms == NEVER)
+        return NEVER;
+    return j->eligible_ms + after;
+}
+
+/* A pending job starves once it has waited its tier's starve_after since it became
+ * eligible: mark it now, or set a deadline for when it will (fire_deadline calls back). */
 void starvation_watch(struct sched *s, struct job *j, int64_t now)
 {
     if (j->state != SCHED_PENDING)
         return;
-    int64_t after = s->policy.tiers[job_eff_rank(s, j)].starve_after_ms;
-    if (after <= 0)
+    int64_t at = job_starve_at(s, j);
+    if (at == NEVER)
         return;
-    int64_t at = j->submit_ms + after;
     if (at > now)
         deadline_push(s, at, j->id, DL_STARVE);
     else
@@ -224,8 +239,7 @@ void order_rebuild(struct sched *s, int64_t now)
         shape_rule_refresh(s, j);
         j->key1 = job_key1(s, j, now);
         entry_fill(s, &s->order[n++], j);
-        int64_t after = s->policy.tiers[job_eff_rank(s, j)].starve_after_ms;
-        if (after > 0 && j->submit_ms + after <= now) {
+        if (job_starve_at(s, j) <= now) {
             j->flags |= JF_STARVING;
             if (grow((void **)&s->starving, &s->starving_cap, s->nstarving + 1,
                      sizeof(*s->starving)) == 0)

@@ -202,10 +202,52 @@ static bool scan_pool(struct place_ctx *c, int pool)
     return false;
 }
 
+bool shape_spans_types(const struct shape *sh)
+{
+    return sh->nodes > 1 && sh->gpus > 0 && sh->gpu_type <= 0;
+}
+
+struct shape shape_typed(const struct shape *sh, int type)
+{
+    struct shape t = *sh;
+    t.gpu_type = (int16_t)type;
+    return t;
+}
+
+static enum place_result place_shape(struct sched *s, const struct job *j,
+                                     const struct shape *sh, int64_t now,
+                                     struct sched_alloc *allocs, bool *claimed_by_lower);
+
+/* A gang asking for no type still runs on one type: its nodes must be alike (and it is
+ * billed by that type). Each type is tried in turn. */
 enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
                             struct sched_alloc *allocs, bool *claimed_by_lower)
 {
     const struct shape *sh = &s->shapes[j->shape];
+    if (!shape_spans_types(sh))
+        return place_shape(s, j, sh, now, allocs, claimed_by_lower);
+    enum place_result best = PLACE_NO_CAPACITY;
+    bool lower_only = true;
+    for (int t = 1; t < s->ntypes; t++) {
+        struct shape typed = shape_typed(sh, t);
+        bool lower = false;
+        enum place_result r = place_shape(s, j, &typed, now, allocs, &lower);
+        if (r == PLACE_OK)
+            return r;
+        if (r == PLACE_CLAIMED) {
+            best = PLACE_CLAIMED;
+            lower_only &= lower;
+        }
+    }
+    if (claimed_by_lower)
+        *claimed_by_lower = best == PLACE_CLAIMED && lower_only;
+    return best;
+}
+
+static enum place_result place_shape(struct sched *s, const struct job *j,
+                                     const struct shape *sh, int64_t now,
+                                     struct sched_alloc *allocs, bool *claimed_by_lower)
+{
     struct place_ctx c = {.s = s, .j = j, .sh = sh, .now = now, .allocs = allocs,
                           .lower_only = true};
     int64_t dur = j->limit_ms > 0 ? j->limit_ms + j->grace_ms : 0;

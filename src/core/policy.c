@@ -15,6 +15,14 @@
 #define MIN (60 * SEC)
 #define HOUR (60 * MIN)
 #define DAY (24 * HOUR)
+/* Every duration of a policy stays below ten years, so that sums of a time and a few
+ * durations never overflow int64 milliseconds. */
+#define MAX_DURATION (3650 * DAY)
+
+static bool duration_ok(int64_t d)
+{
+    return d >= 0 && d <= MAX_DURATION;
+}
 
 int err_set(struct sched_error *err, int code, const char *field, const char *fmt, ...)
 {
@@ -144,9 +152,9 @@ static int validate_tiers(const struct sched_policy *p, struct sched_error *err)
             return err_set(err, -EINVAL, "tiers", "tier %d has an invalid name", i);
         if (policy_tier_find(p, p->tiers[i].name) != i)
             return err_set(err, -EINVAL, "tiers", "tier '%s' appears twice", p->tiers[i].name);
-        if (p->tiers[i].starve_after_ms < 0)
-            return err_set(err, -EINVAL, "tiers.starve_after", "tier '%s': negative starve_after",
-                           p->tiers[i].name);
+        if (!duration_ok(p->tiers[i].starve_after_ms))
+            return err_set(err, -EINVAL, "tiers.starve_after",
+                           "tier '%s': starve_after must be within 0..3650 days", p->tiers[i].name);
     }
     return 0;
 }
@@ -162,8 +170,9 @@ static int validate_classes(const struct sched_policy *p, struct sched_error *er
             return err_set(err, -EINVAL, "classes", "class %d has an invalid name", i);
         if (policy_class_find(p, c->name) != i)
             return err_set(err, -EINVAL, "classes", "class '%s' appears twice", c->name);
-        if (c->default_limit_ms < 0 || c->max_limit_ms < 0 || c->protect_after_ms < 0 ||
-            c->max_grace_ms < 0 || c->max_retries < 0 || c->max_retries > 100)
+        if (!duration_ok(c->default_limit_ms) || !duration_ok(c->max_limit_ms) ||
+            !duration_ok(c->protect_after_ms) || c->max_grace_ms < 0 ||
+            c->max_grace_ms > DAY || c->max_retries < 0 || c->max_retries > 100)
             return err_set(err, -EINVAL, "classes", "class '%s' has a negative or absurd value",
                            c->name);
     }
@@ -182,10 +191,25 @@ int policy_validate(const struct sched_policy *p, struct sched_error *err)
         return rc;
     if (p->ordering < SCHED_ORDER_TIERED || p->ordering > SCHED_ORDER_MULTIFACTOR)
         return err_set(err, -EINVAL, "ordering", "unknown ordering %d", (int)p->ordering);
-    if (p->fairshare_half_life_ms <= 0)
-        return err_set(err, -EINVAL, "fairshare_half_life", "half-life must be positive");
-    if (p->fairshare_refresh_ms <= 0)
-        return err_set(err, -EINVAL, "fairshare_refresh", "refresh period must be positive");
+    if (p->fairshare_half_life_ms <= 0 || !duration_ok(p->fairshare_half_life_ms))
+        return err_set(err, -EINVAL, "fairshare_half_life", "half-life must be within 1 ms..3650 days");
+    if (p->fairshare_refresh_ms <= 0 || !duration_ok(p->fairshare_refresh_ms))
+        return err_set(err, -EINVAL, "fairshare_refresh", "refresh period must be within 1 ms..3650 days");
+    const struct { const char *field; int64_t v; } durations[] = {
+        {"mf_age_max", p->mf_age_max_ms},
+        {"min_runtime", p->min_runtime_ms},
+        {"default_grace", p->default_grace_ms},
+        {"cancel_grace", p->cancel_grace_ms},
+        {"reservation_refresh", p->reservation_refresh_ms},
+        {"service_restart_delay", p->service_restart_delay_ms},
+        {"retry_delay", p->retry_delay_ms}};
+    for (size_t i = 0; i < sizeof(durations) / sizeof(durations[0]); i++)
+        if (!duration_ok(durations[i].v))
+            return err_set(err, -EINVAL, durations[i].field, "%s must be within 0..3650 days",
+                           durations[i].field);
+    if (p->default_grace_ms > DAY || p->cancel_grace_ms > DAY)
+        return err_set(err, -EINVAL, p->default_grace_ms > DAY ? "default_grace" : "cancel_grace",
+                       "a grace period is at most one day");
     if (p->reserved_max_ratio < 0 || p->reserved_max_ratio > 1)
         return err_set(err, -EINVAL, "reserved_max_ratio", "ratio must be within 0..1");
     if (policy_tier_find(p, p->reserved_min_tier) < 0)

@@ -64,10 +64,15 @@ void victim_eligibility_update(struct sched *s, struct job *v, int64_t now)
         deadline_push(s, v->start_ms + protect, v->id, DL_PROTECT);
 }
 
+bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus)
+{
+    const struct project *p = &s->projects[project];
+    return p->gpus_in_use + gpus <= p->spec.guarantee_gpus + 1e-9;
+}
+
 static bool under_guarantee_after(const struct sched *s, const struct job *j)
 {
-    const struct project *p = &s->projects[j->project];
-    return p->gpus_in_use + j->gpus * j->nodes <= p->spec.guarantee_gpus + 1e-9;
+    return project_can_reclaim(s, j->project, j->gpus * j->nodes);
 }
 
 static bool over_guarantee(const struct sched *s, const struct job *v)
@@ -104,6 +109,8 @@ struct victim {
     uint32_t slot;
     int rank, order, ckpt_last;
     int64_t lost;
+    int64_t kill_at;      /* when it is gone once signalled (now + its grace) */
+    int64_t end;          /* when the model expects it to end without preemption */
     int gpus, cpus;
     int64_t mem;
 };
@@ -122,65 +129,67 @@ static int cmp_victims(const void *a, const void *b)
     return (x->slot > y->slot) - (x->slot < y->slot);
 }
 
+enum { PLAN_MAX = SCHED_MAX_NODE_GPUS + 8 };
+
 struct node_plan {
     uint32_t node;
     int nvictims;
-    struct victim v[SCHED_MAX_NODE_GPUS + 8];
+    struct victim v[PLAN_MAX];
+    int64_t start;        /* when the room is there: the last victim killed, or a release */
     /* cost: the highest tier hit (lowest rank number), then count, then work lost */
     int best_rank;
     int64_t lost;
 };
 
-static bool plan_fits(const struct node *n, const struct shape *sh, const struct victim *v,
-                      int count)
+static int64_t plan_start(int64_t now, const struct victim *v, int count)
 {
-    int g = n->gpus - n->gpus_used, c = n->cpus - n->cpus_used;
-    int64_t m = n->mem_mb - n->mem_used;
-    for (int i = 0; i < count; i++) {
-        g += v[i].gpus;
-        c += v[i].cpus;
-        m += v[i].mem;
-    }
-    return g >= sh->gpus && c >= sh->cpus && m >= sh->mem_mb;
+    int64_t t = now;
+    for (int i = 0; i < count; i++)
+        if (v[i].kill_at > t)
+            t = v[i].kill_at;
+    return t;
 }
 
-static bool has_sticky_claim(const struct sched *s, const struct node *n, uint32_t own)
+/* Does the room hold for j over [start, start + dur) once the victims are gone? Checked at
+ * the start and at every binding claim that begins inside the window: what is free then
+ * (releases of the running and stopping jobs included, binding claims taken off) plus the
+ * victims that would otherwise still run must cover the request. Claims of lower jobs that
+ * are not sticky do not bind: they are dropped when the preemption goes ahead. */
+static bool plan_holds(const struct sched *s, const struct node *n, const struct job *j,
+                       const struct shape *sh, const struct victim *v, int count, int64_t start,
+                       int64_t dur)
 {
-    for (int i = 0; i < n->nclaims; i++) {
-        const struct reservation *r = &s->res[n->claims[i].res];
-        if (n->claims[i].res != own && (r->preempting || r->starving))
+    int64_t end = dur >= NEVER - start ? NEVER : start + dur;
+    int64_t t = start;
+    for (;;) {
+        struct avail a = node_avail_for(s, n, t, j->reservation, j);
+        for (int i = 0; i < count; i++)
+            if (v[i].end > t) {
+                a.gpus += v[i].gpus;
+                a.cpus += v[i].cpus;
+                a.mem += v[i].mem;
+            }
+        if (a.gpus < sh->gpus || a.cpus < sh->cpus || a.mem < sh->mem_mb)
+            return false;
+        int64_t next = NEVER;
+        for (int k = 0; k < n->nclaims; k++) {
+            const struct claim *c = &n->claims[k];
+            if (c->res != j->reservation && c->start > t && c->start < end && c->start < next &&
+                claim_binds(s, c->res, j))
+                next = c->start;
+        }
+        if (next == NEVER)
             return true;
+        t = next;
     }
-    return false;
 }
 
-/* Plan the cheapest victim set on one node; false when even all eligible victims would
- * not make room. */
-static bool plan_node(struct sched *s, const struct job *j, uint32_t idx, int64_t now,
-                      struct node_plan *p)
+static int collect_victims(struct sched *s, const struct job *j, uint32_t idx, int64_t now,
+                           struct victim *all)
 {
     const struct node *n = &s->nodes[idx];
-    const struct shape *sh = &s->shapes[j->shape];
-    p->node = idx;
-    p->nvictims = 0;
-    p->best_rank = 255;
-    p->lost = 0;
-    if (node_free_fit(n, sh))
-        return sh->nodes > 1; /* a gang may use it as is; a single job was held off it
-                                 by a reservation, and victims elsewhere would not help */
-    /* upper bound first: everything lower tiers (and, when it may reclaim, its own tier)
-       hold here; most nodes fail this without looking at a single job */
-    int rj = job_eff_rank(s, j);
-    int g = n->gpus - n->gpus_used, c = n->cpus - n->cpus_used;
-    for (int r = under_guarantee_after(s, j) ? rj : rj + 1; r < s->policy.ntiers; r++) {
-        g += n->victim_gpus[r];
-        c += n->victim_cpus[r];
-    }
-    if (g < sh->gpus || c < sh->cpus)
-        return false;
-    struct victim all[SCHED_MAX_NODE_GPUS + 8];
     int nall = 0;
-    for (uint32_t i = 0; i < n->jobs.n && nall < (int)(sizeof(all) / sizeof(all[0])); i++) {
+    for (uint32_t i = 0; i < n->jobs.n && nall < PLAN_MAX; i++) {
         const struct job *v = &s->jobs[n->jobs.v[i]];
         if (!victim_eligible(s, v, j, n, now))
             continue;
@@ -193,22 +202,54 @@ static bool plan_node(struct sched *s, const struct job *j, uint32_t idx, int64_
             x->order = job_class(s, v)->preempt_order;
             x->lost = now - (v->ckpt_ms > v->start_ms ? v->ckpt_ms : v->start_ms);
             x->ckpt_last = (v->flags & JF_CKPT_SIGNAL) ? 0 : 1;
+            x->kill_at = now + v->grace_ms;
+            x->end = job_expected_end(s, v);
             x->gpus = v->allocs[a].gpus;
             x->cpus = v->allocs[a].cpus;
             x->mem = v->allocs[a].mem_mb;
         }
     }
+    return nall;
+}
+
+/* Plan the cheapest victim set on one node; false when even all eligible victims would
+ * not make room. Room that jobs already stopping will free counts first: a job being
+ * cancelled or killed is never replaced by a new victim. */
+static bool plan_node(struct sched *s, const struct job *j, const struct shape *sh, uint32_t idx,
+                      int64_t now, struct node_plan *p)
+{
+    const struct node *n = &s->nodes[idx];
+    p->node = idx;
+    p->nvictims = 0;
+    p->best_rank = 255;
+    p->lost = 0;
+    p->start = now;
+    if (sh->nodes == 1 && node_free_fit(n, sh))
+        return false; /* held off it by a reservation: victims here would not help */
+    /* upper bound first: everything lower tiers (and, when it may reclaim, its own tier)
+       hold here, and what stopping jobs free; most nodes fail this without a job looked at */
+    int rj = job_eff_rank(s, j);
+    int g = n->gpus - n->gpus_used + n->stopping_gpus, c = n->cpus - n->cpus_used + n->stopping_cpus;
+    for (int r = under_guarantee_after(s, j) ? rj : rj + 1; r < s->policy.ntiers; r++) {
+        g += n->victim_gpus[r];
+        c += n->victim_cpus[r];
+    }
+    if (g < sh->gpus || c < sh->cpus)
+        return false;
+    struct victim all[PLAN_MAX];
+    int nall = collect_victims(s, j, idx, now, all);
     qsort(all, nall, sizeof(all[0]), cmp_victims);
+    int64_t dur = job_duration(j);
     int take = 0;
-    while (take < nall && !plan_fits(n, sh, all, take))
+    while (take <= nall && !plan_holds(s, n, j, sh, all, take, plan_start(now, all, take), dur))
         take++;
-    if (!plan_fits(n, sh, all, take))
+    if (take > nall)
         return false;
     /* drop victims the others already cover, most valuable first */
     for (int i = take - 1; i >= 0; i--) {
         struct victim saved = all[i];
         memmove(&all[i], &all[i + 1], (take - i - 1) * sizeof(all[0]));
-        if (plan_fits(n, sh, all, take - 1)) {
+        if (plan_holds(s, n, j, sh, all, take - 1, plan_start(now, all, take - 1), dur)) {
             take--;
         } else {
             memmove(&all[i + 1], &all[i], (take - i - 1) * sizeof(all[0]));
@@ -217,6 +258,7 @@ static bool plan_node(struct sched *s, const struct job *j, uint32_t idx, int64_
     }
     memcpy(p->v, all, take * sizeof(all[0]));
     p->nvictims = take;
+    p->start = plan_start(now, all, take);
     for (int i = 0; i < take; i++) {
         if (all[i].rank < p->best_rank)
             p->best_rank = all[i].rank;
@@ -232,7 +274,9 @@ static bool plan_cheaper(const struct node_plan *a, const struct node_plan *b)
         return a->best_rank > b->best_rank;
     if (a->nvictims != b->nvictims)
         return a->nvictims < b->nvictims;
-    return a->lost < b->lost;
+    if (a->lost != b->lost)
+        return a->lost < b->lost;
+    return a->start < b->start;
 }
 
 static void plans_keep_best(struct node_plan *best, int *nbest, int want,
@@ -251,44 +295,75 @@ static void plans_keep_best(struct node_plan *best, int *nbest, int want,
     }
 }
 
-/* Signal the victims and reserve their room for `j`. */
+/* The preemptor waits for every job on its nodes that the plan counted as gone by its
+ * start: the victims, and the jobs already stopping or ending by then. */
+static int wait_list(struct sched *s, const uint32_t *nodes, int nnodes, int64_t start,
+                     uint64_t **out)
+{
+    int cap = 0, n = 0;
+    for (int i = 0; i < nnodes; i++)
+        cap += (int)s->nodes[nodes[i]].jobs.n;
+    *out = malloc((size_t)(cap ? cap : 1) * sizeof(**out));
+    if (!*out)
+        return 0;
+    for (int i = 0; i < nnodes; i++) {
+        const struct node *nd = &s->nodes[nodes[i]];
+        for (uint32_t k = 0; k < nd->jobs.n; k++) {
+            const struct job *v = &s->jobs[nd->jobs.v[k]];
+            bool dup = false;
+            for (int d = 0; d < n && !dup; d++)
+                dup = (*out)[d] == v->id;
+            if (!dup && job_expected_end(s, v) <= start)
+                (*out)[n++] = v->id;
+        }
+    }
+    return n;
+}
+
+/* Signal the victims and reserve their room for `j`: a sticky reservation replaces any it
+ * held (a starving one stays starving), and lower reservations on those nodes give way. */
 static int preempt_apply(struct sched *s, struct job *j, struct node_plan *plans, int nplans,
                          int64_t now)
 {
     uint32_t nodes[SCHED_MAX_JOB_NODES];
-    uint64_t victims[SCHED_MAX_JOB_NODES];
-    int nv = 0;
     int64_t start = now;
     for (int p = 0; p < nplans; p++) {
         nodes[p] = plans[p].node;
         for (int i = 0; i < plans[p].nvictims; i++) {
             struct job *v = &s->jobs[plans[p].v[i].slot];
-            if (v->state == SCHED_STOPPING)
-                continue; /* a gang victim already hit on another node */
-            job_stop(s, v, SCHED_STOP_PREEMPT, v->signal, v->grace_ms, j->id, now);
-            if (v->kill_at_ms > start)
-                start = v->kill_at_ms;
-            if (nv < SCHED_MAX_JOB_NODES)
-                victims[nv++] = v->id;
+            if (v->state != SCHED_STOPPING) /* a gang victim may be hit on two nodes */
+                job_stop(s, v, SCHED_STOP_PREEMPT, v->signal, v->grace_ms, j->id, now);
+        }
+        if (plans[p].start > start)
+            start = plans[p].start;
+    }
+    for (int p = 0; p < nplans; p++) {
+        const struct node *n = &s->nodes[nodes[p]];
+        for (int k = 0; k < n->nclaims;) {
+            uint32_t r = n->claims[k].res;
+            if (r != j->reservation && !claim_binds(s, r, j))
+                reservation_drop(s, r); /* removes this claim: look at index k again */
+            else
+                k++;
         }
     }
-    if (nv == 0)
-        return -1;
-    int64_t dur = j->limit_ms > 0 ? j->limit_ms + j->grace_ms : NEVER;
+    bool starving = false;
+    if (j->reservation != NONE32) {
+        starving = s->res[j->reservation].starving;
+        reservation_drop(s, j->reservation);
+    }
+    int64_t dur = job_duration(j);
     int64_t end = dur >= NEVER - start ? NEVER : start + dur;
-    uint32_t r = reservation_add(s, j, start, end, nodes, nplans, true, false);
-    if (r != NONE32) {
-        s->res[r].victims = malloc(nv * sizeof(*victims));
-        if (s->res[r].victims) {
-            memcpy(s->res[r].victims, victims, nv * sizeof(*victims));
-            s->res[r].nvictims = nv;
-        }
-    }
+    uint32_t r = reservation_add(s, j, start, end, nodes, nplans, true, starving);
+    if (r == NONE32)
+        return -1;
+    s->res[r].nvictims = wait_list(s, nodes, nplans, start, &s->res[r].victims);
     return 0;
 }
 
 struct preempt_search {
     struct job *j;
+    const struct shape *sh;
     int64_t now;
     struct node_plan *best, *cur;
     int nbest, want;
@@ -297,10 +372,16 @@ struct preempt_search {
 static void preempt_visit(struct sched *s, uint32_t idx, void *ctx)
 {
     struct preempt_search *ps = ctx;
-    if (has_sticky_claim(s, &s->nodes[idx], ps->j->reservation))
-        return;
-    if (plan_node(s, ps->j, idx, ps->now, ps->cur))
+    if (plan_node(s, ps->j, ps->sh, idx, ps->now, ps->cur))
         plans_keep_best(ps->best, &ps->nbest, ps->want, ps->cur);
+}
+
+static int plans_victims(const struct node_plan *p, int n)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++)
+        v += p[i].nvictims;
+    return v;
 }
 
 int preempt_for(struct sched *s, struct job *j, int64_t now)
@@ -308,14 +389,30 @@ int preempt_for(struct sched *s, struct job *j, int64_t now)
     const struct shape *sh = &s->shapes[j->shape];
     struct preempt_search ps = {.j = j, .now = now, .want = sh->nodes};
     ps.best = malloc((size_t)ps.want * sizeof(*ps.best));
+    struct node_plan *chosen = malloc((size_t)ps.want * sizeof(*chosen));
     ps.cur = malloc(sizeof(*ps.cur));
-    int rc = -1;
-    if (ps.best && ps.cur) {
-        shape_candidates_each(s, sh, preempt_visit, &ps);
-        if (ps.nbest == ps.want)
-            rc = preempt_apply(s, j, ps.best, ps.nbest, now);
+    int rc = -1, nchosen = 0;
+    if (ps.best && ps.cur && chosen) {
+        /* a gang of any type is planned per type: its nodes must be alike */
+        int from = shape_spans_types(sh) ? 1 : 0, to = shape_spans_types(sh) ? s->ntypes : 1;
+        for (int t = from; t < to; t++) {
+            struct shape typed = shape_spans_types(sh) ? shape_typed(sh, t) : *sh;
+            ps.sh = &typed;
+            ps.nbest = 0;
+            shape_candidates_each(s, &typed, preempt_visit, &ps);
+            if (ps.nbest == ps.want &&
+                (nchosen == 0 || plans_victims(ps.best, ps.nbest) < plans_victims(chosen, nchosen))) {
+                memcpy(chosen, ps.best, (size_t)ps.nbest * sizeof(*chosen));
+                nchosen = ps.nbest;
+            }
+        }
+        if (nchosen && plans_victims(chosen, nchosen) == 0)
+            rc = 1; /* jobs already stopping free the room: no new victim, wait for it */
+        else if (nchosen)
+            rc = preempt_apply(s, j, chosen, nchosen, now);
     }
     free(ps.best);
     free(ps.cur);
+    free(chosen);
     return rc;
 }

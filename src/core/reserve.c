@@ -34,11 +34,6 @@ static const struct sched_alloc *alloc_on(const struct job *j, uint32_t node)
     return NULL;
 }
 
-struct avail {
-    int gpus, cpus;
-    int64_t mem;
-};
-
 static int cmp_release(const void *a, const void *b)
 {
     const struct release *x = a, *y = b;
@@ -80,8 +75,16 @@ static const struct node *releases(const struct sched *s, const struct node *cn)
 
 /* What node `n` will have free at time t: free now, plus what its jobs release by t
  * (their expected ends), minus the claims active then except reservation `own`. */
-static struct avail avail_at(const struct sched *s, const struct node *n, int64_t t,
-                             uint32_t own)
+/* Must a job honour this reservation? Sticky ones (preempting, starving) bind everyone;
+ * others bind the jobs they outrank. `j` NULL: every claim counts. */
+bool claim_binds(const struct sched *s, uint32_t res, const struct job *j)
+{
+    const struct reservation *r = &s->res[res];
+    return !j || r->preempting || r->starving || !job_outranks(s, j, &s->jobs[r->slot]);
+}
+
+struct avail node_avail_for(const struct sched *s, const struct node *n, int64_t t, uint32_t own,
+                            const struct job *j)
 {
     struct avail a = {n->gpus - n->gpus_used, n->cpus - n->cpus_used, n->mem_mb - n->mem_used};
     n = releases(s, n);
@@ -100,7 +103,7 @@ static struct avail avail_at(const struct sched *s, const struct node *n, int64_
     }
     for (int i = 0; i < n->nclaims; i++) {
         const struct claim *c = &n->claims[i];
-        if (c->res == own || c->start > t || c->end <= t)
+        if (c->res == own || c->start > t || c->end <= t || !claim_binds(s, c->res, j))
             continue;
         a.gpus -= c->gpus;
         a.cpus -= c->cpus;
@@ -114,6 +117,11 @@ static bool covers(struct avail a, int gpus, int cpus, int64_t mem)
     return a.gpus >= gpus && a.cpus >= cpus && a.mem >= mem;
 }
 
+struct avail node_avail_at(const struct sched *s, const struct node *n, int64_t t, uint32_t own)
+{
+    return node_avail_for(s, n, t, own, NULL);
+}
+
 bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res, int64_t now,
                   int64_t end, int gpus, int cpus, int64_t mem, const struct job *for_job,
                   bool *lower_only)
@@ -124,7 +132,7 @@ bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res,
         if (c->res == own_res || c->start >= end || c->end <= now)
             continue;
         int64_t t = c->start > now ? c->start : now;
-        if (covers(avail_at(s, n, t, own_res), gpus, cpus, mem))
+        if (covers(node_avail_at(s, n, t, own_res), gpus, cpus, mem))
             continue;
         ok = false;
         const struct reservation *r = &s->res[c->res];
@@ -141,14 +149,14 @@ bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res,
 static bool feasible_at(const struct sched *s, const struct node *n, const struct shape *sh,
                         int64_t t, int64_t dur, uint32_t own)
 {
-    if (!covers(avail_at(s, n, t, own), sh->gpus, sh->cpus, sh->mem_mb))
+    if (!covers(node_avail_at(s, n, t, own), sh->gpus, sh->cpus, sh->mem_mb))
         return false;
     int64_t end = dur >= NEVER - t ? NEVER : t + dur;
     for (int i = 0; i < n->nclaims; i++) {
         const struct claim *c = &n->claims[i];
         if (c->res == own || c->start <= t || c->start >= end)
             continue;
-        if (!covers(avail_at(s, n, c->start, own), sh->gpus, sh->cpus, sh->mem_mb))
+        if (!covers(node_avail_at(s, n, c->start, own), sh->gpus, sh->cpus, sh->mem_mb))
             return false;
     }
     return true;
@@ -171,10 +179,9 @@ static int64_t earliest_unclaimed(const struct sched *s, const struct node *n,
 }
 
 /* Availability only rises at a release or a claim's end: try those times in order. */
-int64_t node_earliest(const struct sched *s, const struct node *n, const struct job *j,
+int64_t node_earliest(const struct sched *s, const struct node *n, const struct shape *sh,
                       int64_t now, int64_t dur, uint32_t own_res)
 {
-    const struct shape *sh = &s->shapes[j->shape];
     bool claimed = false;
     for (int i = 0; i < n->nclaims && !claimed; i++)
         claimed = n->claims[i].res != own_res;
@@ -269,6 +276,7 @@ uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t 
     for (int i = 0; i < nnodes; i++)
         (void)add_claim(&s->nodes[nodes[i]], &c);
     j->reservation = r;
+    s->shapes[j->shape].with_res++;
     if (!preempting && !starving)
         s->res_active++;
     return r;
@@ -289,8 +297,10 @@ void reservation_drop(struct sched *s, uint32_t r)
         }
     }
     struct job *j = &s->jobs[res->slot];
-    if (j->id == res->job_id && j->reservation == r)
+    if (j->id == res->job_id && j->reservation == r) {
         j->reservation = NONE32;
+        s->shapes[j->shape].with_res--;
+    }
     if (!res->preempting && !res->starving)
         s->res_active--;
     free(res->nodes);
@@ -332,6 +342,7 @@ static int cmp_cand(const void *a, const void *b)
 
 struct cand_search {
     const struct job *j;
+    const struct shape *sh;
     int64_t now, dur;
     struct cand *out;
     size_t n, max;
@@ -342,7 +353,7 @@ static void cand_visit(struct sched *s, uint32_t idx, void *ctx)
     struct cand_search *cs = ctx;
     if (cs->n >= cs->max)
         return;
-    int64_t at = node_earliest(s, &s->nodes[idx], cs->j, cs->now, cs->dur, cs->j->reservation);
+    int64_t at = node_earliest(s, &s->nodes[idx], cs->sh, cs->now, cs->dur, cs->j->reservation);
     if (at < NEVER) {
         cs->out[cs->n].at = at;
         cs->out[cs->n].node = idx;
@@ -351,40 +362,29 @@ static void cand_visit(struct sched *s, uint32_t idx, void *ctx)
 }
 
 /* Candidate nodes with each one's earliest start for the job. */
-static size_t collect_candidates(struct sched *s, const struct job *j, int64_t now, int64_t dur,
-                                 struct cand *out, size_t max)
+static size_t collect_candidates(struct sched *s, const struct job *j, const struct shape *sh,
+                                 int64_t now, int64_t dur, struct cand *out, size_t max)
 {
-    struct cand_search cs = {j, now, dur, out, 0, max};
-    shape_candidates_each(s, &s->shapes[j->shape], cand_visit, &cs);
+    struct cand_search cs = {j, sh, now, dur, out, 0, max};
+    shape_candidates_each(s, sh, cand_visit, &cs);
     return cs.n;
 }
 
-/* Give a blocked job a reservation at its earliest possible start. 0, or -ENOSPC when no
- * start can be foreseen (the nodes it needs run jobs without time limits). */
-int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving)
+/* The earliest start of shape `sh` for job j over its candidate nodes: fills chosen[] (the
+ * shape's node count) and returns the start, or NEVER. */
+static int64_t earliest_start(struct sched *s, const struct job *j, const struct shape *sh,
+                              int64_t now, int64_t dur, struct cand *c, uint32_t *chosen)
 {
-    const struct shape *sh = &s->shapes[j->shape];
-    int64_t dur = j->limit_ms > 0 ? j->limit_ms + j->grace_ms : NEVER;
-    struct cand *c = malloc(s->nnodes * sizeof(*c) + 1);
-    uint32_t *chosen = malloc((size_t)sh->nodes * sizeof(*chosen));
-    int rc = -ENOSPC;
-    if (!c || !chosen) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    size_t nc = collect_candidates(s, j, now, dur, c, s->nnodes);
+    size_t nc = collect_candidates(s, j, sh, now, dur, c, s->nnodes);
     if (nc < (size_t)sh->nodes)
-        goto out;
+        return NEVER;
     if (sh->nodes == 1) {
         size_t best = 0;
         for (size_t i = 1; i < nc; i++)
             if (cmp_cand(&c[i], &c[best]) < 0)
                 best = i;
-        int64_t t = c[best].at;
-        int64_t end = dur >= NEVER - t ? NEVER : t + dur;
         chosen[0] = c[best].node;
-        rc = reservation_add(s, j, t, end, chosen, 1, false, starving) == NONE32 ? -ENOMEM : 0;
-        goto out;
+        return c[best].at;
     }
     qsort(c, nc, sizeof(*c), cmp_cand);
     /* try start times in order; a gang needs N nodes all feasible at the same start */
@@ -394,14 +394,46 @@ int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving)
         for (size_t i = 0; i < nc && got < sh->nodes && c[i].at <= t; i++)
             if (c[i].at == t || feasible_at(s, &s->nodes[c[i].node], sh, t, dur, j->reservation))
                 chosen[got++] = c[i].node;
-        if (got == sh->nodes) {
-            int64_t end = dur >= NEVER - t ? NEVER : t + dur;
-            rc = reservation_add(s, j, t, end, chosen, got, false, starving) == NONE32 ? -ENOMEM
-                                                                                       : 0;
-            break;
-        }
+        if (got == sh->nodes)
+            return t;
         if (first >= (size_t)sh->nodes + 64)
             break; /* bounded search for gangs */
+    }
+    return NEVER;
+}
+
+/* Give a blocked job a reservation at its earliest possible start. 0, or -ENOSPC when no
+ * start can be foreseen (the nodes it needs run jobs without time limits). */
+int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving)
+{
+    const struct shape *sh = &s->shapes[j->shape];
+    int64_t dur = j->limit_ms > 0 ? j->limit_ms + j->grace_ms : NEVER;
+    struct cand *c = malloc(s->nnodes * sizeof(*c) + 1);
+    uint32_t *chosen = malloc(2 * (size_t)sh->nodes * sizeof(*chosen));
+    int rc = -ENOSPC;
+    if (!c || !chosen) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    int64_t best = NEVER;
+    if (!shape_spans_types(sh)) {
+        best = earliest_start(s, j, sh, now, dur, c, chosen);
+    } else {
+        uint32_t *mine = chosen + sh->nodes;
+        for (int t = 1; t < s->ntypes; t++) {
+            struct shape typed = shape_typed(sh, t);
+            int64_t at = earliest_start(s, j, &typed, now, dur, c, mine);
+            if (at < best) {
+                best = at;
+                memcpy(chosen, mine, (size_t)sh->nodes * sizeof(*chosen));
+            }
+        }
+    }
+    if (best < NEVER) {
+        int64_t end = dur >= NEVER - best ? NEVER : best + dur;
+        rc = reservation_add(s, j, best, end, chosen, sh->nodes, false, starving) == NONE32
+                 ? -ENOMEM
+                 : 0;
     }
 out:
     free(c);

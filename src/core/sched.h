@@ -508,6 +508,14 @@ struct sched_totals {
 };
 void sched_totals_get(const struct sched *s, struct sched_totals *out);
 
+/* Walk the whole model and recount every book the core keeps (docs/scheduling.md
+ * "Guarantees"): allocations against node counters, GPU masks and the free-capacity index;
+ * the queue, shapes and the starving list against the pending jobs; project and user
+ * counters; claims against reservations and no node promised beyond its capacity; a reason
+ * for every pending job the last cycle walked. 0, or -EFAULT with err naming the first
+ * broken invariant. O(jobs + nodes + claims); for tests and debugging. */
+int sched_check(const struct sched *s, struct sched_error *err) SCHED_WUR;
+
 /* ------------------------------------------------------------------------------------ */
 /* Explain and forecast (DESIGN §3 "Explaining"), as data.                              */
 

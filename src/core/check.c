@@ -1,0 +1,381 @@
+/*
+ * check.c - sched_check(): an integrity walk over the whole model.
+ *
+ * Every fast path of the core (bucket lists, per-node sums, shape counters, memos, sticky
+ * claims) rests on books that must agree with the jobs they summarise. This walk recounts
+ * them all from the jobs and says which one disagrees. It is what the unit and property
+ * tests call after every event and cycle (docs/scheduling.md "Guarantees").
+ *
+ * It changes nothing the model relies on; like every query it may refresh a node's
+ * release cache.
+ */
+#include "core/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIL(...) return err_set(err, -EFAULT, "", __VA_ARGS__)
+
+static int check_job_slab(const struct sched *s, struct sched_error *err)
+{
+    size_t live = 0, by_state[SCHED_JOB_STATE_COUNT] = {0};
+    for (size_t slot = 0; slot < s->jobs_cap; slot++) {
+        const struct job *j = &s->jobs[slot];
+        if (!j->id)
+            continue;
+        live++;
+        if (j->state >= SCHED_JOB_STATE_COUNT || sched_job_state_terminal(j->state))
+            FAIL("job %llu is live in state %d", (unsigned long long)j->id, j->state);
+        by_state[j->state]++;
+        uint64_t found;
+        if (!u64map_get(&s->job_index, j->id, &found) || found != slot)
+            FAIL("job %llu: the id index does not point at its slot", (unsigned long long)j->id);
+    }
+    if (live != s->njobs || s->job_index.len != live)
+        FAIL("%zu live jobs, njobs %zu, index %zu", live, s->njobs, s->job_index.len);
+    for (int st = 0; st < SCHED_JOB_STATE_COUNT; st++)
+        if (by_state[st] != s->by_state[st])
+            FAIL("%zu jobs are %s, the counter says %zu", by_state[st],
+                 sched_job_state_name(st), s->by_state[st]);
+    return 0;
+}
+
+static bool holds_resources(const struct job *j)
+{
+    return j->state == SCHED_STARTING || j->state == SCHED_RUNNING || j->state == SCHED_STOPPING;
+}
+
+/* A holder's allocation: one per node of the gang, distinct nodes, exact sizes, GPU masks
+ * of the right count on GPUs that exist, and the node lists it. */
+static int check_allocs(const struct sched *s, const struct job *j, struct sched_error *err)
+{
+    unsigned long long id = (unsigned long long)j->id;
+    if (!holds_resources(j)) {
+        if (j->nallocs)
+            FAIL("job %llu is %s but holds %d allocations", id, sched_job_state_name(j->state),
+                 j->nallocs);
+        return 0;
+    }
+    if (j->nallocs != j->nodes)
+        FAIL("job %llu holds %d nodes of the %d its gang needs", id, j->nallocs, j->nodes);
+    for (int i = 0; i < j->nallocs; i++) {
+        const struct sched_alloc *a = &j->allocs[i];
+        if (a->node >= s->nnodes)
+            FAIL("job %llu: allocation on unknown node %u", id, a->node);
+        for (int k = 0; k < i; k++)
+            if (j->allocs[k].node == a->node)
+                FAIL("job %llu holds node %s twice", id, s->nodes[a->node].name);
+        const struct node *n = &s->nodes[a->node];
+        if (a->gpus != j->gpus || a->cpus != j->cpus || a->mem_mb != j->mem_mb)
+            FAIL("job %llu: allocation on %s differs from its request", id, n->name);
+        if (__builtin_popcountll(a->gpu_mask) != a->gpus)
+            FAIL("job %llu: %d GPUs but a mask of %d on %s", id, a->gpus,
+                 __builtin_popcountll(a->gpu_mask), n->name);
+        if (n->gpus < 64 && (a->gpu_mask >> n->gpus))
+            FAIL("job %llu: GPU index beyond %s's %d GPUs", id, n->name, n->gpus);
+        bool listed = false;
+        for (uint32_t k = 0; k < n->jobs.n && !listed; k++)
+            listed = n->jobs.v[k] == job_slot(s, j);
+        if (!listed)
+            FAIL("job %llu is missing from node %s's job list", id, n->name);
+        if (n->gpu_type != (j->gpu_type > 0 ? j->gpu_type : n->gpu_type))
+            FAIL("job %llu asked for one GPU type and runs on %s", id, n->name);
+        if (j->nodes > 1 && j->gpus > 0 && n->gpu_type != s->nodes[j->allocs[0].node].gpu_type)
+            FAIL("gang job %llu spans GPU types", id);
+    }
+    return 0;
+}
+
+struct node_sum {
+    int gpus, cpus, njobs;
+    int64_t mem;
+    uint64_t mask;
+    int victim_gpus[SCHED_MAX_TIERS], victim_cpus[SCHED_MAX_TIERS];
+    int stopping_gpus, stopping_cpus;
+};
+
+/* Node counters, masks and lists against the allocations of the jobs. */
+static int check_nodes(const struct sched *s, struct sched_error *err)
+{
+    struct node_sum *sum = calloc(s->nnodes ? s->nnodes : 1, sizeof(*sum));
+    if (!sum)
+        return err_set(err, -ENOMEM, "", "out of memory");
+    int rc = 0, eligible = 0;
+    for (size_t slot = 0; slot < s->jobs_cap && rc == 0; slot++) {
+        const struct job *j = &s->jobs[slot];
+        if (!j->id)
+            continue;
+        rc = check_allocs(s, j, err);
+        eligible += (j->flags & JF_VICTIM_ELIGIBLE) != 0;
+        for (int i = 0; i < j->nallocs && rc == 0; i++) {
+            const struct sched_alloc *a = &j->allocs[i];
+            struct node_sum *ns = &sum[a->node];
+            if (ns->mask & a->gpu_mask)
+                rc = err_set(err, -EFAULT, "", "a GPU of node %s is given twice (job %llu)",
+                             s->nodes[a->node].name, (unsigned long long)j->id);
+            ns->mask |= a->gpu_mask;
+            ns->gpus += a->gpus;
+            ns->cpus += a->cpus;
+            ns->mem += a->mem_mb;
+            ns->njobs++;
+            if (j->state == SCHED_STOPPING) {
+                ns->stopping_gpus += a->gpus;
+                ns->stopping_cpus += a->cpus;
+            }
+            if (j->flags & JF_VICTIM_ELIGIBLE) {
+                ns->victim_gpus[j->victim_rank] += a->gpus;
+                ns->victim_cpus[j->victim_rank] += a->cpus;
+            }
+        }
+    }
+    if (rc == 0 && eligible != s->eligible_victims)
+        rc = err_set(err, -EFAULT, "", "%d jobs marked eligible victims, the counter says %d",
+                     eligible, s->eligible_victims);
+    for (size_t i = 0; i < s->nnodes && rc == 0; i++) {
+        const struct node *n = &s->nodes[i];
+        const struct node_sum *ns = &sum[i];
+        if (ns->gpus != n->gpus_used || ns->cpus != n->cpus_used || ns->mem != n->mem_used ||
+            ns->mask != n->gpu_used_mask || ns->njobs != (int)n->jobs.n)
+            rc = err_set(err, -EFAULT, "",
+                         "node %s: counters (%d GPUs, %d CPUs, %u jobs) disagree with its "
+                         "jobs (%d GPUs, %d CPUs, %d jobs)",
+                         n->name, n->gpus_used, n->cpus_used, n->jobs.n, ns->gpus, ns->cpus,
+                         ns->njobs);
+        if (rc == 0 && (ns->stopping_gpus != n->stopping_gpus || ns->stopping_cpus != n->stopping_cpus))
+            rc = err_set(err, -EFAULT, "", "node %s: the stopping sums are stale", n->name);
+        for (int r = 0; r < SCHED_MAX_TIERS && rc == 0; r++)
+            if (ns->victim_gpus[r] != n->victim_gpus[r] || ns->victim_cpus[r] != n->victim_cpus[r])
+                rc = err_set(err, -EFAULT, "", "node %s: preemptible sums of rank %d are stale",
+                             n->name, r);
+    }
+    free(sum);
+    return rc;
+}
+
+/* Only UP nodes sit in the free-capacity buckets, each in the one of its free GPUs. */
+static int check_buckets(const struct sched *s, struct sched_error *err)
+{
+    size_t listed = 0;
+    for (int t = 0; t < NTYPES; t++)
+        for (int p = 0; p < NPOOLS; p++)
+            for (int k = 0; k < NBUCKETS; k++) {
+                uint32_t prev = NONE32;
+                for (uint32_t idx = s->buckets[t][p][k]; idx != NONE32;
+                     idx = s->nodes[idx].next) {
+                    const struct node *n = &s->nodes[idx];
+                    int free_gpus = n->gpus - n->gpus_used;
+                    free_gpus = free_gpus < 0 ? 0 : free_gpus;
+                    if (!n->in_bucket || n->gpu_type != t || n->prev != prev ||
+                        (n->reserved ? POOL_RESERVED : POOL_NORMAL) != p || free_gpus != k)
+                        FAIL("node %s sits in the wrong free-capacity bucket", n->name);
+                    if (++listed > s->nnodes)
+                        FAIL("a free-capacity bucket list loops");
+                    prev = idx;
+                }
+            }
+    size_t up = 0;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        const struct node *n = &s->nodes[i];
+        if (n->in_bucket != node_schedulable(n))
+            FAIL("node %s is %s but %s the free-capacity index", n->name,
+                 sched_node_state_name(n->state), n->in_bucket ? "in" : "not in");
+        up += n->in_bucket;
+    }
+    if (up != listed)
+        FAIL("%zu nodes are indexed, %zu are listed", up, listed);
+    return 0;
+}
+
+/* Project and user counters against the jobs (one pass over the jobs). */
+static int check_counters(const struct sched *s, struct sched_error *err)
+{
+    int *proj = calloc(3 * (s->nprojects + 1), sizeof(*proj));
+    int *user = calloc(2 * (s->nucounts + 1), sizeof(*user));
+    int rc = 0;
+    if (!proj || !user) {
+        rc = err_set(err, -ENOMEM, "", "out of memory");
+        goto out;
+    }
+    for (size_t slot = 0; slot < s->jobs_cap; slot++) {
+        const struct job *j = &s->jobs[slot];
+        if (!j->id)
+            continue;
+        int *p = &proj[3 * j->project];
+        p[2] += j->state == SCHED_PENDING || j->state == SCHED_HELD;
+        if (!j->nallocs)
+            continue;
+        p[0] += j->gpus * j->nodes;
+        p[1]++;
+        uint64_t u;
+        if (!u64map_get(&s->user_counts, ((uint64_t)j->project << 32) | j->user, &u)) {
+            rc = err_set(err, -EFAULT, "", "job %llu runs without a user counter",
+                         (unsigned long long)j->id);
+            goto out;
+        }
+        user[2 * u] += j->gpus * j->nodes;
+        user[2 * u + 1]++;
+    }
+    for (size_t i = 0; i < s->nprojects && rc == 0; i++) {
+        const struct project *pr = &s->projects[i];
+        const int *p = &proj[3 * i];
+        if (p[0] != pr->gpus_in_use || p[1] != pr->running || p[2] != pr->queued)
+            rc = err_set(err, -EFAULT, "",
+                         "project %s: counters (%d GPUs, %d running, %d queued) disagree with "
+                         "its jobs (%d, %d, %d)",
+                         pr->spec.name, pr->gpus_in_use, pr->running, pr->queued, p[0], p[1], p[2]);
+    }
+    for (size_t u = 0; u < s->nucounts && rc == 0; u++)
+        if (user[2 * u] != s->ucounts[u].gpus || user[2 * u + 1] != s->ucounts[u].running)
+            rc = err_set(err, -EFAULT, "", "user counter %zu is stale", u);
+out:
+    free(proj);
+    free(user);
+    return rc;
+}
+
+/* Every pending job is in the queue exactly once; shape counts match; a job the last walk
+ * looked at has a reason. */
+static int check_queue(const struct sched *s, struct sched_error *err)
+{
+    size_t *shape_pending = calloc(s->nshapes ? s->nshapes : 1, sizeof(*shape_pending));
+    uint8_t *seen = calloc(s->jobs_cap ? s->jobs_cap : 1, 1);
+    uint8_t *starving = calloc(s->jobs_cap ? s->jobs_cap : 1, 1);
+    int rc = 0;
+    if (!shape_pending || !seen || !starving) {
+        rc = err_set(err, -ENOMEM, "", "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < s->nstarving; i++)
+        if (s->starving[i] < s->jobs_cap)
+            starving[s->starving[i]] = 1;
+    const struct order_entry *lists[2] = {s->order, s->order_new};
+    size_t counts[2] = {s->norder, s->nnew};
+    for (int l = 0; l < 2 && rc == 0; l++)
+        for (size_t i = 0; i < counts[l] && rc == 0; i++) {
+            const struct order_entry *e = &lists[l][i];
+            if (e->slot == NONE32)
+                continue;
+            const struct job *j = &s->jobs[e->slot];
+            if (j->id != e->id || j->state != SCHED_PENDING)
+                continue; /* a stale entry the walk drops when it meets it */
+            if (seen[e->slot]++)
+                rc = err_set(err, -EFAULT, "", "job %llu is queued twice",
+                             (unsigned long long)j->id);
+            if (l == 0 && i > 0 && cmp_entries(&lists[l][i - 1], e) > 0 && !s->order_dirty)
+                rc = err_set(err, -EFAULT, "", "the queue is out of order at job %llu",
+                             (unsigned long long)j->id);
+        }
+    for (size_t slot = 0; slot < s->jobs_cap && rc == 0; slot++) {
+        const struct job *j = &s->jobs[slot];
+        if (!j->id || j->state != SCHED_PENDING)
+            continue;
+        if (!seen[slot] && !s->order_dirty)
+            rc = err_set(err, -EFAULT, "", "pending job %llu is not in the queue",
+                         (unsigned long long)j->id);
+        if (j->shape >= s->nshapes)
+            rc = err_set(err, -EFAULT, "", "job %llu has no shape", (unsigned long long)j->id);
+        else
+            shape_pending[j->shape]++;
+        if (j->reason_cycle == (uint32_t)s->cycle && j->reason == SCHED_R_NONE)
+            rc = err_set(err, -EFAULT, "", "pending job %llu was walked and has no reason",
+                         (unsigned long long)j->id);
+        if ((j->flags & JF_STARVING) && !starving[slot])
+            rc = err_set(err, -EFAULT, "", "starving job %llu is not on the starving list",
+                         (unsigned long long)j->id);
+    }
+    for (size_t i = 0; i < s->nshapes && rc == 0; i++)
+        if (shape_pending[i] != s->shapes[i].pending)
+            rc = err_set(err, -EFAULT, "", "shape %zu counts %u pending jobs, there are %zu", i,
+                         s->shapes[i].pending, shape_pending[i]);
+out:
+    free(shape_pending);
+    free(seen);
+    free(starving);
+    return rc;
+}
+
+static int check_reservation(const struct sched *s, uint32_t r, struct sched_error *err)
+{
+    const struct reservation *res = &s->res[r];
+    const struct job *j = &s->jobs[res->slot];
+    unsigned long long id = (unsigned long long)res->job_id;
+    if (j->id != res->job_id || j->reservation != r)
+        FAIL("reservation %u of job %llu: the job does not hold it", r, id);
+    if (j->state != SCHED_PENDING)
+        FAIL("job %llu holds a reservation while %s", id, sched_job_state_name(j->state));
+    if (res->nnodes != j->nodes)
+        FAIL("job %llu: a reservation of %d nodes for a gang of %d", id, res->nnodes, j->nodes);
+    if (res->end <= res->start)
+        FAIL("job %llu: a reservation that ends before it starts", id);
+    for (int i = 0; i < res->nnodes; i++) {
+        if (res->nodes[i] >= s->nnodes)
+            FAIL("job %llu: a reservation on an unknown node", id);
+        const struct node *n = &s->nodes[res->nodes[i]];
+        int found = 0;
+        for (int k = 0; k < n->nclaims; k++)
+            found += n->claims[k].res == r;
+        if (found != 1)
+            FAIL("job %llu: %d claims on node %s for one reservation", id, found, n->name);
+        for (int k = 0; k < i; k++)
+            if (res->nodes[k] == res->nodes[i])
+                FAIL("job %llu: a reservation names node %s twice", id, n->name);
+    }
+    return 0;
+}
+
+/* Claims against reservations, and no node promised beyond what it will have: at the start
+ * of every claim (or now, for claims already due), the claims active then fit in what is
+ * free plus what the running jobs will have released. */
+static int check_claims(const struct sched *s, struct sched_error *err)
+{
+    int active = 0;
+    for (size_t r = 0; r < s->nres; r++) {
+        if (!s->res[r].live)
+            continue;
+        int rc = check_reservation(s, (uint32_t)r, err);
+        if (rc)
+            return rc;
+        active += !s->res[r].preempting && !s->res[r].starving;
+    }
+    if (active != s->res_active)
+        FAIL("%d ordinary reservations live, the counter says %d", active, s->res_active);
+    for (size_t slot = 0; slot < s->jobs_cap; slot++) {
+        const struct job *j = &s->jobs[slot];
+        if (j->id && j->reservation != NONE32 &&
+            (j->reservation >= s->nres || !s->res[j->reservation].live))
+            FAIL("job %llu points at a dead reservation", (unsigned long long)j->id);
+    }
+    for (size_t i = 0; i < s->nnodes; i++) {
+        const struct node *n = &s->nodes[i];
+        for (int k = 0; k < n->nclaims; k++) {
+            const struct claim *c = &n->claims[k];
+            if (c->res >= s->nres || !s->res[c->res].live)
+                FAIL("node %s carries a claim of a dead reservation", n->name);
+            int64_t t = c->start > s->now ? c->start : s->now;
+            if (c->end <= t)
+                continue;
+            struct avail a = node_avail_at(s, n, t, NONE32);
+            if (a.gpus < 0 || a.cpus < 0 || a.mem < 0)
+                FAIL("node %s is promised beyond its capacity at %lld (job %llu's claim)",
+                     n->name, (long long)t, (unsigned long long)s->res[c->res].job_id);
+        }
+    }
+    return 0;
+}
+
+int sched_check(const struct sched *s, struct sched_error *err)
+{
+    int rc = check_job_slab(s, err);
+    if (rc == 0)
+        rc = check_nodes(s, err);
+    if (rc == 0)
+        rc = check_buckets(s, err);
+    if (rc == 0)
+        rc = check_counters(s, err);
+    if (rc == 0)
+        rc = check_queue(s, err);
+    if (rc == 0)
+        rc = check_claims(s, err);
+    return rc;
+}
