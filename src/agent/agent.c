@@ -102,6 +102,7 @@ struct agent {
     int lease_fd;
     bool lease_expired_logged;
     uint64_t ship_after;           /* round robin of live logs: the job shipped last */
+    struct logreq *log_inflight;   /* the log chunk on its way (freed at the end if unanswered) */
     bool health_ok;
     char health_msg[256];
     bool reclaim_failed;
@@ -909,6 +910,7 @@ static void logs_cb(struct evhttp_request *req, void *arg)
 {
     struct logreq *lr = arg;
     struct agent *a = lr->a;
+    a->log_inflight = NULL;
     int code;
     json_t *body = reply_json(req, &code);
     a->post_inflight = false;
@@ -970,8 +972,10 @@ static bool send_chunk(struct agent *a, struct ajob *j, int s, int64_t at, const
     *lr = (struct logreq){a, j->id, s, at, probe};
     struct evhttp_request *req = new_request(a, logs_cb, lr, body, true);
     a->post_inflight = true;
+    a->log_inflight = lr;
     if (evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/logs") < 0) {
         a->post_inflight = false;
+        a->log_inflight = NULL;
         free(lr);
         post_failed(a, "cannot send logs");
         return false;
@@ -1456,15 +1460,14 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
                                  .node_gpus = cfg->inv.ngpus, .job_oom_score_adj = 500};
     if (geteuid() == 0) {
         /* the agent and its supervisors (forks of it) are the last the OOM killer picks;
-         * jobs set their own, positive, before their exec */
+         * jobs set their own, positive, before their exec. Lowering it takes
+         * CAP_SYS_RESOURCE, which a container may withhold: then said, not fatal. */
         int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-        if (fd < 0 || write(fd, "-1000", 5) != 5) {
-            snprintf(err, errlen, "cannot set oom_score_adj: %s", strerror(errno));
-            if (fd >= 0)
-                close(fd);
-            goto fail;
-        }
-        close(fd);
+        if (fd < 0 || write(fd, "-1000", 5) != 5)
+            log_warn("oom_score_adj_not_set", "error=\"%s\" effect=\"the agent and supervisors keep the "
+                     "oom_score_adj they were started with\"", strerror(errno));
+        if (fd >= 0)
+            close(fd);
     }
     a->base = event_base_new();
     if (!a->base) {
@@ -1551,6 +1554,7 @@ void agent_destroy(struct agent *a)
         evhttp_connection_free(a->hb_conn);
     if (a->post_conn)
         evhttp_connection_free(a->post_conn);
+    free(a->log_inflight);   /* a chunk the connection's end left unanswered */
     struct event *evs[] = {a->sigchld, a->sigterm, a->sigint, a->tick, a->hb_retry, a->post_kick, a->spare_ev};
     for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
         if (evs[i])

@@ -11,8 +11,9 @@
 const char cmd_logs_usage[] =
     "usage: docket logs JOB [-f] [--stderr] [--offset N] [--json]\n"
     "\n"
-    "A job's output (stdout, or stderr with --stderr). With -f, keep printing what the\n"
-    "job writes until it ends.\n";
+    "A job's output (stdout, or stderr with --stderr), all of it: the controller answers\n"
+    "in pages of 1 MiB, read one after the other. With -f, keep printing what the job\n"
+    "writes until it ends.\n";
 
 enum { L_FOLLOW = 1, L_STDERR, L_OFFSET };
 
@@ -79,9 +80,14 @@ int cmd_logs(struct cli *c, int argc, char **argv)
         return cli_usage_error(c, "which job? (docket logs JOB)");
     if ((rc = cli_job_id(c, a.pos[0], &id)))
         return rc;
-    do {
+    /* without -f: every page there is now (until the end of the log, or a page that adds
+     * nothing); with -f: until the job has ended and its log is read to the end */
+    for (;;) {
+        int64_t before = offset;
         if ((rc = fetch(c, id, stream, &offset, follow, &eof)))
             return rc;
-    } while (follow && !eof);
+        if (eof || (!follow && offset == before))
+            break;
+    }
     return EXIT_OK;
 }

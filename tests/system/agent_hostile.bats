@@ -1,0 +1,289 @@
+#!/usr/bin/env bats
+# docket-node tried as a hostile user and an unlucky operator would (issue 12): outputs
+# swapped for symlinks and FIFOs, other jobs' GPUs, fork loops, secrets in command lines,
+# a flood of output, the controller away, the agent killed past node_timeout. One docketd
+# (node_timeout 6s, so the fence is seen in seconds) and two agents with declared GPUs
+# and stand-in device nodes (mknod, NVIDIA's major 195). Everything started here is
+# stopped by pid in teardown_file; every cgroup of these nodes is removed. Needs root.
+
+bats_require_minimum_version 1.5.0
+
+B=${DOCKET_BUILD:-$BATS_TEST_DIRNAME/../../build}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+
+load lib/common
+
+capi() { # METHOD PATH [curl args]
+    local m=$1 p=$2
+    shift 2
+    curl -sS -X "$m" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+        "http://127.0.0.1:$PORT$p" "$@"
+}
+
+wait_for() { # SECONDS CMD...: retry CMD every 50 ms
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.05
+    done
+}
+
+start_ctl() { # [PORT]
+    rm -f "$T/ctl/docketd.port"
+    "$B/src/controller/docketd" --state-dir "$T/ctl" --listen "127.0.0.1:${1:-0}" --socket - \
+        --heartbeat-wait 1s --node-timeout 6s --log-file "$T/ctl.log" &
+    echo $! >"$T/ctl.pid"
+    wait_for 20 test -s "$T/ctl/docketd.port"
+    PORT=$(cat "$T/ctl/docketd.port")
+}
+
+start_agent() { # NAME [FLAGS...]: the join token on the command line on purpose (it must vanish)
+    local n=$1
+    shift
+    "$B/src/agent/docket-node" --controller "http://127.0.0.1:$PORT" --join-token "$JOIN" \
+        --name "$PREFIX-$n" --gpus 4xH100-80GB --cpus 8 --mem 8G --label "zone=$n" --label pool=p \
+        --state-dir "$T/agent-$n" --fence-margin 2s --log-file "$T/agent-$n.log" "$@" \
+        2>>"$T/agent-$n.err" &
+    echo $! >"$T/agent-$n.pid"
+}
+
+kill_pidfile() { local pid; pid=$(cat "$1" 2>/dev/null) || return 0; docket_stop_pid "$pid"; }
+node_state() { capi GET "/v1/nodes/$1" | jq -r '.node.state'; }
+node_up() { [[ $(node_state "$1") == UP ]]; }
+submit() { # JSON merged over the defaults; prints the id
+    local body
+    body=$(jq -c -n --argjson extra "$1" --arg wd "$W" \
+        '{project: "lo", tier: "low", class: "experiment", user: "nobody", workdir: $wd,
+          cpus: 1, time_limit: "5m"} + $extra')
+    capi POST /v1/jobs -d "$body" | jq -r '.job.id'
+}
+job() { capi GET "/v1/jobs/$1"; }
+state() { job "$1" | jq -r '.job.state'; }
+state_is() { local s w; s=$(state "$1"); shift; for w in "$@"; do [[ $s == "$w" ]] && return 0; done; return 1; }
+logs() { capi GET "/v1/jobs/$1/logs?stream=${2:-stdout}"; }
+alive() { [[ -r /proc/$1/stat ]] && [[ $(awk '{sub(/.*\) /, ""); print $1}' "/proc/$1/stat" 2>/dev/null) != [ZX] ]]; }
+
+setup_file() {
+    [[ $(id -u) == 0 ]] || skip "needs root for cgroups"
+    [[ -x $B/src/controller/docketd && -x $B/src/agent/docket-node ]] || skip "docketd or docket-node not built"
+    export T W PREFIX PORT TOKEN JOIN DEV
+    T=$(mktemp -d /tmp/docket-bats-hostile.XXXXXX)
+    W=$T/work
+    DEV=$T/dev
+    mkdir -p "$W" "$DEV" "$T/ctl" && chmod 1777 "$W" && chmod 0755 "$T" "$DEV"
+    for i in 0 1 2 3; do mknod -m 0666 "$DEV/nvidia$i" c 195 "$i"; done
+    PREFIX="hb$$"
+    start_ctl
+    TOKEN=$(cat "$T/ctl/admin.token")
+    capi POST /v1/policy -d '{"settings": {"min_runtime": "0s"},
+        "projects": [{"name": "lo", "group": "g", "tier": "low"}]}' >/dev/null
+    JOIN=$(capi POST /v1/join-tokens -d '{"ttl": "1h"}' | jq -r '.join_token')
+    [[ $JOIN == dkj_* ]]
+    start_agent i --log-limit 4M --job-pids-max 32
+    start_agent j
+    wait_for 30 node_up "$PREFIX-i"
+    wait_for 30 node_up "$PREFIX-j"
+}
+
+teardown_file() {
+    [[ -n ${T:-} && -d $T ]] || return 0
+    kill_pidfile "$T/agent-i.pid"
+    kill_pidfile "$T/agent-j.pid"
+    kill_pidfile "$T/agent-k.pid"
+    kill_pidfile "$T/ctl.pid"
+    for f in "$T"/agent-*/jobs/*/state.json; do
+        [[ -f $f && ! -f ${f%/*}/final.json ]] || continue
+        pid=$(jq -r '.sup_pid' "$f")
+        [[ $pid -gt 0 ]] && alive "$pid" && kill -9 "$pid" 2>/dev/null
+    done
+    wait_for 10 bash -c "! compgen -G '/sys/fs/cgroup/freezer/docket/$PREFIX-*/spare_*' >/dev/null" || true
+    for n in i j k; do
+        for c in memory cpu cpuacct pids freezer devices; do
+            d=/sys/fs/cgroup/$c/docket/$PREFIX-$n
+            [[ -d $d ]] || continue
+            for g in "$d"/job_*; do
+                [[ -d $g ]] || continue
+                xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
+                rmdir "$g" 2>/dev/null
+            done
+            rmdir "$d" 2>/dev/null
+        done
+    done
+    local bad=0
+    if grep -l -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/agent-*.err 2>/dev/null; then
+        grep -h -A20 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/agent-*.err | head -60
+        bad=1
+    fi
+    rm -rf "$T"
+    return $bad
+}
+
+@test "an output swapped for a symlink to root's file ships nothing of it" {
+    printf 'TOPSECRET %.0s' {1..20} >"$T/secret"
+    chmod 600 "$T/secret"
+    id=$(submit "$(jq -c -n --arg s "$T/secret" '{selectors: {zone: "i"}, output: "swap.%j.out",
+        command: ["sh", "-c", ("echo first; sleep 0.5; rm -f swap.$DOCKET_JOB_ID.out; ln -s " + $s +
+                               " swap.$DOCKET_JOB_ID.out; echo second; sleep 1")]}')")
+    wait_for 30 state_is "$id" COMPLETED FAILED
+    [[ $(state "$id") == COMPLETED ]]
+    sleep 1   # time for anything more to be shipped
+    out=$(logs "$id")
+    [[ $out == first* ]]
+    [[ $out != *SECRET* ]]
+    [[ -L $W/swap.$id.out ]]
+}
+
+@test "a FIFO as output is a launch error at once, not a hung supervisor" {
+    mkfifo -m 666 "$W/fifo.out"
+    id=$(submit '{"selectors": {"zone": "i"}, "gpus": 4, "output": "fifo.out", "command": ["echo", "x"]}')
+    wait_for 20 state_is "$id" FAILED COMPLETED
+    run job "$id"
+    [[ $(jq -r '.job.exit.kind' <<<"$output") == launch_failed ]]
+    [[ $(jq -r '.job.exit.message' <<<"$output") == *"fifo.out"*"FIFO"* ]]
+    # its GPUs are free again: a 4-GPU job runs on the node
+    id2=$(submit '{"selectors": {"zone": "i"}, "gpus": 4, "command": ["true"]}')
+    wait_for 20 state_is "$id2" COMPLETED
+}
+
+@test "a job opens its own GPU and no other job's (stand-in device nodes, cgroup devices)" {
+    # the holder keeps one GPU busy; the prober gets another and tries all four
+    holder=$(submit '{"selectors": {"zone": "i"}, "gpus": 1, "command": ["sleep", "30"]}')
+    wait_for 20 state_is "$holder" RUNNING
+    prober=$(submit "$(jq -c -n --arg d "$DEV" '{selectors: {zone: "i"}, gpus: 1, command: ["sh", "-c",
+        ("echo $CUDA_VISIBLE_DEVICES; for i in 0 1 2 3; do cat " + $d + "/nvidia$i 2>&1 | sed \"s/.*: //\"; done")]}')")
+    wait_for 30 state_is "$prober" COMPLETED FAILED
+    capi POST "/v1/jobs/$holder/cancel" -d '{"reason": "test"}' >/dev/null
+    hold=$(job "$holder" | jq -r '.job.allocation[0].gpus[0]')
+    wait_for 10 bash -c "[[ \$(curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$prober/logs' | wc -l) == 5 ]]"
+    mapfile -t lines < <(logs "$prober")
+    mine=${lines[0]}
+    [[ $mine != "$hold" ]]
+    for i in 0 1 2 3; do
+        if [[ $i == "$mine" ]]; then
+            [[ ${lines[i + 1]} == "No such device or address" ]]   # reached the (absent) driver
+        else
+            [[ ${lines[i + 1]} == "Operation not permitted" ]]     # refused by the cgroup
+        fi
+    done
+}
+
+@test "a fork loop stops at pids.max; jobs get a positive oom_score_adj; no token in any command line" {
+    id=$(submit '{"selectors": {"zone": "i"}, "command": ["sh", "-c",
+        "cat /proc/self/oom_score_adj; tr \"\\0\" \" \" </proc/$PPID/cmdline | grep -c dkj_; g=/sys/fs/cgroup/pids/docket/$DOCKET_NODE/job_$DOCKET_JOB_ID; [ -d $g ] || g=/sys/fs/cgroup/docket/$DOCKET_NODE/job_$DOCKET_JOB_ID; (for i in $(seq 1 100); do sleep 3 & done) 2>/dev/null; read e <$g/pids.events; echo $e"]}')
+    wait_for 30 state_is "$id" COMPLETED FAILED
+    wait_for 10 bash -c "[[ \$(curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | wc -l) == 3 ]]"
+    mapfile -t lines < <(logs "$id")
+    [[ ${lines[0]} -gt 0 ]]                 # the job goes first when memory runs out
+    [[ ${lines[1]} == 0 ]]                  # its supervisor's command line has no token
+    [[ ${lines[2]} =~ ^max\ [1-9] ]]        # forks were refused at the job's limit (32)
+    # nor has the agent's own
+    ! tr '\0' ' ' <"/proc/$(cat "$T/agent-i.pid")/cmdline" | grep -q dkj_
+    [[ $(tr '\0' ' ' <"/proc/$(cat "$T/agent-i.pid")/cmdline") == *"--join-token xxxx"* ]]
+}
+
+@test "the agent and its supervisors run at oom_score_adj -1000" {
+    grep -q '^CapEff:' /proc/self/status
+    capeff=$(awk '/^CapEff:/ {print $2}' /proc/self/status)
+    (((0x$capeff >> 24) & 1)) || skip "this machine withholds CAP_SYS_RESOURCE from root (container), so no process may lower its oom_score_adj"
+    [[ $(cat "/proc/$(cat "$T/agent-i.pid")/oom_score_adj") == -1000 ]]
+    id=$(submit '{"selectors": {"zone": "i"}, "command": ["sh", "-c", "cat /proc/$PPID/oom_score_adj"]}')
+    wait_for 30 state_is "$id" COMPLETED
+    wait_for 10 bash -c "[[ -n \$(curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs') ]]"
+    [[ $(logs "$id") == -1000 ]]
+}
+
+@test "a flood of output: other jobs' events are not held up, the log is cut at the limit with a marker" {
+    flood=$(submit '{"selectors": {"zone": "i"}, "command": ["sh", "-c", "head -c 60000000 /dev/zero | tr \"\\0\" a"]}')
+    wait_for 20 state_is "$flood" RUNNING COMPLETED
+    quick=$(submit '{"selectors": {"zone": "i"}, "command": ["true"]}')
+    t0=$SECONDS
+    wait_for 20 state_is "$quick" COMPLETED
+    wait_for 20 state_is "$flood" COMPLETED
+    ((SECONDS - t0 <= 6))
+    # 4 MiB of it at most (this agent's --log-limit), then the marker
+    wait_for 20 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$flood/logs?offset=4194300' | grep -q 'output cut here'"
+    size=$(DOCKET_URL=http://127.0.0.1:$PORT DOCKET_TOKEN=$TOKEN "$B/src/cli/docket" logs "$flood" | wc -c)
+    ((size > 4194304 && size < 4194304 + 200))
+    grep -q "event=log_cut job=$flood" "$T/agent-i.log"
+}
+
+@test "events never wait behind output: a finished job's 128 MB backlog does not hold up another job's start and end" {
+    start_agent k --log-limit 1G
+    wait_for 20 node_up "$PREFIX-k"
+    flood=$(submit '{"selectors": {"zone": "k"}, "command": ["sh", "-c", "head -c 134217728 /dev/zero | tr \"\\0\" a"]}')
+    wait_for 30 test -f "$T/agent-k/jobs/$flood/final.json"   # done here; its output not shipped yet
+    quick=$(submit '{"selectors": {"zone": "k"}, "command": ["true"]}')
+    wait_for 20 state_is "$quick" COMPLETED
+    # the quick job's start and end went out while the flood's output was still on its way
+    have=$(curl -s -o /dev/null -D - -H "Authorization: Bearer $TOKEN" \
+        "http://127.0.0.1:$PORT/v1/jobs/$flood/logs?offset=999999999999" | tr -d '\r' | awk 'tolower($1) == "x-docket-offset:" {print $2}')
+    kill_pidfile "$T/agent-k.pid"   # no need to ship the rest
+    capi POST "/v1/nodes/$PREFIX-k/drain" -d '{"reason": "test over"}' >/dev/null
+    echo "flood log at the controller when the quick job ended: $have of 134217728" >&3
+    ((have < 134217728))
+}
+
+@test "docket logs without -f prints every page (a 3 MB log)" {
+    id=$(submit '{"selectors": {"zone": "j"}, "command": ["sh", "-c", "head -c 3000000 /dev/zero | tr \"\\0\" b; echo; echo END"]}')
+    wait_for 30 state_is "$id" COMPLETED
+    wait_for 20 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs?offset=3000000' | grep -q END"
+    run --separate-stderr env DOCKET_URL="http://127.0.0.1:$PORT" DOCKET_TOKEN="$TOKEN" "$B/src/cli/docket" logs "$id"
+    [[ $status == 0 ]]
+    [[ ${#output} == 3000004 ]]   # bats drops the last newline
+    [[ $output == *$'\nEND' ]]
+}
+
+@test "the controller away: usage samples dropped past the queue bound, the agent lives, nothing else lost" {
+    kill_pidfile "$T/agent-j.pid"
+    start_agent j --usage-interval 100ms --max-queued-events 10
+    wait_for 20 node_up "$PREFIX-j"
+    id=$(submit '{"selectors": {"zone": "j"}, "command": ["sh", "-c", "sleep 2.5; echo done"]}')
+    wait_for 20 state_is "$id" RUNNING
+    kill -9 "$(cat "$T/ctl.pid")"
+    sleep 2.5   # the job ends meanwhile; about 25 usage samples for a queue of 10
+    start_ctl "$PORT"
+    wait_for 20 state_is "$id" COMPLETED
+    wait_for 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | grep -qx done"
+    grep -q 'event=usage_dropped' "$T/agent-j.log"
+    kill -0 "$(cat "$T/agent-j.pid")"
+    wait_for 20 node_up "$PREFIX-i"
+    wait_for 20 node_up "$PREFIX-j"
+}
+
+@test "fencing: an agent cut off past node_timeout stops its job before the controller runs it elsewhere; output of both runs kept" {
+    capi POST "/v1/nodes/$PREFIX-j/drain" -d '{"reason": "the job must start on i"}' >/dev/null
+    cat >"$W/fence.sh" <<'EOF'
+#!/bin/sh
+f=$DOCKET_WORK/fence.$DOCKET_JOB_ID
+echo "start $(date +%s.%N) $DOCKET_NODE" >>"$f"
+echo "run on $DOCKET_NODE"
+trap 'echo "term $(date +%s.%N)" >>"$f"; exit 0' TERM
+while :; do sleep 0.05; done
+EOF
+    chmod 755 "$W/fence.sh"
+    id=$(submit "$(jq -c -n --arg w "$W" '{selectors: {pool: "p"}, requeue: true, grace: "30s",
+        env: {DOCKET_WORK: $w}, command: ["/bin/sh", ($w + "/fence.sh")]}')")
+    wait_for 20 state_is "$id" RUNNING
+    [[ $(job "$id" | jq -r '.job.allocation[0].node') == "$PREFIX-i" ]]
+    wait_for 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | grep -q 'run on'"
+    capi POST "/v1/nodes/$PREFIX-j/resume" >/dev/null
+    kill -9 "$(cat "$T/agent-i.pid")"
+    # the controller gives up on i after node_timeout (6 s) and requeues the job to j
+    wait_for 40 bash -c "grep -q 'start .* $PREFIX-j' $W/fence.$id"
+    wait_for 20 state_is "$id" RUNNING COMPLETED
+    mapfile -t ev <"$W/fence.$id"
+    [[ ${ev[0]} == "start "*" $PREFIX-i" ]]
+    [[ ${ev[1]} == "term "* ]]              # the first copy got its signal...
+    [[ ${ev[2]} == "start "*" $PREFIX-j" ]]
+    read -r _ tterm <<<"${ev[1]}"
+    read -r _ tstart _ <<<"${ev[2]}"
+    awk -v a="$tterm" -v b="$tstart" 'BEGIN { exit !(a < b) }'   # ...before the second started
+    # the first copy is gone, its supervisor said why
+    wait_for 10 test -f "$T/agent-i/jobs/$id/final.json"
+    [[ $(jq -r '.exit.message' "$T/agent-i/jobs/$id/final.json") == *fenced* ]]
+    # both runs' output is kept, the second after the first
+    wait_for 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | grep -q 'run on $PREFIX-j'"
+    [[ $(logs "$id") == "run on $PREFIX-i"$'\n'"run on $PREFIX-j" ]]
+    capi POST "/v1/jobs/$id/cancel" -d '{"reason": "test over"}' >/dev/null
+}
