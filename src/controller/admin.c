@@ -169,18 +169,24 @@ static void node_set(struct ctl_req *r, enum sched_node_state to, const char *ac
         ctl_reply_errorf(r->c, r->req, 409, NULL, "node '%s' is unreachable: it comes back with its agent", n->name);
         return;
     }
+    /* saved first; a change the core refuses rolls the request's writes back */
+    json_t *b = json_pack("{s:s}", "state", sched_node_state_name(from));
+    json_t *a = json_pack("{s:s}", "state", sched_node_state_name(to));
+    int rc = ctl_node_put(r->c, n, sched_node_state_name(to), reason, n->rec.labels);
+    if (rc == 0)
+        rc = ctl_audit(r->c, r->id.user, action, n->name, b, a, reason);
+    json_decref(b);
+    json_decref(a);
+    if (rc < 0) {
+        store_fail(r);
+        return;
+    }
     if (from != to && sched_node_set_state(r->c->sched, n->name, to, clock_now_ms(), &se) < 0) {
         ctl_reply_errorf(r->c, r->req, 409, NULL, "%s", se.message);
         return;
     }
     str_copy(n->rec.reason, sizeof(n->rec.reason), reason);
-    ctl_node_save(r->c, n);
     ctl_cycle_now(r->c);
-    json_t *b = json_pack("{s:s}", "state", sched_node_state_name(from));
-    json_t *a = json_pack("{s:s}", "state", sched_node_state_name(to));
-    ctl_audit(r->c, r->id.user, action, n->name, b, a, reason);
-    json_decref(b);
-    json_decref(a);
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "node", node_json(r->c, (uint32_t)idx, NULL)));
 }
 
@@ -236,15 +242,21 @@ void h_node_labels(struct ctl_req *r)
     if (rc == 0 && json_object_size(after) > SCHED_MAX_LABELS)
         rc = proto_errorf(&e, 400, NULL, "labels", "a node has at most %d labels", SCHED_MAX_LABELS);
     int nl = rc == 0 ? ctl_labels_from_json(after, labels, SCHED_MAX_LABELS) : 0;
+    /* saved first; labels the core refuses roll the request's writes back */
+    char *text = rc == 0 ? json_dumps(after, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    struct sched_node_view nv;
+    if (rc == 0 && (!text || sched_node_get(r->c->sched, (uint32_t)idx, &nv) < 0 ||
+                    ctl_node_put(r->c, n, sched_node_state_name(nv.state), n->rec.reason, text) < 0 ||
+                    ctl_audit(r->c, r->id.user, "node.labels", n->name, before, after, NULL) < 0))
+        rc = proto_errorf(&e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
     if (rc == 0 && sched_node_set_labels(r->c->sched, n->name, labels, nl, &se) < 0)
         rc = proto_errorf(&e, 400, NULL, "labels", "%s", se.message);
     if (rc < 0) {
+        free(text);
         ctl_reply_error(r->c, r->req, &e);
     } else {
         free(n->rec.labels);
-        n->rec.labels = json_dumps(after, JSON_COMPACT | JSON_SORT_KEYS);
-        ctl_node_save(r->c, n);
-        ctl_audit(r->c, r->id.user, "node.labels", n->name, before, after, NULL);
+        n->rec.labels = text;
         ctl_cycle_soon(r->c);
         ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "node", node_json(r->c, (uint32_t)idx, NULL)));
     }
@@ -290,6 +302,29 @@ json_t *ctl_project_json(struct ctl *c, const struct sched_project_view *v)
     return o;
 }
 
+/* Write a project's document: its spec and boost, as they will be in the core (so it can
+ * be written before the core changes). reason NULL: the boost's remembered reason. */
+static int project_put(struct ctl *c, const struct sched_project_spec *spec, int boost_levels,
+                       int64_t boost_until_ms, const char *reason)
+{
+    json_t *why = c->boost_reasons ? json_object_get(c->boost_reasons, spec->name) : NULL;
+    if (!reason)
+        reason = json_is_string(why) ? json_string_value(why) : "";
+    json_t *doc = json_pack("{s:o}", "spec", project_spec_json(spec));
+    if (boost_levels > 0)
+        json_object_set_new(doc, "boost", json_pack("{s:i,s:I,s:s}", "levels", boost_levels,
+                                                    "until_ms", (json_int_t)boost_until_ms,
+                                                    "reason", reason));
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(doc);
+    int rc = text ? store_begin(c->store) : -ENOMEM;
+    if (rc == 0)
+        rc = store_project_put(c->store, spec->name, text);
+    free(text);
+    ctl_commit_soon(c);
+    return rc;
+}
+
 int ctl_project_save(struct ctl *c, const char *name, const char *boost_reason)
 {
     struct sched_project_view v;
@@ -297,20 +332,7 @@ int ctl_project_save(struct ctl *c, const char *name, const char *boost_reason)
         return -ENOENT;
     if (boost_reason)
         ctl_project_boost_reason(c, name, boost_reason);
-    json_t *why = c->boost_reasons ? json_object_get(c->boost_reasons, name) : NULL;
-    json_t *doc = json_pack("{s:o}", "spec", project_spec_json(&v.spec));
-    if (v.boost_levels > 0)
-        json_object_set_new(doc, "boost", json_pack("{s:i,s:I,s:s}", "levels", v.boost_levels,
-                                                    "until_ms", (json_int_t)v.boost_until_ms,
-                                                    "reason", json_is_string(why) ? json_string_value(why) : ""));
-    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(doc);
-    int rc = text ? store_begin(c->store) : -ENOMEM;
-    if (rc == 0)
-        rc = store_project_put(c->store, name, text);
-    free(text);
-    ctl_commit_soon(c);
-    return rc;
+    return project_put(c, &v.spec, v.boost_levels, v.boost_until_ms, NULL);
 }
 
 void ctl_project_boost_reason(struct ctl *c, const char *name, const char *reason)
@@ -347,23 +369,27 @@ void h_project_show(struct ctl_req *r)
         ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "project", ctl_project_json(r->c, &v)));
 }
 
-/* Upsert p into the core, save it, audit, answer with the project. */
+/* Save p and its audit entry, then upsert it into the core (a refusal there rolls the
+ * request's writes back), answer with the project. */
 static void project_commit(struct ctl_req *r, const struct sched_project_spec *p,
                            const char *action, json_t *before, int status, const char *reason)
 {
     struct sched_error se;
     struct sched_project_view v;
+    bool known = project_view(r->c, p->name, &v) == 0;
+    json_t *after = project_spec_json(p);
+    int rc = project_put(r->c, p, known ? v.boost_levels : 0, known ? v.boost_until_ms : 0, NULL);
+    if (rc == 0)
+        rc = ctl_audit(r->c, r->id.user, action, p->name, before, after, reason);
+    json_decref(after);
+    if (rc < 0) {
+        store_fail(r);
+        return;
+    }
     if (sched_project_upsert(r->c->sched, p, &se) < 0) {
         ctl_reply_errorf(r->c, r->req, 400, se.field[0] ? se.field : NULL, "%s", se.message);
         return;
     }
-    if (ctl_project_save(r->c, p->name, NULL) < 0) {
-        store_fail(r);
-        return;
-    }
-    json_t *after = project_spec_json(p);
-    ctl_audit(r->c, r->id.user, action, p->name, before, after, reason);
-    json_decref(after);
     ctl_cycle_soon(r->c);
     if (project_view(r->c, p->name, &v) == 0)
         ctl_reply_json(r->c, r->req, status, json_pack("{s:o}", "project", ctl_project_json(r->c, &v)));
@@ -438,21 +464,23 @@ static void boost_apply(struct ctl_req *r, int levels, int64_t until, const char
         return;
     json_t *before = json_pack("{s:i,s:I}", "levels", v.boost_levels, "until_ms",
                                (json_int_t)v.boost_until_ms);
-    if (sched_project_boost(r->c->sched, v.spec.name, levels, until, clock_now_ms(), &se) < 0) {
-        ctl_reply_errorf(r->c, r->req, 400, se.field[0] ? se.field : "levels", "%s", se.message);
-        json_decref(before);
-        return;
-    }
-    if (ctl_project_save(r->c, v.spec.name, reason) < 0) {
-        store_fail(r);
-        json_decref(before);
-        return;
-    }
     json_t *after = json_pack("{s:i,s:I}", "levels", levels, "until_ms", (json_int_t)until);
-    ctl_audit(r->c, r->id.user, levels ? "project.boost" : "project.unboost", v.spec.name,
-              before, after, reason);
+    /* saved first; a boost the core refuses rolls the request's writes back */
+    int rc = project_put(r->c, &v.spec, levels, until, reason);
+    if (rc == 0)
+        rc = ctl_audit(r->c, r->id.user, levels ? "project.boost" : "project.unboost",
+                       v.spec.name, before, after, reason);
     json_decref(before);
     json_decref(after);
+    if (rc < 0) {
+        store_fail(r);
+        return;
+    }
+    if (sched_project_boost(r->c->sched, v.spec.name, levels, until, clock_now_ms(), &se) < 0) {
+        ctl_reply_errorf(r->c, r->req, 400, se.field[0] ? se.field : "levels", "%s", se.message);
+        return;
+    }
+    ctl_project_boost_reason(r->c, v.spec.name, reason);
     ctl_cycle_soon(r->c);
     if (project_view(r->c, v.spec.name, &v) == 0)
         ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "project", ctl_project_json(r->c, &v)));
@@ -514,10 +542,11 @@ void h_classes(struct ctl_req *r)
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "classes", arr));
 }
 
-int ctl_policy_save(struct ctl *c)
+/* Write the policy document `p` (before the core takes it). */
+static int policy_put(struct ctl *c, const struct sched_policy *p)
 {
-    json_t *doc = proto_policy_to_json(sched_get_policy(c->sched));
-    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+    json_t *doc = proto_policy_to_json(p);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(doc);
     int rc = text ? store_begin(c->store) : -ENOMEM;
     if (rc == 0)
@@ -525,6 +554,11 @@ int ctl_policy_save(struct ctl *c)
     free(text);
     ctl_commit_soon(c);
     return rc;
+}
+
+int ctl_policy_save(struct ctl *c)
+{
+    return policy_put(c, sched_get_policy(c->sched));
 }
 
 void h_class_patch(struct ctl_req *r)
@@ -544,18 +578,22 @@ void h_class_patch(struct ctl_req *r)
     if (!b)
         return;
     json_t *before = proto_class_json(&p.classes[i]);
+    json_t *after = NULL;
     if (proto_class_patch(b, &p.classes[i], &e) < 0) {
         ctl_reply_error(r->c, r->req, &e);
-    } else if (sched_set_policy(r->c->sched, &p, &se) < 0) {
+    } else if (sched_policy_check(r->c->sched, &p, &se) < 0) {
         ctl_reply_errorf(r->c, r->req, 400, se.field[0] ? se.field : NULL, "%s", se.message);
-    } else if (ctl_policy_save(r->c) < 0) {
+    } else if (policy_put(r->c, &p) < 0 ||
+               ctl_audit(r->c, r->id.user, "class.update", p.classes[i].name, before,
+                         (after = proto_class_json(&p.classes[i])), NULL) < 0) {
         store_fail(r);
+    } else if (sched_set_policy(r->c->sched, &p, &se) < 0) { /* checked above: memory */
+        ctl_reply_errorf(r->c, r->req, 500, se.field[0] ? se.field : NULL, "%s", se.message);
     } else {
-        json_t *after = proto_class_json(&p.classes[i]);
-        ctl_audit(r->c, r->id.user, "class.update", p.classes[i].name, before, after, NULL);
         ctl_cycle_soon(r->c);
-        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "class", after));
+        ctl_reply_json(r->c, r->req, 200, json_pack("{s:O}", "class", after));
     }
+    json_decref(after);
     json_decref(before);
     json_decref(b);
 }
@@ -631,38 +669,45 @@ void h_policy_apply(struct ctl_req *r)
         return;
     }
     /* the live core may still refuse what the empty trial accepted (a tier or class in use
-     * removed); it changes nothing then */
-    json_t *before = proto_policy_to_json(sched_get_policy(r->c->sched));
-    if (sched_set_policy(r->c->sched, &pp.policy, &se) < 0) {
+     * removed): asked first, it changes nothing then */
+    if (sched_policy_check(r->c->sched, &pp.policy, &se) < 0) {
         ctl_reply_errorf(r->c, r->req, 409, se.field[0] ? se.field : NULL, "%s", se.message);
-        json_decref(before);
         json_decref(applied);
         proto_policy_release(&pp);
         return;
     }
-    int rc = 0;
+    /* saved first (policy, projects, audit), applied once every write succeeded: a failed
+     * write answers 500 with the core untouched and the request's writes rolled back */
+    json_t *before = proto_policy_to_json(sched_get_policy(r->c->sched));
+    json_t *after = proto_policy_to_json(&pp.policy);
+    json_object_set_new(after, "projects_applied", json_integer((json_int_t)pp.nprojects));
+    int rc = policy_put(r->c, &pp.policy);
+    for (size_t i = 0; rc == 0 && i < pp.nprojects; i++) {
+        struct sched_project_view v;
+        bool known = project_view(r->c, pp.projects[i].name, &v) == 0;
+        rc = project_put(r->c, &pp.projects[i], known ? v.boost_levels : 0,
+                         known ? v.boost_until_ms : 0, NULL);
+    }
+    if (rc == 0)
+        rc = ctl_audit(r->c, r->id.user, "policy.apply", "policy", before, after, NULL);
+    json_decref(after);
+    json_decref(before);
+    if (rc < 0) {
+        store_fail(r);
+        json_decref(applied);
+        proto_policy_release(&pp);
+        return;
+    }
+    rc = sched_set_policy(r->c->sched, &pp.policy, &se);
     for (size_t i = 0; rc == 0 && i < pp.nprojects; i++)
         rc = sched_project_upsert(r->c->sched, &pp.projects[i], &se);
-    if (rc < 0) { /* cannot happen after the trial, short of memory */
+    if (rc < 0) { /* cannot happen after the check and the trial, short of memory */
+        ctl_store_diverged(r->c, "policy_apply", 0);
         ctl_reply_errorf(r->c, r->req, 500, se.field[0] ? se.field : NULL, "%s", se.message);
-        r->c->exit_code = 1;
-        event_base_loopexit(r->c->base, NULL);
     } else {
-        rc = ctl_policy_save(r->c);
-        for (size_t i = 0; rc == 0 && i < pp.nprojects; i++)
-            rc = ctl_project_save(r->c, pp.projects[i].name, NULL);
-        json_t *after = proto_policy_to_json(sched_get_policy(r->c->sched));
-        json_object_set_new(after, "projects_applied", json_integer((json_int_t)pp.nprojects));
-        if (rc == 0)
-            rc = ctl_audit(r->c, r->id.user, "policy.apply", "policy", before, after, NULL);
-        json_decref(after);
         ctl_cycle_soon(r->c);
-        if (rc < 0)
-            store_fail(r);
-        else
-            ctl_reply_json(r->c, r->req, 200, json_pack("{s:O}", "applied", applied));
+        ctl_reply_json(r->c, r->req, 200, json_pack("{s:O}", "applied", applied));
     }
-    json_decref(before);
     json_decref(applied);
     proto_policy_release(&pp);
 }
@@ -771,9 +816,12 @@ void h_tokens(struct ctl_req *r)
     } else {
         json_t *after = json_pack("{s:s,s:s,s:I,s:s}", "user", t.user, "role", t.role,
                                   "expires_ms", (json_int_t)t.expires_ms, "hash_prefix", t.hash + 56);
-        ctl_audit(r->c, r->id.user, "token.issue", t.user, NULL, after, NULL);
+        int rc2 = ctl_audit(r->c, r->id.user, "token.issue", t.user, NULL, after, NULL);
         json_decref(after);
-        ctl_reply_json(r->c, r->req, 201, json_pack("{s:s,s:s,s:s,s:I}", "token", tok, "user",
+        if (rc2 < 0)
+            store_fail(r);
+        else
+            ctl_reply_json(r->c, r->req, 201, json_pack("{s:s,s:s,s:s,s:I}", "token", tok, "user",
                                                     t.user, "role", t.role, "expires_ms",
                                                     (json_int_t)t.expires_ms));
     }
@@ -812,9 +860,12 @@ void h_join_tokens(struct ctl_req *r)
     } else {
         json_t *after = json_pack("{s:I,s:s}", "expires_ms", (json_int_t)t.expires_ms,
                                   "hash_prefix", t.hash + 56);
-        ctl_audit(r->c, r->id.user, "join_token.issue", "join-token", NULL, after, NULL);
+        int rc2 = ctl_audit(r->c, r->id.user, "join_token.issue", "join-token", NULL, after, NULL);
         json_decref(after);
-        ctl_reply_json(r->c, r->req, 201, json_pack("{s:s,s:I}", "join_token", tok,
+        if (rc2 < 0)
+            store_fail(r);
+        else
+            ctl_reply_json(r->c, r->req, 201, json_pack("{s:s,s:I}", "join_token", tok,
                                                     "expires_ms", (json_int_t)t.expires_ms));
     }
     json_decref(b);

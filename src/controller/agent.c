@@ -136,14 +136,19 @@ static int issue_credential(struct ctl *c, const char *node, char *cred, size_t 
     return store_token_put(c->store, &t);
 }
 
-/* Upsert the node in the core: a re-registration keeps an admin's state (drained, down)
- * and the labels set through the API. */
-static struct ctl_node *register_node(struct ctl *c, struct reg_node *rn, const char *version,
-                                      struct proto_error *e)
+/* Register a node: its record, its new credential and the audit entry are written first,
+ * then the core takes the node (a refusal there rolls the request's writes back). A
+ * re-registration keeps an admin's state (drained, down), the labels set through the API
+ * and the command sequence. The credential goes to cred. */
+static struct ctl_node *register_node(struct ctl_req *r, struct reg_node *rn, const char *version,
+                                      char *cred, size_t credlen, struct proto_error *e)
 {
+    struct ctl *c = r->c;
     struct ctl_node *old = ctl_node_by_name(c, rn->spec.name);
     struct sched_node_view v;
     struct sched_error se;
+    struct store_node rec;
+    memset(&rec, 0, sizeof(rec));
     rn->spec.state = SCHED_NODE_UP;
     json_t *labels = NULL;
     if (old) {
@@ -153,36 +158,61 @@ static struct ctl_node *register_node(struct ctl *c, struct reg_node *rn, const 
              v.state == SCHED_NODE_DOWN))
             rn->spec.state = v.state;
         labels = json_loads(old->rec.labels ? old->rec.labels : "{}", 0, NULL);
+        rec = old->rec;
     } else {
         labels = rn->labels ? json_deep_copy(rn->labels) : json_object();
+        str_copy(rec.name, sizeof(rec.name), rn->spec.name);
     }
     rn->spec.nlabels = ctl_labels_from_json(labels, rn->spec.labels, SCHED_MAX_LABELS);
+    json_object_set_new(rn->info, "agent_version", json_string(version ? version : ""));
+    str_copy(rec.state, sizeof(rec.state), sched_node_state_name(rn->spec.state));
+    rec.labels = json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS);
+    rec.info = json_dumps(rn->info, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(labels);
+    str_copy(rec.gpu_type, sizeof(rec.gpu_type), rn->spec.gpu_type);
+    rec.gpus = rn->spec.gpus;
+    rec.gpu_mem_mb = rn->spec.gpu_mem_mb;
+    rec.cpus = rn->spec.cpus;
+    rec.mem_mb = rn->spec.mem_mb;
+    rec.last_heartbeat_ms = clock_now_ms();
+    char actor[80];
+    snprintf(actor, sizeof(actor), "node:%s", rec.name);
+    json_t *after = json_pack("{s:s,s:s,s:i,s:i,s:I}", "name", rec.name, "gpu_type",
+                              rec.gpu_type, "gpus", rec.gpus, "cpus", rec.cpus, "mem_mb",
+                              (json_int_t)rec.mem_mb);
+    int rc = rec.labels && rec.info ? store_begin(c->store) : -ENOMEM;
+    if (rc == 0)
+        rc = store_node_put(c->store, &rec);
+    if (rc == 0)
+        rc = issue_credential(c, rec.name, cred, credlen);
+    if (rc == 0)
+        rc = ctl_audit(c, actor, "node.register", rec.name, NULL, after, NULL);
+    json_decref(after);
+    ctl_commit_soon(c);
+    if (rc < 0) {
+        proto_errorf(e, 500, NULL, NULL, "store: %s", store_errmsg(c->store));
+        goto fail;
+    }
     if (sched_node_upsert(c->sched, &rn->spec, clock_now_ms(), &se) < 0) {
-        json_decref(labels);
         proto_errorf(e, 400, NULL, se.field[0] ? se.field : "node", "%s", se.message);
-        return NULL;
+        goto fail;
     }
     struct ctl_node *n = ctl_node_attach(c, rn->spec.name);
-    if (!n) {
-        json_decref(labels);
+    if (!n) { /* the core has the node, the store must not: stop (restart reloads) */
+        ctl_store_diverged(c, "node_register", 0);
         proto_errorf(e, 500, NULL, NULL, "out of memory");
-        return NULL;
+        goto fail;
     }
-    json_object_set_new(rn->info, "agent_version", json_string(version ? version : ""));
-    free(n->rec.labels);
+    free(n->rec.labels); /* (an old record's strings; rec has its own) */
     free(n->rec.info);
-    n->rec.labels = json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS);
-    n->rec.info = json_dumps(rn->info, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(labels);
-    str_copy(n->rec.gpu_type, sizeof(n->rec.gpu_type), rn->spec.gpu_type);
-    n->rec.gpus = rn->spec.gpus;
-    n->rec.gpu_mem_mb = rn->spec.gpu_mem_mb;
-    n->rec.cpus = rn->spec.cpus;
-    n->rec.mem_mb = rn->spec.mem_mb;
-    n->rec.last_heartbeat_ms = clock_now_ms();
+    n->rec = rec;
     n->last_hb_ms = clock_mono_ms();
     n->reconciled = false;
     return n;
+fail:
+    free(rec.labels);
+    free(rec.info);
+    return NULL;
 }
 
 void h_agent_register(struct ctl_req *r)
@@ -203,26 +233,15 @@ void h_agent_register(struct ctl_req *r)
     if (rc == 0)
         rc = parse_reg_node(json_object_get(body, "node"), &rn, &e);
     struct ctl_node *n = NULL;
-    if (rc == 0 && !(n = register_node(r->c, &rn, json_string_value(ver), &e)))
-        rc = -EINVAL;
     char cred[96];
-    if (rc == 0 && issue_credential(r->c, n->name, cred, sizeof(cred)) < 0)
-        rc = proto_errorf(&e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
-    if (rc == 0 && ctl_node_save(r->c, n) < 0)
-        rc = proto_errorf(&e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
+    if (rc == 0 && !(n = register_node(r, &rn, json_string_value(ver), cred, sizeof(cred), &e)))
+        rc = -EINVAL;
     if (rc < 0) {
         json_decref(rn.info);
         json_decref(body);
         ctl_reply_error(r->c, r->req, &e);
         return;
     }
-    json_t *after = json_pack("{s:s,s:s,s:i,s:i,s:I}", "name", n->name, "gpu_type",
-                              n->rec.gpu_type, "gpus", n->rec.gpus, "cpus", n->rec.cpus,
-                              "mem_mb", (json_int_t)n->rec.mem_mb);
-    char actor[80];
-    snprintf(actor, sizeof(actor), "node:%s", n->name);
-    ctl_audit(r->c, actor, "node.register", n->name, NULL, after, NULL);
-    json_decref(after);
     log_info("node_registered", "node=%s gpus=%d gpu_type=%s cpus=%d", n->name, n->rec.gpus,
              n->rec.gpu_type[0] ? n->rec.gpu_type : "-", n->rec.cpus);
     ctl_cycle_soon(r->c);
@@ -337,21 +356,28 @@ static bool alloc_on(const struct sched_job_view *v, uint32_t node)
     return false;
 }
 
-/* Record how a job ended on its row (so a restart can finish applying it). */
-static void record_exit(struct ctl *c, uint64_t id, json_t *exit, json_t *usage)
+/* Record how a job ended on its row (so a restart can finish applying it), before the
+ * core hears of it. 0 or -errno. */
+static int record_exit(struct ctl *c, uint64_t id, json_t *exit, json_t *usage)
 {
     struct store_job row;
-    if (store_job_get(c->store, id, &row) < 0)
-        return;
+    int rc = store_job_get(c->store, id, &row);
+    if (rc < 0)
+        return rc;
     free(row.exit);
     row.exit = json_dumps(exit, JSON_COMPACT);
     if (usage) {
         free(row.usage);
         row.usage = json_dumps(usage, JSON_COMPACT);
     }
-    if (store_begin(c->store) < 0 || store_job_update(c->store, &row) < 0)
-        log_error("store_failed", "what=exit job=%llu", (unsigned long long)id);
+    rc = row.exit ? store_begin(c->store) : -ENOMEM;
+    if (rc == 0)
+        rc = store_job_update(c->store, &row);
+    if (rc < 0)
+        log_error("store_failed", "what=exit job=%llu error=\"%s\"", (unsigned long long)id,
+                  store_errmsg(c->store));
     store_job_release(&row);
+    return rc;
 }
 
 /* First heartbeat after a restart of either side: jobs we believe run there but the
@@ -361,6 +387,7 @@ static void reconcile(struct ctl *c, struct ctl_node *n, const struct hb *hb)
     uint32_t idx = (uint32_t)sched_node_find(c->sched, n->name);
     size_t cnt = sched_job_count(c->sched), nlost = 0;
     uint64_t *lost = calloc(cnt ? cnt : 1, sizeof(*lost));
+    bool failed = false;
     if (!lost)
         return;
     for (size_t i = 0; i < cnt; i++) {
@@ -375,8 +402,12 @@ static void reconcile(struct ctl *c, struct ctl_node *n, const struct hb *hb)
         struct sched_error se;
         json_t *ex = json_pack("{s:s,s:i,s:s}", "kind", "lost", "code", 0, "message",
                                "unknown to the agent after a restart");
-        record_exit(c, lost[i], ex, NULL);
+        int rc = record_exit(c, lost[i], ex, NULL);
         json_decref(ex);
+        if (rc < 0) { /* left running in both: the next heartbeat reconciles again */
+            failed = true;
+            continue;
+        }
         if (sched_job_ended(c->sched, lost[i], SCHED_EXIT_LOST, 0, now, &se) == 0)
             log_warn("job_lost", "job=%llu node=%s", (unsigned long long)lost[i], n->name);
     }
@@ -393,7 +424,7 @@ static void reconcile(struct ctl *c, struct ctl_node *n, const struct hb *hb)
         log_warn("job_stray", "job=%llu node=%s action=kill", (unsigned long long)id, n->name);
         ctl_node_command(c, n, id, json_pack("{s:s,s:I}", "type", "kill", "job", (json_int_t)id));
     }
-    n->reconciled = true;
+    n->reconciled = !failed;
     ctl_cycle_soon(c);
 }
 
@@ -413,10 +444,17 @@ static void node_health(struct ctl *c, struct ctl_node *n, const struct hb *hb)
         to = SCHED_NODE_UP;
     if (to == v.state)
         return;
+    /* saved first; when that fails the core stays as it was and the next heartbeat tries
+     * again */
+    const char *reason = hb->health_ok ? "" : hb->health_msg;
+    if (ctl_node_put(c, n, sched_node_state_name(to), reason, n->rec.labels) < 0) {
+        log_error("store_failed", "what=node_health node=%s error=\"%s\"", n->name,
+                  store_errmsg(c->store));
+        return;
+    }
     if (sched_node_set_state(c->sched, n->name, to, clock_now_ms(), &se) < 0)
         return;
-    str_copy(n->rec.reason, sizeof(n->rec.reason), hb->health_ok ? "" : hb->health_msg);
-    ctl_node_save(c, n);
+    str_copy(n->rec.reason, sizeof(n->rec.reason), reason);
     log_info("node_state", "node=%s from=%s to=%s", n->name, sched_node_state_name(v.state),
              sched_node_state_name(to));
     ctl_cycle_soon(c);
@@ -599,41 +637,53 @@ static enum sched_exit_kind exit_kind(const char *k)
     return SCHED_EXIT_LOST;
 }
 
-static void ev_started(struct ctl *c, struct ctl_node *n, uint64_t id)
+/* The events below write the store first and tell the core only once the writes
+ * succeeded; 0 or -errno (a failed write: the core has not changed). */
+static int ev_started(struct ctl *c, struct ctl_node *n, uint64_t id)
 {
     struct sched_error se;
     struct sched_job_view v;
     if (sched_job_get(c->sched, id, &v) < 0 || v.state != SCHED_STARTING)
-        return;
-    if (sched_job_running(c->sched, id, clock_now_ms(), &se) < 0)
-        return;
+        return 0;
     struct store_job row;
-    if (store_job_get(c->store, id, &row) < 0)
-        return;
+    int rc = store_job_get(c->store, id, &row);
+    if (rc < 0)
+        return rc;
     row.state = SCHED_RUNNING;
     row.start_ms = clock_now_ms();
-    if (store_begin(c->store) < 0 || store_job_update(c->store, &row) < 0)
-        log_error("store_failed", "what=started job=%llu", (unsigned long long)id);
+    rc = store_begin(c->store);
+    if (rc == 0)
+        rc = store_job_update(c->store, &row);
     store_job_release(&row);
-    ctl_job_event(c, id, "running", "STARTING", "RUNNING", n->name, "", "started by the agent");
+    if (rc == 0)
+        rc = ctl_job_event(c, id, "running", "STARTING", "RUNNING", n->name, "",
+                           "started by the agent");
+    if (rc < 0)
+        return rc;
+    if (sched_job_running(c->sched, id, clock_now_ms(), &se) < 0) /* checked above */
+        ctl_store_diverged(c, "job_running", id);
     log_info("job_running", "job=%llu node=%s", (unsigned long long)id, n->name);
+    return 0;
 }
 
-static void ev_exited(struct ctl *c, struct ctl_node *n, uint64_t id, const json_t *ev)
+static int ev_exited(struct ctl *c, struct ctl_node *n, uint64_t id, const json_t *ev)
 {
     struct sched_error se;
     json_t *x = json_object_get(ev, "exit");
     const char *kind = json_string_value(json_object_get(x, "kind"));
     int code = (int)json_integer_value(json_object_get(x, "code"));
-    record_exit(c, id, x, json_object_get(ev, "usage"));
+    int rc = record_exit(c, id, x, json_object_get(ev, "usage"));
+    if (rc < 0)
+        return rc;
     if (sched_job_ended(c->sched, id, exit_kind(kind), code, clock_now_ms(), &se) < 0)
-        return;
+        return 0;
     log_info("job_exited", "job=%llu node=%s kind=%s code=%d", (unsigned long long)id, n->name,
              kind, code);
     ctl_cycle_soon(c);
+    return 0;
 }
 
-static void apply_event(struct ctl *c, struct ctl_node *n, const json_t *ev)
+static int apply_event(struct ctl *c, struct ctl_node *n, const json_t *ev)
 {
     uint64_t id = (uint64_t)json_integer_value(json_object_get(ev, "job"));
     const char *t = json_string_value(json_object_get(ev, "type"));
@@ -641,26 +691,29 @@ static void apply_event(struct ctl *c, struct ctl_node *n, const json_t *ev)
     uint32_t idx = (uint32_t)sched_node_find(c->sched, n->name);
     /* events for jobs not live on this node are stale repeats: ignored (idempotent) */
     if (sched_job_get(c->sched, id, &v) < 0 || !alloc_on(&v, idx))
-        return;
-    if (strcmp(t, "started") == 0) {
-        ev_started(c, n, id);
-    } else if (strcmp(t, "exited") == 0) {
-        ev_exited(c, n, id, ev);
-    } else if (strcmp(t, "usage") == 0 && json_object_get(ev, "usage")) {
+        return 0;
+    if (strcmp(t, "started") == 0)
+        return ev_started(c, n, id);
+    if (strcmp(t, "exited") == 0)
+        return ev_exited(c, n, id, ev);
+    int rc = 0;
+    if (strcmp(t, "usage") == 0 && json_object_get(ev, "usage")) {
         struct store_job row;
-        if (store_job_get(c->store, id, &row) == 0) {
+        if ((rc = store_job_get(c->store, id, &row)) == 0) {
             free(row.usage);
             row.usage = json_dumps(json_object_get(ev, "usage"), JSON_COMPACT);
-            if (store_begin(c->store) < 0 || store_job_update(c->store, &row) < 0)
-                log_error("store_failed", "what=usage job=%llu", (unsigned long long)id);
+            rc = store_begin(c->store);
+            if (rc == 0)
+                rc = store_job_update(c->store, &row);
             store_job_release(&row);
         }
     } else if (strcmp(t, "reclaim_failed") == 0 || strcmp(t, "signalled") == 0) {
         const char *m = json_string_value(json_object_get(ev, "message"));
-        ctl_job_event(c, id, t, "", "", n->name, "", m ? m : "");
+        rc = ctl_job_event(c, id, t, "", "", n->name, "", m ? m : "");
         if (strcmp(t, "reclaim_failed") == 0)
             log_warn("reclaim_failed", "job=%llu node=%s", (unsigned long long)id, n->name);
     }
+    return rc;
 }
 
 static int validate_events(const json_t *body, struct proto_error *e);
@@ -680,11 +733,28 @@ void h_agent_events(struct ctl_req *r)
         return;
     }
     n->last_hb_ms = clock_mono_ms();
-    for (size_t i = 0; i < json_array_size(evs); i++)
-        apply_event(r->c, n, json_array_get(evs, i));
+    /* Each event in its own savepoint, store first then core: when a write fails, that
+     * event's writes are rolled back, the events before it stand (in the store and the
+     * core alike), and the agent hears 500 and sends them all again: the ones already
+     * applied are then stale repeats, ignored. */
+    for (size_t i = 0; rc == 0 && i < json_array_size(evs); i++) {
+        if ((rc = store_savepoint(r->c->store)) < 0)
+            break;
+        rc = apply_event(r->c, n, json_array_get(evs, i));
+        if (rc < 0)
+            store_rollback_to(r->c->store);
+        else if (store_release(r->c->store) < 0)
+            ctl_store_diverged(r->c, "agent_events", 0);
+    }
     json_decref(body);
     if (store_begin(r->c->store) == 0)
         ctl_commit_soon(r->c);
+    if (rc < 0) { /* not ctl_reply_error: what the events before wrote must stay */
+        struct proto_error pe;
+        proto_errorf(&pe, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
+        ctl_reply_json(r->c, r->req, 500, proto_error_json(&pe));
+        return;
+    }
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:b}", "ok", 1));
 }
 

@@ -27,6 +27,8 @@
 #include "util/log.h"
 
 #define DOCKET_VERSION "0.1.0"
+/* Every function that writes to the store says so: its result must be looked at. */
+#define CTL_WUR __attribute__((warn_unused_result))
 #define CTL_PATH_MAX 4096
 
 struct ctl_config {
@@ -146,6 +148,7 @@ struct ctl {
     struct ctl_log_waiter *log_waiters;
     json_t *boost_reasons;      /* project name -> reason of its current boost */
     bool req_failed;            /* the running handler answered an error: roll back */
+    bool diverged;              /* a write the core could not undo failed: stopping */
     struct ctl_metrics metrics;
 };
 
@@ -202,13 +205,21 @@ int ctl_loop_start(struct ctl *c);
 void ctl_loop_stop(struct ctl *c);
 /* Persist a job event. */
 int ctl_job_event(struct ctl *c, uint64_t job, const char *type, const char *from,
-                  const char *to, const char *node, const char *reason, const char *detail);
+                  const char *to, const char *node, const char *reason,
+                  const char *detail) CTL_WUR;
 /* Same with before/after already as JSON text (or NULL). */
 int ctl_audit_text(struct ctl *c, const char *actor, const char *action, const char *target,
-                   const char *before, const char *after, const char *reason);
+                   const char *before, const char *after, const char *reason) CTL_WUR;
 /* Record an audit entry (before/after may be NULL; not stolen). */
 int ctl_audit(struct ctl *c, const char *actor, const char *action, const char *target,
-              const json_t *before, const json_t *after, const char *reason);
+              const json_t *before, const json_t *after, const char *reason) CTL_WUR;
+/* The rule (docs/controller.md "Core and database together"): a handler writes the store
+ * first and changes the core only once the writes succeeded, or undoes its core change
+ * when a write fails. Where neither is possible (a decision of the scheduling cycle, which
+ * the core already made) a failed write calls this: it logs what was lost and stops
+ * docketd (exit 1), as a failed commit does, so a restart reloads the core from the
+ * database instead of running on with the two disagreeing. */
+void ctl_store_diverged(struct ctl *c, const char *what, uint64_t job);
 struct ctl_node *ctl_node_by_name(struct ctl *c, const char *name);
 struct ctl_node *ctl_node_at(struct ctl *c, uint32_t index);
 /* Create (or return) the controller's record of a node the core already knows. */
@@ -216,7 +227,11 @@ struct ctl_node *ctl_node_attach(struct ctl *c, const char *name);
 /* Fill core labels from a JSON object of strings; returns how many. */
 int ctl_labels_from_json(const json_t *o, struct sched_label *out, int max);
 /* Persist the node record (rec) of n, its state taken from the core. */
-int ctl_node_save(struct ctl *c, struct ctl_node *n);
+int ctl_node_save(struct ctl *c, struct ctl_node *n) CTL_WUR;
+/* Persist n's record as it will be once the core takes `state`, `reason` and `labels`
+ * (JSON text), before the core is changed; n itself is not modified. */
+int ctl_node_put(struct ctl *c, const struct ctl_node *n, const char *state,
+                 const char *reason, const char *labels) CTL_WUR;
 /* Forget every command queued for a node (it was declared unreachable). */
 void ctl_node_drop_commands(struct ctl_node *n);
 /* Queue a command for a node and wake its parked heartbeat. Steals `cmd`. */
@@ -274,12 +289,12 @@ json_t *ctl_job_json(struct ctl *c, const struct store_job *j);
 /* The same with the job's spec already parsed (borrowed). */
 json_t *ctl_job_json_spec(struct ctl *c, const struct store_job *j, const json_t *spec);
 /* Save a project's stored document (spec + boost) from the core. */
-int ctl_project_save(struct ctl *c, const char *name, const char *boost_reason);
+int ctl_project_save(struct ctl *c, const char *name, const char *boost_reason) CTL_WUR;
 json_t *ctl_project_json(struct ctl *c, const struct sched_project_view *v);
 /* Remember the reason of a project's boost (restart). */
 void ctl_project_boost_reason(struct ctl *c, const char *name, const char *reason);
 /* Persist the current policy document. */
-int ctl_policy_save(struct ctl *c);
+int ctl_policy_save(struct ctl *c) CTL_WUR;
 /* Random token "PREFIX" + 64 hex chars into out (>= 80 bytes). */
 int ctl_random_token(const char *prefix, char *out, size_t len);
 void ctl_hist_observe(struct ctl_hist *h, double v);

@@ -53,6 +53,11 @@ static void reply_conn_closed(struct evhttp_connection *con, void *arg)
 void ctl_reply_raw(struct ctl *c, struct evhttp_request *req, int status, const char *ctype,
                    const void *data, size_t len)
 {
+    if (c->diverged) { /* what this request wrote was rolled back (ctl_store_diverged) */
+        send_now(c, req, 500, "application/json", commit_failed_json,
+                 sizeof(commit_failed_json) - 1);
+        return;
+    }
     if (!store_in_tx(c->store)) {
         send_now(c, req, status, ctype, data, len);
         return;
@@ -482,6 +487,8 @@ static void dispatch(struct evhttp_request *req, struct ctl *c, bool is_unix)
             ctl_reply_errorf(c, req, 500, NULL, "store: %s", store_errmsg(c->store));
         } else {
             rt->fn(&r);
+            if (c->diverged)
+                writes = false; /* rolled back whole (ctl_store_diverged) */
             if (writes && c->req_failed)
                 store_rollback_to(c->store);
             else if (writes && store_release(c->store) < 0)

@@ -265,8 +265,21 @@ static int check_queue_room(struct ctl_req *r, const char *project, size_t n)
     return 0;
 }
 
-/* Submit every task into the core; on a failure the ones already in are cancelled so
- * the core matches the rolled-back store. */
+/* Take tasks first .. first+n-1 back out of the core, without decisions (they were never
+ * stored, so no event, state change or command may name them). */
+static void withdraw_tasks(struct ctl *c, uint64_t first, size_t n)
+{
+    struct sched_error se;
+    for (size_t k = 0; k < n; k++)
+        if (sched_job_withdraw(c->sched, first + k, &se) < 0) {
+            log_error("withdraw_failed", "job=%llu error=\"%s\"",
+                      (unsigned long long)(first + k), se.message);
+            ctl_store_diverged(c, "submit_withdraw", first + k);
+        }
+}
+
+/* Submit every task into the core (which validates them against the cluster); on a
+ * failure the ones already in are withdrawn so the core matches the rolled-back store. */
 static int submit_tasks(struct ctl_req *r, struct proto_jobspec *ps, const int32_t *idx,
                         size_t n, int limit, int64_t now, uint64_t first)
 {
@@ -275,9 +288,7 @@ static int submit_tasks(struct ctl_req *r, struct proto_jobspec *ps, const int32
     for (size_t i = 0; i < n; i++) {
         ctl_spec_to_sched(ps, first + i, now, idx ? first : 0, limit, &sp);
         if (sched_job_submit(r->c->sched, &sp, now, &se) < 0) {
-            for (size_t k = 0; k < i; k++)
-                if (sched_job_cancel(r->c->sched, first + k, now, &se) < 0)
-                    log_error("undo_submit_failed", "job=%llu", (unsigned long long)(first + k));
+            withdraw_tasks(r->c, first, i);
             return sched_err_reply(r, &se);
         }
     }
@@ -373,13 +384,11 @@ void h_jobs_submit(struct ctl_req *r)
     if (rc == 0)
         rc = ctl_audit_text(c, r->id.user, "job.submit", target, NULL, text, NULL);
     json_decref(spec);
-    if (rc < 0) {
+    if (rc < 0) { /* the request's writes are rolled back: the core forgets the jobs */
         free(rows);
         free(text);
-        struct sched_error se;
-        for (size_t i = 0; i < n; i++)
-            (void)!sched_job_cancel(c->sched, first + i, now, &se);
         ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
+        withdraw_tasks(c, first, n);
         goto out;
     }
     c->next_job_id = first + n;
@@ -592,9 +601,14 @@ static int do_action(struct ctl_req *r, const char *act, uint64_t id, const char
         if (rc == 0)
             rc = ctl_job_event(c, id, act, act[0] == 'h' ? "PENDING" : "HELD",
                                sched_job_state_name(to), "", r->id.user, reason);
+        if (rc < 0) { /* the core changed already: stop rather than disagree */
+            ctl_store_diverged(c, "job_action", id);
+            ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
+            return rc;
+        }
     }
     ctl_cycle_now(c); /* apply what the action decided before answering */
-    return rc;
+    return 0;
 }
 
 void h_job_action(struct ctl_req *r)
@@ -632,10 +646,17 @@ void h_job_action(struct ctl_req *r)
             snprintf(action, sizeof(action), "job.%s", act);
             json_t *b = json_pack("{s:O}", "state", json_object_get(before, "state"));
             json_t *a = json_pack("{s:O}", "state", json_object_get(after, "state"));
-            ctl_audit(r->c, r->id.user, action, target, b, a, reason);
+            int rc = ctl_audit(r->c, r->id.user, action, target, b, a, reason);
             json_decref(b);
             json_decref(a);
-            ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "job", after));
+            if (rc < 0) {
+                ctl_store_diverged(r->c, "job_action_audit", row.id);
+                json_decref(after);
+                ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s",
+                                 store_errmsg(r->c->store));
+            } else {
+                ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "job", after));
+            }
             store_job_release(&now_row);
         }
     }

@@ -17,6 +17,26 @@
 /* ------------------------------------------------------------------------------------ */
 /* Audit and job events                                                                  */
 
+void ctl_store_diverged(struct ctl *c, const char *what, uint64_t job)
+{
+    log_error("store_diverged", "what=%s job=%llu error=\"%s\" action=exit", what,
+              (unsigned long long)job, store_errmsg(c->store));
+    if (c->diverged)
+        return;
+    c->diverged = true;
+    c->shutting_down = true;
+    c->exit_code = 1;
+    /* nothing of this iteration reaches the disk, and nobody who waited for it is told
+     * it did: the restart reloads the core from what was committed before */
+    if (store_in_tx(c->store))
+        (void)store_rollback(c->store);
+    for (struct ctl_reply *r = c->replies; r; r = r->next)
+        if (r->gen == 0)
+            r->gen = UINT64_MAX;
+    ctl_replies_release(c, UINT64_MAX, -EIO);
+    event_base_loopexit(c->base, NULL);
+}
+
 int ctl_job_event(struct ctl *c, uint64_t job, const char *type, const char *from,
                   const char *to, const char *node, const char *reason, const char *detail)
 {
@@ -69,6 +89,20 @@ struct ctl_node *ctl_node_by_name(struct ctl *c, const char *name)
 {
     int i = sched_node_find(c->sched, name);
     return i < 0 ? NULL : ctl_node_at(c, (uint32_t)i);
+}
+
+int ctl_node_put(struct ctl *c, const struct ctl_node *n, const char *state,
+                 const char *reason, const char *labels)
+{
+    struct store_node rec = n->rec; /* a shallow copy: labels and info stay n's */
+    str_copy(rec.state, sizeof(rec.state), state);
+    str_copy(rec.reason, sizeof(rec.reason), reason);
+    rec.labels = (char *)labels;
+    int rc = store_begin(c->store);
+    if (rc == 0)
+        rc = store_node_put(c->store, &rec);
+    ctl_commit_soon(c);
+    return rc;
 }
 
 int ctl_node_save(struct ctl *c, struct ctl_node *n)
@@ -142,6 +176,8 @@ int ctl_node_command(struct ctl *c, struct ctl_node *n, uint64_t job, json_t *cm
         n->cmds = k;
     n->cmds_tail = k;
     int rc = ctl_node_save(c, n);
+    if (rc < 0) /* the command sequence must survive a restart, or agents would skip */
+        ctl_store_diverged(c, "node_command", job);
     unpark(c, n);
     return rc;
 }
@@ -369,16 +405,18 @@ static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now
         row.state = d->to;
         break;
     }
+    /* the core made this decision already: a write that fails here cannot be undone in
+     * it, so docketd stops rather than run on with the two disagreeing */
     int rc = store_begin(c->store);
     if (rc == 0)
         rc = store_job_update(c->store, &row);
-    if (rc < 0)
-        log_error("store_failed", "what=job job=%llu error=\"%s\"", (unsigned long long)row.id,
-                  store_errmsg(c->store));
     const char *from = d->kind == SCHED_D_KILL ? "" : sched_job_state_name(d->from);
     const char *to = d->kind == SCHED_D_KILL ? "" : sched_job_state_name(d->to);
-    ctl_job_event(c, row.id, type, from, to, node,
-                  d->cause ? sched_stop_cause_name(d->cause) : "", d->detail);
+    if (rc == 0)
+        rc = ctl_job_event(c, row.id, type, from, to, node,
+                           d->cause ? sched_stop_cause_name(d->cause) : "", d->detail);
+    if (rc < 0)
+        ctl_store_diverged(c, "job_decision", row.id);
     log_info("job_decision", "job=%llu type=%s from=%s to=%s node=%s",
              (unsigned long long)row.id, type, from, to, node[0] ? node : "-");
     store_job_release(&row);
@@ -388,8 +426,8 @@ static void apply(struct ctl *c, const struct sched_decision *d, int64_t now)
 {
     if (d->kind == SCHED_D_NODE_STATE) {
         struct ctl_node *n = ctl_node_at(c, d->node);
-        if (n)
-            ctl_node_save(c, n);
+        if (n && ctl_node_save(c, n) < 0)
+            ctl_store_diverged(c, "node_state", 0);
         log_info("node_state", "node=%s from=%s to=%s", n ? n->name : "?",
                  sched_node_state_name(d->node_from), sched_node_state_name(d->node_to));
         return;
@@ -476,7 +514,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
              * reach the agent when it comes back (it reconciles instead) */
             ctl_node_drop_commands(n);
             str_copy(n->rec.reason, sizeof(n->rec.reason), "missed heartbeats");
-            ctl_node_save(c, n);
+            if (ctl_node_save(c, n) < 0)
+                ctl_store_diverged(c, "node_unreachable", 0);
             n->reconciled = false;
             log_warn("node_unreachable", "node=%s silent_ms=%lld", n->name,
                      (long long)(mono - n->last_hb_ms));

@@ -683,7 +683,6 @@ EOF
 }
 
 @test "restart: a running job whose node record is gone is requeued, or ended when nothing fits" {
-    command -v sqlite3 >/dev/null || skip "sqlite3 CLI not installed"
     c1=$(fake_node gpu01 8 H100-80GB)
     c2=$(fake_node gpu02 8 H100-80GB)
     id=$(submit '{"command": ["sleep", "100"], "gpus": 8, "gpu_type": "H100-80GB"}')
@@ -702,11 +701,201 @@ EOF
     # now no node at all: nothing can take it back, it ends as NODE_FAIL with the reason
     docketd_stop
     sqlite3 "$STATE_DIR/docket.db" "DELETE FROM nodes"
-    sqlite3 "$STATE_DIR/docket.db" "UPDATE jobs SET state = 3 WHERE id = $id"
+    sqlite3 "$STATE_DIR/docket.db" "UPDATE jobs SET state = 'RUNNING' WHERE id = $id"
     docketd_start
     api_get "/v1/jobs/$id"
     assert_json .job.state NODE_FAIL
     assert_json .job.exit.kind lost
     api_get /healthz
     assert_json '.jobs | length' 0
+}
+
+# ------------------------------------------------------------------------------------------
+# Fault injection: a write that fails inside the running docketd. Another connection adds
+# a trigger to the live database that makes SQLite refuse one kind of write (RAISE(ABORT)),
+# exactly as a full disk, a constraint or an I/O error reaches docketd: a failing
+# sqlite3_step. Afterwards the API answers 500, and the core (/healthz counts what it
+# holds) and the database agree; they still agree after a restart.
+
+# fault_on NAME "BEFORE INSERT ON jobs [WHEN ...]": arm; fault_off NAME: disarm.
+fault_on() {
+    sqlite3 -cmd ".timeout 5000" "$STATE_DIR/docket.db" \
+        "CREATE TRIGGER fault_$1 $2 BEGIN SELECT RAISE(ABORT, 'injected fault $1'); END;"
+}
+fault_off() {
+    sqlite3 -cmd ".timeout 5000" "$STATE_DIR/docket.db" "DROP TRIGGER fault_$1"
+}
+# no_log EVENT: docketd logged no such event (`! grep` would not fail a bats test)
+no_log() {
+    if grep "event=$1" "$TEST_DIR/docketd.log"; then
+        echo "docketd logged $1" >&2
+        return 1
+    fi
+}
+db() {
+    sqlite3 -cmd ".timeout 5000" "$STATE_DIR/docket.db" "$1"
+}
+# The number of live jobs in the core (healthz) and of unfinished jobs in the database.
+core_jobs() {
+    api_get /healthz
+    jq '[.jobs[]] | add // 0' <<<"$body"
+}
+store_jobs() {
+    db "SELECT count(*) FROM jobs WHERE state IN ('PENDING', 'HELD', 'STARTING', 'RUNNING', 'STOPPING')"
+}
+
+@test "fault: a failed write on submit answers 500; the core never holds the job, no decision names it" {
+    one_node
+    # the third task of an array fails: the two before it were in the core already
+    fault_on task3 "BEFORE INSERT ON jobs WHEN NEW.array_index = 2"
+    api_post /v1/jobs '{"command": ["sleep", "100"], "gpus": 1, "array": "0-4"}'
+    assert_error 500 ""
+    [[ $(jq -r .error.message <<<"$body") == *"injected fault task3"* ]]
+    # the audit row fails for a single job: the job row was written, then rolled back
+    fault_on audit "BEFORE INSERT ON audit"
+    api_post /v1/jobs '{"command": ["sleep", "100"], "gpus": 1}'
+    assert_error 500 ""
+    api_get /v1/jobs
+    assert_json '.jobs | length' 0
+    [ "$(core_jobs)" -eq 0 ]
+    [ "$(db 'SELECT count(*) FROM jobs')" -eq 0 ]
+    [ "$(db 'SELECT count(*) FROM job_events')" -eq 0 ]
+    api_get /v1/projects/default
+    assert_json .project.usage.queued 0
+    assert_json .project.usage.gpus_in_use 0
+    sleep 0.1 # a cycle ran: no decision, command or event for a job that was never stored
+    no_log decision_for_unknown_job
+    heartbeat gpu01 "$CRED"
+    assert_json '.commands | length' 0
+    fault_off task3
+    fault_off audit
+    # the ids were not used up, and the next submission runs: nothing meant for the jobs
+    # that were refused (a decision the core still held) lands on the new job 1
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 1}')
+    [ "$id" = 1 ]
+    sleep 0.3
+    [ "$(core_jobs)" -eq 1 ]
+    [ "$(store_jobs)" -eq 1 ]
+    api_get /v1/jobs/1
+    assert_json .job.state STARTING
+    [ "$(db "SELECT state FROM jobs WHERE id = 1")" = STARTING ]
+    [ "$(db "SELECT count(*) FROM job_events WHERE to_state = 'CANCELLED'")" -eq 0 ]
+    no_log decision_for_unknown_job
+    docketd_stop
+    docketd_start
+    [ "$(core_jobs)" -eq 1 ]
+    api_get /v1/jobs
+    assert_json '.jobs | length' 1
+}
+
+@test "fault: a failed write on policy apply answers 500 and the live policy is unchanged" {
+    api_get /v1/tiers
+    tiers_before=$body
+    policy='{"tiers": [{"name": "top"}, {"name": "critical"}, {"name": "high"}, {"name": "normal"}, {"name": "low"}],
+             "projects": [{"name": "vision", "group": "cv", "tier": "high", "guarantee_gpus": 8}]}'
+    # the policy document, a project document, then only the audit row fails
+    for f in "policy:BEFORE INSERT ON policy" "projects:BEFORE INSERT ON projects" "audit:BEFORE INSERT ON audit"; do
+        fault_on "${f%%:*}" "${f#*:}"
+        api_post /v1/policy "$policy"
+        assert_error 500 ""
+        fault_off "${f%%:*}"
+        api_get /v1/tiers
+        [ "$body" = "$tiers_before" ]
+        api_get /v1/projects/vision
+        assert_status 404
+    done
+    [ "$(db "SELECT count(*) FROM projects WHERE name = 'vision'")" -eq 0 ]
+    [ "$(db "SELECT count(*) FROM audit WHERE action = 'policy.apply'")" -eq 0 ]
+    db "SELECT doc FROM policy" | jq -e '[.tiers[].name] | index("top") == null'
+    # a class patch that cannot be saved changes nothing either
+    fault_on cls "BEFORE UPDATE ON policy"
+    api_get /v1/classes
+    classes_before=$body
+    api_patch /v1/classes/experiment '{"max_grace": "2m"}'
+    assert_error 500 ""
+    fault_off cls
+    api_get /v1/classes
+    [ "$body" = "$classes_before" ]
+    # disarmed: applied, saved and audited together
+    api_post /v1/policy "$policy"
+    assert_status 200
+    api_get /v1/projects/vision
+    assert_status 200
+    [ "$(db "SELECT count(*) FROM audit WHERE action = 'policy.apply'")" -eq 1 ]
+    docketd_stop
+    docketd_start
+    api_get /v1/tiers
+    assert_json '.tiers[0].name' top
+}
+
+@test "fault: a failed write on node registration answers 500 and the core has no such node" {
+    one_node
+    jt=$(join_token)
+    reg="{\"join_token\": \"$jt\", \"agent_version\": \"test\", \"node\": {\"name\": \"gpu09\",
+          \"gpu_type\": \"A100-80GB\", \"gpus\": 8, \"gpu_mem_mb\": 81920, \"cpus\": 64, \"mem_mb\": 512000}}"
+    for f in "nodes:BEFORE INSERT ON nodes" "tokens:BEFORE INSERT ON tokens WHEN NEW.kind = 'node'" "audit:BEFORE INSERT ON audit"; do
+        fault_on "${f%%:*}" "${f#*:}"
+        api_post /v1/agent/register "$reg" -
+        assert_error 500 ""
+        fault_off "${f%%:*}"
+        api_get /v1/nodes
+        assert_json '.nodes | length' 1
+        api_get /healthz
+        assert_json '.nodes.UP' 1
+        # the core knows no A100 node: a job for one can never run
+        api_post /v1/jobs '{"command": ["true"], "gpus": 8, "gpu_type": "A100-80GB"}'
+        assert_error 400 gpu_type
+    done
+    [ "$(db "SELECT count(*) FROM nodes WHERE name = 'gpu09'")" -eq 0 ]
+    [ "$(db "SELECT count(*) FROM tokens WHERE user_name = 'gpu09'")" -eq 0 ]
+    # disarmed: it registers, and a job for it starts there
+    api_post /v1/agent/register "$reg" -
+    assert_status 200
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 8, "gpu_type": "A100-80GB"}')
+    sleep 0.1
+    api_get "/v1/jobs/$id"
+    assert_json .job.state STARTING
+    [ "$(db "SELECT count(*) FROM nodes WHERE name = 'gpu09'")" -eq 1 ]
+}
+
+@test "fault: a failed write on job end answers 500 to the agent; it resends and the job ends once" {
+    one_node
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 8}')
+    sleep 0.1
+    heartbeat gpu01 "$CRED" 0
+    seq=$(jq -r '.commands[0].seq' <<<"$body")
+    heartbeat gpu01 "$CRED" "$seq" "[{\"id\": $id, \"state\": \"running\", \"pid\": 10}]"
+    # the start event fails first: the job stays STARTING in both
+    fault_on started "BEFORE INSERT ON job_events WHEN NEW.type = 'running'"
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
+    assert_error 500 ""
+    api_get "/v1/jobs/$id"
+    assert_json .job.state STARTING
+    [ "$(db "SELECT state FROM jobs WHERE id = $id")" = STARTING ]
+    fault_off started
+    # the exit cannot be recorded: the job keeps its node and its state in both
+    fault_on exit "BEFORE UPDATE ON jobs WHEN NEW.exit IS NOT NULL AND OLD.exit IS NULL"
+    evs="{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"},
+          {\"job\": $id, \"type\": \"exited\", \"exit\": {\"kind\": \"code\", \"code\": 0}}]}"
+    api_post /v1/agent/events "$evs" "$CRED"
+    assert_error 500 ""
+    sleep 0.1
+    api_get "/v1/jobs/$id"
+    assert_json .job.state RUNNING
+    assert_json .job.exit null
+    [ "$(db "SELECT state FROM jobs WHERE id = $id")" = RUNNING ]
+    api_get /v1/nodes/gpu01
+    assert_json .node.gpus_used 8
+    [ "$(core_jobs)" -eq "$(store_jobs)" ]
+    # the agent sends the same events again once the store takes them
+    fault_off exit
+    api_post /v1/agent/events "$evs" "$CRED"
+    assert_status 200
+    sleep 0.1
+    api_get "/v1/jobs/$id"
+    assert_json .job.state COMPLETED
+    [ "$(db "SELECT state FROM jobs WHERE id = $id")" = COMPLETED ]
+    [ "$(db "SELECT count(*) FROM job_events WHERE job = $id AND type = 'running'")" -eq 1 ]
+    [ "$(core_jobs)" -eq 0 ]
+    [ "$(store_jobs)" -eq 0 ]
 }
