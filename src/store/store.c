@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/sched.h"
 #include "store/store.h"
 #include "util/dbuf.h"
 #include "util/str.h"
@@ -78,7 +79,39 @@ static const char *const migrations[] = {
     "ALTER TABLE jobs ADD COLUMN gpu_type TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE jobs ADD COLUMN deps TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE jobs ADD COLUMN selectors TEXT NOT NULL DEFAULT '';",
+    /* 3: job states and token kinds by name, as node states, stop causes and events already
+     * are: reordering an enum must never change what a stored row means. The numbers are
+     * those the enums had up to schema 2 (frozen here); an unknown one fails the
+     * migration (NOT NULL), which then changes nothing. */
+    "DROP INDEX jobs_state;"
+    "ALTER TABLE jobs RENAME COLUMN state TO state_number;"
+    "ALTER TABLE jobs ADD COLUMN state TEXT NOT NULL DEFAULT '';"
+    "UPDATE jobs SET state = CASE state_number WHEN 0 THEN 'PENDING' WHEN 1 THEN 'HELD'"
+    " WHEN 2 THEN 'STARTING' WHEN 3 THEN 'RUNNING' WHEN 4 THEN 'STOPPING'"
+    " WHEN 5 THEN 'COMPLETED' WHEN 6 THEN 'FAILED' WHEN 7 THEN 'CANCELLED'"
+    " WHEN 8 THEN 'TIMEOUT' WHEN 9 THEN 'PREEMPTED' WHEN 10 THEN 'NODE_FAIL' END;"
+    "ALTER TABLE jobs DROP COLUMN state_number;"
+    "CREATE INDEX jobs_state ON jobs(state, id);"
+    "DROP INDEX tokens_user;"
+    "ALTER TABLE tokens RENAME COLUMN kind TO kind_number;"
+    "ALTER TABLE tokens ADD COLUMN kind TEXT NOT NULL DEFAULT '';"
+    "UPDATE tokens SET kind = CASE kind_number WHEN 0 THEN 'user' WHEN 1 THEN 'node'"
+    " WHEN 2 THEN 'join' END;"
+    "ALTER TABLE tokens DROP COLUMN kind_number;"
+    "CREATE INDEX tokens_user ON tokens(kind, user_name);",
 };
+
+/* Token kinds as stored (schema 3). */
+static const char *const token_kind_names[] = {
+    [STORE_TOKEN_USER] = "user", [STORE_TOKEN_NODE] = "node", [STORE_TOKEN_JOIN] = "join"};
+
+static int token_kind_parse(const char *name)
+{
+    for (size_t i = 0; i < sizeof(token_kind_names) / sizeof(token_kind_names[0]); i++)
+        if (strcmp(name, token_kind_names[i]) == 0)
+            return (int)i;
+    return -1;
+}
 
 enum stmt_id {
     S_COUNTER_GET, S_COUNTER_SET,
@@ -426,7 +459,7 @@ static void bind_job(sqlite3_stmt *s, const struct store_job *j)
     bind_text(s, 6, j->user);
     bind_text(s, 7, j->tier);
     bind_text(s, 8, j->class_name);
-    sqlite3_bind_int(s, 9, j->state);
+    bind_text(s, 9, sched_job_state_name((enum sched_job_state)j->state));
     bind_text(s, 10, j->stop_cause);
     sqlite3_bind_int64(s, 11, j->submit_ms);
     sqlite3_bind_int64(s, 12, j->start_ms);
@@ -455,7 +488,9 @@ static void bind_job(sqlite3_stmt *s, const struct store_job *j)
     bind_text(s, 35, j->selectors);
 }
 
-static void read_job(sqlite3_stmt *s, struct store_job *j)
+/* Fill j from the row; -EIO with st's message when the row holds a state this docketd
+ * does not know (j is then released). */
+static int read_job(struct store *st, sqlite3_stmt *s, struct store_job *j)
 {
     memset(j, 0, sizeof(*j));
     j->id = (uint64_t)sqlite3_column_int64(s, 0);
@@ -466,7 +501,8 @@ static void read_job(sqlite3_stmt *s, struct store_job *j)
     col_copy(s, 5, j->user, sizeof(j->user));
     col_copy(s, 6, j->tier, sizeof(j->tier));
     col_copy(s, 7, j->class_name, sizeof(j->class_name));
-    j->state = sqlite3_column_int(s, 8);
+    const unsigned char *state = sqlite3_column_text(s, 8);
+    j->state = sched_job_state_parse(state ? (const char *)state : "");
     col_copy(s, 9, j->stop_cause, sizeof(j->stop_cause));
     j->submit_ms = sqlite3_column_int64(s, 10);
     j->start_ms = sqlite3_column_int64(s, 11);
@@ -493,10 +529,28 @@ static void read_job(sqlite3_stmt *s, struct store_job *j)
     col_copy(s, 32, j->gpu_type, sizeof(j->gpu_type));
     col_copy(s, 33, j->deps, sizeof(j->deps));
     col_copy(s, 34, j->selectors, sizeof(j->selectors));
+    if (j->state < 0) {
+        snprintf(st->errmsg, sizeof(st->errmsg), "job %llu: unknown state '%.32s'",
+                 (unsigned long long)j->id, state ? (const char *)state : "");
+        store_job_release(j);
+        return -EIO;
+    }
+    return 0;
+}
+
+static int check_state(struct store *st, const struct store_job *j)
+{
+    if (j->state >= 0 && j->state < SCHED_JOB_STATE_COUNT)
+        return 0;
+    snprintf(st->errmsg, sizeof(st->errmsg), "job %llu: no such state %d",
+             (unsigned long long)j->id, j->state);
+    return -EINVAL;
 }
 
 int store_job_insert(struct store *st, const struct store_job *j)
 {
+    if (check_state(st, j) < 0)
+        return -EINVAL;
     sqlite3_stmt *s = stmt(st, S_JOB_INSERT);
     bind_job(s, j);
     return step_done(st, s, "insert job");
@@ -504,6 +558,8 @@ int store_job_insert(struct store *st, const struct store_job *j)
 
 int store_job_update(struct store *st, const struct store_job *j)
 {
+    if (check_state(st, j) < 0)
+        return -EINVAL;
     sqlite3_stmt *s = stmt(st, S_JOB_UPDATE);
     bind_job(s, j);
     int rc = step_done(st, s, "update job");
@@ -517,10 +573,11 @@ int store_job_get(struct store *st, uint64_t id, struct store_job *out)
     sqlite3_stmt *s = stmt(st, S_JOB_GET);
     sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
     int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        read_job(s, out);
+    int bad = rc == SQLITE_ROW ? read_job(st, s, out) : 0;
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
+    if (bad < 0)
+        return bad;
     return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "get job");
 }
 
@@ -551,11 +608,11 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
     dbuf_init(&sql, 4096);
     dbuf_puts(&sql, f->skip_spec ? "SELECT " JOB_COLS_NO_SPEC " FROM jobs WHERE 1 = 1"
                                  : "SELECT " JOB_COLS " FROM jobs WHERE 1 = 1");
-    if (f->state_mask) {
-        dbuf_puts(&sql, " AND state IN (-1");
-        for (int i = 0; i < 32; i++)
+    if (f->state_mask) { /* the core's names: capitals and '_', nothing to escape */
+        dbuf_puts(&sql, " AND state IN (''");
+        for (int i = 0; i < SCHED_JOB_STATE_COUNT; i++)
             if (f->state_mask & (1u << i))
-                dbuf_printf(&sql, ",%d", i);
+                dbuf_printf(&sql, ",'%s'", sched_job_state_name((enum sched_job_state)i));
         dbuf_puts(&sql, ")");
     }
     add_text_filter(&sql, "project", f->project, &np);
@@ -593,13 +650,14 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
     int step;
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         struct store_job j;
-        read_job(s, &j);
+        if ((rc = read_job(st, s, &j)) < 0)
+            break;
         rc = cb(arg, &j);
         store_job_release(&j);
         if (rc)
             break;
     }
-    if (!rc && step != SQLITE_DONE)
+    if (!rc && step != SQLITE_DONE && step != SQLITE_ROW)
         rc = fail(st, "list jobs");
     sqlite3_finalize(s);
     return rc;
@@ -785,9 +843,11 @@ void store_token_hash(const char *token, char out[65])
 
 int store_token_put(struct store *st, const struct store_token *t)
 {
+    if ((int)t->kind < 0 || (size_t)t->kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
+        return -EINVAL;
     sqlite3_stmt *s = stmt(st, S_TOKEN_PUT);
     bind_text(s, 1, t->hash);
-    sqlite3_bind_int(s, 2, (int)t->kind);
+    bind_text(s, 2, token_kind_names[t->kind]);
     bind_text(s, 3, t->user);
     bind_text(s, 4, t->role);
     sqlite3_bind_int64(s, 5, t->created_ms);
@@ -803,7 +863,16 @@ int store_token_get(struct store *st, const char *hash, struct store_token *out)
     if (rc == SQLITE_ROW) {
         memset(out, 0, sizeof(*out));
         col_copy(s, 0, out->hash, sizeof(out->hash));
-        out->kind = (enum store_token_kind)sqlite3_column_int(s, 1);
+        const unsigned char *kind = sqlite3_column_text(s, 1);
+        int k = token_kind_parse(kind ? (const char *)kind : "");
+        out->kind = k < 0 ? STORE_TOKEN_USER : (enum store_token_kind)k;
+        if (k < 0) { /* never a credential of unknown power */
+            sqlite3_reset(s);
+            sqlite3_clear_bindings(s);
+            snprintf(st->errmsg, sizeof(st->errmsg), "token: unknown kind '%.16s'",
+                     kind ? (const char *)kind : "");
+            return -EIO;
+        }
         col_copy(s, 2, out->user, sizeof(out->user));
         col_copy(s, 3, out->role, sizeof(out->role));
         out->created_ms = sqlite3_column_int64(s, 4);
@@ -816,8 +885,10 @@ int store_token_get(struct store *st, const char *hash, struct store_token *out)
 
 int store_token_delete_user(struct store *st, enum store_token_kind kind, const char *user)
 {
+    if ((int)kind < 0 || (size_t)kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
+        return -EINVAL;
     sqlite3_stmt *s = stmt(st, S_TOKEN_DEL_USER);
-    sqlite3_bind_int(s, 1, (int)kind);
+    bind_text(s, 1, token_kind_names[kind]);
     bind_text(s, 2, user);
     return step_done(st, s, "delete tokens");
 }

@@ -15,6 +15,10 @@
  * and commits once from a zero-timeout event (store_commit) before sending the replies
  * that waited.
  *
+ * Enumerations are stored by name (job and node states, stop causes, events, token kinds),
+ * never by their number, so reordering an enum changes no stored row; a row with a name
+ * this docketd does not know reads as -EIO naming the row.
+ *
  * Errors: 0 or a negative errno (-ENOENT for a missing row, -EIO for an SQLite error,
  * whose text is kept for store_errmsg). Strings in the structs below are owned by the
  * struct and freed by its _release function.
@@ -68,7 +72,7 @@ struct store_job {
     int array_index;
     char name[128];
     char project[64], user[64], tier[64], class_name[64];
-    int state;                  /* enum sched_job_state */
+    int state;                  /* enum sched_job_state; stored by its name (schema 3) */
     char stop_cause[32];
     int64_t submit_ms, start_ms, end_ms;
     int preempt_count;

@@ -14,6 +14,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include "core/sched.h"
 #include "store/store.h"
 
 struct fx {
@@ -67,9 +68,9 @@ static void reopen(struct fx *f)
 static void migrates_from_empty(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(store_schema_version(f->st), 2);
+    assert_int_equal(store_schema_version(f->st), 3);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 2);
+    assert_int_equal(store_schema_version(f->st), 3);
     assert_int_equal(store_job_count(f->st), 0);
 }
 
@@ -86,7 +87,7 @@ static void refuses_newer_schema(void **state)
     assert_null(store_open(f->path, err, sizeof(err)));
     assert_non_null(strstr(err, "newer"));
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     f->st = store_open(f->path, err, sizeof(err));
     assert_non_null(f->st);
@@ -490,6 +491,161 @@ static void external_sync(void **state)
     store_job_release(&out);
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* Schema 3: states and kinds by name, and the migration of a schema-2 database          */
+
+/* Run SQL on the database file with a connection of our own; returns its text result
+ * (first column of the first row) in out when given. */
+static void raw_sql(const char *path, const char *sql, char *out, size_t len)
+{
+    sqlite3 *db;
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    if (out) {
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+        snprintf(out, len, "%s", (const char *)sqlite3_column_text(s, 0));
+        sqlite3_finalize(s);
+    } else {
+        char *err = NULL;
+        if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
+            fail_msg("%s: %s", sql, err);
+    }
+    sqlite3_close(db);
+}
+
+static void states_and_kinds_stored_by_name(void **state)
+{
+    struct fx *f = *state;
+    char got[64];
+    struct store_job j = make_job(1, "p", SCHED_TIMEOUT), out;
+    assert_int_equal(store_job_insert(f->st, &j), 0);
+    raw_sql(f->path, "SELECT state || ':' || typeof(state) FROM jobs WHERE id = 1", got,
+            sizeof(got));
+    assert_string_equal(got, "TIMEOUT:text");
+    struct store_token t;
+    memset(&t, 0, sizeof(t));
+    store_token_hash("dkj_x", t.hash);
+    t.kind = STORE_TOKEN_JOIN;
+    assert_int_equal(store_token_put(f->st, &t), 0);
+    raw_sql(f->path, "SELECT kind FROM tokens", got, sizeof(got));
+    assert_string_equal(got, "join");
+    /* a state that is no enum value is refused, not stored as a number */
+    j.state = SCHED_JOB_STATE_COUNT;
+    assert_int_equal(store_job_update(f->st, &j), -EINVAL);
+    /* a row whose name this docketd does not know reads as an error naming the row */
+    raw_sql(f->path, "UPDATE jobs SET state = 'LIMBO' WHERE id = 1", NULL, 0);
+    assert_int_equal(store_job_get(f->st, 1, &out), -EIO);
+    assert_non_null(strstr(store_errmsg(f->st), "job 1: unknown state 'LIMBO'"));
+}
+
+/* Load tests/unit/store/data/schema2.sql (a database docketd wrote at schema 2) into the
+ * fixture's file, closed. */
+static void load_schema2(struct fx *f)
+{
+    char path[4096];
+    const char *dir = getenv("STORE_DATA");
+    assert_non_null(dir);
+    snprintf(path, sizeof(path), "%s/schema2.sql", dir);
+    FILE *in = fopen(path, "r");
+    assert_non_null(in);
+    static char sql[1 << 20];
+    size_t n = fread(sql, 1, sizeof(sql) - 1, in);
+    fclose(in);
+    sql[n] = '\0';
+    store_close(f->st);
+    f->st = NULL;
+    unlink(f->path);
+    raw_sql(f->path, sql, NULL, 0);
+}
+
+struct id_list {
+    char text[256];
+};
+
+static int collect_ids(void *arg, const struct store_job *j)
+{
+    struct id_list *l = arg;
+    size_t k = strlen(l->text);
+    snprintf(l->text + k, sizeof(l->text) - k, "%s%llu", k ? "," : "", (unsigned long long)j->id);
+    return 0;
+}
+
+static void migrates_schema2_database(void **state)
+{
+    struct fx *f = *state;
+    char err[256], got[64];
+    load_schema2(f);
+    raw_sql(f->path, "PRAGMA user_version", got, sizeof(got));
+    assert_string_equal(got, "2");
+    f->st = store_open(f->path, err, sizeof(err));
+    if (!f->st)
+        fail_msg("%s", err);
+    assert_int_equal(store_schema_version(f->st), 3);
+    /* every job keeps its state, now by name */
+    static const struct {
+        uint64_t id;
+        int state;
+        const char *name;
+    } want[] = {{1, SCHED_COMPLETED, "done"}, {2, SCHED_FAILED, "fails"},
+                {3, SCHED_RUNNING, "runs"},   {4, SCHED_CANCELLED, "cancelled"},
+                {5, SCHED_HELD, "held"},      {6, SCHED_PENDING, "waits"}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        struct store_job j;
+        assert_int_equal(store_job_get(f->st, want[i].id, &j), 0);
+        assert_string_equal(j.name, want[i].name);
+        assert_string_equal(sched_job_state_name(j.state), sched_job_state_name(want[i].state));
+        assert_true(j.has_core);
+        store_job_release(&j);
+    }
+    raw_sql(f->path, "SELECT group_concat(state, ',') FROM (SELECT state FROM jobs ORDER BY id)",
+            got, sizeof(got));
+    assert_string_equal(got, "COMPLETED,FAILED,RUNNING,CANCELLED,HELD,PENDING");
+    /* the state filter finds them by name */
+    struct store_job_filter flt;
+    memset(&flt, 0, sizeof(flt));
+    flt.state_mask = (1u << SCHED_RUNNING) | (1u << SCHED_HELD) | (1u << SCHED_PENDING);
+    struct id_list ids = {""};
+    assert_int_equal(store_job_list(f->st, &flt, collect_ids, &ids), 0);
+    assert_string_equal(ids.text, "3,5,6");
+    /* tokens keep their kind: the node's credential, the join token, the users' tokens */
+    raw_sql(f->path, "SELECT group_concat(kind || ':' || user_name, ',') FROM"
+                     " (SELECT kind, user_name FROM tokens ORDER BY created_ms)",
+            got, sizeof(got));
+    assert_string_equal(got, "user:admin,join:admin,node:gpu01,user:alice");
+    struct store_token t;
+    assert_int_equal(store_token_get(f->st,
+                                     "a7f9dbf66bede4099aacd028cae62ad99a771075ec18d4301de5417731ad6c1e",
+                                     &t), 0);
+    assert_int_equal(t.kind, STORE_TOKEN_NODE);
+    assert_string_equal(t.user, "gpu01");
+    /* the rest of the database is untouched; it opens again as schema 3 */
+    raw_sql(f->path, "SELECT count(*) FROM job_events", got, sizeof(got));
+    assert_int_not_equal(atoi(got), 0);
+    reopen(f);
+    assert_int_equal(store_schema_version(f->st), 3);
+}
+
+static void migration_refuses_an_unknown_state_number(void **state)
+{
+    struct fx *f = *state;
+    char err[256], got[64];
+    load_schema2(f);
+    raw_sql(f->path, "UPDATE jobs SET state = 42 WHERE id = 3", NULL, 0);
+    assert_null(store_open(f->path, err, sizeof(err)));
+    assert_non_null(strstr(err, "migration 3"));
+    /* nothing changed: still schema 2, numbers intact */
+    raw_sql(f->path, "PRAGMA user_version", got, sizeof(got));
+    assert_string_equal(got, "2");
+    raw_sql(f->path, "SELECT group_concat(state, ',') FROM (SELECT state FROM jobs ORDER BY id)",
+            got, sizeof(got));
+    assert_string_equal(got, "5,6,42,7,1,0");
+    /* so that teardown has a store to close */
+    raw_sql(f->path, "UPDATE jobs SET state = 3 WHERE id = 3", NULL, 0);
+    f->st = store_open(f->path, err, sizeof(err));
+    assert_non_null(f->st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +662,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(audit_append_only, setup, teardown),
         cmocka_unit_test_setup_teardown(group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(external_sync, setup, teardown),
+        cmocka_unit_test_setup_teardown(states_and_kinds_stored_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(migrates_schema2_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
