@@ -1229,6 +1229,10 @@ static void finish(struct sup *s, bool launched)
             s->st.exit_kind = AGENT_EXIT_CODE;
             s->st.exit_code = WEXITSTATUS(st);
         }
+        /* a fenced job did not end, the node lost it: whatever its exit, the controller
+         * must treat it as lost (requeued where allowed), never as completed */
+        if (s->fenced)
+            s->st.exit_kind = AGENT_EXIT_LOST;
     }
     /* processes leave cgroup.procs a moment before they become zombies: collect every
      * child (the subreaper's adopted orphans included) so none is left to init */

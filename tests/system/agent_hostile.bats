@@ -91,6 +91,7 @@ teardown_file() {
     kill_pidfile "$T/agent-i.pid"
     kill_pidfile "$T/agent-j.pid"
     kill_pidfile "$T/agent-k.pid"
+    kill_pidfile "$T/agent-r.pid"
     kill_pidfile "$T/ctl.pid"
     for f in "$T"/agent-*/jobs/*/state.json; do
         [[ -f $f && ! -f ${f%/*}/final.json ]] || continue
@@ -98,12 +99,13 @@ teardown_file() {
         [[ $pid -gt 0 ]] && alive "$pid" && kill -9 "$pid" 2>/dev/null
     done
     wait_for 10 bash -c "! compgen -G '/sys/fs/cgroup/freezer/docket/$PREFIX-*/spare_*' >/dev/null" || true
-    for n in i j k; do
+    for n in i j k r; do
         for c in memory cpu cpuacct pids freezer devices; do
             d=/sys/fs/cgroup/$c/docket/$PREFIX-$n
             [[ -d $d ]] || continue
             for g in "$d"/job_*; do
                 [[ -d $g ]] || continue
+                [[ -d $g/inner ]] && { echo THAWED >"$g/inner/freezer.state"; xargs -r kill -9 <"$g/inner/cgroup.procs"; sleep 0.2; rmdir "$g/inner"; } 2>/dev/null
                 xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
                 rmdir "$g" 2>/dev/null
             done
@@ -251,6 +253,44 @@ teardown_file() {
     wait_for 20 node_up "$PREFIX-j"
 }
 
+@test "the join token from the environment; a dead supervisor's reclaim does not stall the agent" {
+    # a new node registers with DOCKET_JOIN_TOKEN alone (nothing secret in argv)
+    DOCKET_JOIN_TOKEN=$JOIN "$B/src/agent/docket-node" --controller "http://127.0.0.1:$PORT" \
+        --name "$PREFIX-r" --gpus 0 --label zone=r --allow-root-jobs --state-dir "$T/agent-r" \
+        --log-file "$T/agent-r.log" 2>>"$T/agent-r.err" &
+    echo $! >"$T/agent-r.pid"
+    wait_for 20 node_up "$PREFIX-r"
+    ! tr '\0' ' ' <"/proc/$(cat "$T/agent-r.pid")/cmdline" | grep -q dkj_
+    # a root job leaves a process in a sub-group it froze itself: killing it cannot finish
+    # until that group thaws, so reclaiming the job takes the agent's full 5 s and fails
+    id=$(submit '{"user": "root", "requeue": false, "selectors": {"zone": "r"}, "command": ["sh", "-c",
+        "g=/sys/fs/cgroup/freezer/docket/$DOCKET_NODE/job_$DOCKET_JOB_ID/inner; mkdir $g; sh -c \"echo \\$\\$ > $g/cgroup.procs; exec sleep 1000\" & sleep 0.3; echo FROZEN > $g/freezer.state; echo ready; sleep 1000"]}')
+    wait_for 20 state_is "$id" RUNNING
+    wait_for 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | grep -q ready"
+    inner=/sys/fs/cgroup/freezer/docket/$PREFIX-r/job_$id/inner
+    sup=$(jq -r '.sup_pid' "$T/agent-r/jobs/$id/state.json")
+    kill -9 "$(cat "$T/agent-r.pid")"
+    kill -9 "$sup"
+    t0=$(date +%s.%N)
+    DOCKET_JOIN_TOKEN=$JOIN "$B/src/agent/docket-node" --controller "http://127.0.0.1:$PORT" \
+        --name "$PREFIX-r" --gpus 0 --label zone=r --allow-root-jobs --state-dir "$T/agent-r" \
+        --log-file "$T/agent-r.log" 2>>"$T/agent-r.err" &
+    echo $! >"$T/agent-r.pid"
+    quick=$(submit '{"selectors": {"zone": "r"}, "command": ["true"]}')
+    wait_for 20 state_is "$quick" COMPLETED || { echo THAWED >"$inner/freezer.state"; false; }
+    t1=$(date +%s.%N)
+    # the agent ran the new job while the reclaim was still going on
+    awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 4.5) }' || { echo THAWED >"$inner/freezer.state"; false; }
+    wait_for 20 state_is "$id" NODE_FAIL || { echo THAWED >"$inner/freezer.state"; false; }
+    [[ $(job "$id" | jq -r '.job.exit.kind') == lost ]]
+    wait_for 20 bash -c "[[ \$(curl -s -H 'Authorization: Bearer $TOKEN' http://127.0.0.1:$PORT/v1/nodes/$PREFIX-r | jq -r .node.reason) == *'reclaim failed for job $id'* ]]"
+    echo THAWED >"$inner/freezer.state"
+    capi POST "/v1/nodes/$PREFIX-r/drain" -d '{"reason": "test over"}' >/dev/null
+    kill_pidfile "$T/agent-r.pid"
+    xargs -r kill -9 <"$inner/cgroup.procs"
+    wait_for 10 rmdir "$inner"
+}
+
 @test "fencing: an agent cut off past node_timeout stops its job before the controller runs it elsewhere; output of both runs kept" {
     capi POST "/v1/nodes/$PREFIX-j/drain" -d '{"reason": "the job must start on i"}' >/dev/null
     cat >"$W/fence.sh" <<'EOF'
@@ -282,6 +322,7 @@ EOF
     # the first copy is gone, its supervisor said why
     wait_for 10 test -f "$T/agent-i/jobs/$id/final.json"
     [[ $(jq -r '.exit.message' "$T/agent-i/jobs/$id/final.json") == *fenced* ]]
+    [[ $(jq -r '.exit.kind' "$T/agent-i/jobs/$id/final.json") == lost ]]
     # both runs' output is kept, the second after the first
     wait_for 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | grep -q 'run on $PREFIX-j'"
     [[ $(logs "$id") == "run on $PREFIX-i"$'\n'"run on $PREFIX-j" ]]
