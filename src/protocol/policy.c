@@ -226,7 +226,8 @@ static int parse_settings(const json_t *s, struct sched_policy *p, struct proto_
         "gpu_weights", "default_gpu_weight", "cpu_weight", "mem_weight_per_gb",
         "default_class", "ordering", "backfill", "preemption", "preempt_max_per_cycle",
         "default_signal", "default_grace", "cancel_grace", "reservation_refresh",
-        "service_restart_delay", "retry_delay", NULL};
+        "service_restart_delay", "retry_delay", "mf_age_weight", "mf_fairshare_weight",
+        "mf_tier_weight", "mf_age_max", NULL};
     const char *P = "settings";
     int rc;
     if (!json_is_object(s))
@@ -251,7 +252,11 @@ static int parse_settings(const json_t *s, struct sched_policy *p, struct proto_
         (rc = get_dur(s, "cancel_grace", P, &p->cancel_grace_ms, err)) < 0 ||
         (rc = get_dur(s, "reservation_refresh", P, &p->reservation_refresh_ms, err)) < 0 ||
         (rc = get_dur(s, "service_restart_delay", P, &p->service_restart_delay_ms, err)) < 0 ||
-        (rc = get_dur(s, "retry_delay", P, &p->retry_delay_ms, err)) < 0)
+        (rc = get_dur(s, "retry_delay", P, &p->retry_delay_ms, err)) < 0 ||
+        (rc = get_d(s, "mf_age_weight", P, 0, 1e9, &p->mf_age_weight, err)) < 0 ||
+        (rc = get_d(s, "mf_fairshare_weight", P, 0, 1e9, &p->mf_fairshare_weight, err)) < 0 ||
+        (rc = get_d(s, "mf_tier_weight", P, 0, 1e9, &p->mf_tier_weight, err)) < 0 ||
+        (rc = get_dur(s, "mf_age_max", P, &p->mf_age_max_ms, err)) < 0)
         return rc;
     json_t *v;
     if ((v = json_object_get(s, "gpu_weights")) && (rc = parse_gpu_weights(v, p, err)) < 0)
@@ -535,6 +540,10 @@ static json_t *settings_json(const struct sched_policy *p)
     json_object_set_new(s, "reservation_refresh", dur(p->reservation_refresh_ms));
     json_object_set_new(s, "service_restart_delay", dur(p->service_restart_delay_ms));
     json_object_set_new(s, "retry_delay", dur(p->retry_delay_ms));
+    json_object_set_new(s, "mf_age_weight", json_real(p->mf_age_weight));
+    json_object_set_new(s, "mf_fairshare_weight", json_real(p->mf_fairshare_weight));
+    json_object_set_new(s, "mf_tier_weight", json_real(p->mf_tier_weight));
+    json_object_set_new(s, "mf_age_max", dur(p->mf_age_max_ms));
     return s;
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/proto.h"
 #include "util/parse.h"
 #include "util/str.h"
 #include "util/yamljson.h"
@@ -625,307 +626,51 @@ const struct sched_project_spec *sim_policy_project(const struct sim_policy *p,
     return NULL;
 }
 
-static int tiers_from_json(struct jctx *c, json_t *arr, struct sched_policy *p)
-{
-    static const char *const keys[] = { "name", "starve_after", "starve_after_ms", NULL };
-    size_t i;
-    json_t *t;
-
-    if (!json_is_array(arr))
-        return jfail(c, "tiers", "expected a list");
-    if (json_array_size(arr) < SCHED_MIN_TIERS || json_array_size(arr) > SCHED_MAX_TIERS)
-        return jfail(c, "tiers", "%zu tiers, expected %d to %d", json_array_size(arr),
-                     SCHED_MIN_TIERS, SCHED_MAX_TIERS);
-    memset(p->tiers, 0, sizeof(p->tiers));
-    p->ntiers = 0;
-    json_array_foreach(arr, i, t) {
-        struct sched_tier_spec *ts = &p->tiers[i];
-
-        snprintf(c->path, sizeof(c->path), "tiers[%zu]", i);
-        if (!json_is_object(t))
-            return jfail(c, NULL, "expected a mapping");
-        if (only_keys(c, t, keys) < 0 || get_name(c, t, "name", ts->name, sizeof(ts->name)) < 0 ||
-            get_duration(c, t, "starve_after", &ts->starve_after_ms) < 0)
-            return -EINVAL;
-        if (!ts->name[0])
-            return jfail(c, "name", "missing");
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(p->tiers[j].name, ts->name) == 0)
-                return jfail(c, "name", "tier '%s' listed twice", ts->name);
-        p->ntiers++;
-    }
-    c->path[0] = '\0';
-    return 0;
-}
-
-static int class_from_json(struct jctx *c, json_t *o, struct sched_class_spec *cs)
-{
-    static const char *const keys[] = {
-        "name", "default_limit", "default_limit_ms", "max_limit", "max_limit_ms",
-        "preemptible", "preempt_order", "protect_after", "protect_after_ms", "max_grace",
-        "max_grace_ms", "max_retries", "restart_on_failure", "requeueable", NULL,
-    };
-
-    if (!json_is_object(o))
-        return jfail(c, NULL, "expected a mapping");
-    return only_keys(c, o, keys) < 0 ||
-                   get_duration(c, o, "default_limit", &cs->default_limit_ms) < 0 ||
-                   get_duration(c, o, "max_limit", &cs->max_limit_ms) < 0 ||
-                   get_bool(c, o, "preemptible", &cs->preemptible) < 0 ||
-                   get_i32(c, o, "preempt_order", 0, 1000, &cs->preempt_order) < 0 ||
-                   get_duration(c, o, "protect_after", &cs->protect_after_ms) < 0 ||
-                   get_duration(c, o, "max_grace", &cs->max_grace_ms) < 0 ||
-                   get_i32(c, o, "max_retries", 0, 100, &cs->max_retries) < 0 ||
-                   get_bool(c, o, "restart_on_failure", &cs->restart_on_failure) < 0 ||
-                   get_bool(c, o, "requeueable", &cs->requeueable) < 0
-               ? -EINVAL
-               : 0;
-}
-
-static int classes_from_json(struct jctx *c, json_t *arr, struct sched_policy *p)
-{
-    size_t i;
-    json_t *o;
-
-    if (!json_is_array(arr))
-        return jfail(c, "classes", "expected a list");
-    json_array_foreach(arr, i, o) {
-        char name[SCHED_NAME_MAX] = "";
-        int k = 0;
-
-        snprintf(c->path, sizeof(c->path), "classes[%zu]", i);
-        if (!json_is_object(o))
-            return jfail(c, NULL, "expected a mapping");
-        if (get_name(c, o, "name", name, sizeof(name)) < 0)
-            return -EINVAL;
-        if (!name[0])
-            return jfail(c, "name", "missing");
-        while (k < p->nclasses && strcmp(p->classes[k].name, name) != 0)
-            k++;
-        if (k == p->nclasses) {
-            if (p->nclasses == SCHED_MAX_CLASSES)
-                return jfail(c, "name", "more than %d classes", SCHED_MAX_CLASSES);
-            memset(&p->classes[k], 0, sizeof(p->classes[k]));
-            (void)str_copy(p->classes[k].name, SCHED_NAME_MAX, name);
-            p->classes[k].requeueable = true;
-            p->nclasses++;
-        }
-        if (class_from_json(c, o, &p->classes[k]) < 0)
-            return -EINVAL;
-    }
-    c->path[0] = '\0';
-    return 0;
-}
-
-static int gpu_weights_from_json(struct jctx *c, json_t *o, struct sched_policy *p)
-{
-    const char *k;
-    json_t *v;
-
-    if (!o)
-        return 0;
-    if (!json_is_object(o))
-        return jfail(c, "gpu_weights", "expected a mapping of gpu_type: weight");
-    p->ngpu_weights = 0;
-    json_object_foreach(o, k, v) {
-        struct sched_gpu_weight *w = &p->gpu_weights[p->ngpu_weights];
-
-        if (p->ngpu_weights == SCHED_MAX_GPU_TYPES)
-            return jfail(c, "gpu_weights", "more than %d types", SCHED_MAX_GPU_TYPES);
-        if (!json_is_number(v) || json_number_value(v) < 0)
-            return jfail(c, "gpu_weights", "weight of '%s' must be a number >= 0", k);
-        if (str_copy(w->gpu_type, sizeof(w->gpu_type), k) < 0)
-            return jfail(c, "gpu_weights", "type name '%.32s...' too long", k);
-        w->weight = json_number_value(v);
-        p->ngpu_weights++;
-    }
-    return 0;
-}
-
-static int ordering_from_json(struct jctx *c, json_t *s, struct sched_policy *p)
-{
-    char o[32] = "";
-
-    if (get_str(c, s, "ordering", o, sizeof(o)) < 0)
-        return -EINVAL;
-    if (!o[0])
-        return 0;
-    if (strcmp(o, "tiered") == 0)
-        p->ordering = SCHED_ORDER_TIERED;
-    else if (strcmp(o, "fifo") == 0)
-        p->ordering = SCHED_ORDER_FIFO;
-    else if (strcmp(o, "multifactor") == 0)
-        p->ordering = SCHED_ORDER_MULTIFACTOR;
-    else
-        return jfail(c, "ordering", "'%s' is not tiered, fifo or multifactor", o);
-    return 0;
-}
-
-static int reserved_label_from_json(struct jctx *c, json_t *s, struct sched_policy *p)
-{
-    char lab[2 * SCHED_NAME_MAX] = "";
-
-    if (get_str(c, s, "reserved_label", lab, sizeof(lab)) < 0)
-        return -EINVAL;
-    if (lab[0] && parse_label(lab, p->reserved_label_key, sizeof(p->reserved_label_key),
-                              p->reserved_label_value, sizeof(p->reserved_label_value)) < 0)
-        return jfail(c, "reserved_label", "expected key=value");
-    return 0;
-}
-
-static int settings_from_json(struct jctx *c, json_t *s, struct sched_policy *p)
-{
-    static const char *const keys[] = {
-        "ordering", "backfill", "preemption", "fairshare_half_life", "fairshare_half_life_ms",
-        "fairshare_refresh", "fairshare_refresh_ms", "gpu_weights", "default_gpu_weight",
-        "cpu_weight", "mem_weight_per_gb", "mf_age_weight", "mf_fairshare_weight",
-        "mf_tier_weight", "mf_age_max", "mf_age_max_ms", "reserved_label",
-        "reserved_max_ratio", "reserved_min_tier", "min_runtime", "min_runtime_ms",
-        "max_preemptions", "preempt_max_per_cycle", "default_signal", "default_grace",
-        "default_grace_ms", "cancel_grace", "cancel_grace_ms", "backfill_depth",
-        "reservation_refresh", "reservation_refresh_ms", "service_restart_delay",
-        "service_restart_delay_ms", "retry_delay", "retry_delay_ms", "default_class", NULL,
-    };
-    char sig[32] = "";
-
-    snprintf(c->path, sizeof(c->path), "settings");
-    if (!json_is_object(s))
-        return jfail(c, NULL, "expected a mapping");
-    if (only_keys(c, s, keys) < 0 || ordering_from_json(c, s, p) < 0 ||
-        get_bool(c, s, "backfill", &p->backfill) < 0 ||
-        get_bool(c, s, "preemption", &p->preemption) < 0 ||
-        get_duration(c, s, "fairshare_half_life", &p->fairshare_half_life_ms) < 0 ||
-        get_duration(c, s, "fairshare_refresh", &p->fairshare_refresh_ms) < 0 ||
-        gpu_weights_from_json(c, json_object_get(s, "gpu_weights"), p) < 0 ||
-        get_double(c, s, "default_gpu_weight", 0, 1e6, &p->default_gpu_weight) < 0 ||
-        get_double(c, s, "cpu_weight", 0, 1e6, &p->cpu_weight) < 0 ||
-        get_double(c, s, "mem_weight_per_gb", 0, 1e6, &p->mem_weight_per_gb) < 0 ||
-        get_double(c, s, "mf_age_weight", 0, 1e9, &p->mf_age_weight) < 0 ||
-        get_double(c, s, "mf_fairshare_weight", 0, 1e9, &p->mf_fairshare_weight) < 0 ||
-        get_double(c, s, "mf_tier_weight", 0, 1e9, &p->mf_tier_weight) < 0 ||
-        get_duration(c, s, "mf_age_max", &p->mf_age_max_ms) < 0 ||
-        reserved_label_from_json(c, s, p) < 0 ||
-        get_double(c, s, "reserved_max_ratio", 0, 1, &p->reserved_max_ratio) < 0 ||
-        get_name(c, s, "reserved_min_tier", p->reserved_min_tier,
-                 sizeof(p->reserved_min_tier)) < 0 ||
-        get_duration(c, s, "min_runtime", &p->min_runtime_ms) < 0 ||
-        get_i32(c, s, "max_preemptions", 0, 1000000, &p->max_preemptions) < 0 ||
-        get_i32(c, s, "preempt_max_per_cycle", 0, 1000000, &p->preempt_max_per_cycle) < 0 ||
-        get_str(c, s, "default_signal", sig, sizeof(sig)) < 0 ||
-        get_duration(c, s, "default_grace", &p->default_grace_ms) < 0 ||
-        get_duration(c, s, "cancel_grace", &p->cancel_grace_ms) < 0 ||
-        get_i32(c, s, "backfill_depth", 0, 1000000, &p->backfill_depth) < 0 ||
-        get_duration(c, s, "reservation_refresh", &p->reservation_refresh_ms) < 0 ||
-        get_duration(c, s, "service_restart_delay", &p->service_restart_delay_ms) < 0 ||
-        get_duration(c, s, "retry_delay", &p->retry_delay_ms) < 0 ||
-        get_name(c, s, "default_class", p->default_class, sizeof(p->default_class)) < 0)
-        return -EINVAL;
-    if (sig[0] && parse_signal(sig, &p->default_signal) < 0)
-        return jfail(c, "default_signal", "unknown signal '%s'", sig);
-    c->path[0] = '\0';
-    return 0;
-}
-
-static int project_from_json(struct jctx *c, json_t *o, struct sched_project_spec *ps)
-{
-    static const char *const keys[] = {
-        "name", "group", "tier", "guarantee_gpus", "gpu_limit", "max_running", "max_queued",
-        "user_max_running", "user_gpu_limit", "paused", NULL,
-    };
-
-    sched_project_spec_init(ps);
-    if (!json_is_object(o))
-        return jfail(c, NULL, "expected a mapping");
-    if (only_keys(c, o, keys) < 0 || get_name(c, o, "name", ps->name, sizeof(ps->name)) < 0 ||
-        get_name(c, o, "group", ps->group, sizeof(ps->group)) < 0 ||
-        get_name(c, o, "tier", ps->tier, sizeof(ps->tier)) < 0 ||
-        get_double(c, o, "guarantee_gpus", 0, 1e9, &ps->guarantee_gpus) < 0 ||
-        get_i32(c, o, "gpu_limit", -1, 100000000, &ps->gpu_limit) < 0 ||
-        get_i32(c, o, "max_running", -1, 100000000, &ps->max_running) < 0 ||
-        get_i32(c, o, "max_queued", -1, 100000000, &ps->max_queued) < 0 ||
-        get_i32(c, o, "user_max_running", -1, 100000000, &ps->user_max_running) < 0 ||
-        get_i32(c, o, "user_gpu_limit", -1, 100000000, &ps->user_gpu_limit) < 0 ||
-        get_bool(c, o, "paused", &ps->paused) < 0)
-        return -EINVAL;
-    if (!ps->name[0])
-        return jfail(c, "name", "missing");
-    return 0;
-}
-
-static int projects_from_json(struct jctx *c, json_t *arr, struct sim_policy *out)
-{
-    size_t i;
-    json_t *o;
-
-    if (!json_is_array(arr))
-        return jfail(c, "projects", "expected a list");
-    out->projects = calloc(json_array_size(arr) + 1, sizeof(*out->projects));
-    if (!out->projects)
-        return jfail(c, "projects", "out of memory");
-    json_array_foreach(arr, i, o) {
-        snprintf(c->path, sizeof(c->path), "projects[%zu]", i);
-        if (project_from_json(c, o, &out->projects[i]) < 0)
-            return -EINVAL;
-        if (sim_policy_project(out, out->projects[i].name))
-            return jfail(c, "name", "project '%s' listed twice", out->projects[i].name);
-        out->nprojects++;
-    }
-    c->path[0] = '\0';
-    return 0;
-}
-
-/* Names the policy refers to must exist: project tiers, default class, reserved tier. */
-static int policy_check_names(struct jctx *c, const struct sim_policy *p)
-{
-    const struct sched_policy *sp = &p->policy;
-    bool ok = false;
-
-    for (int k = 0; k < sp->nclasses; k++)
-        ok = ok || strcmp(sp->classes[k].name, sp->default_class) == 0;
-    if (!ok)
-        return jfail(c, "settings.default_class", "unknown class '%s'", sp->default_class);
-    for (int i = 0; i < p->nprojects; i++) {
-        int t = 0;
-
-        while (t < sp->ntiers && strcmp(sp->tiers[t].name, p->projects[i].tier) != 0)
-            t++;
-        if (t == sp->ntiers)
-            return jfail(c, "projects", "project '%s': unknown tier '%s'", p->projects[i].name,
-                         p->projects[i].tier);
-    }
-    return 0;
-}
-
+/* The policy document is read by src/protocol's reader, the one `docket apply` and
+ * docketd use (proto_policy_parse: tiers and classes replace the lists, classes start from
+ * the default of the same name, settings override knobs, projects are listed), so a file
+ * means the same in the simulator as on the cluster. Only `mapping:` is the simulator's
+ * own; it is taken out before. */
 int sim_policy_from_json(json_t *doc, const char *name, struct sim_policy *out, char *err,
                          size_t errlen)
 {
-    static const char *const keys[] = {
-        "tiers", "classes", "settings", "projects", "mapping", NULL,
-    };
-    struct jctx c = { .file = name, .err = err, .errlen = errlen };
     const char *base = strrchr(name, '/');
+    struct proto_policy pp;
+    struct proto_error pe;
 
     sim_policy_defaults(out, base ? base + 1 : name);
     if (!json_is_object(doc))
         return cerr(err, errlen, name, "(top)", "expected a mapping");
-    if (only_keys(&c, doc, keys) < 0)
-        return -EINVAL;
-    if ((json_object_get(doc, "tiers") &&
-         tiers_from_json(&c, json_object_get(doc, "tiers"), &out->policy) < 0) ||
-        (json_object_get(doc, "classes") &&
-         classes_from_json(&c, json_object_get(doc, "classes"), &out->policy) < 0) ||
-        (json_object_get(doc, "settings") &&
-         settings_from_json(&c, json_object_get(doc, "settings"), &out->policy) < 0) ||
-        (json_object_get(doc, "projects") &&
-         projects_from_json(&c, json_object_get(doc, "projects"), out) < 0) ||
-        policy_check_names(&c, out) < 0) {
-        sim_policy_release(out);
-        return -EINVAL;
-    }
-    if (json_object_get(doc, "mapping")) {
+    json_t *copy = json_copy(doc); /* shallow: the mapping section is shared */
+    if (!copy)
+        return cerr(err, errlen, name, "(top)", "out of memory");
+    json_t *mapping = json_object_get(copy, "mapping");
+    if (mapping) {
         out->has_mapping = true;
-        out->mapping = json_incref(json_object_get(doc, "mapping"));
+        out->mapping = json_incref(mapping);
+        json_object_del(copy, "mapping");
     }
+    int rc = proto_policy_parse(copy, &out->policy, &pp, &pe);
+    json_decref(copy);
+    if (rc < 0) {
+        sim_policy_release(out);
+        if (pe.field[0] && !strstr(pe.message, pe.field))
+            return cerr(err, errlen, name, pe.field, "%s", pe.message);
+        snprintf(err, errlen, "%s: %s", name, pe.message);
+        return -EINVAL;
+    }
+    out->policy = pp.policy;
+    if (pp.nprojects) {
+        out->projects = calloc(pp.nprojects, sizeof(*out->projects));
+        if (!out->projects) {
+            proto_policy_release(&pp);
+            sim_policy_release(out);
+            return cerr(err, errlen, name, "projects", "out of memory");
+        }
+        memcpy(out->projects, pp.projects, pp.nprojects * sizeof(*out->projects));
+        out->nprojects = (int)pp.nprojects;
+    }
+    proto_policy_release(&pp);
     return 0;
 }
 

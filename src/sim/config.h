@@ -1,7 +1,7 @@
 /*
  * config.h - the simulator's inputs besides the trace: the cluster description (node
- * groups), the policy document (the same policy.yaml that `docket apply` takes, converted
- * here into struct sched_policy + project specs, since sim may not use src/protocol), the
+ * groups), the policy document (the same policy.yaml that `docket apply` takes, read by
+ * src/protocol's reader into struct sched_policy + project specs), the
  * mapping rules from trace projects/users to Docket projects, tiers and classes, and the
  * baseline policies for --compare. Formats: docs/sim.md.
  *
@@ -112,8 +112,10 @@ struct sim_policy {
 
 /* Defaults of the core (sched_policy_defaults), no projects. */
 void sim_policy_defaults(struct sim_policy *p, const char *name);
-/* Load a policy.yaml: tiers replace the default list; classes update the default class
- * of the same name or add one; settings override single knobs; projects are listed. */
+/* Load a policy.yaml with src/protocol's reader (proto_policy_parse, as `docket apply`):
+ * tiers and classes replace the default lists (a class starts from the default of the
+ * same name), settings override single knobs, projects are listed; `mapping:` is kept
+ * for sim_mapping_from_json. */
 int sim_policy_load(const char *path, struct sim_policy *out, char *err, size_t errlen);
 int sim_policy_from_json(json_t *doc, const char *name, struct sim_policy *out, char *err,
                          size_t errlen);

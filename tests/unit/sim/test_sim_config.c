@@ -105,7 +105,8 @@ static void policy_document(void **state)
         "settings: {fairshare_half_life: 7d, min_runtime: 10m, max_preemptions: 3,\n"
         "           reserved_max_ratio: 0.2, reserved_min_tier: high, backfill_depth: 32,\n"
         "           gpu_weights: {H100-80GB: 2.0, A100-40GB: 1.0}, cpu_weight: 0.0625,\n"
-        "           ordering: multifactor, preemption: false, default_signal: USR1}\n"
+        "           ordering: multifactor, preemption: false, default_signal: USR1,\n"
+        "           default_class: batch, mf_age_weight: 1000, mf_age_max: 7d}\n"
         "projects: [{name: vision, group: cv, tier: high, guarantee_gpus: 16, gpu_limit: 32,\n"
         "            max_running: 20, max_queued: 1000, user_max_running: 10, paused: false}]\n");
 
@@ -117,12 +118,16 @@ static void policy_document(void **state)
     assert_int_equal(p.policy.tiers[0].starve_after_ms, 3600000);
     assert_int_equal(p.policy.tiers[3].starve_after_ms, 86400000);
     assert_int_equal(p.policy.tiers[1].starve_after_ms, 0);
-    /* training updated in place, batch added after the defaults */
-    for (int i = 0; i < p.policy.nclasses; i++)
-        if (strcmp(p.policy.classes[i].name, "training") == 0)
-            assert_int_equal(p.policy.classes[i].max_grace_ms, 600000);
-    assert_string_equal(p.policy.classes[p.policy.nclasses - 1].name, "batch");
-    assert_int_equal(p.policy.classes[p.policy.nclasses - 1].default_limit_ms, 7200000);
+    /* the list is replaced (as `docket apply` does): training starts from the default
+     * training class and is updated, batch is new */
+    assert_int_equal(p.policy.nclasses, 2);
+    assert_string_equal(p.policy.classes[0].name, "training");
+    assert_int_equal(p.policy.classes[0].max_grace_ms, 600000);
+    assert_int_equal(p.policy.classes[0].max_retries, 0);
+    assert_string_equal(p.policy.classes[1].name, "batch");
+    assert_int_equal(p.policy.classes[1].default_limit_ms, 7200000);
+    assert_true(p.policy.mf_age_weight == 1000);
+    assert_int_equal(p.policy.mf_age_max_ms, 7 * 86400000LL);
     assert_int_equal(p.policy.min_runtime_ms, 600000);
     assert_int_equal(p.policy.backfill_depth, 32);
     assert_int_equal(p.policy.ngpu_weights, 2);
@@ -157,20 +162,25 @@ static void policy_bad(const char *text, const char *frag)
 static void policy_errors(void **state)
 {
     (void)state;
-    policy_bad("tiers: [{name: a}, {name: b}]", "tiers: 2 tiers, expected 3 to 5");
-    policy_bad("tiers: [{name: a}, {name: b}, {name: a}]", "tiers[2].name: tier 'a' listed twice");
+    /* the messages of src/protocol's reader (docket apply gives the same), after the file */
+    policy_bad("tiers: [{name: a}, {name: b}]", "p.yaml: tiers must be a list of 3 to 5");
+    policy_bad("tiers: [{name: a}, {name: b}, {name: a}]", "p.yaml: tiers[2]: duplicate tier 'a'");
     policy_bad("tiers: [{name: a, starve_after: soon}, {name: b}, {name: c}]",
-               "tiers[0].starve_after: expected a duration");
-    policy_bad("settings: {backfill: maybe}", "settings.backfill: expected true or false");
-    policy_bad("settings: {ordering: random}", "settings.ordering: 'random' is not");
-    policy_bad("settings: {reserved_max_ratio: 2}", "settings.reserved_max_ratio: 2 out of range");
-    policy_bad("settings: {speed: 11}", "settings.speed: unknown key");
-    policy_bad("settings: {default_class: nope}", "default_class: unknown class 'nope'");
-    policy_bad("projects: [{name: x, tier: gold}]", "project 'x': unknown tier 'gold'");
-    policy_bad("projects: [{name: x}, {name: x}]", "project 'x' listed twice");
-    policy_bad("projects: [{name: x, gpu_limit: -5}]", "projects[0].gpu_limit: -5 out of range");
-    policy_bad("projects: [{tier: high}]", "projects[0].name: missing");
-    policy_bad("quotas: {}", "quotas: unknown key");
+               "tiers[0].starve_after");
+    policy_bad("settings: {backfill: maybe}", "settings.backfill");
+    policy_bad("settings: {ordering: random}", "settings.ordering must be");
+    policy_bad("settings: {reserved_max_ratio: 2}", "settings.reserved_max_ratio must be between");
+    policy_bad("settings: {speed: 11}", "settings.speed");
+    policy_bad("settings: {default_class: nope}", "unknown class 'nope'");
+    policy_bad("projects: [{name: x, tier: gold}]", "projects[0].tier: unknown tier 'gold'");
+    policy_bad("projects: [{name: x}, {name: x}]", "duplicate project 'x'");
+    policy_bad("projects: [{name: x, gpu_limit: -5}]", "projects[0].gpu_limit");
+    policy_bad("projects: [{tier: high}]", "projects[0].name is required");
+    policy_bad("quotas: {}", "quotas");
+    /* what docket apply refuses, the simulator refuses too (it once took *_ms keys) */
+    policy_bad("settings: {min_runtime_ms: 600000}", "settings.min_runtime_ms");
+    policy_bad("classes: [{name: t, default_limit: 2h, max_limit: 1h}]",
+               "default_limit is above max_limit");
 }
 
 static void mapping_rules(void **state)

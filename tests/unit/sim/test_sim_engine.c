@@ -269,7 +269,8 @@ static void time_limit_ends_job(void **state)
     /* 1 h runtime, class exploration capped at 30 min: signalled at 30 min; with no
      * checkpoint it runs out the default 30 s grace and is killed: TIMEOUT */
     fx_init(&f, HEADER "T,0,3600,1,,,,p,,\n", 4,
-            "classes: [{name: exploration, max_limit: 30m}]\n" "settings: {ordering: fifo}",
+            "classes: [{name: exploration, default_limit: 30m, max_limit: 30m}]\n"
+            "settings: {ordering: fifo, default_class: exploration}",
             "default: {class: exploration}");
     r = fx_run(&f);
     assert_int_equal(job(r, "T")->limit_ms, 1800000);
