@@ -329,21 +329,26 @@ static bool job_admissible(struct sched *s, struct walk *w, struct job *j)
 
 /* A job whose sticky room is ready but which starts later than its reservation said (a
  * victim outlived its kill by the agent's latency) would run into the reservations that
- * were made to follow it. Those that are not sticky give way (they are recomputed); true
- * when one did. */
-static bool late_on_own_room(struct sched *s, const struct job *j)
+ * were made to follow it. Those followers give way (they are recomputed: a starving job
+ * gets a new sticky reservation in the next walk), except other preemptors, whose victims
+ * are already signalled. True when one did. */
+static bool late_on_own_room(struct sched *s, const struct job *j, int64_t now)
 {
     if (j->reservation == NONE32)
         return false;
     const struct reservation *own = &s->res[j->reservation];
     if (!own->preempting && !own->starving)
         return false;
+    int64_t dur = job_duration(j);
+    int64_t end = dur >= NEVER - now ? NEVER : now + dur;
     bool dropped = false;
     for (int i = 0; i < own->nnodes; i++) {
         struct node *n = &s->nodes[own->nodes[i]];
         for (int k = 0; k < n->nclaims;) {
-            const struct reservation *r = &s->res[n->claims[k].res];
-            if (n->claims[k].res != j->reservation && !r->preempting && !r->starving) {
+            const struct claim *c = &n->claims[k];
+            const struct reservation *r = &s->res[c->res];
+            bool follower = c->start >= own->start && c->start < end;
+            if (c->res != j->reservation && !r->preempting && (follower || !r->starving)) {
                 reservation_drop(s, n->claims[k].res);
                 dropped = true;
             } else {
@@ -373,7 +378,7 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
             reservation_drop_lower(s, j);
             pr = place_job(s, j, w->now, w->allocs, NULL);
         }
-        if (pr == PLACE_CLAIMED && late_on_own_room(s, j))
+        if (pr == PLACE_CLAIMED && late_on_own_room(s, j, w->now))
             pr = place_job(s, j, w->now, w->allocs, NULL);
         if (pr == PLACE_OK) {
             start_job(s, j, e, w->allocs, w->st);
@@ -424,8 +429,13 @@ static void serve_starving(struct sched *s, struct walk *w, struct job *j)
 {
     if (!job_admissible(s, w, j))
         return;
-    enum place_result pr = place_job(s, j, w->now, w->allocs, NULL);
-    if (pr == PLACE_CLAIMED && late_on_own_room(s, j))
+    bool lower = false;
+    enum place_result pr = place_job(s, j, w->now, w->allocs, &lower);
+    if (pr == PLACE_CLAIMED && lower) {
+        reservation_drop_lower(s, j);
+        pr = place_job(s, j, w->now, w->allocs, NULL);
+    }
+    if (pr == PLACE_CLAIMED && late_on_own_room(s, j, w->now))
         pr = place_job(s, j, w->now, w->allocs, NULL);
     if (pr == PLACE_OK) {
         start_job(s, j, NULL, w->allocs, w->st);
@@ -437,8 +447,9 @@ static void serve_starving(struct sched *s, struct walk *w, struct job *j)
     }
     if (j->reservation == NONE32 && reservation_make(s, j, w->now, true) == 0)
         w->st->reservations++;
-    reason_set(j, SCHED_R_RESOURCES, j->reservation != NONE32 ? s->res[j->reservation].start : -1,
-               0, 0);
+    /* no foreseeable start (its nodes run jobs without a limit) still has a reason */
+    reason_set(j, pr == PLACE_CLAIMED ? SCHED_R_RESERVATION : SCHED_R_RESOURCES,
+               j->reservation != NONE32 ? s->res[j->reservation].start : -1, 0, 0);
 }
 
 /* Oldest first. The list is compacted on the way: entries of jobs that left the queue or

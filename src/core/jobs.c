@@ -787,6 +787,7 @@ int sched_job_release(struct sched *s, uint64_t id, int64_t now, struct sched_er
     s->now = now;
     job_set_state(s, j, SCHED_PENDING);
     j->reason = SCHED_R_PRIORITY;
+    j->reason_cycle = 0;
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
     order_insert(s, j);
     job_mark_eligible(s, j, now);

@@ -886,6 +886,7 @@ void job_release_resources(struct sched *s, struct job *j)
 void job_to_pending(struct sched *s, struct job *j, int64_t begin_ms)
 {
     job_set_state(s, j, SCHED_PENDING);
+    j->reason_cycle = 0; /* derived until the next walk looks at it */
     j->stop_cause = SCHED_STOP_NONE;
     j->preemptor = 0;
     j->kill_at_ms = 0;

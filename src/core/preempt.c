@@ -322,11 +322,19 @@ static int wait_list(struct sched *s, const uint32_t *nodes, int nnodes, int64_t
 
 /* Signal the victims and reserve their room for `j`: a sticky reservation replaces any it
  * held (a starving one stays starving), and lower reservations on those nodes give way. */
-static int preempt_apply(struct sched *s, struct job *j, struct node_plan *plans, int nplans,
-                         int64_t now)
+static int preempt_apply(struct sched *s, struct job *j, const struct shape *sh,
+                         struct node_plan *plans, int nplans, int64_t now)
 {
     uint32_t nodes[SCHED_MAX_JOB_NODES];
     int64_t start = now;
+    for (int p = 0; p < nplans; p++)
+        if (plans[p].start > start)
+            start = plans[p].start;
+    /* a gang starts when its last node is ready: every node must hold until then too */
+    for (int p = 0; p < nplans && nplans > 1; p++)
+        if (!plan_holds(s, &s->nodes[plans[p].node], j, sh, plans[p].v, plans[p].nvictims, start,
+                        job_duration(j)))
+            return -1;
     for (int p = 0; p < nplans; p++) {
         nodes[p] = plans[p].node;
         for (int i = 0; i < plans[p].nvictims; i++) {
@@ -334,8 +342,6 @@ static int preempt_apply(struct sched *s, struct job *j, struct node_plan *plans
             if (v->state != SCHED_STOPPING) /* a gang victim may be hit on two nodes */
                 job_stop(s, v, SCHED_STOP_PREEMPT, v->signal, v->grace_ms, j->id, now);
         }
-        if (plans[p].start > start)
-            start = plans[p].start;
     }
     for (int p = 0; p < nplans; p++) {
         const struct node *n = &s->nodes[nodes[p]];
@@ -392,6 +398,7 @@ int preempt_for(struct sched *s, struct job *j, int64_t now)
     struct node_plan *chosen = malloc((size_t)ps.want * sizeof(*chosen));
     ps.cur = malloc(sizeof(*ps.cur));
     int rc = -1, nchosen = 0;
+    struct shape chosen_shape = *sh;
     if (ps.best && ps.cur && chosen) {
         /* a gang of any type is planned per type: its nodes must be alike */
         int from = shape_spans_types(sh) ? 1 : 0, to = shape_spans_types(sh) ? s->ntypes : 1;
@@ -404,12 +411,13 @@ int preempt_for(struct sched *s, struct job *j, int64_t now)
                 (nchosen == 0 || plans_victims(ps.best, ps.nbest) < plans_victims(chosen, nchosen))) {
                 memcpy(chosen, ps.best, (size_t)ps.nbest * sizeof(*chosen));
                 nchosen = ps.nbest;
+                chosen_shape = typed;
             }
         }
         if (nchosen && plans_victims(chosen, nchosen) == 0)
             rc = 1; /* jobs already stopping free the room: no new victim, wait for it */
         else if (nchosen)
-            rc = preempt_apply(s, j, chosen, nchosen, now);
+            rc = preempt_apply(s, j, &chosen_shape, chosen, nchosen, now);
     }
     free(ps.best);
     free(ps.cur);

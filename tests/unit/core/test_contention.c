@@ -1,0 +1,208 @@
+/*
+ * test_contention.c - reproducers of the core's defects under contention (issue 9), one
+ * check each, on small hand-built clusters; each fails on the code before its fix.
+ */
+#include "helpers.h"
+
+static void check_ok(struct sched *s)
+{
+    struct sched_error err;
+    if (sched_check(s, &err))
+        fail_msg("sched_check: %s", err.message);
+}
+
+/* #6: a project at its GPU limit still runs its CPU-only jobs, and says QuotaLimit only for
+ * the GPU ones. */
+static void test_gpu_limit_leaves_cpu_jobs_alone(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "normal", 0, 4);
+    submit(s, 1, "lab", NULL, NULL, 4, 1, HOUR, T0);
+    struct cyc c = cycle(s, T0);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    submit(s, 2, "lab", NULL, NULL, 2, 1, HOUR, T0 + 1);
+    submit(s, 3, "lab", NULL, NULL, 0, 1, HOUR, T0 + 2);
+    c = cycle(s, T0 + 3);
+    assert_null(find_dec(c, SCHED_D_START, 2));
+    assert_non_null(find_dec(c, SCHED_D_START, 3));
+    assert_reason(s, 2, SCHED_R_QUOTA_LIMIT);
+    check_ok(s);
+    sched_destroy(s);
+}
+
+/* #4: starvation age counts from eligibility: a job whose dependency ends after 2 h is
+ * not starving the moment it becomes free to run. */
+static void test_starvation_counts_from_eligibility(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched(); /* critical starves after 1 h */
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", NULL, NULL, 8, 1, 3 * HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    struct sched_job_spec j;
+    spec_fill(&j, 2, "lab", NULL, NULL, 0, 1, HOUR, T0);
+    j.deps[0].kind = SCHED_DEP_AFTEROK;
+    j.deps[0].job_id = 1;
+    j.ndeps = 1;
+    struct sched_error err;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 2, T0 + HOUR, &x), 0);
+    assert_int_equal(x.starve_at_ms, -1); /* no bound while the dependency is unmet */
+    end(s, 1, SCHED_EXIT_CODE, 0, T0 + 2 * HOUR);
+    (void)cycle(s, T0 + 2 * HOUR);
+    submit(s, 3, "lab", NULL, NULL, 8, 1, HOUR, T0 + 2 * HOUR);
+    assert_int_equal(sched_explain(s, 3, T0 + 2 * HOUR, &x), 0);
+    assert_int_equal(x.starve_at_ms, T0 + 3 * HOUR);
+    assert_false(x.starving);
+    check_ok(s);
+    sched_destroy(s);
+}
+
+/* #8: cancel and requeue send the job's own checkpoint signal, not 15. */
+static void test_cancel_and_requeue_use_the_job_signal(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "normal", 0, -1);
+    for (uint64_t id = 1; id <= 2; id++) {
+        struct sched_job_spec j;
+        spec_fill(&j, id, "lab", NULL, NULL, 1, 1, HOUR, T0);
+        j.signal = 10; /* SIGUSR1 */
+        j.has_checkpoint_signal = true;
+        struct sched_error err;
+        assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    }
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    run(s, 2, T0);
+    struct sched_error err;
+    assert_int_equal(sched_job_cancel(s, 1, T0 + MIN, &err), 0);
+    assert_int_equal(sched_job_requeue(s, 2, T0 + MIN, &err), 0);
+    struct cyc c = cycle(s, T0 + MIN);
+    assert_int_equal(find_dec(c, SCHED_D_SIGNAL, 1)->signal, 10);
+    assert_int_equal(find_dec(c, SCHED_D_SIGNAL, 2)->signal, 10);
+    sched_destroy(s);
+}
+
+/* #8: a gang that names no GPU type still runs on nodes of one type. */
+static void test_gang_without_type_stays_on_one_type(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "a1", "A100", 8);
+    add_node(s, "h1", "H100", 8);
+    add_node(s, "h2", "H100", 8);
+    add_project(s, "lab", "normal", 0, -1);
+    submit(s, 1, "lab", NULL, NULL, 8, 1, HOUR, T0); /* best fit: takes one node */
+    (void)cycle(s, T0);
+    submit(s, 2, "lab", NULL, NULL, 8, 2, HOUR, T0 + 1);
+    struct cyc c = cycle(s, T0 + 1);
+    const struct sched_decision *d = find_dec(c, SCHED_D_START, 2);
+    struct sched_job_view v1;
+    assert_int_equal(sched_job_get(s, 1, &v1), 0);
+    if (d) {
+        struct sched_node_view a, b;
+        assert_int_equal(sched_node_get(s, d->allocs[0].node, &a), 0);
+        assert_int_equal(sched_node_get(s, d->allocs[1].node, &b), 0);
+        assert_string_equal(a.gpu_type, b.gpu_type);
+    } else {
+        /* job 1 took an H100 node: only one H100 and one A100 are left, so it waits */
+        assert_string_equal(sched_node_name(s, v1.allocs[0].node), "h1");
+    }
+    check_ok(s);
+    sched_destroy(s);
+}
+
+/* #8: policy durations are bounded, so time + duration never overflows. */
+static void test_policy_durations_bounded(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.tiers[0].starve_after_ms = INT64_MAX;
+    struct sched_error err;
+    assert_null(sched_create(&p, &err));
+    assert_string_equal(err.field, "tiers.starve_after");
+    sched_policy_defaults(&p);
+    p.min_runtime_ms = INT64_MAX;
+    assert_null(sched_create(&p, &err));
+    assert_string_equal(err.field, "min_runtime");
+}
+
+/* #1: a lower job may not preempt on a node that a higher job's reservation claims and
+ * then leave it idle: the claim binds the lower preemptor. */
+static void test_lower_preemptor_respects_higher_reservation(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.min_runtime_ms = 0;
+    struct sched *s = mk_sched_with(&p);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    /* a service (never preemptible) holds 4 GPUs for 1 h, a low job the other 4 */
+    submit(s, 1, "lab", "normal", "service", 4, 1, 0, T0);
+    submit(s, 2, "lab", "low", "exploration", 4, 1, HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    run(s, 2, T0);
+    /* a critical job wants all 8: it cannot preempt the service, so it reserves nothing
+       it could use; a high job needs 4 and may preempt job 2 */
+    submit(s, 3, "lab", "high", "experiment", 4, 1, HOUR, T0 + MIN);
+    struct cyc c = cycle(s, T0 + MIN);
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 2));
+    assert_reason(s, 3, SCHED_R_PREEMPTING);
+    /* a normal job of the same size arriving now may not take the freed room */
+    submit(s, 4, "lab", "normal", "experiment", 4, 1, HOUR, T0 + MIN + 1);
+    end(s, 2, SCHED_EXIT_SIGNAL, 15, T0 + MIN + 2 * SEC);
+    c = cycle(s, T0 + MIN + 2 * SEC);
+    assert_non_null(find_dec(c, SCHED_D_START, 3));
+    assert_null(find_dec(c, SCHED_D_START, 4));
+    check_ok(s);
+    sched_destroy(s);
+}
+
+/* #3: a preemptor that held a reservation ends up with exactly one. */
+static void test_preemptor_keeps_one_reservation(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.min_runtime_ms = 10 * MIN;
+    struct sched *s = mk_sched_with(&p);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", "low", "exploration", 8, 1, HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    submit(s, 2, "lab", "high", "experiment", 8, 1, HOUR, T0 + MIN);
+    struct cyc c = cycle(s, T0 + MIN); /* victim too young: a reservation instead */
+    assert_null(find_dec(c, SCHED_D_SIGNAL, 1));
+    struct sched_job_view v;
+    assert_int_equal(sched_job_get(s, 2, &v), 0);
+    assert_true(v.reservation_ms > 0);
+    c = cycle(s, T0 + 10 * MIN);
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 1));
+    check_ok(s); /* sched_check counts one claim per reservation and node */
+    sched_destroy(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gpu_limit_leaves_cpu_jobs_alone),
+        cmocka_unit_test(test_starvation_counts_from_eligibility),
+        cmocka_unit_test(test_cancel_and_requeue_use_the_job_signal),
+        cmocka_unit_test(test_gang_without_type_stays_on_one_type),
+        cmocka_unit_test(test_policy_durations_bounded),
+        cmocka_unit_test(test_lower_preemptor_respects_higher_reservation),
+        cmocka_unit_test(test_preemptor_keeps_one_reservation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
