@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "controller/ctl.h"
+#include "util/base64.h"
 #include "util/parse.h"
 #include "util/str.h"
 
@@ -194,20 +194,6 @@ void h_job_logs(struct ctl_req *r)
         evhttp_connection_set_closecb(con, waiter_closed, w);
 }
 
-/* Standard base64, padded; returns the byte count or -EINVAL. */
-static int64_t b64_decode(const char *s, size_t n, unsigned char *out)
-{
-    if (n % 4)
-        return -EINVAL;
-    if (n == 0)
-        return 0;
-    int got = EVP_DecodeBlock(out, (const unsigned char *)s, (int)n);
-    if (got < 0)
-        return -EINVAL;
-    size_t pad = (s[n - 1] == '=') + (s[n - 2] == '=');
-    return got - (int64_t)pad;
-}
-
 static int append_chunk(struct ctl *c, uint64_t job, int stream, int64_t offset,
                         const unsigned char *data, size_t n, int64_t *end)
 {
@@ -264,8 +250,10 @@ void h_agent_logs(struct ctl_req *r)
     unsigned char *raw = NULL;
     int64_t n = 0;
     if (rc == 0) {
-        raw = malloc(json_string_length(data) / 4 * 3 + 4);
-        n = raw ? b64_decode(json_string_value(data), json_string_length(data), raw) : -ENOMEM;
+        size_t max = B64_DECODED_MAX(json_string_length(data));
+        raw = malloc(max + 1);
+        n = raw ? b64_decode(json_string_value(data), json_string_length(data), raw, max)
+                : -ENOMEM;
         if (n < 0)
             rc = proto_errorf(&e, 400, NULL, "data", "data is not valid base64");
     }

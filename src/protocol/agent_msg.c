@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/base64.h"
+
 static int bad(struct agent_msg_error *err, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -669,72 +671,12 @@ json_t *agent_events_body(const char *node, json_t *events)
 }
 
 /* ---------------------------------------------------------------------------------- */
-/* Logs and base64                                                                     */
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-char *agent_b64_encode(const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    size_t out_len = 4 * ((len + 2) / 3);
-    char *out = malloc(out_len + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 3) {
-        unsigned v = (unsigned)p[i] << 16;
-        if (i + 1 < len)
-            v |= (unsigned)p[i + 1] << 8;
-        if (i + 2 < len)
-            v |= p[i + 2];
-        out[o++] = b64[(v >> 18) & 63];
-        out[o++] = b64[(v >> 12) & 63];
-        out[o++] = i + 1 < len ? b64[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < len ? b64[v & 63] : '=';
-    }
-    out[o] = '\0';
-    return out;
-}
-
-static int b64_val(char c)
-{
-    const char *p = c ? strchr(b64, c) : NULL;
-    return p ? (int)(p - b64) : -1;
-}
-
-int64_t agent_b64_decode(const char *s, unsigned char *out, size_t outlen)
-{
-    size_t n = strlen(s);
-    if (n % 4)
-        return -EINVAL;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 4) {
-        int v[4];
-        for (int k = 0; k < 4; k++) {
-            v[k] = s[i + k] == '=' ? 0 : b64_val(s[i + k]);
-            if (v[k] < 0)
-                return -EINVAL;
-        }
-        int pad = (s[i + 2] == '=') + (s[i + 3] == '=');
-        if ((pad && i + 4 != n) || (s[i + 2] == '=' && s[i + 3] != '=') || s[i] == '=' || s[i + 1] == '=')
-            return -EINVAL;
-        if ((pad == 1 && (v[2] & 3)) || (pad == 2 && (v[1] & 15)))
-            return -EINVAL;   /* bits past the end must be zero (canonical form only) */
-        unsigned w = (unsigned)v[0] << 18 | (unsigned)v[1] << 12 | (unsigned)v[2] << 6 | (unsigned)v[3];
-        unsigned char bytes[3] = {(unsigned char)(w >> 16), (unsigned char)(w >> 8), (unsigned char)w};
-        for (int k = 0; k < 3 - pad; k++) {
-            if (o >= outlen)
-                return -ENOSPC;
-            out[o++] = bytes[k];
-        }
-    }
-    return (int64_t)o;
-}
+/* Logs (their data is base64: util/base64.h)                                         */
 
 json_t *agent_logs_body(const char *node, uint64_t job, const char *stream, int64_t offset,
                         const void *data, size_t len)
 {
-    char *enc = agent_b64_encode(data, len);
+    char *enc = b64_encode(data, len);
     if (!enc)
         return NULL;
     json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:s}", "node", node, "job", (json_int_t)job, "stream",

@@ -164,9 +164,4 @@ json_t *agent_logs_body(const char *node, uint64_t job, const char *stream, int6
 /* {"offset": N} */
 int agent_logs_reply_parse(const json_t *body, int64_t *offset, struct agent_msg_error *err) AGENT_MSG_WUR;
 
-/* Base64 (standard alphabet, padded). Encode returns a malloc'd string; decode returns
- * the byte count or -EINVAL. */
-char *agent_b64_encode(const void *data, size_t len);
-int64_t agent_b64_decode(const char *s, unsigned char *out, size_t outlen);
-
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "protocol/agent_msg.h"
+#include "util/base64.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -66,9 +67,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)agent_logs_reply_parse(o, &off, &e);
     if (json_is_string(o)) {
         unsigned char buf[4096];
-        int64_t n = agent_b64_decode(json_string_value(o), buf, sizeof buf);
+        int64_t n = b64_decode(json_string_value(o), json_string_length(o), buf, sizeof buf);
         if (n >= 0) {
-            char *enc = agent_b64_encode(buf, (size_t)n);
+            char *enc = b64_encode(buf, (size_t)n);
             if (!enc || strcmp(enc, json_string_value(o)) != 0)
                 abort();
             free(enc);
