@@ -1,6 +1,7 @@
 /*
  * client.h - how docket finds docketd and talks to it: the public HTTP API of docs/api.md,
- * over one libcurl connection (TCP, or the controller's Unix socket), nothing else.
+ * nothing else, over one kept-alive connection: our own HTTP/1.1 client (http.h) for
+ * http:// and unix: URLs, libcurl loaded with dlopen only for https:// (http.h says why).
  *
  * Discovery, first match wins:
  *   1. DOCKET_URL (http://host:port, https://host:port or unix:/path) and DOCKET_TOKEN

@@ -23,6 +23,7 @@
 #include "controller/ctl.h"
 #include "util/clock.h"
 #include "util/str.h"
+#include "util/xalloc.h"
 
 static const char commit_failed_json[] =
     "{\"error\":{\"code\":\"internal\",\"message\":\"commit failed\"}}";
@@ -35,7 +36,7 @@ static const char oom_json[] =
 static void send_now(struct ctl *c, struct evhttp_request *req, int status, const char *ctype,
                      const void *data, size_t len)
 {
-    struct evbuffer *buf = evbuffer_new();
+    struct evbuffer *buf = xnonnull(evbuffer_new(), "reply buffer");
     evbuffer_add(buf, data, len);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
     if (status >= 0 && status < 600)
@@ -631,7 +632,7 @@ static int start_unix(struct ctl *c, char *err, size_t errlen)
 int ctl_http_start(struct ctl *c, char *err, size_t errlen)
 {
     int rc;
-    c->commit_ev = event_new(c->base, -1, 0, commit_cb, c);
+    c->commit_ev = xnonnull(event_new(c->base, -1, 0, commit_cb, c), "commit event");
     /* commits run after the handlers of this iteration (lower priority number = first) */
     if (c->cfg.listen[0] && (rc = start_tcp(c, err, errlen)) < 0)
         return rc;

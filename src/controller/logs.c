@@ -19,6 +19,7 @@
 #include "util/base64.h"
 #include "util/parse.h"
 #include "util/str.h"
+#include "util/xalloc.h"
 
 enum { LOG_READ_MAX = 1 << 20, LOG_FOLLOW_MS = 25000 };
 
@@ -185,7 +186,7 @@ void h_job_logs(struct ctl_req *r)
         return;
     }
     *w = (struct ctl_log_waiter){c, r->req, (uint64_t)id, stream, offset, NULL, c->log_waiters};
-    w->timer = evtimer_new(c->base, waiter_fire, w);
+    w->timer = xnonnull(evtimer_new(c->base, waiter_fire, w), "log follow timer");
     struct timeval tv = {LOG_FOLLOW_MS / 1000, 0};
     event_add(w->timer, &tv);
     c->log_waiters = w;

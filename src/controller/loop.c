@@ -13,6 +13,7 @@
 #include "util/clock.h"
 #include "util/dbuf.h"
 #include "util/str.h"
+#include "util/xalloc.h"
 
 /* ------------------------------------------------------------------------------------ */
 /* Audit and job events                                                                  */
@@ -526,8 +527,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 
 int ctl_loop_start(struct ctl *c)
 {
-    c->cycle_ev = evtimer_new(c->base, cycle_cb, c);
-    c->tick_ev = event_new(c->base, -1, EV_PERSIST, tick_cb, c);
+    c->cycle_ev = xnonnull(evtimer_new(c->base, cycle_cb, c), "cycle timer");
+    c->tick_ev = xnonnull(event_new(c->base, -1, EV_PERSIST, tick_cb, c), "tick timer");
     struct timeval one = {1, 0};
     event_add(c->tick_ev, &one);
     ctl_cycle_soon(c);

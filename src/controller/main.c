@@ -18,6 +18,7 @@
 #include "util/clock.h"
 #include "util/parse.h"
 #include "util/str.h"
+#include "util/xalloc.h"
 
 static const double wait_bounds[] = {1, 10, 60, 300, 900, 3600, 14400, 86400};
 static const double cycle_bounds[] = {0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1};
@@ -258,9 +259,9 @@ int main(int argc, char **argv)
         return 1;
     int rc = start(c);
     if (rc == 0) {
-        c->sig_term = evsignal_new(c->base, SIGTERM, on_signal, c);
-        c->sig_int = evsignal_new(c->base, SIGINT, on_signal, c);
-        c->sig_hup = evsignal_new(c->base, SIGHUP, on_signal, c);
+        c->sig_term = xnonnull(evsignal_new(c->base, SIGTERM, on_signal, c), "signal event");
+        c->sig_int = xnonnull(evsignal_new(c->base, SIGINT, on_signal, c), "signal event");
+        c->sig_hup = xnonnull(evsignal_new(c->base, SIGHUP, on_signal, c), "signal event");
         event_add(c->sig_term, NULL);
         event_add(c->sig_int, NULL);
         event_add(c->sig_hup, NULL);

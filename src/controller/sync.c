@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "controller/ctl.h"
+#include "util/xalloc.h"
 
 struct ctl_sync {
     pthread_t thread;
@@ -101,7 +102,8 @@ int ctl_sync_start(struct ctl *c)
         return -EAGAIN;
     }
     s->running = true;
-    s->ev = event_new(c->base, s->pipe_r, EV_READ | EV_PERSIST, synced_cb, c);
+    s->ev = xnonnull(event_new(c->base, s->pipe_r, EV_READ | EV_PERSIST, synced_cb, c),
+                     "sync event");
     event_add(s->ev, NULL);
     c->sync = s;
     return 0;

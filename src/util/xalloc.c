@@ -30,6 +30,15 @@ static void oom(size_t n)
     abort();
 }
 
+void *xnonnull(void *p, const char *what)
+{
+    if (!p) {
+        fprintf(stderr, "level=error event=out_of_memory what=%s\n", what);
+        oom(0);
+    }
+    return p;
+}
+
 void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);

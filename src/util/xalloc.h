@@ -13,6 +13,9 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
+/* For allocators that are not ours (libevent's event_new, evbuffer_new ...): returns p,
+ * or calls the out-of-memory hook when p is NULL (`what` names the object in the log). */
+void *xnonnull(void *p, const char *what);
 /* Replace the hook called on failure (NULL restores the default abort). */
 void xalloc_set_oom_hook(void (*hook)(size_t n));
 

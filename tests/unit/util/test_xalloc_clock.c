@@ -100,6 +100,25 @@ static void hook_runs_on_failure(void **state)
     assert_true(oom_bytes == SIZE_MAX - 4096);
 }
 
+/* xnonnull: a foreign allocator's NULL (libevent's event_new) runs the same hook. */
+static void hook_runs_on_a_foreign_null(void **state)
+{
+    volatile int reached = 0;
+    int x;
+
+    (void)state;
+    assert_ptr_equal(xnonnull(&x, "x"), &x);
+    xalloc_set_oom_hook(test_hook);
+    oom_bytes = 1;
+    if (setjmp(oom_jump) == 0) {
+        (void)xnonnull(NULL, "event");
+        reached = 1;
+    }
+    xalloc_set_oom_hook(NULL);
+    assert_int_equal(reached, 0);
+    assert_true(oom_bytes == 0);
+}
+
 static void hook_runs_on_calloc_overflow(void **state)
 {
     volatile int reached = 0;
@@ -149,6 +168,7 @@ int main(void)
         cmocka_unit_test(xstrndup_stops_at_n),
         cmocka_unit_test(hook_runs_on_failure),
         cmocka_unit_test(hook_runs_on_calloc_overflow),
+        cmocka_unit_test(hook_runs_on_a_foreign_null),
         cmocka_unit_test(clock_realtime_is_epoch_ms),
         cmocka_unit_test(clock_monotonic_moves_forward),
     };
