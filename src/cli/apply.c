@@ -21,8 +21,10 @@ const char cmd_apply_usage[] =
 enum { A_FILE = 1, A_DRY_RUN };
 
 static const struct opt_def apply_opts[] = {
-    { A_FILE, 'f', "file", OPT_VALUE }, { A_DRY_RUN, 0, "dry-run", OPT_NONE },
-    CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+    {A_FILE, 'f', "file", OPT_VALUE},
+    {A_DRY_RUN, 0, "dry-run", OPT_NONE},
+    CLI_COMMON_OPTS,
+    {0, 0, NULL, OPT_NONE},
 };
 
 static int read_all(struct cli *c, const char *path, struct dbuf *b)
@@ -75,10 +77,10 @@ int cmd_apply(struct cli *c, int argc, char **argv)
         dbuf_release(&b);
         return rc;
     }
-    ctype = str_has_suffix(file, ".json") || b.data[0] == '{' ? "application/json"
-                                                               : "application/yaml";
-    rc = cli_call_raw(c, "POST", dry ? "/v1/policy?dry_run=1" : "/v1/policy", ctype, b.data,
-                      b.len, 0, &r);
+    ctype =
+        str_has_suffix(file, ".json") || b.data[0] == '{' ? "application/json" : "application/yaml";
+    rc = cli_call_raw(c, "POST", dry ? "/v1/policy?dry_run=1" : "/v1/policy", ctype, b.data, b.len,
+                      0, &r);
     dbuf_release(&b);
     if (rc)
         return rc;
@@ -91,9 +93,8 @@ int cmd_apply(struct cli *c, int argc, char **argv)
         cli_print_json(c, reply);
     else
         fprintf(c->out, "%s %s: %lld tiers, %lld classes, %lld projects\n",
-                dry ? "valid, would apply" : "applied", file,
-                (long long)jint(applied, "tiers", 0), (long long)jint(applied, "classes", 0),
-                (long long)jint(applied, "projects", 0));
+                dry ? "valid, would apply" : "applied", file, (long long)jint(applied, "tiers", 0),
+                (long long)jint(applied, "classes", 0), (long long)jint(applied, "projects", 0));
     json_decref(reply);
     return EXIT_OK;
 }

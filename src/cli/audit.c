@@ -20,9 +20,13 @@ const char cmd_audit_usage[] =
 enum { AU_ACTOR = 1, AU_ACTION, AU_TARGET, AU_SINCE, AU_LIMIT };
 
 static const struct opt_def audit_opts[] = {
-    { AU_ACTOR, 0, "actor", OPT_VALUE }, { AU_ACTION, 0, "action", OPT_VALUE },
-    { AU_TARGET, 0, "target", OPT_VALUE }, { AU_SINCE, 0, "since", OPT_VALUE },
-    { AU_LIMIT, 'n', "limit", OPT_VALUE }, CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+    {AU_ACTOR, 0, "actor", OPT_VALUE},
+    {AU_ACTION, 0, "action", OPT_VALUE},
+    {AU_TARGET, 0, "target", OPT_VALUE},
+    {AU_SINCE, 0, "since", OPT_VALUE},
+    {AU_LIMIT, 'n', "limit", OPT_VALUE},
+    CLI_COMMON_OPTS,
+    {0, 0, NULL, OPT_NONE},
 };
 
 /* "tier: normal -> high, gpu_limit: 8 -> 16" from the members that differ. */
@@ -31,7 +35,8 @@ static void change_text(const json_t *before, const json_t *after, struct dbuf *
     const char *k;
     json_t *v;
 
-    json_object_foreach((json_t *)after, k, v) {
+    json_object_foreach((json_t *)after, k, v)
+    {
         json_t *old = json_object_get(before, k);
         char *o, *n;
         if (old && json_equal(old, v))
@@ -47,7 +52,7 @@ static void change_text(const json_t *before, const json_t *after, struct dbuf *
 
 static void print_entries(struct cli *c, const json_t *entries)
 {
-    static const char *const h[] = { "WHEN", "ACTOR", "ACTION", "TARGET", "CHANGE", "REASON" };
+    static const char *const h[] = {"WHEN", "ACTOR", "ACTION", "TARGET", "CHANGE", "REASON"};
     struct table *t = table_create(h, 6);
     size_t i;
     json_t *e;
@@ -56,7 +61,8 @@ static void print_entries(struct cli *c, const json_t *entries)
         return;
     table_set_flags(t, 4, TABLE_FLEX);
     table_set_flags(t, 5, TABLE_FLEX);
-    json_array_foreach(entries, i, e) {
+    json_array_foreach(entries, i, e)
+    {
         char when[32];
         struct dbuf b;
         dbuf_init(&b, 4096);
@@ -80,7 +86,7 @@ static void print_entries(struct cli *c, const json_t *entries)
 
 int cmd_audit(struct cli *c, int argc, char **argv)
 {
-    static const char *const keys[] = { "", "actor", "action", "target" };
+    static const char *const keys[] = {"", "actor", "action", "target"};
     struct cli_args a;
     struct dbuf path;
     json_t *reply = NULL;

@@ -32,10 +32,9 @@ static const char *dur(int64_t ms, const char *zero, char *buf, size_t len)
 /* KEY=VALUE of a class, typed as the policy document wants it. */
 static int class_field(struct cli *c, json_t *body, const char *kv)
 {
-    static const char *const durs[] = { "default_limit", "max_limit", "protect_after",
-                                        "max_grace" };
-    static const char *const bools[] = { "preemptible", "restart_on_failure", "requeueable" };
-    static const char *const ints[] = { "preempt_order", "max_retries" };
+    static const char *const durs[] = {"default_limit", "max_limit", "protect_after", "max_grace"};
+    static const char *const bools[] = {"preemptible", "restart_on_failure", "requeueable"};
+    static const char *const ints[] = {"preempt_order", "max_retries"};
     const char *eq = strchr(kv, '=');
     char key[64];
     size_t n = eq ? (size_t)(eq - kv) : 0;
@@ -67,8 +66,7 @@ static int class_field(struct cli *c, json_t *body, const char *kv)
         if (strcmp(key, ints[i]))
             continue;
         if (parse_int(eq + 1, 0, 1000, &x) < 0)
-            return cli_usage_error(c, "%s: want a number from 0 to 1000, not '%.40s'", key,
-                                   eq + 1);
+            return cli_usage_error(c, "%s: want a number from 0 to 1000, not '%.40s'", key, eq + 1);
         json_object_set_new(body, key, json_integer(x));
         return 0;
     }
@@ -100,8 +98,8 @@ static int set(struct cli *c, const struct cli_args *a)
 
 int cmd_classes(struct cli *c, int argc, char **argv)
 {
-    static const char *const h[] = { "CLASS", "DEFAULT LIMIT", "MAX LIMIT", "PREEMPTIBLE",
-                                     "PROTECTED AFTER", "MAX GRACE", "RETRIES", "REQUEUE" };
+    static const char *const h[] = {"CLASS",           "DEFAULT LIMIT", "MAX LIMIT", "PREEMPTIBLE",
+                                    "PROTECTED AFTER", "MAX GRACE",     "RETRIES",   "REQUEUE"};
     json_t *reply = NULL, *k;
     struct table *t;
     struct cli_args a;
@@ -118,7 +116,8 @@ int cmd_classes(struct cli *c, int argc, char **argv)
     if (rc || !reply)
         return rc;
     if ((t = table_create(h, 8))) {
-        json_array_foreach(json_object_get(reply, "classes"), i, k) {
+        json_array_foreach(json_object_get(reply, "classes"), i, k)
+        {
             char dl[32], ml[32], p[32], g[32];
             table_row(t);
             table_cell(t, FMT_PLAIN, "%s", jstr(k, "name"));

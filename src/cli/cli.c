@@ -16,33 +16,30 @@
 #include "util/str.h"
 
 const struct cli_verb cli_verbs[] = {
-    { "submit", cmd_submit, "submit a job (flags and a command, or a batch script)",
-      cmd_submit_usage },
-    { "queue", cmd_queue, "list pending and running jobs", cmd_queue_usage },
-    { "q", cmd_queue, "alias of queue", cmd_queue_usage },
-    { "show", cmd_show, "a job's details and its events", cmd_show_usage },
-    { "cancel", cmd_cancel, "cancel jobs", cmd_cancel_usage },
-    { "hold", cmd_hold, "hold pending jobs", cmd_hold_usage },
-    { "release", cmd_release, "release held jobs", cmd_release_usage },
-    { "requeue", cmd_requeue, "put jobs back in the queue", cmd_requeue_usage },
-    { "logs", cmd_logs, "a job's output (-f to follow)", cmd_logs_usage },
-    { "explain", cmd_explain, "why a job waits, or when it may be preempted",
-      cmd_explain_usage },
-    { "forecast", cmd_forecast, "the next releases of resources and where they go",
-      cmd_forecast_usage },
-    { "nodes", cmd_nodes, "list nodes; drain, resume, label", cmd_nodes_usage },
-    { "projects", cmd_projects, "list projects; set, boost, pause, resume",
-      cmd_projects_usage },
-    { "tiers", cmd_tiers, "the priority tiers", cmd_tiers_usage },
-    { "classes", cmd_classes, "the job classes and their rules; set", cmd_classes_usage },
-    { "history", cmd_history, "finished jobs, newest first", cmd_history_usage },
-    { "apply", cmd_apply, "apply a policy file (tiers, classes, projects)",
-      cmd_apply_usage },
-    { "top", cmd_top, "a live view of nodes, queue and utilisation", cmd_top_usage },
-    { "token", cmd_token, "create API tokens (admin)", cmd_token_usage },
-    { "audit", cmd_audit, "the audit trail of changes", cmd_audit_usage },
-    { "help", cmd_help, "help on docket or on one verb", cmd_help_usage },
-    { NULL, NULL, NULL, NULL },
+    {"submit", cmd_submit, "submit a job (flags and a command, or a batch script)",
+     cmd_submit_usage},
+    {"queue", cmd_queue, "list pending and running jobs", cmd_queue_usage},
+    {"q", cmd_queue, "alias of queue", cmd_queue_usage},
+    {"show", cmd_show, "a job's details and its events", cmd_show_usage},
+    {"cancel", cmd_cancel, "cancel jobs", cmd_cancel_usage},
+    {"hold", cmd_hold, "hold pending jobs", cmd_hold_usage},
+    {"release", cmd_release, "release held jobs", cmd_release_usage},
+    {"requeue", cmd_requeue, "put jobs back in the queue", cmd_requeue_usage},
+    {"logs", cmd_logs, "a job's output (-f to follow)", cmd_logs_usage},
+    {"explain", cmd_explain, "why a job waits, or when it may be preempted", cmd_explain_usage},
+    {"forecast", cmd_forecast, "the next releases of resources and where they go",
+     cmd_forecast_usage},
+    {"nodes", cmd_nodes, "list nodes; drain, resume, label", cmd_nodes_usage},
+    {"projects", cmd_projects, "list projects; set, boost, pause, resume", cmd_projects_usage},
+    {"tiers", cmd_tiers, "the priority tiers", cmd_tiers_usage},
+    {"classes", cmd_classes, "the job classes and their rules; set", cmd_classes_usage},
+    {"history", cmd_history, "finished jobs, newest first", cmd_history_usage},
+    {"apply", cmd_apply, "apply a policy file (tiers, classes, projects)", cmd_apply_usage},
+    {"top", cmd_top, "a live view of nodes, queue and utilisation", cmd_top_usage},
+    {"token", cmd_token, "create API tokens (admin)", cmd_token_usage},
+    {"audit", cmd_audit, "the audit trail of changes", cmd_audit_usage},
+    {"help", cmd_help, "help on docket or on one verb", cmd_help_usage},
+    {NULL, NULL, NULL, NULL},
 };
 
 const struct cli_verb *cli_find_verb(const char *name)
@@ -107,10 +104,10 @@ int cli_common(struct cli *c, int id, const char *err)
     }
 }
 
-static const struct opt_def common_only[] = { CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE } };
+static const struct opt_def common_only[] = {CLI_COMMON_OPTS, {0, 0, NULL, OPT_NONE}};
 
-int cli_parse_args(struct cli *c, int argc, char **argv, const struct opt_def *opts,
-                   int max_pos, struct cli_args *a)
+int cli_parse_args(struct cli *c, int argc, char **argv, const struct opt_def *opts, int max_pos,
+                   struct cli_args *a)
 {
     struct opt_iter it;
     const char *v;
@@ -249,8 +246,8 @@ int cli_call_raw(struct cli *c, const char *method, const char *path, const char
 
     if (!c->client && !(c->client = client_create(&c->cfg, err, sizeof(err))))
         return cli_fail(c, "%s", err);
-    if (client_request(c->client, method, path, ctype, body, len, timeout_ms, r, err,
-                       sizeof(err)) < 0)
+    if (client_request(c->client, method, path, ctype, body, len, timeout_ms, r, err, sizeof(err)) <
+        0)
         return cli_fail(c, "%s", err);
     if (r->status < 200 || r->status > 299) {
         int rc = report_error(c, r);
@@ -277,8 +274,7 @@ int cli_call_quiet(struct cli *c, const char *method, const char *path, json_t *
     return *reply ? 0 : EXIT_FAIL;
 }
 
-int cli_call(struct cli *c, const char *method, const char *path, json_t *body,
-             json_t **reply)
+int cli_call(struct cli *c, const char *method, const char *path, json_t *body, json_t **reply)
 {
     struct client_reply r;
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -288,8 +284,7 @@ int cli_call(struct cli *c, const char *method, const char *path, json_t *body,
     *reply = NULL;
     if (body && !text)
         return cli_fail(c, "out of memory");
-    rc = cli_call_raw(c, method, path, "application/json", text, text ? strlen(text) : 0, 0,
-                      &r);
+    rc = cli_call_raw(c, method, path, "application/json", text, text ? strlen(text) : 0, 0, &r);
     free(text);
     if (rc)
         return rc;
@@ -326,17 +321,14 @@ static void print_main_usage(FILE *out)
 enum { GO_URL = 1, GO_TOKEN, GO_HELP, GO_VERSION, GO_NO_COLOR };
 
 static const struct opt_def global_opts[] = {
-    { GO_URL, 0, "url", OPT_VALUE },
-    { GO_TOKEN, 0, "token", OPT_VALUE },
-    { GO_HELP, 'h', "help", OPT_NONE },
-    { GO_VERSION, 0, "version", OPT_NONE },
-    { GO_NO_COLOR, 0, "no-color", OPT_NONE },
-    { 0, 0, NULL, OPT_NONE },
+    {GO_URL, 0, "url", OPT_VALUE},          {GO_TOKEN, 0, "token", OPT_VALUE},
+    {GO_HELP, 'h', "help", OPT_NONE},       {GO_VERSION, 0, "version", OPT_NONE},
+    {GO_NO_COLOR, 0, "no-color", OPT_NONE}, {0, 0, NULL, OPT_NONE},
 };
 
 int cli_main(int argc, char **argv)
 {
-    struct cli c = { .out = stdout };
+    struct cli c = {.out = stdout};
     struct opt_iter it;
     const struct cli_verb *v;
     const char *val, *url = NULL, *token = NULL;
@@ -347,13 +339,27 @@ int cli_main(int argc, char **argv)
     opt_iter_init(&it, argc, argv, 1);
     while ((id = opt_next(&it, global_opts, &val, err, sizeof(err))) != OPT_POSITIONAL) {
         switch (id) {
-        case GO_URL: url = val; break;
-        case GO_TOKEN: token = val; break;
-        case GO_NO_COLOR: no_color = true; break;
-        case GO_HELP: print_main_usage(stdout); return EXIT_OK;
-        case GO_VERSION: puts("docket 0.1.0"); return EXIT_OK;
-        case OPT_DONE: print_main_usage(stderr); return EXIT_USAGE;
-        default: fprintf(stderr, "docket: %s\nsee `docket help`\n", err); return EXIT_USAGE;
+        case GO_URL:
+            url = val;
+            break;
+        case GO_TOKEN:
+            token = val;
+            break;
+        case GO_NO_COLOR:
+            no_color = true;
+            break;
+        case GO_HELP:
+            print_main_usage(stdout);
+            return EXIT_OK;
+        case GO_VERSION:
+            puts("docket 0.1.0");
+            return EXIT_OK;
+        case OPT_DONE:
+            print_main_usage(stderr);
+            return EXIT_USAGE;
+        default:
+            fprintf(stderr, "docket: %s\nsee `docket help`\n", err);
+            return EXIT_USAGE;
         }
     }
     v = cli_find_verb(val);

@@ -24,12 +24,12 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 struct cli {
     struct client_config cfg;
-    struct client *client;    /* created by the first cli_call */
-    const char *verb;         /* for messages: "submit" */
-    const char *usage;        /* the verb's help text */
-    bool json;                /* --json: print the API's JSON, nothing else on stdout */
+    struct client *client; /* created by the first cli_call */
+    const char *verb;      /* for messages: "submit" */
+    const char *usage;     /* the verb's help text */
+    bool json;             /* --json: print the API's JSON, nothing else on stdout */
     bool color;
-    int width;                /* terminal columns, 0 = no limit */
+    int width; /* terminal columns, 0 = no limit */
     int64_t now_ms;
     FILE *out;
 };
@@ -48,21 +48,23 @@ extern const struct cli_verb cli_verbs[];
 const struct cli_verb *cli_find_verb(const char *name);
 int cli_main(int argc, char **argv);
 
-cli_fn cmd_submit, cmd_queue, cmd_show, cmd_cancel, cmd_hold, cmd_release, cmd_requeue,
-    cmd_logs, cmd_explain, cmd_forecast, cmd_nodes, cmd_projects, cmd_tiers, cmd_classes,
-    cmd_history, cmd_apply, cmd_top, cmd_token, cmd_audit, cmd_help;
+cli_fn cmd_submit, cmd_queue, cmd_show, cmd_cancel, cmd_hold, cmd_release, cmd_requeue, cmd_logs,
+    cmd_explain, cmd_forecast, cmd_nodes, cmd_projects, cmd_tiers, cmd_classes, cmd_history,
+    cmd_apply, cmd_top, cmd_token, cmd_audit, cmd_help;
 
-extern const char cmd_submit_usage[], cmd_queue_usage[], cmd_show_usage[],
-    cmd_cancel_usage[], cmd_hold_usage[], cmd_release_usage[], cmd_requeue_usage[],
-    cmd_logs_usage[], cmd_explain_usage[], cmd_forecast_usage[], cmd_nodes_usage[],
-    cmd_projects_usage[], cmd_tiers_usage[], cmd_classes_usage[], cmd_history_usage[],
-    cmd_apply_usage[], cmd_top_usage[], cmd_token_usage[], cmd_audit_usage[],
-    cmd_help_usage[];
+extern const char cmd_submit_usage[], cmd_queue_usage[], cmd_show_usage[], cmd_cancel_usage[],
+    cmd_hold_usage[], cmd_release_usage[], cmd_requeue_usage[], cmd_logs_usage[],
+    cmd_explain_usage[], cmd_forecast_usage[], cmd_nodes_usage[], cmd_projects_usage[],
+    cmd_tiers_usage[], cmd_classes_usage[], cmd_history_usage[], cmd_apply_usage[], cmd_top_usage[],
+    cmd_token_usage[], cmd_audit_usage[], cmd_help_usage[];
 
 /* Options every verb accepts; verbs list them in their tables with these ids. */
 enum { CO_JSON = 100, CO_HELP = 101 };
-#define CLI_COMMON_OPTS \
-    { CO_JSON, 0, "json", OPT_NONE }, { CO_HELP, 'h', "help", OPT_NONE }
+#define CLI_COMMON_OPTS                                                                            \
+    {CO_JSON, 0, "json", OPT_NONE},                                                                \
+    {                                                                                              \
+        CO_HELP, 'h', "help", OPT_NONE                                                             \
+    }
 
 /* Handle CO_JSON / CO_HELP / OPT_ERROR for a verb's option loop: CLI_CONTINUE when the
  * loop goes on, else the exit status to return at once (EXIT_OK after printing help,
@@ -81,8 +83,8 @@ struct cli_args {
     const char *vals[16];
     int nopts;
 };
-int cli_parse_args(struct cli *c, int argc, char **argv, const struct opt_def *opts,
-                   int max_pos, struct cli_args *a);
+int cli_parse_args(struct cli *c, int argc, char **argv, const struct opt_def *opts, int max_pos,
+                   struct cli_args *a);
 
 /* "docket VERB: msg" + "see `docket help VERB`" on stderr; returns EXIT_USAGE. */
 int cli_usage_error(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -93,8 +95,7 @@ void cli_warn(struct cli *c, const char *fmt, ...) __attribute__((format(printf,
 /* Call the API: body (borrowed, may be NULL) sent as JSON. On 2xx *reply gets the parsed
  * JSON (caller decrefs) and 0 is returned. Otherwise the error is printed with a hint of
  * what to do (and, with --json, the error object on stdout) and EXIT_FAIL returned. */
-int cli_call(struct cli *c, const char *method, const char *path, json_t *body,
-             json_t **reply);
+int cli_call(struct cli *c, const char *method, const char *path, json_t *body, json_t **reply);
 /* A GET whose failure is not the user's business (extra data for display): 0 with
  * *reply, or EXIT_FAIL having printed nothing. */
 int cli_call_quiet(struct cli *c, const char *method, const char *path, json_t **reply);
@@ -113,7 +114,7 @@ void cli_print_json(struct cli *c, const json_t *v);
 int cli_job_id(struct cli *c, const char *s, int64_t *id);
 
 /* Small readers of API objects: missing or mistyped members read as the default. */
-const char *jstr(const json_t *o, const char *key);           /* "" when absent */
+const char *jstr(const json_t *o, const char *key); /* "" when absent */
 int64_t jint(const json_t *o, const char *key, int64_t dflt);
 bool jbool(const json_t *o, const char *key);
 

@@ -42,24 +42,24 @@ struct curl_api {
 };
 
 struct client {
-    struct http_conn *http;  /* http:// and unix: */
-    struct curl_api api;     /* https:// */
+    struct http_conn *http; /* http:// and unix: */
+    struct curl_api api;    /* https:// */
     CURL *curl;
     bool tls;
-    char base[600];          /* "https://host:port" for libcurl */
-    char socket_path[512];   /* "" for TCP */
+    char base[600];        /* "https://host:port" for libcurl */
+    char socket_path[512]; /* "" for TCP */
     char host[256];
     int port;
-    char shown[512];         /* the URL as the user knows it, for messages */
-    char auth[560];          /* "Authorization: Bearer ..." or "" */
+    char shown[512]; /* the URL as the user knows it, for messages */
+    char auth[560];  /* "Authorization: Bearer ..." or "" */
     char source[300];
 };
 
 /* ------------------------------------------------------------------------------------ */
 /* Configuration                                                                        */
 
-static int set_key(struct client_config *cfg, const char *key, const char *val,
-                   const char *path, int line, char *err, size_t errlen)
+static int set_key(struct client_config *cfg, const char *key, const char *val, const char *path,
+                   int line, char *err, size_t errlen)
 {
     char *dst = NULL;
     size_t len = 0;
@@ -85,8 +85,10 @@ static int set_key(struct client_config *cfg, const char *key, const char *val,
         dst = cfg->partition_map;
         len = sizeof(cfg->partition_map);
     } else {
-        snprintf(err, errlen, "%s:%d: unknown key '%.60s' (url, token, partition_map, "
-                 "partition.NAME)", path, line, key);
+        snprintf(err, errlen,
+                 "%s:%d: unknown key '%.60s' (url, token, partition_map, "
+                 "partition.NAME)",
+                 path, line, key);
         return -EINVAL;
     }
     if (str_copy(dst, len, val) < 0) {
@@ -96,8 +98,8 @@ static int set_key(struct client_config *cfg, const char *key, const char *val,
     return 0;
 }
 
-int client_config_parse(struct client_config *cfg, const char *text, const char *path,
-                        char *err, size_t errlen)
+int client_config_parse(struct client_config *cfg, const char *text, const char *path, char *err,
+                        size_t errlen)
 {
     int line = 0;
 
@@ -166,8 +168,10 @@ static int load_file(struct client_config *cfg, char *err, size_t errlen)
     rc = client_config_parse(cfg, b.data, path, err, errlen);
     dbuf_release(&b);
     if (rc == 0 && readable && cfg->token[0])
-        fprintf(stderr, "docket: warning: %s holds a token and others may read it; "
-                "chmod 600 %s\n", path, path);
+        fprintf(stderr,
+                "docket: warning: %s holds a token and others may read it; "
+                "chmod 600 %s\n",
+                path, path);
     return rc;
 }
 
@@ -256,24 +260,30 @@ static int parse_url(struct client *c, const char *url, char *err, size_t errlen
         const char *path = url + 5;
         if (path[0] != '/' || strlen(path) >= 108 ||
             str_copy(c->socket_path, sizeof(c->socket_path), path) < 0) {
-            snprintf(err, errlen, "bad url '%.200s': want unix:/absolute/path (at most 107 "
-                     "bytes)", url);
+            snprintf(err, errlen,
+                     "bad url '%.200s': want unix:/absolute/path (at most 107 "
+                     "bytes)",
+                     url);
             return -EINVAL;
         }
         return 0;
     }
     c->tls = str_has_prefix(url, "https://");
     if (!c->tls && !str_has_prefix(url, "http://")) {
-        snprintf(err, errlen, "bad url '%.200s': want http://HOST:PORT, https://HOST:PORT "
-                 "or unix:/PATH", url);
+        snprintf(err, errlen,
+                 "bad url '%.200s': want http://HOST:PORT, https://HOST:PORT "
+                 "or unix:/PATH",
+                 url);
         return -EINVAL;
     }
     hp = url + (c->tls ? 8 : 7);
     slash = strchr(hp, '/');
     if (strpbrk(url, " \t\r\n?#@") || (slash && slash[1]) ||
         split_host_port(hp, c->tls, c->host, sizeof(c->host), &c->port) < 0) {
-        snprintf(err, errlen, "bad url '%.200s': want http://HOST:PORT, https://HOST:PORT "
-                 "or unix:/PATH", url);
+        snprintf(err, errlen,
+                 "bad url '%.200s': want http://HOST:PORT, https://HOST:PORT "
+                 "or unix:/PATH",
+                 url);
         return -EINVAL;
     }
     if (!strcmp(c->host, "localhost") && !c->tls)
@@ -299,15 +309,16 @@ struct client *client_create(const struct client_config *cfg, char *err, size_t 
     for (const char *t = cfg->token; *t; t++)
         if ((unsigned char)*t <= 0x20 || (unsigned char)*t >= 0x7f) {
             /* it goes into a header line: no blanks, no control characters */
-            snprintf(err, errlen, "the token (DOCKET_TOKEN, --token or the config file) "
+            snprintf(err, errlen,
+                     "the token (DOCKET_TOKEN, --token or the config file) "
                      "holds characters a token cannot have");
             free(c);
             return NULL;
         }
     if (cfg->token[0])
         snprintf(c->auth, sizeof(c->auth), "Authorization: Bearer %s", cfg->token);
-    if (!c->tls && !(c->http = http_conn_create(c->socket_path[0] ? c->socket_path : NULL,
-                                                c->host, c->port))) {
+    if (!c->tls && !(c->http = http_conn_create(c->socket_path[0] ? c->socket_path : NULL, c->host,
+                                                c->port))) {
         snprintf(err, errlen, "out of memory");
         free(c);
         return NULL;
@@ -336,7 +347,8 @@ void client_reply_release(struct client_reply *r)
 
 static void unreachable(const struct client *c, const char *why, char *err, size_t errlen)
 {
-    snprintf(err, errlen, "cannot reach docketd at %s (%s): %s\n"
+    snprintf(err, errlen,
+             "cannot reach docketd at %s (%s): %s\n"
              "hint: start it with `docketd --state-dir DIR`, or set DOCKET_URL "
              "(http://HOST:PORT with DOCKET_TOKEN, or unix:/PATH)",
              c->shown, strcmp(c->source, "default") ? c->source : "the default", why);
@@ -386,11 +398,11 @@ static int plain_request(struct client *c, const char *method, const char *path,
 /* ------------------------------------------------------------------------------------ */
 /* TLS through libcurl                                                                  */
 
-#define LOAD(field, name)                                                                \
-    do {                                                                                 \
-        *(void **)(&c->api.field) = dlsym(c->api.dl, name);                              \
-        if (!c->api.field)                                                               \
-            goto fail;                                                                   \
+#define LOAD(field, name)                                                                          \
+    do {                                                                                           \
+        *(void **)(&c->api.field) = dlsym(c->api.dl, name);                                        \
+        if (!c->api.field)                                                                         \
+            goto fail;                                                                             \
     } while (0)
 
 static int load_curl(struct client *c, char *err, size_t errlen)
@@ -399,8 +411,7 @@ static int load_curl(struct client *c, char *err, size_t errlen)
         return 0;
     c->api.dl = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
     if (!c->api.dl) {
-        snprintf(err, errlen, "https:// needs libcurl (apt-get install libcurl4): %s",
-                 dlerror());
+        snprintf(err, errlen, "https:// needs libcurl (apt-get install libcurl4): %s", dlerror());
         return -ENOENT;
     }
     LOAD(global_init, "curl_global_init");
@@ -448,8 +459,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 }
 
 static int tls_request(struct client *c, const char *method, const char *path,
-                       const char *content_type, const char *body, size_t body_len,
-                       long timeout_ms, struct client_reply *r, char *err, size_t errlen)
+                       const char *content_type, const char *body, size_t body_len, long timeout_ms,
+                       struct client_reply *r, char *err, size_t errlen)
 {
     const struct curl_api *a = &c->api;
     char url[2048], ctype[128], detail[CURL_ERROR_SIZE] = "";
@@ -485,8 +496,8 @@ static int tls_request(struct client *c, const char *method, const char *path,
     a->easy_setopt(c->curl, CURLOPT_URL, url);
     a->easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
     a->easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
-    a->easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms
-                                                               : (long)DEFAULT_TIMEOUT_MS);
+    a->easy_setopt(c->curl, CURLOPT_TIMEOUT_MS,
+                   timeout_ms > 0 ? timeout_ms : (long)DEFAULT_TIMEOUT_MS);
     a->easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
     a->easy_setopt(c->curl, CURLOPT_WRITEDATA, &b);
     a->easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
@@ -512,17 +523,16 @@ static int tls_request(struct client *c, const char *method, const char *path,
     return 0;
 }
 
-int client_request(struct client *c, const char *method, const char *path,
-                   const char *content_type, const char *body, size_t body_len,
-                   long timeout_ms, struct client_reply *r, char *err, size_t errlen)
+int client_request(struct client *c, const char *method, const char *path, const char *content_type,
+                   const char *body, size_t body_len, long timeout_ms, struct client_reply *r,
+                   char *err, size_t errlen)
 {
     memset(r, 0, sizeof(*r));
     r->offset = -1;
     if (c->tls)
         return tls_request(c, method, path, content_type, body, body_len, timeout_ms, r, err,
                            errlen);
-    return plain_request(c, method, path, content_type, body, body_len, timeout_ms, r, err,
-                         errlen);
+    return plain_request(c, method, path, content_type, body, body_len, timeout_ms, r, err, errlen);
 }
 
 int client_escape(const char *s, char *buf, size_t len)
@@ -533,8 +543,8 @@ int client_escape(const char *s, char *buf, size_t len)
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
         bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                     (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' ||
-                     ch == '~' || ch == ',';
+                     (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~' ||
+                     ch == ',';
         if (o + (plain ? 1 : 3) >= len)
             return -ENAMETOOLONG;
         if (plain) {

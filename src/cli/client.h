@@ -21,25 +21,25 @@
 #define CLIENT_DEFAULT_SOCKET "/run/docket/docketd.sock"
 
 struct client_config {
-    char url[512];             /* as the user wrote it, for messages */
+    char url[512]; /* as the user wrote it, for messages */
     char token[512];
-    char partition_map[1024];  /* "gpu=normal,debug=exploration" */
-    char source[300];          /* where url came from: "DOCKET_URL", a file path, "default" */
+    char partition_map[1024]; /* "gpu=normal,debug=exploration" */
+    char source[300];         /* where url came from: "DOCKET_URL", a file path, "default" */
 };
 
 /* Fill cfg from the environment and the config file. 0, or -EINVAL with err naming the
  * bad line or value (a malformed config file is an error, not silently ignored). */
 int client_config_load(struct client_config *cfg, char *err, size_t errlen);
 /* Parse one config file's text into cfg (only keys present are set). Exposed for tests. */
-int client_config_parse(struct client_config *cfg, const char *text, const char *path,
-                        char *err, size_t errlen);
+int client_config_parse(struct client_config *cfg, const char *text, const char *path, char *err,
+                        size_t errlen);
 
 struct client_reply {
-    long status;               /* HTTP status, 0 when no reply came */
-    char *body;                /* NUL-terminated, owned by the reply */
+    long status; /* HTTP status, 0 when no reply came */
+    char *body;  /* NUL-terminated, owned by the reply */
     size_t len;
-    int64_t offset;            /* X-Docket-Offset, -1 when absent */
-    bool eof;                  /* X-Docket-Eof: 1 */
+    int64_t offset; /* X-Docket-Offset, -1 when absent */
+    bool eof;       /* X-Docket-Eof: 1 */
 };
 
 void client_reply_release(struct client_reply *r);
@@ -54,9 +54,9 @@ void client_destroy(struct client *c);
 /* One request. `path` starts with "/v1/" (query string included). `body` may be NULL.
  * Returns 0 when a reply came (whatever its status), or a negative errno with err saying
  * what to do ("cannot reach docketd at ...: ..."). timeout_ms 0 = default (30 s). */
-int client_request(struct client *c, const char *method, const char *path,
-                   const char *content_type, const char *body, size_t body_len,
-                   long timeout_ms, struct client_reply *r, char *err, size_t errlen);
+int client_request(struct client *c, const char *method, const char *path, const char *content_type,
+                   const char *body, size_t body_len, long timeout_ms, struct client_reply *r,
+                   char *err, size_t errlen);
 
 /* Percent-encode `s` for a query string into buf. 0 or -ENAMETOOLONG. */
 int client_escape(const char *s, char *buf, size_t len);

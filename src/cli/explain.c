@@ -39,7 +39,8 @@ static void print_priority(struct cli *c, const json_t *p)
     if (!json_is_object(p))
         return;
     fmt_duration(jint(p, "age_ms", -1), age, sizeof(age));
-    kv(c, "priority", "tier %s (rank %lld)%s%s%s, fair-share %.2f used / %.0f guaranteed "
+    kv(c, "priority",
+       "tier %s (rank %lld)%s%s%s, fair-share %.2f used / %.0f guaranteed "
        "= share %.2f, waiting %s",
        jstr(p, "tier"), (long long)jint(p, "tier_rank", 0),
        strcmp(jstr(p, "tier"), jstr(p, "eff_tier")) ? ", boosted to " : "",
@@ -51,7 +52,7 @@ static void print_priority(struct cli *c, const json_t *p)
 
 static void print_ahead(struct cli *c, const json_t *ahead)
 {
-    static const char *const h[] = { "JOB", "PROJECT", "TIER", "GPUS", "NODES", "REASON" };
+    static const char *const h[] = {"JOB", "PROJECT", "TIER", "GPUS", "NODES", "REASON"};
     struct table *t;
     size_t i;
     json_t *a;
@@ -60,7 +61,8 @@ static void print_ahead(struct cli *c, const json_t *ahead)
         return;
     if (!(t = table_create(h, 6)))
         return;
-    json_array_foreach(ahead, i, a) {
+    json_array_foreach(ahead, i, a)
+    {
         table_row(t);
         table_cell(t, FMT_PLAIN, "%lld", (long long)jint(a, "job", 0));
         table_cell(t, FMT_PLAIN, "%s", jstr(a, "project"));
@@ -76,7 +78,7 @@ static void print_ahead(struct cli *c, const json_t *ahead)
 
 static void print_nodes(struct cli *c, const json_t *e)
 {
-    static const char *const h[] = { "NODE", "STATE", "FREE GPUS", "FITS NOW", "FREE AT" };
+    static const char *const h[] = {"NODE", "STATE", "FREE GPUS", "FITS NOW", "FREE AT"};
     const json_t *nodes = json_object_get(e, "nodes");
     struct table *t;
     size_t i;
@@ -86,11 +88,13 @@ static void print_nodes(struct cli *c, const json_t *e)
         kv(c, "nodes", "%lld node(s) match its request", (long long)jint(e, "nodes_matching", 0));
     if (!json_array_size(nodes) || !(t = table_create(h, 5)))
         return;
-    json_array_foreach(nodes, i, n) {
+    json_array_foreach(nodes, i, n)
+    {
         char at[32];
         fmt_when(jint(n, "free_at_ms", 0), c->now_ms, at, sizeof(at));
         table_row(t);
-        table_cell(t, FMT_PLAIN, "%s%s", jstr(n, "name"), jbool(n, "reserved") ? " (reserved)" : "");
+        table_cell(t, FMT_PLAIN, "%s%s", jstr(n, "name"),
+                   jbool(n, "reserved") ? " (reserved)" : "");
         table_cell(t, fmt_state_color(jstr(n, "state")), "%s", jstr(n, "state"));
         table_cell(t, FMT_PLAIN, "%lld/%lld", (long long)jint(n, "gpus_free", 0),
                    (long long)jint(n, "gpus_total", 0));
@@ -162,8 +166,8 @@ static void print_explain(struct cli *c, const json_t *e)
         else if (at > c->now_ms)
             kv(c, "forecast", "starts %s", when);
         else if (!strcmp(reason, "Dependency") || !strcmp(reason, "Held"))
-            kv(c, "forecast", "unknown until its %s", reason[0] == 'D' ? "dependencies end"
-                                                                      : "release");
+            kv(c, "forecast", "unknown until its %s",
+               reason[0] == 'D' ? "dependencies end" : "release");
         else
             kv(c, "forecast", at > 0 ? "starts now or at the next cycle" : "unknown");
         if (jbool(e, "reservation"))

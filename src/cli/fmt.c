@@ -22,10 +22,10 @@ struct table {
     int ncols;
     char **headers;
     unsigned *flags;
-    struct cell *cells;   /* row-major, nrows * ncols */
+    struct cell *cells; /* row-major, nrows * ncols */
     int nrows;
     int alloc_rows;
-    int cur;              /* next cell of the last row */
+    int cur; /* next cell of the last row */
 };
 
 struct table *table_create(const char *const *headers, int ncols)
@@ -202,8 +202,7 @@ void table_print(const struct table *t, FILE *out, int width, bool color)
             fputs("  ", out);
         if (color)
             fputs(fmt_color_on(FMT_BOLD), out);
-        put_cell(out, t->headers[c], w[c], t->flags[c] & TABLE_RIGHT,
-                 c < t->ncols - 1 || color);
+        put_cell(out, t->headers[c], w[c], t->flags[c] & TABLE_RIGHT, c < t->ncols - 1 || color);
         if (color)
             fputs(fmt_color_off(), out);
     }
@@ -254,15 +253,24 @@ bool fmt_use_color(int fd)
 const char *fmt_color_on(enum fmt_color c)
 {
     switch (c) {
-    case FMT_RED: return "\033[31m";
-    case FMT_GREEN: return "\033[32m";
-    case FMT_YELLOW: return "\033[33m";
-    case FMT_BLUE: return "\033[34m";
-    case FMT_MAGENTA: return "\033[35m";
-    case FMT_CYAN: return "\033[36m";
-    case FMT_DIM: return "\033[2m";
-    case FMT_BOLD: return "\033[1m";
-    case FMT_PLAIN: break;
+    case FMT_RED:
+        return "\033[31m";
+    case FMT_GREEN:
+        return "\033[32m";
+    case FMT_YELLOW:
+        return "\033[33m";
+    case FMT_BLUE:
+        return "\033[34m";
+    case FMT_MAGENTA:
+        return "\033[35m";
+    case FMT_CYAN:
+        return "\033[36m";
+    case FMT_DIM:
+        return "\033[2m";
+    case FMT_BOLD:
+        return "\033[1m";
+    case FMT_PLAIN:
+        break;
     }
     return "";
 }
@@ -274,13 +282,16 @@ const char *fmt_color_off(void)
 
 enum fmt_color fmt_state_color(const char *s)
 {
-    static const struct { const char *state; enum fmt_color color; } map[] = {
-        { "RUNNING", FMT_GREEN }, { "COMPLETED", FMT_DIM }, { "UP", FMT_GREEN },
-        { "PENDING", FMT_YELLOW }, { "HELD", FMT_MAGENTA }, { "STARTING", FMT_CYAN },
-        { "STOPPING", FMT_CYAN }, { "FAILED", FMT_RED }, { "TIMEOUT", FMT_RED },
-        { "NODE_FAIL", FMT_RED }, { "PREEMPTED", FMT_MAGENTA }, { "CANCELLED", FMT_DIM },
-        { "DRAINING", FMT_YELLOW }, { "DRAINED", FMT_YELLOW }, { "DOWN", FMT_RED },
-        { "UNREACHABLE", FMT_RED }, { "UNHEALTHY", FMT_RED },
+    static const struct {
+        const char *state;
+        enum fmt_color color;
+    } map[] = {
+        {"RUNNING", FMT_GREEN},   {"COMPLETED", FMT_DIM},     {"UP", FMT_GREEN},
+        {"PENDING", FMT_YELLOW},  {"HELD", FMT_MAGENTA},      {"STARTING", FMT_CYAN},
+        {"STOPPING", FMT_CYAN},   {"FAILED", FMT_RED},        {"TIMEOUT", FMT_RED},
+        {"NODE_FAIL", FMT_RED},   {"PREEMPTED", FMT_MAGENTA}, {"CANCELLED", FMT_DIM},
+        {"DRAINING", FMT_YELLOW}, {"DRAINED", FMT_YELLOW},    {"DOWN", FMT_RED},
+        {"UNREACHABLE", FMT_RED}, {"UNHEALTHY", FMT_RED},
     };
 
     for (size_t i = 0; s && i < sizeof(map) / sizeof(map[0]); i++)

@@ -13,8 +13,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum fmt_color { FMT_PLAIN, FMT_RED, FMT_GREEN, FMT_YELLOW, FMT_BLUE, FMT_MAGENTA,
-                 FMT_CYAN, FMT_DIM, FMT_BOLD };
+enum fmt_color {
+    FMT_PLAIN,
+    FMT_RED,
+    FMT_GREEN,
+    FMT_YELLOW,
+    FMT_BLUE,
+    FMT_MAGENTA,
+    FMT_CYAN,
+    FMT_DIM,
+    FMT_BOLD
+};
 
 enum table_col_flags { TABLE_RIGHT = 1 << 0, TABLE_FLEX = 1 << 1 };
 
@@ -39,7 +48,7 @@ int fmt_width(const char *s);
 int fmt_term_width(int fd);
 /* Whether to colour output on `fd`: a terminal, NO_COLOR unset or empty, TERM != dumb. */
 bool fmt_use_color(int fd);
-const char *fmt_color_on(enum fmt_color c);   /* ANSI sequence */
+const char *fmt_color_on(enum fmt_color c); /* ANSI sequence */
 const char *fmt_color_off(void);
 /* The colour of a job or node state name ("RUNNING" green, "FAILED" red ...). */
 enum fmt_color fmt_state_color(const char *state);

@@ -17,7 +17,9 @@ const char cmd_forecast_usage[] =
 enum { F_LIMIT = 1 };
 
 static const struct opt_def forecast_opts[] = {
-    { F_LIMIT, 'n', "limit", OPT_VALUE }, CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+    {F_LIMIT, 'n', "limit", OPT_VALUE},
+    CLI_COMMON_OPTS,
+    {0, 0, NULL, OPT_NONE},
 };
 
 static void print_release(struct cli *c, const json_t *r)
@@ -27,8 +29,8 @@ static void print_release(struct cli *c, const json_t *r)
 
     fmt_when(jint(r, "at_ms", 0), c->now_ms, when, sizeof(when));
     fprintf(c->out, "%-10s job %lld ends: %lld %s%sGPU(s) on %s", when,
-            (long long)jint(r, "job", 0), (long long)jint(r, "gpus", 0), type,
-            type[0] ? " " : "", jstr(r, "node"));
+            (long long)jint(r, "job", 0), (long long)jint(r, "gpus", 0), type, type[0] ? " " : "",
+            jstr(r, "node"));
     if (jint(r, "next_job", 0) > 0)
         fprintf(c->out, " -> job %lld (%s, %s)%s\n", (long long)jint(r, "next_job", 0),
                 jstr(r, "next_project"), jstr(r, "next_tier"),
@@ -60,8 +62,7 @@ int cmd_forecast(struct cli *c, int argc, char **argv)
         cli_print_json(c, reply);
     else if (!json_array_size(rel))
         fprintf(c->out, "no running job has a time limit: nothing is forecast to free up\n");
-    json_array_foreach(c->json ? NULL : rel, i, r)
-        print_release(c, r);
+    json_array_foreach(c->json ? NULL : rel, i, r) print_release(c, r);
     json_decref(reply);
     return EXIT_OK;
 }

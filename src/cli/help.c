@@ -6,10 +6,9 @@
 
 #include "cli/cli.h"
 
-const char cmd_help_usage[] =
-    "usage: docket help [VERB] [--json]\n"
-    "\n"
-    "The verbs of docket, or how to use one of them.\n";
+const char cmd_help_usage[] = "usage: docket help [VERB] [--json]\n"
+                              "\n"
+                              "The verbs of docket, or how to use one of them.\n";
 
 /* --json: the verbs with their summaries and usage, for tools. */
 static int print_json(struct cli *c, const char *only)

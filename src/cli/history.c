@@ -35,8 +35,8 @@ static void exit_text(const json_t *job, char *buf, size_t len)
 
 void jobs_print_history(struct cli *c, const json_t *jobs)
 {
-    static const char *const h[] = { "ID", "NAME", "PROJECT", "USER", "TIER", "STATE",
-                                     "EXIT", "GPUS", "RAN", "ENDED", "CAUSE" };
+    static const char *const h[] = {"ID",   "NAME", "PROJECT", "USER",  "TIER", "STATE",
+                                    "EXIT", "GPUS", "RAN",     "ENDED", "CAUSE"};
     struct table *t = table_create(h, 11);
     size_t i;
     json_t *j;
@@ -45,7 +45,8 @@ void jobs_print_history(struct cli *c, const json_t *jobs)
         return;
     table_set_flags(t, 0, TABLE_RIGHT);
     table_set_flags(t, 1, TABLE_FLEX);
-    json_array_foreach(jobs, i, j) {
+    json_array_foreach(jobs, i, j)
+    {
         const char *st = jstr(j, "state");
         int64_t s = jint(j, "start_ms", 0), e = jint(j, "end_ms", 0);
         char ex[64], gpus[100], ran[32], ended[32];

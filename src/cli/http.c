@@ -113,7 +113,7 @@ static int parse_header(const char *line, size_t len, struct http_head *h)
 
 int http_parse_head(const char *buf, size_t len, struct http_head *out)
 {
-    struct http_head h = { .content_length = -1, .docket_offset = -1 };
+    struct http_head h = {.content_length = -1, .docket_offset = -1};
     size_t scan = len < HTTP_MAX_HEAD ? len : HTTP_MAX_HEAD;
     const char *end = NULL, *line, *nl;
 
@@ -158,10 +158,14 @@ static int chunk_size(const char *line, uint64_t *out)
 
     for (; *line && *line != ';' && *line != ' ' && *line != '\t'; line++, digits++) {
         int v;
-        if (*line >= '0' && *line <= '9') v = *line - '0';
-        else if (*line >= 'a' && *line <= 'f') v = *line - 'a' + 10;
-        else if (*line >= 'A' && *line <= 'F') v = *line - 'A' + 10;
-        else return -EPROTO;
+        if (*line >= '0' && *line <= '9')
+            v = *line - '0';
+        else if (*line >= 'a' && *line <= 'f')
+            v = *line - 'a' + 10;
+        else if (*line >= 'A' && *line <= 'F')
+            v = *line - 'A' + 10;
+        else
+            return -EPROTO;
         if (digits >= 15)
             return -EPROTO;
         n = n * 16 + (uint64_t)v;
@@ -288,7 +292,7 @@ void http_conn_destroy(struct http_conn *c)
 static int wait_fd(int fd, short events, int64_t deadline)
 {
     for (;;) {
-        struct pollfd p = { .fd = fd, .events = events };
+        struct pollfd p = {.fd = fd, .events = events};
         int64_t left = deadline - clock_mono_ms();
         int rc;
 
@@ -304,7 +308,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
 
 static int connect_unix(struct http_conn *c)
 {
-    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
     if (fd < 0)
@@ -326,7 +330,7 @@ static int resolve(const struct http_conn *c, struct sockaddr_storage *ss, sockl
 {
     struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
     struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
-    struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
 
     memset(ss, 0, sizeof(*ss));
     if (inet_pton(AF_INET, c->host, &v4->sin_addr) == 1) {
@@ -422,8 +426,8 @@ static long recv_some(int fd, struct dbuf *b, int64_t deadline)
 }
 
 /* Read the body after a head of `hlen` bytes in `in` (which may hold some body bytes). */
-static int read_body(struct http_conn *c, const struct http_head *h, bool no_body,
-                     struct dbuf *in, size_t hlen, struct dbuf *reply, int64_t deadline)
+static int read_body(struct http_conn *c, const struct http_head *h, bool no_body, struct dbuf *in,
+                     size_t hlen, struct dbuf *reply, int64_t deadline)
 {
     struct http_dechunk dc;
     size_t pos = hlen;
@@ -517,16 +521,15 @@ static int read_response(struct http_conn *c, const char *method, struct http_he
         if (hlen > 0)
             break;
     }
-    rc = read_body(c, h, !strcmp(method, "HEAD") || h->status == 204 || h->status == 304,
-                   &in, (size_t)hlen, reply, deadline);
+    rc = read_body(c, h, !strcmp(method, "HEAD") || h->status == 204 || h->status == 304, &in,
+                   (size_t)hlen, reply, deadline);
 out:
     dbuf_release(&in);
     return rc;
 }
 
 static int build_request(const struct http_conn *c, const char *method, const char *path,
-                         const char *headers, const char *body, size_t body_len,
-                         struct dbuf *req)
+                         const char *headers, const char *body, size_t body_len, struct dbuf *req)
 {
     dbuf_printf(req, "%s %s HTTP/1.1\r\nHost: ", method, path);
     if (c->socket_path[0])
@@ -546,19 +549,33 @@ static int build_request(const struct http_conn *c, const char *method, const ch
 static void describe(int rc, char *err, size_t errlen)
 {
     switch (rc) {
-    case -ENOENT: snprintf(err, errlen, "no such socket"); break;
-    case -ECONNREFUSED: snprintf(err, errlen, "connection refused (is docketd running?)"); break;
-    case -ETIMEDOUT: snprintf(err, errlen, "no answer in time"); break;
-    case -EPROTO: snprintf(err, errlen, "the reply is not HTTP as docketd speaks it"); break;
-    case -ENOSPC: snprintf(err, errlen, "the reply is too large"); break;
-    case -EHOSTUNREACH: snprintf(err, errlen, "cannot resolve or reach the host"); break;
-    default: snprintf(err, errlen, "%s", strerror(-rc)); break;
+    case -ENOENT:
+        snprintf(err, errlen, "no such socket");
+        break;
+    case -ECONNREFUSED:
+        snprintf(err, errlen, "connection refused (is docketd running?)");
+        break;
+    case -ETIMEDOUT:
+        snprintf(err, errlen, "no answer in time");
+        break;
+    case -EPROTO:
+        snprintf(err, errlen, "the reply is not HTTP as docketd speaks it");
+        break;
+    case -ENOSPC:
+        snprintf(err, errlen, "the reply is too large");
+        break;
+    case -EHOSTUNREACH:
+        snprintf(err, errlen, "cannot resolve or reach the host");
+        break;
+    default:
+        snprintf(err, errlen, "%s", strerror(-rc));
+        break;
     }
 }
 
-int http_request(struct http_conn *c, const char *method, const char *path,
-                 const char *headers, const char *body, size_t body_len, long timeout_ms,
-                 struct http_head *head, struct dbuf *reply, char *err, size_t errlen)
+int http_request(struct http_conn *c, const char *method, const char *path, const char *headers,
+                 const char *body, size_t body_len, long timeout_ms, struct http_head *head,
+                 struct dbuf *reply, char *err, size_t errlen)
 {
     int64_t deadline = clock_mono_ms() + timeout_ms;
     struct dbuf req;

@@ -23,12 +23,12 @@
 enum { HTTP_MAX_HEAD = 64 << 10 };
 
 struct http_head {
-    int status;              /* 100..599 */
-    int64_t content_length;  /* -1 when absent */
-    bool chunked;            /* Transfer-Encoding: chunked */
-    bool close;              /* Connection: close, or HTTP/1.0 without keep-alive */
-    int64_t docket_offset;   /* X-Docket-Offset, -1 when absent */
-    bool docket_eof;         /* X-Docket-Eof: 1 */
+    int status;             /* 100..599 */
+    int64_t content_length; /* -1 when absent */
+    bool chunked;           /* Transfer-Encoding: chunked */
+    bool close;             /* Connection: close, or HTTP/1.0 without keep-alive */
+    int64_t docket_offset;  /* X-Docket-Offset, -1 when absent */
+    bool docket_eof;        /* X-Docket-Eof: 1 */
 };
 
 /* Parse a response head in buf[0..len). Returns the head's length (through the blank
@@ -38,9 +38,9 @@ int http_parse_head(const char *buf, size_t len, struct http_head *h);
 
 /* Incremental decoder of a chunked body. */
 struct http_dechunk {
-    int state;               /* internal */
-    uint64_t left;           /* bytes left in the current chunk */
-    char line[32];           /* a chunk-size line being read */
+    int state;     /* internal */
+    uint64_t left; /* bytes left in the current chunk */
+    char line[32]; /* a chunk-size line being read */
     size_t line_len;
 };
 
@@ -63,8 +63,8 @@ void http_conn_destroy(struct http_conn *c);
  * head and body (its max sets the reply cap) and returns 0; else a negative errno with
  * err saying what failed: -ECONNREFUSED/-ENOENT (cannot connect), -ETIMEDOUT, -EPROTO,
  * -ENOSPC (reply too large). */
-int http_request(struct http_conn *c, const char *method, const char *path,
-                 const char *headers, const char *body, size_t body_len, long timeout_ms,
-                 struct http_head *head, struct dbuf *reply, char *err, size_t errlen);
+int http_request(struct http_conn *c, const char *method, const char *path, const char *headers,
+                 const char *body, size_t body_len, long timeout_ms, struct http_head *head,
+                 struct dbuf *reply, char *err, size_t errlen);
 
 #endif

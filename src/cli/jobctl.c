@@ -11,11 +11,12 @@
 enum { J_REASON = 1 };
 
 static const struct opt_def jobctl_opts[] = {
-    { J_REASON, 'r', "reason", OPT_VALUE }, CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+    {J_REASON, 'r', "reason", OPT_VALUE},
+    CLI_COMMON_OPTS,
+    {0, 0, NULL, OPT_NONE},
 };
 
-int jobs_action_main(struct cli *c, int argc, char **argv, const char *action,
-                     const char *done)
+int jobs_action_main(struct cli *c, int argc, char **argv, const char *action, const char *done)
 {
     struct cli_args a;
     json_t *body = json_object(), *all = json_array();

@@ -35,7 +35,6 @@ void jobs_gpus(const json_t *job, char *buf, size_t len);
 void jobs_nodelist(const json_t *job, char *buf, size_t len);
 /* POST /v1/jobs/ID/ACTION for every JOB argument ("cancelled job 12 (now CANCELLED)").
  * Exit status: 1 when any job was refused (the others are done). */
-int jobs_action_main(struct cli *c, int argc, char **argv, const char *action,
-                     const char *done);
+int jobs_action_main(struct cli *c, int argc, char **argv, const char *action, const char *done);
 
 #endif

@@ -22,7 +22,9 @@ const char cmd_nodes_usage[] =
 enum { N_REASON = 1 };
 
 static const struct opt_def nodes_opts[] = {
-    { N_REASON, 'r', "reason", OPT_VALUE }, CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+    {N_REASON, 'r', "reason", OPT_VALUE},
+    CLI_COMMON_OPTS,
+    {0, 0, NULL, OPT_NONE},
 };
 
 static void labels_text(const json_t *labels, struct dbuf *b)
@@ -30,15 +32,14 @@ static void labels_text(const json_t *labels, struct dbuf *b)
     const char *k;
     json_t *v;
 
-    json_object_foreach((json_t *)labels, k, v)
-        dbuf_printf(b, "%s%s=%s", b->len ? "," : "", k, json_string_value(v) ?
-                    json_string_value(v) : "");
+    json_object_foreach((json_t *)labels, k, v) dbuf_printf(
+        b, "%s%s=%s", b->len ? "," : "", k, json_string_value(v) ? json_string_value(v) : "");
 }
 
 static void print_nodes(struct cli *c, const json_t *nodes)
 {
-    static const char *const h[] = { "NAME", "STATE", "GPUS", "TYPE", "CPUS", "MEM",
-                                     "JOBS", "HEARTBEAT", "LABELS" };
+    static const char *const h[] = {"NAME", "STATE", "GPUS",      "TYPE",  "CPUS",
+                                    "MEM",  "JOBS",  "HEARTBEAT", "LABELS"};
     struct table *t = table_create(h, 9);
     size_t i;
     json_t *n;
@@ -46,7 +47,8 @@ static void print_nodes(struct cli *c, const json_t *nodes)
     if (!t)
         return;
     table_set_flags(t, 8, TABLE_FLEX);
-    json_array_foreach(nodes, i, n) {
+    json_array_foreach(nodes, i, n)
+    {
         char mem[32], mem2[32], hb[32];
         struct dbuf b;
         const char *st = jstr(n, "state");

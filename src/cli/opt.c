@@ -36,8 +36,8 @@ const char *opt_name(const struct opt_def *defs, int id)
 
 /* Exact match first, then a unique prefix. NULL when unknown; *ambiguous set when two
  * long names share the prefix. */
-static const struct opt_def *find_long(const struct opt_def *defs, const char *name,
-                                       size_t n, bool *ambiguous)
+static const struct opt_def *find_long(const struct opt_def *defs, const char *name, size_t n,
+                                       bool *ambiguous)
 {
     const struct opt_def *found = NULL;
 
@@ -63,8 +63,8 @@ static const struct opt_def *find_short(const struct opt_def *defs, char c)
     return NULL;
 }
 
-static int next_long(struct opt_iter *it, const struct opt_def *defs, const char **value,
-                     char *err, size_t errlen)
+static int next_long(struct opt_iter *it, const struct opt_def *defs, const char **value, char *err,
+                     size_t errlen)
 {
     const char *arg = it->argv[it->index++] + 2;
     const char *eq = strchr(arg, '=');
@@ -139,8 +139,8 @@ static int next_short(struct opt_iter *it, const struct opt_def *defs, const cha
     return d->id;
 }
 
-int opt_next(struct opt_iter *it, const struct opt_def *defs, const char **value,
-             char *err, size_t errlen)
+int opt_next(struct opt_iter *it, const struct opt_def *defs, const char **value, char *err,
+             size_t errlen)
 {
     const char *arg;
 

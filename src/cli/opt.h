@@ -26,23 +26,23 @@ struct opt_def {
 };
 
 enum {
-    OPT_DONE = -1,         /* no more arguments, or "--" was consumed */
-    OPT_ERROR = -2,        /* err holds "unknown option '--x'" or "option '--gpus' needs a value" */
-    OPT_POSITIONAL = -3,   /* *value is a non-flag argument; parsing may continue */
+    OPT_DONE = -1,       /* no more arguments, or "--" was consumed */
+    OPT_ERROR = -2,      /* err holds "unknown option '--x'" or "option '--gpus' needs a value" */
+    OPT_POSITIONAL = -3, /* *value is a non-flag argument; parsing may continue */
 };
 
 struct opt_iter {
     int argc;
     char **argv;
-    int index;             /* next argv element to read */
-    int sub;               /* inside a cluster "-abc": offset of the next letter, else 0 */
-    bool dashdash;         /* "--" was seen: argv[index..] are positional */
+    int index;     /* next argv element to read */
+    int sub;       /* inside a cluster "-abc": offset of the next letter, else 0 */
+    bool dashdash; /* "--" was seen: argv[index..] are positional */
 };
 
 void opt_iter_init(struct opt_iter *it, int argc, char **argv, int first);
 /* Returns an id from defs, OPT_POSITIONAL, OPT_DONE or OPT_ERROR (err filled). */
-int opt_next(struct opt_iter *it, const struct opt_def *defs, const char **value,
-             char *err, size_t errlen);
+int opt_next(struct opt_iter *it, const struct opt_def *defs, const char **value, char *err,
+             size_t errlen);
 /* The spelling of option `id` for messages: "--gpus" (or "-g" when it has no long name). */
 const char *opt_name(const struct opt_def *defs, int id);
 

@@ -27,9 +27,12 @@ const char cmd_projects_usage[] =
 enum { P_LEVELS = 1, P_FOR, P_REASON, P_REMOVE };
 
 static const struct opt_def projects_opts[] = {
-    { P_LEVELS, 0, "levels", OPT_VALUE }, { P_FOR, 0, "for", OPT_VALUE },
-    { P_REASON, 'r', "reason", OPT_VALUE }, { P_REMOVE, 0, "remove", OPT_NONE },
-    CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+    {P_LEVELS, 0, "levels", OPT_VALUE},
+    {P_FOR, 0, "for", OPT_VALUE},
+    {P_REASON, 'r', "reason", OPT_VALUE},
+    {P_REMOVE, 0, "remove", OPT_NONE},
+    CLI_COMMON_OPTS,
+    {0, 0, NULL, OPT_NONE},
 };
 
 static void limit_text(int64_t v, char *buf, size_t len)
@@ -42,8 +45,8 @@ static void limit_text(int64_t v, char *buf, size_t len)
 
 static void print_projects(struct cli *c, const json_t *projects)
 {
-    static const char *const h[] = { "NAME", "GROUP", "TIER", "GUARANTEE", "LIMIT",
-                                     "GPUS USED", "RUNNING", "QUEUED", "SHARE", "STATUS" };
+    static const char *const h[] = {"NAME",      "GROUP",   "TIER",   "GUARANTEE", "LIMIT",
+                                    "GPUS USED", "RUNNING", "QUEUED", "SHARE",     "STATUS"};
     struct table *t = table_create(h, 10);
     size_t i;
     json_t *p;
@@ -53,7 +56,8 @@ static void print_projects(struct cli *c, const json_t *projects)
     for (int k = 3; k <= 8; k++)
         table_set_flags(t, k, TABLE_RIGHT);
     table_set_flags(t, 9, TABLE_FLEX);
-    json_array_foreach(projects, i, p) {
+    json_array_foreach(projects, i, p)
+    {
         const json_t *u = json_object_get(p, "usage");
         const json_t *b = json_object_get(p, "boost");
         char lim[32], until[32], status[200];
@@ -62,8 +66,8 @@ static void print_projects(struct cli *c, const json_t *projects)
         if (json_is_object(b)) {
             fmt_when(jint(b, "until_ms", 0), c->now_ms, until, sizeof(until));
             snprintf(status, sizeof(status), "%sboosted +%lld until %s (%s)",
-                     jbool(p, "paused") ? "paused, " : "", (long long)jint(b, "levels", 0),
-                     until, jstr(b, "reason"));
+                     jbool(p, "paused") ? "paused, " : "", (long long)jint(b, "levels", 0), until,
+                     jstr(b, "reason"));
         } else {
             snprintf(status, sizeof(status), "%s", jbool(p, "paused") ? "paused" : "");
         }
@@ -99,8 +103,7 @@ static int list(struct cli *c, const struct cli_args *a)
         return cli_usage_error(c, "unexpected argument '%.60s'", a->pos[1]);
     if (a->npos == 1 && !str_is_name(a->pos[0]))
         return cli_usage_error(c, "bad project name '%.60s'", a->pos[0]);
-    snprintf(path, sizeof(path), "/v1/projects%s%s", a->npos ? "/" : "",
-             a->npos ? a->pos[0] : "");
+    snprintf(path, sizeof(path), "/v1/projects%s%s", a->npos ? "/" : "", a->npos ? a->pos[0] : "");
     if ((rc = cli_call(c, "GET", path, NULL, &reply)))
         return rc;
     if (c->json) {
@@ -121,8 +124,8 @@ static int list(struct cli *c, const struct cli_args *a)
 /* KEY=VALUE for a project: numbers for limits ("none"/"-1" = no limit). */
 static int project_field(struct cli *c, json_t *body, const char *kv)
 {
-    static const char *const ints[] = { "gpu_limit", "max_running", "max_queued",
-                                        "user_max_running", "user_gpu_limit" };
+    static const char *const ints[] = {"gpu_limit", "max_running", "max_queued", "user_max_running",
+                                       "user_gpu_limit"};
     const char *eq = strchr(kv, '=');
     char key[64];
     size_t n = eq ? (size_t)(eq - kv) : 0;
@@ -159,15 +162,17 @@ static int project_field(struct cli *c, json_t *body, const char *kv)
             return cli_usage_error(c, "%s: bad name '%.60s'", key, v);
         json_object_set_new(body, key, json_string(v));
     } else {
-        return cli_usage_error(c, "unknown key '%s' (group, tier, guarantee_gpus, gpu_limit, "
+        return cli_usage_error(c,
+                               "unknown key '%s' (group, tier, guarantee_gpus, gpu_limit, "
                                "max_running, max_queued, user_max_running, user_gpu_limit, "
-                               "paused)", key);
+                               "paused)",
+                               key);
     }
     return 0;
 }
 
-static int send(struct cli *c, const char *method, const char *path, json_t *body,
-                const char *done, const char *name)
+static int send(struct cli *c, const char *method, const char *path, json_t *body, const char *done,
+                const char *name)
 {
     json_t *reply = NULL;
     int rc = cli_call(c, method, path, body, &reply);
@@ -251,8 +256,8 @@ static int admission(struct cli *c, const struct cli_args *a, const char *action
     if (a->npos != 2 || !str_is_name(a->pos[1]))
         return cli_usage_error(c, "which project? (docket projects %s NAME)", action);
     snprintf(path, sizeof(path), "/v1/projects/%s/%s", a->pos[1], action);
-    return send(c, "POST", path, NULL, !strcmp(action, "pause") ? "paused project"
-                                                                : "resumed project", a->pos[1]);
+    return send(c, "POST", path, NULL,
+                !strcmp(action, "pause") ? "paused project" : "resumed project", a->pos[1]);
 }
 
 int cmd_projects(struct cli *c, int argc, char **argv)

@@ -28,16 +28,21 @@ const char cmd_queue_usage[] =
     "  -n, --limit N        at most N jobs (default 1000)\n"
     "      --by-id          list by job id\n";
 
-enum { Q_PROJECT = 1, Q_USER, Q_TIER, Q_CLASS, Q_STATE, Q_NODE, Q_NAME, Q_ALL, Q_LIMIT,
-       Q_BY_ID };
+enum { Q_PROJECT = 1, Q_USER, Q_TIER, Q_CLASS, Q_STATE, Q_NODE, Q_NAME, Q_ALL, Q_LIMIT, Q_BY_ID };
 
 static const struct opt_def queue_opts[] = {
-    { Q_PROJECT, 'p', "project", OPT_VALUE }, { Q_USER, 'u', "user", OPT_VALUE },
-    { Q_TIER, 't', "tier", OPT_VALUE }, { Q_CLASS, 0, "class", OPT_VALUE },
-    { Q_STATE, 0, "state", OPT_VALUE }, { Q_NODE, 0, "node", OPT_VALUE },
-    { Q_NAME, 0, "name", OPT_VALUE }, { Q_ALL, 'a', "all", OPT_NONE },
-    { Q_LIMIT, 'n', "limit", OPT_VALUE }, { Q_BY_ID, 0, "by-id", OPT_NONE },
-    CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+    {Q_PROJECT, 'p', "project", OPT_VALUE},
+    {Q_USER, 'u', "user", OPT_VALUE},
+    {Q_TIER, 't', "tier", OPT_VALUE},
+    {Q_CLASS, 0, "class", OPT_VALUE},
+    {Q_STATE, 0, "state", OPT_VALUE},
+    {Q_NODE, 0, "node", OPT_VALUE},
+    {Q_NAME, 0, "name", OPT_VALUE},
+    {Q_ALL, 'a', "all", OPT_NONE},
+    {Q_LIMIT, 'n', "limit", OPT_VALUE},
+    {Q_BY_ID, 0, "by-id", OPT_NONE},
+    CLI_COMMON_OPTS,
+    {0, 0, NULL, OPT_NONE},
 };
 
 static void add_param(struct dbuf *b, const char *key, const char *value)
@@ -104,8 +109,7 @@ void jobs_gpus(const json_t *job, char *buf, size_t len)
     if (g <= 0)
         snprintf(buf, len, "-");
     else if (n > 1)
-        snprintf(buf, len, "%lldx%lld%s%s", (long long)n, (long long)g, type[0] ? " " : "",
-                 type);
+        snprintf(buf, len, "%lldx%lld%s%s", (long long)n, (long long)g, type[0] ? " " : "", type);
     else
         snprintf(buf, len, "%lld%s%s", (long long)g, type[0] ? " " : "", type);
 }
@@ -117,7 +121,8 @@ void jobs_nodelist(const json_t *job, char *buf, size_t len)
     json_t *a;
 
     buf[0] = '\0';
-    json_array_foreach(alloc, i, a) {
+    json_array_foreach(alloc, i, a)
+    {
         int n = snprintf(buf + o, len - o, "%s%s", i ? "," : "", jstr(a, "node"));
         if (n < 0 || (size_t)n >= len - o)
             break;
@@ -153,8 +158,8 @@ static void time_text(struct cli *c, const json_t *job, char *buf, size_t len)
 
 void jobs_print_queue(struct cli *c, const json_t *jobs)
 {
-    static const char *const h[] = { "ID", "NAME", "PROJECT", "USER", "TIER", "CLASS",
-                                     "STATE", "GPUS", "TIME", "NODES/REASON" };
+    static const char *const h[] = {"ID",    "NAME",  "PROJECT", "USER", "TIER",
+                                    "CLASS", "STATE", "GPUS",    "TIME", "NODES/REASON"};
     struct table *t = table_create(h, 10);
     int running = 0, pending = 0, held = 0;
     size_t i;
@@ -165,7 +170,8 @@ void jobs_print_queue(struct cli *c, const json_t *jobs)
     table_set_flags(t, 0, TABLE_RIGHT);
     table_set_flags(t, 1, TABLE_FLEX);
     table_set_flags(t, 9, TABLE_FLEX);
-    json_array_foreach(jobs, i, j) {
+    json_array_foreach(jobs, i, j)
+    {
         const char *st = jstr(j, "state");
         char tier[140], gpus[100], tm[64], where[1024];
 
@@ -221,9 +227,7 @@ static int tier_rank(const json_t *tiers, const json_t *job)
     size_t i;
     json_t *x;
 
-    json_array_foreach(tiers, i, x)
-        if (!strcmp(jstr(x, "name"), t))
-            return (int)i;
+    json_array_foreach(tiers, i, x) if (!strcmp(jstr(x, "name"), t)) return (int)i;
     return 1000;
 }
 
@@ -273,8 +277,8 @@ static const char all_states[] =
 
 int jobs_list_main(struct cli *c, int argc, char **argv, bool history)
 {
-    struct jobs_query q = { .limit = history ? 50 : 1000, .desc = history,
-                            .state = history ? "terminal" : "active" };
+    struct jobs_query q = {
+        .limit = history ? 50 : 1000, .desc = history, .state = history ? "terminal" : "active"};
     struct opt_iter it;
     const char *v;
     char err[256];
@@ -285,24 +289,45 @@ int jobs_list_main(struct cli *c, int argc, char **argv, bool history)
     opt_iter_init(&it, argc, argv, 1);
     while ((id = opt_next(&it, queue_opts, &v, err, sizeof(err))) != OPT_DONE) {
         switch (id) {
-        case Q_PROJECT: q.project = v; break;
-        case Q_USER: q.user = v; break;
-        case Q_TIER: q.tier = v; break;
-        case Q_CLASS: q.class_name = v; break;
-        case Q_STATE: q.state = v; break;
-        case Q_NODE: q.node = v; break;
-        case Q_NAME: q.name = v; break;
-        case Q_ALL: q.state = all_states; break;
-        case Q_BY_ID: by_id = true; break;
+        case Q_PROJECT:
+            q.project = v;
+            break;
+        case Q_USER:
+            q.user = v;
+            break;
+        case Q_TIER:
+            q.tier = v;
+            break;
+        case Q_CLASS:
+            q.class_name = v;
+            break;
+        case Q_STATE:
+            q.state = v;
+            break;
+        case Q_NODE:
+            q.node = v;
+            break;
+        case Q_NAME:
+            q.name = v;
+            break;
+        case Q_ALL:
+            q.state = all_states;
+            break;
+        case Q_BY_ID:
+            by_id = true;
+            break;
         case Q_LIMIT: {
             int n;
             if (parse_int(v, 1, 100000, &n) < 0)
-                return cli_usage_error(c, "--limit: want a number from 1 to 100000, not "
-                                       "'%.40s'", v);
+                return cli_usage_error(c,
+                                       "--limit: want a number from 1 to 100000, not "
+                                       "'%.40s'",
+                                       v);
             q.limit = n;
             break;
         }
-        case OPT_POSITIONAL: return cli_usage_error(c, "unexpected argument '%.60s'", v);
+        case OPT_POSITIONAL:
+            return cli_usage_error(c, "unexpected argument '%.60s'", v);
         default:
             if ((rc = cli_common(c, id, err)) != CLI_CONTINUE)
                 return rc;

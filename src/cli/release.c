@@ -4,10 +4,9 @@
  */
 #include "cli/jobs.h"
 
-const char cmd_release_usage[] =
-    "usage: docket release JOB... [--reason TEXT] [--json]\n"
-    "\n"
-    "Release held jobs: they compete for resources again.\n";
+const char cmd_release_usage[] = "usage: docket release JOB... [--reason TEXT] [--json]\n"
+                                 "\n"
+                                 "Release held jobs: they compete for resources again.\n";
 
 int cmd_release(struct cli *c, int argc, char **argv)
 {

@@ -30,7 +30,8 @@ static void argv_text(const json_t *job, struct dbuf *b)
     json_t *a;
 
     if (json_is_array(cmd)) {
-        json_array_foreach(cmd, i, a) {
+        json_array_foreach(cmd, i, a)
+        {
             const char *s = json_string_value(a);
             bool quote = !s || strpbrk(s, " \t'\"$") || !s[0];
             dbuf_printf(b, "%s%s%s%s", i ? " " : "", quote ? "'" : "", s ? s : "",
@@ -49,7 +50,8 @@ static void print_alloc(struct cli *c, const json_t *job)
     size_t i, k;
     json_t *a, *g;
 
-    json_array_foreach(alloc, i, a) {
+    json_array_foreach(alloc, i, a)
+    {
         struct dbuf b;
         char mem[32];
         dbuf_init(&b, 4096);
@@ -91,8 +93,7 @@ static void print_job(struct cli *c, const json_t *j)
     struct dbuf b;
 
     fprintf(c->out, "job %lld  %s  %s%s%s\n", (long long)jint(j, "id", 0), jstr(j, "name"),
-            c->color ? fmt_color_on(fmt_state_color(st)) : "", st,
-            c->color ? fmt_color_off() : "");
+            c->color ? fmt_color_on(fmt_state_color(st)) : "", st, c->color ? fmt_color_off() : "");
     snprintf(buf, sizeof(buf), "%s (user %s)", jstr(j, "project"), jstr(j, "user"));
     line(c, "project", buf);
     if (jstr(j, "eff_tier")[0] && strcmp(jstr(j, "tier"), jstr(j, "eff_tier")))
@@ -110,8 +111,8 @@ static void print_job(struct cli *c, const json_t *j)
     fmt_when(jint(j, "submit_ms", 0), c->now_ms, sub, sizeof(sub));
     fmt_when(jint(j, "start_ms", 0), c->now_ms, start, sizeof(start));
     fmt_when(jint(j, "end_ms", 0), c->now_ms, end, sizeof(end));
-    snprintf(buf, sizeof(buf), "limit %s, submitted %s, started %s, ended %s", lim, sub,
-             start, end);
+    snprintf(buf, sizeof(buf), "limit %s, submitted %s, started %s, ended %s", lim, sub, start,
+             end);
     line(c, "time", buf);
     dbuf_init(&b, 1 << 16);
     argv_text(j, &b);
@@ -138,7 +139,7 @@ static void print_job(struct cli *c, const json_t *j)
 
 static void print_events(struct cli *c, const json_t *events)
 {
-    static const char *const h[] = { "WHEN", "EVENT", "STATE", "NODE", "REASON" };
+    static const char *const h[] = {"WHEN", "EVENT", "STATE", "NODE", "REASON"};
     struct table *t = table_create(h, 5);
     size_t i;
     json_t *e;
@@ -146,15 +147,15 @@ static void print_events(struct cli *c, const json_t *events)
     if (!t)
         return;
     table_set_flags(t, 4, TABLE_FLEX);
-    json_array_foreach(events, i, e) {
+    json_array_foreach(events, i, e)
+    {
         char when[32];
         fmt_when(jint(e, "time_ms", 0), c->now_ms, when, sizeof(when));
         table_row(t);
         table_cell(t, FMT_PLAIN, "%s", when);
         table_cell(t, FMT_PLAIN, "%s", jstr(e, "type"));
         if (jstr(e, "from")[0])
-            table_cell(t, fmt_state_color(jstr(e, "to")), "%s→%s", jstr(e, "from"),
-                       jstr(e, "to"));
+            table_cell(t, fmt_state_color(jstr(e, "to")), "%s→%s", jstr(e, "from"), jstr(e, "to"));
         else
             table_cell(t, fmt_state_color(jstr(e, "to")), "%s", jstr(e, "to"));
         table_cell(t, FMT_PLAIN, "%s", jstr(e, "node"));
@@ -162,8 +163,7 @@ static void print_events(struct cli *c, const json_t *events)
             table_cell(t, FMT_PLAIN, "%s", jstr(e, "detail"));
         else
             table_cell(t, FMT_PLAIN, "%s%s%s", jstr(e, "reason"),
-                       jstr(e, "detail")[0] && jstr(e, "reason")[0] ? ": " : "",
-                       jstr(e, "detail"));
+                       jstr(e, "detail")[0] && jstr(e, "reason")[0] ? ": " : "", jstr(e, "detail"));
     }
     if (table_rows(t)) {
         fprintf(c->out, "\nevents:\n");

@@ -17,41 +17,47 @@
 #include "util/parse.h"
 #include "util/str.h"
 
-enum { MAX_GPUS_PER_NODE = 64, MAX_NODES = 512, MAX_WORDS = 64, MAX_LINE = 4096,
-       MAX_TEXT = 1024, MAX_ARRAY = 100000 };
+enum {
+    MAX_GPUS_PER_NODE = 64,
+    MAX_NODES = 512,
+    MAX_WORDS = 64,
+    MAX_LINE = 4096,
+    MAX_TEXT = 1024,
+    MAX_ARRAY = 100000
+};
 
 const struct opt_def spec_submit_opts[] = {
-    { SO_PROJECT, 'p', "project", OPT_VALUE },
-    { SO_TIER, 't', "tier", OPT_VALUE },
-    { SO_CLASS, 0, "class", OPT_VALUE },
-    { SO_GPUS, 'g', "gpus", OPT_VALUE },
-    { SO_GPU_TYPE, 0, "gpu-type", OPT_VALUE },
-    { SO_CPUS, 'c', "cpus", OPT_VALUE },
-    { SO_MEM, 'm', "mem", OPT_VALUE },
-    { SO_NODES, 'N', "nodes", OPT_VALUE },
-    { SO_TIME, 0, "time", OPT_VALUE },
-    { SO_NAME, 0, "name", OPT_VALUE },
-    { SO_ENV, 0, "env", OPT_VALUE },
-    { SO_AFTER, 0, "after", OPT_VALUE },
-    { SO_DEPENDENCY, 0, "dependency", OPT_VALUE },
-    { SO_ARRAY, 0, "array", OPT_VALUE },
-    { SO_SIGNAL, 0, "signal", OPT_VALUE },
-    { SO_RETRIES, 0, "retries", OPT_VALUE },
-    { SO_LABEL, 0, "label", OPT_VALUE },
-    { SO_SELECT, 0, "select", OPT_VALUE },
-    { SO_WORKDIR, 0, "workdir", OPT_VALUE },
-    { SO_OUTPUT, 0, "output", OPT_VALUE },
-    { SO_ERROR, 0, "error", OPT_VALUE },
-    { SO_HOLD, 0, "hold", OPT_NONE },
-    { SO_BEGIN, 0, "begin", OPT_VALUE },
-    { SO_IDEMPOTENT, 0, "idempotent", OPT_NONE },
-    { SO_NO_REQUEUE, 0, "no-requeue", OPT_NONE },
-    { SO_CHECKPOINT, 0, "checkpoint", OPT_NONE },
-    { SO_JSON, 0, "json", OPT_NONE },
-    { SO_HELP, 'h', "help", OPT_NONE },
-    { SO_PARSABLE, 0, "parsable", OPT_NONE },
-    { SO_DRY_RUN, 0, "dry-run", OPT_NONE },
-    { 0, 0, NULL, OPT_NONE },
+    {SO_PROJECT, 'p', "project", OPT_VALUE},
+    {SO_TIER, 't', "tier", OPT_VALUE},
+    {SO_CLASS, 0, "class", OPT_VALUE},
+    {SO_GPUS, 'g', "gpus", OPT_VALUE},
+    {SO_GPU_TYPE, 0, "gpu-type", OPT_VALUE},
+    {SO_CPUS, 'c', "cpus", OPT_VALUE},
+    {SO_MEM, 'm', "mem", OPT_VALUE},
+    {SO_NODES, 'N', "nodes", OPT_VALUE},
+    {SO_TIME, 0, "time", OPT_VALUE},
+    {SO_NAME, 0, "name", OPT_VALUE},
+    {SO_ENV, 0, "env", OPT_VALUE},
+    {SO_AFTER, 0, "after", OPT_VALUE},
+    {SO_DEPENDENCY, 0, "dependency", OPT_VALUE},
+    {SO_ARRAY, 0, "array", OPT_VALUE},
+    {SO_SIGNAL, 0, "signal", OPT_VALUE},
+    {SO_RETRIES, 0, "retries", OPT_VALUE},
+    {SO_LABEL, 0, "label", OPT_VALUE},
+    {SO_SELECT, 0, "select", OPT_VALUE},
+    {SO_WORKDIR, 0, "workdir", OPT_VALUE},
+    {SO_OUTPUT, 0, "output", OPT_VALUE},
+    {SO_ERROR, 0, "error", OPT_VALUE},
+    {SO_HOLD, 0, "hold", OPT_NONE},
+    {SO_BEGIN, 0, "begin", OPT_VALUE},
+    {SO_IDEMPOTENT, 0, "idempotent", OPT_NONE},
+    {SO_NO_REQUEUE, 0, "no-requeue", OPT_NONE},
+    {SO_CHECKPOINT, 0, "checkpoint", OPT_NONE},
+    {SO_JSON, 0, "json", OPT_NONE},
+    {SO_HELP, 'h', "help", OPT_NONE},
+    {SO_PARSABLE, 0, "parsable", OPT_NONE},
+    {SO_DRY_RUN, 0, "dry-run", OPT_NONE},
+    {0, 0, NULL, OPT_NONE},
 };
 
 /* ------------------------------------------------------------------------------------ */
@@ -89,8 +95,8 @@ static bool is_text(const char *s)
     return n > 0 && n <= MAX_TEXT;
 }
 
-static int set_name(json_t *spec, const char *key, const char *flag, const char *v,
-                    char *err, size_t errlen)
+static int set_name(json_t *spec, const char *key, const char *flag, const char *v, char *err,
+                    size_t errlen)
 {
     if (!str_is_name(v))
         return fail(err, errlen, flag, "bad name (1-63 of A-Z a-z 0-9 . _ -)", v);
@@ -98,8 +104,8 @@ static int set_name(json_t *spec, const char *key, const char *flag, const char 
     return 0;
 }
 
-static int set_text(json_t *spec, const char *key, const char *flag, const char *v,
-                    char *err, size_t errlen)
+static int set_text(json_t *spec, const char *key, const char *flag, const char *v, char *err,
+                    size_t errlen)
 {
     if (!is_text(v))
         return fail(err, errlen, flag, "bad value", v);
@@ -107,14 +113,13 @@ static int set_text(json_t *spec, const char *key, const char *flag, const char 
     return 0;
 }
 
-static int set_int(json_t *spec, const char *key, const char *flag, const char *v, int min,
-                   int max, char *err, size_t errlen)
+static int set_int(json_t *spec, const char *key, const char *flag, const char *v, int min, int max,
+                   char *err, size_t errlen)
 {
     int n;
 
     if (parse_int(v, min, max, &n) < 0) {
-        snprintf(err, errlen, "%s: want an integer from %d to %d, not '%.100s'", flag, min,
-                 max, v);
+        snprintf(err, errlen, "%s: want an integer from %d to %d, not '%.100s'", flag, min, max, v);
         return -EINVAL;
     }
     json_object_set_new(spec, key, json_integer(n));
@@ -174,8 +179,7 @@ static int set_env(json_t *spec, const char *v, char *err, size_t errlen)
     name[n] = '\0';
     value = eq ? eq + 1 : getenv(name);
     if (!value) {
-        snprintf(err, errlen, "--env: '%s' is not set here; write --env %s=VALUE", name,
-                 name);
+        snprintf(err, errlen, "--env: '%s' is not set here; write --env %s=VALUE", name, name);
         return -EINVAL;
     }
     if (strlen(value) > 65536)
@@ -186,8 +190,8 @@ static int set_env(json_t *spec, const char *v, char *err, size_t errlen)
 
 /* "k=v" for labels and selectors; selectors also take "k!=v" (or "k=!v"): the node's
  * label must differ, sent as "!v" (docs/api.md). */
-static int set_label(json_t *spec, const char *key, const char *flag, const char *v,
-                     char *err, size_t errlen)
+static int set_label(json_t *spec, const char *key, const char *flag, const char *v, char *err,
+                     size_t errlen)
 {
     bool selector = !strcmp(key, "selectors"), negate = false;
     const char *ne = strstr(v, "!=");
@@ -202,8 +206,8 @@ static int set_label(json_t *spec, const char *key, const char *flag, const char
         negate = true;
     }
     if (parse_label(v, k, sizeof(k), val, sizeof(val)) < 0 || !str_is_name(k))
-        return fail(err, errlen, flag, selector ? "want key=value or key!=value, not"
-                                                : "want key=value, not", v);
+        return fail(err, errlen, flag,
+                    selector ? "want key=value or key!=value, not" : "want key=value, not", v);
     if (negate) {
         char neg[66];
         snprintf(neg, sizeof(neg), "!%s", val);
@@ -214,8 +218,8 @@ static int set_label(json_t *spec, const char *key, const char *flag, const char
     return 0;
 }
 
-static int add_dep(json_t *deps, const char *type, const char *id, const char *flag,
-                   char *err, size_t errlen)
+static int add_dep(json_t *deps, const char *type, const char *id, const char *flag, char *err,
+                   size_t errlen)
 {
     int64_t n;
 
@@ -266,8 +270,7 @@ static int set_after(json_t *spec, const char *v, const char *flag, char *err, s
 }
 
 /* Slurm syntax: "afterok:1:2,afterany:3"; replaces the spec's deps when all is good. */
-static int set_dependency(json_t *spec, const char *v, const char *flag, char *err,
-                          size_t errlen)
+static int set_dependency(json_t *spec, const char *v, const char *flag, char *err, size_t errlen)
 {
     char buf[512];
     char *cur = buf;
@@ -288,8 +291,10 @@ static int set_dependency(json_t *spec, const char *v, const char *flag, char *e
         }
         *colon = '\0';
         if (strcmp(p, "afterok") && strcmp(p, "afterany") && strcmp(p, "afternotok")) {
-            snprintf(err, errlen, "%s: dependency type '%.40s' is not supported "
-                     "(afterok, afterany, afternotok)", flag, p);
+            snprintf(err, errlen,
+                     "%s: dependency type '%.40s' is not supported "
+                     "(afterok, afterany, afternotok)",
+                     flag, p);
             rc = -EINVAL;
             break;
         }
@@ -301,8 +306,7 @@ static int set_dependency(json_t *spec, const char *v, const char *flag, char *e
     return rc;
 }
 
-static int set_array(json_t *spec, const char *v, const char *flag, char *err,
-                     size_t errlen)
+static int set_array(json_t *spec, const char *v, const char *flag, char *err, size_t errlen)
 {
     int32_t *idx = malloc(sizeof(*idx) * MAX_ARRAY);
     size_t count = 0;
@@ -320,8 +324,7 @@ static int set_array(json_t *spec, const char *v, const char *flag, char *err,
 
 /* "USR1", "USR1@120s", Slurm's "B:USR1@120" (the B: prefix is dropped: docket always
  * signals the job's whole process tree). */
-static int set_signal(json_t *spec, const char *v, const char *flag, char *err,
-                      size_t errlen)
+static int set_signal(json_t *spec, const char *v, const char *flag, char *err, size_t errlen)
 {
     char buf[64];
     char *at;
@@ -407,35 +410,62 @@ int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
     str_copy(name, sizeof(name), flag);
     flag = name;
     switch (id) {
-    case SO_PROJECT: return set_name(spec, "project", flag, v, err, errlen);
-    case SO_TIER: return set_name(spec, "tier", flag, v, err, errlen);
-    case SO_CLASS: return set_name(spec, "class", flag, v, err, errlen);
-    case SO_GPU_TYPE: return set_name(spec, "gpu_type", flag, v, err, errlen);
-    case SO_GPUS: return set_gpus(spec, v, flag, err, errlen);
-    case SO_CPUS: return set_int(spec, "cpus", flag, v, 1, 100000, err, errlen);
-    case SO_MEM: return set_mem(spec, v, flag, err, errlen);
-    case SO_NODES: return set_int(spec, "nodes", flag, v, 1, MAX_NODES, err, errlen);
+    case SO_PROJECT:
+        return set_name(spec, "project", flag, v, err, errlen);
+    case SO_TIER:
+        return set_name(spec, "tier", flag, v, err, errlen);
+    case SO_CLASS:
+        return set_name(spec, "class", flag, v, err, errlen);
+    case SO_GPU_TYPE:
+        return set_name(spec, "gpu_type", flag, v, err, errlen);
+    case SO_GPUS:
+        return set_gpus(spec, v, flag, err, errlen);
+    case SO_CPUS:
+        return set_int(spec, "cpus", flag, v, 1, 100000, err, errlen);
+    case SO_MEM:
+        return set_mem(spec, v, flag, err, errlen);
+    case SO_NODES:
+        return set_int(spec, "nodes", flag, v, 1, MAX_NODES, err, errlen);
     case SO_TIME: {
         int rc = set_time(spec, v, false, flag, err, errlen);
-        return rc == -ERANGE ? fail(err, errlen, flag, "docket needs a finite limit, not", v)
-                             : rc;
+        return rc == -ERANGE ? fail(err, errlen, flag, "docket needs a finite limit, not", v) : rc;
     }
-    case SO_NAME: return set_text(spec, "name", flag, v, err, errlen);
-    case SO_ENV: return set_env(spec, v, err, errlen);
-    case SO_AFTER: return set_after(spec, v, flag, err, errlen);
-    case SO_DEPENDENCY: return set_dependency(spec, v, flag, err, errlen);
-    case SO_ARRAY: return set_array(spec, v, flag, err, errlen);
-    case SO_SIGNAL: return set_signal(spec, v, flag, err, errlen);
-    case SO_RETRIES: return set_int(spec, "retries", flag, v, 0, 100, err, errlen);
-    case SO_LABEL: return set_label(spec, "labels", flag, v, err, errlen);
-    case SO_SELECT: return set_label(spec, "selectors", flag, v, err, errlen);
-    case SO_WORKDIR: return set_text(spec, "workdir", flag, v, err, errlen);
-    case SO_OUTPUT: return set_text(spec, "output", flag, v, err, errlen);
-    case SO_ERROR: return set_text(spec, "error", flag, v, err, errlen);
-    case SO_HOLD: json_object_set_new(spec, "hold", json_true()); return 0;
-    case SO_IDEMPOTENT: json_object_set_new(spec, "idempotent", json_true()); return 0;
-    case SO_NO_REQUEUE: json_object_set_new(spec, "requeue", json_false()); return 0;
-    case SO_CHECKPOINT: json_object_set_new(spec, "checkpoint", json_true()); return 0;
+    case SO_NAME:
+        return set_text(spec, "name", flag, v, err, errlen);
+    case SO_ENV:
+        return set_env(spec, v, err, errlen);
+    case SO_AFTER:
+        return set_after(spec, v, flag, err, errlen);
+    case SO_DEPENDENCY:
+        return set_dependency(spec, v, flag, err, errlen);
+    case SO_ARRAY:
+        return set_array(spec, v, flag, err, errlen);
+    case SO_SIGNAL:
+        return set_signal(spec, v, flag, err, errlen);
+    case SO_RETRIES:
+        return set_int(spec, "retries", flag, v, 0, 100, err, errlen);
+    case SO_LABEL:
+        return set_label(spec, "labels", flag, v, err, errlen);
+    case SO_SELECT:
+        return set_label(spec, "selectors", flag, v, err, errlen);
+    case SO_WORKDIR:
+        return set_text(spec, "workdir", flag, v, err, errlen);
+    case SO_OUTPUT:
+        return set_text(spec, "output", flag, v, err, errlen);
+    case SO_ERROR:
+        return set_text(spec, "error", flag, v, err, errlen);
+    case SO_HOLD:
+        json_object_set_new(spec, "hold", json_true());
+        return 0;
+    case SO_IDEMPOTENT:
+        json_object_set_new(spec, "idempotent", json_true());
+        return 0;
+    case SO_NO_REQUEUE:
+        json_object_set_new(spec, "requeue", json_false());
+        return 0;
+    case SO_CHECKPOINT:
+        json_object_set_new(spec, "checkpoint", json_true());
+        return 0;
     case SO_BEGIN: {
         int64_t ms;
         if (parse_duration_ms(v, &ms) < 0)
@@ -519,8 +549,8 @@ int spec_slurm_time_ms(const char *s, int64_t *out_ms)
 
 static bool is_default_class(const char *name)
 {
-    static const char *const classes[] = { "training", "experiment", "exploration",
-                                           "interactive", "service" };
+    static const char *const classes[] = {"training", "experiment", "exploration", "interactive",
+                                          "service"};
 
     for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
         if (!strcmp(name, classes[i]))
@@ -528,8 +558,8 @@ static bool is_default_class(const char *name)
     return false;
 }
 
-int spec_partition_lookup(const char *map, const char *partition, const char **field,
-                          char *name, size_t namelen)
+int spec_partition_lookup(const char *map, const char *partition, const char **field, char *name,
+                          size_t namelen)
 {
     char buf[1024];
     char *cur = buf;
@@ -619,8 +649,8 @@ static int sbatch_gres(json_t *spec, const char *v, const struct spec_env *env, 
         int count = 1;
 
         if (strncmp(p, "gpu", 3) || (p[3] && p[3] != ':')) {
-            warnf(env, "#SBATCH --gres=%s: only gpu resources are understood; '%.60s' ignored",
-                  v, p);
+            warnf(env, "#SBATCH --gres=%s: only gpu resources are understood; '%.60s' ignored", v,
+                  p);
             continue;
         }
         if (p[3] == ':' && slurm_gpu_count(p + 4, type, sizeof(type), &count) < 0)
@@ -636,8 +666,8 @@ static int sbatch_gres(json_t *spec, const char *v, const struct spec_env *env, 
     return 0;
 }
 
-static int sbatch_gpus(json_t *spec, const char *v, bool per_node, const char *flag,
-                       char *err, size_t errlen)
+static int sbatch_gpus(json_t *spec, const char *v, bool per_node, const char *flag, char *err,
+                       size_t errlen)
 {
     char type[64];
     int count;
@@ -663,8 +693,8 @@ static int sbatch_nodes(json_t *spec, const char *v, const struct spec_env *env,
     dash = strchr(buf, '-');
     if (dash) {
         *dash = '\0';
-        warnf(env, "#SBATCH --nodes=%s: docket places gang jobs on an exact count; using %s",
-              v, buf);
+        warnf(env, "#SBATCH --nodes=%s: docket places gang jobs on an exact count; using %s", v,
+              buf);
     }
     return set_int(spec, "nodes", "--nodes", buf, 1, MAX_NODES, err, errlen);
 }
@@ -674,18 +704,21 @@ static int sbatch_partition(json_t *spec, const char *opt, const char *v,
 {
     const char *field;
     char name[64];
-    int rc = spec_partition_lookup(env ? env->partition_map : NULL, v, &field, name,
-                                   sizeof(name));
+    int rc = spec_partition_lookup(env ? env->partition_map : NULL, v, &field, name, sizeof(name));
 
     if (rc == -EINVAL) {
-        snprintf(err, errlen, "--%s: the partition map is malformed (want "
-                 "NAME=TIER,NAME=class:CLASS)", opt);
+        snprintf(err, errlen,
+                 "--%s: the partition map is malformed (want "
+                 "NAME=TIER,NAME=class:CLASS)",
+                 opt);
         return rc;
     }
     if (rc < 0) {
-        warnf(env, "#SBATCH --%s=%s has no mapping; ignored (map it with "
+        warnf(env,
+              "#SBATCH --%s=%s has no mapping; ignored (map it with "
               "DOCKET_PARTITION_MAP=\"%s=TIER\" or partition.%s=TIER in "
-              "~/.config/docket/config)", opt, v, v, v);
+              "~/.config/docket/config)",
+              opt, v, v, v);
         return 0;
     }
     json_object_set_new(spec, field, json_string(name));
@@ -699,15 +732,18 @@ struct sbatch_opt {
 };
 
 static const struct sbatch_opt sbatch_opts[] = {
-    { "job-name", 'J', true }, { "gres", 0, true }, { "gpus", 'G', true },
-    { "gpus-per-node", 0, true }, { "cpus-per-task", 'c', true }, { "mem", 0, true },
-    { "time", 't', true }, { "nodes", 'N', true }, { "output", 'o', true },
-    { "error", 'e', true }, { "array", 'a', true }, { "dependency", 'd', true },
-    { "partition", 'p', true }, { "qos", 'q', true }, { "account", 'A', true },
-    { "chdir", 'D', true }, { "hold", 'H', false }, { "requeue", 0, false },
-    { "no-requeue", 0, false }, { "signal", 0, true }, { "export", 0, true },
-    { "ntasks", 'n', true }, { "ntasks-per-node", 0, true },
-    { NULL, 0, false },
+    {"job-name", 'J', true},      {"gres", 0, true},
+    {"gpus", 'G', true},          {"gpus-per-node", 0, true},
+    {"cpus-per-task", 'c', true}, {"mem", 0, true},
+    {"time", 't', true},          {"nodes", 'N', true},
+    {"output", 'o', true},        {"error", 'e', true},
+    {"array", 'a', true},         {"dependency", 'd', true},
+    {"partition", 'p', true},     {"qos", 'q', true},
+    {"account", 'A', true},       {"chdir", 'D', true},
+    {"hold", 'H', false},         {"requeue", 0, false},
+    {"no-requeue", 0, false},     {"signal", 0, true},
+    {"export", 0, true},          {"ntasks", 'n', true},
+    {"ntasks-per-node", 0, true}, {NULL, 0, false},
 };
 
 static const struct sbatch_opt *sbatch_find(const char *name, char short_name)
@@ -725,14 +761,16 @@ static int sbatch_soft(const char *name, const char *v, const struct spec_env *e
         if (strcmp(v, "ALL"))
             warnf(env, "#SBATCH --export=%s: docket passes only --env variables; ignored", v);
     } else if (strcmp(v, "1")) {
-        warnf(env, "#SBATCH --%s=%s: docket runs one task per node; use --cpus-per-task "
-              "for CPUs; ignored", name, v);
+        warnf(env,
+              "#SBATCH --%s=%s: docket runs one task per node; use --cpus-per-task "
+              "for CPUs; ignored",
+              name, v);
     }
     return 0;
 }
 
-int spec_apply_sbatch(json_t *spec, const char *name, const char *v,
-                      const struct spec_env *env, char *err, size_t errlen)
+int spec_apply_sbatch(json_t *spec, const char *name, const char *v, const struct spec_env *env,
+                      char *err, size_t errlen)
 {
     const struct sbatch_opt *o = sbatch_find(name, 0);
     char flag[80];
@@ -744,13 +782,18 @@ int spec_apply_sbatch(json_t *spec, const char *name, const char *v,
     }
     if (o->value && !v)
         return fail(err, errlen, flag, "needs a value", "");
-    if (!strcmp(name, "job-name")) return set_text(spec, "name", flag, v, err, errlen);
-    if (!strcmp(name, "gres")) return sbatch_gres(spec, v, env, err, errlen);
-    if (!strcmp(name, "gpus")) return sbatch_gpus(spec, v, false, flag, err, errlen);
-    if (!strcmp(name, "gpus-per-node")) return sbatch_gpus(spec, v, true, flag, err, errlen);
+    if (!strcmp(name, "job-name"))
+        return set_text(spec, "name", flag, v, err, errlen);
+    if (!strcmp(name, "gres"))
+        return sbatch_gres(spec, v, env, err, errlen);
+    if (!strcmp(name, "gpus"))
+        return sbatch_gpus(spec, v, false, flag, err, errlen);
+    if (!strcmp(name, "gpus-per-node"))
+        return sbatch_gpus(spec, v, true, flag, err, errlen);
     if (!strcmp(name, "cpus-per-task"))
         return set_int(spec, "cpus", flag, v, 1, 100000, err, errlen);
-    if (!strcmp(name, "mem")) return set_mem(spec, v, flag, err, errlen);
+    if (!strcmp(name, "mem"))
+        return set_mem(spec, v, flag, err, errlen);
     if (!strcmp(name, "time")) {
         int rc = set_time(spec, v, true, flag, err, errlen);
         if (rc == -ERANGE) {
@@ -759,28 +802,42 @@ int spec_apply_sbatch(json_t *spec, const char *name, const char *v,
         }
         return rc;
     }
-    if (!strcmp(name, "nodes")) return sbatch_nodes(spec, v, env, err, errlen);
-    if (!strcmp(name, "output")) return set_text(spec, "output", flag, v, err, errlen);
-    if (!strcmp(name, "error")) return set_text(spec, "error", flag, v, err, errlen);
-    if (!strcmp(name, "array")) return set_array(spec, v, flag, err, errlen);
-    if (!strcmp(name, "dependency")) return set_dependency(spec, v, flag, err, errlen);
+    if (!strcmp(name, "nodes"))
+        return sbatch_nodes(spec, v, env, err, errlen);
+    if (!strcmp(name, "output"))
+        return set_text(spec, "output", flag, v, err, errlen);
+    if (!strcmp(name, "error"))
+        return set_text(spec, "error", flag, v, err, errlen);
+    if (!strcmp(name, "array"))
+        return set_array(spec, v, flag, err, errlen);
+    if (!strcmp(name, "dependency"))
+        return set_dependency(spec, v, flag, err, errlen);
     if (!strcmp(name, "partition") || !strcmp(name, "qos"))
         return sbatch_partition(spec, name, v, env, err, errlen);
-    if (!strcmp(name, "account")) return set_name(spec, "project", flag, v, err, errlen);
-    if (!strcmp(name, "chdir")) return set_text(spec, "workdir", flag, v, err, errlen);
-    if (!strcmp(name, "hold")) { json_object_set_new(spec, "hold", json_true()); return 0; }
-    if (!strcmp(name, "requeue")) { json_object_set_new(spec, "requeue", json_true()); return 0; }
+    if (!strcmp(name, "account"))
+        return set_name(spec, "project", flag, v, err, errlen);
+    if (!strcmp(name, "chdir"))
+        return set_text(spec, "workdir", flag, v, err, errlen);
+    if (!strcmp(name, "hold")) {
+        json_object_set_new(spec, "hold", json_true());
+        return 0;
+    }
+    if (!strcmp(name, "requeue")) {
+        json_object_set_new(spec, "requeue", json_true());
+        return 0;
+    }
     if (!strcmp(name, "no-requeue")) {
         json_object_set_new(spec, "requeue", json_false());
         return 0;
     }
-    if (!strcmp(name, "signal")) return set_signal(spec, v, flag, err, errlen);
+    if (!strcmp(name, "signal"))
+        return set_signal(spec, v, flag, err, errlen);
     return sbatch_soft(name, v, env);
 }
 
 /* One #SBATCH line's words: "--x=v", "--x v", "-X v", "-Xv". */
-static int sbatch_words(json_t *spec, char **w, int n, const struct spec_env *env,
-                        char *err, size_t errlen)
+static int sbatch_words(json_t *spec, char **w, int n, const struct spec_env *env, char *err,
+                        size_t errlen)
 {
     for (int i = 0; i < n; i++) {
         char name[64];
@@ -865,8 +922,7 @@ static void line_warn(void *arg, const char *msg)
 }
 
 /* One directive line (NUL-terminated). */
-static int directive(json_t *spec, const char *line, struct line_env *le, char *err,
-                     size_t errlen)
+static int directive(json_t *spec, const char *line, struct line_env *le, char *err, size_t errlen)
 {
     char buf[MAX_LINE + 1];
     char *w[MAX_WORDS];
@@ -882,15 +938,15 @@ static int directive(json_t *spec, const char *line, struct line_env *le, char *
         return -EINVAL;
     }
     if (sbatch)
-        return sbatch_words(spec, w, n, le->outer && le->outer->warn ? &le->env : le->outer,
-                            err, errlen);
+        return sbatch_words(spec, w, n, le->outer && le->outer->warn ? &le->env : le->outer, err,
+                            errlen);
     return docket_words(spec, w, n, err, errlen);
 }
 
 int spec_parse_script(json_t *spec, const char *text, size_t len, const struct spec_env *env,
                       char *err, size_t errlen)
 {
-    struct line_env le = { .outer = env, .line = 0 };
+    struct line_env le = {.outer = env, .line = 0};
     json_t *tmp = json_object();
     size_t pos = 0;
     char msg[400];
@@ -948,7 +1004,8 @@ void spec_merge(json_t *base, const json_t *over)
     const char *key;
     json_t *v;
 
-    json_object_foreach((json_t *)over, key, v) {
+    json_object_foreach((json_t *)over, key, v)
+    {
         json_t *b = json_object_get(base, key);
         if ((!strcmp(key, "env") || !strcmp(key, "labels") || !strcmp(key, "selectors")) &&
             json_is_object(b) && json_is_object(v))
@@ -971,8 +1028,10 @@ int spec_finish(json_t *spec, char *err, size_t errlen)
         nodes = 1;
     if (!json_object_get(spec, "gpus")) {
         if (t % nodes || t / nodes > MAX_GPUS_PER_NODE) {
-            snprintf(err, errlen, "--gpus=%lld does not spread evenly over %lld nodes; use "
-                     "--gpus-per-node", (long long)t, (long long)nodes);
+            snprintf(err, errlen,
+                     "--gpus=%lld does not spread evenly over %lld nodes; use "
+                     "--gpus-per-node",
+                     (long long)t, (long long)nodes);
             return -EINVAL;
         }
         json_object_set_new(spec, "gpus", json_integer(t / nodes));

@@ -17,19 +17,44 @@
 #include "cli/opt.h"
 
 enum submit_opt {
-    SO_PROJECT = 1, SO_TIER, SO_CLASS, SO_GPUS, SO_GPU_TYPE, SO_CPUS, SO_MEM, SO_NODES,
-    SO_TIME, SO_NAME, SO_ENV, SO_AFTER, SO_DEPENDENCY, SO_ARRAY, SO_SIGNAL, SO_RETRIES,
-    SO_LABEL, SO_SELECT, SO_WORKDIR, SO_OUTPUT, SO_ERROR, SO_HOLD, SO_BEGIN,
-    SO_IDEMPOTENT, SO_NO_REQUEUE, SO_CHECKPOINT,
+    SO_PROJECT = 1,
+    SO_TIER,
+    SO_CLASS,
+    SO_GPUS,
+    SO_GPU_TYPE,
+    SO_CPUS,
+    SO_MEM,
+    SO_NODES,
+    SO_TIME,
+    SO_NAME,
+    SO_ENV,
+    SO_AFTER,
+    SO_DEPENDENCY,
+    SO_ARRAY,
+    SO_SIGNAL,
+    SO_RETRIES,
+    SO_LABEL,
+    SO_SELECT,
+    SO_WORKDIR,
+    SO_OUTPUT,
+    SO_ERROR,
+    SO_HOLD,
+    SO_BEGIN,
+    SO_IDEMPOTENT,
+    SO_NO_REQUEUE,
+    SO_CHECKPOINT,
     /* not part of the job: flags of the verb itself */
-    SO_JSON, SO_HELP, SO_PARSABLE, SO_DRY_RUN,
+    SO_JSON,
+    SO_HELP,
+    SO_PARSABLE,
+    SO_DRY_RUN,
 };
 
 /* The flags of `docket submit` (and of #DOCKET lines, which take the job flags only). */
 extern const struct opt_def spec_submit_opts[];
 
 struct spec_env {
-    const char *partition_map;  /* "gpu=normal,debug=class:exploration"; may be NULL */
+    const char *partition_map; /* "gpu=normal,debug=class:exploration"; may be NULL */
     void (*warn)(void *arg, const char *msg);
     void *warn_arg;
 };
@@ -46,8 +71,8 @@ int spec_parse_script(json_t *spec, const char *text, size_t len, const struct s
 
 /* Apply one Slurm option (as on an #SBATCH line, name without dashes, e.g. "gres",
  * value or NULL). Unknown options warn and return 0. Exposed for tests. */
-int spec_apply_sbatch(json_t *spec, const char *name, const char *value,
-                      const struct spec_env *env, char *err, size_t errlen);
+int spec_apply_sbatch(json_t *spec, const char *name, const char *value, const struct spec_env *env,
+                      char *err, size_t errlen);
 
 /* Slurm time formats: "MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS";
  * 0 or -EINVAL. "UNLIMITED"/"infinite" give -ERANGE (the caller warns). */
@@ -57,8 +82,8 @@ int spec_slurm_time_ms(const char *s, int64_t *out_ms);
  * "class" and copies the name. 0, -ENOENT when absent, -EINVAL when the map is bad.
  * A value without prefix is a class when it names one of the default classes
  * (training, experiment, exploration, interactive, service), else a tier. */
-int spec_partition_lookup(const char *map, const char *partition, const char **field,
-                          char *name, size_t namelen);
+int spec_partition_lookup(const char *map, const char *partition, const char **field, char *name,
+                          size_t namelen);
 
 /* Command-line flags override script lines: copy every member of `over` into `base`;
  * env, labels and selectors are merged key by key. */

@@ -128,8 +128,7 @@ static int print_reply(struct cli *c, const json_t *reply, const struct submit_f
                 fprintf(c->out, "%lld\n", (long long)jint(json_array_get(jobs, i), "id", 0));
         else
             fprintf(c->out, "submitted array %lld: %zu jobs (%lld-%lld)\n",
-                    (long long)jint(reply, "array_id", 0), n, (long long)first,
-                    (long long)last);
+                    (long long)jint(reply, "array_id", 0), n, (long long)first, (long long)last);
     }
     return EXIT_OK;
 }
@@ -145,12 +144,23 @@ static int parse_flags(struct cli *c, struct opt_iter *it, json_t *flags_spec,
     *script = NULL;
     while ((id = opt_next(it, spec_submit_opts, &v, err, sizeof(err))) != OPT_DONE) {
         switch (id) {
-        case SO_JSON: c->json = true; break;
-        case SO_HELP: fputs(c->usage, c->out); return HELP_SHOWN;
-        case SO_PARSABLE: f->parsable = true; break;
-        case SO_DRY_RUN: f->dry_run = true; break;
-        case OPT_ERROR: return cli_usage_error(c, "%s", err);
-        case OPT_POSITIONAL: *script = v; return 0;
+        case SO_JSON:
+            c->json = true;
+            break;
+        case SO_HELP:
+            fputs(c->usage, c->out);
+            return HELP_SHOWN;
+        case SO_PARSABLE:
+            f->parsable = true;
+            break;
+        case SO_DRY_RUN:
+            f->dry_run = true;
+            break;
+        case OPT_ERROR:
+            return cli_usage_error(c, "%s", err);
+        case OPT_POSITIONAL:
+            *script = v;
+            return 0;
         default:
             rc = spec_apply(flags_spec, id, v, err, sizeof(err));
             if (rc)
@@ -165,7 +175,7 @@ static int build(struct cli *c, int argc, char **argv, json_t *spec, struct subm
     json_t *flags_spec = json_object();
     struct opt_iter it;
     const char *script, *prog = NULL;
-    struct spec_env env = { c->cfg.partition_map, warn_cb, c };
+    struct spec_env env = {c->cfg.partition_map, warn_cb, c};
     char err[512];
     struct dbuf b;
     int rc;
@@ -177,7 +187,8 @@ static int build(struct cli *c, int argc, char **argv, json_t *spec, struct subm
         goto out;
     if (script) {
         if (it.index < argc) {
-            rc = cli_usage_error(c, "arguments after the script '%s' are not passed to it; "
+            rc = cli_usage_error(c,
+                                 "arguments after the script '%s' are not passed to it; "
                                  "to run a command write `docket submit [FLAGS] -- %s ...`",
                                  script, script);
             goto out;
@@ -214,7 +225,7 @@ out:
 
 int cmd_submit(struct cli *c, int argc, char **argv)
 {
-    struct submit_flags f = { false, false };
+    struct submit_flags f = {false, false};
     json_t *spec = json_object(), *reply = NULL;
     int rc = build(c, argc, argv, spec, &f);
 

@@ -21,8 +21,9 @@ const char cmd_token_usage[] =
 enum { T_USER = 1, T_ROLE, T_TTL };
 
 static const struct opt_def token_opts[] = {
-    { T_USER, 'u', "user", OPT_VALUE }, { T_ROLE, 0, "role", OPT_VALUE },
-    { T_TTL, 0, "ttl", OPT_VALUE }, CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+    {T_USER, 'u', "user", OPT_VALUE}, {T_ROLE, 0, "role", OPT_VALUE},
+    {T_TTL, 0, "ttl", OPT_VALUE},     CLI_COMMON_OPTS,
+    {0, 0, NULL, OPT_NONE},
 };
 
 int cmd_token(struct cli *c, int argc, char **argv)
@@ -58,8 +59,10 @@ int cmd_token(struct cli *c, int argc, char **argv)
             rc = cli_usage_error(c, "a join token takes only --ttl");
             goto out;
         }
-        json_object_set_new(body, a.ids[i] == T_USER ? "user" : a.ids[i] == T_ROLE ? "role"
-                                                                                   : "ttl",
+        json_object_set_new(body,
+                            a.ids[i] == T_USER   ? "user"
+                            : a.ids[i] == T_ROLE ? "role"
+                                                 : "ttl",
                             json_string(v));
     }
     if (!join && !json_object_get(body, "user")) {

@@ -23,8 +23,10 @@ const char cmd_top_usage[] =
 enum { T_DELAY = 1, T_FRAMES };
 
 static const struct opt_def top_opts[] = {
-    { T_DELAY, 'd', "delay", OPT_VALUE }, { T_FRAMES, 'n', "frames", OPT_VALUE },
-    CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+    {T_DELAY, 'd', "delay", OPT_VALUE},
+    {T_FRAMES, 'n', "frames", OPT_VALUE},
+    CLI_COMMON_OPTS,
+    {0, 0, NULL, OPT_NONE},
 };
 
 struct gpu_sum {
@@ -53,7 +55,8 @@ static void utilisation(struct cli *c, const json_t *nodes)
     size_t i;
     json_t *node;
 
-    json_array_foreach(nodes, i, node) {
+    json_array_foreach(nodes, i, node)
+    {
         const char *type = jstr(node, "gpu_type");
         int k;
         if (jint(node, "gpus", 0) <= 0)
@@ -87,23 +90,22 @@ static int tier_index(const json_t *tiers, const char *name)
     size_t i;
     json_t *t;
 
-    json_array_foreach(tiers, i, t)
-        if (!strcmp(jstr(t, "name"), name))
-            return (int)i;
+    json_array_foreach(tiers, i, t) if (!strcmp(jstr(t, "name"), name)) return (int)i;
     return 1000;
 }
 
 /* One row per node (the first `max`), with its GPUs in use. */
 static void node_rows(struct cli *c, const json_t *nodes, int max)
 {
-    static const char *const h[] = { "NODE", "STATE", "GPUS", "TYPE", "JOBS" };
+    static const char *const h[] = {"NODE", "STATE", "GPUS", "TYPE", "JOBS"};
     struct table *t = table_create(h, 5);
     size_t i;
     json_t *n;
 
     if (!t)
         return;
-    json_array_foreach(nodes, i, n) {
+    json_array_foreach(nodes, i, n)
+    {
         if ((int)i >= max)
             break;
         table_row(t);
@@ -117,14 +119,14 @@ static void node_rows(struct cli *c, const json_t *nodes, int max)
     if (table_rows(t))
         table_print(t, c->out, c->width, c->color);
     if ((int)json_array_size(nodes) > max)
-        fprintf(c->out, "... and %zu more nodes (docket nodes)\n", json_array_size(nodes) - (size_t)max);
+        fprintf(c->out, "... and %zu more nodes (docket nodes)\n",
+                json_array_size(nodes) - (size_t)max);
     table_destroy(t);
 }
 
 static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
 {
-    static const char *const h[] = { "TIER", "RUNNING", "GPUS RUNNING", "PENDING",
-                                     "GPUS WANTED" };
+    static const char *const h[] = {"TIER", "RUNNING", "GPUS RUNNING", "PENDING", "GPUS WANTED"};
     struct table *t = table_create(h, 5);
     const char *tiers[16];
     int64_t v[16][4];
@@ -135,7 +137,8 @@ static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
     if (!t)
         return;
     memset(v, 0, sizeof(v));
-    json_array_foreach(jobs, i, j) {
+    json_array_foreach(jobs, i, j)
+    {
         const char *tier = jstr(j, "eff_tier")[0] ? jstr(j, "eff_tier") : jstr(j, "tier");
         const char *st = jstr(j, "state");
         int64_t g = jint(j, "gpus", 0) * jint(j, "nodes", 1);
@@ -187,7 +190,7 @@ static int rows_left(void)
 
 static int frame(struct cli *c, bool clear)
 {
-    struct jobs_query q = { .state = "active", .limit = 10000 };
+    struct jobs_query q = {.state = "active", .limit = 10000};
     json_t *nodes = NULL, *jobs = NULL, *tiers = NULL, *head, *sorted;
     time_t now;
     char clock[16];
@@ -201,8 +204,7 @@ static int frame(struct cli *c, bool clear)
         return rc;
     }
     if (c->json) {
-        json_t *o = json_pack("{s:O?,s:O}", "nodes", json_object_get(nodes, "nodes"), "jobs",
-                              jobs);
+        json_t *o = json_pack("{s:O?,s:O}", "nodes", json_object_get(nodes, "nodes"), "jobs", jobs);
         cli_print_json(c, o);
         json_decref(o);
         goto out;

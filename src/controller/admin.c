@@ -68,9 +68,11 @@ static json_t *node_json(struct ctl *c, uint32_t idx, json_t *jobs)
     json_object_set_new(o, "labels", parse_or_null(n->rec.labels));
     json_object_set_new(o, "reserved", json_boolean(v.reserved));
     json_object_set_new(o, "last_heartbeat_ms", json_integer(n->rec.last_heartbeat_ms));
-    json_object_set_new(o, "agent_version", json_string(json_is_string(ver) ? json_string_value(ver) : ""));
+    json_object_set_new(o, "agent_version",
+                        json_string(json_is_string(ver) ? json_string_value(ver) : ""));
     json_t *addr = json_object_get(info, "addr");
-    json_object_set_new(o, "addr", json_string(json_is_string(addr) ? json_string_value(addr) : ""));
+    json_object_set_new(o, "addr",
+                        json_string(json_is_string(addr) ? json_string_value(addr) : ""));
     json_object_set_new(o, "jobs", jobs ? jobs : json_array());
     json_decref(info);
     return o;
@@ -130,7 +132,8 @@ void h_node_show(struct ctl_req *r)
     for (size_t i = 0; by && i < sched_node_count(r->c->sched); i++)
         json_decref(by[i]);
     free(by);
-    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "node", node_json(r->c, (uint32_t)idx, jobs)));
+    ctl_reply_json(r->c, r->req, 200,
+                   json_pack("{s:o}", "node", node_json(r->c, (uint32_t)idx, jobs)));
 }
 
 static int reason_body(struct ctl_req *r, char *reason, size_t len)
@@ -144,7 +147,8 @@ static int reason_body(struct ctl_req *r, char *reason, size_t len)
     json_t *v = json_object_get(b, "reason");
     int rc = proto_check_fields(b, "", known, &e);
     if (rc == 0 && v && (!json_is_string(v) || json_string_length(v) >= len))
-        rc = proto_errorf(&e, 400, NULL, "reason", "reason must be a string of at most %zu bytes", len - 1);
+        rc = proto_errorf(&e, 400, NULL, "reason", "reason must be a string of at most %zu bytes",
+                          len - 1);
     if (rc == 0 && v)
         str_copy(reason, len, json_string_value(v));
     json_decref(b);
@@ -166,7 +170,8 @@ static void node_set(struct ctl_req *r, enum sched_node_state to, const char *ac
         return;
     enum sched_node_state from = v.state;
     if (to == SCHED_NODE_UP && from == SCHED_NODE_UNREACHABLE) {
-        ctl_reply_errorf(r->c, r->req, 409, NULL, "node '%s' is unreachable: it comes back with its agent", n->name);
+        ctl_reply_errorf(r->c, r->req, 409, NULL,
+                         "node '%s' is unreachable: it comes back with its agent", n->name);
         return;
     }
     /* saved first; a change the core refuses rolls the request's writes back */
@@ -187,7 +192,8 @@ static void node_set(struct ctl_req *r, enum sched_node_state to, const char *ac
     }
     str_copy(n->rec.reason, sizeof(n->rec.reason), reason);
     ctl_cycle_now(r->c);
-    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "node", node_json(r->c, (uint32_t)idx, NULL)));
+    ctl_reply_json(r->c, r->req, 200,
+                   json_pack("{s:o}", "node", node_json(r->c, (uint32_t)idx, NULL)));
 }
 
 void h_node_drain(struct ctl_req *r)
@@ -221,7 +227,8 @@ void h_node_labels(struct ctl_req *r)
     const char *k;
     json_t *v;
     if (rc == 0) {
-        json_object_foreach(l, k, v) {
+        json_object_foreach(l, k, v)
+        {
             char f[96];
             snprintf(f, sizeof(f), "labels.%.64s", k);
             if (!str_is_name(k)) {
@@ -240,14 +247,16 @@ void h_node_labels(struct ctl_req *r)
     }
     struct sched_label labels[SCHED_MAX_LABELS];
     if (rc == 0 && json_object_size(after) > SCHED_MAX_LABELS)
-        rc = proto_errorf(&e, 400, NULL, "labels", "a node has at most %d labels", SCHED_MAX_LABELS);
+        rc =
+            proto_errorf(&e, 400, NULL, "labels", "a node has at most %d labels", SCHED_MAX_LABELS);
     int nl = rc == 0 ? ctl_labels_from_json(after, labels, SCHED_MAX_LABELS) : 0;
     /* saved first; labels the core refuses roll the request's writes back */
     char *text = rc == 0 ? json_dumps(after, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     struct sched_node_view nv;
-    if (rc == 0 && (!text || sched_node_get(r->c->sched, (uint32_t)idx, &nv) < 0 ||
-                    ctl_node_put(r->c, n, sched_node_state_name(nv.state), n->rec.reason, text) < 0 ||
-                    ctl_audit(r->c, r->id.user, "node.labels", n->name, before, after, NULL) < 0))
+    if (rc == 0 &&
+        (!text || sched_node_get(r->c->sched, (uint32_t)idx, &nv) < 0 ||
+         ctl_node_put(r->c, n, sched_node_state_name(nv.state), n->rec.reason, text) < 0 ||
+         ctl_audit(r->c, r->id.user, "node.labels", n->name, before, after, NULL) < 0))
         rc = proto_errorf(&e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
     if (rc == 0 && sched_node_set_labels(r->c->sched, n->name, labels, nl, &se) < 0)
         rc = proto_errorf(&e, 400, NULL, "labels", "%s", se.message);
@@ -258,7 +267,8 @@ void h_node_labels(struct ctl_req *r)
         free(n->rec.labels);
         n->rec.labels = text;
         ctl_cycle_soon(r->c);
-        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "node", node_json(r->c, (uint32_t)idx, NULL)));
+        ctl_reply_json(r->c, r->req, 200,
+                       json_pack("{s:o}", "node", node_json(r->c, (uint32_t)idx, NULL)));
     }
     json_decref(before);
     json_decref(after);
@@ -271,10 +281,10 @@ void h_node_labels(struct ctl_req *r)
 static json_t *project_spec_json(const struct sched_project_spec *p)
 {
     return json_pack("{s:s,s:s,s:s,s:f,s:i,s:i,s:i,s:i,s:i,s:b}", "name", p->name, "group",
-                     p->group, "tier", p->tier, "guarantee_gpus", p->guarantee_gpus,
-                     "gpu_limit", p->gpu_limit, "max_running", p->max_running, "max_queued",
-                     p->max_queued, "user_max_running", p->user_max_running, "user_gpu_limit",
-                     p->user_gpu_limit, "paused", p->paused);
+                     p->group, "tier", p->tier, "guarantee_gpus", p->guarantee_gpus, "gpu_limit",
+                     p->gpu_limit, "max_running", p->max_running, "max_queued", p->max_queued,
+                     "user_max_running", p->user_max_running, "user_gpu_limit", p->user_gpu_limit,
+                     "paused", p->paused);
 }
 
 static int project_view(struct ctl *c, const char *name, struct sched_project_view *v)
@@ -289,16 +299,17 @@ json_t *ctl_project_json(struct ctl *c, const struct sched_project_view *v)
     json_object_set_new(o, "eff_tier", json_string(v->eff_tier ? v->eff_tier : v->spec.tier));
     if (v->boost_levels > 0) {
         json_t *why = c->boost_reasons ? json_object_get(c->boost_reasons, v->spec.name) : NULL;
-        json_object_set_new(o, "boost", json_pack("{s:i,s:I,s:s}", "levels", v->boost_levels,
-                                                  "until_ms", (json_int_t)v->boost_until_ms,
-                                                  "reason", json_is_string(why) ? json_string_value(why) : ""));
+        json_object_set_new(o, "boost",
+                            json_pack("{s:i,s:I,s:s}", "levels", v->boost_levels, "until_ms",
+                                      (json_int_t)v->boost_until_ms, "reason",
+                                      json_is_string(why) ? json_string_value(why) : ""));
     } else {
         json_object_set_new(o, "boost", json_null());
     }
-    json_object_set_new(o, "usage", json_pack("{s:i,s:i,s:i,s:f,s:f}", "gpus_in_use",
-                                              v->gpus_in_use, "running", v->running, "queued",
-                                              v->queued, "fairshare_usage", v->usage, "share",
-                                              v->share));
+    json_object_set_new(o, "usage",
+                        json_pack("{s:i,s:i,s:i,s:f,s:f}", "gpus_in_use", v->gpus_in_use, "running",
+                                  v->running, "queued", v->queued, "fairshare_usage", v->usage,
+                                  "share", v->share));
     return o;
 }
 
@@ -312,9 +323,9 @@ static int project_put(struct ctl *c, const struct sched_project_spec *spec, int
         reason = json_is_string(why) ? json_string_value(why) : "";
     json_t *doc = json_pack("{s:o}", "spec", project_spec_json(spec));
     if (boost_levels > 0)
-        json_object_set_new(doc, "boost", json_pack("{s:i,s:I,s:s}", "levels", boost_levels,
-                                                    "until_ms", (json_int_t)boost_until_ms,
-                                                    "reason", reason));
+        json_object_set_new(doc, "boost",
+                            json_pack("{s:i,s:I,s:s}", "levels", boost_levels, "until_ms",
+                                      (json_int_t)boost_until_ms, "reason", reason));
     char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(doc);
     int rc = text ? store_begin(c->store) : -ENOMEM;
@@ -366,7 +377,8 @@ void h_project_show(struct ctl_req *r)
 {
     struct sched_project_view v;
     if (project_arg(r, &v) == 0)
-        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "project", ctl_project_json(r->c, &v)));
+        ctl_reply_json(r->c, r->req, 200,
+                       json_pack("{s:o}", "project", ctl_project_json(r->c, &v)));
 }
 
 /* Save p and its audit entry, then upsert it into the core (a refusal there rolls the
@@ -392,7 +404,8 @@ static void project_commit(struct ctl_req *r, const struct sched_project_spec *p
     }
     ctl_cycle_soon(r->c);
     if (project_view(r->c, p->name, &v) == 0)
-        ctl_reply_json(r->c, r->req, status, json_pack("{s:o}", "project", ctl_project_json(r->c, &v)));
+        ctl_reply_json(r->c, r->req, status,
+                       json_pack("{s:o}", "project", ctl_project_json(r->c, &v)));
 }
 
 void h_project_create(struct ctl_req *r)
@@ -462,14 +475,14 @@ static void boost_apply(struct ctl_req *r, int levels, int64_t until, const char
     struct sched_project_view v;
     if (project_arg(r, &v) < 0)
         return;
-    json_t *before = json_pack("{s:i,s:I}", "levels", v.boost_levels, "until_ms",
-                               (json_int_t)v.boost_until_ms);
+    json_t *before =
+        json_pack("{s:i,s:I}", "levels", v.boost_levels, "until_ms", (json_int_t)v.boost_until_ms);
     json_t *after = json_pack("{s:i,s:I}", "levels", levels, "until_ms", (json_int_t)until);
     /* saved first; a boost the core refuses rolls the request's writes back */
     int rc = project_put(r->c, &v.spec, levels, until, reason);
     if (rc == 0)
-        rc = ctl_audit(r->c, r->id.user, levels ? "project.boost" : "project.unboost",
-                       v.spec.name, before, after, reason);
+        rc = ctl_audit(r->c, r->id.user, levels ? "project.boost" : "project.unboost", v.spec.name,
+                       before, after, reason);
     json_decref(before);
     json_decref(after);
     if (rc < 0) {
@@ -483,7 +496,8 @@ static void boost_apply(struct ctl_req *r, int levels, int64_t until, const char
     ctl_project_boost_reason(r->c, v.spec.name, reason);
     ctl_cycle_soon(r->c);
     if (project_view(r->c, v.spec.name, &v) == 0)
-        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "project", ctl_project_json(r->c, &v)));
+        ctl_reply_json(r->c, r->req, 200,
+                       json_pack("{s:o}", "project", ctl_project_json(r->c, &v)));
 }
 
 void h_project_boost(struct ctl_req *r)
@@ -645,7 +659,8 @@ void h_policy_apply(struct ctl_req *r)
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Content-Type");
     bool yaml = is_yaml(ct);
     if (ct && !yaml && !str_has_prefix(ct, "application/json")) {
-        ctl_reply_errorf(r->c, r->req, 415, NULL, "policy must be application/json or application/yaml, not '%.64s'", ct);
+        ctl_reply_errorf(r->c, r->req, 415, NULL,
+                         "policy must be application/json or application/yaml, not '%.64s'", ct);
         return;
     }
     const char *dry = ctl_query(r, "dry_run");
@@ -660,9 +675,9 @@ void h_policy_apply(struct ctl_req *r)
         proto_policy_release(&pp);
         return;
     }
-    json_t *applied = json_pack("{s:i,s:i,s:i}", "tiers", pp.has_tiers ? pp.policy.ntiers : 0,
-                                "classes", pp.has_classes ? pp.policy.nclasses : 0, "projects",
-                                (int)pp.nprojects);
+    json_t *applied =
+        json_pack("{s:i,s:i,s:i}", "tiers", pp.has_tiers ? pp.policy.ntiers : 0, "classes",
+                  pp.has_classes ? pp.policy.nclasses : 0, "projects", (int)pp.nprojects);
     if (dry_run) {
         ctl_reply_json(r->c, r->req, 200, json_pack("{s:o,s:b}", "applied", applied, "dry_run", 1));
         proto_policy_release(&pp);
@@ -726,9 +741,8 @@ static int audit_cb(void *arg, const struct store_audit *a)
     json_array_append_new(ac->arr, json_pack("{s:I,s:I,s:s,s:s,s:s,s:o,s:o,s:s}", "id",
                                              (json_int_t)a->id, "time_ms", (json_int_t)a->time_ms,
                                              "actor", a->actor, "action", a->action, "target",
-                                             a->target, "before", parse_or_null(a->before),
-                                             "after", parse_or_null(a->after), "reason",
-                                             a->reason));
+                                             a->target, "before", parse_or_null(a->before), "after",
+                                             parse_or_null(a->after), "reason", a->reason));
     ac->last = a->id;
     return 0;
 }
@@ -814,16 +828,16 @@ void h_tokens(struct ctl_req *r)
     if (store_token_put(r->c->store, &t) < 0) {
         store_fail(r);
     } else {
-        json_t *after = json_pack("{s:s,s:s,s:I,s:s}", "user", t.user, "role", t.role,
-                                  "expires_ms", (json_int_t)t.expires_ms, "hash_prefix", t.hash + 56);
+        json_t *after = json_pack("{s:s,s:s,s:I,s:s}", "user", t.user, "role", t.role, "expires_ms",
+                                  (json_int_t)t.expires_ms, "hash_prefix", t.hash + 56);
         int rc2 = ctl_audit(r->c, r->id.user, "token.issue", t.user, NULL, after, NULL);
         json_decref(after);
         if (rc2 < 0)
             store_fail(r);
         else
-            ctl_reply_json(r->c, r->req, 201, json_pack("{s:s,s:s,s:s,s:I}", "token", tok, "user",
-                                                    t.user, "role", t.role, "expires_ms",
-                                                    (json_int_t)t.expires_ms));
+            ctl_reply_json(r->c, r->req, 201,
+                           json_pack("{s:s,s:s,s:s,s:I}", "token", tok, "user", t.user, "role",
+                                     t.role, "expires_ms", (json_int_t)t.expires_ms));
     }
     json_decref(b);
 }
@@ -865,8 +879,9 @@ void h_join_tokens(struct ctl_req *r)
         if (rc2 < 0)
             store_fail(r);
         else
-            ctl_reply_json(r->c, r->req, 201, json_pack("{s:s,s:I}", "join_token", tok,
-                                                    "expires_ms", (json_int_t)t.expires_ms));
+            ctl_reply_json(
+                r->c, r->req, 201,
+                json_pack("{s:s,s:I}", "join_token", tok, "expires_ms", (json_int_t)t.expires_ms));
     }
     json_decref(b);
 }

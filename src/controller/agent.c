@@ -18,8 +18,8 @@
 
 struct reg_node {
     struct sched_node_spec spec;
-    json_t *labels;             /* borrowed from the body */
-    json_t *info;               /* owned: addr, agent_version, gpu_uuids */
+    json_t *labels; /* borrowed from the body */
+    json_t *info;   /* owned: addr, agent_version, gpu_uuids */
 };
 
 static int parse_labels(const json_t *v, const char *field, struct proto_error *e)
@@ -29,7 +29,8 @@ static int parse_labels(const json_t *v, const char *field, struct proto_error *
                             field, SCHED_MAX_LABELS);
     const char *k;
     json_t *val;
-    json_object_foreach((json_t *)v, k, val) {
+    json_object_foreach((json_t *)v, k, val)
+    {
         char f[160];
         snprintf(f, sizeof(f), "%s.%.64s", field, k);
         if (!str_is_name(k))
@@ -42,8 +43,8 @@ static int parse_labels(const json_t *v, const char *field, struct proto_error *
 
 static int parse_reg_node(const json_t *o, struct reg_node *rn, struct proto_error *e)
 {
-    static const char *const known[] = {"name", "gpu_type", "gpus", "gpu_mem_mb", "gpu_uuids",
-                                        "cpus", "mem_mb", "labels", "addr", NULL};
+    static const char *const known[] = {"name", "gpu_type", "gpus",   "gpu_mem_mb", "gpu_uuids",
+                                        "cpus", "mem_mb",   "labels", "addr",       NULL};
     int64_t v;
     int rc;
     memset(&rn->spec, 0, sizeof(rn->spec));
@@ -66,7 +67,8 @@ static int parse_reg_node(const json_t *o, struct reg_node *rn, struct proto_err
         return proto_errorf(e, 400, NULL, "node.gpu_type", "a node with GPUs needs a gpu_type");
     json_t *x;
     if ((x = json_object_get(o, "gpu_mem_mb")) &&
-        (rc = proto_get_int(x, "node.gpu_mem_mb", 0, PROTO_MAX_MEM_MB, &rn->spec.gpu_mem_mb, e)) < 0)
+        (rc = proto_get_int(x, "node.gpu_mem_mb", 0, PROTO_MAX_MEM_MB, &rn->spec.gpu_mem_mb, e)) <
+            0)
         return rc;
     if ((rc = proto_get_int(json_object_get(o, "cpus"), "node.cpus", 1, PROTO_MAX_CPUS, &v, e)) < 0)
         return rc;
@@ -79,11 +81,13 @@ static int parse_reg_node(const json_t *o, struct reg_node *rn, struct proto_err
         return rc;
     json_t *uu = json_object_get(o, "gpu_uuids");
     if (uu && (!json_is_array(uu) || json_array_size(uu) > SCHED_MAX_NODE_GPUS))
-        return proto_errorf(e, 400, NULL, "node.gpu_uuids", "node.gpu_uuids must be a list of strings");
+        return proto_errorf(e, 400, NULL, "node.gpu_uuids",
+                            "node.gpu_uuids must be a list of strings");
     for (size_t i = 0; uu && i < json_array_size(uu); i++)
         if (!json_is_string(json_array_get(uu, i)) ||
             json_string_length(json_array_get(uu, i)) > 128)
-            return proto_errorf(e, 400, NULL, "node.gpu_uuids", "node.gpu_uuids[%zu] must be a string", i);
+            return proto_errorf(e, 400, NULL, "node.gpu_uuids",
+                                "node.gpu_uuids[%zu] must be a string", i);
     json_t *addr = json_object_get(o, "addr");
     if (addr && (!json_is_string(addr) || json_string_length(addr) > 255))
         return proto_errorf(e, 400, NULL, "node.addr", "node.addr must be a string");
@@ -104,8 +108,8 @@ static int check_join(struct ctl_req *r, const json_t *body, struct proto_error 
             return proto_errorf(e, 401, NULL, "join_token",
                                 "a join token or the node's credential is required");
         if (!node || strcmp(node, r->id.node_name) != 0)
-            return proto_errorf(e, 403, NULL, "node.name",
-                                "this credential belongs to node '%s'", r->id.node_name);
+            return proto_errorf(e, 403, NULL, "node.name", "this credential belongs to node '%s'",
+                                r->id.node_name);
         return 0;
     }
     if (!json_is_string(jt) || json_string_length(jt) > 256)
@@ -177,9 +181,8 @@ static struct ctl_node *register_node(struct ctl_req *r, struct reg_node *rn, co
     rec.last_heartbeat_ms = clock_now_ms();
     char actor[80];
     snprintf(actor, sizeof(actor), "node:%s", rec.name);
-    json_t *after = json_pack("{s:s,s:s,s:i,s:i,s:I}", "name", rec.name, "gpu_type",
-                              rec.gpu_type, "gpus", rec.gpus, "cpus", rec.cpus, "mem_mb",
-                              (json_int_t)rec.mem_mb);
+    json_t *after = json_pack("{s:s,s:s,s:i,s:i,s:I}", "name", rec.name, "gpu_type", rec.gpu_type,
+                              "gpus", rec.gpus, "cpus", rec.cpus, "mem_mb", (json_int_t)rec.mem_mb);
     int rc = rec.labels && rec.info ? store_begin(c->store) : -ENOMEM;
     if (rc == 0)
         rc = store_node_put(c->store, &rec);
@@ -260,7 +263,7 @@ struct hb {
     int64_t ack, wait_ms;
     bool health_ok;
     const char *health_msg;
-    json_t *jobs;               /* borrowed, validated */
+    json_t *jobs; /* borrowed, validated */
 };
 
 static struct ctl_node *agent_node(struct ctl_req *r, const json_t *body, struct proto_error *e)
@@ -270,7 +273,8 @@ static struct ctl_node *agent_node(struct ctl_req *r, const json_t *body, struct
         return proto_errorf(e, 400, NULL, "node", "node must be a string"), NULL;
     if (strcmp(json_string_value(nn), r->id.node_name) != 0)
         return proto_errorf(e, 403, NULL, "node", "this credential belongs to node '%s'",
-                            r->id.node_name), NULL;
+                            r->id.node_name),
+               NULL;
     struct ctl_node *n = ctl_node_by_name(r->c, r->id.node_name);
     if (!n)
         proto_errorf(e, 401, NULL, "node", "unknown node '%s': register again", r->id.node_name);
@@ -289,7 +293,8 @@ static int parse_hb(const json_t *body, struct hb *hb, struct proto_error *e)
     hb->health_msg = "";
     if ((rc = proto_check_fields(body, "", known, e)) < 0)
         return rc;
-    if ((v = json_object_get(body, "ack")) && (rc = proto_get_int(v, "ack", 0, INT64_MAX, &hb->ack, e)) < 0)
+    if ((v = json_object_get(body, "ack")) &&
+        (rc = proto_get_int(v, "ack", 0, INT64_MAX, &hb->ack, e)) < 0)
         return rc;
     hb->wait_ms = 25000;
     if ((v = json_object_get(body, "wait_ms")) &&
@@ -304,7 +309,8 @@ static int parse_hb(const json_t *body, struct hb *hb, struct proto_error *e)
         if (ok && (rc = proto_get_bool(ok, "health.ok", &hb->health_ok, e)) < 0)
             return rc;
         if (msg && (!json_is_string(msg) || json_string_length(msg) > 255))
-            return proto_errorf(e, 400, NULL, "health.message", "health.message must be a short string");
+            return proto_errorf(e, 400, NULL, "health.message",
+                                "health.message must be a short string");
         if (msg)
             hb->health_msg = json_string_value(msg);
     }
@@ -511,7 +517,8 @@ void h_agent_heartbeat(struct ctl_req *r)
     bool have = false;
     for (struct ctl_cmd *k = n->cmds; k; k = k->next)
         have = have || k->seq > hb.ack;
-    int64_t wait = hb.wait_ms < r->c->cfg.heartbeat_wait_ms ? hb.wait_ms : r->c->cfg.heartbeat_wait_ms;
+    int64_t wait =
+        hb.wait_ms < r->c->cfg.heartbeat_wait_ms ? hb.wait_ms : r->c->cfg.heartbeat_wait_ms;
     if (have || wait == 0 || r->c->shutting_down) {
         json_t *cmds = json_array();
         for (struct ctl_cmd *k = n->cmds; k; k = k->next)
@@ -520,8 +527,10 @@ void h_agent_heartbeat(struct ctl_req *r)
         int idx = sched_node_find(r->c->sched, n->name);
         struct sched_node_view v;
         const char *st = idx >= 0 && sched_node_get(r->c->sched, (uint32_t)idx, &v) == 0
-                             ? sched_node_state_name(v.state) : "UP";
-        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o,s:s}", "commands", cmds, "node_state", st));
+                             ? sched_node_state_name(v.state)
+                             : "UP";
+        ctl_reply_json(r->c, r->req, 200,
+                       json_pack("{s:o,s:s}", "commands", cmds, "node_state", st));
         return;
     }
     n->parked = r->req;
@@ -569,8 +578,8 @@ static int parse_exit(const json_t *x, const char *path, struct proto_error *e)
     snprintf(f, sizeof(f), "%s.kind", path);
     if (!k || (strcmp(k, "code") && strcmp(k, "signal") && strcmp(k, "oom") &&
                strcmp(k, "launch_failed") && strcmp(k, "lost")))
-        return proto_errorf(e, 400, NULL, f,
-                            "%s must be code, signal, oom, launch_failed or lost", f);
+        return proto_errorf(e, 400, NULL, f, "%s must be code, signal, oom, launch_failed or lost",
+                            f);
     json_t *c = json_object_get(x, "code");
     snprintf(f, sizeof(f), "%s.code", path);
     if (c && (rc = proto_get_int(c, f, -255, 255, &code, e)) < 0)
@@ -584,8 +593,8 @@ static int parse_exit(const json_t *x, const char *path, struct proto_error *e)
 
 static int parse_event(const json_t *ev, size_t i, struct proto_error *e)
 {
-    static const char *const known[] = {"job", "type", "time_ms", "pid", "exit", "usage",
-                                        "message", NULL};
+    static const char *const known[] = {"job",  "type",  "time_ms", "pid",
+                                        "exit", "usage", "message", NULL};
     char path[32], f[64];
     int64_t x;
     int rc;
@@ -619,7 +628,8 @@ static int parse_event(const json_t *ev, size_t i, struct proto_error *e)
     if ((v = json_object_get(ev, "usage")) && (rc = parse_usage(v, f, e)) < 0)
         return rc;
     snprintf(f, sizeof(f), "%s.message", path);
-    if ((v = json_object_get(ev, "message")) && (!json_is_string(v) || json_string_length(v) > 1024))
+    if ((v = json_object_get(ev, "message")) &&
+        (!json_is_string(v) || json_string_length(v) > 1024))
         return proto_errorf(e, 400, NULL, f, "%s must be a string", f);
     return 0;
 }

@@ -54,10 +54,11 @@ static int get_dur(json_t *doc, const char *key, int64_t min, int64_t *out, char
 
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen)
 {
-    static const char *const known[] = {"listen", "socket", "state_dir", "log_file",
-                                        "log_level", "log_format", "policy", "node_timeout",
-                                        "heartbeat_wait", "cycle_delay", "cycle_interval",
-                                        "max_body_bytes", NULL};
+    static const char *const known[] = {"listen",      "socket",         "state_dir",
+                                        "log_file",    "log_level",      "log_format",
+                                        "policy",      "node_timeout",   "heartbeat_wait",
+                                        "cycle_delay", "cycle_interval", "max_body_bytes",
+                                        NULL};
     char yerr[256];
     struct proto_error pe;
     json_t *doc = yaml_file_to_json(path, yerr, sizeof(yerr));

@@ -28,12 +28,12 @@
 
 #define DOCKET_VERSION "0.1.0"
 /* Every function that writes to the store says so: its result must be looked at. */
-#define CTL_WUR __attribute__((warn_unused_result))
+#define CTL_WUR      __attribute__((warn_unused_result))
 #define CTL_PATH_MAX 4096
 
 struct ctl_config {
     char state_dir[CTL_PATH_MAX];
-    char listen[256];           /* "HOST:PORT"; "" = no TCP listener */
+    char listen[256];               /* "HOST:PORT"; "" = no TCP listener */
     char socket_path[CTL_PATH_MAX]; /* "" = STATE_DIR/docketd.sock; "-" = none */
     char log_file[CTL_PATH_MAX];    /* "" = stderr */
     enum log_level log_level;
@@ -41,8 +41,8 @@ struct ctl_config {
     char policy_file[CTL_PATH_MAX]; /* initial policy, applied when the database has none */
     int64_t node_timeout_ms;
     int64_t heartbeat_wait_ms;
-    int64_t cycle_delay_ms;     /* debounce after an event */
-    int64_t cycle_interval_ms;  /* slow timer for time-based rules */
+    int64_t cycle_delay_ms;    /* debounce after an event */
+    int64_t cycle_interval_ms; /* slow timer for time-based rules */
     size_t max_body_bytes;
 };
 
@@ -53,19 +53,19 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
 /* Who is calling. */
 struct ctl_ident {
     char user[64];
-    char role[16];              /* "admin", "member", "node" */
+    char role[16]; /* "admin", "member", "node" */
     bool admin;
-    bool node;                  /* an agent with its node credential */
+    bool node; /* an agent with its node credential */
     char node_name[64];
 };
 
 enum ctl_action {
-    CTL_READ,                   /* list/show/explain anything public */
+    CTL_READ, /* list/show/explain anything public */
     CTL_SUBMIT,
-    CTL_JOB_CONTROL,            /* cancel/hold/release/requeue a job owned by `owner` */
-    CTL_JOB_LOGS,               /* read the logs of a job owned by `owner` */
-    CTL_ADMIN,                  /* nodes, projects, policy, tokens, audit */
-    CTL_AGENT,                  /* agent endpoints */
+    CTL_JOB_CONTROL, /* cancel/hold/release/requeue a job owned by `owner` */
+    CTL_JOB_LOGS,    /* read the logs of a job owned by `owner` */
+    CTL_ADMIN,       /* nodes, projects, policy, tokens, audit */
+    CTL_AGENT,       /* agent endpoints */
 };
 
 /* The one authorization decision (roles slot in here). 0 or -EPERM with err filled. */
@@ -76,15 +76,15 @@ int ctl_authorize(const struct ctl_ident *id, enum ctl_action act, const char *o
 struct ctl_cmd {
     int64_t seq;
     uint64_t job;
-    json_t *json;               /* the CMD object of docs/api.md, owned */
+    json_t *json; /* the CMD object of docs/api.md, owned */
     struct ctl_cmd *next;
 };
 
 struct ctl_node {
     char name[64];
-    struct store_node rec;      /* as stored (labels/info owned by rec) */
-    int64_t last_hb_ms;         /* monotonic ms of the last heartbeat (0: none yet) */
-    bool reconciled;            /* first heartbeat after a restart of either side seen */
+    struct store_node rec; /* as stored (labels/info owned by rec) */
+    int64_t last_hb_ms;    /* monotonic ms of the last heartbeat (0: none yet) */
+    bool reconciled;       /* first heartbeat after a restart of either side seen */
     struct ctl_cmd *cmds, *cmds_tail;
     struct evhttp_request *parked; /* a heartbeat waiting for commands */
     struct event *park_timer;
@@ -93,7 +93,7 @@ struct ctl_node {
 
 struct ctl_reply {
     struct evhttp_request *req;
-    uint64_t gen;               /* the commit it waits for; 0 = not committed yet */
+    uint64_t gen; /* the commit it waits for; 0 = not committed yet */
     int status;
     char *body;
     size_t len;
@@ -116,7 +116,7 @@ struct ctl_metrics {
     uint64_t http_by_code[600];
     struct ctl_hist queue_wait;
     struct ctl_hist cycle;
-    struct ctl_hist commit;     /* group commit: one fsync per loop iteration */
+    struct ctl_hist commit; /* group commit: one fsync per loop iteration */
 };
 
 struct ctl {
@@ -130,25 +130,25 @@ struct ctl {
     bool shutting_down;
     int exit_code;
 
-    struct ctl_node **nodes;    /* indexed by the core's node index */
+    struct ctl_node **nodes; /* indexed by the core's node index */
     size_t nnodes, nodes_alloc;
 
-    struct event *commit_ev;    /* zero-timeout: commit then send queued replies */
+    struct event *commit_ev; /* zero-timeout: commit then send queued replies */
     struct ctl_reply *replies, *replies_tail;
-    uint64_t commit_gen;        /* commits so far */
-    uint64_t synced_gen;        /* commits known to be on disk */
-    struct ctl_sync *sync;      /* the fdatasync helper (sync.c) */
-    struct event *cycle_ev;     /* debounced and periodic scheduling cycle */
+    uint64_t commit_gen;    /* commits so far */
+    uint64_t synced_gen;    /* commits known to be on disk */
+    struct ctl_sync *sync;  /* the fdatasync helper (sync.c) */
+    struct event *cycle_ev; /* debounced and periodic scheduling cycle */
     bool cycle_pending;
-    int64_t last_cycle_us;      /* cost of the last cycle (adaptive debounce) */
+    int64_t last_cycle_us; /* cost of the last cycle (adaptive debounce) */
     int64_t cycle_at_ms;
-    struct event *tick_ev;      /* 1 s: node timeouts */
+    struct event *tick_ev; /* 1 s: node timeouts */
     struct event *sig_term, *sig_int, *sig_hup;
 
     struct ctl_log_waiter *log_waiters;
-    json_t *boost_reasons;      /* project name -> reason of its current boost */
-    bool req_failed;            /* the running handler answered an error: roll back */
-    bool diverged;              /* a write the core could not undo failed: stopping */
+    json_t *boost_reasons; /* project name -> reason of its current boost */
+    bool req_failed;       /* the running handler answered an error: roll back */
+    bool diverged;         /* a write the core could not undo failed: stopping */
     struct ctl_metrics metrics;
 };
 
@@ -160,10 +160,10 @@ struct ctl_req {
     struct evhttp_request *req;
     enum evhttp_cmd_type method;
     struct ctl_ident id;
-    const char *arg[4];         /* path captures (":id", ":name") */
+    const char *arg[4]; /* path captures (":id", ":name") */
     char argbuf[4][128];
-    struct evkeyvalq *query;    /* parsed query string */
-    const char *body;           /* NUL-terminated copy, or NULL */
+    struct evkeyvalq *query; /* parsed query string */
+    const char *body;        /* NUL-terminated copy, or NULL */
     size_t body_len;
 };
 
@@ -204,9 +204,8 @@ int ctl_restore(struct ctl *c, char *err, size_t errlen);
 int ctl_loop_start(struct ctl *c);
 void ctl_loop_stop(struct ctl *c);
 /* Persist a job event. */
-int ctl_job_event(struct ctl *c, uint64_t job, const char *type, const char *from,
-                  const char *to, const char *node, const char *reason,
-                  const char *detail) CTL_WUR;
+int ctl_job_event(struct ctl *c, uint64_t job, const char *type, const char *from, const char *to,
+                  const char *node, const char *reason, const char *detail) CTL_WUR;
 /* Same with before/after already as JSON text (or NULL). */
 int ctl_audit_text(struct ctl *c, const char *actor, const char *action, const char *target,
                    const char *before, const char *after, const char *reason) CTL_WUR;
@@ -230,8 +229,8 @@ int ctl_labels_from_json(const json_t *o, struct sched_label *out, int max);
 int ctl_node_save(struct ctl *c, struct ctl_node *n) CTL_WUR;
 /* Persist n's record as it will be once the core takes `state`, `reason` and `labels`
  * (JSON text), before the core is changed; n itself is not modified. */
-int ctl_node_put(struct ctl *c, const struct ctl_node *n, const char *state,
-                 const char *reason, const char *labels) CTL_WUR;
+int ctl_node_put(struct ctl *c, const struct ctl_node *n, const char *state, const char *reason,
+                 const char *labels) CTL_WUR;
 /* Forget every command queued for a node (it was declared unreachable). */
 void ctl_node_drop_commands(struct ctl_node *n);
 /* Queue a command for a node and wake its parked heartbeat. Steals `cmd`. */
@@ -246,7 +245,7 @@ void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submi
 void h_jobs_submit(struct ctl_req *r);
 void h_jobs_list(struct ctl_req *r);
 void h_job_show(struct ctl_req *r);
-void h_job_action(struct ctl_req *r);   /* cancel|hold|release|requeue in arg[1] */
+void h_job_action(struct ctl_req *r); /* cancel|hold|release|requeue in arg[1] */
 void h_job_events(struct ctl_req *r);
 void h_job_explain(struct ctl_req *r);
 void h_job_logs(struct ctl_req *r);

@@ -27,8 +27,7 @@
 
 static const char commit_failed_json[] =
     "{\"error\":{\"code\":\"internal\",\"message\":\"commit failed\"}}";
-static const char oom_json[] =
-    "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
+static const char oom_json[] = "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
 
 /* ------------------------------------------------------------------------------------ */
 /* Replies                                                                               */
@@ -204,7 +203,8 @@ int ctl_authorize(const struct ctl_ident *id, enum ctl_action act, const char *o
     if (act == CTL_AGENT)
         return id->node ? 0 : proto_errorf(err, 403, NULL, NULL, "only agents may call this");
     if (id->node)
-        return proto_errorf(err, 403, NULL, NULL, "a node credential may only call agent endpoints");
+        return proto_errorf(err, 403, NULL, NULL,
+                            "a node credential may only call agent endpoints");
     if (id->admin)
         return 0;
     switch (act) {
@@ -276,8 +276,12 @@ static int ident_bearer(struct ctl *c, struct evhttp_request *req, struct ctl_id
 /* ------------------------------------------------------------------------------------ */
 /* Routing                                                                               */
 
-enum { M_GET = EVHTTP_REQ_GET, M_POST = EVHTTP_REQ_POST, M_PATCH = EVHTTP_REQ_PATCH,
-       M_DELETE = EVHTTP_REQ_DELETE };
+enum {
+    M_GET = EVHTTP_REQ_GET,
+    M_POST = EVHTTP_REQ_POST,
+    M_PATCH = EVHTTP_REQ_PATCH,
+    M_DELETE = EVHTTP_REQ_DELETE
+};
 
 enum route_auth { A_PUBLIC, A_USER, A_ADMIN, A_AGENT, A_NONE_HANDLER };
 
@@ -433,8 +437,9 @@ static int read_body(struct ctl_req *r, char **owned)
     size_t n = evbuffer_get_length(in);
     *owned = NULL;
     if (n > r->c->cfg.max_body_bytes) {
-        ctl_reply_errorf(r->c, r->req, 413, NULL, "request body of %zu bytes is over the limit of %zu",
-                         n, r->c->cfg.max_body_bytes);
+        ctl_reply_errorf(r->c, r->req, 413, NULL,
+                         "request body of %zu bytes is over the limit of %zu", n,
+                         r->c->cfg.max_body_bytes);
         return -E2BIG;
     }
     if (n == 0)
@@ -576,8 +581,8 @@ static int start_tcp(struct ctl *c, char *err, size_t errlen)
         return -EINVAL;
     }
     c->http_tcp = new_http(c, tcp_cb);
-    struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(c->http_tcp, host,
-                                                                    (ev_uint16_t)port);
+    struct evhttp_bound_socket *bs =
+        evhttp_bind_socket_with_handle(c->http_tcp, host, (ev_uint16_t)port);
     if (!bs) {
         snprintf(err, errlen, "cannot listen on '%s': %s", c->cfg.listen, strerror(errno));
         return -EADDRINUSE;

@@ -26,11 +26,11 @@ static json_t *json_or_null(const char *text)
 
 static void copy_spec_fields(json_t *o, const json_t *spec)
 {
-    static const char *const keys[] = {"gpus", "gpu_type", "cpus", "mem_mb", "nodes",
-                                       "time_limit_ms", "command", "script", "workdir",
-                                       "output", "error", "env", "labels", "selectors", "deps",
-                                       "signal", "grace_ms", "checkpoint", "retries",
-                                       "idempotent", "requeue", "begin_ms", "array"};
+    static const char *const keys[] = {
+        "gpus",    "gpu_type",   "cpus",    "mem_mb",   "nodes",    "time_limit_ms",
+        "command", "script",     "workdir", "output",   "error",    "env",
+        "labels",  "selectors",  "deps",    "signal",   "grace_ms", "checkpoint",
+        "retries", "idempotent", "requeue", "begin_ms", "array"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(spec, keys[i]);
         json_object_set(o, keys[i], v ? v : json_null());
@@ -57,14 +57,16 @@ json_t *ctl_job_json_spec(struct ctl *c, const struct store_job *j, const json_t
     json_object_set_new(o, "tier", json_string(j->tier));
     json_object_set_new(o, "eff_tier", json_string(live && v.eff_tier ? v.eff_tier : j->tier));
     json_object_set_new(o, "class", json_string(j->class_name));
-    json_object_set_new(o, "state", json_string(sched_job_state_name(
-                                        live ? v.state : (enum sched_job_state)j->state)));
-    json_object_set_new(o, "reason", json_string(live && v.reason != SCHED_R_NONE
-                                                     ? sched_reason_name(v.reason) : ""));
-    json_object_set_new(o, "stop_cause", json_string(
-                                             live && v.stop_cause != SCHED_STOP_NONE
-                                                 ? sched_stop_cause_name(v.stop_cause)
-                                                 : j->stop_cause));
+    json_object_set_new(
+        o, "state",
+        json_string(sched_job_state_name(live ? v.state : (enum sched_job_state)j->state)));
+    json_object_set_new(
+        o, "reason",
+        json_string(live && v.reason != SCHED_R_NONE ? sched_reason_name(v.reason) : ""));
+    json_object_set_new(o, "stop_cause",
+                        json_string(live && v.stop_cause != SCHED_STOP_NONE
+                                        ? sched_stop_cause_name(v.stop_cause)
+                                        : j->stop_cause));
     json_object_set_new(o, "submit_ms", json_integer(j->submit_ms));
     json_object_set_new(o, "start_ms", json_integer(j->start_ms));
     json_object_set_new(o, "end_ms", json_integer(j->end_ms));
@@ -79,10 +81,10 @@ json_t *ctl_job_json_spec(struct ctl *c, const struct store_job *j, const json_t
         json_decref(al);
     json_object_set_new(o, "exit", json_or_null(j->exit));
     json_t *u = json_or_null(j->usage);
-    json_object_set_new(o, "usage", json_is_null(u)
-                                        ? json_pack("{s:i,s:i,s:i}", "cpu_ms", 0, "max_rss_mb", 0,
-                                                    "gpu_util", 0)
-                                        : u);
+    json_object_set_new(
+        o, "usage",
+        json_is_null(u) ? json_pack("{s:i,s:i,s:i}", "cpu_ms", 0, "max_rss_mb", 0, "gpu_util", 0)
+                        : u);
     return o;
 }
 
@@ -200,8 +202,8 @@ static void fill_core(struct store_job *row, const struct proto_jobspec *ps, int
     row->retries = ps->retries;
     row->array_limit = array_limit;
     row->flags = (ps->checkpoint ? STORE_JF_CHECKPOINT : 0) |
-                 (ps->idempotent ? STORE_JF_IDEMPOTENT : 0) |
-                 (ps->requeue ? STORE_JF_REQUEUE : 0) | (ps->hold ? STORE_JF_HOLD : 0);
+                 (ps->idempotent ? STORE_JF_IDEMPOTENT : 0) | (ps->requeue ? STORE_JF_REQUEUE : 0) |
+                 (ps->hold ? STORE_JF_HOLD : 0);
     row->mem_mb = ps->mem_mb;
     row->time_limit_ms = ps->time_limit_ms;
     row->begin_ms = ps->begin_ms;
@@ -241,8 +243,8 @@ static int insert_job(struct ctl *c, const struct proto_jobspec *ps, const char 
     row.spec = (char *)spec_text;
     int rc = store_job_insert(c->store, &row);
     if (rc == 0) {
-        struct store_event ev = {id, now, "submit", "", sched_job_state_name(row.state), "",
-                                 "", ""};
+        struct store_event ev = {id, now, "submit", "", sched_job_state_name(row.state),
+                                 "", "",  ""};
         rc = store_event_add(c->store, &ev);
     }
     row.spec = NULL;
@@ -272,16 +274,16 @@ static void withdraw_tasks(struct ctl *c, uint64_t first, size_t n)
     struct sched_error se;
     for (size_t k = 0; k < n; k++)
         if (sched_job_withdraw(c->sched, first + k, &se) < 0) {
-            log_error("withdraw_failed", "job=%llu error=\"%s\"",
-                      (unsigned long long)(first + k), se.message);
+            log_error("withdraw_failed", "job=%llu error=\"%s\"", (unsigned long long)(first + k),
+                      se.message);
             ctl_store_diverged(c, "submit_withdraw", first + k);
         }
 }
 
 /* Submit every task into the core (which validates them against the cluster); on a
  * failure the ones already in are withdrawn so the core matches the rolled-back store. */
-static int submit_tasks(struct ctl_req *r, struct proto_jobspec *ps, const int32_t *idx,
-                        size_t n, int limit, int64_t now, uint64_t first)
+static int submit_tasks(struct ctl_req *r, struct proto_jobspec *ps, const int32_t *idx, size_t n,
+                        int limit, int64_t now, uint64_t first)
 {
     struct sched_job_spec sp;
     struct sched_error se;
@@ -306,16 +308,16 @@ static void job_text(struct ctl *c, const struct store_job *row, const char *spe
     struct sched_job_view v;
     bool live = sched_job_get(c->sched, row->id, &v) == 0;
     enum sched_job_state st = live ? v.state : (enum sched_job_state)row->state;
-    dbuf_printf(out, "{\"id\":%llu,\"eff_tier\":\"%s\",\"state\":\"%s\",\"reason\":\"%s\","
-                     "\"stop_cause\":\"\",\"submit_ms\":%lld,\"start_ms\":0,\"end_ms\":0,"
-                     "\"array_id\":%llu,\"array_index\":%d,\"preempt_count\":0,"
-                     "\"preemptor\":0,\"allocation\":[],\"exit\":null,"
-                     "\"usage\":{\"cpu_ms\":0,\"max_rss_mb\":0,\"gpu_util\":0},",
+    dbuf_printf(out,
+                "{\"id\":%llu,\"eff_tier\":\"%s\",\"state\":\"%s\",\"reason\":\"%s\","
+                "\"stop_cause\":\"\",\"submit_ms\":%lld,\"start_ms\":0,\"end_ms\":0,"
+                "\"array_id\":%llu,\"array_index\":%d,\"preempt_count\":0,"
+                "\"preemptor\":0,\"allocation\":[],\"exit\":null,"
+                "\"usage\":{\"cpu_ms\":0,\"max_rss_mb\":0,\"gpu_util\":0},",
                 (unsigned long long)row->id, live && v.eff_tier ? v.eff_tier : row->tier,
                 sched_job_state_name(st),
                 live && v.reason != SCHED_R_NONE ? sched_reason_name(v.reason) : "",
-                (long long)row->submit_ms, (unsigned long long)row->array_id,
-                row->array_index);
+                (long long)row->submit_ms, (unsigned long long)row->array_id, row->array_index);
     dbuf_puts(out, spec_text + 1); /* past the spec's '{', through its '}' */
 }
 
@@ -467,8 +469,8 @@ static int query_u64(struct ctl_req *r, const char *key, int64_t min, int64_t ma
     if (!v)
         return 0;
     if (parse_int64(v, min, max, out) < 0) {
-        ctl_reply_errorf(r->c, r->req, 400, key, "%s must be an integer between %lld and %lld",
-                         key, (long long)min, (long long)max);
+        ctl_reply_errorf(r->c, r->req, 400, key, "%s must be an integer between %lld and %lld", key,
+                         (long long)min, (long long)max);
         return -EINVAL;
     }
     return 0;
@@ -490,7 +492,8 @@ void h_jobs_list(struct ctl_req *r)
     f.node = ctl_query(r, "node");
     f.name = ctl_query(r, "name");
     int64_t limit = 100, after = 0, array_id = 0, since = 0;
-    if (query_u64(r, "limit", 1, 10000, &limit) < 0 || query_u64(r, "after", 0, INT64_MAX, &after) < 0 ||
+    if (query_u64(r, "limit", 1, 10000, &limit) < 0 ||
+        query_u64(r, "after", 0, INT64_MAX, &after) < 0 ||
         query_u64(r, "array_id", 0, INT64_MAX, &array_id) < 0 ||
         query_u64(r, "since_ms", 0, INT64_MAX, &since) < 0)
         return;
@@ -652,8 +655,7 @@ void h_job_action(struct ctl_req *r)
             if (rc < 0) {
                 ctl_store_diverged(r->c, "job_action_audit", row.id);
                 json_decref(after);
-                ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s",
-                                 store_errmsg(r->c->store));
+                ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
             } else {
                 ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "job", after));
             }
@@ -670,9 +672,9 @@ void h_job_action(struct ctl_req *r)
 static int event_cb(void *arg, const struct store_event *e)
 {
     json_array_append_new(arg, json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:s}", "time_ms",
-                                         (json_int_t)e->time_ms, "type", e->type, "from",
-                                         e->from, "to", e->to, "node", e->node, "reason",
-                                         e->reason, "detail", e->detail));
+                                         (json_int_t)e->time_ms, "type", e->type, "from", e->from,
+                                         "to", e->to, "node", e->node, "reason", e->reason,
+                                         "detail", e->detail));
     return 0;
 }
 
@@ -694,34 +696,33 @@ void h_job_events(struct ctl_req *r)
 static json_t *explain_pending(const struct sched_explain *x)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "position", json_pack("{s:I,s:I,s:I,s:I}", "overall",
-                                                 (json_int_t)x->position, "of",
-                                                 (json_int_t)x->pending_total, "in_tier",
-                                                 (json_int_t)x->tier_position, "tier_total",
-                                                 (json_int_t)x->tier_total));
+    json_object_set_new(o, "position",
+                        json_pack("{s:I,s:I,s:I,s:I}", "overall", (json_int_t)x->position, "of",
+                                  (json_int_t)x->pending_total, "in_tier",
+                                  (json_int_t)x->tier_position, "tier_total",
+                                  (json_int_t)x->tier_total));
     if (x->reason == SCHED_R_QUOTA_LIMIT || x->reason == SCHED_R_JOB_LIMIT)
-        json_object_set_new(o, "limit", json_pack("{s:s,s:I,s:I,s:I}", "name", x->limit_name,
-                                                  "value", (json_int_t)x->limit_value, "in_use",
-                                                  (json_int_t)x->limit_in_use, "request",
-                                                  (json_int_t)x->limit_request));
+        json_object_set_new(o, "limit",
+                            json_pack("{s:s,s:I,s:I,s:I}", "name", x->limit_name, "value",
+                                      (json_int_t)x->limit_value, "in_use",
+                                      (json_int_t)x->limit_in_use, "request",
+                                      (json_int_t)x->limit_request));
     json_t *ahead = json_array();
     for (int i = 0; i < x->nahead; i++)
         json_array_append_new(ahead, json_pack("{s:I,s:s,s:s,s:i,s:i,s:s}", "job",
                                                (json_int_t)x->ahead[i].id, "project",
                                                x->ahead[i].project, "tier", x->ahead[i].tier,
-                                               "gpus", x->ahead[i].gpus, "nodes",
-                                               x->ahead[i].nodes, "reason",
-                                               sched_reason_name(x->ahead[i].reason)));
+                                               "gpus", x->ahead[i].gpus, "nodes", x->ahead[i].nodes,
+                                               "reason", sched_reason_name(x->ahead[i].reason)));
     json_object_set_new(o, "ahead", ahead);
     json_t *nodes = json_array();
     for (int i = 0; i < x->nnodes; i++) {
         const struct sched_explain_node *n = &x->nodes[i];
-        json_array_append_new(nodes, json_pack("{s:s,s:s,s:i,s:i,s:b,s:b,s:I}", "name", n->name,
-                                               "state", sched_node_state_name(n->state),
-                                               "gpus_free", n->gpus_free, "gpus_total",
-                                               n->gpus_total, "fits_now", n->fits_now,
-                                               "reserved", n->reserved, "free_at_ms",
-                                               (json_int_t)n->free_at_ms));
+        json_array_append_new(
+            nodes, json_pack("{s:s,s:s,s:i,s:i,s:b,s:b,s:I}", "name", n->name, "state",
+                             sched_node_state_name(n->state), "gpus_free", n->gpus_free,
+                             "gpus_total", n->gpus_total, "fits_now", n->fits_now, "reserved",
+                             n->reserved, "free_at_ms", (json_int_t)n->free_at_ms));
     }
     json_object_set_new(o, "nodes", nodes);
     json_object_set_new(o, "nodes_matching", json_integer(x->nodes_matching));
@@ -743,12 +744,13 @@ static json_t *explain_json(const struct sched_explain *x)
     json_object_set_new(o, "state", json_string(sched_job_state_name(x->state)));
     json_object_set_new(o, "reason", json_string(x->reason ? sched_reason_name(x->reason) : ""));
     json_object_set_new(o, "sentence", json_string(x->sentence));
-    json_object_set_new(o, "priority", json_pack(
-        "{s:s,s:s,s:i,s:i,s:{s:f,s:f,s:f},s:I,s:I,s:f}", "tier", x->tier, "eff_tier",
-        x->eff_tier, "tier_rank", x->tier_rank, "boost", x->boost_levels, "fairshare", "usage",
-        x->fairshare_usage, "guarantee", x->fairshare_guarantee, "share", x->fairshare_share,
-        "submit_ms", (json_int_t)x->submit_ms, "age_ms", (json_int_t)x->age_ms, "multifactor",
-        x->mf_priority));
+    json_object_set_new(o, "priority",
+                        json_pack("{s:s,s:s,s:i,s:i,s:{s:f,s:f,s:f},s:I,s:I,s:f}", "tier", x->tier,
+                                  "eff_tier", x->eff_tier, "tier_rank", x->tier_rank, "boost",
+                                  x->boost_levels, "fairshare", "usage", x->fairshare_usage,
+                                  "guarantee", x->fairshare_guarantee, "share", x->fairshare_share,
+                                  "submit_ms", (json_int_t)x->submit_ms, "age_ms",
+                                  (json_int_t)x->age_ms, "multifactor", x->mf_priority));
     return o;
 }
 
@@ -761,12 +763,12 @@ void h_job_explain(struct ctl_req *r)
     x = calloc(1, sizeof(*x));
     if (!x || sched_explain(r->c->sched, row.id, clock_now_ms(), x) < 0) {
         char sentence[128];
-        snprintf(sentence, sizeof(sentence), "job %llu has ended: %s",
-                 (unsigned long long)row.id, sched_job_state_name(row.state));
-        ctl_reply_json(r->c, r->req, 200, json_pack("{s:{s:I,s:s,s:s,s:s}}", "explain", "job",
-                                                    (json_int_t)row.id, "state",
-                                                    sched_job_state_name(row.state), "reason",
-                                                    "", "sentence", sentence));
+        snprintf(sentence, sizeof(sentence), "job %llu has ended: %s", (unsigned long long)row.id,
+                 sched_job_state_name(row.state));
+        ctl_reply_json(r->c, r->req, 200,
+                       json_pack("{s:{s:I,s:s,s:s,s:s}}", "explain", "job", (json_int_t)row.id,
+                                 "state", sched_job_state_name(row.state), "reason", "", "sentence",
+                                 sentence));
         free(x);
         store_job_release(&row);
         return;
@@ -778,12 +780,13 @@ void h_job_explain(struct ctl_req *r)
         json_decref(p);
     } else if (x->state == SCHED_RUNNING || x->state == SCHED_STARTING ||
                x->state == SCHED_STOPPING) {
-        json_object_set_new(o, "running", json_pack(
-            "{s:b,s:s,s:s,s:I,s:I,s:I,s:i}", "preemptible", x->preemptible, "preemptible_by",
-            x->preemptible_by, "why_not", x->not_preemptible_why, "protected_at_ms",
-            (json_int_t)x->protected_at_ms, "preemptible_from_ms",
-            (json_int_t)x->preemptible_from_ms, "expected_end_ms",
-            (json_int_t)x->expected_end_ms, "preempt_count", x->preempt_count));
+        json_object_set_new(
+            o, "running",
+            json_pack("{s:b,s:s,s:s,s:I,s:I,s:I,s:i}", "preemptible", x->preemptible,
+                      "preemptible_by", x->preemptible_by, "why_not", x->not_preemptible_why,
+                      "protected_at_ms", (json_int_t)x->protected_at_ms, "preemptible_from_ms",
+                      (json_int_t)x->preemptible_from_ms, "expected_end_ms",
+                      (json_int_t)x->expected_end_ms, "preempt_count", x->preempt_count));
     }
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "explain", o));
     free(x);
@@ -804,11 +807,12 @@ void h_forecast(struct ctl_req *r)
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++) {
         const struct sched_release *x = &rel[i];
-        json_array_append_new(arr, json_pack(
-            "{s:I,s:I,s:s,s:i,s:s,s:I,s:s,s:s,s:b}", "at_ms", (json_int_t)x->at_ms, "job",
-            (json_int_t)x->job_id, "node", x->node, "gpus", x->gpus, "gpu_type", x->gpu_type,
-            "next_job", (json_int_t)x->next_job, "next_project", x->next_project, "next_tier",
-            x->next_tier, "by_reservation", x->by_reservation));
+        json_array_append_new(arr, json_pack("{s:I,s:I,s:s,s:i,s:s,s:I,s:s,s:s,s:b}", "at_ms",
+                                             (json_int_t)x->at_ms, "job", (json_int_t)x->job_id,
+                                             "node", x->node, "gpus", x->gpus, "gpu_type",
+                                             x->gpu_type, "next_job", (json_int_t)x->next_job,
+                                             "next_project", x->next_project, "next_tier",
+                                             x->next_tier, "by_reservation", x->by_reservation));
     }
     free(rel);
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "releases", arr));

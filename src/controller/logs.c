@@ -27,7 +27,7 @@ struct ctl_log_waiter {
     struct ctl *c;
     struct evhttp_request *req;
     uint64_t job;
-    int stream;                 /* 0 stdout, 1 stderr */
+    int stream; /* 0 stdout, 1 stderr */
     int64_t offset;
     struct event *timer;
     struct ctl_log_waiter *next;
@@ -126,8 +126,8 @@ static void wake(struct ctl *c, uint64_t job, int stream, bool ended)
     struct ctl_log_waiter *w = c->log_waiters;
     while (w) {
         struct ctl_log_waiter *next = w->next;
-        if (w->job == job && (ended || (w->stream == stream &&
-                                        log_size(c, job, stream) > w->offset)))
+        if (w->job == job &&
+            (ended || (w->stream == stream && log_size(c, job, stream) > w->offset)))
             waiter_fire(-1, 0, w);
         w = next;
     }
@@ -154,7 +154,8 @@ void h_job_logs(struct ctl_req *r)
     struct proto_error e;
     int64_t id, offset = 0;
     struct store_job row;
-    if (parse_int64(r->arg[0], 1, INT64_MAX, &id) < 0 || store_job_get(c->store, (uint64_t)id, &row) < 0) {
+    if (parse_int64(r->arg[0], 1, INT64_MAX, &id) < 0 ||
+        store_job_get(c->store, (uint64_t)id, &row) < 0) {
         ctl_reply_errorf(c, r->req, 404, NULL, "no such job '%.32s'", r->arg[0]);
         return;
     }
@@ -164,7 +165,8 @@ void h_job_logs(struct ctl_req *r)
         ctl_reply_error(c, r->req, &e);
         return;
     }
-    const char *s = ctl_query(r, "stream"), *o = ctl_query(r, "offset"), *f = ctl_query(r, "follow");
+    const char *s = ctl_query(r, "stream"), *o = ctl_query(r, "offset"),
+               *f = ctl_query(r, "follow");
     int stream = 0;
     if (s && strcmp(s, "stdout") != 0 && strcmp(s, "stderr") != 0) {
         ctl_reply_errorf(c, r->req, 400, "stream", "stream must be stdout or stderr");
@@ -233,7 +235,8 @@ void h_agent_logs(struct ctl_req *r)
     json_t *data = json_object_get(b, "data");
     int rc = proto_check_fields(b, "", known, &e);
     if (rc == 0 && (!json_is_string(node) || strcmp(json_string_value(node), r->id.node_name)))
-        rc = proto_errorf(&e, 403, NULL, "node", "this credential belongs to node '%s'", r->id.node_name);
+        rc = proto_errorf(&e, 403, NULL, "node", "this credential belongs to node '%s'",
+                          r->id.node_name);
     if (rc == 0)
         rc = proto_get_int(json_object_get(b, "job"), "job", 1, INT64_MAX, &job, &e);
     if (rc == 0)
@@ -253,8 +256,7 @@ void h_agent_logs(struct ctl_req *r)
     if (rc == 0) {
         size_t max = B64_DECODED_MAX(json_string_length(data));
         raw = malloc(max + 1);
-        n = raw ? b64_decode(json_string_value(data), json_string_length(data), raw, max)
-                : -ENOMEM;
+        n = raw ? b64_decode(json_string_value(data), json_string_length(data), raw, max) : -ENOMEM;
         if (n < 0)
             rc = proto_errorf(&e, 400, NULL, "data", "data is not valid base64");
     }
@@ -262,8 +264,9 @@ void h_agent_logs(struct ctl_req *r)
     if (rc == 0) {
         int arc = append_chunk(r->c, (uint64_t)job, stream, offset, raw, (size_t)n, &end);
         if (arc == -ERANGE)
-            rc = proto_errorf(&e, 409, NULL, "offset", "offset %lld is past the end of the log (%lld)",
-                              (long long)offset, (long long)end);
+            rc = proto_errorf(&e, 409, NULL, "offset",
+                              "offset %lld is past the end of the log (%lld)", (long long)offset,
+                              (long long)end);
         else if (arc < 0)
             rc = proto_errorf(&e, 500, NULL, NULL, "cannot write the log: %s", strerror(-arc));
     }

@@ -38,8 +38,8 @@ void ctl_store_diverged(struct ctl *c, const char *what, uint64_t job)
     event_base_loopexit(c->base, NULL);
 }
 
-int ctl_job_event(struct ctl *c, uint64_t job, const char *type, const char *from,
-                  const char *to, const char *node, const char *reason, const char *detail)
+int ctl_job_event(struct ctl *c, uint64_t job, const char *type, const char *from, const char *to,
+                  const char *node, const char *reason, const char *detail)
 {
     struct store_event e = {job, clock_now_ms(), type, from, to, node, reason, detail};
     int rc = store_begin(c->store);
@@ -54,8 +54,8 @@ int ctl_job_event(struct ctl *c, uint64_t job, const char *type, const char *fro
 int ctl_audit_text(struct ctl *c, const char *actor, const char *action, const char *target,
                    const char *before, const char *after, const char *reason)
 {
-    struct store_audit e = {0, clock_now_ms(), actor, action, target, before, after,
-                            reason ? reason : ""};
+    struct store_audit e = {0,      clock_now_ms(), actor, action,
+                            target, before,         after, reason ? reason : ""};
     int rc = store_begin(c->store);
     if (rc == 0)
         rc = store_audit_add(c->store, &e);
@@ -92,8 +92,8 @@ struct ctl_node *ctl_node_by_name(struct ctl *c, const char *name)
     return i < 0 ? NULL : ctl_node_at(c, (uint32_t)i);
 }
 
-int ctl_node_put(struct ctl *c, const struct ctl_node *n, const char *state,
-                 const char *reason, const char *labels)
+int ctl_node_put(struct ctl *c, const struct ctl_node *n, const char *state, const char *reason,
+                 const char *labels)
 {
     struct store_node rec = n->rec; /* a shallow copy: labels and info stay n's */
     str_copy(rec.state, sizeof(rec.state), state);
@@ -206,9 +206,9 @@ void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submi
     out->ndeps = 0;
     for (int i = 0; i < p->ndeps && i < SCHED_MAX_DEPS; i++) {
         const char *t = p->deps[i].type;
-        out->deps[out->ndeps].kind = strcmp(t, "afterany") == 0 ? SCHED_DEP_AFTERANY
-                                   : strcmp(t, "afternotok") == 0 ? SCHED_DEP_AFTERNOTOK
-                                                                   : SCHED_DEP_AFTEROK;
+        out->deps[out->ndeps].kind = strcmp(t, "afterany") == 0     ? SCHED_DEP_AFTERANY
+                                     : strcmp(t, "afternotok") == 0 ? SCHED_DEP_AFTERNOTOK
+                                                                    : SCHED_DEP_AFTEROK;
         out->deps[out->ndeps].job_id = p->deps[i].job;
         out->ndeps++;
     }
@@ -239,9 +239,9 @@ static json_t *allocs_json(struct ctl *c, const struct sched_alloc *a, int n)
             if (a[i].gpu_mask & ((uint64_t)1 << b))
                 json_array_append_new(g, json_integer(b));
         const char *name = sched_node_name(c->sched, a[i].node);
-        json_array_append_new(arr, json_pack("{s:s,s:o,s:i,s:I}", "node", name ? name : "?",
-                                             "gpus", g, "cpus", a[i].cpus, "mem_mb",
-                                             (json_int_t)a[i].mem_mb));
+        json_array_append_new(arr,
+                              json_pack("{s:s,s:o,s:i,s:I}", "node", name ? name : "?", "gpus", g,
+                                        "cpus", a[i].cpus, "mem_mb", (json_int_t)a[i].mem_mb));
     }
     return arr;
 }
@@ -418,8 +418,8 @@ static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now
                            d->cause ? sched_stop_cause_name(d->cause) : "", d->detail);
     if (rc < 0)
         ctl_store_diverged(c, "job_decision", row.id);
-    log_info("job_decision", "job=%llu type=%s from=%s to=%s node=%s",
-             (unsigned long long)row.id, type, from, to, node[0] ? node : "-");
+    log_info("job_decision", "job=%llu type=%s from=%s to=%s node=%s", (unsigned long long)row.id,
+             type, from, to, node[0] ? node : "-");
     store_job_release(&row);
 }
 

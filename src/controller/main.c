@@ -25,16 +25,28 @@ static const double cycle_bounds[] = {0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: docketd [--config FILE] [--state-dir DIR] [--listen HOST:PORT|none]\n"
-            "               [--socket PATH|-] [--policy FILE] [--log-file FILE]\n"
-            "               [--log-level debug|info|warn|error] [--log-format text|json]\n"
-            "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
-            "               [--max-body-bytes N]\n");
+    fprintf(f, "usage: docketd [--config FILE] [--state-dir DIR] [--listen HOST:PORT|none]\n"
+               "               [--socket PATH|-] [--policy FILE] [--log-file FILE]\n"
+               "               [--log-level debug|info|warn|error] [--log-format text|json]\n"
+               "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
+               "               [--max-body-bytes N]\n");
 }
 
-enum { O_CONFIG = 256, O_STATE, O_LISTEN, O_SOCKET, O_POLICY, O_LOGFILE, O_LOGLEVEL,
-       O_LOGFORMAT, O_NODETIMEOUT, O_HBWAIT, O_MAXBODY, O_HELP, O_VERSION };
+enum {
+    O_CONFIG = 256,
+    O_STATE,
+    O_LISTEN,
+    O_SOCKET,
+    O_POLICY,
+    O_LOGFILE,
+    O_LOGLEVEL,
+    O_LOGFORMAT,
+    O_NODETIMEOUT,
+    O_HBWAIT,
+    O_MAXBODY,
+    O_HELP,
+    O_VERSION
+};
 
 static const struct option opts[] = {
     {"config", required_argument, NULL, O_CONFIG},
@@ -66,19 +78,22 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
     switch (opt) {
     case O_STATE:
         return str_copy(cfg->state_dir, sizeof(cfg->state_dir), arg) < 0
-                   ? flag_error("state-dir", arg, "path too long") : 0;
+                   ? flag_error("state-dir", arg, "path too long")
+                   : 0;
     case O_LISTEN:
         return str_copy(cfg->listen, sizeof(cfg->listen), strcmp(arg, "none") ? arg : "");
     case O_SOCKET:
         return str_copy(cfg->socket_path, sizeof(cfg->socket_path), arg) < 0
-                   ? flag_error("socket", arg, "path too long") : 0;
+                   ? flag_error("socket", arg, "path too long")
+                   : 0;
     case O_POLICY:
         return str_copy(cfg->policy_file, sizeof(cfg->policy_file), arg);
     case O_LOGFILE:
         return str_copy(cfg->log_file, sizeof(cfg->log_file), arg);
     case O_LOGLEVEL:
         return log_level_parse(arg, &cfg->log_level) < 0
-                   ? flag_error("log-level", arg, "unknown level") : 0;
+                   ? flag_error("log-level", arg, "unknown level")
+                   : 0;
     case O_LOGFORMAT:
         if (strcmp(arg, "text") && strcmp(arg, "json"))
             return flag_error("log-format", arg, "must be text or json, not");
@@ -86,10 +101,12 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
         return 0;
     case O_NODETIMEOUT:
         return parse_duration_ms(arg, &cfg->node_timeout_ms) < 0 || cfg->node_timeout_ms < 1000
-                   ? flag_error("node-timeout", arg, "invalid duration (at least 1s)") : 0;
+                   ? flag_error("node-timeout", arg, "invalid duration (at least 1s)")
+                   : 0;
     case O_HBWAIT:
         return parse_duration_ms(arg, &cfg->heartbeat_wait_ms) < 0
-                   ? flag_error("heartbeat-wait", arg, "invalid duration") : 0;
+                   ? flag_error("heartbeat-wait", arg, "invalid duration")
+                   : 0;
     case O_MAXBODY:
         if (parse_int64(arg, 1024, (int64_t)64 << 20, &n) < 0)
             return flag_error("max-body-bytes", arg, "must be 1024..67108864, not");
@@ -136,8 +153,8 @@ static int parse_args(int argc, char **argv, struct ctl_config *cfg)
         if (opt != O_CONFIG && apply_flag(cfg, opt, optarg) < 0)
             return -EINVAL;
     if (!cfg->socket_path[0] &&
-        snprintf(cfg->socket_path, sizeof(cfg->socket_path), "%s/docketd.sock",
-                 cfg->state_dir) >= (int)sizeof(cfg->socket_path))
+        snprintf(cfg->socket_path, sizeof(cfg->socket_path), "%s/docketd.sock", cfg->state_dir) >=
+            (int)sizeof(cfg->socket_path))
         return -ENAMETOOLONG;
     return 0;
 }
@@ -245,8 +262,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     if (parse_args(argc, argv, &c->cfg) < 0)
         return 2;
-    if (log_open(c->cfg.log_file[0] ? c->cfg.log_file : NULL, c->cfg.log_level,
-                 c->cfg.log_format) < 0) {
+    if (log_open(c->cfg.log_file[0] ? c->cfg.log_file : NULL, c->cfg.log_level, c->cfg.log_format) <
+        0) {
         fprintf(stderr, "docketd: cannot open log file '%s'\n", c->cfg.log_file);
         return 1;
     }

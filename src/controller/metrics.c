@@ -41,15 +41,13 @@ void h_healthz(struct ctl_req *r)
                              "jobs", jobs, "nodes", nodes));
 }
 
-static void hist_text(struct dbuf *b, const char *name, const char *help,
-                      const struct ctl_hist *h)
+static void hist_text(struct dbuf *b, const char *name, const char *help, const struct ctl_hist *h)
 {
     uint64_t cum = 0;
     dbuf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     for (int i = 0; i < h->nbounds; i++) {
         cum += h->counts[i];
-        dbuf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i],
-                    (unsigned long long)cum);
+        dbuf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i], (unsigned long long)cum);
     }
     dbuf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
                 (unsigned long long)h->count, name, h->sum, name, (unsigned long long)h->count);
@@ -97,7 +95,8 @@ static void nodes_text(struct ctl *c, struct dbuf *b)
             snprintf(key, sizeof(key), "state=\"%s\",gpu_type=\"%s\"", states[s],
                      v.gpu_type ? v.gpu_type : "");
             json_t *n = json_object_get(gpus, key);
-            json_object_set_new(gpus, key, json_integer((n ? json_integer_value(n) : 0) + values[s]));
+            json_object_set_new(gpus, key,
+                                json_integer((n ? json_integer_value(n) : 0) + values[s]));
         }
     }
     dbuf_puts(b, "# HELP docket_gpus GPUs by state and type\n# TYPE docket_gpus gauge\n");
@@ -124,8 +123,9 @@ void h_metrics(struct ctl_req *r)
     hist_text(&b, "docket_cycle_seconds", "duration of a scheduling cycle", &c->metrics.cycle);
     hist_text(&b, "docket_commit_seconds", "duration of a group commit (fsync included)",
               &c->metrics.commit);
-    dbuf_printf(&b, "# HELP docket_submissions_total jobs submitted\n"
-                    "# TYPE docket_submissions_total counter\ndocket_submissions_total %llu\n",
+    dbuf_printf(&b,
+                "# HELP docket_submissions_total jobs submitted\n"
+                "# TYPE docket_submissions_total counter\ndocket_submissions_total %llu\n",
                 (unsigned long long)c->metrics.submissions);
     dbuf_puts(&b, "# HELP docket_http_requests_total HTTP replies by status code\n"
                   "# TYPE docket_http_requests_total counter\n");

@@ -68,8 +68,8 @@ struct project_load {
     struct ctl *c;
     int64_t now;
     int count;
-    bool relaxed;               /* first pass: no max_queued, so every stored job reloads */
-    bool final;                 /* second pass: the real limits, boosts already applied */
+    bool relaxed; /* first pass: no max_queued, so every stored job reloads */
+    bool final;   /* second pass: the real limits, boosts already applied */
 };
 
 static int restore_project(void *arg, const char *name, const char *doc)
@@ -172,7 +172,8 @@ int ctl_labels_from_json(const json_t *o, struct sched_label *out, int max)
     const char *k;
     json_t *v;
     int n = 0;
-    json_object_foreach((json_t *)o, k, v) {
+    json_object_foreach((json_t *)o, k, v)
+    {
         if (n >= max || !json_is_string(v))
             continue;
         str_copy(out[n].key, sizeof(out[n].key), k);
@@ -261,11 +262,12 @@ static int exit_from_json(const char *text, enum sched_exit_kind *kind, int *cod
         return -ENOENT;
     const char *k = json_string_value(json_object_get(e, "kind"));
     *code = (int)json_integer_value(json_object_get(e, "code"));
-    *kind = !k ? SCHED_EXIT_LOST
-          : strcmp(k, "code") == 0 ? SCHED_EXIT_CODE
-          : strcmp(k, "signal") == 0 ? SCHED_EXIT_SIGNAL
-          : strcmp(k, "oom") == 0 ? SCHED_EXIT_OOM
-          : strcmp(k, "launch_failed") == 0 ? SCHED_EXIT_LAUNCH_FAILED : SCHED_EXIT_LOST;
+    *kind = !k                                ? SCHED_EXIT_LOST
+            : strcmp(k, "code") == 0          ? SCHED_EXIT_CODE
+            : strcmp(k, "signal") == 0        ? SCHED_EXIT_SIGNAL
+            : strcmp(k, "oom") == 0           ? SCHED_EXIT_OOM
+            : strcmp(k, "launch_failed") == 0 ? SCHED_EXIT_LAUNCH_FAILED
+                                              : SCHED_EXIT_LOST;
     json_decref(e);
     return 0;
 }
@@ -285,8 +287,9 @@ static int parse_core_lists(const struct store_job *row, struct sched_job_spec *
         char *end;
         unsigned long long id = strtoull(colon + 1, &end, 10);
         struct sched_dep *d = &sp->deps[sp->ndeps++];
-        d->kind = strcmp(kind, "afterany") == 0 ? SCHED_DEP_AFTERANY
-                : strcmp(kind, "afternotok") == 0 ? SCHED_DEP_AFTERNOTOK : SCHED_DEP_AFTEROK;
+        d->kind = strcmp(kind, "afterany") == 0     ? SCHED_DEP_AFTERANY
+                  : strcmp(kind, "afternotok") == 0 ? SCHED_DEP_AFTERNOTOK
+                                                    : SCHED_DEP_AFTEROK;
         d->job_id = id;
         p = *end == ',' ? end + 1 : end;
         if (*end && *end != ',')
@@ -369,8 +372,7 @@ static int spec_to_sched(const struct store_job *row, struct sched_job_spec *sp)
 
 /* A job the core cannot take back at all (its GPU type or every fitting node is gone):
  * end it in the store, with the reason, rather than leave a row the core does not hold. */
-static void end_on_restore(struct ctl *c, const struct store_job *row, int64_t now,
-                           const char *why)
+static void end_on_restore(struct ctl *c, const struct store_job *row, int64_t now, const char *why)
 {
     struct store_job j;
     if (store_job_get(c->store, row->id, &j) < 0)
@@ -388,8 +390,8 @@ static void end_on_restore(struct ctl *c, const struct store_job *row, int64_t n
     }
     char detail[128];
     snprintf(detail, sizeof(detail), "cannot be restored: %s", why);
-    struct store_event e = {row->id, now, "state", from, sched_job_state_name(to), "",
-                            "restore", detail};
+    struct store_event e = {row->id, now,       "state", from, sched_job_state_name(to),
+                            "",      "restore", detail};
     if (store_begin(c->store) < 0 || store_job_update(c->store, &j) < 0 ||
         store_event_add(c->store, &e) < 0)
         log_error("store_failed", "what=restore_end job=%llu", (unsigned long long)row->id);
@@ -398,11 +400,10 @@ static void end_on_restore(struct ctl *c, const struct store_job *row, int64_t n
     store_job_release(&j);
 }
 
-static int requeue_on_restore(struct ctl *c, const struct store_job *row,
-                              struct sched_job_spec *sp, int64_t now, struct sched_error *se)
+static int requeue_on_restore(struct ctl *c, const struct store_job *row, struct sched_job_spec *sp,
+                              int64_t now, struct sched_error *se)
 {
-    log_warn("restore_requeued", "job=%llu error=\"%s\"", (unsigned long long)row->id,
-             se->message);
+    log_warn("restore_requeued", "job=%llu error=\"%s\"", (unsigned long long)row->id, se->message);
     int rc = sched_job_submit(c->sched, sp, now, se);
     if (rc < 0)
         return rc;
@@ -416,8 +417,9 @@ static int requeue_on_restore(struct ctl *c, const struct store_job *row,
     j.nodes[0] = '\0';
     j.start_ms = 0;
     if (store_begin(c->store) == 0 && store_job_update(c->store, &j) == 0) {
-        struct store_event e = {row->id, now, "state", from, "PENDING", "", "node_fail",
-                                "its allocation could not be restored; requeued"};
+        struct store_event e = {
+            row->id,   now, "state",     from,
+            "PENDING", "",  "node_fail", "its allocation could not be restored; requeued"};
         if (store_event_add(c->store, &e) < 0)
             log_error("store_failed", "what=restore_event job=%llu", (unsigned long long)row->id);
     }
@@ -512,8 +514,8 @@ static int seed(struct ctl *c, struct proto_policy *initial, bool has_initial)
     size_t n = has_initial ? initial->nprojects : 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (sched_project_upsert(c->sched, &initial->projects[i], &se) < 0) {
-            log_error("seed_project_failed", "project=%s error=\"%s\"",
-                      initial->projects[i].name, se.message);
+            log_error("seed_project_failed", "project=%s error=\"%s\"", initial->projects[i].name,
+                      se.message);
             return -EINVAL;
         }
         rc = ctl_project_save(c, initial->projects[i].name, NULL);

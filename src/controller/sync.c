@@ -27,8 +27,8 @@ struct ctl_sync {
     int pipe_r, pipe_w;
     struct event *ev;
     struct store *st;
-    uint64_t target;            /* generation the sync in flight covers (loop side) */
-    bool inflight;              /* loop side */
+    uint64_t target; /* generation the sync in flight covers (loop side) */
+    bool inflight;   /* loop side */
 };
 
 static void *worker(void *arg)
@@ -102,8 +102,8 @@ int ctl_sync_start(struct ctl *c)
         return -EAGAIN;
     }
     s->running = true;
-    s->ev = xnonnull(event_new(c->base, s->pipe_r, EV_READ | EV_PERSIST, synced_cb, c),
-                     "sync event");
+    s->ev =
+        xnonnull(event_new(c->base, s->pipe_r, EV_READ | EV_PERSIST, synced_cb, c), "sync event");
     event_add(s->ev, NULL);
     c->sync = s;
     return 0;

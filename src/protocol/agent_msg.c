@@ -42,7 +42,8 @@ static int check_fields(const json_t *obj, const char *const *allowed, const cha
 {
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)obj, key, v) {
+    json_object_foreach((json_t *)obj, key, v)
+    {
         if (!in_list(key, allowed)) {
             char f[128];
             snprintf(f, sizeof f, "%s%s", prefix, key);
@@ -72,8 +73,8 @@ static int get_str(const json_t *obj, const char *key, const char *prefix, char 
     return 0;
 }
 
-static int get_int(const json_t *obj, const char *key, const char *prefix, int64_t min,
-                   int64_t max, int64_t *out, bool required, struct agent_msg_error *err)
+static int get_int(const json_t *obj, const char *key, const char *prefix, int64_t min, int64_t max,
+                   int64_t *out, bool required, struct agent_msg_error *err)
 {
     json_t *v = json_object_get(obj, key);
     char f[128];
@@ -90,7 +91,8 @@ static int get_int(const json_t *obj, const char *key, const char *prefix, int64
 }
 
 /* An optional string duplicated (NULL when absent or null). */
-static int get_dup(const json_t *obj, const char *key, size_t max, char **out, struct agent_msg_error *err)
+static int get_dup(const json_t *obj, const char *key, size_t max, char **out,
+                   struct agent_msg_error *err)
 {
     json_t *v = json_object_get(obj, key);
     char f[128];
@@ -138,7 +140,8 @@ static bool env_key_ok(const char *k)
     if (!*k || (*k >= '0' && *k <= '9'))
         return false;
     for (; *k; k++)
-        if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9') || *k == '_'))
+        if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9') ||
+              *k == '_'))
             return false;
     return true;
 }
@@ -178,7 +181,8 @@ static int parse_env(const json_t *v, struct agent_job *j, struct agent_msg_erro
         return -ENOMEM;
     const char *key;
     json_t *val;
-    json_object_foreach((json_t *)v, key, val) {
+    json_object_foreach((json_t *)v, key, val)
+    {
         char f[160];
         snprintf(f, sizeof f, "job.env.%.100s", key);
         if (!env_key_ok(key))
@@ -200,13 +204,15 @@ static int parse_gpus(const json_t *v, struct agent_job *j, struct agent_msg_err
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_array(v) || json_array_size(v) > AGENT_MAX_GPUS)
-        return bad(err, "job.gpus", "'job.gpus' must be an array of at most %d indices", AGENT_MAX_GPUS);
+        return bad(err, "job.gpus", "'job.gpus' must be an array of at most %d indices",
+                   AGENT_MAX_GPUS);
     uint64_t seen = 0;
     for (size_t i = 0; i < json_array_size(v); i++) {
         json_t *g = json_array_get(v, i);
         char f[32];
         snprintf(f, sizeof f, "job.gpus[%zu]", i);
-        if (!json_is_integer(g) || json_integer_value(g) < 0 || json_integer_value(g) >= AGENT_MAX_GPUS)
+        if (!json_is_integer(g) || json_integer_value(g) < 0 ||
+            json_integer_value(g) >= AGENT_MAX_GPUS)
             return bad(err, f, "'%s' must be a GPU index 0..%d", f, AGENT_MAX_GPUS - 1);
         int idx = (int)json_integer_value(g);
         if (seen & (1ULL << idx))
@@ -266,9 +272,11 @@ static bool user_name_ok(const char *s)
 }
 
 static const char *const job_fields[] = {
-    "id", "name", "project", "tier", "class", "user", "command", "script", "workdir", "output",
-    "error", "env", "gpus", "cpus", "mem_mb", "time_limit_ms", "signal", "grace_ms", "nodelist",
-    "node_rank", "world_size", "master_addr", "master_port", "array_index", NULL};
+    "id",       "name",      "project",    "tier",          "class",       "user",
+    "command",  "script",    "workdir",    "output",        "error",       "env",
+    "gpus",     "cpus",      "mem_mb",     "time_limit_ms", "signal",      "grace_ms",
+    "nodelist", "node_rank", "world_size", "master_addr",   "master_port", "array_index",
+    NULL};
 
 static int parse_scalars(const json_t *o, struct agent_job *j, struct agent_msg_error *err)
 {
@@ -282,11 +290,17 @@ static int parse_scalars(const json_t *o, struct agent_job *j, struct agent_msg_
         (rc = get_str(o, "tier", "job.", j->tier, sizeof j->tier, false, err)) < 0 ||
         (rc = get_str(o, "class", "job.", j->class_name, sizeof j->class_name, false, err)) < 0 ||
         (rc = get_str(o, "user", "job.", j->user, sizeof j->user, false, err)) < 0 ||
-        (rc = get_str(o, "master_addr", "job.", j->master_addr, sizeof j->master_addr, false, err)) < 0)
+        (rc = get_str(o, "master_addr", "job.", j->master_addr, sizeof j->master_addr, false,
+                      err)) < 0)
         return rc;
     if (!user_name_ok(j->user))
         return bad(err, "job.user", "bad user name '%s'", j->user);
-    struct { const char *k; int64_t min, max; int64_t *dst64; int *dst; } ints[] = {
+    struct {
+        const char *k;
+        int64_t min, max;
+        int64_t *dst64;
+        int *dst;
+    } ints[] = {
         {"cpus", 0, AGENT_MAX_CPUS, NULL, &j->cpus},
         {"mem_mb", 0, (int64_t)64 << 20, &j->mem_mb, NULL},
         {"time_limit_ms", 0, (int64_t)400 * 86400 * 1000, &j->time_limit_ms, NULL},
@@ -379,19 +393,18 @@ json_t *agent_job_to_json(const struct agent_job *j)
     json_t *gpus = json_array();
     for (int i = 0; i < j->ngpus; i++)
         json_array_append_new(gpus, json_integer(j->gpus[i]));
-    return json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:I,"
-                     " s:I, s:i, s:I, s:o, s:i, s:i, s:s, s:i, s:i}",
-                     "id", (json_int_t)j->id, "name", j->name, "project", j->project, "tier", j->tier,
-                     "class", j->class_name, "user", j->user,
-                     "command", j->argv ? vec_json(j->argv, false) : json_null(),
-                     "script", str_or_null(j->script), "workdir", str_or_null(j->workdir),
-                     "output", str_or_null(j->output), "error", str_or_null(j->error),
-                     "env", vec_json(j->env, true), "gpus", gpus, "cpus", j->cpus,
-                     "mem_mb", (json_int_t)j->mem_mb, "time_limit_ms", (json_int_t)j->time_limit_ms,
-                     "signal", j->signal, "grace_ms", (json_int_t)j->grace_ms,
-                     "nodelist", vec_json(j->nodelist, false), "node_rank", j->node_rank,
-                     "world_size", j->world_size, "master_addr", j->master_addr,
-                     "master_port", j->master_port, "array_index", j->array_index);
+    return json_pack(
+        "{s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:I,"
+        " s:I, s:i, s:I, s:o, s:i, s:i, s:s, s:i, s:i}",
+        "id", (json_int_t)j->id, "name", j->name, "project", j->project, "tier", j->tier, "class",
+        j->class_name, "user", j->user, "command", j->argv ? vec_json(j->argv, false) : json_null(),
+        "script", str_or_null(j->script), "workdir", str_or_null(j->workdir), "output",
+        str_or_null(j->output), "error", str_or_null(j->error), "env", vec_json(j->env, true),
+        "gpus", gpus, "cpus", j->cpus, "mem_mb", (json_int_t)j->mem_mb, "time_limit_ms",
+        (json_int_t)j->time_limit_ms, "signal", j->signal, "grace_ms", (json_int_t)j->grace_ms,
+        "nodelist", vec_json(j->nodelist, false), "node_rank", j->node_rank, "world_size",
+        j->world_size, "master_addr", j->master_addr, "master_port", j->master_port, "array_index",
+        j->array_index);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -437,7 +450,8 @@ static int parse_cmd(const json_t *o, size_t i, struct agent_cmd *c, struct agen
         c->type = AGENT_CMD_KILL;
     else
         return bad(err, f, "unknown command type '%s'", type);
-    if ((rc = check_fields(o, c->type == AGENT_CMD_SIGNAL ? signal_fields : start_fields, p, err)) < 0 ||
+    if ((rc = check_fields(o, c->type == AGENT_CMD_SIGNAL ? signal_fields : start_fields, p, err)) <
+            0 ||
         (rc = get_int(o, "job", p, 1, INT64_MAX, &x, true, err)) < 0)
         return rc;
     c->job_id = (uint64_t)x;
@@ -446,7 +460,8 @@ static int parse_cmd(const json_t *o, size_t i, struct agent_cmd *c, struct agen
         if ((rc = get_int(o, "signal", p, 1, 64, &x, true, err)) < 0)
             return rc;
         c->signal = (int)x;
-        if ((rc = get_int(o, "grace_ms", p, 0, (int64_t)7 * 86400 * 1000, &c->grace_ms, false, err)) < 0)
+        if ((rc = get_int(o, "grace_ms", p, 0, (int64_t)7 * 86400 * 1000, &c->grace_ms, false,
+                          err)) < 0)
             return rc;
     }
     return 0;
@@ -468,13 +483,15 @@ int agent_heartbeat_reply_parse(const json_t *body, struct agent_heartbeat_reply
     if (!json_is_object(body))
         return bad(err, "", "heartbeat reply must be an object");
     int rc = check_fields(body, fields, "", err);
-    if (rc < 0 || (rc = get_str(body, "node_state", "", out->node_state, sizeof out->node_state, false, err)) < 0)
+    if (rc < 0 || (rc = get_str(body, "node_state", "", out->node_state, sizeof out->node_state,
+                                false, err)) < 0)
         return rc;
     json_t *cmds = json_object_get(body, "commands");
     if (!cmds || json_is_null(cmds))
         return 0;
     if (!json_is_array(cmds) || json_array_size(cmds) > AGENT_MAX_COMMANDS)
-        return bad(err, "commands", "'commands' must be an array of at most %d commands", AGENT_MAX_COMMANDS);
+        return bad(err, "commands", "'commands' must be an array of at most %d commands",
+                   AGENT_MAX_COMMANDS);
     size_t n = json_array_size(cmds);
     out->cmds = calloc(n ? n : 1, sizeof *out->cmds);
     if (!out->cmds)
@@ -494,12 +511,15 @@ json_t *agent_cmd_to_json(const struct agent_cmd *c)
 {
     switch (c->type) {
     case AGENT_CMD_START:
-        return json_pack("{s:I, s:s, s:O}", "seq", (json_int_t)c->seq, "type", "start", "job", c->job);
+        return json_pack("{s:I, s:s, s:O}", "seq", (json_int_t)c->seq, "type", "start", "job",
+                         c->job);
     case AGENT_CMD_SIGNAL:
         return json_pack("{s:I, s:s, s:I, s:i, s:I}", "seq", (json_int_t)c->seq, "type", "signal",
-                         "job", (json_int_t)c->job_id, "signal", c->signal, "grace_ms", (json_int_t)c->grace_ms);
+                         "job", (json_int_t)c->job_id, "signal", c->signal, "grace_ms",
+                         (json_int_t)c->grace_ms);
     case AGENT_CMD_KILL:
-        return json_pack("{s:I, s:s, s:I}", "seq", (json_int_t)c->seq, "type", "kill", "job", (json_int_t)c->job_id);
+        return json_pack("{s:I, s:s, s:I}", "seq", (json_int_t)c->seq, "type", "kill", "job",
+                         (json_int_t)c->job_id);
     }
     return NULL;
 }
@@ -507,16 +527,17 @@ json_t *agent_cmd_to_json(const struct agent_cmd *c)
 /* ---------------------------------------------------------------------------------- */
 /* Register, heartbeat                                                                 */
 
-json_t *agent_register_body(const struct agent_node_info *n, const char *join_token, const char *version)
+json_t *agent_register_body(const struct agent_node_info *n, const char *join_token,
+                            const char *version)
 {
     json_t *uuids = json_array();
     for (int i = 0; i < n->ngpu_uuids; i++)
         json_array_append_new(uuids, json_string(n->gpu_uuids[i]));
     json_t *labels = n->labels ? json_incref(n->labels) : json_object();
     json_t *node = json_pack("{s:s, s:s, s:i, s:I, s:o, s:i, s:I, s:o, s:s}", "name", n->name,
-                             "gpu_type", n->gpu_type, "gpus", n->gpus, "gpu_mem_mb", (json_int_t)n->gpu_mem_mb,
-                             "gpu_uuids", uuids, "cpus", n->cpus, "mem_mb", (json_int_t)n->mem_mb,
-                             "labels", labels, "addr", n->addr);
+                             "gpu_type", n->gpu_type, "gpus", n->gpus, "gpu_mem_mb",
+                             (json_int_t)n->gpu_mem_mb, "gpu_uuids", uuids, "cpus", n->cpus,
+                             "mem_mb", (json_int_t)n->mem_mb, "labels", labels, "addr", n->addr);
     json_t *body = json_pack("{s:o, s:s}", "node", node, "agent_version", version);
     if (body && join_token && *join_token)
         json_object_set_new(body, "join_token", json_string(join_token));
@@ -526,7 +547,8 @@ json_t *agent_register_body(const struct agent_node_info *n, const char *join_to
 int agent_register_reply_parse(const json_t *body, struct agent_register_reply *out,
                                struct agent_msg_error *err)
 {
-    static const char *const fields[] = {"credential", "node", "heartbeat_wait_ms", "node_timeout_ms", NULL};
+    static const char *const fields[] = {"credential", "node", "heartbeat_wait_ms",
+                                         "node_timeout_ms", NULL};
     memset(out, 0, sizeof *out);
     if (!json_is_object(body))
         return bad(err, "", "register reply must be an object");
@@ -534,10 +556,13 @@ int agent_register_reply_parse(const json_t *body, struct agent_register_reply *
     out->heartbeat_wait_ms = 25000;
     out->node_timeout_ms = 60000;
     if ((rc = check_fields(body, fields, "", err)) < 0 ||
-        (rc = get_str(body, "credential", "", out->credential, sizeof out->credential, true, err)) < 0 ||
+        (rc = get_str(body, "credential", "", out->credential, sizeof out->credential, true, err)) <
+            0 ||
         (rc = get_str(body, "node", "", out->node, sizeof out->node, false, err)) < 0 ||
-        (rc = get_int(body, "heartbeat_wait_ms", "", 0, 3600000, &out->heartbeat_wait_ms, false, err)) < 0 ||
-        (rc = get_int(body, "node_timeout_ms", "", 0, 86400000, &out->node_timeout_ms, false, err)) < 0)
+        (rc = get_int(body, "heartbeat_wait_ms", "", 0, 3600000, &out->heartbeat_wait_ms, false,
+                      err)) < 0 ||
+        (rc = get_int(body, "node_timeout_ms", "", 0, 86400000, &out->node_timeout_ms, false,
+                      err)) < 0)
         return rc;
     if (!out->credential[0])
         return bad(err, "credential", "'credential' is empty");
@@ -545,7 +570,8 @@ int agent_register_reply_parse(const json_t *body, struct agent_register_reply *
 }
 
 json_t *agent_heartbeat_body(const char *node, int64_t ack, int64_t wait_ms, bool health_ok,
-                             const char *health_msg, const struct agent_job_status *jobs, size_t njobs)
+                             const char *health_msg, const struct agent_job_status *jobs,
+                             size_t njobs)
 {
     json_t *arr = json_array();
     for (size_t i = 0; i < njobs; i++)
@@ -584,15 +610,16 @@ static json_t *usage_json(const struct agent_usage *u)
 
 json_t *agent_event_to_json(const struct agent_event *e)
 {
-    json_t *o = json_pack("{s:I, s:s, s:I}", "job", (json_int_t)e->job, "type", e->type,
-                          "time_ms", (json_int_t)e->time_ms);
+    json_t *o = json_pack("{s:I, s:s, s:I}", "job", (json_int_t)e->job, "type", e->type, "time_ms",
+                          (json_int_t)e->time_ms);
     if (!o)
         return NULL;
     if (strcmp(e->type, "started") == 0)
         json_object_set_new(o, "pid", json_integer(e->pid));
     if (strcmp(e->type, "exited") == 0)
-        json_object_set_new(o, "exit", json_pack("{s:s, s:i, s:s}", "kind", agent_exit_kind_name(e->exit_kind),
-                                                 "code", e->exit_code, "message", e->message));
+        json_object_set_new(o, "exit",
+                            json_pack("{s:s, s:i, s:s}", "kind", agent_exit_kind_name(e->exit_kind),
+                                      "code", e->exit_code, "message", e->message));
     if (strcmp(e->type, "reclaim_failed") == 0)
         json_object_set_new(o, "message", json_string(e->message));
     if (e->has_usage)
@@ -618,14 +645,16 @@ static int parse_usage(const json_t *u, struct agent_usage *out, struct agent_ms
 
 int agent_event_parse(const json_t *o, struct agent_event *e, struct agent_msg_error *err)
 {
-    static const char *const fields[] = {"job", "type", "time_ms", "pid", "exit", "usage", "message", NULL};
+    static const char *const fields[] = {"job",  "type",  "time_ms", "pid",
+                                         "exit", "usage", "message", NULL};
     static const char *const exit_fields[] = {"kind", "code", "message", NULL};
     memset(e, 0, sizeof *e);
     if (!json_is_object(o))
         return bad(err, "", "an event must be an object");
     int64_t x = 0;
     int rc;
-    if ((rc = check_fields(o, fields, "", err)) < 0 || (rc = get_int(o, "job", "", 1, INT64_MAX, &x, true, err)) < 0 ||
+    if ((rc = check_fields(o, fields, "", err)) < 0 ||
+        (rc = get_int(o, "job", "", 1, INT64_MAX, &x, true, err)) < 0 ||
         (rc = get_str(o, "type", "", e->type, sizeof e->type, true, err)) < 0 ||
         (rc = get_int(o, "time_ms", "", 0, INT64_MAX, &e->time_ms, false, err)) < 0)
         return rc;
@@ -679,8 +708,8 @@ json_t *agent_logs_body(const char *node, uint64_t job, const char *stream, int6
     char *enc = b64_encode(data, len);
     if (!enc)
         return NULL;
-    json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:s}", "node", node, "job", (json_int_t)job, "stream",
-                          stream, "offset", (json_int_t)offset, "data", enc);
+    json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:s}", "node", node, "job", (json_int_t)job,
+                          "stream", stream, "offset", (json_int_t)offset, "data", enc);
     free(enc);
     return o;
 }

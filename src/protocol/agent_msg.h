@@ -31,8 +31,8 @@ enum {
 };
 
 struct agent_msg_error {
-    char field[128];     /* JSON path of the bad input, "" when none */
-    char message[256];   /* lowercase, names the subject */
+    char field[128];   /* JSON path of the bad input, "" when none */
+    char message[256]; /* lowercase, names the subject */
 };
 
 /* The job of a start command. Strings are owned (free with agent_job_release). */
@@ -40,22 +40,22 @@ struct agent_job {
     uint64_t id;
     char name[128];
     char project[AGENT_NAME_MAX], tier[AGENT_NAME_MAX], class_name[AGENT_NAME_MAX];
-    char user[AGENT_NAME_MAX];           /* "" = run as the agent's user */
-    char **argv;                         /* NULL-terminated, or NULL when script is set */
+    char user[AGENT_NAME_MAX]; /* "" = run as the agent's user */
+    char **argv;               /* NULL-terminated, or NULL when script is set */
     int argc;
-    char *script;                        /* or NULL */
-    char *workdir;                       /* NULL or "" = the user's home, else / */
-    char *output, *error;                /* NULL = STATE_DIR/jobs/ID/stdout|stderr */
-    char **env;                          /* "KEY=VALUE", NULL-terminated (never NULL) */
+    char *script;         /* or NULL */
+    char *workdir;        /* NULL or "" = the user's home, else / */
+    char *output, *error; /* NULL = STATE_DIR/jobs/ID/stdout|stderr */
+    char **env;           /* "KEY=VALUE", NULL-terminated (never NULL) */
     int nenv;
     int gpus[AGENT_MAX_GPUS];
     int ngpus;
-    int cpus;                            /* 0 = no CPU quota */
-    int64_t mem_mb;                      /* 0 = no memory limit */
-    int64_t time_limit_ms;               /* 0 = none */
-    int signal;                          /* checkpoint signal, 0 = SIGTERM */
+    int cpus;              /* 0 = no CPU quota */
+    int64_t mem_mb;        /* 0 = no memory limit */
+    int64_t time_limit_ms; /* 0 = none */
+    int signal;            /* checkpoint signal, 0 = SIGTERM */
     int64_t grace_ms;
-    char **nodelist;                     /* NULL-terminated (never NULL) */
+    char **nodelist; /* NULL-terminated (never NULL) */
     int nnodes;
     int node_rank, world_size;
     char master_addr[256];
@@ -66,7 +66,8 @@ struct agent_job {
 void agent_job_init(struct agent_job *j);
 void agent_job_release(struct agent_job *j);
 /* Validate and fill from the "job" object of a start command. On error `j` is released. */
-int agent_job_parse(const json_t *obj, struct agent_job *j, struct agent_msg_error *err) AGENT_MSG_WUR;
+int agent_job_parse(const json_t *obj, struct agent_job *j,
+                    struct agent_msg_error *err) AGENT_MSG_WUR;
 /* The same object back (the agent stores it in its state directory). */
 json_t *agent_job_to_json(const struct agent_job *j);
 
@@ -76,13 +77,13 @@ struct agent_cmd {
     int64_t seq;
     enum agent_cmd_type type;
     uint64_t job_id;
-    int signal;                          /* SIGNAL */
-    int64_t grace_ms;                    /* SIGNAL */
-    json_t *job;                         /* START: the job object (own reference) */
+    int signal;       /* SIGNAL */
+    int64_t grace_ms; /* SIGNAL */
+    json_t *job;      /* START: the job object (own reference) */
 };
 
 struct agent_heartbeat_reply {
-    struct agent_cmd *cmds;              /* owned */
+    struct agent_cmd *cmds; /* owned */
     size_t ncmds;
     char node_state[32];
 };
@@ -102,11 +103,11 @@ struct agent_node_info {
     char gpu_type[AGENT_NAME_MAX];
     int gpus;
     int64_t gpu_mem_mb;
-    char **gpu_uuids;                    /* ngpu_uuids entries, may be NULL */
+    char **gpu_uuids; /* ngpu_uuids entries, may be NULL */
     int ngpu_uuids;
     int cpus;
     int64_t mem_mb;
-    json_t *labels;                      /* object of strings, borrowed; may be NULL */
+    json_t *labels; /* object of strings, borrowed; may be NULL */
     char addr[256];
 };
 json_t *agent_register_body(const struct agent_node_info *n, const char *join_token,
@@ -123,7 +124,7 @@ int agent_register_reply_parse(const json_t *body, struct agent_register_reply *
 /* Heartbeat body. */
 struct agent_job_status {
     uint64_t id;
-    const char *state;                   /* "starting", "running", "stopping", "exited" */
+    const char *state; /* "starting", "running", "stopping", "exited" */
     int pid;
 };
 json_t *agent_heartbeat_body(const char *node, int64_t ack, int64_t wait_ms, bool health_ok,
@@ -131,8 +132,13 @@ json_t *agent_heartbeat_body(const char *node, int64_t ack, int64_t wait_ms, boo
                              size_t njobs);
 
 /* Events. */
-enum agent_exit_kind { AGENT_EXIT_CODE, AGENT_EXIT_SIGNAL, AGENT_EXIT_OOM,
-                       AGENT_EXIT_LAUNCH_FAILED, AGENT_EXIT_LOST };
+enum agent_exit_kind {
+    AGENT_EXIT_CODE,
+    AGENT_EXIT_SIGNAL,
+    AGENT_EXIT_OOM,
+    AGENT_EXIT_LAUNCH_FAILED,
+    AGENT_EXIT_LOST
+};
 const char *agent_exit_kind_name(enum agent_exit_kind k);
 int agent_exit_kind_parse(const char *s, enum agent_exit_kind *out);
 
@@ -143,18 +149,19 @@ struct agent_usage {
 
 struct agent_event {
     uint64_t job;
-    char type[16];                       /* started, exited, usage, reclaim_failed */
+    char type[16]; /* started, exited, usage, reclaim_failed */
     int64_t time_ms;
-    int pid;                             /* started */
-    enum agent_exit_kind exit_kind;      /* exited */
-    int exit_code;                       /* exited: code or signal number */
-    char message[256];                   /* exited, reclaim_failed */
+    int pid;                        /* started */
+    enum agent_exit_kind exit_kind; /* exited */
+    int exit_code;                  /* exited: code or signal number */
+    char message[256];              /* exited, reclaim_failed */
     bool has_usage;
     struct agent_usage usage;
 };
 json_t *agent_event_to_json(const struct agent_event *e);
 /* One event object back (the controller's side); validates type-specific fields. */
-int agent_event_parse(const json_t *obj, struct agent_event *out, struct agent_msg_error *err) AGENT_MSG_WUR;
+int agent_event_parse(const json_t *obj, struct agent_event *out,
+                      struct agent_msg_error *err) AGENT_MSG_WUR;
 /* {"node": NODE, "events": [..]}: steals nothing; `events` is an array reference borrowed. */
 json_t *agent_events_body(const char *node, json_t *events);
 
@@ -162,6 +169,7 @@ json_t *agent_events_body(const char *node, json_t *events);
 json_t *agent_logs_body(const char *node, uint64_t job, const char *stream, int64_t offset,
                         const void *data, size_t len);
 /* {"offset": N} */
-int agent_logs_reply_parse(const json_t *body, int64_t *offset, struct agent_msg_error *err) AGENT_MSG_WUR;
+int agent_logs_reply_parse(const json_t *body, int64_t *offset,
+                           struct agent_msg_error *err) AGENT_MSG_WUR;
 
 #endif

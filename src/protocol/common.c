@@ -29,25 +29,36 @@ int proto_errorf(struct proto_error *e, int status, const char *code, const char
 const char *proto_status_code(int status)
 {
     switch (status) {
-    case 400: return "invalid_argument";
-    case 401: return "unauthenticated";
-    case 403: return "forbidden";
-    case 404: return "not_found";
-    case 405: return "method_not_allowed";
-    case 409: return "conflict";
-    case 413: return "payload_too_large";
-    case 415: return "unsupported_media_type";
-    case 429: return "quota_exceeded";
-    case 503: return "unavailable";
-    default: return "internal";
+    case 400:
+        return "invalid_argument";
+    case 401:
+        return "unauthenticated";
+    case 403:
+        return "forbidden";
+    case 404:
+        return "not_found";
+    case 405:
+        return "method_not_allowed";
+    case 409:
+        return "conflict";
+    case 413:
+        return "payload_too_large";
+    case 415:
+        return "unsupported_media_type";
+    case 429:
+        return "quota_exceeded";
+    case 503:
+        return "unavailable";
+    default:
+        return "internal";
     }
 }
 
 json_t *proto_error_json(const struct proto_error *e)
 {
     json_t *inner = json_object();
-    json_object_set_new(inner, "code", json_string(e->code[0] ? e->code
-                                                              : proto_status_code(e->status)));
+    json_object_set_new(inner, "code",
+                        json_string(e->code[0] ? e->code : proto_status_code(e->status)));
     json_object_set_new(inner, "message", json_string(e->message));
     if (e->field[0])
         json_object_set_new(inner, "field", json_string(e->field));
@@ -61,7 +72,8 @@ int proto_check_fields(const json_t *obj, const char *path, const char *const *k
 {
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)obj, key, v) {
+    json_object_foreach((json_t *)obj, key, v)
+    {
         bool ok = false;
         for (size_t i = 0; known[i]; i++)
             if (strcmp(known[i], key) == 0) {
@@ -87,8 +99,8 @@ int proto_get_int(const json_t *v, const char *field, int64_t min, int64_t max, 
         return proto_errorf(err, 400, NULL, field, "%s must be an integer", field);
     json_int_t n = json_integer_value(v);
     if (n < min || n > max)
-        return proto_errorf(err, 400, NULL, field, "%s must be between %lld and %lld",
-                            field, (long long)min, (long long)max);
+        return proto_errorf(err, 400, NULL, field, "%s must be between %lld and %lld", field,
+                            (long long)min, (long long)max);
     *out = n;
     return 0;
 }
@@ -137,8 +149,7 @@ int proto_get_duration(const json_t *v, const char *field, int64_t max_ms, int64
     return 0;
 }
 
-int proto_get_size_mb(const json_t *v, const char *field, int64_t *out,
-                      struct proto_error *err)
+int proto_get_size_mb(const json_t *v, const char *field, int64_t *out, struct proto_error *err)
 {
     int64_t mb;
     if (json_is_integer(v)) {
@@ -153,8 +164,8 @@ int proto_get_size_mb(const json_t *v, const char *field, int64_t *out,
         if (mb < 0 || mb > PROTO_MAX_MEM_MB)
             return proto_errorf(err, 400, NULL, field, "%s out of range", field);
     } else {
-        return proto_errorf(err, 400, NULL, field,
-                            "%s must be a size string or integer MiB", field);
+        return proto_errorf(err, 400, NULL, field, "%s must be a size string or integer MiB",
+                            field);
     }
     *out = mb;
     return 0;

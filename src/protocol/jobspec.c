@@ -16,8 +16,8 @@
 typedef int (*field_fn)(const json_t *v, int64_t now, struct proto_jobspec *j,
                         struct proto_error *err);
 
-static int copy_text(const json_t *v, const char *field, size_t max, bool allow_null,
-                     json_t *extra, struct proto_error *err)
+static int copy_text(const json_t *v, const char *field, size_t max, bool allow_null, json_t *extra,
+                     struct proto_error *err)
 {
     if (allow_null && json_is_null(v)) {
         json_object_set_new(extra, field, json_null());
@@ -50,8 +50,7 @@ static int f_name(const json_t *v, int64_t now, struct proto_jobspec *j, struct 
     return 0;
 }
 
-static int f_project(const json_t *v, int64_t now, struct proto_jobspec *j,
-                     struct proto_error *e)
+static int f_project(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     return proto_get_name(v, "project", j->project, e);
 }
@@ -71,14 +70,12 @@ static int f_class(const json_t *v, int64_t now, struct proto_jobspec *j, struct
     return proto_get_name(v, "class", j->class_name, e);
 }
 
-static int f_gpu_type(const json_t *v, int64_t now, struct proto_jobspec *j,
-                      struct proto_error *e)
+static int f_gpu_type(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     return proto_get_name(v, "gpu_type", j->gpu_type, e);
 }
 
-static int f_command(const json_t *v, int64_t now, struct proto_jobspec *j,
-                     struct proto_error *e)
+static int f_command(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     if (json_is_null(v))
         return 0;
@@ -107,30 +104,26 @@ static int f_command(const json_t *v, int64_t now, struct proto_jobspec *j,
     return 0;
 }
 
-static int f_script(const json_t *v, int64_t now, struct proto_jobspec *j,
-                    struct proto_error *e)
+static int f_script(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     if (json_is_null(v))
         return 0;
     return copy_text(v, "script", PROTO_SCRIPT_MAX, false, j->extra, e);
 }
 
-static int f_workdir(const json_t *v, int64_t now, struct proto_jobspec *j,
-                     struct proto_error *e)
+static int f_workdir(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     if (json_is_string(v) && json_string_value(v)[0] != '/')
         return proto_errorf(e, 400, NULL, "workdir", "workdir must be an absolute path");
     return copy_text(v, "workdir", PROTO_PATH_MAX, true, j->extra, e);
 }
 
-static int f_output(const json_t *v, int64_t now, struct proto_jobspec *j,
-                    struct proto_error *e)
+static int f_output(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     return copy_text(v, "output", PROTO_PATH_MAX, true, j->extra, e);
 }
 
-static int f_error(const json_t *v, int64_t now, struct proto_jobspec *j,
-                   struct proto_error *e)
+static int f_error(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     return copy_text(v, "error", PROTO_PATH_MAX, true, j->extra, e);
 }
@@ -160,8 +153,7 @@ static int f_nodes(const json_t *v, int64_t now, struct proto_jobspec *j, struct
     return int_field(v, "nodes", 1, PROTO_MAX_NODES, &j->nodes, e);
 }
 
-static int f_retries(const json_t *v, int64_t now, struct proto_jobspec *j,
-                     struct proto_error *e)
+static int f_retries(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     return int_field(v, "retries", 0, PROTO_MAX_RETRIES, &j->retries, e);
 }
@@ -177,21 +169,20 @@ static int f_time_limit(const json_t *v, int64_t now, struct proto_jobspec *j,
     return proto_get_duration(v, "time_limit", PROTO_MAX_DURATION_MS, &j->time_limit_ms, e);
 }
 
-static int f_grace(const json_t *v, int64_t now, struct proto_jobspec *j,
-                   struct proto_error *e)
+static int f_grace(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     return proto_get_duration(v, "grace", (int64_t)24 * 3600 * 1000, &j->grace_ms, e);
 }
 
-static int f_begin(const json_t *v, int64_t now, struct proto_jobspec *j,
-                   struct proto_error *e)
+static int f_begin(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     if (json_is_integer(v)) {
         json_int_t t = json_integer_value(v);
         /* an absolute time in ms; anything before 2001 is surely a mistake */
         if (t < 1000000000000LL || t > now + PROTO_MAX_DURATION_MS)
-            return proto_errorf(e, 400, NULL, "begin",
-                                "begin must be a duration string or a time in ms since the epoch within a year");
+            return proto_errorf(
+                e, 400, NULL, "begin",
+                "begin must be a duration string or a time in ms since the epoch within a year");
         j->begin_ms = t;
         return 0;
     }
@@ -202,8 +193,7 @@ static int f_begin(const json_t *v, int64_t now, struct proto_jobspec *j,
     return rc;
 }
 
-static int f_signal(const json_t *v, int64_t now, struct proto_jobspec *j,
-                    struct proto_error *e)
+static int f_signal(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     int sig;
     if (json_is_integer(v)) {
@@ -237,8 +227,7 @@ static int f_idempotent(const json_t *v, int64_t now, struct proto_jobspec *j,
     return proto_get_bool(v, "idempotent", &j->idempotent, e);
 }
 
-static int f_requeue(const json_t *v, int64_t now, struct proto_jobspec *j,
-                     struct proto_error *e)
+static int f_requeue(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     return proto_get_bool(v, "requeue", &j->requeue, e);
 }
@@ -253,8 +242,8 @@ static bool env_name_ok(const char *k)
     if (!k[0] || (k[0] >= '0' && k[0] <= '9'))
         return false;
     for (const char *p = k; *p; p++)
-        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-              (*p >= '0' && *p <= '9') || *p == '_'))
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+              *p == '_'))
             return false;
     return true;
 }
@@ -271,7 +260,8 @@ static int string_map(const json_t *v, const char *field, size_t max_entries, bo
     json_t *out = json_object();
     const char *k;
     json_t *val;
-    json_object_foreach((json_t *)v, k, val) {
+    json_object_foreach((json_t *)v, k, val)
+    {
         char f[160];
         snprintf(f, sizeof(f), "%s.%.128s", field, k);
         bool key_ok = env ? env_name_ok(k) && strlen(k) < 256 : str_is_name(k);
@@ -280,15 +270,13 @@ static int string_map(const json_t *v, const char *field, size_t max_entries, bo
             return proto_errorf(e, 400, NULL, f, "%s: invalid %s name '%.64s'", f,
                                 env ? "variable" : "label", k);
         }
-        if (!json_is_string(val) ||
-            memchr(json_string_value(val), '\0', json_string_length(val)) ||
+        if (!json_is_string(val) || memchr(json_string_value(val), '\0', json_string_length(val)) ||
             json_string_length(val) > (env ? 65536u : 256u)) {
             json_decref(out);
             return proto_errorf(e, 400, NULL, f, "%s must be a string without NUL bytes%s", f,
                                 env ? " (at most 64 KiB)" : " (at most 256 bytes)");
         }
-        json_object_set_new(out, k, json_stringn(json_string_value(val),
-                                                 json_string_length(val)));
+        json_object_set_new(out, k, json_stringn(json_string_value(val), json_string_length(val)));
     }
     json_object_set_new(extra, field, out);
     return 0;
@@ -299,14 +287,12 @@ static int f_env(const json_t *v, int64_t now, struct proto_jobspec *j, struct p
     return string_map(v, "env", PROTO_MAX_ENV, true, j->extra, e);
 }
 
-static int f_labels(const json_t *v, int64_t now, struct proto_jobspec *j,
-                    struct proto_error *e)
+static int f_labels(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     return string_map(v, "labels", PROTO_MAX_LABELS, false, j->extra, e);
 }
 
-static int f_selectors(const json_t *v, int64_t now, struct proto_jobspec *j,
-                       struct proto_error *e)
+static int f_selectors(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     if (!json_is_object(v))
         return proto_errorf(e, 400, NULL, "selectors", "selectors must be an object of strings");
@@ -316,7 +302,8 @@ static int f_selectors(const json_t *v, int64_t now, struct proto_jobspec *j,
     const char *k;
     json_t *val;
     j->nselectors = 0;
-    json_object_foreach((json_t *)v, k, val) {
+    json_object_foreach((json_t *)v, k, val)
+    {
         char f[160];
         snprintf(f, sizeof(f), "selectors.%.128s", k);
         if (!str_is_name(k))
@@ -343,8 +330,7 @@ static int f_deps(const json_t *v, int64_t now, struct proto_jobspec *j, struct 
     if (!json_is_array(v))
         return proto_errorf(e, 400, NULL, "deps", "deps must be an array");
     if (json_array_size(v) > PROTO_MAX_DEPS)
-        return proto_errorf(e, 400, NULL, "deps", "deps has more than %d entries",
-                            PROTO_MAX_DEPS);
+        return proto_errorf(e, 400, NULL, "deps", "deps has more than %d entries", PROTO_MAX_DEPS);
     j->ndeps = 0;
     for (size_t i = 0; i < json_array_size(v); i++) {
         json_t *d = json_array_get(v, i);
@@ -396,16 +382,35 @@ static const struct {
     const char *name;
     field_fn fn;
 } fields[] = {
-    {"name", f_name},         {"project", f_project},     {"user", f_user},
-    {"tier", f_tier},         {"class", f_class},         {"command", f_command},
-    {"script", f_script},     {"gpus", f_gpus},           {"gpu_type", f_gpu_type},
-    {"cpus", f_cpus},         {"mem", f_mem},             {"nodes", f_nodes},
-    {"time_limit", f_time_limit}, {"workdir", f_workdir}, {"output", f_output},
-    {"error", f_error},       {"env", f_env},             {"labels", f_labels},
-    {"selectors", f_selectors}, {"deps", f_deps},         {"array", f_array},
-    {"signal", f_signal},     {"grace", f_grace},         {"checkpoint", f_checkpoint},
-    {"retries", f_retries},   {"idempotent", f_idempotent}, {"requeue", f_requeue},
-    {"hold", f_hold},         {"begin", f_begin},
+    {"name", f_name},
+    {"project", f_project},
+    {"user", f_user},
+    {"tier", f_tier},
+    {"class", f_class},
+    {"command", f_command},
+    {"script", f_script},
+    {"gpus", f_gpus},
+    {"gpu_type", f_gpu_type},
+    {"cpus", f_cpus},
+    {"mem", f_mem},
+    {"nodes", f_nodes},
+    {"time_limit", f_time_limit},
+    {"workdir", f_workdir},
+    {"output", f_output},
+    {"error", f_error},
+    {"env", f_env},
+    {"labels", f_labels},
+    {"selectors", f_selectors},
+    {"deps", f_deps},
+    {"array", f_array},
+    {"signal", f_signal},
+    {"grace", f_grace},
+    {"checkpoint", f_checkpoint},
+    {"retries", f_retries},
+    {"idempotent", f_idempotent},
+    {"requeue", f_requeue},
+    {"hold", f_hold},
+    {"begin", f_begin},
 };
 
 void proto_jobspec_init(struct proto_jobspec *j)
@@ -446,7 +451,8 @@ int proto_jobspec_parse(const json_t *body, int64_t now_ms, struct proto_jobspec
     }
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)body, key, v) {
+    json_object_foreach((json_t *)body, key, v)
+    {
         field_fn fn = NULL;
         for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
             if (strcmp(fields[i].name, key) == 0)
@@ -483,8 +489,7 @@ int proto_jobspec_parse_text(const char *text, size_t len, int64_t now_ms,
     json_t *body = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!body) {
         proto_jobspec_release(out);
-        return proto_errorf(err, 400, NULL, NULL, "malformed json: %s (line %d)", je.text,
-                            je.line);
+        return proto_errorf(err, 400, NULL, NULL, "malformed json: %s (line %d)", je.text, je.line);
     }
     proto_jobspec_release(out);
     int rc = proto_jobspec_parse(body, now_ms, out, err);
@@ -561,8 +566,7 @@ json_t *proto_jobspec_to_json(const struct proto_jobspec *j)
     return o;
 }
 
-static int load_name(const json_t *o, const char *k, char *out, size_t len,
-                     struct proto_error *err)
+static int load_name(const json_t *o, const char *k, char *out, size_t len, struct proto_error *err)
 {
     json_t *v = json_object_get(o, k);
     if (!json_is_string(v) || str_copy(out, len, json_string_value(v)) < 0)
@@ -617,8 +621,7 @@ static int load_scalars(const json_t *s, struct proto_jobspec *j, struct proto_e
     return 0;
 }
 
-int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out,
-                       struct proto_error *err)
+int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out, struct proto_error *err)
 {
     proto_jobspec_init(out);
     if (!json_is_object(stored) || load_scalars(stored, out, err) < 0) {
@@ -632,8 +635,8 @@ int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out,
         goto fail;
     if (sel && (rc = f_selectors(sel, 0, out, err)) < 0)
         goto fail;
-    static const char *const keys[] = {"command", "script", "workdir", "output", "error",
-                                       "env", "labels"};
+    static const char *const keys[] = {"command", "script", "workdir", "output",
+                                       "error",   "env",    "labels"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(stored, keys[i]);
         json_object_set(out->extra, keys[i], v ? v : json_null());

@@ -119,9 +119,16 @@ static int parse_tiers(const json_t *v, struct sched_policy *p, struct proto_err
 static int parse_class_fields(const json_t *o, const char *path, struct sched_class_spec *c,
                               struct proto_error *err)
 {
-    static const char *const known[] = {"name", "default_limit", "max_limit", "preemptible",
-                                        "preempt_order", "protect_after", "max_grace",
-                                        "max_retries", "restart_on_failure", "requeueable",
+    static const char *const known[] = {"name",
+                                        "default_limit",
+                                        "max_limit",
+                                        "preemptible",
+                                        "preempt_order",
+                                        "protect_after",
+                                        "max_grace",
+                                        "max_retries",
+                                        "restart_on_failure",
+                                        "requeueable",
                                         NULL};
     int rc;
     if ((rc = proto_check_fields(o, path, known, err)) < 0 ||
@@ -188,7 +195,8 @@ static int parse_gpu_weights(const json_t *v, struct sched_policy *p, struct pro
     const char *k;
     json_t *w;
     int n = 0;
-    json_object_foreach((json_t *)v, k, w) {
+    json_object_foreach((json_t *)v, k, w)
+    {
         char f[160];
         snprintf(f, sizeof(f), "settings.gpu_weights.%.64s", k);
         if (!str_is_name(k))
@@ -220,14 +228,34 @@ static int parse_ordering(const json_t *v, struct sched_policy *p, struct proto_
 
 static int parse_settings(const json_t *s, struct sched_policy *p, struct proto_error *err)
 {
-    static const char *const known[] = {
-        "fairshare_half_life", "fairshare_refresh", "min_runtime", "max_preemptions",
-        "reserved_max_ratio", "reserved_min_tier", "reserved_label", "backfill_depth",
-        "gpu_weights", "default_gpu_weight", "cpu_weight", "mem_weight_per_gb",
-        "default_class", "ordering", "backfill", "preemption", "preempt_max_per_cycle",
-        "default_signal", "default_grace", "cancel_grace", "reservation_refresh",
-        "service_restart_delay", "retry_delay", "mf_age_weight", "mf_fairshare_weight",
-        "mf_tier_weight", "mf_age_max", NULL};
+    static const char *const known[] = {"fairshare_half_life",
+                                        "fairshare_refresh",
+                                        "min_runtime",
+                                        "max_preemptions",
+                                        "reserved_max_ratio",
+                                        "reserved_min_tier",
+                                        "reserved_label",
+                                        "backfill_depth",
+                                        "gpu_weights",
+                                        "default_gpu_weight",
+                                        "cpu_weight",
+                                        "mem_weight_per_gb",
+                                        "default_class",
+                                        "ordering",
+                                        "backfill",
+                                        "preemption",
+                                        "preempt_max_per_cycle",
+                                        "default_signal",
+                                        "default_grace",
+                                        "cancel_grace",
+                                        "reservation_refresh",
+                                        "service_restart_delay",
+                                        "retry_delay",
+                                        "mf_age_weight",
+                                        "mf_fairshare_weight",
+                                        "mf_tier_weight",
+                                        "mf_age_max",
+                                        NULL};
     const char *P = "settings";
     int rc;
     if (!json_is_object(s))
@@ -246,8 +274,8 @@ static int parse_settings(const json_t *s, struct sched_policy *p, struct proto_
         (rc = get_n(s, "default_class", P, p->default_class, err)) < 0 ||
         (rc = get_b(s, "backfill", P, &p->backfill, err)) < 0 ||
         (rc = get_b(s, "preemption", P, &p->preemption, err)) < 0 ||
-        (rc = get_i(s, "preempt_max_per_cycle", P, 0, 100000, &p->preempt_max_per_cycle,
-                    err)) < 0 ||
+        (rc = get_i(s, "preempt_max_per_cycle", P, 0, 100000, &p->preempt_max_per_cycle, err)) <
+            0 ||
         (rc = get_dur(s, "default_grace", P, &p->default_grace_ms, err)) < 0 ||
         (rc = get_dur(s, "cancel_grace", P, &p->cancel_grace_ms, err)) < 0 ||
         (rc = get_dur(s, "reservation_refresh", P, &p->reservation_refresh_ms, err)) < 0 ||
@@ -285,9 +313,10 @@ static int parse_settings(const json_t *s, struct sched_policy *p, struct proto_
 int proto_project_parse(const json_t *obj, const char *path, bool patch,
                         struct sched_project_spec *p, struct proto_error *err)
 {
-    static const char *const known[] = {"name", "group", "tier", "guarantee_gpus",
-                                        "gpu_limit", "max_running", "max_queued",
-                                        "user_max_running", "user_gpu_limit", "paused", NULL};
+    static const char *const known[] = {
+        "name",           "group",       "tier",       "guarantee_gpus",
+        "gpu_limit",      "max_running", "max_queued", "user_max_running",
+        "user_gpu_limit", "paused",      NULL};
     int rc;
     if (!json_is_object(obj))
         return proto_errorf(err, 400, NULL, path[0] ? path : NULL, "%s must be an object",
@@ -316,8 +345,7 @@ int proto_project_parse(const json_t *obj, const char *path, bool patch,
         (rc = get_i(obj, "gpu_limit", path, -1, 1000000, &p->gpu_limit, err)) < 0 ||
         (rc = get_i(obj, "max_running", path, -1, 10000000, &p->max_running, err)) < 0 ||
         (rc = get_i(obj, "max_queued", path, -1, 10000000, &p->max_queued, err)) < 0 ||
-        (rc = get_i(obj, "user_max_running", path, -1, 10000000, &p->user_max_running,
-                    err)) < 0 ||
+        (rc = get_i(obj, "user_max_running", path, -1, 10000000, &p->user_max_running, err)) < 0 ||
         (rc = get_i(obj, "user_gpu_limit", path, -1, 1000000, &p->user_gpu_limit, err)) < 0 ||
         (rc = get_b(obj, "paused", path, &p->paused, err)) < 0)
         return rc;
@@ -382,8 +410,8 @@ static int check_policy(const struct sched_policy *p, struct proto_error *err)
     return 0;
 }
 
-int proto_policy_parse(const json_t *doc, const struct sched_policy *base,
-                       struct proto_policy *out, struct proto_error *err)
+int proto_policy_parse(const json_t *doc, const struct sched_policy *base, struct proto_policy *out,
+                       struct proto_error *err)
 {
     static const char *const known[] = {"tiers", "classes", "settings", "projects", NULL};
     memset(out, 0, sizeof(*out));
@@ -501,8 +529,7 @@ int proto_class_patch(const json_t *body, struct sched_class_spec *c, struct pro
 
 static const char *ordering_name(enum sched_ordering o)
 {
-    return o == SCHED_ORDER_FIFO ? "fifo" : o == SCHED_ORDER_MULTIFACTOR ? "multifactor"
-                                                                          : "tiered";
+    return o == SCHED_ORDER_FIFO ? "fifo" : o == SCHED_ORDER_MULTIFACTOR ? "multifactor" : "tiered";
 }
 
 static json_t *settings_json(const struct sched_policy *p)
@@ -556,13 +583,14 @@ json_t *proto_policy_to_json(const struct sched_policy *p)
     json_t *classes = json_array();
     for (int i = 0; i < p->nclasses; i++) {
         const struct sched_class_spec *c = &p->classes[i];
-        json_array_append_new(classes, json_pack(
-            "{s:s,s:o,s:o,s:b,s:i,s:o,s:o,s:i,s:b,s:b}", "name", c->name, "default_limit",
-            dur(c->default_limit_ms), "max_limit", dur(c->max_limit_ms), "preemptible",
-            c->preemptible, "preempt_order", c->preempt_order, "protect_after",
-            dur(c->protect_after_ms), "max_grace", dur(c->max_grace_ms), "max_retries",
-            c->max_retries, "restart_on_failure", c->restart_on_failure, "requeueable",
-            c->requeueable));
+        json_array_append_new(
+            classes,
+            json_pack("{s:s,s:o,s:o,s:b,s:i,s:o,s:o,s:i,s:b,s:b}", "name", c->name, "default_limit",
+                      dur(c->default_limit_ms), "max_limit", dur(c->max_limit_ms), "preemptible",
+                      c->preemptible, "preempt_order", c->preempt_order, "protect_after",
+                      dur(c->protect_after_ms), "max_grace", dur(c->max_grace_ms), "max_retries",
+                      c->max_retries, "restart_on_failure", c->restart_on_failure, "requeueable",
+                      c->requeueable));
     }
     return json_pack("{s:o,s:o,s:o}", "tiers", tiers, "classes", classes, "settings",
                      settings_json(p));

@@ -27,9 +27,9 @@
 /* Errors: {"error": {"code", "message", "field"}}                                      */
 
 struct proto_error {
-    int status;               /* HTTP status: 400, 401, 404, 409, 413, 429 ... */
-    char code[32];            /* "invalid_argument", "not_found" ... */
-    char field[128];          /* JSON path, or "" */
+    int status;      /* HTTP status: 400, 401, 404, 409, 413, 429 ... */
+    char code[32];   /* "invalid_argument", "not_found" ... */
+    char field[128]; /* JSON path, or "" */
     char message[256];
 };
 
@@ -45,34 +45,34 @@ json_t *proto_error_json(const struct proto_error *e);
 /* Job spec: the body of POST /v1/jobs                                                   */
 
 enum {
-    PROTO_NAME_MAX = 64,        /* project, tier, class, user, gpu type, label keys */
+    PROTO_NAME_MAX = 64, /* project, tier, class, user, gpu type, label keys */
     PROTO_JOB_NAME_MAX = 128,
     PROTO_PATH_MAX = 4096,
     PROTO_MAX_ARGS = 4096,
     PROTO_MAX_ENV = 1024,
-    PROTO_MAX_LABELS = 64,      /* job labels (free-form metadata) */
+    PROTO_MAX_LABELS = 64, /* job labels (free-form metadata) */
     PROTO_MAX_SELECTORS = 16,
     PROTO_MAX_DEPS = 16,
     PROTO_MAX_GPUS = 64,
     PROTO_MAX_CPUS = 4096,
     PROTO_MAX_NODES = 512,
     PROTO_MAX_RETRIES = 10,
-    PROTO_MAX_ARRAY = 10000,    /* tasks in one array submission */
+    PROTO_MAX_ARRAY = 10000, /* tasks in one array submission */
     PROTO_SCRIPT_MAX = 256 * 1024,
 };
 
-#define PROTO_MAX_MEM_MB ((int64_t)64 * 1024 * 1024)        /* 64 TiB per node */
+#define PROTO_MAX_MEM_MB      ((int64_t)64 * 1024 * 1024) /* 64 TiB per node */
 #define PROTO_MAX_DURATION_MS ((int64_t)366 * 24 * 3600 * 1000)
 
 struct proto_dep {
-    char type[16];              /* "afterok", "afterany", "afternotok" */
+    char type[16]; /* "afterok", "afterany", "afternotok" */
     uint64_t job;
 };
 
 struct proto_selector {
     char key[PROTO_NAME_MAX];
     char value[PROTO_NAME_MAX];
-    bool negate;                /* written "!value" */
+    bool negate; /* written "!value" */
 };
 
 /*
@@ -83,25 +83,25 @@ struct proto_selector {
  */
 struct proto_jobspec {
     char name[PROTO_JOB_NAME_MAX];
-    char project[PROTO_NAME_MAX];   /* "" = not given */
-    char user[PROTO_NAME_MAX];      /* "" = not given */
-    char tier[PROTO_NAME_MAX];      /* "" = the project's */
-    char class_name[PROTO_NAME_MAX];/* "" = the policy default */
-    char gpu_type[PROTO_NAME_MAX];  /* "" = any */
-    int gpus, cpus, nodes;          /* per node; cpus >= 1, nodes >= 1 */
-    int64_t mem_mb;                 /* per node; 0 = none */
-    int64_t time_limit_ms;          /* 0 = class default */
-    int64_t begin_ms;               /* absolute; 0 = now (relative begins are resolved) */
-    int signal;                     /* 0 = policy default */
-    int64_t grace_ms;               /* -1 = policy default */
+    char project[PROTO_NAME_MAX];    /* "" = not given */
+    char user[PROTO_NAME_MAX];       /* "" = not given */
+    char tier[PROTO_NAME_MAX];       /* "" = the project's */
+    char class_name[PROTO_NAME_MAX]; /* "" = the policy default */
+    char gpu_type[PROTO_NAME_MAX];   /* "" = any */
+    int gpus, cpus, nodes;           /* per node; cpus >= 1, nodes >= 1 */
+    int64_t mem_mb;                  /* per node; 0 = none */
+    int64_t time_limit_ms;           /* 0 = class default */
+    int64_t begin_ms;                /* absolute; 0 = now (relative begins are resolved) */
+    int signal;                      /* 0 = policy default */
+    int64_t grace_ms;                /* -1 = policy default */
     bool checkpoint, idempotent, requeue, hold;
     int retries;
     struct proto_dep deps[PROTO_MAX_DEPS];
     int ndeps;
     struct proto_selector selectors[PROTO_MAX_SELECTORS];
     int nselectors;
-    char array[64];                 /* the array expression as given, "" = none */
-    json_t *extra;                  /* owned */
+    char array[64]; /* the array expression as given, "" = none */
+    json_t *extra;  /* owned */
 };
 
 void proto_jobspec_init(struct proto_jobspec *j);
@@ -132,7 +132,7 @@ int proto_array_expand(const char *expr, int32_t **indices, size_t *count, int *
 enum { PROTO_MAX_PROJECTS = 10000 };
 
 struct proto_policy {
-    struct sched_policy policy;     /* starts as the caller's current policy */
+    struct sched_policy policy; /* starts as the caller's current policy */
     bool has_tiers, has_classes, has_settings;
     struct sched_project_spec *projects; /* owned; nprojects entries */
     size_t nprojects;
@@ -141,8 +141,8 @@ struct proto_policy {
 /* Parse a policy document (JSON object) on top of `base` (the current policy, copied).
  * `tiers` and `classes`, when present, replace the lists whole; `settings` overrides
  * the named knobs; `projects` are specs to upsert (limits default to -1). */
-int proto_policy_parse(const json_t *doc, const struct sched_policy *base,
-                       struct proto_policy *out, struct proto_error *err) PROTO_WUR;
+int proto_policy_parse(const json_t *doc, const struct sched_policy *base, struct proto_policy *out,
+                       struct proto_error *err) PROTO_WUR;
 /* From text: JSON, or YAML when `yaml` (util/yamljson.h). */
 int proto_policy_parse_text(const char *text, size_t len, bool yaml,
                             const struct sched_policy *base, struct proto_policy *out,
@@ -176,8 +176,8 @@ int proto_get_int(const json_t *v, const char *field, int64_t min, int64_t max, 
 int proto_get_bool(const json_t *v, const char *field, bool *out,
                    struct proto_error *err) PROTO_WUR;
 /* A name (str_is_name) copied into out[PROTO_NAME_MAX]. */
-int proto_get_name(const json_t *v, const char *field, char *out, struct proto_error *err)
-    PROTO_WUR;
+int proto_get_name(const json_t *v, const char *field, char *out,
+                   struct proto_error *err) PROTO_WUR;
 /* Refuse any key of `obj` not in the NULL-terminated list `known`. */
 int proto_check_fields(const json_t *obj, const char *path, const char *const *known,
                        struct proto_error *err) PROTO_WUR;

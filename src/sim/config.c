@@ -18,11 +18,10 @@
 #include "util/str.h"
 #include "util/yamljson.h"
 
-static int cerr(char *err, size_t len, const char *file, const char *field, const char *fmt,
-                ...) __attribute__((format(printf, 5, 6)));
+static int cerr(char *err, size_t len, const char *file, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
-static int cerr(char *err, size_t len, const char *file, const char *field, const char *fmt,
-                ...)
+static int cerr(char *err, size_t len, const char *file, const char *field, const char *fmt, ...)
 {
     char msg[256];
     va_list ap;
@@ -66,7 +65,8 @@ static int only_keys(struct jctx *c, json_t *obj, const char *const *keys)
     const char *k;
     json_t *v;
 
-    json_object_foreach(obj, k, v) {
+    json_object_foreach(obj, k, v)
+    {
         int i = 0;
 
         while (keys[i] && strcmp(keys[i], k) != 0)
@@ -214,15 +214,15 @@ static json_t *load_yaml(const char *path, char *err, size_t errlen)
 /* ---------------------------------------------------------------------------------- */
 /* Cluster                                                                            */
 
-static int labels_from_json(struct jctx *c, json_t *obj, struct sched_label *labels,
-                            int *nlabels)
+static int labels_from_json(struct jctx *c, json_t *obj, struct sched_label *labels, int *nlabels)
 {
     const char *k;
     json_t *v;
 
     if (!json_is_object(obj))
         return jfail(c, "labels", "expected a mapping of key: value");
-    json_object_foreach(obj, k, v) {
+    json_object_foreach(obj, k, v)
+    {
         if (*nlabels == SCHED_MAX_LABELS)
             return jfail(c, "labels", "more than %d labels", SCHED_MAX_LABELS);
         if (!str_is_name(k))
@@ -281,8 +281,8 @@ static int group_from_json(struct jctx *c, json_t *g, struct sim_node_group *out
 int sim_cluster_from_json(json_t *doc, const char *name, struct sim_cluster *out, char *err,
                           size_t errlen)
 {
-    static const char *const keys[] = { "name", "description", "node_groups", NULL };
-    struct jctx c = { .file = name, .err = err, .errlen = errlen };
+    static const char *const keys[] = {"name", "description", "node_groups", NULL};
+    struct jctx c = {.file = name, .err = err, .errlen = errlen};
     json_t *groups = json_object_get(doc, "node_groups");
     size_t i;
     json_t *g;
@@ -297,7 +297,8 @@ int sim_cluster_from_json(json_t *doc, const char *name, struct sim_cluster *out
     out->groups = calloc(json_array_size(groups), sizeof(*out->groups));
     if (!out->groups)
         return cerr(err, errlen, name, "node_groups", "out of memory");
-    json_array_foreach(groups, i, g) {
+    json_array_foreach(groups, i, g)
+    {
         snprintf(c.path, sizeof(c.path), "node_groups[%zu]", i);
         if (group_from_json(&c, g, &out->groups[i]) < 0) {
             sim_cluster_release(out);
@@ -444,8 +445,16 @@ void sim_mapping_release(struct sim_mapping *m)
 static int rule_from_json(struct jctx *c, json_t *o, struct sim_rule *r, bool is_default)
 {
     static const char *const keys[] = {
-        "match", "user", "project", "tier", "class", "gpu_type", "time_limit_factor",
-        "checkpoint_interval", "checkpoint_interval_ms", NULL,
+        "match",
+        "user",
+        "project",
+        "tier",
+        "class",
+        "gpu_type",
+        "time_limit_factor",
+        "checkpoint_interval",
+        "checkpoint_interval_ms",
+        NULL,
     };
 
     if (!json_is_object(o))
@@ -502,12 +511,23 @@ int sim_mapping_from_json(json_t *obj, const char *name, struct sim_mapping *m, 
                           size_t errlen)
 {
     static const char *const keys[] = {
-        "time_limit_factor", "time_limit", "min_time_limit", "min_time_limit_ms",
-        "cpu_unit_cores", "partition_label", "pool", "guarantee_from_partition",
-        "checkpoint_interval", "checkpoint_interval_ms", "on_signal", "honor_mem", "default",
-        "rules", NULL,
+        "time_limit_factor",
+        "time_limit",
+        "min_time_limit",
+        "min_time_limit_ms",
+        "cpu_unit_cores",
+        "partition_label",
+        "pool",
+        "guarantee_from_partition",
+        "checkpoint_interval",
+        "checkpoint_interval_ms",
+        "on_signal",
+        "honor_mem",
+        "default",
+        "rules",
+        NULL,
     };
-    struct jctx c = { .file = name, .path = "mapping", .err = err, .errlen = errlen };
+    struct jctx c = {.file = name, .path = "mapping", .err = err, .errlen = errlen};
     json_t *rules = json_object_get(obj, "rules");
     struct sim_rule *nr;
     size_t i;
@@ -531,7 +551,8 @@ int sim_mapping_from_json(json_t *obj, const char *name, struct sim_mapping *m, 
     if (!nr)
         return cerr(err, errlen, name, "mapping.rules", "out of memory");
     m->rules = nr;
-    json_array_foreach(rules, i, r) {
+    json_array_foreach(rules, i, r)
+    {
         struct sim_rule *dst = &m->rules[m->nrules];
 
         memset(dst, 0, sizeof(*dst));
@@ -617,8 +638,7 @@ int sim_policy_copy(struct sim_policy *dst, const struct sim_policy *src)
     return 0;
 }
 
-const struct sched_project_spec *sim_policy_project(const struct sim_policy *p,
-                                                    const char *name)
+const struct sched_project_spec *sim_policy_project(const struct sim_policy *p, const char *name)
 {
     for (int i = 0; i < p->nprojects; i++)
         if (strcmp(p->projects[i].name, name) == 0)

@@ -62,30 +62,30 @@ enum sim_limit_source { SIM_LIMIT_RUNTIME, SIM_LIMIT_REQUESTED, SIM_LIMIT_CLASS 
 enum sim_on_signal { SIM_SIGNAL_AUTO, SIM_SIGNAL_EXIT, SIM_SIGNAL_GRACE };
 
 struct sim_rule {
-    char match[SCHED_NAME_MAX];  /* trace project: exact, "prefix*", or "*" */
-    char user[SCHED_NAME_MAX];   /* trace user: same forms; "" = any */
-    char project[SCHED_NAME_MAX];/* Docket project; "" = the trace project */
-    char tier[SCHED_NAME_MAX];   /* "" = the project's tier */
+    char match[SCHED_NAME_MAX];      /* trace project: exact, "prefix*", or "*" */
+    char user[SCHED_NAME_MAX];       /* trace user: same forms; "" = any */
+    char project[SCHED_NAME_MAX];    /* Docket project; "" = the trace project */
+    char tier[SCHED_NAME_MAX];       /* "" = the project's tier */
     char class_name[SCHED_NAME_MAX]; /* "" = the mapping default */
     char gpu_type[SCHED_NAME_MAX];
-    double time_limit_factor;    /* 0 = the mapping's */
-    int64_t checkpoint_ms;       /* -1 = the mapping's */
+    double time_limit_factor; /* 0 = the mapping's */
+    int64_t checkpoint_ms;    /* -1 = the mapping's */
 };
 
 struct sim_mapping {
-    struct sim_rule *rules;      /* first match wins */
+    struct sim_rule *rules; /* first match wins */
     int nrules;
-    struct sim_rule dflt;        /* applies when no rule matches */
-    double time_limit_factor;    /* limit = runtime x factor, capped by the class */
+    struct sim_rule dflt;     /* applies when no rule matches */
+    double time_limit_factor; /* limit = runtime x factor, capped by the class */
     enum sim_limit_source limit_source;
     int64_t min_time_limit_ms;
-    int cpu_unit_cores;          /* CPU-only rows: cores per resource unit (GPU slot) */
+    int cpu_unit_cores;                   /* CPU-only rows: cores per resource unit (GPU slot) */
     char partition_label[SCHED_NAME_MAX]; /* per-project clusters: selector KEY=<project> */
-    bool pool;                   /* ignore partition_label: one shared pool */
+    bool pool;                            /* ignore partition_label: one shared pool */
     bool guarantee_from_partition; /* unlisted projects: guarantee = their partition's GPUs */
-    int64_t checkpoint_ms;       /* declared checkpoint interval; 0 = none */
+    int64_t checkpoint_ms;         /* declared checkpoint interval; 0 = none */
     enum sim_on_signal on_signal;
-    bool honor_mem;              /* pass the trace's memory to the core */
+    bool honor_mem; /* pass the trace's memory to the core */
 };
 
 void sim_mapping_defaults(struct sim_mapping *m);
@@ -102,12 +102,12 @@ const struct sim_rule *sim_mapping_find(const struct sim_mapping *m, const char 
 /* Policy document                                                                    */
 
 struct sim_policy {
-    char name[64];               /* shown in reports: the file's base name or the baseline */
+    char name[64]; /* shown in reports: the file's base name or the baseline */
     struct sched_policy policy;
     struct sched_project_spec *projects;
     int nprojects;
-    bool has_mapping;            /* the document carried a "mapping:" section */
-    json_t *mapping;             /* that section (owned), or NULL */
+    bool has_mapping; /* the document carried a "mapping:" section */
+    json_t *mapping;  /* that section (owned), or NULL */
 };
 
 /* Defaults of the core (sched_policy_defaults), no projects. */
@@ -122,8 +122,7 @@ int sim_policy_from_json(json_t *doc, const char *name, struct sim_policy *out, 
 /* Deep copy (projects and mapping). 0 or -ENOMEM. */
 int sim_policy_copy(struct sim_policy *dst, const struct sim_policy *src);
 void sim_policy_release(struct sim_policy *p);
-const struct sched_project_spec *sim_policy_project(const struct sim_policy *p,
-                                                    const char *name);
+const struct sched_project_spec *sim_policy_project(const struct sim_policy *p, const char *name);
 
 /* Turn `p` into a baseline of the same tiers, classes and projects: "fifo" (FIFO, no
  * backfill, no preemption), "easy" (FIFO + EASY backfill: one reservation), "multifactor"

@@ -23,8 +23,8 @@
 struct sim_options {
     const char *trace_path;
     enum trace_format format;
-    double arrival_scale;      /* submit time x scale; 0.5 doubles the offered load */
-    long limit;                /* at most this many rows; 0 = all */
+    double arrival_scale; /* submit time x scale; 0.5 doubles the offered load */
+    long limit;           /* at most this many rows; 0 = all */
     uint64_t seed;
     double node_failure_rate;  /* failures per node per day; 0 = none */
     int64_t repair_ms;         /* a failed node comes back after this long */
@@ -39,14 +39,14 @@ void sim_options_defaults(struct sim_options *o);
 
 /* Final state of a job in the simulation. */
 enum sim_job_end {
-    SIM_END_NONE,          /* never finished: still pending or running when it stopped */
+    SIM_END_NONE, /* never finished: still pending or running when it stopped */
     SIM_END_COMPLETED,
     SIM_END_FAILED,
     SIM_END_TIMEOUT,
-    SIM_END_PREEMPTED,     /* preempted and not requeueable */
+    SIM_END_PREEMPTED, /* preempted and not requeueable */
     SIM_END_NODE_FAIL,
     SIM_END_CANCELLED,
-    SIM_END_REJECTED,      /* the core refused the submission */
+    SIM_END_REJECTED, /* the core refused the submission */
 };
 
 const char *sim_job_end_name(enum sim_job_end e);
@@ -54,22 +54,22 @@ const char *sim_job_end_name(enum sim_job_end e);
 struct sim_job_rec {
     int64_t submit_ms;
     int64_t runtime_ms;
-    int64_t limit_ms;        /* the time limit given to the core (0 = class default) */
-    int64_t first_start_ms;  /* -1 never started */
-    int64_t start_ms;        /* start of the current or last run */
-    int64_t end_ms;          /* -1 not ended */
-    int64_t saved_ms;        /* work kept across runs (checkpoints) */
-    int64_t run_saved_ms;    /* saved_ms when the current run started */
-    int64_t lost_ms;         /* run time lost to preemption and node failures */
-    int64_t ckpt_ms;         /* declared checkpoint interval, 0 none */
-    uint32_t id_off;         /* trace job id in the result's id arena */
-    uint32_t gen;            /* bumps when a run starts or stops: stale events are ignored */
-    int32_t gpus;            /* total over its nodes */
-    uint16_t project;        /* index into sim_result.projects */
-    uint8_t tier;            /* index into the policy's tiers */
-    uint8_t end;             /* enum sim_job_end */
+    int64_t limit_ms;       /* the time limit given to the core (0 = class default) */
+    int64_t first_start_ms; /* -1 never started */
+    int64_t start_ms;       /* start of the current or last run */
+    int64_t end_ms;         /* -1 not ended */
+    int64_t saved_ms;       /* work kept across runs (checkpoints) */
+    int64_t run_saved_ms;   /* saved_ms when the current run started */
+    int64_t lost_ms;        /* run time lost to preemption and node failures */
+    int64_t ckpt_ms;        /* declared checkpoint interval, 0 none */
+    uint32_t id_off;        /* trace job id in the result's id arena */
+    uint32_t gen;           /* bumps when a run starts or stops: stale events are ignored */
+    int32_t gpus;           /* total over its nodes */
+    uint16_t project;       /* index into sim_result.projects */
+    uint8_t tier;           /* index into the policy's tiers */
+    uint8_t end;            /* enum sim_job_end */
     uint16_t preempts;
-    uint8_t stop_cause;      /* enum sched_stop_cause while signalled */
+    uint8_t stop_cause; /* enum sched_stop_cause while signalled */
     bool running;
     bool failed_in_trace;
 };
@@ -77,14 +77,14 @@ struct sim_job_rec {
 struct sim_project_stat {
     char name[SCHED_NAME_MAX];
     double guarantee_gpus;
-    int64_t gpu_ms;          /* GPU time used */
+    int64_t gpu_ms; /* GPU time used */
 };
 
 struct sim_series {
     int64_t bucket_ms;
     size_t n;
-    double *busy_gpu_ms;     /* integral of busy GPUs over each bucket */
-    double *pending_ms;      /* integral of pending jobs over each bucket */
+    double *busy_gpu_ms; /* integral of busy GPUs over each bucket */
+    double *pending_ms;  /* integral of pending jobs over each bucket */
 };
 
 struct sim_result {
@@ -93,16 +93,16 @@ struct sim_result {
     long total_gpus, total_nodes;
     struct sim_job_rec *jobs;
     size_t njobs;
-    char *ids;               /* NUL-separated trace ids */
+    char *ids; /* NUL-separated trace ids */
     size_t ids_len;
     struct sim_project_stat *projects;
     int nprojects;
     struct sim_series series;
-    int64_t end_ms;          /* virtual time when the run stopped */
+    int64_t end_ms; /* virtual time when the run stopped */
     int64_t busy_gpu_ms_total;
     long bad_rows, rejected, unfinished;
     long preemptions, requeues, node_failures, timeouts;
-    double lost_gpu_ms;      /* to preemption */
+    double lost_gpu_ms; /* to preemption */
     double lost_node_fail_gpu_ms;
     uint64_t cycles;
 };

@@ -100,46 +100,73 @@ struct cli {
 };
 
 enum {
-    O_TRACE = 256, O_FORMAT, O_CLUSTER, O_POLICY, O_BASELINE, O_COMPARE, O_MAPPING, O_TFACTOR,
-    O_TLIMIT, O_DTIER, O_DCLASS, O_CPUUNIT, O_PLABEL, O_POOL, O_CKPT, O_ONSIG, O_ASCALE,
-    O_CSCALE, O_LIMIT, O_NFAIL, O_REPAIR, O_SEED, O_SAMPLE, O_CYCLE, O_SKIP, O_CHECK, O_JSON,
-    O_CSV, O_HTML, O_QUIET, O_NOPROG,
+    O_TRACE = 256,
+    O_FORMAT,
+    O_CLUSTER,
+    O_POLICY,
+    O_BASELINE,
+    O_COMPARE,
+    O_MAPPING,
+    O_TFACTOR,
+    O_TLIMIT,
+    O_DTIER,
+    O_DCLASS,
+    O_CPUUNIT,
+    O_PLABEL,
+    O_POOL,
+    O_CKPT,
+    O_ONSIG,
+    O_ASCALE,
+    O_CSCALE,
+    O_LIMIT,
+    O_NFAIL,
+    O_REPAIR,
+    O_SEED,
+    O_SAMPLE,
+    O_CYCLE,
+    O_SKIP,
+    O_CHECK,
+    O_JSON,
+    O_CSV,
+    O_HTML,
+    O_QUIET,
+    O_NOPROG,
 };
 
 static const struct option longopts[] = {
-    { "trace", required_argument, NULL, O_TRACE },
-    { "format", required_argument, NULL, O_FORMAT },
-    { "cluster", required_argument, NULL, O_CLUSTER },
-    { "policy", required_argument, NULL, O_POLICY },
-    { "baseline", required_argument, NULL, O_BASELINE },
-    { "compare", no_argument, NULL, O_COMPARE },
-    { "mapping", required_argument, NULL, O_MAPPING },
-    { "time-factor", required_argument, NULL, O_TFACTOR },
-    { "time-limit", required_argument, NULL, O_TLIMIT },
-    { "default-tier", required_argument, NULL, O_DTIER },
-    { "default-class", required_argument, NULL, O_DCLASS },
-    { "cpu-unit", required_argument, NULL, O_CPUUNIT },
-    { "partition-label", required_argument, NULL, O_PLABEL },
-    { "pool", no_argument, NULL, O_POOL },
-    { "checkpoint", required_argument, NULL, O_CKPT },
-    { "on-signal", required_argument, NULL, O_ONSIG },
-    { "arrival-scale", required_argument, NULL, O_ASCALE },
-    { "cluster-scale", required_argument, NULL, O_CSCALE },
-    { "limit", required_argument, NULL, O_LIMIT },
-    { "node-failures", required_argument, NULL, O_NFAIL },
-    { "repair-time", required_argument, NULL, O_REPAIR },
-    { "seed", required_argument, NULL, O_SEED },
-    { "sample", required_argument, NULL, O_SAMPLE },
-    { "cycle-interval", required_argument, NULL, O_CYCLE },
-    { "skip-bad-rows", no_argument, NULL, O_SKIP },
-    { "check", no_argument, NULL, O_CHECK },
-    { "json", required_argument, NULL, O_JSON },
-    { "jobs-csv", required_argument, NULL, O_CSV },
-    { "html", required_argument, NULL, O_HTML },
-    { "quiet", no_argument, NULL, O_QUIET },
-    { "no-progress", no_argument, NULL, O_NOPROG },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
+    {"trace", required_argument, NULL, O_TRACE},
+    {"format", required_argument, NULL, O_FORMAT},
+    {"cluster", required_argument, NULL, O_CLUSTER},
+    {"policy", required_argument, NULL, O_POLICY},
+    {"baseline", required_argument, NULL, O_BASELINE},
+    {"compare", no_argument, NULL, O_COMPARE},
+    {"mapping", required_argument, NULL, O_MAPPING},
+    {"time-factor", required_argument, NULL, O_TFACTOR},
+    {"time-limit", required_argument, NULL, O_TLIMIT},
+    {"default-tier", required_argument, NULL, O_DTIER},
+    {"default-class", required_argument, NULL, O_DCLASS},
+    {"cpu-unit", required_argument, NULL, O_CPUUNIT},
+    {"partition-label", required_argument, NULL, O_PLABEL},
+    {"pool", no_argument, NULL, O_POOL},
+    {"checkpoint", required_argument, NULL, O_CKPT},
+    {"on-signal", required_argument, NULL, O_ONSIG},
+    {"arrival-scale", required_argument, NULL, O_ASCALE},
+    {"cluster-scale", required_argument, NULL, O_CSCALE},
+    {"limit", required_argument, NULL, O_LIMIT},
+    {"node-failures", required_argument, NULL, O_NFAIL},
+    {"repair-time", required_argument, NULL, O_REPAIR},
+    {"seed", required_argument, NULL, O_SEED},
+    {"sample", required_argument, NULL, O_SAMPLE},
+    {"cycle-interval", required_argument, NULL, O_CYCLE},
+    {"skip-bad-rows", no_argument, NULL, O_SKIP},
+    {"check", no_argument, NULL, O_CHECK},
+    {"json", required_argument, NULL, O_JSON},
+    {"jobs-csv", required_argument, NULL, O_CSV},
+    {"html", required_argument, NULL, O_HTML},
+    {"quiet", no_argument, NULL, O_QUIET},
+    {"no-progress", no_argument, NULL, O_NOPROG},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
 static int bad_flag(const char *flag, const char *value, const char *what)
@@ -187,15 +214,19 @@ static int parse_opt2(struct cli *c, int o, const char *a)
     int64_t v;
 
     switch (o) {
-    case O_ASCALE: return parse_pos_double("arrival-scale", a, 1e-6, 1e6, &c->opt.arrival_scale);
-    case O_CSCALE: return parse_pos_double("cluster-scale", a, 1e-6, 1e6, &c->cluster_scale);
+    case O_ASCALE:
+        return parse_pos_double("arrival-scale", a, 1e-6, 1e6, &c->opt.arrival_scale);
+    case O_CSCALE:
+        return parse_pos_double("cluster-scale", a, 1e-6, 1e6, &c->cluster_scale);
     case O_LIMIT:
         if (parse_int64(a, 1, INT32_MAX, &v) < 0)
             return bad_flag("limit", a, "a positive integer");
         c->opt.limit = (long)v;
         return 0;
-    case O_NFAIL: return parse_pos_double("node-failures", a, 0, 1000, &c->opt.node_failure_rate);
-    case O_REPAIR: return parse_dur("repair-time", a, &c->opt.repair_ms);
+    case O_NFAIL:
+        return parse_pos_double("node-failures", a, 0, 1000, &c->opt.node_failure_rate);
+    case O_REPAIR:
+        return parse_dur("repair-time", a, &c->opt.repair_ms);
     case O_SEED:
         if (parse_int64(a, 0, INT64_MAX, &v) < 0)
             return bad_flag("seed", a, "a non-negative integer");
@@ -205,41 +236,83 @@ static int parse_opt2(struct cli *c, int o, const char *a)
         if (parse_dur("sample", a, &c->opt.sample_ms) < 0)
             return -EINVAL;
         return c->opt.sample_ms < 1000 ? bad_flag("sample", a, "at least 1s") : 0;
-    case O_CYCLE: return parse_dur("cycle-interval", a, &c->opt.cycle_interval_ms);
-    case O_SKIP: c->opt.skip_bad_rows = true; return 0;
-    case O_CHECK: c->check = true; return 0;
-    case O_JSON: c->json_path = a; return 0;
-    case O_CSV: c->csv_path = a; return 0;
-    case O_HTML: c->html_path = a; return 0;
-    case O_QUIET: c->quiet = true; return 0;
-    case O_NOPROG: c->no_progress = true; return 0;
-    default: return -EINVAL;
+    case O_CYCLE:
+        return parse_dur("cycle-interval", a, &c->opt.cycle_interval_ms);
+    case O_SKIP:
+        c->opt.skip_bad_rows = true;
+        return 0;
+    case O_CHECK:
+        c->check = true;
+        return 0;
+    case O_JSON:
+        c->json_path = a;
+        return 0;
+    case O_CSV:
+        c->csv_path = a;
+        return 0;
+    case O_HTML:
+        c->html_path = a;
+        return 0;
+    case O_QUIET:
+        c->quiet = true;
+        return 0;
+    case O_NOPROG:
+        c->no_progress = true;
+        return 0;
+    default:
+        return -EINVAL;
     }
 }
 
 static int parse_opt(struct cli *c, int o, const char *a)
 {
     switch (o) {
-    case O_TRACE: c->opt.trace_path = a; return 0;
+    case O_TRACE:
+        c->opt.trace_path = a;
+        return 0;
     case O_FORMAT:
         return trace_format_parse(a, &c->opt.format) < 0 ? bad_flag("format", a, "csv or swf") : 0;
-    case O_CLUSTER: c->cluster_path = a; return 0;
-    case O_POLICY: return add_item(c->policy_paths, &c->npolicies, a, "policy");
-    case O_BASELINE: return add_item(c->baselines, &c->nbaselines, a, "baseline");
-    case O_COMPARE: c->compare = true; return 0;
-    case O_MAPPING: c->mapping_path = a; return 0;
-    case O_TFACTOR: return parse_pos_double("time-factor", a, 0.01, 1000, &c->time_factor);
-    case O_TLIMIT: c->time_limit_src = a; return 0;
-    case O_DTIER: c->default_tier = a; return 0;
-    case O_DCLASS: c->default_class = a; return 0;
+    case O_CLUSTER:
+        c->cluster_path = a;
+        return 0;
+    case O_POLICY:
+        return add_item(c->policy_paths, &c->npolicies, a, "policy");
+    case O_BASELINE:
+        return add_item(c->baselines, &c->nbaselines, a, "baseline");
+    case O_COMPARE:
+        c->compare = true;
+        return 0;
+    case O_MAPPING:
+        c->mapping_path = a;
+        return 0;
+    case O_TFACTOR:
+        return parse_pos_double("time-factor", a, 0.01, 1000, &c->time_factor);
+    case O_TLIMIT:
+        c->time_limit_src = a;
+        return 0;
+    case O_DTIER:
+        c->default_tier = a;
+        return 0;
+    case O_DCLASS:
+        c->default_class = a;
+        return 0;
     case O_CPUUNIT:
         return parse_int(a, 1, 100000, &c->cpu_unit) < 0
-                   ? bad_flag("cpu-unit", a, "an integer in 1..100000") : 0;
-    case O_PLABEL: c->partition_label = a; return 0;
-    case O_POOL: c->pool = true; return 0;
-    case O_CKPT: return parse_dur("checkpoint", a, &c->checkpoint_ms);
-    case O_ONSIG: c->on_signal = a; return 0;
-    default: return parse_opt2(c, o, a);
+                   ? bad_flag("cpu-unit", a, "an integer in 1..100000")
+                   : 0;
+    case O_PLABEL:
+        c->partition_label = a;
+        return 0;
+    case O_POOL:
+        c->pool = true;
+        return 0;
+    case O_CKPT:
+        return parse_dur("checkpoint", a, &c->checkpoint_ms);
+    case O_ONSIG:
+        c->on_signal = a;
+        return 0;
+    default:
+        return parse_opt2(c, o, a);
     }
 }
 
@@ -340,8 +413,9 @@ static int apply_flag_mapping(const struct cli *c, struct sim_mapping *m)
         (c->default_class && !str_is_name(c->default_class)) ||
         (c->partition_label && !str_is_name(c->partition_label)))
         return bad_flag("default-tier/--default-class/--partition-label",
-                        c->default_tier ? c->default_tier : c->default_class ? c->default_class
-                                                                              : c->partition_label,
+                        c->default_tier    ? c->default_tier
+                        : c->default_class ? c->default_class
+                                           : c->partition_label,
                         "a name");
     if (c->default_tier)
         (void)str_copy(m->dflt.tier, sizeof(m->dflt.tier), c->default_tier);
@@ -406,7 +480,7 @@ struct plan {
 static int plan_runs(const struct cli *c, struct plan *pl)
 {
     char err[512];
-    const char *compare_set[] = { "fifo", "easy", "multifactor" };
+    const char *compare_set[] = {"fifo", "easy", "multifactor"};
     const char *const *bl = c->baselines;
     int nbl = c->nbaselines;
 
@@ -434,8 +508,10 @@ static int plan_runs(const struct cli *c, struct plan *pl)
             return -ENOMEM;
         pl->n++;
         if (sim_policy_baseline(&pl->pols[pl->n - 1], bl[i]) < 0) {
-            fprintf(stderr, "docket-sim: --baseline: '%s' is not fifo, easy, multifactor or "
-                    "tiered\n", bl[i]);
+            fprintf(stderr,
+                    "docket-sim: --baseline: '%s' is not fifo, easy, multifactor or "
+                    "tiered\n",
+                    bl[i]);
             return -EINVAL;
         }
     }
@@ -456,8 +532,8 @@ static int load_inputs(const struct cli *c, struct sim_cluster *cl, struct sim_m
         return -EINVAL;
     sim_mapping_defaults(m);
     if (pl->pols[0].mapping &&
-        sim_mapping_from_json(pl->pols[0].mapping, c->npolicies ? c->policy_paths[0] : "policy",
-                              m, err, sizeof(err)) < 0) {
+        sim_mapping_from_json(pl->pols[0].mapping, c->npolicies ? c->policy_paths[0] : "policy", m,
+                              err, sizeof(err)) < 0) {
         fprintf(stderr, "docket-sim: %s\n", err);
         return -EINVAL;
     }
@@ -528,16 +604,20 @@ static int write_outputs(const struct cli *c, const struct sim_report_meta *meta
     return rc;
 }
 
-static int simulate(const struct cli *c, const struct sim_cluster *cl,
-                    const struct sim_mapping *m, const struct plan *pl)
+static int simulate(const struct cli *c, const struct sim_cluster *cl, const struct sim_mapping *m,
+                    const struct plan *pl)
 {
-    struct sim_result *res[MAX_RUNS] = { 0 };
+    struct sim_result *res[MAX_RUNS] = {0};
     struct sim_summary sum[MAX_RUNS];
     struct sim_run_report runs[MAX_RUNS];
     struct sim_report_meta meta = {
-        .trace = c->opt.trace_path, .cluster = c->cluster_path,
-        .arrival_scale = c->opt.arrival_scale, .cluster_scale = c->cluster_scale,
-        .limit = c->opt.limit, .pool = m->pool, .seed = (unsigned long long)c->opt.seed,
+        .trace = c->opt.trace_path,
+        .cluster = c->cluster_path,
+        .arrival_scale = c->opt.arrival_scale,
+        .cluster_scale = c->cluster_scale,
+        .limit = c->opt.limit,
+        .pool = m->pool,
+        .seed = (unsigned long long)c->opt.seed,
         .node_failure_rate = c->opt.node_failure_rate,
     };
     struct sim_options opt = c->opt;
@@ -557,7 +637,7 @@ static int simulate(const struct cli *c, const struct sim_cluster *cl,
             rc = -ENOMEM;
             break;
         }
-        runs[i] = (struct sim_run_report){ res[i], &sum[i] };
+        runs[i] = (struct sim_run_report){res[i], &sum[i]};
     }
     if (rc == 0)
         rc = write_outputs(c, &meta, runs, pl->n);
@@ -571,7 +651,7 @@ static int simulate(const struct cli *c, const struct sim_cluster *cl,
 int main(int argc, char **argv)
 {
     struct cli c;
-    struct sim_cluster cl = { 0 };
+    struct sim_cluster cl = {0};
     struct sim_mapping m;
     struct plan pl;
     int rc;

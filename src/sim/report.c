@@ -11,8 +11,8 @@
 
 #include "util/parse.h"
 
-#define BOLD(c) ((c) ? "\033[1m" : "")
-#define DIM(c) ((c) ? "\033[2m" : "")
+#define BOLD(c)  ((c) ? "\033[1m" : "")
+#define DIM(c)   ((c) ? "\033[2m" : "")
 #define RESET(c) ((c) ? "\033[0m" : "")
 
 /* Seconds as a short duration ("1h30m"). */
@@ -24,9 +24,8 @@ static const char *dur(double s, char *buf, size_t len)
 
 static void group_header(FILE *f, const char *what, bool c)
 {
-    fprintf(f, "%s%-14s %7s %7s %7s %7s %9s %9s %9s %9s %8s %7s%s\n", BOLD(c), what, "jobs",
-            "done", "timeout", "unfin", "wait p50", "p95", "p99", "max", "bsld", "starved",
-            RESET(c));
+    fprintf(f, "%s%-14s %7s %7s %7s %7s %9s %9s %9s %9s %8s %7s%s\n", BOLD(c), what, "jobs", "done",
+            "timeout", "unfin", "wait p50", "p95", "p99", "max", "bsld", "starved", RESET(c));
 }
 
 static void group_row(FILE *f, const struct sim_group_stats *g)
@@ -66,18 +65,20 @@ static void meta_lines(FILE *f, const struct sim_report_meta *m, bool c)
 
 static void totals(FILE *f, const struct sim_result *r, const struct sim_summary *s, bool c)
 {
-    fprintf(f, "%sjobs%s %zu (rejected %ld, bad rows %ld, unfinished %ld)  "
+    fprintf(f,
+            "%sjobs%s %zu (rejected %ld, bad rows %ld, unfinished %ld)  "
             "%scluster%s %ld nodes, %ld GPUs\n",
-            DIM(c), RESET(c), r->njobs, r->rejected, r->bad_rows, r->unfinished, DIM(c),
-            RESET(c), r->total_nodes, r->total_gpus);
-    fprintf(f, "%smakespan%s %.1f h  %sGPU utilisation%s %.1f%%  %spreemptions%s %ld "
+            DIM(c), RESET(c), r->njobs, r->rejected, r->bad_rows, r->unfinished, DIM(c), RESET(c),
+            r->total_nodes, r->total_gpus);
+    fprintf(f,
+            "%smakespan%s %.1f h  %sGPU utilisation%s %.1f%%  %spreemptions%s %ld "
             "(%.1f GPU-h lost)  %srequeues%s %ld  %stimeouts%s %ld",
             DIM(c), RESET(c), s->makespan_h, DIM(c), RESET(c), 100 * s->utilisation, DIM(c),
-            RESET(c), r->preemptions, s->lost_gpu_hours, DIM(c), RESET(c), r->requeues,
-            DIM(c), RESET(c), r->timeouts);
+            RESET(c), r->preemptions, s->lost_gpu_hours, DIM(c), RESET(c), r->requeues, DIM(c),
+            RESET(c), r->timeouts);
     if (r->node_failures)
-        fprintf(f, "  %snode failures%s %ld (%.1f GPU-h lost)", DIM(c), RESET(c),
-                r->node_failures, s->lost_node_fail_gpu_hours);
+        fprintf(f, "  %snode failures%s %ld (%.1f GPU-h lost)", DIM(c), RESET(c), r->node_failures,
+                s->lost_node_fail_gpu_hours);
     fprintf(f, "\n%sJain fairness%s ", DIM(c), RESET(c));
     if (s->all.guarantee_gpus > 0)
         fprintf(f, "share/guarantee %.3f, ", s->jain_share);
@@ -93,7 +94,7 @@ static void strip(FILE *f, const struct sim_result *r, bool util, bool c)
     static const char ramp[] = " .:-=+*#%@";
     const struct sim_series *s = &r->series;
     enum { SLOTS = 60 };
-    double v[SLOTS] = { 0 }, max = 0;
+    double v[SLOTS] = {0}, max = 0;
     size_t per = (s->n + SLOTS - 1) / SLOTS, nslots;
     char slot_len[32];
 
@@ -106,8 +107,8 @@ static void strip(FILE *f, const struct sim_result *r, bool util, bool c)
         size_t m = 0;
 
         for (size_t i = k * per; i < (k + 1) * per && i < s->n; i++, m++)
-            v[k] += util ? s->busy_gpu_ms[i] / ((double)s->bucket_ms *
-                                                 (double)(r->total_gpus ? r->total_gpus : 1))
+            v[k] += util ? s->busy_gpu_ms[i] /
+                               ((double)s->bucket_ms * (double)(r->total_gpus ? r->total_gpus : 1))
                          : s->pending_ms[i] / (double)s->bucket_ms;
         v[k] = m ? v[k] / (double)m : 0;
         if (v[k] > max)
@@ -125,8 +126,8 @@ static void strip(FILE *f, const struct sim_result *r, bool util, bool c)
         fprintf(f, "| 0-%.0f, one mark per %s\n", max, slot_len);
 }
 
-int sim_report_text(FILE *f, const struct sim_report_meta *meta,
-                    const struct sim_run_report *run, bool c)
+int sim_report_text(FILE *f, const struct sim_report_meta *meta, const struct sim_run_report *run,
+                    bool c)
 {
     const struct sim_summary *s = run->s;
 
@@ -149,13 +150,14 @@ int sim_report_text(FILE *f, const struct sim_report_meta *meta,
     share_table(f, s, c);
     fputs(c ? "\033[2mwait: submission to first start; bsld: mean bounded slowdown "
               "(10 s bound)\033[0m\n"
-            : "wait: submission to first start; bsld: mean bounded slowdown (10 s bound)\n", f);
+            : "wait: submission to first start; bsld: mean bounded slowdown (10 s bound)\n",
+          f);
     return ferror(f) ? -EIO : 0;
 }
 
 /* One metric row of the comparison: label, then one cell per run. */
-static void cmp_row(FILE *f, const char *label, const struct sim_run_report *runs, int n,
-                    int which, const char *tier)
+static void cmp_row(FILE *f, const char *label, const struct sim_run_report *runs, int n, int which,
+                    const char *tier)
 {
     fprintf(f, "%-26s", label);
     for (int i = 0; i < n; i++) {
@@ -167,19 +169,44 @@ static void cmp_row(FILE *f, const char *label, const struct sim_run_report *run
             if (strcmp(s->tiers[t].name, tier) == 0)
                 g = &s->tiers[t];
         switch (which) {
-        case 0: fprintf(f, " %18s", dur(g->wait_p50_s, buf, sizeof(buf))); break;
-        case 1: fprintf(f, " %18s", dur(g->wait_p95_s, buf, sizeof(buf))); break;
-        case 2: fprintf(f, " %18s", dur(g->wait_p99_s, buf, sizeof(buf))); break;
-        case 3: fprintf(f, " %18.2f", g->slowdown_mean); break;
-        case 4: fprintf(f, " %17.1f%%", 100 * s->utilisation); break;
-        case 5: fprintf(f, " %18ld", runs[i].r->preemptions); break;
-        case 6: fprintf(f, " %18.1f", s->lost_gpu_hours); break;
-        case 7: fprintf(f, " %18.3f", s->jain_share); break;
-        case 8: fprintf(f, " %18.3f", s->jain_slowdown); break;
-        case 9: fprintf(f, " %18ld", g->starved); break;
-        case 10: fprintf(f, " %18.1f", s->makespan_h); break;
-        case 11: fprintf(f, " %18ld", g->completed); break;
-        default: break;
+        case 0:
+            fprintf(f, " %18s", dur(g->wait_p50_s, buf, sizeof(buf)));
+            break;
+        case 1:
+            fprintf(f, " %18s", dur(g->wait_p95_s, buf, sizeof(buf)));
+            break;
+        case 2:
+            fprintf(f, " %18s", dur(g->wait_p99_s, buf, sizeof(buf)));
+            break;
+        case 3:
+            fprintf(f, " %18.2f", g->slowdown_mean);
+            break;
+        case 4:
+            fprintf(f, " %17.1f%%", 100 * s->utilisation);
+            break;
+        case 5:
+            fprintf(f, " %18ld", runs[i].r->preemptions);
+            break;
+        case 6:
+            fprintf(f, " %18.1f", s->lost_gpu_hours);
+            break;
+        case 7:
+            fprintf(f, " %18.3f", s->jain_share);
+            break;
+        case 8:
+            fprintf(f, " %18.3f", s->jain_slowdown);
+            break;
+        case 9:
+            fprintf(f, " %18ld", g->starved);
+            break;
+        case 10:
+            fprintf(f, " %18.1f", s->makespan_h);
+            break;
+        case 11:
+            fprintf(f, " %18ld", g->completed);
+            break;
+        default:
+            break;
         }
     }
     fputc('\n', f);
@@ -188,7 +215,7 @@ static void cmp_row(FILE *f, const char *label, const struct sim_run_report *run
 int sim_report_compare(FILE *f, const struct sim_report_meta *meta,
                        const struct sim_run_report *runs, int n, bool c)
 {
-    static const char *const names[] = { "wait p50", "wait p95", "wait p99", "mean bsld" };
+    static const char *const names[] = {"wait p50", "wait p95", "wait p99", "mean bsld"};
     const struct sim_summary *s0 = runs[0].s;
     char label[96];
 
@@ -236,19 +263,18 @@ static json_t *num(double v)
 
 static json_t *group_json(const struct sim_group_stats *g)
 {
-    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o, "
-                     "s:o}, s:{s:o, s:o}, s:o, s:o, s:o, s:o}",
-                     "name", g->name, "jobs", (json_int_t)g->jobs, "started",
-                     (json_int_t)g->started, "completed", (json_int_t)g->completed,
-                     "timeouts", (json_int_t)g->timeouts, "failed", (json_int_t)g->failed,
-                     "unfinished", (json_int_t)g->unfinished, "rejected",
-                     (json_int_t)g->rejected, "preempted_jobs", (json_int_t)g->preempted_jobs,
-                     "starved", (json_int_t)g->starved, "wait_s", "p50", num(g->wait_p50_s),
-                     "p95", num(g->wait_p95_s), "p99", num(g->wait_p99_s), "max",
-                     num(g->wait_max_s), "mean", num(g->wait_mean_s), "bounded_slowdown",
-                     "mean", num(g->slowdown_mean), "p95", num(g->slowdown_p95), "gpu_hours",
-                     num(g->gpu_hours), "guarantee_gpus", num(g->guarantee_gpus), "used_share",
-                     num(g->used_share), "guarantee_share", num(g->guarantee_share));
+    return json_pack(
+        "{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o, "
+        "s:o}, s:{s:o, s:o}, s:o, s:o, s:o, s:o}",
+        "name", g->name, "jobs", (json_int_t)g->jobs, "started", (json_int_t)g->started,
+        "completed", (json_int_t)g->completed, "timeouts", (json_int_t)g->timeouts, "failed",
+        (json_int_t)g->failed, "unfinished", (json_int_t)g->unfinished, "rejected",
+        (json_int_t)g->rejected, "preempted_jobs", (json_int_t)g->preempted_jobs, "starved",
+        (json_int_t)g->starved, "wait_s", "p50", num(g->wait_p50_s), "p95", num(g->wait_p95_s),
+        "p99", num(g->wait_p99_s), "max", num(g->wait_max_s), "mean", num(g->wait_mean_s),
+        "bounded_slowdown", "mean", num(g->slowdown_mean), "p95", num(g->slowdown_p95), "gpu_hours",
+        num(g->gpu_hours), "guarantee_gpus", num(g->guarantee_gpus), "used_share",
+        num(g->used_share), "guarantee_share", num(g->guarantee_share));
 }
 
 static json_t *series_json(const struct sim_result *r)
@@ -257,14 +283,14 @@ static json_t *series_json(const struct sim_result *r)
     const struct sim_series *s = &r->series;
 
     for (size_t i = 0; i < s->n; i++) {
-        json_array_append_new(util, num(r->total_gpus > 0
-                                            ? s->busy_gpu_ms[i] / ((double)s->bucket_ms *
-                                                                   (double)r->total_gpus)
-                                            : 0));
+        json_array_append_new(
+            util, num(r->total_gpus > 0
+                          ? s->busy_gpu_ms[i] / ((double)s->bucket_ms * (double)r->total_gpus)
+                          : 0));
         json_array_append_new(queue, num(s->pending_ms[i] / (double)s->bucket_ms));
     }
-    return json_pack("{s:I, s:o, s:o}", "bucket_ms", (json_int_t)s->bucket_ms,
-                     "gpu_utilisation", util, "queue_length", queue);
+    return json_pack("{s:I, s:o, s:o}", "bucket_ms", (json_int_t)s->bucket_ms, "gpu_utilisation",
+                     util, "queue_length", queue);
 }
 
 static json_t *run_json(const struct sim_run_report *run)
@@ -284,17 +310,16 @@ static json_t *run_json(const struct sim_run_report *run)
     return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I, s:o, s:I, "
                      "s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
                      "policy", r->policy_name, "jobs", (json_int_t)r->njobs, "bad_rows",
-                     (json_int_t)r->bad_rows, "rejected", (json_int_t)r->rejected,
-                     "unfinished", (json_int_t)r->unfinished, "gpus", (json_int_t)r->total_gpus,
-                     "makespan_h", num(s->makespan_h), "gpu_utilisation", num(s->utilisation),
-                     "lost_gpu_hours", num(s->lost_gpu_hours), "preemptions",
-                     (json_int_t)r->preemptions, "requeues", (json_int_t)r->requeues,
-                     "timeouts", (json_int_t)r->timeouts, "node_fail_lost_gpu_hours",
-                     num(s->lost_node_fail_gpu_hours), "node_failures",
+                     (json_int_t)r->bad_rows, "rejected", (json_int_t)r->rejected, "unfinished",
+                     (json_int_t)r->unfinished, "gpus", (json_int_t)r->total_gpus, "makespan_h",
+                     num(s->makespan_h), "gpu_utilisation", num(s->utilisation), "lost_gpu_hours",
+                     num(s->lost_gpu_hours), "preemptions", (json_int_t)r->preemptions, "requeues",
+                     (json_int_t)r->requeues, "timeouts", (json_int_t)r->timeouts,
+                     "node_fail_lost_gpu_hours", num(s->lost_node_fail_gpu_hours), "node_failures",
                      (json_int_t)r->node_failures, "jain_share", num(s->jain_share),
-                     "jain_slowdown", num(s->jain_slowdown), "all", group_json(&s->all),
-                     "tiers", tiers, "projects", projects, "series", series_json(r),
-                     "cycles", json_integer((json_int_t)r->cycles));
+                     "jain_slowdown", num(s->jain_slowdown), "all", group_json(&s->all), "tiers",
+                     tiers, "projects", projects, "series", series_json(r), "cycles",
+                     json_integer((json_int_t)r->cycles));
 }
 
 int sim_report_json(FILE *f, const struct sim_report_meta *m, const struct sim_run_report *runs,
@@ -306,11 +331,11 @@ int sim_report_json(FILE *f, const struct sim_report_meta *m, const struct sim_r
 
     for (int i = 0; i < n; i++)
         json_array_append_new(arr, run_json(&runs[i]));
-    doc = json_pack("{s:{s:s, s:s, s:o, s:o, s:I, s:b, s:I, s:o}, s:o}", "input", "trace",
-                    m->trace, "cluster", m->cluster, "arrival_scale", num(m->arrival_scale),
-                    "cluster_scale", num(m->cluster_scale), "limit", (json_int_t)m->limit,
-                    "pool", m->pool, "seed", (json_int_t)m->seed, "node_failure_rate",
-                    num(m->node_failure_rate), "runs", arr);
+    doc =
+        json_pack("{s:{s:s, s:s, s:o, s:o, s:I, s:b, s:I, s:o}, s:o}", "input", "trace", m->trace,
+                  "cluster", m->cluster, "arrival_scale", num(m->arrival_scale), "cluster_scale",
+                  num(m->cluster_scale), "limit", (json_int_t)m->limit, "pool", m->pool, "seed",
+                  (json_int_t)m->seed, "node_failure_rate", num(m->node_failure_rate), "runs", arr);
     if (!doc)
         return -ENOMEM;
     rc = json_dumpf(doc, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
@@ -340,7 +365,8 @@ static void csv_field(FILE *f, const char *s)
 int sim_report_jobs_csv(FILE *f, const struct sim_run_report *runs, int n)
 {
     fputs("policy,job_id,project,tier,gpus,submit_s,first_start_s,end_s,wait_s,runtime_s,"
-          "time_limit_s,state,preemptions,lost_s\n", f);
+          "time_limit_s,state,preemptions,lost_s\n",
+          f);
     for (int k = 0; k < n; k++) {
         const struct sim_result *r = runs[k].r;
 
@@ -351,7 +377,8 @@ int sim_report_jobs_csv(FILE *f, const struct sim_run_report *runs, int n)
             fputc(',', f);
             csv_field(f, sim_job_id(r, j));
             fputc(',', f);
-            csv_field(f, r->projects && j->end != SIM_END_REJECTED ? r->projects[j->project].name : "");
+            csv_field(f, r->projects && j->end != SIM_END_REJECTED ? r->projects[j->project].name
+                                                                   : "");
             fprintf(f, ",%s,%d,%.3f,", r->policy.tiers[j->tier].name, j->gpus,
                     (double)j->submit_ms / 1000.0);
             if (j->first_start_ms >= 0)

@@ -23,7 +23,7 @@ struct sim_run_report {
 };
 
 struct sim_report_meta {
-    const char *trace;       /* path as given */
+    const char *trace; /* path as given */
     const char *cluster;
     double arrival_scale, cluster_scale;
     long limit;
@@ -32,15 +32,15 @@ struct sim_report_meta {
     double node_failure_rate;
 };
 
-int sim_report_text(FILE *f, const struct sim_report_meta *meta,
-                    const struct sim_run_report *run, bool color);
+int sim_report_text(FILE *f, const struct sim_report_meta *meta, const struct sim_run_report *run,
+                    bool color);
 int sim_report_compare(FILE *f, const struct sim_report_meta *meta,
                        const struct sim_run_report *runs, int n, bool color);
-int sim_report_json(FILE *f, const struct sim_report_meta *meta,
-                    const struct sim_run_report *runs, int n);
+int sim_report_json(FILE *f, const struct sim_report_meta *meta, const struct sim_run_report *runs,
+                    int n);
 /* One row per job: id, project, tier, state, times... `run` names the policy column. */
 int sim_report_jobs_csv(FILE *f, const struct sim_run_report *runs, int n);
-int sim_report_html(FILE *f, const struct sim_report_meta *meta,
-                    const struct sim_run_report *runs, int n);
+int sim_report_html(FILE *f, const struct sim_report_meta *meta, const struct sim_run_report *runs,
+                    int n);
 
 #endif

@@ -29,11 +29,20 @@ static void esc(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        default:
+            fputc(*s, f);
         }
     }
 }
@@ -59,7 +68,7 @@ struct axes {
     double x0, x1, y0, y1;
     bool logx;
     const char *xlabel, *ylabel;
-    bool xdays;        /* x is hours: label ticks in days when long */
+    bool xdays; /* x is hours: label ticks in days when long */
     bool ypercent;
 };
 
@@ -91,8 +100,8 @@ static void draw_axes(FILE *f, const struct axes *a)
 {
     char buf[32];
 
-    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"ax\"/>\n", ML, H - MB,
-            W - MR, H - MB);
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"ax\"/>\n", ML, H - MB, W - MR,
+            H - MB);
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"ax\"/>\n", ML, MT, ML,
             H - MB);
     for (int i = 0; i <= 4; i++) {
@@ -104,14 +113,14 @@ static void draw_axes(FILE *f, const struct axes *a)
             fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"yt\">%.0f%%</text>\n", ML - 6,
                     py(a, v) + 4, v * 100);
         else
-            fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"yt\">%g</text>\n", ML - 6,
-                    py(a, v) + 4, v);
+            fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"yt\">%g</text>\n", ML - 6, py(a, v) + 4,
+                    v);
     }
     if (a->logx) {
         for (double v = 1; v <= a->x1 * 1.0001; v *= 10) {
             x_tick_label(a, v, buf, sizeof(buf));
-            fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"xt\">%s</text>\n", px(a, v),
-                    H - MB + 16, buf);
+            fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"xt\">%s</text>\n", px(a, v), H - MB + 16,
+                    buf);
         }
     } else {
         /* round steps: 1, 2 or 5 x 10^k days (or hours on short runs) */
@@ -120,8 +129,8 @@ static void draw_axes(FILE *f, const struct axes *a)
 
         for (double v = a->x0; v <= a->x1 * 1.0001 && step > 0; v += step) {
             x_tick_label(a, v, buf, sizeof(buf));
-            fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"xt\">%s</text>\n", px(a, v),
-                    H - MB + 16, buf);
+            fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"xt\">%s</text>\n", px(a, v), H - MB + 16,
+                    buf);
         }
     }
     fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"xl\">%s</text>\n", (ML + W - MR) / 2, H - 8,
@@ -130,13 +139,14 @@ static void draw_axes(FILE *f, const struct axes *a)
             (MT + H - MB) / 2, (MT + H - MB) / 2, a->ylabel);
 }
 
-static void chart(FILE *f, const char *title, const struct axes *a, const struct line *lines,
-                  int n)
+static void chart(FILE *f, const char *title, const struct axes *a, const struct line *lines, int n)
 {
     fprintf(f, "<figure><figcaption>");
     esc(f, title);
-    fprintf(f, "</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" "
-            "width=\"%d\" height=\"%d\" role=\"img\">\n", W, H, W, H);
+    fprintf(f,
+            "</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" "
+            "width=\"%d\" height=\"%d\" role=\"img\">\n",
+            W, H, W, H);
     draw_axes(f, a);
     for (int i = 0; i < n; i++) {
         const char *col = palette[i % 8];
@@ -144,9 +154,10 @@ static void chart(FILE *f, const char *title, const struct axes *a, const struct
         fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" points=\"", col);
         for (size_t k = 0; k < lines[i].n; k++)
             fprintf(f, "%.1f,%.1f ", px(a, lines[i].x[k]), py(a, lines[i].y[k]));
-        fprintf(f, "\"/>\n<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"3\" fill=\"%s\"/>"
-                "<text x=\"%d\" y=\"%d\" class=\"lg\">", W - MR + 10, MT + 6 + i * 18, col,
-                W - MR + 26, MT + 10 + i * 18);
+        fprintf(f,
+                "\"/>\n<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"3\" fill=\"%s\"/>"
+                "<text x=\"%d\" y=\"%d\" class=\"lg\">",
+                W - MR + 10, MT + 6 + i * 18, col, W - MR + 26, MT + 10 + i * 18);
         esc(f, lines[i].label);
         fputs("</text>\n", f);
     }
@@ -161,8 +172,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* CDF points of the waits (seconds) of one tier (tier < 0: all jobs). */
-static size_t wait_cdf(const struct sim_result *r, int tier, double *xs, double *ys,
-                       double *maxw)
+static size_t wait_cdf(const struct sim_result *r, int tier, double *xs, double *ys, double *maxw)
 {
     double *w = malloc((r->njobs + 1) * sizeof(double));
     size_t n = 0, k = 0;
@@ -198,8 +208,13 @@ static void cdf_charts(FILE *f, const struct sim_run_report *runs, int n)
 
     for (int k = 0; k < n; k++) {
         const struct sim_result *r = runs[k].r;
-        struct axes a = { .x0 = 1, .y0 = 0, .y1 = 1, .logx = true, .ypercent = true,
-                          .xlabel = "wait (log scale)", .ylabel = "jobs started within" };
+        struct axes a = {.x0 = 1,
+                         .y0 = 0,
+                         .y1 = 1,
+                         .logx = true,
+                         .ypercent = true,
+                         .xlabel = "wait (log scale)",
+                         .ylabel = "jobs started within"};
         double maxw = 1;
         int nl = 0;
 
@@ -208,7 +223,7 @@ static void cdf_charts(FILE *f, const struct sim_run_report *runs, int n)
 
             if (m == 0)
                 continue;
-            lines[nl] = (struct line){ r->policy.tiers[t].name, xs[nl], ys[nl], m };
+            lines[nl] = (struct line){r->policy.tiers[t].name, xs[nl], ys[nl], m};
             nl++;
         }
         a.x1 = pow(10, ceil(log10(maxw)));
@@ -234,9 +249,9 @@ static size_t series_points(const struct sim_result *r, bool util, double *xs, d
         size_t m = 0;
 
         for (size_t j = i; j < i + step && j < s->n; j++, m++)
-            sum += util ? (r->total_gpus > 0 ? s->busy_gpu_ms[j] /
-                                                   ((double)s->bucket_ms * (double)r->total_gpus)
-                                             : 0)
+            sum += util ? (r->total_gpus > 0
+                               ? s->busy_gpu_ms[j] / ((double)s->bucket_ms * (double)r->total_gpus)
+                               : 0)
                         : s->pending_ms[j] / (double)s->bucket_ms;
         xs[k] = (double)(i * (size_t)s->bucket_ms) / 3.6e6;
         ys[k] = m ? sum / (double)m : 0;
@@ -254,8 +269,12 @@ static void time_charts(FILE *f, const struct sim_run_report *runs, int n)
     struct line lines[NL];
 
     for (int u = 1; u >= 0; u--) {
-        struct axes a = { .x0 = 0, .y0 = 0, .xdays = true, .xlabel = "simulated time",
-                          .ylabel = u ? "GPUs busy" : "pending jobs", .ypercent = u };
+        struct axes a = {.x0 = 0,
+                         .y0 = 0,
+                         .xdays = true,
+                         .xlabel = "simulated time",
+                         .ylabel = u ? "GPUs busy" : "pending jobs",
+                         .ypercent = u};
         double ymax = 0, xmax = 1;
         int nl = 0;
 
@@ -264,7 +283,7 @@ static void time_charts(FILE *f, const struct sim_run_report *runs, int n)
 
             if (m && xs[nl][m - 1] > xmax)
                 xmax = xs[nl][m - 1];
-            lines[nl] = (struct line){ runs[k].r->policy_name, xs[nl], ys[nl], m };
+            lines[nl] = (struct line){runs[k].r->policy_name, xs[nl], ys[nl], m};
             nl++;
         }
         a.x1 = xmax;
@@ -279,10 +298,12 @@ static void table(FILE *f, const char *what, const struct sim_group_stats *g, in
 {
     char a[32], b[32], c[32], d[32];
 
-    fprintf(f, "<table><tr><th>%s</th><th>jobs</th><th>completed</th><th>timeouts</th>"
+    fprintf(f,
+            "<table><tr><th>%s</th><th>jobs</th><th>completed</th><th>timeouts</th>"
             "<th>unfinished</th><th>wait p50</th><th>p95</th><th>p99</th><th>max</th>"
             "<th>bounded slowdown</th><th>starved</th><th>preempted</th><th>GPU-hours</th>"
-            "</tr>\n", what);
+            "</tr>\n",
+            what);
     for (int i = 0; i <= n; i++) {
         const struct sim_group_stats *x = i < n ? &g[i] : all;
 
@@ -294,10 +315,12 @@ static void table(FILE *f, const char *what, const struct sim_group_stats *g, in
         format_duration((int64_t)(x->wait_max_s * 1000), d, sizeof(d));
         fputs(i == n ? "<tr class=\"tot\"><td>" : "<tr><td>", f);
         esc(f, x->name);
-        fprintf(f, "</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%s</td>"
+        fprintf(f,
+                "</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%s</td>"
                 "<td>%s</td><td>%s</td><td>%s</td><td>%.2f</td><td>%ld</td><td>%ld</td>"
-                "<td>%.0f</td></tr>\n", x->jobs, x->completed, x->timeouts, x->unfinished,
-                a, b, c, d, x->slowdown_mean, x->starved, x->preempted_jobs, x->gpu_hours);
+                "<td>%.0f</td></tr>\n",
+                x->jobs, x->completed, x->timeouts, x->unfinished, a, b, c, d, x->slowdown_mean,
+                x->starved, x->preempted_jobs, x->gpu_hours);
         if (i == n || !all)
             break;
     }
@@ -311,14 +334,16 @@ static void run_section(FILE *f, const struct sim_run_report *run)
 
     fputs("<h2>Policy ", f);
     esc(f, r->policy_name);
-    fprintf(f, "</h2>\n<p class=\"kpi\"><b>%.1f%%</b> GPU utilisation · <b>%ld</b> "
+    fprintf(f,
+            "</h2>\n<p class=\"kpi\"><b>%.1f%%</b> GPU utilisation · <b>%ld</b> "
             "preemptions (%.1f GPU-h lost) · <b>%ld</b> timeouts · Jain share %.3f, "
             "slowdown %.3f · %ld rejected · %ld unfinished · makespan %.1f h</p>\n",
-            100 * s->utilisation, r->preemptions, s->lost_gpu_hours, r->timeouts,
-            s->jain_share, s->jain_slowdown, r->rejected, r->unfinished, s->makespan_h);
+            100 * s->utilisation, r->preemptions, s->lost_gpu_hours, r->timeouts, s->jain_share,
+            s->jain_slowdown, r->rejected, r->unfinished, s->makespan_h);
     table(f, "tier", s->tiers, s->ntiers, &s->all);
     fputs("<table><tr><th>project</th><th>guarantee GPUs</th><th>GPU-hours</th>"
-          "<th>share</th><th>guarantee share</th><th>ratio</th><th>wait p95</th></tr>\n", f);
+          "<th>share</th><th>guarantee share</th><th>ratio</th><th>wait p95</th></tr>\n",
+          f);
     for (int i = 0; i < s->nprojects; i++) {
         const struct sim_group_stats *g = &s->projects[i];
         char b[32];
@@ -351,22 +376,26 @@ static const char css[] =
 int sim_report_html(FILE *f, const struct sim_report_meta *m, const struct sim_run_report *runs,
                     int n)
 {
-    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<title>docket-sim report</title><style>%s</style></head><body>\n", css);
+    fprintf(f,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<title>docket-sim report</title><style>%s</style></head><body>\n",
+            css);
     fputs("<h1>docket-sim report</h1>\n<p class=\"meta\">trace <code>", f);
     esc(f, m->trace);
     fputs("</code> · cluster <code>", f);
     esc(f, m->cluster);
-    fprintf(f, "</code> (%ld nodes, %ld GPUs) · %zu jobs · arrival scale %g · cluster scale %g"
-            "%s · seed %llu</p>\n", runs[0].r->total_nodes, runs[0].r->total_gpus,
-            runs[0].r->njobs, m->arrival_scale, m->cluster_scale,
-            m->pool ? " · pooled" : "", m->seed);
+    fprintf(f,
+            "</code> (%ld nodes, %ld GPUs) · %zu jobs · arrival scale %g · cluster scale %g"
+            "%s · seed %llu</p>\n",
+            runs[0].r->total_nodes, runs[0].r->total_gpus, runs[0].r->njobs, m->arrival_scale,
+            m->cluster_scale, m->pool ? " · pooled" : "", m->seed);
     time_charts(f, runs, n);
     cdf_charts(f, runs, n);
     for (int k = 0; k < n; k++)
         run_section(f, &runs[k]);
     fputs("<p class=\"meta\">Wait: submission to first start. Bounded slowdown: (end − "
           "submission) / max(runtime, 10 s). Jain share: over projects with a guarantee, "
-          "of used share ÷ guaranteed share. Definitions: docs/sim.md.</p>\n</body></html>\n", f);
+          "of used share ÷ guaranteed share. Definitions: docs/sim.md.</p>\n</body></html>\n",
+          f);
     return ferror(f) ? -EIO : 0;
 }

@@ -79,22 +79,31 @@ static void count_job(const struct sim_result *r, const struct sim_job_rec *j,
     if (j->preempts > 0)
         g->preempted_jobs++;
     switch (j->end) {
-    case SIM_END_COMPLETED: g->completed++; break;
-    case SIM_END_TIMEOUT: g->timeouts++; break;
-    case SIM_END_FAILED: g->failed++; break;
-    case SIM_END_NONE: g->unfinished++; break;
-    default: break;
+    case SIM_END_COMPLETED:
+        g->completed++;
+        break;
+    case SIM_END_TIMEOUT:
+        g->timeouts++;
+        break;
+    case SIM_END_FAILED:
+        g->failed++;
+        break;
+    case SIM_END_NONE:
+        g->unfinished++;
+        break;
+    default:
+        break;
     }
     if (starve > 0) {
-        int64_t w = j->first_start_ms >= 0 ? j->first_start_ms - j->submit_ms
-                                           : r->end_ms - j->submit_ms;
+        int64_t w =
+            j->first_start_ms >= 0 ? j->first_start_ms - j->submit_ms : r->end_ms - j->submit_ms;
         if (w > starve)
             g->starved++;
     }
 }
 
-static int group_stats(const struct sim_result *r, enum group_kind k, int idx,
-                       double *waits, double *slows, struct sim_group_stats *g)
+static int group_stats(const struct sim_result *r, enum group_kind k, int idx, double *waits,
+                       double *slows, struct sim_group_stats *g)
 {
     size_t n = 0;
     double sum_w = 0, sum_s = 0;
@@ -111,9 +120,9 @@ static int group_stats(const struct sim_result *r, enum group_kind k, int idx,
         w = j->first_start_ms - j->submit_ms;
         waits[n] = (double)w / 1000.0;
         /* slowdown uses the time to the end, which includes lost work and requeues */
-        slows[n] = j->end_ms >= 0
-                       ? sim_bounded_slowdown(j->end_ms - j->submit_ms - j->runtime_ms, j->runtime_ms)
-                       : sim_bounded_slowdown(w, j->runtime_ms);
+        slows[n] = j->end_ms >= 0 ? sim_bounded_slowdown(j->end_ms - j->submit_ms - j->runtime_ms,
+                                                         j->runtime_ms)
+                                  : sim_bounded_slowdown(w, j->runtime_ms);
         sum_w += waits[n];
         sum_s += slows[n];
         n++;
@@ -177,8 +186,7 @@ static void tier_gpu_hours(const struct sim_result *r, struct sim_summary *s)
         if (j->first_start_ms < 0 || j->end == SIM_END_REJECTED)
             continue;
         /* work done plus work lost, as GPU time: what the tier consumed */
-        s->tiers[j->tier].gpu_hours +=
-            (double)j->gpus * (double)(j->saved_ms + j->lost_ms) / 3.6e6;
+        s->tiers[j->tier].gpu_hours += (double)j->gpus * (double)(j->saved_ms + j->lost_ms) / 3.6e6;
     }
 }
 
@@ -216,8 +224,8 @@ int sim_summary_compute(const struct sim_result *r, struct sim_summary *s)
     fairness(s);
     s->makespan_h = (double)(r->end_ms - first) / 3.6e6;
     if (r->total_gpus > 0 && r->end_ms > first)
-        s->utilisation = (double)r->busy_gpu_ms_total /
-                         ((double)r->total_gpus * (double)(r->end_ms - first));
+        s->utilisation =
+            (double)r->busy_gpu_ms_total / ((double)r->total_gpus * (double)(r->end_ms - first));
     s->lost_gpu_hours = r->lost_gpu_ms / 3.6e6;
     s->lost_node_fail_gpu_hours = r->lost_node_fail_gpu_ms / 3.6e6;
     return 0;

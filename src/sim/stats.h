@@ -19,29 +19,29 @@
 
 struct sim_group_stats {
     char name[SCHED_NAME_MAX];
-    long jobs;               /* submitted and accepted by the core */
+    long jobs; /* submitted and accepted by the core */
     long started, completed, timeouts, failed, unfinished, rejected;
-    long preempted_jobs;     /* jobs preempted at least once */
-    long starved;            /* waited longer than their tier's starve_after */
+    long preempted_jobs; /* jobs preempted at least once */
+    long starved;        /* waited longer than their tier's starve_after */
     double wait_p50_s, wait_p95_s, wait_p99_s, wait_max_s, wait_mean_s;
     double slowdown_mean, slowdown_p95;
-    double gpu_hours;        /* GPU time used */
+    double gpu_hours; /* GPU time used */
     double guarantee_gpus;
-    double used_share;       /* this group's GPU time / all GPU time */
-    double guarantee_share;  /* guarantee / all guarantees (0 when none) */
+    double used_share;      /* this group's GPU time / all GPU time */
+    double guarantee_share; /* guarantee / all guarantees (0 when none) */
 };
 
 struct sim_summary {
     struct sim_group_stats all;
-    struct sim_group_stats *tiers;   /* one per policy tier, in policy order */
+    struct sim_group_stats *tiers; /* one per policy tier, in policy order */
     int ntiers;
-    struct sim_group_stats *projects;/* one per project, in first-seen order */
+    struct sim_group_stats *projects; /* one per project, in first-seen order */
     int nprojects;
-    double utilisation;              /* busy GPU time / (GPUs x makespan) */
-    double makespan_h;               /* first submission to last end, hours */
-    double jain_share;               /* over projects with a guarantee: used/guaranteed */
-    double jain_slowdown;            /* over projects with jobs: mean bounded slowdown */
-    double lost_gpu_hours;           /* to preemption */
+    double utilisation;    /* busy GPU time / (GPUs x makespan) */
+    double makespan_h;     /* first submission to last end, hours */
+    double jain_share;     /* over projects with a guarantee: used/guaranteed */
+    double jain_slowdown;  /* over projects with jobs: mean bounded slowdown */
+    double lost_gpu_hours; /* to preemption */
     double lost_node_fail_gpu_hours;
 };
 

@@ -20,11 +20,22 @@
 
 enum { LINE_MAX_LEN = 4096, CSV_NCOLS = 10, SWF_NFIELDS = 18, MAX_FIELDS = 32 };
 
-enum csv_col { C_ID, C_SUBMIT, C_RUNTIME, C_GPUS, C_CPUS, C_MEM, C_NODES, C_PROJECT, C_USER, C_STATUS };
+enum csv_col {
+    C_ID,
+    C_SUBMIT,
+    C_RUNTIME,
+    C_GPUS,
+    C_CPUS,
+    C_MEM,
+    C_NODES,
+    C_PROJECT,
+    C_USER,
+    C_STATUS
+};
 
 static const char *const csv_names[CSV_NCOLS] = {
-    "job_id", "submit_s", "runtime_s", "gpus", "cpus", "mem_mb", "nodes", "project", "user",
-    "status",
+    "job_id", "submit_s", "runtime_s", "gpus", "cpus",
+    "mem_mb", "nodes",    "project",   "user", "status",
 };
 
 static const char *const status_names[] = {
@@ -39,9 +50,9 @@ struct trace_reader {
     char *line;
     size_t cap;
     long lineno;
-    int col_of[CSV_NCOLS];   /* CSV: position in the row of each schema column */
+    int col_of[CSV_NCOLS]; /* CSV: position in the row of each schema column */
     int64_t prev_submit;
-    int64_t swf_base;        /* SWF: submit time of the first row */
+    int64_t swf_base; /* SWF: submit time of the first row */
     bool swf_have_base;
 };
 
@@ -176,8 +187,8 @@ static int parse_uint(const char *s, int64_t max, int64_t *out)
 }
 
 /* An optional integer column: "" gives `empty`. */
-static int int_col(struct trace_reader *r, struct trace_error *err, const char *col,
-                   const char *s, int64_t max, int64_t empty, int64_t *out)
+static int int_col(struct trace_reader *r, struct trace_error *err, const char *col, const char *s,
+                   int64_t max, int64_t empty, int64_t *out)
 {
     int rc;
 
@@ -201,8 +212,8 @@ static bool name_ok(const char *s)
     return true;
 }
 
-static int str_col(struct trace_reader *r, struct trace_error *err, const char *col,
-                   const char *s, bool required, char *dst)
+static int str_col(struct trace_reader *r, struct trace_error *err, const char *col, const char *s,
+                   bool required, char *dst)
 {
     if (required && *s == '\0')
         return fail(err, r, col, "empty");
@@ -230,7 +241,8 @@ static int check_order(struct trace_reader *r, struct trace_error *err, const ch
                        int64_t submit)
 {
     if (submit < r->prev_submit)
-        return fail(err, r, col, "submission %lld is before the previous row's %lld "
+        return fail(err, r, col,
+                    "submission %lld is before the previous row's %lld "
                     "(rows must be sorted by submission time)",
                     (long long)submit, (long long)r->prev_submit);
     r->prev_submit = submit;
@@ -248,8 +260,8 @@ static int csv_header(struct trace_reader *r, struct trace_error *err)
         return fail(err, r, NULL, "empty file, expected the header line");
     n = csv_split(r->line, fields, MAX_FIELDS);
     if (n != CSV_NCOLS)
-        return fail(err, r, NULL, "header has %d columns, expected %d (%s,...)",
-                    n < 0 ? 0 : n, CSV_NCOLS, csv_names[0]);
+        return fail(err, r, NULL, "header has %d columns, expected %d (%s,...)", n < 0 ? 0 : n,
+                    CSV_NCOLS, csv_names[0]);
     for (int c = 0; c < CSV_NCOLS; c++)
         r->col_of[c] = -1;
     for (int i = 0; i < n; i++) {
@@ -333,10 +345,24 @@ static int ws_split(char *s, char **fields, int max)
 }
 
 static const char *const swf_names[SWF_NFIELDS] = {
-    "job_number", "submit_time", "wait_time", "run_time", "allocated_processors",
-    "average_cpu_time", "used_memory", "requested_processors", "requested_time",
-    "requested_memory", "status", "user_id", "group_id", "executable", "queue",
-    "partition", "preceding_job", "think_time",
+    "job_number",
+    "submit_time",
+    "wait_time",
+    "run_time",
+    "allocated_processors",
+    "average_cpu_time",
+    "used_memory",
+    "requested_processors",
+    "requested_time",
+    "requested_memory",
+    "status",
+    "user_id",
+    "group_id",
+    "executable",
+    "queue",
+    "partition",
+    "preceding_job",
+    "think_time",
 };
 
 /* An SWF number: an integer >= -1, or (fields 6 and 7 only) a decimal. */
@@ -369,17 +395,30 @@ static int swf_number(struct trace_reader *r, struct trace_error *err, int i, co
 static int swf_status(int64_t v, enum trace_status *out)
 {
     switch (v) {
-    case -1: *out = TRACE_ST_UNKNOWN; return 0;
-    case 0: *out = TRACE_ST_FAILED; return 0;
-    case 1: *out = TRACE_ST_COMPLETED; return 0;
-    case 2: case 3: case 4: *out = TRACE_ST_COMPLETED; return 0; /* partial executions */
-    case 5: *out = TRACE_ST_CANCELLED; return 0;
-    default: return -EINVAL;
+    case -1:
+        *out = TRACE_ST_UNKNOWN;
+        return 0;
+    case 0:
+        *out = TRACE_ST_FAILED;
+        return 0;
+    case 1:
+        *out = TRACE_ST_COMPLETED;
+        return 0;
+    case 2:
+    case 3:
+    case 4:
+        *out = TRACE_ST_COMPLETED;
+        return 0; /* partial executions */
+    case 5:
+        *out = TRACE_ST_CANCELLED;
+        return 0;
+    default:
+        return -EINVAL;
     }
 }
 
-static int swf_fill(struct trace_reader *r, const int64_t *v, char *const *f,
-                    struct trace_row *out, struct trace_error *err)
+static int swf_fill(struct trace_reader *r, const int64_t *v, char *const *f, struct trace_row *out,
+                    struct trace_error *err)
 {
     int64_t procs = v[4] > 0 ? v[4] : v[7];
     int64_t kb = v[9] > 0 ? v[9] : v[6];
@@ -395,7 +434,8 @@ static int swf_fill(struct trace_reader *r, const int64_t *v, char *const *f,
     if (v[3] < 0 && out->status != TRACE_ST_CANCELLED)
         return fail(err, r, swf_names[3], "missing (-1) for a job that was not cancelled");
     if (procs <= 0)
-        return fail(err, r, swf_names[4], "no processor count (allocated and requested "
+        return fail(err, r, swf_names[4],
+                    "no processor count (allocated and requested "
                     "are both missing)");
     if (procs > 10000000)
         return fail(err, r, swf_names[4], "processor count %lld out of range", (long long)procs);
@@ -489,8 +529,7 @@ struct trace_reader *trace_open_stream(FILE *f, const char *name, enum trace_for
     return r;
 }
 
-struct trace_reader *trace_open(const char *path, enum trace_format fmt,
-                                struct trace_error *err)
+struct trace_reader *trace_open(const char *path, enum trace_format fmt, struct trace_error *err)
 {
     FILE *f = fopen(path, "r");
     struct trace_reader *r;

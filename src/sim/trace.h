@@ -22,7 +22,7 @@ enum { TRACE_STR_MAX = 64 };
 enum trace_format { TRACE_CSV, TRACE_SWF };
 
 enum trace_status {
-    TRACE_ST_UNKNOWN,    /* empty field */
+    TRACE_ST_UNKNOWN, /* empty field */
     TRACE_ST_COMPLETED,
     TRACE_ST_FAILED,
     TRACE_ST_CANCELLED,
@@ -34,24 +34,24 @@ enum trace_status {
 
 struct trace_row {
     char id[TRACE_STR_MAX];
-    int64_t submit_s;        /* seconds since the first submission of the file */
-    int64_t runtime_s;       /* >= 0 */
-    int64_t req_time_s;      /* requested time limit (SWF field 9); -1 unknown */
-    int gpus;                /* 0 when empty */
-    int cpus;                /* 0 when empty */
-    int64_t mem_mb;          /* 0 when empty */
-    int nodes;               /* 0 when empty */
+    int64_t submit_s;            /* seconds since the first submission of the file */
+    int64_t runtime_s;           /* >= 0 */
+    int64_t req_time_s;          /* requested time limit (SWF field 9); -1 unknown */
+    int gpus;                    /* 0 when empty */
+    int cpus;                    /* 0 when empty */
+    int64_t mem_mb;              /* 0 when empty */
+    int nodes;                   /* 0 when empty */
     char project[TRACE_STR_MAX]; /* "" when empty */
     char user[TRACE_STR_MAX];    /* "" when empty */
     enum trace_status status;
-    long line;               /* 1-based line in the file */
+    long line; /* 1-based line in the file */
 };
 
 struct trace_error {
     char file[256];
-    long line;               /* 0 when not about a line */
-    char column[32];         /* the field at fault, or "" */
-    char message[256];       /* lowercase, no trailing period */
+    long line;         /* 0 when not about a line */
+    char column[32];   /* the field at fault, or "" */
+    char message[256]; /* lowercase, no trailing period */
 };
 
 struct trace_reader;
@@ -63,8 +63,7 @@ int trace_format_parse(const char *s, enum trace_format *out);
 const char *trace_status_name(enum trace_status s);
 
 /* Open a file. NULL with err filled (I/O error or bad CSV header). */
-struct trace_reader *trace_open(const char *path, enum trace_format fmt,
-                                struct trace_error *err);
+struct trace_reader *trace_open(const char *path, enum trace_format fmt, struct trace_error *err);
 /* Read from a caller's stream; `name` is used in messages. The stream is not closed. */
 struct trace_reader *trace_open_stream(FILE *f, const char *name, enum trace_format fmt,
                                        struct trace_error *err);

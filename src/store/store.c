@@ -114,30 +114,47 @@ static int token_kind_parse(const char *name)
 }
 
 enum stmt_id {
-    S_COUNTER_GET, S_COUNTER_SET,
-    S_JOB_INSERT, S_JOB_UPDATE, S_JOB_GET, S_JOB_COUNT,
-    S_EVENT_ADD, S_EVENT_LIST,
-    S_NODE_PUT, S_NODE_GET, S_NODE_LIST,
-    S_PROJECT_PUT, S_PROJECT_LIST, S_POLICY_PUT, S_POLICY_GET,
-    S_TOKEN_PUT, S_TOKEN_GET, S_TOKEN_DEL_USER,
+    S_COUNTER_GET,
+    S_COUNTER_SET,
+    S_JOB_INSERT,
+    S_JOB_UPDATE,
+    S_JOB_GET,
+    S_JOB_COUNT,
+    S_EVENT_ADD,
+    S_EVENT_LIST,
+    S_NODE_PUT,
+    S_NODE_GET,
+    S_NODE_LIST,
+    S_PROJECT_PUT,
+    S_PROJECT_LIST,
+    S_POLICY_PUT,
+    S_POLICY_GET,
+    S_TOKEN_PUT,
+    S_TOKEN_GET,
+    S_TOKEN_DEL_USER,
     S_AUDIT_ADD,
-    S_BEGIN, S_COMMIT, S_ROLLBACK, S_SAVEPOINT, S_RELEASE, S_ROLLBACK_TO,
+    S_BEGIN,
+    S_COMMIT,
+    S_ROLLBACK,
+    S_SAVEPOINT,
+    S_RELEASE,
+    S_ROLLBACK_TO,
     S_COUNT
 };
 
-#define JOB_COLS \
-    "id, array_id, array_index, name, project, user_name, tier, class, state, stop_cause," \
-    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, spec, alloc, exit, usage," \
-    " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms," \
+#define JOB_COLS                                                                                   \
+    "id, array_id, array_index, name, project, user_name, tier, class, state, stop_cause,"         \
+    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, spec, alloc, exit, usage,"     \
+    " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms,"       \
     " begin_ms, grace_ms, gpu_type, deps, selectors"
 /* The same without the spec JSON (column 16 reads NULL). */
-#define JOB_COLS_NO_SPEC \
-    "id, array_id, array_index, name, project, user_name, tier, class, state, stop_cause," \
-    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, NULL, alloc, exit, usage," \
-    " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms," \
+#define JOB_COLS_NO_SPEC                                                                           \
+    "id, array_id, array_index, name, project, user_name, tier, class, state, stop_cause,"         \
+    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, NULL, alloc, exit, usage,"     \
+    " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms,"       \
     " begin_ms, grace_ms, gpu_type, deps, selectors"
-#define NODE_COLS \
-    "name, state, reason, gpu_type, gpus, gpu_mem_mb, cpus, mem_mb, labels, info," \
+#define NODE_COLS                                                                                  \
+    "name, state, reason, gpu_type, gpus, gpu_mem_mb, cpus, mem_mb, labels, info,"                 \
     " last_heartbeat_ms, cmd_seq"
 
 static const char *const stmt_sql[S_COUNT] = {
@@ -156,13 +173,14 @@ static const char *const stmt_sql[S_COUNT] = {
                     " reason, detail) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
     [S_EVENT_LIST] = "SELECT job, time_ms, type, from_state, to_state, node, reason, detail"
                      " FROM job_events WHERE job = ?1 ORDER BY id",
-    [S_NODE_PUT] = "INSERT INTO nodes(" NODE_COLS ") VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
-                   " ON CONFLICT(name) DO UPDATE SET state = excluded.state,"
-                   " reason = excluded.reason, gpu_type = excluded.gpu_type,"
-                   " gpus = excluded.gpus, gpu_mem_mb = excluded.gpu_mem_mb,"
-                   " cpus = excluded.cpus, mem_mb = excluded.mem_mb, labels = excluded.labels,"
-                   " info = excluded.info, last_heartbeat_ms = excluded.last_heartbeat_ms,"
-                   " cmd_seq = excluded.cmd_seq",
+    [S_NODE_PUT] =
+        "INSERT INTO nodes(" NODE_COLS ") VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
+        " ON CONFLICT(name) DO UPDATE SET state = excluded.state,"
+        " reason = excluded.reason, gpu_type = excluded.gpu_type,"
+        " gpus = excluded.gpus, gpu_mem_mb = excluded.gpu_mem_mb,"
+        " cpus = excluded.cpus, mem_mb = excluded.mem_mb, labels = excluded.labels,"
+        " info = excluded.info, last_heartbeat_ms = excluded.last_heartbeat_ms,"
+        " cmd_seq = excluded.cmd_seq",
     [S_NODE_GET] = "SELECT " NODE_COLS " FROM nodes WHERE name = ?1",
     [S_NODE_LIST] = "SELECT " NODE_COLS " FROM nodes ORDER BY name",
     [S_PROJECT_PUT] = "INSERT INTO projects(name, doc) VALUES (?1, ?2)"
@@ -188,7 +206,7 @@ static const char *const stmt_sql[S_COUNT] = {
 
 struct store {
     sqlite3 *db;
-    int wal_fd;                 /* the -wal file, for store_sync */
+    int wal_fd; /* the -wal file, for store_sync */
     sqlite3_stmt *stmt[S_COUNT];
     bool in_tx;
     char errmsg[256];
@@ -301,8 +319,9 @@ struct store *store_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     st->wal_fd = -1;
-    if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                        SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, &st->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open '%s': %s", path,
                  st->db ? sqlite3_errmsg(st->db) : "out of memory");
         store_close(st);
@@ -600,8 +619,7 @@ static void add_text_filter(struct dbuf *sql, const char *col, const char *v, in
 }
 
 /* The list query is built from the filters present; every value is a bound parameter. */
-int store_job_list(struct store *st, const struct store_job_filter *f, store_job_cb cb,
-                   void *arg)
+int store_job_list(struct store *st, const struct store_job_filter *f, store_job_cb cb, void *arg)
 {
     struct dbuf sql;
     int np = 0, rc = 0;
@@ -843,7 +861,8 @@ void store_token_hash(const char *token, char out[65])
 
 int store_token_put(struct store *st, const struct store_token *t)
 {
-    if ((int)t->kind < 0 || (size_t)t->kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
+    if ((int)t->kind < 0 ||
+        (size_t)t->kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
         return -EINVAL;
     sqlite3_stmt *s = stmt(st, S_TOKEN_PUT);
     bind_text(s, 1, t->hash);

@@ -72,28 +72,32 @@ struct store_job {
     int array_index;
     char name[128];
     char project[64], user[64], tier[64], class_name[64];
-    int state;                  /* enum sched_job_state; stored by its name (schema 3) */
+    int state; /* enum sched_job_state; stored by its name (schema 3) */
     char stop_cause[32];
     int64_t submit_ms, start_ms, end_ms;
     int preempt_count;
     uint64_t preemptor;
-    char nodes[1024];           /* ",gpu01,gpu02," while allocated (for filters), or "" */
-    char *spec;                 /* normalised spec JSON (protocol/proto.h), owned */
+    char nodes[1024]; /* ",gpu01,gpu02," while allocated (for filters), or "" */
+    char *spec;       /* normalised spec JSON (protocol/proto.h), owned */
     /* The scheduling fields of the spec again, in columns (schema 2), so a restart rebuilds
      * the core without parsing JSON. has_core is false for rows written before. */
     bool has_core;
     int gpus, cpus, nnodes, signal, retries, array_limit, flags; /* flags: STORE_JF_* */
     int64_t mem_mb, time_limit_ms, begin_ms, grace_ms;
     char gpu_type[64];
-    char deps[512];             /* "afterok:12,afternotok:13" */
-    char selectors[1280];       /* "zone=a,pool!=reserved" */
-    char *alloc;                /* allocation JSON or NULL */
-    char *exit;                 /* exit JSON or NULL */
-    char *usage;                /* usage JSON or NULL */
+    char deps[512];       /* "afterok:12,afternotok:13" */
+    char selectors[1280]; /* "zone=a,pool!=reserved" */
+    char *alloc;          /* allocation JSON or NULL */
+    char *exit;           /* exit JSON or NULL */
+    char *usage;          /* usage JSON or NULL */
 };
 
-enum { STORE_JF_CHECKPOINT = 1 << 0, STORE_JF_IDEMPOTENT = 1 << 1, STORE_JF_REQUEUE = 1 << 2,
-       STORE_JF_HOLD = 1 << 3 };
+enum {
+    STORE_JF_CHECKPOINT = 1 << 0,
+    STORE_JF_IDEMPOTENT = 1 << 1,
+    STORE_JF_REQUEUE = 1 << 2,
+    STORE_JF_HOLD = 1 << 3
+};
 
 void store_job_release(struct store_job *j);
 int store_job_insert(struct store *st, const struct store_job *j) STORE_WUR;
@@ -102,14 +106,14 @@ int store_job_update(struct store *st, const struct store_job *j) STORE_WUR;
 int store_job_get(struct store *st, uint64_t id, struct store_job *out) STORE_WUR;
 
 struct store_job_filter {
-    uint32_t state_mask;        /* bit per state; 0 = all */
+    uint32_t state_mask;                                          /* bit per state; 0 = all */
     const char *project, *user, *tier, *class_name, *node, *name; /* NULL = any */
-    uint64_t array_id;          /* 0 = any */
-    int64_t since_ms;           /* submit_ms >= since; 0 = any */
-    uint64_t after;             /* id cursor: > after (asc) or < after (desc); 0 = start */
+    uint64_t array_id;                                            /* 0 = any */
+    int64_t since_ms;                                             /* submit_ms >= since; 0 = any */
+    uint64_t after; /* id cursor: > after (asc) or < after (desc); 0 = start */
     int limit;
     bool desc;
-    bool skip_spec;             /* leave spec NULL (a restart reads the core columns) */
+    bool skip_spec; /* leave spec NULL (a restart reads the core columns) */
 };
 
 /* Calls cb for each row in id order; a non-zero return from cb stops (and is returned).
@@ -136,15 +140,15 @@ int store_event_list(struct store *st, uint64_t job, store_event_cb cb, void *ar
 
 struct store_node {
     char name[64];
-    char state[32];             /* sched_node_state_name */
+    char state[32]; /* sched_node_state_name */
     char reason[256];
     char gpu_type[64];
     int gpus, cpus;
     int64_t gpu_mem_mb, mem_mb;
-    char *labels;               /* JSON object text, owned */
-    char *info;                 /* JSON: addr, agent_version, gpu_uuids; owned */
+    char *labels; /* JSON object text, owned */
+    char *info;   /* JSON: addr, agent_version, gpu_uuids; owned */
     int64_t last_heartbeat_ms;
-    int64_t cmd_seq;            /* last command seq sent to this node */
+    int64_t cmd_seq; /* last command seq sent to this node */
 };
 void store_node_release(struct store_node *n);
 int store_node_put(struct store *st, const struct store_node *n) STORE_WUR;
@@ -168,9 +172,9 @@ int store_policy_get(struct store *st, char **json) STORE_WUR;
 enum store_token_kind { STORE_TOKEN_USER, STORE_TOKEN_NODE, STORE_TOKEN_JOIN };
 
 struct store_token {
-    char hash[65];              /* hex SHA-256 of the token text */
+    char hash[65]; /* hex SHA-256 of the token text */
     enum store_token_kind kind;
-    char user[64];              /* USER: the user; NODE: the node name */
+    char user[64]; /* USER: the user; NODE: the node name */
     char role[16];
     int64_t created_ms, expires_ms; /* 0 = never expires */
 };
@@ -179,8 +183,8 @@ void store_token_hash(const char *token, char out[65]);
 int store_token_put(struct store *st, const struct store_token *t) STORE_WUR;
 int store_token_get(struct store *st, const char *hash, struct store_token *out) STORE_WUR;
 /* Remove every token of `kind` for `user` (a node's old credentials on re-register). */
-int store_token_delete_user(struct store *st, enum store_token_kind kind, const char *user)
-    STORE_WUR;
+int store_token_delete_user(struct store *st, enum store_token_kind kind,
+                            const char *user) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
 /* Audit: append-only.                                                                   */
@@ -195,7 +199,7 @@ int store_audit_add(struct store *st, const struct store_audit *a) STORE_WUR;
 struct store_audit_filter {
     const char *actor, *action, *target;
     int64_t since_ms;
-    int64_t after;              /* id cursor */
+    int64_t after; /* id cursor */
     int limit;
 };
 typedef int (*store_audit_cb)(void *arg, const struct store_audit *a);

@@ -68,8 +68,8 @@ int64_t b64_decode(const char *s, size_t len, unsigned char *out, size_t outlen)
             v[k] = 0;
         if ((pad == 1 && (v[2] & 3)) || (pad == 2 && (v[1] & 15)))
             return -EINVAL; /* bits past the end must be zero (the canonical form) */
-        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
-                     (uint32_t)v[3];
+        uint32_t w =
+            (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
         unsigned char bytes[3] = {(unsigned char)(w >> 16), (unsigned char)(w >> 8),
                                   (unsigned char)w};
         for (int k = 0; k < 3 - pad; k++) {

@@ -7,8 +7,8 @@
 
 #include <stdint.h>
 
-int64_t clock_now_ms(void);      /* CLOCK_REALTIME, ms since the Unix epoch */
-int64_t clock_mono_ms(void);     /* CLOCK_MONOTONIC, ms */
-int64_t clock_mono_us(void);     /* CLOCK_MONOTONIC, µs */
+int64_t clock_now_ms(void);  /* CLOCK_REALTIME, ms since the Unix epoch */
+int64_t clock_mono_ms(void); /* CLOCK_MONOTONIC, ms */
+int64_t clock_mono_us(void); /* CLOCK_MONOTONIC, µs */
 
 #endif

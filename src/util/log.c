@@ -27,8 +27,8 @@
 #define LOG_LINE_MAX 65536
 
 static struct {
-    int fd;                 /* 2, or our own descriptor on path */
-    char path[4096];        /* "" = stderr */
+    int fd;          /* 2, or our own descriptor on path */
+    char path[4096]; /* "" = stderr */
     enum log_level level;
     enum log_format format;
 } lg = {2, "", LOG_INFO, LOG_TEXT};
@@ -144,8 +144,8 @@ static void format_ts(char *buf, size_t len)
     struct tm tm;
 
     gmtime_r(&sec, &tm);
-    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
 }
 
 /* Appends s with control characters escaped, so one event stays one line. */
@@ -206,8 +206,7 @@ static bool read_value(const char **p, struct dbuf *b)
     return quoted;
 }
 
-static void json_add_field(json_t *obj, const char *key, size_t klen, struct dbuf *val,
-                           bool quoted)
+static void json_add_field(json_t *obj, const char *key, size_t klen, struct dbuf *val, bool quoted)
 {
     int kn = (int)(klen < 100 ? klen : 100);
     char k[128];
@@ -257,8 +256,8 @@ static void json_add_fields(json_t *obj, const char *s)
     dbuf_release(&val);
 }
 
-static void build_json(struct dbuf *line, const char *ts, enum log_level level,
-                       const char *event, const char *fields, bool truncated)
+static void build_json(struct dbuf *line, const char *ts, enum log_level level, const char *event,
+                       const char *fields, bool truncated)
 {
     json_t *obj = json_object();
     char *text;

@@ -114,8 +114,12 @@ struct unit {
 };
 
 static const struct unit duration_units[] = {
-    {"w", 7LL * 24 * 3600 * 1000}, {"d", 24LL * 3600 * 1000}, {"h", 3600LL * 1000},
-    {"m", 60LL * 1000},            {"s", 1000},               {"ms", 1},
+    {"w", 7LL * 24 * 3600 * 1000},
+    {"d", 24LL * 3600 * 1000},
+    {"h", 3600LL * 1000},
+    {"m", 60LL * 1000},
+    {"s", 1000},
+    {"ms", 1},
 };
 #define N_DURATION_UNITS (sizeof(duration_units) / sizeof(duration_units[0]))
 
@@ -128,8 +132,7 @@ static int duration_unit(const char **p)
     while ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z'))
         n++;
     for (i = 0; i < N_DURATION_UNITS; i++) {
-        if (strlen(duration_units[i].name) == n &&
-            strncmp(s, duration_units[i].name, n) == 0) {
+        if (strlen(duration_units[i].name) == n && strncmp(s, duration_units[i].name, n) == 0) {
             *p = s + n;
             return (int)i;
         }
@@ -244,15 +247,15 @@ static const struct {
     const char *name;
     int sig;
 } signals[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},       {"QUIT", SIGQUIT},   {"ILL", SIGILL},
-    {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},     {"IOT", SIGIOT},     {"BUS", SIGBUS},
-    {"FPE", SIGFPE},   {"KILL", SIGKILL},     {"USR1", SIGUSR1},   {"SEGV", SIGSEGV},
-    {"USR2", SIGUSR2}, {"PIPE", SIGPIPE},     {"ALRM", SIGALRM},   {"TERM", SIGTERM},
-    {"STKFLT", SIGSTKFLT}, {"CHLD", SIGCHLD}, {"CLD", SIGCHLD},    {"CONT", SIGCONT},
-    {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},     {"TTIN", SIGTTIN},   {"TTOU", SIGTTOU},
-    {"URG", SIGURG},   {"XCPU", SIGXCPU},     {"XFSZ", SIGXFSZ},   {"VTALRM", SIGVTALRM},
-    {"PROF", SIGPROF}, {"WINCH", SIGWINCH},   {"IO", SIGIO},       {"POLL", SIGPOLL},
-    {"PWR", SIGPWR},   {"SYS", SIGSYS},
+    {"HUP", SIGHUP},       {"INT", SIGINT},     {"QUIT", SIGQUIT}, {"ILL", SIGILL},
+    {"TRAP", SIGTRAP},     {"ABRT", SIGABRT},   {"IOT", SIGIOT},   {"BUS", SIGBUS},
+    {"FPE", SIGFPE},       {"KILL", SIGKILL},   {"USR1", SIGUSR1}, {"SEGV", SIGSEGV},
+    {"USR2", SIGUSR2},     {"PIPE", SIGPIPE},   {"ALRM", SIGALRM}, {"TERM", SIGTERM},
+    {"STKFLT", SIGSTKFLT}, {"CHLD", SIGCHLD},   {"CLD", SIGCHLD},  {"CONT", SIGCONT},
+    {"STOP", SIGSTOP},     {"TSTP", SIGTSTP},   {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU},
+    {"URG", SIGURG},       {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM},
+    {"PROF", SIGPROF},     {"WINCH", SIGWINCH}, {"IO", SIGIO},     {"POLL", SIGPOLL},
+    {"PWR", SIGPWR},       {"SYS", SIGSYS},
 };
 #define N_SIGNALS (sizeof(signals) / sizeof(signals[0]))
 
@@ -276,16 +279,16 @@ int parse_signal(const char *s, int *out_sig)
 const char *signal_name(int sig)
 {
     static const char *const names[] = {
-        [SIGHUP] = "SIGHUP",   [SIGINT] = "SIGINT",     [SIGQUIT] = "SIGQUIT",
-        [SIGILL] = "SIGILL",   [SIGTRAP] = "SIGTRAP",   [SIGABRT] = "SIGABRT",
-        [SIGBUS] = "SIGBUS",   [SIGFPE] = "SIGFPE",     [SIGKILL] = "SIGKILL",
-        [SIGUSR1] = "SIGUSR1", [SIGSEGV] = "SIGSEGV",   [SIGUSR2] = "SIGUSR2",
-        [SIGPIPE] = "SIGPIPE", [SIGALRM] = "SIGALRM",   [SIGTERM] = "SIGTERM",
-        [SIGSTKFLT] = "SIGSTKFLT", [SIGCHLD] = "SIGCHLD", [SIGCONT] = "SIGCONT",
-        [SIGSTOP] = "SIGSTOP", [SIGTSTP] = "SIGTSTP",   [SIGTTIN] = "SIGTTIN",
-        [SIGTTOU] = "SIGTTOU", [SIGURG] = "SIGURG",     [SIGXCPU] = "SIGXCPU",
-        [SIGXFSZ] = "SIGXFSZ", [SIGVTALRM] = "SIGVTALRM", [SIGPROF] = "SIGPROF",
-        [SIGWINCH] = "SIGWINCH", [SIGIO] = "SIGIO",     [SIGPWR] = "SIGPWR",
+        [SIGHUP] = "SIGHUP",       [SIGINT] = "SIGINT",       [SIGQUIT] = "SIGQUIT",
+        [SIGILL] = "SIGILL",       [SIGTRAP] = "SIGTRAP",     [SIGABRT] = "SIGABRT",
+        [SIGBUS] = "SIGBUS",       [SIGFPE] = "SIGFPE",       [SIGKILL] = "SIGKILL",
+        [SIGUSR1] = "SIGUSR1",     [SIGSEGV] = "SIGSEGV",     [SIGUSR2] = "SIGUSR2",
+        [SIGPIPE] = "SIGPIPE",     [SIGALRM] = "SIGALRM",     [SIGTERM] = "SIGTERM",
+        [SIGSTKFLT] = "SIGSTKFLT", [SIGCHLD] = "SIGCHLD",     [SIGCONT] = "SIGCONT",
+        [SIGSTOP] = "SIGSTOP",     [SIGTSTP] = "SIGTSTP",     [SIGTTIN] = "SIGTTIN",
+        [SIGTTOU] = "SIGTTOU",     [SIGURG] = "SIGURG",       [SIGXCPU] = "SIGXCPU",
+        [SIGXFSZ] = "SIGXFSZ",     [SIGVTALRM] = "SIGVTALRM", [SIGPROF] = "SIGPROF",
+        [SIGWINCH] = "SIGWINCH",   [SIGIO] = "SIGIO",         [SIGPWR] = "SIGPWR",
         [SIGSYS] = "SIGSYS",
     };
 
@@ -525,7 +528,10 @@ int parse_array_spec(const char *s, int32_t *indices, size_t max, size_t *count,
 void format_duration(int64_t ms, char *buf, size_t len)
 {
     static const struct unit units[] = {
-        {"d", 24LL * 3600 * 1000}, {"h", 3600LL * 1000}, {"m", 60LL * 1000}, {"s", 1000},
+        {"d", 24LL * 3600 * 1000},
+        {"h", 3600LL * 1000},
+        {"m", 60LL * 1000},
+        {"s", 1000},
     };
     const char *sign = ms < 0 ? "-" : "";
     uint64_t v = ms < 0 ? (uint64_t)0 - (uint64_t)ms : (uint64_t)ms;
@@ -567,8 +573,8 @@ static void format_one_unit(uint64_t ms, char *buf, size_t len)
 void format_relative(int64_t then_ms, int64_t now_ms, char *buf, size_t len)
 {
     bool future = then_ms > now_ms;
-    uint64_t d = future ? (uint64_t)then_ms - (uint64_t)now_ms
-                        : (uint64_t)now_ms - (uint64_t)then_ms;
+    uint64_t d =
+        future ? (uint64_t)then_ms - (uint64_t)now_ms : (uint64_t)now_ms - (uint64_t)then_ms;
     char span[32];
 
     if (len == 0)

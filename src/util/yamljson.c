@@ -27,8 +27,8 @@
 #define YJ_MAX_NODES 1000000
 
 struct yj_frame {
-    json_t *node;   /* object or array being filled (owned by the stack) */
-    char *key;      /* pending key of an object, or NULL */
+    json_t *node; /* object or array being filled (owned by the stack) */
+    char *key;    /* pending key of an object, or NULL */
 };
 
 struct yj {
@@ -40,7 +40,7 @@ struct yj {
     int docs;
     char *err;
     size_t errlen;
-    bool failed;    /* a message was written (or would have been) */
+    bool failed; /* a message was written (or would have been) */
 };
 
 static void yj_fail(struct yj *y, size_t line, const char *fmt, ...)
@@ -128,8 +128,7 @@ static bool match_float(const char *s)
 
 static bool is_null_word(const char *s)
 {
-    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
-           !strcmp(s, "NULL");
+    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
 }
 
 /* A new value for a plain scalar, or NULL with the error set. */
@@ -467,8 +466,7 @@ json_t *yaml_file_to_json(const char *path, char *err, size_t errlen)
     if (len > YJ_MAX_BYTES) {
         free(buf);
         if (err && errlen)
-            snprintf(err, errlen, "cannot read '%s': larger than %u MiB", path,
-                     YJ_MAX_BYTES >> 20);
+            snprintf(err, errlen, "cannot read '%s': larger than %u MiB", path, YJ_MAX_BYTES >> 20);
         return NULL;
     }
     v = yaml_to_json(buf, len, err, errlen);
