@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Build every libFuzzer harness (tests/fuzz/<module>/fuzz_*.c) with clang in build-fuzz/
+# (or $FUZZBUILD)
 # and run each for FUZZ_SECONDS (default 60), starting from its seed corpus when it has one.
 # Prints "fuzz ok NAME" or "fuzz FAIL NAME" per harness.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
-B=build-fuzz
+B=${FUZZBUILD:-build-fuzz}
 if [[ ! -f $B/build.ninja ]]; then
     CC=clang meson setup "$B" -Dfuzz=true --buildtype=debugoptimized \
         -Db_sanitize=address,undefined -Db_lundef=false >/dev/null || { echo "fuzz FAIL setup"; exit 1; }
