@@ -704,6 +704,11 @@ void job_stop(struct sched *s, struct job *j, enum sched_stop_cause cause, int s
     j->stop_cause = (uint8_t)cause;
     j->preemptor = preemptor;
     enum sched_job_state from = j->state;
+    /* stopping never releases later than the job's limit would have: reservations were
+       made counting on that release (a job 10 s from its end gets at most 10 s of grace) */
+    int64_t limit_end = job_expected_end(s, j);
+    if (limit_end < now + grace)
+        grace = limit_end > now ? limit_end - now : 0;
     job_set_state(s, j, SCHED_STOPPING);
     j->kill_at_ms = now + grace;
     job_nodes_touch(s, j);
