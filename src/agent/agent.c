@@ -516,6 +516,10 @@ static void register_cb(struct evhttp_request *req, void *arg)
             write_small(a, "credential", buf, 0600);
             a->wait_ms = r.heartbeat_wait_ms > 0 ? r.heartbeat_wait_ms : 25000;
             a->node_timeout_ms = r.node_timeout_ms;
+            if (a->wait_ms >= a->node_timeout_ms - fence_margin(a))
+                log_warn("fence_too_tight", "heartbeat_wait_ms=%lld node_timeout_ms=%lld margin_ms=%lld "
+                         "effect=\"a quiet long poll outlasts the lease: jobs would be fenced\"",
+                         (long long)a->wait_ms, (long long)a->node_timeout_ms, (long long)fence_margin(a));
             renew_lease(a);
             a->registered = true;
             a->backoff_ms = 0;

@@ -124,7 +124,7 @@ teardown_file() {
     # a spare removes its own group once its agent is gone: give it a moment
     wait_for 10 bash -c "! compgen -G '/sys/fs/cgroup/freezer/docket/$PREFIX-*/spare_*' >/dev/null" || true
     for n in a b h c r; do
-        for c in memory cpu cpuacct pids freezer; do
+        for c in memory cpu cpuacct pids freezer devices; do
             d=/sys/fs/cgroup/$c/docket/$PREFIX-$n
             [[ -d $d ]] || continue
             for g in "$d"/job_*; do
@@ -364,7 +364,8 @@ YAML
     run "$B/src/agent/docket-node" --help
     [[ $status == 0 ]]
     for f in --controller --join-token --join-token-file --name --gpus --cpus --mem --label \
-             --state-dir --cgroup-root --allow-root-jobs --health-check --health-interval --config; do
+             --state-dir --cgroup-root --allow-root-jobs --health-check --health-interval --config \
+             --fence-margin --log-limit --job-pids-max --job-mem-default --max-queued-events; do
         [[ $output == *"$f"* ]]
     done
     run "$B/src/agent/docket-node" --controller http://127.0.0.1:1 --gpus lots
