@@ -400,13 +400,14 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
 /* Could a job skipped here still change anything? Each skip rests on a memo that is exact
  * for it: its project is held back (for GPUs, when it asks for GPUs), or its shape found
  * no capacity (capacity only shrinks within a walk) or was held off by claims for a job no
- * longer than it, and it could take no reservation slot nor preempt. Jobs of a shape whose
- * pending jobs hold reservations are always looked at: their own claims may let them in,
- * or they must give the room back. */
+ * longer than it, and it could take no reservation slot nor preempt. A job that holds a
+ * reservation is never skipped: its own claims may let it in, or it must give the room
+ * back (only shapes with such jobs pay for the look at the job). */
 static bool entry_skippable(const struct sched *s, const struct order_entry *e)
 {
     const struct shape *sh = &s->shapes[e->shape];
-    if (sh->with_res > 0)
+    if (sh->with_res > 0 && s->jobs[e->slot].id == e->id &&
+        s->jobs[e->slot].reservation != NONE32)
         return false;
     const struct project *p = &s->projects[e->project];
     if (p->blocked_cycle == s->cycle || (sh->gpus > 0 && p->gpu_blocked_cycle == s->cycle))
