@@ -799,7 +799,9 @@ static int write_script(struct sup *s, char *err, size_t errlen)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/.docket_script", s->scratch);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0700);
+    /* a fresh directory: anything already there (a FIFO, a link another job of the user
+     * raced in) is refused, never opened */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0700);
     if (fd < 0) {
         errf(err, errlen, "cannot write script '%s': %s", path, strerror(errno));
         return -errno;
