@@ -113,6 +113,7 @@ struct agent {
     size_t health_len;
     int64_t usage_next, cleanup_next;
     bool stopping;
+    int gpu_minor[INV_MAX_GPUS];   /* the device minor of each GPU (for the supervisors) */
 };
 
 /* ---------------------------------------------------------------------------------- */
@@ -1461,7 +1462,10 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
                                  .node = a->cfg.name, .cg = &a->cg, .allow_root_jobs = cfg->allow_root_jobs,
                                  .keep_scratch = cfg->keep_scratch, .limit_slack_ms = cfg->limit_slack_ms,
                                  .pids_max = cfg->pids_max, .default_mem_mb = cfg->job_mem_default_mb,
-                                 .node_gpus = cfg->inv.ngpus, .job_oom_score_adj = 500};
+                                 .node_gpus = cfg->inv.ngpus, .gpu_minor = a->gpu_minor,
+                                 .job_oom_score_adj = 500};
+    for (int i = 0; i < cfg->inv.ngpus && i < INV_MAX_GPUS; i++)
+        a->gpu_minor[i] = cfg->inv.gpus[i].minor;
     if (geteuid() == 0) {
         /* the agent and its supervisors (forks of it) are the last the OOM killer picks;
          * jobs set their own, positive, before their exec. Lowering it takes

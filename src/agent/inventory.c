@@ -28,6 +28,7 @@ typedef int (*nvml_handle_fn)(unsigned int, void **);
 typedef int (*nvml_str_fn)(void *, char *, unsigned int);
 typedef int (*nvml_mem_fn)(void *, struct nvml_memory *);
 typedef int (*nvml_util_fn)(void *, struct nvml_util *);
+typedef int (*nvml_minor_fn)(void *, unsigned int *);
 
 struct nvml {
     void *dl;
@@ -37,6 +38,7 @@ struct nvml {
     nvml_str_fn name, uuid;
     nvml_mem_fn mem;
     nvml_util_fn util;
+    nvml_minor_fn minor;            /* optional: the device node's minor number */
     void *dev[INV_MAX_GPUS];
 };
 
@@ -161,6 +163,7 @@ static int nvml_open(struct nvml **out, const char *lib, char *err, size_t errle
     *(void **)&n->uuid = sym(dl, "nvmlDeviceGetUUID", NULL);
     *(void **)&n->mem = sym(dl, "nvmlDeviceGetMemoryInfo", NULL);
     *(void **)&n->util = sym(dl, "nvmlDeviceGetUtilizationRates", NULL);
+    *(void **)&n->minor = sym(dl, "nvmlDeviceGetMinorNumber", NULL);
     if (!n->init || !n->count || !n->handle || !n->name || !n->uuid || !n->mem) {
         snprintf(err, errlen, "'%s' lacks the NVML entry points needed", lib);
         dlclose(dl);
@@ -216,6 +219,12 @@ int inventory_nvml(struct inventory *inv, const char *lib, char *err, size_t err
         }
         g->name[sizeof g->name - 1] = g->uuid[sizeof g->uuid - 1] = '\0';
         g->index = (int)i;
+        /* NVML's index is PCI order; the device node /dev/nvidiaN is the driver's own
+         * numbering: GPU isolation needs the latter */
+        unsigned int minor = i;
+        if (n->minor && n->minor(n->dev[i], &minor) != 0)
+            minor = i;
+        g->minor = (int)minor;
         g->mem_mb = (int64_t)(m.total / (1024 * 1024));
         g->mem_used_mb = (int64_t)(m.used / (1024 * 1024));
         inv->ngpus++;
@@ -264,6 +273,7 @@ int inventory_declare(struct inventory *inv, const char *decl, char *err, size_t
     for (int i = 0; i < count; i++) {
         memset(&inv->gpus[i], 0, sizeof inv->gpus[i]);
         inv->gpus[i].index = i;
+        inv->gpus[i].minor = i;
         inv->gpus[i].mem_mb = mem;
         str_copy(inv->gpus[i].name, sizeof inv->gpus[i].name, type);
     }

@@ -17,6 +17,7 @@ enum { INV_MAX_GPUS = 64 };
 
 struct inv_gpu {
     int index;
+    int minor;              /* /dev/nvidiaN's N (NVML's minor number; the index when declared) */
     char name[96];          /* "NVIDIA H100 80GB HBM3", or the declared type */
     char uuid[96];          /* "GPU-..." or "" for declared GPUs */
     int64_t mem_mb;

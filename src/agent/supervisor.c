@@ -836,11 +836,15 @@ static int isolate(struct sup *s, char *err, size_t errlen)
     int rc = cg_job_set_pids(&s->cg, s->c->pids_max, err, errlen);
     if (rc < 0 || s->c->node_gpus <= 0)
         return rc;
-    int node[AGENT_MAX_GPUS];
+    int node[AGENT_MAX_GPUS], mine[AGENT_MAX_GPUS];
     int n = s->c->node_gpus < AGENT_MAX_GPUS ? s->c->node_gpus : AGENT_MAX_GPUS;
     for (int i = 0; i < n; i++)
-        node[i] = i;   /* /dev/nvidiaN: minor N is GPU index N */
-    return cg_job_set_devices(&s->cg, s->j->gpus, s->j->ngpus, node, n, err, errlen);
+        node[i] = s->c->gpu_minor ? s->c->gpu_minor[i] : i;
+    for (int i = 0; i < s->j->ngpus; i++) {
+        int g = s->j->gpus[i];   /* the agent checked it exists (gpus_check) */
+        mine[i] = g >= 0 && g < n ? node[g] : g;
+    }
+    return cg_job_set_devices(&s->cg, mine, s->j->ngpus, node, n, err, errlen);
 }
 
 /* Everything before the fork of the job: user, cgroup, scratch, logs. */

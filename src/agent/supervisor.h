@@ -41,7 +41,8 @@ struct sup_config {
     int64_t limit_slack_ms;       /* the local time limit trails the controller's by this */
     int64_t pids_max;             /* pids.max of every job (0 = no limit) */
     int64_t default_mem_mb;       /* memory limit of a job that names none (0 = none) */
-    int node_gpus;                /* GPUs of the node: /dev/nvidia0..N-1 (minor = index) */
+    int node_gpus;                /* GPUs of the node */
+    const int *gpu_minor;         /* gpu_minor[i]: /dev/nvidiaN's N of GPU i (NULL: N = i) */
     int job_oom_score_adj;        /* the job's oom_score_adj (> 0: it dies before us) */
 };
 

@@ -46,6 +46,7 @@ static void test_declare(void **st)
     assert_int_equal(inv.ngpus, 8);
     assert_string_equal(inv.gpu_type, "H100-80GB");
     assert_int_equal(inv.gpus[7].index, 7);
+    assert_int_equal(inv.gpus[7].minor, 7);
     assert_int_equal(inv.gpus[0].mem_mb, 80 * 1024);
     assert_false(inv.from_nvml);
     assert_int_equal(inventory_declare(&inv, "2xA100:40G", err, sizeof err), 0);
@@ -101,6 +102,9 @@ static void test_nvml_fake(void **st)
     assert_int_equal(inv.ngpus, 2);
     assert_string_equal(inv.gpu_type, "H100-80GB");
     assert_string_equal(inv.gpus[1].uuid, "GPU-00000000-0000-0000-0000-000000000001");
+    /* the device minor comes from NVML, not from the index */
+    assert_int_equal(inv.gpus[0].minor, 1);
+    assert_int_equal(inv.gpus[1].minor, 0);
     assert_int_equal(inv.gpus[0].mem_mb, 81559);
     assert_int_equal(inv.gpus[1].mem_used_mb, 1024);
     assert_int_equal(inv.gpus[1].util, 75);

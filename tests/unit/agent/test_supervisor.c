@@ -683,6 +683,33 @@ static void test_gpu_isolation_v1(void **st)
     gpu_isolation(&layout, 46);
 }
 
+/* NVML's GPU 1 may be /dev/nvidia2: the rules follow the device minors, not indices. */
+static void test_gpu_isolation_minors(void **st)
+{
+    (void)st;
+    need_cgroups();
+    if (layout.mode == CG_V1 && !layout.v1_devices) {
+        print_message("# skip: no v1 devices controller\n");
+        skip();
+    }
+    char dev[400], json[1024];
+    make_gpu_nodes(dev, sizeof dev, 4);
+    static const int minors[4] = {3, 2, 1, 0};
+    cfg.node_gpus = 4;
+    cfg.gpu_minor = minors;
+    snprintf(json, sizeof json,
+             "{\"id\": 55, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"gpus\": [1], \"command\": [\"sh\", \"-c\","
+             " \"for i in 0 1 2 3; do cat %s/nvidia$i 2>&1 | sed 's/.*: //'; done\"]}", dev);
+    struct sup_state s;
+    run_job(json, &s, NULL, NULL);
+    cfg.node_gpus = 0;
+    cfg.gpu_minor = NULL;
+    char buf[512];
+    read_text(s.out_path, buf, sizeof buf);
+    assert_string_equal(buf, "Operation not permitted\nOperation not permitted\n"
+                             "No such device or address\nOperation not permitted\n");
+}
+
 static void test_gpu_isolation_v2(void **st)
 {
     (void)st;
@@ -950,6 +977,7 @@ int main(void)
         cmocka_unit_test(test_outputs_refused),
         cmocka_unit_test(test_gpu_isolation_v1),
         cmocka_unit_test(test_gpu_isolation_v2),
+        cmocka_unit_test(test_gpu_isolation_minors),
         cmocka_unit_test(test_pids_max),
         cmocka_unit_test(test_oom_score_adj),
         cmocka_unit_test(test_default_memory_limit),
