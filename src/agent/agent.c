@@ -941,8 +941,31 @@ static void logs_cb(struct evhttp_request *req, void *arg)
         kick_post(a);
         return;
     }
+    json_t *m = json_object_get(json_object_get(body, "error"), "message");
+    const char *msg = json_is_string(m) ? json_string_value(m) : "";
+    if (j && code == 409) {
+        /* the controller has less of the log than this run's base says (it lost some):
+         * ask again where it ends; some of this run may then be sent twice, none lost */
+        log_warn("log_gap", "job=%llu stream=%d message=\"%s\"", (unsigned long long)j->id, lr->stream, msg);
+        j->base[lr->stream] = -1;
+        j->sent[lr->stream] = 0;
+        code = 200;
+    } else if (j && code >= 400 && code < 500 && code != 401 && code != 408 && code != 429) {
+        /* refused for good (the job is gone there, a bad chunk): this stream stops here,
+         * rather than hold every other job's output behind it */
+        log_error("log_refused", "job=%llu stream=%d status=%d message=\"%s\"", (unsigned long long)j->id,
+                  lr->stream, code, msg);
+        j->sent[lr->stream] = INT64_MAX / 2;
+        code = 200;
+    } else if (code == 401) {
+        a->registered = false;
+    }
     json_decref(body);
     free(lr);
+    if (code == 200) {
+        kick_post(a);
+        return;
+    }
     post_failed(a, code ? "logs refused" : "no connection");
 }
 
