@@ -253,6 +253,25 @@ teardown_file() {
     wait_for 20 node_up "$PREFIX-j"
 }
 
+@test "fencing: a live agent that cannot reach the controller past its lease stops its job; it is reported lost" {
+    id=$(submit "{\"requeue\": false, \"selectors\": {\"zone\": \"j\"}, \"grace\": \"30s\", \"command\": [\"sh\", \"-c\",
+        \"trap 'echo term >> $W/cutoff.\$DOCKET_JOB_ID; exit 0' TERM; echo up; while :; do sleep 0.05; done\"]}")
+    wait_for 20 state_is "$id" RUNNING
+    wait_for 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | grep -qx up"
+    kill -9 "$(cat "$T/ctl.pid")"
+    # the lease is node_timeout (6 s) - margin (2 s) after the last answered heartbeat
+    wait_for 10 test -s "$W/cutoff.$id"
+    wait_for 10 test -f "$T/agent-j/jobs/$id/final.json"
+    wait_for 5 grep -q 'event=fenced' "$T/agent-j.log"
+    kill -0 "$(cat "$T/agent-j.pid")"      # the agent itself goes on
+    start_ctl "$PORT"
+    wait_for 30 state_is "$id" NODE_FAIL FAILED COMPLETED
+    [[ $(state "$id") == NODE_FAIL ]]       # lost by the node, not completed (it exited 0)
+    [[ $(job "$id" | jq -r '.job.exit.message') == *fenced* ]]
+    wait_for 20 node_up "$PREFIX-i"
+    wait_for 20 node_up "$PREFIX-j"
+}
+
 @test "the join token from the environment; a dead supervisor's reclaim does not stall the agent" {
     # a new node registers with DOCKET_JOIN_TOKEN alone (nothing secret in argv)
     DOCKET_JOIN_TOKEN=$JOIN "$B/src/agent/docket-node" --controller "http://127.0.0.1:$PORT" \
