@@ -376,6 +376,12 @@ YAML
     [[ $status == 2 && $output == *"bad controller URL 'ftp://x'"* ]]
     run "$B/src/agent/docket-node" --health-check /nonexistent --controller http://127.0.0.1:1
     [[ $status == 2 && $output == *"health check '/nonexistent' is not executable"* ]]
+    run "$B/src/agent/docket-node" --controller http://127.0.0.1:1 --job-pids-max lots
+    [[ $status == 2 && $output == *"bad --job-pids-max 'lots'"* ]]
+    run "$B/src/agent/docket-node" --controller http://127.0.0.1:1 --log-limit 0
+    [[ $status == 2 && $output == *"bad --log-limit '0'"* ]]
+    run "$B/src/agent/docket-node" --controller http://127.0.0.1:1 --fence-margin 5ms
+    [[ $status == 2 && $output == *"bad duration '5ms' for --fence-margin"* ]]
 }
 
 @test "a reclaim that cannot finish is reported and the node turns UNHEALTHY" {
