@@ -265,7 +265,7 @@ int sup_lease_write(const char *state_dir, int *fd, int64_t deadline_ms, int64_t
         if (*fd < 0)
             return -errno;
     }
-    snprintf(buf, sizeof buf, "%020lld %020lld %020lld %019lld\n", (long long)deadline_ms,
+    snprintf(buf, sizeof buf, "%020lld %020lld %020lld %020lld\n", (long long)deadline_ms,
              (long long)grace_ms, (long long)deadline_ms, (long long)grace_ms);
     ssize_t w = pwrite(*fd, buf, LEASE_LEN, 0);
     return w == LEASE_LEN ? 0 : (w < 0 ? -errno : -EIO);

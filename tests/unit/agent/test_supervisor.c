@@ -849,9 +849,14 @@ static void test_lease_torn(void **st)
     char path[400];
     snprintf(path, sizeof path, "%s/lease", state_dir);
     char text[128];
-    snprintf(text, sizeof text, "%020lld %020lld %020lld %019lld\n", 5LL, 1LL, 9LL, 1LL);
+    snprintf(text, sizeof text, "%020lld %020lld %020lld %020lld\n", 5LL, 1LL, 5LL, 1LL);
     make_file(path, text, 0644);
     int64_t d = -1, g = -1;
+    assert_int_equal(sup_lease_read(state_dir, &d, &g), 0);   /* whole: read */
+    assert_int_equal(d, 5);
+    assert_int_equal(g, 1);
+    snprintf(text, sizeof text, "%020lld %020lld %020lld %020lld\n", 5LL, 1LL, 9LL, 1LL);
+    make_file(path, text, 0644);   /* the first half of a rewrite from 9 to 5 */
     assert_int_equal(sup_lease_read(state_dir, &d, &g), -EAGAIN);
     unlink(path);
     assert_int_equal(sup_lease_read(state_dir, &d, &g), 0);
