@@ -142,6 +142,8 @@ static int check_nodes(const struct sched *s, struct sched_error *err)
                          "jobs (%d GPUs, %d CPUs, %d jobs)",
                          n->name, n->gpus_used, n->cpus_used, n->jobs.n, ns->gpus, ns->cpus,
                          ns->njobs);
+        if (rc == 0 && !avail_profile_fresh(s, n))
+            rc = err_set(err, -EFAULT, "", "node %s: the availability profile is stale", n->name);
         if (rc == 0 && (ns->stopping_gpus != n->stopping_gpus || ns->stopping_cpus != n->stopping_cpus))
             rc = err_set(err, -EFAULT, "", "node %s: the stopping sums are stale", n->name);
         for (int r = 0; r < SCHED_MAX_TIERS && rc == 0; r++)

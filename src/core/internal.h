@@ -150,6 +150,13 @@ struct release {
     int64_t mem;
 };
 
+/* One step of a node's availability profile (avail.c): free from `at` on. */
+struct profile_step {
+    int64_t at;
+    int gpus, cpus;
+    int64_t mem;
+};
+
 struct node {
     char name[SCHED_NAME_MAX];
     int16_t gpu_type;     /* 0 = none */
@@ -178,6 +185,10 @@ struct node {
     /* what its preemptible running jobs hold, by their tier rank: an upper bound that lets
        a preemption search pass over a node that could never make room */
     int victim_gpus[SCHED_MAX_TIERS], victim_cpus[SCHED_MAX_TIERS];
+    /* free capacity over time (releases and claims), rebuilt lazily after a change */
+    struct profile_step *prof;
+    int nprof, prof_cap;
+    bool prof_dirty;
     /* what its STOPPING jobs hold: room that comes free without a new victim */
     int stopping_gpus, stopping_cpus;
     /* selector sets 1..63 already checked against its labels, and which of them match */
@@ -370,6 +381,18 @@ bool reserved_could_fit(struct sched *s, const struct shape *sh);
 void shape_candidates_each(struct sched *s, const struct shape *sh,
                            void (*fn)(struct sched *s, uint32_t node, void *ctx), void *ctx);
 int shape_static_reason(struct sched *s, struct shape *sh);
+
+/* ---- avail.c: each node's free capacity over time */
+void node_profile_touch(struct node *n);          /* its jobs or claims changed */
+bool avail_own_claim(const struct node *n, uint32_t own); /* reservation `own` claims it */
+/* Does [from, to) hold the request, counting every claim? 1 yes, 0 no, -1 unknown. */
+int avail_window(const struct sched *s, const struct node *n, int64_t from, int64_t to, int gpus,
+                 int cpus, int64_t mem);
+/* Earliest t >= now from which the shape holds for dur (counting every claim); NEVER when
+ * no release makes room; -2 unknown (out of memory). */
+int64_t avail_earliest(const struct sched *s, const struct node *n, const struct shape *sh,
+                       int64_t now, int64_t dur);
+bool avail_profile_fresh(const struct sched *s, const struct node *n);
 
 /* ---- reserve.c */
 struct avail {

@@ -554,8 +554,10 @@ int sched_job_restore_running(struct sched *s, const struct sched_job_spec *sp,
     job_set_state(s, j, state);
     job_start(s, j, allocs, nallocs);
     s->now = saved_now > start_ms ? saved_now : start_ms;
-    if (state == SCHED_STOPPING)
+    if (state == SCHED_STOPPING) {
         j->kill_at_ms = s->now;
+        job_nodes_touch(s, j);
+    }
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
     return 0;
 }

@@ -216,6 +216,7 @@ void sched_destroy(struct sched *s)
         free(s->nodes[i].label_ids);
         free(s->nodes[i].claims);
         free(s->nodes[i].rel);
+        free(s->nodes[i].prof);
         u32vec_release(&s->nodes[i].jobs);
     }
     free(s->nodes);
@@ -643,6 +644,7 @@ int sched_node_upsert(struct sched *s, const struct sched_node_spec *spec, int64
     n->gpu_type = (int16_t)type;
     n->gpus = spec->gpus;
     n->cpus = spec->cpus;
+    node_profile_touch(n);
     n->mem_mb = spec->mem_mb;
     n->gpu_mem_mb = spec->gpu_mem_mb;
     s->zone_dirty = true;
@@ -702,6 +704,7 @@ static void node_fail_jobs(struct sched *s, struct node *n, int64_t now)
                 j->stop_cause = SCHED_STOP_NODE_FAIL;
                 job_set_state(s, j, SCHED_STOPPING);
                 j->kill_at_ms = now;
+                job_nodes_touch(s, j); /* its release moves to now */
             }
             struct sched_decision *d = decision_push(s, SCHED_D_KILL, j);
             if (d) {
@@ -777,6 +780,7 @@ static void node_take(struct sched *s, struct job *j, const struct sched_alloc *
     n->gpu_used_mask |= a->gpu_mask;
     (void)u32vec_push(&n->jobs, job_slot(s, j));
     n->rel_dirty = true;
+    node_profile_touch(n);
     if (n->in_bucket)
         bucket_update(s, a->node);
     if (n->reserved && job_pool_rule(s, j, job_eff_rank(s, j)) != POOL_RULE_RESERVED_FIRST)
@@ -825,7 +829,10 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
 void job_nodes_touch(struct sched *s, const struct job *j)
 {
     for (int i = 0; i < j->nallocs; i++)
+        {
         s->nodes[j->allocs[i].node].rel_dirty = true;
+        node_profile_touch(&s->nodes[j->allocs[i].node]);
+    }
 }
 
 /* Give back everything the job holds; keep its state (the caller sets the next one). */
@@ -863,6 +870,7 @@ void job_release_resources(struct sched *s, struct job *j)
         n->gpu_used_mask &= ~a->gpu_mask;
         u32vec_remove_value(&n->jobs, job_slot(s, j));
         n->rel_dirty = true;
+        node_profile_touch(n);
         if (n->in_bucket)
             bucket_update(s, a->node);
         if (n->state == SCHED_NODE_DRAINING && n->jobs.n == 0) {

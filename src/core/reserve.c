@@ -126,6 +126,8 @@ bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res,
                   int64_t end, int gpus, int cpus, int64_t mem, const struct job *for_job,
                   bool *lower_only)
 {
+    if (!avail_own_claim(n, own_res) && avail_window(s, n, now, end, gpus, cpus, mem) == 1)
+        return true; /* the profile says every claim still holds: the common answer */
     bool ok = true;
     for (int i = 0; i < n->nclaims; i++) {
         const struct claim *c = &n->claims[i];
@@ -149,6 +151,12 @@ bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res,
 static bool feasible_at(const struct sched *s, const struct node *n, const struct shape *sh,
                         int64_t t, int64_t dur, uint32_t own)
 {
+    if (!avail_own_claim(n, own)) {
+        int w = avail_window(s, n, t, dur >= NEVER - t ? NEVER : t + dur, sh->gpus, sh->cpus,
+                             sh->mem_mb);
+        if (w >= 0)
+            return w == 1;
+    }
     if (!covers(node_avail_at(s, n, t, own), sh->gpus, sh->cpus, sh->mem_mb))
         return false;
     int64_t end = dur >= NEVER - t ? NEVER : t + dur;
@@ -182,6 +190,11 @@ static int64_t earliest_unclaimed(const struct sched *s, const struct node *n,
 int64_t node_earliest(const struct sched *s, const struct node *n, const struct shape *sh,
                       int64_t now, int64_t dur, uint32_t own_res)
 {
+    if (!avail_own_claim(n, own_res)) {
+        int64_t t = avail_earliest(s, n, sh, now, dur);
+        if (t != -2)
+            return t;
+    }
     bool claimed = false;
     for (int i = 0; i < n->nclaims && !claimed; i++)
         claimed = n->claims[i].res != own_res;
@@ -240,6 +253,7 @@ static int add_claim(struct node *n, const struct claim *c)
         return -ENOMEM;
     n->claims_cap = (int)cap;
     n->claims[n->nclaims++] = *c;
+    node_profile_touch(n);
     return 0;
 }
 
@@ -289,6 +303,7 @@ void reservation_drop(struct sched *s, uint32_t r)
         return;
     for (int i = 0; i < res->nnodes; i++) {
         struct node *n = &s->nodes[res->nodes[i]];
+        node_profile_touch(n);
         for (int k = 0; k < n->nclaims;) {
             if (n->claims[k].res == r)
                 n->claims[k] = n->claims[--n->nclaims];
