@@ -35,8 +35,7 @@ static void change_text(const json_t *before, const json_t *after, struct dbuf *
     const char *k;
     json_t *v;
 
-    json_object_foreach((json_t *)after, k, v)
-    {
+    json_object_foreach((json_t *)after, k, v) {
         json_t *old = json_object_get(before, k);
         char *o, *n;
         if (old && json_equal(old, v))
@@ -61,8 +60,7 @@ static void print_entries(struct cli *c, const json_t *entries)
         return;
     table_set_flags(t, 4, TABLE_FLEX);
     table_set_flags(t, 5, TABLE_FLEX);
-    json_array_foreach(entries, i, e)
-    {
+    json_array_foreach(entries, i, e) {
         char when[32];
         struct dbuf b;
         dbuf_init(&b, 4096);

@@ -116,8 +116,7 @@ int cmd_classes(struct cli *c, int argc, char **argv)
     if (rc || !reply)
         return rc;
     if ((t = table_create(h, 8))) {
-        json_array_foreach(json_object_get(reply, "classes"), i, k)
-        {
+        json_array_foreach(json_object_get(reply, "classes"), i, k) {
             char dl[32], ml[32], p[32], g[32];
             table_row(t);
             table_cell(t, FMT_PLAIN, "%s", jstr(k, "name"));

@@ -61,8 +61,7 @@ static void print_ahead(struct cli *c, const json_t *ahead)
         return;
     if (!(t = table_create(h, 6)))
         return;
-    json_array_foreach(ahead, i, a)
-    {
+    json_array_foreach(ahead, i, a) {
         table_row(t);
         table_cell(t, FMT_PLAIN, "%lld", (long long)jint(a, "job", 0));
         table_cell(t, FMT_PLAIN, "%s", jstr(a, "project"));
@@ -88,8 +87,7 @@ static void print_nodes(struct cli *c, const json_t *e)
         kv(c, "nodes", "%lld node(s) match its request", (long long)jint(e, "nodes_matching", 0));
     if (!json_array_size(nodes) || !(t = table_create(h, 5)))
         return;
-    json_array_foreach(nodes, i, n)
-    {
+    json_array_foreach(nodes, i, n) {
         char at[32];
         fmt_when(jint(n, "free_at_ms", 0), c->now_ms, at, sizeof(at));
         table_row(t);

@@ -62,7 +62,8 @@ int cmd_forecast(struct cli *c, int argc, char **argv)
         cli_print_json(c, reply);
     else if (!json_array_size(rel))
         fprintf(c->out, "no running job has a time limit: nothing is forecast to free up\n");
-    json_array_foreach(c->json ? NULL : rel, i, r) print_release(c, r);
+    json_array_foreach(c->json ? NULL : rel, i, r)
+        print_release(c, r);
     json_decref(reply);
     return EXIT_OK;
 }

@@ -45,8 +45,7 @@ void jobs_print_history(struct cli *c, const json_t *jobs)
         return;
     table_set_flags(t, 0, TABLE_RIGHT);
     table_set_flags(t, 1, TABLE_FLEX);
-    json_array_foreach(jobs, i, j)
-    {
+    json_array_foreach(jobs, i, j) {
         const char *st = jstr(j, "state");
         int64_t s = jint(j, "start_ms", 0), e = jint(j, "end_ms", 0);
         char ex[64], gpus[100], ran[32], ended[32];

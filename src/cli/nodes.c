@@ -32,8 +32,9 @@ static void labels_text(const json_t *labels, struct dbuf *b)
     const char *k;
     json_t *v;
 
-    json_object_foreach((json_t *)labels, k, v) dbuf_printf(
-        b, "%s%s=%s", b->len ? "," : "", k, json_string_value(v) ? json_string_value(v) : "");
+    json_object_foreach((json_t *)labels, k, v)
+        dbuf_printf(b, "%s%s=%s", b->len ? "," : "", k,
+                    json_string_value(v) ? json_string_value(v) : "");
 }
 
 static void print_nodes(struct cli *c, const json_t *nodes)
@@ -47,8 +48,7 @@ static void print_nodes(struct cli *c, const json_t *nodes)
     if (!t)
         return;
     table_set_flags(t, 8, TABLE_FLEX);
-    json_array_foreach(nodes, i, n)
-    {
+    json_array_foreach(nodes, i, n) {
         char mem[32], mem2[32], hb[32];
         struct dbuf b;
         const char *st = jstr(n, "state");

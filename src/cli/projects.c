@@ -56,8 +56,7 @@ static void print_projects(struct cli *c, const json_t *projects)
     for (int k = 3; k <= 8; k++)
         table_set_flags(t, k, TABLE_RIGHT);
     table_set_flags(t, 9, TABLE_FLEX);
-    json_array_foreach(projects, i, p)
-    {
+    json_array_foreach(projects, i, p) {
         const json_t *u = json_object_get(p, "usage");
         const json_t *b = json_object_get(p, "boost");
         char lim[32], until[32], status[200];

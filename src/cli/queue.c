@@ -121,8 +121,7 @@ void jobs_nodelist(const json_t *job, char *buf, size_t len)
     json_t *a;
 
     buf[0] = '\0';
-    json_array_foreach(alloc, i, a)
-    {
+    json_array_foreach(alloc, i, a) {
         int n = snprintf(buf + o, len - o, "%s%s", i ? "," : "", jstr(a, "node"));
         if (n < 0 || (size_t)n >= len - o)
             break;
@@ -170,8 +169,7 @@ void jobs_print_queue(struct cli *c, const json_t *jobs)
     table_set_flags(t, 0, TABLE_RIGHT);
     table_set_flags(t, 1, TABLE_FLEX);
     table_set_flags(t, 9, TABLE_FLEX);
-    json_array_foreach(jobs, i, j)
-    {
+    json_array_foreach(jobs, i, j) {
         const char *st = jstr(j, "state");
         char tier[140], gpus[100], tm[64], where[1024];
 
@@ -227,7 +225,9 @@ static int tier_rank(const json_t *tiers, const json_t *job)
     size_t i;
     json_t *x;
 
-    json_array_foreach(tiers, i, x) if (!strcmp(jstr(x, "name"), t)) return (int)i;
+    json_array_foreach(tiers, i, x)
+        if (!strcmp(jstr(x, "name"), t))
+            return (int)i;
     return 1000;
 }
 

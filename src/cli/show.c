@@ -30,8 +30,7 @@ static void argv_text(const json_t *job, struct dbuf *b)
     json_t *a;
 
     if (json_is_array(cmd)) {
-        json_array_foreach(cmd, i, a)
-        {
+        json_array_foreach(cmd, i, a) {
             const char *s = json_string_value(a);
             bool quote = !s || strpbrk(s, " \t'\"$") || !s[0];
             dbuf_printf(b, "%s%s%s%s", i ? " " : "", quote ? "'" : "", s ? s : "",
@@ -50,8 +49,7 @@ static void print_alloc(struct cli *c, const json_t *job)
     size_t i, k;
     json_t *a, *g;
 
-    json_array_foreach(alloc, i, a)
-    {
+    json_array_foreach(alloc, i, a) {
         struct dbuf b;
         char mem[32];
         dbuf_init(&b, 4096);
@@ -147,8 +145,7 @@ static void print_events(struct cli *c, const json_t *events)
     if (!t)
         return;
     table_set_flags(t, 4, TABLE_FLEX);
-    json_array_foreach(events, i, e)
-    {
+    json_array_foreach(events, i, e) {
         char when[32];
         fmt_when(jint(e, "time_ms", 0), c->now_ms, when, sizeof(when));
         table_row(t);

@@ -1004,8 +1004,7 @@ void spec_merge(json_t *base, const json_t *over)
     const char *key;
     json_t *v;
 
-    json_object_foreach((json_t *)over, key, v)
-    {
+    json_object_foreach((json_t *)over, key, v) {
         json_t *b = json_object_get(base, key);
         if ((!strcmp(key, "env") || !strcmp(key, "labels") || !strcmp(key, "selectors")) &&
             json_is_object(b) && json_is_object(v))

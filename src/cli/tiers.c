@@ -24,8 +24,7 @@ int cmd_tiers(struct cli *c, int argc, char **argv)
     if (rc || !reply)
         return rc;
     if ((t = table_create(h, 3))) {
-        json_array_foreach(json_object_get(reply, "tiers"), i, tier)
-        {
+        json_array_foreach(json_object_get(reply, "tiers"), i, tier) {
             char starve[32];
             int64_t s = jint(tier, "starve_after_ms", 0);
             fmt_duration(s, starve, sizeof(starve));

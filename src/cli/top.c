@@ -55,8 +55,7 @@ static void utilisation(struct cli *c, const json_t *nodes)
     size_t i;
     json_t *node;
 
-    json_array_foreach(nodes, i, node)
-    {
+    json_array_foreach(nodes, i, node) {
         const char *type = jstr(node, "gpu_type");
         int k;
         if (jint(node, "gpus", 0) <= 0)
@@ -90,7 +89,9 @@ static int tier_index(const json_t *tiers, const char *name)
     size_t i;
     json_t *t;
 
-    json_array_foreach(tiers, i, t) if (!strcmp(jstr(t, "name"), name)) return (int)i;
+    json_array_foreach(tiers, i, t)
+        if (!strcmp(jstr(t, "name"), name))
+            return (int)i;
     return 1000;
 }
 
@@ -104,8 +105,7 @@ static void node_rows(struct cli *c, const json_t *nodes, int max)
 
     if (!t)
         return;
-    json_array_foreach(nodes, i, n)
-    {
+    json_array_foreach(nodes, i, n) {
         if ((int)i >= max)
             break;
         table_row(t);
@@ -137,8 +137,7 @@ static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
     if (!t)
         return;
     memset(v, 0, sizeof(v));
-    json_array_foreach(jobs, i, j)
-    {
+    json_array_foreach(jobs, i, j) {
         const char *tier = jstr(j, "eff_tier")[0] ? jstr(j, "eff_tier") : jstr(j, "tier");
         const char *st = jstr(j, "state");
         int64_t g = jint(j, "gpus", 0) * jint(j, "nodes", 1);

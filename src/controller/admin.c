@@ -190,7 +190,10 @@ static void node_set(struct ctl_req *r, enum sched_node_state to, const char *ac
         ctl_reply_errorf(r->c, r->req, 409, NULL, "%s", se.message);
         return;
     }
+    /* the core may have moved on at once (DRAINING -> DRAINED): store what it holds */
     str_copy(n->rec.reason, sizeof(n->rec.reason), reason);
+    if (ctl_node_save(r->c, n) < 0)
+        ctl_store_diverged(r->c, "node_state", 0);
     ctl_cycle_now(r->c);
     ctl_reply_json(r->c, r->req, 200,
                    json_pack("{s:o}", "node", node_json(r->c, (uint32_t)idx, NULL)));
@@ -227,8 +230,7 @@ void h_node_labels(struct ctl_req *r)
     const char *k;
     json_t *v;
     if (rc == 0) {
-        json_object_foreach(l, k, v)
-        {
+        json_object_foreach(l, k, v) {
             char f[96];
             snprintf(f, sizeof(f), "labels.%.64s", k);
             if (!str_is_name(k)) {

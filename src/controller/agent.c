@@ -29,8 +29,7 @@ static int parse_labels(const json_t *v, const char *field, struct proto_error *
                             field, SCHED_MAX_LABELS);
     const char *k;
     json_t *val;
-    json_object_foreach((json_t *)v, k, val)
-    {
+    json_object_foreach((json_t *)v, k, val) {
         char f[160];
         snprintf(f, sizeof(f), "%s.%.64s", field, k);
         if (!str_is_name(k))
@@ -461,6 +460,8 @@ static void node_health(struct ctl *c, struct ctl_node *n, const struct hb *hb)
     if (sched_node_set_state(c->sched, n->name, to, clock_now_ms(), &se) < 0)
         return;
     str_copy(n->rec.reason, sizeof(n->rec.reason), reason);
+    if (ctl_node_save(c, n) < 0) /* what the core holds now, were it to have moved on */
+        ctl_store_diverged(c, "node_health", 0);
     log_info("node_state", "node=%s from=%s to=%s", n->name, sched_node_state_name(v.state),
              sched_node_state_name(to));
     ctl_cycle_soon(c);

@@ -172,8 +172,7 @@ int ctl_labels_from_json(const json_t *o, struct sched_label *out, int max)
     const char *k;
     json_t *v;
     int n = 0;
-    json_object_foreach((json_t *)o, k, v)
-    {
+    json_object_foreach((json_t *)o, k, v) {
         if (n >= max || !json_is_string(v))
             continue;
         str_copy(out[n].key, sizeof(out[n].key), k);

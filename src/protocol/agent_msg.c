@@ -42,8 +42,7 @@ static int check_fields(const json_t *obj, const char *const *allowed, const cha
 {
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)obj, key, v)
-    {
+    json_object_foreach((json_t *)obj, key, v) {
         if (!in_list(key, allowed)) {
             char f[128];
             snprintf(f, sizeof f, "%s%s", prefix, key);
@@ -181,8 +180,7 @@ static int parse_env(const json_t *v, struct agent_job *j, struct agent_msg_erro
         return -ENOMEM;
     const char *key;
     json_t *val;
-    json_object_foreach((json_t *)v, key, val)
-    {
+    json_object_foreach((json_t *)v, key, val) {
         char f[160];
         snprintf(f, sizeof f, "job.env.%.100s", key);
         if (!env_key_ok(key))

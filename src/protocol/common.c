@@ -72,8 +72,7 @@ int proto_check_fields(const json_t *obj, const char *path, const char *const *k
 {
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)obj, key, v)
-    {
+    json_object_foreach((json_t *)obj, key, v) {
         bool ok = false;
         for (size_t i = 0; known[i]; i++)
             if (strcmp(known[i], key) == 0) {

@@ -260,8 +260,7 @@ static int string_map(const json_t *v, const char *field, size_t max_entries, bo
     json_t *out = json_object();
     const char *k;
     json_t *val;
-    json_object_foreach((json_t *)v, k, val)
-    {
+    json_object_foreach((json_t *)v, k, val) {
         char f[160];
         snprintf(f, sizeof(f), "%s.%.128s", field, k);
         bool key_ok = env ? env_name_ok(k) && strlen(k) < 256 : str_is_name(k);
@@ -302,8 +301,7 @@ static int f_selectors(const json_t *v, int64_t now, struct proto_jobspec *j, st
     const char *k;
     json_t *val;
     j->nselectors = 0;
-    json_object_foreach((json_t *)v, k, val)
-    {
+    json_object_foreach((json_t *)v, k, val) {
         char f[160];
         snprintf(f, sizeof(f), "selectors.%.128s", k);
         if (!str_is_name(k))
@@ -451,8 +449,7 @@ int proto_jobspec_parse(const json_t *body, int64_t now_ms, struct proto_jobspec
     }
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)body, key, v)
-    {
+    json_object_foreach((json_t *)body, key, v) {
         field_fn fn = NULL;
         for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
             if (strcmp(fields[i].name, key) == 0)

@@ -195,8 +195,7 @@ static int parse_gpu_weights(const json_t *v, struct sched_policy *p, struct pro
     const char *k;
     json_t *w;
     int n = 0;
-    json_object_foreach((json_t *)v, k, w)
-    {
+    json_object_foreach((json_t *)v, k, w) {
         char f[160];
         snprintf(f, sizeof(f), "settings.gpu_weights.%.64s", k);
         if (!str_is_name(k))

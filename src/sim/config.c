@@ -65,8 +65,7 @@ static int only_keys(struct jctx *c, json_t *obj, const char *const *keys)
     const char *k;
     json_t *v;
 
-    json_object_foreach(obj, k, v)
-    {
+    json_object_foreach(obj, k, v) {
         int i = 0;
 
         while (keys[i] && strcmp(keys[i], k) != 0)
@@ -221,8 +220,7 @@ static int labels_from_json(struct jctx *c, json_t *obj, struct sched_label *lab
 
     if (!json_is_object(obj))
         return jfail(c, "labels", "expected a mapping of key: value");
-    json_object_foreach(obj, k, v)
-    {
+    json_object_foreach(obj, k, v) {
         if (*nlabels == SCHED_MAX_LABELS)
             return jfail(c, "labels", "more than %d labels", SCHED_MAX_LABELS);
         if (!str_is_name(k))
@@ -297,8 +295,7 @@ int sim_cluster_from_json(json_t *doc, const char *name, struct sim_cluster *out
     out->groups = calloc(json_array_size(groups), sizeof(*out->groups));
     if (!out->groups)
         return cerr(err, errlen, name, "node_groups", "out of memory");
-    json_array_foreach(groups, i, g)
-    {
+    json_array_foreach(groups, i, g) {
         snprintf(c.path, sizeof(c.path), "node_groups[%zu]", i);
         if (group_from_json(&c, g, &out->groups[i]) < 0) {
             sim_cluster_release(out);
@@ -551,8 +548,7 @@ int sim_mapping_from_json(json_t *obj, const char *name, struct sim_mapping *m, 
     if (!nr)
         return cerr(err, errlen, name, "mapping.rules", "out of memory");
     m->rules = nr;
-    json_array_foreach(rules, i, r)
-    {
+    json_array_foreach(rules, i, r) {
         struct sim_rule *dst = &m->rules[m->nrules];
 
         memset(dst, 0, sizeof(*dst));
