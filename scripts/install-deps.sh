@@ -7,7 +7,7 @@ set -euo pipefail
 
 build_pkgs=(build-essential pkg-config meson ninja-build
             libevent-dev libsqlite3-dev libjansson-dev libyaml-dev libssl-dev
-            libcurl4-openssl-dev curl jq)
+            libcurl4-openssl-dev libbpf-dev curl jq)
 test_pkgs=(libcmocka-dev bats clang libclang-rt-14-dev clang-format sqlite3 bsdutils procps psmisc iproute2)
 
 want=("${build_pkgs[@]}")
