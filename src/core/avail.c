@@ -34,32 +34,30 @@ void node_profile_touch(struct node *n)
     n->prof_dirty = true;
 }
 
-static const struct sched_alloc *alloc_on(const struct job *j, uint32_t node)
+/* The claims' steps, sorted: a drop at each start, a rise at each end. */
+static int claim_events(const struct node *n, struct step_event *ev)
 {
-    for (int i = 0; i < j->nallocs; i++)
-        if (j->allocs[i].node == node)
-            return &j->allocs[i];
-    return NULL;
-}
-
-static int collect_events(const struct sched *s, const struct node *n, struct step_event *ev)
-{
-    uint32_t idx = (uint32_t)(n - s->nodes);
     int k = 0;
-    for (uint32_t i = 0; i < n->jobs.n; i++) {
-        const struct job *j = &s->jobs[n->jobs.v[i]];
-        const struct sched_alloc *al = alloc_on(j, idx);
-        int64_t e = job_expected_end(s, j);
-        if (al && e < NEVER)
-            ev[k++] = (struct step_event){e, al->gpus, al->cpus, al->mem_mb};
-    }
     for (int i = 0; i < n->nclaims; i++) {
         const struct claim *c = &n->claims[i];
         ev[k++] = (struct step_event){c->start, -c->gpus, -c->cpus, -c->mem_mb};
         if (c->end < NEVER)
             ev[k++] = (struct step_event){c->end, c->gpus, c->cpus, c->mem_mb};
     }
+    qsort(ev, k, sizeof(*ev), cmp_event);
     return k;
+}
+
+/* The release at index i of the node's running totals, as a step. */
+static struct step_event release_event(const struct node *n, int i)
+{
+    struct step_event e = {n->rel[i].at, n->rel[i].gpus, n->rel[i].cpus, n->rel[i].mem};
+    if (i > 0) {
+        e.gpus -= n->rel[i - 1].gpus;
+        e.cpus -= n->rel[i - 1].cpus;
+        e.mem -= n->rel[i - 1].mem;
+    }
+    return e;
 }
 
 /* Rebuild the step function: base (free now, before any release or claim) then one step
@@ -69,7 +67,12 @@ static const struct node *profile(const struct sched *s, const struct node *cn)
     struct node *n = (struct node *)(uintptr_t)cn;
     if (!n->prof_dirty)
         return n;
-    size_t need = n->jobs.n + 2 * (size_t)n->nclaims + 1;
+    n = (struct node *)(uintptr_t)node_releases(s, n); /* sorted, cached per job change */
+    if (n->rel_dirty) {
+        n->nprof = -1; /* out of memory: callers fall back to the exact walk */
+        return n;
+    }
+    size_t need = (size_t)n->nrel + 2 * (size_t)n->nclaims + 1;
     struct step_event *ev = malloc(need * sizeof(*ev));
     size_t cap = (size_t)n->prof_cap;
     if (!ev || grow((void **)&n->prof, &cap, need, sizeof(*n->prof)) < 0) {
@@ -78,17 +81,19 @@ static const struct node *profile(const struct sched *s, const struct node *cn)
         return n;
     }
     n->prof_cap = (int)cap;
-    int k = collect_events(s, n, ev);
-    qsort(ev, k, sizeof(*ev), cmp_event);
+    int k = claim_events(n, ev);
     struct profile_step cur = {INT64_MIN, n->gpus - n->gpus_used, n->cpus - n->cpus_used,
                                n->mem_mb - n->mem_used};
     int np = 0;
     n->prof[np++] = cur;
-    for (int i = 0; i < k; i++) {
-        cur.at = ev[i].at;
-        cur.gpus += ev[i].gpus;
-        cur.cpus += ev[i].cpus;
-        cur.mem += ev[i].mem;
+    for (int r = 0, c = 0; r < n->nrel || c < k;) {
+        struct step_event e = c >= k || (r < n->nrel && n->rel[r].at <= ev[c].at)
+                                  ? release_event(n, r++)
+                                  : ev[c++];
+        cur.at = e.at;
+        cur.gpus += e.gpus;
+        cur.cpus += e.cpus;
+        cur.mem += e.mem;
         if (n->prof[np - 1].at == cur.at)
             n->prof[np - 1] = cur; /* several events at one time: one step */
         else

@@ -382,6 +382,10 @@ void shape_candidates_each(struct sched *s, const struct shape *sh,
                            void (*fn)(struct sched *s, uint32_t node, void *ctx), void *ctx);
 int shape_static_reason(struct sched *s, struct shape *sh);
 
+/* The node's releases in time order with running totals (n->rel, n->nrel), refreshed
+ * when its jobs changed; returns n. */
+const struct node *node_releases(const struct sched *s, const struct node *n);
+
 /* ---- avail.c: each node's free capacity over time */
 void node_profile_touch(struct node *n);          /* its jobs or claims changed */
 bool avail_own_claim(const struct node *n, uint32_t own); /* reservation `own` claims it */

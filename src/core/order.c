@@ -163,8 +163,9 @@ static int cmp_starving(const void *a, const void *b, void *ctx)
 {
     const struct sched *s = ctx;
     const struct job *x = &s->jobs[*(const uint32_t *)a], *y = &s->jobs[*(const uint32_t *)b];
-    if (x->submit_ms != y->submit_ms)
-        return x->submit_ms < y->submit_ms ? -1 : 1;
+    int64_t ax = job_starve_at(s, x), ay = job_starve_at(s, y);
+    if (ax != ay)
+        return ax < ay ? -1 : 1; /* the longest starving first */
     return (x->id > y->id) - (x->id < y->id);
 }
 
@@ -256,9 +257,12 @@ void order_rebuild(struct sched *s, int64_t now)
     s->order_dirty = false;
     s->last_refresh = now;
     reservations_drop_all(s, true);
-    /* starving reservations are rebuilt too, oldest first, in the cycle that follows */
+    /* starving reservations stay (rebuilding them all made a refresh cost seconds with
+       thousands starving): they are sticky and at worst late, and their job starts early
+       wherever room appears. Those of jobs that no longer starve (a boost ended) go. */
     for (size_t r = 0; r < s->nres; r++)
-        if (s->res[r].live && s->res[r].starving)
+        if (s->res[r].live && s->res[r].starving && !s->res[r].preempting &&
+            !(s->jobs[s->res[r].slot].flags & JF_STARVING))
             reservation_drop(s, (uint32_t)r);
     s->res_refreshed = now;
 }

@@ -42,7 +42,7 @@ static int cmp_release(const void *a, const void *b)
 
 /* The node's releases in time order, each entry holding the running total released by
  * then. A cache: queries that are const for the model may refresh it. */
-static const struct node *releases(const struct sched *s, const struct node *cn)
+const struct node *node_releases(const struct sched *s, const struct node *cn)
 {
     struct node *n = (struct node *)(uintptr_t)cn;
     if (!n->rel_dirty)
@@ -87,7 +87,7 @@ struct avail node_avail_for(const struct sched *s, const struct node *n, int64_t
                             const struct job *j)
 {
     struct avail a = {n->gpus - n->gpus_used, n->cpus - n->cpus_used, n->mem_mb - n->mem_used};
-    n = releases(s, n);
+    n = node_releases(s, n);
     int lo = 0, hi = n->nrel; /* first release after t */
     while (lo < hi) {
         int mid = (lo + hi) / 2;
@@ -177,7 +177,7 @@ static int64_t earliest_unclaimed(const struct sched *s, const struct node *n,
     struct avail a = {n->gpus - n->gpus_used, n->cpus - n->cpus_used, n->mem_mb - n->mem_used};
     if (covers(a, sh->gpus, sh->cpus, sh->mem_mb))
         return now;
-    n = releases(s, n);
+    n = node_releases(s, n);
     for (int i = 0; i < n->nrel; i++) {
         struct avail b = {a.gpus + n->rel[i].gpus, a.cpus + n->rel[i].cpus, a.mem + n->rel[i].mem};
         if (covers(b, sh->gpus, sh->cpus, sh->mem_mb))
@@ -215,7 +215,7 @@ int64_t node_earliest(const struct sched *s, const struct node *n, const struct 
         }
         ends[k] = e;
     }
-    n = releases(s, n);
+    n = node_releases(s, n);
     /* claims only take away: nothing before the first release that fits the request on
        the bare node can work (prefix sums are monotone, so a binary search finds it) */
     struct avail bare = {n->gpus - n->gpus_used, n->cpus - n->cpus_used, n->mem_mb - n->mem_used};
