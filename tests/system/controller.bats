@@ -899,3 +899,55 @@ store_jobs() {
     [ "$(core_jobs)" -eq 0 ]
     [ "$(store_jobs)" -eq 0 ]
 }
+
+@test "fault: projects, boosts, drains and labels that cannot be saved change nothing" {
+    one_node
+    api_post /v1/projects '{"name": "vision", "tier": "high", "gpu_limit": 16}'
+    assert_status 201
+    fault_on proj "BEFORE UPDATE ON projects"
+    api_patch /v1/projects/vision '{"gpu_limit": 4}'
+    assert_error 500 ""
+    api_post /v1/projects/vision/boost '{"levels": 1, "duration": "2h", "reason": "deadline"}'
+    assert_error 500 ""
+    api_post /v1/projects/vision/pause '{"reason": "onboarding"}'
+    assert_error 500 ""
+    fault_off proj
+    api_get /v1/projects/vision
+    assert_json .project.gpu_limit 16
+    assert_json .project.boost null
+    assert_json .project.paused false
+    fault_on node "BEFORE UPDATE ON nodes"
+    api_post /v1/nodes/gpu01/drain '{"reason": "maintenance"}'
+    assert_error 500 ""
+    api_post /v1/nodes/gpu01/labels '{"labels": {"zone": "a"}}'
+    assert_error 500 ""
+    fault_off node
+    api_get /v1/nodes/gpu01
+    assert_json .node.state UP
+    assert_json .node.labels.zone null
+    api_get /healthz
+    assert_json .nodes.UP 1
+    [ "$(db "SELECT state FROM nodes WHERE name = 'gpu01'")" = UP ]
+    # the audit trail has none of them
+    [ "$(db "SELECT count(*) FROM audit WHERE action IN ('project.update', 'project.boost', 'project.pause', 'node.drain', 'node.labels')")" -eq 0 ]
+}
+
+@test "fault: a decision of the cycle that cannot be saved stops docketd; the restart reloads what was committed" {
+    one_node
+    fault_on start "BEFORE UPDATE ON jobs WHEN NEW.state = 'STARTING'"
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 8}')
+    # the core decided to start it; the write failed: docketd stops (exit 1) rather than
+    # run on with the core ahead of the database
+    for _ in $(seq 1 100); do kill -0 "$DOCKETD_PID" 2>/dev/null || break; sleep 0.05; done
+    run wait "$DOCKETD_PID"
+    [ "$status" -eq 1 ]
+    DOCKETD_PID=
+    grep -q "event=store_diverged what=job_decision job=$id" "$TEST_DIR/docketd.log"
+    [ "$(db "SELECT state FROM jobs WHERE id = $id")" = PENDING ]
+    fault_off start
+    docketd_start
+    sleep 0.2
+    api_get "/v1/jobs/$id"
+    assert_json .job.state STARTING
+    [ "$(db "SELECT state FROM jobs WHERE id = $id")" = STARTING ]
+}
