@@ -219,6 +219,8 @@ struct walk {
     int open_shapes;      /* shapes with pending jobs not yet known not to fit */
     bool stop;            /* strict order without backfill: first block ends the walk */
     bool dropped_lower;   /* stale lower reservations were dropped in this walk */
+    int res_failed;       /* reservations tried in vain: they use up backfill_depth too,
+                             or a deep queue would try one for every job */
 };
 
 static bool preemption_possible(const struct sched *s)
@@ -226,10 +228,32 @@ static bool preemption_possible(const struct sched *s)
     return s->policy.preemption && s->eligible_victims > 0 && s->preempt_budget > 0;
 }
 
-static bool want_reservation(const struct sched *s, const struct job *j)
+static bool reservation_slots_open(const struct sched *s, const struct walk *w)
 {
-    return s->policy.backfill && j->reservation == NONE32 &&
-           s->res_active < s->policy.backfill_depth;
+    return s->policy.backfill && s->res_active + w->res_failed < s->policy.backfill_depth;
+}
+
+static bool want_reservation(const struct sched *s, const struct walk *w, const struct job *j)
+{
+    return j->reservation == NONE32 && reservation_slots_open(s, w);
+}
+
+/* Make j a reservation unless one for a job of its shape no longer than it failed in this
+ * walk (claims only grow within a walk: it would fail too). */
+static bool reserve(struct sched *s, struct walk *w, struct job *j, bool starving)
+{
+    struct shape *sh = &s->shapes[j->shape];
+    if (sh->res_fail_cycle == s->cycle && job_duration(j) >= sh->res_fail_dur)
+        return false;
+    if (reservation_make(s, j, w->now, starving) == 0) {
+        w->st->reservations++;
+        return true;
+    }
+    if (sh->res_fail_cycle != s->cycle || job_duration(j) < sh->res_fail_dur) {
+        sh->res_fail_cycle = s->cycle;
+        sh->res_fail_dur = job_duration(j);
+    }
+    return false;
 }
 
 static bool holds_preempting(const struct sched *s, const struct job *j)
@@ -290,8 +314,8 @@ static void job_blocked(struct sched *s, struct walk *w, struct job *j,
             reservation_drop_lower(s, j);
             w->dropped_lower = true;
         }
-        if (want_reservation(s, j) && reservation_make(s, j, w->now, false) == 0)
-            w->st->reservations++;
+        if (want_reservation(s, w, j) && !reserve(s, w, j, false))
+            w->res_failed++;
     }
     if (pr == PLACE_NO_CAPACITY && sh->pool_rule == POOL_RULE_NORMAL_ONLY &&
         reserved_could_fit(s, sh))
@@ -337,8 +361,8 @@ static bool late_on_own_room(struct sched *s, const struct job *j, int64_t now)
     if (j->reservation == NONE32)
         return false;
     const struct reservation *own = &s->res[j->reservation];
-    if (!own->preempting && !own->starving)
-        return false;
+    if ((!own->preempting && !own->starving) || own->start > now)
+        return false; /* not due yet: not late */
     int64_t dur = job_duration(j);
     int64_t end = dur >= NEVER - now ? NEVER : now + dur;
     bool dropped = false;
@@ -403,7 +427,8 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
  * longer than it, and it could take no reservation slot nor preempt. A job that holds a
  * reservation is never skipped: its own claims may let it in, or it must give the room
  * back (only shapes with such jobs pay for the look at the job). */
-static bool entry_skippable(const struct sched *s, const struct order_entry *e)
+static bool entry_skippable(const struct sched *s, const struct walk *w,
+                            const struct order_entry *e)
 {
     const struct shape *sh = &s->shapes[e->shape];
     if (sh->with_res > 0 && s->jobs[e->slot].id == e->id &&
@@ -416,7 +441,7 @@ static bool entry_skippable(const struct sched *s, const struct order_entry *e)
                    (e->dur_min == 65535 ? NEVER : (int64_t)e->dur_min * 60000) >= sh->claimed_dur;
     if (sh->nofit_cycle != s->cycle && !claimed)
         return false;
-    if (s->policy.backfill && s->res_active < s->policy.backfill_depth)
+    if (reservation_slots_open(s, w))
         return false;
     if (!preemption_possible(s))
         return true;
@@ -446,8 +471,8 @@ static void serve_starving(struct sched *s, struct walk *w, struct job *j)
         reason_set(j, SCHED_R_PREEMPTING, s->res[j->reservation].start, 0, 0);
         return;
     }
-    if (j->reservation == NONE32 && reservation_make(s, j, w->now, true) == 0)
-        w->st->reservations++;
+    if (j->reservation == NONE32)
+        (void)reserve(s, w, j, true);
     /* no foreseeable start (its nodes run jobs without a limit) still has a reason */
     reason_set(j, pr == PLACE_CLAIMED ? SCHED_R_RESERVATION : SCHED_R_RESOURCES,
                j->reservation != NONE32 ? s->res[j->reservation].start : -1, 0, 0);
@@ -487,7 +512,7 @@ static void walk_queue(struct sched *s, struct walk *w)
             w->open_shapes++;
     for (size_t i = 0; i < s->norder && !w->stop; i++) {
         struct order_entry *e = &s->order[i];
-        if (e->slot == NONE32 || entry_skippable(s, e))
+        if (e->slot == NONE32 || entry_skippable(s, w, e))
             continue;
         struct job *j = &s->jobs[e->slot];
         if (j->id != e->id || j->state != SCHED_PENDING) {
@@ -499,7 +524,7 @@ static void walk_queue(struct sched *s, struct walk *w)
             continue; /* served first */
         consider(s, w, j, e);
         if (w->open_shapes <= 0 && !preemption_possible(s) &&
-            (!s->policy.backfill || s->res_active >= s->policy.backfill_depth) &&
+            !reservation_slots_open(s, w) &&
             !reservations_unwalked(s))
             break; /* nothing left in the queue can start or reserve this cycle */
     }

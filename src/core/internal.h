@@ -123,6 +123,9 @@ struct shape {
     uint64_t nofit_cycle;         /* no capacity for it in this cycle */
     uint64_t preempt_fail_cycle[SCHED_MAX_TIERS];
     uint64_t static_cycle;        /* node_epoch for which static_reason holds */
+    uint64_t res_fail_cycle;      /* in this cycle no reservation could be made for a job of
+                                     this shape that would run ... */
+    int64_t res_fail_dur;         /* ... this long: longer ones cannot have one either */
     uint64_t claimed_cycle;       /* in this cycle, claims held off a job of this shape ... */
     int64_t claimed_dur;          /* ... that would run this long: longer ones are too */
     uint8_t static_reason;        /* SCHED_R_NONE, GPU_TYPE, NODE_SELECTOR, RESERVED_ZONE */

@@ -122,28 +122,41 @@ struct avail node_avail_at(const struct sched *s, const struct node *n, int64_t 
     return node_avail_for(s, n, t, own, NULL);
 }
 
+/* May a job start on n now and hold it until `end` without delaying any claim (its own
+ * reservation's aside)? When not, *lower_only is cleared unless some claim in the window
+ * belongs to a lower job's ordinary reservation: those are stale (from an earlier cycle)
+ * and the caller may drop them and ask again. That hint is generous on purpose: it costs
+ * at most one drop per walk, where an exact answer cost a pass over the claims per claim. */
 bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res, int64_t now,
                   int64_t end, int gpus, int cpus, int64_t mem, const struct job *for_job,
                   bool *lower_only)
 {
-    if (!avail_own_claim(n, own_res) && avail_window(s, n, now, end, gpus, cpus, mem) == 1)
-        return true; /* the profile says every claim still holds: the common answer */
-    bool ok = true;
-    for (int i = 0; i < n->nclaims; i++) {
-        const struct claim *c = &n->claims[i];
-        if (c->res == own_res || c->start >= end || c->end <= now)
-            continue;
-        int64_t t = c->start > now ? c->start : now;
-        if (covers(node_avail_at(s, n, t, own_res), gpus, cpus, mem))
-            continue;
-        ok = false;
-        const struct reservation *r = &s->res[c->res];
-        bool lower = !r->preempting && !r->starving &&
-                     job_outranks(s, for_job, &s->jobs[r->slot]);
-        if (lower_only)
-            *lower_only &= lower;
+    bool ok;
+    if (!avail_own_claim(n, own_res)) {
+        int w = avail_window(s, n, now, end, gpus, cpus, mem);
+        ok = w == 1;
+        if (w < 0)
+            ok = false; /* out of memory: refuse, which is safe */
+    } else {
+        ok = true; /* the exact walk, leaving the job's own claim out */
+        for (int i = 0; i < n->nclaims && ok; i++) {
+            const struct claim *c = &n->claims[i];
+            if (c->res == own_res || c->start >= end || c->end <= now)
+                continue;
+            int64_t t = c->start > now ? c->start : now;
+            ok = covers(node_avail_at(s, n, t, own_res), gpus, cpus, mem);
+        }
     }
-    return ok;
+    if (ok || !lower_only)
+        return ok;
+    bool lower = false;
+    for (int i = 0; i < n->nclaims && !lower; i++) {
+        const struct claim *c = &n->claims[i];
+        if (c->res != own_res && c->start < end && c->end > now)
+            lower = !claim_binds(s, c->res, for_job);
+    }
+    *lower_only &= lower;
+    return false;
 }
 
 /* Can the node hold the job over [t, t + dur)? Checked at t and at every claim start
