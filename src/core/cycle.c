@@ -396,8 +396,8 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
         j->reservation == NONE32) {
         pr = PLACE_CLAIMED; /* a shorter job of this shape was already held off */
     } else if (sh->nofit_cycle != s->cycle) {
-        bool lower = false;
-        pr = place_job(s, j, w->now, w->allocs, &lower);
+        bool lower = false; /* only asked while stale lower reservations may be left */
+        pr = place_job(s, j, w->now, w->allocs, w->dropped_lower ? NULL : &lower);
         if (pr == PLACE_CLAIMED && lower) {
             reservation_drop_lower(s, j);
             pr = place_job(s, j, w->now, w->allocs, NULL);
@@ -455,12 +455,14 @@ static void serve_starving(struct sched *s, struct walk *w, struct job *j)
 {
     if (!job_admissible(s, w, j))
         return;
-    bool lower = false;
-    enum place_result pr = place_job(s, j, w->now, w->allocs, &lower);
-    if (pr == PLACE_CLAIMED && lower) {
-        reservation_drop_lower(s, j);
+    /* it respects every claim there is: its own sticky reservation, made against them,
+       is what guarantees its start */
+    struct shape *sh = &s->shapes[j->shape];
+    enum place_result pr = PLACE_NO_CAPACITY;
+    if (sh->nofit_cycle != s->cycle)
         pr = place_job(s, j, w->now, w->allocs, NULL);
-    }
+    if (pr == PLACE_NO_CAPACITY)
+        sh->nofit_cycle = s->cycle;
     if (pr == PLACE_CLAIMED && late_on_own_room(s, j, w->now))
         pr = place_job(s, j, w->now, w->allocs, NULL);
     if (pr == PLACE_OK) {
@@ -508,7 +510,7 @@ static bool reservations_unwalked(const struct sched *s)
 static void walk_queue(struct sched *s, struct walk *w)
 {
     for (size_t i = 0; i < s->nshapes; i++)
-        if (s->shapes[i].pending > 0)
+        if (s->shapes[i].pending > 0 && s->shapes[i].nofit_cycle != s->cycle)
             w->open_shapes++;
     for (size_t i = 0; i < s->norder && !w->stop; i++) {
         struct order_entry *e = &s->order[i];
