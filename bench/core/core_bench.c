@@ -5,8 +5,13 @@
  *
  *   core_bench              all cases of bench/RESULTS.md
  *   core_bench --quick      the smallest cases (make demo's smoke run)
- *   core_bench --case NAME  one case: full, full_refresh, job_end, submit, scale_jobs,
- *                           scale_nodes
+ *   core_bench --case NAME  one case: full, full_refresh, job_end, job_end_preempt,
+ *                           starving_refresh, submit, scale_jobs, scale_nodes
+ *
+ * job_end_preempt and starving_refresh are the hard states: victims past min_runtime so
+ * that every cycle may preempt, and 20,000 starving jobs holding sticky reservations.
+ * Each line says how many pending jobs the last timed cycle looked at and how many it
+ * skipped, by which proof (docs/scheduling.md "Guarantees").
  *
  * Only the core is timed: building the cluster and the queue is set-up. The clock is
  * read here, never in the core.
@@ -78,10 +83,12 @@ static void die(const char *what, const struct sched_error *e)
     exit(1);
 }
 
+static const struct sched_policy *bench_policy; /* NULL: the defaults */
+
 static struct sched *build_cluster(int nodes, int projects)
 {
     struct sched_error err;
-    struct sched *s = sched_create(NULL, &err);
+    struct sched *s = sched_create(bench_policy, &err);
     if (!s)
         die("create", &err);
     for (int i = 0; i < nodes; i++) {
@@ -184,14 +191,21 @@ struct result {
     long rss_mb;
     double bytes_per_job;
     int started;
+    struct sched_cycle_stats last; /* the last timed cycle's counters */
 };
 
 static void print_result(const struct result *r)
 {
-    printf("%-14s pending=%-8d nodes=%-6d reps=%-4d median=%9.3f ms  max=%9.3f ms  "
+    printf("%-16s pending=%-8d nodes=%-6d reps=%-4d median=%9.3f ms  max=%9.3f ms  "
            "started=%-6d core_bytes/job=%6.0f  peak_rss=%ld MiB\n",
            r->name, r->pending, r->nodes, r->reps, r->median_ms, r->max_ms, r->started,
            r->bytes_per_job, r->rss_mb);
+    const struct sched_cycle_stats *st = &r->last;
+    printf("%-16s last cycle: starving served %d, considered %d, skipped: project limit %d, "
+           "shape without capacity %d, shape held off by claims %d; not reached %d; "
+           "preempted %d, reservations %d\n",
+           "", st->starving_served, st->considered, st->skipped_limit, st->skipped_nofit,
+           st->skipped_claimed, st->not_reached, st->preempted, st->reservations);
     fflush(stdout);
 }
 
@@ -207,7 +221,7 @@ static double bytes_per_pending(struct sched *s)
 static void case_full(const char *name, int nodes, int pending, int reps)
 {
     double *t = calloc(reps, sizeof(*t));
-    struct result r = {name, pending, nodes, reps, 0, 0, 0, 0, 0};
+    struct result r = {.name = name, .pending = pending, .nodes = nodes, .reps = reps};
     for (int i = 0; i < reps; i++) {
         struct sched *s = build_cluster(nodes, 200);
         submit_jobs(s, pending, 200, T0);
@@ -216,6 +230,7 @@ static void case_full(const char *name, int nodes, int pending, int reps)
         double a = now_ms();
         (void)sched_cycle(s, T0 + 1000, true, &n, &st);
         t[i] = now_ms() - a;
+        r.last = st;
         r.started = st.started;
         if (t[i] > r.max_ms)
             r.max_ms = t[i];
@@ -231,7 +246,7 @@ static void case_full(const char *name, int nodes, int pending, int reps)
 /* A full cluster with `pending` waiting: a forced full cycle (shares, order and
  * reservations recomputed), and then single events: one job ends -> next cycle. */
 static void case_steady(int nodes, int pending, int reps, bool refresh, bool job_end,
-                        bool submit_one)
+                        bool submit_one, int64_t age)
 {
     struct sched *s = build_cluster(nodes, 200);
     submit_jobs(s, pending, 200, T0);
@@ -248,19 +263,27 @@ static void case_steady(int nodes, int pending, int reps, bool refresh, bool job
     now += 1000;
     d = sched_cycle(s, now, true, &n, NULL);
     confirm_starts(s, d, n, now);
+    if (age > 0) { /* the hard state: victims old enough, jobs starving */
+        now += age;
+        double a = now_ms();
+        d = sched_cycle(s, now, true, &n, NULL);
+        fprintf(stderr, "core_bench: set-up cycle after %lld s: %.0f ms\n",
+                (long long)(age / 1000), now_ms() - a);
+        confirm_starts(s, d, n, now);
+    }
     double *t = calloc(reps, sizeof(*t));
-    struct result r = {"", pending, nodes, reps, 0, 0, 0, 0, 0};
+    struct result r = {.name = "", .pending = pending, .nodes = nodes, .reps = reps};
     if (refresh) {
-        r.name = "full_refresh";
+        r.name = age > 0 ? "starving_refresh" : "full_refresh";
         for (int i = 0; i < reps; i++) {
             now += 1000;
             double a = now_ms();
-            d = sched_cycle(s, now, true, &n, NULL);
+            d = sched_cycle(s, now, true, &n, &r.last);
             t[i] = now_ms() - a;
             confirm_starts(s, d, n, now);
         }
     } else if (job_end) {
-        r.name = "job_end";
+        r.name = age > 0 ? "job_end_preempt" : "job_end";
         /* end a running job, then time the cycle that follows */
         struct sched_error err;
         size_t slots = sched_job_slots(s), slot = 0;
@@ -277,6 +300,7 @@ static void case_steady(int nodes, int pending, int reps, bool refresh, bool job
             double a = now_ms();
             d = sched_cycle(s, now, false, &n, &st);
             t[i] = now_ms() - a;
+            r.last = st;
             if (getenv("CORE_BENCH_VERBOSE") && t[i] > 5)
                 fprintf(stderr, "iteration %d: %.1f ms full=%d started=%d reservations=%d "
                                 "preempted=%d considered=%d\n",
@@ -323,7 +347,7 @@ int main(int argc, char **argv)
             seed = strtoull(argv[++i], NULL, 10) | 1;
         else {
             fprintf(stderr, "usage: core_bench [--quick] [--seed N] [--case full|full_refresh|job_end|"
-                            "submit|scale_jobs|scale_nodes]\n");
+                            "job_end_preempt|starving_refresh|submit|scale_jobs|scale_nodes]\n");
             return 2;
         }
     }
@@ -331,17 +355,31 @@ int main(int argc, char **argv)
 #define RUN(c) (!only || !strcmp(only, c))
     if (quick) {
         case_full("full", 1000, 10000, 3);
-        case_steady(1000, 10000, 50, false, true, false);
+        case_steady(1000, 10000, 50, false, true, false, 0);
         return 0;
     }
     if (RUN("full"))
         case_full("full", 10000, 100000, 5);
     if (RUN("full_refresh"))
-        case_steady(10000, 100000, 5, true, false, false);
+        case_steady(10000, 100000, 5, true, false, false, 0);
     if (RUN("job_end"))
-        case_steady(10000, 100000, 200, false, true, false);
+        case_steady(10000, 100000, 200, false, true, false, 0);
+    if (RUN("job_end_preempt")) {
+        /* victims 15 min old (min_runtime 10 min): every blocked job may preempt */
+        case_steady(10000, 100000, 200, false, true, false, 15 * MIN);
+    }
+    if (RUN("starving_refresh")) {
+        struct sched_policy p;
+        sched_policy_defaults(&p);
+        for (int t = 0; t < p.ntiers; t++)
+            p.tiers[t].starve_after_ms = 10 * MIN;
+        p.preemption = false; /* the refresh itself is timed, not preemption */
+        bench_policy = &p;
+        case_steady(10000, 20000, 5, true, false, false, 15 * MIN);
+        bench_policy = NULL;
+    }
     if (RUN("submit"))
-        case_steady(10000, 100000, 200, false, false, true);
+        case_steady(10000, 100000, 200, false, false, true, 0);
     if (RUN("scale_jobs")) {
         case_full("scale_jobs", 10000, 10000, 5);
         case_full("scale_jobs", 10000, 100000, 3);

@@ -427,26 +427,31 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
  * longer than it, and it could take no reservation slot nor preempt. A job that holds a
  * reservation is never skipped: its own claims may let it in, or it must give the room
  * back (only shapes with such jobs pay for the look at the job). */
-static bool entry_skippable(const struct sched *s, const struct walk *w,
-                            const struct order_entry *e)
+enum skip { SKIP_NO, SKIP_LIMIT, SKIP_NOFIT, SKIP_CLAIMED };
+
+static enum skip entry_skippable(const struct sched *s, const struct walk *w,
+                                 const struct order_entry *e)
 {
     const struct shape *sh = &s->shapes[e->shape];
     if (sh->with_res > 0 && s->jobs[e->slot].id == e->id &&
         s->jobs[e->slot].reservation != NONE32)
-        return false;
+        return SKIP_NO;
     const struct project *p = &s->projects[e->project];
     if (p->blocked_cycle == s->cycle || (sh->gpus > 0 && p->gpu_blocked_cycle == s->cycle))
-        return true;
+        return SKIP_LIMIT;
     bool claimed = sh->claimed_cycle == s->cycle &&
                    (e->dur_min == 65535 ? NEVER : (int64_t)e->dur_min * 60000) >= sh->claimed_dur;
     if (sh->nofit_cycle != s->cycle && !claimed)
-        return false;
+        return SKIP_NO;
     if (reservation_slots_open(s, w))
-        return false;
+        return SKIP_NO;
+    enum skip why = sh->nofit_cycle == s->cycle ? SKIP_NOFIT : SKIP_CLAIMED;
     if (!preemption_possible(s))
-        return true;
+        return why;
     return sh->preempt_fail_cycle[e->rank] == s->cycle &&
-           !project_can_reclaim(s, e->project, sh->gpus * sh->nodes);
+                   !project_can_reclaim(s, e->project, sh->gpus * sh->nodes)
+               ? why
+               : SKIP_NO;
 }
 
 /* A starving job keeps every right of its tier (it may preempt) and gets a sticky
@@ -492,6 +497,7 @@ static void walk_starving(struct sched *s, struct walk *w)
             j->reason_cycle == (uint32_t)s->cycle)
             continue;
         serve_starving(s, w, j);
+        w->st->starving_served++;
         if (j->state == SCHED_PENDING)
             s->starving[keep++] = slot;
     }
@@ -512,10 +518,18 @@ static void walk_queue(struct sched *s, struct walk *w)
     for (size_t i = 0; i < s->nshapes; i++)
         if (s->shapes[i].pending > 0 && s->shapes[i].nofit_cycle != s->cycle)
             w->open_shapes++;
-    for (size_t i = 0; i < s->norder && !w->stop; i++) {
+    size_t i;
+    for (i = 0; i < s->norder && !w->stop; i++) {
         struct order_entry *e = &s->order[i];
-        if (e->slot == NONE32 || entry_skippable(s, w, e))
+        if (e->slot == NONE32)
             continue;
+        enum skip why = entry_skippable(s, w, e);
+        if (why != SKIP_NO) {
+            w->st->skipped_limit += why == SKIP_LIMIT;
+            w->st->skipped_nofit += why == SKIP_NOFIT;
+            w->st->skipped_claimed += why == SKIP_CLAIMED;
+            continue;
+        }
         struct job *j = &s->jobs[e->slot];
         if (j->id != e->id || j->state != SCHED_PENDING) {
             e->slot = NONE32; /* left the queue without telling us: drop it */
@@ -527,9 +541,13 @@ static void walk_queue(struct sched *s, struct walk *w)
         consider(s, w, j, e);
         if (w->open_shapes <= 0 && !preemption_possible(s) &&
             !reservation_slots_open(s, w) &&
-            !reservations_unwalked(s))
+            !reservations_unwalked(s)) {
+            i++;
             break; /* nothing left in the queue can start or reserve this cycle */
+        }
     }
+    for (; i < s->norder; i++)
+        w->st->not_reached += s->order[i].slot != NONE32;
 }
 
 static const struct sched_decision *decisions_return(struct sched *s, size_t *ndec)

@@ -420,6 +420,12 @@ int sched_job_requeue(struct sched *s, uint64_t id, int64_t now, struct sched_er
 struct sched_cycle_stats {
     int started, preempted, reservations, considered, pending, running;
     bool full;                /* shares, order and reservations were recomputed */
+    /* pending jobs the queue walk did not look at, by the proof that let it skip them:
+       their project (or its GPU limit) held back, their shape found no capacity, their shape
+       held off by claims for a job no longer; and those left after the walk stopped
+       because nothing further could start, reserve or preempt (docs/scheduling.md) */
+    int skipped_limit, skipped_nofit, skipped_claimed, not_reached;
+    int starving_served;      /* starving jobs served before the walk */
 };
 
 /* Run one scheduling cycle at `now`: fire due time-based rules (time limits, kill after
