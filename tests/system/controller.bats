@@ -725,6 +725,17 @@ fault_on() {
 fault_off() {
     sqlite3 -cmd ".timeout 5000" "$STATE_DIR/docket.db" "DROP TRIGGER fault_$1"
 }
+# wait_job_state ID STATE: until the API shows the job in STATE (a cycle ran; 5 s at most)
+wait_job_state() {
+    local i
+    for i in $(seq 1 100); do
+        api_get "/v1/jobs/$1"
+        [[ $(jq -r .job.state <<<"$body") == "$2" ]] && return 0
+        sleep 0.05
+    done
+    echo "job $1 is $(jq -r .job.state <<<"$body"), not $2" >&2
+    return 1
+}
 # no_log EVENT: docketd logged no such event (`! grep` would not fail a bats test)
 no_log() {
     if grep "event=$1" "$TEST_DIR/docketd.log"; then
@@ -773,7 +784,7 @@ store_jobs() {
     # that were refused (a decision the core still held) lands on the new job 1
     id=$(submit '{"command": ["sleep", "100"], "gpus": 1}')
     [ "$id" = 1 ]
-    sleep 0.3
+    wait_job_state 1 STARTING
     [ "$(core_jobs)" -eq 1 ]
     [ "$(store_jobs)" -eq 1 ]
     api_get /v1/jobs/1
@@ -852,7 +863,7 @@ store_jobs() {
     api_post /v1/agent/register "$reg" -
     assert_status 200
     id=$(submit '{"command": ["sleep", "100"], "gpus": 8, "gpu_type": "A100-80GB"}')
-    sleep 0.1
+    wait_job_state "$id" STARTING
     api_get "/v1/jobs/$id"
     assert_json .job.state STARTING
     [ "$(db "SELECT count(*) FROM nodes WHERE name = 'gpu09'")" -eq 1 ]
@@ -861,7 +872,7 @@ store_jobs() {
 @test "fault: a failed write on job end answers 500 to the agent; it resends and the job ends once" {
     one_node
     id=$(submit '{"command": ["sleep", "100"], "gpus": 8}')
-    sleep 0.1
+    wait_job_state "$id" STARTING
     heartbeat gpu01 "$CRED" 0
     seq=$(jq -r '.commands[0].seq' <<<"$body")
     heartbeat gpu01 "$CRED" "$seq" "[{\"id\": $id, \"state\": \"running\", \"pid\": 10}]"
@@ -891,7 +902,7 @@ store_jobs() {
     fault_off exit
     api_post /v1/agent/events "$evs" "$CRED"
     assert_status 200
-    sleep 0.1
+    wait_job_state "$id" COMPLETED
     api_get "/v1/jobs/$id"
     assert_json .job.state COMPLETED
     [ "$(db "SELECT state FROM jobs WHERE id = $id")" = COMPLETED ]
@@ -946,7 +957,7 @@ store_jobs() {
     [ "$(db "SELECT state FROM jobs WHERE id = $id")" = PENDING ]
     fault_off start
     docketd_start
-    sleep 0.2
+    wait_job_state "$id" STARTING
     api_get "/v1/jobs/$id"
     assert_json .job.state STARTING
     [ "$(db "SELECT state FROM jobs WHERE id = $id")" = STARTING ]
