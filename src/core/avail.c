@@ -87,9 +87,8 @@ static const struct node *profile(const struct sched *s, const struct node *cn)
     int np = 0;
     n->prof[np++] = cur;
     for (int r = 0, c = 0; r < n->nrel || c < k;) {
-        struct step_event e = c >= k || (r < n->nrel && n->rel[r].at <= ev[c].at)
-                                  ? release_event(n, r++)
-                                  : ev[c++];
+        struct step_event e =
+            c >= k || (r < n->nrel && n->rel[r].at <= ev[c].at) ? release_event(n, r++) : ev[c++];
         cur.at = e.at;
         cur.gpus += e.gpus;
         cur.cpus += e.cpus;

@@ -36,8 +36,8 @@ static int check_job_slab(const struct sched *s, struct sched_error *err)
         FAIL("%zu live jobs, njobs %zu, index %zu", live, s->njobs, s->job_index.len);
     for (int st = 0; st < SCHED_JOB_STATE_COUNT; st++)
         if (by_state[st] != s->by_state[st])
-            FAIL("%zu jobs are %s, the counter says %zu", by_state[st],
-                 sched_job_state_name(st), s->by_state[st]);
+            FAIL("%zu jobs are %s, the counter says %zu", by_state[st], sched_job_state_name(st),
+                 s->by_state[st]);
     return 0;
 }
 
@@ -144,7 +144,8 @@ static int check_nodes(const struct sched *s, struct sched_error *err)
                          ns->njobs);
         if (rc == 0 && !avail_profile_fresh(s, n))
             rc = err_set(err, -EFAULT, "", "node %s: the availability profile is stale", n->name);
-        if (rc == 0 && (ns->stopping_gpus != n->stopping_gpus || ns->stopping_cpus != n->stopping_cpus))
+        if (rc == 0 &&
+            (ns->stopping_gpus != n->stopping_gpus || ns->stopping_cpus != n->stopping_cpus))
             rc = err_set(err, -EFAULT, "", "node %s: the stopping sums are stale", n->name);
         for (int r = 0; r < SCHED_MAX_TIERS && rc == 0; r++)
             if (ns->victim_gpus[r] != n->victim_gpus[r] || ns->victim_cpus[r] != n->victim_cpus[r])
@@ -163,8 +164,7 @@ static int check_buckets(const struct sched *s, struct sched_error *err)
         for (int p = 0; p < NPOOLS; p++)
             for (int k = 0; k < NBUCKETS; k++) {
                 uint32_t prev = NONE32;
-                for (uint32_t idx = s->buckets[t][p][k]; idx != NONE32;
-                     idx = s->nodes[idx].next) {
+                for (uint32_t idx = s->buckets[t][p][k]; idx != NONE32; idx = s->nodes[idx].next) {
                     const struct node *n = &s->nodes[idx];
                     int free_gpus = n->gpus - n->gpus_used;
                     free_gpus = free_gpus < 0 ? 0 : free_gpus;
@@ -359,8 +359,8 @@ static int check_claims(const struct sched *s, struct sched_error *err)
                 continue;
             struct avail a = node_avail_at(s, n, t, NONE32);
             if (a.gpus < 0 || a.cpus < 0 || a.mem < 0)
-                FAIL("node %s is promised beyond its capacity at %lld (job %llu's claim)",
-                     n->name, (long long)t, (unsigned long long)s->res[c->res].job_id);
+                FAIL("node %s is promised beyond its capacity at %lld (job %llu's claim)", n->name,
+                     (long long)t, (unsigned long long)s->res[c->res].job_id);
         }
     }
     return 0;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define EMPTY UINT64_MAX
-#define TOMB (UINT64_MAX - 1)
+#define TOMB  (UINT64_MAX - 1)
 
 int grow(void **arr, size_t *cap, size_t need, size_t size)
 {

@@ -216,11 +216,11 @@ struct walk {
     struct sched_cycle_stats *st;
     int64_t now;
     struct sched_alloc allocs[SCHED_MAX_JOB_NODES];
-    int open_shapes;      /* shapes with pending jobs not yet known not to fit */
-    bool stop;            /* strict order without backfill: first block ends the walk */
-    bool dropped_lower;   /* stale lower reservations were dropped in this walk */
-    int res_failed;       /* reservations tried in vain: they use up backfill_depth too,
-                             or a deep queue would try one for every job */
+    int open_shapes;    /* shapes with pending jobs not yet known not to fit */
+    bool stop;          /* strict order without backfill: first block ends the walk */
+    bool dropped_lower; /* stale lower reservations were dropped in this walk */
+    int res_failed;     /* reservations tried in vain: they use up backfill_depth too,
+                           or a deep queue would try one for every job */
 };
 
 static bool preemption_possible(const struct sched *s)
@@ -294,8 +294,8 @@ static void give_back_reservation(struct sched *s, struct job *j)
 }
 
 /* The job could not start: preempt, reserve, or just say why. */
-static void job_blocked(struct sched *s, struct walk *w, struct job *j,
-                        enum place_result pr, bool shape_just_failed)
+static void job_blocked(struct sched *s, struct walk *w, struct job *j, enum place_result pr,
+                        bool shape_just_failed)
 {
     struct shape *sh = &s->shapes[j->shape];
     if (holds_preempting(s, j)) {
@@ -433,8 +433,7 @@ static enum skip entry_skippable(const struct sched *s, const struct walk *w,
                                  const struct order_entry *e)
 {
     const struct shape *sh = &s->shapes[e->shape];
-    if (sh->with_res > 0 && s->jobs[e->slot].id == e->id &&
-        s->jobs[e->slot].reservation != NONE32)
+    if (sh->with_res > 0 && s->jobs[e->slot].id == e->id && s->jobs[e->slot].reservation != NONE32)
         return SKIP_NO;
     const struct project *p = &s->projects[e->project];
     if (p->blocked_cycle == s->cycle || (sh->gpus > 0 && p->gpu_blocked_cycle == s->cycle))
@@ -539,8 +538,7 @@ static void walk_queue(struct sched *s, struct walk *w)
         if (j->flags & JF_STARVING)
             continue; /* served first */
         consider(s, w, j, e);
-        if (w->open_shapes <= 0 && !preemption_possible(s) &&
-            !reservation_slots_open(s, w) &&
+        if (w->open_shapes <= 0 && !preemption_possible(s) && !reservation_slots_open(s, w) &&
             !reservations_unwalked(s)) {
             i++;
             break; /* nothing left in the queue can start or reserve this cycle */
@@ -581,7 +579,8 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full
     zone_refresh(s);
     projects_accrue(s, now);
     fire_deadlines(s, now);
-    bool refresh = full || s->order_dirty || now - s->last_refresh >= s->policy.fairshare_refresh_ms;
+    bool refresh =
+        full || s->order_dirty || now - s->last_refresh >= s->policy.fairshare_refresh_ms;
     if (refresh) {
         order_rebuild(s, now);
     } else {

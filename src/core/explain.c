@@ -13,8 +13,8 @@
 /* The reason of a pending job the last walk did not look at: derived from the same rules
  * in the same order (admission, static fit, reservation), else Priority: a job ahead of it
  * with the same shape is already waiting for the same resources. */
-static enum sched_reason reason_derive(const struct sched *s, const struct job *j,
-                                       int64_t *value, int64_t *in_use, int64_t *req)
+static enum sched_reason reason_derive(const struct sched *s, const struct job *j, int64_t *value,
+                                       int64_t *in_use, int64_t *req)
 {
     *value = *in_use = *req = 0;
     if (j->state == SCHED_HELD)
@@ -320,8 +320,8 @@ static void explain_nodes(const struct sched *s, const struct job *j, int64_t no
             const struct sched_explain_node *o = &x->nodes[pos - 1];
             int64_t oa = o->free_at_ms < 0 ? NEVER : o->free_at_ms;
             int64_t ca = cand.free_at_ms < 0 ? NEVER : cand.free_at_ms;
-            bool better = (cand.fits_now && !o->fits_now) ||
-                          (cand.fits_now == o->fits_now && ca < oa);
+            bool better =
+                (cand.fits_now && !o->fits_now) || (cand.fits_now == o->fits_now && ca < oa);
             if (!better)
                 break;
             pos--;
@@ -377,8 +377,12 @@ static void explain_sentence(const struct sched *s, const struct job *j, struct 
     case SCHED_R_DEPENDENCY:
         snprintf(o, n, "waiting for %lld job(s) it depends on", (long long)x->limit_value);
         break;
-    case SCHED_R_HELD: snprintf(o, n, "held: release it to let it run"); break;
-    case SCHED_R_BEGIN_TIME: snprintf(o, n, "asked not to start before its begin time"); break;
+    case SCHED_R_HELD:
+        snprintf(o, n, "held: release it to let it run");
+        break;
+    case SCHED_R_BEGIN_TIME:
+        snprintf(o, n, "asked not to start before its begin time");
+        break;
     case SCHED_R_ADMISSION_PAUSED:
         snprintf(o, n, "project %s is paused: running jobs go on, nothing new starts", proj);
         break;
@@ -386,7 +390,9 @@ static void explain_sentence(const struct sched *s, const struct job *j, struct 
         snprintf(o, n, "no usable node has %d free-able %s GPUs", j->gpus,
                  j->gpu_type > 0 ? s->gpu_types[j->gpu_type] : "");
         break;
-    case SCHED_R_NODE_SELECTOR: snprintf(o, n, "no usable node matches its selectors"); break;
+    case SCHED_R_NODE_SELECTOR:
+        snprintf(o, n, "no usable node matches its selectors");
+        break;
     case SCHED_R_RESERVED_ZONE:
         snprintf(o, n, "only reserved-pool nodes could take it and tier %s may not use them",
                  x->eff_tier);
@@ -399,12 +405,14 @@ static void explain_sentence(const struct sched *s, const struct job *j, struct 
         break;
     case SCHED_R_RESOURCES:
         if (x->nodes_matching == 0)
-            snprintf(o, n, "waiting for %d GPU(s) on %d node(s): no node that could hold it "
-                           "is up now (drained, down or unreachable)",
+            snprintf(o, n,
+                     "waiting for %d GPU(s) on %d node(s): no node that could hold it "
+                     "is up now (drained, down or unreachable)",
                      total, j->nodes);
         else
-            snprintf(o, n, "waiting for %d GPU(s) on %d node(s): %d node(s) could hold it, "
-                           "none has room now%s",
+            snprintf(o, n,
+                     "waiting for %d GPU(s) on %d node(s): %d node(s) could hold it, "
+                     "none has room now%s",
                      total, j->nodes, x->nodes_matching,
                      x->has_reservation ? "; resources are reserved for it" : "");
         break;
@@ -412,12 +420,13 @@ static void explain_sentence(const struct sched *s, const struct job *j, struct 
         snprintf(o, n, "%ld job(s) ahead of it in the queue wait for the same resources",
                  x->position - 1);
         break;
-    default: o[0] = 0; break;
+    default:
+        o[0] = 0;
+        break;
     }
 }
 
-static void explain_limit_name(const struct sched *s, const struct job *j,
-                               struct sched_explain *x)
+static void explain_limit_name(const struct sched *s, const struct job *j, struct sched_explain *x)
 {
     const struct project *p = &s->projects[j->project];
     const char *pn = p->spec.name;
@@ -451,8 +460,8 @@ static void explain_running(const struct sched *s, const struct job *j, int64_t 
         snprintf(x->not_preemptible_why, sizeof(x->not_preemptible_why),
                  "protected after %lld h of run time", (long long)(c->protect_after_ms / 3600000));
     else if (rank == 0)
-        snprintf(x->not_preemptible_why, sizeof(x->not_preemptible_why),
-                 "no tier is above %s", s->policy.tiers[0].name);
+        snprintf(x->not_preemptible_why, sizeof(x->not_preemptible_why), "no tier is above %s",
+                 s->policy.tiers[0].name);
     else if (now < x->preemptible_from_ms && !(j->flags & JF_BORROWER))
         snprintf(x->not_preemptible_why, sizeof(x->not_preemptible_why),
                  "younger than min_runtime");
@@ -493,7 +502,8 @@ int sched_explain(const struct sched *s, uint64_t id, int64_t now, struct sched_
     } else if (j->nallocs) {
         explain_running(s, j, now, x);
         if (j->state == SCHED_STOPPING)
-            snprintf(x->sentence, sizeof(x->sentence), "stopping (%s)%s; killed at the end of "
+            snprintf(x->sentence, sizeof(x->sentence),
+                     "stopping (%s)%s; killed at the end of "
                      "its grace",
                      sched_stop_cause_name(j->stop_cause),
                      j->preemptor ? " to make room for a higher job" : "");
@@ -523,8 +533,7 @@ static int cmp_rel(const void *a, const void *b)
 
 /* Who gets node `n` after time `at`: a reservation starting there, else the first
  * pending job in queue order that would fit the node once it is released. */
-static void forecast_next(const struct sched *s, uint32_t node, int64_t at,
-                          struct sched_release *r)
+static void forecast_next(const struct sched *s, uint32_t node, int64_t at, struct sched_release *r)
 {
     const struct node *n = &s->nodes[node];
     int64_t best = NEVER;

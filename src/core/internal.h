@@ -19,8 +19,8 @@
 #include <stdint.h>
 
 #define NONE32 UINT32_MAX
-#define NEVER INT64_MAX
-#define LN2 0.69314718055994530942
+#define NEVER  INT64_MAX
+#define LN2    0.69314718055994530942
 
 enum { POOL_NORMAL = 0, POOL_RESERVED = 1, NPOOLS = 2 };
 enum { NTYPES = SCHED_MAX_GPU_TYPES + 1 }; /* type 0 = CPU-only nodes */
@@ -51,30 +51,30 @@ struct job_dep {
 
 struct dep_ref {
     uint32_t slot;
-    uint64_t id;          /* checked: the slot may have been reused */
+    uint64_t id; /* checked: the slot may have been reused */
 };
 
 struct job {
     uint64_t id;
     uint32_t project;
-    uint32_t user;        /* interned */
+    uint32_t user; /* interned */
     uint32_t shape;
     uint32_t reason_cycle; /* cycle (low 32 bits) in which `reason` was computed */
-    uint8_t tier;         /* requested tier index, 0 = highest */
+    uint8_t tier;          /* requested tier index, 0 = highest */
     uint8_t klass;
     uint8_t state;
     uint8_t reason;
     uint8_t stop_cause;
     uint8_t flags;
-    uint8_t victim_rank;  /* the rank it is counted under in its nodes' victim_* sums */
-    int16_t gpu_type;     /* -1 any; else type index >= 1 */
+    uint8_t victim_rank; /* the rank it is counted under in its nodes' victim_* sums */
+    int16_t gpu_type;    /* -1 any; else type index >= 1 */
     int gpus, cpus, nodes;
     int64_t mem_mb;
-    int64_t limit_ms;     /* 0 = none */
+    int64_t limit_ms; /* 0 = none */
     int64_t submit_ms, begin_ms, start_ms, kill_at_ms, ckpt_ms;
-    int64_t eligible_ms;  /* when it last became free to start (queued, released, its
-                             dependencies met, its begin time reached): starvation counts
-                             from here; NEVER while a dependency is unmet */
+    int64_t eligible_ms; /* when it last became free to start (queued, released, its
+                            dependencies met, its begin time reached): starvation counts
+                            from here; NEVER while a dependency is unmet */
     int signal;
     int64_t grace_ms;
     int retries_left;
@@ -97,41 +97,41 @@ struct job {
 };
 
 struct order_entry {
-    uint64_t key1;        /* priority: higher sorts first */
-    int64_t submit_ms;    /* then older first */
-    uint64_t id;          /* then lower id */
-    uint32_t slot;        /* NONE32 once the job left the queue (tombstone) */
+    uint64_t key1;     /* priority: higher sorts first */
+    int64_t submit_ms; /* then older first */
+    uint64_t id;       /* then lower id */
+    uint32_t slot;     /* NONE32 once the job left the queue (tombstone) */
     uint32_t shape;
     uint32_t project;
-    uint8_t rank;         /* effective tier rank, for the preemption memo */
-    uint16_t dur_min;     /* limit + grace in whole minutes (floor, saturated), for the
-                             backfill memo; 65535 also means no limit */
+    uint8_t rank;     /* effective tier rank, for the preemption memo */
+    uint16_t dur_min; /* limit + grace in whole minutes (floor, saturated), for the
+                         backfill memo; 65535 also means no limit */
 };
 
 struct sel_pair {
-    uint32_t key, value;  /* interned */
+    uint32_t key, value; /* interned */
     bool negate;
 };
 
 struct shape {
-    int16_t gpu_type;     /* -1 any */
+    int16_t gpu_type; /* -1 any */
     uint8_t pool_rule;
     int gpus, cpus, nodes;
     int64_t mem_mb;
     uint32_t selset;      /* index into s->selsets; 0 = none */
     uint32_t pending;     /* live pending jobs with this shape */
-    uint64_t nofit_cycle;         /* no capacity for it in this cycle */
+    uint64_t nofit_cycle; /* no capacity for it in this cycle */
     uint64_t preempt_fail_cycle[SCHED_MAX_TIERS];
-    uint64_t static_cycle;        /* node_epoch for which static_reason holds */
-    uint64_t res_fail_cycle;      /* in this cycle no reservation could be made for a job of
-                                     this shape that would run ... */
-    int64_t res_fail_dur;         /* ... this long: longer ones cannot have one either */
-    uint64_t claimed_cycle;       /* in this cycle, claims held off a job of this shape ... */
-    int64_t claimed_dur;          /* ... that would run this long: longer ones are too */
-    uint8_t static_reason;        /* SCHED_R_NONE, GPU_TYPE, NODE_SELECTOR, RESERVED_ZONE */
-    uint32_t with_res;            /* pending jobs of this shape holding a reservation: the
-                                     "claimed" memo cannot skip them (their own claims may
-                                     let them in) */
+    uint64_t static_cycle;   /* node_epoch for which static_reason holds */
+    uint64_t res_fail_cycle; /* in this cycle no reservation could be made for a job of
+                                this shape that would run ... */
+    int64_t res_fail_dur;    /* ... this long: longer ones cannot have one either */
+    uint64_t claimed_cycle;  /* in this cycle, claims held off a job of this shape ... */
+    int64_t claimed_dur;     /* ... that would run this long: longer ones are too */
+    uint8_t static_reason;   /* SCHED_R_NONE, GPU_TYPE, NODE_SELECTOR, RESERVED_ZONE */
+    uint32_t with_res;       /* pending jobs of this shape holding a reservation: the
+                                "claimed" memo cannot skip them (their own claims may
+                                let them in) */
 };
 
 struct selset {
@@ -140,7 +140,7 @@ struct selset {
 };
 
 struct claim {
-    uint32_t res;         /* reservation index */
+    uint32_t res; /* reservation index */
     int64_t start, end;
     int gpus, cpus;
     int64_t mem_mb;
@@ -162,7 +162,7 @@ struct profile_step {
 
 struct node {
     char name[SCHED_NAME_MAX];
-    int16_t gpu_type;     /* 0 = none */
+    int16_t gpu_type; /* 0 = none */
     int gpus, cpus;
     int64_t mem_mb, gpu_mem_mb;
     int gpus_used, cpus_used;
@@ -173,11 +173,11 @@ struct node {
     bool in_bucket;
     uint8_t bucket_pool;
     int16_t bucket_free;
-    uint32_t prev, next;  /* bucket list links */
+    uint32_t prev, next; /* bucket list links */
     struct sched_label *labels;
     struct sel_pair *label_ids; /* interned copies, negate unused */
     int nlabels;
-    struct u32vec jobs;   /* slots of jobs holding resources here */
+    struct u32vec jobs; /* slots of jobs holding resources here */
     struct claim *claims;
     int nclaims, claims_cap;
     /* releases of its jobs in time order, rebuilt lazily when a job starts, ends or is
@@ -200,14 +200,14 @@ struct node {
 
 struct project {
     struct sched_project_spec spec;
-    uint8_t tier;         /* index */
+    uint8_t tier; /* index */
     int boost;
     int64_t boost_until;
     int gpus_in_use, running, queued;
-    double rate;          /* billing units per second of its running jobs */
-    double usage;         /* decayed billing-unit-seconds */
+    double rate;  /* billing units per second of its running jobs */
+    double usage; /* decayed billing-unit-seconds */
     int64_t usage_at;
-    double share;         /* frozen at the last refresh, used by the order */
+    double share;               /* frozen at the last refresh, used by the order */
     uint64_t blocked_cycle;     /* every job of it is held back in this cycle */
     uint64_t gpu_blocked_cycle; /* its jobs that ask for GPUs are (at its gpu_limit) */
 };
@@ -220,8 +220,8 @@ struct reservation {
     uint32_t slot;
     uint64_t job_id;
     int64_t start, end;
-    bool preempting;      /* victims signalled: sticky, nobody else may take it */
-    bool starving;        /* starvation guard: sticky too */
+    bool preempting; /* victims signalled: sticky, nobody else may take it */
+    bool starving;   /* starvation guard: sticky too */
     uint32_t *nodes;
     int nnodes;
     uint64_t *victims;
@@ -233,7 +233,7 @@ enum deadline_kind { DL_LIMIT, DL_KILL, DL_BEGIN, DL_ELIGIBLE, DL_PROTECT, DL_BO
 
 struct deadline {
     int64_t at;
-    uint64_t id;          /* job id or project index */
+    uint64_t id; /* job id or project index */
     uint8_t kind;
 };
 
@@ -248,7 +248,7 @@ struct sched {
     /* interned strings: users, label keys and values, GPU type names */
     struct strtab strings;
     char gpu_types[NTYPES][SCHED_NAME_MAX];
-    int ntypes;           /* includes type 0 (none) */
+    int ntypes; /* includes type 0 (none) */
 
     struct project *projects;
     size_t nprojects, projects_cap;
@@ -258,18 +258,18 @@ struct sched {
 
     struct node *nodes;
     size_t nnodes, nodes_cap;
-    uint64_t node_epoch;  /* bumped when nodes, their states or labels change */
+    uint64_t node_epoch; /* bumped when nodes, their states or labels change */
     /* node profiles: nodes alike in type, capacity, labels and pool, with their counts,
        so "could it ever fit?" at submit looks at a handful of profiles, not every node */
     uint32_t *profile_node;
     int *profile_count;
     size_t nprofiles, profiles_cap;
     bool profiles_dirty;
-    bool zone_dirty;      /* the reserved zone must be recomputed before it is used */
+    bool zone_dirty;          /* the reserved zone must be recomputed before it is used */
     struct u64map node_index; /* interned name id -> node index */
     uint32_t buckets[NTYPES][NPOOLS][NBUCKETS];
 
-    struct job *jobs;     /* slab */
+    struct job *jobs; /* slab */
     size_t jobs_cap;
     struct u32vec free_slots;
     struct u64map job_index; /* id -> slot */
@@ -286,12 +286,12 @@ struct sched {
     size_t norder, order_cap, order_stale;
     struct order_entry *order_new;
     size_t nnew, new_cap;
-    bool order_dirty;     /* keys must be recomputed and the queue re-sorted */
+    bool order_dirty; /* keys must be recomputed and the queue re-sorted */
     int64_t last_refresh;
 
     struct reservation *res;
     size_t nres, res_cap;
-    int res_active;       /* live non-sticky reservations */
+    int res_active; /* live non-sticky reservations */
     int64_t res_refreshed;
 
     struct deadline *heap;
@@ -312,8 +312,8 @@ struct sched {
     size_t ndec_allocs, dec_allocs_cap;
     bool dec_returned;
 
-    uint64_t cycle;       /* cycle counter, starts at 1 */
-    int64_t now;          /* time of the current call */
+    uint64_t cycle; /* cycle counter, starts at 1 */
+    int64_t now;    /* time of the current call */
     int preempt_budget;
     bool preempt_backlog; /* the last cycle preempted and ran out of budget: go on soon */
 };
@@ -390,7 +390,7 @@ int shape_static_reason(struct sched *s, struct shape *sh);
 const struct node *node_releases(const struct sched *s, const struct node *n);
 
 /* ---- avail.c: each node's free capacity over time */
-void node_profile_touch(struct node *n);          /* its jobs or claims changed */
+void node_profile_touch(struct node *n);                  /* its jobs or claims changed */
 bool avail_own_claim(const struct node *n, uint32_t own); /* reservation `own` claims it */
 /* Does [from, to) hold the request, counting every claim? 1 yes, 0 no, -1 unknown. */
 int avail_window(const struct sched *s, const struct node *n, int64_t from, int64_t to, int gpus,

@@ -77,8 +77,8 @@ static bool shape_equal(const struct shape *a, const struct shape *b)
 
 static uint64_t shape_hash(const struct shape *sh, uint64_t attempt)
 {
-    int64_t f[7] = {sh->gpu_type, sh->pool_rule, sh->gpus, sh->cpus, sh->nodes, sh->mem_mb,
-                    sh->selset};
+    int64_t f[7] = {sh->gpu_type, sh->pool_rule, sh->gpus,  sh->cpus,
+                    sh->nodes,    sh->mem_mb,    sh->selset};
     uint64_t h = hash_bytes(f, sizeof(f), attempt);
     return h >= UINT64_MAX - 1 ? h - 2 : h;
 }
@@ -143,8 +143,8 @@ struct resolved {
     int64_t mem, limit;
 };
 
-static int resolve_names(const struct sched *s, const struct sched_job_spec *sp,
-                         struct resolved *r, struct sched_error *err)
+static int resolve_names(const struct sched *s, const struct sched_job_spec *sp, struct resolved *r,
+                         struct sched_error *err)
 {
     r->project = sched_project_find(s, sp->project);
     if (r->project < 0)
@@ -173,8 +173,8 @@ static int resolve_names(const struct sched *s, const struct sched_job_spec *sp,
     return 0;
 }
 
-static int check_sizes(const struct sched *s, const struct sched_job_spec *sp,
-                       struct resolved *r, struct sched_error *err)
+static int check_sizes(const struct sched *s, const struct sched_job_spec *sp, struct resolved *r,
+                       struct sched_error *err)
 {
     r->gpus = sp->gpus_per_node;
     r->cpus = sp->cpus_per_node ? sp->cpus_per_node : 1;
@@ -195,8 +195,8 @@ static int check_sizes(const struct sched *s, const struct sched_job_spec *sp,
     if (sp->time_limit_ms < 0 || sp->time_limit_ms > 366LL * 24 * 3600 * 1000)
         return err_set(err, -EINVAL, "time_limit", "time limit out of range");
     if (c->max_limit_ms > 0 && r->limit > c->max_limit_ms)
-        return err_set(err, -EINVAL, "time_limit", "class '%s' allows at most %lld s",
-                       c->name, (long long)(c->max_limit_ms / 1000));
+        return err_set(err, -EINVAL, "time_limit", "class '%s' allows at most %lld s", c->name,
+                       (long long)(c->max_limit_ms / 1000));
     if (sp->signal < 0 || sp->signal > 64)
         return err_set(err, -EINVAL, "signal", "signal %d out of range", sp->signal);
     if (sp->grace_ms < -1 || sp->grace_ms > 24LL * 3600 * 1000)
@@ -351,8 +351,8 @@ static int array_register(struct sched *s, const struct sched_job_spec *sp)
         return 0;
     }
     /* reuse a free entry is not worth it: arrays are few */
-    if (grow((void **)&s->array_counts, &s->arrays_cap, s->narrays + 1,
-             sizeof(*s->array_counts)) < 0 ||
+    if (grow((void **)&s->array_counts, &s->arrays_cap, s->narrays + 1, sizeof(*s->array_counts)) <
+            0 ||
         u64map_put(&s->arrays, sp->array_id, s->narrays) < 0)
         return -ENOMEM;
     s->array_counts[s->narrays].limit = sp->array_limit;
@@ -419,9 +419,9 @@ static struct job *job_create(struct sched *s, const struct sched_job_spec *sp,
     j->preempt_count = sp->preempt_count;
     j->array_id = sp->array_id;
     j->reservation = NONE32;
-    j->flags = (uint8_t)((sp->has_checkpoint_signal ? JF_CKPT_SIGNAL : 0) |
-                         (sp->idempotent ? JF_IDEMPOTENT : 0) |
-                         (sp->no_requeue ? JF_NO_REQUEUE : 0));
+    j->flags =
+        (uint8_t)((sp->has_checkpoint_signal ? JF_CKPT_SIGNAL : 0) |
+                  (sp->idempotent ? JF_IDEMPOTENT : 0) | (sp->no_requeue ? JF_NO_REQUEUE : 0));
     s->njobs++;
     s->by_state[SCHED_PENDING]++; /* state 0; callers move it on with job_set_state */
     return j;
@@ -509,7 +509,8 @@ int sched_job_withdraw(struct sched *s, uint64_t id, struct sched_error *err)
     if (!j)
         return err_set(err, -ENOENT, "job", "job %llu is not live", (unsigned long long)id);
     if (j->state != SCHED_PENDING && j->state != SCHED_HELD)
-        return err_set(err, -EINVAL, "state", "only pending or held jobs can be withdrawn; job %llu is %s",
+        return err_set(err, -EINVAL, "state",
+                       "only pending or held jobs can be withdrawn; job %llu is %s",
                        (unsigned long long)id, sched_job_state_name(j->state));
     leave_queue(s, j);
     s->projects[j->project].queued--;
@@ -639,8 +640,8 @@ static void end_failed(struct sched *s, struct job *j, const char *what, int64_t
     }
 }
 
-int sched_job_ended(struct sched *s, uint64_t id, enum sched_exit_kind how, int code,
-                    int64_t now, struct sched_error *err)
+int sched_job_ended(struct sched *s, uint64_t id, enum sched_exit_kind how, int code, int64_t now,
+                    struct sched_error *err)
 {
     struct job *j = live_job(s, id, err);
     if (!j)
@@ -651,11 +652,21 @@ int sched_job_ended(struct sched *s, uint64_t id, enum sched_exit_kind how, int 
     s->now = now;
     char what[64];
     switch (how) {
-    case SCHED_EXIT_CODE: snprintf(what, sizeof(what), "exit code %d", code); break;
-    case SCHED_EXIT_SIGNAL: snprintf(what, sizeof(what), "killed by signal %d", code); break;
-    case SCHED_EXIT_OOM: snprintf(what, sizeof(what), "out of memory"); break;
-    case SCHED_EXIT_LAUNCH_FAILED: snprintf(what, sizeof(what), "launch failed"); break;
-    default: snprintf(what, sizeof(what), "lost by its node"); break;
+    case SCHED_EXIT_CODE:
+        snprintf(what, sizeof(what), "exit code %d", code);
+        break;
+    case SCHED_EXIT_SIGNAL:
+        snprintf(what, sizeof(what), "killed by signal %d", code);
+        break;
+    case SCHED_EXIT_OOM:
+        snprintf(what, sizeof(what), "out of memory");
+        break;
+    case SCHED_EXIT_LAUNCH_FAILED:
+        snprintf(what, sizeof(what), "launch failed");
+        break;
+    default:
+        snprintf(what, sizeof(what), "lost by its node");
+        break;
     }
     int64_t lost = now - (j->ckpt_ms > j->start_ms ? j->ckpt_ms : j->start_ms);
     switch ((enum sched_stop_cause)j->stop_cause) {
@@ -670,16 +681,23 @@ int sched_job_ended(struct sched *s, uint64_t id, enum sched_exit_kind how, int 
             job_finish(s, j, SCHED_PREEMPTED, what);
         }
         return 0;
-    case SCHED_STOP_CANCEL: job_finish(s, j, SCHED_CANCELLED, what); return 0;
-    case SCHED_STOP_REQUEUE: requeue(s, j, SCHED_STOP_REQUEUE, 0, lost, "requeued"); return 0;
-    case SCHED_STOP_TIMEOUT: job_finish(s, j, SCHED_TIMEOUT, "time limit reached"); return 0;
+    case SCHED_STOP_CANCEL:
+        job_finish(s, j, SCHED_CANCELLED, what);
+        return 0;
+    case SCHED_STOP_REQUEUE:
+        requeue(s, j, SCHED_STOP_REQUEUE, 0, lost, "requeued");
+        return 0;
+    case SCHED_STOP_TIMEOUT:
+        job_finish(s, j, SCHED_TIMEOUT, "time limit reached");
+        return 0;
     case SCHED_STOP_NODE_FAIL:
         if (requeueable(s, j))
             requeue(s, j, SCHED_STOP_NODE_FAIL, 0, lost, "node failure; requeued");
         else
             job_finish(s, j, SCHED_NODE_FAIL, "node failure");
         return 0;
-    default: break;
+    default:
+        break;
     }
     if (how == SCHED_EXIT_LOST) {
         if (requeueable(s, j))

@@ -275,8 +275,7 @@ static int policy_in_use_check(const struct sched *s, const struct sched_policy 
     return 0;
 }
 
-int sched_policy_check(const struct sched *s, const struct sched_policy *p,
-                       struct sched_error *err)
+int sched_policy_check(const struct sched *s, const struct sched_policy *p, struct sched_error *err)
 {
     int rc = policy_validate(p, err);
     return rc ? rc : policy_in_use_check(s, p, err);
@@ -289,7 +288,8 @@ int sched_set_policy(struct sched *s, const struct sched_policy *p, struct sched
         return rc;
     /* remap tier and class indices by name */
     for (size_t i = 0; i < s->nprojects; i++)
-        s->projects[i].tier = (uint8_t)policy_tier_find(p, s->policy.tiers[s->projects[i].tier].name);
+        s->projects[i].tier =
+            (uint8_t)policy_tier_find(p, s->policy.tiers[s->projects[i].tier].name);
     for (size_t i = 0; i < s->jobs_cap; i++) {
         struct job *j = &s->jobs[i];
         if (!j->id)
@@ -334,10 +334,14 @@ static int project_spec_check(const struct sched *s, const struct sched_project_
         return err_set(err, -EINVAL, "tier", "unknown tier '%s'", p->tier);
     if (!(p->guarantee_gpus >= 0) || p->guarantee_gpus > 1e7)
         return err_set(err, -EINVAL, "guarantee_gpus", "guarantee must be within 0..1e7");
-    const struct { const char *f; int v; } lim[] = {
-        {"gpu_limit", p->gpu_limit},         {"max_running", p->max_running},
-        {"max_queued", p->max_queued},       {"user_max_running", p->user_max_running},
-        {"user_gpu_limit", p->user_gpu_limit}};
+    const struct {
+        const char *f;
+        int v;
+    } lim[] = {{"gpu_limit", p->gpu_limit},
+               {"max_running", p->max_running},
+               {"max_queued", p->max_queued},
+               {"user_max_running", p->user_max_running},
+               {"user_gpu_limit", p->user_gpu_limit}};
     for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
         if (lim[i].v < -1)
             return err_set(err, -EINVAL, lim[i].f, "%s must be -1 (none) or >= 0", lim[i].f);
@@ -353,8 +357,8 @@ int sched_project_upsert(struct sched *s, const struct sched_project_spec *p,
     int idx = sched_project_find(s, p->name);
     struct project *pr;
     if (idx < 0) {
-        if (grow((void **)&s->projects, &s->projects_cap, s->nprojects + 1,
-                 sizeof(*s->projects)) < 0)
+        if (grow((void **)&s->projects, &s->projects_cap, s->nprojects + 1, sizeof(*s->projects)) <
+            0)
             return err_set(err, -ENOMEM, "", "out of memory");
         pr = &s->projects[s->nprojects++];
         memset(pr, 0, sizeof(*pr));
@@ -513,8 +517,8 @@ void reserved_zone_recompute(struct sched *s)
     uint32_t vid = strtab_find(&s->strings, s->policy.reserved_label_value);
     for (size_t i = 0; i < s->nnodes; i++) {
         struct node *n = &s->nodes[i];
-        bool want = kid && vid && node_has_label_ids(n, kid, vid) &&
-                    used + n->gpus <= budget + 1e-9;
+        bool want =
+            kid && vid && node_has_label_ids(n, kid, vid) && used + n->gpus <= budget + 1e-9;
         if (want)
             used += n->gpus;
         if (want != n->reserved) {
@@ -723,8 +727,8 @@ static void node_fail_jobs(struct sched *s, struct node *n, int64_t now)
     free(slots);
 }
 
-int sched_node_set_state(struct sched *s, const char *node, enum sched_node_state st,
-                         int64_t now, struct sched_error *err)
+int sched_node_set_state(struct sched *s, const char *node, enum sched_node_state st, int64_t now,
+                         struct sched_error *err)
 {
     int idx = sched_node_find(s, node);
     if (idx < 0)
@@ -799,7 +803,7 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
     else
         memcpy(j->allocs, allocs, nallocs * sizeof(*allocs));
     j->nallocs = nallocs;
-    j->flags &= (uint8_t)~(JF_BORROWER | JF_KILL_SENT | JF_VICTIM_ELIGIBLE);
+    j->flags &= (uint8_t) ~(JF_BORROWER | JF_KILL_SENT | JF_VICTIM_ELIGIBLE);
     for (int i = 0; i < nallocs; i++)
         node_take(s, j, &allocs[i]);
     if (j->state == SCHED_STOPPING)
@@ -828,8 +832,7 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
 /* The job's expected end changed (it is being stopped): its nodes' releases move. */
 void job_nodes_touch(struct sched *s, const struct job *j)
 {
-    for (int i = 0; i < j->nallocs; i++)
-        {
+    for (int i = 0; i < j->nallocs; i++) {
         s->nodes[j->allocs[i].node].rel_dirty = true;
         node_profile_touch(&s->nodes[j->allocs[i].node]);
     }

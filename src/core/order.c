@@ -147,8 +147,8 @@ void order_merge_new(struct sched *s)
             i++;
             continue;
         }
-        bool take_old = k >= s->nnew ||
-                        (i < s->norder && cmp_entries(&s->order[i], &s->order_new[k]) < 0);
+        bool take_old =
+            k >= s->nnew || (i < s->norder && cmp_entries(&s->order[i], &s->order_new[k]) < 0);
         out[n++] = take_old ? s->order[i++] : s->order_new[k++];
     }
     free(s->order);

@@ -166,9 +166,8 @@ static bool scan_bucket(struct place_ctx *c, uint32_t head)
             continue;
         c->capacity++;
         bool lower = true;
-        if (n->nclaims &&
-            !claims_allow(s, n, c->j->reservation, c->now, c->end, sh->gpus, sh->cpus,
-                          sh->mem_mb, c->j, &lower)) {
+        if (n->nclaims && !claims_allow(s, n, c->j->reservation, c->now, c->end, sh->gpus, sh->cpus,
+                                        sh->mem_mb, c->j, &lower)) {
             c->any_claimed = true;
             c->lower_only &= lower;
             continue;
@@ -214,9 +213,9 @@ struct shape shape_typed(const struct shape *sh, int type)
     return t;
 }
 
-static enum place_result place_shape(struct sched *s, const struct job *j,
-                                     const struct shape *sh, int64_t now,
-                                     struct sched_alloc *allocs, bool *claimed_by_lower);
+static enum place_result place_shape(struct sched *s, const struct job *j, const struct shape *sh,
+                                     int64_t now, struct sched_alloc *allocs,
+                                     bool *claimed_by_lower);
 
 /* A gang asking for no type still runs on one type: its nodes must be alike (and it is
  * billed by that type). Each type is tried in turn. */
@@ -244,19 +243,27 @@ enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
     return best;
 }
 
-static enum place_result place_shape(struct sched *s, const struct job *j,
-                                     const struct shape *sh, int64_t now,
-                                     struct sched_alloc *allocs, bool *claimed_by_lower)
+static enum place_result place_shape(struct sched *s, const struct job *j, const struct shape *sh,
+                                     int64_t now, struct sched_alloc *allocs,
+                                     bool *claimed_by_lower)
 {
-    struct place_ctx c = {.s = s, .j = j, .sh = sh, .now = now, .allocs = allocs,
-                          .lower_only = true};
+    struct place_ctx c = {
+        .s = s, .j = j, .sh = sh, .now = now, .allocs = allocs, .lower_only = true};
     int64_t dur = j->limit_ms > 0 ? j->limit_ms + j->grace_ms : 0;
     c.end = dur ? now + dur : NEVER;
     int pools[2], npools = 0;
     switch ((enum pool_rule)sh->pool_rule) {
-    case POOL_RULE_RESERVED_FIRST: pools[npools++] = POOL_RESERVED; pools[npools++] = POOL_NORMAL; break;
-    case POOL_RULE_BORROW: pools[npools++] = POOL_NORMAL; pools[npools++] = POOL_RESERVED; break;
-    default: pools[npools++] = POOL_NORMAL; break;
+    case POOL_RULE_RESERVED_FIRST:
+        pools[npools++] = POOL_RESERVED;
+        pools[npools++] = POOL_NORMAL;
+        break;
+    case POOL_RULE_BORROW:
+        pools[npools++] = POOL_NORMAL;
+        pools[npools++] = POOL_RESERVED;
+        break;
+    default:
+        pools[npools++] = POOL_NORMAL;
+        break;
     }
     for (int p = 0; p < npools; p++)
         if (scan_pool(&c, pools[p]))
@@ -290,8 +297,7 @@ void shape_candidates_each(struct sched *s, const struct shape *sh,
             if (pool == POOL_RESERVED && sh->pool_rule == POOL_RULE_NORMAL_ONLY)
                 continue;
             for (int k = 0; k < NBUCKETS; k++)
-                for (uint32_t idx = s->buckets[t][pool][k]; idx != NONE32;
-                     idx = s->nodes[idx].next)
+                for (uint32_t idx = s->buckets[t][pool][k]; idx != NONE32; idx = s->nodes[idx].next)
                     if (node_static_fit(s, &s->nodes[idx], sh, true))
                         fn(s, idx, ctx);
         }

@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SEC 1000LL
-#define MIN (60 * SEC)
+#define SEC  1000LL
+#define MIN  (60 * SEC)
 #define HOUR (60 * MIN)
-#define DAY (24 * HOUR)
+#define DAY  (24 * HOUR)
 /* Every duration of a policy stays below ten years, so that sums of a time and a few
  * durations never overflow int64 milliseconds. */
 #define MAX_DURATION (3650 * DAY)
@@ -171,8 +171,8 @@ static int validate_classes(const struct sched_policy *p, struct sched_error *er
         if (policy_class_find(p, c->name) != i)
             return err_set(err, -EINVAL, "classes", "class '%s' appears twice", c->name);
         if (!duration_ok(c->default_limit_ms) || !duration_ok(c->max_limit_ms) ||
-            !duration_ok(c->protect_after_ms) || c->max_grace_ms < 0 ||
-            c->max_grace_ms > DAY || c->max_retries < 0 || c->max_retries > 100)
+            !duration_ok(c->protect_after_ms) || c->max_grace_ms < 0 || c->max_grace_ms > DAY ||
+            c->max_retries < 0 || c->max_retries > 100)
             return err_set(err, -EINVAL, "classes", "class '%s' has a negative or absurd value",
                            c->name);
     }
@@ -192,17 +192,21 @@ int policy_validate(const struct sched_policy *p, struct sched_error *err)
     if (p->ordering < SCHED_ORDER_TIERED || p->ordering > SCHED_ORDER_MULTIFACTOR)
         return err_set(err, -EINVAL, "ordering", "unknown ordering %d", (int)p->ordering);
     if (p->fairshare_half_life_ms <= 0 || !duration_ok(p->fairshare_half_life_ms))
-        return err_set(err, -EINVAL, "fairshare_half_life", "half-life must be within 1 ms..3650 days");
+        return err_set(err, -EINVAL, "fairshare_half_life",
+                       "half-life must be within 1 ms..3650 days");
     if (p->fairshare_refresh_ms <= 0 || !duration_ok(p->fairshare_refresh_ms))
-        return err_set(err, -EINVAL, "fairshare_refresh", "refresh period must be within 1 ms..3650 days");
-    const struct { const char *field; int64_t v; } durations[] = {
-        {"mf_age_max", p->mf_age_max_ms},
-        {"min_runtime", p->min_runtime_ms},
-        {"default_grace", p->default_grace_ms},
-        {"cancel_grace", p->cancel_grace_ms},
-        {"reservation_refresh", p->reservation_refresh_ms},
-        {"service_restart_delay", p->service_restart_delay_ms},
-        {"retry_delay", p->retry_delay_ms}};
+        return err_set(err, -EINVAL, "fairshare_refresh",
+                       "refresh period must be within 1 ms..3650 days");
+    const struct {
+        const char *field;
+        int64_t v;
+    } durations[] = {{"mf_age_max", p->mf_age_max_ms},
+                     {"min_runtime", p->min_runtime_ms},
+                     {"default_grace", p->default_grace_ms},
+                     {"cancel_grace", p->cancel_grace_ms},
+                     {"reservation_refresh", p->reservation_refresh_ms},
+                     {"service_restart_delay", p->service_restart_delay_ms},
+                     {"retry_delay", p->retry_delay_ms}};
     for (size_t i = 0; i < sizeof(durations) / sizeof(durations[0]); i++)
         if (!duration_ok(durations[i].v))
             return err_set(err, -EINVAL, durations[i].field, "%s must be within 0..3650 days",
@@ -219,8 +223,7 @@ int policy_validate(const struct sched_policy *p, struct sched_error *err)
         p->cancel_grace_ms < 0)
         return err_set(err, -EINVAL, "settings", "preemption settings must not be negative");
     if (p->default_signal < 1 || p->default_signal > 64)
-        return err_set(err, -EINVAL, "default_signal", "signal %d out of range",
-                       p->default_signal);
+        return err_set(err, -EINVAL, "default_signal", "signal %d out of range", p->default_signal);
     if (p->backfill_depth < 0 || p->backfill_depth > 10000)
         return err_set(err, -EINVAL, "backfill_depth", "backfill_depth must be within 0..10000");
     if (p->preempt_max_per_cycle < 1)
@@ -238,17 +241,27 @@ int policy_validate(const struct sched_policy *p, struct sched_error *err)
 
 /* ---- names */
 
-static const char *const job_state_names[] = {
-    "PENDING", "HELD", "STARTING", "RUNNING", "STOPPING", "COMPLETED",
-    "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL"};
-static const char *const node_state_names[] = {"UP", "DRAINING", "DRAINED",
+static const char *const job_state_names[] = {"PENDING",  "HELD",      "STARTING", "RUNNING",
+                                              "STOPPING", "COMPLETED", "FAILED",   "CANCELLED",
+                                              "TIMEOUT",  "PREEMPTED", "NODE_FAIL"};
+static const char *const node_state_names[] = {"UP",   "DRAINING",    "DRAINED",
                                                "DOWN", "UNREACHABLE", "UNHEALTHY"};
-static const char *const reason_names[] = {
-    "",           "Priority",     "Resources",   "QuotaLimit",  "JobLimit",
-    "Dependency", "Held",         "ReservedZone", "GpuType",    "NodeSelector",
-    "BeginTime",  "AdmissionPaused", "Reservation", "Preempting"};
-static const char *const stop_names[] = {"", "timeout", "preempted", "cancelled", "requeue",
-                                         "node_fail"};
+static const char *const reason_names[] = {"",
+                                           "Priority",
+                                           "Resources",
+                                           "QuotaLimit",
+                                           "JobLimit",
+                                           "Dependency",
+                                           "Held",
+                                           "ReservedZone",
+                                           "GpuType",
+                                           "NodeSelector",
+                                           "BeginTime",
+                                           "AdmissionPaused",
+                                           "Reservation",
+                                           "Preempting"};
+static const char *const stop_names[] = {"",          "timeout", "preempted",
+                                         "cancelled", "requeue", "node_fail"};
 
 const char *sched_job_state_name(enum sched_job_state s)
 {

@@ -28,7 +28,8 @@ static bool victim_for_anyone(const struct sched *s, const struct job *v, int64_
     if (v->flags & JF_BORROWER)
         return true;
     int64_t age = now - v->start_ms;
-    return age >= s->policy.min_runtime_ms && (c->protect_after_ms == 0 || age < c->protect_after_ms);
+    return age >= s->policy.min_runtime_ms &&
+           (c->protect_after_ms == 0 || age < c->protect_after_ms);
 }
 
 void victim_mark(struct sched *s, struct job *v, bool eligible)
@@ -92,8 +93,8 @@ bool victim_eligible(const struct sched *s, const struct job *v, const struct jo
     int rv = job_eff_rank(s, v), rj = job_eff_rank(s, j);
     if (rv < rj)
         return false; /* never a higher tier */
-    bool reclaim = rv == rj && v->project != j->project && over_guarantee(s, v) &&
-                   under_guarantee_after(s, j);
+    bool reclaim =
+        rv == rj && v->project != j->project && over_guarantee(s, v) && under_guarantee_after(s, j);
     if (rv == rj && !reclaim)
         return false;
     /* borrowed reserved-zone room goes back to the tiers it is for at once */
@@ -109,8 +110,8 @@ struct victim {
     uint32_t slot;
     int rank, order, ckpt_last;
     int64_t lost;
-    int64_t kill_at;      /* when it is gone once signalled (now + its grace) */
-    int64_t end;          /* when the model expects it to end without preemption */
+    int64_t kill_at; /* when it is gone once signalled (now + its grace) */
+    int64_t end;     /* when the model expects it to end without preemption */
     int gpus, cpus;
     int64_t mem;
 };
@@ -135,7 +136,7 @@ struct node_plan {
     uint32_t node;
     int nvictims;
     struct victim v[PLAN_MAX];
-    int64_t start;        /* when the room is there: the last victim killed, or a release */
+    int64_t start; /* when the room is there: the last victim killed, or a release */
     /* cost: the highest tier hit (lowest rank number), then count, then work lost */
     int best_rank;
     int64_t lost;
@@ -229,7 +230,8 @@ static bool plan_node(struct sched *s, const struct job *j, const struct shape *
     /* upper bound first: everything lower tiers (and, when it may reclaim, its own tier)
        hold here, and what stopping jobs free; most nodes fail this without a job looked at */
     int rj = job_eff_rank(s, j);
-    int g = n->gpus - n->gpus_used + n->stopping_gpus, c = n->cpus - n->cpus_used + n->stopping_cpus;
+    int g = n->gpus - n->gpus_used + n->stopping_gpus,
+        c = n->cpus - n->cpus_used + n->stopping_cpus;
     for (int r = under_guarantee_after(s, j) ? rj : rj + 1; r < s->policy.ntiers; r++) {
         g += n->victim_gpus[r];
         c += n->victim_cpus[r];
@@ -279,8 +281,7 @@ static bool plan_cheaper(const struct node_plan *a, const struct node_plan *b)
     return a->start < b->start;
 }
 
-static void plans_keep_best(struct node_plan *best, int *nbest, int want,
-                            const struct node_plan *p)
+static void plans_keep_best(struct node_plan *best, int *nbest, int want, const struct node_plan *p)
 {
     if (*nbest < want) {
         best[(*nbest)++] = *p;
@@ -407,8 +408,8 @@ int preempt_for(struct sched *s, struct job *j, int64_t now)
             ps.sh = &typed;
             ps.nbest = 0;
             shape_candidates_each(s, &typed, preempt_visit, &ps);
-            if (ps.nbest == ps.want &&
-                (nchosen == 0 || plans_victims(ps.best, ps.nbest) < plans_victims(chosen, nchosen))) {
+            if (ps.nbest == ps.want && (nchosen == 0 || plans_victims(ps.best, ps.nbest) <
+                                                            plans_victims(chosen, nchosen))) {
                 memcpy(chosen, ps.best, (size_t)ps.nbest * sizeof(*chosen));
                 nchosen = ps.nbest;
                 chosen_shape = typed;

@@ -249,8 +249,8 @@ int64_t node_earliest(const struct sched *s, const struct node *n, const struct 
     while (c < nends && ends[c] < floor_t)
         c++;
     while (r < n->nrel || c < nends) {
-        int64_t t = c >= nends || (r < n->nrel && n->rel[r].at <= ends[c]) ? n->rel[r++].at
-                                                                          : ends[c++];
+        int64_t t =
+            c >= nends || (r < n->nrel && n->rel[r].at <= ends[c]) ? n->rel[r++].at : ends[c++];
         if (t > now && feasible_at(s, n, sh, t, dur, own_res))
             return t;
     }

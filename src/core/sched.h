@@ -38,13 +38,13 @@
 #define SCHED_WUR __attribute__((warn_unused_result))
 
 enum {
-    SCHED_NAME_MAX = 64,       /* names of projects, tiers, classes, nodes, types, users */
+    SCHED_NAME_MAX = 64, /* names of projects, tiers, classes, nodes, types, users */
     SCHED_MAX_TIERS = 5,
     SCHED_MIN_TIERS = 3,
     SCHED_MAX_CLASSES = 8,
     SCHED_MAX_GPU_TYPES = 32,
-    SCHED_MAX_NODE_GPUS = 64,  /* GPU indices on one node are a 64-bit mask */
-    SCHED_MAX_LABELS = 16,     /* labels on a node, selectors on a job */
+    SCHED_MAX_NODE_GPUS = 64, /* GPU indices on one node are a 64-bit mask */
+    SCHED_MAX_LABELS = 16,    /* labels on a node, selectors on a job */
     SCHED_MAX_DEPS = 16,
     SCHED_MAX_JOB_NODES = 512, /* nodes of one gang job */
 };
@@ -80,20 +80,20 @@ enum sched_node_state {
 /* Why a pending job is not running (DESIGN §3). SCHED_R_NONE for jobs not pending. */
 enum sched_reason {
     SCHED_R_NONE,
-    SCHED_R_PRIORITY,         /* higher-priority jobs wait for the same resources */
-    SCHED_R_RESOURCES,        /* not enough free resources now; reservation/forecast given */
-    SCHED_R_QUOTA_LIMIT,      /* project or user GPU limit */
-    SCHED_R_JOB_LIMIT,        /* project/user running-job cap, or array %limit */
+    SCHED_R_PRIORITY,    /* higher-priority jobs wait for the same resources */
+    SCHED_R_RESOURCES,   /* not enough free resources now; reservation/forecast given */
+    SCHED_R_QUOTA_LIMIT, /* project or user GPU limit */
+    SCHED_R_JOB_LIMIT,   /* project/user running-job cap, or array %limit */
     SCHED_R_DEPENDENCY,
     SCHED_R_HELD,
-    SCHED_R_RESERVED_ZONE,    /* only reserved-pool nodes could take it, and its tier may not */
-    SCHED_R_GPU_TYPE,         /* no node has the GPU type it asks for (nodes of the type
-                                 that are down or drained mean Resources) */
-    SCHED_R_NODE_SELECTOR,    /* no node matches its selectors */
+    SCHED_R_RESERVED_ZONE, /* only reserved-pool nodes could take it, and its tier may not */
+    SCHED_R_GPU_TYPE,      /* no node has the GPU type it asks for (nodes of the type
+                              that are down or drained mean Resources) */
+    SCHED_R_NODE_SELECTOR, /* no node matches its selectors */
     SCHED_R_BEGIN_TIME,
     SCHED_R_ADMISSION_PAUSED,
-    SCHED_R_RESERVATION,      /* resources are free but held for a higher job's reservation */
-    SCHED_R_PREEMPTING,       /* victims were signalled; waiting for their grace to end */
+    SCHED_R_RESERVATION, /* resources are free but held for a higher job's reservation */
+    SCHED_R_PREEMPTING,  /* victims were signalled; waiting for their grace to end */
     SCHED_REASON_COUNT
 };
 
@@ -103,8 +103,8 @@ enum sched_stop_cause {
     SCHED_STOP_TIMEOUT,
     SCHED_STOP_PREEMPT,
     SCHED_STOP_CANCEL,
-    SCHED_STOP_REQUEUE,       /* admin asked to requeue a running job */
-    SCHED_STOP_NODE_FAIL,     /* part of a gang lost a node: the rest is killed */
+    SCHED_STOP_REQUEUE,   /* admin asked to requeue a running job */
+    SCHED_STOP_NODE_FAIL, /* part of a gang lost a node: the rest is killed */
 };
 
 /* How a job's processes ended, as the agent reports it. */
@@ -118,14 +118,14 @@ enum sched_exit_kind {
 
 /* Queue ordering. TIERED is Docket's policy; the others are baselines for docket-sim. */
 enum sched_ordering {
-    SCHED_ORDER_TIERED,       /* tier desc, fair-share asc, submit asc (DESIGN §3.1) */
-    SCHED_ORDER_FIFO,         /* submit time only */
-    SCHED_ORDER_MULTIFACTOR,  /* Slurm-like weighted sum: age + fair-share + QOS (tier) */
+    SCHED_ORDER_TIERED,      /* tier desc, fair-share asc, submit asc (DESIGN §3.1) */
+    SCHED_ORDER_FIFO,        /* submit time only */
+    SCHED_ORDER_MULTIFACTOR, /* Slurm-like weighted sum: age + fair-share + QOS (tier) */
 };
 
 const char *sched_job_state_name(enum sched_job_state s);
 const char *sched_node_state_name(enum sched_node_state s);
-const char *sched_reason_name(enum sched_reason r);      /* "Priority", "QuotaLimit" ... */
+const char *sched_reason_name(enum sched_reason r); /* "Priority", "QuotaLimit" ... */
 const char *sched_stop_cause_name(enum sched_stop_cause c);
 bool sched_job_state_terminal(enum sched_job_state s);
 /* Parse the names above back; return -1 when unknown. */
@@ -136,9 +136,9 @@ int sched_node_state_parse(const char *name);
 /* Errors                                                                               */
 
 struct sched_error {
-    int code;                 /* negative errno: -EINVAL, -ENOENT, -EEXIST, -ENOSPC ... */
-    char field[64];           /* the input field at fault ("gpus", "project"), or "" */
-    char message[256];        /* lowercase, no trailing period, names the subject */
+    int code;          /* negative errno: -EINVAL, -ENOENT, -EEXIST, -ENOSPC ... */
+    char field[64];    /* the input field at fault ("gpus", "project"), or "" */
+    char message[256]; /* lowercase, no trailing period, names the subject */
 };
 
 /* ------------------------------------------------------------------------------------ */
@@ -146,7 +146,7 @@ struct sched_error {
 
 struct sched_tier_spec {
     char name[SCHED_NAME_MAX];
-    int64_t starve_after_ms;  /* pending longer than this earns a reservation; 0 = never */
+    int64_t starve_after_ms; /* pending longer than this earns a reservation; 0 = never */
 };
 
 struct sched_class_spec {
@@ -164,7 +164,7 @@ struct sched_class_spec {
 
 struct sched_gpu_weight {
     char gpu_type[SCHED_NAME_MAX];
-    double weight;            /* billing units per GPU-second of this type */
+    double weight; /* billing units per GPU-second of this type */
 };
 
 struct sched_policy {
@@ -175,7 +175,7 @@ struct sched_policy {
     char default_class[SCHED_NAME_MAX];
 
     enum sched_ordering ordering;
-    bool backfill;            /* reservations + backfill (off: strict order, stop at first block) */
+    bool backfill; /* reservations + backfill (off: strict order, stop at first block) */
     bool preemption;
 
     /* fair-share (DESIGN §3.1) */
@@ -194,7 +194,7 @@ struct sched_policy {
     /* reserved zone (DESIGN §3.4) */
     char reserved_label_key[SCHED_NAME_MAX];
     char reserved_label_value[SCHED_NAME_MAX];
-    double reserved_max_ratio;      /* at most this share of all GPUs is reserved */
+    double reserved_max_ratio;              /* at most this share of all GPUs is reserved */
     char reserved_min_tier[SCHED_NAME_MAX]; /* tiers at or above this use it freely */
 
     /* preemption guards (DESIGN §3.5) */
@@ -206,7 +206,7 @@ struct sched_policy {
     int64_t cancel_grace_ms;
 
     /* backfill */
-    int backfill_depth;       /* reservations for the highest blocked jobs */
+    int backfill_depth;             /* reservations for the highest blocked jobs */
     int64_t reservation_refresh_ms; /* full recomputation of reservations at least this often */
 
     int64_t service_restart_delay_ms;
@@ -224,14 +224,14 @@ void sched_policy_defaults(struct sched_policy *p);
 struct sched_project_spec {
     char name[SCHED_NAME_MAX];
     char group[SCHED_NAME_MAX];
-    char tier[SCHED_NAME_MAX];  /* the highest tier its users may submit at */
-    double guarantee_gpus;      /* what it can reclaim from borrowers */
-    int gpu_limit;              /* hard cap on GPUs in use; -1 = none */
-    int max_running;            /* running jobs; -1 = none */
-    int max_queued;             /* pending+held jobs; -1 = none (checked at submit) */
-    int user_max_running;       /* per user; -1 = none */
-    int user_gpu_limit;         /* per user; -1 = none */
-    bool paused;                /* admission switch: keeps running jobs, starts nothing */
+    char tier[SCHED_NAME_MAX]; /* the highest tier its users may submit at */
+    double guarantee_gpus;     /* what it can reclaim from borrowers */
+    int gpu_limit;             /* hard cap on GPUs in use; -1 = none */
+    int max_running;           /* running jobs; -1 = none */
+    int max_queued;            /* pending+held jobs; -1 = none (checked at submit) */
+    int user_max_running;      /* per user; -1 = none */
+    int user_gpu_limit;        /* per user; -1 = none */
+    bool paused;               /* admission switch: keeps running jobs, starts nothing */
 };
 
 void sched_project_spec_init(struct sched_project_spec *p); /* limits -1, tier "normal" */
@@ -268,33 +268,33 @@ struct sched_selector {
 };
 
 struct sched_job_spec {
-    uint64_t id;                  /* assigned by the caller, unique, > 0 */
+    uint64_t id; /* assigned by the caller, unique, > 0 */
     char project[SCHED_NAME_MAX];
     char user[SCHED_NAME_MAX];
-    char tier[SCHED_NAME_MAX];    /* "" = the project's tier */
+    char tier[SCHED_NAME_MAX];       /* "" = the project's tier */
     char class_name[SCHED_NAME_MAX]; /* "" = policy default class */
     char gpu_type[SCHED_NAME_MAX];   /* "" = any type */
     int gpus_per_node;
-    int cpus_per_node;            /* 0 = 1 */
-    int64_t mem_mb_per_node;      /* 0 = no memory request */
-    int nodes;                    /* 0 = 1 */
-    int64_t time_limit_ms;        /* 0 = the class default */
-    int64_t submit_ms;            /* queue-order time; keeps its value across requeues */
-    int64_t begin_ms;             /* not before; 0 = now */
+    int cpus_per_node;       /* 0 = 1 */
+    int64_t mem_mb_per_node; /* 0 = no memory request */
+    int nodes;               /* 0 = 1 */
+    int64_t time_limit_ms;   /* 0 = the class default */
+    int64_t submit_ms;       /* queue-order time; keeps its value across requeues */
+    int64_t begin_ms;        /* not before; 0 = now */
     struct sched_dep deps[SCHED_MAX_DEPS];
     int ndeps;
     struct sched_selector selectors[SCHED_MAX_LABELS];
     int nselectors;
-    int signal;                   /* checkpoint signal; 0 = policy default */
-    int64_t grace_ms;             /* asked grace; -1 = policy default; capped by class */
-    bool has_checkpoint_signal;   /* the job declared it handles `signal` (saves state) */
-    int retries;                  /* auto-retries wanted (idempotent experiment/exploration) */
+    int signal;                 /* checkpoint signal; 0 = policy default */
+    int64_t grace_ms;           /* asked grace; -1 = policy default; capped by class */
+    bool has_checkpoint_signal; /* the job declared it handles `signal` (saves state) */
+    int retries;                /* auto-retries wanted (idempotent experiment/exploration) */
     bool idempotent;
-    bool no_requeue;              /* never requeue: preemption/node failure end it */
-    bool hold;                    /* submit HELD */
-    uint64_t array_id;            /* 0, or the id shared by all tasks of one array */
-    int array_limit;              /* max running tasks of the array (%N); 0 = none */
-    int preempt_count;            /* restored on reload; 0 for new jobs */
+    bool no_requeue;   /* never requeue: preemption/node failure end it */
+    bool hold;         /* submit HELD */
+    uint64_t array_id; /* 0, or the id shared by all tasks of one array */
+    int array_limit;   /* max running tasks of the array (%N); 0 = none */
+    int preempt_count; /* restored on reload; 0 for new jobs */
 };
 
 void sched_job_spec_init(struct sched_job_spec *j); /* nodes 1, cpus 1, grace -1 */
@@ -303,36 +303,36 @@ void sched_job_spec_init(struct sched_job_spec *j); /* nodes 1, cpus 1, grace -1
 /* Decisions: what a cycle (or an event) asks the caller to do.                         */
 
 struct sched_alloc {
-    uint32_t node;            /* node index (sched_node_name) */
-    uint64_t gpu_mask;        /* bit i = GPU index i on that node */
+    uint32_t node;     /* node index (sched_node_name) */
+    uint64_t gpu_mask; /* bit i = GPU index i on that node */
     int gpus;
     int cpus;
     int64_t mem_mb;
 };
 
 enum sched_decision_kind {
-    SCHED_D_START,        /* launch `job` on allocs[]; job is now STARTING */
-    SCHED_D_SIGNAL,       /* send `signal` to the whole job; kill after `grace_ms` */
-    SCHED_D_KILL,         /* kill the whole job now (grace over, or a gang lost a node) */
-    SCHED_D_STATE,        /* the job changed state without a command (requeue, end, cancel) */
-    SCHED_D_NODE_STATE,   /* a node changed state on its own (DRAINING -> DRAINED) */
+    SCHED_D_START,      /* launch `job` on allocs[]; job is now STARTING */
+    SCHED_D_SIGNAL,     /* send `signal` to the whole job; kill after `grace_ms` */
+    SCHED_D_KILL,       /* kill the whole job now (grace over, or a gang lost a node) */
+    SCHED_D_STATE,      /* the job changed state without a command (requeue, end, cancel) */
+    SCHED_D_NODE_STATE, /* a node changed state on its own (DRAINING -> DRAINED) */
 };
 
 struct sched_decision {
     enum sched_decision_kind kind;
-    uint64_t job_id;          /* 0 for NODE_STATE */
-    uint32_t node;            /* NODE_STATE: the node */
-    enum sched_job_state from, to;  /* STATE, START (PENDING->STARTING), SIGNAL (->STOPPING) */
+    uint64_t job_id;               /* 0 for NODE_STATE */
+    uint32_t node;                 /* NODE_STATE: the node */
+    enum sched_job_state from, to; /* STATE, START (PENDING->STARTING), SIGNAL (->STOPPING) */
     enum sched_node_state node_from, node_to;
-    enum sched_stop_cause cause;    /* SIGNAL, KILL, STATE: why */
+    enum sched_stop_cause cause; /* SIGNAL, KILL, STATE: why */
     int signal;
     int64_t grace_ms;
-    int64_t time_limit_ms;    /* START: the limit the agent enforces as a duration */
-    uint64_t preemptor;       /* SIGNAL/STATE with cause PREEMPT: the job that needed room */
-    int64_t lost_ms;          /* STATE after preemption: run time lost */
+    int64_t time_limit_ms; /* START: the limit the agent enforces as a duration */
+    uint64_t preemptor;    /* SIGNAL/STATE with cause PREEMPT: the job that needed room */
+    int64_t lost_ms;       /* STATE after preemption: run time lost */
     const struct sched_alloc *allocs; /* START, SIGNAL, KILL: where the job runs */
     int nallocs;
-    char detail[128];         /* short human text for the event log */
+    char detail[128]; /* short human text for the event log */
 };
 
 /* ------------------------------------------------------------------------------------ */
@@ -372,8 +372,8 @@ int sched_node_upsert(struct sched *s, const struct sched_node_spec *n, int64_t 
 /* Change a node's state. DOWN and UNREACHABLE end its jobs as NODE_FAIL (requeued when
  * requeueable; the other nodes of a gang are sent KILL). DRAINING becomes DRAINED by
  * itself when its last job ends. */
-int sched_node_set_state(struct sched *s, const char *node, enum sched_node_state st,
-                         int64_t now, struct sched_error *err) SCHED_WUR;
+int sched_node_set_state(struct sched *s, const char *node, enum sched_node_state st, int64_t now,
+                         struct sched_error *err) SCHED_WUR;
 int sched_node_set_labels(struct sched *s, const char *node, const struct sched_label *labels,
                           int nlabels, struct sched_error *err) SCHED_WUR;
 
@@ -401,10 +401,11 @@ int sched_job_running(struct sched *s, uint64_t id, int64_t now, struct sched_er
 /* The job's processes are gone. The core picks the resulting state from how it ended and
  * why it was being stopped: COMPLETED/FAILED/TIMEOUT/CANCELLED, PREEMPTED (or requeued),
  * NODE_FAIL (or requeued), or a retry. Frees its resources. */
-int sched_job_ended(struct sched *s, uint64_t id, enum sched_exit_kind how, int code,
-                    int64_t now, struct sched_error *err) SCHED_WUR;
+int sched_job_ended(struct sched *s, uint64_t id, enum sched_exit_kind how, int code, int64_t now,
+                    struct sched_error *err) SCHED_WUR;
 /* The job declared a checkpoint: work lost on preemption counts from here. */
-int sched_job_checkpointed(struct sched *s, uint64_t id, int64_t now, struct sched_error *err) SCHED_WUR;
+int sched_job_checkpointed(struct sched *s, uint64_t id, int64_t now,
+                           struct sched_error *err) SCHED_WUR;
 
 /* User/admin actions. Cancel of a pending job ends it at once; of a running job it signals
  * SIGTERM with the policy's cancel grace. Hold/release apply to pending jobs. Requeue
@@ -419,13 +420,13 @@ int sched_job_requeue(struct sched *s, uint64_t id, int64_t now, struct sched_er
 
 struct sched_cycle_stats {
     int started, preempted, reservations, considered, pending, running;
-    bool full;                /* shares, order and reservations were recomputed */
+    bool full; /* shares, order and reservations were recomputed */
     /* pending jobs the queue walk did not look at, by the proof that let it skip them:
        their project (or its GPU limit) held back, their shape found no capacity, their shape
        held off by claims for a job no longer; and those left after the walk stopped
        because nothing further could start, reserve or preempt (docs/scheduling.md) */
     int skipped_limit, skipped_nofit, skipped_claimed, not_reached;
-    int starving_served;      /* starving jobs served before the walk */
+    int starving_served; /* starving jobs served before the walk */
 };
 
 /* Run one scheduling cycle at `now`: fire due time-based rules (time limits, kill after
@@ -449,15 +450,15 @@ int64_t sched_next_wakeup(const struct sched *s, int64_t now);
 struct sched_job_view {
     uint64_t id;
     enum sched_job_state state;
-    enum sched_reason reason;      /* pending jobs */
+    enum sched_reason reason;         /* pending jobs */
     enum sched_stop_cause stop_cause; /* STOPPING jobs */
     const char *project, *user, *tier, *eff_tier, *class_name, *gpu_type;
     int gpus_per_node, cpus_per_node, nodes;
     int64_t mem_mb_per_node;
     int64_t submit_ms, start_ms, time_limit_ms, kill_at_ms;
     int preempt_count, retries_left;
-    uint64_t preemptor;            /* STOPPING by preemption: who needed the room */
-    int64_t reservation_ms;        /* pending with a reservation: its start; else -1 */
+    uint64_t preemptor;               /* STOPPING by preemption: who needed the room */
+    int64_t reservation_ms;           /* pending with a reservation: its start; else -1 */
     const struct sched_alloc *allocs; /* running jobs */
     int nallocs;
 };
@@ -477,8 +478,8 @@ struct sched_node_view {
     int gpus, gpus_used, cpus, cpus_used;
     int64_t mem_mb, mem_used_mb, gpu_mem_mb;
     uint64_t gpu_used_mask;
-    bool reserved;                 /* counts in the reserved zone (as of the last cycle or
-                                      submission: node changes are folded in then) */
+    bool reserved; /* counts in the reserved zone (as of the last cycle or
+                      submission: node changes are folded in then) */
     int njobs;
     const struct sched_label *labels;
     int nlabels;
@@ -491,12 +492,12 @@ const char *sched_node_name(const struct sched *s, uint32_t index);
 
 struct sched_project_view {
     struct sched_project_spec spec;
-    const char *eff_tier;          /* after boost */
+    const char *eff_tier; /* after boost */
     int boost_levels;
     int64_t boost_until_ms;
     int gpus_in_use, running, queued;
-    double usage;                  /* decayed billing units, as average units over the window */
-    double share;                  /* usage / guarantee: below 1 means under its guarantee */
+    double usage; /* decayed billing units, as average units over the window */
+    double share; /* usage / guarantee: below 1 means under its guarantee */
 };
 
 size_t sched_project_count(const struct sched *s);
@@ -510,7 +511,7 @@ struct sched_totals {
     int gpus_total, gpus_used, gpus_usable;
     int cpus_total, cpus_used;
     uint64_t cycles;
-    size_t core_bytes;             /* memory held by the core's structures */
+    size_t core_bytes; /* memory held by the core's structures */
 };
 void sched_totals_get(const struct sched *s, struct sched_totals *out);
 
@@ -541,39 +542,39 @@ struct sched_explain_node {
     int gpus_free, gpus_total;
     int cpus_free;
     int64_t mem_free_mb;
-    bool fits_now;                 /* free resources suffice right now */
+    bool fits_now; /* free resources suffice right now */
     bool reserved;
-    int64_t free_at_ms;            /* when enough would be free (-1 unknown) */
+    int64_t free_at_ms; /* when enough would be free (-1 unknown) */
 };
 
 struct sched_explain {
     uint64_t id;
     enum sched_job_state state;
     enum sched_reason reason;
-    char sentence[320];            /* one human sentence for the reason, with its numbers */
+    char sentence[320]; /* one human sentence for the reason, with its numbers */
 
     /* priority components (pending and running) */
     char tier[SCHED_NAME_MAX], eff_tier[SCHED_NAME_MAX];
-    int tier_rank;                 /* 0 = highest */
+    int tier_rank; /* 0 = highest */
     int boost_levels;
     double fairshare_usage, fairshare_guarantee, fairshare_share;
     int64_t submit_ms, age_ms;
-    double mf_priority;            /* multifactor score when that ordering is active */
+    double mf_priority; /* multifactor score when that ordering is active */
 
     /* pending */
-    long position, pending_total;  /* 1-based position in the whole queue */
+    long position, pending_total; /* 1-based position in the whole queue */
     long tier_position, tier_total;
     struct sched_explain_job ahead[SCHED_EXPLAIN_AHEAD]; /* nearest jobs ahead, nearest last */
     int nahead;
     int64_t limit_value, limit_in_use, limit_request; /* QuotaLimit / JobLimit numbers */
-    char limit_name[160];          /* "project gpu_limit", "user max_running", "array %limit" */
+    char limit_name[160]; /* "project gpu_limit", "user max_running", "array %limit" */
     struct sched_explain_node nodes[SCHED_EXPLAIN_NODES]; /* candidates, best first */
     int nnodes;
-    int nodes_matching;            /* usable nodes of the right type/selectors/capacity */
-    int64_t forecast_start_ms;     /* -1 when unknown */
+    int nodes_matching;        /* usable nodes of the right type/selectors/capacity */
+    int64_t forecast_start_ms; /* -1 when unknown */
     bool has_reservation;
     bool starving;
-    int64_t starve_at_ms;          /* when the starvation guard applies (-1 never) */
+    int64_t starve_at_ms; /* when the starvation guard applies (-1 never) */
     uint64_t waiting_on_victims[8];
     int nvictims;
 
@@ -581,24 +582,24 @@ struct sched_explain {
     bool preemptible;
     char preemptible_by[SCHED_NAME_MAX]; /* lowest tier that may preempt it now, or "" */
     char not_preemptible_why[128];
-    int64_t protected_at_ms;       /* -1 never */
-    int64_t preemptible_from_ms;   /* min_runtime end */
-    int64_t expected_end_ms;       /* -1 no limit */
+    int64_t protected_at_ms;     /* -1 never */
+    int64_t preemptible_from_ms; /* min_runtime end */
+    int64_t expected_end_ms;     /* -1 no limit */
     int preempt_count;
 };
 
 int sched_explain(const struct sched *s, uint64_t id, int64_t now, struct sched_explain *out);
 
 struct sched_release {
-    int64_t at_ms;                 /* when the resources come free (time limit, or grace end) */
-    uint64_t job_id;               /* the job ending */
+    int64_t at_ms;   /* when the resources come free (time limit, or grace end) */
+    uint64_t job_id; /* the job ending */
     char node[SCHED_NAME_MAX];
     int gpus;
     char gpu_type[SCHED_NAME_MAX];
-    uint64_t next_job;             /* who they go to (0 = nobody waiting fits) */
+    uint64_t next_job; /* who they go to (0 = nobody waiting fits) */
     char next_project[SCHED_NAME_MAX];
     char next_tier[SCHED_NAME_MAX];
-    bool by_reservation;           /* next_job holds a reservation on that node */
+    bool by_reservation; /* next_job holds a reservation on that node */
 };
 
 /* Up to `max` next releases in time order, each with where its resources flow. Returns the
