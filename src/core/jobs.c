@@ -248,6 +248,7 @@ static int check_fits_empty(const struct sched *s, const struct sched_job_spec *
     int stage_count[6] = {0};
     const char *fields[6] = {"gpu_type", "gpus", "cpus", "mem", "selectors", "tier"};
     int fit = 0;
+    int fit_by_type[NTYPES] = {0}; /* a gang of GPUs runs on one type (place.c) */
     /* by profile when they are fresh (a count per group of alike nodes), else node by node */
     bool by_profile = !s->profiles_dirty;
     size_t count = by_profile ? s->nprofiles : s->nnodes;
@@ -269,9 +270,14 @@ static int check_fits_empty(const struct sched *s, const struct sched_job_spec *
             }
             if (sel && (stage_count[4] += w) && node_pool_allowed(n, rule)) {
                 stage_count[5] += w;
-                fit += w;
+                fit_by_type[n->gpu_type] += w;
             }
         }
+    }
+    for (int t = 0; t < NTYPES; t++) {
+        bool one_type = r->gpus > 0 && r->nodes > 1;
+        if (one_type ? fit_by_type[t] > fit : true)
+            fit = one_type ? fit_by_type[t] : fit + fit_by_type[t];
     }
     if (fit >= r->nodes)
         return 0;
@@ -282,7 +288,8 @@ static int check_fits_empty(const struct sched *s, const struct sched_job_spec *
                            "(%d GPUs, %d CPUs, %lld MiB per node)",
                            stage_count[st], fields[st], r->nodes, r->gpus, r->cpus,
                            (long long)r->mem);
-    return err_set(err, -EINVAL, "nodes", "can never run: only %d node(s) fit, it needs %d", fit,
+    return err_set(err, -EINVAL, "nodes",
+                   "can never run: only %d node(s) of one GPU type fit, it needs %d", fit,
                    r->nodes);
 }
 
