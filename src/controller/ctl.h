@@ -7,7 +7,8 @@
  * the state").
  *
  * Request life: http.c authenticates and routes, opens a savepoint, calls the handler;
- * the handler mutates the core and the store and answers with ctl_reply*(); a reply
+ * the handler writes the store, then changes the core (ctl_store_diverged below says why
+ * and what happens when that order is impossible), and answers with ctl_reply*(); a reply
  * made while a transaction is open waits in the commit queue, and a zero-timeout event
  * commits once for the whole loop iteration before sending every reply that waited.
  */
