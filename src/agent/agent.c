@@ -39,21 +39,21 @@ struct ajob {
     uint64_t id;
     int sup_pid;
     int64_t sup_start;
-    bool ours;                     /* the supervisor is our child (reaped by SIGCHLD) */
-    bool exited;                   /* final state read */
-    bool exit_queued;              /* its exited event is queued or sent */
-    bool exit_acked;               /* the controller has it: the job stays for its output */
+    bool ours;        /* the supervisor is our child (reaped by SIGCHLD) */
+    bool exited;      /* final state read */
+    bool exit_queued; /* its exited event is queued or sent */
+    bool exit_acked;  /* the controller has it: the job stays for its output */
     struct sup_state st;
     /* Shipping stdout/stderr of this run. Local bytes come from the file the supervisor
      * opened (checked by inode) from st.out_start/err_start; they go to the controller
      * at base[s] + sent[s], base being the controller's end of the job's log when this
      * run started (asked with an empty chunk, kept in JOBDIR/log_base), so a requeued
      * run's output follows the earlier runs' instead of being taken for a repeat. */
-    int64_t sent[2];               /* bytes of this run the controller has */
-    int64_t base[2];               /* -1 = not known yet */
-    int64_t log_hold_until;        /* the controller took nothing last time: wait */
-    pid_t reclaim_pid;             /* a child reclaiming a dead supervisor's cgroup */
-    int gpus[AGENT_MAX_GPUS];      /* held until the supervisor reports the reclaim */
+    int64_t sent[2];          /* bytes of this run the controller has */
+    int64_t base[2];          /* -1 = not known yet */
+    int64_t log_hold_until;   /* the controller took nothing last time: wait */
+    pid_t reclaim_pid;        /* a child reclaiming a dead supervisor's cgroup */
+    int gpus[AGENT_MAX_GPUS]; /* held until the supervisor reports the reclaim */
     int ngpus;
     int64_t ended_mono;
     struct ajob *next;
@@ -67,8 +67,8 @@ struct doneq {
 };
 
 struct outev {
-    json_t *ev;                    /* one event object */
-    uint64_t exit_job;             /* exited events: the job to mark acked */
+    json_t *ev;        /* one event object */
+    uint64_t exit_job; /* exited events: the job to mark acked */
     struct outev *next;
 };
 
@@ -88,21 +88,21 @@ struct agent {
     int ack_fd;
     int64_t backoff_ms, post_backoff_until;
     int post_failures, hb_failures;
-    struct ajob *jobs;             /* live jobs and ended ones not yet acknowledged */
+    struct ajob *jobs; /* live jobs and ended ones not yet acknowledged */
     struct doneq *done_head, **done_tail;
-    struct sup_spare spare;        /* v1: the next job's supervisor, ready in its group */
-    int64_t spare_next;            /* earliest time to make another after a failure */
+    struct sup_spare spare; /* v1: the next job's supervisor, ready in its group */
+    int64_t spare_next;     /* earliest time to make another after a failure */
     struct outev *out_head, **out_tail;
     size_t out_count;
-    size_t dropped;                /* usage samples dropped while the queue was full */
-    struct outev *sent;            /* events of the post in flight */
-    int64_t node_timeout_ms;       /* from the register reply; 0 = not known yet */
-    int64_t hb_sent_mono;          /* when the request in flight went out */
-    int64_t lease_deadline;        /* the fence deadline written last */
+    size_t dropped;          /* usage samples dropped while the queue was full */
+    struct outev *sent;      /* events of the post in flight */
+    int64_t node_timeout_ms; /* from the register reply; 0 = not known yet */
+    int64_t hb_sent_mono;    /* when the request in flight went out */
+    int64_t lease_deadline;  /* the fence deadline written last */
     int lease_fd;
     bool lease_expired_logged;
-    uint64_t ship_after;           /* round robin of live logs: the job shipped last */
-    struct logreq *log_inflight;   /* the log chunk on its way (freed at the end if unanswered) */
+    uint64_t ship_after;         /* round robin of live logs: the job shipped last */
+    struct logreq *log_inflight; /* the log chunk on its way (freed at the end if unanswered) */
     bool health_ok;
     char health_msg[256];
     bool reclaim_failed;
@@ -113,7 +113,7 @@ struct agent {
     size_t health_len;
     int64_t usage_next, cleanup_next;
     bool stopping;
-    int gpu_minor[INV_MAX_GPUS];   /* the device minor of each GPU (for the supervisors) */
+    int gpu_minor[INV_MAX_GPUS]; /* the device minor of each GPU (for the supervisors) */
 };
 
 /* ---------------------------------------------------------------------------------- */
@@ -234,8 +234,9 @@ static void queue_bound(struct agent *a)
         free(o);
         a->out_count--;
         if (a->dropped++ % 1000 == 0)
-            log_warn("usage_dropped", "queued=%zu dropped=%zu reason=\"controller away, queue full\"",
-                     a->out_count, a->dropped);
+            log_warn("usage_dropped",
+                     "queued=%zu dropped=%zu reason=\"controller away, queue full\"", a->out_count,
+                     a->dropped);
     }
 }
 
@@ -298,7 +299,8 @@ static void queue_exit(struct agent *a, struct ajob *j)
     if (!j->st.reclaim_ok && j->st.exit_kind != AGENT_EXIT_LOST) {
         struct agent_event r = e;
         str_copy(r.type, sizeof r.type, "reclaim_failed");
-        str_copy(r.message, sizeof r.message, j->st.reclaim_msg[0] ? j->st.reclaim_msg : "reclaim failed");
+        str_copy(r.message, sizeof r.message,
+                 j->st.reclaim_msg[0] ? j->st.reclaim_msg : "reclaim failed");
         queue_event(a, agent_event_to_json(&r), 0);
     }
     str_copy(e.type, sizeof e.type, "exited");
@@ -321,7 +323,8 @@ static void job_ended(struct agent *a, struct ajob *j)
         if (snprintf(a->reclaim_msg, sizeof a->reclaim_msg, "reclaim failed for job %llu: %s",
                      (unsigned long long)j->id, j->st.reclaim_msg) < 0)
             a->reclaim_msg[0] = '\0';
-        log_error("reclaim_failed", "job=%llu message=\"%s\"", (unsigned long long)j->id, j->st.reclaim_msg);
+        log_error("reclaim_failed", "job=%llu message=\"%s\"", (unsigned long long)j->id,
+                  j->st.reclaim_msg);
     }
     j->exited = true;
     j->ended_mono = clock_mono_ms();
@@ -347,12 +350,13 @@ static void __attribute__((noreturn)) reclaim_lost(struct agent *a, struct ajob 
         str_copy(st.reclaim_msg, sizeof st.reclaim_msg, msg);
     }
     char scratch[PATH_MAX + 32];
-    snprintf(scratch, sizeof scratch, "%s/job_%llu", a->cfg.scratch_root, (unsigned long long)j->id);
+    snprintf(scratch, sizeof scratch, "%s/job_%llu", a->cfg.scratch_root,
+             (unsigned long long)j->id);
     int rc = a->cfg.keep_scratch ? 0 : sup_remove_tree(scratch);
     if (rc < 0 && st.reclaim_ok) {
         st.reclaim_ok = false;
-        snprintf(st.reclaim_msg, sizeof st.reclaim_msg, "cannot remove scratch directory '%s': %s", scratch,
-                 strerror(-rc));
+        snprintf(st.reclaim_msg, sizeof st.reclaim_msg, "cannot remove scratch directory '%s': %s",
+                 scratch, strerror(-rc));
     }
     st.end_ms = clock_now_ms();
     _exit(sup_state_write(dir, &st) == 0 ? 0 : 1);
@@ -376,14 +380,16 @@ static void job_finished(struct agent *a, struct ajob *j)
         reclaim_lost(a, j, dir);
     if (pid > 0) {
         j->reclaim_pid = pid;
-        log_info("reclaiming", "job=%llu child=%d reason=\"supervisor died\"", (unsigned long long)j->id, (int)pid);
+        log_info("reclaiming", "job=%llu child=%d reason=\"supervisor died\"",
+                 (unsigned long long)j->id, (int)pid);
         return;
     }
     j->st.exit_kind = AGENT_EXIT_LOST;
     str_copy(j->st.message, sizeof j->st.message, "supervisor died");
     j->st.end_ms = clock_now_ms();
     j->st.reclaim_ok = false;
-    snprintf(j->st.reclaim_msg, sizeof j->st.reclaim_msg, "cannot fork to reclaim: %s", strerror(errno));
+    snprintf(j->st.reclaim_msg, sizeof j->st.reclaim_msg, "cannot fork to reclaim: %s",
+             strerror(errno));
     job_ended(a, j);
 }
 
@@ -404,7 +410,8 @@ static bool reclaim_done(struct agent *a, pid_t pid, int status)
             str_copy(j->st.message, sizeof j->st.message, "supervisor died");
             j->st.end_ms = clock_now_ms();
             j->st.reclaim_ok = false;
-            snprintf(j->st.reclaim_msg, sizeof j->st.reclaim_msg, "the reclaim did not finish (status %d)", status);
+            snprintf(j->st.reclaim_msg, sizeof j->st.reclaim_msg,
+                     "the reclaim did not finish (status %d)", status);
         }
         job_ended(a, j);
         return true;
@@ -416,8 +423,9 @@ static bool reclaim_done(struct agent *a, pid_t pid, int status)
 /* HTTP                                                                                */
 
 /* A POST request carrying `body` (consumed); the callback gets `cbarg`. */
-static struct evhttp_request *new_request(struct agent *a, void (*cb)(struct evhttp_request *, void *),
-                                          void *cbarg, json_t *body, bool auth)
+static struct evhttp_request *new_request(struct agent *a,
+                                          void (*cb)(struct evhttp_request *, void *), void *cbarg,
+                                          json_t *body, bool auth)
 {
     struct evhttp_request *req = evhttp_request_new(cb, cbarg);
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
@@ -458,13 +466,14 @@ static void schedule_hb(struct agent *a, int64_t delay_ms)
 static void backoff(struct agent *a, const char *why)
 {
     if (++a->hb_failures == 1) {
-        schedule_hb(a, 0);   /* a kept-alive connection the peer closed: retry at once */
+        schedule_hb(a, 0); /* a kept-alive connection the peer closed: retry at once */
         return;
     }
     a->backoff_ms = a->backoff_ms ? a->backoff_ms * 2 : 100;
     if (a->backoff_ms > 5000)
         a->backoff_ms = 5000;
-    log_warn("controller_unreachable", "reason=\"%s\" retry_ms=%lld", why, (long long)a->backoff_ms);
+    log_warn("controller_unreachable", "reason=\"%s\" retry_ms=%lld", why,
+             (long long)a->backoff_ms);
     schedule_hb(a, a->backoff_ms);
 }
 
@@ -518,9 +527,11 @@ static void register_cb(struct evhttp_request *req, void *arg)
             a->wait_ms = r.heartbeat_wait_ms > 0 ? r.heartbeat_wait_ms : 25000;
             a->node_timeout_ms = r.node_timeout_ms;
             if (a->wait_ms >= a->node_timeout_ms - fence_margin(a))
-                log_warn("fence_too_tight", "heartbeat_wait_ms=%lld node_timeout_ms=%lld margin_ms=%lld "
+                log_warn("fence_too_tight",
+                         "heartbeat_wait_ms=%lld node_timeout_ms=%lld margin_ms=%lld "
                          "effect=\"a quiet long poll outlasts the lease: jobs would be fenced\"",
-                         (long long)a->wait_ms, (long long)a->node_timeout_ms, (long long)fence_margin(a));
+                         (long long)a->wait_ms, (long long)a->node_timeout_ms,
+                         (long long)fence_margin(a));
             renew_lease(a);
             a->registered = true;
             a->backoff_ms = 0;
@@ -532,11 +543,13 @@ static void register_cb(struct evhttp_request *req, void *arg)
         }
         log_error("bad_register_reply", "field=%s message=\"%s\"", e.field, e.message);
     } else if (code == 401 && a->credential[0] && a->cfg.join_token[0]) {
-        log_warn("credential_refused", "node=%s action=\"register with the join token\"", a->cfg.name);
+        log_warn("credential_refused", "node=%s action=\"register with the join token\"",
+                 a->cfg.name);
         a->credential[0] = '\0';
     } else if (code != 0) {
         json_t *m = json_object_get(json_object_get(body, "error"), "message");
-        log_error("register_refused", "status=%d message=\"%s\"", code, json_is_string(m) ? json_string_value(m) : "");
+        log_error("register_refused", "status=%d message=\"%s\"", code,
+                  json_is_string(m) ? json_string_value(m) : "");
     }
     json_decref(body);
     backoff(a, code ? "register refused" : "no connection");
@@ -560,7 +573,8 @@ static void do_register(struct agent *a)
     n.labels = a->cfg.labels;
     str_copy(n.addr, sizeof n.addr, a->cfg.addr);
     /* with a credential, re-register as ourselves; the join token only when we have none */
-    json_t *body = agent_register_body(&n, a->credential[0] ? NULL : a->cfg.join_token, DOCKET_AGENT_VERSION);
+    json_t *body =
+        agent_register_body(&n, a->credential[0] ? NULL : a->cfg.join_token, DOCKET_AGENT_VERSION);
     struct evhttp_request *req = new_request(a, register_cb, a, body, true);
     a->hb_inflight = true;
     a->hb_sent_mono = clock_mono_ms();
@@ -602,7 +616,8 @@ static int gpus_check(struct agent *a, const struct agent_job *spec, const struc
     for (int i = 0; i < spec->ngpus; i++) {
         int g = spec->gpus[i];
         if (g >= a->cfg.inv.ngpus) {
-            snprintf(err, errlen, "GPU %d does not exist on node '%s' (%d GPUs)", g, a->cfg.name, a->cfg.inv.ngpus);
+            snprintf(err, errlen, "GPU %d does not exist on node '%s' (%d GPUs)", g, a->cfg.name,
+                     a->cfg.inv.ngpus);
             return -EINVAL;
         }
         for (struct ajob *o = a->jobs; o; o = o->next) {
@@ -610,7 +625,8 @@ static int gpus_check(struct agent *a, const struct agent_job *spec, const struc
                 continue;
             for (int k = 0; k < o->ngpus; k++)
                 if (o->gpus[k] == g) {
-                    snprintf(err, errlen, "GPU %d is still in use by job %llu", g, (unsigned long long)o->id);
+                    snprintf(err, errlen, "GPU %d is still in use by job %llu", g,
+                             (unsigned long long)o->id);
                     return -EBUSY;
                 }
         }
@@ -622,15 +638,15 @@ static void apply_start(struct agent *a, const struct agent_cmd *c)
 {
     struct ajob *j = job_find(a, c->job_id);
     if ((j && !j->exited) || sup_start_seq(&a->sup, c->job_id) >= c->seq)
-        return;   /* running, or this very command already launched it: never twice */
+        return; /* running, or this very command already launched it: never twice */
     if (j)
-        job_remove(a, j);   /* an earlier run's report is out of the way: a requeue */
+        job_remove(a, j); /* an earlier run's report is out of the way: a requeue */
     struct agent_job spec;
     struct agent_msg_error e = {"", ""};
     j = job_add(a, c->job_id);
     if (agent_job_parse(c->job, &spec, &e) < 0) {
-        log_error("bad_start_command", "job=%llu field=%s message=\"%s\"", (unsigned long long)c->job_id,
-                  e.field, e.message);
+        log_error("bad_start_command", "job=%llu field=%s message=\"%s\"",
+                  (unsigned long long)c->job_id, e.field, e.message);
         j->exited = true;
         j->st.reclaim_ok = true;
         j->st.exit_kind = AGENT_EXIT_LAUNCH_FAILED;
@@ -675,7 +691,7 @@ static void apply_stop(struct agent *a, const struct agent_cmd *c)
 {
     struct ajob *j = job_find(a, c->job_id);
     if (!j || j->exited)
-        return;   /* ended already: its exited event tells the controller */
+        return; /* ended already: its exited event tells the controller */
     char cmd[64];
     if (c->type == AGENT_CMD_SIGNAL)
         snprintf(cmd, sizeof cmd, "signal %d %lld", c->signal, (long long)c->grace_ms);
@@ -757,9 +773,10 @@ static void heartbeat(struct agent *a)
     size_t k = 0;
     for (struct ajob *j = a->jobs; j; j = j->next) {
         if (j->exit_acked)
-            continue;   /* the controller has its end; only its output is left to ship */
+            continue; /* the controller has its end; only its output is left to ship */
         js[k].id = j->id;
-        js[k].state = j->exited ? "exited" : (strcmp(j->st.state, "stopping") == 0 ? "stopping" : "running");
+        js[k].state =
+            j->exited ? "exited" : (strcmp(j->st.state, "stopping") == 0 ? "stopping" : "running");
         js[k].pid = j->st.pid > 0 ? j->st.pid : j->sup_pid;
         k++;
     }
@@ -806,7 +823,8 @@ static void post_failed(struct agent *a, const char *why)
     }
     /* a kept-alive connection the peer just closed fails once: retry at once, then slower */
     a->post_failures++;
-    int64_t wait = a->post_failures == 1 ? 0 : (a->post_failures < 6 ? 100 << a->post_failures : 5000);
+    int64_t wait =
+        a->post_failures == 1 ? 0 : (a->post_failures < 6 ? 100 << a->post_failures : 5000);
     a->post_backoff_until = clock_mono_ms() + wait;
     if (a->post_failures > 1)
         log_warn("post_failed", "reason=\"%s\" retry_ms=%lld", why, (long long)wait);
@@ -835,7 +853,7 @@ static void events_cb(struct evhttp_request *req, void *arg)
              * so stays as small as the node's running jobs; see retire) */
             struct ajob *j = job_find(a, o->exit_job);
             if (j && j->exited)
-                j->exit_acked = true;   /* retired once its output is all out */
+                j->exit_acked = true; /* retired once its output is all out */
         }
         json_decref(o->ev);
         free(o);
@@ -873,8 +891,8 @@ struct logreq {
     struct agent *a;
     uint64_t job;
     int stream;
-    int64_t at;                   /* the controller offset the chunk was sent at */
-    bool probe;                   /* an empty chunk asking where the log ends */
+    int64_t at; /* the controller offset the chunk was sent at */
+    bool probe; /* an empty chunk asking where the log ends */
 };
 
 /* JOBDIR/log_base: the controller offsets of this run's first bytes, written once they
@@ -888,7 +906,8 @@ static void save_base(struct agent *a, struct ajob *j)
     int n = snprintf(buf, sizeof buf, "%lld %lld\n", (long long)j->base[0], (long long)j->base[1]);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 || write(fd, buf, (size_t)n) != n || rename(tmp, path) < 0)
-        log_error("log_base_save_failed", "job=%llu error=\"%s\"", (unsigned long long)j->id, strerror(errno));
+        log_error("log_base_save_failed", "job=%llu error=\"%s\"", (unsigned long long)j->id,
+                  strerror(errno));
     if (fd >= 0)
         close(fd);
 }
@@ -924,7 +943,7 @@ static void logs_cb(struct evhttp_request *req, void *arg)
     struct ajob *j = job_find(a, lr->job);
     if (code == 200 && body && agent_logs_reply_parse(body, &off, &e) == 0) {
         if (j && lr->probe) {
-            j->base[lr->stream] = off;   /* this run starts where the log ends now */
+            j->base[lr->stream] = off; /* this run starts where the log ends now */
             j->sent[lr->stream] = 0;
             save_base(a, j);
         } else if (j && j->base[lr->stream] >= 0) {
@@ -932,7 +951,7 @@ static void logs_cb(struct evhttp_request *req, void *arg)
              * (after our restart), or back to a gap it is missing */
             int64_t sent = off - j->base[lr->stream];
             j->sent[lr->stream] = sent < 0 ? 0 : sent;
-            if (off <= lr->at)   /* no progress: do not spin, try again in a second */
+            if (off <= lr->at) /* no progress: do not spin, try again in a second */
                 j->log_hold_until = clock_mono_ms() + 1000;
         }
         a->post_failures = 0;
@@ -946,15 +965,16 @@ static void logs_cb(struct evhttp_request *req, void *arg)
     if (j && code == 409) {
         /* the controller has less of the log than this run's base says (it lost some):
          * ask again where it ends; some of this run may then be sent twice, none lost */
-        log_warn("log_gap", "job=%llu stream=%d message=\"%s\"", (unsigned long long)j->id, lr->stream, msg);
+        log_warn("log_gap", "job=%llu stream=%d message=\"%s\"", (unsigned long long)j->id,
+                 lr->stream, msg);
         j->base[lr->stream] = -1;
         j->sent[lr->stream] = 0;
         code = 200;
     } else if (j && code >= 400 && code < 500 && code != 401 && code != 408 && code != 429) {
         /* refused for good (the job is gone there, a bad chunk): this stream stops here,
          * rather than hold every other job's output behind it */
-        log_error("log_refused", "job=%llu stream=%d status=%d message=\"%s\"", (unsigned long long)j->id,
-                  lr->stream, code, msg);
+        log_error("log_refused", "job=%llu stream=%d status=%d message=\"%s\"",
+                  (unsigned long long)j->id, lr->stream, code, msg);
         j->sent[lr->stream] = INT64_MAX / 2;
         code = 200;
     } else if (code == 401) {
@@ -985,7 +1005,8 @@ static int open_output(const struct ajob *j, int s, int64_t *size)
     if (fd < 0)
         return -errno;
     struct stat sb;
-    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (int64_t)sb.st_dev != dev || (int64_t)sb.st_ino != ino) {
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (int64_t)sb.st_dev != dev ||
+        (int64_t)sb.st_ino != ino) {
         close(fd);
         return -EPERM;
     }
@@ -993,7 +1014,8 @@ static int open_output(const struct ajob *j, int s, int64_t *size)
     return fd;
 }
 
-static bool send_chunk(struct agent *a, struct ajob *j, int s, int64_t at, const void *buf, size_t len, bool probe)
+static bool send_chunk(struct agent *a, struct ajob *j, int s, int64_t at, const void *buf,
+                       size_t len, bool probe)
 {
     json_t *body = agent_logs_body(a->cfg.name, j->id, s ? "stderr" : "stdout", at, buf, len);
     struct logreq *lr = xcalloc(1, sizeof *lr);
@@ -1027,7 +1049,7 @@ static bool ship_log(struct agent *a, struct ajob *j)
         bool more = size - start > sent;
         if (!more || sent > limit) {
             close(fd);
-            continue;   /* nothing new, or cut already (the marker went) */
+            continue; /* nothing new, or cut already (the marker went) */
         }
         if (j->base[s] < 0) {
             close(fd);
@@ -1035,8 +1057,8 @@ static bool ship_log(struct agent *a, struct ajob *j)
         }
         if (sent == limit) {
             close(fd);
-            log_warn("log_cut", "job=%llu stream=%s limit=%lld", (unsigned long long)j->id, s ? "stderr" : "stdout",
-                     (long long)limit);
+            log_warn("log_cut", "job=%llu stream=%s limit=%lld", (unsigned long long)j->id,
+                     s ? "stderr" : "stdout", (long long)limit);
             return send_chunk(a, j, s, j->base[s] + sent, cut_marker, sizeof cut_marker - 1, false);
         }
         int64_t want = size - start - sent;
@@ -1160,9 +1182,11 @@ static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
         if (p == a->health_pid) {
             char buf[256];
             ssize_t n;
-            while ((n = read(a->health_fd, buf, sizeof buf)) > 0 && a->health_len < sizeof a->health_out - 1) {
-                size_t take = (size_t)n < sizeof a->health_out - 1 - a->health_len ? (size_t)n
-                                                                                    : sizeof a->health_out - 1 - a->health_len;
+            while ((n = read(a->health_fd, buf, sizeof buf)) > 0 &&
+                   a->health_len < sizeof a->health_out - 1) {
+                size_t take = (size_t)n < sizeof a->health_out - 1 - a->health_len
+                                  ? (size_t)n
+                                  : sizeof a->health_out - 1 - a->health_len;
                 memcpy(a->health_out + a->health_len, buf, take);
                 a->health_len += take;
             }
@@ -1174,7 +1198,8 @@ static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
             if (nl)
                 *nl = '\0';
             if (ok != a->health_ok)
-                log_info("health_changed", "ok=%s message=\"%s\"", ok ? "true" : "false", a->health_out);
+                log_info("health_changed", "ok=%s message=\"%s\"", ok ? "true" : "false",
+                         a->health_out);
             a->health_ok = ok;
             if (ok)
                 a->health_msg[0] = '\0';
@@ -1233,7 +1258,7 @@ static void start_health(struct agent *a)
 
 static void sample_usage(struct agent *a)
 {
-    inventory_nvml_sample(&a->cfg.inv);   /* no-op without NVML */
+    inventory_nvml_sample(&a->cfg.inv); /* no-op without NVML */
     for (struct ajob *j = a->jobs; j; j = j->next) {
         if (j->exited || a->cg.mode == CG_NONE)
             continue;
@@ -1293,15 +1318,17 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (a->cfg.health_check[0]) {
         if (a->health_pid && now - a->health_started > a->cfg.health_interval_ms) {
-            kill(a->health_pid, SIGKILL);   /* a check that hangs fails */
+            kill(a->health_pid, SIGKILL); /* a check that hangs fails */
         } else if (!a->health_pid && now >= a->health_next) {
             start_health(a);
             a->health_next = now + a->cfg.health_interval_ms;
         }
     }
     if (a->lease_deadline && now > a->lease_deadline && !a->lease_expired_logged) {
-        log_warn("fenced", "node=%s reason=\"no contact with the controller for node_timeout - %lld ms: "
-                 "supervisors stop their jobs\"", a->cfg.name, (long long)fence_margin(a));
+        log_warn("fenced",
+                 "node=%s reason=\"no contact with the controller for node_timeout - %lld ms: "
+                 "supervisors stop their jobs\"",
+                 a->cfg.name, (long long)fence_margin(a));
         a->lease_expired_logged = true;
     }
     if (now >= a->usage_next) {
@@ -1329,7 +1356,8 @@ static void stop_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct agent *a = arg;
-    log_info("agent_stopping", "node=%s jobs=\"left running under their supervisors\"", a->cfg.name);
+    log_info("agent_stopping", "node=%s jobs=\"left running under their supervisors\"",
+             a->cfg.name);
     a->stopping = true;
     event_base_loopexit(a->base, NULL);
 }
@@ -1348,10 +1376,10 @@ static void adopt(struct agent *a, uint64_t id, const char *dir)
         snprintf(path, sizeof path, "%s/job.json", dir);
         if (access(path, F_OK) != 0)
             return;
-        memset(&st, 0, sizeof st);   /* launched but the supervisor never wrote: lost */
+        memset(&st, 0, sizeof st); /* launched but the supervisor never wrote: lost */
     }
     if (rc == 0 && strcmp(st.state, "exited") == 0 && reported) {
-        done_push(a, id);   /* nothing left to do but remove it later */
+        done_push(a, id); /* nothing left to do but remove it later */
         return;
     }
     struct ajob *j = job_add(a, id);
@@ -1414,7 +1442,8 @@ static void sweep_spares(struct agent *a)
     while (d && (e = readdir(d)) != NULL) {
         struct cg_job sp;
         char msg[256] = "";
-        if (strncmp(e->d_name, "spare_", 6) != 0 || cg_job_init_leaf(&sp, &a->cg, a->cfg.name, e->d_name) < 0)
+        if (strncmp(e->d_name, "spare_", 6) != 0 ||
+            cg_job_init_leaf(&sp, &a->cg, a->cfg.name, e->d_name) < 0)
             continue;
         if (cg_job_reclaim(&sp, 2000, NULL, msg, sizeof msg) < 0)
             log_warn("stale_spare", "group=%s message=\"%s\"", e->d_name, msg);
@@ -1457,17 +1486,19 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
     if (parse_controller(a, err, errlen) < 0)
         goto fail;
     if (mkdir(cfg->state_dir, 0711) < 0 && errno != EEXIST) {
-        snprintf(err, errlen, "cannot create state directory '%s': %s", cfg->state_dir, strerror(errno));
+        snprintf(err, errlen, "cannot create state directory '%s': %s", cfg->state_dir,
+                 strerror(errno));
         goto fail;
     }
     if (!a->cfg.scratch_root[0])
-        if (snprintf(a->cfg.scratch_root, sizeof a->cfg.scratch_root, "%s/scratch", cfg->state_dir) >=
-            (int)sizeof a->cfg.scratch_root) {
+        if (snprintf(a->cfg.scratch_root, sizeof a->cfg.scratch_root, "%s/scratch",
+                     cfg->state_dir) >= (int)sizeof a->cfg.scratch_root) {
             snprintf(err, errlen, "state directory path too long");
             goto fail;
         }
     if (mkdir(a->cfg.scratch_root, 0711) < 0 && errno != EEXIST) {
-        snprintf(err, errlen, "cannot create scratch root '%s': %s", a->cfg.scratch_root, strerror(errno));
+        snprintf(err, errlen, "cannot create scratch root '%s': %s", a->cfg.scratch_root,
+                 strerror(errno));
         goto fail;
     }
     /* load the NSS modules once here, so a supervisor (a fork of us) finds them loaded
@@ -1479,13 +1510,20 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
     if (getpwuid_r(0, &pw, pwbuf, sizeof pwbuf, &pwres) == 0 && pwres)
         getgrouplist(pw.pw_name, pw.pw_gid, groups, &ngroups);
     a->cg.mode = CG_NONE;
-    if (!cfg->no_cgroups && cg_detect(cfg->cgroup_root[0] ? cfg->cgroup_root : NULL, &a->cg, err, errlen) < 0)
+    if (!cfg->no_cgroups &&
+        cg_detect(cfg->cgroup_root[0] ? cfg->cgroup_root : NULL, &a->cg, err, errlen) < 0)
         goto fail;
-    a->sup = (struct sup_config){.state_dir = a->cfg.state_dir, .scratch_root = a->cfg.scratch_root,
-                                 .node = a->cfg.name, .cg = &a->cg, .allow_root_jobs = cfg->allow_root_jobs,
-                                 .keep_scratch = cfg->keep_scratch, .limit_slack_ms = cfg->limit_slack_ms,
-                                 .pids_max = cfg->pids_max, .default_mem_mb = cfg->job_mem_default_mb,
-                                 .node_gpus = cfg->inv.ngpus, .gpu_minor = a->gpu_minor,
+    a->sup = (struct sup_config){.state_dir = a->cfg.state_dir,
+                                 .scratch_root = a->cfg.scratch_root,
+                                 .node = a->cfg.name,
+                                 .cg = &a->cg,
+                                 .allow_root_jobs = cfg->allow_root_jobs,
+                                 .keep_scratch = cfg->keep_scratch,
+                                 .limit_slack_ms = cfg->limit_slack_ms,
+                                 .pids_max = cfg->pids_max,
+                                 .default_mem_mb = cfg->job_mem_default_mb,
+                                 .node_gpus = cfg->inv.ngpus,
+                                 .gpu_minor = a->gpu_minor,
                                  .job_oom_score_adj = 500};
     for (int i = 0; i < cfg->inv.ngpus && i < INV_MAX_GPUS; i++)
         a->gpu_minor[i] = cfg->inv.gpus[i].minor;
@@ -1495,8 +1533,10 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
          * CAP_SYS_RESOURCE, which a container may withhold: then said, not fatal. */
         int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
         if (fd < 0 || write(fd, "-1000", 5) != 5)
-            log_warn("oom_score_adj_not_set", "error=\"%s\" effect=\"the agent and supervisors keep the "
-                     "oom_score_adj they were started with\"", strerror(errno));
+            log_warn("oom_score_adj_not_set",
+                     "error=\"%s\" effect=\"the agent and supervisors keep the "
+                     "oom_score_adj they were started with\"",
+                     strerror(errno));
         if (fd >= 0)
             close(fd);
     }
@@ -1515,7 +1555,8 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
     a->hb_retry = evtimer_new(a->base, hb_retry_cb, a);
     a->post_kick = evtimer_new(a->base, post_kick_cb, a);
     a->spare_ev = evtimer_new(a->base, spare_cb, a);
-    struct timeval tv = {0, (suseconds_t)(cfg->log_interval_ms > 0 ? cfg->log_interval_ms : 100) * 1000};
+    struct timeval tv = {0, (suseconds_t)(cfg->log_interval_ms > 0 ? cfg->log_interval_ms : 100) *
+                                1000};
     if (tv.tv_usec >= 1000000) {
         tv.tv_sec = tv.tv_usec / 1000000;
         tv.tv_usec %= 1000000;
@@ -1533,13 +1574,14 @@ fail:
 
 int agent_run(struct agent *a)
 {
-    log_info("agent_started", "node=%s controller=%s cgroups=%s gpus=%d gpu_type=%s cpus=%d mem_mb=%lld",
-             a->cfg.name, a->cfg.controller, cg_mode_name(a->cg.mode), a->cfg.inv.ngpus, a->cfg.inv.gpu_type,
-             a->cfg.inv.cpus, (long long)a->cfg.inv.mem_mb);
+    log_info("agent_started",
+             "node=%s controller=%s cgroups=%s gpus=%d gpu_type=%s cpus=%d mem_mb=%lld",
+             a->cfg.name, a->cfg.controller, cg_mode_name(a->cg.mode), a->cfg.inv.ngpus,
+             a->cfg.inv.gpu_type, a->cfg.inv.cpus, (long long)a->cfg.inv.mem_mb);
     recover(a);
     sweep_spares(a);
     kick_spare(a);
-    sigchld_cb(-1, 0, a);   /* nothing of ours yet, but keep the table consistent */
+    sigchld_cb(-1, 0, a); /* nothing of ours yet, but keep the table consistent */
     heartbeat(a);
     int rc = event_base_dispatch(a->base) < 0 ? -EIO : 0;
     /* the spare removes its group when its pipe closes: let it, before the node's group */
@@ -1562,7 +1604,7 @@ void agent_destroy(struct agent *a)
 {
     if (!a)
         return;
-    sup_spare_drop(&a->spare);   /* it removes its group and exits */
+    sup_spare_drop(&a->spare); /* it removes its group and exits */
     while (a->jobs)
         job_remove(a, a->jobs);
     while (a->done_head) {
@@ -1585,8 +1627,9 @@ void agent_destroy(struct agent *a)
         evhttp_connection_free(a->hb_conn);
     if (a->post_conn)
         evhttp_connection_free(a->post_conn);
-    free(a->log_inflight);   /* a chunk the connection's end left unanswered */
-    struct event *evs[] = {a->sigchld, a->sigterm, a->sigint, a->tick, a->hb_retry, a->post_kick, a->spare_ev};
+    free(a->log_inflight); /* a chunk the connection's end left unanswered */
+    struct event *evs[] = {a->sigchld,  a->sigterm,   a->sigint,  a->tick,
+                           a->hb_retry, a->post_kick, a->spare_ev};
     for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
         if (evs[i])
             event_free(evs[i]);

@@ -21,28 +21,28 @@
 #define DOCKET_AGENT_VERSION "0.1.0"
 
 struct agent_config {
-    char controller[512];         /* http://HOST:PORT */
+    char controller[512]; /* http://HOST:PORT */
     char join_token[256];
     char name[64];
-    char addr[256];               /* advertised address (MASTER_ADDR for gangs) */
+    char addr[256]; /* advertised address (MASTER_ADDR for gangs) */
     char state_dir[PATH_MAX];
-    char scratch_root[PATH_MAX];  /* "" = STATE_DIR/scratch */
-    char cgroup_root[PATH_MAX];   /* "" = /sys/fs/cgroup */
-    bool no_cgroups;              /* run without cgroups (non-root development only) */
-    bool no_spare;                /* v1: launch without a spare supervisor made in advance */
+    char scratch_root[PATH_MAX]; /* "" = STATE_DIR/scratch */
+    char cgroup_root[PATH_MAX];  /* "" = /sys/fs/cgroup */
+    bool no_cgroups;             /* run without cgroups (non-root development only) */
+    bool no_spare;               /* v1: launch without a spare supervisor made in advance */
     bool allow_root_jobs;
     bool keep_scratch;
-    char health_check[PATH_MAX];  /* "" = none */
+    char health_check[PATH_MAX]; /* "" = none */
     int64_t health_interval_ms;
     int64_t usage_interval_ms;
     int64_t log_interval_ms;
     int64_t limit_slack_ms;
-    int64_t fence_margin_ms;      /* jobs stop at node_timeout - this without the controller */
-    int64_t log_limit_bytes;      /* per job, stream and run: the rest is cut with a marker */
-    int64_t pids_max;             /* pids.max of every job (0 = none) */
-    int64_t job_mem_default_mb;   /* memory limit of a job that names none (0 = none) */
-    size_t max_queued_events;     /* while the controller is away: usage samples dropped past it */
-    json_t *labels;               /* object of strings (owned by the config user) */
+    int64_t fence_margin_ms;    /* jobs stop at node_timeout - this without the controller */
+    int64_t log_limit_bytes;    /* per job, stream and run: the rest is cut with a marker */
+    int64_t pids_max;           /* pids.max of every job (0 = none) */
+    int64_t job_mem_default_mb; /* memory limit of a job that names none (0 = none) */
+    size_t max_queued_events;   /* while the controller is away: usage samples dropped past it */
+    json_t *labels;             /* object of strings (owned by the config user) */
     struct inventory inv;
 };
 

@@ -22,7 +22,8 @@
 
 #include "util/str.h"
 
-static const char *const ctrl_names[CG_NCTRL] = {"memory", "cpu", "cpuacct", "pids", "freezer", "devices"};
+static const char *const ctrl_names[CG_NCTRL] = {"memory", "cpu",     "cpuacct",
+                                                 "pids",   "freezer", "devices"};
 
 static int fail(char *err, size_t errlen, int rc, const char *what, const char *path)
 {
@@ -83,7 +84,8 @@ static bool is_file(const char *path)
 static bool v2_has_memory(const char *dir)
 {
     char path[PATH_MAX], buf[512];
-    if (join(path, sizeof path, dir, "cgroup.controllers") < 0 || read_file(path, buf, sizeof buf) < 0)
+    if (join(path, sizeof path, dir, "cgroup.controllers") < 0 ||
+        read_file(path, buf, sizeof buf) < 0)
         return false;
     for (char *p = buf; (p = strstr(p, "memory")) != NULL; p += 6) {
         bool start = p == buf || p[-1] == ' ';
@@ -133,12 +135,15 @@ int cg_detect(const char *root, struct cg_layout *out, char *err, size_t errlen)
     }
     for (int c = 0; c < CG_DEVICES; c++) {
         char dir[PATH_MAX];
-        if (join(dir, sizeof dir, root, ctrl_names[c]) < 0 || join(path, sizeof path, dir, "cgroup.procs") < 0)
+        if (join(dir, sizeof dir, root, ctrl_names[c]) < 0 ||
+            join(path, sizeof path, dir, "cgroup.procs") < 0)
             return fail(err, errlen, -ENAMETOOLONG, "use cgroup root", root);
         if (!is_file(path)) {
             if (err && errlen)
-                snprintf(err, errlen, "no usable cgroup hierarchy under '%s' (no v2 memory controller, "
-                         "no v1 '%s' controller)", root, ctrl_names[c]);
+                snprintf(err, errlen,
+                         "no usable cgroup hierarchy under '%s' (no v2 memory controller, "
+                         "no v1 '%s' controller)",
+                         root, ctrl_names[c]);
             return -ENOENT;
         }
     }
@@ -174,7 +179,8 @@ int cg_job_init(struct cg_job *cg, const struct cg_layout *l, const char *node, 
     return cg_job_init_leaf(cg, l, node, leaf);
 }
 
-int cg_job_init_leaf(struct cg_job *cg, const struct cg_layout *l, const char *node, const char *leaf)
+int cg_job_init_leaf(struct cg_job *cg, const struct cg_layout *l, const char *node,
+                     const char *leaf)
 {
     char rel[256];
     if (snprintf(rel, sizeof rel, "docket/%s/%s", node, leaf) >= (int)sizeof rel)
@@ -234,7 +240,7 @@ static int mkdirs(const char *dir, const char *stop, bool v2)
         for (;;) {
             if (join(sub, sizeof sub, tmp, "cgroup.subtree_control") < 0)
                 return -ENAMETOOLONG;
-            write_file(sub, "+memory +cpu +pids");  /* best effort: some may be absent */
+            write_file(sub, "+memory +cpu +pids"); /* best effort: some may be absent */
             const char *slash = strchr(rest + 1, '/');
             if (!slash)
                 break;
@@ -271,7 +277,7 @@ int cg_job_set_limits(const struct cg_job *cg, int64_t mem_mb, int cpus, char *e
                 return fail(err, errlen, rc, "write", path);
             join(path, sizeof path, cg->dir[CG_MEMORY], "memory.memsw.limit_in_bytes");
             if (is_file(path))
-                write_file(path, val);   /* no swapping past the limit */
+                write_file(path, val); /* no swapping past the limit */
         }
     }
     if (cpus > 0) {
@@ -330,24 +336,24 @@ enum { DEV_PROG_MAX = 16 + AGENT_CG_MAX_ALLOW };
 static int dev_prog(const int *allow, int nallow, struct bpf_insn *p)
 {
     int n = 0, jumps[DEV_PROG_MAX], nj = 0;
-    p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, 0, 0);     /* r2 = access_type */
-    p[n++] = insn(BPF_ALU64 | BPF_AND | BPF_K, BPF_REG_2, 0, 0, 0xffff);     /* r2 &= 0xffff */
+    p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, 0, 0); /* r2 = access_type */
+    p[n++] = insn(BPF_ALU64 | BPF_AND | BPF_K, BPF_REG_2, 0, 0, 0xffff);  /* r2 &= 0xffff */
     jumps[nj++] = n;
     p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, 0, BPF_DEVCG_DEV_CHAR);
-    p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, 4, 0);     /* r2 = major */
+    p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, 4, 0); /* r2 = major */
     jumps[nj++] = n;
     p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, 0, CG_GPU_MAJOR);
-    p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, 8, 0);     /* r2 = minor */
+    p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, 8, 0); /* r2 = minor */
     jumps[nj++] = n;
     p[n++] = insn(BPF_JMP | BPF_JGE | BPF_K, BPF_REG_2, 0, 0, CG_GPU_CTL_MINOR_MIN);
     for (int i = 0; i < nallow; i++) {
         jumps[nj++] = n;
         p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_2, 0, 0, allow[i]);
     }
-    p[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0);          /* deny */
+    p[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0); /* deny */
     p[n++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
     int allow_at = n;
-    p[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1);          /* allow */
+    p[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1); /* allow */
     p[n++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
     for (int i = 0; i < nj; i++)
         p[jumps[i]].off = (int16_t)(allow_at - jumps[i] - 1);
@@ -363,7 +369,8 @@ int cg_job_set_devices(const struct cg_job *cg, const int *allow, int nallow, co
         return fail(err, errlen, -EINVAL, "limit devices of", cg->dir[0]);
     if (cg->mode == CG_V1) {
         if (cg->ndirs <= CG_DEVICES)
-            return fail(err, errlen, -EOPNOTSUPP, "isolate GPUs (no v1 devices controller) for", cg->dir[0]);
+            return fail(err, errlen, -EOPNOTSUPP, "isolate GPUs (no v1 devices controller) for",
+                        cg->dir[0]);
         /* the job's group inherits "a *:* rwm" from docket/NODE: take the others away */
         join(path, sizeof path, cg->dir[CG_DEVICES], "devices.deny");
         for (int i = 0; i < nnode; i++) {
@@ -381,7 +388,8 @@ int cg_job_set_devices(const struct cg_job *cg, const int *allow, int nallow, co
     int n = dev_prog(allow, nallow, prog);
     char log[4096] = "";
     LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_buf = log, .log_size = sizeof log, .log_level = 0);
-    int pfd = bpf_prog_load(BPF_PROG_TYPE_CGROUP_DEVICE, "docket_gpus", "Apache-2.0", prog, (size_t)n, &opts);
+    int pfd = bpf_prog_load(BPF_PROG_TYPE_CGROUP_DEVICE, "docket_gpus", "Apache-2.0", prog,
+                            (size_t)n, &opts);
     if (pfd < 0) {
         rc = pfd < 0 && errno ? -errno : -EINVAL;
         if (err && errlen)
@@ -395,7 +403,7 @@ int cg_job_set_devices(const struct cg_job *cg, const int *allow, int nallow, co
         rc = -errno;
     if (gfd >= 0)
         close(gfd);
-    close(pfd);   /* the attachment holds the program until the group goes */
+    close(pfd); /* the attachment holds the program until the group goes */
     return rc < 0 ? fail(err, errlen, rc, "attach the GPU device program to", cg->dir[0]) : 0;
 }
 
@@ -576,7 +584,8 @@ static int64_t read_key(const char *dir, const char *file, const char *key)
     if (join(path, sizeof path, dir, file) < 0 || read_file(path, buf, sizeof buf) <= 0)
         return -1;
     size_t kl = strlen(key);
-    for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    for (char *line = buf; line && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
         if (strncmp(line, key, kl) == 0 && line[kl] == ' ')
             return strtoll(line + kl + 1, NULL, 10);
     }
@@ -622,7 +631,8 @@ static int remove_tree(const char *dir, int depth)
     struct dirent *e;
     char path[PATH_MAX];
     while (d && (e = readdir(d)) != NULL) {
-        if (e->d_type == DT_DIR && e->d_name[0] != '.' && join(path, sizeof path, dir, e->d_name) == 0)
+        if (e->d_type == DT_DIR && e->d_name[0] != '.' &&
+            join(path, sizeof path, dir, e->d_name) == 0)
             remove_tree(path, depth + 1);
     }
     if (d)
@@ -641,7 +651,8 @@ int cg_job_remove(const struct cg_job *cg)
     return rc;
 }
 
-int cg_job_reclaim(const struct cg_job *cg, int wait_ms, void (*reap)(void), char *err, size_t errlen)
+int cg_job_reclaim(const struct cg_job *cg, int wait_ms, void (*reap)(void), char *err,
+                   size_t errlen)
 {
     int waited = 0, step = 1;
     for (;;) {

@@ -35,16 +35,16 @@ enum { CG_GPU_MAJOR = 195, CG_GPU_CTL_MINOR_MIN = 254, AGENT_CG_MAX_ALLOW = 64 }
 
 struct cg_layout {
     enum cg_mode mode;
-    char root[PATH_MAX];        /* mount root: /sys/fs/cgroup */
-    char v2[PATH_MAX];          /* v2: the unified mount that has controllers */
-    bool v2_kill;               /* v2: cgroup.kill exists */
-    bool v1_devices;            /* v1: the devices controller is mounted */
+    char root[PATH_MAX]; /* mount root: /sys/fs/cgroup */
+    char v2[PATH_MAX];   /* v2: the unified mount that has controllers */
+    bool v2_kill;        /* v2: cgroup.kill exists */
+    bool v1_devices;     /* v1: the devices controller is mounted */
 };
 
 struct cg_job {
     enum cg_mode mode;
     bool v2_kill;
-    int ndirs;                  /* v2: 1; v1: CG_NCTRL */
+    int ndirs;                    /* v2: 1; v1: CG_NCTRL */
     char dir[CG_NCTRL][PATH_MAX]; /* v2 uses dir[0] for everything */
 };
 
@@ -57,7 +57,8 @@ const char *cg_mode_name(enum cg_mode m);
 /* Fill the paths of job `id` of node `node` (no I/O). -ENAMETOOLONG when too long. */
 int cg_job_init(struct cg_job *cg, const struct cg_layout *l, const char *node, uint64_t id);
 /* The same for any leaf name under docket/NODE ("spare_42"). */
-int cg_job_init_leaf(struct cg_job *cg, const struct cg_layout *l, const char *node, const char *leaf);
+int cg_job_init_leaf(struct cg_job *cg, const struct cg_layout *l, const char *node,
+                     const char *leaf);
 /* Rename every directory of `from` to `to` (same parent; v1 only, -EOPNOTSUPP on v2). */
 int cg_job_rename(const struct cg_job *from, const struct cg_job *to, char *err, size_t errlen);
 /* Memory (MiB, > 0) and CPU (count, > 0) limits of an existing group. */
@@ -98,8 +99,8 @@ int cg_job_remove(const struct cg_job *cg);
 /* SIGKILL everything, wait up to `wait_ms` for cgroup.procs to empty (calling `reap`
  * between checks when not NULL, so a subreaper can collect its zombies), then remove.
  * -EBUSY with a message when processes are left. */
-int cg_job_reclaim(const struct cg_job *cg, int wait_ms, void (*reap)(void),
-                   char *err, size_t errlen);
+int cg_job_reclaim(const struct cg_job *cg, int wait_ms, void (*reap)(void), char *err,
+                   size_t errlen);
 /* Every pid in the job, up to max; returns the count (or negative errno). */
 int cg_job_pids(const struct cg_job *cg, pid_t *pids, int max);
 

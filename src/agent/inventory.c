@@ -20,8 +20,12 @@
 
 /* NVML's ABI as documented: return codes are ints (0 = success), devices are opaque
  * pointers, memory and utilisation are small structs of these shapes. */
-struct nvml_memory { unsigned long long total, free, used; };
-struct nvml_util { unsigned int gpu, memory; };
+struct nvml_memory {
+    unsigned long long total, free, used;
+};
+struct nvml_util {
+    unsigned int gpu, memory;
+};
 typedef int (*nvml_init_fn)(void);
 typedef int (*nvml_count_fn)(unsigned int *);
 typedef int (*nvml_handle_fn)(unsigned int, void **);
@@ -38,7 +42,7 @@ struct nvml {
     nvml_str_fn name, uuid;
     nvml_mem_fn mem;
     nvml_util_fn util;
-    nvml_minor_fn minor;            /* optional: the device node's minor number */
+    nvml_minor_fn minor; /* optional: the device node's minor number */
     void *dev[INV_MAX_GPUS];
 };
 
@@ -66,7 +70,8 @@ int inventory_host(struct inventory *inv, const char *meminfo_path, char *err, s
 {
     cpu_set_t set;
     CPU_ZERO(&set);
-    inv->cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    inv->cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                            : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (inv->cpus < 1)
         inv->cpus = 1;
     const char *path = meminfo_path ? meminfo_path : "/proc/meminfo";
@@ -120,7 +125,8 @@ void inventory_type_from_name(const char *name, int64_t mem_mb, char *out, size_
         str_copy(model, sizeof model, "GPU");
     long gb = (long)((mem_mb + 1023) / 1024);
     /* marketing sizes: 80GB cards report 79.6 GiB or 81559 MiB */
-    static const long sizes[] = {8, 12, 16, 24, 32, 40, 48, 64, 80, 94, 96, 120, 141, 144, 180, 192};
+    static const long sizes[] = {8,  12, 16, 24,  32,  40,  48,  64,
+                                 80, 94, 96, 120, 141, 144, 180, 192};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (labs(sizes[i] - gb) <= (sizes[i] >= 64 ? 3 : 1)) {
             gb = sizes[i];
@@ -232,7 +238,8 @@ int inventory_nvml(struct inventory *inv, const char *lib, char *err, size_t err
     inv->nvml = n;
     inv->from_nvml = true;
     if (inv->ngpus > 0)
-        inventory_type_from_name(inv->gpus[0].name, inv->gpus[0].mem_mb, inv->gpu_type, sizeof inv->gpu_type);
+        inventory_type_from_name(inv->gpus[0].name, inv->gpus[0].mem_mb, inv->gpu_type,
+                                 sizeof inv->gpu_type);
     inventory_nvml_sample(inv);
     return 0;
 }
@@ -264,7 +271,8 @@ int inventory_declare(struct inventory *inv, const char *decl, char *err, size_t
         return rc;
     }
     if (count > INV_MAX_GPUS) {
-        snprintf(err, errlen, "bad GPU declaration '%s': at most %d GPUs per node", decl, INV_MAX_GPUS);
+        snprintf(err, errlen, "bad GPU declaration '%s': at most %d GPUs per node", decl,
+                 INV_MAX_GPUS);
         return -ERANGE;
     }
     inv->ngpus = count;

@@ -17,24 +17,24 @@ enum { INV_MAX_GPUS = 64 };
 
 struct inv_gpu {
     int index;
-    int minor;              /* /dev/nvidiaN's N (NVML's minor number; the index when declared) */
-    char name[96];          /* "NVIDIA H100 80GB HBM3", or the declared type */
-    char uuid[96];          /* "GPU-..." or "" for declared GPUs */
+    int minor;     /* /dev/nvidiaN's N (NVML's minor number; the index when declared) */
+    char name[96]; /* "NVIDIA H100 80GB HBM3", or the declared type */
+    char uuid[96]; /* "GPU-..." or "" for declared GPUs */
     int64_t mem_mb;
-    int util;               /* percent, last sample (NVML only) */
-    int64_t mem_used_mb;    /* NVML only */
+    int util;            /* percent, last sample (NVML only) */
+    int64_t mem_used_mb; /* NVML only */
 };
 
-struct nvml;                /* the dlopen'd library, opaque */
+struct nvml; /* the dlopen'd library, opaque */
 
 struct inventory {
     int cpus;
     int64_t mem_mb;
-    char gpu_type[64];      /* the one type reported to the controller */
+    char gpu_type[64]; /* the one type reported to the controller */
     int ngpus;
     struct inv_gpu gpus[INV_MAX_GPUS];
     bool from_nvml;
-    struct nvml *nvml;      /* owned; NULL when declared */
+    struct nvml *nvml; /* owned; NULL when declared */
 };
 
 /* CPUs online to this process (sched_getaffinity) and MemTotal from `meminfo_path`

@@ -19,7 +19,8 @@
 #include "util/yamljson.h"
 
 static const char usage_text[] =
-    "usage: docket-node --controller http://HOST:PORT (--join-token TOKEN | --join-token-file FILE)\n"
+    "usage: docket-node --controller http://HOST:PORT (--join-token TOKEN | --join-token-file "
+    "FILE)\n"
     "                   [options]\n"
     "\n"
     "Runs the jobs the controller (docketd) sends to this machine, each under its own\n"
@@ -67,26 +68,70 @@ static const char usage_text[] =
     "  --help                  this text\n";
 
 enum opt {
-    O_CONTROLLER = 256, O_JOIN, O_JOIN_FILE, O_NAME, O_ADDR, O_GPUS, O_CPUS, O_MEM, O_LABEL,
-    O_STATE, O_SCRATCH, O_KEEP, O_CGROOT, O_NOCG, O_NOSPARE, O_ROOTJOBS, O_HEALTH, O_HEALTH_INT,
-    O_USAGE_INT, O_LOG_INT, O_SLACK, O_FENCE, O_LOGLIMIT, O_PIDS, O_MEMDEF, O_MAXEV, O_LOGLEVEL, O_LOGFILE,
-    O_CONFIG, O_HELP,
+    O_CONTROLLER = 256,
+    O_JOIN,
+    O_JOIN_FILE,
+    O_NAME,
+    O_ADDR,
+    O_GPUS,
+    O_CPUS,
+    O_MEM,
+    O_LABEL,
+    O_STATE,
+    O_SCRATCH,
+    O_KEEP,
+    O_CGROOT,
+    O_NOCG,
+    O_NOSPARE,
+    O_ROOTJOBS,
+    O_HEALTH,
+    O_HEALTH_INT,
+    O_USAGE_INT,
+    O_LOG_INT,
+    O_SLACK,
+    O_FENCE,
+    O_LOGLIMIT,
+    O_PIDS,
+    O_MEMDEF,
+    O_MAXEV,
+    O_LOGLEVEL,
+    O_LOGFILE,
+    O_CONFIG,
+    O_HELP,
 };
 
 static const struct option longopts[] = {
-    {"controller", 1, NULL, O_CONTROLLER}, {"join-token", 1, NULL, O_JOIN},
-    {"join-token-file", 1, NULL, O_JOIN_FILE}, {"name", 1, NULL, O_NAME}, {"addr", 1, NULL, O_ADDR},
-    {"gpus", 1, NULL, O_GPUS}, {"cpus", 1, NULL, O_CPUS}, {"mem", 1, NULL, O_MEM},
-    {"label", 1, NULL, O_LABEL}, {"state-dir", 1, NULL, O_STATE}, {"scratch-root", 1, NULL, O_SCRATCH},
-    {"keep-scratch", 0, NULL, O_KEEP}, {"cgroup-root", 1, NULL, O_CGROOT}, {"no-cgroups", 0, NULL, O_NOCG},
+    {"controller", 1, NULL, O_CONTROLLER},
+    {"join-token", 1, NULL, O_JOIN},
+    {"join-token-file", 1, NULL, O_JOIN_FILE},
+    {"name", 1, NULL, O_NAME},
+    {"addr", 1, NULL, O_ADDR},
+    {"gpus", 1, NULL, O_GPUS},
+    {"cpus", 1, NULL, O_CPUS},
+    {"mem", 1, NULL, O_MEM},
+    {"label", 1, NULL, O_LABEL},
+    {"state-dir", 1, NULL, O_STATE},
+    {"scratch-root", 1, NULL, O_SCRATCH},
+    {"keep-scratch", 0, NULL, O_KEEP},
+    {"cgroup-root", 1, NULL, O_CGROOT},
+    {"no-cgroups", 0, NULL, O_NOCG},
     {"no-spare", 0, NULL, O_NOSPARE},
-    {"allow-root-jobs", 0, NULL, O_ROOTJOBS}, {"health-check", 1, NULL, O_HEALTH},
-    {"health-interval", 1, NULL, O_HEALTH_INT}, {"usage-interval", 1, NULL, O_USAGE_INT},
-    {"log-interval", 1, NULL, O_LOG_INT}, {"limit-slack", 1, NULL, O_SLACK},
-    {"fence-margin", 1, NULL, O_FENCE}, {"log-limit", 1, NULL, O_LOGLIMIT}, {"job-pids-max", 1, NULL, O_PIDS},
-    {"job-mem-default", 1, NULL, O_MEMDEF}, {"max-queued-events", 1, NULL, O_MAXEV},
-    {"log-level", 1, NULL, O_LOGLEVEL}, {"log-file", 1, NULL, O_LOGFILE}, {"config", 1, NULL, O_CONFIG},
-    {"help", 0, NULL, O_HELP}, {NULL, 0, NULL, 0},
+    {"allow-root-jobs", 0, NULL, O_ROOTJOBS},
+    {"health-check", 1, NULL, O_HEALTH},
+    {"health-interval", 1, NULL, O_HEALTH_INT},
+    {"usage-interval", 1, NULL, O_USAGE_INT},
+    {"log-interval", 1, NULL, O_LOG_INT},
+    {"limit-slack", 1, NULL, O_SLACK},
+    {"fence-margin", 1, NULL, O_FENCE},
+    {"log-limit", 1, NULL, O_LOGLIMIT},
+    {"job-pids-max", 1, NULL, O_PIDS},
+    {"job-mem-default", 1, NULL, O_MEMDEF},
+    {"max-queued-events", 1, NULL, O_MAXEV},
+    {"log-level", 1, NULL, O_LOGLEVEL},
+    {"log-file", 1, NULL, O_LOGFILE},
+    {"config", 1, NULL, O_CONFIG},
+    {"help", 0, NULL, O_HELP},
+    {NULL, 0, NULL, 0},
 };
 
 /* Settings as strings, from the file then the flags; validated once at the end. */
@@ -157,7 +202,8 @@ static int load_config(struct settings *s, const char *path)
             json_t *lv;
             json_object_foreach(val, lk, lv) {
                 char kv[160];
-                snprintf(kv, sizeof kv, "%s=%s", lk, json_is_string(lv) ? json_string_value(lv) : "");
+                snprintf(kv, sizeof kv, "%s=%s", lk,
+                         json_is_string(lv) ? json_string_value(lv) : "");
                 if (!json_is_string(lv) || add_label(s->labels, kv) < 0)
                     return die("config: bad label '%s' in '%s'", lk, path);
             }
@@ -219,10 +265,12 @@ static int build_config(struct settings *s, struct agent_config *c)
         return die("--controller '%s' is too long", v[O_CONTROLLER]);
     if (v[O_JOIN] && str_copy(c->join_token, sizeof c->join_token, v[O_JOIN]) < 0)
         return die("--join-token %s", "is too long");
-    if (v[O_JOIN_FILE] && (rc = read_token_file(v[O_JOIN_FILE], c->join_token, sizeof c->join_token)) != 0)
+    if (v[O_JOIN_FILE] &&
+        (rc = read_token_file(v[O_JOIN_FILE], c->join_token, sizeof c->join_token)) != 0)
         return rc;
     const char *envtok = getenv("DOCKET_JOIN_TOKEN");
-    if (!c->join_token[0] && envtok && *envtok && str_copy(c->join_token, sizeof c->join_token, envtok) < 0)
+    if (!c->join_token[0] && envtok && *envtok &&
+        str_copy(c->join_token, sizeof c->join_token, envtok) < 0)
         return die("$DOCKET_JOIN_TOKEN %s", "is too long");
     char host[256] = "localhost";
     gethostname(host, sizeof host - 1);

@@ -62,7 +62,8 @@ static int write_atomic(const char *dir, const char *name, const char *text)
     if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%d", dir, name, (int)getpid()) >= (int)sizeof tmp ||
         snprintf(dst, sizeof dst, "%s/%s", dir, name) >= (int)sizeof dst)
         return -ENAMETOOLONG;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);   /* job.json holds the job's environment */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                  0600); /* job.json holds the job's environment */
     if (fd < 0)
         return -errno;
     size_t n = strlen(text);
@@ -88,7 +89,7 @@ int64_t sup_proc_starttime(int pid)
     if (n <= 0)
         return -EIO;
     buf[n] = '\0';
-    char *p = strrchr(buf, ')');   /* the command name may hold spaces and parens */
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces and parens */
     if (!p)
         return -EIO;
     /* after ") " come fields 3..: state is field 3, starttime is field 22 */
@@ -137,18 +138,18 @@ static const char *state_file(const char *state)
 
 int sup_state_write(const char *jobdir, const struct sup_state *st)
 {
-    json_t *o = json_pack("{s:I, s:s, s:i, s:I, s:i, s:I, s:I, s:{s:s, s:i, s:s},"
-                          " s:{s:I, s:I, s:i}, s:b, s:s, s:s, s:s, s:s, s:[I, I, I], s:[I, I, I]}",
-                          "job", (json_int_t)st->job, "state", st->state, "sup_pid", st->sup_pid,
-                          "sup_start", (json_int_t)st->sup_start, "pid", st->pid,
-                          "start_ms", (json_int_t)st->start_ms, "end_ms", (json_int_t)st->end_ms,
-                          "exit", "kind", agent_exit_kind_name(st->exit_kind), "code", st->exit_code,
-                          "message", st->message, "usage", "cpu_ms", (json_int_t)st->usage.cpu_ms,
-                          "max_rss_mb", (json_int_t)st->usage.max_rss_mb, "gpu_util", st->usage.gpu_util,
-                          "reclaim_ok", st->reclaim_ok, "reclaim_msg", st->reclaim_msg,
-                          "out_path", st->out_path, "err_path", st->err_path, "cgroup", st->cgroup,
-                          "out_file", (json_int_t)st->out_dev, (json_int_t)st->out_ino, (json_int_t)st->out_start,
-                          "err_file", (json_int_t)st->err_dev, (json_int_t)st->err_ino, (json_int_t)st->err_start);
+    json_t *o = json_pack(
+        "{s:I, s:s, s:i, s:I, s:i, s:I, s:I, s:{s:s, s:i, s:s},"
+        " s:{s:I, s:I, s:i}, s:b, s:s, s:s, s:s, s:s, s:[I, I, I], s:[I, I, I]}",
+        "job", (json_int_t)st->job, "state", st->state, "sup_pid", st->sup_pid, "sup_start",
+        (json_int_t)st->sup_start, "pid", st->pid, "start_ms", (json_int_t)st->start_ms, "end_ms",
+        (json_int_t)st->end_ms, "exit", "kind", agent_exit_kind_name(st->exit_kind), "code",
+        st->exit_code, "message", st->message, "usage", "cpu_ms", (json_int_t)st->usage.cpu_ms,
+        "max_rss_mb", (json_int_t)st->usage.max_rss_mb, "gpu_util", st->usage.gpu_util,
+        "reclaim_ok", st->reclaim_ok, "reclaim_msg", st->reclaim_msg, "out_path", st->out_path,
+        "err_path", st->err_path, "cgroup", st->cgroup, "out_file", (json_int_t)st->out_dev,
+        (json_int_t)st->out_ino, (json_int_t)st->out_start, "err_file", (json_int_t)st->err_dev,
+        (json_int_t)st->err_ino, (json_int_t)st->err_start);
     if (!o)
         return -ENOMEM;
     char *text = json_dumps(o, JSON_COMPACT);
@@ -227,8 +228,8 @@ int64_t sup_start_seq(const struct sup_config *c, uint64_t id)
     return seq;
 }
 
-int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t sup_start, int64_t seq,
-                const char *cmd)
+int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t sup_start,
+                int64_t seq, const char *cmd)
 {
     char dir[PATH_MAX], name[64];
     int rc = sup_job_dir(c, id, dir, sizeof dir);
@@ -285,7 +286,8 @@ int sup_lease_read(const char *state_dir, int64_t *deadline_ms, int64_t *grace_m
         return -EAGAIN;
     buf[n] = '\0';
     long long d1, g1, d2, g2;
-    if (sscanf(buf, "%lld %lld %lld %lld", &d1, &g1, &d2, &g2) != 4 || d1 != d2 || g1 != g2 || d1 < 0 || g1 < 0)
+    if (sscanf(buf, "%lld %lld %lld %lld", &d1, &g1, &d2, &g2) != 4 || d1 != d2 || g1 != g2 ||
+        d1 < 0 || g1 < 0)
         return -EAGAIN;
     *deadline_ms = d1;
     *grace_ms = g1;
@@ -473,7 +475,8 @@ char **sup_build_env(const struct agent_job *j, const char *node, const char *us
     }
     (void)nl;
     if (j->world_size > 1 || j->nnodes > 1) {
-        env_set(&e, "MASTER_ADDR", j->master_addr[0] ? j->master_addr : (j->nnodes ? j->nodelist[0] : node), true);
+        env_set(&e, "MASTER_ADDR",
+                j->master_addr[0] ? j->master_addr : (j->nnodes ? j->nodelist[0] : node), true);
         snprintf(num, sizeof num, "%d", j->master_port ? j->master_port : 29500);
         env_set(&e, "MASTER_PORT", num, true);
         snprintf(num, sizeof num, "%d", j->world_size ? j->world_size : j->nnodes);
@@ -525,19 +528,19 @@ struct sup {
     struct sup_state st;
     uid_t uid;
     gid_t gid;
-    gid_t groups[256];             /* the user's groups, looked up before the fork */
+    gid_t groups[256]; /* the user's groups, looked up before the fork */
     int ngroups;
     char user[AGENT_NAME_MAX];
     char home[PATH_MAX], shell[PATH_MAX];
-    int out_fd, err_fd;            /* default logs opened by the supervisor, or -1 */
+    int out_fd, err_fd; /* default logs opened by the supervisor, or -1 */
     pid_t leader;
     bool leader_done;
     int leader_status;
     bool stopping, timed_out, killed;
-    int64_t kill_at;               /* monotonic ms, 0 = none */
-    int64_t limit_at;              /* monotonic ms, 0 = none */
+    int64_t kill_at;  /* monotonic ms, 0 = none */
+    int64_t limit_at; /* monotonic ms, 0 = none */
     int stop_signal;
-    int64_t lease_at;              /* monotonic ms of the next look at the lease, 0 = none */
+    int64_t lease_at; /* monotonic ms of the next look at the lease, 0 = none */
     bool fenced;
 };
 
@@ -600,7 +603,8 @@ static int resolve_user(struct sup *s, char *err, size_t errlen)
                 s->ngroups = 0;
         }
         if (root && !s->c->allow_root_jobs) {
-            errf(err, errlen, "job has no user and the agent runs as root (--allow-root-jobs not set)");
+            errf(err, errlen,
+                 "job has no user and the agent runs as root (--allow-root-jobs not set)");
             return -EPERM;
         }
         if (!root && *name && (!res || strcmp(name, pw.pw_name) != 0)) {
@@ -615,7 +619,8 @@ static int resolve_user(struct sup *s, char *err, size_t errlen)
         return -ENOENT;
     }
     if (pw.pw_uid == 0 && !s->c->allow_root_jobs) {
-        errf(err, errlen, "refusing to run a job as root user '%s' (--allow-root-jobs not set)", name);
+        errf(err, errlen, "refusing to run a job as root user '%s' (--allow-root-jobs not set)",
+             name);
         return -EPERM;
     }
     s->uid = pw.pw_uid;
@@ -656,10 +661,11 @@ static int output_checked(int fd, const char *path, int64_t *dev, int64_t *ino, 
 
 /* A default log, STATE_DIR/jobs/ID/stdout|stderr: made by us in our own directory,
  * handed to the user. */
-static int open_default_log(struct sup *s, const char *path, int64_t *dev, int64_t *ino, int64_t *start,
-                            char *err, size_t errlen)
+static int open_default_log(struct sup *s, const char *path, int64_t *dev, int64_t *ino,
+                            int64_t *start, char *err, size_t errlen)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0640);
+    int fd = open(
+        path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0640);
     if (fd < 0) {
         int e = errno;
         errf(err, errlen, "cannot open '%s': %s", path, strerror(e));
@@ -679,8 +685,8 @@ static int open_default_log(struct sup *s, const char *path, int64_t *dev, int64
  * symlink at its end, never waiting (a FIFO without a reader fails at once instead of
  * hanging the launch), and only when it is a regular file. The job gets this descriptor
  * and the agent reads this inode, never whatever the path names later. */
-static int open_user_output(struct sup *s, const char *path, int64_t *dev, int64_t *ino, int64_t *start,
-                            char *err, size_t errlen)
+static int open_user_output(struct sup *s, const char *path, int64_t *dev, int64_t *ino,
+                            int64_t *start, char *err, size_t errlen)
 {
     bool root = geteuid() == 0;
     gid_t saved[256];
@@ -701,7 +707,8 @@ static int open_user_output(struct sup *s, const char *path, int64_t *dev, int64
             return -EPERM;
         }
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
+    int fd = open(
+        path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
     int e = errno;
     if (root) {
         setfsuid(0);
@@ -710,7 +717,9 @@ static int open_user_output(struct sup *s, const char *path, int64_t *dev, int64
             slog("cannot restore the supervisor's groups: %s", strerror(errno));
     }
     if (fd < 0) {
-        const char *why = e == ELOOP ? "it is a symbolic link" : e == ENXIO ? "it is a FIFO or socket" : strerror(e);
+        const char *why = e == ELOOP   ? "it is a symbolic link"
+                          : e == ENXIO ? "it is a FIFO or socket"
+                                       : strerror(e);
         errf(err, errlen, "cannot open output '%s' as user '%s': %s", path, s->user, why);
         return -e;
     }
@@ -741,7 +750,8 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
     sigprocmask(SIG_SETMASK, &none, NULL);
     setsid();
     char cgerr[256];
-    if (s->use_cg && !s->inside && !s->born_inside && cg_job_attach(&s->cg, 0, cgerr, sizeof cgerr) < 0) {
+    if (s->use_cg && !s->inside && !s->born_inside &&
+        cg_job_attach(&s->cg, 0, cgerr, sizeof cgerr) < 0) {
         ssize_t w = write(pfd, cgerr, strlen(cgerr));
         (void)w;
         _exit(127);
@@ -772,7 +782,7 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
         snprintf(what, sizeof what, "cannot enter working directory '%s'", wd);
         child_fail(pfd, what, errno);
     }
-    int out = s->out_fd, errfd = s->err_fd;   /* opened by the supervisor (prepare) */
+    int out = s->out_fd, errfd = s->err_fd; /* opened by the supervisor (prepare) */
     int in = open("/dev/null", O_RDONLY);
     if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
         child_fail(pfd, "cannot set up standard descriptors", errno);
@@ -819,10 +829,10 @@ static int write_script(struct sup *s, char *err, size_t errlen)
 
 static int make_scratch(struct sup *s, char *err, size_t errlen)
 {
-    snprintf(s->scratch, sizeof s->scratch, "%s/job_%llu", s->c->scratch_root, (unsigned long long)s->j->id);
-    sup_remove_tree(s->scratch);   /* left over from an earlier run of this job */
-    if (mkdir(s->scratch, 0700) < 0 ||
-        (geteuid() == 0 && chown(s->scratch, s->uid, s->gid) < 0)) {
+    snprintf(s->scratch, sizeof s->scratch, "%s/job_%llu", s->c->scratch_root,
+             (unsigned long long)s->j->id);
+    sup_remove_tree(s->scratch); /* left over from an earlier run of this job */
+    if (mkdir(s->scratch, 0700) < 0 || (geteuid() == 0 && chown(s->scratch, s->uid, s->gid) < 0)) {
         errf(err, errlen, "cannot create scratch directory '%s': %s", s->scratch, strerror(errno));
         return -errno;
     }
@@ -841,7 +851,7 @@ static int isolate(struct sup *s, char *err, size_t errlen)
     for (int i = 0; i < n; i++)
         node[i] = s->c->gpu_minor ? s->c->gpu_minor[i] : i;
     for (int i = 0; i < s->j->ngpus; i++) {
-        int g = s->j->gpus[i];   /* the agent checked it exists (gpus_check) */
+        int g = s->j->gpus[i]; /* the agent checked it exists (gpus_check) */
         mine[i] = g >= 0 && g < n ? node[g] : g;
     }
     return cg_job_set_devices(&s->cg, mine, s->j->ngpus, node, n, err, errlen);
@@ -854,25 +864,31 @@ static int prepare(struct sup *s, char *err, size_t errlen)
     if ((rc = resolve_user(s, err, errlen)) < 0)
         return rc;
     const char *wd = s->j->workdir && *s->j->workdir ? s->j->workdir : (s->home[0] ? s->home : "/");
-    if ((rc = sup_resolve_output(s->j->output, s->dir, "stdout", wd, s->j, s->st.out_path, sizeof s->st.out_path)) < 0 ||
-        (rc = sup_resolve_output(s->j->error, s->dir, "stderr", wd, s->j, s->st.err_path, sizeof s->st.err_path)) < 0) {
+    if ((rc = sup_resolve_output(s->j->output, s->dir, "stdout", wd, s->j, s->st.out_path,
+                                 sizeof s->st.out_path)) < 0 ||
+        (rc = sup_resolve_output(s->j->error, s->dir, "stderr", wd, s->j, s->st.err_path,
+                                 sizeof s->st.err_path)) < 0) {
         errf(err, errlen, "output path too long");
         return rc;
     }
     struct sup_state *st = &s->st;
     bool own_out = !s->j->output || !*s->j->output, own_err = !s->j->error || !*s->j->error;
-    s->out_fd = own_out ? open_default_log(s, st->out_path, &st->out_dev, &st->out_ino, &st->out_start, err, errlen)
-                        : open_user_output(s, st->out_path, &st->out_dev, &st->out_ino, &st->out_start, err, errlen);
+    s->out_fd = own_out ? open_default_log(s, st->out_path, &st->out_dev, &st->out_ino,
+                                           &st->out_start, err, errlen)
+                        : open_user_output(s, st->out_path, &st->out_dev, &st->out_ino,
+                                           &st->out_start, err, errlen);
     if (s->out_fd < 0)
         return s->out_fd;
     if (!own_err && strcmp(st->err_path, st->out_path) == 0) {
-        s->err_fd = s->out_fd;   /* one file for both: one descriptor, one inode */
+        s->err_fd = s->out_fd; /* one file for both: one descriptor, one inode */
         st->err_dev = st->out_dev;
         st->err_ino = st->out_ino;
         st->err_start = st->out_start;
     } else {
-        s->err_fd = own_err ? open_default_log(s, st->err_path, &st->err_dev, &st->err_ino, &st->err_start, err, errlen)
-                            : open_user_output(s, st->err_path, &st->err_dev, &st->err_ino, &st->err_start, err, errlen);
+        s->err_fd = own_err ? open_default_log(s, st->err_path, &st->err_dev, &st->err_ino,
+                                               &st->err_start, err, errlen)
+                            : open_user_output(s, st->err_path, &st->err_dev, &st->err_ino,
+                                               &st->err_start, err, errlen);
         if (s->err_fd < 0)
             return s->err_fd;
     }
@@ -889,7 +905,7 @@ static int prepare(struct sup *s, char *err, size_t errlen)
              * spawned from here, starts in it without a move (see sup_spare_start) */
             s->use_cg = true;
             if ((rc = cg_job_rename(s->spare_cg, &s->cg, err, errlen)) < 0) {
-                s->cg = *s->spare_cg;   /* leave_group() empties and removes the spare's */
+                s->cg = *s->spare_cg; /* leave_group() empties and removes the spare's */
                 return rc;
             }
             rc = cg_job_set_limits(&s->cg, mem_mb, s->j->cpus, err, errlen);
@@ -903,7 +919,8 @@ static int prepare(struct sup *s, char *err, size_t errlen)
             return rc;
         if (s->cg.mode == CG_V2)
             s->cg_fd = open(s->cg.dir[0], O_PATH | O_DIRECTORY | O_CLOEXEC);
-        str_copy(s->st.cgroup, sizeof s->st.cgroup, s->cg.mode == CG_V2 ? s->cg.dir[0] : s->cg.dir[CG_FREEZER]);
+        str_copy(s->st.cgroup, sizeof s->st.cgroup,
+                 s->cg.mode == CG_V2 ? s->cg.dir[0] : s->cg.dir[CG_FREEZER]);
     }
     return make_scratch(s, err, errlen);
 }
@@ -917,7 +934,8 @@ static void leave_group(struct sup *s)
         return;
     struct cg_job node;
     char err[256];
-    if (cg_node_init(&node, s->c->cg, s->c->node) < 0 || cg_job_attach(&node, 0, err, sizeof err) < 0)
+    if (cg_node_init(&node, s->c->cg, s->c->node) < 0 ||
+        cg_job_attach(&node, 0, err, sizeof err) < 0)
         slog("job %llu: cannot leave the job's cgroup: %s", (unsigned long long)s->j->id, err);
     s->inside = false;
 }
@@ -1053,8 +1071,8 @@ static void stop_job(struct sup *s, int sig, int64_t grace_ms, const char *why)
         return;
     }
     int n = s->use_cg ? cg_job_signal(&s->cg, sig) : (kill(-s->leader, sig) == 0 ? 1 : 0);
-    slog("job %llu: %s: signal %d to %d processes, kill in %lld ms", (unsigned long long)s->j->id, why,
-         sig, n, (long long)grace_ms);
+    slog("job %llu: %s: signal %d to %d processes, kill in %lld ms", (unsigned long long)s->j->id,
+         why, sig, n, (long long)grace_ms);
     if (!s->stopping)
         str_copy(s->st.message, sizeof s->st.message, why);
     s->stopping = true;
@@ -1105,7 +1123,8 @@ static void read_ctl(struct sup *s)
         free(list[i]);
         int sig = 0;
         long long grace = 0;
-        if (sscanf(buf, "signal %d %lld", &sig, &grace) == 2 && sig > 0 && sig < NSIG && grace >= 0) {
+        if (sscanf(buf, "signal %d %lld", &sig, &grace) == 2 && sig > 0 && sig < NSIG &&
+            grace >= 0) {
             char why[64];
             snprintf(why, sizeof why, "signalled %s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
             stop_job(s, sig, grace, why);
@@ -1138,11 +1157,11 @@ static void check_lease(struct sup *s, int64_t now)
     int64_t deadline = 0, grace = 0;
     int rc = sup_lease_read(s->c->state_dir, &deadline, &grace);
     if (rc == -EAGAIN) {
-        s->lease_at = now + 10;   /* caught a rewrite: look again in a moment */
+        s->lease_at = now + 10; /* caught a rewrite: look again in a moment */
         return;
     }
     if (rc < 0 || deadline == 0) {
-        s->lease_at = 0;          /* no lease (an agent that never reached a controller) */
+        s->lease_at = 0; /* no lease (an agent that never reached a controller) */
         return;
     }
     if (deadline > now) {
@@ -1154,8 +1173,10 @@ static void check_lease(struct sup *s, int64_t now)
     int64_t g = s->j->grace_ms < grace ? s->j->grace_ms : grace;
     slog("job %llu: fenced: no contact with the controller since the lease ran out %lld ms ago",
          (unsigned long long)s->j->id, (long long)(now - deadline));
-    stop_job(s, s->j->signal ? s->j->signal : SIGTERM, g, "fenced: the node lost contact with the controller");
-    str_copy(s->st.message, sizeof s->st.message, "fenced: the node lost contact with the controller");
+    stop_job(s, s->j->signal ? s->j->signal : SIGTERM, g,
+             "fenced: the node lost contact with the controller");
+    str_copy(s->st.message, sizeof s->st.message,
+             "fenced: the node lost contact with the controller");
 }
 
 static void run_loop(struct sup *s, int sfd)
@@ -1164,13 +1185,14 @@ static void run_loop(struct sup *s, int sfd)
         int64_t now = clock_mono_ms();
         if (s->limit_at && now >= s->limit_at && !s->stopping) {
             s->timed_out = true;
-            stop_job(s, s->j->signal ? s->j->signal : SIGTERM, s->j->grace_ms, "time limit reached");
+            stop_job(s, s->j->signal ? s->j->signal : SIGTERM, s->j->grace_ms,
+                     "time limit reached");
         }
         if (s->lease_at && now >= s->lease_at)
             check_lease(s, now);
         if (s->kill_at && now >= s->kill_at)
             kill_job(s, "grace ended");
-        int64_t next = 86400000;   /* the earliest of the deadlines set, in ms from now */
+        int64_t next = 86400000; /* the earliest of the deadlines set, in ms from now */
         int64_t at[3] = {s->limit_at && !s->stopping ? s->limit_at : 0, s->kill_at, s->lease_at};
         for (int i = 0; i < 3; i++)
             if (at[i] && at[i] - now < next)
@@ -1186,7 +1208,7 @@ static void run_loop(struct sup *s, int sfd)
             else if (si.ssi_signo == SIGUSR1)
                 read_ctl(s);
         }
-        on_sigchld(s);   /* coalesced SIGCHLDs */
+        on_sigchld(s); /* coalesced SIGCHLDs */
     }
 }
 
@@ -1194,13 +1216,13 @@ static void finish(struct sup *s, bool launched)
 {
     leave_group(s);
     if (s->spare_cg && !s->use_cg)
-        cg_job_remove(s->spare_cg);   /* failed before the spare's group became the job's */
+        cg_job_remove(s->spare_cg); /* failed before the spare's group became the job's */
     int64_t cpu = 0, peak = 0;
     bool oom = false;
     if (s->use_cg) {
         char msg[256] = "";
         if (cg_job_nprocs(&s->cg) > 0) {
-            cg_job_signal(&s->cg, SIGKILL);  /* the leader is gone: the rest goes too */
+            cg_job_signal(&s->cg, SIGKILL); /* the leader is gone: the rest goes too */
             reap_all();
         }
         cg_job_usage(&s->cg, &cpu, &peak);
@@ -1213,7 +1235,8 @@ static void finish(struct sup *s, bool launched)
     } else {
         struct rusage ru;
         if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
-            cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000LL + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+            cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000LL +
+                  (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
             peak = ru.ru_maxrss / 1024;
         }
         if (s->leader > 0)
@@ -1256,12 +1279,12 @@ static void finish(struct sup *s, bool launched)
          * node stops taking jobs rather than give a user's files to the next job */
         int rc = sup_remove_tree(s->scratch);
         if (rc < 0) {
-            slog("job %llu: cannot remove scratch directory '%s': %s", (unsigned long long)s->j->id, s->scratch,
-                 strerror(-rc));
+            slog("job %llu: cannot remove scratch directory '%s': %s", (unsigned long long)s->j->id,
+                 s->scratch, strerror(-rc));
             if (s->st.reclaim_ok) {
                 s->st.reclaim_ok = false;
-                errf(s->st.reclaim_msg, sizeof s->st.reclaim_msg, "cannot remove scratch directory '%s': %s",
-                     s->scratch, strerror(-rc));
+                errf(s->st.reclaim_msg, sizeof s->st.reclaim_msg,
+                     "cannot remove scratch directory '%s': %s", s->scratch, strerror(-rc));
             }
         }
     }
@@ -1301,8 +1324,9 @@ static int become_supervisor(const char *name, int keep)
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
-static void __attribute__((noreturn)) supervise_job(const struct sup_config *c, const struct agent_job *j,
-                                                    const char *dir, const struct cg_job *spare_cg, int sfd)
+static void __attribute__((noreturn))
+supervise_job(const struct sup_config *c, const struct agent_job *j, const char *dir,
+              const struct cg_job *spare_cg, int sfd)
 {
     struct sup s;
     memset(&s, 0, sizeof s);
@@ -1335,15 +1359,15 @@ static void __attribute__((noreturn)) supervise_job(const struct sup_config *c, 
     str_copy(s.st.state, sizeof s.st.state, "running");
     if (j->time_limit_ms > 0)
         s.limit_at = clock_mono_ms() + j->time_limit_ms + c->limit_slack_ms;
-    s.lease_at = clock_mono_ms();   /* a first look at the lease at once */
-    read_ctl(&s);    /* commands that came before the signalfd existed */
+    s.lease_at = clock_mono_ms(); /* a first look at the lease at once */
+    read_ctl(&s);                 /* commands that came before the signalfd existed */
     run_loop(&s, sfd);
     finish(&s, true);
     _exit(0);
 }
 
-static void __attribute__((noreturn)) supervise(const struct sup_config *c, const struct agent_job *j,
-                                                const char *dir)
+static void __attribute__((noreturn))
+supervise(const struct sup_config *c, const struct agent_job *j, const char *dir)
 {
     int sfd = become_supervisor("docket-sup", -1);
     supervise_job(c, j, dir, NULL, sfd);
@@ -1351,8 +1375,8 @@ static void __attribute__((noreturn)) supervise(const struct sup_config *c, cons
 
 /* The job directory of a new run: made, cleared of an earlier run's state and commands
  * (the logs stay, appended), job.json written. */
-static int prepare_job_dir(const struct sup_config *c, const struct agent_job *j, int64_t seq, char *dir,
-                           size_t dirlen, char *err, size_t errlen)
+static int prepare_job_dir(const struct sup_config *c, const struct agent_job *j, int64_t seq,
+                           char *dir, size_t dirlen, char *err, size_t errlen)
 {
     char jobs[PATH_MAX];
     snprintf(jobs, sizeof jobs, "%s/jobs", c->state_dir);
@@ -1372,7 +1396,7 @@ static int prepare_job_dir(const struct sup_config *c, const struct agent_job *j
     }
     snprintf(path, sizeof path, "%s/reported", dir);
     unlink(path);
-    snprintf(path, sizeof path, "%s/log_base", dir);   /* a new run starts its own output */
+    snprintf(path, sizeof path, "%s/log_base", dir); /* a new run starts its own output */
     unlink(path);
     DIR *d = opendir(dir);
     struct dirent *de;
@@ -1420,8 +1444,8 @@ static void __attribute__((noreturn)) spare_main(const struct sup_config *c, int
     char leaf[32], err[256] = "";
     snprintf(leaf, sizeof leaf, "spare_%d", (int)getpid());
     struct cg_job sp, node;
-    if (cg_job_init_leaf(&sp, c->cg, c->node, leaf) < 0 || cg_node_init(&node, c->cg, c->node) < 0 ||
-        cg_job_create(&sp, 0, 0, err, sizeof err) < 0)
+    if (cg_job_init_leaf(&sp, c->cg, c->node, leaf) < 0 ||
+        cg_node_init(&node, c->cg, c->node) < 0 || cg_job_create(&sp, 0, 0, err, sizeof err) < 0)
         _exit(1);
     /* the slow move (an RCU grace period on v1) happens now, before any job */
     if (cg_job_attach(&sp, 0, err, sizeof err) < 0) {

@@ -32,26 +32,26 @@
 #include "protocol/agent_msg.h"
 
 struct sup_config {
-    const char *state_dir;        /* the agent's state directory (exists) */
-    const char *scratch_root;     /* per-job scratch dirs go under it (exists) */
-    const char *node;             /* this node's name */
-    const struct cg_layout *cg;   /* mode CG_NONE = no cgroups (tests without root only) */
-    bool allow_root_jobs;         /* else a job whose user resolves to uid 0 is refused */
+    const char *state_dir;      /* the agent's state directory (exists) */
+    const char *scratch_root;   /* per-job scratch dirs go under it (exists) */
+    const char *node;           /* this node's name */
+    const struct cg_layout *cg; /* mode CG_NONE = no cgroups (tests without root only) */
+    bool allow_root_jobs;       /* else a job whose user resolves to uid 0 is refused */
     bool keep_scratch;
-    int64_t limit_slack_ms;       /* the local time limit trails the controller's by this */
-    int64_t pids_max;             /* pids.max of every job (0 = no limit) */
-    int64_t default_mem_mb;       /* memory limit of a job that names none (0 = none) */
-    int node_gpus;                /* GPUs of the node */
-    const int *gpu_minor;         /* gpu_minor[i]: /dev/nvidiaN's N of GPU i (NULL: N = i) */
-    int job_oom_score_adj;        /* the job's oom_score_adj (> 0: it dies before us) */
+    int64_t limit_slack_ms; /* the local time limit trails the controller's by this */
+    int64_t pids_max;       /* pids.max of every job (0 = no limit) */
+    int64_t default_mem_mb; /* memory limit of a job that names none (0 = none) */
+    int node_gpus;          /* GPUs of the node */
+    const int *gpu_minor;   /* gpu_minor[i]: /dev/nvidiaN's N of GPU i (NULL: N = i) */
+    int job_oom_score_adj;  /* the job's oom_score_adj (> 0: it dies before us) */
 };
 
 struct sup_state {
     uint64_t job;
-    char state[16];               /* "starting", "running", "exited" */
+    char state[16]; /* "starting", "running", "exited" */
     int sup_pid;
-    int64_t sup_start;            /* /proc starttime of the supervisor (pid reuse guard) */
-    int pid;                      /* the job's leader */
+    int64_t sup_start; /* /proc starttime of the supervisor (pid reuse guard) */
+    int pid;           /* the job's leader */
     int64_t start_ms, end_ms;
     enum agent_exit_kind exit_kind;
     int exit_code;
@@ -60,7 +60,7 @@ struct sup_state {
     bool reclaim_ok;
     char reclaim_msg[256];
     char out_path[PATH_MAX], err_path[PATH_MAX];
-    char cgroup[PATH_MAX];        /* the tracking group (for usage sampling) */
+    char cgroup[PATH_MAX]; /* the tracking group (for usage sampling) */
     /* the files the supervisor opened for the job's stdout/stderr: the agent ships only
      * from a regular file that is still this inode, from the size it had at this run's
      * start (so a requeued run's bytes are its own) */
@@ -72,16 +72,16 @@ int sup_job_dir(const struct sup_config *c, uint64_t id, char *out, size_t len);
 /* Create the job directory, write job.json, fork the supervisor. On return
  * the supervisor runs on its own; *sup_pid is its pid. The caller must not have SIGCHLD
  * ignored only if it wants to reap it; the supervisor never needs its parent again. */
-int sup_launch(const struct sup_config *c, const struct agent_job *j, int64_t seq,
-               int *sup_pid, char *err, size_t errlen);
+int sup_launch(const struct sup_config *c, const struct agent_job *j, int64_t seq, int *sup_pid,
+               char *err, size_t errlen);
 /* Spares (cgroup v1): a supervisor forked in advance that has already moved itself into
  * a group of its own (docket/NODE/spare_PID), which is slow on v1 (an RCU grace period,
  * 8-17 ms on a loaded machine). When a job comes, the group is renamed job_ID and the job
  * is spawned inside it: no move on the launch's path. The spare waits on a pipe; closing
  * it (sup_spare_drop, or the agent's death) makes it remove its group and exit. */
 struct sup_spare {
-    int pid;                      /* 0 = none */
-    int fd;                       /* the pipe's write end, -1 = none */
+    int pid; /* 0 = none */
+    int fd;  /* the pipe's write end, -1 = none */
 };
 int sup_spare_start(const struct sup_config *c, struct sup_spare *sp, char *err, size_t errlen);
 /* Like sup_launch, through the spare (which is used up: sp is emptied). -ENOENT without

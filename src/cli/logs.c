@@ -18,8 +18,11 @@ const char cmd_logs_usage[] =
 enum { L_FOLLOW = 1, L_STDERR, L_OFFSET };
 
 static const struct opt_def logs_opts[] = {
-    { L_FOLLOW, 'f', "follow", OPT_NONE }, { L_STDERR, 0, "stderr", OPT_NONE },
-    { L_OFFSET, 0, "offset", OPT_VALUE }, CLI_COMMON_OPTS, { 0, 0, NULL, OPT_NONE },
+    {L_FOLLOW, 'f', "follow", OPT_NONE},
+    {L_STDERR, 0, "stderr", OPT_NONE},
+    {L_OFFSET, 0, "offset", OPT_VALUE},
+    CLI_COMMON_OPTS,
+    {0, 0, NULL, OPT_NONE},
 };
 
 enum { FOLLOW_TIMEOUT_MS = 40000 };
@@ -37,10 +40,9 @@ static int fetch(struct cli *c, int64_t id, const char *stream, int64_t *offset,
     if (rc)
         return rc;
     if (c->json) {
-        json_t *o = json_pack("{s:I,s:s,s:I,s:I,s:b,s:s%}", "job", (json_int_t)id, "stream",
-                              stream, "from", (json_int_t)*offset, "offset",
-                              (json_int_t)(r.offset >= 0 ? r.offset
-                                                         : *offset + (int64_t)r.len),
+        json_t *o = json_pack("{s:I,s:s,s:I,s:I,s:b,s:s%}", "job", (json_int_t)id, "stream", stream,
+                              "from", (json_int_t)*offset, "offset",
+                              (json_int_t)(r.offset >= 0 ? r.offset : *offset + (int64_t)r.len),
                               "eof", r.eof, "data", r.body ? r.body : "", r.len);
         if (!o) {
             client_reply_release(&r);

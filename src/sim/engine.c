@@ -26,7 +26,7 @@ enum ev_kind { EV_END, EV_EXIT, EV_CKPT, EV_NODE_DOWN, EV_NODE_UP };
 struct ev {
     int64_t t;
     uint64_t seq;
-    uint32_t job;      /* job index, or node index for node events */
+    uint32_t job; /* job index, or node index for node events */
     uint32_t gen;
     uint8_t kind;
 };
@@ -51,12 +51,12 @@ struct sim {
     /* time series */
     int64_t last_t;
     long busy_gpus;
-    long running;          /* runs in progress (GPU or not) */
+    long running; /* runs in progress (GPU or not) */
     long pending;
-    long live;             /* submitted, not yet terminal */
-    bool dirty;            /* something changed since the last cycle */
+    long live;  /* submitted, not yet terminal */
+    bool dirty; /* something changed since the last cycle */
     int64_t last_cycle;
-    int64_t wake;          /* the core's next wakeup, as last asked */
+    int64_t wake; /* the core's next wakeup, as last asked */
     uint64_t rng;
     char *err;
     size_t errlen;
@@ -66,8 +66,8 @@ struct sim {
 };
 
 static const char *const end_names[] = {
-    "unfinished", "completed", "failed", "timeout", "preempted", "node_fail", "cancelled",
-    "rejected",
+    "unfinished", "completed", "failed",    "timeout",
+    "preempted",  "node_fail", "cancelled", "rejected",
 };
 
 const char *sim_job_end_name(enum sim_job_end e)
@@ -109,7 +109,7 @@ static int heap_push(struct sim *m, int64_t t, enum ev_kind kind, uint32_t job, 
         h->cap = nc;
     }
     i = h->n++;
-    h->v[i] = (struct ev){ .t = t, .seq = m->seq++, .job = job, .gen = gen, .kind = (uint8_t)kind };
+    h->v[i] = (struct ev){.t = t, .seq = m->seq++, .job = job, .gen = gen, .kind = (uint8_t)kind};
     while (i > 0 && ev_less(&h->v[i], &h->v[(i - 1) / 2])) {
         struct ev tmp = h->v[i];
 
@@ -230,7 +230,7 @@ static int tier_index(const struct sim *m, const char *tier)
 static int project_add(struct sim *m, const struct sched_project_spec *ps)
 {
     struct sim_result *r = m->r;
-    struct sched_error e = { 0 };
+    struct sched_error e = {0};
 
     if (r->nprojects == 65535) {
         snprintf(m->err, m->errlen, "more than 65535 projects");
@@ -321,8 +321,8 @@ static int64_t time_limit(const struct sim *m, const struct trace_row *row,
  * core's jobs are uniform). When no node count up to twice the minimum divides the total
  * evenly (a prime number of units, say), the per-node count is rounded up: the job gets
  * a few more units than it asked for, as schedulers that allocate whole nodes do. */
-static void job_shape(const struct sim *m, const struct trace_row *row, int *gpus_total,
-                      int *nodes, int *per_node)
+static void job_shape(const struct sim *m, const struct trace_row *row, int *gpus_total, int *nodes,
+                      int *per_node)
 {
     int g = row->gpus;
     int maxg = m->max_node_gpus > 0 ? m->max_node_gpus : 1;
@@ -385,9 +385,8 @@ static int rec_alloc(struct sim *m, const char *id)
     return 0;
 }
 
-static void fill_spec(const struct sim *m, const struct trace_row *row,
-                      const struct sim_rule *rule, const char *project, const char *tier,
-                      struct sched_job_spec *spec)
+static void fill_spec(const struct sim *m, const struct trace_row *row, const struct sim_rule *rule,
+                      const char *project, const char *tier, struct sched_job_spec *spec)
 {
     int gtotal, nodes, per;
 
@@ -400,9 +399,9 @@ static void fill_spec(const struct sim *m, const struct trace_row *row,
         (void)str_copy(spec->user, sizeof(spec->user), "trace");
     (void)str_copy(spec->tier, sizeof(spec->tier), tier);
     (void)str_copy(spec->class_name, sizeof(spec->class_name),
-                   rule->class_name[0] ? rule->class_name
+                   rule->class_name[0]          ? rule->class_name
                    : m->map->dflt.class_name[0] ? m->map->dflt.class_name
-                   : m->pol->policy.default_class);
+                                                : m->pol->policy.default_class);
     (void)str_copy(spec->gpu_type, sizeof(spec->gpu_type),
                    rule->gpu_type[0] ? rule->gpu_type : m->map->dflt.gpu_type);
     job_shape(m, row, &gtotal, &nodes, &per);
@@ -422,9 +421,10 @@ static void fill_spec(const struct sim *m, const struct trace_row *row,
 static int resolve_names(struct sim *m, const struct trace_row *row, const struct sim_rule *rule,
                          char *project, char *tier)
 {
-    const char *p = rule->project[0] ? rule->project
+    const char *p = rule->project[0]                                   ? rule->project
                     : m->map->dflt.project[0] && rule == &m->map->dflt ? m->map->dflt.project
-                    : row->project[0] ? row->project : "default";
+                    : row->project[0]                                  ? row->project
+                                                                       : "default";
     const struct sched_project_spec *ps;
 
     if (!str_is_name(p))
@@ -447,7 +447,7 @@ static int submit_row(struct sim *m, const struct trace_row *row, int64_t now)
     const struct sim_rule *rule = sim_mapping_find(m->map, row->project, row->user);
     char project[SCHED_NAME_MAX], tier[SCHED_NAME_MAX], msg[400];
     struct sched_job_spec spec;
-    struct sched_error e = { 0 };
+    struct sched_error e = {0};
     struct sim_job_rec *j;
     int pi, ti;
 
@@ -461,8 +461,10 @@ static int submit_row(struct sim *m, const struct trace_row *row, int64_t now)
     j->first_start_ms = j->start_ms = j->end_ms = -1;
     j->failed_in_trace = row->status == TRACE_ST_FAILED;
     if (resolve_names(m, row, rule, project, tier) < 0) {
-        snprintf(msg, sizeof(msg), "%s:%ld: project '%s' is not a valid Docket name "
-                 "(map it with a rule)", m->opt->trace_path, row->line, row->project);
+        snprintf(msg, sizeof(msg),
+                 "%s:%ld: project '%s' is not a valid Docket name "
+                 "(map it with a rule)",
+                 m->opt->trace_path, row->line, row->project);
         report_error(m, msg);
         j->end = SIM_END_REJECTED;
         m->r->rejected++;
@@ -479,9 +481,9 @@ static int submit_row(struct sim *m, const struct trace_row *row, int64_t now)
     j->tier = (uint8_t)(ti < 0 ? 0 : ti);
     j->gpus = spec.gpus_per_node * spec.nodes;
     j->limit_ms = spec.time_limit_ms;
-    j->ckpt_ms = rule->checkpoint_ms >= 0 ? rule->checkpoint_ms
+    j->ckpt_ms = rule->checkpoint_ms >= 0          ? rule->checkpoint_ms
                  : m->map->dflt.checkpoint_ms >= 0 ? m->map->dflt.checkpoint_ms
-                 : m->map->checkpoint_ms;
+                                                   : m->map->checkpoint_ms;
     spec.has_checkpoint_signal = j->ckpt_ms > 0;
     m->r->njobs++;
     if (sched_job_submit(m->s, &spec, now, &e) < 0) {
@@ -547,19 +549,19 @@ static bool core_running(const struct sim *m, uint64_t id)
 }
 
 /* The job's processes are gone: tell the core. */
-static void job_exit(struct sim *m, uint64_t id, enum sched_exit_kind how, int code,
-                     int64_t now, bool natural)
+static void job_exit(struct sim *m, uint64_t id, enum sched_exit_kind how, int code, int64_t now,
+                     bool natural)
 {
     struct sim_job_rec *j = job_of(m, id);
-    struct sched_error e = { 0 };
+    struct sched_error e = {0};
     char msg[400];
 
     if (!j || !j->running || !core_running(m, id))
         return;
     run_stopped(m, j, now, natural);
     if (sched_job_ended(m->s, id, how, code, now, &e) < 0) {
-        snprintf(msg, sizeof(msg), "core refused the end of job %llu: %s",
-                 (unsigned long long)id, e.message);
+        snprintf(msg, sizeof(msg), "core refused the end of job %llu: %s", (unsigned long long)id,
+                 e.message);
         report_error(m, msg);
     }
     m->dirty = true;
@@ -568,7 +570,7 @@ static void job_exit(struct sim *m, uint64_t id, enum sched_exit_kind how, int c
 static int on_start(struct sim *m, const struct sched_decision *d, int64_t now)
 {
     struct sim_job_rec *j = job_of(m, d->job_id);
-    struct sched_error e = { 0 };
+    struct sched_error e = {0};
     int64_t remaining;
 
     if (!j)
@@ -637,16 +639,27 @@ static void on_state(struct sim *m, const struct sched_decision *d, int64_t now)
         j->end_ms = now;
         m->live--;
         switch (d->to) {
-        case SCHED_COMPLETED: j->end = SIM_END_COMPLETED; break;
-        case SCHED_FAILED: j->end = SIM_END_FAILED; break;
-        case SCHED_TIMEOUT: j->end = SIM_END_TIMEOUT; m->r->timeouts++; break;
+        case SCHED_COMPLETED:
+            j->end = SIM_END_COMPLETED;
+            break;
+        case SCHED_FAILED:
+            j->end = SIM_END_FAILED;
+            break;
+        case SCHED_TIMEOUT:
+            j->end = SIM_END_TIMEOUT;
+            m->r->timeouts++;
+            break;
         case SCHED_PREEMPTED:
             j->end = SIM_END_PREEMPTED;
             j->preempts++;
             m->r->preemptions++;
             break;
-        case SCHED_NODE_FAIL: j->end = SIM_END_NODE_FAIL; break;
-        default: j->end = SIM_END_CANCELLED; break;
+        case SCHED_NODE_FAIL:
+            j->end = SIM_END_NODE_FAIL;
+            break;
+        default:
+            j->end = SIM_END_CANCELLED;
+            break;
         }
     }
 }
@@ -657,11 +670,20 @@ static int apply_decisions(struct sim *m, const struct sched_decision *d, size_t
         int rc = 0;
 
         switch (d[i].kind) {
-        case SCHED_D_START: rc = on_start(m, &d[i], now); break;
-        case SCHED_D_SIGNAL: rc = on_signal(m, &d[i], now); break;
-        case SCHED_D_KILL: job_exit(m, d[i].job_id, SCHED_EXIT_SIGNAL, SIGKILL, now, false); break;
-        case SCHED_D_STATE: on_state(m, &d[i], now); break;
-        case SCHED_D_NODE_STATE: break;
+        case SCHED_D_START:
+            rc = on_start(m, &d[i], now);
+            break;
+        case SCHED_D_SIGNAL:
+            rc = on_signal(m, &d[i], now);
+            break;
+        case SCHED_D_KILL:
+            job_exit(m, d[i].job_id, SCHED_EXIT_SIGNAL, SIGKILL, now, false);
+            break;
+        case SCHED_D_STATE:
+            on_state(m, &d[i], now);
+            break;
+        case SCHED_D_NODE_STATE:
+            break;
         }
         if (rc < 0)
             return rc;
@@ -701,7 +723,7 @@ static int schedule_failure(struct sim *m, int64_t now)
 static int node_event(struct sim *m, const struct ev *e, int64_t now)
 {
     struct sched_node_view v;
-    struct sched_error err = { 0 };
+    struct sched_error err = {0};
     bool down = e->kind == EV_NODE_DOWN;
 
     if (sched_node_get(m->s, e->job, &v) < 0)
@@ -723,7 +745,7 @@ static int node_event(struct sim *m, const struct ev *e, int64_t now)
 static int fire(struct sim *m, const struct ev *e, int64_t now)
 {
     struct sim_job_rec *j;
-    struct sched_error err = { 0 };
+    struct sched_error err = {0};
 
     if (e->kind == EV_NODE_DOWN || e->kind == EV_NODE_UP)
         return node_event(m, e, now);
@@ -759,7 +781,7 @@ static int fire(struct sim *m, const struct ev *e, int64_t now)
 static int add_nodes(struct sim *m)
 {
     struct sched_node_spec ns;
-    struct sched_error e = { 0 };
+    struct sched_error e = {0};
 
     for (long i = 0; i < m->r->total_nodes; i++) {
         sim_cluster_node(m->cluster, i, &ns);
@@ -774,13 +796,13 @@ static int add_nodes(struct sim *m)
 
 static int setup(struct sim *m)
 {
-    struct sched_error e = { 0 };
+    struct sched_error e = {0};
     struct sim_result *r = m->r;
 
     m->s = sched_create(&m->pol->policy, &e);
     if (!m->s) {
-        snprintf(m->err, m->errlen, "policy '%s' refused by the scheduler: %s%s%s",
-                 m->pol->name, e.field, e.field[0] ? ": " : "", e.message);
+        snprintf(m->err, m->errlen, "policy '%s' refused by the scheduler: %s%s%s", m->pol->name,
+                 e.field, e.field[0] ? ": " : "", e.message);
         return -EINVAL;
     }
     (void)str_copy(r->policy_name, sizeof(r->policy_name), m->pol->name);
@@ -806,17 +828,18 @@ static void progress(struct sim *m, int64_t now, bool last)
     if (!m->opt->progress || (!last && wall - m->progress_at < 250))
         return;
     m->progress_at = wall;
-    fprintf(stderr, "\r\033[Ksim %s: day %.1f, %zu jobs read, %ld done, %ld pending, "
-            "%ld running, %.0f jobs/s%s", m->pol->name, (double)now / 86400000.0, m->r->njobs,
-            (long)m->r->njobs - m->live, m->pending, m->running,
-            secs > 0 ? (double)m->r->njobs / secs : 0.0, last ? "\n" : "");
+    fprintf(stderr,
+            "\r\033[Ksim %s: day %.1f, %zu jobs read, %ld done, %ld pending, "
+            "%ld running, %.0f jobs/s%s",
+            m->pol->name, (double)now / 86400000.0, m->r->njobs, (long)m->r->njobs - m->live,
+            m->pending, m->running, secs > 0 ? (double)m->r->njobs / secs : 0.0, last ? "\n" : "");
     fflush(stderr);
 }
 
 struct reader_state {
     struct trace_reader *tr;
     struct trace_row row;
-    bool have;           /* row holds the next submission */
+    bool have; /* row holds the next submission */
     bool eof;
     long read;
 };
@@ -994,9 +1017,9 @@ struct sim_result *sim_run(const struct sim_options *opt, const struct sim_clust
                            const struct sim_policy *policy, const struct sim_mapping *map,
                            char *err, size_t errlen)
 {
-    struct sim m = { .opt = opt, .cluster = cluster, .pol = policy, .map = map, .err = err,
-                     .errlen = errlen };
-    struct reader_state rs = { 0 };
+    struct sim m = {
+        .opt = opt, .cluster = cluster, .pol = policy, .map = map, .err = err, .errlen = errlen};
+    struct reader_state rs = {0};
     struct trace_error te;
     char msg[512];
     int rc;
