@@ -974,6 +974,7 @@ static void resolve_dependents(struct sched *s, struct job *done, bool ok)
             }
             dep->met = true;
             if (--w->ndeps_unmet == 0 && w->state == SCHED_PENDING) {
+                w->reason_cycle = 0; /* no longer Dependency: derived until walked */
                 job_mark_eligible(s, w, s->now);
                 starvation_watch(s, w, s->now);
             }
