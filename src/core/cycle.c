@@ -331,6 +331,22 @@ static void job_blocked(struct sched *s, struct walk *w, struct job *j, enum pla
         w->stop = true;
 }
 
+/* May j still use the nodes its reservation holds (a boost that ended changes the pools
+ * it may use)? */
+static bool reservation_usable(const struct sched *s, const struct job *j)
+{
+    if (j->reservation == NONE32)
+        return true;
+    const struct reservation *r = &s->res[j->reservation];
+    const struct shape *sh = &s->shapes[j->shape];
+    for (int i = 0; i < r->nnodes; i++) {
+        const struct node *n = &s->nodes[r->nodes[i]];
+        if (!node_schedulable(n) || !node_static_fit(s, n, sh, true))
+            return false;
+    }
+    return true;
+}
+
 /* Admission and static fit; false (with the reason set, and any reservation given back)
  * when the job may not start whatever the load. */
 static bool job_admissible(struct sched *s, struct walk *w, struct job *j)
@@ -346,6 +362,8 @@ static bool job_admissible(struct sched *s, struct walk *w, struct job *j)
         give_back_reservation(s, j);
         return false;
     }
+    if (!reservation_usable(s, j))
+        give_back_reservation(s, j); /* a boost ended, its zone changed: it may not use them */
     /* victims that leave early do not move the reservation's start: others may have been
        let in beside it until then; the job starts early only if the room is there */
     return true;
