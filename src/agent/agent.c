@@ -428,6 +428,10 @@ static struct evhttp_request *new_request(struct agent *a,
                                           json_t *body, bool auth)
 {
     struct evhttp_request *req = evhttp_request_new(cb, cbarg);
+    if (!req) { /* out of memory: the caller's send-failed path retries later */
+        json_decref(body);
+        return NULL;
+    }
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Host", a->host);
     evhttp_add_header(h, "Content-Type", "application/json");
@@ -578,7 +582,7 @@ static void do_register(struct agent *a)
     struct evhttp_request *req = new_request(a, register_cb, a, body, true);
     a->hb_inflight = true;
     a->hb_sent_mono = clock_mono_ms();
-    if (evhttp_make_request(a->hb_conn, req, EVHTTP_REQ_POST, "/v1/agent/register") < 0) {
+    if (!req || evhttp_make_request(a->hb_conn, req, EVHTTP_REQ_POST, "/v1/agent/register") < 0) {
         a->hb_inflight = false;
         backoff(a, "cannot send register");
     }
@@ -788,7 +792,7 @@ static void heartbeat(struct agent *a)
     a->hb_inflight = true;
     evhttp_connection_set_timeout(a->hb_conn, (int)(a->wait_ms / 1000) + 15);
     a->hb_sent_mono = clock_mono_ms();
-    if (evhttp_make_request(a->hb_conn, req, EVHTTP_REQ_POST, "/v1/agent/heartbeat") < 0) {
+    if (!req || evhttp_make_request(a->hb_conn, req, EVHTTP_REQ_POST, "/v1/agent/heartbeat") < 0) {
         a->hb_inflight = false;
         backoff(a, "cannot send heartbeat");
     }
@@ -881,7 +885,7 @@ static void post_events(struct agent *a)
     json_decref(arr);
     struct evhttp_request *req = new_request(a, events_cb, a, body, true);
     a->post_inflight = true;
-    if (evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/events") < 0) {
+    if (!req || evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/events") < 0) {
         a->post_inflight = false;
         post_failed(a, "cannot send events");
     }
@@ -1023,7 +1027,7 @@ static bool send_chunk(struct agent *a, struct ajob *j, int s, int64_t at, const
     struct evhttp_request *req = new_request(a, logs_cb, lr, body, true);
     a->post_inflight = true;
     a->log_inflight = lr;
-    if (evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/logs") < 0) {
+    if (!req || evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/logs") < 0) {
         a->post_inflight = false;
         a->log_inflight = NULL;
         free(lr);
@@ -1547,7 +1551,6 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
     }
     a->hb_conn = evhttp_connection_base_new(a->base, NULL, a->host, (unsigned short)a->port);
     a->post_conn = evhttp_connection_base_new(a->base, NULL, a->host, (unsigned short)a->port);
-    evhttp_connection_set_timeout(a->post_conn, 30);
     a->sigchld = evsignal_new(a->base, SIGCHLD, sigchld_cb, a);
     a->sigterm = evsignal_new(a->base, SIGTERM, stop_cb, a);
     a->sigint = evsignal_new(a->base, SIGINT, stop_cb, a);
@@ -1555,6 +1558,12 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
     a->hb_retry = evtimer_new(a->base, hb_retry_cb, a);
     a->post_kick = evtimer_new(a->base, post_kick_cb, a);
     a->spare_ev = evtimer_new(a->base, spare_cb, a);
+    if (!a->hb_conn || !a->post_conn || !a->sigchld || !a->sigterm || !a->sigint || !a->tick ||
+        !a->hb_retry || !a->post_kick || !a->spare_ev) {
+        snprintf(err, errlen, "out of memory setting up the event loop");
+        goto fail; /* the agent is starting: exiting frees the rest */
+    }
+    evhttp_connection_set_timeout(a->post_conn, 30);
     struct timeval tv = {0, (suseconds_t)(cfg->log_interval_ms > 0 ? cfg->log_interval_ms : 100) *
                                 1000};
     if (tv.tv_usec >= 1000000) {

@@ -69,9 +69,20 @@ static int write_atomic(const char *dir, const char *name, const char *text)
     size_t n = strlen(text);
     ssize_t w = write(fd, text, n);
     int rc = w == (ssize_t)n ? 0 : (w < 0 ? -errno : -EIO);
+    /* the data reaches the disk before the name does: a crash leaves the old file or the
+       new one, never an empty one under the new name */
+    if (rc == 0 && fsync(fd) < 0)
+        rc = -errno;
     close(fd);
     if (rc == 0 && rename(tmp, dst) < 0)
         rc = -errno;
+    if (rc == 0) {
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) { /* the rename itself made durable */
+            (void)fsync(dfd);
+            close(dfd);
+        }
+    }
     if (rc < 0)
         unlink(tmp);
     return rc;
