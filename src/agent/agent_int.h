@@ -1,0 +1,148 @@
+/*
+ * agent_int.h - what the pieces of docket-node's agent share (private to src/agent): the
+ * agent's state (struct agent), its job table entries (struct ajob), the event queue, and
+ * the functions each piece offers the others:
+ *   agent.c       the loop's life cycle: set-up, signals, the tick (health check, usage
+ *                 samples, supervisors watched), restart recovery, tear-down
+ *   agent_jobs.c  the job table: launching supervisors (spares included), applying stop
+ *                 commands, reclaiming after a dead supervisor, adopting jobs after a
+ *                 restart, retiring reported jobs
+ *   agent_http.c  the controller link: register, heartbeat long poll and its commands,
+ *                 the event queue and its posts, the fencing lease renewed at each contact
+ *   logship.c     shipping the jobs' stdout/stderr increments to the controller
+ * See agent.h and docs/agent.md.
+ */
+#ifndef DOCKET_AGENT_AGENT_INT_H
+#define DOCKET_AGENT_AGENT_INT_H
+
+#include <event2/util.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/agent.h"
+#include "agent/cgroup.h"
+#include "agent/supervisor.h"
+#include "protocol/agent_msg.h"
+
+struct evhttp_request;
+
+struct ajob {
+    uint64_t id;
+    int sup_pid;
+    int64_t sup_start;
+    bool ours;        /* the supervisor is our child (reaped by SIGCHLD) */
+    bool exited;      /* final state read */
+    bool exit_queued; /* its exited event is queued or sent */
+    bool exit_acked;  /* the controller has it: the job stays for its output */
+    struct sup_state st;
+    /* Shipping stdout/stderr of this run. Local bytes come from the file the supervisor
+     * opened (checked by inode) from st.out_start/err_start; they go to the controller
+     * at base[s] + sent[s], base being the controller's end of the job's log when this
+     * run started (asked with an empty chunk, kept in JOBDIR/log_base), so a requeued
+     * run's output follows the earlier runs' instead of being taken for a repeat. */
+    int64_t sent[2];          /* bytes of this run the controller has */
+    int64_t base[2];          /* -1 = not known yet */
+    int64_t log_hold_until;   /* the controller took nothing last time: wait */
+    pid_t reclaim_pid;        /* a child reclaiming a dead supervisor's cgroup */
+    int gpus[AGENT_MAX_GPUS]; /* held until the supervisor reports the reclaim */
+    int ngpus;
+    int64_t ended_mono;
+    struct ajob *next;
+};
+
+/* Reported jobs whose directory is removed after a while (their logs serve a requeue). */
+struct doneq {
+    uint64_t id;
+    int64_t at;
+    struct doneq *next;
+};
+
+struct outev {
+    json_t *ev;        /* one event object */
+    uint64_t exit_job; /* exited events: the job to mark acked */
+    struct outev *next;
+};
+
+struct agent {
+    struct agent_config cfg;
+    struct sup_config sup;
+    struct cg_layout cg;
+    struct event_base *base;
+    struct event *sigchld, *sigterm, *sigint, *tick, *hb_retry, *post_kick, *spare_ev;
+    char host[256];
+    int port;
+    struct evhttp_connection *hb_conn, *post_conn;
+    char credential[256];
+    bool registered, hb_inflight, post_inflight;
+    int64_t wait_ms;
+    int64_t ack;
+    int ack_fd;
+    int64_t backoff_ms, post_backoff_until;
+    int post_failures, hb_failures;
+    struct ajob *jobs; /* live jobs and ended ones not yet acknowledged */
+    struct doneq *done_head, **done_tail;
+    struct sup_spare spare; /* v1: the next job's supervisor, ready in its group */
+    int64_t spare_next;     /* earliest time to make another after a failure */
+    struct outev *out_head, **out_tail;
+    size_t out_count;
+    size_t dropped;          /* usage samples dropped while the queue was full */
+    struct outev *sent;      /* events of the post in flight */
+    int64_t node_timeout_ms; /* from the register reply; 0 = not known yet */
+    int64_t hb_sent_mono;    /* when the request in flight went out */
+    int64_t lease_deadline;  /* the fence deadline written last */
+    int lease_fd;
+    bool lease_expired_logged;
+    uint64_t ship_after;         /* round robin of live logs: the job shipped last */
+    struct logreq *log_inflight; /* the log chunk on its way (freed at the end if unanswered) */
+    bool health_ok;
+    char health_msg[256];
+    bool reclaim_failed;
+    char reclaim_msg[256];
+    int health_pid, health_fd;
+    int64_t health_next, health_started;
+    char health_out[512];
+    size_t health_len;
+    int64_t usage_next, cleanup_next;
+    bool stopping;
+    int gpu_minor[INV_MAX_GPUS]; /* the device minor of each GPU (for the supervisors) */
+};
+
+/* agent.c: write STATE_DIR/NAME (a rename of a fresh file). 0 or -errno. */
+int ag_write_small(const struct agent *a, const char *name, const char *text, mode_t mode);
+
+/* agent_jobs.c: the job table, launches, reclaims, adoption */
+struct ajob *ag_job_find(struct agent *a, uint64_t id);
+void ag_job_remove(struct agent *a, struct ajob *dead);
+void ag_queue_exit(struct agent *a, struct ajob *j);
+void ag_job_finished(struct agent *a, struct ajob *j);
+bool ag_reclaim_done(struct agent *a, pid_t pid, int status);
+void ag_kick_spare(struct agent *a);
+void ag_spare_cb(evutil_socket_t fd, short what, void *arg);
+void ag_apply_start(struct agent *a, const struct agent_cmd *c);
+void ag_apply_stop(struct agent *a, const struct agent_cmd *c);
+void ag_retire(struct agent *a, struct ajob *j);
+void ag_adopt(struct agent *a, uint64_t id, const char *dir);
+void ag_sweep_spares(struct agent *a);
+
+/* agent_http.c: the controller link and the event queue */
+void ag_queue_event(struct agent *a, json_t *ev, uint64_t exit_job);
+void ag_kick_post(struct agent *a);
+struct evhttp_request *ag_new_request(struct agent *a, void (*cb)(struct evhttp_request *, void *),
+                                      void *cbarg, json_t *body, bool auth);
+json_t *ag_reply_json(struct evhttp_request *req, int *code);
+int64_t ag_fence_margin(const struct agent *a);
+void ag_heartbeat(struct agent *a);
+void ag_hb_retry_cb(evutil_socket_t fd, short what, void *arg);
+void ag_post_failed(struct agent *a, const char *why);
+void ag_post_next(struct agent *a);
+void ag_post_kick_cb(evutil_socket_t fd, short what, void *arg);
+
+/* logship.c: the jobs' output on its way to the controller */
+void ag_load_base(struct agent *a, struct ajob *j);
+bool ag_ship_log(struct agent *a, struct ajob *j);
+bool ag_logs_pending(const struct agent *a, const struct ajob *j);
+
+#endif

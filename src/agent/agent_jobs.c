@@ -1,0 +1,394 @@
+/*
+ * agent_jobs.c - the agent's job table: supervisors launched for start commands (through
+ * a spare made in advance on cgroup v1), GPUs never double-booked, stop commands passed
+ * on, the end of a job read from its directory or, when its supervisor died, reclaimed
+ * in a child and reported lost, jobs of an earlier life adopted after a restart, and
+ * reported jobs retired. See agent_int.h and docs/agent.md.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/str.h"
+#include "util/xalloc.h"
+
+struct ajob *ag_job_find(struct agent *a, uint64_t id)
+{
+    for (struct ajob *j = a->jobs; j; j = j->next)
+        if (j->id == id)
+            return j;
+    return NULL;
+}
+
+static struct ajob *job_add(struct agent *a, uint64_t id)
+{
+    struct ajob *j = xcalloc(1, sizeof *j);
+    j->id = id;
+    j->base[0] = j->base[1] = -1;
+    j->next = a->jobs;
+    a->jobs = j;
+    return j;
+}
+
+void ag_job_remove(struct agent *a, struct ajob *dead)
+{
+    for (struct ajob **p = &a->jobs; *p; p = &(*p)->next)
+        if (*p == dead) {
+            *p = dead->next;
+            free(dead);
+            return;
+        }
+}
+
+static void done_push(struct agent *a, uint64_t id)
+{
+    struct doneq *d = xcalloc(1, sizeof *d);
+    d->id = id;
+    d->at = clock_mono_ms();
+    *a->done_tail = d;
+    a->done_tail = &d->next;
+}
+
+static void event_started(struct agent *a, struct ajob *j)
+{
+    struct agent_event e;
+    memset(&e, 0, sizeof e);
+    e.job = j->id;
+    str_copy(e.type, sizeof e.type, "started");
+    e.time_ms = clock_now_ms();
+    e.pid = j->st.pid > 0 ? j->st.pid : j->sup_pid;
+    ag_queue_event(a, agent_event_to_json(&e), 0);
+}
+
+/* Once its logs are all shipped, a finished job's exit goes out (exactly its facts). */
+void ag_queue_exit(struct agent *a, struct ajob *j)
+{
+    struct agent_event e;
+    memset(&e, 0, sizeof e);
+    e.job = j->id;
+    e.time_ms = j->st.end_ms ? j->st.end_ms : clock_now_ms();
+    if (!j->st.reclaim_ok && j->st.exit_kind != AGENT_EXIT_LOST) {
+        struct agent_event r = e;
+        str_copy(r.type, sizeof r.type, "reclaim_failed");
+        str_copy(r.message, sizeof r.message,
+                 j->st.reclaim_msg[0] ? j->st.reclaim_msg : "reclaim failed");
+        ag_queue_event(a, agent_event_to_json(&r), 0);
+    }
+    str_copy(e.type, sizeof e.type, "exited");
+    e.exit_kind = j->st.exit_kind;
+    e.exit_code = j->st.exit_code;
+    str_copy(e.message, sizeof e.message, j->st.message);
+    e.has_usage = true;
+    e.usage = j->st.usage;
+    ag_queue_event(a, agent_event_to_json(&e), j->id);
+    j->exit_queued = true;
+    log_info("job_exited", "job=%llu kind=%s code=%d message=\"%s\"", (unsigned long long)j->id,
+             agent_exit_kind_name(e.exit_kind), e.exit_code, e.message);
+}
+
+/* The job's final state is known (j->st): hold the node's health to its reclaim. */
+static void job_ended(struct agent *a, struct ajob *j)
+{
+    if (!j->st.reclaim_ok) {
+        a->reclaim_failed = true;
+        if (snprintf(a->reclaim_msg, sizeof a->reclaim_msg, "reclaim failed for job %llu: %s",
+                     (unsigned long long)j->id, j->st.reclaim_msg) < 0)
+            a->reclaim_msg[0] = '\0';
+        log_error("reclaim_failed", "job=%llu message=\"%s\"", (unsigned long long)j->id,
+                  j->st.reclaim_msg);
+    }
+    j->exited = true;
+    j->ended_mono = clock_mono_ms();
+}
+
+/* In a child of ours: what the dead supervisor left (its cgroup, its scratch dir) is
+ * reclaimed, and its final word written for it (final.json, "lost"), which the parent
+ * reads when the child ends. Up to 5 s, so never on the event loop. */
+static void __attribute__((noreturn)) reclaim_lost(struct agent *a, struct ajob *j, const char *dir)
+{
+    struct sup_state st = j->st;
+    st.job = j->id;
+    st.exit_kind = AGENT_EXIT_LOST;
+    str_copy(st.state, sizeof st.state, "exited");
+    str_copy(st.message, sizeof st.message, "supervisor died");
+    st.reclaim_ok = true;
+    st.reclaim_msg[0] = '\0';
+    char msg[256] = "";
+    struct cg_job cg;
+    if (a->cg.mode != CG_NONE && cg_job_init(&cg, &a->cg, a->cfg.name, j->id) == 0 &&
+        cg_job_reclaim(&cg, 5000, NULL, msg, sizeof msg) < 0) {
+        st.reclaim_ok = false;
+        str_copy(st.reclaim_msg, sizeof st.reclaim_msg, msg);
+    }
+    char scratch[PATH_MAX + 32];
+    snprintf(scratch, sizeof scratch, "%s/job_%llu", a->cfg.scratch_root,
+             (unsigned long long)j->id);
+    int rc = a->cfg.keep_scratch ? 0 : sup_remove_tree(scratch);
+    if (rc < 0 && st.reclaim_ok) {
+        st.reclaim_ok = false;
+        snprintf(st.reclaim_msg, sizeof st.reclaim_msg, "cannot remove scratch directory '%s': %s",
+                 scratch, strerror(-rc));
+    }
+    st.end_ms = clock_now_ms();
+    _exit(sup_state_write(dir, &st) == 0 ? 0 : 1);
+}
+
+void ag_job_finished(struct agent *a, struct ajob *j)
+{
+    if (j->exited || j->reclaim_pid > 0)
+        return;
+    char dir[PATH_MAX];
+    sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+    struct sup_state st;
+    if (sup_state_read(dir, &st) == 0 && strcmp(st.state, "exited") == 0) {
+        j->st = st;
+        job_ended(a, j);
+        return;
+    }
+    /* the supervisor died without its final word: reclaim in a child, report lost */
+    pid_t pid = fork();
+    if (pid == 0)
+        reclaim_lost(a, j, dir);
+    if (pid > 0) {
+        j->reclaim_pid = pid;
+        log_info("reclaiming", "job=%llu child=%d reason=\"supervisor died\"",
+                 (unsigned long long)j->id, (int)pid);
+        return;
+    }
+    j->st.exit_kind = AGENT_EXIT_LOST;
+    str_copy(j->st.message, sizeof j->st.message, "supervisor died");
+    j->st.end_ms = clock_now_ms();
+    j->st.reclaim_ok = false;
+    snprintf(j->st.reclaim_msg, sizeof j->st.reclaim_msg, "cannot fork to reclaim: %s",
+             strerror(errno));
+    job_ended(a, j);
+}
+
+/* The reclaiming child `pid` ended: its final.json is the job's end. */
+bool ag_reclaim_done(struct agent *a, pid_t pid, int status)
+{
+    for (struct ajob *j = a->jobs; j; j = j->next) {
+        if (j->reclaim_pid != pid)
+            continue;
+        j->reclaim_pid = 0;
+        char dir[PATH_MAX];
+        sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+        struct sup_state st;
+        if (sup_state_read(dir, &st) == 0 && strcmp(st.state, "exited") == 0) {
+            j->st = st;
+        } else {
+            j->st.exit_kind = AGENT_EXIT_LOST;
+            str_copy(j->st.message, sizeof j->st.message, "supervisor died");
+            j->st.end_ms = clock_now_ms();
+            j->st.reclaim_ok = false;
+            snprintf(j->st.reclaim_msg, sizeof j->st.reclaim_msg,
+                     "the reclaim did not finish (status %d)", status);
+        }
+        job_ended(a, j);
+        return true;
+    }
+    return false;
+}
+
+/* A new spare supervisor, made from a fresh loop turn so the launch that used the last
+ * one goes first. */
+void ag_kick_spare(struct agent *a)
+{
+    if (!a->cfg.no_spare && a->cg.mode == CG_V1) {
+        struct timeval tv = {0, 1000};
+        evtimer_add(a->spare_ev, &tv);
+    }
+}
+
+void ag_spare_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct agent *a = arg;
+    char err[256];
+    if (a->spare.pid > 0 || a->stopping || clock_mono_ms() < a->spare_next)
+        return;
+    if (sup_spare_start(&a->sup, &a->spare, err, sizeof err) < 0) {
+        log_warn("spare_failed", "message=\"%s\"", err);
+        a->spare_next = clock_mono_ms() + 1000;
+    }
+}
+
+/* Never double-book a GPU: each index must exist here and belong to no live job (a job
+ * whose reclaim has not finished still holds its GPUs). */
+static int gpus_check(struct agent *a, const struct agent_job *spec, const struct ajob *self,
+                      char *err, size_t errlen)
+{
+    for (int i = 0; i < spec->ngpus; i++) {
+        int g = spec->gpus[i];
+        if (g >= a->cfg.inv.ngpus) {
+            snprintf(err, errlen, "GPU %d does not exist on node '%s' (%d GPUs)", g, a->cfg.name,
+                     a->cfg.inv.ngpus);
+            return -EINVAL;
+        }
+        for (struct ajob *o = a->jobs; o; o = o->next) {
+            if (o == self || o->exited)
+                continue;
+            for (int k = 0; k < o->ngpus; k++)
+                if (o->gpus[k] == g) {
+                    snprintf(err, errlen, "GPU %d is still in use by job %llu", g,
+                             (unsigned long long)o->id);
+                    return -EBUSY;
+                }
+        }
+    }
+    return 0;
+}
+
+void ag_apply_start(struct agent *a, const struct agent_cmd *c)
+{
+    struct ajob *j = ag_job_find(a, c->job_id);
+    if ((j && !j->exited) || sup_start_seq(&a->sup, c->job_id) >= c->seq)
+        return; /* running, or this very command already launched it: never twice */
+    if (j)
+        ag_job_remove(a, j); /* an earlier run's report is out of the way: a requeue */
+    struct agent_job spec;
+    struct agent_msg_error e = {"", ""};
+    j = job_add(a, c->job_id);
+    if (agent_job_parse(c->job, &spec, &e) < 0) {
+        log_error("bad_start_command", "job=%llu field=%s message=\"%s\"",
+                  (unsigned long long)c->job_id, e.field, e.message);
+        j->exited = true;
+        j->st.reclaim_ok = true;
+        j->st.exit_kind = AGENT_EXIT_LAUNCH_FAILED;
+        if (snprintf(j->st.message, sizeof j->st.message, "bad start command: %s", e.message) < 0)
+            j->st.message[0] = '\0';
+        return;
+    }
+    char err[512] = "";
+    if (gpus_check(a, &spec, j, err, sizeof err) < 0) {
+        agent_job_release(&spec);
+        log_error("launch_refused", "job=%llu message=\"%s\"", (unsigned long long)c->job_id, err);
+        j->exited = true;
+        j->st.reclaim_ok = true;
+        j->st.exit_kind = AGENT_EXIT_LAUNCH_FAILED;
+        str_copy(j->st.message, sizeof j->st.message, err);
+        return;
+    }
+    memcpy(j->gpus, spec.gpus, sizeof j->gpus);
+    j->ngpus = spec.ngpus;
+    int rc = sup_spare_launch(&a->sup, &a->spare, &spec, c->seq, &j->sup_pid, err, sizeof err);
+    if (rc == 0)
+        ag_kick_spare(a);
+    else
+        rc = sup_launch(&a->sup, &spec, c->seq, &j->sup_pid, err, sizeof err);
+    agent_job_release(&spec);
+    if (rc < 0) {
+        log_error("launch_failed", "job=%llu message=\"%s\"", (unsigned long long)c->job_id, err);
+        j->exited = true;
+        j->st.reclaim_ok = true;
+        j->st.exit_kind = AGENT_EXIT_LAUNCH_FAILED;
+        str_copy(j->st.message, sizeof j->st.message, err);
+        return;
+    }
+    j->ours = true;
+    j->sup_start = sup_proc_starttime(j->sup_pid);
+    str_copy(j->st.state, sizeof j->st.state, "starting");
+    log_info("job_started", "job=%llu supervisor=%d", (unsigned long long)c->job_id, j->sup_pid);
+    event_started(a, j);
+}
+
+void ag_apply_stop(struct agent *a, const struct agent_cmd *c)
+{
+    struct ajob *j = ag_job_find(a, c->job_id);
+    if (!j || j->exited)
+        return; /* ended already: its exited event tells the controller */
+    char cmd[64];
+    if (c->type == AGENT_CMD_SIGNAL)
+        snprintf(cmd, sizeof cmd, "signal %d %lld", c->signal, (long long)c->grace_ms);
+    else
+        snprintf(cmd, sizeof cmd, "kill");
+    int rc = sup_command(&a->sup, j->id, j->sup_pid, j->sup_start, c->seq, cmd);
+    if (rc == 0 && c->type == AGENT_CMD_SIGNAL)
+        str_copy(j->st.state, sizeof j->st.state, "stopping");
+    log_info("job_command", "job=%llu command=\"%s\" rc=%d", (unsigned long long)j->id, cmd, rc);
+}
+
+/* A job the controller is done with (exit acknowledged, output shipped): its directory
+ * is marked and queued for removal, and it leaves the table (unlinked by the caller). */
+void ag_retire(struct agent *a, struct ajob *j)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 16];
+    sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/reported", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+    done_push(a, j->id);
+    free(j);
+}
+
+void ag_adopt(struct agent *a, uint64_t id, const char *dir)
+{
+    struct sup_state st;
+    char path[PATH_MAX + 400];
+    snprintf(path, sizeof path, "%s/reported", dir);
+    bool reported = access(path, F_OK) == 0;
+    int rc = sup_state_read(dir, &st);
+    if (rc < 0) {
+        snprintf(path, sizeof path, "%s/job.json", dir);
+        if (access(path, F_OK) != 0)
+            return;
+        memset(&st, 0, sizeof st); /* launched but the supervisor never wrote: lost */
+    }
+    if (rc == 0 && strcmp(st.state, "exited") == 0 && reported) {
+        done_push(a, id); /* nothing left to do but remove it later */
+        return;
+    }
+    struct ajob *j = job_add(a, id);
+    j->st = st;
+    ag_load_base(a, j);
+    snprintf(path, sizeof path, "%s/job.json", dir);
+    json_error_t je;
+    json_t *spec = json_load_file(path, 0, &je);
+    json_t *gpus = json_object_get(json_object_get(spec, "job"), "gpus");
+    for (size_t i = 0; i < json_array_size(gpus) && j->ngpus < AGENT_MAX_GPUS; i++)
+        j->gpus[j->ngpus++] = (int)json_integer_value(json_array_get(gpus, i));
+    json_decref(spec);
+    j->sup_pid = st.sup_pid;
+    j->sup_start = st.sup_start;
+    if (strcmp(st.state, "exited") == 0) {
+        j->exited = true;
+        j->ended_mono = clock_mono_ms();
+    } else if (!sup_alive(st.sup_pid, st.sup_start)) {
+        ag_job_finished(a, j);
+        /* the supervisor may have finished between our two reads */
+    }
+    log_info("job_found", "job=%llu state=%s supervisor=%d reported=%s", (unsigned long long)id,
+             j->exited ? "exited" : st.state, st.sup_pid, reported ? "yes" : "no");
+}
+
+/* Spare groups of an earlier life (a spare killed before it could clean up). */
+void ag_sweep_spares(struct agent *a)
+{
+    struct cg_job node;
+    if (a->cg.mode != CG_V1 || cg_node_init(&node, &a->cg, a->cfg.name) < 0)
+        return;
+    DIR *d = opendir(node.dir[CG_FREEZER]);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        struct cg_job sp;
+        char msg[256] = "";
+        if (strncmp(e->d_name, "spare_", 6) != 0 ||
+            cg_job_init_leaf(&sp, &a->cg, a->cfg.name, e->d_name) < 0)
+            continue;
+        if (cg_job_reclaim(&sp, 2000, NULL, msg, sizeof msg) < 0)
+            log_warn("stale_spare", "group=%s message=\"%s\"", e->d_name, msg);
+    }
+    if (d)
+        closedir(d);
+}

@@ -1,0 +1,78 @@
+/*
+ * sup_int.h - what the pieces of the per-job supervisor share (private to src/agent):
+ * the supervisor process's state (struct sup) and its helpers.
+ *   supervisor.c  the supervisor process: forked (or a spare), the run loop (commands,
+ *                 time limit, grace, fencing lease), the end (reclaim, final state)
+ *   suplaunch.c   the job's set-up and launch: user, outputs, scratch, cgroup, the child
+ *                 that drops privileges and execs the job
+ *   supstate.c    the job directory's files (state, commands, lease), liveness by pid
+ *                 and start time, tree removal
+ *   supenv.c      the job's environment and output paths
+ * See supervisor.h and docs/agent.md.
+ */
+#ifndef DOCKET_AGENT_SUP_INT_H
+#define DOCKET_AGENT_SUP_INT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/cgroup.h"
+#include "agent/supervisor.h"
+#include "protocol/agent_msg.h"
+
+struct sup {
+    const struct sup_config *c;
+    const struct agent_job *j;
+    char dir[PATH_MAX];
+    char scratch[PATH_MAX];
+    struct cg_job cg;
+    bool use_cg;
+    const struct cg_job *spare_cg; /* a spare's group, with us already in it */
+    int cg_fd;                     /* v2: the job's group, for clone3(CLONE_INTO_CGROUP) */
+    bool born_inside;              /* the child was created in the group: no move */
+    bool inside;                   /* we are in the job's group (spare path) until the spawn */
+    struct sup_state st;
+    uid_t uid;
+    gid_t gid;
+    gid_t groups[256]; /* the user's groups, looked up before the fork */
+    int ngroups;
+    char user[AGENT_NAME_MAX];
+    char home[PATH_MAX], shell[PATH_MAX];
+    int out_fd, err_fd; /* default logs opened by the supervisor, or -1 */
+    pid_t leader;
+    bool leader_done;
+    int leader_status;
+    bool stopping, timed_out, killed;
+    int64_t kill_at;  /* monotonic ms, 0 = none */
+    int64_t limit_at; /* monotonic ms, 0 = none */
+    int stop_signal;
+    int64_t lease_at; /* monotonic ms of the next look at the lease, 0 = none */
+    bool fenced;
+};
+
+/* supervisor.c */
+/* A message into err[len]; long paths are cut, which is what a message may do. */
+void sup_errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A line in the job's supervisor.log (opened at the first one). */
+void sup_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Write s->st to the job directory (a failure is logged). */
+void sup_save(struct sup *s);
+/* Reap every child that has ended. */
+void sup_reap_all(void);
+
+/* suplaunch.c */
+/* Set the job up and start it; s->leader is its pid. 0, or -errno with `err`. */
+int sup_launch_job(struct sup *s, char *err, size_t errlen);
+/* Leave the job's group (spare path), so the group's signals never reach us. */
+void sup_leave_group(struct sup *s);
+
+/* supstate.c */
+/* The state files of a job directory, most advanced first (see supstate.c). */
+extern const char *const sup_state_files[3];
+/* Write DIR/NAME by a rename of a fresh, synced file (see supstate.c). */
+int sup_write_atomic(const char *dir, const char *name, const char *text);
+
+#endif

@@ -1,0 +1,505 @@
+/*
+ * suplaunch.c - a job's set-up and launch, in its supervisor: the user resolved (root
+ * refused unless allowed), the default logs and the user's output files opened safely,
+ * the script and the scratch directory, the cgroup made before the job's exec, and the
+ * child that drops privileges in order (setgroups, setgid, setuid, each checked), closes
+ * descriptors (close_range) and execs the job, born inside its group where the kernel
+ * allows. See sup_int.h, supervisor.h and docs/agent.md.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/sup_int.h"
+#include "util/str.h"
+
+static int resolve_user(struct sup *s, char *err, size_t errlen)
+{
+    bool root = geteuid() == 0;
+    const char *name = s->j->user;
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    if (!root || !*name) {
+        int e = getpwuid_r(geteuid(), &pw, buf, sizeof buf, &res);
+        s->uid = geteuid();
+        s->gid = getegid();
+        if (e == 0 && res) {
+            str_copy(s->user, sizeof s->user, pw.pw_name);
+            str_copy(s->home, sizeof s->home, pw.pw_dir);
+            str_copy(s->shell, sizeof s->shell, pw.pw_shell);
+            s->ngroups = (int)(sizeof s->groups / sizeof s->groups[0]);
+            if (getgrouplist(pw.pw_name, pw.pw_gid, s->groups, &s->ngroups) < 0)
+                s->ngroups = 0;
+        }
+        if (root && !s->c->allow_root_jobs) {
+            sup_errf(err, errlen,
+                     "job has no user and the agent runs as root (--allow-root-jobs not set)");
+            return -EPERM;
+        }
+        if (!root && *name && (!res || strcmp(name, pw.pw_name) != 0)) {
+            sup_errf(err, errlen, "cannot run as user '%s': the agent is not root", name);
+            return -EPERM;
+        }
+        return 0;
+    }
+    int e = getpwnam_r(name, &pw, buf, sizeof buf, &res);
+    if (e != 0 || !res) {
+        sup_errf(err, errlen, "unknown user '%s'", name);
+        return -ENOENT;
+    }
+    if (pw.pw_uid == 0 && !s->c->allow_root_jobs) {
+        sup_errf(err, errlen, "refusing to run a job as root user '%s' (--allow-root-jobs not set)",
+                 name);
+        return -EPERM;
+    }
+    s->uid = pw.pw_uid;
+    s->gid = pw.pw_gid;
+    s->ngroups = (int)(sizeof s->groups / sizeof s->groups[0]);
+    if (getgrouplist(pw.pw_name, pw.pw_gid, s->groups, &s->ngroups) < 0) {
+        sup_errf(err, errlen, "user '%s' is in too many groups", name);
+        return -E2BIG;
+    }
+    str_copy(s->user, sizeof s->user, pw.pw_name);
+    str_copy(s->home, sizeof s->home, pw.pw_dir);
+    str_copy(s->shell, sizeof s->shell, pw.pw_shell);
+    return 0;
+}
+
+/* Check a freshly opened output: a regular file only (not a FIFO, a device, a socket),
+ * made blocking again, its identity and size recorded for the agent's shipping. */
+static int output_checked(int fd, const char *path, int64_t *dev, int64_t *ino, int64_t *start,
+                          char *err, size_t errlen)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+        sup_errf(err, errlen, "output '%s' is not a regular file", path);
+        close(fd);
+        return -EINVAL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        sup_errf(err, errlen, "cannot use output '%s': %s", path, strerror(errno));
+        close(fd);
+        return -EIO;
+    }
+    *dev = (int64_t)sb.st_dev;
+    *ino = (int64_t)sb.st_ino;
+    *start = (int64_t)sb.st_size;
+    return fd;
+}
+
+/* A default log, STATE_DIR/jobs/ID/stdout|stderr: made by us in our own directory,
+ * handed to the user. */
+static int open_default_log(struct sup *s, const char *path, int64_t *dev, int64_t *ino,
+                            int64_t *start, char *err, size_t errlen)
+{
+    int fd = open(
+        path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0640);
+    if (fd < 0) {
+        int e = errno;
+        sup_errf(err, errlen, "cannot open '%s': %s", path, strerror(e));
+        return -e;
+    }
+    if (geteuid() == 0 && fchown(fd, s->uid, s->gid) < 0) {
+        int e = errno;
+        sup_errf(err, errlen, "cannot give '%s' to the job's user: %s", path, strerror(e));
+        close(fd);
+        return -e;
+    }
+    return output_checked(fd, path, dev, ino, start, err, errlen);
+}
+
+/* An output path the job gave: opened here, as the job's user (fsuid, fsgid and the
+ * user's groups, so the kernel checks the user's rights and not ours), never through a
+ * symlink at its end, never waiting (a FIFO without a reader fails at once instead of
+ * hanging the launch), and only when it is a regular file. The job gets this descriptor
+ * and the agent reads this inode, never whatever the path names later. */
+static int open_user_output(struct sup *s, const char *path, int64_t *dev, int64_t *ino,
+                            int64_t *start, char *err, size_t errlen)
+{
+    bool root = geteuid() == 0;
+    gid_t saved[256];
+    int nsaved = 0;
+    if (root) {
+        nsaved = getgroups((int)(sizeof saved / sizeof saved[0]), saved);
+        if (nsaved < 0 || setgroups((size_t)s->ngroups, s->groups) < 0) {
+            sup_errf(err, errlen, "cannot take the groups of user '%s': %s", s->user,
+                     strerror(errno));
+            return -EPERM;
+        }
+        setfsgid(s->gid);
+        setfsuid(s->uid);
+        if ((uid_t)setfsuid((uid_t)-1) != s->uid || (gid_t)setfsgid((gid_t)-1) != s->gid) {
+            setfsuid(0);
+            setfsgid(0);
+            setgroups((size_t)nsaved, saved);
+            sup_errf(err, errlen, "cannot act as user '%s' to open '%s'", s->user, path);
+            return -EPERM;
+        }
+    }
+    int fd = open(
+        path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
+    int e = errno;
+    if (root) {
+        setfsuid(0);
+        setfsgid(0);
+        if (setgroups((size_t)nsaved, saved) < 0)
+            sup_log("cannot restore the supervisor's groups: %s", strerror(errno));
+    }
+    if (fd < 0) {
+        const char *why = e == ELOOP   ? "it is a symbolic link"
+                          : e == ENXIO ? "it is a FIFO or socket"
+                                       : strerror(e);
+        sup_errf(err, errlen, "cannot open output '%s' as user '%s': %s", path, s->user, why);
+        return -e;
+    }
+    return output_checked(fd, path, dev, ino, start, err, errlen);
+}
+
+/* Report a failure of the job's child to the supervisor and end the child. */
+static void __attribute__((noreturn)) child_fail(int fd, const char *what, int e)
+{
+    char msg[512];
+    int n = snprintf(msg, sizeof msg, "%s: %s", what, strerror(e));
+    if (n > 0) {
+        ssize_t w = write(fd, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+        (void)w;
+    }
+    _exit(127);
+}
+
+/* Runs in the job's child: from here on only this process and its exec matter. */
+static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **env)
+{
+    char what[PATH_MAX + 64];
+    sigset_t none;
+    sigemptyset(&none);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setsid();
+    char cgerr[256];
+    if (s->use_cg && !s->inside && !s->born_inside &&
+        cg_job_attach(&s->cg, 0, cgerr, sizeof cgerr) < 0) {
+        ssize_t w = write(pfd, cgerr, strlen(cgerr));
+        (void)w;
+        _exit(127);
+    }
+    if (geteuid() == 0 && s->c->job_oom_score_adj != 0) {
+        /* we inherit the agent's -1000; the job goes first when memory runs out (set while
+         * still root, so the job cannot lower it again) */
+        char adj[16];
+        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        int n = snprintf(adj, sizeof adj, "%d", s->c->job_oom_score_adj);
+        if (fd < 0 || write(fd, adj, (size_t)n) != n)
+            child_fail(pfd, "cannot set the job's oom_score_adj", errno);
+        close(fd);
+    }
+    if (geteuid() == 0) {
+        /* the order matters: groups, then gid, then uid; each checked */
+        if (setgroups((size_t)s->ngroups, s->groups) < 0)
+            child_fail(pfd, "setgroups", errno);
+        if (setgid(s->gid) < 0)
+            child_fail(pfd, "setgid", errno);
+        if (setuid(s->uid) < 0)
+            child_fail(pfd, "setuid", errno);
+        if (s->uid != 0 && (setuid(0) == 0 || geteuid() == 0))
+            child_fail(pfd, "privileges still held after setuid", EPERM);
+    }
+    const char *wd = s->j->workdir && *s->j->workdir ? s->j->workdir : (s->home[0] ? s->home : "/");
+    if (chdir(wd) < 0) {
+        snprintf(what, sizeof what, "cannot enter working directory '%s'", wd);
+        child_fail(pfd, what, errno);
+    }
+    int out = s->out_fd, errfd = s->err_fd; /* opened by the supervisor (prepare) */
+    int in = open("/dev/null", O_RDONLY);
+    if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
+        child_fail(pfd, "cannot set up standard descriptors", errno);
+    /* the status pipe is close-on-exec; every other inherited descriptor goes now */
+    if (pfd > 3)
+        close_range(3, (unsigned)pfd - 1, 0);
+    close_range((unsigned)pfd + 1, ~0U, 0);
+    char *sh_argv[3];
+    char **argv = s->j->argv;
+    if (!argv) {
+        snprintf(what, sizeof what, "%s/.docket_script", s->scratch);
+        bool shebang = strncmp(s->j->script, "#!", 2) == 0;
+        sh_argv[0] = shebang ? what : "/bin/sh";
+        sh_argv[1] = shebang ? NULL : what;
+        sh_argv[2] = NULL;
+        argv = sh_argv;
+    }
+    execvpe(argv[0], argv, env);
+    snprintf(what, sizeof what, "cannot execute '%s'", argv[0]);
+    child_fail(pfd, what, errno);
+}
+
+static int write_script(struct sup *s, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/.docket_script", s->scratch);
+    /* a fresh directory: anything already there (a FIFO, a link another job of the user
+     * raced in) is refused, never opened */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0700);
+    if (fd < 0) {
+        sup_errf(err, errlen, "cannot write script '%s': %s", path, strerror(errno));
+        return -errno;
+    }
+    size_t n = strlen(s->j->script);
+    ssize_t w = write(fd, s->j->script, n);
+    int rc = w == (ssize_t)n ? 0 : -EIO;
+    if (rc == 0 && geteuid() == 0 && fchown(fd, s->uid, s->gid) < 0)
+        rc = -errno;
+    close(fd);
+    if (rc < 0)
+        sup_errf(err, errlen, "cannot write script '%s': %s", path, strerror(-rc));
+    return rc;
+}
+
+static int make_scratch(struct sup *s, char *err, size_t errlen)
+{
+    snprintf(s->scratch, sizeof s->scratch, "%s/job_%llu", s->c->scratch_root,
+             (unsigned long long)s->j->id);
+    sup_remove_tree(s->scratch); /* left over from an earlier run of this job */
+    if (mkdir(s->scratch, 0700) < 0 || (geteuid() == 0 && chown(s->scratch, s->uid, s->gid) < 0)) {
+        sup_errf(err, errlen, "cannot create scratch directory '%s': %s", s->scratch,
+                 strerror(errno));
+        return -errno;
+    }
+    return s->j->script ? write_script(s, err, errlen) : 0;
+}
+
+/* What the job may use beyond memory and CPU: a number of processes, and of the node's
+ * GPUs only its own (the device nodes of the others cannot be opened). */
+static int isolate(struct sup *s, char *err, size_t errlen)
+{
+    int rc = cg_job_set_pids(&s->cg, s->c->pids_max, err, errlen);
+    if (rc < 0 || s->c->node_gpus <= 0)
+        return rc;
+    int node[AGENT_MAX_GPUS], mine[AGENT_MAX_GPUS];
+    int n = s->c->node_gpus < AGENT_MAX_GPUS ? s->c->node_gpus : AGENT_MAX_GPUS;
+    for (int i = 0; i < n; i++)
+        node[i] = s->c->gpu_minor ? s->c->gpu_minor[i] : i;
+    for (int i = 0; i < s->j->ngpus; i++) {
+        int g = s->j->gpus[i]; /* the agent checked it exists (gpus_check) */
+        mine[i] = g >= 0 && g < n ? node[g] : g;
+    }
+    return cg_job_set_devices(&s->cg, mine, s->j->ngpus, node, n, err, errlen);
+}
+
+/* Everything before the fork of the job: user, cgroup, scratch, logs. */
+static int prepare(struct sup *s, char *err, size_t errlen)
+{
+    int rc;
+    if ((rc = resolve_user(s, err, errlen)) < 0)
+        return rc;
+    const char *wd = s->j->workdir && *s->j->workdir ? s->j->workdir : (s->home[0] ? s->home : "/");
+    if ((rc = sup_resolve_output(s->j->output, s->dir, "stdout", wd, s->j, s->st.out_path,
+                                 sizeof s->st.out_path)) < 0 ||
+        (rc = sup_resolve_output(s->j->error, s->dir, "stderr", wd, s->j, s->st.err_path,
+                                 sizeof s->st.err_path)) < 0) {
+        sup_errf(err, errlen, "output path too long");
+        return rc;
+    }
+    struct sup_state *st = &s->st;
+    bool own_out = !s->j->output || !*s->j->output, own_err = !s->j->error || !*s->j->error;
+    s->out_fd = own_out ? open_default_log(s, st->out_path, &st->out_dev, &st->out_ino,
+                                           &st->out_start, err, errlen)
+                        : open_user_output(s, st->out_path, &st->out_dev, &st->out_ino,
+                                           &st->out_start, err, errlen);
+    if (s->out_fd < 0)
+        return s->out_fd;
+    if (!own_err && strcmp(st->err_path, st->out_path) == 0) {
+        s->err_fd = s->out_fd; /* one file for both: one descriptor, one inode */
+        st->err_dev = st->out_dev;
+        st->err_ino = st->out_ino;
+        st->err_start = st->out_start;
+    } else {
+        s->err_fd = own_err ? open_default_log(s, st->err_path, &st->err_dev, &st->err_ino,
+                                               &st->err_start, err, errlen)
+                            : open_user_output(s, st->err_path, &st->err_dev, &st->err_ino,
+                                               &st->err_start, err, errlen);
+        if (s->err_fd < 0)
+            return s->err_fd;
+    }
+    if (s->c->cg && s->c->cg->mode != CG_NONE) {
+        int64_t mem_mb = s->j->mem_mb > 0 ? s->j->mem_mb : s->c->default_mem_mb;
+        if ((rc = cg_job_init(&s->cg, s->c->cg, s->c->node, s->j->id)) < 0) {
+            sup_errf(err, errlen, "cgroup path too long");
+            return rc;
+        }
+        /* a group left by an earlier run would mix up usage and OOM counts */
+        cg_job_reclaim(&s->cg, 1000, sup_reap_all, NULL, 0);
+        if (s->spare_cg) {
+            /* we sit in the spare's group already: it becomes the job's, and the job,
+             * spawned from here, starts in it without a move (see sup_spare_start) */
+            s->use_cg = true;
+            if ((rc = cg_job_rename(s->spare_cg, &s->cg, err, errlen)) < 0) {
+                s->cg = *s->spare_cg; /* sup_leave_group() empties and removes the spare's */
+                return rc;
+            }
+            rc = cg_job_set_limits(&s->cg, mem_mb, s->j->cpus, err, errlen);
+        } else {
+            rc = cg_job_create(&s->cg, mem_mb, s->j->cpus, err, errlen);
+        }
+        s->use_cg = true;
+        if (rc == 0)
+            rc = isolate(s, err, errlen);
+        if (rc < 0)
+            return rc;
+        if (s->cg.mode == CG_V2)
+            s->cg_fd = open(s->cg.dir[0], O_PATH | O_DIRECTORY | O_CLOEXEC);
+        str_copy(s->st.cgroup, sizeof s->st.cgroup,
+                 s->cg.mode == CG_V2 ? s->cg.dir[0] : s->cg.dir[CG_FREEZER]);
+    }
+    return make_scratch(s, err, errlen);
+}
+
+/* Spare path: once the job runs in the group, we move out of it (to the node's group),
+ * so that signals and kills of the job's group never reach us. Slow (an RCU grace period
+ * on v1) but the job is already running. */
+void sup_leave_group(struct sup *s)
+{
+    if (!s->inside)
+        return;
+    struct cg_job node;
+    char err[256];
+    if (cg_node_init(&node, s->c->cg, s->c->node) < 0 ||
+        cg_job_attach(&node, 0, err, sizeof err) < 0)
+        sup_log("job %llu: cannot leave the job's cgroup: %s", (unsigned long long)s->j->id, err);
+    s->inside = false;
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SUP_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SUP_SANITIZED 1
+#endif
+#endif
+
+struct child_args {
+    struct sup *s;
+    int p[2];
+    char **env;
+};
+
+static int child_main(void *arg)
+{
+    struct child_args *ca = arg;
+    close(ca->p[0]);
+    child_exec(ca->s, ca->p[1], ca->env);
+}
+
+/* The job's process. Outside sanitizer builds it shares our memory until its exec
+ * (clone with CLONE_VM | CLONE_VFORK, as posix_spawn does): no page tables are copied,
+ * which is most of a launch's cost. The child calls nothing that allocates (the groups
+ * were looked up before) and we are single-threaded. ASan cannot follow a child on a
+ * foreign stack, so sanitized builds use fork. */
+/* The kernel's struct clone_args (stable ABI, declared here to keep glibc's and the
+ * kernel's CLONE_* macros apart). */
+struct sup_clone_args {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+    uint64_t set_tid, set_tid_size, cgroup;
+};
+
+#define SUP_CLONE_INTO_CGROUP 0x200000000ULL
+
+/* cgroup v2: create the child directly inside the job's group (Linux >= 5.7), so no move
+ * (and no wait for the cgroup rwsem) is on the launch path. Fork semantics. 0 = not
+ * possible here (the caller spawns the ordinary way). */
+static pid_t spawn_into_group(struct sup *s, struct child_args *ca)
+{
+    if (s->cg_fd < 0)
+        return 0;
+    struct sup_clone_args a;
+    memset(&a, 0, sizeof a);
+    a.flags = SUP_CLONE_INTO_CGROUP;
+    a.exit_signal = SIGCHLD;
+    a.cgroup = (uint64_t)s->cg_fd;
+    s->born_inside = true;
+    long pid = syscall(SYS_clone3, &a, sizeof a);
+    if (pid == 0)
+        child_main(ca);
+    if (pid > 0)
+        return (pid_t)pid;
+    s->born_inside = false;
+    return 0;
+}
+
+static pid_t spawn_child(struct sup *s, int p[2], char **env)
+{
+    struct child_args ca = {s, {p[0], p[1]}, env};
+    pid_t into = spawn_into_group(s, &ca);
+    if (into > 0)
+        return into;
+#ifdef SUP_SANITIZED
+    pid_t pid = fork();
+    if (pid == 0)
+        child_main(&ca);
+    return pid;
+#else
+    /* the child's stack: static, so no mmap per job; the parent waits (CLONE_VFORK) */
+    static char stack[128 * 1024] __attribute__((aligned(64)));
+    return clone(child_main, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &ca);
+#endif
+}
+
+int sup_launch_job(struct sup *s, char *err, size_t errlen)
+{
+    int rc = prepare(s, err, errlen);
+    if (rc < 0)
+        return rc;
+    /* who we are (for an agent that restarts), the log paths and the cgroup: the only
+     * write before the end, unless the job is signalled */
+    sup_save(s);
+    char **env = sup_build_env(s->j, s->c->node, s->user, s->home[0] ? s->home : NULL,
+                               s->shell[0] ? s->shell : NULL, s->scratch);
+    int p[2];
+    if (!env || pipe2(p, O_CLOEXEC) < 0) {
+        sup_env_free(env);
+        sup_errf(err, errlen, "cannot launch: %s", strerror(errno));
+        return -errno;
+    }
+    pid_t pid = spawn_child(s, p, env);
+    if (s->cg_fd >= 0) {
+        close(s->cg_fd);
+        s->cg_fd = -1;
+    }
+    sup_leave_group(s);
+    close(p[1]);
+    sup_env_free(env);
+    if (pid < 0) {
+        close(p[0]);
+        sup_errf(err, errlen, "cannot fork: %s", strerror(errno));
+        return -errno;
+    }
+    s->leader = pid;
+    /* EOF means the exec succeeded (the pipe was close-on-exec); text is the failure */
+    char msg[512];
+    ssize_t n;
+    while ((n = read(p[0], msg, sizeof msg - 1)) < 0 && errno == EINTR)
+        ;
+    close(p[0]);
+    if (n > 0) {
+        msg[n] = '\0';
+        sup_errf(err, errlen, "%s", msg);
+        waitpid(pid, NULL, 0);
+        s->leader_done = true;
+        return -ECHILD;
+    }
+    return 0;
+}
