@@ -477,6 +477,13 @@ static void serve_starving(struct sched *s, struct walk *w, struct job *j)
 {
     if (!job_admissible(s, w, j))
         return;
+    /* an ordinary reservation it got before it starved becomes sticky: lower jobs may no
+       longer take it away (they did, and re-made it later each cycle) */
+    if (j->reservation != NONE32 && !s->res[j->reservation].preempting &&
+        !s->res[j->reservation].starving) {
+        s->res[j->reservation].starving = true;
+        s->res_active--;
+    }
     /* it respects every claim there is: its own sticky reservation, made against them,
        is what guarantees its start */
     struct shape *sh = &s->shapes[j->shape];

@@ -67,6 +67,7 @@ struct job {
     uint8_t stop_cause;
     uint8_t flags;
     uint8_t victim_rank; /* the rank it is counted under in its nodes' victim_* sums */
+    uint8_t watch_rank;  /* the rank whose starve_after its starvation deadline was set by */
     int16_t gpu_type;    /* -1 any; else type index >= 1 */
     int gpus, cpus, nodes;
     int64_t mem_mb;
@@ -287,6 +288,7 @@ struct sched {
     struct order_entry *order_new;
     size_t nnew, new_cap;
     bool order_dirty; /* keys must be recomputed and the queue re-sorted */
+    bool rewatch;     /* starve_after changed: every pending job's deadline is set again */
     int64_t last_refresh;
 
     struct reservation *res;

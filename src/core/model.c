@@ -303,6 +303,7 @@ int sched_set_policy(struct sched *s, const struct sched_policy *p, struct sched
     reserved_zone_recompute(s);
     reservations_drop_all(s, false);
     s->order_dirty = true;
+    s->rewatch = true;
     return 0;
 }
 

@@ -207,6 +207,7 @@ void starvation_watch(struct sched *s, struct job *j, int64_t now)
 {
     if (j->state != SCHED_PENDING)
         return;
+    j->watch_rank = (uint8_t)job_eff_rank(s, j);
     int64_t at = job_starve_at(s, j);
     if (at == NEVER)
         return;
@@ -240,6 +241,14 @@ void order_rebuild(struct sched *s, int64_t now)
         shape_rule_refresh(s, j);
         j->key1 = job_key1(s, j, now);
         entry_fill(s, &s->order[n++], j);
+        if (s->rewatch || j->watch_rank != job_eff_rank(s, j)) {
+            /* a boost (or a new policy) moved its bound: a deadline for the new one. A job
+               already starving stays so until the flags are set just below. */
+            int64_t at = job_starve_at(s, j);
+            j->watch_rank = (uint8_t)job_eff_rank(s, j);
+            if (at != NEVER && at > now)
+                deadline_push(s, at, j->id, DL_STARVE);
+        }
         if (job_starve_at(s, j) <= now) {
             j->flags |= JF_STARVING;
             if (grow((void **)&s->starving, &s->starving_cap, s->nstarving + 1,
@@ -255,6 +264,7 @@ void order_rebuild(struct sched *s, int64_t now)
     s->nnew = 0;
     s->order_stale = 0;
     s->order_dirty = false;
+    s->rewatch = false;
     s->last_refresh = now;
     reservations_drop_all(s, true);
     /* starving reservations stay (rebuilding them all made a refresh cost seconds with

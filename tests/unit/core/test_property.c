@@ -91,6 +91,8 @@ struct world {
     int64_t starve_promise[MAX_JOBS];
     uint64_t promise_events[MAX_JOBS];
     uint64_t boosts;
+    int64_t boost_ends[512]; /* a boost's end changes tiers and pools too */
+    int nboost_ends;
     bool to_limit; /* jobs run to their time limit: reservations' promises are tight */
     int ntypes;
 };
@@ -324,6 +326,8 @@ static void act(struct world *w)
         int64_t until = w->now + (10 + pick(120)) * MIN;
         (void)BOTH(w, sched_project_boost(s_, project, levels, until, w->now, &err));
         w->boosts++;
+        if (w->nboost_ends < 512)
+            w->boost_ends[w->nboost_ends++] = until;
     } else if (r < 84) {
         node_random(w);
     }
@@ -544,6 +548,8 @@ static void check_starving(struct world *w)
         bool held = v.reason != SCHED_R_RESOURCES && v.reason != SCHED_R_RESERVATION &&
                     v.reason != SCHED_R_PREEMPTING && v.reason != SCHED_R_PRIORITY;
         uint64_t events = w->node_events + w->boosts;
+        for (int b = 0; b < w->nboost_ends; b++)
+            events += w->boost_ends[b] <= w->now;
         if (held || !x.starving || !x.has_reservation) {
             w->starve_promise[id] = -1;
             continue;
