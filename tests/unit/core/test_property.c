@@ -18,8 +18,8 @@
  *   P4 a starving job's sticky reservation is a promise kept: it starts by the start that
  *      reservation first gave it (plus the agent's latency), unless it left the queue, an
  *      admission limit holds it, or a node event or boost changed what it may use. (In a
- *      third of the seeds jobs run to their limit, so promises are tight. Weak still: making
- *      starving reservations non-sticky by hand was not caught in 300 seeds.)
+ *      third of the seeds jobs run to their limit, so promises are tight; making starving
+ *      reservations non-sticky by hand fails it at seed 277.)
  * A second instance driven with the same events but a forced full recomputation in every
  * cycle must take the same decisions (incremental == full). That comparison does not hold
  * yet (persistent reservations are recomputed lazily, so a full recomputation may place a
