@@ -221,6 +221,8 @@ struct walk {
     bool dropped_lower; /* stale lower reservations were dropped in this walk */
     int res_failed;     /* reservations tried in vain: they use up backfill_depth too,
                            or a deep queue would try one for every job */
+    uint64_t moved[32]; /* starving jobs whose reservation a late job pushed back */
+    int nmoved;
 };
 
 static bool preemption_possible(const struct sched *s)
@@ -371,10 +373,11 @@ static bool job_admissible(struct sched *s, struct walk *w, struct job *j)
 
 /* A job whose sticky room is ready but which starts later than its reservation said (a
  * victim outlived its kill by the agent's latency) would run into the reservations that
- * were made to follow it. Those followers give way (they are recomputed: a starving job
- * gets a new sticky reservation in the next walk), except other preemptors, whose victims
- * are already signalled. True when one did. */
-static bool late_on_own_room(struct sched *s, const struct job *j, int64_t now)
+ * were made to follow it. Those followers give way, except other preemptors, whose victims
+ * are already signalled: ordinary ones are recomputed by the walk, starving ones are noted
+ * in w->moved and reserved again at once after the late job (reserve_moved), so they keep
+ * their place right behind it. True when one did. */
+static bool late_on_own_room(struct sched *s, struct walk *w, const struct job *j, int64_t now)
 {
     if (j->reservation == NONE32)
         return false;
@@ -391,6 +394,8 @@ static bool late_on_own_room(struct sched *s, const struct job *j, int64_t now)
             const struct reservation *r = &s->res[c->res];
             bool follower = c->start >= own->start && c->start < end;
             if (c->res != j->reservation && !r->preempting && (follower || !r->starving)) {
+                if (r->starving && w->nmoved < 32)
+                    w->moved[w->nmoved++] = r->job_id;
                 reservation_drop(s, n->claims[k].res);
                 dropped = true;
             } else {
@@ -399,6 +404,19 @@ static bool late_on_own_room(struct sched *s, const struct job *j, int64_t now)
         }
     }
     return dropped;
+}
+
+/* The starving jobs a late job pushed back get their sticky reservation again now, before
+ * anyone else in the walk reserves (they were promised that room first). */
+static void reserve_moved(struct sched *s, struct walk *w)
+{
+    for (int i = 0; i < w->nmoved; i++) {
+        struct job *m = job_find(s, w->moved[i]);
+        if (m && m->state == SCHED_PENDING && m->reservation == NONE32 &&
+            reservation_make(s, m, w->now, true) == 0)
+            w->st->reservations++;
+    }
+    w->nmoved = 0;
 }
 
 /* Try to start one pending job; set its reason otherwise. */
@@ -420,12 +438,13 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
             reservation_drop_lower(s, j);
             pr = place_job(s, j, w->now, w->allocs, NULL);
         }
-        if (pr == PLACE_CLAIMED && late_on_own_room(s, j, w->now))
+        if (pr == PLACE_CLAIMED && late_on_own_room(s, w, j, w->now))
             pr = place_job(s, j, w->now, w->allocs, NULL);
-        if (pr == PLACE_OK) {
+        if (pr == PLACE_OK)
             start_job(s, j, e, w->allocs, w->st);
+        reserve_moved(s, w);
+        if (pr == PLACE_OK)
             return;
-        }
         if (pr == PLACE_NO_CAPACITY) {
             sh->nofit_cycle = s->cycle;
             if (sh->pending > 0)
@@ -492,12 +511,13 @@ static void serve_starving(struct sched *s, struct walk *w, struct job *j)
         pr = place_job(s, j, w->now, w->allocs, NULL);
     if (pr == PLACE_NO_CAPACITY)
         sh->nofit_cycle = s->cycle;
-    if (pr == PLACE_CLAIMED && late_on_own_room(s, j, w->now))
+    if (pr == PLACE_CLAIMED && late_on_own_room(s, w, j, w->now))
         pr = place_job(s, j, w->now, w->allocs, NULL);
-    if (pr == PLACE_OK) {
+    if (pr == PLACE_OK)
         start_job(s, j, NULL, w->allocs, w->st);
+    reserve_moved(s, w);
+    if (pr == PLACE_OK)
         return;
-    }
     if (holds_preempting(s, j) || try_preempt(s, w, j)) {
         reason_set(j, SCHED_R_PREEMPTING, s->res[j->reservation].start, 0, 0);
         return;
