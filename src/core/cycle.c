@@ -392,7 +392,8 @@ static bool late_on_own_room(struct sched *s, struct walk *w, const struct job *
         for (int k = 0; k < n->nclaims;) {
             const struct claim *c = &n->claims[k];
             const struct reservation *r = &s->res[c->res];
-            bool follower = c->start >= own->start && c->start < end;
+            /* a claim already due is a peer waiting too, not a follower */
+            bool follower = c->start >= own->start && c->start > now && c->start < end;
             if (c->res != j->reservation && !r->preempting && (follower || !r->starving)) {
                 if (r->starving && w->nmoved < 32)
                     w->moved[w->nmoved++] = r->job_id;
