@@ -34,6 +34,12 @@ void node_profile_touch(struct node *n)
     n->prof_dirty = true;
 }
 
+void node_holders_touch(struct node *n)
+{
+    n->rel_dirty = true; /* the release list, and the profile built on it */
+    n->prof_dirty = true;
+}
+
 /* The claims' steps, sorted: a drop at each start, a rise at each end. */
 static int claim_events(const struct node *n, struct step_event *ev)
 {

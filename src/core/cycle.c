@@ -420,6 +420,19 @@ static void reserve_moved(struct sched *s, struct walk *w)
     w->nmoved = 0;
 }
 
+/* After a placement attempt: a late sticky job pushes back its followers and tries again;
+ * the job starts if there is room; the starving followers are reserved again behind it. */
+static enum place_result start_if_room(struct sched *s, struct walk *w, struct job *j,
+                                       struct order_entry *e, enum place_result pr)
+{
+    if (pr == PLACE_CLAIMED && late_on_own_room(s, w, j, w->now))
+        pr = place_job(s, j, w->now, w->allocs, NULL);
+    if (pr == PLACE_OK)
+        start_job(s, j, e, w->allocs, w->st);
+    reserve_moved(s, w);
+    return pr;
+}
+
 /* Try to start one pending job; set its reason otherwise. */
 static void consider(struct sched *s, struct walk *w, struct job *j, struct order_entry *e)
 {
@@ -439,11 +452,7 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
             reservation_drop_lower(s, j);
             pr = place_job(s, j, w->now, w->allocs, NULL);
         }
-        if (pr == PLACE_CLAIMED && late_on_own_room(s, w, j, w->now))
-            pr = place_job(s, j, w->now, w->allocs, NULL);
-        if (pr == PLACE_OK)
-            start_job(s, j, e, w->allocs, w->st);
-        reserve_moved(s, w);
+        pr = start_if_room(s, w, j, e, pr);
         if (pr == PLACE_OK)
             return;
         if (pr == PLACE_NO_CAPACITY) {
@@ -512,11 +521,7 @@ static void serve_starving(struct sched *s, struct walk *w, struct job *j)
         pr = place_job(s, j, w->now, w->allocs, NULL);
     if (pr == PLACE_NO_CAPACITY)
         sh->nofit_cycle = s->cycle;
-    if (pr == PLACE_CLAIMED && late_on_own_room(s, w, j, w->now))
-        pr = place_job(s, j, w->now, w->allocs, NULL);
-    if (pr == PLACE_OK)
-        start_job(s, j, NULL, w->allocs, w->st);
-    reserve_moved(s, w);
+    pr = start_if_room(s, w, j, NULL, pr);
     if (pr == PLACE_OK)
         return;
     if (holds_preempting(s, j) || try_preempt(s, w, j)) {

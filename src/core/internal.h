@@ -392,7 +392,8 @@ int shape_static_reason(struct sched *s, struct shape *sh);
 const struct node *node_releases(const struct sched *s, const struct node *n);
 
 /* ---- avail.c: each node's free capacity over time */
-void node_profile_touch(struct node *n);                  /* its jobs or claims changed */
+void node_profile_touch(struct node *n); /* its claims or capacity changed */
+void node_holders_touch(struct node *n); /* its jobs or their expected ends changed */
 bool avail_own_claim(const struct node *n, uint32_t own); /* reservation `own` claims it */
 /* Does [from, to) hold the request, counting every claim? 1 yes, 0 no, -1 unknown. */
 int avail_window(const struct sched *s, const struct node *n, int64_t from, int64_t to, int gpus,

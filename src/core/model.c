@@ -784,8 +784,7 @@ static void node_take(struct sched *s, struct job *j, const struct sched_alloc *
     n->mem_used += a->mem_mb;
     n->gpu_used_mask |= a->gpu_mask;
     (void)u32vec_push(&n->jobs, job_slot(s, j));
-    n->rel_dirty = true;
-    node_profile_touch(n);
+    node_holders_touch(n);
     if (n->in_bucket)
         bucket_update(s, a->node);
     if (n->reserved && job_pool_rule(s, j, job_eff_rank(s, j)) != POOL_RULE_RESERVED_FIRST)
@@ -833,10 +832,8 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
 /* The job's expected end changed (it is being stopped): its nodes' releases move. */
 void job_nodes_touch(struct sched *s, const struct job *j)
 {
-    for (int i = 0; i < j->nallocs; i++) {
-        s->nodes[j->allocs[i].node].rel_dirty = true;
-        node_profile_touch(&s->nodes[j->allocs[i].node]);
-    }
+    for (int i = 0; i < j->nallocs; i++)
+        node_holders_touch(&s->nodes[j->allocs[i].node]);
 }
 
 /* Give back everything the job holds; keep its state (the caller sets the next one). */
@@ -873,8 +870,7 @@ void job_release_resources(struct sched *s, struct job *j)
         n->mem_used -= a->mem_mb;
         n->gpu_used_mask &= ~a->gpu_mask;
         u32vec_remove_value(&n->jobs, job_slot(s, j));
-        n->rel_dirty = true;
-        node_profile_touch(n);
+        node_holders_touch(n);
         if (n->in_bucket)
             bucket_update(s, a->node);
         if (n->state == SCHED_NODE_DRAINING && n->jobs.n == 0) {
