@@ -168,16 +168,25 @@ static bool send_chunk(struct agent *a, struct ajob *j, int s, int64_t at, const
     return true;
 }
 
+/* Stream s (0 stdout, 1 stderr) of this run: its file open as shipped from (-1 when there
+ * is none, or stderr goes to stdout's file), its size and where this run's output starts. */
+static int stream_open(const struct ajob *j, int s, int64_t *size, int64_t *start)
+{
+    if (s == 1 && strcmp(j->st.err_path, j->st.out_path) == 0)
+        return -1;
+    *size = 0;
+    *start = s ? j->st.err_start : j->st.out_start;
+    return open_output(j, s, size);
+}
+
 /* Ship one increment of one log, if any is pending; true when a request went out. */
 bool ag_ship_log(struct agent *a, struct ajob *j)
 {
     if (j->log_hold_until && clock_mono_ms() < j->log_hold_until)
         return false;
     for (int s = 0; s < 2; s++) {
-        if (s == 1 && strcmp(j->st.err_path, j->st.out_path) == 0)
-            continue;
-        int64_t size = 0, start = s ? j->st.err_start : j->st.out_start;
-        int fd = open_output(j, s, &size);
+        int64_t size, start;
+        int fd = stream_open(j, s, &size, &start);
         if (fd < 0)
             continue;
         int64_t limit = a->cfg.log_limit_bytes, sent = j->sent[s];
@@ -219,10 +228,8 @@ bool ag_ship_log(struct agent *a, struct ajob *j)
 bool ag_logs_pending(const struct agent *a, const struct ajob *j)
 {
     for (int s = 0; s < 2; s++) {
-        if (s == 1 && strcmp(j->st.err_path, j->st.out_path) == 0)
-            continue;
-        int64_t size = 0, start = s ? j->st.err_start : j->st.out_start;
-        int fd = open_output(j, s, &size);
+        int64_t size, start;
+        int fd = stream_open(j, s, &size, &start);
         if (fd < 0)
             continue;
         close(fd);
