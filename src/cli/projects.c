@@ -1,6 +1,6 @@
 /*
- * projects.c - `docket projects`: list projects or show one with its usage and limits
- * (GET /v1/projects[/NAME]); `set` (PATCH), `create` (POST), `boost`, `pause` and
+ * projects.c - `docket projects`: list projects (and their groups) or show one with its
+ * usage and limits (GET /v1/projects[/NAME]); `set` (PATCH), `create` (POST), `boost`, `pause` and
  * `resume` change them (admin). Every change is audited by docketd.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -92,6 +92,43 @@ static void print_projects(struct cli *c, const json_t *projects)
     table_destroy(t);
 }
 
+/* Groups (from the policy's `groups`, or named by projects): bounds over their projects. */
+static void print_groups(struct cli *c, const json_t *groups)
+{
+    static const char *const h[] = {"GROUP",   "GUARANTEE", "LIMIT", "GPUS USED",
+                                    "RUNNING", "PROJECTS",  "SHARE"};
+    if (!json_is_array(groups) || json_array_size(groups) == 0)
+        return;
+    struct table *t = table_create(h, 7);
+    if (!t)
+        return;
+    for (int k = 1; k <= 6; k++)
+        table_set_flags(t, k, TABLE_RIGHT);
+    size_t i;
+    json_t *g;
+    json_array_foreach(groups, i, g) {
+        const json_t *u = json_object_get(g, "usage");
+        double gu = json_number_value(json_object_get(g, "guarantee_gpus"));
+        char lim[32], guar[32];
+        limit_text(jint(g, "gpu_limit", -1), lim, sizeof(lim));
+        if (gu < 0)
+            snprintf(guar, sizeof(guar), "-");
+        else
+            snprintf(guar, sizeof(guar), "%g", gu);
+        table_row(t);
+        table_cell(t, FMT_PLAIN, "%s", jstr(g, "name"));
+        table_cell(t, FMT_PLAIN, "%s", guar);
+        table_cell(t, FMT_PLAIN, "%s", lim);
+        table_cell(t, FMT_PLAIN, "%lld", (long long)jint(u, "gpus_in_use", 0));
+        table_cell(t, FMT_PLAIN, "%lld", (long long)jint(u, "running", 0));
+        table_cell(t, FMT_PLAIN, "%lld", (long long)jint(u, "projects", 0));
+        table_cell(t, FMT_PLAIN, "%.2f", json_number_value(json_object_get(u, "share")));
+    }
+    fputc('\n', c->out);
+    table_print(t, c->out, c->width, c->color);
+    table_destroy(t);
+}
+
 static int list(struct cli *c, const struct cli_args *a)
 {
     json_t *reply = NULL, *arr;
@@ -115,6 +152,7 @@ static int list(struct cli *c, const struct cli_args *a)
         json_decref(arr);
     } else {
         print_projects(c, json_object_get(reply, "projects"));
+        print_groups(c, json_object_get(reply, "groups"));
     }
     json_decref(reply);
     return EXIT_OK;

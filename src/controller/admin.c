@@ -355,6 +355,15 @@ void ctl_project_boost_reason(struct ctl *c, const char *name, const char *reaso
     json_object_set_new(c->boost_reasons, name, json_string(reason));
 }
 
+/* A group's bounds (-1: none) and what its projects use together. */
+static json_t *group_json(const struct sched_group_view *g)
+{
+    return json_pack("{s:s,s:f,s:i,s:{s:i,s:i,s:i,s:f}}", "name", g->spec.name, "guarantee_gpus",
+                     g->spec.guarantee_gpus, "gpu_limit", g->spec.gpu_limit, "usage", "gpus_in_use",
+                     g->gpus_in_use, "running", g->running, "projects", g->projects, "share",
+                     g->share);
+}
+
 void h_projects_list(struct ctl_req *r)
 {
     json_t *arr = json_array();
@@ -363,7 +372,13 @@ void h_projects_list(struct ctl_req *r)
         if (sched_project_get(r->c->sched, i, &v) == 0)
             json_array_append_new(arr, ctl_project_json(r->c, &v));
     }
-    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "projects", arr));
+    json_t *groups = json_array();
+    for (size_t i = 0; i < sched_group_count(r->c->sched); i++) {
+        struct sched_group_view g;
+        if (sched_group_get(r->c->sched, i, &g) == 0)
+            json_array_append_new(groups, group_json(&g));
+    }
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o,s:o}", "projects", arr, "groups", groups));
 }
 
 static int project_arg(struct ctl_req *r, struct sched_project_view *v)

@@ -190,6 +190,26 @@ static int check_buckets(const struct sched *s, struct sched_error *err)
 }
 
 /* Project and user counters against the jobs (one pass over the jobs). */
+/* A group's counters are its projects' sums (the projects' are checked against the jobs). */
+static int check_groups(const struct sched *s, struct sched_error *err)
+{
+    for (size_t i = 0; i < s->ngroups; i++) {
+        const struct group *g = &s->groups[i];
+        int gpus = 0, running = 0, n = 0;
+        for (size_t k = 0; k < s->nprojects; k++)
+            if (s->projects[k].group == i) {
+                gpus += s->projects[k].gpus_in_use;
+                running += s->projects[k].running;
+                n++;
+            }
+        if (gpus != g->gpus_in_use || running != g->running || n != g->nprojects)
+            FAIL("group %s: counters (%d GPUs, %d running, %d projects) disagree with its "
+                 "projects (%d, %d, %d)",
+                 g->name, g->gpus_in_use, g->running, g->nprojects, gpus, running, n);
+    }
+    return 0;
+}
+
 static int check_counters(const struct sched *s, struct sched_error *err)
 {
     int *proj = calloc(3 * (s->nprojects + 1), sizeof(*proj));
@@ -230,6 +250,8 @@ static int check_counters(const struct sched *s, struct sched_error *err)
     for (size_t u = 0; u < s->nucounts && rc == 0; u++)
         if (user[2 * u] != s->ucounts[u].gpus || user[2 * u + 1] != s->ucounts[u].running)
             rc = err_set(err, -EFAULT, "", "user counter %zu is stale", u);
+    if (rc == 0)
+        rc = check_groups(s, err);
 out:
     free(proj);
     free(user);
@@ -379,5 +401,8 @@ int sched_check(const struct sched *s, struct sched_error *err)
         rc = check_queue(s, err);
     if (rc == 0)
         rc = check_claims(s, err);
+    if (rc == 0 && s->memo_wrong)
+        FAIL("a preemption memo skipped job %llu although its search finds victims",
+             (unsigned long long)s->memo_wrong);
     return rc;
 }

@@ -151,6 +151,14 @@ enum sched_reason job_admission(struct sched *s, struct job *j, int64_t now)
             p->gpu_blocked_cycle = s->cycle;
         return SCHED_R_QUOTA_LIMIT;
     }
+    struct group *g = project_group(s, p);
+    int glimit = g ? group_gpu_limit(s, g) : -1;
+    if (total > 0 && glimit >= 0 && g->gpus_in_use + total > glimit) {
+        reason_set(j, SCHED_R_QUOTA_LIMIT, glimit, g->gpus_in_use, total);
+        if (g->gpus_in_use >= glimit)
+            g->gpu_blocked_cycle = s->cycle;
+        return SCHED_R_QUOTA_LIMIT;
+    }
     if (p->spec.max_running >= 0 && p->running >= p->spec.max_running) {
         reason_set(j, SCHED_R_JOB_LIMIT, p->spec.max_running, p->running, 1);
         p->blocked_cycle = s->cycle;
@@ -221,6 +229,7 @@ struct walk {
     bool dropped_lower; /* stale lower reservations were dropped in this walk */
     int res_failed;     /* reservations tried in vain: they use up backfill_depth too,
                            or a deep queue would try one for every job */
+    bool starving_walk; /* serving the starving jobs, oldest first */
     uint64_t moved[32]; /* starving jobs whose reservation a late job pushed back */
     int nmoved;
 };
@@ -263,10 +272,46 @@ static bool holds_preempting(const struct sched *s, const struct job *j)
     return j->reservation != NONE32 && s->res[j->reservation].preempting;
 }
 
-/* Preempt for j unless a memo proves it hopeless this cycle. The memo is per shape and
- * effective tier, and records searches among lower tiers: a job whose project may reclaim
- * its guarantee searches its own tier too, so the memo never stops it (a failed search of
- * its, being wider, sets the memo for the others). */
+static bool memo_holds(const struct sched *s, const struct preempt_memo *m, int64_t dur)
+{
+    return m->cycle == s->cycle && m->epoch == s->memo_epoch && dur >= m->dur;
+}
+
+static void memo_note(const struct sched *s, struct preempt_memo *m, int64_t dur)
+{
+    if (m->cycle == s->cycle && m->epoch == s->memo_epoch) {
+        if (dur < m->dur)
+            m->dur = dur;
+        return;
+    }
+    *m = (struct preempt_memo){.cycle = s->cycle, .epoch = s->memo_epoch, .dur = dur};
+}
+
+/* Does a failed search earlier in this walk prove a preemption for a job of this shape,
+ * tier and duration hopeless (struct preempt_memo)? A reclaim search is the wider one:
+ * its failure holds for jobs that may not reclaim too, never the other way round. */
+static bool preempt_hopeless(const struct sched *s, const struct shape *sh, int rank, bool reclaim,
+                             int64_t dur)
+{
+    return memo_holds(s, &sh->reclaim_fail[rank], dur) ||
+           (!reclaim && memo_holds(s, &sh->preempt_fail[rank], dur));
+}
+
+/* sched_verify_memos(): would the search the memo skipped have found victims? */
+static void memo_verify(struct sched *s, struct job *j, int64_t now)
+{
+    if (s->verify_memos && !s->memo_wrong && preempt_for(s, j, now, true) == 0)
+        s->memo_wrong = j->id;
+}
+
+void sched_verify_memos(struct sched *s, bool on)
+{
+    s->verify_memos = on;
+}
+
+/* Preempt for j unless a memo proves it hopeless this cycle. Memos are kept in the
+ * priority-ordered walk only: the starving walk goes oldest first, so a job there may
+ * outrank one that failed before it. */
 static bool try_preempt(struct sched *s, struct walk *w, struct job *j)
 {
     struct shape *sh = &s->shapes[j->shape];
@@ -274,16 +319,20 @@ static bool try_preempt(struct sched *s, struct walk *w, struct job *j)
     if (!preemption_possible(s))
         return false;
     bool reclaim = project_can_reclaim(s, j->project, j->gpus * j->nodes);
-    if (sh->preempt_fail_cycle[rank] == s->cycle && !reclaim)
+    int64_t dur = job_duration(j);
+    bool memo = !w->starving_walk;
+    if (memo && j->reservation == NONE32 && preempt_hopeless(s, sh, rank, reclaim, dur)) {
+        memo_verify(s, j, w->now);
         return false;
+    }
     s->preempt_budget--;
-    int rc = preempt_for(s, j, w->now);
+    int rc = preempt_for(s, j, w->now, false);
     if (rc == 0) {
         w->st->preempted++;
         return true;
     }
-    if (rc < 0)
-        sh->preempt_fail_cycle[rank] = s->cycle;
+    if (rc < 0 && memo)
+        memo_note(s, reclaim ? &sh->reclaim_fail[rank] : &sh->preempt_fail[rank], dur);
     return false;
 }
 
@@ -476,17 +525,18 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
  * back (only shapes with such jobs pay for the look at the job). */
 enum skip { SKIP_NO, SKIP_LIMIT, SKIP_NOFIT, SKIP_CLAIMED };
 
-static enum skip entry_skippable(const struct sched *s, const struct walk *w,
-                                 const struct order_entry *e)
+static enum skip entry_skippable(struct sched *s, const struct walk *w, const struct order_entry *e)
 {
     const struct shape *sh = &s->shapes[e->shape];
     if (sh->with_res > 0 && s->jobs[e->slot].id == e->id && s->jobs[e->slot].reservation != NONE32)
         return SKIP_NO;
     const struct project *p = &s->projects[e->project];
-    if (p->blocked_cycle == s->cycle || (sh->gpus > 0 && p->gpu_blocked_cycle == s->cycle))
+    const struct group *g = project_group(s, p);
+    if (p->blocked_cycle == s->cycle || (sh->gpus > 0 && (p->gpu_blocked_cycle == s->cycle ||
+                                                          (g && g->gpu_blocked_cycle == s->cycle))))
         return SKIP_LIMIT;
-    bool claimed = sh->claimed_cycle == s->cycle &&
-                   (e->dur_min == 65535 ? NEVER : (int64_t)e->dur_min * 60000) >= sh->claimed_dur;
+    int64_t dur = (int64_t)e->dur_min * 60000; /* at most the job's: see order_entry */
+    bool claimed = sh->claimed_cycle == s->cycle && dur >= sh->claimed_dur;
     if (sh->nofit_cycle != s->cycle && !claimed)
         return SKIP_NO;
     if (reservation_slots_open(s, w))
@@ -494,10 +544,13 @@ static enum skip entry_skippable(const struct sched *s, const struct walk *w,
     enum skip why = sh->nofit_cycle == s->cycle ? SKIP_NOFIT : SKIP_CLAIMED;
     if (!preemption_possible(s))
         return why;
-    return sh->preempt_fail_cycle[e->rank] == s->cycle &&
-                   !project_can_reclaim(s, e->project, sh->gpus * sh->nodes)
-               ? why
-               : SKIP_NO;
+    bool reclaim = project_can_reclaim(s, e->project, sh->gpus * sh->nodes);
+    if (!preempt_hopeless(s, sh, e->rank, reclaim, dur))
+        return SKIP_NO;
+    struct job *j = &s->jobs[e->slot];
+    if (j->id == e->id && j->state == SCHED_PENDING && !(j->flags & JF_STARVING))
+        memo_verify(s, j, w->now);
+    return why;
 }
 
 /* A starving job keeps every right of its tier (it may preempt) and gets a sticky
@@ -647,7 +700,9 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full
     if (w) {
         w->st = st;
         w->now = now;
+        w->starving_walk = true;
         walk_starving(s, w);
+        w->starving_walk = false;
         walk_queue(s, w);
         free(w);
     }

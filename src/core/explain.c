@@ -430,7 +430,13 @@ static void explain_limit_name(const struct sched *s, const struct job *j, struc
 {
     const struct project *p = &s->projects[j->project];
     const char *pn = p->spec.name;
-    if (x->reason == SCHED_R_QUOTA_LIMIT)
+    const struct group *g = project_group(s, p);
+    bool project_full = p->spec.gpu_limit >= 0 && p->spec.gpu_limit == x->limit_value &&
+                        p->gpus_in_use == x->limit_in_use;
+    if (x->reason == SCHED_R_QUOTA_LIMIT && !project_full && g &&
+        group_gpu_limit(s, g) == x->limit_value && g->gpus_in_use == x->limit_in_use)
+        snprintf(x->limit_name, sizeof(x->limit_name), "group %s gpu_limit", g->name);
+    else if (x->reason == SCHED_R_QUOTA_LIMIT)
         snprintf(x->limit_name, sizeof(x->limit_name), "%s %s", pn,
                  p->spec.gpu_limit == x->limit_value ? "gpu_limit" : "user_gpu_limit");
     else if (x->reason == SCHED_R_JOB_LIMIT)

@@ -114,15 +114,29 @@ struct sel_pair {
     bool negate;
 };
 
+/* A preemption search for a job of some shape and effective tier failed in this cycle.
+ * Everything a search sees only shrinks within a walk, except what the memo's epoch
+ * counts (sched.memo_epoch: a preemption applied, a claim dropped, a project going over
+ * its guarantee); later jobs in the walk rank lower, so every claim that bound the failed
+ * one binds them too. Valid for jobs of the shape and tier, without a reservation, that
+ * run at least `dur`. A reclaim search fails the same for every project that may reclaim:
+ * its victims are lower tiers and same-tier jobs of projects over their guarantee, and
+ * the preemptor's own project, being under its own, has none of those. */
+struct preempt_memo {
+    uint64_t cycle, epoch;
+    int64_t dur;
+};
+
 struct shape {
     int16_t gpu_type; /* -1 any */
     uint8_t pool_rule;
     int gpus, cpus, nodes;
     int64_t mem_mb;
-    uint32_t selset;      /* index into s->selsets; 0 = none */
-    uint32_t pending;     /* live pending jobs with this shape */
-    uint64_t nofit_cycle; /* no capacity for it in this cycle */
-    uint64_t preempt_fail_cycle[SCHED_MAX_TIERS];
+    uint32_t selset;                                   /* index into s->selsets; 0 = none */
+    uint32_t pending;                                  /* live pending jobs with this shape */
+    uint64_t nofit_cycle;                              /* no capacity for it in this cycle */
+    struct preempt_memo preempt_fail[SCHED_MAX_TIERS]; /* a search among lower tiers */
+    struct preempt_memo reclaim_fail[SCHED_MAX_TIERS]; /* one that may reclaim too */
     uint64_t static_cycle;   /* node_epoch for which static_reason holds */
     uint64_t res_fail_cycle; /* in this cycle no reservation could be made for a job of
                                 this shape that would run ... */
@@ -211,6 +225,17 @@ struct project {
     double share;               /* frozen at the last refresh, used by the order */
     uint64_t blocked_cycle;     /* every job of it is held back in this cycle */
     uint64_t gpu_blocked_cycle; /* its jobs that ask for GPUs are (at its gpu_limit) */
+    uint32_t group;             /* index into s->groups, NONE32 when it names none */
+};
+
+/* A group as the model keeps it: counters over its projects, bounds looked up in the
+ * policy by name (spec: index into policy.groups, or -1). */
+struct group {
+    char name[SCHED_NAME_MAX];
+    int spec;
+    int gpus_in_use, running, nprojects;
+    double share;               /* frozen at the last refresh, like the projects' */
+    uint64_t gpu_blocked_cycle; /* at its gpu_limit in this cycle: its GPU jobs wait */
 };
 
 struct user_count {
@@ -253,6 +278,8 @@ struct sched {
 
     struct project *projects;
     size_t nprojects, projects_cap;
+    struct group *groups; /* never shrinks: projects hold indices */
+    size_t ngroups, groups_cap;
     struct u64map user_counts; /* (project << 32 | user) -> index into ucounts */
     struct user_count *ucounts;
     size_t nucounts, ucounts_cap;
@@ -304,6 +331,10 @@ struct sched {
     size_t narrays, arrays_cap;
 
     int eligible_victims; /* running jobs that are preemptible by someone now */
+    uint64_t memo_epoch;  /* bumped by what may let a failed preemption search succeed
+                             within a walk (struct preempt_memo) */
+    bool verify_memos;    /* sched_verify_memos() */
+    uint64_t memo_wrong;  /* a job whose search a memo skipped although it found victims */
     uint32_t *starving;   /* slots of starving pending jobs, oldest first */
     size_t nstarving, starving_cap;
 
@@ -319,6 +350,16 @@ struct sched {
     int preempt_budget;
     bool preempt_backlog; /* the last cycle preempted and ran out of budget: go on soon */
 };
+
+/* ---- group.c */
+int group_attach(struct sched *s, struct project *p, const char *name);
+void groups_sync_policy(struct sched *s);
+struct group *project_group(const struct sched *s, const struct project *p);
+double group_guarantee(const struct sched *s, const struct group *g); /* -1: none */
+int group_gpu_limit(const struct sched *s, const struct group *g);    /* -1: none */
+void group_count(struct sched *s, const struct project *p, int gpus, int running);
+bool group_over_guarantee(const struct sched *s, const struct group *g);
+void groups_share_refresh(struct sched *s);
 
 /* ---- policy.c */
 int policy_validate(const struct sched_policy *p, struct sched_error *err);
@@ -432,7 +473,7 @@ bool job_outranks(const struct sched *s, const struct job *a, const struct job *
 /* ---- preempt.c */
 /* 0: victims signalled and their room reserved for j (sticky); 1: no new victim is needed,
  * jobs already stopping free the room; -1: no victim set makes room. */
-int preempt_for(struct sched *s, struct job *j, int64_t now);
+int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry);
 bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus);
 bool victim_eligible(const struct sched *s, const struct job *v, const struct job *j,
                      const struct node *n, int64_t now);

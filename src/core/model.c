@@ -190,6 +190,7 @@ struct sched *sched_create(const struct sched_policy *policy, struct sched_error
     s->selsets[0].pairs = NULL;
     s->selsets[0].n = 0;
     s->nselsets = 1;
+    groups_sync_policy(s);
     return s;
 }
 
@@ -221,6 +222,7 @@ void sched_destroy(struct sched *s)
     }
     free(s->nodes);
     free(s->projects);
+    free(s->groups);
     u64map_release(&s->user_counts);
     free(s->ucounts);
     free(s->shapes);
@@ -300,6 +302,7 @@ int sched_set_policy(struct sched *s, const struct sched_policy *p, struct sched
     projects_accrue(s, s->now);
     s->policy = *p;
     s->reserved_min_rank = policy_tier_find(p, p->reserved_min_tier);
+    groups_sync_policy(s);
     reserved_zone_recompute(s);
     reservations_drop_all(s, false);
     s->order_dirty = true;
@@ -364,8 +367,14 @@ int sched_project_upsert(struct sched *s, const struct sched_project_spec *p,
         pr = &s->projects[s->nprojects++];
         memset(pr, 0, sizeof(*pr));
         pr->usage_at = s->now;
+        pr->group = NONE32;
     } else {
         pr = &s->projects[idx];
+    }
+    if (group_attach(s, pr, p->group) < 0) {
+        if (idx < 0)
+            s->nprojects--;
+        return err_set(err, -ENOMEM, "", "out of memory");
     }
     uint8_t old_tier = pr->tier;
     bool was_paused = pr->spec.paused;
@@ -809,8 +818,12 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
     if (j->state == SCHED_STOPPING)
         node_stopping_add(s, j, 1); /* restored while stopping */
     int total_gpus = j->gpus * j->nodes;
+    bool was_over = p->gpus_in_use > p->spec.guarantee_gpus + 1e-9;
     p->gpus_in_use += total_gpus;
+    if (!was_over && p->gpus_in_use > p->spec.guarantee_gpus + 1e-9)
+        s->memo_epoch++; /* its jobs may now be reclaimed: struct preempt_memo */
     p->running++;
+    group_count(s, p, total_gpus, 1);
     p->rate += job_billing_rate(s, j);
     struct user_count *uc = user_count_get(s, j->project, j->user, true);
     if (uc) {
@@ -849,6 +862,7 @@ void job_release_resources(struct sched *s, struct job *j)
     int total_gpus = j->gpus * j->nodes;
     p->gpus_in_use -= total_gpus;
     p->running--;
+    group_count(s, p, -total_gpus, -1);
     struct user_count *uc = user_count_get(s, j->project, j->user, false);
     if (uc) {
         uc->running--;

@@ -1,10 +1,10 @@
 /*
  * order.c - the priority order of the pending queue (docs/scheduling.md §1).
  *
- * Tiered (Docket): effective tier, then fair-share (a project's decayed usage over its
- * guarantee: lower first), then submit time, then id. FIFO and multifactor are the
- * baselines docket-sim compares against. Shares are frozen between refreshes
- * (fairshare_refresh_ms), so the order is a sorted array that events only add to: new
+ * Tiered (Docket): effective tier, then fair-share (a group's decayed usage over its
+ * guarantee, then its project's over the project's: lower first), then submit time, then id. FIFO
+ * and multifactor are the baselines docket-sim compares against. Shares are frozen between
+ * refreshes (fairshare_refresh_ms), so the order is a sorted array that events only add to: new
  * entries are merged in at the next cycle, leaving entries become tombstones.
  */
 #define _GNU_SOURCE /* qsort_r */
@@ -28,6 +28,13 @@ void project_share_refresh(struct sched *s, struct project *p)
     p->share = project_avg_usage(s, p) / g;
 }
 
+static uint64_t share_quantum(double share)
+{
+    const uint64_t maxq = (1ULL << 28) - 1;
+    double q = share * 1e4;
+    return q >= (double)maxq ? maxq : q > 0 ? (uint64_t)q : 0;
+}
+
 uint64_t job_key1(const struct sched *s, const struct job *j, int64_t now)
 {
     const struct sched_policy *pol = &s->policy;
@@ -45,11 +52,12 @@ uint64_t job_key1(const struct sched *s, const struct job *j, int64_t now)
         return (uint64_t)(score * 1000.0);
     }
     default: {
-        const uint64_t maxq = (1ULL << 56) - 1;
-        double q = p->share * 1e6;
-        uint64_t share_q = q >= (double)maxq ? maxq : (uint64_t)q;
+        /* the group's share, then the project's within it (a project without a group is
+           a group of its own): 28 bits each, in steps of 1/10,000 of a guarantee */
+        const struct group *g = project_group(s, p);
+        uint64_t share_q = (share_quantum(g ? g->share : p->share) << 28) | share_quantum(p->share);
         uint64_t prio = (uint64_t)(SCHED_MAX_TIERS - rank);
-        return (prio << 56) | (maxq - share_q);
+        return (prio << 56) | (((1ULL << 56) - 1) - share_q);
     }
     }
 }
@@ -222,6 +230,7 @@ void order_rebuild(struct sched *s, int64_t now)
 {
     for (size_t i = 0; i < s->nprojects; i++)
         project_share_refresh(s, &s->projects[i]);
+    groups_share_refresh(s);
     size_t pending = s->by_state[SCHED_PENDING];
     if (grow((void **)&s->order, &s->order_cap, pending + 1, sizeof(*s->order)) < 0)
         return;

@@ -182,6 +182,28 @@ static int validate_classes(const struct sched_policy *p, struct sched_error *er
     return 0;
 }
 
+static int groups_validate(const struct sched_policy *p, struct sched_error *err)
+{
+    if (p->ngroups < 0 || p->ngroups > SCHED_MAX_GROUPS)
+        return err_set(err, -EINVAL, "groups", "at most %d groups", SCHED_MAX_GROUPS);
+    for (int i = 0; i < p->ngroups; i++) {
+        const struct sched_group_spec *g = &p->groups[i];
+        if (!name_ok(g->name))
+            return err_set(err, -EINVAL, "groups", "a group needs a name of 1-63 characters");
+        for (int k = 0; k < i; k++)
+            if (strcmp(p->groups[k].name, g->name) == 0)
+                return err_set(err, -EINVAL, "groups", "duplicate group '%s'", g->name);
+        if (!(g->guarantee_gpus >= -1) || g->guarantee_gpus > 1e7 ||
+            (g->guarantee_gpus < 0 && g->guarantee_gpus != -1))
+            return err_set(err, -EINVAL, "groups", "group '%s': guarantee must be -1 or 0..1e7",
+                           g->name);
+        if (g->gpu_limit < -1)
+            return err_set(err, -EINVAL, "groups", "group '%s': gpu_limit must be -1 or >= 0",
+                           g->name);
+    }
+    return 0;
+}
+
 int policy_validate(const struct sched_policy *p, struct sched_error *err)
 {
     int rc = validate_tiers(p, err);
@@ -236,7 +258,7 @@ int policy_validate(const struct sched_policy *p, struct sched_error *err)
         if (p->gpu_weights[i].weight < 0 || !name_ok(p->gpu_weights[i].gpu_type))
             return err_set(err, -EINVAL, "gpu_weights", "bad weight for GPU type '%s'",
                            p->gpu_weights[i].gpu_type);
-    return 0;
+    return groups_validate(p, err);
 }
 
 /* ---- names */

@@ -39,6 +39,7 @@ void victim_mark(struct sched *s, struct job *v, bool eligible)
         return;
     int sign = eligible ? 1 : -1;
     if (eligible) {
+        s->memo_epoch++; /* a new victim: struct preempt_memo */
         v->flags |= JF_VICTIM_ELIGIBLE;
         v->victim_rank = (uint8_t)job_eff_rank(s, v);
     } else {
@@ -65,10 +66,16 @@ void victim_eligibility_update(struct sched *s, struct job *v, int64_t now)
         deadline_push(s, v->start_ms + protect, v->id, DL_PROTECT);
 }
 
+/* Within its own guarantee and its group's, once it holds `gpus` more (a project's
+ * guarantee counts within its group's). */
 bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus)
 {
     const struct project *p = &s->projects[project];
-    return p->gpus_in_use + gpus <= p->spec.guarantee_gpus + 1e-9;
+    if (p->gpus_in_use + gpus > p->spec.guarantee_gpus + 1e-9)
+        return false;
+    const struct group *g = project_group(s, p);
+    double gu = g ? group_guarantee(s, g) : -1;
+    return gu < 0 || g->gpus_in_use + gpus <= gu + 1e-9;
 }
 
 static bool under_guarantee_after(const struct sched *s, const struct job *j)
@@ -76,10 +83,12 @@ static bool under_guarantee_after(const struct sched *s, const struct job *j)
     return project_can_reclaim(s, j->project, j->gpus * j->nodes);
 }
 
+/* A borrower: its project, or its project's group, is over its guarantee. */
 static bool over_guarantee(const struct sched *s, const struct job *v)
 {
     const struct project *p = &s->projects[v->project];
-    return p->gpus_in_use > p->spec.guarantee_gpus + 1e-9;
+    const struct group *g = project_group(s, p);
+    return p->gpus_in_use > p->spec.guarantee_gpus + 1e-9 || (g && group_over_guarantee(s, g));
 }
 
 bool victim_eligible(const struct sched *s, const struct job *v, const struct job *j,
@@ -365,6 +374,7 @@ static int preempt_apply(struct sched *s, struct job *j, const struct shape *sh,
     if (r == NONE32)
         return -1;
     s->res[r].nvictims = wait_list(s, nodes, nplans, start, &s->res[r].victims);
+    s->memo_epoch++; /* room its victims free beyond its need goes to others */
     return 0;
 }
 
@@ -391,7 +401,7 @@ static int plans_victims(const struct node_plan *p, int n)
     return v;
 }
 
-int preempt_for(struct sched *s, struct job *j, int64_t now)
+int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry)
 {
     const struct shape *sh = &s->shapes[j->shape];
     struct preempt_search ps = {.j = j, .now = now, .want = sh->nodes};
@@ -418,7 +428,7 @@ int preempt_for(struct sched *s, struct job *j, int64_t now)
         if (nchosen && plans_victims(chosen, nchosen) == 0)
             rc = 1; /* jobs already stopping free the room: no new victim, wait for it */
         else if (nchosen)
-            rc = preempt_apply(s, j, &chosen_shape, chosen, nchosen, now);
+            rc = dry ? 0 : preempt_apply(s, j, &chosen_shape, chosen, nchosen, now);
     }
     free(ps.best);
     free(ps.cur);

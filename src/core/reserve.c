@@ -314,6 +314,7 @@ void reservation_drop(struct sched *s, uint32_t r)
     struct reservation *res = &s->res[r];
     if (!res->live)
         return;
+    s->memo_epoch++; /* room comes back: struct preempt_memo */
     for (int i = 0; i < res->nnodes; i++) {
         struct node *n = &s->nodes[res->nodes[i]];
         node_profile_touch(n);

@@ -47,6 +47,7 @@ enum {
     SCHED_MAX_LABELS = 16,    /* labels on a node, selectors on a job */
     SCHED_MAX_DEPS = 16,
     SCHED_MAX_JOB_NODES = 512, /* nodes of one gang job */
+    SCHED_MAX_GROUPS = 128,    /* groups the policy may bound */
 };
 
 /* ------------------------------------------------------------------------------------ */
@@ -167,6 +168,17 @@ struct sched_gpu_weight {
     double weight; /* billing units per GPU-second of this type */
 };
 
+/* A group of projects (DESIGN §2: org -> group -> project -> user). Its projects together
+ * may use at most its GPU limit and reclaim at most its guarantee; fair-share compares
+ * groups first, then the projects within one. A project names its group
+ * (sched_project_spec.group); a name the policy does not list is a group without bounds
+ * (it still shares fairly as one). */
+struct sched_group_spec {
+    char name[SCHED_NAME_MAX];
+    double guarantee_gpus; /* what its projects together may reclaim; -1 = no bound of its own */
+    int gpu_limit;         /* hard cap on its projects' GPUs together; -1 = none */
+};
+
 struct sched_policy {
     struct sched_tier_spec tiers[SCHED_MAX_TIERS]; /* highest priority first */
     int ntiers;
@@ -211,6 +223,10 @@ struct sched_policy {
 
     int64_t service_restart_delay_ms;
     int64_t retry_delay_ms;
+
+    /* groups with bounds (struct sched_group_spec); names unique */
+    struct sched_group_spec groups[SCHED_MAX_GROUPS];
+    int ngroups;
 };
 
 /* Fill `p` with the defaults of DESIGN §2-§3: tiers critical/high/normal/low, the five
@@ -500,6 +516,17 @@ struct sched_project_view {
     double share; /* usage / guarantee: below 1 means under its guarantee */
 };
 
+/* Every group a project names or the policy lists. */
+struct sched_group_view {
+    struct sched_group_spec spec; /* bounds from the policy; -1 when it lists none */
+    int gpus_in_use, running, projects;
+    double share; /* its projects' usage over its guarantee (theirs when it has none) */
+};
+
+size_t sched_group_count(const struct sched *s);
+int sched_group_get(const struct sched *s, size_t index, struct sched_group_view *out);
+int sched_group_find(const struct sched *s, const char *name); /* index or -ENOENT */
+
 size_t sched_project_count(const struct sched *s);
 int sched_project_get(const struct sched *s, size_t index, struct sched_project_view *out);
 int sched_project_find(const struct sched *s, const char *name); /* index or -ENOENT */
@@ -522,6 +549,11 @@ void sched_totals_get(const struct sched *s, struct sched_totals *out);
  * for every pending job the last cycle walked. 0, or -EFAULT with err naming the first
  * broken invariant. O(jobs + nodes + claims); for tests and debugging. */
 int sched_check(const struct sched *s, struct sched_error *err) SCHED_WUR;
+
+/* Test aid for the preemption memos (docs/scheduling.md "Guarantees"): while on, every
+ * preemption search a memo skips is run as well, without acting on it, and sched_check()
+ * fails from then on if one would have found victims. Slow; for property tests. */
+void sched_verify_memos(struct sched *s, bool on);
 
 /* ------------------------------------------------------------------------------------ */
 /* Explain and forecast (DESIGN §3 "Explaining"), as data.                              */

@@ -351,6 +351,48 @@ int proto_project_parse(const json_t *obj, const char *path, bool patch,
     return 0;
 }
 
+/* groups: [{name, guarantee_gpus, gpu_limit}]; the list replaces the base's. Bounds
+ * default to -1 (none). */
+static int parse_groups(const json_t *v, struct sched_policy *p, struct proto_error *err)
+{
+    static const char *const known[] = {"name", "guarantee_gpus", "gpu_limit", NULL};
+    if (!json_is_array(v) || json_array_size(v) > SCHED_MAX_GROUPS)
+        return proto_errorf(err, 400, NULL, "groups", "groups must be a list of at most %d groups",
+                            SCHED_MAX_GROUPS);
+    p->ngroups = 0;
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        char path[32];
+        snprintf(path, sizeof(path), "groups[%zu]", i);
+        const json_t *o = json_array_get(v, i);
+        int rc;
+        if (!json_is_object(o))
+            return proto_errorf(err, 400, NULL, path, "%s must be an object", path);
+        if ((rc = proto_check_fields(o, path, known, err)) < 0)
+            return rc;
+        struct sched_group_spec *g = &p->groups[i];
+        memset(g, 0, sizeof(*g));
+        g->guarantee_gpus = -1;
+        g->gpu_limit = -1;
+        char f[48];
+        snprintf(f, sizeof(f), "%s.name", path);
+        if (!json_object_get(o, "name"))
+            return proto_errorf(err, 400, NULL, f, "%s is required", f);
+        if ((rc = get_n(o, "name", path, g->name, err)) < 0 ||
+            (rc = get_d(o, "guarantee_gpus", path, -1, 1e6, &g->guarantee_gpus, err)) < 0 ||
+            (rc = get_i(o, "gpu_limit", path, -1, 1000000, &g->gpu_limit, err)) < 0)
+            return rc;
+        if (g->guarantee_gpus < 0 && g->guarantee_gpus != -1) {
+            snprintf(f, sizeof(f), "%s.guarantee_gpus", path);
+            return proto_errorf(err, 400, NULL, f, "%s must be -1 (none) or >= 0", f);
+        }
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(p->groups[k].name, g->name) == 0)
+                return proto_errorf(err, 400, NULL, path, "duplicate group '%s'", g->name);
+        p->ngroups = (int)i + 1;
+    }
+    return 0;
+}
+
 static bool tier_known(const struct sched_policy *p, const char *t)
 {
     for (int i = 0; i < p->ntiers; i++)
@@ -412,7 +454,7 @@ static int check_policy(const struct sched_policy *p, struct proto_error *err)
 int proto_policy_parse(const json_t *doc, const struct sched_policy *base, struct proto_policy *out,
                        struct proto_error *err)
 {
-    static const char *const known[] = {"tiers", "classes", "settings", "projects", NULL};
+    static const char *const known[] = {"tiers", "classes", "settings", "projects", "groups", NULL};
     memset(out, 0, sizeof(*out));
     out->policy = *base;
     int rc;
@@ -436,6 +478,8 @@ int proto_policy_parse(const json_t *doc, const struct sched_policy *base, struc
         if ((rc = parse_settings(v, &out->policy, err)) < 0)
             goto fail;
     }
+    if ((v = json_object_get(doc, "groups")) && (rc = parse_groups(v, &out->policy, err)) < 0)
+        goto fail;
     if ((rc = check_policy(&out->policy, err)) < 0)
         goto fail;
     if ((v = json_object_get(doc, "projects")) && (rc = parse_projects(v, out, err)) < 0)
@@ -591,6 +635,11 @@ json_t *proto_policy_to_json(const struct sched_policy *p)
                       c->max_retries, "restart_on_failure", c->restart_on_failure, "requeueable",
                       c->requeueable));
     }
-    return json_pack("{s:o,s:o,s:o}", "tiers", tiers, "classes", classes, "settings",
-                     settings_json(p));
+    json_t *groups = json_array();
+    for (int i = 0; i < p->ngroups; i++)
+        json_array_append_new(groups, json_pack("{s:s,s:f,s:i}", "name", p->groups[i].name,
+                                                "guarantee_gpus", p->groups[i].guarantee_gpus,
+                                                "gpu_limit", p->groups[i].gpu_limit));
+    return json_pack("{s:o,s:o,s:o,s:o}", "tiers", tiers, "classes", classes, "settings",
+                     settings_json(p), "groups", groups);
 }

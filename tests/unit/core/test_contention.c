@@ -165,6 +165,42 @@ static void test_lower_preemptor_respects_higher_reservation(void **state)
     sched_destroy(s);
 }
 
+/* The reclaim memo (struct preempt_memo): a failed reclaim search holds for every project
+ * that may reclaim, until a project goes over its guarantee. Here job 3 (project b) finds no
+ * victim: a is at its guarantee. Then a's job 4 starts in the same walk and a goes over;
+ * job 5 (project c) must search again and reclaim job 1 rather than trust the memo. */
+static void test_reclaim_memo_ends_when_a_project_goes_over(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.ordering = SCHED_ORDER_FIFO; /* walk in submission order: 3, 4, 5 */
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node(s, "n1", "H100", 8);
+    add_node(s, "n2", "H100", 8);
+    add_project(s, "a", "normal", 8, -1);
+    add_project(s, "b", "normal", 8, -1);
+    add_project(s, "c", "normal", 8, -1);
+    add_project(s, "x", "high", 0, -1);
+    submit(s, 1, "a", NULL, "experiment", 8, 1, 10 * HOUR, T0);
+    submit(s, 2, "x", NULL, "experiment", 4, 1, 20 * HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    run(s, 2, T0);
+    int64_t t = T0 + 2 * HOUR;
+    submit(s, 3, "b", NULL, "experiment", 8, 1, HOUR, t);
+    submit(s, 4, "a", NULL, "experiment", 4, 1, HOUR, t + 1);
+    submit(s, 5, "c", NULL, "experiment", 8, 1, HOUR, t + 2);
+    struct cyc c = cycle(s, t + 3);
+    assert_null(find_dec(c, SCHED_D_START, 3));
+    assert_non_null(find_dec(c, SCHED_D_START, 4));
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 1)); /* reclaimed for job 5 */
+    assert_reason(s, 5, SCHED_R_PREEMPTING);
+    check_ok(s);
+    sched_destroy(s);
+}
+
 /* #3: a preemptor that held a reservation ends up with exactly one. */
 static void test_preemptor_keeps_one_reservation(void **state)
 {
@@ -200,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_policy_durations_bounded),
         cmocka_unit_test(test_lower_preemptor_respects_higher_reservation),
         cmocka_unit_test(test_preemptor_keeps_one_reservation),
+        cmocka_unit_test(test_reclaim_memo_ends_when_a_project_goes_over),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
  * test_property.c - randomised property test of the core under contention.
  *
  * Each seed builds a random cluster (GPU types, CPU-only nodes, a reserved pool), random
- * projects (tiers, guarantees, limits) and a random policy (min_runtime, max_preemptions,
+ * projects (tiers, guarantees, limits, groups) and a random policy (min_runtime, max_preemptions,
  * backfill depth, short starvation bounds), then drives the real core through a random
  * workload on a virtual clock: submissions of every class and size (gangs, typed, CPU-only),
  * dependencies, holds, begin times, cancels, requeues, checkpoints, boosts, node failures and
@@ -144,6 +144,13 @@ static void setup(struct world *w, enum twin_mode twin)
         p.tiers[t].starve_after_ms = chance(20) ? 0 : (20 + pick(240)) * MIN;
     if (chance(30))
         p.classes[0].protect_after_ms = (30 + pick(120)) * MIN;
+    /* groups: bounds on some, and projects in a group the policy does not list */
+    p.ngroups = chance(50) ? 1 + pick(2) : 0;
+    for (int g = 0; g < p.ngroups; g++) {
+        snprintf(p.groups[g].name, sizeof(p.groups[g].name), "g%d", g);
+        p.groups[g].guarantee_gpus = chance(50) ? pick(3) * 4 : -1;
+        p.groups[g].gpu_limit = chance(40) ? 4 + pick(16) : -1;
+    }
     if (twin == TWIN_FULL) {
         /* shares stay 0: the order depends on tier and submit time only, so a full
            recomputation may not change it */
@@ -152,6 +159,7 @@ static void setup(struct world *w, enum twin_mode twin)
     }
     w->mode = twin;
     w->s = mk_sched_with(&p);
+    sched_verify_memos(w->s, true); /* every memo-skipped preemption search is proven */
     w->twin = twin != TWIN_NONE ? mk_sched_with(&p) : NULL;
     w->max_grace = p.default_grace_ms > 10 * MIN ? 10 * MIN : p.default_grace_ms;
     if (p.cancel_grace_ms > w->max_grace)
@@ -192,6 +200,8 @@ static void setup(struct world *w, enum twin_mode twin)
         ps.guarantee_gpus = pick(3) * 4;
         ps.gpu_limit = chance(30) ? 4 + pick(12) : -1;
         ps.max_running = chance(15) ? 1 + pick(4) : -1;
+        if (p.ngroups && chance(70))
+            snprintf(ps.group, sizeof(ps.group), "g%d", pick(p.ngroups + 1));
         struct sched_error err;
         if (BOTH(w, sched_project_upsert(s_, &ps, &err)))
             WFAIL(w, "project: %s", err.message);

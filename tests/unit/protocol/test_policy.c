@@ -149,6 +149,49 @@ static void output_reads_back(void **state)
     proto_policy_release(&p);
 }
 
+/* groups: bounds default to none, the list replaces the base's, it reads back, and bad
+ * entries are named by their path. */
+static void groups_list(void **state)
+{
+    const char *doc = "groups: [{name: cv, gpu_limit: 32, guarantee_gpus: 16}, {name: nlp}]\n";
+    struct proto_policy p;
+    struct proto_error e;
+    int rc = proto_policy_parse_text(doc, strlen(doc), true, &base, &p, &e);
+    if (rc)
+        fail_msg("%s: %s", e.field, e.message);
+    assert_int_equal(p.policy.ngroups, 2);
+    assert_string_equal(p.policy.groups[0].name, "cv");
+    assert_int_equal(p.policy.groups[0].gpu_limit, 32);
+    assert_true(p.policy.groups[0].guarantee_gpus > 15.9);
+    assert_int_equal(p.policy.groups[1].gpu_limit, -1);
+    assert_true(p.policy.groups[1].guarantee_gpus < 0);
+    json_t *out = proto_policy_to_json(&p.policy);
+    struct proto_policy again;
+    assert_int_equal(proto_policy_parse(out, &base, &again, &e), 0);
+    assert_int_equal(again.policy.ngroups, 2);
+    assert_int_equal(again.policy.groups[0].gpu_limit, 32);
+    json_decref(out);
+    proto_policy_release(&again);
+    proto_policy_release(&p);
+    const struct {
+        const char *doc, *field;
+    } bad_groups[] = {
+        {"{\"groups\": {}}", "groups"},
+        {"{\"groups\": [{\"gpu_limit\": 3}]}", "groups[0].name"},
+        {"{\"groups\": [{\"name\": \"a\"}, {\"name\": \"a\"}]}", "groups[1]"},
+        {"{\"groups\": [{\"name\": \"a\", \"gpu_limit\": -2}]}", "groups[0].gpu_limit"},
+        {"{\"groups\": [{\"name\": \"a\", \"guarantee_gpus\": -0.5}]}",
+         "groups[0].guarantee_gpus"},
+        {"{\"groups\": [{\"name\": \"a\", \"colour\": 1}]}", "groups[0].colour"},
+    };
+    for (size_t i = 0; i < sizeof(bad_groups) / sizeof(bad_groups[0]); i++) {
+        rc = proto_policy_parse_text(bad_groups[i].doc, strlen(bad_groups[i].doc), false, &base, &p, &e);
+        if (rc == 0)
+            fail_msg("accepted %s", bad_groups[i].doc);
+        assert_string_equal(e.field, bad_groups[i].field);
+    }
+}
+
 static void project_patch(void **state)
 {
     struct sched_project_spec p;
@@ -187,7 +230,7 @@ int main(void)
         cmocka_unit_test(yaml_document),  cmocka_unit_test(settings_only_keeps_the_rest),
         cmocka_unit_test(bad_documents),  cmocka_unit_test(bad_yaml),
         cmocka_unit_test(output_reads_back), cmocka_unit_test(project_patch),
-        cmocka_unit_test(class_patch),
+        cmocka_unit_test(class_patch),    cmocka_unit_test(groups_list),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
