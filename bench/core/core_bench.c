@@ -27,10 +27,10 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#define MS 1LL
-#define MIN (60000 * MS)
+#define MS   1LL
+#define MIN  (60000 * MS)
 #define HOUR (60 * MIN)
-#define T0 1700000000000LL
+#define T0   1700000000000LL
 
 static double now_ms(void)
 {
@@ -132,13 +132,24 @@ static void job_shape(int *gpus, int *nodes)
 {
     int r = pick(1000);
     *nodes = 1;
-    if (r < 600) *gpus = 1;
-    else if (r < 750) *gpus = 2;
-    else if (r < 850) *gpus = 4;
-    else if (r < 950) *gpus = 8;
-    else if (r < 980) { *gpus = 8; *nodes = 2; }
-    else if (r < 995) { *gpus = 8; *nodes = 4; }
-    else { *gpus = 8; *nodes = 8; }
+    if (r < 600)
+        *gpus = 1;
+    else if (r < 750)
+        *gpus = 2;
+    else if (r < 850)
+        *gpus = 4;
+    else if (r < 950)
+        *gpus = 8;
+    else if (r < 980) {
+        *gpus = 8;
+        *nodes = 2;
+    } else if (r < 995) {
+        *gpus = 8;
+        *nodes = 4;
+    } else {
+        *gpus = 8;
+        *nodes = 8;
+    }
 }
 
 static uint64_t next_id = 1;
@@ -175,8 +186,7 @@ static void submit_jobs(struct sched *s, int count, int projects, int64_t now)
 }
 
 /* Confirm every START so the jobs are RUNNING, as the agents would. */
-static void confirm_starts(struct sched *s, const struct sched_decision *d, size_t n,
-                           int64_t now)
+static void confirm_starts(struct sched *s, const struct sched_decision *d, size_t n, int64_t now)
 {
     struct sched_error err;
     for (size_t i = 0; i < n; i++)
@@ -206,6 +216,10 @@ static void print_result(const struct result *r)
            "preempted %d, reservations %d\n",
            "", st->starving_served, st->considered, st->skipped_limit, st->skipped_nofit,
            st->skipped_claimed, st->not_reached, st->preempted, st->reservations);
+    printf("%-16s preemption searches: %d over every node, %d over %d changed nodes only, "
+           "%d skipped by an unchanged memo\n",
+           "", st->preempt_full, st->preempt_rechecks, st->preempt_recheck_nodes,
+           st->preempt_memo_skips);
     fflush(stdout);
 }
 
@@ -267,8 +281,8 @@ static void case_steady(int nodes, int pending, int reps, bool refresh, bool job
         now += age;
         double a = now_ms();
         d = sched_cycle(s, now, true, &n, NULL);
-        fprintf(stderr, "core_bench: set-up cycle after %lld s: %.0f ms\n",
-                (long long)(age / 1000), now_ms() - a);
+        fprintf(stderr, "core_bench: set-up cycle after %lld s: %.0f ms\n", (long long)(age / 1000),
+                now_ms() - a);
         confirm_starts(s, d, n, now);
     }
     double *t = calloc(reps, sizeof(*t));
@@ -302,10 +316,10 @@ static void case_steady(int nodes, int pending, int reps, bool refresh, bool job
             t[i] = now_ms() - a;
             r.last = st;
             if (getenv("CORE_BENCH_VERBOSE") && t[i] > 5)
-                fprintf(stderr, "iteration %d: %.1f ms full=%d started=%d reservations=%d "
-                                "preempted=%d considered=%d\n",
-                        i, t[i], st.full, st.started, st.reservations, st.preempted,
-                        st.considered);
+                fprintf(stderr,
+                        "iteration %d: %.1f ms full=%d started=%d reservations=%d "
+                        "preempted=%d considered=%d\n",
+                        i, t[i], st.full, st.started, st.reservations, st.preempted, st.considered);
             for (size_t k = 0; k < n; k++)
                 r.started += d[k].kind == SCHED_D_START;
             confirm_starts(s, d, n, now);
@@ -346,8 +360,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10) | 1;
         else {
-            fprintf(stderr, "usage: core_bench [--quick] [--seed N] [--case full|full_refresh|job_end|"
-                            "job_end_preempt|starving_refresh|submit|scale_jobs|scale_nodes]\n");
+            fprintf(stderr,
+                    "usage: core_bench [--quick] [--seed N] [--case full|full_refresh|job_end|"
+                    "job_end_preempt|starving_refresh|submit|scale_jobs|scale_nodes]\n");
             return 2;
         }
     }

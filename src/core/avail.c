@@ -29,15 +29,17 @@ static int cmp_event(const void *a, const void *b)
     return (x->at > y->at) - (x->at < y->at);
 }
 
-void node_profile_touch(struct node *n)
+void node_profile_touch(struct sched *s, struct node *n)
 {
     n->prof_dirty = true;
+    node_changed(s, n);
 }
 
-void node_holders_touch(struct node *n)
+void node_holders_touch(struct sched *s, struct node *n)
 {
     n->rel_dirty = true; /* the release list, and the profile built on it */
     n->prof_dirty = true;
+    node_changed(s, n);
 }
 
 /* The claims' steps, sorted: a drop at each start, a rise at each end. */

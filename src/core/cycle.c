@@ -96,8 +96,13 @@ static void fire_deadline(struct sched *s, const struct deadline *d, int64_t now
         break;
     case DL_ELIGIBLE:
     case DL_PROTECT:
-        if (j->nallocs)
+        if (j->nallocs) {
             victim_eligibility_update(s, j, now);
+            /* its age changed who may take it, even when the "anyone" flag did not (a
+               borrower): its nodes' preemption answers may change (struct preempt_memo) */
+            for (int i = 0; i < j->nallocs; i++)
+                node_changed(s, &s->nodes[j->allocs[i].node]);
+        }
         break;
     case DL_STARVE:
         starvation_watch(s, j, now);
@@ -272,67 +277,15 @@ static bool holds_preempting(const struct sched *s, const struct job *j)
     return j->reservation != NONE32 && s->res[j->reservation].preempting;
 }
 
-static bool memo_holds(const struct sched *s, const struct preempt_memo *m, int64_t dur)
-{
-    return m->cycle == s->cycle && m->epoch == s->memo_epoch && dur >= m->dur;
-}
-
-static void memo_note(const struct sched *s, struct preempt_memo *m, int64_t dur)
-{
-    if (m->cycle == s->cycle && m->epoch == s->memo_epoch) {
-        if (dur < m->dur)
-            m->dur = dur;
-        return;
-    }
-    *m = (struct preempt_memo){.cycle = s->cycle, .epoch = s->memo_epoch, .dur = dur};
-}
-
-/* Does a failed search earlier in this walk prove a preemption for a job of this shape,
- * tier and duration hopeless (struct preempt_memo)? A reclaim search is the wider one:
- * its failure holds for jobs that may not reclaim too, never the other way round. */
-static bool preempt_hopeless(const struct sched *s, const struct shape *sh, int rank, bool reclaim,
-                             int64_t dur)
-{
-    return memo_holds(s, &sh->reclaim_fail[rank], dur) ||
-           (!reclaim && memo_holds(s, &sh->preempt_fail[rank], dur));
-}
-
-/* sched_verify_memos(): would the search the memo skipped have found victims? */
-static void memo_verify(struct sched *s, struct job *j, int64_t now)
-{
-    if (s->verify_memos && !s->memo_wrong && preempt_for(s, j, now, true) == 0)
-        s->memo_wrong = j->id;
-}
-
-void sched_verify_memos(struct sched *s, bool on)
-{
-    s->verify_memos = on;
-}
-
-/* Preempt for j unless a memo proves it hopeless this cycle. Memos are kept in the
- * priority-ordered walk only: the starving walk goes oldest first, so a job there may
- * outrank one that failed before it. */
+/* Preempt for j, through the preemption memos (memo.c) in the priority walk. */
 static bool try_preempt(struct sched *s, struct walk *w, struct job *j)
 {
-    struct shape *sh = &s->shapes[j->shape];
-    int rank = job_eff_rank(s, j);
     if (!preemption_possible(s))
         return false;
-    bool reclaim = project_can_reclaim(s, j->project, j->gpus * j->nodes);
-    int64_t dur = job_duration(j);
-    bool memo = !w->starving_walk;
-    if (memo && j->reservation == NONE32 && preempt_hopeless(s, sh, rank, reclaim, dur)) {
-        memo_verify(s, j, w->now);
-        return false;
-    }
-    s->preempt_budget--;
-    int rc = preempt_for(s, j, w->now, false);
-    if (rc == 0) {
+    if (preempt_memoised(s, j, w->now, !w->starving_walk, w->st) == 0) {
         w->st->preempted++;
         return true;
     }
-    if (rc < 0 && memo)
-        memo_note(s, reclaim ? &sh->reclaim_fail[rank] : &sh->preempt_fail[rank], dur);
     return false;
 }
 
@@ -544,11 +497,18 @@ static enum skip entry_skippable(struct sched *s, const struct walk *w, const st
     enum skip why = sh->nofit_cycle == s->cycle ? SKIP_NOFIT : SKIP_CLAIMED;
     if (!preemption_possible(s))
         return why;
-    bool reclaim = project_can_reclaim(s, e->project, sh->gpus * sh->nodes);
-    if (!preempt_hopeless(s, sh, e->rank, reclaim, dur))
-        return SKIP_NO;
+    /* the job itself is read only when it may hold a reservation or starve (the memo is
+       for neither) or to verify: a deep queue is skipped from its entries alone */
     struct job *j = &s->jobs[e->slot];
-    if (j->id == e->id && j->state == SCHED_PENDING && !(j->flags & JF_STARVING))
+    bool look = sh->with_res > 0 || s->nstarving > 0 || s->verify_memos;
+    if (look && (j->id != e->id || j->state != SCHED_PENDING || (j->flags & JF_STARVING) ||
+                 j->reservation != NONE32))
+        return SKIP_NO; /* the walk sees to it */
+    bool reclaim = project_can_reclaim(s, e->project, sh->gpus * sh->nodes);
+    if (!memo_skips_entry(s, e, reclaim, dur, w->now))
+        return SKIP_NO;
+    w->st->preempt_memo_skips++;
+    if (s->verify_memos)
         memo_verify(s, j, w->now);
     return why;
 }
@@ -695,6 +655,11 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full
         }
     }
     st->full = refresh;
+    if (s->memo_node_epoch != s->node_epoch) { /* nodes came, went or changed labels */
+        s->memo_node_epoch = s->node_epoch;
+        s->memo_epoch++;
+    }
+    changes_advance(s, now);
     s->preempt_budget = s->policy.preempt_max_per_cycle;
     struct walk *w = calloc(1, sizeof(*w));
     if (w) {

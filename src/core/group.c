@@ -114,7 +114,7 @@ void group_count(struct sched *s, const struct project *p, int gpus, int running
     g->gpus_in_use += gpus;
     g->running += running;
     if (!was_over && group_over_guarantee(s, g))
-        s->memo_epoch++; /* its projects' jobs may now be reclaimed: struct preempt_memo */
+        s->reclaim_epoch++; /* its projects' jobs may now be reclaimed: struct preempt_memo */
 }
 
 /* A group's share: its projects' usage (already accrued and averaged in their shares)

@@ -114,17 +114,37 @@ struct sel_pair {
     bool negate;
 };
 
-/* A preemption search for a job of some shape and effective tier failed in this cycle.
- * Everything a search sees only shrinks within a walk, except what the memo's epoch
- * counts (sched.memo_epoch: a preemption applied, a claim dropped, a project going over
- * its guarantee); later jobs in the walk rank lower, so every claim that bound the failed
- * one binds them too. Valid for jobs of the shape and tier, without a reservation, that
- * run at least `dur`. A reclaim search fails the same for every project that may reclaim:
- * its victims are lower tiers and same-tier jobs of projects over their guarantee, and
- * the preemptor's own project, being under its own, has none of those. */
+/* A preemption search for a job of some shape and effective tier failed at `at` (docs/
+ * scheduling.md "Guarantees", the preemption memo). It stays proven for a job of the same
+ * shape and tier that has no reservation, runs at least `dur` and does not outrank the
+ * searcher (every claim that bound the searcher binds it too), as long as:
+ *  - the epoch has not moved (memo_epoch: a preemption applied, the order rebuilt, nodes
+ *    or the zone changed, the policy; reclaim memos also reclaim_epoch: a project or a
+ *    group went over its guarantee, making its jobs reclaimable), and
+ *  - no node it could use changed since: every node changed since is in the change log
+ *    after `logpos`, and a node whose room grows with time alone (a release or a claim's
+ *    end, seen from a victim's grace: its shadow, changes.c) after `at` is in the shadow
+ *    log. Those nodes alone are searched again (seen as the searcher: same priority and
+ *    `dur`), and the memo moves to now.
+ * A reclaim search fails the same for every project that may reclaim: its victims are
+ * lower tiers and same-tier jobs of projects (or groups) over their guarantee, and the
+ * searcher's own project and group, under theirs, have none of those. */
 struct preempt_memo {
-    uint64_t cycle, epoch;
-    int64_t dur;
+    bool live;
+    uint64_t epoch, repoch; /* memo_epoch; reclaim_epoch (reclaim memos) */
+    int64_t at, dur;
+    size_t logpos;
+    uint64_t key1; /* the searcher's priority (job_outranks) */
+    int64_t submit_ms;
+    uint64_t id;
+    int feasible; /* gangs: nodes that had a plan (fewer than the gang needs) */
+};
+
+/* An instant at which a node's room may grow for a preemptor: a release or a claim's end
+ * less the grace of one of its jobs (changes.c). */
+struct shadow {
+    int64_t at;
+    uint32_t node, gen;
 };
 
 struct shape {
@@ -211,6 +231,11 @@ struct node {
     int stopping_gpus, stopping_cpus;
     /* selector sets 1..63 already checked against its labels, and which of them match */
     uint64_t sel_known, sel_match;
+    /* changes.c: 1 + its last index in the change log (0: not since the last reset), its
+       shadow schedule's generation and whether it must be rebuilt, a visit mark */
+    size_t logged_at;
+    uint32_t shadow_gen, visit;
+    bool shadow_dirty;
 };
 
 struct project {
@@ -330,12 +355,23 @@ struct sched {
     struct array_count *array_counts;
     size_t narrays, arrays_cap;
 
-    int eligible_victims; /* running jobs that are preemptible by someone now */
-    uint64_t memo_epoch;  /* bumped by what may let a failed preemption search succeed
-                             within a walk (struct preempt_memo) */
-    bool verify_memos;    /* sched_verify_memos() */
-    uint64_t memo_wrong;  /* a job whose search a memo skipped although it found victims */
-    uint32_t *starving;   /* slots of starving pending jobs, oldest first */
+    int eligible_victims;     /* running jobs that are preemptible by someone now */
+    uint64_t memo_epoch;      /* struct preempt_memo */
+    uint64_t reclaim_epoch;   /* ditto, for reclaim memos only */
+    uint64_t memo_node_epoch; /* node_epoch the memos were made under */
+    /* changes.c: nodes changed, in order (chlog_mark: its length when the last memo was
+       made); shadows due, in time order; those not yet due; nodes to reschedule */
+    uint32_t *chlog;
+    size_t nchlog, chlog_cap, chlog_mark;
+    struct shadow *shlog, *shheap;
+    size_t nshlog, shlog_cap, nshheap, shheap_cap;
+    int64_t shadow_done;
+    uint32_t *shdirty, *chscratch;
+    size_t nshdirty, shdirty_cap, chscratch_cap;
+    uint32_t visit;
+    bool verify_memos;   /* sched_verify_memos() */
+    uint64_t memo_wrong; /* a job whose search a memo skipped although it found victims */
+    uint32_t *starving;  /* slots of starving pending jobs, oldest first */
     size_t nstarving, starving_cap;
 
     /* decisions queued for the next sched_cycle return */
@@ -350,6 +386,21 @@ struct sched {
     int preempt_budget;
     bool preempt_backlog; /* the last cycle preempted and ran out of budget: go on soon */
 };
+
+/* ---- memo.c */
+bool memo_skips_entry(const struct sched *s, const struct order_entry *e, bool reclaim, int64_t dur,
+                      int64_t now);
+void memo_verify(struct sched *s, struct job *j, int64_t now);
+int preempt_memoised(struct sched *s, struct job *j, int64_t now, bool use_memo,
+                     struct sched_cycle_stats *st);
+
+/* ---- changes.c */
+void node_changed(struct sched *s, struct node *n);
+void changes_advance(struct sched *s, int64_t now);
+size_t changes_since(struct sched *s, size_t logpos, int64_t since, int64_t now,
+                     const uint32_t **nodes);
+size_t changes_also(struct sched *s, size_t n, uint32_t idx);
+void changes_free(struct sched *s);
 
 /* ---- group.c */
 int group_attach(struct sched *s, struct project *p, const char *name);
@@ -405,6 +456,7 @@ void bucket_insert(struct sched *s, uint32_t node);
 void bucket_remove(struct sched *s, uint32_t node);
 void bucket_update(struct sched *s, uint32_t node);
 bool node_schedulable(const struct node *n);
+bool node_is_candidate(const struct sched *s, const struct node *n, const struct shape *sh);
 bool node_static_fit(const struct sched *s, const struct node *n, const struct shape *sh,
                      bool pool_ok_only);
 bool node_pool_allowed(const struct node *n, enum pool_rule rule);
@@ -433,8 +485,8 @@ int shape_static_reason(struct sched *s, struct shape *sh);
 const struct node *node_releases(const struct sched *s, const struct node *n);
 
 /* ---- avail.c: each node's free capacity over time */
-void node_profile_touch(struct node *n); /* its claims or capacity changed */
-void node_holders_touch(struct node *n); /* its jobs or their expected ends changed */
+void node_profile_touch(struct sched *s, struct node *n); /* its claims or capacity changed */
+void node_holders_touch(struct sched *s, struct node *n); /* its jobs or their ends changed */
 bool avail_own_claim(const struct node *n, uint32_t own); /* reservation `own` claims it */
 /* Does [from, to) hold the request, counting every claim? 1 yes, 0 no, -1 unknown. */
 int avail_window(const struct sched *s, const struct node *n, int64_t from, int64_t to, int gpus,
@@ -473,7 +525,13 @@ bool job_outranks(const struct sched *s, const struct job *a, const struct job *
 /* ---- preempt.c */
 /* 0: victims signalled and their room reserved for j (sticky); 1: no new victim is needed,
  * jobs already stopping free the room; -1: no victim set makes room. */
-int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry);
+struct preempt_scope {
+    const uint32_t *nodes; /* search only these (single-node shapes), or NULL: all */
+    size_t nnodes;
+    int feasible;     /* out: nodes with a plan (gangs) */
+    int64_t fail_dur; /* out: the nodes without a plan fail for any job at least this long */
+};
+int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct preempt_scope *sc);
 bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus);
 bool victim_eligible(const struct sched *s, const struct job *v, const struct job *j,
                      const struct node *n, int64_t now);

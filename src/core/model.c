@@ -223,6 +223,7 @@ void sched_destroy(struct sched *s)
     free(s->nodes);
     free(s->projects);
     free(s->groups);
+    changes_free(s);
     u64map_release(&s->user_counts);
     free(s->ucounts);
     free(s->shapes);
@@ -303,6 +304,7 @@ int sched_set_policy(struct sched *s, const struct sched_policy *p, struct sched
     s->policy = *p;
     s->reserved_min_rank = policy_tier_find(p, p->reserved_min_tier);
     groups_sync_policy(s);
+    s->memo_epoch++;
     reserved_zone_recompute(s);
     reservations_drop_all(s, false);
     s->order_dirty = true;
@@ -382,6 +384,7 @@ int sched_project_upsert(struct sched *s, const struct sched_project_spec *p,
     pr->tier = (uint8_t)policy_tier_find(&s->policy, p->tier);
     if (idx < 0 || old_tier != pr->tier || was_paused != p->paused)
         s->order_dirty = true;
+    s->memo_epoch++; /* its guarantee may have moved (struct preempt_memo) */
     project_share_refresh(s, pr);
     return 0;
 }
@@ -518,6 +521,7 @@ void profiles_refresh(struct sched *s)
 void reserved_zone_recompute(struct sched *s)
 {
     s->profiles_dirty = true;
+    s->memo_epoch++; /* pools and borrowers may change (struct preempt_memo) */
     int total = 0;
     for (size_t i = 0; i < s->nnodes; i++)
         total += s->nodes[i].gpus;
@@ -658,7 +662,7 @@ int sched_node_upsert(struct sched *s, const struct sched_node_spec *spec, int64
     n->gpu_type = (int16_t)type;
     n->gpus = spec->gpus;
     n->cpus = spec->cpus;
-    node_profile_touch(n);
+    node_profile_touch(s, n);
     n->mem_mb = spec->mem_mb;
     n->gpu_mem_mb = spec->gpu_mem_mb;
     s->zone_dirty = true;
@@ -793,7 +797,7 @@ static void node_take(struct sched *s, struct job *j, const struct sched_alloc *
     n->mem_used += a->mem_mb;
     n->gpu_used_mask |= a->gpu_mask;
     (void)u32vec_push(&n->jobs, job_slot(s, j));
-    node_holders_touch(n);
+    node_holders_touch(s, n);
     if (n->in_bucket)
         bucket_update(s, a->node);
     if (n->reserved && job_pool_rule(s, j, job_eff_rank(s, j)) != POOL_RULE_RESERVED_FIRST)
@@ -821,7 +825,7 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
     bool was_over = p->gpus_in_use > p->spec.guarantee_gpus + 1e-9;
     p->gpus_in_use += total_gpus;
     if (!was_over && p->gpus_in_use > p->spec.guarantee_gpus + 1e-9)
-        s->memo_epoch++; /* its jobs may now be reclaimed: struct preempt_memo */
+        s->reclaim_epoch++; /* its jobs may now be reclaimed: struct preempt_memo */
     p->running++;
     group_count(s, p, total_gpus, 1);
     p->rate += job_billing_rate(s, j);
@@ -846,7 +850,7 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
 void job_nodes_touch(struct sched *s, const struct job *j)
 {
     for (int i = 0; i < j->nallocs; i++)
-        node_holders_touch(&s->nodes[j->allocs[i].node]);
+        node_holders_touch(s, &s->nodes[j->allocs[i].node]);
 }
 
 /* Give back everything the job holds; keep its state (the caller sets the next one). */
@@ -884,7 +888,7 @@ void job_release_resources(struct sched *s, struct job *j)
         n->mem_used -= a->mem_mb;
         n->gpu_used_mask &= ~a->gpu_mask;
         u32vec_remove_value(&n->jobs, job_slot(s, j));
-        node_holders_touch(n);
+        node_holders_touch(s, n);
         if (n->in_bucket)
             bucket_update(s, a->node);
         if (n->state == SCHED_NODE_DRAINING && n->jobs.n == 0) {

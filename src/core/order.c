@@ -231,6 +231,7 @@ void order_rebuild(struct sched *s, int64_t now)
     for (size_t i = 0; i < s->nprojects; i++)
         project_share_refresh(s, &s->projects[i]);
     groups_share_refresh(s);
+    s->memo_epoch++; /* priorities move: claims bind others (struct preempt_memo) */
     size_t pending = s->by_state[SCHED_PENDING];
     if (grow((void **)&s->order, &s->order_cap, pending + 1, sizeof(*s->order)) < 0)
         return;

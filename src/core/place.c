@@ -288,6 +288,17 @@ bool reserved_could_fit(struct sched *s, const struct shape *sh)
     return false;
 }
 
+/* One node of shape_candidates_each() below: up (in a bucket), of the shape's type, in a
+ * pool the shape may use, statically fit. */
+bool node_is_candidate(const struct sched *s, const struct node *n, const struct shape *sh)
+{
+    if (!n->in_bucket || (sh->gpu_type > 0 && n->gpu_type != sh->gpu_type))
+        return false;
+    if (n->bucket_pool == POOL_RESERVED && sh->pool_rule == POOL_RULE_NORMAL_ONLY)
+        return false;
+    return node_static_fit(s, n, sh, true);
+}
+
 void shape_candidates_each(struct sched *s, const struct shape *sh,
                            void (*fn)(struct sched *s, uint32_t node, void *ctx), void *ctx)
 {

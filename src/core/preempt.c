@@ -39,7 +39,6 @@ void victim_mark(struct sched *s, struct job *v, bool eligible)
         return;
     int sign = eligible ? 1 : -1;
     if (eligible) {
-        s->memo_epoch++; /* a new victim: struct preempt_memo */
         v->flags |= JF_VICTIM_ELIGIBLE;
         v->victim_rank = (uint8_t)job_eff_rank(s, v);
     } else {
@@ -48,6 +47,7 @@ void victim_mark(struct sched *s, struct job *v, bool eligible)
     s->eligible_victims += sign;
     for (int i = 0; i < v->nallocs; i++) {
         struct node *n = &s->nodes[v->allocs[i].node];
+        node_changed(s, n); /* a victim more or less there: struct preempt_memo */
         n->victim_gpus[v->victim_rank] += sign * v->allocs[i].gpus;
         n->victim_cpus[v->victim_rank] += sign * v->allocs[i].cpus;
     }
@@ -160,14 +160,15 @@ static int64_t plan_start(int64_t now, const struct victim *v, int count)
     return t;
 }
 
-/* Does the room hold for j over [start, start + dur) once the victims are gone? Checked at
+/* When does the room stop holding for j over [start, start + dur) once the victims are
+ * gone (NEVER: it holds)? Checked at
  * the start and at every binding claim that begins inside the window: what is free then
  * (releases of the running and stopping jobs included, binding claims taken off) plus the
  * victims that would otherwise still run must cover the request. Claims of lower jobs that
  * are not sticky do not bind: they are dropped when the preemption goes ahead. */
-static bool plan_holds(const struct sched *s, const struct node *n, const struct job *j,
-                       const struct shape *sh, const struct victim *v, int count, int64_t start,
-                       int64_t dur)
+static int64_t plan_fails_at(const struct sched *s, const struct node *n, const struct job *j,
+                             const struct shape *sh, const struct victim *v, int count,
+                             int64_t start, int64_t dur)
 {
     int64_t end = dur >= NEVER - start ? NEVER : start + dur;
     int64_t t = start;
@@ -180,7 +181,7 @@ static bool plan_holds(const struct sched *s, const struct node *n, const struct
                 a.mem += v[i].mem;
             }
         if (a.gpus < sh->gpus || a.cpus < sh->cpus || a.mem < sh->mem_mb)
-            return false;
+            return t;
         int64_t next = NEVER;
         for (int k = 0; k < n->nclaims; k++) {
             const struct claim *c = &n->claims[k];
@@ -189,9 +190,16 @@ static bool plan_holds(const struct sched *s, const struct node *n, const struct
                 next = c->start;
         }
         if (next == NEVER)
-            return true;
+            return NEVER;
         t = next;
     }
+}
+
+static bool plan_holds(const struct sched *s, const struct node *n, const struct job *j,
+                       const struct shape *sh, const struct victim *v, int count, int64_t start,
+                       int64_t dur)
+{
+    return plan_fails_at(s, n, j, sh, v, count, start, dur) == NEVER;
 }
 
 static int collect_victims(struct sched *s, const struct job *j, uint32_t idx, int64_t now,
@@ -226,7 +234,7 @@ static int collect_victims(struct sched *s, const struct job *j, uint32_t idx, i
  * not make room. Room that jobs already stopping will free counts first: a job being
  * cancelled or killed is never replaced by a new victim. */
 static bool plan_node(struct sched *s, const struct job *j, const struct shape *sh, uint32_t idx,
-                      int64_t now, struct node_plan *p)
+                      int64_t now, struct node_plan *p, int64_t *fail_dur)
 {
     const struct node *n = &s->nodes[idx];
     p->node = idx;
@@ -252,8 +260,14 @@ static bool plan_node(struct sched *s, const struct job *j, const struct shape *
     qsort(all, nall, sizeof(all[0]), cmp_victims);
     int64_t dur = job_duration(j);
     int take = 0;
-    while (take <= nall && !plan_holds(s, n, j, sh, all, take, plan_start(now, all, take), dur))
-        take++;
+    for (; take <= nall; take++) {
+        int64_t start = plan_start(now, all, take);
+        int64_t t = plan_fails_at(s, n, j, sh, all, take, start, dur);
+        if (t == NEVER)
+            break;
+        if (t - start + 1 > *fail_dur) /* a job shorter than this might fit before t */
+            *fail_dur = t - start + 1;
+    }
     if (take > nall)
         return false;
     /* drop victims the others already cover, most valuable first */
@@ -332,19 +346,32 @@ static int wait_list(struct sched *s, const uint32_t *nodes, int nnodes, int64_t
 
 /* Signal the victims and reserve their room for `j`: a sticky reservation replaces any it
  * held (a starving one stays starving), and lower reservations on those nodes give way. */
-static int preempt_apply(struct sched *s, struct job *j, const struct shape *sh,
-                         struct node_plan *plans, int nplans, int64_t now)
+static int64_t plans_start(const struct node_plan *plans, int nplans, int64_t now)
 {
-    uint32_t nodes[SCHED_MAX_JOB_NODES];
     int64_t start = now;
     for (int p = 0; p < nplans; p++)
         if (plans[p].start > start)
             start = plans[p].start;
-    /* a gang starts when its last node is ready: every node must hold until then too */
+    return start;
+}
+
+/* A gang starts when its last node is ready: every node must hold until then too. */
+static bool plans_hold_together(const struct sched *s, const struct job *j, const struct shape *sh,
+                                const struct node_plan *plans, int nplans, int64_t now)
+{
+    int64_t start = plans_start(plans, nplans, now);
     for (int p = 0; p < nplans && nplans > 1; p++)
         if (!plan_holds(s, &s->nodes[plans[p].node], j, sh, plans[p].v, plans[p].nvictims, start,
                         job_duration(j)))
-            return -1;
+            return false;
+    return true;
+}
+
+static int preempt_apply(struct sched *s, struct job *j, const struct shape *sh,
+                         struct node_plan *plans, int nplans, int64_t now)
+{
+    uint32_t nodes[SCHED_MAX_JOB_NODES];
+    int64_t start = plans_start(plans, nplans, now);
     for (int p = 0; p < nplans; p++) {
         nodes[p] = plans[p].node;
         for (int i = 0; i < plans[p].nvictims; i++) {
@@ -374,7 +401,6 @@ static int preempt_apply(struct sched *s, struct job *j, const struct shape *sh,
     if (r == NONE32)
         return -1;
     s->res[r].nvictims = wait_list(s, nodes, nplans, start, &s->res[r].victims);
-    s->memo_epoch++; /* room its victims free beyond its need goes to others */
     return 0;
 }
 
@@ -383,14 +409,30 @@ struct preempt_search {
     const struct shape *sh;
     int64_t now;
     struct node_plan *best, *cur;
-    int nbest, want;
+    int nbest, want, feasible;
+    int64_t fail_dur; /* nodes without a plan fail for every job at least this long */
 };
 
 static void preempt_visit(struct sched *s, uint32_t idx, void *ctx)
 {
     struct preempt_search *ps = ctx;
-    if (plan_node(s, ps->j, ps->sh, idx, ps->now, ps->cur))
+    if (plan_node(s, ps->j, ps->sh, idx, ps->now, ps->cur, &ps->fail_dur)) {
+        ps->feasible++;
         plans_keep_best(ps->best, &ps->nbest, ps->want, ps->cur);
+    }
+}
+
+/* Every candidate node, or only those of the scope. */
+static void preempt_visit_all(struct sched *s, const struct shape *sh, struct preempt_search *ps,
+                              const struct preempt_scope *sc)
+{
+    if (!sc || !sc->nodes) {
+        shape_candidates_each(s, sh, preempt_visit, ps);
+        return;
+    }
+    for (size_t i = 0; i < sc->nnodes; i++)
+        if (node_is_candidate(s, &s->nodes[sc->nodes[i]], sh))
+            preempt_visit(s, sc->nodes[i], ps);
 }
 
 static int plans_victims(const struct node_plan *p, int n)
@@ -401,14 +443,17 @@ static int plans_victims(const struct node_plan *p, int n)
     return v;
 }
 
-int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry)
+/* Plan the cheapest victims for j and, unless dry, stop them and hold their room for j.
+ * 0: preempted (or, dry, would); 1: jobs already stopping free the room, no new victim;
+ * -1: no plan. The scope, when given, narrows the search and reports feasible nodes. */
+int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct preempt_scope *sc)
 {
     const struct shape *sh = &s->shapes[j->shape];
-    struct preempt_search ps = {.j = j, .now = now, .want = sh->nodes};
+    struct preempt_search ps = {.j = j, .now = now, .want = sh->nodes, .fail_dur = 1};
     ps.best = malloc((size_t)ps.want * sizeof(*ps.best));
     struct node_plan *chosen = malloc((size_t)ps.want * sizeof(*chosen));
     ps.cur = malloc(sizeof(*ps.cur));
-    int rc = -1, nchosen = 0;
+    int rc = -1, nchosen = 0, most_feasible = 0;
     struct shape chosen_shape = *sh;
     if (ps.best && ps.cur && chosen) {
         /* a gang of any type is planned per type: its nodes must be alike */
@@ -417,7 +462,10 @@ int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry)
             struct shape typed = shape_spans_types(sh) ? shape_typed(sh, t) : *sh;
             ps.sh = &typed;
             ps.nbest = 0;
-            shape_candidates_each(s, &typed, preempt_visit, &ps);
+            ps.feasible = 0;
+            preempt_visit_all(s, &typed, &ps, sc);
+            if (ps.feasible > most_feasible)
+                most_feasible = ps.feasible; /* of one type: a gang's nodes are alike */
             if (ps.nbest == ps.want && (nchosen == 0 || plans_victims(ps.best, ps.nbest) <
                                                             plans_victims(chosen, nchosen))) {
                 memcpy(chosen, ps.best, (size_t)ps.nbest * sizeof(*chosen));
@@ -425,6 +473,12 @@ int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry)
                 chosen_shape = typed;
             }
         }
+        if (sc) {
+            sc->feasible = most_feasible;
+            sc->fail_dur = ps.fail_dur;
+        }
+        if (nchosen && !plans_hold_together(s, j, &chosen_shape, chosen, nchosen, now))
+            nchosen = 0; /* not before all its nodes are ready */
         if (nchosen && plans_victims(chosen, nchosen) == 0)
             rc = 1; /* jobs already stopping free the room: no new victim, wait for it */
         else if (nchosen)

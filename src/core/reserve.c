@@ -259,14 +259,14 @@ int64_t node_earliest(const struct sched *s, const struct node *n, const struct 
 
 /* ------------------------------------------------------------------------------------ */
 
-static int add_claim(struct node *n, const struct claim *c)
+static int add_claim(struct sched *s, struct node *n, const struct claim *c)
 {
     size_t cap = (size_t)n->claims_cap;
     if (grow((void **)&n->claims, &cap, (size_t)n->nclaims + 1, sizeof(*n->claims)) < 0)
         return -ENOMEM;
     n->claims_cap = (int)cap;
     n->claims[n->nclaims++] = *c;
-    node_profile_touch(n);
+    node_profile_touch(s, n);
     return 0;
 }
 
@@ -301,7 +301,7 @@ uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t 
     const struct shape *sh = &s->shapes[j->shape];
     struct claim c = {r, start, end, sh->gpus, sh->cpus, sh->mem_mb};
     for (int i = 0; i < nnodes; i++)
-        (void)add_claim(&s->nodes[nodes[i]], &c);
+        (void)add_claim(s, &s->nodes[nodes[i]], &c);
     j->reservation = r;
     s->shapes[j->shape].with_res++;
     if (!preempting && !starving)
@@ -314,10 +314,9 @@ void reservation_drop(struct sched *s, uint32_t r)
     struct reservation *res = &s->res[r];
     if (!res->live)
         return;
-    s->memo_epoch++; /* room comes back: struct preempt_memo */
     for (int i = 0; i < res->nnodes; i++) {
         struct node *n = &s->nodes[res->nodes[i]];
-        node_profile_touch(n);
+        node_profile_touch(s, n);
         for (int k = 0; k < n->nclaims;) {
             if (n->claims[k].res == r)
                 n->claims[k] = n->claims[--n->nclaims];

@@ -443,6 +443,10 @@ struct sched_cycle_stats {
        because nothing further could start, reserve or preempt (docs/scheduling.md) */
     int skipped_limit, skipped_nofit, skipped_claimed, not_reached;
     int starving_served; /* starving jobs served before the walk */
+    /* preemption searches: over every candidate node; over the nodes changed since a
+       memo's failed search (and the nodes looked at again so); skipped by an unchanged
+       memo (docs/scheduling.md "Guarantees") */
+    int preempt_full, preempt_rechecks, preempt_recheck_nodes, preempt_memo_skips;
 };
 
 /* Run one scheduling cycle at `now`: fire due time-based rules (time limits, kill after

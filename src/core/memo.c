@@ -1,0 +1,256 @@
+/*
+ * memo.c - preemption searches that remember their failures (struct preempt_memo).
+ *
+ * A blocked job searches the whole cluster for victims. On a full cluster where victims
+ * are eligible but no plan fits, the same search for the same shape and tier fails cycle
+ * after cycle; most of a cycle went there. A failed search leaves a memo in its shape, per
+ * effective tier and per kind (reclaim or not). The next job it covers:
+ *  - finds nothing changed since: hopeless, nothing searched;
+ *  - finds nodes changed (changes.c): those alone are searched again, as the searcher
+ *    would see them; still nothing: the memo moves to now, the job is hopeless; a plan
+ *    there: the job searches for itself (those nodes for one node, all for a gang).
+ * With sched_verify_memos() every job a memo called hopeless is searched in full as well,
+ * without acting, and sched_check() fails if that search found victims.
+ */
+#include "core/internal.h"
+
+static struct preempt_memo *memo_of(struct shape *sh, int rank, bool reclaim)
+{
+    return reclaim ? &sh->reclaim_fail[rank] : &sh->preempt_fail[rank];
+}
+
+/* The job a memo is about, as the walk knows it: its priority, length and whether it
+ * holds a reservation (the walk asks from its queue entry, without the job). */
+struct memo_job {
+    uint64_t key1;
+    int64_t submit_ms;
+    uint64_t id;
+    int64_t dur;
+    bool reserved;
+};
+
+static struct memo_job memo_job_of(const struct job *j)
+{
+    return (struct memo_job){j->key1, j->submit_ms, j->id, job_duration(j),
+                             j->reservation != NONE32};
+}
+
+/* job_outranks() on the memo's searcher */
+static bool outranks_searcher(const struct memo_job *j, const struct preempt_memo *m)
+{
+    if (j->key1 != m->key1)
+        return j->key1 > m->key1;
+    if (j->submit_ms != m->submit_ms)
+        return j->submit_ms < m->submit_ms;
+    return j->id < m->id;
+}
+
+/* Made under the current epochs, for this job (not above the searcher, at least as
+ * long, without a reservation of its own), and not in the future. */
+static bool memo_covers(const struct sched *s, const struct preempt_memo *m, bool reclaim_memo,
+                        const struct memo_job *j, int64_t now)
+{
+    if (!m->live || m->epoch != s->memo_epoch || (reclaim_memo && m->repoch != s->reclaim_epoch))
+        return false;
+    if (j->dur < m->dur || now < m->at || j->reserved)
+        return false;
+    return !outranks_searcher(j, m);
+}
+
+/* Nothing changed since the memo: no node logged after it, no shadow after its time. */
+static bool memo_unchanged(const struct sched *s, const struct preempt_memo *m, int64_t now)
+{
+    if (m->logpos != s->nchlog)
+        return false;
+    return m->at == now || s->nshlog == 0 || s->shlog[s->nshlog - 1].at <= m->at;
+}
+
+/* An unchanged memo proves j hopeless. A reclaim memo proves a narrower search hopeless
+ * too, but only while unchanged: its nodes are searched again as a searcher that may
+ * reclaim. */
+static bool memo_proves(const struct sched *s, struct shape *sh, int rank, bool reclaim,
+                        const struct memo_job *j, int64_t now)
+{
+    const struct preempt_memo *r = memo_of(sh, rank, true), *p = memo_of(sh, rank, false);
+    if (memo_covers(s, r, true, j, now) && memo_unchanged(s, r, now))
+        return true;
+    return !reclaim && memo_covers(s, p, false, j, now) && memo_unchanged(s, p, now);
+}
+
+/* For the walk's skip: a queue entry at least `dur` long (its floor in minutes) whose job
+ * holds no reservation (the caller knows). */
+bool memo_skips_entry(const struct sched *s, const struct order_entry *e, bool reclaim, int64_t dur,
+                      int64_t now)
+{
+    struct memo_job j = {e->key1, e->submit_ms, e->id, dur, false};
+    return memo_proves(s, &s->shapes[e->shape], e->rank, reclaim, &j, now);
+}
+
+static void memo_set(struct sched *s, struct preempt_memo *m, const struct job *j, int64_t dur,
+                     int64_t now, int feasible)
+{
+    *m = (struct preempt_memo){.live = true,
+                               .epoch = s->memo_epoch,
+                               .repoch = s->reclaim_epoch,
+                               .at = now,
+                               .dur = dur,
+                               .logpos = s->nchlog,
+                               .key1 = j->key1,
+                               .submit_ms = j->submit_ms,
+                               .id = j->id,
+                               .feasible = feasible};
+    s->chlog_mark = s->nchlog;
+}
+
+/* Checked again up to now: the searcher, its length and its epochs stay. */
+static void memo_move(struct sched *s, struct preempt_memo *m, int64_t now, int more_feasible)
+{
+    m->at = now;
+    m->logpos = s->nchlog;
+    m->feasible += more_feasible;
+    s->chlog_mark = s->nchlog;
+}
+
+/* j as the memo's searcher: its priority and length (claims bind and windows run alike). */
+static struct job memo_searcher(const struct job *j, const struct preempt_memo *m)
+{
+    struct job p = *j;
+    p.key1 = m->key1;
+    p.submit_ms = m->submit_ms;
+    p.id = m->id;
+    p.grace_ms = 0;
+    p.limit_ms = m->dur >= NEVER ? 0 : m->dur;
+    p.reservation = NONE32;
+    return p;
+}
+
+/* sched_verify_memos(): would a full search for the job a memo gave up on find victims? */
+void memo_verify(struct sched *s, struct job *j, int64_t now)
+{
+    if (s->verify_memos && !s->memo_wrong && preempt_for(s, j, now, true, NULL) == 0)
+        s->memo_wrong = j->id;
+}
+
+void sched_verify_memos(struct sched *s, bool on)
+{
+    s->verify_memos = on;
+}
+
+enum recheck { STILL_HOPELESS, SEARCH_CHANGED, SEARCH_ALL };
+
+/* The memo covers j but nodes changed: search them as its searcher would. */
+static enum recheck memo_recheck(struct sched *s, struct preempt_memo *m, struct job *j,
+                                 int64_t now, struct preempt_scope *sc,
+                                 struct sched_cycle_stats *st)
+{
+    const uint32_t *nodes;
+    size_t n = changes_since(s, m->logpos, m->at, now, &nodes);
+    if (n == SIZE_MAX)
+        return SEARCH_ALL;
+    st->preempt_rechecks++;
+    const struct shape *sh = &s->shapes[j->shape];
+    st->preempt_recheck_nodes += (int)n;
+    struct job probe = memo_searcher(j, m);
+    struct preempt_scope psc = {.nodes = nodes, .nnodes = n};
+    int rc = preempt_for(s, &probe, now, true, &psc);
+    if (sh->nodes > 1) {
+        /* a gang: the nodes of one type that may have a plan are at most those the memo
+           counted plus the changed ones that have one now */
+        if (m->feasible + psc.feasible >= sh->nodes)
+            return SEARCH_ALL;
+        memo_move(s, m, now, psc.feasible);
+        return STILL_HOPELESS;
+    }
+    if (rc < 0) {
+        memo_move(s, m, now, 0);
+        return STILL_HOPELESS;
+    }
+    sc->nodes = nodes;
+    sc->nnodes = n;
+    return SEARCH_CHANGED;
+}
+
+/* j holds a reservation of its own: on the nodes it claims it has more room than the
+ * memo's searcher had, elsewhere it sees what a job of its priority sees. So a memo that
+ * covers it but for the reservation leaves those nodes and the changed ones to search,
+ * as j itself (one node jobs; -2: search everything). */
+static int preempt_reserved(struct sched *s, struct preempt_memo *m, struct job *j, int64_t now,
+                            struct sched_cycle_stats *st)
+{
+    const struct reservation *r = &s->res[j->reservation];
+    if (s->shapes[j->shape].nodes > 1)
+        return -2;
+    const uint32_t *nodes;
+    size_t n = changes_since(s, m->logpos, m->at, now, &nodes);
+    if (n == SIZE_MAX)
+        return -2;
+    for (int i = 0; i < r->nnodes; i++)
+        n = changes_also(s, n, r->nodes[i]);
+    st->preempt_rechecks++;
+    st->preempt_recheck_nodes += (int)n;
+    struct preempt_scope sc = {.nodes = nodes, .nnodes = n};
+    int rc = preempt_for(s, j, now, false, &sc);
+    if (rc < 0)
+        memo_verify(s, j, now);
+    return rc;
+}
+
+/* Preempt for j (preempt_for's answer), through the memos when use_memo (the priority
+ * walk: the starving walk goes oldest first, so a job there may outrank a searcher). */
+int preempt_memoised(struct sched *s, struct job *j, int64_t now, bool use_memo,
+                     struct sched_cycle_stats *st)
+{
+    struct shape *sh = &s->shapes[j->shape];
+    int rank = job_eff_rank(s, j);
+    bool reclaim = project_can_reclaim(s, j->project, j->gpus * j->nodes);
+    struct memo_job mj = memo_job_of(j);
+    int64_t dur = mj.dur;
+    struct preempt_memo *m = memo_of(sh, rank, reclaim);
+    struct preempt_scope sc = {0};
+    if (use_memo && mj.reserved) {
+        struct memo_job unreserved = mj;
+        unreserved.reserved = false;
+        if (memo_covers(s, m, reclaim, &unreserved, now)) {
+            s->preempt_budget--;
+            int rc = preempt_reserved(s, m, j, now, st);
+            if (rc != -2)
+                return rc;
+            s->preempt_budget++; /* searched below instead */
+        }
+    }
+    if (use_memo) {
+        if (memo_proves(s, sh, rank, reclaim, &mj, now)) {
+            st->preempt_memo_skips++;
+            memo_verify(s, j, now);
+            return -1;
+        }
+        if (memo_covers(s, m, reclaim, &mj, now)) {
+            s->preempt_budget--;
+            enum recheck r = memo_recheck(s, m, j, now, &sc, st);
+            if (r == STILL_HOPELESS) {
+                memo_verify(s, j, now);
+                return -1;
+            }
+            if (r == SEARCH_CHANGED) { /* its best plan is on a changed node: the rest fail */
+                int rc = preempt_for(s, j, now, false, &sc);
+                if (rc < 0) { /* the searcher had a plan there, j has none: j's memo now */
+                    memo_set(s, m, j, dur, now, 0);
+                    memo_verify(s, j, now);
+                }
+                return rc;
+            }
+        } else {
+            s->preempt_budget--;
+        }
+    } else {
+        s->preempt_budget--;
+    }
+    st->preempt_full++;
+    sc = (struct preempt_scope){0};
+    int rc = preempt_for(s, j, now, false, &sc);
+    /* a gang with enough nodes that failed to start them together is not remembered: its
+       plans, chosen by cost, change with time */
+    if (rc < 0 && use_memo && sc.feasible < sh->nodes)
+        memo_set(s, m, j, sc.fail_dur < dur ? sc.fail_dur : dur, now, sc.feasible);
+    return rc;
+}
