@@ -119,6 +119,21 @@ static int check_join(struct ctl_req *r, const json_t *body, struct proto_error 
     if (store_token_get(r->c->store, hash, &t) < 0 || t.kind != STORE_TOKEN_JOIN ||
         (t.expires_ms && t.expires_ms < clock_now_ms()))
         return proto_errorf(e, 401, NULL, "join_token", "invalid or expired join token");
+    /* A join token names no node: it may only bring a NEW name in. A name whose
+     * credential is still live belongs to the node holding it (else anyone with a join
+     * token could take a live node over, its jobs and their start commands included);
+     * an admin releases it first with `docket nodes replace NAME`. */
+    if (!node)
+        return 0; /* parse_reg_node names the missing field */
+    int live = store_token_live(r->c->store, STORE_TOKEN_NODE, node, clock_now_ms());
+    if (live < 0)
+        return proto_errorf(e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
+    if (live)
+        return proto_errorf(e, 409, NULL, "node.name",
+                            "node '%s' is registered and its credential is live: a join token "
+                            "only registers a new name (to give the name to a new machine, "
+                            "an admin runs 'docket nodes replace %s' first)",
+                            node, node);
     return 0;
 }
 
@@ -253,6 +268,61 @@ void h_agent_register(struct ctl_req *r)
                              "node_timeout_ms", (json_int_t)r->c->cfg.node_timeout_ms));
     json_decref(rn.info);
     json_decref(body);
+}
+
+/* POST /v1/nodes/NAME/replace (admin): revoke the node's credential so that the next
+ * registration with a join token may take the name (a new machine, a wiped state dir).
+ * The revoked agent hears 401 from then on; its parked heartbeat is answered so at once,
+ * so it receives no command more. Audited. The node's jobs are not touched here: a new
+ * agent under the name reconciles them at its first heartbeat (those it does not run end
+ * as lost), and if none comes, the node times out as any silent node does. */
+void h_node_replace(struct ctl_req *r)
+{
+    static const char *const known[] = {"reason", NULL};
+    struct proto_error e;
+    struct ctl_node *n = ctl_node_by_name(r->c, r->arg[0]);
+    if (!n) {
+        ctl_reply_errorf(r->c, r->req, 404, NULL, "no such node '%.64s'", r->arg[0]);
+        return;
+    }
+    json_t *b = ctl_body_json(r, true);
+    if (!b)
+        return;
+    json_t *reason = json_object_get(b, "reason");
+    int rc = proto_check_fields(b, "", known, &e);
+    if (rc == 0 && reason && (!json_is_string(reason) || json_string_length(reason) > 255))
+        rc = proto_errorf(&e, 400, NULL, "reason", "reason must be a string of at most 255 bytes");
+    if (rc < 0) {
+        json_decref(b);
+        ctl_reply_error(r->c, r->req, &e);
+        return;
+    }
+    int live = store_token_live(r->c->store, STORE_TOKEN_NODE, n->name, clock_now_ms());
+    rc = live < 0 ? live : store_token_delete_user(r->c->store, STORE_TOKEN_NODE, n->name);
+    json_t *before = json_pack("{s:b}", "credential_live", live > 0);
+    json_t *after = json_pack("{s:b}", "credential_live", 0);
+    if (rc == 0)
+        rc = ctl_audit(r->c, r->id.user, "node.replace", n->name, before, after,
+                       reason ? json_string_value(reason) : NULL);
+    json_decref(before);
+    json_decref(after);
+    json_decref(b);
+    if (rc < 0) {
+        ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
+        return;
+    }
+    if (n->parked) { /* the old agent's long poll: no command may reach it any more */
+        struct evhttp_request *old = n->parked;
+        struct evhttp_connection *con = evhttp_request_get_connection(old);
+        n->parked = NULL;
+        event_del(n->park_timer);
+        if (con)
+            evhttp_connection_set_closecb(con, NULL, NULL);
+        ctl_reply_errorf(r->c, old, 401, NULL, "this node's credential was revoked");
+    }
+    log_warn("node_replace", "node=%s by=%s", n->name, r->id.user);
+    ctl_reply_json(r->c, r->req, 200,
+                   json_pack("{s:s,s:b}", "node", n->name, "credential_revoked", live > 0));
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -259,6 +259,7 @@ void h_agent_register(struct ctl_req *r);
 void h_agent_heartbeat(struct ctl_req *r);
 void h_agent_events(struct ctl_req *r);
 void h_agent_logs(struct ctl_req *r);
+void h_node_replace(struct ctl_req *r); /* agent.c: node identity */
 
 void h_nodes_list(struct ctl_req *r);
 void h_node_show(struct ctl_req *r);

@@ -304,6 +304,7 @@ static const struct route {
     {M_POST, "/v1/nodes/:/drain", h_node_drain, A_ADMIN},
     {M_POST, "/v1/nodes/:/resume", h_node_resume, A_ADMIN},
     {M_POST, "/v1/nodes/:/labels", h_node_labels, A_ADMIN},
+    {M_POST, "/v1/nodes/:/replace", h_node_replace, A_ADMIN},
     {M_GET, "/v1/projects", h_projects_list, A_USER},
     {M_POST, "/v1/projects", h_project_create, A_ADMIN},
     {M_GET, "/v1/projects/:", h_project_show, A_USER},
