@@ -45,6 +45,8 @@ struct ctl_config {
     int64_t cycle_delay_ms;    /* debounce after an event */
     int64_t cycle_interval_ms; /* slow timer for time-based rules */
     size_t max_body_bytes;
+    int64_t log_max_bytes;          /* per job, all runs and streams: past it, a marker */
+    int64_t node_credential_ttl_ms; /* node credentials expire; the agent rotates before */
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
@@ -260,6 +262,7 @@ void h_agent_heartbeat(struct ctl_req *r);
 void h_agent_events(struct ctl_req *r);
 void h_agent_logs(struct ctl_req *r);
 void h_node_replace(struct ctl_req *r); /* agent.c: node identity */
+void h_agent_rotate(struct ctl_req *r);
 
 void h_nodes_list(struct ctl_req *r);
 void h_node_show(struct ctl_req *r);
@@ -300,6 +303,11 @@ int ctl_policy_save(struct ctl *c) CTL_WUR;
 int ctl_random_token(const char *prefix, char *out, size_t len);
 void ctl_hist_observe(struct ctl_hist *h, double v);
 void ctl_logs_job_ended(struct ctl *c, uint64_t job);
+/* The run `run` of job `job` (0: its latest), if node `node` may post events or output for
+ * it (the run was placed there; for output, on its rank 0): 0 with *out filled, or
+ * -EPERM/-ENOENT/-EIO with e filled (403 / 404 / 500), `field` named. */
+int ctl_run_for_node(struct ctl *c, const char *node, uint64_t job, int run, bool output,
+                     const char *field, struct store_run *out, struct proto_error *e);
 void ctl_logs_stop(struct ctl *c);
 
 #endif

@@ -262,7 +262,8 @@ static int ident_bearer(struct ctl *c, struct evhttp_request *req, struct ctl_id
         id->node = true;
         str_copy(id->node_name, sizeof(id->node_name), t.user);
         str_copy(id->user, sizeof(id->user), t.user);
-        str_copy(id->role, sizeof(id->role), "node");
+        /* "node", or "pending": a rotated credential not used yet (agent.c) */
+        str_copy(id->role, sizeof(id->role), strcmp(t.role, "pending") == 0 ? "pending" : "node");
         return 0;
     }
     if (t.kind != STORE_TOKEN_USER)
@@ -325,6 +326,7 @@ static const struct route {
     {M_POST, "/v1/agent/heartbeat", h_agent_heartbeat, A_AGENT},
     {M_POST, "/v1/agent/events", h_agent_events, A_AGENT},
     {M_POST, "/v1/agent/logs", h_agent_logs, A_AGENT},
+    {M_POST, "/v1/agent/rotate", h_agent_rotate, A_AGENT},
     {M_GET, "/healthz", h_healthz, A_PUBLIC},
     {M_GET, "/metrics", h_metrics, A_PUBLIC},
 };

@@ -106,7 +106,10 @@ static const char *const migrations[] = {
     "CREATE TABLE job_runs ("
     " job INTEGER NOT NULL, run INTEGER NOT NULL, nodes TEXT NOT NULL,"
     " start_ms INTEGER NOT NULL DEFAULT 0, final INTEGER NOT NULL DEFAULT 0,"
-    " PRIMARY KEY (job, run));",
+    " PRIMARY KEY (job, run));"
+    /* jobs placed before this schema: their current placement is their run 1 */
+    "INSERT INTO job_runs(job, run, nodes, start_ms)"
+    " SELECT id, 1, nodes, start_ms FROM jobs WHERE nodes != '';",
 };
 
 /* Token kinds as stored (schema 3). */
@@ -146,6 +149,8 @@ enum stmt_id {
     S_RUN_GET,
     S_RUN_LAST,
     S_RUN_FINAL,
+    S_TOKEN_DEL_ROLE,
+    S_TOKEN_SET_ROLE,
     S_BEGIN,
     S_COMMIT,
     S_ROLLBACK,
@@ -212,9 +217,13 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_TOKEN_LIVE] = "SELECT count(*) FROM tokens WHERE kind = ?1 AND user_name = ?2"
                      " AND (expires_ms = 0 OR expires_ms >= ?3)",
     [S_RUN_ADD] = "INSERT INTO job_runs(job, run, nodes, start_ms) VALUES (?1, ?2, ?3, ?4)",
-    [S_RUN_GET] = "SELECT job, run, nodes, start_ms, final FROM job_runs WHERE job = ?1 AND run = ?2",
+    [S_RUN_GET] =
+        "SELECT job, run, nodes, start_ms, final FROM job_runs WHERE job = ?1 AND run = ?2",
     [S_RUN_LAST] = "SELECT coalesce(max(run), 0) FROM job_runs WHERE job = ?1",
     [S_RUN_FINAL] = "UPDATE job_runs SET final = final | ?3 WHERE job = ?1 AND run = ?2",
+    [S_TOKEN_DEL_ROLE] = "DELETE FROM tokens WHERE kind = ?1 AND user_name = ?2 AND role = ?3",
+    [S_TOKEN_SET_ROLE] =
+        "UPDATE tokens SET role = ?4 WHERE kind = ?1 AND user_name = ?2 AND role = ?3",
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
     [S_ROLLBACK] = "ROLLBACK",
@@ -943,6 +952,32 @@ int store_token_live(struct store *st, enum store_token_kind kind, const char *u
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     return rc == SQLITE_ROW ? n > 0 : fail(st, "count tokens");
+}
+
+static int token_role_stmt(struct store *st, enum stmt_id id, enum store_token_kind kind,
+                           const char *user, const char *role, const char *to)
+{
+    if ((int)kind < 0 || (size_t)kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
+        return -EINVAL;
+    sqlite3_stmt *s = stmt(st, id);
+    bind_text(s, 1, token_kind_names[kind]);
+    bind_text(s, 2, user);
+    bind_text(s, 3, role);
+    if (to)
+        bind_text(s, 4, to);
+    return step_done(st, s, "update tokens");
+}
+
+int store_token_delete_role(struct store *st, enum store_token_kind kind, const char *user,
+                            const char *role)
+{
+    return token_role_stmt(st, S_TOKEN_DEL_ROLE, kind, user, role, NULL);
+}
+
+int store_token_set_role(struct store *st, enum store_token_kind kind, const char *user,
+                         const char *from, const char *to)
+{
+    return token_role_stmt(st, S_TOKEN_SET_ROLE, kind, user, from, to);
 }
 
 /* ------------------------------------------------------------------------------------ */

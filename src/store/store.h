@@ -191,6 +191,13 @@ int store_token_delete_user(struct store *st, enum store_token_kind kind,
 int store_token_live(struct store *st, enum store_token_kind kind, const char *user,
                      int64_t now_ms) STORE_WUR;
 
+/* Remove the tokens of `kind` for `user` that have `role`; and give those with role `from`
+ * the role `to` (a node credential's rotation: the "pending" one becomes the "node" one). */
+int store_token_delete_role(struct store *st, enum store_token_kind kind, const char *user,
+                            const char *role) STORE_WUR;
+int store_token_set_role(struct store *st, enum store_token_kind kind, const char *user,
+                         const char *from, const char *to) STORE_WUR;
+
 /* ------------------------------------------------------------------------------------ */
 /* Runs: one row per start of a job (logs per run, and which node may post for it).      */
 

@@ -133,3 +133,73 @@ start_on() {
     wait "$parked"
     [ "$(cat "$TEST_DIR/parked.code")" = 401 ]
 }
+
+@test "node credentials expire; a rotated one replaces the old at its first use" {
+    printf 'node_credential_ttl: 3s\n' >"$TEST_DIR/docketd.yaml"
+    docketd_stop
+    docketd_start --config "$TEST_DIR/docketd.yaml"
+    jt=$(join_token)
+    api_post /v1/agent/register "$(register_body gpu01 "$jt")" -
+    assert_status 200
+    OLD=$(jq -r .credential <<<"$body")
+    exp=$(jq -r .credential_expires_ms <<<"$body")
+    now=$(($(date +%s%N) / 1000000))
+    [ "$exp" -gt "$now" ] && [ "$exp" -le $((now + 3500)) ]
+    # rotation: only the node itself, for itself
+    api_post /v1/agent/rotate '{"node": "gpu02"}' "$OLD"
+    assert_error 403 node
+    api_post /v1/agent/rotate '{"node": "gpu01", "x": 1}' "$OLD"
+    assert_error 400 x
+    api_post /v1/agent/rotate '{"node": "gpu01"}'
+    assert_status 403
+    api_post /v1/agent/rotate '{"node": "gpu01"}' "$OLD"
+    assert_status 200
+    NEW=$(jq -r .credential <<<"$body")
+    [[ $NEW == dkn_* && $NEW != "$OLD" ]]
+    # the old one works until the new one is used...
+    heartbeat gpu01 "$OLD" 0
+    assert_status 200
+    heartbeat gpu01 "$NEW" 0
+    assert_status 200
+    # ...and not after
+    heartbeat gpu01 "$OLD" 0
+    assert_status 401
+    heartbeat gpu01 "$NEW" 0
+    assert_status 200
+    [ "$(sqlite3 "$STATE_DIR/docket.db" "SELECT count(*) FROM audit WHERE action = 'node.credential_rotate' AND target = 'gpu01'")" -eq 1 ]
+    # past its expiry a credential is refused, and the name is free for a join token again
+    sleep 3.2
+    heartbeat gpu01 "$NEW" 0
+    assert_status 401
+    api_post /v1/agent/register "$(register_body gpu01 "$jt")" -
+    assert_status 200
+}
+
+@test "the real agent rotates its credential before it expires and keeps working" {
+    printf 'node_credential_ttl: 3s\n' >"$TEST_DIR/docketd.yaml"
+    docketd_stop
+    docketd_start --config "$TEST_DIR/docketd.yaml" --heartbeat-wait 1s
+    jt=$(join_token)
+    DOCKET_JOIN_TOKEN=$jt "$DOCKET_BUILD/src/agent/docket-node" --controller "$DOCKETD_URL" --name rot01 \
+        --gpus 0 --cpus 1 --mem 1G --state-dir "$TEST_DIR/agent" --no-cgroups \
+        --log-file "$TEST_DIR/agent.log" 2>>"$TEST_DIR/agent.err" &
+    docket_track_pid $!
+    for i in $(seq 1 100); do
+        [[ -s $TEST_DIR/agent/credential ]] && break
+        sleep 0.05
+    done
+    first=$(cat "$TEST_DIR/agent/credential")
+    [[ $first == dkn_* ]]
+    # 7 s: more than two lifetimes of a credential
+    sleep 7
+    api_get /v1/nodes/rot01
+    assert_json .node.state UP
+    grep -q 'event=credential_rotated' "$TEST_DIR/agent.log"
+    [ "$(grep -c 'event=node_credential_rotated node=rot01' "$TEST_DIR/docketd.log")" -ge 2 ]
+    now=$(cat "$TEST_DIR/agent/credential")
+    [[ $now != "$first" ]]
+    heartbeat rot01 "$first" 0
+    assert_status 401
+    # never locked out: registered once, never again with the join token
+    [ "$(grep -c 'event=registered' "$TEST_DIR/agent.log")" -eq 1 ]
+}
