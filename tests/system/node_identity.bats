@@ -203,3 +203,30 @@ start_on() {
     # never locked out: registered once, never again with the join token
     [ "$(grep -c 'event=registered' "$TEST_DIR/agent.log")" -eq 1 ]
 }
+
+@test "fencing margin: a silent node's jobs are not lost before node_timeout + margin" {
+    docketd_stop
+    docketd_start --node-timeout 3s
+    CRED=$(fake_node gpu01 8 H100-80GB)
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 8, "gpu_type": "H100-80GB", "requeue": true}')
+    wait_state "$id" STARTING
+    start_on gpu01 "$CRED" "$id"
+    t0=$(date +%s%N)
+    # the agent falls silent (stopped, cut off): its own fence stops the job at
+    # 3 s - 1 s; docketd must wait 3 s + 1 s (margin = min(10 s, 3 s / 3))
+    sleep 3.6
+    api_get "/v1/jobs/$id"
+    assert_json .job.state RUNNING
+    api_get /v1/nodes/gpu01
+    assert_json .node.state UP
+    for i in $(seq 1 60); do
+        api_get /v1/nodes/gpu01
+        [[ $(jq -r .node.state <<<"$body") == UNREACHABLE ]] && break
+        sleep 0.05
+    done
+    assert_json .node.state UNREACHABLE
+    silent=$(grep 'event=node_unreachable node=gpu01 ' "$TEST_DIR/docketd.log" | sed 's/.*silent_ms=//')
+    [ "$silent" -ge 4000 ]
+    api_get "/v1/jobs/$id"
+    [[ $(jq -r .job.state <<<"$body") =~ ^(PENDING|STARTING)$ ]]
+}
