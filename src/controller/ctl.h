@@ -149,6 +149,13 @@ struct ctl {
     struct event *sig_term, *sig_int, *sig_hup;
 
     struct ctl_log_waiter *log_waiters;
+    /* each class's node fields (pids_max, default_mem) by class name: the core does not
+     * know them; the start command carries them (loop.c) */
+    struct ctl_class_node {
+        char name[SCHED_NAME_MAX];
+        struct proto_class_node n;
+    } class_nodes[SCHED_MAX_CLASSES];
+    int nclass_nodes;
     json_t *boost_reasons; /* project name -> reason of its current boost */
     bool req_failed;       /* the running handler answered an error: roll back */
     bool diverged;         /* a write the core could not undo failed: stopping */
@@ -303,6 +310,14 @@ int ctl_policy_save(struct ctl *c) CTL_WUR;
 int ctl_random_token(const char *prefix, char *out, size_t len);
 void ctl_hist_observe(struct ctl_hist *h, double v);
 void ctl_logs_job_ended(struct ctl *c, uint64_t job);
+/* loop.c: the classes' node fields. Take a parsed policy's (a class that does not give a
+ * field keeps its earlier value); a class's (zeros when none); and the same added to the
+ * classes list of a policy document about to be saved or shown (pp: the document being
+ * applied, or NULL for the current). */
+void ctl_class_nodes_take(struct ctl *c, const struct proto_policy *pp);
+struct proto_class_node ctl_class_node(const struct ctl *c, const char *name);
+void ctl_class_nodes_json(const struct ctl *c, json_t *classes, const struct sched_policy *p,
+                          const struct proto_policy *pp);
 /* The run `run` of job `job` (0: its latest), if node `node` may post events or output for
  * it (the run was placed there; for output, on its rank 0): 0 with *out filled, or
  * -EPERM/-ENOENT/-EIO with e filled (403 / 404 / 500), `field` named. */

@@ -277,7 +277,51 @@ static const char *node_addr(struct ctl *c, uint32_t index)
     return addr;
 }
 
-/* The start command of docs/api.md for node rank `rank` of the job. */
+struct proto_class_node ctl_class_node(const struct ctl *c, const char *name)
+{
+    for (int i = 0; i < c->nclass_nodes; i++)
+        if (strcmp(c->class_nodes[i].name, name) == 0)
+            return c->class_nodes[i].n;
+    return (struct proto_class_node){0, 0};
+}
+
+/* The class node fields a parsed document gives for class i, the earlier ones where not. */
+static struct proto_class_node class_node_of(const struct ctl *c, const struct proto_policy *pp,
+                                             int i)
+{
+    struct proto_class_node old = ctl_class_node(c, pp->policy.classes[i].name);
+    struct proto_class_node n = pp->has_classes ? pp->class_node[i] : old;
+    if (n.pids_max < 0)
+        n.pids_max = old.pids_max;
+    if (n.default_mem_mb < 0)
+        n.default_mem_mb = old.default_mem_mb;
+    return n;
+}
+
+void ctl_class_nodes_take(struct ctl *c, const struct proto_policy *pp)
+{
+    struct ctl_class_node next[SCHED_MAX_CLASSES];
+    int n = pp->policy.nclasses < SCHED_MAX_CLASSES ? pp->policy.nclasses : SCHED_MAX_CLASSES;
+    for (int i = 0; i < n; i++) {
+        str_copy(next[i].name, sizeof(next[i].name), pp->policy.classes[i].name);
+        next[i].n = class_node_of(c, pp, i);
+    }
+    memcpy(c->class_nodes, next, sizeof(next[0]) * (size_t)n);
+    c->nclass_nodes = n;
+}
+
+void ctl_class_nodes_json(const struct ctl *c, json_t *classes, const struct sched_policy *p,
+                          const struct proto_policy *pp)
+{
+    struct proto_class_node cn[SCHED_MAX_CLASSES];
+    for (int i = 0; i < p->nclasses && i < SCHED_MAX_CLASSES; i++)
+        cn[i] = pp ? class_node_of(c, pp, i) : ctl_class_node(c, p->classes[i].name);
+    proto_class_node_json(classes, p, cn);
+}
+
+/* The start command of docs/api.md for node rank `rank` of the job: with the class's
+ * pids.max, and its default memory limit for a job that asks for none (a limit, not a
+ * reservation: the core places the job by what it asked). */
 static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_t *spec,
                          const struct sched_decision *d, int rank, int run)
 {
@@ -302,7 +346,9 @@ static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_
     }
     json_object_set_new(job, "gpus", gpus);
     json_object_set_new(job, "cpus", json_integer(a->cpus));
-    json_object_set_new(job, "mem_mb", json_integer(a->mem_mb));
+    struct proto_class_node cn = ctl_class_node(c, row->class_name);
+    json_object_set_new(job, "mem_mb", json_integer(a->mem_mb > 0 ? a->mem_mb : cn.default_mem_mb));
+    json_object_set_new(job, "pids_max", json_integer(cn.pids_max));
     json_object_set_new(job, "time_limit_ms", json_integer(d->time_limit_ms));
     json_object_set_new(job, "signal", json_integer(d->signal));
     json_object_set_new(job, "grace_ms", json_integer(d->grace_ms));

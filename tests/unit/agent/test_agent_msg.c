@@ -99,6 +99,26 @@ static void test_job_script(void **st)
     agent_job_release(&j);
 }
 
+/* h-node: the run number and the class's pids.max of a start command, and back */
+static void test_job_run_and_pids(void **st)
+{
+    (void)st;
+    json_t *o = js("{\"id\": 7, \"command\": [\"x\"], \"run\": 3, \"pids_max\": 64}");
+    struct agent_job j;
+    struct agent_msg_error e = {"", ""};
+    assert_int_equal(agent_job_parse(o, &j, &e), 0);
+    assert_int_equal(j.run, 3);
+    assert_int_equal(j.pids_max, 64);
+    json_t *back = agent_job_to_json(&j);
+    assert_int_equal(json_integer_value(json_object_get(back, "run")), 3);
+    assert_int_equal(json_integer_value(json_object_get(back, "pids_max")), 64);
+    json_decref(back);
+    agent_job_release(&j);
+    json_decref(o);
+    parse_bad("{\"id\": 7, \"command\": [\"x\"], \"run\": -1}", "job.run");
+    parse_bad("{\"id\": 7, \"command\": [\"x\"], \"pids_max\": \"lots\"}", "job.pids_max");
+}
+
 static void test_job_bad(void **st)
 {
     (void)st;
@@ -349,7 +369,7 @@ int main(void)
         cmocka_unit_test(test_job_bad),           cmocka_unit_test(test_heartbeat_reply),
         cmocka_unit_test(test_heartbeat_reply_bad), cmocka_unit_test(test_register),
         cmocka_unit_test(test_events),            cmocka_unit_test(test_heartbeat_body),
-        cmocka_unit_test(test_base64_and_logs),
+        cmocka_unit_test(test_base64_and_logs), cmocka_unit_test(test_job_run_and_pids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
