@@ -46,8 +46,15 @@ struct ctl_log_waiter {
 
 static void log_path(struct ctl *c, uint64_t job, int run, int stream, char *out, size_t len)
 {
-    snprintf(out, len, "%s/logs/%llu.%d.%s", c->cfg.state_dir, (unsigned long long)job, run,
-             stream ? "stderr" : "stdout");
+    const char *s = stream ? "stderr" : "stdout";
+    snprintf(out, len, "%s/logs/%llu.%d.%s", c->cfg.state_dir, (unsigned long long)job, run, s);
+    /* a job logged before runs (logs/ID.stream, schema 3) reads as its run 1 */
+    if (run == 1 && access(out, F_OK) != 0) {
+        char old[CTL_PATH_MAX + 64];
+        snprintf(old, sizeof(old), "%s/logs/%llu.%s", c->cfg.state_dir, (unsigned long long)job, s);
+        if (access(old, F_OK) == 0)
+            snprintf(out, len, "%s", old);
+    }
 }
 
 static int64_t log_size(struct ctl *c, uint64_t job, int run, int stream)

@@ -226,3 +226,16 @@ ${b:0:20}" ]
     [ "$status" -ne 0 ]
     [[ $output == *log_max_bytes* ]]
 }
+
+@test "a job logged before runs existed (logs/ID.stdout) reads as its run 1" {
+    docketd_start
+    CRED=$(fake_node gpu01 8 H100-80GB)
+    id=$(submit '{"command": ["echo"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    take_start gpu01 "$CRED" "$id"
+    mkdir -p "$STATE_DIR/logs"
+    printf 'from an older docketd\n' >"$STATE_DIR/logs/$id.stdout"
+    api_get "/v1/jobs/$id/logs?run=1"
+    [ "$body" = "from an older docketd" ]
+    run env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$ADMIN_TOKEN" "$DOCKET" logs "$id"
+    [ "$output" = "from an older docketd" ]
+}
