@@ -381,12 +381,46 @@ void ag_post_failed(struct agent *a, const char *why)
     ag_kick_post(a);
 }
 
+/* Remove the i-th event of the batch in flight; false when there is no such one. */
+static bool drop_sent(struct agent *a, size_t i)
+{
+    struct outev **p = &a->sent;
+    for (size_t k = 0; *p && k < i; k++)
+        p = &(*p)->next;
+    if (!*p)
+        return false;
+    struct outev *o = *p;
+    *p = o->next;
+    if (o->exit_job) { /* an exit it will never take: the job's end is known here anyway */
+        struct ajob *j = ag_job_find(a, o->exit_job);
+        if (j && j->exited)
+            j->exit_acked = true;
+    }
+    json_decref(o->ev);
+    free(o);
+    return true;
+}
+
 static void events_cb(struct evhttp_request *req, void *arg)
 {
     struct agent *a = arg;
     int code;
     json_t *body = ag_reply_json(req, &code);
     a->post_inflight = false;
+    size_t bad = 0;
+    const char *field = json_string_value(json_object_get(json_object_get(body, "error"), "field"));
+    if (code == 403 && field && sscanf(field, "events[%zu]", &bad) == 1 && drop_sent(a, bad)) {
+        /* one event for a job the controller does not place here (the batch was refused
+         * whole, nothing applied): that one goes, the others are sent again at once */
+        json_t *m = json_object_get(json_object_get(body, "error"), "message");
+        log_error("event_refused", "index=%zu message=\"%s\"", bad,
+                  json_is_string(m) ? json_string_value(m) : "");
+        json_decref(body);
+        a->post_failures = 0;
+        ag_post_failed(a, "an event was refused");
+        a->post_backoff_until = 0;
+        return;
+    }
     if (code == 403 || code == 404 || code == 409) {
         /* refused for good (a job the controller does not place here): sending the batch
          * again would block every later event behind it; it is dropped, and logged */

@@ -288,6 +288,9 @@ void ag_apply_start(struct agent *a, const struct agent_cmd *c)
     }
     memcpy(j->gpus, spec.gpus, sizeof j->gpus);
     j->ngpus = spec.ngpus;
+    /* a multi-node job's output is its rank 0's: the other ranks keep theirs here */
+    if (spec.node_rank > 0)
+        j->final_sent[0] = j->final_sent[1] = true;
     int rc = sup_spare_launch(&a->sup, &a->spare, &spec, c->seq, &j->sup_pid, err, sizeof err);
     if (rc == 0)
         ag_kick_spare(a);
@@ -364,6 +367,8 @@ void ag_adopt(struct agent *a, uint64_t id, const char *dir)
     json_t *run = json_object_get(json_object_get(spec, "job"), "run");
     if (json_is_integer(run) && json_integer_value(run) > 0 && json_integer_value(run) <= INT32_MAX)
         j->run = (int)json_integer_value(run);
+    if (json_integer_value(json_object_get(json_object_get(spec, "job"), "node_rank")) > 0)
+        j->final_sent[0] = j->final_sent[1] = true; /* rank 0 ships the output */
     json_t *gpus = json_object_get(json_object_get(spec, "job"), "gpus");
     for (size_t i = 0; i < json_array_size(gpus) && j->ngpus < AGENT_MAX_GPUS; i++)
         j->gpus[j->ngpus++] = (int)json_integer_value(json_array_get(gpus, i));

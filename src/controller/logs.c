@@ -89,7 +89,7 @@ static bool run_complete(struct ctl *c, uint64_t job, int run, int stream, int l
 {
     struct store_run rr, next;
     int64_t now = clock_now_ms();
-    if (run <= 0)
+    if (run <= 0 || run > last)
         return job_terminal(c, job); /* never started: complete once it never will */
     if (store_run_get(c->store, job, run, &rr) == 0 && (rr.final_mask & (1 << stream)))
         return true;

@@ -239,3 +239,16 @@ ${b:0:20}" ]
     run env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$ADMIN_TOKEN" "$DOCKET" logs "$id"
     [ "$output" = "from an older docketd" ]
 }
+
+@test "logs -f of a job cancelled before it ever started ends at once" {
+    docketd_start
+    CRED=$(fake_node gpu01 8 H100-80GB)
+    id=$(submit '{"command": ["echo"], "gpus": 8, "gpu_type": "H100-80GB", "hold": true}')
+    api_post "/v1/jobs/$id/cancel" '{}'
+    assert_status 200
+    start=$SECONDS
+    run timeout 20 env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$ADMIN_TOKEN" "$DOCKET" logs -f "$id"
+    [ "$status" -eq 0 ]
+    [ "$output" = "" ]
+    [ $((SECONDS - start)) -lt 5 ]
+}
