@@ -188,6 +188,7 @@ static void sample_usage(struct agent *a)
         struct agent_event e;
         memset(&e, 0, sizeof e);
         e.job = j->id;
+        e.run = j->run;
         str_copy(e.type, sizeof e.type, "usage");
         e.time_ms = clock_now_ms();
         e.has_usage = true;
@@ -251,6 +252,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
                  a->cfg.name, (long long)ag_fence_margin(a));
         a->lease_expired_logged = true;
     }
+    if (ag_rotate_due(a)) /* an idle node has nothing else to post: rotate now */
+        ag_kick_post(a);
     if (now >= a->usage_next) {
         sample_usage(a);
         a->usage_next = now + a->cfg.usage_interval_ms;

@@ -414,7 +414,7 @@ static int prepare_job_dir(const struct sup_config *c, const struct agent_job *j
     }
     snprintf(path, sizeof path, "%s/reported", dir);
     unlink(path);
-    snprintf(path, sizeof path, "%s/log_base", dir); /* a new run starts its own output */
+    snprintf(path, sizeof path, "%s/log_base", dir); /* left by an agent before runs */
     unlink(path);
     DIR *d = opendir(dir);
     struct dirent *de;

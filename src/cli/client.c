@@ -343,6 +343,7 @@ void client_reply_release(struct client_reply *r)
     free(r->body);
     memset(r, 0, sizeof(*r));
     r->offset = -1;
+    r->runs = -1;
 }
 
 static void unreachable(const struct client *c, const char *why, char *err, size_t errlen)
@@ -391,6 +392,7 @@ static int plain_request(struct client *c, const char *method, const char *path,
     r->status = head.status;
     r->offset = head.docket_offset;
     r->eof = head.docket_eof;
+    r->runs = head.docket_runs;
     r->body = dbuf_detach(&reply, &r->len);
     return 0;
 }
@@ -455,6 +457,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         r->offset = strtoll(buf + 16, NULL, 10);
     else if (!strncasecmp(buf, "X-Docket-Eof:", 13))
         r->eof = strtol(buf + 13, NULL, 10) == 1;
+    else if (!strncasecmp(buf, "X-Docket-Runs:", 14))
+        r->runs = strtoll(buf + 14, NULL, 10);
     return len;
 }
 
@@ -529,6 +533,7 @@ int client_request(struct client *c, const char *method, const char *path, const
 {
     memset(r, 0, sizeof(*r));
     r->offset = -1;
+    r->runs = -1;
     if (c->tls)
         return tls_request(c, method, path, content_type, body, body_len, timeout_ms, r, err,
                            errlen);

@@ -40,6 +40,7 @@ struct client_reply {
     size_t len;
     int64_t offset; /* X-Docket-Offset, -1 when absent */
     bool eof;       /* X-Docket-Eof: 1 */
+    int64_t runs;   /* X-Docket-Runs, -1 when absent */
 };
 
 void client_reply_release(struct client_reply *r);

@@ -570,13 +570,24 @@ void h_classes(struct ctl_req *r)
     json_t *arr = json_array();
     for (int i = 0; i < p->nclasses; i++)
         json_array_append_new(arr, proto_class_json(&p->classes[i]));
+    ctl_class_nodes_json(r->c, arr, p, NULL);
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "classes", arr));
 }
 
-/* Write the policy document `p` (before the core takes it). */
-static int policy_put(struct ctl *c, const struct sched_policy *p)
+/* The policy document of `p`, with the classes' node fields (pp: a document being applied,
+ * NULL: the current ones). */
+static json_t *policy_doc(struct ctl *c, const struct sched_policy *p,
+                          const struct proto_policy *pp)
 {
     json_t *doc = proto_policy_to_json(p);
+    ctl_class_nodes_json(c, json_object_get(doc, "classes"), p, pp);
+    return doc;
+}
+
+/* Write the policy document `p` (before the core takes it). */
+static int policy_put(struct ctl *c, const struct sched_policy *p, const struct proto_policy *pp)
+{
+    json_t *doc = policy_doc(c, p, pp);
     char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(doc);
     int rc = text ? store_begin(c->store) : -ENOMEM;
@@ -589,7 +600,7 @@ static int policy_put(struct ctl *c, const struct sched_policy *p)
 
 int ctl_policy_save(struct ctl *c)
 {
-    return policy_put(c, sched_get_policy(c->sched));
+    return policy_put(c, sched_get_policy(c->sched), NULL);
 }
 
 void h_class_patch(struct ctl_req *r)
@@ -614,7 +625,7 @@ void h_class_patch(struct ctl_req *r)
         ctl_reply_error(r->c, r->req, &e);
     } else if (sched_policy_check(r->c->sched, &p, &se) < 0) {
         ctl_reply_errorf(r->c, r->req, 400, se.field[0] ? se.field : NULL, "%s", se.message);
-    } else if (policy_put(r->c, &p) < 0 ||
+    } else if (policy_put(r->c, &p, NULL) < 0 ||
                ctl_audit(r->c, r->id.user, "class.update", p.classes[i].name, before,
                          (after = proto_class_json(&p.classes[i])), NULL) < 0) {
         store_fail(r);
@@ -631,7 +642,7 @@ void h_class_patch(struct ctl_req *r)
 
 void h_policy_get(struct ctl_req *r)
 {
-    json_t *doc = proto_policy_to_json(sched_get_policy(r->c->sched));
+    json_t *doc = policy_doc(r->c, sched_get_policy(r->c->sched), NULL);
     json_t *projects = json_array();
     for (size_t i = 0; i < sched_project_count(r->c->sched); i++) {
         struct sched_project_view v;
@@ -710,10 +721,10 @@ void h_policy_apply(struct ctl_req *r)
     }
     /* saved first (policy, projects, audit), applied once every write succeeded: a failed
      * write answers 500 with the core untouched and the request's writes rolled back */
-    json_t *before = proto_policy_to_json(sched_get_policy(r->c->sched));
-    json_t *after = proto_policy_to_json(&pp.policy);
+    json_t *before = policy_doc(r->c, sched_get_policy(r->c->sched), NULL);
+    json_t *after = policy_doc(r->c, &pp.policy, &pp);
     json_object_set_new(after, "projects_applied", json_integer((json_int_t)pp.nprojects));
-    int rc = policy_put(r->c, &pp.policy);
+    int rc = policy_put(r->c, &pp.policy, &pp);
     for (size_t i = 0; rc == 0 && i < pp.nprojects; i++) {
         struct sched_project_view v;
         bool known = project_view(r->c, pp.projects[i].name, &v) == 0;
@@ -737,6 +748,7 @@ void h_policy_apply(struct ctl_req *r)
         ctl_store_diverged(r->c, "policy_apply", 0);
         ctl_reply_errorf(r->c, r->req, 500, se.field[0] ? se.field : NULL, "%s", se.message);
     } else {
+        ctl_class_nodes_take(r->c, &pp);
         ctl_cycle_soon(r->c);
         ctl_reply_json(r->c, r->req, 200, json_pack("{s:O}", "applied", applied));
     }

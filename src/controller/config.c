@@ -24,6 +24,8 @@ void ctl_config_defaults(struct ctl_config *cfg)
     cfg->cycle_delay_ms = 1;
     cfg->cycle_interval_ms = 5000;
     cfg->max_body_bytes = 1u << 20;
+    cfg->log_max_bytes = (int64_t)1 << 30;
+    cfg->node_credential_ttl_ms = (int64_t)30 * 86400 * 1000;
 }
 
 static int get_str(json_t *doc, const char *key, char *out, size_t len, char *err, size_t errlen)
@@ -54,10 +56,20 @@ static int get_dur(json_t *doc, const char *key, int64_t min, int64_t *out, char
 
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen)
 {
-    static const char *const known[] = {"listen",      "socket",         "state_dir",
-                                        "log_file",    "log_level",      "log_format",
-                                        "policy",      "node_timeout",   "heartbeat_wait",
-                                        "cycle_delay", "cycle_interval", "max_body_bytes",
+    static const char *const known[] = {"listen",
+                                        "socket",
+                                        "state_dir",
+                                        "log_file",
+                                        "log_level",
+                                        "log_format",
+                                        "policy",
+                                        "node_timeout",
+                                        "heartbeat_wait",
+                                        "cycle_delay",
+                                        "cycle_interval",
+                                        "max_body_bytes",
+                                        "log_max_bytes",
+                                        "node_credential_ttl",
                                         NULL};
     char yerr[256];
     struct proto_error pe;
@@ -117,6 +129,13 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
             cfg->max_body_bytes = (size_t)n;
         }
     }
+    if (rc == 0 && (v = json_object_get(doc, "log_max_bytes")) &&
+        proto_get_int(v, "log_max_bytes", 64, INT64_MAX / 2, &cfg->log_max_bytes, &pe) < 0) {
+        snprintf(err, errlen, "log_max_bytes: %s", pe.message);
+        rc = -EINVAL;
+    }
+    if (rc == 0)
+        rc = get_dur(doc, "node_credential_ttl", 1000, &cfg->node_credential_ttl_ms, err, errlen);
     json_decref(doc);
     return rc;
 }

@@ -45,6 +45,8 @@ struct ctl_config {
     int64_t cycle_delay_ms;    /* debounce after an event */
     int64_t cycle_interval_ms; /* slow timer for time-based rules */
     size_t max_body_bytes;
+    int64_t log_max_bytes;          /* per job, all runs and streams: past it, a marker */
+    int64_t node_credential_ttl_ms; /* node credentials expire; the agent rotates before */
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
@@ -147,6 +149,13 @@ struct ctl {
     struct event *sig_term, *sig_int, *sig_hup;
 
     struct ctl_log_waiter *log_waiters;
+    /* each class's node fields (pids_max, default_mem) by class name: the core does not
+     * know them; the start command carries them (loop.c) */
+    struct ctl_class_node {
+        char name[SCHED_NAME_MAX];
+        struct proto_class_node n;
+    } class_nodes[SCHED_MAX_CLASSES];
+    int nclass_nodes;
     json_t *boost_reasons; /* project name -> reason of its current boost */
     bool req_failed;       /* the running handler answered an error: roll back */
     bool diverged;         /* a write the core could not undo failed: stopping */
@@ -259,6 +268,8 @@ void h_agent_register(struct ctl_req *r);
 void h_agent_heartbeat(struct ctl_req *r);
 void h_agent_events(struct ctl_req *r);
 void h_agent_logs(struct ctl_req *r);
+void h_node_replace(struct ctl_req *r); /* agent.c: node identity */
+void h_agent_rotate(struct ctl_req *r);
 
 void h_nodes_list(struct ctl_req *r);
 void h_node_show(struct ctl_req *r);
@@ -299,6 +310,19 @@ int ctl_policy_save(struct ctl *c) CTL_WUR;
 int ctl_random_token(const char *prefix, char *out, size_t len);
 void ctl_hist_observe(struct ctl_hist *h, double v);
 void ctl_logs_job_ended(struct ctl *c, uint64_t job);
+/* loop.c: the classes' node fields. Take a parsed policy's (a class that does not give a
+ * field keeps its earlier value); a class's (zeros when none); and the same added to the
+ * classes list of a policy document about to be saved or shown (pp: the document being
+ * applied, or NULL for the current). */
+void ctl_class_nodes_take(struct ctl *c, const struct proto_policy *pp);
+struct proto_class_node ctl_class_node(const struct ctl *c, const char *name);
+void ctl_class_nodes_json(const struct ctl *c, json_t *classes, const struct sched_policy *p,
+                          const struct proto_policy *pp);
+/* The run `run` of job `job` (0: its latest), if node `node` may post events or output for
+ * it (the run was placed there; for output, on its rank 0): 0 with *out filled, or
+ * -EPERM/-ENOENT/-EIO with e filled (403 / 404 / 500), `field` named. */
+int ctl_run_for_node(struct ctl *c, const char *node, uint64_t job, int run, bool output,
+                     const char *field, struct store_run *out, struct proto_error *e);
 void ctl_logs_stop(struct ctl *c);
 
 #endif

@@ -262,7 +262,8 @@ static int ident_bearer(struct ctl *c, struct evhttp_request *req, struct ctl_id
         id->node = true;
         str_copy(id->node_name, sizeof(id->node_name), t.user);
         str_copy(id->user, sizeof(id->user), t.user);
-        str_copy(id->role, sizeof(id->role), "node");
+        /* "node", or "pending": a rotated credential not used yet (agent.c) */
+        str_copy(id->role, sizeof(id->role), strcmp(t.role, "pending") == 0 ? "pending" : "node");
         return 0;
     }
     if (t.kind != STORE_TOKEN_USER)
@@ -304,6 +305,7 @@ static const struct route {
     {M_POST, "/v1/nodes/:/drain", h_node_drain, A_ADMIN},
     {M_POST, "/v1/nodes/:/resume", h_node_resume, A_ADMIN},
     {M_POST, "/v1/nodes/:/labels", h_node_labels, A_ADMIN},
+    {M_POST, "/v1/nodes/:/replace", h_node_replace, A_ADMIN},
     {M_GET, "/v1/projects", h_projects_list, A_USER},
     {M_POST, "/v1/projects", h_project_create, A_ADMIN},
     {M_GET, "/v1/projects/:", h_project_show, A_USER},
@@ -324,6 +326,7 @@ static const struct route {
     {M_POST, "/v1/agent/heartbeat", h_agent_heartbeat, A_AGENT},
     {M_POST, "/v1/agent/events", h_agent_events, A_AGENT},
     {M_POST, "/v1/agent/logs", h_agent_logs, A_AGENT},
+    {M_POST, "/v1/agent/rotate", h_agent_rotate, A_AGENT},
     {M_GET, "/healthz", h_healthz, A_PUBLIC},
     {M_GET, "/metrics", h_metrics, A_PUBLIC},
 };

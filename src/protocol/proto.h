@@ -131,10 +131,20 @@ int proto_array_expand(const char *expr, int32_t **indices, size_t *count, int *
 
 enum { PROTO_MAX_PROJECTS = 10000 };
 
+/* What a class gives the node agent in the start command (the core knows nothing of it):
+ * the job's pids.max and a memory limit for jobs that ask for none. In a parsed document,
+ * -1 = not given (the controller keeps the class's earlier value); 0 = the node's default
+ * (the agent's --job-pids-max, --job-mem-default). */
+struct proto_class_node {
+    int64_t pids_max;
+    int64_t default_mem_mb;
+};
+
 struct proto_policy {
     struct sched_policy policy; /* starts as the caller's current policy */
     bool has_tiers, has_classes, has_settings;
-    struct sched_project_spec *projects; /* owned; nprojects entries */
+    struct proto_class_node class_node[SCHED_MAX_CLASSES]; /* by index of policy.classes */
+    struct sched_project_spec *projects;                   /* owned; nprojects entries */
     size_t nprojects;
 };
 
@@ -153,6 +163,11 @@ void proto_policy_release(struct proto_policy *p);
 json_t *proto_policy_to_json(const struct sched_policy *p);
 json_t *proto_tier_json(const struct sched_policy *p, int i);
 json_t *proto_class_json(const struct sched_class_spec *c);
+/* Add each class's node fields (`pids_max`, `default_mem` as "16G"-style MiB text) to the
+ * classes of a document or list made by proto_policy_to_json / proto_class_json; `cn` by
+ * index of p->classes; 0 values are left out. */
+void proto_class_node_json(json_t *classes, const struct sched_policy *p,
+                           const struct proto_class_node *cn);
 /* Apply a PATCH body to one class (same field names as the policy document). */
 int proto_class_patch(const json_t *body, struct sched_class_spec *c,
                       struct proto_error *err) PROTO_WUR;

@@ -99,6 +99,17 @@ static const char *const migrations[] = {
     " WHEN 2 THEN 'join' END;"
     "ALTER TABLE tokens DROP COLUMN kind_number;"
     "CREATE INDEX tokens_user ON tokens(kind, user_name);",
+    /* ---- h-node: runs of a job (issue 12: logs per run; issue 11: a node posts only for
+     * the runs placed on it). One row per start of a job: its number (1, 2, ... in start
+     * order), the nodes it was placed on (",gpu01,gpu02,", rank 0 first) and which
+     * streams the agent said are complete (bit 1 stdout, bit 2 stderr). ---- */
+    "CREATE TABLE job_runs ("
+    " job INTEGER NOT NULL, run INTEGER NOT NULL, nodes TEXT NOT NULL,"
+    " start_ms INTEGER NOT NULL DEFAULT 0, final INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (job, run));"
+    /* jobs placed before this schema: their current placement is their run 1 */
+    "INSERT INTO job_runs(job, run, nodes, start_ms)"
+    " SELECT id, 1, nodes, start_ms FROM jobs WHERE nodes != '';",
 };
 
 /* Token kinds as stored (schema 3). */
@@ -133,6 +144,13 @@ enum stmt_id {
     S_TOKEN_GET,
     S_TOKEN_DEL_USER,
     S_AUDIT_ADD,
+    S_TOKEN_LIVE, /* h-node: runs and node credentials */
+    S_RUN_ADD,
+    S_RUN_GET,
+    S_RUN_LAST,
+    S_RUN_FINAL,
+    S_TOKEN_DEL_ROLE,
+    S_TOKEN_SET_ROLE,
     S_BEGIN,
     S_COMMIT,
     S_ROLLBACK,
@@ -196,6 +214,16 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_TOKEN_DEL_USER] = "DELETE FROM tokens WHERE kind = ?1 AND user_name = ?2",
     [S_AUDIT_ADD] = "INSERT INTO audit(time_ms, actor, action, target, before_doc, after_doc,"
                     " reason) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+    [S_TOKEN_LIVE] = "SELECT count(*) FROM tokens WHERE kind = ?1 AND user_name = ?2"
+                     " AND (expires_ms = 0 OR expires_ms >= ?3)",
+    [S_RUN_ADD] = "INSERT INTO job_runs(job, run, nodes, start_ms) VALUES (?1, ?2, ?3, ?4)",
+    [S_RUN_GET] =
+        "SELECT job, run, nodes, start_ms, final FROM job_runs WHERE job = ?1 AND run = ?2",
+    [S_RUN_LAST] = "SELECT coalesce(max(run), 0) FROM job_runs WHERE job = ?1",
+    [S_RUN_FINAL] = "UPDATE job_runs SET final = final | ?3 WHERE job = ?1 AND run = ?2",
+    [S_TOKEN_DEL_ROLE] = "DELETE FROM tokens WHERE kind = ?1 AND user_name = ?2 AND role = ?3",
+    [S_TOKEN_SET_ROLE] =
+        "UPDATE tokens SET role = ?4 WHERE kind = ?1 AND user_name = ?2 AND role = ?3",
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
     [S_ROLLBACK] = "ROLLBACK",
@@ -910,6 +938,97 @@ int store_token_delete_user(struct store *st, enum store_token_kind kind, const 
     bind_text(s, 1, token_kind_names[kind]);
     bind_text(s, 2, user);
     return step_done(st, s, "delete tokens");
+}
+
+int store_token_live(struct store *st, enum store_token_kind kind, const char *user, int64_t now_ms)
+{
+    if ((int)kind < 0 || (size_t)kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
+        return -EINVAL;
+    sqlite3_stmt *s = stmt(st, S_TOKEN_LIVE);
+    bind_text(s, 1, token_kind_names[kind]);
+    bind_text(s, 2, user);
+    sqlite3_bind_int64(s, 3, now_ms);
+    int rc = sqlite3_step(s), n = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? n > 0 : fail(st, "count tokens");
+}
+
+static int token_role_stmt(struct store *st, enum stmt_id id, enum store_token_kind kind,
+                           const char *user, const char *role, const char *to)
+{
+    if ((int)kind < 0 || (size_t)kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
+        return -EINVAL;
+    sqlite3_stmt *s = stmt(st, id);
+    bind_text(s, 1, token_kind_names[kind]);
+    bind_text(s, 2, user);
+    bind_text(s, 3, role);
+    if (to)
+        bind_text(s, 4, to);
+    return step_done(st, s, "update tokens");
+}
+
+int store_token_delete_role(struct store *st, enum store_token_kind kind, const char *user,
+                            const char *role)
+{
+    return token_role_stmt(st, S_TOKEN_DEL_ROLE, kind, user, role, NULL);
+}
+
+int store_token_set_role(struct store *st, enum store_token_kind kind, const char *user,
+                         const char *from, const char *to)
+{
+    return token_role_stmt(st, S_TOKEN_SET_ROLE, kind, user, from, to);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Runs                                                                                  */
+
+int store_run_add(struct store *st, const struct store_run *r)
+{
+    sqlite3_stmt *s = stmt(st, S_RUN_ADD);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)r->job);
+    sqlite3_bind_int(s, 2, r->run);
+    bind_text(s, 3, r->nodes);
+    sqlite3_bind_int64(s, 4, r->start_ms);
+    return step_done(st, s, "add run");
+}
+
+int store_run_get(struct store *st, uint64_t job, int run, struct store_run *out)
+{
+    sqlite3_stmt *s = stmt(st, S_RUN_GET);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int(s, 2, run);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        memset(out, 0, sizeof(*out));
+        out->job = (uint64_t)sqlite3_column_int64(s, 0);
+        out->run = sqlite3_column_int(s, 1);
+        col_copy(s, 2, out->nodes, sizeof(out->nodes));
+        out->start_ms = sqlite3_column_int64(s, 3);
+        out->final_mask = sqlite3_column_int(s, 4);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "get run");
+}
+
+int store_run_last(struct store *st, uint64_t job)
+{
+    sqlite3_stmt *s = stmt(st, S_RUN_LAST);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    int rc = sqlite3_step(s), n = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? n : fail(st, "last run");
+}
+
+int store_run_set_final(struct store *st, uint64_t job, int run, int mask)
+{
+    sqlite3_stmt *s = stmt(st, S_RUN_FINAL);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int(s, 2, run);
+    sqlite3_bind_int(s, 3, mask);
+    return step_done(st, s, "set run final");
 }
 
 /* ------------------------------------------------------------------------------------ */

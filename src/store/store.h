@@ -186,6 +186,36 @@ int store_token_get(struct store *st, const char *hash, struct store_token *out)
 int store_token_delete_user(struct store *st, enum store_token_kind kind,
                             const char *user) STORE_WUR;
 
+/* 1 when `user` has a token of `kind` that has not expired at now_ms, 0 when none, or
+ * -errno (a node name with a live credential is taken: docs/agent.md "Node identity"). */
+int store_token_live(struct store *st, enum store_token_kind kind, const char *user,
+                     int64_t now_ms) STORE_WUR;
+
+/* Remove the tokens of `kind` for `user` that have `role`; and give those with role `from`
+ * the role `to` (a node credential's rotation: the "pending" one becomes the "node" one). */
+int store_token_delete_role(struct store *st, enum store_token_kind kind, const char *user,
+                            const char *role) STORE_WUR;
+int store_token_set_role(struct store *st, enum store_token_kind kind, const char *user,
+                         const char *from, const char *to) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
+/* Runs: one row per start of a job (logs per run, and which node may post for it).      */
+
+struct store_run {
+    uint64_t job;
+    int run;          /* 1, 2, ... in start order */
+    char nodes[1024]; /* ",gpu01,gpu02,": the allocation, rank 0 first */
+    int64_t start_ms;
+    int final_mask; /* streams whose output the agent said is complete: 1 stdout, 2 stderr */
+};
+int store_run_add(struct store *st, const struct store_run *r) STORE_WUR;
+/* -ENOENT when the job has no such run. */
+int store_run_get(struct store *st, uint64_t job, int run, struct store_run *out) STORE_WUR;
+/* The number of the job's latest run (0: never started), or -errno. */
+int store_run_last(struct store *st, uint64_t job) STORE_WUR;
+/* OR `mask` into the run's final_mask. */
+int store_run_set_final(struct store *st, uint64_t job, int run, int mask) STORE_WUR;
+
 /* ------------------------------------------------------------------------------------ */
 /* Audit: append-only.                                                                   */
 

@@ -211,7 +211,8 @@ one_node() {
     sleep 0.1
     heartbeat gpu01 "$CRED" 0
     api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
-    sleep 2.5
+    # node_timeout 1 s + the fencing margin (a third of it) + the 1 s tick
+    sleep 3
     api_get /v1/nodes/gpu01
     assert_json .node.state UNREACHABLE
     api_get "/v1/jobs/$id"

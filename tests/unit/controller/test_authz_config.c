@@ -89,10 +89,13 @@ static void config_every_key(void **state)
     ctl_config_defaults(&cfg);
     assert_string_equal(cfg.listen, "127.0.0.1:8420");
     assert_int_equal(cfg.max_body_bytes, 1u << 20);
+    assert_int_equal(cfg.log_max_bytes, (int64_t)1 << 30);
+    assert_int_equal(cfg.node_credential_ttl_ms, (int64_t)30 * 86400 * 1000);
     char *p = write_tmp("listen: 0.0.0.0:9000\nsocket: /tmp/d.sock\nstate_dir: /tmp/st\n"
                         "log_file: /tmp/d.log\nlog_level: debug\nlog_format: json\n"
                         "policy: /etc/p.yaml\nnode_timeout: 90s\nheartbeat_wait: 10s\n"
-                        "cycle_delay: 2ms\ncycle_interval: 1m\nmax_body_bytes: 4096\n");
+                        "cycle_delay: 2ms\ncycle_interval: 1m\nmax_body_bytes: 4096\n"
+                        "log_max_bytes: 5000\nnode_credential_ttl: 7d\n");
     assert_non_null(p);
     int rc = ctl_config_load(&cfg, p, err, sizeof(err));
     unlink(p);
@@ -110,6 +113,8 @@ static void config_every_key(void **state)
     assert_int_equal(cfg.cycle_delay_ms, 2);
     assert_int_equal(cfg.cycle_interval_ms, 60000);
     assert_int_equal(cfg.max_body_bytes, 4096);
+    assert_int_equal(cfg.log_max_bytes, 5000);
+    assert_int_equal(cfg.node_credential_ttl_ms, (int64_t)7 * 86400 * 1000);
 }
 
 static void config_refusals_name_the_key(void **state)
@@ -124,6 +129,9 @@ static void config_refusals_name_the_key(void **state)
         {"log_format: xml\n", "log_format"},
         {"listen: [1, 2]\n", "listen"},
         {"max_body_bytes: 10\n", "max_body_bytes"},
+        {"log_max_bytes: 10\n", "log_max_bytes"},
+        {"log_max_bytes: 1G\n", "log_max_bytes"},
+        {"node_credential_ttl: 10ms\n", "node_credential_ttl"},
         {"- a\n- b\n", "mapping"},
         {"listen: \"unterminated\n", "line"},
     };

@@ -16,6 +16,7 @@
 
 #include "core/sched.h"
 #include "store/store.h"
+#include "util/str.h"
 
 struct fx {
     char dir[64];
@@ -68,9 +69,9 @@ static void reopen(struct fx *f)
 static void migrates_from_empty(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), 4);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), 4);
     assert_int_equal(store_job_count(f->st), 0);
 }
 
@@ -87,7 +88,7 @@ static void refuses_newer_schema(void **state)
     assert_null(store_open(f->path, err, sizeof(err)));
     assert_non_null(strstr(err, "newer"));
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 4", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     f->st = store_open(f->path, err, sizeof(err));
     assert_non_null(f->st);
@@ -581,7 +582,7 @@ static void migrates_schema2_database(void **state)
     f->st = store_open(f->path, err, sizeof(err));
     if (!f->st)
         fail_msg("%s", err);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), 4);
     /* every job keeps its state, now by name */
     static const struct {
         uint64_t id;
@@ -623,7 +624,7 @@ static void migrates_schema2_database(void **state)
     raw_sql(f->path, "SELECT count(*) FROM job_events", got, sizeof(got));
     assert_int_not_equal(atoi(got), 0);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), 4);
 }
 
 static void migration_refuses_an_unknown_state_number(void **state)
@@ -646,6 +647,42 @@ static void migration_refuses_an_unknown_state_number(void **state)
     assert_non_null(f->st);
 }
 
+/* h-node: runs of a job and live node credentials */
+static void runs_and_live_credentials(void **state)
+{
+    struct fx *f = *state;
+    struct store_run r = {.job = 7, .run = 1, .nodes = ",gpu01,", .start_ms = 5};
+    struct store_run got;
+    assert_int_equal(store_run_last(f->st, 7), 0);
+    assert_int_equal(store_run_get(f->st, 7, 1, &got), -ENOENT);
+    assert_int_equal(store_run_add(f->st, &r), 0);
+    r.run = 2;
+    str_copy(r.nodes, sizeof(r.nodes), ",gpu02,gpu03,");
+    assert_int_equal(store_run_add(f->st, &r), 0);
+    assert_int_not_equal(store_run_add(f->st, &r), 0); /* one row per run */
+    assert_int_equal(store_run_last(f->st, 7), 2);
+    assert_int_equal(store_run_set_final(f->st, 7, 2, 1), 0);
+    assert_int_equal(store_run_set_final(f->st, 7, 2, 2), 0);
+    assert_int_equal(store_run_get(f->st, 7, 2, &got), 0);
+    assert_string_equal(got.nodes, ",gpu02,gpu03,");
+    assert_int_equal(got.final_mask, 3);
+    assert_int_equal(store_run_get(f->st, 7, 1, &got), 0);
+    assert_int_equal(got.final_mask, 0);
+
+    struct store_token t = {.kind = STORE_TOKEN_NODE, .user = "gpu01", .role = "node"};
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 1000), 0);
+    str_copy(t.hash, sizeof(t.hash), "aa");
+    t.expires_ms = 500; /* expired at 1000 */
+    assert_int_equal(store_token_put(f->st, &t), 0);
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 1000), 0);
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 400), 1);
+    str_copy(t.hash, sizeof(t.hash), "bb");
+    t.expires_ms = 0; /* never */
+    assert_int_equal(store_token_put(f->st, &t), 0);
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 1000), 1);
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_USER, "gpu01", 1000), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -666,6 +703,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(migrates_schema2_database, setup, teardown),
         cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(runs_and_live_credentials, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
