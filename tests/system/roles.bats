@@ -370,3 +370,15 @@ body_for() {
     api_get /v1/audit/verify
     assert_json .first_bad.id 7
 }
+
+@test "docs/api.md's route table is docketd's: every route with its permission" {
+    local doc
+    doc=$(sed -n '/<!-- route table/,/<!-- end of route table/p' \
+        "$BATS_TEST_DIRNAME/../../docs/api.md" | grep '^| `' |
+        sed -E 's/^\| `([A-Z]+)` \| `([^`]+)` \| (.*) \|$/\1 \2 \3/; s/\\\|/|/g')
+    run -0 "$DOCKETD" --routes
+    if [[ $output != "$doc" ]]; then
+        diff <(echo "$output") <(echo "$doc") >&2
+        return 1
+    fi
+}
