@@ -93,8 +93,8 @@ static int issue(struct cli *c, const struct cli_args *a, const char *sub)
                         "it is not shown again (docketd's admin.token has it)\n",
                         jstr(reply, "id"), exp, (long long)jint(reply, "revoked", 0));
             else if (!join)
-                fprintf(stderr, "token %s for %s (%s), expires %s; it is not shown again\n",
-                        jstr(reply, "id"), jstr(reply, "user"), jstr(reply, "role"), exp);
+                fprintf(stderr, "token for %s (%s), id %s, expires %s; it is not shown again\n",
+                        jstr(reply, "user"), jstr(reply, "role"), jstr(reply, "id"), exp);
         }
     }
     json_decref(body);

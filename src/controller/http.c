@@ -478,9 +478,10 @@ int ctl_req_authorize(struct ctl_req *r, const char *project, const char *owner)
     return authorize_target(r, project, owner);
 }
 
+/* A node credential's "user" is its node's name, no person: only admins revoke it. */
 static int token_owner_cb(void *arg, const struct store_token *t)
 {
-    str_copy(arg, 64, t->user);
+    str_copy(arg, 64, t->kind == STORE_TOKEN_NODE ? "" : t->user);
     return 1;
 }
 

@@ -340,6 +340,12 @@ body_for() {
     assert_json '.entries | length' 1
     run -2 "$DOCKET" token create --user x --role lead
     run -2 "$DOCKET" token revoke nothex
+    # a user named like a node owns no node credential
+    ADMIN_TOKEN=$new
+    api_get '/v1/tokens' "$new"
+    nid=$(jq -r '.tokens[] | select(.kind == "node") | .id' <<<"$body")
+    api_delete "/v1/tokens/$nid" "$(token gpu01 member)"
+    assert_error 403 ""
 }
 
 @test "audit: hash-chained; --verify finds a row changed by hand in the database" {
