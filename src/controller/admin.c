@@ -1081,16 +1081,25 @@ void h_token_rotate_admin(struct ctl_req *r)
 /* ------------------------------------------------------------------------------------ */
 /* Audit verification                                                                    */
 
+/* GET /v1/audit/verify[?head=HEX]: recompute the chain; with head, a head recorded
+ * earlier must still be in it (what was cut off the end is otherwise not seen). */
 void h_audit_verify(struct ctl_req *r)
 {
     struct store_audit_check v;
-    if (store_audit_verify(r->c->store, &v) < 0) {
+    const char *want = ctl_query(r, "head");
+    if (want && (strlen(want) != 64 || strspn(want, "0123456789abcdef") != 64)) {
+        ctl_reply_errorf(r->c, r->req, 400, "head", "head must be 64 lowercase hex digits");
+        return;
+    }
+    if (store_audit_verify(r->c->store, want, &v) < 0) {
         store_fail(r);
         return;
     }
-    json_t *o =
-        json_pack("{s:b,s:I,s:I,s:s}", "ok", v.first_bad == 0, "checked", (json_int_t)v.checked,
-                  "unchained", (json_int_t)v.unchained, "head", v.head);
+    bool ok = v.first_bad == 0 && (!want || v.head_found);
+    json_t *o = json_pack("{s:b,s:I,s:I,s:s}", "ok", ok, "checked", (json_int_t)v.checked,
+                          "unchained", (json_int_t)v.unchained, "head", v.head);
+    if (want)
+        json_object_set_new(o, "head_found", json_boolean(v.head_found));
     if (v.first_bad)
         json_object_set_new(o, "first_bad",
                             json_pack("{s:I,s:s}", "id", (json_int_t)v.first_bad, "why", v.why));

@@ -1118,7 +1118,7 @@ static void verify_row(struct store_audit_check *v, const struct store_audit *a,
     str_copy(v->head, sizeof(v->head), hash);
 }
 
-int store_audit_verify(struct store *st, struct store_audit_check *v)
+int store_audit_verify(struct store *st, const char *want_head, struct store_audit_check *v)
 {
     char expect[65];
     sqlite3_stmt *s = NULL;
@@ -1144,6 +1144,8 @@ int store_audit_verify(struct store *st, struct store_audit_check *v)
         const char *prev = (const char *)sqlite3_column_text(s, 8);
         const char *hash = (const char *)sqlite3_column_text(s, 9);
         verify_row(v, &a, prev ? prev : "", hash ? hash : "", expect);
+        if (!v->first_bad && want_head && hash && strcmp(hash, want_head) == 0)
+            v->head_found = true;
     }
     int rc = v->first_bad || step == SQLITE_DONE ? 0 : fail(st, "audit verify");
     sqlite3_finalize(s);

@@ -218,9 +218,13 @@ struct store_audit_check {
     int64_t last_id;   /* last good row */
     char head[65];     /* hash of the last good row ("" if none) */
     char why[160];     /* what is wrong with first_bad */
+    bool head_found;   /* `want_head` is the hash of a good row */
 };
-/* Walk the whole trail and recompute the chain. 0 (look at v->first_bad) or -EIO. */
-int store_audit_verify(struct store *st, struct store_audit_check *v) STORE_WUR;
+/* Walk the whole trail and recompute the chain. want_head (may be NULL): a head recorded
+ * earlier, which must still be in the chain (a trail cut off at its end is otherwise a
+ * valid, shorter chain). 0 (look at v->first_bad, v->head_found) or -EIO. */
+int store_audit_verify(struct store *st, const char *want_head,
+                       struct store_audit_check *v) STORE_WUR;
 
 struct store_audit_filter {
     const char *actor, *action, *target;

@@ -356,6 +356,24 @@ body_for() {
     assert_json .ok true
     n=$(jq -r .checked <<<"$body")
     [ "$n" -ge 8 ]
+    # entries cut off the end leave a valid, shorter chain: a head kept from before finds it
+    member pa view member
+    api_get /v1/audit/verify
+    head=$(jq -r .head <<<"$body")
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$ADMIN_TOKEN run -0 "$DOCKET" audit --verify --head "$head"
+    docketd_stop
+    sqlite3 "$STATE_DIR/docket.db" "DROP TRIGGER audit_no_delete;
+        DELETE FROM audit WHERE id = (SELECT max(id) FROM audit);"
+    docketd_start
+    api_get /v1/audit/verify
+    assert_json .ok true
+    api_get "/v1/audit/verify?head=$head"
+    assert_json .ok false
+    assert_json .head_found false
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$ADMIN_TOKEN run -1 "$DOCKET" audit --verify --head "$head"
+    [[ $output == *"audit trail CUT"* ]]
+    api_get "/v1/audit/verify?head=xyz"
+    assert_error 400 head
     # edit one entry by hand (the triggers refuse; whoever has the file can drop them)
     docketd_stop
     orig=$(sqlite3 "$STATE_DIR/docket.db" "SELECT actor FROM audit WHERE id = 4")
@@ -371,7 +389,7 @@ body_for() {
     # and one removed
     docketd_stop
     sqlite3 "$STATE_DIR/docket.db" "UPDATE audit SET actor = '$orig' WHERE id = 4;
-        DROP TRIGGER audit_no_delete; DELETE FROM audit WHERE id = 6;"
+        DELETE FROM audit WHERE id = 6;"
     docketd_start
     api_get /v1/audit/verify
     assert_json .first_bad.id 7

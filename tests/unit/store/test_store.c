@@ -453,7 +453,7 @@ static void audit_hash_chain(void **state)
         struct store_audit a = {0, 10 + i, "alice", "job.submit", "job:1", NULL, "{\"s\":1}", ""};
         assert_int_equal(store_audit_add(f->st, &a), 0);
     }
-    assert_int_equal(store_audit_verify(f->st, &v), 0);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
     assert_int_equal(v.first_bad, 0);
     assert_int_equal(v.checked, 5);
     assert_int_equal(v.unchained, 0);
@@ -467,7 +467,7 @@ static void audit_hash_chain(void **state)
                                   " UPDATE audit SET reason = 'nothing to see' WHERE id = 3",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
-    assert_int_equal(store_audit_verify(f->st, &v), 0);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
     assert_int_equal(v.first_bad, 3);
     assert_non_null(strstr(v.why, "changed"));
     assert_int_equal(v.checked, 2);
@@ -475,13 +475,21 @@ static void audit_hash_chain(void **state)
     assert_int_equal(sqlite3_exec(db, "UPDATE audit SET reason = '' WHERE id = 3", NULL, NULL,
                                   NULL),
                      SQLITE_OK);
-    assert_int_equal(store_audit_verify(f->st, &v), 0);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
     assert_int_equal(v.first_bad, 0);
     assert_string_equal(v.head, head);
+    /* the recorded head is found; cut the last row off and it is not */
+    assert_int_equal(store_audit_verify(f->st, head, &v), 0);
+    assert_true(v.head_found);
+    assert_int_equal(sqlite3_exec(db, "DELETE FROM audit WHERE id = 5", NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(store_audit_verify(f->st, head, &v), 0);
+    assert_int_equal(v.first_bad, 0); /* a valid, shorter chain */
+    assert_false(v.head_found);
     /* a row removed: the next one no longer follows */
     assert_int_equal(sqlite3_exec(db, "DELETE FROM audit WHERE id = 2", NULL, NULL, NULL),
                      SQLITE_OK);
-    assert_int_equal(store_audit_verify(f->st, &v), 0);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
     assert_int_equal(v.first_bad, 3);
     assert_non_null(strstr(v.why, "follow"));
     sqlite3_close(db);
@@ -754,13 +762,13 @@ static void migrates_schema2_database(void **state)
     assert_int_equal(store_schema_version(f->st), 4);
     /* audit rows from before the chain are reported as such; new ones are chained */
     struct store_audit_check v;
-    assert_int_equal(store_audit_verify(f->st, &v), 0);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
     assert_int_equal(v.first_bad, 0);
     assert_int_equal(v.checked, 0);
     int64_t legacy = v.unchained;
     struct store_audit a = {0, 10, "root", "node.drain", "gpu01", NULL, NULL, ""};
     assert_int_equal(store_audit_add(f->st, &a), 0);
-    assert_int_equal(store_audit_verify(f->st, &v), 0);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
     assert_int_equal(v.first_bad, 0);
     assert_int_equal(v.checked, 1);
     assert_int_equal(v.unchained, legacy);
