@@ -36,7 +36,7 @@ const struct cli_verb cli_verbs[] = {
     {"history", cmd_history, "finished jobs, newest first", cmd_history_usage},
     {"apply", cmd_apply, "apply a policy file (tiers, classes, projects)", cmd_apply_usage},
     {"top", cmd_top, "a live view of nodes, queue and utilisation", cmd_top_usage},
-    {"token", cmd_token, "create API tokens (admin)", cmd_token_usage},
+    {"token", cmd_token, "API tokens: create, list, revoke, rotate-admin", cmd_token_usage},
     {"audit", cmd_audit, "the audit trail of changes", cmd_audit_usage},
     {"help", cmd_help, "help on docket or on one verb", cmd_help_usage},
     {NULL, NULL, NULL, NULL},
@@ -203,7 +203,8 @@ static const char *hint_for(const char *code)
         return "over TCP set DOCKET_TOKEN (docketd wrote an admin token to "
                "STATE_DIR/admin.token); on the controller's host the Unix socket needs none";
     if (!strcmp(code, "forbidden"))
-        return "ask an admin for a role that allows it";
+        return "ask a lead of the project (docket projects members list PROJECT) or an admin "
+               "for a role that allows it";
     if (!strcmp(code, "quota_exceeded"))
         return "the project's max_queued is reached: wait for jobs to finish, or ask an "
                "admin to raise it (docket projects set NAME max_queued=N)";

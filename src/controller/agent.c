@@ -608,7 +608,7 @@ void h_agent_rotate(struct ctl_req *r)
 /* The first use of a rotated ("pending") credential revokes the one it replaces. */
 static int promote_credential(struct ctl_req *r, struct proto_error *e)
 {
-    if (strcmp(r->id.role, "pending") != 0)
+    if (!r->id.node_pending)
         return 0;
     int rc = store_token_delete_role(r->c->store, STORE_TOKEN_NODE, r->id.node_name, "node");
     if (rc == 0)

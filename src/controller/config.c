@@ -26,6 +26,7 @@ void ctl_config_defaults(struct ctl_config *cfg)
     cfg->max_body_bytes = 1u << 20;
     cfg->log_max_bytes = (int64_t)1 << 30;
     cfg->node_credential_ttl_ms = (int64_t)30 * 86400 * 1000;
+    cfg->token_ttl_ms = (int64_t)90 * 24 * 3600 * 1000;
 }
 
 static int get_str(json_t *doc, const char *key, char *out, size_t len, char *err, size_t errlen)
@@ -56,21 +57,14 @@ static int get_dur(json_t *doc, const char *key, int64_t min, int64_t *out, char
 
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen)
 {
-    static const char *const known[] = {"listen",
-                                        "socket",
-                                        "state_dir",
-                                        "log_file",
-                                        "log_level",
-                                        "log_format",
-                                        "policy",
-                                        "node_timeout",
-                                        "heartbeat_wait",
-                                        "cycle_delay",
-                                        "cycle_interval",
-                                        "max_body_bytes",
-                                        "log_max_bytes",
-                                        "node_credential_ttl",
-                                        NULL};
+    static const char *const known[] = {"listen",         "socket",
+                                        "state_dir",      "log_file",
+                                        "log_level",      "log_format",
+                                        "policy",         "node_timeout",
+                                        "heartbeat_wait", "cycle_delay",
+                                        "cycle_interval", "max_body_bytes",
+                                        "log_max_bytes",  "node_credential_ttl",
+                                        "token_ttl",      NULL};
     char yerr[256];
     struct proto_error pe;
     json_t *doc = yaml_file_to_json(path, yerr, sizeof(yerr));
@@ -120,6 +114,8 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_dur(doc, "cycle_delay", 0, &cfg->cycle_delay_ms, err, errlen);
     if (rc == 0)
         rc = get_dur(doc, "cycle_interval", 10, &cfg->cycle_interval_ms, err, errlen);
+    if (rc == 0)
+        rc = get_dur(doc, "token_ttl", 60000, &cfg->token_ttl_ms, err, errlen);
     if (rc == 0 && (v = json_object_get(doc, "max_body_bytes"))) {
         int64_t n;
         if (proto_get_int(v, "max_body_bytes", 1024, (int64_t)64 << 20, &n, &pe) < 0) {

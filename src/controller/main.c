@@ -29,7 +29,8 @@ static void usage(FILE *f)
                "               [--socket PATH|-] [--policy FILE] [--log-file FILE]\n"
                "               [--log-level debug|info|warn|error] [--log-format text|json]\n"
                "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
-               "               [--max-body-bytes N]\n");
+               "               [--max-body-bytes N]\n"
+               "       docketd --routes   (every API route and the permission it needs)\n");
 }
 
 enum {
@@ -45,7 +46,8 @@ enum {
     O_HBWAIT,
     O_MAXBODY,
     O_HELP,
-    O_VERSION
+    O_VERSION,
+    O_ROUTES
 };
 
 static const struct option opts[] = {
@@ -62,6 +64,7 @@ static const struct option opts[] = {
     {"max-body-bytes", required_argument, NULL, O_MAXBODY},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
+    {"routes", no_argument, NULL, O_ROUTES},
     {NULL, 0, NULL, 0},
 };
 
@@ -130,6 +133,9 @@ static int parse_args(int argc, char **argv, struct ctl_config *cfg)
         else if (opt == O_HELP) {
             usage(stdout);
             exit(0);
+        } else if (opt == O_ROUTES) {
+            ctl_routes_print(stdout);
+            exit(0);
         } else if (opt == O_VERSION) {
             printf("docketd %s\n", DOCKET_VERSION);
             exit(0);
@@ -175,10 +181,12 @@ static int admin_token(struct ctl *c)
     str_copy(t.user, sizeof(t.user), "admin");
     str_copy(t.role, sizeof(t.role), "admin");
     t.created_ms = clock_now_ms();
+    t.expires_ms = t.created_ms + c->cfg.token_ttl_ms; /* docket token rotate-admin renews it */
     int rc = store_begin(c->store);
     if (rc == 0)
         rc = store_token_put(c->store, &t);
-    json_t *after = json_pack("{s:s,s:s}", "user", "admin", "role", "admin");
+    json_t *after = json_pack("{s:s,s:s,s:I}", "user", "admin", "role", "admin", "expires_ms",
+                              (json_int_t)t.expires_ms);
     if (rc == 0)
         rc = ctl_audit(c, "docketd", "token.issue", "admin", NULL, after, "first start");
     json_decref(after);
@@ -186,14 +194,8 @@ static int admin_token(struct ctl *c)
         rc = store_commit(c->store);
     if (rc < 0)
         return rc;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -errno;
-    size_t n = strlen(tok);
-    tok[n] = '\n';
-    ssize_t w = write(fd, tok, n + 1);
-    if (fsync(fd) < 0 || close(fd) < 0 || w != (ssize_t)(n + 1))
-        return -EIO;
+    if ((rc = ctl_admin_token_write(c, tok)) < 0)
+        return rc;
     log_info("admin_token_written", "path=%s", path);
     return 0;
 }

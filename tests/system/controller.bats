@@ -378,6 +378,16 @@ one_node() {
     alice=$(jq -r .token <<<"$body")
     api_post /v1/tokens '{"user": "bob"}'
     bob=$(jq -r .token <<<"$body")
+    # not yet a member of the (only) project: refused, naming it
+    api_get /v1/projects
+    proj=$(jq -r '.projects[0].name' <<<"$body")
+    api_post /v1/jobs '{"command": ["x"], "hold": true}' "$alice"
+    assert_error 403 project
+    [[ $body == *"$proj"* ]]
+    for u in alice bob; do
+        api_post "/v1/projects/$proj/members" "{\"user\": \"$u\"}"
+        assert_status 201
+    done
     api_post /v1/jobs '{"command": ["x"], "hold": true}' "$alice"
     assert_status 201
     assert_json .job.user alice

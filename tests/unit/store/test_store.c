@@ -69,17 +69,19 @@ static void reopen(struct fx *f)
 static void migrates_from_empty(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(store_schema_version(f->st), 4);
+    assert_int_equal(store_schema_version(f->st), 5);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 4);
+    assert_int_equal(store_schema_version(f->st), 5);
     assert_int_equal(store_job_count(f->st), 0);
 }
 
 static void refuses_newer_schema(void **state)
 {
     struct fx *f = *state;
-    char err[256];
+    char err[256], back[48];
     sqlite3 *db;
+    /* put back the version it has (the latest), whatever the number of migrations */
+    snprintf(back, sizeof(back), "PRAGMA user_version = %d", store_schema_version(f->st));
     store_close(f->st);
     f->st = NULL;
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
@@ -88,7 +90,7 @@ static void refuses_newer_schema(void **state)
     assert_null(store_open(f->path, err, sizeof(err)));
     assert_non_null(strstr(err, "newer"));
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 4", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, back, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     f->st = store_open(f->path, err, sizeof(err));
     assert_non_null(f->st);
@@ -441,6 +443,140 @@ static void audit_append_only(void **state)
     sqlite3_close(db);
 }
 
+/* The audit trail is a hash chain: a row changed, removed or inserted by hand (the
+ * triggers dropped first, as someone with the file could) is found by store_audit_verify,
+ * which names the first broken row. */
+static void audit_hash_chain(void **state)
+{
+    struct fx *f = *state;
+    struct store_audit_check v;
+    for (int i = 0; i < 5; i++) {
+        struct store_audit a = {0, 10 + i, "alice", "job.submit", "job:1", NULL, "{\"s\":1}", ""};
+        assert_int_equal(store_audit_add(f->st, &a), 0);
+    }
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_int_equal(v.checked, 5);
+    assert_int_equal(v.unchained, 0);
+    assert_int_equal(strlen(v.head), 64);
+    char head[65];
+    memcpy(head, v.head, sizeof(head));
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;"
+                                  " UPDATE audit SET reason = 'nothing to see' WHERE id = 3",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 3);
+    assert_non_null(strstr(v.why, "changed"));
+    assert_int_equal(v.checked, 2);
+    /* put it back: whole again, same head */
+    assert_int_equal(sqlite3_exec(db, "UPDATE audit SET reason = '' WHERE id = 3", NULL, NULL,
+                                  NULL),
+                     SQLITE_OK);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_string_equal(v.head, head);
+    /* the recorded head is found; cut the last row off and it is not */
+    assert_int_equal(store_audit_verify(f->st, head, &v), 0);
+    assert_true(v.head_found);
+    assert_int_equal(sqlite3_exec(db, "DELETE FROM audit WHERE id = 5", NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(store_audit_verify(f->st, head, &v), 0);
+    assert_int_equal(v.first_bad, 0); /* a valid, shorter chain */
+    assert_false(v.head_found);
+    /* a row removed: the next one no longer follows */
+    assert_int_equal(sqlite3_exec(db, "DELETE FROM audit WHERE id = 2", NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 3);
+    assert_non_null(strstr(v.why, "follow"));
+    sqlite3_close(db);
+}
+
+static int count_members(void *arg, const char *project, const char *user, const char *role)
+{
+    char *out = arg;
+    size_t k = strlen(out);
+    snprintf(out + k, 256 - k, "%s%s/%s/%s", k ? "," : "", project, user, role);
+    return 0;
+}
+
+static void members_holds_and_owner(void **state)
+{
+    struct fx *f = *state;
+    char role[16], by[64], level[16], list[256] = "";
+    assert_int_equal(store_member_get(f->st, "a", "alice", role, sizeof(role)), -ENOENT);
+    assert_int_equal(store_member_put(f->st, "a", "alice", "member"), 0);
+    assert_int_equal(store_member_put(f->st, "a", "lee", "lead"), 0);
+    assert_int_equal(store_member_put(f->st, "b", "alice", "member"), 0);
+    assert_int_equal(store_member_put(f->st, "a", "alice", "lead"), 0); /* role changed */
+    assert_int_equal(store_member_get(f->st, "a", "alice", role, sizeof(role)), 0);
+    assert_string_equal(role, "lead");
+    assert_int_equal(store_member_list(f->st, NULL, "alice", count_members, list), 0);
+    assert_string_equal(list, "a/alice/lead,b/alice/member");
+    list[0] = '\0';
+    assert_int_equal(store_member_list(f->st, "a", NULL, count_members, list), 0);
+    assert_string_equal(list, "a/alice/lead,a/lee/lead");
+    assert_int_equal(store_member_delete(f->st, "a", "alice"), 0);
+    assert_int_equal(store_member_delete(f->st, "a", "alice"), -ENOENT);
+
+    assert_int_equal(store_hold_get(f->st, 7, by, sizeof(by), level, sizeof(level)), -ENOENT);
+    assert_int_equal(store_hold_put(f->st, 7, "root", "admin"), 0);
+    assert_int_equal(store_hold_get(f->st, 7, by, sizeof(by), level, sizeof(level)), 0);
+    assert_string_equal(by, "root");
+    assert_string_equal(level, "admin");
+    assert_int_equal(store_hold_delete(f->st, 7), 0);
+    assert_int_equal(store_hold_get(f->st, 7, by, sizeof(by), level, sizeof(level)), -ENOENT);
+
+    char project[64], user[64];
+    assert_int_equal(store_job_owner(f->st, 99, project, sizeof(project), user, sizeof(user)),
+                     -ENOENT);
+}
+
+static int collect_tokens(void *arg, const struct store_token *t)
+{
+    char *out = arg;
+    size_t k = strlen(out);
+    snprintf(out + k, 256 - k, "%s%s:%s", k ? "," : "", t->user, t->revoked_ms ? "revoked" : "ok");
+    return 0;
+}
+
+static void token_list_and_revoke(void **state)
+{
+    struct fx *f = *state;
+    struct store_token t, out;
+    char list[256] = "";
+    memset(&t, 0, sizeof(t));
+    t.kind = STORE_TOKEN_USER;
+    snprintf(t.role, sizeof(t.role), "member");
+    const char *users[] = {"alice", "bob", "alice"};
+    char hashes[3][65];
+    for (int i = 0; i < 3; i++) {
+        char text[32];
+        snprintf(text, sizeof(text), "dkt_%d", i);
+        store_token_hash(text, t.hash);
+        memcpy(hashes[i], t.hash, 65);
+        snprintf(t.user, sizeof(t.user), "%s", users[i]);
+        t.created_ms = i + 1;
+        t.expires_ms = 1000;
+        assert_int_equal(store_token_put(f->st, &t), 0);
+    }
+    assert_int_equal(store_token_revoke(f->st, hashes[2], 500), 0);
+    assert_int_equal(store_token_revoke(f->st, hashes[2], 600), -ENOENT); /* once */
+    assert_int_equal(store_token_get(f->st, hashes[2], &out), 0);
+    assert_int_equal(out.revoked_ms, 500);
+    assert_int_equal(strncmp(out.id, hashes[2], STORE_TOKEN_ID_LEN), 0);
+    assert_int_equal(strlen(out.id), STORE_TOKEN_ID_LEN);
+    assert_int_equal(store_token_list(f->st, "alice", NULL, collect_tokens, list), 0);
+    assert_string_equal(list, "alice:ok,alice:revoked");
+    list[0] = '\0';
+    assert_int_equal(store_token_list(f->st, NULL, out.id, collect_tokens, list), 0);
+    assert_string_equal(list, "alice:revoked");
+}
+
 /* One transaction per loop iteration, one savepoint per request: a failed request
  * leaves nothing, the others commit together. */
 static void group_commit(void **state)
@@ -582,7 +718,7 @@ static void migrates_schema2_database(void **state)
     f->st = store_open(f->path, err, sizeof(err));
     if (!f->st)
         fail_msg("%s", err);
-    assert_int_equal(store_schema_version(f->st), 4);
+    assert_int_equal(store_schema_version(f->st), 5);
     /* every job keeps its state, now by name */
     static const struct {
         uint64_t id;
@@ -620,11 +756,27 @@ static void migrates_schema2_database(void **state)
                                      &t), 0);
     assert_int_equal(t.kind, STORE_TOKEN_NODE);
     assert_string_equal(t.user, "gpu01");
-    /* the rest of the database is untouched; it opens again as schema 3 */
+    /* the rest of the database is untouched; it opens again at the latest schema */
     raw_sql(f->path, "SELECT count(*) FROM job_events", got, sizeof(got));
     assert_int_not_equal(atoi(got), 0);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 4);
+    assert_int_equal(store_schema_version(f->st), 5);
+    /* audit rows from before the chain are reported as such; new ones are chained */
+    struct store_audit_check v;
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_int_equal(v.checked, 0);
+    int64_t legacy = v.unchained;
+    struct store_audit a = {0, 10, "root", "node.drain", "gpu01", NULL, NULL, ""};
+    assert_int_equal(store_audit_add(f->st, &a), 0);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_int_equal(v.checked, 1);
+    assert_int_equal(v.unchained, legacy);
+    /* user and join tokens got an expiry; the node credential did not (h-node's) */
+    raw_sql(f->path, "SELECT count(*) FROM tokens WHERE expires_ms = 0 AND kind <> 'node'", got,
+            sizeof(got));
+    assert_string_equal(got, "0");
 }
 
 static void migration_refuses_an_unknown_state_number(void **state)
@@ -689,6 +841,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(migrates_from_empty, setup, teardown),
         cmocka_unit_test_setup_teardown(refuses_newer_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(counters, setup, teardown),
+        cmocka_unit_test_setup_teardown(audit_hash_chain, setup, teardown),
+        cmocka_unit_test_setup_teardown(members_holds_and_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(token_list_and_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(job_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(job_update, setup, teardown),
         cmocka_unit_test_setup_teardown(job_list_filters, setup, teardown),
