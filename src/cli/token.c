@@ -15,8 +15,9 @@ const char cmd_token_usage[] =
     "       docket token join [--ttl 1h] [--json]\n"
     "\n"
     "create: an API token for a person (DOCKET_TOKEN). join: a one-time token with\n"
-    "which a new docket-node registers. Only the token's hash is stored by docketd:\n"
-    "it is printed once.\n";
+    "which a new docket-node registers; when docketd serves TLS, the fingerprint of\n"
+    "its key follows on stderr (docket-node --controller-fingerprint). Only the\n"
+    "token's hash is stored by docketd: it is printed once.\n";
 
 enum { T_USER = 1, T_ROLE, T_TTL };
 
@@ -77,6 +78,12 @@ int cmd_token(struct cli *c, int argc, char **argv)
         char exp[32];
         fmt_when(jint(reply, "expires_ms", 0), c->now_ms, exp, sizeof(exp));
         fprintf(c->out, "%s\n", jstr(reply, join ? "join_token" : "token"));
+        if (join && json_is_string(json_object_get(reply, "controller_fingerprint")))
+            fprintf(stderr,
+                    "controller fingerprint: %s\n"
+                    "(docket-node --controller-fingerprint %s; docket --fingerprint %s)\n",
+                    jstr(reply, "controller_fingerprint"), jstr(reply, "controller_fingerprint"),
+                    jstr(reply, "controller_fingerprint"));
         if (!join)
             fprintf(stderr, "token for %s (%s), expires %s; it is not shown again\n",
                     jstr(reply, "user"), jstr(reply, "role"), exp);

@@ -32,6 +32,9 @@
 #define CTL_WUR      __attribute__((warn_unused_result))
 #define CTL_PATH_MAX 4096
 
+/* tls: auto = TLS unless the listener is on loopback (or with tls_cert: always). */
+enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
+
 struct ctl_config {
     char state_dir[CTL_PATH_MAX];
     char listen[256];               /* "HOST:PORT"; "" = no TCP listener */
@@ -45,11 +48,16 @@ struct ctl_config {
     int64_t cycle_delay_ms;    /* debounce after an event */
     int64_t cycle_interval_ms; /* slow timer for time-based rules */
     size_t max_body_bytes;
+    enum ctl_tls_mode tls;
+    char tls_cert[CTL_PATH_MAX]; /* "" = self-signed, made in STATE_DIR at first start */
+    char tls_key[CTL_PATH_MAX];
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
 /* Read docketd.yaml into cfg (fields present override). 0 or -errno with err filled. */
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen);
+/* "auto", "on" or "off". 0 or -EINVAL. */
+int ctl_tls_mode_parse(const char *s, enum ctl_tls_mode *out);
 
 /* Who is calling. */
 struct ctl_ident {
@@ -124,6 +132,8 @@ struct ctl {
     struct ctl_config cfg;
     struct event_base *base;
     struct evhttp *http_tcp, *http_unix;
+    void *tls_ctx;            /* SSL_CTX of the TCP listener; NULL = plain (loopback) */
+    char tls_fingerprint[80]; /* its public-key pin, "sha256:..." (util/fingerprint.h) */
     struct store *store;
     struct sched *sched;
     int64_t start_mono_ms;
@@ -169,6 +179,8 @@ struct ctl_req {
 };
 
 int ctl_http_start(struct ctl *c, char *err, size_t errlen);
+/* "HOST:PORT" or "[V6]:PORT" of the listen setting. 0 or -EINVAL. */
+int ctl_split_host_port(const char *s, char *host, size_t hlen, int *port);
 void ctl_http_stop(struct ctl *c);
 /* Answer with JSON (steals `body`). Deferred until the commit when a transaction is
  * open. */
@@ -184,6 +196,15 @@ void ctl_commit_soon(struct ctl *c);
 void ctl_commit_now(struct ctl *c);
 /* Send the replies of commits up to `gen` (all as 500 when rc < 0). */
 void ctl_replies_release(struct ctl *c, uint64_t gen, int rc);
+
+/* tls.c: HTTPS on the TCP listener. ctl_tls_start (before anything else starts) decides
+ * from the configuration and the listen host (plain only on loopback), loads or makes the
+ * certificate, logs its fingerprint; 0 or -errno with err filled. ctl_tls_attach makes a server
+ * speak TLS. */
+bool ctl_host_is_loopback(const char *host);
+int ctl_tls_start(struct ctl *c, char *err, size_t errlen);
+void ctl_tls_attach(struct ctl *c, struct evhttp *h);
+void ctl_tls_stop(struct ctl *c);
 
 /* sync.c: the WAL fdatasync helper thread of the pipelined group commit. */
 struct ctl_sync;

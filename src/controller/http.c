@@ -534,7 +534,7 @@ static int write_port_file(struct ctl *c, int port)
     return 0;
 }
 
-static int split_host_port(const char *s, char *host, size_t hlen, int *port)
+int ctl_split_host_port(const char *s, char *host, size_t hlen, int *port)
 {
     const char *colon = strrchr(s, ':');
     if (!colon || colon == s)
@@ -576,11 +576,12 @@ static int start_tcp(struct ctl *c, char *err, size_t errlen)
 {
     char host[256];
     int port;
-    if (split_host_port(c->cfg.listen, host, sizeof(host), &port) < 0) {
+    if (ctl_split_host_port(c->cfg.listen, host, sizeof(host), &port) < 0) {
         snprintf(err, errlen, "invalid listen address '%s' (HOST:PORT)", c->cfg.listen);
         return -EINVAL;
     }
     c->http_tcp = new_http(c, tcp_cb);
+    ctl_tls_attach(c, c->http_tcp); /* ctl_tls_start decided at start (main.c) */
     struct evhttp_bound_socket *bs =
         evhttp_bind_socket_with_handle(c->http_tcp, host, (ev_uint16_t)port);
     if (!bs) {
@@ -601,7 +602,7 @@ static int start_tcp(struct ctl *c, char *err, size_t errlen)
         snprintf(err, errlen, "cannot write the port file: %s", strerror(-rc));
         return rc;
     }
-    log_info("listening", "addr=%s port=%d", host, port);
+    log_info("listening", "addr=%s port=%d tls=%s", host, port, c->tls_ctx ? "on" : "off");
     return 0;
 }
 
@@ -655,6 +656,7 @@ void ctl_http_stop(struct ctl *c)
         unlink(c->cfg.socket_path);
     }
     c->http_tcp = c->http_unix = NULL;
+    ctl_tls_stop(c);
     if (c->commit_ev)
         event_free(c->commit_ev);
     c->commit_ev = NULL;

@@ -29,7 +29,8 @@ static void usage(FILE *f)
                "               [--socket PATH|-] [--policy FILE] [--log-file FILE]\n"
                "               [--log-level debug|info|warn|error] [--log-format text|json]\n"
                "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
-               "               [--max-body-bytes N]\n");
+               "               [--max-body-bytes N] [--tls auto|on|off]\n"
+               "               [--tls-cert FILE --tls-key FILE]\n");
 }
 
 enum {
@@ -44,6 +45,9 @@ enum {
     O_NODETIMEOUT,
     O_HBWAIT,
     O_MAXBODY,
+    O_TLS,
+    O_TLSCERT,
+    O_TLSKEY,
     O_HELP,
     O_VERSION
 };
@@ -60,6 +64,9 @@ static const struct option opts[] = {
     {"node-timeout", required_argument, NULL, O_NODETIMEOUT},
     {"heartbeat-wait", required_argument, NULL, O_HBWAIT},
     {"max-body-bytes", required_argument, NULL, O_MAXBODY},
+    {"tls", required_argument, NULL, O_TLS},
+    {"tls-cert", required_argument, NULL, O_TLSCERT},
+    {"tls-key", required_argument, NULL, O_TLSKEY},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {NULL, 0, NULL, 0},
@@ -112,6 +119,18 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
             return flag_error("max-body-bytes", arg, "must be 1024..67108864, not");
         cfg->max_body_bytes = (size_t)n;
         return 0;
+    case O_TLS:
+        return ctl_tls_mode_parse(arg, &cfg->tls) < 0
+                   ? flag_error("tls", arg, "must be auto, on or off, not")
+                   : 0;
+    case O_TLSCERT:
+        return str_copy(cfg->tls_cert, sizeof(cfg->tls_cert), arg) < 0
+                   ? flag_error("tls-cert", arg, "path too long")
+                   : 0;
+    case O_TLSKEY:
+        return str_copy(cfg->tls_key, sizeof(cfg->tls_key), arg) < 0
+                   ? flag_error("tls-key", arg, "path too long")
+                   : 0;
     default:
         return -EINVAL;
     }
@@ -230,6 +249,12 @@ static int start(struct ctl *c)
     char err[512], db[CTL_PATH_MAX + 32];
     int rc;
     snprintf(db, sizeof(db), "%s/docket.db", c->cfg.state_dir);
+    /* first, so a listener that may not serve plain HTTP stops docketd before it
+     * touches any state */
+    if ((rc = ctl_tls_start(c, err, sizeof(err))) < 0) {
+        log_error("tls_failed", "error=\"%s\"", err);
+        return rc;
+    }
     int64_t t0 = clock_mono_ms();
     c->store = store_open(db, err, sizeof(err));
     if (!c->store) {
