@@ -26,6 +26,7 @@
 #include "agent/cgroup.h"
 #include "agent/supervisor.h"
 #include "protocol/agent_msg.h"
+#include "util/fingerprint.h"
 
 struct evhttp_request;
 
@@ -74,7 +75,11 @@ struct agent {
     struct event *sigchld, *sigterm, *sigint, *tick, *hb_retry, *post_kick, *spare_ev;
     char host[256];
     int port;
-    struct evhttp_connection *hb_conn, *post_conn;
+    struct evhttp_connection *hb_conn, *post_conn; /* made by ag_conn (agent_tls.c) */
+    bool tls;                                      /* https:// controller */
+    void *tls_ctx;                                 /* its SSL_CTX */
+    bool tls_pinned;
+    unsigned char tls_pin[FPR_LEN];
     char credential[256];
     bool registered, hb_inflight, post_inflight;
     int64_t wait_ms;
@@ -139,6 +144,14 @@ void ag_hb_retry_cb(evutil_socket_t fd, short what, void *arg);
 void ag_post_failed(struct agent *a, const char *why);
 void ag_post_next(struct agent *a);
 void ag_post_kick_cb(evutil_socket_t fd, short what, void *arg);
+
+/* agent_tls.c: trust in the controller and the connections to it. ag_tls_init checks the
+ * URL's scheme against the host (plain http:// only to loopback) and sets up TLS: 0 or
+ * -errno with err filled. ag_conn returns the connection of `slot` to send a request on,
+ * making it (again, for TLS, once its socket is gone): NULL when out of memory. */
+int ag_tls_init(struct agent *a, char *err, size_t errlen);
+struct evhttp_connection *ag_conn(struct agent *a, struct evhttp_connection **slot, int timeout_s);
+void ag_tls_free(struct agent *a);
 
 /* logship.c: the jobs' output on its way to the controller */
 void ag_load_base(struct agent *a, struct ajob *j);

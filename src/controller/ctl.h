@@ -201,7 +201,6 @@ void ctl_replies_release(struct ctl *c, uint64_t gen, int rc);
  * from the configuration and the listen host (plain only on loopback), loads or makes the
  * certificate, logs its fingerprint; 0 or -errno with err filled. ctl_tls_attach makes a server
  * speak TLS. */
-bool ctl_host_is_loopback(const char *host);
 int ctl_tls_start(struct ctl *c, char *err, size_t errlen);
 void ctl_tls_attach(struct ctl *c, struct evhttp *h);
 void ctl_tls_stop(struct ctl *c);

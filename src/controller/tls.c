@@ -34,19 +34,6 @@
 #include "util/str.h"
 #include "util/xalloc.h"
 
-bool ctl_host_is_loopback(const char *host)
-{
-    struct in_addr a4;
-    struct in6_addr a6;
-    if (strcmp(host, "localhost") == 0)
-        return true;
-    if (inet_pton(AF_INET, host, &a4) == 1)
-        return (ntohl(a4.s_addr) >> 24) == 127;
-    if (inet_pton(AF_INET6, host, &a6) == 1)
-        return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
-    return false; /* a name or a wildcard address: other hosts may reach it */
-}
-
 static void ssl_err(char *err, size_t errlen, const char *what)
 {
     char detail[256];
@@ -91,7 +78,7 @@ static int add_names(X509 *x, const char *listen_host)
         n += snprintf(san + n, sizeof(san) - (size_t)n, ",DNS:%s", hn);
     struct in6_addr a;
     if (listen_host[0] && strcmp(listen_host, "localhost") && strcmp(listen_host, hn) &&
-        !ctl_host_is_loopback(listen_host) && strcmp(listen_host, "0.0.0.0") &&
+        !proto_host_is_loopback(listen_host) && strcmp(listen_host, "0.0.0.0") &&
         strcmp(listen_host, "::")) {
         bool ip =
             inet_pton(AF_INET, listen_host, &a) == 1 || inet_pton(AF_INET6, listen_host, &a) == 1;
@@ -180,7 +167,7 @@ int ctl_tls_start(struct ctl *c, char *err, size_t errlen)
         snprintf(err, errlen, "invalid listen address '%s' (HOST:PORT)", cfg->listen);
         return -EINVAL;
     }
-    bool loopback = ctl_host_is_loopback(host);
+    bool loopback = proto_host_is_loopback(host);
     bool on =
         cfg->tls == CTL_TLS_ON || (cfg->tls == CTL_TLS_AUTO && (!loopback || cfg->tls_cert[0]));
     if (!on) {
