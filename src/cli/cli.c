@@ -37,6 +37,7 @@ const struct cli_verb cli_verbs[] = {
     {"apply", cmd_apply, "apply a policy file (tiers, classes, projects)", cmd_apply_usage},
     {"top", cmd_top, "a live view of nodes, queue and utilisation", cmd_top_usage},
     {"token", cmd_token, "create API tokens (admin)", cmd_token_usage},
+    {"secret", cmd_secret, "a project's secrets: set, list, rm", cmd_secret_usage},
     {"audit", cmd_audit, "the audit trail of changes", cmd_audit_usage},
     {"help", cmd_help, "help on docket or on one verb", cmd_help_usage},
     {NULL, NULL, NULL, NULL},

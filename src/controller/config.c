@@ -65,11 +65,22 @@ static int get_dur(json_t *doc, const char *key, int64_t min, int64_t *out, char
 
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen)
 {
-    static const char *const known[] = {"listen",      "socket",         "state_dir",
-                                        "log_file",    "log_level",      "log_format",
-                                        "policy",      "node_timeout",   "heartbeat_wait",
-                                        "cycle_delay", "cycle_interval", "max_body_bytes",
-                                        "tls",         "tls_cert",       "tls_key",
+    static const char *const known[] = {"listen",
+                                        "socket",
+                                        "state_dir",
+                                        "log_file",
+                                        "log_level",
+                                        "log_format",
+                                        "policy",
+                                        "node_timeout",
+                                        "heartbeat_wait",
+                                        "cycle_delay",
+                                        "cycle_interval",
+                                        "max_body_bytes",
+                                        "tls",
+                                        "tls_cert",
+                                        "tls_key",
+                                        "secrets_key",
                                         NULL};
     char yerr[256];
     struct proto_error pe;
@@ -100,6 +111,8 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_str(doc, "tls_cert", cfg->tls_cert, sizeof(cfg->tls_cert), err, errlen);
     if (rc == 0)
         rc = get_str(doc, "tls_key", cfg->tls_key, sizeof(cfg->tls_key), err, errlen);
+    if (rc == 0)
+        rc = get_str(doc, "secrets_key", cfg->secrets_key, sizeof(cfg->secrets_key), err, errlen);
     if (rc == 0 && (v = json_object_get(doc, "tls")) &&
         ctl_tls_mode_parse(json_string_value(v), &cfg->tls) < 0) {
         snprintf(err, errlen, "tls: must be auto, on or off");

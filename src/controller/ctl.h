@@ -31,6 +31,11 @@
 /* Every function that writes to the store says so: its result must be looked at. */
 #define CTL_WUR      __attribute__((warn_unused_result))
 #define CTL_PATH_MAX 4096
+/* Secrets (secrets.c): AES-256-GCM with a 96-bit nonce and a 128-bit tag. */
+#define CTL_SECRET_KEY_LEN   32
+#define CTL_SECRET_NONCE_LEN 12
+#define CTL_SECRET_TAG_LEN   16
+#define CTL_SECRET_MAX       65536 /* bytes of one value */
 
 /* tls: auto = TLS unless the listener is on loopback (or with tls_cert: always). */
 enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
@@ -51,6 +56,7 @@ struct ctl_config {
     enum ctl_tls_mode tls;
     char tls_cert[CTL_PATH_MAX]; /* "" = self-signed, made in STATE_DIR at first start */
     char tls_key[CTL_PATH_MAX];
+    char secrets_key[CTL_PATH_MAX]; /* "" = STATE_DIR/secrets.key (outside the database) */
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
@@ -112,6 +118,15 @@ struct ctl_reply {
 
 struct ctl_log_waiter;
 
+/* A job the cycle started whose start command could not be made (a secret would not
+ * open): failed as if its agent had reported launch_failed, once the cycle's decisions
+ * are applied (the core must not change while they are read). */
+struct ctl_launch_fail {
+    uint64_t job;
+    char message[512];
+    struct ctl_launch_fail *next;
+};
+
 struct ctl_hist {
     const double *bounds;
     int nbounds;
@@ -134,6 +149,9 @@ struct ctl {
     struct evhttp *http_tcp, *http_unix;
     void *tls_ctx;            /* SSL_CTX of the TCP listener; NULL = plain (loopback) */
     char tls_fingerprint[80]; /* its public-key pin, "sha256:..." (util/fingerprint.h) */
+    unsigned char secret_key[CTL_SECRET_KEY_LEN]; /* from the secrets key file */
+    bool secret_key_loaded;
+    struct ctl_launch_fail *launch_fails; /* jobs whose start could not be made (loop.c) */
     struct store *store;
     struct sched *sched;
     int64_t start_mono_ms;
@@ -204,6 +222,24 @@ void ctl_replies_release(struct ctl *c, uint64_t gen, int rc);
 int ctl_tls_start(struct ctl *c, char *err, size_t errlen);
 void ctl_tls_attach(struct ctl *c, struct evhttp *h);
 void ctl_tls_stop(struct ctl *c);
+
+/* secrets.c: per-project secrets, sealed with AES-256-GCM (docs/security.md).
+ * ctl_secrets_start loads (or at first start makes) the key file, refusing one others
+ * may read: 0 or -errno with err filled. seal writes len + CTL_SECRET_TAG_LEN bytes to
+ * out with a fresh nonce; open returns the plain length, or -EBADMSG when the tag does
+ * not match (altered value, other key, other project or name). ctl_secret_env opens the
+ * secrets a job names ({NAME: value}), or NULL with err saying which one failed and
+ * why. */
+int ctl_secrets_start(struct ctl *c, char *err, size_t errlen);
+void ctl_secrets_stop(struct ctl *c);
+int ctl_secret_seal(const unsigned char key[CTL_SECRET_KEY_LEN], const char *project,
+                    const char *name, const void *value, size_t len,
+                    unsigned char nonce[CTL_SECRET_NONCE_LEN], unsigned char *out);
+int ctl_secret_open(const unsigned char key[CTL_SECRET_KEY_LEN], const char *project,
+                    const char *name, const unsigned char nonce[CTL_SECRET_NONCE_LEN],
+                    const unsigned char *sealed, size_t sealed_len, unsigned char *out);
+json_t *ctl_secret_env(struct ctl *c, const char *project, const json_t *names, char *err,
+                       size_t errlen);
 
 /* sync.c: the WAL fdatasync helper thread of the pipelined group commit. */
 struct ctl_sync;
@@ -301,6 +337,9 @@ void h_policy_apply(struct ctl_req *r);
 void h_audit(struct ctl_req *r);
 void h_tokens(struct ctl_req *r);
 void h_join_tokens(struct ctl_req *r);
+void h_secrets_list(struct ctl_req *r);
+void h_secret_put(struct ctl_req *r);
+void h_secret_delete(struct ctl_req *r);
 void h_healthz(struct ctl_req *r);
 void h_metrics(struct ctl_req *r);
 

@@ -280,7 +280,8 @@ enum {
     M_GET = EVHTTP_REQ_GET,
     M_POST = EVHTTP_REQ_POST,
     M_PATCH = EVHTTP_REQ_PATCH,
-    M_DELETE = EVHTTP_REQ_DELETE
+    M_DELETE = EVHTTP_REQ_DELETE,
+    M_PUT = EVHTTP_REQ_PUT
 };
 
 enum route_auth { A_PUBLIC, A_USER, A_ADMIN, A_AGENT, A_NONE_HANDLER };
@@ -312,6 +313,11 @@ static const struct route {
     {M_DELETE, "/v1/projects/:/boost", h_project_unboost, A_ADMIN},
     {M_POST, "/v1/projects/:/pause", h_project_pause, A_ADMIN},
     {M_POST, "/v1/projects/:/resume", h_project_resume, A_ADMIN},
+    /* Secrets: the role required is lead of that project or admin (DESIGN §2). Until
+     * project membership and roles land (authz.c), A_ADMIN is the check: admins only. */
+    {M_GET, "/v1/projects/:/secrets", h_secrets_list, A_ADMIN},
+    {M_PUT, "/v1/projects/:/secrets/:", h_secret_put, A_ADMIN},
+    {M_DELETE, "/v1/projects/:/secrets/:", h_secret_delete, A_ADMIN},
     {M_GET, "/v1/tiers", h_tiers, A_USER},
     {M_GET, "/v1/classes", h_classes, A_USER},
     {M_PATCH, "/v1/classes/:", h_class_patch, A_ADMIN},

@@ -30,7 +30,7 @@ static void usage(FILE *f)
                "               [--log-level debug|info|warn|error] [--log-format text|json]\n"
                "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
                "               [--max-body-bytes N] [--tls auto|on|off]\n"
-               "               [--tls-cert FILE --tls-key FILE]\n");
+               "               [--tls-cert FILE --tls-key FILE] [--secrets-key FILE]\n");
 }
 
 enum {
@@ -48,6 +48,7 @@ enum {
     O_TLS,
     O_TLSCERT,
     O_TLSKEY,
+    O_SECRETSKEY,
     O_HELP,
     O_VERSION
 };
@@ -67,6 +68,7 @@ static const struct option opts[] = {
     {"tls", required_argument, NULL, O_TLS},
     {"tls-cert", required_argument, NULL, O_TLSCERT},
     {"tls-key", required_argument, NULL, O_TLSKEY},
+    {"secrets-key", required_argument, NULL, O_SECRETSKEY},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {NULL, 0, NULL, 0},
@@ -130,6 +132,10 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
     case O_TLSKEY:
         return str_copy(cfg->tls_key, sizeof(cfg->tls_key), arg) < 0
                    ? flag_error("tls-key", arg, "path too long")
+                   : 0;
+    case O_SECRETSKEY:
+        return str_copy(cfg->secrets_key, sizeof(cfg->secrets_key), arg) < 0
+                   ? flag_error("secrets-key", arg, "path too long")
                    : 0;
     default:
         return -EINVAL;
@@ -255,6 +261,10 @@ static int start(struct ctl *c)
         log_error("tls_failed", "error=\"%s\"", err);
         return rc;
     }
+    if ((rc = ctl_secrets_start(c, err, sizeof(err))) < 0) {
+        log_error("secrets_key_failed", "error=\"%s\"", err);
+        return rc;
+    }
     int64_t t0 = clock_mono_ms();
     c->store = store_open(db, err, sizeof(err));
     if (!c->store) {
@@ -319,6 +329,7 @@ int main(int argc, char **argv)
     ctl_logs_stop(c);
     ctl_loop_stop(c);
     ctl_http_stop(c);
+    ctl_secrets_stop(c);
     if (c->sig_term) {
         event_free(c->sig_term);
         event_free(c->sig_int);
