@@ -68,9 +68,9 @@ static void reopen(struct fx *f)
 static void migrates_from_empty(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), 4);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), 4);
     assert_int_equal(store_job_count(f->st), 0);
 }
 
@@ -87,7 +87,7 @@ static void refuses_newer_schema(void **state)
     assert_null(store_open(f->path, err, sizeof(err)));
     assert_non_null(strstr(err, "newer"));
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 4", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     f->st = store_open(f->path, err, sizeof(err));
     assert_non_null(f->st);
@@ -581,7 +581,7 @@ static void migrates_schema2_database(void **state)
     f->st = store_open(f->path, err, sizeof(err));
     if (!f->st)
         fail_msg("%s", err);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), 4);
     /* every job keeps its state, now by name */
     static const struct {
         uint64_t id;
@@ -623,7 +623,7 @@ static void migrates_schema2_database(void **state)
     raw_sql(f->path, "SELECT count(*) FROM job_events", got, sizeof(got));
     assert_int_not_equal(atoi(got), 0);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), 4);
 }
 
 static void migration_refuses_an_unknown_state_number(void **state)
