@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -41,12 +42,22 @@ static int read_value(struct cli *c, const char *file, struct dbuf *b)
     FILE *f = file ? fopen(file, "r") : stdin;
     char chunk[4096];
     size_t n;
+    struct termios old, quiet;
+    bool tty = !file && tcgetattr(STDIN_FILENO, &old) == 0;
     if (!f)
         return cli_fail(c, "cannot read '%s': %s", file, strerror(errno));
-    if (!file && isatty(STDIN_FILENO))
-        fprintf(stderr, "value (end with Ctrl-D): ");
+    if (tty) { /* typed at a terminal: not echoed */
+        quiet = old;
+        quiet.c_lflag &= ~(tcflag_t)ECHO;
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
+        fprintf(stderr, "value (not shown; end with Enter, then Ctrl-D): ");
+    }
     while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
         dbuf_append(b, chunk, n);
+    if (tty) {
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &old);
+        fputc('\n', stderr);
+    }
     if (file)
         fclose(f);
     if (!file && b->len && b->data[b->len - 1] == '\n')
