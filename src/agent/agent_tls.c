@@ -6,10 +6,12 @@
  * nothing: not the join token, not the credential; the log says why each time.
  * Plain http:// is accepted only for a loopback controller.
  *
- * libevent's OpenSSL bufferevent cannot start a second session on the SSL object of a
- * connection that ended, so a TLS connection whose socket is gone is replaced by a fresh
- * one before the next request (ag_conn); requests are only sent from timers, never from
- * inside the connection's own callbacks, so replacing it there is safe.
+ * When evhttp reconnects it hands the new socket to the same bufferevent, whose SSL
+ * object still holds the ended session (libevent 2.1 does not SSL_clear it). An SSL
+ * object is meant for one session, so a TLS connection whose socket is gone is replaced
+ * by a fresh one before the next request (ag_conn): each connection, its own handshake
+ * and its own certificate check. Requests are only sent from timers, never from inside
+ * the connection's own callbacks, so replacing it there is safe.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>

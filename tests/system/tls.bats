@@ -23,10 +23,11 @@ wait_for() { # SECONDS CMD...: retry CMD every 50 ms
     done
 }
 
-# Start docketd with TLS on loopback; DOCKETD_URL is https://, FPR its logged fingerprint.
+# Start docketd with TLS on loopback (port $PORT_WANTED, default any); DOCKETD_URL is
+# https://, FPR its logged fingerprint.
 tls_start() {
     rm -f "$STATE_DIR/docketd.port"
-    "$DOCKETD" --state-dir "$STATE_DIR" --listen 127.0.0.1:0 --socket - --tls on \
+    "$DOCKETD" --state-dir "$STATE_DIR" --listen "127.0.0.1:${PORT_WANTED:-0}" --socket - --tls on \
         --heartbeat-wait 2s "$@" >>"$TEST_DIR/docketd.log" 2>&1 &
     DOCKETD_PID=$!
     docket_track_pid "$DOCKETD_PID"
@@ -213,4 +214,61 @@ job_done() { [[ $(job_state "$1") == COMPLETED ]]; }
     run timeout 10 "$DOCKETD" --state-dir "$STATE_DIR" --listen 127.0.0.1:0 --socket - --tls on
     [[ $status -eq 1 ]]
     [[ $output == *"tls.key' is readable by others"*"chmod 600"* ]]
+}
+
+@test "an agent over TLS comes back after docketd restarts (fresh TLS connections)" {
+    tls_start
+    agent_start tr1 --controller-fingerprint "$FPR"
+    wait_for 20 node_up tr1
+    docketd_stop
+    PORT_WANTED=$DOCKETD_PORT tls_start
+    mkdir -p "$TEST_DIR/w" && chmod 0777 "$TEST_DIR/w"
+    wait_for 30 node_up tr1
+    export DOCKET_URL=$DOCKETD_URL DOCKET_FINGERPRINT=$FPR
+    DOCKET_TOKEN=$("$DOCKET" --token "$ADMIN_TOKEN" token create --user "$(id -un)" 2>/dev/null)
+    export DOCKET_TOKEN
+    run "$DOCKET" submit -p default -c 1 --time 5m --json --workdir "$TEST_DIR/w" -- \
+        sh -c "echo after-restart >$TEST_DIR/w/proof"
+    [[ $status -eq 0 ]]
+    wait_for 30 job_done "$(jq -r .job.id <<<"$output")"
+    [[ $(cat "$TEST_DIR/w/proof") == after-restart ]]
+    ! grep -q controller_fingerprint_mismatch "$TEST_DIR/agent-tr1.log" || false
+}
+
+@test "a configured certificate from a CA: the CLI and an agent check it against that CA" {
+    local d=$TEST_DIR/pki
+    mkdir -p "$d"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=test-ca -keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=docketd \
+        -keyout "$d/srv.key" -out "$d/srv.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$d/ext"
+    openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+        -days 2 -extfile "$d/ext" -out "$d/srv.crt" 2>/dev/null
+    chmod 0600 "$d/srv.key"
+    tls_start --tls-cert "$d/srv.crt" --tls-key "$d/srv.key"
+    [[ $FPR == $(openssl_pin "$d/srv.crt") ]]
+    [[ ! -e $STATE_DIR/tls.key ]]
+    grep -q 'self_signed=no' "$TEST_DIR/docketd.log"
+    export DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$ADMIN_TOKEN
+    run "$DOCKET" --ca "$d/ca.crt" queue
+    [[ $status -eq 0 ]]
+    run "$DOCKET" --url "https://localhost:$DOCKETD_PORT" --ca "$d/ca.crt" queue
+    [[ $status -eq 0 ]]
+    # another CA does not vouch for it: refused, by the CLI and by an agent
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=other-ca -keyout "$d/other.key" -out "$d/other.crt" 2>/dev/null
+    run "$DOCKET" --ca "$d/other.crt" queue
+    [[ $status -eq 1 && $output == *"cannot verify docketd's certificate"* ]]
+    agent_start tother --controller-ca "$d/other.crt"
+    wait_for 20 grep -q controller_certificate_refused "$TEST_DIR/agent-tother.log"
+    agent_start tca --controller-ca "$d/ca.crt"
+    wait_for 20 node_up tca
+    grep -q "trust=$d/ca.crt" "$TEST_DIR/agent-tca.log"
+    # a key everyone may read is refused
+    docketd_stop
+    chmod 0604 "$d/srv.key"
+    run timeout 10 "$DOCKETD" --state-dir "$STATE_DIR" --listen 127.0.0.1:0 --socket - \
+        --tls-cert "$d/srv.crt" --tls-key "$d/srv.key"
+    [[ $status -eq 1 && $output == *"is readable by everyone"* ]]
 }
