@@ -507,8 +507,11 @@ static void fail_launches(struct ctl *c, int64_t now)
                 rc = ctl_job_event(c, f->job, "launch_failed", "", "", node, "", f->message);
             store_job_release(&row);
         }
+        /* the core started the job already: when its end cannot be written (or taken),
+         * stop as for any decision the store missed; a restart finds the job STARTING
+         * with no start command anywhere, and the node's first heartbeat ends it lost */
         if (rc < 0 || sched_job_ended(c->sched, f->job, SCHED_EXIT_LAUNCH_FAILED, 0, now, &se) < 0)
-            log_error("launch_fail_not_recorded", "job=%llu", (unsigned long long)f->job);
+            ctl_store_diverged(c, "launch_failed", f->job);
         free(f);
         ctl_cycle_soon(c);
     }
