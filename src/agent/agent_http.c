@@ -248,9 +248,11 @@ static void do_register(struct agent *a)
     json_t *body =
         agent_register_body(&n, a->credential[0] ? NULL : a->cfg.join_token, DOCKET_AGENT_VERSION);
     struct evhttp_request *req = ag_new_request(a, register_cb, a, body, true);
+    struct evhttp_connection *conn = ag_conn(a, &a->hb_conn, 0);
     a->hb_inflight = true;
     a->hb_sent_mono = clock_mono_ms();
-    if (!req || evhttp_make_request(a->hb_conn, req, EVHTTP_REQ_POST, "/v1/agent/register") < 0) {
+    if (!req || !conn ||
+        evhttp_make_request(conn, req, EVHTTP_REQ_POST, "/v1/agent/register") < 0) {
         a->hb_inflight = false;
         backoff(a, "cannot send register");
     }
@@ -338,10 +340,13 @@ void ag_heartbeat(struct agent *a)
     json_t *body = agent_heartbeat_body(a->cfg.name, a->ack, a->wait_ms, ok, msg, js, k);
     free(js);
     struct evhttp_request *req = ag_new_request(a, heartbeat_cb, a, body, true);
+    struct evhttp_connection *conn = ag_conn(a, &a->hb_conn, 0);
     a->hb_inflight = true;
-    evhttp_connection_set_timeout(a->hb_conn, (int)(a->wait_ms / 1000) + 15);
+    if (conn)
+        evhttp_connection_set_timeout(conn, (int)(a->wait_ms / 1000) + 15);
     a->hb_sent_mono = clock_mono_ms();
-    if (!req || evhttp_make_request(a->hb_conn, req, EVHTTP_REQ_POST, "/v1/agent/heartbeat") < 0) {
+    if (!req || !conn ||
+        evhttp_make_request(conn, req, EVHTTP_REQ_POST, "/v1/agent/heartbeat") < 0) {
         a->hb_inflight = false;
         backoff(a, "cannot send heartbeat");
     }
@@ -472,8 +477,9 @@ static void post_events(struct agent *a)
     json_t *body = agent_events_body(a->cfg.name, arr);
     json_decref(arr);
     struct evhttp_request *req = ag_new_request(a, events_cb, a, body, true);
+    struct evhttp_connection *conn = ag_conn(a, &a->post_conn, 30);
     a->post_inflight = true;
-    if (!req || evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/events") < 0) {
+    if (!req || !conn || evhttp_make_request(conn, req, EVHTTP_REQ_POST, "/v1/agent/events") < 0) {
         a->post_inflight = false;
         ag_post_failed(a, "cannot send events");
     }

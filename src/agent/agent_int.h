@@ -26,6 +26,7 @@
 #include "agent/cgroup.h"
 #include "agent/supervisor.h"
 #include "protocol/agent_msg.h"
+#include "util/fingerprint.h"
 
 struct evhttp_request;
 
@@ -76,7 +77,11 @@ struct agent {
     struct event *sigchld, *sigterm, *sigint, *tick, *hb_retry, *post_kick, *spare_ev;
     char host[256];
     int port;
-    struct evhttp_connection *hb_conn, *post_conn;
+    struct evhttp_connection *hb_conn, *post_conn; /* made by ag_conn (agent_tls.c) */
+    bool tls;                                      /* https:// controller */
+    void *tls_ctx;                                 /* its SSL_CTX */
+    bool tls_pinned;
+    unsigned char tls_pin[FPR_LEN];
     char credential[256];
     int64_t cred_issued_ms, cred_expires_ms; /* wall clock; expires 0 = never */
     int64_t rotate_retry;                    /* monotonic: no rotation before (a failed one) */
@@ -144,6 +149,14 @@ void ag_post_failed(struct agent *a, const char *why);
 void ag_post_next(struct agent *a);
 void ag_post_kick_cb(evutil_socket_t fd, short what, void *arg);
 bool ag_rotate_due(const struct agent *a);
+
+/* agent_tls.c: trust in the controller and the connections to it. ag_tls_init checks the
+ * URL's scheme against the host (plain http:// only to loopback) and sets up TLS: 0 or
+ * -errno with err filled. ag_conn returns the connection of `slot` to send a request on,
+ * making it (again, for TLS, once its socket is gone): NULL when out of memory. */
+int ag_tls_init(struct agent *a, char *err, size_t errlen);
+struct evhttp_connection *ag_conn(struct agent *a, struct evhttp_connection **slot, int timeout_s);
+void ag_tls_free(struct agent *a);
 
 /* logship.c: the jobs' output on its way to the controller */
 bool ag_ship_log(struct agent *a, struct ajob *j);

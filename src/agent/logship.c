@@ -122,9 +122,10 @@ static bool send_chunk(struct agent *a, struct ajob *j, int s, int64_t at, const
     struct logreq *lr = xcalloc(1, sizeof *lr);
     *lr = (struct logreq){a, j->id, s, at, len, final};
     struct evhttp_request *req = ag_new_request(a, logs_cb, lr, body, true);
+    struct evhttp_connection *conn = ag_conn(a, &a->post_conn, 30);
     a->post_inflight = true;
     a->log_inflight = lr;
-    if (!req || evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/logs") < 0) {
+    if (!req || !conn || evhttp_make_request(conn, req, EVHTTP_REQ_POST, "/v1/agent/logs") < 0) {
         a->post_inflight = false;
         a->log_inflight = NULL;
         free(lr);

@@ -22,10 +22,11 @@ const char cmd_token_usage[] =
     "\n"
     "create: an API token for a person (DOCKET_TOKEN); every token expires (docketd's\n"
     "token_ttl, 90 days unless set). join: a one-time token with which a new docket-node\n"
-    "registers. list: your tokens (an admin sees every token, node and join ones too).\n"
-    "revoke: the token stops working at once. rotate-admin: a new token for the admin\n"
-    "account, also written to docketd's admin.token; the old one stops working.\n"
-    "docketd stores only a hash of each token: a new one is printed once.\n";
+    "registers; when docketd serves TLS, the fingerprint of its key follows on stderr\n"
+    "(docket-node --controller-fingerprint). list: your tokens (an admin sees every token,\n"
+    "node and join ones too). revoke: the token stops working at once. rotate-admin: a new\n"
+    "token for the admin account, also written to docketd's admin.token; the old one stops\n"
+    "working. docketd stores only a hash of each token: a new one is printed once.\n";
 
 enum { T_USER = 1, T_ROLE, T_TTL };
 
@@ -87,6 +88,13 @@ static int issue(struct cli *c, const struct cli_args *a, const char *sub)
             char exp[32];
             fmt_when(jint(reply, "expires_ms", 0), c->now_ms, exp, sizeof(exp));
             fprintf(c->out, "%s\n", jstr(reply, join ? "join_token" : "token"));
+            if (join && json_is_string(json_object_get(reply, "controller_fingerprint")))
+                fprintf(stderr,
+                        "controller fingerprint: %s\n"
+                        "(docket-node --controller-fingerprint %s; docket --fingerprint %s)\n",
+                        jstr(reply, "controller_fingerprint"),
+                        jstr(reply, "controller_fingerprint"),
+                        jstr(reply, "controller_fingerprint"));
             if (rotate)
                 fprintf(stderr,
                         "new admin token %s, expires %s; %lld older admin token(s) revoked; "

@@ -921,10 +921,15 @@ void h_join_tokens(struct ctl_req *r)
         json_decref(after);
         if (rc2 < 0)
             store_fail(r);
-        else
-            ctl_reply_json(
-                r->c, r->req, 201,
-                json_pack("{s:s,s:I}", "join_token", tok, "expires_ms", (json_int_t)t.expires_ms));
+        else {
+            json_t *rep =
+                json_pack("{s:s,s:I}", "join_token", tok, "expires_ms", (json_int_t)t.expires_ms);
+            /* the agent pins the controller's key with it (docs/security.md) */
+            if (r->c->tls_fingerprint[0])
+                json_object_set_new(rep, "controller_fingerprint",
+                                    json_string(r->c->tls_fingerprint));
+            ctl_reply_json(r->c, r->req, 201, rep);
+        }
     }
     json_decref(b);
 }

@@ -29,6 +29,17 @@ void ctl_config_defaults(struct ctl_config *cfg)
     cfg->token_ttl_ms = (int64_t)90 * 24 * 3600 * 1000;
 }
 
+int ctl_tls_mode_parse(const char *s, enum ctl_tls_mode *out)
+{
+    static const char *const names[] = {"auto", "on", "off"};
+    for (int i = 0; s && i < 3; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = (enum ctl_tls_mode)i;
+            return 0;
+        }
+    return -EINVAL;
+}
+
 static int get_str(json_t *doc, const char *key, char *out, size_t len, char *err, size_t errlen)
 {
     json_t *v = json_object_get(doc, key);
@@ -64,7 +75,9 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
                                         "heartbeat_wait", "cycle_delay",
                                         "cycle_interval", "max_body_bytes",
                                         "log_max_bytes",  "node_credential_ttl",
-                                        "token_ttl",      NULL};
+                                        "token_ttl",      "tls",
+                                        "tls_cert",       "tls_key",
+                                        "secrets_key",    NULL};
     char yerr[256];
     struct proto_error pe;
     json_t *doc = yaml_file_to_json(path, yerr, sizeof(yerr));
@@ -73,6 +86,7 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         return -EINVAL;
     }
     int rc = json_is_object(doc) ? 0 : -EINVAL;
+    json_t *v;
     if (rc < 0)
         snprintf(err, errlen, "%s: must be a mapping", path);
     if (rc == 0 && proto_check_fields(doc, "", known, &pe) < 0) {
@@ -89,7 +103,17 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_str(doc, "log_file", cfg->log_file, sizeof(cfg->log_file), err, errlen);
     if (rc == 0)
         rc = get_str(doc, "policy", cfg->policy_file, sizeof(cfg->policy_file), err, errlen);
-    json_t *v;
+    if (rc == 0)
+        rc = get_str(doc, "tls_cert", cfg->tls_cert, sizeof(cfg->tls_cert), err, errlen);
+    if (rc == 0)
+        rc = get_str(doc, "tls_key", cfg->tls_key, sizeof(cfg->tls_key), err, errlen);
+    if (rc == 0)
+        rc = get_str(doc, "secrets_key", cfg->secrets_key, sizeof(cfg->secrets_key), err, errlen);
+    if (rc == 0 && (v = json_object_get(doc, "tls")) &&
+        ctl_tls_mode_parse(json_string_value(v), &cfg->tls) < 0) {
+        snprintf(err, errlen, "tls: must be auto, on or off");
+        rc = -EINVAL;
+    }
     if (rc == 0 && (v = json_object_get(doc, "log_level")) &&
         (!json_is_string(v) || log_level_parse(json_string_value(v), &cfg->log_level) < 0)) {
         snprintf(err, errlen, "log_level: must be debug, info, warn or error");

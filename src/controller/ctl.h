@@ -32,6 +32,14 @@
 /* Every function that writes to the store says so: its result must be looked at. */
 #define CTL_WUR      __attribute__((warn_unused_result))
 #define CTL_PATH_MAX 4096
+/* Secrets (secrets.c): AES-256-GCM with a 96-bit nonce and a 128-bit tag. */
+#define CTL_SECRET_KEY_LEN   32
+#define CTL_SECRET_NONCE_LEN 12
+#define CTL_SECRET_TAG_LEN   16
+#define CTL_SECRET_MAX       65536 /* bytes of one value */
+
+/* tls: auto = TLS unless the listener is on loopback (or with tls_cert: always). */
+enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
 
 struct ctl_config {
     char state_dir[CTL_PATH_MAX];
@@ -49,11 +57,17 @@ struct ctl_config {
     int64_t log_max_bytes;          /* per job, all runs and streams: past it, a marker */
     int64_t node_credential_ttl_ms; /* node credentials expire; the agent rotates before */
     int64_t token_ttl_ms;           /* default lifetime of user tokens (the admin's too) */
+    enum ctl_tls_mode tls;
+    char tls_cert[CTL_PATH_MAX]; /* "" = self-signed, made in STATE_DIR at first start */
+    char tls_key[CTL_PATH_MAX];
+    char secrets_key[CTL_PATH_MAX]; /* "" = STATE_DIR/secrets.key (outside the database) */
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
 /* Read docketd.yaml into cfg (fields present override). 0 or -errno with err filled. */
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen);
+/* "auto", "on" or "off". 0 or -EINVAL. */
+int ctl_tls_mode_parse(const char *s, enum ctl_tls_mode *out);
 
 /* ------------------------------------------------------------------------------------ */
 /* authz.c: roles and the one policy decision (docs/security.md "Roles")                 */
@@ -161,6 +175,15 @@ struct ctl_reply {
 
 struct ctl_log_waiter;
 
+/* A job the cycle started whose start command could not be made (a secret would not
+ * open): failed as if its agent had reported launch_failed, once the cycle's decisions
+ * are applied (the core must not change while they are read). */
+struct ctl_launch_fail {
+    uint64_t job;
+    char message[512];
+    struct ctl_launch_fail *next;
+};
+
 struct ctl_hist {
     const double *bounds;
     int nbounds;
@@ -181,6 +204,11 @@ struct ctl {
     struct ctl_config cfg;
     struct event_base *base;
     struct evhttp *http_tcp, *http_unix;
+    void *tls_ctx;            /* SSL_CTX of the TCP listener; NULL = plain (loopback) */
+    char tls_fingerprint[80]; /* its public-key pin, "sha256:..." (util/fingerprint.h) */
+    unsigned char secret_key[CTL_SECRET_KEY_LEN]; /* from the secrets key file */
+    bool secret_key_loaded;
+    struct ctl_launch_fail *launch_fails; /* jobs whose start could not be made (loop.c) */
     struct store *store;
     struct sched *sched;
     int64_t start_mono_ms;
@@ -249,6 +277,8 @@ void ctl_req_target(struct ctl_req *r, const char *project, const char *owner,
 /* Print the route table ("METHOD PATTERN PERMISSION" lines), for docs and tests. */
 void ctl_routes_print(FILE *out);
 int ctl_http_start(struct ctl *c, char *err, size_t errlen);
+/* "HOST:PORT" or "[V6]:PORT" of the listen setting. 0 or -EINVAL. */
+int ctl_split_host_port(const char *s, char *host, size_t hlen, int *port);
 void ctl_http_stop(struct ctl *c);
 /* Answer with JSON (steals `body`). Deferred until the commit when a transaction is
  * open. */
@@ -264,6 +294,32 @@ void ctl_commit_soon(struct ctl *c);
 void ctl_commit_now(struct ctl *c);
 /* Send the replies of commits up to `gen` (all as 500 when rc < 0). */
 void ctl_replies_release(struct ctl *c, uint64_t gen, int rc);
+
+/* tls.c: HTTPS on the TCP listener. ctl_tls_start (before anything else starts) decides
+ * from the configuration and the listen host (plain only on loopback), loads or makes the
+ * certificate, logs its fingerprint; 0 or -errno with err filled. ctl_tls_attach makes a server
+ * speak TLS. */
+int ctl_tls_start(struct ctl *c, char *err, size_t errlen);
+void ctl_tls_attach(struct ctl *c, struct evhttp *h);
+void ctl_tls_stop(struct ctl *c);
+
+/* secrets.c: per-project secrets, sealed with AES-256-GCM (docs/security.md).
+ * ctl_secrets_start loads (or at first start makes) the key file, refusing one others
+ * may read: 0 or -errno with err filled. seal writes len + CTL_SECRET_TAG_LEN bytes to
+ * out with a fresh nonce; open returns the plain length, or -EBADMSG when the tag does
+ * not match (altered value, other key, other project or name). ctl_secret_env opens the
+ * secrets a job names ({NAME: value}), or NULL with err saying which one failed and
+ * why. */
+int ctl_secrets_start(struct ctl *c, char *err, size_t errlen);
+void ctl_secrets_stop(struct ctl *c);
+int ctl_secret_seal(const unsigned char key[CTL_SECRET_KEY_LEN], const char *project,
+                    const char *name, const void *value, size_t len,
+                    unsigned char nonce[CTL_SECRET_NONCE_LEN], unsigned char *out);
+int ctl_secret_open(const unsigned char key[CTL_SECRET_KEY_LEN], const char *project,
+                    const char *name, const unsigned char nonce[CTL_SECRET_NONCE_LEN],
+                    const unsigned char *sealed, size_t sealed_len, unsigned char *out);
+json_t *ctl_secret_env(struct ctl *c, const char *project, const json_t *names, char *err,
+                       size_t errlen);
 
 /* sync.c: the WAL fdatasync helper thread of the pipelined group commit. */
 struct ctl_sync;
@@ -370,6 +426,9 @@ void h_members_list(struct ctl_req *r);
 void h_member_add(struct ctl_req *r);
 void h_member_remove(struct ctl_req *r);
 void h_join_tokens(struct ctl_req *r);
+void h_secrets_list(struct ctl_req *r);
+void h_secret_put(struct ctl_req *r);
+void h_secret_delete(struct ctl_req *r);
 void h_healthz(struct ctl_req *r);
 void h_metrics(struct ctl_req *r);
 

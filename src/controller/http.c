@@ -274,7 +274,8 @@ enum {
     M_GET = EVHTTP_REQ_GET,
     M_POST = EVHTTP_REQ_POST,
     M_PATCH = EVHTTP_REQ_PATCH,
-    M_DELETE = EVHTTP_REQ_DELETE
+    M_DELETE = EVHTTP_REQ_DELETE,
+    M_PUT = EVHTTP_REQ_PUT
 };
 
 /* What a route acts on, for the check: nothing, the job or project or token named by
@@ -317,6 +318,11 @@ static const struct route {
     {M_GET, "/v1/projects/:/members", h_members_list, CTL_P_READ, T_PROJECT},
     {M_POST, "/v1/projects/:/members", h_member_add, CTL_P_PROJECT_LEAD, T_PROJECT},
     {M_DELETE, "/v1/projects/:/members/:", h_member_remove, CTL_P_PROJECT_LEAD, T_PROJECT},
+    /* secrets: a lead of that project or an admin (DESIGN §2); values never leave docketd
+     * but in a start command, so even they only set, list names and remove */
+    {M_GET, "/v1/projects/:/secrets", h_secrets_list, CTL_P_PROJECT_LEAD, T_PROJECT},
+    {M_PUT, "/v1/projects/:/secrets/:", h_secret_put, CTL_P_PROJECT_LEAD, T_PROJECT},
+    {M_DELETE, "/v1/projects/:/secrets/:", h_secret_delete, CTL_P_PROJECT_LEAD, T_PROJECT},
     {M_GET, "/v1/tiers", h_tiers, CTL_P_READ, T_NONE},
     {M_GET, "/v1/classes", h_classes, CTL_P_READ, T_NONE},
     {M_PATCH, "/v1/classes/:", h_class_patch, CTL_P_ADMIN, T_NONE},
@@ -345,6 +351,7 @@ void ctl_routes_print(FILE *out)
         const char *m = rt->method == M_GET     ? "GET"
                         : rt->method == M_POST  ? "POST"
                         : rt->method == M_PATCH ? "PATCH"
+                        : rt->method == M_PUT   ? "PUT"
                                                 : "DELETE";
         fprintf(out, "%s %s %s\n", m, rt->pattern, ctl_perm_name(rt->perm));
     }
@@ -641,7 +648,7 @@ static int write_port_file(struct ctl *c, int port)
     return 0;
 }
 
-static int split_host_port(const char *s, char *host, size_t hlen, int *port)
+int ctl_split_host_port(const char *s, char *host, size_t hlen, int *port)
 {
     const char *colon = strrchr(s, ':');
     if (!colon || colon == s)
@@ -683,11 +690,12 @@ static int start_tcp(struct ctl *c, char *err, size_t errlen)
 {
     char host[256];
     int port;
-    if (split_host_port(c->cfg.listen, host, sizeof(host), &port) < 0) {
+    if (ctl_split_host_port(c->cfg.listen, host, sizeof(host), &port) < 0) {
         snprintf(err, errlen, "invalid listen address '%s' (HOST:PORT)", c->cfg.listen);
         return -EINVAL;
     }
     c->http_tcp = new_http(c, tcp_cb);
+    ctl_tls_attach(c, c->http_tcp); /* ctl_tls_start decided at start (main.c) */
     struct evhttp_bound_socket *bs =
         evhttp_bind_socket_with_handle(c->http_tcp, host, (ev_uint16_t)port);
     if (!bs) {
@@ -708,7 +716,7 @@ static int start_tcp(struct ctl *c, char *err, size_t errlen)
         snprintf(err, errlen, "cannot write the port file: %s", strerror(-rc));
         return rc;
     }
-    log_info("listening", "addr=%s port=%d", host, port);
+    log_info("listening", "addr=%s port=%d tls=%s", host, port, c->tls_ctx ? "on" : "off");
     return 0;
 }
 
@@ -762,6 +770,7 @@ void ctl_http_stop(struct ctl *c)
         unlink(c->cfg.socket_path);
     }
     c->http_tcp = c->http_unix = NULL;
+    ctl_tls_stop(c);
     if (c->commit_ev)
         event_free(c->commit_ev);
     c->commit_ev = NULL;

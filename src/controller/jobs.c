@@ -30,7 +30,7 @@ static void copy_spec_fields(json_t *o, const json_t *spec)
         "gpus",    "gpu_type",   "cpus",    "mem_mb",   "nodes",    "time_limit_ms",
         "command", "script",     "workdir", "output",   "error",    "env",
         "labels",  "selectors",  "deps",    "signal",   "grace_ms", "checkpoint",
-        "retries", "idempotent", "requeue", "begin_ms", "array"};
+        "retries", "idempotent", "requeue", "begin_ms", "array",    "secrets"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(spec, keys[i]);
         json_object_set(o, keys[i], v ? v : json_null());
@@ -121,6 +121,33 @@ static int sched_err_reply(struct ctl_req *r, const struct sched_error *se)
     return -EINVAL;
 }
 
+/* The secrets a job names exist in its project now (they are opened at each launch;
+ * one removed meanwhile fails that launch). Names only: no value is read here. */
+static int check_secrets(struct ctl_req *r, const struct proto_jobspec *ps)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(ps->extra, "secrets"), i, v) {
+        struct store_secret s;
+        int rc = store_secret_get(r->c->store, ps->project, json_string_value(v), &s);
+        if (rc == 0) {
+            store_secret_release(&s);
+            continue;
+        }
+        char f[32];
+        snprintf(f, sizeof(f), "secrets[%zu]", i);
+        if (rc == -ENOENT)
+            ctl_reply_errorf(r->c, r->req, 400, f,
+                             "project '%s' has no secret '%s': its lead or an admin sets it "
+                             "(docket secret set %s %s)",
+                             ps->project, json_string_value(v), ps->project, json_string_value(v));
+        else
+            ctl_reply_errorf(r->c, r->req, 500, f, "store: %s", store_errmsg(r->c->store));
+        return -EINVAL;
+    }
+    return 0;
+}
+
 /* Fill the defaults that depend on the cluster: owner, project, tier, class, limit. */
 static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
 {
@@ -154,6 +181,8 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
     }
     if (!ps->tier[0])
         str_copy(ps->tier, sizeof(ps->tier), pv.spec.tier);
+    if (check_secrets(r, ps) < 0)
+        return -EINVAL;
     const struct sched_policy *pol = sched_get_policy(c->sched);
     if (!ps->class_name[0])
         str_copy(ps->class_name, sizeof(ps->class_name), pol->default_class);

@@ -377,22 +377,52 @@ static void send_to_allocs(struct ctl *c, const struct sched_decision *d, const 
     }
 }
 
+/* The job's secrets opened for its start command, {} when it names none; NULL when one
+ * cannot be opened: the job's launch then fails after the cycle (fail_launches). */
+static json_t *start_secrets(struct ctl *c, const struct store_job *row, const json_t *spec)
+{
+    const json_t *names = json_object_get(spec, "secrets");
+    if (json_array_size(names) == 0)
+        return json_object();
+    struct ctl_launch_fail *f = calloc(1, sizeof(*f));
+    json_t *env = f ? ctl_secret_env(c, row->project, names, f->message, sizeof(f->message)) : NULL;
+    if (env) {
+        free(f);
+        return env;
+    }
+    log_error("launch_failed", "job=%llu error=\"%s\"", (unsigned long long)row->id,
+              f ? f->message : "out of memory");
+    if (f) {
+        f->job = row->id;
+        f->next = c->launch_fails;
+        c->launch_fails = f;
+    }
+    return NULL;
+}
+
 /* The start of a job: its run number is the next one (logs and events are kept per run);
  * the caller stores the run (store_run_add) with the job's row. */
 static void apply_start(struct ctl *c, const struct sched_decision *d, struct store_job *row,
                         int64_t now, struct store_run *run)
 {
     json_t *spec = json_loads(row->spec, 0, NULL);
+    json_t *secrets = start_secrets(c, row, spec);
     int last = store_run_last(c->store, row->id);
     memset(run, 0, sizeof(*run));
     run->job = row->id;
     run->run = last < 0 ? -1 : last + 1; /* a failed read: the write below fails too */
     run->start_ms = now;
-    for (int i = 0; i < d->nallocs; i++) {
+    for (int i = 0; secrets && i < d->nallocs; i++) {
         struct ctl_node *n = ctl_node_at(c, d->allocs[i].node);
-        if (n)
-            ctl_node_command(c, n, row->id, start_cmd(c, row, spec, d, i, run->run));
+        if (!n)
+            continue;
+        json_t *cmd = start_cmd(c, row, spec, d, i, run->run);
+        /* values in memory only, for the agent: never stored, logged or shown */
+        if (json_object_size(secrets) > 0)
+            json_object_set(json_object_get(cmd, "job"), "secret_env", secrets);
+        ctl_node_command(c, n, row->id, cmd);
     }
+    json_decref(secrets);
     json_decref(spec);
     json_t *al = allocs_json(c, d->allocs, d->nallocs);
     free(row->alloc);
@@ -511,6 +541,43 @@ static void schedule_next(struct ctl *c, int64_t now)
     c->cycle_at_ms = clock_mono_ms() + delay;
 }
 
+/* Jobs whose start command could not be made end as launch failures, store first, then
+ * the core (as an agent's launch_failed report would). */
+static void fail_launches(struct ctl *c, int64_t now)
+{
+    while (c->launch_fails) {
+        struct ctl_launch_fail *f = c->launch_fails;
+        c->launch_fails = f->next;
+        struct store_job row;
+        struct sched_error se;
+        int rc = store_job_get(c->store, f->job, &row);
+        if (rc == 0) {
+            free(row.exit);
+            json_t *x = json_pack("{s:s,s:i,s:s}", "kind", "launch_failed", "code", 0, "message",
+                                  f->message);
+            row.exit = x ? json_dumps(x, JSON_COMPACT) : NULL;
+            json_decref(x);
+            rc = row.exit ? store_begin(c->store) : -ENOMEM;
+            if (rc == 0)
+                rc = store_job_update(c->store, &row);
+            char node[sizeof(row.nodes)]; /* ",a,b," as stored -> "a,b" */
+            str_copy(node, sizeof(node), row.nodes + strspn(row.nodes, ","));
+            for (size_t n = strlen(node); n > 0 && node[n - 1] == ','; n--)
+                node[n - 1] = '\0';
+            if (rc == 0)
+                rc = ctl_job_event(c, f->job, "launch_failed", "", "", node, "", f->message);
+            store_job_release(&row);
+        }
+        /* the core started the job already: when its end cannot be written (or taken),
+         * stop as for any decision the store missed; a restart finds the job STARTING
+         * with no start command anywhere, and the node's first heartbeat ends it lost */
+        if (rc < 0 || sched_job_ended(c->sched, f->job, SCHED_EXIT_LAUNCH_FAILED, 0, now, &se) < 0)
+            ctl_store_diverged(c, "launch_failed", f->job);
+        free(f);
+        ctl_cycle_soon(c);
+    }
+}
+
 void ctl_cycle_now(struct ctl *c)
 {
     int64_t now = clock_now_ms();
@@ -522,6 +589,7 @@ void ctl_cycle_now(struct ctl *c)
      * reads the core (views), so it stays valid through the loop */
     for (size_t i = 0; i < n; i++)
         apply(c, &d[i], now);
+    fail_launches(c, now);
     c->last_cycle_us = clock_mono_us() - t0;
     ctl_hist_observe(&c->metrics.cycle, (double)c->last_cycle_us / 1e6);
     if (n)

@@ -126,6 +126,9 @@ void agent_job_release(struct agent_job *j)
 {
     free_vec(j->argv);
     free_vec(j->env);
+    for (char **p = j->secret_env; p && *p; p++) /* wiped, not just freed */
+        memset(*p, 0, strlen(*p));
+    free_vec(j->secret_env);
     free_vec(j->nodelist);
     free(j->script);
     free(j->workdir);
@@ -168,21 +171,23 @@ static int parse_argv(const json_t *v, struct agent_job *j, struct agent_msg_err
     return 0;
 }
 
-static int parse_env(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+/* An object of strings into a "KEY=VALUE" vector (env and secret_env). */
+static int parse_kv(const json_t *v, const char *field, char ***out, int *count,
+                    struct agent_msg_error *err)
 {
     size_t n = v && !json_is_null(v) ? json_object_size(v) : 0;
     if (v && !json_is_null(v) && !json_is_object(v))
-        return bad(err, "job.env", "'job.env' must be an object of strings");
+        return bad(err, field, "'%s' must be an object of strings", field);
     if (n > AGENT_MAX_ENV)
-        return bad(err, "job.env", "'job.env' has more than %d variables", AGENT_MAX_ENV);
-    j->env = calloc(n + 1, sizeof *j->env);
-    if (!j->env)
+        return bad(err, field, "'%s' has more than %d variables", field, AGENT_MAX_ENV);
+    char **vec = *out = calloc(n + 1, sizeof *vec);
+    if (!vec)
         return -ENOMEM;
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)v, key, val) {
         char f[160];
-        snprintf(f, sizeof f, "job.env.%.100s", key);
+        snprintf(f, sizeof f, "%s.%.100s", field, key);
         if (!env_key_ok(key))
             return bad(err, f, "bad variable name '%.100s'", key);
         if (!json_is_string(val) || strlen(json_string_value(val)) != json_string_length(val))
@@ -192,9 +197,26 @@ static int parse_env(const json_t *v, struct agent_job *j, struct agent_msg_erro
         if (!kv)
             return -ENOMEM;
         snprintf(kv, len, "%s=%s", key, json_string_value(val));
-        j->env[j->nenv++] = kv;
+        vec[(*count)++] = kv;
     }
     return 0;
+}
+
+static int parse_env(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+{
+    return parse_kv(v, "job.env", &j->env, &j->nenv, err);
+}
+
+int agent_job_parse_secret_env(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+{
+    for (char **p = j->secret_env; p && *p; p++)
+        memset(*p, 0, strlen(*p));
+    free_vec(j->secret_env);
+    j->secret_env = NULL;
+    j->nsecret = 0;
+    if (!v || json_is_null(v))
+        return 0;
+    return parse_kv(v, "job.secret_env", &j->secret_env, &j->nsecret, err);
 }
 
 static int parse_gpus(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
@@ -270,11 +292,13 @@ static bool user_name_ok(const char *s)
 }
 
 static const char *const job_fields[] = {
-    "id",       "name",      "project",    "tier",          "class",       "user",
-    "command",  "script",    "workdir",    "output",        "error",       "env",
-    "gpus",     "cpus",      "mem_mb",     "time_limit_ms", "signal",      "grace_ms",
-    "nodelist", "node_rank", "world_size", "master_addr",   "master_port", "array_index",
-    "run",      "pids_max",  NULL};
+    "id",         "name",        "project",     "tier",
+    "class",      "user",        "command",     "script",
+    "workdir",    "output",      "error",       "env",
+    "gpus",       "cpus",        "mem_mb",      "time_limit_ms",
+    "signal",     "grace_ms",    "nodelist",    "node_rank",
+    "world_size", "master_addr", "master_port", "array_index",
+    "run",        "pids_max",    "secret_env",  NULL};
 
 static int parse_scalars(const json_t *o, struct agent_job *j, struct agent_msg_error *err)
 {
@@ -347,6 +371,7 @@ int agent_job_parse(const json_t *o, struct agent_job *j, struct agent_msg_error
         (rc = get_dup(o, "output", 4096, &j->output, err)) < 0 ||
         (rc = get_dup(o, "error", 4096, &j->error, err)) < 0 ||
         (rc = parse_env(json_object_get(o, "env"), j, err)) < 0 ||
+        (rc = agent_job_parse_secret_env(json_object_get(o, "secret_env"), j, err)) < 0 ||
         (rc = parse_gpus(json_object_get(o, "gpus"), j, err)) < 0 ||
         (rc = parse_nodelist(json_object_get(o, "nodelist"), j, err)) < 0)
         goto out;
@@ -388,6 +413,12 @@ static json_t *str_or_null(const char *s)
     return s ? json_string(s) : json_null();
 }
 
+json_t *agent_job_secret_env_json(const struct agent_job *j)
+{
+    return vec_json(j->secret_env, true);
+}
+
+/* Everything but secret_env: this is what the agent writes to disk (job.json). */
 json_t *agent_job_to_json(const struct agent_job *j)
 {
     json_t *gpus = json_array();

@@ -60,6 +60,11 @@ struct agent_job {
     char *output, *error; /* NULL = STATE_DIR/jobs/ID/stdout|stderr */
     char **env;           /* "KEY=VALUE", NULL-terminated (never NULL) */
     int nenv;
+    /* The job's secrets, "KEY=VALUE" like env (NULL when none). Held in memory only:
+     * agent_job_to_json leaves them out, so no file of the agent ever holds them; the
+     * supervisor gets them by fork or over its pipe (agent_job_secret_env_json). */
+    char **secret_env;
+    int nsecret;
     int gpus[AGENT_MAX_GPUS];
     int ngpus;
     int cpus;              /* 0 = no CPU quota */
@@ -76,6 +81,12 @@ struct agent_job {
     int run;          /* the job's run number (1, 2, ...: one per start), 0 = not given */
     int64_t pids_max; /* the class's pids.max, 0 = the node's default (--job-pids-max) */
 };
+
+/* The secret_env of a start command: parse into j (replacing any), or build it back as
+ * an object (a new reference) to hand to a supervisor. */
+int agent_job_parse_secret_env(const json_t *v, struct agent_job *j,
+                               struct agent_msg_error *err) AGENT_MSG_WUR;
+json_t *agent_job_secret_env_json(const struct agent_job *j);
 
 void agent_job_init(struct agent_job *j);
 void agent_job_release(struct agent_job *j);

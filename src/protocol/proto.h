@@ -45,7 +45,9 @@ json_t *proto_error_json(const struct proto_error *e);
 /* Job spec: the body of POST /v1/jobs                                                   */
 
 enum {
-    PROTO_NAME_MAX = 64, /* project, tier, class, user, gpu type, label keys */
+    PROTO_NAME_MAX = 64,         /* project, tier, class, user, gpu type, label keys */
+    PROTO_SECRET_NAME_MAX = 128, /* a secret's name: the variable it becomes */
+    PROTO_MAX_SECRETS = 32,      /* secrets one job may name */
     PROTO_JOB_NAME_MAX = 128,
     PROTO_PATH_MAX = 4096,
     PROTO_MAX_ARGS = 4096,
@@ -79,7 +81,8 @@ struct proto_selector {
  * A validated job spec. The variable-size parts (command, env, labels, script, paths)
  * stay as JSON in `extra`, a normalised object owned by the spec:
  * {"command": [...]|null, "script": "..."|null, "workdir", "output", "error",
- *  "env": {}, "labels": {}}.
+ *  "env": {}, "labels": {}, "secrets": [NAME...]}. "secrets" names the project's
+ * secrets the job gets in its environment (their values are never in a spec).
  */
 struct proto_jobspec {
     char name[PROTO_JOB_NAME_MAX];
@@ -103,6 +106,9 @@ struct proto_jobspec {
     char array[64]; /* the array expression as given, "" = none */
     json_t *extra;  /* owned */
 };
+
+/* A secret's name: an environment variable name of at most PROTO_SECRET_NAME_MAX bytes. */
+bool proto_secret_name_ok(const char *name);
 
 void proto_jobspec_init(struct proto_jobspec *j);
 void proto_jobspec_release(struct proto_jobspec *j);

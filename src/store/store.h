@@ -292,4 +292,30 @@ int store_hold_get(struct store *st, uint64_t job, char *user, size_t ulen, char
                    size_t llen) STORE_WUR;
 int store_hold_delete(struct store *st, uint64_t job) STORE_WUR;
 
+/* ------------------------------------------------------------------------------------ */
+/* Secrets: per project, sealed by docketd (the store never sees a value or the key).    */
+
+struct store_secret {
+    char project[64];
+    char name[130];
+    unsigned char nonce[12]; /* AES-GCM nonce, fresh for each value */
+    unsigned char *sealed;   /* ciphertext then the 16-byte tag; owned (get only) */
+    size_t sealed_len;
+    char set_by[64];
+    int64_t set_ms;
+};
+/* Insert or replace (project, name). */
+int store_secret_put(struct store *st, const struct store_secret *s) STORE_WUR;
+/* 0, -ENOENT when absent, -EBADMSG when the row is malformed, -EIO. Release after. */
+int store_secret_get(struct store *st, const char *project, const char *name,
+                     struct store_secret *out) STORE_WUR;
+void store_secret_release(struct store_secret *s);
+/* 0, -ENOENT when absent, -EIO. */
+int store_secret_delete(struct store *st, const char *project, const char *name) STORE_WUR;
+/* The project's secrets by name, without their sealed values (sealed is NULL). A
+ * non-zero return of cb stops and is returned. */
+typedef int (*store_secret_cb)(void *arg, const struct store_secret *s);
+int store_secret_list(struct store *st, const char *project, store_secret_cb cb,
+                      void *arg) STORE_WUR;
+
 #endif

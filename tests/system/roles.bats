@@ -6,7 +6,7 @@
 # HTTP status is checked against the matrix below. A route missing from the matrix fails
 # the test, and so does a matrix row for a route docketd no longer has.
 #
-# Bodies are chosen so a call changes nothing: an allowed POST/PATCH gets a body with an
+# Bodies are chosen so a call changes nothing: an allowed POST/PATCH/PUT gets a body with an
 # unknown field (400 from the handler, after the check), a denied one 403 from the check.
 # Submissions are held jobs; DELETEs target things made for the purpose.
 
@@ -101,6 +101,9 @@ POST   /v1/projects/:/resume      400/400 403/403 403/403 403/403 403/403 403/40
 GET    /v1/projects/:/members     200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 POST   /v1/projects/:/members     400/400 403/403 403/403 400/403 403/403 403/403 403/403 401/401
 DELETE /v1/projects/:/members/:   404/404 403/403 403/403 404/403 403/403 403/403 403/403 401/401
+GET    /v1/projects/:/secrets     200/200 403/403 403/403 200/403 403/403 403/403 403/403 401/401
+PUT    /v1/projects/:/secrets/:   400/400 403/403 403/403 400/403 403/403 403/403 403/403 401/401
+DELETE /v1/projects/:/secrets/:   404/404 403/403 403/403 404/403 403/403 403/403 403/403 401/401
 GET    /v1/tiers                  200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 GET    /v1/classes                200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 PATCH  /v1/classes/:              400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
@@ -133,6 +136,7 @@ fill() {
     /v1/jobs/:*) echo "/v1/jobs/$job${pat#/v1/jobs/:}" ;;
     /v1/nodes/:*) echo "/v1/nodes/gpu01${pat#/v1/nodes/:}" ;;
     /v1/projects/:/members/:) echo "/v1/projects/$proj/members/ghost" ;;
+    /v1/projects/:/secrets/:) echo "/v1/projects/$proj/secrets/GHOST_KEY" ;;
     /v1/projects/:*) echo "/v1/projects/$proj${pat#/v1/projects/:}" ;;
     /v1/classes/:) echo "/v1/classes/training" ;;
     /v1/tokens/:)
@@ -153,7 +157,7 @@ body_for() {
     local method=$1 pat=$2 side=$3
     if [[ $method == POST && $pat == /v1/jobs ]]; then
         echo "{\"project\": \"$([[ $side == A ]] && echo pa || echo pb)\", \"command\": [\"x\"], \"hold\": true}"
-    elif [[ $method == POST || $method == PATCH ]]; then
+    elif [[ $method == POST || $method == PATCH || $method == PUT ]]; then
         echo '{"bogus_field": 1}'
     fi
 }

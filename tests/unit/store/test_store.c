@@ -69,9 +69,9 @@ static void reopen(struct fx *f)
 static void migrates_from_empty(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(store_schema_version(f->st), 5);
+    assert_int_equal(store_schema_version(f->st), 6);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 5);
+    assert_int_equal(store_schema_version(f->st), 6);
     assert_int_equal(store_job_count(f->st), 0);
 }
 
@@ -414,8 +414,8 @@ static void audit_append_only(void **state)
 {
     struct fx *f = *state;
     struct store_audit a = {0, 10, "alice", "job.submit", "job:1", NULL, "{\"s\":1}", ""};
-    struct store_audit b = {0, 20, "root", "node.drain", "gpu01", "{\"st\":\"UP\"}",
-                            "{\"st\":\"DRAINING\"}", "maint"};
+    struct store_audit b = {
+        0, 20, "root", "node.drain", "gpu01", "{\"st\":\"UP\"}", "{\"st\":\"DRAINING\"}", "maint"};
     assert_int_equal(store_audit_add(f->st, &a), 0);
     assert_int_equal(store_audit_add(f->st, &b), 0);
     struct store_audit_filter flt;
@@ -473,9 +473,8 @@ static void audit_hash_chain(void **state)
     assert_non_null(strstr(v.why, "changed"));
     assert_int_equal(v.checked, 2);
     /* put it back: whole again, same head */
-    assert_int_equal(sqlite3_exec(db, "UPDATE audit SET reason = '' WHERE id = 3", NULL, NULL,
-                                  NULL),
-                     SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(db, "UPDATE audit SET reason = '' WHERE id = 3", NULL, NULL, NULL), SQLITE_OK);
     assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
     assert_int_equal(v.first_bad, 0);
     assert_string_equal(v.head, head);
@@ -718,7 +717,7 @@ static void migrates_schema2_database(void **state)
     f->st = store_open(f->path, err, sizeof(err));
     if (!f->st)
         fail_msg("%s", err);
-    assert_int_equal(store_schema_version(f->st), 5);
+    assert_int_equal(store_schema_version(f->st), 6);
     /* every job keeps its state, now by name */
     static const struct {
         uint64_t id;
@@ -746,21 +745,23 @@ static void migrates_schema2_database(void **state)
     assert_int_equal(store_job_list(f->st, &flt, collect_ids, &ids), 0);
     assert_string_equal(ids.text, "3,5,6");
     /* tokens keep their kind: the node's credential, the join token, the users' tokens */
-    raw_sql(f->path, "SELECT group_concat(kind || ':' || user_name, ',') FROM"
-                     " (SELECT kind, user_name FROM tokens ORDER BY created_ms)",
+    raw_sql(f->path,
+            "SELECT group_concat(kind || ':' || user_name, ',') FROM"
+            " (SELECT kind, user_name FROM tokens ORDER BY created_ms)",
             got, sizeof(got));
     assert_string_equal(got, "user:admin,join:admin,node:gpu01,user:alice");
     struct store_token t;
-    assert_int_equal(store_token_get(f->st,
-                                     "a7f9dbf66bede4099aacd028cae62ad99a771075ec18d4301de5417731ad6c1e",
-                                     &t), 0);
+    assert_int_equal(
+        store_token_get(f->st, "a7f9dbf66bede4099aacd028cae62ad99a771075ec18d4301de5417731ad6c1e",
+                        &t),
+        0);
     assert_int_equal(t.kind, STORE_TOKEN_NODE);
     assert_string_equal(t.user, "gpu01");
     /* the rest of the database is untouched; it opens again at the latest schema */
     raw_sql(f->path, "SELECT count(*) FROM job_events", got, sizeof(got));
     assert_int_not_equal(atoi(got), 0);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 5);
+    assert_int_equal(store_schema_version(f->st), 6);
     /* audit rows from before the chain are reported as such; new ones are chained */
     struct store_audit_check v;
     assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
@@ -835,6 +836,56 @@ static void runs_and_live_credentials(void **state)
     assert_int_equal(store_token_live(f->st, STORE_TOKEN_USER, "gpu01", 1000), 0);
 }
 
+static int count_secret(void *arg, const struct store_secret *s)
+{
+    char *names = arg;
+    assert_null(s->sealed); /* a list never carries the sealed values */
+    strcat(names, s->name);
+    strcat(names, ",");
+    return 0;
+}
+
+/* Secrets: put replaces (project, name), get returns the exact bytes, list gives names
+ * in order without values, delete says when there was nothing, a malformed row opens as
+ * nothing (-EBADMSG). */
+static void secrets_round_trip(void **state)
+{
+    struct fx *f = *state;
+    unsigned char sealed[20] = {0, 1, 2, 3, 0, 5};
+    struct store_secret s = {.project = "vision",
+                             .name = "B_KEY",
+                             .sealed = sealed,
+                             .sealed_len = sizeof(sealed),
+                             .set_by = "alice",
+                             .set_ms = 7};
+    memset(s.nonce, 0xab, sizeof(s.nonce));
+    assert_int_equal(store_secret_put(f->st, &s), 0);
+    snprintf(s.name, sizeof(s.name), "A_KEY");
+    assert_int_equal(store_secret_put(f->st, &s), 0);
+    sealed[0] = 9; /* replace B_KEY */
+    snprintf(s.name, sizeof(s.name), "B_KEY");
+    s.set_ms = 8;
+    assert_int_equal(store_secret_put(f->st, &s), 0);
+    reopen(f);
+    struct store_secret got;
+    assert_int_equal(store_secret_get(f->st, "vision", "B_KEY", &got), 0);
+    assert_int_equal(got.sealed_len, sizeof(sealed));
+    assert_memory_equal(got.sealed, sealed, sizeof(sealed));
+    assert_memory_equal(got.nonce, s.nonce, sizeof(s.nonce));
+    assert_string_equal(got.set_by, "alice");
+    assert_int_equal(got.set_ms, 8);
+    store_secret_release(&got);
+    assert_int_equal(store_secret_get(f->st, "speech", "B_KEY", &got), -ENOENT);
+    char names[128] = "";
+    assert_int_equal(store_secret_list(f->st, "vision", count_secret, names), 0);
+    assert_string_equal(names, "A_KEY,B_KEY,");
+    assert_int_equal(store_secret_delete(f->st, "vision", "A_KEY"), 0);
+    assert_int_equal(store_secret_delete(f->st, "vision", "A_KEY"), -ENOENT);
+    /* a nonce of the wrong size (a row changed by hand) is refused, not read past */
+    raw_sql(f->path, "UPDATE secrets SET nonce = x'0102' WHERE name = 'B_KEY'", NULL, 0);
+    assert_int_equal(store_secret_get(f->st, "vision", "B_KEY", &got), -EBADMSG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -851,13 +902,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(nodes_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(projects_and_policy, setup, teardown),
         cmocka_unit_test_setup_teardown(tokens, setup, teardown),
+        cmocka_unit_test_setup_teardown(secrets_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_append_only, setup, teardown),
         cmocka_unit_test_setup_teardown(group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(external_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(states_and_kinds_stored_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(migrates_schema2_database, setup, teardown),
-        cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup, teardown),
         cmocka_unit_test_setup_teardown(runs_and_live_credentials, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
