@@ -675,14 +675,14 @@ static void states_and_kinds_stored_by_name(void **state)
     assert_non_null(strstr(store_errmsg(f->st), "job 1: unknown state 'LIMBO'"));
 }
 
-/* Load tests/unit/store/data/schema2.sql (a database docketd wrote at schema 2) into the
- * fixture's file, closed. */
-static void load_schema2(struct fx *f)
+/* Load a dump of tests/unit/store/data (schema2.sql: a database docketd wrote at schema
+ * 2; schema3.sql: the same at schema 3) into the fixture's file, closed. */
+static void load_dump(struct fx *f, const char *name)
 {
     char path[4096];
     const char *dir = getenv("STORE_DATA");
     assert_non_null(dir);
-    snprintf(path, sizeof(path), "%s/schema2.sql", dir);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
     FILE *in = fopen(path, "r");
     assert_non_null(in);
     static char sql[1 << 20];
@@ -711,7 +711,7 @@ static void migrates_schema2_database(void **state)
 {
     struct fx *f = *state;
     char err[256], got[64];
-    load_schema2(f);
+    load_dump(f, "schema2.sql");
     raw_sql(f->path, "PRAGMA user_version", got, sizeof(got));
     assert_string_equal(got, "2");
     f->st = store_open(f->path, err, sizeof(err));
@@ -784,7 +784,7 @@ static void migration_refuses_an_unknown_state_number(void **state)
 {
     struct fx *f = *state;
     char err[256], got[64];
-    load_schema2(f);
+    load_dump(f, "schema2.sql");
     raw_sql(f->path, "UPDATE jobs SET state = 42 WHERE id = 3", NULL, 0);
     assert_null(store_open(f->path, err, sizeof(err)));
     assert_non_null(strstr(err, "migration 3"));
@@ -798,6 +798,84 @@ static void migration_refuses_an_unknown_state_number(void **state)
     raw_sql(f->path, "UPDATE jobs SET state = 3 WHERE id = 3", NULL, 0);
     f->st = store_open(f->path, err, sizeof(err));
     assert_non_null(f->st);
+}
+
+static int count_member(void *arg, const char *project, const char *user, const char *role)
+{
+    (void)project, (void)user, (void)role;
+    ++*(int *)arg;
+    return 0;
+}
+
+static int count_secret_row(void *arg, const struct store_secret *sec)
+{
+    (void)sec;
+    ++*(int *)arg;
+    return 0;
+}
+
+/* A database at schema 3 (the release before runs, roles and secrets) takes migrations 4,
+ * 5 and 6 in order: a placed job's placement becomes its run 1, user and join tokens get
+ * an expiry (the node credential none), the audit rows count as unchained and new ones
+ * chain, the new tables are there and empty, and everything else is as it was. */
+static void migrates_schema3_database(void **state)
+{
+    struct fx *f = *state;
+    char err[256], got[128];
+    load_dump(f, "schema3.sql");
+    raw_sql(f->path, "PRAGMA user_version", got, sizeof(got));
+    assert_string_equal(got, "3");
+    f->st = store_open(f->path, err, sizeof(err));
+    if (!f->st)
+        fail_msg("%s", err);
+    assert_int_equal(store_schema_version(f->st), 6);
+    /* 4: jobs 1-3 were placed on gpu01 (run 1); 4-6 never started (no run) */
+    struct store_run run;
+    for (uint64_t id = 1; id <= 3; id++) {
+        assert_int_equal(store_run_last(f->st, id), 1);
+        assert_int_equal(store_run_get(f->st, id, 1, &run), 0);
+        assert_string_equal(run.nodes, ",gpu01,");
+        assert_int_not_equal(run.start_ms, 0);
+        assert_int_equal(run.final_mask, 0);
+    }
+    for (uint64_t id = 4; id <= 6; id++)
+        assert_int_equal(store_run_last(f->st, id), 0);
+    /* 5: tokens keep their kind and hash, none revoked; only the node credential may
+     * stay without expiry */
+    raw_sql(f->path,
+            "SELECT group_concat(kind || ':' || user_name || ':' || revoked_ms, ',')"
+            " FROM (SELECT * FROM tokens ORDER BY created_ms)",
+            got, sizeof(got));
+    assert_string_equal(got, "user:admin:0,join:admin:0,node:gpu01:0,user:alice:0");
+    raw_sql(f->path, "SELECT group_concat(kind, ',') FROM tokens WHERE expires_ms = 0", got,
+            sizeof(got));
+    assert_string_equal(got, "node");
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 1), 1);
+    struct store_audit_check v;
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_int_equal(v.checked, 0);
+    assert_int_not_equal(v.unchained, 0);
+    struct store_audit a = {0, 10, "root", "node.drain", "gpu01", NULL, NULL, ""};
+    assert_int_equal(store_audit_add(f->st, &a), 0);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_int_equal(v.checked, 1);
+    int n = 0;
+    assert_int_equal(store_member_list(f->st, NULL, NULL, count_member, &n), 0);
+    assert_int_equal(n, 0);
+    /* 6: secrets, empty, and usable */
+    assert_int_equal(store_secret_list(f->st, "default", count_secret_row, &n), 0);
+    assert_int_equal(n, 0);
+    /* the rest as it was: jobs by state name, the job events */
+    raw_sql(f->path, "SELECT group_concat(state, ',') FROM (SELECT state FROM jobs ORDER BY id)",
+            got, sizeof(got));
+    assert_string_equal(got, "COMPLETED,FAILED,RUNNING,CANCELLED,HELD,PENDING");
+    raw_sql(f->path, "SELECT count(*) FROM job_events", got, sizeof(got));
+    assert_int_not_equal(atoi(got), 0);
+    reopen(f);
+    assert_int_equal(store_schema_version(f->st), 6);
+    assert_int_equal(store_run_last(f->st, 3), 1);
 }
 
 /* h-node: runs of a job and live node credentials */
@@ -908,6 +986,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(external_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(states_and_kinds_stored_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(migrates_schema2_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(migrates_schema3_database, setup, teardown),
         cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup, teardown),
         cmocka_unit_test_setup_teardown(runs_and_live_credentials, setup, teardown),
     };
