@@ -24,6 +24,9 @@ void ctl_config_defaults(struct ctl_config *cfg)
     cfg->cycle_delay_ms = 1;
     cfg->cycle_interval_ms = 5000;
     cfg->max_body_bytes = 1u << 20;
+    cfg->max_connections = 0;
+    cfg->expected_nodes = 1000;
+    cfg->idle_timeout_ms = 30000;
 }
 
 static int get_str(json_t *doc, const char *key, char *out, size_t len, char *err, size_t errlen)
@@ -52,13 +55,25 @@ static int get_dur(json_t *doc, const char *key, int64_t min, int64_t *out, char
     return 0;
 }
 
+static int get_int(json_t *doc, const char *key, int64_t min, int64_t max, int64_t *out, char *err,
+                   size_t errlen)
+{
+    json_t *v = json_object_get(doc, key);
+    struct proto_error pe;
+    if (v && proto_get_int(v, key, min, max, out, &pe) < 0) {
+        snprintf(err, errlen, "%s: %s", key, pe.message);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen)
 {
-    static const char *const known[] = {"listen",      "socket",         "state_dir",
-                                        "log_file",    "log_level",      "log_format",
-                                        "policy",      "node_timeout",   "heartbeat_wait",
-                                        "cycle_delay", "cycle_interval", "max_body_bytes",
-                                        NULL};
+    static const char *const known[] = {
+        "listen",          "socket",         "state_dir",      "log_file",
+        "log_level",       "log_format",     "policy",         "node_timeout",
+        "heartbeat_wait",  "cycle_delay",    "cycle_interval", "max_body_bytes",
+        "max_connections", "expected_nodes", "idle_timeout",   NULL};
     char yerr[256];
     struct proto_error pe;
     json_t *doc = yaml_file_to_json(path, yerr, sizeof(yerr));
@@ -108,6 +123,12 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_dur(doc, "cycle_delay", 0, &cfg->cycle_delay_ms, err, errlen);
     if (rc == 0)
         rc = get_dur(doc, "cycle_interval", 10, &cfg->cycle_interval_ms, err, errlen);
+    if (rc == 0)
+        rc = get_dur(doc, "idle_timeout", 1000, &cfg->idle_timeout_ms, err, errlen);
+    if (rc == 0)
+        rc = get_int(doc, "max_connections", 0, 10000000, &cfg->max_connections, err, errlen);
+    if (rc == 0)
+        rc = get_int(doc, "expected_nodes", 1, 1000000, &cfg->expected_nodes, err, errlen);
     if (rc == 0 && (v = json_object_get(doc, "max_body_bytes"))) {
         int64_t n;
         if (proto_get_int(v, "max_body_bytes", 1024, (int64_t)64 << 20, &n, &pe) < 0) {

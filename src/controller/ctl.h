@@ -45,6 +45,10 @@ struct ctl_config {
     int64_t cycle_delay_ms;    /* debounce after an event */
     int64_t cycle_interval_ms; /* slow timer for time-based rules */
     size_t max_body_bytes;
+    /* connections (conn.c): 0 = sized from the fd limit */
+    int64_t max_connections;
+    int64_t expected_nodes;  /* sizes the listen backlog and the fd warning */
+    int64_t idle_timeout_ms; /* a connection silent this long is closed (not long polls) */
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
@@ -118,6 +122,8 @@ struct ctl_metrics {
     struct ctl_hist queue_wait;
     struct ctl_hist cycle;
     struct ctl_hist commit; /* group commit: one fsync per loop iteration */
+    uint64_t conn_refused;  /* connections answered 503 past max_connections */
+    uint64_t accept_errors; /* accept() failures (EMFILE...) that paused accepting */
 };
 
 struct ctl {
@@ -151,7 +157,33 @@ struct ctl {
     bool req_failed;       /* the running handler answered an error: roll back */
     bool diverged;         /* a write the core could not undo failed: stopping */
     struct ctl_metrics metrics;
+    struct ctl_conns *conns; /* conn.c */
+    int64_t fd_limit, conn_cap;
+    int listen_backlog;
 };
+
+/* ------------------------------------------------------------------------------------ */
+/* conn.c: descriptors, listeners, the connection cap, accept back-off                   */
+
+struct evconnlistener;
+/* Raise RLIMIT_NOFILE to its hard limit and size the connection cap and backlog from it
+ * and cfg (before anything opens a descriptor). */
+int ctl_conn_limits(struct ctl *c);
+int ctl_conn_init(struct ctl *c);
+/* Count h's connections (refusing past the cap) and set its idle timeout. */
+void ctl_conn_server(struct ctl *c, struct evhttp *h);
+/* Back off (instead of spinning) when lev's accept() fails. */
+void ctl_conn_listener(struct ctl *c, struct evconnlistener *lev);
+/* A listening TCP socket with the sized backlog, for evhttp_bind_listener. */
+struct evconnlistener *ctl_conn_listen_tcp(struct ctl *c, const char *host, int port, char *err,
+                                           size_t errlen);
+/* The one close callback slot of a connection (replaces evhttp_connection_set_closecb,
+ * which conn.c keeps for counting); cb NULL clears it. */
+void ctl_conn_watch(struct ctl *c, struct evhttp_connection *evcon,
+                    void (*cb)(struct evhttp_connection *, void *), void *arg);
+size_t ctl_conn_count(const struct ctl *c);
+void ctl_conn_stop(struct ctl *c);    /* before the servers are freed */
+void ctl_conn_release(struct ctl *c); /* after */
 
 /* ------------------------------------------------------------------------------------ */
 /* http.c: servers, routing, replies, group commit                                       */

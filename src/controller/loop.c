@@ -145,7 +145,7 @@ static void unpark(struct ctl *c, struct ctl_node *n)
     event_del(n->park_timer);
     struct evhttp_connection *con = evhttp_request_get_connection(req);
     if (con)
-        evhttp_connection_set_closecb(con, NULL, NULL);
+        ctl_conn_watch(c, con, NULL, NULL);
     ctl_reply_json(c, req, 200, heartbeat_reply(c, n, -1));
 }
 
@@ -549,7 +549,7 @@ void ctl_loop_stop(struct ctl *c)
         if (n->parked) {
             struct evhttp_connection *con = evhttp_request_get_connection(n->parked);
             if (con)
-                evhttp_connection_set_closecb(con, NULL, NULL);
+                ctl_conn_watch(c, con, NULL, NULL);
             n->parked = NULL;
         }
         if (n->park_timer)

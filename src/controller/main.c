@@ -29,7 +29,8 @@ static void usage(FILE *f)
                "               [--socket PATH|-] [--policy FILE] [--log-file FILE]\n"
                "               [--log-level debug|info|warn|error] [--log-format text|json]\n"
                "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
-               "               [--max-body-bytes N]\n");
+               "               [--max-body-bytes N] [--max-connections N]\n"
+               "               [--expected-nodes N] [--idle-timeout DURATION]\n");
 }
 
 enum {
@@ -44,6 +45,9 @@ enum {
     O_NODETIMEOUT,
     O_HBWAIT,
     O_MAXBODY,
+    O_MAXCONN,
+    O_EXPNODES,
+    O_IDLE,
     O_HELP,
     O_VERSION
 };
@@ -60,6 +64,9 @@ static const struct option opts[] = {
     {"node-timeout", required_argument, NULL, O_NODETIMEOUT},
     {"heartbeat-wait", required_argument, NULL, O_HBWAIT},
     {"max-body-bytes", required_argument, NULL, O_MAXBODY},
+    {"max-connections", required_argument, NULL, O_MAXCONN},
+    {"expected-nodes", required_argument, NULL, O_EXPNODES},
+    {"idle-timeout", required_argument, NULL, O_IDLE},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {NULL, 0, NULL, 0},
@@ -112,6 +119,18 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
             return flag_error("max-body-bytes", arg, "must be 1024..67108864, not");
         cfg->max_body_bytes = (size_t)n;
         return 0;
+    case O_MAXCONN:
+        return parse_int64(arg, 0, 10000000, &cfg->max_connections) < 0
+                   ? flag_error("max-connections", arg, "must be 0 (auto)..10000000, not")
+                   : 0;
+    case O_EXPNODES:
+        return parse_int64(arg, 1, 1000000, &cfg->expected_nodes) < 0
+                   ? flag_error("expected-nodes", arg, "must be 1..1000000, not")
+                   : 0;
+    case O_IDLE:
+        return parse_duration_ms(arg, &cfg->idle_timeout_ms) < 0 || cfg->idle_timeout_ms < 1000
+                   ? flag_error("idle-timeout", arg, "invalid duration (at least 1s)")
+                   : 0;
     default:
         return -EINVAL;
     }
@@ -231,6 +250,8 @@ static int start(struct ctl *c)
     int rc;
     snprintf(db, sizeof(db), "%s/docket.db", c->cfg.state_dir);
     int64_t t0 = clock_mono_ms();
+    if ((rc = ctl_conn_limits(c)) < 0)
+        log_warn("fd_limit_unknown", "error=\"%s\"", strerror(-rc));
     c->store = store_open(db, err, sizeof(err));
     if (!c->store) {
         log_error("store_open_failed", "error=\"%s\"", err);

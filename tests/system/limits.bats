@@ -1,0 +1,140 @@
+#!/usr/bin/env bats
+# limits.bats - docketd against abuse (issue 11): file descriptors and connections, list
+# paging and streaming, big arrays, the submission rate limit, and the small findings
+# (escaping, path decoding, JSON errors from the HTTP layer, file modes, path fields).
+
+load lib/common
+
+setup() {
+    docket_setup
+}
+
+teardown() {
+    docket_teardown
+}
+
+# CPU time (user + system, in clock ticks) docketd has used so far.
+cpu_ticks() {
+    local f
+    read -r -a f <"/proc/$DOCKETD_PID/stat"
+    echo $((f[13] + f[14]))
+}
+
+# open_idle N: open N TCP connections to docketd that send nothing (fds in IDLE[]); those
+# the kernel or docketd refuses are not an error.
+open_idle() {
+    local i fd
+    IDLE=()
+    for ((i = 0; i < $1; i++)); do
+        if exec {fd}<>"/dev/tcp/127.0.0.1/$DOCKETD_PORT" 2>/dev/null; then
+            IDLE+=("$fd")
+        fi
+    done
+}
+
+close_idle() {
+    local fd
+    for fd in "${IDLE[@]}"; do
+        exec {fd}>&- 2>/dev/null || true
+    done
+    IDLE=()
+}
+
+# healthz_within MS: /healthz answers 200 in at most MS milliseconds.
+healthz_within() {
+    local t
+    t=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 5 "$DOCKETD_URL/healthz")
+    [[ ${t% *} == 200 ]] || { echo "healthz: $t" >&2; return 1; }
+    awk -v t="${t#* }" -v ms="$1" 'BEGIN { exit !(t * 1000 <= ms) }' || {
+        echo "healthz took ${t#* } s (limit $1 ms)" >&2
+        return 1
+    }
+}
+
+# metric NAME: its value from /metrics (admin token).
+metric() {
+    curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/metrics" |
+        awk -v m="$1" '$1 == m { print $2 }'
+}
+
+# ------------------------------------------------------------------------------------
+# File descriptors and connections (issue 11 #3)
+
+@test "fd: 300 idle connections against ulimit -n 256 at start: refused politely, no spin" {
+    # the limit is set before docketd starts: it sizes its connection cap from it
+    printf '#!/bin/bash\nulimit -n 256\nexec %q "$@"\n' "$DOCKETD" >"$TEST_DIR/docketd-256"
+    chmod +x "$TEST_DIR/docketd-256"
+    DOCKETD=$TEST_DIR/docketd-256 docketd_start --idle-timeout 3s
+    grep -q 'fd_limit=256' "$TEST_DIR/docketd.log"
+    local log0 cpu0 cpu1
+    log0=$(stat -c %s "$TEST_DIR/docketd.log")
+    cpu0=$(cpu_ticks)
+    open_idle 300
+    sleep 2
+    cpu1=$(cpu_ticks)
+    # the connections past the cap were answered 503 and closed, not left to exhaust fds
+    [[ $(metric docket_connections_refused_total) -gt 0 ]] || true
+    close_idle
+    # 2 s with 300 connections cost little CPU (a spinning accept loop burns all 200 ticks)
+    echo "cpu ticks: $((cpu1 - cpu0))" >&3
+    [[ $((cpu1 - cpu0)) -lt 60 ]]
+    [[ $(($(stat -c %s "$TEST_DIR/docketd.log") - log0)) -lt 20000 ]]
+    sleep 0.2
+    healthz_within 1000
+    local refused
+    refused=$(metric docket_connections_refused_total)
+    echo "refused: $refused" >&3
+    [[ $refused -gt 0 ]]
+}
+
+@test "fd: accept running out of descriptors backs off instead of spinning" {
+    docketd_start --idle-timeout 3s
+    # lower the limit under the running docketd: its cap is now above what it can open,
+    # so accept() itself fails with EMFILE
+    prlimit --pid "$DOCKETD_PID" --nofile=128:128
+    local log0 cpu0 cpu1
+    log0=$(stat -c %s "$TEST_DIR/docketd.log")
+    cpu0=$(cpu_ticks)
+    open_idle 300
+    sleep 2
+    cpu1=$(cpu_ticks)
+    echo "cpu ticks: $((cpu1 - cpu0))" >&3
+    [[ $((cpu1 - cpu0)) -lt 60 ]]
+    [[ $(($(stat -c %s "$TEST_DIR/docketd.log") - log0)) -lt 20000 ]]
+    grep -q 'accept_failed' "$TEST_DIR/docketd.log"
+    close_idle
+    sleep 0.3
+    healthz_within 1000
+}
+
+@test "fd: idle connections are closed after idle_timeout" {
+    docketd_start --idle-timeout 1s
+    open_idle 20
+    [[ $(metric docket_connections) -ge 20 ]]
+    sleep 2.5
+    # only the connection asking is left
+    [[ $(metric docket_connections) -le 2 ]]
+    close_idle
+}
+
+@test "fd: a parked heartbeat outlives idle_timeout" {
+    docketd_start --idle-timeout 1s --heartbeat-wait 3s
+    local cred t0 t1
+    cred=$(fake_node n1 8 H100-80GB)
+    t0=$(date +%s%N)
+    api_post /v1/agent/heartbeat '{"node": "n1", "ack": 0, "wait_ms": 3000, "jobs": []}' "$cred"
+    t1=$(date +%s%N)
+    assert_status 200
+    [[ $(((t1 - t0) / 1000000)) -ge 2500 ]]
+}
+
+@test "fd: config keys for connections are validated" {
+    printf 'max_connections: -1\n' >"$TEST_DIR/d.yaml"
+    run "$DOCKETD" --config "$TEST_DIR/d.yaml" --state-dir "$STATE_DIR"
+    [[ $status -ne 0 && $output == *max_connections* ]]
+    printf 'idle_timeout: 10ms\n' >"$TEST_DIR/d.yaml"
+    run "$DOCKETD" --config "$TEST_DIR/d.yaml" --state-dir "$STATE_DIR"
+    [[ $status -ne 0 && $output == *idle_timeout* ]]
+    run "$DOCKETD" --expected-nodes 0 --state-dir "$STATE_DIR"
+    [[ $status -ne 0 && $output == *expected-nodes* ]]
+}
