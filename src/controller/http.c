@@ -326,8 +326,23 @@ static const struct route {
     {M_POST, "/v1/agent/events", h_agent_events, A_AGENT},
     {M_POST, "/v1/agent/logs", h_agent_logs, A_AGENT},
     {M_GET, "/healthz", h_healthz, A_PUBLIC},
-    {M_GET, "/metrics", h_metrics, A_PUBLIC},
+    {M_GET, "/metrics", h_metrics, A_USER},
 };
+
+/* A path segment as the client meant it ("%31%32" is "12"): percent-decoded in place.
+ * A segment that decodes to a NUL byte or a '/' names nothing. */
+static int decode_segment(char *seg, size_t cap)
+{
+    if (!strchr(seg, '%'))
+        return 0;
+    size_t n = 0;
+    char *d = evhttp_uridecode(seg, 0, &n);
+    int rc = d && n < cap && memchr(d, '\0', n) == NULL && memchr(d, '/', n) == NULL ? 0 : -1;
+    if (rc == 0)
+        memcpy(seg, d, n + 1);
+    free(d);
+    return rc;
+}
 
 /* Match "/v1/jobs/:/events" against a path; ':' captures one segment. Routes without
  * captures are tried first; "/v1/jobs/:/:" (POST actions) and "/v1/jobs/:/events" (GET)
@@ -343,6 +358,8 @@ static bool match(const char *pat, const char *path, struct ctl_req *r)
                 return false;
             memcpy(r->argbuf[ncap], path, n);
             r->argbuf[ncap][n] = '\0';
+            if (decode_segment(r->argbuf[ncap], sizeof(r->argbuf[ncap])) < 0)
+                return false;
             r->arg[ncap] = r->argbuf[ncap];
             ncap++;
             pat++;
@@ -567,8 +584,11 @@ static struct evhttp *new_http(struct ctl *c, void (*cb)(struct evhttp_request *
     evhttp_set_max_body_size(h, (ev_ssize_t)(c->cfg.max_body_bytes * 4 + 65536));
     evhttp_set_max_headers_size(h, 64 * 1024);
     ctl_conn_server(c, h);
+    /* every method reaches the router, which answers 405 in JSON (libevent's own answer to
+     * a method it was told to refuse is an HTML 501 page) */
     evhttp_set_allowed_methods(h, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PATCH |
-                                      EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD);
+                                      EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD |
+                                      EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT);
     evhttp_set_gencb(h, cb, c);
     return h;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/sched.h"
@@ -311,6 +312,23 @@ static int migrate(struct store *st)
     return 0;
 }
 
+/* The database holds token hashes, env and audit: readable by docketd's user only. SQLite
+ * gives the -wal and -shm files the mode of the database when it creates them, so the
+ * database is created 0600 before SQLite opens it (and an older one is narrowed). */
+static void restrict_mode(const char *path)
+{
+    static const char *const sfx[] = {"", "-wal", "-shm"};
+    char p[4096];
+    if (!path[0] || path[0] == ':' || strncmp(path, "file:", 5) == 0)
+        return; /* in memory, or a URI: nothing of ours on disk */
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+    for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++)
+        if (snprintf(p, sizeof(p), "%s%s", path, sfx[i]) < (int)sizeof(p))
+            (void)chmod(p, 0600);
+}
+
 struct store *store_open(const char *path, char *err, size_t errlen)
 {
     struct store *st = calloc(1, sizeof(*st));
@@ -319,6 +337,7 @@ struct store *store_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     st->wal_fd = -1;
+    restrict_mode(path);
     if (sqlite3_open_v2(path, &st->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
@@ -639,7 +658,8 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
     add_text_filter(&sql, "class", f->class_name, &np);
     add_text_filter(&sql, "name", f->name, &np);
     if (f->node)
-        dbuf_printf(&sql, " AND nodes LIKE '%%,' || ?%d || ',%%'", ++np);
+        /* instr, not LIKE: a node name is matched exactly, '%' and '_' are no wildcards */
+        dbuf_printf(&sql, " AND instr(nodes, ',' || ?%d || ',') > 0", ++np);
     if (f->array_id)
         dbuf_printf(&sql, " AND array_id = ?%d", ++np);
     if (f->since_ms)

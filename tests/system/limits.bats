@@ -138,3 +138,81 @@ metric() {
     run "$DOCKETD" --expected-nodes 0 --state-dir "$STATE_DIR"
     [[ $status -ne 0 && $output == *expected-nodes* ]]
 }
+
+# ------------------------------------------------------------------------------------
+# Small findings (issue 11 #7)
+
+@test "small: ?node= matches a node name exactly ('%' and '_' are no wildcards)" {
+    docketd_start
+    fake_node gpu01 8 H100-80GB >/dev/null
+    submit '{"command": ["x"], "gpus": 1}' >/dev/null
+    sleep 0.3
+    api_get "/v1/jobs?node=gpu01"
+    assert_json '.jobs | length' 1
+    api_get "/v1/jobs?node=%25"
+    assert_json '.jobs | length' 0
+    api_get "/v1/jobs?node=gpu_1"
+    assert_json '.jobs | length' 0
+    api_get "/v1/jobs?node=gpu0"
+    assert_json '.jobs | length' 0
+}
+
+@test "small: ids in the path are percent-decoded" {
+    docketd_start
+    fake_node gpu01 8 H100-80GB >/dev/null
+    submit '{"command": ["x"], "hold": true}' >/dev/null
+    api_get /v1/jobs/%31
+    assert_status 200
+    assert_json .job.id 1
+    api_get /v1/jobs/%2F1
+    assert_error 404 ""
+    api_post /v1/jobs/%31/release
+    assert_status 200
+}
+
+@test "small: docket.db and its -wal and -shm are created 0600" {
+    docketd_start
+    submit '{"command": ["x"], "hold": true}' >/dev/null || true
+    [[ $(stat -c %a "$STATE_DIR/docket.db") == 600 ]]
+    [[ $(stat -c %a "$STATE_DIR/docket.db-wal") == 600 ]]
+    [[ $(stat -c %a "$STATE_DIR/docket.db-shm") == 600 ]]
+}
+
+@test "small: '..' in workdir, output and error is refused naming the field" {
+    docketd_start
+    fake_node gpu01 8 H100-80GB >/dev/null
+    api_post /v1/jobs '{"command": ["x"], "workdir": "/home/a/../../etc"}'
+    assert_error 400 workdir
+    api_post /v1/jobs '{"command": ["x"], "output": "../../etc/cron.d/x"}'
+    assert_error 400 output
+    api_post /v1/jobs '{"command": ["x"], "error": "/tmp/.."}'
+    assert_error 400 error
+    # a name with dots in it is no '..' component
+    api_post /v1/jobs '{"command": ["x"], "workdir": "/tmp/a..b", "output": "/tmp/..x", "hold": true}'
+    assert_status 201
+    api_get /v1/jobs
+    assert_json '.jobs | length' 1
+}
+
+@test "small: /metrics needs a token over TCP, /healthz says only ok without one" {
+    docketd_start
+    api_get /metrics -
+    assert_error 401 ""
+    api_get /metrics
+    assert_status 200
+    api_get /healthz -
+    assert_status 200
+    assert_json 'keys | join(",")' status
+    api_get /healthz
+    assert_json '.version | length > 0' true
+}
+
+@test "small: the HTTP layer's refusals are JSON errors" {
+    docketd_start --max-body-bytes 1024
+    # a method the API does not route
+    api OPTIONS /v1/jobs
+    assert_error 405 ""
+    # a body over the limit (up to 4x: read, then refused by docketd)
+    api_post /v1/jobs "{\"command\": [\"x\"], \"script\": \"$(head -c 3000 /dev/zero | tr '\0' a)\"}"
+    assert_error 413 ""
+}
