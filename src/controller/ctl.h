@@ -31,6 +31,12 @@
 /* Every function that writes to the store says so: its result must be looked at. */
 #define CTL_WUR      __attribute__((warn_unused_result))
 #define CTL_PATH_MAX 4096
+/* Lists (stream.c, jobs.c): a page ends at `limit` rows or past CTL_LIST_PAGE_BYTES of
+ * JSON, whichever comes first; it is sent in slices of at most CTL_LIST_SLICE_ROWS rows or
+ * about CTL_LIST_SLICE_BYTES, one per loop turn. */
+#define CTL_LIST_PAGE_BYTES  ((size_t)4 << 20)
+#define CTL_LIST_SLICE_BYTES ((size_t)128 << 10)
+#define CTL_LIST_SLICE_ROWS  256
 
 struct ctl_config {
     char state_dir[CTL_PATH_MAX];
@@ -157,7 +163,8 @@ struct ctl {
     bool req_failed;       /* the running handler answered an error: roll back */
     bool diverged;         /* a write the core could not undo failed: stopping */
     struct ctl_metrics metrics;
-    struct ctl_conns *conns; /* conn.c */
+    struct ctl_conns *conns;    /* conn.c */
+    struct ctl_stream *streams; /* stream.c: replies being sent in slices */
     int64_t fd_limit, conn_cap;
     int listen_backlog;
 };
@@ -216,6 +223,17 @@ void ctl_commit_soon(struct ctl *c);
 void ctl_commit_now(struct ctl *c);
 /* Send the replies of commits up to `gen` (all as 500 when rc < 0). */
 void ctl_replies_release(struct ctl *c, uint64_t gen, int rc);
+
+/* stream.c: a long reply (status 200, JSON) sent in slices, one per loop turn, each made
+ * when the client has taken the previous one. fill appends the next slice to out and sets
+ * *done with the last; a negative return cuts the reply short. free_fn(arg) at the end
+ * (also when the client leaves). */
+struct ctl_stream;
+typedef int (*ctl_stream_fill)(void *arg, struct evbuffer *out, bool *done);
+typedef void (*ctl_stream_free)(void *arg);
+void ctl_stream_start(struct ctl *c, struct evhttp_request *req, ctl_stream_fill fill,
+                      ctl_stream_free free_fn, void *arg);
+void ctl_stream_stop_all(struct ctl *c);
 
 /* sync.c: the WAL fdatasync helper thread of the pipelined group commit. */
 struct ctl_sync;

@@ -5,6 +5,7 @@
  * live parts (reason, effective tier) of jobs it still holds.
  */
 #include <errno.h>
+#include <event2/buffer.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "util/dbuf.h"
 #include "util/parse.h"
 #include "util/str.h"
+#include "util/xalloc.h"
 
 /* ------------------------------------------------------------------------------------ */
 /* JOB object                                                                            */
@@ -449,18 +451,84 @@ static int parse_states(const char *s, uint32_t *mask)
     return *mask ? 0 : -EINVAL;
 }
 
-struct list_ctx {
+/* A job list in flight (stream.c): its filter (strings owned), where it is, what it sent. */
+struct job_list {
     struct ctl *c;
-    json_t *arr;
+    struct store_job_filter f;
+    char *strs[6];
+    int64_t limit, sent;
+    size_t bytes;      /* of the page so far */
+    size_t turn_bytes; /* of this slice */
+    int64_t turn_rows; /* rows this slice read */
     uint64_t last;
+    bool full; /* stopped by limit or bytes: there may be more, "next" says where */
+    bool started;
+    struct evbuffer *out; /* the slice being made */
 };
 
-static int list_cb(void *arg, const struct store_job *j)
+static int list_row(void *arg, const struct store_job *j)
 {
-    struct list_ctx *lc = arg;
-    json_array_append_new(lc->arr, ctl_job_json(lc->c, j));
-    lc->last = j->id;
+    struct job_list *l = arg;
+    json_t *o = ctl_job_json(l->c, j);
+    /* lists leave the two big members out: GET /v1/jobs/ID has them */
+    json_object_del(o, "script");
+    json_object_del(o, "env");
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!text)
+        return -ENOMEM;
+    size_t n = strlen(text);
+    struct evbuffer *out = l->out;
+    if (l->sent > 0)
+        evbuffer_add(out, ",", 1);
+    evbuffer_add(out, text, n);
+    free(text);
+    l->sent++;
+    l->turn_rows++;
+    l->bytes += n + 1;
+    l->turn_bytes += n + 1;
+    l->last = j->id;
+    if (l->sent >= l->limit || l->bytes >= CTL_LIST_PAGE_BYTES) {
+        l->full = true;
+        return 1;
+    }
+    return l->turn_bytes >= CTL_LIST_SLICE_BYTES ? 1 : 0;
+}
+
+static int list_fill(void *arg, struct evbuffer *out, bool *done)
+{
+    struct job_list *l = arg;
+    if (!l->started)
+        evbuffer_add(out, "{\"jobs\":[", 9);
+    l->started = true;
+    l->turn_bytes = 0;
+    l->turn_rows = 0;
+    int64_t ask = l->limit - l->sent;
+    l->f.limit = (int)(ask < CTL_LIST_SLICE_ROWS ? ask : CTL_LIST_SLICE_ROWS);
+    if (l->last)
+        l->f.after = l->last;
+    l->out = out;
+    int rc = store_job_list(l->c->store, &l->f, list_row, l);
+    if (rc < 0)
+        return rc == -ENOMEM ? rc : -EIO;
+    if (!l->full && rc == 0 && l->turn_rows == l->f.limit)
+        return 0; /* the slice was full: more may follow */
+    if (!l->full && rc == 1)
+        return 0; /* the slice's bytes were used up */
+    if (l->full)
+        evbuffer_add_printf(out, "],\"next\":\"%llu\"}", (unsigned long long)l->last);
+    else
+        evbuffer_add(out, "]}", 2);
+    *done = true;
     return 0;
+}
+
+static void list_free(void *arg)
+{
+    struct job_list *l = arg;
+    for (int i = 0; i < 6; i++)
+        free(l->strs[i]);
+    free(l);
 }
 
 static int query_u64(struct ctl_req *r, const char *key, int64_t min, int64_t max, int64_t *out)
@@ -507,19 +575,23 @@ void h_jobs_list(struct ctl_req *r)
     f.after = (uint64_t)after;
     f.array_id = (uint64_t)array_id;
     f.since_ms = since;
-    struct list_ctx lc = {r->c, json_array(), 0};
-    if (store_job_list(r->c->store, &f, list_cb, &lc) < 0) {
-        json_decref(lc.arr);
-        ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
+    f.lean = true;
+    struct job_list *l = calloc(1, sizeof(*l));
+    if (!l) {
+        ctl_reply_errorf(r->c, r->req, 500, NULL, "out of memory");
         return;
     }
-    json_t *out = json_pack("{s:o}", "jobs", lc.arr);
-    if ((int64_t)json_array_size(lc.arr) == limit) {
-        char next[32];
-        snprintf(next, sizeof(next), "%llu", (unsigned long long)lc.last);
-        json_object_set_new(out, "next", json_string(next));
-    }
-    ctl_reply_json(r->c, r->req, 200, out);
+    /* the query strings die with the request's query: the list keeps copies */
+    const char **fs[6] = {&f.project, &f.user, &f.tier, &f.class_name, &f.node, &f.name};
+    for (int i = 0; i < 6; i++)
+        if (*fs[i]) {
+            l->strs[i] = xstrdup(*fs[i]);
+            *fs[i] = l->strs[i];
+        }
+    l->c = r->c;
+    l->f = f;
+    l->limit = limit;
+    ctl_stream_start(r->c, r->req, list_fill, list_free, l);
 }
 
 /* Load the job named by arg[0] or answer 404. */

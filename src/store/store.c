@@ -143,17 +143,16 @@ enum stmt_id {
     S_COUNT
 };
 
-#define JOB_COLS                                                                                   \
+#define JOB_COLS_WITH(SPEC)                                                                        \
     "id, array_id, array_index, name, project, user_name, tier, class, state, stop_cause,"         \
-    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, spec, alloc, exit, usage,"     \
+    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, " SPEC ", alloc, exit, usage," \
     " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms,"       \
     " begin_ms, grace_ms, gpu_type, deps, selectors"
+#define JOB_COLS JOB_COLS_WITH("spec")
 /* The same without the spec JSON (column 16 reads NULL). */
-#define JOB_COLS_NO_SPEC                                                                           \
-    "id, array_id, array_index, name, project, user_name, tier, class, state, stop_cause,"         \
-    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, NULL, alloc, exit, usage,"     \
-    " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms,"       \
-    " begin_ms, grace_ms, gpu_type, deps, selectors"
+#define JOB_COLS_NO_SPEC JOB_COLS_WITH("NULL")
+/* For lists: the spec without its two big members, cut by SQLite (no copy, no parse here). */
+#define JOB_COLS_LEAN JOB_COLS_WITH("json_remove(spec, '$.script', '$.env')")
 #define NODE_COLS                                                                                  \
     "name, state, reason, gpu_type, gpus, gpu_mem_mb, cpus, mem_mb, labels, info,"                 \
     " last_heartbeat_ms, cmd_seq"
@@ -644,6 +643,7 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
     int np = 0, rc = 0;
     dbuf_init(&sql, 4096);
     dbuf_puts(&sql, f->skip_spec ? "SELECT " JOB_COLS_NO_SPEC " FROM jobs WHERE 1 = 1"
+                    : f->lean    ? "SELECT " JOB_COLS_LEAN " FROM jobs WHERE 1 = 1"
                                  : "SELECT " JOB_COLS " FROM jobs WHERE 1 = 1");
     if (f->state_mask) { /* the core's names: capitals and '_', nothing to escape */
         dbuf_puts(&sql, " AND state IN (''");

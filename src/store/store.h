@@ -114,6 +114,7 @@ struct store_job_filter {
     int limit;
     bool desc;
     bool skip_spec; /* leave spec NULL (a restart reads the core columns) */
+    bool lean;      /* spec without its "script" and "env" members (lists) */
 };
 
 /* Calls cb for each row in id order; a non-zero return from cb stops (and is returned).
