@@ -243,6 +243,7 @@ static int insert_job(struct ctl *c, const struct proto_jobspec *ps, const char 
     row.state = ps->hold ? SCHED_HELD : SCHED_PENDING;
     row.submit_ms = now;
     row.spec = (char *)spec_text;
+    row.spec_id = array_id; /* an array's tasks share the spec stored once */
     int rc = store_job_insert(c->store, &row);
     if (rc == 0) {
         struct store_event ev = {id, now, "submit", "", sched_job_state_name(row.state),
@@ -323,27 +324,43 @@ static void job_text(struct ctl *c, const struct store_job *row, const char *spe
     dbuf_puts(out, spec_text + 1); /* past the spec's '{', through its '}' */
 }
 
-/* 201 with {"job": JOB} or {"array_id", "jobs": [JOB...]}, from what was just written. */
-static void submit_reply(struct ctl_req *r, const struct store_job *rows, size_t n,
-                         const char *spec_text, bool array)
+/* 201 with {"job": JOB} or {"array_id", "jobs": [JOB...]}, from what was just written
+ * (an array's JOBs without script and env, as in lists). 0, or -E2BIG without replying. */
+static int submit_reply(struct ctl_req *r, const struct store_job *rows, size_t n,
+                        const char *spec_text, bool array)
 {
     struct dbuf b;
-    dbuf_init(&b, (size_t)1 << 30);
+    dbuf_init(&b, (size_t)256 << 20);
     if (array)
         dbuf_printf(&b, "{\"array_id\":%llu,\"jobs\":[", (unsigned long long)rows[0].id);
     else
         dbuf_puts(&b, "{\"job\":");
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && !b.failed; i++) {
         if (i)
             dbuf_puts(&b, ",");
         job_text(r->c, &rows[i], spec_text, &b);
     }
     dbuf_puts(&b, array ? "]}" : "}");
-    if (b.failed)
-        ctl_reply_errorf(r->c, r->req, 500, NULL, "reply too large");
-    else
+    int rc = b.failed ? -E2BIG : 0;
+    if (rc == 0)
         ctl_reply_raw(r->c, r->req, 201, "application/json", b.data, b.len);
     dbuf_release(&b);
+    return rc;
+}
+
+/* The spec as stored, and for an array the same without script and env (lists, reply). */
+static int spec_texts(const struct proto_jobspec *ps, bool array, char **text, char **lean)
+{
+    json_t *spec = proto_jobspec_to_json(ps);
+    *text = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
+    *lean = NULL;
+    if (spec && array) {
+        json_object_del(spec, "script");
+        json_object_del(spec, "env");
+        *lean = json_dumps(spec, JSON_COMPACT);
+    }
+    json_decref(spec);
+    return *text && (!array || *lean) ? 0 : -ENOMEM;
 }
 
 void h_jobs_submit(struct ctl_req *r)
@@ -374,33 +391,40 @@ void h_jobs_submit(struct ctl_req *r)
     uint64_t first = c->next_job_id;
     if (submit_tasks(r, &ps, idx, n, limit, now, first) < 0)
         goto out;
-    json_t *spec = proto_jobspec_to_json(&ps);
-    char *text = json_dumps(spec, JSON_COMPACT);
+    char *text, *lean;
     struct store_job *rows = calloc(n, sizeof(*rows));
-    int rc = text && rows ? 0 : -ENOMEM;
-    for (size_t i = 0; rc == 0 && i < n; i++)
+    int rc = spec_texts(&ps, idx != NULL, &text, &lean);
+    if (rc == 0 && !rows)
+        rc = -ENOMEM;
+    /* an array's spec once, not once per task (schema 4) */
+    if (rc == 0 && idx)
+        rc = store_spec_put(c->store, first, text, lean);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
         rc = insert_job(c, &ps, text, first + i, idx ? first : 0, idx ? idx[i] : 0, limit, now,
                         &rows[i]);
+    }
     if (rc == 0)
         rc = store_counter_set(c->store, "next_job_id", (int64_t)(first + n));
     char target[48];
     snprintf(target, sizeof(target), idx ? "array:%llu" : "job:%llu", (unsigned long long)first);
     if (rc == 0)
         rc = ctl_audit_text(c, r->id.user, "job.submit", target, NULL, text, NULL);
-    json_decref(spec);
-    if (rc < 0) { /* the request's writes are rolled back: the core forgets the jobs */
-        free(rows);
-        free(text);
+    /* the reply is made before the jobs count as submitted: one that cannot be made
+     * fails the request like a failed write (issue 11: it left 10,000 ghosts in the core) */
+    if (rc == 0 && submit_reply(r, rows, n, idx ? lean : text, idx != NULL) < 0) {
+        ctl_reply_errorf(c, r->req, 500, NULL, "reply too large");
+        withdraw_tasks(c, first, n);
+    } else if (rc < 0) { /* the request's writes are rolled back: the core forgets the jobs */
         ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
         withdraw_tasks(c, first, n);
-        goto out;
+    } else {
+        c->next_job_id = first + n;
+        c->metrics.submissions += n;
+        ctl_cycle_soon(c);
     }
-    c->next_job_id = first + n;
-    c->metrics.submissions += n;
-    submit_reply(r, rows, n, text, idx != NULL);
     free(rows);
     free(text);
-    ctl_cycle_soon(c);
+    free(lean);
 out:
     free(idx);
     proto_jobspec_release(&ps);

@@ -298,3 +298,70 @@ big_jobs() {
     # generous for a sanitizer build on a shared machine; bench/RESULTS.md has the figures
     [[ $worst -lt 400 ]]
 }
+
+# ------------------------------------------------------------------------------------
+# Big arrays (issue 11 #1, #6): no ghost jobs, the script stored once
+
+# script_array FIRST-LAST: a 131 KB script as an array body in $TEST_DIR/array.json.
+script_array() {
+    local line
+    line=$(head -c 1000 /dev/zero | tr '\0' x)
+    {
+        printf '{"gpus": 1, "array": "%s", "script": "#!/bin/sh\\n' "$1"
+        for ((i = 0; i < 131; i++)); do printf 'echo %s\\n' "$line"; done
+        printf '"}'
+    } >"$TEST_DIR/array.json"
+}
+
+# Live jobs in the core (/healthz) and unfinished jobs in the database must agree.
+core_jobs() {
+    api_get /healthz
+    jq '[.jobs[]] | add // 0' <<<"$body"
+}
+db_jobs() {
+    sqlite3 "$STATE_DIR/docket.db" \
+        "SELECT count(*) FROM jobs WHERE state IN ('PENDING','HELD','STARTING','RUNNING','STOPPING')"
+}
+
+@test "arrays: 10,000 tasks of a 131 KB script: accepted whole, no ghost in the core" {
+    docketd_start
+    fake_node gpu01 8 H100-80GB >/dev/null
+    script_array 0-9999
+    api_file POST /v1/jobs "$TEST_DIR/array.json"
+    assert_status 201
+    assert_json '.jobs | length' 10000
+    # the reply names the tasks, it does not repeat the script 10,000 times
+    [[ ${#body} -lt $((20 << 20)) ]]
+    [[ $body != *xxxxxxxxxxxxxxxx* ]]
+    sleep 0.5
+    local core db
+    core=$(core_jobs)
+    db=$(db_jobs)
+    echo "core $core, database $db" >&3
+    [[ $core == 10000 && $db == 10000 ]]
+    # and the database did not take 1.3 GB for it
+    local size
+    size=$(du -cb "$STATE_DIR"/docket.db* | tail -n 1 | cut -f1)
+    echo "database + WAL: $size bytes" >&3
+    [[ $size -lt $((100 << 20)) ]]
+}
+
+@test "arrays: the script of a 1,000-task array is stored once" {
+    docketd_start
+    fake_node gpu01 8 H100-80GB >/dev/null
+    script_array 0-999
+    api_file POST /v1/jobs "$TEST_DIR/array.json"
+    assert_status 201
+    docketd_stop
+    # checkpoint the WAL into the database, then weigh it
+    sqlite3 "$STATE_DIR/docket.db" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null
+    local size
+    size=$(stat -c %s "$STATE_DIR/docket.db")
+    echo "docket.db: $size bytes (the script alone: 131 KB)" >&3
+    [[ $size -lt $((8 << 20)) ]]
+    # each task still shows the whole script, and a restart reads them back
+    docketd_start
+    api_get /v1/jobs/500
+    assert_json '.job.script | length > 130000' true
+    assert_json '.job.array_id' 1
+}

@@ -65,12 +65,15 @@ static void reopen(struct fx *f)
 
 /* ------------------------------------------------------------------------------------ */
 
+/* The schema version store.c migrates to (one place to change when a migration is added). */
+#define SCHEMA_LATEST 4
+
 static void migrates_from_empty(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
     assert_int_equal(store_job_count(f->st), 0);
 }
 
@@ -87,7 +90,9 @@ static void refuses_newer_schema(void **state)
     assert_null(store_open(f->path, err, sizeof(err)));
     assert_non_null(strstr(err, "newer"));
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL), SQLITE_OK);
+    char back[48];
+    snprintf(back, sizeof(back), "PRAGMA user_version = %d", SCHEMA_LATEST);
+    assert_int_equal(sqlite3_exec(db, back, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     f->st = store_open(f->path, err, sizeof(err));
     assert_non_null(f->st);
@@ -191,6 +196,53 @@ static void job_round_trip(void **state)
     assert_string_equal(out.selectors, "zone=a,pool!=r");
     store_job_release(&out);
     assert_int_equal(store_job_get(f->st, 8, &out), -ENOENT);
+}
+
+static void raw_sql(const char *path, const char *sql, char *out, size_t len);
+
+static int lean_cb(void *arg, const struct store_job *j)
+{
+    char *got = arg;
+    strncat(got, j->spec ? j->spec : "(null)", 400 - strlen(got) - 1);
+    strncat(got, ";", 400 - strlen(got) - 1);
+    return 0;
+}
+
+/* An array's tasks share one stored spec (schema 4): each reads it back whole, lists read
+ * it lean, and the spec text is in the database once. */
+static void array_spec_stored_once(void **state)
+{
+    struct fx *f = *state;
+    static const char spec[] = "{\"script\":\"#!/bin/sh\\necho hi\",\"env\":{\"K\":\"v\"},"
+                               "\"gpus\":1}";
+    char got[400] = "";
+    assert_int_equal(store_spec_put(f->st, 11, spec, "{\"gpus\":1}"), 0);
+    for (uint64_t id = 11; id <= 13; id++) {
+        struct store_job j = make_job(id, "vision", 0);
+        j.spec = (char *)spec;
+        j.spec_id = 11;
+        assert_int_equal(store_job_insert(f->st, &j), 0);
+    }
+    struct store_job out;
+    assert_int_equal(store_job_get(f->st, 12, &out), 0);
+    assert_string_equal(out.spec, spec);
+    assert_int_equal(out.spec_id, 11);
+    store_job_release(&out);
+    struct store_job_filter flt = {.lean = true, .limit = 10};
+    assert_int_equal(store_job_list(f->st, &flt, lean_cb, got), 0);
+    assert_string_equal(got, "{\"gpus\":1};{\"gpus\":1};{\"gpus\":1};");
+    /* a row with its own spec is cut by SQLite for lists */
+    struct store_job own = make_job(5, "vision", 0);
+    own.spec = (char *)spec;
+    assert_int_equal(store_job_insert(f->st, &own), 0);
+    got[0] = '\0';
+    flt.limit = 1;
+    assert_int_equal(store_job_list(f->st, &flt, lean_cb, got), 0);
+    assert_string_equal(got, "{\"gpus\":1};");
+    reopen(f);
+    char n[64];
+    raw_sql(f->path, "SELECT count(*) FROM jobs WHERE spec LIKE '%echo hi%'", n, sizeof(n));
+    assert_string_equal(n, "1"); /* job 5's own; the array's is in job_specs once */
 }
 
 static void job_update(void **state)
@@ -411,8 +463,8 @@ static void audit_append_only(void **state)
 {
     struct fx *f = *state;
     struct store_audit a = {0, 10, "alice", "job.submit", "job:1", NULL, "{\"s\":1}", ""};
-    struct store_audit b = {0, 20, "root", "node.drain", "gpu01", "{\"st\":\"UP\"}",
-                            "{\"st\":\"DRAINING\"}", "maint"};
+    struct store_audit b = {
+        0, 20, "root", "node.drain", "gpu01", "{\"st\":\"UP\"}", "{\"st\":\"DRAINING\"}", "maint"};
     assert_int_equal(store_audit_add(f->st, &a), 0);
     assert_int_equal(store_audit_add(f->st, &b), 0);
     struct store_audit_filter flt;
@@ -581,7 +633,7 @@ static void migrates_schema2_database(void **state)
     f->st = store_open(f->path, err, sizeof(err));
     if (!f->st)
         fail_msg("%s", err);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
     /* every job keeps its state, now by name */
     static const struct {
         uint64_t id;
@@ -609,21 +661,23 @@ static void migrates_schema2_database(void **state)
     assert_int_equal(store_job_list(f->st, &flt, collect_ids, &ids), 0);
     assert_string_equal(ids.text, "3,5,6");
     /* tokens keep their kind: the node's credential, the join token, the users' tokens */
-    raw_sql(f->path, "SELECT group_concat(kind || ':' || user_name, ',') FROM"
-                     " (SELECT kind, user_name FROM tokens ORDER BY created_ms)",
+    raw_sql(f->path,
+            "SELECT group_concat(kind || ':' || user_name, ',') FROM"
+            " (SELECT kind, user_name FROM tokens ORDER BY created_ms)",
             got, sizeof(got));
     assert_string_equal(got, "user:admin,join:admin,node:gpu01,user:alice");
     struct store_token t;
-    assert_int_equal(store_token_get(f->st,
-                                     "a7f9dbf66bede4099aacd028cae62ad99a771075ec18d4301de5417731ad6c1e",
-                                     &t), 0);
+    assert_int_equal(
+        store_token_get(f->st, "a7f9dbf66bede4099aacd028cae62ad99a771075ec18d4301de5417731ad6c1e",
+                        &t),
+        0);
     assert_int_equal(t.kind, STORE_TOKEN_NODE);
     assert_string_equal(t.user, "gpu01");
     /* the rest of the database is untouched; it opens again as schema 3 */
     raw_sql(f->path, "SELECT count(*) FROM job_events", got, sizeof(got));
     assert_int_not_equal(atoi(got), 0);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
 }
 
 static void migration_refuses_an_unknown_state_number(void **state)
@@ -654,6 +708,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(counters, setup, teardown),
         cmocka_unit_test_setup_teardown(job_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(job_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(array_spec_stored_once, setup, teardown),
         cmocka_unit_test_setup_teardown(job_list_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(events_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(nodes_round_trip, setup, teardown),
@@ -664,8 +719,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(external_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(states_and_kinds_stored_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(migrates_schema2_database, setup, teardown),
-        cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
