@@ -27,6 +27,8 @@ void ctl_config_defaults(struct ctl_config *cfg)
     cfg->max_connections = 0;
     cfg->expected_nodes = 1000;
     cfg->idle_timeout_ms = 30000;
+    cfg->submit_rate = 20;
+    cfg->submit_burst = 200;
 }
 
 static int get_str(json_t *doc, const char *key, char *out, size_t len, char *err, size_t errlen)
@@ -69,11 +71,12 @@ static int get_int(json_t *doc, const char *key, int64_t min, int64_t max, int64
 
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen)
 {
-    static const char *const known[] = {
-        "listen",          "socket",         "state_dir",      "log_file",
-        "log_level",       "log_format",     "policy",         "node_timeout",
-        "heartbeat_wait",  "cycle_delay",    "cycle_interval", "max_body_bytes",
-        "max_connections", "expected_nodes", "idle_timeout",   NULL};
+    static const char *const known[] = {"listen",          "socket",         "state_dir",
+                                        "log_file",        "log_level",      "log_format",
+                                        "policy",          "node_timeout",   "heartbeat_wait",
+                                        "cycle_delay",     "cycle_interval", "max_body_bytes",
+                                        "max_connections", "expected_nodes", "idle_timeout",
+                                        "submit_rate",     "submit_burst",   NULL};
     char yerr[256];
     struct proto_error pe;
     json_t *doc = yaml_file_to_json(path, yerr, sizeof(yerr));
@@ -127,6 +130,10 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_dur(doc, "idle_timeout", 1000, &cfg->idle_timeout_ms, err, errlen);
     if (rc == 0)
         rc = get_int(doc, "max_connections", 0, 10000000, &cfg->max_connections, err, errlen);
+    if (rc == 0)
+        rc = get_int(doc, "submit_rate", 0, 1000000, &cfg->submit_rate, err, errlen);
+    if (rc == 0)
+        rc = get_int(doc, "submit_burst", 1, 1000000, &cfg->submit_burst, err, errlen);
     if (rc == 0)
         rc = get_int(doc, "expected_nodes", 1, 1000000, &cfg->expected_nodes, err, errlen);
     if (rc == 0 && (v = json_object_get(doc, "max_body_bytes"))) {

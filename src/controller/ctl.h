@@ -55,6 +55,9 @@ struct ctl_config {
     int64_t max_connections;
     int64_t expected_nodes;  /* sizes the listen backlog and the fd warning */
     int64_t idle_timeout_ms; /* a connection silent this long is closed (not long polls) */
+    /* submissions per user (jobs.c): a token bucket; rate 0 = no limit; admins exempt */
+    int64_t submit_rate;  /* requests per second */
+    int64_t submit_burst; /* bucket size */
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
@@ -165,6 +168,7 @@ struct ctl {
     struct ctl_metrics metrics;
     struct ctl_conns *conns;    /* conn.c */
     struct ctl_stream *streams; /* stream.c: replies being sent in slices */
+    json_t *submit_buckets;     /* user -> [tokens, last mono ms] (jobs.c) */
     int64_t fd_limit, conn_cap;
     int listen_backlog;
 };

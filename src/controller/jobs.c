@@ -363,6 +363,43 @@ static int spec_texts(const struct proto_jobspec *ps, bool array, char **text, c
     return *text && (!array || *lean) ? 0 : -ENOMEM;
 }
 
+/* The submission rate limit (issue 11): a token bucket per user, `submit_rate` requests a
+ * second with bursts of `submit_burst`; a request (one job or one whole array) takes a
+ * token, refused or not. Admins are exempt (they are trusted, and tools run as them). 0, or
+ * -EAGAIN after answering 429 with Retry-After. */
+static int rate_limit(struct ctl_req *r)
+{
+    struct ctl *c = r->c;
+    if (c->cfg.submit_rate <= 0 || r->id.admin)
+        return 0;
+    if (!c->submit_buckets)
+        c->submit_buckets = json_object();
+    int64_t now = clock_mono_ms();
+    double burst = (double)c->cfg.submit_burst, rate = (double)c->cfg.submit_rate;
+    json_t *b = json_object_get(c->submit_buckets, r->id.user);
+    double tokens = b ? json_real_value(json_array_get(b, 0)) : burst;
+    int64_t last = b ? json_integer_value(json_array_get(b, 1)) : now;
+    tokens += (double)(now - last) * rate / 1000.0;
+    if (tokens > burst)
+        tokens = burst;
+    bool ok = tokens >= 1.0;
+    if (ok)
+        tokens -= 1.0;
+    json_object_set_new(c->submit_buckets, r->id.user, json_pack("[f,I]", tokens, (json_int_t)now));
+    if (ok)
+        return 0;
+    int64_t wait_s = (int64_t)((1.0 - tokens) / rate) + 1;
+    char ra[24];
+    snprintf(ra, sizeof(ra), "%lld", (long long)wait_s);
+    evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", ra);
+    ctl_reply_errorf(c, r->req, 429, NULL,
+                     "user '%s' submits faster than %lld requests a second (bursts of %lld): "
+                     "retry in %lld s, or submit an array",
+                     r->id.user, (long long)c->cfg.submit_rate, (long long)c->cfg.submit_burst,
+                     (long long)wait_s);
+    return -EAGAIN;
+}
+
 void h_jobs_submit(struct ctl_req *r)
 {
     struct ctl *c = r->c;
@@ -373,6 +410,8 @@ void h_jobs_submit(struct ctl_req *r)
         ctl_reply_error(c, r->req, &e);
         return;
     }
+    if (rate_limit(r) < 0)
+        return;
     if (proto_jobspec_parse_text(r->body ? r->body : "", r->body_len, now, &ps, &e) < 0) {
         ctl_reply_error(c, r->req, &e);
         return;

@@ -30,7 +30,8 @@ static void usage(FILE *f)
                "               [--log-level debug|info|warn|error] [--log-format text|json]\n"
                "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
                "               [--max-body-bytes N] [--max-connections N]\n"
-               "               [--expected-nodes N] [--idle-timeout DURATION]\n");
+               "               [--expected-nodes N] [--idle-timeout DURATION]\n"
+               "               [--submit-rate N] [--submit-burst N]\n");
 }
 
 enum {
@@ -48,6 +49,8 @@ enum {
     O_MAXCONN,
     O_EXPNODES,
     O_IDLE,
+    O_SUBRATE,
+    O_SUBBURST,
     O_HELP,
     O_VERSION
 };
@@ -67,6 +70,8 @@ static const struct option opts[] = {
     {"max-connections", required_argument, NULL, O_MAXCONN},
     {"expected-nodes", required_argument, NULL, O_EXPNODES},
     {"idle-timeout", required_argument, NULL, O_IDLE},
+    {"submit-rate", required_argument, NULL, O_SUBRATE},
+    {"submit-burst", required_argument, NULL, O_SUBBURST},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {NULL, 0, NULL, 0},
@@ -130,6 +135,14 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
     case O_IDLE:
         return parse_duration_ms(arg, &cfg->idle_timeout_ms) < 0 || cfg->idle_timeout_ms < 1000
                    ? flag_error("idle-timeout", arg, "invalid duration (at least 1s)")
+                   : 0;
+    case O_SUBRATE:
+        return parse_int64(arg, 0, 1000000, &cfg->submit_rate) < 0
+                   ? flag_error("submit-rate", arg, "must be 0 (no limit)..1000000, not")
+                   : 0;
+    case O_SUBBURST:
+        return parse_int64(arg, 1, 1000000, &cfg->submit_burst) < 0
+                   ? flag_error("submit-burst", arg, "must be 1..1000000, not")
                    : 0;
     default:
         return -EINVAL;
@@ -321,6 +334,7 @@ int main(int argc, char **argv)
         event_free(c->sig_hup);
     }
     json_decref(c->boost_reasons);
+    json_decref(c->submit_buckets);
     sched_destroy(c->sched);
     store_close(c->store);
     event_base_free(c->base);

@@ -365,3 +365,46 @@ db_jobs() {
     assert_json '.job.script | length > 130000' true
     assert_json '.job.array_id' 1
 }
+
+# ------------------------------------------------------------------------------------
+# Submission rate limit (issue 11): a token bucket per user
+
+member_token() {
+    api_post /v1/tokens "{\"user\": \"$1\", \"role\": \"member\"}"
+    assert_status 201 >/dev/null || assert_status 200
+    jq -r .token <<<"$body"
+}
+
+@test "rate: a user past submit_rate/submit_burst gets 429 with Retry-After; others are not slowed" {
+    docketd_start --submit-rate 1 --submit-burst 3
+    fake_node gpu01 8 H100-80GB >/dev/null
+    local bob carol i
+    bob=$(member_token bob)
+    carol=$(member_token carol)
+    for i in 1 2 3; do
+        api_post /v1/jobs '{"command": ["x"], "hold": true}' "$bob"
+        assert_status 201
+    done
+    local h
+    h=$(curl -s -D - -o "$TEST_DIR/body" -H "Authorization: Bearer $bob" \
+        -H 'Content-Type: application/json' --data-binary '{"command": ["x"], "hold": true}' \
+        "$DOCKETD_URL/v1/jobs")
+    body=$(cat "$TEST_DIR/body")
+    [[ $h == "HTTP/1.1 429"* ]]
+    [[ $h == *$'\r\nRetry-After: 1\r\n'* ]]
+    jq -e '.error.code and (.error.message | test("faster than 1"))' <<<"$body" >/dev/null
+    # nothing was stored for it
+    api_get "/v1/jobs?user=bob"
+    assert_json '.jobs | length' 3
+    # carol has her own bucket, the admin none
+    api_post /v1/jobs '{"command": ["x"], "hold": true}' "$carol"
+    assert_status 201
+    for i in 1 2 3 4 5; do
+        api_post /v1/jobs '{"command": ["x"], "hold": true}'
+        assert_status 201
+    done
+    # the bucket refills at the rate
+    sleep 1.2
+    api_post /v1/jobs '{"command": ["x"], "hold": true}' "$bob"
+    assert_status 201
+}
