@@ -29,6 +29,7 @@ void ctl_config_defaults(struct ctl_config *cfg)
     cfg->idle_timeout_ms = 30000;
     cfg->submit_rate = 20;
     cfg->submit_burst = 200;
+    cfg->max_array_tasks = 1000;
 }
 
 static int get_str(json_t *doc, const char *key, char *out, size_t len, char *err, size_t errlen)
@@ -134,6 +135,9 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_int(doc, "submit_rate", 0, 1000000, &cfg->submit_rate, err, errlen);
     if (rc == 0)
         rc = get_int(doc, "submit_burst", 1, 1000000, &cfg->submit_burst, err, errlen);
+    if (rc == 0)
+        rc =
+            get_int(doc, "max_array_tasks", 1, PROTO_MAX_ARRAY, &cfg->max_array_tasks, err, errlen);
     if (rc == 0)
         rc = get_int(doc, "expected_nodes", 1, 1000000, &cfg->expected_nodes, err, errlen);
     if (rc == 0 && (v = json_object_get(doc, "max_body_bytes"))) {

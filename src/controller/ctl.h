@@ -58,6 +58,9 @@ struct ctl_config {
     /* submissions per user (jobs.c): a token bucket; rate 0 = no limit; admins exempt */
     int64_t submit_rate;  /* requests per second */
     int64_t submit_burst; /* bucket size */
+    /* tasks one array submission may have: a submission is stored in one loop turn
+     * (~40 us a task), so this bounds how long it holds the loop (docs/controller.md) */
+    int64_t max_array_tasks;
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);

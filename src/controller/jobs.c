@@ -425,6 +425,13 @@ void h_jobs_submit(struct ctl_req *r)
         ctl_reply_error(c, r->req, &e);
         goto out;
     }
+    if ((int64_t)n > c->cfg.max_array_tasks) { /* one submission is stored in one loop turn */
+        ctl_reply_errorf(c, r->req, 400, "array",
+                         "array of %zu tasks is over this cluster's max_array_tasks (%lld): "
+                         "submit it in parts of at most %lld tasks",
+                         n, (long long)c->cfg.max_array_tasks, (long long)c->cfg.max_array_tasks);
+        goto out;
+    }
     if (check_queue_room(r, ps.project, n) < 0)
         goto out;
     uint64_t first = c->next_job_id;

@@ -31,7 +31,7 @@ static void usage(FILE *f)
                "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
                "               [--max-body-bytes N] [--max-connections N]\n"
                "               [--expected-nodes N] [--idle-timeout DURATION]\n"
-               "               [--submit-rate N] [--submit-burst N]\n");
+               "               [--submit-rate N] [--submit-burst N] [--max-array-tasks N]\n");
 }
 
 enum {
@@ -51,6 +51,7 @@ enum {
     O_IDLE,
     O_SUBRATE,
     O_SUBBURST,
+    O_MAXARRAY,
     O_HELP,
     O_VERSION
 };
@@ -72,6 +73,7 @@ static const struct option opts[] = {
     {"idle-timeout", required_argument, NULL, O_IDLE},
     {"submit-rate", required_argument, NULL, O_SUBRATE},
     {"submit-burst", required_argument, NULL, O_SUBBURST},
+    {"max-array-tasks", required_argument, NULL, O_MAXARRAY},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {NULL, 0, NULL, 0},
@@ -143,6 +145,10 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
     case O_SUBBURST:
         return parse_int64(arg, 1, 1000000, &cfg->submit_burst) < 0
                    ? flag_error("submit-burst", arg, "must be 1..1000000, not")
+                   : 0;
+    case O_MAXARRAY:
+        return parse_int64(arg, 1, PROTO_MAX_ARRAY, &cfg->max_array_tasks) < 0
+                   ? flag_error("max-array-tasks", arg, "must be 1..10000, not")
                    : 0;
     default:
         return -EINVAL;
