@@ -56,7 +56,7 @@ static const char refuse_reply[] = "HTTP/1.1 503 Service Unavailable\r\n"
                                    "Content-Type: application/json\r\n"
                                    "Retry-After: 1\r\n"
                                    "Connection: close\r\n"
-                                   "Content-Length: 93\r\n\r\n"
+                                   "Content-Length: 90\r\n\r\n"
                                    "{\"error\":{\"code\":\"unavailable\",\"message\":\"docketd is "
                                    "at its connection limit, try again\"}}";
 
