@@ -72,12 +72,25 @@ static int get_int(json_t *doc, const char *key, int64_t min, int64_t max, int64
 
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen)
 {
-    static const char *const known[] = {"listen",          "socket",         "state_dir",
-                                        "log_file",        "log_level",      "log_format",
-                                        "policy",          "node_timeout",   "heartbeat_wait",
-                                        "cycle_delay",     "cycle_interval", "max_body_bytes",
-                                        "max_connections", "expected_nodes", "idle_timeout",
-                                        "submit_rate",     "submit_burst",   NULL};
+    static const char *const known[] = {"listen",
+                                        "socket",
+                                        "state_dir",
+                                        "log_file",
+                                        "log_level",
+                                        "log_format",
+                                        "policy",
+                                        "node_timeout",
+                                        "heartbeat_wait",
+                                        "cycle_delay",
+                                        "cycle_interval",
+                                        "max_body_bytes",
+                                        "max_connections",
+                                        "expected_nodes",
+                                        "idle_timeout",
+                                        "submit_rate",
+                                        "submit_burst",
+                                        "max_array_tasks",
+                                        NULL};
     char yerr[256];
     struct proto_error pe;
     json_t *doc = yaml_file_to_json(path, yerr, sizeof(yerr));

@@ -105,8 +105,8 @@ static const char *const migrations[] = {
      * task row whose spec_id is not 0 has '' in spec and reads the spec from job_specs
      * (the row with that id: the array's id), which also keeps it without "script" and
      * "env" (lean) for lists. Rows written before keep their own spec (spec_id 0). */
-    "CREATE TABLE job_specs (id INTEGER PRIMARY KEY, spec TEXT NOT NULL, lean TEXT NOT NULL);"
-    "ALTER TABLE jobs ADD COLUMN spec_id INTEGER NOT NULL DEFAULT 0;",
+    ("CREATE TABLE job_specs (id INTEGER PRIMARY KEY, spec TEXT NOT NULL, lean TEXT NOT NULL);"
+     "ALTER TABLE jobs ADD COLUMN spec_id INTEGER NOT NULL DEFAULT 0;"),
     /* ---- end h-conn ------------------------------------------------------------------ */
 };
 

@@ -92,7 +92,9 @@ static void config_every_key(void **state)
     char *p = write_tmp("listen: 0.0.0.0:9000\nsocket: /tmp/d.sock\nstate_dir: /tmp/st\n"
                         "log_file: /tmp/d.log\nlog_level: debug\nlog_format: json\n"
                         "policy: /etc/p.yaml\nnode_timeout: 90s\nheartbeat_wait: 10s\n"
-                        "cycle_delay: 2ms\ncycle_interval: 1m\nmax_body_bytes: 4096\n");
+                        "cycle_delay: 2ms\ncycle_interval: 1m\nmax_body_bytes: 4096\n"
+                        "max_connections: 500\nexpected_nodes: 3000\nidle_timeout: 45s\n"
+                        "submit_rate: 5\nsubmit_burst: 50\nmax_array_tasks: 2000\n");
     assert_non_null(p);
     int rc = ctl_config_load(&cfg, p, err, sizeof(err));
     unlink(p);
@@ -110,6 +112,12 @@ static void config_every_key(void **state)
     assert_int_equal(cfg.cycle_delay_ms, 2);
     assert_int_equal(cfg.cycle_interval_ms, 60000);
     assert_int_equal(cfg.max_body_bytes, 4096);
+    assert_int_equal(cfg.max_connections, 500);
+    assert_int_equal(cfg.expected_nodes, 3000);
+    assert_int_equal(cfg.idle_timeout_ms, 45000);
+    assert_int_equal(cfg.submit_rate, 5);
+    assert_int_equal(cfg.submit_burst, 50);
+    assert_int_equal(cfg.max_array_tasks, 2000);
 }
 
 static void config_refusals_name_the_key(void **state)
@@ -124,6 +132,12 @@ static void config_refusals_name_the_key(void **state)
         {"log_format: xml\n", "log_format"},
         {"listen: [1, 2]\n", "listen"},
         {"max_body_bytes: 10\n", "max_body_bytes"},
+        {"max_connections: -1\n", "max_connections"},
+        {"expected_nodes: 0\n", "expected_nodes"},
+        {"idle_timeout: 10ms\n", "idle_timeout"},
+        {"submit_rate: fast\n", "submit_rate"},
+        {"submit_burst: 0\n", "submit_burst"},
+        {"max_array_tasks: 10001\n", "max_array_tasks"},
         {"- a\n- b\n", "mapping"},
         {"listen: \"unterminated\n", "line"},
     };
