@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 #include <netdb.h>
@@ -212,6 +213,71 @@ static void fresh_cb(evutil_socket_t unused, short what, void *arg)
     cs->nfresh = 0;
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* libevent's own error pages                                                            */
+
+/* A few requests are refused by libevent 2.1 itself, before docketd sees them (a body
+ * over evhttp's size limit, headers over 64 KiB, a request line or header it cannot
+ * parse), with a short HTML page; 2.1 has no hook for them (2.2's evhttp_set_errorcb).
+ * That page is rewritten into the API's JSON error as it enters the connection's output
+ * buffer, which docketd owns (bev_cb): evhttp adds the status line, the headers, then the
+ * whole body last. It is recognised only when it is all the buffer holds, and by its
+ * header block saying text/html, which no route of docketd answers (a job's log is
+ * text/plain), so no reply of ours can be taken for one. */
+static const char html_tail[] = "</BODY></HTML>\n";
+
+static bool html_error_page(struct evbuffer *buf, size_t len, int *status)
+{
+    char head[1024];
+    size_t tl = sizeof(html_tail) - 1;
+    if (len < tl + 16)
+        return false;
+    struct evbuffer_ptr p;
+    char tail[sizeof(html_tail)];
+    if (evbuffer_ptr_set(buf, &p, len - tl, EVBUFFER_PTR_SET) < 0 ||
+        evbuffer_copyout_from(buf, &p, tail, tl) != (ev_ssize_t)tl || memcmp(tail, html_tail, tl))
+        return false;
+    ev_ssize_t n = evbuffer_copyout(buf, head, sizeof(head) - 1);
+    if (n < 16)
+        return false;
+    head[n] = '\0';
+    char *end = strstr(head, "\r\n\r\n");
+    if (strncmp(head, "HTTP/1.", 7) != 0 || !end || strncmp(end + 4, "<HTML>", 6) != 0)
+        return false;
+    *end = '\0';
+    if (!strstr(head, "\r\nContent-Type: text/html"))
+        return false;
+    *status = (int)strtol(head + 9, NULL, 10);
+    return *status >= 400 && *status < 600;
+}
+
+static void html_rewrite(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    int status;
+    size_t len = evbuffer_get_length(buf);
+    if (info->n_added == 0 || !html_error_page(buf, len, &status))
+        return;
+    const char *msg = status == 413   ? "request headers or body too large"
+                      : status == 400 ? "malformed HTTP request"
+                                      : "request refused by the HTTP layer";
+    char body[256], resp[512];
+    int bn = snprintf(body, sizeof(body),
+                      "{\"error\":{\"code\":\"%s\",\"message\":\"%s (the connection is "
+                      "closed)\"}}",
+                      proto_status_code(status), msg);
+    int rn = snprintf(resp, sizeof(resp),
+                      "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                      "Content-Length: %d\r\n\r\n%s",
+                      status,
+                      status == 413   ? "Payload Too Large"
+                      : status == 400 ? "Bad Request"
+                                      : "Error",
+                      bn, body);
+    /* (this callback sees the replacement too: it is no HTML page, so it stops there) */
+    evbuffer_drain(buf, len);
+    evbuffer_add(buf, resp, (size_t)rn);
+}
+
 static struct bufferevent *bev_cb(struct event_base *base, void *arg)
 {
     struct ctl *c = arg;
@@ -228,6 +294,7 @@ static struct bufferevent *bev_cb(struct event_base *base, void *arg)
     if (!bev)
         return NULL;
     bufferevent_incref(bev); /* still ours to look at if evhttp frees it meanwhile */
+    evbuffer_add_cb(bufferevent_get_output(bev), html_rewrite, NULL);
     cs->fresh[cs->nfresh++] = bev;
     event_active(cs->fresh_ev, EV_TIMEOUT, 0);
     return bev;

@@ -217,6 +217,25 @@ metric() {
     # a body over the limit (up to 4x: read, then refused by docketd)
     api_post /v1/jobs "{\"command\": [\"x\"], \"script\": \"$(head -c 3000 /dev/zero | tr '\0' a)\"}"
     assert_error 413 ""
+    # ... and far over it: refused by libevent unread, still a JSON error
+    head -c 100000 /dev/zero | tr '\0' a >"$TEST_DIR/huge"
+    api_file POST /v1/jobs "$TEST_DIR/huge"
+    assert_error 413 ""
+    # headers over 64 KiB
+    status_code=$(curl -s -o "$TEST_DIR/body" -w '%{http_code}' \
+        -H "X-Big: $(head -c 70000 /dev/zero | tr '\0' b)" "$DOCKETD_URL/healthz")
+    body=$(cat "$TEST_DIR/body")
+    # (libevent 2.1 calls it a bad request)
+    [[ $status_code == 400 || $status_code == 413 ]]
+    jq -e '.error.code and .error.message' <<<"$body" >/dev/null
+    # a header line libevent cannot parse
+    exec {fd}<>"/dev/tcp/127.0.0.1/$DOCKETD_PORT"
+    printf 'GET /healthz HTTP/1.1\r\nHost: x\r\n no-colon-continuation\r\nbad header line\r\n\r\n' >&"$fd"
+    body=$(timeout 5 cat <&"$fd")
+    exec {fd}>&-
+    echo "$body" >&3
+    [[ $body == "HTTP/1.1 400 "* ]]
+    jq -e '.error.code == "invalid_argument"' <<<"${body#*$'\r\n\r\n'}" >/dev/null
 }
 
 # ------------------------------------------------------------------------------------
@@ -427,4 +446,17 @@ member_token() {
     script_array 0-1000
     api_file POST /v1/jobs "$TEST_DIR/array.json"
     assert_error 400 array
+}
+
+@test "small: a job log that looks like libevent's error page comes through as written" {
+    docketd_start
+    local cred id page
+    cred=$(fake_node gpu01 8 H100-80GB)
+    id=$(submit '{"command": ["x"], "gpus": 1}')
+    sleep 0.3
+    page=$'HTTP/1.1 413 Payload Too Large\r\nContent-Type: text/html\r\n\r\n<HTML><HEAD>\n<TITLE>413</TITLE>\n</HEAD><BODY>\n<H1>x</H1>\n</BODY></HTML>\n'
+    api_post /v1/agent/logs "{\"node\": \"gpu01\", \"job\": $id, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"$(printf '%s' "$page" | base64 -w0)\"}" "$cred"
+    assert_status 200
+    curl -s -o "$TEST_DIR/log" -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/v1/jobs/$id/logs"
+    cmp "$TEST_DIR/log" <(printf '%s' "$page")
 }
