@@ -251,6 +251,12 @@ static bool html_error_page(struct evbuffer *buf, size_t len, int *status)
     return *status >= 400 && *status < 600;
 }
 
+int ctl_html_error_status(struct evbuffer *buf)
+{
+    int status;
+    return html_error_page(buf, evbuffer_get_length(buf), &status) ? status : 0;
+}
+
 static void html_rewrite(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
     int status;

@@ -196,6 +196,12 @@ struct evconnlistener *ctl_conn_listen_tcp(struct ctl *c, const char *host, int 
 void ctl_conn_watch(struct ctl *c, struct evhttp_connection *evcon,
                     void (*cb)(struct evhttp_connection *, void *), void *arg);
 size_t ctl_conn_count(const struct ctl *c);
+/* The status of libevent's HTML error page when it is all `buf` holds, else 0 (conn.c
+ * rewrites such a page into the JSON error). */
+int ctl_html_error_status(struct evbuffer *buf);
+/* Percent-decode one path segment in place; -1 when it decodes to a NUL or a '/', or does
+ * not fit in cap (http.c, routing). */
+int ctl_path_decode(char *seg, size_t cap);
 void ctl_conn_stop(struct ctl *c);    /* before the servers are freed */
 void ctl_conn_release(struct ctl *c); /* after */
 

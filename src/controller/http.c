@@ -331,7 +331,7 @@ static const struct route {
 
 /* A path segment as the client meant it ("%31%32" is "12"): percent-decoded in place.
  * A segment that decodes to a NUL byte or a '/' names nothing. */
-static int decode_segment(char *seg, size_t cap)
+int ctl_path_decode(char *seg, size_t cap)
 {
     if (!strchr(seg, '%'))
         return 0;
@@ -358,7 +358,7 @@ static bool match(const char *pat, const char *path, struct ctl_req *r)
                 return false;
             memcpy(r->argbuf[ncap], path, n);
             r->argbuf[ncap][n] = '\0';
-            if (decode_segment(r->argbuf[ncap], sizeof(r->argbuf[ncap])) < 0)
+            if (ctl_path_decode(r->argbuf[ncap], sizeof(r->argbuf[ncap])) < 0)
                 return false;
             r->arg[ncap] = r->argbuf[ncap];
             ncap++;
