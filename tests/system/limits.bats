@@ -130,6 +130,17 @@ metric() {
     [[ $(((t1 - t0) / 1000000)) -ge 2500 ]]
 }
 
+@test "fd: the listen backlog is sized from expected_nodes (not 128)" {
+    command -v ss >/dev/null || skip "no ss(8) here"
+    docketd_start --expected-nodes 1500
+    local q want
+    # a listening socket's Send-Q is its backlog (the kernel caps it at somaxconn)
+    q=$(ss -ltnH "sport = :$DOCKETD_PORT" | awk '{ print $3 }')
+    want=$(($(cat /proc/sys/net/core/somaxconn) < 3000 ? $(cat /proc/sys/net/core/somaxconn) : 3000))
+    echo "backlog $q (want $want)" >&3
+    [[ $q == "$want" ]]
+}
+
 @test "fd: config keys for connections are validated" {
     printf 'max_connections: -1\n' >"$TEST_DIR/d.yaml"
     run "$DOCKETD" --config "$TEST_DIR/d.yaml" --state-dir "$STATE_DIR"
