@@ -172,6 +172,7 @@ struct ctl {
     struct ctl_conns *conns;    /* conn.c */
     struct ctl_stream *streams; /* stream.c: replies being sent in slices */
     json_t *submit_buckets;     /* user -> [tokens, last mono ms] (jobs.c) */
+    json_t *cycle_specs;        /* spec_id -> parsed spec, for one cycle (loop.c) */
     int64_t fd_limit, conn_cap;
     int listen_backlog;
 };
