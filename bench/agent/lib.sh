@@ -20,7 +20,7 @@ now_us() { echo "${EPOCHREALTIME/./}"; }
 
 cluster_start() { # AGENT FLAGS...
     "$B/src/controller/docketd" --state-dir "$T/ctl" --listen 127.0.0.1:0 --socket - \
-        --log-level warn --log-file "$T/ctl.log" &
+        --log-level warn --log-file "$T/ctl.log" --max-array-tasks 10000 &
     PIDS+=($!)
     until [[ -s $T/ctl/docketd.port ]]; do sleep 0.05; done
     PORT=$(cat "$T/ctl/docketd.port")

@@ -13,7 +13,7 @@ reply=$(api POST /v1/jobs -d "{\"project\": \"lo\", \"user\": \"nobody\", \"work
 t1=$(now_us)
 # poll lightly (no jq): /healthz lists live jobs by state, "jobs":{} when none is left
 while :; do
-    h=$(curl -s "http://127.0.0.1:$PORT/healthz")
+    h=$(curl -s -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/healthz")
     [[ $h == *'"jobs":{}'* || $h == *'"jobs": {}'* ]] && break
     sleep 0.1
 done

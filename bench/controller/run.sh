@@ -39,11 +39,11 @@ echo "== durable submissions: $N1 over 16 connections (pending jobs, 1 node)"
 "$LOAD" --port "$PORT" --token-file "$S/admin.token" --n "$N1" --conns 16 --body "$BODY"
 echo "== filling to $NTOTAL jobs"
 "$LOAD" --port "$PORT" --token-file "$S/admin.token" --n $((NTOTAL - N1)) --conns 16 --body "$BODY"
-curl -s "$U/metrics" | grep -E 'commit_seconds_(sum|count)'
+curl -s -H "Authorization: Bearer $TOK" "$U/metrics" | grep -E 'commit_seconds_(sum|count)'
 echo "docketd CPU for all submissions: $(awk '{printf "%.2f s", ($14 + $15) / 100}' "/proc/$pid/stat")"
 sleep 1
 rss1=$(rss_kb)
-pending=$(curl -s "$U/healthz" | jq '.jobs.PENDING // 0')
+pending=$(curl -s -H "Authorization: Bearer $TOK" "$U/healthz" | jq '.jobs.PENDING // 0')
 echo "== memory: RSS $rss0 KiB empty, $rss1 KiB with $pending pending:" \
      "$(( (rss1 - rss0) * 1024 / (pending > 0 ? pending : 1) )) bytes per pending job"
 kill -TERM "$pid"; wait "$pid" || true; pid=
@@ -52,6 +52,6 @@ start
 echo "restart to healthy: $START_MS ms (docketd: $(grep -o 'state_loaded ms=[0-9]*' "$T/log" | tail -n 1 || true))"
 grep -o 'event=restored.*' "$T/log" | tail -n 1 || true
 echo "RSS after restart: $(rss_kb) KiB"
-curl -s "$U/metrics" >/dev/null || true
+curl -s -H "Authorization: Bearer $TOK" "$U/metrics" >/dev/null || true
 echo "== group commit (last run)"
-curl -s "http://127.0.0.1:$(cat "$S/docketd.port")/metrics" | grep -E 'commit_seconds_(sum|count)' || true
+curl -s -H "Authorization: Bearer $TOK" "http://127.0.0.1:$(cat "$S/docketd.port")/metrics" | grep -E 'commit_seconds_(sum|count)' || true

@@ -332,7 +332,7 @@ void h_node_replace(struct ctl_req *r)
         n->parked = NULL;
         event_del(n->park_timer);
         if (con)
-            evhttp_connection_set_closecb(con, NULL, NULL);
+            ctl_conn_watch(r->c, con, NULL, NULL);
         ctl_reply_errorf(r->c, old, 401, NULL, "this node's credential was revoked");
     }
     log_warn("node_replace", "node=%s by=%s", n->name, r->id.user);
@@ -646,7 +646,7 @@ void h_agent_heartbeat(struct ctl_req *r)
         n->parked = NULL;
         event_del(n->park_timer);
         if (con)
-            evhttp_connection_set_closecb(con, NULL, NULL);
+            ctl_conn_watch(r->c, con, NULL, NULL);
         ctl_reply_json(r->c, old, 200, json_pack("{s:[],s:s}", "commands", "node_state", "UP"));
     }
     bool have = false;
@@ -671,7 +671,7 @@ void h_agent_heartbeat(struct ctl_req *r)
     n->parked = r->req;
     struct evhttp_connection *con = evhttp_request_get_connection(r->req);
     if (con)
-        evhttp_connection_set_closecb(con, parked_closed, n);
+        ctl_conn_watch(r->c, con, parked_closed, n);
     struct timeval tv = {(time_t)(wait / 1000), (suseconds_t)((wait % 1000) * 1000)};
     event_add(n->park_timer, &tv);
 }

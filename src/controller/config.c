@@ -27,6 +27,12 @@ void ctl_config_defaults(struct ctl_config *cfg)
     cfg->log_max_bytes = (int64_t)1 << 30;
     cfg->node_credential_ttl_ms = (int64_t)30 * 86400 * 1000;
     cfg->token_ttl_ms = (int64_t)90 * 24 * 3600 * 1000;
+    cfg->max_connections = 0;
+    cfg->expected_nodes = 1000;
+    cfg->idle_timeout_ms = 30000;
+    cfg->submit_rate = 20;
+    cfg->submit_burst = 200;
+    cfg->max_array_tasks = 1000;
 }
 
 int ctl_tls_mode_parse(const char *s, enum ctl_tls_mode *out)
@@ -66,18 +72,33 @@ static int get_dur(json_t *doc, const char *key, int64_t min, int64_t *out, char
     return 0;
 }
 
+static int get_int(json_t *doc, const char *key, int64_t min, int64_t max, int64_t *out, char *err,
+                   size_t errlen)
+{
+    json_t *v = json_object_get(doc, key);
+    struct proto_error pe;
+    if (v && proto_get_int(v, key, min, max, out, &pe) < 0) {
+        snprintf(err, errlen, "%s: %s", key, pe.message);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen)
 {
-    static const char *const known[] = {"listen",         "socket",
-                                        "state_dir",      "log_file",
-                                        "log_level",      "log_format",
-                                        "policy",         "node_timeout",
-                                        "heartbeat_wait", "cycle_delay",
-                                        "cycle_interval", "max_body_bytes",
-                                        "log_max_bytes",  "node_credential_ttl",
-                                        "token_ttl",      "tls",
-                                        "tls_cert",       "tls_key",
-                                        "secrets_key",    NULL};
+    static const char *const known[] = {"listen",          "socket",
+                                        "state_dir",       "log_file",
+                                        "log_level",       "log_format",
+                                        "policy",          "node_timeout",
+                                        "heartbeat_wait",  "cycle_delay",
+                                        "cycle_interval",  "max_body_bytes",
+                                        "log_max_bytes",   "node_credential_ttl",
+                                        "token_ttl",       "tls",
+                                        "tls_cert",        "tls_key",
+                                        "secrets_key",     "max_connections",
+                                        "expected_nodes",  "idle_timeout",
+                                        "submit_rate",     "submit_burst",
+                                        "max_array_tasks", NULL};
     char yerr[256];
     struct proto_error pe;
     json_t *doc = yaml_file_to_json(path, yerr, sizeof(yerr));
@@ -140,6 +161,19 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_dur(doc, "cycle_interval", 10, &cfg->cycle_interval_ms, err, errlen);
     if (rc == 0)
         rc = get_dur(doc, "token_ttl", 60000, &cfg->token_ttl_ms, err, errlen);
+    if (rc == 0)
+        rc = get_dur(doc, "idle_timeout", 1000, &cfg->idle_timeout_ms, err, errlen);
+    if (rc == 0)
+        rc = get_int(doc, "max_connections", 0, 10000000, &cfg->max_connections, err, errlen);
+    if (rc == 0)
+        rc = get_int(doc, "submit_rate", 0, 1000000, &cfg->submit_rate, err, errlen);
+    if (rc == 0)
+        rc = get_int(doc, "submit_burst", 1, 1000000, &cfg->submit_burst, err, errlen);
+    if (rc == 0)
+        rc =
+            get_int(doc, "max_array_tasks", 1, PROTO_MAX_ARRAY, &cfg->max_array_tasks, err, errlen);
+    if (rc == 0)
+        rc = get_int(doc, "expected_nodes", 1, 1000000, &cfg->expected_nodes, err, errlen);
     if (rc == 0 && (v = json_object_get(doc, "max_body_bytes"))) {
         int64_t n;
         if (proto_get_int(v, "max_body_bytes", 1024, (int64_t)64 << 20, &n, &pe) < 0) {

@@ -40,6 +40,12 @@
 
 /* tls: auto = TLS unless the listener is on loopback (or with tls_cert: always). */
 enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
+/* Lists (stream.c, jobs.c): a page ends at `limit` rows or past CTL_LIST_PAGE_BYTES of
+ * JSON, whichever comes first; it is sent in slices of at most CTL_LIST_SLICE_ROWS rows or
+ * about CTL_LIST_SLICE_BYTES, one per loop turn. */
+#define CTL_LIST_PAGE_BYTES  ((size_t)4 << 20)
+#define CTL_LIST_SLICE_BYTES ((size_t)128 << 10)
+#define CTL_LIST_SLICE_ROWS  256
 
 struct ctl_config {
     char state_dir[CTL_PATH_MAX];
@@ -61,6 +67,16 @@ struct ctl_config {
     char tls_cert[CTL_PATH_MAX]; /* "" = self-signed, made in STATE_DIR at first start */
     char tls_key[CTL_PATH_MAX];
     char secrets_key[CTL_PATH_MAX]; /* "" = STATE_DIR/secrets.key (outside the database) */
+    /* connections (conn.c): 0 = sized from the fd limit */
+    int64_t max_connections;
+    int64_t expected_nodes;  /* sizes the listen backlog and the fd warning */
+    int64_t idle_timeout_ms; /* a connection silent this long is closed (not long polls) */
+    /* submissions per user (jobs.c): a token bucket; rate 0 = no limit; admins exempt */
+    int64_t submit_rate;  /* requests per second */
+    int64_t submit_burst; /* bucket size */
+    /* tasks one array submission may have: a submission is stored in one loop turn
+     * (~40 us a task), so this bounds how long it holds the loop (docs/controller.md) */
+    int64_t max_array_tasks;
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
@@ -198,6 +214,8 @@ struct ctl_metrics {
     struct ctl_hist queue_wait;
     struct ctl_hist cycle;
     struct ctl_hist commit; /* group commit: one fsync per loop iteration */
+    uint64_t conn_refused;  /* connections answered 503 past max_connections */
+    uint64_t accept_errors; /* accept() failures (EMFILE...) that paused accepting */
 };
 
 struct ctl {
@@ -243,7 +261,42 @@ struct ctl {
     bool req_failed;       /* the running handler answered an error: roll back */
     bool diverged;         /* a write the core could not undo failed: stopping */
     struct ctl_metrics metrics;
+    struct ctl_conns *conns;    /* conn.c */
+    struct ctl_stream *streams; /* stream.c: replies being sent in slices */
+    json_t *submit_buckets;     /* user -> [tokens, last mono ms] (jobs.c) */
+    json_t *cycle_specs;        /* spec_id -> parsed spec, for one cycle (loop.c) */
+    int64_t fd_limit, conn_cap;
+    int listen_backlog;
 };
+
+/* ------------------------------------------------------------------------------------ */
+/* conn.c: descriptors, listeners, the connection cap, accept back-off                   */
+
+struct evconnlistener;
+/* Raise RLIMIT_NOFILE to its hard limit and size the connection cap and backlog from it
+ * and cfg (before anything opens a descriptor). */
+int ctl_conn_limits(struct ctl *c);
+int ctl_conn_init(struct ctl *c);
+/* Count h's connections (refusing past the cap) and set its idle timeout. */
+void ctl_conn_server(struct ctl *c, struct evhttp *h);
+/* Back off (instead of spinning) when lev's accept() fails. */
+void ctl_conn_listener(struct ctl *c, struct evconnlistener *lev);
+/* A listening TCP socket with the sized backlog, for evhttp_bind_listener. */
+struct evconnlistener *ctl_conn_listen_tcp(struct ctl *c, const char *host, int port, char *err,
+                                           size_t errlen);
+/* The one close callback slot of a connection (replaces evhttp_connection_set_closecb,
+ * which conn.c keeps for counting); cb NULL clears it. */
+void ctl_conn_watch(struct ctl *c, struct evhttp_connection *evcon,
+                    void (*cb)(struct evhttp_connection *, void *), void *arg);
+size_t ctl_conn_count(const struct ctl *c);
+/* The status of libevent's HTML error page when it is all `buf` holds, else 0 (conn.c
+ * rewrites such a page into the JSON error). */
+int ctl_html_error_status(struct evbuffer *buf);
+/* Percent-decode one path segment in place; -1 when it decodes to a NUL or a '/', or does
+ * not fit in cap (http.c, routing). */
+int ctl_path_decode(char *seg, size_t cap);
+void ctl_conn_stop(struct ctl *c);    /* before the servers are freed */
+void ctl_conn_release(struct ctl *c); /* after */
 
 /* ------------------------------------------------------------------------------------ */
 /* http.c: servers, routing, replies, group commit                                       */
@@ -320,6 +373,16 @@ int ctl_secret_open(const unsigned char key[CTL_SECRET_KEY_LEN], const char *pro
                     const unsigned char *sealed, size_t sealed_len, unsigned char *out);
 json_t *ctl_secret_env(struct ctl *c, const char *project, const json_t *names, char *err,
                        size_t errlen);
+/* stream.c: a long reply (status 200, JSON) sent in slices, one per loop turn, each made
+ * when the client has taken the previous one. fill appends the next slice to out and sets
+ * *done with the last; a negative return cuts the reply short. free_fn(arg) at the end
+ * (also when the client leaves). */
+struct ctl_stream;
+typedef int (*ctl_stream_fill)(void *arg, struct evbuffer *out, bool *done);
+typedef void (*ctl_stream_free)(void *arg);
+void ctl_stream_start(struct ctl *c, struct evhttp_request *req, ctl_stream_fill fill,
+                      ctl_stream_free free_fn, void *arg);
+void ctl_stream_stop_all(struct ctl *c);
 
 /* sync.c: the WAL fdatasync helper thread of the pipelined group commit. */
 struct ctl_sync;

@@ -9,6 +9,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -78,7 +79,7 @@ void ctl_reply_raw(struct ctl *c, struct evhttp_request *req, int status, const 
     /* the client may go away before the commit: libevent then frees the request */
     struct evhttp_connection *con = evhttp_request_get_connection(req);
     if (con)
-        evhttp_connection_set_closecb(con, reply_conn_closed, r);
+        ctl_conn_watch(c, con, reply_conn_closed, r);
     if (c->replies_tail)
         c->replies_tail->next = r;
     else
@@ -124,7 +125,7 @@ static void send_reply(struct ctl *c, struct ctl_reply *r, int rc)
 {
     struct evhttp_connection *con = r->req ? evhttp_request_get_connection(r->req) : NULL;
     if (con)
-        evhttp_connection_set_closecb(con, NULL, NULL);
+        ctl_conn_watch(c, con, NULL, NULL);
     if (r->req && rc < 0) /* (a request whose client left has req NULL) */
         send_now(c, r->req, 500, "application/json", commit_failed_json,
                  sizeof(commit_failed_json) - 1);
@@ -341,7 +342,7 @@ static const struct route {
     {M_POST, "/v1/agent/logs", h_agent_logs, CTL_P_AGENT, T_NONE},
     {M_POST, "/v1/agent/rotate", h_agent_rotate, CTL_P_AGENT, T_NONE},
     {M_GET, "/healthz", h_healthz, CTL_P_PUBLIC, T_NONE},
-    {M_GET, "/metrics", h_metrics, CTL_P_PUBLIC, T_NONE},
+    {M_GET, "/metrics", h_metrics, CTL_P_READ, T_NONE},
 };
 
 void ctl_routes_print(FILE *out)
@@ -355,6 +356,21 @@ void ctl_routes_print(FILE *out)
                                                 : "DELETE";
         fprintf(out, "%s %s %s\n", m, rt->pattern, ctl_perm_name(rt->perm));
     }
+}
+
+/* A path segment as the client meant it ("%31%32" is "12"): percent-decoded in place.
+ * A segment that decodes to a NUL byte or a '/' names nothing. */
+int ctl_path_decode(char *seg, size_t cap)
+{
+    if (!strchr(seg, '%'))
+        return 0;
+    size_t n = 0;
+    char *d = evhttp_uridecode(seg, 0, &n);
+    int rc = d && n < cap && memchr(d, '\0', n) == NULL && memchr(d, '/', n) == NULL ? 0 : -1;
+    if (rc == 0)
+        memcpy(seg, d, n + 1);
+    free(d);
+    return rc;
 }
 
 /* Match "/v1/jobs/:/events" against a path; ':' captures one segment. Routes without
@@ -371,6 +387,8 @@ static bool match(const char *pat, const char *path, struct ctl_req *r)
                 return false;
             memcpy(r->argbuf[ncap], path, n);
             r->argbuf[ncap][n] = '\0';
+            if (ctl_path_decode(r->argbuf[ncap], sizeof(r->argbuf[ncap])) < 0)
+                return false;
             r->arg[ncap] = r->argbuf[ncap];
             ncap++;
             pat++;
@@ -679,9 +697,12 @@ static struct evhttp *new_http(struct ctl *c, void (*cb)(struct evhttp_request *
      * read it and answer the JSON 413 of docs/api.md. */
     evhttp_set_max_body_size(h, (ev_ssize_t)(c->cfg.max_body_bytes * 4 + 65536));
     evhttp_set_max_headers_size(h, 64 * 1024);
-    evhttp_set_timeout(h, 120);
+    ctl_conn_server(c, h);
+    /* every method reaches the router, which answers 405 in JSON (libevent's own answer to
+     * a method it was told to refuse is an HTML 501 page) */
     evhttp_set_allowed_methods(h, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PATCH |
-                                      EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD);
+                                      EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD |
+                                      EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT);
     evhttp_set_gencb(h, cb, c);
     return h;
 }
@@ -696,12 +717,16 @@ static int start_tcp(struct ctl *c, char *err, size_t errlen)
     }
     c->http_tcp = new_http(c, tcp_cb);
     ctl_tls_attach(c, c->http_tcp); /* ctl_tls_start decided at start (main.c) */
-    struct evhttp_bound_socket *bs =
-        evhttp_bind_socket_with_handle(c->http_tcp, host, (ev_uint16_t)port);
-    if (!bs) {
-        snprintf(err, errlen, "cannot listen on '%s': %s", c->cfg.listen, strerror(errno));
+    struct evconnlistener *lev = ctl_conn_listen_tcp(c, host, port, err, errlen);
+    if (!lev)
         return -EADDRINUSE;
+    struct evhttp_bound_socket *bs = evhttp_bind_listener(c->http_tcp, lev);
+    if (!bs) {
+        evconnlistener_free(lev);
+        snprintf(err, errlen, "cannot serve '%s'", c->cfg.listen);
+        return -EIO;
     }
+    ctl_conn_listener(c, lev);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     int fd = evhttp_bound_socket_get_fd(bs);
@@ -733,18 +758,20 @@ static int start_unix(struct ctl *c, char *err, size_t errlen)
     if (fd < 0)
         return -errno;
     unlink(c->cfg.socket_path);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0) {
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, c->listen_backlog) < 0) {
         snprintf(err, errlen, "cannot listen on '%s': %s", c->cfg.socket_path, strerror(errno));
         close(fd);
         return -EADDRINUSE;
     }
     chmod(c->cfg.socket_path, 0666); /* everyone may connect; SO_PEERCRED says who */
     c->http_unix = new_http(c, unix_cb);
-    if (evhttp_accept_socket(c->http_unix, fd) < 0) {
+    struct evhttp_bound_socket *bs = evhttp_accept_socket_with_handle(c->http_unix, fd);
+    if (!bs) {
         snprintf(err, errlen, "cannot serve '%s'", c->cfg.socket_path);
         close(fd);
         return -EIO;
     }
+    ctl_conn_listener(c, evhttp_bound_socket_get_listener(bs));
     log_info("listening", "socket=%s", c->cfg.socket_path);
     return 0;
 }
@@ -753,6 +780,10 @@ int ctl_http_start(struct ctl *c, char *err, size_t errlen)
 {
     int rc;
     c->commit_ev = xnonnull(event_new(c->base, -1, 0, commit_cb, c), "commit event");
+    if ((rc = ctl_conn_init(c)) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return rc;
+    }
     /* commits run after the handlers of this iteration (lower priority number = first) */
     if (c->cfg.listen[0] && (rc = start_tcp(c, err, errlen)) < 0)
         return rc;
@@ -763,6 +794,8 @@ int ctl_http_start(struct ctl *c, char *err, size_t errlen)
 
 void ctl_http_stop(struct ctl *c)
 {
+    ctl_stream_stop_all(c);
+    ctl_conn_stop(c);
     if (c->http_tcp)
         evhttp_free(c->http_tcp);
     if (c->http_unix) {
@@ -771,6 +804,7 @@ void ctl_http_stop(struct ctl *c)
     }
     c->http_tcp = c->http_unix = NULL;
     ctl_tls_stop(c);
+    ctl_conn_release(c);
     if (c->commit_ev)
         event_free(c->commit_ev);
     c->commit_ev = NULL;

@@ -5,6 +5,7 @@
  * live parts (reason, effective tier) of jobs it still holds.
  */
 #include <errno.h>
+#include <event2/buffer.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "util/dbuf.h"
 #include "util/parse.h"
 #include "util/str.h"
+#include "util/xalloc.h"
 
 /* ------------------------------------------------------------------------------------ */
 /* JOB object                                                                            */
@@ -289,6 +291,7 @@ static int insert_job(struct ctl *c, const struct proto_jobspec *ps, const char 
     row.state = ps->hold ? SCHED_HELD : SCHED_PENDING;
     row.submit_ms = now;
     row.spec = (char *)spec_text;
+    row.spec_id = array_id; /* an array's tasks share the spec stored once */
     int rc = store_job_insert(c->store, &row);
     if (rc == 0) {
         struct store_event ev = {id, now, "submit", "", sched_job_state_name(row.state),
@@ -347,9 +350,10 @@ static int submit_tasks(struct ctl_req *r, struct proto_jobspec *ps, const int32
 
 /* The audit entry of a submission: its spec, with the values of env hidden (the trail
  * is read by viewers and operators, who may not see them). */
-static int audit_submit(struct ctl *c, const char *actor, const char *target, const json_t *spec)
+static int audit_submit(struct ctl *c, const char *actor, const char *target,
+                        const struct proto_jobspec *ps)
 {
-    json_t *copy = json_deep_copy(spec);
+    json_t *copy = proto_jobspec_to_json(ps);
     json_t *env = json_object_get(copy, "env");
     if (json_is_object(env))
         ctl_env_redact(env);
@@ -382,27 +386,80 @@ static void job_text(struct ctl *c, const struct store_job *row, const char *spe
     dbuf_puts(out, spec_text + 1); /* past the spec's '{', through its '}' */
 }
 
-/* 201 with {"job": JOB} or {"array_id", "jobs": [JOB...]}, from what was just written. */
-static void submit_reply(struct ctl_req *r, const struct store_job *rows, size_t n,
-                         const char *spec_text, bool array)
+/* 201 with {"job": JOB} or {"array_id", "jobs": [JOB...]}, from what was just written
+ * (an array's JOBs without script and env, as in lists). 0, or -E2BIG without replying. */
+static int submit_reply(struct ctl_req *r, const struct store_job *rows, size_t n,
+                        const char *spec_text, bool array)
 {
     struct dbuf b;
-    dbuf_init(&b, (size_t)1 << 30);
+    dbuf_init(&b, (size_t)256 << 20);
     if (array)
         dbuf_printf(&b, "{\"array_id\":%llu,\"jobs\":[", (unsigned long long)rows[0].id);
     else
         dbuf_puts(&b, "{\"job\":");
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && !b.failed; i++) {
         if (i)
             dbuf_puts(&b, ",");
         job_text(r->c, &rows[i], spec_text, &b);
     }
     dbuf_puts(&b, array ? "]}" : "}");
-    if (b.failed)
-        ctl_reply_errorf(r->c, r->req, 500, NULL, "reply too large");
-    else
+    int rc = b.failed ? -E2BIG : 0;
+    if (rc == 0)
         ctl_reply_raw(r->c, r->req, 201, "application/json", b.data, b.len);
     dbuf_release(&b);
+    return rc;
+}
+
+/* The spec as stored, and for an array the same without script and env (lists, reply). */
+static int spec_texts(const struct proto_jobspec *ps, bool array, char **text, char **lean)
+{
+    json_t *spec = proto_jobspec_to_json(ps);
+    *text = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
+    *lean = NULL;
+    if (spec && array) {
+        json_object_del(spec, "script");
+        json_object_del(spec, "env");
+        *lean = json_dumps(spec, JSON_COMPACT);
+    }
+    json_decref(spec);
+    return *text && (!array || *lean) ? 0 : -ENOMEM;
+}
+
+/* The submission rate limit (issue 11): a token bucket per user, `submit_rate` requests a
+ * second with bursts of `submit_burst`; a request (one job or one whole array) takes a
+ * token, refused or not. Admins are exempt (they are trusted, and tools run as them). 0, or
+ * -EAGAIN after answering 429 with Retry-After. */
+static int rate_limit(struct ctl_req *r)
+{
+    struct ctl *c = r->c;
+    if (c->cfg.submit_rate <= 0 || r->id.role == CTL_ROLE_ADMIN)
+        return 0;
+    if (!c->submit_buckets)
+        c->submit_buckets = json_object();
+    int64_t now = clock_mono_ms();
+    double burst = (double)c->cfg.submit_burst, rate = (double)c->cfg.submit_rate;
+    json_t *b = json_object_get(c->submit_buckets, r->id.user);
+    double tokens = b ? json_real_value(json_array_get(b, 0)) : burst;
+    int64_t last = b ? json_integer_value(json_array_get(b, 1)) : now;
+    tokens += (double)(now - last) * rate / 1000.0;
+    if (tokens > burst)
+        tokens = burst;
+    bool ok = tokens >= 1.0;
+    if (ok)
+        tokens -= 1.0;
+    json_object_set_new(c->submit_buckets, r->id.user, json_pack("[f,I]", tokens, (json_int_t)now));
+    if (ok)
+        return 0;
+    int64_t wait_s = (int64_t)((1.0 - tokens) / rate) + 1;
+    char ra[24];
+    snprintf(ra, sizeof(ra), "%lld", (long long)wait_s);
+    evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", ra);
+    ctl_reply_errorf(c, r->req, 429, NULL,
+                     "user '%s' submits faster than %lld requests a second (bursts of %lld): "
+                     "retry in %lld s, or submit an array",
+                     r->id.user, (long long)c->cfg.submit_rate, (long long)c->cfg.submit_burst,
+                     (long long)wait_s);
+    return -EAGAIN;
 }
 
 void h_jobs_submit(struct ctl_req *r)
@@ -411,6 +468,8 @@ void h_jobs_submit(struct ctl_req *r)
     struct proto_jobspec ps;
     struct proto_error e;
     int64_t now = clock_now_ms();
+    if (rate_limit(r) < 0)
+        return;
     if (proto_jobspec_parse_text(r->body ? r->body : "", r->body_len, now, &ps, &e) < 0) {
         ctl_reply_error(c, r->req, &e);
         return;
@@ -424,38 +483,52 @@ void h_jobs_submit(struct ctl_req *r)
         ctl_reply_error(c, r->req, &e);
         goto out;
     }
+    if ((int64_t)n > c->cfg.max_array_tasks) { /* one submission is stored in one loop turn */
+        ctl_reply_errorf(c, r->req, 400, "array",
+                         "array of %zu tasks is over this cluster's max_array_tasks (%lld): "
+                         "submit it in parts of at most %lld tasks",
+                         n, (long long)c->cfg.max_array_tasks, (long long)c->cfg.max_array_tasks);
+        goto out;
+    }
     if (check_queue_room(r, ps.project, n) < 0)
         goto out;
     uint64_t first = c->next_job_id;
     if (submit_tasks(r, &ps, idx, n, limit, now, first) < 0)
         goto out;
-    json_t *spec = proto_jobspec_to_json(&ps);
-    char *text = json_dumps(spec, JSON_COMPACT);
+    char *text, *lean;
     struct store_job *rows = calloc(n, sizeof(*rows));
-    int rc = text && rows ? 0 : -ENOMEM;
-    for (size_t i = 0; rc == 0 && i < n; i++)
+    int rc = spec_texts(&ps, idx != NULL, &text, &lean);
+    if (rc == 0 && !rows)
+        rc = -ENOMEM;
+    /* an array's spec once, not once per task (schema 7) */
+    if (rc == 0 && idx)
+        rc = store_spec_put(c->store, first, text, lean);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
         rc = insert_job(c, &ps, text, first + i, idx ? first : 0, idx ? idx[i] : 0, limit, now,
                         &rows[i]);
+    }
     if (rc == 0)
         rc = store_counter_set(c->store, "next_job_id", (int64_t)(first + n));
     char target[48];
     snprintf(target, sizeof(target), idx ? "array:%llu" : "job:%llu", (unsigned long long)first);
     if (rc == 0)
-        rc = audit_submit(c, r->id.user, target, spec);
-    json_decref(spec);
-    if (rc < 0) { /* the request's writes are rolled back: the core forgets the jobs */
-        free(rows);
-        free(text);
+        rc = audit_submit(c, r->id.user, target, &ps);
+    /* the reply is made before the jobs count as submitted: one that cannot be made
+     * fails the request like a failed write (issue 11: it left 10,000 ghosts in the core) */
+    if (rc == 0 && submit_reply(r, rows, n, idx ? lean : text, idx != NULL) < 0) {
+        ctl_reply_errorf(c, r->req, 500, NULL, "reply too large");
+        withdraw_tasks(c, first, n);
+    } else if (rc < 0) { /* the request's writes are rolled back: the core forgets the jobs */
         ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
         withdraw_tasks(c, first, n);
-        goto out;
+    } else {
+        c->next_job_id = first + n;
+        c->metrics.submissions += n;
+        ctl_cycle_soon(c);
     }
-    c->next_job_id = first + n;
-    c->metrics.submissions += n;
-    submit_reply(r, rows, n, text, idx != NULL);
     free(rows);
     free(text);
-    ctl_cycle_soon(c);
+    free(lean);
 out:
     free(idx);
     proto_jobspec_release(&ps);
@@ -506,18 +579,84 @@ static int parse_states(const char *s, uint32_t *mask)
     return *mask ? 0 : -EINVAL;
 }
 
-struct list_ctx {
-    struct ctl_req *r;
-    json_t *arr;
+/* A job list in flight (stream.c): its filter (strings owned), where it is, what it sent. */
+struct job_list {
+    struct ctl *c;
+    struct store_job_filter f;
+    char *strs[6];
+    int64_t limit, sent;
+    size_t bytes;      /* of the page so far */
+    size_t turn_bytes; /* of this slice */
+    int64_t turn_rows; /* rows this slice read */
     uint64_t last;
+    bool full; /* stopped by limit or bytes: there may be more, "next" says where */
+    bool started;
+    struct evbuffer *out; /* the slice being made */
 };
 
-static int list_cb(void *arg, const struct store_job *j)
+static int list_row(void *arg, const struct store_job *j)
 {
-    struct list_ctx *lc = arg;
-    json_array_append_new(lc->arr, ctl_job_json_for(lc->r, j));
-    lc->last = j->id;
+    struct job_list *l = arg;
+    json_t *o = ctl_job_json(l->c, j);
+    /* lists leave the two big members out: GET /v1/jobs/ID has them */
+    json_object_del(o, "script");
+    json_object_del(o, "env");
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!text)
+        return -ENOMEM;
+    size_t n = strlen(text);
+    struct evbuffer *out = l->out;
+    if (l->sent > 0)
+        evbuffer_add(out, ",", 1);
+    evbuffer_add(out, text, n);
+    free(text);
+    l->sent++;
+    l->turn_rows++;
+    l->bytes += n + 1;
+    l->turn_bytes += n + 1;
+    l->last = j->id;
+    if (l->sent >= l->limit || l->bytes >= CTL_LIST_PAGE_BYTES) {
+        l->full = true;
+        return 1;
+    }
+    return l->turn_bytes >= CTL_LIST_SLICE_BYTES ? 1 : 0;
+}
+
+static int list_fill(void *arg, struct evbuffer *out, bool *done)
+{
+    struct job_list *l = arg;
+    if (!l->started)
+        evbuffer_add(out, "{\"jobs\":[", 9);
+    l->started = true;
+    l->turn_bytes = 0;
+    l->turn_rows = 0;
+    int64_t ask = l->limit - l->sent;
+    l->f.limit = (int)(ask < CTL_LIST_SLICE_ROWS ? ask : CTL_LIST_SLICE_ROWS);
+    if (l->last)
+        l->f.after = l->last;
+    l->out = out;
+    int rc = store_job_list(l->c->store, &l->f, list_row, l);
+    if (rc < 0)
+        return rc == -ENOMEM ? rc : -EIO;
+    if (!l->full && rc == 0 && l->turn_rows == l->f.limit)
+        return 0; /* the slice was full: more may follow */
+    if (!l->full && rc == 1)
+        return 0; /* the slice's bytes were used up */
+    if (l->full)
+        evbuffer_add_printf(out, "],\"next\":\"%llu\"}", (unsigned long long)l->last);
+    else
+        evbuffer_add(out, "]}", 2);
+    *done = true;
     return 0;
+}
+
+static void list_free(void *arg)
+{
+    struct job_list *l = arg;
+    for (int i = 0; i < 6; i++)
+        free(l->strs[i]);
+    free(l);
 }
 
 static int query_u64(struct ctl_req *r, const char *key, int64_t min, int64_t max, int64_t *out)
@@ -564,19 +703,23 @@ void h_jobs_list(struct ctl_req *r)
     f.after = (uint64_t)after;
     f.array_id = (uint64_t)array_id;
     f.since_ms = since;
-    struct list_ctx lc = {r, json_array(), 0};
-    if (store_job_list(r->c->store, &f, list_cb, &lc) < 0) {
-        json_decref(lc.arr);
-        ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
+    f.lean = true;
+    struct job_list *l = calloc(1, sizeof(*l));
+    if (!l) {
+        ctl_reply_errorf(r->c, r->req, 500, NULL, "out of memory");
         return;
     }
-    json_t *out = json_pack("{s:o}", "jobs", lc.arr);
-    if ((int64_t)json_array_size(lc.arr) == limit) {
-        char next[32];
-        snprintf(next, sizeof(next), "%llu", (unsigned long long)lc.last);
-        json_object_set_new(out, "next", json_string(next));
-    }
-    ctl_reply_json(r->c, r->req, 200, out);
+    /* the query strings die with the request's query: the list keeps copies */
+    const char **fs[6] = {&f.project, &f.user, &f.tier, &f.class_name, &f.node, &f.name};
+    for (int i = 0; i < 6; i++)
+        if (*fs[i]) {
+            l->strs[i] = xstrdup(*fs[i]);
+            *fs[i] = l->strs[i];
+        }
+    l->c = r->c;
+    l->f = f;
+    l->limit = limit;
+    ctl_stream_start(r->c, r->req, list_fill, list_free, l);
 }
 
 /* Load the job named by arg[0] or answer 404. */

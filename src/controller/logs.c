@@ -154,7 +154,7 @@ static void waiter_free(struct ctl *c, struct ctl_log_waiter *w)
         *pp = w->next;
     struct evhttp_connection *con = evhttp_request_get_connection(w->req);
     if (con)
-        evhttp_connection_set_closecb(con, NULL, NULL);
+        ctl_conn_watch(c, con, NULL, NULL);
     event_free(w->timer);
     free(w);
 }
@@ -269,7 +269,7 @@ void h_job_logs(struct ctl_req *r)
     c->log_waiters = w;
     struct evhttp_connection *con = evhttp_request_get_connection(r->req);
     if (con)
-        evhttp_connection_set_closecb(con, waiter_closed, w);
+        ctl_conn_watch(c, con, waiter_closed, w);
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -146,7 +146,7 @@ static void unpark(struct ctl *c, struct ctl_node *n)
     event_del(n->park_timer);
     struct evhttp_connection *con = evhttp_request_get_connection(req);
     if (con)
-        evhttp_connection_set_closecb(con, NULL, NULL);
+        ctl_conn_watch(c, con, NULL, NULL);
     ctl_reply_json(c, req, 200, heartbeat_reply(c, n, -1));
 }
 
@@ -377,6 +377,23 @@ static void send_to_allocs(struct ctl *c, const struct sched_decision *d, const 
     }
 }
 
+/* A job's spec, parsed. One cycle may start thousands of an array's tasks, which share one
+ * stored spec (spec_id): it is parsed once for the cycle, not once a task (issue 11: 1,000
+ * tasks of a 131 KB script held the loop 4 s). The caller owns the reference. */
+static json_t *cycle_spec(struct ctl *c, const struct store_job *row)
+{
+    char key[24];
+    if (!row->spec_id)
+        return row->spec ? json_loads(row->spec, 0, NULL) : NULL;
+    snprintf(key, sizeof(key), "%llu", (unsigned long long)row->spec_id);
+    if (!c->cycle_specs)
+        c->cycle_specs = json_object();
+    json_t *spec = json_object_get(c->cycle_specs, key);
+    if (!spec && row->spec && (spec = json_loads(row->spec, 0, NULL)))
+        json_object_set_new(c->cycle_specs, key, spec);
+    return json_incref(spec);
+}
+
 /* The job's secrets opened for its start command, {} when it names none; NULL when one
  * cannot be opened: the job's launch then fails after the cycle (fail_launches). */
 static json_t *start_secrets(struct ctl *c, const struct store_job *row, const json_t *spec)
@@ -405,7 +422,7 @@ static json_t *start_secrets(struct ctl *c, const struct store_job *row, const j
 static void apply_start(struct ctl *c, const struct sched_decision *d, struct store_job *row,
                         int64_t now, struct store_run *run)
 {
-    json_t *spec = json_loads(row->spec, 0, NULL);
+    json_t *spec = cycle_spec(c, row);
     json_t *secrets = start_secrets(c, row, spec);
     int last = store_run_last(c->store, row->id);
     memset(run, 0, sizeof(*run));
@@ -590,6 +607,8 @@ void ctl_cycle_now(struct ctl *c)
     for (size_t i = 0; i < n; i++)
         apply(c, &d[i], now);
     fail_launches(c, now);
+    json_decref(c->cycle_specs);
+    c->cycle_specs = NULL;
     c->last_cycle_us = clock_mono_us() - t0;
     ctl_hist_observe(&c->metrics.cycle, (double)c->last_cycle_us / 1e6);
     if (n)
@@ -685,7 +704,7 @@ void ctl_loop_stop(struct ctl *c)
         if (n->parked) {
             struct evhttp_connection *con = evhttp_request_get_connection(n->parked);
             if (con)
-                evhttp_connection_set_closecb(con, NULL, NULL);
+                ctl_conn_watch(c, con, NULL, NULL);
             n->parked = NULL;
         }
         if (n->park_timer)

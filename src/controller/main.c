@@ -31,6 +31,9 @@ static void usage(FILE *f)
                "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
                "               [--max-body-bytes N] [--tls auto|on|off]\n"
                "               [--tls-cert FILE --tls-key FILE] [--secrets-key FILE]\n"
+               "               [--max-connections N] [--expected-nodes N]\n"
+               "               [--idle-timeout DURATION] [--submit-rate N] [--submit-burst N]\n"
+               "               [--max-array-tasks N]\n"
                "       docketd --routes   (every API route and the permission it needs)\n");
 }
 
@@ -50,6 +53,12 @@ enum {
     O_TLSCERT,
     O_TLSKEY,
     O_SECRETSKEY,
+    O_MAXCONN,
+    O_EXPNODES,
+    O_IDLE,
+    O_SUBRATE,
+    O_SUBBURST,
+    O_MAXARRAY,
     O_HELP,
     O_VERSION,
     O_ROUTES
@@ -71,6 +80,12 @@ static const struct option opts[] = {
     {"tls-cert", required_argument, NULL, O_TLSCERT},
     {"tls-key", required_argument, NULL, O_TLSKEY},
     {"secrets-key", required_argument, NULL, O_SECRETSKEY},
+    {"max-connections", required_argument, NULL, O_MAXCONN},
+    {"expected-nodes", required_argument, NULL, O_EXPNODES},
+    {"idle-timeout", required_argument, NULL, O_IDLE},
+    {"submit-rate", required_argument, NULL, O_SUBRATE},
+    {"submit-burst", required_argument, NULL, O_SUBBURST},
+    {"max-array-tasks", required_argument, NULL, O_MAXARRAY},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {"routes", no_argument, NULL, O_ROUTES},
@@ -139,6 +154,30 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
     case O_SECRETSKEY:
         return str_copy(cfg->secrets_key, sizeof(cfg->secrets_key), arg) < 0
                    ? flag_error("secrets-key", arg, "path too long")
+                   : 0;
+    case O_MAXCONN:
+        return parse_int64(arg, 0, 10000000, &cfg->max_connections) < 0
+                   ? flag_error("max-connections", arg, "must be 0 (auto)..10000000, not")
+                   : 0;
+    case O_EXPNODES:
+        return parse_int64(arg, 1, 1000000, &cfg->expected_nodes) < 0
+                   ? flag_error("expected-nodes", arg, "must be 1..1000000, not")
+                   : 0;
+    case O_IDLE:
+        return parse_duration_ms(arg, &cfg->idle_timeout_ms) < 0 || cfg->idle_timeout_ms < 1000
+                   ? flag_error("idle-timeout", arg, "invalid duration (at least 1s)")
+                   : 0;
+    case O_SUBRATE:
+        return parse_int64(arg, 0, 1000000, &cfg->submit_rate) < 0
+                   ? flag_error("submit-rate", arg, "must be 0 (no limit)..1000000, not")
+                   : 0;
+    case O_SUBBURST:
+        return parse_int64(arg, 1, 1000000, &cfg->submit_burst) < 0
+                   ? flag_error("submit-burst", arg, "must be 1..1000000, not")
+                   : 0;
+    case O_MAXARRAY:
+        return parse_int64(arg, 1, PROTO_MAX_ARRAY, &cfg->max_array_tasks) < 0
+                   ? flag_error("max-array-tasks", arg, "must be 1..10000, not")
                    : 0;
     default:
         return -EINVAL;
@@ -268,6 +307,8 @@ static int start(struct ctl *c)
         return rc;
     }
     int64_t t0 = clock_mono_ms();
+    if ((rc = ctl_conn_limits(c)) < 0)
+        log_warn("fd_limit_unknown", "error=\"%s\"", strerror(-rc));
     c->store = store_open(db, err, sizeof(err));
     if (!c->store) {
         log_error("store_open_failed", "error=\"%s\"", err);
@@ -338,6 +379,7 @@ int main(int argc, char **argv)
         event_free(c->sig_hup);
     }
     json_decref(c->boost_reasons);
+    json_decref(c->submit_buckets);
     sched_destroy(c->sched);
     store_close(c->store);
     event_base_free(c->base);

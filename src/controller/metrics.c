@@ -25,6 +25,12 @@ void ctl_hist_observe(struct ctl_hist *h, double v)
 void h_healthz(struct ctl_req *r)
 {
     struct sched_totals t;
+    /* open to anyone (load balancers, probes): without a credential only that it is up;
+     * the counts of jobs and nodes are for callers with one */
+    if (!r->id.user[0]) {
+        ctl_reply_json(r->c, r->req, 200, json_pack("{s:s}", "status", "ok"));
+        return;
+    }
     sched_totals_get(r->c->sched, &t);
     json_t *jobs = json_object(), *nodes = json_object();
     for (int i = 0; i < SCHED_JOB_STATE_COUNT; i++)
@@ -127,6 +133,19 @@ void h_metrics(struct ctl_req *r)
                 "# HELP docket_submissions_total jobs submitted\n"
                 "# TYPE docket_submissions_total counter\ndocket_submissions_total %llu\n",
                 (unsigned long long)c->metrics.submissions);
+    dbuf_printf(&b,
+                "# HELP docket_connections open HTTP connections (both servers)\n"
+                "# TYPE docket_connections gauge\ndocket_connections %zu\n"
+                "# HELP docket_connections_max the cap (max_connections)\n"
+                "# TYPE docket_connections_max gauge\ndocket_connections_max %lld\n"
+                "# HELP docket_connections_refused_total connections answered 503 at the cap\n"
+                "# TYPE docket_connections_refused_total counter\n"
+                "docket_connections_refused_total %llu\n"
+                "# HELP docket_accept_errors_total accept() failures that paused accepting\n"
+                "# TYPE docket_accept_errors_total counter\ndocket_accept_errors_total %llu\n",
+                ctl_conn_count(c), (long long)c->conn_cap,
+                (unsigned long long)c->metrics.conn_refused,
+                (unsigned long long)c->metrics.accept_errors);
     dbuf_puts(&b, "# HELP docket_http_requests_total HTTP replies by status code\n"
                   "# TYPE docket_http_requests_total counter\n");
     for (int i = 100; i < 600; i++)

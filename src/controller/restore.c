@@ -160,7 +160,7 @@ static void park_timeout(evutil_socket_t fd, short what, void *arg)
     n->parked = NULL;
     struct evhttp_connection *con = evhttp_request_get_connection(req);
     if (con)
-        evhttp_connection_set_closecb(con, NULL, NULL);
+        ctl_conn_watch(n->c, con, NULL, NULL);
     const char *st = "UP";
     int i = sched_node_find(n->c->sched, n->name);
     struct sched_node_view v;

@@ -111,21 +111,36 @@ static int f_script(const json_t *v, int64_t now, struct proto_jobspec *j, struc
     return copy_text(v, "script", PROTO_SCRIPT_MAX, false, j->extra, e);
 }
 
+/* A ".." component would let a path leave the directory it names (issue 11): refused in
+ * the paths a job gives, whatever the agent would make of them. */
+static int path_field(const json_t *v, const char *f, struct proto_jobspec *j,
+                      struct proto_error *e)
+{
+    const char *s = json_string_value(v);
+    for (const char *p = s; p && *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return proto_errorf(e, 400, NULL, f, "%s must not contain a '..' component", f);
+        p += n + (p[n] == '/');
+    }
+    return copy_text(v, f, PROTO_PATH_MAX, true, j->extra, e);
+}
+
 static int f_workdir(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     if (json_is_string(v) && json_string_value(v)[0] != '/')
         return proto_errorf(e, 400, NULL, "workdir", "workdir must be an absolute path");
-    return copy_text(v, "workdir", PROTO_PATH_MAX, true, j->extra, e);
+    return path_field(v, "workdir", j, e);
 }
 
 static int f_output(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
-    return copy_text(v, "output", PROTO_PATH_MAX, true, j->extra, e);
+    return path_field(v, "output", j, e);
 }
 
 static int f_error(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
-    return copy_text(v, "error", PROTO_PATH_MAX, true, j->extra, e);
+    return path_field(v, "error", j, e);
 }
 
 static int int_field(const json_t *v, const char *field, int min, int max, int *out,

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/sched.h"
@@ -133,6 +134,14 @@ static const char *const migrations[] = {
     "CREATE TABLE secrets ("
     " project TEXT NOT NULL, name TEXT NOT NULL, nonce BLOB NOT NULL, sealed BLOB NOT NULL,"
     " set_by TEXT NOT NULL, set_ms INTEGER NOT NULL, PRIMARY KEY (project, name));",
+    /* ---- h-conn (issue 11): an array's spec stored once ------------------------------
+     * 7: a 10,000-task array of a 131 KB script wrote the spec 10,000 times (1.3 GB). A
+     * task row whose spec_id is not 0 has '' in spec and reads the spec from job_specs
+     * (the row with that id: the array's id), which also keeps it without "script" and
+     * "env" (lean) for lists. Rows written before keep their own spec (spec_id 0). */
+    ("CREATE TABLE job_specs (id INTEGER PRIMARY KEY, spec TEXT NOT NULL, lean TEXT NOT NULL);"
+     "ALTER TABLE jobs ADD COLUMN spec_id INTEGER NOT NULL DEFAULT 0;"),
+    /* ---- end h-conn ------------------------------------------------------------------ */
 };
 
 /* Token kinds as stored (schema 3). */
@@ -154,6 +163,7 @@ enum stmt_id {
     S_JOB_UPDATE,
     S_JOB_GET,
     S_JOB_COUNT,
+    S_SPEC_PUT,
     S_EVENT_ADD,
     S_EVENT_LIST,
     S_NODE_PUT,
@@ -194,17 +204,24 @@ enum stmt_id {
     S_COUNT
 };
 
-#define JOB_COLS                                                                                   \
+#define JOB_COLS_WITH(SPEC)                                                                        \
     "id, array_id, array_index, name, project, user_name, tier, class, state, stop_cause,"         \
-    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, spec, alloc, exit, usage,"     \
+    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, " SPEC ", alloc, exit, usage," \
     " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms,"       \
-    " begin_ms, grace_ms, gpu_type, deps, selectors"
+    " begin_ms, grace_ms, gpu_type, deps, selectors, spec_id"
+#define JOB_INSERT_COLS JOB_COLS_WITH("spec")
+/* A row's spec: its own, or its array's (schema 7). */
+#define SPEC_OF(COL)                                                                               \
+    "CASE WHEN spec_id = 0 THEN " COL " ELSE (SELECT s." COL " FROM job_specs s"                   \
+    " WHERE s.id = jobs.spec_id) END"
+#define JOB_COLS JOB_COLS_WITH(SPEC_OF("spec"))
 /* The same without the spec JSON (column 16 reads NULL). */
-#define JOB_COLS_NO_SPEC                                                                           \
-    "id, array_id, array_index, name, project, user_name, tier, class, state, stop_cause,"         \
-    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, NULL, alloc, exit, usage,"     \
-    " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms,"       \
-    " begin_ms, grace_ms, gpu_type, deps, selectors"
+#define JOB_COLS_NO_SPEC JOB_COLS_WITH("NULL")
+/* For lists: the spec without its two big members: an array's kept so, another row's cut
+ * by SQLite (no copy, no parse here). */
+#define JOB_COLS_LEAN                                                                              \
+    JOB_COLS_WITH("CASE WHEN spec_id = 0 THEN json_remove(spec, '$.script', '$.env')"              \
+                  " ELSE (SELECT s.lean FROM job_specs s WHERE s.id = jobs.spec_id) END")
 #define TOKEN_COLS "hash, kind, user_name, role, created_ms, expires_ms, revoked_ms"
 #define NODE_COLS                                                                                  \
     "name, state, reason, gpu_type, gpus, gpu_mem_mb, cpus, mem_mb, labels, info,"                 \
@@ -214,9 +231,10 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_COUNTER_GET] = "SELECT value FROM counters WHERE name = ?1",
     [S_COUNTER_SET] = "INSERT INTO counters(name, value) VALUES (?1, ?2)"
                       " ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-    [S_JOB_INSERT] = "INSERT INTO jobs(" JOB_COLS ") VALUES"
+    [S_JOB_INSERT] = "INSERT INTO jobs(" JOB_INSERT_COLS ") VALUES"
                      " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,"
-                     " ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35)",
+                     " ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36)",
+    [S_SPEC_PUT] = "INSERT INTO job_specs(id, spec, lean) VALUES (?1, ?2, ?3)",
     [S_JOB_UPDATE] = "UPDATE jobs SET state = ?9, stop_cause = ?10, start_ms = ?12,"
                      " end_ms = ?13, preempt_count = ?14, preemptor = ?15, nodes = ?16,"
                      " alloc = ?18, exit = ?19, usage = ?20, tier = ?7 WHERE id = ?1",
@@ -390,6 +408,23 @@ static int migrate(struct store *st)
     return 0;
 }
 
+/* The database holds token hashes, env and audit: readable by docketd's user only. SQLite
+ * gives the -wal and -shm files the mode of the database when it creates them, so the
+ * database is created 0600 before SQLite opens it (and an older one is narrowed). */
+static void restrict_mode(const char *path)
+{
+    static const char *const sfx[] = {"", "-wal", "-shm"};
+    char p[4096];
+    if (!path[0] || path[0] == ':' || strncmp(path, "file:", 5) == 0)
+        return; /* in memory, or a URI: nothing of ours on disk */
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+    for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++)
+        if (snprintf(p, sizeof(p), "%s%s", path, sfx[i]) < (int)sizeof(p))
+            (void)chmod(p, 0600);
+}
+
 struct store *store_open(const char *path, char *err, size_t errlen)
 {
     struct store *st = calloc(1, sizeof(*st));
@@ -398,6 +433,7 @@ struct store *store_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     st->wal_fd = -1;
+    restrict_mode(path);
     if (sqlite3_open_v2(path, &st->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
@@ -546,7 +582,7 @@ void store_job_release(struct store_job *j)
     j->spec = j->alloc = j->exit = j->usage = NULL;
 }
 
-/* Binds ?1..?35; the UPDATE uses fewer (SQLite ignores binding the ones it lacks). */
+/* Binds ?1..?36; the UPDATE uses fewer (SQLite ignores binding the ones it lacks). */
 static void bind_job(sqlite3_stmt *s, const struct store_job *j)
 {
     sqlite3_bind_int64(s, 1, (sqlite3_int64)j->id);
@@ -565,7 +601,7 @@ static void bind_job(sqlite3_stmt *s, const struct store_job *j)
     sqlite3_bind_int(s, 14, j->preempt_count);
     sqlite3_bind_int64(s, 15, (sqlite3_int64)j->preemptor);
     bind_text(s, 16, j->nodes);
-    bind_text(s, 17, j->spec ? j->spec : "{}");
+    bind_text(s, 17, j->spec_id ? "" : j->spec ? j->spec : "{}");
     bind_text(s, 18, j->alloc);
     bind_text(s, 19, j->exit);
     bind_text(s, 20, j->usage);
@@ -584,6 +620,7 @@ static void bind_job(sqlite3_stmt *s, const struct store_job *j)
     bind_text(s, 33, j->gpu_type);
     bind_text(s, 34, j->deps);
     bind_text(s, 35, j->selectors);
+    sqlite3_bind_int64(s, 36, (sqlite3_int64)j->spec_id);
 }
 
 /* Fill j from the row; -EIO with st's message when the row holds a state this docketd
@@ -627,6 +664,7 @@ static int read_job(struct store *st, sqlite3_stmt *s, struct store_job *j)
     col_copy(s, 32, j->gpu_type, sizeof(j->gpu_type));
     col_copy(s, 33, j->deps, sizeof(j->deps));
     col_copy(s, 34, j->selectors, sizeof(j->selectors));
+    j->spec_id = (uint64_t)sqlite3_column_int64(s, 35);
     if (j->state < 0) {
         snprintf(st->errmsg, sizeof(st->errmsg), "job %llu: unknown state '%.32s'",
                  (unsigned long long)j->id, state ? (const char *)state : "");
@@ -652,6 +690,15 @@ int store_job_insert(struct store *st, const struct store_job *j)
     sqlite3_stmt *s = stmt(st, S_JOB_INSERT);
     bind_job(s, j);
     return step_done(st, s, "insert job");
+}
+
+int store_spec_put(struct store *st, uint64_t id, const char *spec, const char *lean)
+{
+    sqlite3_stmt *s = stmt(st, S_SPEC_PUT);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+    bind_text(s, 2, spec);
+    bind_text(s, 3, lean);
+    return step_done(st, s, "put spec");
 }
 
 int store_job_update(struct store *st, const struct store_job *j)
@@ -704,6 +751,7 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
     int np = 0, rc = 0;
     dbuf_init(&sql, 4096);
     dbuf_puts(&sql, f->skip_spec ? "SELECT " JOB_COLS_NO_SPEC " FROM jobs WHERE 1 = 1"
+                    : f->lean    ? "SELECT " JOB_COLS_LEAN " FROM jobs WHERE 1 = 1"
                                  : "SELECT " JOB_COLS " FROM jobs WHERE 1 = 1");
     if (f->state_mask) { /* the core's names: capitals and '_', nothing to escape */
         dbuf_puts(&sql, " AND state IN (''");
@@ -718,7 +766,8 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
     add_text_filter(&sql, "class", f->class_name, &np);
     add_text_filter(&sql, "name", f->name, &np);
     if (f->node)
-        dbuf_printf(&sql, " AND nodes LIKE '%%,' || ?%d || ',%%'", ++np);
+        /* instr, not LIKE: a node name is matched exactly, '%' and '_' are no wildcards */
+        dbuf_printf(&sql, " AND instr(nodes, ',' || ?%d || ',') > 0", ++np);
     if (f->array_id)
         dbuf_printf(&sql, " AND array_id = ?%d", ++np);
     if (f->since_ms)

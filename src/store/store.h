@@ -79,6 +79,8 @@ struct store_job {
     uint64_t preemptor;
     char nodes[1024]; /* ",gpu01,gpu02," while allocated (for filters), or "" */
     char *spec;       /* normalised spec JSON (protocol/proto.h), owned */
+    uint64_t spec_id; /* not 0: the spec is stored once under this id (store_spec_put),
+                       * shared by an array's tasks; spec is then not written (schema 7) */
     /* The scheduling fields of the spec again, in columns (schema 2), so a restart rebuilds
      * the core without parsing JSON. has_core is false for rows written before. */
     bool has_core;
@@ -101,6 +103,9 @@ enum {
 
 void store_job_release(struct store_job *j);
 int store_job_insert(struct store *st, const struct store_job *j) STORE_WUR;
+/* Store a spec shared by several rows (an array's): its text and the same without
+ * "script" and "env" (what lists show). Rows name it by spec_id. */
+int store_spec_put(struct store *st, uint64_t id, const char *spec, const char *lean) STORE_WUR;
 /* Rewrite the mutable columns (state .. usage) of job j->id. */
 int store_job_update(struct store *st, const struct store_job *j) STORE_WUR;
 int store_job_get(struct store *st, uint64_t id, struct store_job *out) STORE_WUR;
@@ -114,6 +119,7 @@ struct store_job_filter {
     int limit;
     bool desc;
     bool skip_spec; /* leave spec NULL (a restart reads the core columns) */
+    bool lean;      /* spec without its "script" and "env" members (lists) */
 };
 
 /* Calls cb for each row in id order; a non-zero return from cb stops (and is returned).

@@ -560,10 +560,15 @@ EOF
 @test "healthz and metrics" {
     one_node
     submit '{"command": ["x"], "hold": true}' >/dev/null
+    # open without a token, but then with no detail (issue 11)
     api_get /healthz -
     assert_json .status ok
+    assert_json .jobs null
+    api_get /healthz
     assert_json .jobs.HELD 1
-    run curl -s "$DOCKETD_URL/metrics"
+    api_get /metrics -
+    assert_error 401 ""
+    run curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/metrics"
     [[ $output == *'docket_jobs{state="HELD",tier="normal",project="default"} 1'* ]]
     [[ $output == *'docket_cycle_seconds_count'* ]]
     [[ $output == *'docket_gpus{state="free",gpu_type="H100-80GB"} 8'* ]]

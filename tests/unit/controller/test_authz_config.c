@@ -229,7 +229,9 @@ static void config_every_key(void **state)
                         "log_file: /tmp/d.log\nlog_level: debug\nlog_format: json\n"
                         "policy: /etc/p.yaml\nnode_timeout: 90s\nheartbeat_wait: 10s\n"
                         "cycle_delay: 2ms\ncycle_interval: 1m\nmax_body_bytes: 4096\n"
-                        "log_max_bytes: 5000\nnode_credential_ttl: 7d\ntoken_ttl: 30d\n");
+                        "log_max_bytes: 5000\nnode_credential_ttl: 7d\ntoken_ttl: 30d\n"
+                        "max_connections: 500\nexpected_nodes: 3000\nidle_timeout: 45s\n"
+                        "submit_rate: 5\nsubmit_burst: 50\nmax_array_tasks: 2000\n");
     assert_non_null(p);
     int rc = ctl_config_load(&cfg, p, err, sizeof(err));
     unlink(p);
@@ -250,6 +252,12 @@ static void config_every_key(void **state)
     assert_int_equal(cfg.log_max_bytes, 5000);
     assert_int_equal(cfg.node_credential_ttl_ms, (int64_t)7 * 86400 * 1000);
     assert_int_equal(cfg.token_ttl_ms, (int64_t)30 * 24 * 3600 * 1000);
+    assert_int_equal(cfg.max_connections, 500);
+    assert_int_equal(cfg.expected_nodes, 3000);
+    assert_int_equal(cfg.idle_timeout_ms, 45000);
+    assert_int_equal(cfg.submit_rate, 5);
+    assert_int_equal(cfg.submit_burst, 50);
+    assert_int_equal(cfg.max_array_tasks, 2000);
 }
 
 static void config_refusals_name_the_key(void **state)
@@ -268,6 +276,12 @@ static void config_refusals_name_the_key(void **state)
         {"log_max_bytes: 1G\n", "log_max_bytes"},
         {"node_credential_ttl: 10ms\n", "node_credential_ttl"},
         {"token_ttl: 1s\n", "token_ttl"},
+        {"max_connections: -1\n", "max_connections"},
+        {"expected_nodes: 0\n", "expected_nodes"},
+        {"idle_timeout: 10ms\n", "idle_timeout"},
+        {"submit_rate: fast\n", "submit_rate"},
+        {"submit_burst: 0\n", "submit_burst"},
+        {"max_array_tasks: 10001\n", "max_array_tasks"},
         {"- a\n- b\n", "mapping"},
         {"listen: \"unterminated\n", "line"},
     };

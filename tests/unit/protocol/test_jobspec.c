@@ -32,11 +32,13 @@ static void full_spec(void **state)
              " \"gpus\": 8, \"gpu_type\": \"H100-80GB\", \"cpus\": 16, \"mem\": \"64G\","
              " \"nodes\": 2, \"time_limit\": \"2d\", \"workdir\": \"/home/a\","
              " \"output\": \"%j.out\", \"error\": \"%j.err\", \"env\": {\"EPOCHS\": \"90\"},"
-             " \"labels\": {\"sweep\": \"a\"}, \"selectors\": {\"zone\": \"a\", \"pool\": \"!reserved\"},"
+             " \"labels\": {\"sweep\": \"a\"}, \"selectors\": {\"zone\": \"a\", \"pool\": "
+             "\"!reserved\"},"
              " \"deps\": [{\"type\": \"afterok\", \"job\": 12}], \"array\": \"0-99%8\","
              " \"signal\": \"USR1\", \"grace\": \"120s\", \"checkpoint\": true, \"retries\": 0,"
              " \"idempotent\": false, \"requeue\": true, \"hold\": false, \"begin\": \"10m\","
-             " \"user\": \"alice\"}", &j);
+             " \"user\": \"alice\"}",
+             &j);
     assert_string_equal(j.name, "resnet");
     assert_string_equal(j.project, "vision");
     assert_string_equal(j.tier, "high");
@@ -66,8 +68,10 @@ static void full_spec(void **state)
             saw_negated = true;
         }
     assert_true(saw_negated);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(j.extra, "env"), "EPOCHS")), "90");
-    assert_string_equal(json_string_value(json_array_get(json_object_get(j.extra, "command"), 1)), "train.py");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(j.extra, "env"), "EPOCHS")), "90");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(j.extra, "command"), 1)),
+                        "train.py");
     proto_jobspec_release(&j);
 }
 
@@ -136,6 +140,10 @@ static const struct {
     {"{\"command\": [\"x\"], \"begin\": \"later\"}", "begin"},
     {"{\"command\": [\"x\"], \"begin\": 5}", "begin"},
     {"{\"command\": [\"x\"], \"workdir\": \"rel/dir\"}", "workdir"},
+    {"{\"command\": [\"x\"], \"workdir\": \"/home/a/../b\"}", "workdir"},
+    {"{\"command\": [\"x\"], \"workdir\": \"/..\"}", "workdir"},
+    {"{\"command\": [\"x\"], \"output\": \"../../etc/x\"}", "output"},
+    {"{\"command\": [\"x\"], \"error\": \"/tmp/a/../../e\"}", "error"},
     {"{\"command\": [\"x\"], \"output\": 3}", "output"},
     {"{\"command\": [\"x\"], \"error\": \"\"}", "error"},
     {"{\"command\": [\"x\"], \"env\": []}", "env"},
@@ -149,8 +157,11 @@ static const struct {
     {"{\"command\": [\"x\"], \"deps\": [1]}", "deps[0]"},
     {"{\"command\": [\"x\"], \"deps\": [{\"type\": \"afterok\"}]}", "deps[0].job"},
     {"{\"command\": [\"x\"], \"deps\": [{\"type\": \"afterok\", \"job\": 0}]}", "deps[0].job"},
-    {"{\"command\": [\"x\"], \"deps\": [{\"type\": \"afterok\", \"job\": 1}, {\"type\": \"when\", \"job\": 2}]}", "deps[1].type"},
-    {"{\"command\": [\"x\"], \"deps\": [{\"type\": \"afterok\", \"job\": 1, \"x\": 0}]}", "deps[0].x"},
+    {"{\"command\": [\"x\"], \"deps\": [{\"type\": \"afterok\", \"job\": 1}, {\"type\": \"when\", "
+     "\"job\": 2}]}",
+     "deps[1].type"},
+    {"{\"command\": [\"x\"], \"deps\": [{\"type\": \"afterok\", \"job\": 1, \"x\": 0}]}",
+     "deps[0].x"},
     {"{\"command\": [\"x\"], \"array\": \"x\"}", "array"},
     {"{\"command\": [\"x\"], \"array\": 5}", "array"},
     {"{\"command\": [\"x\"], \"array\": \"0-20000\"}", "array"},
@@ -275,8 +286,8 @@ static void error_json(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(full_spec),         cmocka_unit_test(defaults),
-        cmocka_unit_test(bad_fields),        cmocka_unit_test(stored_round_trip),
+        cmocka_unit_test(full_spec),           cmocka_unit_test(defaults),
+        cmocka_unit_test(bad_fields),          cmocka_unit_test(stored_round_trip),
         cmocka_unit_test(load_refuses_damage), cmocka_unit_test(arrays),
         cmocka_unit_test(error_json),
     };

@@ -66,12 +66,15 @@ static void reopen(struct fx *f)
 
 /* ------------------------------------------------------------------------------------ */
 
+/* The schema version store.c migrates to (one place to change when a migration is added). */
+#define SCHEMA_LATEST 7
+
 static void migrates_from_empty(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(store_schema_version(f->st), 6);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 6);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
     assert_int_equal(store_job_count(f->st), 0);
 }
 
@@ -194,6 +197,53 @@ static void job_round_trip(void **state)
     assert_string_equal(out.selectors, "zone=a,pool!=r");
     store_job_release(&out);
     assert_int_equal(store_job_get(f->st, 8, &out), -ENOENT);
+}
+
+static void raw_sql(const char *path, const char *sql, char *out, size_t len);
+
+static int lean_cb(void *arg, const struct store_job *j)
+{
+    char *got = arg;
+    strncat(got, j->spec ? j->spec : "(null)", 400 - strlen(got) - 1);
+    strncat(got, ";", 400 - strlen(got) - 1);
+    return 0;
+}
+
+/* An array's tasks share one stored spec (schema 7): each reads it back whole, lists read
+ * it lean, and the spec text is in the database once. */
+static void array_spec_stored_once(void **state)
+{
+    struct fx *f = *state;
+    static const char spec[] = "{\"script\":\"#!/bin/sh\\necho hi\",\"env\":{\"K\":\"v\"},"
+                               "\"gpus\":1}";
+    char got[400] = "";
+    assert_int_equal(store_spec_put(f->st, 11, spec, "{\"gpus\":1}"), 0);
+    for (uint64_t id = 11; id <= 13; id++) {
+        struct store_job j = make_job(id, "vision", 0);
+        j.spec = (char *)spec;
+        j.spec_id = 11;
+        assert_int_equal(store_job_insert(f->st, &j), 0);
+    }
+    struct store_job out;
+    assert_int_equal(store_job_get(f->st, 12, &out), 0);
+    assert_string_equal(out.spec, spec);
+    assert_int_equal(out.spec_id, 11);
+    store_job_release(&out);
+    struct store_job_filter flt = {.lean = true, .limit = 10};
+    assert_int_equal(store_job_list(f->st, &flt, lean_cb, got), 0);
+    assert_string_equal(got, "{\"gpus\":1};{\"gpus\":1};{\"gpus\":1};");
+    /* a row with its own spec is cut by SQLite for lists */
+    struct store_job own = make_job(5, "vision", 0);
+    own.spec = (char *)spec;
+    assert_int_equal(store_job_insert(f->st, &own), 0);
+    got[0] = '\0';
+    flt.limit = 1;
+    assert_int_equal(store_job_list(f->st, &flt, lean_cb, got), 0);
+    assert_string_equal(got, "{\"gpus\":1};");
+    reopen(f);
+    char n[64];
+    raw_sql(f->path, "SELECT count(*) FROM jobs WHERE spec LIKE '%echo hi%'", n, sizeof(n));
+    assert_string_equal(n, "1"); /* job 5's own; the array's is in job_specs once */
 }
 
 static void job_update(void **state)
@@ -717,7 +767,7 @@ static void migrates_schema2_database(void **state)
     f->st = store_open(f->path, err, sizeof(err));
     if (!f->st)
         fail_msg("%s", err);
-    assert_int_equal(store_schema_version(f->st), 6);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
     /* every job keeps its state, now by name */
     static const struct {
         uint64_t id;
@@ -761,7 +811,7 @@ static void migrates_schema2_database(void **state)
     raw_sql(f->path, "SELECT count(*) FROM job_events", got, sizeof(got));
     assert_int_not_equal(atoi(got), 0);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 6);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
     /* audit rows from before the chain are reported as such; new ones are chained */
     struct store_audit_check v;
     assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
@@ -828,7 +878,7 @@ static void migrates_schema3_database(void **state)
     f->st = store_open(f->path, err, sizeof(err));
     if (!f->st)
         fail_msg("%s", err);
-    assert_int_equal(store_schema_version(f->st), 6);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
     /* 4: jobs 1-3 were placed on gpu01 (run 1); 4-6 never started (no run) */
     struct store_run run;
     for (uint64_t id = 1; id <= 3; id++) {
@@ -867,6 +917,18 @@ static void migrates_schema3_database(void **state)
     /* 6: secrets, empty, and usable */
     assert_int_equal(store_secret_list(f->st, "default", count_secret_row, &n), 0);
     assert_int_equal(n, 0);
+    /* 7: rows from before keep their own spec (spec_id 0) and read it back; job_specs is
+     * there and empty */
+    raw_sql(f->path, "SELECT count(*) FROM jobs WHERE spec_id <> 0", got, sizeof(got));
+    assert_string_equal(got, "0");
+    raw_sql(f->path, "SELECT count(*) FROM job_specs", got, sizeof(got));
+    assert_string_equal(got, "0");
+    struct store_job old;
+    assert_int_equal(store_job_get(f->st, 1, &old), 0);
+    assert_non_null(old.spec);
+    assert_int_not_equal(strlen(old.spec), 0);
+    assert_int_equal(old.spec_id, 0);
+    store_job_release(&old);
     /* the rest as it was: jobs by state name, the job events */
     raw_sql(f->path, "SELECT group_concat(state, ',') FROM (SELECT state FROM jobs ORDER BY id)",
             got, sizeof(got));
@@ -874,7 +936,7 @@ static void migrates_schema3_database(void **state)
     raw_sql(f->path, "SELECT count(*) FROM job_events", got, sizeof(got));
     assert_int_not_equal(atoi(got), 0);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 6);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
     assert_int_equal(store_run_last(f->st, 3), 1);
 }
 
@@ -975,6 +1037,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(token_list_and_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(job_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(job_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(array_spec_stored_once, setup, teardown),
         cmocka_unit_test_setup_teardown(job_list_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(events_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(nodes_round_trip, setup, teardown),

@@ -1,0 +1,434 @@
+/*
+ * conn.c - docketd's connections (docs/controller.md "Connections and limits"): the file
+ * descriptor limit, the listeners and their backlog, a cap on concurrent connections, the
+ * back-off when accept() runs out of descriptors, and the one close callback of every
+ * connection (ctl_conn_watch).
+ *
+ * evhttp (libevent 2.1) has no hook at accept time, so connections are counted where it
+ * creates their bufferevent (evhttp_set_bevcb) and looked at a moment later, in the same
+ * loop iteration, once evhttp has made the connection object: libevent 2.1's
+ * evhttp_start_read_ sets that object as the bufferevent's callback argument, which is how
+ * the connection is found from its bufferevent. A connection past the cap is answered a
+ * 503 JSON error and closed there, before it can hold a descriptor for long.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <netdb.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "controller/ctl.h"
+#include "util/clock.h"
+#include "util/xalloc.h"
+
+#define ACCEPT_BACKOFF_MS 100
+#define LOG_EVERY_MS      10000
+
+struct conn {
+    struct ctl *c;
+    int fd;
+    struct evhttp_connection *evcon;
+    void (*cb)(struct evhttp_connection *, void *);
+    void *arg;
+};
+
+struct ctl_conns {
+    struct conn **by_fd; /* indexed by the connection's descriptor */
+    size_t nby_fd;
+    size_t count;               /* connections open (both servers) */
+    struct bufferevent **fresh; /* created this iteration, not looked at yet */
+    size_t nfresh, fresh_alloc;
+    struct event *fresh_ev, *backoff_ev;
+    struct evconnlistener *lev[2];
+    /* rate-limited log lines: when each last went out and how many were left out since */
+    int64_t refuse_log_ms, accept_log_ms;
+    uint64_t refused_quiet, accept_quiet;
+};
+
+static const char refuse_reply[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                                   "Content-Type: application/json\r\n"
+                                   "Retry-After: 1\r\n"
+                                   "Connection: close\r\n"
+                                   "Content-Length: 90\r\n\r\n"
+                                   "{\"error\":{\"code\":\"unavailable\",\"message\":\"docketd is "
+                                   "at its connection limit, try again\"}}";
+
+/* ------------------------------------------------------------------------------------ */
+/* Limits                                                                                */
+
+int ctl_conn_limits(struct ctl *c)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return -errno;
+    if (rl.rlim_cur < rl.rlim_max) { /* the soft limit is a default, not a decision */
+        rlim_t want = rl.rlim_max == RLIM_INFINITY ? (rlim_t)1 << 20 : rl.rlim_max;
+        struct rlimit nl = {want, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &nl) == 0)
+            rl.rlim_cur = want;
+    }
+    c->fd_limit = rl.rlim_cur == RLIM_INFINITY ? (int64_t)1 << 20 : (int64_t)rl.rlim_cur;
+    /* descriptors kept for the store, the log, job logs and the loop itself */
+    int64_t reserve = c->fd_limit / 16 > 64 ? c->fd_limit / 16 : 64;
+    int64_t room = c->fd_limit - reserve > 16 ? c->fd_limit - reserve : 16;
+    c->conn_cap = c->cfg.max_connections > 0 ? c->cfg.max_connections : room;
+    if (c->conn_cap > room) {
+        log_warn("max_connections_lowered", "configured=%lld fd_limit=%lld cap=%lld",
+                 (long long)c->conn_cap, (long long)c->fd_limit, (long long)room);
+        c->conn_cap = room;
+    }
+    /* an agent holds up to two connections (its long poll and a post) */
+    if (c->cfg.expected_nodes * 2 + 16 > c->conn_cap)
+        log_warn("fd_limit_low",
+                 "expected_nodes=%lld fd_limit=%lld max_connections=%lld "
+                 "hint=\"raise LimitNOFILE (ulimit -n) for docketd\"",
+                 (long long)c->cfg.expected_nodes, (long long)c->fd_limit, (long long)c->conn_cap);
+    int64_t backlog = c->cfg.expected_nodes * 2;
+    c->listen_backlog = (int)(backlog < 128 ? 128 : backlog > 65535 ? 65535 : backlog);
+    log_info("limits", "fd_limit=%lld max_connections=%lld backlog=%d idle_timeout_ms=%lld",
+             (long long)c->fd_limit, (long long)c->conn_cap, c->listen_backlog,
+             (long long)c->cfg.idle_timeout_ms);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Counting                                                                              */
+
+/* At most one line per LOG_EVERY_MS for a noisy event; how many were left out is said. */
+static bool log_due(int64_t *last_ms, uint64_t *quiet, uint64_t *left_out)
+{
+    int64_t now = clock_mono_ms();
+    if (*last_ms && now - *last_ms < LOG_EVERY_MS) {
+        (*quiet)++;
+        return false;
+    }
+    *last_ms = now;
+    *left_out = *quiet;
+    *quiet = 0;
+    return true;
+}
+
+/* The close callback of every counted connection: its watcher, then the count. */
+static void conn_closed(struct evhttp_connection *evcon, void *arg)
+{
+    struct conn *k = arg;
+    struct ctl_conns *cs = k->c->conns;
+    if (k->cb)
+        k->cb(evcon, k->arg);
+    if ((size_t)k->fd < cs->nby_fd && cs->by_fd[k->fd] == k) {
+        cs->by_fd[k->fd] = NULL;
+        cs->count--;
+    }
+    free(k);
+}
+
+static int conn_fd(struct evhttp_connection *evcon)
+{
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    return bev ? (int)bufferevent_getfd(bev) : -1;
+}
+
+void ctl_conn_watch(struct ctl *c, struct evhttp_connection *evcon,
+                    void (*cb)(struct evhttp_connection *, void *), void *arg)
+{
+    struct ctl_conns *cs = c->conns;
+    int fd = conn_fd(evcon);
+    struct conn *k = cs && fd >= 0 && (size_t)fd < cs->nby_fd ? cs->by_fd[fd] : NULL;
+    if (k && k->evcon == evcon) {
+        k->cb = cb;
+        k->arg = arg;
+    } else { /* not counted (cannot happen once started): libevent's own slot */
+        evhttp_connection_set_closecb(evcon, cb, arg);
+    }
+}
+
+static void refuse(struct ctl *c, struct evhttp_connection *evcon, int fd)
+{
+    struct ctl_conns *cs = c->conns;
+    uint64_t left_out;
+    /* best effort: a fresh socket's send buffer takes this small reply at once */
+    if (send(fd, refuse_reply, sizeof(refuse_reply) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+        (void)0;
+    evhttp_connection_free(evcon);
+    c->metrics.conn_refused++;
+    if (log_due(&cs->refuse_log_ms, &cs->refused_quiet, &left_out))
+        log_warn("connection_refused", "open=%zu max_connections=%lld left_out=%llu", cs->count,
+                 (long long)c->conn_cap, (unsigned long long)left_out);
+}
+
+static int count(struct ctl *c, struct evhttp_connection *evcon, int fd)
+{
+    struct ctl_conns *cs = c->conns;
+    if ((size_t)fd >= cs->nby_fd) {
+        size_t n = cs->nby_fd ? cs->nby_fd : 256;
+        while (n <= (size_t)fd)
+            n *= 2;
+        struct conn **t = realloc(cs->by_fd, n * sizeof(*t));
+        if (!t)
+            return -ENOMEM;
+        memset(t + cs->nby_fd, 0, (n - cs->nby_fd) * sizeof(*t));
+        cs->by_fd = t;
+        cs->nby_fd = n;
+    }
+    struct conn *k = calloc(1, sizeof(*k));
+    if (!k)
+        return -ENOMEM;
+    if (cs->by_fd[fd]) { /* a close we never heard of: the descriptor was reused */
+        free(cs->by_fd[fd]);
+        cs->count--;
+    }
+    *k = (struct conn){c, fd, evcon, NULL, NULL};
+    cs->by_fd[fd] = k;
+    cs->count++;
+    evhttp_connection_set_closecb(evcon, conn_closed, k);
+    return 0;
+}
+
+/* The connections evhttp made this iteration: count them, or refuse those past the cap. */
+static void fresh_cb(evutil_socket_t unused, short what, void *arg)
+{
+    struct ctl *c = arg;
+    struct ctl_conns *cs = c->conns;
+    for (size_t i = 0; i < cs->nfresh; i++) {
+        struct bufferevent *bev = cs->fresh[i];
+        void *cbarg = NULL;
+        bufferevent_getcb(bev, NULL, NULL, NULL, &cbarg);
+        struct evhttp_connection *evcon = cbarg;
+        int fd = (int)bufferevent_getfd(bev);
+        /* NULL: evhttp freed it already (it failed to set the connection up) */
+        if (evcon && fd >= 0 && evhttp_connection_get_bufferevent(evcon) == bev) {
+            if ((int64_t)cs->count >= c->conn_cap || count(c, evcon, fd) < 0)
+                refuse(c, evcon, fd);
+        }
+        bufferevent_decref(bev);
+    }
+    cs->nfresh = 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* libevent's own error pages                                                            */
+
+/* A few requests are refused by libevent 2.1 itself, before docketd sees them (a body
+ * over evhttp's size limit, headers over 64 KiB, a request line or header it cannot
+ * parse), with a short HTML page; 2.1 has no hook for them (2.2's evhttp_set_errorcb).
+ * That page is rewritten into the API's JSON error as it enters the connection's output
+ * buffer, which docketd owns (bev_cb): evhttp adds the status line, the headers, then the
+ * whole body last. It is recognised only when it is all the buffer holds, and by its
+ * header block saying text/html, which no route of docketd answers (a job's log is
+ * text/plain), so no reply of ours can be taken for one. */
+static const char html_tail[] = "</BODY></HTML>\n";
+
+static bool html_error_page(struct evbuffer *buf, size_t len, int *status)
+{
+    char head[1024];
+    size_t tl = sizeof(html_tail) - 1;
+    if (len < tl + 16)
+        return false;
+    struct evbuffer_ptr p;
+    char tail[sizeof(html_tail)];
+    if (evbuffer_ptr_set(buf, &p, len - tl, EVBUFFER_PTR_SET) < 0 ||
+        evbuffer_copyout_from(buf, &p, tail, tl) != (ev_ssize_t)tl || memcmp(tail, html_tail, tl))
+        return false;
+    ev_ssize_t n = evbuffer_copyout(buf, head, sizeof(head) - 1);
+    if (n < 16)
+        return false;
+    head[n] = '\0';
+    char *end = strstr(head, "\r\n\r\n");
+    if (strncmp(head, "HTTP/1.", 7) != 0 || !end || strncmp(end + 4, "<HTML>", 6) != 0)
+        return false;
+    *end = '\0';
+    if (!strstr(head, "\r\nContent-Type: text/html"))
+        return false;
+    *status = (int)strtol(head + 9, NULL, 10);
+    return *status >= 400 && *status < 600;
+}
+
+int ctl_html_error_status(struct evbuffer *buf)
+{
+    int status;
+    return html_error_page(buf, evbuffer_get_length(buf), &status) ? status : 0;
+}
+
+static void html_rewrite(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    int status;
+    size_t len = evbuffer_get_length(buf);
+    if (info->n_added == 0 || !html_error_page(buf, len, &status))
+        return;
+    const char *msg = status == 413   ? "request headers or body too large"
+                      : status == 400 ? "malformed HTTP request"
+                                      : "request refused by the HTTP layer";
+    char body[256], resp[512];
+    int bn = snprintf(body, sizeof(body),
+                      "{\"error\":{\"code\":\"%s\",\"message\":\"%s (the connection is "
+                      "closed)\"}}",
+                      proto_status_code(status), msg);
+    int rn = snprintf(resp, sizeof(resp),
+                      "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                      "Content-Length: %d\r\n\r\n%s",
+                      status,
+                      status == 413   ? "Payload Too Large"
+                      : status == 400 ? "Bad Request"
+                                      : "Error",
+                      bn, body);
+    /* (this callback sees the replacement too: it is no HTML page, so it stops there) */
+    evbuffer_drain(buf, len);
+    evbuffer_add(buf, resp, (size_t)rn);
+}
+
+static struct bufferevent *bev_cb(struct event_base *base, void *arg)
+{
+    struct ctl *c = arg;
+    struct ctl_conns *cs = c->conns;
+    if (cs->nfresh == cs->fresh_alloc) {
+        size_t n = cs->fresh_alloc ? cs->fresh_alloc * 2 : 64;
+        struct bufferevent **t = realloc(cs->fresh, n * sizeof(*t));
+        if (!t)
+            return NULL; /* evhttp makes its own; it goes uncounted */
+        cs->fresh = t;
+        cs->fresh_alloc = n;
+    }
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev)
+        return NULL;
+    bufferevent_incref(bev); /* still ours to look at if evhttp frees it meanwhile */
+    evbuffer_add_cb(bufferevent_get_output(bev), html_rewrite, NULL);
+    cs->fresh[cs->nfresh++] = bev;
+    event_active(cs->fresh_ev, EV_TIMEOUT, 0);
+    return bev;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Accept back-off                                                                       */
+
+static void backoff_done(evutil_socket_t unused, short what, void *arg)
+{
+    struct ctl_conns *cs = ((struct ctl *)arg)->conns;
+    for (int i = 0; i < 2; i++)
+        if (cs->lev[i])
+            evconnlistener_enable(cs->lev[i]);
+}
+
+/* The listeners' callback argument is evhttp's (evhttp_bind_listener sets it), so the
+ * error callback cannot be handed the controller: the one docketd of the process is
+ * remembered here instead (set by ctl_conn_init, cleared by ctl_conn_release). */
+static struct ctl *listener_owner;
+
+/* accept() failed with something other than EAGAIN (EMFILE, ENFILE, ENOBUFS): the
+ * listening socket stays readable, so retrying at once would spin. Stop accepting for a
+ * moment (connections wait in the backlog) and say so, rarely. */
+static void accept_error(struct evconnlistener *lev, void *unused)
+{
+    struct ctl *c = listener_owner;
+    int err = EVUTIL_SOCKET_ERROR();
+    uint64_t left_out;
+    evconnlistener_disable(lev);
+    if (!c || !c->conns)
+        return;
+    struct ctl_conns *cs = c->conns;
+    for (int i = 0; i < 2; i++)
+        if (cs->lev[i])
+            evconnlistener_disable(cs->lev[i]);
+    struct timeval tv = {0, ACCEPT_BACKOFF_MS * 1000};
+    event_add(cs->backoff_ev, &tv);
+    c->metrics.accept_errors++;
+    if (log_due(&cs->accept_log_ms, &cs->accept_quiet, &left_out))
+        log_warn("accept_failed", "error=\"%s\" open=%zu backoff_ms=%d left_out=%llu",
+                 strerror(err), cs->count, ACCEPT_BACKOFF_MS, (unsigned long long)left_out);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Servers                                                                               */
+
+int ctl_conn_init(struct ctl *c)
+{
+    struct ctl_conns *cs = calloc(1, sizeof(*cs));
+    if (!cs)
+        return -ENOMEM;
+    c->conns = cs;
+    listener_owner = c;
+    cs->fresh_ev = xnonnull(event_new(c->base, -1, 0, fresh_cb, c), "connection event");
+    cs->backoff_ev = xnonnull(evtimer_new(c->base, backoff_done, c), "accept timer");
+    return 0;
+}
+
+void ctl_conn_server(struct ctl *c, struct evhttp *h)
+{
+    evhttp_set_bevcb(h, bev_cb, c);
+    /* idle keep-alive connections and slow senders; a parked long poll is not reading,
+     * so this never cuts one (its own timer answers it) */
+    struct timeval tv = {(time_t)(c->cfg.idle_timeout_ms / 1000),
+                         (suseconds_t)((c->cfg.idle_timeout_ms % 1000) * 1000)};
+    evhttp_set_timeout_tv(h, &tv);
+}
+
+void ctl_conn_listener(struct ctl *c, struct evconnlistener *lev)
+{
+    struct ctl_conns *cs = c->conns;
+    evconnlistener_set_error_cb(lev, accept_error);
+    cs->lev[cs->lev[0] ? 1 : 0] = lev;
+}
+
+struct evconnlistener *ctl_conn_listen_tcp(struct ctl *c, const char *host, int port, char *err,
+                                           size_t errlen)
+{
+    struct addrinfo hints, *ai = NULL;
+    char ports[16];
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(ports, sizeof(ports), "%d", port);
+    int rc = getaddrinfo(host[0] ? host : NULL, ports, &hints, &ai);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(rc));
+        return NULL;
+    }
+    /* the callback is evhttp's (evhttp_bind_listener sets it and enables the listener) */
+    struct evconnlistener *lev = evconnlistener_new_bind(
+        c->base, NULL, c, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+        c->listen_backlog, ai->ai_addr, (int)ai->ai_addrlen);
+    if (!lev)
+        snprintf(err, errlen, "cannot listen on '%s:%d': %s", host, port, strerror(errno));
+    freeaddrinfo(ai);
+    return lev;
+}
+
+size_t ctl_conn_count(const struct ctl *c)
+{
+    return c->conns ? c->conns->count : 0;
+}
+
+void ctl_conn_stop(struct ctl *c)
+{
+    struct ctl_conns *cs = c->conns;
+    if (!cs)
+        return;
+    fresh_cb(-1, 0, c);
+    event_free(cs->fresh_ev);
+    event_free(cs->backoff_ev);
+    free(cs->fresh);
+    cs->fresh = NULL;
+}
+
+/* After the servers are freed (every connection closed through conn_closed). */
+void ctl_conn_release(struct ctl *c)
+{
+    struct ctl_conns *cs = c->conns;
+    if (!cs)
+        return;
+    for (size_t i = 0; i < cs->nby_fd; i++)
+        free(cs->by_fd[i]);
+    free(cs->by_fd);
+    free(cs);
+    c->conns = NULL;
+    listener_owner = NULL;
+}
