@@ -4,6 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cli/cli.h"
+#include "cli/slurm.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -38,6 +39,8 @@ const struct cli_verb cli_verbs[] = {
     {"top", cmd_top, "a live view of nodes, queue and utilisation", cmd_top_usage},
     {"token", cmd_token, "create API tokens (admin)", cmd_token_usage},
     {"audit", cmd_audit, "the audit trail of changes", cmd_audit_usage},
+    {"sbatch", cmd_sbatch, "submit a batch script with Slurm's sbatch options (docs/slurm.md)",
+     cmd_sbatch_usage},
     {"help", cmd_help, "help on docket or on one verb", cmd_help_usage},
     {NULL, NULL, NULL, NULL},
 };
@@ -326,6 +329,15 @@ static const struct opt_def global_opts[] = {
     {GO_NO_COLOR, 0, "no-color", OPT_NONE}, {0, 0, NULL, OPT_NONE},
 };
 
+/* The verb of a link named as a Slurm command (make install-slurm-compat), or NULL. */
+static const struct cli_verb *slurm_command(const char *argv0)
+{
+    const char *base = strrchr(argv0, '/');
+
+    base = base ? base + 1 : argv0;
+    return !strcmp(base, "sbatch") ? cli_find_verb("sbatch") : NULL;
+}
+
 int cli_main(int argc, char **argv)
 {
     struct cli c = {.out = stdout};
@@ -337,6 +349,8 @@ int cli_main(int argc, char **argv)
     int id, rc;
 
     opt_iter_init(&it, argc, argv, 1);
+    if ((v = slurm_command(argc > 0 ? argv[0] : "")))
+        goto run; /* run as `sbatch`: Slurm's command line, no docket flags before it */
     while ((id = opt_next(&it, global_opts, &val, err, sizeof(err))) != OPT_POSITIONAL) {
         switch (id) {
         case GO_URL:
@@ -367,6 +381,7 @@ int cli_main(int argc, char **argv)
         fprintf(stderr, "docket: unknown verb '%.60s'\nsee `docket help`\n", val);
         return EXIT_USAGE;
     }
+run:
     if (client_config_load(&c.cfg, err, sizeof(err)) < 0) {
         fprintf(stderr, "docket: %s\n", err);
         return EXIT_FAIL;

@@ -28,7 +28,9 @@ enum {
 
 const struct opt_def spec_submit_opts[] = {
     {SO_PROJECT, 'p', "project", OPT_VALUE},
-    {SO_TIER, 't', "tier", OPT_VALUE},
+    {SO_PROJECT, 'A', "account", OPT_VALUE},
+    {SO_TIER, 0, "tier", OPT_VALUE},
+    {SO_TIER_OR_TIME, 't', NULL, OPT_VALUE},
     {SO_CLASS, 0, "class", OPT_VALUE},
     {SO_GPUS, 'g', "gpus", OPT_VALUE},
     {SO_GPU_TYPE, 0, "gpu-type", OPT_VALUE},
@@ -36,7 +38,8 @@ const struct opt_def spec_submit_opts[] = {
     {SO_MEM, 'm', "mem", OPT_VALUE},
     {SO_NODES, 'N', "nodes", OPT_VALUE},
     {SO_TIME, 0, "time", OPT_VALUE},
-    {SO_NAME, 0, "name", OPT_VALUE},
+    {SO_NAME, 'J', "name", OPT_VALUE},
+    {SO_NAME, 0, "job-name", OPT_VALUE},
     {SO_ENV, 0, "env", OPT_VALUE},
     {SO_AFTER, 0, "after", OPT_VALUE},
     {SO_DEPENDENCY, 0, "dependency", OPT_VALUE},
@@ -46,8 +49,8 @@ const struct opt_def spec_submit_opts[] = {
     {SO_LABEL, 0, "label", OPT_VALUE},
     {SO_SELECT, 0, "select", OPT_VALUE},
     {SO_WORKDIR, 0, "workdir", OPT_VALUE},
-    {SO_OUTPUT, 0, "output", OPT_VALUE},
-    {SO_ERROR, 0, "error", OPT_VALUE},
+    {SO_OUTPUT, 'o', "output", OPT_VALUE},
+    {SO_ERROR, 'e', "error", OPT_VALUE},
     {SO_HOLD, 0, "hold", OPT_NONE},
     {SO_BEGIN, 0, "begin", OPT_VALUE},
     {SO_IDEMPOTENT, 0, "idempotent", OPT_NONE},
@@ -57,6 +60,7 @@ const struct opt_def spec_submit_opts[] = {
     {SO_HELP, 'h', "help", OPT_NONE},
     {SO_PARSABLE, 0, "parsable", OPT_NONE},
     {SO_DRY_RUN, 0, "dry-run", OPT_NONE},
+    {SO_WRAP, 0, "wrap", OPT_VALUE},
     {0, 0, NULL, OPT_NONE},
 };
 
@@ -370,7 +374,9 @@ static int set_time(json_t *spec, const char *v, bool slurm, const char *flag, c
         return rc;
     if (rc < 0 || ms <= 0)
         return fail(err, errlen, flag, "bad time limit (e.g. 4h, 90m, 1-12:00:00)", v);
-    json_object_set_new(spec, "time_limit", json_integer((ms + 999) / 1000));
+    /* Slurm's limits are whole minutes (time_str2mins rounds up) */
+    json_object_set_new(spec, "time_limit",
+                        json_integer(slurm ? (ms / 1000 + 59) / 60 * 60 : (ms + 999) / 1000));
     return 0;
 }
 
@@ -414,6 +420,13 @@ int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
         return set_name(spec, "project", flag, v, err, errlen);
     case SO_TIER:
         return set_name(spec, "tier", flag, v, err, errlen);
+    case SO_TIER_OR_TIME:
+        if (v[0] && strspn(v, "0123456789:-") == strlen(v)) {
+            int rc = set_time(spec, v, true, "-t", err, errlen);
+            return rc == -ERANGE ? fail(err, errlen, "-t", "docket needs a finite limit, not", v)
+                                 : rc;
+        }
+        return set_name(spec, "tier", "-t", v, err, errlen);
     case SO_CLASS:
         return set_name(spec, "class", flag, v, err, errlen);
     case SO_GPU_TYPE:
@@ -1545,6 +1558,7 @@ int spec_parse_script(json_t *spec, const char *text, size_t len, const struct s
     bool slurm = false;
 
     le.env.partition_map = env ? env->partition_map : NULL;
+    le.env.raw = env && env->raw;
     le.env.warn = line_warn;
     le.env.warn_arg = &le;
     while (pos < len) {
@@ -1595,7 +1609,7 @@ int spec_parse_script(json_t *spec, const char *text, size_t len, const struct s
                  "(e.g. #!/bin/bash), as sbatch requires");
         goto fail;
     }
-    if (slurm && spec_slurm_finish(tmp, msg, sizeof(msg)) < 0) {
+    if (slurm && !(env && env->raw) && spec_slurm_finish(tmp, msg, sizeof(msg)) < 0) {
         snprintf(err, errlen, "#SBATCH lines: %s", msg);
         goto fail;
     }
@@ -1614,7 +1628,8 @@ void spec_merge(json_t *base, const json_t *over)
 
     json_object_foreach((json_t *)over, key, v) {
         json_t *b = json_object_get(base, key);
-        if ((!strcmp(key, "env") || !strcmp(key, "labels") || !strcmp(key, "selectors")) &&
+        if ((!strcmp(key, "env") || !strcmp(key, "labels") || !strcmp(key, "selectors") ||
+             !strcmp(key, "__slurm") || !strcmp(key, "__cli")) &&
             json_is_object(b) && json_is_object(v))
             json_object_update(b, v);
         else

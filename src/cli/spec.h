@@ -16,6 +16,7 @@
 #define DOCKET_CLI_SPEC_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,11 +49,13 @@ enum submit_opt {
     SO_IDEMPOTENT,
     SO_NO_REQUEUE,
     SO_CHECKPOINT,
+    SO_TIER_OR_TIME, /* -t: a Slurm time when it reads as one (sbatch's -t), else a tier */
     /* not part of the job: flags of the verb itself */
     SO_JSON,
     SO_HELP,
     SO_PARSABLE,
     SO_DRY_RUN,
+    SO_WRAP,
 };
 
 /* The flags of `docket submit` (and of #DOCKET lines, which take the job flags only). */
@@ -62,6 +65,8 @@ struct spec_env {
     const char *partition_map; /* "gpu=normal,debug=class:exploration"; may be NULL */
     void (*warn)(void *arg, const char *msg);
     void *warn_arg;
+    bool raw; /* leave sbatch's values unfinished (the caller adds its own and calls
+               * spec_slurm_finish) */
 };
 
 /* Apply one docket submit flag (id from spec_submit_opts) to spec. 0, or -EINVAL with
@@ -106,7 +111,7 @@ int spec_partition_lookup(const char *map, const char *partition, const char **f
                           size_t namelen);
 
 /* Command-line flags override script lines: copy every member of `over` into `base`;
- * env, labels and selectors are merged key by key. */
+ * env, labels, selectors and the unfinished sbatch values are merged key by key. */
 void spec_merge(json_t *base, const json_t *over);
 
 /* Last checks once everything is applied (e.g. total GPUs that must divide by nodes). */

@@ -311,6 +311,11 @@ static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_
     json_object_set_new(job, "master_addr", json_string(node_addr(c, d->allocs[0].node)));
     json_object_set_new(job, "master_port", json_integer(29500));
     json_object_set_new(job, "array_index", json_integer(row->array_index));
+    if (row->array_id)
+        json_object_set_new(job, "array_id", json_integer((json_int_t)row->array_id));
+    json_t *slurm = json_object_get(spec, "slurm"); /* a Slurm-style job (docs/slurm.md) */
+    if (json_is_object(slurm))
+        json_object_set(job, "slurm", slurm);
     return json_pack("{s:s,s:o}", "type", "start", "job", job);
 }
 

@@ -61,6 +61,16 @@ struct agent_job {
     char master_addr[256];
     int master_port;
     int array_index;
+    uint64_t array_id; /* the array's first job, 0 = not an array element */
+    /* A job read from sbatch options (docs/slurm.md): the batch script runs on the
+     * first node only, with Slurm's environment; srun starts the tasks. */
+    struct agent_slurm {
+        bool on;
+        int ntasks, ntasks_per_node, cpus_per_task, gpus_per_task;
+        int signal_before; /* the job's signal this many seconds before the limit; -1 = none */
+        bool signal_batch; /* ... to the batch shell only (--signal=B:...) */
+        char *submit_dir;  /* or NULL */
+    } slurm;
 };
 
 void agent_job_init(struct agent_job *j);

@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     json_t *spec = json_object();
     int warnings = 0;
-    struct spec_env env = { "gpu=normal,debug=exploration", count_warning, &warnings };
+    struct spec_env env = { "gpu=normal,debug=exploration", count_warning, &warnings, false };
     char err[512] = "";
 
     if (spec_parse_script(spec, (const char *)data, size, &env, err, sizeof(err)) < 0) {

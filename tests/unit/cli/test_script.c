@@ -42,7 +42,7 @@ static int teardown(void **state)
 
 static int parse_map(const char *text, const char *map)
 {
-    struct spec_env env = { map, on_warn, NULL };
+    struct spec_env env = { map, on_warn, NULL, false };
 
     json_object_clear(spec); /* each script on its own */
     return spec_parse_script(spec, text, strlen(text), &env, err, sizeof(err));
