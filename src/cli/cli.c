@@ -329,13 +329,27 @@ static const struct opt_def global_opts[] = {
     {GO_NO_COLOR, 0, "no-color", OPT_NONE}, {0, 0, NULL, OPT_NONE},
 };
 
-/* The verb of a link named as a Slurm command (make install-slurm-compat), or NULL. */
+/* The verb of a link named as a Slurm command (make install-slurm-compat, or the agent's
+ * links in a Slurm-style job), or NULL. srun, squeue, scancel and scontrol exist only
+ * under those names; sbatch is also `docket sbatch`. */
 static const struct cli_verb *slurm_command(const char *argv0)
 {
+    static const struct cli_verb cmds[] = {
+        {"srun", cmd_srun, "", cmd_srun_usage},
+        {"squeue", cmd_squeue, "", cmd_squeue_usage},
+        {"scancel", cmd_scancel, "", cmd_scancel_usage},
+        {"scontrol", cmd_scontrol, "", cmd_scontrol_usage},
+        {NULL, NULL, NULL, NULL},
+    };
     const char *base = strrchr(argv0, '/');
 
     base = base ? base + 1 : argv0;
-    return !strcmp(base, "sbatch") ? cli_find_verb("sbatch") : NULL;
+    if (!strcmp(base, "sbatch"))
+        return cli_find_verb("sbatch");
+    for (const struct cli_verb *v = cmds; v->name; v++)
+        if (!strcmp(base, v->name))
+            return v;
+    return NULL;
 }
 
 int cli_main(int argc, char **argv)

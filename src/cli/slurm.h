@@ -9,6 +9,7 @@
 #define DOCKET_CLI_SLURM_H
 
 #include <jansson.h>
+#include <stdio.h>
 
 #include "cli/cli.h"
 
@@ -22,7 +23,12 @@ int slurm_prepare(struct cli *c, json_t *spec, const json_t *cli, bool dry_run);
  * another job (SLURM_*, DOCKET_*, PWD, SHLVL, ...). Exposed for tests. */
 void slurm_export_env(json_t *spec, char **envp);
 
-cli_fn cmd_sbatch;
-extern const char cmd_sbatch_usage[];
+/* Print one host per line of a Slurm host list ("gpu[01-03,7],cpu1"). 0 or -EINVAL. */
+int slurm_expand_hostlist(const char *list, FILE *out);
+
+/* sbatch (slurm.c), srun (srun.c), scontrol, squeue, scancel (slurmcmd.c). */
+cli_fn cmd_sbatch, cmd_srun, cmd_scontrol, cmd_squeue, cmd_scancel;
+extern const char cmd_sbatch_usage[], cmd_srun_usage[], cmd_scontrol_usage[], cmd_squeue_usage[],
+    cmd_scancel_usage[];
 
 #endif

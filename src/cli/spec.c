@@ -1037,8 +1037,9 @@ static int sbatch_signal(json_t *spec, const char *v, char *err, size_t errlen)
         return fail(err, errlen, "--signal", "unknown or uncatchable signal in", v);
     if (at && parse_int(at, 0, 65535, &before) < 0)
         return fail(err, errlen, "--signal", "want seconds from 0 to 65535 after @ in", v);
-    json_object_set_new(spec, "signal", json_string(buf));
+    /* not the job's "signal": the limit and preemption send SIGTERM, as Slurm does */
     json_object_set_new(spec, "checkpoint", json_true());
+    hidden_int(spec, "signal", sig);
     hidden_int(spec, "signal_before", before);
     json_object_set_new(hidden(spec, "__slurm"), "signal_batch", json_boolean(batch));
     return 0;
@@ -1451,6 +1452,7 @@ int spec_slurm_finish(json_t *spec, char *err, size_t errlen)
                       "ntasks_per_node", (json_int_t)tpn, "cpus_per_task", (json_int_t)cpt,
                       "gpus_per_task", (json_int_t)slurm_get(sl, "gpus_per_task"));
     if (json_object_get(sl, "signal_before")) {
+        json_object_set_new(block, "signal", json_integer(slurm_get(sl, "signal")));
         json_object_set_new(block, "signal_before", json_integer(slurm_get(sl, "signal_before")));
         json_object_set(block, "signal_batch", json_object_get(sl, "signal_batch"));
     }

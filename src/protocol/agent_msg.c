@@ -338,6 +338,7 @@ static int parse_slurm(const json_t *o, struct agent_job *j, struct agent_msg_er
         {"cpus_per_task", 1, 100000, &j->slurm.cpus_per_task},
         {"gpus_per_task", 0, AGENT_MAX_GPUS, &j->slurm.gpus_per_task},
         {"signal_before", 0, 65535, &j->slurm.signal_before},
+        {"signal", 0, 64, &j->slurm.signal},
     };
     if (!o || json_is_null(o))
         return 0;
@@ -450,8 +451,10 @@ static void slurm_to_json(const struct agent_job *j, json_t *o)
         json_pack("{s:i,s:i,s:i,s:i,s:b}", "ntasks", j->slurm.ntasks, "ntasks_per_node",
                   j->slurm.ntasks_per_node, "cpus_per_task", j->slurm.cpus_per_task,
                   "gpus_per_task", j->slurm.gpus_per_task, "signal_batch", j->slurm.signal_batch);
-    if (s && j->slurm.signal_before >= 0)
+    if (s && j->slurm.signal_before >= 0) {
         json_object_set_new(s, "signal_before", json_integer(j->slurm.signal_before));
+        json_object_set_new(s, "signal", json_integer(j->slurm.signal));
+    }
     if (s && j->slurm.submit_dir)
         json_object_set_new(s, "submit_dir", json_string(j->slurm.submit_dir));
     json_object_set_new(o, "slurm", s);

@@ -67,8 +67,9 @@ struct agent_job {
     struct agent_slurm {
         bool on;
         int ntasks, ntasks_per_node, cpus_per_task, gpus_per_task;
-        int signal_before; /* the job's signal this many seconds before the limit; -1 = none */
-        bool signal_batch; /* ... to the batch shell only (--signal=B:...) */
+        int signal;        /* sent signal_before seconds before the limit (--signal) */
+        int signal_before; /* -1 = none */
+        bool signal_batch; /* to the batch shell only (--signal=B:...) */
         char *submit_dir;  /* or NULL */
     } slurm;
 };

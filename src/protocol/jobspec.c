@@ -387,11 +387,9 @@ static int f_slurm(const json_t *v, int64_t now, struct proto_jobspec *j, struct
     static const struct {
         const char *key;
         int64_t min, max;
-    } ints[] = {{"ntasks", 1, 100000},
-                {"ntasks_per_node", 1, 100000},
-                {"cpus_per_task", 1, 100000},
-                {"gpus_per_task", 0, PROTO_MAX_GPUS},
-                {"signal_before", 0, 65535}};
+    } ints[] = {{"ntasks", 1, 100000},        {"ntasks_per_node", 1, 100000},
+                {"cpus_per_task", 1, 100000}, {"gpus_per_task", 0, PROTO_MAX_GPUS},
+                {"signal_before", 0, 65535},  {"signal", 1, 64}};
     if (json_is_null(v))
         return 0;
     if (!json_is_object(v))

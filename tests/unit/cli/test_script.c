@@ -3,6 +3,7 @@
  * options warn, errors name the line and keep nothing. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -146,8 +147,9 @@ static void sbatch_common_options(void **state)
     assert_string_equal(gets_("workdir"), "/scratch/run");
     assert_true(json_is_true(json_object_get(spec, "hold")));
     assert_true(json_is_false(json_object_get(spec, "requeue")));
-    assert_string_equal(gets_("signal"), "USR1");
-    assert_null(json_object_get(spec, "grace")); /* the kill stays at the limit */
+    assert_null(json_object_get(spec, "signal")); /* the limit sends SIGTERM, as Slurm's */
+    assert_null(json_object_get(spec, "grace"));  /* and the kill stays at the limit */
+    assert_int_equal(slurm_i("signal"), SIGUSR1);
     assert_int_equal(slurm_i("signal_before"), 60);
     assert_true(json_is_true(json_object_get(slurm_block(), "signal_batch")));
     assert_int_equal(slurm_i("ntasks"), 2);
@@ -307,7 +309,7 @@ static void sbatch_memory_forms(void **state)
 static void sbatch_signal_forms(void **state)
 {
     assert_int_equal(parse("#!/bin/sh\n#SBATCH --signal=USR2\n"), 0);
-    assert_string_equal(gets_("signal"), "USR2");
+    assert_int_equal(slurm_i("signal"), SIGUSR2);
     assert_int_equal(slurm_i("signal_before"), 60);
     assert_true(json_is_false(json_object_get(slurm_block(), "signal_batch")));
     assert_int_equal(parse("#!/bin/sh\n#SBATCH --signal=B:10@20\n"), 0);
