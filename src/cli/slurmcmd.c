@@ -138,8 +138,9 @@ int cmd_scontrol(struct cli *c, int argc, char **argv)
         fputs(c->usage, c->out);
         return EXIT_OK;
     }
-    return cli_usage_error(c, "docket's scontrol knows: show hostnames, show job ID, "
-                              "hold, release, requeue (see docs/slurm.md)");
+    /* Slurm's scontrol exits 1 on a command it does not know */
+    return cli_fail(c, "invalid command: docket's scontrol knows show hostnames, show job ID, "
+                       "hold, release, requeue (see docs/slurm.md)");
 }
 
 /* ------------------------------------------------------------------------------------ */

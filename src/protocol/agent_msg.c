@@ -325,9 +325,9 @@ static int parse_scalars(const json_t *o, struct agent_job *j, struct agent_msg_
 
 static int parse_slurm(const json_t *o, struct agent_job *j, struct agent_msg_error *err)
 {
-    static const char *const fields[] = {
-        "ntasks",        "ntasks_per_node", "cpus_per_task", "gpus_per_task",
-        "signal_before", "signal_batch",    "submit_dir",    NULL};
+    static const char *const fields[] = {"ntasks",        "ntasks_per_node", "cpus_per_task",
+                                         "gpus_per_task", "signal_before",   "signal_batch",
+                                         "submit_dir",    "signal",          NULL};
     struct {
         const char *k;
         int64_t min, max;

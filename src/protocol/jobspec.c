@@ -381,9 +381,9 @@ static int f_array(const json_t *v, int64_t now, struct proto_jobspec *j, struct
  * the batch script runs on the first node only (docs/slurm.md). */
 static int f_slurm(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
-    static const char *const known[] = {
-        "ntasks",        "ntasks_per_node", "cpus_per_task", "gpus_per_task",
-        "signal_before", "signal_batch",    "submit_dir",    NULL};
+    static const char *const known[] = {"ntasks",        "ntasks_per_node", "cpus_per_task",
+                                        "gpus_per_task", "signal_before",   "signal_batch",
+                                        "submit_dir",    "signal",          NULL};
     static const struct {
         const char *key;
         int64_t min, max;
