@@ -1,12 +1,15 @@
 /*
  * projects.c - `docket projects`: list projects or show one with its usage and limits
  * (GET /v1/projects[/NAME]); `set` (PATCH), `create` (POST), `boost`, `pause` and
- * `resume` change them (admin). Every change is audited by docketd.
+ * `resume` change them (admin); `default` shows or sets a user's default project
+ * (/v1/users/USER/default_project). Every change is audited by docketd.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "util/parse.h"
@@ -20,6 +23,10 @@ const char cmd_projects_usage[] =
     "       docket projects boost NAME --remove\n"
     "       docket projects pause NAME        (admit no new jobs; running ones go on)\n"
     "       docket projects resume NAME\n"
+    "       docket projects default [[USER] PROJECT|none]\n"
+    "                                   (a user's default project, used when a job names\n"
+    "                                   none: Slurm's default account; no arguments: yours;\n"
+    "                                   USER defaults to $USER; admin to set)\n"
     "\n"
     "KEYs: group, tier, guarantee_gpus, gpu_limit, max_running, max_queued,\n"
     "user_max_running, user_gpu_limit (a number, or none for no limit), paused.\n";
@@ -259,6 +266,38 @@ static int admission(struct cli *c, const struct cli_args *a, const char *action
                 !strcmp(action, "pause") ? "paused project" : "resumed project", a->pos[1]);
 }
 
+/* `docket projects default [[USER] PROJECT|none]`: GET or POST
+ * /v1/users/USER/default_project. */
+static int default_project(struct cli *c, const struct cli_args *a)
+{
+    struct passwd *pw = getenv("USER") ? NULL : getpwuid(getuid());
+    const char *user = a->npos == 3 ? a->pos[1] : pw ? pw->pw_name : getenv("USER");
+    const char *project = a->npos == 3 ? a->pos[2] : a->npos == 2 ? a->pos[1] : NULL;
+    json_t *reply = NULL, *body = NULL;
+    char path[160];
+    int rc;
+
+    if (a->npos > 3)
+        return cli_usage_error(c, "docket projects default [[USER] PROJECT|none]");
+    if (!user || !str_is_name(user))
+        return cli_usage_error(c, "who? write docket projects default USER PROJECT");
+    snprintf(path, sizeof(path), "/v1/users/%s/default_project", user);
+    if (project)
+        body = json_pack("{s:o}", "project",
+                         strcmp(project, "none") ? json_string(project) : json_null());
+    rc = cli_call(c, project ? "POST" : "GET", path, body, &reply);
+    json_decref(body);
+    if (rc == 0 && c->json) {
+        cli_print_json(c, reply);
+    } else if (rc == 0) {
+        const char *p = jstr(reply, "default_project");
+        fprintf(c->out, p[0] ? "%s: default project %s\n" : "%s: no default project%s\n", user,
+                p[0] ? p : "");
+    }
+    json_decref(reply);
+    return rc;
+}
+
 int cmd_projects(struct cli *c, int argc, char **argv)
 {
     struct cli_args a;
@@ -277,5 +316,7 @@ int cmd_projects(struct cli *c, int argc, char **argv)
         return set(c, &a, true);
     if (!strcmp(sub, "pause") || !strcmp(sub, "resume"))
         return admission(c, &a, sub);
+    if (!strcmp(sub, "default"))
+        return default_project(c, &a);
     return list(c, &a);
 }

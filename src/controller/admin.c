@@ -461,6 +461,77 @@ static void project_pause(struct ctl_req *r, bool paused)
     json_decref(before);
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* Default projects (Slurm's default account): the project of a user's jobs that name    */
+/* none (jobs.c resolve_spec).                                                           */
+
+static void default_reply(struct ctl_req *r, int status, const char *user, const char *project)
+{
+    ctl_reply_json(r->c, r->req, status,
+                   json_pack("{s:s,s:o}", "user", user, "default_project",
+                             project && *project ? json_string(project) : json_null()));
+}
+
+void h_user_default_get(struct ctl_req *r)
+{
+    char project[64] = "";
+    if (strcmp(r->arg[0], r->id.user) != 0 && !r->id.admin) {
+        ctl_reply_errorf(r->c, r->req, 403, NULL, "only admins may read another user's default");
+        return;
+    }
+    int rc = store_default_project_get(r->c->store, r->arg[0], project, sizeof(project));
+    if (rc < 0 && rc != -ENOENT) {
+        store_fail(r);
+        return;
+    }
+    default_reply(r, 200, r->arg[0], project);
+}
+
+/* {"project": NAME} sets it (the project must exist), {"project": null} clears it. */
+void h_user_default_set(struct ctl_req *r)
+{
+    static const char *const known[] = {"project", NULL};
+    struct proto_error e;
+    struct sched_project_view v;
+    char before[64] = "", name[64] = "";
+    json_t *b = ctl_body_json(r, false);
+    if (!b)
+        return;
+    json_t *p = json_object_get(b, "project");
+    if (!str_is_name(r->arg[0])) {
+        ctl_reply_errorf(r->c, r->req, 400, NULL, "bad user name '%.64s'", r->arg[0]);
+    } else if (proto_check_fields(b, "", known, &e) < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+    } else if (!p || (!json_is_null(p) && proto_get_name(p, "project", name, &e) < 0)) {
+        if (!p)
+            ctl_reply_errorf(r->c, r->req, 400, "project",
+                             "project is required (a name, or null to clear)");
+        else
+            ctl_reply_error(r->c, r->req, &e);
+    } else if (name[0] && project_view(r->c, name, &v) < 0) {
+        ctl_reply_errorf(r->c, r->req, 404, "project", "no such project '%s'", name);
+    } else {
+        int rc = store_default_project_get(r->c->store, r->arg[0], before, sizeof(before));
+        json_t *old = rc == 0 ? json_string(before) : json_null();
+        json_t *now = name[0] ? json_string(name) : json_null();
+        rc = rc == -ENOENT ? 0 : rc;
+        if (rc == 0)
+            rc = store_begin(r->c->store);
+        if (rc == 0)
+            rc = store_default_project_set(r->c->store, r->arg[0], name[0] ? name : NULL);
+        if (rc == 0)
+            rc = ctl_audit(r->c, r->id.user, "user.default_project", r->arg[0], old, now, NULL);
+        json_decref(old);
+        json_decref(now);
+        ctl_commit_soon(r->c);
+        if (rc < 0)
+            store_fail(r);
+        else
+            default_reply(r, 200, r->arg[0], name);
+    }
+    json_decref(b);
+}
+
 void h_project_pause(struct ctl_req *r)
 {
     project_pause(r, true);

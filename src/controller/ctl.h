@@ -272,6 +272,8 @@ void h_project_patch(struct ctl_req *r);
 void h_project_boost(struct ctl_req *r);
 void h_project_unboost(struct ctl_req *r);
 void h_project_pause(struct ctl_req *r);
+void h_user_default_get(struct ctl_req *r);
+void h_user_default_set(struct ctl_req *r);
 void h_project_resume(struct ctl_req *r);
 void h_tiers(struct ctl_req *r);
 void h_classes(struct ctl_req *r);

@@ -312,6 +312,8 @@ static const struct route {
     {M_DELETE, "/v1/projects/:/boost", h_project_unboost, A_ADMIN},
     {M_POST, "/v1/projects/:/pause", h_project_pause, A_ADMIN},
     {M_POST, "/v1/projects/:/resume", h_project_resume, A_ADMIN},
+    {M_GET, "/v1/users/:/default_project", h_user_default_get, A_USER},
+    {M_POST, "/v1/users/:/default_project", h_user_default_set, A_ADMIN},
     {M_GET, "/v1/tiers", h_tiers, A_USER},
     {M_GET, "/v1/classes", h_classes, A_USER},
     {M_PATCH, "/v1/classes/:", h_class_patch, A_ADMIN},

@@ -99,6 +99,9 @@ static const char *const migrations[] = {
     " WHEN 2 THEN 'join' END;"
     "ALTER TABLE tokens DROP COLUMN kind_number;"
     "CREATE INDEX tokens_user ON tokens(kind, user_name);",
+    /* ---- default project per user (Slurm's default account; docs/slurm.md) ----------- */
+    /* 4: the project a user's jobs go to when they name none */
+    "CREATE TABLE user_defaults (user_name TEXT PRIMARY KEY, project TEXT NOT NULL);",
 };
 
 /* Token kinds as stored (schema 3). */
@@ -133,6 +136,9 @@ enum stmt_id {
     S_TOKEN_GET,
     S_TOKEN_DEL_USER,
     S_AUDIT_ADD,
+    S_DEFAULT_GET,
+    S_DEFAULT_SET,
+    S_DEFAULT_DEL,
     S_BEGIN,
     S_COMMIT,
     S_ROLLBACK,
@@ -196,6 +202,10 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_TOKEN_DEL_USER] = "DELETE FROM tokens WHERE kind = ?1 AND user_name = ?2",
     [S_AUDIT_ADD] = "INSERT INTO audit(time_ms, actor, action, target, before_doc, after_doc,"
                     " reason) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+    [S_DEFAULT_GET] = "SELECT project FROM user_defaults WHERE user_name = ?1",
+    [S_DEFAULT_SET] = "INSERT INTO user_defaults(user_name, project) VALUES (?1, ?2)"
+                      " ON CONFLICT(user_name) DO UPDATE SET project = excluded.project",
+    [S_DEFAULT_DEL] = "DELETE FROM user_defaults WHERE user_name = ?1",
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
     [S_ROLLBACK] = "ROLLBACK",
@@ -808,6 +818,29 @@ int store_project_put(struct store *st, const char *name, const char *json)
     bind_text(s, 1, name);
     bind_text(s, 2, json);
     return step_done(st, s, "put project");
+}
+
+int store_default_project_get(struct store *st, const char *user, char *project, size_t len)
+{
+    sqlite3_stmt *s = stmt(st, S_DEFAULT_GET);
+    bind_text(s, 1, user);
+    int step = sqlite3_step(s), rc = 0;
+    if (step == SQLITE_ROW)
+        rc = str_copy(project, len, (const char *)sqlite3_column_text(s, 0)) < 0 ? -EIO : 0;
+    else
+        rc = step == SQLITE_DONE ? -ENOENT : fail(st, "get default project");
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc;
+}
+
+int store_default_project_set(struct store *st, const char *user, const char *project)
+{
+    sqlite3_stmt *s = stmt(st, project ? S_DEFAULT_SET : S_DEFAULT_DEL);
+    bind_text(s, 1, user);
+    if (project)
+        bind_text(s, 2, project);
+    return step_done(st, s, "set default project");
 }
 
 int store_project_list(struct store *st, store_doc_cb cb, void *arg)

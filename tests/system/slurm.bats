@@ -319,3 +319,34 @@ EOS
     [ "$(jq .job.mem_mb <<<"$output")" -eq 16384 ]
     done_ok "$id"
 }
+
+@test "a default project per user: used when a script names no account; admins set it" {
+    printf '#!/bin/sh\n#SBATCH -J noacct\necho "account=$SLURM_JOB_ACCOUNT"\n' >noacct.sh
+    run -1 sbatch noacct.sh
+    [[ $output == *"project is required"*"docket projects default"* ]]
+    user=$("$DOCKET" show "$(sbatch --parsable -A vision --wrap true)" --json | jq -r .job.user)
+    run -0 "$DOCKET" projects default "$user" nlp
+    [[ $output == "$user: default project nlp" ]]
+    run -0 "$DOCKET" projects default --json # yours: the login name, here the token's user
+    [ "$(jq -r .user <<<"$output")" = "$user" ]
+    [ "$(jq -r .default_project <<<"$output")" = nlp ]
+    id=$(sbatch --parsable noacct.sh)
+    [ "$("$DOCKET" show "$id" --json | jq -r .job.project)" = nlp ]
+    done_ok "$id"
+    wait_file "slurm-$id.out"
+    grep -qx "account=nlp" "slurm-$id.out"
+    # an account on the line still wins
+    id=$(sbatch --parsable -A vision noacct.sh)
+    [ "$("$DOCKET" show "$id" --json | jq -r .job.project)" = vision ]
+    # only an existing project; only an admin
+    run -1 "$DOCKET" projects default "$user" nosuch
+    [[ $output == *"no such project 'nosuch'"* ]]
+    tok=$("$DOCKET" token create --user alice --role member --ttl 1d 2>/dev/null)
+    DOCKET_URL=http://127.0.0.1:$PORT DOCKET_TOKEN=$tok run -1 "$DOCKET" projects default alice nlp
+    DOCKET_URL=http://127.0.0.1:$PORT DOCKET_TOKEN=$tok USER=alice run -0 "$DOCKET" projects default --json
+    [ "$(jq -r .default_project <<<"$output")" = null ]
+    run -0 "$DOCKET" projects default "$user" none
+    run -1 sbatch noacct.sh
+    run -0 "$DOCKET" audit --target "$user" --json
+    jq -e '[.entries[] | select(.action == "user.default_project")] | length == 2' <<<"$output"
+}

@@ -17,6 +17,9 @@
 #include "core/sched.h"
 #include "store/store.h"
 
+/* The latest schema: 4 adds the users' default projects. */
+#define STORE_TEST_SCHEMA 4
+
 struct fx {
     char dir[64];
     char path[128];
@@ -68,9 +71,9 @@ static void reopen(struct fx *f)
 static void migrates_from_empty(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), STORE_TEST_SCHEMA);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), STORE_TEST_SCHEMA);
     assert_int_equal(store_job_count(f->st), 0);
 }
 
@@ -87,10 +90,32 @@ static void refuses_newer_schema(void **state)
     assert_null(store_open(f->path, err, sizeof(err)));
     assert_non_null(strstr(err, "newer"));
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 4", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     f->st = store_open(f->path, err, sizeof(err));
     assert_non_null(f->st);
+}
+
+/* Schema 4: a user's default project, set, replaced, cleared; kept across a reopen */
+static void default_projects(void **state)
+{
+    struct fx *f = *state;
+    char p[64] = "";
+    assert_int_equal(store_default_project_get(f->st, "alice", p, sizeof(p)), -ENOENT);
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_default_project_set(f->st, "alice", "nlp"), 0);
+    assert_int_equal(store_default_project_set(f->st, "alice", "vision"), 0);
+    assert_int_equal(store_default_project_set(f->st, "bob", "nlp"), 0);
+    assert_int_equal(store_commit(f->st), 0);
+    reopen(f);
+    assert_int_equal(store_default_project_get(f->st, "alice", p, sizeof(p)), 0);
+    assert_string_equal(p, "vision");
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_default_project_set(f->st, "alice", NULL), 0);
+    assert_int_equal(store_commit(f->st), 0);
+    assert_int_equal(store_default_project_get(f->st, "alice", p, sizeof(p)), -ENOENT);
+    assert_int_equal(store_default_project_get(f->st, "bob", p, sizeof(p)), 0);
+    assert_string_equal(p, "nlp");
 }
 
 static void counters(void **state)
@@ -581,7 +606,7 @@ static void migrates_schema2_database(void **state)
     f->st = store_open(f->path, err, sizeof(err));
     if (!f->st)
         fail_msg("%s", err);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), STORE_TEST_SCHEMA);
     /* every job keeps its state, now by name */
     static const struct {
         uint64_t id;
@@ -619,11 +644,11 @@ static void migrates_schema2_database(void **state)
                                      &t), 0);
     assert_int_equal(t.kind, STORE_TOKEN_NODE);
     assert_string_equal(t.user, "gpu01");
-    /* the rest of the database is untouched; it opens again as schema 3 */
+    /* the rest of the database is untouched; it opens again at the latest schema */
     raw_sql(f->path, "SELECT count(*) FROM job_events", got, sizeof(got));
     assert_int_not_equal(atoi(got), 0);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), STORE_TEST_SCHEMA);
 }
 
 static void migration_refuses_an_unknown_state_number(void **state)
@@ -652,6 +677,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(migrates_from_empty, setup, teardown),
         cmocka_unit_test_setup_teardown(refuses_newer_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(counters, setup, teardown),
+        cmocka_unit_test_setup_teardown(default_projects, setup, teardown),
         cmocka_unit_test_setup_teardown(job_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(job_update, setup, teardown),
         cmocka_unit_test_setup_teardown(job_list_filters, setup, teardown),
