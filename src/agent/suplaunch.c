@@ -234,13 +234,17 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
     close_range((unsigned)pfd + 1, ~0U, 0);
     char *sh_argv[3];
     char **argv = s->j->argv;
-    /* a Slurm-style job's batch script runs on the first node only; the others hold the
-     * allocation (ignoring the --signal warnings meant for the steps) until it ends */
+    /* a Slurm-style job's batch script runs on the first node only; the others run srun's
+     * step host (srun.c), or without the CLI only hold the allocation (ignoring the
+     * --signal warnings meant for the steps), until the job ends */
     static char *hold_argv[] = {
         "/bin/sh", "-c", "trap '' USR1 USR2 HUP INT; while :; do sleep 86400 & wait $!; done",
         NULL};
+    char step_host[PATH_MAX + 32];
+    char *host_argv[] = {step_host, "--docket-step-host", NULL};
+    snprintf(step_host, sizeof step_host, "%s/.slurm-bin/srun", s->scratch);
     if (s->j->slurm.on && s->j->node_rank > 0)
-        argv = hold_argv;
+        argv = s->j->slurm.nstep_hosts && access(step_host, X_OK) == 0 ? host_argv : hold_argv;
     if (!argv) {
         snprintf(what, sizeof what, "%s/.docket_script", s->scratch);
         bool shebang = strncmp(s->j->script, "#!", 2) == 0;

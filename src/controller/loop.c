@@ -334,10 +334,32 @@ static void send_to_allocs(struct ctl *c, const struct sched_decision *d, const 
     }
 }
 
+/* A Slurm-style job of several nodes: srun on its first node starts tasks on the others
+ * through the step hosts the agents run there (docs/slurm.md). Each run gets a fresh
+ * key, known only to the job's processes, and each node's address and port. */
+static void slurm_steps(struct ctl *c, const struct sched_decision *d, const struct store_job *row,
+                        json_t *slurm)
+{
+    char key[80];
+    if (!json_is_object(slurm) || d->nallocs < 2 || ctl_random_token("", key, sizeof(key)) < 0)
+        return;
+    json_t *hosts = json_array();
+    for (int i = 0; i < d->nallocs; i++) {
+        char hp[300];
+        /* a port of the job's own: two nodes of one host (tests) still differ by rank */
+        snprintf(hp, sizeof(hp), "%s:%d", node_addr(c, d->allocs[i].node),
+                 40000 + (int)((row->id * 8 + (uint64_t)i) % 20000));
+        json_array_append_new(hosts, json_string(hp));
+    }
+    json_object_set_new(slurm, "step_key", json_string(key));
+    json_object_set_new(slurm, "step_hosts", hosts);
+}
+
 static void apply_start(struct ctl *c, const struct sched_decision *d, struct store_job *row,
                         int64_t now)
 {
     json_t *spec = json_loads(row->spec, 0, NULL);
+    slurm_steps(c, d, row, json_object_get(spec, "slurm"));
     for (int i = 0; i < d->nallocs; i++) {
         struct ctl_node *n = ctl_node_at(c, d->allocs[i].node);
         if (n)

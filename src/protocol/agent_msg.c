@@ -133,6 +133,7 @@ void agent_job_release(struct agent_job *j)
     free(j->output);
     free(j->error);
     free(j->slurm.submit_dir);
+    free_vec(j->slurm.step_hosts);
     agent_job_init(j);
 }
 
@@ -325,9 +326,17 @@ static int parse_scalars(const json_t *o, struct agent_job *j, struct agent_msg_
 
 static int parse_slurm(const json_t *o, struct agent_job *j, struct agent_msg_error *err)
 {
-    static const char *const fields[] = {"ntasks",        "ntasks_per_node", "cpus_per_task",
-                                         "gpus_per_task", "signal_before",   "signal_batch",
-                                         "submit_dir",    "signal",          NULL};
+    static const char *const fields[] = {"ntasks",
+                                         "ntasks_per_node",
+                                         "cpus_per_task",
+                                         "gpus_per_task",
+                                         "signal_before",
+                                         "signal_batch",
+                                         "submit_dir",
+                                         "signal",
+                                         "step_key",
+                                         "step_hosts",
+                                         NULL};
     struct {
         const char *k;
         int64_t min, max;
@@ -366,6 +375,28 @@ static int parse_slurm(const json_t *o, struct agent_job *j, struct agent_msg_er
         return bad(err, "job.slurm.submit_dir", "'job.slurm.submit_dir' must be a path");
     if (d && !(j->slurm.submit_dir = strdup(json_string_value(d))))
         return -ENOMEM;
+    if ((rc = get_str(o, "step_key", "job.slurm.", j->slurm.step_key, sizeof j->slurm.step_key,
+                      false, err)) < 0)
+        return rc;
+    json_t *h = json_object_get(o, "step_hosts");
+    if (!h)
+        return 0;
+    if (!json_is_array(h) || json_array_size(h) > AGENT_MAX_NODES)
+        return bad(err, "job.slurm.step_hosts", "'job.slurm.step_hosts' must be an array");
+    j->slurm.step_hosts = calloc(json_array_size(h) + 1, sizeof(char *));
+    if (!j->slurm.step_hosts)
+        return -ENOMEM;
+    for (size_t i = 0; i < json_array_size(h); i++) {
+        json_t *x = json_array_get(h, i);
+        if (!json_is_string(x) || json_string_length(x) > 300 ||
+            strlen(json_string_value(x)) != json_string_length(x) ||
+            strpbrk(json_string_value(x), ", \t\n"))
+            return bad(err, "job.slurm.step_hosts", "'job.slurm.step_hosts[%zu]' must be ADDR:PORT",
+                       i);
+        if (!(j->slurm.step_hosts[i] = strdup(json_string_value(x))))
+            return -ENOMEM;
+        j->slurm.nstep_hosts++;
+    }
     return 0;
 }
 
@@ -457,6 +488,10 @@ static void slurm_to_json(const struct agent_job *j, json_t *o)
     }
     if (s && j->slurm.submit_dir)
         json_object_set_new(s, "submit_dir", json_string(j->slurm.submit_dir));
+    if (s && j->slurm.step_key[0])
+        json_object_set_new(s, "step_key", json_string(j->slurm.step_key));
+    if (s && j->slurm.step_hosts)
+        json_object_set_new(s, "step_hosts", vec_json(j->slurm.step_hosts, false));
     json_object_set_new(o, "slurm", s);
 }
 

@@ -71,6 +71,9 @@ struct agent_job {
         int signal_before; /* -1 = none */
         bool signal_batch; /* to the batch shell only (--signal=B:...) */
         char *submit_dir;  /* or NULL */
+        char step_key[80]; /* a job of several nodes: srun's key to the step hosts */
+        char **step_hosts; /* "ADDR:PORT" of each node by rank, NULL-terminated, or NULL */
+        int nstep_hosts;
     } slurm;
 };
 

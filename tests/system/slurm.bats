@@ -50,7 +50,7 @@ agent_start() { # a|b JOIN
     local cg=()
     [[ $(id -u) == 0 ]] || cg=(--no-cgroups)
     "$AGENT_BIN" --controller "http://127.0.0.1:$PORT" --join-token "$2" \
-        --name "$PREFIX-$1" --gpus 8xH100-80GB --cpus 16 --mem 64G --label "zone=$1" \
+        --name "$PREFIX-$1" --addr 127.0.0.1 --gpus 8xH100-80GB --cpus 16 --mem 64G --label "zone=$1" \
         --state-dir "$T/agent-$1" --allow-root-jobs --usage-interval 1s \
         --log-file "$T/agent-$1.log" --slurm-cli "$DOCKET" "${cg[@]}" &
     echo $! >"$T/agent-$1.pid"
@@ -236,6 +236,36 @@ EOS
     done
     [ "$(grep -o 'gpus=[0-7]' "steps-$id.out" | sort -u | wc -l)" -eq 4 ]
     grep -qx "srun status 1" "steps-$id.out"
+}
+
+@test "a two-node srun torchrun-style step: ranks across both nodes, each with its node's GPUs" {
+    cat >dist.sh <<'EOS'
+#!/bin/bash
+#SBATCH -A vision -N 2 --ntasks-per-node=2 --gpus-per-task=1 -c 1
+#SBATCH -o dist-%j.out
+export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+export MASTER_PORT=29512
+srun -l bash -c 'echo "rank=$SLURM_PROCID/$SLURM_NTASKS node=$SLURM_NODEID local=$SLURM_LOCALID host=$SLURMD_NODENAME gpus=$CUDA_VISIBLE_DEVICES master=$MASTER_ADDR:$MASTER_PORT first=$(scontrol show hostnames | head -n 1)"'
+srun -N 2 -n 2 bash -c 'exit $SLURM_NODEID'
+echo "failed step: $?"
+EOS
+    id=$(sbatch --parsable dist.sh)
+    done_ok "$id"
+    wait_for 30 grep -q "failed step" "dist-$id.out"
+    wait_for 30 all_exited "$id" 2
+    cat "dist-$id.out"
+    a=$("$DOCKET" show "$id" --json | jq -r '.job.allocation[0].node')
+    b=$("$DOCKET" show "$id" --json | jq -r '.job.allocation[1].node')
+    for r in 0 1 2 3; do
+        node=$((r / 2)) host=$a
+        [ $node -eq 1 ] && host=$b
+        grep -Eqx "$r: rank=$r/4 node=$node local=$((r % 2)) host=$host gpus=[0-7] master=$a:29512 first=$a" "dist-$id.out"
+    done
+    # the two tasks of a node have different GPUs
+    [ "$(grep -E '^[01]: ' "dist-$id.out" | grep -o 'gpus=[0-7]' | sort -u | wc -l)" -eq 2 ]
+    [ "$(grep -E '^[23]: ' "dist-$id.out" | grep -o 'gpus=[0-7]' | sort -u | wc -l)" -eq 2 ]
+    grep -q "srun: error: task 1: Exited with exit code 1" "dist-$id.out"
+    grep -qx "failed step: 1" "dist-$id.out"
 }
 
 @test "--mem=0 takes all of a node's memory; --exclusive all of its GPUs and CPUs" {
