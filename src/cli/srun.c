@@ -329,7 +329,11 @@ static void on_signal(int sig)
     forward_sig = sig;
 }
 
-static const int relayed[] = {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP, SIGALRM, SIGCONT, SIGQUIT};
+/* Passed on to the tasks when srun gets them. The job's --signal warnings (USR1, USR2 ...)
+ * reach every task from its node's agent already: srun only ignores those, so that a
+ * task is never warned twice. */
+static const int relayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+static const int ignored[] = {SIGUSR1, SIGUSR2, SIGALRM, SIGURG, SIGWINCH};
 
 struct run {
     struct step st;
@@ -460,6 +464,8 @@ static int start_local(struct cli *c, struct run *r)
         if (r->st.pids[i] == 0) {
             for (size_t k = 0; k < sizeof(relayed) / sizeof(relayed[0]); k++)
                 signal(relayed[k], SIG_DFL);
+            for (size_t k = 0; k < sizeof(ignored) / sizeof(ignored[0]); k++)
+                signal(ignored[k], SIG_DFL);
             if (r->st.label && (dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0))
                 _exit(126);
             srun_task_exec(&r->st, i);
@@ -621,10 +627,12 @@ int cmd_srun(struct cli *c, int argc, char **argv)
     srun_share(r.st.ntasks, r.st.nodes, 0, &r.st.first, &r.st.local_n);
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
-    /* the tasks here share the job's cgroup and get its signals themselves; srun outlives
-     * them to report their status, and passes on what is sent to it alone */
+    /* the tasks share the job's cgroup and get its signals themselves; srun outlives them
+     * to report their status, and passes on what is sent to it alone */
     for (size_t i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++)
         sigaction(relayed[i], &sa, NULL);
+    for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+        signal(ignored[i], SIG_IGN);
     fflush(NULL);
     json_t *env = r.st.nodes > 1 ? env_json() : NULL;
     for (int i = 0; i < SRUN_MAX_NODES; i++)
