@@ -1104,6 +1104,29 @@ static int sbatch_export(json_t *spec, const char *v, char *err, size_t errlen)
     return 0;
 }
 
+/* -A, --account: the project. Some sites name an account with the hardware it is billed
+ * on, "six@a100" (IDRIS's Jean Zay): the project is the part before '@', with a warning
+ * (docket bills GPUs by type through its policy, not through the account's name). */
+static int sbatch_account(json_t *spec, const char *v, const struct spec_env *env, char *err,
+                          size_t errlen)
+{
+    const char *at = strchr(v, '@');
+    char name[64];
+
+    if (!at || at == v || (size_t)(at - v) >= sizeof(name) || !at[1])
+        return set_name(spec, "project", "--account", v, err, errlen);
+    memcpy(name, v, (size_t)(at - v));
+    name[at - v] = '\0';
+    if (!str_is_name(name) || !str_is_name(at + 1))
+        return fail(err, errlen, "--account", "bad account name", v);
+    warnf(env,
+          "#SBATCH --account=%s: the project is '%s' ('@%s' names a billing partition, "
+          "which docket does not use)",
+          v, name, at + 1);
+    json_object_set_new(spec, "project", json_string(name));
+    return 0;
+}
+
 /* The options that are read into the job. */
 static int sbatch_do(json_t *spec, const char *name, const char *v, const struct spec_env *env,
                      char *err, size_t errlen)
@@ -1114,7 +1137,7 @@ static int sbatch_do(json_t *spec, const char *name, const char *v, const struct
     if (!strcmp(name, "job-name"))
         return set_text(spec, "name", flag, v, err, errlen);
     if (!strcmp(name, "account"))
-        return set_name(spec, "project", flag, v, err, errlen);
+        return sbatch_account(spec, v, env, err, errlen);
     if (!strcmp(name, "gres"))
         return sbatch_gres(spec, v, env, err, errlen);
     if (!strcmp(name, "gpus"))

@@ -331,6 +331,18 @@ static void sbatch_export_begin_and_old_prefix(void **state)
     assert_int_equal(parse("#!/bin/sh\n#SBATCH --begin=16:00\n"), -EINVAL);
 }
 
+/* Jean Zay's accounts: "six@a100" is the project six, with a warning */
+static void sbatch_account_with_partition_suffix(void **state)
+{
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -A six@a100\n"), 0);
+    assert_string_equal(gets_("project"), "six");
+    assert_int_equal(nwarn, 1);
+    assert_non_null(strstr(warnings, "line 2: #SBATCH --account=six@a100: the project is 'six'"));
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -A @a100\n"), -EINVAL);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -A six@\n"), -EINVAL);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -A a@b@c\n"), -EINVAL);
+}
+
 static void partition_mapped_or_warned(void **state)
 {
     assert_int_equal(parse_map("#!/bin/sh\n#SBATCH -p gpu\n", "gpu=normal,debug=exploration"), 0);
@@ -400,7 +412,8 @@ int main(void)
         T(unknown_sbatch_refused_with_line), T(unsupported_sbatch_refused_with_reason),
         T(harmless_sbatch_warns_with_line), T(sbatch_long_prefixes), T(sbatch_needs_shebang),
         T(sbatch_tasks_times_cpus), T(sbatch_memory_forms), T(sbatch_signal_forms),
-        T(sbatch_export_begin_and_old_prefix), T(partition_mapped_or_warned),
+        T(sbatch_export_begin_and_old_prefix), T(sbatch_account_with_partition_suffix),
+        T(partition_mapped_or_warned),
         T(nodes_range_takes_minimum), T(error_names_line_and_keeps_nothing), T(script_errors),
         T(look_alike_comments_ignored), T(no_warn_callback_is_fine),
     };
