@@ -330,8 +330,8 @@ static const struct opt_def global_opts[] = {
 };
 
 /* The verb of a link named as a Slurm command (make install-slurm-compat, or the agent's
- * links in a Slurm-style job), or NULL. srun, squeue, scancel and scontrol exist only
- * under those names; sbatch is also `docket sbatch`. */
+ * links in a Slurm-style job), or NULL. srun, squeue, scancel, scontrol, sinfo and sacct
+ * exist only under those names; sbatch is also `docket sbatch`. */
 static const struct cli_verb *slurm_command(const char *argv0)
 {
     static const struct cli_verb cmds[] = {
@@ -339,6 +339,8 @@ static const struct cli_verb *slurm_command(const char *argv0)
         {"squeue", cmd_squeue, "", cmd_squeue_usage},
         {"scancel", cmd_scancel, "", cmd_scancel_usage},
         {"scontrol", cmd_scontrol, "", cmd_scontrol_usage},
+        {"sinfo", cmd_sinfo, "", cmd_sinfo_usage},
+        {"sacct", cmd_sacct, "", cmd_sacct_usage},
         {NULL, NULL, NULL, NULL},
     };
     const char *base = strrchr(argv0, '/');

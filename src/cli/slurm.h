@@ -26,9 +26,9 @@ void slurm_export_env(json_t *spec, char **envp);
 /* Print one host per line of a Slurm host list ("gpu[01-03,7],cpu1"). 0 or -EINVAL. */
 int slurm_expand_hostlist(const char *list, FILE *out);
 
-/* sbatch (slurm.c), srun (srun.c), scontrol, squeue, scancel (slurmcmd.c). */
-cli_fn cmd_sbatch, cmd_srun, cmd_scontrol, cmd_squeue, cmd_scancel;
+/* sbatch (slurm.c), srun (srun.c), scontrol, squeue, scancel, sinfo, sacct (slurmcmd.c). */
+cli_fn cmd_sbatch, cmd_srun, cmd_scontrol, cmd_squeue, cmd_scancel, cmd_sinfo, cmd_sacct;
 extern const char cmd_sbatch_usage[], cmd_srun_usage[], cmd_scontrol_usage[], cmd_squeue_usage[],
-    cmd_scancel_usage[];
+    cmd_scancel_usage[], cmd_sinfo_usage[], cmd_sacct_usage[];
 
 #endif

@@ -84,6 +84,7 @@ int slurm_expand_hostlist(const char *list, FILE *out)
 const char cmd_scontrol_usage[] =
     "usage: scontrol show hostnames [LIST]     one host per line (default $SLURM_JOB_NODELIST)\n"
     "       scontrol show job ID               the job (docket show)\n"
+    "       scontrol show node NAME            the node (docket nodes NAME)\n"
     "       scontrol hold|release|requeue ID...\n";
 
 static int scontrol_show_job(struct cli *c, const char *id_s)
@@ -115,6 +116,36 @@ static int scontrol_show_job(struct cli *c, const char *id_s)
     return EXIT_OK;
 }
 
+static const char *node_state(const json_t *n);
+
+static int scontrol_show_node(struct cli *c, const char *name)
+{
+    json_t *reply = NULL;
+    char path[160];
+    int rc;
+
+    if (!str_is_name(name))
+        return cli_usage_error(c, "bad node name '%.64s'", name);
+    snprintf(path, sizeof(path), "/v1/nodes/%s", name);
+    if ((rc = cli_call(c, "GET", path, NULL, &reply)))
+        return rc;
+    const json_t *n = json_object_get(reply, "node");
+    char state[32];
+    str_copy(state, sizeof(state), node_state(n));
+    for (char *p = state; *p; p++)
+        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+    fprintf(c->out,
+            "NodeName=%s State=%s\n   CPUAlloc=%lld CPUTot=%lld\n   RealMemory=%lld "
+            "AllocMem=%lld\n   Gres=gpu%s%s:%lld\n   Reason=%s\n",
+            jstr(n, "name"), state, (long long)jint(n, "cpus_used", 0),
+            (long long)jint(n, "cpus", 0), (long long)jint(n, "mem_mb", 0),
+            (long long)jint(n, "mem_used_mb", 0), jstr(n, "gpu_type")[0] ? ":" : "",
+            jstr(n, "gpu_type"), (long long)jint(n, "gpus", 0),
+            jstr(n, "reason")[0] ? jstr(n, "reason") : "(null)");
+    json_decref(reply);
+    return EXIT_OK;
+}
+
 int cmd_scontrol(struct cli *c, int argc, char **argv)
 {
     if (argc >= 3 && !strcmp(argv[1], "show") && !strncmp(argv[2], "hostname", 8)) {
@@ -127,6 +158,8 @@ int cmd_scontrol(struct cli *c, int argc, char **argv)
     }
     if (argc == 4 && !strcmp(argv[1], "show") && !strcmp(argv[2], "job"))
         return scontrol_show_job(c, argv[3]);
+    if (argc == 4 && !strcmp(argv[1], "show") && !strcmp(argv[2], "node"))
+        return scontrol_show_node(c, argv[3]);
     if (argc >= 3 &&
         (!strcmp(argv[1], "hold") || !strcmp(argv[1], "release") || !strcmp(argv[1], "requeue"))) {
         const char *done = !strcmp(argv[1], "hold")      ? "held"
@@ -140,7 +173,7 @@ int cmd_scontrol(struct cli *c, int argc, char **argv)
     }
     /* Slurm's scontrol exits 1 on a command it does not know */
     return cli_fail(c, "invalid command: docket's scontrol knows show hostnames, show job ID, "
-                       "hold, release, requeue (see docs/slurm.md)");
+                       "show node NAME, hold, release, requeue (see docs/slurm.md)");
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -575,4 +608,265 @@ int cmd_scancel(struct cli *c, int argc, char **argv)
             fclose(null);
     }
     return rc;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* sinfo and sacct                                                                       */
+
+/* Slurm's node states from docket's and the node's use. */
+static const char *node_state(const json_t *n)
+{
+    const char *st = jstr(n, "state");
+    if (!strcmp(st, "DRAINING"))
+        return "draining";
+    if (!strcmp(st, "DRAINED"))
+        return "drained";
+    if (strcmp(st, "UP"))
+        return "down";
+    int64_t gu = jint(n, "gpus_used", 0), cu = jint(n, "cpus_used", 0);
+    if (gu == 0 && cu == 0)
+        return "idle";
+    if ((jint(n, "gpus", 0) && gu >= jint(n, "gpus", 0)) || cu >= jint(n, "cpus", 1))
+        return "allocated";
+    return "mixed";
+}
+
+static const char *state_short(const char *s)
+{
+    return !strcmp(s, "allocated")  ? "alloc"
+           : !strcmp(s, "draining") ? "drng"
+           : !strcmp(s, "drained")  ? "drain"
+           : !strcmp(s, "mixed")    ? "mix"
+                                    : s;
+}
+
+const char cmd_sinfo_usage[] =
+    "usage: sinfo [-N] [-h]\n"
+    "The nodes as Slurm's sinfo shows them: one partition (docket), grouped by state;\n"
+    "-N one line per node.\n";
+
+int cmd_sinfo(struct cli *c, int argc, char **argv)
+{
+    bool per_node = false, header = true;
+    json_t *reply = NULL;
+    int rc;
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-N") || !strcmp(argv[i], "--Node"))
+            per_node = true;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--noheader"))
+            header = false;
+        else if (!strcmp(argv[i], "--help"))
+            return fputs(c->usage, c->out) < 0 ? EXIT_FAIL : EXIT_OK;
+        else
+            return cli_usage_error(c,
+                                   "docket's sinfo takes -N and -h, not '%s' (docket nodes "
+                                   "shows more)",
+                                   argv[i]);
+    }
+    if ((rc = cli_call(c, "GET", "/v1/nodes", NULL, &reply)))
+        return rc;
+    const json_t *nodes = json_object_get(reply, "nodes");
+    if (per_node) {
+        if (header)
+            fprintf(c->out, "%-16s %5s %9s %5s\n", "NODELIST", "NODES", "PARTITION", "STATE");
+        for (size_t i = 0; i < json_array_size(nodes); i++) {
+            const json_t *n = json_array_get(nodes, i);
+            fprintf(c->out, "%-16s %5d %9s %5s\n", jstr(n, "name"), 1, "docket*",
+                    state_short(node_state(n)));
+        }
+    } else {
+        static const char *const order[] = {"mixed",    "allocated", "idle",
+                                            "draining", "drained",   "down"};
+        if (header)
+            fprintf(c->out, "%-9s %5s %10s %5s %6s %s\n", "PARTITION", "AVAIL", "TIMELIMIT",
+                    "NODES", "STATE", "NODELIST");
+        for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+            struct dbuf list;
+            int count = 0;
+            dbuf_init(&list, 1 << 16);
+            for (size_t i = 0; i < json_array_size(nodes); i++) {
+                const json_t *n = json_array_get(nodes, i);
+                if (strcmp(node_state(n), order[k]))
+                    continue;
+                dbuf_printf(&list, "%s%s", count++ ? "," : "", jstr(n, "name"));
+            }
+            if (count)
+                fprintf(c->out, "%-9s %5s %10s %5d %6s %s\n", "docket*", "up", "infinite", count,
+                        state_short(order[k]), list.data);
+            dbuf_release(&list);
+        }
+    }
+    json_decref(reply);
+    return EXIT_OK;
+}
+
+/* "0:0": exit code and signal, as sacct's ExitCode. */
+static void exit_code(const json_t *j, char *out, size_t len)
+{
+    const json_t *x = json_object_get(j, "exit");
+    const char *kind = jstr(x, "kind");
+    int64_t code = jint(x, "code", 0);
+    if (!strcmp(kind, "signal"))
+        snprintf(out, len, "0:%lld", (long long)code);
+    else
+        snprintf(out, len, "%lld:0", (long long)code);
+}
+
+/* One field of sacct's --format (case-insensitive names). */
+static bool sacct_field(struct cli *c, const json_t *j, const char *f, char *out, size_t len)
+{
+    int64_t start = jint(j, "start_ms", 0), end = jint(j, "end_ms", 0);
+    if (!strcasecmp(f, "JobID") || !strcasecmp(f, "JobIDRaw"))
+        snprintf(out, len, "%lld", (long long)jint(j, "id", 0));
+    else if (!strcasecmp(f, "JobName"))
+        str_copy(out, len, jstr(j, "name"));
+    else if (!strcasecmp(f, "Partition"))
+        str_copy(out, len, jstr(j, "tier"));
+    else if (!strcasecmp(f, "Account"))
+        str_copy(out, len, jstr(j, "project"));
+    else if (!strcasecmp(f, "User"))
+        str_copy(out, len, jstr(j, "user"));
+    else if (!strcasecmp(f, "QOS"))
+        str_copy(out, len, jstr(j, "class"));
+    else if (!strcasecmp(f, "State"))
+        str_copy(out, len, state_long(jstr(j, "state")));
+    else if (!strcasecmp(f, "ExitCode"))
+        exit_code(j, out, len);
+    else if (!strcasecmp(f, "AllocCPUS") || !strcasecmp(f, "NCPUS"))
+        snprintf(out, len, "%lld", (long long)(jint(j, "cpus", 1) * jint(j, "nodes", 1)));
+    else if (!strcasecmp(f, "NNodes"))
+        snprintf(out, len, "%lld", (long long)jint(j, "nodes", 1));
+    else if (!strcasecmp(f, "NodeList"))
+        jobs_nodelist(j, out, len);
+    else if (!strcasecmp(f, "Elapsed") || !strcasecmp(f, "ElapsedRaw"))
+        slurm_duration(start ? ((end ? end : c->now_ms) - start) / 1000 : 0, out, len);
+    else if (!strcasecmp(f, "Timelimit"))
+        slurm_duration(jint(j, "time_limit_ms", 0) / 1000, out, len);
+    else if (!strcasecmp(f, "AllocTRES") || !strcasecmp(f, "ReqTRES"))
+        snprintf(out, len, "cpu=%lld,gres/gpu=%lld,mem=%lldM,node=%lld",
+                 (long long)(jint(j, "cpus", 1) * jint(j, "nodes", 1)),
+                 (long long)(jint(j, "gpus", 0) * jint(j, "nodes", 1)),
+                 (long long)(jint(j, "mem_mb", 0) * jint(j, "nodes", 1)),
+                 (long long)jint(j, "nodes", 1));
+    else
+        return false;
+    return true;
+}
+
+enum { SA_JOBS = 1, SA_USER, SA_START, SA_FORMAT, SA_NOHEADER, SA_PARSABLE, SA_ALLOC, SA_HELP };
+
+static const struct opt_def sacct_opts[] = {
+    {SA_JOBS, 'j', "jobs", OPT_VALUE},
+    {SA_USER, 'u', "user", OPT_VALUE},
+    {SA_START, 'S', "starttime", OPT_VALUE},
+    {SA_FORMAT, 'o', "format", OPT_VALUE},
+    {SA_NOHEADER, 'n', "noheader", OPT_NONE},
+    {SA_PARSABLE, 'P', "parsable2", OPT_NONE},
+    {SA_ALLOC, 'X', "allocations", OPT_NONE},
+    {SA_HELP, 0, "help", OPT_NONE},
+    {0, 0, NULL, OPT_NONE},
+};
+
+const char cmd_sacct_usage[] =
+    "usage: sacct [-j IDS] [-u USER] [-S START] [-X] [-n] [-P] [-o|--format FIELDS]\n"
+    "Jobs (running and finished) in sacct's columns. FIELDS: JobID JobName Partition\n"
+    "Account User QOS State ExitCode AllocCPUS NNodes NodeList Elapsed Timelimit AllocTRES,\n"
+    "each with an optional %WIDTH. -S is accepted and not applied (all jobs are listed).\n";
+
+int cmd_sacct(struct cli *c, int argc, char **argv)
+{
+    struct jobs_query q = {.limit = 10000, .state = "active", .desc = false};
+    const char *fmt = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode", *ids = NULL, *v;
+    bool header = true, parsable = false;
+    char err[256];
+    struct opt_iter it;
+    json_t *active = NULL, *done = NULL;
+    int id, rc;
+
+    opt_iter_init(&it, argc, argv, 1);
+    while ((id = opt_next(&it, sacct_opts, &v, err, sizeof(err))) != OPT_DONE) {
+        switch (id) {
+        case SA_JOBS:
+            ids = v;
+            break;
+        case SA_USER:
+            q.user = v;
+            break;
+        case SA_FORMAT:
+            fmt = v;
+            break;
+        case SA_NOHEADER:
+            header = false;
+            break;
+        case SA_PARSABLE:
+            parsable = true;
+            break;
+        case SA_START:
+        case SA_ALLOC:
+            break; /* steps are not listed: -X is always so */
+        case SA_HELP:
+            fputs(c->usage, c->out);
+            return EXIT_OK;
+        case OPT_POSITIONAL:
+            return cli_usage_error(c, "unexpected '%s'", v);
+        default:
+            return cli_usage_error(c, "%s", err);
+        }
+    }
+    if ((rc = jobs_fetch(c, &q, &active)))
+        return rc;
+    q.state = "terminal";
+    if ((rc = jobs_fetch(c, &q, &done))) {
+        json_decref(active);
+        return rc;
+    }
+    json_array_extend(done, active);
+    json_decref(active);
+    char fields[32][64];
+    int widths[32], nf = 0;
+    char buf[1024];
+    char *save = NULL;
+    str_copy(buf, sizeof(buf), fmt);
+    for (char *f = strtok_r(buf, ",", &save); f && nf < 32; f = strtok_r(NULL, ",", &save)) {
+        char *pct = strchr(f, '%');
+        widths[nf] = 10;
+        if (pct) {
+            *pct = '\0';
+            if (parse_int(pct + 1, 1, 200, &widths[nf]) < 0)
+                widths[nf] = 10;
+        }
+        str_copy(fields[nf], sizeof(fields[0]), f);
+        char probe[8];
+        if (!sacct_field(c, json_array_get(done, 0) ? json_array_get(done, 0) : json_object(),
+                         fields[nf], probe, sizeof(probe))) {
+            json_decref(done);
+            return cli_usage_error(c, "sacct: unknown field '%s' (see sacct --help)", f);
+        }
+        nf++;
+    }
+    for (int row = header ? -1 : 0; row < (int)json_array_size(done); row++) {
+        const json_t *j = row >= 0 ? json_array_get(done, (size_t)row) : NULL;
+        if (j && !id_listed(ids, jint(j, "id", 0)))
+            continue;
+        for (int k = 0; k < nf; k++) {
+            char text[1024];
+            if (j)
+                sacct_field(c, j, fields[k], text, sizeof(text));
+            else
+                str_copy(text, sizeof(text), fields[k]);
+            if (parsable)
+                fprintf(c->out, "%s%s", k ? "|" : "", text);
+            else
+                fprintf(c->out, "%s%*.*s", k ? " " : "", widths[k], widths[k], text);
+        }
+        fputc('\n', c->out);
+        if (!j && !parsable) {
+            for (int k = 0; k < nf; k++)
+                for (int w = 0; w <= widths[k]; w++)
+                    fputc(w == widths[k] ? (k + 1 < nf ? ' ' : '\n') : '-', c->out);
+        }
+    }
+    json_decref(done);
+    return EXIT_OK;
 }

@@ -118,7 +118,7 @@ setup_file() {
     "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml" >/dev/null
     # the Slurm commands, as `make install-slurm-compat` links them
     mkdir -p "$T/bin"
-    for c in sbatch squeue scancel scontrol srun; do ln -s "$DOCKET" "$T/bin/$c"; done
+    for c in sbatch squeue scancel scontrol srun sinfo sacct; do ln -s "$DOCKET" "$T/bin/$c"; done
 }
 
 teardown_file() {
@@ -379,4 +379,22 @@ EOS
     run -1 sbatch noacct.sh
     run -0 "$DOCKET" audit --target "$user" --json
     jq -e '[.entries[] | select(.action == "user.default_project")] | length == 2' <<<"$output"
+}
+
+@test "sinfo, sacct, scontrol show node: Slurm's shapes over docket's nodes and jobs" {
+    run -0 sinfo
+    [[ ${lines[0]} == "PARTITION AVAIL  TIMELIMIT NODES  STATE NODELIST" ]]
+    [[ $output == *"docket*"*"up"*"infinite"* ]]
+    run -0 sinfo -N -h
+    [ "${#lines[@]}" -eq 2 ]
+    id=$(sbatch --parsable -A vision --wrap 'exit 3')
+    wait_for 60 state_in "$id" FAILED
+    run -0 sacct -j "$id" -n -P --format=JobID,JobName,Account,State,ExitCode
+    [ "$output" = "$id|wrap|vision|FAILED|3:0" ]
+    run -0 sacct -j "$id"
+    [[ ${lines[0]} == *JobID*JobName*Partition*Account*AllocCPUS*State*ExitCode* ]]
+    [[ ${lines[1]} == -* ]]
+    run -2 sacct --format=JobID,Bogus
+    run -0 scontrol show node "$PREFIX-a"
+    [[ $output == "NodeName=$PREFIX-a State="* && $output == *"Gres=gpu:H100-80GB:8"* ]]
 }
