@@ -398,3 +398,53 @@ EOS
     run -0 scontrol show node "$PREFIX-a"
     [[ $output == "NodeName=$PREFIX-a State="* && $output == *"Gres=gpu:H100-80GB:8"* ]]
 }
+
+@test "--export: ALL carries the submitting shell's variables, NONE only what it names" {
+    printf '#!/bin/bash\n#SBATCH -A vision -o exp-%%j.out\necho "mine=${MY_SETTING:-unset} extra=${EXTRA:-unset}"\n' >exp.sh
+    id=$(MY_SETTING=from-shell sbatch --parsable exp.sh)
+    done_ok "$id"
+    wait_file "exp-$id.out"
+    grep -qx "mine=from-shell extra=unset" "exp-$id.out"
+    id=$(MY_SETTING=from-shell sbatch --parsable --export=NONE,EXTRA=1 exp.sh)
+    done_ok "$id"
+    wait_file "exp-$id.out"
+    grep -qx "mine=unset extra=1" "exp-$id.out"
+}
+
+@test "an HPC-centre style script: %u and %N in the output name, --gpus spread over nodes, SLURM_TASKS_PER_NODE" {
+    cat >hpc.sh <<'EOS'
+#!/bin/bash -l
+#SBATCH --account=vision
+#SBATCH --nodes=2
+#SBATCH --gpus=4
+#SBATCH --ntasks-per-node=2
+#SBATCH --cpus-per-task=3
+#SBATCH --time=00:10:00
+#SBATCH --output=%x.%u.%N.%4j.log
+#SBATCH --job-name=hpc
+echo "tpn=$SLURM_TASKS_PER_NODE cpn=$SLURM_JOB_CPUS_PER_NODE gpus=$SLURM_GPUS_ON_NODE"
+srun hostname | sort | uniq -c | awk '{print $1}' | tr '\n' ' '; echo
+EOS
+    id=$(sbatch --parsable hpc.sh)
+    done_ok "$id"
+    wait_for 30 all_exited "$id" 2
+    user=$("$DOCKET" show "$id" --json | jq -r .job.user)
+    first=$("$DOCKET" show "$id" --json | jq -r '.job.allocation[0].node')
+    f=$(printf 'hpc.%s.%s.%04d.log' "$user" "$first" "$id")
+    wait_file "$f"
+    grep -qx "tpn=2(x2) cpn=6(x2) gpus=2" "$f"
+    [ "$("$DOCKET" show "$id" --json | jq .job.time_limit_ms)" -eq 600000 ]
+}
+
+@test "sbatch --hold, --begin and --array on the command line; squeue shows Slurm's states" {
+    id=$(sbatch --parsable -A vision --hold --wrap true)
+    run -0 squeue -j "$id" -h -o "%t %R"
+    [ "$output" = "PD (JobHeldUser)" ]
+    run -0 scancel "$id"
+    aid=$(sbatch --parsable -A vision --array=1-3 -o 'a-%A_%a.out' --wrap 'echo $SLURM_ARRAY_TASK_ID')
+    for i in 1 2 3; do wait_for 60 grep -qx "$i" "a-${aid}_$i.out"; done
+    id=$(sbatch --parsable -A vision --begin=now+1hour --wrap true)
+    run -0 squeue -j "$id" -h -o "%T %r"
+    [[ $output == "PENDING "* ]]
+    run -0 scancel "$id"
+}
