@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,7 +27,7 @@
 #include "util/parse.h"
 #include "util/str.h"
 
-enum { MAX_REQUEST = 4 << 20 };
+enum { MAX_REQUEST = 4 << 20, MAX_STEPS = 64, REQUEST_TIMEOUT_S = 10 };
 
 /* What belongs to this node and must not come from the batch node's environment. */
 static const char *const node_local[] = {"CUDA_VISIBLE_DEVICES",
@@ -70,9 +71,12 @@ static json_t *read_request(int fd)
     char *buf = malloc(MAX_REQUEST + 1);
     size_t n = 0;
     json_t *req = NULL;
+    struct timeval tv = {REQUEST_TIMEOUT_S, 0}, none = {0, 0};
 
     if (!buf)
         return NULL;
+    /* a connection that says nothing is dropped, not waited for */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     while (n < MAX_REQUEST) {
         ssize_t r = recv(fd, buf + n, 1, 0);
         if (r < 0 && errno == EINTR)
@@ -86,6 +90,7 @@ static json_t *read_request(int fd)
         n++;
     }
     free(buf);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
     return req;
 }
 
@@ -294,17 +299,24 @@ int srun_step_host(void)
         for (;;)
             pause();
     }
+    int live = 0;
     for (;;) {
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            live--; /* steps that ended */
         if (fd < 0)
             continue;
+        if (live >= MAX_STEPS) { /* a flood of connections costs no more than this */
+            close(fd);
+            continue;
+        }
         pid_t pid = fork();
         if (pid == 0) {
             close(lfd);
             _exit(run_step(fd));
         }
+        if (pid > 0)
+            live++;
         close(fd);
-        while (waitpid(-1, NULL, WNOHANG) > 0)
-            ; /* steps that ended */
     }
 }
