@@ -18,9 +18,14 @@ extern char **environ;
 
 enum { MAX_ENV = 1000, MAX_SCRIPT = 1 << 20 };
 
-/* Variables that belong to the submitting shell or to another scheduler's job. */
+/* Variables that belong to the submitting shell or to another scheduler's job. Of
+ * docket's own, the job keeps only where the API is (so that sbatch, squeue ... work in
+ * it): never the token, which would be stored with the job. */
 static bool env_skipped(const char *name, size_t n)
 {
+    if ((n == 10 && !strncmp(name, "DOCKET_URL", n)) ||
+        (n == 20 && !strncmp(name, "DOCKET_PARTITION_MAP", n)))
+        return false;
     static const char *const exact[] = {"PWD",
                                         "OLDPWD",
                                         "SHLVL",

@@ -64,7 +64,8 @@ static void block_distribution(void **state)
 static void exported_environment(void **state)
 {
     char *envp[] = {"HOME=/home/a", "SLURM_JOB_ID=3",  "DOCKET_TOKEN=dkt_secret", "PWD=/x",
-                    "CONDA_PREFIX=/opt/c", "FOO=from-shell", "bad name=1", "NOEQUALS", NULL};
+                    "CONDA_PREFIX=/opt/c", "FOO=from-shell", "bad name=1", "NOEQUALS",
+                    "DOCKET_URL=http://ctl:8420", "DOCKET_JOB_ID=9", NULL};
     json_t *spec = json_pack("{s:{s:s}}", "env", "FOO", "from-flag");
     slurm_export_env(spec, envp);
     json_t *env = json_object_get(spec, "env");
@@ -74,7 +75,9 @@ static void exported_environment(void **state)
     assert_null(json_object_get(env, "SLURM_JOB_ID"));
     assert_null(json_object_get(env, "DOCKET_TOKEN"));
     assert_null(json_object_get(env, "PWD"));
-    assert_int_equal(json_object_size(env), 3);
+    assert_null(json_object_get(env, "DOCKET_JOB_ID"));
+    assert_string_equal(json_string_value(json_object_get(env, "DOCKET_URL")), "http://ctl:8420");
+    assert_int_equal(json_object_size(env), 4);
     json_decref(spec);
 }
 
