@@ -374,6 +374,7 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
         goto fail;
     a->sup = (struct sup_config){.state_dir = a->cfg.state_dir,
                                  .scratch_root = a->cfg.scratch_root,
+                                 .slurm_cli = a->cfg.slurm_cli,
                                  .node = a->cfg.name,
                                  .cg = &a->cg,
                                  .allow_root_jobs = cfg->allow_root_jobs,

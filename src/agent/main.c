@@ -48,6 +48,8 @@ static const char usage_text[] =
     "  --label KEY=VALUE       a node label (repeatable)\n"
     "  --state-dir DIR         jobs, logs, credential (default /var/lib/docket-node)\n"
     "  --scratch-root DIR      per-job scratch directories (default STATE_DIR/scratch)\n"
+    "  --slurm-cli PATH        the docket CLI that Slurm-style jobs find as srun, sbatch,\n"
+    "                          squeue, scancel, scontrol (default: docket beside this program)\n"
     "  --keep-scratch          keep scratch directories after jobs end\n"
     "  --cgroup-root PATH      cgroup mount root (default /sys/fs/cgroup; v2 or v1)\n"
     "  --no-cgroups            track jobs by session only (non-root development)\n"
@@ -75,6 +77,23 @@ static const char usage_text[] =
     "                          labels: {k: v}, state_dir, health_check, ...); flags win\n"
     "  --help                  this text\n";
 
+/* The docket CLI installed beside docket-node, when there is one ("" otherwise). */
+static void default_slurm_cli(char *out, size_t len)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    out[0] = '\0';
+    if (n <= 0)
+        return;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    if (snprintf(out, len, "%s/docket", self) >= (int)len || access(out, X_OK) < 0)
+        out[0] = '\0';
+}
+
 enum opt {
     O_CONTROLLER = 256,
     O_JOIN,
@@ -90,6 +109,7 @@ enum opt {
     O_LABEL,
     O_STATE,
     O_SCRATCH,
+    O_SLURM_CLI,
     O_KEEP,
     O_CGROOT,
     O_NOCG,
@@ -126,6 +146,7 @@ static const struct option longopts[] = {
     {"label", 1, NULL, O_LABEL},
     {"state-dir", 1, NULL, O_STATE},
     {"scratch-root", 1, NULL, O_SCRATCH},
+    {"slurm-cli", 1, NULL, O_SLURM_CLI},
     {"keep-scratch", 0, NULL, O_KEEP},
     {"cgroup-root", 1, NULL, O_CGROOT},
     {"no-cgroups", 0, NULL, O_NOCG},
@@ -314,6 +335,13 @@ static int build_config(struct settings *s, struct agent_config *c)
     str_copy(c->state_dir, sizeof c->state_dir, v[O_STATE] ? v[O_STATE] : "/var/lib/docket-node");
     if (v[O_SCRATCH])
         str_copy(c->scratch_root, sizeof c->scratch_root, v[O_SCRATCH]);
+    if (v[O_SLURM_CLI]) {
+        if (access(v[O_SLURM_CLI], X_OK) < 0)
+            return die("--slurm-cli '%s' is not executable: %s", v[O_SLURM_CLI], strerror(errno));
+        str_copy(c->slurm_cli, sizeof c->slurm_cli, v[O_SLURM_CLI]);
+    } else {
+        default_slurm_cli(c->slurm_cli, sizeof c->slurm_cli);
+    }
     if (v[O_CGROOT])
         str_copy(c->cgroup_root, sizeof c->cgroup_root, v[O_CGROOT]);
     c->no_cgroups = v[O_NOCG] != NULL;

@@ -8,32 +8,86 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "agent/supervisor.h"
+#include "util/clock.h"
 #include "util/str.h"
 
+/* One replacement symbol of an output path (Slurm's filename pattern): its text in tmp,
+ * `pad` the zero-padding width for numbers (at most 10). Returns what to add. */
+static const char *pattern_symbol(char c, int pad, const struct agent_job *j, const char *user,
+                                  char *tmp, size_t len)
+{
+    unsigned long long n;
+    const char *node = j->nnodes > j->node_rank ? j->nodelist[j->node_rank] : "";
+    switch (c) {
+    case 'j':
+    case 'J': /* jobid.stepid, the step only for srun's steps: the batch output is the id */
+        n = (unsigned long long)j->id;
+        break;
+    case 'A':
+        n = (unsigned long long)(j->array_id ? j->array_id : j->id);
+        break;
+    case 'a':
+        n = (unsigned long long)j->array_index;
+        break;
+    case 'b':
+        n = (unsigned long long)j->array_index % 10;
+        break;
+    case 'n':
+        n = (unsigned long long)j->node_rank;
+        break;
+    case 't':
+    case 'r':
+        n = 0;
+        break;
+    case 's':
+        return "batch";
+    case 'x':
+        return j->name[0] ? j->name : "job";
+    case 'u':
+        return user && *user ? user : (j->user[0] ? j->user : "nobody");
+    case 'N': /* the short host name */
+        snprintf(tmp, len, "%.*s", (int)strcspn(node, "."), node);
+        return tmp;
+    case '%':
+        return "%";
+    default:
+        snprintf(tmp, len, "%%%c", c);
+        return tmp;
+    }
+    snprintf(tmp, len, "%0*llu", pad, n);
+    return tmp;
+}
+
 int sup_resolve_output(const char *spec, const char *jobdir, const char *default_name,
-                       const char *workdir, const struct agent_job *j, char *out, size_t len)
+                       const char *workdir, const struct agent_job *j, const char *user, char *out,
+                       size_t len)
 {
     if (!spec || !*spec)
         return snprintf(out, len, "%s/%s", jobdir, default_name) >= (int)len ? -ENAMETOOLONG : 0;
     char buf[PATH_MAX];
     size_t o = 0;
+    /* Slurm: a backslash in the pattern turns the symbols off (and is dropped) */
+    bool literal = strchr(spec, '\\') != NULL;
     for (const char *p = spec; *p; p++) {
         char tmp[160];
         const char *add = tmp;
-        if (*p == '%' && p[1]) {
+        if (literal && *p == '\\')
+            continue;
+        if (!literal && *p == '%' && p[1]) {
+            int pad = 0;
+            while (p[1] >= '0' && p[1] <= '9') {
+                pad = pad * 10 + (p[1] - '0');
+                if (pad > 10)
+                    pad = 10;
+                p++;
+            }
+            if (!p[1])
+                break;
             p++;
-            if (*p == 'j')
-                snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)j->id);
-            else if (*p == 'a')
-                snprintf(tmp, sizeof tmp, "%d", j->array_index);
-            else if (*p == 'x')
-                add = j->name[0] ? j->name : "job";
-            else if (*p == '%')
-                add = "%";
-            else
-                snprintf(tmp, sizeof tmp, "%%%c", *p);
+            add = pattern_symbol(*p, pad, j, user, tmp, sizeof tmp);
         } else {
             tmp[0] = *p;
             tmp[1] = '\0';
@@ -96,6 +150,108 @@ static void env_set(struct envb *e, const char *key, const char *value, bool for
     e->v[e->n] = NULL;
 }
 
+static void env_int(struct envb *e, const char *key, long long v)
+{
+    char num[32];
+    snprintf(num, sizeof num, "%lld", v);
+    env_set(e, key, num, true);
+}
+
+/* Slurm's environment of a batch step (docs/slurm.md): what sbatch and slurmd set, from
+ * the allocation docket made. The batch script is task 0 on node 0. */
+static void slurm_env(struct envb *e, const struct agent_job *j, const char *node, const char *user)
+{
+    char buf[64], gpus[AGENT_MAX_GPUS * 4 + 1] = "";
+    size_t gl = 0;
+    int nnodes = j->nnodes ? j->nnodes : 1;
+    for (int i = 0; i < j->ngpus; i++)
+        gl += (size_t)snprintf(gpus + gl, sizeof gpus - gl, "%s%d", i ? "," : "", j->gpus[i]);
+    env_int(e, "SLURM_JOB_ID", (long long)j->id);
+    env_int(e, "SLURM_JOBID", (long long)j->id);
+    env_set(e, "SLURM_JOB_NAME", j->name, true);
+    env_set(e, "SLURM_JOB_ACCOUNT", j->project, true);
+    env_set(e, "SLURM_JOB_PARTITION", j->tier, true);
+    env_set(e, "SLURM_JOB_QOS", j->class_name, true);
+    env_set(e, "SLURM_JOB_USER", user ? user : j->user, true);
+    env_set(e, "SLURM_CLUSTER_NAME", "docket", true);
+    env_set(e, "SLURMD_NODENAME", node, true);
+    env_set(e, "SLURM_TOPOLOGY_ADDR", node, true);
+    env_int(e, "SLURM_NNODES", nnodes);
+    env_int(e, "SLURM_JOB_NUM_NODES", nnodes);
+    env_int(e, "SLURM_NODEID", j->node_rank);
+    env_int(e, "SLURM_NTASKS", j->slurm.ntasks);
+    env_int(e, "SLURM_NPROCS", j->slurm.ntasks);
+    env_int(e, "SLURM_NTASKS_PER_NODE", j->slurm.ntasks_per_node);
+    /* "4(x2)": 4 on each of 2 nodes, Slurm's compact form; "4" on one node */
+    int cpus = j->cpus > 0 ? j->cpus : 1;
+    snprintf(buf, sizeof buf, nnodes > 1 ? "%d(x%d)" : "%d", j->slurm.ntasks_per_node, nnodes);
+    env_set(e, "SLURM_TASKS_PER_NODE", buf, true);
+    env_int(e, "SLURM_CPUS_PER_TASK", j->slurm.cpus_per_task);
+    env_int(e, "SLURM_CPUS_ON_NODE", cpus);
+    snprintf(buf, sizeof buf, nnodes > 1 ? "%d(x%d)" : "%d", cpus, nnodes);
+    env_set(e, "SLURM_JOB_CPUS_PER_NODE", buf, true);
+    if (j->mem_mb > 0)
+        env_int(e, "SLURM_MEM_PER_NODE", (long long)j->mem_mb);
+    env_int(e, "SLURM_GPUS_ON_NODE", j->ngpus);
+    if (j->ngpus) {
+        env_set(e, "SLURM_JOB_GPUS", gpus, true);
+        env_set(e, "GPU_DEVICE_ORDINAL", gpus, true);
+    }
+    if (j->slurm.gpus_per_task)
+        env_int(e, "SLURM_GPUS_PER_TASK", j->slurm.gpus_per_task);
+    env_int(e, "SLURM_PROCID", 0);
+    env_int(e, "SLURM_LOCALID", 0);
+    env_set(e, "SLURM_STEP_ID", "batch", true);
+    if (j->array_id) {
+        env_int(e, "SLURM_ARRAY_JOB_ID", (long long)j->array_id);
+        env_int(e, "SLURM_ARRAY_TASK_ID", j->array_index);
+    }
+    if (j->slurm.submit_dir)
+        env_set(e, "SLURM_SUBMIT_DIR", j->slurm.submit_dir, true);
+    if (j->slurm.step_key[0] && j->slurm.nstep_hosts == nnodes) {
+        /* for srun: where the step hosts of the other nodes listen, and the key */
+        size_t need = 1;
+        for (int i = 0; i < j->slurm.nstep_hosts; i++)
+            need += strlen(j->slurm.step_hosts[i]) + 1;
+        char *hosts = malloc(need);
+        if (hosts) {
+            size_t o = 0;
+            for (int i = 0; i < j->slurm.nstep_hosts; i++)
+                o += (size_t)snprintf(hosts + o, need - o, "%s%s", i ? "," : "",
+                                      j->slurm.step_hosts[i]);
+            env_set(e, "DOCKET_STEP_HOSTS", hosts, true);
+            free(hosts);
+        }
+        env_set(e, "DOCKET_STEP_KEY", j->slurm.step_key, true);
+    }
+    env_set(e, "SLURM_SUBMIT_HOST", node, false);
+    int64_t now = clock_now_ms() / 1000;
+    env_int(e, "SLURM_JOB_START_TIME", (long long)now);
+    if (j->time_limit_ms > 0)
+        env_int(e, "SLURM_JOB_END_TIME", (long long)(now + j->time_limit_ms / 1000));
+}
+
+/* SCRATCH/.slurm-bin (suplaunch.c) first on the PATH, when it was made. */
+static void slurm_path(struct envb *e, const char *scratch)
+{
+    char dir[PATH_MAX];
+    struct stat sb;
+    if (snprintf(dir, sizeof dir, "%s/.slurm-bin", scratch) >= (int)sizeof dir ||
+        stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
+        return;
+    for (int i = 0; i < e->n; i++)
+        if (!strncmp(e->v[i], "PATH=", 5)) {
+            size_t len = strlen(dir) + strlen(e->v[i]) + 2;
+            char *kv = malloc(len);
+            if (!kv)
+                return;
+            snprintf(kv, len, "PATH=%s:%s", dir, e->v[i] + 5);
+            free(e->v[i]);
+            e->v[i] = kv;
+            return;
+        }
+}
+
 char **sup_build_env(const struct agent_job *j, const char *node, const char *user,
                      const char *home, const char *shell, const char *scratch)
 {
@@ -145,6 +301,10 @@ char **sup_build_env(const struct agent_job *j, const char *node, const char *us
         if (j->nnodes == 0)
             memcpy(list, node, strlen(node) + 1);
         env_set(&e, "DOCKET_NODELIST", list, true);
+        if (j->slurm.on) { /* a comma list is a valid Slurm hostlist */
+            env_set(&e, "SLURM_JOB_NODELIST", list, true);
+            env_set(&e, "SLURM_NODELIST", list, true);
+        }
         free(list);
     }
     (void)nl;
@@ -158,11 +318,15 @@ char **sup_build_env(const struct agent_job *j, const char *node, const char *us
         snprintf(num, sizeof num, "%d", j->node_rank);
         env_set(&e, "NODE_RANK", num, true);
     }
+    if (j->slurm.on)
+        slurm_env(&e, j, node, user);
     if (scratch && *scratch) {
         env_set(&e, "DOCKET_SCRATCH", scratch, true);
         env_set(&e, "TMPDIR", scratch, false);
     }
     env_set(&e, "PATH", "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin", false);
+    if (j->slurm.on && scratch && *scratch)
+        slurm_path(&e, scratch);
     if (home)
         env_set(&e, "HOME", home, false);
     if (user) {

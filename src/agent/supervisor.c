@@ -198,22 +198,63 @@ static void check_lease(struct sup *s, int64_t now)
              "fenced: the node lost contact with the controller");
 }
 
+/* Every process of the job but its leader (the batch shell): Slurm's --signal without
+ * B: reaches the steps, not the script. Without a cgroup: the leader's process group. */
+static int signal_steps(struct sup *s, int sig)
+{
+    if (!s->use_cg)
+        return kill(-s->leader, sig) == 0 ? 1 : 0;
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/cgroup.procs", s->st.cgroup);
+    FILE *f = fopen(path, "re");
+    int n = 0, pid;
+    if (!f)
+        return 0;
+    while (fscanf(f, "%d", &pid) == 1)
+        if (pid != s->leader && kill(pid, sig) == 0)
+            n++;
+    fclose(f);
+    return n;
+}
+
+/* A Slurm job's --signal=[B:]SIG@T, T seconds before the limit; the limit itself then
+ * sends SIGTERM as Slurm's does. */
+static void warn_job(struct sup *s)
+{
+    int sig = s->j->slurm.signal ? s->j->slurm.signal : SIGUSR1;
+    int n = s->j->slurm.signal_batch ? (kill(s->leader, sig) == 0 ? 1 : 0) : signal_steps(s, sig);
+    sup_log("job %llu: signal %d to %s (%d processes), %d s before the limit",
+            (unsigned long long)s->j->id, sig,
+            s->j->slurm.signal_batch ? "the batch shell" : "the steps", n,
+            s->j->slurm.signal_before);
+    s->warn_at = 0;
+}
+
+static int limit_signal(const struct sup *s)
+{
+    if (s->j->slurm.on && s->j->slurm.signal_before >= 0)
+        return SIGTERM;
+    return s->j->signal ? s->j->signal : SIGTERM;
+}
+
 static void run_loop(struct sup *s, int sfd)
 {
     while (!s->leader_done) {
         int64_t now = clock_mono_ms();
+        if (s->warn_at && now >= s->warn_at && !s->stopping)
+            warn_job(s);
         if (s->limit_at && now >= s->limit_at && !s->stopping) {
             s->timed_out = true;
-            stop_job(s, s->j->signal ? s->j->signal : SIGTERM, s->j->grace_ms,
-                     "time limit reached");
+            stop_job(s, limit_signal(s), s->j->grace_ms, "time limit reached");
         }
         if (s->lease_at && now >= s->lease_at)
             check_lease(s, now);
         if (s->kill_at && now >= s->kill_at)
             kill_job(s, "grace ended");
         int64_t next = 86400000; /* the earliest of the deadlines set, in ms from now */
-        int64_t at[3] = {s->limit_at && !s->stopping ? s->limit_at : 0, s->kill_at, s->lease_at};
-        for (int i = 0; i < 3; i++)
+        int64_t at[4] = {s->limit_at && !s->stopping ? s->limit_at : 0, s->kill_at, s->lease_at,
+                         s->warn_at && !s->stopping ? s->warn_at : 0};
+        for (int i = 0; i < 4; i++)
             if (at[i] && at[i] - now < next)
                 next = at[i] - now;
         struct pollfd pfd = {sfd, POLLIN, 0};
@@ -378,6 +419,12 @@ supervise_job(const struct sup_config *c, const struct agent_job *j, const char 
     str_copy(s.st.state, sizeof s.st.state, "running");
     if (j->time_limit_ms > 0)
         s.limit_at = clock_mono_ms() + j->time_limit_ms + c->limit_slack_ms;
+    if (j->time_limit_ms > 0 && j->slurm.on && j->slurm.signal_before >= 0) {
+        int64_t before = (int64_t)j->slurm.signal_before * 1000;
+        s.warn_at = clock_mono_ms() + (j->time_limit_ms > before ? j->time_limit_ms - before : 0);
+        if (s.warn_at == 0)
+            s.warn_at = 1;
+    }
     s.lease_at = clock_mono_ms(); /* a first look at the lease at once */
     read_ctl(&s);                 /* commands that came before the signalfd existed */
     run_loop(&s, sfd);

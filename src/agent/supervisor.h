@@ -34,6 +34,7 @@
 struct sup_config {
     const char *state_dir;      /* the agent's state directory (exists) */
     const char *scratch_root;   /* per-job scratch dirs go under it (exists) */
+    const char *slurm_cli;      /* the docket CLI, linked as srun & co for Slurm-style jobs */
     const char *node;           /* this node's name */
     const struct cg_layout *cg; /* mode CG_NONE = no cgroups (tests without root only) */
     bool allow_root_jobs;       /* else a job whose user resolves to uid 0 is refused */
@@ -112,10 +113,14 @@ int sup_state_write(const char *jobdir, const struct sup_state *st);
 bool sup_alive(int pid, int64_t starttime);
 /* /proc/PID/stat starttime, or -errno. */
 int64_t sup_proc_starttime(int pid);
-/* Resolve an output path: NULL -> JOBDIR/default_name; relative -> under workdir;
- * %j job id, %x name, %a array index, %% a percent sign. */
+/* Resolve an output path: NULL -> JOBDIR/default_name; relative -> under workdir; Slurm's
+ * filename pattern: %j and %J job id, %A the array's id (the job's outside an array), %a
+ * array index, %b index modulo 10, %x name, %u user, %N short node name, %n node rank,
+ * %s "batch", %t and %r 0, %% a percent sign; a number after % zero-pads (at most 10); a
+ * backslash anywhere turns the symbols off. */
 int sup_resolve_output(const char *spec, const char *jobdir, const char *default_name,
-                       const char *workdir, const struct agent_job *j, char *out, size_t len);
+                       const char *workdir, const struct agent_job *j, const char *user, char *out,
+                       size_t len);
 /* Build the job's environment (NULL-terminated, malloc'd strings; free with
  * sup_env_free). `home`, `user`, `shell` from the passwd entry; `scratch` the dir. */
 char **sup_build_env(const struct agent_job *j, const char *node, const char *user,

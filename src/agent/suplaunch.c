@@ -234,6 +234,17 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
     close_range((unsigned)pfd + 1, ~0U, 0);
     char *sh_argv[3];
     char **argv = s->j->argv;
+    /* a Slurm-style job's batch script runs on the first node only; the others run srun's
+     * step host (srun.c), or without the CLI only hold the allocation (ignoring the
+     * --signal warnings meant for the steps), until the job ends */
+    static char *hold_argv[] = {
+        "/bin/sh", "-c", "trap '' USR1 USR2 HUP INT; while :; do sleep 86400 & wait $!; done",
+        NULL};
+    char step_host[PATH_MAX + 32];
+    char *host_argv[] = {step_host, "--docket-step-host", NULL};
+    snprintf(step_host, sizeof step_host, "%s/.slurm-bin/srun", s->scratch);
+    if (s->j->slurm.on && s->j->node_rank > 0)
+        argv = s->j->slurm.nstep_hosts && access(step_host, X_OK) == 0 ? host_argv : hold_argv;
     if (!argv) {
         snprintf(what, sizeof what, "%s/.docket_script", s->scratch);
         bool shebang = strncmp(s->j->script, "#!", 2) == 0;
@@ -269,6 +280,27 @@ static int write_script(struct sup *s, char *err, size_t errlen)
     return rc;
 }
 
+/* SCRATCH/.slurm-bin: Slurm's commands as links to the docket CLI, first on the PATH of a
+ * Slurm-style job (supenv.c), so its srun, scontrol, squeue ... work and never shadow a
+ * real Slurm outside it. A failure only leaves the commands out (logged). */
+static void slurm_bin(struct sup *s)
+{
+    static const char *const names[] = {"srun",     "sbatch", "squeue", "scancel",
+                                        "scontrol", "sinfo",  "sacct"};
+    char dir[PATH_MAX + 16], link[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/.slurm-bin", s->scratch);
+    if (mkdir(dir, 0755) < 0) {
+        sup_log("job %llu: cannot make %s: %s", (unsigned long long)s->j->id, dir, strerror(errno));
+        return;
+    }
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(link, sizeof link, "%s/%s", dir, names[i]);
+        if (symlink(s->c->slurm_cli, link) < 0)
+            sup_log("job %llu: cannot link %s: %s", (unsigned long long)s->j->id, link,
+                    strerror(errno));
+    }
+}
+
 static int make_scratch(struct sup *s, char *err, size_t errlen)
 {
     snprintf(s->scratch, sizeof s->scratch, "%s/job_%llu", s->c->scratch_root,
@@ -279,6 +311,8 @@ static int make_scratch(struct sup *s, char *err, size_t errlen)
                  strerror(errno));
         return -errno;
     }
+    if (s->j->slurm.on && s->c->slurm_cli && *s->c->slurm_cli)
+        slurm_bin(s);
     return s->j->script ? write_script(s, err, errlen) : 0;
 }
 
@@ -309,9 +343,9 @@ static int prepare(struct sup *s, char *err, size_t errlen)
     if ((rc = resolve_user(s, err, errlen)) < 0)
         return rc;
     const char *wd = s->j->workdir && *s->j->workdir ? s->j->workdir : (s->home[0] ? s->home : "/");
-    if ((rc = sup_resolve_output(s->j->output, s->dir, "stdout", wd, s->j, s->st.out_path,
+    if ((rc = sup_resolve_output(s->j->output, s->dir, "stdout", wd, s->j, s->user, s->st.out_path,
                                  sizeof s->st.out_path)) < 0 ||
-        (rc = sup_resolve_output(s->j->error, s->dir, "stderr", wd, s->j, s->st.err_path,
+        (rc = sup_resolve_output(s->j->error, s->dir, "stderr", wd, s->j, s->user, s->st.err_path,
                                  sizeof s->st.err_path)) < 0) {
         sup_errf(err, errlen, "output path too long");
         return rc;

@@ -4,6 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cli/cli.h"
+#include "cli/slurm.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -39,6 +40,8 @@ const struct cli_verb cli_verbs[] = {
     {"token", cmd_token, "API tokens: create, list, revoke, rotate-admin", cmd_token_usage},
     {"secret", cmd_secret, "a project's secrets: set, list, rm", cmd_secret_usage},
     {"audit", cmd_audit, "the audit trail of changes", cmd_audit_usage},
+    {"sbatch", cmd_sbatch, "submit a batch script with Slurm's sbatch options (docs/slurm.md)",
+     cmd_sbatch_usage},
     {"help", cmd_help, "help on docket or on one verb", cmd_help_usage},
     {NULL, NULL, NULL, NULL},
 };
@@ -331,6 +334,31 @@ static const struct opt_def global_opts[] = {
     {GO_FPR, 0, "fingerprint", OPT_VALUE},  {0, 0, NULL, OPT_NONE},
 };
 
+/* The verb of a link named as a Slurm command (make install-slurm-compat, or the agent's
+ * links in a Slurm-style job), or NULL. srun, squeue, scancel, scontrol, sinfo and sacct
+ * exist only under those names; sbatch is also `docket sbatch`. */
+static const struct cli_verb *slurm_command(const char *argv0)
+{
+    static const struct cli_verb cmds[] = {
+        {"srun", cmd_srun, "", cmd_srun_usage},
+        {"squeue", cmd_squeue, "", cmd_squeue_usage},
+        {"scancel", cmd_scancel, "", cmd_scancel_usage},
+        {"scontrol", cmd_scontrol, "", cmd_scontrol_usage},
+        {"sinfo", cmd_sinfo, "", cmd_sinfo_usage},
+        {"sacct", cmd_sacct, "", cmd_sacct_usage},
+        {NULL, NULL, NULL, NULL},
+    };
+    const char *base = strrchr(argv0, '/');
+
+    base = base ? base + 1 : argv0;
+    if (!strcmp(base, "sbatch"))
+        return cli_find_verb("sbatch");
+    for (const struct cli_verb *v = cmds; v->name; v++)
+        if (!strcmp(base, v->name))
+            return v;
+    return NULL;
+}
+
 int cli_main(int argc, char **argv)
 {
     struct cli c = {.out = stdout};
@@ -342,6 +370,8 @@ int cli_main(int argc, char **argv)
     int id, rc;
 
     opt_iter_init(&it, argc, argv, 1);
+    if ((v = slurm_command(argc > 0 ? argv[0] : "")))
+        goto run; /* run as `sbatch`: Slurm's command line, no docket flags before it */
     while ((id = opt_next(&it, global_opts, &val, err, sizeof(err))) != OPT_POSITIONAL) {
         switch (id) {
         case GO_URL:
@@ -378,7 +408,9 @@ int cli_main(int argc, char **argv)
         fprintf(stderr, "docket: unknown verb '%.60s'\nsee `docket help`\n", val);
         return EXIT_USAGE;
     }
-    if (client_config_load(&c.cfg, err, sizeof(err)) < 0) {
+run:
+    /* srun needs no server: a broken configuration file must not end a job's step host */
+    if (client_config_load(&c.cfg, err, sizeof(err)) < 0 && v->fn != cmd_srun) {
         fprintf(stderr, "docket: %s\n", err);
         return EXIT_FAIL;
     }

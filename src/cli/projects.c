@@ -2,13 +2,16 @@
  * projects.c - `docket projects`: list projects (and their groups) or show one with its
  * usage and limits (GET /v1/projects[/NAME]); `set` (PATCH), `create` (POST), `boost`, `pause` and
  * `resume` change them (admin; a project's lead may set its per-user caps); `members`
- * lists, adds and removes the project's members and leads (its leads, admins). Every
+ * lists, adds and removes the project's members and leads (its leads, admins); `default`
+ * shows or sets a user's default project (/v1/users/USER/default_project). Every
  * change is audited by docketd.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "util/parse.h"
@@ -25,6 +28,11 @@ const char cmd_projects_usage[] =
     "       docket projects members list NAME\n"
     "       docket projects members add NAME USER [--role member|lead]\n"
     "       docket projects members rm NAME USER\n"
+    "       docket projects default [[USER] PROJECT|none]\n"
+    "                                   (a user's default project, used when a job names\n"
+    "                                   none: Slurm's default account; no arguments: yours;\n"
+    "                                   USER defaults to $USER; set by an admin,\n"
+    "                                   or by a lead of PROJECT for its members)\n"
     "\n"
     "Members submit into the project and manage their own jobs; leads also manage its\n"
     "members, its jobs, and its per-user caps (user_max_running, user_gpu_limit).\n"
@@ -380,6 +388,38 @@ static int members(struct cli *c, const struct cli_args *a)
     return rc;
 }
 
+/* `docket projects default [[USER] PROJECT|none]`: GET or POST
+ * /v1/users/USER/default_project. */
+static int default_project(struct cli *c, const struct cli_args *a)
+{
+    struct passwd *pw = getenv("USER") ? NULL : getpwuid(getuid());
+    const char *user = a->npos == 3 ? a->pos[1] : pw ? pw->pw_name : getenv("USER");
+    const char *project = a->npos == 3 ? a->pos[2] : a->npos == 2 ? a->pos[1] : NULL;
+    json_t *reply = NULL, *body = NULL;
+    char path[160];
+    int rc;
+
+    if (a->npos > 3)
+        return cli_usage_error(c, "docket projects default [[USER] PROJECT|none]");
+    if (!user || !str_is_name(user))
+        return cli_usage_error(c, "who? write docket projects default USER PROJECT");
+    snprintf(path, sizeof(path), "/v1/users/%s/default_project", user);
+    if (project)
+        body = json_pack("{s:o}", "project",
+                         strcmp(project, "none") ? json_string(project) : json_null());
+    rc = cli_call(c, project ? "POST" : "GET", path, body, &reply);
+    json_decref(body);
+    if (rc == 0 && c->json) {
+        cli_print_json(c, reply);
+    } else if (rc == 0) {
+        const char *p = jstr(reply, "default_project");
+        fprintf(c->out, p[0] ? "%s: default project %s\n" : "%s: no default project%s\n", user,
+                p[0] ? p : "");
+    }
+    json_decref(reply);
+    return rc;
+}
+
 int cmd_projects(struct cli *c, int argc, char **argv)
 {
     struct cli_args a;
@@ -400,5 +440,7 @@ int cmd_projects(struct cli *c, int argc, char **argv)
         return set(c, &a, true);
     if (!strcmp(sub, "pause") || !strcmp(sub, "resume"))
         return admission(c, &a, sub);
+    if (!strcmp(sub, "default"))
+        return default_project(c, &a);
     return list(c, &a);
 }

@@ -5,12 +5,18 @@
  *
  * Every value is checked here with the util parsers before anything is sent, and an error
  * names the flag and, for scripts, the line: "line 4: --gres: bad GPU count 'gpu:x'".
- * Unknown #SBATCH options are not errors: each gets a warning through spec_env.warn.
+ * #SBATCH lines (and the `docket sbatch` command line) are read as sbatch reads them
+ * (docs/slurm.md): every sbatch option is known, long names may be shortened to a unique
+ * prefix, an unknown option or a stray word is an error, an option docket cannot honour
+ * is refused with the reason, and only one that changes neither resources nor timing
+ * (--mail-type ...) is accepted with a warning through spec_env.warn. A job read from
+ * sbatch options carries a "slurm" object (tasks, signal timing) for the agent.
  */
 #ifndef DOCKET_CLI_SPEC_H
 #define DOCKET_CLI_SPEC_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,11 +50,13 @@ enum submit_opt {
     SO_IDEMPOTENT,
     SO_NO_REQUEUE,
     SO_CHECKPOINT,
+    SO_TIER_OR_TIME, /* -t: a Slurm time when it reads as one (sbatch's -t), else a tier */
     /* not part of the job: flags of the verb itself */
     SO_JSON,
     SO_HELP,
     SO_PARSABLE,
     SO_DRY_RUN,
+    SO_WRAP,
 };
 
 /* The flags of `docket submit` (and of #DOCKET lines, which take the job flags only). */
@@ -58,6 +66,8 @@ struct spec_env {
     const char *partition_map; /* "gpu=normal,debug=class:exploration"; may be NULL */
     void (*warn)(void *arg, const char *msg);
     void *warn_arg;
+    bool raw; /* leave sbatch's values unfinished (the caller adds its own and calls
+               * spec_slurm_finish) */
 };
 
 /* Apply one docket submit flag (id from spec_submit_opts) to spec. 0, or -EINVAL with
@@ -70,10 +80,25 @@ int spec_apply(json_t *spec, int id, const char *value, char *err, size_t errlen
 int spec_parse_script(json_t *spec, const char *text, size_t len, const struct spec_env *env,
                       char *err, size_t errlen);
 
-/* Apply one Slurm option (as on an #SBATCH line, name without dashes, e.g. "gres",
- * value or NULL). Unknown options warn and return 0. Exposed for tests. */
+/* Apply one sbatch option (long name or a unique prefix, without dashes, e.g. "gres";
+ * value or NULL). Exposed for tests. */
 int spec_apply_sbatch(json_t *spec, const char *name, const char *value, const struct spec_env *env,
                       char *err, size_t errlen);
+
+/* sbatch's command line: options up to the first word that is not one (getopt_long with
+ * "+"), whose index is put in *stop ("--" is skipped). 0 or -EINVAL with err. */
+int spec_sbatch_args(json_t *spec, char **words, int n, const struct spec_env *env, int *stop,
+                     char *err, size_t errlen);
+
+/* Once all sbatch options are read: per-task requests (--ntasks-per-node, -c,
+ * --gpus-per-task, --mem-per-cpu ...) become per-node ones and the "slurm" object is
+ * written. spec_parse_script calls it for a script with #SBATCH lines. 0 or -EINVAL. */
+int spec_slurm_finish(json_t *spec, char *err, size_t errlen);
+
+/* What the submitting verb must do itself, taken out of the spec (a new reference, an
+ * empty object when none): "whole_node" (--exclusive), "whole_mem" (--mem=0),
+ * "export_all" (--export), and sbatch's own flags by name ("parsable", "wrap", ...). */
+json_t *spec_take_cli(json_t *spec);
 
 /* Slurm time formats: "MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS";
  * 0 or -EINVAL. "UNLIMITED"/"infinite" give -ERANGE (the caller warns). */
@@ -87,7 +112,7 @@ int spec_partition_lookup(const char *map, const char *partition, const char **f
                           size_t namelen);
 
 /* Command-line flags override script lines: copy every member of `over` into `base`;
- * env, labels and selectors are merged key by key. */
+ * env, labels, selectors and the unfinished sbatch values are merged key by key. */
 void spec_merge(json_t *base, const json_t *over);
 
 /* Last checks once everything is applied (e.g. total GPUs that must divide by nodes). */

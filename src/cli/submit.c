@@ -3,13 +3,14 @@
  * (and #SBATCH) lines carry the same flags; the flags on the command line win.
  * POST /v1/jobs (docs/api.md); the flag and #SBATCH mapping is in spec.c and docs/cli.md.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/slurm.h"
 #include "cli/spec.h"
 #include "util/dbuf.h"
 #include "util/str.h"
@@ -23,8 +24,10 @@ const char cmd_submit_usage[] =
     "Submit a job. A script's #DOCKET lines take the flags below; #SBATCH lines are\n"
     "understood too (see docs/cli.md). Flags given here override the script's.\n"
     "\n"
-    "  -p, --project NAME     project to charge (required unless you have one)\n"
-    "  -t, --tier NAME        priority tier (at most the project's)\n"
+    "  -p, -A, --project NAME project to charge (default: your default project)\n"
+    "      --tier NAME        priority tier (at most the project's)\n"
+    "  -t TIME|TIER           sbatch's -t: a time limit when it reads as one (1:00:00),\n"
+    "                         else a tier\n"
     "      --class NAME       training, experiment, exploration, interactive, service\n"
     "  -g, --gpus N|NxTYPE    GPUs per node (e.g. 8 or 8xH100-80GB)\n"
     "      --gpu-type TYPE    only nodes with this GPU type\n"
@@ -32,7 +35,7 @@ const char cmd_submit_usage[] =
     "  -m, --mem SIZE         memory per node (512M, 32G)\n"
     "  -N, --nodes N          nodes (more than 1: all at once, a gang)\n"
     "      --time DURATION    time limit (4h, 90m, 2d, or Slurm's 1-12:00:00)\n"
-    "      --name NAME        job name (default: the script's or command's name)\n"
+    "  -J, --name NAME        job name (default: the script's or command's name)\n"
     "      --env K=V          environment variable (repeat; --env K passes yours)\n"
     "      --secret NAME      the project's secret NAME as the variable NAME (repeat;\n"
     "                         docket secret set PROJECT NAME stores it)\n"
@@ -46,8 +49,10 @@ const char cmd_submit_usage[] =
     "      --label K=V        label the job (repeat)\n"
     "      --select K=V       only nodes labelled K=V; K!=V: not V (repeat)\n"
     "      --workdir DIR      working directory (default: the current one)\n"
-    "      --output PATH      stdout file on the node (%j id, %a index, %x name)\n"
-    "      --error PATH       stderr file on the node\n"
+    "  -o, --output PATH      stdout file on the node (%j id, %A array, %a index, %x name,\n"
+    "                         %u user, %N node: docs/slurm.md)\n"
+    "  -e, --error PATH       stderr file on the node\n"
+    "      --wrap CMD         run CMD under /bin/sh (sbatch --wrap)\n"
     "      --begin DELAY      not before DELAY from now (10m)\n"
     "      --hold             submit held (docket release JOB to let it run)\n"
     "      --parsable         print only the job id\n"
@@ -56,6 +61,7 @@ const char cmd_submit_usage[] =
 
 struct submit_flags {
     bool parsable, dry_run;
+    const char *wrap;
 };
 
 static void warn_cb(void *arg, const char *msg)
@@ -158,6 +164,9 @@ static int parse_flags(struct cli *c, struct opt_iter *it, json_t *flags_spec,
         case SO_DRY_RUN:
             f->dry_run = true;
             break;
+        case SO_WRAP:
+            f->wrap = v;
+            break;
         case OPT_ERROR:
             return cli_usage_error(c, "%s", err);
         case OPT_POSITIONAL:
@@ -177,7 +186,7 @@ static int build(struct cli *c, int argc, char **argv, json_t *spec, struct subm
     json_t *flags_spec = json_object();
     struct opt_iter it;
     const char *script, *prog = NULL;
-    struct spec_env env = {c->cfg.partition_map, warn_cb, c};
+    struct spec_env env = {c->cfg.partition_map, warn_cb, c, false};
     char err[512];
     struct dbuf b;
     int rc;
@@ -203,6 +212,17 @@ static int build(struct cli *c, int argc, char **argv, json_t *spec, struct subm
         }
         json_object_set_new(spec, "script", json_stringn(b.data, b.len));
         prog = script;
+    } else if (f->wrap) {
+        /* sbatch --wrap: the command under /bin/sh, as a script */
+        char *text = NULL;
+        if (asprintf(&text, "#!/bin/sh\n%s\n", f->wrap) < 0 || it.index < argc) {
+            free(text);
+            rc = cli_usage_error(c, "--wrap takes the whole command; nothing may follow it");
+            goto out;
+        }
+        json_object_set_new(spec, "script", json_string(text));
+        free(text);
+        prog = "wrap";
     } else if (it.dashdash && it.index < argc) {
         json_t *cmd = json_array();
         for (int i = it.index; i < argc; i++)
@@ -219,6 +239,9 @@ static int build(struct cli *c, int argc, char **argv, json_t *spec, struct subm
         goto out;
     }
     defaults(spec, prog);
+    json_t *cli = spec_take_cli(spec);
+    rc = slurm_prepare(c, spec, cli, f->dry_run);
+    json_decref(cli);
 out:
     dbuf_release(&b);
     json_decref(flags_spec);
@@ -227,7 +250,7 @@ out:
 
 int cmd_submit(struct cli *c, int argc, char **argv)
 {
-    struct submit_flags f = {false, false};
+    struct submit_flags f = {false, false, NULL};
     json_t *spec = json_object(), *reply = NULL;
     int rc = build(c, argc, argv, spec, &f);
 

@@ -480,6 +480,100 @@ static void project_pause(struct ctl_req *r, bool paused)
     json_decref(before);
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* Default projects (Slurm's default account): the project of a user's jobs that name    */
+/* none (jobs.c resolve_spec).                                                           */
+
+static void default_reply(struct ctl_req *r, int status, const char *user, const char *project)
+{
+    ctl_reply_json(r->c, r->req, status,
+                   json_pack("{s:s,s:o}", "user", user, "default_project",
+                             project && *project ? json_string(project) : json_null()));
+}
+
+void h_user_default_get(struct ctl_req *r)
+{
+    char project[64] = ""; /* the user or an admin: the route's check (CTL_P_SELF) */
+    int rc = store_default_project_get(r->c->store, r->arg[0], project, sizeof(project));
+    if (rc < 0 && rc != -ENOENT) {
+        store_fail(r);
+        return;
+    }
+    default_reply(r, 200, r->arg[0], project);
+}
+
+/* May the caller set r->arg[0]'s default project to `p` (a name, null to clear)? An admin;
+ * or a lead of that project (of the current default when clearing), for a user who is a
+ * member of it: a lead may not point strangers' jobs at its project. 0, or -EPERM after
+ * answering 403. */
+static int default_set_allowed(struct ctl_req *r, const json_t *p)
+{
+    char proj[64] = "", role[16];
+    if (json_is_string(p))
+        str_copy(proj, sizeof(proj), json_string_value(p));
+    else if (json_is_null(p) &&
+             store_default_project_get(r->c->store, r->arg[0], proj, sizeof(proj)) < 0)
+        proj[0] = '\0';
+    if (ctl_req_authorize(r, proj[0] ? proj : NULL, NULL) < 0)
+        return -EPERM;
+    if (r->id.role == CTL_ROLE_ADMIN || !proj[0] || !json_is_string(p))
+        return 0;
+    if (store_member_get(r->c->store, proj, r->arg[0], role, sizeof(role)) == 0)
+        return 0;
+    ctl_reply_errorf(r->c, r->req, 403, "user",
+                     "user '%.64s' is not a member of project '%s': a lead sets the default "
+                     "project of its members only (docket projects members add %s %.64s)",
+                     r->arg[0], proj, proj, r->arg[0]);
+    return -EPERM;
+}
+
+/* {"project": NAME} sets it (the project must exist), {"project": null} clears it. */
+void h_user_default_set(struct ctl_req *r)
+{
+    static const char *const known[] = {"project", NULL};
+    struct proto_error e;
+    struct sched_project_view v;
+    char before[64] = "", name[64] = "";
+    json_t *b = ctl_body_json(r, false);
+    if (!b)
+        return;
+    json_t *p = json_object_get(b, "project");
+    if (default_set_allowed(r, p) < 0) {
+        /* answered */
+    } else if (!str_is_name(r->arg[0])) {
+        ctl_reply_errorf(r->c, r->req, 400, NULL, "bad user name '%.64s'", r->arg[0]);
+    } else if (proto_check_fields(b, "", known, &e) < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+    } else if (!p || (!json_is_null(p) && proto_get_name(p, "project", name, &e) < 0)) {
+        if (!p)
+            ctl_reply_errorf(r->c, r->req, 400, "project",
+                             "project is required (a name, or null to clear)");
+        else
+            ctl_reply_error(r->c, r->req, &e);
+    } else if (name[0] && project_view(r->c, name, &v) < 0) {
+        ctl_reply_errorf(r->c, r->req, 404, "project", "no such project '%s'", name);
+    } else {
+        int rc = store_default_project_get(r->c->store, r->arg[0], before, sizeof(before));
+        json_t *old = rc == 0 ? json_string(before) : json_null();
+        json_t *now = name[0] ? json_string(name) : json_null();
+        rc = rc == -ENOENT ? 0 : rc;
+        if (rc == 0)
+            rc = store_begin(r->c->store);
+        if (rc == 0)
+            rc = store_default_project_set(r->c->store, r->arg[0], name[0] ? name : NULL);
+        if (rc == 0)
+            rc = ctl_audit(r->c, r->id.user, "user.default_project", r->arg[0], old, now, NULL);
+        json_decref(old);
+        json_decref(now);
+        ctl_commit_soon(r->c);
+        if (rc < 0)
+            store_fail(r);
+        else
+            default_reply(r, 200, r->arg[0], name);
+    }
+    json_decref(b);
+}
+
 void h_project_pause(struct ctl_req *r)
 {
     project_pause(r, true);

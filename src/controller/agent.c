@@ -815,17 +815,39 @@ static int ev_started(struct ctl *c, struct ctl_node *n, uint64_t id)
     return 0;
 }
 
+/* A job of several nodes ends when the first of them reports its exit (the batch node of
+ * a Slurm-style job, whose other nodes only hold the allocation): what still runs on the
+ * others is killed, so no process outlives its job there. */
+static void kill_other_nodes(struct ctl *c, struct ctl_node *n, uint64_t id, const uint32_t *nodes,
+                             int nnodes)
+{
+    for (int i = 0; i < nnodes; i++) {
+        struct ctl_node *o = ctl_node_at(c, nodes[i]);
+        if (o && o != n)
+            ctl_node_command(c, o, id,
+                             json_pack("{s:s,s:I}", "type", "kill", "job", (json_int_t)id));
+    }
+}
+
 static int ev_exited(struct ctl *c, struct ctl_node *n, uint64_t id, const json_t *ev)
 {
     struct sched_error se;
+    struct sched_job_view v;
+    uint32_t nodes[64];
+    int nnodes = 0;
     json_t *x = json_object_get(ev, "exit");
     const char *kind = json_string_value(json_object_get(x, "kind"));
     int code = (int)json_integer_value(json_object_get(x, "code"));
     int rc = record_exit(c, id, x, json_object_get(ev, "usage"));
     if (rc < 0)
         return rc;
+    if (sched_job_get(c->sched, id, &v) == 0)
+        for (int i = 0; i < v.nallocs && nnodes < 64; i++)
+            nodes[nnodes++] = v.allocs[i].node;
     if (sched_job_ended(c->sched, id, exit_kind(kind), code, clock_now_ms(), &se) < 0)
         return 0;
+    if (nnodes > 1)
+        kill_other_nodes(c, n, id, nodes, nnodes);
     log_info("job_exited", "job=%llu node=%s kind=%s code=%d", (unsigned long long)id, n->name,
              kind, code);
     ctl_cycle_soon(c);

@@ -34,6 +34,7 @@ static const char *const perm_names[] = {
     [CTL_P_OPERATOR] = "operator|admin",
     [CTL_P_ADMIN] = "admin",
     [CTL_P_TOKEN_OWNER] = "token-owner|admin",
+    [CTL_P_SELF] = "self|admin",
     [CTL_P_AGENT] = "node",
 };
 
@@ -148,6 +149,10 @@ static int check_user(const struct ctl_ident *id, enum ctl_perm p, const struct 
         if (admin || is_owner(id, t))
             return 0;
         return deny(err, id, "may manage only its own tokens");
+    case CTL_P_SELF:
+        if (admin || is_owner(id, t))
+            return 0;
+        return deny(err, id, "may read only its own settings");
     default:
         return deny(err, id, "may not call this");
     }

@@ -115,6 +115,7 @@ enum ctl_perm {
     CTL_P_OPERATOR,     /* operators, admins */
     CTL_P_ADMIN,        /* admins */
     CTL_P_TOKEN_OWNER,  /* the token's user, admins */
+    CTL_P_SELF,         /* the user named in the path, admins */
     CTL_P_AGENT,        /* node credentials, and only they */
 };
 
@@ -473,6 +474,8 @@ void h_project_patch(struct ctl_req *r);
 void h_project_boost(struct ctl_req *r);
 void h_project_unboost(struct ctl_req *r);
 void h_project_pause(struct ctl_req *r);
+void h_user_default_get(struct ctl_req *r);
+void h_user_default_set(struct ctl_req *r);
 void h_project_resume(struct ctl_req *r);
 void h_tiers(struct ctl_req *r);
 void h_classes(struct ctl_req *r);

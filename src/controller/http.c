@@ -282,7 +282,7 @@ enum {
 /* What a route acts on, for the check: nothing, the job or project or token named by
  * the first path capture, or a project named in the body (the handler calls
  * ctl_req_authorize once it has read it). */
-enum route_target { T_NONE, T_JOB, T_PROJECT, T_TOKEN, T_BODY };
+enum route_target { T_NONE, T_JOB, T_PROJECT, T_TOKEN, T_USER, T_BODY };
 
 /* THE table: every route, its handler and the permission it needs (authz.c decides).
  * tests/system/roles.bats tries every line as every role (a route missing from its
@@ -324,6 +324,11 @@ static const struct route {
     {M_GET, "/v1/projects/:/secrets", h_secrets_list, CTL_P_PROJECT_LEAD, T_PROJECT},
     {M_PUT, "/v1/projects/:/secrets/:", h_secret_put, CTL_P_PROJECT_LEAD, T_PROJECT},
     {M_DELETE, "/v1/projects/:/secrets/:", h_secret_delete, CTL_P_PROJECT_LEAD, T_PROJECT},
+    /* a user's default project (Slurm's default account): the user or an admin reads it;
+     * an admin, or a lead of the project named in the body for one of its members, sets
+     * it (h_user_default_set asks authz.c once it has the project) */
+    {M_GET, "/v1/users/:/default_project", h_user_default_get, CTL_P_SELF, T_USER},
+    {M_POST, "/v1/users/:/default_project", h_user_default_set, CTL_P_PROJECT_LEAD, T_BODY},
     {M_GET, "/v1/tiers", h_tiers, CTL_P_READ, T_NONE},
     {M_GET, "/v1/classes", h_classes, CTL_P_READ, T_NONE},
     {M_PATCH, "/v1/classes/:", h_class_patch, CTL_P_ADMIN, T_NONE},
@@ -550,6 +555,8 @@ static int check_route(struct ctl_req *r, const struct route *rt, int auth_rc, c
             return -ENOENT;
         }
         return authorize_target(r, NULL, owner);
+    case T_USER: /* the user named in the path */
+        return authorize_target(r, NULL, r->arg[0]);
     default:
         return authorize_target(r, NULL, NULL);
     }

@@ -158,12 +158,23 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
     if (!ps->user[0])
         str_copy(ps->user, sizeof(ps->user), r->id.user);
     if (!ps->project[0]) {
-        if (sched_project_count(c->sched) != 1) {
-            ctl_reply_errorf(c, r->req, 400, "project", "project is required");
+        /* the user's default project (Slurm's default account), else the only one */
+        int drc = store_default_project_get(c->store, ps->user, ps->project, sizeof(ps->project));
+        if (drc < 0 && drc != -ENOENT) {
+            ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
+            return -EIO;
+        }
+        if (drc == -ENOENT && sched_project_count(c->sched) != 1) {
+            ctl_reply_errorf(
+                c, r->req, 400, "project",
+                "project is required: name one (--project, #SBATCH --account), or "
+                "have an admin or a project lead set your default (docket projects default %s "
+                "PROJECT)",
+                ps->user);
             return -EINVAL;
         }
         struct sched_project_view pv;
-        if (sched_project_get(c->sched, 0, &pv) == 0)
+        if (drc == -ENOENT && sched_project_get(c->sched, 0, &pv) == 0)
             str_copy(ps->project, sizeof(ps->project), pv.spec.name);
     }
     int pi = sched_project_find(c->sched, ps->project);

@@ -359,6 +359,11 @@ static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_
     json_object_set_new(job, "master_port", json_integer(29500));
     json_object_set_new(job, "array_index", json_integer(row->array_index));
     json_object_set_new(job, "run", json_integer(run));
+    if (row->array_id)
+        json_object_set_new(job, "array_id", json_integer((json_int_t)row->array_id));
+    json_t *slurm = json_object_get(spec, "slurm"); /* a Slurm-style job (docs/slurm.md) */
+    if (json_is_object(slurm))
+        json_object_set(job, "slurm", slurm);
     return json_pack("{s:s,s:o}", "type", "start", "job", job);
 }
 
@@ -375,6 +380,27 @@ static void send_to_allocs(struct ctl *c, const struct sched_decision *d, const 
         }
         ctl_node_command(c, n, d->job_id, cmd);
     }
+}
+
+/* A Slurm-style job of several nodes: srun on its first node starts tasks on the others
+ * through the step hosts the agents run there (docs/slurm.md). Each run gets a fresh
+ * key, known only to the job's processes, and each node's address and port. */
+static void slurm_steps(struct ctl *c, const struct sched_decision *d, const struct store_job *row,
+                        json_t *slurm)
+{
+    char key[80];
+    if (!json_is_object(slurm) || d->nallocs < 2 || ctl_random_token("", key, sizeof(key)) < 0)
+        return;
+    json_t *hosts = json_array();
+    for (int i = 0; i < d->nallocs; i++) {
+        char hp[300];
+        /* a port of the job's own: two nodes of one host (tests) still differ by rank */
+        snprintf(hp, sizeof(hp), "%s:%d", node_addr(c, d->allocs[i].node),
+                 40000 + (int)((row->id * 8 + (uint64_t)i) % 20000));
+        json_array_append_new(hosts, json_string(hp));
+    }
+    json_object_set_new(slurm, "step_key", json_string(key));
+    json_object_set_new(slurm, "step_hosts", hosts);
 }
 
 /* A job's spec, parsed. One cycle may start thousands of an array's tasks, which share one
@@ -423,6 +449,15 @@ static void apply_start(struct ctl *c, const struct sched_decision *d, struct st
                         int64_t now, struct store_run *run)
 {
     json_t *spec = cycle_spec(c, row);
+    if (json_is_object(json_object_get(spec, "slurm"))) {
+        /* the step key and hosts are this run's own: never in a spec the cycle shares
+         * among an array's tasks (cycle_spec), which each start command refers to */
+        json_t *own = json_copy(spec);
+        json_object_set_new(own, "slurm", json_deep_copy(json_object_get(spec, "slurm")));
+        json_decref(spec);
+        spec = own;
+        slurm_steps(c, d, row, json_object_get(spec, "slurm"));
+    }
     json_t *secrets = start_secrets(c, row, spec);
     int last = store_run_last(c->store, row->id);
     memset(run, 0, sizeof(*run));

@@ -120,6 +120,7 @@ void agent_job_init(struct agent_job *j)
 {
     memset(j, 0, sizeof *j);
     j->grace_ms = 0;
+    j->slurm.signal_before = -1;
 }
 
 void agent_job_release(struct agent_job *j)
@@ -134,6 +135,8 @@ void agent_job_release(struct agent_job *j)
     free(j->workdir);
     free(j->output);
     free(j->error);
+    free(j->slurm.submit_dir);
+    free_vec(j->slurm.step_hosts);
     agent_job_init(j);
 }
 
@@ -292,13 +295,11 @@ static bool user_name_ok(const char *s)
 }
 
 static const char *const job_fields[] = {
-    "id",         "name",        "project",     "tier",
-    "class",      "user",        "command",     "script",
-    "workdir",    "output",      "error",       "env",
-    "gpus",       "cpus",        "mem_mb",      "time_limit_ms",
-    "signal",     "grace_ms",    "nodelist",    "node_rank",
-    "world_size", "master_addr", "master_port", "array_index",
-    "run",        "pids_max",    "secret_env",  NULL};
+    "id",       "name",      "project",    "tier",          "class",       "user",
+    "command",  "script",    "workdir",    "output",        "error",       "env",
+    "gpus",     "cpus",      "mem_mb",     "time_limit_ms", "signal",      "grace_ms",
+    "nodelist", "node_rank", "world_size", "master_addr",   "master_port", "array_index",
+    "run",      "pids_max",  "secret_env", "array_id",      "slurm",       NULL};
 
 static int parse_scalars(const json_t *o, struct agent_job *j, struct agent_msg_error *err)
 {
@@ -347,6 +348,82 @@ static int parse_scalars(const json_t *o, struct agent_job *j, struct agent_msg_
     return 0;
 }
 
+static int parse_slurm(const json_t *o, struct agent_job *j, struct agent_msg_error *err)
+{
+    static const char *const fields[] = {"ntasks",
+                                         "ntasks_per_node",
+                                         "cpus_per_task",
+                                         "gpus_per_task",
+                                         "signal_before",
+                                         "signal_batch",
+                                         "submit_dir",
+                                         "signal",
+                                         "step_key",
+                                         "step_hosts",
+                                         NULL};
+    struct {
+        const char *k;
+        int64_t min, max;
+        int *dst;
+    } ints[] = {
+        {"ntasks", 1, 100000, &j->slurm.ntasks},
+        {"ntasks_per_node", 1, 100000, &j->slurm.ntasks_per_node},
+        {"cpus_per_task", 1, 100000, &j->slurm.cpus_per_task},
+        {"gpus_per_task", 0, AGENT_MAX_GPUS, &j->slurm.gpus_per_task},
+        {"signal_before", 0, 65535, &j->slurm.signal_before},
+        {"signal", 0, 64, &j->slurm.signal},
+    };
+    if (!o || json_is_null(o))
+        return 0;
+    if (!json_is_object(o))
+        return bad(err, "job.slurm", "'job.slurm' must be an object");
+    int rc = check_fields(o, fields, "job.slurm.", err);
+    if (rc < 0)
+        return rc;
+    j->slurm.on = true;
+    j->slurm.ntasks = j->slurm.ntasks_per_node = j->slurm.cpus_per_task = 1;
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        int64_t x = *ints[i].dst;
+        if ((rc = get_int(o, ints[i].k, "job.slurm.", ints[i].min, ints[i].max, &x, false, err)) <
+            0)
+            return rc;
+        *ints[i].dst = (int)x;
+    }
+    json_t *b = json_object_get(o, "signal_batch");
+    if (b && !json_is_boolean(b))
+        return bad(err, "job.slurm.signal_batch", "'job.slurm.signal_batch' must be a boolean");
+    j->slurm.signal_batch = json_is_true(b);
+    json_t *d = json_object_get(o, "submit_dir");
+    if (d && (!json_is_string(d) || json_string_length(d) > 4096 ||
+              strlen(json_string_value(d)) != json_string_length(d)))
+        return bad(err, "job.slurm.submit_dir", "'job.slurm.submit_dir' must be a path");
+    if (d && !(j->slurm.submit_dir = strdup(json_string_value(d))))
+        return -ENOMEM;
+    if ((rc = get_str(o, "step_key", "job.slurm.", j->slurm.step_key, sizeof j->slurm.step_key,
+                      false, err)) < 0)
+        return rc;
+    json_t *h = json_object_get(o, "step_hosts");
+    if (!h)
+        return 0;
+    if (!json_is_array(h) || json_array_size(h) > AGENT_MAX_NODES)
+        return bad(err, "job.slurm.step_hosts", "'job.slurm.step_hosts' must be an array");
+    j->slurm.step_hosts = calloc(json_array_size(h) + 1, sizeof(char *));
+    if (!j->slurm.step_hosts)
+        return -ENOMEM;
+    for (size_t i = 0; i < json_array_size(h); i++) {
+        json_t *x = json_array_get(h, i);
+        if (!json_is_string(x) || json_string_length(x) > 300 ||
+            strlen(json_string_value(x)) != json_string_length(x) ||
+            strpbrk(json_string_value(x), ", \t\n"))
+            return bad(err, "job.slurm.step_hosts", "'job.slurm.step_hosts[%zu]' must be ADDR:PORT",
+                       i);
+        if (!(j->slurm.step_hosts[i] = strdup(json_string_value(x))))
+            return -ENOMEM;
+        j->slurm.nstep_hosts++;
+    }
+    return 0;
+}
+
 int agent_job_parse(const json_t *o, struct agent_job *j, struct agent_msg_error *err)
 {
     agent_job_init(j);
@@ -373,8 +450,13 @@ int agent_job_parse(const json_t *o, struct agent_job *j, struct agent_msg_error
         (rc = parse_env(json_object_get(o, "env"), j, err)) < 0 ||
         (rc = agent_job_parse_secret_env(json_object_get(o, "secret_env"), j, err)) < 0 ||
         (rc = parse_gpus(json_object_get(o, "gpus"), j, err)) < 0 ||
-        (rc = parse_nodelist(json_object_get(o, "nodelist"), j, err)) < 0)
+        (rc = parse_nodelist(json_object_get(o, "nodelist"), j, err)) < 0 ||
+        (rc = parse_slurm(json_object_get(o, "slurm"), j, err)) < 0)
         goto out;
+    int64_t aid = 0;
+    if ((rc = get_int(o, "array_id", "job.", 0, INT64_MAX, &aid, false, err)) < 0)
+        goto out;
+    j->array_id = (uint64_t)aid;
     if (j->world_size > 0 && j->node_rank >= j->world_size) {
         rc = bad(err, "job.node_rank", "'job.node_rank' %d is not below 'job.world_size' %d",
                  j->node_rank, j->world_size);
@@ -413,6 +495,31 @@ static json_t *str_or_null(const char *s)
     return s ? json_string(s) : json_null();
 }
 
+static void slurm_to_json(const struct agent_job *j, json_t *o)
+{
+    if (!o)
+        return;
+    if (j->array_id)
+        json_object_set_new(o, "array_id", json_integer((json_int_t)j->array_id));
+    if (!j->slurm.on)
+        return;
+    json_t *s =
+        json_pack("{s:i,s:i,s:i,s:i,s:b}", "ntasks", j->slurm.ntasks, "ntasks_per_node",
+                  j->slurm.ntasks_per_node, "cpus_per_task", j->slurm.cpus_per_task,
+                  "gpus_per_task", j->slurm.gpus_per_task, "signal_batch", j->slurm.signal_batch);
+    if (s && j->slurm.signal_before >= 0) {
+        json_object_set_new(s, "signal_before", json_integer(j->slurm.signal_before));
+        json_object_set_new(s, "signal", json_integer(j->slurm.signal));
+    }
+    if (s && j->slurm.submit_dir)
+        json_object_set_new(s, "submit_dir", json_string(j->slurm.submit_dir));
+    if (s && j->slurm.step_key[0])
+        json_object_set_new(s, "step_key", json_string(j->slurm.step_key));
+    if (s && j->slurm.step_hosts)
+        json_object_set_new(s, "step_hosts", vec_json(j->slurm.step_hosts, false));
+    json_object_set_new(o, "slurm", s);
+}
+
 json_t *agent_job_secret_env_json(const struct agent_job *j)
 {
     return vec_json(j->secret_env, true);
@@ -424,7 +531,7 @@ json_t *agent_job_to_json(const struct agent_job *j)
     json_t *gpus = json_array();
     for (int i = 0; i < j->ngpus; i++)
         json_array_append_new(gpus, json_integer(j->gpus[i]));
-    return json_pack(
+    json_t *o = json_pack(
         "{s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:I,"
         " s:I, s:i, s:I, s:o, s:i, s:i, s:s, s:i, s:i, s:i, s:I}",
         "id", (json_int_t)j->id, "name", j->name, "project", j->project, "tier", j->tier, "class",
@@ -436,6 +543,8 @@ json_t *agent_job_to_json(const struct agent_job *j)
         "nodelist", vec_json(j->nodelist, false), "node_rank", j->node_rank, "world_size",
         j->world_size, "master_addr", j->master_addr, "master_port", j->master_port, "array_index",
         j->array_index, "run", j->run, "pids_max", (json_int_t)j->pids_max);
+    slurm_to_json(j, o);
+    return o;
 }
 
 /* ---------------------------------------------------------------------------------- */

@@ -78,8 +78,22 @@ struct agent_job {
     char master_addr[256];
     int master_port;
     int array_index;
-    int run;          /* the job's run number (1, 2, ...: one per start), 0 = not given */
-    int64_t pids_max; /* the class's pids.max, 0 = the node's default (--job-pids-max) */
+    int run;           /* the job's run number (1, 2, ...: one per start), 0 = not given */
+    int64_t pids_max;  /* the class's pids.max, 0 = the node's default (--job-pids-max) */
+    uint64_t array_id; /* the array's first job, 0 = not an array element */
+    /* A job read from sbatch options (docs/slurm.md): the batch script runs on the
+     * first node only, with Slurm's environment; srun starts the tasks. */
+    struct agent_slurm {
+        bool on;
+        int ntasks, ntasks_per_node, cpus_per_task, gpus_per_task;
+        int signal;        /* sent signal_before seconds before the limit (--signal) */
+        int signal_before; /* -1 = none */
+        bool signal_batch; /* to the batch shell only (--signal=B:...) */
+        char *submit_dir;  /* or NULL */
+        char step_key[80]; /* a job of several nodes: srun's key to the step hosts */
+        char **step_hosts; /* "ADDR:PORT" of each node by rank, NULL-terminated, or NULL */
+        int nstep_hosts;
+    } slurm;
 };
 
 /* The secret_env of a start command: parse into j (replacing any), or build it back as

@@ -429,6 +429,65 @@ static int f_array(const json_t *v, int64_t now, struct proto_jobspec *j, struct
     return 0;
 }
 
+/* "slurm": how a job read from sbatch options runs (docs/api.md): its tasks, the warning
+ * signal's timing, the submission directory. Its presence makes the job Slurm-style:
+ * the batch script runs on the first node only (docs/slurm.md). */
+static int f_slurm(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    static const char *const known[] = {"ntasks",        "ntasks_per_node", "cpus_per_task",
+                                        "gpus_per_task", "signal_before",   "signal_batch",
+                                        "submit_dir",    "signal",          NULL};
+    static const struct {
+        const char *key;
+        int64_t min, max;
+    } ints[] = {{"ntasks", 1, 100000},        {"ntasks_per_node", 1, 100000},
+                {"cpus_per_task", 1, 100000}, {"gpus_per_task", 0, PROTO_MAX_GPUS},
+                {"signal_before", 0, 65535},  {"signal", 1, 64}};
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_object(v))
+        return proto_errorf(e, 400, NULL, "slurm", "slurm must be an object");
+    int rc = proto_check_fields(v, "slurm", known, e);
+    if (rc < 0)
+        return rc;
+    json_t *out = json_object();
+    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+        json_t *x = json_object_get(v, ints[i].key);
+        char f[48];
+        int64_t n;
+        snprintf(f, sizeof(f), "slurm.%s", ints[i].key);
+        if (!x)
+            continue;
+        if ((rc = proto_get_int(x, f, ints[i].min, ints[i].max, &n, e)) < 0) {
+            json_decref(out);
+            return rc;
+        }
+        json_object_set_new(out, ints[i].key, json_integer(n));
+    }
+    json_t *b = json_object_get(v, "signal_batch");
+    if (b && !json_is_boolean(b)) {
+        json_decref(out);
+        return proto_errorf(e, 400, NULL, "slurm.signal_batch",
+                            "slurm.signal_batch must be a boolean");
+    }
+    if (b)
+        json_object_set(out, "signal_batch", b);
+    json_t *d = json_object_get(v, "submit_dir");
+    if (d && (!json_is_string(d) || json_string_value(d)[0] != '/' ||
+              json_string_length(d) > PROTO_PATH_MAX ||
+              memchr(json_string_value(d), '\0', json_string_length(d)))) {
+        json_decref(out);
+        return proto_errorf(e, 400, NULL, "slurm.submit_dir",
+                            "slurm.submit_dir must be an absolute path of at most %d bytes",
+                            PROTO_PATH_MAX);
+    }
+    if (d)
+        json_object_set_new(out, "submit_dir",
+                            json_stringn(json_string_value(d), json_string_length(d)));
+    json_object_set_new(j->extra, "slurm", out);
+    return 0;
+}
+
 static const struct {
     const char *name;
     field_fn fn;
@@ -463,6 +522,7 @@ static const struct {
     {"requeue", f_requeue},
     {"hold", f_hold},
     {"begin", f_begin},
+    {"slurm", f_slurm},
 };
 
 void proto_jobspec_init(struct proto_jobspec *j)
@@ -696,6 +756,9 @@ int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out, struct p
     }
     json_t *sec = json_object_get(stored, "secrets"); /* absent in specs stored before */
     json_object_set_new(out->extra, "secrets", json_is_array(sec) ? json_copy(sec) : json_array());
+    json_t *slurm = json_object_get(stored, "slurm");
+    if (json_is_object(slurm))
+        json_object_set(out->extra, "slurm", slurm);
     return 0;
 fail:
     proto_jobspec_release(out);

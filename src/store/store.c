@@ -142,6 +142,9 @@ static const char *const migrations[] = {
     ("CREATE TABLE job_specs (id INTEGER PRIMARY KEY, spec TEXT NOT NULL, lean TEXT NOT NULL);"
      "ALTER TABLE jobs ADD COLUMN spec_id INTEGER NOT NULL DEFAULT 0;"),
     /* ---- end h-conn ------------------------------------------------------------------ */
+    /* ---- h-slurm: default project per user (Slurm's default account; docs/slurm.md) ---- */
+    /* 8: the project a user's jobs go to when they name none */
+    "CREATE TABLE user_defaults (user_name TEXT PRIMARY KEY, project TEXT NOT NULL);",
 };
 
 /* Token kinds as stored (schema 3). */
@@ -195,6 +198,9 @@ enum stmt_id {
     S_HOLD_PUT,
     S_HOLD_GET,
     S_HOLD_DEL,
+    S_DEFAULT_GET,
+    S_DEFAULT_SET,
+    S_DEFAULT_DEL,
     S_BEGIN,
     S_COMMIT,
     S_ROLLBACK,
@@ -293,6 +299,10 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_TOKEN_DEL_ROLE] = "DELETE FROM tokens WHERE kind = ?1 AND user_name = ?2 AND role = ?3",
     [S_TOKEN_SET_ROLE] =
         "UPDATE tokens SET role = ?4 WHERE kind = ?1 AND user_name = ?2 AND role = ?3",
+    [S_DEFAULT_GET] = "SELECT project FROM user_defaults WHERE user_name = ?1",
+    [S_DEFAULT_SET] = "INSERT INTO user_defaults(user_name, project) VALUES (?1, ?2)"
+                      " ON CONFLICT(user_name) DO UPDATE SET project = excluded.project",
+    [S_DEFAULT_DEL] = "DELETE FROM user_defaults WHERE user_name = ?1",
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
     [S_ROLLBACK] = "ROLLBACK",
@@ -936,6 +946,29 @@ int store_project_put(struct store *st, const char *name, const char *json)
     bind_text(s, 1, name);
     bind_text(s, 2, json);
     return step_done(st, s, "put project");
+}
+
+int store_default_project_get(struct store *st, const char *user, char *project, size_t len)
+{
+    sqlite3_stmt *s = stmt(st, S_DEFAULT_GET);
+    bind_text(s, 1, user);
+    int step = sqlite3_step(s), rc = 0;
+    if (step == SQLITE_ROW)
+        rc = str_copy(project, len, (const char *)sqlite3_column_text(s, 0)) < 0 ? -EIO : 0;
+    else
+        rc = step == SQLITE_DONE ? -ENOENT : fail(st, "get default project");
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc;
+}
+
+int store_default_project_set(struct store *st, const char *user, const char *project)
+{
+    sqlite3_stmt *s = stmt(st, project ? S_DEFAULT_SET : S_DEFAULT_DEL);
+    bind_text(s, 1, user);
+    if (project)
+        bind_text(s, 2, project);
+    return step_done(st, s, "set default project");
 }
 
 int store_project_list(struct store *st, store_doc_cb cb, void *arg)

@@ -166,6 +166,12 @@ int store_node_list(struct store *st, store_node_cb cb, void *arg) STORE_WUR;
 /* Projects and policy: stored as JSON documents keyed by name.                         */
 
 int store_project_put(struct store *st, const char *name, const char *json) STORE_WUR;
+/* A user's default project (used when a submission names none): 0 with the name,
+ * -ENOENT when none is set, -EIO. */
+int store_default_project_get(struct store *st, const char *user, char *project,
+                              size_t len) STORE_WUR;
+/* Set it, or clear it when project is NULL. 0 or -EIO. */
+int store_default_project_set(struct store *st, const char *user, const char *project) STORE_WUR;
 typedef int (*store_doc_cb)(void *arg, const char *name, const char *json);
 int store_project_list(struct store *st, store_doc_cb cb, void *arg) STORE_WUR;
 /* The policy document; *json is malloc'd (caller frees); -ENOENT when none stored. */

@@ -332,7 +332,7 @@ echo "slurm job on $DOCKET_NODE"
 SCRIPT
     DOCKET_PARTITION_MAP="debug=exploration" run -0 --separate-stderr "$DOCKET" submit --parsable "$W/slurm.sh"
     id=$output
-    [[ $stderr == *"line 8: #SBATCH --mail-type is not understood by docket; ignored"* ]]
+    [[ $stderr == *"line 8: #SBATCH --mail-type=END changes nothing in docket; ignored"* ]]
     wait_for 30 state_in "$id" COMPLETED FAILED
     run -0 "$DOCKET" show "$id" --json
     [ "$(jq -r .job.name <<<"$output")" = from-slurm ]

@@ -104,6 +104,8 @@ DELETE /v1/projects/:/members/:   404/404 403/403 403/403 404/403 403/403 403/40
 GET    /v1/projects/:/secrets     200/200 403/403 403/403 200/403 403/403 403/403 403/403 401/401
 PUT    /v1/projects/:/secrets/:   400/400 403/403 403/403 400/403 403/403 403/403 403/403 401/401
 DELETE /v1/projects/:/secrets/:   404/404 403/403 403/403 404/403 403/403 403/403 403/403 401/401
+GET    /v1/users/:/default_project 200/200 200/403 200/403 200/403 200/403 200/403 403/403 401/401
+POST   /v1/users/:/default_project 400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
 GET    /v1/tiers                  200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 GET    /v1/classes                200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 PATCH  /v1/classes/:              400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
@@ -139,6 +141,11 @@ fill() {
     /v1/projects/:/secrets/:) echo "/v1/projects/$proj/secrets/GHOST_KEY" ;;
     /v1/projects/:*) echo "/v1/projects/$proj${pat#/v1/projects/:}" ;;
     /v1/classes/:) echo "/v1/classes/training" ;;
+    /v1/users/:*)
+        # the caller's own user on A, another user's on B
+        local u=USER_$role
+        echo "/v1/users/$([[ $side == A ]] && echo "${!u}" || echo memb)${pat#/v1/users/:}"
+        ;;
     /v1/tokens/:)
         # a token made for this call: the caller's own on A, another user's on B
         local u=USER_$role
@@ -201,6 +208,37 @@ body_for() {
     done <<<"$MATRIX"
     echo "# $checked calls checked" >&3
     [ "$failures" -eq 0 ]
+}
+
+@test "default project: the user reads its own; an admin, or a lead for its members, sets it" {
+    cluster
+    api_get /v1/users/mem/default_project "$TOK_member"
+    assert_status 200
+    assert_json .default_project null
+    api_get /v1/users/mem/default_project "$TOK_outsider"
+    assert_status 403
+    # a lead of pa, for a member of pa, to pa: not to another project, not for a stranger
+    api_post /v1/users/mem/default_project '{"project": "pa"}' "$TOK_lead"
+    assert_status 200
+    assert_json .default_project pa
+    api_post /v1/users/mem/default_project '{"project": "pb"}' "$TOK_lead"
+    assert_status 403
+    api_post /v1/users/out/default_project '{"project": "pa"}' "$TOK_lead"
+    assert_error 403 user
+    api_post /v1/users/mem/default_project '{"project": "pa"}' "$TOK_member"
+    assert_status 403
+    # a job that names no project goes to the default
+    api_post /v1/jobs '{"command": ["x"], "hold": true}' "$TOK_member"
+    assert_status 201
+    assert_json .job.project pa
+    # the lead of the current default clears it; an admin sets anyone's
+    api_post /v1/users/mem/default_project '{"project": null}' "$TOK_lead"
+    assert_status 200
+    assert_json .default_project null
+    api_post /v1/users/out/default_project '{"project": "pb"}'
+    assert_status 200
+    api_get /v1/users/out/default_project "$TOK_outsider"
+    assert_json .default_project pb
 }
 
 @test "a job's env is seen only by its owner, its project's leads and admins" {

@@ -86,6 +86,43 @@ static void test_job_full(void **st)
     agent_job_release(&j);
 }
 
+/* A Slurm-style job: its tasks, signal timing, the step hosts; round trip; bad ones. */
+static void test_job_slurm(void **st)
+{
+    (void)st;
+    struct agent_job j;
+    parse_ok("{\"id\": 7, \"script\": \"#!/bin/sh\\n\", \"array_id\": 5, \"slurm\": {"
+             "\"ntasks\": 4, \"ntasks_per_node\": 2, \"cpus_per_task\": 3,"
+             " \"gpus_per_task\": 1, \"signal\": 10, \"signal_before\": 20,"
+             " \"signal_batch\": true, \"submit_dir\": \"/w\", \"step_key\": \"abc\","
+             " \"step_hosts\": [\"10.0.0.1:40000\", \"10.0.0.2:40001\"]}}", &j);
+    assert_true(j.slurm.on);
+    assert_int_equal(j.array_id, 5);
+    assert_int_equal(j.slurm.ntasks_per_node, 2);
+    assert_int_equal(j.slurm.signal_before, 20);
+    assert_true(j.slurm.signal_batch);
+    assert_string_equal(j.slurm.submit_dir, "/w");
+    assert_int_equal(j.slurm.nstep_hosts, 2);
+    assert_string_equal(j.slurm.step_hosts[1], "10.0.0.2:40001");
+    json_t *o = agent_job_to_json(&j);
+    struct agent_job back;
+    struct agent_msg_error e = {"", ""};
+    assert_int_equal(agent_job_parse(o, &back, &e), 0);
+    json_t *o2 = agent_job_to_json(&back);
+    assert_true(json_equal(o, o2));
+    json_decref(o);
+    json_decref(o2);
+    agent_job_release(&back);
+    agent_job_release(&j);
+    parse_ok("{\"id\": 7, \"script\": \"x\"}", &j);
+    assert_false(j.slurm.on);
+    assert_int_equal(j.slurm.signal_before, -1);
+    agent_job_release(&j);
+    parse_bad("{\"id\": 7, \"script\": \"x\", \"slurm\": {\"nope\": 1}}", "job.slurm.nope");
+    parse_bad("{\"id\": 7, \"script\": \"x\", \"slurm\": {\"step_hosts\": [\"a b\"]}}",
+              "job.slurm.step_hosts");
+}
+
 static void test_job_script(void **st)
 {
     (void)st;
@@ -365,7 +402,7 @@ static void test_base64_and_logs(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_job_full),          cmocka_unit_test(test_job_script),
+        cmocka_unit_test(test_job_full),          cmocka_unit_test(test_job_script), cmocka_unit_test(test_job_slurm),
         cmocka_unit_test(test_job_bad),           cmocka_unit_test(test_heartbeat_reply),
         cmocka_unit_test(test_heartbeat_reply_bad), cmocka_unit_test(test_register),
         cmocka_unit_test(test_events),            cmocka_unit_test(test_heartbeat_body),

@@ -526,13 +526,35 @@ static void test_resolve_output(void **st)
     j.array_index = 7;
     snprintf(j.name, sizeof j.name, "resnet");
     char out[512];
-    assert_int_equal(sup_resolve_output(NULL, "/s/jobs/42", "stdout", "/w", &j, out, sizeof out), 0);
+    assert_int_equal(sup_resolve_output(NULL, "/s/jobs/42", "stdout", "/w", &j, NULL, out, sizeof out), 0);
     assert_string_equal(out, "/s/jobs/42/stdout");
-    assert_int_equal(sup_resolve_output("%x-%j_%a.out", "/d", "stdout", "/w", &j, out, sizeof out), 0);
+    assert_int_equal(sup_resolve_output("%x-%j_%a.out", "/d", "stdout", "/w", &j, NULL, out, sizeof out), 0);
     assert_string_equal(out, "/w/resnet-42_7.out");
-    assert_int_equal(sup_resolve_output("/abs/%j%%", "/d", "stdout", "/w", &j, out, sizeof out), 0);
+    assert_int_equal(sup_resolve_output("/abs/%j%%", "/d", "stdout", "/w", &j, NULL, out, sizeof out), 0);
     assert_string_equal(out, "/abs/42%");
-    assert_int_equal(sup_resolve_output("x", "/d", "stdout", "/w", &j, out, 4), -ENAMETOOLONG);
+    assert_int_equal(sup_resolve_output("x", "/d", "stdout", "/w", &j, NULL, out, 4), -ENAMETOOLONG);
+    /* Slurm's filename pattern: the array's id, user, short node name, padding, \ */
+    char *nodes[] = {"gpu01.example.org", "gpu02", NULL};
+    j.array_id = 40;
+    j.nodelist = nodes;
+    j.nnodes = 2;
+    j.node_rank = 1;
+    assert_int_equal(sup_resolve_output("%A_%a-%J-%u-%N-%n-%b.log", "/d", "stdout", "/w", &j, "ann",
+                                        out, sizeof out), 0);
+    assert_string_equal(out, "/w/40_7-42-ann-gpu02-1-7.log");
+    j.node_rank = 0;
+    assert_int_equal(sup_resolve_output("%N/%4j.%3a", "/d", "stdout", "/w", &j, "ann", out,
+                                        sizeof out), 0);
+    assert_string_equal(out, "/w/gpu01/0042.007");
+    assert_int_equal(sup_resolve_output("o\\%j", "/d", "stdout", "/w", &j, "ann", out,
+                                        sizeof out), 0);
+    assert_string_equal(out, "/w/o%j");
+    j.array_id = 0;
+    assert_int_equal(sup_resolve_output("slurm-%A.out", "/d", "stdout", "/w", &j, NULL, out,
+                                        sizeof out), 0);
+    assert_string_equal(out, "/w/slurm-42.out");
+    j.nodelist = NULL;
+    j.nnodes = 0;
 }
 
 static void test_starttime_guard(void **st)

@@ -3,6 +3,7 @@
  * options warn, errors name the line and keep nothing. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,7 +43,9 @@ static int teardown(void **state)
 
 static int parse_map(const char *text, const char *map)
 {
-    struct spec_env env = { map, on_warn, NULL };
+    struct spec_env env = { map, on_warn, NULL, false };
+
+    json_object_clear(spec); /* each script on its own */
     return spec_parse_script(spec, text, strlen(text), &env, err, sizeof(err));
 }
 
@@ -94,6 +97,22 @@ static void directives_end_at_first_command(void **state)
     assert_null(json_object_get(spec, "nodes"));
 }
 
+static const json_t *slurm_block(void)
+{
+    return json_object_get(spec, "slurm");
+}
+
+static long long slurm_i(const char *key)
+{
+    json_t *v = json_object_get(slurm_block(), key);
+    return json_is_integer(v) ? (long long)json_integer_value(v) : -999;
+}
+
+static bool cli_flag(const char *key)
+{
+    return json_is_true(json_object_get(json_object_get(spec, "__cli"), key));
+}
+
 static void sbatch_common_options(void **state)
 {
     const char *s = "#!/bin/bash\n"
@@ -109,7 +128,7 @@ static void sbatch_common_options(void **state)
                     "#SBATCH --hold\n"
                     "#SBATCH --no-requeue\n"
                     "#SBATCH --signal=B:USR1@60\n"
-                    "#SBATCH --export=ALL --ntasks=1\n"
+                    "#SBATCH --export=ALL --ntasks=2\n"
                     "srun python train.py\n";
 
     assert_int_equal(parse(s), 0);
@@ -128,91 +147,219 @@ static void sbatch_common_options(void **state)
     assert_string_equal(gets_("workdir"), "/scratch/run");
     assert_true(json_is_true(json_object_get(spec, "hold")));
     assert_true(json_is_false(json_object_get(spec, "requeue")));
-    assert_string_equal(gets_("signal"), "USR1");
-    assert_string_equal(gets_("grace"), "60");
+    assert_null(json_object_get(spec, "signal")); /* the limit sends SIGTERM, as Slurm's */
+    assert_null(json_object_get(spec, "grace"));  /* and the kill stays at the limit */
+    assert_int_equal(slurm_i("signal"), SIGUSR1);
+    assert_int_equal(slurm_i("signal_before"), 60);
+    assert_true(json_is_true(json_object_get(slurm_block(), "signal_batch")));
+    assert_int_equal(slurm_i("ntasks"), 2);
+    assert_int_equal(slurm_i("ntasks_per_node"), 1);
+    assert_int_equal(slurm_i("cpus_per_task"), 8);
+    assert_true(cli_flag("export_all"));
     if (nwarn)
         fail_msg("unexpected warnings:\n%s", warnings);
 }
 
+/* time_str2mins: minutes, MM:SS, HH:MM:SS, D-HH...; seconds round up to whole minutes */
 static void sbatch_time_is_minutes(void **state)
 {
-    assert_int_equal(parse("#SBATCH --time=90\n"), 0);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --time=90\n"), 0);
     assert_int_equal(geti("time_limit"), 90 * 60);
-    assert_int_equal(parse("#SBATCH -t 10:00\n"), 0);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -t 10:00\n"), 0);
     assert_int_equal(geti("time_limit"), 600);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --time=0:30\n"), 0);
+    assert_int_equal(geti("time_limit"), 60);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --time=1:01\n"), 0);
+    assert_int_equal(geti("time_limit"), 120);
+    assert_int_equal(nwarn, 0);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --time=0\n"), 0); /* no limit in Slurm */
+    assert_null(json_object_get(spec, "time_limit"));
+    assert_int_equal(nwarn, 1);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --time=1h\n"), -EINVAL);
 }
 
 static void sbatch_gres_forms(void **state)
 {
-    assert_int_equal(parse("#SBATCH --gres=gpu\n"), 0);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --gres=gpu\n"), 0);
     assert_int_equal(geti("gpus"), 1);
-    assert_int_equal(parse("#SBATCH --gres=gpu:2,tmpfs:10G\n"), 0);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --gres=gpu:2,tmpfs:10G\n"), 0);
     assert_int_equal(geti("gpus"), 2);
     assert_int_equal(nwarn, 1);
     assert_non_null(strstr(warnings, "only gpu resources"));
-    assert_int_equal(parse("#SBATCH --gres=gpu:x\n"), -EINVAL);
-    assert_string_equal(err, "line 1: --gres: want gpu:N or gpu:TYPE:N, not 'gpu:x'");
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --gres=gpu:x\n"), -EINVAL);
+    assert_string_equal(err, "line 2: --gres: want gpu:N or gpu:TYPE:N, not 'gpu:x'");
 }
 
 static void sbatch_gpus_total_spread_over_nodes(void **state)
 {
-    assert_int_equal(parse("#SBATCH --gpus=16\n#SBATCH --nodes=2\n"), 0);
-    assert_int_equal(spec_finish(spec, err, sizeof(err)), 0);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --gpus=16\n#SBATCH --nodes=2\n"), 0);
     assert_int_equal(geti("gpus"), 8);
     assert_null(json_object_get(spec, "__gpus_total"));
 }
 
 static void sbatch_gpus_uneven_refused(void **state)
 {
-    assert_int_equal(parse("#SBATCH -G h100:6\n#SBATCH -N 4\n"), 0);
-    assert_string_equal(gets_("gpu_type"), "h100");
-    assert_int_equal(spec_finish(spec, err, sizeof(err)), -EINVAL);
-    assert_string_equal(err, "--gpus=6 does not spread evenly over 4 nodes; use "
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -G h100:6\n#SBATCH -N 4\n"), -EINVAL);
+    assert_string_equal(err, "#SBATCH lines: --gpus=6 does not spread evenly over 4 nodes; use "
                              "--gpus-per-node");
 }
 
 static void sbatch_gpus_per_node_wins(void **state)
 {
-    assert_int_equal(parse("#SBATCH --gpus=16 --gpus-per-node=4 -N 2\n"), 0);
-    assert_int_equal(spec_finish(spec, err, sizeof(err)), 0);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --gpus=16 --gpus-per-node=4 -N 2\n"), 0);
     assert_int_equal(geti("gpus"), 4);
 }
 
-static void unknown_sbatch_warns_with_line(void **state)
+/* sbatch refuses what it does not know: so does docket, naming the line */
+static void unknown_sbatch_refused_with_line(void **state)
+{
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -N 1\n#SBATCH --gress=gpu:1\n"), -EINVAL);
+    assert_string_equal(err,
+                        "line 3: unrecognized option '--gress' (sbatch has no such option)");
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -y 3\n"), -EINVAL);
+    assert_non_null(strstr(err, "line 2: invalid option -- 'y'"));
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --time 10 stray\n"), -EINVAL);
+    assert_string_equal(err, "line 2: invalid directive 'stray' (not an option)");
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --hold=yes\n"), -EINVAL);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --time\n"), -EINVAL);
+    assert_string_equal(err, "line 2: option '--time' requires an argument");
+}
+
+/* what would change placement or resources and cannot be honoured: refused with why */
+static void unsupported_sbatch_refused_with_reason(void **state)
+{
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -w node01\n"), -EINVAL);
+    assert_non_null(strstr(err, "line 2: --nodelist is not supported: docket places jobs"));
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --constraint=a100\n"), -EINVAL);
+    assert_non_null(strstr(err, "--select"));
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --exclusive=user\n"), -EINVAL);
+}
+
+/* what changes nothing for resources or timing: accepted, with a warning naming it */
+static void harmless_sbatch_warns_with_line(void **state)
 {
     const char *s = "#!/bin/sh\n"
-                    "#SBATCH --mail-type=END\n"
-                    "#SBATCH --exclusive\n"
-                    "#SBATCH -w node01\n"
-                    "#SBATCH --ntasks=4\n"
+                    "#SBATCH --mail-type=END --mail-user=a@b.c\n"
                     "#SBATCH --gpus-per-node 2\n";
 
     assert_int_equal(parse(s), 0);
-    assert_int_equal(nwarn, 4);
-    assert_non_null(strstr(warnings, "line 2: #SBATCH --mail-type is not understood"));
-    assert_non_null(strstr(warnings, "line 3: #SBATCH --exclusive is not understood"));
-    assert_non_null(strstr(warnings, "line 4: #SBATCH -w is not understood"));
-    assert_non_null(strstr(warnings, "line 5: #SBATCH --ntasks=4: docket runs one task"));
-    assert_int_equal(geti("gpus"), 2); /* the unknown options' values were skipped */
+    assert_int_equal(nwarn, 2);
+    assert_non_null(strstr(warnings, "line 2: #SBATCH --mail-type=END changes nothing"));
+    assert_int_equal(geti("gpus"), 2);
+}
+
+/* getopt_long: a unique prefix is the option, an ambiguous one an error */
+static void sbatch_long_prefixes(void **state)
+{
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --out=o-%j.log --err e.log --job=x -N2\n"), 0);
+    assert_string_equal(gets_("output"), "o-%j.log");
+    assert_string_equal(gets_("error"), "e.log");
+    assert_string_equal(gets_("name"), "x");
+    assert_int_equal(geti("nodes"), 2);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --nod=2\n"), -EINVAL); /* nodes, nodelist.. */
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --mem-per=4G\n"), -EINVAL);
+    assert_string_equal(err, "line 2: option '--mem-per' is ambiguous (--mem-per-cpu, "
+                             "--mem-per-gpu)");
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --gpus-per-t=1 --ntasks-per-n=2\n"), 0);
+    assert_int_equal(geti("gpus"), 2);
+}
+
+/* sbatch: "batch script must start with #!" when it has directives */
+static void sbatch_needs_shebang(void **state)
+{
+    assert_int_equal(parse("#SBATCH -N 1\necho hi\n"), -EINVAL);
+    assert_non_null(strstr(err, "line 1: a batch script must start with #!"));
+    assert_int_equal(parse("#DOCKET -g 1\necho hi\n"), 0); /* docket's own: /bin/sh */
+}
+
+static void sbatch_tasks_times_cpus(void **state)
+{
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --ntasks-per-node=8 -c 10\n"), 0);
+    assert_int_equal(geti("cpus"), 80);
+    assert_int_equal(slurm_i("ntasks"), 8);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -N 2 -n 8\n"), 0);
+    assert_int_equal(geti("cpus"), 4);
+    assert_int_equal(slurm_i("ntasks_per_node"), 4);
+    assert_int_equal(slurm_i("ntasks"), 8);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -N 2 --ntasks-per-node=4 --gpus-per-task=1\n"), 0);
+    assert_int_equal(geti("gpus"), 4);
+    assert_int_equal(slurm_i("gpus_per_task"), 1);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --gpus-per-node=4 --ntasks-per-gpu=2 -c 3\n"), 0);
+    assert_int_equal(geti("cpus"), 24);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -N 4 -n 2\n"), -EINVAL);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --gres=gpu:2 --gpus-per-task=1 -n 4\n"), -EINVAL);
+}
+
+static void sbatch_memory_forms(void **state)
+{
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -c 4 --mem-per-cpu=2G\n"), 0);
+    assert_int_equal(geti("mem"), 8192);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --gpus-per-node=2 --mem-per-gpu=10G\n"), 0);
+    assert_int_equal(geti("mem"), 20480);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --mem=0\n"), 0);
+    assert_null(json_object_get(spec, "mem"));
+    assert_true(cli_flag("whole_mem"));
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --exclusive\n"), 0);
+    assert_true(cli_flag("whole_node"));
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --mem=4G --mem-per-cpu=1G\n"), -EINVAL);
+    assert_non_null(strstr(err, "mutually exclusive"));
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --mem-per-gpu=1G\n"), -EINVAL);
+}
+
+static void sbatch_signal_forms(void **state)
+{
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --signal=USR2\n"), 0);
+    assert_int_equal(slurm_i("signal"), SIGUSR2);
+    assert_int_equal(slurm_i("signal_before"), 60);
+    assert_true(json_is_false(json_object_get(slurm_block(), "signal_batch")));
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --signal=B:10@20\n"), 0);
+    assert_int_equal(slurm_i("signal_before"), 20);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --signal=USR1@1m\n"), -EINVAL);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --signal=KILL@5\n"), -EINVAL);
+}
+
+static void sbatch_export_begin_and_old_prefix(void **state)
+{
+    assert_int_equal(parse("#!/bin/sh\n#SLURM --export=NONE,FOO=1\n#SBATCH --begin=now+1hour\n"),
+                     0);
+    assert_false(cli_flag("export_all"));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(spec, "env"), "FOO")),
+                        "1");
+    assert_string_equal(gets_("begin"), "3600s");
+    assert_int_equal(parse("#!/bin/sh\n  #SBATCH --nodes=3\n"), 0); /* indented: a comment */
+    assert_null(json_object_get(spec, "nodes"));
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --begin=16:00\n"), -EINVAL);
+}
+
+/* Jean Zay's accounts: "six@a100" is the project six, with a warning */
+static void sbatch_account_with_partition_suffix(void **state)
+{
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -A six@a100\n"), 0);
+    assert_string_equal(gets_("project"), "six");
+    assert_int_equal(nwarn, 1);
+    assert_non_null(strstr(warnings, "line 2: #SBATCH --account=six@a100: the project is 'six'"));
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -A @a100\n"), -EINVAL);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -A six@\n"), -EINVAL);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -A a@b@c\n"), -EINVAL);
 }
 
 static void partition_mapped_or_warned(void **state)
 {
-    assert_int_equal(parse_map("#SBATCH -p gpu\n", "gpu=normal,debug=exploration"), 0);
+    assert_int_equal(parse_map("#!/bin/sh\n#SBATCH -p gpu\n", "gpu=normal,debug=exploration"), 0);
     assert_string_equal(gets_("tier"), "normal");
-    assert_int_equal(parse_map("#SBATCH --partition=debug\n", "gpu=normal,debug=exploration"),
-                     0);
+    assert_int_equal(parse_map("#!/bin/sh\n#SBATCH --partition=debug\n",
+                               "gpu=normal,debug=exploration"), 0);
     assert_string_equal(gets_("class"), "exploration");
     assert_int_equal(nwarn, 0);
-    assert_int_equal(parse_map("#SBATCH --partition=cpu\n", "gpu=normal"), 0);
+    assert_int_equal(parse_map("#!/bin/sh\n#SBATCH --partition=cpu\n", "gpu=normal"), 0);
     assert_int_equal(nwarn, 1);
     assert_non_null(strstr(warnings, "#SBATCH --partition=cpu has no mapping"));
-    assert_int_equal(parse_map("#SBATCH --partition=cpu\n", "broken"), -EINVAL);
+    assert_int_equal(parse_map("#!/bin/sh\n#SBATCH --partition=cpu\n", "broken"), -EINVAL);
 }
 
 static void nodes_range_takes_minimum(void **state)
 {
-    assert_int_equal(parse("#SBATCH --nodes=2-4\n"), 0);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --nodes=2-4\n"), 0);
     assert_int_equal(geti("nodes"), 2);
     assert_int_equal(nwarn, 1);
 }
@@ -250,8 +397,9 @@ static void look_alike_comments_ignored(void **state)
 
 static void no_warn_callback_is_fine(void **state)
 {
-    assert_int_equal(spec_parse_script(spec, "#SBATCH --mail-type=END\n", 24, NULL, err,
-                                       sizeof(err)), 0);
+    const char *s = "#!/bin/sh\n#SBATCH --mail-type=END\n";
+
+    assert_int_equal(spec_parse_script(spec, s, strlen(s), NULL, err, sizeof(err)), 0);
 }
 
 int main(void)
@@ -261,7 +409,11 @@ int main(void)
         T(docket_lines), T(directives_end_at_first_command), T(sbatch_common_options),
         T(sbatch_time_is_minutes), T(sbatch_gres_forms), T(sbatch_gpus_total_spread_over_nodes),
         T(sbatch_gpus_uneven_refused), T(sbatch_gpus_per_node_wins),
-        T(unknown_sbatch_warns_with_line), T(partition_mapped_or_warned),
+        T(unknown_sbatch_refused_with_line), T(unsupported_sbatch_refused_with_reason),
+        T(harmless_sbatch_warns_with_line), T(sbatch_long_prefixes), T(sbatch_needs_shebang),
+        T(sbatch_tasks_times_cpus), T(sbatch_memory_forms), T(sbatch_signal_forms),
+        T(sbatch_export_begin_and_old_prefix), T(sbatch_account_with_partition_suffix),
+        T(partition_mapped_or_warned),
         T(nodes_range_takes_minimum), T(error_names_line_and_keeps_nothing), T(script_errors),
         T(look_alike_comments_ignored), T(no_warn_callback_is_fine),
     };

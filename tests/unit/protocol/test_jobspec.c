@@ -267,6 +267,52 @@ static void arrays(void **state)
     assert_string_equal(e.field, "array");
 }
 
+/* The "slurm" object of a job read from sbatch options: validated field by field, kept
+ * in the stored form and read back. */
+static void slurm_object(void **state)
+{
+    struct proto_jobspec j, back;
+    struct proto_error e;
+    static const struct {
+        const char *body, *field;
+    } bad_slurm[] = {
+        {"{\"script\": \"x\", \"slurm\": 3}", "slurm"},
+        {"{\"script\": \"x\", \"slurm\": {\"ntasks\": 0}}", "slurm.ntasks"},
+        {"{\"script\": \"x\", \"slurm\": {\"signal_before\": 70000}}", "slurm.signal_before"},
+        {"{\"script\": \"x\", \"slurm\": {\"signal\": 99}}", "slurm.signal"},
+        {"{\"script\": \"x\", \"slurm\": {\"signal_batch\": 1}}", "slurm.signal_batch"},
+        {"{\"script\": \"x\", \"slurm\": {\"submit_dir\": \"rel\"}}", "slurm.submit_dir"},
+        {"{\"script\": \"x\", \"slurm\": {\"step_key\": \"k\"}}", "slurm.step_key"},
+    };
+    parse_ok("{\"script\": \"#!/bin/sh\\ntrue\\n\", \"slurm\": {\"ntasks\": 8,"
+             " \"ntasks_per_node\": 4, \"cpus_per_task\": 10, \"gpus_per_task\": 1,"
+             " \"signal\": 10, \"signal_before\": 20, \"signal_batch\": true,"
+             " \"submit_dir\": \"/home/a\"}}", &j);
+    json_t *stored = proto_jobspec_to_json(&j);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(stored, "slurm"),
+                                                        "ntasks_per_node")), 4);
+    assert_int_equal(proto_jobspec_load(stored, &back, &e), 0);
+    json_t *again = proto_jobspec_to_json(&back);
+    assert_true(json_equal(stored, again));
+    json_decref(again);
+    json_decref(stored);
+    proto_jobspec_release(&back);
+    proto_jobspec_release(&j);
+    parse_ok("{\"command\": [\"true\"]}", &j); /* a native job has none */
+    stored = proto_jobspec_to_json(&j);
+    assert_null(json_object_get(stored, "slurm"));
+    json_decref(stored);
+    proto_jobspec_release(&j);
+    for (size_t i = 0; i < sizeof(bad_slurm) / sizeof(bad_slurm[0]); i++) {
+        memset(&e, 0, sizeof(e));
+        if (proto_jobspec_parse_text(bad_slurm[i].body, strlen(bad_slurm[i].body), NOW, &j, &e) != -EINVAL)
+            fail_msg("accepted: %s", bad_slurm[i].body);
+        if (strcmp(e.field, bad_slurm[i].field))
+            fail_msg("%s: field '%s', wanted '%s'", bad_slurm[i].body, e.field, bad_slurm[i].field);
+        proto_jobspec_release(&j);
+    }
+}
+
 static void error_json(void **state)
 {
     struct proto_error e;
@@ -289,7 +335,7 @@ int main(void)
         cmocka_unit_test(full_spec),           cmocka_unit_test(defaults),
         cmocka_unit_test(bad_fields),          cmocka_unit_test(stored_round_trip),
         cmocka_unit_test(load_refuses_damage), cmocka_unit_test(arrays),
-        cmocka_unit_test(error_json),
+        cmocka_unit_test(error_json),        cmocka_unit_test(slurm_object),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,7 +67,7 @@ static void reopen(struct fx *f)
 /* ------------------------------------------------------------------------------------ */
 
 /* The schema version store.c migrates to (one place to change when a migration is added). */
-#define SCHEMA_LATEST 7
+#define SCHEMA_LATEST 8 /* 8: the users' default projects (h-slurm) */
 
 static void migrates_from_empty(void **state)
 {
@@ -97,6 +97,28 @@ static void refuses_newer_schema(void **state)
     sqlite3_close(db);
     f->st = store_open(f->path, err, sizeof(err));
     assert_non_null(f->st);
+}
+
+/* Schema 4: a user's default project, set, replaced, cleared; kept across a reopen */
+static void default_projects(void **state)
+{
+    struct fx *f = *state;
+    char p[64] = "";
+    assert_int_equal(store_default_project_get(f->st, "alice", p, sizeof(p)), -ENOENT);
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_default_project_set(f->st, "alice", "nlp"), 0);
+    assert_int_equal(store_default_project_set(f->st, "alice", "vision"), 0);
+    assert_int_equal(store_default_project_set(f->st, "bob", "nlp"), 0);
+    assert_int_equal(store_commit(f->st), 0);
+    reopen(f);
+    assert_int_equal(store_default_project_get(f->st, "alice", p, sizeof(p)), 0);
+    assert_string_equal(p, "vision");
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_default_project_set(f->st, "alice", NULL), 0);
+    assert_int_equal(store_commit(f->st), 0);
+    assert_int_equal(store_default_project_get(f->st, "alice", p, sizeof(p)), -ENOENT);
+    assert_int_equal(store_default_project_get(f->st, "bob", p, sizeof(p)), 0);
+    assert_string_equal(p, "nlp");
 }
 
 static void counters(void **state)
@@ -929,6 +951,14 @@ static void migrates_schema3_database(void **state)
     assert_int_not_equal(strlen(old.spec), 0);
     assert_int_equal(old.spec_id, 0);
     store_job_release(&old);
+    /* 8: no user has a default project yet; one can be set */
+    char dp[64];
+    assert_int_equal(store_default_project_get(f->st, "alice", dp, sizeof(dp)), -ENOENT);
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_default_project_set(f->st, "alice", "default"), 0);
+    assert_int_equal(store_commit(f->st), 0);
+    assert_int_equal(store_default_project_get(f->st, "alice", dp, sizeof(dp)), 0);
+    assert_string_equal(dp, "default");
     /* the rest as it was: jobs by state name, the job events */
     raw_sql(f->path, "SELECT group_concat(state, ',') FROM (SELECT state FROM jobs ORDER BY id)",
             got, sizeof(got));
@@ -1035,6 +1065,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(audit_hash_chain, setup, teardown),
         cmocka_unit_test_setup_teardown(members_holds_and_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(token_list_and_revoke, setup, teardown),
+        cmocka_unit_test_setup_teardown(default_projects, setup, teardown),
         cmocka_unit_test_setup_teardown(job_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(job_update, setup, teardown),
         cmocka_unit_test_setup_teardown(array_spec_stored_once, setup, teardown),

@@ -1,0 +1,306 @@
+/*
+ * slurm.c - `docket sbatch` and the submitter's side of a Slurm-style job (slurm.h).
+ * The options themselves are read by spec.c (spec_sbatch_args), as on #SBATCH lines.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "cli/slurm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/spec.h"
+#include "util/dbuf.h"
+#include "util/str.h"
+
+extern char **environ;
+
+enum { MAX_ENV = 1000, MAX_SCRIPT = 1 << 20 };
+
+/* Variables that belong to the submitting shell or to another scheduler's job. Of
+ * docket's own, the job keeps only where the API is (so that sbatch, squeue ... work in
+ * it): never the token, which would be stored with the job. */
+static bool env_skipped(const char *name, size_t n)
+{
+    if ((n == 10 && !strncmp(name, "DOCKET_URL", n)) ||
+        (n == 20 && !strncmp(name, "DOCKET_PARTITION_MAP", n)))
+        return false;
+    static const char *const exact[] = {"PWD",
+                                        "OLDPWD",
+                                        "SHLVL",
+                                        "_",
+                                        "TMPDIR",
+                                        "HOSTNAME",
+                                        "CUDA_VISIBLE_DEVICES",
+                                        "NVIDIA_VISIBLE_DEVICES",
+                                        "ROCR_VISIBLE_DEVICES",
+                                        "DOCKET_TOKEN"};
+    static const char *const prefix[] = {"SLURM_", "DOCKET_", "BASH_FUNC_", "PMI_", "PMIX_"};
+
+    for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+        if (strlen(exact[i]) == n && !strncmp(name, exact[i], n))
+            return true;
+    for (size_t i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
+        if (n >= strlen(prefix[i]) && !strncmp(name, prefix[i], strlen(prefix[i])))
+            return true;
+    return false;
+}
+
+static bool env_name_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > 255 || (s[0] >= '0' && s[0] <= '9'))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+              (s[i] >= '0' && s[i] <= '9')))
+            return false;
+    return true;
+}
+
+void slurm_export_env(json_t *spec, char **envp)
+{
+    json_t *env = json_object_get(spec, "env");
+
+    if (!json_is_object(env)) {
+        env = json_object();
+        json_object_set_new(spec, "env", env);
+    }
+    for (char **e = envp; e && *e && json_object_size(env) < MAX_ENV; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t n = eq ? (size_t)(eq - *e) : 0;
+        char name[256];
+
+        if (!eq || !env_name_ok(*e, n) || env_skipped(*e, n) || strlen(eq + 1) > 65536)
+            continue;
+        memcpy(name, *e, n);
+        name[n] = '\0';
+        if (!json_object_get(env, name))
+            json_object_set_new(env, name, json_string(eq + 1));
+    }
+}
+
+/* The largest node (of the requested GPU type) gives what "all of a node" means. */
+static int whole_node(struct cli *c, json_t *spec, bool all)
+{
+    const char *type = json_string_value(json_object_get(spec, "gpu_type"));
+    json_t *reply = NULL, *nodes;
+    int64_t gpus = 0, cpus = 0, mem = 0;
+    int rc = cli_call(c, "GET", "/v1/nodes", NULL, &reply);
+
+    if (rc)
+        return rc;
+    nodes = json_object_get(reply, "nodes");
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        const json_t *n = json_array_get(nodes, i);
+        if (type && strcmp(jstr(n, "gpu_type"), type))
+            continue;
+        if (jint(n, "mem_mb", 0) > mem)
+            mem = jint(n, "mem_mb", 0);
+        if (jint(n, "cpus", 0) > cpus)
+            cpus = jint(n, "cpus", 0);
+        if (jint(n, "gpus", 0) > gpus)
+            gpus = jint(n, "gpus", 0);
+    }
+    json_decref(reply);
+    if (mem <= 0)
+        return cli_fail(c, "--exclusive/--mem=0: no node%s%s to take whole; see `docket nodes`",
+                        type ? " of GPU type " : "", type ? type : "");
+    json_object_set_new(spec, "mem", json_integer(mem));
+    if (all) {
+        json_object_set_new(spec, "cpus", json_integer(cpus > 0 ? cpus : 1));
+        json_object_set_new(spec, "gpus", json_integer(gpus));
+    }
+    return 0;
+}
+
+/* Slurm's defaults for what the job did not say: output slurm-%j.out (slurm-%A_%a.out
+ * for an array) in the working directory, stderr with stdout. */
+static void slurm_output_defaults(json_t *spec)
+{
+    if (!json_object_get(spec, "output"))
+        json_object_set_new(
+            spec, "output",
+            json_string(json_object_get(spec, "array") ? "slurm-%A_%a.out" : "slurm-%j.out"));
+    if (!json_object_get(spec, "error"))
+        json_object_set(spec, "error", json_object_get(spec, "output"));
+}
+
+int slurm_prepare(struct cli *c, json_t *spec, const json_t *cli, bool dry_run)
+{
+    json_t *slurm = json_object_get(spec, "slurm");
+    json_t *all = json_object_get(cli, "export_all");
+    char cwd[4096];
+
+    if (!json_is_object(slurm))
+        return 0;
+    if (!all || json_is_true(all))
+        slurm_export_env(spec, environ);
+    if (getcwd(cwd, sizeof(cwd)))
+        json_object_set_new(slurm, "submit_dir", json_string(cwd));
+    slurm_output_defaults(spec);
+    if (jbool(cli, "whole_node") || jbool(cli, "whole_mem")) {
+        if (dry_run) {
+            cli_warn(c, "--dry-run: whole nodes (--exclusive, --mem=0) are sized at submission");
+            return 0;
+        }
+        return whole_node(c, spec, jbool(cli, "whole_node"));
+    }
+    return 0;
+}
+
+const char cmd_sbatch_usage[] =
+    "usage: docket sbatch [SBATCH OPTIONS] [SCRIPT]\n"
+    "       sbatch [SBATCH OPTIONS] [SCRIPT]          (through `make install-slurm-compat`)\n"
+    "\n"
+    "Submit a batch script as Slurm's sbatch does: its #SBATCH lines, then these options,\n"
+    "which win. The script is read from stdin when none is given. Every sbatch option is\n"
+    "known; docs/slurm.md says what each becomes, and which are refused and why.\n"
+    "\n"
+    "  --wrap CMD      run CMD under /bin/sh instead of a script\n"
+    "  --parsable      print only the job id (an array's id for an array)\n"
+    "  --test-only     check and print the request, submit nothing\n"
+    "  -Q, --quiet     print nothing on success\n";
+
+struct sbatch_run {
+    const char *script; /* path, or NULL */
+    struct dbuf text;
+    json_t *spec, *cli;
+};
+
+/* The script: --wrap's command, a file, or stdin. */
+static int sbatch_script(struct cli *c, struct sbatch_run *r)
+{
+    const char *wrap = json_string_value(json_object_get(r->cli, "wrap"));
+    FILE *f;
+    char chunk[8192];
+    size_t n;
+
+    if (wrap) {
+        if (r->script)
+            return cli_usage_error(c, "--wrap and a script '%s' cannot go together", r->script);
+        dbuf_printf(&r->text, "#!/bin/sh\n# This script was created by sbatch --wrap.\n\n%s\n",
+                    wrap);
+        return r->text.failed ? cli_fail(c, "--wrap: the command is too long") : 0;
+    }
+    f = r->script && strcmp(r->script, "-") ? fopen(r->script, "r") : stdin;
+    if (!f)
+        return cli_fail(c, "unable to open file %s: %s", r->script, strerror(errno));
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        dbuf_append(&r->text, chunk, n);
+    if (f != stdin)
+        fclose(f);
+    if (r->text.failed || r->text.len == 0 || strlen(r->text.data) != r->text.len)
+        return cli_fail(c, "%s: the script is empty, not text, or larger than 1 MiB",
+                        r->script ? r->script : "stdin");
+    return 0;
+}
+
+static void sbatch_warn(void *arg, const char *msg)
+{
+    cli_warn(arg, "%s", msg);
+}
+
+static int sbatch_build(struct cli *c, int argc, char **argv, struct sbatch_run *r, bool *quiet)
+{
+    struct spec_env env = {c->cfg.partition_map, sbatch_warn, c, true};
+    json_t *flags = json_object();
+    char err[512];
+    int stop = 0, rc = 0;
+
+    if (spec_sbatch_args(flags, argv + 1, argc - 1, &env, &stop, err, sizeof(err)) < 0) {
+        json_decref(flags);
+        return cli_usage_error(c, "%s", err);
+    }
+    stop++; /* argv[0] is the verb */
+    r->script = stop < argc ? argv[stop] : NULL;
+    r->cli = json_incref(json_object_get(flags, "__cli"));
+    if (!r->cli)
+        r->cli = json_object();
+    *quiet = json_object_get(r->cli, "quiet") != NULL;
+    if (json_object_get(r->cli, "help") || json_object_get(r->cli, "usage") ||
+        json_object_get(r->cli, "version")) {
+        /* the version in the shape scripts parse ("slurm X.Y.Z"), saying what it is */
+        fputs(json_object_get(r->cli, "version") ? "slurm 23.11.0 (docket 0.1.0)\n" : c->usage,
+              c->out);
+        json_decref(flags);
+        return -1;
+    }
+    if (stop + 1 < argc)
+        rc = cli_usage_error(c, "arguments after the script are not passed to it in docket; "
+                                "read them from #SBATCH --export=VAR=VALUE instead");
+    if (rc == 0)
+        rc = sbatch_script(c, r);
+    if (rc == 0 &&
+        spec_parse_script(r->spec, r->text.data, r->text.len, &env, err, sizeof(err)) < 0)
+        rc = cli_usage_error(c, "%s: %s", r->script ? r->script : "script", err);
+    if (rc == 0 && strncmp(r->text.data, "#!", 2))
+        rc = cli_usage_error(c, "This does not look like a batch script. The first line must "
+                                "start with #! followed by the path to an interpreter "
+                                "(e.g. #!/bin/sh)");
+    if (rc == 0) {
+        spec_merge(r->spec, flags);
+        if (spec_slurm_finish(r->spec, err, sizeof(err)) < 0)
+            rc = cli_usage_error(c, "%s", err);
+    }
+    json_decref(flags);
+    return rc;
+}
+
+static void sbatch_defaults(struct sbatch_run *r)
+{
+    char cwd[4096];
+    const char *name = r->script ? strrchr(r->script, '/') : NULL;
+
+    name = name ? name + 1 : r->script;
+    if (!json_object_get(r->spec, "name"))
+        json_object_set_new(r->spec, "name",
+                            json_string(json_object_get(r->cli, "wrap") ? "wrap"
+                                        : name && str_is_name(name)     ? name
+                                                                        : "sbatch"));
+    if (!json_object_get(r->spec, "workdir") && getcwd(cwd, sizeof(cwd)))
+        json_object_set_new(r->spec, "workdir", json_string(cwd));
+    json_object_set_new(r->spec, "script", json_stringn(r->text.data, r->text.len));
+}
+
+int cmd_sbatch(struct cli *c, int argc, char **argv)
+{
+    struct sbatch_run r = {NULL, {0}, json_object(), NULL};
+    json_t *reply = NULL, *cli_flags;
+    bool quiet = false, test_only;
+    int rc;
+
+    dbuf_init(&r.text, MAX_SCRIPT);
+    rc = sbatch_build(c, argc, argv, &r, &quiet);
+    if (rc == -1) {
+        rc = EXIT_OK;
+        goto out;
+    }
+    cli_flags = spec_take_cli(r.spec);
+    json_object_update(r.cli, cli_flags);
+    json_decref(cli_flags);
+    test_only = json_object_get(r.cli, "test-only") != NULL;
+    if (rc == 0) {
+        sbatch_defaults(&r);
+        slurm_output_defaults(r.spec);
+        rc = slurm_prepare(c, r.spec, r.cli, test_only);
+    }
+    if (rc == 0 && test_only) {
+        cli_print_json(c, r.spec);
+    } else if (rc == 0 && (rc = cli_call(c, "POST", "/v1/jobs", r.spec, &reply)) == 0) {
+        json_t *job = json_object_get(reply, "job");
+        int64_t id = job ? jint(job, "id", 0) : jint(reply, "array_id", 0);
+        if (c->json)
+            cli_print_json(c, reply);
+        else if (json_object_get(r.cli, "parsable"))
+            fprintf(c->out, "%lld\n", (long long)id);
+        else if (!quiet)
+            fprintf(c->out, "Submitted batch job %lld\n", (long long)id);
+    }
+out:
+    json_decref(reply);
+    json_decref(r.spec);
+    json_decref(r.cli);
+    dbuf_release(&r.text);
+    return rc;
+}

@@ -1,0 +1,34 @@
+/*
+ * slurm.h - what a Slurm user's submission needs beyond the job spec (docs/slurm.md):
+ * the sbatch command line (`docket sbatch`, also run as `sbatch` through a link), and the
+ * last steps of a Slurm-style submission that need the submitter's side: the exported
+ * environment (--export, ALL by default as in sbatch), the submission directory, and whole
+ * nodes (--exclusive) or all of a node's memory (--mem=0) read from GET /v1/nodes.
+ */
+#ifndef DOCKET_CLI_SLURM_H
+#define DOCKET_CLI_SLURM_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "cli/cli.h"
+
+/* Apply what spec_take_cli() returned to a spec that has a "slurm" object: 0, or an exit
+ * status after a message. `dry_run` skips the call to the server (whole nodes are then
+ * left as the request stands, with a warning). */
+int slurm_prepare(struct cli *c, json_t *spec, const json_t *cli, bool dry_run);
+
+/* The environment the job gets from the submitter (sbatch's --export=ALL): every variable
+ * of `envp` not already in spec.env, except those that describe the submitting shell or
+ * another job (SLURM_*, DOCKET_*, PWD, SHLVL, ...). Exposed for tests. */
+void slurm_export_env(json_t *spec, char **envp);
+
+/* Print one host per line of a Slurm host list ("gpu[01-03,7],cpu1"). 0 or -EINVAL. */
+int slurm_expand_hostlist(const char *list, FILE *out);
+
+/* sbatch (slurm.c), srun (srun.c), scontrol, squeue, scancel, sinfo, sacct (slurmcmd.c). */
+cli_fn cmd_sbatch, cmd_srun, cmd_scontrol, cmd_squeue, cmd_scancel, cmd_sinfo, cmd_sacct;
+extern const char cmd_sbatch_usage[], cmd_srun_usage[], cmd_scontrol_usage[], cmd_squeue_usage[],
+    cmd_scancel_usage[], cmd_sinfo_usage[], cmd_sacct_usage[];
+
+#endif

@@ -1,0 +1,322 @@
+/*
+ * srunhost.c - srun's step host (srun.h): on each node of a Slurm-style job but the
+ * first, the agent runs `srun --docket-step-host` in the job (its cgroup, its user, its
+ * GPUs) instead of the batch script. It listens on this node's port of
+ * DOCKET_STEP_HOSTS; each connection that brings the job's key (DOCKET_STEP_KEY) is one
+ * step: its tasks for this node are started here with srun's environment, but with this
+ * node's own GPUs, node id and scratch, and their output and exit statuses go back as
+ * frames. A closed link kills the step's tasks. The host ends with the job (the
+ * controller kills it when the batch script ends).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/srun.h"
+#include "util/parse.h"
+#include "util/str.h"
+
+enum { MAX_REQUEST = 4 << 20, MAX_STEPS = 64, REQUEST_TIMEOUT_S = 10 };
+
+/* What belongs to this node and must not come from the batch node's environment. */
+static const char *const node_local[] = {"CUDA_VISIBLE_DEVICES",
+                                         "NVIDIA_VISIBLE_DEVICES",
+                                         "GPU_DEVICE_ORDINAL",
+                                         "SLURM_JOB_GPUS",
+                                         "SLURM_GPUS_ON_NODE",
+                                         "SLURM_CPUS_ON_NODE",
+                                         "SLURMD_NODENAME",
+                                         "SLURM_NODEID",
+                                         "SLURM_TOPOLOGY_ADDR",
+                                         "DOCKET_NODE",
+                                         "DOCKET_GPUS",
+                                         "DOCKET_SCRATCH",
+                                         "TMPDIR",
+                                         "NODE_RANK",
+                                         "HOSTNAME",
+                                         "DOCKET_STEP_KEY"};
+
+static int my_port(void)
+{
+    const char *hosts = getenv("DOCKET_STEP_HOSTS"), *nodeid = getenv("SLURM_NODEID");
+    char buf[8192];
+    char *save = NULL;
+    int me, i = 0, port;
+
+    if (!hosts || !nodeid || parse_int(nodeid, 0, SRUN_MAX_NODES, &me) < 0 ||
+        str_copy(buf, sizeof(buf), hosts) < 0)
+        return -1;
+    for (char *h = strtok_r(buf, ",", &save); h; h = strtok_r(NULL, ",", &save), i++) {
+        char *colon = strrchr(h, ':');
+        if (i == me && colon && parse_int(colon + 1, 1, 65535, &port) == 0)
+            return port;
+    }
+    return -1;
+}
+
+/* The request line: at most MAX_REQUEST bytes up to '\n'. */
+static json_t *read_request(int fd)
+{
+    char *buf = malloc(MAX_REQUEST + 1);
+    size_t n = 0;
+    json_t *req = NULL;
+    struct timeval tv = {REQUEST_TIMEOUT_S, 0}, none = {0, 0};
+
+    if (!buf)
+        return NULL;
+    /* a connection that says nothing is dropped, not waited for */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    while (n < MAX_REQUEST) {
+        ssize_t r = recv(fd, buf + n, 1, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (buf[n] == '\n') {
+            req = json_loadb(buf, n, 0, NULL);
+            break;
+        }
+        n++;
+    }
+    free(buf);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+    return req;
+}
+
+static bool key_ok(const char *got)
+{
+    const char *want = getenv("DOCKET_STEP_KEY");
+    size_t n = want ? strlen(want) : 0;
+    unsigned char diff = 0;
+
+    if (!want || !*want || strlen(got) != n)
+        return false;
+    for (size_t i = 0; i < n; i++) /* constant time */
+        diff |= (unsigned char)(got[i] ^ want[i]);
+    return diff == 0;
+}
+
+/* srun's environment, with this node's own values kept and the batch node's scratch
+ * directory in PATH replaced by this node's. */
+static void take_env(const json_t *env, const char *their_scratch)
+{
+    const char *keep[sizeof(node_local) / sizeof(node_local[0])];
+    char *saved[sizeof(node_local) / sizeof(node_local[0])];
+    const char *mine = getenv("DOCKET_SCRATCH");
+    char *my_scratch = mine ? strdup(mine) : NULL;
+    const char *key;
+    json_t *v;
+
+    for (size_t i = 0; i < sizeof(node_local) / sizeof(node_local[0]); i++) {
+        keep[i] = getenv(node_local[i]);
+        saved[i] = keep[i] ? strdup(keep[i]) : NULL;
+    }
+    clearenv();
+    json_object_foreach((json_t *)env, key, v)
+        if (json_is_string(v))
+            setenv(key, json_string_value(v), 1);
+    for (size_t i = 0; i < sizeof(node_local) / sizeof(node_local[0]); i++) {
+        if (saved[i])
+            setenv(node_local[i], saved[i], 1);
+        else
+            unsetenv(node_local[i]);
+        free(saved[i]);
+    }
+    const char *path = getenv("PATH");
+    size_t tl = their_scratch ? strlen(their_scratch) : 0;
+    if (path && my_scratch && tl && !strncmp(path, their_scratch, tl)) {
+        char *np = NULL;
+        if (asprintf(&np, "%s%s", my_scratch, path + tl) > 0)
+            setenv("PATH", np, 1);
+        free(np);
+    }
+    free(my_scratch);
+}
+
+static void fail_step(int fd, const char *msg)
+{
+    srun_frame_send(fd, FR_FAIL, 0, msg, (uint32_t)strlen(msg));
+}
+
+/* One step, in a child of the host: start the tasks, relay, report. */
+static int run_step(int fd)
+{
+    static struct step st;
+    static int out[SRUN_MAX_TASKS][2];
+    json_t *req = read_request(fd);
+    const char *key = json_string_value(json_object_get(req, "key"));
+    json_t *argv = json_object_get(req, "argv");
+
+    if (!req || !key || !key_ok(key) || !json_is_array(argv) || !json_array_size(argv)) {
+        fail_step(fd, "refused: not this job's srun");
+        return 1;
+    }
+    memset(&st, 0, sizeof(st));
+    st.node = (int)json_integer_value(json_object_get(req, "node"));
+    st.first = (int)json_integer_value(json_object_get(req, "first"));
+    st.local_n = (int)json_integer_value(json_object_get(req, "count"));
+    st.ntasks = (int)json_integer_value(json_object_get(req, "ntasks"));
+    st.nodes = (int)json_integer_value(json_object_get(req, "nodes"));
+    st.cpus = (int)json_integer_value(json_object_get(req, "cpus"));
+    st.gpus_per_task = (int)json_integer_value(json_object_get(req, "gpus_per_task"));
+    st.export_none = json_is_true(json_object_get(req, "export_none"));
+    const char *ex = json_string_value(json_object_get(req, "export"));
+    st.export_list = ex && *ex ? ex : NULL;
+    if (st.local_n < 1 || st.local_n > SRUN_MAX_TASKS || json_array_size(argv) > 4096) {
+        fail_step(fd, "refused: bad request");
+        return 1;
+    }
+    st.argv = calloc(json_array_size(argv) + 1, sizeof(char *));
+    for (size_t i = 0; st.argv && i < json_array_size(argv); i++)
+        st.argv[i] = (char *)json_string_value(json_array_get(argv, i));
+    take_env(json_object_get(req, "env"), json_string_value(json_object_get(req, "scratch")));
+    const char *cwd = json_string_value(json_object_get(req, "cwd"));
+    if (cwd && *cwd && chdir(cwd) < 0) {
+        char msg[600];
+        snprintf(msg, sizeof(msg), "cannot enter '%.500s' here: %s", cwd, strerror(errno));
+        fail_step(fd, msg);
+        return 1;
+    }
+    for (int i = 0; i < st.local_n; i++) {
+        int po[2], pe[2];
+        if (pipe(po) < 0 || pipe(pe) < 0) {
+            fail_step(fd, "cannot make pipes");
+            return 1;
+        }
+        st.pids[i] = fork();
+        if (st.pids[i] == 0) {
+            signal(SIGUSR1, SIG_DFL);
+            signal(SIGUSR2, SIG_DFL);
+            signal(SIGHUP, SIG_DFL);
+            signal(SIGINT, SIG_DFL);
+            signal(SIGPIPE, SIG_DFL);
+            close(fd);
+            if (dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
+                _exit(126);
+            close(po[0]);
+            close(pe[0]);
+            close(po[1]);
+            close(pe[1]);
+            srun_task_exec(&st, i);
+        }
+        close(po[1]);
+        close(pe[1]);
+        out[i][0] = po[0];
+        out[i][1] = pe[0];
+    }
+    struct pollfd p[2 * SRUN_MAX_TASKS + 1];
+    int who[2 * SRUN_MAX_TASKS + 1], open = 2 * st.local_n, exited = 0;
+    while (exited < st.local_n) {
+        int n = 0;
+        p[n] = (struct pollfd){fd, POLLIN, 0};
+        who[n++] = -1;
+        for (int t = 0; t < st.local_n; t++)
+            for (int k = 0; k < 2; k++)
+                if (out[t][k] >= 0) {
+                    who[n] = 2 * t + k;
+                    p[n++] = (struct pollfd){out[t][k], POLLIN, 0};
+                }
+        if (open > 0 && poll(p, (nfds_t)n, -1) < 0 && errno != EINTR)
+            break;
+        for (int k = 0; open > 0 && k < n; k++) {
+            if (!p[k].revents)
+                continue;
+            if (who[k] < 0) { /* a signal from srun, or srun is gone: the tasks go too */
+                char buf[16];
+                int type;
+                uint32_t task, len, sig;
+                int rc = srun_frame_read(fd, &type, &task, buf, sizeof(buf), &len);
+                if (rc == 1 && type == FR_SIGNAL && len == 4) {
+                    memcpy(&sig, buf, 4);
+                    sig = ntohl(sig);
+                } else {
+                    sig = SIGKILL;
+                }
+                for (int t = 0; t < st.local_n; t++)
+                    if (st.pids[t] > 0 && sig > 0 && sig < 65)
+                        kill(st.pids[t], (int)sig);
+                continue;
+            }
+            int t = who[k] / 2, s = who[k] % 2;
+            char buf[16384];
+            ssize_t got = read(p[k].fd, buf, sizeof(buf));
+            if (got > 0) {
+                srun_frame_send(fd, s ? FR_ERR : FR_OUT, (uint32_t)(st.first + t), buf,
+                                (uint32_t)got);
+            } else {
+                close(out[t][s]);
+                out[t][s] = -1;
+                open--;
+            }
+        }
+        if (open == 0) { /* every pipe closed: collect the statuses */
+            int status;
+            pid_t pid = waitpid(-1, &status, 0);
+            if (pid < 0 && errno != EINTR)
+                break;
+            for (int t = 0; pid > 0 && t < st.local_n; t++)
+                if (st.pids[t] == pid) {
+                    uint32_t code = htonl((uint32_t)(WIFEXITED(status) ? WEXITSTATUS(status)
+                                                                       : 128 + WTERMSIG(status)));
+                    srun_frame_send(fd, FR_EXIT, (uint32_t)(st.first + t), &code, 4);
+                    st.pids[t] = 0;
+                    exited++;
+                }
+        }
+    }
+    return 0;
+}
+
+int srun_step_host(void)
+{
+    int port = my_port(), one = 1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    /* the warnings meant for the steps (--signal without B:) must not end the host */
+    signal(SIGUSR1, SIG_IGN);
+    signal(SIGUSR2, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGCHLD, SIG_DFL);
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (port < 0 || lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 16) < 0) {
+        fprintf(stderr, "srun step host: cannot listen on port %d: %s\n", port, strerror(errno));
+        /* hold the allocation anyway, as a host without srun would */
+        for (;;)
+            pause();
+    }
+    int live = 0;
+    for (;;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            live--; /* steps that ended */
+        if (fd < 0)
+            continue;
+        if (live >= MAX_STEPS) { /* a flood of connections costs no more than this */
+            close(fd);
+            continue;
+        }
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(lfd);
+            _exit(run_step(fd));
+        }
+        if (pid > 0)
+            live++;
+        close(fd);
+    }
+}

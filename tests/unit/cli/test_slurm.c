@@ -1,0 +1,92 @@
+/* test_slurm.c - unit tests of the Slurm commands' pure parts (src/cli/slurm.h, srun.h):
+ * host lists expanded as scontrol show hostnames does, a step's tasks shared over its
+ * nodes as Slurm's block distribution, and the environment sbatch exports. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cli/slurm.h"
+#include "cli/srun.h"
+
+static char *expand(const char *list, int *rc)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    *rc = slurm_expand_hostlist(list, f);
+    fclose(f);
+    return buf;
+}
+
+static void hostlists(void **state)
+{
+    int rc;
+    char *out = expand("gpu[01-03,7],cpu1,n[8-10]x", &rc);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, "gpu01\ngpu02\ngpu03\ngpu7\ncpu1\nn8x\nn9x\nn10x\n");
+    free(out);
+    out = expand("a,b", &rc);
+    assert_string_equal(out, "a\nb\n");
+    free(out);
+    static const char *const bad[] = {"gpu[1-", "gpu[a-b]", "gpu[3-1]"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        out = expand(bad[i], &rc);
+        if (rc != -EINVAL)
+            fail_msg("'%s' accepted", bad[i]);
+        free(out);
+    }
+}
+
+static void block_distribution(void **state)
+{
+    int first, count;
+    srun_share(8, 2, 1, &first, &count);
+    assert_int_equal(first, 4);
+    assert_int_equal(count, 4);
+    srun_share(5, 2, 0, &first, &count); /* 3 + 2 */
+    assert_int_equal(first, 0);
+    assert_int_equal(count, 3);
+    srun_share(5, 2, 1, &first, &count);
+    assert_int_equal(first, 3);
+    assert_int_equal(count, 2);
+    srun_share(7, 3, 2, &first, &count); /* 3 + 2 + 2 */
+    assert_int_equal(first, 5);
+    assert_int_equal(count, 2);
+}
+
+static void exported_environment(void **state)
+{
+    char *envp[] = {"HOME=/home/a", "SLURM_JOB_ID=3",  "DOCKET_TOKEN=dkt_secret", "PWD=/x",
+                    "CONDA_PREFIX=/opt/c", "FOO=from-shell", "bad name=1", "NOEQUALS",
+                    "DOCKET_URL=http://ctl:8420", "DOCKET_JOB_ID=9", NULL};
+    json_t *spec = json_pack("{s:{s:s}}", "env", "FOO", "from-flag");
+    slurm_export_env(spec, envp);
+    json_t *env = json_object_get(spec, "env");
+    assert_string_equal(json_string_value(json_object_get(env, "HOME")), "/home/a");
+    assert_string_equal(json_string_value(json_object_get(env, "CONDA_PREFIX")), "/opt/c");
+    assert_string_equal(json_string_value(json_object_get(env, "FOO")), "from-flag");
+    assert_null(json_object_get(env, "SLURM_JOB_ID"));
+    assert_null(json_object_get(env, "DOCKET_TOKEN"));
+    assert_null(json_object_get(env, "PWD"));
+    assert_null(json_object_get(env, "DOCKET_JOB_ID"));
+    assert_string_equal(json_string_value(json_object_get(env, "DOCKET_URL")), "http://ctl:8420");
+    assert_int_equal(json_object_size(env), 4);
+    json_decref(spec);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(hostlists),
+        cmocka_unit_test(block_distribution),
+        cmocka_unit_test(exported_environment),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
