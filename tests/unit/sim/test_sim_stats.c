@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,7 +59,7 @@ static void summary_of_result(void **state)
     memset(&r, 0, sizeof(r));
     memset(jobs, 0, sizeof(jobs));
     sched_policy_defaults(&r.policy);
-    r.policy.tiers[2].starve_after_ms = 50000; /* tier 2 ("normal") starves after 50 s */
+    r.starve_bound_ms[2] = 50000; /* tier 2 ("normal") starves after 50 s */
     r.jobs = jobs;
     r.njobs = 4;
     r.projects = projects;
@@ -94,6 +96,16 @@ static void summary_of_result(void **state)
     assert_true(s.projects[1].guarantee_share == 0.75);
     /* used/guaranteed shares: a 1.333, b 0.889 -> Jain = (2.222)^2 / (2 x 2.568) */
     assert_true(s.jain_share > 0.96 && s.jain_share < 0.962);
+    /* total delay: a 0 s, b 100 s (both did all their work); d never started */
+    assert_int_equal(s.all.delayed_jobs, 2);
+    assert_true(s.all.delay_max_s == 100);
+    assert_true(s.all.delay_mean_s == 50);
+    sim_summary_release(&s);
+    /* nobody has a guarantee: Jain's share index is undefined (n/a), never 0 */
+    projects[0].guarantee_gpus = projects[1].guarantee_gpus = 0;
+    assert_int_equal(sim_summary_compute(&r, &s), 0);
+    assert_true(isnan(s.jain_share));
+    assert_false(isnan(s.jain_slowdown));
     sim_summary_release(&s);
 }
 
