@@ -385,9 +385,14 @@ int sim_table_text(FILE *f, const struct sim_table *t, bool c)
     const char *bold = c ? "\033[1m" : "", *dim = c ? "\033[2m" : "", *reset = c ? "\033[0m" : "";
     const char *prev = "";
 
+    int w = 12; /* every column as wide as the longest policy name */
+
+    for (int k = 0; k < t->nruns; k++)
+        if ((int)strlen(t->runs[k]) > w)
+            w = (int)strlen(t->runs[k]);
     fprintf(f, "%s%-12s %-26s", bold, "group", "metric");
     for (int k = 0; k < t->nruns; k++)
-        fprintf(f, " %12.12s", t->runs[k]);
+        fprintf(f, " %*s", w, t->runs[k]);
     fprintf(f, "%s\n", reset);
     for (size_t i = 0; i < t->nrows; i++) {
         const struct sim_table_row *row = &t->rows[i];
@@ -400,7 +405,7 @@ int sim_table_text(FILE *f, const struct sim_table *t, bool c)
             char cell[32];
 
             sim_cell_format(row->v[k], row->kind, false, cell, sizeof(cell));
-            fprintf(f, " %s%12s%s", k == best ? bold : "", cell, k == best ? reset : "");
+            fprintf(f, " %s%*s%s", k == best ? bold : "", w, cell, k == best ? reset : "");
         }
         fputc('\n', f);
     }
