@@ -144,6 +144,14 @@ teardown() {
     grep -q '<th>sjf</th>' "$T/c.html"
     grep -q 'Wait CDF, tier normal' "$T/c.html"
     ! grep -qiE '<script|<link|https?://[^"]*\.(js|css)' "$T/c.html"
+    # the comparison is deterministic too
+    run "$SIM" --trace "$TRACES/philly_vc.csv" --cluster "$EX/cluster-philly.yaml" \
+        --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-philly.yaml" --pool \
+        --limit 800 --compare --json "$T/c2.json" --csv "$T/c2.csv" --html "$T/c2.html"
+    [ "$status" -eq 0 ]
+    cmp "$T/c.json" "$T/c2.json"
+    cmp "$T/c.csv" "$T/c2.csv"
+    cmp "$T/c.html" "$T/c2.html"
 }
 
 @test "no guarantees: Jain's share index is n/a, never 0.000" {
