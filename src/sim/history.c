@@ -95,6 +95,7 @@ int sim_history_load(const char *path, struct sim_table *t, char *inputs, size_t
 {
     json_error_t je;
     json_t *doc = json_load_file(path, 0, &je), *cmp, *names, *rows, *in, *x;
+    const char *trace;
     size_t i;
     int rc = 0;
 
@@ -134,9 +135,9 @@ int sim_history_load(const char *path, struct sim_table *t, char *inputs, size_t
         }
     }
     in = json_object_get(doc, "input");
+    trace = json_string_value(json_object_get(in, "trace"));
     snprintf(inputs, inputslen, "trace %s, arrival scale %g, cluster scale %g, limit %lld",
-             json_string_value(json_object_get(in, "trace")) ?: "?",
-             json_number_value(json_object_get(in, "arrival_scale")),
+             trace ? trace : "?", json_number_value(json_object_get(in, "arrival_scale")),
              json_number_value(json_object_get(in, "cluster_scale")),
              (long long)json_integer_value(json_object_get(in, "limit")));
     json_decref(doc);

@@ -319,26 +319,31 @@ oom:
 /* ---------------------------------------------------------------------------------- */
 /* Reading the table                                                                   */
 
+/* Values within SIM_TABLE_TIE (relative) of each other are a tie: 14.5 % against 14.4 %
+ * utilisation, or 1h9m against 1h9m30s, is no win to report. */
+#define SIM_TABLE_TIE 0.01
+
 int sim_table_best(const struct sim_table *t, const struct sim_table_row *row)
 {
     int best = -1;
-    bool tie = false;
 
     if (row->better == 0)
         return -1;
     for (int k = 0; k < t->nruns; k++) {
         double v = row->v[k];
 
-        if (isnan(v))
-            continue;
-        if (best < 0 || (row->better < 0 ? v < row->v[best] : v > row->v[best])) {
+        if (!isnan(v) && (best < 0 || (row->better < 0 ? v < row->v[best] : v > row->v[best])))
             best = k;
-            tie = false;
-        } else if (v == row->v[best]) {
-            tie = true;
-        }
     }
-    return tie ? -1 : best;
+    if (best < 0)
+        return -1;
+    for (int k = 0; k < t->nruns; k++) {
+        double v = row->v[k], b = row->v[best];
+
+        if (k != best && !isnan(v) && fabs(v - b) <= SIM_TABLE_TIE * fabs(b))
+            return -1; /* a tie (equal values included) */
+    }
+    return best;
 }
 
 void sim_table_verdict(const struct sim_table *t, char *buf, size_t len)

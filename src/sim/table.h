@@ -55,7 +55,8 @@ void sim_cell_format(double v, enum sim_cell_kind kind, bool raw, char *buf, siz
 const char *sim_cell_kind_name(enum sim_cell_kind k);
 int sim_cell_kind_parse(const char *s, enum sim_cell_kind *out);
 
-/* The run that is best on a row, or -1 (no direction, a tie, or no values). */
+/* The run that is best on a row, or -1 (no direction, no values, or a tie: another run
+ * within 1 % of it). */
 int sim_table_best(const struct sim_table *t, const struct sim_table_row *row);
 
 /* One sentence saying which policy wins on which headline metric. */

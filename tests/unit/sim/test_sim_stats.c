@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "sim/stats.h"
+#include "sim/table.h"
 
 static void percentiles(void **state)
 {
@@ -109,6 +110,46 @@ static void summary_of_result(void **state)
     sim_summary_release(&s);
 }
 
+/* The comparison table's reading: best value, ties within 1 %, n/a, the verdict. */
+static void table_best_and_verdict(void **state)
+{
+    struct sim_table t;
+    struct sim_table_row row;
+    char buf[512];
+
+    (void)state;
+    memset(&t, 0, sizeof(t));
+    t.nruns = 3;
+    strcpy(t.runs[0], "tiered");
+    strcpy(t.runs[1], "easy");
+    strcpy(t.runs[2], "fifo");
+    memset(&row, 0, sizeof(row));
+    strcpy(row.group, "tier high");
+    strcpy(row.metric, "wait p95");
+    strcpy(row.key, "wait_p95_s");
+    row.kind = SIM_CELL_DURATION;
+    row.better = -1;
+    row.headline = true;
+    row.v[0] = 0;
+    row.v[1] = 3172;
+    row.v[2] = NAN;
+    assert_int_equal(sim_table_add(&t, &row), 0);
+    assert_int_equal(sim_table_best(&t, &t.rows[0]), 0);
+    row.v[0] = 4000;
+    row.v[1] = 3990; /* within 1 %: a tie */
+    assert_int_equal(sim_table_add(&t, &row), 0);
+    assert_int_equal(sim_table_best(&t, &t.rows[1]), -1);
+    sim_table_verdict(&t, buf, sizeof(buf));
+    assert_string_equal(buf, "tiered is best on wait p95 of tier high.");
+    sim_cell_format(NAN, SIM_CELL_INDEX, false, buf, sizeof(buf));
+    assert_string_equal(buf, "n/a");
+    sim_cell_format(-5400, SIM_CELL_DURATION, false, buf, sizeof(buf));
+    assert_string_equal(buf, "-1h30m");
+    sim_cell_format(0.229, SIM_CELL_PERCENT, false, buf, sizeof(buf));
+    assert_string_equal(buf, "22.9%");
+    sim_table_release(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -116,6 +157,7 @@ int main(void)
         cmocka_unit_test(jain),
         cmocka_unit_test(bounded_slowdown),
         cmocka_unit_test(summary_of_result),
+        cmocka_unit_test(table_best_and_verdict),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
