@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # docket-sim benchmarks: wall time, CPU time and peak memory of the largest shared traces
 # and of a 1M-job synthetic trace, then the comparison of Docket's tiered policy with the
-# FIFO, FIFO+EASY and multifactor baselines on each shared trace. Results go by hand into
-# bench/RESULTS.md ("Simulator"). Usage:
+# four baselines (fifo, easy, sjf, multifactor: one queue per partition, docs/sim.md
+# "Baselines") on each shared trace. Results go by hand into bench/RESULTS.md
+# ("Simulator"). Usage:
 #   bench/sim/run.sh [BUILD_DIR]        default build-bench-sim (release build, made here)
 #   SIM_BENCH=perf|compare bench/sim/run.sh   only one half
 # Traces: $DOCKET_TRACES (default ../shared/traces). Outputs: $BUILD_DIR/bench-sim/.
@@ -63,6 +64,7 @@ if [[ $WHAT == all || $WHAT == compare ]]; then
         name=${run%%:*}
         # shellcheck disable=SC2086 # the argument lists above hold no blanks
         "$SIM" ${run#*:} --compare --no-progress --json "$OUT/compare-$name.json" \
+            --csv "$OUT/compare-$name.csv" --html "$OUT/compare-$name.html" \
             >"$OUT/compare-$name.txt" 2>"$OUT/compare-$name.err"
         echo
         echo "## $name: docket-sim ${run#*:} --compare"

@@ -234,7 +234,6 @@ struct walk {
     bool dropped_lower; /* stale lower reservations were dropped in this walk */
     int res_failed;     /* reservations tried in vain: they use up backfill_depth too,
                            or a deep queue would try one for every job */
-    bool starving_walk; /* serving the starving jobs, oldest first */
     uint64_t moved[32]; /* starving jobs whose reservation a late job pushed back */
     int nmoved;
 };
@@ -282,7 +281,7 @@ static bool try_preempt(struct sched *s, struct walk *w, struct job *j)
 {
     if (!preemption_possible(s))
         return false;
-    if (preempt_memoised(s, j, w->now, !w->starving_walk, w->st) == 0) {
+    if (preempt_memoised(s, j, w->now, w->st) == 0) {
         w->st->preempted++;
         return true;
     }
@@ -665,9 +664,7 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full
     if (w) {
         w->st = st;
         w->now = now;
-        w->starving_walk = true;
         walk_starving(s, w);
-        w->starving_walk = false;
         walk_queue(s, w);
         free(w);
     }

@@ -138,6 +138,7 @@ struct preempt_memo {
     int64_t submit_ms;
     uint64_t id;
     int feasible; /* gangs: nodes that had a plan (fewer than the gang needs) */
+    bool reclaim; /* a job's own memo (struct reservation): the search could reclaim */
 };
 
 /* An instant at which a node's room may grow for a preemptor: a release or a claim's end
@@ -278,6 +279,9 @@ struct reservation {
     uint64_t *victims;
     int nvictims;
     bool live;
+    /* its job's last failed preemption search: the job holds more room than others on
+       these nodes, so the shapes' memos do not cover it; this one does (memo.c) */
+    struct preempt_memo own;
 };
 
 enum deadline_kind { DL_LIMIT, DL_KILL, DL_BEGIN, DL_ELIGIBLE, DL_PROTECT, DL_BOOST, DL_STARVE };
@@ -391,8 +395,7 @@ struct sched {
 bool memo_skips_entry(const struct sched *s, const struct order_entry *e, bool reclaim, int64_t dur,
                       int64_t now);
 void memo_verify(struct sched *s, struct job *j, int64_t now);
-int preempt_memoised(struct sched *s, struct job *j, int64_t now, bool use_memo,
-                     struct sched_cycle_stats *st);
+int preempt_memoised(struct sched *s, struct job *j, int64_t now, struct sched_cycle_stats *st);
 
 /* ---- changes.c */
 void node_changed(struct sched *s, struct node *n);
@@ -533,8 +536,6 @@ struct preempt_scope {
 };
 int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct preempt_scope *sc);
 bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus);
-bool victim_eligible(const struct sched *s, const struct job *v, const struct job *j,
-                     const struct node *n, int64_t now);
 void victim_eligibility_update(struct sched *s, struct job *v, int64_t now);
 /* Set or clear a job's JF_VICTIM_ELIGIBLE, keeping the counters and node sums in step. */
 void victim_mark(struct sched *s, struct job *v, bool eligible);

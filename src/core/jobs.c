@@ -499,6 +499,8 @@ int sched_job_submit(struct sched *s, const struct sched_job_spec *sp, int64_t n
     if (sp->hold) {
         job_set_state(s, j, SCHED_HELD);
         j->reason = SCHED_R_HELD;
+        /* explain shows the nodes it could use: it needs its shape (not counted pending) */
+        j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
         return 0;
     }
     if (j->begin_ms > now)

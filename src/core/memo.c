@@ -170,35 +170,72 @@ static enum recheck memo_recheck(struct sched *s, struct preempt_memo *m, struct
     return SEARCH_CHANGED;
 }
 
-/* j holds a reservation of its own: on the nodes it claims it has more room than the
- * memo's searcher had, elsewhere it sees what a job of its priority sees. So a memo that
- * covers it but for the reservation leaves those nodes and the changed ones to search,
- * as j itself (one node jobs; -2: search everything). */
-static int preempt_reserved(struct sched *s, struct preempt_memo *m, struct job *j, int64_t now,
-                            struct sched_cycle_stats *st)
+/* The job's own memo (in its reservation): made by it, under the current epochs, for the
+ * same kind of search, not in the future. */
+static bool own_memo_covers(const struct sched *s, const struct preempt_memo *m, bool reclaim,
+                            int64_t now)
 {
-    const struct reservation *r = &s->res[j->reservation];
-    if (s->shapes[j->shape].nodes > 1)
+    return m->live && m->epoch == s->memo_epoch && m->reclaim == reclaim &&
+           (!reclaim || m->repoch == s->reclaim_epoch) && now >= m->at;
+}
+
+static void own_memo_set(struct sched *s, struct preempt_memo *m, bool reclaim, int64_t now,
+                         int feasible)
+{
+    *m = (struct preempt_memo){.live = true,
+                               .epoch = s->memo_epoch,
+                               .repoch = s->reclaim_epoch,
+                               .at = now,
+                               .logpos = s->nchlog,
+                               .feasible = feasible,
+                               .reclaim = reclaim};
+    s->chlog_mark = s->nchlog;
+}
+
+/* j holds a reservation of its own: on the nodes it claims it has more room than the
+ * shape memo's searcher had, elsewhere it sees what a job of its priority sees. Its own
+ * memo (its last failure) leaves the changed nodes to search; else a shape memo that
+ * covers it but for the reservation leaves those and its claimed nodes. -2: search all. */
+static int preempt_reserved(struct sched *s, struct preempt_memo *m, bool reclaim, struct job *j,
+                            int64_t now, struct sched_cycle_stats *st)
+{
+    struct reservation *r = &s->res[j->reservation];
+    struct preempt_memo *own = &r->own;
+    bool by_own = own_memo_covers(s, own, reclaim, now);
+    struct memo_job unreserved = memo_job_of(j);
+    unreserved.reserved = false;
+    if (!by_own && !memo_covers(s, m, reclaim, &unreserved, now))
         return -2;
+    const struct preempt_memo *from = by_own ? own : m;
     const uint32_t *nodes;
-    size_t n = changes_since(s, m->logpos, m->at, now, &nodes);
+    size_t n = changes_since(s, from->logpos, from->at, now, &nodes);
     if (n == SIZE_MAX)
         return -2;
-    for (int i = 0; i < r->nnodes; i++)
+    for (int i = 0; !by_own && i < r->nnodes; i++)
         n = changes_also(s, n, r->nodes[i]);
     st->preempt_rechecks++;
     st->preempt_recheck_nodes += (int)n;
     struct preempt_scope sc = {.nodes = nodes, .nnodes = n};
-    int rc = preempt_for(s, j, now, false, &sc);
-    if (rc < 0)
+    int want = s->shapes[j->shape].nodes;
+    if (want > 1) { /* a gang: count, as in memo_recheck */
+        (void)preempt_for(s, j, now, true, &sc);
+        if (from->feasible + sc.feasible >= want)
+            return -2;
+        own_memo_set(s, own, reclaim, now, from->feasible + sc.feasible);
         memo_verify(s, j, now);
+        return -1;
+    }
+    int rc = preempt_for(s, j, now, false, &sc);
+    if (rc < 0) {
+        own_memo_set(s, own, reclaim, now, 0);
+        memo_verify(s, j, now);
+    }
     return rc;
 }
 
-/* Preempt for j (preempt_for's answer), through the memos when use_memo (the priority
- * walk: the starving walk goes oldest first, so a job there may outrank a searcher). */
-int preempt_memoised(struct sched *s, struct job *j, int64_t now, bool use_memo,
-                     struct sched_cycle_stats *st)
+/* Preempt for j (preempt_for's answer), through the memos. Each memo states the priority
+ * it holds for, so the starving walk (oldest first) may use them as the priority walk. */
+int preempt_memoised(struct sched *s, struct job *j, int64_t now, struct sched_cycle_stats *st)
 {
     struct shape *sh = &s->shapes[j->shape];
     int rank = job_eff_rank(s, j);
@@ -207,50 +244,40 @@ int preempt_memoised(struct sched *s, struct job *j, int64_t now, bool use_memo,
     int64_t dur = mj.dur;
     struct preempt_memo *m = memo_of(sh, rank, reclaim);
     struct preempt_scope sc = {0};
-    if (use_memo && mj.reserved) {
-        struct memo_job unreserved = mj;
-        unreserved.reserved = false;
-        if (memo_covers(s, m, reclaim, &unreserved, now)) {
-            s->preempt_budget--;
-            int rc = preempt_reserved(s, m, j, now, st);
-            if (rc != -2)
-                return rc;
-            s->preempt_budget++; /* searched below instead */
-        }
-    }
-    if (use_memo) {
-        if (memo_proves(s, sh, rank, reclaim, &mj, now)) {
-            st->preempt_memo_skips++;
+    s->preempt_budget--;
+    if (mj.reserved) {
+        int rc = preempt_reserved(s, m, reclaim, j, now, st);
+        if (rc != -2)
+            return rc;
+    } else if (memo_proves(s, sh, rank, reclaim, &mj, now)) {
+        s->preempt_budget++; /* nothing searched */
+        st->preempt_memo_skips++;
+        memo_verify(s, j, now);
+        return -1;
+    } else if (memo_covers(s, m, reclaim, &mj, now)) {
+        enum recheck r = memo_recheck(s, m, j, now, &sc, st);
+        if (r == STILL_HOPELESS) {
             memo_verify(s, j, now);
             return -1;
         }
-        if (memo_covers(s, m, reclaim, &mj, now)) {
-            s->preempt_budget--;
-            enum recheck r = memo_recheck(s, m, j, now, &sc, st);
-            if (r == STILL_HOPELESS) {
+        if (r == SEARCH_CHANGED) { /* its best plan is on a changed node: the rest fail */
+            int rc = preempt_for(s, j, now, false, &sc);
+            if (rc < 0) { /* the searcher had a plan there, j has none: j's memo now */
+                memo_set(s, m, j, dur, now, 0);
                 memo_verify(s, j, now);
-                return -1;
             }
-            if (r == SEARCH_CHANGED) { /* its best plan is on a changed node: the rest fail */
-                int rc = preempt_for(s, j, now, false, &sc);
-                if (rc < 0) { /* the searcher had a plan there, j has none: j's memo now */
-                    memo_set(s, m, j, dur, now, 0);
-                    memo_verify(s, j, now);
-                }
-                return rc;
-            }
-        } else {
-            s->preempt_budget--;
+            return rc;
         }
-    } else {
-        s->preempt_budget--;
     }
     st->preempt_full++;
     sc = (struct preempt_scope){0};
     int rc = preempt_for(s, j, now, false, &sc);
     /* a gang with enough nodes that failed to start them together is not remembered: its
        plans, chosen by cost, change with time */
-    if (rc < 0 && use_memo && sc.feasible < sh->nodes)
+    if (rc < 0 && sc.feasible < sh->nodes) {
         memo_set(s, m, j, sc.fail_dur < dur ? sc.fail_dur : dur, now, sc.feasible);
+        if (mj.reserved)
+            own_memo_set(s, &s->res[j->reservation].own, reclaim, now, sc.feasible);
+    }
     return rc;
 }

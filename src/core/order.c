@@ -231,7 +231,9 @@ void order_rebuild(struct sched *s, int64_t now)
     for (size_t i = 0; i < s->nprojects; i++)
         project_share_refresh(s, &s->projects[i]);
     groups_share_refresh(s);
-    s->memo_epoch++; /* priorities move: claims bind others (struct preempt_memo) */
+    /* priorities move, and with them which claims bind whom: the ordinary reservations are
+       dropped below (their nodes are logged as changed); sticky claims bind everyone, so
+       the preemption memos stay (struct preempt_memo) */
     size_t pending = s->by_state[SCHED_PENDING];
     if (grow((void **)&s->order, &s->order_cap, pending + 1, sizeof(*s->order)) < 0)
         return;

@@ -91,20 +91,24 @@ static bool over_guarantee(const struct sched *s, const struct job *v)
     return p->gpus_in_use > p->spec.guarantee_gpus + 1e-9 || (g && group_over_guarantee(s, g));
 }
 
-bool victim_eligible(const struct sched *s, const struct job *v, const struct job *j,
-                     const struct node *n, int64_t now)
+/* May j (of effective rank rj; reclaims: its project may reclaim its guarantee) stop v
+ * on node n at `now`? */
+static bool victim_for(const struct sched *s, const struct job *v, const struct job *j, int rj,
+                       bool reclaims, const struct node *n, int64_t now)
 {
-    if (v == j || (v->state != SCHED_RUNNING && v->state != SCHED_STARTING))
+    /* not a victim for anyone (flag kept by victim_mark at every start, stop and age
+       deadline): most jobs on a busy node are ruled out here without a lookup */
+    if (!(v->flags & JF_VICTIM_ELIGIBLE) || v == j)
+        return false;
+    if (v->state != SCHED_RUNNING && v->state != SCHED_STARTING)
         return false;
     const struct sched_class_spec *c = job_class(s, v);
     if (!c->preemptible || v->preempt_count >= s->policy.max_preemptions)
         return false;
-    int rv = job_eff_rank(s, v), rj = job_eff_rank(s, j);
+    int rv = job_eff_rank(s, v);
     if (rv < rj)
         return false; /* never a higher tier */
-    bool reclaim =
-        rv == rj && v->project != j->project && over_guarantee(s, v) && under_guarantee_after(s, j);
-    if (rv == rj && !reclaim)
+    if (rv == rj && !(reclaims && v->project != j->project && over_guarantee(s, v)))
         return false;
     /* borrowed reserved-zone room goes back to the tiers it is for at once */
     if ((v->flags & JF_BORROWER) && n->reserved && rj <= s->reserved_min_rank && rv > rj)
@@ -206,10 +210,11 @@ static int collect_victims(struct sched *s, const struct job *j, uint32_t idx, i
                            struct victim *all)
 {
     const struct node *n = &s->nodes[idx];
-    int nall = 0;
+    int nall = 0, rj = job_eff_rank(s, j);
+    bool reclaims = under_guarantee_after(s, j);
     for (uint32_t i = 0; i < n->jobs.n && nall < PLAN_MAX; i++) {
         const struct job *v = &s->jobs[n->jobs.v[i]];
-        if (!victim_eligible(s, v, j, n, now))
+        if (!victim_for(s, v, j, rj, reclaims, n, now))
             continue;
         for (int a = 0; a < v->nallocs; a++) {
             if (v->allocs[a].node != idx)

@@ -425,7 +425,9 @@ void sim_mapping_defaults(struct sim_mapping *m)
     m->time_limit_factor = 2.0;
     m->limit_source = SIM_LIMIT_RUNTIME;
     m->min_time_limit_ms = 60000;
-    m->cpu_unit_cores = 8;
+    m->cpu_unit_cores = 0;
+    m->fractional = SIM_FRAC_ROUND_UP;
+    m->over_cap = SIM_CAP_RUN;
     m->guarantee_from_partition = true;
     m->on_signal = SIM_SIGNAL_AUTO;
     (void)str_copy(m->dflt.match, sizeof(m->dflt.match), "*");
@@ -472,12 +474,14 @@ static int rule_from_json(struct jctx *c, json_t *o, struct sim_rule *r, bool is
 
 static int mapping_knobs(struct jctx *c, json_t *obj, struct sim_mapping *m)
 {
-    char src[32] = "", sig[32] = "";
+    char src[32] = "", sig[32] = "", frac[32] = "", cap[32] = "";
 
     if (get_double(c, obj, "time_limit_factor", 0.01, 1000, &m->time_limit_factor) < 0 ||
         get_str(c, obj, "time_limit", src, sizeof(src)) < 0 ||
+        get_str(c, obj, "fractional", frac, sizeof(frac)) < 0 ||
+        get_str(c, obj, "over_cap", cap, sizeof(cap)) < 0 ||
         get_duration(c, obj, "min_time_limit", &m->min_time_limit_ms) < 0 ||
-        get_i32(c, obj, "cpu_unit_cores", 1, 100000, &m->cpu_unit_cores) < 0 ||
+        get_i32(c, obj, "cpu_unit_cores", 0, 100000, &m->cpu_unit_cores) < 0 ||
         get_name(c, obj, "partition_label", m->partition_label, sizeof(m->partition_label)) < 0 ||
         get_bool(c, obj, "pool", &m->pool) < 0 ||
         get_bool(c, obj, "guarantee_from_partition", &m->guarantee_from_partition) < 0 ||
@@ -501,6 +505,36 @@ static int mapping_knobs(struct jctx *c, json_t *obj, struct sim_mapping *m)
         m->on_signal = SIM_SIGNAL_GRACE;
     else if (sig[0])
         return jfail(c, "on_signal", "'%s' is not auto, exit or grace", sig);
+    if (frac[0] && sim_fractional_parse(frac, &m->fractional) < 0)
+        return jfail(c, "fractional", "'%s' is not round-up, round-down or skip", frac);
+    if (cap[0] && sim_over_cap_parse(cap, &m->over_cap) < 0)
+        return jfail(c, "over_cap", "'%s' is not run, kill or skip", cap);
+    return 0;
+}
+
+int sim_fractional_parse(const char *s, enum sim_fractional *out)
+{
+    if (strcmp(s, "round-up") == 0)
+        *out = SIM_FRAC_ROUND_UP;
+    else if (strcmp(s, "round-down") == 0)
+        *out = SIM_FRAC_ROUND_DOWN;
+    else if (strcmp(s, "skip") == 0)
+        *out = SIM_FRAC_SKIP;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+int sim_over_cap_parse(const char *s, enum sim_over_cap *out)
+{
+    if (strcmp(s, "run") == 0)
+        *out = SIM_CAP_RUN;
+    else if (strcmp(s, "kill") == 0)
+        *out = SIM_CAP_KILL;
+    else if (strcmp(s, "skip") == 0)
+        *out = SIM_CAP_SKIP;
+    else
+        return -EINVAL;
     return 0;
 }
 
@@ -510,6 +544,8 @@ int sim_mapping_from_json(json_t *obj, const char *name, struct sim_mapping *m, 
     static const char *const keys[] = {
         "time_limit_factor",
         "time_limit",
+        "fractional",
+        "over_cap",
         "min_time_limit",
         "min_time_limit_ms",
         "cpu_unit_cores",
@@ -642,6 +678,22 @@ const struct sched_project_spec *sim_policy_project(const struct sim_policy *p, 
     return NULL;
 }
 
+/* Did the document set any multifactor weight itself (settings.mf_*)? */
+static bool settings_has_mf(json_t *doc)
+{
+    json_t *st = json_object_get(doc, "settings");
+    const char *k;
+    json_t *v;
+
+    if (!json_is_object(st))
+        return false;
+    json_object_foreach(st, k, v) {
+        if (strncmp(k, "mf_", 3) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* The policy document is read by src/protocol's reader, the one `docket apply` and
  * docketd use (proto_policy_parse: tiers and classes replace the lists, classes start from
  * the default of the same name, settings override knobs, projects are listed), so a file
@@ -676,6 +728,7 @@ int sim_policy_from_json(json_t *doc, const char *name, struct sim_policy *out, 
         return -EINVAL;
     }
     out->policy = pp.policy;
+    out->mf_set = settings_has_mf(doc);
     if (pp.nprojects) {
         out->projects = calloc(pp.nprojects, sizeof(*out->projects));
         if (!out->projects) {
@@ -704,6 +757,28 @@ int sim_policy_load(const char *path, struct sim_policy *out, char *err, size_t 
     return rc;
 }
 
+/* What every baseline shares: a site running FIFO, EASY, SJF or multifactor runs one
+ * queue per partition (a blocked job holds back its own partition only), never preempts,
+ * has no starvation guard (FIFO stays FIFO) and no tier-reserved zone. Starvation is still
+ * reported against the policy's bounds, so every run is measured on the same yardstick. */
+static void baseline_common(struct sim_policy *p)
+{
+    struct sched_policy *sp = &p->policy;
+
+    if (!p->report_bounds) {
+        for (int t = 0; t < sp->ntiers; t++)
+            p->report_starve_ms[t] = sp->tiers[t].starve_after_ms;
+        p->report_bounds = true;
+    }
+    for (int t = 0; t < sp->ntiers; t++)
+        sp->tiers[t].starve_after_ms = 0;
+    sp->preemption = false;
+    sp->reserved_label_key[0] = '\0';
+    sp->reserved_label_value[0] = '\0';
+    p->per_partition = true;
+    p->sjf = false;
+}
+
 int sim_policy_baseline(struct sim_policy *p, const char *baseline)
 {
     struct sched_policy *sp = &p->policy;
@@ -711,25 +786,26 @@ int sim_policy_baseline(struct sim_policy *p, const char *baseline)
     if (strcmp(baseline, "tiered") == 0) {
         sp->ordering = SCHED_ORDER_TIERED;
     } else if (strcmp(baseline, "fifo") == 0) {
+        baseline_common(p);
         sp->ordering = SCHED_ORDER_FIFO;
         sp->backfill = false;
-        sp->preemption = false;
-    } else if (strcmp(baseline, "easy") == 0) {
+    } else if (strcmp(baseline, "easy") == 0 || strcmp(baseline, "sjf") == 0) {
+        baseline_common(p);
         sp->ordering = SCHED_ORDER_FIFO;
         sp->backfill = true;
         sp->backfill_depth = 1;
-        sp->preemption = false;
+        p->sjf = baseline[0] == 's';
     } else if (strcmp(baseline, "multifactor") == 0) {
+        baseline_common(p);
         sp->ordering = SCHED_ORDER_MULTIFACTOR;
         sp->backfill = true;
-        sp->preemption = false;
-        if (sp->mf_age_weight == 0 && sp->mf_fairshare_weight == 0 && sp->mf_tier_weight == 0) {
-            /* Slurm's documented example weights: fair-share dominates, age and QOS
-             * (our tier) next; age saturates after 7 days (PriorityMaxAge). */
-            sp->mf_age_weight = 1000;
-            sp->mf_fairshare_weight = 10000;
-            sp->mf_tier_weight = 2000;
-            sp->mf_age_max_ms = 7LL * 24 * 3600 * 1000;
+        if (!p->mf_set) {
+            /* Slurm's documented example weights: fair-share dominates, then QOS (our tier)
+             * and age; age saturates after 7 days (PriorityMaxAge). */
+            sp->mf_age_weight = SIM_MF_AGE_WEIGHT;
+            sp->mf_fairshare_weight = SIM_MF_FAIRSHARE_WEIGHT;
+            sp->mf_tier_weight = SIM_MF_TIER_WEIGHT;
+            sp->mf_age_max_ms = SIM_MF_AGE_MAX_MS;
         }
     } else {
         return -EINVAL;

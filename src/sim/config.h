@@ -60,6 +60,12 @@ enum sim_limit_source { SIM_LIMIT_RUNTIME, SIM_LIMIT_REQUESTED, SIM_LIMIT_CLASS 
  * declared a checkpoint saves and exits at once, others run until the grace ends and the
  * core kills them; EXIT = every job exits at once; GRACE = every job runs out its grace. */
 enum sim_on_signal { SIM_SIGNAL_AUTO, SIM_SIGNAL_EXIT, SIM_SIGNAL_GRACE };
+/* Fractional GPU/CPU requests (GPU-sharing traces publish 0.5): round up, round down
+ * (at least 1), or skip the row. Every touched row is counted. */
+enum sim_fractional { SIM_FRAC_ROUND_UP, SIM_FRAC_ROUND_DOWN, SIM_FRAC_SKIP };
+/* A trace job whose recorded runtime exceeds its class's max_limit: RUN it to the end
+ * (the cap is lifted for it), KILL it at the cap (a timeout), or SKIP the row. */
+enum sim_over_cap { SIM_CAP_RUN, SIM_CAP_KILL, SIM_CAP_SKIP };
 
 struct sim_rule {
     char match[SCHED_NAME_MAX];      /* trace project: exact, "prefix*", or "*" */
@@ -79,7 +85,9 @@ struct sim_mapping {
     double time_limit_factor; /* limit = runtime x factor, capped by the class */
     enum sim_limit_source limit_source;
     int64_t min_time_limit_ms;
-    int cpu_unit_cores;                   /* CPU-only rows: cores per resource unit (GPU slot) */
+    int cpu_unit_cores; /* CPU-only rows: cores per GPU unit; 0 (default) = CPU jobs */
+    enum sim_fractional fractional;
+    enum sim_over_cap over_cap;
     char partition_label[SCHED_NAME_MAX]; /* per-project clusters: selector KEY=<project> */
     bool pool;                            /* ignore partition_label: one shared pool */
     bool guarantee_from_partition; /* unlisted projects: guarantee = their partition's GPUs */
@@ -94,6 +102,9 @@ int sim_mapping_from_json(json_t *obj, const char *name, struct sim_mapping *m, 
                           size_t errlen);
 int sim_mapping_load(const char *path, struct sim_mapping *m, char *err, size_t errlen);
 void sim_mapping_release(struct sim_mapping *m);
+/* "round-up|round-down|skip" and "run|kill|skip"; -EINVAL otherwise. */
+int sim_fractional_parse(const char *s, enum sim_fractional *out);
+int sim_over_cap_parse(const char *s, enum sim_over_cap *out);
 /* The rule for a trace row (the default when none matches); never NULL. */
 const struct sim_rule *sim_mapping_find(const struct sim_mapping *m, const char *project,
                                         const char *user);
@@ -107,7 +118,15 @@ struct sim_policy {
     struct sched_project_spec *projects;
     int nprojects;
     bool has_mapping; /* the document carried a "mapping:" section */
-    json_t *mapping;  /* that section (owned), or NULL */
+    bool mf_set;      /* the document set a multifactor weight (settings.mf_*) */
+    /* Baselines (sim_policy_baseline): one core per partition, and the queue key. */
+    bool per_partition;
+    bool sjf; /* order by time limit (shortest first), then submission */
+    /* "starved" in reports counts against these bounds (the policy's own, kept when a
+     * baseline turns the starvation guard off); report_bounds false: the policy's. */
+    bool report_bounds;
+    int64_t report_starve_ms[SCHED_MAX_TIERS];
+    json_t *mapping; /* that section (owned), or NULL */
 };
 
 /* Defaults of the core (sched_policy_defaults), no projects. */
@@ -124,10 +143,16 @@ int sim_policy_copy(struct sim_policy *dst, const struct sim_policy *src);
 void sim_policy_release(struct sim_policy *p);
 const struct sched_project_spec *sim_policy_project(const struct sim_policy *p, const char *name);
 
-/* Turn `p` into a baseline of the same tiers, classes and projects: "fifo" (FIFO, no
- * backfill, no preemption), "easy" (FIFO + EASY backfill: one reservation), "multifactor"
- * (Slurm-like age + fair-share + QOS/tier, backfill, no preemption), or "tiered" (as is).
- * -EINVAL for an unknown name. */
+/* Turn `p` into a baseline of the same tiers, classes and projects, run as a site would
+ * run it: one queue per partition, no preemption, no starvation guard, no reserved zone;
+ * "fifo" (strict FIFO: no backfill), "easy" (FIFO + EASY backfill: one reservation),
+ * "sjf" (shortest time limit first + EASY backfill), "multifactor" (Slurm-like age +
+ * fair-share + QOS/tier with backfill; SIM_MF_* weights unless the document set them), or
+ * "tiered" (as is). -EINVAL for an unknown name. docs/sim.md "Baselines". */
+#define SIM_MF_AGE_WEIGHT       1000.0
+#define SIM_MF_FAIRSHARE_WEIGHT 10000.0
+#define SIM_MF_TIER_WEIGHT      2000.0
+#define SIM_MF_AGE_MAX_MS       (7LL * 24 * 3600 * 1000)
 int sim_policy_baseline(struct sim_policy *p, const char *baseline);
 
 #endif

@@ -36,21 +36,34 @@ struct heap {
     size_t n, cap;
 };
 
+/* One scheduling core: the whole cluster, or one partition of it (baselines). */
+struct core {
+    struct sched *s;
+    char part[SCHED_NAME_MAX]; /* the partition label's value ("" = nodes without it) */
+    long live;                 /* its jobs submitted and not yet terminal */
+    bool dirty;                /* something changed since its last cycle */
+    int64_t wake;              /* its next wakeup, as last asked */
+};
+
 struct sim {
     const struct sim_options *opt;
     const struct sim_cluster *cluster;
     const struct sim_policy *pol;
     const struct sim_mapping *map;
-    struct sched *s;
+    struct sched_policy core_policy; /* the policy given to the cores (caps lifted: over_cap) */
+    struct core *cores;
+    int ncores;
+    uint16_t *node_core; /* core of each node of the expanded cluster */
     struct sim_result *r;
     struct heap h;
     uint64_t seq;
     size_t jobs_cap, ids_cap;
     int projects_cap;
     int max_node_gpus;
+    int max_node_cpus; /* largest CPU count of a CPU-only node, else of any node */
     /* time series */
     int64_t last_t;
-    long busy_gpus;
+    long busy_gpus, busy_cpus;
     long running; /* runs in progress (GPU or not) */
     long pending;
     long live;  /* submitted, not yet terminal */
@@ -156,6 +169,8 @@ static int series_grow(struct sim_series *s, size_t n)
         return 0;
     while (nc < n)
         nc *= 2;
+    double *c;
+
     a = realloc(s->busy_gpu_ms, nc * sizeof(*a));
     if (!a)
         return -ENOMEM;
@@ -164,8 +179,13 @@ static int series_grow(struct sim_series *s, size_t n)
     if (!b)
         return -ENOMEM;
     s->pending_ms = b;
+    c = realloc(s->busy_cpu_ms, nc * sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    s->busy_cpu_ms = c;
     memset(a + s->n, 0, (nc - s->n) * sizeof(*a));
     memset(b + s->n, 0, (nc - s->n) * sizeof(*b));
+    memset(c + s->n, 0, (nc - s->n) * sizeof(*c));
     s->n = nc;
     return 0;
 }
@@ -188,9 +208,11 @@ static int advance(struct sim *m, int64_t t)
             e = t;
         s->busy_gpu_ms[b] += (double)m->busy_gpus * (double)(e - a);
         s->pending_ms[b] += (double)m->pending * (double)(e - a);
+        s->busy_cpu_ms[b] += (double)m->busy_cpus * (double)(e - a);
         a = e;
     }
     m->r->busy_gpu_ms_total += (int64_t)m->busy_gpus * (t - m->last_t);
+    m->r->busy_cpu_ms_total += (int64_t)m->busy_cpus * (t - m->last_t);
     m->last_t = t;
     return 0;
 }
@@ -245,9 +267,11 @@ static int project_add(struct sim *m, const struct sched_project_spec *ps)
         r->projects = np;
         m->projects_cap = nc;
     }
-    if (sched_project_upsert(m->s, ps, &e) < 0) {
-        snprintf(m->err, m->errlen, "project '%s': %s", ps->name, e.message);
-        return -EINVAL;
+    for (int c = 0; c < m->ncores; c++) {
+        if (sched_project_upsert(m->cores[c].s, ps, &e) < 0) {
+            snprintf(m->err, m->errlen, "project '%s': %s", ps->name, e.message);
+            return -EINVAL;
+        }
     }
     memset(&r->projects[r->nprojects], 0, sizeof(r->projects[0]));
     (void)str_copy(r->projects[r->nprojects].name, SCHED_NAME_MAX, ps->name);
@@ -296,60 +320,133 @@ static const struct sched_class_spec *find_class(const struct sched_policy *p, c
     return NULL;
 }
 
-static int64_t time_limit(const struct sim *m, const struct trace_row *row,
-                          const struct sim_rule *rule, const char *cls)
+/* Fractional requests: a whole number is kept; a fraction is rounded up, rounded down (at
+ * least 1) or refused (-1), as the mapping's `fractional` says; *frac notes it. */
+static long round_request(const struct sim *m, double v, bool *frac)
+{
+    double f = floor(v);
+
+    if (v == f)
+        return (long)v;
+    *frac = true;
+    switch (m->map->fractional) {
+    case SIM_FRAC_ROUND_DOWN:
+        return f < 1 ? 1 : (long)f;
+    case SIM_FRAC_SKIP:
+        return -1;
+    default:
+        return (long)ceil(v);
+    }
+}
+
+/* The time limit given to the core for a row, or -1 to skip the row (over_cap: skip).
+ * A trace job runs its recorded runtime unless over_cap is kill: limits at or below it
+ * are raised past it, and a runtime beyond the class's max_limit runs to the end (the
+ * cap is lifted in the cores' policy). Every such row is counted. */
+static int64_t time_limit(struct sim *m, const struct trace_row *row, const struct sim_rule *rule,
+                          const char *cls)
 {
     const struct sched_class_spec *c = find_class(&m->pol->policy, cls);
     double f = rule->time_limit_factor > 0 ? rule->time_limit_factor : m->map->time_limit_factor;
-    int64_t lim;
+    int64_t runtime = row->runtime_s * 1000, cap = c ? c->max_limit_ms : 0, lim;
+    bool over = cap > 0 && runtime >= cap, kill = m->map->over_cap == SIM_CAP_KILL;
 
-    if (m->map->limit_source == SIM_LIMIT_CLASS)
-        return 0;
-    if (m->map->limit_source == SIM_LIMIT_REQUESTED && row->req_time_s > 0)
-        lim = row->req_time_s * 1000;
-    else
-        lim = (int64_t)ceil((double)row->runtime_s * 1000.0 * f);
-    lim = (lim + 999) / 1000 * 1000;
-    if (lim < m->map->min_time_limit_ms)
-        lim = m->map->min_time_limit_ms;
-    if (c && c->max_limit_ms > 0 && lim > c->max_limit_ms)
-        lim = c->max_limit_ms;
+    if (over) {
+        m->r->rows.over_cap++;
+        if (m->map->over_cap == SIM_CAP_SKIP) {
+            m->r->rows.over_cap_skipped++;
+            return -1;
+        }
+        if (kill)
+            return cap;
+    }
+    if (m->map->limit_source == SIM_LIMIT_CLASS) {
+        lim = c ? c->default_limit_ms : 0;
+        if (lim == 0 || lim > runtime)
+            return 0; /* the class default, which the job fits */
+    } else {
+        if (m->map->limit_source == SIM_LIMIT_REQUESTED && row->req_time_s > 0)
+            lim = row->req_time_s * 1000;
+        else
+            lim = (int64_t)ceil((double)runtime * f);
+        lim = (lim + 999) / 1000 * 1000;
+        if (lim < m->map->min_time_limit_ms)
+            lim = m->map->min_time_limit_ms;
+        if (!over && cap > 0 && lim > cap)
+            lim = cap; /* a site clamps the request to the cap; the job still fits */
+    }
+    if (lim <= runtime) {
+        if (!over)
+            m->r->rows.limit_raised++;
+        if (!kill)
+            lim = (runtime / 1000 + 1) * 1000; /* the next whole second past the runtime */
+    }
     return lim;
 }
 
-/* Shape: `total` units on as few nodes as possible, the same count on each node (the
- * core's jobs are uniform). When no node count up to twice the minimum divides the total
- * evenly (a prime number of units, say), the per-node count is rounded up: the job gets
- * a few more units than it asked for, as schedulers that allocate whole nodes do. */
-static void job_shape(const struct sim *m, const struct trace_row *row, int *gpus_total, int *nodes,
-                      int *per_node)
+/* `total` units on as few nodes as possible (at most `maxper` a node; `given` nodes when
+ * the trace says), the same count on each node (the core's jobs are uniform). When no
+ * node count up to twice the minimum divides the total evenly (a prime number of units,
+ * say), the per-node count is rounded up: the job gets a few more units than it asked
+ * for, as schedulers that allocate whole nodes do. */
+static void spread(long total, int maxper, int given, int *nodes, int *per)
 {
-    int g = row->gpus;
-    int maxg = m->max_node_gpus > 0 ? m->max_node_gpus : 1;
-    int n, n0;
+    long n, n0;
 
-    if (g == 0 && row->cpus > 0 && m->max_node_gpus > 0)
-        g = (row->cpus + m->map->cpu_unit_cores - 1) / m->map->cpu_unit_cores;
-    *gpus_total = g;
-    if (g == 0) {
-        *nodes = row->nodes > 0 ? row->nodes : 1;
-        *per_node = 0;
-        return;
-    }
-    n0 = row->nodes > 0 ? row->nodes : (g + maxg - 1) / maxg;
-    if (n0 > g)
-        n0 = g;
-    for (n = n0; n <= 2 * n0 && n <= g; n++) {
-        if (g % n == 0) {
-            *nodes = n;
-            *per_node = g / n;
+    if (maxper < 1)
+        maxper = 1;
+    n0 = given > 0 ? given : (total + maxper - 1) / maxper;
+    if (n0 > total)
+        n0 = total;
+    if (n0 < 1)
+        n0 = 1;
+    for (n = n0; n <= 2 * n0 && n <= total; n++) {
+        if (total % n == 0) {
+            *nodes = (int)n;
+            *per = (int)(total / n);
             return;
         }
     }
-    *nodes = n0;
-    *per_node = (g + n0 - 1) / n0;
+    *nodes = (int)n0;
+    *per = (int)((total + n0 - 1) / n0);
 }
 
+struct shape {
+    int nodes, gpus_per_node, cpus_per_node; /* cpus_per_node 0: the core's default (1) */
+};
+
+/* What a row asks for, after the fractional and CPU-only rules (each counted): a GPU job,
+ * or a CPU job with CPU as its own dimension. -1 when the row is skipped. */
+static int row_shape(struct sim *m, const struct trace_row *row, struct shape *out)
+{
+    struct sim_row_counts *rc = &m->r->rows;
+    bool frac = false;
+    long g = round_request(m, row->gpus, &frac), c = round_request(m, row->cpus, &frac);
+
+    memset(out, 0, sizeof(*out));
+    if (g < 0 || c < 0) {
+        rc->frac_skipped++;
+        return -1;
+    }
+    if (frac)
+        rc->frac_rounded++;
+    if (g == 0 && c > 0 && m->map->cpu_unit_cores > 0 && m->max_node_gpus > 0) {
+        g = (c + m->map->cpu_unit_cores - 1) / m->map->cpu_unit_cores;
+        rc->cpu_as_units++;
+    }
+    if (g > 0) {
+        spread(g, m->max_node_gpus, row->nodes, &out->nodes, &out->gpus_per_node);
+        return 0;
+    }
+    if (c == 0) {
+        c = 1;
+        rc->no_request++;
+    } else {
+        rc->cpu_jobs++;
+    }
+    spread(c, m->max_node_cpus, row->nodes, &out->nodes, &out->cpus_per_node);
+    return 0;
+}
 static int rec_alloc(struct sim *m, const char *id)
 {
     struct sim_result *r = m->r;
@@ -385,11 +482,17 @@ static int rec_alloc(struct sim *m, const char *id)
     return 0;
 }
 
-static void fill_spec(const struct sim *m, const struct trace_row *row, const struct sim_rule *rule,
-                      const char *project, const char *tier, struct sched_job_spec *spec)
+static const char *row_class(const struct sim *m, const struct sim_rule *rule)
 {
-    int gtotal, nodes, per;
+    return rule->class_name[0]          ? rule->class_name
+           : m->map->dflt.class_name[0] ? m->map->dflt.class_name
+                                        : m->pol->policy.default_class;
+}
 
+static void fill_spec(const struct sim *m, const struct trace_row *row, const struct sim_rule *rule,
+                      const char *project, const char *tier, const struct shape *sh,
+                      struct sched_job_spec *spec)
+{
     sched_job_spec_init(spec);
     spec->id = m->r->njobs + 1;
     (void)str_copy(spec->project, sizeof(spec->project), project);
@@ -398,19 +501,15 @@ static void fill_spec(const struct sim *m, const struct trace_row *row, const st
     else
         (void)str_copy(spec->user, sizeof(spec->user), "trace");
     (void)str_copy(spec->tier, sizeof(spec->tier), tier);
-    (void)str_copy(spec->class_name, sizeof(spec->class_name),
-                   rule->class_name[0]          ? rule->class_name
-                   : m->map->dflt.class_name[0] ? m->map->dflt.class_name
-                                                : m->pol->policy.default_class);
+    (void)str_copy(spec->class_name, sizeof(spec->class_name), row_class(m, rule));
     (void)str_copy(spec->gpu_type, sizeof(spec->gpu_type),
                    rule->gpu_type[0] ? rule->gpu_type : m->map->dflt.gpu_type);
-    job_shape(m, row, &gtotal, &nodes, &per);
-    spec->nodes = nodes;
-    spec->gpus_per_node = per;
+    spec->nodes = sh->nodes;
+    spec->gpus_per_node = sh->gpus_per_node;
+    if (sh->cpus_per_node > 0)
+        spec->cpus_per_node = sh->cpus_per_node;
     if (m->map->honor_mem && row->mem_mb > 0)
-        spec->mem_mb_per_node = (row->mem_mb + nodes - 1) / nodes;
-    spec->time_limit_ms = time_limit(m, row, rule, spec->class_name);
-    spec->submit_ms = (int64_t)llround((double)row->submit_s * 1000.0 * m->opt->arrival_scale);
+        spec->mem_mb_per_node = (row->mem_mb + sh->nodes - 1) / sh->nodes;
     if (m->map->partition_label[0] && !m->map->pool && row->project[0]) {
         (void)str_copy(spec->selectors[0].key, SCHED_NAME_MAX, m->map->partition_label);
         (void)str_copy(spec->selectors[0].value, SCHED_NAME_MAX, row->project);
@@ -442,6 +541,43 @@ static int resolve_names(struct sim *m, const struct trace_row *row, const struc
     return 0;
 }
 
+/* A row that never ran: no runtime, still pending, or cancelled before it did anything. */
+static bool never_ran(const struct trace_row *row)
+{
+    return row->runtime_s < 0 || row->status == TRACE_ST_PENDING ||
+           (row->status == TRACE_ST_CANCELLED && row->runtime_s == 0);
+}
+
+/* The core that holds a row's job: its partition's (the trace project is the value of the
+ * partition label), else the core of the nodes without the label, else the first. A job
+ * of a project no partition has keeps its selector and is refused there, as in one core. */
+static int core_for(const struct sim *m, const struct trace_row *row)
+{
+    if (m->ncores == 1)
+        return 0;
+    for (int c = 0; c < m->ncores; c++)
+        if (row->project[0] && strcmp(m->cores[c].part, row->project) == 0)
+            return c;
+    for (int c = 0; c < m->ncores; c++)
+        if (m->cores[c].part[0] == '\0')
+            return c;
+    return 0;
+}
+
+/* The queue key the core orders by under FIFO: the submission time, or for sjf the time
+ * limit (then the submission order, which the core's id tie-break keeps). */
+static int64_t queue_key(const struct sim *m, const struct sched_job_spec *spec, int64_t now)
+{
+    const struct sched_class_spec *c;
+
+    if (!m->pol->sjf)
+        return now;
+    if (spec->time_limit_ms > 0)
+        return spec->time_limit_ms;
+    c = find_class(&m->pol->policy, spec->class_name);
+    return c && c->default_limit_ms > 0 ? c->default_limit_ms : INT64_MAX / 4;
+}
+
 static int submit_row(struct sim *m, const struct trace_row *row, int64_t now)
 {
     const struct sim_rule *rule = sim_mapping_find(m->map, row->project, row->user);
@@ -449,8 +585,20 @@ static int submit_row(struct sim *m, const struct trace_row *row, int64_t now)
     struct sched_job_spec spec;
     struct sched_error e = {0};
     struct sim_job_rec *j;
-    int pi, ti;
+    struct shape sh;
+    int64_t limit;
+    int pi, ti, core;
 
+    m->r->rows.read++;
+    if (never_ran(row)) {
+        m->r->rows.never_ran++;
+        return 0;
+    }
+    if (row_shape(m, row, &sh) < 0)
+        return 0;
+    limit = time_limit(m, row, rule, row_class(m, rule));
+    if (limit < 0)
+        return 0;
     if (rec_alloc(m, row->id) < 0) {
         snprintf(m->err, m->errlen, "out of memory at trace row %ld", row->line);
         return -ENOMEM;
@@ -475,18 +623,22 @@ static int submit_row(struct sim *m, const struct trace_row *row, int64_t now)
     if (pi < 0)
         return pi;
     ti = tier_index(m, tier);
-    fill_spec(m, row, rule, project, tier, &spec);
-    spec.submit_ms = now;
+    core = core_for(m, row);
+    fill_spec(m, row, rule, project, tier, &sh, &spec);
+    spec.time_limit_ms = limit;
+    spec.submit_ms = queue_key(m, &spec, now);
     j->project = (uint16_t)pi;
     j->tier = (uint8_t)(ti < 0 ? 0 : ti);
+    j->core = (uint16_t)core;
     j->gpus = spec.gpus_per_node * spec.nodes;
+    j->cpus = spec.cpus_per_node * spec.nodes;
     j->limit_ms = spec.time_limit_ms;
     j->ckpt_ms = rule->checkpoint_ms >= 0          ? rule->checkpoint_ms
                  : m->map->dflt.checkpoint_ms >= 0 ? m->map->dflt.checkpoint_ms
                                                    : m->map->checkpoint_ms;
     spec.has_checkpoint_signal = j->ckpt_ms > 0;
     m->r->njobs++;
-    if (sched_job_submit(m->s, &spec, now, &e) < 0) {
+    if (sched_job_submit(m->cores[core].s, &spec, now, &e) < 0) {
         snprintf(msg, sizeof(msg), "%s:%ld: job '%s' rejected by the scheduler: %s%s%s",
                  m->opt->trace_path, row->line, row->id, e.field[0] ? e.field : "",
                  e.field[0] ? ": " : "", e.message);
@@ -497,7 +649,8 @@ static int submit_row(struct sim *m, const struct trace_row *row, int64_t now)
     }
     m->pending++;
     m->live++;
-    m->dirty = true;
+    m->cores[core].live++;
+    m->cores[core].dirty = m->dirty = true;
     return 0;
 }
 
@@ -511,6 +664,16 @@ static struct sim_job_rec *job_of(struct sim *m, uint64_t id)
     return &m->r->jobs[id - 1];
 }
 
+static struct sched *core_of(const struct sim *m, const struct sim_job_rec *j)
+{
+    return m->cores[j->core].s;
+}
+
+static void touch(struct sim *m, const struct sim_job_rec *j)
+{
+    m->cores[j->core].dirty = m->dirty = true;
+}
+
 /* Stop the accounting of a run that ended at `now`. `natural`: it did all its work. */
 static void run_stopped(struct sim *m, struct sim_job_rec *j, int64_t now, bool natural)
 {
@@ -522,6 +685,7 @@ static void run_stopped(struct sim *m, struct sim_job_rec *j, int64_t now, bool 
     j->gen++;
     m->running--;
     m->busy_gpus -= j->gpus;
+    m->busy_cpus -= j->cpus;
     m->r->projects[j->project].gpu_ms += (int64_t)j->gpus * ran;
     if (natural) {
         j->saved_ms = j->runtime_ms;
@@ -532,18 +696,19 @@ static void run_stopped(struct sim *m, struct sim_job_rec *j, int64_t now, bool 
         if (lost < 0)
             lost = 0;
         j->lost_ms += lost;
-        if (j->stop_cause == SCHED_STOP_PREEMPT)
+        if (j->stop_cause == SCHED_STOP_PREEMPT) {
+            j->lost_preempt_ms += lost;
             m->r->lost_gpu_ms += (double)j->gpus * (double)lost;
-        else if (j->stop_cause == SCHED_STOP_NODE_FAIL || j->stop_cause == SCHED_STOP_NONE)
+        } else if (j->stop_cause == SCHED_STOP_NODE_FAIL || j->stop_cause == SCHED_STOP_NONE)
             m->r->lost_node_fail_gpu_ms += (double)j->gpus * (double)lost;
     }
 }
 
-static bool core_running(const struct sim *m, uint64_t id)
+static bool core_running(const struct sim *m, const struct sim_job_rec *j, uint64_t id)
 {
     struct sched_job_view v;
 
-    if (sched_job_get(m->s, id, &v) < 0)
+    if (sched_job_get(core_of(m, j), id, &v) < 0)
         return false;
     return v.state == SCHED_STARTING || v.state == SCHED_RUNNING || v.state == SCHED_STOPPING;
 }
@@ -556,15 +721,15 @@ static void job_exit(struct sim *m, uint64_t id, enum sched_exit_kind how, int c
     struct sched_error e = {0};
     char msg[400];
 
-    if (!j || !j->running || !core_running(m, id))
+    if (!j || !j->running || !core_running(m, j, id))
         return;
     run_stopped(m, j, now, natural);
-    if (sched_job_ended(m->s, id, how, code, now, &e) < 0) {
+    if (sched_job_ended(core_of(m, j), id, how, code, now, &e) < 0) {
         snprintf(msg, sizeof(msg), "core refused the end of job %llu: %s", (unsigned long long)id,
                  e.message);
         report_error(m, msg);
     }
-    m->dirty = true;
+    touch(m, j);
 }
 
 static int on_start(struct sim *m, const struct sched_decision *d, int64_t now)
@@ -575,7 +740,7 @@ static int on_start(struct sim *m, const struct sched_decision *d, int64_t now)
 
     if (!j)
         return 0;
-    if (sched_job_running(m->s, d->job_id, now, &e) < 0) {
+    if (sched_job_running(core_of(m, j), d->job_id, now, &e) < 0) {
         snprintf(m->err, m->errlen, "core refused the launch of job %llu: %s",
                  (unsigned long long)d->job_id, e.message);
         return -EINVAL;
@@ -590,6 +755,7 @@ static int on_start(struct sim *m, const struct sched_decision *d, int64_t now)
     m->pending--;
     m->running++;
     m->busy_gpus += j->gpus;
+    m->busy_cpus += j->cpus;
     remaining = j->runtime_ms - j->saved_ms;
     if (remaining < 0)
         remaining = 0;
@@ -638,6 +804,7 @@ static void on_state(struct sim *m, const struct sched_decision *d, int64_t now)
             m->pending--;
         j->end_ms = now;
         m->live--;
+        m->cores[j->core].live--;
         switch (d->to) {
         case SCHED_COMPLETED:
             j->end = SIM_END_COMPLETED;
@@ -720,25 +887,31 @@ static int schedule_failure(struct sim *m, int64_t now)
                      (uint32_t)(rng_next(m) % (uint64_t)m->r->total_nodes), 0);
 }
 
+/* e->job is the node's index in the expanded cluster; its core holds it by name. */
 static int node_event(struct sim *m, const struct ev *e, int64_t now)
 {
     struct sched_node_view v;
+    struct sched_node_spec ns;
     struct sched_error err = {0};
     bool down = e->kind == EV_NODE_DOWN;
+    struct core *c = &m->cores[m->node_core[e->job]];
+    int idx;
 
-    if (sched_node_get(m->s, e->job, &v) < 0)
+    sim_cluster_node(m->cluster, e->job, &ns);
+    idx = sched_node_find(c->s, ns.name);
+    if (idx < 0 || sched_node_get(c->s, (uint32_t)idx, &v) < 0)
         return 0;
     if (down && v.state == SCHED_NODE_UP) {
-        if (sched_node_set_state(m->s, v.name, SCHED_NODE_DOWN, now, &err) < 0)
+        if (sched_node_set_state(c->s, v.name, SCHED_NODE_DOWN, now, &err) < 0)
             return 0;
         m->r->node_failures++;
         if (heap_push(m, now + m->opt->repair_ms, EV_NODE_UP, e->job, 0) < 0)
             return -ENOMEM;
     } else if (!down) {
-        if (sched_node_set_state(m->s, v.name, SCHED_NODE_UP, now, &err) < 0)
+        if (sched_node_set_state(c->s, v.name, SCHED_NODE_UP, now, &err) < 0)
             return 0;
     }
-    m->dirty = true;
+    c->dirty = m->dirty = true;
     return down ? schedule_failure(m, now) : 0;
 }
 
@@ -764,7 +937,7 @@ static int fire(struct sim *m, const struct ev *e, int64_t now)
             job_exit(m, (uint64_t)e->job + 1, SCHED_EXIT_SIGNAL, SIGTERM, now, false);
         break;
     case EV_CKPT:
-        if (sched_job_checkpointed(m->s, (uint64_t)e->job + 1, now, &err) == 0)
+        if (sched_job_checkpointed(core_of(m, j), (uint64_t)e->job + 1, now, &err) == 0)
             j->saved_ms = j->run_saved_ms + (now - j->start_ms);
         if (now + j->ckpt_ms < j->start_ms + (j->runtime_ms - j->run_saved_ms))
             return heap_push(m, now + j->ckpt_ms, EV_CKPT, e->job, j->gen);
@@ -778,6 +951,51 @@ static int fire(struct sim *m, const struct ev *e, int64_t now)
 /* ---------------------------------------------------------------------------------- */
 /* Setup and the loop                                                                  */
 
+/* The value of the partition label on node spec `ns` ("" without it). */
+static const char *node_part(const struct sim *m, const struct sched_node_spec *ns)
+{
+    for (int i = 0; i < ns->nlabels; i++)
+        if (strcmp(ns->labels[i].key, m->map->partition_label) == 0)
+            return ns->labels[i].value;
+    return "";
+}
+
+/* Baselines run one core per partition (a value of the mapping's partition_label), as a
+ * site runs one queue per partition; everything else runs one core for the cluster, as
+ * docketd does. Nodes are added to their partition's core in cluster order. */
+static int make_cores(struct sim *m)
+{
+    bool split = m->pol->per_partition && m->map->partition_label[0] && !m->map->pool;
+    long n = m->r->total_nodes;
+    struct sched_node_spec ns;
+
+    m->cores = calloc((size_t)(n > 0 ? n : 1), sizeof(*m->cores));
+    m->node_core = calloc((size_t)(n > 0 ? n : 1), sizeof(*m->node_core));
+    if (!m->cores || !m->node_core)
+        return -ENOMEM;
+    m->ncores = 1; /* one core, node_core all 0, unless split */
+    for (long i = 0; split && i < n; i++) {
+        const char *part;
+        int c = 0;
+
+        sim_cluster_node(m->cluster, i, &ns);
+        part = node_part(m, &ns);
+        if (i == 0) {
+            (void)str_copy(m->cores[0].part, SCHED_NAME_MAX, part);
+            continue;
+        }
+        while (c < m->ncores && strcmp(m->cores[c].part, part) != 0)
+            c++;
+        if (c == m->ncores) {
+            if (m->ncores == 65535)
+                return -ENOSPC;
+            (void)str_copy(m->cores[m->ncores++].part, SCHED_NAME_MAX, part);
+        }
+        m->node_core[i] = (uint16_t)c;
+    }
+    return 0;
+}
+
 static int add_nodes(struct sim *m)
 {
     struct sched_node_spec ns;
@@ -785,13 +1003,32 @@ static int add_nodes(struct sim *m)
 
     for (long i = 0; i < m->r->total_nodes; i++) {
         sim_cluster_node(m->cluster, i, &ns);
-        if (sched_node_upsert(m->s, &ns, 0, &e) < 0) {
+        if (ns.gpus == 0 && ns.cpus > m->max_node_cpus)
+            m->max_node_cpus = ns.cpus;
+        if (sched_node_upsert(m->cores[m->node_core[i]].s, &ns, 0, &e) < 0) {
             snprintf(m->err, m->errlen, "node '%s': %s%s%s", ns.name, e.field,
                      e.field[0] ? ": " : "", e.message);
             return -EINVAL;
         }
     }
+    /* no CPU-only node: CPU jobs are sized by the largest node's CPUs */
+    for (long i = 0; m->max_node_cpus == 0 && i < m->r->total_nodes; i++) {
+        sim_cluster_node(m->cluster, i, &ns);
+        if (ns.cpus > m->max_node_cpus)
+            m->max_node_cpus = ns.cpus;
+    }
     return 0;
+}
+
+/* The policy the cores run: the run's own, with class caps lifted when trace jobs run
+ * their recorded runtime (over_cap: run); the engine applies the caps itself. */
+static void core_policy(struct sim *m)
+{
+    m->core_policy = m->pol->policy;
+    if (m->map->over_cap != SIM_CAP_RUN)
+        return;
+    for (int i = 0; i < m->core_policy.nclasses; i++)
+        m->core_policy.classes[i].max_limit_ms = 0;
 }
 
 static int setup(struct sim *m)
@@ -799,19 +1036,36 @@ static int setup(struct sim *m)
     struct sched_error e = {0};
     struct sim_result *r = m->r;
 
-    m->s = sched_create(&m->pol->policy, &e);
-    if (!m->s) {
-        snprintf(m->err, m->errlen, "policy '%s' refused by the scheduler: %s%s%s", m->pol->name,
-                 e.field, e.field[0] ? ": " : "", e.message);
-        return -EINVAL;
-    }
     (void)str_copy(r->policy_name, sizeof(r->policy_name), m->pol->name);
     r->policy = m->pol->policy;
+    for (int t = 0; t < r->policy.ntiers; t++)
+        r->starve_bound_ms[t] = m->pol->report_bounds ? m->pol->report_starve_ms[t]
+                                                      : r->policy.tiers[t].starve_after_ms;
     r->total_nodes = sim_cluster_nodes(m->cluster);
     r->total_gpus = sim_cluster_gpus(m->cluster, NULL, NULL);
     r->series.bucket_ms = m->opt->sample_ms > 0 ? m->opt->sample_ms : 3600000;
     m->max_node_gpus = sim_cluster_max_node_gpus(m->cluster);
     m->rng = m->opt->seed;
+    if (make_cores(m) < 0) {
+        snprintf(m->err, m->errlen, "out of memory");
+        return -ENOMEM;
+    }
+    r->partitions = m->ncores;
+    core_policy(m);
+    for (int c = 0; c < m->ncores; c++) {
+        m->cores[c].s = sched_create(&m->core_policy, &e);
+        if (!m->cores[c].s) {
+            snprintf(m->err, m->errlen, "policy '%s' refused by the scheduler: %s%s%s",
+                     m->pol->name, e.field, e.field[0] ? ": " : "", e.message);
+            return -EINVAL;
+        }
+    }
+    for (long i = 0; i < r->total_nodes; i++) {
+        struct sched_node_spec ns;
+
+        sim_cluster_node(m->cluster, i, &ns);
+        r->total_cpus += ns.cpus;
+    }
     if (add_nodes(m) < 0)
         return -EINVAL;
     for (int i = 0; i < m->pol->nprojects; i++)
@@ -819,7 +1073,6 @@ static int setup(struct sim *m)
             return -EINVAL;
     return schedule_failure(m, 0);
 }
-
 static void progress(struct sim *m, int64_t now, bool last)
 {
     int64_t wall = clock_mono_ms();
@@ -905,22 +1158,37 @@ static int apply_due(struct sim *m, struct reader_state *rs, int64_t now)
     }
 }
 
+/* Cycle every core that has something to do now: a change since its last cycle, or its
+ * wakeup due. A core's decisions concern its own jobs only. */
 static int cycle(struct sim *m, int64_t now)
 {
-    struct sched_cycle_stats st;
-    size_t n = 0;
-    const struct sched_decision *d = sched_cycle(m->s, now, false, &n, &st);
+    bool any = false;
 
-    m->r->cycles++;
-    m->dirty = false;
+    for (int c = 0; c < m->ncores; c++) {
+        struct core *k = &m->cores[c];
+        struct sched_cycle_stats st;
+        size_t n = 0;
+        const struct sched_decision *d;
+
+        if (!k->dirty && now < k->wake)
+            continue;
+        d = sched_cycle(k->s, now, false, &n, &st);
+        m->r->cycles++;
+        k->dirty = false;
+        if (apply_decisions(m, d, n, now) < 0)
+            return -EINVAL;
+    }
+    for (int c = 0; c < m->ncores; c++)
+        any = any || m->cores[c].dirty;
+    m->dirty = any;
     m->last_cycle = now;
-    return apply_decisions(m, d, n, now);
+    return 0;
 }
 
 /* The next time anything happens; INT64_MAX when nothing will. */
 static int64_t next_time(struct sim *m, const struct reader_state *rs, int64_t now)
 {
-    int64_t t = INT64_MAX, w;
+    int64_t t = INT64_MAX;
 
     if (rs->have)
         t = row_time(m, &rs->row);
@@ -930,38 +1198,48 @@ static int64_t next_time(struct sim *m, const struct reader_state *rs, int64_t n
     if (m->dirty)
         t = now;
     m->wake = INT64_MAX;
-    if (m->live > 0 && !m->dirty) {
-        w = sched_next_wakeup(m->s, now);
-        if (w <= now)
-            w = now + 1;
-        m->wake = w;
-        if (w < t)
-            t = w;
+    for (int c = 0; c < m->ncores; c++) {
+        struct core *k = &m->cores[c];
+
+        k->wake = INT64_MAX;
+        if (k->live > 0 && !k->dirty) {
+            int64_t w = sched_next_wakeup(k->s, now);
+
+            k->wake = w <= now ? now + 1 : w;
+        }
+        if (k->wake < m->wake)
+            m->wake = k->wake;
     }
+    if (m->wake < t)
+        t = m->wake;
     if (t != INT64_MAX && m->opt->cycle_interval_ms > 0 &&
         t < m->last_cycle + m->opt->cycle_interval_ms)
         t = m->last_cycle + m->opt->cycle_interval_ms;
     return t < now ? now : t;
 }
 
-/* Nothing runs, nothing arrives: if one forced full cycle starts nothing, the remaining
- * jobs can never run (e.g. quota they can never fit) and the run stops. */
+/* Nothing runs, nothing arrives: if one forced full cycle of every core starts nothing,
+ * the remaining jobs can never run (e.g. quota they can never fit) and the run stops. */
 static bool stuck(struct sim *m, const struct reader_state *rs, int64_t now)
 {
-    struct sched_cycle_stats st;
-    size_t n = 0;
-    const struct sched_decision *d;
+    bool idle = true;
 
     if (rs->have || m->running > 0 || m->live == 0)
         return false;
     for (size_t i = 0; i < m->h.n; i++)
         if (m->h.v[i].kind != EV_NODE_DOWN)
             return false; /* a job event, or a node coming back */
-    d = sched_cycle(m->s, now, true, &n, &st);
-    m->r->cycles++;
-    if (apply_decisions(m, d, n, now) < 0)
-        return true;
-    return st.running == 0 && n == 0 && st.started == 0;
+    for (int c = 0; c < m->ncores; c++) {
+        struct sched_cycle_stats st;
+        size_t n = 0;
+        const struct sched_decision *d = sched_cycle(m->cores[c].s, now, true, &n, &st);
+
+        m->r->cycles++;
+        if (apply_decisions(m, d, n, now) < 0)
+            return true;
+        idle = idle && st.running == 0 && n == 0 && st.started == 0;
+    }
+    return idle;
 }
 
 static int loop(struct sim *m, struct reader_state *rs)
@@ -1044,7 +1322,10 @@ struct sim_result *sim_run(const struct sim_options *opt, const struct sim_clust
     if (rc == 0)
         finish(&m);
     progress(&m, m.r->end_ms, true);
-    sched_destroy(m.s);
+    for (int c = 0; m.cores && c < m.ncores; c++)
+        sched_destroy(m.cores[c].s);
+    free(m.cores);
+    free(m.node_core);
     free(m.h.v);
     if (rc < 0) {
         sim_result_destroy(m.r);
@@ -1062,5 +1343,6 @@ void sim_result_destroy(struct sim_result *r)
     free(r->projects);
     free(r->series.busy_gpu_ms);
     free(r->series.pending_ms);
+    free(r->series.busy_cpu_ms);
     free(r);
 }

@@ -54,21 +54,24 @@ const char *sim_job_end_name(enum sim_job_end e);
 struct sim_job_rec {
     int64_t submit_ms;
     int64_t runtime_ms;
-    int64_t limit_ms;       /* the time limit given to the core (0 = class default) */
-    int64_t first_start_ms; /* -1 never started */
-    int64_t start_ms;       /* start of the current or last run */
-    int64_t end_ms;         /* -1 not ended */
-    int64_t saved_ms;       /* work kept across runs (checkpoints) */
-    int64_t run_saved_ms;   /* saved_ms when the current run started */
-    int64_t lost_ms;        /* run time lost to preemption and node failures */
-    int64_t ckpt_ms;        /* declared checkpoint interval, 0 none */
-    uint32_t id_off;        /* trace job id in the result's id arena */
-    uint32_t gen;           /* bumps when a run starts or stops: stale events are ignored */
-    int32_t gpus;           /* total over its nodes */
-    uint16_t project;       /* index into sim_result.projects */
-    uint8_t tier;           /* index into the policy's tiers */
-    uint8_t end;            /* enum sim_job_end */
+    int64_t limit_ms;        /* the time limit given to the core (0 = class default) */
+    int64_t first_start_ms;  /* -1 never started */
+    int64_t start_ms;        /* start of the current or last run */
+    int64_t end_ms;          /* -1 not ended */
+    int64_t saved_ms;        /* work kept across runs (checkpoints) */
+    int64_t run_saved_ms;    /* saved_ms when the current run started */
+    int64_t lost_ms;         /* run time lost to preemption and node failures */
+    int64_t lost_preempt_ms; /* the part of lost_ms lost to preemption */
+    int64_t ckpt_ms;         /* declared checkpoint interval, 0 none */
+    uint32_t id_off;         /* trace job id in the result's id arena */
+    uint32_t gen;            /* bumps when a run starts or stops: stale events are ignored */
+    int32_t gpus;            /* total over its nodes */
+    int32_t cpus;            /* total over its nodes */
+    uint16_t project;        /* index into sim_result.projects */
+    uint8_t tier;            /* index into the policy's tiers */
+    uint8_t end;             /* enum sim_job_end */
     uint16_t preempts;
+    uint16_t core;      /* which core (partition) holds it: docs/sim.md "Baselines" */
     uint8_t stop_cause; /* enum sched_stop_cause while signalled */
     bool running;
     bool failed_in_trace;
@@ -85,12 +88,32 @@ struct sim_series {
     size_t n;
     double *busy_gpu_ms; /* integral of busy GPUs over each bucket */
     double *pending_ms;  /* integral of pending jobs over each bucket */
+    double *busy_cpu_ms; /* integral of busy CPUs over each bucket */
+};
+
+/* What the trace's rows became: every row the simulation did not take as it is is
+ * counted here with its reason (docs/sim.md "What happens to each row"). */
+struct sim_row_counts {
+    long read;         /* rows the reader returned (bad rows are in sim_result.bad_rows) */
+    long never_ran;    /* skipped: no runtime, pending, or cancelled after 0 s */
+    long frac_rounded; /* fractional GPU/CPU request rounded (--fractional round-*) */
+    long frac_skipped; /* fractional request skipped (--fractional skip) */
+    long cpu_jobs;     /* CPU-only rows run as CPU jobs */
+    long cpu_as_units; /* CPU-only rows turned into GPU units (cpu_unit_cores set) */
+    long no_request;   /* neither GPUs nor CPUs given: run as a 1-CPU job */
+    long limit_raised; /* time limit at or below the recorded runtime, raised past it */
+    long over_cap;     /* runtime above its class's max_limit (over_cap decides) */
+    long over_cap_skipped;
 };
 
 struct sim_result {
     char policy_name[64];
     struct sched_policy policy;
-    long total_gpus, total_nodes;
+    int64_t starve_bound_ms[SCHED_MAX_TIERS]; /* "starved" is counted against these */
+    int partitions;                           /* cores the run used (1 = one shared queue) */
+    long total_gpus, total_nodes, total_cpus;
+    struct sim_row_counts rows;
+    int64_t busy_cpu_ms_total;
     struct sim_job_rec *jobs;
     size_t njobs;
     char *ids; /* NUL-separated trace ids */

@@ -15,6 +15,7 @@
 
 #include "sim/config.h"
 #include "sim/engine.h"
+#include "sim/history.h"
 #include "sim/report.h"
 #include "sim/stats.h"
 #include "util/parse.h"
@@ -24,6 +25,7 @@ enum { MAX_RUNS = 8 };
 
 static const char usage_text[] =
     "usage: docket-sim --trace FILE --cluster FILE [options]\n"
+    "       docket-sim compare A.json B.json\n"
     "\n"
     "Replay a workload trace through Docket's scheduling core with a virtual clock and\n"
     "report waits, slowdown, utilisation, preemptions and fairness per tier and project.\n"
@@ -35,10 +37,12 @@ static const char usage_text[] =
     "  --cluster FILE          cluster description YAML (node_groups)\n"
     "  --policy FILE           policy.yaml as `docket apply` takes it; repeat to compare\n"
     "                          several (default: the core's built-in policy)\n"
-    "  --baseline NAME         also run the first policy as fifo, easy (FIFO + EASY\n"
-    "                          backfill), multifactor (Slurm-like) or tiered; repeatable\n"
-    "  --compare               run the policy and the fifo, easy and multifactor baselines\n"
-    "                          side by side\n"
+    "  --baseline NAME         also run the first policy as a baseline, one queue per\n"
+    "                          partition, no preemption: fifo (strict), easy (FIFO + EASY\n"
+    "                          backfill), sjf (shortest time limit first + EASY),\n"
+    "                          multifactor (Slurm-like), or tiered; repeatable\n"
+    "  --compare               run the policy and the fifo, easy, sjf and multifactor\n"
+    "                          baselines side by side\n"
     "  --mapping FILE          mapping rules YAML (trace project/user -> project, tier, class)\n"
     "\n"
     "mapping (override the mapping file):\n"
@@ -46,7 +50,11 @@ static const char usage_text[] =
     "  --time-limit SRC        runtime (x factor), requested (SWF field 9) or class default\n"
     "  --default-tier NAME     tier of jobs no rule maps\n"
     "  --default-class NAME    class of jobs no rule maps\n"
-    "  --cpu-unit N            CPU-only rows: N cores make one resource unit (default 8)\n"
+    "  --cpu-unit N            CPU-only rows as GPU units of N cores (default: CPU jobs)\n"
+    "  --fractional MODE       fractional GPU/CPU requests: round-up (default),\n"
+    "                          round-down (at least 1) or skip; counted in the report\n"
+    "  --over-cap MODE         a runtime past its class's max_limit: run (default: the job\n"
+    "                          runs its recorded runtime), kill (at the cap) or skip\n"
     "  --partition-label KEY   per-project clusters: jobs run only on nodes labelled\n"
     "                          KEY=<trace project>\n"
     "  --pool                  pool the per-project clusters into one shared pool\n"
@@ -73,10 +81,15 @@ static const char usage_text[] =
     "  --check                 only validate the trace: list every bad row, exit 1 if any\n"
     "  --json FILE             JSON report ('-' for stdout: no terminal summary then)\n"
     "  --jobs-csv FILE         one CSV row per job and policy\n"
-    "  --html FILE             self-contained HTML report with charts\n"
+    "  --html FILE             self-contained HTML comparison page with charts\n"
+    "  --csv FILE              the comparison table as CSV (one column per policy)\n"
+    "  --save DIR              also save the JSON report as DIR/<UTC time>-<label>.json\n"
+    "  --label NAME            name of the saved run (default: the first policy)\n"
     "  --quiet                 no terminal summary\n"
     "  --no-progress           no progress line (shown on stderr when it is a terminal)\n"
     "  -h, --help              this text\n"
+    "\n"
+    "compare A B: put two saved runs (--save, --json) side by side with the change B - A.\n"
     "\n"
     "Colour only on a terminal and never when NO_COLOR is set. Reports are deterministic:\n"
     "the same inputs and seed give the same bytes. Formats: docs/sim.md.\n";
@@ -90,7 +103,8 @@ struct cli {
     int nbaselines;
     bool compare, check, quiet, no_progress;
     double cluster_scale;
-    const char *json_path, *csv_path, *html_path;
+    const char *json_path, *csv_path, *html_path, *table_csv_path, *save_dir, *label;
+    const char *fractional, *over_cap;
     /* mapping overrides: set flags */
     double time_factor;
     const char *time_limit_src, *default_tier, *default_class, *partition_label, *on_signal;
@@ -131,6 +145,11 @@ enum {
     O_HTML,
     O_QUIET,
     O_NOPROG,
+    O_FRAC,
+    O_OVERCAP,
+    O_TCSV,
+    O_SAVE,
+    O_LABEL,
 };
 
 static const struct option longopts[] = {
@@ -165,6 +184,11 @@ static const struct option longopts[] = {
     {"html", required_argument, NULL, O_HTML},
     {"quiet", no_argument, NULL, O_QUIET},
     {"no-progress", no_argument, NULL, O_NOPROG},
+    {"fractional", required_argument, NULL, O_FRAC},
+    {"over-cap", required_argument, NULL, O_OVERCAP},
+    {"csv", required_argument, NULL, O_TCSV},
+    {"save", required_argument, NULL, O_SAVE},
+    {"label", required_argument, NULL, O_LABEL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -258,6 +282,21 @@ static int parse_opt2(struct cli *c, int o, const char *a)
         return 0;
     case O_NOPROG:
         c->no_progress = true;
+        return 0;
+    case O_FRAC:
+        c->fractional = a;
+        return 0;
+    case O_OVERCAP:
+        c->over_cap = a;
+        return 0;
+    case O_TCSV:
+        c->table_csv_path = a;
+        return 0;
+    case O_SAVE:
+        c->save_dir = a;
+        return 0;
+    case O_LABEL:
+        c->label = a;
         return 0;
     default:
         return -EINVAL;
@@ -429,6 +468,10 @@ static int apply_flag_mapping(const struct cli *c, struct sim_mapping *m)
         m->pool = true;
     if (c->checkpoint_ms >= 0)
         m->checkpoint_ms = c->checkpoint_ms;
+    if (c->fractional && sim_fractional_parse(c->fractional, &m->fractional) < 0)
+        return bad_flag("fractional", c->fractional, "round-up, round-down or skip");
+    if (c->over_cap && sim_over_cap_parse(c->over_cap, &m->over_cap) < 0)
+        return bad_flag("over-cap", c->over_cap, "run, kill or skip");
     return 0;
 }
 
@@ -480,7 +523,7 @@ struct plan {
 static int plan_runs(const struct cli *c, struct plan *pl)
 {
     char err[512];
-    const char *compare_set[] = {"fifo", "easy", "multifactor"};
+    const char *compare_set[] = {"fifo", "easy", "sjf", "multifactor"};
     const char *const *bl = c->baselines;
     int nbl = c->nbaselines;
 
@@ -497,7 +540,7 @@ static int plan_runs(const struct cli *c, struct plan *pl)
     }
     if (c->compare && nbl == 0) {
         bl = compare_set;
-        nbl = 3;
+        nbl = 4;
     }
     for (int i = 0; i < nbl; i++) {
         if (pl->n == MAX_RUNS) {
@@ -509,7 +552,7 @@ static int plan_runs(const struct cli *c, struct plan *pl)
         pl->n++;
         if (sim_policy_baseline(&pl->pols[pl->n - 1], bl[i]) < 0) {
             fprintf(stderr,
-                    "docket-sim: --baseline: '%s' is not fifo, easy, multifactor or "
+                    "docket-sim: --baseline: '%s' is not fifo, easy, sjf, multifactor or "
                     "tiered\n",
                     bl[i]);
             return -EINVAL;
@@ -601,6 +644,23 @@ static int write_outputs(const struct cli *c, const struct sim_report_meta *meta
         rc |= close_out(f, c->html_path, sim_report_html(f, meta, runs, n));
     else if (c->html_path)
         rc = -EIO;
+    if (c->table_csv_path && (f = open_out(c->table_csv_path)))
+        rc |= close_out(f, c->table_csv_path, sim_report_table_csv(f, runs, n));
+    else if (c->table_csv_path)
+        rc = -EIO;
+    if (c->save_dir) {
+        char path[4096], err[512];
+
+        if (sim_history_save(c->save_dir, c->label ? c->label : runs[0].r->policy_name, meta, runs,
+                             n, path, sizeof(path), err, sizeof(err)) < 0) {
+            fprintf(stderr, "docket-sim: %s\n", err);
+            rc = -EIO;
+        } else {
+            fprintf(stderr,
+                    "docket-sim: saved %s (compare it later: docket-sim compare %s OTHER)\n", path,
+                    path);
+        }
+    }
     return rc;
 }
 
@@ -619,6 +679,12 @@ static int simulate(const struct cli *c, const struct sim_cluster *cl, const str
         .pool = m->pool,
         .seed = (unsigned long long)c->opt.seed,
         .node_failure_rate = c->opt.node_failure_rate,
+        .fractional = m->fractional == SIM_FRAC_ROUND_DOWN ? "round-down"
+                      : m->fractional == SIM_FRAC_SKIP     ? "skip"
+                                                           : "round-up",
+        .over_cap = m->over_cap == SIM_CAP_KILL   ? "kill"
+                    : m->over_cap == SIM_CAP_SKIP ? "skip"
+                                                  : "run",
     };
     struct sim_options opt = c->opt;
     char err[512];
@@ -648,6 +714,31 @@ static int simulate(const struct cli *c, const struct sim_cluster *cl, const str
     return rc;
 }
 
+/* docket-sim compare A B */
+static int compare_main(int argc, char **argv)
+{
+    bool color = isatty(STDOUT_FILENO) && !(getenv("NO_COLOR") && getenv("NO_COLOR")[0]);
+    char err[1024];
+
+    if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        fputs("usage: docket-sim compare A.json B.json\n"
+              "Put two saved runs (docket-sim --save DIR or --json FILE) side by side: every\n"
+              "policy of each, and the change B - A per policy name present in both.\n",
+              stdout);
+        return 0;
+    }
+    if (argc != 3) {
+        fprintf(stderr, "docket-sim: compare takes two saved runs: docket-sim compare A.json "
+                        "B.json (see --save)\n");
+        return 2;
+    }
+    if (sim_history_compare(stdout, argv[1], argv[2], color, err, sizeof(err)) < 0) {
+        fprintf(stderr, "docket-sim: %s\n", err);
+        return 2;
+    }
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     struct cli c;
@@ -658,6 +749,8 @@ int main(int argc, char **argv)
 
     memset(&pl, 0, sizeof(pl));
     sim_mapping_defaults(&m);
+    if (argc >= 2 && strcmp(argv[1], "compare") == 0)
+        return compare_main(argc - 1, argv + 1);
     if (parse_args(&c, argc, argv) < 0) {
         fprintf(stderr, "docket-sim: see --help\n");
         return 2;

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "sim/table.h"
 #include "util/parse.h"
 
 #define BOLD(c)  ((c) ? "\033[1m" : "")
@@ -24,18 +25,59 @@ static const char *dur(double s, char *buf, size_t len)
 
 static void group_header(FILE *f, const char *what, bool c)
 {
-    fprintf(f, "%s%-14s %7s %7s %7s %7s %9s %9s %9s %9s %8s %7s%s\n", BOLD(c), what, "jobs", "done",
-            "timeout", "unfin", "wait p50", "p95", "p99", "max", "bsld", "starved", RESET(c));
+    fprintf(f, "%s%-14s %7s %7s %6s %7s %6s %9s %9s %9s %9s %9s %9s %8s %7s %8s%s\n", BOLD(c), what,
+            "jobs", "done", "failed", "timeout", "unfin", "wait mean", "p50", "p95", "max",
+            "delay p95", "max", "bsld", "starved", "lost GPUh", RESET(c));
 }
 
 static void group_row(FILE *f, const struct sim_group_stats *g)
 {
-    char a[32], b[32], d[32], e[32];
+    char a[32], b[32], d[32], e[32], h[32], k[32];
 
-    fprintf(f, "%-14.14s %7ld %7ld %7ld %7ld %9s %9s %9s %9s %8.2f %7ld\n", g->name, g->jobs,
-            g->completed, g->timeouts, g->unfinished, dur(g->wait_p50_s, a, sizeof(a)),
-            dur(g->wait_p95_s, b, sizeof(b)), dur(g->wait_p99_s, d, sizeof(d)),
-            dur(g->wait_max_s, e, sizeof(e)), g->slowdown_mean, g->starved);
+    fprintf(f, "%-14.14s %7ld %7ld %6ld %7ld %6ld %9s %9s %9s %9s %9s %9s %8.2f %7ld %8.1f\n",
+            g->name, g->jobs, g->completed, g->failed, g->timeouts, g->unfinished,
+            dur(g->wait_mean_s, h, sizeof(h)), dur(g->wait_p50_s, a, sizeof(a)),
+            dur(g->wait_p95_s, b, sizeof(b)), dur(g->wait_max_s, e, sizeof(e)),
+            dur(g->delay_p95_s, d, sizeof(d)), dur(g->delay_max_s, k, sizeof(k)), g->slowdown_mean,
+            g->starved, g->lost_preempt_gpu_h + g->lost_timeout_gpu_h);
+}
+
+static const char *over_cap_words(const char *mode)
+{
+    if (mode && strcmp(mode, "kill") == 0)
+        return "killed at the cap";
+    if (mode && strcmp(mode, "skip") == 0)
+        return "skipped";
+    return "ran to the end";
+}
+
+void sim_report_rows(FILE *f, const struct sim_report_meta *m, const struct sim_result *r, bool c)
+{
+    const struct sim_row_counts *k = &r->rows;
+
+    fprintf(f, "%strace rows%s %ld read, %ld bad (refused)", DIM(c), RESET(c),
+            k->read + r->bad_rows, r->bad_rows);
+    if (k->never_ran)
+        fprintf(f, ", %ld never ran (skipped)", k->never_ran);
+    if (k->frac_rounded)
+        fprintf(f, ", %ld fractional (%s)", k->frac_rounded,
+                m->fractional ? m->fractional : "round-up");
+    if (k->frac_skipped)
+        fprintf(f, ", %ld fractional (skipped)", k->frac_skipped);
+    if (k->cpu_jobs)
+        fprintf(f, ", %ld CPU-only (CPU jobs)", k->cpu_jobs);
+    if (k->cpu_as_units)
+        fprintf(f, ", %ld CPU-only (as GPU units: cpu_unit_cores)", k->cpu_as_units);
+    if (k->no_request)
+        fprintf(f, ", %ld without GPUs or CPUs (1 CPU)", k->no_request);
+    if (k->limit_raised)
+        fprintf(f, ", %ld time limit at or below the runtime (%s)", k->limit_raised,
+                m->over_cap && strcmp(m->over_cap, "kill") == 0 ? "kept: killed"
+                                                                : "raised past it");
+    if (k->over_cap)
+        fprintf(f, ", %ld runtime past the class max_limit (%s)", k->over_cap,
+                over_cap_words(m->over_cap));
+    fputc('\n', f);
 }
 
 static void share_table(FILE *f, const struct sim_summary *s, bool c)
@@ -71,20 +113,23 @@ static void totals(FILE *f, const struct sim_result *r, const struct sim_summary
             DIM(c), RESET(c), r->njobs, r->rejected, r->bad_rows, r->unfinished, DIM(c), RESET(c),
             r->total_nodes, r->total_gpus);
     fprintf(f,
-            "%smakespan%s %.1f h  %sGPU utilisation%s %.1f%%  %spreemptions%s %ld "
-            "(%.1f GPU-h lost)  %srequeues%s %ld  %stimeouts%s %ld",
-            DIM(c), RESET(c), s->makespan_h, DIM(c), RESET(c), 100 * s->utilisation, DIM(c),
-            RESET(c), r->preemptions, s->lost_gpu_hours, DIM(c), RESET(c), r->requeues, DIM(c),
-            RESET(c), r->timeouts);
+            "%smakespan%s %.1f h  %sutilisation%s GPU %.1f%%, CPU %.1f%%  %spreemptions%s %ld "
+            "(%.1f GPU-h lost)  %srequeues%s %ld  %stimeouts%s %ld  %squeues%s %d",
+            DIM(c), RESET(c), s->makespan_h, DIM(c), RESET(c), 100 * s->utilisation,
+            100 * s->cpu_utilisation, DIM(c), RESET(c), r->preemptions, s->lost_gpu_hours, DIM(c),
+            RESET(c), r->requeues, DIM(c), RESET(c), r->timeouts, DIM(c), RESET(c), r->partitions);
     if (r->node_failures)
         fprintf(f, "  %snode failures%s %ld (%.1f GPU-h lost)", DIM(c), RESET(c), r->node_failures,
                 s->lost_node_fail_gpu_hours);
     fprintf(f, "\n%sJain fairness%s ", DIM(c), RESET(c));
-    if (s->all.guarantee_gpus > 0)
+    if (!isnan(s->jain_share))
         fprintf(f, "share/guarantee %.3f, ", s->jain_share);
     else
-        fputs("share/guarantee - (no guarantees), ", f);
-    fprintf(f, "slowdown %.3f\n", s->jain_slowdown);
+        fputs("share/guarantee n/a (no guarantees), ", f);
+    if (!isnan(s->jain_slowdown))
+        fprintf(f, "slowdown %.3f\n", s->jain_slowdown);
+    else
+        fputs("slowdown n/a (fewer than 2 projects ran)\n", f);
 }
 
 /* A 60-character ASCII strip of a series, each slot the mean of its buckets scaled to
@@ -133,6 +178,7 @@ int sim_report_text(FILE *f, const struct sim_report_meta *meta, const struct si
 
     fprintf(f, "%sdocket-sim: policy %s%s\n", BOLD(c), run->r->policy_name, RESET(c));
     meta_lines(f, meta, c);
+    sim_report_rows(f, meta, run->r, c);
     totals(f, run->r, s, c);
     strip(f, run->r, true, c);
     strip(f, run->r, false, c);
@@ -148,108 +194,50 @@ int sim_report_text(FILE *f, const struct sim_report_meta *meta, const struct si
         group_row(f, &s->projects[p]);
     fputc('\n', f);
     share_table(f, s, c);
-    fputs(c ? "\033[2mwait: submission to first start; bsld: mean bounded slowdown "
-              "(10 s bound)\033[0m\n"
-            : "wait: submission to first start; bsld: mean bounded slowdown (10 s bound)\n",
-          f);
+    fprintf(f,
+            "%swait: submission to first start; delay: end - submission - runtime (jobs that "
+            "did all their work); bsld: mean bounded slowdown (10 s bound); lost: GPU-hours "
+            "lost to preemption and time limits%s\n",
+            DIM(c), RESET(c));
     return ferror(f) ? -EIO : 0;
-}
-
-/* One metric row of the comparison: label, then one cell per run. */
-static void cmp_row(FILE *f, const char *label, const struct sim_run_report *runs, int n, int which,
-                    const char *tier)
-{
-    fprintf(f, "%-26s", label);
-    for (int i = 0; i < n; i++) {
-        const struct sim_summary *s = runs[i].s;
-        const struct sim_group_stats *g = &s->all;
-        char buf[32];
-
-        for (int t = 0; tier && t < s->ntiers; t++)
-            if (strcmp(s->tiers[t].name, tier) == 0)
-                g = &s->tiers[t];
-        switch (which) {
-        case 0:
-            fprintf(f, " %18s", dur(g->wait_p50_s, buf, sizeof(buf)));
-            break;
-        case 1:
-            fprintf(f, " %18s", dur(g->wait_p95_s, buf, sizeof(buf)));
-            break;
-        case 2:
-            fprintf(f, " %18s", dur(g->wait_p99_s, buf, sizeof(buf)));
-            break;
-        case 3:
-            fprintf(f, " %18.2f", g->slowdown_mean);
-            break;
-        case 4:
-            fprintf(f, " %17.1f%%", 100 * s->utilisation);
-            break;
-        case 5:
-            fprintf(f, " %18ld", runs[i].r->preemptions);
-            break;
-        case 6:
-            fprintf(f, " %18.1f", s->lost_gpu_hours);
-            break;
-        case 7:
-            fprintf(f, " %18.3f", s->jain_share);
-            break;
-        case 8:
-            fprintf(f, " %18.3f", s->jain_slowdown);
-            break;
-        case 9:
-            fprintf(f, " %18ld", g->starved);
-            break;
-        case 10:
-            fprintf(f, " %18.1f", s->makespan_h);
-            break;
-        case 11:
-            fprintf(f, " %18ld", g->completed);
-            break;
-        default:
-            break;
-        }
-    }
-    fputc('\n', f);
 }
 
 int sim_report_compare(FILE *f, const struct sim_report_meta *meta,
                        const struct sim_run_report *runs, int n, bool c)
 {
-    static const char *const names[] = {"wait p50", "wait p95", "wait p99", "mean bsld"};
-    const struct sim_summary *s0 = runs[0].s;
-    char label[96];
+    struct sim_table t;
+    char verdict[1024];
+    int rc;
 
+    if (sim_table_build(runs, n, &t) < 0)
+        return -ENOMEM;
     fprintf(f, "%sdocket-sim: %d policies on the same trace%s\n", BOLD(c), n, RESET(c));
     meta_lines(f, meta, c);
-    fprintf(f, "%sjobs%s %zu  %scluster%s %ld nodes, %ld GPUs\n\n", DIM(c), RESET(c),
-            runs[0].r->njobs, DIM(c), RESET(c), runs[0].r->total_nodes, runs[0].r->total_gpus);
-    fprintf(f, "%s%-26s", BOLD(c), "metric");
-    for (int i = 0; i < n; i++)
-        fprintf(f, " %18.18s", runs[i].r->policy_name);
-    fprintf(f, "%s\n", RESET(c));
-    for (int k = 0; k < 4; k++)
-        cmp_row(f, names[k], runs, n, k, NULL);
-    for (int t = 0; t < s0->ntiers; t++) {
-        if (s0->tiers[t].jobs == 0)
-            continue;
-        for (int k = 0; k < 4; k++) {
-            snprintf(label, sizeof(label), "%s: %s", s0->tiers[t].name, names[k]);
-            if (k != 0 && k != 1 && k != 3)
-                continue;
-            cmp_row(f, label, runs, n, k, s0->tiers[t].name);
-        }
-        snprintf(label, sizeof(label), "%s: starved", s0->tiers[t].name);
-        if (s0->tiers[t].jobs > 0 && runs[0].r->policy.tiers[t].starve_after_ms > 0)
-            cmp_row(f, label, runs, n, 9, s0->tiers[t].name);
-    }
-    cmp_row(f, "completed", runs, n, 11, NULL);
-    cmp_row(f, "GPU utilisation", runs, n, 4, NULL);
-    cmp_row(f, "makespan (h)", runs, n, 10, NULL);
-    cmp_row(f, "preemptions", runs, n, 5, NULL);
-    cmp_row(f, "GPU-h lost to preemption", runs, n, 6, NULL);
-    cmp_row(f, "Jain (share/guarantee)", runs, n, 7, NULL);
-    cmp_row(f, "Jain (slowdown)", runs, n, 8, NULL);
-    return ferror(f) ? -EIO : 0;
+    sim_report_rows(f, meta, runs[0].r, c);
+    fprintf(f, "%sjobs%s %zu  %scluster%s %ld nodes, %ld GPUs, %ld CPUs\n", DIM(c), RESET(c),
+            runs[0].r->njobs, DIM(c), RESET(c), runs[0].r->total_nodes, runs[0].r->total_gpus,
+            runs[0].r->total_cpus);
+    sim_table_verdict(&t, verdict, sizeof(verdict));
+    fprintf(f, "%s%s%s\n\n", BOLD(c), verdict, RESET(c));
+    rc = sim_table_text(f, &t, c);
+    fprintf(f,
+            "%swait: to first start; total delay: end - submission - runtime (requeues "
+            "count); bold: best; n/a: not defined (no guarantees, no such tier)%s\n",
+            DIM(c), RESET(c));
+    sim_table_release(&t);
+    return rc < 0 || ferror(f) ? -EIO : 0;
+}
+
+int sim_report_table_csv(FILE *f, const struct sim_run_report *runs, int n)
+{
+    struct sim_table t;
+    int rc;
+
+    if (sim_table_build(runs, n, &t) < 0)
+        return -ENOMEM;
+    rc = sim_table_csv(f, &t);
+    sim_table_release(&t);
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -257,7 +245,9 @@ int sim_report_compare(FILE *f, const struct sim_report_meta *meta,
 
 static json_t *num(double v)
 {
-    /* three decimals keep the file readable and the bytes stable */
+    /* three decimals keep the file readable and the bytes stable; undefined is null */
+    if (!isfinite(v))
+        return json_null();
     return json_real(round(v * 1000.0) / 1000.0);
 }
 
@@ -277,9 +267,42 @@ static json_t *group_json(const struct sim_group_stats *g)
         num(g->used_share), "guarantee_share", num(g->guarantee_share));
 }
 
+/* Total delay and lost work of a group, added to group_json's object. */
+static void group_json_more(json_t *o, const struct sim_group_stats *g)
+{
+    json_object_set_new(o, "delay_s",
+                        json_pack("{s:I, s:o, s:o, s:o, s:o}", "jobs", (json_int_t)g->delayed_jobs,
+                                  "p50", num(g->delay_p50_s), "p95", num(g->delay_p95_s), "max",
+                                  num(g->delay_max_s), "mean", num(g->delay_mean_s)));
+    json_object_set_new(o, "lost_preempt_gpu_hours", num(g->lost_preempt_gpu_h));
+    json_object_set_new(o, "lost_timeout_gpu_hours", num(g->lost_timeout_gpu_h));
+}
+
+static json_t *group_full(const struct sim_group_stats *g)
+{
+    json_t *o = group_json(g);
+
+    group_json_more(o, g);
+    return o;
+}
+
+static json_t *rows_json(const struct sim_result *r)
+{
+    const struct sim_row_counts *k = &r->rows;
+
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "read",
+                     (json_int_t)(k->read + r->bad_rows), "bad", (json_int_t)r->bad_rows,
+                     "never_ran", (json_int_t)k->never_ran, "fractional_rounded",
+                     (json_int_t)k->frac_rounded, "fractional_skipped", (json_int_t)k->frac_skipped,
+                     "cpu_jobs", (json_int_t)k->cpu_jobs, "cpu_as_gpu_units",
+                     (json_int_t)k->cpu_as_units, "no_request", (json_int_t)k->no_request,
+                     "limit_raised", (json_int_t)k->limit_raised, "over_cap",
+                     (json_int_t)k->over_cap, "over_cap_skipped", (json_int_t)k->over_cap_skipped);
+}
+
 static json_t *series_json(const struct sim_result *r)
 {
-    json_t *util = json_array(), *queue = json_array();
+    json_t *util = json_array(), *queue = json_array(), *cpu = json_array();
     const struct sim_series *s = &r->series;
 
     for (size_t i = 0; i < s->n; i++) {
@@ -288,9 +311,13 @@ static json_t *series_json(const struct sim_result *r)
                           ? s->busy_gpu_ms[i] / ((double)s->bucket_ms * (double)r->total_gpus)
                           : 0));
         json_array_append_new(queue, num(s->pending_ms[i] / (double)s->bucket_ms));
+        json_array_append_new(
+            cpu, num(r->total_cpus > 0
+                         ? s->busy_cpu_ms[i] / ((double)s->bucket_ms * (double)r->total_cpus)
+                         : 0));
     }
-    return json_pack("{s:I, s:o, s:o}", "bucket_ms", (json_int_t)s->bucket_ms, "gpu_utilisation",
-                     util, "queue_length", queue);
+    return json_pack("{s:I, s:o, s:o, s:o}", "bucket_ms", (json_int_t)s->bucket_ms,
+                     "gpu_utilisation", util, "cpu_utilisation", cpu, "queue_length", queue);
 }
 
 static json_t *run_json(const struct sim_run_report *run)
@@ -300,26 +327,65 @@ static json_t *run_json(const struct sim_run_report *run)
     json_t *tiers = json_array(), *projects = json_array();
 
     for (int t = 0; t < s->ntiers; t++) {
-        json_t *g = group_json(&s->tiers[t]);
+        json_t *g = group_full(&s->tiers[t]);
 
         json_object_set_new(g, "starve_after_ms", json_integer(r->policy.tiers[t].starve_after_ms));
+        json_object_set_new(g, "starvation_bound_ms", json_integer(r->starve_bound_ms[t]));
         json_array_append_new(tiers, g);
     }
     for (int p = 0; p < s->nprojects; p++)
-        json_array_append_new(projects, group_json(&s->projects[p]));
-    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I, s:o, s:I, "
-                     "s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-                     "policy", r->policy_name, "jobs", (json_int_t)r->njobs, "bad_rows",
-                     (json_int_t)r->bad_rows, "rejected", (json_int_t)r->rejected, "unfinished",
-                     (json_int_t)r->unfinished, "gpus", (json_int_t)r->total_gpus, "makespan_h",
-                     num(s->makespan_h), "gpu_utilisation", num(s->utilisation), "lost_gpu_hours",
-                     num(s->lost_gpu_hours), "preemptions", (json_int_t)r->preemptions, "requeues",
-                     (json_int_t)r->requeues, "timeouts", (json_int_t)r->timeouts,
-                     "node_fail_lost_gpu_hours", num(s->lost_node_fail_gpu_hours), "node_failures",
-                     (json_int_t)r->node_failures, "jain_share", num(s->jain_share),
-                     "jain_slowdown", num(s->jain_slowdown), "all", group_json(&s->all), "tiers",
-                     tiers, "projects", projects, "series", series_json(r), "cycles",
-                     json_integer((json_int_t)r->cycles));
+        json_array_append_new(projects, group_full(&s->projects[p]));
+    json_t *o;
+
+    o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I, s:o, s:I, "
+                  "s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                  "policy", r->policy_name, "jobs", (json_int_t)r->njobs, "bad_rows",
+                  (json_int_t)r->bad_rows, "rejected", (json_int_t)r->rejected, "unfinished",
+                  (json_int_t)r->unfinished, "gpus", (json_int_t)r->total_gpus, "makespan_h",
+                  num(s->makespan_h), "gpu_utilisation", num(s->utilisation), "lost_gpu_hours",
+                  num(s->lost_gpu_hours), "preemptions", (json_int_t)r->preemptions, "requeues",
+                  (json_int_t)r->requeues, "timeouts", (json_int_t)r->timeouts,
+                  "node_fail_lost_gpu_hours", num(s->lost_node_fail_gpu_hours), "node_failures",
+                  (json_int_t)r->node_failures, "jain_share", num(s->jain_share), "jain_slowdown",
+                  num(s->jain_slowdown), "all", group_full(&s->all), "tiers", tiers, "projects",
+                  projects, "series", series_json(r), "cycles",
+                  json_integer((json_int_t)r->cycles));
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "cpus", json_integer((json_int_t)r->total_cpus));
+    json_object_set_new(o, "cpu_utilisation", num(s->cpu_utilisation));
+    json_object_set_new(o, "queues", json_integer(r->partitions));
+    json_object_set_new(o, "rows", rows_json(r));
+    return o;
+}
+
+/* The comparison table (table.h) as JSON: what `docket-sim compare` reads back. */
+static json_t *table_json(const struct sim_run_report *runs, int n)
+{
+    struct sim_table t;
+    json_t *rows, *names;
+    char verdict[1024];
+
+    if (sim_table_build(runs, n, &t) < 0)
+        return NULL;
+    rows = json_array();
+    names = json_array();
+    for (int k = 0; k < t.nruns; k++)
+        json_array_append_new(names, json_string(t.runs[k]));
+    for (size_t i = 0; i < t.nrows; i++) {
+        const struct sim_table_row *row = &t.rows[i];
+        json_t *vals = json_array();
+
+        for (int k = 0; k < t.nruns; k++)
+            json_array_append_new(vals, num(row->v[k]));
+        json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:s, s:i, s:o}", "group", row->group,
+                                              "metric", row->metric, "key", row->key, "kind",
+                                              sim_cell_kind_name(row->kind), "better", row->better,
+                                              "values", vals));
+    }
+    sim_table_verdict(&t, verdict, sizeof(verdict));
+    sim_table_release(&t);
+    return json_pack("{s:s, s:o, s:o}", "verdict", verdict, "policies", names, "rows", rows);
 }
 
 int sim_report_json(FILE *f, const struct sim_report_meta *m, const struct sim_run_report *runs,
@@ -331,11 +397,13 @@ int sim_report_json(FILE *f, const struct sim_report_meta *m, const struct sim_r
 
     for (int i = 0; i < n; i++)
         json_array_append_new(arr, run_json(&runs[i]));
-    doc =
-        json_pack("{s:{s:s, s:s, s:o, s:o, s:I, s:b, s:I, s:o}, s:o}", "input", "trace", m->trace,
-                  "cluster", m->cluster, "arrival_scale", num(m->arrival_scale), "cluster_scale",
-                  num(m->cluster_scale), "limit", (json_int_t)m->limit, "pool", m->pool, "seed",
-                  (json_int_t)m->seed, "node_failure_rate", num(m->node_failure_rate), "runs", arr);
+    doc = json_pack(
+        "{s:{s:s, s:s, s:o, s:o, s:I, s:b, s:I, s:o, s:s, s:s}, s:o, s:o}", "input", "trace",
+        m->trace, "cluster", m->cluster, "arrival_scale", num(m->arrival_scale), "cluster_scale",
+        num(m->cluster_scale), "limit", (json_int_t)m->limit, "pool", m->pool, "seed",
+        (json_int_t)m->seed, "node_failure_rate", num(m->node_failure_rate), "fractional",
+        m->fractional ? m->fractional : "round-up", "over_cap", m->over_cap ? m->over_cap : "run",
+        "comparison", table_json(runs, n), "runs", arr);
     if (!doc)
         return -ENOMEM;
     rc = json_dumpf(doc, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
@@ -365,7 +433,7 @@ static void csv_field(FILE *f, const char *s)
 int sim_report_jobs_csv(FILE *f, const struct sim_run_report *runs, int n)
 {
     fputs("policy,job_id,project,tier,gpus,submit_s,first_start_s,end_s,wait_s,runtime_s,"
-          "time_limit_s,state,preemptions,lost_s\n",
+          "time_limit_s,state,preemptions,lost_s,cpus,delay_s\n",
           f);
     for (int k = 0; k < n; k++) {
         const struct sim_result *r = runs[k].r;
@@ -389,9 +457,13 @@ int sim_report_jobs_csv(FILE *f, const struct sim_run_report *runs, int n)
             fputc(',', f);
             if (j->first_start_ms >= 0)
                 fprintf(f, "%.3f", (double)(j->first_start_ms - j->submit_ms) / 1000.0);
-            fprintf(f, ",%.3f,%.3f,%s,%u,%.3f\n", (double)j->runtime_ms / 1000.0,
+            fprintf(f, ",%.3f,%.3f,%s,%u,%.3f,%d,", (double)j->runtime_ms / 1000.0,
                     (double)j->limit_ms / 1000.0, sim_job_end_name((enum sim_job_end)j->end),
-                    (unsigned)j->preempts, (double)j->lost_ms / 1000.0);
+                    (unsigned)j->preempts, (double)j->lost_ms / 1000.0, j->cpus);
+            if (j->end_ms >= 0 && j->saved_ms >= j->runtime_ms &&
+                (j->end == SIM_END_COMPLETED || j->end == SIM_END_FAILED))
+                fprintf(f, "%.3f", (double)(j->end_ms - j->submit_ms - j->runtime_ms) / 1000.0);
+            fputc('\n', f);
         }
     }
     return ferror(f) ? -EIO : 0;

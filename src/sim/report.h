@@ -30,6 +30,8 @@ struct sim_report_meta {
     bool pool;
     unsigned long long seed;
     double node_failure_rate;
+    const char *fractional; /* the mapping's rules for rows, as named in docs/sim.md */
+    const char *over_cap;
 };
 
 int sim_report_text(FILE *f, const struct sim_report_meta *meta, const struct sim_run_report *run,
@@ -40,6 +42,11 @@ int sim_report_json(FILE *f, const struct sim_report_meta *meta, const struct si
                     int n);
 /* One row per job: id, project, tier, state, times... `run` names the policy column. */
 int sim_report_jobs_csv(FILE *f, const struct sim_run_report *runs, int n);
+/* What the trace's rows became (counts with reasons), one line; "" parts left out. */
+void sim_report_rows(FILE *f, const struct sim_report_meta *meta, const struct sim_result *r,
+                     bool color);
+/* The comparison table as CSV (group,metric,key,<one column per policy>). */
+int sim_report_table_csv(FILE *f, const struct sim_run_report *runs, int n);
 int sim_report_html(FILE *f, const struct sim_report_meta *meta, const struct sim_run_report *runs,
                     int n);
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/table.h"
 #include "util/parse.h"
 
 enum { W = 760, H = 300, ML = 64, MR = 150, MT = 30, MB = 44, MAX_POINTS = 600, CDF_POINTS = 200 };
@@ -199,45 +200,79 @@ static size_t wait_cdf(const struct sim_result *r, int tier, double *xs, double 
     return k;
 }
 
+/* One chart per tier (and one for all jobs), every policy a line, all on the same axes
+ * so the charts can be read against each other. */
 static void cdf_charts(FILE *f, const struct sim_run_report *runs, int n)
 {
     enum { NL = 8 };
-    double xs[NL][CDF_POINTS + 1], ys[NL][CDF_POINTS + 1];
+    static double xs[NL][CDF_POINTS + 1], ys[NL][CDF_POINTS + 1];
+    const struct sim_result *r0 = runs[0].r;
     struct line lines[NL];
+    struct axes a = {.x0 = 1,
+                     .y0 = 0,
+                     .y1 = 1,
+                     .logx = true,
+                     .ypercent = true,
+                     .xlabel = "wait to first start (log scale)",
+                     .ylabel = "jobs started within"};
     char title[160];
+    double maxw = 1;
 
-    for (int k = 0; k < n; k++) {
-        const struct sim_result *r = runs[k].r;
-        struct axes a = {.x0 = 1,
-                         .y0 = 0,
-                         .y1 = 1,
-                         .logx = true,
-                         .ypercent = true,
-                         .xlabel = "wait (log scale)",
-                         .ylabel = "jobs started within"};
-        double maxw = 1;
+    /* one pass for the shared x axis */
+    for (int t = -1; t < r0->policy.ntiers; t++)
+        for (int k = 0; k < n && k < NL; k++)
+            (void)wait_cdf(runs[k].r, t, xs[0], ys[0], &maxw);
+    a.x1 = pow(10, ceil(log10(maxw)));
+    if (a.x1 < 10)
+        a.x1 = 10;
+    for (int t = -1; t < r0->policy.ntiers; t++) {
         int nl = 0;
 
-        for (int t = 0; t < r->policy.ntiers && nl < NL; t++) {
-            size_t m = wait_cdf(r, t, xs[nl], ys[nl], &maxw);
+        for (int k = 0; k < n && nl < NL; k++) {
+            const struct sim_result *r = runs[k].r;
+            int rt = -1;
+            size_t m;
 
+            for (int i = 0; t >= 0 && i < r->policy.ntiers; i++)
+                if (strcmp(r->policy.tiers[i].name, r0->policy.tiers[t].name) == 0)
+                    rt = i;
+            if (t >= 0 && rt < 0)
+                continue;
+            m = wait_cdf(r, rt, xs[nl], ys[nl], &maxw);
             if (m == 0)
                 continue;
-            lines[nl] = (struct line){r->policy.tiers[t].name, xs[nl], ys[nl], m};
+            lines[nl] = (struct line){r->policy_name, xs[nl], ys[nl], m};
             nl++;
         }
-        a.x1 = pow(10, ceil(log10(maxw)));
-        if (a.x1 < 10)
-            a.x1 = 10;
-        snprintf(title, sizeof(title), "Wait CDF per tier: %s", r->policy_name);
+        if (t < 0)
+            snprintf(title, sizeof(title), "Wait CDF, all jobs");
+        else
+            snprintf(title, sizeof(title), "Wait CDF, tier %s", r0->policy.tiers[t].name);
         if (nl > 0)
             chart(f, title, &a, lines, nl);
     }
 }
 
 /* Downsample a time series to at most MAX_POINTS by averaging neighbours. */
-static size_t series_points(const struct sim_result *r, bool util, double *xs, double *ys,
-                            double *ymax)
+enum series_kind { S_QUEUE, S_GPU, S_CPU };
+
+static double series_value(const struct sim_result *r, enum series_kind kind, size_t j)
+{
+    const struct sim_series *s = &r->series;
+
+    if (kind == S_GPU)
+        return r->total_gpus > 0
+                   ? s->busy_gpu_ms[j] / ((double)s->bucket_ms * (double)r->total_gpus)
+                   : 0;
+    if (kind == S_CPU)
+        return r->total_cpus > 0
+                   ? s->busy_cpu_ms[j] / ((double)s->bucket_ms * (double)r->total_cpus)
+                   : 0;
+    return s->pending_ms[j] / (double)s->bucket_ms;
+}
+
+static size_t series_points(const struct sim_result *r, enum series_kind kind, double *xs,
+                            double *ys, double *ymax)
 {
     const struct sim_series *s = &r->series;
     size_t step = (s->n + MAX_POINTS - 1) / MAX_POINTS, k = 0;
@@ -249,10 +284,7 @@ static size_t series_points(const struct sim_result *r, bool util, double *xs, d
         size_t m = 0;
 
         for (size_t j = i; j < i + step && j < s->n; j++, m++)
-            sum += util ? (r->total_gpus > 0
-                               ? s->busy_gpu_ms[j] / ((double)s->bucket_ms * (double)r->total_gpus)
-                               : 0)
-                        : s->pending_ms[j] / (double)s->bucket_ms;
+            sum += series_value(r, kind, j);
         xs[k] = (double)(i * (size_t)s->bucket_ms) / 3.6e6;
         ys[k] = m ? sum / (double)m : 0;
         if (ys[k] > *ymax)
@@ -262,67 +294,77 @@ static size_t series_points(const struct sim_result *r, bool util, double *xs, d
     return k;
 }
 
-static void time_charts(FILE *f, const struct sim_run_report *runs, int n)
+static void time_chart(FILE *f, const struct sim_run_report *runs, int n, enum series_kind kind)
 {
     enum { NL = 8 };
     static double xs[NL][MAX_POINTS + 1], ys[NL][MAX_POINTS + 1];
+    static const char *const titles[] = {"Queue length over time (pending jobs)",
+                                         "GPU utilisation over time", "CPU utilisation over time"};
     struct line lines[NL];
+    struct axes a = {.x0 = 0,
+                     .y0 = 0,
+                     .xdays = true,
+                     .xlabel = "simulated time",
+                     .ylabel = kind == S_QUEUE ? "pending jobs" : "busy",
+                     .ypercent = kind != S_QUEUE};
+    double ymax = 0, xmax = 1;
+    int nl = 0;
 
-    for (int u = 1; u >= 0; u--) {
-        struct axes a = {.x0 = 0,
-                         .y0 = 0,
-                         .xdays = true,
-                         .xlabel = "simulated time",
-                         .ylabel = u ? "GPUs busy" : "pending jobs",
-                         .ypercent = u};
-        double ymax = 0, xmax = 1;
-        int nl = 0;
+    for (int k = 0; k < n && nl < NL; k++) {
+        size_t m = series_points(runs[k].r, kind, xs[nl], ys[nl], &ymax);
 
-        for (int k = 0; k < n && nl < NL; k++) {
-            size_t m = series_points(runs[k].r, u, xs[nl], ys[nl], &ymax);
-
-            if (m && xs[nl][m - 1] > xmax)
-                xmax = xs[nl][m - 1];
-            lines[nl] = (struct line){runs[k].r->policy_name, xs[nl], ys[nl], m};
-            nl++;
-        }
-        a.x1 = xmax;
-        a.y1 = u ? 1 : nice_max(ymax);
-        chart(f, u ? "GPU utilisation over time" : "Queue length over time (pending jobs)", &a,
-              lines, nl);
+        if (m && xs[nl][m - 1] > xmax)
+            xmax = xs[nl][m - 1];
+        lines[nl] = (struct line){runs[k].r->policy_name, xs[nl], ys[nl], m};
+        nl++;
     }
+    a.x1 = xmax;
+    a.y1 = kind != S_QUEUE ? 1 : nice_max(ymax);
+    chart(f, titles[kind], &a, lines, nl);
 }
 
-static void table(FILE *f, const char *what, const struct sim_group_stats *g, int n,
-                  const struct sim_group_stats *all)
+/* Utilisation (of each dimension the trace used) and queue length, every policy a line. */
+static void time_charts(FILE *f, const struct sim_run_report *runs, int n)
 {
-    char a[32], b[32], c[32], d[32];
+    const struct sim_result *r0 = runs[0].r;
 
-    fprintf(f,
-            "<table><tr><th>%s</th><th>jobs</th><th>completed</th><th>timeouts</th>"
-            "<th>unfinished</th><th>wait p50</th><th>p95</th><th>p99</th><th>max</th>"
-            "<th>bounded slowdown</th><th>starved</th><th>preempted</th><th>GPU-hours</th>"
-            "</tr>\n",
-            what);
-    for (int i = 0; i <= n; i++) {
-        const struct sim_group_stats *x = i < n ? &g[i] : all;
+    if (r0->total_gpus > 0)
+        time_chart(f, runs, n, S_GPU);
+    if (r0->total_gpus == 0 || r0->rows.cpu_jobs > 0)
+        time_chart(f, runs, n, S_CPU);
+    time_chart(f, runs, n, S_QUEUE);
+}
 
-        if (!x || (i < n && x->jobs == 0 && x->rejected == 0))
-            continue;
-        format_duration((int64_t)(x->wait_p50_s * 1000), a, sizeof(a));
-        format_duration((int64_t)(x->wait_p95_s * 1000), b, sizeof(b));
-        format_duration((int64_t)(x->wait_p99_s * 1000), c, sizeof(c));
-        format_duration((int64_t)(x->wait_max_s * 1000), d, sizeof(d));
-        fputs(i == n ? "<tr class=\"tot\"><td>" : "<tr><td>", f);
-        esc(f, x->name);
-        fprintf(f,
-                "</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%s</td>"
-                "<td>%s</td><td>%s</td><td>%s</td><td>%.2f</td><td>%ld</td><td>%ld</td>"
-                "<td>%.0f</td></tr>\n",
-                x->jobs, x->completed, x->timeouts, x->unfinished, a, b, c, d, x->slowdown_mean,
-                x->starved, x->preempted_jobs, x->gpu_hours);
-        if (i == n || !all)
-            break;
+/* The comparison table: every policy a column, every metric a row, best in bold. */
+static void compare_table(FILE *f, const struct sim_table *t)
+{
+    const char *prev = "";
+
+    fputs("<table class=\"cmp\"><tr><th>group</th><th>metric</th>", f);
+    for (int k = 0; k < t->nruns; k++) {
+        fputs("<th>", f);
+        esc(f, t->runs[k]);
+        fputs("</th>", f);
+    }
+    fputs("</tr>\n", f);
+    for (size_t i = 0; i < t->nrows; i++) {
+        const struct sim_table_row *row = &t->rows[i];
+        int best = sim_table_best(t, row);
+
+        fputs(strcmp(prev, row->group) ? "<tr class=\"grp\"><td>" : "<tr><td>", f);
+        if (strcmp(prev, row->group))
+            esc(f, row->group);
+        prev = row->group;
+        fputs("</td><td>", f);
+        esc(f, row->metric);
+        fputs("</td>", f);
+        for (int k = 0; k < t->nruns; k++) {
+            char cell[32];
+
+            sim_cell_format(row->v[k], row->kind, false, cell, sizeof(cell));
+            fprintf(f, k == best ? "<td class=\"best\">%s</td>" : "<td>%s</td>", cell);
+        }
+        fputs("</tr>\n", f);
     }
     fputs("</table>\n", f);
 }
@@ -335,12 +377,12 @@ static void run_section(FILE *f, const struct sim_run_report *run)
     fputs("<h2>Policy ", f);
     esc(f, r->policy_name);
     fprintf(f,
-            "</h2>\n<p class=\"kpi\"><b>%.1f%%</b> GPU utilisation · <b>%ld</b> "
-            "preemptions (%.1f GPU-h lost) · <b>%ld</b> timeouts · Jain share %.3f, "
-            "slowdown %.3f · %ld rejected · %ld unfinished · makespan %.1f h</p>\n",
-            100 * s->utilisation, r->preemptions, s->lost_gpu_hours, r->timeouts, s->jain_share,
-            s->jain_slowdown, r->rejected, r->unfinished, s->makespan_h);
-    table(f, "tier", s->tiers, s->ntiers, &s->all);
+            "</h2>\n<p class=\"kpi\"><b>%.1f%%</b> GPU, <b>%.1f%%</b> CPU utilisation · "
+            "<b>%ld</b> preemptions (%.1f GPU-h lost) · <b>%ld</b> timeouts · %ld rejected · "
+            "%ld unfinished · makespan %.1f h · %d queue%s</p>\n",
+            100 * s->utilisation, 100 * s->cpu_utilisation, r->preemptions, s->lost_gpu_hours,
+            r->timeouts, r->rejected, r->unfinished, s->makespan_h, r->partitions,
+            r->partitions == 1 ? "" : "s");
     fputs("<table><tr><th>project</th><th>guarantee GPUs</th><th>GPU-hours</th>"
           "<th>share</th><th>guarantee share</th><th>ratio</th><th>wait p95</th></tr>\n",
           f);
@@ -369,6 +411,8 @@ static const char css[] =
     "th,td{padding:3px 9px;border-bottom:1px solid #eee;text-align:right}"
     "th:first-child,td:first-child{text-align:left}th{background:#f6f6f6}"
     "tr.tot td{font-weight:600}figure{margin:18px 0}figcaption{font-weight:600}"
+    "td.best{font-weight:700;background:#eef6ee}tr.grp td{border-top:2px solid #ccc}"
+    ".verdict{font-size:16px;background:#f4f7fb;padding:10px 14px;border-left:4px solid #1f77b4}"
     ".ax{stroke:#444}.grid{stroke:#e5e5e5}.xt{font-size:11px;text-anchor:middle;fill:#555}"
     ".yt{font-size:11px;text-anchor:end;fill:#555}.xl,.yl{font-size:12px;text-anchor:middle;"
     "fill:#333}.lg{font-size:12px;fill:#333}.kpi{color:#333}.meta{color:#666}";
@@ -376,6 +420,9 @@ static const char css[] =
 int sim_report_html(FILE *f, const struct sim_report_meta *m, const struct sim_run_report *runs,
                     int n)
 {
+    struct sim_table t;
+    char verdict[1024];
+
     fprintf(f,
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<title>docket-sim report</title><style>%s</style></head><body>\n",
@@ -385,17 +432,32 @@ int sim_report_html(FILE *f, const struct sim_report_meta *m, const struct sim_r
     fputs("</code> · cluster <code>", f);
     esc(f, m->cluster);
     fprintf(f,
-            "</code> (%ld nodes, %ld GPUs) · %zu jobs · arrival scale %g · cluster scale %g"
-            "%s · seed %llu</p>\n",
-            runs[0].r->total_nodes, runs[0].r->total_gpus, runs[0].r->njobs, m->arrival_scale,
-            m->cluster_scale, m->pool ? " · pooled" : "", m->seed);
+            "</code> (%ld nodes, %ld GPUs, %ld CPUs) · %zu jobs · arrival scale %g · cluster "
+            "scale %g%s · seed %llu</p>\n<p class=\"meta\">",
+            runs[0].r->total_nodes, runs[0].r->total_gpus, runs[0].r->total_cpus, runs[0].r->njobs,
+            m->arrival_scale, m->cluster_scale, m->pool ? " · pooled" : "", m->seed);
+    sim_report_rows(f, m, runs[0].r, false);
+    fputs("</p>\n", f);
+    if (sim_table_build(runs, n, &t) < 0)
+        return -ENOMEM;
+    sim_table_verdict(&t, verdict, sizeof(verdict));
+    fputs("<p class=\"verdict\">", f);
+    esc(f, verdict);
+    fputs("</p>\n<h2>Every policy against every metric</h2>\n", f);
+    compare_table(f, &t);
+    sim_table_release(&t);
+    fputs("<h2>Over time</h2>\n", f);
     time_charts(f, runs, n);
+    fputs("<h2>Waits per tier</h2>\n", f);
     cdf_charts(f, runs, n);
     for (int k = 0; k < n; k++)
         run_section(f, &runs[k]);
-    fputs("<p class=\"meta\">Wait: submission to first start. Bounded slowdown: (end − "
-          "submission) / max(runtime, 10 s). Jain share: over projects with a guarantee, "
-          "of used share ÷ guaranteed share. Definitions: docs/sim.md.</p>\n</body></html>\n",
+    fputs("<p class=\"meta\">Wait: submission to first start. Total delay: end − submission − "
+          "runtime, over the jobs that did all their work (requeues and lost work count). "
+          "Bounded slowdown: (end − submission) / max(runtime, 10 s). Jain share: over "
+          "projects with a guarantee, of used share ÷ guaranteed share (n/a without "
+          "guarantees). Bold: the best value of a row. Definitions: docs/sim.md.</p>\n"
+          "</body></html>\n",
           f);
     return ferror(f) ? -EIO : 0;
 }

@@ -1,9 +1,9 @@
 /*
  * stats.c - summary statistics of a simulation run (see stats.h, docs/sim.md).
  *
- * Waits are measured from submission to the first start (requeued jobs keep their first
- * wait; the time lost to preemption shows in slowdown and lost GPU-hours instead). A job
- * that never started counts as unfinished and is left out of the wait percentiles.
+ * Waits are measured from submission to the first start; the total delay (end -
+ * submission - runtime) of the jobs that did all their work shows what requeues cost. A
+ * job that never started counts as unfinished and is left out of the wait percentiles.
  */
 #include "sim/stats.h"
 
@@ -67,7 +67,7 @@ static bool in_group(const struct sim_job_rec *j, enum group_kind k, int idx)
 static void count_job(const struct sim_result *r, const struct sim_job_rec *j,
                       struct sim_group_stats *g)
 {
-    int64_t starve = r->policy.tiers[j->tier].starve_after_ms;
+    int64_t starve = r->starve_bound_ms[j->tier];
 
     if (j->end == SIM_END_REJECTED) {
         g->rejected++;
@@ -84,6 +84,8 @@ static void count_job(const struct sim_result *r, const struct sim_job_rec *j,
         break;
     case SIM_END_TIMEOUT:
         g->timeouts++;
+        if (j->start_ms >= 0 && j->end_ms >= j->start_ms)
+            g->lost_timeout_gpu_h += (double)j->gpus * (double)(j->end_ms - j->start_ms) / 3.6e6;
         break;
     case SIM_END_FAILED:
         g->failed++;
@@ -94,6 +96,7 @@ static void count_job(const struct sim_result *r, const struct sim_job_rec *j,
     default:
         break;
     }
+    g->lost_preempt_gpu_h += (double)j->gpus * (double)j->lost_preempt_ms / 3.6e6;
     if (starve > 0) {
         int64_t w =
             j->first_start_ms >= 0 ? j->first_start_ms - j->submit_ms : r->end_ms - j->submit_ms;
@@ -102,11 +105,19 @@ static void count_job(const struct sim_result *r, const struct sim_job_rec *j,
     }
 }
 
-static int group_stats(const struct sim_result *r, enum group_kind k, int idx, double *waits,
-                       double *slows, struct sim_group_stats *g)
+/* Did the job do all its recorded work (completed, or failed at the end of it)? Its total
+ * delay is then end - submission - runtime: waits, requeues and lost work together. */
+static bool did_all_work(const struct sim_job_rec *j)
 {
-    size_t n = 0;
-    double sum_w = 0, sum_s = 0;
+    return j->end_ms >= 0 && j->saved_ms >= j->runtime_ms &&
+           (j->end == SIM_END_COMPLETED || j->end == SIM_END_FAILED);
+}
+
+static int group_stats(const struct sim_result *r, enum group_kind k, int idx, double *waits,
+                       double *slows, double *delays, struct sim_group_stats *g)
+{
+    size_t n = 0, nd = 0;
+    double sum_w = 0, sum_s = 0, sum_d = 0;
 
     for (size_t i = 0; i < r->njobs; i++) {
         const struct sim_job_rec *j = &r->jobs[i];
@@ -117,6 +128,10 @@ static int group_stats(const struct sim_result *r, enum group_kind k, int idx, d
         count_job(r, j, g);
         if (j->end == SIM_END_REJECTED || j->first_start_ms < 0)
             continue;
+        if (did_all_work(j)) {
+            delays[nd] = (double)(j->end_ms - j->submit_ms - j->runtime_ms) / 1000.0;
+            sum_d += delays[nd++];
+        }
         w = j->first_start_ms - j->submit_ms;
         waits[n] = (double)w / 1000.0;
         /* slowdown uses the time to the end, which includes lost work and requeues */
@@ -136,6 +151,12 @@ static int group_stats(const struct sim_result *r, enum group_kind k, int idx, d
     g->wait_mean_s = n ? sum_w / (double)n : 0;
     g->slowdown_mean = n ? sum_s / (double)n : 0;
     g->slowdown_p95 = sim_percentile(slows, n, 0.95);
+    qsort(delays, nd, sizeof(double), cmp_double);
+    g->delayed_jobs = (long)nd;
+    g->delay_p50_s = sim_percentile(delays, nd, 0.50);
+    g->delay_p95_s = sim_percentile(delays, nd, 0.95);
+    g->delay_max_s = nd ? delays[nd - 1] : 0;
+    g->delay_mean_s = nd ? sum_d / (double)nd : 0;
     return 0;
 }
 
@@ -169,12 +190,13 @@ static void fairness(struct sim_summary *s)
     for (int i = 0; i < s->nprojects; i++)
         if (s->projects[i].guarantee_share > 0)
             x[n++] = s->projects[i].used_share / s->projects[i].guarantee_share;
-    s->jain_share = sim_jain(x, n);
+    /* no guarantee, no share to be fair to: undefined, printed "n/a", never 0 */
+    s->jain_share = n > 0 ? sim_jain(x, n) : NAN;
     n = 0;
     for (int i = 0; i < s->nprojects; i++)
         if (s->projects[i].started > 0)
             x[n++] = s->projects[i].slowdown_mean;
-    s->jain_slowdown = sim_jain(x, n);
+    s->jain_slowdown = n > 1 ? sim_jain(x, n) : NAN;
     free(x);
 }
 
@@ -194,6 +216,7 @@ int sim_summary_compute(const struct sim_result *r, struct sim_summary *s)
 {
     double *waits = malloc((r->njobs + 1) * sizeof(double));
     double *slows = malloc((r->njobs + 1) * sizeof(double));
+    double *delays = malloc((r->njobs + 1) * sizeof(double));
     int64_t first = r->njobs ? r->jobs[0].submit_ms : 0;
 
     memset(s, 0, sizeof(*s));
@@ -201,24 +224,26 @@ int sim_summary_compute(const struct sim_result *r, struct sim_summary *s)
     s->nprojects = r->nprojects;
     s->tiers = calloc((size_t)s->ntiers + 1, sizeof(*s->tiers));
     s->projects = calloc((size_t)s->nprojects + 1, sizeof(*s->projects));
-    if (!waits || !slows || !s->tiers || !s->projects) {
+    if (!waits || !slows || !delays || !s->tiers || !s->projects) {
         free(waits);
         free(slows);
+        free(delays);
         sim_summary_release(s);
         return -ENOMEM;
     }
     (void)str_copy(s->all.name, sizeof(s->all.name), "all");
-    group_stats(r, G_ALL, 0, waits, slows, &s->all);
+    group_stats(r, G_ALL, 0, waits, slows, delays, &s->all);
     for (int t = 0; t < s->ntiers; t++) {
         (void)str_copy(s->tiers[t].name, SCHED_NAME_MAX, r->policy.tiers[t].name);
-        group_stats(r, G_TIER, t, waits, slows, &s->tiers[t]);
+        group_stats(r, G_TIER, t, waits, slows, delays, &s->tiers[t]);
     }
     for (int p = 0; p < s->nprojects; p++) {
         (void)str_copy(s->projects[p].name, SCHED_NAME_MAX, r->projects[p].name);
-        group_stats(r, G_PROJECT, p, waits, slows, &s->projects[p]);
+        group_stats(r, G_PROJECT, p, waits, slows, delays, &s->projects[p]);
     }
     free(waits);
     free(slows);
+    free(delays);
     shares(r, s);
     tier_gpu_hours(r, s);
     fairness(s);
@@ -226,6 +251,9 @@ int sim_summary_compute(const struct sim_result *r, struct sim_summary *s)
     if (r->total_gpus > 0 && r->end_ms > first)
         s->utilisation =
             (double)r->busy_gpu_ms_total / ((double)r->total_gpus * (double)(r->end_ms - first));
+    if (r->total_cpus > 0 && r->end_ms > first)
+        s->cpu_utilisation =
+            (double)r->busy_cpu_ms_total / ((double)r->total_cpus * (double)(r->end_ms - first));
     s->lost_gpu_hours = r->lost_gpu_ms / 3.6e6;
     s->lost_node_fail_gpu_hours = r->lost_node_fail_gpu_ms / 3.6e6;
     return 0;

@@ -23,7 +23,13 @@ struct sim_group_stats {
     long started, completed, timeouts, failed, unfinished, rejected;
     long preempted_jobs; /* jobs preempted at least once */
     long starved;        /* waited longer than their tier's starve_after */
-    double wait_p50_s, wait_p95_s, wait_p99_s, wait_max_s, wait_mean_s;
+    double wait_p50_s, wait_p95_s, wait_p99_s, wait_max_s, wait_mean_s; /* to first start */
+    /* total delay: end - submission - runtime, over the jobs that did all their work
+     * (completed, or failed at the end of their recorded runtime): requeues count */
+    long delayed_jobs;
+    double delay_p50_s, delay_p95_s, delay_max_s, delay_mean_s;
+    double lost_preempt_gpu_h; /* GPU-hours of work lost to preemption */
+    double lost_timeout_gpu_h; /* GPU-hours of the runs a time limit killed */
     double slowdown_mean, slowdown_p95;
     double gpu_hours; /* GPU time used */
     double guarantee_gpus;
@@ -37,11 +43,12 @@ struct sim_summary {
     int ntiers;
     struct sim_group_stats *projects; /* one per project, in first-seen order */
     int nprojects;
-    double utilisation;    /* busy GPU time / (GPUs x makespan) */
-    double makespan_h;     /* first submission to last end, hours */
-    double jain_share;     /* over projects with a guarantee: used/guaranteed */
-    double jain_slowdown;  /* over projects with jobs: mean bounded slowdown */
-    double lost_gpu_hours; /* to preemption */
+    double utilisation;     /* busy GPU time / (GPUs x makespan) */
+    double cpu_utilisation; /* busy CPU time / (CPUs x makespan) */
+    double makespan_h;      /* first submission to last end, hours */
+    double jain_share;      /* over projects with a guarantee: used/guaranteed; NAN if none */
+    double jain_slowdown;   /* over projects with started jobs (2 or more, else NAN) */
+    double lost_gpu_hours;  /* to preemption */
     double lost_node_fail_gpu_hours;
 };
 

@@ -186,6 +186,59 @@ static int parse_uint(const char *s, int64_t max, int64_t *out)
     return 0;
 }
 
+/* Strict non-negative decimal: digits, optionally '.' and digits ("0.5", "2", "2."
+ * is refused), value <= max. No signs, exponents or spaces: a trace either says a plain
+ * number or the row is bad. */
+static int parse_decimal(const char *s, double max, double *out)
+{
+    const char *dot = strchr(s, '.');
+    int64_t whole = 0;
+    double frac = 0, scale = 0.1;
+    int rc;
+
+    if (!dot)
+        rc = parse_uint(s, INT64_MAX / 2, &whole);
+    else {
+        char buf[32];
+        size_t n = (size_t)(dot - s);
+
+        if (n == 0 || n >= sizeof(buf) || dot[1] == '\0')
+            return -EINVAL;
+        memcpy(buf, s, n);
+        buf[n] = '\0';
+        rc = parse_uint(buf, INT64_MAX / 2, &whole);
+        for (const char *p = dot + 1; rc == 0 && *p; p++, scale /= 10) {
+            if (*p < '0' || *p > '9')
+                return -EINVAL;
+            frac += (*p - '0') * scale;
+        }
+    }
+    if (rc < 0)
+        return rc;
+    if ((double)whole + frac > max)
+        return -ERANGE;
+    *out = (double)whole + frac;
+    return 0;
+}
+
+/* An optional decimal column (GPU or CPU counts): "" gives 0. */
+static int dec_col(struct trace_reader *r, struct trace_error *err, const char *col, const char *s,
+                   double max, double *out)
+{
+    int rc;
+
+    if (*s == '\0') {
+        *out = 0;
+        return 0;
+    }
+    rc = parse_decimal(s, max, out);
+    if (rc == -ERANGE)
+        return fail(err, r, col, "value '%.40s' out of range 0..%g", s, max);
+    if (rc < 0)
+        return fail(err, r, col, "not a non-negative number: '%.40s'", s);
+    return 0;
+}
+
 /* An optional integer column: "" gives `empty`. */
 static int int_col(struct trace_reader *r, struct trace_error *err, const char *col, const char *s,
                    int64_t max, int64_t empty, int64_t *out)
@@ -304,17 +357,13 @@ static int csv_row(struct trace_reader *r, struct trace_row *out, struct trace_e
         return -EINVAL;
     if (*COL(C_SUBMIT) == '\0')
         return fail(err, r, "submit_s", "empty");
-    if (*COL(C_RUNTIME) == '\0')
-        return fail(err, r, "runtime_s", "empty");
+    /* an empty runtime is a job that never ran: the caller counts and skips it */
     if (int_col(r, err, "submit_s", COL(C_SUBMIT), 100000000000LL, 0, &out->submit_s) < 0 ||
-        int_col(r, err, "runtime_s", COL(C_RUNTIME), 100000000000LL, 0, &out->runtime_s) < 0)
+        int_col(r, err, "runtime_s", COL(C_RUNTIME), 100000000000LL, -1, &out->runtime_s) < 0)
         return -EINVAL;
-    if (int_col(r, err, "gpus", COL(C_GPUS), 100000, 0, &v) < 0)
+    if (dec_col(r, err, "gpus", COL(C_GPUS), 100000, &out->gpus) < 0 ||
+        dec_col(r, err, "cpus", COL(C_CPUS), 10000000, &out->cpus) < 0)
         return -EINVAL;
-    out->gpus = (int)v;
-    if (int_col(r, err, "cpus", COL(C_CPUS), 10000000, 0, &v) < 0)
-        return -EINVAL;
-    out->cpus = (int)v;
     if (int_col(r, err, "mem_mb", COL(C_MEM), 1000000000000LL, 0, &out->mem_mb) < 0)
         return -EINVAL;
     if (int_col(r, err, "nodes", COL(C_NODES), 1000000, 0, &v) < 0)
@@ -365,11 +414,19 @@ static const char *const swf_names[SWF_NFIELDS] = {
     "think_time",
 };
 
-/* An SWF number: an integer >= -1, or (fields 6 and 7 only) a decimal. */
+/* SWF fields that may be decimals: the spec allows floating point values for the time
+ * fields (2 submit, 3 wait, 4 run, 9 requested time) and logs write average CPU time and
+ * memory (6, 7) with decimals. They are rounded to the nearest integer. Counts (5, 8
+ * processors) and ids must be integers. 0-based indices here. */
+static bool swf_decimal_ok(int i)
+{
+    return i == 1 || i == 2 || i == 3 || i == 5 || i == 6 || i == 8;
+}
+
+/* An SWF number: an integer >= -1, or (the fields above) a decimal >= 0, rounded. */
 static int swf_number(struct trace_reader *r, struct trace_error *err, int i, const char *s,
                       int64_t *out)
 {
-    char *end;
     double d;
     int64_t v = 0;
 
@@ -381,15 +438,12 @@ static int swf_number(struct trace_reader *r, struct trace_error *err, int i, co
         *out = v;
         return 0;
     }
-    errno = 0;
-    d = strtod(s, &end);
-    /* fields 5 and 6 (average CPU time, memory) may be fractional; bounded like the rest */
-    if ((i == 5 || i == 6) && *end == '\0' && errno == 0 && isfinite(d) && d >= -1 &&
-        d <= 100000000000.0) {
-        *out = (int64_t)d;
+    if (swf_decimal_ok(i) && parse_decimal(s, 100000000000.0, &d) == 0) {
+        *out = llround(d);
         return 0;
     }
-    return fail(err, r, swf_names[i], "not an integer >= -1: '%.40s'", s);
+    return fail(err, r, swf_names[i], "not %s >= -1: '%.40s'",
+                swf_decimal_ok(i) ? "a number" : "an integer", s);
 }
 
 static int swf_status(int64_t v, enum trace_status *out)
@@ -431,8 +485,6 @@ static int swf_fill(struct trace_reader *r, const int64_t *v, char *const *f, st
         return fail(err, r, swf_names[1], "missing (-1)");
     if (swf_status(v[10], &out->status) < 0)
         return fail(err, r, swf_names[10], "unknown status %lld", (long long)v[10]);
-    if (v[3] < 0 && out->status != TRACE_ST_CANCELLED)
-        return fail(err, r, swf_names[3], "missing (-1) for a job that was not cancelled");
     if (procs <= 0)
         return fail(err, r, swf_names[4],
                     "no processor count (allocated and requested "
@@ -448,9 +500,9 @@ static int swf_fill(struct trace_reader *r, const int64_t *v, char *const *f, st
         return fail(err, r, swf_names[1], "submission %lld is before the first row's %lld",
                     (long long)v[1], (long long)r->swf_base);
     out->submit_s = v[1] - r->swf_base;
-    out->runtime_s = v[3] < 0 ? 0 : v[3];
+    out->runtime_s = v[3]; /* -1: never ran; the caller counts and skips it */
     out->req_time_s = v[8];
-    out->cpus = (int)procs;
+    out->cpus = (double)procs;
     out->mem_mb = kb > 0 ? (kb * procs + 1023) / 1024 : 0;
     if (v[12] >= 0)
         snprintf(out->project, sizeof(out->project), "g%lld", (long long)v[12]);

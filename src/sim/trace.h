@@ -35,10 +35,10 @@ enum trace_status {
 struct trace_row {
     char id[TRACE_STR_MAX];
     int64_t submit_s;            /* seconds since the first submission of the file */
-    int64_t runtime_s;           /* >= 0 */
+    int64_t runtime_s;           /* >= 0; -1 when the row has none (the job never ran) */
     int64_t req_time_s;          /* requested time limit (SWF field 9); -1 unknown */
-    int gpus;                    /* 0 when empty */
-    int cpus;                    /* 0 when empty */
+    double gpus;                 /* >= 0, may be fractional (GPU sharing); 0 when empty */
+    double cpus;                 /* >= 0, may be fractional; 0 when empty */
     int64_t mem_mb;              /* 0 when empty */
     int nodes;                   /* 0 when empty */
     char project[TRACE_STR_MAX]; /* "" when empty */
@@ -71,7 +71,10 @@ void trace_close(struct trace_reader *r);
 
 /* Next row: 1 with *out filled, 0 at end of file, -EINVAL for a bad row (err names the
  * line and column; the next call goes on with the following line), -EIO on read errors.
- * Rows must be sorted by submission time: a row earlier than the previous one is bad. */
+ * Rows must be sorted by submission time: a row earlier than the previous one is bad.
+ * A row without a runtime (CSV: empty; SWF: -1) is not bad: it comes back with
+ * runtime_s -1 and the caller decides (docket-sim counts it as never run and skips it).
+ * Fractional GPU/CPU counts come back as they are; rounding is the caller's choice. */
 int trace_next(struct trace_reader *r, struct trace_row *out, struct trace_error *err);
 
 /* "file:line: column 'x': message" into buf. */

@@ -32,7 +32,8 @@ teardown() {
     for f in trace format cluster policy baseline compare mapping time-factor time-limit \
              default-tier default-class cpu-unit partition-label pool checkpoint on-signal \
              arrival-scale cluster-scale limit node-failures repair-time seed sample \
-             cycle-interval skip-bad-rows check json jobs-csv html quiet no-progress help; do
+             cycle-interval skip-bad-rows check json jobs-csv html quiet no-progress help \
+             fractional over-cap csv save label; do
         [[ "$help" == *"--$f"* ]] || { echo "missing --$f"; return 1; }
         run "$SIM" "--$f" 2>&1
         [[ "$output" != *"unrecognized option"* ]] || { echo "--$f not parsed"; return 1; }
@@ -48,7 +49,13 @@ teardown() {
     [[ "$output" == *"--arrival-scale: 'fast' is not a number"* ]]
     run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --baseline lottery
     [ "$status" -eq 2 ]
-    [[ "$output" == *"'lottery' is not fifo, easy, multifactor or tiered"* ]]
+    [[ "$output" == *"'lottery' is not fifo, easy, sjf, multifactor or tiered"* ]]
+    run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --fractional half
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--fractional: 'half' is not round-up, round-down or skip"* ]]
+    run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --over-cap maybe
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--over-cap: 'maybe' is not run, kill or skip"* ]]
 }
 
 @test "EASY backfill starts the short job in the hole; FIFO does not" {
@@ -114,19 +121,104 @@ teardown() {
     ! grep -qiE '<script|<link|https?://[^"]*\.(js|css)' "$T/r1.html"
 }
 
-@test "--compare runs the policy and the three baselines side by side" {
+@test "--compare runs the policy and the four baselines side by side" {
     [ -f "$TRACES/philly_vc.csv" ] || skip "no shared traces at $TRACES"
     run "$SIM" --trace "$TRACES/philly_vc.csv" --cluster "$EX/cluster-philly.yaml" \
         --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-philly.yaml" --pool \
-        --limit 800 --compare --json "$T/c.json"
+        --limit 800 --compare --json "$T/c.json" --csv "$T/c.csv" --html "$T/c.html"
     [ "$status" -eq 0 ]
-    [[ "${lines[0]}" == *"4 policies on the same trace"* ]]
-    [[ "$output" == *"policy-tiered.yaml"*"fifo"*"easy"*"multifactor"* ]]
-    [[ "$output" == *"Jain (share/guarantee)"* ]]
-    jq -e '[.runs[].policy] == ["policy-tiered.yaml","fifo","easy","multifactor"]' "$T/c.json"
+    [[ "${lines[0]}" == *"5 policies on the same trace"* ]]
+    [[ "$output" == *"policy-tiered.yaml"*"fifo"*"easy"*"sjf"*"multifactor"* ]]
+    [[ "$output" == *"is best on"* ]]
+    [[ "$output" == *"Jain share/guarantee"* ]]
+    jq -e '[.runs[].policy] == ["policy-tiered.yaml","fifo","easy","sjf","multifactor"]' "$T/c.json"
+    jq -e '.comparison.policies | length == 5' "$T/c.json"
+    # one table, every policy a column, the same rows in every output
+    head -1 "$T/c.csv" | grep -qx 'group,metric,key,policy-tiered.yaml,fifo,easy,sjf,multifactor'
+    for k in wait_mean_s wait_p50_s wait_p95_s wait_max_s delay_mean_s lost_preempt_gpu_h \
+             timeouts failed gpu_utilisation; do
+        grep -q ",$k," "$T/c.csv" || { echo "no $k row"; return 1; }
+    done
+    [ "$(jq '.comparison.rows | length' "$T/c.json")" -eq "$(($(wc -l <"$T/c.csv") - 1))" ]
+    grep -q 'class="verdict"' "$T/c.html"
+    grep -q '<th>sjf</th>' "$T/c.html"
+    grep -q 'Wait CDF, tier normal' "$T/c.html"
+    ! grep -qiE '<script|<link|https?://[^"]*\.(js|css)' "$T/c.html"
+    # the comparison is deterministic too
+    run "$SIM" --trace "$TRACES/philly_vc.csv" --cluster "$EX/cluster-philly.yaml" \
+        --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-philly.yaml" --pool \
+        --limit 800 --compare --json "$T/c2.json" --csv "$T/c2.csv" --html "$T/c2.html"
+    [ "$status" -eq 0 ]
+    cmp "$T/c.json" "$T/c2.json"
+    cmp "$T/c.csv" "$T/c2.csv"
+    cmp "$T/c.html" "$T/c2.html"
 }
 
-@test "a CPU-only SWF trace runs with cores mapped to units" {
+@test "no guarantees: Jain's share index is n/a, never 0.000" {
+    run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --baseline easy \
+        --csv "$T/t.csv" --json "$T/t.json"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"Jain share/guarantee"*"n/a"*"n/a"* ]]
+    grep -q '^cluster,Jain share/guarantee,jain_share,n/a,n/a$' "$T/t.csv"
+    jq -e '.runs[0].jain_share == null' "$T/t.json"
+}
+
+@test "fifo baseline: a blocked job in one partition does not hold another back" {
+    cat >"$T/parts.yaml" <<'YAML'
+node_groups:
+  - {name: a, count: 1, gpus: 4, gpu_type: A100, cpus: 64, labels: {vc: pa}}
+  - {name: b, count: 1, gpus: 4, gpu_type: A100, cpus: 64, labels: {vc: pb}}
+YAML
+    # A1 fills partition pa; A2 waits for it; B1 arrives later in partition pb
+    printf '%s\nA1,0,100,4,,,,pa,,\nA2,10,100,4,,,,pa,,\nB1,20,50,2,,,,pb,,\n' "$HDR" >"$T/p.csv"
+    run "$SIM" --trace "$T/p.csv" --cluster "$T/parts.yaml" --partition-label vc \
+        --policy "$EX/policy-fifo.yaml" --baseline fifo --time-factor 1 --jobs-csv "$T/j.csv"
+    [ "$status" -eq 0 ]
+    grep -q '^fifo,B1,pb,normal,2,20.000,20.000,' "$T/j.csv"                # its own queue
+    grep -q '^fifo,A2,pa,normal,4,10.000,100.000,' "$T/j.csv"
+    grep -q '^policy-fifo.yaml,B1,pb,normal,2,20.000,100.000,' "$T/j.csv"    # one queue
+    [[ "$output" == *"queues (partitions)"*" 1 "*" 2"* ]]
+}
+
+@test "fractional, never-run and CPU-only rows follow their rule and are counted" {
+    printf '%s\nf,0,10,0.5,,,,p,,\nn,1,,1,,,,p,,cancelled\nc,2,10,0,2.5,,,p,,\nl,3,100,1,,,,p,,\n' \
+        "$HDR" >"$T/r.csv"
+    run "$SIM" --trace "$T/r.csv" --cluster "$T/cluster.yaml" --json "$T/r.json" \
+        --jobs-csv "$T/j.csv" --time-factor 0.5
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"4 read, 0 bad (refused), 1 never ran (skipped), 2 fractional (round-up), 1 CPU-only (CPU jobs), 1 time limit at or below the runtime (raised past it)"* ]]
+    jq -e '.runs[0].rows | .never_ran == 1 and .fractional_rounded == 2 and .cpu_jobs == 1' "$T/r.json"
+    grep -q '^docket,f,p,normal,1,' "$T/j.csv"                  # 0.5 GPU -> 1
+    grep -q '^docket,c,p,normal,0,.*,completed,0,0.000,3,' "$T/j.csv"  # 2.5 CPUs -> 3, no GPU
+    grep -q '^docket,l,p,normal,1,.*,completed,' "$T/j.csv"     # ran its recorded runtime
+    run "$SIM" --trace "$T/r.csv" --cluster "$T/cluster.yaml" --fractional skip --json -
+    [ "$status" -eq 0 ]
+    [[ "$output" == *'"fractional_skipped": 2'* ]]
+    [[ "$output" == *'"jobs": 1,'* ]]
+}
+
+@test "--save keeps the run; compare A B puts two saved runs side by side" {
+    run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --baseline fifo --quiet \
+        --time-factor 1 --save "$T/hist" --label last-month
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"saved $T/hist/"*"-last-month.json"* ]]
+    a=$(ls "$T"/hist/*-last-month.json)
+    run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --baseline easy --quiet \
+        --time-factor 1 --json "$T/today.json"
+    [ "$status" -eq 0 ]
+    run "$SIM" compare "$a" "$T/today.json"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"A docket"*"A fifo"*"B docket"*"B easy"*"change docket"* ]]
+    [[ "$output" == *"wait p95"* ]]
+    run "$SIM" compare "$a" "$T/bf.csv"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bf.csv"* ]]
+    run "$SIM" compare "$a"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"compare takes two saved runs"* ]]
+}
+
+@test "a CPU-only SWF trace runs as CPU jobs on CPU nodes, as GPU units only when asked" {
     cat >"$T/t.swf" <<'EOF'
 ; Version: 2.2
 ; Computer: bats
@@ -134,10 +226,18 @@ teardown() {
     2    10   -1    50    8  -1 -1    8   100   -1  1  4  7 -1 1 -1 -1 -1
     3    20   -1    30    4  -1 -1    4    60   -1  0  3  2 -1 1 -1 -1 -1
 EOF
-    run "$SIM" --trace "$T/t.swf" --cluster "$EX/cluster-ricc.yaml" --cpu-unit 8 \
+    run "$SIM" --trace "$T/t.swf" --cluster "$EX/cluster-ricc.yaml" \
         --time-limit requested --jobs-csv "$T/j.csv" --json -
     [ "$status" -eq 0 ]
     [[ "$output" == *'"jobs": 3'* ]]
+    [[ "$output" == *'"cpu_jobs": 3'* ]]
+    grep -q '^docket,1,g7,normal,0,0.000,0.000,100.000,.*,16,0.000$' "$T/j.csv"  # 16 cores
+    grep -q '^docket,3,g2,normal,0,20.000,.*,4,' "$T/j.csv"
+    # on a GPU cluster, --cpu-unit turns cores into GPU units, and the report says so
+    run "$SIM" --trace "$T/t.swf" --cluster "$T/cluster.yaml" --cpu-unit 8 \
+        --time-limit requested --jobs-csv "$T/j.csv"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"3 CPU-only (as GPU units: cpu_unit_cores)"* ]]
     grep -q '^docket,1,g7,normal,2,0.000,0.000,100.000,' "$T/j.csv"  # 16 cores = 2 units
     grep -q '^docket,3,g2,normal,1,20.000,' "$T/j.csv"               # 4 cores round up to 1
 }

@@ -119,6 +119,36 @@ static void test_dependency_then_starvation_bound(void **state)
 }
 
 /* A running job: who may preempt it, from when, and when it becomes protected. */
+/* A job held at submission explains itself: reason Held, and the nodes of its own shape
+ * (it had none: explain read another shape, or none at all on a fresh core). */
+static void test_held_at_submit(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_node(s, "c1", "", 0);
+    add_project(s, "lab", "normal", 0, -1);
+    struct sched_job_spec j;
+    spec_fill(&j, 1, "lab", NULL, NULL, 4, 1, HOUR, T0);
+    j.hold = true;
+    struct sched_error err;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 1, T0, &x), 0);
+    assert_int_equal(x.reason, SCHED_R_HELD);
+    assert_int_equal(x.nodes_matching, 1); /* n1 only: the CPU node has no GPU */
+    submit(s, 2, "lab", NULL, NULL, 0, 1, HOUR, T0); /* a CPU shape, interned after */
+    assert_int_equal(sched_explain(s, 1, T0, &x), 0);
+    assert_int_equal(x.nodes_matching, 1);
+    assert_int_equal(sched_job_release(s, 1, T0 + 1, &err), 0);
+    struct cyc c = cycle(s, T0 + 1);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    struct sched_error e2;
+    if (sched_check(s, &e2))
+        fail_msg("sched_check: %s", e2.message);
+    sched_destroy(s);
+}
+
 static void test_running_job_preemptibility(void **state)
 {
     (void)state;
@@ -169,6 +199,7 @@ int main(void)
         cmocka_unit_test(test_resources_with_forecast_and_nodes),
         cmocka_unit_test(test_position_and_jobs_ahead),
         cmocka_unit_test(test_dependency_then_starvation_bound),
+        cmocka_unit_test(test_held_at_submit),
         cmocka_unit_test(test_running_job_preemptibility),
         cmocka_unit_test(test_forecast_flows_to_the_reserved_job),
     };

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,19 +262,53 @@ static void fifo_never_preempts(void **state)
     fx_release(&f);
 }
 
+static const char capped_class[] =
+    "classes: [{name: exploration, default_limit: 30m, max_limit: 30m}]\n"
+    "settings: {ordering: fifo, default_class: exploration}";
+
+/* over_cap: run (default): a 1 h trace job in a class capped at 30 min runs its recorded
+ * runtime, and the report counts it; nothing is cut silently. */
+static void over_cap_runs_to_the_end(void **state)
+{
+    struct fx f;
+    struct sim_result *r;
+
+    (void)state;
+    fx_init(&f, HEADER "T,0,3600,1,,,,p,,\nU,0,600,1,,,,p,,\n", 4, capped_class,
+            "default: {class: exploration}");
+    r = fx_run(&f);
+    assert_int_equal(job(r, "T")->end, SIM_END_COMPLETED);
+    assert_int_equal(job(r, "T")->end_ms, 3600000);
+    assert_true(job(r, "T")->limit_ms > 3600000);
+    assert_int_equal(job(r, "U")->end, SIM_END_COMPLETED);
+    assert_int_equal(r->rows.over_cap, 1);
+    assert_int_equal(r->rows.limit_raised, 1); /* U: factor 1 gives a limit = its runtime */
+    assert_int_equal(r->timeouts, 0);
+    sim_result_destroy(r);
+    fx_release(&f);
+
+    fx_init(&f, HEADER "T,0,3600,1,,,,p,,\nU,0,600,1,,,,p,,\n", 4, capped_class,
+            "{default: {class: exploration}, over_cap: skip}");
+    r = fx_run(&f);
+    assert_int_equal(r->njobs, 1);
+    assert_int_equal(r->rows.over_cap, 1);
+    assert_int_equal(r->rows.over_cap_skipped, 1);
+    sim_result_destroy(r);
+    fx_release(&f);
+}
+
 static void time_limit_ends_job(void **state)
 {
     struct fx f;
     struct sim_result *r;
 
     (void)state;
-    /* 1 h runtime, class exploration capped at 30 min: signalled at 30 min; with no
-     * checkpoint it runs out the default 30 s grace and is killed: TIMEOUT */
-    fx_init(&f, HEADER "T,0,3600,1,,,,p,,\n", 4,
-            "classes: [{name: exploration, default_limit: 30m, max_limit: 30m}]\n"
-            "settings: {ordering: fifo, default_class: exploration}",
-            "default: {class: exploration}");
+    /* over_cap: kill. 1 h runtime, class exploration capped at 30 min: signalled at 30 min;
+     * with no checkpoint it runs out the default 30 s grace and is killed: TIMEOUT */
+    fx_init(&f, HEADER "T,0,3600,1,,,,p,,\n", 4, capped_class,
+            "{default: {class: exploration}, over_cap: kill}");
     r = fx_run(&f);
+    assert_int_equal(r->rows.over_cap, 1);
     assert_int_equal(job(r, "T")->limit_ms, 1800000);
     assert_int_equal(job(r, "T")->end, SIM_END_TIMEOUT);
     assert_int_equal(job(r, "T")->end_ms, 1800000 + 30000); /* signalled, killed after grace */
@@ -316,10 +352,195 @@ static void gang_shapes(void **state)
     r = fx_run(&f);
     assert_int_equal(job(r, "a")->gpus, 12); /* 2 nodes x 6 */
     assert_int_equal(job(r, "b")->gpus, 14); /* 13 is prime: 2 nodes x 7, rounded up */
-    assert_int_equal(job(r, "c")->gpus, 3);  /* CPU-only: 20 cores / 8 per unit, rounded up */
+    assert_int_equal(job(r, "c")->gpus, 0);  /* CPU-only: a CPU job, never GPU units */
+    assert_int_equal(job(r, "c")->cpus, 20);
     assert_int_equal(job(r, "d")->gpus, 8);  /* the trace's 2 nodes: 2 x 4 */
+    assert_int_equal(r->rows.cpu_jobs, 1);
+    assert_int_equal(r->rows.cpu_as_units, 0);
     for (size_t i = 0; i < r->njobs; i++)
         assert_int_equal(r->jobs[i].end, SIM_END_COMPLETED);
+    sim_result_destroy(r);
+    /* only when asked (cpu_unit_cores), and counted: 20 cores / 8 per unit, rounded up */
+    f.map.cpu_unit_cores = 8;
+    r = fx_run(&f);
+    assert_int_equal(job(r, "c")->gpus, 3);
+    assert_int_equal(r->rows.cpu_as_units, 1);
+    sim_result_destroy(r);
+    fx_release(&f);
+}
+
+/* Two partitions (vc=pa, vc=pb), one 4-GPU node each. A1 fills pa, A2 waits behind it; B1
+ * arrives later in pb. Per-partition FIFO starts B1 at once; one queue for the whole
+ * cluster (the old baseline) held it behind A2. */
+static const char two_parts[] =
+    "node_groups: [{name: a, count: 1, gpus: 4, gpu_type: A100, cpus: 64, labels: {vc: pa}},"
+    " {name: b, count: 1, gpus: 4, gpu_type: A100, cpus: 64, labels: {vc: pb}}]";
+static const char two_parts_trace[] = HEADER "A1,0,100,4,,,,pa,,\nA2,10,100,4,,,,pa,,\n"
+                                             "B1,20,50,2,,,,pb,,\n";
+
+static void fx_cluster(struct fx *f, const char *yaml)
+{
+    json_t *doc;
+
+    sim_cluster_release(&f->cl);
+    yaml_into(yaml, &doc);
+    assert_int_equal(sim_cluster_from_json(doc, "cluster", &f->cl, f->err, sizeof(f->err)), 0);
+    json_decref(doc);
+}
+
+static void fifo_baseline_is_per_partition(void **state)
+{
+    struct fx f;
+    struct sim_result *r;
+
+    (void)state;
+    fx_init(&f, two_parts_trace, 4, fifo, "partition_label: vc");
+    fx_cluster(&f, two_parts);
+    r = fx_run(&f); /* a plain FIFO policy: one queue, as docketd runs one core */
+    assert_int_equal(r->partitions, 1);
+    assert_int_equal(job(r, "B1")->first_start_ms, 100000);
+    sim_result_destroy(r);
+    assert_int_equal(sim_policy_baseline(&f.pol, "fifo"), 0);
+    r = fx_run(&f);
+    assert_int_equal(r->partitions, 2);
+    assert_int_equal(job(r, "A2")->first_start_ms, 100000);
+    assert_int_equal(job(r, "B1")->first_start_ms, 20000); /* pa's blocked job holds only pa */
+    sim_result_destroy(r);
+    /* --pool: one shared pool, one queue again */
+    f.map.pool = true;
+    r = fx_run(&f);
+    assert_int_equal(r->partitions, 1);
+    sim_result_destroy(r);
+    fx_release(&f);
+}
+
+/* X fills the node; L (long) then S (short) arrive. sjf starts S first, easy L. */
+static void sjf_orders_by_time_limit(void **state)
+{
+    static const char trace[] = HEADER "X,0,100,4,,,,p,,\nL,1,1000,4,,,,p,,\nS,2,10,4,,,,p,,\n";
+    struct fx f;
+    struct sim_result *r;
+
+    (void)state;
+    fx_init(&f, trace, 4, tiered, NULL);
+    assert_int_equal(sim_policy_baseline(&f.pol, "sjf"), 0);
+    r = fx_run(&f);
+    assert_int_equal(job(r, "S")->first_start_ms, 100000);
+    assert_int_equal(job(r, "L")->first_start_ms, 110000);
+    sim_result_destroy(r);
+    sim_policy_release(&f.pol);
+    sim_policy_defaults(&f.pol, "p");
+    assert_int_equal(sim_policy_baseline(&f.pol, "easy"), 0);
+    r = fx_run(&f);
+    assert_int_equal(job(r, "L")->first_start_ms, 100000);
+    assert_int_equal(job(r, "S")->first_start_ms, 1100000);
+    sim_result_destroy(r);
+    fx_release(&f);
+}
+
+/* Baselines keep FIFO strict (no starvation guard, no preemption, no reserved zone) but
+ * starvation is still reported against the policy's bounds; multifactor uses the
+ * documented weights unless the document set its own. */
+static void baselines_are_what_they_say(void **state)
+{
+    struct sim_policy p;
+    char err[256];
+    json_t *doc;
+
+    (void)state;
+    yaml_into("tiers: [{name: top, starve_after: 1h}, {name: mid, starve_after: 4h},"
+              " {name: bot}]\nsettings: {reserved_label: zone=fast, reserved_min_tier: mid}", &doc);
+    if (sim_policy_from_json(doc, "p", &p, err, sizeof(err)) < 0)
+        fail_msg("policy: %s", err);
+    assert_int_equal(sim_policy_baseline(&p, "fifo"), 0);
+    assert_false(p.policy.backfill);
+    assert_false(p.policy.preemption);
+    assert_true(p.per_partition);
+    assert_string_equal(p.policy.reserved_label_key, "");
+    for (int t = 0; t < p.policy.ntiers; t++)
+        assert_int_equal(p.policy.tiers[t].starve_after_ms, 0);
+    assert_true(p.report_bounds);
+    assert_int_equal(p.report_starve_ms[0], 3600000);
+    assert_int_equal(p.report_starve_ms[1], 4 * 3600000);
+    assert_int_equal(sim_policy_baseline(&p, "multifactor"), 0); /* twice: bounds kept */
+    assert_int_equal(p.report_starve_ms[0], 3600000);
+    assert_true(p.policy.mf_age_weight == SIM_MF_AGE_WEIGHT);
+    assert_true(p.policy.mf_fairshare_weight == SIM_MF_FAIRSHARE_WEIGHT);
+    assert_true(p.policy.mf_tier_weight == SIM_MF_TIER_WEIGHT);
+    assert_int_equal(p.policy.mf_age_max_ms, SIM_MF_AGE_MAX_MS);
+    assert_int_equal(sim_policy_baseline(&p, "lottery"), -EINVAL);
+    sim_policy_release(&p);
+    json_decref(doc);
+
+    yaml_into("settings: {mf_tier_weight: 5}", &doc);
+    assert_int_equal(sim_policy_from_json(doc, "p", &p, err, sizeof(err)), 0);
+    assert_int_equal(sim_policy_baseline(&p, "multifactor"), 0);
+    assert_true(p.policy.mf_tier_weight == 5);
+    sim_policy_release(&p);
+    json_decref(doc);
+}
+
+/* Fractional requests, rows that never ran, CPU-only rows and rows without any request:
+ * each handled by its documented rule and counted. */
+static void row_rules_are_counted(void **state)
+{
+    static const char trace[] = HEADER "f,0,10,0.5,,,,p,,\nn1,1,,1,,,,p,,\n"
+                                       "n2,2,0,1,,,,p,,cancelled\nn3,3,5,1,,,,p,,pending\n"
+                                       "c,4,10,0,2.5,,,p,,\nz,5,10,,,,,p,,\n";
+    struct fx f;
+    struct sim_result *r;
+
+    (void)state;
+    fx_init(&f, trace, 4, fifo, NULL);
+    r = fx_run(&f);
+    assert_int_equal(r->rows.read, 6);
+    assert_int_equal(r->rows.never_ran, 3);
+    assert_int_equal(r->rows.frac_rounded, 2);
+    assert_int_equal(r->rows.cpu_jobs, 1);
+    assert_int_equal(r->rows.no_request, 1);
+    assert_int_equal(r->njobs, 3);
+    assert_int_equal(job(r, "f")->gpus, 1);
+    assert_int_equal(job(r, "c")->gpus, 0);
+    assert_int_equal(job(r, "c")->cpus, 3);
+    assert_int_equal(job(r, "z")->cpus, 1);
+    for (size_t i = 0; i < r->njobs; i++)
+        assert_int_equal(r->jobs[i].end, SIM_END_COMPLETED);
+    sim_result_destroy(r);
+    f.map.fractional = SIM_FRAC_ROUND_DOWN;
+    r = fx_run(&f);
+    assert_int_equal(job(r, "f")->gpus, 1); /* at least 1 */
+    assert_int_equal(job(r, "c")->cpus, 2);
+    sim_result_destroy(r);
+    f.map.fractional = SIM_FRAC_SKIP;
+    r = fx_run(&f);
+    assert_int_equal(r->rows.frac_skipped, 2);
+    assert_int_equal(r->njobs, 1);
+    sim_result_destroy(r);
+    fx_release(&f);
+}
+
+/* A preempted job's wait to first start is 0, but its total delay shows what it lost. */
+static void total_delay_counts_requeues(void **state)
+{
+    struct fx f;
+    struct sim_result *r;
+    struct sim_summary s;
+
+    (void)state;
+    fx_init(&f, preempt_trace, 4, tiered, tiers_map);
+    f.map.time_limit_factor = 2.0;
+    f.map.on_signal = SIM_SIGNAL_EXIT;
+    r = fx_run(&f);
+    assert_int_equal(sim_summary_compute(r, &s), 0);
+    for (int t = 0; t < s.ntiers; t++) {
+        if (strcmp(s.tiers[t].name, "low") != 0)
+            continue;
+        assert_true(s.tiers[t].wait_max_s == 0);
+        assert_true(s.tiers[t].delay_max_s == 1100); /* ended at 11100 s after 10000 s work */
+        assert_true(s.tiers[t].lost_preempt_gpu_h > 1.1110 && s.tiers[t].lost_preempt_gpu_h < 1.1112);
+    }
+    assert_true(isnan(s.jain_share)); /* no project has a guarantee */
+    sim_summary_release(&s);
     sim_result_destroy(r);
     fx_release(&f);
 }
@@ -425,6 +646,12 @@ int main(void)
         cmocka_unit_test(preemption_keeps_checkpointed_work),
         cmocka_unit_test(fifo_never_preempts),
         cmocka_unit_test(time_limit_ends_job),
+        cmocka_unit_test(over_cap_runs_to_the_end),
+        cmocka_unit_test(fifo_baseline_is_per_partition),
+        cmocka_unit_test(sjf_orders_by_time_limit),
+        cmocka_unit_test(baselines_are_what_they_say),
+        cmocka_unit_test(row_rules_are_counted),
+        cmocka_unit_test(total_delay_counts_requeues),
         cmocka_unit_test(bad_row_stops_or_is_counted),
         cmocka_unit_test(gang_shapes),
         cmocka_unit_test(rejected_job_is_counted),

@@ -8,10 +8,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/stats.h"
+#include "sim/table.h"
 
 static void percentiles(void **state)
 {
@@ -57,7 +60,7 @@ static void summary_of_result(void **state)
     memset(&r, 0, sizeof(r));
     memset(jobs, 0, sizeof(jobs));
     sched_policy_defaults(&r.policy);
-    r.policy.tiers[2].starve_after_ms = 50000; /* tier 2 ("normal") starves after 50 s */
+    r.starve_bound_ms[2] = 50000; /* tier 2 ("normal") starves after 50 s */
     r.jobs = jobs;
     r.njobs = 4;
     r.projects = projects;
@@ -94,7 +97,57 @@ static void summary_of_result(void **state)
     assert_true(s.projects[1].guarantee_share == 0.75);
     /* used/guaranteed shares: a 1.333, b 0.889 -> Jain = (2.222)^2 / (2 x 2.568) */
     assert_true(s.jain_share > 0.96 && s.jain_share < 0.962);
+    /* total delay: a 0 s, b 100 s (both did all their work); d never started */
+    assert_int_equal(s.all.delayed_jobs, 2);
+    assert_true(s.all.delay_max_s == 100);
+    assert_true(s.all.delay_mean_s == 50);
     sim_summary_release(&s);
+    /* nobody has a guarantee: Jain's share index is undefined (n/a), never 0 */
+    projects[0].guarantee_gpus = projects[1].guarantee_gpus = 0;
+    assert_int_equal(sim_summary_compute(&r, &s), 0);
+    assert_true(isnan(s.jain_share));
+    assert_false(isnan(s.jain_slowdown));
+    sim_summary_release(&s);
+}
+
+/* The comparison table's reading: best value, ties within 1 %, n/a, the verdict. */
+static void table_best_and_verdict(void **state)
+{
+    struct sim_table t;
+    struct sim_table_row row;
+    char buf[512];
+
+    (void)state;
+    memset(&t, 0, sizeof(t));
+    t.nruns = 3;
+    strcpy(t.runs[0], "tiered");
+    strcpy(t.runs[1], "easy");
+    strcpy(t.runs[2], "fifo");
+    memset(&row, 0, sizeof(row));
+    strcpy(row.group, "tier high");
+    strcpy(row.metric, "wait p95");
+    strcpy(row.key, "wait_p95_s");
+    row.kind = SIM_CELL_DURATION;
+    row.better = -1;
+    row.headline = true;
+    row.v[0] = 0;
+    row.v[1] = 3172;
+    row.v[2] = NAN;
+    assert_int_equal(sim_table_add(&t, &row), 0);
+    assert_int_equal(sim_table_best(&t, &t.rows[0]), 0);
+    row.v[0] = 4000;
+    row.v[1] = 3990; /* within 1 %: a tie */
+    assert_int_equal(sim_table_add(&t, &row), 0);
+    assert_int_equal(sim_table_best(&t, &t.rows[1]), -1);
+    sim_table_verdict(&t, buf, sizeof(buf));
+    assert_string_equal(buf, "tiered is best on wait p95 of tier high.");
+    sim_cell_format(NAN, SIM_CELL_INDEX, false, buf, sizeof(buf));
+    assert_string_equal(buf, "n/a");
+    sim_cell_format(-5400, SIM_CELL_DURATION, false, buf, sizeof(buf));
+    assert_string_equal(buf, "-1h30m");
+    sim_cell_format(0.229, SIM_CELL_PERCENT, false, buf, sizeof(buf));
+    assert_string_equal(buf, "22.9%");
+    sim_table_release(&t);
 }
 
 int main(void)
@@ -104,6 +157,7 @@ int main(void)
         cmocka_unit_test(jain),
         cmocka_unit_test(bounded_slowdown),
         cmocka_unit_test(summary_of_result),
+        cmocka_unit_test(table_best_and_verdict),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -121,20 +121,47 @@ static void csv_bad_rows(void **state)
     (void)state;
     expect_bad("x,abc,5,1,,,,p,,\n", 3, "submit_s", "not a non-negative integer");
     expect_bad("x,1,-5,1,,,,p,,\n", 3, "runtime_s", "not a non-negative integer");
-    expect_bad("x,1,5,1.5,,,,p,,\n", 3, "gpus", "'1.5'");
+    expect_bad("x,1,5,1.5x,,,,p,,\n", 3, "gpus", "'1.5x'");
+    expect_bad("x,1,5,.5,,,,p,,\n", 3, "gpus", "not a non-negative number");
+    expect_bad("x,1,5,1.,,,,p,,\n", 3, "gpus", "not a non-negative number");
+    expect_bad("x,1,5,-0.5,,,,p,,\n", 3, "gpus", "not a non-negative number");
+    expect_bad("x,1,5,1e3,,,,p,,\n", 3, "gpus", "not a non-negative number");
+    expect_bad("x,1,5,1,0.5.5,,,p,,\n", 3, "cpus", "not a non-negative number");
     expect_bad("x,1,5,999999999,,,,p,,\n", 3, "gpus", "out of range");
     expect_bad("x,1,5,1,abc,,,p,,\n", 3, "cpus", "abc");
     expect_bad("x,1,5,1,,12M,,p,,\n", 3, "mem_mb", "12M");
     expect_bad("x,1,5,1,,,two,p,,\n", 3, "nodes", "two");
     expect_bad(",1,5,1,,,,p,,\n", 3, "job_id", "empty");
     expect_bad("x,,5,1,,,,p,,\n", 3, "submit_s", "empty");
-    expect_bad("x,1,,1,,,,p,,\n", 3, "runtime_s", "empty");
     expect_bad("x,1,5,1,,,,p,,done\n", 3, "status", "unknown status 'done'");
     expect_bad("x,1,5,1,,,,p\n", 3, "", "8 fields, expected 10");
     expect_bad("x,1,5,1,,,,p,,,extra\n", 3, "", "11 fields");
     expect_bad("\"x,1,5,1,,,,p,,\n", 3, "", "unterminated");
     expect_bad("x,1,5,1,,,,0123456789012345678901234567890123456789012345678901234567890123,,\n",
                3, "project", "longer than 63");
+}
+
+/* Fractional GPU/CPU counts and rows without a runtime are not bad: they come back as
+ * they are and the simulator applies its documented rules (and counts them). */
+static void csv_fractional_and_never_ran(void **state)
+{
+    struct rd x;
+    struct trace_row row;
+
+    (void)state;
+    rd_open(&x, HEADER "a,0,5,0.5,,,,p,,\nb,1,,1,,,,p,,cancelled\nc,2,7,0,2.25,,,p,,\n",
+            TRACE_CSV);
+    assert_int_equal(trace_next(x.r, &row, &x.err), 1);
+    assert_true(row.gpus == 0.5);
+    assert_int_equal(trace_next(x.r, &row, &x.err), 1);
+    assert_int_equal(row.runtime_s, -1);
+    assert_int_equal(row.status, TRACE_ST_CANCELLED);
+    assert_int_equal(trace_next(x.r, &row, &x.err), 1);
+    assert_true(row.gpus == 0);
+    assert_true(row.cpus == 2.25);
+    assert_int_equal(row.runtime_s, 7);
+    assert_int_equal(trace_next(x.r, &row, &x.err), 0);
+    rd_close(&x);
 }
 
 static void csv_goes_on_after_bad_row(void **state)
@@ -230,7 +257,7 @@ static void swf_good_rows(void **state)
     assert_int_equal(row.line, 3);
 
     assert_int_equal(trace_next(x.r, &row, &x.err), 1); /* cancelled before it ran */
-    assert_int_equal(row.runtime_s, 0);
+    assert_int_equal(row.runtime_s, -1);
     assert_int_equal(row.cpus, 8);  /* requested, as none were allocated */
     assert_int_equal(row.status, TRACE_ST_CANCELLED);
 
@@ -266,12 +293,41 @@ static void swf_bad_rows(void **state)
     swf_expect_bad("1 0 10 100 16 -1 -1 16 200 1024 1 3 7 -1 1 -1 -1", "", "17 fields");
     swf_expect_bad("1 0 10 100 16 -1 -1 16 200 1024 1 3 7 -1 1 -1 -1 -1 9", "", "19 fields");
     swf_expect_bad("1 x 10 100 16 -1 -1 16 200 1024 1 3 7 -1 1 -1 -1 -1", "submit_time", "'x'");
-    swf_expect_bad("1 0 10 -1 16 -1 -1 16 200 1024 1 3 7 -1 1 -1 -1 -1", "run_time", "missing");
-    swf_expect_bad("1 0 10 5 -1 -1 -1 -1 200 1024 1 3 7 -1 1 -1 -1 -1", "allocated_processors",
+    swf_expect_bad("1 0 10 1.5.2 16 -1 -1 16 200 1024 1 3 7 -1 1 -1 -1 -1", "run_time", "'1.5.2'");
+    swf_expect_bad("1 0 10 5 4.5 -1 -1 4 200 1024 1 3 7 -1 1 -1 -1 -1", "allocated_processors",
+                   "not an integer");
+    swf_expect_bad("1.5 0 10 5 4 -1 -1 4 200 1024 1 3 7 -1 1 -1 -1 -1", "job_number",
+                   "not an integer");
+    swf_expect_bad("1 0 10 5 4 -1 -1 4 200 1024 1 3 7 -1 1 -1 -1 -2", "think_time",
+                   "not an integer >= -1");    swf_expect_bad("1 0 10 5 -1 -1 -1 -1 200 1024 1 3 7 -1 1 -1 -1 -1", "allocated_processors",
                    "no processor count");
     swf_expect_bad("1 0 10 5 4 -1 -1 4 200 1024 9 3 7 -1 1 -1 -1 -1", "status", "unknown status 9");
     swf_expect_bad("1 -1 10 5 4 -1 -1 4 200 1024 1 3 7 -1 1 -1 -1 -1", "submit_time", "missing");
-    swf_expect_bad("1 0 1.5 5 4 -1 -1 4 200 1024 1 3 7 -1 1 -1 -1 -1", "wait_time", "'1.5'");
+    swf_expect_bad("1 0 -2.5 5 4 -1 -1 4 200 1024 1 3 7 -1 1 -1 -1 -1", "wait_time", "'-2.5'");
+}
+
+/* SWF 2.2 allows floating point time fields; a run time of -1 is a job that never ran
+ * (any status), returned with runtime_s -1 for the caller to count and skip. */
+static void swf_decimal_times_and_never_ran(void **state)
+{
+    struct rd x;
+    struct trace_row row;
+
+    (void)state;
+    rd_open(&x,
+            "; c\n"
+            "1 0.4 1.5 99.6 4 -1 -1 4 120.5 -1 1 3 7 -1 1 -1 -1 -1\n"
+            "2 10 -1 -1 8 -1 -1 8 100 -1 0 3 7 -1 1 -1 -1 -1\n",
+            TRACE_SWF);
+    assert_int_equal(trace_next(x.r, &row, &x.err), 1);
+    assert_int_equal(row.runtime_s, 100);
+    assert_int_equal(row.req_time_s, 121);
+    assert_int_equal(trace_next(x.r, &row, &x.err), 1);
+    assert_int_equal(row.runtime_s, -1);
+    assert_int_equal(row.status, TRACE_ST_FAILED);
+    assert_int_equal(row.submit_s, 10);
+    assert_int_equal(trace_next(x.r, &row, &x.err), 0);
+    rd_close(&x);
 }
 
 static void format_guess(void **state)
@@ -302,11 +358,13 @@ int main(void)
         cmocka_unit_test(csv_good_rows),
         cmocka_unit_test(csv_columns_any_order),
         cmocka_unit_test(csv_bad_rows),
+        cmocka_unit_test(csv_fractional_and_never_ran),
         cmocka_unit_test(csv_goes_on_after_bad_row),
         cmocka_unit_test(csv_unsorted_row),
         cmocka_unit_test(csv_bad_header),
         cmocka_unit_test(swf_good_rows),
         cmocka_unit_test(swf_bad_rows),
+        cmocka_unit_test(swf_decimal_times_and_never_ran),
         cmocka_unit_test(format_guess),
         cmocka_unit_test(open_missing_file),
     };

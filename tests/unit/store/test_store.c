@@ -1004,6 +1004,9 @@ static void runs_and_live_credentials(void **state)
     assert_int_equal(store_token_put(f->st, &t), 0);
     assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 1000), 1);
     assert_int_equal(store_token_live(f->st, STORE_TOKEN_USER, "gpu01", 1000), 0);
+    /* a revoked credential (h-roles' token revoke) holds the name no more */
+    assert_int_equal(store_token_revoke(f->st, "bb", 900), 0);
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 1000), 0);
 }
 
 static int count_secret(void *arg, const struct store_secret *s)
