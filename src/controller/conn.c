@@ -150,12 +150,14 @@ void ctl_conn_watch(struct ctl *c, struct evhttp_connection *evcon,
     }
 }
 
-static void refuse(struct ctl *c, struct evhttp_connection *evcon, int fd)
+static void refuse(struct ctl *c, struct evhttp_connection *evcon, int fd, bool tls)
 {
     struct ctl_conns *cs = c->conns;
     uint64_t left_out;
-    /* best effort: a fresh socket's send buffer takes this small reply at once */
-    if (send(fd, refuse_reply, sizeof(refuse_reply) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+    /* best effort: a fresh socket's send buffer takes this small reply at once. A TLS
+     * connection has not made its handshake yet: plain bytes would only garble it, so it
+     * is just closed (the client sees the connection end, and retries) */
+    if (!tls && send(fd, refuse_reply, sizeof(refuse_reply) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
         (void)0;
     evhttp_connection_free(evcon);
     c->metrics.conn_refused++;
@@ -206,7 +208,7 @@ static void fresh_cb(evutil_socket_t unused, short what, void *arg)
         /* NULL: evhttp freed it already (it failed to set the connection up) */
         if (evcon && fd >= 0 && evhttp_connection_get_bufferevent(evcon) == bev) {
             if ((int64_t)cs->count >= c->conn_cap || count(c, evcon, fd) < 0)
-                refuse(c, evcon, fd);
+                refuse(c, evcon, fd, ctl_tls_bev_is_tls(bev));
         }
         bufferevent_decref(bev);
     }
@@ -284,9 +286,10 @@ static void html_rewrite(struct evbuffer *buf, const struct evbuffer_cb_info *in
     evbuffer_add(buf, resp, (size_t)rn);
 }
 
-static struct bufferevent *bev_cb(struct event_base *base, void *arg)
+/* A connection's bufferevent, made for evhttp (its bevcb): plain, or TLS on a server
+ * ctl_tls_attach gave TLS (tls.c makes that one); both are counted alike. */
+static struct bufferevent *bev_make(struct ctl *c, struct event_base *base, bool tls)
 {
-    struct ctl *c = arg;
     struct ctl_conns *cs = c->conns;
     if (cs->nfresh == cs->fresh_alloc) {
         size_t n = cs->fresh_alloc ? cs->fresh_alloc * 2 : 64;
@@ -296,7 +299,8 @@ static struct bufferevent *bev_cb(struct event_base *base, void *arg)
         cs->fresh = t;
         cs->fresh_alloc = n;
     }
-    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev =
+        tls ? ctl_tls_bev_new(c, base) : bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (!bev)
         return NULL;
     bufferevent_incref(bev); /* still ours to look at if evhttp frees it meanwhile */
@@ -304,6 +308,16 @@ static struct bufferevent *bev_cb(struct event_base *base, void *arg)
     cs->fresh[cs->nfresh++] = bev;
     event_active(cs->fresh_ev, EV_TIMEOUT, 0);
     return bev;
+}
+
+static struct bufferevent *bev_cb(struct event_base *base, void *arg)
+{
+    return bev_make(arg, base, false);
+}
+
+static struct bufferevent *bev_cb_tls(struct event_base *base, void *arg)
+{
+    return bev_make(arg, base, true);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -368,6 +382,11 @@ void ctl_conn_server(struct ctl *c, struct evhttp *h)
     struct timeval tv = {(time_t)(c->cfg.idle_timeout_ms / 1000),
                          (suseconds_t)((c->cfg.idle_timeout_ms % 1000) * 1000)};
     evhttp_set_timeout_tv(h, &tv);
+}
+
+void ctl_conn_server_tls(struct ctl *c, struct evhttp *h)
+{
+    evhttp_set_bevcb(h, bev_cb_tls, c);
 }
 
 void ctl_conn_listener(struct ctl *c, struct evconnlistener *lev)

@@ -280,6 +280,8 @@ int ctl_conn_limits(struct ctl *c);
 int ctl_conn_init(struct ctl *c);
 /* Count h's connections (refusing past the cap) and set its idle timeout. */
 void ctl_conn_server(struct ctl *c, struct evhttp *h);
+/* The same, its connections speaking TLS (ctl_tls_attach: after ctl_conn_server). */
+void ctl_conn_server_tls(struct ctl *c, struct evhttp *h);
 /* Back off (instead of spinning) when lev's accept() fails. */
 void ctl_conn_listener(struct ctl *c, struct evconnlistener *lev);
 /* A listening TCP socket with the sized backlog, for evhttp_bind_listener. */
@@ -355,6 +357,9 @@ void ctl_replies_release(struct ctl *c, uint64_t gen, int rc);
  * speak TLS. */
 int ctl_tls_start(struct ctl *c, char *err, size_t errlen);
 void ctl_tls_attach(struct ctl *c, struct evhttp *h);
+/* A TLS connection's bufferevent (for conn.c's bevcb), and whether bev is one. */
+struct bufferevent *ctl_tls_bev_new(struct ctl *c, struct event_base *base);
+bool ctl_tls_bev_is_tls(struct bufferevent *bev);
 void ctl_tls_stop(struct ctl *c);
 
 /* secrets.c: per-project secrets, sealed with AES-256-GCM (docs/security.md).

@@ -225,21 +225,26 @@ int ctl_tls_start(struct ctl *c, char *err, size_t errlen)
     return 0;
 }
 
-/* evhttp asks for each accepted connection's bufferevent here. A NULL would make evhttp
- * fall back to a plain socket, so running out of memory stops docketd instead. */
-static struct bufferevent *tls_bev(struct event_base *base, void *arg)
+/* evhttp asks for each accepted connection's bufferevent through conn.c (which counts
+ * it), and conn.c asks here on a TLS server. A NULL would make evhttp fall back to a plain
+ * socket, so running out of memory stops docketd instead. */
+struct bufferevent *ctl_tls_bev_new(struct ctl *c, struct event_base *base)
 {
-    struct ctl *c = arg;
     SSL *ssl = xnonnull(SSL_new(c->tls_ctx), "TLS connection");
     return xnonnull(bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
                                                    BEV_OPT_CLOSE_ON_FREE),
                     "TLS bufferevent");
 }
 
+bool ctl_tls_bev_is_tls(struct bufferevent *bev)
+{
+    return bufferevent_openssl_get_ssl(bev) != NULL;
+}
+
 void ctl_tls_attach(struct ctl *c, struct evhttp *h)
 {
-    if (c->tls_ctx)
-        evhttp_set_bevcb(h, tls_bev, c);
+    if (c->tls_ctx) /* conn.c's bevcb, which counts the connection, makes it TLS */
+        ctl_conn_server_tls(c, h);
 }
 
 void ctl_tls_stop(struct ctl *c)

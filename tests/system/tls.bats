@@ -274,3 +274,20 @@ job_done() { [[ $(job_state "$1") == COMPLETED ]]; }
         --tls-cert "$d/srv.crt" --tls-key "$d/srv.key"
     [[ $status -eq 1 && $output == *"is readable by everyone"* ]]
 }
+
+@test "TLS connections count toward max_connections: past the cap one is closed, counted" {
+    tls_start --max-connections 3
+    # three connections that never even start their handshake hold the cap
+    exec 5<>"/dev/tcp/127.0.0.1/$DOCKETD_PORT" 6<>"/dev/tcp/127.0.0.1/$DOCKETD_PORT" \
+        7<>"/dev/tcp/127.0.0.1/$DOCKETD_PORT"
+    sleep 0.3
+    run curl -sk --max-time 3 -o /dev/null -w '%{http_code}' "$DOCKETD_URL/healthz"
+    echo "at the cap: $output" >&3
+    [[ $output != 200 ]]
+    exec 5>&- 6>&- 7>&-
+    wait_for 5 curl -skf -o /dev/null "$DOCKETD_URL/healthz"
+    local refused
+    refused=$(curl -sk -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/metrics" |
+        awk '$1 == "docket_connections_refused_total" { print $2 }')
+    [[ $refused -gt 0 ]]
+}
