@@ -34,7 +34,8 @@ finish() {
 # HOME, DOCKET_URL, a token). TERM and the locale are left as they are: a test that
 # depends on one sets it itself (cli.bats gives script(1) its TERM), and .ci/run runs the
 # CLI tests once under env -i to prove it.
-unset NO_COLOR DOCKET_URL DOCKET_TOKEN DOCKET_PARTITION_MAP XDG_CONFIG_HOME
+unset NO_COLOR DOCKET_URL DOCKET_TOKEN DOCKET_PARTITION_MAP DOCKET_CA DOCKET_FINGERPRINT \
+    DOCKET_CONTROLLER_FINGERPRINT XDG_CONFIG_HOME
 export HOME=${TMPDIR:-/tmp}/docket-test-home.$$
 mkdir -p "$HOME"
 trap 'rm -rf "$HOME"' EXIT

@@ -188,6 +188,7 @@ static void sample_usage(struct agent *a)
         struct agent_event e;
         memset(&e, 0, sizeof e);
         e.job = j->id;
+        e.run = j->run;
         str_copy(e.type, sizeof e.type, "usage");
         e.time_ms = clock_now_ms();
         e.has_usage = true;
@@ -251,6 +252,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
                  a->cfg.name, (long long)ag_fence_margin(a));
         a->lease_expired_logged = true;
     }
+    if (ag_rotate_due(a)) /* an idle node has nothing else to post: rotate now */
+        ag_kick_post(a);
     if (now >= a->usage_next) {
         sample_usage(a);
         a->usage_next = now + a->cfg.usage_interval_ms;
@@ -312,13 +315,17 @@ static int parse_controller(struct agent *a, char *err, size_t errlen)
     struct evhttp_uri *u = evhttp_uri_parse(a->cfg.controller);
     const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
     const char *host = u ? evhttp_uri_get_host(u) : NULL;
-    if (!u || !scheme || strcmp(scheme, "http") != 0 || !host || !*host) {
-        snprintf(err, errlen, "bad controller URL '%s' (want http://HOST:PORT)", a->cfg.controller);
+    if (!u || !scheme || (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) || !host ||
+        !*host) {
+        snprintf(err, errlen,
+                 "bad controller URL '%s' (want https://HOST:PORT, or http:// on loopback)",
+                 a->cfg.controller);
         if (u)
             evhttp_uri_free(u);
         return -EINVAL;
     }
     str_copy(a->host, sizeof a->host, host);
+    a->tls = strcmp(scheme, "https") == 0;
     a->port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 8420;
     evhttp_uri_free(u);
     return 0;
@@ -335,7 +342,7 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
     a->lease_fd = -1;
     a->health_ok = true;
     a->wait_ms = 25000;
-    if (parse_controller(a, err, errlen) < 0)
+    if (parse_controller(a, err, errlen) < 0 || ag_tls_init(a, err, errlen) < 0)
         goto fail;
     if (mkdir(cfg->state_dir, 0711) < 0 && errno != EEXIST) {
         snprintf(err, errlen, "cannot create state directory '%s': %s", cfg->state_dir,
@@ -397,8 +404,8 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
         snprintf(err, errlen, "cannot create the event loop");
         goto fail;
     }
-    a->hb_conn = evhttp_connection_base_new(a->base, NULL, a->host, (unsigned short)a->port);
-    a->post_conn = evhttp_connection_base_new(a->base, NULL, a->host, (unsigned short)a->port);
+    ag_conn(a, &a->hb_conn, 0);
+    ag_conn(a, &a->post_conn, 30);
     a->sigchld = evsignal_new(a->base, SIGCHLD, sigchld_cb, a);
     a->sigterm = evsignal_new(a->base, SIGTERM, stop_cb, a);
     a->sigint = evsignal_new(a->base, SIGINT, stop_cb, a);
@@ -411,7 +418,6 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
         snprintf(err, errlen, "out of memory setting up the event loop");
         goto fail; /* the agent is starting: exiting frees the rest */
     }
-    evhttp_connection_set_timeout(a->post_conn, 30);
     struct timeval tv = {0, (suseconds_t)(cfg->log_interval_ms > 0 ? cfg->log_interval_ms : 100) *
                                 1000};
     if (tv.tv_usec >= 1000000) {
@@ -484,6 +490,7 @@ void agent_destroy(struct agent *a)
         evhttp_connection_free(a->hb_conn);
     if (a->post_conn)
         evhttp_connection_free(a->post_conn);
+    ag_tls_free(a);
     free(a->log_inflight); /* a chunk the connection's end left unanswered */
     struct event *evs[] = {a->sigchld,  a->sigterm,   a->sigint,  a->tick,
                            a->hb_retry, a->post_kick, a->spare_ev};

@@ -21,7 +21,9 @@
 #define DOCKET_AGENT_VERSION "0.1.0"
 
 struct agent_config {
-    char controller[512]; /* http://HOST:PORT */
+    char controller[512];             /* http://HOST:PORT (loopback only) or https://HOST:PORT */
+    char controller_fingerprint[128]; /* pinned public key of docketd, "sha256:<hex>" */
+    char controller_ca[PATH_MAX];     /* else: CA file to check docketd's certificate */
     char join_token[256];
     char name[64];
     char addr[256]; /* advertised address (MASTER_ADDR for gangs) */

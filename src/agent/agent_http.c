@@ -158,8 +158,7 @@ static void backoff(struct agent *a, const char *why)
  * give its resources to anyone. */
 int64_t ag_fence_margin(const struct agent *a)
 {
-    int64_t m = a->cfg.fence_margin_ms, third = a->node_timeout_ms / 3;
-    return m < third ? m : third;
+    return agent_fence_margin_ms(a->node_timeout_ms, a->cfg.fence_margin_ms);
 }
 
 static void renew_lease(struct agent *a)
@@ -195,6 +194,8 @@ static void register_cb(struct evhttp_request *req, void *arg)
             char buf[300];
             snprintf(buf, sizeof buf, "%s\n", r.credential);
             ag_write_small(a, "credential", buf, 0600);
+            a->cred_issued_ms = clock_now_ms();
+            a->cred_expires_ms = r.credential_expires_ms;
             a->wait_ms = r.heartbeat_wait_ms > 0 ? r.heartbeat_wait_ms : 25000;
             a->node_timeout_ms = r.node_timeout_ms;
             if (a->wait_ms >= a->node_timeout_ms - ag_fence_margin(a))
@@ -247,9 +248,11 @@ static void do_register(struct agent *a)
     json_t *body =
         agent_register_body(&n, a->credential[0] ? NULL : a->cfg.join_token, DOCKET_AGENT_VERSION);
     struct evhttp_request *req = ag_new_request(a, register_cb, a, body, true);
+    struct evhttp_connection *conn = ag_conn(a, &a->hb_conn, 0);
     a->hb_inflight = true;
     a->hb_sent_mono = clock_mono_ms();
-    if (!req || evhttp_make_request(a->hb_conn, req, EVHTTP_REQ_POST, "/v1/agent/register") < 0) {
+    if (!req || !conn ||
+        evhttp_make_request(conn, req, EVHTTP_REQ_POST, "/v1/agent/register") < 0) {
         a->hb_inflight = false;
         backoff(a, "cannot send register");
     }
@@ -337,10 +340,13 @@ void ag_heartbeat(struct agent *a)
     json_t *body = agent_heartbeat_body(a->cfg.name, a->ack, a->wait_ms, ok, msg, js, k);
     free(js);
     struct evhttp_request *req = ag_new_request(a, heartbeat_cb, a, body, true);
+    struct evhttp_connection *conn = ag_conn(a, &a->hb_conn, 0);
     a->hb_inflight = true;
-    evhttp_connection_set_timeout(a->hb_conn, (int)(a->wait_ms / 1000) + 15);
+    if (conn)
+        evhttp_connection_set_timeout(conn, (int)(a->wait_ms / 1000) + 15);
     a->hb_sent_mono = clock_mono_ms();
-    if (!req || evhttp_make_request(a->hb_conn, req, EVHTTP_REQ_POST, "/v1/agent/heartbeat") < 0) {
+    if (!req || !conn ||
+        evhttp_make_request(conn, req, EVHTTP_REQ_POST, "/v1/agent/heartbeat") < 0) {
         a->hb_inflight = false;
         backoff(a, "cannot send heartbeat");
     }
@@ -380,13 +386,55 @@ void ag_post_failed(struct agent *a, const char *why)
     ag_kick_post(a);
 }
 
+/* Remove the i-th event of the batch in flight; false when there is no such one. */
+static bool drop_sent(struct agent *a, size_t i)
+{
+    struct outev **p = &a->sent;
+    for (size_t k = 0; *p && k < i; k++)
+        p = &(*p)->next;
+    if (!*p)
+        return false;
+    struct outev *o = *p;
+    *p = o->next;
+    if (o->exit_job) { /* an exit it will never take: the job's end is known here anyway */
+        struct ajob *j = ag_job_find(a, o->exit_job);
+        if (j && j->exited)
+            j->exit_acked = true;
+    }
+    json_decref(o->ev);
+    free(o);
+    return true;
+}
+
 static void events_cb(struct evhttp_request *req, void *arg)
 {
     struct agent *a = arg;
     int code;
     json_t *body = ag_reply_json(req, &code);
-    json_decref(body);
     a->post_inflight = false;
+    size_t bad = 0;
+    const char *field = json_string_value(json_object_get(json_object_get(body, "error"), "field"));
+    if (code == 403 && field && sscanf(field, "events[%zu]", &bad) == 1 && drop_sent(a, bad)) {
+        /* one event for a job the controller does not place here (the batch was refused
+         * whole, nothing applied): that one goes, the others are sent again at once */
+        json_t *m = json_object_get(json_object_get(body, "error"), "message");
+        log_error("event_refused", "index=%zu message=\"%s\"", bad,
+                  json_is_string(m) ? json_string_value(m) : "");
+        json_decref(body);
+        a->post_failures = 0;
+        ag_post_failed(a, "an event was refused");
+        a->post_backoff_until = 0;
+        return;
+    }
+    if (code == 403 || code == 404 || code == 409) {
+        /* refused for good (a job the controller does not place here): sending the batch
+         * again would block every later event behind it; it is dropped, and logged */
+        json_t *m = json_object_get(json_object_get(body, "error"), "message");
+        log_error("events_refused", "status=%d message=\"%s\"", code,
+                  json_is_string(m) ? json_string_value(m) : "");
+        code = 200;
+    }
+    json_decref(body);
     if (code != 200) {
         if (code == 401)
             a->registered = false;
@@ -429,10 +477,66 @@ static void post_events(struct agent *a)
     json_t *body = agent_events_body(a->cfg.name, arr);
     json_decref(arr);
     struct evhttp_request *req = ag_new_request(a, events_cb, a, body, true);
+    struct evhttp_connection *conn = ag_conn(a, &a->post_conn, 30);
     a->post_inflight = true;
-    if (!req || evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/events") < 0) {
+    if (!req || !conn || evhttp_make_request(conn, req, EVHTTP_REQ_POST, "/v1/agent/events") < 0) {
         a->post_inflight = false;
         ag_post_failed(a, "cannot send events");
+    }
+}
+
+/* The node credential expires (credential_expires_ms of the register or rotate reply):
+ * a new one is asked for once two thirds of its life are gone, on the post connection,
+ * before any event. The controller keeps the old one working until the new one is first
+ * used (the next heartbeat), so a reply lost on the way costs nothing. */
+bool ag_rotate_due(const struct agent *a)
+{
+    if (!a->registered || a->cred_expires_ms <= 0 || clock_mono_ms() < a->rotate_retry)
+        return false;
+    int64_t life = a->cred_expires_ms - a->cred_issued_ms;
+    return clock_now_ms() >= a->cred_issued_ms + life - life / 3;
+}
+
+static void rotate_cb(struct evhttp_request *req, void *arg)
+{
+    struct agent *a = arg;
+    int code;
+    json_t *body = ag_reply_json(req, &code);
+    a->post_inflight = false;
+    struct agent_register_reply r;
+    struct agent_msg_error e = {"", ""};
+    if (code == 200 && body && agent_register_reply_parse(body, &r, &e) == 0) {
+        char buf[300];
+        snprintf(buf, sizeof buf, "%s\n", r.credential);
+        /* on disk first: a restart goes on with the new one (the old works until it is used) */
+        if (ag_write_small(a, "credential", buf, 0600) == 0) {
+            str_copy(a->credential, sizeof a->credential, r.credential);
+            a->cred_issued_ms = clock_now_ms();
+            a->cred_expires_ms = r.credential_expires_ms;
+            log_info("credential_rotated", "node=%s expires_ms=%lld", a->cfg.name,
+                     (long long)r.credential_expires_ms);
+        } else {
+            a->rotate_retry = clock_mono_ms() + 5000;
+        }
+    } else {
+        log_warn("credential_rotate_failed", "status=%d field=%s message=\"%s\"", code, e.field,
+                 e.message);
+        a->rotate_retry = clock_mono_ms() + 5000;
+        if (code == 401)
+            a->registered = false;
+    }
+    json_decref(body);
+    ag_kick_post(a);
+}
+
+static void rotate(struct agent *a)
+{
+    struct evhttp_request *req =
+        ag_new_request(a, rotate_cb, a, agent_rotate_body(a->cfg.name), true);
+    a->post_inflight = true;
+    if (!req || evhttp_make_request(a->post_conn, req, EVHTTP_REQ_POST, "/v1/agent/rotate") < 0) {
+        a->post_inflight = false;
+        a->rotate_retry = clock_mono_ms() + 5000;
     }
 }
 
@@ -448,6 +552,10 @@ void ag_post_next(struct agent *a)
 {
     if (a->post_inflight || !a->registered || clock_mono_ms() < a->post_backoff_until)
         return;
+    if (ag_rotate_due(a)) {
+        rotate(a);
+        return;
+    }
     if (a->out_head) {
         post_events(a);
         return;

@@ -26,6 +26,7 @@
 #include "agent/cgroup.h"
 #include "agent/supervisor.h"
 #include "protocol/agent_msg.h"
+#include "util/fingerprint.h"
 
 struct evhttp_request;
 
@@ -40,11 +41,13 @@ struct ajob {
     struct sup_state st;
     /* Shipping stdout/stderr of this run. Local bytes come from the file the supervisor
      * opened (checked by inode) from st.out_start/err_start; they go to the controller
-     * at base[s] + sent[s], base being the controller's end of the job's log when this
-     * run started (asked with an empty chunk, kept in JOBDIR/log_base), so a requeued
-     * run's output follows the earlier runs' instead of being taken for a repeat. */
+     * under the run's number (the start command's job.run) at offset sent[s] of that
+     * run, so a requeued run's output is its own, never taken for a repeat of an
+     * earlier run's. Once the job has ended and all is out, a chunk marked final tells
+     * the controller the run's stream is complete. */
+    int run;                  /* the controller's run number, 0 = not known */
     int64_t sent[2];          /* bytes of this run the controller has */
-    int64_t base[2];          /* -1 = not known yet */
+    bool final_sent[2];       /* the controller has the stream's final chunk */
     int64_t log_hold_until;   /* the controller took nothing last time: wait */
     pid_t reclaim_pid;        /* a child reclaiming a dead supervisor's cgroup */
     int gpus[AGENT_MAX_GPUS]; /* held until the supervisor reports the reclaim */
@@ -74,8 +77,14 @@ struct agent {
     struct event *sigchld, *sigterm, *sigint, *tick, *hb_retry, *post_kick, *spare_ev;
     char host[256];
     int port;
-    struct evhttp_connection *hb_conn, *post_conn;
+    struct evhttp_connection *hb_conn, *post_conn; /* made by ag_conn (agent_tls.c) */
+    bool tls;                                      /* https:// controller */
+    void *tls_ctx;                                 /* its SSL_CTX */
+    bool tls_pinned;
+    unsigned char tls_pin[FPR_LEN];
     char credential[256];
+    int64_t cred_issued_ms, cred_expires_ms; /* wall clock; expires 0 = never */
+    int64_t rotate_retry;                    /* monotonic: no rotation before (a failed one) */
     bool registered, hb_inflight, post_inflight;
     int64_t wait_ms;
     int64_t ack;
@@ -139,9 +148,17 @@ void ag_hb_retry_cb(evutil_socket_t fd, short what, void *arg);
 void ag_post_failed(struct agent *a, const char *why);
 void ag_post_next(struct agent *a);
 void ag_post_kick_cb(evutil_socket_t fd, short what, void *arg);
+bool ag_rotate_due(const struct agent *a);
+
+/* agent_tls.c: trust in the controller and the connections to it. ag_tls_init checks the
+ * URL's scheme against the host (plain http:// only to loopback) and sets up TLS: 0 or
+ * -errno with err filled. ag_conn returns the connection of `slot` to send a request on,
+ * making it (again, for TLS, once its socket is gone): NULL when out of memory. */
+int ag_tls_init(struct agent *a, char *err, size_t errlen);
+struct evhttp_connection *ag_conn(struct agent *a, struct evhttp_connection **slot, int timeout_s);
+void ag_tls_free(struct agent *a);
 
 /* logship.c: the jobs' output on its way to the controller */
-void ag_load_base(struct agent *a, struct ajob *j);
 bool ag_ship_log(struct agent *a, struct ajob *j);
 bool ag_logs_pending(const struct agent *a, const struct ajob *j);
 

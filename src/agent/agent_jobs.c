@@ -33,7 +33,6 @@ static struct ajob *job_add(struct agent *a, uint64_t id)
 {
     struct ajob *j = xcalloc(1, sizeof *j);
     j->id = id;
-    j->base[0] = j->base[1] = -1;
     j->next = a->jobs;
     a->jobs = j;
     return j;
@@ -63,6 +62,7 @@ static void event_started(struct agent *a, struct ajob *j)
     struct agent_event e;
     memset(&e, 0, sizeof e);
     e.job = j->id;
+    e.run = j->run;
     str_copy(e.type, sizeof e.type, "started");
     e.time_ms = clock_now_ms();
     e.pid = j->st.pid > 0 ? j->st.pid : j->sup_pid;
@@ -75,6 +75,7 @@ void ag_queue_exit(struct agent *a, struct ajob *j)
     struct agent_event e;
     memset(&e, 0, sizeof e);
     e.job = j->id;
+    e.run = j->run;
     e.time_ms = j->st.end_ms ? j->st.end_ms : clock_now_ms();
     if (!j->st.reclaim_ok && j->st.exit_kind != AGENT_EXIT_LOST) {
         struct agent_event r = e;
@@ -259,6 +260,12 @@ void ag_apply_start(struct agent *a, const struct agent_cmd *c)
     struct agent_job spec;
     struct agent_msg_error e = {"", ""};
     j = job_add(a, c->job_id);
+    /* the run the job's output and events go under, even when the rest is refused */
+    json_t *run = json_object_get(c->job, "run");
+    j->run =
+        json_is_integer(run) && json_integer_value(run) > 0 && json_integer_value(run) <= INT32_MAX
+            ? (int)json_integer_value(run)
+            : 0;
     if (agent_job_parse(c->job, &spec, &e) < 0) {
         log_error("bad_start_command", "job=%llu field=%s message=\"%s\"",
                   (unsigned long long)c->job_id, e.field, e.message);
@@ -281,6 +288,9 @@ void ag_apply_start(struct agent *a, const struct agent_cmd *c)
     }
     memcpy(j->gpus, spec.gpus, sizeof j->gpus);
     j->ngpus = spec.ngpus;
+    /* a multi-node job's output is its rank 0's: the other ranks keep theirs here */
+    if (spec.node_rank > 0)
+        j->final_sent[0] = j->final_sent[1] = true;
     int rc = sup_spare_launch(&a->sup, &a->spare, &spec, c->seq, &j->sup_pid, err, sizeof err);
     if (rc == 0)
         ag_kick_spare(a);
@@ -351,10 +361,14 @@ void ag_adopt(struct agent *a, uint64_t id, const char *dir)
     }
     struct ajob *j = job_add(a, id);
     j->st = st;
-    ag_load_base(a, j);
     snprintf(path, sizeof path, "%s/job.json", dir);
     json_error_t je;
     json_t *spec = json_load_file(path, 0, &je);
+    json_t *run = json_object_get(json_object_get(spec, "job"), "run");
+    if (json_is_integer(run) && json_integer_value(run) > 0 && json_integer_value(run) <= INT32_MAX)
+        j->run = (int)json_integer_value(run);
+    if (json_integer_value(json_object_get(json_object_get(spec, "job"), "node_rank")) > 0)
+        j->final_sent[0] = j->final_sent[1] = true; /* rank 0 ships the output */
     json_t *gpus = json_object_get(json_object_get(spec, "job"), "gpus");
     for (size_t i = 0; i < json_array_size(gpus) && j->ngpus < AGENT_MAX_GPUS; i++)
         j->gpus[j->ngpus++] = (int)json_integer_value(json_array_get(gpus, i));

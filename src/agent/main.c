@@ -13,20 +13,28 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "util/fingerprint.h"
 #include "util/log.h"
 #include "util/parse.h"
 #include "util/str.h"
 #include "util/yamljson.h"
 
 static const char usage_text[] =
-    "usage: docket-node --controller http://HOST:PORT (--join-token TOKEN | --join-token-file "
+    "usage: docket-node --controller https://HOST:PORT (--join-token TOKEN | --join-token-file "
     "FILE)\n"
     "                   [options]\n"
     "\n"
     "Runs the jobs the controller (docketd) sends to this machine, each under its own\n"
     "supervisor and cgroup, and reports what happens to them.\n"
     "\n"
-    "  --controller URL        the controller, http://HOST:PORT\n"
+    "  --controller URL        the controller, https://HOST:PORT (http:// only on loopback)\n"
+    "  --controller-fingerprint PIN\n"
+    "                          the controller's key, sha256:<hex>, as `docket token join`\n"
+    "                          prints it (or $DOCKET_CONTROLLER_FINGERPRINT); a controller\n"
+    "                          with another key is refused\n"
+    "  --controller-fingerprint-file FILE  read it from FILE\n"
+    "  --controller-ca FILE    else check the controller's certificate against this CA\n"
+    "                          (default: the system's CAs)\n"
     "  --join-token TOKEN      a join token (dkj_...) for the first registration; prefer\n"
     "                          --join-token-file or $DOCKET_JOIN_TOKEN (the value given\n"
     "                          here is blanked from the command line at once)\n"
@@ -71,6 +79,9 @@ enum opt {
     O_CONTROLLER = 256,
     O_JOIN,
     O_JOIN_FILE,
+    O_FPR,
+    O_FPR_FILE,
+    O_CA,
     O_NAME,
     O_ADDR,
     O_GPUS,
@@ -104,6 +115,9 @@ static const struct option longopts[] = {
     {"controller", 1, NULL, O_CONTROLLER},
     {"join-token", 1, NULL, O_JOIN},
     {"join-token-file", 1, NULL, O_JOIN_FILE},
+    {"controller-fingerprint", 1, NULL, O_FPR},
+    {"controller-fingerprint-file", 1, NULL, O_FPR_FILE},
+    {"controller-ca", 1, NULL, O_CA},
     {"name", 1, NULL, O_NAME},
     {"addr", 1, NULL, O_ADDR},
     {"gpus", 1, NULL, O_GPUS},
@@ -232,14 +246,14 @@ static int read_token_file(const char *path, char *out, size_t len)
 {
     FILE *f = fopen(path, "re");
     if (!f)
-        return die("cannot read join token file '%s': %s", path, strerror(errno));
+        return die("cannot read file '%s': %s", path, strerror(errno));
     char buf[512] = "";
     if (!fgets(buf, sizeof buf, f))
         buf[0] = '\0';
     fclose(f);
     char *t = str_trim(buf);
     if (!*t || str_copy(out, len, t) < 0)
-        return die("join token file '%s' is empty or too long", path);
+        return die("file '%s' is empty or its first line too long", path);
     return 0;
 }
 
@@ -272,6 +286,25 @@ static int build_config(struct settings *s, struct agent_config *c)
     if (!c->join_token[0] && envtok && *envtok &&
         str_copy(c->join_token, sizeof c->join_token, envtok) < 0)
         return die("$DOCKET_JOIN_TOKEN %s", "is too long");
+    if (v[O_FPR] &&
+        str_copy(c->controller_fingerprint, sizeof c->controller_fingerprint, v[O_FPR]) < 0)
+        return die("--controller-fingerprint %s", "is too long");
+    if (v[O_FPR_FILE] && (rc = read_token_file(v[O_FPR_FILE], c->controller_fingerprint,
+                                               sizeof c->controller_fingerprint)) != 0)
+        return rc;
+    const char *envfpr = getenv("DOCKET_CONTROLLER_FINGERPRINT");
+    if (!c->controller_fingerprint[0] && envfpr && *envfpr &&
+        str_copy(c->controller_fingerprint, sizeof c->controller_fingerprint, envfpr) < 0)
+        return die("$DOCKET_CONTROLLER_FINGERPRINT %s", "is too long");
+    unsigned char pin[FPR_LEN];
+    if (c->controller_fingerprint[0] && fpr_parse(c->controller_fingerprint, pin) < 0)
+        return die("bad controller fingerprint '%s' (want sha256:<64 hex digits>, as `docket "
+                   "token join` prints it)",
+                   c->controller_fingerprint);
+    if (v[O_CA] && str_copy(c->controller_ca, sizeof c->controller_ca, v[O_CA]) < 0)
+        return die("--controller-ca %s", "is too long");
+    if (v[O_CA] && access(v[O_CA], R_OK) < 0)
+        return die("cannot read --controller-ca '%s': %s", v[O_CA], strerror(errno));
     char host[256] = "localhost";
     gethostname(host, sizeof host - 1);
     const char *name = v[O_NAME] ? v[O_NAME] : host;

@@ -100,17 +100,22 @@ char **sup_build_env(const struct agent_job *j, const char *node, const char *us
                      const char *home, const char *shell, const char *scratch)
 {
     struct envb e = {NULL, 0, 0};
-    for (int i = 0; i < j->nenv; i++) {
-        char *eq = strchr(j->env[i], '=');
-        if (!eq)
-            continue;
-        char key[256];
-        size_t kl = (size_t)(eq - j->env[i]);
-        if (kl >= sizeof key)
-            continue;
-        memcpy(key, j->env[i], kl);
-        key[kl] = '\0';
-        env_set(&e, key, eq + 1, true);
+    /* the job's env, then its secrets (a secret wins over a plain variable of its name),
+     * then Docket's own variables, which neither may change */
+    for (int pass = 0; pass < 2; pass++) {
+        char *const *vec = pass ? j->secret_env : j->env;
+        for (int i = 0; i < (pass ? j->nsecret : j->nenv); i++) {
+            char *eq = strchr(vec[i], '=');
+            if (!eq)
+                continue;
+            char key[256];
+            size_t kl = (size_t)(eq - vec[i]);
+            if (kl >= sizeof key)
+                continue;
+            memcpy(key, vec[i], kl);
+            key[kl] = '\0';
+            env_set(&e, key, eq + 1, true);
+        }
     }
     char num[32], gpus[AGENT_MAX_GPUS * 4 + 1] = "";
     size_t gl = 0;

@@ -29,6 +29,7 @@
 
 #include "agent/sup_int.h"
 #include "util/clock.h"
+#include "util/dbuf.h"
 #include "util/str.h"
 
 void sup_errf(char *err, size_t len, const char *fmt, ...)
@@ -414,7 +415,7 @@ static int prepare_job_dir(const struct sup_config *c, const struct agent_job *j
     }
     snprintf(path, sizeof path, "%s/reported", dir);
     unlink(path);
-    snprintf(path, sizeof path, "%s/log_base", dir); /* a new run starts its own output */
+    snprintf(path, sizeof path, "%s/log_base", dir); /* left by an agent before runs */
     unlink(path);
     DIR *d = opendir(dir);
     struct dirent *de;
@@ -467,19 +468,20 @@ static void __attribute__((noreturn)) spare_main(const struct sup_config *c, int
         cg_job_remove(&sp);
         _exit(1);
     }
-    char buf[64] = "";
-    size_t got = 0;
-    while (got < sizeof buf - 1) {
-        ssize_t n = read(3, buf + got, sizeof buf - 1 - got);
+    /* "ID\n", then the job's secrets as one JSON object (or nothing), then EOF: the
+     * secrets come this way because job.json, on disk, never holds them */
+    struct dbuf in;
+    dbuf_init(&in, 8u << 20);
+    char chunk[4096];
+    for (;;) {
+        ssize_t n = read(3, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-        if (memchr(buf, '\n', got))
+        if (n <= 0 || dbuf_append(&in, chunk, (size_t)n) < 0)
             break;
     }
-    buf[got] = '\0';
+    size_t got = in.failed ? 0 : in.len;
+    const char *buf = got ? in.data : "";
     char *end;
     unsigned long long id = strtoull(buf, &end, 10);
     char dir[PATH_MAX], path[PATH_MAX + 16];
@@ -491,7 +493,17 @@ static void __attribute__((noreturn)) spare_main(const struct sup_config *c, int
         snprintf(path, sizeof path, "%s/job.json", dir);
         o = json_load_file(path, 0, &je);
     }
-    if (!o || agent_job_parse(json_object_get(o, "job"), &j, &me) < 0) {
+    json_t *secrets = o && end[1] ? json_loads(end + 1, 0, &je) : NULL;
+    int parsed = o ? agent_job_parse(json_object_get(o, "job"), &j, &me) : -EINVAL;
+    if (parsed == 0 && secrets && agent_job_parse_secret_env(secrets, &j, &me) < 0) {
+        agent_job_release(&j);
+        parsed = -EINVAL;
+    }
+    if (in.data)
+        memset(in.data, 0, in.len);
+    dbuf_release(&in);
+    json_decref(secrets);
+    if (!o || parsed < 0) {
         /* not needed, or nothing usable: out of the group, remove it, go */
         json_decref(o);
         cg_job_attach(&node, 0, NULL, 0);
@@ -544,13 +556,38 @@ int sup_spare_launch(const struct sup_config *c, struct sup_spare *sp, const str
         return rc;
     char line[32];
     int n = snprintf(line, sizeof line, "%llu\n", (unsigned long long)j->id);
-    ssize_t w = write(sp->fd, line, (size_t)n);
-    int e = errno;
+    struct dbuf out;
+    dbuf_init(&out, 8u << 20);
+    dbuf_append(&out, line, (size_t)n);
+    if (j->nsecret > 0) { /* over the pipe, never through a file */
+        json_t *s = agent_job_secret_env_json(j);
+        char *text = s ? json_dumps(s, JSON_COMPACT) : NULL;
+        json_decref(s);
+        if (text)
+            dbuf_puts(&out, text);
+        if (text)
+            memset(text, 0, strlen(text));
+        free(text);
+    }
+    bool ok = !out.failed;
+    size_t off = 0;
+    int e = EPIPE;
+    while (ok && off < out.len) { /* the spare reads as we write: the pipe may fill */
+        ssize_t w = write(sp->fd, out.data + off, out.len - off);
+        if (w > 0)
+            off += (size_t)w;
+        else if (!(w < 0 && errno == EINTR)) {
+            e = w < 0 ? errno : EPIPE;
+            ok = false;
+        }
+    }
+    if (out.data)
+        memset(out.data, 0, out.len);
+    dbuf_release(&out);
     close(sp->fd);
     sp->fd = -1;
-    if (w != n) {
-        sup_errf(err, errlen, "spare supervisor %d is gone: %s", sp->pid,
-                 strerror(w < 0 ? e : EPIPE));
+    if (!ok) {
+        sup_errf(err, errlen, "spare supervisor %d is gone: %s", sp->pid, strerror(e));
         sp->pid = 0;
         return -EPIPE;
     }

@@ -286,7 +286,9 @@ static int make_scratch(struct sup *s, char *err, size_t errlen)
  * GPUs only its own (the device nodes of the others cannot be opened). */
 static int isolate(struct sup *s, char *err, size_t errlen)
 {
-    int rc = cg_job_set_pids(&s->cg, s->c->pids_max, err, errlen);
+    /* the class's pids.max from the start command, else the node's default */
+    int64_t pids_max = s->j->pids_max > 0 ? s->j->pids_max : s->c->pids_max;
+    int rc = cg_job_set_pids(&s->cg, pids_max, err, errlen);
     if (rc < 0 || s->c->node_gpus <= 0)
         return rc;
     int node[AGENT_MAX_GPUS], mine[AGENT_MAX_GPUS];

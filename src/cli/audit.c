@@ -1,6 +1,8 @@
 /*
  * audit.c - `docket audit`: the append-only trail of changes (GET /v1/audit), newest
- * entries as docketd returns them, filtered by actor, action, target and age.
+ * entries as docketd returns them, filtered by actor, action, target and age; --verify
+ * asks docketd to recompute the trail's hash chain (GET /v1/audit/verify) and reports
+ * the first row that was changed, removed or inserted by hand.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -13,11 +15,15 @@
 const char cmd_audit_usage[] =
     "usage: docket audit [--actor USER] [--action NAME] [--target NAME] [--since 24h]\n"
     "                    [-n N] [--json]\n"
+    "       docket audit --verify [--head HASH] [--json]\n"
     "\n"
-    "Who changed what and when: policy applies, project changes and boosts, node\n"
-    "drains, cancellations, tokens. Each entry keeps the value before and after.\n";
+    "Who changed what and when: policy applies, project changes and boosts, members,\n"
+    "node drains, job actions, tokens. Each entry keeps the value before and after.\n"
+    "Entries are hash-chained: --verify exits 1 naming the first broken entry; with\n"
+    "--head, a head printed by an earlier --verify must still be in the chain (else\n"
+    "entries were cut off its end).\n";
 
-enum { AU_ACTOR = 1, AU_ACTION, AU_TARGET, AU_SINCE, AU_LIMIT };
+enum { AU_ACTOR = 1, AU_ACTION, AU_TARGET, AU_SINCE, AU_LIMIT, AU_VERIFY, AU_HEAD };
 
 static const struct opt_def audit_opts[] = {
     {AU_ACTOR, 0, "actor", OPT_VALUE},
@@ -25,6 +31,8 @@ static const struct opt_def audit_opts[] = {
     {AU_TARGET, 0, "target", OPT_VALUE},
     {AU_SINCE, 0, "since", OPT_VALUE},
     {AU_LIMIT, 'n', "limit", OPT_VALUE},
+    {AU_VERIFY, 0, "verify", OPT_NONE},
+    {AU_HEAD, 0, "head", OPT_VALUE},
     CLI_COMMON_OPTS,
     {0, 0, NULL, OPT_NONE},
 };
@@ -82,6 +90,49 @@ static void print_entries(struct cli *c, const json_t *entries)
     table_destroy(t);
 }
 
+static int verify(struct cli *c, const char *head)
+{
+    json_t *reply = NULL;
+    char path[128];
+    int rc;
+    const json_t *bad;
+
+    if (head && (strlen(head) != 64 || strspn(head, "0123456789abcdef") != 64))
+        return cli_usage_error(c, "--head: want the 64 hex digits --verify printed");
+    snprintf(path, sizeof(path), "/v1/audit/verify%s%s", head ? "?head=" : "", head ? head : "");
+    if ((rc = cli_call(c, "GET", path, NULL, &reply)))
+        return rc;
+    bad = json_object_get(reply, "first_bad");
+    if (c->json) {
+        cli_print_json(c, reply);
+    } else if (json_is_object(bad)) {
+        fprintf(c->out, "audit trail BROKEN at entry %lld: %s\n", (long long)jint(bad, "id", 0),
+                jstr(bad, "why"));
+        fprintf(c->out,
+                "%lld entries before it are intact; restore the database from a backup "
+                "and compare\n",
+                (long long)jint(reply, "checked", 0));
+    } else if (head && !jbool(reply, "head_found")) {
+        fprintf(c->out,
+                "audit trail CUT: head %.12s... is no longer in the chain (entries were "
+                "removed from its end)\n",
+                head);
+    } else {
+        fprintf(c->out, "audit trail intact: %lld entries checked",
+                (long long)jint(reply, "checked", 0));
+        if (jint(reply, "unchained", 0))
+            fprintf(c->out, " (%lld older entries predate the chain)",
+                    (long long)jint(reply, "unchained", 0));
+        fprintf(c->out,
+                "\nhead %s (keep it elsewhere; docket audit --verify --head HASH checks it is "
+                "still there)\n",
+                jstr(reply, "head"));
+    }
+    rc = jbool(reply, "ok") ? EXIT_OK : EXIT_FAIL;
+    json_decref(reply);
+    return rc;
+}
+
 int cmd_audit(struct cli *c, int argc, char **argv)
 {
     static const char *const keys[] = {"", "actor", "action", "target"};
@@ -93,6 +144,18 @@ int cmd_audit(struct cli *c, int argc, char **argv)
 
     if (rc != CLI_CONTINUE)
         return rc;
+    const char *head = NULL;
+    bool verifying = false;
+    for (int i = 0; i < a.nopts; i++) {
+        verifying = verifying || a.ids[i] == AU_VERIFY;
+        if (a.ids[i] == AU_HEAD)
+            head = a.vals[i];
+    }
+    if (verifying || head) {
+        if (!verifying || a.nopts != (head ? 2 : 1))
+            return cli_usage_error(c, "--verify takes only --head");
+        return verify(c, head);
+    }
     dbuf_init(&path, 4096);
     dbuf_puts(&path, "/v1/audit?");
     for (int i = 0; i < a.nopts && rc == CLI_CONTINUE; i++) {

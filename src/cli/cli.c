@@ -36,7 +36,8 @@ const struct cli_verb cli_verbs[] = {
     {"history", cmd_history, "finished jobs, newest first", cmd_history_usage},
     {"apply", cmd_apply, "apply a policy file (tiers, classes, projects)", cmd_apply_usage},
     {"top", cmd_top, "a live view of nodes, queue and utilisation", cmd_top_usage},
-    {"token", cmd_token, "create API tokens (admin)", cmd_token_usage},
+    {"token", cmd_token, "API tokens: create, list, revoke, rotate-admin", cmd_token_usage},
+    {"secret", cmd_secret, "a project's secrets: set, list, rm", cmd_secret_usage},
     {"audit", cmd_audit, "the audit trail of changes", cmd_audit_usage},
     {"help", cmd_help, "help on docket or on one verb", cmd_help_usage},
     {NULL, NULL, NULL, NULL},
@@ -203,7 +204,8 @@ static const char *hint_for(const char *code)
         return "over TCP set DOCKET_TOKEN (docketd wrote an admin token to "
                "STATE_DIR/admin.token); on the controller's host the Unix socket needs none";
     if (!strcmp(code, "forbidden"))
-        return "ask an admin for a role that allows it";
+        return "ask a lead of the project (docket projects members list PROJECT) or an admin "
+               "for a role that allows it";
     if (!strcmp(code, "quota_exceeded"))
         return "the project's max_queued is reached: wait for jobs to finish, or ask an "
                "admin to raise it (docket projects set NAME max_queued=N)";
@@ -299,14 +301,16 @@ int cli_call(struct cli *c, const char *method, const char *path, json_t *body, 
 /* main                                                                                 */
 
 static const char main_usage[] =
-    "usage: docket [--url URL] [--token TOKEN] VERB [ARGS...]\n"
+    "usage: docket [--url URL] [--token TOKEN] [--ca FILE | --fingerprint PIN] VERB [ARGS...]\n"
     "\n"
     "Docket schedules jobs on a shared GPU/CPU cluster. Every verb takes --json and\n"
     "--help; exit status 0 = done, 1 = refused or failed, 2 = bad usage.\n"
     "\n"
     "The controller is found through DOCKET_URL (http://host:port or unix:/path) with\n"
     "DOCKET_TOKEN, else ~/.config/docket/config (url=..., token=...), else the socket\n"
-    "unix:/run/docket/docketd.sock. See docket(1) and docs/cli.md.\n"
+    "unix:/run/docket/docketd.sock. An https:// URL checks docketd's certificate against\n"
+    "the pinned key of --fingerprint (DOCKET_FINGERPRINT), else the CA file of --ca\n"
+    "(DOCKET_CA), else the system's CAs. See docket(1) and docs/cli.md.\n"
     "\n"
     "verbs:\n";
 
@@ -318,12 +322,13 @@ static void print_main_usage(FILE *out)
             fprintf(out, "  %-10s %s\n", v->name, v->summary);
 }
 
-enum { GO_URL = 1, GO_TOKEN, GO_HELP, GO_VERSION, GO_NO_COLOR };
+enum { GO_URL = 1, GO_TOKEN, GO_HELP, GO_VERSION, GO_NO_COLOR, GO_CA, GO_FPR };
 
 static const struct opt_def global_opts[] = {
     {GO_URL, 0, "url", OPT_VALUE},          {GO_TOKEN, 0, "token", OPT_VALUE},
     {GO_HELP, 'h', "help", OPT_NONE},       {GO_VERSION, 0, "version", OPT_NONE},
-    {GO_NO_COLOR, 0, "no-color", OPT_NONE}, {0, 0, NULL, OPT_NONE},
+    {GO_NO_COLOR, 0, "no-color", OPT_NONE}, {GO_CA, 0, "ca", OPT_VALUE},
+    {GO_FPR, 0, "fingerprint", OPT_VALUE},  {0, 0, NULL, OPT_NONE},
 };
 
 int cli_main(int argc, char **argv)
@@ -331,7 +336,7 @@ int cli_main(int argc, char **argv)
     struct cli c = {.out = stdout};
     struct opt_iter it;
     const struct cli_verb *v;
-    const char *val, *url = NULL, *token = NULL;
+    const char *val, *url = NULL, *token = NULL, *ca = NULL, *fpr = NULL;
     char err[1024];
     bool no_color = false;
     int id, rc;
@@ -347,6 +352,12 @@ int cli_main(int argc, char **argv)
             break;
         case GO_NO_COLOR:
             no_color = true;
+            break;
+        case GO_CA:
+            ca = val;
+            break;
+        case GO_FPR:
+            fpr = val;
             break;
         case GO_HELP:
             print_main_usage(stdout);
@@ -375,6 +386,10 @@ int cli_main(int argc, char **argv)
         snprintf(c.cfg.source, sizeof(c.cfg.source), "--url");
     if (token)
         str_copy(c.cfg.token, sizeof(c.cfg.token), token);
+    if (ca)
+        str_copy(c.cfg.ca, sizeof(c.cfg.ca), ca);
+    if (fpr)
+        str_copy(c.cfg.fingerprint, sizeof(c.cfg.fingerprint), fpr);
     c.verb = v->fn == cmd_queue ? "queue" : v->name;
     c.usage = v->usage;
     c.color = !no_color && fmt_use_color(STDOUT_FILENO);

@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "cli/http.h"
+#include "util/base64.h"
 #include "util/dbuf.h"
+#include "util/fingerprint.h"
 #include "util/parse.h"
 #include "util/str.h"
 
@@ -51,6 +53,8 @@ struct client {
     char host[256];
     int port;
     char shown[512]; /* the URL as the user knows it, for messages */
+    char ca[512];    /* https://: CA file, or "" */
+    char pin[80];    /* https://: "sha256//BASE64" for CURLOPT_PINNEDPUBLICKEY, or "" */
     char auth[560];  /* "Authorization: Bearer ..." or "" */
     char source[300];
 };
@@ -72,6 +76,12 @@ static int set_key(struct client_config *cfg, const char *key, const char *val, 
     } else if (!strcmp(key, "token")) {
         dst = cfg->token;
         len = sizeof(cfg->token);
+    } else if (!strcmp(key, "ca")) {
+        dst = cfg->ca;
+        len = sizeof(cfg->ca);
+    } else if (!strcmp(key, "fingerprint")) {
+        dst = cfg->fingerprint;
+        len = sizeof(cfg->fingerprint);
     } else if (!strcmp(key, "partition_map")) {
         dst = cfg->partition_map;
         len = sizeof(cfg->partition_map);
@@ -86,8 +96,8 @@ static int set_key(struct client_config *cfg, const char *key, const char *val, 
         len = sizeof(cfg->partition_map);
     } else {
         snprintf(err, errlen,
-                 "%s:%d: unknown key '%.60s' (url, token, partition_map, "
-                 "partition.NAME)",
+                 "%s:%d: unknown key '%.60s' (url, token, ca, fingerprint, "
+                 "partition_map, partition.NAME)",
                  path, line, key);
         return -EINVAL;
     }
@@ -180,6 +190,8 @@ int client_config_load(struct client_config *cfg, char *err, size_t errlen)
     const char *url = getenv("DOCKET_URL");
     const char *token = getenv("DOCKET_TOKEN");
     const char *pm = getenv("DOCKET_PARTITION_MAP");
+    const char *ca = getenv("DOCKET_CA");
+    const char *fp = getenv("DOCKET_FINGERPRINT");
 
     memset(cfg, 0, sizeof(*cfg));
     if (load_file(cfg, err, errlen) < 0)
@@ -197,6 +209,14 @@ int client_config_load(struct client_config *cfg, char *err, size_t errlen)
     }
     if (pm && pm[0] && str_copy(cfg->partition_map, sizeof(cfg->partition_map), pm) < 0) {
         snprintf(err, errlen, "DOCKET_PARTITION_MAP is too long");
+        return -EINVAL;
+    }
+    if (ca && ca[0] && str_copy(cfg->ca, sizeof(cfg->ca), ca) < 0) {
+        snprintf(err, errlen, "DOCKET_CA is too long");
+        return -EINVAL;
+    }
+    if (fp && fp[0] && str_copy(cfg->fingerprint, sizeof(cfg->fingerprint), fp) < 0) {
+        snprintf(err, errlen, "DOCKET_FINGERPRINT is too long");
         return -EINVAL;
     }
     if (!cfg->url[0]) {
@@ -293,6 +313,31 @@ static int parse_url(struct client *c, const char *url, char *err, size_t errlen
     return 0;
 }
 
+/* How https:// trusts docketd: a pinned key (curl wants "sha256//" and base64), or a CA
+ * file, or the system's CAs. */
+static int set_trust(struct client *c, const struct client_config *cfg, char *err, size_t errlen)
+{
+    unsigned char d[FPR_LEN];
+    str_copy(c->ca, sizeof(c->ca), cfg->ca);
+    if (!cfg->fingerprint[0])
+        return 0;
+    if (fpr_parse(cfg->fingerprint, d) < 0) {
+        snprintf(err, errlen,
+                 "bad fingerprint '%.100s' (DOCKET_FINGERPRINT or --fingerprint): want "
+                 "sha256:<64 hex digits>, as `docket token join` prints it",
+                 cfg->fingerprint);
+        return -EINVAL;
+    }
+    char *b = b64_encode(d, sizeof(d));
+    if (!b) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    snprintf(c->pin, sizeof(c->pin), "sha256//%s", b);
+    free(b);
+    return 0;
+}
+
 struct client *client_create(const struct client_config *cfg, char *err, size_t errlen)
 {
     struct client *c = calloc(1, sizeof(*c));
@@ -317,6 +362,10 @@ struct client *client_create(const struct client_config *cfg, char *err, size_t 
         }
     if (cfg->token[0])
         snprintf(c->auth, sizeof(c->auth), "Authorization: Bearer %s", cfg->token);
+    if (set_trust(c, cfg, err, errlen) < 0) {
+        free(c);
+        return NULL;
+    }
     if (!c->tls && !(c->http = http_conn_create(c->socket_path[0] ? c->socket_path : NULL, c->host,
                                                 c->port))) {
         snprintf(err, errlen, "out of memory");
@@ -343,6 +392,7 @@ void client_reply_release(struct client_reply *r)
     free(r->body);
     memset(r, 0, sizeof(*r));
     r->offset = -1;
+    r->runs = -1;
 }
 
 static void unreachable(const struct client *c, const char *why, char *err, size_t errlen)
@@ -391,6 +441,7 @@ static int plain_request(struct client *c, const char *method, const char *path,
     r->status = head.status;
     r->offset = head.docket_offset;
     r->eof = head.docket_eof;
+    r->runs = head.docket_runs;
     r->body = dbuf_detach(&reply, &r->len);
     return 0;
 }
@@ -455,6 +506,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         r->offset = strtoll(buf + 16, NULL, 10);
     else if (!strncasecmp(buf, "X-Docket-Eof:", 13))
         r->eof = strtol(buf + 13, NULL, 10) == 1;
+    else if (!strncasecmp(buf, "X-Docket-Runs:", 14))
+        r->runs = strtoll(buf + 14, NULL, 10);
     return len;
 }
 
@@ -503,6 +556,14 @@ static int tls_request(struct client *c, const char *method, const char *path,
     a->easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
     a->easy_setopt(c->curl, CURLOPT_HEADERDATA, r);
     a->easy_setopt(c->curl, CURLOPT_ERRORBUFFER, detail);
+    if (c->pin[0]) {
+        /* the pin is the trust: a self-signed certificate has no chain to check */
+        a->easy_setopt(c->curl, CURLOPT_PINNEDPUBLICKEY, c->pin);
+        a->easy_setopt(c->curl, CURLOPT_SSL_VERIFYPEER, 0L);
+        a->easy_setopt(c->curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (c->ca[0]) {
+        a->easy_setopt(c->curl, CURLOPT_CAINFO, c->ca);
+    }
     rc = a->easy_perform(c->curl);
     a->slist_free_all(h);
     if (rc != CURLE_OK) {
@@ -511,6 +572,18 @@ static int tls_request(struct client *c, const char *method, const char *path,
             snprintf(err, errlen, "reply from docketd larger than %d MiB", MAX_REPLY >> 20);
         else if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
             unreachable(c, why, err, errlen);
+        else if (rc == CURLE_SSL_PINNEDPUBKEYNOTMATCH)
+            snprintf(err, errlen,
+                     "docketd at %s is not the one pinned: its key does not match the "
+                     "fingerprint (DOCKET_FINGERPRINT or --fingerprint); nothing was sent. "
+                     "Check the fingerprint with your admin (`docket token join` prints it)",
+                     c->shown);
+        else if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE)
+            snprintf(err, errlen,
+                     "cannot verify docketd's certificate at %s: %s; nothing was sent. Give "
+                     "its CA with --ca FILE (DOCKET_CA) or pin its key with --fingerprint "
+                     "(DOCKET_FINGERPRINT)",
+                     c->shown, why);
         else if (rc == CURLE_OPERATION_TIMEDOUT)
             snprintf(err, errlen, "docketd at %s did not answer in time", c->shown);
         else
@@ -529,6 +602,7 @@ int client_request(struct client *c, const char *method, const char *path, const
 {
     memset(r, 0, sizeof(*r));
     r->offset = -1;
+    r->runs = -1;
     if (c->tls)
         return tls_request(c, method, path, content_type, body, body_len, timeout_ms, r, err,
                            errlen);

@@ -6,9 +6,15 @@
  * Discovery, first match wins:
  *   1. DOCKET_URL (http://host:port, https://host:port or unix:/path) and DOCKET_TOKEN
  *   2. ~/.config/docket/config ($XDG_CONFIG_HOME/docket/config): key=value lines
- *      (url, token, partition_map, partition.NAME=VALUE); '#' starts a comment
+ *      (url, token, ca, fingerprint, partition_map, partition.NAME=VALUE); '#' starts a
+ *      comment
  *   3. the controller's default socket unix:/run/docket/docketd.sock
  * Variables fill only what they name: DOCKET_TOKEN alone keeps the file's url.
+ *
+ * https:// checks docketd's certificate: against a pinned public key (DOCKET_FINGERPRINT,
+ * --fingerprint, "sha256:<hex>" as docketd prints it) when one is given, else against
+ * the CA file of DOCKET_CA (--ca), else against the system's CAs. A mismatch is an error
+ * that says so; nothing is sent to a controller that fails the check.
  */
 #ifndef DOCKET_CLI_CLIENT_H
 #define DOCKET_CLI_CLIENT_H
@@ -24,6 +30,8 @@ struct client_config {
     char url[512]; /* as the user wrote it, for messages */
     char token[512];
     char partition_map[1024]; /* "gpu=normal,debug=exploration" */
+    char ca[512];             /* CA file for https:// ("" = the system's) */
+    char fingerprint[128];    /* pinned public key of docketd, "sha256:<hex>" */
     char source[300];         /* where url came from: "DOCKET_URL", a file path, "default" */
 };
 
@@ -40,6 +48,7 @@ struct client_reply {
     size_t len;
     int64_t offset; /* X-Docket-Offset, -1 when absent */
     bool eof;       /* X-Docket-Eof: 1 */
+    int64_t runs;   /* X-Docket-Runs, -1 when absent */
 };
 
 void client_reply_release(struct client_reply *r);

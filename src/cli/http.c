@@ -107,13 +107,15 @@ static int parse_header(const char *line, size_t len, struct http_head *h)
         h->docket_offset = header_int(v, INT64_MAX / 2);
     } else if ((v = header_value(line, len, "X-Docket-Eof"))) {
         h->docket_eof = *v == '1';
+    } else if ((v = header_value(line, len, "X-Docket-Runs"))) {
+        h->docket_runs = header_int(v, INT32_MAX);
     }
     return 0;
 }
 
 int http_parse_head(const char *buf, size_t len, struct http_head *out)
 {
-    struct http_head h = {.content_length = -1, .docket_offset = -1};
+    struct http_head h = {.content_length = -1, .docket_offset = -1, .docket_runs = -1};
     size_t scan = len < HTTP_MAX_HEAD ? len : HTTP_MAX_HEAD;
     const char *end = NULL, *line, *nl;
 

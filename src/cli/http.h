@@ -29,6 +29,7 @@ struct http_head {
     bool close;             /* Connection: close, or HTTP/1.0 without keep-alive */
     int64_t docket_offset;  /* X-Docket-Offset, -1 when absent */
     bool docket_eof;        /* X-Docket-Eof: 1 */
+    int64_t docket_runs;    /* X-Docket-Runs (a job's runs so far), -1 when absent */
 };
 
 /* Parse a response head in buf[0..len). Returns the head's length (through the blank

@@ -1,6 +1,7 @@
 /*
  * nodes.c - `docket nodes`: list nodes or show one (GET /v1/nodes[/NAME]); `nodes drain`,
- * `nodes resume` and `nodes label` change them (admin).
+ * `nodes resume` and `nodes label` change them, `nodes replace` revokes a node's credential
+ * so a new machine may register under its name (admin).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <string.h>
@@ -14,10 +15,14 @@ const char cmd_nodes_usage[] =
     "       docket nodes drain NAME... [--reason TEXT]\n"
     "       docket nodes resume NAME...\n"
     "       docket nodes label NAME KEY=VALUE... KEY-...\n"
+    "       docket nodes replace NAME [--reason TEXT]\n"
     "\n"
     "List nodes with their GPUs in use, or show one node and its jobs. drain: no new\n"
     "work, running jobs finish (DRAINING, then DRAINED); resume: back to UP; label:\n"
-    "set labels (KEY- removes one), which jobs select with --select KEY=VALUE.\n";
+    "set labels (KEY- removes one), which jobs select with --select KEY=VALUE.\n"
+    "replace: revoke the node's credential, so that the next agent registering under\n"
+    "NAME with a join token takes the name (a join token alone never takes a live\n"
+    "node's name); the old agent is refused from then on.\n";
 
 enum { N_REASON = 1 };
 
@@ -223,6 +228,39 @@ static int label(struct cli *c, const struct cli_args *a)
     return rc;
 }
 
+/* replace: POST /v1/nodes/NAME/replace */
+static int replace(struct cli *c, const struct cli_args *a)
+{
+    json_t *body = json_object(), *reply = NULL;
+    char path[200];
+
+    if (a->npos != 2) {
+        json_decref(body);
+        return cli_usage_error(c, "which node? (docket nodes replace NAME)");
+    }
+    if (!str_is_name(a->pos[1])) {
+        json_decref(body);
+        return cli_usage_error(c, "bad node name '%.60s'", a->pos[1]);
+    }
+    for (int i = 0; i < a->nopts; i++)
+        if (a->ids[i] == N_REASON)
+            json_object_set_new(body, "reason", json_string(a->vals[i]));
+    snprintf(path, sizeof(path), "/v1/nodes/%s/replace", a->pos[1]);
+    int rc = cli_call(c, "POST", path, body, &reply);
+    json_decref(body);
+    if (rc == EXIT_OK) {
+        if (c->json)
+            cli_print_json(c, reply);
+        else
+            fprintf(c->out,
+                    "%s: credential revoked; register the new machine with a join token "
+                    "under this name\n",
+                    a->pos[1]);
+    }
+    json_decref(reply);
+    return rc;
+}
+
 int cmd_nodes(struct cli *c, int argc, char **argv)
 {
     struct cli_args a;
@@ -236,7 +274,9 @@ int cmd_nodes(struct cli *c, int argc, char **argv)
         return change_state(c, &a, "resume");
     if (a.npos >= 1 && !strcmp(a.pos[0], "label"))
         return label(c, &a);
+    if (a.npos >= 1 && !strcmp(a.pos[0], "replace"))
+        return replace(c, &a);
     if (a.nopts)
-        return cli_usage_error(c, "--reason goes with drain");
+        return cli_usage_error(c, "--reason goes with drain or replace");
     return list(c, &a);
 }

@@ -1,7 +1,9 @@
 /*
  * projects.c - `docket projects`: list projects (and their groups) or show one with its
  * usage and limits (GET /v1/projects[/NAME]); `set` (PATCH), `create` (POST), `boost`, `pause` and
- * `resume` change them (admin). Every change is audited by docketd.
+ * `resume` change them (admin; a project's lead may set its per-user caps); `members`
+ * lists, adds and removes the project's members and leads (its leads, admins). Every
+ * change is audited by docketd.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -20,17 +22,23 @@ const char cmd_projects_usage[] =
     "       docket projects boost NAME --remove\n"
     "       docket projects pause NAME        (admit no new jobs; running ones go on)\n"
     "       docket projects resume NAME\n"
+    "       docket projects members list NAME\n"
+    "       docket projects members add NAME USER [--role member|lead]\n"
+    "       docket projects members rm NAME USER\n"
     "\n"
+    "Members submit into the project and manage their own jobs; leads also manage its\n"
+    "members, its jobs, and its per-user caps (user_max_running, user_gpu_limit).\n"
     "KEYs: group, tier, guarantee_gpus, gpu_limit, max_running, max_queued,\n"
     "user_max_running, user_gpu_limit (a number, or none for no limit), paused.\n";
 
-enum { P_LEVELS = 1, P_FOR, P_REASON, P_REMOVE };
+enum { P_LEVELS = 1, P_FOR, P_REASON, P_REMOVE, P_ROLE };
 
 static const struct opt_def projects_opts[] = {
     {P_LEVELS, 0, "levels", OPT_VALUE},
     {P_FOR, 0, "for", OPT_VALUE},
     {P_REASON, 'r', "reason", OPT_VALUE},
     {P_REMOVE, 0, "remove", OPT_NONE},
+    {P_ROLE, 0, "role", OPT_VALUE},
     CLI_COMMON_OPTS,
     {0, 0, NULL, OPT_NONE},
 };
@@ -297,6 +305,81 @@ static int admission(struct cli *c, const struct cli_args *a, const char *action
                 !strcmp(action, "pause") ? "paused project" : "resumed project", a->pos[1]);
 }
 
+static void print_members(struct cli *c, const json_t *members)
+{
+    static const char *const h[] = {"USER", "ROLE"};
+    struct table *t = table_create(h, 2);
+    size_t i;
+    json_t *m;
+
+    if (!t)
+        return;
+    json_array_foreach(members, i, m) {
+        table_row(t);
+        table_cell(t, FMT_PLAIN, "%s", jstr(m, "user"));
+        table_cell(t, !strcmp(jstr(m, "role"), "lead") ? FMT_CYAN : FMT_PLAIN, "%s",
+                   jstr(m, "role"));
+    }
+    if (table_rows(t))
+        table_print(t, c->out, c->width, c->color);
+    else
+        fprintf(c->out, "no members yet: docket projects members add PROJECT USER\n");
+    table_destroy(t);
+}
+
+/* docket projects members list|add|rm PROJECT [USER] [--role lead|member] */
+static int members(struct cli *c, const struct cli_args *a)
+{
+    const char *op = a->npos > 1 ? a->pos[1] : "", *role = NULL;
+    char path[300];
+    json_t *reply = NULL, *body = NULL;
+    int rc;
+    bool list = !strcmp(op, "list"), add = !strcmp(op, "add"), rm = !strcmp(op, "rm");
+
+    for (int i = 0; i < a->nopts; i++) {
+        if (a->ids[i] != P_ROLE)
+            return cli_usage_error(c, "members takes only --role");
+        role = a->vals[i];
+    }
+    if (!list && !add && !rm)
+        return cli_usage_error(c, "members list, add or rm?");
+    if (a->npos != (list ? 3 : 4))
+        return cli_usage_error(c, "usage: docket projects members %s PROJECT%s", op,
+                               list ? "" : " USER");
+    if (!str_is_name(a->pos[2]) || (!list && !str_is_name(a->pos[3])))
+        return cli_usage_error(c, "bad %s name '%.60s'",
+                               !str_is_name(a->pos[2]) ? "project" : "user",
+                               !str_is_name(a->pos[2]) ? a->pos[2] : a->pos[3]);
+    if (role && (!add || (strcmp(role, "lead") && strcmp(role, "member"))))
+        return cli_usage_error(c, "--role lead or member, with add");
+    if (list) {
+        snprintf(path, sizeof(path), "/v1/projects/%s/members", a->pos[2]);
+        if ((rc = cli_call(c, "GET", path, NULL, &reply)))
+            return rc;
+        if (c->json)
+            cli_print_json(c, reply);
+        else
+            print_members(c, json_object_get(reply, "members"));
+        json_decref(reply);
+        return EXIT_OK;
+    }
+    if (rm) {
+        snprintf(path, sizeof(path), "/v1/projects/%s/members/%s", a->pos[2], a->pos[3]);
+        return send(c, "DELETE", path, NULL, "removed from project", a->pos[2]);
+    }
+    snprintf(path, sizeof(path), "/v1/projects/%s/members", a->pos[2]);
+    body = json_pack("{s:s,s:s}", "user", a->pos[3], "role", role ? role : "member");
+    rc = cli_call(c, "POST", path, body, &reply);
+    if (rc == 0 && c->json)
+        cli_print_json(c, reply);
+    else if (rc == 0)
+        fprintf(c->out, "%s is now a %s of project %s\n", a->pos[3], jstr(reply, "role"),
+                a->pos[2]);
+    json_decref(body);
+    json_decref(reply);
+    return rc;
+}
+
 int cmd_projects(struct cli *c, int argc, char **argv)
 {
     struct cli_args a;
@@ -307,6 +390,8 @@ int cmd_projects(struct cli *c, int argc, char **argv)
         return rc;
     if (!strcmp(sub, "boost"))
         return boost(c, &a);
+    if (!strcmp(sub, "members"))
+        return members(c, &a);
     if (a.nopts)
         return cli_usage_error(c, "--levels, --for, --reason and --remove go with boost");
     if (!strcmp(sub, "set"))

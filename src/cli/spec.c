@@ -38,6 +38,7 @@ const struct opt_def spec_submit_opts[] = {
     {SO_TIME, 0, "time", OPT_VALUE},
     {SO_NAME, 0, "name", OPT_VALUE},
     {SO_ENV, 0, "env", OPT_VALUE},
+    {SO_SECRET, 0, "secret", OPT_VALUE},
     {SO_AFTER, 0, "after", OPT_VALUE},
     {SO_DEPENDENCY, 0, "dependency", OPT_VALUE},
     {SO_ARRAY, 0, "array", OPT_VALUE},
@@ -185,6 +186,28 @@ static int set_env(json_t *spec, const char *v, char *err, size_t errlen)
     if (strlen(value) > 65536)
         return fail(err, errlen, "--env", "value too long for", name);
     json_object_set_new(sub_object(spec, "env"), name, json_string(value));
+    return 0;
+}
+
+/* "--secret NAME": the project's secret NAME becomes the variable NAME (its value is
+ * docketd's to give, at launch; it never passes through here). */
+static int add_secret(json_t *spec, const char *v, char *err, size_t errlen)
+{
+    json_t *arr = json_object_get(spec, "secrets");
+    size_t i;
+    json_t *s;
+
+    if (!is_env_name(v, strlen(v)) || strlen(v) > 128)
+        return fail(err, errlen, "--secret", "bad secret name (a variable name)", v);
+    if (!json_is_array(arr)) {
+        arr = json_array();
+        json_object_set_new(spec, "secrets", arr);
+    }
+    json_array_foreach(arr, i, s) {
+        if (!strcmp(json_string_value(s), v))
+            return 0;
+    }
+    json_array_append_new(arr, json_string(v));
     return 0;
 }
 
@@ -434,6 +457,8 @@ int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
         return set_text(spec, "name", flag, v, err, errlen);
     case SO_ENV:
         return set_env(spec, v, err, errlen);
+    case SO_SECRET:
+        return add_secret(spec, v, err, errlen);
     case SO_AFTER:
         return set_after(spec, v, flag, err, errlen);
     case SO_DEPENDENCY:

@@ -28,6 +28,7 @@ enum submit_opt {
     SO_TIME,
     SO_NAME,
     SO_ENV,
+    SO_SECRET,
     SO_AFTER,
     SO_DEPENDENCY,
     SO_ARRAY,

@@ -34,6 +34,8 @@ const char cmd_submit_usage[] =
     "      --time DURATION    time limit (4h, 90m, 2d, or Slurm's 1-12:00:00)\n"
     "      --name NAME        job name (default: the script's or command's name)\n"
     "      --env K=V          environment variable (repeat; --env K passes yours)\n"
+    "      --secret NAME      the project's secret NAME as the variable NAME (repeat;\n"
+    "                         docket secret set PROJECT NAME stores it)\n"
     "      --after JOB        start after JOB completed successfully (afterok)\n"
     "      --dependency SPEC  afterok:1:2,afterany:3,afternotok:4\n"
     "      --array SPEC       one job per index: 0-99%8 (at most 8 at once)\n"

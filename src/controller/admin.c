@@ -4,11 +4,14 @@
  * the policy document, audit, tokens and join tokens. Every change is audited in the
  * transaction that makes it.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "controller/ctl.h"
 #include "util/clock.h"
@@ -453,7 +456,8 @@ void h_project_patch(struct ctl_req *r)
     if (!b)
         return;
     struct sched_project_spec p = v.spec;
-    if (proto_project_parse(b, "", true, &p, &e) < 0) {
+    if (proto_project_parse(b, "", true, &p, &e) < 0 ||
+        ctl_authz_project_patch(&r->id, &r->tgt, b, &p, &e) < 0) {
         ctl_reply_error(r->c, r->req, &e);
     } else {
         json_t *before = project_spec_json(&v.spec);
@@ -570,13 +574,24 @@ void h_classes(struct ctl_req *r)
     json_t *arr = json_array();
     for (int i = 0; i < p->nclasses; i++)
         json_array_append_new(arr, proto_class_json(&p->classes[i]));
+    ctl_class_nodes_json(r->c, arr, p, NULL);
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "classes", arr));
 }
 
-/* Write the policy document `p` (before the core takes it). */
-static int policy_put(struct ctl *c, const struct sched_policy *p)
+/* The policy document of `p`, with the classes' node fields (pp: a document being applied,
+ * NULL: the current ones). */
+static json_t *policy_doc(struct ctl *c, const struct sched_policy *p,
+                          const struct proto_policy *pp)
 {
     json_t *doc = proto_policy_to_json(p);
+    ctl_class_nodes_json(c, json_object_get(doc, "classes"), p, pp);
+    return doc;
+}
+
+/* Write the policy document `p` (before the core takes it). */
+static int policy_put(struct ctl *c, const struct sched_policy *p, const struct proto_policy *pp)
+{
+    json_t *doc = policy_doc(c, p, pp);
     char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(doc);
     int rc = text ? store_begin(c->store) : -ENOMEM;
@@ -589,7 +604,7 @@ static int policy_put(struct ctl *c, const struct sched_policy *p)
 
 int ctl_policy_save(struct ctl *c)
 {
-    return policy_put(c, sched_get_policy(c->sched));
+    return policy_put(c, sched_get_policy(c->sched), NULL);
 }
 
 void h_class_patch(struct ctl_req *r)
@@ -614,7 +629,7 @@ void h_class_patch(struct ctl_req *r)
         ctl_reply_error(r->c, r->req, &e);
     } else if (sched_policy_check(r->c->sched, &p, &se) < 0) {
         ctl_reply_errorf(r->c, r->req, 400, se.field[0] ? se.field : NULL, "%s", se.message);
-    } else if (policy_put(r->c, &p) < 0 ||
+    } else if (policy_put(r->c, &p, NULL) < 0 ||
                ctl_audit(r->c, r->id.user, "class.update", p.classes[i].name, before,
                          (after = proto_class_json(&p.classes[i])), NULL) < 0) {
         store_fail(r);
@@ -631,7 +646,7 @@ void h_class_patch(struct ctl_req *r)
 
 void h_policy_get(struct ctl_req *r)
 {
-    json_t *doc = proto_policy_to_json(sched_get_policy(r->c->sched));
+    json_t *doc = policy_doc(r->c, sched_get_policy(r->c->sched), NULL);
     json_t *projects = json_array();
     for (size_t i = 0; i < sched_project_count(r->c->sched); i++) {
         struct sched_project_view v;
@@ -710,10 +725,10 @@ void h_policy_apply(struct ctl_req *r)
     }
     /* saved first (policy, projects, audit), applied once every write succeeded: a failed
      * write answers 500 with the core untouched and the request's writes rolled back */
-    json_t *before = proto_policy_to_json(sched_get_policy(r->c->sched));
-    json_t *after = proto_policy_to_json(&pp.policy);
+    json_t *before = policy_doc(r->c, sched_get_policy(r->c->sched), NULL);
+    json_t *after = policy_doc(r->c, &pp.policy, &pp);
     json_object_set_new(after, "projects_applied", json_integer((json_int_t)pp.nprojects));
-    int rc = policy_put(r->c, &pp.policy);
+    int rc = policy_put(r->c, &pp.policy, &pp);
     for (size_t i = 0; rc == 0 && i < pp.nprojects; i++) {
         struct sched_project_view v;
         bool known = project_view(r->c, pp.projects[i].name, &v) == 0;
@@ -737,6 +752,7 @@ void h_policy_apply(struct ctl_req *r)
         ctl_store_diverged(r->c, "policy_apply", 0);
         ctl_reply_errorf(r->c, r->req, 500, se.field[0] ? se.field : NULL, "%s", se.message);
     } else {
+        ctl_class_nodes_take(r->c, &pp);
         ctl_cycle_soon(r->c);
         ctl_reply_json(r->c, r->req, 200, json_pack("{s:O}", "applied", applied));
     }
@@ -825,10 +841,16 @@ void h_tokens(struct ctl_req *r)
         rc = proto_get_name(json_object_get(b, "user"), "user", t.user, &e);
     json_t *role = json_object_get(b, "role");
     const char *rs = role ? json_string_value(role) : "member";
-    if (rc == 0 && (!rs || (strcmp(rs, "member") && strcmp(rs, "admin"))))
-        rc = proto_errorf(&e, 400, NULL, "role", "role must be \"member\" or \"admin\"");
+    enum ctl_role gr;
+    if (rc == 0 && rs && (strcmp(rs, "lead") == 0))
+        rc = proto_errorf(&e, 400, NULL, "role",
+                          "lead is a project role: docket projects members add PROJECT USER "
+                          "--role lead");
+    if (rc == 0 && ctl_role_parse(rs, &gr) < 0)
+        rc = proto_errorf(&e, 400, NULL, "role",
+                          "role must be \"member\", \"viewer\", \"operator\" or \"admin\"");
     if (rc == 0)
-        rc = parse_ttl(b, (int64_t)90 * 24 * 3600 * 1000, &ttl, &e);
+        rc = parse_ttl(b, r->c->cfg.token_ttl_ms, &ttl, &e);
     char tok[96];
     if (rc == 0 && ctl_random_token("dkt_", tok, sizeof(tok)) < 0)
         rc = proto_errorf(&e, 500, NULL, NULL, "no randomness");
@@ -838,6 +860,7 @@ void h_tokens(struct ctl_req *r)
         return;
     }
     store_token_hash(tok, t.hash);
+    memcpy(t.id, t.hash, STORE_TOKEN_ID_LEN);
     t.kind = STORE_TOKEN_USER;
     str_copy(t.role, sizeof(t.role), rs);
     t.created_ms = clock_now_ms();
@@ -846,15 +869,16 @@ void h_tokens(struct ctl_req *r)
         store_fail(r);
     } else {
         json_t *after = json_pack("{s:s,s:s,s:I,s:s}", "user", t.user, "role", t.role, "expires_ms",
-                                  (json_int_t)t.expires_ms, "hash_prefix", t.hash + 56);
+                                  (json_int_t)t.expires_ms, "id", t.id);
         int rc2 = ctl_audit(r->c, r->id.user, "token.issue", t.user, NULL, after, NULL);
         json_decref(after);
         if (rc2 < 0)
             store_fail(r);
         else
             ctl_reply_json(r->c, r->req, 201,
-                           json_pack("{s:s,s:s,s:s,s:I}", "token", tok, "user", t.user, "role",
-                                     t.role, "expires_ms", (json_int_t)t.expires_ms));
+                           json_pack("{s:s,s:s,s:s,s:s,s:I}", "token", tok, "id", t.id, "user",
+                                     t.user, "role", t.role, "expires_ms",
+                                     (json_int_t)t.expires_ms));
     }
     json_decref(b);
 }
@@ -889,16 +913,322 @@ void h_join_tokens(struct ctl_req *r)
     if (store_token_put(r->c->store, &t) < 0) {
         store_fail(r);
     } else {
-        json_t *after = json_pack("{s:I,s:s}", "expires_ms", (json_int_t)t.expires_ms,
-                                  "hash_prefix", t.hash + 56);
+        char id[STORE_TOKEN_ID_LEN + 1];
+        memcpy(id, t.hash, STORE_TOKEN_ID_LEN);
+        id[STORE_TOKEN_ID_LEN] = '\0';
+        json_t *after = json_pack("{s:I,s:s}", "expires_ms", (json_int_t)t.expires_ms, "id", id);
         int rc2 = ctl_audit(r->c, r->id.user, "join_token.issue", "join-token", NULL, after, NULL);
         json_decref(after);
         if (rc2 < 0)
             store_fail(r);
-        else
-            ctl_reply_json(
-                r->c, r->req, 201,
-                json_pack("{s:s,s:I}", "join_token", tok, "expires_ms", (json_int_t)t.expires_ms));
+        else {
+            json_t *rep =
+                json_pack("{s:s,s:I}", "join_token", tok, "expires_ms", (json_int_t)t.expires_ms);
+            /* the agent pins the controller's key with it (docs/security.md) */
+            if (r->c->tls_fingerprint[0])
+                json_object_set_new(rep, "controller_fingerprint",
+                                    json_string(r->c->tls_fingerprint));
+            ctl_reply_json(r->c, r->req, 201, rep);
+        }
     }
     json_decref(b);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Token list, revoke, admin rotation                                                    */
+
+static const char *const token_kind_text[] = {
+    [STORE_TOKEN_USER] = "user", [STORE_TOKEN_NODE] = "node", [STORE_TOKEN_JOIN] = "join"};
+
+struct token_list_ctx {
+    json_t *arr;
+    int64_t now;
+    bool all;
+};
+
+static int token_list_cb(void *arg, const struct store_token *t)
+{
+    struct token_list_ctx *tc = arg;
+    if (!tc->all && t->kind != STORE_TOKEN_USER)
+        return 0;
+    const char *state = t->revoked_ms                              ? "revoked"
+                        : t->expires_ms && t->expires_ms < tc->now ? "expired"
+                                                                   : "active";
+    json_array_append_new(
+        tc->arr, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:s}", "id", t->id, "kind",
+                           token_kind_text[t->kind], "user", t->user, "role", t->role, "created_ms",
+                           (json_int_t)t->created_ms, "expires_ms", (json_int_t)t->expires_ms,
+                           "revoked_ms", (json_int_t)t->revoked_ms, "state", state));
+    return 0;
+}
+
+/* GET /v1/tokens: the caller's own tokens; every token (node and join ones too) for an
+ * admin, or those of ?user= . Never the token text: docketd has only hashes. */
+void h_tokens_list(struct ctl_req *r)
+{
+    const char *user = ctl_query(r, "user");
+    bool admin = r->id.role == CTL_ROLE_ADMIN;
+    if (user && !admin && strcmp(user, r->id.user) != 0) {
+        ctl_reply_errorf(r->c, r->req, 403, "user", "only admins may list the tokens of '%.64s'",
+                         user);
+        return;
+    }
+    struct token_list_ctx tc = {json_array(), clock_now_ms(), admin};
+    if (store_token_list(r->c->store, admin ? user : r->id.user, NULL, token_list_cb, &tc) < 0) {
+        json_decref(tc.arr);
+        store_fail(r);
+        return;
+    }
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "tokens", tc.arr));
+}
+
+static int token_find_cb(void *arg, const struct store_token *t)
+{
+    *(struct store_token *)arg = *t;
+    return 1;
+}
+
+/* DELETE /v1/tokens/ID: revoke (the route's check found it and allowed the caller). */
+void h_token_revoke(struct ctl_req *r)
+{
+    struct store_token t;
+    memset(&t, 0, sizeof(t));
+    if (store_token_list(r->c->store, NULL, r->arg[0], token_find_cb, &t) <= 0) {
+        ctl_reply_errorf(r->c, r->req, 404, NULL, "no such token '%.32s'", r->arg[0]);
+        return;
+    }
+    if (t.revoked_ms) {
+        ctl_reply_errorf(r->c, r->req, 409, NULL, "token %s is already revoked", t.id);
+        return;
+    }
+    int64_t now = clock_now_ms();
+    json_t *after = json_pack("{s:s,s:s,s:s,s:I}", "id", t.id, "kind", token_kind_text[t.kind],
+                              "user", t.user, "revoked_ms", (json_int_t)now);
+    int rc = store_token_revoke(r->c->store, t.hash, now);
+    if (rc == 0)
+        rc = ctl_audit(r->c, r->id.user, "token.revoke", t.user, NULL, after, NULL);
+    json_decref(after);
+    if (rc < 0) {
+        store_fail(r);
+        return;
+    }
+    ctl_reply_json(
+        r->c, r->req, 200,
+        json_pack("{s:s,s:s,s:I}", "id", t.id, "user", t.user, "revoked_ms", (json_int_t)now));
+}
+
+int ctl_admin_token_write(struct ctl *c, const char *tok)
+{
+    char path[CTL_PATH_MAX + 32], tmp[CTL_PATH_MAX + 48];
+    snprintf(path, sizeof(path), "%s/admin.token", c->cfg.state_dir);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    size_t n = strlen(tok);
+    ssize_t w = write(fd, tok, n);
+    ssize_t w2 = write(fd, "\n", 1);
+    int rc = w == (ssize_t)n && w2 == 1 && fsync(fd) == 0 ? 0 : -EIO;
+    if (close(fd) < 0 && rc == 0)
+        rc = -EIO;
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = -errno;
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
+}
+
+struct revoke_ctx {
+    struct ctl *c;
+    int64_t now;
+    int n;
+    int rc;
+};
+
+static int revoke_admin_cb(void *arg, const struct store_token *t)
+{
+    struct revoke_ctx *rv = arg;
+    if (t->kind != STORE_TOKEN_USER || strcmp(t->role, "admin") != 0 || t->revoked_ms)
+        return 0;
+    rv->rc = store_token_revoke(rv->c->store, t->hash, rv->now);
+    rv->n++;
+    return rv->rc < 0 ? rv->rc : 0;
+}
+
+/* POST /v1/tokens/rotate-admin: a new token for the built-in "admin" account, printed
+ * once and written to STATE_DIR/admin.token; every older admin token of that account
+ * stops working in the same transaction. */
+void h_token_rotate_admin(struct ctl_req *r)
+{
+    static const char *const known[] = {"ttl", NULL};
+    struct proto_error e;
+    struct store_token t;
+    int64_t ttl;
+    memset(&t, 0, sizeof(t));
+    json_t *b = ctl_body_json(r, true);
+    if (!b)
+        return;
+    int rc = proto_check_fields(b, "", known, &e);
+    if (rc == 0)
+        rc = parse_ttl(b, r->c->cfg.token_ttl_ms, &ttl, &e);
+    json_decref(b);
+    char tok[96];
+    if (rc == 0 && ctl_random_token("dkt_", tok, sizeof(tok)) < 0)
+        rc = proto_errorf(&e, 500, NULL, NULL, "no randomness");
+    if (rc < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        return;
+    }
+    struct revoke_ctx rv = {r->c, clock_now_ms(), 0, 0};
+    rc = store_token_list(r->c->store, "admin", NULL, revoke_admin_cb, &rv);
+    store_token_hash(tok, t.hash);
+    memcpy(t.id, t.hash, STORE_TOKEN_ID_LEN);
+    t.kind = STORE_TOKEN_USER;
+    str_copy(t.user, sizeof(t.user), "admin");
+    str_copy(t.role, sizeof(t.role), "admin");
+    t.created_ms = rv.now;
+    t.expires_ms = rv.now + ttl;
+    json_t *after = json_pack("{s:s,s:I,s:i}", "id", t.id, "expires_ms", (json_int_t)t.expires_ms,
+                              "revoked", rv.n);
+    if (rc == 0 && rv.rc == 0)
+        rc = store_token_put(r->c->store, &t);
+    if (rc == 0 && rv.rc == 0)
+        rc = ctl_audit(r->c, r->id.user, "token.rotate_admin", "admin", NULL, after, NULL);
+    json_decref(after);
+    if (rc < 0 || rv.rc < 0) {
+        store_fail(r);
+        return;
+    }
+    /* the file follows the database; if it cannot be written the rotation is undone */
+    if ((rc = ctl_admin_token_write(r->c, tok)) < 0) {
+        ctl_reply_errorf(r->c, r->req, 500, NULL, "cannot write admin.token: %s", strerror(-rc));
+        return;
+    }
+    ctl_reply_json(r->c, r->req, 201,
+                   json_pack("{s:s,s:s,s:s,s:I,s:i}", "token", tok, "id", t.id, "user", "admin",
+                             "expires_ms", (json_int_t)t.expires_ms, "revoked", rv.n));
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Audit verification                                                                    */
+
+/* GET /v1/audit/verify[?head=HEX]: recompute the chain; with head, a head recorded
+ * earlier must still be in it (what was cut off the end is otherwise not seen). */
+void h_audit_verify(struct ctl_req *r)
+{
+    struct store_audit_check v;
+    const char *want = ctl_query(r, "head");
+    if (want && (strlen(want) != 64 || strspn(want, "0123456789abcdef") != 64)) {
+        ctl_reply_errorf(r->c, r->req, 400, "head", "head must be 64 lowercase hex digits");
+        return;
+    }
+    if (store_audit_verify(r->c->store, want, &v) < 0) {
+        store_fail(r);
+        return;
+    }
+    bool ok = v.first_bad == 0 && (!want || v.head_found);
+    json_t *o = json_pack("{s:b,s:I,s:I,s:s}", "ok", ok, "checked", (json_int_t)v.checked,
+                          "unchained", (json_int_t)v.unchained, "head", v.head);
+    if (want)
+        json_object_set_new(o, "head_found", json_boolean(v.head_found));
+    if (v.first_bad)
+        json_object_set_new(o, "first_bad",
+                            json_pack("{s:I,s:s}", "id", (json_int_t)v.first_bad, "why", v.why));
+    else
+        json_object_set_new(o, "first_bad", json_null());
+    ctl_reply_json(r->c, r->req, 200, o);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Project membership                                                                    */
+
+static int members_cb(void *arg, const char *project, const char *user, const char *role)
+{
+    (void)project;
+    json_array_append_new(arg, json_pack("{s:s,s:s}", "user", user, "role", role));
+    return 0;
+}
+
+void h_members_list(struct ctl_req *r)
+{
+    struct sched_project_view v;
+    if (project_arg(r, &v) < 0)
+        return;
+    json_t *arr = json_array();
+    if (store_member_list(r->c->store, v.spec.name, NULL, members_cb, arr) < 0) {
+        json_decref(arr);
+        store_fail(r);
+        return;
+    }
+    ctl_reply_json(r->c, r->req, 200,
+                   json_pack("{s:s,s:o}", "project", v.spec.name, "members", arr));
+}
+
+void h_member_add(struct ctl_req *r)
+{
+    static const char *const known[] = {"user", "role", NULL};
+    struct sched_project_view v;
+    struct proto_error e;
+    char user[64], before[16] = "";
+    enum ctl_prole pr;
+    if (project_arg(r, &v) < 0)
+        return;
+    json_t *b = ctl_body_json(r, false);
+    if (!b)
+        return;
+    json_t *role = json_object_get(b, "role");
+    int rc = proto_check_fields(b, "", known, &e);
+    if (rc == 0)
+        rc = proto_get_name(json_object_get(b, "user"), "user", user, &e);
+    if (rc == 0)
+        rc = ctl_authz_member_role(role ? json_string_value(role) : "member", &pr, &e);
+    if (rc < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        json_decref(b);
+        return;
+    }
+    const char *rs = pr == CTL_PROLE_LEAD ? "lead" : "member";
+    int got = store_member_get(r->c->store, v.spec.name, user, before, sizeof(before));
+    json_t *bj = got == 0 ? json_pack("{s:s,s:s}", "user", user, "role", before) : NULL;
+    json_t *aj = json_pack("{s:s,s:s}", "user", user, "role", rs);
+    rc = got < 0 && got != -ENOENT ? got : store_member_put(r->c->store, v.spec.name, user, rs);
+    if (rc == 0)
+        rc = ctl_audit(r->c, r->id.user, "member.add", v.spec.name, bj, aj, NULL);
+    json_decref(bj);
+    json_decref(aj);
+    json_decref(b);
+    if (rc < 0) {
+        store_fail(r);
+        return;
+    }
+    ctl_reply_json(r->c, r->req, got == 0 ? 200 : 201,
+                   json_pack("{s:s,s:s,s:s}", "project", v.spec.name, "user", user, "role", rs));
+}
+
+void h_member_remove(struct ctl_req *r)
+{
+    struct sched_project_view v;
+    char role[16];
+    if (project_arg(r, &v) < 0)
+        return;
+    int rc = store_member_get(r->c->store, v.spec.name, r->arg[1], role, sizeof(role));
+    if (rc == -ENOENT) {
+        ctl_reply_errorf(r->c, r->req, 404, NULL, "'%.64s' is not a member of project '%s'",
+                         r->arg[1], v.spec.name);
+        return;
+    }
+    json_t *bj = json_pack("{s:s,s:s}", "user", r->arg[1], "role", role);
+    if (rc == 0)
+        rc = store_member_delete(r->c->store, v.spec.name, r->arg[1]);
+    if (rc == 0)
+        rc = ctl_audit(r->c, r->id.user, "member.remove", v.spec.name, bj, NULL, NULL);
+    json_decref(bj);
+    if (rc < 0) {
+        store_fail(r);
+        return;
+    }
+    ctl_reply_json(
+        r->c, r->req, 200,
+        json_pack("{s:s,s:s,s:s}", "project", v.spec.name, "user", r->arg[1], "removed", role));
 }

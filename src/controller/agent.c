@@ -119,10 +119,31 @@ static int check_join(struct ctl_req *r, const json_t *body, struct proto_error 
     if (store_token_get(r->c->store, hash, &t) < 0 || t.kind != STORE_TOKEN_JOIN ||
         (t.expires_ms && t.expires_ms < clock_now_ms()))
         return proto_errorf(e, 401, NULL, "join_token", "invalid or expired join token");
+    /* A join token names no node: it may only bring a NEW name in. A name whose
+     * credential is still live belongs to the node holding it (else anyone with a join
+     * token could take a live node over, its jobs and their start commands included);
+     * an admin releases it first with `docket nodes replace NAME`. */
+    if (!node)
+        return 0; /* parse_reg_node names the missing field */
+    int live = store_token_live(r->c->store, STORE_TOKEN_NODE, node, clock_now_ms());
+    if (live < 0)
+        return proto_errorf(e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
+    if (live)
+        return proto_errorf(e, 409, NULL, "node.name",
+                            "node '%s' is registered and its credential is live: a join token "
+                            "only registers a new name (to give the name to a new machine, "
+                            "an admin runs 'docket nodes replace %s' first)",
+                            node, node);
     return 0;
 }
 
-static int issue_credential(struct ctl *c, const char *node, char *cred, size_t len)
+/* A new node credential, valid node_credential_ttl. At registration it replaces every
+ * credential of the node (role "node"). At a rotation it is "pending": the old one keeps
+ * working until the agent first uses the new one (a heartbeat), which then revokes the
+ * old (so a rotate reply lost on the way never locks the node out); a rotation asked
+ * again replaces a pending one nobody used. */
+static int issue_credential(struct ctl *c, const char *node, bool rotation, char *cred, size_t len,
+                            int64_t *expires)
 {
     struct store_token t;
     memset(&t, 0, sizeof(t));
@@ -132,9 +153,14 @@ static int issue_credential(struct ctl *c, const char *node, char *cred, size_t 
     store_token_hash(cred, t.hash);
     t.kind = STORE_TOKEN_NODE;
     str_copy(t.user, sizeof(t.user), node);
-    str_copy(t.role, sizeof(t.role), "node");
+    str_copy(t.role, sizeof(t.role), rotation ? "pending" : "node");
     t.created_ms = clock_now_ms();
-    if ((rc = store_token_delete_user(c->store, STORE_TOKEN_NODE, node)) < 0)
+    t.expires_ms =
+        c->cfg.node_credential_ttl_ms > 0 ? t.created_ms + c->cfg.node_credential_ttl_ms : 0;
+    *expires = t.expires_ms;
+    rc = rotation ? store_token_delete_role(c->store, STORE_TOKEN_NODE, node, "pending")
+                  : store_token_delete_user(c->store, STORE_TOKEN_NODE, node);
+    if (rc < 0)
         return rc;
     return store_token_put(c->store, &t);
 }
@@ -144,7 +170,8 @@ static int issue_credential(struct ctl *c, const char *node, char *cred, size_t 
  * re-registration keeps an admin's state (drained, down), the labels set through the API
  * and the command sequence. The credential goes to cred. */
 static struct ctl_node *register_node(struct ctl_req *r, struct reg_node *rn, const char *version,
-                                      char *cred, size_t credlen, struct proto_error *e)
+                                      char *cred, size_t credlen, int64_t *expires,
+                                      struct proto_error *e)
 {
     struct ctl *c = r->c;
     struct ctl_node *old = ctl_node_by_name(c, rn->spec.name);
@@ -186,7 +213,7 @@ static struct ctl_node *register_node(struct ctl_req *r, struct reg_node *rn, co
     if (rc == 0)
         rc = store_node_put(c->store, &rec);
     if (rc == 0)
-        rc = issue_credential(c, rec.name, cred, credlen);
+        rc = issue_credential(c, rec.name, false, cred, credlen, expires);
     if (rc == 0)
         rc = ctl_audit(c, actor, "node.register", rec.name, NULL, after, NULL);
     json_decref(after);
@@ -236,7 +263,9 @@ void h_agent_register(struct ctl_req *r)
         rc = parse_reg_node(json_object_get(body, "node"), &rn, &e);
     struct ctl_node *n = NULL;
     char cred[96];
-    if (rc == 0 && !(n = register_node(r, &rn, json_string_value(ver), cred, sizeof(cred), &e)))
+    int64_t expires = 0;
+    if (rc == 0 &&
+        !(n = register_node(r, &rn, json_string_value(ver), cred, sizeof(cred), &expires, &e)))
         rc = -EINVAL;
     if (rc < 0) {
         json_decref(rn.info);
@@ -248,11 +277,67 @@ void h_agent_register(struct ctl_req *r)
              n->rec.gpu_type[0] ? n->rec.gpu_type : "-", n->rec.cpus);
     ctl_cycle_soon(r->c);
     ctl_reply_json(r->c, r->req, 200,
-                   json_pack("{s:s,s:s,s:I,s:I}", "credential", cred, "node", n->name,
+                   json_pack("{s:s,s:s,s:I,s:I,s:I}", "credential", cred, "node", n->name,
                              "heartbeat_wait_ms", (json_int_t)r->c->cfg.heartbeat_wait_ms,
-                             "node_timeout_ms", (json_int_t)r->c->cfg.node_timeout_ms));
+                             "node_timeout_ms", (json_int_t)r->c->cfg.node_timeout_ms,
+                             "credential_expires_ms", (json_int_t)expires));
     json_decref(rn.info);
     json_decref(body);
+}
+
+/* POST /v1/nodes/NAME/replace (admin): revoke the node's credential so that the next
+ * registration with a join token may take the name (a new machine, a wiped state dir).
+ * The revoked agent hears 401 from then on; its parked heartbeat is answered so at once,
+ * so it receives no command more. Audited. The node's jobs are not touched here: a new
+ * agent under the name reconciles them at its first heartbeat (those it does not run end
+ * as lost), and if none comes, the node times out as any silent node does. */
+void h_node_replace(struct ctl_req *r)
+{
+    static const char *const known[] = {"reason", NULL};
+    struct proto_error e;
+    struct ctl_node *n = ctl_node_by_name(r->c, r->arg[0]);
+    if (!n) {
+        ctl_reply_errorf(r->c, r->req, 404, NULL, "no such node '%.64s'", r->arg[0]);
+        return;
+    }
+    json_t *b = ctl_body_json(r, true);
+    if (!b)
+        return;
+    json_t *reason = json_object_get(b, "reason");
+    int rc = proto_check_fields(b, "", known, &e);
+    if (rc == 0 && reason && (!json_is_string(reason) || json_string_length(reason) > 255))
+        rc = proto_errorf(&e, 400, NULL, "reason", "reason must be a string of at most 255 bytes");
+    if (rc < 0) {
+        json_decref(b);
+        ctl_reply_error(r->c, r->req, &e);
+        return;
+    }
+    int live = store_token_live(r->c->store, STORE_TOKEN_NODE, n->name, clock_now_ms());
+    rc = live < 0 ? live : store_token_delete_user(r->c->store, STORE_TOKEN_NODE, n->name);
+    json_t *before = json_pack("{s:b}", "credential_live", live > 0);
+    json_t *after = json_pack("{s:b}", "credential_live", 0);
+    if (rc == 0)
+        rc = ctl_audit(r->c, r->id.user, "node.replace", n->name, before, after,
+                       reason ? json_string_value(reason) : NULL);
+    json_decref(before);
+    json_decref(after);
+    json_decref(b);
+    if (rc < 0) {
+        ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
+        return;
+    }
+    if (n->parked) { /* the old agent's long poll: no command may reach it any more */
+        struct evhttp_request *old = n->parked;
+        struct evhttp_connection *con = evhttp_request_get_connection(old);
+        n->parked = NULL;
+        event_del(n->park_timer);
+        if (con)
+            evhttp_connection_set_closecb(con, NULL, NULL);
+        ctl_reply_errorf(r->c, old, 401, NULL, "this node's credential was revoked");
+    }
+    log_warn("node_replace", "node=%s by=%s", n->name, r->id.user);
+    ctl_reply_json(r->c, r->req, 200,
+                   json_pack("{s:s,s:b}", "node", n->name, "credential_revoked", live > 0));
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -486,6 +571,55 @@ static void parked_closed(struct evhttp_connection *con, void *arg)
     event_del(n->park_timer);
 }
 
+/* POST /v1/agent/rotate: a new credential for the calling node, before its own expires
+ * (issue_credential says when the old one stops working). Audited. */
+void h_agent_rotate(struct ctl_req *r)
+{
+    static const char *const known[] = {"node", NULL};
+    struct proto_error e;
+    json_t *body = ctl_body_json(r, false);
+    if (!body)
+        return;
+    struct ctl_node *n = agent_node(r, body, &e);
+    int rc = n ? proto_check_fields(body, "", known, &e) : -EINVAL;
+    json_decref(body);
+    if (rc < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        return;
+    }
+    char cred[96], actor[80];
+    int64_t expires = 0;
+    snprintf(actor, sizeof(actor), "node:%s", n->name);
+    rc = issue_credential(r->c, n->name, true, cred, sizeof(cred), &expires);
+    json_t *after = json_pack("{s:I}", "credential_expires_ms", (json_int_t)expires);
+    if (rc == 0)
+        rc = ctl_audit(r->c, actor, "node.credential_rotate", n->name, NULL, after, NULL);
+    json_decref(after);
+    if (rc < 0) {
+        ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
+        return;
+    }
+    log_info("node_credential_issued", "node=%s expires_ms=%lld", n->name, (long long)expires);
+    ctl_reply_json(r->c, r->req, 200,
+                   json_pack("{s:s,s:s,s:I}", "credential", cred, "node", n->name,
+                             "credential_expires_ms", (json_int_t)expires));
+}
+
+/* The first use of a rotated ("pending") credential revokes the one it replaces. */
+static int promote_credential(struct ctl_req *r, struct proto_error *e)
+{
+    if (!r->id.node_pending)
+        return 0;
+    int rc = store_token_delete_role(r->c->store, STORE_TOKEN_NODE, r->id.node_name, "node");
+    if (rc == 0)
+        rc =
+            store_token_set_role(r->c->store, STORE_TOKEN_NODE, r->id.node_name, "pending", "node");
+    if (rc < 0)
+        return proto_errorf(e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
+    log_info("node_credential_rotated", "node=%s", r->id.node_name);
+    return 0;
+}
+
 void h_agent_heartbeat(struct ctl_req *r)
 {
     struct proto_error e;
@@ -494,7 +628,7 @@ void h_agent_heartbeat(struct ctl_req *r)
     if (!body)
         return;
     struct ctl_node *n = agent_node(r, body, &e);
-    if (!n || parse_hb(body, &hb, &e) < 0) {
+    if (!n || parse_hb(body, &hb, &e) < 0 || promote_credential(r, &e) < 0) {
         ctl_reply_error(r->c, r->req, &e);
         json_decref(body);
         return;
@@ -594,7 +728,7 @@ static int parse_exit(const json_t *x, const char *path, struct proto_error *e)
 
 static int parse_event(const json_t *ev, size_t i, struct proto_error *e)
 {
-    static const char *const known[] = {"job",  "type",  "time_ms", "pid",
+    static const char *const known[] = {"job",  "run",   "type",    "time_ms", "pid",
                                         "exit", "usage", "message", NULL};
     char path[32], f[64];
     int64_t x;
@@ -606,6 +740,10 @@ static int parse_event(const json_t *ev, size_t i, struct proto_error *e)
         return rc;
     snprintf(f, sizeof(f), "%s.job", path);
     if ((rc = proto_get_int(json_object_get(ev, "job"), f, 1, INT64_MAX, &x, e)) < 0)
+        return rc;
+    json_t *rv = json_object_get(ev, "run");
+    snprintf(f, sizeof(f), "%s.run", path);
+    if (rv && (rc = proto_get_int(rv, f, 1, INT32_MAX, &x, e)) < 0)
         return rc;
     const char *t = json_string_value(json_object_get(ev, "type"));
     snprintf(f, sizeof(f), "%s.type", path);
@@ -694,14 +832,40 @@ static int ev_exited(struct ctl *c, struct ctl_node *n, uint64_t id, const json_
     return 0;
 }
 
+/* A node posts events only for the runs placed on it (issue 11 #5): checked for the whole
+ * batch before anything is applied, so a hostile node's batch changes nothing. */
+static int check_placement(struct ctl *c, struct ctl_node *n, const json_t *evs,
+                           struct proto_error *e)
+{
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        json_t *ev = json_array_get(evs, i);
+        uint64_t id = (uint64_t)json_integer_value(json_object_get(ev, "job"));
+        int run = (int)json_integer_value(json_object_get(ev, "run"));
+        char f[48];
+        struct store_run rr;
+        snprintf(f, sizeof(f), "events[%zu].job", i);
+        int rc = ctl_run_for_node(c, n->name, id, run, false, f, &rr, e);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 static int apply_event(struct ctl *c, struct ctl_node *n, const json_t *ev)
 {
     uint64_t id = (uint64_t)json_integer_value(json_object_get(ev, "job"));
     const char *t = json_string_value(json_object_get(ev, "type"));
+    int run = (int)json_integer_value(json_object_get(ev, "run"));
     struct sched_job_view v;
     uint32_t idx = (uint32_t)sched_node_find(c->sched, n->name);
-    /* events for jobs not live on this node are stale repeats: ignored (idempotent) */
+    /* events for jobs not live on this node, or of an earlier run of a job live here
+     * again, are stale repeats: ignored (idempotent) */
     if (sched_job_get(c->sched, id, &v) < 0 || !alloc_on(&v, idx))
+        return 0;
+    int last = store_run_last(c->store, id);
+    if (last < 0)
+        return last;
+    if (run > 0 && run != last)
         return 0;
     if (strcmp(t, "started") == 0)
         return ev_started(c, n, id);
@@ -738,6 +902,8 @@ void h_agent_events(struct ctl_req *r)
     struct ctl_node *n = agent_node(r, body, &e);
     int rc = n ? validate_events(body, &e) : -EINVAL;
     json_t *evs = json_object_get(body, "events");
+    if (rc == 0)
+        rc = check_placement(r->c, n, evs, &e);
     if (rc < 0) {
         ctl_reply_error(r->c, r->req, &e);
         json_decref(body);

@@ -24,6 +24,20 @@ void ctl_config_defaults(struct ctl_config *cfg)
     cfg->cycle_delay_ms = 1;
     cfg->cycle_interval_ms = 5000;
     cfg->max_body_bytes = 1u << 20;
+    cfg->log_max_bytes = (int64_t)1 << 30;
+    cfg->node_credential_ttl_ms = (int64_t)30 * 86400 * 1000;
+    cfg->token_ttl_ms = (int64_t)90 * 24 * 3600 * 1000;
+}
+
+int ctl_tls_mode_parse(const char *s, enum ctl_tls_mode *out)
+{
+    static const char *const names[] = {"auto", "on", "off"};
+    for (int i = 0; s && i < 3; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = (enum ctl_tls_mode)i;
+            return 0;
+        }
+    return -EINVAL;
 }
 
 static int get_str(json_t *doc, const char *key, char *out, size_t len, char *err, size_t errlen)
@@ -54,11 +68,16 @@ static int get_dur(json_t *doc, const char *key, int64_t min, int64_t *out, char
 
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen)
 {
-    static const char *const known[] = {"listen",      "socket",         "state_dir",
-                                        "log_file",    "log_level",      "log_format",
-                                        "policy",      "node_timeout",   "heartbeat_wait",
-                                        "cycle_delay", "cycle_interval", "max_body_bytes",
-                                        NULL};
+    static const char *const known[] = {"listen",         "socket",
+                                        "state_dir",      "log_file",
+                                        "log_level",      "log_format",
+                                        "policy",         "node_timeout",
+                                        "heartbeat_wait", "cycle_delay",
+                                        "cycle_interval", "max_body_bytes",
+                                        "log_max_bytes",  "node_credential_ttl",
+                                        "token_ttl",      "tls",
+                                        "tls_cert",       "tls_key",
+                                        "secrets_key",    NULL};
     char yerr[256];
     struct proto_error pe;
     json_t *doc = yaml_file_to_json(path, yerr, sizeof(yerr));
@@ -67,6 +86,7 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         return -EINVAL;
     }
     int rc = json_is_object(doc) ? 0 : -EINVAL;
+    json_t *v;
     if (rc < 0)
         snprintf(err, errlen, "%s: must be a mapping", path);
     if (rc == 0 && proto_check_fields(doc, "", known, &pe) < 0) {
@@ -83,7 +103,17 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_str(doc, "log_file", cfg->log_file, sizeof(cfg->log_file), err, errlen);
     if (rc == 0)
         rc = get_str(doc, "policy", cfg->policy_file, sizeof(cfg->policy_file), err, errlen);
-    json_t *v;
+    if (rc == 0)
+        rc = get_str(doc, "tls_cert", cfg->tls_cert, sizeof(cfg->tls_cert), err, errlen);
+    if (rc == 0)
+        rc = get_str(doc, "tls_key", cfg->tls_key, sizeof(cfg->tls_key), err, errlen);
+    if (rc == 0)
+        rc = get_str(doc, "secrets_key", cfg->secrets_key, sizeof(cfg->secrets_key), err, errlen);
+    if (rc == 0 && (v = json_object_get(doc, "tls")) &&
+        ctl_tls_mode_parse(json_string_value(v), &cfg->tls) < 0) {
+        snprintf(err, errlen, "tls: must be auto, on or off");
+        rc = -EINVAL;
+    }
     if (rc == 0 && (v = json_object_get(doc, "log_level")) &&
         (!json_is_string(v) || log_level_parse(json_string_value(v), &cfg->log_level) < 0)) {
         snprintf(err, errlen, "log_level: must be debug, info, warn or error");
@@ -108,6 +138,8 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_dur(doc, "cycle_delay", 0, &cfg->cycle_delay_ms, err, errlen);
     if (rc == 0)
         rc = get_dur(doc, "cycle_interval", 10, &cfg->cycle_interval_ms, err, errlen);
+    if (rc == 0)
+        rc = get_dur(doc, "token_ttl", 60000, &cfg->token_ttl_ms, err, errlen);
     if (rc == 0 && (v = json_object_get(doc, "max_body_bytes"))) {
         int64_t n;
         if (proto_get_int(v, "max_body_bytes", 1024, (int64_t)64 << 20, &n, &pe) < 0) {
@@ -117,6 +149,13 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
             cfg->max_body_bytes = (size_t)n;
         }
     }
+    if (rc == 0 && (v = json_object_get(doc, "log_max_bytes")) &&
+        proto_get_int(v, "log_max_bytes", 64, INT64_MAX / 2, &cfg->log_max_bytes, &pe) < 0) {
+        snprintf(err, errlen, "log_max_bytes: %s", pe.message);
+        rc = -EINVAL;
+    }
+    if (rc == 0)
+        rc = get_dur(doc, "node_credential_ttl", 1000, &cfg->node_credential_ttl_ms, err, errlen);
     json_decref(doc);
     return rc;
 }

@@ -21,6 +21,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/sched.h"
 #include "protocol/proto.h"
@@ -31,6 +32,14 @@
 /* Every function that writes to the store says so: its result must be looked at. */
 #define CTL_WUR      __attribute__((warn_unused_result))
 #define CTL_PATH_MAX 4096
+/* Secrets (secrets.c): AES-256-GCM with a 96-bit nonce and a 128-bit tag. */
+#define CTL_SECRET_KEY_LEN   32
+#define CTL_SECRET_NONCE_LEN 12
+#define CTL_SECRET_TAG_LEN   16
+#define CTL_SECRET_MAX       65536 /* bytes of one value */
+
+/* tls: auto = TLS unless the listener is on loopback (or with tls_cert: always). */
+enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
 
 struct ctl_config {
     char state_dir[CTL_PATH_MAX];
@@ -45,33 +54,95 @@ struct ctl_config {
     int64_t cycle_delay_ms;    /* debounce after an event */
     int64_t cycle_interval_ms; /* slow timer for time-based rules */
     size_t max_body_bytes;
+    int64_t log_max_bytes;          /* per job, all runs and streams: past it, a marker */
+    int64_t node_credential_ttl_ms; /* node credentials expire; the agent rotates before */
+    int64_t token_ttl_ms;           /* default lifetime of user tokens (the admin's too) */
+    enum ctl_tls_mode tls;
+    char tls_cert[CTL_PATH_MAX]; /* "" = self-signed, made in STATE_DIR at first start */
+    char tls_key[CTL_PATH_MAX];
+    char secrets_key[CTL_PATH_MAX]; /* "" = STATE_DIR/secrets.key (outside the database) */
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
 /* Read docketd.yaml into cfg (fields present override). 0 or -errno with err filled. */
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen);
+/* "auto", "on" or "off". 0 or -EINVAL. */
+int ctl_tls_mode_parse(const char *s, enum ctl_tls_mode *out);
+
+/* ------------------------------------------------------------------------------------ */
+/* authz.c: roles and the one policy decision (docs/security.md "Roles")                 */
+
+/* A user's global role (a token's role; the owner of docketd on the Unix socket is
+ * admin). CTL_ROLE_NONE is a plain user, stored as "member": what it may do comes from its
+ * project roles. Ordered: a higher role may do what a lower one may. */
+enum ctl_role { CTL_ROLE_NONE, CTL_ROLE_VIEWER, CTL_ROLE_OPERATOR, CTL_ROLE_ADMIN };
+/* A user's role in one project (the members table). */
+enum ctl_prole { CTL_PROLE_NONE, CTL_PROLE_MEMBER, CTL_PROLE_LEAD };
+/* The level a caller acts at on one job (holds remember it; a release needs as much). */
+enum ctl_level {
+    CTL_LEVEL_NONE,
+    CTL_LEVEL_OWNER,
+    CTL_LEVEL_LEAD,
+    CTL_LEVEL_OPERATOR,
+    CTL_LEVEL_ADMIN
+};
+
+/* What a route needs (http.c's route table; docs/api.md shows it per route). */
+enum ctl_perm {
+    CTL_P_PUBLIC,       /* no credential (the handler checks any it needs: join token) */
+    CTL_P_READ,         /* any user */
+    CTL_P_SUBMIT,       /* a member or lead of the target project, admins */
+    CTL_P_JOB_PRIVATE,  /* the job's owner, its project's leads, admins (logs) */
+    CTL_P_JOB_CONTROL,  /* the job's owner, its project's leads, operators, admins */
+    CTL_P_PROJECT_LEAD, /* the target project's leads, admins */
+    CTL_P_AUDIT,        /* viewers, operators, admins */
+    CTL_P_OPERATOR,     /* operators, admins */
+    CTL_P_ADMIN,        /* admins */
+    CTL_P_TOKEN_OWNER,  /* the token's user, admins */
+    CTL_P_AGENT,        /* node credentials, and only they */
+};
 
 /* Who is calling. */
 struct ctl_ident {
     char user[64];
-    char role[16]; /* "admin", "member", "node" */
-    bool admin;
-    bool node; /* an agent with its node credential */
+    enum ctl_role role;
+    bool node;         /* an agent with its node credential */
+    bool node_pending; /* ... a rotated one not used yet (agent.c) */
     char node_name[64];
+    char token_id[16]; /* the bearer token's id ("" over the socket) */
 };
 
-enum ctl_action {
-    CTL_READ, /* list/show/explain anything public */
-    CTL_SUBMIT,
-    CTL_JOB_CONTROL, /* cancel/hold/release/requeue a job owned by `owner` */
-    CTL_JOB_LOGS,    /* read the logs of a job owned by `owner` */
-    CTL_ADMIN,       /* nodes, projects, policy, tokens, audit */
-    CTL_AGENT,       /* agent endpoints */
+/* What a request acts on, resolved before the check: the project (a job's, a project
+ * route's, a submission's), the owner (a job's, a token's, a submission's user) and the
+ * caller's role in that project. NULL/NONE where the route has none. */
+struct ctl_target {
+    const char *project;
+    const char *owner;
+    enum ctl_prole prole;
 };
 
-/* The one authorization decision (roles slot in here). 0 or -EPERM with err filled. */
-int ctl_authorize(const struct ctl_ident *id, enum ctl_action act, const char *owner,
-                  struct proto_error *err);
+/* The one decision: 0, or -EPERM-like (<0) with err filled (403 naming what is missing). */
+int ctl_authz_check(const struct ctl_ident *id, enum ctl_perm p, const struct ctl_target *t,
+                    struct proto_error *err);
+/* The level `id` acts at on a job with target t. */
+enum ctl_level ctl_authz_level(const struct ctl_ident *id, const struct ctl_target *t);
+/* May `id` see a job's env (its owner, its project's leads, admins)? */
+bool ctl_authz_sees_env(const struct ctl_ident *id, const struct ctl_target *t);
+/* May `id` release a hold that `held_by` put at `held_at`? */
+int ctl_authz_release(const struct ctl_ident *id, const struct ctl_target *t, const char *held_by,
+                      enum ctl_level held_at, struct proto_error *err);
+/* May `id` PATCH project t with `body`, giving `after`? Admins: anything; leads: the
+ * per-user caps, within the project's limits. */
+int ctl_authz_project_patch(const struct ctl_ident *id, const struct ctl_target *t,
+                            const json_t *body, const struct sched_project_spec *after,
+                            struct proto_error *err);
+/* "lead" or "member" -> out; 400 naming "role" otherwise. */
+int ctl_authz_member_role(const char *role, enum ctl_prole *out, struct proto_error *err);
+const char *ctl_role_name(enum ctl_role r);
+int ctl_role_parse(const char *s, enum ctl_role *out);
+const char *ctl_level_name(enum ctl_level l);
+enum ctl_level ctl_level_parse(const char *s); /* unknown: CTL_LEVEL_ADMIN */
+const char *ctl_perm_name(enum ctl_perm p);
 
 /* A command queued for an agent, re-sent until acknowledged. */
 struct ctl_cmd {
@@ -104,6 +175,15 @@ struct ctl_reply {
 
 struct ctl_log_waiter;
 
+/* A job the cycle started whose start command could not be made (a secret would not
+ * open): failed as if its agent had reported launch_failed, once the cycle's decisions
+ * are applied (the core must not change while they are read). */
+struct ctl_launch_fail {
+    uint64_t job;
+    char message[512];
+    struct ctl_launch_fail *next;
+};
+
 struct ctl_hist {
     const double *bounds;
     int nbounds;
@@ -124,6 +204,11 @@ struct ctl {
     struct ctl_config cfg;
     struct event_base *base;
     struct evhttp *http_tcp, *http_unix;
+    void *tls_ctx;            /* SSL_CTX of the TCP listener; NULL = plain (loopback) */
+    char tls_fingerprint[80]; /* its public-key pin, "sha256:..." (util/fingerprint.h) */
+    unsigned char secret_key[CTL_SECRET_KEY_LEN]; /* from the secrets key file */
+    bool secret_key_loaded;
+    struct ctl_launch_fail *launch_fails; /* jobs whose start could not be made (loop.c) */
     struct store *store;
     struct sched *sched;
     int64_t start_mono_ms;
@@ -147,6 +232,13 @@ struct ctl {
     struct event *sig_term, *sig_int, *sig_hup;
 
     struct ctl_log_waiter *log_waiters;
+    /* each class's node fields (pids_max, default_mem) by class name: the core does not
+     * know them; the start command carries them (loop.c) */
+    struct ctl_class_node {
+        char name[SCHED_NAME_MAX];
+        struct proto_class_node n;
+    } class_nodes[SCHED_MAX_CLASSES];
+    int nclass_nodes;
     json_t *boost_reasons; /* project name -> reason of its current boost */
     bool req_failed;       /* the running handler answered an error: roll back */
     bool diverged;         /* a write the core could not undo failed: stopping */
@@ -166,9 +258,27 @@ struct ctl_req {
     struct evkeyvalq *query; /* parsed query string */
     const char *body;        /* NUL-terminated copy, or NULL */
     size_t body_len;
+    /* authorization (http.c): the route's permission, what it acted on, whether the check
+     * ran (a route whose target is in the body is checked by its handler) */
+    enum ctl_perm perm;
+    struct ctl_target tgt;
+    char tgt_project[64], tgt_owner[64];
+    bool authorized;
+    json_t *my_projects; /* the caller's project roles, loaded once ({project: role}) */
 };
 
+/* Finish the authorization of a route whose target is in the body (submission): the
+ * project and owner given, the route's permission is checked (ctl_authz_check). 0, or <0
+ * after answering 403/500. */
+int ctl_req_authorize(struct ctl_req *r, const char *project, const char *owner);
+/* Fill t with project/owner and the caller's role in the project (cached per request). */
+void ctl_req_target(struct ctl_req *r, const char *project, const char *owner,
+                    struct ctl_target *t);
+/* Print the route table ("METHOD PATTERN PERMISSION" lines), for docs and tests. */
+void ctl_routes_print(FILE *out);
 int ctl_http_start(struct ctl *c, char *err, size_t errlen);
+/* "HOST:PORT" or "[V6]:PORT" of the listen setting. 0 or -EINVAL. */
+int ctl_split_host_port(const char *s, char *host, size_t hlen, int *port);
 void ctl_http_stop(struct ctl *c);
 /* Answer with JSON (steals `body`). Deferred until the commit when a transaction is
  * open. */
@@ -184,6 +294,32 @@ void ctl_commit_soon(struct ctl *c);
 void ctl_commit_now(struct ctl *c);
 /* Send the replies of commits up to `gen` (all as 500 when rc < 0). */
 void ctl_replies_release(struct ctl *c, uint64_t gen, int rc);
+
+/* tls.c: HTTPS on the TCP listener. ctl_tls_start (before anything else starts) decides
+ * from the configuration and the listen host (plain only on loopback), loads or makes the
+ * certificate, logs its fingerprint; 0 or -errno with err filled. ctl_tls_attach makes a server
+ * speak TLS. */
+int ctl_tls_start(struct ctl *c, char *err, size_t errlen);
+void ctl_tls_attach(struct ctl *c, struct evhttp *h);
+void ctl_tls_stop(struct ctl *c);
+
+/* secrets.c: per-project secrets, sealed with AES-256-GCM (docs/security.md).
+ * ctl_secrets_start loads (or at first start makes) the key file, refusing one others
+ * may read: 0 or -errno with err filled. seal writes len + CTL_SECRET_TAG_LEN bytes to
+ * out with a fresh nonce; open returns the plain length, or -EBADMSG when the tag does
+ * not match (altered value, other key, other project or name). ctl_secret_env opens the
+ * secrets a job names ({NAME: value}), or NULL with err saying which one failed and
+ * why. */
+int ctl_secrets_start(struct ctl *c, char *err, size_t errlen);
+void ctl_secrets_stop(struct ctl *c);
+int ctl_secret_seal(const unsigned char key[CTL_SECRET_KEY_LEN], const char *project,
+                    const char *name, const void *value, size_t len,
+                    unsigned char nonce[CTL_SECRET_NONCE_LEN], unsigned char *out);
+int ctl_secret_open(const unsigned char key[CTL_SECRET_KEY_LEN], const char *project,
+                    const char *name, const unsigned char nonce[CTL_SECRET_NONCE_LEN],
+                    const unsigned char *sealed, size_t sealed_len, unsigned char *out);
+json_t *ctl_secret_env(struct ctl *c, const char *project, const json_t *names, char *err,
+                       size_t errlen);
 
 /* sync.c: the WAL fdatasync helper thread of the pipelined group commit. */
 struct ctl_sync;
@@ -259,6 +395,8 @@ void h_agent_register(struct ctl_req *r);
 void h_agent_heartbeat(struct ctl_req *r);
 void h_agent_events(struct ctl_req *r);
 void h_agent_logs(struct ctl_req *r);
+void h_node_replace(struct ctl_req *r); /* agent.c: node identity */
+void h_agent_rotate(struct ctl_req *r);
 
 void h_nodes_list(struct ctl_req *r);
 void h_node_show(struct ctl_req *r);
@@ -279,8 +417,18 @@ void h_class_patch(struct ctl_req *r);
 void h_policy_get(struct ctl_req *r);
 void h_policy_apply(struct ctl_req *r);
 void h_audit(struct ctl_req *r);
+void h_audit_verify(struct ctl_req *r);
 void h_tokens(struct ctl_req *r);
+void h_tokens_list(struct ctl_req *r);
+void h_token_revoke(struct ctl_req *r);
+void h_token_rotate_admin(struct ctl_req *r);
+void h_members_list(struct ctl_req *r);
+void h_member_add(struct ctl_req *r);
+void h_member_remove(struct ctl_req *r);
 void h_join_tokens(struct ctl_req *r);
+void h_secrets_list(struct ctl_req *r);
+void h_secret_put(struct ctl_req *r);
+void h_secret_delete(struct ctl_req *r);
 void h_healthz(struct ctl_req *r);
 void h_metrics(struct ctl_req *r);
 
@@ -288,6 +436,13 @@ void h_metrics(struct ctl_req *r);
 json_t *ctl_job_json(struct ctl *c, const struct store_job *j);
 /* The same with the job's spec already parsed (borrowed). */
 json_t *ctl_job_json_spec(struct ctl *c, const struct store_job *j, const json_t *spec);
+/* The JOB object as the caller of r may see it: env values hidden unless it is the
+ * owner, a lead of the job's project or an admin (ctl_authz_sees_env). */
+json_t *ctl_job_json_for(struct ctl_req *r, const struct store_job *j);
+/* Replace every value of the object `env` (in place) by "<hidden>". */
+void ctl_env_redact(json_t *env);
+/* Write STATE_DIR/admin.token (0600, atomically) with `tok`. 0 or -errno. */
+int ctl_admin_token_write(struct ctl *c, const char *tok);
 /* Save a project's stored document (spec + boost) from the core. */
 int ctl_project_save(struct ctl *c, const char *name, const char *boost_reason) CTL_WUR;
 json_t *ctl_project_json(struct ctl *c, const struct sched_project_view *v);
@@ -299,6 +454,19 @@ int ctl_policy_save(struct ctl *c) CTL_WUR;
 int ctl_random_token(const char *prefix, char *out, size_t len);
 void ctl_hist_observe(struct ctl_hist *h, double v);
 void ctl_logs_job_ended(struct ctl *c, uint64_t job);
+/* loop.c: the classes' node fields. Take a parsed policy's (a class that does not give a
+ * field keeps its earlier value); a class's (zeros when none); and the same added to the
+ * classes list of a policy document about to be saved or shown (pp: the document being
+ * applied, or NULL for the current). */
+void ctl_class_nodes_take(struct ctl *c, const struct proto_policy *pp);
+struct proto_class_node ctl_class_node(const struct ctl *c, const char *name);
+void ctl_class_nodes_json(const struct ctl *c, json_t *classes, const struct sched_policy *p,
+                          const struct proto_policy *pp);
+/* The run `run` of job `job` (0: its latest), if node `node` may post events or output for
+ * it (the run was placed there; for output, on its rank 0): 0 with *out filled, or
+ * -EPERM/-ENOENT/-EIO with e filled (403 / 404 / 500), `field` named. */
+int ctl_run_for_node(struct ctl *c, const char *node, uint64_t job, int run, bool output,
+                     const char *field, struct store_run *out, struct proto_error *e);
 void ctl_logs_stop(struct ctl *c);
 
 #endif

@@ -30,11 +30,32 @@ static void copy_spec_fields(json_t *o, const json_t *spec)
         "gpus",    "gpu_type",   "cpus",    "mem_mb",   "nodes",    "time_limit_ms",
         "command", "script",     "workdir", "output",   "error",    "env",
         "labels",  "selectors",  "deps",    "signal",   "grace_ms", "checkpoint",
-        "retries", "idempotent", "requeue", "begin_ms", "array"};
+        "retries", "idempotent", "requeue", "begin_ms", "array",    "secrets"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(spec, keys[i]);
         json_object_set(o, keys[i], v ? v : json_null());
     }
+}
+
+void ctl_env_redact(json_t *env)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(env, k, v) {
+        (void)v;
+        json_object_set_new(env, k, json_string("<hidden>"));
+    }
+}
+
+json_t *ctl_job_json_for(struct ctl_req *r, const struct store_job *j)
+{
+    struct ctl_target t;
+    json_t *o = ctl_job_json(r->c, j);
+    ctl_req_target(r, j->project, j->user, &t);
+    json_t *env = json_object_get(o, "env");
+    if (json_is_object(env) && !ctl_authz_sees_env(&r->id, &t))
+        ctl_env_redact(env); /* the names stay: they explain a job; values may be secrets */
+    return o;
 }
 
 json_t *ctl_job_json(struct ctl *c, const struct store_job *j)
@@ -100,16 +121,38 @@ static int sched_err_reply(struct ctl_req *r, const struct sched_error *se)
     return -EINVAL;
 }
 
+/* The secrets a job names exist in its project now (they are opened at each launch;
+ * one removed meanwhile fails that launch). Names only: no value is read here. */
+static int check_secrets(struct ctl_req *r, const struct proto_jobspec *ps)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(ps->extra, "secrets"), i, v) {
+        struct store_secret s;
+        int rc = store_secret_get(r->c->store, ps->project, json_string_value(v), &s);
+        if (rc == 0) {
+            store_secret_release(&s);
+            continue;
+        }
+        char f[32];
+        snprintf(f, sizeof(f), "secrets[%zu]", i);
+        if (rc == -ENOENT)
+            ctl_reply_errorf(r->c, r->req, 400, f,
+                             "project '%s' has no secret '%s': its lead or an admin sets it "
+                             "(docket secret set %s %s)",
+                             ps->project, json_string_value(v), ps->project, json_string_value(v));
+        else
+            ctl_reply_errorf(r->c, r->req, 500, f, "store: %s", store_errmsg(r->c->store));
+        return -EINVAL;
+    }
+    return 0;
+}
+
 /* Fill the defaults that depend on the cluster: owner, project, tier, class, limit. */
 static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
 {
     struct ctl *c = r->c;
     struct proto_error e;
-    if (ps->user[0] && strcmp(ps->user, r->id.user) != 0 && !r->id.admin) {
-        ctl_reply_errorf(c, r->req, 403, "user", "only admins may submit on behalf of '%s'",
-                         ps->user);
-        return -EPERM;
-    }
     if (!ps->user[0])
         str_copy(ps->user, sizeof(ps->user), r->id.user);
     if (!ps->project[0]) {
@@ -127,6 +170,9 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
         ctl_reply_errorf(c, r->req, 400, "project", "unknown project '%s'", ps->project);
         return -EINVAL;
     }
+    /* the route's check (authz.c): a member of this project, submitting as itself */
+    if (ctl_req_authorize(r, ps->project, ps->user) < 0)
+        return -EPERM;
     /* paused: nothing new is admitted (jobs queued before wait with AdmissionPaused) */
     if (pv.spec.paused) {
         ctl_reply_errorf(c, r->req, 409, "project", "project '%s' is paused: it admits no new jobs",
@@ -135,6 +181,8 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
     }
     if (!ps->tier[0])
         str_copy(ps->tier, sizeof(ps->tier), pv.spec.tier);
+    if (check_secrets(r, ps) < 0)
+        return -EINVAL;
     const struct sched_policy *pol = sched_get_policy(c->sched);
     if (!ps->class_name[0])
         str_copy(ps->class_name, sizeof(ps->class_name), pol->default_class);
@@ -297,6 +345,19 @@ static int submit_tasks(struct ctl_req *r, struct proto_jobspec *ps, const int32
     return 0;
 }
 
+/* The audit entry of a submission: its spec, with the values of env hidden (the trail
+ * is read by viewers and operators, who may not see them). */
+static int audit_submit(struct ctl *c, const char *actor, const char *target, const json_t *spec)
+{
+    json_t *copy = json_deep_copy(spec);
+    json_t *env = json_object_get(copy, "env");
+    if (json_is_object(env))
+        ctl_env_redact(env);
+    int rc = copy ? ctl_audit(c, actor, "job.submit", target, NULL, copy, NULL) : -ENOMEM;
+    json_decref(copy);
+    return rc;
+}
+
 /* The JOB text of a job just submitted, without building it as JSON objects (the hot
  * path of submission): its live fields, then the members of the stored spec text spliced
  * in. That text is a compact JSON object written by proto_jobspec_to_json, whose keys are
@@ -350,10 +411,6 @@ void h_jobs_submit(struct ctl_req *r)
     struct proto_jobspec ps;
     struct proto_error e;
     int64_t now = clock_now_ms();
-    if (ctl_authorize(&r->id, CTL_SUBMIT, NULL, &e) < 0) {
-        ctl_reply_error(c, r->req, &e);
-        return;
-    }
     if (proto_jobspec_parse_text(r->body ? r->body : "", r->body_len, now, &ps, &e) < 0) {
         ctl_reply_error(c, r->req, &e);
         return;
@@ -384,7 +441,7 @@ void h_jobs_submit(struct ctl_req *r)
     char target[48];
     snprintf(target, sizeof(target), idx ? "array:%llu" : "job:%llu", (unsigned long long)first);
     if (rc == 0)
-        rc = ctl_audit_text(c, r->id.user, "job.submit", target, NULL, text, NULL);
+        rc = audit_submit(c, r->id.user, target, spec);
     json_decref(spec);
     if (rc < 0) { /* the request's writes are rolled back: the core forgets the jobs */
         free(rows);
@@ -450,7 +507,7 @@ static int parse_states(const char *s, uint32_t *mask)
 }
 
 struct list_ctx {
-    struct ctl *c;
+    struct ctl_req *r;
     json_t *arr;
     uint64_t last;
 };
@@ -458,7 +515,7 @@ struct list_ctx {
 static int list_cb(void *arg, const struct store_job *j)
 {
     struct list_ctx *lc = arg;
-    json_array_append_new(lc->arr, ctl_job_json(lc->c, j));
+    json_array_append_new(lc->arr, ctl_job_json_for(lc->r, j));
     lc->last = j->id;
     return 0;
 }
@@ -507,7 +564,7 @@ void h_jobs_list(struct ctl_req *r)
     f.after = (uint64_t)after;
     f.array_id = (uint64_t)array_id;
     f.since_ms = since;
-    struct list_ctx lc = {r->c, json_array(), 0};
+    struct list_ctx lc = {r, json_array(), 0};
     if (store_job_list(r->c->store, &f, list_cb, &lc) < 0) {
         json_decref(lc.arr);
         ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
@@ -539,7 +596,7 @@ void h_job_show(struct ctl_req *r)
     struct store_job row;
     if (job_arg(r, &row) < 0)
         return;
-    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "job", ctl_job_json(r->c, &row)));
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "job", ctl_job_json_for(r, &row)));
     store_job_release(&row);
 }
 
@@ -601,6 +658,12 @@ static int do_action(struct ctl_req *r, const char *act, uint64_t id, const char
     if (strcmp(act, "hold") == 0 || strcmp(act, "release") == 0) {
         enum sched_job_state to = act[0] == 'h' ? SCHED_HELD : SCHED_PENDING;
         rc = persist_state(c, id, to);
+        /* who held it and at what level: a release needs as much (ctl_authz_release) */
+        if (rc == 0 && act[0] == 'h')
+            rc = store_hold_put(c->store, id, r->id.user,
+                                ctl_level_name(ctl_authz_level(&r->id, &r->tgt)));
+        else if (rc == 0)
+            rc = store_hold_delete(c->store, id);
         if (rc == 0)
             rc = ctl_job_event(c, id, act, act[0] == 'h' ? "PENDING" : "HELD",
                                sched_job_state_name(to), "", r->id.user, reason);
@@ -614,11 +677,28 @@ static int do_action(struct ctl_req *r, const char *act, uint64_t id, const char
     return 0;
 }
 
+/* A hold put by a lead, operator or admin is lifted only at that level or above. */
+static int release_allowed(struct ctl_req *r, uint64_t id)
+{
+    char by[64], level[16];
+    struct proto_error e;
+    int rc = store_hold_get(r->c->store, id, by, sizeof(by), level, sizeof(level));
+    if (rc == -ENOENT)
+        return 0;
+    if (rc < 0) {
+        ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
+        return rc;
+    }
+    rc = ctl_authz_release(&r->id, &r->tgt, by, ctl_level_parse(level), &e);
+    if (rc < 0)
+        ctl_reply_error(r->c, r->req, &e);
+    return rc;
+}
+
 void h_job_action(struct ctl_req *r)
 {
     const char *act = r->arg[1];
     struct store_job row;
-    struct proto_error e;
     char reason[1100];
     if (strcmp(act, "cancel") && strcmp(act, "hold") && strcmp(act, "release") &&
         strcmp(act, "requeue")) {
@@ -627,8 +707,7 @@ void h_job_action(struct ctl_req *r)
     }
     if (job_arg(r, &row) < 0)
         return;
-    if (ctl_authorize(&r->id, CTL_JOB_CONTROL, row.user, &e) < 0) {
-        ctl_reply_error(r->c, r->req, &e);
+    if (strcmp(act, "release") == 0 && release_allowed(r, row.id) < 0) {
         store_job_release(&row);
         return;
     }
@@ -643,7 +722,7 @@ void h_job_action(struct ctl_req *r)
     } else if (do_action(r, act, row.id, reason) == 0) {
         struct store_job now_row;
         if (store_job_get(r->c->store, row.id, &now_row) == 0) {
-            json_t *after = ctl_job_json(r->c, &now_row);
+            json_t *after = ctl_job_json_for(r, &now_row);
             char target[32], action[32];
             snprintf(target, sizeof(target), "job:%llu", (unsigned long long)row.id);
             snprintf(action, sizeof(action), "job.%s", act);

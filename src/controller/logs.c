@@ -1,10 +1,13 @@
 /*
- * logs.c - job output: agents append chunks (POST /v1/agent/logs) to
- * STATE_DIR/logs/ID.stdout|stderr; clients read them from an offset
- * (GET /v1/jobs/ID/logs), optionally waiting up to 25 s for more (follow=1).
- * A chunk at an offset already written is ignored past what is new, so agents may
- * resend after a lost reply; a chunk past the end (a gap) is refused with 409 and the
- * current end, from which the agent resends.
+ * logs.c - job output, kept per run (issue 12): agents append chunks of one stream of one
+ * run (POST /v1/agent/logs) to STATE_DIR/logs/ID.RUN.stdout|stderr; clients read one run
+ * from an offset (GET /v1/jobs/ID/logs?run=N), optionally waiting up to 25 s for more
+ * (follow=1). A chunk at an offset already written is ignored past what is new, so agents
+ * may resend after a lost reply; a chunk past the end (a gap) is refused with 409 naming
+ * `offset`, and the agent resends the run from 0. A node posts output only for a run
+ * placed on it (rank 0 of a multi-node job), and nothing more once the agent said that
+ * stream of the run is complete (`final`). Past log_max_bytes of a job (all runs and
+ * streams) one marker line is written, the job's events say so, and the rest is dropped.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,35 +19,61 @@
 #include <unistd.h>
 
 #include "controller/ctl.h"
-#include "util/base64.h"
+#include "protocol/agent_msg.h"
+#include "util/clock.h"
 #include "util/parse.h"
 #include "util/str.h"
 #include "util/xalloc.h"
 
-enum { LOG_READ_MAX = 1 << 20, LOG_FOLLOW_MS = 25000 };
+/* LOG_SETTLE_MS: how long a reader waits for a run's `final` once the run can send no
+ * more in the ordinary way (a later run started, or the job ended) before it takes the
+ * output as complete anyway (an agent that never came back). */
+enum { LOG_READ_MAX = 1 << 20, LOG_FOLLOW_MS = 25000, LOG_SETTLE_MS = 30000 };
+
+static const char cut_marker[] = "\n[docketd: output cut here: the job's log passed "
+                                 "log_max_bytes]\n";
 
 struct ctl_log_waiter {
     struct ctl *c;
     struct evhttp_request *req;
     uint64_t job;
+    int run;
     int stream; /* 0 stdout, 1 stderr */
     int64_t offset;
     struct event *timer;
     struct ctl_log_waiter *next;
 };
 
-static void log_path(struct ctl *c, uint64_t job, int stream, char *out, size_t len)
+static void log_path(struct ctl *c, uint64_t job, int run, int stream, char *out, size_t len)
 {
-    snprintf(out, len, "%s/logs/%llu.%s", c->cfg.state_dir, (unsigned long long)job,
-             stream ? "stderr" : "stdout");
+    const char *s = stream ? "stderr" : "stdout";
+    snprintf(out, len, "%s/logs/%llu.%d.%s", c->cfg.state_dir, (unsigned long long)job, run, s);
+    /* a job logged before runs (logs/ID.stream, schema 3) reads as its run 1 */
+    if (run == 1 && access(out, F_OK) != 0) {
+        char old[CTL_PATH_MAX + 64];
+        snprintf(old, sizeof(old), "%s/logs/%llu.%s", c->cfg.state_dir, (unsigned long long)job, s);
+        if (access(old, F_OK) == 0)
+            snprintf(out, len, "%s", old);
+    }
 }
 
-static int64_t log_size(struct ctl *c, uint64_t job, int stream)
+static int64_t log_size(struct ctl *c, uint64_t job, int run, int stream)
 {
     char path[CTL_PATH_MAX + 64];
     struct stat sb;
-    log_path(c, job, stream, path, sizeof(path));
+    if (run <= 0)
+        return 0;
+    log_path(c, job, run, stream, path, sizeof(path));
     return stat(path, &sb) == 0 ? (int64_t)sb.st_size : 0;
+}
+
+/* Bytes kept for the job, all runs and streams (the cap's measure). */
+static int64_t job_log_bytes(struct ctl *c, uint64_t job, int last)
+{
+    int64_t total = 0;
+    for (int r = 1; r <= last; r++)
+        total += log_size(c, job, r, 0) + log_size(c, job, r, 1);
+    return total;
 }
 
 static bool job_terminal(struct ctl *c, uint64_t job)
@@ -53,30 +82,64 @@ static bool job_terminal(struct ctl *c, uint64_t job)
     return sched_job_get(c->sched, job, &v) < 0;
 }
 
-/* Send bytes [offset, offset + LOG_READ_MAX) with the offset/eof headers. */
-static void send_chunk(struct ctl *c, struct evhttp_request *req, uint64_t job, int stream,
+/* Is the output of this run's stream all here? Once the agent said so (final); or, as a
+ * fallback for an agent that never comes back, LOG_SETTLE_MS after a later run started
+ * or after the job ended (at once when it ended as lost: its node is gone). */
+static bool run_complete(struct ctl *c, uint64_t job, int run, int stream, int last)
+{
+    struct store_run rr, next;
+    int64_t now = clock_now_ms();
+    if (run <= 0 || run > last)
+        return job_terminal(c, job); /* never started: complete once it never will */
+    if (store_run_get(c->store, job, run, &rr) == 0 && (rr.final_mask & (1 << stream)))
+        return true;
+    if (run < last)
+        return store_run_get(c->store, job, run + 1, &next) == 0 &&
+               now - next.start_ms >= LOG_SETTLE_MS;
+    if (!job_terminal(c, job))
+        return false;
+    struct store_job row;
+    if (store_job_get(c->store, job, &row) < 0)
+        return true;
+    json_t *x = row.exit ? json_loads(row.exit, 0, NULL) : NULL;
+    const char *kind = json_string_value(json_object_get(x, "kind"));
+    bool done = (kind && strcmp(kind, "lost") == 0) || now - row.end_ms >= LOG_SETTLE_MS;
+    json_decref(x);
+    store_job_release(&row);
+    return done;
+}
+
+/* Send bytes [offset, offset + LOG_READ_MAX) of one run with the offset/run/eof headers. */
+static void send_chunk(struct ctl *c, struct evhttp_request *req, uint64_t job, int run, int stream,
                        int64_t offset)
 {
     char path[CTL_PATH_MAX + 64];
-    log_path(c, job, stream, path, sizeof(path));
-    int64_t size = log_size(c, job, stream);
+    int last = store_run_last(c->store, job);
+    if (last < 0)
+        last = 0;
+    log_path(c, job, run, stream, path, sizeof(path));
+    int64_t size = log_size(c, job, run, stream);
     if (offset > size)
         offset = size;
     size_t n = (size_t)(size - offset > LOG_READ_MAX ? LOG_READ_MAX : size - offset);
     char *buf = malloc(n + 1);
     ssize_t got = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = run > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     if (fd >= 0 && buf && n > 0)
         got = pread(fd, buf, n, offset);
     if (fd >= 0)
         close(fd);
     if (got < 0)
         got = 0;
-    char off[32];
+    char off[32], rs[16], ls[16];
     snprintf(off, sizeof(off), "%lld", (long long)(offset + got));
+    snprintf(rs, sizeof(rs), "%d", run);
+    snprintf(ls, sizeof(ls), "%d", last);
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "X-Docket-Offset", off);
-    if (job_terminal(c, job) && offset + got >= size)
+    evhttp_add_header(h, "X-Docket-Run", rs);
+    evhttp_add_header(h, "X-Docket-Runs", ls);
+    if (offset + got >= size && run_complete(c, job, run, stream, last))
         evhttp_add_header(h, "X-Docket-Eof", "1");
     ctl_reply_raw(c, req, 200, "text/plain; charset=utf-8", buf ? buf : "", (size_t)got);
     free(buf);
@@ -102,10 +165,10 @@ static void waiter_fire(evutil_socket_t fd, short what, void *arg)
     struct ctl *c = w->c;
     struct evhttp_request *req = w->req;
     uint64_t job = w->job;
-    int stream = w->stream;
+    int run = w->run, stream = w->stream;
     int64_t off = w->offset;
     waiter_free(c, w);
-    send_chunk(c, req, job, stream, off);
+    send_chunk(c, req, job, run, stream, off);
 }
 
 static void waiter_closed(struct evhttp_connection *con, void *arg)
@@ -120,14 +183,15 @@ static void waiter_closed(struct evhttp_connection *con, void *arg)
     free(w);
 }
 
-/* Wake the followers of (job, stream) that now have bytes, or all when it ended. */
-static void wake(struct ctl *c, uint64_t job, int stream, bool ended)
+/* Wake the followers of (job, run, stream) that now have bytes, or all of the job's when
+ * `all` (it ended, a new run started, a stream was said complete). */
+static void wake(struct ctl *c, uint64_t job, int run, int stream, bool all)
 {
     struct ctl_log_waiter *w = c->log_waiters;
     while (w) {
         struct ctl_log_waiter *next = w->next;
-        if (w->job == job &&
-            (ended || (w->stream == stream && log_size(c, job, stream) > w->offset)))
+        if (w->job == job && (all || (w->run == run && w->stream == stream &&
+                                      log_size(c, job, run, stream) > w->offset)))
             waiter_fire(-1, 0, w);
         w = next;
     }
@@ -135,7 +199,7 @@ static void wake(struct ctl *c, uint64_t job, int stream, bool ended)
 
 void ctl_logs_job_ended(struct ctl *c, uint64_t job)
 {
-    wake(c, job, 0, true);
+    wake(c, job, 0, 0, true);
 }
 
 void ctl_logs_stop(struct ctl *c)
@@ -151,22 +215,14 @@ void ctl_logs_stop(struct ctl *c)
 void h_job_logs(struct ctl_req *r)
 {
     struct ctl *c = r->c;
-    struct proto_error e;
-    int64_t id, offset = 0;
-    struct store_job row;
-    if (parse_int64(r->arg[0], 1, INT64_MAX, &id) < 0 ||
-        store_job_get(c->store, (uint64_t)id, &row) < 0) {
+    int64_t id, offset = 0, run = 0;
+    /* the route's check (http.c, authz.c) found the job and allowed the caller */
+    if (parse_int64(r->arg[0], 1, INT64_MAX, &id) < 0) {
         ctl_reply_errorf(c, r->req, 404, NULL, "no such job '%.32s'", r->arg[0]);
         return;
     }
-    int rc = ctl_authorize(&r->id, CTL_JOB_LOGS, row.user, &e);
-    store_job_release(&row);
-    if (rc < 0) {
-        ctl_reply_error(c, r->req, &e);
-        return;
-    }
     const char *s = ctl_query(r, "stream"), *o = ctl_query(r, "offset"),
-               *f = ctl_query(r, "follow");
+               *f = ctl_query(r, "follow"), *rq = ctl_query(r, "run");
     int stream = 0;
     if (s && strcmp(s, "stdout") != 0 && strcmp(s, "stderr") != 0) {
         ctl_reply_errorf(c, r->req, 400, "stream", "stream must be stdout or stderr");
@@ -177,9 +233,27 @@ void h_job_logs(struct ctl_req *r)
         ctl_reply_errorf(c, r->req, 400, "offset", "offset must be a non-negative integer");
         return;
     }
+    int last = store_run_last(c->store, (uint64_t)id);
+    if (last < 0) {
+        ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
+        return;
+    }
+    if (rq && parse_int64(rq, 0, INT32_MAX, &run) < 0) {
+        ctl_reply_errorf(c, r->req, 400, "run", "run must be a run number (1, 2, ...)");
+        return;
+    }
+    /* run 1 of a job not started yet is asked for before it exists: empty until it does */
+    if (run > (last > 1 ? last : 1)) {
+        ctl_reply_errorf(c, r->req, 404, "run", "job %lld has had %d run%s, not %lld",
+                         (long long)id, last, last == 1 ? "" : "s", (long long)run);
+        return;
+    }
+    if (run == 0)
+        run = last;
     bool follow = f && (strcmp(f, "1") == 0 || strcmp(f, "true") == 0);
-    if (!follow || log_size(c, (uint64_t)id, stream) > offset || job_terminal(c, (uint64_t)id)) {
-        send_chunk(c, r->req, (uint64_t)id, stream, offset);
+    if (!follow || log_size(c, (uint64_t)id, (int)run, stream) > offset ||
+        run_complete(c, (uint64_t)id, (int)run, stream, last)) {
+        send_chunk(c, r->req, (uint64_t)id, (int)run, stream, offset);
         return;
     }
     struct ctl_log_waiter *w = calloc(1, sizeof(*w));
@@ -187,7 +261,8 @@ void h_job_logs(struct ctl_req *r)
         ctl_reply_errorf(c, r->req, 500, NULL, "out of memory");
         return;
     }
-    *w = (struct ctl_log_waiter){c, r->req, (uint64_t)id, stream, offset, NULL, c->log_waiters};
+    *w = (struct ctl_log_waiter){c,      r->req, (uint64_t)id, (int)run,
+                                 stream, offset, NULL,         c->log_waiters};
     w->timer = xnonnull(evtimer_new(c->base, waiter_fire, w), "log follow timer");
     struct timeval tv = {LOG_FOLLOW_MS / 1000, 0};
     event_add(w->timer, &tv);
@@ -197,85 +272,176 @@ void h_job_logs(struct ctl_req *r)
         evhttp_connection_set_closecb(con, waiter_closed, w);
 }
 
-static int append_chunk(struct ctl *c, uint64_t job, int stream, int64_t offset,
-                        const unsigned char *data, size_t n, int64_t *end)
+/* ------------------------------------------------------------------------------------ */
+/* The agent's side                                                                      */
+
+static bool node_in(const char *nodes, const char *node)
+{
+    char want[80];
+    snprintf(want, sizeof(want), ",%s,", node);
+    return strstr(nodes, want) != NULL;
+}
+
+int ctl_run_for_node(struct ctl *c, const char *node, uint64_t job, int run, bool output,
+                     const char *field, struct store_run *out, struct proto_error *e)
+{
+    int last = store_run_last(c->store, job);
+    if (last < 0)
+        return proto_errorf(e, 500, NULL, NULL, "store: %s", store_errmsg(c->store)), -EIO;
+    if (run == 0)
+        run = last;
+    int rc = run > 0 ? store_run_get(c->store, job, run, out) : -ENOENT;
+    if (rc == -ENOENT || (rc == 0 && !node_in(out->nodes, node)))
+        return proto_errorf(e, 403, NULL, field, "job %llu has no run %d placed on node '%s'",
+                            (unsigned long long)job, run, node),
+               -EPERM;
+    if (rc < 0)
+        return proto_errorf(e, 500, NULL, NULL, "store: %s", store_errmsg(c->store)), -EIO;
+    /* a multi-node job's log is its rank 0's (the first node of the allocation) */
+    char first[80] = "";
+    const char *p = out->nodes + 1, *comma = strchr(p, ',');
+    if (comma && (size_t)(comma - p) < sizeof(first))
+        snprintf(first, sizeof(first), "%.*s", (int)(comma - p), p);
+    if (output && strcmp(first, node) != 0)
+        return proto_errorf(e, 403, NULL, field,
+                            "the output of job %llu (run %d) is shipped by its rank 0, node '%s'",
+                            (unsigned long long)job, run, first),
+               -EPERM;
+    return 0;
+}
+
+static int write_all(int fd, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0)
+            return -errno;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Append what is new of the chunk to the run's stream file, cutting at the job's cap.
+ * *end: the offset the agent goes on from. *cut: the cap was reached by this chunk. */
+static int append_chunk(struct ctl *c, const struct agent_log_chunk *k, int last, int64_t *end,
+                        bool *cut)
 {
     char dir[CTL_PATH_MAX + 16], path[CTL_PATH_MAX + 64];
     snprintf(dir, sizeof(dir), "%s/logs", c->cfg.state_dir);
     mkdir(dir, 0750);
-    log_path(c, job, stream, path, sizeof(path));
-    int64_t size = log_size(c, job, stream);
+    log_path(c, k->job, k->run, k->stream, path, sizeof(path));
+    int64_t size = log_size(c, k->job, k->run, k->stream);
+    int64_t total = job_log_bytes(c, k->job, last);
+    *cut = false;
     *end = size;
-    if (offset > size)
+    if (total >= c->cfg.log_max_bytes) { /* cut already: taken and dropped */
+        *end = k->offset + (int64_t)k->len;
+        return 0;
+    }
+    if (k->offset > size)
         return -ERANGE;
-    if (offset + (int64_t)n <= size)
+    if (k->offset + (int64_t)k->len <= size)
         return 0; /* a repeat */
-    size_t skip = (size_t)(size - offset);
+    size_t skip = (size_t)(size - k->offset), n = k->len - skip;
+    if (total + (int64_t)n > c->cfg.log_max_bytes) {
+        n = (size_t)(c->cfg.log_max_bytes - total);
+        *cut = true;
+    }
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (fd < 0)
         return -errno;
-    ssize_t w = write(fd, data + skip, n - skip);
-    int err = w < 0 ? -errno : 0;
+    int err = write_all(fd, k->data + skip, n);
+    if (err == 0 && *cut)
+        err = write_all(fd, cut_marker, sizeof(cut_marker) - 1);
     close(fd);
     if (err < 0)
         return err;
-    *end = size + w;
+    *end = *cut ? k->offset + (int64_t)k->len : size + (int64_t)n;
     return 0;
 }
 
 void h_agent_logs(struct ctl_req *r)
 {
-    static const char *const known[] = {"node", "job", "stream", "offset", "data", NULL};
     struct proto_error e;
-    int64_t job = 0, offset = 0, end = 0;
+    struct agent_msg_error ae;
+    struct agent_log_chunk k;
+    struct store_run run;
+    memset(&run, 0, sizeof(run));
+    int64_t end = 0;
+    bool cut = false;
     json_t *b = ctl_body_json(r, false);
     if (!b)
         return;
-    json_t *node = json_object_get(b, "node"), *st = json_object_get(b, "stream");
-    json_t *data = json_object_get(b, "data");
-    int rc = proto_check_fields(b, "", known, &e);
-    if (rc == 0 && (!json_is_string(node) || strcmp(json_string_value(node), r->id.node_name)))
+    int rc = agent_logs_parse(b, &k, &ae);
+    json_decref(b);
+    if (rc < 0) {
+        ctl_reply_errorf(r->c, r->req, rc == -ENOMEM ? 500 : 400, ae.field[0] ? ae.field : NULL,
+                         "%s", ae.message);
+        return;
+    }
+    if (strcmp(k.node, r->id.node_name) != 0)
         rc = proto_errorf(&e, 403, NULL, "node", "this credential belongs to node '%s'",
                           r->id.node_name);
-    if (rc == 0)
-        rc = proto_get_int(json_object_get(b, "job"), "job", 1, INT64_MAX, &job, &e);
-    if (rc == 0)
-        rc = proto_get_int(json_object_get(b, "offset"), "offset", 0, INT64_MAX, &offset, &e);
-    const char *ss = json_string_value(st);
-    if (rc == 0 && (!ss || (strcmp(ss, "stdout") && strcmp(ss, "stderr"))))
-        rc = proto_errorf(&e, 400, NULL, "stream", "stream must be stdout or stderr");
-    if (rc == 0 && !json_is_string(data))
-        rc = proto_errorf(&e, 400, NULL, "data", "data must be a base64 string");
     struct store_job row;
-    if (rc == 0 && store_job_get(r->c->store, (uint64_t)job, &row) < 0)
-        rc = proto_errorf(&e, 404, NULL, "job", "no such job %lld", (long long)job);
+    if (rc == 0 && store_job_get(r->c->store, k.job, &row) < 0)
+        rc = proto_errorf(&e, 404, NULL, "job", "no such job %llu", (unsigned long long)k.job);
     else if (rc == 0)
         store_job_release(&row);
-    unsigned char *raw = NULL;
-    int64_t n = 0;
-    if (rc == 0) {
-        size_t max = B64_DECODED_MAX(json_string_length(data));
-        raw = malloc(max + 1);
-        n = raw ? b64_decode(json_string_value(data), json_string_length(data), raw, max) : -ENOMEM;
-        if (n < 0)
-            rc = proto_errorf(&e, 400, NULL, "data", "data is not valid base64");
+    if (rc == 0)
+        rc = ctl_run_for_node(r->c, k.node, k.job, k.run, true, "run", &run, &e);
+    int last = rc == 0 ? store_run_last(r->c->store, k.job) : 0;
+    if (rc == 0)
+        k.run = run.run;
+    int bit = 1 << k.stream;
+    if (rc == 0 && (run.final_mask & bit)) {
+        /* complete: a repeat is fine (an agent restarted after its final chunk), new bytes
+         * are not (a node writing into an old run) */
+        end = log_size(r->c, k.job, k.run, k.stream);
+        if (k.offset + (int64_t)k.len > end &&
+            job_log_bytes(r->c, k.job, last) < r->c->cfg.log_max_bytes)
+            rc = proto_errorf(&e, 409, NULL, "run",
+                              "the %s of run %d of job %llu is complete: nothing more is taken",
+                              k.stream ? "stderr" : "stdout", k.run, (unsigned long long)k.job);
+        else if (k.offset + (int64_t)k.len > end)
+            end = k.offset + (int64_t)k.len;
+        if (rc == 0) {
+            agent_log_chunk_release(&k);
+            ctl_reply_json(r->c, r->req, 200, json_pack("{s:I}", "offset", (json_int_t)end));
+            return;
+        }
     }
-    int stream = ss && strcmp(ss, "stderr") == 0;
     if (rc == 0) {
-        int arc = append_chunk(r->c, (uint64_t)job, stream, offset, raw, (size_t)n, &end);
+        int arc = append_chunk(r->c, &k, last, &end, &cut);
         if (arc == -ERANGE)
             rc = proto_errorf(&e, 409, NULL, "offset",
-                              "offset %lld is past the end of the log (%lld)", (long long)offset,
+                              "offset %lld is past the end of the log (%lld)", (long long)k.offset,
                               (long long)end);
         else if (arc < 0)
             rc = proto_errorf(&e, 500, NULL, NULL, "cannot write the log: %s", strerror(-arc));
     }
-    free(raw);
-    json_decref(b);
+    char detail[160];
+    snprintf(detail, sizeof(detail),
+             "the job's output passed log_max_bytes (%lld): the rest "
+             "is dropped",
+             (long long)r->c->cfg.log_max_bytes);
+    if (rc == 0 && cut &&
+        ctl_job_event(r->c, k.job, "log_cut", "", "", k.node, "log_max_bytes", detail) < 0)
+        rc = proto_errorf(&e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
+    if (rc == 0 && cut)
+        log_warn("log_cut", "job=%llu run=%d limit=%lld", (unsigned long long)k.job, k.run,
+                 (long long)r->c->cfg.log_max_bytes);
+    if (rc == 0 && k.final && store_run_set_final(r->c->store, k.job, k.run, bit) < 0)
+        rc = proto_errorf(&e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
+    int stream = k.stream, krun = k.run;
+    uint64_t job = k.job;
+    bool final = k.final;
+    agent_log_chunk_release(&k);
     if (rc < 0) {
         ctl_reply_error(r->c, r->req, &e);
         return;
     }
-    wake(r->c, (uint64_t)job, stream, false);
+    wake(r->c, job, krun, stream, final);
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:I}", "offset", (json_int_t)end));
 }

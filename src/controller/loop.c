@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "controller/ctl.h"
+#include "protocol/agent_msg.h"
 #include "util/clock.h"
 #include "util/dbuf.h"
 #include "util/str.h"
@@ -276,9 +277,53 @@ static const char *node_addr(struct ctl *c, uint32_t index)
     return addr;
 }
 
-/* The start command of docs/api.md for node rank `rank` of the job. */
+struct proto_class_node ctl_class_node(const struct ctl *c, const char *name)
+{
+    for (int i = 0; i < c->nclass_nodes; i++)
+        if (strcmp(c->class_nodes[i].name, name) == 0)
+            return c->class_nodes[i].n;
+    return (struct proto_class_node){0, 0};
+}
+
+/* The class node fields a parsed document gives for class i, the earlier ones where not. */
+static struct proto_class_node class_node_of(const struct ctl *c, const struct proto_policy *pp,
+                                             int i)
+{
+    struct proto_class_node old = ctl_class_node(c, pp->policy.classes[i].name);
+    struct proto_class_node n = pp->has_classes ? pp->class_node[i] : old;
+    if (n.pids_max < 0)
+        n.pids_max = old.pids_max;
+    if (n.default_mem_mb < 0)
+        n.default_mem_mb = old.default_mem_mb;
+    return n;
+}
+
+void ctl_class_nodes_take(struct ctl *c, const struct proto_policy *pp)
+{
+    struct ctl_class_node next[SCHED_MAX_CLASSES];
+    int n = pp->policy.nclasses < SCHED_MAX_CLASSES ? pp->policy.nclasses : SCHED_MAX_CLASSES;
+    for (int i = 0; i < n; i++) {
+        str_copy(next[i].name, sizeof(next[i].name), pp->policy.classes[i].name);
+        next[i].n = class_node_of(c, pp, i);
+    }
+    memcpy(c->class_nodes, next, sizeof(next[0]) * (size_t)n);
+    c->nclass_nodes = n;
+}
+
+void ctl_class_nodes_json(const struct ctl *c, json_t *classes, const struct sched_policy *p,
+                          const struct proto_policy *pp)
+{
+    struct proto_class_node cn[SCHED_MAX_CLASSES];
+    for (int i = 0; i < p->nclasses && i < SCHED_MAX_CLASSES; i++)
+        cn[i] = pp ? class_node_of(c, pp, i) : ctl_class_node(c, p->classes[i].name);
+    proto_class_node_json(classes, p, cn);
+}
+
+/* The start command of docs/api.md for node rank `rank` of the job: with the class's
+ * pids.max, and its default memory limit for a job that asks for none (a limit, not a
+ * reservation: the core places the job by what it asked). */
 static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_t *spec,
-                         const struct sched_decision *d, int rank)
+                         const struct sched_decision *d, int rank, int run)
 {
     const struct sched_alloc *a = &d->allocs[rank];
     json_t *gpus = json_array(), *nodelist = json_array();
@@ -301,7 +346,9 @@ static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_
     }
     json_object_set_new(job, "gpus", gpus);
     json_object_set_new(job, "cpus", json_integer(a->cpus));
-    json_object_set_new(job, "mem_mb", json_integer(a->mem_mb));
+    struct proto_class_node cn = ctl_class_node(c, row->class_name);
+    json_object_set_new(job, "mem_mb", json_integer(a->mem_mb > 0 ? a->mem_mb : cn.default_mem_mb));
+    json_object_set_new(job, "pids_max", json_integer(cn.pids_max));
     json_object_set_new(job, "time_limit_ms", json_integer(d->time_limit_ms));
     json_object_set_new(job, "signal", json_integer(d->signal));
     json_object_set_new(job, "grace_ms", json_integer(d->grace_ms));
@@ -311,6 +358,7 @@ static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_
     json_object_set_new(job, "master_addr", json_string(node_addr(c, d->allocs[0].node)));
     json_object_set_new(job, "master_port", json_integer(29500));
     json_object_set_new(job, "array_index", json_integer(row->array_index));
+    json_object_set_new(job, "run", json_integer(run));
     return json_pack("{s:s,s:o}", "type", "start", "job", job);
 }
 
@@ -329,21 +377,59 @@ static void send_to_allocs(struct ctl *c, const struct sched_decision *d, const 
     }
 }
 
+/* The job's secrets opened for its start command, {} when it names none; NULL when one
+ * cannot be opened: the job's launch then fails after the cycle (fail_launches). */
+static json_t *start_secrets(struct ctl *c, const struct store_job *row, const json_t *spec)
+{
+    const json_t *names = json_object_get(spec, "secrets");
+    if (json_array_size(names) == 0)
+        return json_object();
+    struct ctl_launch_fail *f = calloc(1, sizeof(*f));
+    json_t *env = f ? ctl_secret_env(c, row->project, names, f->message, sizeof(f->message)) : NULL;
+    if (env) {
+        free(f);
+        return env;
+    }
+    log_error("launch_failed", "job=%llu error=\"%s\"", (unsigned long long)row->id,
+              f ? f->message : "out of memory");
+    if (f) {
+        f->job = row->id;
+        f->next = c->launch_fails;
+        c->launch_fails = f;
+    }
+    return NULL;
+}
+
+/* The start of a job: its run number is the next one (logs and events are kept per run);
+ * the caller stores the run (store_run_add) with the job's row. */
 static void apply_start(struct ctl *c, const struct sched_decision *d, struct store_job *row,
-                        int64_t now)
+                        int64_t now, struct store_run *run)
 {
     json_t *spec = json_loads(row->spec, 0, NULL);
-    for (int i = 0; i < d->nallocs; i++) {
+    json_t *secrets = start_secrets(c, row, spec);
+    int last = store_run_last(c->store, row->id);
+    memset(run, 0, sizeof(*run));
+    run->job = row->id;
+    run->run = last < 0 ? -1 : last + 1; /* a failed read: the write below fails too */
+    run->start_ms = now;
+    for (int i = 0; secrets && i < d->nallocs; i++) {
         struct ctl_node *n = ctl_node_at(c, d->allocs[i].node);
-        if (n)
-            ctl_node_command(c, n, row->id, start_cmd(c, row, spec, d, i));
+        if (!n)
+            continue;
+        json_t *cmd = start_cmd(c, row, spec, d, i, run->run);
+        /* values in memory only, for the agent: never stored, logged or shown */
+        if (json_object_size(secrets) > 0)
+            json_object_set(json_object_get(cmd, "job"), "secret_env", secrets);
+        ctl_node_command(c, n, row->id, cmd);
     }
+    json_decref(secrets);
     json_decref(spec);
     json_t *al = allocs_json(c, d->allocs, d->nallocs);
     free(row->alloc);
     row->alloc = json_dumps(al, JSON_COMPACT);
     json_decref(al);
     nodes_list(c, d->allocs, d->nallocs, row->nodes, sizeof(row->nodes));
+    str_copy(run->nodes, sizeof(run->nodes), row->nodes);
     row->stop_cause[0] = '\0';
     free(row->exit);
     row->exit = NULL;
@@ -380,13 +466,14 @@ static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now
         return;
     }
     const char *type = "state";
+    struct store_run run = {.run = 0};
     char node[64] = "";
     if (d->nallocs > 0)
         str_copy(node, sizeof(node), sched_node_name(c->sched, d->allocs[0].node));
     switch (d->kind) {
     case SCHED_D_START:
         type = "start";
-        apply_start(c, d, &row, now);
+        apply_start(c, d, &row, now, &run);
         row.state = SCHED_STARTING;
         break;
     case SCHED_D_SIGNAL:
@@ -411,6 +498,8 @@ static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now
     int rc = store_begin(c->store);
     if (rc == 0)
         rc = store_job_update(c->store, &row);
+    if (rc == 0 && d->kind == SCHED_D_START)
+        rc = run.run > 0 ? store_run_add(c->store, &run) : -EIO;
     const char *from = d->kind == SCHED_D_KILL ? "" : sched_job_state_name(d->from);
     const char *to = d->kind == SCHED_D_KILL ? "" : sched_job_state_name(d->to);
     if (rc == 0)
@@ -418,6 +507,8 @@ static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now
                            d->cause ? sched_stop_cause_name(d->cause) : "", d->detail);
     if (rc < 0)
         ctl_store_diverged(c, "job_decision", row.id);
+    if (d->kind == SCHED_D_START) /* followers of the run before: it may be complete now */
+        ctl_logs_job_ended(c, row.id);
     log_info("job_decision", "job=%llu type=%s from=%s to=%s node=%s", (unsigned long long)row.id,
              type, from, to, node[0] ? node : "-");
     store_job_release(&row);
@@ -450,6 +541,43 @@ static void schedule_next(struct ctl *c, int64_t now)
     c->cycle_at_ms = clock_mono_ms() + delay;
 }
 
+/* Jobs whose start command could not be made end as launch failures, store first, then
+ * the core (as an agent's launch_failed report would). */
+static void fail_launches(struct ctl *c, int64_t now)
+{
+    while (c->launch_fails) {
+        struct ctl_launch_fail *f = c->launch_fails;
+        c->launch_fails = f->next;
+        struct store_job row;
+        struct sched_error se;
+        int rc = store_job_get(c->store, f->job, &row);
+        if (rc == 0) {
+            free(row.exit);
+            json_t *x = json_pack("{s:s,s:i,s:s}", "kind", "launch_failed", "code", 0, "message",
+                                  f->message);
+            row.exit = x ? json_dumps(x, JSON_COMPACT) : NULL;
+            json_decref(x);
+            rc = row.exit ? store_begin(c->store) : -ENOMEM;
+            if (rc == 0)
+                rc = store_job_update(c->store, &row);
+            char node[sizeof(row.nodes)]; /* ",a,b," as stored -> "a,b" */
+            str_copy(node, sizeof(node), row.nodes + strspn(row.nodes, ","));
+            for (size_t n = strlen(node); n > 0 && node[n - 1] == ','; n--)
+                node[n - 1] = '\0';
+            if (rc == 0)
+                rc = ctl_job_event(c, f->job, "launch_failed", "", "", node, "", f->message);
+            store_job_release(&row);
+        }
+        /* the core started the job already: when its end cannot be written (or taken),
+         * stop as for any decision the store missed; a restart finds the job STARTING
+         * with no start command anywhere, and the node's first heartbeat ends it lost */
+        if (rc < 0 || sched_job_ended(c->sched, f->job, SCHED_EXIT_LAUNCH_FAILED, 0, now, &se) < 0)
+            ctl_store_diverged(c, "launch_failed", f->job);
+        free(f);
+        ctl_cycle_soon(c);
+    }
+}
+
 void ctl_cycle_now(struct ctl *c)
 {
     int64_t now = clock_now_ms();
@@ -461,6 +589,7 @@ void ctl_cycle_now(struct ctl *c)
      * reads the core (views), so it stays valid through the loop */
     for (size_t i = 0; i < n; i++)
         apply(c, &d[i], now);
+    fail_launches(c, now);
     c->last_cycle_us = clock_mono_us() - t0;
     ctl_hist_observe(&c->metrics.cycle, (double)c->last_cycle_us / 1e6);
     if (n)
@@ -495,11 +624,18 @@ void ctl_cycle_soon(struct ctl *c)
     c->cycle_at_ms = at;
 }
 
-/* Every second: nodes past node_timeout become UNREACHABLE (their jobs NODE_FAIL). */
+/* Every second: nodes silent past node_timeout plus the fencing margin become UNREACHABLE
+ * (their jobs NODE_FAIL, requeued where their class allows). The margin is the agent's
+ * (docs/agent.md "Fencing"): a cut-off agent has stopped its jobs margin/2 before
+ * node_timeout; waiting the margin again past it covers a slow reclaim and clocks that
+ * run at different rates, so a job never runs twice. */
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct ctl *c = arg;
     int64_t mono = clock_mono_ms(), now = clock_now_ms();
+    int64_t silent_max =
+        c->cfg.node_timeout_ms +
+        agent_fence_margin_ms(c->cfg.node_timeout_ms, AGENT_FENCE_MARGIN_DEFAULT_MS);
     for (size_t i = 0; i < c->nnodes; i++) {
         struct ctl_node *n = c->nodes[i];
         struct sched_node_view v;
@@ -507,7 +643,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
             continue;
         if (v.state == SCHED_NODE_UNREACHABLE || v.state == SCHED_NODE_DOWN)
             continue;
-        if (mono - n->last_hb_ms <= c->cfg.node_timeout_ms)
+        if (mono - n->last_hb_ms <= silent_max)
             continue;
         struct sched_error err;
         if (sched_node_set_state(c->sched, n->name, SCHED_NODE_UNREACHABLE, now, &err) == 0) {

@@ -29,7 +29,9 @@ static void usage(FILE *f)
                "               [--socket PATH|-] [--policy FILE] [--log-file FILE]\n"
                "               [--log-level debug|info|warn|error] [--log-format text|json]\n"
                "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
-               "               [--max-body-bytes N]\n");
+               "               [--max-body-bytes N] [--tls auto|on|off]\n"
+               "               [--tls-cert FILE --tls-key FILE] [--secrets-key FILE]\n"
+               "       docketd --routes   (every API route and the permission it needs)\n");
 }
 
 enum {
@@ -44,8 +46,13 @@ enum {
     O_NODETIMEOUT,
     O_HBWAIT,
     O_MAXBODY,
+    O_TLS,
+    O_TLSCERT,
+    O_TLSKEY,
+    O_SECRETSKEY,
     O_HELP,
-    O_VERSION
+    O_VERSION,
+    O_ROUTES
 };
 
 static const struct option opts[] = {
@@ -60,8 +67,13 @@ static const struct option opts[] = {
     {"node-timeout", required_argument, NULL, O_NODETIMEOUT},
     {"heartbeat-wait", required_argument, NULL, O_HBWAIT},
     {"max-body-bytes", required_argument, NULL, O_MAXBODY},
+    {"tls", required_argument, NULL, O_TLS},
+    {"tls-cert", required_argument, NULL, O_TLSCERT},
+    {"tls-key", required_argument, NULL, O_TLSKEY},
+    {"secrets-key", required_argument, NULL, O_SECRETSKEY},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
+    {"routes", no_argument, NULL, O_ROUTES},
     {NULL, 0, NULL, 0},
 };
 
@@ -112,6 +124,22 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
             return flag_error("max-body-bytes", arg, "must be 1024..67108864, not");
         cfg->max_body_bytes = (size_t)n;
         return 0;
+    case O_TLS:
+        return ctl_tls_mode_parse(arg, &cfg->tls) < 0
+                   ? flag_error("tls", arg, "must be auto, on or off, not")
+                   : 0;
+    case O_TLSCERT:
+        return str_copy(cfg->tls_cert, sizeof(cfg->tls_cert), arg) < 0
+                   ? flag_error("tls-cert", arg, "path too long")
+                   : 0;
+    case O_TLSKEY:
+        return str_copy(cfg->tls_key, sizeof(cfg->tls_key), arg) < 0
+                   ? flag_error("tls-key", arg, "path too long")
+                   : 0;
+    case O_SECRETSKEY:
+        return str_copy(cfg->secrets_key, sizeof(cfg->secrets_key), arg) < 0
+                   ? flag_error("secrets-key", arg, "path too long")
+                   : 0;
     default:
         return -EINVAL;
     }
@@ -129,6 +157,9 @@ static int parse_args(int argc, char **argv, struct ctl_config *cfg)
             config = optarg;
         else if (opt == O_HELP) {
             usage(stdout);
+            exit(0);
+        } else if (opt == O_ROUTES) {
+            ctl_routes_print(stdout);
             exit(0);
         } else if (opt == O_VERSION) {
             printf("docketd %s\n", DOCKET_VERSION);
@@ -175,10 +206,12 @@ static int admin_token(struct ctl *c)
     str_copy(t.user, sizeof(t.user), "admin");
     str_copy(t.role, sizeof(t.role), "admin");
     t.created_ms = clock_now_ms();
+    t.expires_ms = t.created_ms + c->cfg.token_ttl_ms; /* docket token rotate-admin renews it */
     int rc = store_begin(c->store);
     if (rc == 0)
         rc = store_token_put(c->store, &t);
-    json_t *after = json_pack("{s:s,s:s}", "user", "admin", "role", "admin");
+    json_t *after = json_pack("{s:s,s:s,s:I}", "user", "admin", "role", "admin", "expires_ms",
+                              (json_int_t)t.expires_ms);
     if (rc == 0)
         rc = ctl_audit(c, "docketd", "token.issue", "admin", NULL, after, "first start");
     json_decref(after);
@@ -186,14 +219,8 @@ static int admin_token(struct ctl *c)
         rc = store_commit(c->store);
     if (rc < 0)
         return rc;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -errno;
-    size_t n = strlen(tok);
-    tok[n] = '\n';
-    ssize_t w = write(fd, tok, n + 1);
-    if (fsync(fd) < 0 || close(fd) < 0 || w != (ssize_t)(n + 1))
-        return -EIO;
+    if ((rc = ctl_admin_token_write(c, tok)) < 0)
+        return rc;
     log_info("admin_token_written", "path=%s", path);
     return 0;
 }
@@ -230,6 +257,16 @@ static int start(struct ctl *c)
     char err[512], db[CTL_PATH_MAX + 32];
     int rc;
     snprintf(db, sizeof(db), "%s/docket.db", c->cfg.state_dir);
+    /* first, so a listener that may not serve plain HTTP stops docketd before it
+     * touches any state */
+    if ((rc = ctl_tls_start(c, err, sizeof(err))) < 0) {
+        log_error("tls_failed", "error=\"%s\"", err);
+        return rc;
+    }
+    if ((rc = ctl_secrets_start(c, err, sizeof(err))) < 0) {
+        log_error("secrets_key_failed", "error=\"%s\"", err);
+        return rc;
+    }
     int64_t t0 = clock_mono_ms();
     c->store = store_open(db, err, sizeof(err));
     if (!c->store) {
@@ -294,6 +331,7 @@ int main(int argc, char **argv)
     ctl_logs_stop(c);
     ctl_loop_stop(c);
     ctl_http_stop(c);
+    ctl_secrets_stop(c);
     if (c->sig_term) {
         event_free(c->sig_term);
         event_free(c->sig_int);

@@ -126,6 +126,9 @@ void agent_job_release(struct agent_job *j)
 {
     free_vec(j->argv);
     free_vec(j->env);
+    for (char **p = j->secret_env; p && *p; p++) /* wiped, not just freed */
+        memset(*p, 0, strlen(*p));
+    free_vec(j->secret_env);
     free_vec(j->nodelist);
     free(j->script);
     free(j->workdir);
@@ -168,21 +171,23 @@ static int parse_argv(const json_t *v, struct agent_job *j, struct agent_msg_err
     return 0;
 }
 
-static int parse_env(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+/* An object of strings into a "KEY=VALUE" vector (env and secret_env). */
+static int parse_kv(const json_t *v, const char *field, char ***out, int *count,
+                    struct agent_msg_error *err)
 {
     size_t n = v && !json_is_null(v) ? json_object_size(v) : 0;
     if (v && !json_is_null(v) && !json_is_object(v))
-        return bad(err, "job.env", "'job.env' must be an object of strings");
+        return bad(err, field, "'%s' must be an object of strings", field);
     if (n > AGENT_MAX_ENV)
-        return bad(err, "job.env", "'job.env' has more than %d variables", AGENT_MAX_ENV);
-    j->env = calloc(n + 1, sizeof *j->env);
-    if (!j->env)
+        return bad(err, field, "'%s' has more than %d variables", field, AGENT_MAX_ENV);
+    char **vec = *out = calloc(n + 1, sizeof *vec);
+    if (!vec)
         return -ENOMEM;
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)v, key, val) {
         char f[160];
-        snprintf(f, sizeof f, "job.env.%.100s", key);
+        snprintf(f, sizeof f, "%s.%.100s", field, key);
         if (!env_key_ok(key))
             return bad(err, f, "bad variable name '%.100s'", key);
         if (!json_is_string(val) || strlen(json_string_value(val)) != json_string_length(val))
@@ -192,9 +197,26 @@ static int parse_env(const json_t *v, struct agent_job *j, struct agent_msg_erro
         if (!kv)
             return -ENOMEM;
         snprintf(kv, len, "%s=%s", key, json_string_value(val));
-        j->env[j->nenv++] = kv;
+        vec[(*count)++] = kv;
     }
     return 0;
+}
+
+static int parse_env(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+{
+    return parse_kv(v, "job.env", &j->env, &j->nenv, err);
+}
+
+int agent_job_parse_secret_env(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+{
+    for (char **p = j->secret_env; p && *p; p++)
+        memset(*p, 0, strlen(*p));
+    free_vec(j->secret_env);
+    j->secret_env = NULL;
+    j->nsecret = 0;
+    if (!v || json_is_null(v))
+        return 0;
+    return parse_kv(v, "job.secret_env", &j->secret_env, &j->nsecret, err);
 }
 
 static int parse_gpus(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
@@ -270,11 +292,13 @@ static bool user_name_ok(const char *s)
 }
 
 static const char *const job_fields[] = {
-    "id",       "name",      "project",    "tier",          "class",       "user",
-    "command",  "script",    "workdir",    "output",        "error",       "env",
-    "gpus",     "cpus",      "mem_mb",     "time_limit_ms", "signal",      "grace_ms",
-    "nodelist", "node_rank", "world_size", "master_addr",   "master_port", "array_index",
-    NULL};
+    "id",         "name",        "project",     "tier",
+    "class",      "user",        "command",     "script",
+    "workdir",    "output",      "error",       "env",
+    "gpus",       "cpus",        "mem_mb",      "time_limit_ms",
+    "signal",     "grace_ms",    "nodelist",    "node_rank",
+    "world_size", "master_addr", "master_port", "array_index",
+    "run",        "pids_max",    "secret_env",  NULL};
 
 static int parse_scalars(const json_t *o, struct agent_job *j, struct agent_msg_error *err)
 {
@@ -308,6 +332,8 @@ static int parse_scalars(const json_t *o, struct agent_job *j, struct agent_msg_
         {"world_size", 0, AGENT_MAX_NODES, NULL, &j->world_size},
         {"master_port", 0, 65535, NULL, &j->master_port},
         {"array_index", 0, 100000000, NULL, &j->array_index},
+        {"run", 0, INT32_MAX, NULL, &j->run},
+        {"pids_max", 0, (int64_t)1 << 32, &j->pids_max, NULL},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         x = 0;
@@ -345,6 +371,7 @@ int agent_job_parse(const json_t *o, struct agent_job *j, struct agent_msg_error
         (rc = get_dup(o, "output", 4096, &j->output, err)) < 0 ||
         (rc = get_dup(o, "error", 4096, &j->error, err)) < 0 ||
         (rc = parse_env(json_object_get(o, "env"), j, err)) < 0 ||
+        (rc = agent_job_parse_secret_env(json_object_get(o, "secret_env"), j, err)) < 0 ||
         (rc = parse_gpus(json_object_get(o, "gpus"), j, err)) < 0 ||
         (rc = parse_nodelist(json_object_get(o, "nodelist"), j, err)) < 0)
         goto out;
@@ -386,6 +413,12 @@ static json_t *str_or_null(const char *s)
     return s ? json_string(s) : json_null();
 }
 
+json_t *agent_job_secret_env_json(const struct agent_job *j)
+{
+    return vec_json(j->secret_env, true);
+}
+
+/* Everything but secret_env: this is what the agent writes to disk (job.json). */
 json_t *agent_job_to_json(const struct agent_job *j)
 {
     json_t *gpus = json_array();
@@ -393,7 +426,7 @@ json_t *agent_job_to_json(const struct agent_job *j)
         json_array_append_new(gpus, json_integer(j->gpus[i]));
     return json_pack(
         "{s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:I,"
-        " s:I, s:i, s:I, s:o, s:i, s:i, s:s, s:i, s:i}",
+        " s:I, s:i, s:I, s:o, s:i, s:i, s:s, s:i, s:i, s:i, s:I}",
         "id", (json_int_t)j->id, "name", j->name, "project", j->project, "tier", j->tier, "class",
         j->class_name, "user", j->user, "command", j->argv ? vec_json(j->argv, false) : json_null(),
         "script", str_or_null(j->script), "workdir", str_or_null(j->workdir), "output",
@@ -402,7 +435,7 @@ json_t *agent_job_to_json(const struct agent_job *j)
         (json_int_t)j->time_limit_ms, "signal", j->signal, "grace_ms", (json_int_t)j->grace_ms,
         "nodelist", vec_json(j->nodelist, false), "node_rank", j->node_rank, "world_size",
         j->world_size, "master_addr", j->master_addr, "master_port", j->master_port, "array_index",
-        j->array_index);
+        j->array_index, "run", j->run, "pids_max", (json_int_t)j->pids_max);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -545,8 +578,9 @@ json_t *agent_register_body(const struct agent_node_info *n, const char *join_to
 int agent_register_reply_parse(const json_t *body, struct agent_register_reply *out,
                                struct agent_msg_error *err)
 {
-    static const char *const fields[] = {"credential", "node", "heartbeat_wait_ms",
-                                         "node_timeout_ms", NULL};
+    static const char *const fields[] = {
+        "credential", "node", "heartbeat_wait_ms", "node_timeout_ms", "credential_expires_ms",
+        NULL};
     memset(out, 0, sizeof *out);
     if (!json_is_object(body))
         return bad(err, "", "register reply must be an object");
@@ -560,11 +594,18 @@ int agent_register_reply_parse(const json_t *body, struct agent_register_reply *
         (rc = get_int(body, "heartbeat_wait_ms", "", 0, 3600000, &out->heartbeat_wait_ms, false,
                       err)) < 0 ||
         (rc = get_int(body, "node_timeout_ms", "", 0, 86400000, &out->node_timeout_ms, false,
-                      err)) < 0)
+                      err)) < 0 ||
+        (rc = get_int(body, "credential_expires_ms", "", 0, INT64_MAX, &out->credential_expires_ms,
+                      false, err)) < 0)
         return rc;
     if (!out->credential[0])
         return bad(err, "credential", "'credential' is empty");
     return 0;
+}
+
+json_t *agent_rotate_body(const char *node)
+{
+    return json_pack("{s:s}", "node", node);
 }
 
 json_t *agent_heartbeat_body(const char *node, int64_t ack, int64_t wait_ms, bool health_ok,
@@ -612,6 +653,8 @@ json_t *agent_event_to_json(const struct agent_event *e)
                           (json_int_t)e->time_ms);
     if (!o)
         return NULL;
+    if (e->run > 0)
+        json_object_set_new(o, "run", json_integer(e->run));
     if (strcmp(e->type, "started") == 0)
         json_object_set_new(o, "pid", json_integer(e->pid));
     if (strcmp(e->type, "exited") == 0)
@@ -643,7 +686,7 @@ static int parse_usage(const json_t *u, struct agent_usage *out, struct agent_ms
 
 int agent_event_parse(const json_t *o, struct agent_event *e, struct agent_msg_error *err)
 {
-    static const char *const fields[] = {"job",  "type",  "time_ms", "pid",
+    static const char *const fields[] = {"job",  "run",   "type",    "time_ms", "pid",
                                          "exit", "usage", "message", NULL};
     static const char *const exit_fields[] = {"kind", "code", "message", NULL};
     memset(e, 0, sizeof *e);
@@ -657,6 +700,10 @@ int agent_event_parse(const json_t *o, struct agent_event *e, struct agent_msg_e
         (rc = get_int(o, "time_ms", "", 0, INT64_MAX, &e->time_ms, false, err)) < 0)
         return rc;
     e->job = (uint64_t)x;
+    x = 0;
+    if ((rc = get_int(o, "run", "", 1, INT32_MAX, &x, false, err)) < 0)
+        return rc;
+    e->run = (int)x;
     if (strcmp(e->type, "started") == 0) {
         x = 0;
         if ((rc = get_int(o, "pid", "", 0, INT32_MAX, &x, false, err)) < 0)
@@ -700,8 +747,8 @@ json_t *agent_events_body(const char *node, json_t *events)
 /* ---------------------------------------------------------------------------------- */
 /* Logs (their data is base64: util/base64.h)                                         */
 
-json_t *agent_logs_body(const char *node, uint64_t job, const char *stream, int64_t offset,
-                        const void *data, size_t len)
+json_t *agent_logs_body(const char *node, uint64_t job, int run, const char *stream, int64_t offset,
+                        const void *data, size_t len, bool final)
 {
     char *enc = b64_encode(data, len);
     if (!enc)
@@ -709,7 +756,64 @@ json_t *agent_logs_body(const char *node, uint64_t job, const char *stream, int6
     json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:s}", "node", node, "job", (json_int_t)job,
                           "stream", stream, "offset", (json_int_t)offset, "data", enc);
     free(enc);
+    if (o && run > 0)
+        json_object_set_new(o, "run", json_integer(run));
+    if (o && final)
+        json_object_set_new(o, "final", json_true());
     return o;
+}
+
+int agent_logs_parse(const json_t *b, struct agent_log_chunk *out, struct agent_msg_error *err)
+{
+    static const char *const fields[] = {"node",   "job",  "run",   "stream",
+                                         "offset", "data", "final", NULL};
+    char stream[16];
+    int64_t x = 0;
+    int rc;
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(b))
+        return bad(err, "", "the body must be an object");
+    if ((rc = check_fields(b, fields, "", err)) < 0 ||
+        (rc = get_str(b, "node", "", out->node, sizeof out->node, true, err)) < 0 ||
+        (rc = get_int(b, "job", "", 1, INT64_MAX, &x, true, err)) < 0)
+        return rc;
+    out->job = (uint64_t)x;
+    x = 0;
+    if ((rc = get_int(b, "run", "", 1, INT32_MAX, &x, false, err)) < 0 ||
+        (rc = get_int(b, "offset", "", 0, INT64_MAX, &out->offset, true, err)) < 0 ||
+        (rc = get_str(b, "stream", "", stream, sizeof stream, true, err)) < 0)
+        return rc;
+    out->run = (int)x;
+    if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
+        return bad(err, "stream", "'stream' must be stdout or stderr");
+    out->stream = strcmp(stream, "stderr") == 0;
+    json_t *f = json_object_get(b, "final");
+    if (f && !json_is_boolean(f))
+        return bad(err, "final", "'final' must be true or false");
+    out->final = f && json_is_true(f);
+    json_t *d = json_object_get(b, "data");
+    if (!json_is_string(d))
+        return bad(err, "data", "'data' must be a base64 string");
+    size_t max = B64_DECODED_MAX(json_string_length(d));
+    if (out->offset > INT64_MAX - (int64_t)max)
+        return bad(err, "offset", "'offset' is out of range");
+    out->data = malloc(max + 1);
+    if (!out->data)
+        return bad(err, "", "out of memory"), -ENOMEM;
+    int64_t n = b64_decode(json_string_value(d), json_string_length(d), out->data, max);
+    if (n < 0) {
+        free(out->data);
+        out->data = NULL;
+        return bad(err, "data", "'data' is not valid base64");
+    }
+    out->len = (size_t)n;
+    return 0;
+}
+
+void agent_log_chunk_release(struct agent_log_chunk *c)
+{
+    free(c->data);
+    c->data = NULL;
 }
 
 int agent_logs_reply_parse(const json_t *body, int64_t *offset, struct agent_msg_error *err)

@@ -20,6 +20,18 @@
 
 #define AGENT_MSG_WUR __attribute__((warn_unused_result))
 
+/* The fencing margin of docs/agent.md "Fencing", one definition for both sides: a node
+ * cut off stops its jobs at node_timeout - margin after the controller last answered it,
+ * and the controller requeues them no sooner than node_timeout + margin after it last
+ * heard the node. margin = min(configured, node_timeout / 3); the agent's configured
+ * margin is --fence-margin, the controller's the default. */
+enum { AGENT_FENCE_MARGIN_DEFAULT_MS = 10000 };
+static inline int64_t agent_fence_margin_ms(int64_t node_timeout_ms, int64_t configured_ms)
+{
+    int64_t third = node_timeout_ms / 3;
+    return configured_ms < third ? configured_ms : third;
+}
+
 enum {
     AGENT_NAME_MAX = 64,
     AGENT_MAX_GPUS = 64,
@@ -48,6 +60,11 @@ struct agent_job {
     char *output, *error; /* NULL = STATE_DIR/jobs/ID/stdout|stderr */
     char **env;           /* "KEY=VALUE", NULL-terminated (never NULL) */
     int nenv;
+    /* The job's secrets, "KEY=VALUE" like env (NULL when none). Held in memory only:
+     * agent_job_to_json leaves them out, so no file of the agent ever holds them; the
+     * supervisor gets them by fork or over its pipe (agent_job_secret_env_json). */
+    char **secret_env;
+    int nsecret;
     int gpus[AGENT_MAX_GPUS];
     int ngpus;
     int cpus;              /* 0 = no CPU quota */
@@ -61,7 +78,15 @@ struct agent_job {
     char master_addr[256];
     int master_port;
     int array_index;
+    int run;          /* the job's run number (1, 2, ...: one per start), 0 = not given */
+    int64_t pids_max; /* the class's pids.max, 0 = the node's default (--job-pids-max) */
 };
+
+/* The secret_env of a start command: parse into j (replacing any), or build it back as
+ * an object (a new reference) to hand to a supervisor. */
+int agent_job_parse_secret_env(const json_t *v, struct agent_job *j,
+                               struct agent_msg_error *err) AGENT_MSG_WUR;
+json_t *agent_job_secret_env_json(const struct agent_job *j);
 
 void agent_job_init(struct agent_job *j);
 void agent_job_release(struct agent_job *j);
@@ -117,7 +142,11 @@ struct agent_register_reply {
     char credential[256];
     char node[AGENT_NAME_MAX];
     int64_t heartbeat_wait_ms, node_timeout_ms;
+    int64_t credential_expires_ms; /* wall clock ms; 0 = never (or not said) */
 };
+/* The rotate reply (POST /v1/agent/rotate) has the same shape, credential and expiry; its
+ * body is {"node": NAME}. */
+json_t *agent_rotate_body(const char *node);
 int agent_register_reply_parse(const json_t *body, struct agent_register_reply *out,
                                struct agent_msg_error *err) AGENT_MSG_WUR;
 
@@ -149,6 +178,7 @@ struct agent_usage {
 
 struct agent_event {
     uint64_t job;
+    int run;       /* the run the event is about (the start command's job.run), 0 = not given */
     char type[16]; /* started, exited, usage, reclaim_failed */
     int64_t time_ms;
     int pid;                        /* started */
@@ -165,9 +195,27 @@ int agent_event_parse(const json_t *obj, struct agent_event *out,
 /* {"node": NODE, "events": [..]}: steals nothing; `events` is an array reference borrowed. */
 json_t *agent_events_body(const char *node, json_t *events);
 
-/* Log chunk: {"node", "job", "stream", "offset", "data": BASE64}. */
-json_t *agent_logs_body(const char *node, uint64_t job, const char *stream, int64_t offset,
-                        const void *data, size_t len);
+/* Log chunk: {"node", "job", "run", "stream", "offset", "data": BASE64, "final"}: bytes of
+ * one stream of one run of a job, at `offset` in that run's stream; `final` says that the
+ * run's output of that stream ends with this chunk (the job has ended and every byte
+ * before is shipped), so readers may stop (X-Docket-Eof). run 0 is left out (the
+ * controller then takes the job's latest run). */
+json_t *agent_logs_body(const char *node, uint64_t job, int run, const char *stream, int64_t offset,
+                        const void *data, size_t len, bool final);
+struct agent_log_chunk {
+    char node[AGENT_NAME_MAX];
+    uint64_t job;
+    int run;    /* 0 = not given */
+    int stream; /* 0 stdout, 1 stderr */
+    int64_t offset;
+    unsigned char *data; /* decoded, owned (free with agent_log_chunk_release) */
+    size_t len;
+    bool final;
+};
+/* The controller's side of the same body; data decoded. On error nothing is owned. */
+int agent_logs_parse(const json_t *body, struct agent_log_chunk *out,
+                     struct agent_msg_error *err) AGENT_MSG_WUR;
+void agent_log_chunk_release(struct agent_log_chunk *c);
 /* {"offset": N} */
 int agent_logs_reply_parse(const json_t *body, int64_t *offset,
                            struct agent_msg_error *err) AGENT_MSG_WUR;

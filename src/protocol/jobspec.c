@@ -286,6 +286,44 @@ static int f_env(const json_t *v, int64_t now, struct proto_jobspec *j, struct p
     return string_map(v, "env", PROTO_MAX_ENV, true, j->extra, e);
 }
 
+bool proto_secret_name_ok(const char *name)
+{
+    return name && env_name_ok(name) && strlen(name) <= PROTO_SECRET_NAME_MAX;
+}
+
+/* "secrets": names of the project's secrets, each becoming the variable of its name. */
+static int f_secrets(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    if (!json_is_array(v))
+        return proto_errorf(e, 400, NULL, "secrets", "secrets must be an array of names");
+    if (json_array_size(v) > PROTO_MAX_SECRETS)
+        return proto_errorf(e, 400, NULL, "secrets", "secrets has more than %d names",
+                            PROTO_MAX_SECRETS);
+    json_t *out = json_array();
+    size_t i, k;
+    json_t *s, *t;
+    json_array_foreach(v, i, s) {
+        char f[32];
+        snprintf(f, sizeof(f), "secrets[%zu]", i);
+        const char *name = json_string_value(s);
+        int rc = 0;
+        if (!proto_secret_name_ok(name))
+            rc = proto_errorf(e, 400, NULL, f,
+                              "%s: a secret name is a variable name (letters, digits, '_')", f);
+        json_array_foreach(out, k, t) {
+            if (rc == 0 && strcmp(json_string_value(t), name) == 0)
+                rc = proto_errorf(e, 400, NULL, f, "%s: '%s' is named twice", f, name);
+        }
+        if (rc < 0) {
+            json_decref(out);
+            return rc;
+        }
+        json_array_append_new(out, json_string(name));
+    }
+    json_object_set_new(j->extra, "secrets", out);
+    return 0;
+}
+
 static int f_labels(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     return string_map(v, "labels", PROTO_MAX_LABELS, false, j->extra, e);
@@ -397,6 +435,7 @@ static const struct {
     {"output", f_output},
     {"error", f_error},
     {"env", f_env},
+    {"secrets", f_secrets},
     {"labels", f_labels},
     {"selectors", f_selectors},
     {"deps", f_deps},
@@ -437,6 +476,8 @@ static void fill_extra_defaults(json_t *x)
         json_object_set_new(x, "env", json_object());
     if (!json_object_get(x, "labels"))
         json_object_set_new(x, "labels", json_object());
+    if (!json_object_get(x, "secrets"))
+        json_object_set_new(x, "secrets", json_array());
 }
 
 int proto_jobspec_parse(const json_t *body, int64_t now_ms, struct proto_jobspec *out,
@@ -638,6 +679,8 @@ int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out, struct p
         json_t *v = json_object_get(stored, keys[i]);
         json_object_set(out->extra, keys[i], v ? v : json_null());
     }
+    json_t *sec = json_object_get(stored, "secrets"); /* absent in specs stored before */
+    json_object_set_new(out->extra, "secrets", json_is_array(sec) ? json_copy(sec) : json_array());
     return 0;
 fail:
     proto_jobspec_release(out);

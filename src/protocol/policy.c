@@ -116,22 +116,48 @@ static int parse_tiers(const json_t *v, struct sched_policy *p, struct proto_err
     return 0;
 }
 
-static int parse_class_fields(const json_t *o, const char *path, struct sched_class_spec *c,
-                              struct proto_error *err)
+/* A class's node fields; cn NULL (a class PATCH) refuses them. */
+static int parse_class_node(const json_t *o, const char *path, struct proto_class_node *cn,
+                            struct proto_error *err)
 {
-    static const char *const known[] = {"name",
-                                        "default_limit",
-                                        "max_limit",
-                                        "preemptible",
-                                        "preempt_order",
-                                        "protect_after",
-                                        "max_grace",
-                                        "max_retries",
-                                        "restart_on_failure",
-                                        "requeueable",
-                                        NULL};
+    char f[160];
+    json_t *pm = json_object_get(o, "pids_max"), *dm = json_object_get(o, "default_mem");
+    if (cn)
+        cn->pids_max = cn->default_mem_mb = -1;
+    if (!cn && (pm || dm)) {
+        snprintf(f, sizeof(f), "%s%s%s", path, path[0] ? "." : "", pm ? "pids_max" : "default_mem");
+        return proto_errorf(err, 400, NULL, f,
+                            "%s is set with the policy document (docket apply), not here", f);
+    }
+    if (pm) {
+        snprintf(f, sizeof(f), "%s%spids_max", path, path[0] ? "." : "");
+        int rc = proto_get_int(pm, f, 0, (int64_t)1 << 32, &cn->pids_max, err);
+        if (rc < 0)
+            return rc;
+    }
+    if (dm) {
+        snprintf(f, sizeof(f), "%s%sdefault_mem", path, path[0] ? "." : "");
+        if (json_is_integer(dm) && json_integer_value(dm) >= 0 &&
+            json_integer_value(dm) <= PROTO_MAX_MEM_MB)
+            cn->default_mem_mb = json_integer_value(dm);
+        else if (!json_is_string(dm) ||
+                 parse_size_mb(json_string_value(dm), &cn->default_mem_mb) < 0 ||
+                 cn->default_mem_mb > PROTO_MAX_MEM_MB)
+            return proto_errorf(err, 400, NULL, f, "%s must be a size such as \"16G\"", f);
+    }
+    return 0;
+}
+
+static int parse_class_fields(const json_t *o, const char *path, struct sched_class_spec *c,
+                              struct proto_class_node *cn, struct proto_error *err)
+{
+    static const char *const known[] = {
+        "name",          "default_limit", "max_limit",   "preemptible",        "preempt_order",
+        "protect_after", "max_grace",     "max_retries", "restart_on_failure", "requeueable",
+        "pids_max",      "default_mem",   NULL};
     int rc;
     if ((rc = proto_check_fields(o, path, known, err)) < 0 ||
+        (rc = parse_class_node(o, path, cn, err)) < 0 ||
         (rc = get_dur(o, "default_limit", path, &c->default_limit_ms, err)) < 0 ||
         (rc = get_dur(o, "max_limit", path, &c->max_limit_ms, err)) < 0 ||
         (rc = get_b(o, "preemptible", path, &c->preemptible, err)) < 0 ||
@@ -150,7 +176,8 @@ static int parse_class_fields(const json_t *o, const char *path, struct sched_cl
     return 0;
 }
 
-static int parse_classes(const json_t *v, struct sched_policy *p, struct proto_error *err)
+static int parse_classes(const json_t *v, struct sched_policy *p, struct proto_class_node *cn,
+                         struct proto_error *err)
 {
     if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > SCHED_MAX_CLASSES)
         return proto_errorf(err, 400, NULL, "classes", "classes must be a list of 1 to %d classes",
@@ -175,7 +202,7 @@ static int parse_classes(const json_t *v, struct sched_policy *p, struct proto_e
             if (strcmp(p->classes[k].name, name) == 0)
                 c[i] = p->classes[k];
         str_copy(c[i].name, sizeof(c[i].name), name);
-        if ((rc = parse_class_fields(o, path, &c[i], err)) < 0)
+        if ((rc = parse_class_fields(o, path, &c[i], &cn[i], err)) < 0)
             return rc;
         for (size_t k = 0; k < i; k++)
             if (strcmp(c[k].name, c[i].name) == 0)
@@ -470,7 +497,7 @@ int proto_policy_parse(const json_t *doc, const struct sched_policy *base, struc
     }
     if ((v = json_object_get(doc, "classes"))) {
         out->has_classes = true;
-        if ((rc = parse_classes(v, &out->policy, err)) < 0)
+        if ((rc = parse_classes(v, &out->policy, out->class_node, err)) < 0)
             goto fail;
     }
     if ((v = json_object_get(doc, "settings"))) {
@@ -556,6 +583,24 @@ json_t *proto_class_json(const struct sched_class_spec *c)
     return o;
 }
 
+void proto_class_node_json(json_t *classes, const struct sched_policy *p,
+                           const struct proto_class_node *cn)
+{
+    for (int i = 0; i < p->nclasses && i < (int)json_array_size(classes); i++) {
+        json_t *o = json_array_get(classes, i);
+        if (cn[i].pids_max > 0)
+            json_object_set_new(o, "pids_max", json_integer(cn[i].pids_max));
+        if (cn[i].default_mem_mb > 0) {
+            char b[32];
+            if (cn[i].default_mem_mb % 1024 == 0)
+                snprintf(b, sizeof(b), "%lldG", (long long)(cn[i].default_mem_mb / 1024));
+            else
+                snprintf(b, sizeof(b), "%lldM", (long long)cn[i].default_mem_mb);
+            json_object_set_new(o, "default_mem", json_string(b));
+        }
+    }
+}
+
 int proto_class_patch(const json_t *body, struct sched_class_spec *c, struct proto_error *err)
 {
     if (!json_is_object(body))
@@ -564,7 +609,7 @@ int proto_class_patch(const json_t *body, struct sched_class_spec *c, struct pro
     if (name && (!json_is_string(name) || strcmp(json_string_value(name), c->name) != 0))
         return proto_errorf(err, 400, NULL, "name", "a class cannot be renamed");
     struct sched_class_spec tmp = *c;
-    int rc = parse_class_fields(body, "", &tmp, err);
+    int rc = parse_class_fields(body, "", &tmp, NULL, err);
     if (rc == 0)
         *c = tmp;
     return rc;

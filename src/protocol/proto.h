@@ -45,7 +45,9 @@ json_t *proto_error_json(const struct proto_error *e);
 /* Job spec: the body of POST /v1/jobs                                                   */
 
 enum {
-    PROTO_NAME_MAX = 64, /* project, tier, class, user, gpu type, label keys */
+    PROTO_NAME_MAX = 64,         /* project, tier, class, user, gpu type, label keys */
+    PROTO_SECRET_NAME_MAX = 128, /* a secret's name: the variable it becomes */
+    PROTO_MAX_SECRETS = 32,      /* secrets one job may name */
     PROTO_JOB_NAME_MAX = 128,
     PROTO_PATH_MAX = 4096,
     PROTO_MAX_ARGS = 4096,
@@ -79,7 +81,8 @@ struct proto_selector {
  * A validated job spec. The variable-size parts (command, env, labels, script, paths)
  * stay as JSON in `extra`, a normalised object owned by the spec:
  * {"command": [...]|null, "script": "..."|null, "workdir", "output", "error",
- *  "env": {}, "labels": {}}.
+ *  "env": {}, "labels": {}, "secrets": [NAME...]}. "secrets" names the project's
+ * secrets the job gets in its environment (their values are never in a spec).
  */
 struct proto_jobspec {
     char name[PROTO_JOB_NAME_MAX];
@@ -103,6 +106,9 @@ struct proto_jobspec {
     char array[64]; /* the array expression as given, "" = none */
     json_t *extra;  /* owned */
 };
+
+/* A secret's name: an environment variable name of at most PROTO_SECRET_NAME_MAX bytes. */
+bool proto_secret_name_ok(const char *name);
 
 void proto_jobspec_init(struct proto_jobspec *j);
 void proto_jobspec_release(struct proto_jobspec *j);
@@ -131,10 +137,20 @@ int proto_array_expand(const char *expr, int32_t **indices, size_t *count, int *
 
 enum { PROTO_MAX_PROJECTS = 10000 };
 
+/* What a class gives the node agent in the start command (the core knows nothing of it):
+ * the job's pids.max and a memory limit for jobs that ask for none. In a parsed document,
+ * -1 = not given (the controller keeps the class's earlier value); 0 = the node's default
+ * (the agent's --job-pids-max, --job-mem-default). */
+struct proto_class_node {
+    int64_t pids_max;
+    int64_t default_mem_mb;
+};
+
 struct proto_policy {
     struct sched_policy policy; /* starts as the caller's current policy */
     bool has_tiers, has_classes, has_settings;
-    struct sched_project_spec *projects; /* owned; nprojects entries */
+    struct proto_class_node class_node[SCHED_MAX_CLASSES]; /* by index of policy.classes */
+    struct sched_project_spec *projects;                   /* owned; nprojects entries */
     size_t nprojects;
 };
 
@@ -153,6 +169,11 @@ void proto_policy_release(struct proto_policy *p);
 json_t *proto_policy_to_json(const struct sched_policy *p);
 json_t *proto_tier_json(const struct sched_policy *p, int i);
 json_t *proto_class_json(const struct sched_class_spec *c);
+/* Add each class's node fields (`pids_max`, `default_mem` as "16G"-style MiB text) to the
+ * classes of a document or list made by proto_policy_to_json / proto_class_json; `cn` by
+ * index of p->classes; 0 values are left out. */
+void proto_class_node_json(json_t *classes, const struct sched_policy *p,
+                           const struct proto_class_node *cn);
 /* Apply a PATCH body to one class (same field names as the policy document). */
 int proto_class_patch(const json_t *body, struct sched_class_spec *c,
                       struct proto_error *err) PROTO_WUR;

@@ -99,6 +99,40 @@ static const char *const migrations[] = {
     " WHEN 2 THEN 'join' END;"
     "ALTER TABLE tokens DROP COLUMN kind_number;"
     "CREATE INDEX tokens_user ON tokens(kind, user_name);",
+    /* ---- h-node: 4: runs of a job (issue 12: logs per run; issue 11: a node posts only for
+     * the runs placed on it). One row per start of a job: its number (1, 2, ... in start
+     * order), the nodes it was placed on (",gpu01,gpu02,", rank 0 first) and which
+     * streams the agent said are complete (bit 1 stdout, bit 2 stderr). ---- */
+    "CREATE TABLE job_runs ("
+    " job INTEGER NOT NULL, run INTEGER NOT NULL, nodes TEXT NOT NULL,"
+    " start_ms INTEGER NOT NULL DEFAULT 0, final INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (job, run));"
+    /* jobs placed before this schema: their current placement is their run 1 */
+    "INSERT INTO job_runs(job, run, nodes, start_ms)"
+    " SELECT id, 1, nodes, start_ms FROM jobs WHERE nodes != '';",
+    /* ---- h-roles (issue 11): roles, membership, tokens, audit chain ----------------------
+     * 5: project membership (lead|member per project and user); token revocation, and an
+     * expiry for every user and join token that had none (90 days from the migration);
+     * who held a job and at what level (a member cannot release an admin's hold); the
+     * audit hash chain (rows written before have hash '' and are reported as unchained). */
+    "CREATE TABLE members (project TEXT NOT NULL, user_name TEXT NOT NULL,"
+    " role TEXT NOT NULL, PRIMARY KEY (project, user_name));"
+    "CREATE INDEX members_user ON members(user_name);"
+    "ALTER TABLE tokens ADD COLUMN revoked_ms INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE tokens SET expires_ms = CAST(strftime('%s', 'now') AS INTEGER) * 1000"
+    " + 7776000000 WHERE expires_ms = 0 AND kind <> 'node';"
+    "CREATE TABLE job_holds (job INTEGER PRIMARY KEY, user_name TEXT NOT NULL,"
+    " level TEXT NOT NULL);"
+    "ALTER TABLE audit ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE audit ADD COLUMN hash TEXT NOT NULL DEFAULT '';",
+    /* ---- end h-roles ---------------------------------------------------------------- */
+    /* ---- h-tls: secrets -------------------------------------------------------------
+     * 6: the secrets of each project, sealed by docketd with AES-256-GCM
+     * (src/controller/secrets.c). Only the nonce and the ciphertext with its tag are
+     * here: the key lives in its own file, never in the database. */
+    "CREATE TABLE secrets ("
+    " project TEXT NOT NULL, name TEXT NOT NULL, nonce BLOB NOT NULL, sealed BLOB NOT NULL,"
+    " set_by TEXT NOT NULL, set_ms INTEGER NOT NULL, PRIMARY KEY (project, name));",
 };
 
 /* Token kinds as stored (schema 3). */
@@ -132,7 +166,25 @@ enum stmt_id {
     S_TOKEN_PUT,
     S_TOKEN_GET,
     S_TOKEN_DEL_USER,
+    S_TOKEN_REVOKE,
+    S_TOKEN_LIST,
     S_AUDIT_ADD,
+    S_TOKEN_LIVE, /* h-node: runs and node credentials */
+    S_RUN_ADD,
+    S_RUN_GET,
+    S_RUN_LAST,
+    S_RUN_FINAL,
+    S_TOKEN_DEL_ROLE,
+    S_TOKEN_SET_ROLE,
+    S_AUDIT_LAST,
+    S_MEMBER_PUT,
+    S_MEMBER_GET,
+    S_MEMBER_DEL,
+    S_MEMBER_LIST,
+    S_JOB_OWNER,
+    S_HOLD_PUT,
+    S_HOLD_GET,
+    S_HOLD_DEL,
     S_BEGIN,
     S_COMMIT,
     S_ROLLBACK,
@@ -153,6 +205,7 @@ enum stmt_id {
     " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, NULL, alloc, exit, usage,"     \
     " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms,"       \
     " begin_ms, grace_ms, gpu_type, deps, selectors"
+#define TOKEN_COLS "hash, kind, user_name, role, created_ms, expires_ms, revoked_ms"
 #define NODE_COLS                                                                                  \
     "name, state, reason, gpu_type, gpus, gpu_mem_mb, cpus, mem_mb, labels, info,"                 \
     " last_heartbeat_ms, cmd_seq"
@@ -191,11 +244,37 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_POLICY_GET] = "SELECT doc FROM policy WHERE id = 1",
     [S_TOKEN_PUT] = "INSERT INTO tokens(hash, kind, user_name, role, created_ms, expires_ms)"
                     " VALUES (?1,?2,?3,?4,?5,?6)",
-    [S_TOKEN_GET] = "SELECT hash, kind, user_name, role, created_ms, expires_ms FROM tokens"
-                    " WHERE hash = ?1",
+    [S_TOKEN_GET] = "SELECT " TOKEN_COLS " FROM tokens WHERE hash = ?1",
     [S_TOKEN_DEL_USER] = "DELETE FROM tokens WHERE kind = ?1 AND user_name = ?2",
-    [S_AUDIT_ADD] = "INSERT INTO audit(time_ms, actor, action, target, before_doc, after_doc,"
-                    " reason) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+    [S_TOKEN_REVOKE] = "UPDATE tokens SET revoked_ms = ?2 WHERE hash = ?1 AND revoked_ms = 0",
+    [S_TOKEN_LIST] = "SELECT " TOKEN_COLS " FROM tokens WHERE (?1 IS NULL OR user_name = ?1)"
+                     " AND (?2 IS NULL OR substr(hash, 1, 12) = ?2) ORDER BY created_ms, hash",
+    [S_AUDIT_ADD] = "INSERT INTO audit(id, time_ms, actor, action, target, before_doc,"
+                    " after_doc, reason, prev_hash, hash) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
+    [S_AUDIT_LAST] = "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1",
+    [S_MEMBER_PUT] = "INSERT INTO members(project, user_name, role) VALUES (?1, ?2, ?3)"
+                     " ON CONFLICT(project, user_name) DO UPDATE SET role = excluded.role",
+    [S_MEMBER_GET] = "SELECT role FROM members WHERE project = ?1 AND user_name = ?2",
+    [S_MEMBER_DEL] = "DELETE FROM members WHERE project = ?1 AND user_name = ?2",
+    [S_MEMBER_LIST] = "SELECT project, user_name, role FROM members"
+                      " WHERE (?1 IS NULL OR project = ?1) AND (?2 IS NULL OR user_name = ?2)"
+                      " ORDER BY project, user_name",
+    [S_JOB_OWNER] = "SELECT project, user_name FROM jobs WHERE id = ?1",
+    [S_HOLD_PUT] = "INSERT INTO job_holds(job, user_name, level) VALUES (?1, ?2, ?3)"
+                   " ON CONFLICT(job) DO UPDATE SET user_name = excluded.user_name,"
+                   " level = excluded.level",
+    [S_HOLD_GET] = "SELECT user_name, level FROM job_holds WHERE job = ?1",
+    [S_HOLD_DEL] = "DELETE FROM job_holds WHERE job = ?1",
+    [S_TOKEN_LIVE] = "SELECT count(*) FROM tokens WHERE kind = ?1 AND user_name = ?2"
+                     " AND revoked_ms = 0 AND (expires_ms = 0 OR expires_ms >= ?3)",
+    [S_RUN_ADD] = "INSERT INTO job_runs(job, run, nodes, start_ms) VALUES (?1, ?2, ?3, ?4)",
+    [S_RUN_GET] =
+        "SELECT job, run, nodes, start_ms, final FROM job_runs WHERE job = ?1 AND run = ?2",
+    [S_RUN_LAST] = "SELECT coalesce(max(run), 0) FROM job_runs WHERE job = ?1",
+    [S_RUN_FINAL] = "UPDATE job_runs SET final = final | ?3 WHERE job = ?1 AND run = ?2",
+    [S_TOKEN_DEL_ROLE] = "DELETE FROM tokens WHERE kind = ?1 AND user_name = ?2 AND role = ?3",
+    [S_TOKEN_SET_ROLE] =
+        "UPDATE tokens SET role = ?4 WHERE kind = ?1 AND user_name = ?2 AND role = ?3",
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
     [S_ROLLBACK] = "ROLLBACK",
@@ -874,32 +953,71 @@ int store_token_put(struct store *st, const struct store_token *t)
     return step_done(st, s, "put token");
 }
 
+/* Fill `out` from a row of TOKEN_COLS. -EIO for a kind this docketd does not know. */
+static int token_row(struct store *st, sqlite3_stmt *s, struct store_token *out)
+{
+    memset(out, 0, sizeof(*out));
+    col_copy(s, 0, out->hash, sizeof(out->hash));
+    const unsigned char *kind = sqlite3_column_text(s, 1);
+    int k = token_kind_parse(kind ? (const char *)kind : "");
+    if (k < 0) { /* never a credential of unknown power */
+        snprintf(st->errmsg, sizeof(st->errmsg), "token: unknown kind '%.16s'",
+                 kind ? (const char *)kind : "");
+        return -EIO;
+    }
+    out->kind = (enum store_token_kind)k;
+    col_copy(s, 2, out->user, sizeof(out->user));
+    col_copy(s, 3, out->role, sizeof(out->role));
+    out->created_ms = sqlite3_column_int64(s, 4);
+    out->expires_ms = sqlite3_column_int64(s, 5);
+    out->revoked_ms = sqlite3_column_int64(s, 6);
+    memcpy(out->id, out->hash, STORE_TOKEN_ID_LEN);
+    out->id[STORE_TOKEN_ID_LEN] = '\0';
+    return 0;
+}
+
 int store_token_get(struct store *st, const char *hash, struct store_token *out)
 {
     sqlite3_stmt *s = stmt(st, S_TOKEN_GET);
     bind_text(s, 1, hash);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        memset(out, 0, sizeof(*out));
-        col_copy(s, 0, out->hash, sizeof(out->hash));
-        const unsigned char *kind = sqlite3_column_text(s, 1);
-        int k = token_kind_parse(kind ? (const char *)kind : "");
-        out->kind = k < 0 ? STORE_TOKEN_USER : (enum store_token_kind)k;
-        if (k < 0) { /* never a credential of unknown power */
-            sqlite3_reset(s);
-            sqlite3_clear_bindings(s);
-            snprintf(st->errmsg, sizeof(st->errmsg), "token: unknown kind '%.16s'",
-                     kind ? (const char *)kind : "");
-            return -EIO;
-        }
-        col_copy(s, 2, out->user, sizeof(out->user));
-        col_copy(s, 3, out->role, sizeof(out->role));
-        out->created_ms = sqlite3_column_int64(s, 4);
-        out->expires_ms = sqlite3_column_int64(s, 5);
-    }
+    int rc = sqlite3_step(s), trc = 0;
+    if (rc == SQLITE_ROW)
+        trc = token_row(st, s, out);
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
+    if (trc < 0)
+        return trc;
     return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "get token");
+}
+
+int store_token_list(struct store *st, const char *user, const char *id, store_token_cb cb,
+                     void *arg)
+{
+    sqlite3_stmt *s = stmt(st, S_TOKEN_LIST);
+    bind_text(s, 1, user);
+    bind_text(s, 2, id);
+    int step, rc = 0;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_token t;
+        if ((rc = token_row(st, s, &t)) < 0 || (rc = cb(arg, &t)) != 0)
+            break;
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = fail(st, "list tokens");
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc;
+}
+
+int store_token_revoke(struct store *st, const char *hash, int64_t now_ms)
+{
+    sqlite3_stmt *s = stmt(st, S_TOKEN_REVOKE);
+    bind_text(s, 1, hash);
+    sqlite3_bind_int64(s, 2, now_ms);
+    int rc = step_done(st, s, "revoke token");
+    if (rc == 0 && sqlite3_changes(st->db) == 0)
+        return -ENOENT;
+    return rc;
 }
 
 int store_token_delete_user(struct store *st, enum store_token_kind kind, const char *user)
@@ -912,20 +1030,252 @@ int store_token_delete_user(struct store *st, enum store_token_kind kind, const 
     return step_done(st, s, "delete tokens");
 }
 
+int store_token_live(struct store *st, enum store_token_kind kind, const char *user, int64_t now_ms)
+{
+    if ((int)kind < 0 || (size_t)kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
+        return -EINVAL;
+    sqlite3_stmt *s = stmt(st, S_TOKEN_LIVE);
+    bind_text(s, 1, token_kind_names[kind]);
+    bind_text(s, 2, user);
+    sqlite3_bind_int64(s, 3, now_ms);
+    int rc = sqlite3_step(s), n = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? n > 0 : fail(st, "count tokens");
+}
+
+static int token_role_stmt(struct store *st, enum stmt_id id, enum store_token_kind kind,
+                           const char *user, const char *role, const char *to)
+{
+    if ((int)kind < 0 || (size_t)kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
+        return -EINVAL;
+    sqlite3_stmt *s = stmt(st, id);
+    bind_text(s, 1, token_kind_names[kind]);
+    bind_text(s, 2, user);
+    bind_text(s, 3, role);
+    if (to)
+        bind_text(s, 4, to);
+    return step_done(st, s, "update tokens");
+}
+
+int store_token_delete_role(struct store *st, enum store_token_kind kind, const char *user,
+                            const char *role)
+{
+    return token_role_stmt(st, S_TOKEN_DEL_ROLE, kind, user, role, NULL);
+}
+
+int store_token_set_role(struct store *st, enum store_token_kind kind, const char *user,
+                         const char *from, const char *to)
+{
+    return token_role_stmt(st, S_TOKEN_SET_ROLE, kind, user, from, to);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Runs                                                                                  */
+
+int store_run_add(struct store *st, const struct store_run *r)
+{
+    sqlite3_stmt *s = stmt(st, S_RUN_ADD);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)r->job);
+    sqlite3_bind_int(s, 2, r->run);
+    bind_text(s, 3, r->nodes);
+    sqlite3_bind_int64(s, 4, r->start_ms);
+    return step_done(st, s, "add run");
+}
+
+int store_run_get(struct store *st, uint64_t job, int run, struct store_run *out)
+{
+    sqlite3_stmt *s = stmt(st, S_RUN_GET);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int(s, 2, run);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        memset(out, 0, sizeof(*out));
+        out->job = (uint64_t)sqlite3_column_int64(s, 0);
+        out->run = sqlite3_column_int(s, 1);
+        col_copy(s, 2, out->nodes, sizeof(out->nodes));
+        out->start_ms = sqlite3_column_int64(s, 3);
+        out->final_mask = sqlite3_column_int(s, 4);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "get run");
+}
+
+int store_run_last(struct store *st, uint64_t job)
+{
+    sqlite3_stmt *s = stmt(st, S_RUN_LAST);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    int rc = sqlite3_step(s), n = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? n : fail(st, "last run");
+}
+
+int store_run_set_final(struct store *st, uint64_t job, int run, int mask)
+{
+    sqlite3_stmt *s = stmt(st, S_RUN_FINAL);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int(s, 2, run);
+    sqlite3_bind_int(s, 3, mask);
+    return step_done(st, s, "set run final");
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* Audit                                                                                 */
 
+/* Feed one field to the digest as "LENGTH:BYTES," (NULL as "-,"), so no two different
+ * rows share a canonical text (the fields cannot run into each other). */
+static void digest_field(EVP_MD_CTX *ctx, const char *v)
+{
+    char len[24];
+    if (!v) {
+        EVP_DigestUpdate(ctx, "-,", 2);
+        return;
+    }
+    size_t n = strlen(v);
+    int k = snprintf(len, sizeof(len), "%zu:", n);
+    EVP_DigestUpdate(ctx, len, (size_t)k);
+    EVP_DigestUpdate(ctx, v, n);
+    EVP_DigestUpdate(ctx, ",", 1);
+}
+
+/* The hash of an audit row: SHA-256 over its canonical content (id, time, actor, action,
+ * target, before, after, reason) and the previous row's hash. docs/security.md "Audit". */
+static int audit_digest(const struct store_audit *a, const char *prev, char out[65])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    char num[48];
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(ctx);
+        return -ENOMEM;
+    }
+    snprintf(num, sizeof(num), "%lld", (long long)a->id);
+    digest_field(ctx, num);
+    snprintf(num, sizeof(num), "%lld", (long long)a->time_ms);
+    digest_field(ctx, num);
+    digest_field(ctx, a->actor ? a->actor : "");
+    digest_field(ctx, a->action ? a->action : "");
+    digest_field(ctx, a->target ? a->target : "");
+    digest_field(ctx, a->before);
+    digest_field(ctx, a->after);
+    digest_field(ctx, a->reason ? a->reason : "");
+    digest_field(ctx, prev);
+    int ok = EVP_DigestFinal_ex(ctx, md, &n) == 1 && n == 32;
+    EVP_MD_CTX_free(ctx);
+    if (!ok)
+        return -EIO;
+    for (unsigned int i = 0; i < n; i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[64] = '\0';
+    return 0;
+}
+
+/* The chain starts from this value (the first hashed row's prev_hash). */
+static const char audit_genesis[] =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
 int store_audit_add(struct store *st, const struct store_audit *a)
 {
-    sqlite3_stmt *s = stmt(st, S_AUDIT_ADD);
-    sqlite3_bind_int64(s, 1, a->time_ms);
-    bind_text(s, 2, a->actor ? a->actor : "");
-    bind_text(s, 3, a->action ? a->action : "");
-    bind_text(s, 4, a->target ? a->target : "");
-    bind_text(s, 5, a->before);
-    bind_text(s, 6, a->after);
-    bind_text(s, 7, a->reason ? a->reason : "");
+    struct store_audit row = *a;
+    char prev[65], hash[65];
+    sqlite3_stmt *s = stmt(st, S_AUDIT_LAST);
+    int rc = sqlite3_step(s);
+    row.id = 1;
+    str_copy(prev, sizeof(prev), audit_genesis);
+    if (rc == SQLITE_ROW) {
+        row.id = sqlite3_column_int64(s, 0) + 1;
+        const unsigned char *h = sqlite3_column_text(s, 1);
+        if (h && h[0]) /* a row from before the chain: start it here */
+            str_copy(prev, sizeof(prev), (const char *)h);
+    }
+    sqlite3_reset(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return fail(st, "last audit row");
+    if ((rc = audit_digest(&row, prev, hash)) < 0)
+        return rc;
+    s = stmt(st, S_AUDIT_ADD);
+    sqlite3_bind_int64(s, 1, row.id);
+    sqlite3_bind_int64(s, 2, row.time_ms);
+    bind_text(s, 3, row.actor ? row.actor : "");
+    bind_text(s, 4, row.action ? row.action : "");
+    bind_text(s, 5, row.target ? row.target : "");
+    bind_text(s, 6, row.before);
+    bind_text(s, 7, row.after);
+    bind_text(s, 8, row.reason ? row.reason : "");
+    bind_text(s, 9, prev);
+    bind_text(s, 10, hash);
     return step_done(st, s, "add audit");
+}
+
+/* Check one row against the chain so far; fills v->why on the first break. */
+static void verify_row(struct store_audit_check *v, const struct store_audit *a, const char *prev,
+                       const char *hash, char *expect_prev)
+{
+    char want[65];
+    if (!hash[0]) {
+        if (v->checked == 0) { /* before the chain began (schema < 4) */
+            v->unchained++;
+            return;
+        }
+        snprintf(v->why, sizeof(v->why), "row %lld has no hash inside the chain", (long long)a->id);
+    } else if (strcmp(prev, expect_prev) != 0) {
+        snprintf(v->why, sizeof(v->why),
+                 "row %lld does not follow row %lld (a row was removed or changed before it)",
+                 (long long)a->id, (long long)v->last_id);
+    } else if (audit_digest(a, prev, want) < 0) {
+        snprintf(v->why, sizeof(v->why), "row %lld: cannot compute its hash", (long long)a->id);
+    } else if (strcmp(want, hash) != 0) {
+        snprintf(v->why, sizeof(v->why), "row %lld was changed after it was written",
+                 (long long)a->id);
+    }
+    if (v->why[0]) {
+        v->first_bad = a->id;
+        return;
+    }
+    v->checked++;
+    v->last_id = a->id;
+    str_copy(expect_prev, 65, hash);
+    str_copy(v->head, sizeof(v->head), hash);
+}
+
+int store_audit_verify(struct store *st, const char *want_head, struct store_audit_check *v)
+{
+    char expect[65];
+    sqlite3_stmt *s = NULL;
+    memset(v, 0, sizeof(*v));
+    str_copy(expect, sizeof(expect), audit_genesis);
+    if (sqlite3_prepare_v2(st->db,
+                           "SELECT id, time_ms, actor, action, target, before_doc, after_doc,"
+                           " reason, prev_hash, hash FROM audit ORDER BY id",
+                           -1, &s, NULL) != SQLITE_OK)
+        return fail(st, "prepare audit verify");
+    int step;
+    while (!v->first_bad && (step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_audit a = {
+            .id = sqlite3_column_int64(s, 0),
+            .time_ms = sqlite3_column_int64(s, 1),
+            .actor = (const char *)sqlite3_column_text(s, 2),
+            .action = (const char *)sqlite3_column_text(s, 3),
+            .target = (const char *)sqlite3_column_text(s, 4),
+            .before = (const char *)sqlite3_column_text(s, 5),
+            .after = (const char *)sqlite3_column_text(s, 6),
+            .reason = (const char *)sqlite3_column_text(s, 7),
+        };
+        const char *prev = (const char *)sqlite3_column_text(s, 8);
+        const char *hash = (const char *)sqlite3_column_text(s, 9);
+        verify_row(v, &a, prev ? prev : "", hash ? hash : "", expect);
+        if (!v->first_bad && want_head && hash && strcmp(hash, want_head) == 0)
+            v->head_found = true;
+    }
+    int rc = v->first_bad || step == SQLITE_DONE ? 0 : fail(st, "audit verify");
+    sqlite3_finalize(s);
+    return rc;
 }
 
 int store_audit_list(struct store *st, const struct store_audit_filter *f, store_audit_cb cb,
@@ -976,6 +1326,223 @@ int store_audit_list(struct store *st, const struct store_audit_filter *f, store
     }
     if (!rc && step != SQLITE_DONE)
         rc = fail(st, "list audit");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Membership, holds, job owner                                                          */
+
+int store_member_put(struct store *st, const char *project, const char *user, const char *role)
+{
+    sqlite3_stmt *s = stmt(st, S_MEMBER_PUT);
+    bind_text(s, 1, project);
+    bind_text(s, 2, user);
+    bind_text(s, 3, role);
+    return step_done(st, s, "put member");
+}
+
+int store_member_get(struct store *st, const char *project, const char *user, char *role,
+                     size_t len)
+{
+    sqlite3_stmt *s = stmt(st, S_MEMBER_GET);
+    bind_text(s, 1, project);
+    bind_text(s, 2, user);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        col_copy(s, 0, role, len);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "get member");
+}
+
+int store_member_delete(struct store *st, const char *project, const char *user)
+{
+    sqlite3_stmt *s = stmt(st, S_MEMBER_DEL);
+    bind_text(s, 1, project);
+    bind_text(s, 2, user);
+    int rc = step_done(st, s, "delete member");
+    if (rc == 0 && sqlite3_changes(st->db) == 0)
+        return -ENOENT;
+    return rc;
+}
+
+int store_member_list(struct store *st, const char *project, const char *user, store_member_cb cb,
+                      void *arg)
+{
+    sqlite3_stmt *s = stmt(st, S_MEMBER_LIST);
+    bind_text(s, 1, project);
+    bind_text(s, 2, user);
+    int step, rc = 0;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *p = (const char *)sqlite3_column_text(s, 0);
+        const char *u = (const char *)sqlite3_column_text(s, 1);
+        const char *r = (const char *)sqlite3_column_text(s, 2);
+        if ((rc = cb(arg, p ? p : "", u ? u : "", r ? r : "")) != 0)
+            break;
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = fail(st, "list members");
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc;
+}
+
+int store_job_owner(struct store *st, uint64_t id, char *project, size_t plen, char *user,
+                    size_t ulen)
+{
+    sqlite3_stmt *s = stmt(st, S_JOB_OWNER);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        col_copy(s, 0, project, plen);
+        col_copy(s, 1, user, ulen);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "job owner");
+}
+
+int store_hold_put(struct store *st, uint64_t job, const char *user, const char *level)
+{
+    sqlite3_stmt *s = stmt(st, S_HOLD_PUT);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    bind_text(s, 2, user);
+    bind_text(s, 3, level);
+    return step_done(st, s, "put hold");
+}
+
+int store_hold_get(struct store *st, uint64_t job, char *user, size_t ulen, char *level,
+                   size_t llen)
+{
+    sqlite3_stmt *s = stmt(st, S_HOLD_GET);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        col_copy(s, 0, user, ulen);
+        col_copy(s, 1, level, llen);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "get hold");
+}
+
+int store_hold_delete(struct store *st, uint64_t job)
+{
+    sqlite3_stmt *s = stmt(st, S_HOLD_DEL);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    return step_done(st, s, "delete hold");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Secrets (sealed values; statements prepared per call: they are rare)                 */
+
+static sqlite3_stmt *prepare(struct store *st, const char *sql)
+{
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) {
+        fail(st, "prepare");
+        return NULL;
+    }
+    return s;
+}
+
+int store_secret_put(struct store *st, const struct store_secret *sec)
+{
+    sqlite3_stmt *s = prepare(st, "INSERT INTO secrets(project, name, nonce, sealed, set_by,"
+                                  " set_ms) VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT(project, name)"
+                                  " DO UPDATE SET nonce = excluded.nonce, sealed = excluded.sealed,"
+                                  " set_by = excluded.set_by, set_ms = excluded.set_ms");
+    if (!s)
+        return -EIO;
+    bind_text(s, 1, sec->project);
+    bind_text(s, 2, sec->name);
+    sqlite3_bind_blob(s, 3, sec->nonce, (int)sizeof(sec->nonce), SQLITE_STATIC);
+    sqlite3_bind_blob(s, 4, sec->sealed, (int)sec->sealed_len, SQLITE_STATIC);
+    bind_text(s, 5, sec->set_by);
+    sqlite3_bind_int64(s, 6, sec->set_ms);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : fail(st, "put secret");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static void secret_row(sqlite3_stmt *s, struct store_secret *out)
+{
+    memset(out, 0, sizeof(*out));
+    col_copy(s, 0, out->project, sizeof(out->project));
+    col_copy(s, 1, out->name, sizeof(out->name));
+    col_copy(s, 2, out->set_by, sizeof(out->set_by));
+    out->set_ms = sqlite3_column_int64(s, 3);
+}
+
+int store_secret_get(struct store *st, const char *project, const char *name,
+                     struct store_secret *out)
+{
+    sqlite3_stmt *s = prepare(st, "SELECT project, name, set_by, set_ms, nonce, sealed"
+                                  " FROM secrets WHERE project = ?1 AND name = ?2");
+    if (!s)
+        return -EIO;
+    bind_text(s, 1, project);
+    bind_text(s, 2, name);
+    int step = sqlite3_step(s), rc = -ENOENT;
+    if (step == SQLITE_ROW) {
+        secret_row(s, out);
+        const void *nonce = sqlite3_column_blob(s, 4);
+        int nlen = sqlite3_column_bytes(s, 4);
+        const void *sealed = sqlite3_column_blob(s, 5);
+        int slen = sqlite3_column_bytes(s, 5);
+        rc = -EBADMSG; /* a row of the wrong shape opens as nothing */
+        if (nonce && nlen == (int)sizeof(out->nonce) && sealed && slen > 0) {
+            memcpy(out->nonce, nonce, sizeof(out->nonce));
+            out->sealed = xmalloc((size_t)slen);
+            memcpy(out->sealed, sealed, (size_t)slen);
+            out->sealed_len = (size_t)slen;
+            rc = 0;
+        }
+    } else if (step != SQLITE_DONE) {
+        rc = fail(st, "get secret");
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+void store_secret_release(struct store_secret *s)
+{
+    free(s->sealed);
+    s->sealed = NULL;
+    s->sealed_len = 0;
+}
+
+int store_secret_delete(struct store *st, const char *project, const char *name)
+{
+    sqlite3_stmt *s = prepare(st, "DELETE FROM secrets WHERE project = ?1 AND name = ?2");
+    if (!s)
+        return -EIO;
+    bind_text(s, 1, project);
+    bind_text(s, 2, name);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : fail(st, "delete secret");
+    if (rc == 0 && sqlite3_changes(st->db) == 0)
+        rc = -ENOENT;
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int store_secret_list(struct store *st, const char *project, store_secret_cb cb, void *arg)
+{
+    sqlite3_stmt *s = prepare(st, "SELECT project, name, set_by, set_ms FROM secrets"
+                                  " WHERE project = ?1 ORDER BY name");
+    if (!s)
+        return -EIO;
+    bind_text(s, 1, project);
+    int step, rc = 0;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_secret sec;
+        secret_row(s, &sec);
+        if ((rc = cb(arg, &sec)))
+            break;
+    }
+    if (!rc && step != SQLITE_DONE)
+        rc = fail(st, "list secrets");
     sqlite3_finalize(s);
     return rc;
 }

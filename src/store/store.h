@@ -171,30 +171,90 @@ int store_policy_get(struct store *st, char **json) STORE_WUR;
 
 enum store_token_kind { STORE_TOKEN_USER, STORE_TOKEN_NODE, STORE_TOKEN_JOIN };
 
+/* A token's public id: the first 12 hex digits of its hash (shown by `docket token list`,
+ * used to revoke it; it reveals nothing of the token). */
+#define STORE_TOKEN_ID_LEN 12
+
 struct store_token {
-    char hash[65]; /* hex SHA-256 of the token text */
+    char hash[65];                   /* hex SHA-256 of the token text */
+    char id[STORE_TOKEN_ID_LEN + 1]; /* filled when read */
     enum store_token_kind kind;
-    char user[64]; /* USER: the user; NODE: the node name */
-    char role[16];
-    int64_t created_ms, expires_ms; /* 0 = never expires */
+    char user[64]; /* USER: the user; NODE: the node name; JOIN: who made it */
+    char role[16]; /* USER: the global role: admin, operator, viewer or member (none) */
+    int64_t created_ms, expires_ms; /* expires 0 = never (node credentials only) */
+    int64_t revoked_ms;             /* 0 = not revoked (schema 5) */
 };
 /* Hex SHA-256 of `token` into out[65]. */
 void store_token_hash(const char *token, char out[65]);
 int store_token_put(struct store *st, const struct store_token *t) STORE_WUR;
 int store_token_get(struct store *st, const char *hash, struct store_token *out) STORE_WUR;
+/* Tokens of `user` (NULL: everyone's) whose id is `id` (NULL: any), oldest first; a
+ * non-zero return from cb stops and is returned. */
+typedef int (*store_token_cb)(void *arg, const struct store_token *t);
+int store_token_list(struct store *st, const char *user, const char *id, store_token_cb cb,
+                     void *arg) STORE_WUR;
+/* Mark the token revoked at now_ms. -ENOENT when no such token or already revoked. */
+int store_token_revoke(struct store *st, const char *hash, int64_t now_ms) STORE_WUR;
 /* Remove every token of `kind` for `user` (a node's old credentials on re-register). */
 int store_token_delete_user(struct store *st, enum store_token_kind kind,
                             const char *user) STORE_WUR;
 
+/* 1 when `user` has a token of `kind` that has not expired at now_ms, 0 when none, or
+ * -errno (a node name with a live credential is taken: docs/agent.md "Node identity"). */
+int store_token_live(struct store *st, enum store_token_kind kind, const char *user,
+                     int64_t now_ms) STORE_WUR;
+
+/* Remove the tokens of `kind` for `user` that have `role`; and give those with role `from`
+ * the role `to` (a node credential's rotation: the "pending" one becomes the "node" one). */
+int store_token_delete_role(struct store *st, enum store_token_kind kind, const char *user,
+                            const char *role) STORE_WUR;
+int store_token_set_role(struct store *st, enum store_token_kind kind, const char *user,
+                         const char *from, const char *to) STORE_WUR;
+
 /* ------------------------------------------------------------------------------------ */
-/* Audit: append-only.                                                                   */
+/* Runs: one row per start of a job (logs per run, and which node may post for it).      */
+
+struct store_run {
+    uint64_t job;
+    int run;          /* 1, 2, ... in start order */
+    char nodes[1024]; /* ",gpu01,gpu02,": the allocation, rank 0 first */
+    int64_t start_ms;
+    int final_mask; /* streams whose output the agent said is complete: 1 stdout, 2 stderr */
+};
+int store_run_add(struct store *st, const struct store_run *r) STORE_WUR;
+/* -ENOENT when the job has no such run. */
+int store_run_get(struct store *st, uint64_t job, int run, struct store_run *out) STORE_WUR;
+/* The number of the job's latest run (0: never started), or -errno. */
+int store_run_last(struct store *st, uint64_t job) STORE_WUR;
+/* OR `mask` into the run's final_mask. */
+int store_run_set_final(struct store *st, uint64_t job, int run, int mask) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
+/* Audit: append-only and hash-chained (schema 5): each row stores the SHA-256 of its
+ * canonical content and of the previous row's hash, so a row changed, inserted or removed
+ * by hand in the database breaks the chain at that row (docs/security.md "Audit").     */
 
 struct store_audit {
-    int64_t id;
+    int64_t id; /* ignored by store_audit_add, which numbers rows itself */
     int64_t time_ms;
     const char *actor, *action, *target, *before, *after, *reason; /* before/after: JSON or NULL */
 };
 int store_audit_add(struct store *st, const struct store_audit *a) STORE_WUR;
+
+struct store_audit_check {
+    int64_t checked;   /* rows whose hash matched */
+    int64_t unchained; /* rows written before the chain began (schema < 5) */
+    int64_t first_bad; /* id of the first row that breaks the chain; 0 = none */
+    int64_t last_id;   /* last good row */
+    char head[65];     /* hash of the last good row ("" if none) */
+    char why[160];     /* what is wrong with first_bad */
+    bool head_found;   /* `want_head` is the hash of a good row */
+};
+/* Walk the whole trail and recompute the chain. want_head (may be NULL): a head recorded
+ * earlier, which must still be in the chain (a trail cut off at its end is otherwise a
+ * valid, shorter chain). 0 (look at v->first_bad, v->head_found) or -EIO. */
+int store_audit_verify(struct store *st, const char *want_head,
+                       struct store_audit_check *v) STORE_WUR;
 
 struct store_audit_filter {
     const char *actor, *action, *target;
@@ -205,5 +265,57 @@ struct store_audit_filter {
 typedef int (*store_audit_cb)(void *arg, const struct store_audit *a);
 int store_audit_list(struct store *st, const struct store_audit_filter *f, store_audit_cb cb,
                      void *arg) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
+/* Project membership (schema 5): role "lead" or "member" of a user in a project.        */
+
+int store_member_put(struct store *st, const char *project, const char *user,
+                     const char *role) STORE_WUR;
+/* The role into role[len]; -ENOENT when the user is not a member. */
+int store_member_get(struct store *st, const char *project, const char *user, char *role,
+                     size_t len) STORE_WUR;
+/* -ENOENT when there was no such member. */
+int store_member_delete(struct store *st, const char *project, const char *user) STORE_WUR;
+typedef int (*store_member_cb)(void *arg, const char *project, const char *user, const char *role);
+/* Members of `project` (NULL: all) that are `user` (NULL: any), by project then user. */
+int store_member_list(struct store *st, const char *project, const char *user, store_member_cb cb,
+                      void *arg) STORE_WUR;
+
+/* A job's project and owner without reading its spec. -ENOENT when no such job. */
+int store_job_owner(struct store *st, uint64_t id, char *project, size_t plen, char *user,
+                    size_t ulen) STORE_WUR;
+
+/* Who holds a job and at what level ("owner", "lead", "operator", "admin"); no row means
+ * no hold above the owner's. */
+int store_hold_put(struct store *st, uint64_t job, const char *user, const char *level) STORE_WUR;
+int store_hold_get(struct store *st, uint64_t job, char *user, size_t ulen, char *level,
+                   size_t llen) STORE_WUR;
+int store_hold_delete(struct store *st, uint64_t job) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
+/* Secrets: per project, sealed by docketd (the store never sees a value or the key).    */
+
+struct store_secret {
+    char project[64];
+    char name[130];
+    unsigned char nonce[12]; /* AES-GCM nonce, fresh for each value */
+    unsigned char *sealed;   /* ciphertext then the 16-byte tag; owned (get only) */
+    size_t sealed_len;
+    char set_by[64];
+    int64_t set_ms;
+};
+/* Insert or replace (project, name). */
+int store_secret_put(struct store *st, const struct store_secret *s) STORE_WUR;
+/* 0, -ENOENT when absent, -EBADMSG when the row is malformed, -EIO. Release after. */
+int store_secret_get(struct store *st, const char *project, const char *name,
+                     struct store_secret *out) STORE_WUR;
+void store_secret_release(struct store_secret *s);
+/* 0, -ENOENT when absent, -EIO. */
+int store_secret_delete(struct store *st, const char *project, const char *name) STORE_WUR;
+/* The project's secrets by name, without their sealed values (sealed is NULL). A
+ * non-zero return of cb stops and is returned. */
+typedef int (*store_secret_cb)(void *arg, const struct store_secret *s);
+int store_secret_list(struct store *st, const char *project, store_secret_cb cb,
+                      void *arg) STORE_WUR;
 
 #endif

@@ -177,6 +177,20 @@ teardown_file() {
     [[ ${lines[4]} == nobody ]]
 }
 
+@test "a secret reaches the job's environment (through a spare supervisor) and no file of the agent" {
+    local v='agent-s3cr3t-91d2' h
+    capi PUT /v1/projects/lo/secrets/API_KEY -d "{\"value\": \"$v\"}" | jq -e '.secret.name' >/dev/null
+    id=$(submit "{\"secrets\": [\"API_KEY\"], \"command\": [\"sh\", \"-c\",
+        \"printf %s \\\"\$API_KEY\\\" | sha256sum | cut -c1-64 >$W/secret-$$\"]}")
+    wait_for 20 state_is "$id" COMPLETED
+    h=$(printf %s "$v" | sha256sum | cut -c1-64)
+    [[ $(cat "$W/secret-$$") == "$h" ]]
+    if grep -rqF -- "$v" "$T/agent-a" "$T/agent-b" "$T"/agent-*.log "$T/ctl"; then
+        echo "the secret's value is in: $(grep -rlF -- "$v" "$T"/agent-* "$T/ctl")" >&2
+        return 1
+    fi
+}
+
 @test "two 4-GPU jobs on one 8-GPU node get disjoint CUDA_VISIBLE_DEVICES" {
     a=$(submit '{"gpus": 4, "selectors": {"zone": "a"}, "command": ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 2"]}')
     b=$(submit '{"gpus": 4, "selectors": {"zone": "a"}, "command": ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 2"]}')

@@ -328,8 +328,11 @@ EOF
     wait_for 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | grep -q 'run on'"
     capi POST "/v1/nodes/$PREFIX-j/resume" >/dev/null
     kill -9 "$(cat "$T/agent-i.pid")"
-    # the controller gives up on i after node_timeout (8 s) and requeues the job to j
+    # the controller gives up on i after node_timeout (8 s) plus the fencing margin
+    # (min(10 s, 8 s / 3) = 2.67 s) and requeues the job to j
     wait_for 40 bash -c "grep -q 'start .* $PREFIX-j' $W/fence.$id"
+    silent=$(grep "event=node_unreachable node=$PREFIX-i " "$T/ctl.log" | tail -n 1 | sed 's/.*silent_ms=//')
+    [[ $silent -ge 10666 ]] || { echo "requeued after $silent ms of silence, before node_timeout + margin" >&2; false; }
     wait_for 20 state_is "$id" RUNNING COMPLETED
     mapfile -t ev <"$W/fence.$id"
     [[ ${ev[0]} == "start "*" $PREFIX-i" ]]
@@ -342,8 +345,12 @@ EOF
     wait_for 10 test -f "$T/agent-i/jobs/$id/final.json"
     [[ $(jq -r '.exit.message' "$T/agent-i/jobs/$id/final.json") == *fenced* ]]
     [[ $(jq -r '.exit.kind' "$T/agent-i/jobs/$id/final.json") == lost ]]
-    # both runs' output is kept, the second after the first
-    wait_for 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | grep -q 'run on $PREFIX-j'"
-    [[ $(logs "$id") == "run on $PREFIX-i"$'\n'"run on $PREFIX-j" ]]
+    # both runs' output is kept, each in its own run (issue 12 #3: the second run ships
+    # from its own offset 0, neither lost nor spliced into the first)
+    wait_for 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs?run=2' | grep -q 'run on $PREFIX-j'"
+    [[ $(capi GET "/v1/jobs/$id/logs?run=1") == "run on $PREFIX-i" ]]
+    [[ $(capi GET "/v1/jobs/$id/logs?run=2") == "run on $PREFIX-j" ]]
+    run -0 env DOCKET_URL="http://127.0.0.1:$PORT" DOCKET_TOKEN="$TOKEN" "$B/src/cli/docket" logs "$id"
+    [[ $output == "==> job $id, run 1 <=="$'\n'"run on $PREFIX-i"$'\n'"==> job $id, run 2 <=="$'\n'"run on $PREFIX-j" ]]
     capi POST "/v1/jobs/$id/cancel" -d '{"reason": "test over"}' >/dev/null
 }

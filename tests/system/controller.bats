@@ -211,7 +211,8 @@ one_node() {
     sleep 0.1
     heartbeat gpu01 "$CRED" 0
     api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
-    sleep 2.5
+    # node_timeout 1 s + the fencing margin (a third of it) + the 1 s tick
+    sleep 3
     api_get /v1/nodes/gpu01
     assert_json .node.state UNREACHABLE
     api_get "/v1/jobs/$id"
@@ -377,6 +378,16 @@ one_node() {
     alice=$(jq -r .token <<<"$body")
     api_post /v1/tokens '{"user": "bob"}'
     bob=$(jq -r .token <<<"$body")
+    # not yet a member of the (only) project: refused, naming it
+    api_get /v1/projects
+    proj=$(jq -r '.projects[0].name' <<<"$body")
+    api_post /v1/jobs '{"command": ["x"], "hold": true}' "$alice"
+    assert_error 403 project
+    [[ $body == *"$proj"* ]]
+    for u in alice bob; do
+        api_post "/v1/projects/$proj/members" "{\"user\": \"$u\"}"
+        assert_status 201
+    done
     api_post /v1/jobs '{"command": ["x"], "hold": true}' "$alice"
     assert_status 201
     assert_json .job.user alice

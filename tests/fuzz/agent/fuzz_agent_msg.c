@@ -1,6 +1,7 @@
 /*
  * fuzz_agent_msg.c - libFuzzer harness for the agent messages: any bytes that decode as
- * JSON go through the heartbeat reply, job, register reply, event and logs reply parsers.
+ * JSON go through the heartbeat reply, job, register reply, event, log chunk and logs
+ * reply parsers.
  * Invariants: a successful parse round-trips through its builder and parses again; a
  * failed one names a field or says why; nothing leaks or crashes.
  */
@@ -59,9 +60,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (agent_event_parse(o, &ev, &e) == 0) {
         json_t *back = agent_event_to_json(&ev);
         struct agent_event ev2;
-        if (!back || agent_event_parse(back, &ev2, &e) != 0 || ev2.job != ev.job)
+        if (!back || agent_event_parse(back, &ev2, &e) != 0 || ev2.job != ev.job ||
+            ev2.run != ev.run)
             abort();
         json_decref(back);
+    }
+    /* a log chunk round-trips through its builder: same job, run, stream, bytes, final */
+    struct agent_log_chunk k;
+    if (agent_logs_parse(o, &k, &e) == 0) {
+        json_t *back = agent_logs_body(k.node, k.job, k.run, k.stream ? "stderr" : "stdout",
+                                       k.offset, k.data, k.len, k.final);
+        struct agent_log_chunk k2;
+        if (!back || agent_logs_parse(back, &k2, &e) != 0)
+            abort();
+        if (k2.job != k.job || k2.run != k.run || k2.stream != k.stream ||
+            k2.offset != k.offset || k2.len != k.len || k2.final != k.final ||
+            (k.len && memcmp(k2.data, k.data, k.len) != 0))
+            abort();
+        agent_log_chunk_release(&k2);
+        agent_log_chunk_release(&k);
+        json_decref(back);
+    } else if (!e.message[0]) {
+        abort();
     }
     int64_t off;
     (void)agent_logs_reply_parse(o, &off, &e);

@@ -99,6 +99,26 @@ static void test_job_script(void **st)
     agent_job_release(&j);
 }
 
+/* h-node: the run number and the class's pids.max of a start command, and back */
+static void test_job_run_and_pids(void **st)
+{
+    (void)st;
+    json_t *o = js("{\"id\": 7, \"command\": [\"x\"], \"run\": 3, \"pids_max\": 64}");
+    struct agent_job j;
+    struct agent_msg_error e = {"", ""};
+    assert_int_equal(agent_job_parse(o, &j, &e), 0);
+    assert_int_equal(j.run, 3);
+    assert_int_equal(j.pids_max, 64);
+    json_t *back = agent_job_to_json(&j);
+    assert_int_equal(json_integer_value(json_object_get(back, "run")), 3);
+    assert_int_equal(json_integer_value(json_object_get(back, "pids_max")), 64);
+    json_decref(back);
+    agent_job_release(&j);
+    json_decref(o);
+    parse_bad("{\"id\": 7, \"command\": [\"x\"], \"run\": -1}", "job.run");
+    parse_bad("{\"id\": 7, \"command\": [\"x\"], \"pids_max\": \"lots\"}", "job.pids_max");
+}
+
 static void test_job_bad(void **st)
 {
     (void)st;
@@ -213,6 +233,7 @@ static void test_register(void **st)
 static void test_events(void **st)
 {
     (void)st;
+    json_t *bad;
     struct agent_event e;
     memset(&e, 0, sizeof e);
     e.job = 915;
@@ -233,9 +254,20 @@ static void test_events(void **st)
     assert_int_equal(back.exit_code, 9);
     assert_int_equal(back.usage.max_rss_mb, 300);
     assert_string_equal(back.message, "memory limit exceeded");
+    assert_int_equal(back.run, 0);
+    assert_null(json_object_get(o, "run"));
     json_decref(o);
+    e.run = 3;
+    o = agent_event_to_json(&e);
+    assert_int_equal(agent_event_parse(o, &back, &err), 0);
+    assert_int_equal(back.run, 3);
+    json_decref(o);
+    bad = js("{\"job\": 1, \"run\": 0, \"type\": \"usage\"}");
+    assert_int_equal(agent_event_parse(bad, &back, &err), -EINVAL);
+    assert_string_equal(err.field, "run");
+    json_decref(bad);
 
-    json_t *bad = js("{\"job\": 1, \"type\": \"exited\", \"exit\": {\"kind\": \"exploded\"}}");
+    bad = js("{\"job\": 1, \"type\": \"exited\", \"exit\": {\"kind\": \"exploded\"}}");
     assert_int_equal(agent_event_parse(bad, &back, &err), -EINVAL);
     assert_string_equal(err.field, "exit.kind");
     json_decref(bad);
@@ -273,12 +305,54 @@ static void test_base64_and_logs(void **st)
 {
     (void)st;
     /* base64 itself: tests/unit/util/test_base64.c */
-    json_t *b = agent_logs_body("gpu03", 915, "stdout", 10, "hi\n", 3);
+    json_t *b = agent_logs_body("gpu03", 915, 2, "stdout", 10, "hi\n", 3, true);
     assert_string_equal(json_string_value(json_object_get(b, "data")), "aGkK");
     assert_int_equal(json_integer_value(json_object_get(b, "offset")), 10);
-    json_decref(b);
     int64_t off = 0;
     struct agent_msg_error e;
+    /* the controller's side of the same chunk */
+    struct agent_log_chunk k;
+    assert_int_equal(agent_logs_parse(b, &k, &e), 0);
+    assert_string_equal(k.node, "gpu03");
+    assert_int_equal(k.job, 915);
+    assert_int_equal(k.run, 2);
+    assert_int_equal(k.stream, 0);
+    assert_int_equal(k.offset, 10);
+    assert_int_equal(k.len, 3);
+    assert_memory_equal(k.data, "hi\n", 3);
+    assert_true(k.final);
+    agent_log_chunk_release(&k);
+    json_decref(b);
+    /* run 0 and no final are left out */
+    b = agent_logs_body("gpu03", 915, 0, "stderr", 0, "", 0, false);
+    assert_null(json_object_get(b, "run"));
+    assert_null(json_object_get(b, "final"));
+    assert_int_equal(agent_logs_parse(b, &k, &e), 0);
+    assert_int_equal(k.run, 0);
+    assert_int_equal(k.stream, 1);
+    assert_false(k.final);
+    agent_log_chunk_release(&k);
+    json_decref(b);
+    static const struct {
+        const char *json, *field;
+    } bad[] = {
+        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"\", \"log_base\": 1}",
+         "log_base"},
+        {"{\"node\": \"n\", \"job\": 1, \"run\": 0, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"\"}",
+         "run"},
+        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"both\", \"offset\": 0, \"data\": \"\"}", "stream"},
+        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"!!\"}", "data"},
+        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"\", \"final\": 1}",
+         "final"},
+        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"data\": \"\"}", "offset"},
+        {"{\"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"\"}", "node"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *o = js(bad[i].json);
+        assert_int_equal(agent_logs_parse(o, &k, &e), -EINVAL);
+        assert_string_equal(e.field, bad[i].field);
+        json_decref(o);
+    }
     json_t *r = js("{\"offset\": 13}");
     assert_int_equal(agent_logs_reply_parse(r, &off, &e), 0);
     assert_int_equal(off, 13);
@@ -295,7 +369,7 @@ int main(void)
         cmocka_unit_test(test_job_bad),           cmocka_unit_test(test_heartbeat_reply),
         cmocka_unit_test(test_heartbeat_reply_bad), cmocka_unit_test(test_register),
         cmocka_unit_test(test_events),            cmocka_unit_test(test_heartbeat_body),
-        cmocka_unit_test(test_base64_and_logs),
+        cmocka_unit_test(test_base64_and_logs), cmocka_unit_test(test_job_run_and_pids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -762,6 +762,28 @@ static void test_pids_max(void **st)
     assert_true(s.reclaim_ok);
 }
 
+/* h-node: the class's pids_max in the start command wins over the node's default. */
+static void test_pids_max_from_class(void **st)
+{
+    (void)st;
+    need_cgroups();
+    cfg.pids_max = 100;
+    char json[1024], g[300];
+    struct cg_job cg;
+    cg_job_init(&cg, &layout, node, 149);
+    snprintf(g, sizeof g, "%s", cg.dir[layout.mode == CG_V2 ? 0 : CG_PIDS]);
+    snprintf(json, sizeof json, "{\"id\": 149, \"user\": \"nobody\", \"workdir\": \"/tmp\","
+             " \"pids_max\": 9, \"command\": [\"sh\", \"-c\", \"read m < %s/pids.max; echo $m\"]}", g);
+    struct sup_state s;
+    run_job(json, &s, NULL, NULL);
+    cfg.pids_max = 0;
+    char buf[256];
+    read_text(s.out_path, buf, sizeof buf);
+    if (atoi(buf) != 9)
+        fail_msg("want pids.max 9 (the class's), the job saw '%s'", buf);
+    assert_true(s.reclaim_ok);
+}
+
 /* The job's oom_score_adj is positive (it goes before the agent, which is -1000). */
 static void test_oom_score_adj(void **st)
 {
@@ -984,6 +1006,7 @@ int main(void)
         cmocka_unit_test(test_gpu_isolation_v2),
         cmocka_unit_test(test_gpu_isolation_minors),
         cmocka_unit_test(test_pids_max),
+        cmocka_unit_test(test_pids_max_from_class),
         cmocka_unit_test(test_oom_score_adj),
         cmocka_unit_test(test_default_memory_limit),
         cmocka_unit_test(test_fence),

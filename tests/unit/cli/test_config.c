@@ -86,8 +86,8 @@ static void parse_errors_name_the_line(void **state)
     assert_string_equal(err, "f:2: want key=value, not 'nonsense'");
     assert_int_equal(client_config_parse(&cfg, "colour=yes\n", "f", err, sizeof(err)),
                      -EINVAL);
-    assert_string_equal(err, "f:1: unknown key 'colour' (url, token, partition_map, "
-                             "partition.NAME)");
+    assert_string_equal(err, "f:1: unknown key 'colour' (url, token, ca, fingerprint, "
+                             "partition_map, partition.NAME)");
 }
 
 static void default_is_the_socket(void **state)

@@ -1,6 +1,7 @@
-/* test_authz_config.c - unit tests of docketd's one authorization decision
- * (ctl_authorize: who may do what) and of docketd.yaml loading (ctl_config_load: every
- * key, and a bad key or value named). */
+/* test_authz_config.c - unit tests of docketd's one authorization decision (authz.c:
+ * who may do what, per role and per project role; env visibility; hold levels; what a
+ * lead may change) and of docketd.yaml loading (ctl_config_load: every key, and a bad
+ * key or value named). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <setjmp.h>
@@ -15,56 +16,188 @@
 
 #include "controller/ctl.h"
 
-static struct ctl_ident ident(const char *user, bool admin, bool node)
+static struct ctl_ident ident(const char *user, enum ctl_role role, bool node)
 {
     struct ctl_ident id;
     memset(&id, 0, sizeof(id));
     snprintf(id.user, sizeof(id.user), "%s", user);
-    snprintf(id.role, sizeof(id.role), "%s", node ? "node" : admin ? "admin" : "member");
-    id.admin = admin;
+    id.role = role;
     id.node = node;
     if (node)
         snprintf(id.node_name, sizeof(id.node_name), "%s", user);
     return id;
 }
 
-static void admin_may_do_everything(void **state)
+static struct ctl_target target(const char *project, const char *owner, enum ctl_prole pr)
 {
-    struct ctl_ident a = ident("root", true, false);
+    struct ctl_target t = {project, owner, pr};
+    return t;
+}
+
+#define ALLOW(id, p, t) assert_int_equal(ctl_authz_check(&(id), (p), (t), &e), 0)
+#define DENY(id, p, t)                                                                             \
+    do {                                                                                           \
+        memset(&e, 0, sizeof(e));                                                                  \
+        assert_int_not_equal(ctl_authz_check(&(id), (p), (t), &e), 0);                             \
+        assert_int_equal(e.status, 403);                                                           \
+    } while (0)
+
+static void admin_may_do_everything_but_agent_calls(void **state)
+{
+    struct ctl_ident a = ident("root", CTL_ROLE_ADMIN, false);
+    struct ctl_target t = target("b", "alice", CTL_PROLE_NONE);
     struct proto_error e;
-    enum ctl_action acts[] = {CTL_READ, CTL_SUBMIT, CTL_JOB_CONTROL, CTL_JOB_LOGS, CTL_ADMIN};
-    for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++)
-        assert_int_equal(ctl_authorize(&a, acts[i], "alice", &e), 0);
-    assert_int_not_equal(ctl_authorize(&a, CTL_AGENT, NULL, &e), 0);
-    assert_int_equal(e.status, 403);
+    for (int p = CTL_P_PUBLIC; p < CTL_P_AGENT; p++)
+        ALLOW(a, (enum ctl_perm)p, &t);
+    DENY(a, CTL_P_AGENT, &t);
+    assert_true(ctl_authz_sees_env(&a, &t));
+    assert_int_equal(ctl_authz_level(&a, &t), CTL_LEVEL_ADMIN);
+}
+
+static void member_submits_only_into_its_projects(void **state)
+{
+    struct ctl_ident m = ident("alice", CTL_ROLE_NONE, false);
+    struct ctl_target mine = target("a", "alice", CTL_PROLE_MEMBER);
+    struct ctl_target other = target("b", "alice", CTL_PROLE_NONE);
+    struct ctl_target behalf = target("a", "bob", CTL_PROLE_MEMBER);
+    struct proto_error e;
+    ALLOW(m, CTL_P_SUBMIT, &mine);
+    DENY(m, CTL_P_SUBMIT, &other);
+    assert_string_equal(e.field, "project");
+    assert_non_null(strstr(e.message, "'b'"));
+    DENY(m, CTL_P_SUBMIT, &behalf);
+    assert_string_equal(e.field, "user");
 }
 
 static void member_owns_only_its_jobs(void **state)
 {
-    struct ctl_ident m = ident("alice", false, false);
+    struct ctl_ident m = ident("alice", CTL_ROLE_NONE, false);
+    struct ctl_target own = target("a", "alice", CTL_PROLE_MEMBER);
+    struct ctl_target bobs = target("a", "bob", CTL_PROLE_MEMBER);
     struct proto_error e;
-    assert_int_equal(ctl_authorize(&m, CTL_READ, NULL, &e), 0);
-    assert_int_equal(ctl_authorize(&m, CTL_SUBMIT, NULL, &e), 0);
-    assert_int_equal(ctl_authorize(&m, CTL_JOB_CONTROL, "alice", &e), 0);
-    assert_int_equal(ctl_authorize(&m, CTL_JOB_LOGS, "alice", &e), 0);
-    assert_int_not_equal(ctl_authorize(&m, CTL_JOB_CONTROL, "bob", &e), 0);
-    assert_int_equal(e.status, 403);
+    ALLOW(m, CTL_P_READ, &bobs);
+    ALLOW(m, CTL_P_JOB_CONTROL, &own);
+    ALLOW(m, CTL_P_JOB_PRIVATE, &own);
+    DENY(m, CTL_P_JOB_CONTROL, &bobs);
     assert_non_null(strstr(e.message, "alice"));
-    assert_int_not_equal(ctl_authorize(&m, CTL_JOB_LOGS, "bob", &e), 0);
-    assert_int_not_equal(ctl_authorize(&m, CTL_JOB_CONTROL, NULL, &e), 0);
-    assert_int_not_equal(ctl_authorize(&m, CTL_ADMIN, NULL, &e), 0);
-    assert_int_not_equal(ctl_authorize(&m, CTL_AGENT, NULL, &e), 0);
+    DENY(m, CTL_P_JOB_PRIVATE, &bobs);
+    DENY(m, CTL_P_PROJECT_LEAD, &bobs);
+    DENY(m, CTL_P_OPERATOR, NULL);
+    DENY(m, CTL_P_ADMIN, NULL);
+    DENY(m, CTL_P_AUDIT, NULL);
+    DENY(m, CTL_P_AGENT, NULL);
+    assert_true(ctl_authz_sees_env(&m, &own));
+    assert_false(ctl_authz_sees_env(&m, &bobs));
+}
+
+static void lead_manages_its_project_only(void **state)
+{
+    struct ctl_ident l = ident("lee", CTL_ROLE_NONE, false);
+    struct ctl_target in_a = target("a", "bob", CTL_PROLE_LEAD);
+    struct ctl_target in_b = target("b", "bob", CTL_PROLE_NONE);
+    struct proto_error e;
+    ALLOW(l, CTL_P_PROJECT_LEAD, &in_a);
+    ALLOW(l, CTL_P_JOB_CONTROL, &in_a);
+    ALLOW(l, CTL_P_JOB_PRIVATE, &in_a);
+    DENY(l, CTL_P_PROJECT_LEAD, &in_b);
+    DENY(l, CTL_P_JOB_CONTROL, &in_b);
+    DENY(l, CTL_P_OPERATOR, &in_a);
+    assert_true(ctl_authz_sees_env(&l, &in_a));
+    assert_false(ctl_authz_sees_env(&l, &in_b));
+    assert_int_equal(ctl_authz_level(&l, &in_a), CTL_LEVEL_LEAD);
+}
+
+static void operator_and_viewer(void **state)
+{
+    struct ctl_ident o = ident("ops", CTL_ROLE_OPERATOR, false);
+    struct ctl_ident v = ident("dash", CTL_ROLE_VIEWER, false);
+    struct ctl_target t = target("a", "bob", CTL_PROLE_NONE);
+    struct proto_error e;
+    ALLOW(o, CTL_P_OPERATOR, &t);
+    ALLOW(o, CTL_P_JOB_CONTROL, &t);
+    ALLOW(o, CTL_P_AUDIT, &t);
+    DENY(o, CTL_P_ADMIN, &t);
+    DENY(o, CTL_P_SUBMIT, &t);
+    DENY(o, CTL_P_JOB_PRIVATE, &t);
+    assert_false(ctl_authz_sees_env(&o, &t));
+    ALLOW(v, CTL_P_READ, &t);
+    ALLOW(v, CTL_P_AUDIT, &t);
+    DENY(v, CTL_P_OPERATOR, &t);
+    DENY(v, CTL_P_JOB_CONTROL, &t);
+    DENY(v, CTL_P_SUBMIT, &t);
+    assert_false(ctl_authz_sees_env(&v, &t));
 }
 
 static void node_credential_only_for_agent_endpoints(void **state)
 {
-    struct ctl_ident n = ident("gpu01", false, true);
+    struct ctl_ident n = ident("gpu01", CTL_ROLE_ADMIN, true); /* even with a role */
+    struct ctl_target t = target("a", "gpu01", CTL_PROLE_LEAD);
     struct proto_error e;
-    assert_int_equal(ctl_authorize(&n, CTL_AGENT, NULL, &e), 0);
-    assert_int_not_equal(ctl_authorize(&n, CTL_READ, NULL, &e), 0);
-    assert_int_not_equal(ctl_authorize(&n, CTL_SUBMIT, NULL, &e), 0);
-    assert_int_not_equal(ctl_authorize(&n, CTL_JOB_CONTROL, "gpu01", &e), 0);
+    ALLOW(n, CTL_P_AGENT, NULL);
+    ALLOW(n, CTL_P_PUBLIC, NULL);
+    for (int p = CTL_P_READ; p < CTL_P_AGENT; p++)
+        DENY(n, (enum ctl_perm)p, &t);
+    assert_false(ctl_authz_sees_env(&n, &t));
+}
+
+static void a_hold_is_released_at_its_level(void **state)
+{
+    struct ctl_ident owner = ident("alice", CTL_ROLE_NONE, false);
+    struct ctl_ident op = ident("ops", CTL_ROLE_OPERATOR, false);
+    struct ctl_ident admin = ident("root", CTL_ROLE_ADMIN, false);
+    struct ctl_target t = target("a", "alice", CTL_PROLE_MEMBER);
+    struct proto_error e;
+    assert_int_equal(ctl_authz_release(&owner, &t, "alice", CTL_LEVEL_OWNER, &e), 0);
+    assert_int_not_equal(ctl_authz_release(&owner, &t, "root", CTL_LEVEL_ADMIN, &e), 0);
     assert_int_equal(e.status, 403);
+    assert_non_null(strstr(e.message, "root"));
+    assert_int_not_equal(ctl_authz_release(&owner, &t, "ops", CTL_LEVEL_OPERATOR, &e), 0);
+    assert_int_not_equal(ctl_authz_release(&op, &t, "root", CTL_LEVEL_ADMIN, &e), 0);
+    assert_int_equal(ctl_authz_release(&op, &t, "ops", CTL_LEVEL_OPERATOR, &e), 0);
+    assert_int_equal(ctl_authz_release(&admin, &t, "ops", CTL_LEVEL_OPERATOR, &e), 0);
+    assert_int_equal(ctl_level_parse("bogus"), CTL_LEVEL_ADMIN);
+    assert_int_equal(ctl_level_parse("lead"), CTL_LEVEL_LEAD);
+}
+
+static void a_lead_changes_only_user_caps_within_the_project(void **state)
+{
+    struct ctl_ident l = ident("lee", CTL_ROLE_NONE, false);
+    struct ctl_ident m = ident("alice", CTL_ROLE_NONE, false);
+    struct ctl_target t = target("a", NULL, CTL_PROLE_LEAD);
+    struct ctl_target tm = target("a", NULL, CTL_PROLE_MEMBER);
+    struct sched_project_spec p;
+    struct proto_error e;
+    sched_project_spec_init(&p);
+    p.gpu_limit = 16;
+    p.user_gpu_limit = 8;
+    json_t *ok = json_pack("{s:i}", "user_gpu_limit", 8);
+    json_t *quota = json_pack("{s:i}", "gpu_limit", 32);
+    assert_int_equal(ctl_authz_project_patch(&l, &t, ok, &p, &e), 0);
+    assert_int_not_equal(ctl_authz_project_patch(&m, &tm, ok, &p, &e), 0);
+    assert_int_not_equal(ctl_authz_project_patch(&l, &t, quota, &p, &e), 0);
+    assert_string_equal(e.field, "gpu_limit");
+    p.user_gpu_limit = 17; /* above the project's own limit */
+    assert_int_not_equal(ctl_authz_project_patch(&l, &t, ok, &p, &e), 0);
+    assert_string_equal(e.field, "user_gpu_limit");
+    json_decref(ok);
+    json_decref(quota);
+}
+
+static void role_names_round_trip(void **state)
+{
+    enum ctl_role r;
+    struct proto_error e;
+    enum ctl_prole pr;
+    assert_int_equal(ctl_role_parse("operator", &r), 0);
+    assert_int_equal(r, CTL_ROLE_OPERATOR);
+    assert_int_equal(ctl_role_parse("member", &r), 0);
+    assert_int_equal(r, CTL_ROLE_NONE);
+    assert_int_not_equal(ctl_role_parse("lead", &r), 0); /* a project role, not a global one */
+    assert_int_not_equal(ctl_role_parse("root", &r), 0);
+    assert_int_equal(ctl_authz_member_role("lead", &pr, &e), 0);
+    assert_int_equal(pr, CTL_PROLE_LEAD);
+    assert_int_not_equal(ctl_authz_member_role("admin", &pr, &e), 0);
+    assert_string_equal(e.field, "role");
 }
 
 static char *write_tmp(const char *text)
@@ -89,10 +222,14 @@ static void config_every_key(void **state)
     ctl_config_defaults(&cfg);
     assert_string_equal(cfg.listen, "127.0.0.1:8420");
     assert_int_equal(cfg.max_body_bytes, 1u << 20);
+    assert_int_equal(cfg.log_max_bytes, (int64_t)1 << 30);
+    assert_int_equal(cfg.node_credential_ttl_ms, (int64_t)30 * 86400 * 1000);
+    assert_int_equal(cfg.token_ttl_ms, (int64_t)90 * 24 * 3600 * 1000);
     char *p = write_tmp("listen: 0.0.0.0:9000\nsocket: /tmp/d.sock\nstate_dir: /tmp/st\n"
                         "log_file: /tmp/d.log\nlog_level: debug\nlog_format: json\n"
                         "policy: /etc/p.yaml\nnode_timeout: 90s\nheartbeat_wait: 10s\n"
-                        "cycle_delay: 2ms\ncycle_interval: 1m\nmax_body_bytes: 4096\n");
+                        "cycle_delay: 2ms\ncycle_interval: 1m\nmax_body_bytes: 4096\n"
+                        "log_max_bytes: 5000\nnode_credential_ttl: 7d\ntoken_ttl: 30d\n");
     assert_non_null(p);
     int rc = ctl_config_load(&cfg, p, err, sizeof(err));
     unlink(p);
@@ -110,6 +247,9 @@ static void config_every_key(void **state)
     assert_int_equal(cfg.cycle_delay_ms, 2);
     assert_int_equal(cfg.cycle_interval_ms, 60000);
     assert_int_equal(cfg.max_body_bytes, 4096);
+    assert_int_equal(cfg.log_max_bytes, 5000);
+    assert_int_equal(cfg.node_credential_ttl_ms, (int64_t)7 * 86400 * 1000);
+    assert_int_equal(cfg.token_ttl_ms, (int64_t)30 * 24 * 3600 * 1000);
 }
 
 static void config_refusals_name_the_key(void **state)
@@ -124,6 +264,10 @@ static void config_refusals_name_the_key(void **state)
         {"log_format: xml\n", "log_format"},
         {"listen: [1, 2]\n", "listen"},
         {"max_body_bytes: 10\n", "max_body_bytes"},
+        {"log_max_bytes: 10\n", "log_max_bytes"},
+        {"log_max_bytes: 1G\n", "log_max_bytes"},
+        {"node_credential_ttl: 10ms\n", "node_credential_ttl"},
+        {"token_ttl: 1s\n", "token_ttl"},
         {"- a\n- b\n", "mapping"},
         {"listen: \"unterminated\n", "line"},
     };
@@ -150,9 +294,15 @@ static void config_refusals_name_the_key(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(admin_may_do_everything),
+        cmocka_unit_test(admin_may_do_everything_but_agent_calls),
+        cmocka_unit_test(member_submits_only_into_its_projects),
         cmocka_unit_test(member_owns_only_its_jobs),
+        cmocka_unit_test(lead_manages_its_project_only),
+        cmocka_unit_test(operator_and_viewer),
         cmocka_unit_test(node_credential_only_for_agent_endpoints),
+        cmocka_unit_test(a_hold_is_released_at_its_level),
+        cmocka_unit_test(a_lead_changes_only_user_caps_within_the_project),
+        cmocka_unit_test(role_names_round_trip),
         cmocka_unit_test(config_every_key),
         cmocka_unit_test(config_refusals_name_the_key),
     };

@@ -92,6 +92,11 @@ static const struct {
     const char *body;
     const char *field;
 } bad[] = {
+    {"{\"command\": [\"x\"], \"secrets\": \"A\"}", "secrets"},
+    {"{\"command\": [\"x\"], \"secrets\": [\"A\", \"9B\"]}", "secrets[1]"},
+    {"{\"command\": [\"x\"], \"secrets\": [\"A\", \"A\"]}", "secrets[1]"},
+    {"{\"command\": [\"x\"], \"secrets\": [1]}", "secrets[0]"},
+    {"{\"command\": [\"x\"], \"secrets\": [\"A-B\"]}", "secrets[0]"},
     {"{\"command\": [\"x\"], \"gpus\": 1", ""},
     {"[1]", ""},
     {"\"x\"", ""},
@@ -188,7 +193,8 @@ static void stored_round_trip(void **state)
              " \"env\": {\"X\": \"1\"}, \"selectors\": {\"zone\": \"!b\"},"
              " \"deps\": [{\"type\": \"afternotok\", \"job\": 3}], \"signal\": 12,"
              " \"grace\": 5, \"checkpoint\": true, \"hold\": true, \"requeue\": false,"
-             " \"retries\": 2, \"idempotent\": true, \"array\": \"1,3\"}", &a);
+             " \"retries\": 2, \"idempotent\": true, \"array\": \"1,3\","
+             " \"secrets\": [\"API_KEY\", \"DB_PASS\"]}", &a);
     json_t *stored = proto_jobspec_to_json(&a);
     char *text = json_dumps(stored, JSON_COMPACT);
     json_t *again = json_loads(text, 0, NULL);
@@ -208,6 +214,10 @@ static void stored_round_trip(void **state)
     assert_int_equal(b.nselectors, 1);
     assert_true(b.selectors[0].negate);
     assert_string_equal(b.array, "1,3");
+    /* the names a job uses are kept (never a value: a spec has none) */
+    json_t *sec = json_object_get(b.extra, "secrets");
+    assert_int_equal(json_array_size(sec), 2);
+    assert_string_equal(json_string_value(json_array_get(sec, 1)), "DB_PASS");
     json_t *back = proto_jobspec_to_json(&b);
     assert_true(json_equal(stored, back));
     json_decref(back);

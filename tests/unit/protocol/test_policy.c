@@ -224,6 +224,60 @@ static void class_patch(void **state)
     json_decref(b);
 }
 
+/* h-node: a class's node fields (pids_max, default_mem), -1 when not given; written back */
+static void class_node_fields(void **state)
+{
+    struct proto_policy p;
+    struct proto_error e;
+    const char *doc = "classes: [{name: a, pids_max: 64, default_mem: 16G}, {name: b},"
+                      " {name: c, default_mem: 512}]\nsettings: {default_class: a}\n";
+    int rc = proto_policy_parse_text(doc, strlen(doc), true, &base, &p, &e);
+    if (rc)
+        fail_msg("%s: %s", e.field, e.message);
+    assert_int_equal(p.class_node[0].pids_max, 64);
+    assert_int_equal(p.class_node[0].default_mem_mb, 16384);
+    assert_int_equal(p.class_node[1].pids_max, -1);
+    assert_int_equal(p.class_node[1].default_mem_mb, -1);
+    assert_int_equal(p.class_node[2].default_mem_mb, 512);
+    json_t *out = proto_policy_to_json(&p.policy);
+    struct proto_class_node cn[3] = {{64, 16384}, {0, 0}, {0, 512}};
+    proto_class_node_json(json_object_get(out, "classes"), &p.policy, cn);
+    json_t *c0 = json_array_get(json_object_get(out, "classes"), 0);
+    assert_int_equal(json_integer_value(json_object_get(c0, "pids_max")), 64);
+    assert_string_equal(json_string_value(json_object_get(c0, "default_mem")), "16G");
+    assert_null(json_object_get(json_array_get(json_object_get(out, "classes"), 1), "pids_max"));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(out, "classes"), 2), "default_mem")),
+                        "512M");
+    struct proto_policy back;
+    assert_int_equal(proto_policy_parse(out, &base, &back, &e), 0);
+    assert_int_equal(back.class_node[0].default_mem_mb, 16384);
+    assert_int_equal(back.class_node[2].default_mem_mb, 512);
+    proto_policy_release(&back);
+    json_decref(out);
+    proto_policy_release(&p);
+    static const struct {
+        const char *doc, *field;
+    } badn[] = {
+        {"classes: [{name: a, pids_max: -1}]\nsettings: {default_class: a}\n",
+         "classes[0].pids_max"},
+        {"classes: [{name: a, pids_max: x}]\nsettings: {default_class: a}\n",
+         "classes[0].pids_max"},
+        {"classes: [{name: a, default_mem: lots}]\nsettings: {default_class: a}\n",
+         "classes[0].default_mem"},
+    };
+    for (size_t i = 0; i < sizeof(badn) / sizeof(badn[0]); i++) {
+        assert_int_not_equal(
+            proto_policy_parse_text(badn[i].doc, strlen(badn[i].doc), true, &base, &p, &e), 0);
+        assert_string_equal(e.field, badn[i].field);
+    }
+    struct sched_class_spec c = base.classes[0];
+    json_t *b = json_pack("{s:i}", "pids_max", 5);
+    assert_int_not_equal(proto_class_patch(b, &c, &e), 0);
+    assert_string_equal(e.field, "pids_max");
+    json_decref(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +285,7 @@ int main(void)
         cmocka_unit_test(bad_documents),  cmocka_unit_test(bad_yaml),
         cmocka_unit_test(output_reads_back), cmocka_unit_test(project_patch),
         cmocka_unit_test(class_patch),    cmocka_unit_test(groups_list),
+        cmocka_unit_test(class_node_fields),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -16,6 +16,7 @@
 
 #include "core/sched.h"
 #include "store/store.h"
+#include "util/str.h"
 
 struct fx {
     char dir[64];
@@ -68,17 +69,19 @@ static void reopen(struct fx *f)
 static void migrates_from_empty(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), 6);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), 6);
     assert_int_equal(store_job_count(f->st), 0);
 }
 
 static void refuses_newer_schema(void **state)
 {
     struct fx *f = *state;
-    char err[256];
+    char err[256], back[48];
     sqlite3 *db;
+    /* put back the version it has (the latest), whatever the number of migrations */
+    snprintf(back, sizeof(back), "PRAGMA user_version = %d", store_schema_version(f->st));
     store_close(f->st);
     f->st = NULL;
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
@@ -87,7 +90,7 @@ static void refuses_newer_schema(void **state)
     assert_null(store_open(f->path, err, sizeof(err)));
     assert_non_null(strstr(err, "newer"));
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, back, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     f->st = store_open(f->path, err, sizeof(err));
     assert_non_null(f->st);
@@ -411,8 +414,8 @@ static void audit_append_only(void **state)
 {
     struct fx *f = *state;
     struct store_audit a = {0, 10, "alice", "job.submit", "job:1", NULL, "{\"s\":1}", ""};
-    struct store_audit b = {0, 20, "root", "node.drain", "gpu01", "{\"st\":\"UP\"}",
-                            "{\"st\":\"DRAINING\"}", "maint"};
+    struct store_audit b = {
+        0, 20, "root", "node.drain", "gpu01", "{\"st\":\"UP\"}", "{\"st\":\"DRAINING\"}", "maint"};
     assert_int_equal(store_audit_add(f->st, &a), 0);
     assert_int_equal(store_audit_add(f->st, &b), 0);
     struct store_audit_filter flt;
@@ -438,6 +441,139 @@ static void audit_append_only(void **state)
                          SQLITE_OK);
     assert_int_not_equal(sqlite3_exec(db, "DELETE FROM audit", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
+}
+
+/* The audit trail is a hash chain: a row changed, removed or inserted by hand (the
+ * triggers dropped first, as someone with the file could) is found by store_audit_verify,
+ * which names the first broken row. */
+static void audit_hash_chain(void **state)
+{
+    struct fx *f = *state;
+    struct store_audit_check v;
+    for (int i = 0; i < 5; i++) {
+        struct store_audit a = {0, 10 + i, "alice", "job.submit", "job:1", NULL, "{\"s\":1}", ""};
+        assert_int_equal(store_audit_add(f->st, &a), 0);
+    }
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_int_equal(v.checked, 5);
+    assert_int_equal(v.unchained, 0);
+    assert_int_equal(strlen(v.head), 64);
+    char head[65];
+    memcpy(head, v.head, sizeof(head));
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;"
+                                  " UPDATE audit SET reason = 'nothing to see' WHERE id = 3",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 3);
+    assert_non_null(strstr(v.why, "changed"));
+    assert_int_equal(v.checked, 2);
+    /* put it back: whole again, same head */
+    assert_int_equal(
+        sqlite3_exec(db, "UPDATE audit SET reason = '' WHERE id = 3", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_string_equal(v.head, head);
+    /* the recorded head is found; cut the last row off and it is not */
+    assert_int_equal(store_audit_verify(f->st, head, &v), 0);
+    assert_true(v.head_found);
+    assert_int_equal(sqlite3_exec(db, "DELETE FROM audit WHERE id = 5", NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(store_audit_verify(f->st, head, &v), 0);
+    assert_int_equal(v.first_bad, 0); /* a valid, shorter chain */
+    assert_false(v.head_found);
+    /* a row removed: the next one no longer follows */
+    assert_int_equal(sqlite3_exec(db, "DELETE FROM audit WHERE id = 2", NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 3);
+    assert_non_null(strstr(v.why, "follow"));
+    sqlite3_close(db);
+}
+
+static int count_members(void *arg, const char *project, const char *user, const char *role)
+{
+    char *out = arg;
+    size_t k = strlen(out);
+    snprintf(out + k, 256 - k, "%s%s/%s/%s", k ? "," : "", project, user, role);
+    return 0;
+}
+
+static void members_holds_and_owner(void **state)
+{
+    struct fx *f = *state;
+    char role[16], by[64], level[16], list[256] = "";
+    assert_int_equal(store_member_get(f->st, "a", "alice", role, sizeof(role)), -ENOENT);
+    assert_int_equal(store_member_put(f->st, "a", "alice", "member"), 0);
+    assert_int_equal(store_member_put(f->st, "a", "lee", "lead"), 0);
+    assert_int_equal(store_member_put(f->st, "b", "alice", "member"), 0);
+    assert_int_equal(store_member_put(f->st, "a", "alice", "lead"), 0); /* role changed */
+    assert_int_equal(store_member_get(f->st, "a", "alice", role, sizeof(role)), 0);
+    assert_string_equal(role, "lead");
+    assert_int_equal(store_member_list(f->st, NULL, "alice", count_members, list), 0);
+    assert_string_equal(list, "a/alice/lead,b/alice/member");
+    list[0] = '\0';
+    assert_int_equal(store_member_list(f->st, "a", NULL, count_members, list), 0);
+    assert_string_equal(list, "a/alice/lead,a/lee/lead");
+    assert_int_equal(store_member_delete(f->st, "a", "alice"), 0);
+    assert_int_equal(store_member_delete(f->st, "a", "alice"), -ENOENT);
+
+    assert_int_equal(store_hold_get(f->st, 7, by, sizeof(by), level, sizeof(level)), -ENOENT);
+    assert_int_equal(store_hold_put(f->st, 7, "root", "admin"), 0);
+    assert_int_equal(store_hold_get(f->st, 7, by, sizeof(by), level, sizeof(level)), 0);
+    assert_string_equal(by, "root");
+    assert_string_equal(level, "admin");
+    assert_int_equal(store_hold_delete(f->st, 7), 0);
+    assert_int_equal(store_hold_get(f->st, 7, by, sizeof(by), level, sizeof(level)), -ENOENT);
+
+    char project[64], user[64];
+    assert_int_equal(store_job_owner(f->st, 99, project, sizeof(project), user, sizeof(user)),
+                     -ENOENT);
+}
+
+static int collect_tokens(void *arg, const struct store_token *t)
+{
+    char *out = arg;
+    size_t k = strlen(out);
+    snprintf(out + k, 256 - k, "%s%s:%s", k ? "," : "", t->user, t->revoked_ms ? "revoked" : "ok");
+    return 0;
+}
+
+static void token_list_and_revoke(void **state)
+{
+    struct fx *f = *state;
+    struct store_token t, out;
+    char list[256] = "";
+    memset(&t, 0, sizeof(t));
+    t.kind = STORE_TOKEN_USER;
+    snprintf(t.role, sizeof(t.role), "member");
+    const char *users[] = {"alice", "bob", "alice"};
+    char hashes[3][65];
+    for (int i = 0; i < 3; i++) {
+        char text[32];
+        snprintf(text, sizeof(text), "dkt_%d", i);
+        store_token_hash(text, t.hash);
+        memcpy(hashes[i], t.hash, 65);
+        snprintf(t.user, sizeof(t.user), "%s", users[i]);
+        t.created_ms = i + 1;
+        t.expires_ms = 1000;
+        assert_int_equal(store_token_put(f->st, &t), 0);
+    }
+    assert_int_equal(store_token_revoke(f->st, hashes[2], 500), 0);
+    assert_int_equal(store_token_revoke(f->st, hashes[2], 600), -ENOENT); /* once */
+    assert_int_equal(store_token_get(f->st, hashes[2], &out), 0);
+    assert_int_equal(out.revoked_ms, 500);
+    assert_int_equal(strncmp(out.id, hashes[2], STORE_TOKEN_ID_LEN), 0);
+    assert_int_equal(strlen(out.id), STORE_TOKEN_ID_LEN);
+    assert_int_equal(store_token_list(f->st, "alice", NULL, collect_tokens, list), 0);
+    assert_string_equal(list, "alice:ok,alice:revoked");
+    list[0] = '\0';
+    assert_int_equal(store_token_list(f->st, NULL, out.id, collect_tokens, list), 0);
+    assert_string_equal(list, "alice:revoked");
 }
 
 /* One transaction per loop iteration, one savepoint per request: a failed request
@@ -539,14 +675,14 @@ static void states_and_kinds_stored_by_name(void **state)
     assert_non_null(strstr(store_errmsg(f->st), "job 1: unknown state 'LIMBO'"));
 }
 
-/* Load tests/unit/store/data/schema2.sql (a database docketd wrote at schema 2) into the
- * fixture's file, closed. */
-static void load_schema2(struct fx *f)
+/* Load a dump of tests/unit/store/data (schema2.sql: a database docketd wrote at schema
+ * 2; schema3.sql: the same at schema 3) into the fixture's file, closed. */
+static void load_dump(struct fx *f, const char *name)
 {
     char path[4096];
     const char *dir = getenv("STORE_DATA");
     assert_non_null(dir);
-    snprintf(path, sizeof(path), "%s/schema2.sql", dir);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
     FILE *in = fopen(path, "r");
     assert_non_null(in);
     static char sql[1 << 20];
@@ -575,13 +711,13 @@ static void migrates_schema2_database(void **state)
 {
     struct fx *f = *state;
     char err[256], got[64];
-    load_schema2(f);
+    load_dump(f, "schema2.sql");
     raw_sql(f->path, "PRAGMA user_version", got, sizeof(got));
     assert_string_equal(got, "2");
     f->st = store_open(f->path, err, sizeof(err));
     if (!f->st)
         fail_msg("%s", err);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), 6);
     /* every job keeps its state, now by name */
     static const struct {
         uint64_t id;
@@ -609,28 +745,46 @@ static void migrates_schema2_database(void **state)
     assert_int_equal(store_job_list(f->st, &flt, collect_ids, &ids), 0);
     assert_string_equal(ids.text, "3,5,6");
     /* tokens keep their kind: the node's credential, the join token, the users' tokens */
-    raw_sql(f->path, "SELECT group_concat(kind || ':' || user_name, ',') FROM"
-                     " (SELECT kind, user_name FROM tokens ORDER BY created_ms)",
+    raw_sql(f->path,
+            "SELECT group_concat(kind || ':' || user_name, ',') FROM"
+            " (SELECT kind, user_name FROM tokens ORDER BY created_ms)",
             got, sizeof(got));
     assert_string_equal(got, "user:admin,join:admin,node:gpu01,user:alice");
     struct store_token t;
-    assert_int_equal(store_token_get(f->st,
-                                     "a7f9dbf66bede4099aacd028cae62ad99a771075ec18d4301de5417731ad6c1e",
-                                     &t), 0);
+    assert_int_equal(
+        store_token_get(f->st, "a7f9dbf66bede4099aacd028cae62ad99a771075ec18d4301de5417731ad6c1e",
+                        &t),
+        0);
     assert_int_equal(t.kind, STORE_TOKEN_NODE);
     assert_string_equal(t.user, "gpu01");
-    /* the rest of the database is untouched; it opens again as schema 3 */
+    /* the rest of the database is untouched; it opens again at the latest schema */
     raw_sql(f->path, "SELECT count(*) FROM job_events", got, sizeof(got));
     assert_int_not_equal(atoi(got), 0);
     reopen(f);
-    assert_int_equal(store_schema_version(f->st), 3);
+    assert_int_equal(store_schema_version(f->st), 6);
+    /* audit rows from before the chain are reported as such; new ones are chained */
+    struct store_audit_check v;
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_int_equal(v.checked, 0);
+    int64_t legacy = v.unchained;
+    struct store_audit a = {0, 10, "root", "node.drain", "gpu01", NULL, NULL, ""};
+    assert_int_equal(store_audit_add(f->st, &a), 0);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_int_equal(v.checked, 1);
+    assert_int_equal(v.unchained, legacy);
+    /* user and join tokens got an expiry; the node credential did not (h-node's) */
+    raw_sql(f->path, "SELECT count(*) FROM tokens WHERE expires_ms = 0 AND kind <> 'node'", got,
+            sizeof(got));
+    assert_string_equal(got, "0");
 }
 
 static void migration_refuses_an_unknown_state_number(void **state)
 {
     struct fx *f = *state;
     char err[256], got[64];
-    load_schema2(f);
+    load_dump(f, "schema2.sql");
     raw_sql(f->path, "UPDATE jobs SET state = 42 WHERE id = 3", NULL, 0);
     assert_null(store_open(f->path, err, sizeof(err)));
     assert_non_null(strstr(err, "migration 3"));
@@ -646,12 +800,182 @@ static void migration_refuses_an_unknown_state_number(void **state)
     assert_non_null(f->st);
 }
 
+static int count_member(void *arg, const char *project, const char *user, const char *role)
+{
+    (void)project, (void)user, (void)role;
+    ++*(int *)arg;
+    return 0;
+}
+
+static int count_secret_row(void *arg, const struct store_secret *sec)
+{
+    (void)sec;
+    ++*(int *)arg;
+    return 0;
+}
+
+/* A database at schema 3 (the release before runs, roles and secrets) takes migrations 4,
+ * 5 and 6 in order: a placed job's placement becomes its run 1, user and join tokens get
+ * an expiry (the node credential none), the audit rows count as unchained and new ones
+ * chain, the new tables are there and empty, and everything else is as it was. */
+static void migrates_schema3_database(void **state)
+{
+    struct fx *f = *state;
+    char err[256], got[128];
+    load_dump(f, "schema3.sql");
+    raw_sql(f->path, "PRAGMA user_version", got, sizeof(got));
+    assert_string_equal(got, "3");
+    f->st = store_open(f->path, err, sizeof(err));
+    if (!f->st)
+        fail_msg("%s", err);
+    assert_int_equal(store_schema_version(f->st), 6);
+    /* 4: jobs 1-3 were placed on gpu01 (run 1); 4-6 never started (no run) */
+    struct store_run run;
+    for (uint64_t id = 1; id <= 3; id++) {
+        assert_int_equal(store_run_last(f->st, id), 1);
+        assert_int_equal(store_run_get(f->st, id, 1, &run), 0);
+        assert_string_equal(run.nodes, ",gpu01,");
+        assert_int_not_equal(run.start_ms, 0);
+        assert_int_equal(run.final_mask, 0);
+    }
+    for (uint64_t id = 4; id <= 6; id++)
+        assert_int_equal(store_run_last(f->st, id), 0);
+    /* 5: tokens keep their kind and hash, none revoked; only the node credential may
+     * stay without expiry */
+    raw_sql(f->path,
+            "SELECT group_concat(kind || ':' || user_name || ':' || revoked_ms, ',')"
+            " FROM (SELECT * FROM tokens ORDER BY created_ms)",
+            got, sizeof(got));
+    assert_string_equal(got, "user:admin:0,join:admin:0,node:gpu01:0,user:alice:0");
+    raw_sql(f->path, "SELECT group_concat(kind, ',') FROM tokens WHERE expires_ms = 0", got,
+            sizeof(got));
+    assert_string_equal(got, "node");
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 1), 1);
+    struct store_audit_check v;
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_int_equal(v.checked, 0);
+    assert_int_not_equal(v.unchained, 0);
+    struct store_audit a = {0, 10, "root", "node.drain", "gpu01", NULL, NULL, ""};
+    assert_int_equal(store_audit_add(f->st, &a), 0);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_int_equal(v.checked, 1);
+    int n = 0;
+    assert_int_equal(store_member_list(f->st, NULL, NULL, count_member, &n), 0);
+    assert_int_equal(n, 0);
+    /* 6: secrets, empty, and usable */
+    assert_int_equal(store_secret_list(f->st, "default", count_secret_row, &n), 0);
+    assert_int_equal(n, 0);
+    /* the rest as it was: jobs by state name, the job events */
+    raw_sql(f->path, "SELECT group_concat(state, ',') FROM (SELECT state FROM jobs ORDER BY id)",
+            got, sizeof(got));
+    assert_string_equal(got, "COMPLETED,FAILED,RUNNING,CANCELLED,HELD,PENDING");
+    raw_sql(f->path, "SELECT count(*) FROM job_events", got, sizeof(got));
+    assert_int_not_equal(atoi(got), 0);
+    reopen(f);
+    assert_int_equal(store_schema_version(f->st), 6);
+    assert_int_equal(store_run_last(f->st, 3), 1);
+}
+
+/* h-node: runs of a job and live node credentials */
+static void runs_and_live_credentials(void **state)
+{
+    struct fx *f = *state;
+    struct store_run r = {.job = 7, .run = 1, .nodes = ",gpu01,", .start_ms = 5};
+    struct store_run got;
+    assert_int_equal(store_run_last(f->st, 7), 0);
+    assert_int_equal(store_run_get(f->st, 7, 1, &got), -ENOENT);
+    assert_int_equal(store_run_add(f->st, &r), 0);
+    r.run = 2;
+    str_copy(r.nodes, sizeof(r.nodes), ",gpu02,gpu03,");
+    assert_int_equal(store_run_add(f->st, &r), 0);
+    assert_int_not_equal(store_run_add(f->st, &r), 0); /* one row per run */
+    assert_int_equal(store_run_last(f->st, 7), 2);
+    assert_int_equal(store_run_set_final(f->st, 7, 2, 1), 0);
+    assert_int_equal(store_run_set_final(f->st, 7, 2, 2), 0);
+    assert_int_equal(store_run_get(f->st, 7, 2, &got), 0);
+    assert_string_equal(got.nodes, ",gpu02,gpu03,");
+    assert_int_equal(got.final_mask, 3);
+    assert_int_equal(store_run_get(f->st, 7, 1, &got), 0);
+    assert_int_equal(got.final_mask, 0);
+
+    struct store_token t = {.kind = STORE_TOKEN_NODE, .user = "gpu01", .role = "node"};
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 1000), 0);
+    str_copy(t.hash, sizeof(t.hash), "aa");
+    t.expires_ms = 500; /* expired at 1000 */
+    assert_int_equal(store_token_put(f->st, &t), 0);
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 1000), 0);
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 400), 1);
+    str_copy(t.hash, sizeof(t.hash), "bb");
+    t.expires_ms = 0; /* never */
+    assert_int_equal(store_token_put(f->st, &t), 0);
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 1000), 1);
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_USER, "gpu01", 1000), 0);
+    /* a revoked credential (h-roles' token revoke) holds the name no more */
+    assert_int_equal(store_token_revoke(f->st, "bb", 900), 0);
+    assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 1000), 0);
+}
+
+static int count_secret(void *arg, const struct store_secret *s)
+{
+    char *names = arg;
+    assert_null(s->sealed); /* a list never carries the sealed values */
+    strcat(names, s->name);
+    strcat(names, ",");
+    return 0;
+}
+
+/* Secrets: put replaces (project, name), get returns the exact bytes, list gives names
+ * in order without values, delete says when there was nothing, a malformed row opens as
+ * nothing (-EBADMSG). */
+static void secrets_round_trip(void **state)
+{
+    struct fx *f = *state;
+    unsigned char sealed[20] = {0, 1, 2, 3, 0, 5};
+    struct store_secret s = {.project = "vision",
+                             .name = "B_KEY",
+                             .sealed = sealed,
+                             .sealed_len = sizeof(sealed),
+                             .set_by = "alice",
+                             .set_ms = 7};
+    memset(s.nonce, 0xab, sizeof(s.nonce));
+    assert_int_equal(store_secret_put(f->st, &s), 0);
+    snprintf(s.name, sizeof(s.name), "A_KEY");
+    assert_int_equal(store_secret_put(f->st, &s), 0);
+    sealed[0] = 9; /* replace B_KEY */
+    snprintf(s.name, sizeof(s.name), "B_KEY");
+    s.set_ms = 8;
+    assert_int_equal(store_secret_put(f->st, &s), 0);
+    reopen(f);
+    struct store_secret got;
+    assert_int_equal(store_secret_get(f->st, "vision", "B_KEY", &got), 0);
+    assert_int_equal(got.sealed_len, sizeof(sealed));
+    assert_memory_equal(got.sealed, sealed, sizeof(sealed));
+    assert_memory_equal(got.nonce, s.nonce, sizeof(s.nonce));
+    assert_string_equal(got.set_by, "alice");
+    assert_int_equal(got.set_ms, 8);
+    store_secret_release(&got);
+    assert_int_equal(store_secret_get(f->st, "speech", "B_KEY", &got), -ENOENT);
+    char names[128] = "";
+    assert_int_equal(store_secret_list(f->st, "vision", count_secret, names), 0);
+    assert_string_equal(names, "A_KEY,B_KEY,");
+    assert_int_equal(store_secret_delete(f->st, "vision", "A_KEY"), 0);
+    assert_int_equal(store_secret_delete(f->st, "vision", "A_KEY"), -ENOENT);
+    /* a nonce of the wrong size (a row changed by hand) is refused, not read past */
+    raw_sql(f->path, "UPDATE secrets SET nonce = x'0102' WHERE name = 'B_KEY'", NULL, 0);
+    assert_int_equal(store_secret_get(f->st, "vision", "B_KEY", &got), -EBADMSG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(migrates_from_empty, setup, teardown),
         cmocka_unit_test_setup_teardown(refuses_newer_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(counters, setup, teardown),
+        cmocka_unit_test_setup_teardown(audit_hash_chain, setup, teardown),
+        cmocka_unit_test_setup_teardown(members_holds_and_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(token_list_and_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(job_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(job_update, setup, teardown),
         cmocka_unit_test_setup_teardown(job_list_filters, setup, teardown),
@@ -659,13 +983,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(nodes_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(projects_and_policy, setup, teardown),
         cmocka_unit_test_setup_teardown(tokens, setup, teardown),
+        cmocka_unit_test_setup_teardown(secrets_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_append_only, setup, teardown),
         cmocka_unit_test_setup_teardown(group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(external_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(states_and_kinds_stored_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(migrates_schema2_database, setup, teardown),
-        cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(migrates_schema3_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup, teardown),
+        cmocka_unit_test_setup_teardown(runs_and_live_credentials, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

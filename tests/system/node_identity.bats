@@ -1,0 +1,232 @@
+#!/usr/bin/env bats
+# node_identity.bats - a hostile node against the real docketd (issue 11 #2 and #5): a
+# join token registers only a NEW node name; a live node's name is taken only after an
+# admin's `docket nodes replace`; a node posts events and logs only for the runs placed
+# on it. Nodes are played with curl through the real agent endpoints.
+
+load lib/common
+
+DOCKET=${DOCKET_BUILD}/src/cli/docket
+
+setup() {
+    docket_setup
+    docketd_start
+}
+
+teardown() {
+    docket_teardown
+}
+
+register_body() { # NAME JOIN-TOKEN
+    echo "{\"join_token\": \"$2\", \"agent_version\": \"test\", \"node\": {\"name\": \"$1\",
+        \"gpu_type\": \"H100-80GB\", \"gpus\": 8, \"gpu_mem_mb\": 81920, \"cpus\": 64,
+        \"mem_mb\": 512000}}"
+}
+
+wait_state() { # JOB STATE
+    local i
+    for i in $(seq 1 100); do
+        api_get "/v1/jobs/$1"
+        [[ $(jq -r .job.state <<<"$body") == "$2" ]] && return 0
+        sleep 0.05
+    done
+    echo "job $1 is $(jq -r .job.state <<<"$body"), not $2" >&2
+    return 1
+}
+
+# start_on NODE CRED JOB: the node takes the start command of JOB (acked) and says started.
+start_on() {
+    local seq
+    heartbeat "$1" "$2" 0
+    seq=$(jq -r --argjson id "$3" '[.commands[] | select(.job.id == $id)][0].seq' <<<"$body")
+    [[ $seq != null ]] || { echo "no start command for job $3 on $1: $body" >&2; return 1; }
+    heartbeat "$1" "$2" "$seq" "[{\"id\": $3, \"state\": \"running\", \"pid\": 10}]"
+    api_post /v1/agent/events "{\"node\": \"$1\", \"events\": [{\"job\": $3, \"type\": \"started\"}]}" "$2"
+    assert_status 200
+}
+
+@test "takeover: a join token under a live node's name is refused; the node keeps its jobs" {
+    CRED=$(fake_node gpu01 8 H100-80GB)
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 8, "gpu_type": "H100-80GB"}')
+    wait_state "$id" STARTING
+    start_on gpu01 "$CRED" "$id"
+    wait_state "$id" RUNNING
+    # the impostor: a valid join token, the live node's name
+    jt=$(join_token)
+    api_post /v1/agent/register "$(register_body gpu01 "$jt")" -
+    assert_error 409 node.name
+    [[ $(jq -r .error.message <<<"$body") == *"docket nodes replace gpu01"* ]]
+    # the real node's credential still works, its job was not touched
+    heartbeat gpu01 "$CRED" 0 "[{\"id\": $id, \"state\": \"running\", \"pid\": 10}]"
+    assert_status 200
+    api_get "/v1/jobs/$id"
+    assert_json .job.state RUNNING
+    api_get "/v1/jobs/$id/events"
+    ! jq -e '.events[] | select(.reason == "node_fail" or .type == "lost")' <<<"$body"
+    # a new job's start command goes to the real node only
+    id2=$(submit '{"command": ["true"], "cpus": 1}')
+    wait_state "$id2" STARTING
+    heartbeat gpu01 "$CRED" 0 "[{\"id\": $id, \"state\": \"running\", \"pid\": 10}]"
+    jq -e --argjson id "$id2" '.commands[] | select(.job.id == $id)' <<<"$body" >/dev/null
+    # nothing was audited as a registration of the impostor
+    [ "$(sqlite3 "$STATE_DIR/docket.db" "SELECT count(*) FROM audit WHERE action = 'node.register'")" -eq 1 ]
+}
+
+@test "takeover: re-registering with the node's own credential still works" {
+    CRED=$(fake_node gpu01 8 H100-80GB)
+    api_post /v1/agent/register '{"node": {"name": "gpu01", "gpu_type": "H100-80GB", "gpus": 8, "cpus": 64, "mem_mb": 512000}}' "$CRED"
+    assert_status 200
+    NEW=$(jq -r .credential <<<"$body")
+    heartbeat gpu01 "$NEW" 0
+    assert_status 200
+}
+
+@test "nodes replace: admin only, audited, revokes the credential, then a join token takes the name" {
+    CRED=$(fake_node gpu01 8 H100-80GB)
+    # not an admin: a user token, and the node's own credential
+    api_post /v1/tokens '{"user": "alice"}'
+    assert_status 201
+    ALICE=$(jq -r .token <<<"$body")
+    api_post /v1/nodes/gpu01/replace '' "$ALICE"
+    assert_status 403
+    api_post /v1/nodes/gpu01/replace '' "$CRED"
+    assert_status 403
+    api_post /v1/nodes/nosuch/replace ''
+    assert_status 404
+    api_post /v1/nodes/gpu01/replace '{"reason": 5}'
+    assert_error 400 reason
+    heartbeat gpu01 "$CRED" 0
+    assert_status 200
+    # the CLI, as the admin
+    run env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$ADMIN_TOKEN" "$DOCKET" nodes replace gpu01 --reason "disk swapped"
+    [ "$status" -eq 0 ]
+    [[ $output == *"gpu01: credential revoked"* ]]
+    [ "$(sqlite3 "$STATE_DIR/docket.db" "SELECT count(*) FROM audit WHERE action = 'node.replace' AND target = 'gpu01' AND reason = 'disk swapped'")" -eq 1 ]
+    # the old credential is refused
+    heartbeat gpu01 "$CRED" 0
+    assert_status 401
+    # the new machine registers under the name
+    jt=$(join_token)
+    api_post /v1/agent/register "$(register_body gpu01 "$jt")" -
+    assert_status 200
+    NEW=$(jq -r .credential <<<"$body")
+    heartbeat gpu01 "$NEW" 0
+    assert_status 200
+    # and the name is its own again: a second join is refused
+    api_post /v1/agent/register "$(register_body gpu01 "$jt")" -
+    assert_error 409 node.name
+}
+
+@test "nodes replace: a parked heartbeat of the old agent is answered 401 at once" {
+    CRED=$(fake_node gpu01 8 H100-80GB)
+    curl -s -o "$TEST_DIR/parked.b" -w '%{http_code}' -H "Authorization: Bearer $CRED" \
+        -H 'Content-Type: application/json' \
+        --data-binary '{"node": "gpu01", "ack": 0, "wait_ms": 20000}' \
+        "$DOCKETD_URL/v1/agent/heartbeat" >"$TEST_DIR/parked.code" &
+    parked=$!
+    sleep 0.3
+    api_post /v1/nodes/gpu01/replace ''
+    assert_status 200
+    assert_json .credential_revoked true
+    # a job submitted now never reaches the old agent
+    submit '{"command": ["true"], "cpus": 1}' >/dev/null
+    wait "$parked"
+    [ "$(cat "$TEST_DIR/parked.code")" = 401 ]
+}
+
+@test "node credentials expire; a rotated one replaces the old at its first use" {
+    printf 'node_credential_ttl: 3s\n' >"$TEST_DIR/docketd.yaml"
+    docketd_stop
+    docketd_start --config "$TEST_DIR/docketd.yaml"
+    jt=$(join_token)
+    api_post /v1/agent/register "$(register_body gpu01 "$jt")" -
+    assert_status 200
+    OLD=$(jq -r .credential <<<"$body")
+    exp=$(jq -r .credential_expires_ms <<<"$body")
+    now=$(($(date +%s%N) / 1000000))
+    [ "$exp" -gt "$now" ] && [ "$exp" -le $((now + 3500)) ]
+    # rotation: only the node itself, for itself
+    api_post /v1/agent/rotate '{"node": "gpu02"}' "$OLD"
+    assert_error 403 node
+    api_post /v1/agent/rotate '{"node": "gpu01", "x": 1}' "$OLD"
+    assert_error 400 x
+    api_post /v1/agent/rotate '{"node": "gpu01"}'
+    assert_status 403
+    api_post /v1/agent/rotate '{"node": "gpu01"}' "$OLD"
+    assert_status 200
+    NEW=$(jq -r .credential <<<"$body")
+    [[ $NEW == dkn_* && $NEW != "$OLD" ]]
+    # the old one works until the new one is used...
+    heartbeat gpu01 "$OLD" 0
+    assert_status 200
+    heartbeat gpu01 "$NEW" 0
+    assert_status 200
+    # ...and not after
+    heartbeat gpu01 "$OLD" 0
+    assert_status 401
+    heartbeat gpu01 "$NEW" 0
+    assert_status 200
+    [ "$(sqlite3 "$STATE_DIR/docket.db" "SELECT count(*) FROM audit WHERE action = 'node.credential_rotate' AND target = 'gpu01'")" -eq 1 ]
+    # past its expiry a credential is refused, and the name is free for a join token again
+    sleep 3.2
+    heartbeat gpu01 "$NEW" 0
+    assert_status 401
+    api_post /v1/agent/register "$(register_body gpu01 "$jt")" -
+    assert_status 200
+}
+
+@test "the real agent rotates its credential before it expires and keeps working" {
+    printf 'node_credential_ttl: 3s\n' >"$TEST_DIR/docketd.yaml"
+    docketd_stop
+    docketd_start --config "$TEST_DIR/docketd.yaml" --heartbeat-wait 1s
+    jt=$(join_token)
+    DOCKET_JOIN_TOKEN=$jt "$DOCKET_BUILD/src/agent/docket-node" --controller "$DOCKETD_URL" --name rot01 \
+        --gpus 0 --cpus 1 --mem 1G --state-dir "$TEST_DIR/agent" --no-cgroups \
+        --log-file "$TEST_DIR/agent.log" 2>>"$TEST_DIR/agent.err" &
+    docket_track_pid $!
+    for i in $(seq 1 100); do
+        [[ -s $TEST_DIR/agent/credential ]] && break
+        sleep 0.05
+    done
+    first=$(cat "$TEST_DIR/agent/credential")
+    [[ $first == dkn_* ]]
+    # 7 s: more than two lifetimes of a credential
+    sleep 7
+    api_get /v1/nodes/rot01
+    assert_json .node.state UP
+    grep -q 'event=credential_rotated' "$TEST_DIR/agent.log"
+    [ "$(grep -c 'event=node_credential_rotated node=rot01' "$TEST_DIR/docketd.log")" -ge 2 ]
+    now=$(cat "$TEST_DIR/agent/credential")
+    [[ $now != "$first" ]]
+    heartbeat rot01 "$first" 0
+    assert_status 401
+    # never locked out: registered once, never again with the join token
+    [ "$(grep -c 'event=registered' "$TEST_DIR/agent.log")" -eq 1 ]
+}
+
+@test "fencing margin: a silent node's jobs are not lost before node_timeout + margin" {
+    docketd_stop
+    docketd_start --node-timeout 3s
+    CRED=$(fake_node gpu01 8 H100-80GB)
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 8, "gpu_type": "H100-80GB", "requeue": true}')
+    wait_state "$id" STARTING
+    start_on gpu01 "$CRED" "$id"
+    t0=$(date +%s%N)
+    # the agent falls silent (stopped, cut off): its own fence stops the job at
+    # 3 s - 1 s; docketd must wait 3 s + 1 s (margin = min(10 s, 3 s / 3))
+    sleep 3.6
+    api_get "/v1/jobs/$id"
+    assert_json .job.state RUNNING
+    api_get /v1/nodes/gpu01
+    assert_json .node.state UP
+    for i in $(seq 1 60); do
+        api_get /v1/nodes/gpu01
+        [[ $(jq -r .node.state <<<"$body") == UNREACHABLE ]] && break
+        sleep 0.05
+    done
+    assert_json .node.state UNREACHABLE
+    silent=$(grep 'event=node_unreachable node=gpu01 ' "$TEST_DIR/docketd.log" | sed 's/.*silent_ms=//')
+    [ "$silent" -ge 4000 ]
+    api_get "/v1/jobs/$id"
+    [[ $(jq -r .job.state <<<"$body") =~ ^(PENDING|STARTING)$ ]]
+}

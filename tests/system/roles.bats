@@ -1,0 +1,414 @@
+#!/usr/bin/env bats
+# roles.bats - who may do what (docs/security.md "Roles"), black-box against docketd.
+#
+# The role matrix: every route docketd has (`docketd --routes`, the route table itself)
+# is tried as every role, on the caller's own project (A) and on another (B), and the
+# HTTP status is checked against the matrix below. A route missing from the matrix fails
+# the test, and so does a matrix row for a route docketd no longer has.
+#
+# Bodies are chosen so a call changes nothing: an allowed POST/PATCH/PUT gets a body with an
+# unknown field (400 from the handler, after the check), a denied one 403 from the check.
+# Submissions are held jobs; DELETEs target things made for the purpose.
+
+load lib/common
+bats_require_minimum_version 1.5.0
+
+setup() {
+    docket_setup
+    docketd_start
+    DOCKET=$DOCKET_BUILD/src/cli/docket
+}
+
+teardown() {
+    docket_teardown
+}
+
+# token USER ROLE: a fresh API token (admin call); prints it.
+token() {
+    api_post /v1/tokens "{\"user\": \"$1\", \"role\": \"$2\"}"
+    [[ $status_code == 201 ]] || { echo "token $1: $status_code $body" >&2; return 1; }
+    jq -r .token <<<"$body"
+}
+
+# member PROJECT USER ROLE
+member() {
+    api_post "/v1/projects/$1/members" "{\"user\": \"$2\", \"role\": \"$3\"}"
+    [[ $status_code == 201 || $status_code == 200 ]] || {
+        echo "member $1 $2: $status_code $body" >&2
+        return 1
+    }
+}
+
+# Projects pa (the "own" project of lead and member) and pb, a node, users of each role,
+# and a pending job in each project: JA owned by mem (in pa), JB by memb (in pb).
+cluster() {
+    api_post /v1/projects '{"name": "pa"}'
+    assert_status 201
+    api_post /v1/projects '{"name": "pb"}'
+    assert_status 201
+    NODE_CRED=$(fake_node gpu01 8 H100)
+    TOK_admin=$ADMIN_TOKEN
+    TOK_operator=$(token oper operator)
+    TOK_viewer=$(token view viewer)
+    TOK_lead=$(token lee member)
+    TOK_member=$(token mem member)
+    TOK_outsider=$(token out member)
+    TOK_memb=$(token memb member)
+    TOK_node=$NODE_CRED
+    TOK_anon=-
+    USER_admin=admin USER_operator=oper USER_viewer=view USER_lead=lee USER_member=mem
+    USER_outsider=out USER_node=mem USER_anon=mem
+    member pa lee lead
+    member pa mem member
+    member pb memb member
+    # pending for an hour (begin), so they can be held and released at will
+    api_post /v1/jobs '{"project": "pa", "command": ["x"], "begin": "1h",
+        "env": {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI-of-mem", "MODE": "fast"}}' "$TOK_member"
+    assert_status 201
+    JA=$(jq -r .job.id <<<"$body")
+    api_post /v1/jobs '{"project": "pb", "command": ["x"], "begin": "1h",
+        "env": {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI-of-memb"}}' "$TOK_memb"
+    assert_status 201
+    JB=$(jq -r .job.id <<<"$body")
+}
+
+ROLES=(admin operator viewer lead member outsider node anon)
+
+# METHOD PATTERN, then per role (in ROLES order) the status on A/B.
+MATRIX=$(cat <<'EOF'
+POST   /v1/jobs                   201/201 403/403 403/403 201/403 201/403 403/403 403/403 401/401
+GET    /v1/jobs                   200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+GET    /v1/jobs/:                 200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+POST   /v1/jobs/:/:               400/400 400/400 403/403 400/403 400/403 403/403 403/403 401/401
+GET    /v1/jobs/:/events          200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+GET    /v1/jobs/:/explain         200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+GET    /v1/jobs/:/logs            200/200 403/403 403/403 200/403 200/403 403/403 403/403 401/401
+GET    /v1/forecast               200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+GET    /v1/nodes                  200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+GET    /v1/nodes/:                200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+POST   /v1/nodes/:/drain          400/400 400/400 403/403 403/403 403/403 403/403 403/403 401/401
+POST   /v1/nodes/:/resume         400/400 400/400 403/403 403/403 403/403 403/403 403/403 401/401
+POST   /v1/nodes/:/labels         400/400 400/400 403/403 403/403 403/403 403/403 403/403 401/401
+POST   /v1/nodes/:/replace        400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+GET    /v1/projects               200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+POST   /v1/projects               400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+GET    /v1/projects/:             200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+PATCH  /v1/projects/:             400/400 403/403 403/403 400/403 403/403 403/403 403/403 401/401
+POST   /v1/projects/:/boost       400/400 400/400 403/403 403/403 403/403 403/403 403/403 401/401
+DELETE /v1/projects/:/boost       200/200 200/200 403/403 403/403 403/403 403/403 403/403 401/401
+POST   /v1/projects/:/pause       400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+POST   /v1/projects/:/resume      400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+GET    /v1/projects/:/members     200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+POST   /v1/projects/:/members     400/400 403/403 403/403 400/403 403/403 403/403 403/403 401/401
+DELETE /v1/projects/:/members/:   404/404 403/403 403/403 404/403 403/403 403/403 403/403 401/401
+GET    /v1/projects/:/secrets     200/200 403/403 403/403 200/403 403/403 403/403 403/403 401/401
+PUT    /v1/projects/:/secrets/:   400/400 403/403 403/403 400/403 403/403 403/403 403/403 401/401
+DELETE /v1/projects/:/secrets/:   404/404 403/403 403/403 404/403 403/403 403/403 403/403 401/401
+GET    /v1/tiers                  200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+GET    /v1/classes                200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+PATCH  /v1/classes/:              400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+GET    /v1/policy                 200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+POST   /v1/policy                 400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+GET    /v1/audit                  200/200 200/200 200/200 403/403 403/403 403/403 403/403 401/401
+GET    /v1/audit/verify           200/200 200/200 200/200 403/403 403/403 403/403 403/403 401/401
+POST   /v1/tokens                 400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+GET    /v1/tokens                 200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+DELETE /v1/tokens/:               200/200 200/403 200/403 200/403 200/403 200/403 403/403 401/401
+POST   /v1/tokens/rotate-admin    400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+POST   /v1/join-tokens            400/400 400/400 403/403 403/403 403/403 403/403 403/403 401/401
+POST   /v1/agent/register         400/400 400/400 400/400 400/400 400/400 400/400 400/400 400/400
+POST   /v1/agent/heartbeat        403/403 403/403 403/403 403/403 403/403 403/403 400/400 401/401
+POST   /v1/agent/events           403/403 403/403 403/403 403/403 403/403 403/403 400/400 401/401
+POST   /v1/agent/logs             403/403 403/403 403/403 403/403 403/403 403/403 400/400 401/401
+POST   /v1/agent/rotate           403/403 403/403 403/403 403/403 403/403 403/403 400/400 401/401
+GET    /healthz                   200/200 200/200 200/200 200/200 200/200 200/200 200/200 200/200
+GET    /metrics                   200/200 200/200 200/200 200/200 200/200 200/200 200/200 200/200
+EOF
+)
+
+# fill PATTERN SIDE ROLE: the concrete path of a route for one side (A or B).
+fill() {
+    local pat=$1 side=$2 role=$3 job proj tokuser id
+    job=$([[ $side == A ]] && echo "$JA" || echo "$JB")
+    proj=$([[ $side == A ]] && echo pa || echo pb)
+    case $pat in
+    /v1/jobs/:/:) echo "/v1/jobs/$job/hold" ;;
+    /v1/jobs/:*) echo "/v1/jobs/$job${pat#/v1/jobs/:}" ;;
+    /v1/nodes/:*) echo "/v1/nodes/gpu01${pat#/v1/nodes/:}" ;;
+    /v1/projects/:/members/:) echo "/v1/projects/$proj/members/ghost" ;;
+    /v1/projects/:/secrets/:) echo "/v1/projects/$proj/secrets/GHOST_KEY" ;;
+    /v1/projects/:*) echo "/v1/projects/$proj${pat#/v1/projects/:}" ;;
+    /v1/classes/:) echo "/v1/classes/training" ;;
+    /v1/tokens/:)
+        # a token made for this call: the caller's own on A, another user's on B
+        local u=USER_$role
+        tokuser=$([[ $side == A ]] && echo "${!u}" || echo memb)
+        api_post /v1/tokens "{\"user\": \"$tokuser\"}" "$ADMIN_TOKEN"
+        id=$(jq -r .id <<<"$body")
+        echo "/v1/tokens/$id"
+        ;;
+    *) echo "$pat" ;;
+    esac
+}
+
+# body METHOD PATTERN SIDE: a body that is refused by the handler (unknown field), or a
+# held submission into the side's project.
+body_for() {
+    local method=$1 pat=$2 side=$3
+    if [[ $method == POST && $pat == /v1/jobs ]]; then
+        echo "{\"project\": \"$([[ $side == A ]] && echo pa || echo pb)\", \"command\": [\"x\"], \"hold\": true}"
+    elif [[ $method == POST || $method == PATCH || $method == PUT ]]; then
+        echo '{"bogus_field": 1}'
+    fi
+}
+
+@test "role matrix: every route as every role, on its own project and on another" {
+    cluster
+    local routes failures=0 checked=0
+    routes=$("$DOCKETD" --routes)
+    [[ -n $routes ]]
+    # every route has a row, every row a route
+    while read -r method pat perm; do
+        grep -qE "^$method +$pat +" <<<"$MATRIX" || {
+            echo "route '$method $pat' ($perm) has no row in the role matrix" >&2
+            failures=$((failures + 1))
+        }
+    done <<<"$routes"
+    while read -r method pat _; do
+        grep -qE "^$method $pat " <<<"$routes" || {
+            echo "matrix row '$method $pat' is no route of docketd" >&2
+            failures=$((failures + 1))
+        }
+    done <<<"$MATRIX"
+    while read -r method pat cells; do
+        read -ra want <<<"$cells"
+        for i in "${!ROLES[@]}"; do
+            role=${ROLES[$i]}
+            tokvar=TOK_$role
+            for side in A B; do
+                path=$(fill "$pat" "$side" "$role")
+                data=$(body_for "$method" "$pat" "$side")
+                expect=${want[$i]%/*}
+                [[ $side == B ]] && expect=${want[$i]#*/}
+                api "$method" "$path" "$data" "${!tokvar}"
+                checked=$((checked + 1))
+                if [[ $status_code != "$expect" ]]; then
+                    echo "$method $path as $role ($side): want $expect, got $status_code: ${body:0:200}" >&2
+                    failures=$((failures + 1))
+                fi
+            done
+        done
+    done <<<"$MATRIX"
+    echo "# $checked calls checked" >&3
+    [ "$failures" -eq 0 ]
+}
+
+@test "a job's env is seen only by its owner, its project's leads and admins" {
+    cluster
+    for role in admin lead member; do
+        tokvar=TOK_$role
+        api_get "/v1/jobs/$JA" "${!tokvar}"
+        assert_status 200
+        assert_json '.job.env.AWS_SECRET_ACCESS_KEY' wJalrXUtnFEMI-of-mem
+    done
+    # another user's secret never comes back: not in show, not in the list, not in the
+    # audit trail that operators and viewers read
+    for role in operator viewer outsider lead member; do
+        tokvar=TOK_$role
+        api_get "/v1/jobs/$JB" "${!tokvar}"
+        assert_status 200
+        [[ $body != *wJalrXUtnFEMI-of-memb* ]]
+        assert_json '.job.env.AWS_SECRET_ACCESS_KEY' '<hidden>'
+        api_get "/v1/jobs?state=all" "${!tokvar}"
+        [[ $body != *wJalrXUtnFEMI-of-memb* ]]
+    done
+    api_get "/v1/jobs?state=all" "$TOK_outsider"
+    [[ $body != *wJalrXUtnFEMI* ]]
+    api_get "/v1/audit?action=job.submit" "$TOK_viewer"
+    assert_status 200
+    [[ $body != *wJalrXUtnFEMI* ]]
+    [[ $body == *AWS_SECRET_ACCESS_KEY* ]]
+}
+
+@test "membership: submit only into one's projects; leads manage members and per-user caps" {
+    cluster
+    api_post /v1/jobs '{"project": "pb", "command": ["x"]}' "$TOK_member"
+    assert_error 403 project
+    [[ $body == *"not a member of project 'pb'"* ]]
+    # a lead adds a member to its project, not to another
+    api_post /v1/projects/pa/members '{"user": "out"}' "$TOK_lead"
+    assert_status 201
+    api_post /v1/jobs '{"project": "pa", "command": ["x"], "hold": true}' "$TOK_outsider"
+    assert_status 201
+    api_post /v1/projects/pb/members '{"user": "out"}' "$TOK_lead"
+    assert_error 403 ""
+    api_post /v1/projects/pa/members '{"user": "out", "role": "admin"}' "$TOK_lead"
+    assert_error 400 role
+    # the lead sets per-user caps within the admin's limits, nothing else
+    api_patch /v1/projects/pa '{"gpu_limit": 8}'
+    assert_status 200
+    api_patch /v1/projects/pa '{"user_gpu_limit": 4}' "$TOK_lead"
+    assert_status 200
+    assert_json .project.user_gpu_limit 4
+    api_patch /v1/projects/pa '{"user_gpu_limit": 16}' "$TOK_lead"
+    assert_error 403 user_gpu_limit
+    api_patch /v1/projects/pa '{"gpu_limit": 64}' "$TOK_lead"
+    assert_error 403 gpu_limit
+    api_patch /v1/projects/pa '{"user_max_running": 2}' "$TOK_member"
+    assert_error 403 ""
+    # removed: no more submissions; the audit trail has both changes
+    api_delete /v1/projects/pa/members/out "$TOK_lead"
+    assert_status 200
+    api_post /v1/jobs '{"project": "pa", "command": ["x"], "hold": true}' "$TOK_outsider"
+    assert_error 403 project
+    api_get '/v1/audit?target=pa'
+    jq -e '[.entries[].action] | index("member.add") and index("member.remove")' <<<"$body"
+    # the CLI speaks the same API
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$TOK_lead run -0 "$DOCKET" projects members add pa view --role lead
+    [[ $output == *"view is now a lead of project pa"* ]]
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$TOK_lead run -0 "$DOCKET" projects members list pa
+    [[ $output == *USER*ROLE* && $output == *mem*member* && $output == *view*lead* ]]
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$TOK_lead run -0 "$DOCKET" projects members rm pa view
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$TOK_member run -1 "$DOCKET" projects members add pa x
+    run -2 "$DOCKET" projects members add pa x --role admin
+}
+
+@test "holds: a job's owner cannot release an admin's or an operator's hold" {
+    cluster
+    api_post "/v1/jobs/$JA/hold" '{"reason": "investigating"}' "$TOK_operator"
+    assert_status 200
+    api_post "/v1/jobs/$JA/release" "" "$TOK_member"
+    assert_error 403 ""
+    [[ $body == *"held by operator 'oper'"* ]]
+    api_post "/v1/jobs/$JA/release" "" "$TOK_lead"
+    assert_error 403 ""
+    api_post "/v1/jobs/$JA/release" "" "$TOK_operator"
+    assert_status 200
+    api_post "/v1/jobs/$JA/hold" "" "$TOK_admin"
+    api_post "/v1/jobs/$JA/release" "" "$TOK_operator"
+    assert_error 403 ""
+    # the level is kept across a restart
+    docketd_stop
+    docketd_start
+    api_post "/v1/jobs/$JA/release" "" "$TOK_member"
+    assert_error 403 ""
+    api_post "/v1/jobs/$JA/release" ""
+    assert_status 200
+    # a hold by the owner itself is the owner's to lift
+    api_post "/v1/jobs/$JA/hold" "" "$TOK_member"
+    api_post "/v1/jobs/$JA/release" "" "$TOK_member"
+    assert_status 200
+}
+
+@test "tokens: list, revoke, expiry, admin rotation; 401 says what to do" {
+    cluster
+    api_get /v1/tokens "$TOK_member"
+    assert_status 200
+    jq -e '[.tokens[].user] | unique == ["mem"]' <<<"$body"
+    [[ $body != *dkt_* ]]
+    api_get /v1/tokens
+    jq -e '[.tokens[].kind] | index("node") and index("user")' <<<"$body"
+    api_get '/v1/tokens?user=memb' "$TOK_member"
+    assert_error 403 user
+    # revoke: the token stops at once, and the 401 says so
+    id=$(jq -r '.tokens[] | select(.user == "memb") | .id' <<<"$body" | head -1)
+    [[ -z $id ]] && { api_get '/v1/tokens?user=memb'; id=$(jq -r '.tokens[0].id' <<<"$body"); }
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$TOK_memb run -0 "$DOCKET" token revoke "$id"
+    [[ $output == *"revoked token $id of memb"* ]]
+    api_get /v1/jobs "$TOK_memb"
+    assert_status 401
+    [[ $body == *"was revoked"* && $body == *"docket token create --user memb"* ]]
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$ADMIN_TOKEN run -1 "$DOCKET" token revoke "$id"
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$ADMIN_TOKEN run -0 "$DOCKET" token list
+    [[ $output == *ID*KIND*USER*ROLE*CREATED*EXPIRES*STATE* && $output == *revoked* ]]
+    # every token expires: the default, or --expires
+    api_get /v1/tokens
+    jq -e '[.tokens[] | select(.kind != "node") | .expires_ms > 0] | all' <<<"$body"
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$ADMIN_TOKEN run -0 --separate-stderr "$DOCKET" token create --user brief --expires 1s
+    short=$output
+    sleep 1.2
+    api_get /v1/jobs "$short"
+    assert_status 401
+    [[ $body == *"expired"* ]]
+    # admin rotation: printed once, written to admin.token, the old one refused
+    old=$ADMIN_TOKEN
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$old run -0 --separate-stderr "$DOCKET" token rotate-admin
+    new=$output
+    [[ $new == dkt_* && $new != "$old" ]]
+    [[ $stderr == *"not shown again"* ]]
+    [[ $(cat "$STATE_DIR/admin.token") == "$new" ]]
+    [[ $(stat -c %a "$STATE_DIR/admin.token") == 600 ]]
+    api_get /v1/nodes "$old"
+    assert_status 401
+    api_get /v1/nodes "$new"
+    assert_status 200
+    api_get '/v1/audit?action=token.rotate_admin' "$new"
+    assert_json '.entries | length' 1
+    run -2 "$DOCKET" token create --user x --role lead
+    run -2 "$DOCKET" token revoke nothex
+    # a user named like a node owns no node credential
+    ADMIN_TOKEN=$new
+    api_get '/v1/tokens' "$new"
+    nid=$(jq -r '.tokens[] | select(.kind == "node") | .id' <<<"$body")
+    api_delete "/v1/tokens/$nid" "$(token gpu01 member)"
+    assert_error 403 ""
+}
+
+@test "audit: hash-chained; --verify finds a row changed by hand in the database" {
+    cluster
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$ADMIN_TOKEN run -0 "$DOCKET" audit --verify
+    [[ $output == *"audit trail intact"* ]]
+    api_get /v1/audit/verify
+    assert_json .ok true
+    n=$(jq -r .checked <<<"$body")
+    [ "$n" -ge 8 ]
+    # entries cut off the end leave a valid, shorter chain: a head kept from before finds it
+    member pa view member
+    api_get /v1/audit/verify
+    head=$(jq -r .head <<<"$body")
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$ADMIN_TOKEN run -0 "$DOCKET" audit --verify --head "$head"
+    docketd_stop
+    sqlite3 "$STATE_DIR/docket.db" "DROP TRIGGER audit_no_delete;
+        DELETE FROM audit WHERE id = (SELECT max(id) FROM audit);"
+    docketd_start
+    api_get /v1/audit/verify
+    assert_json .ok true
+    api_get "/v1/audit/verify?head=$head"
+    assert_json .ok false
+    assert_json .head_found false
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$ADMIN_TOKEN run -1 "$DOCKET" audit --verify --head "$head"
+    [[ $output == *"audit trail CUT"* ]]
+    api_get "/v1/audit/verify?head=xyz"
+    assert_error 400 head
+    # edit one entry by hand (the triggers refuse; whoever has the file can drop them)
+    docketd_stop
+    orig=$(sqlite3 "$STATE_DIR/docket.db" "SELECT actor FROM audit WHERE id = 4")
+    sqlite3 "$STATE_DIR/docket.db" "DROP TRIGGER audit_no_update;
+        UPDATE audit SET actor = 'nobody' WHERE id = 4;"
+    docketd_start
+    api_get /v1/audit/verify
+    assert_status 200
+    assert_json .ok false
+    assert_json .first_bad.id 4
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$ADMIN_TOKEN run -1 "$DOCKET" audit --verify
+    [[ $output == *"BROKEN at entry 4"* ]]
+    # and one removed
+    docketd_stop
+    sqlite3 "$STATE_DIR/docket.db" "UPDATE audit SET actor = '$orig' WHERE id = 4;
+        DELETE FROM audit WHERE id = 6;"
+    docketd_start
+    api_get /v1/audit/verify
+    assert_json .first_bad.id 7
+}
+
+@test "docs/api.md's route table is docketd's: every route with its permission" {
+    local doc
+    doc=$(sed -n '/<!-- route table/,/<!-- end of route table/p' \
+        "$BATS_TEST_DIRNAME/../../docs/api.md" | grep '^| `' |
+        sed -E 's/^\| `([A-Z]+)` \| `([^`]+)` \| (.*) \|$/\1 \2 \3/; s/\\\|/|/g')
+    run -0 "$DOCKETD" --routes
+    if [[ $output != "$doc" ]]; then
+        diff <(echo "$output") <(echo "$doc") >&2
+        return 1
+    fi
+}

@@ -1,0 +1,238 @@
+#!/usr/bin/env bats
+# secrets.bats - a project's secrets (docs/security.md "Secrets") against the real
+# docketd and a real docket-node (no cgroups) on loopback: docket secret set/list/rm,
+# a job that names a secret gets it in its environment (it writes the value's hash to a
+# file outside its log), and the value is nowhere else: not in the database file, the
+# agent's state directory, docketd's or the agent's log, nor any API output. A byte
+# changed in the stored ciphertext fails the launch with a clear error (the GCM tag).
+# Every process started here is stopped by pid.
+
+bats_require_minimum_version 1.5.0
+
+load lib/common
+
+DOCKET=$DOCKET_BUILD/src/cli/docket
+AGENT_BIN=$DOCKET_BUILD/src/agent/docket-node
+VALUE='s3cr3t-Value-4f9a1c7e-do-not-leak'
+
+wait_for() { # SECONDS CMD...: retry CMD every 50 ms
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.05
+    done
+}
+
+setup() {
+    docket_setup
+    unset DOCKET_URL DOCKET_TOKEN DOCKET_CA DOCKET_FINGERPRINT
+    docketd_start --heartbeat-wait 2s
+    export DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$ADMIN_TOKEN
+}
+
+teardown() {
+    docket_teardown
+}
+
+agent_start() { # NAME
+    local jt
+    jt=$("$DOCKET" token join)
+    DOCKET_JOIN_TOKEN=$jt "$AGENT_BIN" --controller "$DOCKETD_URL" --name "$1" --gpus 0 \
+        --cpus 2 --mem 2G --no-cgroups --allow-root-jobs --state-dir "$TEST_DIR/agent-$1" \
+        --log-file "$TEST_DIR/agent-$1.log" 2>>"$TEST_DIR/agent-$1.err" &
+    docket_track_pid $!
+    wait_for 20 node_up "$1"
+}
+node_up() { [[ $("$DOCKET" nodes --json | jq -r ".nodes[] | select(.name == \"$1\") | .state") == UP ]]; }
+job_state() { "$DOCKET" show "$1" --json | jq -r .job.state; }
+job_ended() { [[ $(job_state "$1") =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT)$ ]]; }
+
+# absent PATH...: the secret's value is in none of these files (recursively). (A bare
+# `! grep` would not fail a bats test: errexit ignores negated commands.)
+absent() {
+    if grep -rqF -- "$VALUE" "$@"; then
+        echo "the secret's value is in: $(grep -rlF -- "$VALUE" "$@" | tr '\n' ' ')" >&2
+        return 1
+    fi
+}
+
+# user_token: a token for the user running the tests (jobs run as that user), a member of
+# the project default (submissions need membership).
+user_token() {
+    "$DOCKET" projects members add default "$(id -un)" >/dev/null &&
+        "$DOCKET" token create --user "$(id -un)" --role member 2>/dev/null
+}
+
+@test "secret set/list/rm: values from stdin or a file, names only back" {
+    run "$DOCKET" secret set default API_KEY <<<"$VALUE"
+    [[ $status -eq 0 && $output == "set secret API_KEY of project default" ]]
+    printf 'from-a-file\n' >"$TEST_DIR/v"
+    run "$DOCKET" secret set default DB_PASS --from-file "$TEST_DIR/v"
+    [[ $status -eq 0 ]]
+    run "$DOCKET" secret list default
+    [[ $status -eq 0 ]]
+    [[ $output == *API_KEY*admin*DB_PASS*admin* ]]
+    [[ $output != *"$VALUE"* && $output != *from-a-file* ]]
+    run "$DOCKET" secret list default --json
+    [[ $(jq -r '[.secrets[].name] | join(",")' <<<"$output") == API_KEY,DB_PASS ]]
+    [[ $(jq -r '.secrets[0] | keys | join(",")' <<<"$output") == name,project,set_by,set_ms ]]
+    # the value is never an argument
+    run "$DOCKET" secret set default API_KEY "$VALUE"
+    [[ $status -eq 2 ]]
+    # replaced, then removed
+    run "$DOCKET" secret set default API_KEY <<<"other"
+    [[ $status -eq 0 ]]
+    run "$DOCKET" secret rm default DB_PASS
+    [[ $status -eq 0 && $output == "removed secret DB_PASS of project default" ]]
+    run "$DOCKET" secret rm default DB_PASS
+    [[ $status -eq 1 && $output == *"has no secret 'DB_PASS'"* ]]
+    run "$DOCKET" secret list default --json
+    [[ $(jq -r '[.secrets[].name] | join(",")' <<<"$output") == API_KEY ]]
+    # the audit trail names them, never their values
+    api_get "/v1/audit?limit=100"
+    assert_status 200
+    [[ $(jq '[.. | objects | .action? | strings | select(startswith("secret."))] | length' <<<"$body") -eq 4 ]]
+    [[ $body != *"$VALUE"* && $body != *from-a-file* && $body != *other\"* ]]
+}
+
+@test "secret API: bad input is refused naming the field; only the project's lead or an admin may use it" {
+    api PUT /v1/projects/default/secrets/9BAD '{"value": "x"}'
+    assert_error 400 name
+    api PUT /v1/projects/nosuch/secrets/OK '{"value": "x"}'
+    assert_error 404 project
+    api PUT /v1/projects/default/secrets/OK '{"value": ""}'
+    assert_error 400 value
+    api PUT /v1/projects/default/secrets/OK '{"value": "a\u0000b"}'
+    assert_status 400 # the JSON reader refuses a NUL before the value is looked at
+    api PUT /v1/projects/default/secrets/OK '{"value": "x", "colour": 1}'
+    assert_error 400 colour
+    api PUT /v1/projects/default/secrets/OK '{"value": 5}'
+    assert_error 400 value
+    # none of those stored anything
+    api_get /v1/projects/default/secrets
+    assert_status 200
+    assert_json '.secrets | length' 0
+    # a member may neither set nor list (the project's lead or an admin only)
+    local member me
+    me=$(id -un)
+    member=$(user_token)
+    api PUT /v1/projects/default/secrets/OK '{"value": "x"}' "$member"
+    assert_status 403
+    api_get /v1/projects/default/secrets "$member"
+    assert_status 403
+    # a lead of the project may, in its project only
+    api_post /v1/projects/default/members "{\"user\": \"$me\", \"role\": \"lead\"}"
+    assert_status 200
+    api PUT /v1/projects/default/secrets/LEAD_KEY '{"value": "x"}' "$member"
+    assert_status 201
+    api_get /v1/projects/default/secrets "$member"
+    assert_status 200
+    assert_json '.secrets[0].set_by' "$me"
+    api_post /v1/projects '{"name": "other"}'
+    assert_status 201
+    api PUT /v1/projects/other/secrets/OK '{"value": "x"}' "$member"
+    assert_status 403
+    api_delete /v1/projects/default/secrets/LEAD_KEY "$member"
+    assert_status 200
+    api_post /v1/projects/default/members "{\"user\": \"$me\", \"role\": \"member\"}"
+    assert_status 200
+    # a job naming a secret the project lacks is refused at submit
+    run env DOCKET_TOKEN="$member" "$DOCKET" submit -p default -c 1 --time 1m --secret NOPE -- true
+    [[ $status -eq 1 && $output == *"has no secret 'NOPE'"*"secrets[0]"* ]]
+}
+
+@test "a job gets its secret in its environment, and the value is nowhere else" {
+    "$DOCKET" secret set default API_KEY <<<"$VALUE"
+    agent_start s1
+    mkdir -p "$TEST_DIR/w" && chmod 0777 "$TEST_DIR/w"
+    local tok id
+    tok=$(user_token)
+    # the job writes the hash of what it got to a file outside its log
+    run env DOCKET_TOKEN="$tok" "$DOCKET" submit -p default -c 1 --time 5m --json \
+        --workdir "$TEST_DIR/w" --secret API_KEY --env PLAIN=visible -- \
+        sh -c "printf %s \"\$API_KEY\" | sha256sum | cut -d' ' -f1 >$TEST_DIR/w/hash; echo done"
+    [[ $status -eq 0 ]]
+    id=$(jq -r .job.id <<<"$output")
+    wait_for 30 job_ended "$id"
+    [[ $(job_state "$id") == COMPLETED ]]
+    [[ $(cat "$TEST_DIR/w/hash") == $(printf %s "$VALUE" | sha256sum | cut -d' ' -f1) ]]
+    # the job's record shows the names it uses, not the values
+    api_get "/v1/jobs/$id"
+    assert_json '.job.secrets | join(",")' API_KEY
+    assert_json '.job.env.PLAIN' visible
+    local out=$TEST_DIR/api-output
+    for p in "/v1/jobs/$id" "/v1/jobs/$id/events" "/v1/jobs?state=terminal" "/v1/audit?limit=500" \
+        "/v1/projects/default/secrets" "/v1/jobs/$id/logs?stream=stdout" \
+        "/v1/jobs/$id/logs?stream=stderr" "/v1/nodes/s1"; do
+        api_get "$p"
+        printf '%s\n' "$body" >>"$out"
+    done
+    grep -q API_KEY "$out"
+    absent "$out"
+    # at rest and on the node: not in the database (nor its WAL), the agent's state
+    # directory, or either log
+    docketd_stop
+    ls "$STATE_DIR"/docket.db*
+    absent "$STATE_DIR"
+    absent "$TEST_DIR/agent-s1"
+    absent "$TEST_DIR/docketd.log" "$TEST_DIR/agent-s1.log" "$TEST_DIR/agent-s1.err"
+    [[ -s $TEST_DIR/agent-s1/jobs/$id/job.json ]]
+    # the key lives apart from the database, 0600
+    [[ $(stat -c %a "$STATE_DIR/secrets.key") == 600 ]]
+    [[ $(stat -c %s "$STATE_DIR/secrets.key") == 32 ]]
+}
+
+@test "a byte changed in the stored ciphertext fails the launch with a clear error" {
+    "$DOCKET" secret set default API_KEY <<<"$VALUE"
+    agent_start s2
+    mkdir -p "$TEST_DIR/w" && chmod 0777 "$TEST_DIR/w"
+    # flip one bit of the ciphertext's sixth byte, as someone with the database file would
+    local h b
+    h=$(sqlite3 "$STATE_DIR/docket.db" "SELECT hex(sealed) FROM secrets WHERE name = 'API_KEY'")
+    [[ ${#h} -gt 40 ]]
+    b=$(printf '%02X' $((0x${h:10:2} ^ 1)))
+    sqlite3 "$STATE_DIR/docket.db" "UPDATE secrets SET sealed = X'${h:0:10}$b${h:12}' WHERE name = 'API_KEY'"
+    [[ $(sqlite3 "$STATE_DIR/docket.db" "SELECT hex(sealed) FROM secrets WHERE name = 'API_KEY'") == "${h:0:10}$b${h:12}" ]]
+    local tok id
+    tok=$(user_token)
+    run env DOCKET_TOKEN="$tok" "$DOCKET" submit -p default -c 1 --time 5m --json \
+        --workdir "$TEST_DIR/w" --secret API_KEY -- sh -c "echo ran >$TEST_DIR/w/ran"
+    [[ $status -eq 0 ]]
+    id=$(jq -r .job.id <<<"$output")
+    wait_for 30 job_ended "$id"
+    api_get "/v1/jobs/$id"
+    assert_json .job.state FAILED
+    assert_json .job.exit.kind launch_failed
+    [[ $(jq -r .job.exit.message <<<"$body") == *"secret 'API_KEY' of project 'default' cannot be decrypted: its authentication tag does not match"* ]]
+    api_get "/v1/jobs/$id/events"
+    [[ $body == *launch_failed*"authentication tag"* ]]
+    [[ ! -e $TEST_DIR/w/ran ]]
+    # set again, it works again
+    "$DOCKET" secret set default API_KEY <<<"$VALUE"
+    run env DOCKET_TOKEN="$tok" "$DOCKET" submit -p default -c 1 --time 5m --json \
+        --workdir "$TEST_DIR/w" --secret API_KEY -- sh -c "echo ran >$TEST_DIR/w/ran"
+    id=$(jq -r .job.id <<<"$output")
+    wait_for 30 job_ended "$id"
+    [[ $(job_state "$id") == COMPLETED && -e $TEST_DIR/w/ran ]]
+}
+
+@test "docketd refuses a secrets key others may read, or of the wrong size" {
+    docketd_stop
+    chmod 0644 "$STATE_DIR/secrets.key"
+    run timeout 10 "$DOCKETD" --state-dir "$STATE_DIR" --listen 127.0.0.1:0 --socket -
+    [[ $status -eq 1 ]]
+    [[ $output == *"secrets key '$STATE_DIR/secrets.key' may be read by others"*"chmod 600"* ]]
+    chmod 0600 "$STATE_DIR/secrets.key"
+    head -c 16 /dev/urandom >"$STATE_DIR/secrets.key"
+    run timeout 10 "$DOCKETD" --state-dir "$STATE_DIR" --listen 127.0.0.1:0 --socket -
+    [[ $status -eq 1 ]]
+    [[ $output == *"exactly 32 bytes"* ]]
+    # a key elsewhere, by configuration, is made there at first start
+    "$DOCKETD" --state-dir "$TEST_DIR/s2" --listen none --socket - \
+        --secrets-key "$TEST_DIR/elsewhere.key" >>"$TEST_DIR/docketd.log" 2>&1 &
+    docket_track_pid $!
+    wait_for 20 test -s "$TEST_DIR/elsewhere.key"
+    [[ $(stat -c %a "$TEST_DIR/elsewhere.key") == 600 ]]
+    [[ ! -e $TEST_DIR/s2/secrets.key ]]
+}
