@@ -234,6 +234,16 @@ struct walk {
     bool dropped_lower; /* stale lower reservations were dropped in this walk */
     int res_failed;     /* reservations tried in vain: they use up backfill_depth too,
                            or a deep queue would try one for every job */
+    /* CPU-only one-node shapes that found no capacity in this walk: a shape asking as much
+       or more in every dimension, with the same pool rule and selectors, finds none either
+       (capacity only shrinks within a walk) */
+    struct {
+        uint8_t rule;
+        uint32_t selset;
+        int cpus;
+        int64_t mem_mb;
+    } cpu_nofit[8];
+    int ncpu_nofit;
     uint64_t moved[32]; /* starving jobs whose reservation a late job pushed back */
     int nmoved;
 };
@@ -434,6 +444,39 @@ static enum place_result start_if_room(struct sched *s, struct walk *w, struct j
     return pr;
 }
 
+static bool cpu_shape(const struct shape *sh)
+{
+    return sh->gpus == 0 && sh->gpu_type <= 0 && sh->nodes == 1;
+}
+
+static bool cpu_nofit_known(const struct walk *w, const struct shape *sh)
+{
+    for (int i = 0; cpu_shape(sh) && i < w->ncpu_nofit; i++)
+        if (w->cpu_nofit[i].rule == sh->pool_rule && w->cpu_nofit[i].selset == sh->selset &&
+            w->cpu_nofit[i].cpus <= sh->cpus && w->cpu_nofit[i].mem_mb <= sh->mem_mb)
+            return true;
+    return false;
+}
+
+static void cpu_nofit_note(struct walk *w, const struct shape *sh)
+{
+    if (!cpu_shape(sh) || cpu_nofit_known(w, sh))
+        return;
+    int slot = w->ncpu_nofit < 8 ? w->ncpu_nofit : 7; /* full: the last gives way */
+    for (int i = 0; i < w->ncpu_nofit; i++)
+        if (w->cpu_nofit[i].rule == sh->pool_rule && w->cpu_nofit[i].selset == sh->selset &&
+            w->cpu_nofit[i].cpus >= sh->cpus && w->cpu_nofit[i].mem_mb >= sh->mem_mb) {
+            slot = i; /* this one proves more: it replaces one it covers */
+            break;
+        }
+    if (slot == w->ncpu_nofit)
+        w->ncpu_nofit++;
+    w->cpu_nofit[slot].rule = sh->pool_rule;
+    w->cpu_nofit[slot].selset = sh->selset;
+    w->cpu_nofit[slot].cpus = sh->cpus;
+    w->cpu_nofit[slot].mem_mb = sh->mem_mb;
+}
+
 /* Try to start one pending job; set its reason otherwise. */
 static void consider(struct sched *s, struct walk *w, struct job *j, struct order_entry *e)
 {
@@ -443,8 +486,13 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
         return;
     enum place_result pr = PLACE_NO_CAPACITY;
     bool fresh_fail = false;
-    if (sh->claimed_cycle == s->cycle && job_duration(j) >= sh->claimed_dur &&
-        j->reservation == NONE32) {
+    if (sh->nofit_cycle != s->cycle && cpu_nofit_known(w, sh)) {
+        sh->nofit_cycle = s->cycle; /* a smaller CPU shape found no room */
+        if (sh->pending > 0)
+            w->open_shapes--;
+        fresh_fail = true;
+    } else if (sh->claimed_cycle == s->cycle && job_duration(j) >= sh->claimed_dur &&
+               j->reservation == NONE32) {
         pr = PLACE_CLAIMED; /* a shorter job of this shape was already held off */
     } else if (sh->nofit_cycle != s->cycle) {
         bool lower = false; /* only asked while stale lower reservations may be left */
@@ -461,6 +509,7 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
             if (sh->pending > 0)
                 w->open_shapes--;
             fresh_fail = true;
+            cpu_nofit_note(w, sh);
         } else if (sh->claimed_cycle != s->cycle || job_duration(j) < sh->claimed_dur) {
             sh->claimed_cycle = s->cycle;
             sh->claimed_dur = job_duration(j);

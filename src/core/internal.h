@@ -460,6 +460,7 @@ void bucket_remove(struct sched *s, uint32_t node);
 void bucket_update(struct sched *s, uint32_t node);
 bool node_schedulable(const struct node *n);
 bool node_is_candidate(const struct sched *s, const struct node *n, const struct shape *sh);
+int node_bucket_key(const struct node *n);
 bool node_static_fit(const struct sched *s, const struct node *n, const struct shape *sh,
                      bool pool_ok_only);
 bool node_pool_allowed(const struct node *n, enum pool_rule rule);
