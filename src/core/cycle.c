@@ -244,9 +244,19 @@ struct walk {
         int64_t mem_mb;
     } cpu_nofit[8];
     int ncpu_nofit;
+    bool capped;        /* max_starts_per_cycle reached: the rest waits for the next cycle */
     uint64_t moved[32]; /* starving jobs whose reservation a late job pushed back */
     int nmoved;
 };
+
+/* The cycle has started as many jobs as the policy allows one cycle (the rest of the walk
+ * is the next cycle's, which follows at once: sched_next_wakeup). */
+static bool start_cap_reached(const struct sched *s, struct walk *w)
+{
+    if (s->policy.max_starts_per_cycle > 0 && w->st->started >= s->policy.max_starts_per_cycle)
+        w->capped = true;
+    return w->capped;
+}
 
 static bool preemption_possible(const struct sched *s)
 {
@@ -607,6 +617,10 @@ static void walk_starving(struct sched *s, struct walk *w)
         if (!j->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING) ||
             j->reason_cycle == (uint32_t)s->cycle)
             continue;
+        if (start_cap_reached(s, w)) {
+            s->starving[keep++] = slot; /* served next cycle, first */
+            continue;
+        }
         serve_starving(s, w, j);
         w->st->starving_served++;
         if (j->state == SCHED_PENDING)
@@ -650,6 +664,10 @@ static void walk_queue(struct sched *s, struct walk *w)
         if (j->flags & JF_STARVING)
             continue; /* served first */
         consider(s, w, j, e);
+        if (start_cap_reached(s, w)) {
+            i++;
+            break; /* the next cycle goes on from here (it follows at once) */
+        }
         if (w->open_shapes <= 0 && !preemption_possible(s) && !reservation_slots_open(s, w) &&
             !reservations_unwalked(s)) {
             i++;
@@ -714,12 +732,15 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full
         w->st = st;
         w->now = now;
         walk_starving(s, w);
-        walk_queue(s, w);
+        if (!w->capped)
+            walk_queue(s, w);
+        st->start_capped = w->capped;
         free(w);
     }
     /* out of budget with progress made: more preemptions may be due, run again soon;
        without progress, waiting for the next event or timer is enough */
     s->preempt_backlog = s->preempt_budget <= 0 && st->preempted > 0;
+    s->start_backlog = st->start_capped;
     st->pending = (int)s->by_state[SCHED_PENDING];
     st->running = (int)(s->by_state[SCHED_RUNNING] + s->by_state[SCHED_STARTING] +
                         s->by_state[SCHED_STOPPING]);
@@ -740,6 +761,8 @@ int64_t sched_next_wakeup(const struct sched *s, int64_t now)
             t = res;
         if (s->preempt_backlog && s->eligible_victims > 0)
             t = now + 1;
+        if (s->start_backlog)
+            t = now; /* the capped cycle's walk goes on */
     }
     if (s->ndec > 0 && !s->dec_returned)
         t = now; /* events queued decisions: run a cycle to collect them */

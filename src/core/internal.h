@@ -389,6 +389,7 @@ struct sched {
     int64_t now;    /* time of the current call */
     int preempt_budget;
     bool preempt_backlog; /* the last cycle preempted and ran out of budget: go on soon */
+    bool start_backlog;   /* the last cycle stopped at max_starts_per_cycle: go on now */
 };
 
 /* ---- memo.c */
