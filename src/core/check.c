@@ -156,7 +156,8 @@ static int check_nodes(const struct sched *s, struct sched_error *err)
     return rc;
 }
 
-/* Only UP nodes sit in the free-capacity buckets, each in the one of its free GPUs. */
+/* Only UP nodes sit in the free-capacity buckets, each in the one of its free GPUs (free
+ * CPUs for a CPU-only node). */
 static int check_buckets(const struct sched *s, struct sched_error *err)
 {
     size_t listed = 0;
@@ -166,10 +167,8 @@ static int check_buckets(const struct sched *s, struct sched_error *err)
                 uint32_t prev = NONE32;
                 for (uint32_t idx = s->buckets[t][p][k]; idx != NONE32; idx = s->nodes[idx].next) {
                     const struct node *n = &s->nodes[idx];
-                    int free_gpus = n->gpus - n->gpus_used;
-                    free_gpus = free_gpus < 0 ? 0 : free_gpus;
                     if (!n->in_bucket || n->gpu_type != t || n->prev != prev ||
-                        (n->reserved ? POOL_RESERVED : POOL_NORMAL) != p || free_gpus != k)
+                        (n->reserved ? POOL_RESERVED : POOL_NORMAL) != p || node_bucket_key(n) != k)
                         FAIL("node %s sits in the wrong free-capacity bucket", n->name);
                     if (++listed > s->nnodes)
                         FAIL("a free-capacity bucket list loops");

@@ -234,9 +234,29 @@ struct walk {
     bool dropped_lower; /* stale lower reservations were dropped in this walk */
     int res_failed;     /* reservations tried in vain: they use up backfill_depth too,
                            or a deep queue would try one for every job */
+    /* CPU-only one-node shapes that found no capacity in this walk: a shape asking as much
+       or more in every dimension, with the same pool rule and selectors, finds none either
+       (capacity only shrinks within a walk) */
+    struct {
+        uint8_t rule;
+        uint32_t selset;
+        int cpus;
+        int64_t mem_mb;
+    } cpu_nofit[8];
+    int ncpu_nofit;
+    bool capped;        /* max_starts_per_cycle reached: the rest waits for the next cycle */
     uint64_t moved[32]; /* starving jobs whose reservation a late job pushed back */
     int nmoved;
 };
+
+/* The cycle has started as many jobs as the policy allows one cycle (the rest of the walk
+ * is the next cycle's, which follows at once: sched_next_wakeup). */
+static bool start_cap_reached(const struct sched *s, struct walk *w)
+{
+    if (s->policy.max_starts_per_cycle > 0 && w->st->started >= s->policy.max_starts_per_cycle)
+        w->capped = true;
+    return w->capped;
+}
 
 static bool preemption_possible(const struct sched *s)
 {
@@ -434,6 +454,39 @@ static enum place_result start_if_room(struct sched *s, struct walk *w, struct j
     return pr;
 }
 
+static bool cpu_shape(const struct shape *sh)
+{
+    return sh->gpus == 0 && sh->gpu_type <= 0 && sh->nodes == 1;
+}
+
+static bool cpu_nofit_known(const struct walk *w, const struct shape *sh)
+{
+    for (int i = 0; cpu_shape(sh) && i < w->ncpu_nofit; i++)
+        if (w->cpu_nofit[i].rule == sh->pool_rule && w->cpu_nofit[i].selset == sh->selset &&
+            w->cpu_nofit[i].cpus <= sh->cpus && w->cpu_nofit[i].mem_mb <= sh->mem_mb)
+            return true;
+    return false;
+}
+
+static void cpu_nofit_note(struct walk *w, const struct shape *sh)
+{
+    if (!cpu_shape(sh) || cpu_nofit_known(w, sh))
+        return;
+    int slot = w->ncpu_nofit < 8 ? w->ncpu_nofit : 7; /* full: the last gives way */
+    for (int i = 0; i < w->ncpu_nofit; i++)
+        if (w->cpu_nofit[i].rule == sh->pool_rule && w->cpu_nofit[i].selset == sh->selset &&
+            w->cpu_nofit[i].cpus >= sh->cpus && w->cpu_nofit[i].mem_mb >= sh->mem_mb) {
+            slot = i; /* this one proves more: it replaces one it covers */
+            break;
+        }
+    if (slot == w->ncpu_nofit)
+        w->ncpu_nofit++;
+    w->cpu_nofit[slot].rule = sh->pool_rule;
+    w->cpu_nofit[slot].selset = sh->selset;
+    w->cpu_nofit[slot].cpus = sh->cpus;
+    w->cpu_nofit[slot].mem_mb = sh->mem_mb;
+}
+
 /* Try to start one pending job; set its reason otherwise. */
 static void consider(struct sched *s, struct walk *w, struct job *j, struct order_entry *e)
 {
@@ -443,8 +496,13 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
         return;
     enum place_result pr = PLACE_NO_CAPACITY;
     bool fresh_fail = false;
-    if (sh->claimed_cycle == s->cycle && job_duration(j) >= sh->claimed_dur &&
-        j->reservation == NONE32) {
+    if (sh->nofit_cycle != s->cycle && cpu_nofit_known(w, sh)) {
+        sh->nofit_cycle = s->cycle; /* a smaller CPU shape found no room */
+        if (sh->pending > 0)
+            w->open_shapes--;
+        fresh_fail = true;
+    } else if (sh->claimed_cycle == s->cycle && job_duration(j) >= sh->claimed_dur &&
+               j->reservation == NONE32) {
         pr = PLACE_CLAIMED; /* a shorter job of this shape was already held off */
     } else if (sh->nofit_cycle != s->cycle) {
         bool lower = false; /* only asked while stale lower reservations may be left */
@@ -461,6 +519,7 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
             if (sh->pending > 0)
                 w->open_shapes--;
             fresh_fail = true;
+            cpu_nofit_note(w, sh);
         } else if (sh->claimed_cycle != s->cycle || job_duration(j) < sh->claimed_dur) {
             sh->claimed_cycle = s->cycle;
             sh->claimed_dur = job_duration(j);
@@ -558,6 +617,10 @@ static void walk_starving(struct sched *s, struct walk *w)
         if (!j->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING) ||
             j->reason_cycle == (uint32_t)s->cycle)
             continue;
+        if (start_cap_reached(s, w)) {
+            s->starving[keep++] = slot; /* served next cycle, first */
+            continue;
+        }
         serve_starving(s, w, j);
         w->st->starving_served++;
         if (j->state == SCHED_PENDING)
@@ -601,6 +664,10 @@ static void walk_queue(struct sched *s, struct walk *w)
         if (j->flags & JF_STARVING)
             continue; /* served first */
         consider(s, w, j, e);
+        if (start_cap_reached(s, w)) {
+            i++;
+            break; /* the next cycle goes on from here (it follows at once) */
+        }
         if (w->open_shapes <= 0 && !preemption_possible(s) && !reservation_slots_open(s, w) &&
             !reservations_unwalked(s)) {
             i++;
@@ -665,12 +732,15 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full
         w->st = st;
         w->now = now;
         walk_starving(s, w);
-        walk_queue(s, w);
+        if (!w->capped)
+            walk_queue(s, w);
+        st->start_capped = w->capped;
         free(w);
     }
     /* out of budget with progress made: more preemptions may be due, run again soon;
        without progress, waiting for the next event or timer is enough */
     s->preempt_backlog = s->preempt_budget <= 0 && st->preempted > 0;
+    s->start_backlog = st->start_capped;
     st->pending = (int)s->by_state[SCHED_PENDING];
     st->running = (int)(s->by_state[SCHED_RUNNING] + s->by_state[SCHED_STARTING] +
                         s->by_state[SCHED_STOPPING]);
@@ -691,6 +761,8 @@ int64_t sched_next_wakeup(const struct sched *s, int64_t now)
             t = res;
         if (s->preempt_backlog && s->eligible_victims > 0)
             t = now + 1;
+        if (s->start_backlog)
+            t = now; /* the capped cycle's walk goes on */
     }
     if (s->ndec > 0 && !s->dec_returned)
         t = now; /* events queued decisions: run a cycle to collect them */

@@ -389,6 +389,7 @@ struct sched {
     int64_t now;    /* time of the current call */
     int preempt_budget;
     bool preempt_backlog; /* the last cycle preempted and ran out of budget: go on soon */
+    bool start_backlog;   /* the last cycle stopped at max_starts_per_cycle: go on now */
 };
 
 /* ---- memo.c */
@@ -460,6 +461,7 @@ void bucket_remove(struct sched *s, uint32_t node);
 void bucket_update(struct sched *s, uint32_t node);
 bool node_schedulable(const struct node *n);
 bool node_is_candidate(const struct sched *s, const struct node *n, const struct shape *sh);
+int node_bucket_key(const struct node *n);
 bool node_static_fit(const struct sched *s, const struct node *n, const struct shape *sh,
                      bool pool_ok_only);
 bool node_pool_allowed(const struct node *n, enum pool_rule rule);

@@ -1,7 +1,8 @@
 /*
  * place.c - where a job can run: the free-capacity index and best-fit placement.
  *
- * UP nodes sit in buckets keyed by (GPU type, pool, free GPUs). Best fit is the first node
+ * UP nodes sit in buckets keyed by (GPU type, pool, free GPUs; free CPUs for CPU-only
+ * nodes). Best fit is the first node
  * that fits in the lowest bucket at or above the request, so whole nodes stay free for
  * big jobs; a job asking for a type looks only at that type's buckets, so a type is never
  * substituted. Gang jobs take N distinct nodes or nothing (docs/scheduling.md §3).
@@ -10,23 +11,27 @@
 
 #include <string.h>
 
-static int node_free_gpus(const struct node *n)
+/* The bucket a node sits in: its free GPUs, or for a CPU-only node (type 0) its free
+ * CPUs, saturated at the last bucket. Best fit then holds for CPU jobs too: on a cluster of
+ * CPU nodes running many small jobs, a placement looks at the nodes with room first
+ * instead of every node. */
+int node_bucket_key(const struct node *n)
 {
-    int f = n->gpus - n->gpus_used;
+    int f = n->gpu_type == 0 ? n->cpus - n->cpus_used : n->gpus - n->gpus_used;
     if (f < 0)
         f = 0;
-    return f > SCHED_MAX_NODE_GPUS ? SCHED_MAX_NODE_GPUS : f;
+    return f > NBUCKETS - 1 ? NBUCKETS - 1 : f;
 }
 
-static uint32_t *bucket_head(struct sched *s, const struct node *n, int free_gpus)
+static uint32_t *bucket_head(struct sched *s, const struct node *n, int key)
 {
-    return &s->buckets[n->gpu_type][n->reserved ? POOL_RESERVED : POOL_NORMAL][free_gpus];
+    return &s->buckets[n->gpu_type][n->reserved ? POOL_RESERVED : POOL_NORMAL][key];
 }
 
 void bucket_insert(struct sched *s, uint32_t idx)
 {
     struct node *n = &s->nodes[idx];
-    int f = node_free_gpus(n);
+    int f = node_bucket_key(n);
     uint32_t *head = bucket_head(s, n, f);
     n->prev = NONE32;
     n->next = *head;
@@ -57,7 +62,7 @@ void bucket_remove(struct sched *s, uint32_t idx)
 void bucket_update(struct sched *s, uint32_t idx)
 {
     struct node *n = &s->nodes[idx];
-    if (n->in_bucket && n->bucket_free != node_free_gpus(n)) {
+    if (n->in_bucket && n->bucket_free != node_bucket_key(n)) {
         bucket_remove(s, idx);
         bucket_insert(s, idx);
     }
@@ -184,17 +189,23 @@ static bool scan_bucket(struct place_ctx *c, uint32_t head)
     return false;
 }
 
+/* Lowest bucket first. A job without GPUs tries the CPU-only nodes first (their buckets
+ * count free CPUs), then the GPU nodes. */
 static bool scan_pool(struct place_ctx *c, int pool)
 {
     struct sched *s = c->s;
     const struct shape *sh = c->sh;
+    if (sh->gpu_type <= 0 && sh->gpus == 0)
+        for (int k = sh->cpus < NBUCKETS - 1 ? sh->cpus : NBUCKETS - 1; k < NBUCKETS; k++)
+            if (scan_bucket(c, s->buckets[0][pool][k]))
+                return true;
     for (int k = sh->gpus; k < NBUCKETS; k++) {
         if (sh->gpu_type > 0) {
             if (scan_bucket(c, s->buckets[sh->gpu_type][pool][k]))
                 return true;
             continue;
         }
-        for (int t = sh->gpus > 0 ? 1 : 0; t < s->ntypes; t++)
+        for (int t = 1; t < s->ntypes; t++)
             if (scan_bucket(c, s->buckets[t][pool][k]))
                 return true;
     }

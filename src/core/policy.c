@@ -94,6 +94,7 @@ void sched_policy_defaults(struct sched_policy *p)
     p->min_runtime_ms = 10 * MIN;
     p->max_preemptions = 3;
     p->preempt_max_per_cycle = 256;
+    p->max_starts_per_cycle = 256; /* docketd stores and launches each: a few ms apiece */
     p->default_signal = SIGTERM;
     p->default_grace_ms = 30 * SEC;
     p->cancel_grace_ms = 10 * SEC;
@@ -250,6 +251,9 @@ int policy_validate(const struct sched_policy *p, struct sched_error *err)
         return err_set(err, -EINVAL, "backfill_depth", "backfill_depth must be within 0..10000");
     if (p->preempt_max_per_cycle < 1)
         return err_set(err, -EINVAL, "preempt_max_per_cycle", "must be at least 1");
+    if (p->max_starts_per_cycle < 0 || p->max_starts_per_cycle > 1000000)
+        return err_set(err, -EINVAL, "max_starts_per_cycle",
+                       "must be 0 (no cap) or at most 1,000,000");
     if (p->cpu_weight < 0 || p->mem_weight_per_gb < 0 || p->default_gpu_weight < 0)
         return err_set(err, -EINVAL, "weights", "billing weights must not be negative");
     if (p->ngpu_weights < 0 || p->ngpu_weights > SCHED_MAX_GPU_TYPES)

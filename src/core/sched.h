@@ -213,6 +213,8 @@ struct sched_policy {
     int64_t min_runtime_ms;
     int max_preemptions;
     int preempt_max_per_cycle;
+    int max_starts_per_cycle; /* a cycle stops after this many starts and the next one
+                                 follows at once (0 = no cap): bounds one cycle's work */
     int default_signal;
     int64_t default_grace_ms;
     int64_t cancel_grace_ms;
@@ -447,6 +449,7 @@ struct sched_cycle_stats {
        memo's failed search (and the nodes looked at again so); skipped by an unchanged
        memo (docs/scheduling.md "Guarantees") */
     int preempt_full, preempt_rechecks, preempt_recheck_nodes, preempt_memo_skips;
+    bool start_capped; /* stopped at max_starts_per_cycle: sched_next_wakeup() is now */
 };
 
 /* Run one scheduling cycle at `now`: fire due time-based rules (time limits, kill after

@@ -271,6 +271,7 @@ static int parse_settings(const json_t *s, struct sched_policy *p, struct proto_
                                         "backfill",
                                         "preemption",
                                         "preempt_max_per_cycle",
+                                        "max_starts_per_cycle",
                                         "default_signal",
                                         "default_grace",
                                         "cancel_grace",
@@ -300,6 +301,7 @@ static int parse_settings(const json_t *s, struct sched_policy *p, struct proto_
         (rc = get_n(s, "default_class", P, p->default_class, err)) < 0 ||
         (rc = get_b(s, "backfill", P, &p->backfill, err)) < 0 ||
         (rc = get_b(s, "preemption", P, &p->preemption, err)) < 0 ||
+        (rc = get_i(s, "max_starts_per_cycle", P, 0, 1000000, &p->max_starts_per_cycle, err)) < 0 ||
         (rc = get_i(s, "preempt_max_per_cycle", P, 0, 100000, &p->preempt_max_per_cycle, err)) <
             0 ||
         (rc = get_dur(s, "default_grace", P, &p->default_grace_ms, err)) < 0 ||
@@ -648,6 +650,7 @@ static json_t *settings_json(const struct sched_policy *p)
     json_object_set_new(s, "backfill", json_boolean(p->backfill));
     json_object_set_new(s, "preemption", json_boolean(p->preemption));
     json_object_set_new(s, "preempt_max_per_cycle", json_integer(p->preempt_max_per_cycle));
+    json_object_set_new(s, "max_starts_per_cycle", json_integer(p->max_starts_per_cycle));
     if (p->default_signal > 0)
         json_object_set_new(s, "default_signal", json_string(signal_name(p->default_signal)));
     json_object_set_new(s, "default_grace", dur(p->default_grace_ms));

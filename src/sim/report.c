@@ -415,7 +415,7 @@ int sim_report_json(FILE *f, const struct sim_report_meta *m, const struct sim_r
 /* ---------------------------------------------------------------------------------- */
 /* Per-job CSV                                                                         */
 
-static void csv_field(FILE *f, const char *s)
+void sim_csv_field(FILE *f, const char *s)
 {
     if (!strpbrk(s, ",\"\n\r")) {
         fputs(s, f);
@@ -441,12 +441,12 @@ int sim_report_jobs_csv(FILE *f, const struct sim_run_report *runs, int n)
         for (size_t i = 0; i < r->njobs; i++) {
             const struct sim_job_rec *j = &r->jobs[i];
 
-            csv_field(f, r->policy_name);
+            sim_csv_field(f, r->policy_name);
             fputc(',', f);
-            csv_field(f, sim_job_id(r, j));
+            sim_csv_field(f, sim_job_id(r, j));
             fputc(',', f);
-            csv_field(f, r->projects && j->end != SIM_END_REJECTED ? r->projects[j->project].name
-                                                                   : "");
+            sim_csv_field(
+                f, r->projects && j->end != SIM_END_REJECTED ? r->projects[j->project].name : "");
             fprintf(f, ",%s,%d,%.3f,", r->policy.tiers[j->tier].name, j->gpus,
                     (double)j->submit_ms / 1000.0);
             if (j->first_start_ms >= 0)

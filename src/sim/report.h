@@ -50,4 +50,8 @@ int sim_report_table_csv(FILE *f, const struct sim_run_report *runs, int n);
 int sim_report_html(FILE *f, const struct sim_report_meta *meta, const struct sim_run_report *runs,
                     int n);
 
+/* One CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line break: the one
+ * CSV writer of the reports. */
+void sim_csv_field(FILE *f, const char *s);
+
 #endif

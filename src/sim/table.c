@@ -417,33 +417,18 @@ int sim_table_text(FILE *f, const struct sim_table *t, bool c)
     return ferror(f) ? -EIO : 0;
 }
 
-static void csv_cell(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 int sim_table_csv(FILE *f, const struct sim_table *t)
 {
     fputs("group,metric,key", f);
     for (int k = 0; k < t->nruns; k++) {
         fputc(',', f);
-        csv_cell(f, t->runs[k]);
+        sim_csv_field(f, t->runs[k]);
     }
     fputc('\n', f);
     for (size_t i = 0; i < t->nrows; i++) {
         const struct sim_table_row *row = &t->rows[i];
 
-        csv_cell(f, row->group);
+        sim_csv_field(f, row->group);
         fprintf(f, ",%s,%s", row->metric, row->key);
         for (int k = 0; k < t->nruns; k++) {
             char cell[32];

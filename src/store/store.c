@@ -1470,19 +1470,26 @@ int store_member_list(struct store *st, const char *project, const char *user, s
     return rc;
 }
 
-int store_job_owner(struct store *st, uint64_t id, char *project, size_t plen, char *user,
-                    size_t ulen)
+/* One row of two text columns selected by a job id: 0, -ENOENT, or the store's error. */
+static int two_texts_by_job(struct store *st, enum stmt_id which, uint64_t id, char *a, size_t alen,
+                            char *b, size_t blen, const char *what)
 {
-    sqlite3_stmt *s = stmt(st, S_JOB_OWNER);
+    sqlite3_stmt *s = stmt(st, which);
     sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
-        col_copy(s, 0, project, plen);
-        col_copy(s, 1, user, ulen);
+        col_copy(s, 0, a, alen);
+        col_copy(s, 1, b, blen);
     }
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "job owner");
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, what);
+}
+
+int store_job_owner(struct store *st, uint64_t id, char *project, size_t plen, char *user,
+                    size_t ulen)
+{
+    return two_texts_by_job(st, S_JOB_OWNER, id, project, plen, user, ulen, "job owner");
 }
 
 int store_hold_put(struct store *st, uint64_t job, const char *user, const char *level)
@@ -1497,16 +1504,7 @@ int store_hold_put(struct store *st, uint64_t job, const char *user, const char 
 int store_hold_get(struct store *st, uint64_t job, char *user, size_t ulen, char *level,
                    size_t llen)
 {
-    sqlite3_stmt *s = stmt(st, S_HOLD_GET);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        col_copy(s, 0, user, ulen);
-        col_copy(s, 1, level, llen);
-    }
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "get hold");
+    return two_texts_by_job(st, S_HOLD_GET, job, user, ulen, level, llen, "get hold");
 }
 
 int store_hold_delete(struct store *st, uint64_t job)

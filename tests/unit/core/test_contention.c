@@ -201,6 +201,36 @@ static void test_reclaim_memo_ends_when_a_project_goes_over(void **state)
     sched_destroy(s);
 }
 
+/* max_starts_per_cycle slices a big cycle: each stops after that many starts, says so,
+ * and asks for the next one at once; the last, with nothing more to start, does not. */
+static void test_start_cap_slices_a_big_cycle(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.max_starts_per_cycle = 3;
+    struct sched *s = mk_sched_with(&p);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "normal", 0, -1);
+    for (uint64_t id = 1; id <= 10; id++)
+        submit(s, id, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    int expect[] = {3, 3, 2, 0};
+    for (int k = 0; k < 4; k++) {
+        struct sched_cycle_stats st;
+        struct cyc c;
+        c.d = sched_cycle(s, T0 + k, false, &c.n, &st);
+        assert_int_equal(count_dec(c, SCHED_D_START), expect[k]);
+        assert_int_equal(st.start_capped, expect[k] == 3);
+        if (expect[k] == 3)
+            assert_int_equal(sched_next_wakeup(s, T0 + k), T0 + k);
+        else
+            assert_true(sched_next_wakeup(s, T0 + k) > T0 + k);
+        check_ok(s);
+    }
+    assert_reason(s, 9, SCHED_R_RESOURCES);
+    sched_destroy(s);
+}
+
 /* #3: a preemptor that held a reservation ends up with exactly one. */
 static void test_preemptor_keeps_one_reservation(void **state)
 {
@@ -237,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_lower_preemptor_respects_higher_reservation),
         cmocka_unit_test(test_preemptor_keeps_one_reservation),
         cmocka_unit_test(test_reclaim_memo_ends_when_a_project_goes_over),
+        cmocka_unit_test(test_start_cap_slices_a_big_cycle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
