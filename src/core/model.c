@@ -307,6 +307,15 @@ int sched_set_policy(struct sched *s, const struct sched_policy *p, struct sched
     s->memo_epoch++;
     reserved_zone_recompute(s);
     reservations_drop_all(s, false);
+    /* who may be preempted follows the policy (min_runtime, protection, classes, tiers):
+       count every running job again under it */
+    for (size_t i = 0; i < s->jobs_cap; i++) {
+        struct job *j = &s->jobs[i];
+        if (j->id && j->nallocs) {
+            victim_mark(s, j, false);
+            victim_eligibility_update(s, j, s->now);
+        }
+    }
     s->order_dirty = true;
     s->rewatch = true;
     return 0;

@@ -231,6 +231,63 @@ static void test_start_cap_slices_a_big_cycle(void **state)
     sched_destroy(s);
 }
 
+/* A policy change that makes running jobs preemptible (a shorter min_runtime) lets a
+ * blocked job preempt at the next cycle: the victims are counted again under the new
+ * policy, and the failed search's memo ends with the old one. */
+static void test_policy_change_makes_victims(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.min_runtime_ms = HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", "low", "experiment", 8, 1, 4 * HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    submit(s, 2, "lab", "high", "experiment", 8, 1, HOUR, T0 + 10 * MIN);
+    struct cyc c = cycle(s, T0 + 10 * MIN);
+    assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0); /* job 1 is too young */
+    p.min_runtime_ms = 5 * MIN;
+    struct sched_error err;
+    assert_int_equal(sched_set_policy(s, &p, &err), 0);
+    c = cycle(s, T0 + 11 * MIN);
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 1));
+    assert_reason(s, 2, SCHED_R_PREEMPTING);
+    check_ok(s);
+    sched_destroy(s);
+}
+
+/* Lowering a project's guarantee makes its running jobs borrowers: a project under its
+ * own guarantee reclaims at the next cycle (the failed reclaim search's memo ends with
+ * the project's change). */
+static void test_lowered_guarantee_makes_borrowers(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.backfill = false; /* no reservation: only the shape's memo speaks for job 2 */
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "a", "normal", 8, -1);
+    add_project(s, "b", "normal", 8, -1);
+    submit(s, 1, "a", NULL, "experiment", 8, 1, 10 * HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    submit(s, 2, "b", NULL, "experiment", 8, 1, HOUR, T0 + HOUR);
+    struct cyc c = cycle(s, T0 + HOUR);
+    assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0); /* a is within its guarantee */
+    add_project(s, "a", "normal", 4, -1);
+    c = cycle(s, T0 + HOUR + SEC);
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 1));
+    assert_reason(s, 2, SCHED_R_PREEMPTING);
+    check_ok(s);
+    sched_destroy(s);
+}
+
 /* #3: a preemptor that held a reservation ends up with exactly one. */
 static void test_preemptor_keeps_one_reservation(void **state)
 {
@@ -268,6 +325,8 @@ int main(void)
         cmocka_unit_test(test_preemptor_keeps_one_reservation),
         cmocka_unit_test(test_reclaim_memo_ends_when_a_project_goes_over),
         cmocka_unit_test(test_start_cap_slices_a_big_cycle),
+        cmocka_unit_test(test_policy_change_makes_victims),
+        cmocka_unit_test(test_lowered_guarantee_makes_borrowers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
