@@ -150,6 +150,22 @@ static int check_secrets(struct ctl_req *r, const struct proto_jobspec *ps)
     return 0;
 }
 
+/* The projects a user belongs to, counted; the name of the first. */
+struct only_project {
+    int n;
+    char name[SCHED_NAME_MAX];
+};
+
+static int only_project_cb(void *arg, const char *project, const char *user, const char *role)
+{
+    struct only_project *op = arg;
+    (void)user;
+    (void)role;
+    if (op->n++ == 0)
+        str_copy(op->name, sizeof(op->name), project);
+    return 0;
+}
+
 /* Fill the defaults that depend on the cluster: owner, project, tier, class, limit. */
 static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
 {
@@ -164,7 +180,22 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
             ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
             return -EIO;
         }
-        if (drc == -ENOENT && sched_project_count(c->sched) != 1) {
+        if (drc == -ENOENT) {
+            /* a user in exactly one project needs nothing (nor does anyone on a
+               one-project cluster) */
+            struct only_project op = {0};
+            int mrc = store_member_list(c->store, NULL, ps->user, only_project_cb, &op);
+            struct sched_project_view pv;
+            if (mrc < 0) {
+                ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
+                return -EIO;
+            }
+            if (op.n == 1)
+                str_copy(ps->project, sizeof(ps->project), op.name);
+            else if (sched_project_count(c->sched) == 1 && sched_project_get(c->sched, 0, &pv) == 0)
+                str_copy(ps->project, sizeof(ps->project), pv.spec.name);
+        }
+        if (!ps->project[0]) {
             ctl_reply_errorf(
                 c, r->req, 400, "project",
                 "project is required: name one (--project, #SBATCH --account), or "
@@ -173,9 +204,6 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
                 ps->user);
             return -EINVAL;
         }
-        struct sched_project_view pv;
-        if (drc == -ENOENT && sched_project_get(c->sched, 0, &pv) == 0)
-            str_copy(ps->project, sizeof(ps->project), pv.spec.name);
     }
     int pi = sched_project_find(c->sched, ps->project);
     struct sched_project_view pv;

@@ -241,6 +241,16 @@ body_for() {
     assert_json .default_project pb
 }
 
+@test "default project: a user in exactly one project needs none; in two, one is asked for" {
+    cluster
+    api_post /v1/jobs '{"command": ["true"], "hold": true}' "$TOK_member"
+    assert_status 201
+    assert_json .job.project pa
+    member pb mem member
+    api_post /v1/jobs '{"command": ["true"], "hold": true}' "$TOK_member"
+    assert_error 400 project
+}
+
 @test "a job's env is seen only by its owner, its project's leads and admins" {
     cluster
     for role in admin lead member; do
