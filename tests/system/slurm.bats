@@ -448,3 +448,61 @@ EOS
     [[ $output == "PENDING "* ]]
     run -0 scancel "$id"
 }
+
+@test "a fine-tuning script as ML labs write it: whole-day time, --gpus-per-node, mail lines" {
+    mkdir -p logs
+    cat >ft.sh <<'EOS'
+#!/bin/bash
+#SBATCH --job-name=ft-llama
+#SBATCH --account=vision
+#SBATCH --nodes=1
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-node=2
+#SBATCH --cpus-per-task=4
+#SBATCH --mem=16G
+#SBATCH --time=1-00:00:00
+#SBATCH --output=logs/%x_%j.out
+#SBATCH --mail-type=END,FAIL
+#SBATCH --mail-user=someone@example.org
+set -euo pipefail
+echo "node=$SLURMD_NODENAME gpus=$SLURM_GPUS_ON_NODE cpus=$SLURM_CPUS_PER_TASK job=$SLURM_JOB_NAME"
+EOS
+    id=$(sbatch --parsable ft.sh)
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq .job.time_limit_ms <<<"$output")" -eq 86400000 ]
+    [ "$(jq .job.gpus <<<"$output")" -eq 2 ]
+    [ "$(jq .job.cpus <<<"$output")" -eq 4 ]
+    [ "$(jq .job.mem_mb <<<"$output")" -eq 16384 ]
+    done_ok "$id"
+    wait_for 30 grep -q "gpus=2 cpus=4 job=ft-llama" "logs/ft-llama_$id.out"
+}
+
+@test "a parameter sweep: --array with a step, the task id picks the parameter" {
+    cat >sweep.sh <<'EOS'
+#!/bin/bash
+#SBATCH -A vision
+#SBATCH --array=0-4:2
+#SBATCH --gres=gpu:1
+#SBATCH -t 10
+#SBATCH -o sweep_%a.out
+lrs=(0.1 0.03 0.01 0.003 0.001)
+echo "task=$SLURM_ARRAY_TASK_ID lr=${lrs[$SLURM_ARRAY_TASK_ID]}"
+EOS
+    aid=$(sbatch --parsable sweep.sh)
+    wait_for 60 grep -qx "task=0 lr=0.1" sweep_0.out
+    wait_for 60 grep -qx "task=2 lr=0.01" sweep_2.out
+    wait_for 60 grep -qx "task=4 lr=0.001" sweep_4.out
+    [ ! -e sweep_1.out ] && [ ! -e sweep_3.out ]
+    [ -n "$aid" ]
+}
+
+@test "a CPU preprocessing job before a GPU job: --dependency=afterok, minutes-only time" {
+    printf '#!/bin/sh\n#SBATCH -A vision -c 2 -t 5 -o prep.out\necho prepared > data.txt\n' >prep.sh
+    pid=$(sbatch --parsable prep.sh)
+    printf '#!/bin/sh\n#SBATCH -A vision --gres=gpu:1 -t 5 -o train.out\ncat data.txt\n' >train.sh
+    tid=$(sbatch --parsable --dependency=afterok:"$pid" train.sh)
+    run -0 "$DOCKET" show "$pid" --json
+    [ "$(jq .job.time_limit_ms <<<"$output")" -eq 300000 ]
+    done_ok "$tid"
+    wait_for 30 grep -qx prepared train.out
+}
