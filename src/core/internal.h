@@ -118,9 +118,9 @@ struct sel_pair {
  * scheduling.md "Guarantees", the preemption memo). It stays proven for a job of the same
  * shape and tier that has no reservation, runs at least `dur` and does not outrank the
  * searcher (every claim that bound the searcher binds it too), as long as:
- *  - the epoch has not moved (memo_epoch: a preemption applied, the order rebuilt, nodes
- *    or the zone changed, the policy; reclaim memos also reclaim_epoch: a project or a
- *    group went over its guarantee, making its jobs reclaimable), and
+ *  - the epoch has not moved (memo_epoch: the policy, a project, nodes or labels, the
+ *    reserved zone changed, or a log could not grow; reclaim memos also reclaim_epoch: a
+ *    project or a group went over its guarantee, making its jobs reclaimable), and
  *  - no node it could use changed since: every node changed since is in the change log
  *    after `logpos`, and a node whose room grows with time alone (a release or a claim's
  *    end, seen from a victim's grace: its shadow, changes.c) after `at` is in the shadow
