@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 #include <sys/types.h>
 
 enum { SRUN_MAX_TASKS = 1024, SRUN_MAX_NODES = 64 };
@@ -37,6 +38,11 @@ void srun_share(int ntasks, int nodes, int i, int *first, int *count);
 
 /* In a task's child: its Slurm variables and GPUs, then exec (never returns). */
 void srun_task_exec(const struct step *st, int local) __attribute__((noreturn));
+
+/* A step host's request (the JSON line srun sends): fills *st (argv allocated, its
+ * strings borrowed from req) after checking every field's type and range. 0, or -1:
+ * refused, nothing allocated. The key and the environment are the caller's. */
+int srun_request_read(const json_t *req, struct step *st);
 
 /* Frames: 0 or -1 (the link broke). */
 int srun_frame_send(int fd, int type, uint32_t task, const void *data, uint32_t len);

@@ -94,6 +94,49 @@ static json_t *read_request(int fd)
     return req;
 }
 
+static bool int_in(const json_t *req, const char *name, int lo, int hi, int *out)
+{
+    const json_t *v = json_object_get(req, name);
+    if (!v) {
+        *out = 0;
+        return lo <= 0 && 0 <= hi;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return false;
+    *out = (int)json_integer_value(v);
+    return true;
+}
+
+int srun_request_read(const json_t *req, struct step *st)
+{
+    const json_t *argv = json_object_get(req, "argv");
+    const json_t *env = json_object_get(req, "env"), *ex = json_object_get(req, "export");
+    memset(st, 0, sizeof(*st));
+    if (!json_is_object(req) || !json_is_array(argv) || !json_array_size(argv) ||
+        json_array_size(argv) > 4096 || (env && !json_is_object(env)) ||
+        (ex && !json_is_string(ex)))
+        return -1;
+    if (!int_in(req, "node", 0, SRUN_MAX_NODES - 1, &st->node) ||
+        !int_in(req, "nodes", 1, SRUN_MAX_NODES, &st->nodes) || st->node >= st->nodes ||
+        !int_in(req, "ntasks", 1, SRUN_MAX_TASKS * SRUN_MAX_NODES, &st->ntasks) ||
+        !int_in(req, "count", 1, SRUN_MAX_TASKS, &st->local_n) ||
+        !int_in(req, "first", 0, st->ntasks - 1, &st->first) ||
+        st->first + st->local_n > st->ntasks || !int_in(req, "cpus", 0, 1 << 20, &st->cpus) ||
+        !int_in(req, "gpus_per_task", 0, 64, &st->gpus_per_task))
+        return -1;
+    for (size_t i = 0; i < json_array_size(argv); i++)
+        if (!json_is_string(json_array_get(argv, i)))
+            return -1;
+    st->export_none = json_is_true(json_object_get(req, "export_none"));
+    st->export_list = ex && *json_string_value(ex) ? json_string_value(ex) : NULL;
+    st->argv = calloc(json_array_size(argv) + 1, sizeof(char *));
+    if (!st->argv)
+        return -1;
+    for (size_t i = 0; i < json_array_size(argv); i++)
+        st->argv[i] = (char *)json_string_value(json_array_get(argv, i));
+    return 0;
+}
+
 static bool key_ok(const char *got)
 {
     const char *want = getenv("DOCKET_STEP_KEY");
@@ -156,30 +199,15 @@ static int run_step(int fd)
     static int out[SRUN_MAX_TASKS][2];
     json_t *req = read_request(fd);
     const char *key = json_string_value(json_object_get(req, "key"));
-    json_t *argv = json_object_get(req, "argv");
 
-    if (!req || !key || !key_ok(key) || !json_is_array(argv) || !json_array_size(argv)) {
+    if (!req || !key || !key_ok(key)) {
         fail_step(fd, "refused: not this job's srun");
         return 1;
     }
-    memset(&st, 0, sizeof(st));
-    st.node = (int)json_integer_value(json_object_get(req, "node"));
-    st.first = (int)json_integer_value(json_object_get(req, "first"));
-    st.local_n = (int)json_integer_value(json_object_get(req, "count"));
-    st.ntasks = (int)json_integer_value(json_object_get(req, "ntasks"));
-    st.nodes = (int)json_integer_value(json_object_get(req, "nodes"));
-    st.cpus = (int)json_integer_value(json_object_get(req, "cpus"));
-    st.gpus_per_task = (int)json_integer_value(json_object_get(req, "gpus_per_task"));
-    st.export_none = json_is_true(json_object_get(req, "export_none"));
-    const char *ex = json_string_value(json_object_get(req, "export"));
-    st.export_list = ex && *ex ? ex : NULL;
-    if (st.local_n < 1 || st.local_n > SRUN_MAX_TASKS || json_array_size(argv) > 4096) {
+    if (srun_request_read(req, &st) < 0) {
         fail_step(fd, "refused: bad request");
         return 1;
     }
-    st.argv = calloc(json_array_size(argv) + 1, sizeof(char *));
-    for (size_t i = 0; st.argv && i < json_array_size(argv); i++)
-        st.argv[i] = (char *)json_string_value(json_array_get(argv, i));
     take_env(json_object_get(req, "env"), json_string_value(json_object_get(req, "scratch")));
     const char *cwd = json_string_value(json_object_get(req, "cwd"));
     if (cwd && *cwd && chdir(cwd) < 0) {

@@ -81,12 +81,48 @@ static void exported_environment(void **state)
     json_decref(spec);
 }
 
+/* The step host's request: every field checked for type and range before anything runs. */
+static void step_requests(void **state)
+{
+    (void)state;
+    struct step st;
+    const char *good = "{\"argv\": [\"python\", \"t.py\"], \"node\": 1, \"nodes\": 2, "
+                       "\"ntasks\": 4, \"count\": 2, \"first\": 2, \"cpus\": 4, "
+                       "\"gpus_per_task\": 1, \"export\": \"ALL\"}";
+    json_t *req = json_loads(good, 0, NULL);
+    assert_int_equal(srun_request_read(req, &st), 0);
+    assert_string_equal(st.argv[1], "t.py");
+    assert_null(st.argv[2]);
+    assert_int_equal(st.first, 2);
+    assert_int_equal(st.local_n, 2);
+    assert_string_equal(st.export_list, "ALL");
+    free(st.argv);
+    json_decref(req);
+    const char *bad[] = {
+        "{\"node\": 0, \"nodes\": 1, \"ntasks\": 1, \"count\": 1}",               /* no argv */
+        "{\"argv\": [1], \"nodes\": 1, \"ntasks\": 1, \"count\": 1}",             /* not a string */
+        "{\"argv\": [\"x\"], \"node\": 2, \"nodes\": 2, \"ntasks\": 2, \"count\": 1}", /* node */
+        "{\"argv\": [\"x\"], \"nodes\": 1, \"ntasks\": 2, \"count\": 2, \"first\": 1}", /* past */
+        "{\"argv\": [\"x\"], \"nodes\": 1, \"ntasks\": 1, \"count\": 0}",       /* no task */
+        "{\"argv\": [\"x\"], \"nodes\": 1, \"ntasks\": 1, \"count\": \"1\"}", /* type */
+        "{\"argv\": [\"x\"], \"nodes\": 1, \"ntasks\": 1, \"count\": 1, \"env\": []}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        req = json_loads(bad[i], 0, NULL);
+        assert_non_null(req);
+        if (srun_request_read(req, &st) == 0)
+            fail_msg("accepted %s", bad[i]);
+        json_decref(req);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hostlists),
         cmocka_unit_test(block_distribution),
         cmocka_unit_test(exported_environment),
+        cmocka_unit_test(step_requests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
