@@ -5,9 +5,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli/slurm.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/spec.h"
@@ -303,4 +305,116 @@ out:
     json_decref(r.cli);
     dbuf_release(&r.text);
     return rc;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Slurm's time arguments (sacct -S)                                                    */
+
+/* "now", "now+N[unit]", "now-N[unit]" */
+static int relative_time(const char *s, int64_t now_ms, int64_t *out)
+{
+    static const struct {
+        const char *name;
+        int64_t ms;
+    } units[] = {{"seconds", 1000},    {"minutes", 60000},  {"hours", 3600000}, {"days", 86400000},
+                 {"weeks", 604800000}, {"second", 1000},    {"minute", 60000},  {"hour", 3600000},
+                 {"day", 86400000},    {"week", 604800000}, {"s", 1000},        {"m", 60000},
+                 {"h", 3600000},       {"d", 86400000},     {"w", 604800000}};
+    if (strncmp(s, "now", 3) != 0)
+        return -1;
+    s += 3;
+    if (!*s) {
+        *out = now_ms;
+        return 0;
+    }
+    if (*s != '+' && *s != '-')
+        return -1;
+    int sign = *s++ == '-' ? -1 : 1;
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    char *end;
+    long long n = strtoll(s, &end, 10);
+    if (n < 0 || n > 100000000LL)
+        return -1;
+    int64_t unit = 1000;
+    if (*end) {
+        size_t k = 0;
+        while (k < sizeof(units) / sizeof(units[0]) && strcmp(end, units[k].name) != 0)
+            k++;
+        if (k == sizeof(units) / sizeof(units[0]))
+            return -1;
+        unit = units[k].ms;
+    }
+    *out = now_ms + sign * (int64_t)n * unit;
+    return 0;
+}
+
+/* Every character of s matched by the format (digits only where it says %d). */
+static bool whole(const char *s, int consumed)
+{
+    return consumed > 0 && s[consumed] == '\0';
+}
+
+int slurm_time_parse(const char *s, int64_t now_ms, int64_t *out_ms)
+{
+    if (!s || !*s || strlen(s) > 64)
+        return -1;
+    if (relative_time(s, now_ms, out_ms) == 0)
+        return 0;
+    time_t now = (time_t)(now_ms / 1000);
+    struct tm tm;
+    if (!localtime_r(&now, &tm))
+        return -1;
+    tm.tm_sec = tm.tm_min = tm.tm_hour = 0; /* dates alone mean their midnight */
+    tm.tm_isdst = -1;
+    int y, mo, d, h = 0, mi = 0, sec = 0, n = 0;
+    if (!strcmp(s, "today") || !strcmp(s, "midnight")) {
+        /* today 00:00 */
+    } else if (!strcmp(s, "noon")) {
+        tm.tm_hour = 12;
+    } else if ((sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) == 6 &&
+                whole(s, n)) ||
+               (n = 0,
+                sscanf(s, "%4d-%2d-%2dT%2d:%2d%n", &y, &mo, &d, &h, &mi, &n) == 5 && whole(s, n)) ||
+               (n = 0, h = mi = sec = 0,
+                sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) == 3 && whole(s, n))) {
+        tm.tm_year = y - 1900;
+        tm.tm_mon = mo - 1;
+        tm.tm_mday = d;
+        tm.tm_hour = h;
+        tm.tm_min = mi;
+        tm.tm_sec = sec;
+    } else if ((n = 0, sscanf(s, "%2d:%2d:%2d%n", &h, &mi, &sec, &n) == 3 && whole(s, n)) ||
+               (n = 0, sec = 0, sscanf(s, "%2d:%2d%n", &h, &mi, &n) == 2 && whole(s, n))) {
+        tm.tm_hour = h;
+        tm.tm_min = mi;
+        tm.tm_sec = sec;
+    } else if ((n = 0, sscanf(s, "%2d/%2d/%2d%n", &mo, &d, &y, &n) == 3 && whole(s, n)) ||
+               (n = 0, y = -1, sscanf(s, "%2d/%2d%n", &mo, &d, &n) == 2 && whole(s, n))) {
+        tm.tm_mon = mo - 1;
+        tm.tm_mday = d;
+        if (y >= 0)
+            tm.tm_year = 100 + y;
+    } else if (strlen(s) == 4 || strlen(s) == 6) {
+        for (const char *p = s; *p; p++)
+            if (!isdigit((unsigned char)*p))
+                return -1;
+        mo = (s[0] - '0') * 10 + (s[1] - '0');
+        d = (s[2] - '0') * 10 + (s[3] - '0');
+        tm.tm_mon = mo - 1;
+        tm.tm_mday = d;
+        if (s[4])
+            tm.tm_year = 100 + (s[4] - '0') * 10 + (s[5] - '0');
+    } else {
+        return -1;
+    }
+    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour < 0 ||
+        tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 || tm.tm_sec < 0 || tm.tm_sec > 60 ||
+        tm.tm_year < 70 || tm.tm_year > 1100)
+        return -1;
+    time_t t = mktime(&tm);
+    if (t == (time_t)-1)
+        return -1;
+    *out_ms = (int64_t)t * 1000;
+    return 0;
 }

@@ -26,6 +26,12 @@ void slurm_export_env(json_t *spec, char **envp);
 /* Print one host per line of a Slurm host list ("gpu[01-03,7],cpu1"). 0 or -EINVAL. */
 int slurm_expand_hostlist(const char *list, FILE *out);
 
+/* A time as sacct -S and sbatch --begin take it, in local time: HH:MM[:SS] (today),
+ * YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY], MMDD[YY], today, midnight, noon, now, and
+ * now[+|-]N[seconds|minutes|hours|days|weeks] (seconds when no unit). now_ms is the
+ * caller's clock. 0 with *out_ms set, or -1. */
+int slurm_time_parse(const char *s, int64_t now_ms, int64_t *out_ms);
+
 /* sbatch (slurm.c), srun (srun.c), scontrol, squeue, scancel, sinfo, sacct (slurmcmd.c). */
 cli_fn cmd_sbatch, cmd_srun, cmd_scontrol, cmd_squeue, cmd_scancel, cmd_sinfo, cmd_sacct;
 extern const char cmd_sbatch_usage[], cmd_srun_usage[], cmd_scontrol_usage[], cmd_squeue_usage[],

@@ -772,13 +772,15 @@ const char cmd_sacct_usage[] =
     "usage: sacct [-j IDS] [-u USER] [-S START] [-X] [-n] [-P] [-o|--format FIELDS]\n"
     "Jobs (running and finished) in sacct's columns. FIELDS: JobID JobName Partition\n"
     "Account User QOS State ExitCode AllocCPUS NNodes NodeList Elapsed Timelimit AllocTRES,\n"
-    "each with an optional %WIDTH. -S is accepted and not applied (all jobs are listed).\n";
+    "each with an optional %WIDTH. -S START lists the jobs still live or ended since START\n"
+    "(2026-11-30, 2026-11-30T08:00, 08:00, today, now-2days...); without it, all jobs.\n";
 
 int cmd_sacct(struct cli *c, int argc, char **argv)
 {
     struct jobs_query q = {.limit = 10000, .state = "active", .desc = false};
     const char *fmt = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode", *ids = NULL, *v;
     bool header = true, parsable = false;
+    int64_t since = INT64_MIN; /* -S: jobs still live or ended at or after it */
     char err[256];
     struct opt_iter it;
     json_t *active = NULL, *done = NULL;
@@ -803,6 +805,12 @@ int cmd_sacct(struct cli *c, int argc, char **argv)
             parsable = true;
             break;
         case SA_START:
+            if (slurm_time_parse(v, c->now_ms, &since) < 0)
+                return cli_usage_error(c,
+                                       "sacct: bad -S time '%s' (for example 2026-11-30, "
+                                       "2026-11-30T08:00, 08:00, today, now-2days)",
+                                       v);
+            break;
         case SA_ALLOC:
             break; /* steps are not listed: -X is always so */
         case SA_HELP:
@@ -849,6 +857,8 @@ int cmd_sacct(struct cli *c, int argc, char **argv)
         const json_t *j = row >= 0 ? json_array_get(done, (size_t)row) : NULL;
         if (j && !id_listed(ids, jint(j, "id", 0)))
             continue;
+        if (j && jint(j, "end_ms", 0) > 0 && jint(j, "end_ms", 0) < since)
+            continue; /* ended before -S */
         for (int k = 0; k < nf; k++) {
             char text[1024];
             if (j)

@@ -391,6 +391,11 @@ EOS
     wait_for 60 state_in "$id" FAILED
     run -0 sacct -j "$id" -n -P --format=JobID,JobName,Account,State,ExitCode
     [ "$output" = "$id|wrap|vision|FAILED|3:0" ]
+    run -0 sacct -j "$id" -S now-1hours -n -P --format=JobID
+    [ "$output" = "$id" ]
+    run -0 sacct -j "$id" -S now+1hours -n -P --format=JobID
+    [ -z "$output" ]
+    run -2 sacct -S yesterday
     run -0 sacct -j "$id"
     [[ ${lines[0]} == *JobID*JobName*Partition*Account*AllocCPUS*State*ExitCode* ]]
     [[ ${lines[1]} == -* ]]

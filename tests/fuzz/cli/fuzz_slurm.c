@@ -1,6 +1,6 @@
 /*
  * fuzz_slurm.c - libFuzzer harness of the Slurm readers of src/cli: host lists
- * (scontrol show hostnames), and sbatch's command line (spec_sbatch_args, then
+ * (scontrol show hostnames), sacct -S times (a leading T), and sbatch's command line (spec_sbatch_args, then
  * spec_slurm_finish) from NUL-separated words. Checks, beyond memory safety: a refused
  * command line says why; an accepted one yields a "slurm" object whose task counts are
  * positive and whose per-node resources are consistent with them.
@@ -68,8 +68,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(buf, data, size);
     buf[size] = '\0';
+    int64_t t;
     if (size && data[0] == 'H')
         hostlist(buf + 1);
+    else if (size && data[0] == 'T')
+        (void)slurm_time_parse(buf + 1, 1764579600000LL, &t); /* sacct -S */
     else
         sbatch_line(buf, size);
     free(buf);

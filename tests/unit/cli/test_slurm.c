@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "cli/slurm.h"
@@ -81,6 +82,48 @@ static void exported_environment(void **state)
     json_decref(spec);
 }
 
+/* sacct -S times, in local time (UTC here). */
+static void slurm_times(void **state)
+{
+    (void)state;
+    setenv("TZ", "UTC", 1);
+    tzset();
+    const int64_t now = 1764579600000LL; /* 2025-12-01T09:00:00Z */
+    const struct {
+        const char *in;
+        int64_t want;
+    } ok[] = {
+        {"now", now},
+        {"now-2days", now - 2 * 86400000LL},
+        {"now+90", now + 90000},
+        {"now-3hours", now - 3 * 3600000LL},
+        {"today", 1764547200000LL},
+        {"midnight", 1764547200000LL},
+        {"noon", 1764590400000LL},
+        {"08:30", 1764577800000LL},
+        {"08:30:15", 1764577815000LL},
+        {"2025-11-30", 1764460800000LL},
+        {"2025-11-30T08:00", 1764489600000LL},
+        {"2025-11-30T08:00:30", 1764489630000LL},
+        {"11/30", 1764460800000LL},
+        {"11/30/25", 1764460800000LL},
+        {"1130", 1764460800000LL},
+        {"113025", 1764460800000LL},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        int64_t got = 0;
+        if (slurm_time_parse(ok[i].in, now, &got) < 0 || got != ok[i].want)
+            fail_msg("%s: got %lld, want %lld", ok[i].in, (long long)got, (long long)ok[i].want);
+    }
+    const char *bad[] = {"", "yesterday", "now-", "now+2fortnights", "25:00", "2025-13-01",
+                         "2025-11-30T08", "13/40", "11300", "12ab", "now-1e3"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int64_t got;
+        if (slurm_time_parse(bad[i], now, &got) == 0)
+            fail_msg("accepted '%s'", bad[i]);
+    }
+}
+
 /* The step host's request: every field checked for type and range before anything runs. */
 static void step_requests(void **state)
 {
@@ -123,6 +166,7 @@ int main(void)
         cmocka_unit_test(block_distribution),
         cmocka_unit_test(exported_environment),
         cmocka_unit_test(step_requests),
+        cmocka_unit_test(slurm_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
