@@ -1325,6 +1325,21 @@ static void verify_row(struct store_audit_check *v, const struct store_audit *a,
     str_copy(expect_prev, 65, hash);
     str_copy(v->head, sizeof(v->head), hash);
 }
+/* An audit row whose first eight columns are id, time_ms, actor, action, target,
+ * before_doc, after_doc, reason (its texts borrowed from the statement). */
+static struct store_audit audit_row(sqlite3_stmt *s)
+{
+    return (struct store_audit){
+        .id = sqlite3_column_int64(s, 0),
+        .time_ms = sqlite3_column_int64(s, 1),
+        .actor = (const char *)sqlite3_column_text(s, 2),
+        .action = (const char *)sqlite3_column_text(s, 3),
+        .target = (const char *)sqlite3_column_text(s, 4),
+        .before = (const char *)sqlite3_column_text(s, 5),
+        .after = (const char *)sqlite3_column_text(s, 6),
+        .reason = (const char *)sqlite3_column_text(s, 7),
+    };
+}
 
 int store_audit_verify(struct store *st, const char *want_head, struct store_audit_check *v)
 {
@@ -1339,16 +1354,7 @@ int store_audit_verify(struct store *st, const char *want_head, struct store_aud
         return fail(st, "prepare audit verify");
     int step;
     while (!v->first_bad && (step = sqlite3_step(s)) == SQLITE_ROW) {
-        struct store_audit a = {
-            .id = sqlite3_column_int64(s, 0),
-            .time_ms = sqlite3_column_int64(s, 1),
-            .actor = (const char *)sqlite3_column_text(s, 2),
-            .action = (const char *)sqlite3_column_text(s, 3),
-            .target = (const char *)sqlite3_column_text(s, 4),
-            .before = (const char *)sqlite3_column_text(s, 5),
-            .after = (const char *)sqlite3_column_text(s, 6),
-            .reason = (const char *)sqlite3_column_text(s, 7),
-        };
+        struct store_audit a = audit_row(s);
         const char *prev = (const char *)sqlite3_column_text(s, 8);
         const char *hash = (const char *)sqlite3_column_text(s, 9);
         verify_row(v, &a, prev ? prev : "", hash ? hash : "", expect);
@@ -1393,16 +1399,7 @@ int store_audit_list(struct store *st, const struct store_audit_filter *f, store
         sqlite3_bind_int64(s, ++np, f->after);
     int step;
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        struct store_audit a = {
-            .id = sqlite3_column_int64(s, 0),
-            .time_ms = sqlite3_column_int64(s, 1),
-            .actor = (const char *)sqlite3_column_text(s, 2),
-            .action = (const char *)sqlite3_column_text(s, 3),
-            .target = (const char *)sqlite3_column_text(s, 4),
-            .before = (const char *)sqlite3_column_text(s, 5),
-            .after = (const char *)sqlite3_column_text(s, 6),
-            .reason = (const char *)sqlite3_column_text(s, 7),
-        };
+        struct store_audit a = audit_row(s);
         if ((rc = cb(arg, &a)))
             break;
     }
