@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdio.h> /* snprintf only */
+#include <stdlib.h>
 #include <string.h>
 
 static int policy_group_find(const struct sched_policy *pol, const char *name)
@@ -118,24 +119,29 @@ void group_count(struct sched *s, const struct project *p, int gpus, int running
 }
 
 /* A group's share: its projects' usage (already accrued and averaged in their shares)
- * over its guarantee, or over theirs when it has none of its own. */
+ * over its guarantee, or over theirs when it has none of its own. One pass over the
+ * projects; the sums are kept in the groups' share field until divided. */
 void groups_share_refresh(struct sched *s)
 {
+    double *guarantees = calloc(s->ngroups + 1, sizeof(*guarantees));
+    for (size_t i = 0; i < s->ngroups; i++)
+        s->groups[i].share = 0;
+    for (size_t k = 0; k < s->nprojects; k++) {
+        const struct project *p = &s->projects[k];
+        struct group *g = project_group(s, p);
+        if (!g)
+            continue;
+        double pg = p->spec.guarantee_gpus > 0 ? p->spec.guarantee_gpus : 0.01;
+        g->share += p->share * pg; /* back to its average usage */
+        if (guarantees)
+            guarantees[p->group] += p->spec.guarantee_gpus;
+    }
     for (size_t i = 0; i < s->ngroups; i++) {
         struct group *g = &s->groups[i];
-        double usage = 0, guarantees = 0;
-        for (size_t k = 0; k < s->nprojects; k++) {
-            const struct project *p = &s->projects[k];
-            if (p->group != i)
-                continue;
-            double pg = p->spec.guarantee_gpus > 0 ? p->spec.guarantee_gpus : 0.01;
-            usage += p->share * pg; /* back to its average usage */
-            guarantees += p->spec.guarantee_gpus;
-        }
-        double gu = group_guarantee(s, g);
-        double base = gu > 0 ? gu : guarantees > 0 ? guarantees : 0.01;
-        g->share = usage / base;
+        double gu = group_guarantee(s, g), theirs = guarantees ? guarantees[i] : 0;
+        g->share /= gu > 0 ? gu : theirs > 0 ? theirs : 0.01;
     }
+    free(guarantees);
 }
 
 size_t sched_group_count(const struct sched *s)
