@@ -1,0 +1,114 @@
+# cluster.bash - a real docketd and two real docket-node agents with declared GPUs
+# (8xH100-80GB each, zones a and b) on loopback, one cluster per bats file, for the files
+# that drive the CLI end to end (cli.bats, slurm.bats). Every process it starts is stopped
+# by pid in cluster_stop, with the job supervisors the agents leave and their cgroups.
+#
+# Use:   CLUSTER_NAME=name; load lib/cluster; AGENT_EXTRA=(extra agent flags)
+#        setup_file() { cluster_start; }   teardown_file() { cluster_stop; }
+# Sets: DOCKET, DOCKETD_BIN, AGENT_BIN; after cluster_start T (temp dir), W (work dir),
+# PREFIX (node names PREFIX-a, PREFIX-b), PORT, TOKEN, DOCKET_URL (the unix socket).
+
+CLUSTER_NAME=${CLUSTER_NAME:-cluster}
+DOCKET_BUILD=${DOCKET_BUILD:-$BATS_TEST_DIRNAME/../../build}
+DOCKET=$DOCKET_BUILD/src/cli/docket
+DOCKETD_BIN=$DOCKET_BUILD/src/controller/docketd
+AGENT_BIN=$DOCKET_BUILD/src/agent/docket-node
+
+# wait_for SECONDS CMD...: retry CMD every 50 ms until it succeeds.
+wait_for() {
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.05
+    done
+}
+
+# cluster_start: docketd on 127.0.0.1:0 + its socket, two agents (8xH100-80GB each).
+cluster_start() {
+    export T W PREFIX DOCKET_URL PORT TOKEN
+    T=$(mktemp -d "/tmp/docket-bats-$CLUSTER_NAME.XXXXXX")
+    W=$T/work
+    PREFIX="$CLUSTER_NAME$$"
+    mkdir -p "$T/ctl" "$W"
+    chmod 0755 "$T"
+    "$DOCKETD_BIN" --state-dir "$T/ctl" --listen 127.0.0.1:0 --socket "$T/ctl/docketd.sock" \
+        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" &
+    echo $! >"$T/ctl.pid"
+    wait_for 20 test -s "$T/ctl/docketd.port"
+    wait_for 20 test -S "$T/ctl/docketd.sock"
+    PORT=$(cat "$T/ctl/docketd.port")
+    TOKEN=$(cat "$T/ctl/admin.token")
+    DOCKET_URL=unix:$T/ctl/docketd.sock
+    local join
+    join=$("$DOCKET" token join)
+    [[ $join == dkj_* ]]
+    agent_start a "$join"
+    agent_start b "$join"
+    wait_for 30 nodes_up 2
+}
+
+agent_start() { # a|b JOIN
+    local cg=()
+    [[ $(id -u) == 0 ]] || cg=(--no-cgroups)
+    "$AGENT_BIN" --controller "http://127.0.0.1:$PORT" --join-token "$2" \
+        --name "$PREFIX-$1" --gpus 8xH100-80GB --cpus 16 --mem 64G --label "zone=$1" \
+        --state-dir "$T/agent-$1" --allow-root-jobs --usage-interval 1s \
+        --log-file "$T/agent-$1.log" "${AGENT_EXTRA[@]}" "${cg[@]}" &
+    echo $! >"$T/agent-$1.pid"
+}
+
+nodes_up() { # N: at least N nodes UP
+    local n
+    n=$("$DOCKET" nodes --json 2>/dev/null | jq '[.nodes[] | select(.state == "UP")] | length')
+    [[ ${n:-0} -ge $1 ]]
+}
+
+kill_pidfile() { # FILE
+    local pid
+    pid=$(cat "$1" 2>/dev/null) || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    wait_for 10 bash -c "! kill -0 $pid 2>/dev/null" || kill -9 "$pid" 2>/dev/null || true
+}
+
+# cluster_stop: agents, controller, then the job supervisors the agents left (they
+# outlive an agent by design), their cgroups, and the temp dir.
+cluster_stop() {
+    [[ -n ${T:-} && -d $T ]] || return 0
+    kill_pidfile "$T/agent-a.pid"
+    kill_pidfile "$T/agent-b.pid"
+    kill_pidfile "$T/ctl.pid"
+    local f pid n c d g
+    for f in "$T"/agent-*/jobs/*/state.json; do
+        [[ -f $f ]] || continue
+        pid=$(jq -r '.sup_pid // 0' "$f")
+        [[ $(jq -r '.state' "$f") != exited && $pid -gt 0 ]] && kill -9 "$pid" 2>/dev/null
+    done
+    for n in a b; do
+        for c in memory cpu cpuacct pids freezer ""; do
+            d=/sys/fs/cgroup/${c:+$c/}docket/$PREFIX-$n
+            [[ -d $d ]] || continue
+            for g in "$d"/job_*; do
+                [[ -d $g ]] || continue
+                xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
+                rmdir "$g" 2>/dev/null
+            done
+            rmdir "$d" 2>/dev/null
+        done
+    done
+    rm -rf "$T"
+}
+
+# The state of job ID.
+job_state() {
+    "$DOCKET" show "$1" --json | jq -r .job.state
+}
+
+state_in() { # ID STATE...
+    local s
+    s=$(job_state "$1")
+    shift
+    for want in "$@"; do [[ $s == "$want" ]] && return 0; done
+    return 1
+}
+
