@@ -249,7 +249,7 @@ static void case_full(const char *name, int nodes, int pending, int reps)
         size_t n;
         struct sched_cycle_stats st;
         double a = now_ms();
-        (void)sched_cycle(s, T0 + 1000, true, &n, &st);
+        (void)sched_cycle(s, T0 + 1000, SCHED_CYCLE_REFRESH, &n, &st);
         t[i] = now_ms() - a;
         r.last = st;
         r.started = st.started;
@@ -273,7 +273,7 @@ static void case_steady(int nodes, int pending, int reps, bool refresh, bool job
     submit_jobs(s, pending, 200, T0);
     size_t n;
     int64_t now = T0 + 1000;
-    const struct sched_decision *d = sched_cycle(s, now, true, &n, NULL);
+    const struct sched_decision *d = sched_cycle(s, now, SCHED_CYCLE_REFRESH, &n, NULL);
     confirm_starts(s, d, n, now);
     /* top the queue up so `pending` jobs wait on a full cluster */
     struct sched_totals tot;
@@ -282,12 +282,12 @@ static void case_steady(int nodes, int pending, int reps, bool refresh, bool job
     if (waiting < pending)
         submit_jobs(s, pending - waiting, 200, now);
     now += 1000;
-    d = sched_cycle(s, now, true, &n, NULL);
+    d = sched_cycle(s, now, SCHED_CYCLE_REFRESH, &n, NULL);
     confirm_starts(s, d, n, now);
     if (age > 0) { /* the hard state: victims old enough, jobs starving */
         now += age;
         double a = now_ms();
-        d = sched_cycle(s, now, true, &n, NULL);
+        d = sched_cycle(s, now, SCHED_CYCLE_REFRESH, &n, NULL);
         fprintf(stderr, "core_bench: set-up cycle after %lld s: %.0f ms\n", (long long)(age / 1000),
                 now_ms() - a);
         confirm_starts(s, d, n, now);
@@ -299,7 +299,7 @@ static void case_steady(int nodes, int pending, int reps, bool refresh, bool job
         for (int i = 0; i < reps; i++) {
             now += 1000;
             double a = now_ms();
-            d = sched_cycle(s, now, true, &n, &r.last);
+            d = sched_cycle(s, now, SCHED_CYCLE_REFRESH, &n, &r.last);
             t[i] = now_ms() - a;
             confirm_starts(s, d, n, now);
         }
@@ -319,7 +319,7 @@ static void case_steady(int nodes, int pending, int reps, bool refresh, bool job
                 die("ended", &err);
             struct sched_cycle_stats st;
             double a = now_ms();
-            d = sched_cycle(s, now, false, &n, &st);
+            d = sched_cycle(s, now, SCHED_CYCLE_INCREMENTAL, &n, &st);
             t[i] = now_ms() - a;
             r.last = st;
             if (getenv("CORE_BENCH_VERBOSE") && t[i] > 5)
@@ -338,7 +338,7 @@ static void case_steady(int nodes, int pending, int reps, bool refresh, bool job
             now += 10;
             double a = now_ms();
             submit_jobs(s, 1, 200, now);
-            d = sched_cycle(s, now, false, &n, NULL);
+            d = sched_cycle(s, now, SCHED_CYCLE_INCREMENTAL, &n, NULL);
             t[i] = now_ms() - a;
             confirm_starts(s, d, n, now);
         }

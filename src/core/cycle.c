@@ -131,67 +131,81 @@ void reason_set(struct job *j, enum sched_reason r, int64_t value, int64_t in_us
 }
 
 /* Limits that hold this job back without blocking others: dependencies, begin time,
- * the admission switch, project and user limits, the array's %limit. */
-enum sched_reason job_admission(struct sched *s, struct job *j, int64_t now)
+ * the admission switch, project, group and user limits, the array's %limit. The rules
+ * alone, changing nothing: the walk (job_admission) and explain (reason_derive) ask them. */
+enum sched_reason admission_check(const struct sched *s, const struct job *j, int64_t now,
+                                  struct admission *a)
 {
-    struct project *p = &s->projects[j->project];
+    const struct project *p = &s->projects[j->project];
     int total = j->gpus * j->nodes;
-    if (j->ndeps_unmet > 0) {
-        reason_set(j, SCHED_R_DEPENDENCY, j->ndeps_unmet, 0, 0);
-        return SCHED_R_DEPENDENCY;
-    }
-    if (j->begin_ms > now) {
-        reason_set(j, SCHED_R_BEGIN_TIME, j->begin_ms, 0, 0);
-        return SCHED_R_BEGIN_TIME;
-    }
-    if (p->spec.paused) {
-        reason_set(j, SCHED_R_ADMISSION_PAUSED, 0, 0, 0);
-        p->blocked_cycle = s->cycle;
-        return SCHED_R_ADMISSION_PAUSED;
-    }
+    *a = (struct admission){0};
+    if (j->ndeps_unmet > 0)
+        return a->value = j->ndeps_unmet, SCHED_R_DEPENDENCY;
+    if (j->begin_ms > now)
+        return a->value = j->begin_ms, SCHED_R_BEGIN_TIME;
+    if (p->spec.paused)
+        return a->blocks = ADM_BLOCKS_PROJECT, SCHED_R_ADMISSION_PAUSED;
     /* a GPU limit caps GPUs: a CPU-only job of a project at its limit still runs */
     if (total > 0 && p->spec.gpu_limit >= 0 && p->gpus_in_use + total > p->spec.gpu_limit) {
-        reason_set(j, SCHED_R_QUOTA_LIMIT, p->spec.gpu_limit, p->gpus_in_use, total);
-        if (p->gpus_in_use >= p->spec.gpu_limit)
-            p->gpu_blocked_cycle = s->cycle;
+        *a = (struct admission){p->spec.gpu_limit, p->gpus_in_use, total,
+                                p->gpus_in_use >= p->spec.gpu_limit ? ADM_BLOCKS_PROJECT_GPUS
+                                                                    : ADM_BLOCKS_NONE};
         return SCHED_R_QUOTA_LIMIT;
     }
-    struct group *g = project_group(s, p);
+    const struct group *g = project_group(s, p);
     int glimit = g ? group_gpu_limit(s, g) : -1;
     if (total > 0 && glimit >= 0 && g->gpus_in_use + total > glimit) {
-        reason_set(j, SCHED_R_QUOTA_LIMIT, glimit, g->gpus_in_use, total);
-        if (g->gpus_in_use >= glimit)
-            g->gpu_blocked_cycle = s->cycle;
+        *a = (struct admission){glimit, g->gpus_in_use, total,
+                                g->gpus_in_use >= glimit ? ADM_BLOCKS_GROUP_GPUS : ADM_BLOCKS_NONE};
         return SCHED_R_QUOTA_LIMIT;
     }
     if (p->spec.max_running >= 0 && p->running >= p->spec.max_running) {
-        reason_set(j, SCHED_R_JOB_LIMIT, p->spec.max_running, p->running, 1);
-        p->blocked_cycle = s->cycle;
+        *a = (struct admission){p->spec.max_running, p->running, 1, ADM_BLOCKS_PROJECT};
         return SCHED_R_JOB_LIMIT;
     }
     if (p->spec.user_max_running >= 0 || p->spec.user_gpu_limit >= 0) {
-        struct user_count *uc = user_count_get(s, j->project, j->user, false);
+        const struct user_count *uc =
+            user_count_get((struct sched *)(uintptr_t)s, j->project, j->user, false);
         int running = uc ? uc->running : 0, gpus = uc ? uc->gpus : 0;
         if (p->spec.user_max_running >= 0 && running >= p->spec.user_max_running) {
-            reason_set(j, SCHED_R_JOB_LIMIT, p->spec.user_max_running, running, 1);
+            *a = (struct admission){p->spec.user_max_running, running, 1, ADM_BLOCKS_NONE};
             return SCHED_R_JOB_LIMIT;
         }
         if (total > 0 && p->spec.user_gpu_limit >= 0 && gpus + total > p->spec.user_gpu_limit) {
-            reason_set(j, SCHED_R_QUOTA_LIMIT, p->spec.user_gpu_limit, gpus, total);
+            *a = (struct admission){p->spec.user_gpu_limit, gpus, total, ADM_BLOCKS_NONE};
             return SCHED_R_QUOTA_LIMIT;
         }
     }
-    if (j->array_id) {
-        uint64_t ai;
-        if (u64map_get(&s->arrays, j->array_id, &ai)) {
-            const struct array_count *a = &s->array_counts[ai];
-            if (a->limit > 0 && a->running >= a->limit) {
-                reason_set(j, SCHED_R_JOB_LIMIT, a->limit, a->running, 1);
-                return SCHED_R_JOB_LIMIT;
-            }
+    uint64_t ai;
+    if (j->array_id && u64map_get(&s->arrays, j->array_id, &ai)) {
+        const struct array_count *ac = &s->array_counts[ai];
+        if (ac->limit > 0 && ac->running >= ac->limit) {
+            *a = (struct admission){ac->limit, ac->running, 1, ADM_BLOCKS_NONE};
+            return SCHED_R_JOB_LIMIT;
         }
     }
     return SCHED_R_NONE;
+}
+
+/* The admission rules applied in the walk: the job's reason set, and a limit that holds
+ * back every job of its project (or group, for GPUs) marked for this cycle, so the walk
+ * skips the rest from their entries. */
+enum sched_reason job_admission(struct sched *s, struct job *j, int64_t now)
+{
+    struct admission a;
+    enum sched_reason r = admission_check(s, j, now, &a);
+    if (r == SCHED_R_NONE)
+        return r;
+    reason_set(j, r, a.value, a.in_use, a.request);
+    struct project *p = &s->projects[j->project];
+    struct group *g = project_group(s, p);
+    if (a.blocks == ADM_BLOCKS_PROJECT)
+        p->blocked_cycle = s->cycle;
+    else if (a.blocks == ADM_BLOCKS_PROJECT_GPUS)
+        p->gpu_blocked_cycle = s->cycle;
+    else if (a.blocks == ADM_BLOCKS_GROUP_GPUS && g)
+        g->gpu_blocked_cycle = s->cycle;
+    return r;
 }
 
 /* ---- starting */
@@ -303,6 +317,7 @@ static bool try_preempt(struct sched *s, struct walk *w, struct job *j)
         return false;
     if (preempt_memoised(s, j, w->now, w->st) == 0) {
         w->st->preempted++;
+        s->preempt_budget--; /* counts preemptions, never searches: no memo changes it */
         return true;
     }
     return false;
@@ -340,8 +355,7 @@ static void job_blocked(struct sched *s, struct walk *w, struct job *j, enum pla
         if (want_reservation(s, w, j) && !reserve(s, w, j, false))
             w->res_failed++;
     }
-    if (pr == PLACE_NO_CAPACITY && sh->pool_rule == POOL_RULE_NORMAL_ONLY &&
-        reserved_could_fit(s, sh))
+    if (pr == PLACE_NO_CAPACITY && sh->nofit_zone)
         reason_set(j, SCHED_R_RESERVED_ZONE, 0, 0, 0);
     else if (pr == PLACE_CLAIMED)
         reason_set(j, SCHED_R_RESERVATION,
@@ -488,6 +502,17 @@ static void cpu_nofit_note(struct walk *w, const struct shape *sh)
 }
 
 /* Try to start one pending job; set its reason otherwise. */
+/* No capacity for the shape in this walk (capacity only shrinks within one). Whether the
+ * reserved pool would take it is settled now, once, for every job of the shape: the
+ * reason of the ones walked later and of those the walk skips (reason_derive) agree. */
+static void shape_nofit(struct sched *s, struct walk *w, struct shape *sh)
+{
+    sh->nofit_cycle = s->cycle;
+    sh->nofit_zone = sh->pool_rule == POOL_RULE_NORMAL_ONLY && reserved_could_fit(s, sh);
+    if (w && sh->pending > 0)
+        w->open_shapes--;
+}
+
 static void consider(struct sched *s, struct walk *w, struct job *j, struct order_entry *e)
 {
     struct shape *sh = &s->shapes[j->shape];
@@ -497,9 +522,7 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
     enum place_result pr = PLACE_NO_CAPACITY;
     bool fresh_fail = false;
     if (sh->nofit_cycle != s->cycle && cpu_nofit_known(w, sh)) {
-        sh->nofit_cycle = s->cycle; /* a smaller CPU shape found no room */
-        if (sh->pending > 0)
-            w->open_shapes--;
+        shape_nofit(s, w, sh); /* a smaller CPU shape found no room */
         fresh_fail = true;
     } else if (sh->claimed_cycle == s->cycle && job_duration(j) >= sh->claimed_dur &&
                j->reservation == NONE32) {
@@ -515,9 +538,7 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
         if (pr == PLACE_OK)
             return;
         if (pr == PLACE_NO_CAPACITY) {
-            sh->nofit_cycle = s->cycle;
-            if (sh->pending > 0)
-                w->open_shapes--;
+            shape_nofit(s, w, sh);
             fresh_fail = true;
             cpu_nofit_note(w, sh);
         } else if (sh->claimed_cycle != s->cycle || job_duration(j) < sh->claimed_dur) {
@@ -552,6 +573,8 @@ static enum skip entry_skippable(struct sched *s, const struct walk *w, const st
         return SKIP_NO;
     if (reservation_slots_open(s, w))
         return SKIP_NO;
+    if (s->policy.backfill && !w->dropped_lower && s->res_active > 0)
+        return SKIP_NO; /* the first blocked job drops the lower reservations (job_blocked) */
     enum skip why = sh->nofit_cycle == s->cycle ? SKIP_NOFIT : SKIP_CLAIMED;
     if (!preemption_possible(s))
         return why;
@@ -590,8 +613,8 @@ static void serve_starving(struct sched *s, struct walk *w, struct job *j)
     enum place_result pr = PLACE_NO_CAPACITY;
     if (sh->nofit_cycle != s->cycle)
         pr = place_job(s, j, w->now, w->allocs, NULL);
-    if (pr == PLACE_NO_CAPACITY)
-        sh->nofit_cycle = s->cycle;
+    if (pr == PLACE_NO_CAPACITY && sh->nofit_cycle != s->cycle)
+        shape_nofit(s, NULL, sh); /* the queue walk counts its open shapes itself */
     pr = start_if_room(s, w, j, NULL, pr);
     if (pr == PLACE_OK)
         return;
@@ -693,8 +716,24 @@ static const struct sched_decision *decisions_return(struct sched *s, size_t *nd
     return s->dec;
 }
 
-const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full, size_t *ndec,
-                                         struct sched_cycle_stats *stats)
+/* A forced recomputation (SCHED_CYCLE_RECOMPUTE): every structure derived from the model
+ * is made anew (the queue sorted and the starving list from each job's key and bound, the
+ * nodes' release lists and availability profiles) and no memo is trusted. What the model
+ * holds stays: the shares and keys (refreshed on their own period), the reservations
+ * (promises) and their claims. The walk that follows must take the decisions the
+ * incremental cycle takes (the property test's twin). */
+static void derived_forget(struct sched *s, int64_t now)
+{
+    s->memo_epoch++;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        s->nodes[i].rel_dirty = true;
+        s->nodes[i].prof_dirty = true;
+    }
+    order_rebuild(s, now, false);
+}
+
+const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sched_cycle_mode mode,
+                                         size_t *ndec, struct sched_cycle_stats *stats)
 {
     struct sched_cycle_stats local;
     struct sched_cycle_stats *st = stats ? stats : &local;
@@ -709,18 +748,21 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full
     zone_refresh(s);
     projects_accrue(s, now);
     fire_deadlines(s, now);
-    bool refresh =
-        full || s->order_dirty || now - s->last_refresh >= s->policy.fairshare_refresh_ms;
+    bool refresh = mode == SCHED_CYCLE_REFRESH || s->order_dirty ||
+                   now - s->last_refresh >= s->policy.fairshare_refresh_ms;
     if (refresh) {
-        order_rebuild(s, now);
+        order_refresh(s, now);
     } else {
-        order_merge_new(s);
+        if (mode == SCHED_CYCLE_RECOMPUTE)
+            derived_forget(s, now);
+        else
+            order_merge_new(s);
         if (now - s->res_refreshed >= s->policy.reservation_refresh_ms) {
             reservations_drop_all(s, true);
             s->res_refreshed = now;
         }
     }
-    st->full = refresh;
+    st->full = refresh || mode == SCHED_CYCLE_RECOMPUTE;
     if (s->memo_node_epoch != s->node_epoch) { /* nodes came, went or changed labels */
         s->memo_node_epoch = s->node_epoch;
         s->memo_epoch++;

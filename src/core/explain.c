@@ -27,25 +27,13 @@ static enum sched_reason reason_derive(const struct sched *s, const struct job *
         *req = j->r_request;
         return (enum sched_reason)j->reason;
     }
-    const struct project *p = &s->projects[j->project];
-    int total = j->gpus * j->nodes;
-    if (j->ndeps_unmet > 0)
-        return *value = j->ndeps_unmet, SCHED_R_DEPENDENCY;
-    if (j->begin_ms > s->now)
-        return *value = j->begin_ms, SCHED_R_BEGIN_TIME;
-    if (p->spec.paused)
-        return SCHED_R_ADMISSION_PAUSED;
-    if (total > 0 && p->spec.gpu_limit >= 0 && p->gpus_in_use + total > p->spec.gpu_limit) {
-        *value = p->spec.gpu_limit;
-        *in_use = p->gpus_in_use;
-        *req = total;
-        return SCHED_R_QUOTA_LIMIT;
-    }
-    if (p->spec.max_running >= 0 && p->running >= p->spec.max_running) {
-        *value = p->spec.max_running;
-        *in_use = p->running;
-        *req = 1;
-        return SCHED_R_JOB_LIMIT;
+    struct admission a;
+    enum sched_reason r = admission_check(s, j, s->now, &a);
+    if (r != SCHED_R_NONE) {
+        *value = a.value;
+        *in_use = a.in_use;
+        *req = a.request;
+        return r;
     }
     const struct shape *sh = &s->shapes[j->shape];
     if (sh->static_cycle == s->node_epoch && sh->static_reason != SCHED_R_NONE)
@@ -54,6 +42,11 @@ static enum sched_reason reason_derive(const struct sched *s, const struct job *
         *value = s->res[j->reservation].start;
         return s->res[j->reservation].preempting ? SCHED_R_PREEMPTING : SCHED_R_RESOURCES;
     }
+    /* what the walk would have said of it had it looked (consider, job_blocked) */
+    if (sh->claimed_cycle == s->cycle && job_duration(j) >= sh->claimed_dur)
+        return *value = -1, SCHED_R_RESERVATION;
+    if (sh->nofit_cycle == s->cycle && sh->nofit_zone)
+        return SCHED_R_RESERVED_ZONE;
     return SCHED_R_PRIORITY;
 }
 

@@ -156,6 +156,7 @@ struct shape {
     uint32_t selset;                                   /* index into s->selsets; 0 = none */
     uint32_t pending;                                  /* live pending jobs with this shape */
     uint64_t nofit_cycle;                              /* no capacity for it in this cycle */
+    bool nofit_zone; /* ... where a reserved-pool node would take it (ReservedZone) */
     struct preempt_memo preempt_fail[SCHED_MAX_TIERS]; /* a search among lower tiers */
     struct preempt_memo reclaim_fail[SCHED_MAX_TIERS]; /* one that may reclaim too */
     uint64_t static_cycle;   /* node_epoch for which static_reason holds */
@@ -545,7 +546,10 @@ void victim_mark(struct sched *s, struct job *v, bool eligible);
 /* ---- order.c */
 void order_insert(struct sched *s, struct job *j);
 void order_remove(struct sched *s, struct job *j);
-void order_rebuild(struct sched *s, int64_t now);
+/* The periodic refresh (shares, queue, ordinary reservations dropped) and the rebuild of
+   the queue alone from the shares as they stand (a forced full cycle). */
+void order_refresh(struct sched *s, int64_t now);
+void order_rebuild(struct sched *s, int64_t now, bool rekey);
 void starvation_watch(struct sched *s, struct job *j, int64_t now);
 /* The job (back) in the queue at `now`: from when its starvation age counts. */
 void job_mark_eligible(struct sched *s, struct job *j, int64_t now);
@@ -558,6 +562,16 @@ int cmp_entries(const struct order_entry *a, const struct order_entry *b);
 /* ---- cycle.c */
 void deadline_push(struct sched *s, int64_t at, uint64_t id, enum deadline_kind kind);
 void reason_set(struct job *j, enum sched_reason r, int64_t value, int64_t in_use, int64_t req);
+/* The admission rules' answer for a job, without acting on it: the limit and its
+   numbers, and what the limit holds back besides the job (its whole project, its project's
+   or group's GPU jobs) for the rest of the cycle. */
+enum adm_blocks { ADM_BLOCKS_NONE, ADM_BLOCKS_PROJECT, ADM_BLOCKS_PROJECT_GPUS, ADM_BLOCKS_GROUP_GPUS };
+struct admission {
+    int64_t value, in_use, request;
+    enum adm_blocks blocks;
+};
+enum sched_reason admission_check(const struct sched *s, const struct job *j, int64_t now,
+                                  struct admission *a);
 enum sched_reason job_admission(struct sched *s, struct job *j, int64_t now);
 void job_stop(struct sched *s, struct job *j, enum sched_stop_cause cause, int signal,
               int64_t grace, uint64_t preemptor, int64_t now);

@@ -244,13 +244,11 @@ int preempt_memoised(struct sched *s, struct job *j, int64_t now, struct sched_c
     int64_t dur = mj.dur;
     struct preempt_memo *m = memo_of(sh, rank, reclaim);
     struct preempt_scope sc = {0};
-    s->preempt_budget--;
     if (mj.reserved) {
         int rc = preempt_reserved(s, m, reclaim, j, now, st);
         if (rc != -2)
             return rc;
     } else if (memo_proves(s, sh, rank, reclaim, &mj, now)) {
-        s->preempt_budget++; /* nothing searched */
         st->preempt_memo_skips++;
         memo_verify(s, j, now);
         return -1;

@@ -225,15 +225,33 @@ void starvation_watch(struct sched *s, struct job *j, int64_t now)
         starving_append(s, j);
 }
 
-/* Recompute shares, keys and shapes of every pending job and sort the queue again. */
-void order_rebuild(struct sched *s, int64_t now)
+/* The periodic refresh: shares from the decayed usage, then the queue rebuilt on them.
+ * Priorities move, and with them which claims bind whom: the ordinary reservations are
+ * dropped (their nodes are logged as changed); sticky claims bind everyone, so the
+ * preemption memos stay (struct preempt_memo). */
+void order_refresh(struct sched *s, int64_t now)
 {
     for (size_t i = 0; i < s->nprojects; i++)
         project_share_refresh(s, &s->projects[i]);
     groups_share_refresh(s);
-    /* priorities move, and with them which claims bind whom: the ordinary reservations are
-       dropped below (their nodes are logged as changed); sticky claims bind everyone, so
-       the preemption memos stay (struct preempt_memo) */
+    order_rebuild(s, now, true);
+    s->last_refresh = now;
+    reservations_drop_all(s, true);
+    /* starving reservations stay (rebuilding them all made a refresh cost seconds with
+       thousands starving): they are sticky and at worst late, and their job starts early
+       wherever room appears. Those of jobs that no longer starve (a boost ended) go. */
+    for (size_t r = 0; r < s->nres; r++)
+        if (s->res[r].live && s->res[r].starving && !s->res[r].preempting &&
+            !(s->jobs[s->res[r].slot].flags & JF_STARVING))
+            reservation_drop(s, (uint32_t)r);
+    s->res_refreshed = now;
+}
+
+/* The queue sorted again and the starving list made anew from each job's bound; with
+ * `rekey`, each pending job's key from the shares as they stand (and, for the multifactor
+ * order, its age now), else the keys as the last refresh left them. */
+void order_rebuild(struct sched *s, int64_t now, bool rekey)
+{
     size_t pending = s->by_state[SCHED_PENDING];
     if (grow((void **)&s->order, &s->order_cap, pending + 1, sizeof(*s->order)) < 0)
         return;
@@ -251,7 +269,8 @@ void order_rebuild(struct sched *s, int64_t now)
         if (j->state != SCHED_PENDING)
             continue;
         shape_rule_refresh(s, j);
-        j->key1 = job_key1(s, j, now);
+        if (rekey)
+            j->key1 = job_key1(s, j, now);
         entry_fill(s, &s->order[n++], j);
         if (s->rewatch || j->watch_rank != job_eff_rank(s, j)) {
             /* a boost (or a new policy) moved its bound: a deadline for the new one. A job
@@ -277,14 +296,4 @@ void order_rebuild(struct sched *s, int64_t now)
     s->order_stale = 0;
     s->order_dirty = false;
     s->rewatch = false;
-    s->last_refresh = now;
-    reservations_drop_all(s, true);
-    /* starving reservations stay (rebuilding them all made a refresh cost seconds with
-       thousands starving): they are sticky and at worst late, and their job starts early
-       wherever room appears. Those of jobs that no longer starve (a boost ended) go. */
-    for (size_t r = 0; r < s->nres; r++)
-        if (s->res[r].live && s->res[r].starving && !s->res[r].preempting &&
-            !(s->jobs[s->res[r].slot].flags & JF_STARVING))
-            reservation_drop(s, (uint32_t)r);
-    s->res_refreshed = now;
 }

@@ -297,7 +297,9 @@ static bool plan_node(struct sched *s, const struct job *j, const struct shape *
     return true;
 }
 
-/* Is plan a cheaper than plan b? */
+/* Is plan a cheaper than plan b? A total order (the node index breaks the last tie), so
+ * the plan chosen does not depend on the order the nodes were searched in: a search over
+ * the nodes a memo names and a full one pick the same. */
 static bool plan_cheaper(const struct node_plan *a, const struct node_plan *b)
 {
     if (a->best_rank != b->best_rank)
@@ -306,7 +308,9 @@ static bool plan_cheaper(const struct node_plan *a, const struct node_plan *b)
         return a->nvictims < b->nvictims;
     if (a->lost != b->lost)
         return a->lost < b->lost;
-    return a->start < b->start;
+    if (a->start != b->start)
+        return a->start < b->start;
+    return a->node < b->node;
 }
 
 static void plans_keep_best(struct node_plan *best, int *nbest, int want, const struct node_plan *p)

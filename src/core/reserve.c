@@ -1,3 +1,5 @@
+#include <stdio.h>
+#include <stdlib.h>
 /*
  * reserve.c - reservations and the backfill rule (docs/scheduling.md §6-§7).
  *
@@ -127,12 +129,60 @@ struct avail node_avail_at(const struct sched *s, const struct node *n, int64_t 
  * belongs to a lower job's ordinary reservation: those are stale (from an earlier cycle)
  * and the caller may drop them and ask again. That hint is generous on purpose: it costs
  * at most one drop per walk, where an exact answer cost a pass over the claims per claim. */
+/* Does the node hold jobs that were due to release their share by now but still hold it:
+ * killed jobs that have not exited yet, jobs past their limit and grace? */
+static bool has_overdue(const struct sched *s, const struct node *n, int64_t now)
+{
+    n = node_releases(s, n);
+    return n->nrel > 0 && n->rel[0].at <= now;
+}
+
+static bool res_waits_for(const struct reservation *r, uint64_t id)
+{
+    for (int i = 0; i < r->nvictims; i++)
+        if (r->victims[i] == id)
+            return true;
+    return false;
+}
+
+/* The room an overdue job still holds counts for the claims active at t only when every
+ * one of them waits for that job anyway (a preemptor waits for its victims and for the
+ * jobs stopping on its nodes when it was planned). A claim made before the job was told to
+ * go (a gang killed by a node failure, a cancel) did not count on it: a job starting now
+ * on the strength of that release would leave the claim's owner waiting for a job that is
+ * not its own to wait for. */
+static struct avail overdue_not_waited(const struct sched *s, const struct node *n, int64_t t,
+                                       int64_t now, uint32_t own)
+{
+    struct avail a = {0, 0, 0};
+    uint32_t idx = (uint32_t)(n - s->nodes);
+    for (uint32_t k = 0; k < n->jobs.n; k++) {
+        const struct job *x = &s->jobs[n->jobs.v[k]];
+        if (job_expected_end(s, x) > now)
+            continue;
+        bool waited = true;
+        for (int i = 0; i < n->nclaims && waited; i++) {
+            const struct claim *c = &n->claims[i];
+            if (c->res != own && c->start <= t && c->end > t)
+                waited = res_waits_for(&s->res[c->res], x->id);
+        }
+        const struct sched_alloc *al = waited ? NULL : alloc_on(x, idx);
+        if (al) {
+            a.gpus += al->gpus;
+            a.cpus += al->cpus;
+            a.mem += al->mem_mb;
+        }
+    }
+    return a;
+}
+
 bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res, int64_t now,
                   int64_t end, int gpus, int cpus, int64_t mem, const struct job *for_job,
                   bool *lower_only)
 {
     bool ok;
-    if (!avail_own_claim(n, own_res)) {
+    bool overdue = has_overdue(s, n, now);
+    if (!overdue && !avail_own_claim(n, own_res)) {
         int w = avail_window(s, n, now, end, gpus, cpus, mem);
         ok = w == 1;
         if (w < 0)
@@ -144,7 +194,14 @@ bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res,
             if (c->res == own_res || c->start >= end || c->end <= now)
                 continue;
             int64_t t = c->start > now ? c->start : now;
-            ok = covers(node_avail_at(s, n, t, own_res), gpus, cpus, mem);
+            struct avail a = node_avail_at(s, n, t, own_res);
+            if (overdue) {
+                struct avail od = overdue_not_waited(s, n, t, now, own_res);
+                a.gpus -= od.gpus;
+                a.cpus -= od.cpus;
+                a.mem -= od.mem;
+            }
+            ok = covers(a, gpus, cpus, mem);
         }
     }
     if (ok || !lower_only)
@@ -293,6 +350,7 @@ uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t 
     res->nnodes = nnodes;
     res->slot = job_slot(s, j);
     res->job_id = j->id;
+    if (getenv("DBGP") && j->id == (uint64_t)atoi(getenv("DBGP"))) fprintf(stderr, "DBG %p res at now %lld start %lld pre %d starv %d nodes %u n %d\n", (void*)s, (long long)s->now, (long long)start, preempting, starving, nodes[0], nnodes);
     res->start = start;
     res->end = end;
     res->preempting = preempting;
@@ -314,6 +372,7 @@ void reservation_drop(struct sched *s, uint32_t r)
     struct reservation *res = &s->res[r];
     if (!res->live)
         return;
+    if (getenv("DBGP") && res->job_id == (uint64_t)atoi(getenv("DBGP"))) fprintf(stderr, "DBG %p drop at now %lld from %p\n", (void*)s, (long long)s->now, __builtin_return_address(0));
     for (int i = 0; i < res->nnodes; i++) {
         struct node *n = &s->nodes[res->nodes[i]];
         node_profile_touch(s, n);

@@ -212,7 +212,9 @@ struct sched_policy {
     /* preemption guards (DESIGN §3.5) */
     int64_t min_runtime_ms;
     int max_preemptions;
-    int preempt_max_per_cycle;
+    int preempt_max_per_cycle; /* jobs that may preempt in one cycle (the next one follows
+                                  soon while victims are left); searches are bounded by the
+                                  memos, not by this */
     int max_starts_per_cycle; /* a cycle stops after this many starts and the next one
                                  follows at once (0 = no cap): bounds one cycle's work */
     int default_signal;
@@ -438,7 +440,7 @@ int sched_job_requeue(struct sched *s, uint64_t id, int64_t now, struct sched_er
 
 struct sched_cycle_stats {
     int started, preempted, reservations, considered, pending, running;
-    bool full; /* shares, order and reservations were recomputed */
+    bool full; /* a refresh (shares, order, reservations) or a forced recomputation */
     /* pending jobs the queue walk did not look at, by the proof that let it skip them:
        their project (or its GPU limit) held back, their shape found no capacity, their shape
        held off by claims for a job no longer; and those left after the walk stopped
@@ -457,9 +459,19 @@ struct sched_cycle_stats {
  * starting what fits without delaying any reservation, preempting where the policy allows,
  * and leaving every pending job with a reason. Returns the decisions queued since the last
  * cycle (events included); the array is borrowed until the next call that mutates `s`.
- * `full` forces a recomputation of fair-share, order and reservations. */
-const struct sched_decision *sched_cycle(struct sched *s, int64_t now, bool full, size_t *ndec,
-                                         struct sched_cycle_stats *stats);
+ * `mode`: SCHED_CYCLE_INCREMENTAL (0, the normal case) recomputes only what changed;
+ * SCHED_CYCLE_REFRESH (1) runs the periodic refresh now: fair-share, the order, and the
+ * ordinary reservations dropped and made again; SCHED_CYCLE_RECOMPUTE (2) recomputes every
+ * structure derived from the model and trusts no memo, keeping what the model holds (the
+ * shares, the reservations and their claims): it takes the same decisions as an
+ * incremental cycle on the same state (the property test's twin checks this). */
+enum sched_cycle_mode {
+    SCHED_CYCLE_INCREMENTAL = 0,
+    SCHED_CYCLE_REFRESH = 1,
+    SCHED_CYCLE_RECOMPUTE = 2,
+};
+const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sched_cycle_mode mode,
+                                         size_t *ndec, struct sched_cycle_stats *stats);
 
 /* The next time a time-based rule may change something (a time limit, a grace ending, a
  * boost expiring, a begin time, a starvation bound, a victim leaving min_runtime, the

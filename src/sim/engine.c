@@ -1172,7 +1172,7 @@ static int cycle(struct sim *m, int64_t now)
 
         if (!k->dirty && now < k->wake)
             continue;
-        d = sched_cycle(k->s, now, false, &n, &st);
+        d = sched_cycle(k->s, now, SCHED_CYCLE_INCREMENTAL, &n, &st);
         m->r->cycles++;
         k->dirty = false;
         if (apply_decisions(m, d, n, now) < 0)
@@ -1232,7 +1232,7 @@ static bool stuck(struct sim *m, const struct reader_state *rs, int64_t now)
     for (int c = 0; c < m->ncores; c++) {
         struct sched_cycle_stats st;
         size_t n = 0;
-        const struct sched_decision *d = sched_cycle(m->cores[c].s, now, true, &n, &st);
+        const struct sched_decision *d = sched_cycle(m->cores[c].s, now, SCHED_CYCLE_REFRESH, &n, &st);
 
         m->r->cycles++;
         if (apply_decisions(m, d, n, now) < 0)

@@ -129,7 +129,7 @@ struct cyc {
 static inline struct cyc cycle(struct sched *s, int64_t now)
 {
     struct cyc c;
-    c.d = sched_cycle(s, now, false, &c.n, NULL);
+    c.d = sched_cycle(s, now, SCHED_CYCLE_INCREMENTAL, &c.n, NULL);
     return c;
 }
 

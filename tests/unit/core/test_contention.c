@@ -218,7 +218,7 @@ static void test_start_cap_slices_a_big_cycle(void **state)
     for (int k = 0; k < 4; k++) {
         struct sched_cycle_stats st;
         struct cyc c;
-        c.d = sched_cycle(s, T0 + k, false, &c.n, &st);
+        c.d = sched_cycle(s, T0 + k, SCHED_CYCLE_INCREMENTAL, &c.n, &st);
         assert_int_equal(count_dec(c, SCHED_D_START), expect[k]);
         assert_int_equal(st.start_capped, expect[k] == 3);
         if (expect[k] == 3)
@@ -313,6 +313,45 @@ static void test_preemptor_keeps_one_reservation(void **state)
     sched_destroy(s);
 }
 
+/* Room a killed job has not yet given back goes to the claims that waited for it, not to
+ * a job starting meanwhile (property seed 5190). Job 3 preempts job 1 on n1 and reserves
+ * its room plus the 2 GPUs free there. Then n2 fails: the gang job 2 is killed on n1 too,
+ * its release due at once but not yet obeyed. When job 1 has left, a critical job arrives
+ * that fits beside job 3's claim only if job 2's GPUs were free already: it must not start
+ * there, or job 3 would wait on job 2 at its promised start, and job 2 was never its to
+ * wait for. */
+static void test_overdue_release_stays_with_the_claim(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.min_runtime_ms = 0;
+    struct sched *s = mk_sched_with(&p);
+    add_node(s, "n1", "H100", 8);
+    add_node(s, "n2", "H100", 2);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", "low", "exploration", 4, 1, HOUR, T0);
+    submit(s, 2, "lab", "normal", "interactive", 2, 2, HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    run(s, 2, T0);
+    submit(s, 3, "lab", "high", "experiment", 6, 1, HOUR, T0 + MIN);
+    struct cyc c = cycle(s, T0 + MIN);
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 1));
+    struct sched_error err;
+    assert_int_equal(sched_node_set_state(s, "n2", SCHED_NODE_DOWN, T0 + MIN + SEC, &err), 0);
+    c = cycle(s, T0 + MIN + SEC);
+    assert_non_null(find_dec(c, SCHED_D_KILL, 2)); /* its part on n1: still there */
+    end(s, 1, SCHED_EXIT_SIGNAL, 15, T0 + MIN + 10 * SEC);
+    submit(s, 4, "lab", "critical", "experiment", 2, 1, HOUR, T0 + MIN + 10 * SEC);
+    c = cycle(s, T0 + MIN + 10 * SEC);
+    assert_null(find_dec(c, SCHED_D_START, 4));
+    c = cycle(s, T0 + MIN + 30 * SEC); /* job 1's grace over: job 3's promised start */
+    assert_non_null(find_dec(c, SCHED_D_START, 3));
+    check_ok(s);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +366,7 @@ int main(void)
         cmocka_unit_test(test_start_cap_slices_a_big_cycle),
         cmocka_unit_test(test_policy_change_makes_victims),
         cmocka_unit_test(test_lowered_guarantee_makes_borrowers),
+        cmocka_unit_test(test_overdue_release_stays_with_the_claim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -153,7 +153,7 @@ static void test_fair_share_compares_groups_first(void **state)
     submit(s, 3, "a", NULL, NULL, 8, 1, HOUR, t);
     submit(s, 4, "b", NULL, NULL, 8, 1, HOUR, t + 1);
     struct cyc c = {0};
-    c.d = sched_cycle(s, t + 2, true, &c.n, NULL);
+    c.d = sched_cycle(s, t + 2, SCHED_CYCLE_REFRESH, &c.n, NULL);
     assert_non_null(find_dec(c, SCHED_D_START, 4));
     assert_null(find_dec(c, SCHED_D_START, 3));
     check_ok(s);

@@ -58,7 +58,7 @@ static void test_fairshare_orders_within_tier(void **state)
     submit(s, 2, "vision", "normal", NULL, 1, 1, HOUR, T0 + 5 * HOUR + 1);
     submit(s, 3, "nlp", "normal", NULL, 1, 1, HOUR, T0 + 5 * HOUR + 2);
     size_t n;
-    (void)sched_cycle(s, T0 + 5 * HOUR + 20, true, &n, NULL);
+    (void)sched_cycle(s, T0 + 5 * HOUR + 20, SCHED_CYCLE_REFRESH, &n, NULL);
     assert_state(s, 3, SCHED_STARTING);
     assert_state(s, 2, SCHED_PENDING);
     struct sched_explain x;
