@@ -101,13 +101,15 @@ static int check_nodes(const struct sched *s, struct sched_error *err)
     struct node_sum *sum = calloc(s->nnodes ? s->nnodes : 1, sizeof(*sum));
     if (!sum)
         return err_set(err, -ENOMEM, "", "out of memory");
-    int rc = 0, eligible = 0;
+    int rc = 0, eligible = 0, by_rank[SCHED_MAX_TIERS] = {0};
     for (size_t slot = 0; slot < s->jobs_cap && rc == 0; slot++) {
         const struct job *j = &s->jobs[slot];
         if (!j->id)
             continue;
         rc = check_allocs(s, j, err);
         eligible += (j->flags & JF_VICTIM_ELIGIBLE) != 0;
+        if (j->flags & JF_VICTIM_ELIGIBLE)
+            by_rank[j->victim_rank]++;
         for (int i = 0; i < j->nallocs && rc == 0; i++) {
             const struct sched_alloc *a = &j->allocs[i];
             struct node_sum *ns = &sum[a->node];
@@ -132,6 +134,10 @@ static int check_nodes(const struct sched *s, struct sched_error *err)
     if (rc == 0 && eligible != s->eligible_victims)
         rc = err_set(err, -EFAULT, "", "%d jobs marked eligible victims, the counter says %d",
                      eligible, s->eligible_victims);
+    for (int r = 0; r < SCHED_MAX_TIERS && rc == 0; r++)
+        if (by_rank[r] != s->eligible_by_rank[r])
+            rc = err_set(err, -EFAULT, "", "%d eligible victims of rank %d, the counter says %d",
+                         by_rank[r], r, s->eligible_by_rank[r]);
     for (size_t i = 0; i < s->nnodes && rc == 0; i++) {
         const struct node *n = &s->nodes[i];
         const struct node_sum *ns = &sum[i];
@@ -211,7 +217,8 @@ static int check_groups(const struct sched *s, struct sched_error *err)
 
 static int check_counters(const struct sched *s, struct sched_error *err)
 {
-    int *proj = calloc(3 * (s->nprojects + 1), sizeof(*proj));
+    enum { PN = 3 + SCHED_MAX_TIERS }; /* GPUs, running, queued, eligible victims by rank */
+    int *proj = calloc(PN * (s->nprojects + 1), sizeof(*proj));
     int *user = calloc(2 * (s->nucounts + 1), sizeof(*user));
     int rc = 0;
     if (!proj || !user) {
@@ -222,8 +229,10 @@ static int check_counters(const struct sched *s, struct sched_error *err)
         const struct job *j = &s->jobs[slot];
         if (!j->id)
             continue;
-        int *p = &proj[3 * j->project];
+        int *p = &proj[PN * j->project];
         p[2] += j->state == SCHED_PENDING || j->state == SCHED_HELD;
+        if (j->flags & JF_VICTIM_ELIGIBLE)
+            p[3 + j->victim_rank]++;
         if (!j->nallocs)
             continue;
         p[0] += j->gpus * j->nodes;
@@ -239,12 +248,17 @@ static int check_counters(const struct sched *s, struct sched_error *err)
     }
     for (size_t i = 0; i < s->nprojects && rc == 0; i++) {
         const struct project *pr = &s->projects[i];
-        const int *p = &proj[3 * i];
+        const int *p = &proj[PN * i];
         if (p[0] != pr->gpus_in_use || p[1] != pr->running || p[2] != pr->queued)
             rc = err_set(err, -EFAULT, "",
                          "project %s: counters (%d GPUs, %d running, %d queued) disagree with "
                          "its jobs (%d, %d, %d)",
                          pr->spec.name, pr->gpus_in_use, pr->running, pr->queued, p[0], p[1], p[2]);
+        for (int r = 0; r < SCHED_MAX_TIERS && rc == 0; r++)
+            if (p[3 + r] != pr->eligible_by_rank[r])
+                rc = err_set(err, -EFAULT, "",
+                             "project %s: %d eligible victims of rank %d, the counter says %d",
+                             pr->spec.name, p[3 + r], r, pr->eligible_by_rank[r]);
     }
     for (size_t u = 0; u < s->nucounts && rc == 0; u++)
         if (user[2 * u] != s->ucounts[u].gpus || user[2 * u + 1] != s->ucounts[u].running)

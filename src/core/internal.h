@@ -73,6 +73,7 @@ struct job {
     int64_t mem_mb;
     int64_t limit_ms; /* 0 = none */
     int64_t submit_ms, begin_ms, start_ms, kill_at_ms, ckpt_ms;
+    int64_t stop_ms; /* when it was told to stop (STOPPING): reserve.c's overdue rule */
     int64_t eligible_ms; /* when it last became free to start (queued, released, its
                             dependencies met, its begin time reached): starvation counts
                             from here; NEVER while a dependency is unmet */
@@ -253,6 +254,7 @@ struct project {
     uint64_t blocked_cycle;     /* every job of it is held back in this cycle */
     uint64_t gpu_blocked_cycle; /* its jobs that ask for GPUs are (at its gpu_limit) */
     uint32_t group;             /* index into s->groups, NONE32 when it names none */
+    int eligible_by_rank[SCHED_MAX_TIERS]; /* its eligible victims, by victim_rank */
 };
 
 /* A group as the model keeps it: counters over its projects, bounds looked up in the
@@ -273,6 +275,7 @@ struct reservation {
     uint32_t slot;
     uint64_t job_id;
     int64_t start, end;
+    int64_t made_ms; /* when it was made: which stops it knew of (reserve.c) */
     bool preempting; /* victims signalled: sticky, nobody else may take it */
     bool starving;   /* starvation guard: sticky too */
     uint32_t *nodes;
@@ -361,6 +364,14 @@ struct sched {
     size_t narrays, arrays_cap;
 
     int eligible_victims;     /* running jobs that are preemptible by someone now */
+    int eligible_by_rank[SCHED_MAX_TIERS]; /* ... by their rank (victim_rank) */
+    /* Which ranks have an eligible victim in a project (or group) over its guarantee, that a
+       reclaim could take: a cache, valid while victim_changes, memo_epoch and reclaim_epoch
+       are what reclaim_key says (a borrower appears only when one of them moves). */
+    uint64_t victim_changes;
+    uint64_t reclaim_key[3];
+    bool reclaim_key_valid;
+    bool reclaimable_at[SCHED_MAX_TIERS];
     uint64_t memo_epoch;      /* struct preempt_memo */
     uint64_t reclaim_epoch;   /* ditto, for reclaim memos only */
     uint64_t memo_node_epoch; /* node_epoch the memos were made under */
@@ -539,6 +550,9 @@ struct preempt_scope {
 };
 int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct preempt_scope *sc);
 bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus);
+/* Could a job of effective rank `rank` find any victim at all, anywhere (a victim is of a
+   lower tier, or of its own when it may reclaim)? False proves every search would fail. */
+bool victims_exist_for(const struct sched *s, int rank, bool reclaims);
 void victim_eligibility_update(struct sched *s, struct job *v, int64_t now);
 /* Set or clear a job's JF_VICTIM_ELIGIBLE, keeping the counters and node sums in step. */
 void victim_mark(struct sched *s, struct job *v, bool eligible);

@@ -566,6 +566,7 @@ int sched_job_restore_running(struct sched *s, const struct sched_job_spec *sp,
     s->now = saved_now > start_ms ? saved_now : start_ms;
     if (state == SCHED_STOPPING) {
         j->kill_at_ms = s->now;
+        j->stop_ms = s->now;
         job_nodes_touch(s, j);
     }
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
@@ -739,6 +740,7 @@ void job_stop(struct sched *s, struct job *j, enum sched_stop_cause cause, int s
     if (limit_end < now + grace)
         grace = limit_end > now ? limit_end - now : 0;
     job_set_state(s, j, SCHED_STOPPING);
+    j->stop_ms = now;
     j->kill_at_ms = now + grace;
     job_nodes_touch(s, j);
     deadline_push(s, j->kill_at_ms, j->id, DL_KILL);

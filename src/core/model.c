@@ -730,6 +730,7 @@ static void node_fail_jobs(struct sched *s, struct node *n, int64_t now)
             if (j->state != SCHED_STOPPING) {
                 j->stop_cause = SCHED_STOP_NODE_FAIL;
                 job_set_state(s, j, SCHED_STOPPING);
+                j->stop_ms = now;
                 j->kill_at_ms = now;
                 job_nodes_touch(s, j); /* its release moves to now */
             }

@@ -147,6 +147,7 @@ struct place_ctx {
     int64_t now, end;
     struct sched_alloc *allocs;
     int found, capacity;
+    bool want_lower; /* the caller asks whether only lower claims held it off */
     bool lower_only, any_claimed;
 };
 
@@ -172,7 +173,7 @@ static bool scan_bucket(struct place_ctx *c, uint32_t head)
         c->capacity++;
         bool lower = true;
         if (n->nclaims && !claims_allow(s, n, c->j->reservation, c->now, c->end, sh->gpus, sh->cpus,
-                                        sh->mem_mb, c->j, &lower)) {
+                                        sh->mem_mb, c->j, c->want_lower ? &lower : NULL)) {
             c->any_claimed = true;
             c->lower_only &= lower;
             continue;
@@ -259,7 +260,8 @@ static enum place_result place_shape(struct sched *s, const struct job *j, const
                                      bool *claimed_by_lower)
 {
     struct place_ctx c = {
-        .s = s, .j = j, .sh = sh, .now = now, .allocs = allocs, .lower_only = true};
+        .s = s, .j = j, .sh = sh, .now = now, .allocs = allocs, .lower_only = true,
+        .want_lower = claimed_by_lower != NULL};
     int64_t dur = j->limit_ms > 0 ? j->limit_ms + j->grace_ms : 0;
     c.end = dur ? now + dur : NEVER;
     int pools[2], npools = 0;

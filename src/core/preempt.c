@@ -45,6 +45,9 @@ void victim_mark(struct sched *s, struct job *v, bool eligible)
         v->flags &= (uint8_t)~JF_VICTIM_ELIGIBLE;
     }
     s->eligible_victims += sign;
+    s->eligible_by_rank[v->victim_rank] += sign;
+    s->projects[v->project].eligible_by_rank[v->victim_rank] += sign;
+    s->victim_changes++;
     for (int i = 0; i < v->nallocs; i++) {
         struct node *n = &s->nodes[v->allocs[i].node];
         node_changed(s, n); /* a victim more or less there: struct preempt_memo */
@@ -76,6 +79,39 @@ bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus)
     const struct group *g = project_group(s, p);
     double gu = g ? group_guarantee(s, g) : -1;
     return gu < 0 || g->gpus_in_use + gpus <= gu + 1e-9;
+}
+
+static bool over_guarantee(const struct sched *s, const struct job *v);
+
+/* Recount reclaimable_at from the projects' counters when a borrower may have appeared. */
+static void reclaimable_refresh(struct sched *s)
+{
+    uint64_t key[3] = {s->victim_changes, s->memo_epoch, s->reclaim_epoch};
+    if (s->reclaim_key_valid && !memcmp(key, s->reclaim_key, sizeof(key)))
+        return;
+    memset(s->reclaimable_at, 0, sizeof(s->reclaimable_at));
+    for (size_t i = 0; i < s->nprojects; i++) {
+        const struct project *p = &s->projects[i];
+        const struct group *g = project_group(s, p);
+        if (p->gpus_in_use <= p->spec.guarantee_gpus + 1e-9 && !(g && group_over_guarantee(s, g)))
+            continue; /* as over_guarantee() judges its jobs */
+        for (int r = 0; r < SCHED_MAX_TIERS; r++)
+            s->reclaimable_at[r] |= p->eligible_by_rank[r] > 0;
+    }
+    memcpy(s->reclaim_key, key, sizeof(key));
+    s->reclaim_key_valid = true;
+}
+
+bool victims_exist_for(const struct sched *s, int rank, bool reclaims)
+{
+    for (int r = rank + 1; r < s->policy.ntiers; r++)
+        if (s->eligible_by_rank[r] > 0)
+            return true;
+    if (!reclaims || s->eligible_by_rank[rank] == 0)
+        return false;
+    struct sched *m = (struct sched *)(uintptr_t)s; /* a cache refresh */
+    reclaimable_refresh(m);
+    return m->reclaimable_at[rank];
 }
 
 static bool under_guarantee_after(const struct sched *s, const struct job *j)

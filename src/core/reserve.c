@@ -1,5 +1,3 @@
-#include <stdio.h>
-#include <stdlib.h>
 /*
  * reserve.c - reservations and the backfill rule (docs/scheduling.md §6-§7).
  *
@@ -124,11 +122,6 @@ struct avail node_avail_at(const struct sched *s, const struct node *n, int64_t 
     return node_avail_for(s, n, t, own, NULL);
 }
 
-/* May a job start on n now and hold it until `end` without delaying any claim (its own
- * reservation's aside)? When not, *lower_only is cleared unless some claim in the window
- * belongs to a lower job's ordinary reservation: those are stale (from an earlier cycle)
- * and the caller may drop them and ask again. That hint is generous on purpose: it costs
- * at most one drop per walk, where an exact answer cost a pass over the claims per claim. */
 /* Does the node hold jobs that were due to release their share by now but still hold it:
  * killed jobs that have not exited yet, jobs past their limit and grace? */
 static bool has_overdue(const struct sched *s, const struct node *n, int64_t now)
@@ -137,22 +130,22 @@ static bool has_overdue(const struct sched *s, const struct node *n, int64_t now
     return n->nrel > 0 && n->rel[0].at <= now;
 }
 
-static bool res_waits_for(const struct reservation *r, uint64_t id)
+/* Did the claim count on the room of x, a job told to go that has not gone yet? It did
+ * when x was already told to stop when the claim was made (its release was known), or when
+ * x's own limit ends by the claim's start. */
+static bool claim_counted(const struct sched *s, const struct claim *c, const struct job *x)
 {
-    for (int i = 0; i < r->nvictims; i++)
-        if (r->victims[i] == id)
-            return true;
-    return false;
+    const struct reservation *r = &s->res[c->res];
+    int64_t natural_end = x->limit_ms > 0 ? x->start_ms + x->limit_ms + x->grace_ms : NEVER;
+    return x->stop_ms <= r->made_ms || natural_end <= c->start;
 }
 
 /* The room an overdue job still holds counts for the claims active at t only when every
- * one of them waits for that job anyway (a preemptor waits for its victims and for the
- * jobs stopping on its nodes when it was planned). A claim made before the job was told to
- * go (a gang killed by a node failure, a cancel) did not count on it: a job starting now
- * on the strength of that release would leave the claim's owner waiting for a job that is
- * not its own to wait for. */
-static struct avail overdue_not_waited(const struct sched *s, const struct node *n, int64_t t,
-                                       int64_t now, uint32_t own)
+ * one of them counted on it. A claim made before the job was told to go (a gang killed by
+ * a node failure, a cancel) did not: a job starting now on the strength of that release
+ * would leave the claim's owner waiting for a job that was never its to wait for. */
+static struct avail overdue_not_counted(const struct sched *s, const struct node *n, int64_t t,
+                                        int64_t now, uint32_t own)
 {
     struct avail a = {0, 0, 0};
     uint32_t idx = (uint32_t)(n - s->nodes);
@@ -160,13 +153,13 @@ static struct avail overdue_not_waited(const struct sched *s, const struct node 
         const struct job *x = &s->jobs[n->jobs.v[k]];
         if (job_expected_end(s, x) > now)
             continue;
-        bool waited = true;
-        for (int i = 0; i < n->nclaims && waited; i++) {
+        bool counted = true;
+        for (int i = 0; i < n->nclaims && counted; i++) {
             const struct claim *c = &n->claims[i];
             if (c->res != own && c->start <= t && c->end > t)
-                waited = res_waits_for(&s->res[c->res], x->id);
+                counted = claim_counted(s, c, x);
         }
-        const struct sched_alloc *al = waited ? NULL : alloc_on(x, idx);
+        const struct sched_alloc *al = counted ? NULL : alloc_on(x, idx);
         if (al) {
             a.gpus += al->gpus;
             a.cpus += al->cpus;
@@ -176,6 +169,11 @@ static struct avail overdue_not_waited(const struct sched *s, const struct node 
     return a;
 }
 
+/* May a job start on n now and hold it until `end` without delaying any claim (its own
+ * reservation's aside)? When not, *lower_only is cleared unless some claim in the window
+ * belongs to a lower job's ordinary reservation: those are stale (from an earlier cycle)
+ * and the caller may drop them and ask again. That hint is generous on purpose: it costs
+ * at most one drop per walk, where an exact answer cost a pass over the claims per claim. */
 bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res, int64_t now,
                   int64_t end, int gpus, int cpus, int64_t mem, const struct job *for_job,
                   bool *lower_only)
@@ -196,7 +194,7 @@ bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res,
             int64_t t = c->start > now ? c->start : now;
             struct avail a = node_avail_at(s, n, t, own_res);
             if (overdue) {
-                struct avail od = overdue_not_waited(s, n, t, now, own_res);
+                struct avail od = overdue_not_counted(s, n, t, now, own_res);
                 a.gpus -= od.gpus;
                 a.cpus -= od.cpus;
                 a.mem -= od.mem;
@@ -350,9 +348,9 @@ uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t 
     res->nnodes = nnodes;
     res->slot = job_slot(s, j);
     res->job_id = j->id;
-    if (getenv("DBGP") && j->id == (uint64_t)atoi(getenv("DBGP"))) fprintf(stderr, "DBG %p res at now %lld start %lld pre %d starv %d nodes %u n %d\n", (void*)s, (long long)s->now, (long long)start, preempting, starving, nodes[0], nnodes);
     res->start = start;
     res->end = end;
+    res->made_ms = s->now;
     res->preempting = preempting;
     res->starving = starving;
     res->live = true;
@@ -372,7 +370,6 @@ void reservation_drop(struct sched *s, uint32_t r)
     struct reservation *res = &s->res[r];
     if (!res->live)
         return;
-    if (getenv("DBGP") && res->job_id == (uint64_t)atoi(getenv("DBGP"))) fprintf(stderr, "DBG %p drop at now %lld from %p\n", (void*)s, (long long)s->now, __builtin_return_address(0));
     for (int i = 0; i < res->nnodes; i++) {
         struct node *n = &s->nodes[res->nodes[i]];
         node_profile_touch(s, n);
