@@ -156,6 +156,21 @@ int avail_window(const struct sched *s, const struct node *n, int64_t from, int6
     return 1;
 }
 
+int64_t avail_hold(const struct sched *s, const struct node *n, int64_t from, int gpus, int cpus,
+                   int64_t mem)
+{
+    n = profile(s, n);
+    if (n->nprof < 0)
+        return -1;
+    int i = step_at(n, from);
+    if (!step_covers(&n->prof[i], gpus, cpus, mem))
+        return from;
+    for (i++; i < n->nprof; i++)
+        if (!step_covers(&n->prof[i], gpus, cpus, mem))
+            return n->prof[i].at;
+    return NEVER;
+}
+
 int64_t avail_earliest(const struct sched *s, const struct node *n, const struct shape *sh,
                        int64_t now, int64_t dur)
 {

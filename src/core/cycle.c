@@ -463,11 +463,29 @@ static enum place_result start_if_room(struct sched *s, struct walk *w, struct j
                                        struct order_entry *e, enum place_result pr)
 {
     if (pr == PLACE_CLAIMED && late_on_own_room(s, w, j, w->now))
-        pr = place_job(s, j, w->now, w->allocs, NULL);
+        pr = place_job(s, j, w->now, w->allocs, NULL, NULL);
     if (pr == PLACE_OK)
         start_job(s, j, e, w->allocs, w->st);
     reserve_moved(s, w);
     return pr;
+}
+
+/* The claimed memo: in this walk, claims held off a job of the shape that would run this
+ * long, or any job of it ending after the latest end a node with room allowed (held_until,
+ * known for one-node shapes checked without an own claim); longer jobs are held off too
+ * while claims only grow (no reservation dropped since) and room only shrinks. */
+static void shape_claimed_note(struct sched *s, struct shape *sh, int64_t dur, int64_t held_until,
+                               int64_t now)
+{
+    if (held_until >= now && held_until < NEVER && held_until - now + 1 < dur)
+        dur = held_until - now + 1;
+    if (shape_claimed(s, sh, dur))
+        return; /* proves less than what is known */
+    if (sh->claimed_cycle != s->cycle || dur < sh->claimed_seen)
+        sh->claimed_seen = dur;
+    sh->claimed_cycle = s->cycle;
+    sh->claimed_dur = dur;
+    sh->claimed_drops = s->res_drops;
 }
 
 static bool cpu_shape(const struct shape *sh)
@@ -526,15 +544,15 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
     if (sh->nofit_cycle != s->cycle && cpu_nofit_known(w, sh)) {
         shape_nofit(s, w, sh); /* a smaller CPU shape found no room */
         fresh_fail = true;
-    } else if (sh->claimed_cycle == s->cycle && job_duration(j) >= sh->claimed_dur &&
-               j->reservation == NONE32) {
+    } else if (shape_claimed(s, sh, job_duration(j)) && j->reservation == NONE32) {
         pr = PLACE_CLAIMED; /* a shorter job of this shape was already held off */
     } else if (sh->nofit_cycle != s->cycle) {
         bool lower = false; /* only asked while stale lower reservations may be left */
-        pr = place_job(s, j, w->now, w->allocs, w->dropped_lower ? NULL : &lower);
+        int64_t held_until;
+        pr = place_job(s, j, w->now, w->allocs, w->dropped_lower ? NULL : &lower, &held_until);
         if (pr == PLACE_CLAIMED && lower) {
             reservation_drop_lower(s, j);
-            pr = place_job(s, j, w->now, w->allocs, NULL);
+            pr = place_job(s, j, w->now, w->allocs, NULL, &held_until);
         }
         pr = start_if_room(s, w, j, e, pr);
         if (pr == PLACE_OK)
@@ -543,9 +561,9 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
             shape_nofit(s, w, sh);
             fresh_fail = true;
             cpu_nofit_note(w, sh);
-        } else if (sh->claimed_cycle != s->cycle || job_duration(j) < sh->claimed_dur) {
-            sh->claimed_cycle = s->cycle;
-            sh->claimed_dur = job_duration(j);
+        } else {
+            shape_claimed_note(s, sh, job_duration(j), j->reservation == NONE32 ? held_until : -1,
+                               w->now);
         }
     }
     job_blocked(s, w, j, pr, fresh_fail);
@@ -570,7 +588,7 @@ static enum skip entry_skippable(struct sched *s, const struct walk *w, const st
                                                           (g && g->gpu_blocked_cycle == s->cycle))))
         return SKIP_LIMIT;
     int64_t dur = (int64_t)e->dur_min * 60000; /* at most the job's: see order_entry */
-    bool claimed = sh->claimed_cycle == s->cycle && dur >= sh->claimed_dur;
+    bool claimed = shape_claimed(s, sh, dur);
     if (sh->nofit_cycle != s->cycle && !claimed)
         return SKIP_NO;
     if (reservation_slots_open(s, w))
@@ -616,7 +634,7 @@ static void serve_starving(struct sched *s, struct walk *w, struct job *j)
     struct shape *sh = &s->shapes[j->shape];
     enum place_result pr = PLACE_NO_CAPACITY;
     if (sh->nofit_cycle != s->cycle)
-        pr = place_job(s, j, w->now, w->allocs, NULL);
+        pr = place_job(s, j, w->now, w->allocs, NULL, NULL);
     if (pr == PLACE_NO_CAPACITY && sh->nofit_cycle != s->cycle)
         shape_nofit(s, NULL, sh); /* the queue walk counts its open shapes itself */
     pr = start_if_room(s, w, j, NULL, pr);

@@ -43,7 +43,7 @@ static enum sched_reason reason_derive(const struct sched *s, const struct job *
         return s->res[j->reservation].preempting ? SCHED_R_PREEMPTING : SCHED_R_RESOURCES;
     }
     /* what the walk would have said of it had it looked (consider, job_blocked) */
-    if (sh->claimed_cycle == s->cycle && job_duration(j) >= sh->claimed_dur)
+    if (sh->claimed_cycle == s->cycle && job_duration(j) >= sh->claimed_seen)
         return *value = -1, SCHED_R_RESERVATION;
     if (sh->nofit_cycle == s->cycle && sh->nofit_zone)
         return SCHED_R_RESERVED_ZONE;

@@ -165,7 +165,10 @@ struct shape {
                                 this shape that would run ... */
     int64_t res_fail_dur;    /* ... this long: longer ones cannot have one either */
     uint64_t claimed_cycle;  /* in this cycle, claims held off a job of this shape ... */
-    int64_t claimed_dur;     /* ... that would run this long: longer ones are too */
+    int64_t claimed_dur;     /* ... that would run this long: longer ones are too ... */
+    uint64_t claimed_drops;  /* ... while no reservation was dropped since (res_drops) */
+    int64_t claimed_seen;    /* the shortest claimed_dur of this cycle, drops or not: what
+                                the walk told the jobs it skipped (reason_derive) */
     uint8_t static_reason;   /* SCHED_R_NONE, GPU_TYPE, NODE_SELECTOR, RESERVED_ZONE */
     uint32_t with_res;       /* pending jobs of this shape holding a reservation: the
                                 "claimed" memo cannot skip them (their own claims may
@@ -369,6 +372,7 @@ struct sched {
        reclaim could take: a cache, valid while victim_changes, memo_epoch and reclaim_epoch
        are what reclaim_key says (a borrower appears only when one of them moves). */
     uint64_t victim_changes;
+    uint64_t res_drops; /* reservations dropped so far: claims shrank (the claimed memo) */
     uint64_t reclaim_key[3];
     bool reclaim_key_valid;
     bool reclaimable_at[SCHED_MAX_TIERS];
@@ -403,6 +407,14 @@ struct sched {
     bool preempt_backlog; /* the last cycle preempted and ran out of budget: go on soon */
     bool start_backlog;   /* the last cycle stopped at max_starts_per_cycle: go on now */
 };
+
+/* The claimed memo of a shape (cycle.c shape_claimed_note): is a job of it that would run
+ * `dur` held off by claims everywhere in this walk? */
+static inline bool shape_claimed(const struct sched *s, const struct shape *sh, int64_t dur)
+{
+    return sh->claimed_cycle == s->cycle && sh->claimed_drops == s->res_drops &&
+           dur >= sh->claimed_dur;
+}
 
 /* ---- memo.c */
 bool memo_skips_entry(const struct sched *s, const struct order_entry *e, bool reclaim, int64_t dur,
@@ -482,9 +494,12 @@ bool node_free_fit(const struct node *n, const struct shape *sh);
 enum place_result { PLACE_OK, PLACE_CLAIMED, PLACE_NO_CAPACITY };
 /* Find nodes for `j` now, honouring claims of other reservations. On PLACE_OK fills
  * allocs (nnodes entries). *claimed_by_lower reports that only claims of lower-priority,
- * non-sticky reservations were in the way. */
+ * non-sticky reservations were in the way. On PLACE_CLAIMED, *held_until (when not NULL)
+ * gets the latest end any node with room for the shape would have allowed (a job of the
+ * shape ending later is held off everywhere), or -1 when that is not known. */
 enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
-                            struct sched_alloc *allocs, bool *claimed_by_lower);
+                            struct sched_alloc *allocs, bool *claimed_by_lower,
+                            int64_t *held_until);
 uint64_t pick_gpus(const struct node *n, int count);
 /* A gang that asks for GPUs of any type: placed, reserved and preempted for one type at a
  * time, through a copy of its shape fixed to that type. */
@@ -505,6 +520,11 @@ const struct node *node_releases(const struct sched *s, const struct node *n);
 void node_profile_touch(struct sched *s, struct node *n); /* its claims or capacity changed */
 void node_holders_touch(struct sched *s, struct node *n); /* its jobs or their ends changed */
 bool avail_own_claim(const struct node *n, uint32_t own); /* reservation `own` claims it */
+/* Until when does the node hold the request from `from` on, claims counted: the first
+   time its room falls short (`from` itself when it is short now; NEVER: it holds). A job
+   may run [from, end) there iff end <= the answer. -1: out of memory. */
+int64_t avail_hold(const struct sched *s, const struct node *n, int64_t from, int gpus, int cpus,
+                   int64_t mem);
 /* Does [from, to) hold the request, counting every claim? 1 yes, 0 no, -1 unknown. */
 int avail_window(const struct sched *s, const struct node *n, int64_t from, int64_t to, int gpus,
                  int cpus, int64_t mem);
@@ -526,9 +546,11 @@ struct avail node_avail_at(const struct sched *s, const struct node *n, int64_t 
 struct avail node_avail_for(const struct sched *s, const struct node *n, int64_t t, uint32_t own,
                             const struct job *j);
 bool claim_binds(const struct sched *s, uint32_t res, const struct job *j);
+/* `hold`, when not NULL, gets until when the node holds the request from now (as
+   avail_hold), or -1 when this check could not tell (an own claim or an overdue job there). */
 bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res, int64_t now,
                   int64_t end, int gpus, int cpus, int64_t mem, const struct job *for_job,
-                  bool *lower_only);
+                  bool *lower_only, int64_t *hold);
 int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving);
 void reservation_drop(struct sched *s, uint32_t r);
 void reservation_drop_lower(struct sched *s, const struct job *j);

@@ -149,6 +149,7 @@ struct place_ctx {
     int found, capacity;
     bool want_lower; /* the caller asks whether only lower claims held it off */
     bool lower_only, any_claimed;
+    int64_t hold_max; /* the latest end a node with room allowed; -1 once one could not tell */
 };
 
 static bool already_chosen(const struct place_ctx *c, uint32_t idx)
@@ -172,10 +173,13 @@ static bool scan_bucket(struct place_ctx *c, uint32_t head)
             continue;
         c->capacity++;
         bool lower = true;
+        int64_t hold = NEVER;
         if (n->nclaims && !claims_allow(s, n, c->j->reservation, c->now, c->end, sh->gpus, sh->cpus,
-                                        sh->mem_mb, c->j, c->want_lower ? &lower : NULL)) {
+                                        sh->mem_mb, c->j, c->want_lower ? &lower : NULL, &hold)) {
             c->any_claimed = true;
             c->lower_only &= lower;
+            if (c->hold_max >= 0 && (hold < 0 || hold > c->hold_max))
+                c->hold_max = hold;
             continue;
         }
         struct sched_alloc *a = &c->allocs[c->found++];
@@ -196,20 +200,20 @@ static bool scan_pool(struct place_ctx *c, int pool)
 {
     struct sched *s = c->s;
     const struct shape *sh = c->sh;
-    if (sh->gpu_type <= 0 && sh->gpus == 0)
-        for (int k = sh->cpus < NBUCKETS - 1 ? sh->cpus : NBUCKETS - 1; k < NBUCKETS; k++)
-            if (scan_bucket(c, s->buckets[0][pool][k]))
+    int type = sh->gpu_type, gpus = sh->gpus;
+    if (type <= 0 && gpus == 0)
+        for (int k = sh->cpus < NBUCKETS - 1 ? sh->cpus : NBUCKETS - 1; k < NBUCKETS; k++) {
+            uint32_t head = s->buckets[0][pool][k];
+            if (head != NONE32 && scan_bucket(c, head))
                 return true;
-    for (int k = sh->gpus; k < NBUCKETS; k++) {
-        if (sh->gpu_type > 0) {
-            if (scan_bucket(c, s->buckets[sh->gpu_type][pool][k]))
-                return true;
-            continue;
         }
-        for (int t = 1; t < s->ntypes; t++)
-            if (scan_bucket(c, s->buckets[t][pool][k]))
+    int from = type > 0 ? type : 1, to = type > 0 ? type + 1 : s->ntypes;
+    for (int k = from < to ? gpus : NBUCKETS; k < NBUCKETS; k++)
+        for (int t = from; t < to; t++) {
+            uint32_t head = s->buckets[t][pool][k];
+            if (head != NONE32 && scan_bucket(c, head))
                 return true;
-    }
+        }
     return false;
 }
 
@@ -227,22 +231,25 @@ struct shape shape_typed(const struct shape *sh, int type)
 
 static enum place_result place_shape(struct sched *s, const struct job *j, const struct shape *sh,
                                      int64_t now, struct sched_alloc *allocs,
-                                     bool *claimed_by_lower);
+                                     bool *claimed_by_lower, int64_t *held_until);
 
 /* A gang asking for no type still runs on one type: its nodes must be alike (and it is
  * billed by that type). Each type is tried in turn. */
 enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
-                            struct sched_alloc *allocs, bool *claimed_by_lower)
+                            struct sched_alloc *allocs, bool *claimed_by_lower,
+                            int64_t *held_until)
 {
     const struct shape *sh = &s->shapes[j->shape];
+    if (held_until)
+        *held_until = -1;
     if (!shape_spans_types(sh))
-        return place_shape(s, j, sh, now, allocs, claimed_by_lower);
+        return place_shape(s, j, sh, now, allocs, claimed_by_lower, held_until);
     enum place_result best = PLACE_NO_CAPACITY;
     bool lower_only = true;
     for (int t = 1; t < s->ntypes; t++) {
         struct shape typed = shape_typed(sh, t);
         bool lower = false;
-        enum place_result r = place_shape(s, j, &typed, now, allocs, &lower);
+        enum place_result r = place_shape(s, j, &typed, now, allocs, &lower, NULL);
         if (r == PLACE_OK)
             return r;
         if (r == PLACE_CLAIMED) {
@@ -257,11 +264,12 @@ enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
 
 static enum place_result place_shape(struct sched *s, const struct job *j, const struct shape *sh,
                                      int64_t now, struct sched_alloc *allocs,
-                                     bool *claimed_by_lower)
+                                     bool *claimed_by_lower, int64_t *held_until)
 {
     struct place_ctx c = {
         .s = s, .j = j, .sh = sh, .now = now, .allocs = allocs, .lower_only = true,
-        .want_lower = claimed_by_lower != NULL};
+        .want_lower = claimed_by_lower != NULL,
+        .hold_max = sh->nodes == 1 ? 0 : -1}; /* a gang's bound would be its N-th node's */
     int64_t dur = j->limit_ms > 0 ? j->limit_ms + j->grace_ms : 0;
     c.end = dur ? now + dur : NEVER;
     int pools[2], npools = 0;
@@ -283,6 +291,8 @@ static enum place_result place_shape(struct sched *s, const struct job *j, const
             return PLACE_OK;
     if (claimed_by_lower)
         *claimed_by_lower = c.any_claimed && c.lower_only;
+    if (held_until && c.any_claimed)
+        *held_until = c.hold_max;
     return c.capacity >= sh->nodes ? PLACE_CLAIMED : PLACE_NO_CAPACITY;
 }
 

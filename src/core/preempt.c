@@ -524,6 +524,9 @@ int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct pr
         }
         if (nchosen && !plans_hold_together(s, j, &chosen_shape, chosen, nchosen, now))
             nchosen = 0; /* not before all its nodes are ready */
+        if (nchosen && j->reservation != NONE32 &&
+            s->res[j->reservation].start <= plans_start(chosen, nchosen, now))
+            nchosen = 0; /* its reservation starts it no later: no victim's work is worth it */
         if (nchosen && plans_victims(chosen, nchosen) == 0)
             rc = 1; /* jobs already stopping free the room: no new victim, wait for it */
         else if (nchosen)

@@ -176,15 +176,17 @@ static struct avail overdue_not_counted(const struct sched *s, const struct node
  * at most one drop per walk, where an exact answer cost a pass over the claims per claim. */
 bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res, int64_t now,
                   int64_t end, int gpus, int cpus, int64_t mem, const struct job *for_job,
-                  bool *lower_only)
+                  bool *lower_only, int64_t *hold)
 {
     bool ok;
     bool overdue = has_overdue(s, n, now);
+    if (hold)
+        *hold = -1;
     if (!overdue && !avail_own_claim(n, own_res)) {
-        int w = avail_window(s, n, now, end, gpus, cpus, mem);
-        ok = w == 1;
-        if (w < 0)
-            ok = false; /* out of memory: refuse, which is safe */
+        int64_t h = avail_hold(s, n, now, gpus, cpus, mem);
+        ok = h >= end; /* out of memory (-1): refuse, which is safe */
+        if (hold)
+            *hold = h;
     } else {
         ok = true; /* the exact walk, leaving the job's own claim out */
         for (int i = 0; i < n->nclaims && ok; i++) {
@@ -370,6 +372,7 @@ void reservation_drop(struct sched *s, uint32_t r)
     struct reservation *res = &s->res[r];
     if (!res->live)
         return;
+    s->res_drops++;
     for (int i = 0; i < res->nnodes; i++) {
         struct node *n = &s->nodes[res->nodes[i]];
         node_profile_touch(s, n);
