@@ -130,6 +130,15 @@ struct sel_pair {
  * A reclaim search fails the same for every project that may reclaim: its victims are
  * lower tiers and same-tier jobs of projects (or groups) over their guarantee, and the
  * searcher's own project and group, under theirs, have none of those. */
+/* The cost of a preemption plan on one node as of `at` (preempt.c plan_cheaper): the
+   highest tier it hits, its victims, the work they lose (growing by one per victim and
+   millisecond), its start. */
+struct plan_cost {
+    int best_rank, nvictims;
+    int64_t lost, start, at;
+    uint32_t node;
+};
+
 struct preempt_memo {
     bool live;
     uint64_t epoch, repoch; /* memo_epoch; reclaim_epoch (reclaim memos) */
@@ -140,6 +149,10 @@ struct preempt_memo {
     uint64_t id;
     int feasible; /* gangs: nodes that had a plan (fewer than the gang needs) */
     bool reclaim; /* a job's own memo (struct reservation): the search could reclaim */
+    bool not_earlier; /* own memo: plans there were, the cheapest (`chosen`; node NONE32
+                         for a gang) no earlier than the reservation; a changed node with a
+                         plan that is not surely costlier calls for a full search */
+    struct plan_cost chosen;
 };
 
 /* An instant at which a node's room may grow for a preemptor: a release or a claim's end
@@ -569,7 +582,13 @@ struct preempt_scope {
     size_t nnodes;
     int feasible;     /* out: nodes with a plan (gangs) */
     int64_t fail_dur; /* out: the nodes without a plan fail for any job at least this long */
+    bool not_earlier; /* out: there were plans, none to start it before its own reservation */
+    struct plan_cost best; /* out, one-node shapes with a plan: the cheapest found */
 };
+/* Is plan a costlier than plan b (plan_cheaper's order), each taken at the later of their
+   times? Victims lose work at the rate of their count and a plan starts a fixed time after
+   its search, so the order of two unchanged plans does not move with time. */
+bool plan_costlier(const struct plan_cost *a, const struct plan_cost *b);
 int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct preempt_scope *sc);
 bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus);
 /* Could a job of effective rank `rank` find any victim at all, anywhere (a victim is of a

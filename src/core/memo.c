@@ -217,6 +217,23 @@ static int preempt_reserved(struct sched *s, struct preempt_memo *m, bool reclai
     st->preempt_recheck_nodes += (int)n;
     struct preempt_scope sc = {.nodes = nodes, .nnodes = n};
     int want = s->shapes[j->shape].nodes;
+    if (by_own && own->not_earlier) {
+        /* the cheapest plan stays the one it was, no earlier than the reservation, unless a
+           changed node is that one or has a plan that may be cheaper: then choose again */
+        (void)preempt_for(s, j, now, true, &sc);
+        bool again = sc.feasible > 0 && (own->chosen.node == NONE32 ||
+                                         !plan_costlier(&sc.best, &own->chosen));
+        for (size_t i = 0; i < n && !again; i++)
+            again = nodes[i] == own->chosen.node;
+        if (again)
+            return -2;
+        struct plan_cost chosen = own->chosen;
+        own_memo_set(s, own, reclaim, now, 0);
+        own->not_earlier = true;
+        own->chosen = chosen;
+        memo_verify(s, j, now);
+        return -1;
+    }
     if (want > 1) { /* a gang: count, as in memo_recheck */
         (void)preempt_for(s, j, now, true, &sc);
         if (from->feasible + sc.feasible >= want)
@@ -227,7 +244,11 @@ static int preempt_reserved(struct sched *s, struct preempt_memo *m, bool reclai
     }
     int rc = preempt_for(s, j, now, false, &sc);
     if (rc < 0) {
+        /* a plan on a changed node no earlier than the reservation: the cheapest of all,
+           since the other nodes had none */
         own_memo_set(s, own, reclaim, now, 0);
+        own->not_earlier = sc.not_earlier;
+        own->chosen = sc.best;
         memo_verify(s, j, now);
     }
     return rc;
@@ -276,6 +297,15 @@ int preempt_memoised(struct sched *s, struct job *j, int64_t now, struct sched_c
         memo_set(s, m, j, sc.fail_dur < dur ? sc.fail_dur : dur, now, sc.feasible);
         if (mj.reserved)
             own_memo_set(s, &s->res[j->reservation].own, reclaim, now, sc.feasible);
+    } else if (rc < 0 && sc.not_earlier) {
+        /* plans there were, the cheapest no earlier than its own reservation: a memo of its
+           own (the shape's would wrong the jobs without one). Unchanged nodes' plans only
+           start later as time passes and the reservation's start stays, so this holds
+           until a changed node has a plan (then the cheapest must be chosen again). */
+        struct preempt_memo *own = &s->res[j->reservation].own;
+        own_memo_set(s, own, reclaim, now, 0);
+        own->not_earlier = true;
+        own->chosen = sh->nodes == 1 ? sc.best : (struct plan_cost){.node = NONE32};
     }
     return rc;
 }

@@ -349,6 +349,29 @@ static bool plan_cheaper(const struct node_plan *a, const struct node_plan *b)
     return a->node < b->node;
 }
 
+bool plan_costlier(const struct plan_cost *a, const struct plan_cost *b)
+{
+    if (a->best_rank != b->best_rank)
+        return a->best_rank < b->best_rank;
+    if (a->nvictims != b->nvictims)
+        return a->nvictims > b->nvictims;
+    int64_t t = a->at > b->at ? a->at : b->at;
+    int64_t la = a->lost + (int64_t)a->nvictims * (t - a->at),
+            lb = b->lost + (int64_t)b->nvictims * (t - b->at);
+    if (la != lb)
+        return la > lb;
+    /* a plan starts when its last victim's grace ends: a fixed time after its search */
+    int64_t sa = a->start + (t - a->at), sb = b->start + (t - b->at);
+    if (sa != sb)
+        return sa > sb;
+    return a->node > b->node;
+}
+
+static struct plan_cost plan_cost_of(const struct node_plan *p, int64_t now)
+{
+    return (struct plan_cost){p->best_rank, p->nvictims, p->lost, p->start, now, p->node};
+}
+
 static void plans_keep_best(struct node_plan *best, int *nbest, int want, const struct node_plan *p)
 {
     if (*nbest < want) {
@@ -522,11 +545,16 @@ int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct pr
             sc->feasible = most_feasible;
             sc->fail_dur = ps.fail_dur;
         }
+        if (sc && nchosen == 1)
+            sc->best = plan_cost_of(&chosen[0], now);
         if (nchosen && !plans_hold_together(s, j, &chosen_shape, chosen, nchosen, now))
             nchosen = 0; /* not before all its nodes are ready */
         if (nchosen && j->reservation != NONE32 &&
-            s->res[j->reservation].start <= plans_start(chosen, nchosen, now))
+            s->res[j->reservation].start <= plans_start(chosen, nchosen, now)) {
             nchosen = 0; /* its reservation starts it no later: no victim's work is worth it */
+            if (sc)
+                sc->not_earlier = true;
+        }
         if (nchosen && plans_victims(chosen, nchosen) == 0)
             rc = 1; /* jobs already stopping free the room: no new victim, wait for it */
         else if (nchosen)
