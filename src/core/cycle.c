@@ -224,6 +224,7 @@ static void start_job(struct sched *s, struct job *j, struct order_entry *e,
     if (j->reservation != NONE32)
         reservation_drop(s, j->reservation);
     j->flags &= (uint8_t)~JF_STARVING;
+    j->pushed_ms = 0;
     job_set_state(s, j, SCHED_STARTING);
     reason_set(j, SCHED_R_NONE, 0, 0, 0);
     job_start(s, j, allocs, j->nodes);
@@ -434,6 +435,11 @@ static bool late_on_own_room(struct sched *s, struct walk *w, const struct job *
             if (c->res != j->reservation && !r->preempting && (follower || !r->starving)) {
                 if (r->starving && w->nmoved < 32)
                     w->moved[w->nmoved++] = r->job_id;
+                struct job *f = &s->jobs[r->slot];
+                if (f->id == r->job_id) { /* explain says who pushed it back */
+                    f->pushed_ms = now;
+                    f->pushed_by = j->id;
+                }
                 reservation_drop(s, n->claims[k].res);
                 dropped = true;
             } else {

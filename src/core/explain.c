@@ -482,6 +482,8 @@ int sched_explain(const struct sched *s, uint64_t id, int64_t now, struct sched_
     x->state = (enum sched_job_state)j->state;
     x->forecast_start_ms = -1;
     x->starve_at_ms = -1;
+    x->pushed_back_ms = j->pushed_ms > 0 ? j->pushed_ms : -1;
+    x->pushed_back_by = j->pushed_ms > 0 ? j->pushed_by : 0;
     x->protected_at_ms = -1;
     x->expected_end_ms = -1;
     explain_priority(s, j, now, x);

@@ -626,6 +626,10 @@ struct sched_explain {
     bool has_reservation;
     bool starving;
     int64_t starve_at_ms; /* when the starvation guard applies (-1 never) */
+    /* when a preemptor ahead of it on its nodes, starting late (its victims outlived their
+       kill), last pushed its reservation back (-1 never) */
+    int64_t pushed_back_ms;
+    uint64_t pushed_back_by;
     uint64_t waiting_on_victims[8];
     int nvictims;
 
