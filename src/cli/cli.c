@@ -37,6 +37,7 @@ const struct cli_verb cli_verbs[] = {
     {"history", cmd_history, "finished jobs, newest first", cmd_history_usage},
     {"apply", cmd_apply, "apply a policy file (tiers, classes, projects)", cmd_apply_usage},
     {"top", cmd_top, "a live view of nodes, queue and utilisation", cmd_top_usage},
+    {"console", cmd_console, "open the web console (a one-time login link)", cmd_console_usage},
     {"token", cmd_token, "API tokens: create, list, revoke, rotate-admin", cmd_token_usage},
     {"secret", cmd_secret, "a project's secrets: set, list, rm", cmd_secret_usage},
     {"audit", cmd_audit, "the audit trail of changes", cmd_audit_usage},

@@ -1,0 +1,123 @@
+// Overview: GPUs by state and type, utilisation over 24 h and 7 d (from the jobs'
+// start and end times), queue length and wait p95 per tier, and alerts where docketd
+// has them (GET /v1/alerts; the panel is hidden when that route does not exist).
+import uPlot from 'uplot';
+import { get, raw, parseMetrics } from '../api.js';
+import { el, href, dur } from '../ui.js';
+
+const GPU_STATES = ['busy', 'idle', 'reserved', 'draining', 'down'];
+
+export function gpuStates(nodes) {
+  const by = {};
+  for (const n of nodes) {
+    if (!n.gpus) continue;
+    const t = (by[n.gpu_type || '(none)'] ||= Object.fromEntries(GPU_STATES.map((s) => [s, 0])));
+    const free = n.gpus - n.gpus_used;
+    const up = n.state === 'UP';
+    const drain = n.state === 'DRAINING' || n.state === 'DRAINED';
+    t.busy += n.gpus_used;
+    t[up ? (n.reserved ? 'reserved' : 'idle') : drain ? 'draining' : 'down'] += free;
+  }
+  return by;
+}
+
+// GPUs busy in each bucket of [from, to), from jobs' start/end times.
+export function busySeries(jobs, from, to, step, now) {
+  const n = Math.ceil((to - from) / step);
+  const xs = Array.from({ length: n }, (_, i) => (from + i * step) / 1000);
+  const ys = new Array(n).fill(0);
+  let any = false;
+  for (const j of jobs) {
+    if (!j.start_ms || !j.gpus) continue;
+    const s = Math.max(j.start_ms, from), e = Math.min(j.end_ms || now, to);
+    if (e <= s) continue;
+    any = true;
+    for (let i = Math.floor((s - from) / step); i < n && from + i * step < e; i++) {
+      const bs = from + i * step, be = bs + step;
+      ys[i] += j.gpus * (Math.min(e, be) - Math.max(s, bs)) / step;
+    }
+  }
+  return any ? [xs, ys] : null;
+}
+
+function p95(xs) {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(0.95 * s.length) - 1)];
+}
+
+function chart(title, data, total) {
+  const box = el('figure', { class: 'chart' }, el('figcaption', {}, title));
+  if (!data) {
+    box.append(el('p', { class: 'dim' }, 'No job ran in this window.'));
+    return box;
+  }
+  const used = data[1].reduce((a, b) => a + b, 0) / data[1].length;
+  box.append(el('p', { class: 'dim' }, total ? `${Math.round((100 * used) / total)}% of ${total} GPUs on average` : ''));
+  const holder = el('div', { role: 'img', 'aria-label': `${title}: GPUs busy over time` });
+  box.append(holder);
+  requestAnimationFrame(() => new uPlot({
+    width: Math.min(560, holder.clientWidth || 560), height: 160,
+    series: [{}, { label: 'GPUs busy', stroke: '#2563eb', fill: 'rgba(37,99,235,0.15)' }],
+    axes: [{}, { size: 40 }], legend: { show: false },
+  }, data, holder));
+  return box;
+}
+
+async function alerts(signal) {
+  const res = await raw('/v1/alerts', { signal });
+  if (!res.ok) return null; // no alerts route in this docketd: no panel
+  const body = await res.json();
+  const list = body.alerts || [];
+  return el('section', { class: 'panel', 'aria-labelledby': 'alerts-h' },
+    el('h2', { id: 'alerts-h' }, `Alerts firing (${list.length})`),
+    list.length ? el('ul', {}, list.map((a) => el('li', { class: `alert ${a.severity || ''}` },
+      el('strong', {}, a.name || a.rule || 'alert'), ' ', a.summary || a.message || a.description || '')))
+      : el('p', { class: 'dim' }, 'None.'));
+}
+
+export default async function overview({ signal }) {
+  const now = Date.now();
+  const [nodes, metrics, hist, running, al] = await Promise.all([
+    get('/v1/nodes', { signal }),
+    raw('/metrics', { signal }).then((r) => r.text()),
+    get('/v1/jobs?state=terminal&order=desc&limit=2000', { signal }),
+    get('/v1/jobs?state=STARTING,RUNNING,STOPPING&limit=10000', { signal }),
+    alerts(signal).catch(() => null),
+  ]);
+  const by = gpuStates(nodes.nodes);
+  const total = Object.values(by).reduce((a, t) => a + GPU_STATES.reduce((x, s) => x + t[s], 0), 0);
+  const gpuTable = el('table', {}, el('caption', {}, 'GPUs by state and type'),
+    el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Type'),
+      GPU_STATES.map((s) => el('th', { scope: 'col' }, s)))),
+    el('tbody', {}, Object.entries(by).map(([t, c]) => el('tr', {}, el('th', { scope: 'row' }, t),
+      GPU_STATES.map((s) => el('td', { class: `num g-${s}` }, String(c[s])))))));
+
+  const queued = {};
+  for (const m of parseMetrics(metrics))
+    if (m.name === 'docket_jobs' && (m.labels.state === 'PENDING' || m.labels.state === 'HELD'))
+      queued[m.labels.tier] = (queued[m.labels.tier] || 0) + m.value;
+  const jobs = [...running.jobs, ...hist.jobs];
+  const waits = {};
+  for (const j of jobs)
+    if (j.start_ms && j.start_ms >= now - 7 * 86400e3)
+      (waits[j.tier] ||= []).push(j.start_ms - j.submit_ms);
+  const tiers = [...new Set([...Object.keys(queued), ...Object.keys(waits)])].sort();
+  const tierTable = el('table', {}, el('caption', {}, 'Queue by tier (wait p95 of jobs started in the last 7 days)'),
+    el('thead', {}, el('tr', {}, ['Tier', 'Queued', 'Wait p95'].map((h) => el('th', { scope: 'col' }, h)))),
+    el('tbody', {}, tiers.length ? tiers.map((t) => el('tr', {},
+      el('th', { scope: 'row' }, el('a', { href: href('queue', [], { tier: t }) }, t)),
+      el('td', { class: 'num' }, String(queued[t] || 0)),
+      el('td', { class: 'num' }, waits[t] ? dur(p95(waits[t])) : '—'))) :
+      el('tr', {}, el('td', { colspan: 3, class: 'dim' }, 'No jobs yet.'))));
+
+  return el('div', {},
+    el('h1', {}, 'Overview'),
+    al,
+    el('div', { class: 'cards' },
+      el('section', { class: 'panel' }, gpuTable),
+      el('section', { class: 'panel' }, tierTable)),
+    el('section', { class: 'panel cards' },
+      chart('GPU use, last 24 h', busySeries(jobs, now - 86400e3, now, 3600e3, now), total),
+      chart('GPU use, last 7 days', busySeries(jobs, now - 7 * 86400e3, now, 6 * 3600e3, now), total)));
+}
