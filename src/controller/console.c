@@ -103,7 +103,18 @@ static struct ctl_console_code *code_slot(struct ctl *c, int64_t now)
 
 void h_console_code(struct ctl_req *r)
 {
+    static const char *const known[] = {NULL};
+    struct proto_error e;
     char code[96];
+    json_t *b = ctl_body_json(r, true);
+    if (!b)
+        return;
+    int rc = proto_check_fields(b, "", known, &e);
+    json_decref(b);
+    if (rc < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        return;
+    }
     if (ctl_random_token("dkc_", code, sizeof(code)) < 0) {
         ctl_reply_errorf(r->c, r->req, 500, NULL, "no randomness");
         return;
