@@ -1,5 +1,5 @@
-// Build the console into dist/: one ES module bundle (app.js), one stylesheet (app.css,
-// uPlot's included) and index.html. No network: everything comes from node_modules,
+// Build the console into dist/: the ES module app.js, uPlot's chunk (loaded by the first
+// chart), one stylesheet (app.css, uPlot's included) and index.html. No network: everything comes from node_modules,
 // installed by `npm ci` from package-lock.json. docketd embeds dist/ (console/embed.c).
 import { build } from 'esbuild';
 import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
@@ -20,6 +20,8 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
   entryNames: '[name]',
+  splitting: true, // uPlot in a chunk of its own, loaded when a chart is drawn
+  chunkNames: 'chunk-[hash]',
 });
 // esbuild names the CSS entry app-style.css: the page links app.css
 copyFileSync(join(dist, 'app-style.css'), join(dist, 'app.css'));

@@ -124,3 +124,12 @@ export const can = {
 export function stateBadge(s) {
   return el('span', { class: `badge s-${String(s).toLowerCase()}` }, s);
 }
+
+// A uPlot chart into holder, drawn once holder is laid out. uPlot is loaded on first use
+// (its own file): the first screen does not wait for it. opts(uPlot, width) -> options.
+export function plot(opts, data, holder, maxWidth) {
+  requestAnimationFrame(async () => {
+    const { default: uPlot } = await import('uplot');
+    new uPlot(opts(uPlot, Math.min(maxWidth, holder.clientWidth || maxWidth)), data, holder);
+  });
+}

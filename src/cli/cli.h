@@ -56,8 +56,14 @@ extern const char cmd_submit_usage[], cmd_queue_usage[], cmd_show_usage[], cmd_c
     cmd_hold_usage[], cmd_release_usage[], cmd_requeue_usage[], cmd_logs_usage[],
     cmd_explain_usage[], cmd_forecast_usage[], cmd_nodes_usage[], cmd_projects_usage[],
     cmd_tiers_usage[], cmd_classes_usage[], cmd_history_usage[], cmd_apply_usage[], cmd_top_usage[],
-    cmd_token_usage[], cmd_audit_usage[], cmd_help_usage[], cmd_secret_usage[],
-    cmd_console_usage[];
+    cmd_token_usage[], cmd_audit_usage[], cmd_help_usage[], cmd_secret_usage[], cmd_console_usage[];
+
+/* console.c: may the request whose head (request line and headers, ending "\r\n\r\n",
+ * NUL-terminated) is `head` pass `docket console`'s forward to the Unix socket, whose own
+ * address is `host` ("127.0.0.1:PORT")? Only when its Host is that address and it is a GET
+ * of the page, its files or /healthz, the POST of a login code, or it carries an
+ * Authorization header (docketd then checks the token, not the socket's user). */
+bool console_forward_passes(const char *head, const char *host);
 
 /* Options every verb accepts; verbs list them in their tables with these ids. */
 enum { CO_JSON = 100, CO_HELP = 101 };

@@ -67,8 +67,7 @@ static bool has_header(const char *head, const char *name, const char *value)
     return false;
 }
 
-/* May this request pass the forward? (see the file's comment) */
-static bool passes(const char *head, const char *host)
+bool console_forward_passes(const char *head, const char *host)
 {
     char method[8], path[512];
     if (sscanf(head, "%7s %511s", method, path) != 2 || !has_header(head, "Host", host))
@@ -134,7 +133,7 @@ static void forward_one(int cfd, const char *sock, const char *host)
         head[n] = '\0';
         end = strstr(head, "\r\n\r\n");
     }
-    if (!end || !passes(head, host)) {
+    if (!end || !console_forward_passes(head, host)) {
         char hdr[160];
         int hl = snprintf(hdr, sizeof(hdr),
                           "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
@@ -186,8 +185,8 @@ static int serve_forward(struct cli *c, const char *sock, int port, const char *
     snprintf(host, sizeof(host), "127.0.0.1:%d", port);
     fprintf(c->out, "http://%s/#/login?code=%s\n", host, code);
     fflush(c->out);
-    fprintf(stderr,
-            "the link logs in once, within 60 s; this forward to %s runs until Ctrl-C\n", sock);
+    fprintf(stderr, "the link logs in once, within 60 s; this forward to %s runs until Ctrl-C\n",
+            sock);
     signal(SIGCHLD, SIG_IGN); /* children are reaped by the kernel */
     for (;;) {
         int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);

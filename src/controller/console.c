@@ -32,9 +32,12 @@ static const char not_built[] =
 
 static const struct {
     const char *ext, *type;
-} types[] = {{".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
-             {".css", "text/css; charset=utf-8"},   {".png", "image/png"},
-             {".svg", "image/svg+xml"},             {".map", "application/json"}};
+} types[] = {{".html", "text/html; charset=utf-8"},
+             {".js", "text/javascript; charset=utf-8"},
+             {".css", "text/css; charset=utf-8"},
+             {".png", "image/png"},
+             {".svg", "image/svg+xml"},
+             {".map", "application/json"}};
 
 static const char *type_of(const char *name)
 {
@@ -126,8 +129,8 @@ void h_console_code(struct ctl_req *r)
     s->role = r->id.role;
     s->expires_ms = now + CTL_CONSOLE_CODE_MS;
     ctl_reply_json(r->c, r->req, 201,
-                   json_pack("{s:s,s:I,s:s}", "code", code, "expires_ms",
-                             (json_int_t)s->expires_ms, "user", s->user));
+                   json_pack("{s:s,s:I,s:s}", "code", code, "expires_ms", (json_int_t)s->expires_ms,
+                             "user", s->user));
 }
 
 /* Take the slot of `code` (single use: it is cleared whether or not it expired). */

@@ -1,8 +1,7 @@
 // Forecast: the next releases of GPUs and the jobs they go to, as a timeline (GPUs freed
 // so far over time) and a table.
-import uPlot from 'uplot';
 import { get } from '../api.js';
-import { el, href, ago, table, setQuery } from '../ui.js';
+import { el, href, ago, table, setQuery, plot } from '../ui.js';
 
 export default async function forecast({ r, signal, rerender }) {
   const { releases = [] } = await get('/v1/forecast?limit=200', { signal });
@@ -10,9 +9,9 @@ export default async function forecast({ r, signal, rerender }) {
   if (releases.length) {
     let sum = 0;
     const xs = releases.map((x) => x.at_ms / 1000), ys = releases.map((x) => (sum += x.gpus));
-    requestAnimationFrame(() => new uPlot({ width: Math.min(720, holder.clientWidth || 720), height: 180,
+    plot((uPlot, width) => ({ width, height: 180,
       series: [{}, { label: 'GPUs released', stroke: '#16a34a', paths: uPlot.paths.stepped({ align: 1 }), points: { show: true } }],
-      axes: [{}, { size: 40 }], legend: { show: false } }, [xs, ys], holder));
+      axes: [{}, { size: 40 }], legend: { show: false } }), [xs, ys], holder, 720);
   }
   const cols = [
     { key: 'at_ms', label: 'When', cell: (x) => ago(x.at_ms) },

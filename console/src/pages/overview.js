@@ -1,9 +1,8 @@
 // Overview: GPUs by state and type, utilisation over 24 h and 7 d (from the jobs'
 // start and end times), queue length and wait p95 per tier, and alerts where docketd
 // has them (GET /v1/alerts; the panel is hidden when that route does not exist).
-import uPlot from 'uplot';
 import { get, raw, parseMetrics } from '../api.js';
-import { el, href, dur } from '../ui.js';
+import { el, href, dur, plot, table, setQuery } from '../ui.js';
 
 const GPU_STATES = ['busy', 'idle', 'reserved', 'draining', 'down'];
 
@@ -56,11 +55,11 @@ function chart(title, data, total) {
   box.append(el('p', { class: 'dim' }, total ? `${Math.round((100 * used) / total)}% of ${total} GPUs on average` : ''));
   const holder = el('div', { role: 'img', 'aria-label': `${title}: GPUs busy over time` });
   box.append(holder);
-  requestAnimationFrame(() => new uPlot({
-    width: Math.min(560, holder.clientWidth || 560), height: 160,
+  plot((uPlot, width) => ({
+    width, height: 160,
     series: [{}, { label: 'GPUs busy', stroke: '#2563eb', fill: 'rgba(37,99,235,0.15)' }],
     axes: [{}, { size: 40 }], legend: { show: false },
-  }, data, holder));
+  }), data, holder, 560);
   return box;
 }
 
@@ -76,7 +75,7 @@ async function alerts(signal) {
       : el('p', { class: 'dim' }, 'None.'));
 }
 
-export default async function overview({ signal }) {
+export default async function overview({ r, signal, rerender }) {
   const now = Date.now();
   const [nodes, metrics, hist, running, al] = await Promise.all([
     get('/v1/nodes', { signal }),
@@ -87,11 +86,11 @@ export default async function overview({ signal }) {
   ]);
   const by = gpuStates(nodes.nodes);
   const total = Object.values(by).reduce((a, t) => a + GPU_STATES.reduce((x, s) => x + t[s], 0), 0);
-  const gpuTable = el('table', {}, el('caption', {}, 'GPUs by state and type'),
-    el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Type'),
-      GPU_STATES.map((s) => el('th', { scope: 'col' }, s)))),
-    el('tbody', {}, Object.entries(by).map(([t, c]) => el('tr', {}, el('th', { scope: 'row' }, t),
-      GPU_STATES.map((s) => el('td', { class: `num g-${s}` }, String(c[s])))))));
+  const sort = (k, d) => { setQuery({ ...Object.fromEntries(r.q), sort: k, dir: d }); rerender(); };
+  const gpuRows = Object.entries(by).map(([type, c]) => ({ type, ...c }));
+  const gpuTable = table([{ key: 'type', label: 'Type' },
+    ...GPU_STATES.map((s) => ({ key: s, label: s, cell: (row) => el('span', { class: `g-${s}` }, String(row[s])) }))],
+  gpuRows, { q: r.q, onSort: sort, caption: 'GPUs by state and type', empty: 'No GPUs.' });
 
   const queued = {};
   for (const m of parseMetrics(metrics))
@@ -103,13 +102,12 @@ export default async function overview({ signal }) {
     if (j.start_ms && j.start_ms >= now - 7 * 86400e3)
       (waits[j.tier] ||= []).push(j.start_ms - j.submit_ms);
   const tiers = [...new Set([...Object.keys(queued), ...Object.keys(waits)])].sort();
-  const tierTable = el('table', {}, el('caption', {}, 'Queue by tier (wait p95 of jobs started in the last 7 days)'),
-    el('thead', {}, el('tr', {}, ['Tier', 'Queued', 'Wait p95'].map((h) => el('th', { scope: 'col' }, h)))),
-    el('tbody', {}, tiers.length ? tiers.map((t) => el('tr', {},
-      el('th', { scope: 'row' }, el('a', { href: href('queue', [], { tier: t }) }, t)),
-      el('td', { class: 'num' }, String(queued[t] || 0)),
-      el('td', { class: 'num' }, waits[t] ? dur(p95(waits[t])) : '—'))) :
-      el('tr', {}, el('td', { colspan: 3, class: 'dim' }, 'No jobs yet.'))));
+  const tierRows = tiers.map((t) => ({ tier: t, queued: queued[t] || 0, p95: waits[t] ? p95(waits[t]) : -1 }));
+  const tierTable = table([
+    { key: 'tier', label: 'Tier', cell: (row) => el('a', { href: href('queue', [], { tier: row.tier }) }, row.tier) },
+    { key: 'queued', label: 'Queued', cell: (row) => String(row.queued) },
+    { key: 'p95', label: 'Wait p95', cell: (row) => (row.p95 < 0 ? '—' : row.p95 < 1000 ? '<1s' : dur(row.p95)) }],
+  tierRows, { q: r.q, onSort: sort, caption: 'Queue by tier (wait p95 of jobs started in the last 7 days)', empty: 'No jobs yet.' });
 
   return el('div', {},
     el('h1', {}, 'Overview'),

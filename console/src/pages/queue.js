@@ -7,20 +7,48 @@ import { el, href, ago, table, setQuery, field, select, stateBadge } from '../ui
 const PAGE = 50;
 const FILTERS = ['project', 'user', 'tier', 'class', 'reason'];
 const explained = new Map(); // job id -> {at, explain}: read again after 15 s
+const FULL_MS = 15000; // the whole queue is read again at most this often
+let whole = { key: '', at: 0, jobs: null, loading: null };
 
-async function explain(id, signal) {
-  const c = explained.get(id);
-  if (c && Date.now() - c.at < 15000) return c.explain;
-  const e = (await get(`/v1/jobs/${id}/explain`, { signal })).explain;
-  explained.set(id, { at: Date.now(), explain: e });
-  return e;
+// The pending jobs matching the server-side filters. The first screen comes from one
+// page of PAGE rows; the whole list (10,000 jobs are megabytes) is read behind it and
+// the page re-renders when it is in, then it is reused for FULL_MS.
+async function pending(params, rerender, signal) {
+  const key = params.toString();
+  if (whole.key !== key) whole = { key, at: 0, jobs: null, loading: null };
+  if (!whole.loading && (!whole.jobs || Date.now() - whole.at > FULL_MS)) {
+    const w = whole;
+    w.loading = all(`/v1/jobs?${key}`, 'jobs').then((jobs) => {
+      Object.assign(w, { jobs, at: Date.now(), loading: null });
+      if (whole === w && !signal.aborted) rerender();
+    }, () => { w.loading = null; });
+  }
+  if (whole.jobs) return { jobs: whole.jobs, complete: true };
+  const first = await get(`/v1/jobs?${key}&limit=${PAGE}`, { signal });
+  return { jobs: first.jobs, complete: !first.next };
+}
+
+let explaining = null; // the explains being read for the rows on screen
+
+// The explanations of the rows on screen: those read less than 15 s ago at once; the
+// others are read behind the page (each row is one request), which re-renders when they
+// are in. The first screen shows each row's reason code at once, its sentence after.
+function explains(shown, rerender, signal) {
+  const fresh = (id) => explained.has(id) && Date.now() - explained.get(id).at < 15000;
+  const missing = shown.filter((j) => !fresh(j.id));
+  if (missing.length && !explaining) {
+    explaining = Promise.all(missing.map((j) => get(`/v1/jobs/${j.id}/explain`, { signal })
+      .then((x) => explained.set(j.id, { at: Date.now(), explain: x.explain }), () => {})))
+      .then(() => { explaining = null; if (!signal.aborted) rerender(); });
+  }
+  return shown.map((j) => (explained.has(j.id) ? explained.get(j.id).explain : null));
 }
 
 export default async function queue({ r, signal, rerender }) {
   const q = r.q;
   const params = new URLSearchParams({ state: 'PENDING,HELD' });
   for (const f of ['project', 'user', 'tier', 'class']) if (q.get(f)) params.set(f, q.get(f));
-  const jobs = await all(`/v1/jobs?${params}`, 'jobs');
+  const { jobs, complete } = await pending(params, rerender, signal);
   const all_ = jobs;
   const rows = q.get('reason') ? jobs.filter((j) => (j.reason || j.state) === q.get('reason')) : jobs;
   const opts = (k) => ['', ...new Set([...all_.map((j) => (k === 'reason' ? j.reason || j.state : j[k])), q.get(k) || ''].filter(Boolean))].sort();
@@ -47,7 +75,7 @@ export default async function queue({ r, signal, rerender }) {
   const pages = Math.max(1, Math.ceil(sorted.length / PAGE));
   const page = Math.min(pages, Math.max(1, Number(q.get('page')) || 1));
   const shown = sorted.slice((page - 1) * PAGE, page * PAGE);
-  const xs = await Promise.all(shown.map((j) => explain(j.id, signal).catch(() => null)));
+  const xs = explains(shown, rerender, signal);
   shown.forEach((j, i) => { j._x = xs[i]; });
 
   const filters = el('form', { class: 'filters', 'aria-label': 'Filters' },
@@ -58,7 +86,7 @@ export default async function queue({ r, signal, rerender }) {
     ` page ${page} of ${pages} `,
     el('button', { type: 'button', disabled: page >= pages, onclick: () => set('page', page + 1) }, 'Next ›'));
   return el('div', {},
-    el('h1', {}, `Queue `, el('span', { class: 'dim' }, `${rows.length} waiting`)),
+    el('h1', {}, `Queue `, el('span', { class: 'dim' }, complete ? `${rows.length} waiting` : `${rows.length}+ waiting (reading the rest…)`)),
     filters,
     table(cols, shown, { q: new URLSearchParams({ sort: key, dir: dir > 0 ? 'asc' : 'desc' }),
       onSort: (k, d) => { const o = Object.fromEntries(q); o.sort = k; o.dir = d; setQuery(o); rerender(); },
