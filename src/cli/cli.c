@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "util/clock.h"
@@ -197,6 +198,21 @@ int64_t jint(const json_t *o, const char *key, int64_t dflt)
 bool jbool(const json_t *o, const char *key)
 {
     return json_is_true(json_object_get(o, key));
+}
+
+int cli_send_all(int fd, const void *p, size_t n)
+{
+    const char *b = p;
+    while (n > 0) {
+        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        b += w;
+        n -= (size_t)w;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -65,6 +65,9 @@ extern const char cmd_submit_usage[], cmd_queue_usage[], cmd_show_usage[], cmd_c
  * Authorization header (docketd then checks the token, not the socket's user). */
 bool console_forward_passes(const char *head, const char *host);
 
+/* Send all n bytes of p on the socket fd (EINTR retried; no SIGPIPE). 0 or -1. */
+int cli_send_all(int fd, const void *p, size_t n);
+
 /* Options every verb accepts; verbs list them in their tables with these ids. */
 enum { CO_JSON = 100, CO_HELP = 101 };
 #define CLI_COMMON_OPTS                                                                            \

@@ -84,20 +84,6 @@ bool console_forward_passes(const char *head, const char *host)
     return has_header(head, "Authorization", NULL);
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Copy both ways until the two sides are done. */
 static void pump(int a, int b)
 {
@@ -109,7 +95,7 @@ static void pump(int a, int b)
             if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
             ssize_t n = read(p[i].fd, buf, sizeof(buf));
-            if (n <= 0 || write_all(p[1 - i].fd, buf, (size_t)n) < 0) {
+            if (n <= 0 || cli_send_all(p[1 - i].fd, buf, (size_t)n) < 0) {
                 shutdown(p[1 - i].fd, SHUT_WR);
                 p[i].fd = -1;
                 open--;
@@ -139,8 +125,8 @@ static void forward_one(int cfd, const char *sock, const char *host)
                           "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
                           "Connection: close\r\nContent-Length: %zu\r\n\r\n",
                           sizeof(refused_body) - 1);
-        if (write_all(cfd, hdr, (size_t)hl) == 0)
-            write_all(cfd, refused_body, sizeof(refused_body) - 1);
+        if (cli_send_all(cfd, hdr, (size_t)hl) == 0)
+            cli_send_all(cfd, refused_body, sizeof(refused_body) - 1);
         return;
     }
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -150,9 +136,9 @@ static void forward_one(int cfd, const char *sock, const char *host)
         return;
     char *eol = strstr(head, "\r\n");
     static const char close_hdr[] = "\r\nConnection: close";
-    if (write_all(ufd, head, (size_t)(eol - head)) < 0 ||
-        write_all(ufd, close_hdr, sizeof(close_hdr) - 1) < 0 ||
-        write_all(ufd, eol, n - (size_t)(eol - head)) < 0)
+    if (cli_send_all(ufd, head, (size_t)(eol - head)) < 0 ||
+        cli_send_all(ufd, close_hdr, sizeof(close_hdr) - 1) < 0 ||
+        cli_send_all(ufd, eol, n - (size_t)(eol - head)) < 0)
         return;
     pump(cfd, ufd);
 }

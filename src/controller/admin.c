@@ -955,10 +955,14 @@ void h_tokens(struct ctl_req *r)
     if (ctl_token_issue(r->c, r->id.user, &t, ttl, tok, sizeof(tok), &e) < 0)
         ctl_reply_error(r->c, r->req, &e);
     else
-        ctl_reply_json(r->c, r->req, 201,
-                       json_pack("{s:s,s:s,s:s,s:s,s:I}", "token", tok, "id", t.id, "user", t.user,
-                                 "role", t.role, "expires_ms", (json_int_t)t.expires_ms));
+        ctl_reply_json(r->c, r->req, 201, ctl_token_json(tok, &t));
     json_decref(b);
+}
+
+json_t *ctl_token_json(const char *tok, const struct store_token *t)
+{
+    return json_pack("{s:s,s:s,s:s,s:s,s:I}", "token", tok, "id", t->id, "user", t->user, "role",
+                     t->role, "expires_ms", (json_int_t)t->expires_ms);
 }
 
 int ctl_token_issue(struct ctl *c, const char *actor, struct store_token *t, int64_t ttl_ms,

@@ -177,9 +177,7 @@ void h_console_session(struct ctl_req *r)
     if (rc < 0)
         ctl_reply_error(r->c, r->req, &e);
     else
-        ctl_reply_json(r->c, r->req, 201,
-                       json_pack("{s:s,s:s,s:s,s:s,s:I}", "token", tok, "id", t.id, "user", t.user,
-                                 "role", t.role, "expires_ms", (json_int_t)t.expires_ms));
+        ctl_reply_json(r->c, r->req, 201, ctl_token_json(tok, &t));
     json_decref(b);
 }
 

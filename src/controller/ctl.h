@@ -546,6 +546,8 @@ int ctl_policy_save(struct ctl *c) CTL_WUR;
  * 0, or -1 with e filled. */
 int ctl_token_issue(struct ctl *c, const char *actor, struct store_token *t, int64_t ttl_ms,
                     char *tok, size_t toklen, struct proto_error *e) CTL_WUR;
+/* The reply to a new token: {"token", "id", "user", "role", "expires_ms"}. */
+json_t *ctl_token_json(const char *tok, const struct store_token *t);
 /* Random token "PREFIX" + 64 hex chars into out (>= 80 bytes). */
 int ctl_random_token(const char *prefix, char *out, size_t len);
 void ctl_hist_observe(struct ctl_hist *h, double v);
