@@ -16,7 +16,9 @@ let whole = { key: '', at: 0, jobs: null, loading: null };
 async function pending(params, rerender, signal) {
   const key = params.toString();
   if (whole.key !== key) whole = { key, at: 0, jobs: null, loading: null };
-  if (!whole.loading && (!whole.jobs || Date.now() - whole.at > FULL_MS)) {
+  const stale = !whole.jobs || Date.now() - whole.at > FULL_MS;
+  const first = whole.jobs ? null : await get(`/v1/jobs?${key}&limit=${PAGE}`, { signal });
+  if (stale && !whole.loading && (!first || first.next)) { // after the first page: not in its way
     const w = whole;
     w.loading = all(`/v1/jobs?${key}`, 'jobs').then((jobs) => {
       Object.assign(w, { jobs, at: Date.now(), loading: null });
@@ -24,7 +26,6 @@ async function pending(params, rerender, signal) {
     }, () => { w.loading = null; });
   }
   if (whole.jobs) return { jobs: whole.jobs, complete: true };
-  const first = await get(`/v1/jobs?${key}&limit=${PAGE}`, { signal });
   return { jobs: first.jobs, complete: !first.next };
 }
 
