@@ -118,6 +118,51 @@ const cases = {
     await page.locator('.explain .sentence', { hasText: x.sentence.slice(0, 30) }).waitFor({ timeout: WAIT });
   },
 
+  // A job's owner holds and releases it from its page; a viewer is offered no action.
+  async actions(id) {
+    const page = await login('member');
+    await go(page, `#/job/${id}`);
+    await page.getByRole('button', { name: 'Hold', exact: true }).click();
+    await page.locator('h1 .badge', { hasText: 'HELD' }).waitFor({ timeout: WAIT });
+    await page.getByRole('button', { name: 'Release', exact: true }).click();
+    await page.locator('h1 .badge', { hasText: 'PENDING' }).waitFor({ timeout: WAIT });
+    const viewer = await login('viewer');
+    await go(viewer, `#/job/${id}`);
+    await viewer.locator('p', { hasText: 'You may not act on this job.' }).waitFor({ timeout: WAIT });
+    expect(await viewer.getByRole('button', { name: 'Cancel', exact: true }).count() === 0, 'a viewer is offered Cancel');
+  },
+
+  // Every page: each control has a label, each table a caption, the first Tab reaches
+  // the skip link, and the navigation works from the keyboard alone.
+  async a11y(id) {
+    const page = await login('admin');
+    for (const hash of ['#/overview', '#/queue', `#/job/${id}`, '#/nodes', '#/projects?project=vision', '#/forecast', '#/audit']) {
+      await go(page, hash);
+      await page.locator('#status', { hasText: 'Updated' }).waitFor({ timeout: WAIT });
+      const bad = await page.evaluate(() => [
+        ...[...document.querySelectorAll('input, select, textarea')].filter((e) => !e.labels.length && !e.getAttribute('aria-label'))
+          .map((e) => `unlabelled ${e.tagName} ${e.name}`),
+        ...[...document.querySelectorAll('table')].filter((t) => !t.caption).map(() => 'a table without a caption'),
+        ...[...document.querySelectorAll('button')].filter((b) => !b.textContent.trim()).map(() => 'a button without text'),
+      ]);
+      expect(bad.length === 0, `${hash}: ${bad.join(', ')}`);
+    }
+    await go(page, '#/overview');
+    await page.reload(); // a fresh load: the sequential focus starts at the top
+    await page.locator('#main h1').first().waitFor({ timeout: WAIT });
+    await page.keyboard.press('Tab');
+    const first = await page.evaluate(() => `${document.activeElement.tagName}.${document.activeElement.className}`);
+    expect(first === 'A.skip', `the first Tab reaches ${first}, not the skip link`);
+    let reached = false;
+    for (let i = 0; i < 6 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = await page.evaluate(() => document.activeElement.textContent === 'Nodes');
+    }
+    expect(reached, 'Tab does not reach the Nodes link');
+    await page.keyboard.press('Enter');
+    await page.locator('#main h1', { hasText: 'Nodes' }).waitFor({ timeout: WAIT });
+  },
+
   // A job's logs follow while the page is open.
   async logs(id) {
     const page = await login('admin');

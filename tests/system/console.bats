@@ -105,6 +105,16 @@ token_of() { jq -r ".$1.token" "$CONSOLE_TOKENS"; }
     browser queue "$(cat "$T/waiting")"
 }
 
+@test "a job's owner holds and releases it from its page; a viewer is offered no action" {
+    browser actions "$(cat "$T/waiting")"
+}
+
+@test "every page: controls labelled, tables captioned, usable from the keyboard" {
+    local id
+    id=$(cat "$T/waiting" 2>/dev/null || "$DOCKET" submit --parsable -p vision --class experiment --time 5m -- true)
+    browser a11y "$id"
+}
+
 @test "an operator drains and resumes a node in the console; a member is refused" {
     browser drain "$PREFIX-a"
 }
