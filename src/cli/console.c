@@ -27,7 +27,7 @@
 #include "util/parse.h"
 
 const char cmd_console_usage[] =
-    "usage: docket console [--port N]\n"
+    "usage: docket console [--port N] [--json]\n"
     "\n"
     "Print a link to the web console that logs you in once (within 60 s) as the user this\n"
     "command runs as. Against a docketd reached over TCP (DOCKET_URL=http...) the link is\n"
@@ -161,16 +161,30 @@ static int listen_loopback(int *port)
     return fd;
 }
 
-static int serve_forward(struct cli *c, const char *sock, int port, const char *code)
+/* Print the link (with --json: {"url", "code", "expires_ms", "user"}). */
+static void print_link(struct cli *c, json_t *reply, const char *base)
+{
+    char link[1024];
+    snprintf(link, sizeof(link), "%s/#/login?code=%s", base, jstr(reply, "code"));
+    if (c->json) {
+        json_object_set_new(reply, "url", json_string(link));
+        cli_print_json(c, reply);
+    } else {
+        fprintf(c->out, "%s\n", link);
+    }
+    fflush(c->out);
+}
+
+static int serve_forward(struct cli *c, const char *sock, int port, json_t *reply)
 {
     int lfd = listen_loopback(&port);
     if (lfd < 0)
         return cli_fail(c, "cannot listen on 127.0.0.1:%d: %s (pick another --port)", port,
                         strerror(errno));
-    char host[32];
+    char host[32], base[48];
     snprintf(host, sizeof(host), "127.0.0.1:%d", port);
-    fprintf(c->out, "http://%s/#/login?code=%s\n", host, code);
-    fflush(c->out);
+    snprintf(base, sizeof(base), "http://%s", host);
+    print_link(c, reply, base);
     fprintf(stderr, "the link logs in once, within 60 s; this forward to %s runs until Ctrl-C\n",
             sock);
     signal(SIGCHLD, SIG_IGN); /* children are reaped by the kernel */
@@ -194,28 +208,29 @@ static int serve_forward(struct cli *c, const char *sock, int port, const char *
 int cmd_console(struct cli *c, int argc, char **argv)
 {
     struct cli_args a;
-    json_t *reply = NULL, *body = json_object();
+    json_t *reply = NULL, *body;
     int port = 0;
     int rc = cli_parse_args(c, argc, argv, console_opts, 0, &a);
-    for (int k = 0; rc == CLI_CONTINUE && k < a.nopts; k++)
+    if (rc != CLI_CONTINUE)
+        return rc;
+    for (int k = 0; k < a.nopts; k++)
         if (a.ids[k] == C_PORT && parse_int(a.vals[k], 0, 65535, &port) < 0)
-            rc = cli_usage_error(c, "--port: want 0 to 65535, not '%.40s'", a.vals[k]);
-    if (rc == CLI_CONTINUE)
-        rc = cli_call(c, "POST", "/v1/console/codes", body, &reply);
+            return cli_usage_error(c, "--port: want 0 to 65535, not '%.40s'", a.vals[k]);
+    body = json_object();
+    rc = cli_call(c, "POST", "/v1/console/codes", body, &reply);
     json_decref(body);
-    if (rc != 0) {
-        json_decref(reply);
-        return rc == CLI_CONTINUE ? EXIT_FAIL : rc;
-    }
-    char code[160];
-    snprintf(code, sizeof(code), "%s", jstr(reply, "code"));
-    json_decref(reply);
+    if (rc != 0)
+        return rc;
     const char *url = c->cfg.url;
-    if (strncmp(url, "unix:", 5) == 0)
-        return serve_forward(c, url + 5, port, code);
-    size_t ul = strlen(url);
-    fprintf(c->out, "%.*s/#/login?code=%s\n", (int)(ul && url[ul - 1] == '/' ? ul - 1 : ul), url,
-            code);
-    fprintf(stderr, "the link logs in once, within 60 s\n");
-    return EXIT_OK;
+    if (strncmp(url, "unix:", 5) == 0) {
+        rc = serve_forward(c, url + 5, port, reply);
+    } else {
+        char base[600];
+        size_t ul = strlen(url);
+        snprintf(base, sizeof(base), "%.*s", (int)(ul && url[ul - 1] == '/' ? ul - 1 : ul), url);
+        print_link(c, reply, base);
+        fprintf(stderr, "the link logs in once, within 60 s\n");
+    }
+    json_decref(reply);
+    return rc;
 }

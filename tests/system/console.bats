@@ -65,6 +65,9 @@ token_of() { jq -r ".$1.token" "$CONSOLE_TOKENS"; }
     link=$(DOCKET_URL=$CONSOLE_URL DOCKET_TOKEN=$(token_of member) "$DOCKET" console 2>/dev/null)
     [[ $link == "$CONSOLE_URL/#/login?code=dkc_"* ]]
     browser code "$link"
+    run -0 --separate-stderr env DOCKET_URL="$CONSOLE_URL" DOCKET_TOKEN="$(token_of viewer)" "$DOCKET" console --json
+    [ "$(jq -r .user <<<"$output")" = vic ]
+    [[ $(jq -r .url <<<"$output") == "$CONSOLE_URL/#/login?code=$(jq -r .code <<<"$output")" ]]
 }
 
 @test "docket console on the Unix socket: a forward that logs in, and passes nothing without a token" {
