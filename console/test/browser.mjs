@@ -81,6 +81,12 @@ const cases = {
     const audit = await page.locator('#nav a', { hasText: 'Audit' }).count();
     expect(audit === (['viewer', 'operator', 'admin'].includes(body.role) ? 1 : 0), `Audit link count ${audit} for ${role}`);
     for (const p of ['overview', 'queue', 'nodes', 'projects', 'forecast']) await go(page, `#/${p}`);
+    // the alerts panel is there exactly when docketd has GET /v1/alerts
+    await go(page, '#/overview');
+    await page.locator('#status', { hasText: 'Updated' }).waitFor({ timeout: WAIT });
+    const alerts = await api('GET', '/v1/alerts', role);
+    const panel = await page.locator('#alerts-h').count();
+    expect(panel === (alerts.status === 200 ? 1 : 0), `alerts panel ${panel} with GET /v1/alerts ${alerts.status}`);
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.getByLabel('API token').waitFor({ timeout: WAIT });
   },

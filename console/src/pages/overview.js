@@ -1,8 +1,9 @@
 // Overview: GPUs by state and type, utilisation over 24 h and 7 d (from the jobs'
 // start and end times), queue length and wait p95 per tier, and alerts where docketd
-// has them (GET /v1/alerts; the panel is hidden when that route does not exist).
+// has them (GET /v1/alerts, docs/api.md "Alerts": firing ones first; the panel is hidden when
+// that route does not exist).
 import { get, raw, parseMetrics } from '../api.js';
-import { el, href, dur, plot, table, setQuery } from '../ui.js';
+import { el, href, ago, dur, plot, table, setQuery } from '../ui.js';
 
 const GPU_STATES = ['busy', 'idle', 'reserved', 'draining', 'down'];
 
@@ -63,15 +64,18 @@ function chart(title, data, total) {
   return box;
 }
 
+// GET /v1/alerts (docs/api.md "Alerts"): firing first, then pending; silenced ones say so.
 async function alerts(signal) {
   const res = await raw('/v1/alerts', { signal });
   if (!res.ok) return null; // no alerts route in this docketd: no panel
-  const body = await res.json();
-  const list = body.alerts || [];
+  const list = (await res.json()).alerts || [];
+  const firing = list.filter((a) => a.state === 'firing' && !a.silenced).length;
   return el('section', { class: 'panel', 'aria-labelledby': 'alerts-h' },
-    el('h2', { id: 'alerts-h' }, `Alerts firing (${list.length})`),
-    list.length ? el('ul', {}, list.map((a) => el('li', { class: `alert ${a.severity || ''}` },
-      el('strong', {}, a.name || a.rule || 'alert'), ' ', a.summary || a.message || a.description || '')))
+    el('h2', { id: 'alerts-h' }, `Alerts firing (${firing})`),
+    list.length ? el('ul', { class: 'alerts' }, list.map((a) => el('li', { class: `alert ${a.state === 'firing' && !a.silenced ? 'firing' : 'dim'}` },
+      el('strong', {}, `${a.severity || ''} ${a.rule}${a.key ? ` ${a.key}` : ''}`), ': ', a.summary || '', ' ',
+      a.state === 'firing' ? ['firing since ', ago(a.fired_ms || a.since_ms)] : ['pending since ', ago(a.since_ms)],
+      a.silenced ? ' (silenced)' : '')))
       : el('p', { class: 'dim' }, 'None.'));
 }
 
