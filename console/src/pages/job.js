@@ -95,6 +95,8 @@ export default async function job({ me, r, signal, rerender }) {
         ['Submitted', ago(j.submit_ms)], ['Started', j.start_ms ? ago(j.start_ms) : null], ['Ended', j.end_ms ? ago(j.end_ms) : null],
         ['Preempted', j.preempt_count ? `${j.preempt_count} times` : null],
         ['Exit', j.exit ? `${j.exit.kind}${j.exit.code !== undefined ? ` ${j.exit.code}` : ''}` : null],
+        ['Usage', j.usage && (j.usage.cpu_ms || j.usage.max_rss_mb || j.usage.gpu_util)
+          ? `CPU time ${dur(j.usage.cpu_ms)}, peak memory ${j.usage.max_rss_mb} MiB, GPU ${j.usage.gpu_util}%` : null],
       ])),
       el('section', { class: 'panel', 'aria-labelledby': 'alloc-h' }, el('h2', { id: 'alloc-h' }, 'Allocation'),
         alloc.length ? el('ul', {}, alloc) : el('p', { class: 'dim' }, 'Not placed.'))),
