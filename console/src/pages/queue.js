@@ -7,7 +7,7 @@ import { el, href, ago, table, setQuery, field, select, stateBadge } from '../ui
 const PAGE = 50;
 const FILTERS = ['project', 'user', 'tier', 'class', 'reason'];
 const explained = new Map(); // job id -> {at, explain}: read again after 15 s
-const FULL_MS = 15000; // the whole queue is read again at most this often
+const FULL_MS = 30000; // the whole queue is read again at most this often
 let whole = { key: '', at: 0, jobs: null, loading: null };
 
 // The pending jobs matching the server-side filters. The first screen comes from one
