@@ -20,7 +20,7 @@ async function pending(params, rerender, signal) {
   const first = whole.jobs ? null : await get(`/v1/jobs?${key}&limit=${PAGE}`, { signal });
   if (stale && !whole.loading && (!first || first.next)) { // after the first page: not in its way
     const w = whole;
-    w.loading = all(`/v1/jobs?${key}`, 'jobs').then((jobs) => {
+    w.loading = new Promise((ok) => setTimeout(ok, 0)).then(() => all(`/v1/jobs?${key}`, 'jobs')).then((jobs) => {
       Object.assign(w, { jobs, at: Date.now(), loading: null });
       if (whole === w && !signal.aborted) rerender();
     }, () => { w.loading = null; });
@@ -38,8 +38,10 @@ function explains(shown, rerender, signal) {
   const fresh = (id) => explained.has(id) && Date.now() - explained.get(id).at < 15000;
   const missing = shown.filter((j) => !fresh(j.id));
   if (missing.length && !explaining) {
-    explaining = Promise.all(missing.map((j) => get(`/v1/jobs/${j.id}/explain`, { signal })
-      .then((x) => explained.set(j.id, { at: Date.now(), explain: x.explain }), () => {})))
+    // started once this render is on screen (50 requests cost the page their set-up)
+    explaining = new Promise((ok) => setTimeout(ok, 0)).then(() => Promise.all(missing.map((j) =>
+      get(`/v1/jobs/${j.id}/explain`, { signal })
+        .then((x) => explained.set(j.id, { at: Date.now(), explain: x.explain }), () => {}))))
       .then(() => { explaining = null; if (!signal.aborted) rerender(); });
   }
   return shown.map((j) => (explained.has(j.id) ? explained.get(j.id).explain : null));
