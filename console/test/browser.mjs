@@ -227,6 +227,8 @@ const cases = {
       ['nodes', '#/nodes'], ['projects', '#/projects?project=vision'], ['forecast', '#/forecast'], ['audit', '#/audit']]) {
       await go(page, hash);
       await page.locator('#status', { hasText: 'Updated' }).waitFor({ timeout: WAIT });
+      if (name === 'queue' && await page.locator('tr[data-job]').count()) // sentences: 2nd render
+        await page.locator('.sentence', { hasText: /\w/ }).first().waitFor({ timeout: WAIT });
       await page.waitForTimeout(300); // charts draw on the next frame
       await page.screenshot({ path: `${OUT}/console-${name}.png`, fullPage: true });
     }
