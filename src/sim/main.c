@@ -18,8 +18,11 @@
 #include "sim/history.h"
 #include "sim/report.h"
 #include "sim/stats.h"
+#include "sim/sweep.h"
+#include "sim/table.h"
 #include "util/parse.h"
 #include "util/str.h"
+#include "util/clock.h"
 
 enum { MAX_RUNS = 8 };
 
@@ -73,6 +76,9 @@ static const char usage_text[] =
     "  --repair-time DURATION  a failed node comes back after DURATION (default 4h)\n"
     "  --seed N                seed for every random choice (default 1)\n"
     "  --sample DURATION       bucket of the time series (default 1h)\n"
+    "  --sweep NAME=V1,V2,...  run every policy at each value and tabulate the grid:\n"
+    "                          arrival-scale=0.5,0.7,1, cluster-scale=0.5,1 or\n"
+    "                          checkpoint=none,1h; several --sweep multiply into a grid\n"
     "  --cycle-interval DURATION  at most one scheduling cycle per DURATION of simulated\n"
     "                          time (default 0: a cycle at every event)\n"
     "\n"
@@ -111,6 +117,7 @@ struct cli {
     int cpu_unit;
     bool pool;
     int64_t checkpoint_ms;
+    struct sim_sweep sweep;
 };
 
 enum {
@@ -150,6 +157,7 @@ enum {
     O_TCSV,
     O_SAVE,
     O_LABEL,
+    O_SWEEP,
 };
 
 static const struct option longopts[] = {
@@ -189,6 +197,7 @@ static const struct option longopts[] = {
     {"csv", required_argument, NULL, O_TCSV},
     {"save", required_argument, NULL, O_SAVE},
     {"label", required_argument, NULL, O_LABEL},
+    {"sweep", required_argument, NULL, O_SWEEP},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -298,6 +307,15 @@ static int parse_opt2(struct cli *c, int o, const char *a)
     case O_LABEL:
         c->label = a;
         return 0;
+    case O_SWEEP: {
+        char err[256];
+
+        if (sim_sweep_parse(&c->sweep, a, err, sizeof(err)) < 0) {
+            fprintf(stderr, "docket-sim: %s\n", err);
+            return -EINVAL;
+        }
+        return 0;
+    }
     default:
         return -EINVAL;
     }
@@ -570,7 +588,8 @@ static int load_inputs(const struct cli *c, struct sim_cluster *cl, struct sim_m
         fprintf(stderr, "docket-sim: %s\n", err);
         return -EINVAL;
     }
-    sim_cluster_scale(cl, c->cluster_scale);
+    if (!c->sweep.naxes)
+        sim_cluster_scale(cl, c->cluster_scale); /* a sweep scales each point's copy */
     if (plan_runs(c, pl) < 0)
         return -EINVAL;
     sim_mapping_defaults(m);
@@ -664,13 +683,46 @@ static int write_outputs(const struct cli *c, const struct sim_report_meta *meta
     return rc;
 }
 
-static int simulate(const struct cli *c, const struct sim_cluster *cl, const struct sim_mapping *m,
-                    const struct plan *pl)
-{
-    struct sim_result *res[MAX_RUNS] = {0};
+/* The runs of one point: every policy of the plan on the same inputs. */
+struct point {
+    struct sim_result *res[MAX_RUNS];
     struct sim_summary sum[MAX_RUNS];
     struct sim_run_report runs[MAX_RUNS];
-    struct sim_report_meta meta = {
+    int n;
+};
+
+static void point_release(struct point *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        sim_summary_release(&p->sum[i]);
+        sim_result_destroy(p->res[i]);
+    }
+    p->n = 0;
+}
+
+static int run_point(const struct sim_options *opt, const struct sim_cluster *cl,
+                     const struct sim_mapping *m, const struct plan *pl, struct point *p)
+{
+    char err[512];
+
+    memset(p, 0, sizeof(*p));
+    for (int i = 0; i < pl->n; i++) {
+        p->res[i] = sim_run(opt, cl, &pl->pols[i], m, err, sizeof(err));
+        if (!p->res[i]) {
+            fprintf(stderr, "docket-sim: %s\n", err);
+            return -EINVAL;
+        }
+        p->n++;
+        if (sim_summary_compute(p->res[i], &p->sum[i]) < 0)
+            return -ENOMEM;
+        p->runs[i] = (struct sim_run_report){p->res[i], &p->sum[i]};
+    }
+    return 0;
+}
+
+static struct sim_report_meta report_meta(const struct cli *c, const struct sim_mapping *m)
+{
+    return (struct sim_report_meta){
         .trace = c->opt.trace_path,
         .cluster = c->cluster_path,
         .arrival_scale = c->opt.arrival_scale,
@@ -686,31 +738,107 @@ static int simulate(const struct cli *c, const struct sim_cluster *cl, const str
                     : m->over_cap == SIM_CAP_SKIP ? "skip"
                                                   : "run",
     };
+}
+
+static int simulate(const struct cli *c, const struct sim_cluster *cl, const struct sim_mapping *m,
+                    const struct plan *pl)
+{
+    struct sim_report_meta meta = report_meta(c, m);
     struct sim_options opt = c->opt;
-    char err[512];
-    int rc = 0, done = 0;
+    struct point p;
+    int rc;
 
     opt.progress = !c->no_progress && isatty(STDERR_FILENO);
-    memset(sum, 0, sizeof(sum));
-    for (int i = 0; i < pl->n; i++, done++) {
-        res[i] = sim_run(&opt, cl, &pl->pols[i], m, err, sizeof(err));
-        if (!res[i]) {
-            fprintf(stderr, "docket-sim: %s\n", err);
-            rc = -EINVAL;
-            break;
-        }
-        if (sim_summary_compute(res[i], &sum[i]) < 0) {
-            rc = -ENOMEM;
-            break;
-        }
-        runs[i] = (struct sim_run_report){res[i], &sum[i]};
+    rc = run_point(&opt, cl, m, pl, &p);
+    if (rc == 0)
+        rc = write_outputs(c, &meta, p.runs, p.n);
+    point_release(&p);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* --sweep                                                                            */
+
+static int write_sweep(const struct cli *c, const struct sim_report_meta *meta,
+                       const struct sim_table *t, const char *const *labels, int npoints)
+{
+    bool color = isatty(STDOUT_FILENO) && !(getenv("NO_COLOR") && getenv("NO_COLOR")[0]);
+    bool json_stdout = c->json_path && strcmp(c->json_path, "-") == 0;
+    int rc = 0;
+    FILE *f;
+
+    if (!c->quiet && !json_stdout) {
+        printf("docket-sim: sweep of %d points x %d policies\n", npoints, t->nruns);
+        rc = sim_table_text(stdout, t, color);
+        printf("wait: to first start; bold: the best policy of a row at that point\n");
+        fflush(stdout);
+    }
+    if (c->json_path && (f = open_out(c->json_path)))
+        rc |= close_out(f, c->json_path, sim_report_sweep_json(f, meta, labels, npoints, t));
+    else if (c->json_path)
+        rc = -EIO;
+    if (c->html_path && (f = open_out(c->html_path)))
+        rc |= close_out(f, c->html_path, sim_report_sweep_html(f, meta, t, npoints));
+    else if (c->html_path)
+        rc = -EIO;
+    if (c->table_csv_path && (f = open_out(c->table_csv_path)))
+        rc |= close_out(f, c->table_csv_path, sim_table_csv(f, t));
+    else if (c->table_csv_path)
+        rc = -EIO;
+    return rc;
+}
+
+/* One point of the grid: the run's own values where no axis sets them. */
+static int sweep_point(const struct cli *c, const struct sim_cluster *cl,
+                       const struct sim_mapping *m, const struct plan *pl,
+                       const struct sim_sweep_point *sp, struct sim_table *acc)
+{
+    struct sim_options opt = c->opt;
+    struct sim_cluster scaled = {0};
+    struct sim_mapping mp = *m;
+    struct point p;
+    int rc;
+
+    opt.progress = !c->no_progress && isatty(STDERR_FILENO);
+    if (sp->arrival_scale > 0)
+        opt.arrival_scale = sp->arrival_scale;
+    if (sp->checkpoint_ms >= 0)
+        mp.checkpoint_ms = sp->checkpoint_ms;
+    if (sim_cluster_copy(&scaled, cl) < 0)
+        return -ENOMEM;
+    sim_cluster_scale(&scaled, c->cluster_scale * (sp->cluster_scale > 0 ? sp->cluster_scale : 1));
+    rc = run_point(&opt, &scaled, &mp, pl, &p);
+    if (rc == 0)
+        rc = sim_sweep_add(acc, sp->label, p.runs, p.n);
+    point_release(&p);
+    sim_cluster_release(&scaled);
+    return rc;
+}
+
+static int sweep(const struct cli *c, const struct sim_cluster *cl, const struct sim_mapping *m,
+                 const struct plan *pl)
+{
+    struct sim_report_meta meta = report_meta(c, m);
+    int n = sim_sweep_count(&c->sweep), rc = 0;
+    static struct sim_sweep_point pts[SIM_SWEEP_MAX_POINTS];
+    const char *labels[SIM_SWEEP_MAX_POINTS];
+    struct sim_table acc;
+
+    memset(&acc, 0, sizeof(acc));
+    for (int i = 0; i < n && rc == 0; i++) {
+        int64_t t0 = clock_mono_ms();
+
+        sim_sweep_point(&c->sweep, i, &pts[i]);
+        labels[i] = pts[i].label;
+        rc = sweep_point(c, cl, m, pl, &pts[i], &acc);
+        if (!c->no_progress)
+            fprintf(stderr, "docket-sim: sweep point %d/%d (%s): %d policies in %.1f s%s\n",
+                    i + 1, n, pts[i].label, pl->n, (double)(clock_mono_ms() - t0) / 1000.0,
+                    rc < 0 ? ", failed" : "");
     }
     if (rc == 0)
-        rc = write_outputs(c, &meta, runs, pl->n);
-    for (int i = 0; i < done + 1 && i < pl->n; i++) {
-        sim_summary_release(&sum[i]);
-        sim_result_destroy(res[i]);
-    }
+        rc = write_sweep(c, &meta, &acc, labels, n);
+    sim_table_release(&acc);
     return rc;
 }
 
@@ -760,7 +888,7 @@ int main(int argc, char **argv)
     if (load_inputs(&c, &cl, &m, &pl) < 0) {
         rc = 2;
     } else {
-        rc = simulate(&c, &cl, &m, &pl) < 0 ? 1 : 0;
+        rc = (c.sweep.naxes ? sweep(&c, &cl, &m, &pl) : simulate(&c, &cl, &m, &pl)) < 0 ? 1 : 0;
     }
     for (int i = 0; i < pl.n; i++)
         sim_policy_release(&pl.pols[i]);
