@@ -11,11 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sim/config.h"
 #include "sim/engine.h"
 #include "sim/history.h"
+#include "sim/site.h"
 #include "sim/report.h"
 #include "sim/stats.h"
 #include "sim/sweep.h"
@@ -47,6 +49,11 @@ static const char usage_text[] =
     "  --compare               run the policy and the fifo, easy, sjf and multifactor\n"
     "                          baselines side by side\n"
     "  --mapping FILE          mapping rules YAML (trace project/user -> project, tier, class)\n"
+    "  --from-db FILE          replay the site's own history instead of a trace: docketd's\n"
+    "                          STATE_DIR/docket.db (read-only), with its nodes as the\n"
+    "                          cluster and its policy and projects (--policy: a candidate)\n"
+    "  --since T, --until T    --from-db: jobs submitted from / before T (2026-11-01,\n"
+    "                          2026-11-01T08:00Z, or a duration back from now: 30d)\n"
     "\n"
     "mapping (override the mapping file):\n"
     "  --time-factor F         time limit = runtime x F, capped by the class (default 2)\n"
@@ -118,6 +125,10 @@ struct cli {
     bool pool;
     int64_t checkpoint_ms;
     struct sim_sweep sweep;
+    const char *from_db;
+    int64_t since_ms, until_ms;
+    struct sim_site site;
+    bool site_cluster; /* --from-db without --cluster: the site's nodes */
 };
 
 enum {
@@ -158,6 +169,9 @@ enum {
     O_SAVE,
     O_LABEL,
     O_SWEEP,
+    O_FROMDB,
+    O_SINCE,
+    O_UNTIL,
 };
 
 static const struct option longopts[] = {
@@ -198,6 +212,9 @@ static const struct option longopts[] = {
     {"save", required_argument, NULL, O_SAVE},
     {"label", required_argument, NULL, O_LABEL},
     {"sweep", required_argument, NULL, O_SWEEP},
+    {"from-db", required_argument, NULL, O_FROMDB},
+    {"since", required_argument, NULL, O_SINCE},
+    {"until", required_argument, NULL, O_UNTIL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -240,6 +257,47 @@ static int add_item(const char **arr, int *n, const char *v, const char *flag)
     }
     arr[(*n)++] = v;
     return 0;
+}
+
+/* A point in time: a UTC date or date and time (2026-11-01, 2026-11-01T08:00[:SS][Z]), or a
+ * duration back from now (30d). Unix ms. */
+static int parse_when(const char *flag, const char *s, int64_t *out)
+{
+    static const char *const fmts[] = {"%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S",
+                                       "%Y-%m-%dT%H:%MZ", "%Y-%m-%dT%H:%M", "%Y-%m-%d"};
+    int64_t ms;
+
+    if (parse_duration_ms(s, &ms) == 0) {
+        *out = clock_now_ms() - ms;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+        struct tm tm;
+        const char *end;
+
+        memset(&tm, 0, sizeof(tm));
+        end = strptime(s, fmts[i], &tm);
+        if (end && *end == '\0') {
+            *out = (int64_t)timegm(&tm) * 1000;
+            return 0;
+        }
+    }
+    return bad_flag(flag, s, "a UTC date (2026-11-01, 2026-11-01T08:00Z) or a duration (30d)");
+}
+
+static int parse_opt3(struct cli *c, int o, const char *a)
+{
+    switch (o) {
+    case O_FROMDB:
+        c->from_db = a;
+        return 0;
+    case O_SINCE:
+        return parse_when("since", a, &c->since_ms);
+    case O_UNTIL:
+        return parse_when("until", a, &c->until_ms);
+    default:
+        return -EINVAL;
+    }
 }
 
 static int parse_opt2(struct cli *c, int o, const char *a)
@@ -317,7 +375,7 @@ static int parse_opt2(struct cli *c, int o, const char *a)
         return 0;
     }
     default:
-        return -EINVAL;
+        return parse_opt3(c, o, a);
     }
 }
 
@@ -398,8 +456,19 @@ static int parse_args(struct cli *c, int argc, char **argv)
         fprintf(stderr, "docket-sim: unexpected argument '%s'\n", argv[optind]);
         return -EINVAL;
     }
+    if (c->from_db && (c->opt.trace_path || c->check)) {
+        fprintf(stderr, "docket-sim: --from-db replays the site's history: no --trace or "
+                        "--check with it\n");
+        return -EINVAL;
+    }
+    if ((c->since_ms || c->until_ms) && !c->from_db) {
+        fprintf(stderr, "docket-sim: --since and --until select jobs of --from-db\n");
+        return -EINVAL;
+    }
+    if (c->from_db)
+        return 0;
     if (!c->opt.trace_path) {
-        fprintf(stderr, "docket-sim: --trace is required\n");
+        fprintf(stderr, "docket-sim: --trace (or --from-db) is required\n");
         return -EINVAL;
     }
     if (!fmt_given)
@@ -538,6 +607,24 @@ struct plan {
     int n;
 };
 
+/* A candidate policy replayed on the site's history keeps the site's projects it does
+ * not list itself. */
+static int add_site_projects(const struct cli *c, struct plan *pl)
+{
+    struct sim_policy site;
+    char err[512];
+    int rc = 0;
+
+    if (sim_policy_from_json(c->site.policy, "site", &site, err, sizeof(err)) < 0) {
+        fprintf(stderr, "docket-sim: %s: the stored policy: %s\n", c->from_db, err);
+        return -EINVAL;
+    }
+    for (int i = 0; i < pl->n && rc == 0; i++)
+        rc = sim_policy_add_projects(&pl->pols[i], &site, stderr);
+    sim_policy_release(&site);
+    return rc;
+}
+
 static int plan_runs(const struct cli *c, struct plan *pl)
 {
     char err[512];
@@ -545,7 +632,13 @@ static int plan_runs(const struct cli *c, struct plan *pl)
     const char *const *bl = c->baselines;
     int nbl = c->nbaselines;
 
-    if (c->npolicies == 0) {
+    if (c->npolicies == 0 && c->from_db) {
+        if (sim_policy_from_json(c->site.policy, "site", &pl->pols[0], err, sizeof(err)) < 0) {
+            fprintf(stderr, "docket-sim: %s: the stored policy: %s\n", c->from_db, err);
+            return -EINVAL;
+        }
+        pl->n = 1;
+    } else if (c->npolicies == 0) {
         sim_policy_defaults(&pl->pols[0], "docket");
         pl->n = 1;
     }
@@ -556,6 +649,8 @@ static int plan_runs(const struct cli *c, struct plan *pl)
         }
         pl->n++;
     }
+    if (c->from_db && c->npolicies > 0 && add_site_projects(c, pl) < 0)
+        return -EINVAL;
     if (c->compare && nbl == 0) {
         bl = compare_set;
         nbl = 4;
@@ -584,7 +679,10 @@ static int load_inputs(const struct cli *c, struct sim_cluster *cl, struct sim_m
 {
     char err[512];
 
-    if (sim_cluster_load(c->cluster_path, cl, err, sizeof(err)) < 0) {
+    if (c->site_cluster) {
+        if (sim_cluster_copy(cl, &c->site.cluster) < 0)
+            return -ENOMEM;
+    } else if (sim_cluster_load(c->cluster_path, cl, err, sizeof(err)) < 0) {
         fprintf(stderr, "docket-sim: %s\n", err);
         return -EINVAL;
     }
@@ -593,6 +691,8 @@ static int load_inputs(const struct cli *c, struct sim_cluster *cl, struct sim_m
     if (plan_runs(c, pl) < 0)
         return -EINVAL;
     sim_mapping_defaults(m);
+    if (c->from_db)
+        m->limit_source = SIM_LIMIT_REQUESTED; /* each job's own time limit */
     if (pl->pols[0].mapping &&
         sim_mapping_from_json(pl->pols[0].mapping, c->npolicies ? c->policy_paths[0] : "policy", m,
                               err, sizeof(err)) < 0) {
@@ -867,6 +967,42 @@ static int compare_main(int argc, char **argv)
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* --from-db: the site's history becomes the rows, its nodes the cluster (unless
+ * --cluster), its policy and projects the policy (unless --policy). */
+static int load_site(struct cli *c)
+{
+    static char cluster_name[4200];
+    char err[512];
+
+    if (sim_site_load(c->from_db, c->since_ms, c->until_ms, &c->site, err, sizeof(err)) < 0) {
+        fprintf(stderr, "docket-sim: --from-db: %s\n", err);
+        return -EINVAL;
+    }
+    if (c->site.nrows == 0) {
+        fprintf(stderr, "docket-sim: --from-db: '%s' holds no finished job%s (%ld not finished)\n",
+                c->from_db, c->since_ms || c->until_ms ? " in --since/--until" : "",
+                c->site.live);
+        return -EINVAL;
+    }
+    if (c->site.cluster.ngroups == 0 && !c->cluster_path) {
+        fprintf(stderr, "docket-sim: --from-db: '%s' holds no node: give --cluster\n", c->from_db);
+        return -EINVAL;
+    }
+    c->opt.trace_path = c->from_db;
+    c->opt.rows = c->site.rows;
+    c->opt.nrows = c->site.nrows;
+    if (!c->cluster_path) {
+        c->site_cluster = true;
+        snprintf(cluster_name, sizeof(cluster_name), "the nodes of %s", c->from_db);
+        c->cluster_path = cluster_name;
+    }
+    fprintf(stderr,
+            "docket-sim: %s: %zu finished jobs (%ld not finished, left out; %ld ran more than "
+            "once: their last run is replayed), %d nodes\n",
+            c->from_db, c->site.nrows, c->site.live, c->site.reruns, c->site.cluster.ngroups);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct cli c;
@@ -885,7 +1021,9 @@ int main(int argc, char **argv)
     }
     if (c.check)
         return check_trace(&c);
-    if (load_inputs(&c, &cl, &m, &pl) < 0) {
+    if (c.from_db && load_site(&c) < 0) {
+        rc = 2;
+    } else if (load_inputs(&c, &cl, &m, &pl) < 0) {
         rc = 2;
     } else {
         rc = (c.sweep.naxes ? sweep(&c, &cl, &m, &pl) : simulate(&c, &cl, &m, &pl)) < 0 ? 1 : 0;
@@ -894,5 +1032,6 @@ int main(int argc, char **argv)
         sim_policy_release(&pl.pols[i]);
     sim_mapping_release(&m);
     sim_cluster_release(&cl);
+    sim_site_release(&c.site);
     return rc;
 }
