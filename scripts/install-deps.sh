@@ -2,13 +2,15 @@
 # Install the Debian packages Docket needs to build, test and run, when they are missing.
 # As root it uses apt-get; otherwise it prints the command to run. Usage:
 #   scripts/install-deps.sh          build + run dependencies
-#   scripts/install-deps.sh --test   also what the test suite needs (cmocka, bats, clang, jq)
+#   scripts/install-deps.sh --test   also what the test suite needs (cmocka, bats, clang, jq,
+#                                    chromium for the browser tests of the pages)
 set -euo pipefail
 
 build_pkgs=(build-essential pkg-config meson ninja-build
             libevent-dev libsqlite3-dev libjansson-dev libyaml-dev libssl-dev
             libcurl4-openssl-dev libbpf-dev curl jq)
-test_pkgs=(libcmocka-dev bats clang libclang-rt-14-dev clang-format sqlite3 bsdutils procps psmisc iproute2)
+test_pkgs=(libcmocka-dev bats clang libclang-rt-14-dev clang-format sqlite3 bsdutils procps psmisc iproute2
+           chromium)
 
 want=("${build_pkgs[@]}")
 if [[ "${1:-}" == "--test" ]]; then

@@ -410,6 +410,7 @@ static const char css[] =
     "table{border-collapse:collapse;margin:10px 0;font-variant-numeric:tabular-nums}"
     "th,td{padding:3px 9px;border-bottom:1px solid #eee;text-align:right}"
     "th:first-child,td:first-child{text-align:left}th{background:#f6f6f6}"
+    "table.cmp td:nth-child(2),table.cmp th:nth-child(2){text-align:left}"
     "tr.tot td{font-weight:600}figure{margin:18px 0}figcaption{font-weight:600}"
     "td.best{font-weight:700;background:#eef6ee}tr.grp td{border-top:2px solid #ccc}"
     ".verdict{font-size:16px;background:#f4f7fb;padding:10px 14px;border-left:4px solid #1f77b4}"
