@@ -465,6 +465,11 @@ static int parse_args(struct cli *c, int argc, char **argv)
         fprintf(stderr, "docket-sim: --since and --until select jobs of --from-db\n");
         return -EINVAL;
     }
+    if (c->sweep.naxes && (c->csv_path || c->save_dir)) {
+        fprintf(stderr, "docket-sim: --sweep writes one table (terminal, --json, --csv, --html): "
+                        "no --jobs-csv or --save with it\n");
+        return -EINVAL;
+    }
     if (c->from_db)
         return 0;
     if (!c->opt.trace_path) {

@@ -311,4 +311,6 @@ EOF
     [[ $output == *"--sweep arrival-scale: given twice"* ]]
     run -2 "$SIM" "${base[@]}" --sweep arrival-scale=1,2,3,4,5,6,7,8 --sweep cluster-scale=1,2,3,4,5,6,7,8,9
     [[ $output == *"--sweep: the grid would have 72 points (at most 64)"* ]]
+    run -2 "$SIM" "${base[@]}" --sweep arrival-scale=1,2 --jobs-csv "$T/j.csv"
+    [[ $output == *"no --jobs-csv or --save with it"* ]]
 }
