@@ -741,13 +741,70 @@ static int close_out(FILE *f, const char *path, int rc)
     return rc;
 }
 
+/* What the report writers take; each writer uses its part. */
+struct out_ctx {
+    const struct sim_report_meta *meta;
+    const struct sim_run_report *runs;
+    int n;
+    const struct sim_table *sweep;
+    const char *const *labels;
+    int npoints;
+};
+typedef int (*out_fn)(FILE *f, const struct out_ctx *x);
+
+/* Write one output file with fn when its path was given: 0, or -EIO (said on stderr). */
+static int write_to(const char *path, out_fn fn, const struct out_ctx *x)
+{
+    FILE *f;
+
+    if (!path)
+        return 0;
+    f = open_out(path);
+    return f ? close_out(f, path, fn(f, x)) : -EIO;
+}
+
+static int out_json(FILE *f, const struct out_ctx *x)
+{
+    return sim_report_json(f, x->meta, x->runs, x->n);
+}
+
+static int out_jobs_csv(FILE *f, const struct out_ctx *x)
+{
+    return sim_report_jobs_csv(f, x->runs, x->n);
+}
+
+static int out_html(FILE *f, const struct out_ctx *x)
+{
+    return sim_report_html(f, x->meta, x->runs, x->n);
+}
+
+static int out_table_csv(FILE *f, const struct out_ctx *x)
+{
+    return sim_report_table_csv(f, x->runs, x->n);
+}
+
+static int out_sweep_json(FILE *f, const struct out_ctx *x)
+{
+    return sim_report_sweep_json(f, x->meta, x->labels, x->npoints, x->sweep);
+}
+
+static int out_sweep_html(FILE *f, const struct out_ctx *x)
+{
+    return sim_report_sweep_html(f, x->meta, x->sweep, x->npoints);
+}
+
+static int out_sweep_csv(FILE *f, const struct out_ctx *x)
+{
+    return sim_table_csv(f, x->sweep);
+}
+
 static int write_outputs(const struct cli *c, const struct sim_report_meta *meta,
                          const struct sim_run_report *runs, int n)
 {
     bool color = isatty(STDOUT_FILENO) && !(getenv("NO_COLOR") && getenv("NO_COLOR")[0]);
     bool json_stdout = c->json_path && strcmp(c->json_path, "-") == 0;
+    struct out_ctx x = {.meta = meta, .runs = runs, .n = n};
     int rc = 0;
-    FILE *f;
 
     if (!c->quiet && !json_stdout) {
         if (n == 1)
@@ -756,22 +813,10 @@ static int write_outputs(const struct cli *c, const struct sim_report_meta *meta
             rc = sim_report_compare(stdout, meta, runs, n, color);
         fflush(stdout);
     }
-    if (c->json_path && (f = open_out(c->json_path)))
-        rc |= close_out(f, c->json_path, sim_report_json(f, meta, runs, n));
-    else if (c->json_path)
-        rc = -EIO;
-    if (c->csv_path && (f = open_out(c->csv_path)))
-        rc |= close_out(f, c->csv_path, sim_report_jobs_csv(f, runs, n));
-    else if (c->csv_path)
-        rc = -EIO;
-    if (c->html_path && (f = open_out(c->html_path)))
-        rc |= close_out(f, c->html_path, sim_report_html(f, meta, runs, n));
-    else if (c->html_path)
-        rc = -EIO;
-    if (c->table_csv_path && (f = open_out(c->table_csv_path)))
-        rc |= close_out(f, c->table_csv_path, sim_report_table_csv(f, runs, n));
-    else if (c->table_csv_path)
-        rc = -EIO;
+    rc |= write_to(c->json_path, out_json, &x);
+    rc |= write_to(c->csv_path, out_jobs_csv, &x);
+    rc |= write_to(c->html_path, out_html, &x);
+    rc |= write_to(c->table_csv_path, out_table_csv, &x);
     if (c->save_dir) {
         char path[4096], err[512];
 
@@ -869,8 +914,8 @@ static int write_sweep(const struct cli *c, const struct sim_report_meta *meta,
 {
     bool color = isatty(STDOUT_FILENO) && !(getenv("NO_COLOR") && getenv("NO_COLOR")[0]);
     bool json_stdout = c->json_path && strcmp(c->json_path, "-") == 0;
+    struct out_ctx x = {.meta = meta, .sweep = t, .labels = labels, .npoints = npoints};
     int rc = 0;
-    FILE *f;
 
     if (!c->quiet && !json_stdout) {
         printf("docket-sim: sweep of %d points x %d policies\n", npoints, t->nruns);
@@ -878,18 +923,9 @@ static int write_sweep(const struct cli *c, const struct sim_report_meta *meta,
         printf("wait: to first start; bold: the best policy of a row at that point\n");
         fflush(stdout);
     }
-    if (c->json_path && (f = open_out(c->json_path)))
-        rc |= close_out(f, c->json_path, sim_report_sweep_json(f, meta, labels, npoints, t));
-    else if (c->json_path)
-        rc = -EIO;
-    if (c->html_path && (f = open_out(c->html_path)))
-        rc |= close_out(f, c->html_path, sim_report_sweep_html(f, meta, t, npoints));
-    else if (c->html_path)
-        rc = -EIO;
-    if (c->table_csv_path && (f = open_out(c->table_csv_path)))
-        rc |= close_out(f, c->table_csv_path, sim_table_csv(f, t));
-    else if (c->table_csv_path)
-        rc = -EIO;
+    rc |= write_to(c->json_path, out_sweep_json, &x);
+    rc |= write_to(c->html_path, out_sweep_html, &x);
+    rc |= write_to(c->table_csv_path, out_sweep_csv, &x);
     return rc;
 }
 
