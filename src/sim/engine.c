@@ -487,11 +487,11 @@ static int rec_alloc(struct sim *m, const char *id)
 static const char *row_class(const struct sim *m, const struct trace_row *row,
                              const struct sim_rule *rule)
 {
-    return rule->class_name[0] ? rule->class_name
-           : row->class_name[0] && find_class(&m->pol->policy, row->class_name)
-               ? row->class_name
-           : m->map->dflt.class_name[0] ? m->map->dflt.class_name
-                                        : m->pol->policy.default_class;
+    if (rule->class_name[0])
+        return rule->class_name;
+    if (row->class_name[0] && find_class(&m->pol->policy, row->class_name))
+        return row->class_name;
+    return m->map->dflt.class_name[0] ? m->map->dflt.class_name : m->pol->policy.default_class;
 }
 
 static void fill_spec(const struct sim *m, const struct trace_row *row, const struct sim_rule *rule,

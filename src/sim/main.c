@@ -263,8 +263,8 @@ static int add_item(const char **arr, int *n, const char *v, const char *flag)
  * duration back from now (30d). Unix ms. */
 static int parse_when(const char *flag, const char *s, int64_t *out)
 {
-    static const char *const fmts[] = {"%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S",
-                                       "%Y-%m-%dT%H:%MZ", "%Y-%m-%dT%H:%M", "%Y-%m-%d"};
+    static const char *const fmts[] = {"%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%MZ",
+                                       "%Y-%m-%dT%H:%M", "%Y-%m-%d"};
     int64_t ms;
 
     if (parse_duration_ms(s, &ms) == 0) {
@@ -973,8 +973,8 @@ static int sweep(const struct cli *c, const struct sim_cluster *cl, const struct
         labels[i] = pts[i].label;
         rc = sweep_point(c, cl, m, pl, &pts[i], &acc);
         if (!c->no_progress)
-            fprintf(stderr, "docket-sim: sweep point %d/%d (%s): %d policies in %.1f s%s\n",
-                    i + 1, n, pts[i].label, pl->n, (double)(clock_mono_ms() - t0) / 1000.0,
+            fprintf(stderr, "docket-sim: sweep point %d/%d (%s): %d policies in %.1f s%s\n", i + 1,
+                    n, pts[i].label, pl->n, (double)(clock_mono_ms() - t0) / 1000.0,
                     rc < 0 ? ", failed" : "");
     }
     if (rc == 0)
@@ -1021,8 +1021,7 @@ static int load_site(struct cli *c)
     }
     if (c->site.nrows == 0) {
         fprintf(stderr, "docket-sim: --from-db: '%s' holds no finished job%s (%ld not finished)\n",
-                c->from_db, c->since_ms || c->until_ms ? " in --since/--until" : "",
-                c->site.live);
+                c->from_db, c->since_ms || c->until_ms ? " in --since/--until" : "", c->site.live);
         return -EINVAL;
     }
     if (c->site.cluster.ngroups == 0 && !c->cluster_path) {

@@ -399,11 +399,10 @@ static json_t *table_json(const struct sim_run_report *runs, int n)
 static json_t *input_json(const struct sim_report_meta *m)
 {
     return json_pack("{s:s, s:s, s:o, s:o, s:I, s:b, s:I, s:o, s:s, s:s}", "trace", m->trace,
-                     "cluster", m->cluster, "arrival_scale", num(m->arrival_scale),
-                     "cluster_scale", num(m->cluster_scale), "limit", (json_int_t)m->limit, "pool",
-                     m->pool, "seed", (json_int_t)m->seed, "node_failure_rate",
-                     num(m->node_failure_rate), "fractional",
-                     m->fractional ? m->fractional : "round-up", "over_cap",
+                     "cluster", m->cluster, "arrival_scale", num(m->arrival_scale), "cluster_scale",
+                     num(m->cluster_scale), "limit", (json_int_t)m->limit, "pool", m->pool, "seed",
+                     (json_int_t)m->seed, "node_failure_rate", num(m->node_failure_rate),
+                     "fractional", m->fractional ? m->fractional : "round-up", "over_cap",
                      m->over_cap ? m->over_cap : "run");
 }
 

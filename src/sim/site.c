@@ -230,7 +230,7 @@ int sim_site_load(const char *path, int64_t since_ms, int64_t until_ms, struct s
         rc = read_policy(st, out);
     if (rc < 0) {
         snprintf(err, errlen, "'%s': %s", path,
-                 rc == -ENOMEM  ? "out of memory"
+                 rc == -ENOMEM   ? "out of memory"
                  : rc == -EINVAL ? "a damaged node, project or policy document"
                                  : store_errmsg(st));
         sim_site_release(out);

@@ -29,11 +29,11 @@
 struct sim_site {
     struct trace_row *rows; /* by submission time */
     size_t nrows;
-    long live;      /* jobs in the window not finished yet: left out */
-    long reruns;    /* jobs with more than one run: only the last run's time is replayed */
-    int64_t t0_ms;  /* the first submission read (Unix ms); rows count from it */
+    long live;     /* jobs in the window not finished yet: left out */
+    long reruns;   /* jobs with more than one run: only the last run's time is replayed */
+    int64_t t0_ms; /* the first submission read (Unix ms); rows count from it */
     struct sim_cluster cluster; /* one group of one node per node of the site */
-    json_t *policy; /* the stored policy document with "projects" added (owned) */
+    json_t *policy;             /* the stored policy document with "projects" added (owned) */
 };
 
 /* Read the database at `path`: jobs submitted in [since_ms, until_ms) (Unix ms; 0 = no

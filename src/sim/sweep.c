@@ -107,14 +107,13 @@ int sim_sweep_parse(struct sim_sweep *sw, const char *arg, char *err, size_t err
         if (strcmp(buf, axis_names[k]) == 0)
             kind = k;
     if (kind < 0) {
-        snprintf(err, errlen,
-                 "--sweep: '%.40s' is not arrival-scale, cluster-scale or checkpoint", buf);
+        snprintf(err, errlen, "--sweep: '%.40s' is not arrival-scale, cluster-scale or checkpoint",
+                 buf);
         return -EINVAL;
     }
     for (int a = 0; a < sw->naxes; a++) {
         if ((int)sw->axes[a].kind == kind) {
-            snprintf(err, errlen, "--sweep %s: given twice (list every value in one --sweep)",
-                     buf);
+            snprintf(err, errlen, "--sweep %s: given twice (list every value in one --sweep)", buf);
             return -EINVAL;
         }
     }
@@ -176,7 +175,7 @@ static bool kept(const struct sim_table_row *row)
                                       "unfinished"};
     static const char *const tier[] = {"wait_p95_s", "starved"};
     static const char *const cluster[] = {"gpu_utilisation", "cpu_utilisation", "preemptions"};
-    const char *const *keys = strcmp(row->group, "all") == 0       ? all
+    const char *const *keys = strcmp(row->group, "all") == 0         ? all
                               : strncmp(row->group, "tier ", 5) == 0 ? tier
                                                                      : cluster;
     size_t n = keys == all ? 5 : keys == tier ? 2 : 3;

@@ -26,7 +26,7 @@ enum sim_sweep_kind { SIM_SWEEP_ARRIVAL, SIM_SWEEP_CLUSTER, SIM_SWEEP_CHECKPOINT
 struct sim_sweep_axis {
     enum sim_sweep_kind kind;
     int n;
-    double v[SIM_SWEEP_MAX_VALUES]; /* scales; checkpoint: milliseconds (0 = none) */
+    double v[SIM_SWEEP_MAX_VALUES];      /* scales; checkpoint: milliseconds (0 = none) */
     char text[SIM_SWEEP_MAX_VALUES][24]; /* each value as given */
 };
 

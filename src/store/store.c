@@ -495,8 +495,7 @@ struct store *store_open_readonly(const char *path, char *err, size_t errlen)
             snprintf(err, errlen, "'%s': not a docketd database (%s)", path,
                      sqlite3_errmsg(st->db));
         else
-            snprintf(err, errlen,
-                     "'%s': schema version %d, this build reads %d (%s)", path, v, n,
+            snprintf(err, errlen, "'%s': schema version %d, this build reads %d (%s)", path, v, n,
                      v < n ? "start docketd once on it to migrate it" : "use a newer build");
         store_close(st);
         return NULL;
