@@ -86,10 +86,14 @@ if [[ $WHAT == all || $WHAT == scales ]]; then
 fi
 
 if [[ $WHAT == all || $WHAT == contention ]]; then
-    # Philly: all VCs pooled, the first 10,000 jobs, arrivals twice as fast, a tenth of
-    # the nodes (35 x 8 GPUs). RICC: the first 10,000 jobs, arrivals 3.3x as fast.
+    # Philly: all VCs pooled, the first 10,000 jobs, arrivals twice as fast, a tenth and a
+    # fifth of the nodes. RICC: the first 10,000 jobs with its groups in tiers
+    # (mapping-ricc-tiers.yaml), arrivals 6.7x as fast, then a sweep of arrival scales.
+    RICC_TIERS="--trace $TR/ricc2010.csv --cluster $EX/cluster-ricc.yaml --policy $EX/policy-tiered.yaml --mapping $EX/mapping-ricc-tiers.yaml --limit 10000"
     for run in "philly-pooled-c01-a05:${PHILLY[*]} --pool --limit 10000 --arrival-scale 0.5 --cluster-scale 0.1" \
-               "ricc-10k-a03:${RICC_ALL[*]} --limit 10000 --arrival-scale 0.3"; do
+               "philly-pooled-c02-a05:${PHILLY[*]} --pool --limit 10000 --arrival-scale 0.5 --cluster-scale 0.2" \
+               "ricc-10k-tiers-a015:$RICC_TIERS --arrival-scale 0.15" \
+               "ricc-10k-tiers-sweep:$RICC_TIERS --sweep arrival-scale=0.3,0.5,1"; do
         name=${run%%:*}
         # shellcheck disable=SC2086 # the argument lists above hold no blanks
         /usr/bin/time -f "$name: wall %e s, cpu %U+%S s" "$SIM" ${run#*:} --compare --no-progress \
