@@ -104,4 +104,10 @@ if [[ $WHAT == all || $WHAT == contention ]]; then
         tail -n 1 "$OUT/contention-$name.err"
         cat "$OUT/contention-$name.txt"
     done
+    # The whole RICC trace at its own pace (about 89 % busy), the tiered policy against EASY
+    # (about 12 CPU minutes for the two).
+    # shellcheck disable=SC2086
+    "$SIM" ${RICC_TIERS/--limit 10000/} --baseline easy --no-progress \
+        --csv "$OUT/contention-ricc-all-tiers-easy.csv" >"$OUT/contention-ricc-all-tiers-easy.txt"
+    cat "$OUT/contention-ricc-all-tiers-easy.txt"
 fi
