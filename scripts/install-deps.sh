@@ -3,7 +3,7 @@
 # As root it uses apt-get; otherwise it prints the command to run. Usage:
 #   scripts/install-deps.sh          build + run dependencies
 #   scripts/install-deps.sh --test   also what the test suite needs (cmocka, bats, clang, jq,
-#                                    chromium for the console's browser tests)
+#                                    chromium for the browser tests: the console, the sim pages)
 # Node.js and npm build the web console (console/, docs/console.md): Debian's nodejs and
 # npm are added only when no node and npm are on PATH already (a newer node, installed
 # some other way, is kept).
