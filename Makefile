@@ -1,6 +1,9 @@
 # Thin wrapper over Meson: the targets are what README tells people to type.
 #   make demo   build and run Docket on an embedded default (see README)
 #   make test   the whole test suite under ASan + UBSan, ending "N passed, N failed"
+#               (the web console's browser tests included: tests/system/console.bats)
+# make, make demo and make test build the web console first (scripts/build-console.sh:
+# npm ci && npm run build in console/; docs/console.md)
 #   make bench  the benchmarks (numbers go to bench/RESULTS.md by hand, with date and machine)
 #   make fuzz   every fuzzer for FUZZ_SECONDS each (default 60)
 #   make install-slurm-compat   sbatch, srun, squeue, scancel, scontrol, sinfo, sacct as links to the
@@ -22,6 +25,7 @@ test-deps:
 	@scripts/install-deps.sh --test
 
 build: deps
+	@scripts/build-console.sh
 	@if [ ! -f $(BUILD)/build.ninja ]; then meson setup $(BUILD) --buildtype=release -Dwerror=true -Dtests=false >/dev/null; fi
 	@ninja -C $(BUILD) >/dev/null
 

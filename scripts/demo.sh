@@ -143,6 +143,8 @@ state in $DIR. Use it from this shell:
   docket help                  # every verb
 
 Over TCP: DOCKET_URL=http://127.0.0.1:$(cat "$DIR/ctl/docketd.port" 2>/dev/null) DOCKET_TOKEN=\$(cat $DIR/ctl/admin.token)
+Web console: http://127.0.0.1:$(cat "$DIR/ctl/docketd.port" 2>/dev/null)/ (log in with the token in
+  $DIR/ctl/admin.token, or open the one-time link that \`docket console\` prints)
 Logs: $DIR/docketd.log, $DIR/agent-*.log
 Stop everything: make demo-stop
 USAGE

@@ -2,13 +2,21 @@
 # Install the Debian packages Docket needs to build, test and run, when they are missing.
 # As root it uses apt-get; otherwise it prints the command to run. Usage:
 #   scripts/install-deps.sh          build + run dependencies
-#   scripts/install-deps.sh --test   also what the test suite needs (cmocka, bats, clang, jq)
+#   scripts/install-deps.sh --test   also what the test suite needs (cmocka, bats, clang, jq,
+#                                    chromium for the browser tests: the console, the sim pages)
+# Node.js and npm build the web console (console/, docs/console.md): Debian's nodejs and
+# npm are added only when no node and npm are on PATH already (a newer node, installed
+# some other way, is kept).
 set -euo pipefail
 
 build_pkgs=(build-essential pkg-config meson ninja-build
             libevent-dev libsqlite3-dev libjansson-dev libyaml-dev libssl-dev
             libcurl4-openssl-dev libbpf-dev curl jq)
-test_pkgs=(libcmocka-dev bats clang libclang-rt-14-dev clang-format sqlite3 bsdutils procps psmisc iproute2)
+test_pkgs=(libcmocka-dev bats clang libclang-rt-14-dev clang-format sqlite3 bsdutils procps psmisc iproute2
+           chromium)
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    build_pkgs+=(nodejs npm)
+fi
 
 want=("${build_pkgs[@]}")
 if [[ "${1:-}" == "--test" ]]; then

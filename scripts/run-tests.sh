@@ -59,7 +59,8 @@ fi
 # scripts/check-tap.sh, which runs below as one test).
 source scripts/lib/tap.bash
 
-log "building with ASan + UBSan in $TESTBUILD"
+log "building the web console (scripts/build-console.sh) and, with ASan + UBSan, $TESTBUILD"
+scripts/build-console.sh || { echo "console build failed"; failed=$((failed + 1)); finish; }
 if [[ ! -f $TESTBUILD/build.ninja ]]; then
     if ! meson setup "$TESTBUILD" --buildtype=debug -Db_sanitize=address,undefined \
         -Dc_args=-fno-sanitize-recover=all -Dc_link_args=-fno-sanitize-recover=all \

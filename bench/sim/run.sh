@@ -5,7 +5,11 @@
 # "Baselines") on each shared trace. Results go by hand into bench/RESULTS.md
 # ("Simulator"). Usage:
 #   bench/sim/run.sh [BUILD_DIR]        default build-bench-sim (release build, made here)
-#   SIM_BENCH=perf|compare bench/sim/run.sh   only one half
+#   SIM_BENCH=perf|compare|scales|contention bench/sim/run.sh   only one part
+# scales: each shared trace with the tiered policy at arrival scales 1, 0.5 and 0.25
+# (target: each in 60 s or less), and --compare of the four baselines on Philly (30 s).
+# contention: the tiered policy against the four baselines with arrivals compressed and
+# the cluster shrunk (bench/RESULTS.md, "Under contention").
 # Traces: $DOCKET_TRACES (default ../shared/traces). Outputs: $BUILD_DIR/bench-sim/.
 # The pooled Philly comparison (all VCs share the cluster, arrivals twice as fast) takes
 # the first 30000 jobs: under that contention the core's preemption search makes the
@@ -42,8 +46,9 @@ PHILLY=(--trace "$TR/philly_vc.csv" --cluster "$EX/cluster-philly.yaml"
 # queue grows to thousands of pending jobs and the core's cycle slows to a crawl (see
 # bench/RESULTS.md, "Simulator"); RICC_LIMIT=0 runs it all.
 RICC_LIMIT=${RICC_LIMIT:-30000}
-RICC=(--trace "$TR/ricc2010.csv" --cluster "$EX/cluster-ricc.yaml"
-      --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-ricc.yaml")
+RICC_ALL=(--trace "$TR/ricc2010.csv" --cluster "$EX/cluster-ricc.yaml"
+          --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-ricc.yaml")
+RICC=("${RICC_ALL[@]}")
 if [[ $RICC_LIMIT -gt 0 ]]; then
     RICC+=(--limit "$RICC_LIMIT")
 fi
@@ -70,4 +75,39 @@ if [[ $WHAT == all || $WHAT == compare ]]; then
         echo "## $name: docket-sim ${run#*:} --compare"
         cat "$OUT/compare-$name.txt"
     done
+fi
+
+if [[ $WHAT == all || $WHAT == scales ]]; then
+    measure philly-compare "${PHILLY[@]}" --compare
+    for a in 1 0.5 0.25; do
+        measure "philly-a$a" "${PHILLY[@]}" --arrival-scale "$a"
+        measure "ricc-a$a" "${RICC_ALL[@]}" --arrival-scale "$a" # the whole trace
+    done
+fi
+
+if [[ $WHAT == all || $WHAT == contention ]]; then
+    # Philly: all VCs pooled, the first 10,000 jobs, arrivals twice as fast, a tenth and a
+    # fifth of the nodes. RICC: the first 10,000 jobs with its groups in tiers
+    # (mapping-ricc-tiers.yaml), arrivals 6.7x as fast, then a sweep of arrival scales.
+    RICC_TIERS="--trace $TR/ricc2010.csv --cluster $EX/cluster-ricc.yaml --policy $EX/policy-tiered.yaml --mapping $EX/mapping-ricc-tiers.yaml --limit 10000"
+    for run in "philly-pooled-c01-a05:${PHILLY[*]} --pool --limit 10000 --arrival-scale 0.5 --cluster-scale 0.1" \
+               "philly-pooled-c02-a05:${PHILLY[*]} --pool --limit 10000 --arrival-scale 0.5 --cluster-scale 0.2" \
+               "ricc-10k-tiers-a015:$RICC_TIERS --arrival-scale 0.15" \
+               "ricc-10k-tiers-sweep:$RICC_TIERS --sweep arrival-scale=0.3,0.5,1"; do
+        name=${run%%:*}
+        # shellcheck disable=SC2086 # the argument lists above hold no blanks
+        /usr/bin/time -f "$name: wall %e s, cpu %U+%S s" "$SIM" ${run#*:} --compare --no-progress \
+            --json "$OUT/contention-$name.json" --csv "$OUT/contention-$name.csv" \
+            --html "$OUT/contention-$name.html" >"$OUT/contention-$name.txt" 2>"$OUT/contention-$name.err"
+        echo
+        echo "## $name: docket-sim ${run#*:} --compare"
+        tail -n 1 "$OUT/contention-$name.err"
+        cat "$OUT/contention-$name.txt"
+    done
+    # The whole RICC trace at its own pace (about 89 % busy), the tiered policy against EASY
+    # (about 12 CPU minutes for the two).
+    # shellcheck disable=SC2086
+    "$SIM" ${RICC_TIERS/--limit 10000/} --baseline easy --no-progress \
+        --csv "$OUT/contention-ricc-all-tiers-easy.csv" >"$OUT/contention-ricc-all-tiers-easy.txt"
+    cat "$OUT/contention-ricc-all-tiers-easy.txt"
 fi

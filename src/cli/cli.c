@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "util/clock.h"
@@ -37,6 +38,7 @@ const struct cli_verb cli_verbs[] = {
     {"history", cmd_history, "finished jobs, newest first", cmd_history_usage},
     {"apply", cmd_apply, "apply a policy file (tiers, classes, projects)", cmd_apply_usage},
     {"top", cmd_top, "a live view of nodes, queue and utilisation", cmd_top_usage},
+    {"console", cmd_console, "open the web console (a one-time login link)", cmd_console_usage},
     {"token", cmd_token, "API tokens: create, list, revoke, rotate-admin", cmd_token_usage},
     {"secret", cmd_secret, "a project's secrets: set, list, rm", cmd_secret_usage},
     {"audit", cmd_audit, "the audit trail of changes", cmd_audit_usage},
@@ -196,6 +198,21 @@ int64_t jint(const json_t *o, const char *key, int64_t dflt)
 bool jbool(const json_t *o, const char *key)
 {
     return json_is_true(json_object_get(o, key));
+}
+
+int cli_send_all(int fd, const void *p, size_t n)
+{
+    const char *b = p;
+    while (n > 0) {
+        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        b += w;
+        n -= (size_t)w;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------ */

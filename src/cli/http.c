@@ -51,9 +51,11 @@ static int64_t header_int(const char *v, int64_t max)
     if (*v < '0' || *v > '9')
         return -1;
     while (*v >= '0' && *v <= '9') {
-        n = n * 10 + (*v++ - '0');
-        if (n > max)
+        int d = *v++ - '0';
+
+        if (n > (max - d) / 10) /* n * 10 + d > max, asked without overflowing */
             return -1;
+        n = n * 10 + d;
     }
     while (*v == ' ' || *v == '\t')
         v++;

@@ -262,21 +262,6 @@ void srun_task_exec(const struct step *st, int local)
 /* ------------------------------------------------------------------------------------ */
 /* Frames                                                                                */
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *b = p;
-    while (n > 0) {
-        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        b += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static int read_all(int fd, void *p, size_t n)
 {
     char *b = p;
@@ -299,7 +284,7 @@ int srun_frame_send(int fd, int type, uint32_t task, const void *data, uint32_t 
     h[0] = (unsigned char)type;
     memcpy(h + 1, &t, 4);
     memcpy(h + 5, &l, 4);
-    return write_all(fd, h, 9) < 0 || (len && write_all(fd, data, len) < 0) ? -1 : 0;
+    return cli_send_all(fd, h, 9) < 0 || (len && cli_send_all(fd, data, len) < 0) ? -1 : 0;
 }
 
 int srun_frame_read(int fd, int *type, uint32_t *task, char *buf, uint32_t cap, uint32_t *len)
@@ -428,9 +413,9 @@ static int connect_host(struct run *r, int i, const char *hostport, json_t *env)
                             getenv("DOCKET_SCRATCH") ? getenv("DOCKET_SCRATCH") : "");
     char *line = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
-    int rc = line ? write_all(fd, line, strlen(line)) : -1;
+    int rc = line ? cli_send_all(fd, line, strlen(line)) : -1;
     if (rc == 0)
-        rc = write_all(fd, "\n", 1);
+        rc = cli_send_all(fd, "\n", 1);
     free(line);
     if (rc < 0) {
         close(fd);

@@ -946,35 +946,45 @@ void h_tokens(struct ctl_req *r)
     if (rc == 0)
         rc = parse_ttl(b, r->c->cfg.token_ttl_ms, &ttl, &e);
     char tok[96];
-    if (rc == 0 && ctl_random_token("dkt_", tok, sizeof(tok)) < 0)
-        rc = proto_errorf(&e, 500, NULL, NULL, "no randomness");
     if (rc < 0) {
         ctl_reply_error(r->c, r->req, &e);
         json_decref(b);
         return;
     }
-    store_token_hash(tok, t.hash);
-    memcpy(t.id, t.hash, STORE_TOKEN_ID_LEN);
-    t.kind = STORE_TOKEN_USER;
     str_copy(t.role, sizeof(t.role), rs);
-    t.created_ms = clock_now_ms();
-    t.expires_ms = t.created_ms + ttl;
-    if (store_token_put(r->c->store, &t) < 0) {
-        store_fail(r);
-    } else {
-        json_t *after = json_pack("{s:s,s:s,s:I,s:s}", "user", t.user, "role", t.role, "expires_ms",
-                                  (json_int_t)t.expires_ms, "id", t.id);
-        int rc2 = ctl_audit(r->c, r->id.user, "token.issue", t.user, NULL, after, NULL);
-        json_decref(after);
-        if (rc2 < 0)
-            store_fail(r);
-        else
-            ctl_reply_json(r->c, r->req, 201,
-                           json_pack("{s:s,s:s,s:s,s:s,s:I}", "token", tok, "id", t.id, "user",
-                                     t.user, "role", t.role, "expires_ms",
-                                     (json_int_t)t.expires_ms));
-    }
+    if (ctl_token_issue(r->c, r->id.user, &t, ttl, tok, sizeof(tok), &e) < 0)
+        ctl_reply_error(r->c, r->req, &e);
+    else
+        ctl_reply_json(r->c, r->req, 201, ctl_token_json(tok, &t));
     json_decref(b);
+}
+
+json_t *ctl_token_json(const char *tok, const struct store_token *t)
+{
+    return json_pack("{s:s,s:s,s:s,s:s,s:I}", "token", tok, "id", t->id, "user", t->user, "role",
+                     t->role, "expires_ms", (json_int_t)t->expires_ms);
+}
+
+int ctl_token_issue(struct ctl *c, const char *actor, struct store_token *t, int64_t ttl_ms,
+                    char *tok, size_t toklen, struct proto_error *e)
+{
+    if (ctl_random_token("dkt_", tok, toklen) < 0)
+        return proto_errorf(e, 500, NULL, NULL, "no randomness");
+    store_token_hash(tok, t->hash);
+    memcpy(t->id, t->hash, STORE_TOKEN_ID_LEN);
+    t->id[STORE_TOKEN_ID_LEN] = '\0';
+    t->kind = STORE_TOKEN_USER;
+    t->created_ms = clock_now_ms();
+    t->expires_ms = t->created_ms + ttl_ms;
+    if (store_token_put(c->store, t) < 0)
+        return proto_errorf(e, 500, NULL, NULL, "store: %s", store_errmsg(c->store));
+    json_t *after = json_pack("{s:s,s:s,s:I,s:s}", "user", t->user, "role", t->role, "expires_ms",
+                              (json_int_t)t->expires_ms, "id", t->id);
+    int rc = ctl_audit(c, actor, "token.issue", t->user, NULL, after, NULL);
+    json_decref(after);
+    if (rc < 0)
+        return proto_errorf(e, 500, NULL, NULL, "store: %s", store_errmsg(c->store));
+    return 0;
 }
 
 void h_join_tokens(struct ctl_req *r)

@@ -37,6 +37,11 @@
 #define CTL_SECRET_NONCE_LEN 12
 #define CTL_SECRET_TAG_LEN   16
 #define CTL_SECRET_MAX       65536 /* bytes of one value */
+/* The web console (console.c): one-time login codes pending at once, how long one lives,
+ * and how long the session token it is exchanged for lives. */
+#define CTL_CONSOLE_CODES      16
+#define CTL_CONSOLE_CODE_MS    60000
+#define CTL_CONSOLE_SESSION_MS ((int64_t)12 * 3600 * 1000)
 
 /* tls: auto = TLS unless the listener is on loopback (or with tls_cert: always). */
 enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
@@ -268,6 +273,14 @@ struct ctl {
     json_t *cycle_specs;        /* spec_id -> parsed spec, for one cycle (loop.c) */
     int64_t fd_limit, conn_cap;
     int listen_backlog;
+    /* console.c: the one-time login codes `docket console` asked for (their hashes, never
+     * the codes); a used or expired slot has hash[0] == 0 */
+    struct ctl_console_code {
+        char hash[65];
+        char user[64];
+        enum ctl_role role;
+        int64_t expires_ms;
+    } console_codes[CTL_CONSOLE_CODES];
 };
 
 /* ------------------------------------------------------------------------------------ */
@@ -502,6 +515,13 @@ void h_secret_put(struct ctl_req *r);
 void h_secret_delete(struct ctl_req *r);
 void h_healthz(struct ctl_req *r);
 void h_metrics(struct ctl_req *r);
+/* console.c: the web console's page and assets (public, no data), the one-time login of
+ * `docket console` and the caller's identity (docs/console.md) */
+void h_console_page(struct ctl_req *r);
+void h_console_asset(struct ctl_req *r);
+void h_console_code(struct ctl_req *r);
+void h_console_session(struct ctl_req *r);
+void h_whoami(struct ctl_req *r);
 
 /* jobs.c helpers shared with others */
 json_t *ctl_job_json(struct ctl *c, const struct store_job *j);
@@ -521,6 +541,13 @@ json_t *ctl_project_json(struct ctl *c, const struct sched_project_view *v);
 void ctl_project_boost_reason(struct ctl *c, const char *name, const char *reason);
 /* Persist the current policy document. */
 int ctl_policy_save(struct ctl *c) CTL_WUR;
+/* Issue a user token for t->user with t->role (both filled by the caller) that lives
+ * ttl_ms: stored (its hash), audited as `actor`'s token.issue; the token text into tok.
+ * 0, or -1 with e filled. */
+int ctl_token_issue(struct ctl *c, const char *actor, struct store_token *t, int64_t ttl_ms,
+                    char *tok, size_t toklen, struct proto_error *e) CTL_WUR;
+/* The reply to a new token: {"token", "id", "user", "role", "expires_ms"}. */
+json_t *ctl_token_json(const char *tok, const struct store_token *t);
 /* Random token "PREFIX" + 64 hex chars into out (>= 80 bytes). */
 int ctl_random_token(const char *prefix, char *out, size_t len);
 void ctl_hist_observe(struct ctl_hist *h, double v);

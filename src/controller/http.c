@@ -348,6 +348,13 @@ static const struct route {
     {M_POST, "/v1/agent/rotate", h_agent_rotate, CTL_P_AGENT, T_NONE},
     {M_GET, "/healthz", h_healthz, CTL_P_PUBLIC, T_NONE},
     {M_GET, "/metrics", h_metrics, CTL_P_READ, T_NONE},
+    /* the web console (console.c): its page and files carry no data, so they are public;
+     * the page logs in with a token, or exchanges the one-time code of `docket console` */
+    {M_GET, "/", h_console_page, CTL_P_PUBLIC, T_NONE},
+    {M_GET, "/console/:", h_console_asset, CTL_P_PUBLIC, T_NONE},
+    {M_POST, "/v1/console/codes", h_console_code, CTL_P_READ, T_NONE},
+    {M_POST, "/v1/console/session", h_console_session, CTL_P_PUBLIC, T_NONE},
+    {M_GET, "/v1/whoami", h_whoami, CTL_P_READ, T_NONE},
 };
 
 void ctl_routes_print(FILE *out)

@@ -337,6 +337,19 @@ void sim_cluster_release(struct sim_cluster *c)
     c->ngroups = 0;
 }
 
+int sim_cluster_copy(struct sim_cluster *dst, const struct sim_cluster *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    if (src->ngroups == 0)
+        return 0;
+    dst->groups = malloc((size_t)src->ngroups * sizeof(*dst->groups));
+    if (!dst->groups)
+        return -ENOMEM;
+    memcpy(dst->groups, src->groups, (size_t)src->ngroups * sizeof(*dst->groups));
+    dst->ngroups = src->ngroups;
+    return 0;
+}
+
 void sim_cluster_scale(struct sim_cluster *c, double scale)
 {
     for (int i = 0; i < c->ngroups; i++) {

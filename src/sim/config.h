@@ -43,6 +43,8 @@ int sim_cluster_load(const char *path, struct sim_cluster *out, char *err, size_
 int sim_cluster_from_json(json_t *doc, const char *name, struct sim_cluster *out, char *err,
                           size_t errlen);
 void sim_cluster_release(struct sim_cluster *c);
+/* Deep copy into a zeroed dst. 0 or -ENOMEM. */
+int sim_cluster_copy(struct sim_cluster *dst, const struct sim_cluster *src);
 /* Multiply every group's count by `scale` (rounded, at least 1 for a non-empty group). */
 void sim_cluster_scale(struct sim_cluster *c, double scale);
 /* Total nodes and GPUs; GPUs of the nodes whose label `key` equals `value` (key NULL: all). */

@@ -348,7 +348,7 @@ static int64_t time_limit(struct sim *m, const struct trace_row *row, const stru
 {
     const struct sched_class_spec *c = find_class(&m->pol->policy, cls);
     double f = rule->time_limit_factor > 0 ? rule->time_limit_factor : m->map->time_limit_factor;
-    int64_t runtime = row->runtime_s * 1000, cap = c ? c->max_limit_ms : 0, lim;
+    int64_t runtime = row->runtime_ms, cap = c ? c->max_limit_ms : 0, lim;
     bool over = cap > 0 && runtime >= cap, kill = m->map->over_cap == SIM_CAP_KILL;
 
     if (over) {
@@ -482,11 +482,16 @@ static int rec_alloc(struct sim *m, const char *id)
     return 0;
 }
 
-static const char *row_class(const struct sim *m, const struct sim_rule *rule)
+/* The class of a row: its rule's; else the class it ran with on the site (a history
+ * replay), when the policy has it; else the mapping's default; else the policy's. */
+static const char *row_class(const struct sim *m, const struct trace_row *row,
+                             const struct sim_rule *rule)
 {
-    return rule->class_name[0]          ? rule->class_name
-           : m->map->dflt.class_name[0] ? m->map->dflt.class_name
-                                        : m->pol->policy.default_class;
+    if (rule->class_name[0])
+        return rule->class_name;
+    if (row->class_name[0] && find_class(&m->pol->policy, row->class_name))
+        return row->class_name;
+    return m->map->dflt.class_name[0] ? m->map->dflt.class_name : m->pol->policy.default_class;
 }
 
 static void fill_spec(const struct sim *m, const struct trace_row *row, const struct sim_rule *rule,
@@ -501,7 +506,7 @@ static void fill_spec(const struct sim *m, const struct trace_row *row, const st
     else
         (void)str_copy(spec->user, sizeof(spec->user), "trace");
     (void)str_copy(spec->tier, sizeof(spec->tier), tier);
-    (void)str_copy(spec->class_name, sizeof(spec->class_name), row_class(m, rule));
+    (void)str_copy(spec->class_name, sizeof(spec->class_name), row_class(m, row, rule));
     (void)str_copy(spec->gpu_type, sizeof(spec->gpu_type),
                    rule->gpu_type[0] ? rule->gpu_type : m->map->dflt.gpu_type);
     spec->nodes = sh->nodes;
@@ -532,6 +537,8 @@ static int resolve_names(struct sim *m, const struct trace_row *row, const struc
     ps = sim_policy_project(m->pol, p);
     if (rule->tier[0])
         (void)str_copy(tier, SCHED_NAME_MAX, rule->tier);
+    else if (row->tier[0] && tier_index(m, row->tier) >= 0)
+        (void)str_copy(tier, SCHED_NAME_MAX, row->tier); /* as it ran on the site */
     else if (m->map->dflt.tier[0])
         (void)str_copy(tier, SCHED_NAME_MAX, m->map->dflt.tier);
     else if (ps)
@@ -596,7 +603,7 @@ static int submit_row(struct sim *m, const struct trace_row *row, int64_t now)
     }
     if (row_shape(m, row, &sh) < 0)
         return 0;
-    limit = time_limit(m, row, rule, row_class(m, rule));
+    limit = time_limit(m, row, rule, row_class(m, row, rule));
     if (limit < 0)
         return 0;
     if (rec_alloc(m, row->id) < 0) {
@@ -605,7 +612,7 @@ static int submit_row(struct sim *m, const struct trace_row *row, int64_t now)
     }
     j = &m->r->jobs[m->r->njobs];
     j->submit_ms = now;
-    j->runtime_ms = row->runtime_s * 1000;
+    j->runtime_ms = row->runtime_ms;
     j->first_start_ms = j->start_ms = j->end_ms = -1;
     j->failed_in_trace = row->status == TRACE_ST_FAILED;
     if (resolve_names(m, row, rule, project, tier) < 0) {
@@ -1131,7 +1138,7 @@ static int read_ahead(struct sim *m, struct reader_state *rs)
 
 static int64_t row_time(const struct sim *m, const struct trace_row *row)
 {
-    return (int64_t)llround((double)row->submit_s * 1000.0 * m->opt->arrival_scale);
+    return (int64_t)llround((double)row->submit_ms * m->opt->arrival_scale);
 }
 
 /* Apply everything due up to `now`, each at its own time: submissions, then events. */
@@ -1308,8 +1315,14 @@ struct sim_result *sim_run(const struct sim_options *opt, const struct sim_clust
         return NULL;
     }
     m.wall_start = clock_mono_ms();
-    rs.tr = trace_open(opt->trace_path, opt->format, &te);
-    if (!rs.tr) {
+    if (opt->rows)
+        rs.tr = trace_open_rows(opt->rows, opt->nrows, opt->trace_path);
+    else
+        rs.tr = trace_open(opt->trace_path, opt->format, &te);
+    if (!rs.tr && opt->rows) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+    } else if (!rs.tr) {
         trace_error_format(&te, msg, sizeof(msg));
         snprintf(err, errlen, "%s", msg);
         rc = -EINVAL;

@@ -21,8 +21,10 @@
 #include "sim/trace.h"
 
 struct sim_options {
-    const char *trace_path;
+    const char *trace_path; /* also the name in messages when rows are given */
     enum trace_format format;
+    const struct trace_row *rows; /* not NULL: replay these (a site's history) */
+    size_t nrows;
     double arrival_scale; /* submit time x scale; 0.5 doubles the offered load */
     long limit;           /* at most this many rows; 0 = all */
     uint64_t seed;

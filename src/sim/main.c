@@ -11,15 +11,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sim/config.h"
 #include "sim/engine.h"
 #include "sim/history.h"
+#include "sim/site.h"
 #include "sim/report.h"
 #include "sim/stats.h"
+#include "sim/sweep.h"
+#include "sim/table.h"
 #include "util/parse.h"
 #include "util/str.h"
+#include "util/clock.h"
 
 enum { MAX_RUNS = 8 };
 
@@ -44,6 +49,11 @@ static const char usage_text[] =
     "  --compare               run the policy and the fifo, easy, sjf and multifactor\n"
     "                          baselines side by side\n"
     "  --mapping FILE          mapping rules YAML (trace project/user -> project, tier, class)\n"
+    "  --from-db FILE          replay the site's own history instead of a trace: docketd's\n"
+    "                          STATE_DIR/docket.db (read-only), with its nodes as the\n"
+    "                          cluster and its policy and projects (--policy: a candidate)\n"
+    "  --since T, --until T    --from-db: jobs submitted from / before T (2026-11-01,\n"
+    "                          2026-11-01T08:00Z, or a duration back from now: 30d)\n"
     "\n"
     "mapping (override the mapping file):\n"
     "  --time-factor F         time limit = runtime x F, capped by the class (default 2)\n"
@@ -73,6 +83,9 @@ static const char usage_text[] =
     "  --repair-time DURATION  a failed node comes back after DURATION (default 4h)\n"
     "  --seed N                seed for every random choice (default 1)\n"
     "  --sample DURATION       bucket of the time series (default 1h)\n"
+    "  --sweep NAME=V1,V2,...  run every policy at each value and tabulate the grid:\n"
+    "                          arrival-scale=0.5,0.7,1, cluster-scale=0.5,1 or\n"
+    "                          checkpoint=none,1h; several --sweep multiply into a grid\n"
     "  --cycle-interval DURATION  at most one scheduling cycle per DURATION of simulated\n"
     "                          time (default 0: a cycle at every event)\n"
     "\n"
@@ -111,6 +124,11 @@ struct cli {
     int cpu_unit;
     bool pool;
     int64_t checkpoint_ms;
+    struct sim_sweep sweep;
+    const char *from_db;
+    int64_t since_ms, until_ms;
+    struct sim_site site;
+    bool site_cluster; /* --from-db without --cluster: the site's nodes */
 };
 
 enum {
@@ -150,6 +168,10 @@ enum {
     O_TCSV,
     O_SAVE,
     O_LABEL,
+    O_SWEEP,
+    O_FROMDB,
+    O_SINCE,
+    O_UNTIL,
 };
 
 static const struct option longopts[] = {
@@ -189,6 +211,10 @@ static const struct option longopts[] = {
     {"csv", required_argument, NULL, O_TCSV},
     {"save", required_argument, NULL, O_SAVE},
     {"label", required_argument, NULL, O_LABEL},
+    {"sweep", required_argument, NULL, O_SWEEP},
+    {"from-db", required_argument, NULL, O_FROMDB},
+    {"since", required_argument, NULL, O_SINCE},
+    {"until", required_argument, NULL, O_UNTIL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -231,6 +257,47 @@ static int add_item(const char **arr, int *n, const char *v, const char *flag)
     }
     arr[(*n)++] = v;
     return 0;
+}
+
+/* A point in time: a UTC date or date and time (2026-11-01, 2026-11-01T08:00[:SS][Z]), or a
+ * duration back from now (30d). Unix ms. */
+static int parse_when(const char *flag, const char *s, int64_t *out)
+{
+    static const char *const fmts[] = {"%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%MZ",
+                                       "%Y-%m-%dT%H:%M", "%Y-%m-%d"};
+    int64_t ms;
+
+    if (parse_duration_ms(s, &ms) == 0) {
+        *out = clock_now_ms() - ms;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+        struct tm tm;
+        const char *end;
+
+        memset(&tm, 0, sizeof(tm));
+        end = strptime(s, fmts[i], &tm);
+        if (end && *end == '\0') {
+            *out = (int64_t)timegm(&tm) * 1000;
+            return 0;
+        }
+    }
+    return bad_flag(flag, s, "a UTC date (2026-11-01, 2026-11-01T08:00Z) or a duration (30d)");
+}
+
+static int parse_opt3(struct cli *c, int o, const char *a)
+{
+    switch (o) {
+    case O_FROMDB:
+        c->from_db = a;
+        return 0;
+    case O_SINCE:
+        return parse_when("since", a, &c->since_ms);
+    case O_UNTIL:
+        return parse_when("until", a, &c->until_ms);
+    default:
+        return -EINVAL;
+    }
 }
 
 static int parse_opt2(struct cli *c, int o, const char *a)
@@ -298,8 +365,17 @@ static int parse_opt2(struct cli *c, int o, const char *a)
     case O_LABEL:
         c->label = a;
         return 0;
+    case O_SWEEP: {
+        char err[256];
+
+        if (sim_sweep_parse(&c->sweep, a, err, sizeof(err)) < 0) {
+            fprintf(stderr, "docket-sim: %s\n", err);
+            return -EINVAL;
+        }
+        return 0;
+    }
     default:
-        return -EINVAL;
+        return parse_opt3(c, o, a);
     }
 }
 
@@ -380,8 +456,24 @@ static int parse_args(struct cli *c, int argc, char **argv)
         fprintf(stderr, "docket-sim: unexpected argument '%s'\n", argv[optind]);
         return -EINVAL;
     }
+    if (c->from_db && (c->opt.trace_path || c->check)) {
+        fprintf(stderr, "docket-sim: --from-db replays the site's history: no --trace or "
+                        "--check with it\n");
+        return -EINVAL;
+    }
+    if ((c->since_ms || c->until_ms) && !c->from_db) {
+        fprintf(stderr, "docket-sim: --since and --until select jobs of --from-db\n");
+        return -EINVAL;
+    }
+    if (c->sweep.naxes && (c->csv_path || c->save_dir)) {
+        fprintf(stderr, "docket-sim: --sweep writes one table (terminal, --json, --csv, --html): "
+                        "no --jobs-csv or --save with it\n");
+        return -EINVAL;
+    }
+    if (c->from_db)
+        return 0;
     if (!c->opt.trace_path) {
-        fprintf(stderr, "docket-sim: --trace is required\n");
+        fprintf(stderr, "docket-sim: --trace (or --from-db) is required\n");
         return -EINVAL;
     }
     if (!fmt_given)
@@ -520,6 +612,24 @@ struct plan {
     int n;
 };
 
+/* A candidate policy replayed on the site's history keeps the site's projects it does
+ * not list itself. */
+static int add_site_projects(const struct cli *c, struct plan *pl)
+{
+    struct sim_policy site;
+    char err[512];
+    int rc = 0;
+
+    if (sim_policy_from_json(c->site.policy, "site", &site, err, sizeof(err)) < 0) {
+        fprintf(stderr, "docket-sim: %s: the stored policy: %s\n", c->from_db, err);
+        return -EINVAL;
+    }
+    for (int i = 0; i < pl->n && rc == 0; i++)
+        rc = sim_policy_add_projects(&pl->pols[i], &site, stderr);
+    sim_policy_release(&site);
+    return rc;
+}
+
 static int plan_runs(const struct cli *c, struct plan *pl)
 {
     char err[512];
@@ -527,7 +637,13 @@ static int plan_runs(const struct cli *c, struct plan *pl)
     const char *const *bl = c->baselines;
     int nbl = c->nbaselines;
 
-    if (c->npolicies == 0) {
+    if (c->npolicies == 0 && c->from_db) {
+        if (sim_policy_from_json(c->site.policy, "site", &pl->pols[0], err, sizeof(err)) < 0) {
+            fprintf(stderr, "docket-sim: %s: the stored policy: %s\n", c->from_db, err);
+            return -EINVAL;
+        }
+        pl->n = 1;
+    } else if (c->npolicies == 0) {
         sim_policy_defaults(&pl->pols[0], "docket");
         pl->n = 1;
     }
@@ -538,6 +654,8 @@ static int plan_runs(const struct cli *c, struct plan *pl)
         }
         pl->n++;
     }
+    if (c->from_db && c->npolicies > 0 && add_site_projects(c, pl) < 0)
+        return -EINVAL;
     if (c->compare && nbl == 0) {
         bl = compare_set;
         nbl = 4;
@@ -566,14 +684,20 @@ static int load_inputs(const struct cli *c, struct sim_cluster *cl, struct sim_m
 {
     char err[512];
 
-    if (sim_cluster_load(c->cluster_path, cl, err, sizeof(err)) < 0) {
+    if (c->site_cluster) {
+        if (sim_cluster_copy(cl, &c->site.cluster) < 0)
+            return -ENOMEM;
+    } else if (sim_cluster_load(c->cluster_path, cl, err, sizeof(err)) < 0) {
         fprintf(stderr, "docket-sim: %s\n", err);
         return -EINVAL;
     }
-    sim_cluster_scale(cl, c->cluster_scale);
+    if (!c->sweep.naxes)
+        sim_cluster_scale(cl, c->cluster_scale); /* a sweep scales each point's copy */
     if (plan_runs(c, pl) < 0)
         return -EINVAL;
     sim_mapping_defaults(m);
+    if (c->from_db)
+        m->limit_source = SIM_LIMIT_REQUESTED; /* each job's own time limit */
     if (pl->pols[0].mapping &&
         sim_mapping_from_json(pl->pols[0].mapping, c->npolicies ? c->policy_paths[0] : "policy", m,
                               err, sizeof(err)) < 0) {
@@ -617,13 +741,70 @@ static int close_out(FILE *f, const char *path, int rc)
     return rc;
 }
 
+/* What the report writers take; each writer uses its part. */
+struct out_ctx {
+    const struct sim_report_meta *meta;
+    const struct sim_run_report *runs;
+    int n;
+    const struct sim_table *sweep;
+    const char *const *labels;
+    int npoints;
+};
+typedef int (*out_fn)(FILE *f, const struct out_ctx *x);
+
+/* Write one output file with fn when its path was given: 0, or -EIO (said on stderr). */
+static int write_to(const char *path, out_fn fn, const struct out_ctx *x)
+{
+    FILE *f;
+
+    if (!path)
+        return 0;
+    f = open_out(path);
+    return f ? close_out(f, path, fn(f, x)) : -EIO;
+}
+
+static int out_json(FILE *f, const struct out_ctx *x)
+{
+    return sim_report_json(f, x->meta, x->runs, x->n);
+}
+
+static int out_jobs_csv(FILE *f, const struct out_ctx *x)
+{
+    return sim_report_jobs_csv(f, x->runs, x->n);
+}
+
+static int out_html(FILE *f, const struct out_ctx *x)
+{
+    return sim_report_html(f, x->meta, x->runs, x->n);
+}
+
+static int out_table_csv(FILE *f, const struct out_ctx *x)
+{
+    return sim_report_table_csv(f, x->runs, x->n);
+}
+
+static int out_sweep_json(FILE *f, const struct out_ctx *x)
+{
+    return sim_report_sweep_json(f, x->meta, x->labels, x->npoints, x->sweep);
+}
+
+static int out_sweep_html(FILE *f, const struct out_ctx *x)
+{
+    return sim_report_sweep_html(f, x->meta, x->sweep, x->npoints);
+}
+
+static int out_sweep_csv(FILE *f, const struct out_ctx *x)
+{
+    return sim_table_csv(f, x->sweep);
+}
+
 static int write_outputs(const struct cli *c, const struct sim_report_meta *meta,
                          const struct sim_run_report *runs, int n)
 {
     bool color = isatty(STDOUT_FILENO) && !(getenv("NO_COLOR") && getenv("NO_COLOR")[0]);
     bool json_stdout = c->json_path && strcmp(c->json_path, "-") == 0;
+    struct out_ctx x = {.meta = meta, .runs = runs, .n = n};
     int rc = 0;
-    FILE *f;
 
     if (!c->quiet && !json_stdout) {
         if (n == 1)
@@ -632,22 +813,10 @@ static int write_outputs(const struct cli *c, const struct sim_report_meta *meta
             rc = sim_report_compare(stdout, meta, runs, n, color);
         fflush(stdout);
     }
-    if (c->json_path && (f = open_out(c->json_path)))
-        rc |= close_out(f, c->json_path, sim_report_json(f, meta, runs, n));
-    else if (c->json_path)
-        rc = -EIO;
-    if (c->csv_path && (f = open_out(c->csv_path)))
-        rc |= close_out(f, c->csv_path, sim_report_jobs_csv(f, runs, n));
-    else if (c->csv_path)
-        rc = -EIO;
-    if (c->html_path && (f = open_out(c->html_path)))
-        rc |= close_out(f, c->html_path, sim_report_html(f, meta, runs, n));
-    else if (c->html_path)
-        rc = -EIO;
-    if (c->table_csv_path && (f = open_out(c->table_csv_path)))
-        rc |= close_out(f, c->table_csv_path, sim_report_table_csv(f, runs, n));
-    else if (c->table_csv_path)
-        rc = -EIO;
+    rc |= write_to(c->json_path, out_json, &x);
+    rc |= write_to(c->csv_path, out_jobs_csv, &x);
+    rc |= write_to(c->html_path, out_html, &x);
+    rc |= write_to(c->table_csv_path, out_table_csv, &x);
     if (c->save_dir) {
         char path[4096], err[512];
 
@@ -664,13 +833,46 @@ static int write_outputs(const struct cli *c, const struct sim_report_meta *meta
     return rc;
 }
 
-static int simulate(const struct cli *c, const struct sim_cluster *cl, const struct sim_mapping *m,
-                    const struct plan *pl)
-{
-    struct sim_result *res[MAX_RUNS] = {0};
+/* The runs of one point: every policy of the plan on the same inputs. */
+struct point {
+    struct sim_result *res[MAX_RUNS];
     struct sim_summary sum[MAX_RUNS];
     struct sim_run_report runs[MAX_RUNS];
-    struct sim_report_meta meta = {
+    int n;
+};
+
+static void point_release(struct point *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        sim_summary_release(&p->sum[i]);
+        sim_result_destroy(p->res[i]);
+    }
+    p->n = 0;
+}
+
+static int run_point(const struct sim_options *opt, const struct sim_cluster *cl,
+                     const struct sim_mapping *m, const struct plan *pl, struct point *p)
+{
+    char err[512];
+
+    memset(p, 0, sizeof(*p));
+    for (int i = 0; i < pl->n; i++) {
+        p->res[i] = sim_run(opt, cl, &pl->pols[i], m, err, sizeof(err));
+        if (!p->res[i]) {
+            fprintf(stderr, "docket-sim: %s\n", err);
+            return -EINVAL;
+        }
+        p->n++;
+        if (sim_summary_compute(p->res[i], &p->sum[i]) < 0)
+            return -ENOMEM;
+        p->runs[i] = (struct sim_run_report){p->res[i], &p->sum[i]};
+    }
+    return 0;
+}
+
+static struct sim_report_meta report_meta(const struct cli *c, const struct sim_mapping *m)
+{
+    return (struct sim_report_meta){
         .trace = c->opt.trace_path,
         .cluster = c->cluster_path,
         .arrival_scale = c->opt.arrival_scale,
@@ -686,31 +888,98 @@ static int simulate(const struct cli *c, const struct sim_cluster *cl, const str
                     : m->over_cap == SIM_CAP_SKIP ? "skip"
                                                   : "run",
     };
+}
+
+static int simulate(const struct cli *c, const struct sim_cluster *cl, const struct sim_mapping *m,
+                    const struct plan *pl)
+{
+    struct sim_report_meta meta = report_meta(c, m);
     struct sim_options opt = c->opt;
-    char err[512];
-    int rc = 0, done = 0;
+    struct point p;
+    int rc;
 
     opt.progress = !c->no_progress && isatty(STDERR_FILENO);
-    memset(sum, 0, sizeof(sum));
-    for (int i = 0; i < pl->n; i++, done++) {
-        res[i] = sim_run(&opt, cl, &pl->pols[i], m, err, sizeof(err));
-        if (!res[i]) {
-            fprintf(stderr, "docket-sim: %s\n", err);
-            rc = -EINVAL;
-            break;
-        }
-        if (sim_summary_compute(res[i], &sum[i]) < 0) {
-            rc = -ENOMEM;
-            break;
-        }
-        runs[i] = (struct sim_run_report){res[i], &sum[i]};
+    rc = run_point(&opt, cl, m, pl, &p);
+    if (rc == 0)
+        rc = write_outputs(c, &meta, p.runs, p.n);
+    point_release(&p);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* --sweep                                                                            */
+
+static int write_sweep(const struct cli *c, const struct sim_report_meta *meta,
+                       const struct sim_table *t, const char *const *labels, int npoints)
+{
+    bool color = isatty(STDOUT_FILENO) && !(getenv("NO_COLOR") && getenv("NO_COLOR")[0]);
+    bool json_stdout = c->json_path && strcmp(c->json_path, "-") == 0;
+    struct out_ctx x = {.meta = meta, .sweep = t, .labels = labels, .npoints = npoints};
+    int rc = 0;
+
+    if (!c->quiet && !json_stdout) {
+        printf("docket-sim: sweep of %d points x %d policies\n", npoints, t->nruns);
+        rc = sim_table_text(stdout, t, color);
+        printf("wait: to first start; bold: the best policy of a row at that point\n");
+        fflush(stdout);
+    }
+    rc |= write_to(c->json_path, out_sweep_json, &x);
+    rc |= write_to(c->html_path, out_sweep_html, &x);
+    rc |= write_to(c->table_csv_path, out_sweep_csv, &x);
+    return rc;
+}
+
+/* One point of the grid: the run's own values where no axis sets them. */
+static int sweep_point(const struct cli *c, const struct sim_cluster *cl,
+                       const struct sim_mapping *m, const struct plan *pl,
+                       const struct sim_sweep_point *sp, struct sim_table *acc)
+{
+    struct sim_options opt = c->opt;
+    struct sim_cluster scaled = {0};
+    struct sim_mapping mp = *m;
+    struct point p;
+    int rc;
+
+    opt.progress = !c->no_progress && isatty(STDERR_FILENO);
+    if (sp->arrival_scale > 0)
+        opt.arrival_scale = sp->arrival_scale;
+    if (sp->checkpoint_ms >= 0)
+        mp.checkpoint_ms = sp->checkpoint_ms;
+    if (sim_cluster_copy(&scaled, cl) < 0)
+        return -ENOMEM;
+    sim_cluster_scale(&scaled, c->cluster_scale * (sp->cluster_scale > 0 ? sp->cluster_scale : 1));
+    rc = run_point(&opt, &scaled, &mp, pl, &p);
+    if (rc == 0)
+        rc = sim_sweep_add(acc, sp->label, p.runs, p.n);
+    point_release(&p);
+    sim_cluster_release(&scaled);
+    return rc;
+}
+
+static int sweep(const struct cli *c, const struct sim_cluster *cl, const struct sim_mapping *m,
+                 const struct plan *pl)
+{
+    struct sim_report_meta meta = report_meta(c, m);
+    int n = sim_sweep_count(&c->sweep), rc = 0;
+    static struct sim_sweep_point pts[SIM_SWEEP_MAX_POINTS];
+    const char *labels[SIM_SWEEP_MAX_POINTS];
+    struct sim_table acc;
+
+    memset(&acc, 0, sizeof(acc));
+    for (int i = 0; i < n && rc == 0; i++) {
+        int64_t t0 = clock_mono_ms();
+
+        sim_sweep_point(&c->sweep, i, &pts[i]);
+        labels[i] = pts[i].label;
+        rc = sweep_point(c, cl, m, pl, &pts[i], &acc);
+        if (!c->no_progress)
+            fprintf(stderr, "docket-sim: sweep point %d/%d (%s): %d policies in %.1f s%s\n", i + 1,
+                    n, pts[i].label, pl->n, (double)(clock_mono_ms() - t0) / 1000.0,
+                    rc < 0 ? ", failed" : "");
     }
     if (rc == 0)
-        rc = write_outputs(c, &meta, runs, pl->n);
-    for (int i = 0; i < done + 1 && i < pl->n; i++) {
-        sim_summary_release(&sum[i]);
-        sim_result_destroy(res[i]);
-    }
+        rc = write_sweep(c, &meta, &acc, labels, n);
+    sim_table_release(&acc);
     return rc;
 }
 
@@ -739,6 +1008,41 @@ static int compare_main(int argc, char **argv)
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* --from-db: the site's history becomes the rows, its nodes the cluster (unless
+ * --cluster), its policy and projects the policy (unless --policy). */
+static int load_site(struct cli *c)
+{
+    static char cluster_name[4200];
+    char err[512];
+
+    if (sim_site_load(c->from_db, c->since_ms, c->until_ms, &c->site, err, sizeof(err)) < 0) {
+        fprintf(stderr, "docket-sim: --from-db: %s\n", err);
+        return -EINVAL;
+    }
+    if (c->site.nrows == 0) {
+        fprintf(stderr, "docket-sim: --from-db: '%s' holds no finished job%s (%ld not finished)\n",
+                c->from_db, c->since_ms || c->until_ms ? " in --since/--until" : "", c->site.live);
+        return -EINVAL;
+    }
+    if (c->site.cluster.ngroups == 0 && !c->cluster_path) {
+        fprintf(stderr, "docket-sim: --from-db: '%s' holds no node: give --cluster\n", c->from_db);
+        return -EINVAL;
+    }
+    c->opt.trace_path = c->from_db;
+    c->opt.rows = c->site.rows;
+    c->opt.nrows = c->site.nrows;
+    if (!c->cluster_path) {
+        c->site_cluster = true;
+        snprintf(cluster_name, sizeof(cluster_name), "the nodes of %s", c->from_db);
+        c->cluster_path = cluster_name;
+    }
+    fprintf(stderr,
+            "docket-sim: %s: %zu finished jobs (%ld not finished, left out; %ld ran more than "
+            "once: their last run is replayed), %d nodes\n",
+            c->from_db, c->site.nrows, c->site.live, c->site.reruns, c->site.cluster.ngroups);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct cli c;
@@ -757,14 +1061,17 @@ int main(int argc, char **argv)
     }
     if (c.check)
         return check_trace(&c);
-    if (load_inputs(&c, &cl, &m, &pl) < 0) {
+    if (c.from_db && load_site(&c) < 0) {
+        rc = 2;
+    } else if (load_inputs(&c, &cl, &m, &pl) < 0) {
         rc = 2;
     } else {
-        rc = simulate(&c, &cl, &m, &pl) < 0 ? 1 : 0;
+        rc = (c.sweep.naxes ? sweep(&c, &cl, &m, &pl) : simulate(&c, &cl, &m, &pl)) < 0 ? 1 : 0;
     }
     for (int i = 0; i < pl.n; i++)
         sim_policy_release(&pl.pols[i]);
     sim_mapping_release(&m);
     sim_cluster_release(&cl);
+    sim_site_release(&c.site);
     return rc;
 }

@@ -359,57 +359,85 @@ static json_t *run_json(const struct sim_run_report *run)
     return o;
 }
 
-/* The comparison table (table.h) as JSON: what `docket-sim compare` reads back. */
-static json_t *table_json(const struct sim_run_report *runs, int n)
+/* A comparison table (table.h) as JSON: what `docket-sim compare` reads back. */
+static json_t *table_to_json(const struct sim_table *t, bool with_verdict)
 {
-    struct sim_table t;
-    json_t *rows, *names;
+    json_t *rows = json_array(), *names = json_array();
     char verdict[1024];
 
-    if (sim_table_build(runs, n, &t) < 0)
-        return NULL;
-    rows = json_array();
-    names = json_array();
-    for (int k = 0; k < t.nruns; k++)
-        json_array_append_new(names, json_string(t.runs[k]));
-    for (size_t i = 0; i < t.nrows; i++) {
-        const struct sim_table_row *row = &t.rows[i];
+    for (int k = 0; k < t->nruns; k++)
+        json_array_append_new(names, json_string(t->runs[k]));
+    for (size_t i = 0; i < t->nrows; i++) {
+        const struct sim_table_row *row = &t->rows[i];
         json_t *vals = json_array();
 
-        for (int k = 0; k < t.nruns; k++)
+        for (int k = 0; k < t->nruns; k++)
             json_array_append_new(vals, num(row->v[k]));
         json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:s, s:i, s:o}", "group", row->group,
                                               "metric", row->metric, "key", row->key, "kind",
                                               sim_cell_kind_name(row->kind), "better", row->better,
                                               "values", vals));
     }
-    sim_table_verdict(&t, verdict, sizeof(verdict));
-    sim_table_release(&t);
+    if (!with_verdict)
+        return json_pack("{s:o, s:o}", "policies", names, "rows", rows);
+    sim_table_verdict(t, verdict, sizeof(verdict));
     return json_pack("{s:s, s:o, s:o}", "verdict", verdict, "policies", names, "rows", rows);
 }
 
-int sim_report_json(FILE *f, const struct sim_report_meta *m, const struct sim_run_report *runs,
-                    int n)
+static json_t *table_json(const struct sim_run_report *runs, int n)
 {
-    json_t *arr = json_array();
-    json_t *doc;
+    struct sim_table t;
+    json_t *j;
+
+    if (sim_table_build(runs, n, &t) < 0)
+        return NULL;
+    j = table_to_json(&t, true);
+    sim_table_release(&t);
+    return j;
+}
+
+static json_t *input_json(const struct sim_report_meta *m)
+{
+    return json_pack("{s:s, s:s, s:o, s:o, s:I, s:b, s:I, s:o, s:s, s:s}", "trace", m->trace,
+                     "cluster", m->cluster, "arrival_scale", num(m->arrival_scale), "cluster_scale",
+                     num(m->cluster_scale), "limit", (json_int_t)m->limit, "pool", m->pool, "seed",
+                     (json_int_t)m->seed, "node_failure_rate", num(m->node_failure_rate),
+                     "fractional", m->fractional ? m->fractional : "round-up", "over_cap",
+                     m->over_cap ? m->over_cap : "run");
+}
+
+static int dump(FILE *f, json_t *doc)
+{
     int rc;
 
-    for (int i = 0; i < n; i++)
-        json_array_append_new(arr, run_json(&runs[i]));
-    doc = json_pack(
-        "{s:{s:s, s:s, s:o, s:o, s:I, s:b, s:I, s:o, s:s, s:s}, s:o, s:o}", "input", "trace",
-        m->trace, "cluster", m->cluster, "arrival_scale", num(m->arrival_scale), "cluster_scale",
-        num(m->cluster_scale), "limit", (json_int_t)m->limit, "pool", m->pool, "seed",
-        (json_int_t)m->seed, "node_failure_rate", num(m->node_failure_rate), "fractional",
-        m->fractional ? m->fractional : "round-up", "over_cap", m->over_cap ? m->over_cap : "run",
-        "comparison", table_json(runs, n), "runs", arr);
     if (!doc)
         return -ENOMEM;
     rc = json_dumpf(doc, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
     json_decref(doc);
     fputc('\n', f);
     return rc < 0 || ferror(f) ? -EIO : 0;
+}
+
+int sim_report_json(FILE *f, const struct sim_report_meta *m, const struct sim_run_report *runs,
+                    int n)
+{
+    json_t *arr = json_array();
+
+    for (int i = 0; i < n; i++)
+        json_array_append_new(arr, run_json(&runs[i]));
+    return dump(f, json_pack("{s:o, s:o, s:o}", "input", input_json(m), "comparison",
+                             table_json(runs, n), "runs", arr));
+}
+
+int sim_report_sweep_json(FILE *f, const struct sim_report_meta *m, const char *const *points,
+                          int npoints, const struct sim_table *sweep)
+{
+    json_t *labels = json_array();
+
+    for (int i = 0; i < npoints; i++)
+        json_array_append_new(labels, json_string(points[i]));
+    return dump(f, json_pack("{s:o, s:{s:o, s:o}}", "input", input_json(m), "sweep", "points",
+                             labels, "table", table_to_json(sweep, false)));
 }
 
 /* ---------------------------------------------------------------------------------- */

@@ -50,6 +50,13 @@ int sim_report_table_csv(FILE *f, const struct sim_run_report *runs, int n);
 int sim_report_html(FILE *f, const struct sim_report_meta *meta, const struct sim_run_report *runs,
                     int n);
 
+/* The table of a --sweep (sweep.h) as its own page: the inputs and the table. */
+struct sim_table;
+/* The sweep as JSON: {"input", "sweep": {"points": [labels], "table": comparison}}. */
+int sim_report_sweep_json(FILE *f, const struct sim_report_meta *meta, const char *const *points,
+                          int npoints, const struct sim_table *sweep);
+int sim_report_sweep_html(FILE *f, const struct sim_report_meta *meta,
+                          const struct sim_table *sweep, int points);
 /* One CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line break: the one
  * CSV writer of the reports. */
 void sim_csv_field(FILE *f, const char *s);

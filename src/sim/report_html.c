@@ -410,6 +410,7 @@ static const char css[] =
     "table{border-collapse:collapse;margin:10px 0;font-variant-numeric:tabular-nums}"
     "th,td{padding:3px 9px;border-bottom:1px solid #eee;text-align:right}"
     "th:first-child,td:first-child{text-align:left}th{background:#f6f6f6}"
+    "table.cmp td:nth-child(2),table.cmp th:nth-child(2){text-align:left}"
     "tr.tot td{font-weight:600}figure{margin:18px 0}figcaption{font-weight:600}"
     "td.best{font-weight:700;background:#eef6ee}tr.grp td{border-top:2px solid #ccc}"
     ".verdict{font-size:16px;background:#f4f7fb;padding:10px 14px;border-left:4px solid #1f77b4}"
@@ -417,12 +418,9 @@ static const char css[] =
     ".yt{font-size:11px;text-anchor:end;fill:#555}.xl,.yl{font-size:12px;text-anchor:middle;"
     "fill:#333}.lg{font-size:12px;fill:#333}.kpi{color:#333}.meta{color:#666}";
 
-int sim_report_html(FILE *f, const struct sim_report_meta *m, const struct sim_run_report *runs,
-                    int n)
+/* The page's head, title and the trace and cluster it ran on (left open after the cluster). */
+static void page_head(FILE *f, const struct sim_report_meta *m)
 {
-    struct sim_table t;
-    char verdict[1024];
-
     fprintf(f,
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<title>docket-sim report</title><style>%s</style></head><body>\n",
@@ -431,6 +429,33 @@ int sim_report_html(FILE *f, const struct sim_report_meta *m, const struct sim_r
     esc(f, m->trace);
     fputs("</code> · cluster <code>", f);
     esc(f, m->cluster);
+}
+
+int sim_report_sweep_html(FILE *f, const struct sim_report_meta *m, const struct sim_table *sweep,
+                          int points)
+{
+    page_head(f, m);
+    fprintf(f,
+            "</code> · %d points · seed %llu</p>\n<h2>Sweep: every point against every "
+            "policy</h2>\n<p>Each group is one point of the grid (the values it changes) "
+            "and one group of jobs. Bold: the best policy of a row at that point. A policy "
+            "breaks where its waits, jobs past the starvation bound or unfinished jobs climb "
+            "as the load rises or the cluster shrinks.</p>\n",
+            points, m->seed);
+    compare_table(f, sweep);
+    fputs("<p class=\"meta\">Wait: submission to first start. Bounded slowdown: (end − "
+          "submission) / max(runtime, 10 s). Definitions: docs/sim.md.</p>\n</body></html>\n",
+          f);
+    return ferror(f) ? -EIO : 0;
+}
+
+int sim_report_html(FILE *f, const struct sim_report_meta *m, const struct sim_run_report *runs,
+                    int n)
+{
+    struct sim_table t;
+    char verdict[1024];
+
+    page_head(f, m);
     fprintf(f,
             "</code> (%ld nodes, %ld GPUs, %ld CPUs) · %zu jobs · arrival scale %g · cluster "
             "scale %g%s · seed %llu</p>\n<p class=\"meta\">",

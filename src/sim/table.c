@@ -385,17 +385,38 @@ void sim_table_verdict(const struct sim_table *t, char *buf, size_t len)
         strcat(buf, ".");
 }
 
+/* Columns on a terminal: UTF-8 continuation bytes take none. */
+static int text_width(const char *s)
+{
+    int w = 0;
+
+    for (; *s; s++)
+        w += ((unsigned char)*s & 0xC0) != 0x80;
+    return w;
+}
+
+static void pad_right(FILE *f, const char *s, int w)
+{
+    fputs(s, f);
+    for (int n = text_width(s); n < w; n++)
+        fputc(' ', f);
+}
+
 int sim_table_text(FILE *f, const struct sim_table *t, bool c)
 {
     const char *bold = c ? "\033[1m" : "", *dim = c ? "\033[2m" : "", *reset = c ? "\033[0m" : "";
     const char *prev = "";
-
-    int w = 12; /* every column as wide as the longest policy name */
+    int w = 12, gw = 12; /* every column as wide as the longest policy name; groups too */
 
     for (int k = 0; k < t->nruns; k++)
         if ((int)strlen(t->runs[k]) > w)
             w = (int)strlen(t->runs[k]);
-    fprintf(f, "%s%-12s %-26s", bold, "group", "metric");
+    for (size_t i = 0; i < t->nrows; i++)
+        if (text_width(t->rows[i].group) > gw)
+            gw = text_width(t->rows[i].group);
+    fputs(bold, f);
+    pad_right(f, "group", gw);
+    fprintf(f, " %-26s", "metric");
     for (int k = 0; k < t->nruns; k++)
         fprintf(f, " %*s", w, t->runs[k]);
     fprintf(f, "%s\n", reset);
@@ -403,8 +424,9 @@ int sim_table_text(FILE *f, const struct sim_table *t, bool c)
         const struct sim_table_row *row = &t->rows[i];
         int best = sim_table_best(t, row);
 
-        fprintf(f, "%s%-12.12s%s %-26s", dim, strcmp(prev, row->group) ? row->group : "", reset,
-                row->metric);
+        fputs(dim, f);
+        pad_right(f, strcmp(prev, row->group) ? row->group : "", gw);
+        fprintf(f, "%s %-26s", reset, row->metric);
         prev = row->group;
         for (int k = 0; k < t->nruns; k++) {
             char cell[32];

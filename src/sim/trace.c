@@ -54,6 +54,8 @@ struct trace_reader {
     int64_t prev_submit;
     int64_t swf_base; /* SWF: submit time of the first row */
     bool swf_have_base;
+    const struct trace_row *rows; /* trace_open_rows: rows in memory, not a file */
+    size_t nrows, next;
 };
 
 const char *trace_status_name(enum trace_status s)
@@ -332,6 +334,13 @@ static int csv_header(struct trace_reader *r, struct trace_error *err)
     return 0;
 }
 
+/* The row's times in milliseconds, as the simulation reads them (trace.h). */
+static void set_ms(struct trace_row *out)
+{
+    out->submit_ms = out->submit_s * 1000;
+    out->runtime_ms = out->runtime_s < 0 ? -1 : out->runtime_s * 1000;
+}
+
 static int csv_row(struct trace_reader *r, struct trace_row *out, struct trace_error *err)
 {
     char *f[MAX_FIELDS];
@@ -370,6 +379,7 @@ static int csv_row(struct trace_reader *r, struct trace_row *out, struct trace_e
         return -EINVAL;
     out->nodes = (int)v;
 #undef COL
+    set_ms(out);
     return check_order(r, err, "submit_s", out->submit_s);
 }
 
@@ -508,6 +518,7 @@ static int swf_fill(struct trace_reader *r, const int64_t *v, char *const *f, st
         snprintf(out->project, sizeof(out->project), "g%lld", (long long)v[12]);
     if (v[11] >= 0)
         snprintf(out->user, sizeof(out->user), "u%lld", (long long)v[11]);
+    set_ms(out);
     return check_order(r, err, swf_names[1], out->submit_s);
 }
 
@@ -538,6 +549,12 @@ static bool blank(const char *s)
 
 int trace_next(struct trace_reader *r, struct trace_row *out, struct trace_error *err)
 {
+    if (r->rows) {
+        if (r->next == r->nrows)
+            return 0;
+        *out = r->rows[r->next++];
+        return 1;
+    }
     for (;;) {
         int rc = read_line(r);
 
@@ -602,6 +619,18 @@ struct trace_reader *trace_open(const char *path, enum trace_format fmt, struct 
         return NULL;
     }
     r->own = true;
+    return r;
+}
+
+struct trace_reader *trace_open_rows(const struct trace_row *rows, size_t n, const char *name)
+{
+    struct trace_reader *r = calloc(1, sizeof(*r));
+
+    if (!r)
+        return NULL;
+    r->rows = rows;
+    r->nrows = n;
+    (void)str_copy(r->name, sizeof(r->name), name);
     return r;
 }
 

@@ -45,6 +45,13 @@ struct trace_row {
     char user[TRACE_STR_MAX];    /* "" when empty */
     enum trace_status status;
     long line; /* 1-based line in the file */
+    /* submit_s and runtime_s in milliseconds (runtime -1: never ran). The file readers set
+     * them to the seconds x 1000; a site's own history (sim/site.h) keeps its milliseconds.
+     * The simulation reads these. */
+    int64_t submit_ms, runtime_ms;
+    /* The Docket tier and class the job ran with ("" from files: the mapping decides). */
+    char tier[TRACE_STR_MAX];
+    char class_name[TRACE_STR_MAX];
 };
 
 struct trace_error {
@@ -67,6 +74,9 @@ struct trace_reader *trace_open(const char *path, enum trace_format fmt, struct 
 /* Read from a caller's stream; `name` is used in messages. The stream is not closed. */
 struct trace_reader *trace_open_stream(FILE *f, const char *name, enum trace_format fmt,
                                        struct trace_error *err);
+/* Read rows already in memory (a site's history, sim/site.h): trace_next returns copies of
+ * rows[0..n) in order. The array stays the caller's and must outlive the reader. */
+struct trace_reader *trace_open_rows(const struct trace_row *rows, size_t n, const char *name);
 void trace_close(struct trace_reader *r);
 
 /* Next row: 1 with *out filled, 0 at end of file, -EINVAL for a bad row (err names the

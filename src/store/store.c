@@ -472,6 +472,46 @@ struct store *store_open(const char *path, char *err, size_t errlen)
     return st;
 }
 
+struct store *store_open_readonly(const char *path, char *err, size_t errlen)
+{
+    int n = (int)(sizeof(migrations) / sizeof(migrations[0]));
+    struct store *st = calloc(1, sizeof(*st));
+    if (!st) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    st->wal_fd = -1;
+    if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        snprintf(err, errlen, "cannot open '%s' read-only: %s", path,
+                 st->db ? sqlite3_errmsg(st->db) : "out of memory");
+        store_close(st);
+        return NULL;
+    }
+    sqlite3_busy_timeout(st->db, 5000);
+    int v = store_schema_version(st);
+    if (v != n) {
+        if (v < 0)
+            snprintf(err, errlen, "'%s': not a docketd database (%s)", path,
+                     sqlite3_errmsg(st->db));
+        else
+            snprintf(err, errlen, "'%s': schema version %d, this build reads %d (%s)", path, v, n,
+                     v < n ? "start docketd once on it to migrate it" : "use a newer build");
+        store_close(st);
+        return NULL;
+    }
+    /* the write statements prepare on a read-only connection too; only running them fails */
+    for (int i = 0; i < S_COUNT; i++)
+        if (sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[i],
+                               NULL) != SQLITE_OK) {
+            snprintf(err, errlen, "'%s': prepare statement %d: %s", path, i,
+                     sqlite3_errmsg(st->db));
+            store_close(st);
+            return NULL;
+        }
+    return st;
+}
+
 void store_close(struct store *st)
 {
     if (!st)

@@ -37,6 +37,11 @@ struct store;
 /* Open (creating) the database at `path` and migrate it to the latest schema. NULL with
  * a message in err on failure. */
 struct store *store_open(const char *path, char *err, size_t errlen);
+/* Open an existing database read-only (SQLITE_OPEN_READONLY): no migration, no write, safe
+ * beside a live docketd (WAL readers do not block its writer). Only the read functions work;
+ * a write returns -EIO. NULL with a message in err when the file is missing, is not a
+ * docketd database, or has another schema version than this build's. */
+struct store *store_open_readonly(const char *path, char *err, size_t errlen);
 void store_close(struct store *st);
 int store_schema_version(struct store *st);
 const char *store_errmsg(struct store *st);

@@ -44,6 +44,7 @@ teardown_file() {
     # it says how to use it and how to stop it, and prints no colour codes off a terminal
     [[ $output == *"export DOCKET_URL=unix:$DOCKET_DEMO_DIR/ctl/docketd.sock"* ]]
     [[ $output == *"make demo-stop"* ]]
+    [[ $output == *"Web console: http://127.0.0.1:"* ]]
     [[ $output != *$'\033'* ]]
 }
 

@@ -125,6 +125,11 @@ POST   /v1/agent/logs             403/403 403/403 403/403 403/403 403/403 403/40
 POST   /v1/agent/rotate           403/403 403/403 403/403 403/403 403/403 403/403 400/400 401/401
 GET    /healthz                   200/200 200/200 200/200 200/200 200/200 200/200 200/200 200/200
 GET    /metrics                   200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+GET    /                          200/200 200/200 200/200 200/200 200/200 200/200 200/200 200/200
+GET    /console/:                 200/200 200/200 200/200 200/200 200/200 200/200 200/200 200/200
+POST   /v1/console/codes          400/400 400/400 400/400 400/400 400/400 400/400 403/403 401/401
+POST   /v1/console/session        400/400 400/400 400/400 400/400 400/400 400/400 400/400 400/400
+GET    /v1/whoami                 200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 EOF
 )
 
@@ -141,6 +146,7 @@ fill() {
     /v1/projects/:/secrets/:) echo "/v1/projects/$proj/secrets/GHOST_KEY" ;;
     /v1/projects/:*) echo "/v1/projects/$proj${pat#/v1/projects/:}" ;;
     /v1/classes/:) echo "/v1/classes/training" ;;
+    /console/:) echo "/console/index.html" ;;
     /v1/users/:*)
         # the caller's own user on A, another user's on B
         local u=USER_$role

@@ -33,7 +33,7 @@ teardown() {
              default-tier default-class cpu-unit partition-label pool checkpoint on-signal \
              arrival-scale cluster-scale limit node-failures repair-time seed sample \
              cycle-interval skip-bad-rows check json jobs-csv html quiet no-progress help \
-             fractional over-cap csv save label; do
+             fractional over-cap csv save label sweep from-db since until; do
         [[ "$help" == *"--$f"* ]] || { echo "missing --$f"; return 1; }
         run "$SIM" "--$f" 2>&1
         [[ "$output" != *"unrecognized option"* ]] || { echo "--$f not parsed"; return 1; }
@@ -43,7 +43,7 @@ teardown() {
 @test "missing or bad flags are usage errors (exit 2)" {
     run "$SIM" --cluster "$T/cluster.yaml"
     [ "$status" -eq 2 ]
-    [[ "$output" == *"--trace is required"* ]]
+    [[ "$output" == *"--trace (or --from-db) is required"* ]]
     run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --arrival-scale fast
     [ "$status" -eq 2 ]
     [[ "$output" == *"--arrival-scale: 'fast' is not a number"* ]]
@@ -255,4 +255,62 @@ EOF
     run "$SIM" --trace "$T/bf.csv" --cluster "$T/cluster.yaml" --default-tier gold
     [ "$status" -eq 2 ]
     [[ "$output" == *"tier 'gold' is not in policy 'docket'"* ]]
+}
+
+@test "--sweep runs every point for every policy and tabulates the grid (text, json, csv, html)" {
+    # 40 jobs on 2 x 4 GPUs: compressing arrivals or halving the cluster makes waits grow
+    { echo "$HDR"; for i in $(seq 1 40); do
+        echo "j$i,$((i * 60)),$(((i * 37) % 900 + 60)),$((i % 4 + 1)),,,,p,,"; done; } >"$T/load.csv"
+    sed -i 's/count: 1/count: 2/' "$T/cluster.yaml"
+    run -0 "$SIM" --trace "$T/load.csv" --cluster "$T/cluster.yaml" --baseline fifo \
+        --sweep arrival-scale=0.25,1 --sweep cluster-scale=0.5,1 --json "$T/s.json" \
+        --csv "$T/s.csv" --html "$T/s.html"
+    # a plain progress line per point on stderr (not a terminal), then the table
+    [[ $output == *"sweep point 1/4 (arrival-scale=0.25 cluster-scale=0.5): 2 policies"* ]]
+    [[ $output == *"sweep point 4/4 (arrival-scale=1 cluster-scale=1)"* ]]
+    [[ $output == *"sweep of 4 points x 2 policies"* ]]
+    [[ $output == *"arrival-scale=1 cluster-scale=0.5 · all"*"wait mean"* ]]
+    [ "$(jq -r '.sweep.points | join("|")' "$T/s.json")" = \
+      "arrival-scale=0.25 cluster-scale=0.5|arrival-scale=0.25 cluster-scale=1|arrival-scale=1 cluster-scale=0.5|arrival-scale=1 cluster-scale=1" ]
+    [ "$(jq -r '.sweep.table.policies | join(",")' "$T/s.json")" = "docket,fifo" ]
+    # the heavier point waits longer: arrivals 4x faster on half the cluster vs the base
+    heavy=$(jq '[.sweep.table.rows[] | select(.group == "arrival-scale=0.25 cluster-scale=0.5 · all" and .key == "wait_mean_s")][0].values[0]' "$T/s.json")
+    base=$(jq '[.sweep.table.rows[] | select(.group == "arrival-scale=1 cluster-scale=1 · all" and .key == "wait_mean_s")][0].values[0]' "$T/s.json")
+    awk -v h="$heavy" -v b="$base" 'BEGIN { exit !(h > b) }'
+    # each point is the same run as without --sweep at those values
+    run -0 "$SIM" --trace "$T/load.csv" --cluster "$T/cluster.yaml" --baseline fifo \
+        --arrival-scale 0.25 --cluster-scale 0.5 --csv "$T/one.csv" --quiet
+    [ "$(grep '^all,wait mean,' "$T/one.csv" | cut -d, -f4-)" = \
+      "$(grep '^arrival-scale=0.25 cluster-scale=0.5 · all,wait mean,' "$T/s.csv" | cut -d, -f4-)" ]
+    grep -q '<h2>Sweep: every point against every policy</h2>' "$T/s.html"
+    grep -q 'arrival-scale=1 cluster-scale=0.5 · tier normal' "$T/s.html"
+    # checkpoint points set the interval jobs declare
+    run -0 "$SIM" --trace "$T/load.csv" --cluster "$T/cluster.yaml" --sweep checkpoint=none,1h \
+        --no-progress --csv "$T/c.csv" --quiet
+    [ "$(grep -c '^checkpoint=none · all,' "$T/c.csv")" -eq 5 ]
+    [ "$(grep -c '^checkpoint=1h · all,' "$T/c.csv")" -eq 5 ]
+}
+
+@test "--sweep values are checked, the error names the option and the value" {
+    local base=(--trace "$T/bf.csv" --cluster "$T/cluster.yaml")
+    run -2 "$SIM" "${base[@]}" --sweep arrival-scale=0.5,fast
+    [[ $output == *"--sweep arrival-scale: 'fast' is not a number in 1e-06..1e+06"* ]]
+    run -2 "$SIM" "${base[@]}" --sweep arrival-scale=0.5,,1
+    [[ $output == *"--sweep arrival-scale: '' is not a number"* ]]
+    run -2 "$SIM" "${base[@]}" --sweep cluster-scale=-1
+    [[ $output == *"--sweep cluster-scale: '-1' is not a number"* ]]
+    run -2 "$SIM" "${base[@]}" --sweep checkpoint=none,soon
+    [[ $output == *"--sweep checkpoint: 'soon' is not none or a duration (30m, 1h)"* ]]
+    run -2 "$SIM" "${base[@]}" --sweep speed=1,2
+    [[ $output == *"--sweep: 'speed' is not arrival-scale, cluster-scale or checkpoint"* ]]
+    run -2 "$SIM" "${base[@]}" --sweep arrival-scale
+    [[ $output == *"--sweep: 'arrival-scale' is not NAME=V1,V2,..."* ]]
+    run -2 "$SIM" "${base[@]}" --sweep arrival-scale=1,1
+    [[ $output == *"--sweep arrival-scale: '1' is given twice"* ]]
+    run -2 "$SIM" "${base[@]}" --sweep arrival-scale=1 --sweep arrival-scale=2
+    [[ $output == *"--sweep arrival-scale: given twice"* ]]
+    run -2 "$SIM" "${base[@]}" --sweep arrival-scale=1,2,3,4,5,6,7,8 --sweep cluster-scale=1,2,3,4,5,6,7,8,9
+    [[ $output == *"--sweep: the grid would have 72 points (at most 64)"* ]]
+    run -2 "$SIM" "${base[@]}" --sweep arrival-scale=1,2 --jobs-csv "$T/j.csv"
+    [[ $output == *"no --jobs-csv or --save with it"* ]]
 }

@@ -92,6 +92,14 @@ teardown() {
     [[ $output == 200 ]]
 }
 
+@test "the web console is served over TLS too, with its headers" {
+    tls_start
+    run -0 curl -sk -D - -o /dev/null "$DOCKETD_URL/"
+    [[ $output == *"HTTP/1.1 200"* && $output == *"Content-Security-Policy: default-src 'none'"* ]]
+    run -0 curl -sk -o /dev/null -w '%{http_code}' "$DOCKETD_URL/console/index.html"
+    [[ $output == 200 ]]
+}
+
 @test "the CLI over https:// with a pinned key or a CA file: submit and queue" {
     tls_start
     export DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$ADMIN_TOKEN

@@ -85,7 +85,7 @@ cluster_stop() {
         [[ $(jq -r '.state' "$f") != exited && $pid -gt 0 ]] && kill -9 "$pid" 2>/dev/null
     done
     for n in a b; do
-        for c in memory cpu cpuacct pids freezer ""; do
+        for c in memory cpu cpuacct pids freezer devices ""; do
             d=/sys/fs/cgroup/${c:+$c/}docket/$PREFIX-$n
             [[ -d $d ]] || continue
             for g in "$d"/job_*; do

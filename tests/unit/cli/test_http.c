@@ -84,6 +84,32 @@ static void head_malformed(void **state)
             fail_msg("accepted: %s", bad[i]);
 }
 
+/* Numbers at and past their caps: the largest kept, anything above read as absent (or
+ * refused, for Content-Length), however many digits (no overflow on the way). */
+static void head_number_caps(void **state)
+{
+    const char *at = "HTTP/1.1 200 OK\r\nX-Docket-Offset: 4611686018427387903\r\n"
+                     "X-Docket-Runs: 2147483647\r\nContent-Length: 1099511627776\r\n\r\n";
+    const char *over = "HTTP/1.1 200 OK\r\nX-Docket-Offset: 4611686018427387904\r\n"
+                       "X-Docket-Runs: 2147483648\r\n\r\n";
+    const char *huge = "HTTP/1.1 200 OK\r\nX-Docket-Offset: 444444444444444444444444444444\r\n"
+                       "X-Docket-Runs: 99999999999999999999999999\r\n\r\n";
+    const char *cl = "HTTP/1.1 200 OK\r\nContent-Length: 1099511627777\r\n\r\n";
+    struct http_head h;
+
+    assert_true(http_parse_head(at, strlen(at), &h) > 0);
+    assert_true(h.docket_offset == INT64_MAX / 2);
+    assert_int_equal(h.docket_runs, INT32_MAX);
+    assert_true(h.content_length == (int64_t)1 << 40);
+    assert_true(http_parse_head(over, strlen(over), &h) > 0);
+    assert_int_equal(h.docket_offset, -1);
+    assert_int_equal(h.docket_runs, -1);
+    assert_true(http_parse_head(huge, strlen(huge), &h) > 0);
+    assert_int_equal(h.docket_offset, -1);
+    assert_int_equal(h.docket_runs, -1);
+    assert_int_equal(http_parse_head(cl, strlen(cl), &h), -EPROTO);
+}
+
 static void head_too_long(void **state)
 {
     size_t n = HTTP_MAX_HEAD + 10;
@@ -371,7 +397,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(head_ok), cmocka_unit_test(head_incomplete_needs_more),
         cmocka_unit_test(head_variants), cmocka_unit_test(head_malformed),
-        cmocka_unit_test(head_too_long), cmocka_unit_test(dechunk_bodies),
+        cmocka_unit_test(head_too_long), cmocka_unit_test(head_number_caps),
+        cmocka_unit_test(dechunk_bodies),
         cmocka_unit_test(dechunk_malformed), cmocka_unit_test(dechunk_cap),
         S(keepalive_then_stale_connection), S(interim_reply_and_body_to_close),
         S(reply_over_the_cap), S(garbage_and_truncation), S(no_server), S(timeout),

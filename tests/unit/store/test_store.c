@@ -1059,6 +1059,60 @@ static void secrets_round_trip(void **state)
     assert_int_equal(store_secret_get(f->st, "vision", "B_KEY", &got), -EBADMSG);
 }
 
+/* store_open_readonly (docket-sim --from-db): reads what a live writer committed, writes
+ * nothing, refuses another schema version and a file that is not there, and never creates
+ * one. */
+static void opens_read_only(void **state)
+{
+    struct fx *f = *state;
+    struct store_node n;
+    char err[256], missing[160], *doc = NULL;
+    struct store *ro;
+    sqlite3 *db;
+
+    memset(&n, 0, sizeof(n));
+    snprintf(n.name, sizeof(n.name), "gpu01");
+    snprintf(n.state, sizeof(n.state), "UP");
+    n.gpus = 8;
+    n.labels = "{}";
+    n.info = "{}";
+    assert_int_equal(store_node_put(f->st, &n), 0);
+    assert_int_equal(store_policy_put(f->st, "{\"settings\":{}}"), 0);
+    /* the writer stays open, as docketd does */
+    ro = store_open_readonly(f->path, err, sizeof(err));
+    assert_non_null(ro);
+    assert_int_equal(store_policy_get(ro, &doc), 0);
+    assert_string_equal(doc, "{\"settings\":{}}");
+    free(doc);
+    assert_int_equal(store_node_get(ro, "gpu01", &n), 0);
+    assert_int_equal(n.gpus, 8);
+    store_node_release(&n);
+    assert_int_equal(store_policy_put(ro, "{}"), -EIO); /* a write fails */
+    assert_int_equal(store_counter_set(ro, "x", 1), -EIO);
+    store_close(ro);
+    /* the writer's data is unchanged */
+    assert_int_equal(store_policy_get(f->st, &doc), 0);
+    assert_string_equal(doc, "{\"settings\":{}}");
+    free(doc);
+    /* a file that is not there is refused, not created */
+    snprintf(missing, sizeof(missing), "%s/none.db", f->dir);
+    assert_null(store_open_readonly(missing, err, sizeof(err)));
+    assert_non_null(strstr(err, "read-only"));
+    assert_int_equal(access(missing, F_OK), -1);
+    /* another schema version is refused with what to do */
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_null(store_open_readonly(f->path, err, sizeof(err)));
+    assert_non_null(strstr(err, "schema version 3"));
+    assert_non_null(strstr(err, "start docketd once on it"));
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    char back[48];
+    snprintf(back, sizeof(back), "PRAGMA user_version = %d", SCHEMA_LATEST);
+    assert_int_equal(sqlite3_exec(db, back, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1086,6 +1140,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(migrates_schema3_database, setup, teardown),
         cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup, teardown),
         cmocka_unit_test_setup_teardown(runs_and_live_credentials, setup, teardown),
+        cmocka_unit_test_setup_teardown(opens_read_only, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

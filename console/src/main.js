@@ -1,0 +1,158 @@
+// main.js - the console's shell: login, navigation, the hash router and the live
+// refresh (every page re-reads the API every few seconds; no page needs a reload).
+import { get, post, session, ApiError } from './api.js';
+import { el, route, href, can } from './ui.js';
+import overview from './pages/overview.js';
+import queue from './pages/queue.js';
+import job from './pages/job.js';
+import nodes from './pages/nodes.js';
+import projects from './pages/projects.js';
+import forecast from './pages/forecast.js';
+import audit from './pages/audit.js';
+
+const PAGES = [
+  ['overview', 'Overview', overview, () => true],
+  ['queue', 'Queue', queue, () => true],
+  ['nodes', 'Nodes', nodes, () => true],
+  ['projects', 'Projects', projects, () => true],
+  ['forecast', 'Forecast', forecast, () => true],
+  ['audit', 'Audit', audit, (me) => can.audit(me)],
+];
+const REFRESH_MS = 5000;
+
+let me = null;
+let current = null; // {key, page, timer, abort}
+
+function status(msg, kind = '') {
+  const s = document.getElementById('status');
+  s.textContent = msg;
+  s.className = `status ${kind}`;
+}
+
+function loginView(msg) {
+  const main = document.getElementById('main');
+  const input = el('input', { type: 'password', name: 'token', id: 'token', autocomplete: 'off',
+    required: true, 'aria-describedby': 'token-help' });
+  const form = el('form', { class: 'login', 'aria-label': 'Log in' },
+    el('h1', {}, 'Log in to Docket'),
+    msg ? el('p', { class: 'err', role: 'alert' }, msg) : null,
+    el('label', { for: 'token' }, 'API token'), input,
+    el('p', { id: 'token-help', class: 'dim' },
+      'A token from docket token create, or run docket console for a one-time login link. ',
+      'The token stays in this tab only.'),
+    el('button', { type: 'submit' }, 'Log in'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    session.set(input.value.trim());
+    await start();
+  });
+  main.replaceChildren(form);
+  document.getElementById('nav').replaceChildren();
+  document.getElementById('who').replaceChildren();
+  input.focus();
+}
+
+// #/login?code=dkc_...: the one-time code of `docket console`, exchanged once for a
+// session token; the code leaves the address bar at once.
+async function takeCode() {
+  const r = route();
+  if (r.page !== 'login' || !r.q.get('code')) return null;
+  const code = r.q.get('code');
+  history.replaceState(null, '', href('overview'));
+  try {
+    const s = await post('/v1/console/session', { code });
+    session.set(s.token);
+    return null;
+  } catch (e) {
+    return e.message;
+  }
+}
+
+function nav() {
+  const r = route();
+  document.getElementById('nav').replaceChildren(el('ul', {}, PAGES.filter((p) => p[3](me))
+    .map(([key, label]) => el('li', {}, el('a', {
+      href: href(key), 'aria-current': r.page === key || (key === 'queue' && r.page === 'job')
+        ? 'page' : null,
+    }, label)))));
+  document.getElementById('who').replaceChildren(
+    el('span', {}, `${me.user} · ${me.role}`),
+    el('button', { type: 'button', class: 'link', onclick: () => { session.clear(); start(); } },
+      'Log out'));
+}
+
+async function show() {
+  const r = route();
+  const key = `${r.page}/${r.args.join('/')}`;
+  nav();
+  if (current && current.key === key) { // only the query changed: re-read
+    await refresh(true);
+    return;
+  }
+  stop();
+  const def = r.page === 'job' ? job : (PAGES.find((p) => p[0] === r.page && p[3](me)) || [])[2];
+  const main = document.getElementById('main');
+  if (!def) {
+    main.replaceChildren(el('h1', {}, 'No such page'), el('p', {}, el('a', { href: href('overview') }, 'Overview')));
+    return;
+  }
+  const abort = new AbortController();
+  current = { key, page: def, abort, timer: null };
+  const root = el('div', { class: 'page' });
+  main.replaceChildren(root);
+  await refresh(true);
+  current.timer = setInterval(() => refresh(false), REFRESH_MS);
+}
+
+function stop() {
+  if (!current) return;
+  clearInterval(current.timer);
+  current.abort.abort();
+  current = null;
+}
+
+// One render of the current page from fresh API reads; an error leaves the last render
+// in place and says what went wrong.
+async function refresh(force) {
+  const cur = current;
+  if (!cur || cur.busy) return;
+  const a = document.activeElement;
+  const typing = a && a.closest && a.closest('#main form, #main .filters') &&
+    /^(INPUT|TEXTAREA|SELECT)$/.test(a.tagName);
+  if (typing && force !== true) return; // not under the viewer's fingers
+  cur.busy = true;
+  try {
+    const node = await cur.page({ me, r: route(), signal: cur.abort.signal, rerender: () => refresh(true) });
+    if (current !== cur) return;
+    const root = document.querySelector('#main .page');
+    const focused = document.activeElement && document.activeElement.id;
+    if (node) root.replaceChildren(node);
+    // the first screen is up: bench/console measures navigation start to this mark
+    if (!performance.getEntriesByName('docket:first-screen').length) performance.mark('docket:first-screen');
+    if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
+    status(`Updated ${new Date().toLocaleTimeString()}`);
+  } catch (e) {
+    if (e.name === 'AbortError') return;
+    if (e instanceof ApiError && e.status === 401) { stop(); session.clear(); loginView(e.message); return; }
+    status(e.message, 'err');
+  } finally {
+    cur.busy = false;
+  }
+}
+
+async function start() {
+  stop();
+  const codeErr = await takeCode();
+  if (!session.token()) { loginView(codeErr); return; }
+  try {
+    me = await get('/v1/whoami');
+  } catch (e) {
+    session.clear();
+    loginView(e.message);
+    return;
+  }
+  await show();
+}
+
+window.addEventListener('hashchange', () => { if (me && session.token()) show(); });
+start();

@@ -1,0 +1,137 @@
+// Overview: GPUs by state and type, utilisation over 24 h and 7 d (from the jobs'
+// start and end times), queue length and wait p95 per tier, and alerts where docketd
+// has them (GET /v1/alerts, docs/api.md "Alerts": firing ones first; the panel is hidden when
+// that route does not exist).
+import { get, raw, parseMetrics } from '../api.js';
+import { el, href, ago, dur, plot, table, setQuery } from '../ui.js';
+
+const GPU_STATES = ['busy', 'idle', 'reserved', 'draining', 'down'];
+
+export function gpuStates(nodes) {
+  const by = {};
+  for (const n of nodes) {
+    if (!n.gpus) continue;
+    const t = (by[n.gpu_type || '(none)'] ||= Object.fromEntries(GPU_STATES.map((s) => [s, 0])));
+    const free = n.gpus - n.gpus_used;
+    const up = n.state === 'UP';
+    const drain = n.state === 'DRAINING' || n.state === 'DRAINED';
+    t.busy += n.gpus_used;
+    t[up ? (n.reserved ? 'reserved' : 'idle') : drain ? 'draining' : 'down'] += free;
+  }
+  return by;
+}
+
+// GPUs busy in each bucket of [from, to), from jobs' start/end times.
+export function busySeries(jobs, from, to, step, now) {
+  const n = Math.ceil((to - from) / step);
+  const xs = Array.from({ length: n }, (_, i) => (from + i * step) / 1000);
+  const ys = new Array(n).fill(0);
+  let any = false;
+  for (const j of jobs) {
+    if (!j.start_ms || !j.gpus) continue;
+    const s = Math.max(j.start_ms, from), e = Math.min(j.end_ms || now, to);
+    if (e <= s) continue;
+    any = true;
+    for (let i = Math.floor((s - from) / step); i < n && from + i * step < e; i++) {
+      const bs = from + i * step, be = bs + step;
+      ys[i] += j.gpus * (Math.min(e, be) - Math.max(s, bs)) / step;
+    }
+  }
+  return any ? [xs, ys] : null;
+}
+
+function p95(xs) {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(0.95 * s.length) - 1)];
+}
+
+function chart(title, data, total) {
+  const box = el('figure', { class: 'chart' }, el('figcaption', {}, title));
+  if (!data) {
+    box.append(el('p', { class: 'dim' }, 'No job ran in this window.'));
+    return box;
+  }
+  const used = data[1].reduce((a, b) => a + b, 0) / data[1].length;
+  box.append(el('p', { class: 'dim' }, total ? `${Math.round((100 * used) / total)}% of ${total} GPUs on average` : ''));
+  const holder = el('div', { role: 'img', 'aria-label': `${title}: GPUs busy over time` });
+  box.append(holder);
+  plot((uPlot, width) => ({
+    width, height: 160,
+    series: [{}, { label: 'GPUs busy', stroke: '#2563eb', fill: 'rgba(37,99,235,0.15)' }],
+    axes: [{}, { size: 40 }], legend: { show: false },
+  }), data, holder, 560);
+  return box;
+}
+
+// GET /v1/alerts (docs/api.md "Alerts"): firing first, then pending; silenced ones say so.
+async function alerts(signal) {
+  const res = await raw('/v1/alerts', { signal });
+  if (!res.ok) return null; // no alerts route in this docketd: no panel
+  const list = (await res.json()).alerts || [];
+  const firing = list.filter((a) => a.state === 'firing' && !a.silenced).length;
+  return el('section', { class: 'panel', 'aria-labelledby': 'alerts-h' },
+    el('h2', { id: 'alerts-h' }, `Alerts firing (${firing})`),
+    list.length ? el('ul', { class: 'alerts' }, list.map((a) => el('li', { class: `alert ${a.state === 'firing' && !a.silenced ? 'firing' : 'dim'}` },
+      el('strong', {}, `${a.severity || ''} ${a.rule}${a.key ? ` ${a.key}` : ''}`), ': ', a.summary || '', ' ',
+      a.state === 'firing' ? ['firing since ', ago(a.fired_ms || a.since_ms)] : ['pending since ', ago(a.since_ms)],
+      a.silenced ? ' (silenced)' : '')))
+      : el('p', { class: 'dim' }, 'None.'));
+}
+
+// The finished jobs behind the charts and wait p95, read at most once a minute (2,000
+// jobs are a few MB; the rest of the page is read every refresh).
+const HISTORY_MS = 60000;
+let history = { at: 0, jobs: null };
+
+async function finished(signal) {
+  if (history.jobs && Date.now() - history.at < HISTORY_MS) return history.jobs;
+  const { jobs } = await get('/v1/jobs?state=terminal&order=desc&limit=2000', { signal });
+  history = { at: Date.now(), jobs };
+  return jobs;
+}
+
+export default async function overview({ r, signal, rerender }) {
+  const now = Date.now();
+  const [nodes, metrics, hist, running, al] = await Promise.all([
+    get('/v1/nodes', { signal }),
+    raw('/metrics', { signal }).then((r) => r.text()),
+    finished(signal),
+    get('/v1/jobs?state=STARTING,RUNNING,STOPPING&limit=10000', { signal }),
+    alerts(signal).catch(() => null),
+  ]);
+  const by = gpuStates(nodes.nodes);
+  const total = Object.values(by).reduce((a, t) => a + GPU_STATES.reduce((x, s) => x + t[s], 0), 0);
+  const sort = (k, d) => { setQuery({ ...Object.fromEntries(r.q), sort: k, dir: d }); rerender(); };
+  const gpuRows = Object.entries(by).map(([type, c]) => ({ type, ...c }));
+  const gpuTable = table([{ key: 'type', label: 'Type' },
+    ...GPU_STATES.map((s) => ({ key: s, label: s, cell: (row) => el('span', { class: `g-${s}` }, String(row[s])) }))],
+  gpuRows, { q: r.q, onSort: sort, caption: 'GPUs by state and type', empty: 'No GPUs.' });
+
+  const queued = {};
+  for (const m of parseMetrics(metrics))
+    if (m.name === 'docket_jobs' && (m.labels.state === 'PENDING' || m.labels.state === 'HELD'))
+      queued[m.labels.tier] = (queued[m.labels.tier] || 0) + m.value;
+  const jobs = [...running.jobs, ...hist];
+  const waits = {};
+  for (const j of jobs)
+    if (j.start_ms && j.start_ms >= now - 7 * 86400e3)
+      (waits[j.tier] ||= []).push(j.start_ms - j.submit_ms);
+  const tiers = [...new Set([...Object.keys(queued), ...Object.keys(waits)])].sort();
+  const tierRows = tiers.map((t) => ({ tier: t, queued: queued[t] || 0, p95: waits[t] ? p95(waits[t]) : -1 }));
+  const tierTable = table([
+    { key: 'tier', label: 'Tier', cell: (row) => el('a', { href: href('queue', [], { tier: row.tier }) }, row.tier) },
+    { key: 'queued', label: 'Queued', cell: (row) => String(row.queued) },
+    { key: 'p95', label: 'Wait p95', cell: (row) => (row.p95 < 0 ? '—' : row.p95 < 1000 ? '<1s' : dur(row.p95)) }],
+  tierRows, { q: r.q, onSort: sort, caption: 'Queue by tier (wait p95 of jobs started in the last 7 days)', empty: 'No jobs yet.' });
+
+  return el('div', {},
+    el('h1', {}, 'Overview'),
+    al,
+    el('div', { class: 'cards' },
+      el('section', { class: 'panel' }, gpuTable),
+      el('section', { class: 'panel' }, tierTable)),
+    el('section', { class: 'panel cards' },
+      chart('GPU use, last 24 h', busySeries(jobs, now - 86400e3, now, 3600e3, now), total),
+      chart('GPU use, last 7 days', busySeries(jobs, now - 7 * 86400e3, now, 6 * 3600e3, now), total)));
+}

@@ -1,0 +1,263 @@
+// browser.mjs - the console's browser tests: headless Debian chromium driven by
+// playwright-core against a real docketd and agents (tests/system/console.bats starts
+// them and runs one case per @test). usage: node test/browser.mjs CASE [ARGS...]
+// Env: CONSOLE_URL (docketd over TCP), CONSOLE_TOKENS (JSON file: role -> {user, token}),
+// CONSOLE_OUT (where screenshots go). Exit 0 when the case holds; else the reason.
+import { chromium } from 'playwright-core';
+import { readFileSync, mkdirSync } from 'node:fs';
+
+const BASE = process.env.CONSOLE_URL;
+const OUT = process.env.CONSOLE_OUT || '.';
+const TOKENS = process.env.CONSOLE_TOKENS ? JSON.parse(readFileSync(process.env.CONSOLE_TOKENS, 'utf8')) : {};
+const WAIT = 20000; // how long a page may take to show what is awaited (no timing is asserted)
+
+function expect(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+
+async function api(method, path, role, body) {
+  const res = await fetch(BASE + path, {
+    method, headers: { Authorization: `Bearer ${TOKENS[role].token}`, 'Content-Type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: await res.json().catch(() => null) };
+}
+
+let browser;
+const problems = []; // page errors and CSP violations, any page
+
+async function newPage() {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await ctx.newPage();
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && /Content Security Policy|Refused to/.test(m.text())) problems.push(`CSP: ${m.text()}`);
+  });
+  return page;
+}
+
+async function login(role, page) {
+  page = page || await newPage();
+  await page.goto(`${BASE}/`);
+  await page.getByLabel('API token').fill(TOKENS[role].token);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.locator('#who', { hasText: TOKENS[role].user }).waitFor({ timeout: WAIT });
+  return page;
+}
+
+async function go(page, hash) {
+  await page.goto(`${BASE}/${hash}`);
+  await page.locator('#main h1').first().waitFor({ timeout: WAIT });
+}
+
+const cases = {
+  // The page: CSP and the other headers, no inline script, token only in sessionStorage.
+  async security() {
+    const res = await fetch(`${BASE}/`);
+    const csp = res.headers.get('content-security-policy') || '';
+    expect(/script-src 'self'/.test(csp) && !/unsafe-inline|unsafe-eval/.test(csp), `bad CSP: ${csp}`);
+    expect(/frame-ancestors 'none'/.test(csp), 'framing allowed');
+    expect(res.headers.get('x-content-type-options') === 'nosniff', 'no nosniff');
+    const html = await res.text();
+    expect(!/<script(?![^>]*\bsrc=)[^>]*>/.test(html) && !/\son[a-z]+=/.test(html), 'inline script in the page');
+    const page = await login('admin');
+    const where = await page.evaluate(() => ({ cookie: document.cookie, local: localStorage.length,
+      session: sessionStorage.getItem('docket.token') }));
+    expect(where.cookie === '' && where.local === 0, 'the token left sessionStorage');
+    expect(where.session === TOKENS.admin.token, 'the token is not in sessionStorage');
+    const bad = await newPage();
+    await bad.goto(`${BASE}/`);
+    await bad.getByLabel('API token').fill('dkt_not_a_token_at_all');
+    await bad.getByRole('button', { name: 'Log in' }).click();
+    await bad.locator('.login .err').waitFor({ timeout: WAIT });
+  },
+
+  // Each role logs in, sees its name and role, and only the pages it may read.
+  async login(role) {
+    const page = await login(role);
+    const who = await page.locator('#who').innerText();
+    const { body } = await api('GET', '/v1/whoami', role);
+    expect(who.includes(`${body.user} · ${body.role}`), `#who says '${who}'`);
+    const audit = await page.locator('#nav a', { hasText: 'Audit' }).count();
+    expect(audit === (['viewer', 'operator', 'admin'].includes(body.role) ? 1 : 0), `Audit link count ${audit} for ${role}`);
+    for (const p of ['overview', 'queue', 'nodes', 'projects', 'forecast']) await go(page, `#/${p}`);
+    // the alerts panel is there exactly when docketd has GET /v1/alerts
+    await go(page, '#/overview');
+    await page.locator('#status', { hasText: 'Updated' }).waitFor({ timeout: WAIT });
+    const alerts = await api('GET', '/v1/alerts', role);
+    const panel = await page.locator('#alerts-h').count();
+    expect(panel === (alerts.status === 200 ? 1 : 0), `alerts panel ${panel} with GET /v1/alerts ${alerts.status}`);
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByLabel('API token').waitFor({ timeout: WAIT });
+  },
+
+  // The one-time code: logs in once, as the user who asked for it; a second use fails.
+  async code(link) {
+    const page = await newPage();
+    await page.goto(link);
+    await page.locator('#who', { hasText: TOKENS.member.user }).waitFor({ timeout: WAIT });
+    expect(!page.url().includes('code='), 'the code stayed in the address bar');
+    const again = await newPage();
+    await again.goto(link);
+    await again.locator('.login .err', { hasText: 'unknown, used or expired' }).waitFor({ timeout: WAIT });
+  },
+
+  // The queue shows the job with its reason and sentence; filters are in the URL; a
+  // click opens the job with its explanation.
+  async queue(id) {
+    const page = await login('member');
+    await go(page, '#/queue');
+    const row = page.locator(`tr[data-job="${id}"]`);
+    await row.waitFor({ timeout: WAIT });
+    const { body } = await api('GET', `/v1/jobs/${id}/explain`, 'member');
+    const x = body.explain;
+    await row.locator('.sentence', { hasText: x.sentence.slice(0, 30) }).waitFor({ timeout: WAIT });
+    expect((await row.innerText()).includes(x.reason), `row lacks reason ${x.reason}`);
+    await page.getByLabel('Project').selectOption('explore');
+    await page.waitForURL(/project=explore/, { timeout: WAIT });
+    await row.waitFor({ timeout: WAIT });
+    await go(page, '#/queue?tier=critical');
+    await page.locator('td', { hasText: 'No job is waiting.' }).waitFor({ timeout: WAIT });
+    await go(page, '#/queue?sort=id&dir=desc');
+    await row.locator('a').click();
+    await page.waitForURL(new RegExp(`#/job/${id}`), { timeout: WAIT });
+    await page.locator('.explain .sentence', { hasText: x.sentence.slice(0, 30) }).waitFor({ timeout: WAIT });
+  },
+
+  // A job's owner holds and releases it from its page; a viewer is offered no action.
+  async actions(id) {
+    const page = await login('member');
+    await go(page, `#/job/${id}`);
+    await page.getByRole('button', { name: 'Hold', exact: true }).click();
+    await page.locator('h1 .badge', { hasText: 'HELD' }).waitFor({ timeout: WAIT });
+    await page.getByRole('button', { name: 'Release', exact: true }).click();
+    await page.locator('h1 .badge', { hasText: 'PENDING' }).waitFor({ timeout: WAIT });
+    const viewer = await login('viewer');
+    await go(viewer, `#/job/${id}`);
+    await viewer.locator('p', { hasText: 'You may not act on this job.' }).waitFor({ timeout: WAIT });
+    expect(await viewer.getByRole('button', { name: 'Cancel', exact: true }).count() === 0, 'a viewer is offered Cancel');
+  },
+
+  // Every page: each control has a label, each table a caption, the first Tab reaches
+  // the skip link, and the navigation works from the keyboard alone.
+  async a11y(id) {
+    const page = await login('admin');
+    for (const hash of ['#/overview', '#/queue', `#/job/${id}`, '#/nodes', '#/projects?project=vision', '#/forecast', '#/audit']) {
+      await go(page, hash);
+      await page.locator('#status', { hasText: 'Updated' }).waitFor({ timeout: WAIT });
+      const bad = await page.evaluate(() => [
+        ...[...document.querySelectorAll('input, select, textarea')].filter((e) => !e.labels.length && !e.getAttribute('aria-label'))
+          .map((e) => `unlabelled ${e.tagName} ${e.name}`),
+        ...[...document.querySelectorAll('table')].filter((t) => !t.caption).map(() => 'a table without a caption'),
+        ...[...document.querySelectorAll('button')].filter((b) => !b.textContent.trim()).map(() => 'a button without text'),
+      ]);
+      expect(bad.length === 0, `${hash}: ${bad.join(', ')}`);
+    }
+    await go(page, '#/overview');
+    await page.reload(); // a fresh load: the sequential focus starts at the top
+    await page.locator('#main h1').first().waitFor({ timeout: WAIT });
+    await page.keyboard.press('Tab');
+    const first = await page.evaluate(() => `${document.activeElement.tagName}.${document.activeElement.className}`);
+    expect(first === 'A.skip', `the first Tab reaches ${first}, not the skip link`);
+    let reached = false;
+    for (let i = 0; i < 6 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = await page.evaluate(() => document.activeElement.textContent === 'Nodes');
+    }
+    expect(reached, 'Tab does not reach the Nodes link');
+    await page.keyboard.press('Enter');
+    await page.locator('#main h1', { hasText: 'Nodes' }).waitFor({ timeout: WAIT });
+  },
+
+  // A job's logs follow while the page is open.
+  async logs(id) {
+    const page = await login('admin');
+    await go(page, `#/job/${id}`);
+    await page.locator('pre.logs', { hasText: 'line 3' }).waitFor({ timeout: WAIT });
+    await page.locator('pre.logs[data-eof="1"]').waitFor({ timeout: WAIT });
+  },
+
+  // A member is offered no drain and refused by the API; an operator drains and resumes.
+  async drain(node) {
+    const mem = await login('member');
+    await go(mem, `#/nodes?node=${node}`);
+    await mem.locator(`#node-${node}`).waitFor({ timeout: WAIT });
+    expect(await mem.locator('form[aria-label^="Drain"]').count() === 0, 'a member is offered Drain');
+    const status = await mem.evaluate(async (n) => (await fetch(`/v1/nodes/${n}/drain`, { method: 'POST',
+      headers: { Authorization: `Bearer ${sessionStorage.getItem('docket.token')}`, 'Content-Type': 'application/json' },
+      body: '{"reason":"x"}' })).status, node);
+    expect(status === 403, `a member's drain got ${status}`);
+    const op = await login('operator');
+    await go(op, `#/nodes?node=${node}`);
+    const card = op.locator(`#node-${node}`);
+    await card.getByLabel('Reason').fill('console test');
+    await card.getByRole('button', { name: 'Drain' }).click();
+    await card.locator('.badge', { hasText: /DRAIN/ }).waitFor({ timeout: WAIT });
+    await card.getByRole('button', { name: `Resume ${node}` }).click();
+    await card.locator('.badge', { hasText: 'UP' }).waitFor({ timeout: WAIT });
+  },
+
+  // An admin boosts a project with a reason and an expiry; a member is offered no boost.
+  async boost(project) {
+    const mem = await login('member');
+    await go(mem, `#/projects?project=${project}`);
+    await mem.locator('#pd-h').waitFor({ timeout: WAIT });
+    expect(await mem.locator('form[aria-label="Boost"]').count() === 0, 'a member is offered Boost');
+    const page = await login('admin');
+    await go(page, `#/projects?project=${project}`);
+    await page.getByLabel('Reason').fill('paper deadline');
+    await page.getByLabel('For').fill('2h');
+    await page.locator('form[aria-label="Boost"]').getByRole('button', { name: 'Boost' }).click();
+    await page.locator('p', { hasText: 'Boosted 1 level(s)' }).waitFor({ timeout: WAIT });
+    const { body } = await api('GET', `/v1/projects/${project}`, 'admin');
+    expect(body.project.boost && body.project.boost.reason === 'paper deadline', 'boost not stored');
+    await go(page, `#/audit?action=project.boost`);
+    await page.locator('td', { hasText: 'paper deadline' }).waitFor({ timeout: WAIT });
+  },
+
+  // A screenshot of every page, for the test output (and README's two).
+  async screens(id) {
+    mkdirSync(OUT, { recursive: true });
+    const first = await newPage();
+    await first.goto(`${BASE}/`);
+    await first.getByLabel('API token').waitFor({ timeout: WAIT });
+    await first.screenshot({ path: `${OUT}/console-login.png` });
+    const page = await login('admin');
+    for (const [name, hash] of [['overview', '#/overview'], ['queue', '#/queue'], ['job', `#/job/${id}`],
+      ['nodes', '#/nodes'], ['projects', '#/projects?project=vision'], ['forecast', '#/forecast'], ['audit', '#/audit']]) {
+      await go(page, hash);
+      await page.locator('#status', { hasText: 'Updated' }).waitFor({ timeout: WAIT });
+      if (name === 'queue' && await page.locator('tr[data-job]').count()) // sentences: 2nd render
+        await page.locator('.sentence', { hasText: /\w/ }).first().waitFor({ timeout: WAIT });
+      await page.waitForTimeout(300); // charts draw on the next frame
+      await page.screenshot({ path: `${OUT}/console-${name}.png`, fullPage: true });
+    }
+  },
+
+  // `docket console` over the Unix socket: its link logs in through the forward.
+  async forward(link, user) {
+    const page = await newPage();
+    await page.goto(link);
+    await page.locator('#who', { hasText: user }).waitFor({ timeout: WAIT });
+    await page.locator('#nav a', { hasText: 'Queue' }).click();
+    await page.locator('#main h1', { hasText: 'Queue' }).waitFor({ timeout: WAIT });
+    expect(!(await page.locator('#status').getAttribute('class')).includes('err'), 'an API call failed through the forward');
+  },
+};
+
+const [name, ...args] = process.argv.slice(2);
+if (!cases[name]) {
+  console.error(`usage: node test/browser.mjs ${Object.keys(cases).join('|')} [ARGS]`);
+  process.exit(2);
+}
+browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium' });
+try {
+  await cases[name](...args);
+  expect(problems.length === 0, problems.join('; '));
+  console.log(`ok ${name}`);
+} catch (e) {
+  console.error(`not ok ${name}: ${e.message}`);
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,193 @@
+/*
+ * console.c - the web console as docketd serves it (docs/console.md): the page at `/`
+ * and its assets at /console/NAME, both public and without data (every number on the
+ * page comes from the API with the viewer's own token); the one-time login of
+ * `docket console` (a code, asked for by an authenticated user, that the page exchanges
+ * once, within CTL_CONSOLE_CODE_MS, for a session token of the same user and role); and
+ * GET /v1/whoami, which tells the page who it is logged in as.
+ */
+#include <errno.h>
+#include <event2/http.h>
+#include <string.h>
+
+#include "controller/console_assets.h"
+#include "controller/ctl.h"
+#include "util/clock.h"
+#include "util/str.h"
+
+/* The page may load only its own files and talk only to this origin: no inline script
+ * or style, no framing, no form posts elsewhere. */
+static const char csp[] = "default-src 'none'; script-src 'self'; style-src 'self'; "
+                          "img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
+                          "form-action 'none'; frame-ancestors 'none'";
+
+static const char not_built[] =
+    "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    "<title>Docket console not built</title></head><body><h1>Docket console not built</h1>"
+    "<p>This docketd was built without the web console (Node.js and npm were missing at "
+    "build time). Install them (<code>scripts/install-deps.sh</code> does), run "
+    "<code>make</code>, which runs <code>npm ci &amp;&amp; npm run build</code> in "
+    "<code>console/</code>, and restart docketd.</p><p>The API at <code>/v1/</code> works "
+    "without it; see docs/console.md.</p></body></html>\n";
+
+static const struct {
+    const char *ext, *type;
+} types[] = {{".html", "text/html; charset=utf-8"},
+             {".js", "text/javascript; charset=utf-8"},
+             {".css", "text/css; charset=utf-8"},
+             {".png", "image/png"},
+             {".svg", "image/svg+xml"},
+             {".map", "application/json"}};
+
+static const char *type_of(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    for (size_t i = 0; dot && i < sizeof(types) / sizeof(types[0]); i++)
+        if (strcmp(dot, types[i].ext) == 0)
+            return types[i].type;
+    return "application/octet-stream";
+}
+
+static void page_headers(struct evhttp_request *req)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Content-Security-Policy", csp);
+    evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+    evhttp_add_header(h, "Referrer-Policy", "no-referrer");
+    evhttp_add_header(h, "X-Frame-Options", "DENY");
+    evhttp_add_header(h, "Cache-Control", "no-cache");
+}
+
+static const struct console_asset *asset(const char *name)
+{
+    for (const struct console_asset *a = console_assets; a->name; a++)
+        if (strcmp(a->name, name) == 0)
+            return a;
+    return NULL;
+}
+
+void h_console_page(struct ctl_req *r)
+{
+    const struct console_asset *a = console_built ? asset("index.html") : NULL;
+    page_headers(r->req);
+    if (!a) {
+        ctl_reply_raw(r->c, r->req, 200, "text/html; charset=utf-8", not_built,
+                      sizeof(not_built) - 1);
+        return;
+    }
+    ctl_reply_raw(r->c, r->req, 200, type_of(a->name), a->data, a->len);
+}
+
+void h_console_asset(struct ctl_req *r)
+{
+    const struct console_asset *a = asset(r->arg[0]);
+    if (!a) {
+        ctl_reply_errorf(r->c, r->req, 404, NULL, "no such console file '%.64s'%s", r->arg[0],
+                         console_built ? "" : " (this docketd was built without the console)");
+        return;
+    }
+    page_headers(r->req);
+    ctl_reply_raw(r->c, r->req, 200, type_of(a->name), a->data, a->len);
+}
+
+/* A free slot: an empty or expired one, else the one that expires first. */
+static struct ctl_console_code *code_slot(struct ctl *c, int64_t now)
+{
+    struct ctl_console_code *best = &c->console_codes[0];
+    for (int i = 0; i < CTL_CONSOLE_CODES; i++) {
+        struct ctl_console_code *s = &c->console_codes[i];
+        if (!s->hash[0] || s->expires_ms <= now)
+            return s;
+        if (s->expires_ms < best->expires_ms)
+            best = s;
+    }
+    return best;
+}
+
+void h_console_code(struct ctl_req *r)
+{
+    static const char *const known[] = {NULL};
+    struct proto_error e;
+    char code[96];
+    json_t *b = ctl_body_json(r, true);
+    if (!b)
+        return;
+    int rc = proto_check_fields(b, "", known, &e);
+    json_decref(b);
+    if (rc < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        return;
+    }
+    if (ctl_random_token("dkc_", code, sizeof(code)) < 0) {
+        ctl_reply_errorf(r->c, r->req, 500, NULL, "no randomness");
+        return;
+    }
+    int64_t now = clock_now_ms();
+    struct ctl_console_code *s = code_slot(r->c, now);
+    store_token_hash(code, s->hash);
+    str_copy(s->user, sizeof(s->user), r->id.user);
+    s->role = r->id.role;
+    s->expires_ms = now + CTL_CONSOLE_CODE_MS;
+    ctl_reply_json(r->c, r->req, 201,
+                   json_pack("{s:s,s:I,s:s}", "code", code, "expires_ms", (json_int_t)s->expires_ms,
+                             "user", s->user));
+}
+
+/* Take the slot of `code` (single use: it is cleared whether or not it expired). */
+static int code_take(struct ctl *c, const char *code, struct ctl_console_code *out)
+{
+    char hash[65];
+    store_token_hash(code, hash);
+    for (int i = 0; i < CTL_CONSOLE_CODES; i++) {
+        struct ctl_console_code *s = &c->console_codes[i];
+        if (!s->hash[0] || strcmp(s->hash, hash) != 0)
+            continue;
+        *out = *s;
+        memset(s, 0, sizeof(*s));
+        return out->expires_ms > clock_now_ms() ? 0 : -ETIMEDOUT;
+    }
+    return -ENOENT;
+}
+
+void h_console_session(struct ctl_req *r)
+{
+    static const char *const known[] = {"code", NULL};
+    struct proto_error e;
+    struct ctl_console_code slot;
+    json_t *b = ctl_body_json(r, false);
+    if (!b)
+        return;
+    const char *code = json_string_value(json_object_get(b, "code"));
+    int rc = proto_check_fields(b, "", known, &e);
+    if (rc == 0 && (!code || strlen(code) > 128))
+        rc = proto_errorf(&e, 400, NULL, "code", "code must be the string docket console printed");
+    if (rc == 0 && code_take(r->c, code, &slot) < 0)
+        rc = proto_errorf(&e, 401, NULL, "code",
+                          "this login code is unknown, used or expired (a code works once, "
+                          "within %d s): run docket console again",
+                          CTL_CONSOLE_CODE_MS / 1000);
+    struct store_token t;
+    char tok[96];
+    memset(&t, 0, sizeof(t));
+    if (rc == 0) {
+        str_copy(t.user, sizeof(t.user), slot.user);
+        str_copy(t.role, sizeof(t.role), ctl_role_name(slot.role));
+        rc = ctl_token_issue(r->c, slot.user, &t, CTL_CONSOLE_SESSION_MS, tok, sizeof(tok), &e);
+    }
+    if (rc < 0)
+        ctl_reply_error(r->c, r->req, &e);
+    else
+        ctl_reply_json(r->c, r->req, 201, ctl_token_json(tok, &t));
+    json_decref(b);
+}
+
+void h_whoami(struct ctl_req *r)
+{
+    struct ctl_target t;
+    ctl_req_target(r, "", NULL, &t); /* loads the caller's projects into r->my_projects */
+    json_t *projects = r->my_projects ? json_deep_copy(r->my_projects) : json_object();
+    ctl_reply_json(r->c, r->req, 200,
+                   json_pack("{s:s,s:s,s:s,s:o}", "user", r->id.user, "role",
+                             ctl_role_name(r->id.role), "token_id", r->id.token_id, "projects",
+                             projects));
+}

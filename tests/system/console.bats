@@ -1,0 +1,136 @@
+#!/usr/bin/env bats
+# console.bats - the web console in a real browser (docs/console.md): headless Debian
+# chromium driven by playwright-core (console/test/browser.mjs, one case per test)
+# against a real docketd and two agents with declared GPUs (lib/cluster.bash). Users of
+# every role log in with their tokens; jobs are submitted through the API; screenshots
+# of every page go to $DOCKET_BUILD/console-screenshots.
+
+bats_require_minimum_version 1.5.0
+
+CLUSTER_NAME=console
+load lib/cluster
+AGENT_EXTRA=()
+ROOT=$BATS_TEST_DIRNAME/../..
+
+setup_file() {
+    [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] || skip "docket, docketd or docket-node not built"
+    command -v node >/dev/null || skip "node not installed (scripts/install-deps.sh)"
+    [[ -x /usr/bin/chromium ]] || skip "chromium not installed (scripts/install-deps.sh --test)"
+    [[ -d $ROOT/console/node_modules/playwright-core ]] || skip "playwright-core not installed (scripts/build-console.sh)"
+    cluster_start
+    "$DOCKET" apply -f "$ROOT/examples/policy.yaml" >/dev/null
+    export CONSOLE_URL=http://127.0.0.1:$PORT CONSOLE_TOKENS=$T/tokens.json
+    export CONSOLE_OUT=$DOCKET_BUILD/console-screenshots
+    "$DOCKET" projects members add explore alice >/dev/null
+    "$DOCKET" projects members add vision bob --role lead >/dev/null
+    local role user tok json='{}'
+    for role in operator:oper viewer:vic member:alice lead:bob; do
+        user=${role#*:} role=${role%:*}
+        tok=$("$DOCKET" token create --user "$user" --role "$([[ $role == lead ]] && echo member || echo "$role")" 2>/dev/null)
+        json=$(jq --arg r "$role" --arg u "$user" --arg t "$tok" '.[$r] = {user: $u, token: $t}' <<<"$json")
+    done
+    jq --arg t "$TOKEN" '.admin = {user: "admin", token: $t}' <<<"$json" >"$CONSOLE_TOKENS"
+}
+
+teardown_file() {
+    cluster_stop
+}
+
+browser() { # CASE ARGS...
+    run node "$ROOT/console/test/browser.mjs" "$@"
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+token_of() { jq -r ".$1.token" "$CONSOLE_TOKENS"; }
+
+@test "docketd serves the console at / with its CSP, its files public, nothing else without a token" {
+    run -0 curl -sf -o /dev/null -w '%{content_type}' "$CONSOLE_URL/console/app.js"
+    [[ $output == text/javascript* ]]
+    run -0 curl -s -o /dev/null -w '%{http_code}' "$CONSOLE_URL/console/secrets.db"
+    [ "$output" = 404 ]
+    run -0 curl -s -o /dev/null -w '%{http_code}' "$CONSOLE_URL/v1/whoami"
+    [ "$output" = 401 ]
+    browser security
+}
+
+@test "every role logs in with its token and sees only the pages it may read" {
+    for role in admin operator viewer lead member; do
+        browser login "$role"
+    done
+}
+
+@test "the one-time code of docket console logs in once, as its user" {
+    local link
+    link=$(DOCKET_URL=$CONSOLE_URL DOCKET_TOKEN=$(token_of member) "$DOCKET" console 2>/dev/null)
+    [[ $link == "$CONSOLE_URL/#/login?code=dkc_"* ]]
+    browser code "$link"
+    run -0 --separate-stderr env DOCKET_URL="$CONSOLE_URL" DOCKET_TOKEN="$(token_of viewer)" "$DOCKET" console --json
+    [ "$(jq -r .user <<<"$output")" = vic ]
+    [[ $(jq -r .url <<<"$output") == "$CONSOLE_URL/#/login?code=$(jq -r .code <<<"$output")" ]]
+}
+
+@test "docket console on the Unix socket: a forward that logs in, and passes nothing without a token" {
+    "$DOCKET" console --port 0 >"$T/forward.url" 2>"$T/forward.err" &
+    echo $! >"$T/forward.pid"
+    wait_for 10 test -s "$T/forward.url"
+    local link base
+    link=$(cat "$T/forward.url")
+    base=${link%%/#*}
+    run -0 curl -s -o /dev/null -w '%{http_code}' "$base/v1/jobs"
+    [ "$output" = 401 ]
+    run -0 curl -s -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "$base/"
+    [ "$output" = 401 ]
+    run -0 curl -s -o /dev/null -w '%{http_code}' "$base/"
+    [ "$output" = 200 ]
+    browser forward "$link" "$(id -un)"
+    kill_pidfile "$T/forward.pid"
+}
+
+@test "a job's logs follow on its page" {
+    local id
+    id=$("$DOCKET" submit --parsable -p vision --class experiment --time 5m -- \
+        bash -c 'for i in 1 2 3; do echo "line $i"; sleep 1; done')
+    browser logs "$id"
+}
+
+@test "a job submitted through the API appears in the queue with its reason; a click explains it" {
+    # fill both nodes, then alice's job waits for GPUs
+    "$DOCKET" submit --parsable -p vision --class training -g 8 --time 30m -- sleep 600 >"$T/fill1"
+    "$DOCKET" submit --parsable -p vision --class training -g 8 --time 30m -- sleep 600 >"$T/fill2"
+    wait_for 30 state_in "$(cat "$T/fill1")" RUNNING
+    wait_for 30 state_in "$(cat "$T/fill2")" RUNNING
+    run -0 curl -sf -H "Authorization: Bearer $(token_of member)" -H 'Content-Type: application/json' \
+        -d '{"project": "explore", "class": "exploration", "gpus": 8, "command": ["true"]}' \
+        "$CONSOLE_URL/v1/jobs"
+    jq -r .job.id <<<"$output" >"$T/waiting"
+    wait_for 10 state_in "$(cat "$T/waiting")" PENDING
+    browser queue "$(cat "$T/waiting")"
+}
+
+@test "a job's owner holds and releases it from its page; a viewer is offered no action" {
+    browser actions "$(cat "$T/waiting")"
+}
+
+@test "every page: controls labelled, tables captioned, usable from the keyboard" {
+    local id
+    id=$(cat "$T/waiting" 2>/dev/null || "$DOCKET" submit --parsable -p vision --class experiment --time 5m -- true)
+    browser a11y "$id"
+}
+
+@test "an operator drains and resumes a node in the console; a member is refused" {
+    browser drain "$PREFIX-a"
+}
+
+@test "an admin boosts a project with a reason and an expiry; a member is offered no boost" {
+    browser boost explore
+}
+
+@test "a screenshot of every page goes to the test output" {
+    local id # the waiting job of the queue test, or one of its own when run alone
+    id=$(cat "$T/waiting" 2>/dev/null || "$DOCKET" submit --parsable -p vision --class experiment --time 5m -- true)
+    browser screens "$id"
+    for p in login overview queue job nodes projects forecast audit; do
+        [[ -s $CONSOLE_OUT/console-$p.png ]]
+    done
+}
