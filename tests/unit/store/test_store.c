@@ -67,7 +67,7 @@ static void reopen(struct fx *f)
 /* ------------------------------------------------------------------------------------ */
 
 /* The schema version store.c migrates to (one place to change when a migration is added). */
-#define SCHEMA_LATEST 8 /* 8: the users' default projects (h-slurm) */
+#define SCHEMA_LATEST 9 /* 9: usage samples (h-usage) */
 
 static void migrates_from_empty(void **state)
 {
