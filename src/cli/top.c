@@ -126,10 +126,11 @@ static void node_rows(struct cli *c, const json_t *nodes, int max)
 
 static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
 {
-    static const char *const h[] = {"TIER", "RUNNING", "GPUS RUNNING", "PENDING", "GPUS WANTED"};
-    struct table *t = table_create(h, 5);
+    static const char *const h[] = {"TIER",    "RUNNING",     "GPUS RUNNING",
+                                    "PENDING", "GPUS WANTED", "HELD"};
+    struct table *t = table_create(h, 6);
     const char *tiers[16];
-    int64_t v[16][4];
+    int64_t v[16][5];
     int n = 0;
     size_t i;
     json_t *j;
@@ -142,6 +143,7 @@ static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
         const char *st = jstr(j, "state");
         int64_t g = jint(j, "gpus", 0) * jint(j, "nodes", 1);
         bool run = !strcmp(st, "RUNNING") || !strcmp(st, "STARTING") || !strcmp(st, "STOPPING");
+        bool held = !strcmp(st, "HELD"); /* waits for a person, not for resources */
         int k;
         for (k = 0; k < n && strcmp(tiers[k], tier); k++)
             ;
@@ -149,6 +151,10 @@ static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
             if (n == 16)
                 continue;
             tiers[n++] = tier;
+        }
+        if (held) {
+            v[k][4]++;
+            continue;
         }
         v[k][run ? 0 : 2]++;
         v[k][run ? 1 : 3] += g;
@@ -158,7 +164,7 @@ static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
         for (int m = k; m > 0 && tier_index(order, tiers[m]) < tier_index(order, tiers[m - 1]);
              m--) {
             const char *tn = tiers[m];
-            int64_t tv[4];
+            int64_t tv[5];
             memcpy(tv, v[m], sizeof(tv));
             tiers[m] = tiers[m - 1];
             memcpy(v[m], v[m - 1], sizeof(tv));
@@ -168,10 +174,10 @@ static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
     for (int k = 0; k < n; k++) {
         table_row(t);
         table_cell(t, FMT_PLAIN, "%s", tiers[k]);
-        for (int m = 0; m < 4; m++)
+        for (int m = 0; m < 5; m++)
             table_cell(t, FMT_PLAIN, "%lld", (long long)v[k][m]);
     }
-    for (int k = 1; k < 5; k++)
+    for (int k = 1; k < 6; k++)
         table_set_flags(t, k, TABLE_RIGHT);
     if (n)
         table_print(t, c->out, c->width, c->color);

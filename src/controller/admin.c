@@ -90,7 +90,7 @@ static json_t **jobs_by_node(struct ctl *c)
         return NULL;
     for (size_t i = 0; i < nn; i++)
         by[i] = json_array();
-    for (size_t i = 0; i < sched_job_count(c->sched); i++) {
+    for (size_t i = 0; i < sched_job_slots(c->sched); i++) { /* slots, not the count */
         struct sched_job_view v;
         if (sched_job_at(c->sched, i, &v) < 0)
             continue;

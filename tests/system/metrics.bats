@@ -1,0 +1,99 @@
+#!/usr/bin/env bats
+# metrics.bats - /metrics against the API it summarises, on a real docketd and two real
+# agents with declared GPUs (lib/cluster): after jobs start, end, are held and requeued,
+# docket_jobs equals GET /v1/jobs counted by state, tier and project; the per-node and
+# per-GPU gauges equal GET /v1/nodes; `docket nodes` and `docket top` count the same jobs.
+# The dashboard and alert rules in contrib/ query only metric names that exist.
+
+bats_require_minimum_version 1.5.0
+
+CLUSTER_NAME=metrics
+load lib/cluster
+AGENT_EXTRA=()
+
+setup_file() {
+    [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] || skip "docket, docketd or docket-node not built"
+    cluster_start
+    "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml" >/dev/null
+}
+
+teardown_file() {
+    cluster_stop
+}
+
+setup() {
+    cd "$W"
+}
+
+get() { # PATH: the body of GET PATH with the admin token, over TCP
+    curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT$1"
+}
+
+# docket_jobs as "STATE TIER PROJECT N" lines, sorted
+metrics_jobs() {
+    get /metrics | sed -nE 's/^docket_jobs\{state="([^"]*)",tier="([^"]*)",project="([^"]*)"\} ([0-9]+)$/\1 \2 \3 \4/p' |
+        awk '$4 > 0' | sort
+}
+
+api_jobs() {
+    get '/v1/jobs?state=active&limit=10000' |
+        jq -r '.jobs | group_by([.state, .tier, .project])[] | "\(.[0].state) \(.[0].tier) \(.[0].project) \(length)"' |
+        sort
+}
+
+# the per-node gauges as "NODE GPUS GPUS_BUSY JOBS" lines, and the same from /v1/nodes
+metrics_nodes() {
+    local m
+    m=$(get /metrics)
+    jq -r '.nodes[].name' <<<"$(get /v1/nodes)" | sort | while read -r n; do
+        printf '%s %s %s %s\n' "$n" \
+            "$(sed -nE "s/^docket_node_gpus\{node=\"$n\"\} ([0-9]+)$/\1/p" <<<"$m")" \
+            "$(sed -nE "s/^docket_node_gpus_busy\{node=\"$n\"\} ([0-9]+)$/\1/p" <<<"$m")" \
+            "$(sed -nE "s/^docket_node_jobs\{node=\"$n\"\} ([0-9]+)$/\1/p" <<<"$m")"
+    done
+}
+
+api_nodes() {
+    get /v1/nodes | jq -r '.nodes | sort_by(.name)[] | "\(.name) \(.gpus) \(.gpus_used) \(.jobs | length)"'
+}
+
+# every check of this file: /metrics agrees with the API
+agrees() {
+    local a b
+    a=$(metrics_jobs)
+    b=$(api_jobs)
+    [[ $a == "$b" ]] || { printf 'metrics:\n%s\napi:\n%s\n' "$a" "$b"; return 1; }
+    a=$(metrics_nodes)
+    b=$(api_nodes)
+    [[ $a == "$b" ]] || { printf 'metrics:\n%s\napi:\n%s\n' "$a" "$b"; return 1; }
+}
+
+@test "once a job has ended, docket_jobs and each node's jobs still count every live job" {
+    local done_id a b n
+    # the job that ends was submitted first: the live ones sit after its free slot
+    done_id=$("$DOCKET" submit --parsable -p explore --class exploration -- sleep 2)
+    a=$("$DOCKET" submit --parsable -p explore --class exploration -g 1 -- sleep 300)
+    b=$("$DOCKET" submit --parsable -p explore --class exploration -g 1 -- sleep 300)
+    wait_for 30 state_in "$a" RUNNING
+    wait_for 30 state_in "$b" RUNNING
+    wait_for 30 state_in "$done_id" COMPLETED || { "$DOCKET" show "$done_id"; "$DOCKET" queue; tail -20 "$T/ctl.log"; false; }
+    n=$(get /metrics | sed -nE 's/^docket_jobs\{state="RUNNING".*\} ([0-9]+)$/\1/p' | awk '{s += $1} END {print s + 0}')
+    [ "$n" -eq 2 ] || { get /metrics | grep docket_jobs; false; }
+    n=$("$DOCKET" nodes --json | jq '[.nodes[].jobs[]] | length')
+    [ "$n" -eq 2 ]
+    agrees
+    "$DOCKET" cancel "$a" "$b" >/dev/null
+    wait_for 30 state_in "$a" CANCELLED
+    wait_for 30 state_in "$b" CANCELLED
+}
+
+@test "docket top counts held jobs apart from pending ones" {
+    local h
+    h=$("$DOCKET" submit --parsable --hold -p explore --class exploration -- true)
+    wait_for 10 state_in "$h" HELD
+    run -0 "$DOCKET" top
+    # the low tier's row: TIER RUNNING GPUS-RUNNING PENDING GPUS-WANTED HELD
+    [[ $(grep -E '^low ' <<<"$output" | awk '{print $4, $6}') == "0 1" ]] || { echo "$output"; false; }
+    run -0 "$DOCKET" top --json
+    "$DOCKET" cancel "$h" >/dev/null
+}
