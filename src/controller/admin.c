@@ -77,6 +77,7 @@ static json_t *node_json(struct ctl *c, uint32_t idx, json_t *jobs)
     json_object_set_new(o, "addr",
                         json_string(json_is_string(addr) ? json_string_value(addr) : ""));
     json_object_set_new(o, "jobs", jobs ? jobs : json_array());
+    json_object_set_new(o, "gpu_usage", ctl_usage_node_json(n));
     json_decref(info);
     return o;
 }

@@ -526,6 +526,9 @@ int ctl_usage_apply(struct ctl *c, struct ctl_node *n, uint64_t id, int run,
 void ctl_usage_prune(struct ctl *c);
 json_t *ctl_usage_explain(struct ctl *c, uint64_t id, const char *class_name);
 json_t *ctl_usage_summary_json(const struct store_usage_summary *s);
+/* A node's latest GPU samples ({source, gpus: [...]}, fresh ones only) for GET /v1/nodes. */
+enum { CTL_GPU_SAMPLE_FRESH_MS = 5 * 60 * 1000 };
+json_t *ctl_usage_node_json(const struct ctl_node *n);
 void h_job_usage(struct ctl_req *r);
 
 /* jobs.c helpers shared with others */

@@ -14,8 +14,6 @@
 #include "util/dbuf.h"
 #include "util/str.h"
 
-/* A GPU sample older than this is not exported (the node stopped sending them). */
-enum { METRICS_GPU_STALE_MS = 5 * 60 * 1000 };
 
 void ctl_hist_observe(struct ctl_hist *h, double v)
 {
@@ -241,7 +239,7 @@ static void gpu_usage_text(struct ctl *c, struct dbuf *b)
             struct ctl_node *n = c->nodes[i];
             for (int x = 0; n && x < AGENT_MAX_GPUS; x++) {
                 const struct ctl_gpu_last *l = &n->gpu_last[x];
-                if (!l->time_ms || now - l->time_ms > METRICS_GPU_STALE_MS)
+                if (!l->time_ms || now - l->time_ms > CTL_GPU_SAMPLE_FRESH_MS)
                     continue;
                 double val[] = {l->g.util, (double)l->g.mem_used_mb * 1048576.0,
                                 (double)l->g.power_mw / 1000.0, l->g.temp_c,

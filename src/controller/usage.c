@@ -26,6 +26,11 @@ enum {
     USAGE_RAW_MAX = 3600,      /* an hour of 1 s samples */
 };
 
+static json_t *known(int64_t v)
+{
+    return v >= 0 ? json_integer(v) : json_null();
+}
+
 /* The node's latest figures of the job's GPUs (for top and /metrics). */
 static void node_gpus_take(struct ctl_node *n, uint64_t job, int64_t now,
                            const struct agent_sample *s)
@@ -157,13 +162,32 @@ void ctl_usage_prune(struct ctl *c)
     ctl_commit_soon(c);
 }
 
+json_t *ctl_usage_node_json(const struct ctl_node *n)
+{
+    json_t *gpus = json_array();
+    int64_t now = clock_now_ms();
+    for (int k = 0; k < AGENT_MAX_GPUS; k++) {
+        const struct ctl_gpu_last *l = &n->gpu_last[k];
+        if (!l->time_ms || now - l->time_ms > CTL_GPU_SAMPLE_FRESH_MS)
+            continue;
+        json_t *o = json_pack("{s:i,s:I,s:I}", "index", k, "job", (json_int_t)l->job, "time_ms",
+                              (json_int_t)l->time_ms);
+        json_object_set_new(o, "util", known(l->g.util));
+        json_object_set_new(o, "mem_used_mb", known(l->g.mem_used_mb));
+        json_object_set_new(o, "power_w", l->g.power_mw >= 0
+                                              ? json_real((double)l->g.power_mw / 1000.0)
+                                              : json_null());
+        json_object_set_new(o, "temp_c", known(l->g.temp_c));
+        json_object_set_new(o, "ecc_errors", known(l->g.ecc_errors));
+        json_object_set_new(o, "xid_errors", known(l->g.xid_errors));
+        json_array_append_new(gpus, o);
+    }
+    return json_pack("{s:s,s:o}", "source", n->gpu_source[0] ? n->gpu_source : "none", "gpus",
+                     gpus);
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* GET /v1/jobs/ID/usage                                                                 */
-
-static json_t *known(int64_t v)
-{
-    return v >= 0 ? json_integer(v) : json_null();
-}
 
 json_t *ctl_usage_summary_json(const struct store_usage_summary *s)
 {
