@@ -93,16 +93,18 @@ static void fold_counts_across_runs(void **state)
     assert_int_equal(s.io_write_bytes, 4500 * 3);
     add(f, pt(7, 2, "n2", 30000, 700, -1), &s); /* another node of the same job */
     assert_int_equal(s.cpu_ms, 5200);
-    assert_int_equal(s.samples, 4);
+    add(f, pt(7, 2, "n2", 40000, 200, -1), &s); /* went down within a run: from zero */
+    assert_int_equal(s.cpu_ms, 5400);
+    assert_int_equal(s.samples, 5);
     assert_int_equal(s.first_ms, 10000);
-    assert_int_equal(s.last_ms, 30000);
+    assert_int_equal(s.last_ms, 40000);
     assert_int_equal(s.mem_peak_bytes, 5000);
     assert_int_equal(s.gpu_samples, 0); /* no GPU figures: no GPU mean, no idleness */
     assert_int_equal(s.idle_since_ms, 0);
     assert_string_equal(s.gpu_source, "none");
     struct store_usage_summary g;
     assert_int_equal(store_usage_summary_get(f->st, 7, &g), 0);
-    assert_int_equal(g.cpu_ms, 5200);
+    assert_int_equal(g.cpu_ms, 5400);
     assert_int_equal(store_usage_summary_get(f->st, 8, &g), -ENOENT);
 }
 
@@ -123,11 +125,11 @@ static void fold_idle_stretch(void **state)
     assert_int_equal(store_usage_flag(f->st, 3, 25000), 0);
     add(f, pt(3, 1, "n1", 30000, 30, 4), &s);
     assert_int_equal(s.idle_flagged_ms, 25000); /* still the same stretch */
-    add(f, pt(3, 1, "n1", 40000, 40, 50), &s);
+    add(f, pt(3, 1, "n1", 40000, 40, 5), &s); /* at the threshold is busy */
     assert_int_equal(s.idle_since_ms, 0);
     assert_int_equal(s.idle_flagged_ms, 0);
     assert_int_equal(s.last_busy_ms, 40000);
-    assert_int_equal(s.gpu_util_sum, 90 + 2 + 0 + 4 + 50);
+    assert_int_equal(s.gpu_util_sum, 90 + 2 + 0 + 4 + 5);
     assert_int_equal(s.gpu_samples, 5);
     add(f, pt(3, 1, "n1", 50000, 50, 1), &s);
     add(f, pt(3, 2, "n1", 60000, 5, 1), &s); /* a new run: a stretch of its own */
