@@ -28,18 +28,14 @@ setup() {
     cd "$W"
 }
 
-get() { # PATH: the body of GET PATH with the admin token, over TCP
-    curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT$1"
-}
-
 # docket_jobs as "STATE TIER PROJECT N" lines, sorted
 metrics_jobs() {
-    get /metrics | sed -nE 's/^docket_jobs\{state="([^"]*)",tier="([^"]*)",project="([^"]*)"\} ([0-9]+)$/\1 \2 \3 \4/p' |
+    ctl_get /metrics | sed -nE 's/^docket_jobs\{state="([^"]*)",tier="([^"]*)",project="([^"]*)"\} ([0-9]+)$/\1 \2 \3 \4/p' |
         awk '$4 > 0' | sort
 }
 
 api_jobs() {
-    get '/v1/jobs?state=active&limit=10000' |
+    ctl_get '/v1/jobs?state=active&limit=10000' |
         jq -r '.jobs | group_by([.state, .tier, .project])[] | "\(.[0].state) \(.[0].tier) \(.[0].project) \(length)"' |
         sort
 }
@@ -47,8 +43,8 @@ api_jobs() {
 # the per-node gauges as "NODE GPUS GPUS_BUSY JOBS" lines, and the same from /v1/nodes
 metrics_nodes() {
     local m
-    m=$(get /metrics)
-    jq -r '.nodes[].name' <<<"$(get /v1/nodes)" | sort | while read -r n; do
+    m=$(ctl_get /metrics)
+    jq -r '.nodes[].name' <<<"$(ctl_get /v1/nodes)" | sort | while read -r n; do
         printf '%s %s %s %s\n' "$n" \
             "$(sed -nE "s/^docket_node_gpus\{node=\"$n\"\} ([0-9]+)$/\1/p" <<<"$m")" \
             "$(sed -nE "s/^docket_node_gpus_busy\{node=\"$n\"\} ([0-9]+)$/\1/p" <<<"$m")" \
@@ -57,7 +53,7 @@ metrics_nodes() {
 }
 
 api_nodes() {
-    get /v1/nodes | jq -r '.nodes | sort_by(.name)[] | "\(.name) \(.gpus) \(.gpus_used) \(.jobs | length)"'
+    ctl_get /v1/nodes | jq -r '.nodes | sort_by(.name)[] | "\(.name) \(.gpus) \(.gpus_used) \(.jobs | length)"'
 }
 
 # every check of this file: /metrics agrees with the API
@@ -80,8 +76,8 @@ agrees() {
     wait_for 30 state_in "$a" RUNNING
     wait_for 30 state_in "$b" RUNNING
     wait_for 30 state_in "$done_id" COMPLETED || { "$DOCKET" show "$done_id"; "$DOCKET" queue; tail -20 "$T/ctl.log"; false; }
-    n=$(get /metrics | sed -nE 's/^docket_jobs\{state="RUNNING".*\} ([0-9]+)$/\1/p' | awk '{s += $1} END {print s + 0}')
-    [ "$n" -eq 2 ] || { get /metrics | grep docket_jobs; false; }
+    n=$(ctl_get /metrics | sed -nE 's/^docket_jobs\{state="RUNNING".*\} ([0-9]+)$/\1/p' | awk '{s += $1} END {print s + 0}')
+    [ "$n" -eq 2 ] || { ctl_get /metrics | grep docket_jobs; false; }
     n=$("$DOCKET" nodes --json | jq '[.nodes[].jobs[]] | length')
     [ "$n" -eq 2 ]
     agrees
@@ -118,20 +114,16 @@ agrees() {
     wait_for 30 state_in "$a" RUNNING
     wait_for 10 agrees # requeued and running again
     # the queue wait histogram counts every start: 4 so far (a twice, b, c)
-    run -0 get /metrics
+    run -0 ctl_get /metrics
     [ "$(sed -nE 's/^docket_queue_wait_seconds_count\{tier="[a-z]+"\} ([0-9]+)$/\1/p' <<<"$output" | awk '{s += $1} END {print s}')" -ge 4 ]
     grep -qE '^docket_queue_wait_seconds_bucket\{tier="low",le="\+Inf"\} [0-9]+$' <<<"$output"
     grep -qE '^docket_cycle_seconds_sum [0-9.]+$' <<<"$output"
     # GPUs by state add up to the GPUs there are; the busy ones to what the API says
     [ "$(sed -nE 's/^docket_gpus\{state="[a-z]+",gpu_type="H100-80GB"\} ([0-9]+)$/\1/p' <<<"$output" | awk '{s += $1} END {print s}')" -eq 16 ]
-    [ "$(sed -nE 's/^docket_gpus\{state="busy",gpu_type="H100-80GB"\} ([0-9]+)$/\1/p' <<<"$output")" -eq "$(get /v1/nodes | jq '[.nodes[].gpus_used] | add')" ]
+    [ "$(sed -nE 's/^docket_gpus\{state="busy",gpu_type="H100-80GB"\} ([0-9]+)$/\1/p' <<<"$output")" -eq "$(ctl_get /v1/nodes | jq '[.nodes[].gpus_used] | add')" ]
     "$DOCKET" cancel "$a" "$b" "$h" >/dev/null
     wait_for 30 state_in "$b" CANCELLED
     wait_for 10 agrees # cancelled
-}
-
-requeued() { # ID: back to PENDING once since its submission
-    [[ $("$DOCKET" show "$1" --json | jq '[.events[] | select(.to == "PENDING")] | length') -ge 2 ]]
 }
 
 @test "contrib: every metric the Grafana dashboard and the alert rules query is exported" {
@@ -139,7 +131,7 @@ requeued() { # ID: back to PENDING once since its submission
     id=$("$DOCKET" submit --parsable -p explore --class exploration -g 1 -- sleep 300)
     wait_for 30 state_in "$id" RUNNING
     wait_for 30 bash -c "curl -sf -H 'Authorization: Bearer $TOKEN' http://127.0.0.1:$PORT/metrics | grep -q '^docket_gpu_utilization_percent{'"
-    m=$(get /metrics)
+    m=$(ctl_get /metrics)
     local names
     names=$(grep -ohE 'docket_[a-z0-9_]+' "$BATS_TEST_DIRNAME/../../contrib/grafana/docket.json" \
         "$BATS_TEST_DIRNAME/../../contrib/prometheus/docket-alerts.yml" | sort -u)

@@ -42,22 +42,14 @@ setup() {
     cd "$W"
 }
 
-get() { # PATH: the body of GET PATH with the admin token, over TCP
-    curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT$1"
-}
-
 samples_at_least() { # ID N
     local n
-    n=$(get "/v1/jobs/$1/usage" | jq '.summary.samples // 0')
+    n=$(ctl_get "/v1/jobs/$1/usage" | jq '.summary.samples // 0')
     [[ $n -ge $2 ]]
 }
 
 has_event() { # ID TYPE
     "$DOCKET" show "$1" --json | jq -e --arg t "$2" '[.events[] | select(.type == $t)] | length > 0' >/dev/null
-}
-
-requeued() { # ID: back to PENDING once since its submission
-    [[ $("$DOCKET" show "$1" --json | jq '[.events[] | select(.to == "PENDING")] | length') -ge 2 ]]
 }
 
 @test "an idle GPU rule is refused by field when it is malformed or stops a non-preemptible class" {
@@ -77,7 +69,7 @@ requeued() { # ID: back to PENDING once since its submission
     wait_for 30 state_in "$id" RUNNING
     wait_for 30 samples_at_least "$id" 3
     wait_for 30 samples_at_least "$cpu" 2
-    run -0 get "/v1/jobs/$id/usage"
+    run -0 ctl_get "/v1/jobs/$id/usage"
     [ "$(jq -r .summary.gpu_source <<<"$output")" = declared ]
     [ "$(jq -r .summary.gpu_util_mean <<<"$output")" = 80 ]
     [ "$(jq -r .resolution <<<"$output")" = raw ]
@@ -87,10 +79,10 @@ requeued() { # ID: back to PENDING once since its submission
     if [[ $(id -u) == 0 ]]; then # cgroup counters: a busy loop burns CPU
         wait_for 30 bash -c "[[ \$(curl -sf -H 'Authorization: Bearer $TOKEN' http://127.0.0.1:$PORT/v1/jobs/$id/usage | jq '.summary.cpu_seconds > 0.5') == true ]]"
     fi
-    run -0 get "/v1/jobs/$cpu/usage"
+    run -0 ctl_get "/v1/jobs/$cpu/usage"
     [ "$(jq -r .summary.gpu_source <<<"$output")" = none ]
     [ "$(jq -r .summary.gpu_util_mean <<<"$output")" = null ]
-    run -0 get "/v1/jobs/$id/usage?resolution=minute"
+    run -0 ctl_get "/v1/jobs/$id/usage?resolution=minute"
     [ "$(jq -r .resolution <<<"$output")" = minute ]
     run -1 "$DOCKET" show 999999
     # show: a summary and ASCII sparklines off a UTF-8 terminal (TERM=dumb)
@@ -103,7 +95,7 @@ requeued() { # ID: back to PENDING once since its submission
     run -0 "$DOCKET" top
     grep -qE "^$PREFIX-b +UP +[0-9]+/8 +H100-80GB +80%" <<<"$output" || { echo "$output"; false; }
     [ "$(grep -cE "^$PREFIX-b +[0-9] +$id +80%" <<<"$output")" -eq 2 ] || { echo "$output"; false; }
-    run -0 get /metrics
+    run -0 ctl_get /metrics
     [ "$(grep -cE "^docket_gpu_utilization_percent\{node=\"$PREFIX-b\",gpu=\"[0-9]\",source=\"declared\"\} 80$" <<<"$output")" -ge 2 ]
     run -0 "$DOCKET" explain "$id"
     [[ $output == *"GPUs last busy (5% or more)"* ]] || { echo "$output"; false; }
@@ -128,7 +120,7 @@ requeued() { # ID: back to PENDING once since its submission
     grep -q "event=job_idle job=$e .*action=alert" "$T/ctl.log"
     run -0 "$DOCKET" explain "$e"
     [[ $output == *"GPUs never at 5% or more"* && $output == *"under 5% since"* && $output == *"flagged"* ]] || { echo "$output"; false; }
-    run -0 get "/v1/jobs/$e/usage"
+    run -0 ctl_get "/v1/jobs/$e/usage"
     [ "$(jq '.summary.gpu_idle_seconds > 0' <<<"$output")" = true ]
     [ "$(jq '.summary.last_busy_ms' <<<"$output")" = null ]
     # busy again: the stretch ends (no new flag while busy)

@@ -115,3 +115,13 @@ state_in() { # ID STATE...
     return 1
 }
 
+
+# ctl_get PATH: the body of GET PATH as the admin, over TCP (what a scraper sees).
+ctl_get() {
+    curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT$1"
+}
+
+# requeued ID: the job went back to PENDING at least once since its submission.
+requeued() {
+    [[ $("$DOCKET" show "$1" --json | jq '[.events[] | select(.to == "PENDING")] | length') -ge 2 ]]
+}

@@ -17,41 +17,7 @@
 #include "store/store.h"
 #include "util/str.h"
 
-struct fx {
-    char dir[64], path[128];
-    struct store *st;
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    char err[256];
-    snprintf(f->dir, sizeof(f->dir), "/tmp/usage-test.XXXXXX");
-    if (!f || !mkdtemp(f->dir))
-        return -1;
-    snprintf(f->path, sizeof(f->path), "%s/docket.db", f->dir);
-    if (!(f->st = store_open(f->path, err, sizeof(err)))) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    char p[160];
-    store_close(f->st);
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof(p), "%s%s", f->path, suffix[i]);
-        unlink(p);
-    }
-    rmdir(f->dir);
-    free(f);
-    return 0;
-}
+#include "fixture.h"
 
 static struct store_usage_point pt(uint64_t job, int run, const char *node, int64_t t,
                                    int64_t cpu, int util)
