@@ -77,6 +77,7 @@ static json_t *node_json(struct ctl *c, uint32_t idx, json_t *jobs)
     json_object_set_new(o, "addr",
                         json_string(json_is_string(addr) ? json_string_value(addr) : ""));
     json_object_set_new(o, "jobs", jobs ? jobs : json_array());
+    json_object_set_new(o, "gpu_usage", ctl_usage_node_json(n));
     json_decref(info);
     return o;
 }
@@ -90,7 +91,7 @@ static json_t **jobs_by_node(struct ctl *c)
         return NULL;
     for (size_t i = 0; i < nn; i++)
         by[i] = json_array();
-    for (size_t i = 0; i < sched_job_count(c->sched); i++) {
+    for (size_t i = 0; i < sched_job_slots(c->sched); i++) { /* slots, not the count */
         struct sched_job_view v;
         if (sched_job_at(c->sched, i, &v) < 0)
             continue;

@@ -475,12 +475,12 @@ static int record_exit(struct ctl *c, uint64_t id, json_t *exit, json_t *usage)
 static void reconcile(struct ctl *c, struct ctl_node *n, const struct hb *hb)
 {
     uint32_t idx = (uint32_t)sched_node_find(c->sched, n->name);
-    size_t cnt = sched_job_count(c->sched), nlost = 0;
+    size_t cnt = sched_job_count(c->sched), slots = sched_job_slots(c->sched), nlost = 0;
     uint64_t *lost = calloc(cnt ? cnt : 1, sizeof(*lost));
     bool failed = false;
     if (!lost)
         return;
-    for (size_t i = 0; i < cnt; i++) {
+    for (size_t i = 0; i < slots && nlost < cnt; i++) { /* every slot: live jobs have holes */
         struct sched_job_view v;
         if (sched_job_at(c->sched, i, &v) < 0 || !alloc_on(&v, idx))
             continue;
@@ -726,10 +726,27 @@ static int parse_exit(const json_t *x, const char *path, struct proto_error *e)
     return 0;
 }
 
+/* A usage event's sample, read by the one reader of its format (protocol/agent_msg.h). */
+static int parse_sample(const json_t *v, const char *type, const char *path,
+                        struct proto_error *e)
+{
+    struct agent_sample s;
+    struct agent_msg_error ae = {"", ""};
+    char f[192];
+    snprintf(f, sizeof(f), "%s.sample", path);
+    if (strcmp(type, "usage") != 0)
+        return proto_errorf(e, 400, NULL, f, "%s belongs to a usage event only", f);
+    if (agent_sample_parse(v, &s, &ae) < 0) {
+        snprintf(f, sizeof(f), "%s.%s", path, ae.field);
+        return proto_errorf(e, 400, NULL, f, "%s: %s", path, ae.message);
+    }
+    return 0;
+}
+
 static int parse_event(const json_t *ev, size_t i, struct proto_error *e)
 {
-    static const char *const known[] = {"job",  "run",   "type",    "time_ms", "pid",
-                                        "exit", "usage", "message", NULL};
+    static const char *const known[] = {"job",   "run",     "type",   "time_ms", "pid", "exit",
+                                        "usage", "message", "sample", NULL};
     char path[32], f[64];
     int64_t x;
     int rc;
@@ -765,6 +782,8 @@ static int parse_event(const json_t *ev, size_t i, struct proto_error *e)
         return rc;
     snprintf(f, sizeof(f), "%s.usage", path);
     if ((v = json_object_get(ev, "usage")) && (rc = parse_usage(v, f, e)) < 0)
+        return rc;
+    if ((v = json_object_get(ev, "sample")) && (rc = parse_sample(v, t, path, e)) < 0)
         return rc;
     snprintf(f, sizeof(f), "%s.message", path);
     if ((v = json_object_get(ev, "message")) &&
@@ -910,6 +929,9 @@ static int apply_event(struct ctl *c, struct ctl_node *n, const json_t *ev)
         if (strcmp(t, "reclaim_failed") == 0)
             log_warn("reclaim_failed", "job=%llu node=%s", (unsigned long long)id, n->name);
     }
+    json_t *smp = json_object_get(ev, "sample");
+    if (rc == 0 && smp && strcmp(t, "usage") == 0)
+        rc = ctl_usage_apply(c, n, id, last, smp);
     return rc;
 }
 

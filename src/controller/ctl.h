@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "core/sched.h"
+#include "protocol/agent_msg.h"
 #include "protocol/proto.h"
 #include "store/store.h"
 #include "util/log.h"
@@ -178,6 +179,13 @@ struct ctl_node {
     struct evhttp_request *parked; /* a heartbeat waiting for commands */
     struct event *park_timer;
     struct ctl *c;
+    /* usage.c: each GPU's latest sample (time_ms 0: none yet) and where they come from */
+    struct ctl_gpu_last {
+        int64_t time_ms; /* the controller's clock */
+        uint64_t job;
+        struct agent_gpu_sample g;
+    } gpu_last[AGENT_MAX_GPUS];
+    char gpu_source[16];
 };
 
 struct ctl_reply {
@@ -212,7 +220,12 @@ struct ctl_hist {
 struct ctl_metrics {
     uint64_t submissions;
     uint64_t http_by_code[600];
-    struct ctl_hist queue_wait;
+    struct ctl_hist queue_wait; /* the shape of every tier's (bounds) */
+    struct ctl_tier_hist {      /* queue wait per tier, by the job's tier at its start */
+        char tier[SCHED_NAME_MAX];
+        struct ctl_hist h;
+    } wait_by_tier[SCHED_MAX_TIERS + 1];
+    int nwait_tiers;
     struct ctl_hist cycle;
     struct ctl_hist commit; /* group commit: one fsync per loop iteration */
     uint64_t conn_refused;  /* connections answered 503 past max_connections */
@@ -503,6 +516,21 @@ void h_secret_delete(struct ctl_req *r);
 void h_healthz(struct ctl_req *r);
 void h_metrics(struct ctl_req *r);
 
+/* usage.c: usage samples (docs/monitoring.md). ctl_usage_apply stores one sample of a
+ * job's usage event (validated before) and applies the class's idle rule: 0 or -errno
+ * from the store. ctl_usage_prune deletes old samples, a bounded slice per call (the 1 s
+ * tick). ctl_usage_explain: what explain says of a running job's usage (a new object).
+ * ctl_usage_summary_json: the summary object of the API. */
+int ctl_usage_apply(struct ctl *c, struct ctl_node *n, uint64_t id, int run,
+                    const json_t *sample) CTL_WUR;
+void ctl_usage_prune(struct ctl *c);
+json_t *ctl_usage_explain(struct ctl *c, uint64_t id, const char *class_name);
+json_t *ctl_usage_summary_json(const struct store_usage_summary *s);
+/* A node's latest GPU samples ({source, gpus: [...]}, fresh ones only) for GET /v1/nodes. */
+enum { CTL_GPU_SAMPLE_FRESH_MS = 5 * 60 * 1000 };
+json_t *ctl_usage_node_json(const struct ctl_node *n);
+void h_job_usage(struct ctl_req *r);
+
 /* jobs.c helpers shared with others */
 json_t *ctl_job_json(struct ctl *c, const struct store_job *j);
 /* The same with the job's spec already parsed (borrowed). */
@@ -524,6 +552,8 @@ int ctl_policy_save(struct ctl *c) CTL_WUR;
 /* Random token "PREFIX" + 64 hex chars into out (>= 80 bytes). */
 int ctl_random_token(const char *prefix, char *out, size_t len);
 void ctl_hist_observe(struct ctl_hist *h, double v);
+/* A job of `tier` started after waiting `seconds` (metrics.c). */
+void ctl_metrics_queue_wait(struct ctl *c, const char *tier, double seconds);
 void ctl_logs_job_ended(struct ctl *c, uint64_t job);
 /* loop.c: the classes' node fields. Take a parsed policy's (a class that does not give a
  * field keeps its earlier value); a class's (zeros when none); and the same added to the

@@ -301,6 +301,7 @@ static const struct route {
     {M_GET, "/v1/jobs/:/events", h_job_events, CTL_P_READ, T_JOB},
     {M_GET, "/v1/jobs/:/explain", h_job_explain, CTL_P_READ, T_JOB},
     {M_GET, "/v1/jobs/:/logs", h_job_logs, CTL_P_JOB_PRIVATE, T_JOB},
+    {M_GET, "/v1/jobs/:/usage", h_job_usage, CTL_P_READ, T_JOB},
     {M_GET, "/v1/forecast", h_forecast, CTL_P_READ, T_NONE},
     {M_GET, "/v1/nodes", h_nodes_list, CTL_P_READ, T_NONE},
     {M_GET, "/v1/nodes/:", h_node_show, CTL_P_READ, T_NONE},

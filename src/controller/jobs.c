@@ -1048,6 +1048,7 @@ void h_job_explain(struct ctl_req *r)
                       "protected_at_ms", (json_int_t)x->protected_at_ms, "preemptible_from_ms",
                       (json_int_t)x->preemptible_from_ms, "expected_end_ms",
                       (json_int_t)x->expected_end_ms, "preempt_count", x->preempt_count));
+        json_object_set_new(o, "usage", ctl_usage_explain(r->c, row.id, row.class_name));
     }
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "explain", o));
     free(x);

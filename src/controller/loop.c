@@ -282,7 +282,7 @@ struct proto_class_node ctl_class_node(const struct ctl *c, const char *name)
     for (int i = 0; i < c->nclass_nodes; i++)
         if (strcmp(c->class_nodes[i].name, name) == 0)
             return c->class_nodes[i].n;
-    return (struct proto_class_node){0, 0};
+    return (struct proto_class_node){0, 0, {0, 0, PROTO_IDLE_NONE}};
 }
 
 /* The class node fields a parsed document gives for class i, the earlier ones where not. */
@@ -295,6 +295,8 @@ static struct proto_class_node class_node_of(const struct ctl *c, const struct p
         n.pids_max = old.pids_max;
     if (n.default_mem_mb < 0)
         n.default_mem_mb = old.default_mem_mb;
+    if (n.idle.action == PROTO_IDLE_UNSET)
+        n.idle = old.idle;
     return n;
 }
 
@@ -485,7 +487,7 @@ static void apply_start(struct ctl *c, const struct sched_decision *d, struct st
     row->stop_cause[0] = '\0';
     free(row->exit);
     row->exit = NULL;
-    ctl_hist_observe(&c->metrics.queue_wait, (double)(now - row->submit_ms) / 1000.0);
+    ctl_metrics_queue_wait(c, row->tier, (double)(now - row->submit_ms) / 1000.0);
 }
 
 static void apply_state(struct ctl *c, const struct sched_decision *d, struct store_job *row,
@@ -713,6 +715,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
             ctl_cycle_soon(c);
         }
     }
+    ctl_usage_prune(c);
 }
 
 int ctl_loop_start(struct ctl *c)

@@ -141,9 +141,30 @@ enum { PROTO_MAX_PROJECTS = 10000 };
  * the job's pids.max and a memory limit for jobs that ask for none. In a parsed document,
  * -1 = not given (the controller keeps the class's earlier value); 0 = the node's default
  * (the agent's --job-pids-max, --job-mem-default). */
+/* The class's idle rule (docs/monitoring.md "Idle rules"): a running job whose GPUs all
+ * stay under gpu_util_below percent for for_ms is flagged, and the action taken: alert
+ * (an event and a log line), or requeue / cancel, allowed only on a preemptible class.
+ * PROTO_IDLE_UNSET: the document does not give the rule (the earlier one stays). */
+enum proto_idle_action {
+    PROTO_IDLE_UNSET = -1,
+    PROTO_IDLE_NONE = 0,
+    PROTO_IDLE_ALERT,
+    PROTO_IDLE_REQUEUE,
+    PROTO_IDLE_CANCEL
+};
+struct proto_idle_rule {
+    int gpu_util_below; /* 1..100 */
+    int64_t for_ms;
+    enum proto_idle_action action;
+};
+const char *proto_idle_action_name(enum proto_idle_action a);
+/* Utilisation under this is idle for the usage summary when a class has no rule. */
+enum { PROTO_IDLE_DEFAULT_BELOW = 5 };
+
 struct proto_class_node {
     int64_t pids_max;
     int64_t default_mem_mb;
+    struct proto_idle_rule idle;
 };
 
 struct proto_policy {

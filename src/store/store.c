@@ -17,6 +17,7 @@
 
 #include "core/sched.h"
 #include "store/store.h"
+#include "store/store_int.h"
 #include "util/dbuf.h"
 #include "util/str.h"
 #include "util/xalloc.h"
@@ -145,6 +146,31 @@ static const char *const migrations[] = {
     /* ---- h-slurm: default project per user (Slurm's default account; docs/slurm.md) ---- */
     /* 8: the project a user's jobs go to when they name none */
     "CREATE TABLE user_defaults (user_name TEXT PRIMARY KEY, project TEXT NOT NULL);",
+    /* ---- h-usage (issue 14): usage samples, downsampled (store.h "Usage samples") ----
+     * 9: raw samples (1 h), minute sums (7 d), one summary per job (forever). NULL is an
+     * unknown figure. Without rowid: the key is the order every read and prune uses. */
+    "CREATE TABLE usage_raw (job INTEGER NOT NULL, node TEXT NOT NULL,"
+    " time_ms INTEGER NOT NULL, run INTEGER NOT NULL, cpu_ms INTEGER, mem_bytes INTEGER,"
+    " mem_peak_bytes INTEGER, io_read_bytes INTEGER, io_write_bytes INTEGER,"
+    " gpu_util INTEGER, gpu_mem_mb INTEGER, gpu_power_mw INTEGER, gpu_temp_c INTEGER,"
+    " gpu_errors INTEGER, PRIMARY KEY (job, node, time_ms)) WITHOUT ROWID;"
+    "CREATE INDEX usage_raw_time ON usage_raw(time_ms);"
+    "CREATE TABLE usage_minute (job INTEGER NOT NULL, minute_ms INTEGER NOT NULL,"
+    " samples INTEGER NOT NULL, span_ms INTEGER NOT NULL, cpu_ms INTEGER,"
+    " mem_sum INTEGER, mem_n INTEGER NOT NULL, mem_peak_bytes INTEGER,"
+    " io_read_bytes INTEGER, io_write_bytes INTEGER, gpu_util_sum INTEGER,"
+    " gpu_n INTEGER NOT NULL, gpu_mem_sum INTEGER, gpu_power_sum INTEGER,"
+    " PRIMARY KEY (job, minute_ms)) WITHOUT ROWID;"
+    "CREATE INDEX usage_minute_time ON usage_minute(minute_ms);"
+    "CREATE TABLE usage_summary (job INTEGER PRIMARY KEY, run INTEGER NOT NULL,"
+    " gpu_source TEXT NOT NULL, samples INTEGER NOT NULL, first_ms INTEGER NOT NULL,"
+    " last_ms INTEGER NOT NULL, cpu_ms INTEGER NOT NULL, mem_peak_bytes INTEGER NOT NULL,"
+    " io_read_bytes INTEGER NOT NULL, io_write_bytes INTEGER NOT NULL,"
+    " gpu_util_sum INTEGER NOT NULL, gpu_samples INTEGER NOT NULL,"
+    " gpu_idle_ms INTEGER NOT NULL, last_busy_ms INTEGER NOT NULL,"
+    " idle_since_ms INTEGER NOT NULL, idle_flagged_ms INTEGER NOT NULL,"
+    " gpu_errors INTEGER NOT NULL);",
+    /* ---- end h-usage ----------------------------------------------------------------- */
 };
 
 /* Token kinds as stored (schema 3). */
@@ -315,14 +341,35 @@ struct store {
     sqlite3 *db;
     int wal_fd; /* the -wal file, for store_sync */
     sqlite3_stmt *stmt[S_COUNT];
+    sqlite3_stmt *ustmt[STORE_USAGE_NSTMT]; /* usage.c's, prepared on first use */
     bool in_tx;
     char errmsg[256];
 };
 
-static int fail(struct store *st, const char *what)
+sqlite3 *store_db(struct store *st)
+{
+    return st->db;
+}
+
+int store_fail(struct store *st, const char *what)
 {
     snprintf(st->errmsg, sizeof(st->errmsg), "%s: %s", what, sqlite3_errmsg(st->db));
     return -EIO;
+}
+
+sqlite3_stmt *store_usage_stmt(struct store *st, int i, const char *sql)
+{
+    if (!st->ustmt[i] && sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                                            &st->ustmt[i], NULL) != SQLITE_OK) {
+        store_fail(st, "prepare usage statement");
+        return NULL;
+    }
+    return st->ustmt[i];
+}
+
+static int fail(struct store *st, const char *what)
+{
+    return store_fail(st, what);
 }
 
 const char *store_errmsg(struct store *st)
@@ -480,6 +527,8 @@ void store_close(struct store *st)
         store_rollback(st);
     for (int i = 0; i < S_COUNT; i++)
         sqlite3_finalize(st->stmt[i]);
+    for (int i = 0; i < STORE_USAGE_NSTMT; i++)
+        sqlite3_finalize(st->ustmt[i]);
     sqlite3_close(st->db);
     if (st->wal_fd >= 0)
         close(st->wal_fd);

@@ -330,4 +330,93 @@ typedef int (*store_secret_cb)(void *arg, const struct store_secret *s);
 int store_secret_list(struct store *st, const char *project, store_secret_cb cb,
                       void *arg) STORE_WUR;
 
+/* ------------------------------------------------------------------------------------ */
+/* Usage samples (schema 9, src/store/usage.c; docs/monitoring.md "Storage")             */
+/*
+ * Three tables, each bounded: usage_raw keeps every sample (per job and node) for
+ * STORE_USAGE_RAW_KEEP_MS, usage_minute one row per job and minute (sums and counts, so
+ * averages are exact) for STORE_USAGE_MINUTE_KEEP_MS, usage_summary one row per job
+ * forever. store_usage_prune deletes what is past its keep in bounded slices.
+ * Every figure that is unknown is -1 in the structs (NULL in the tables).
+ */
+enum {
+    STORE_USAGE_RAW_KEEP_MS = 3600 * 1000,
+    STORE_USAGE_GAP_MAX_MS = 20 * 60 * 1000, /* a longer silence counts as no time */
+};
+#define STORE_USAGE_MINUTE_KEEP_MS ((int64_t)7 * 86400 * 1000)
+
+/* One sample as docketd keeps it: the job's cgroup counters on one node (cumulative over
+ * the run: cpu_ms, io_*) and the job's GPUs there folded (util the mean over the GPUs
+ * that report one, memory and power summed, temperature the hottest, errors summed). */
+struct store_usage_point {
+    uint64_t job;
+    int run;
+    char node[64];
+    int64_t time_ms; /* the controller's clock at receipt */
+    int64_t cpu_ms, mem_bytes, mem_peak_bytes, io_read_bytes, io_write_bytes;
+    int gpu_util; /* -1: no GPU figure (no GPU, or declared GPUs with none declared) */
+    int64_t gpu_mem_mb, gpu_power_mw;
+    int gpu_temp_c;
+    int64_t gpu_errors; /* ECC + XID */
+};
+
+/* A job's summary, kept forever. Means are sums over counts. */
+struct store_usage_summary {
+    uint64_t job;
+    int run;             /* the run of the last sample */
+    char gpu_source[16]; /* of the last sample: nvml, declared, none */
+    int64_t samples, first_ms, last_ms;
+    int64_t cpu_ms; /* all runs, all nodes */
+    int64_t mem_peak_bytes, io_read_bytes, io_write_bytes;
+    int64_t gpu_util_sum, gpu_samples; /* samples that had a GPU utilisation */
+    int64_t gpu_idle_ms;               /* time the GPUs spent below the idle threshold */
+    int64_t last_busy_ms;              /* last sample at or above it (0: never) */
+    int64_t idle_since_ms;             /* first sample of the current idle stretch (0: busy) */
+    int64_t idle_flagged_ms;           /* the idle rule flagged this run (0: not) */
+    int64_t gpu_errors;                /* the highest count seen (counters, not deltas) */
+};
+
+/* One point of a series: a raw sample, or a minute's averages (rates per second). */
+struct store_usage_row {
+    int64_t time_ms; /* sample time, or the minute's start */
+    int64_t samples;
+    double cpu_cores;       /* CPU seconds per second over the point, -1 unknown */
+    int64_t mem_bytes;      /* mean */
+    int64_t mem_peak_bytes; /* highest */
+    int64_t io_read_bytes, io_write_bytes; /* in the point */
+    int gpu_util;                          /* mean, -1 none */
+    int64_t gpu_mem_mb, gpu_power_mw;      /* mean, -1 none */
+    char node[64];                         /* raw: the node; minute: "" (all nodes) */
+};
+
+/* Pure: fold point p into summary s (prev: the last earlier point of the same job and
+ * node, or NULL). A counter that went down (a new run) counts from zero. idle_below: GPU
+ * utilisation under it is idle (0: nothing is idle). Deltas of p go to *d (cpu_ms,
+ * io_*: what p adds; time_ms: the span it covers). A summary for another run clears the
+ * idle stretch and the flag. */
+void store_usage_fold(struct store_usage_summary *s, const struct store_usage_point *prev,
+                      const struct store_usage_point *p, const char *gpu_source, int idle_below,
+                      struct store_usage_point *d);
+/* Store one point: raw row, its minute, the job's summary (folded as above; the new
+ * summary into *out when not NULL). */
+int store_usage_add(struct store *st, const struct store_usage_point *p, const char *gpu_source,
+                    int idle_below, struct store_usage_summary *out) STORE_WUR;
+/* 0 or -ENOENT (no sample yet) or -EIO. */
+int store_usage_summary_get(struct store *st, uint64_t job,
+                            struct store_usage_summary *out) STORE_WUR;
+/* Record that the idle rule flagged the job's current stretch. */
+int store_usage_flag(struct store *st, uint64_t job, int64_t flagged_ms) STORE_WUR;
+/* The job's points since since_ms in time order: raw samples when `raw`, else minutes;
+ * at most `limit` (the latest ones). cb's non-zero return stops and is returned. */
+typedef int (*store_usage_cb)(void *arg, const struct store_usage_row *r);
+int store_usage_series(struct store *st, uint64_t job, bool raw, int64_t since_ms, int limit,
+                       store_usage_cb cb, void *arg) STORE_WUR;
+/* Delete raw rows older than now - STORE_USAGE_RAW_KEEP_MS and minutes older than now -
+ * STORE_USAGE_MINUTE_KEEP_MS, at most `limit` rows of each: the count deleted (call again
+ * while it is > 0), or -EIO. */
+int store_usage_prune(struct store *st, int64_t now_ms, int limit) STORE_WUR;
+/* Rows in each table (for tests and the benchmark). */
+int store_usage_counts(struct store *st, int64_t *raw, int64_t *minutes,
+                       int64_t *summaries) STORE_WUR;
+
 #endif

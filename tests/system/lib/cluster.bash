@@ -4,6 +4,8 @@
 # by pid in cluster_stop, with the job supervisors the agents leave and their cgroups.
 #
 # Use:   CLUSTER_NAME=name; load lib/cluster; AGENT_EXTRA=(extra agent flags)
+#        AGENT_UTIL_FILES=1: each agent declares its GPUs' utilisation from the file
+#        $T/gpu-util-a or -b (--declared-gpu-util-file; write a number 0..100 into it)
 #        setup_file() { cluster_start; }   teardown_file() { cluster_stop; }
 # Sets: DOCKET, DOCKETD_BIN, AGENT_BIN; after cluster_start T (temp dir), W (work dir),
 # PREFIX (node names PREFIX-a, PREFIX-b), PORT, TOKEN, DOCKET_URL (the unix socket).
@@ -49,12 +51,13 @@ cluster_start() {
 }
 
 agent_start() { # a|b JOIN
-    local cg=()
+    local cg=() util=()
     [[ $(id -u) == 0 ]] || cg=(--no-cgroups)
+    [[ -z ${AGENT_UTIL_FILES:-} ]] || util=(--declared-gpu-util-file "$T/gpu-util-$1")
     "$AGENT_BIN" --controller "http://127.0.0.1:$PORT" --join-token "$2" \
         --name "$PREFIX-$1" --gpus 8xH100-80GB --cpus 16 --mem 64G --label "zone=$1" \
         --state-dir "$T/agent-$1" --allow-root-jobs --usage-interval 1s \
-        --log-file "$T/agent-$1.log" "${AGENT_EXTRA[@]}" "${cg[@]}" &
+        --log-file "$T/agent-$1.log" "${AGENT_EXTRA[@]}" "${cg[@]}" "${util[@]}" &
     echo $! >"$T/agent-$1.pid"
 }
 
@@ -85,7 +88,7 @@ cluster_stop() {
         [[ $(jq -r '.state' "$f") != exited && $pid -gt 0 ]] && kill -9 "$pid" 2>/dev/null
     done
     for n in a b; do
-        for c in memory cpu cpuacct pids freezer ""; do
+        for c in memory cpu cpuacct pids freezer blkio ""; do
             d=/sys/fs/cgroup/${c:+$c/}docket/$PREFIX-$n
             [[ -d $d ]] || continue
             for g in "$d"/job_*; do
@@ -112,3 +115,13 @@ state_in() { # ID STATE...
     return 1
 }
 
+
+# ctl_get PATH: the body of GET PATH as the admin, over TCP (what a scraper sees).
+ctl_get() {
+    curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT$1"
+}
+
+# requeued ID: the job went back to PENDING at least once since its submission.
+requeued() {
+    [[ $("$DOCKET" show "$1" --json | jq '[.events[] | select(.to == "PENDING")] | length') -ge 2 ]]
+}

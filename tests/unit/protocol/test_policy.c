@@ -240,7 +240,7 @@ static void class_node_fields(void **state)
     assert_int_equal(p.class_node[1].default_mem_mb, -1);
     assert_int_equal(p.class_node[2].default_mem_mb, 512);
     json_t *out = proto_policy_to_json(&p.policy);
-    struct proto_class_node cn[3] = {{64, 16384}, {0, 0}, {0, 512}};
+    struct proto_class_node cn[3] = {{64, 16384, {0, 0, 0}}, {0, 0, {0, 0, 0}}, {0, 512, {0, 0, 0}}};
     proto_class_node_json(json_object_get(out, "classes"), &p.policy, cn);
     json_t *c0 = json_array_get(json_object_get(out, "classes"), 0);
     assert_int_equal(json_integer_value(json_object_get(c0, "pids_max")), 64);
@@ -278,6 +278,63 @@ static void class_node_fields(void **state)
     json_decref(b);
 }
 
+/* h-usage: a class's idle rule, validated by field, written back; requeue and cancel
+ * only on a preemptible class */
+static void class_idle_rule(void **state)
+{
+    struct proto_policy p;
+    struct proto_error e;
+    const char *doc = "classes: [{name: x, preemptible: true, idle: {gpu_util_below: 5, for: 30m,"
+                      " action: requeue}}, {name: i, preemptible: false, idle: {gpu_util_below: 10,"
+                      " for: 1h}}, {name: n}]\nsettings: {default_class: x}\n";
+    int rc = proto_policy_parse_text(doc, strlen(doc), true, &base, &p, &e);
+    if (rc)
+        fail_msg("%s: %s", e.field, e.message);
+    assert_int_equal(p.class_node[0].idle.gpu_util_below, 5);
+    assert_int_equal(p.class_node[0].idle.for_ms, 1800000);
+    assert_int_equal(p.class_node[0].idle.action, PROTO_IDLE_REQUEUE);
+    assert_int_equal(p.class_node[1].idle.action, PROTO_IDLE_ALERT); /* the default */
+    assert_int_equal(p.class_node[2].idle.action, PROTO_IDLE_UNSET);
+    json_t *out = proto_policy_to_json(&p.policy);
+    proto_class_node_json(json_object_get(out, "classes"), &p.policy, p.class_node);
+    json_t *idle = json_object_get(json_array_get(json_object_get(out, "classes"), 0), "idle");
+    assert_string_equal(json_string_value(json_object_get(idle, "action")), "requeue");
+    assert_string_equal(json_string_value(json_object_get(idle, "for")), "1800s");
+    struct proto_policy back;
+    assert_int_equal(proto_policy_parse(out, &base, &back, &e), 0);
+    assert_int_equal(back.class_node[0].idle.for_ms, 1800000);
+    assert_int_equal(back.class_node[0].idle.action, PROTO_IDLE_REQUEUE);
+    proto_policy_release(&back);
+    json_decref(out);
+    proto_policy_release(&p);
+    static const struct {
+        const char *doc, *field;
+    } badi[] = {
+        {"classes: [{name: a, idle: {gpu_util_below: 0, for: 1m}}]", "classes[0].idle.gpu_util_below"},
+        {"classes: [{name: a, idle: {gpu_util_below: 5}}]", "classes[0].idle.for"},
+        {"classes: [{name: a, idle: {for: 5m}}]", "classes[0].idle.gpu_util_below"},
+        {"classes: [{name: a, idle: {gpu_util_below: 5, for: 5m, action: nap}}]",
+         "classes[0].idle.action"},
+        {"classes: [{name: a, idle: {gpu_util_below: 5, for: 5m, after: 1}}]",
+         "classes[0].idle.after"},
+        {"classes: [{name: a, idle: 5}]", "classes[0].idle"},
+        {"classes: [{name: a, preemptible: false, idle: {gpu_util_below: 5, for: 5m,"
+         " action: cancel}}]",
+         "classes[0].idle.action"},
+    };
+    for (size_t i = 0; i < sizeof(badi) / sizeof(badi[0]); i++) {
+        char d[512];
+        snprintf(d, sizeof(d), "%s\nsettings: {default_class: a}\n", badi[i].doc);
+        assert_int_not_equal(proto_policy_parse_text(d, strlen(d), true, &base, &p, &e), 0);
+        assert_string_equal(e.field, badi[i].field);
+    }
+    struct sched_class_spec c = base.classes[0];
+    json_t *b = json_pack("{s:{s:i,s:s}}", "idle", "gpu_util_below", 5, "for", "5m");
+    assert_int_not_equal(proto_class_patch(b, &c, &e), 0); /* set with the document only */
+    assert_string_equal(e.field, "idle");
+    json_decref(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,7 +342,7 @@ int main(void)
         cmocka_unit_test(bad_documents),  cmocka_unit_test(bad_yaml),
         cmocka_unit_test(output_reads_back), cmocka_unit_test(project_patch),
         cmocka_unit_test(class_patch),    cmocka_unit_test(groups_list),
-        cmocka_unit_test(class_node_fields),
+        cmocka_unit_test(class_node_fields), cmocka_unit_test(class_idle_rule),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -18,43 +18,7 @@
 #include "store/store.h"
 #include "util/str.h"
 
-struct fx {
-    char dir[64];
-    char path[128];
-    struct store *st;
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    char err[256];
-    snprintf(f->dir, sizeof(f->dir), "/tmp/store-test.XXXXXX");
-    if (!mkdtemp(f->dir))
-        return -1;
-    snprintf(f->path, sizeof(f->path), "%s/docket.db", f->dir);
-    f->st = store_open(f->path, err, sizeof(err));
-    if (!f->st) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    char p[160];
-    store_close(f->st);
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof(p), "%s%s", f->path, suffix[i]);
-        unlink(p);
-    }
-    rmdir(f->dir);
-    free(f);
-    return 0;
-}
+#include "fixture.h"
 
 static void reopen(struct fx *f)
 {
@@ -67,7 +31,7 @@ static void reopen(struct fx *f)
 /* ------------------------------------------------------------------------------------ */
 
 /* The schema version store.c migrates to (one place to change when a migration is added). */
-#define SCHEMA_LATEST 8 /* 8: the users' default projects (h-slurm) */
+#define SCHEMA_LATEST 9 /* 9: usage samples (h-usage) */
 
 static void migrates_from_empty(void **state)
 {
