@@ -907,8 +907,10 @@ static int apply_event(struct ctl *c, struct ctl_node *n, const json_t *ev)
     } else if (strcmp(t, "reclaim_failed") == 0 || strcmp(t, "signalled") == 0) {
         const char *m = json_string_value(json_object_get(ev, "message"));
         rc = ctl_job_event(c, id, t, "", "", n->name, "", m ? m : "");
-        if (strcmp(t, "reclaim_failed") == 0)
+        if (strcmp(t, "reclaim_failed") == 0) {
             log_warn("reclaim_failed", "job=%llu node=%s", (unsigned long long)id, n->name);
+            ctl_alerts_reclaim_failed(c, n->name, id, m ? m : "");
+        }
     }
     return rc;
 }

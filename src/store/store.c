@@ -17,6 +17,7 @@
 
 #include "core/sched.h"
 #include "store/store.h"
+#include "store/store_int.h"
 #include "util/dbuf.h"
 #include "util/str.h"
 #include "util/xalloc.h"
@@ -145,6 +146,35 @@ static const char *const migrations[] = {
     /* ---- h-slurm: default project per user (Slurm's default account; docs/slurm.md) ---- */
     /* 8: the project a user's jobs go to when they name none */
     "CREATE TABLE user_defaults (user_name TEXT PRIMARY KEY, project TEXT NOT NULL);",
+    /* ---- h-alerts: 9 is a PLACEHOLDER: the lead replaces it at merge with h-usage's real
+     * migration 9 (per-job usage samples), which was written in parallel. It changes
+     * nothing, so a database migrated by this branch alone stays valid. ---- */
+    "SELECT 1;",
+    /* ---- h-alerts (issue 14): 10: alerts and reports -------------------------------
+     * The history of alert instances (one row per firing, resolved_ms 0 while it fires),
+     * the silences, and the end of each run (when, in which state, why), so usage
+     * reports count GPU-time to the second. Runs ended before this schema take the time
+     * of the first state event that left the run. */
+    "CREATE TABLE alert_history ("
+    " id INTEGER PRIMARY KEY, rule TEXT NOT NULL, alert_key TEXT NOT NULL,"
+    " kind TEXT NOT NULL, severity TEXT NOT NULL, summary TEXT NOT NULL,"
+    " fired_ms INTEGER NOT NULL, resolved_ms INTEGER NOT NULL DEFAULT 0,"
+    " silenced INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX alert_history_open ON alert_history(resolved_ms, id);"
+    "CREATE TABLE alert_silences ("
+    " id INTEGER PRIMARY KEY, rule TEXT NOT NULL, alert_key TEXT NOT NULL,"
+    " until_ms INTEGER NOT NULL, created_by TEXT NOT NULL, created_ms INTEGER NOT NULL,"
+    " reason TEXT NOT NULL);"
+    "ALTER TABLE job_runs ADD COLUMN end_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE job_runs ADD COLUMN end_state TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE job_runs ADD COLUMN end_cause TEXT NOT NULL DEFAULT '';"
+    "UPDATE job_runs SET end_ms = coalesce((SELECT min(e.time_ms) FROM job_events e"
+    " WHERE e.job = job_runs.job AND e.type = 'state' AND e.time_ms >= job_runs.start_ms"
+    " AND e.to_state NOT IN ('STARTING', 'RUNNING', 'STOPPING')), 0),"
+    " end_state = coalesce((SELECT e.to_state FROM job_events e"
+    " WHERE e.job = job_runs.job AND e.type = 'state' AND e.time_ms >= job_runs.start_ms"
+    " AND e.to_state NOT IN ('STARTING', 'RUNNING', 'STOPPING') ORDER BY e.id LIMIT 1), '');"
+    "CREATE INDEX job_runs_start ON job_runs(start_ms);",
 };
 
 /* Token kinds as stored (schema 3). */
@@ -216,10 +246,6 @@ enum stmt_id {
     " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms,"       \
     " begin_ms, grace_ms, gpu_type, deps, selectors, spec_id"
 #define JOB_INSERT_COLS JOB_COLS_WITH("spec")
-/* A row's spec: its own, or its array's (schema 7). */
-#define SPEC_OF(COL)                                                                               \
-    "CASE WHEN spec_id = 0 THEN " COL " ELSE (SELECT s." COL " FROM job_specs s"                   \
-    " WHERE s.id = jobs.spec_id) END"
 #define JOB_COLS JOB_COLS_WITH(SPEC_OF("spec"))
 /* The same without the spec JSON (column 16 reads NULL). */
 #define JOB_COLS_NO_SPEC JOB_COLS_WITH("NULL")
@@ -323,6 +349,16 @@ static int fail(struct store *st, const char *what)
 {
     snprintf(st->errmsg, sizeof(st->errmsg), "%s: %s", what, sqlite3_errmsg(st->db));
     return -EIO;
+}
+
+sqlite3 *store_db(struct store *st)
+{
+    return st->db;
+}
+
+int store_fail(struct store *st, const char *what)
+{
+    return fail(st, what);
 }
 
 const char *store_errmsg(struct store *st)
