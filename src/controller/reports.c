@@ -281,7 +281,8 @@ static json_t *tiers_json(struct cap_ctx *k)
 {
     int64_t cur[SCHED_MAX_TIERS] = {0}, curg[SCHED_MAX_TIERS] = {0};
     int64_t peak[SCHED_MAX_TIERS] = {0}, peakg[SCHED_MAX_TIERS] = {0}, at[SCHED_MAX_TIERS] = {0};
-    qsort(k->ev, k->nev, sizeof(*k->ev), sweep_cmp);
+    if (k->nev)
+        qsort(k->ev, k->nev, sizeof(*k->ev), sweep_cmp);
     for (size_t i = 0; i < k->nev; i++) {
         int t = k->ev[i].tier;
         cur[t] += k->ev[i].d;
