@@ -160,8 +160,13 @@ static int usage(struct cli *c, const char *since, const char *by, bool csv)
     json_t *rep = NULL;
     if (since && (parse_duration_ms(since, &ms) < 0 || ms <= 0))
         return cli_usage_error(c, "--since: how far back, e.g. 30d, not '%.40s'", since);
-    if (client_escape(by ? by : "project", esc, sizeof esc) < 0)
-        return cli_usage_error(c, "--by: project, user, tier, class or gpu-type");
+    static const char *const bys[] = {"project", "user", "tier", "class", "gpu-type"};
+    size_t k = 0;
+    while (by && k < sizeof bys / sizeof bys[0] && strcmp(by, bys[k]) != 0)
+        k++;
+    if (k == sizeof bys / sizeof bys[0] || client_escape(by ? by : "project", esc, sizeof esc) < 0)
+        return cli_usage_error(c, "--by: project, user, tier, class or gpu-type, not '%.40s'",
+                               by);
     snprintf(path, sizeof path, "/v1/reports/usage?by=%s&since_ms=%lld&until_ms=%lld", esc,
              (long long)(c->now_ms - ms), (long long)c->now_ms);
     int rc = cli_call(c, "GET", path, NULL, &rep);

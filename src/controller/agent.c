@@ -803,6 +803,9 @@ static int ev_started(struct ctl *c, struct ctl_node *n, uint64_t id)
     rc = store_begin(c->store);
     if (rc == 0)
         rc = store_job_update(c->store, &row);
+    /* the run's GPU time counts from here too, so reports agree with the job's start */
+    if (rc == 0)
+        rc = store_run_started(c->store, id, row.start_ms);
     store_job_release(&row);
     if (rc == 0)
         rc = ctl_job_event(c, id, "running", "STARTING", "RUNNING", n->name, "",

@@ -148,7 +148,10 @@ void alert_eval_end(struct alert_eval *e, const struct proto_alert_rule *rules, 
                    now_ms);
             continue; /* forgotten */
         }
-        if (!a->fired_ms && now_ms - a->since_ms >= r->for_ms) {
+        /* an event rule's `for` is how long it stays firing (the caller observes it that
+         * long): it fires at once */
+        int64_t hold = proto_alert_kind_is_event(r->kind) ? 0 : r->for_ms;
+        if (!a->fired_ms && now_ms - a->since_ms >= hold) {
             a->fired_ms = now_ms;
             a->silenced = silenced(silences, nsilences, a, now_ms);
             cb(arg, ALERT_FIRED, a, a->silenced, now_ms);

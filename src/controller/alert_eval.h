@@ -8,7 +8,8 @@
  * alert_eval_begin, then alert_eval_observe for every condition that holds now, then
  * alert_eval_end, which reports each change through a callback:
  *  - a condition seen for the first time starts pending; once it has held the rule's
- *    `for_ms` it FIRES (once: observing it again changes nothing, that is the dedupe);
+ *    `for_ms` (event rules: at once; their `for_ms` is how long the caller keeps
+ *    observing the event) it FIRES (once: observing it again changes nothing, that is the dedupe);
  *  - a firing instance not observed in a round RESOLVES and is forgotten; a pending one
  *    is forgotten silently;
  *  - a change of an instance that a silence matches (same rule, and same key or the

@@ -37,6 +37,11 @@ const char *proto_alert_kind_name(enum proto_alert_kind k)
     return k < PROTO_AK_COUNT ? kind_names[k] : "?";
 }
 
+bool proto_alert_kind_is_event(enum proto_alert_kind k)
+{
+    return k == PROTO_AK_JOB_FAILED || k == PROTO_AK_RECLAIM_FAILED;
+}
+
 int proto_alert_kind_parse(const char *s)
 {
     for (int i = 0; i < PROTO_AK_COUNT; i++)
@@ -183,7 +188,7 @@ static int parse_rule(const json_t *o, const char *path, struct proto_alert_rule
                             "%s must be critical, major or info", f);
     r->severity = (enum proto_severity)sev;
     /* events stay firing an hour by default; conditions fire at once */
-    r->for_ms = (kind == PROTO_AK_JOB_FAILED || kind == PROTO_AK_RECLAIM_FAILED) ? 3600000 : 0;
+    r->for_ms = proto_alert_kind_is_event(r->kind) ? 3600000 : 0;
     if ((rc = get_dur(o, "for", path, 0, 30 * DAY_MS, &r->for_ms, err)) < 0 ||
         (rc = parse_threshold(o, path, r, err)) < 0)
         return rc;

@@ -99,6 +99,8 @@ double proto_price_of(const struct proto_prices *p, const char *gpu_type);
 const char *proto_severity_name(enum proto_severity s);
 int proto_severity_parse(const char *s); /* enum value or -1 */
 const char *proto_alert_kind_name(enum proto_alert_kind k);
+/* job_failed and reclaim_failed: rules on events, not on conditions that hold. */
+bool proto_alert_kind_is_event(enum proto_alert_kind k);
 int proto_alert_kind_parse(const char *s); /* enum value or -1 */
 /* A webhook URL: http(s)://host[:port][/path], printable, no credentials in it. */
 int proto_check_url(const char *url, const char *field, struct proto_error *err) PROTO_WUR;

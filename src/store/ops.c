@@ -69,6 +69,18 @@ int store_run_end(struct store *st, uint64_t job, int64_t end_ms, const char *st
     return done(st, s, "end run");
 }
 
+int store_run_started(struct store *st, uint64_t job, int64_t start_ms)
+{
+    sqlite3_stmt *s;
+    int rc = prep(st, "UPDATE job_runs SET start_ms = ?2 WHERE job = ?1 AND end_ms = 0"
+                      " AND run = (SELECT max(run) FROM job_runs WHERE job = ?1)", &s);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(s, 2, start_ms);
+    return done(st, s, "start run");
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* Alerts                                                                                */
 

@@ -335,6 +335,9 @@ int store_secret_list(struct store *st, const char *project, store_secret_cb cb,
  * then in `state` ("PENDING" when requeued), for `cause` (a stop cause name or ""). */
 int store_run_end(struct store *st, uint64_t job, int64_t end_ms, const char *state,
                   const char *cause) STORE_WUR;
+/* The agent confirmed the latest run of `job` started at start_ms (the job's start_ms):
+ * the run counts from there (before, its start was the placement decision). */
+int store_run_started(struct store *st, uint64_t job, int64_t start_ms) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
 /* Alerts (schema 10; ops.c; docs/alerts.md): one history row per firing of an alert

@@ -4,6 +4,7 @@
 # by pid in cluster_stop, with the job supervisors the agents leave and their cgroups.
 #
 # Use:   CLUSTER_NAME=name; load lib/cluster; AGENT_EXTRA=(extra agent flags)
+#        DOCKETD_EXTRA=(extra docketd flags: they come last, so they override)
 #        setup_file() { cluster_start; }   teardown_file() { cluster_stop; }
 # Sets: DOCKET, DOCKETD_BIN, AGENT_BIN; after cluster_start T (temp dir), W (work dir),
 # PREFIX (node names PREFIX-a, PREFIX-b), PORT, TOKEN, DOCKET_URL (the unix socket).
@@ -33,7 +34,7 @@ cluster_start() {
     mkdir -p "$T/ctl" "$W"
     chmod 0755 "$T"
     "$DOCKETD_BIN" --state-dir "$T/ctl" --listen 127.0.0.1:0 --socket "$T/ctl/docketd.sock" \
-        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" &
+        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" "${DOCKETD_EXTRA[@]}" &
     echo $! >"$T/ctl.pid"
     wait_for 20 test -s "$T/ctl/docketd.port"
     wait_for 20 test -S "$T/ctl/docketd.sock"
