@@ -82,8 +82,8 @@ static int list(struct cli *c)
 
 static int history(struct cli *c, const char *limit)
 {
-    static const char *const h[] = {"ID",       "SEVERITY", "RULE",    "KEY",
-                                    "FIRED",    "RESOLVED", "SUMMARY"};
+    static const char *const h[] = {"ID",    "SEVERITY", "RULE",   "KEY",
+                                    "FIRED", "RESOLVED", "SUMMARY"};
     int n = 50;
     char path[64];
     json_t *reply = NULL, *a;
@@ -238,9 +238,9 @@ int cmd_alerts(struct cli *c, int argc, char **argv)
         return cli_usage_error(c, "--limit is for `docket alerts history`");
     bool wants_arg = silencing || !strcmp(sub, "unsilence");
     if (wants_arg != (a.npos == 2))
-        return cli_usage_error(c, wants_arg ? "%s what? (docket alerts %s %s)"
-                                            : "%s takes no argument",
-                               sub, sub, silencing ? "RULE[:KEY] --for 2h --reason TEXT" : "ID");
+        return cli_usage_error(
+            c, wants_arg ? "%s what? (docket alerts %s %s)" : "%s takes no argument", sub, sub,
+            silencing ? "RULE[:KEY] --for 2h --reason TEXT" : "ID");
     if (!strcmp(sub, "list"))
         return list(c);
     if (!strcmp(sub, "history"))

@@ -27,9 +27,12 @@ const char cmd_report_usage[] =
 enum { RP_SINCE = 1, RP_BY, RP_MONTH, RP_CSV, RP_HTML };
 
 static const struct opt_def report_opts[] = {
-    {RP_SINCE, 0, "since", OPT_VALUE}, {RP_BY, 0, "by", OPT_VALUE},
-    {RP_MONTH, 0, "month", OPT_VALUE}, {RP_CSV, 0, "csv", OPT_NONE},
-    {RP_HTML, 0, "html", OPT_NONE},    CLI_COMMON_OPTS,
+    {RP_SINCE, 0, "since", OPT_VALUE},
+    {RP_BY, 0, "by", OPT_VALUE},
+    {RP_MONTH, 0, "month", OPT_VALUE},
+    {RP_CSV, 0, "csv", OPT_NONE},
+    {RP_HTML, 0, "html", OPT_NONE},
+    CLI_COMMON_OPTS,
     {0, 0, NULL, OPT_NONE},
 };
 
@@ -80,9 +83,10 @@ static void usage_csv(struct cli *c, const json_t *rep)
 {
     size_t i;
     json_t *r;
-    fprintf(c->out, "%s,gpu_hours,gpu_seconds,cpu_hours,runs,completed,failed,cancelled,timeout,"
-                    "preempted,node_fail,wait_p50_s,wait_p95_s,preemptions,preempt_gpu_hours,"
-                    "idle_gpu_hours,cost\n",
+    fprintf(c->out,
+            "%s,gpu_hours,gpu_seconds,cpu_hours,runs,completed,failed,cancelled,timeout,"
+            "preempted,node_fail,wait_p50_s,wait_p95_s,preemptions,preempt_gpu_hours,"
+            "idle_gpu_hours,cost\n",
             jstr(rep, "by"));
     json_array_foreach(json_object_get(rep, "rows"), i, r) {
         json_t *jobs = json_object_get(r, "jobs");
@@ -109,10 +113,10 @@ static void usage_csv(struct cli *c, const json_t *rep)
 
 static void usage_table(struct cli *c, const json_t *rep)
 {
-    const char *h[] = {"KEY",     "GPU-H",     "CPU-H",    "RUNS",   "DONE",
-                       "FAILED",  "CANCELLED", "TIMEOUT",  "PREEMPTED", "NODE_FAIL",
-                       "WAIT-P50", "WAIT-P95", "PREEMPTIONS", "PREEMPT-GPU-H", "IDLE-GPU-H*",
-                       "COST"};
+    const char *h[] = {"KEY",         "GPU-H",         "CPU-H",       "RUNS",
+                       "DONE",        "FAILED",        "CANCELLED",   "TIMEOUT",
+                       "PREEMPTED",   "NODE_FAIL",     "WAIT-P50",    "WAIT-P95",
+                       "PREEMPTIONS", "PREEMPT-GPU-H", "IDLE-GPU-H*", "COST"};
     char by[32];
     snprintf(by, sizeof by, "%s", jstr(rep, "by"));
     for (char *p = by; *p; p++)
@@ -165,8 +169,7 @@ static int usage(struct cli *c, const char *since, const char *by, bool csv)
     while (by && k < sizeof bys / sizeof bys[0] && strcmp(by, bys[k]) != 0)
         k++;
     if (k == sizeof bys / sizeof bys[0] || client_escape(by ? by : "project", esc, sizeof esc) < 0)
-        return cli_usage_error(c, "--by: project, user, tier, class or gpu-type, not '%.40s'",
-                               by);
+        return cli_usage_error(c, "--by: project, user, tier, class or gpu-type, not '%.40s'", by);
     snprintf(path, sizeof path, "/v1/reports/usage?by=%s&since_ms=%lld&until_ms=%lld", esc,
              (long long)(c->now_ms - ms), (long long)c->now_ms);
     int rc = cli_call(c, "GET", path, NULL, &rep);
@@ -210,8 +213,9 @@ static void capacity_csv(struct cli *c, const json_t *rep)
     json_array_foreach(json_object_get(rep, "tiers"), i, o) {
         csv_field(c->out, jstr(o, "tier"), false);
         fprintf(c->out, "%lld,%lld,%lld,%lld,%lld,", (long long)jint(o, "peak_pending_jobs", 0),
-                (long long)jint(o, "peak_pending_gpus", 0), (long long)jint(o, "target_ms", 0) / 1000,
-                (long long)jint(o, "waits", 0), (long long)jint(o, "late_waits", 0));
+                (long long)jint(o, "peak_pending_gpus", 0),
+                (long long)jint(o, "target_ms", 0) / 1000, (long long)jint(o, "waits", 0),
+                (long long)jint(o, "late_waits", 0));
         if (json_is_number(json_object_get(o, "unserved_share")))
             fprintf(c->out, "%.6f", jreal(o, "unserved_share"));
         fputc('\n', c->out);
@@ -230,8 +234,8 @@ static void capacity_csv(struct cli *c, const json_t *rep)
 static void capacity_table(struct cli *c, const json_t *rep)
 {
     static const char *const ht[] = {"GPU TYPE", "GPUS", "USED GPU-H", "CAPACITY GPU-H", "UTIL"};
-    static const char *const hq[] = {"TIER", "PEAK JOBS", "PEAK GPUS", "PEAK AT", "TARGET",
-                                     "WAITS", "PAST TARGET", "UNSERVED"};
+    static const char *const hq[] = {"TIER",   "PEAK JOBS", "PEAK GPUS",   "PEAK AT",
+                                     "TARGET", "WAITS",     "PAST TARGET", "UNSERVED"};
     static const char *const hr[] = {"PROJECT", "JOBS", "GPU-H", "COMMAND"};
     size_t i;
     json_t *o;
@@ -257,8 +261,7 @@ static void capacity_table(struct cli *c, const json_t *rep)
     json_array_foreach(json_object_get(rep, "tiers"), i, o) {
         char at[32], target[32], u[16];
         fmt_when(jint(o, "peak_at_ms", 0), c->now_ms, at, sizeof at);
-        fmt_duration(jint(o, "target_ms", 0) ? jint(o, "target_ms", 0) : -1, target,
-                     sizeof target);
+        fmt_duration(jint(o, "target_ms", 0) ? jint(o, "target_ms", 0) : -1, target, sizeof target);
         pct_text(o, "unserved_share", u, sizeof u);
         table_row(t);
         table_cell(t, FMT_PLAIN, "%s", jstr(o, "tier"));
@@ -274,7 +277,8 @@ static void capacity_table(struct cli *c, const json_t *rep)
     table_print(t, c->out, c->width, c->color);
     table_destroy(t);
     json_t *f = json_object_get(rep, "fragmentation");
-    fprintf(c->out, "\nfragmentation now: %lld GPUs free, %lld of them on nodes no waiting job fits\n",
+    fprintf(c->out,
+            "\nfragmentation now: %lld GPUs free, %lld of them on nodes no waiting job fits\n",
             (long long)jint(f, "free_gpus", 0), (long long)jint(f, "stranded_gpus", 0));
     t = table_create(hr, 4);
     table_set_flags(t, 1, TABLE_RIGHT);
@@ -300,11 +304,20 @@ static void html_text(FILE *out, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        default: fputc(*s, out);
+        case '&':
+            fputs("&amp;", out);
+            break;
+        case '<':
+            fputs("&lt;", out);
+            break;
+        case '>':
+            fputs("&gt;", out);
+            break;
+        case '"':
+            fputs("&quot;", out);
+            break;
+        default:
+            fputc(*s, out);
         }
     }
 }
@@ -320,39 +333,44 @@ static void capacity_html(struct cli *c, const json_t *rep)
           "table{border-collapse:collapse;margin:1em 0}td,th{padding:4px 10px;"
           "border-bottom:1px solid #ddd;text-align:right}td:first-child,th:first-child"
           "{text-align:left}.bar{background:#4a7;height:10px}.bw{background:#eee;width:200px}"
-          "code{font-size:12px}</style></head><body>\n<h1>Capacity ", out);
+          "code{font-size:12px}</style></head><body>\n<h1>Capacity ",
+          out);
     html_text(out, jstr(rep, "month"));
     fputs("</h1>\n<h2>Utilisation by GPU type</h2>\n<table><tr><th>GPU type</th><th>GPUs</th>"
-          "<th>used GPU-h</th><th>capacity GPU-h</th><th>utilisation</th><th></th></tr>\n", out);
+          "<th>used GPU-h</th><th>capacity GPU-h</th><th>utilisation</th><th></th></tr>\n",
+          out);
     json_array_foreach(json_object_get(rep, "gpu_types"), i, o) {
         double u = jreal(o, "utilisation");
         fputs("<tr><td>", out);
         html_text(out, jstr(o, "gpu_type"));
-        fprintf(out, "</td><td>%lld</td><td>%.2f</td><td>%.2f</td><td>%.1f%%</td><td><div "
-                     "class=\"bw\"><div class=\"bar\" style=\"width:%d%%\"></div></div></td></tr>\n",
+        fprintf(out,
+                "</td><td>%lld</td><td>%.2f</td><td>%.2f</td><td>%.1f%%</td><td><div "
+                "class=\"bw\"><div class=\"bar\" style=\"width:%d%%\"></div></div></td></tr>\n",
                 (long long)jint(o, "gpus", 0), jreal(o, "used_gpu_hours"),
                 jreal(o, "capacity_gpu_hours"), 100 * u, (int)(u > 1 ? 100 : 100 * u));
     }
     fputs("</table>\n<h2>Queue per tier</h2>\n<table><tr><th>tier</th><th>peak jobs</th>"
           "<th>peak GPUs</th><th>target</th><th>waits</th><th>past target</th>"
-          "<th>unserved share</th></tr>\n", out);
+          "<th>unserved share</th></tr>\n",
+          out);
     json_array_foreach(json_object_get(rep, "tiers"), i, o) {
         char target[32], u[16];
-        fmt_duration(jint(o, "target_ms", 0) ? jint(o, "target_ms", 0) : -1, target,
-                     sizeof target);
+        fmt_duration(jint(o, "target_ms", 0) ? jint(o, "target_ms", 0) : -1, target, sizeof target);
         pct_text(o, "unserved_share", u, sizeof u);
         fputs("<tr><td>", out);
         html_text(out, jstr(o, "tier"));
-        fprintf(out, "</td><td>%lld</td><td>%lld</td><td>%s</td><td>%lld</td><td>%lld</td>"
-                     "<td>%s</td></tr>\n",
+        fprintf(out,
+                "</td><td>%lld</td><td>%lld</td><td>%s</td><td>%lld</td><td>%lld</td>"
+                "<td>%s</td></tr>\n",
                 (long long)jint(o, "peak_pending_jobs", 0),
-                (long long)jint(o, "peak_pending_gpus", 0), target,
-                (long long)jint(o, "waits", 0), (long long)jint(o, "late_waits", 0), u);
+                (long long)jint(o, "peak_pending_gpus", 0), target, (long long)jint(o, "waits", 0),
+                (long long)jint(o, "late_waits", 0), u);
     }
     json_t *f = json_object_get(rep, "fragmentation");
-    fprintf(out, "</table>\n<h2>Fragmentation (now)</h2>\n<p>%lld GPUs free, %lld of them on "
-                 "nodes that no waiting job fits.</p>\n<h2>Repeated job specs</h2>\n<table><tr>"
-                 "<th>project</th><th>jobs</th><th>GPU-h</th><th>command</th></tr>\n",
+    fprintf(out,
+            "</table>\n<h2>Fragmentation (now)</h2>\n<p>%lld GPUs free, %lld of them on "
+            "nodes that no waiting job fits.</p>\n<h2>Repeated job specs</h2>\n<table><tr>"
+            "<th>project</th><th>jobs</th><th>GPU-h</th><th>command</th></tr>\n",
             (long long)jint(f, "free_gpus", 0), (long long)jint(f, "stranded_gpus", 0));
     json_array_foreach(json_object_get(rep, "repeats"), i, o) {
         fputs("<tr><td>", out);
@@ -399,11 +417,21 @@ int cmd_report(struct cli *c, int argc, char **argv)
         return rc;
     for (int i = 0; i < a.nopts; i++) {
         switch (a.ids[i]) {
-        case RP_SINCE: since = a.vals[i]; break;
-        case RP_BY: by = a.vals[i]; break;
-        case RP_MONTH: month = a.vals[i]; break;
-        case RP_CSV: csv = true; break;
-        case RP_HTML: html = true; break;
+        case RP_SINCE:
+            since = a.vals[i];
+            break;
+        case RP_BY:
+            by = a.vals[i];
+            break;
+        case RP_MONTH:
+            month = a.vals[i];
+            break;
+        case RP_CSV:
+            csv = true;
+            break;
+        case RP_HTML:
+            html = true;
+            break;
         }
     }
     if (csv + html + c->json > 1)

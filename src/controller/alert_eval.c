@@ -96,8 +96,7 @@ bool alert_silence_matches(const struct alert_silence *s, const char *rule, cons
            (s->key[0] == '\0' || strcmp(s->key, key) == 0);
 }
 
-static bool silenced(const struct alert_silence *s, int n, const struct alert_inst *a,
-                     int64_t now)
+static bool silenced(const struct alert_silence *s, int n, const struct alert_inst *a, int64_t now)
 {
     for (int i = 0; i < n; i++)
         if (alert_silence_matches(&s[i], a->rule, a->key, now))

@@ -33,8 +33,8 @@ struct alert_inst {
     char summary[ALERT_SUMMARY_MAX];
     enum proto_severity severity;
     enum proto_alert_kind kind;
-    int64_t since_ms; /* condition first seen */
-    int64_t fired_ms; /* 0 while pending */
+    int64_t since_ms;   /* condition first seen */
+    int64_t fired_ms;   /* 0 while pending */
     int64_t history_id; /* the caller's row for it (set by the caller after FIRED) */
     bool silenced;      /* a silence matched it when it fired */
     bool seen;          /* observed in the current round */

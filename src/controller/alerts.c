@@ -205,16 +205,16 @@ static void *deliver_main(void *arg)
             if (rc == 0)
                 log_info("alert_delivered", "%s attempt=%d", h->what, h->attempt);
             else
-                log_error("alert_undelivered", "%s attempts=%d error=\"%s\"", h->what,
-                          h->attempt, err);
+                log_error("alert_undelivered", "%s attempts=%d error=\"%s\"", h->what, h->attempt,
+                          err);
             free(h->body);
             free(h);
             pthread_mutex_lock(&a->mu);
             continue;
         }
         int64_t d = alert_backoff_ms(h->attempt, h->backoff_ms, h->max_backoff_ms);
-        log_warn("alert_retry", "%s attempt=%d retry_in_ms=%lld error=\"%s\"", h->what,
-                 h->attempt, (long long)d, err);
+        log_warn("alert_retry", "%s attempt=%d retry_in_ms=%lld error=\"%s\"", h->what, h->attempt,
+                 (long long)d, err);
         h->due_mono_ms = clock_mono_ms() + d;
         pthread_mutex_lock(&a->mu);
         h->next = a->queue;
@@ -426,8 +426,8 @@ static void rule_controller(struct ctl *c, const struct proto_alert_rule *r, int
         double pct = 100.0 * (double)fs.f_bavail / (double)fs.f_blocks;
         if (pct >= r->threshold_pct)
             return;
-        snprintf(s, sizeof s, "state dir %.120s has %.1f%% free (threshold %g%%)",
-                 c->cfg.state_dir, pct, r->threshold_pct);
+        snprintf(s, sizeof s, "state dir %.120s has %.1f%% free (threshold %g%%)", c->cfg.state_dir,
+                 pct, r->threshold_pct);
         observe(c->alerts, r, "state_dir", s, now);
     } else if (r->kind == PROTO_AK_CYCLE_TIME && c->last_cycle_us / 1000 > r->threshold_ms) {
         snprintf(s, sizeof s, "the last scheduling cycle took %lld ms (threshold %lld ms)",
@@ -516,8 +516,8 @@ void ctl_alerts_job_failed(struct ctl *c, uint64_t job, const char *project, con
 {
     char key[32], s[ALERT_SUMMARY_MAX];
     snprintf(key, sizeof key, "job/%llu", (unsigned long long)job);
-    snprintf(s, sizeof s, "job %llu of project %s ended %s%s%s", (unsigned long long)job,
-             project, state, node && node[0] ? " on " : "", node ? node : "");
+    snprintf(s, sizeof s, "job %llu of project %s ended %s%s%s", (unsigned long long)job, project,
+             state, node && node[0] ? " on " : "", node ? node : "");
     remember(c, PROTO_AK_JOB_FAILED, key, s);
 }
 
@@ -551,7 +551,8 @@ static void load_silences(struct ctl *c)
     free(a->sil);
     a->sil = NULL;
     a->nsil = 0;
-    if (store_begin(c->store) < 0 || store_silence_list(c->store, clock_now_ms(), silence_cb, a) < 0)
+    if (store_begin(c->store) < 0 ||
+        store_silence_list(c->store, clock_now_ms(), silence_cb, a) < 0)
         log_error("alert_silences_failed", "error=\"%s\"", store_errmsg(c->store));
     ctl_commit_soon(c);
 }
@@ -627,8 +628,7 @@ void ctl_alerts_stop(struct ctl *c)
 /* ------------------------------------------------------------------------------------ */
 /* API (docs/api.md "Alerts")                                                            */
 
-static bool silenced_now(const struct ctl_alerts *a, const char *rule, const char *key,
-                         int64_t now)
+static bool silenced_now(const struct ctl_alerts *a, const char *rule, const char *key, int64_t now)
 {
     for (int i = 0; i < a->nsil; i++)
         if (alert_silence_matches(&a->sil[i], rule, key, now))
@@ -655,9 +655,8 @@ void h_alerts_list(struct ctl_req *r)
                            (json_int_t)x->history_id, "state", x->fired_ms ? "firing" : "pending",
                            "rule", x->rule, "key", x->key, "kind", proto_alert_kind_name(x->kind),
                            "severity", proto_severity_name(x->severity), "summary", x->summary,
-                           "since_ms", (json_int_t)x->since_ms, "fired_ms",
-                           (json_int_t)x->fired_ms, "silenced",
-                           silenced_now(a, x->rule, x->key, now)));
+                           "since_ms", (json_int_t)x->since_ms, "fired_ms", (json_int_t)x->fired_ms,
+                           "silenced", silenced_now(a, x->rule, x->key, now)));
     }
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "alerts", arr));
 }
@@ -673,8 +672,8 @@ static int hist_cb(void *arg, const struct store_alert *x)
     json_array_append_new(
         h->arr, json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:b}", "id", (json_int_t)x->id, "rule",
                           x->rule, "key", x->key, "kind", x->kind, "severity", x->severity,
-                          "summary", x->summary, "fired_ms", (json_int_t)x->fired_ms,
-                          "resolved_ms", (json_int_t)x->resolved_ms, "silenced", x->silenced));
+                          "summary", x->summary, "fired_ms", (json_int_t)x->fired_ms, "resolved_ms",
+                          (json_int_t)x->resolved_ms, "silenced", x->silenced));
     h->last = x->id;
     return 0;
 }
@@ -795,8 +794,8 @@ void h_silence_add(struct ctl_req *r)
     if (rc == 0)
         rc = store_silence_add(r->c->store, &s, &s.id);
     if (rc == 0)
-        rc = ctl_audit(r->c, r->id.user, "alert.silence", target, NULL,
-                       (after = silence_json(&s)), s.reason);
+        rc = ctl_audit(r->c, r->id.user, "alert.silence", target, NULL, (after = silence_json(&s)),
+                       s.reason);
     if (rc < 0) {
         json_decref(after);
         ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));

@@ -32,9 +32,9 @@ static json_t *row_of(json_t *rows, const char *key)
     json_t *jobs = json_object();
     for (size_t i = 0; i < sizeof outcomes / sizeof outcomes[0]; i++)
         json_object_set_new(jobs, outcomes[i], json_integer(0));
-    o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:b,s:n}", "key", key, "runs", 0, "gpu_ms",
-                  0, "cpu_ms", 0, "preemptions", 0, "preempt_gpu_ms", 0, "jobs", jobs, "cost",
-                  0.0, "cost_complete", 1, "idle_gpu_hours");
+    o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:b,s:n}", "key", key, "runs", 0, "gpu_ms", 0,
+                  "cpu_ms", 0, "preemptions", 0, "preempt_gpu_ms", 0, "jobs", jobs, "cost", 0.0,
+                  "cost_complete", 1, "idle_gpu_hours");
     json_object_set_new(rows, key, o);
     return o;
 }
@@ -66,8 +66,9 @@ static int usage_cb(void *arg, const struct store_usage_row *r)
     if (price < 0 && r->gpu_ms > 0)
         json_object_set_new(o, "cost_complete", json_false());
     else if (price > 0)
-        json_object_set_new(o, "cost", json_real(json_real_value(json_object_get(o, "cost")) +
-                                                 price * (double)r->gpu_ms / HOUR_MS));
+        json_object_set_new(o, "cost",
+                            json_real(json_real_value(json_object_get(o, "cost")) +
+                                      price * (double)r->gpu_ms / HOUR_MS));
     return 0;
 }
 
@@ -166,7 +167,8 @@ void h_report_usage(struct ctl_req *r)
     const char *byname = ctl_query(r, "by");
     int by = store_report_by_parse(byname ? byname : "project");
     if (by < 0) {
-        ctl_reply_errorf(r->c, r->req, 400, "by", "by must be project, user, tier, class or gpu-type");
+        ctl_reply_errorf(r->c, r->req, 400, "by",
+                         "by must be project, user, tier, class or gpu-type");
         return;
     }
     if (window(r, now, &since, &until) < 0)
@@ -187,8 +189,8 @@ void h_report_usage(struct ctl_req *r)
     }
     const struct proto_prices *p = ctl_prices(r->c);
     json_t *o = json_pack("{s:s,s:I,s:I,s:s,s:o,s:[s]}", "by", byname ? byname : "project",
-                          "since_ms", (json_int_t)since, "until_ms", (json_int_t)until,
-                          "currency", p->currency, "rows", rows_array(u.rows), "notes",
+                          "since_ms", (json_int_t)since, "until_ms", (json_int_t)until, "currency",
+                          p->currency, "rows", rows_array(u.rows), "notes",
                           "idle_gpu_hours is not measured yet (per-job usage samples, issue 14 "
                           "part A): null");
     json_decref(u.rows);
@@ -216,7 +218,7 @@ static int month_window(const char *m, int64_t *since, int64_t *until)
 struct cap_tier {
     char tier[SCHED_NAME_MAX];
     int64_t target_ms;
-    int64_t demand, late;   /* GPU-weighted waits begun in the month, and those past target */
+    int64_t demand, late; /* GPU-weighted waits begun in the month, and those past target */
     int64_t waits, late_waits;
 };
 
@@ -224,7 +226,12 @@ struct cap_ctx {
     int64_t since, until, now;
     struct cap_tier t[SCHED_MAX_TIERS];
     int nt;
-    struct sweep { int64_t at; int tier; int d; int64_t gpus; } *ev;
+    struct sweep {
+        int64_t at;
+        int tier;
+        int d;
+        int64_t gpus;
+    } * ev;
     size_t nev, capev;
     json_t *types, *repeats;
 };
@@ -327,8 +334,8 @@ static int repeat_cb(void *arg, const char *project, const char *cmd, int64_t jo
 {
     struct cap_ctx *k = arg;
     json_array_append_new(k->repeats,
-                          json_pack("{s:s,s:s,s:I,s:f}", "project", project, "command", cmd,
-                                    "jobs", (json_int_t)jobs, "gpu_hours", (double)g / HOUR_MS));
+                          json_pack("{s:s,s:s,s:I,s:f}", "project", project, "command", cmd, "jobs",
+                                    (json_int_t)jobs, "gpu_hours", (double)g / HOUR_MS));
     return 0;
 }
 
@@ -406,7 +413,8 @@ static json_t *fragmentation_json(struct ctl *c, int64_t now)
                    (!sh[j].type[0] || strcmp(sh[j].type, v.gpu_type) == 0);
         if (!fits && ns > 0) {
             stranded += free_g;
-            json_array_append_new(nodes, json_pack("{s:s,s:i}", "node", v.name, "free_gpus", free_g));
+            json_array_append_new(nodes,
+                                  json_pack("{s:s,s:i}", "node", v.name, "free_gpus", free_g));
         }
     }
     free(sh);

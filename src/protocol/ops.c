@@ -16,8 +16,8 @@
 
 static const char *const sev_names[PROTO_SEV_COUNT] = {"critical", "major", "info"};
 static const char *const kind_names[PROTO_AK_COUNT] = {
-    "node_unreachable", "node_unhealthy", "reclaim_failed", "job_failed", "queue_wait",
-    "project_over_quota", "disk_low", "cycle_time", "version_skew"};
+    "node_unreachable",   "node_unhealthy", "reclaim_failed", "job_failed",  "queue_wait",
+    "project_over_quota", "disk_low",       "cycle_time",     "version_skew"};
 
 const char *proto_severity_name(enum proto_severity s)
 {
@@ -69,8 +69,8 @@ static const char *fld(char *f, size_t len, const char *path, const char *key)
     return f;
 }
 
-static int get_dur(const json_t *o, const char *key, const char *path, int64_t min,
-                   int64_t max, int64_t *out, struct proto_error *err)
+static int get_dur(const json_t *o, const char *key, const char *path, int64_t min, int64_t max,
+                   int64_t *out, struct proto_error *err)
 {
     json_t *v = json_object_get(o, key);
     char f[160];
@@ -107,8 +107,7 @@ int proto_check_url(const char *url, const char *field, struct proto_error *err)
                        : str_has_prefix(url, "https://") ? url + 8
                                                          : NULL;
     if (!host)
-        return proto_errorf(err, 400, NULL, field, "%s must start with http:// or https://",
-                            field);
+        return proto_errorf(err, 400, NULL, field, "%s must start with http:// or https://", field);
     size_t hl = strcspn(host, "/?#");
     if (hl == 0 || host[0] == ':')
         return proto_errorf(err, 400, NULL, field, "%s names no host", field);
@@ -142,8 +141,10 @@ static int parse_threshold(const json_t *o, const char *path, struct proto_alert
     if (r->kind == PROTO_AK_DISK_LOW) {
         double d = json_number_value(v);
         if (!json_is_number(v) || !(d > 0 && d < 100))
-            return proto_errorf(err, 400, NULL, f, "%s must be a percentage of free space "
-                                "between 0 and 100", f);
+            return proto_errorf(err, 400, NULL, f,
+                                "%s must be a percentage of free space "
+                                "between 0 and 100",
+                                f);
         r->threshold_pct = d;
         return 0;
     }
@@ -156,8 +157,8 @@ static int parse_threshold(const json_t *o, const char *path, struct proto_alert
 static int parse_rule(const json_t *o, const char *path, struct proto_alert_rule *r,
                       struct proto_error *err)
 {
-    static const char *const known[] = {"name", "kind", "severity", "for", "threshold", "tier",
-                                        NULL};
+    static const char *const known[] = {"name",      "kind", "severity", "for",
+                                        "threshold", "tier", NULL};
     char f[160];
     int rc;
     memset(r, 0, sizeof(*r));
@@ -168,10 +169,10 @@ static int parse_rule(const json_t *o, const char *path, struct proto_alert_rule
     const char *req[] = {"name", "kind", "severity"};
     for (int i = 0; i < 3; i++)
         if (!json_object_get(o, req[i]))
-            return proto_errorf(err, 400, NULL, fld(f, sizeof f, path, req[i]),
-                                "%s is required", f);
-    if ((rc = proto_get_name(json_object_get(o, "name"), fld(f, sizeof f, path, "name"),
-                             r->name, err)) < 0)
+            return proto_errorf(err, 400, NULL, fld(f, sizeof f, path, req[i]), "%s is required",
+                                f);
+    if ((rc = proto_get_name(json_object_get(o, "name"), fld(f, sizeof f, path, "name"), r->name,
+                             err)) < 0)
         return rc;
     const char *k = json_string_value(json_object_get(o, "kind"));
     int kind = k ? proto_alert_kind_parse(k) : -1;
@@ -179,7 +180,8 @@ static int parse_rule(const json_t *o, const char *path, struct proto_alert_rule
         return proto_errorf(err, 400, NULL, fld(f, sizeof f, path, "kind"),
                             "%s must be one of node_unreachable, node_unhealthy, reclaim_failed,"
                             " job_failed, queue_wait, project_over_quota, disk_low, cycle_time,"
-                            " version_skew", f);
+                            " version_skew",
+                            f);
     r->kind = (enum proto_alert_kind)kind;
     const char *s = json_string_value(json_object_get(o, "severity"));
     int sev = s ? proto_severity_parse(s) : -1;
@@ -201,8 +203,7 @@ static int parse_rule(const json_t *o, const char *path, struct proto_alert_rule
     return 0;
 }
 
-static int parse_severities(const json_t *v, const char *f, unsigned *out,
-                            struct proto_error *err)
+static int parse_severities(const json_t *v, const char *f, unsigned *out, struct proto_error *err)
 {
     size_t i;
     json_t *s;
@@ -219,8 +220,7 @@ static int parse_severities(const json_t *v, const char *f, unsigned *out,
     json_array_foreach(v, i, s) {
         int sev = json_is_string(s) ? proto_severity_parse(json_string_value(s)) : -1;
         if (sev < 0)
-            return proto_errorf(err, 400, NULL, f, "%s[%zu] must be critical, major or info", f,
-                                i);
+            return proto_errorf(err, 400, NULL, f, "%s[%zu] must be critical, major or info", f, i);
         *out |= 1u << sev;
     }
     return 0;
@@ -239,10 +239,9 @@ static int parse_route(const json_t *o, const char *path, struct proto_alert_rou
         return rc;
     json_t *sev = json_object_get(o, "severities");
     if (!sev)
-        return proto_errorf(err, 400, NULL, fld(f, sizeof f, path, "severities"),
-                            "%s is required", f);
-    if ((rc = parse_severities(sev, fld(f, sizeof f, path, "severities"), &r->severities,
-                               err)) < 0)
+        return proto_errorf(err, 400, NULL, fld(f, sizeof f, path, "severities"), "%s is required",
+                            f);
+    if ((rc = parse_severities(sev, fld(f, sizeof f, path, "severities"), &r->severities, err)) < 0)
         return rc;
     json_t *log = json_object_get(o, "log");
     if (log && (rc = proto_get_bool(log, fld(f, sizeof f, path, "log"), &r->log, err)) < 0)
@@ -259,8 +258,8 @@ static int parse_route(const json_t *o, const char *path, struct proto_alert_rou
         (rc = proto_check_url(r->url, fld(f, sizeof f, path, "webhook"), err)) < 0)
         return rc;
     const char *shape = json_string_value(json_object_get(o, "shape"));
-    if (json_object_get(o, "shape") && (!shape || (strcmp(shape, "generic") != 0 &&
-                                                   strcmp(shape, "slack") != 0)))
+    if (json_object_get(o, "shape") &&
+        (!shape || (strcmp(shape, "generic") != 0 && strcmp(shape, "slack") != 0)))
         return proto_errorf(err, 400, NULL, fld(f, sizeof f, path, "shape"),
                             "%s must be generic or slack", f);
     r->shape = shape && strcmp(shape, "slack") == 0 ? PROTO_SHAPE_SLACK : PROTO_SHAPE_GENERIC;
@@ -272,9 +271,8 @@ static int parse_route(const json_t *o, const char *path, struct proto_alert_rou
     return 0;
 }
 
-static int parse_list(const json_t *v, const char *name, int max, void *out, size_t size,
-                      int *n, int (*one)(const json_t *, const char *, void *,
-                                         struct proto_error *),
+static int parse_list(const json_t *v, const char *name, int max, void *out, size_t size, int *n,
+                      int (*one)(const json_t *, const char *, void *, struct proto_error *),
                       struct proto_error *err)
 {
     char f[64];
@@ -343,8 +341,7 @@ static int parse_history(const json_t *o, struct proto_alerts *a, struct proto_e
 
 int proto_alerts_parse(const json_t *v, struct proto_alerts *out, struct proto_error *err)
 {
-    static const char *const known[] = {"rules", "routes", "interval", "delivery", "history",
-                                        NULL};
+    static const char *const known[] = {"rules", "routes", "interval", "delivery", "history", NULL};
     struct proto_alerts a;
     json_t *x;
     int rc;
@@ -354,8 +351,8 @@ int proto_alerts_parse(const json_t *v, struct proto_alerts *out, struct proto_e
     if ((rc = proto_check_fields(v, "alerts", known, err)) < 0)
         return rc;
     if ((x = json_object_get(v, "rules")) &&
-        (rc = parse_list(x, "rules", PROTO_MAX_ALERT_RULES, a.rules, sizeof a.rules[0],
-                         &a.nrules, rule_one, err)) < 0)
+        (rc = parse_list(x, "rules", PROTO_MAX_ALERT_RULES, a.rules, sizeof a.rules[0], &a.nrules,
+                         rule_one, err)) < 0)
         return rc;
     for (int i = 0; i < a.nrules; i++)
         for (int k = 0; k < i; k++)
@@ -483,10 +480,10 @@ json_t *proto_alerts_json(const struct proto_alerts *a, bool redact)
     for (int i = 0; i < a->nroutes; i++)
         json_array_append_new(routes, route_json(&a->routes[i], redact));
     return json_pack("{s:o,s:o,s:o,s:{s:i,s:o,s:o,s:o},s:{s:o,s:I}}", "rules", rules, "routes",
-                     routes, "interval", dur(a->interval_ms), "delivery", "attempts",
-                     a->attempts, "backoff", dur(a->backoff_ms), "max_backoff",
-                     dur(a->max_backoff_ms), "timeout", dur(a->timeout_ms), "history", "keep",
-                     dur(a->keep_ms), "max_rows", (json_int_t)a->keep_rows);
+                     routes, "interval", dur(a->interval_ms), "delivery", "attempts", a->attempts,
+                     "backoff", dur(a->backoff_ms), "max_backoff", dur(a->max_backoff_ms),
+                     "timeout", dur(a->timeout_ms), "history", "keep", dur(a->keep_ms), "max_rows",
+                     (json_int_t)a->keep_rows);
 }
 
 json_t *proto_prices_json(const struct proto_prices *p)

@@ -45,9 +45,9 @@ struct proto_alert_rule {
     char name[PROTO_NAME_MAX];
     enum proto_alert_kind kind;
     enum proto_severity severity;
-    int64_t for_ms;       /* state kinds: held this long before firing; events: kept firing */
-    int64_t threshold_ms; /* queue_wait, cycle_time */
-    double threshold_pct; /* disk_low: fires below this % free */
+    int64_t for_ms;            /* state kinds: held this long before firing; events: kept firing */
+    int64_t threshold_ms;      /* queue_wait, cycle_time */
+    double threshold_pct;      /* disk_low: fires below this % free */
     char tier[PROTO_NAME_MAX]; /* queue_wait: only this tier ("" = each tier) */
 };
 
@@ -66,13 +66,13 @@ struct proto_alerts {
     int nrules;
     struct proto_alert_route routes[PROTO_MAX_ALERT_ROUTES];
     int nroutes;
-    int64_t interval_ms;    /* evaluation period */
-    int attempts;           /* delivery tries of one notification */
-    int64_t backoff_ms;     /* first retry delay; doubles up to max_backoff_ms */
+    int64_t interval_ms; /* evaluation period */
+    int attempts;        /* delivery tries of one notification */
+    int64_t backoff_ms;  /* first retry delay; doubles up to max_backoff_ms */
     int64_t max_backoff_ms;
-    int64_t timeout_ms;     /* one HTTP try */
-    int64_t keep_ms;        /* history: resolved alerts older than this go */
-    int64_t keep_rows;      /* history: at most this many rows */
+    int64_t timeout_ms; /* one HTTP try */
+    int64_t keep_ms;    /* history: resolved alerts older than this go */
+    int64_t keep_rows;  /* history: at most this many rows */
 };
 
 struct proto_prices {

@@ -57,9 +57,11 @@ int store_run_end(struct store *st, uint64_t job, int64_t end_ms, const char *st
                   const char *cause)
 {
     sqlite3_stmt *s;
-    int rc = prep(st, "UPDATE job_runs SET end_ms = ?2, end_state = ?3, end_cause = ?4"
-                      " WHERE job = ?1 AND end_ms = 0 AND run = (SELECT max(run) FROM job_runs"
-                      " WHERE job = ?1)", &s);
+    int rc = prep(st,
+                  "UPDATE job_runs SET end_ms = ?2, end_state = ?3, end_cause = ?4"
+                  " WHERE job = ?1 AND end_ms = 0 AND run = (SELECT max(run) FROM job_runs"
+                  " WHERE job = ?1)",
+                  &s);
     if (rc < 0)
         return rc;
     sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
@@ -72,8 +74,10 @@ int store_run_end(struct store *st, uint64_t job, int64_t end_ms, const char *st
 int store_run_started(struct store *st, uint64_t job, int64_t start_ms)
 {
     sqlite3_stmt *s;
-    int rc = prep(st, "UPDATE job_runs SET start_ms = ?2 WHERE job = ?1 AND end_ms = 0"
-                      " AND run = (SELECT max(run) FROM job_runs WHERE job = ?1)", &s);
+    int rc = prep(st,
+                  "UPDATE job_runs SET start_ms = ?2 WHERE job = ?1 AND end_ms = 0"
+                  " AND run = (SELECT max(run) FROM job_runs WHERE job = ?1)",
+                  &s);
     if (rc < 0)
         return rc;
     sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
@@ -87,8 +91,10 @@ int store_run_started(struct store *st, uint64_t job, int64_t start_ms)
 int store_alert_fire(struct store *st, const struct store_alert *a, int64_t *id)
 {
     sqlite3_stmt *s;
-    int rc = prep(st, "INSERT INTO alert_history(rule, alert_key, kind, severity, summary,"
-                      " fired_ms, silenced) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", &s);
+    int rc = prep(st,
+                  "INSERT INTO alert_history(rule, alert_key, kind, severity, summary,"
+                  " fired_ms, silenced) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                  &s);
     if (rc < 0)
         return rc;
     text(s, 1, a->rule);
@@ -137,14 +143,16 @@ static int alert_row(sqlite3_stmt *s, void *arg)
     return ((store_alert_cb)c->cb)(c->arg, &a);
 }
 
-int store_alert_list(struct store *st, bool open_only, int64_t before, int limit,
-                     store_alert_cb cb, void *arg)
+int store_alert_list(struct store *st, bool open_only, int64_t before, int limit, store_alert_cb cb,
+                     void *arg)
 {
     sqlite3_stmt *s;
-    int rc = prep(st, "SELECT id, rule, alert_key, kind, severity, summary, fired_ms,"
-                      " resolved_ms, silenced FROM alert_history"
-                      " WHERE (?1 = 0 OR resolved_ms = 0) AND (?2 = 0 OR id < ?2)"
-                      " ORDER BY id DESC LIMIT ?3", &s);
+    int rc = prep(st,
+                  "SELECT id, rule, alert_key, kind, severity, summary, fired_ms,"
+                  " resolved_ms, silenced FROM alert_history"
+                  " WHERE (?1 = 0 OR resolved_ms = 0) AND (?2 = 0 OR id < ?2)"
+                  " ORDER BY id DESC LIMIT ?3",
+                  &s);
     if (rc < 0)
         return rc;
     sqlite3_bind_int(s, 1, open_only);
@@ -157,9 +165,11 @@ int store_alert_list(struct store *st, bool open_only, int64_t before, int limit
 int store_alert_prune(struct store *st, int64_t older_ms, int64_t keep_rows)
 {
     sqlite3_stmt *s;
-    int rc = prep(st, "DELETE FROM alert_history WHERE resolved_ms <> 0 AND (resolved_ms < ?1"
-                      " OR id <= (SELECT id FROM alert_history ORDER BY id DESC"
-                      " LIMIT 1 OFFSET ?2))", &s);
+    int rc = prep(st,
+                  "DELETE FROM alert_history WHERE resolved_ms <> 0 AND (resolved_ms < ?1"
+                  " OR id <= (SELECT id FROM alert_history ORDER BY id DESC"
+                  " LIMIT 1 OFFSET ?2))",
+                  &s);
     if (rc < 0)
         return rc;
     sqlite3_bind_int64(s, 1, older_ms);
@@ -170,8 +180,10 @@ int store_alert_prune(struct store *st, int64_t older_ms, int64_t keep_rows)
 int store_silence_add(struct store *st, const struct store_silence *x, int64_t *id)
 {
     sqlite3_stmt *s;
-    int rc = prep(st, "INSERT INTO alert_silences(rule, alert_key, until_ms, created_by,"
-                      " created_ms, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &s);
+    int rc = prep(st,
+                  "INSERT INTO alert_silences(rule, alert_key, until_ms, created_by,"
+                  " created_ms, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                  &s);
     if (rc < 0)
         return rc;
     text(s, 1, x->rule);
@@ -223,8 +235,10 @@ int store_silence_list(struct store *st, int64_t now_ms, store_silence_cb cb, vo
         rc = done(st, s, "expire silences");
     }
     if (rc == 0)
-        rc = prep(st, "SELECT id, rule, alert_key, until_ms, created_by, created_ms, reason"
-                      " FROM alert_silences ORDER BY id", &s);
+        rc = prep(st,
+                  "SELECT id, rule, alert_key, until_ms, created_by, created_ms, reason"
+                  " FROM alert_silences ORDER BY id",
+                  &s);
     if (rc < 0)
         return rc;
     struct cb_ctx c = {(void *)cb, arg};
@@ -256,8 +270,8 @@ int store_report_by_parse(const char *s)
 /* The grouping key of a run r of job j. */
 static const char *run_key(enum store_report_by by)
 {
-    static const char *const k[STORE_BY_COUNT] = {"j.project", "j.user_name", "j.tier",
-                                                  "j.class", RUN_TYPE("r")};
+    static const char *const k[STORE_BY_COUNT] = {"j.project", "j.user_name", "j.tier", "j.class",
+                                                  RUN_TYPE("r")};
     return k[by];
 }
 
@@ -281,17 +295,19 @@ int store_report_usage(struct store *st, enum store_report_by by, int64_t since,
 {
     char sql[2048];
     sqlite3_stmt *s;
-    snprintf(sql, sizeof sql,
-             "SELECT %s AS k, " RUN_TYPE("r") " AS gt, count(*),"
-             " sum(j.gpus * j.nnodes * " RUN_MS "), sum(j.cpus * j.nnodes * " RUN_MS "),"
-             " sum(CASE WHEN r.end_cause = 'preempted' AND r.end_ms >= ?1 AND r.end_ms < ?2"
-             " THEN 1 ELSE 0 END),"
-             " sum(CASE WHEN r.end_cause = 'preempted' THEN j.gpus * j.nnodes * " RUN_MS
-             " ELSE 0 END)"
-             " FROM job_runs r JOIN jobs j ON j.id = r.job"
-             " WHERE r.start_ms > 0 AND r.start_ms < ?2 AND (r.end_ms = 0 OR r.end_ms > ?1)"
-             " GROUP BY k, gt ORDER BY k, gt",
-             run_key(by));
+    snprintf(
+        sql, sizeof sql,
+        "SELECT %s AS k, " RUN_TYPE(
+            "r") " AS gt, count(*),"
+                 " sum(j.gpus * j.nnodes * " RUN_MS "), sum(j.cpus * j.nnodes * " RUN_MS "),"
+                 " sum(CASE WHEN r.end_cause = 'preempted' AND r.end_ms >= ?1 AND r.end_ms < ?2"
+                 " THEN 1 ELSE 0 END),"
+                 " sum(CASE WHEN r.end_cause = 'preempted' THEN j.gpus * j.nnodes * " RUN_MS
+                 " ELSE 0 END)"
+                 " FROM job_runs r JOIN jobs j ON j.id = r.job"
+                 " WHERE r.start_ms > 0 AND r.start_ms < ?2 AND (r.end_ms = 0 OR r.end_ms > ?1)"
+                 " GROUP BY k, gt ORDER BY k, gt",
+        run_key(by));
     int rc = prep(st, sql, &s);
     if (rc < 0)
         return rc;
@@ -307,13 +323,13 @@ static int count_row(sqlite3_stmt *s, void *arg)
     return ((store_count_cb)c->cb)(c->arg, col(s, 0), col(s, 1), sqlite3_column_int64(s, 2));
 }
 
-int store_report_outcomes(struct store *st, enum store_report_by by, int64_t since,
-                          int64_t until, store_count_cb cb, void *arg)
+int store_report_outcomes(struct store *st, enum store_report_by by, int64_t since, int64_t until,
+                          store_count_cb cb, void *arg)
 {
     static const char *const k[STORE_BY_COUNT] = {
         "j.project", "j.user_name", "j.tier", "j.class",
         "coalesce((SELECT " RUN_TYPE("r") " FROM job_runs r WHERE r.job = j.id"
-        " ORDER BY r.run DESC LIMIT 1), j.gpu_type)"};
+                                          " ORDER BY r.run DESC LIMIT 1), j.gpu_type)"};
     char sql[1024];
     sqlite3_stmt *s;
     snprintf(sql, sizeof sql,
@@ -371,19 +387,19 @@ int store_report_wait_intervals(struct store *st, int64_t since, int64_t until, 
                                 store_interval_cb cb, void *arg)
 {
     sqlite3_stmt *s;
-    int rc = prep(
-        st,
-        "SELECT tier, g, b, e FROM ("
-        " SELECT j.tier AS tier, j.gpus * j.nnodes AS g, " WAIT_BEGIN " AS b, r.start_ms AS e"
-        " FROM job_runs r JOIN jobs j ON j.id = r.job"
-        " UNION ALL"
-        " SELECT j.tier, j.gpus * j.nnodes,"
-        " coalesce((SELECT max(p.end_ms) FROM job_runs p WHERE p.job = j.id), j.submit_ms),"
-        " CASE WHEN j.end_ms > 0 THEN j.end_ms ELSE ?3 END FROM jobs j"
-        " WHERE j.state IN ('PENDING', 'HELD') OR (j.end_ms > 0 AND NOT EXISTS (SELECT 1"
-        " FROM job_runs p WHERE p.job = j.id AND p.end_ms = j.end_ms)))"
-        " WHERE b < ?2 AND e > ?1 AND e > b ORDER BY b",
-        &s);
+    int rc =
+        prep(st,
+             "SELECT tier, g, b, e FROM ("
+             " SELECT j.tier AS tier, j.gpus * j.nnodes AS g, " WAIT_BEGIN " AS b, r.start_ms AS e"
+             " FROM job_runs r JOIN jobs j ON j.id = r.job"
+             " UNION ALL"
+             " SELECT j.tier, j.gpus * j.nnodes,"
+             " coalesce((SELECT max(p.end_ms) FROM job_runs p WHERE p.job = j.id), j.submit_ms),"
+             " CASE WHEN j.end_ms > 0 THEN j.end_ms ELSE ?3 END FROM jobs j"
+             " WHERE j.state IN ('PENDING', 'HELD') OR (j.end_ms > 0 AND NOT EXISTS (SELECT 1"
+             " FROM job_runs p WHERE p.job = j.id AND p.end_ms = j.end_ms)))"
+             " WHERE b < ?2 AND e > ?1 AND e > b ORDER BY b",
+             &s);
     if (rc < 0)
         return rc;
     sqlite3_bind_int64(s, 1, since);
@@ -407,14 +423,18 @@ int store_report_repeats(struct store *st, int64_t since, int64_t until, int lim
     int rc = prep(
         st,
         "SELECT project, cmd, count(*) AS n, sum(g) FROM (SELECT jobs.project AS project,"
-        " coalesce(json_extract(" SPEC_OF("spec") ", '$.command'),"
-        " 'script: ' || substr(json_extract(" SPEC_OF("spec") ", '$.script'), 1, 200)) AS cmd,"
-        " coalesce((SELECT sum(jobs.gpus * jobs.nnodes * max(0, min(CASE WHEN r.end_ms = 0"
-        " THEN ?2 ELSE r.end_ms END, ?2) - max(r.start_ms, ?1))) FROM job_runs r"
-        " WHERE r.job = jobs.id), 0) AS g"
-        " FROM jobs WHERE jobs.submit_ms >= ?1 AND jobs.submit_ms < ?2)"
-        " WHERE cmd IS NOT NULL GROUP BY project, cmd HAVING count(*) >= 2"
-        " ORDER BY n DESC, project, cmd LIMIT ?3",
+        " coalesce(json_extract(" SPEC_OF(
+            "spec") ", '$.command'),"
+                    " 'script: ' || substr(json_extract(" SPEC_OF(
+                        "spec") ", '$.script'), 1, 200)) AS cmd,"
+                                " coalesce((SELECT sum(jobs.gpus * jobs.nnodes * max(0, min(CASE "
+                                "WHEN r.end_ms = 0"
+                                " THEN ?2 ELSE r.end_ms END, ?2) - max(r.start_ms, ?1))) FROM "
+                                "job_runs r"
+                                " WHERE r.job = jobs.id), 0) AS g"
+                                " FROM jobs WHERE jobs.submit_ms >= ?1 AND jobs.submit_ms < ?2)"
+                                " WHERE cmd IS NOT NULL GROUP BY project, cmd HAVING count(*) >= 2"
+                                " ORDER BY n DESC, project, cmd LIMIT ?3",
         &s);
     if (rc < 0)
         return rc;

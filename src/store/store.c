@@ -246,7 +246,7 @@ enum stmt_id {
     " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms,"       \
     " begin_ms, grace_ms, gpu_type, deps, selectors, spec_id"
 #define JOB_INSERT_COLS JOB_COLS_WITH("spec")
-#define JOB_COLS JOB_COLS_WITH(SPEC_OF("spec"))
+#define JOB_COLS        JOB_COLS_WITH(SPEC_OF("spec"))
 /* The same without the spec JSON (column 16 reads NULL). */
 #define JOB_COLS_NO_SPEC JOB_COLS_WITH("NULL")
 /* For lists: the spec without its two big members: an array's kept so, another row's cut

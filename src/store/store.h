@@ -355,8 +355,8 @@ int store_alert_resolve(struct store *st, int64_t id, int64_t resolved_ms) STORE
 /* Newest first: open ones only (open_only), or all with id < before (0: from the newest),
  * at most limit rows. A non-zero return of cb stops and is returned. */
 typedef int (*store_alert_cb)(void *arg, const struct store_alert *a);
-int store_alert_list(struct store *st, bool open_only, int64_t before, int limit,
-                     store_alert_cb cb, void *arg) STORE_WUR;
+int store_alert_list(struct store *st, bool open_only, int64_t before, int limit, store_alert_cb cb,
+                     void *arg) STORE_WUR;
 /* Bounded retention: drop resolved rows resolved before `older_ms`, then the oldest
  * resolved rows past `keep_rows` in all. */
 int store_alert_prune(struct store *st, int64_t older_ms, int64_t keep_rows) STORE_WUR;
@@ -373,8 +373,7 @@ int store_silence_delete(struct store *st, int64_t id) STORE_WUR;
 /* Silences still in force at now_ms (until_ms > now), oldest first; ended ones are
  * removed first. */
 typedef int (*store_silence_cb)(void *arg, const struct store_silence *s);
-int store_silence_list(struct store *st, int64_t now_ms, store_silence_cb cb,
-                       void *arg) STORE_WUR;
+int store_silence_list(struct store *st, int64_t now_ms, store_silence_cb cb, void *arg) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
 /* Reports (ops.c; docs/reports.md): aggregates over [since, until) read from the runs,
@@ -395,9 +394,9 @@ int store_report_by_parse(const char *s);
 struct store_usage_row {
     const char *key, *gpu_type; /* borrowed for the callback */
     int64_t runs;
-    int64_t gpu_ms, cpu_ms;         /* device-milliseconds inside the window */
-    int64_t preemptions;            /* runs ended by preemption inside the window */
-    int64_t preempt_gpu_ms;         /* GPU time of those runs (work lost unless checkpointed) */
+    int64_t gpu_ms, cpu_ms; /* device-milliseconds inside the window */
+    int64_t preemptions;    /* runs ended by preemption inside the window */
+    int64_t preempt_gpu_ms; /* GPU time of those runs (work lost unless checkpointed) */
 };
 typedef int (*store_usage_cb)(void *arg, const struct store_usage_row *r);
 /* One row per (key, GPU type of the run's first node). */
@@ -405,8 +404,8 @@ int store_report_usage(struct store *st, enum store_report_by by, int64_t since,
                        store_usage_cb cb, void *arg) STORE_WUR;
 /* Jobs that ended in the window: (key, final state, count). */
 typedef int (*store_count_cb)(void *arg, const char *key, const char *what, int64_t n);
-int store_report_outcomes(struct store *st, enum store_report_by by, int64_t since,
-                          int64_t until, store_count_cb cb, void *arg) STORE_WUR;
+int store_report_outcomes(struct store *st, enum store_report_by by, int64_t since, int64_t until,
+                          store_count_cb cb, void *arg) STORE_WUR;
 /* Queue waits of the runs that started in the window (from submit, or from the end of
  * the run before), ordered by key then wait: (key, wait_ms). */
 typedef int (*store_wait_cb)(void *arg, const char *key, int64_t wait_ms);
