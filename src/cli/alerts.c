@@ -46,19 +46,26 @@ static void print_table(struct cli *c, struct table *t, const char *none)
     table_destroy(t);
 }
 
+/* GET path: with --json the reply is printed and *reply is NULL. Exit status. */
+static int fetch(struct cli *c, const char *path, json_t **reply)
+{
+    int rc = cli_call(c, "GET", path, NULL, reply);
+    if (rc == 0 && c->json) {
+        cli_print_json(c, *reply);
+        json_decref(*reply);
+        *reply = NULL;
+    }
+    return rc;
+}
+
 static int list(struct cli *c)
 {
     static const char *const h[] = {"SEVERITY", "STATE", "RULE", "KEY", "SINCE", "SUMMARY"};
     json_t *reply = NULL, *a;
     size_t i;
-    int rc = cli_call(c, "GET", "/v1/alerts", NULL, &reply);
-    if (rc)
+    int rc = fetch(c, "/v1/alerts", &reply);
+    if (rc || !reply)
         return rc;
-    if (c->json) {
-        cli_print_json(c, reply);
-        json_decref(reply);
-        return EXIT_OK;
-    }
     struct table *t = table_create(h, 6);
     table_set_flags(t, 5, TABLE_FLEX);
     json_array_foreach(json_object_get(reply, "alerts"), i, a) {
@@ -91,14 +98,9 @@ static int history(struct cli *c, const char *limit)
     if (limit && parse_int(limit, 1, 1000, &n) < 0)
         return cli_usage_error(c, "--limit: want 1 to 1000, not '%.40s'", limit);
     snprintf(path, sizeof path, "/v1/alerts/history?limit=%d", n);
-    int rc = cli_call(c, "GET", path, NULL, &reply);
-    if (rc)
+    int rc = fetch(c, path, &reply);
+    if (rc || !reply)
         return rc;
-    if (c->json) {
-        cli_print_json(c, reply);
-        json_decref(reply);
-        return EXIT_OK;
-    }
     struct table *t = table_create(h, 7);
     table_set_flags(t, 0, TABLE_RIGHT);
     table_set_flags(t, 6, TABLE_FLEX);
@@ -148,14 +150,9 @@ static int silences(struct cli *c)
 {
     json_t *reply = NULL, *s;
     size_t i;
-    int rc = cli_call(c, "GET", "/v1/alerts/silences", NULL, &reply);
-    if (rc)
+    int rc = fetch(c, "/v1/alerts/silences", &reply);
+    if (rc || !reply)
         return rc;
-    if (c->json) {
-        cli_print_json(c, reply);
-        json_decref(reply);
-        return EXIT_OK;
-    }
     struct table *t = silence_table();
     json_array_foreach(json_object_get(reply, "silences"), i, s)
         silence_row(c, t, s);

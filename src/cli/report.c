@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "util/dbuf.h"
 #include "util/parse.h"
+#include "util/str.h"
 
 const char cmd_report_usage[] =
     "usage: docket report usage [--since 30d] [--by project|user|tier|class|gpu-type]\n"
@@ -157,11 +158,26 @@ static void usage_table(struct cli *c, const json_t *rep)
     table_destroy(t);
 }
 
+/* GET path and print the report with `how`, or its JSON with --json. Exit status. */
+typedef void report_printer(struct cli *c, const json_t *rep);
+static int print_report(struct cli *c, const char *path, report_printer *how)
+{
+    json_t *rep = NULL;
+    int rc = cli_call(c, "GET", path, NULL, &rep);
+    if (rc)
+        return rc;
+    if (c->json)
+        cli_print_json(c, rep);
+    else
+        how(c, rep);
+    json_decref(rep);
+    return EXIT_OK;
+}
+
 static int usage(struct cli *c, const char *since, const char *by, bool csv)
 {
     int64_t ms = (int64_t)30 * 86400000;
     char path[160], esc[64];
-    json_t *rep = NULL;
     if (since && (parse_duration_ms(since, &ms) < 0 || ms <= 0))
         return cli_usage_error(c, "--since: how far back, e.g. 30d, not '%.40s'", since);
     static const char *const bys[] = {"project", "user", "tier", "class", "gpu-type"};
@@ -172,17 +188,7 @@ static int usage(struct cli *c, const char *since, const char *by, bool csv)
         return cli_usage_error(c, "--by: project, user, tier, class or gpu-type, not '%.40s'", by);
     snprintf(path, sizeof path, "/v1/reports/usage?by=%s&since_ms=%lld&until_ms=%lld", esc,
              (long long)(c->now_ms - ms), (long long)c->now_ms);
-    int rc = cli_call(c, "GET", path, NULL, &rep);
-    if (rc)
-        return rc;
-    if (c->json)
-        cli_print_json(c, rep);
-    else if (csv)
-        usage_csv(c, rep);
-    else
-        usage_table(c, rep);
-    json_decref(rep);
-    return EXIT_OK;
+    return print_report(c, path, csv ? usage_csv : usage_table);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -299,50 +305,27 @@ static void capacity_table(struct cli *c, const json_t *rep)
     table_destroy(t);
 }
 
-/* Text for HTML: & < > " escaped. */
-static void html_text(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&':
-            fputs("&amp;", out);
-            break;
-        case '<':
-            fputs("&lt;", out);
-            break;
-        case '>':
-            fputs("&gt;", out);
-            break;
-        case '"':
-            fputs("&quot;", out);
-            break;
-        default:
-            fputc(*s, out);
-        }
-    }
-}
-
 static void capacity_html(struct cli *c, const json_t *rep)
 {
     FILE *out = c->out;
     size_t i;
     json_t *o;
     fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Docket capacity ", out);
-    html_text(out, jstr(rep, "month"));
+    str_html_write(out, jstr(rep, "month"));
     fputs("</title><style>body{font:14px sans-serif;margin:2em;color:#222}"
           "table{border-collapse:collapse;margin:1em 0}td,th{padding:4px 10px;"
           "border-bottom:1px solid #ddd;text-align:right}td:first-child,th:first-child"
           "{text-align:left}.bar{background:#4a7;height:10px}.bw{background:#eee;width:200px}"
           "code{font-size:12px}</style></head><body>\n<h1>Capacity ",
           out);
-    html_text(out, jstr(rep, "month"));
+    str_html_write(out, jstr(rep, "month"));
     fputs("</h1>\n<h2>Utilisation by GPU type</h2>\n<table><tr><th>GPU type</th><th>GPUs</th>"
           "<th>used GPU-h</th><th>capacity GPU-h</th><th>utilisation</th><th></th></tr>\n",
           out);
     json_array_foreach(json_object_get(rep, "gpu_types"), i, o) {
         double u = jreal(o, "utilisation");
         fputs("<tr><td>", out);
-        html_text(out, jstr(o, "gpu_type"));
+        str_html_write(out, jstr(o, "gpu_type"));
         fprintf(out,
                 "</td><td>%lld</td><td>%.2f</td><td>%.2f</td><td>%.1f%%</td><td><div "
                 "class=\"bw\"><div class=\"bar\" style=\"width:%d%%\"></div></div></td></tr>\n",
@@ -358,7 +341,7 @@ static void capacity_html(struct cli *c, const json_t *rep)
         fmt_duration(jint(o, "target_ms", 0) ? jint(o, "target_ms", 0) : -1, target, sizeof target);
         pct_text(o, "unserved_share", u, sizeof u);
         fputs("<tr><td>", out);
-        html_text(out, jstr(o, "tier"));
+        str_html_write(out, jstr(o, "tier"));
         fprintf(out,
                 "</td><td>%lld</td><td>%lld</td><td>%s</td><td>%lld</td><td>%lld</td>"
                 "<td>%s</td></tr>\n",
@@ -374,10 +357,10 @@ static void capacity_html(struct cli *c, const json_t *rep)
             (long long)jint(f, "free_gpus", 0), (long long)jint(f, "stranded_gpus", 0));
     json_array_foreach(json_object_get(rep, "repeats"), i, o) {
         fputs("<tr><td>", out);
-        html_text(out, jstr(o, "project"));
+        str_html_write(out, jstr(o, "project"));
         fprintf(out, "</td><td>%lld</td><td>%.2f</td><td><code>", (long long)jint(o, "jobs", 0),
                 jreal(o, "gpu_hours"));
-        html_text(out, jstr(o, "command"));
+        str_html_write(out, jstr(o, "command"));
         fputs("</code></td></tr>\n", out);
     }
     fputs("</table>\n</body></html>\n", out);
@@ -386,25 +369,12 @@ static void capacity_html(struct cli *c, const json_t *rep)
 static int capacity(struct cli *c, const char *month, bool csv, bool html)
 {
     char path[96], esc[32];
-    json_t *rep = NULL;
     if (!month)
         return cli_usage_error(c, "--month: which month, e.g. --month 2026-11");
     if (client_escape(month, esc, sizeof esc) < 0)
         return cli_usage_error(c, "--month: want YYYY-MM");
     snprintf(path, sizeof path, "/v1/reports/capacity?month=%s", esc);
-    int rc = cli_call(c, "GET", path, NULL, &rep);
-    if (rc)
-        return rc;
-    if (c->json)
-        cli_print_json(c, rep);
-    else if (csv)
-        capacity_csv(c, rep);
-    else if (html)
-        capacity_html(c, rep);
-    else
-        capacity_table(c, rep);
-    json_decref(rep);
-    return EXIT_OK;
+    return print_report(c, path, csv ? capacity_csv : html ? capacity_html : capacity_table);
 }
 
 int cmd_report(struct cli *c, int argc, char **argv)

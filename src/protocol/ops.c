@@ -122,6 +122,15 @@ int proto_check_url(const char *url, const char *field, struct proto_error *err)
     return 0;
 }
 
+/* o must be an object of the `known` fields only. */
+static int obj_fields(const json_t *o, const char *path, const char *const *known,
+                      struct proto_error *err)
+{
+    if (!json_is_object(o))
+        return proto_errorf(err, 400, NULL, path, "%s must be an object", path);
+    return proto_check_fields(o, path, known, err);
+}
+
 static int parse_threshold(const json_t *o, const char *path, struct proto_alert_rule *r,
                            struct proto_error *err)
 {
@@ -162,9 +171,7 @@ static int parse_rule(const json_t *o, const char *path, struct proto_alert_rule
     char f[160];
     int rc;
     memset(r, 0, sizeof(*r));
-    if (!json_is_object(o))
-        return proto_errorf(err, 400, NULL, path, "%s must be an object", path);
-    if ((rc = proto_check_fields(o, path, known, err)) < 0)
+    if ((rc = obj_fields(o, path, known, err)) < 0)
         return rc;
     const char *req[] = {"name", "kind", "severity"};
     for (int i = 0; i < 3; i++)
@@ -233,9 +240,7 @@ static int parse_route(const json_t *o, const char *path, struct proto_alert_rou
     char f[160];
     int rc;
     memset(r, 0, sizeof(*r));
-    if (!json_is_object(o))
-        return proto_errorf(err, 400, NULL, path, "%s must be an object", path);
-    if ((rc = proto_check_fields(o, path, known, err)) < 0)
+    if ((rc = obj_fields(o, path, known, err)) < 0)
         return rc;
     json_t *sev = json_object_get(o, "severities");
     if (!sev)
@@ -306,9 +311,7 @@ static int parse_delivery(const json_t *o, struct proto_alerts *a, struct proto_
     const char *p = "alerts.delivery";
     int rc;
     int64_t n;
-    if (!json_is_object(o))
-        return proto_errorf(err, 400, NULL, p, "%s must be an object", p);
-    if ((rc = proto_check_fields(o, p, known, err)) < 0)
+    if ((rc = obj_fields(o, p, known, err)) < 0)
         return rc;
     json_t *v = json_object_get(o, "attempts");
     if (v && (rc = proto_get_int(v, "alerts.delivery.attempts", 1, 20, &n, err)) < 0)

@@ -40,6 +40,15 @@ static const char *col(sqlite3_stmt *s, int i)
     return t ? (const char *)t : "";
 }
 
+/* Step an INSERT, finalize it, and give its row id. */
+static int inserted(struct store *st, sqlite3_stmt *s, const char *what, int64_t *id)
+{
+    int rc = done(st, s, what);
+    if (rc == 0)
+        *id = sqlite3_last_insert_rowid(store_db(st));
+    return rc;
+}
+
 /* Step every row through `row` (which returns the callback's result); finalize. */
 static int each(struct store *st, sqlite3_stmt *s, const char *what,
                 int (*row)(sqlite3_stmt *, void *), void *arg)
@@ -104,10 +113,7 @@ int store_alert_fire(struct store *st, const struct store_alert *a, int64_t *id)
     text(s, 5, a->summary);
     sqlite3_bind_int64(s, 6, a->fired_ms);
     sqlite3_bind_int(s, 7, a->silenced);
-    rc = done(st, s, "record alert");
-    if (rc == 0)
-        *id = sqlite3_last_insert_rowid(store_db(st));
-    return rc;
+    return inserted(st, s, "record alert", id);
 }
 
 int store_alert_resolve(struct store *st, int64_t id, int64_t resolved_ms)
@@ -192,10 +198,7 @@ int store_silence_add(struct store *st, const struct store_silence *x, int64_t *
     text(s, 4, x->created_by);
     sqlite3_bind_int64(s, 5, x->created_ms);
     text(s, 6, x->reason);
-    rc = done(st, s, "add silence");
-    if (rc == 0)
-        *id = sqlite3_last_insert_rowid(store_db(st));
-    return rc;
+    return inserted(st, s, "add silence", id);
 }
 
 int store_silence_delete(struct store *st, int64_t id)
@@ -248,6 +251,23 @@ int store_silence_list(struct store *st, int64_t now_ms, store_silence_cb cb, vo
 /* ------------------------------------------------------------------------------------ */
 /* Reports                                                                               */
 
+/* Run a report query over [since, until) (?1, ?2; ?3 = p3 when the query has it), each
+ * row through `row` with the caller's callback. */
+static int window_rows(struct store *st, const char *sql, int64_t since, int64_t until, int64_t p3,
+                       const char *what, int (*row)(sqlite3_stmt *, void *), void *cb, void *arg)
+{
+    sqlite3_stmt *s;
+    int rc = prep(st, sql, &s);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(s, 1, since);
+    sqlite3_bind_int64(s, 2, until);
+    if (sqlite3_bind_parameter_count(s) >= 3)
+        sqlite3_bind_int64(s, 3, p3);
+    struct cb_ctx c = {cb, arg};
+    return each(st, s, what, row, &c);
+}
+
 static const char *const by_names[STORE_BY_COUNT] = {"project", "user", "tier", "class",
                                                      "gpu-type"};
 
@@ -294,7 +314,6 @@ int store_report_usage(struct store *st, enum store_report_by by, int64_t since,
                        store_usage_cb cb, void *arg)
 {
     char sql[2048];
-    sqlite3_stmt *s;
     snprintf(
         sql, sizeof sql,
         "SELECT %s AS k, " RUN_TYPE(
@@ -308,13 +327,7 @@ int store_report_usage(struct store *st, enum store_report_by by, int64_t since,
                  " WHERE r.start_ms > 0 AND r.start_ms < ?2 AND (r.end_ms = 0 OR r.end_ms > ?1)"
                  " GROUP BY k, gt ORDER BY k, gt",
         run_key(by));
-    int rc = prep(st, sql, &s);
-    if (rc < 0)
-        return rc;
-    sqlite3_bind_int64(s, 1, since);
-    sqlite3_bind_int64(s, 2, until);
-    struct cb_ctx c = {(void *)cb, arg};
-    return each(st, s, "report usage", usage_row, &c);
+    return window_rows(st, sql, since, until, 0, "report usage", usage_row, (void *)cb, arg);
 }
 
 static int count_row(sqlite3_stmt *s, void *arg)
@@ -331,19 +344,12 @@ int store_report_outcomes(struct store *st, enum store_report_by by, int64_t sin
         "coalesce((SELECT " RUN_TYPE("r") " FROM job_runs r WHERE r.job = j.id"
                                           " ORDER BY r.run DESC LIMIT 1), j.gpu_type)"};
     char sql[1024];
-    sqlite3_stmt *s;
     snprintf(sql, sizeof sql,
              "SELECT %s AS k, j.state, count(*) FROM jobs j WHERE j.end_ms >= ?1"
              " AND j.end_ms < ?2 AND j.state IN ('COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT',"
              " 'PREEMPTED', 'NODE_FAIL') GROUP BY k, j.state ORDER BY k, j.state",
              k[by]);
-    int rc = prep(st, sql, &s);
-    if (rc < 0)
-        return rc;
-    sqlite3_bind_int64(s, 1, since);
-    sqlite3_bind_int64(s, 2, until);
-    struct cb_ctx c = {(void *)cb, arg};
-    return each(st, s, "report outcomes", count_row, &c);
+    return window_rows(st, sql, since, until, 0, "report outcomes", count_row, (void *)cb, arg);
 }
 
 /* When run r's wait began: the job's submission, or the end of the run before. */
@@ -361,19 +367,12 @@ int store_report_waits(struct store *st, enum store_report_by by, int64_t since,
                        store_wait_cb cb, void *arg)
 {
     char sql[1536];
-    sqlite3_stmt *s;
     snprintf(sql, sizeof sql,
              "SELECT %s AS k, max(0, r.start_ms - " WAIT_BEGIN ") AS w"
              " FROM job_runs r JOIN jobs j ON j.id = r.job"
              " WHERE r.start_ms >= ?1 AND r.start_ms < ?2 ORDER BY k, w",
              run_key(by));
-    int rc = prep(st, sql, &s);
-    if (rc < 0)
-        return rc;
-    sqlite3_bind_int64(s, 1, since);
-    sqlite3_bind_int64(s, 2, until);
-    struct cb_ctx c = {(void *)cb, arg};
-    return each(st, s, "report waits", wait_row, &c);
+    return window_rows(st, sql, since, until, 0, "report waits", wait_row, (void *)cb, arg);
 }
 
 static int interval_row(sqlite3_stmt *s, void *arg)
@@ -386,27 +385,19 @@ static int interval_row(sqlite3_stmt *s, void *arg)
 int store_report_wait_intervals(struct store *st, int64_t since, int64_t until, int64_t now,
                                 store_interval_cb cb, void *arg)
 {
-    sqlite3_stmt *s;
-    int rc =
-        prep(st,
-             "SELECT tier, g, b, e FROM ("
-             " SELECT j.tier AS tier, j.gpus * j.nnodes AS g, " WAIT_BEGIN " AS b, r.start_ms AS e"
-             " FROM job_runs r JOIN jobs j ON j.id = r.job"
-             " UNION ALL"
-             " SELECT j.tier, j.gpus * j.nnodes,"
-             " coalesce((SELECT max(p.end_ms) FROM job_runs p WHERE p.job = j.id), j.submit_ms),"
-             " CASE WHEN j.end_ms > 0 THEN j.end_ms ELSE ?3 END FROM jobs j"
-             " WHERE j.state IN ('PENDING', 'HELD') OR (j.end_ms > 0 AND NOT EXISTS (SELECT 1"
-             " FROM job_runs p WHERE p.job = j.id AND p.end_ms = j.end_ms)))"
-             " WHERE b < ?2 AND e > ?1 AND e > b ORDER BY b",
-             &s);
-    if (rc < 0)
-        return rc;
-    sqlite3_bind_int64(s, 1, since);
-    sqlite3_bind_int64(s, 2, until);
-    sqlite3_bind_int64(s, 3, now);
-    struct cb_ctx c = {(void *)cb, arg};
-    return each(st, s, "report wait intervals", interval_row, &c);
+    static const char sql[] =
+        "SELECT tier, g, b, e FROM ("
+        " SELECT j.tier AS tier, j.gpus * j.nnodes AS g, " WAIT_BEGIN " AS b, r.start_ms AS e"
+        " FROM job_runs r JOIN jobs j ON j.id = r.job"
+        " UNION ALL"
+        " SELECT j.tier, j.gpus * j.nnodes,"
+        " coalesce((SELECT max(p.end_ms) FROM job_runs p WHERE p.job = j.id), j.submit_ms),"
+        " CASE WHEN j.end_ms > 0 THEN j.end_ms ELSE ?3 END FROM jobs j"
+        " WHERE j.state IN ('PENDING', 'HELD') OR (j.end_ms > 0 AND NOT EXISTS (SELECT 1"
+        " FROM job_runs p WHERE p.job = j.id AND p.end_ms = j.end_ms)))"
+        " WHERE b < ?2 AND e > ?1 AND e > b ORDER BY b";
+    return window_rows(st, sql, since, until, now, "report wait intervals", interval_row,
+                       (void *)cb, arg);
 }
 
 static int spec_row(sqlite3_stmt *s, void *arg)
@@ -416,31 +407,21 @@ static int spec_row(sqlite3_stmt *s, void *arg)
                                   sqlite3_column_int64(s, 3));
 }
 
+/* A job's spec text, and its command or the start of its script (for repeats). */
+#define SPEC_TEXT SPEC_OF("spec")
+#define CMD_OF                                                                                     \
+    "coalesce(json_extract(" SPEC_TEXT ", '$.command'), 'script: ' ||"                             \
+    " substr(json_extract(" SPEC_TEXT ", '$.script'), 1, 200))"
+
 int store_report_repeats(struct store *st, int64_t since, int64_t until, int limit,
                          store_spec_cb cb, void *arg)
 {
-    sqlite3_stmt *s;
-    int rc = prep(
-        st,
+    static const char sql[] =
         "SELECT project, cmd, count(*) AS n, sum(g) FROM (SELECT jobs.project AS project,"
-        " coalesce(json_extract(" SPEC_OF(
-            "spec") ", '$.command'),"
-                    " 'script: ' || substr(json_extract(" SPEC_OF(
-                        "spec") ", '$.script'), 1, 200)) AS cmd,"
-                                " coalesce((SELECT sum(jobs.gpus * jobs.nnodes * max(0, min(CASE "
-                                "WHEN r.end_ms = 0"
-                                " THEN ?2 ELSE r.end_ms END, ?2) - max(r.start_ms, ?1))) FROM "
-                                "job_runs r"
-                                " WHERE r.job = jobs.id), 0) AS g"
-                                " FROM jobs WHERE jobs.submit_ms >= ?1 AND jobs.submit_ms < ?2)"
-                                " WHERE cmd IS NOT NULL GROUP BY project, cmd HAVING count(*) >= 2"
-                                " ORDER BY n DESC, project, cmd LIMIT ?3",
-        &s);
-    if (rc < 0)
-        return rc;
-    sqlite3_bind_int64(s, 1, since);
-    sqlite3_bind_int64(s, 2, until);
-    sqlite3_bind_int(s, 3, limit);
-    struct cb_ctx c = {(void *)cb, arg};
-    return each(st, s, "report repeats", spec_row, &c);
+        " " CMD_OF " AS cmd, coalesce((SELECT sum(jobs.gpus * jobs.nnodes * " RUN_MS ")"
+        " FROM job_runs r WHERE r.job = jobs.id), 0) AS g"
+        " FROM jobs WHERE jobs.submit_ms >= ?1 AND jobs.submit_ms < ?2)"
+        " WHERE cmd IS NOT NULL GROUP BY project, cmd HAVING count(*) >= 2"
+        " ORDER BY n DESC, project, cmd LIMIT ?3";
+    return window_rows(st, sql, since, until, limit, "report repeats", spec_row, (void *)cb, arg);
 }

@@ -80,7 +80,7 @@ submit_q() {
     want=$(printf '%s' "$raw" | openssl dgst -sha256 -hmac "s3cret-s3cret-s3cret" | sed 's/^.*= //')
     [ "$sig" = "sha256=$want" ]
     # the major route has no Slack target: only the critical severity goes there
-    ! grep -F '"text"' "$T/hook.out" | grep -q "job-failed"
+    ! grep -F '"text"' "$T/hook.out" | grep -q "job-failed" || false
     run -0 "$DOCKET" alerts --json
     [ "$(jq --arg k "job/$id" '[.alerts[] | select(.key == $k and .state == "firing")] | length' <<<"$output")" = 1 ]
     run -0 "$DOCKET" alerts
@@ -119,7 +119,7 @@ submit_q() {
     wait_for 20 bash -c "'$DOCKET' alerts history --json | jq -e --arg k job/$id \
         '.alerts[] | select(.key == \$k and .silenced)' >/dev/null"
     sleep 2
-    ! received firing job-failed "job/$id"
+    ! received firing job-failed "job/$id" || false
     run -0 "$DOCKET" alerts silences
     [[ $output == *"known flaky"* && $output == *"job-failed"* ]]
     run -0 "$DOCKET" audit --action alert.silence --json
@@ -191,7 +191,7 @@ submit_q() {
     [[ ${lines[0]} == gpu_type,gpus,* ]]
     run -0 "$DOCKET" report capacity --month "$month" --html
     [[ $output == "<!DOCTYPE html>"* && $output == *"</html>" ]]
-    ! grep -qiE '<script|src=|href=|https?://' <<<"$output"
+    ! grep -qiE '<script|src=|href=|https?://' <<<"$output" || false
     run -1 "$DOCKET" report capacity --month 2026-13
     [[ $output == *"month must be YYYY-MM"* ]]
 }
