@@ -22,9 +22,14 @@ setup_file() {
     cluster_start
     "$RECEIVER" "$T/hook.port" "$T/hook.out" &
     echo $! >"$T/hook.pid"
+    # a receiver that answers 500 twice before it takes anything: docketd must retry
+    "$RECEIVER" "$T/flaky.port" "$T/flaky.out" 2 &
+    echo $! >"$T/flaky.pid"
     wait_for 10 test -s "$T/hook.port"
-    local hp
+    wait_for 10 test -s "$T/flaky.port"
+    local hp fp
     hp=$(cat "$T/hook.port")
+    fp=$(cat "$T/flaky.port")
     cat >"$T/policy.yaml" <<YAML
 projects:
   - {name: ml}
@@ -41,12 +46,14 @@ alerts:
        secret: "s3cret-s3cret-s3cret"}
     - {severities: critical, webhook: "http://127.0.0.1:$hp/slack", shape: slack}
     - {severities: [critical, major, info], log: true}
+    - {severities: critical, webhook: "http://127.0.0.1:$fp/flaky"}
 YAML
     "$DOCKET" apply -f "$T/policy.yaml" >/dev/null
 }
 
 teardown_file() {
     [[ -n ${T:-} && -f $T/hook.pid ]] && kill_pidfile "$T/hook.pid"
+    [[ -n ${T:-} && -f $T/flaky.pid ]] && kill_pidfile "$T/flaky.pid"
     cluster_stop
 }
 
@@ -138,6 +145,11 @@ submit_q() {
     wait_for 60 received resolved node-down "$PREFIX-b"
     wait_for 10 bash -c "cut -f2 '$T/hook.out' | jq -r '.text // empty' | grep -q 'RESOLVED node-down ($PREFIX-b)'"
     grep -q "event=alert status=firing rule=node-down" "$T/ctl.log"
+    # the flaky receiver got it on the third try, after 200 ms then 400 ms (backoff 200ms)
+    grep -q "\"rule\":\"node-down\"" "$T/flaky.out"
+    grep -q "event=alert_retry status=firing rule=node-down key=$PREFIX-b route=3 attempt=1 retry_in_ms=200" "$T/ctl.log"
+    grep -q "event=alert_retry status=firing rule=node-down key=$PREFIX-b route=3 attempt=2 retry_in_ms=400" "$T/ctl.log"
+    grep -q "event=alert_delivered status=firing rule=node-down key=$PREFIX-b route=3 attempt=3" "$T/ctl.log"
 }
 
 # The GPU time of every run from the database, and of every job from the API.
