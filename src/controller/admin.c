@@ -680,6 +680,16 @@ static json_t *policy_doc(struct ctl *c, const struct sched_policy *p,
 {
     json_t *doc = proto_policy_to_json(p);
     ctl_class_nodes_json(c, json_object_get(doc, "classes"), p, pp);
+    ctl_ops_json(c, doc, pp, false);
+    return doc;
+}
+
+/* The same for readers (GET /v1/policy, the audit trail): webhook credentials hidden. */
+static json_t *policy_doc_shown(struct ctl *c, const struct sched_policy *p,
+                                const struct proto_policy *pp)
+{
+    json_t *doc = policy_doc(c, p, pp);
+    ctl_ops_json(c, doc, pp, true);
     return doc;
 }
 
@@ -741,7 +751,7 @@ void h_class_patch(struct ctl_req *r)
 
 void h_policy_get(struct ctl_req *r)
 {
-    json_t *doc = policy_doc(r->c, sched_get_policy(r->c->sched), NULL);
+    json_t *doc = policy_doc_shown(r->c, sched_get_policy(r->c->sched), NULL);
     json_t *projects = json_array();
     for (size_t i = 0; i < sched_project_count(r->c->sched); i++) {
         struct sched_project_view v;
@@ -820,8 +830,8 @@ void h_policy_apply(struct ctl_req *r)
     }
     /* saved first (policy, projects, audit), applied once every write succeeded: a failed
      * write answers 500 with the core untouched and the request's writes rolled back */
-    json_t *before = policy_doc(r->c, sched_get_policy(r->c->sched), NULL);
-    json_t *after = policy_doc(r->c, &pp.policy, &pp);
+    json_t *before = policy_doc_shown(r->c, sched_get_policy(r->c->sched), NULL);
+    json_t *after = policy_doc_shown(r->c, &pp.policy, &pp);
     json_object_set_new(after, "projects_applied", json_integer((json_int_t)pp.nprojects));
     int rc = policy_put(r->c, &pp.policy, &pp);
     for (size_t i = 0; rc == 0 && i < pp.nprojects; i++) {
@@ -848,6 +858,7 @@ void h_policy_apply(struct ctl_req *r)
         ctl_reply_errorf(r->c, r->req, 500, se.field[0] ? se.field : NULL, "%s", se.message);
     } else {
         ctl_class_nodes_take(r->c, &pp);
+        ctl_alerts_take(r->c, &pp);
         ctl_cycle_soon(r->c);
         ctl_reply_json(r->c, r->req, 200, json_pack("{s:O}", "applied", applied));
     }

@@ -822,6 +822,9 @@ static int ev_started(struct ctl *c, struct ctl_node *n, uint64_t id)
     rc = store_begin(c->store);
     if (rc == 0)
         rc = store_job_update(c->store, &row);
+    /* the run's GPU time counts from here too, so reports agree with the job's start */
+    if (rc == 0)
+        rc = store_run_started(c->store, id, row.start_ms);
     store_job_release(&row);
     if (rc == 0)
         rc = ctl_job_event(c, id, "running", "STARTING", "RUNNING", n->name, "",
@@ -926,8 +929,10 @@ static int apply_event(struct ctl *c, struct ctl_node *n, const json_t *ev)
     } else if (strcmp(t, "reclaim_failed") == 0 || strcmp(t, "signalled") == 0) {
         const char *m = json_string_value(json_object_get(ev, "message"));
         rc = ctl_job_event(c, id, t, "", "", n->name, "", m ? m : "");
-        if (strcmp(t, "reclaim_failed") == 0)
+        if (strcmp(t, "reclaim_failed") == 0) {
             log_warn("reclaim_failed", "job=%llu node=%s", (unsigned long long)id, n->name);
+            ctl_alerts_reclaim_failed(c, n->name, id, m ? m : "");
+        }
     }
     json_t *smp = json_object_get(ev, "sample");
     if (rc == 0 && smp && strcmp(t, "usage") == 0)

@@ -275,6 +275,7 @@ struct ctl {
     bool req_failed;       /* the running handler answered an error: roll back */
     bool diverged;         /* a write the core could not undo failed: stopping */
     struct ctl_metrics metrics;
+    struct ctl_alerts *alerts;  /* alerts.c */
     struct ctl_conns *conns;    /* conn.c */
     struct ctl_stream *streams; /* stream.c: replies being sent in slices */
     json_t *submit_buckets;     /* user -> [tokens, last mono ms] (jobs.c) */
@@ -569,5 +570,30 @@ void ctl_class_nodes_json(const struct ctl *c, json_t *classes, const struct sch
 int ctl_run_for_node(struct ctl *c, const char *node, uint64_t job, int run, bool output,
                      const char *field, struct store_run *out, struct proto_error *e);
 void ctl_logs_stop(struct ctl *c);
+
+/* ------------------------------------------------------------------------------------ */
+/* alerts.c: graded alerts (docs/alerts.md). ctl_alerts_take keeps a parsed policy's
+ * alerts and prices (those it has); ctl_ops_json adds the current ones (or pp's) to a
+ * policy document, webhook URLs and secrets hidden when redact. start (after restore):
+ * silences, alerts firing before the restart, the delivery thread, the round timer.
+ * The hooks note failures for the event rules. ctl_alerts_round runs one round now.  */
+struct ctl_alerts;
+void ctl_alerts_take(struct ctl *c, const struct proto_policy *pp);
+void ctl_ops_json(struct ctl *c, json_t *doc, const struct proto_policy *pp, bool redact);
+const struct proto_prices *ctl_prices(struct ctl *c);
+int ctl_alerts_start(struct ctl *c);
+void ctl_alerts_stop(struct ctl *c);
+void ctl_alerts_round(struct ctl *c);
+void ctl_alerts_job_failed(struct ctl *c, uint64_t job, const char *project, const char *state,
+                           const char *node);
+void ctl_alerts_reclaim_failed(struct ctl *c, const char *node, uint64_t job, const char *msg);
+void h_alerts_list(struct ctl_req *r);
+void h_alerts_history(struct ctl_req *r);
+void h_silences_list(struct ctl_req *r);
+void h_silence_add(struct ctl_req *r);
+void h_silence_delete(struct ctl_req *r);
+/* reports.c (docs/reports.md) */
+void h_report_usage(struct ctl_req *r);
+void h_report_capacity(struct ctl_req *r);
 
 #endif

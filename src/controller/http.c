@@ -347,6 +347,15 @@ static const struct route {
     {M_POST, "/v1/agent/events", h_agent_events, CTL_P_AGENT, T_NONE},
     {M_POST, "/v1/agent/logs", h_agent_logs, CTL_P_AGENT, T_NONE},
     {M_POST, "/v1/agent/rotate", h_agent_rotate, CTL_P_AGENT, T_NONE},
+    /* alerts: anyone may read what fires (as anyone may read jobs and nodes); operators
+     * silence; reports carry every project's usage and cost: the audit readers */
+    {M_GET, "/v1/alerts", h_alerts_list, CTL_P_READ, T_NONE},
+    {M_GET, "/v1/alerts/history", h_alerts_history, CTL_P_READ, T_NONE},
+    {M_GET, "/v1/alerts/silences", h_silences_list, CTL_P_READ, T_NONE},
+    {M_POST, "/v1/alerts/silences", h_silence_add, CTL_P_OPERATOR, T_NONE},
+    {M_DELETE, "/v1/alerts/silences/:", h_silence_delete, CTL_P_OPERATOR, T_NONE},
+    {M_GET, "/v1/reports/usage", h_report_usage, CTL_P_AUDIT, T_NONE},
+    {M_GET, "/v1/reports/capacity", h_report_capacity, CTL_P_AUDIT, T_NONE},
     {M_GET, "/healthz", h_healthz, CTL_P_PUBLIC, T_NONE},
     {M_GET, "/metrics", h_metrics, CTL_P_READ, T_NONE},
 };

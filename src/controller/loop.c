@@ -512,6 +512,14 @@ static void apply_state(struct ctl *c, const struct sched_decision *d, struct st
         row->preemptor = d->preemptor;
 }
 
+/* Does decision d end a run (the job leaves STARTING/RUNNING/STOPPING)? */
+static bool run_ends(const struct sched_decision *d)
+{
+    bool was = d->from == SCHED_STARTING || d->from == SCHED_RUNNING || d->from == SCHED_STOPPING;
+    bool is = d->to == SCHED_STARTING || d->to == SCHED_RUNNING || d->to == SCHED_STOPPING;
+    return d->kind == SCHED_D_STATE && was && !is;
+}
+
 static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now)
 {
     struct store_job row;
@@ -554,6 +562,11 @@ static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now
         rc = store_job_update(c->store, &row);
     if (rc == 0 && d->kind == SCHED_D_START)
         rc = run.run > 0 ? store_run_add(c->store, &run) : -EIO;
+    if (rc == 0 && run_ends(d))
+        rc = store_run_end(c->store, row.id, now, sched_job_state_name(d->to),
+                           d->cause ? sched_stop_cause_name(d->cause) : "");
+    if (d->kind == SCHED_D_STATE && (d->to == SCHED_FAILED || d->to == SCHED_NODE_FAIL))
+        ctl_alerts_job_failed(c, row.id, row.project, sched_job_state_name(d->to), node);
     const char *from = d->kind == SCHED_D_KILL ? "" : sched_job_state_name(d->from);
     const char *to = d->kind == SCHED_D_KILL ? "" : sched_job_state_name(d->to);
     if (rc == 0)

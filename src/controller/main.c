@@ -330,6 +330,10 @@ static int start(struct ctl *c)
         log_error("listen_failed", "error=\"%s\"", err);
         return rc;
     }
+    if ((rc = ctl_alerts_start(c)) < 0) {
+        log_error("alerts_failed", "error=\"%s\"", strerror(-rc));
+        return rc;
+    }
     return ctl_loop_start(c);
 }
 
@@ -370,6 +374,7 @@ int main(int argc, char **argv)
     if (c->base)
         event_base_loop(c->base, EVLOOP_NONBLOCK); /* flush the last replies */
     ctl_logs_stop(c);
+    ctl_alerts_stop(c);
     ctl_loop_stop(c);
     ctl_http_stop(c);
     ctl_secrets_stop(c);

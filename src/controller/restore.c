@@ -38,6 +38,7 @@ static int load_policy(struct ctl *c, struct sched_policy *out, struct proto_pol
         json_decref(j);
         *out = pp.policy;
         ctl_class_nodes_take(c, &pp);
+        ctl_alerts_take(c, &pp);
         proto_policy_release(&pp);
         return 0;
     }
@@ -63,6 +64,7 @@ static int load_policy(struct ctl *c, struct sched_policy *out, struct proto_pol
     *has_initial = true;
     *out = initial->policy;
     ctl_class_nodes_take(c, initial);
+    ctl_alerts_take(c, initial);
     return 0;
 }
 

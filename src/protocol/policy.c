@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/ops.h"
 #include "protocol/proto.h"
 #include "util/parse.h"
 #include "util/str.h"
+#include "util/xalloc.h"
 #include "util/yamljson.h"
 
 #define DAY_MS ((int64_t)24 * 3600 * 1000)
@@ -538,10 +540,29 @@ static int check_policy(const struct sched_policy *p, struct proto_error *err)
     return 0;
 }
 
+/* The operator's sections (protocol/ops.h), each replacing the current one whole. */
+static int parse_ops(const json_t *doc, struct proto_policy *out, struct proto_error *err)
+{
+    json_t *v;
+    int rc;
+    if ((v = json_object_get(doc, "alerts"))) {
+        out->alerts = xmalloc(sizeof(*out->alerts));
+        if ((rc = proto_alerts_parse(v, out->alerts, err)) < 0)
+            return rc;
+    }
+    if ((v = json_object_get(doc, "prices"))) {
+        out->prices = xmalloc(sizeof(*out->prices));
+        if ((rc = proto_prices_parse(v, out->prices, err)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
 int proto_policy_parse(const json_t *doc, const struct sched_policy *base, struct proto_policy *out,
                        struct proto_error *err)
 {
-    static const char *const known[] = {"tiers", "classes", "settings", "projects", "groups", NULL};
+    static const char *const known[] = {"tiers",  "classes", "settings", "projects",
+                                        "groups", "alerts",  "prices",   NULL};
     memset(out, 0, sizeof(*out));
     out->policy = *base;
     int rc;
@@ -567,7 +588,7 @@ int proto_policy_parse(const json_t *doc, const struct sched_policy *base, struc
     }
     if ((v = json_object_get(doc, "groups")) && (rc = parse_groups(v, &out->policy, err)) < 0)
         goto fail;
-    if ((rc = check_policy(&out->policy, err)) < 0)
+    if ((rc = check_policy(&out->policy, err)) < 0 || (rc = parse_ops(doc, out, err)) < 0)
         goto fail;
     if ((v = json_object_get(doc, "projects")) && (rc = parse_projects(v, out, err)) < 0)
         goto fail;
@@ -602,6 +623,10 @@ int proto_policy_parse_text(const char *text, size_t len, bool yaml,
 
 void proto_policy_release(struct proto_policy *p)
 {
+    free(p->alerts);
+    free(p->prices);
+    p->alerts = NULL;
+    p->prices = NULL;
     free(p->projects);
     p->projects = NULL;
     p->nprojects = 0;

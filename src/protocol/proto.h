@@ -137,6 +137,9 @@ int proto_array_expand(const char *expr, int32_t **indices, size_t *count, int *
 
 enum { PROTO_MAX_PROJECTS = 10000 };
 
+struct proto_alerts;
+struct proto_prices;
+
 /* What a class gives the node agent in the start command (the core knows nothing of it):
  * the job's pids.max and a memory limit for jobs that ask for none. In a parsed document,
  * -1 = not given (the controller keeps the class's earlier value); 0 = the node's default
@@ -173,6 +176,9 @@ struct proto_policy {
     struct proto_class_node class_node[SCHED_MAX_CLASSES]; /* by index of policy.classes */
     struct sched_project_spec *projects;                   /* owned; nprojects entries */
     size_t nprojects;
+    /* the operator's sections (protocol/ops.h), owned; NULL when the document has none */
+    struct proto_alerts *alerts;
+    struct proto_prices *prices;
 };
 
 /* Parse a policy document (JSON object) on top of `base` (the current policy, copied).

@@ -171,6 +171,31 @@ static const char *const migrations[] = {
     " idle_since_ms INTEGER NOT NULL, idle_flagged_ms INTEGER NOT NULL,"
     " gpu_errors INTEGER NOT NULL);",
     /* ---- end h-usage ----------------------------------------------------------------- */
+    /* ---- h-alerts (issue 14): 10: alerts and reports -------------------------------
+     * The history of alert instances (one row per firing, resolved_ms 0 while it fires),
+     * the silences, and the end of each run (when, in which state, why), so usage
+     * reports count GPU-time to the second. Runs ended before this schema take the time
+     * of the first state event that left the run. */
+    "CREATE TABLE alert_history ("
+    " id INTEGER PRIMARY KEY, rule TEXT NOT NULL, alert_key TEXT NOT NULL,"
+    " kind TEXT NOT NULL, severity TEXT NOT NULL, summary TEXT NOT NULL,"
+    " fired_ms INTEGER NOT NULL, resolved_ms INTEGER NOT NULL DEFAULT 0,"
+    " silenced INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX alert_history_open ON alert_history(resolved_ms, id);"
+    "CREATE TABLE alert_silences ("
+    " id INTEGER PRIMARY KEY, rule TEXT NOT NULL, alert_key TEXT NOT NULL,"
+    " until_ms INTEGER NOT NULL, created_by TEXT NOT NULL, created_ms INTEGER NOT NULL,"
+    " reason TEXT NOT NULL);"
+    "ALTER TABLE job_runs ADD COLUMN end_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE job_runs ADD COLUMN end_state TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE job_runs ADD COLUMN end_cause TEXT NOT NULL DEFAULT '';"
+    "UPDATE job_runs SET end_ms = coalesce((SELECT min(e.time_ms) FROM job_events e"
+    " WHERE e.job = job_runs.job AND e.type = 'state' AND e.time_ms >= job_runs.start_ms"
+    " AND e.to_state NOT IN ('STARTING', 'RUNNING', 'STOPPING')), 0),"
+    " end_state = coalesce((SELECT e.to_state FROM job_events e"
+    " WHERE e.job = job_runs.job AND e.type = 'state' AND e.time_ms >= job_runs.start_ms"
+    " AND e.to_state NOT IN ('STARTING', 'RUNNING', 'STOPPING') ORDER BY e.id LIMIT 1), '');"
+    "CREATE INDEX job_runs_start ON job_runs(start_ms);",
 };
 
 /* Token kinds as stored (schema 3). */
@@ -242,11 +267,7 @@ enum stmt_id {
     " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms,"       \
     " begin_ms, grace_ms, gpu_type, deps, selectors, spec_id"
 #define JOB_INSERT_COLS JOB_COLS_WITH("spec")
-/* A row's spec: its own, or its array's (schema 7). */
-#define SPEC_OF(COL)                                                                               \
-    "CASE WHEN spec_id = 0 THEN " COL " ELSE (SELECT s." COL " FROM job_specs s"                   \
-    " WHERE s.id = jobs.spec_id) END"
-#define JOB_COLS JOB_COLS_WITH(SPEC_OF("spec"))
+#define JOB_COLS        JOB_COLS_WITH(SPEC_OF("spec"))
 /* The same without the spec JSON (column 16 reads NULL). */
 #define JOB_COLS_NO_SPEC JOB_COLS_WITH("NULL")
 /* For lists: the spec without its two big members: an array's kept so, another row's cut

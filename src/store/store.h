@@ -418,5 +418,97 @@ int store_usage_prune(struct store *st, int64_t now_ms, int limit) STORE_WUR;
 /* Rows in each table (for tests and the benchmark). */
 int store_usage_counts(struct store *st, int64_t *raw, int64_t *minutes,
                        int64_t *summaries) STORE_WUR;
+/* Run ends (schema 10; ops.c): the latest run of `job` still open ends at end_ms, the job
+ * then in `state` ("PENDING" when requeued), for `cause` (a stop cause name or ""). */
+int store_run_end(struct store *st, uint64_t job, int64_t end_ms, const char *state,
+                  const char *cause) STORE_WUR;
+/* The agent confirmed the latest run of `job` started at start_ms (the job's start_ms):
+ * the run counts from there (before, its start was the placement decision). */
+int store_run_started(struct store *st, uint64_t job, int64_t start_ms) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
+/* Alerts (schema 10; ops.c; docs/alerts.md): one history row per firing of an alert
+ * instance (resolved_ms 0 while it fires), and the silences.                            */
+
+struct store_alert {
+    int64_t id;
+    char rule[64], key[128], kind[32], severity[16], summary[256];
+    int64_t fired_ms, resolved_ms;
+    bool silenced;
+};
+/* Insert a firing; *id gets its row id. */
+int store_alert_fire(struct store *st, const struct store_alert *a, int64_t *id) STORE_WUR;
+int store_alert_resolve(struct store *st, int64_t id, int64_t resolved_ms) STORE_WUR;
+/* Newest first: open ones only (open_only), or all with id < before (0: from the newest),
+ * at most limit rows. A non-zero return of cb stops and is returned. */
+typedef int (*store_alert_cb)(void *arg, const struct store_alert *a);
+int store_alert_list(struct store *st, bool open_only, int64_t before, int limit, store_alert_cb cb,
+                     void *arg) STORE_WUR;
+/* Bounded retention: drop resolved rows resolved before `older_ms`, then the oldest
+ * resolved rows past `keep_rows` in all. */
+int store_alert_prune(struct store *st, int64_t older_ms, int64_t keep_rows) STORE_WUR;
+
+struct store_silence {
+    int64_t id;
+    char rule[64], key[128];
+    int64_t until_ms, created_ms;
+    char created_by[64], reason[256];
+};
+int store_silence_add(struct store *st, const struct store_silence *s, int64_t *id) STORE_WUR;
+/* 0, -ENOENT when no such silence, -EIO. */
+int store_silence_delete(struct store *st, int64_t id) STORE_WUR;
+/* Silences still in force at now_ms (until_ms > now), oldest first; ended ones are
+ * removed first. */
+typedef int (*store_silence_cb)(void *arg, const struct store_silence *s);
+int store_silence_list(struct store *st, int64_t now_ms, store_silence_cb cb, void *arg) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
+/* Reports (ops.c; docs/reports.md): aggregates over [since, until) read from the runs,
+ * jobs and events. Times of runs are clipped to the window; a run still open counts up
+ * to `until`. GPU and CPU time are exact integers (ms x devices).                       */
+
+enum store_report_by {
+    STORE_BY_PROJECT,
+    STORE_BY_USER,
+    STORE_BY_TIER,
+    STORE_BY_CLASS,
+    STORE_BY_GPU_TYPE,
+    STORE_BY_COUNT
+};
+/* "project", "user", "tier", "class", "gpu-type" -> enum value, or -1. */
+int store_report_by_parse(const char *s);
+
+struct store_report_row {
+    const char *key, *gpu_type; /* borrowed for the callback */
+    int64_t runs;
+    int64_t gpu_ms, cpu_ms; /* device-milliseconds inside the window */
+    int64_t preemptions;    /* runs ended by preemption inside the window */
+    int64_t preempt_gpu_ms; /* GPU time of those runs (work lost unless checkpointed) */
+};
+typedef int (*store_report_cb)(void *arg, const struct store_report_row *r);
+/* One row per (key, GPU type of the run's first node). */
+int store_report_usage(struct store *st, enum store_report_by by, int64_t since, int64_t until,
+                       store_report_cb cb, void *arg) STORE_WUR;
+/* Jobs that ended in the window: (key, final state, count). */
+typedef int (*store_count_cb)(void *arg, const char *key, const char *what, int64_t n);
+int store_report_outcomes(struct store *st, enum store_report_by by, int64_t since, int64_t until,
+                          store_count_cb cb, void *arg) STORE_WUR;
+/* Queue waits of the runs that started in the window (from submit, or from the end of
+ * the run before), ordered by key then wait: (key, wait_ms). */
+typedef int (*store_wait_cb)(void *arg, const char *key, int64_t wait_ms);
+int store_report_waits(struct store *st, enum store_report_by by, int64_t since, int64_t until,
+                       store_wait_cb cb, void *arg) STORE_WUR;
+/* Waiting intervals that overlap the window (a run's wait, or the wait still open or cut
+ * by the job's end), by start: (tier, GPUs asked, begin, end). `now` ends open ones. */
+typedef int (*store_interval_cb)(void *arg, const char *tier, int64_t gpus, int64_t begin,
+                                 int64_t end);
+int store_report_wait_intervals(struct store *st, int64_t since, int64_t until, int64_t now,
+                                store_interval_cb cb, void *arg) STORE_WUR;
+/* Repeated job specs: jobs submitted in the window with the same project and command (or
+ * the first 200 characters of their script), seen at least twice, most frequent first. */
+typedef int (*store_spec_cb)(void *arg, const char *project, const char *command, int64_t jobs,
+                             int64_t gpu_ms);
+int store_report_repeats(struct store *st, int64_t since, int64_t until, int limit,
+                         store_spec_cb cb, void *arg) STORE_WUR;
 
 #endif

@@ -124,6 +124,13 @@ POST   /v1/agent/heartbeat        403/403 403/403 403/403 403/403 403/403 403/40
 POST   /v1/agent/events           403/403 403/403 403/403 403/403 403/403 403/403 400/400 401/401
 POST   /v1/agent/logs             403/403 403/403 403/403 403/403 403/403 403/403 400/400 401/401
 POST   /v1/agent/rotate           403/403 403/403 403/403 403/403 403/403 403/403 400/400 401/401
+GET    /v1/alerts                 200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+GET    /v1/alerts/history         200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+GET    /v1/alerts/silences        200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+POST   /v1/alerts/silences        400/400 400/400 403/403 403/403 403/403 403/403 403/403 401/401
+DELETE /v1/alerts/silences/:      404/404 404/404 403/403 403/403 403/403 403/403 403/403 401/401
+GET    /v1/reports/usage          200/200 200/200 200/200 403/403 403/403 403/403 403/403 401/401
+GET    /v1/reports/capacity       200/200 200/200 200/200 403/403 403/403 403/403 403/403 401/401
 GET    /healthz                   200/200 200/200 200/200 200/200 200/200 200/200 200/200 200/200
 GET    /metrics                   200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 EOF
@@ -142,6 +149,8 @@ fill() {
     /v1/projects/:/secrets/:) echo "/v1/projects/$proj/secrets/GHOST_KEY" ;;
     /v1/projects/:*) echo "/v1/projects/$proj${pat#/v1/projects/:}" ;;
     /v1/classes/:) echo "/v1/classes/training" ;;
+    /v1/alerts/silences/:) echo "/v1/alerts/silences/999999" ;;
+    /v1/reports/capacity) echo "/v1/reports/capacity?month=2026-11" ;;
     /v1/users/:*)
         # the caller's own user on A, another user's on B
         local u=USER_$role

@@ -6,6 +6,7 @@
 # Use:   CLUSTER_NAME=name; load lib/cluster; AGENT_EXTRA=(extra agent flags)
 #        AGENT_UTIL_FILES=1: each agent declares its GPUs' utilisation from the file
 #        $T/gpu-util-a or -b (--declared-gpu-util-file; write a number 0..100 into it)
+#        DOCKETD_EXTRA=(extra docketd flags: they come last, so they override)
 #        setup_file() { cluster_start; }   teardown_file() { cluster_stop; }
 # Sets: DOCKET, DOCKETD_BIN, AGENT_BIN; after cluster_start T (temp dir), W (work dir),
 # PREFIX (node names PREFIX-a, PREFIX-b), PORT, TOKEN, DOCKET_URL (the unix socket).
@@ -35,7 +36,7 @@ cluster_start() {
     mkdir -p "$T/ctl" "$W"
     chmod 0755 "$T"
     "$DOCKETD_BIN" --state-dir "$T/ctl" --listen 127.0.0.1:0 --socket "$T/ctl/docketd.sock" \
-        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" &
+        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" "${DOCKETD_EXTRA[@]}" &
     echo $! >"$T/ctl.pid"
     wait_for 20 test -s "$T/ctl/docketd.port"
     wait_for 20 test -S "$T/ctl/docketd.sock"

@@ -31,7 +31,7 @@ static void reopen(struct fx *f)
 /* ------------------------------------------------------------------------------------ */
 
 /* The schema version store.c migrates to (one place to change when a migration is added). */
-#define SCHEMA_LATEST 9 /* 9: usage samples (h-usage) */
+#define SCHEMA_LATEST 10 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts) */
 
 static void migrates_from_empty(void **state)
 {
@@ -1023,6 +1023,178 @@ static void secrets_round_trip(void **state)
     assert_int_equal(store_secret_get(f->st, "vision", "B_KEY", &got), -EBADMSG);
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* Reports, alert history and silences (schema 10)                                      */
+
+/* A job of `gpus` x `nnodes` on node `node`: one run [start, end) (end 0: open), ended in
+ * `state` for `cause`. */
+static void run_job(struct fx *f, uint64_t id, const char *project, const char *tier, int gpus,
+                    int nnodes, const char *node, int64_t submit, int64_t start, int64_t end,
+                    const char *state, const char *cause)
+{
+    struct store_job j = make_job(id, project, end ? SCHED_COMPLETED : SCHED_RUNNING);
+    struct store_run r = {.job = id, .run = store_run_last(f->st, id) + 1, .start_ms = start};
+    snprintf(j.tier, sizeof j.tier, "%s", tier);
+    j.has_core = true;
+    j.gpus = gpus;
+    j.cpus = 2;
+    j.nnodes = nnodes;
+    j.submit_ms = submit;
+    j.end_ms = end && strcmp(state, "PENDING") != 0 ? end : 0;
+    if (r.run == 1)
+        assert_int_equal(store_job_insert(f->st, &j), 0);
+    snprintf(r.nodes, sizeof r.nodes, ",%s,", node);
+    assert_int_equal(store_run_add(f->st, &r), 0);
+    if (end)
+        assert_int_equal(store_run_end(f->st, id, end, state, cause), 0);
+}
+
+struct usage_sum {
+    int64_t gpu_ms, cpu_ms, runs, preempt, preempt_gpu_ms;
+    char keys[256];
+};
+
+static int usage_sum_cb(void *arg, const struct store_report_row *r)
+{
+    struct usage_sum *u = arg;
+    u->gpu_ms += r->gpu_ms;
+    u->cpu_ms += r->cpu_ms;
+    u->runs += r->runs;
+    u->preempt += r->preemptions;
+    u->preempt_gpu_ms += r->preempt_gpu_ms;
+    snprintf(u->keys + strlen(u->keys), sizeof u->keys - strlen(u->keys), "%s/%s=%lld;", r->key,
+             r->gpu_type, (long long)r->gpu_ms);
+    return 0;
+}
+
+/* GPU time is each run's part inside the window, in device-milliseconds, exactly. */
+static void report_usage_clips_runs(void **state)
+{
+    struct fx *f = *state;
+    struct store_node n = {.name = "gpu01", .state = "UP", .gpu_type = "H100", .gpus = 8,
+                           .labels = "{}", .info = "{}"};
+    assert_int_equal(store_node_put(f->st, &n), 0);
+    run_job(f, 1, "vision", "high", 4, 1, "gpu01", 0, 1000, 11000, "COMPLETED", "");
+    run_job(f, 2, "vision", "high", 2, 2, "gpu01", 0, 5000, 0, "", ""); /* still open */
+    run_job(f, 3, "nlp", "low", 1, 1, "gpu01", 0, 500, 3000, "PENDING", "preempted");
+    run_job(f, 3, "nlp", "low", 1, 1, "gpu01", 0, 4000, 6000, "FAILED", "");
+    run_job(f, 4, "nlp", "low", 8, 1, "gpu01", 0, 20000, 30000, "COMPLETED", ""); /* after */
+    struct usage_sum u = {0};
+    assert_int_equal(store_report_usage(f->st, STORE_BY_PROJECT, 2000, 12000, usage_sum_cb, &u), 0);
+    /* job 1: 4 x 9000; job 2: 4 x 7000 (open, to until); job 3: 1 x 1000 + 1 x 2000 */
+    assert_int_equal(u.gpu_ms, 36000 + 28000 + 3000);
+    assert_int_equal(u.cpu_ms, 2 * 9000 + 4 * 7000 + 2 * 1000 + 2 * 2000);
+    assert_int_equal(u.runs, 4);
+    assert_int_equal(u.preempt, 1);
+    assert_int_equal(u.preempt_gpu_ms, 1000);
+    assert_string_equal(u.keys, "nlp/H100=3000;vision/H100=64000;");
+    memset(&u, 0, sizeof u);
+    assert_int_equal(store_report_usage(f->st, STORE_BY_TIER, 0, 100000, usage_sum_cb, &u), 0);
+    assert_int_equal(u.gpu_ms, 40000 + 4 * 95000 + 2500 + 2000 + 80000);
+}
+
+struct waits {
+    char text[256];
+};
+
+static int waits_cb(void *arg, const char *key, int64_t w)
+{
+    struct waits *x = arg;
+    snprintf(x->text + strlen(x->text), sizeof x->text - strlen(x->text), "%s:%lld;", key,
+             (long long)w);
+    return 0;
+}
+
+static int outcomes_cb(void *arg, const char *key, const char *what, int64_t n)
+{
+    struct waits *x = arg;
+    snprintf(x->text + strlen(x->text), sizeof x->text - strlen(x->text), "%s:%s=%lld;", key,
+             what, (long long)n);
+    return 0;
+}
+
+/* Waits count from the submission, or from the end of the run before; outcomes are the
+ * jobs that ended inside the window. */
+static void report_waits_and_outcomes(void **state)
+{
+    struct fx *f = *state;
+    run_job(f, 1, "vision", "high", 1, 1, "gpu01", 100, 1000, 2000, "COMPLETED", "");
+    run_job(f, 2, "nlp", "low", 1, 1, "gpu01", 0, 500, 3000, "PENDING", "preempted");
+    run_job(f, 2, "nlp", "low", 1, 1, "gpu01", 0, 7000, 9000, "FAILED", "");
+    struct store_job j;
+    assert_int_equal(store_job_get(f->st, 2, &j), 0);
+    j.state = SCHED_FAILED;
+    assert_int_equal(store_job_update(f->st, &j), 0);
+    store_job_release(&j);
+    struct waits w = {""};
+    assert_int_equal(store_report_waits(f->st, STORE_BY_PROJECT, 0, 10000, waits_cb, &w), 0);
+    assert_string_equal(w.text, "nlp:500;nlp:4000;vision:900;");
+    memset(&w, 0, sizeof w);
+    assert_int_equal(store_report_outcomes(f->st, STORE_BY_TIER, 0, 10000, outcomes_cb, &w), 0);
+    assert_string_equal(w.text, "high:COMPLETED=1;low:FAILED=1;");
+}
+
+static int history_cb(void *arg, const struct store_alert *a)
+{
+    struct waits *x = arg;
+    snprintf(x->text + strlen(x->text), sizeof x->text - strlen(x->text), "%lld:%s:%s:%lld;",
+             (long long)a->id, a->rule, a->key, (long long)a->resolved_ms);
+    return 0;
+}
+
+static int silences_cb(void *arg, const struct store_silence *s)
+{
+    struct waits *x = arg;
+    snprintf(x->text + strlen(x->text), sizeof x->text - strlen(x->text), "%s:%s:%s;", s->rule,
+             s->key, s->reason);
+    return 0;
+}
+
+/* History: open rows, resolve, list newest first, bounded by age and by rows. */
+static void alert_history_and_silences(void **state)
+{
+    struct fx *f = *state;
+    int64_t id[4];
+    for (int i = 0; i < 4; i++) {
+        struct store_alert a = {.fired_ms = 100 * (i + 1)};
+        snprintf(a.rule, sizeof a.rule, "r%d", i);
+        snprintf(a.key, sizeof a.key, "k");
+        assert_int_equal(store_alert_fire(f->st, &a, &id[i]), 0);
+    }
+    assert_int_equal(store_alert_resolve(f->st, id[0], 1000), 0);
+    assert_int_equal(store_alert_resolve(f->st, id[1], 5000), 0);
+    struct waits w = {""};
+    assert_int_equal(store_alert_list(f->st, true, 0, 10, history_cb, &w), 0);
+    assert_string_equal(w.text, "4:r3:k:0;3:r2:k:0;");
+    memset(&w, 0, sizeof w);
+    assert_int_equal(store_alert_list(f->st, false, 3, 10, history_cb, &w), 0);
+    assert_string_equal(w.text, "2:r1:k:5000;1:r0:k:1000;");
+    /* resolved before 2000 goes; open rows stay whatever their age */
+    assert_int_equal(store_alert_prune(f->st, 2000, 100), 0);
+    memset(&w, 0, sizeof w);
+    assert_int_equal(store_alert_list(f->st, false, 0, 10, history_cb, &w), 0);
+    assert_string_equal(w.text, "4:r3:k:0;3:r2:k:0;2:r1:k:5000;");
+    /* past max rows the oldest resolved go */
+    assert_int_equal(store_alert_prune(f->st, 0, 2), 0);
+    memset(&w, 0, sizeof w);
+    assert_int_equal(store_alert_list(f->st, false, 0, 10, history_cb, &w), 0);
+    assert_string_equal(w.text, "4:r3:k:0;3:r2:k:0;");
+
+    struct store_silence s = {.until_ms = 500};
+    int64_t sid, sid2;
+    snprintf(s.rule, sizeof s.rule, "node-down");
+    snprintf(s.reason, sizeof s.reason, "maintenance");
+    assert_int_equal(store_silence_add(f->st, &s, &sid), 0);
+    s.until_ms = 5000;
+    snprintf(s.key, sizeof s.key, "gpu01");
+    assert_int_equal(store_silence_add(f->st, &s, &sid2), 0);
+    memset(&w, 0, sizeof w);
+    assert_int_equal(store_silence_list(f->st, 1000, silences_cb, &w), 0); /* first ended */
+    assert_string_equal(w.text, "node-down:gpu01:maintenance;");
+    assert_int_equal(store_silence_delete(f->st, sid), -ENOENT);
+    assert_int_equal(store_silence_delete(f->st, sid2), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1050,6 +1222,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(migrates_schema3_database, setup, teardown),
         cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup, teardown),
         cmocka_unit_test_setup_teardown(runs_and_live_credentials, setup, teardown),
+        cmocka_unit_test_setup_teardown(report_usage_clips_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(report_waits_and_outcomes, setup, teardown),
+        cmocka_unit_test_setup_teardown(alert_history_and_silences, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
