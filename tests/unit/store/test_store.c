@@ -712,7 +712,7 @@ static void states_and_kinds_stored_by_name(void **state)
 }
 
 /* Load a dump of tests/unit/store/data (schema2.sql: a database docketd wrote at schema
- * 2; schema3.sql: the same at schema 3) into the fixture's file, closed. */
+ * 2; schema3.sql: the same at schema 3; schema8.sql: at 8) into the fixture's file, closed. */
 static void load_dump(struct fx *f, const char *name)
 {
     char path[4096];
@@ -934,6 +934,59 @@ static void migrates_schema3_database(void **state)
     assert_int_equal(store_run_last(f->st, 3), 1);
 }
 
+/* A database at schema 8 (main before issue 14) takes 9 and 10: the usage tables are there
+ * and empty and take a sample, the alert tables are there and empty, and each run that
+ * ended before gets its end from the first state event that left it (an open run: 0). */
+static void migrates_schema8_database(void **state)
+{
+    struct fx *f = *state;
+    char err[256], got[128];
+    load_dump(f, "schema8.sql");
+    raw_sql(f->path, "PRAGMA user_version", got, sizeof(got));
+    assert_string_equal(got, "8");
+    f->st = store_open(f->path, err, sizeof(err));
+    if (!f->st)
+        fail_msg("%s", err);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
+    /* 9: no samples yet; one is stored and summarised */
+    int64_t raw = -1, minutes = -1, sums = -1;
+    assert_int_equal(store_usage_counts(f->st, &raw, &minutes, &sums), 0);
+    assert_true(raw == 0 && minutes == 0 && sums == 0);
+    struct store_usage_summary sum;
+    assert_int_equal(store_usage_summary_get(f->st, 3, &sum), -ENOENT);
+    struct store_usage_point p = {.job = 3,
+                                  .run = 1,
+                                  .node = "gpu01",
+                                  .time_ms = 1000,
+                                  .cpu_ms = 50,
+                                  .mem_bytes = 1,
+                                  .gpu_util = 2,
+                                  .gpu_temp_c = -1,
+                                  .gpu_mem_mb = -1,
+                                  .gpu_power_mw = -1,
+                                  .gpu_errors = -1};
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_usage_add(f->st, &p, "declared", 5, &sum), 0);
+    assert_int_equal(store_commit(f->st), 0);
+    assert_int_equal(store_usage_summary_get(f->st, 3, &sum), 0);
+    assert_int_equal(sum.samples, 1);
+    assert_int_equal(sum.idle_since_ms, 1000);
+    /* 10: no alerts, no silences; run ends from the events */
+    raw_sql(f->path,
+            "SELECT (SELECT count(*) FROM alert_history) + (SELECT count(*) FROM alert_silences)",
+            got, sizeof(got));
+    assert_string_equal(got, "0");
+    raw_sql(f->path,
+            "SELECT group_concat(r.job || ':' || r.end_state || ':' ||"
+            " (r.end_ms = coalesce((SELECT min(e.time_ms) FROM job_events e WHERE e.job = r.job"
+            " AND e.type = 'state' AND e.to_state IN ('COMPLETED', 'FAILED')), 0)), ',')"
+            " FROM (SELECT * FROM job_runs ORDER BY job) r",
+            got, sizeof(got));
+    assert_string_equal(got, "1:COMPLETED:1,2:FAILED:1,3::1");
+    reopen(f);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
+}
+
 /* h-node: runs of a job and live node credentials */
 static void runs_and_live_credentials(void **state)
 {
@@ -1071,8 +1124,12 @@ static int usage_sum_cb(void *arg, const struct store_report_row *r)
 static void report_usage_clips_runs(void **state)
 {
     struct fx *f = *state;
-    struct store_node n = {.name = "gpu01", .state = "UP", .gpu_type = "H100", .gpus = 8,
-                           .labels = "{}", .info = "{}"};
+    struct store_node n = {.name = "gpu01",
+                           .state = "UP",
+                           .gpu_type = "H100",
+                           .gpus = 8,
+                           .labels = "{}",
+                           .info = "{}"};
     assert_int_equal(store_node_put(f->st, &n), 0);
     run_job(f, 1, "vision", "high", 4, 1, "gpu01", 0, 1000, 11000, "COMPLETED", "");
     run_job(f, 2, "vision", "high", 2, 2, "gpu01", 0, 5000, 0, "", ""); /* still open */
@@ -1108,8 +1165,8 @@ static int waits_cb(void *arg, const char *key, int64_t w)
 static int outcomes_cb(void *arg, const char *key, const char *what, int64_t n)
 {
     struct waits *x = arg;
-    snprintf(x->text + strlen(x->text), sizeof x->text - strlen(x->text), "%s:%s=%lld;", key,
-             what, (long long)n);
+    snprintf(x->text + strlen(x->text), sizeof x->text - strlen(x->text), "%s:%s=%lld;", key, what,
+             (long long)n);
     return 0;
 }
 
@@ -1220,6 +1277,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(states_and_kinds_stored_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(migrates_schema2_database, setup, teardown),
         cmocka_unit_test_setup_teardown(migrates_schema3_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(migrates_schema8_database, setup, teardown),
         cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup, teardown),
         cmocka_unit_test_setup_teardown(runs_and_live_credentials, setup, teardown),
         cmocka_unit_test_setup_teardown(report_usage_clips_runs, setup, teardown),
