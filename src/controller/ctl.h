@@ -46,6 +46,8 @@ enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
 #define CTL_LIST_PAGE_BYTES  ((size_t)4 << 20)
 #define CTL_LIST_SLICE_BYTES ((size_t)128 << 10)
 #define CTL_LIST_SLICE_ROWS  256
+/* GET /v1/audit/verify walks the chain this many rows a loop turn (admin.c) */
+#define CTL_VERIFY_SLICE_ROWS 2048
 
 struct ctl_config {
     char state_dir[CTL_PATH_MAX];

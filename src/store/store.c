@@ -1341,28 +1341,50 @@ static struct store_audit audit_row(sqlite3_stmt *s)
     };
 }
 
-int store_audit_verify(struct store *st, const char *want_head, struct store_audit_check *v)
+void store_audit_verify_begin(struct store_audit_check *v)
 {
-    char expect[65];
-    sqlite3_stmt *s = NULL;
     memset(v, 0, sizeof(*v));
-    str_copy(expect, sizeof(expect), audit_genesis);
+    str_copy(v->expect, sizeof(v->expect), audit_genesis);
+}
+
+int store_audit_verify_step(struct store *st, const char *want_head, struct store_audit_check *v,
+                            int max_rows)
+{
+    sqlite3_stmt *s = NULL;
+    if (v->first_bad)
+        return 0;
     if (sqlite3_prepare_v2(st->db,
                            "SELECT id, time_ms, actor, action, target, before_doc, after_doc,"
-                           " reason, prev_hash, hash FROM audit ORDER BY id",
+                           " reason, prev_hash, hash FROM audit WHERE id > ?1 ORDER BY id"
+                           " LIMIT ?2",
                            -1, &s, NULL) != SQLITE_OK)
         return fail(st, "prepare audit verify");
-    int step;
+    sqlite3_bind_int64(s, 1, v->cursor);
+    sqlite3_bind_int(s, 2, max_rows);
+    int step = SQLITE_DONE, n = 0;
     while (!v->first_bad && (step = sqlite3_step(s)) == SQLITE_ROW) {
         struct store_audit a = audit_row(s);
         const char *prev = (const char *)sqlite3_column_text(s, 8);
         const char *hash = (const char *)sqlite3_column_text(s, 9);
-        verify_row(v, &a, prev ? prev : "", hash ? hash : "", expect);
+        verify_row(v, &a, prev ? prev : "", hash ? hash : "", v->expect);
         if (!v->first_bad && want_head && hash && strcmp(hash, want_head) == 0)
             v->head_found = true;
+        v->cursor = a.id;
+        n++;
     }
     int rc = v->first_bad || step == SQLITE_DONE ? 0 : fail(st, "audit verify");
     sqlite3_finalize(s);
+    if (rc < 0)
+        return rc;
+    return !v->first_bad && n == max_rows ? 1 : 0;
+}
+
+int store_audit_verify(struct store *st, const char *want_head, struct store_audit_check *v)
+{
+    int rc;
+    store_audit_verify_begin(v);
+    while ((rc = store_audit_verify_step(st, want_head, v, 4096)) == 1)
+        ;
     return rc;
 }
 

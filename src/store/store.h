@@ -261,12 +261,24 @@ struct store_audit_check {
     char head[65];     /* hash of the last good row ("" if none) */
     char why[160];     /* what is wrong with first_bad */
     bool head_found;   /* `want_head` is the hash of a good row */
+    /* where a walk in steps is (store_audit_verify_step): the last row read, and the hash
+     * the next row must name as its previous */
+    int64_t cursor;
+    char expect[65];
 };
 /* Walk the whole trail and recompute the chain. want_head (may be NULL): a head recorded
  * earlier, which must still be in the chain (a trail cut off at its end is otherwise a
  * valid, shorter chain). 0 (look at v->first_bad, v->head_found) or -EIO. */
 int store_audit_verify(struct store *st, const char *want_head,
                        struct store_audit_check *v) STORE_WUR;
+/* The same walk in steps, so that a long trail does not hold the caller (docketd's loop)
+ * for its whole length: store_audit_verify_begin fills v for the first row, then each
+ * store_audit_verify_step checks at most max_rows rows past v->cursor. 1 when rows are
+ * left (call again; rows appended meanwhile are walked too), 0 when the walk has ended
+ * (at the last row or the first bad one), -EIO. */
+void store_audit_verify_begin(struct store_audit_check *v);
+int store_audit_verify_step(struct store *st, const char *want_head, struct store_audit_check *v,
+                            int max_rows) STORE_WUR;
 
 struct store_audit_filter {
     const char *actor, *action, *target;
