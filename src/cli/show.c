@@ -187,7 +187,7 @@ int cmd_show(struct cli *c, int argc, char **argv)
     if ((rc = cli_call(c, "GET", path, NULL, &job)))
         return rc;
     snprintf(path, sizeof(path), "/v1/jobs/%lld/events", (long long)id);
-    rc = cli_call(c, "GET", path, NULL, &ev);
+    rc = cli_get_pages(c, path, "events", 0, &ev);
     if (rc == 0 && c->json) {
         json_t *o = json_pack("{s:O?,s:O?}", "job", json_object_get(job, "job"), "events",
                               json_object_get(ev, "events"));

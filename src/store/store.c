@@ -248,8 +248,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_JOB_COUNT] = "SELECT count(*) FROM jobs",
     [S_EVENT_ADD] = "INSERT INTO job_events(job, time_ms, type, from_state, to_state, node,"
                     " reason, detail) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
-    [S_EVENT_LIST] = "SELECT job, time_ms, type, from_state, to_state, node, reason, detail"
-                     " FROM job_events WHERE job = ?1 ORDER BY id",
+    [S_EVENT_LIST] = "SELECT job, time_ms, type, from_state, to_state, node, reason, detail, id"
+                     " FROM job_events WHERE job = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
     [S_NODE_PUT] =
         "INSERT INTO nodes(" NODE_COLS ") VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
         " ON CONFLICT(name) DO UPDATE SET state = excluded.state,"
@@ -836,13 +836,17 @@ int store_event_add(struct store *st, const struct store_event *e)
     return step_done(st, s, "add event");
 }
 
-int store_event_list(struct store *st, uint64_t job, store_event_cb cb, void *arg)
+int store_event_list(struct store *st, uint64_t job, int64_t after, int limit, store_event_cb cb,
+                     void *arg)
 {
     sqlite3_stmt *s = stmt(st, S_EVENT_LIST);
     sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(s, 2, after);
+    sqlite3_bind_int(s, 3, limit > 0 ? limit : -1);
     int step, rc = 0;
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         struct store_event e = {
+            .id = sqlite3_column_int64(s, 8),
             .job = (uint64_t)sqlite3_column_int64(s, 0),
             .time_ms = sqlite3_column_int64(s, 1),
             .type = (const char *)sqlite3_column_text(s, 2),

@@ -136,10 +136,14 @@ struct store_event {
     uint64_t job;
     int64_t time_ms;
     const char *type, *from, *to, *node, *reason, *detail; /* borrowed; "" allowed */
+    int64_t id; /* the row's (lists page by it); ignored by store_event_add */
 };
 int store_event_add(struct store *st, const struct store_event *e) STORE_WUR;
 typedef int (*store_event_cb)(void *arg, const struct store_event *e);
-int store_event_list(struct store *st, uint64_t job, store_event_cb cb, void *arg) STORE_WUR;
+/* A job's events past the event id `after` (0: all), at most `limit` (< 1: no limit), in
+ * order; a non-zero return from cb stops (and is returned). */
+int store_event_list(struct store *st, uint64_t job, int64_t after, int limit, store_event_cb cb,
+                     void *arg) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
 /* Nodes                                                                                 */

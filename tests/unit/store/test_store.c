@@ -359,17 +359,17 @@ static int collect_ev(void *arg, const struct store_event *e)
 static void events_round_trip(void **state)
 {
     struct fx *f = *state;
-    struct store_event a = {3, 10, "submit", "", "PENDING", "", "", ""};
-    struct store_event b = {3, 11, "start", "PENDING", "STARTING", "gpu01", "", "x"};
-    struct store_event c = {4, 12, "submit", NULL, "HELD", NULL, NULL, NULL};
+    struct store_event a = {3, 10, "submit", "", "PENDING", "", "", "", 0};
+    struct store_event b = {3, 11, "start", "PENDING", "STARTING", "gpu01", "", "x", 0};
+    struct store_event c = {4, 12, "submit", NULL, "HELD", NULL, NULL, NULL, 0};
     assert_int_equal(store_event_add(f->st, &a), 0);
     assert_int_equal(store_event_add(f->st, &b), 0);
     assert_int_equal(store_event_add(f->st, &c), 0);
     char got[256] = "";
-    assert_int_equal(store_event_list(f->st, 3, collect_ev, got), 0);
+    assert_int_equal(store_event_list(f->st, 3, 0, 0, collect_ev, got), 0);
     assert_string_equal(got, "submit:>PENDING@;start:PENDING>STARTING@gpu01;");
     got[0] = '\0';
-    assert_int_equal(store_event_list(f->st, 4, collect_ev, got), 0);
+    assert_int_equal(store_event_list(f->st, 4, 0, 0, collect_ev, got), 0);
     assert_string_equal(got, "submit:>HELD@;");
 }
 
