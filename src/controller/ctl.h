@@ -359,6 +359,10 @@ void ctl_replies_release(struct ctl *c, uint64_t gen, int rc);
  * speak TLS. */
 int ctl_tls_start(struct ctl *c, char *err, size_t errlen);
 void ctl_tls_attach(struct ctl *c, struct evhttp *h);
+/* SIGHUP: the certificate and key read again from their files (a renewed or replaced
+ * pair); new connections use them, open ones keep the old. 0, or -errno with err filled
+ * and the old pair still served. */
+int ctl_tls_reload(struct ctl *c, char *err, size_t errlen);
 /* A TLS connection's bufferevent (for conn.c's bevcb), and whether bev is one. */
 struct bufferevent *ctl_tls_bev_new(struct ctl *c, struct event_base *base);
 bool ctl_tls_bev_is_tls(struct bufferevent *bev);

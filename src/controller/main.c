@@ -268,8 +268,13 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct ctl *c = arg;
     if (sig == SIGHUP) {
+        char err[512];
         log_reopen();
         log_info("log_reopened", "signal=HUP");
+        if (c->tls_ctx && ctl_tls_reload(c, err, sizeof(err)) < 0)
+            log_error("tls_reload_failed", "error=\"%s\" action=\"the previous certificate is "
+                                           "still served; fix the files and send SIGHUP again\"",
+                      err);
         return;
     }
     log_info("shutdown", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
