@@ -79,6 +79,7 @@ struct ctl_config {
     /* tasks one array submission may have: a submission is stored in one loop turn
      * (~40 us a task), so this bounds how long it holds the loop (docs/controller.md) */
     int64_t max_array_tasks;
+    bool rotate_secrets_key; /* --rotate-secrets-key: once, at this start (not a config key) */
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
@@ -376,6 +377,14 @@ void ctl_tls_stop(struct ctl *c);
  * secrets a job names ({NAME: value}), or NULL with err saying which one failed and
  * why. */
 int ctl_secrets_start(struct ctl *c, char *err, size_t errlen);
+/* Key rotation (with the store open, before serving). ctl_secrets_rotate: a new key in
+ * KEY.new, every secret re-sealed with it and the rotation audited in one durable
+ * transaction, then KEY.new renamed over KEY; on a failure the old key stays and nothing
+ * changed. ctl_secrets_recover (every start): a KEY.new left by a rotation that stopped
+ * half-way is finished when the database already holds the secrets under it, else
+ * removed. 0 or -errno with err filled. */
+int ctl_secrets_rotate(struct ctl *c, char *err, size_t errlen);
+int ctl_secrets_recover(struct ctl *c, char *err, size_t errlen);
 void ctl_secrets_stop(struct ctl *c);
 int ctl_secret_seal(const unsigned char key[CTL_SECRET_KEY_LEN], const char *project,
                     const char *name, const void *value, size_t len,

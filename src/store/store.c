@@ -1633,7 +1633,7 @@ int store_secret_delete(struct store *st, const char *project, const char *name)
 int store_secret_list(struct store *st, const char *project, store_secret_cb cb, void *arg)
 {
     sqlite3_stmt *s = prepare(st, "SELECT project, name, set_by, set_ms FROM secrets"
-                                  " WHERE project = ?1 ORDER BY name");
+                                  " WHERE ?1 IS NULL OR project = ?1 ORDER BY project, name");
     if (!s)
         return -EIO;
     bind_text(s, 1, project);

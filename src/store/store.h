@@ -340,8 +340,8 @@ int store_secret_get(struct store *st, const char *project, const char *name,
 void store_secret_release(struct store_secret *s);
 /* 0, -ENOENT when absent, -EIO. */
 int store_secret_delete(struct store *st, const char *project, const char *name) STORE_WUR;
-/* The project's secrets by name, without their sealed values (sealed is NULL). A
- * non-zero return of cb stops and is returned. */
+/* The project's secrets (project NULL: every project's) by project and name, without
+ * their sealed values (sealed is NULL). A non-zero return of cb stops and is returned. */
 typedef int (*store_secret_cb)(void *arg, const struct store_secret *s);
 int store_secret_list(struct store *st, const char *project, store_secret_cb cb,
                       void *arg) STORE_WUR;
