@@ -3,8 +3,9 @@
 # 10000; bench/fleet/fleet.c) speak the agent protocol to a real docketd on loopback, one
 # GPU each (GPUS). Measures, printing one line each (bench/RESULTS.md "Fleet"):
 #   1. registration of the whole fleet and docketd's RSS per node;
-#   2. an array of TASKS (default 10000) one-line tasks submitted while the fleet runs:
-#      its submit time, the starts/s until every task has started, /healthz round trips
+#   2. TASKS (default 10000) one-line tasks submitted while the fleet runs, as arrays of
+#      ARRAY tasks each (default TASKS: one array; ARRAY=1000 is the default
+#      max_array_tasks), one after the other: the submit time of each, the starts/s until every task has started, /healthz round trips
 #      (p50/p99/max, a probe every 10 ms) from the submission to the last start, the
 #      scheduling cycle's histogram (docket_cycle_seconds) over the run;
 #   3. no false UNREACHABLE: agents told their node is not UP, nodes not UP in /v1/nodes;
@@ -17,6 +18,7 @@ set -euo pipefail
 B=${1:-build-r}
 AGENTS=${AGENTS:-10000}
 TASKS=${TASKS:-10000}
+ARRAY=${ARRAY:-$TASKS}
 GPUS=${GPUS:-1}
 JOB_MS=${JOB_MS:-0}
 WAIT=${WAIT:-25s}
@@ -36,7 +38,7 @@ start_docketd() {
     rm -f "$S/docketd.port"
     "$B/src/controller/docketd" --state-dir "$S" --listen 127.0.0.1:${PORT:-0} --socket - \
         --log-level warn --node-timeout 60s --heartbeat-wait "$WAIT" \
-        --expected-nodes "$AGENTS" --max-array-tasks "$TASKS" --submit-rate 0 >>"$T/log" 2>&1 &
+        --expected-nodes "$AGENTS" --max-array-tasks "$ARRAY" --submit-rate 0 >>"$T/log" 2>&1 &
     dpid=$!
     until [[ -s $S/docketd.port ]] && curl -sf -o /dev/null "http://127.0.0.1:$(cat "$S/docketd.port")/healthz"; do
         sleep 0.02
@@ -79,14 +81,18 @@ sleep 2
 rss1=$(rss_kib)
 echo "registered: $AGENTS in $(echo "$t1 - $t0" | bc) s; docketd RSS ${rss0} KiB -> ${rss1} KiB: $(((rss1 - rss0) * 1024 / AGENTS)) bytes per node"
 
-echo "== array of $TASKS tasks (one-line command) while the fleet runs"
+echo "== $TASKS tasks (one-line command) in arrays of $ARRAY while the fleet runs"
 kill -USR1 "$fpid"
 sleep 0.5
-ts=$(date +%s.%N)
-code=$(curl -s -o "$T/submit.json" -w '%{http_code}' -H "Authorization: Bearer $TOK" \
-    -d "{\"gpus\": 1, \"array\": \"0-$((TASKS - 1))\", \"command\": [\"true\"]}" "$U/v1/jobs")
-te=$(date +%s.%N)
-echo "submit: HTTP $code in $(echo "($te - $ts) * 1000" | bc | cut -d. -f1) ms"
+for ((first = 0; first < TASKS; first += ARRAY)); do
+    last=$((first + ARRAY - 1 < TASKS - 1 ? first + ARRAY - 1 : TASKS - 1))
+    ts=$(date +%s.%N)
+    code=$(curl -s -o "$T/submit.json" -w '%{http_code}' -H "Authorization: Bearer $TOK" \
+        -d "{\"gpus\": 1, \"array\": \"0-$((last - first))\", \"command\": [\"true\"]}" "$U/v1/jobs")
+    te=$(date +%s.%N)
+    echo "$code $(echo "($te - $ts) * 1000" | bc | cut -d. -f1)" >>"$T/submits"
+done
+echo "submits (HTTP status, ms): $(sort -n -k2 "$T/submits" | awk '{c[$1]++; t[NR]=$2} END {for (k in c) printf "%s x%d ", k, c[k]; printf "median %s ms, max %s ms", t[int((NR+1)/2)], t[NR]}')"
 wait_for ".starts_mark >= $TASKS" 900
 sleep 1.2
 echo "started: $(st .starts_mark) tasks at $(st '.starts_per_s_mark | floor') starts/s"

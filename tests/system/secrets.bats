@@ -263,17 +263,23 @@ sealed() {
         WHERE project = '$1' AND name = '$2'"
 }
 
-@test "secrets key rotation: every secret re-sealed under a new key in one transaction, audited, jobs still get them" {
+# rotation_setup: API_KEY set, a work directory, tok (a user token), the key as it is
+# in $TEST_DIR/old.key, API_KEY's stored row in old_row; docketd stopped.
+rotation_setup() {
     "$DOCKET" secret set default API_KEY <<<"$VALUE"
-    "$DOCKET" secret set default OTHER <<<"other-value"
-    api_post /v1/projects '{"name": "p2"}'
-    "$DOCKET" secret set p2 P2_KEY <<<"p2-value"
     mkdir -p "$TEST_DIR/w" && chmod 0777 "$TEST_DIR/w"
-    local tok old_row
     tok=$(user_token)
     cp -p "$STATE_DIR/secrets.key" "$TEST_DIR/old.key"
     old_row=$(sealed default API_KEY)
     docketd_stop
+}
+
+@test "secrets key rotation: every secret re-sealed under a new key in one transaction, audited, jobs still get them" {
+    "$DOCKET" secret set default OTHER <<<"other-value"
+    api_post /v1/projects '{"name": "p2"}'
+    "$DOCKET" secret set p2 P2_KEY <<<"p2-value"
+    local tok old_row
+    rotation_setup
     redocketd --rotate-secrets-key
     grep -q 'event=secrets_key_rotated .*secrets=3' "$TEST_DIR/docketd.log"
     # a new key, 0600, and no leftover; every row sealed anew
@@ -304,13 +310,8 @@ sealed() {
 }
 
 @test "secrets key rotation: a failure changes nothing; one stopped half-way is finished or abandoned at the next start" {
-    "$DOCKET" secret set default API_KEY <<<"$VALUE"
-    mkdir -p "$TEST_DIR/w" && chmod 0777 "$TEST_DIR/w"
-    local tok row
-    tok=$(user_token)
-    cp -p "$STATE_DIR/secrets.key" "$TEST_DIR/old.key"
-    row=$(sealed default API_KEY)
-    docketd_stop
+    local tok old_row
+    rotation_setup
     # a secret that does not open with the current key stops the rotation: nothing changed
     sqlite3 "$STATE_DIR/docket.db" "INSERT INTO secrets SELECT project, 'BROKEN', nonce,
         sealed, set_by, set_ms FROM secrets WHERE name = 'API_KEY'"
@@ -318,7 +319,7 @@ sealed() {
         --rotate-secrets-key
     [[ $status -eq 1 && $output == *"secret 'BROKEN' of project 'default' does not open"* ]]
     cmp -s "$STATE_DIR/secrets.key" "$TEST_DIR/old.key"
-    [[ $(sealed default API_KEY) == "$row" && ! -e $STATE_DIR/secrets.key.new ]]
+    [[ $(sealed default API_KEY) == "$old_row" && ! -e $STATE_DIR/secrets.key.new ]]
     sqlite3 "$STATE_DIR/docket.db" "DELETE FROM secrets WHERE name = 'BROKEN'"
     # a KEY.new that never committed (the rows still open with the old key): removed
     head -c 32 /dev/urandom >"$STATE_DIR/secrets.key.new"
