@@ -10,7 +10,8 @@
  * what a real fleet holds open at docketd, one a node. Nothing is executed.
  *
  * A probe GETs /healthz every --probe-ms on a connection of its own and keeps each round
- * trip. Every second the fleet writes its counters as JSON to --status (atomically);
+ * trip. With --agents 0 the process is the probe alone (run.sh runs it so, apart from the
+ * fleet, whose own loop would otherwise delay the probe's replies). Every second the fleet writes its counters as JSON to --status (atomically);
  * SIGUSR1 sets a mark: the probe's samples, the starts and the agents heard from are then
  * counted again from zero (bench/fleet/run.sh marks before each phase it measures).
  *
@@ -504,7 +505,8 @@ static int parse_args(struct fleet *f, int argc, char **argv)
             return -1;
         }
     }
-    if (!f->port || !f->join || f->nagents <= 0 || !f->status || f->npool <= 0) {
+    if (!f->port || (!f->join && f->nagents > 0) || f->nagents < 0 || !f->status ||
+        f->npool <= 0) {
         fprintf(stderr, "usage: fleet --port P --join-token T --agents N --status FILE "
                         "[--host H] [--gpus 8] [--wait-ms 25000] [--job-ms 0] [--pool 32] "
                         "[--probe-ms 10]\n");
@@ -525,7 +527,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < f.npool; i++)
         f.pool[i] = conn_new(&f);
     f.probe = conn_new(&f);
-    f.agents = xmalloc_or_die(calloc((size_t)f.nagents, sizeof(*f.agents)));
+    f.agents = xmalloc_or_die(calloc((size_t)f.nagents + 1, sizeof(*f.agents)));
     for (int i = 0; i < f.nagents; i++) {
         struct agent *a = &f.agents[i];
         a->f = &f;

@@ -26,8 +26,10 @@ T=$(mktemp -d /tmp/docket-bench-fleet.XXXXXX)
 S=$T/state
 dpid=
 fpid=
+ppid_=
 cleanup() {
     [[ -n $fpid ]] && kill "$fpid" 2>/dev/null
+    [[ -n $ppid_ ]] && kill "$ppid_" 2>/dev/null
     [[ -n $dpid ]] && kill "$dpid" 2>/dev/null
     wait 2>/dev/null || true
     rm -rf "$T"
@@ -46,7 +48,20 @@ start_docketd() {
     PORT=$(cat "$S/docketd.port")
 }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$dpid/status"; }
-st() { jq -r "$1" "$T/status.json" 2>/dev/null || echo 0; }
+st() { jq -r "$1" "${2:-$T/status.json}" 2>/dev/null || echo 0; }
+pst() { st "$1" "$T/probe.json"; }
+mark() { kill -USR1 "$fpid" "$ppid_"; }
+# Nodes not UP, over every page of /v1/nodes.
+nodes_not_up() {
+    local next="" n=0 page
+    while :; do
+        page=$(curl -s -H "Authorization: Bearer $TOK" "$U/v1/nodes?limit=10000${next:+&after=$next}")
+        n=$((n + $(jq '[.nodes[] | select(.state != "UP")] | length' <<<"$page")))
+        next=$(jq -r '.next // ""' <<<"$page")
+        [[ -n $next ]] || break
+    done
+    echo "$n"
+}
 wait_for() { # JQ_CONDITION TIMEOUT_S
     local end=$((SECONDS + $2))
     until [[ $(st "$1") == true ]]; do
@@ -73,8 +88,11 @@ echo "== fleet of $AGENTS agents, $GPUS GPU each, heartbeat wait $WAIT ($(nproc)
 rss0=$(rss_kib)
 t0=$(date +%s.%N)
 "$B/bench/fleet/fleet" --port "$PORT" --join-token "$JT" --agents "$AGENTS" --gpus "$GPUS" \
-    --job-ms "$JOB_MS" --status "$T/status.json" 2>>"$T/fleet.log" &
+    --job-ms "$JOB_MS" --probe-ms 0 --status "$T/status.json" 2>>"$T/fleet.log" &
 fpid=$!
+"$B/bench/fleet/fleet" --port "$PORT" --agents 0 --probe-ms 10 --status "$T/probe.json" \
+    2>>"$T/fleet.log" &
+ppid_=$!
 wait_for ".registered == $AGENTS" 600
 t1=$(date +%s.%N)
 sleep 2
@@ -82,7 +100,7 @@ rss1=$(rss_kib)
 echo "registered: $AGENTS in $(echo "$t1 - $t0" | bc) s; docketd RSS ${rss0} KiB -> ${rss1} KiB: $(((rss1 - rss0) * 1024 / AGENTS)) bytes per node"
 
 echo "== $TASKS tasks (one-line command) in arrays of $ARRAY while the fleet runs"
-kill -USR1 "$fpid"
+mark
 sleep 0.5
 for ((first = 0; first < TASKS; first += ARRAY)); do
     last=$((first + ARRAY - 1 < TASKS - 1 ? first + ARRAY - 1 : TASKS - 1))
@@ -96,15 +114,15 @@ echo "submits (HTTP status, ms): $(sort -n -k2 "$T/submits" | awk '{c[$1]++; t[N
 wait_for ".starts_mark >= $TASKS" 900
 sleep 1.2
 echo "started: $(st .starts_mark) tasks at $(st '.starts_per_s_mark | floor') starts/s"
-echo "healthz during submit + starts: n=$(st .healthz_ms_mark.n) p50 $(st '.healthz_ms_mark.p50*100|floor/100') ms p99 $(st '.healthz_ms_mark.p99*100|floor/100') ms max $(st '.healthz_ms_mark.max*100|floor/100') ms"
+echo "healthz during submit + starts: n=$(pst .healthz_ms_mark.n) p50 $(pst '.healthz_ms_mark.p50*100|floor/100') ms p99 $(pst '.healthz_ms_mark.p99*100|floor/100') ms max $(pst '.healthz_ms_mark.max*100|floor/100') ms"
 wait_for ".finished >= $TASKS" 300 || true
 echo "cycles: $(cycle_hist)"
-notup=$(curl -s -H "Authorization: Bearer $TOK" "$U/v1/nodes?limit=100000" | jq '[.nodes[] | select(.state != "UP")] | length')
+notup=$(nodes_not_up)
 echo "false UNREACHABLE: agents told not UP $(st .not_up); nodes not UP $notup; heartbeat errors $(st .hb_errors)"
 
 echo "== restart of docketd with $AGENTS agents connected"
 d0=$(drops)
-kill -USR1 "$fpid"
+mark
 kill "$dpid"
 wait "$dpid" 2>/dev/null || true
 tr0=$(date +%s.%N)
@@ -114,6 +132,6 @@ wait_for ".heard_mark >= $AGENTS" 300
 tr2=$(date +%s.%N)
 d1=$(drops)
 echo "restart to healthy $(echo "($tr1 - $tr0) * 1000" | bc | cut -d. -f1) ms; every agent answered again after $(echo "$tr2 - $tr0" | bc) s; connection attempts dropped (ListenOverflows+ListenDrops): $((d1 - d0)); heartbeat errors $(st .hb_errors)"
-notup=$(curl -s -H "Authorization: Bearer $TOK" "$U/v1/nodes?limit=100000" | jq '[.nodes[] | select(.state != "UP")] | length')
+notup=$(nodes_not_up)
 echo "after restart: nodes not UP $notup; agents told not UP $(st .not_up)"
 grep -c UNREACHABLE "$T/log" | sed 's/^/docketd log lines naming UNREACHABLE: /' || true
