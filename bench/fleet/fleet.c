@@ -11,9 +11,10 @@
  *
  * A probe GETs /healthz every --probe-ms on a connection of its own and keeps each round
  * trip. With --agents 0 the process is the probe alone (run.sh runs it so, apart from the
- * fleet, whose own loop would otherwise delay the probe's replies). Every second the fleet writes its counters as JSON to --status (atomically);
- * SIGUSR1 sets a mark: the probe's samples, the starts and the agents heard from are then
- * counted again from zero (bench/fleet/run.sh marks before each phase it measures).
+ * fleet, whose own loop would otherwise delay the probe's replies). Every second the fleet writes
+ * its counters as JSON to --status (atomically); SIGUSR1 sets a mark: the probe's samples, the
+ * starts and the agents heard from are then counted again from zero (bench/fleet/run.sh marks
+ * before each phase it measures).
  *
  *   fleet --host 127.0.0.1 --port P --join-token dkj_... --agents N [--gpus 8]
  *         [--wait-ms 25000] [--job-ms 0] [--pool 32] [--probe-ms 10] --status FILE
@@ -87,8 +88,8 @@ static void *xmalloc_or_die(void *p)
 
 static struct evhttp_connection *conn_new(struct fleet *f)
 {
-    struct evhttp_connection *c = evhttp_connection_base_new(f->base, NULL, f->host,
-                                                             (ev_uint16_t)f->port);
+    struct evhttp_connection *c =
+        evhttp_connection_base_new(f->base, NULL, f->host, (ev_uint16_t)f->port);
     xmalloc_or_die(c);
     evhttp_connection_set_timeout(c, f->wait_ms / 1000 + 30);
     return c;
@@ -212,9 +213,9 @@ static void drop_job(struct agent *a, int64_t job)
 static json_t *exited(int64_t job, int64_t run, int code)
 {
     return json_pack("{s:I,s:I,s:s,s:i,s:{s:s,s:i,s:s},s:{s:i,s:i,s:i}}", "job", (json_int_t)job,
-                     "run", (json_int_t)run, "type", "exited", "time_ms", 0, "exit", "kind",
-                     "code", "code", code, "message", "", "usage", "cpu_ms", 1, "max_rss_mb", 1,
-                     "gpu_util", 0);
+                     "run", (json_int_t)run, "type", "exited", "time_ms", 0, "exit", "kind", "code",
+                     "code", code, "message", "", "usage", "cpu_ms", 1, "max_rss_mb", 1, "gpu_util",
+                     0);
 }
 
 struct finish {
@@ -338,8 +339,8 @@ static void heartbeat(struct agent *a)
                                               "state", "running", "pid", 4242));
     /* after a failure, wait_ms 0: the answer tells the run that this agent is back */
     json_t *body = json_pack("{s:s,s:I,s:i,s:{s:b,s:s},s:o}", "node", a->name, "ack",
-                             (json_int_t)a->ack, "wait_ms", a->failed ? 0 : a->f->wait_ms,
-                             "health", "ok", 1, "message", "", "jobs", jobs);
+                             (json_int_t)a->ack, "wait_ms", a->failed ? 0 : a->f->wait_ms, "health",
+                             "ok", 1, "message", "", "jobs", jobs);
     a->failed = false;
     post(a->f, a->hb, "/v1/agent/heartbeat", a->cred, body, hb_done, a);
 }
@@ -368,10 +369,10 @@ static void reg_done(struct evhttp_request *req, void *arg)
 static void do_register(struct agent *a)
 {
     struct fleet *f = a->f;
-    json_t *body = json_pack("{s:s,s:{s:s,s:s,s:i,s:i,s:i,s:i,s:{s:s}},s:s}", "join_token",
-                             f->join, "node", "name", a->name, "gpu_type", "H100", "gpus", f->gpus,
-                             "gpu_mem_mb", 81920, "cpus", 64, "mem_mb", 512000, "labels", "fleet",
-                             "sim", "agent_version", "0.1.0");
+    json_t *body =
+        json_pack("{s:s,s:{s:s,s:s,s:i,s:i,s:i,s:i,s:{s:s}},s:s}", "join_token", f->join, "node",
+                  "name", a->name, "gpu_type", "H100", "gpus", f->gpus, "gpu_mem_mb", 81920, "cpus",
+                  64, "mem_mb", 512000, "labels", "fleet", "sim", "agent_version", "0.1.0");
     post(f, pool_conn(f), "/v1/agent/register", NULL, body, reg_done, a);
 }
 
@@ -422,17 +423,17 @@ static void write_status(struct fleet *f)
     memcpy(s, f->samples, f->nsamples * sizeof(double));
     qsort(s, f->nsamples, sizeof(double), cmp_double);
     double span = f->last_start_t - f->first_start_t;
-    json_t *o = json_pack(
-        "{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:{s:I,s:f,s:f,s:f}}", "agents",
-        f->nagents, "registered", (json_int_t)f->registered, "starts", (json_int_t)f->starts,
-        "finished", (json_int_t)f->finished, "hb_errors", (json_int_t)f->hb_errors,
-        "post_errors", (json_int_t)f->post_errors, "reg_errors", (json_int_t)f->reg_errors,
-        "not_up", (json_int_t)f->not_up, "starts_mark", (json_int_t)f->starts_mark, "heard_mark",
-        (json_int_t)f->heard_mark, "starts_per_s_mark",
-        span > 0 ? (double)f->starts_mark / span : 0.0, "all_heard_s_mark",
-        f->all_heard_t > 0 ? f->all_heard_t - f->mark_t : -1.0, "healthz_ms_mark", "n",
-        (json_int_t)f->nsamples, "p50", pct(s, f->nsamples, 0.5), "p99",
-        pct(s, f->nsamples, 0.99), "max", f->nsamples ? s[f->nsamples - 1] : 0.0);
+    json_t *o =
+        json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:{s:I,s:f,s:f,s:f}}", "agents",
+                  f->nagents, "registered", (json_int_t)f->registered, "starts",
+                  (json_int_t)f->starts, "finished", (json_int_t)f->finished, "hb_errors",
+                  (json_int_t)f->hb_errors, "post_errors", (json_int_t)f->post_errors, "reg_errors",
+                  (json_int_t)f->reg_errors, "not_up", (json_int_t)f->not_up, "starts_mark",
+                  (json_int_t)f->starts_mark, "heard_mark", (json_int_t)f->heard_mark,
+                  "starts_per_s_mark", span > 0 ? (double)f->starts_mark / span : 0.0,
+                  "all_heard_s_mark", f->all_heard_t > 0 ? f->all_heard_t - f->mark_t : -1.0,
+                  "healthz_ms_mark", "n", (json_int_t)f->nsamples, "p50", pct(s, f->nsamples, 0.5),
+                  "p99", pct(s, f->nsamples, 0.99), "max", f->nsamples ? s[f->nsamples - 1] : 0.0);
     free(s);
     char tmp[4200];
     snprintf(tmp, sizeof(tmp), "%s.tmp", f->status);
@@ -476,8 +477,8 @@ static void term_cb(evutil_socket_t fd, short what, void *arg)
 
 static int parse_args(struct fleet *f, int argc, char **argv)
 {
-    *f = (struct fleet){.host = "127.0.0.1", .gpus = 8, .wait_ms = 25000, .npool = 32,
-                        .probe_ms = 10};
+    *f = (struct fleet){
+        .host = "127.0.0.1", .gpus = 8, .wait_ms = 25000, .npool = 32, .probe_ms = 10};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
         if (strcmp(k, "--host") == 0)
@@ -505,8 +506,7 @@ static int parse_args(struct fleet *f, int argc, char **argv)
             return -1;
         }
     }
-    if (!f->port || (!f->join && f->nagents > 0) || f->nagents < 0 || !f->status ||
-        f->npool <= 0) {
+    if (!f->port || (!f->join && f->nagents > 0) || f->nagents < 0 || !f->status || f->npool <= 0) {
         fprintf(stderr, "usage: fleet --port P --join-token T --agents N --status FILE "
                         "[--host H] [--gpus 8] [--wait-ms 25000] [--job-ms 0] [--pool 32] "
                         "[--probe-ms 10]\n");

@@ -887,11 +887,11 @@ static int audit_row(void *arg, const struct store_audit *a)
 {
     struct audit_list *al = arg;
     return ctl_list_row_json(al->l,
-                             json_pack("{s:I,s:I,s:s,s:s,s:s,s:o,s:o,s:s}", "id",
-                                       (json_int_t)a->id, "time_ms", (json_int_t)a->time_ms,
-                                       "actor", a->actor, "action", a->action, "target", a->target,
-                                       "before", parse_or_null(a->before), "after",
-                                       parse_or_null(a->after), "reason", a->reason),
+                             json_pack("{s:I,s:I,s:s,s:s,s:s,s:o,s:o,s:s}", "id", (json_int_t)a->id,
+                                       "time_ms", (json_int_t)a->time_ms, "actor", a->actor,
+                                       "action", a->action, "target", a->target, "before",
+                                       parse_or_null(a->before), "after", parse_or_null(a->after),
+                                       "reason", a->reason),
                              a->id);
 }
 

@@ -334,7 +334,7 @@ static int insert_job(struct ctl *c, const struct proto_jobspec *ps, const char 
     int rc = store_job_insert(c->store, &row);
     if (rc == 0) {
         struct store_event ev = {id, now, "submit", "", sched_job_state_name(row.state),
-                                 "", "",  "", 0};
+                                 "", "",  "",       0};
         rc = store_event_add(c->store, &ev);
     }
     row.spec = NULL;

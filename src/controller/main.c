@@ -277,8 +277,9 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         log_reopen();
         log_info("log_reopened", "signal=HUP");
         if (c->tls_ctx && ctl_tls_reload(c, err, sizeof(err)) < 0)
-            log_error("tls_reload_failed", "error=\"%s\" action=\"the previous certificate is "
-                                           "still served; fix the files and send SIGHUP again\"",
+            log_error("tls_reload_failed",
+                      "error=\"%s\" action=\"the previous certificate is "
+                      "still served; fix the files and send SIGHUP again\"",
                       err);
         return;
     }

@@ -288,8 +288,8 @@ static int reseal(struct ctl *c, const unsigned char *from, const unsigned char 
         if (rc == 0)
             rc = store_secret_put(c->store, &s);
         if (rc < 0)
-            snprintf(err, errlen, "cannot store secret '%s' of project '%s' sealed anew: %s",
-                     name, project, store_errmsg(c->store));
+            snprintf(err, errlen, "cannot store secret '%s' of project '%s' sealed anew: %s", name,
+                     project, store_errmsg(c->store));
     }
     OPENSSL_cleanse(plain, s.sealed_len);
     free(plain);
@@ -364,8 +364,8 @@ int ctl_secrets_recover(struct ctl *c, char *err, size_t errlen)
         struct store_secret s;
         if ((rc = store_secret_get(c->store, project, name, &s)) == 0) {
             unsigned char *plain = xmalloc(s.sealed_len);
-            committed = ctl_secret_open(k2, project, name, s.nonce, s.sealed, s.sealed_len,
-                                        plain) > 0;
+            committed =
+                ctl_secret_open(k2, project, name, s.nonce, s.sealed, s.sealed_len, plain) > 0;
             OPENSSL_cleanse(plain, s.sealed_len);
             free(plain);
             store_secret_release(&s);

@@ -220,8 +220,9 @@ int ctl_list_params(struct ctl_req *r, int64_t *limit, int64_t *after, size_t *m
     for (int i = 0; i < 3; i++) {
         const char *q = ctl_query(r, keys[i]);
         if (q && parse_int64(q, min[i], max[i], &v[i]) < 0) {
-            ctl_reply_errorf(r->c, r->req, 400, keys[i], "%s must be an integer between %lld and %lld",
-                             keys[i], (long long)min[i], (long long)max[i]);
+            ctl_reply_errorf(r->c, r->req, 400, keys[i],
+                             "%s must be an integer between %lld and %lld", keys[i],
+                             (long long)min[i], (long long)max[i]);
             return -EINVAL;
         }
     }

@@ -159,12 +159,15 @@ static int check_key_mode(const char *path, bool own, char *err, size_t errlen)
 }
 
 /* Where the certificate and key are: the configuration's, or docketd's own. */
-static void tls_paths(const struct ctl *c, char cert[CTL_PATH_MAX + 16], char key[CTL_PATH_MAX + 16])
+static void tls_paths(const struct ctl *c, char cert[CTL_PATH_MAX + 16],
+                      char key[CTL_PATH_MAX + 16])
 {
     const struct ctl_config *cfg = &c->cfg;
     bool own = !cfg->tls_cert[0];
-    snprintf(cert, CTL_PATH_MAX + 16, own ? "%s/tls.crt" : "%s", own ? cfg->state_dir : cfg->tls_cert);
-    snprintf(key, CTL_PATH_MAX + 16, own ? "%s/tls.key" : "%s", own ? cfg->state_dir : cfg->tls_key);
+    snprintf(cert, CTL_PATH_MAX + 16, own ? "%s/tls.crt" : "%s",
+             own ? cfg->state_dir : cfg->tls_cert);
+    snprintf(key, CTL_PATH_MAX + 16, own ? "%s/tls.key" : "%s",
+             own ? cfg->state_dir : cfg->tls_key);
 }
 
 /* A server context from the certificate and key files as they are now (start, and
