@@ -97,6 +97,11 @@ void cli_warn(struct cli *c, const char *fmt, ...) __attribute__((format(printf,
  * JSON (caller decrefs) and 0 is returned. Otherwise the error is printed with a hint of
  * what to do (and, with --json, the error object on stdout) and EXIT_FAIL returned. */
 int cli_call(struct cli *c, const char *method, const char *path, json_t *body, json_t **reply);
+/* A list (docs/api.md "Lists"): GET path (its query, if any, kept) page after page,
+ * following each page's "next" cursor, until `max` items (< 1: all) or the last page;
+ * *list gets {key: [the pages' items]} (caller decrefs). 0, or cli_call's error (*list
+ * NULL). */
+int cli_get_pages(struct cli *c, const char *path, const char *key, long max, json_t **list);
 /* A GET whose failure is not the user's business (extra data for display): 0 with
  * *reply, or EXIT_FAIL having printed nothing. */
 int cli_call_quiet(struct cli *c, const char *method, const char *path, json_t **reply);

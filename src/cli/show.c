@@ -265,7 +265,7 @@ int cmd_show(struct cli *c, int argc, char **argv)
     if ((rc = cli_call(c, "GET", path, NULL, &job)))
         return rc;
     snprintf(path, sizeof(path), "/v1/jobs/%lld/events", (long long)id);
-    rc = cli_call(c, "GET", path, NULL, &ev);
+    rc = cli_get_pages(c, path, "events", 0, &ev);
     snprintf(path, sizeof(path), "/v1/jobs/%lld/usage", (long long)id);
     if (rc == 0)
         rc = cli_call(c, "GET", path, NULL, &use);

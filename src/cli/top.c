@@ -278,7 +278,7 @@ static int frame(struct cli *c, bool clear)
     char clock[16];
     int rc, room, nnodes;
 
-    if ((rc = cli_call(c, "GET", "/v1/nodes", NULL, &nodes)))
+    if ((rc = cli_get_pages(c, "/v1/nodes", "nodes", 0, &nodes)))
         return rc;
     if ((rc = jobs_fetch(c, &q, &jobs)) || (rc = cli_call(c, "GET", "/v1/tiers", NULL, &tiers))) {
         json_decref(nodes);

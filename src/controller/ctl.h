@@ -47,6 +47,8 @@ enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
 #define CTL_LIST_PAGE_BYTES  ((size_t)4 << 20)
 #define CTL_LIST_SLICE_BYTES ((size_t)128 << 10)
 #define CTL_LIST_SLICE_ROWS  256
+/* GET /v1/audit/verify walks the chain this many rows a loop turn (admin.c) */
+#define CTL_VERIFY_SLICE_ROWS 2048
 
 struct ctl_config {
     char state_dir[CTL_PATH_MAX];
@@ -78,6 +80,7 @@ struct ctl_config {
     /* tasks one array submission may have: a submission is stored in one loop turn
      * (~40 us a task), so this bounds how long it holds the loop (docs/controller.md) */
     int64_t max_array_tasks;
+    bool rotate_secrets_key; /* --rotate-secrets-key: once, at this start (not a config key) */
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
@@ -371,6 +374,10 @@ void ctl_replies_release(struct ctl *c, uint64_t gen, int rc);
  * speak TLS. */
 int ctl_tls_start(struct ctl *c, char *err, size_t errlen);
 void ctl_tls_attach(struct ctl *c, struct evhttp *h);
+/* SIGHUP: the certificate and key read again from their files (a renewed or replaced
+ * pair); new connections use them, open ones keep the old. 0, or -errno with err filled
+ * and the old pair still served. */
+int ctl_tls_reload(struct ctl *c, char *err, size_t errlen);
 /* A TLS connection's bufferevent (for conn.c's bevcb), and whether bev is one. */
 struct bufferevent *ctl_tls_bev_new(struct ctl *c, struct event_base *base);
 bool ctl_tls_bev_is_tls(struct bufferevent *bev);
@@ -384,6 +391,14 @@ void ctl_tls_stop(struct ctl *c);
  * secrets a job names ({NAME: value}), or NULL with err saying which one failed and
  * why. */
 int ctl_secrets_start(struct ctl *c, char *err, size_t errlen);
+/* Key rotation (with the store open, before serving). ctl_secrets_rotate: a new key in
+ * KEY.new, every secret re-sealed with it and the rotation audited in one durable
+ * transaction, then KEY.new renamed over KEY; on a failure the old key stays and nothing
+ * changed. ctl_secrets_recover (every start): a KEY.new left by a rotation that stopped
+ * half-way is finished when the database already holds the secrets under it, else
+ * removed. 0 or -errno with err filled. */
+int ctl_secrets_rotate(struct ctl *c, char *err, size_t errlen);
+int ctl_secrets_recover(struct ctl *c, char *err, size_t errlen);
 void ctl_secrets_stop(struct ctl *c);
 int ctl_secret_seal(const unsigned char key[CTL_SECRET_KEY_LEN], const char *project,
                     const char *name, const void *value, size_t len,
@@ -403,6 +418,26 @@ typedef void (*ctl_stream_free)(void *arg);
 void ctl_stream_start(struct ctl *c, struct evhttp_request *req, ctl_stream_fill fill,
                       ctl_stream_free free_fn, void *arg);
 void ctl_stream_stop_all(struct ctl *c);
+/* A paged list on top of a stream (stream.c; docs/api.md "Lists"): {"KEY": [rows],
+ * "next": "CURSOR"} with at most `limit` rows and `max_bytes` of JSON (a page always has
+ * its first row, however long), "next" only when the page was cut. Rows are read by
+ * fetch(l, arg, after, max_rows) one slice a loop turn: it reads at most max_rows rows
+ * past the cursor `after` (0: the start) and hands each to ctl_list_row (text) or
+ * ctl_list_row_json (stolen), stopping when they return 1 (the slice or the page is
+ * full) and returning that 1, or 0 at the end of what it read (more may follow when it
+ * handed max_rows rows), CTL_LIST_MORE when it skipped rows and more may follow, or < 0 on
+ * an error. One cursor per row, an int64 the rows are ordered by. free_fn(arg) at the end. */
+#define CTL_LIST_MORE 2
+struct ctl_list;
+typedef int (*ctl_list_fetch)(struct ctl_list *l, void *arg, int64_t after, int max_rows);
+int ctl_list_row(struct ctl_list *l, const char *text, size_t n, int64_t cursor);
+int ctl_list_row_json(struct ctl_list *l, json_t *row, int64_t cursor);
+/* The paging parameters of r's query: limit (1..10000; *limit holds the default), after,
+ * max_bytes (1 KiB .. CTL_LIST_PAGE_BYTES). 0, or -EINVAL after answering 400. */
+int ctl_list_params(struct ctl_req *r, int64_t *limit, int64_t *after, size_t *max_bytes);
+void ctl_list_start(struct ctl *c, struct evhttp_request *req, const char *key, int64_t limit,
+                    int64_t after, size_t max_bytes, ctl_list_fetch fetch, ctl_stream_free free_fn,
+                    void *arg);
 
 /* sync.c: the WAL fdatasync helper thread of the pipelined group commit. */
 struct ctl_sync;

@@ -42,7 +42,7 @@ void ctl_store_diverged(struct ctl *c, const char *what, uint64_t job)
 int ctl_job_event(struct ctl *c, uint64_t job, const char *type, const char *from, const char *to,
                   const char *node, const char *reason, const char *detail)
 {
-    struct store_event e = {job, clock_now_ms(), type, from, to, node, reason, detail};
+    struct store_event e = {job, clock_now_ms(), type, from, to, node, reason, detail, 0};
     int rc = store_begin(c->store);
     if (rc == 0)
         rc = store_event_add(c->store, &e);

@@ -33,7 +33,7 @@ static void usage(FILE *f)
                "               [--tls-cert FILE --tls-key FILE] [--secrets-key FILE]\n"
                "               [--max-connections N] [--expected-nodes N]\n"
                "               [--idle-timeout DURATION] [--submit-rate N] [--submit-burst N]\n"
-               "               [--max-array-tasks N]\n"
+               "               [--max-array-tasks N] [--rotate-secrets-key]\n"
                "       docketd --routes   (every API route and the permission it needs)\n");
 }
 
@@ -61,7 +61,8 @@ enum {
     O_MAXARRAY,
     O_HELP,
     O_VERSION,
-    O_ROUTES
+    O_ROUTES,
+    O_ROTATE_SECRETS
 };
 
 static const struct option opts[] = {
@@ -89,6 +90,7 @@ static const struct option opts[] = {
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {"routes", no_argument, NULL, O_ROUTES},
+    {"rotate-secrets-key", no_argument, NULL, O_ROTATE_SECRETS},
     {NULL, 0, NULL, 0},
 };
 
@@ -175,6 +177,9 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
         return parse_int64(arg, 1, 1000000, &cfg->submit_burst) < 0
                    ? flag_error("submit-burst", arg, "must be 1..1000000, not")
                    : 0;
+    case O_ROTATE_SECRETS:
+        cfg->rotate_secrets_key = true;
+        return 0;
     case O_MAXARRAY:
         return parse_int64(arg, 1, PROTO_MAX_ARRAY, &cfg->max_array_tasks) < 0
                    ? flag_error("max-array-tasks", arg, "must be 1..10000, not")
@@ -268,8 +273,14 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct ctl *c = arg;
     if (sig == SIGHUP) {
+        char err[512];
         log_reopen();
         log_info("log_reopened", "signal=HUP");
+        if (c->tls_ctx && ctl_tls_reload(c, err, sizeof(err)) < 0)
+            log_error("tls_reload_failed",
+                      "error=\"%s\" action=\"the previous certificate is "
+                      "still served; fix the files and send SIGHUP again\"",
+                      err);
         return;
     }
     log_info("shutdown", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
@@ -313,6 +324,11 @@ static int start(struct ctl *c)
     if (!c->store) {
         log_error("store_open_failed", "error=\"%s\"", err);
         return -EIO;
+    }
+    if ((rc = ctl_secrets_recover(c, err, sizeof(err))) < 0 ||
+        (c->cfg.rotate_secrets_key && (rc = ctl_secrets_rotate(c, err, sizeof(err))) < 0)) {
+        log_error("secrets_key_rotation_failed", "error=\"%s\"", err);
+        return rc;
     }
     if ((rc = ctl_restore(c, err, sizeof(err))) < 0) {
         log_error("restore_failed", "error=\"%s\"", err);

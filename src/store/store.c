@@ -295,8 +295,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_JOB_COUNT] = "SELECT count(*) FROM jobs",
     [S_EVENT_ADD] = "INSERT INTO job_events(job, time_ms, type, from_state, to_state, node,"
                     " reason, detail) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
-    [S_EVENT_LIST] = "SELECT job, time_ms, type, from_state, to_state, node, reason, detail"
-                     " FROM job_events WHERE job = ?1 ORDER BY id",
+    [S_EVENT_LIST] = "SELECT job, time_ms, type, from_state, to_state, node, reason, detail, id"
+                     " FROM job_events WHERE job = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
     [S_NODE_PUT] =
         "INSERT INTO nodes(" NODE_COLS ") VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
         " ON CONFLICT(name) DO UPDATE SET state = excluded.state,"
@@ -906,13 +906,17 @@ int store_event_add(struct store *st, const struct store_event *e)
     return step_done(st, s, "add event");
 }
 
-int store_event_list(struct store *st, uint64_t job, store_event_cb cb, void *arg)
+int store_event_list(struct store *st, uint64_t job, int64_t after, int limit, store_event_cb cb,
+                     void *arg)
 {
     sqlite3_stmt *s = stmt(st, S_EVENT_LIST);
     sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(s, 2, after);
+    sqlite3_bind_int(s, 3, limit > 0 ? limit : -1);
     int step, rc = 0;
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         struct store_event e = {
+            .id = sqlite3_column_int64(s, 8),
             .job = (uint64_t)sqlite3_column_int64(s, 0),
             .time_ms = sqlite3_column_int64(s, 1),
             .type = (const char *)sqlite3_column_text(s, 2),
@@ -1411,28 +1415,50 @@ static struct store_audit audit_row(sqlite3_stmt *s)
     };
 }
 
-int store_audit_verify(struct store *st, const char *want_head, struct store_audit_check *v)
+void store_audit_verify_begin(struct store_audit_check *v)
 {
-    char expect[65];
-    sqlite3_stmt *s = NULL;
     memset(v, 0, sizeof(*v));
-    str_copy(expect, sizeof(expect), audit_genesis);
+    str_copy(v->expect, sizeof(v->expect), audit_genesis);
+}
+
+int store_audit_verify_step(struct store *st, const char *want_head, struct store_audit_check *v,
+                            int max_rows)
+{
+    sqlite3_stmt *s = NULL;
+    if (v->first_bad)
+        return 0;
     if (sqlite3_prepare_v2(st->db,
                            "SELECT id, time_ms, actor, action, target, before_doc, after_doc,"
-                           " reason, prev_hash, hash FROM audit ORDER BY id",
+                           " reason, prev_hash, hash FROM audit WHERE id > ?1 ORDER BY id"
+                           " LIMIT ?2",
                            -1, &s, NULL) != SQLITE_OK)
         return fail(st, "prepare audit verify");
-    int step;
+    sqlite3_bind_int64(s, 1, v->cursor);
+    sqlite3_bind_int(s, 2, max_rows);
+    int step = SQLITE_DONE, n = 0;
     while (!v->first_bad && (step = sqlite3_step(s)) == SQLITE_ROW) {
         struct store_audit a = audit_row(s);
         const char *prev = (const char *)sqlite3_column_text(s, 8);
         const char *hash = (const char *)sqlite3_column_text(s, 9);
-        verify_row(v, &a, prev ? prev : "", hash ? hash : "", expect);
+        verify_row(v, &a, prev ? prev : "", hash ? hash : "", v->expect);
         if (!v->first_bad && want_head && hash && strcmp(hash, want_head) == 0)
             v->head_found = true;
+        v->cursor = a.id;
+        n++;
     }
     int rc = v->first_bad || step == SQLITE_DONE ? 0 : fail(st, "audit verify");
     sqlite3_finalize(s);
+    if (rc < 0)
+        return rc;
+    return !v->first_bad && n == max_rows ? 1 : 0;
+}
+
+int store_audit_verify(struct store *st, const char *want_head, struct store_audit_check *v)
+{
+    int rc;
+    store_audit_verify_begin(v);
+    while ((rc = store_audit_verify_step(st, want_head, v, 4096)) == 1)
+        ;
     return rc;
 }
 
@@ -1677,7 +1703,7 @@ int store_secret_delete(struct store *st, const char *project, const char *name)
 int store_secret_list(struct store *st, const char *project, store_secret_cb cb, void *arg)
 {
     sqlite3_stmt *s = prepare(st, "SELECT project, name, set_by, set_ms FROM secrets"
-                                  " WHERE project = ?1 ORDER BY name");
+                                  " WHERE ?1 IS NULL OR project = ?1 ORDER BY project, name");
     if (!s)
         return -EIO;
     bind_text(s, 1, project);

@@ -136,10 +136,14 @@ struct store_event {
     uint64_t job;
     int64_t time_ms;
     const char *type, *from, *to, *node, *reason, *detail; /* borrowed; "" allowed */
+    int64_t id; /* the row's (lists page by it); ignored by store_event_add */
 };
 int store_event_add(struct store *st, const struct store_event *e) STORE_WUR;
 typedef int (*store_event_cb)(void *arg, const struct store_event *e);
-int store_event_list(struct store *st, uint64_t job, store_event_cb cb, void *arg) STORE_WUR;
+/* A job's events past the event id `after` (0: all), at most `limit` (< 1: no limit), in
+ * order; a non-zero return from cb stops (and is returned). */
+int store_event_list(struct store *st, uint64_t job, int64_t after, int limit, store_event_cb cb,
+                     void *arg) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
 /* Nodes                                                                                 */
@@ -261,12 +265,24 @@ struct store_audit_check {
     char head[65];     /* hash of the last good row ("" if none) */
     char why[160];     /* what is wrong with first_bad */
     bool head_found;   /* `want_head` is the hash of a good row */
+    /* where a walk in steps is (store_audit_verify_step): the last row read, and the hash
+     * the next row must name as its previous */
+    int64_t cursor;
+    char expect[65];
 };
 /* Walk the whole trail and recompute the chain. want_head (may be NULL): a head recorded
  * earlier, which must still be in the chain (a trail cut off at its end is otherwise a
  * valid, shorter chain). 0 (look at v->first_bad, v->head_found) or -EIO. */
 int store_audit_verify(struct store *st, const char *want_head,
                        struct store_audit_check *v) STORE_WUR;
+/* The same walk in steps, so that a long trail does not hold the caller (docketd's loop)
+ * for its whole length: store_audit_verify_begin fills v for the first row, then each
+ * store_audit_verify_step checks at most max_rows rows past v->cursor. 1 when rows are
+ * left (call again; rows appended meanwhile are walked too), 0 when the walk has ended
+ * (at the last row or the first bad one), -EIO. */
+void store_audit_verify_begin(struct store_audit_check *v);
+int store_audit_verify_step(struct store *st, const char *want_head, struct store_audit_check *v,
+                            int max_rows) STORE_WUR;
 
 struct store_audit_filter {
     const char *actor, *action, *target;
@@ -324,8 +340,8 @@ int store_secret_get(struct store *st, const char *project, const char *name,
 void store_secret_release(struct store_secret *s);
 /* 0, -ENOENT when absent, -EIO. */
 int store_secret_delete(struct store *st, const char *project, const char *name) STORE_WUR;
-/* The project's secrets by name, without their sealed values (sealed is NULL). A
- * non-zero return of cb stops and is returned. */
+/* The project's secrets (project NULL: every project's) by project and name, without
+ * their sealed values (sealed is NULL). A non-zero return of cb stops and is returned. */
 typedef int (*store_secret_cb)(void *arg, const struct store_secret *s);
 int store_secret_list(struct store *st, const char *project, store_secret_cb cb,
                       void *arg) STORE_WUR;
