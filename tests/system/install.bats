@@ -131,6 +131,15 @@ deb() { echo "$INST/pkg/$1_0.1.0_amd64.deb"; }
     cmp "$SRC/examples/docketd.yaml" "$D/etc/docket/docketd.yaml.dist"
 }
 
+@test "make install-slurm-compat links the Slurm commands to the installed docket, under DESTDIR" {
+    make_install
+    D=$INST/destdir
+    make -C "$SRC" install-slurm-compat BUILD="$INST/build" PREFIX=/usr DESTDIR="$D" >"$INST/slurm.log" 2>&1
+    for c in sbatch srun squeue scancel scontrol sinfo sacct; do
+        [[ $(readlink "$D/usr/bin/$c") == /usr/bin/docket ]] || { cat "$INST/slurm.log"; false; }
+    done
+}
+
 @test "systemd-analyze verify passes both units, installed with PREFIX (their programs exist)" {
     need_pkg
     make -C "$SRC" install BUILD="$INST/build" PREFIX="$INST/prefix" \
@@ -218,6 +227,8 @@ deb() { echo "$INST/pkg/$1_0.1.0_amd64.deb"; }
     # an upgrade restarts a running unit; nothing enables or starts one at install
     grep -q 'try-restart' "$INST/ctl/docketd/postinst"
     grep -q 'try-restart' "$INST/ctl/docket-node/postinst"
+    grep -q 'deb-systemd-invoke stop docketd.service' "$INST/ctl/docketd/prerm"
+    grep -q 'deb-systemd-invoke stop docket-node.service' "$INST/ctl/docket-node/prerm"
     ! grep -q 'deb-systemd-invoke start' "$INST/ctl/docketd/postinst" "$INST/ctl/docket-node/postinst"
 }
 
