@@ -2,18 +2,23 @@
 # Install the Debian packages Docket needs to build, test and run, when they are missing.
 # As root it uses apt-get; otherwise it prints the command to run. Usage:
 #   scripts/install-deps.sh          build + run dependencies
-#   scripts/install-deps.sh --test   also what the test suite needs (cmocka, bats, clang, jq)
+#   scripts/install-deps.sh --test   also what the test suite needs (cmocka, bats, clang, jq,
+#                                    and the packaging tools below: tests/system/install.bats)
+#   scripts/install-deps.sh --package   the packaging tools only: dpkg-buildpackage with
+#                                    debhelper, lintian, systemd-analyze, logrotate, debootstrap
 set -euo pipefail
 
 build_pkgs=(build-essential pkg-config meson ninja-build
             libevent-dev libsqlite3-dev libjansson-dev libyaml-dev libssl-dev
             libcurl4-openssl-dev libbpf-dev curl jq)
 test_pkgs=(libcmocka-dev bats clang libclang-rt-14-dev clang-format sqlite3 bsdutils procps psmisc iproute2)
+package_pkgs=(dpkg-dev debhelper fakeroot lintian systemd logrotate debootstrap)
 
 want=("${build_pkgs[@]}")
-if [[ "${1:-}" == "--test" ]]; then
-    want+=("${test_pkgs[@]}")
-fi
+case "${1:-}" in
+--test) want+=("${test_pkgs[@]}" "${package_pkgs[@]}") ;;
+--package) want+=("${package_pkgs[@]}") ;;
+esac
 
 missing=()
 for p in "${want[@]}"; do

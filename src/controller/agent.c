@@ -564,6 +564,27 @@ static void drop_acked(struct ctl_node *n, int64_t ack)
         n->cmds_tail = NULL;
 }
 
+/* An agent that acknowledges a command number this controller never gave out remembers a
+ * later database than this one: a restored backup, or a new database under agents that
+ * kept their state. Its queued commands are numbered again above that ack (and the
+ * sequence with them), else the agent would take each for one it has already applied
+ * (docs/operations.md "Back up and restore"). A node can only move its own sequence;
+ * an ack past INT64_MAX / 2 is no database's and is ignored (the sequence cannot wrap). */
+static void renumber_behind(struct ctl *c, struct ctl_node *n, int64_t ack)
+{
+    if (ack <= n->rec.cmd_seq || ack > INT64_MAX / 2)
+        return;
+    log_warn("node_ack_ahead", "node=%s ack=%lld cmd_seq=%lld effect=\"commands renumbered\"",
+             n->name, (long long)ack, (long long)n->rec.cmd_seq);
+    n->rec.cmd_seq = ack;
+    for (struct ctl_cmd *k = n->cmds; k; k = k->next) {
+        k->seq = ++n->rec.cmd_seq;
+        json_object_set_new(k->json, "seq", json_integer(k->seq));
+    }
+    if (ctl_node_save(c, n) < 0) /* the sequence must survive a restart */
+        ctl_store_diverged(c, "node_renumber", 0);
+}
+
 static void parked_closed(struct evhttp_connection *con, void *arg)
 {
     struct ctl_node *n = arg;
@@ -635,6 +656,7 @@ void h_agent_heartbeat(struct ctl_req *r)
     }
     n->last_hb_ms = clock_mono_ms();
     n->rec.last_heartbeat_ms = clock_now_ms();
+    renumber_behind(r->c, n, hb.ack);
     drop_acked(n, hb.ack);
     node_health(r->c, n, &hb);
     if (!n->reconciled)

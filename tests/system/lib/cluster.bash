@@ -8,6 +8,7 @@
 #        $T/gpu-util-a or -b (--declared-gpu-util-file; write a number 0..100 into it)
 #        DOCKETD_EXTRA=(extra docketd flags: they come last, so they override)
 #        setup_file() { cluster_start; }   teardown_file() { cluster_stop; }
+# ctl_start PORT and agent_start a|b JOIN start one again after a stop (kill_pidfile).
 # Sets: DOCKET, DOCKETD_BIN, AGENT_BIN; after cluster_start T (temp dir), W (work dir),
 # PREFIX (node names PREFIX-a, PREFIX-b), PORT, TOKEN, DOCKET_URL (the unix socket).
 
@@ -35,11 +36,7 @@ cluster_start() {
     PREFIX="$CLUSTER_NAME$$"
     mkdir -p "$T/ctl" "$W"
     chmod 0755 "$T"
-    "$DOCKETD_BIN" --state-dir "$T/ctl" --listen 127.0.0.1:0 --socket "$T/ctl/docketd.sock" \
-        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" "${DOCKETD_EXTRA[@]}" &
-    echo $! >"$T/ctl.pid"
-    wait_for 20 test -s "$T/ctl/docketd.port"
-    wait_for 20 test -S "$T/ctl/docketd.sock"
+    ctl_start 0
     PORT=$(cat "$T/ctl/docketd.port")
     TOKEN=$(cat "$T/ctl/admin.token")
     DOCKET_URL=unix:$T/ctl/docketd.sock
@@ -49,6 +46,15 @@ cluster_start() {
     agent_start a "$join"
     agent_start b "$join"
     wait_for 30 nodes_up 2
+}
+
+ctl_start() { # PORT: docketd on $T/ctl (0: any port; after a stop, $PORT again)
+    rm -f "$T/ctl/docketd.port"
+    "$DOCKETD_BIN" --state-dir "$T/ctl" --listen "127.0.0.1:$1" --socket "$T/ctl/docketd.sock" \
+        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" "${DOCKETD_EXTRA[@]}" &
+    echo $! >"$T/ctl.pid"
+    wait_for 20 test -s "$T/ctl/docketd.port"
+    wait_for 20 test -S "$T/ctl/docketd.sock"
 }
 
 agent_start() { # a|b JOIN
