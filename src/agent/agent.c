@@ -171,7 +171,9 @@ static void gpu_sample(struct agent *a, struct ajob *j, struct agent_sample *s,
     const struct inventory *inv = &a->cfg.inv;
     int sum = 0, n = 0;
     str_copy(s->gpu_source, sizeof s->gpu_source,
-             j->ngpus == 0 ? "none" : inv->from_nvml ? "nvml" : "declared");
+             j->ngpus == 0    ? "none"
+             : inv->from_nvml ? "nvml"
+                              : "declared");
     for (int i = 0; i < j->ngpus && j->ngpus > 0; i++) {
         if (j->gpus[i] < 0 || j->gpus[i] >= inv->ngpus)
             continue;
@@ -196,7 +198,7 @@ static void gpu_sample(struct agent *a, struct ajob *j, struct agent_sample *s,
 
 static void sample_usage(struct agent *a)
 {
-    inventory_nvml_sample(&a->cfg.inv); /* no-op without NVML */
+    inventory_nvml_sample(&a->cfg.inv);                                  /* no-op without NVML */
     inventory_declared_util(&a->cfg.inv, a->cfg.declared_gpu_util_file); /* no-op with it */
     for (struct ajob *j = a->jobs; j; j = j->next) {
         if (j->exited || a->cg.mode == CG_NONE)

@@ -103,8 +103,8 @@ static void usage_csv(struct cli *c, const json_t *rep)
                     (double)json_integer_value(p95) / 1000.0);
         else
             fprintf(c->out, ",,");
-        fprintf(c->out, ",%lld,%.6f,", (long long)jint(r, "preemptions", 0),
-                jreal(r, "preempt_gpu_hours"));
+        fprintf(c->out, ",%lld,%.6f,%.6f", (long long)jint(r, "preemptions", 0),
+                jreal(r, "preempt_gpu_hours"), jreal(r, "idle_gpu_hours"));
         if (jbool(r, "cost_complete"))
             fprintf(c->out, ",%.2f\n", jreal(r, "cost"));
         else
@@ -114,10 +114,10 @@ static void usage_csv(struct cli *c, const json_t *rep)
 
 static void usage_table(struct cli *c, const json_t *rep)
 {
-    const char *h[] = {"KEY",         "GPU-H",         "CPU-H",       "RUNS",
-                       "DONE",        "FAILED",        "CANCELLED",   "TIMEOUT",
-                       "PREEMPTED",   "NODE_FAIL",     "WAIT-P50",    "WAIT-P95",
-                       "PREEMPTIONS", "PREEMPT-GPU-H", "IDLE-GPU-H*", "COST"};
+    const char *h[] = {"KEY",         "GPU-H",         "CPU-H",      "RUNS",
+                       "DONE",        "FAILED",        "CANCELLED",  "TIMEOUT",
+                       "PREEMPTED",   "NODE_FAIL",     "WAIT-P50",   "WAIT-P95",
+                       "PREEMPTIONS", "PREEMPT-GPU-H", "IDLE-GPU-H", "COST"};
     char by[32];
     snprintf(by, sizeof by, "%s", jstr(rep, "by"));
     for (char *p = by; *p; p++)
@@ -145,13 +145,11 @@ static void usage_table(struct cli *c, const json_t *rep)
         table_cell(t, FMT_PLAIN, "%s", p95);
         table_cell(t, FMT_PLAIN, "%lld", (long long)jint(r, "preemptions", 0));
         table_cell(t, FMT_PLAIN, "%.2f", jreal(r, "preempt_gpu_hours"));
-        table_cell(t, FMT_DIM, "-");
+        table_cell(t, FMT_PLAIN, "%.2f", jreal(r, "idle_gpu_hours"));
         table_cell(t, FMT_PLAIN, "%s", cost);
     }
     if (table_rows(t)) {
         table_print(t, c->out, c->width, c->color);
-        fprintf(c->out, "* IDLE-GPU-H: not measured yet (per-job GPU samples are not stored by "
-                        "this docketd)\n");
     } else {
         fprintf(c->out, "no runs in this window\n");
     }

@@ -219,7 +219,8 @@ static void print_usage(struct cli *c, const json_t *u)
     bool utf8 = fmt_use_utf8(STDOUT_FILENO);
     const char *src = jstr(s, "gpu_source");
     json_t *mean = json_object_get(s, "gpu_util_mean");
-    fprintf(c->out, "  %-11s %.1f s\n", "cpu", json_number_value(json_object_get(s, "cpu_seconds")));
+    fprintf(c->out, "  %-11s %.1f s\n", "cpu",
+            json_number_value(json_object_get(s, "cpu_seconds")));
     bytes_text(jint(s, "mem_peak_bytes", -1), a, sizeof(a));
     fprintf(c->out, "  %-11s peak %s\n", "memory", a);
     bytes_text(jint(s, "io_read_bytes", -1), a, sizeof(a));
@@ -227,11 +228,12 @@ static void print_usage(struct cli *c, const json_t *u)
     fprintf(c->out, "  %-11s read %s, written %s\n", "io", a, b);
     if (json_is_number(mean)) {
         fmt_when(jint(s, "last_busy_ms", 0), c->now_ms, a, sizeof(a));
-        fmt_duration((int64_t)(json_number_value(json_object_get(s, "gpu_idle_seconds")) * 1000),
-                     b, sizeof(b));
+        fmt_duration((int64_t)(json_number_value(json_object_get(s, "gpu_idle_seconds")) * 1000), b,
+                     sizeof(b));
         fmt_when(jint(s, "idle_since_ms", 0), c->now_ms, d, sizeof(d));
         fprintf(c->out, "  %-11s mean %.0f%% (%s), idle %s, last busy %s%s%s\n", "gpus",
-                json_number_value(mean), src, b, a, jint(s, "idle_since_ms", 0) ? ", idle since " : "",
+                json_number_value(mean), src, b, a,
+                jint(s, "idle_since_ms", 0) ? ", idle since " : "",
                 jint(s, "idle_since_ms", 0) ? d : "");
     } else if (!strcmp(src, "declared")) {
         fprintf(c->out, "  %-11s declared GPUs: no utilisation reported\n", "gpus");

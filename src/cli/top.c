@@ -148,8 +148,7 @@ static int gpu_rows(struct cli *c, const json_t *nodes, int max)
                 table_cell(t, FMT_DIM, "-");
             table_cell(t, FMT_PLAIN, "%s", mem);
             if (json_is_number(json_object_get(g, "power_w")))
-                table_cell(t, FMT_PLAIN, "%.0fW",
-                           json_number_value(json_object_get(g, "power_w")));
+                table_cell(t, FMT_PLAIN, "%.0fW", json_number_value(json_object_get(g, "power_w")));
             else
                 table_cell(t, FMT_PLAIN, "-");
             if (json_is_integer(json_object_get(g, "temp_c")))

@@ -749,8 +749,7 @@ static int parse_exit(const json_t *x, const char *path, struct proto_error *e)
 }
 
 /* A usage event's sample, read by the one reader of its format (protocol/agent_msg.h). */
-static int parse_sample(const json_t *v, const char *type, const char *path,
-                        struct proto_error *e)
+static int parse_sample(const json_t *v, const char *type, const char *path, struct proto_error *e)
 {
     struct agent_sample s;
     struct agent_msg_error ae = {"", ""};
@@ -767,8 +766,8 @@ static int parse_sample(const json_t *v, const char *type, const char *path,
 
 static int parse_event(const json_t *ev, size_t i, struct proto_error *e)
 {
-    static const char *const known[] = {"job",   "run",     "type",   "time_ms", "pid", "exit",
-                                        "usage", "message", "sample", NULL};
+    static const char *const known[] = {"job",  "run",   "type",    "time_ms", "pid",
+                                        "exit", "usage", "message", "sample",  NULL};
     char path[32], f[64];
     int64_t x;
     int rc;

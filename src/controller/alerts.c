@@ -37,6 +37,14 @@ struct recent {
     int64_t at_ms;
 };
 
+/* A running job whose current idle stretch its class's idle rule flagged (usage.c): the
+ * gpu_idle rules' input, kept while the job runs and its samples say it is still idle. */
+struct idle_job {
+    uint64_t job;
+    int64_t since_ms; /* the stretch's first idle sample */
+    int below;        /* the class's threshold, % */
+};
+
 /* One webhook notification waiting for (another) try. */
 struct hook_item {
     char url[PROTO_URL_MAX];
@@ -57,6 +65,8 @@ struct ctl_alerts {
     int nsil;
     struct recent recent[ALERT_RECENT_MAX];
     size_t nrecent, recent_head; /* a ring: the oldest goes when full */
+    struct idle_job *idle;       /* flagged idle jobs, unordered */
+    size_t nidle, capidle;
     struct event *timer;
     int64_t last_prune_ms;
     /* the delivery thread; everything below mu is shared with it */
@@ -445,6 +455,36 @@ static void rule_recent(struct ctl_alerts *a, const struct proto_alert_rule *r, 
     }
 }
 
+/* Forget the flagged jobs that no longer run (ended, requeued, stopping). */
+static void idle_sweep(struct ctl *c)
+{
+    struct ctl_alerts *a = c->alerts;
+    for (size_t i = 0; i < a->nidle;) {
+        struct sched_job_view v;
+        if (sched_job_get(c->sched, a->idle[i].job, &v) < 0 || v.state != SCHED_RUNNING)
+            a->idle[i] = a->idle[--a->nidle];
+        else
+            i++;
+    }
+}
+
+static void rule_idle(struct ctl *c, const struct proto_alert_rule *r, int64_t now)
+{
+    struct ctl_alerts *a = c->alerts;
+    for (size_t i = 0; i < a->nidle; i++) {
+        const struct idle_job *j = &a->idle[i];
+        struct sched_job_view v;
+        if (sched_job_get(c->sched, j->job, &v) < 0)
+            continue;
+        char key[32], s[ALERT_SUMMARY_MAX], d[32];
+        snprintf(key, sizeof key, "job/%llu", (unsigned long long)j->job);
+        format_duration(now - j->since_ms, d, sizeof d);
+        snprintf(s, sizeof s, "job %llu of project %s (class %s): GPUs under %d%% for %s",
+                 (unsigned long long)j->job, v.project, v.class_name, j->below, d);
+        observe(a, r, key, s, now);
+    }
+}
+
 static void load_silences(struct ctl *c);
 
 static void round_run(struct ctl *c, int64_t now)
@@ -453,6 +493,7 @@ static void round_run(struct ctl *c, int64_t now)
     struct tier_wait tw[SCHED_MAX_TIERS];
     int nt = -1;
     alert_eval_begin(a->eval);
+    idle_sweep(c);
     for (int i = 0; i < a->cfg.nrules; i++) {
         const struct proto_alert_rule *r = &a->cfg.rules[i];
         switch (r->kind) {
@@ -472,6 +513,9 @@ static void round_run(struct ctl *c, int64_t now)
         case PROTO_AK_DISK_LOW:
         case PROTO_AK_CYCLE_TIME:
             rule_controller(c, r, now);
+            break;
+        case PROTO_AK_GPU_IDLE:
+            rule_idle(c, r, now);
             break;
         default:
             rule_recent(a, r, now);
@@ -519,6 +563,47 @@ void ctl_alerts_job_failed(struct ctl *c, uint64_t job, const char *project, con
     snprintf(s, sizeof s, "job %llu of project %s ended %s%s%s", (unsigned long long)job, project,
              state, node && node[0] ? " on " : "", node ? node : "");
     remember(c, PROTO_AK_JOB_FAILED, key, s);
+}
+
+json_t *ctl_alerts_firing_counts(struct ctl *c)
+{
+    struct ctl_alerts *a = alerts_of(c);
+    json_t *counts = json_object();
+    for (int i = 0; i < a->cfg.nrules; i++) {
+        const struct proto_alert_rule *r = &a->cfg.rules[i];
+        long long n = 0;
+        for (size_t k = 0; k < alert_eval_count(a->eval); k++) {
+            const struct alert_inst *x = alert_eval_at(a->eval, k);
+            n += x->fired_ms && strcmp(x->rule, r->name) == 0;
+        }
+        char key[PROTO_NAME_MAX + 48];
+        snprintf(key, sizeof key, "rule=\"%s\",severity=\"%s\"", r->name,
+                 proto_severity_name(r->severity));
+        json_object_set_new(counts, key, json_integer(n));
+    }
+    return counts;
+}
+
+void ctl_alerts_job_idle(struct ctl *c, uint64_t job, int64_t idle_since_ms, int64_t flagged_ms,
+                         int below)
+{
+    struct ctl_alerts *a = alerts_of(c);
+    size_t i = 0;
+    while (i < a->nidle && a->idle[i].job != job)
+        i++;
+    if (!idle_since_ms || !flagged_ms) { /* busy again, or not flagged (yet) */
+        if (i < a->nidle)
+            a->idle[i] = a->idle[--a->nidle];
+        return;
+    }
+    if (i == a->nidle) {
+        if (a->nidle == a->capidle) {
+            a->capidle = a->capidle ? 2 * a->capidle : 16;
+            a->idle = xrealloc(a->idle, a->capidle * sizeof(*a->idle));
+        }
+        a->nidle++;
+    }
+    a->idle[i] = (struct idle_job){job, idle_since_ms, below};
 }
 
 void ctl_alerts_reclaim_failed(struct ctl *c, const char *node, uint64_t job, const char *msg)
@@ -621,6 +706,7 @@ void ctl_alerts_stop(struct ctl *c)
     pthread_mutex_destroy(&a->mu);
     pthread_cond_destroy(&a->cv);
     free(a->sil);
+    free(a->idle);
     free(a);
     c->alerts = NULL;
 }

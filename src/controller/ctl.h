@@ -611,7 +611,10 @@ void ctl_logs_stop(struct ctl *c);
  * alerts and prices (those it has); ctl_ops_json adds the current ones (or pp's) to a
  * policy document, webhook URLs and secrets hidden when redact. start (after restore):
  * silences, alerts firing before the restart, the delivery thread, the round timer.
- * The hooks note failures for the event rules. ctl_alerts_round runs one round now.  */
+ * The hooks note failures for the event rules. ctl_alerts_round runs one round now.
+ * ctl_alerts_job_idle (usage.c, at each sample) keeps whether a job's current idle stretch
+ * is flagged (flagged_ms != 0, idle_since_ms != 0): the input of the gpu_idle rules,
+ * which fire per such job while it runs and resolve when it is busy again or ends. */
 struct ctl_alerts;
 void ctl_alerts_take(struct ctl *c, const struct proto_policy *pp);
 void ctl_ops_json(struct ctl *c, json_t *doc, const struct proto_policy *pp, bool redact);
@@ -622,6 +625,11 @@ void ctl_alerts_round(struct ctl *c);
 void ctl_alerts_job_failed(struct ctl *c, uint64_t job, const char *project, const char *state,
                            const char *node);
 void ctl_alerts_reclaim_failed(struct ctl *c, const char *node, uint64_t job, const char *msg);
+void ctl_alerts_job_idle(struct ctl *c, uint64_t job, int64_t idle_since_ms, int64_t flagged_ms,
+                         int below);
+/* For /metrics: {"rule=\"R\",severity=\"S\"": instances firing (silenced ones too)} for
+ * every rule of the policy (0 when none fires). A new reference. */
+json_t *ctl_alerts_firing_counts(struct ctl *c);
 void h_alerts_list(struct ctl_req *r);
 void h_alerts_history(struct ctl_req *r);
 void h_silences_list(struct ctl_req *r);

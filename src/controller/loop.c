@@ -651,7 +651,8 @@ void ctl_cycle_now(struct ctl *c)
     int64_t t0 = clock_mono_us();
     size_t n = 0;
     struct sched_cycle_stats stats;
-    const struct sched_decision *d = sched_cycle(c->sched, now, SCHED_CYCLE_INCREMENTAL, &n, &stats);
+    const struct sched_decision *d =
+        sched_cycle(c->sched, now, SCHED_CYCLE_INCREMENTAL, &n, &stats);
     /* the decisions array is borrowed until the next mutation: applying them only
      * reads the core (views), so it stays valid through the loop */
     for (size_t i = 0; i < n; i++)

@@ -14,7 +14,6 @@
 #include "util/dbuf.h"
 #include "util/str.h"
 
-
 void ctl_hist_observe(struct ctl_hist *h, double v)
 {
     for (int i = 0; i < h->nbounds; i++)
@@ -38,8 +37,8 @@ void ctl_metrics_queue_wait(struct ctl *c, const char *tier, double seconds)
         else
             m->nwait_tiers++;
         str_copy(m->wait_by_tier[k].tier, sizeof(m->wait_by_tier[k].tier), tier);
-        m->wait_by_tier[k].h = (struct ctl_hist){m->queue_wait.bounds, m->queue_wait.nbounds,
-                                                 {0}, 0, 0};
+        m->wait_by_tier[k].h =
+            (struct ctl_hist){m->queue_wait.bounds, m->queue_wait.nbounds, {0}, 0, 0};
     }
     ctl_hist_observe(&m->wait_by_tier[k].h, seconds);
     ctl_hist_observe(&m->queue_wait, seconds);
@@ -128,6 +127,13 @@ static void jobs_text(struct ctl *c, struct dbuf *b)
     counts_text(b, "docket_jobs", counts);
 }
 
+static void alerts_text(struct ctl *c, struct dbuf *b)
+{
+    help(b, "docket_alerts_firing", "gauge",
+         "alert instances firing per rule of the policy (silenced ones too; docs/alerts.md)");
+    counts_text(b, "docket_alerts_firing", ctl_alerts_firing_counts(c));
+}
+
 /* GPUs of a node by state: busy (allocated), and the free ones as idle (UP), reserved
  * (UP, in the reserved zone), draining (DRAINING, DRAINED) or down (DOWN, UNREACHABLE,
  * UNHEALTHY: all its GPUs). The states add up to the node's GPUs. */
@@ -208,7 +214,8 @@ static void nodes_text(struct ctl *c, struct dbuf *b)
             node_gauge(&per, g[k].name, v.name, val[k]);
         }
     }
-    help(b, "docket_gpus", "gauge", "GPUs by state (busy, idle, reserved, draining, down) and type");
+    help(b, "docket_gpus", "gauge",
+         "GPUs by state (busy, idle, reserved, draining, down) and type");
     counts_text(b, "docket_gpus", gpus);
     help(b, "docket_nodes", "gauge", "nodes by state");
     for (int i = 0; i < SCHED_NODE_STATE_COUNT; i++)
@@ -241,13 +248,16 @@ static void gpu_usage_text(struct ctl *c, struct dbuf *b)
                 const struct ctl_gpu_last *l = &n->gpu_last[x];
                 if (!l->time_ms || now - l->time_ms > CTL_GPU_SAMPLE_FRESH_MS)
                     continue;
-                double val[] = {l->g.util, (double)l->g.mem_used_mb * 1048576.0,
-                                (double)l->g.power_mw / 1000.0, l->g.temp_c,
-                                (double)l->g.ecc_errors, (double)l->g.xid_errors};
+                double val[] = {l->g.util,
+                                (double)l->g.mem_used_mb * 1048576.0,
+                                (double)l->g.power_mw / 1000.0,
+                                l->g.temp_c,
+                                (double)l->g.ecc_errors,
+                                (double)l->g.xid_errors};
                 if (val[k] < 0)
                     continue; /* unknown: no sample, not zero */
-                dbuf_printf(b, "%s{node=\"%s\",gpu=\"%d\",source=\"%s\"} %g\n", g[k].name,
-                            n->name, x, n->gpu_source, val[k]);
+                dbuf_printf(b, "%s{node=\"%s\",gpu=\"%d\",source=\"%s\"} %g\n", g[k].name, n->name,
+                            x, n->gpu_source, val[k]);
             }
         }
     }
@@ -305,6 +315,7 @@ void h_metrics(struct ctl_req *r)
     gpu_usage_text(c, &b);
     histograms_text(c, &b);
     counters_text(c, &b);
+    alerts_text(c, &b);
     if (b.failed)
         ctl_reply_errorf(c, r->req, 500, NULL, "metrics too large");
     else

@@ -32,9 +32,9 @@ static json_t *row_of(json_t *rows, const char *key)
     json_t *jobs = json_object();
     for (size_t i = 0; i < sizeof outcomes / sizeof outcomes[0]; i++)
         json_object_set_new(jobs, outcomes[i], json_integer(0));
-    o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:b,s:n}", "key", key, "runs", 0, "gpu_ms", 0,
-                  "cpu_ms", 0, "preemptions", 0, "preempt_gpu_ms", 0, "jobs", jobs, "cost", 0.0,
-                  "cost_complete", 1, "idle_gpu_hours");
+    o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:b}", "key", key, "runs", 0, "gpu_ms", 0,
+                  "cpu_ms", 0, "preemptions", 0, "preempt_gpu_ms", 0, "idle_gpu_ms", 0, "jobs",
+                  jobs, "cost", 0.0, "cost_complete", 1);
     json_object_set_new(rows, key, o);
     return o;
 }
@@ -69,6 +69,13 @@ static int usage_cb(void *arg, const struct store_report_row *r)
         json_object_set_new(o, "cost",
                             json_real(json_real_value(json_object_get(o, "cost")) +
                                       price * (double)r->gpu_ms / HOUR_MS));
+    return 0;
+}
+
+static int idle_cb(void *arg, const char *key, int64_t idle_gpu_ms)
+{
+    struct usage_ctx *u = arg;
+    add_int(row_of(u->rows, key), "idle_gpu_ms", idle_gpu_ms);
     return 0;
 }
 
@@ -152,6 +159,9 @@ static json_t *rows_array(json_t *rows)
         json_object_set_new(
             o, "preempt_gpu_hours",
             json_real((double)json_integer_value(json_object_get(o, "preempt_gpu_ms")) / HOUR_MS));
+        json_object_set_new(
+            o, "idle_gpu_hours",
+            json_real((double)json_integer_value(json_object_get(o, "idle_gpu_ms")) / HOUR_MS));
         if (!json_object_get(o, "wait_p50_ms")) {
             json_object_set_new(o, "wait_p50_ms", json_null());
             json_object_set_new(o, "wait_p95_ms", json_null());
@@ -180,6 +190,8 @@ void h_report_usage(struct ctl_req *r)
         rc = store_report_outcomes(r->c->store, b, since, until, outcome_cb, &u);
     if (rc == 0)
         rc = store_report_waits(r->c->store, b, since, until, wait_cb, &u);
+    if (rc == 0)
+        rc = store_report_idle(r->c->store, b, since, until, idle_cb, &u);
     waits_flush(&u);
     free(u.w);
     if (rc < 0) {
@@ -188,11 +200,9 @@ void h_report_usage(struct ctl_req *r)
         return;
     }
     const struct proto_prices *p = ctl_prices(r->c);
-    json_t *o = json_pack("{s:s,s:I,s:I,s:s,s:o,s:[s]}", "by", byname ? byname : "project",
-                          "since_ms", (json_int_t)since, "until_ms", (json_int_t)until, "currency",
-                          p->currency, "rows", rows_array(u.rows), "notes",
-                          "idle_gpu_hours is not measured yet (per-job usage samples, issue 14 "
-                          "part A): null");
+    json_t *o = json_pack("{s:s,s:I,s:I,s:s,s:o}", "by", byname ? byname : "project", "since_ms",
+                          (json_int_t)since, "until_ms", (json_int_t)until, "currency", p->currency,
+                          "rows", rows_array(u.rows));
     json_decref(u.rows);
     ctl_reply_json(r->c, r->req, 200, o);
 }

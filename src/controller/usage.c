@@ -6,10 +6,12 @@
  * series, and the loop prunes old samples in bounded slices.
  *
  * Idle rule: a running job whose GPUs all stay under the class's gpu_util_below for its
- * `for` is flagged once per idle stretch: a job event "idle" and a log line; with action
- * requeue or cancel (preemptible classes only, checked by the policy reader) it is also
- * stopped through the core, as `docket requeue` / `docket cancel` would, with an audit
- * row by "docketd". The times are the controller's clock at receipt, never the node's.
+ * `for` is flagged once per idle stretch: a job event "idle" and a log line, and the
+ * alerts engine is told (ctl_alerts_job_idle: its gpu_idle rules fire while the job stays
+ * flagged and running, for every action); with action requeue or cancel (preemptible classes only,
+ * checked by the policy reader) it is also stopped through the core, as `docket requeue` / `docket
+ * cancel` would, with an audit row by "docketd". The times are the controller's clock at receipt,
+ * never the node's.
  */
 #include <errno.h>
 #include <string.h>
@@ -21,9 +23,9 @@
 #include "util/str.h"
 
 enum {
-    USAGE_PRUNE_SLICE = 500,   /* rows per table per tick: bounded work on the loop */
-    USAGE_SERIES_MAX = 10080,  /* 7 days of minutes */
-    USAGE_RAW_MAX = 3600,      /* an hour of 1 s samples */
+    USAGE_PRUNE_SLICE = 500,  /* rows per table per tick: bounded work on the loop */
+    USAGE_SERIES_MAX = 10080, /* 7 days of minutes */
+    USAGE_RAW_MAX = 3600,     /* an hour of 1 s samples */
 };
 
 static json_t *known(int64_t v)
@@ -70,7 +72,8 @@ static void point_of(const struct agent_sample *s, struct store_usage_point *p)
             p->gpu_power_mw = (p->gpu_power_mw < 0 ? 0 : p->gpu_power_mw) + g->power_mw;
         if (g->temp_c > p->gpu_temp_c)
             p->gpu_temp_c = g->temp_c;
-        int64_t e = (g->ecc_errors > 0 ? g->ecc_errors : 0) + (g->xid_errors > 0 ? g->xid_errors : 0);
+        int64_t e =
+            (g->ecc_errors > 0 ? g->ecc_errors : 0) + (g->xid_errors > 0 ? g->xid_errors : 0);
         if (g->ecc_errors >= 0 || g->xid_errors >= 0)
             p->gpu_errors = (p->gpu_errors < 0 ? 0 : p->gpu_errors) + e;
     }
@@ -97,15 +100,15 @@ static int idle_stop(struct ctl *c, uint64_t id, const struct proto_idle_rule *r
     rc = rule->action == PROTO_IDLE_CANCEL ? sched_job_cancel(c->sched, id, now, &se)
                                            : sched_job_requeue(c->sched, id, now, &se);
     if (rc < 0)
-        log_warn("idle_action_refused", "job=%llu action=%s reason=\"%s\"",
-                 (unsigned long long)id, act, se.message);
+        log_warn("idle_action_refused", "job=%llu action=%s reason=\"%s\"", (unsigned long long)id,
+                 act, se.message);
     ctl_cycle_soon(c);
     return 0;
 }
 
 /* Flag the job when its idle stretch reached the rule's time (once per stretch). */
 static int idle_check(struct ctl *c, uint64_t id, const struct sched_job_view *v,
-                      const struct proto_idle_rule *rule, const struct store_usage_summary *s,
+                      const struct proto_idle_rule *rule, struct store_usage_summary *s,
                       int64_t now)
 {
     if (rule->action <= PROTO_IDLE_NONE || v->state != SCHED_RUNNING || !s->idle_since_ms ||
@@ -115,6 +118,7 @@ static int idle_check(struct ctl *c, uint64_t id, const struct sched_job_view *v
     snprintf(why, sizeof(why), "GPUs under %d%% for %llds (since the first idle sample)",
              rule->gpu_util_below, (long long)((now - s->idle_since_ms) / 1000));
     int rc = store_usage_flag(c->store, id, now);
+    s->idle_flagged_ms = now;
     if (rc == 0)
         rc = ctl_job_event(c, id, "idle", "", "", "", proto_idle_action_name(rule->action), why);
     if (rc < 0)
@@ -149,7 +153,12 @@ int ctl_usage_apply(struct ctl *c, struct ctl_node *n, uint64_t id, int run, con
     if (rc < 0)
         return rc;
     node_gpus_take(n, id, now, &s);
-    return idle_check(c, id, &v, &rule, &sum, now);
+    rc = idle_check(c, id, &v, &rule, &sum, now);
+    /* the gpu_idle alert rules see the job while its stretch stays flagged */
+    ctl_alerts_job_idle(c, id, sum.idle_since_ms,
+                        rule.action > PROTO_IDLE_NONE ? sum.idle_flagged_ms : 0,
+                        rule.gpu_util_below);
+    return rc;
 }
 
 void ctl_usage_prune(struct ctl *c)
@@ -174,9 +183,9 @@ json_t *ctl_usage_node_json(const struct ctl_node *n)
                               (json_int_t)l->time_ms);
         json_object_set_new(o, "util", known(l->g.util));
         json_object_set_new(o, "mem_used_mb", known(l->g.mem_used_mb));
-        json_object_set_new(o, "power_w", l->g.power_mw >= 0
-                                              ? json_real((double)l->g.power_mw / 1000.0)
-                                              : json_null());
+        json_object_set_new(o, "power_w",
+                            l->g.power_mw >= 0 ? json_real((double)l->g.power_mw / 1000.0)
+                                               : json_null());
         json_object_set_new(o, "temp_c", known(l->g.temp_c));
         json_object_set_new(o, "ecc_errors", known(l->g.ecc_errors));
         json_object_set_new(o, "xid_errors", known(l->g.xid_errors));
@@ -204,7 +213,8 @@ json_t *ctl_usage_summary_json(const struct store_usage_summary *s)
                         s->gpu_samples ? json_real((double)s->gpu_util_sum / (double)s->gpu_samples)
                                        : json_null());
     json_object_set_new(o, "gpu_idle_seconds", json_real((double)s->gpu_idle_ms / 1000.0));
-    json_object_set_new(o, "last_busy_ms", s->last_busy_ms ? json_integer(s->last_busy_ms) : json_null());
+    json_object_set_new(o, "last_busy_ms",
+                        s->last_busy_ms ? json_integer(s->last_busy_ms) : json_null());
     json_object_set_new(o, "idle_since_ms",
                         s->idle_since_ms ? json_integer(s->idle_since_ms) : json_null());
     json_object_set_new(o, "idle_flagged_ms",
@@ -293,7 +303,8 @@ json_t *ctl_usage_explain(struct ctl *c, uint64_t id, const char *class_name)
     json_object_set_new(o, "samples", json_integer(s.samples));
     json_object_set_new(o, "gpu_source", json_string(s.gpu_source));
     json_object_set_new(o, "gpu_samples", json_integer(s.gpu_samples));
-    json_object_set_new(o, "last_busy_ms", s.last_busy_ms ? json_integer(s.last_busy_ms) : json_null());
+    json_object_set_new(o, "last_busy_ms",
+                        s.last_busy_ms ? json_integer(s.last_busy_ms) : json_null());
     json_object_set_new(o, "idle_since_ms",
                         s.idle_since_ms ? json_integer(s.idle_since_ms) : json_null());
     json_object_set_new(o, "idle_flagged_ms",

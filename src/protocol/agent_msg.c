@@ -841,9 +841,9 @@ static int parse_gpu_sample(const json_t *g, size_t i, struct agent_gpu_sample *
 
 int agent_sample_parse(const json_t *o, struct agent_sample *out, struct agent_msg_error *err)
 {
-    static const char *const fields[] = {
-        "interval_ms",    "cpu_ms",     "mem_bytes", "mem_peak_bytes", "io_read_bytes",
-        "io_write_bytes", "gpu_source", "gpus",      NULL};
+    static const char *const fields[] = {"interval_ms",    "cpu_ms",        "mem_bytes",
+                                         "mem_peak_bytes", "io_read_bytes", "io_write_bytes",
+                                         "gpu_source",     "gpus",          NULL};
     const int64_t big = INT64_MAX / 4; /* counters: room to add them up */
     agent_sample_init(out);
     if (!json_is_object(o))
@@ -930,8 +930,8 @@ static int parse_usage(const json_t *u, struct agent_usage *out, struct agent_ms
 
 int agent_event_parse(const json_t *o, struct agent_event *e, struct agent_msg_error *err)
 {
-    static const char *const fields[] = {"job",   "run",     "type",   "time_ms", "pid", "exit",
-                                         "usage", "message", "sample", NULL};
+    static const char *const fields[] = {"job",  "run",   "type",    "time_ms", "pid",
+                                         "exit", "usage", "message", "sample",  NULL};
     static const char *const exit_fields[] = {"kind", "code", "message", NULL};
     memset(e, 0, sizeof *e);
     if (!json_is_object(o))

@@ -16,8 +16,8 @@
 
 static const char *const sev_names[PROTO_SEV_COUNT] = {"critical", "major", "info"};
 static const char *const kind_names[PROTO_AK_COUNT] = {
-    "node_unreachable",   "node_unhealthy", "reclaim_failed", "job_failed",  "queue_wait",
-    "project_over_quota", "disk_low",       "cycle_time",     "version_skew"};
+    "node_unreachable",   "node_unhealthy", "reclaim_failed", "job_failed",   "queue_wait",
+    "project_over_quota", "disk_low",       "cycle_time",     "version_skew", "gpu_idle"};
 
 const char *proto_severity_name(enum proto_severity s)
 {
@@ -187,7 +187,7 @@ static int parse_rule(const json_t *o, const char *path, struct proto_alert_rule
         return proto_errorf(err, 400, NULL, fld(f, sizeof f, path, "kind"),
                             "%s must be one of node_unreachable, node_unhealthy, reclaim_failed,"
                             " job_failed, queue_wait, project_over_quota, disk_low, cycle_time,"
-                            " version_skew",
+                            " version_skew, gpu_idle",
                             f);
     r->kind = (enum proto_alert_kind)kind;
     const char *s = json_string_value(json_object_get(o, "severity"));

@@ -38,6 +38,7 @@ enum proto_alert_kind {
     PROTO_AK_DISK_LOW,
     PROTO_AK_CYCLE_TIME,
     PROTO_AK_VERSION_SKEW,
+    PROTO_AK_GPU_IDLE, /* a running job flagged by its class's idle rule (docs/monitoring.md) */
     PROTO_AK_COUNT
 };
 

@@ -137,8 +137,10 @@ static int parse_idle(const json_t *v, const char *path, struct proto_idle_rule 
     if (json_is_null(v))
         return 0;
     if (!json_is_object(v))
-        return proto_errorf(err, 400, NULL, p, "%s must be an object such as {gpu_util_below: 5, "
-                                               "for: 30m, action: alert}", p);
+        return proto_errorf(err, 400, NULL, p,
+                            "%s must be an object such as {gpu_util_below: 5, "
+                            "for: 30m, action: alert}",
+                            p);
     int rc = proto_check_fields(v, p, known, err);
     if (rc < 0)
         return rc;
@@ -177,7 +179,9 @@ static int parse_class_node(const json_t *o, const char *path, struct proto_clas
     }
     if (!cn && (pm || dm || idle)) {
         snprintf(f, sizeof(f), "%s%s%s", path, path[0] ? "." : "",
-                 pm ? "pids_max" : dm ? "default_mem" : "idle");
+                 pm   ? "pids_max"
+                 : dm ? "default_mem"
+                      : "idle");
         return proto_errorf(err, 400, NULL, f,
                             "%s is set with the policy document (docket apply), not here", f);
     }
@@ -203,10 +207,20 @@ static int parse_class_node(const json_t *o, const char *path, struct proto_clas
 static int parse_class_fields(const json_t *o, const char *path, struct sched_class_spec *c,
                               struct proto_class_node *cn, struct proto_error *err)
 {
-    static const char *const known[] = {
-        "name",          "default_limit", "max_limit",   "preemptible",        "preempt_order",
-        "protect_after", "max_grace",     "max_retries", "restart_on_failure", "requeueable",
-        "pids_max",      "default_mem",   "idle",        NULL};
+    static const char *const known[] = {"name",
+                                        "default_limit",
+                                        "max_limit",
+                                        "preemptible",
+                                        "preempt_order",
+                                        "protect_after",
+                                        "max_grace",
+                                        "max_retries",
+                                        "restart_on_failure",
+                                        "requeueable",
+                                        "pids_max",
+                                        "default_mem",
+                                        "idle",
+                                        NULL};
     int rc;
     if ((rc = proto_check_fields(o, path, known, err)) < 0 ||
         (rc = parse_class_node(o, path, cn, err)) < 0 ||

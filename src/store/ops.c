@@ -375,6 +375,22 @@ int store_report_waits(struct store *st, enum store_report_by by, int64_t since,
     return window_rows(st, sql, since, until, 0, "report waits", wait_row, (void *)cb, arg);
 }
 
+int store_report_idle(struct store *st, enum store_report_by by, int64_t since, int64_t until,
+                      store_idle_cb cb, void *arg)
+{
+    char sql[1536];
+    snprintf(sql, sizeof sql,
+             "SELECT %s AS k, sum(CAST(round(u.gpu_idle_ms * j.gpus * CASE"
+             " WHEN u.last_ms > u.first_ms THEN max(0, min(u.last_ms, ?2) - max(u.first_ms, ?1))"
+             " * 1.0 / (u.last_ms - u.first_ms) ELSE 1.0 END) AS INTEGER))"
+             " FROM usage_summary u JOIN jobs j ON j.id = u.job"
+             " JOIN job_runs r ON r.job = u.job AND r.run = u.run"
+             " WHERE u.last_ms >= ?1 AND u.first_ms < ?2 AND u.gpu_idle_ms > 0"
+             " GROUP BY k ORDER BY k",
+             run_key(by));
+    return window_rows(st, sql, since, until, 0, "report idle", wait_row, (void *)cb, arg);
+}
+
 static int interval_row(sqlite3_stmt *s, void *arg)
 {
     struct cb_ctx *c = arg;

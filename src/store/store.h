@@ -396,9 +396,9 @@ struct store_usage_summary {
 struct store_usage_row {
     int64_t time_ms; /* sample time, or the minute's start */
     int64_t samples;
-    double cpu_cores;       /* CPU seconds per second over the point, -1 unknown */
-    int64_t mem_bytes;      /* mean */
-    int64_t mem_peak_bytes; /* highest */
+    double cpu_cores;                      /* CPU seconds per second over the point, -1 unknown */
+    int64_t mem_bytes;                     /* mean */
+    int64_t mem_peak_bytes;                /* highest */
     int64_t io_read_bytes, io_write_bytes; /* in the point */
     int gpu_util;                          /* mean, -1 none */
     int64_t gpu_mem_mb, gpu_power_mw;      /* mean, -1 none */
@@ -514,6 +514,13 @@ int store_report_outcomes(struct store *st, enum store_report_by by, int64_t sin
 typedef int (*store_wait_cb)(void *arg, const char *key, int64_t wait_ms);
 int store_report_waits(struct store *st, enum store_report_by by, int64_t since, int64_t until,
                        store_wait_cb cb, void *arg) STORE_WUR;
+/* Idle GPU time from the usage summaries (schema 9; docs/reports.md "Idle GPU-hours"):
+ * per key (the job's, or the GPU type of the run of its last sample), each job's
+ * gpu_idle_ms (node time under the idle threshold) x its GPUs per node, in the share of
+ * its sampled span [first_ms, last_ms] that lies inside the window: (key, idle_gpu_ms). */
+typedef int (*store_idle_cb)(void *arg, const char *key, int64_t idle_gpu_ms);
+int store_report_idle(struct store *st, enum store_report_by by, int64_t since, int64_t until,
+                      store_idle_cb cb, void *arg) STORE_WUR;
 /* Waiting intervals that overlap the window (a run's wait, or the wait still open or cut
  * by the job's end), by start: (tier, GPUs asked, begin, end). `now` ends open ones. */
 typedef int (*store_interval_cb)(void *arg, const char *tier, int64_t gpus, int64_t begin,

@@ -35,6 +35,8 @@ _Static_assert((int)U_COUNT <= (int)STORE_USAGE_NSTMT, "raise STORE_USAGE_NSTMT"
     "job, node, time_ms, run, cpu_ms, mem_bytes, mem_peak_bytes, io_read_bytes, io_write_bytes,"   \
     " gpu_util, gpu_mem_mb, gpu_power_mw, gpu_temp_c, gpu_errors"
 /* minute sums: an unknown figure (NULL) adds nothing and keeps what is there */
+/* clang-format does not keep the string literals ADD pastes stable: left as written */
+// clang-format off
 #define ADD(C) C " = CASE WHEN excluded." C " IS NULL THEN " C " ELSE coalesce(" C ", 0) + excluded." C " END"
 
 static const char *const sql[U_COUNT] = {
@@ -70,6 +72,7 @@ static const char *const sql[U_COUNT] = {
     [U_COUNTS] = "SELECT (SELECT count(*) FROM usage_raw), (SELECT count(*) FROM usage_minute),"
                  " (SELECT count(*) FROM usage_summary)",
 };
+// clang-format on
 
 static sqlite3_stmt *stmt(struct store *st, int i)
 {
@@ -197,9 +200,9 @@ static int raw_add(struct store *st, const struct store_usage_point *p)
     sqlite3_bind_text(s, 2, p->node, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 3, p->time_ms);
     sqlite3_bind_int(s, 4, p->run);
-    const int64_t v[] = {p->cpu_ms,     p->mem_bytes,    p->mem_peak_bytes, p->io_read_bytes,
+    const int64_t v[] = {p->cpu_ms,         p->mem_bytes, p->mem_peak_bytes, p->io_read_bytes,
                          p->io_write_bytes, p->gpu_util,  p->gpu_mem_mb,     p->gpu_power_mw,
-                         p->gpu_temp_c, p->gpu_errors};
+                         p->gpu_temp_c,     p->gpu_errors};
     for (int i = 0; i < (int)(sizeof(v) / sizeof(v[0])); i++)
         bind_known(s, 5 + i, v[i]);
     return done(st, s, "usage raw add");
@@ -235,9 +238,9 @@ static int summary_put(struct store *st, const struct store_usage_summary *u)
     sqlite3_bind_int64(s, 1, (sqlite3_int64)u->job);
     sqlite3_bind_int(s, 2, u->run);
     sqlite3_bind_text(s, 3, u->gpu_source, -1, SQLITE_STATIC);
-    const int64_t v[] = {u->samples,        u->first_ms,      u->last_ms,       u->cpu_ms,
-                         u->mem_peak_bytes, u->io_read_bytes, u->io_write_bytes, u->gpu_util_sum,
-                         u->gpu_samples,    u->gpu_idle_ms,   u->last_busy_ms,  u->idle_since_ms,
+    const int64_t v[] = {u->samples,         u->first_ms,      u->last_ms,        u->cpu_ms,
+                         u->mem_peak_bytes,  u->io_read_bytes, u->io_write_bytes, u->gpu_util_sum,
+                         u->gpu_samples,     u->gpu_idle_ms,   u->last_busy_ms,   u->idle_since_ms,
                          u->idle_flagged_ms, u->gpu_errors};
     for (int i = 0; i < (int)(sizeof(v) / sizeof(v[0])); i++)
         sqlite3_bind_int64(s, 4 + i, v[i]);
@@ -258,10 +261,10 @@ int store_usage_summary_get(struct store *st, uint64_t job, struct store_usage_s
         const unsigned char *src = sqlite3_column_text(s, 2);
         out->run = sqlite3_column_int(s, 1);
         str_copy(out->gpu_source, sizeof(out->gpu_source), src ? (const char *)src : "none");
-        int64_t *v[] = {&out->samples,        &out->first_ms,       &out->last_ms,
-                        &out->cpu_ms,         &out->mem_peak_bytes, &out->io_read_bytes,
-                        &out->io_write_bytes, &out->gpu_util_sum,   &out->gpu_samples,
-                        &out->gpu_idle_ms,    &out->last_busy_ms,   &out->idle_since_ms,
+        int64_t *v[] = {&out->samples,         &out->first_ms,       &out->last_ms,
+                        &out->cpu_ms,          &out->mem_peak_bytes, &out->io_read_bytes,
+                        &out->io_write_bytes,  &out->gpu_util_sum,   &out->gpu_samples,
+                        &out->gpu_idle_ms,     &out->last_busy_ms,   &out->idle_since_ms,
                         &out->idle_flagged_ms, &out->gpu_errors};
         for (int i = 0; i < (int)(sizeof(v) / sizeof(v[0])); i++)
             *v[i] = sqlite3_column_int64(s, 3 + i);

@@ -12,6 +12,7 @@ bats_require_minimum_version 1.5.0
 CLUSTER_NAME=alerts
 load lib/cluster
 AGENT_EXTRA=()
+AGENT_UTIL_FILES=1 # declared GPU utilisation from $T/gpu-util-a/-b (the gpu_idle test)
 # a killed node is declared unreachable within ~14 s instead of ~40 s
 DOCKETD_EXTRA=(--node-timeout 10s)
 RECEIVER=$DOCKET_BUILD/tests/system/hook_receiver
@@ -41,6 +42,7 @@ alerts:
     - {name: node-down, kind: node_unreachable, severity: critical}
     - {name: job-failed, kind: job_failed, severity: major, for: 10m}
     - {name: queue-long, kind: queue_wait, severity: info, threshold: 3s, tier: normal}
+    - {name: gpu-idle, kind: gpu_idle, severity: major}
   routes:
     - {severities: [critical, major, info], webhook: "http://127.0.0.1:$hp/generic",
        secret: "s3cret-s3cret-s3cret"}
@@ -153,6 +155,60 @@ submit_q() {
 }
 
 # The GPU time of every run from the database, and of every job from the API.
+# changes STATUS RULE KEY N: the receiver got at least N such bodies
+changes() {
+    [ "$(received "$1" "$2" "$3" | wc -l)" -ge "$4" ]
+}
+
+@test "gpu_idle: a job its class's idle rule flags fires (webhook, docket alerts, /metrics), resolves when busy again and when it ends; report usage counts its idle GPU-hours" {
+    # the built-in classes, interactive with an idle rule (action alert: it is not preemptible)
+    cat >"$T/idle.yaml" <<'YAML'
+classes:
+  - {name: training, default_limit: 7d, preemptible: true, preempt_order: 2, protect_after: 24h}
+  - {name: experiment, default_limit: 4h, preemptible: true, preempt_order: 1, max_retries: 3}
+  - {name: exploration, default_limit: 1h, preemptible: true, preempt_order: 0, max_retries: 3}
+  - {name: interactive, default_limit: 8h, preemptible: false, preempt_order: 3, requeueable: false,
+     idle: {gpu_util_below: 5, for: 2s, action: alert}}
+  - {name: service, default_limit: 0s, preemptible: false, preempt_order: 4, restart_on_failure: true}
+YAML
+    "$DOCKET" apply -f "$T/idle.yaml" >/dev/null
+    echo 0 >"$T/gpu-util-a"
+    echo 0 >"$T/gpu-util-b"
+    id=$(submit_q --class interactive -g 2 -- sleep 600)
+    wait_for 30 state_in "$id" RUNNING
+    wait_for 60 received firing gpu-idle "job/$id"
+    body=$(received firing gpu-idle "job/$id" | head -1)
+    [ "$(jq -r '.alert.kind + " " + .alert.severity' <<<"$body")" = "gpu_idle major" ]
+    [[ $(jq -r .alert.summary <<<"$body") == *"job $id of project ml (class interactive): GPUs under 5% for"* ]] || { echo "$body"; false; }
+    run -0 "$DOCKET" alerts --json
+    [ "$(jq --arg k "job/$id" '[.. | objects | select(.rule? == "gpu-idle" and .key? == $k)] | length >= 1' <<<"$output")" = true ] || { echo "$output"; false; }
+    run -0 ctl_get /metrics
+    grep -qx 'docket_alerts_firing{rule="gpu-idle",severity="major"} 1' <<<"$output" || { grep docket_alerts_firing <<<"$output"; false; }
+    grep -qx 'docket_alerts_firing{rule="node-down",severity="critical"} 0' <<<"$output"
+    # busy again: the stretch ends, the alert resolves
+    echo 90 >"$T/gpu-util-a"
+    echo 90 >"$T/gpu-util-b"
+    wait_for 30 received resolved gpu-idle "job/$id"
+    run -0 ctl_get /metrics
+    grep -qx 'docket_alerts_firing{rule="gpu-idle",severity="major"} 0' <<<"$output"
+    # idle again: a new stretch is flagged and fires again; the job ends: it resolves
+    echo 0 >"$T/gpu-util-a"
+    echo 0 >"$T/gpu-util-b"
+    wait_for 60 changes firing gpu-idle "job/$id" 2
+    "$DOCKET" cancel "$id" >/dev/null
+    wait_for 30 state_in "$id" CANCELLED
+    wait_for 30 changes resolved gpu-idle "job/$id" 2
+    rm -f "$T/gpu-util-a" "$T/gpu-util-b"
+    # report usage: the job's idle GPU time is its summary's idle time x its 2 GPUs
+    idle_s=$(ctl_get "/v1/jobs/$id/usage" | jq '.summary.gpu_idle_seconds')
+    run -0 "$DOCKET" report usage --since 1d --by class --json
+    hours=$(jq '[.rows[] | select(.key == "interactive") | .idle_gpu_hours] | add' <<<"$output")
+    awk -v h="$hours" -v s="$idle_s" 'BEGIN { exit !(s > 0 && h * 3600 - 2 * s < 0.01 && 2 * s - h * 3600 < 0.01) }' || { echo "report $hours h, summary $idle_s s"; false; }
+    run -0 "$DOCKET" report usage --since 1d --by class --csv
+    [[ ${lines[0]} == *,idle_gpu_hours,cost ]]
+    grep -q "^interactive,.*,[0-9.]*[1-9][0-9.]*,[0-9.]*$" <<<"$output" || { echo "$output"; false; }
+}
+
 @test "report usage: GPU time equals the runs' to the millisecond and the jobs' events' to the second" {
     wait_for 60 bash -c "[ \$('$DOCKET' queue --json | jq '[.jobs[] | select(.state != \"COMPLETED\" and .state != \"FAILED\" and .state != \"CANCELLED\")] | length') = 0 ]"
     runs=$(sqlite3 "$T/ctl/docket.db" "SELECT coalesce(sum(j.gpus * j.nnodes * (r.end_ms - r.start_ms)), 0) FROM job_runs r JOIN jobs j ON j.id = r.job WHERE j.project = 'ml' AND r.end_ms > 0")
@@ -184,7 +240,7 @@ submit_q() {
     [ "$(jq '[.rows[] | select(.key == "ml") | .jobs.FAILED] | add' <<<"$output")" -ge 2 ]
     [ "$(jq '[.rows[] | select(.key == "ml") | .cost] | add > 0' <<<"$output")" = true ]
     run -0 "$DOCKET" report usage --since 1d --by gpu-type
-    [[ $output == *GPU-TYPE*GPU-H*WAIT-P50*COST* && $output == *H100-80GB* && $output == *"IDLE-GPU-H: not measured yet"* ]]
+    [[ $output == *GPU-TYPE*GPU-H*WAIT-P50*IDLE-GPU-H*COST* && $output == *H100-80GB* ]]
     run -0 "$DOCKET" report usage --since 1d --csv
     [[ ${lines[0]} == project,gpu_hours,gpu_seconds,* ]]
     run -2 "$DOCKET" report usage --by colour

@@ -401,6 +401,7 @@ static void ops_sections(void **state)
         "    - {name: q, kind: queue_wait, severity: major, threshold: 1h, tier: low}\n"
         "    - {name: disk, kind: disk_low, severity: info, threshold: 10}\n"
         "    - {name: failed, kind: job_failed, severity: info}\n"
+        "    - {name: idle, kind: gpu_idle, severity: major, for: 10m}\n"
         "  routes:\n"
         "    - {severities: [critical, major], webhook: 'https://hooks.example.com/T0/B1/XYZ',"
         " shape: slack}\n"
@@ -411,7 +412,9 @@ static void ops_sections(void **state)
     if (proto_policy_parse_text(doc, strlen(doc), true, &base, &p, &e) != 0)
         fail_msg("%s: %s", e.field, e.message);
     assert_non_null(p.alerts);
-    assert_int_equal(p.alerts->nrules, 4);
+    assert_int_equal(p.alerts->nrules, 5);
+    assert_int_equal(p.alerts->rules[4].kind, PROTO_AK_GPU_IDLE);
+    assert_int_equal(p.alerts->rules[4].for_ms, 600000);
     assert_int_equal(p.alerts->rules[1].threshold_ms, 3600000);
     assert_string_equal(p.alerts->rules[1].tier, "low");
     assert_int_equal(p.alerts->rules[3].for_ms, 3600000); /* events: an hour by default */
