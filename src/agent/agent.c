@@ -372,7 +372,7 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
     a->ack_fd = -1;
     a->lease_fd = -1;
     a->health_ok = true;
-    a->wait_ms = 25000;
+    a->wait_ms = 15000;
     if (parse_controller(a, err, errlen) < 0 || ag_tls_init(a, err, errlen) < 0)
         goto fail;
     if (mkdir(cfg->state_dir, 0711) < 0 && errno != EEXIST) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "controller/ctl.h"
+#include "protocol/agent_msg.h"
 #include "util/clock.h"
 #include "util/parse.h"
 #include "util/str.h"
@@ -234,6 +235,27 @@ static int parse_args(int argc, char **argv, struct ctl_config *cfg)
     return 0;
 }
 
+/* A parked heartbeat refreshes neither side: docketd counts a node's silence from the
+ * poll's arrival (lost at node_timeout + margin), and the agent renews its fencing lease
+ * only from a reply, to (poll sent) + node_timeout - margin. A quiet node's next reply
+ * comes a whole wait after that, so the lease must outlast two waits or every quiet
+ * node's jobs are fenced (lost, NODE_FAIL, requeued) although nothing failed. The wait
+ * is cut to a third of the lease; the last third is the slack for a slow reply. With the
+ * defaults (60 s, margin 10 s) that is 16.6 s, and the default wait is 15 s. */
+static void heartbeat_wait_cap(struct ctl_config *cfg)
+{
+    int64_t margin = agent_fence_margin_ms(cfg->node_timeout_ms, AGENT_FENCE_MARGIN_DEFAULT_MS);
+    int64_t cap = (cfg->node_timeout_ms - margin) / 3;
+    if (cfg->heartbeat_wait_ms <= cap)
+        return;
+    log_warn("heartbeat_wait_capped",
+             "heartbeat_wait_ms=%lld cap_ms=%lld node_timeout_ms=%lld margin_ms=%lld"
+             " effect=\"long polls end within a third of the fencing lease\"",
+             (long long)cfg->heartbeat_wait_ms, (long long)cap, (long long)cfg->node_timeout_ms,
+             (long long)margin);
+    cfg->heartbeat_wait_ms = cap;
+}
+
 /* At first start, an admin token: its hash in the store, the text in admin.token (0600). */
 static int admin_token(struct ctl *c)
 {
@@ -365,6 +387,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "docketd: cannot open log file '%s'\n", c->cfg.log_file);
         return 1;
     }
+    heartbeat_wait_cap(&c->cfg);
     c->metrics.queue_wait = (struct ctl_hist){wait_bounds, 8, {0}, 0, 0};
     c->metrics.cycle = (struct ctl_hist){cycle_bounds, 9, {0}, 0, 0};
     c->metrics.commit = (struct ctl_hist){cycle_bounds, 9, {0}, 0, 0};

@@ -1163,6 +1163,54 @@ static int usage_sum_cb(void *arg, const struct store_report_row *r)
     return 0;
 }
 
+struct idle_sum {
+    int64_t ms;
+    char keys[128];
+};
+
+static int idle_sum_cb(void *arg, const char *key, int64_t idle_gpu_ms)
+{
+    struct idle_sum *u = arg;
+    u->ms += idle_gpu_ms;
+    snprintf(u->keys + strlen(u->keys), sizeof u->keys - strlen(u->keys), "%s=%lld;", key,
+             (long long)idle_gpu_ms);
+    return 0;
+}
+
+/* Idle GPU time: a job's idle node time x its GPUs per node, in the share of its sampled
+ * span inside the window; a busy job adds nothing. */
+static void report_idle_from_summaries(void **state)
+{
+    struct fx *f = *state;
+    struct store_node n = {.name = "gpu01", .state = "UP", .gpu_type = "H100", .gpus = 8,
+                           .labels = "{}", .info = "{}"};
+    assert_int_equal(store_node_put(f->st, &n), 0);
+    run_job(f, 1, "vision", "high", 4, 1, "gpu01", 0, 500, 0, "", "");
+    run_job(f, 2, "nlp", "low", 2, 1, "gpu01", 0, 500, 0, "", "");
+    for (int64_t t = 1000; t <= 5000; t += 1000) {
+        for (uint64_t job = 1; job <= 2; job++) {
+            struct store_usage_point p = {.job = job, .run = 1, .node = "gpu01", .time_ms = t,
+                                          .cpu_ms = -1, .mem_bytes = -1, .mem_peak_bytes = -1,
+                                          .io_read_bytes = -1, .io_write_bytes = -1,
+                                          .gpu_util = job == 1 ? 2 : 50, .gpu_mem_mb = -1,
+                                          .gpu_power_mw = -1, .gpu_temp_c = -1, .gpu_errors = -1};
+            assert_int_equal(store_usage_add(f->st, &p, "declared", 5, NULL), 0);
+        }
+    }
+    struct idle_sum u = {0};
+    /* job 1: idle 4000 ms (the spans between its samples) x 4 GPUs, all inside */
+    assert_int_equal(store_report_idle(f->st, STORE_BY_PROJECT, 0, 10000, idle_sum_cb, &u), 0);
+    assert_string_equal(u.keys, "vision=16000;");
+    /* half of its span [1000, 5000] inside [3000, 10000) */
+    memset(&u, 0, sizeof u);
+    assert_int_equal(store_report_idle(f->st, STORE_BY_GPU_TYPE, 3000, 10000, idle_sum_cb, &u), 0);
+    assert_string_equal(u.keys, "H100=8000;");
+    /* a window after its last sample: nothing */
+    memset(&u, 0, sizeof u);
+    assert_int_equal(store_report_idle(f->st, STORE_BY_PROJECT, 6000, 10000, idle_sum_cb, &u), 0);
+    assert_int_equal(u.ms, 0);
+}
+
 /* GPU time is each run's part inside the window, in device-milliseconds, exactly. */
 static void report_usage_clips_runs(void **state)
 {
@@ -1325,6 +1373,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup, teardown),
         cmocka_unit_test_setup_teardown(runs_and_live_credentials, setup, teardown),
         cmocka_unit_test_setup_teardown(report_usage_clips_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(report_idle_from_summaries, setup, teardown),
         cmocka_unit_test_setup_teardown(report_waits_and_outcomes, setup, teardown),
         cmocka_unit_test_setup_teardown(alert_history_and_silences, setup, teardown),
     };
