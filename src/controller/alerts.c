@@ -86,7 +86,13 @@ static struct ctl_alerts *alerts_of(struct ctl *c)
         proto_alerts_defaults(&c->alerts->cfg);
         c->alerts->eval = xnonnull(alert_eval_create(), "alerts");
         pthread_mutex_init(&c->alerts->mu, NULL);
-        pthread_cond_init(&c->alerts->cv, NULL);
+        /* the delivery thread waits until a CLOCK_MONOTONIC time: the condition must use
+         * that clock (the default, CLOCK_REALTIME, read it as 1970 and never waited) */
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&c->alerts->cv, &ca);
+        pthread_condattr_destroy(&ca);
     }
     return c->alerts;
 }
