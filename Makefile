@@ -6,15 +6,22 @@
 # npm ci && npm run build in console/; docs/console.md)
 #   make bench  the benchmarks (numbers go to bench/RESULTS.md by hand, with date and machine)
 #   make fuzz   every fuzzer for FUZZ_SECONDS each (default 60)
+#   make install   docketd, docket-node, docket, docket-sim, the man page, bash completion,
+#               systemd units, logrotate, docs and examples, and /etc/docket/*.yaml (kept
+#               when present) under PREFIX (default /usr/local; SYSCONFDIR /etc), into
+#               DESTDIR when set: meson install (docs/operations.md)
 #   make install-slurm-compat   sbatch, srun, squeue, scancel, scontrol, sinfo, sacct as links to the
-#               docket CLI in SLURM_COMPAT_DIR (default /usr/local/bin): only on request, so
-#               they never shadow a real Slurm (docs/slurm.md)
+#               docket CLI in SLURM_COMPAT_DIR (default PREFIX/bin), the installed one after
+#               `make install`: only on request, so they never shadow a real Slurm (docs/slurm.md)
 BUILD      ?= build
 TESTBUILD  ?= build-test
 FUZZ_SECONDS ?= 60
-SLURM_COMPAT_DIR ?= /usr/local/bin
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+DESTDIR    ?=
+SLURM_COMPAT_DIR ?= $(PREFIX)/bin
 
-.PHONY: all build demo demo-stop test unit system fuzz bench clean deps test-deps install-slurm-compat
+.PHONY: all build demo demo-stop test unit system fuzz bench clean deps test-deps install install-slurm-compat
 
 all: build
 
@@ -44,11 +51,20 @@ fuzz: test-deps
 bench: build
 	@scripts/run-bench.sh
 
+install: build
+	@meson configure $(BUILD) -Dprefix=$(PREFIX) -Dsysconfdir=$(SYSCONFDIR) >/dev/null
+	@ninja -C $(BUILD) >/dev/null
+	@meson install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir $(abspath $(DESTDIR)))
+
+# The links point at the installed docket when `make install` put one in PREFIX/bin,
+# else at the build's.
 install-slurm-compat: build
-	@for c in sbatch srun squeue scancel scontrol sinfo sacct; do \
-		if [ -e $(SLURM_COMPAT_DIR)/$$c ] && [ ! -L $(SLURM_COMPAT_DIR)/$$c ]; then \
+	@target=$(PREFIX)/bin/docket; [ -x $(DESTDIR)$$target ] || target=$(abspath $(BUILD))/src/cli/docket; \
+	mkdir -p $(DESTDIR)$(SLURM_COMPAT_DIR); \
+	for c in sbatch srun squeue scancel scontrol sinfo sacct; do \
+		if [ -e $(DESTDIR)$(SLURM_COMPAT_DIR)/$$c ] && [ ! -L $(DESTDIR)$(SLURM_COMPAT_DIR)/$$c ]; then \
 			echo "$(SLURM_COMPAT_DIR)/$$c exists and is not ours: left alone"; continue; fi; \
-		ln -sf $(abspath $(BUILD))/src/cli/docket $(SLURM_COMPAT_DIR)/$$c && echo "$(SLURM_COMPAT_DIR)/$$c -> docket"; \
+		ln -sf $$target $(DESTDIR)$(SLURM_COMPAT_DIR)/$$c && echo "$(SLURM_COMPAT_DIR)/$$c -> $$target"; \
 	done
 
 clean:

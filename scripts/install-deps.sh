@@ -3,7 +3,10 @@
 # As root it uses apt-get; otherwise it prints the command to run. Usage:
 #   scripts/install-deps.sh          build + run dependencies
 #   scripts/install-deps.sh --test   also what the test suite needs (cmocka, bats, clang, jq,
-#                                    chromium for the browser tests: the console, the sim pages)
+#                                    chromium for the browser tests: the console, the sim pages,
+#                                    and the packaging tools below: tests/system/install.bats)
+#   scripts/install-deps.sh --package   the packaging tools only: dpkg-buildpackage with
+#                                    debhelper, lintian, systemd-analyze, logrotate, debootstrap
 # Node.js and npm build the web console (console/, docs/console.md): Debian's nodejs and
 # npm are added only when no node and npm are on PATH already (a newer node, installed
 # some other way, is kept).
@@ -17,11 +20,13 @@ test_pkgs=(libcmocka-dev bats clang libclang-rt-14-dev clang-format sqlite3 bsdu
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     build_pkgs+=(nodejs npm)
 fi
+package_pkgs=(dpkg-dev debhelper fakeroot lintian systemd logrotate debootstrap)
 
 want=("${build_pkgs[@]}")
-if [[ "${1:-}" == "--test" ]]; then
-    want+=("${test_pkgs[@]}")
-fi
+case "${1:-}" in
+--test) want+=("${test_pkgs[@]}" "${package_pkgs[@]}") ;;
+--package) want+=("${package_pkgs[@]}") ;;
+esac
 
 missing=()
 for p in "${want[@]}"; do

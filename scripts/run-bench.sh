@@ -2,12 +2,13 @@
 # Every benchmark, one after the other, on a release build (build-rel/). The figures are
 # printed, not kept: copy them into bench/RESULTS.md with the date and the machine.
 #   scripts/run-bench.sh            all (the agent's need root: real cgroups)
-#   scripts/run-bench.sh core sim   only these: core controller agent cli sim console
+#   scripts/run-bench.sh core sim   only these: core controller agent cli sim console fleet
+# (fleet: 10,000 simulated agents, AGENTS= for fewer; it needs ulimit -n above that)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${BENCH_BUILD:-build-rel}
 want=("$@")
-[[ ${#want[@]} -eq 0 ]] && want=(core controller agent cli sim console)
+[[ ${#want[@]} -eq 0 ]] && want=(core controller agent cli sim console fleet)
 
 if [[ ! -f $B/build.ninja ]]; then
     meson setup "$B" --buildtype=release >/dev/null || exit 1
@@ -29,7 +30,8 @@ for w in "${want[@]}"; do
     cli)        bench/cli/submit_bench.sh "$B" || status=1 ;;
     sim)        bench/sim/run.sh "$B" || status=1 ;;
     console)    scripts/build-console.sh && bench/console/run.sh "$B" || status=1 ;;
-    *)          echo "unknown benchmark '$w' (core controller agent cli sim console)" >&2; status=2 ;;
+    fleet)      bench/fleet/run.sh "$B" || status=1 ;;
+    *)          echo "unknown benchmark '$w' (core controller agent cli sim console fleet)" >&2; status=2 ;;
     esac
 done
 exit $status

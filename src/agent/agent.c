@@ -162,28 +162,51 @@ static void start_health(struct agent *a)
     a->health_started = clock_mono_ms();
 }
 
-/* The mean utilisation of the job's own GPUs (NVML only; sampled once per round). */
-static void gpu_util(struct agent *a, struct ajob *j, struct agent_usage *u)
+/* The job's GPUs into the sample (and the mean utilisation into the legacy usage):
+ * measured through NVML, declared (a utilisation only when the operator declares one),
+ * or none when the job has no GPU (docs/monitoring.md "Samples"). */
+static void gpu_sample(struct agent *a, struct ajob *j, struct agent_sample *s,
+                       struct agent_usage *u)
 {
-    if (!a->cfg.inv.from_nvml || j->ngpus == 0)
-        return;
+    const struct inventory *inv = &a->cfg.inv;
     int sum = 0, n = 0;
-    for (int i = 0; i < j->ngpus; i++)
-        if (j->gpus[i] < a->cfg.inv.ngpus) {
-            sum += a->cfg.inv.gpus[j->gpus[i]].util;
+    str_copy(s->gpu_source, sizeof s->gpu_source,
+             j->ngpus == 0    ? "none"
+             : inv->from_nvml ? "nvml"
+                              : "declared");
+    for (int i = 0; i < j->ngpus && j->ngpus > 0; i++) {
+        if (j->gpus[i] < 0 || j->gpus[i] >= inv->ngpus)
+            continue;
+        const struct inv_gpu *g = &inv->gpus[j->gpus[i]];
+        if (!inv->from_nvml && g->util < 0)
+            continue; /* declared and nothing declared: no GPU figures at all */
+        struct agent_gpu_sample *o = &s->gpus[s->ngpus++];
+        o->index = j->gpus[i];
+        o->util = g->util;
+        o->mem_used_mb = g->mem_used_mb;
+        o->power_mw = g->power_mw;
+        o->temp_c = g->temp_c;
+        o->ecc_errors = g->ecc_errors;
+        o->xid_errors = g->xid_errors;
+        if (g->util >= 0) {
+            sum += g->util;
             n++;
         }
+    }
     u->gpu_util = n ? sum / n : 0;
 }
 
 static void sample_usage(struct agent *a)
 {
-    inventory_nvml_sample(&a->cfg.inv); /* no-op without NVML */
+    inventory_nvml_sample(&a->cfg.inv);                                  /* no-op without NVML */
+    inventory_declared_util(&a->cfg.inv, a->cfg.declared_gpu_util_file); /* no-op with it */
     for (struct ajob *j = a->jobs; j; j = j->next) {
         if (j->exited || a->cg.mode == CG_NONE)
             continue;
         struct cg_job cg;
-        if (cg_job_init(&cg, &a->cg, a->cfg.name, j->id) < 0 || cg_job_nprocs(&cg) <= 0)
+        struct cg_sample cs;
+        if (cg_job_init(&cg, &a->cg, a->cfg.name, j->id) < 0 || cg_job_nprocs(&cg) <= 0 ||
+            cg_job_sample(&cg, &cs) < 0)
             continue;
         struct agent_event e;
         memset(&e, 0, sizeof e);
@@ -191,9 +214,17 @@ static void sample_usage(struct agent *a)
         e.run = j->run;
         str_copy(e.type, sizeof e.type, "usage");
         e.time_ms = clock_now_ms();
-        e.has_usage = true;
-        cg_job_usage(&cg, &e.usage.cpu_ms, &e.usage.max_rss_mb);
-        gpu_util(a, j, &e.usage);
+        e.has_usage = e.has_sample = true;
+        agent_sample_init(&e.sample);
+        e.sample.interval_ms = a->cfg.usage_interval_ms;
+        e.sample.cpu_ms = cs.cpu_ms;
+        e.sample.mem_bytes = cs.mem_bytes;
+        e.sample.mem_peak_bytes = cs.mem_peak_bytes;
+        e.sample.io_read_bytes = cs.io_read_bytes;
+        e.sample.io_write_bytes = cs.io_write_bytes;
+        e.usage.cpu_ms = cs.cpu_ms < 0 ? 0 : cs.cpu_ms;
+        e.usage.max_rss_mb = cs.mem_peak_bytes < 0 ? 0 : (cs.mem_peak_bytes + (1 << 20) - 1) >> 20;
+        gpu_sample(a, j, &e.sample, &e.usage);
         ag_queue_event(a, agent_event_to_json(&e), 0);
     }
 }
@@ -341,7 +372,7 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
     a->ack_fd = -1;
     a->lease_fd = -1;
     a->health_ok = true;
-    a->wait_ms = 25000;
+    a->wait_ms = 15000;
     if (parse_controller(a, err, errlen) < 0 || ag_tls_init(a, err, errlen) < 0)
         goto fail;
     if (mkdir(cfg->state_dir, 0711) < 0 && errno != EEXIST) {

@@ -38,6 +38,7 @@ struct agent_config {
     char health_check[PATH_MAX]; /* "" = none */
     int64_t health_interval_ms;
     int64_t usage_interval_ms;
+    char declared_gpu_util_file[PATH_MAX]; /* declared GPUs' utilisation, "" = none */
     int64_t log_interval_ms;
     int64_t limit_slack_ms;
     int64_t fence_margin_ms;    /* jobs stop at node_timeout - this without the controller */

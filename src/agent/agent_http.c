@@ -180,6 +180,23 @@ static void renew_lease(struct agent *a)
     a->lease_expired_logged = false;
 }
 
+/* A reply renews the lease to (poll sent) + lease, and the next reply of a quiet node comes
+ * a whole wait later: the lease must outlast two waits, with room for a slow reply. So the
+ * long poll asks for at most a third of the lease (node_timeout - margin); docketd cuts
+ * its own wait the same way (docs/agent.md "Fencing"). */
+static void wait_fit_lease(struct agent *a)
+{
+    int64_t cap = (a->node_timeout_ms - ag_fence_margin(a)) / 3;
+    if (a->node_timeout_ms <= 0 || a->wait_ms <= cap)
+        return;
+    log_warn("heartbeat_wait_capped",
+             "heartbeat_wait_ms=%lld cap_ms=%lld node_timeout_ms=%lld margin_ms=%lld "
+             "effect=\"long polls ask for a third of the fencing lease\"",
+             (long long)a->wait_ms, (long long)cap, (long long)a->node_timeout_ms,
+             (long long)ag_fence_margin(a));
+    a->wait_ms = cap;
+}
+
 static void register_cb(struct evhttp_request *req, void *arg)
 {
     struct agent *a = arg;
@@ -196,14 +213,9 @@ static void register_cb(struct evhttp_request *req, void *arg)
             ag_write_small(a, "credential", buf, 0600);
             a->cred_issued_ms = clock_now_ms();
             a->cred_expires_ms = r.credential_expires_ms;
-            a->wait_ms = r.heartbeat_wait_ms > 0 ? r.heartbeat_wait_ms : 25000;
+            a->wait_ms = r.heartbeat_wait_ms > 0 ? r.heartbeat_wait_ms : 15000;
             a->node_timeout_ms = r.node_timeout_ms;
-            if (a->wait_ms >= a->node_timeout_ms - ag_fence_margin(a))
-                log_warn("fence_too_tight",
-                         "heartbeat_wait_ms=%lld node_timeout_ms=%lld margin_ms=%lld "
-                         "effect=\"a quiet long poll outlasts the lease: jobs would be fenced\"",
-                         (long long)a->wait_ms, (long long)a->node_timeout_ms,
-                         (long long)ag_fence_margin(a));
+            wait_fit_lease(a);
             renew_lease(a);
             a->registered = true;
             a->backoff_ms = 0;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/log.h"
 #include "util/str.h"
 
 static const char *const ctrl_names[CG_NCTRL] = {"memory", "cpu",     "cpuacct",
@@ -151,6 +152,8 @@ int cg_detect(const char *root, struct cg_layout *out, char *err, size_t errlen)
     char dev[PATH_MAX];
     out->v1_devices = join(dev, sizeof dev, root, "devices") == 0 &&
                       join(path, sizeof path, dev, "devices.deny") == 0 && is_file(path);
+    out->v1_blkio = join(dev, sizeof dev, root, "blkio") == 0 &&
+                    join(path, sizeof path, dev, "cgroup.procs") == 0 && is_file(path);
     return 0;
 }
 
@@ -169,6 +172,8 @@ static int fill(struct cg_job *cg, const struct cg_layout *l, const char *rel)
     for (int c = 0; c < cg->ndirs; c++)
         if (snprintf(cg->dir[c], PATH_MAX, "%s/%s/%s", l->root, ctrl_names[c], rel) >= PATH_MAX)
             return -ENAMETOOLONG;
+    if (l->v1_blkio && snprintf(cg->io, PATH_MAX, "%s/blkio/%s", l->root, rel) >= PATH_MAX)
+        return -ENAMETOOLONG;
     return 0;
 }
 
@@ -195,6 +200,8 @@ int cg_job_rename(const struct cg_job *from, const struct cg_job *to, char *err,
     for (int i = 0; i < from->ndirs; i++)
         if (rename(from->dir[i], to->dir[i]) < 0)
             return fail(err, errlen, -errno, "rename cgroup", from->dir[i]);
+    if (from->io[0] && to->io[0] && rename(from->io, to->io) < 0 && errno != ENOENT)
+        return fail(err, errlen, -errno, "rename cgroup", from->io);
     return 0;
 }
 
@@ -425,6 +432,16 @@ int cg_job_create(const struct cg_job *cg, int64_t mem_mb, int cpus, char *err, 
             return rc;
         }
     }
+    if (cg->io[0]) { /* counted only: a job runs without it */
+        const char *d = strstr(cg->io, "/docket/");
+        char stop[PATH_MAX];
+        size_t n = d ? (size_t)(d - cg->io) : 0;
+        memcpy(stop, cg->io, n);
+        stop[n] = '\0';
+        if (!d || mkdirs(cg->io, stop, false) < 0)
+            log_debug("cgroup_io", "dir=\"%s\" reason=\"cannot create: IO is not counted\"",
+                      cg->io);
+    }
     int rc = cg_job_set_limits(cg, mem_mb, cpus, err, errlen);
     if (rc < 0)
         cg_job_remove(cg);
@@ -442,6 +459,8 @@ int cg_job_attach(const struct cg_job *cg, pid_t pid, char *err, size_t errlen)
         if (rc < 0)
             return fail(err, errlen, rc, "write", path);
     }
+    if (cg->io[0] && join(path, sizeof path, cg->io, "cgroup.procs") == 0)
+        (void)write_file(path, val); /* counted only (cg_job_create) */
     return 0;
 }
 
@@ -609,6 +628,58 @@ int cg_job_usage(const struct cg_job *cg, int64_t *cpu_ms, int64_t *peak_mb)
     return 0;
 }
 
+/* Sum the bytes of `rkey`/`wkey` over every device line of an IO stats file: v2 io.stat
+ * ("8:0 rbytes=1 wbytes=2 ...") when `eq`, v1 blkio ("8:0 Read 1", "8:0 Write 2"). */
+static int io_sum(const char *dir, const char *file, bool eq, int64_t *rd, int64_t *wr)
+{
+    char path[PATH_MAX], buf[16384];
+    if (join(path, sizeof path, dir, file) < 0 || read_file(path, buf, sizeof buf) < 0)
+        return -ENOENT;
+    *rd = *wr = 0;
+    for (char *line = buf, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *dev = line, *rest = strchr(line, ' ');
+        if (!rest || !strchr(dev, ':') || strchr(dev, ':') > rest)
+            continue; /* "Total N" */
+        if (eq) {
+            const char *r = strstr(rest, " rbytes="), *w = strstr(rest, " wbytes=");
+            *rd += r ? strtoll(r + 8, NULL, 10) : 0;
+            *wr += w ? strtoll(w + 8, NULL, 10) : 0;
+        } else if (strncmp(rest, " Read ", 6) == 0) {
+            *rd += strtoll(rest + 6, NULL, 10);
+        } else if (strncmp(rest, " Write ", 7) == 0) {
+            *wr += strtoll(rest + 7, NULL, 10);
+        }
+    }
+    return 0;
+}
+
+int cg_job_sample(const struct cg_job *cg, struct cg_sample *out)
+{
+    int64_t cpu;
+    out->io_read_bytes = out->io_write_bytes = -1;
+    if (cg->mode == CG_V2) {
+        int64_t us = read_key(cg->dir[0], "cpu.stat", "usage_usec");
+        cpu = us >= 0 ? us / 1000 : -1;
+        out->mem_bytes = read_num(cg->dir[0], "memory.current");
+        out->mem_peak_bytes = read_num(cg->dir[0], "memory.peak");
+        if (io_sum(cg->dir[0], "io.stat", true, &out->io_read_bytes, &out->io_write_bytes) < 0)
+            out->io_read_bytes = out->io_write_bytes = -1;
+    } else {
+        int64_t ns = read_num(cg->dir[CG_CPUACCT], "cpuacct.usage");
+        cpu = ns >= 0 ? ns / 1000000 : -1;
+        out->mem_bytes = read_num(cg->dir[CG_MEMORY], "memory.usage_in_bytes");
+        out->mem_peak_bytes = read_num(cg->dir[CG_MEMORY], "memory.max_usage_in_bytes");
+        if (cg->io[0] && io_sum(cg->io, "blkio.throttle.io_service_bytes", false,
+                                &out->io_read_bytes, &out->io_write_bytes) < 0)
+            out->io_read_bytes = out->io_write_bytes = -1;
+    }
+    out->cpu_ms = cpu;
+    return cpu < 0 && out->mem_bytes < 0 ? -ENOENT : 0;
+}
+
 bool cg_job_oom(const struct cg_job *cg)
 {
     if (cg->mode == CG_V2)
@@ -643,6 +714,8 @@ static int remove_tree(const char *dir, int depth)
 int cg_job_remove(const struct cg_job *cg)
 {
     int rc = 0;
+    if (cg->io[0])
+        (void)remove_tree(cg->io, 0); /* counted only: never keeps the job's groups */
     for (int i = cg->ndirs - 1; i >= 0; i--) {
         int r = remove_tree(cg->dir[i], 0);
         if (r < 0 && rc == 0)

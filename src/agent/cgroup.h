@@ -39,6 +39,7 @@ struct cg_layout {
     char v2[PATH_MAX];   /* v2: the unified mount that has controllers */
     bool v2_kill;        /* v2: cgroup.kill exists */
     bool v1_devices;     /* v1: the devices controller is mounted */
+    bool v1_blkio;       /* v1: the blkio controller is mounted (IO bytes of samples) */
 };
 
 struct cg_job {
@@ -46,6 +47,9 @@ struct cg_job {
     bool v2_kill;
     int ndirs;                    /* v2: 1; v1: CG_NCTRL */
     char dir[CG_NCTRL][PATH_MAX]; /* v2 uses dir[0] for everything */
+    /* v1: the job's blkio group ("" when blkio is not mounted). Only counted: made and
+     * joined on a best-effort basis, so a job runs where blkio is unusable. */
+    char io[PATH_MAX];
 };
 
 /* Find which hierarchy to use under `root` (NULL = /sys/fs/cgroup): v2 when ROOT (or
@@ -91,6 +95,15 @@ int cg_job_signal(const struct cg_job *cg, int sig);
 int cg_job_freeze(const struct cg_job *cg, bool frozen);
 /* CPU time in ms and peak memory in MiB (0 when unknown). */
 int cg_job_usage(const struct cg_job *cg, int64_t *cpu_ms, int64_t *peak_mb);
+/* A usage sample of the job's group (docs/monitoring.md "Samples"); -1 where unknown:
+ * v2 cpu.stat usage_usec, memory.current, memory.peak, io.stat rbytes/wbytes summed
+ * over devices; v1 cpuacct.usage, memory.usage_in_bytes, memory.max_usage_in_bytes,
+ * blkio.throttle.io_service_bytes Read/Write summed over devices (the job's io group).
+ * Returns 0, or -ENOENT when the group has no counters at all. */
+struct cg_sample {
+    int64_t cpu_ms, mem_bytes, mem_peak_bytes, io_read_bytes, io_write_bytes;
+};
+int cg_job_sample(const struct cg_job *cg, struct cg_sample *out);
 /* True when the kernel OOM killer killed something in the job. */
 bool cg_job_oom(const struct cg_job *cg);
 /* Remove the groups, nested ones first. -EBUSY while processes remain. Missing groups

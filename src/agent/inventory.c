@@ -33,6 +33,25 @@ typedef int (*nvml_str_fn)(void *, char *, unsigned int);
 typedef int (*nvml_mem_fn)(void *, struct nvml_memory *);
 typedef int (*nvml_util_fn)(void *, struct nvml_util *);
 typedef int (*nvml_minor_fn)(void *, unsigned int *);
+typedef int (*nvml_uint_fn)(void *, unsigned int *);
+typedef int (*nvml_temp_fn)(void *, int, unsigned int *);
+typedef int (*nvml_ecc_fn)(void *, int, int, unsigned long long *);
+/* XID errors arrive as events: nvmlEventData_t as documented */
+struct nvml_event {
+    void *device;
+    unsigned long long type, data;
+    unsigned int gpu_instance, compute_instance;
+};
+typedef int (*nvml_evset_fn)(void **);
+typedef int (*nvml_register_fn)(void *, unsigned long long, void *);
+typedef int (*nvml_wait_fn)(void *, struct nvml_event *, unsigned int);
+enum {
+    NVML_TEMPERATURE_GPU = 0,
+    NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1,
+    NVML_VOLATILE_ECC = 0,
+    NVML_EVENT_XID = 0x8, /* nvmlEventTypeXidCriticalError */
+    NVML_ERROR_TIMEOUT = 10,
+};
 
 struct nvml {
     void *dl;
@@ -43,6 +62,14 @@ struct nvml {
     nvml_mem_fn mem;
     nvml_util_fn util;
     nvml_minor_fn minor; /* optional: the device node's minor number */
+    /* optional, for usage samples (docs/monitoring.md): each missing one reads unknown */
+    nvml_uint_fn power;
+    nvml_temp_fn temp;
+    nvml_ecc_fn ecc;
+    nvml_evset_fn evset_create, evset_free;
+    nvml_register_fn evregister;
+    nvml_wait_fn evwait;
+    void *evset; /* XID events of every GPU, NULL when NVML cannot give them */
     void *dev[INV_MAX_GPUS];
 };
 
@@ -170,6 +197,13 @@ static int nvml_open(struct nvml **out, const char *lib, char *err, size_t errle
     *(void **)&n->mem = sym(dl, "nvmlDeviceGetMemoryInfo", NULL);
     *(void **)&n->util = sym(dl, "nvmlDeviceGetUtilizationRates", NULL);
     *(void **)&n->minor = sym(dl, "nvmlDeviceGetMinorNumber", NULL);
+    *(void **)&n->power = sym(dl, "nvmlDeviceGetPowerUsage", NULL);
+    *(void **)&n->temp = sym(dl, "nvmlDeviceGetTemperature", NULL);
+    *(void **)&n->ecc = sym(dl, "nvmlDeviceGetTotalEccErrors", NULL);
+    *(void **)&n->evset_create = sym(dl, "nvmlEventSetCreate", NULL);
+    *(void **)&n->evset_free = sym(dl, "nvmlEventSetFree", NULL);
+    *(void **)&n->evregister = sym(dl, "nvmlDeviceRegisterEvents", NULL);
+    *(void **)&n->evwait = sym(dl, "nvmlEventSetWait_v2", "nvmlEventSetWait");
     if (!n->init || !n->count || !n->handle || !n->name || !n->uuid || !n->mem) {
         snprintf(err, errlen, "'%s' lacks the NVML entry points needed", lib);
         dlclose(dl);
@@ -191,10 +225,43 @@ static void nvml_close(struct nvml *n)
 {
     if (!n)
         return;
+    if (n->evset && n->evset_free)
+        n->evset_free(n->evset);
     if (n->shutdown)
         n->shutdown();
     dlclose(n->dl);
     free(n);
+}
+
+/* Register every GPU for XID events; a GPU that cannot be registered reads unknown. */
+static void xid_watch(struct inventory *inv)
+{
+    struct nvml *n = inv->nvml;
+    for (int i = 0; i < inv->ngpus; i++)
+        inv->gpus[i].xid_errors = -1;
+    if (!n->evset_create || !n->evregister || !n->evwait || n->evset_create(&n->evset) != 0) {
+        n->evset = NULL;
+        return;
+    }
+    for (int i = 0; i < inv->ngpus; i++)
+        if (n->evregister(n->dev[i], NVML_EVENT_XID, n->evset) == 0)
+            inv->gpus[i].xid_errors = 0;
+}
+
+/* Count the XID events waiting (a bounded number per sample, without blocking). */
+static void xid_drain(struct inventory *inv)
+{
+    struct nvml *n = inv->nvml;
+    struct nvml_event ev;
+    for (int k = 0; n->evset && k < 1024; k++) {
+        memset(&ev, 0, sizeof ev);
+        if (n->evwait(n->evset, &ev, 0) != 0)
+            break;
+        for (int i = 0; i < inv->ngpus; i++)
+            if (n->dev[i] == ev.device && inv->gpus[i].xid_errors >= 0 &&
+                (ev.type & NVML_EVENT_XID))
+                inv->gpus[i].xid_errors++;
+    }
 }
 
 int inventory_nvml(struct inventory *inv, const char *lib, char *err, size_t errlen)
@@ -237,6 +304,7 @@ int inventory_nvml(struct inventory *inv, const char *lib, char *err, size_t err
     }
     inv->nvml = n;
     inv->from_nvml = true;
+    xid_watch(inv);
     if (inv->ngpus > 0)
         inventory_type_from_name(inv->gpus[0].name, inv->gpus[0].mem_mb, inv->gpu_type,
                                  sizeof inv->gpu_type);
@@ -256,8 +324,35 @@ int inventory_nvml_sample(struct inventory *inv)
             inv->gpus[i].util = (int)u.gpu;
         if (n->mem(n->dev[i], &m) == 0)
             inv->gpus[i].mem_used_mb = (int64_t)(m.used / (1024 * 1024));
+        unsigned int mw = 0, t = 0;
+        unsigned long long ecc = 0;
+        inv->gpus[i].power_mw = n->power && n->power(n->dev[i], &mw) == 0 ? (int64_t)mw : -1;
+        inv->gpus[i].temp_c =
+            n->temp && n->temp(n->dev[i], NVML_TEMPERATURE_GPU, &t) == 0 ? (int)t : -1;
+        inv->gpus[i].ecc_errors = n->ecc && n->ecc(n->dev[i], NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                                                   NVML_VOLATILE_ECC, &ecc) == 0
+                                      ? (int64_t)ecc
+                                      : -1;
     }
+    xid_drain(inv);
     return 0;
+}
+
+int inventory_declared_util(struct inventory *inv, const char *path)
+{
+    char buf[32];
+    int util = -1;
+    FILE *f = path && *path ? fopen(path, "re") : NULL;
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+        if (parse_int(str_trim(buf), 0, 100, &util) < 0)
+            util = -1;
+    }
+    for (int i = 0; !inv->from_nvml && i < inv->ngpus; i++)
+        inv->gpus[i].util = util;
+    return util;
 }
 
 int inventory_declare(struct inventory *inv, const char *decl, char *err, size_t errlen)
@@ -283,6 +378,9 @@ int inventory_declare(struct inventory *inv, const char *decl, char *err, size_t
         inv->gpus[i].index = i;
         inv->gpus[i].minor = i;
         inv->gpus[i].mem_mb = mem;
+        inv->gpus[i].util = inv->gpus[i].temp_c = -1; /* declared GPUs measure nothing */
+        inv->gpus[i].mem_used_mb = inv->gpus[i].power_mw = -1;
+        inv->gpus[i].ecc_errors = inv->gpus[i].xid_errors = -1;
         str_copy(inv->gpus[i].name, sizeof inv->gpus[i].name, type);
     }
     return 0;

@@ -21,8 +21,13 @@ struct inv_gpu {
     char name[96]; /* "NVIDIA H100 80GB HBM3", or the declared type */
     char uuid[96]; /* "GPU-..." or "" for declared GPUs */
     int64_t mem_mb;
-    int util;            /* percent, last sample (NVML only) */
+    int util;            /* percent, last sample (NVML, or declared: -1 = none) */
     int64_t mem_used_mb; /* NVML only */
+    /* NVML only, -1 = unknown: power (mW), temperature (C), volatile uncorrected ECC
+     * errors, XID events counted since the agent started */
+    int64_t power_mw;
+    int temp_c;
+    int64_t ecc_errors, xid_errors;
 };
 
 struct nvml; /* the dlopen'd library, opaque */
@@ -48,6 +53,12 @@ int64_t inventory_parse_meminfo(const char *text);
 int inventory_nvml(struct inventory *inv, const char *lib, char *err, size_t errlen);
 /* Refresh utilisation and memory used of every NVML GPU (no-op when declared). */
 int inventory_nvml_sample(struct inventory *inv);
+/* Declared GPUs: their utilisation as the operator declares it (docs/monitoring.md):
+ * the file `path` holds one integer 0..100 for every GPU of the node, read at each
+ * sample; no file, or anything else in it, is -1 (no utilisation: "declared GPUs report
+ * none"). This declares a resource of a machine without NVIDIA hardware, so the idle
+ * rules can be exercised there. Returns the value set (no-op with NVML). */
+int inventory_declared_util(struct inventory *inv, const char *path);
 /* A type name for the controller from an NVML name: "NVIDIA H100 80GB HBM3" ->
  * "H100-80GB"; unknown shapes keep their words joined by '-'. */
 void inventory_type_from_name(const char *name, int64_t mem_mb, char *out, size_t len);

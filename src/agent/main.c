@@ -58,7 +58,11 @@ static const char usage_text[] =
     "  --allow-root-jobs       allow jobs to run as root\n"
     "  --health-check PATH     run PATH periodically; non-zero exit marks the node UNHEALTHY\n"
     "  --health-interval DUR   how often (default 30s)\n"
-    "  --usage-interval DUR    how often to report job usage (default 10s)\n"
+    "  --usage-interval DUR    how often to sample and report job usage (default 10s,\n"
+    "                          at most 10m)\n"
+    "  --declared-gpu-util-file PATH\n"
+    "                          declared GPUs (--gpus): a file holding their utilisation,\n"
+    "                          0..100, read at each sample (default: none reported)\n"
     "  --log-interval DUR      how often to look for new job output (default 100ms)\n"
     "  --limit-slack DUR       the local time limit trails the controller's (default 1s)\n"
     "  --fence-margin DUR      jobs are stopped once the controller has not been heard\n"
@@ -118,6 +122,7 @@ enum opt {
     O_HEALTH,
     O_HEALTH_INT,
     O_USAGE_INT,
+    O_DECL_UTIL,
     O_LOG_INT,
     O_SLACK,
     O_FENCE,
@@ -155,6 +160,7 @@ static const struct option longopts[] = {
     {"health-check", 1, NULL, O_HEALTH},
     {"health-interval", 1, NULL, O_HEALTH_INT},
     {"usage-interval", 1, NULL, O_USAGE_INT},
+    {"declared-gpu-util-file", 1, NULL, O_DECL_UTIL},
     {"log-interval", 1, NULL, O_LOG_INT},
     {"limit-slack", 1, NULL, O_SLACK},
     {"fence-margin", 1, NULL, O_FENCE},
@@ -359,6 +365,13 @@ static int build_config(struct settings *s, struct agent_config *c)
         (rc = duration(v[O_SLACK], "limit-slack", 1000, 0, &c->limit_slack_ms)) ||
         (rc = duration(v[O_FENCE], "fence-margin", 10000, 100, &c->fence_margin_ms)))
         return rc;
+    if (c->usage_interval_ms > 600000)
+        return die("bad --usage-interval '%s' (at most 10m)", v[O_USAGE_INT]);
+    if (v[O_DECL_UTIL] && !v[O_GPUS])
+        return die("--declared-gpu-util-file %s", "needs declared GPUs (--gpus)");
+    if (v[O_DECL_UTIL] &&
+        str_copy(c->declared_gpu_util_file, sizeof c->declared_gpu_util_file, v[O_DECL_UTIL]) < 0)
+        return die("--declared-gpu-util-file %s", "is too long");
     int64_t mb = 1024;
     if (v[O_LOGLIMIT] && (parse_size_mb(v[O_LOGLIMIT], &mb) < 0 || mb <= 0))
         return die("bad --log-limit '%s' (e.g. 512M)", v[O_LOGLIMIT]);

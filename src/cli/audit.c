@@ -138,7 +138,6 @@ int cmd_audit(struct cli *c, int argc, char **argv)
     static const char *const keys[] = {"", "actor", "action", "target"};
     struct cli_args a;
     struct dbuf path;
-    json_t *reply = NULL;
     int limit = 50;
     int rc = cli_parse_args(c, argc, argv, audit_opts, 0, &a);
 
@@ -176,10 +175,9 @@ int cmd_audit(struct cli *c, int argc, char **argv)
             dbuf_printf(&path, "%s=%s&", keys[a.ids[i]], esc);
         }
     }
-    if (rc == CLI_CONTINUE) {
-        dbuf_printf(&path, "limit=%d", limit);
-        rc = cli_call(c, "GET", path.data, NULL, &reply);
-    }
+    json_t *reply = NULL;
+    if (rc == CLI_CONTINUE) /* (the path ends in '?' or '&': cli_get_pages adds to it) */
+        rc = cli_get_pages(c, path.data, "entries", limit, &reply);
     dbuf_release(&path);
     if (rc)
         return rc;

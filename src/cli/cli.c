@@ -42,6 +42,9 @@ const struct cli_verb cli_verbs[] = {
     {"token", cmd_token, "API tokens: create, list, revoke, rotate-admin", cmd_token_usage},
     {"secret", cmd_secret, "a project's secrets: set, list, rm", cmd_secret_usage},
     {"audit", cmd_audit, "the audit trail of changes", cmd_audit_usage},
+    {"alerts", cmd_alerts, "alerts firing; history, silence, silences, unsilence",
+     cmd_alerts_usage},
+    {"report", cmd_report, "usage and capacity reports (csv, json, html)", cmd_report_usage},
     {"sbatch", cmd_sbatch, "submit a batch script with Slurm's sbatch options (docs/slurm.md)",
      cmd_sbatch_usage},
     {"help", cmd_help, "help on docket or on one verb", cmd_help_usage},
@@ -315,6 +318,46 @@ int cli_call(struct cli *c, const char *method, const char *path, json_t *body, 
     if (!*reply)
         return cli_fail(c, "docketd sent a reply that is not JSON (%s)", jerr.text);
     return 0;
+}
+
+int cli_get_pages(struct cli *c, const char *path, const char *key, long max, json_t **list)
+{
+    char after[64] = "";
+    int rc = 0;
+    json_t *items = json_array();
+
+    *list = NULL;
+    while (max < 1 || (long)json_array_size(items) < max) {
+        char url[8192];
+        long want = max < 1 ? 10000 : max - (long)json_array_size(items);
+        json_t *reply = NULL, *page;
+        const char *next;
+        size_t pl = strlen(path);
+        const char *sep = pl && strchr("?&", path[pl - 1]) ? "" : strchr(path, '?') ? "&" : "?";
+        int n = snprintf(url, sizeof(url), "%s%slimit=%ld%s%s", path, sep,
+                         want > 10000 ? 10000 : want, after[0] ? "&after=" : "", after);
+        if (n < 0 || (size_t)n >= sizeof(url)) {
+            rc = cli_usage_error(c, "filters too long");
+            break;
+        }
+        if ((rc = cli_call(c, "GET", url, NULL, &reply)))
+            break;
+        page = json_object_get(reply, key);
+        if (json_is_array(page))
+            json_array_extend(items, page);
+        next = json_string_value(json_object_get(reply, "next"));
+        bool more = next && next[0] && json_array_size(page) > 0 &&
+                    strspn(next, "0123456789") == strlen(next) &&
+                    snprintf(after, sizeof(after), "%s", next) < (int)sizeof(after);
+        json_decref(reply);
+        if (!more)
+            break;
+    }
+    if (rc == 0)
+        *list = json_pack("{s:o}", key, items);
+    else
+        json_decref(items);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------------------ */

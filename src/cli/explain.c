@@ -15,7 +15,8 @@ const char cmd_explain_usage[] =
     "Why is this job waiting? Its reason and a sentence, its position in its tier and\n"
     "overall, the parts of its priority, the limit or the jobs ahead that block it,\n"
     "the nodes that could fit it and when it is expected to start. For a running job:\n"
-    "whether it can be preempted, by which tiers, and when it becomes protected.\n";
+    "whether it can be preempted, by which tiers, when it becomes protected, and\n"
+    "when its GPUs were last busy (from its usage samples).\n";
 
 static void kv(struct cli *c, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -126,6 +127,39 @@ static void print_running(struct cli *c, const json_t *r)
     kv(c, "ends", "%s (time limit)", d);
 }
 
+/* A running job's usage: when its GPUs were last busy, or that nothing says so. */
+static void print_usage(struct cli *c, const json_t *u)
+{
+    char a[32], b[32];
+    const json_t *rule = json_object_get(u, "idle_rule");
+    int below = (int)jint(u, "gpu_util_below", 5);
+    if (!json_is_object(u))
+        return;
+    if (jint(u, "samples", 0) == 0) {
+        kv(c, "busy", "no usage samples yet");
+        return;
+    }
+    if (jint(u, "gpu_samples", 0) == 0) {
+        kv(c, "busy", "no GPU utilisation in its samples (%s)",
+           !strcmp(jstr(u, "gpu_source"), "declared") ? "declared GPUs report none" : "no GPUs");
+        return;
+    }
+    fmt_when(jint(u, "last_busy_ms", 0), c->now_ms, a, sizeof(a));
+    if (jint(u, "last_busy_ms", 0) > 0)
+        kv(c, "busy", "GPUs last busy (%d%% or more) %s", below, a);
+    else
+        kv(c, "busy", "GPUs never at %d%% or more in its samples", below);
+    if (jint(u, "idle_since_ms", 0) > 0) {
+        fmt_when(jint(u, "idle_since_ms", 0), c->now_ms, a, sizeof(a));
+        kv(c, "idle", "under %d%% since %s%s", below, a,
+           jint(u, "idle_flagged_ms", 0) > 0 ? " (flagged by its class's idle rule)" : "");
+    }
+    if (json_is_object(rule)) {
+        fmt_duration(jint(rule, "for_ms", 0), b, sizeof(b));
+        kv(c, "idle rule", "under %d%% for %s: %s", below, b, jstr(rule, "action"));
+    }
+}
+
 static void print_explain(struct cli *c, const json_t *e)
 {
     const json_t *pos = json_object_get(e, "position");
@@ -178,6 +212,7 @@ static void print_explain(struct cli *c, const json_t *e)
         kv(c, "starving", "not yet; the starvation guard reserves for it %s", when);
     }
     print_running(c, json_object_get(e, "running"));
+    print_usage(c, json_object_get(e, "usage"));
     print_nodes(c, e);
     print_ahead(c, json_object_get(e, "ahead"));
 }

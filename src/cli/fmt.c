@@ -250,6 +250,50 @@ bool fmt_use_color(int fd)
     return isatty(fd);
 }
 
+static bool names_utf8(const char *v)
+{
+    for (; v && *v; v++)
+        if ((v[0] == 'U' || v[0] == 'u') && (v[1] == 'T' || v[1] == 't') &&
+            (v[2] == 'F' || v[2] == 'f') && (v[3] == '8' || (v[3] == '-' && v[4] == '8')))
+            return true;
+    return false;
+}
+
+bool fmt_use_utf8(int fd)
+{
+    const char *term = getenv("TERM");
+    const char *vars[] = {"LC_ALL", "LC_CTYPE", "LANG"};
+    if (!term || !strcmp(term, "dumb") || !isatty(fd))
+        return false;
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && v[0])
+            return names_utf8(v);
+    }
+    return false;
+}
+
+void fmt_spark(const double *v, int n, double max, bool utf8, char *buf, size_t len)
+{
+    static const char *const blocks[8] = {"\u2581", "\u2582", "\u2583", "\u2584",
+                                          "\u2585", "\u2586", "\u2587", "\u2588"};
+    static const char ascii[8] = {'_', '.', '-', '=', '+', '*', '#', '@'};
+    size_t at = 0;
+    if (len == 0)
+        return;
+    for (int i = 0; i < n; i++) {
+        int k = max > 0 ? (int)(v[i] / max * 7.0 + 0.5) : 0;
+        k = k < 0 ? 0 : k > 7 ? 7 : k;
+        const char *cell = v[i] < 0 ? " " : utf8 ? blocks[k] : (const char[2]){ascii[k], 0};
+        size_t cl = strlen(cell);
+        if (at + cl + 1 > len)
+            break;
+        memcpy(buf + at, cell, cl);
+        at += cl;
+    }
+    buf[at] = '\0';
+}
+
 const char *fmt_color_on(enum fmt_color c)
 {
     switch (c) {

@@ -53,6 +53,14 @@ const char *fmt_color_off(void);
 /* The colour of a job or node state name ("RUNNING" green, "FAILED" red ...). */
 enum fmt_color fmt_state_color(const char *state);
 
+/* Whether `fd` takes UTF-8 drawing (sparklines): a terminal, TERM != dumb, and the
+ * locale's variables (LC_ALL, else LC_CTYPE, else LANG) name UTF-8. */
+bool fmt_use_utf8(int fd);
+/* A sparkline of v[0..n-1] scaled to 0..max into buf: one cell per value, Unicode blocks
+ * ("▁▂▃▄▅▆▇█") when utf8, else ASCII levels ("_.-=+*#@"); a value < 0 (unknown) is a
+ * space. Cut to fit len (NUL-terminated). */
+void fmt_spark(const double *v, int n, double max, bool utf8, char *buf, size_t len);
+
 /* "3m ago" / "in ~2h" / "just now", or "-" when then_ms <= 0. */
 void fmt_when(int64_t then_ms, int64_t now_ms, char *buf, size_t len);
 /* "1h30m" from milliseconds, or "-" when ms < 0. */

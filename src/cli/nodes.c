@@ -118,9 +118,9 @@ static int list(struct cli *c, const struct cli_args *a)
         return cli_usage_error(c, "bad node name '%.60s'", a->pos[0]);
     if (a->npos == 1)
         snprintf(path, sizeof(path), "/v1/nodes/%s", a->pos[0]);
-    else
-        snprintf(path, sizeof(path), "/v1/nodes");
-    if ((rc = cli_call(c, "GET", path, NULL, &reply)))
+    rc = a->npos == 1 ? cli_call(c, "GET", path, NULL, &reply)
+                      : cli_get_pages(c, "/v1/nodes", "nodes", 0, &reply);
+    if (rc)
         return rc;
     if (c->json)
         cli_print_json(c, reply);

@@ -56,48 +56,25 @@ static void add_param(struct dbuf *b, const char *key, const char *value)
 
 int jobs_fetch(struct cli *c, const struct jobs_query *q, json_t **jobs)
 {
-    char after[512] = "";
-    int rc = 0;
+    struct dbuf path;
+    int rc;
 
-    *jobs = json_array();
-    while ((long)json_array_size(*jobs) < q->limit) {
-        struct dbuf path;
-        json_t *reply = NULL, *page;
-        long want = q->limit - (long)json_array_size(*jobs);
-        const char *next;
-
-        dbuf_init(&path, 8192);
-        dbuf_puts(&path, "/v1/jobs");
-        add_param(&path, "state", q->state);
-        add_param(&path, "project", q->project);
-        add_param(&path, "user", q->user);
-        add_param(&path, "tier", q->tier);
-        add_param(&path, "class", q->class_name);
-        add_param(&path, "node", q->node);
-        add_param(&path, "name", q->name);
-        add_param(&path, "order", q->desc ? "desc" : NULL);
-        add_param(&path, "after", after[0] ? after : NULL);
-        dbuf_printf(&path, "%climit=%ld", strchr(path.data, '?') ? '&' : '?',
-                    want > 10000 ? 10000 : want);
-        rc = path.failed ? cli_usage_error(c, "filters too long")
-                         : cli_call(c, "GET", path.data, NULL, &reply);
-        dbuf_release(&path);
-        if (rc)
-            break;
-        page = json_object_get(reply, "jobs");
-        json_array_extend(*jobs, json_is_array(page) ? page : json_array());
-        next = json_string_value(json_object_get(reply, "next"));
-        if (!next || !next[0] || json_array_size(page) == 0 ||
-            snprintf(after, sizeof(after), "%s", next) >= (int)sizeof(after)) {
-            json_decref(reply);
-            break;
-        }
-        json_decref(reply);
-    }
-    if (rc) {
-        json_decref(*jobs);
-        *jobs = NULL;
-    }
+    dbuf_init(&path, 8192);
+    dbuf_puts(&path, "/v1/jobs");
+    add_param(&path, "state", q->state);
+    add_param(&path, "project", q->project);
+    add_param(&path, "user", q->user);
+    add_param(&path, "tier", q->tier);
+    add_param(&path, "class", q->class_name);
+    add_param(&path, "node", q->node);
+    add_param(&path, "name", q->name);
+    add_param(&path, "order", q->desc ? "desc" : NULL);
+    json_t *list = NULL;
+    rc = path.failed ? cli_usage_error(c, "filters too long")
+                     : cli_get_pages(c, path.data, "jobs", q->limit, &list);
+    dbuf_release(&path);
+    *jobs = list ? json_incref(json_object_get(list, "jobs")) : NULL;
+    json_decref(list);
     return rc;
 }
 

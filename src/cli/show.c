@@ -1,9 +1,10 @@
 /*
- * show.c - `docket show JOB`: one job's spec, state and allocation, then its events
- * (GET /v1/jobs/ID and /v1/jobs/ID/events).
+ * show.c - `docket show JOB`: one job's spec, state and allocation, its usage (summary
+ * and sparklines) and its events (GET /v1/jobs/ID, /v1/jobs/ID/usage, /v1/jobs/ID/events).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/jobs.h"
 #include "util/dbuf.h"
@@ -13,8 +14,9 @@
 const char cmd_show_usage[] =
     "usage: docket show JOB [--json]\n"
     "\n"
-    "A job's details: spec, state, where it runs, how it ended, and every state\n"
-    "change since submission with its time, node and reason.\n";
+    "A job's details: spec, state, where it runs, how it ended, its usage (CPU,\n"
+    "memory, IO and GPUs, with sparklines of the latest samples), and every state\n"
+    "change since submission with its time, node and reason. --json adds \"usage\".\n";
 
 static void line(struct cli *c, const char *key, const char *value)
 {
@@ -169,10 +171,88 @@ static void print_events(struct cli *c, const json_t *events)
     table_destroy(t);
 }
 
+static void bytes_text(int64_t n, char *buf, size_t len)
+{
+    static const char units[] = "BKMGTP";
+    double v = (double)n;
+    int u = 0;
+    if (n < 0) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f%c" : "%.0f%c", v, units[u]);
+}
+
+/* One sparkline row of the series' `key` (numbers; null is unknown). */
+static void spark_row(struct cli *c, const json_t *series, const char *label, const char *key,
+                      double max, bool utf8)
+{
+    enum { W = 48 };
+    double v[W];
+    char line_buf[W * 3 + 1];
+    size_t n = json_array_size(series), from = n > W ? n - W : 0, k = 0;
+    double top = max;
+    for (size_t i = from; i < n; i++) {
+        json_t *x = json_object_get(json_array_get(series, i), key);
+        v[k] = json_is_number(x) ? json_number_value(x) : -1;
+        if (max <= 0 && v[k] > top)
+            top = v[k];
+        k++;
+    }
+    fmt_spark(v, (int)k, top, utf8, line_buf, sizeof(line_buf));
+    fprintf(c->out, "  %-11s %s\n", label, line_buf);
+}
+
+static void print_usage(struct cli *c, const json_t *u)
+{
+    const json_t *s = json_object_get(u, "summary"), *series = json_object_get(u, "series");
+    char a[32], b[32], d[32];
+    fprintf(c->out, "\nusage:\n");
+    if (!json_is_object(s)) {
+        fprintf(c->out, "  no samples yet (agents sample running jobs every few seconds)\n");
+        return;
+    }
+    bool utf8 = fmt_use_utf8(STDOUT_FILENO);
+    const char *src = jstr(s, "gpu_source");
+    json_t *mean = json_object_get(s, "gpu_util_mean");
+    fprintf(c->out, "  %-11s %.1f s\n", "cpu",
+            json_number_value(json_object_get(s, "cpu_seconds")));
+    bytes_text(jint(s, "mem_peak_bytes", -1), a, sizeof(a));
+    fprintf(c->out, "  %-11s peak %s\n", "memory", a);
+    bytes_text(jint(s, "io_read_bytes", -1), a, sizeof(a));
+    bytes_text(jint(s, "io_write_bytes", -1), b, sizeof(b));
+    fprintf(c->out, "  %-11s read %s, written %s\n", "io", a, b);
+    if (json_is_number(mean)) {
+        fmt_when(jint(s, "last_busy_ms", 0), c->now_ms, a, sizeof(a));
+        fmt_duration((int64_t)(json_number_value(json_object_get(s, "gpu_idle_seconds")) * 1000), b,
+                     sizeof(b));
+        fmt_when(jint(s, "idle_since_ms", 0), c->now_ms, d, sizeof(d));
+        fprintf(c->out, "  %-11s mean %.0f%% (%s), idle %s, last busy %s%s%s\n", "gpus",
+                json_number_value(mean), src, b, a,
+                jint(s, "idle_since_ms", 0) ? ", idle since " : "",
+                jint(s, "idle_since_ms", 0) ? d : "");
+    } else if (!strcmp(src, "declared")) {
+        fprintf(c->out, "  %-11s declared GPUs: no utilisation reported\n", "gpus");
+    }
+    if (json_array_size(series) < 2)
+        return;
+    fprintf(c->out, "  %-11s last %zu %s samples\n", "series",
+            json_array_size(series) < 48 ? json_array_size(series) : (size_t)48,
+            jstr(u, "resolution"));
+    spark_row(c, series, "cpu cores", "cpu_cores", 0, utf8);
+    spark_row(c, series, "memory", "mem_bytes", 0, utf8);
+    if (json_is_number(mean))
+        spark_row(c, series, "gpu util", "gpu_util", 100, utf8);
+}
+
 int cmd_show(struct cli *c, int argc, char **argv)
 {
     struct cli_args a;
-    json_t *job = NULL, *ev = NULL;
+    json_t *job = NULL, *ev = NULL, *use = NULL;
     char path[128];
     int64_t id;
     int rc = cli_parse_args(c, argc, argv, NULL, 1, &a);
@@ -187,17 +267,22 @@ int cmd_show(struct cli *c, int argc, char **argv)
     if ((rc = cli_call(c, "GET", path, NULL, &job)))
         return rc;
     snprintf(path, sizeof(path), "/v1/jobs/%lld/events", (long long)id);
-    rc = cli_call(c, "GET", path, NULL, &ev);
+    rc = cli_get_pages(c, path, "events", 0, &ev);
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/usage", (long long)id);
+    if (rc == 0)
+        rc = cli_call(c, "GET", path, NULL, &use);
     if (rc == 0 && c->json) {
-        json_t *o = json_pack("{s:O?,s:O?}", "job", json_object_get(job, "job"), "events",
-                              json_object_get(ev, "events"));
+        json_t *o = json_pack("{s:O?,s:O?,s:O?}", "job", json_object_get(job, "job"), "events",
+                              json_object_get(ev, "events"), "usage", use);
         cli_print_json(c, o);
         json_decref(o);
     } else if (rc == 0) {
         print_job(c, json_object_get(job, "job"));
+        print_usage(c, use);
         print_events(c, json_object_get(ev, "events"));
     }
     json_decref(job);
     json_decref(ev);
+    json_decref(use);
     return rc;
 }

@@ -88,7 +88,7 @@ static int whole_node(struct cli *c, json_t *spec, bool all)
     const char *type = json_string_value(json_object_get(spec, "gpu_type"));
     json_t *reply = NULL, *nodes;
     int64_t gpus = 0, cpus = 0, mem = 0;
-    int rc = cli_call(c, "GET", "/v1/nodes", NULL, &reply);
+    int rc = cli_get_pages(c, "/v1/nodes", "nodes", 0, &reply);
 
     if (rc)
         return rc;

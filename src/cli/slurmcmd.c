@@ -664,7 +664,7 @@ int cmd_sinfo(struct cli *c, int argc, char **argv)
                                    "shows more)",
                                    argv[i]);
     }
-    if ((rc = cli_call(c, "GET", "/v1/nodes", NULL, &reply)))
+    if ((rc = cli_get_pages(c, "/v1/nodes", "nodes", 0, &reply)))
         return rc;
     const json_t *nodes = json_object_get(reply, "nodes");
     if (per_node) {

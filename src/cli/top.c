@@ -1,7 +1,8 @@
 /*
- * top.c - `docket top`: a live view of the cluster, redrawn every few seconds: GPU
- * utilisation per type, the nodes, the queue by tier and its head. Reads only
- * GET /v1/nodes, /v1/jobs and /v1/tiers. Off a terminal it prints one frame (for scripts).
+ * top.c - `docket top`: a live view of the cluster, redrawn every few seconds: GPUs in
+ * use per type, the nodes with their measured GPU utilisation, each GPU's latest usage
+ * sample, the queue by tier (held jobs apart) and its head. Reads only GET /v1/nodes,
+ * /v1/jobs and /v1/tiers. Off a terminal it prints one frame (for scripts).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <string.h>
@@ -16,9 +17,11 @@
 const char cmd_top_usage[] =
     "usage: docket top [-d SECONDS] [-n FRAMES] [--json]\n"
     "\n"
-    "A live view: GPUs in use per type, nodes, jobs per tier and the head of the\n"
-    "queue, redrawn every 2 seconds (-d) until Ctrl-C, or FRAMES times (-n). When\n"
-    "stdout is not a terminal it prints one frame; --json prints one snapshot.\n";
+    "A live view: GPUs in use per type, nodes with their GPUs' mean utilisation, each\n"
+    "GPU's latest usage sample (utilisation, memory, power, temperature, job), jobs\n"
+    "per tier (running, pending, held) and the head of the queue, redrawn every 2\n"
+    "seconds (-d) until Ctrl-C, or FRAMES times (-n). When stdout is not a terminal it\n"
+    "prints one frame; --json prints one snapshot.\n";
 
 enum { T_DELAY = 1, T_FRAMES };
 
@@ -95,11 +98,81 @@ static int tier_index(const json_t *tiers, const char *name)
     return 1000;
 }
 
-/* One row per node (the first `max`), with its GPUs in use. */
+/* The mean utilisation of a node's sampled GPUs into buf ("-" when none reported). */
+static void node_util(const json_t *node, char *buf, size_t len)
+{
+    const json_t *gpus = json_object_get(json_object_get(node, "gpu_usage"), "gpus");
+    int64_t sum = 0, n = 0;
+    size_t i;
+    json_t *g;
+
+    json_array_foreach(gpus, i, g) {
+        if (json_is_integer(json_object_get(g, "util"))) {
+            sum += jint(g, "util", 0);
+            n++;
+        }
+    }
+    if (n)
+        snprintf(buf, len, "%lld%%", (long long)(sum / n));
+    else
+        snprintf(buf, len, "-");
+}
+
+/* One row per sampled GPU (the first `max`): its latest utilisation, memory, power,
+ * temperature and job. Returns the rows printed. */
+static int gpu_rows(struct cli *c, const json_t *nodes, int max)
+{
+    static const char *const h[] = {"NODE", "GPU", "JOB", "UTIL", "MEM", "POWER", "TEMP", "SOURCE"};
+    struct table *t = table_create(h, 8);
+    size_t i, k;
+    json_t *n, *g;
+    int rows = 0;
+
+    if (!t)
+        return 0;
+    json_array_foreach(nodes, i, n) {
+        const json_t *u = json_object_get(n, "gpu_usage");
+        json_array_foreach(json_object_get(u, "gpus"), k, g) {
+            char mem[32];
+            if (rows++ >= max)
+                continue;
+            fmt_size(jint(g, "mem_used_mb", -1), mem, sizeof(mem));
+            table_row(t);
+            table_cell(t, FMT_PLAIN, "%s", jstr(n, "name"));
+            table_cell(t, FMT_PLAIN, "%lld", (long long)jint(g, "index", 0));
+            table_cell(t, FMT_PLAIN, "%lld", (long long)jint(g, "job", 0));
+            if (json_is_integer(json_object_get(g, "util")))
+                table_cell(t, jint(g, "util", 0) < 5 ? FMT_YELLOW : FMT_PLAIN, "%lld%%",
+                           (long long)jint(g, "util", 0));
+            else
+                table_cell(t, FMT_DIM, "-");
+            table_cell(t, FMT_PLAIN, "%s", mem);
+            if (json_is_number(json_object_get(g, "power_w")))
+                table_cell(t, FMT_PLAIN, "%.0fW", json_number_value(json_object_get(g, "power_w")));
+            else
+                table_cell(t, FMT_PLAIN, "-");
+            if (json_is_integer(json_object_get(g, "temp_c")))
+                table_cell(t, FMT_PLAIN, "%lldC", (long long)jint(g, "temp_c", 0));
+            else
+                table_cell(t, FMT_PLAIN, "-");
+            table_cell(t, FMT_PLAIN, "%s", jstr(u, "source"));
+        }
+    }
+    for (int col = 1; col < 7; col++)
+        table_set_flags(t, col, TABLE_RIGHT);
+    if (table_rows(t))
+        table_print(t, c->out, c->width, c->color);
+    if (rows > max)
+        fprintf(c->out, "... and %d more GPUs (docket top --json)\n", rows - max);
+    table_destroy(t);
+    return rows < max ? rows : max;
+}
+
+/* One row per node (the first `max`), with its GPUs in use and their utilisation. */
 static void node_rows(struct cli *c, const json_t *nodes, int max)
 {
-    static const char *const h[] = {"NODE", "STATE", "GPUS", "TYPE", "JOBS"};
-    struct table *t = table_create(h, 5);
+    static const char *const h[] = {"NODE", "STATE", "GPUS", "TYPE", "UTIL", "JOBS"};
+    struct table *t = table_create(h, 6);
     size_t i;
     json_t *n;
 
@@ -114,6 +187,9 @@ static void node_rows(struct cli *c, const json_t *nodes, int max)
         table_cell(t, FMT_PLAIN, "%lld/%lld", (long long)jint(n, "gpus_used", 0),
                    (long long)jint(n, "gpus", 0));
         table_cell(t, FMT_PLAIN, "%s", jstr(n, "gpu_type")[0] ? jstr(n, "gpu_type") : "-");
+        char util[16];
+        node_util(n, util, sizeof(util));
+        table_cell(t, FMT_PLAIN, "%s", util);
         table_cell(t, FMT_PLAIN, "%zu", json_array_size(json_object_get(n, "jobs")));
     }
     if (table_rows(t))
@@ -126,10 +202,11 @@ static void node_rows(struct cli *c, const json_t *nodes, int max)
 
 static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
 {
-    static const char *const h[] = {"TIER", "RUNNING", "GPUS RUNNING", "PENDING", "GPUS WANTED"};
-    struct table *t = table_create(h, 5);
+    static const char *const h[] = {"TIER",    "RUNNING",     "GPUS RUNNING",
+                                    "PENDING", "GPUS WANTED", "HELD"};
+    struct table *t = table_create(h, 6);
     const char *tiers[16];
-    int64_t v[16][4];
+    int64_t v[16][5];
     int n = 0;
     size_t i;
     json_t *j;
@@ -142,6 +219,7 @@ static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
         const char *st = jstr(j, "state");
         int64_t g = jint(j, "gpus", 0) * jint(j, "nodes", 1);
         bool run = !strcmp(st, "RUNNING") || !strcmp(st, "STARTING") || !strcmp(st, "STOPPING");
+        bool held = !strcmp(st, "HELD"); /* waits for a person, not for resources */
         int k;
         for (k = 0; k < n && strcmp(tiers[k], tier); k++)
             ;
@@ -149,6 +227,10 @@ static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
             if (n == 16)
                 continue;
             tiers[n++] = tier;
+        }
+        if (held) {
+            v[k][4]++;
+            continue;
         }
         v[k][run ? 0 : 2]++;
         v[k][run ? 1 : 3] += g;
@@ -158,7 +240,7 @@ static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
         for (int m = k; m > 0 && tier_index(order, tiers[m]) < tier_index(order, tiers[m - 1]);
              m--) {
             const char *tn = tiers[m];
-            int64_t tv[4];
+            int64_t tv[5];
             memcpy(tv, v[m], sizeof(tv));
             tiers[m] = tiers[m - 1];
             memcpy(v[m], v[m - 1], sizeof(tv));
@@ -168,10 +250,10 @@ static void per_tier(struct cli *c, const json_t *jobs, const json_t *order)
     for (int k = 0; k < n; k++) {
         table_row(t);
         table_cell(t, FMT_PLAIN, "%s", tiers[k]);
-        for (int m = 0; m < 4; m++)
+        for (int m = 0; m < 5; m++)
             table_cell(t, FMT_PLAIN, "%lld", (long long)v[k][m]);
     }
-    for (int k = 1; k < 5; k++)
+    for (int k = 1; k < 6; k++)
         table_set_flags(t, k, TABLE_RIGHT);
     if (n)
         table_print(t, c->out, c->width, c->color);
@@ -195,7 +277,7 @@ static int frame(struct cli *c, bool clear)
     char clock[16];
     int rc, room, nnodes;
 
-    if ((rc = cli_call(c, "GET", "/v1/nodes", NULL, &nodes)))
+    if ((rc = cli_get_pages(c, "/v1/nodes", "nodes", 0, &nodes)))
         return rc;
     if ((rc = jobs_fetch(c, &q, &jobs)) || (rc = cli_call(c, "GET", "/v1/tiers", NULL, &tiers))) {
         json_decref(nodes);
@@ -217,9 +299,12 @@ static int frame(struct cli *c, bool clear)
     fputc('\n', c->out);
     node_rows(c, json_object_get(nodes, "nodes"), 16);
     fputc('\n', c->out);
+    int ngpu = gpu_rows(c, json_object_get(nodes, "nodes"), 16);
+    if (ngpu)
+        fputc('\n', c->out);
     per_tier(c, jobs, json_object_get(tiers, "tiers"));
     nnodes = (int)json_array_size(json_object_get(nodes, "nodes"));
-    room = rows_left() - 18 - (nnodes < 16 ? nnodes : 16);
+    room = rows_left() - 18 - (nnodes < 16 ? nnodes : 16) - (ngpu ? ngpu + 2 : 0);
     if (room < 3)
         room = 3;
     sorted = jobs_queue_order(c, jobs);

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <event2/buffer.h>
 #include <fcntl.h>
 #include <openssl/rand.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "util/clock.h"
 #include "util/parse.h"
 #include "util/str.h"
+#include "util/xalloc.h"
 
 int ctl_random_token(const char *prefix, char *out, size_t len)
 {
@@ -77,44 +79,63 @@ static json_t *node_json(struct ctl *c, uint32_t idx, json_t *jobs)
     json_object_set_new(o, "addr",
                         json_string(json_is_string(addr) ? json_string_value(addr) : ""));
     json_object_set_new(o, "jobs", jobs ? jobs : json_array());
+    json_object_set_new(o, "gpu_usage", ctl_usage_node_json(n));
     json_decref(info);
     return o;
 }
 
-/* Job ids per node index, from one pass over the live jobs. */
-static json_t **jobs_by_node(struct ctl *c)
+/* Job ids of the nodes of index lo .. hi-1 (by[i - lo]), from one pass over the live
+ * jobs. */
+static json_t **jobs_by_node(struct ctl *c, size_t lo, size_t hi)
 {
-    size_t nn = sched_node_count(c->sched);
-    json_t **by = calloc(nn ? nn : 1, sizeof(*by));
+    json_t **by = calloc(hi > lo ? hi - lo : 1, sizeof(*by));
     if (!by)
         return NULL;
-    for (size_t i = 0; i < nn; i++)
-        by[i] = json_array();
-    for (size_t i = 0; i < sched_job_count(c->sched); i++) {
+    for (size_t i = lo; i < hi; i++)
+        by[i - lo] = json_array();
+    for (size_t i = 0; i < sched_job_slots(c->sched); i++) { /* slots, not the count */
         struct sched_job_view v;
         if (sched_job_at(c->sched, i, &v) < 0)
             continue;
         for (int k = 0; k < v.nallocs; k++)
-            if (v.allocs[k].node < nn)
-                json_array_append_new(by[v.allocs[k].node], json_integer((json_int_t)v.id));
+            if (v.allocs[k].node >= lo && v.allocs[k].node < hi)
+                json_array_append_new(by[v.allocs[k].node - lo], json_integer((json_int_t)v.id));
     }
     return by;
 }
 
-void h_nodes_list(struct ctl_req *r)
+/* The node list (ctl_list, stream.c) in the core's order; a node's cursor is its index
+ * + 1 (0: the start). Each slice takes its nodes' jobs from one pass over the live jobs. */
+static int nodes_fetch(struct ctl_list *l, void *arg, int64_t after, int max_rows)
 {
-    size_t nn = sched_node_count(r->c->sched);
-    json_t **by = jobs_by_node(r->c);
-    json_t *arr = json_array();
-    for (size_t i = 0; i < nn; i++) {
-        json_t *o = node_json(r->c, (uint32_t)i, by ? by[i] : NULL);
+    struct ctl *c = arg;
+    size_t nn = sched_node_count(c->sched), lo = (size_t)after;
+    size_t hi = lo + (size_t)max_rows < nn ? lo + (size_t)max_rows : nn;
+    if (lo >= nn)
+        return 0;
+    json_t **by = jobs_by_node(c, lo, hi);
+    if (!by)
+        return -ENOMEM;
+    int rc = 0;
+    for (size_t i = lo; i < hi; i++) {
+        json_t *o = rc == 0 ? node_json(c, (uint32_t)i, by[i - lo]) : NULL;
         if (o)
-            json_array_append_new(arr, o);
-        else if (by)
-            json_decref(by[i]);
+            rc = ctl_list_row_json(l, o, (int64_t)i + 1);
+        else
+            json_decref(by[i - lo]);
     }
     free(by);
-    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "nodes", arr));
+    return rc == 0 && hi < nn ? CTL_LIST_MORE : rc;
+}
+
+/* GET /v1/nodes: paged like every list (limit default and most 10000) */
+void h_nodes_list(struct ctl_req *r)
+{
+    int64_t limit = 10000, after;
+    size_t max_bytes;
+    if (ctl_list_params(r, &limit, &after, &max_bytes) < 0)
+        return;
+    ctl_list_start(r->c, r->req, "nodes", limit, after, max_bytes, nodes_fetch, NULL, r->c);
 }
 
 static int node_arg(struct ctl_req *r)
@@ -130,10 +151,8 @@ void h_node_show(struct ctl_req *r)
     int idx = node_arg(r);
     if (idx < 0)
         return;
-    json_t **by = jobs_by_node(r->c);
-    json_t *jobs = by ? json_incref(by[idx]) : NULL;
-    for (size_t i = 0; by && i < sched_node_count(r->c->sched); i++)
-        json_decref(by[i]);
+    json_t **by = jobs_by_node(r->c, (size_t)idx, (size_t)idx + 1);
+    json_t *jobs = by ? by[0] : NULL;
     free(by);
     ctl_reply_json(r->c, r->req, 200,
                    json_pack("{s:o}", "node", node_json(r->c, (uint32_t)idx, jobs)));
@@ -679,6 +698,16 @@ static json_t *policy_doc(struct ctl *c, const struct sched_policy *p,
 {
     json_t *doc = proto_policy_to_json(p);
     ctl_class_nodes_json(c, json_object_get(doc, "classes"), p, pp);
+    ctl_ops_json(c, doc, pp, false);
+    return doc;
+}
+
+/* The same for readers (GET /v1/policy, the audit trail): webhook credentials hidden. */
+static json_t *policy_doc_shown(struct ctl *c, const struct sched_policy *p,
+                                const struct proto_policy *pp)
+{
+    json_t *doc = policy_doc(c, p, pp);
+    ctl_ops_json(c, doc, pp, true);
     return doc;
 }
 
@@ -740,7 +769,7 @@ void h_class_patch(struct ctl_req *r)
 
 void h_policy_get(struct ctl_req *r)
 {
-    json_t *doc = policy_doc(r->c, sched_get_policy(r->c->sched), NULL);
+    json_t *doc = policy_doc_shown(r->c, sched_get_policy(r->c->sched), NULL);
     json_t *projects = json_array();
     for (size_t i = 0; i < sched_project_count(r->c->sched); i++) {
         struct sched_project_view v;
@@ -819,8 +848,8 @@ void h_policy_apply(struct ctl_req *r)
     }
     /* saved first (policy, projects, audit), applied once every write succeeded: a failed
      * write answers 500 with the core untouched and the request's writes rolled back */
-    json_t *before = policy_doc(r->c, sched_get_policy(r->c->sched), NULL);
-    json_t *after = policy_doc(r->c, &pp.policy, &pp);
+    json_t *before = policy_doc_shown(r->c, sched_get_policy(r->c->sched), NULL);
+    json_t *after = policy_doc_shown(r->c, &pp.policy, &pp);
     json_object_set_new(after, "projects_applied", json_integer((json_int_t)pp.nprojects));
     int rc = policy_put(r->c, &pp.policy, &pp);
     for (size_t i = 0; rc == 0 && i < pp.nprojects; i++) {
@@ -847,6 +876,7 @@ void h_policy_apply(struct ctl_req *r)
         ctl_reply_errorf(r->c, r->req, 500, se.field[0] ? se.field : NULL, "%s", se.message);
     } else {
         ctl_class_nodes_take(r->c, &pp);
+        ctl_alerts_take(r->c, &pp);
         ctl_cycle_soon(r->c);
         ctl_reply_json(r->c, r->req, 200, json_pack("{s:O}", "applied", applied));
     }
@@ -857,55 +887,68 @@ void h_policy_apply(struct ctl_req *r)
 /* ------------------------------------------------------------------------------------ */
 /* Audit, tokens                                                                         */
 
-struct audit_ctx {
-    json_t *arr;
-    int64_t last;
+/* The audit trail in flight (ctl_list, stream.c): its filter, with the strings it owns. */
+struct audit_list {
+    struct ctl *c;
+    struct store_audit_filter f;
+    char *strs[3];
+    struct ctl_list *l; /* during a fetch */
 };
 
-static int audit_cb(void *arg, const struct store_audit *a)
+static int audit_row(void *arg, const struct store_audit *a)
 {
-    struct audit_ctx *ac = arg;
-    json_array_append_new(ac->arr, json_pack("{s:I,s:I,s:s,s:s,s:s,s:o,s:o,s:s}", "id",
-                                             (json_int_t)a->id, "time_ms", (json_int_t)a->time_ms,
-                                             "actor", a->actor, "action", a->action, "target",
-                                             a->target, "before", parse_or_null(a->before), "after",
-                                             parse_or_null(a->after), "reason", a->reason));
-    ac->last = a->id;
-    return 0;
+    struct audit_list *al = arg;
+    return ctl_list_row_json(al->l,
+                             json_pack("{s:I,s:I,s:s,s:s,s:s,s:o,s:o,s:s}", "id", (json_int_t)a->id,
+                                       "time_ms", (json_int_t)a->time_ms, "actor", a->actor,
+                                       "action", a->action, "target", a->target, "before",
+                                       parse_or_null(a->before), "after", parse_or_null(a->after),
+                                       "reason", a->reason),
+                             a->id);
 }
 
+static int audit_fetch(struct ctl_list *l, void *arg, int64_t after, int max_rows)
+{
+    struct audit_list *al = arg;
+    al->l = l;
+    al->f.after = after;
+    al->f.limit = max_rows;
+    return store_audit_list(al->c->store, &al->f, audit_row, al);
+}
+
+static void audit_free(void *arg)
+{
+    struct audit_list *al = arg;
+    for (int i = 0; i < 3; i++)
+        free(al->strs[i]);
+    free(al);
+}
+
+/* GET /v1/audit: paged like every list (docs/api.md "Lists") */
 void h_audit(struct ctl_req *r)
 {
-    struct store_audit_filter f;
-    memset(&f, 0, sizeof(f));
-    f.actor = ctl_query(r, "actor");
-    f.action = ctl_query(r, "action");
-    f.target = ctl_query(r, "target");
-    int64_t limit = 100;
-    const char *keys[] = {"limit", "since_ms", "after"};
-    int64_t *outs[] = {&limit, &f.since_ms, &f.after};
-    for (int i = 0; i < 3; i++) {
-        const char *v = ctl_query(r, keys[i]);
-        if (v && parse_int64(v, i == 0 ? 1 : 0, i == 0 ? 10000 : INT64_MAX, outs[i]) < 0) {
-            ctl_reply_errorf(r->c, r->req, 400, keys[i], "%s must be a non-negative integer%s",
-                             keys[i], i == 0 ? " up to 10000" : "");
-            return;
-        }
-    }
-    f.limit = (int)limit;
-    struct audit_ctx ac = {json_array(), 0};
-    if (store_audit_list(r->c->store, &f, audit_cb, &ac) < 0) {
-        json_decref(ac.arr);
-        store_fail(r);
+    int64_t limit = 100, after;
+    size_t max_bytes;
+    struct audit_list *al;
+    const char *since = ctl_query(r, "since_ms");
+    int64_t since_ms = 0;
+    if (since && parse_int64(since, 0, INT64_MAX, &since_ms) < 0) {
+        ctl_reply_errorf(r->c, r->req, 400, "since_ms", "since_ms must be a non-negative integer");
         return;
     }
-    json_t *out = json_pack("{s:o}", "entries", ac.arr);
-    if ((int64_t)json_array_size(ac.arr) == limit) {
-        char next[32];
-        snprintf(next, sizeof(next), "%lld", (long long)ac.last);
-        json_object_set_new(out, "next", json_string(next));
+    if (ctl_list_params(r, &limit, &after, &max_bytes) < 0)
+        return;
+    al = xnonnull(calloc(1, sizeof(*al)), "audit list");
+    al->c = r->c;
+    al->f.since_ms = since_ms;
+    const char *keys[] = {"actor", "action", "target"};
+    const char **fs[] = {&al->f.actor, &al->f.action, &al->f.target};
+    for (int i = 0; i < 3; i++) {
+        const char *v = ctl_query(r, keys[i]);
+        al->strs[i] = v ? xstrdup(v) : NULL;
+        *fs[i] = al->strs[i];
     }
-    ctl_reply_json(r->c, r->req, 200, out);
+    ctl_list_start(r->c, r->req, "entries", limit, after, max_bytes, audit_fetch, audit_free, al);
 }
 
 static int parse_ttl(json_t *b, int64_t def, int64_t *out, struct proto_error *e)
@@ -1217,31 +1260,56 @@ void h_token_rotate_admin(struct ctl_req *r)
 /* ------------------------------------------------------------------------------------ */
 /* Audit verification                                                                    */
 
+/* A verification in flight: the chain is walked CTL_VERIFY_SLICE_ROWS rows a loop turn
+ * (stream.c), so a long trail never holds the loop; the answer is sent at the end. */
+struct verify_walk {
+    struct ctl *c;
+    struct store_audit_check v;
+    char want[65];
+};
+
+static int verify_fill(void *arg, struct evbuffer *out, bool *done)
+{
+    struct verify_walk *w = arg;
+    const char *want = w->want[0] ? w->want : NULL;
+    int rc = store_audit_verify_step(w->c->store, want, &w->v, CTL_VERIFY_SLICE_ROWS);
+    if (rc != 0)
+        return rc < 0 ? -EIO : 0; /* a store error cuts the reply short (logged) */
+    const struct store_audit_check *v = &w->v;
+    bool ok = v->first_bad == 0 && (!want || v->head_found);
+    json_t *o = json_pack("{s:b,s:I,s:I,s:s}", "ok", ok, "checked", (json_int_t)v->checked,
+                          "unchained", (json_int_t)v->unchained, "head", v->head);
+    if (want)
+        json_object_set_new(o, "head_found", json_boolean(v->head_found));
+    if (v->first_bad)
+        json_object_set_new(o, "first_bad",
+                            json_pack("{s:I,s:s}", "id", (json_int_t)v->first_bad, "why", v->why));
+    else
+        json_object_set_new(o, "first_bad", json_null());
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!text)
+        return -ENOMEM;
+    evbuffer_add(out, text, strlen(text));
+    free(text);
+    *done = true;
+    return 0;
+}
+
 /* GET /v1/audit/verify[?head=HEX]: recompute the chain; with head, a head recorded
  * earlier must still be in it (what was cut off the end is otherwise not seen). */
 void h_audit_verify(struct ctl_req *r)
 {
-    struct store_audit_check v;
     const char *want = ctl_query(r, "head");
     if (want && (strlen(want) != 64 || strspn(want, "0123456789abcdef") != 64)) {
         ctl_reply_errorf(r->c, r->req, 400, "head", "head must be 64 lowercase hex digits");
         return;
     }
-    if (store_audit_verify(r->c->store, want, &v) < 0) {
-        store_fail(r);
-        return;
-    }
-    bool ok = v.first_bad == 0 && (!want || v.head_found);
-    json_t *o = json_pack("{s:b,s:I,s:I,s:s}", "ok", ok, "checked", (json_int_t)v.checked,
-                          "unchained", (json_int_t)v.unchained, "head", v.head);
-    if (want)
-        json_object_set_new(o, "head_found", json_boolean(v.head_found));
-    if (v.first_bad)
-        json_object_set_new(o, "first_bad",
-                            json_pack("{s:I,s:s}", "id", (json_int_t)v.first_bad, "why", v.why));
-    else
-        json_object_set_new(o, "first_bad", json_null());
-    ctl_reply_json(r->c, r->req, 200, o);
+    struct verify_walk *w = xnonnull(calloc(1, sizeof(*w)), "audit verify");
+    w->c = r->c;
+    str_copy(w->want, sizeof(w->want), want ? want : "");
+    store_audit_verify_begin(&w->v);
+    ctl_stream_start(r->c, r->req, verify_fill, free, w);
 }
 
 /* ------------------------------------------------------------------------------------ */

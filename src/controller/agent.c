@@ -475,12 +475,12 @@ static int record_exit(struct ctl *c, uint64_t id, json_t *exit, json_t *usage)
 static void reconcile(struct ctl *c, struct ctl_node *n, const struct hb *hb)
 {
     uint32_t idx = (uint32_t)sched_node_find(c->sched, n->name);
-    size_t cnt = sched_job_count(c->sched), nlost = 0;
+    size_t cnt = sched_job_count(c->sched), slots = sched_job_slots(c->sched), nlost = 0;
     uint64_t *lost = calloc(cnt ? cnt : 1, sizeof(*lost));
     bool failed = false;
     if (!lost)
         return;
-    for (size_t i = 0; i < cnt; i++) {
+    for (size_t i = 0; i < slots && nlost < cnt; i++) { /* every slot: live jobs have holes */
         struct sched_job_view v;
         if (sched_job_at(c->sched, i, &v) < 0 || !alloc_on(&v, idx))
             continue;
@@ -564,6 +564,27 @@ static void drop_acked(struct ctl_node *n, int64_t ack)
         n->cmds_tail = NULL;
 }
 
+/* An agent that acknowledges a command number this controller never gave out remembers a
+ * later database than this one: a restored backup, or a new database under agents that
+ * kept their state. Its queued commands are numbered again above that ack (and the
+ * sequence with them), else the agent would take each for one it has already applied
+ * (docs/operations.md "Back up and restore"). A node can only move its own sequence;
+ * an ack past INT64_MAX / 2 is no database's and is ignored (the sequence cannot wrap). */
+static void renumber_behind(struct ctl *c, struct ctl_node *n, int64_t ack)
+{
+    if (ack <= n->rec.cmd_seq || ack > INT64_MAX / 2)
+        return;
+    log_warn("node_ack_ahead", "node=%s ack=%lld cmd_seq=%lld effect=\"commands renumbered\"",
+             n->name, (long long)ack, (long long)n->rec.cmd_seq);
+    n->rec.cmd_seq = ack;
+    for (struct ctl_cmd *k = n->cmds; k; k = k->next) {
+        k->seq = ++n->rec.cmd_seq;
+        json_object_set_new(k->json, "seq", json_integer(k->seq));
+    }
+    if (ctl_node_save(c, n) < 0) /* the sequence must survive a restart */
+        ctl_store_diverged(c, "node_renumber", 0);
+}
+
 static void parked_closed(struct evhttp_connection *con, void *arg)
 {
     struct ctl_node *n = arg;
@@ -635,6 +656,7 @@ void h_agent_heartbeat(struct ctl_req *r)
     }
     n->last_hb_ms = clock_mono_ms();
     n->rec.last_heartbeat_ms = clock_now_ms();
+    renumber_behind(r->c, n, hb.ack);
     drop_acked(n, hb.ack);
     node_health(r->c, n, &hb);
     if (!n->reconciled)
@@ -726,10 +748,26 @@ static int parse_exit(const json_t *x, const char *path, struct proto_error *e)
     return 0;
 }
 
+/* A usage event's sample, read by the one reader of its format (protocol/agent_msg.h). */
+static int parse_sample(const json_t *v, const char *type, const char *path, struct proto_error *e)
+{
+    struct agent_sample s;
+    struct agent_msg_error ae = {"", ""};
+    char f[192];
+    snprintf(f, sizeof(f), "%s.sample", path);
+    if (strcmp(type, "usage") != 0)
+        return proto_errorf(e, 400, NULL, f, "%s belongs to a usage event only", f);
+    if (agent_sample_parse(v, &s, &ae) < 0) {
+        snprintf(f, sizeof(f), "%s.%s", path, ae.field);
+        return proto_errorf(e, 400, NULL, f, "%s: %s", path, ae.message);
+    }
+    return 0;
+}
+
 static int parse_event(const json_t *ev, size_t i, struct proto_error *e)
 {
     static const char *const known[] = {"job",  "run",   "type",    "time_ms", "pid",
-                                        "exit", "usage", "message", NULL};
+                                        "exit", "usage", "message", "sample",  NULL};
     char path[32], f[64];
     int64_t x;
     int rc;
@@ -765,6 +803,8 @@ static int parse_event(const json_t *ev, size_t i, struct proto_error *e)
         return rc;
     snprintf(f, sizeof(f), "%s.usage", path);
     if ((v = json_object_get(ev, "usage")) && (rc = parse_usage(v, f, e)) < 0)
+        return rc;
+    if ((v = json_object_get(ev, "sample")) && (rc = parse_sample(v, t, path, e)) < 0)
         return rc;
     snprintf(f, sizeof(f), "%s.message", path);
     if ((v = json_object_get(ev, "message")) &&
@@ -803,6 +843,9 @@ static int ev_started(struct ctl *c, struct ctl_node *n, uint64_t id)
     rc = store_begin(c->store);
     if (rc == 0)
         rc = store_job_update(c->store, &row);
+    /* the run's GPU time counts from here too, so reports agree with the job's start */
+    if (rc == 0)
+        rc = store_run_started(c->store, id, row.start_ms);
     store_job_release(&row);
     if (rc == 0)
         rc = ctl_job_event(c, id, "running", "STARTING", "RUNNING", n->name, "",
@@ -907,9 +950,14 @@ static int apply_event(struct ctl *c, struct ctl_node *n, const json_t *ev)
     } else if (strcmp(t, "reclaim_failed") == 0 || strcmp(t, "signalled") == 0) {
         const char *m = json_string_value(json_object_get(ev, "message"));
         rc = ctl_job_event(c, id, t, "", "", n->name, "", m ? m : "");
-        if (strcmp(t, "reclaim_failed") == 0)
+        if (strcmp(t, "reclaim_failed") == 0) {
             log_warn("reclaim_failed", "job=%llu node=%s", (unsigned long long)id, n->name);
+            ctl_alerts_reclaim_failed(c, n->name, id, m ? m : "");
+        }
     }
+    json_t *smp = json_object_get(ev, "sample");
+    if (rc == 0 && smp && strcmp(t, "usage") == 0)
+        rc = ctl_usage_apply(c, n, id, last, smp);
     return rc;
 }
 

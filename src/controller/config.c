@@ -20,7 +20,7 @@ void ctl_config_defaults(struct ctl_config *cfg)
     cfg->log_level = LOG_INFO;
     cfg->log_format = LOG_TEXT;
     cfg->node_timeout_ms = 60000;
-    cfg->heartbeat_wait_ms = 25000;
+    cfg->heartbeat_wait_ms = 15000; /* at most a third of the lease (main.c heartbeat_wait_cap) */
     cfg->cycle_delay_ms = 1;
     cfg->cycle_interval_ms = 5000;
     cfg->max_body_bytes = 1u << 20;

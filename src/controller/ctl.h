@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "core/sched.h"
+#include "protocol/agent_msg.h"
 #include "protocol/proto.h"
 #include "store/store.h"
 #include "util/log.h"
@@ -51,6 +52,8 @@ enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
 #define CTL_LIST_PAGE_BYTES  ((size_t)4 << 20)
 #define CTL_LIST_SLICE_BYTES ((size_t)128 << 10)
 #define CTL_LIST_SLICE_ROWS  256
+/* GET /v1/audit/verify walks the chain this many rows a loop turn (admin.c) */
+#define CTL_VERIFY_SLICE_ROWS 2048
 
 struct ctl_config {
     char state_dir[CTL_PATH_MAX];
@@ -82,6 +85,7 @@ struct ctl_config {
     /* tasks one array submission may have: a submission is stored in one loop turn
      * (~40 us a task), so this bounds how long it holds the loop (docs/controller.md) */
     int64_t max_array_tasks;
+    bool rotate_secrets_key; /* --rotate-secrets-key: once, at this start (not a config key) */
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
@@ -183,6 +187,13 @@ struct ctl_node {
     struct evhttp_request *parked; /* a heartbeat waiting for commands */
     struct event *park_timer;
     struct ctl *c;
+    /* usage.c: each GPU's latest sample (time_ms 0: none yet) and where they come from */
+    struct ctl_gpu_last {
+        int64_t time_ms; /* the controller's clock */
+        uint64_t job;
+        struct agent_gpu_sample g;
+    } gpu_last[AGENT_MAX_GPUS];
+    char gpu_source[16];
 };
 
 struct ctl_reply {
@@ -217,7 +228,12 @@ struct ctl_hist {
 struct ctl_metrics {
     uint64_t submissions;
     uint64_t http_by_code[600];
-    struct ctl_hist queue_wait;
+    struct ctl_hist queue_wait; /* the shape of every tier's (bounds) */
+    struct ctl_tier_hist {      /* queue wait per tier, by the job's tier at its start */
+        char tier[SCHED_NAME_MAX];
+        struct ctl_hist h;
+    } wait_by_tier[SCHED_MAX_TIERS + 1];
+    int nwait_tiers;
     struct ctl_hist cycle;
     struct ctl_hist commit; /* group commit: one fsync per loop iteration */
     uint64_t conn_refused;  /* connections answered 503 past max_connections */
@@ -267,6 +283,7 @@ struct ctl {
     bool req_failed;       /* the running handler answered an error: roll back */
     bool diverged;         /* a write the core could not undo failed: stopping */
     struct ctl_metrics metrics;
+    struct ctl_alerts *alerts;  /* alerts.c */
     struct ctl_conns *conns;    /* conn.c */
     struct ctl_stream *streams; /* stream.c: replies being sent in slices */
     json_t *submit_buckets;     /* user -> [tokens, last mono ms] (jobs.c) */
@@ -370,6 +387,10 @@ void ctl_replies_release(struct ctl *c, uint64_t gen, int rc);
  * speak TLS. */
 int ctl_tls_start(struct ctl *c, char *err, size_t errlen);
 void ctl_tls_attach(struct ctl *c, struct evhttp *h);
+/* SIGHUP: the certificate and key read again from their files (a renewed or replaced
+ * pair); new connections use them, open ones keep the old. 0, or -errno with err filled
+ * and the old pair still served. */
+int ctl_tls_reload(struct ctl *c, char *err, size_t errlen);
 /* A TLS connection's bufferevent (for conn.c's bevcb), and whether bev is one. */
 struct bufferevent *ctl_tls_bev_new(struct ctl *c, struct event_base *base);
 bool ctl_tls_bev_is_tls(struct bufferevent *bev);
@@ -383,6 +404,14 @@ void ctl_tls_stop(struct ctl *c);
  * secrets a job names ({NAME: value}), or NULL with err saying which one failed and
  * why. */
 int ctl_secrets_start(struct ctl *c, char *err, size_t errlen);
+/* Key rotation (with the store open, before serving). ctl_secrets_rotate: a new key in
+ * KEY.new, every secret re-sealed with it and the rotation audited in one durable
+ * transaction, then KEY.new renamed over KEY; on a failure the old key stays and nothing
+ * changed. ctl_secrets_recover (every start): a KEY.new left by a rotation that stopped
+ * half-way is finished when the database already holds the secrets under it, else
+ * removed. 0 or -errno with err filled. */
+int ctl_secrets_rotate(struct ctl *c, char *err, size_t errlen);
+int ctl_secrets_recover(struct ctl *c, char *err, size_t errlen);
 void ctl_secrets_stop(struct ctl *c);
 int ctl_secret_seal(const unsigned char key[CTL_SECRET_KEY_LEN], const char *project,
                     const char *name, const void *value, size_t len,
@@ -402,6 +431,26 @@ typedef void (*ctl_stream_free)(void *arg);
 void ctl_stream_start(struct ctl *c, struct evhttp_request *req, ctl_stream_fill fill,
                       ctl_stream_free free_fn, void *arg);
 void ctl_stream_stop_all(struct ctl *c);
+/* A paged list on top of a stream (stream.c; docs/api.md "Lists"): {"KEY": [rows],
+ * "next": "CURSOR"} with at most `limit` rows and `max_bytes` of JSON (a page always has
+ * its first row, however long), "next" only when the page was cut. Rows are read by
+ * fetch(l, arg, after, max_rows) one slice a loop turn: it reads at most max_rows rows
+ * past the cursor `after` (0: the start) and hands each to ctl_list_row (text) or
+ * ctl_list_row_json (stolen), stopping when they return 1 (the slice or the page is
+ * full) and returning that 1, or 0 at the end of what it read (more may follow when it
+ * handed max_rows rows), CTL_LIST_MORE when it skipped rows and more may follow, or < 0 on
+ * an error. One cursor per row, an int64 the rows are ordered by. free_fn(arg) at the end. */
+#define CTL_LIST_MORE 2
+struct ctl_list;
+typedef int (*ctl_list_fetch)(struct ctl_list *l, void *arg, int64_t after, int max_rows);
+int ctl_list_row(struct ctl_list *l, const char *text, size_t n, int64_t cursor);
+int ctl_list_row_json(struct ctl_list *l, json_t *row, int64_t cursor);
+/* The paging parameters of r's query: limit (1..10000; *limit holds the default), after,
+ * max_bytes (1 KiB .. CTL_LIST_PAGE_BYTES). 0, or -EINVAL after answering 400. */
+int ctl_list_params(struct ctl_req *r, int64_t *limit, int64_t *after, size_t *max_bytes);
+void ctl_list_start(struct ctl *c, struct evhttp_request *req, const char *key, int64_t limit,
+                    int64_t after, size_t max_bytes, ctl_list_fetch fetch, ctl_stream_free free_fn,
+                    void *arg);
 
 /* sync.c: the WAL fdatasync helper thread of the pipelined group commit. */
 struct ctl_sync;
@@ -523,6 +572,21 @@ void h_console_code(struct ctl_req *r);
 void h_console_session(struct ctl_req *r);
 void h_whoami(struct ctl_req *r);
 
+/* usage.c: usage samples (docs/monitoring.md). ctl_usage_apply stores one sample of a
+ * job's usage event (validated before) and applies the class's idle rule: 0 or -errno
+ * from the store. ctl_usage_prune deletes old samples, a bounded slice per call (the 1 s
+ * tick). ctl_usage_explain: what explain says of a running job's usage (a new object).
+ * ctl_usage_summary_json: the summary object of the API. */
+int ctl_usage_apply(struct ctl *c, struct ctl_node *n, uint64_t id, int run,
+                    const json_t *sample) CTL_WUR;
+void ctl_usage_prune(struct ctl *c);
+json_t *ctl_usage_explain(struct ctl *c, uint64_t id, const char *class_name);
+json_t *ctl_usage_summary_json(const struct store_usage_summary *s);
+/* A node's latest GPU samples ({source, gpus: [...]}, fresh ones only) for GET /v1/nodes. */
+enum { CTL_GPU_SAMPLE_FRESH_MS = 5 * 60 * 1000 };
+json_t *ctl_usage_node_json(const struct ctl_node *n);
+void h_job_usage(struct ctl_req *r);
+
 /* jobs.c helpers shared with others */
 json_t *ctl_job_json(struct ctl *c, const struct store_job *j);
 /* The same with the job's spec already parsed (borrowed). */
@@ -551,6 +615,8 @@ json_t *ctl_token_json(const char *tok, const struct store_token *t);
 /* Random token "PREFIX" + 64 hex chars into out (>= 80 bytes). */
 int ctl_random_token(const char *prefix, char *out, size_t len);
 void ctl_hist_observe(struct ctl_hist *h, double v);
+/* A job of `tier` started after waiting `seconds` (metrics.c). */
+void ctl_metrics_queue_wait(struct ctl *c, const char *tier, double seconds);
 void ctl_logs_job_ended(struct ctl *c, uint64_t job);
 /* loop.c: the classes' node fields. Take a parsed policy's (a class that does not give a
  * field keeps its earlier value); a class's (zeros when none); and the same added to the
@@ -566,5 +632,38 @@ void ctl_class_nodes_json(const struct ctl *c, json_t *classes, const struct sch
 int ctl_run_for_node(struct ctl *c, const char *node, uint64_t job, int run, bool output,
                      const char *field, struct store_run *out, struct proto_error *e);
 void ctl_logs_stop(struct ctl *c);
+
+/* ------------------------------------------------------------------------------------ */
+/* alerts.c: graded alerts (docs/alerts.md). ctl_alerts_take keeps a parsed policy's
+ * alerts and prices (those it has); ctl_ops_json adds the current ones (or pp's) to a
+ * policy document, webhook URLs and secrets hidden when redact. start (after restore):
+ * silences, alerts firing before the restart, the delivery thread, the round timer.
+ * The hooks note failures for the event rules. ctl_alerts_round runs one round now.
+ * ctl_alerts_job_idle (usage.c, at each sample) keeps whether a job's current idle stretch
+ * is flagged (flagged_ms != 0, idle_since_ms != 0): the input of the gpu_idle rules,
+ * which fire per such job while it runs and resolve when it is busy again or ends. */
+struct ctl_alerts;
+void ctl_alerts_take(struct ctl *c, const struct proto_policy *pp);
+void ctl_ops_json(struct ctl *c, json_t *doc, const struct proto_policy *pp, bool redact);
+const struct proto_prices *ctl_prices(struct ctl *c);
+int ctl_alerts_start(struct ctl *c);
+void ctl_alerts_stop(struct ctl *c);
+void ctl_alerts_round(struct ctl *c);
+void ctl_alerts_job_failed(struct ctl *c, uint64_t job, const char *project, const char *state,
+                           const char *node);
+void ctl_alerts_reclaim_failed(struct ctl *c, const char *node, uint64_t job, const char *msg);
+void ctl_alerts_job_idle(struct ctl *c, uint64_t job, int64_t idle_since_ms, int64_t flagged_ms,
+                         int below);
+/* For /metrics: {"rule=\"R\",severity=\"S\"": instances firing (silenced ones too)} for
+ * every rule of the policy (0 when none fires). A new reference. */
+json_t *ctl_alerts_firing_counts(struct ctl *c);
+void h_alerts_list(struct ctl_req *r);
+void h_alerts_history(struct ctl_req *r);
+void h_silences_list(struct ctl_req *r);
+void h_silence_add(struct ctl_req *r);
+void h_silence_delete(struct ctl_req *r);
+/* reports.c (docs/reports.md) */
+void h_report_usage(struct ctl_req *r);
+void h_report_capacity(struct ctl_req *r);
 
 #endif

@@ -301,6 +301,7 @@ static const struct route {
     {M_GET, "/v1/jobs/:/events", h_job_events, CTL_P_READ, T_JOB},
     {M_GET, "/v1/jobs/:/explain", h_job_explain, CTL_P_READ, T_JOB},
     {M_GET, "/v1/jobs/:/logs", h_job_logs, CTL_P_JOB_PRIVATE, T_JOB},
+    {M_GET, "/v1/jobs/:/usage", h_job_usage, CTL_P_READ, T_JOB},
     {M_GET, "/v1/forecast", h_forecast, CTL_P_READ, T_NONE},
     {M_GET, "/v1/nodes", h_nodes_list, CTL_P_READ, T_NONE},
     {M_GET, "/v1/nodes/:", h_node_show, CTL_P_READ, T_NONE},
@@ -346,6 +347,15 @@ static const struct route {
     {M_POST, "/v1/agent/events", h_agent_events, CTL_P_AGENT, T_NONE},
     {M_POST, "/v1/agent/logs", h_agent_logs, CTL_P_AGENT, T_NONE},
     {M_POST, "/v1/agent/rotate", h_agent_rotate, CTL_P_AGENT, T_NONE},
+    /* alerts: anyone may read what fires (as anyone may read jobs and nodes); operators
+     * silence; reports carry every project's usage and cost: the audit readers */
+    {M_GET, "/v1/alerts", h_alerts_list, CTL_P_READ, T_NONE},
+    {M_GET, "/v1/alerts/history", h_alerts_history, CTL_P_READ, T_NONE},
+    {M_GET, "/v1/alerts/silences", h_silences_list, CTL_P_READ, T_NONE},
+    {M_POST, "/v1/alerts/silences", h_silence_add, CTL_P_OPERATOR, T_NONE},
+    {M_DELETE, "/v1/alerts/silences/:", h_silence_delete, CTL_P_OPERATOR, T_NONE},
+    {M_GET, "/v1/reports/usage", h_report_usage, CTL_P_AUDIT, T_NONE},
+    {M_GET, "/v1/reports/capacity", h_report_capacity, CTL_P_AUDIT, T_NONE},
     {M_GET, "/healthz", h_healthz, CTL_P_PUBLIC, T_NONE},
     {M_GET, "/metrics", h_metrics, CTL_P_READ, T_NONE},
     /* the web console (console.c): its page and files carry no data, so they are public;

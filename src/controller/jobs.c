@@ -334,7 +334,7 @@ static int insert_job(struct ctl *c, const struct proto_jobspec *ps, const char 
     int rc = store_job_insert(c->store, &row);
     if (rc == 0) {
         struct store_event ev = {id, now, "submit", "", sched_job_state_name(row.state),
-                                 "", "",  ""};
+                                 "", "",  "",       0};
         rc = store_event_add(c->store, &ev);
     }
     row.spec = NULL;
@@ -618,84 +618,39 @@ static int parse_states(const char *s, uint32_t *mask)
     return *mask ? 0 : -EINVAL;
 }
 
-/* A job list in flight (stream.c): its filter (strings owned), where it is, what it sent. */
+/* A job list in flight (ctl_list, stream.c): its filter, with the strings it owns. */
 struct job_list {
     struct ctl *c;
     struct store_job_filter f;
     char *strs[6];
-    int64_t limit, sent;
-    size_t bytes;      /* of the page so far */
-    size_t turn_bytes; /* of this slice */
-    int64_t turn_rows; /* rows this slice read */
-    uint64_t last;
-    bool full; /* stopped by limit or bytes: there may be more, "next" says where */
-    bool started;
-    struct evbuffer *out; /* the slice being made */
+    struct ctl_list *l; /* during a fetch */
 };
 
 static int list_row(void *arg, const struct store_job *j)
 {
-    struct job_list *l = arg;
-    json_t *o = ctl_job_json(l->c, j);
+    struct job_list *jl = arg;
+    json_t *o = ctl_job_json(jl->c, j);
     /* lists leave the two big members out: GET /v1/jobs/ID has them */
     json_object_del(o, "script");
     json_object_del(o, "env");
-    char *text = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    if (!text)
-        return -ENOMEM;
-    size_t n = strlen(text);
-    struct evbuffer *out = l->out;
-    if (l->sent > 0)
-        evbuffer_add(out, ",", 1);
-    evbuffer_add(out, text, n);
-    free(text);
-    l->sent++;
-    l->turn_rows++;
-    l->bytes += n + 1;
-    l->turn_bytes += n + 1;
-    l->last = j->id;
-    if (l->sent >= l->limit || l->bytes >= CTL_LIST_PAGE_BYTES) {
-        l->full = true;
-        return 1;
-    }
-    return l->turn_bytes >= CTL_LIST_SLICE_BYTES ? 1 : 0;
+    return ctl_list_row_json(jl->l, o, (int64_t)j->id);
 }
 
-static int list_fill(void *arg, struct evbuffer *out, bool *done)
+static int list_fetch(struct ctl_list *l, void *arg, int64_t after, int max_rows)
 {
-    struct job_list *l = arg;
-    if (!l->started)
-        evbuffer_add(out, "{\"jobs\":[", 9);
-    l->started = true;
-    l->turn_bytes = 0;
-    l->turn_rows = 0;
-    int64_t ask = l->limit - l->sent;
-    l->f.limit = (int)(ask < CTL_LIST_SLICE_ROWS ? ask : CTL_LIST_SLICE_ROWS);
-    if (l->last)
-        l->f.after = l->last;
-    l->out = out;
-    int rc = store_job_list(l->c->store, &l->f, list_row, l);
-    if (rc < 0)
-        return rc == -ENOMEM ? rc : -EIO;
-    if (!l->full && rc == 0 && l->turn_rows == l->f.limit)
-        return 0; /* the slice was full: more may follow */
-    if (!l->full && rc == 1)
-        return 0; /* the slice's bytes were used up */
-    if (l->full)
-        evbuffer_add_printf(out, "],\"next\":\"%llu\"}", (unsigned long long)l->last);
-    else
-        evbuffer_add(out, "]}", 2);
-    *done = true;
-    return 0;
+    struct job_list *jl = arg;
+    jl->l = l;
+    jl->f.limit = max_rows;
+    jl->f.after = (uint64_t)after;
+    return store_job_list(jl->c->store, &jl->f, list_row, jl);
 }
 
 static void list_free(void *arg)
 {
-    struct job_list *l = arg;
+    struct job_list *jl = arg;
     for (int i = 0; i < 6; i++)
-        free(l->strs[i]);
-    free(l);
+        free(jl->strs[i]);
+    free(jl);
 }
 
 static int query_u64(struct ctl_req *r, const char *key, int64_t min, int64_t max, int64_t *out)
@@ -727,8 +682,8 @@ void h_jobs_list(struct ctl_req *r)
     f.node = ctl_query(r, "node");
     f.name = ctl_query(r, "name");
     int64_t limit = 100, after = 0, array_id = 0, since = 0;
-    if (query_u64(r, "limit", 1, 10000, &limit) < 0 ||
-        query_u64(r, "after", 0, INT64_MAX, &after) < 0 ||
+    size_t max_bytes;
+    if (ctl_list_params(r, &limit, &after, &max_bytes) < 0 ||
         query_u64(r, "array_id", 0, INT64_MAX, &array_id) < 0 ||
         query_u64(r, "since_ms", 0, INT64_MAX, &since) < 0)
         return;
@@ -738,13 +693,11 @@ void h_jobs_list(struct ctl_req *r)
         return;
     }
     f.desc = order && strcmp(order, "desc") == 0;
-    f.limit = (int)limit;
-    f.after = (uint64_t)after;
     f.array_id = (uint64_t)array_id;
     f.since_ms = since;
     f.lean = true;
-    struct job_list *l = calloc(1, sizeof(*l));
-    if (!l) {
+    struct job_list *jl = calloc(1, sizeof(*jl));
+    if (!jl) {
         ctl_reply_errorf(r->c, r->req, 500, NULL, "out of memory");
         return;
     }
@@ -752,13 +705,12 @@ void h_jobs_list(struct ctl_req *r)
     const char **fs[6] = {&f.project, &f.user, &f.tier, &f.class_name, &f.node, &f.name};
     for (int i = 0; i < 6; i++)
         if (*fs[i]) {
-            l->strs[i] = xstrdup(*fs[i]);
-            *fs[i] = l->strs[i];
+            jl->strs[i] = xstrdup(*fs[i]);
+            *fs[i] = jl->strs[i];
         }
-    l->c = r->c;
-    l->f = f;
-    l->limit = limit;
-    ctl_stream_start(r->c, r->req, list_fill, list_free, l);
+    jl->c = r->c;
+    jl->f = f;
+    ctl_list_start(r->c, r->req, "jobs", limit, after, max_bytes, list_fetch, list_free, jl);
 }
 
 /* Load the job named by arg[0] or answer 404. */
@@ -930,28 +882,47 @@ void h_job_action(struct ctl_req *r)
 /* ------------------------------------------------------------------------------------ */
 /* Events, explain, forecast                                                             */
 
-static int event_cb(void *arg, const struct store_event *e)
+/* A job's events in flight (ctl_list, stream.c). */
+struct event_list {
+    struct ctl *c;
+    uint64_t job;
+    struct ctl_list *l; /* during a fetch */
+};
+
+static int event_row(void *arg, const struct store_event *e)
 {
-    json_array_append_new(arg, json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:s}", "time_ms",
-                                         (json_int_t)e->time_ms, "type", e->type, "from", e->from,
-                                         "to", e->to, "node", e->node, "reason", e->reason,
-                                         "detail", e->detail));
-    return 0;
+    struct event_list *el = arg;
+    return ctl_list_row_json(el->l,
+                             json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:s}", "time_ms",
+                                       (json_int_t)e->time_ms, "type", e->type, "from", e->from,
+                                       "to", e->to, "node", e->node, "reason", e->reason, "detail",
+                                       e->detail),
+                             e->id);
 }
 
+static int event_fetch(struct ctl_list *l, void *arg, int64_t after, int max_rows)
+{
+    struct event_list *el = arg;
+    el->l = l;
+    return store_event_list(el->c->store, el->job, after, max_rows, event_row, el);
+}
+
+/* GET /v1/jobs/ID/events: paged like every list (limit default 1000) */
 void h_job_events(struct ctl_req *r)
 {
     struct store_job row;
+    int64_t limit = 1000, after;
+    size_t max_bytes;
     if (job_arg(r, &row) < 0)
         return;
-    json_t *arr = json_array();
-    if (store_event_list(r->c->store, row.id, event_cb, arr) < 0) {
-        json_decref(arr);
-        ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
-    } else {
-        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "events", arr));
-    }
+    uint64_t job = row.id;
     store_job_release(&row);
+    if (ctl_list_params(r, &limit, &after, &max_bytes) < 0)
+        return;
+    struct event_list *el = xnonnull(calloc(1, sizeof(*el)), "event list");
+    el->c = r->c;
+    el->job = job;
+    ctl_list_start(r->c, r->req, "events", limit, after, max_bytes, event_fetch, free, el);
 }
 
 static json_t *explain_pending(const struct sched_explain *x)
@@ -1048,6 +1019,7 @@ void h_job_explain(struct ctl_req *r)
                       "protected_at_ms", (json_int_t)x->protected_at_ms, "preemptible_from_ms",
                       (json_int_t)x->preemptible_from_ms, "expected_end_ms",
                       (json_int_t)x->expected_end_ms, "preempt_count", x->preempt_count));
+        json_object_set_new(o, "usage", ctl_usage_explain(r->c, row.id, row.class_name));
     }
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "explain", o));
     free(x);

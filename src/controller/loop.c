@@ -42,7 +42,7 @@ void ctl_store_diverged(struct ctl *c, const char *what, uint64_t job)
 int ctl_job_event(struct ctl *c, uint64_t job, const char *type, const char *from, const char *to,
                   const char *node, const char *reason, const char *detail)
 {
-    struct store_event e = {job, clock_now_ms(), type, from, to, node, reason, detail};
+    struct store_event e = {job, clock_now_ms(), type, from, to, node, reason, detail, 0};
     int rc = store_begin(c->store);
     if (rc == 0)
         rc = store_event_add(c->store, &e);
@@ -282,7 +282,7 @@ struct proto_class_node ctl_class_node(const struct ctl *c, const char *name)
     for (int i = 0; i < c->nclass_nodes; i++)
         if (strcmp(c->class_nodes[i].name, name) == 0)
             return c->class_nodes[i].n;
-    return (struct proto_class_node){0, 0};
+    return (struct proto_class_node){0, 0, {0, 0, PROTO_IDLE_NONE}};
 }
 
 /* The class node fields a parsed document gives for class i, the earlier ones where not. */
@@ -295,6 +295,8 @@ static struct proto_class_node class_node_of(const struct ctl *c, const struct p
         n.pids_max = old.pids_max;
     if (n.default_mem_mb < 0)
         n.default_mem_mb = old.default_mem_mb;
+    if (n.idle.action == PROTO_IDLE_UNSET)
+        n.idle = old.idle;
     return n;
 }
 
@@ -485,7 +487,7 @@ static void apply_start(struct ctl *c, const struct sched_decision *d, struct st
     row->stop_cause[0] = '\0';
     free(row->exit);
     row->exit = NULL;
-    ctl_hist_observe(&c->metrics.queue_wait, (double)(now - row->submit_ms) / 1000.0);
+    ctl_metrics_queue_wait(c, row->tier, (double)(now - row->submit_ms) / 1000.0);
 }
 
 static void apply_state(struct ctl *c, const struct sched_decision *d, struct store_job *row,
@@ -508,6 +510,14 @@ static void apply_state(struct ctl *c, const struct sched_decision *d, struct st
         str_copy(row->stop_cause, sizeof(row->stop_cause), sched_stop_cause_name(d->cause));
     if (d->preemptor)
         row->preemptor = d->preemptor;
+}
+
+/* Does decision d end a run (the job leaves STARTING/RUNNING/STOPPING)? */
+static bool run_ends(const struct sched_decision *d)
+{
+    bool was = d->from == SCHED_STARTING || d->from == SCHED_RUNNING || d->from == SCHED_STOPPING;
+    bool is = d->to == SCHED_STARTING || d->to == SCHED_RUNNING || d->to == SCHED_STOPPING;
+    return d->kind == SCHED_D_STATE && was && !is;
 }
 
 static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now)
@@ -552,6 +562,11 @@ static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now
         rc = store_job_update(c->store, &row);
     if (rc == 0 && d->kind == SCHED_D_START)
         rc = run.run > 0 ? store_run_add(c->store, &run) : -EIO;
+    if (rc == 0 && run_ends(d))
+        rc = store_run_end(c->store, row.id, now, sched_job_state_name(d->to),
+                           d->cause ? sched_stop_cause_name(d->cause) : "");
+    if (d->kind == SCHED_D_STATE && (d->to == SCHED_FAILED || d->to == SCHED_NODE_FAIL))
+        ctl_alerts_job_failed(c, row.id, row.project, sched_job_state_name(d->to), node);
     const char *from = d->kind == SCHED_D_KILL ? "" : sched_job_state_name(d->from);
     const char *to = d->kind == SCHED_D_KILL ? "" : sched_job_state_name(d->to);
     if (rc == 0)
@@ -636,7 +651,8 @@ void ctl_cycle_now(struct ctl *c)
     int64_t t0 = clock_mono_us();
     size_t n = 0;
     struct sched_cycle_stats stats;
-    const struct sched_decision *d = sched_cycle(c->sched, now, SCHED_CYCLE_INCREMENTAL, &n, &stats);
+    const struct sched_decision *d =
+        sched_cycle(c->sched, now, SCHED_CYCLE_INCREMENTAL, &n, &stats);
     /* the decisions array is borrowed until the next mutation: applying them only
      * reads the core (views), so it stays valid through the loop */
     for (size_t i = 0; i < n; i++)
@@ -713,6 +729,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
             ctl_cycle_soon(c);
         }
     }
+    ctl_usage_prune(c);
 }
 
 int ctl_loop_start(struct ctl *c)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "controller/ctl.h"
+#include "protocol/agent_msg.h"
 #include "util/clock.h"
 #include "util/parse.h"
 #include "util/str.h"
@@ -33,7 +34,7 @@ static void usage(FILE *f)
                "               [--tls-cert FILE --tls-key FILE] [--secrets-key FILE]\n"
                "               [--max-connections N] [--expected-nodes N]\n"
                "               [--idle-timeout DURATION] [--submit-rate N] [--submit-burst N]\n"
-               "               [--max-array-tasks N]\n"
+               "               [--max-array-tasks N] [--rotate-secrets-key]\n"
                "       docketd --routes   (every API route and the permission it needs)\n");
 }
 
@@ -61,7 +62,8 @@ enum {
     O_MAXARRAY,
     O_HELP,
     O_VERSION,
-    O_ROUTES
+    O_ROUTES,
+    O_ROTATE_SECRETS
 };
 
 static const struct option opts[] = {
@@ -89,6 +91,7 @@ static const struct option opts[] = {
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {"routes", no_argument, NULL, O_ROUTES},
+    {"rotate-secrets-key", no_argument, NULL, O_ROTATE_SECRETS},
     {NULL, 0, NULL, 0},
 };
 
@@ -175,6 +178,9 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
         return parse_int64(arg, 1, 1000000, &cfg->submit_burst) < 0
                    ? flag_error("submit-burst", arg, "must be 1..1000000, not")
                    : 0;
+    case O_ROTATE_SECRETS:
+        cfg->rotate_secrets_key = true;
+        return 0;
     case O_MAXARRAY:
         return parse_int64(arg, 1, PROTO_MAX_ARRAY, &cfg->max_array_tasks) < 0
                    ? flag_error("max-array-tasks", arg, "must be 1..10000, not")
@@ -229,6 +235,27 @@ static int parse_args(int argc, char **argv, struct ctl_config *cfg)
     return 0;
 }
 
+/* A parked heartbeat refreshes neither side: docketd counts a node's silence from the
+ * poll's arrival (lost at node_timeout + margin), and the agent renews its fencing lease
+ * only from a reply, to (poll sent) + node_timeout - margin. A quiet node's next reply
+ * comes a whole wait after that, so the lease must outlast two waits or every quiet
+ * node's jobs are fenced (lost, NODE_FAIL, requeued) although nothing failed. The wait
+ * is cut to a third of the lease; the last third is the slack for a slow reply. With the
+ * defaults (60 s, margin 10 s) that is 16.6 s, and the default wait is 15 s. */
+static void heartbeat_wait_cap(struct ctl_config *cfg)
+{
+    int64_t margin = agent_fence_margin_ms(cfg->node_timeout_ms, AGENT_FENCE_MARGIN_DEFAULT_MS);
+    int64_t cap = (cfg->node_timeout_ms - margin) / 3;
+    if (cfg->heartbeat_wait_ms <= cap)
+        return;
+    log_warn("heartbeat_wait_capped",
+             "heartbeat_wait_ms=%lld cap_ms=%lld node_timeout_ms=%lld margin_ms=%lld"
+             " effect=\"long polls end within a third of the fencing lease\"",
+             (long long)cfg->heartbeat_wait_ms, (long long)cap, (long long)cfg->node_timeout_ms,
+             (long long)margin);
+    cfg->heartbeat_wait_ms = cap;
+}
+
 /* At first start, an admin token: its hash in the store, the text in admin.token (0600). */
 static int admin_token(struct ctl *c)
 {
@@ -268,8 +295,14 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct ctl *c = arg;
     if (sig == SIGHUP) {
+        char err[512];
         log_reopen();
         log_info("log_reopened", "signal=HUP");
+        if (c->tls_ctx && ctl_tls_reload(c, err, sizeof(err)) < 0)
+            log_error("tls_reload_failed",
+                      "error=\"%s\" action=\"the previous certificate is "
+                      "still served; fix the files and send SIGHUP again\"",
+                      err);
         return;
     }
     log_info("shutdown", "signal=%s", sig == SIGTERM ? "TERM" : "INT");
@@ -314,6 +347,11 @@ static int start(struct ctl *c)
         log_error("store_open_failed", "error=\"%s\"", err);
         return -EIO;
     }
+    if ((rc = ctl_secrets_recover(c, err, sizeof(err))) < 0 ||
+        (c->cfg.rotate_secrets_key && (rc = ctl_secrets_rotate(c, err, sizeof(err))) < 0)) {
+        log_error("secrets_key_rotation_failed", "error=\"%s\"", err);
+        return rc;
+    }
     if ((rc = ctl_restore(c, err, sizeof(err))) < 0) {
         log_error("restore_failed", "error=\"%s\"", err);
         return rc;
@@ -328,6 +366,10 @@ static int start(struct ctl *c)
         log_warn("sync_helper_failed", "error=\"%s\" fallback=inline", strerror(-rc));
     if ((rc = ctl_http_start(c, err, sizeof(err))) < 0) {
         log_error("listen_failed", "error=\"%s\"", err);
+        return rc;
+    }
+    if ((rc = ctl_alerts_start(c)) < 0) {
+        log_error("alerts_failed", "error=\"%s\"", strerror(-rc));
         return rc;
     }
     return ctl_loop_start(c);
@@ -345,6 +387,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "docketd: cannot open log file '%s'\n", c->cfg.log_file);
         return 1;
     }
+    heartbeat_wait_cap(&c->cfg);
     c->metrics.queue_wait = (struct ctl_hist){wait_bounds, 8, {0}, 0, 0};
     c->metrics.cycle = (struct ctl_hist){cycle_bounds, 9, {0}, 0, 0};
     c->metrics.commit = (struct ctl_hist){cycle_bounds, 9, {0}, 0, 0};
@@ -370,6 +413,7 @@ int main(int argc, char **argv)
     if (c->base)
         event_base_loop(c->base, EVLOOP_NONBLOCK); /* flush the last replies */
     ctl_logs_stop(c);
+    ctl_alerts_stop(c);
     ctl_loop_stop(c);
     ctl_http_stop(c);
     ctl_secrets_stop(c);

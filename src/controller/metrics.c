@@ -1,7 +1,9 @@
 /*
- * metrics.c - /healthz and /metrics (Prometheus text exposition format): live jobs by
- * state, tier and project; GPUs by state and type; nodes by state; histograms of queue
- * wait and cycle time; submissions and HTTP replies by status code.
+ * metrics.c - /healthz and /metrics (Prometheus text exposition format 0.0.4): live jobs
+ * by state, tier and project; GPUs by state (busy, idle, reserved, draining, down) and
+ * type; nodes by state; per-node gauges; each GPU's latest usage sample; histograms of
+ * queue wait per tier and of cycle time; submissions, connections and HTTP replies.
+ * The names and their meaning are listed in docs/monitoring.md "Metrics".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include "controller/ctl.h"
 #include "util/clock.h"
 #include "util/dbuf.h"
+#include "util/str.h"
 
 void ctl_hist_observe(struct ctl_hist *h, double v)
 {
@@ -20,6 +23,25 @@ void ctl_hist_observe(struct ctl_hist *h, double v)
         }
     h->count++;
     h->sum += v;
+}
+
+void ctl_metrics_queue_wait(struct ctl *c, const char *tier, double seconds)
+{
+    struct ctl_metrics *m = &c->metrics;
+    int k = 0;
+    while (k < m->nwait_tiers && strcmp(m->wait_by_tier[k].tier, tier) != 0)
+        k++;
+    if (k == m->nwait_tiers) {
+        if (k == (int)(sizeof(m->wait_by_tier) / sizeof(m->wait_by_tier[0])))
+            k--; /* more tier names than tiers ever were (renames): the last slot takes them */
+        else
+            m->nwait_tiers++;
+        str_copy(m->wait_by_tier[k].tier, sizeof(m->wait_by_tier[k].tier), tier);
+        m->wait_by_tier[k].h =
+            (struct ctl_hist){m->queue_wait.bounds, m->queue_wait.nbounds, {0}, 0, 0};
+    }
+    ctl_hist_observe(&m->wait_by_tier[k].h, seconds);
+    ctl_hist_observe(&m->queue_wait, seconds);
 }
 
 void h_healthz(struct ctl_req *r)
@@ -47,93 +69,223 @@ void h_healthz(struct ctl_req *r)
                              "jobs", jobs, "nodes", nodes));
 }
 
-static void hist_text(struct dbuf *b, const char *name, const char *help, const struct ctl_hist *h)
+/* One histogram series: cumulative _bucket lines, +Inf, _sum, _count. `labels` is ""
+ * or `k="v",` (with its trailing comma). */
+static void hist_series(struct dbuf *b, const char *name, const char *labels,
+                        const struct ctl_hist *h)
 {
     uint64_t cum = 0;
-    dbuf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    size_t ll = strlen(labels);
     for (int i = 0; i < h->nbounds; i++) {
         cum += h->counts[i];
-        dbuf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i], (unsigned long long)cum);
+        dbuf_printf(b, "%s_bucket{%sle=\"%g\"} %llu\n", name, labels, h->bounds[i],
+                    (unsigned long long)cum);
     }
-    dbuf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
-                (unsigned long long)h->count, name, h->sum, name, (unsigned long long)h->count);
+    dbuf_printf(b, "%s_bucket{%sle=\"+Inf\"} %llu\n", name, labels, (unsigned long long)h->count);
+    /* _sum and _count carry the labels without the trailing comma */
+    dbuf_printf(b, "%s_sum%s%.*s%s %.6f\n%s_count%s%.*s%s %llu\n", name, ll ? "{" : "",
+                (int)(ll ? ll - 1 : 0), labels, ll ? "}" : "", h->sum, name, ll ? "{" : "",
+                (int)(ll ? ll - 1 : 0), labels, ll ? "}" : "", (unsigned long long)h->count);
 }
 
-/* Label values are names (str_is_name), so they need no escaping. */
+static void help(struct dbuf *b, const char *name, const char *type, const char *text)
+{
+    dbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+/* Label values are names (str_is_name), so they need no escaping. Counted into a JSON
+ * object keyed by the label text, printed in its order. */
+static void count_add(json_t *counts, const char *key, json_int_t n)
+{
+    json_t *v = json_object_get(counts, key);
+    json_object_set_new(counts, key, json_integer((v ? json_integer_value(v) : 0) + n));
+}
+
+static void counts_text(struct dbuf *b, const char *name, json_t *counts)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(counts, k, v)
+        dbuf_printf(b, "%s{%s} %lld\n", name, k, (long long)json_integer_value(v));
+    json_decref(counts);
+}
+
 static void jobs_text(struct ctl *c, struct dbuf *b)
 {
     json_t *counts = json_object();
-    for (size_t i = 0; i < sched_job_count(c->sched); i++) {
+    /* every slot: live jobs sit after the holes ended ones leave (not 0..count-1) */
+    for (size_t i = 0; i < sched_job_slots(c->sched); i++) {
         struct sched_job_view v;
         if (sched_job_at(c->sched, i, &v) < 0)
             continue;
         char key[256];
         snprintf(key, sizeof(key), "state=\"%s\",tier=\"%s\",project=\"%s\"",
                  sched_job_state_name(v.state), v.tier ? v.tier : "", v.project ? v.project : "");
-        json_t *n = json_object_get(counts, key);
-        json_object_set_new(counts, key, json_integer(n ? json_integer_value(n) + 1 : 1));
+        count_add(counts, key, 1);
     }
-    dbuf_puts(b, "# HELP docket_jobs live jobs by state, tier and project\n"
-                 "# TYPE docket_jobs gauge\n");
-    const char *k;
-    json_t *v;
-    json_object_foreach(counts, k, v)
-        dbuf_printf(b, "docket_jobs{%s} %lld\n", k, (long long)json_integer_value(v));
-    json_decref(counts);
+    help(b, "docket_jobs", "gauge", "live jobs by state, tier and project");
+    counts_text(b, "docket_jobs", counts);
+}
+
+static void alerts_text(struct ctl *c, struct dbuf *b)
+{
+    help(b, "docket_alerts_firing", "gauge",
+         "alert instances firing per rule of the policy (silenced ones too; docs/alerts.md)");
+    counts_text(b, "docket_alerts_firing", ctl_alerts_firing_counts(c));
+}
+
+/* GPUs of a node by state: busy (allocated), and the free ones as idle (UP), reserved
+ * (UP, in the reserved zone), draining (DRAINING, DRAINED) or down (DOWN, UNREACHABLE,
+ * UNHEALTHY: all its GPUs). The states add up to the node's GPUs. */
+static void gpu_states(const struct sched_node_view *v, int out[5])
+{
+    int free_gpus = v->gpus - v->gpus_used;
+    memset(out, 0, 5 * sizeof(int));
+    switch (v->state) {
+    case SCHED_NODE_UP:
+        out[0] = v->gpus_used;
+        out[v->reserved ? 2 : 1] = free_gpus;
+        break;
+    case SCHED_NODE_DRAINING:
+    case SCHED_NODE_DRAINED:
+        out[0] = v->gpus_used;
+        out[3] = free_gpus;
+        break;
+    default:
+        out[4] = v->gpus;
+        break;
+    }
+}
+
+static const char *const gpu_state_names[5] = {"busy", "idle", "reserved", "draining", "down"};
+
+static void node_gauge(struct dbuf *b, const char *name, const char *node, long long v)
+{
+    dbuf_printf(b, "%s{node=\"%s\"} %lld\n", name, node, v);
 }
 
 static void nodes_text(struct ctl *c, struct dbuf *b)
 {
     json_t *gpus = json_object();
     size_t by_state[SCHED_NODE_STATE_COUNT] = {0};
-    for (size_t i = 0; i < sched_node_count(c->sched); i++) {
+    size_t nn = sched_node_count(c->sched);
+    struct dbuf per;
+    dbuf_init(&per, 32u << 20);
+    help(&per, "docket_node_gpus", "gauge", "GPUs of each node");
+    for (size_t i = 0; i < nn; i++) {
         struct sched_node_view v;
         if (sched_node_get(c->sched, (uint32_t)i, &v) < 0)
             continue;
         by_state[v.state]++;
-        if (v.gpus == 0)
-            continue;
-        bool usable = v.state == SCHED_NODE_UP;
-        const char *states[] = {"used", usable ? "free" : "unavailable"};
-        int values[] = {v.gpus_used, v.gpus - v.gpus_used};
-        for (int s = 0; s < 2; s++) {
+        node_gauge(&per, "docket_node_gpus", v.name, v.gpus);
+        int st[5];
+        gpu_states(&v, st);
+        for (int s = 0; s < 5 && v.gpus > 0; s++) {
             char key[160];
-            snprintf(key, sizeof(key), "state=\"%s\",gpu_type=\"%s\"", states[s],
+            snprintf(key, sizeof(key), "state=\"%s\",gpu_type=\"%s\"", gpu_state_names[s],
                      v.gpu_type ? v.gpu_type : "");
-            json_t *n = json_object_get(gpus, key);
-            json_object_set_new(gpus, key,
-                                json_integer((n ? json_integer_value(n) : 0) + values[s]));
+            count_add(gpus, key, st[s]);
         }
     }
-    dbuf_puts(b, "# HELP docket_gpus GPUs by state and type\n# TYPE docket_gpus gauge\n");
-    const char *k;
-    json_t *v;
-    json_object_foreach(gpus, k, v)
-        dbuf_printf(b, "docket_gpus{%s} %lld\n", k, (long long)json_integer_value(v));
-    json_decref(gpus);
-    dbuf_puts(b, "# HELP docket_nodes nodes by state\n# TYPE docket_nodes gauge\n");
+    struct {
+        const char *name, *text;
+    } g[] = {
+        {"docket_node_gpus_busy", "GPUs of each node allocated to jobs"},
+        {"docket_node_jobs", "live jobs placed on each node"},
+        {"docket_node_cpus", "CPUs of each node"},
+        {"docket_node_cpus_busy", "CPUs of each node allocated to jobs"},
+        {"docket_node_memory_bytes", "memory of each node"},
+        {"docket_node_memory_busy_bytes", "memory of each node allocated to jobs"},
+        {"docket_node_up", "1 when the node takes work (state UP), else 0"},
+    };
+    for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
+        help(&per, g[k].name, "gauge", g[k].text);
+        for (size_t i = 0; i < nn; i++) {
+            struct sched_node_view v;
+            if (sched_node_get(c->sched, (uint32_t)i, &v) < 0)
+                continue;
+            long long val[] = {v.gpus_used,
+                               v.njobs,
+                               v.cpus,
+                               v.cpus_used,
+                               (long long)v.mem_mb << 20,
+                               (long long)v.mem_used_mb << 20,
+                               v.state == SCHED_NODE_UP};
+            node_gauge(&per, g[k].name, v.name, val[k]);
+        }
+    }
+    help(b, "docket_gpus", "gauge",
+         "GPUs by state (busy, idle, reserved, draining, down) and type");
+    counts_text(b, "docket_gpus", gpus);
+    help(b, "docket_nodes", "gauge", "nodes by state");
     for (int i = 0; i < SCHED_NODE_STATE_COUNT; i++)
         dbuf_printf(b, "docket_nodes{state=\"%s\"} %zu\n",
                     sched_node_state_name((enum sched_node_state)i), by_state[i]);
+    if (!per.failed)
+        dbuf_append(b, per.data, per.len);
+    dbuf_release(&per);
 }
 
-void h_metrics(struct ctl_req *r)
+/* Each GPU's latest usage sample (usage.c), while it is fresh. */
+static void gpu_usage_text(struct ctl *c, struct dbuf *b)
 {
-    struct ctl *c = r->c;
-    struct dbuf b;
-    dbuf_init(&b, 64u << 20);
-    jobs_text(c, &b);
-    nodes_text(c, &b);
-    hist_text(&b, "docket_queue_wait_seconds", "time from submission to start",
-              &c->metrics.queue_wait);
-    hist_text(&b, "docket_cycle_seconds", "duration of a scheduling cycle", &c->metrics.cycle);
-    hist_text(&b, "docket_commit_seconds", "duration of a group commit (fsync included)",
-              &c->metrics.commit);
-    dbuf_printf(&b,
+    static const struct {
+        const char *name, *text;
+    } g[] = {
+        {"docket_gpu_utilization_percent", "latest utilisation sample of each GPU"},
+        {"docket_gpu_memory_used_bytes", "latest memory used of each GPU"},
+        {"docket_gpu_power_watts", "latest power draw of each GPU"},
+        {"docket_gpu_temperature_celsius", "latest temperature of each GPU"},
+        {"docket_gpu_ecc_errors", "volatile uncorrected ECC errors of each GPU"},
+        {"docket_gpu_xid_errors", "XID errors of each GPU seen by its agent"},
+    };
+    int64_t now = clock_now_ms();
+    for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
+        help(b, g[k].name, "gauge", g[k].text);
+        for (size_t i = 0; i < c->nnodes; i++) {
+            struct ctl_node *n = c->nodes[i];
+            for (int x = 0; n && x < AGENT_MAX_GPUS; x++) {
+                const struct ctl_gpu_last *l = &n->gpu_last[x];
+                if (!l->time_ms || now - l->time_ms > CTL_GPU_SAMPLE_FRESH_MS)
+                    continue;
+                double val[] = {l->g.util,
+                                (double)l->g.mem_used_mb * 1048576.0,
+                                (double)l->g.power_mw / 1000.0,
+                                l->g.temp_c,
+                                (double)l->g.ecc_errors,
+                                (double)l->g.xid_errors};
+                if (val[k] < 0)
+                    continue; /* unknown: no sample, not zero */
+                dbuf_printf(b, "%s{node=\"%s\",gpu=\"%d\",source=\"%s\"} %g\n", g[k].name, n->name,
+                            x, n->gpu_source, val[k]);
+            }
+        }
+    }
+}
+
+static void histograms_text(struct ctl *c, struct dbuf *b)
+{
+    const struct ctl_metrics *m = &c->metrics;
+    help(b, "docket_queue_wait_seconds", "histogram",
+         "time from submission to start, by the job's tier");
+    for (int i = 0; i < m->nwait_tiers; i++) {
+        char labels[96];
+        snprintf(labels, sizeof(labels), "tier=\"%s\",", m->wait_by_tier[i].tier);
+        hist_series(b, "docket_queue_wait_seconds", labels, &m->wait_by_tier[i].h);
+    }
+    help(b, "docket_cycle_seconds", "histogram", "duration of a scheduling cycle");
+    hist_series(b, "docket_cycle_seconds", "", &m->cycle);
+    help(b, "docket_commit_seconds", "histogram", "duration of a group commit (fsync included)");
+    hist_series(b, "docket_commit_seconds", "", &m->commit);
+}
+
+static void counters_text(struct ctl *c, struct dbuf *b)
+{
+    dbuf_printf(b,
                 "# HELP docket_submissions_total jobs submitted\n"
                 "# TYPE docket_submissions_total counter\ndocket_submissions_total %llu\n",
                 (unsigned long long)c->metrics.submissions);
-    dbuf_printf(&b,
+    dbuf_printf(b,
                 "# HELP docket_connections open HTTP connections (both servers)\n"
                 "# TYPE docket_connections gauge\ndocket_connections %zu\n"
                 "# HELP docket_connections_max the cap (max_connections)\n"
@@ -146,12 +298,24 @@ void h_metrics(struct ctl_req *r)
                 ctl_conn_count(c), (long long)c->conn_cap,
                 (unsigned long long)c->metrics.conn_refused,
                 (unsigned long long)c->metrics.accept_errors);
-    dbuf_puts(&b, "# HELP docket_http_requests_total HTTP replies by status code\n"
-                  "# TYPE docket_http_requests_total counter\n");
+    help(b, "docket_http_requests_total", "counter", "HTTP replies by status code");
     for (int i = 100; i < 600; i++)
         if (c->metrics.http_by_code[i])
-            dbuf_printf(&b, "docket_http_requests_total{code=\"%d\"} %llu\n", i,
+            dbuf_printf(b, "docket_http_requests_total{code=\"%d\"} %llu\n", i,
                         (unsigned long long)c->metrics.http_by_code[i]);
+}
+
+void h_metrics(struct ctl_req *r)
+{
+    struct ctl *c = r->c;
+    struct dbuf b;
+    dbuf_init(&b, 64u << 20);
+    jobs_text(c, &b);
+    nodes_text(c, &b);
+    gpu_usage_text(c, &b);
+    histograms_text(c, &b);
+    counters_text(c, &b);
+    alerts_text(c, &b);
     if (b.failed)
         ctl_reply_errorf(c, r->req, 500, NULL, "metrics too large");
     else

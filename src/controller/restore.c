@@ -38,6 +38,7 @@ static int load_policy(struct ctl *c, struct sched_policy *out, struct proto_pol
         json_decref(j);
         *out = pp.policy;
         ctl_class_nodes_take(c, &pp);
+        ctl_alerts_take(c, &pp);
         proto_policy_release(&pp);
         return 0;
     }
@@ -63,6 +64,7 @@ static int load_policy(struct ctl *c, struct sched_policy *out, struct proto_pol
     *has_initial = true;
     *out = initial->policy;
     ctl_class_nodes_take(c, initial);
+    ctl_alerts_take(c, initial);
     return 0;
 }
 
@@ -392,7 +394,7 @@ static void end_on_restore(struct ctl *c, const struct store_job *row, int64_t n
     char detail[128];
     snprintf(detail, sizeof(detail), "cannot be restored: %s", why);
     struct store_event e = {row->id, now,       "state", from, sched_job_state_name(to),
-                            "",      "restore", detail};
+                            "",      "restore", detail,  0};
     if (store_begin(c->store) < 0 || store_job_update(c->store, &j) < 0 ||
         store_event_add(c->store, &e) < 0)
         log_error("store_failed", "what=restore_end job=%llu", (unsigned long long)row->id);
@@ -420,7 +422,8 @@ static int requeue_on_restore(struct ctl *c, const struct store_job *row, struct
     if (store_begin(c->store) == 0 && store_job_update(c->store, &j) == 0) {
         struct store_event e = {
             row->id,   now, "state",     from,
-            "PENDING", "",  "node_fail", "its allocation could not be restored; requeued"};
+            "PENDING", "",  "node_fail", "its allocation could not be restored; requeued",
+            0};
         if (store_event_add(c->store, &e) < 0)
             log_error("store_failed", "what=restore_event job=%llu", (unsigned long long)row->id);
     }

@@ -38,40 +38,57 @@ static const char aad_tag[] = "docket-secret-v1";
 /* ------------------------------------------------------------------------------------ */
 /* The key file                                                                          */
 
-static int make_key(const char *path, char *err, size_t errlen)
+static void key_path(const struct ctl *c, char *path, size_t len)
 {
-    unsigned char k[CTL_SECRET_KEY_LEN];
-    if (RAND_bytes(k, sizeof(k)) != 1) {
-        snprintf(err, errlen, "no randomness for the secrets key");
-        return -EIO;
-    }
+    if (c->cfg.secrets_key[0])
+        str_copy(path, len, c->cfg.secrets_key);
+    else
+        snprintf(path, len, "%s/secrets.key", c->cfg.state_dir);
+}
+
+/* A new key file (0600, refused if the path exists) holding k, on disk before return. */
+static int write_key(const char *path, const unsigned char k[CTL_SECRET_KEY_LEN], char *err,
+                     size_t errlen)
+{
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         snprintf(err, errlen, "cannot create the secrets key '%s': %s", path, strerror(errno));
         return -errno;
     }
-    ssize_t w = write(fd, k, sizeof(k));
-    int ok = w == (ssize_t)sizeof(k) && fsync(fd) == 0;
-    OPENSSL_cleanse(k, sizeof(k));
+    ssize_t w = write(fd, k, CTL_SECRET_KEY_LEN);
+    int ok = w == (ssize_t)CTL_SECRET_KEY_LEN && fsync(fd) == 0;
     if (close(fd) != 0 || !ok) {
         unlink(path);
         snprintf(err, errlen, "cannot write the secrets key '%s'", path);
         return -EIO;
     }
-    log_info("secrets_key_made", "path=%s", path);
     return 0;
 }
 
-int ctl_secrets_start(struct ctl *c, char *err, size_t errlen)
+static int new_key(unsigned char k[CTL_SECRET_KEY_LEN], char *err, size_t errlen)
 {
-    char path[CTL_PATH_MAX + 32];
-    if (c->cfg.secrets_key[0])
-        str_copy(path, sizeof(path), c->cfg.secrets_key);
-    else
-        snprintf(path, sizeof(path), "%s/secrets.key", c->cfg.state_dir);
-    int rc;
-    if (access(path, F_OK) != 0 && (rc = make_key(path, err, errlen)) < 0)
-        return rc;
+    if (RAND_bytes(k, CTL_SECRET_KEY_LEN) == 1)
+        return 0;
+    snprintf(err, errlen, "no randomness for the secrets key");
+    return -EIO;
+}
+
+static int make_key(const char *path, char *err, size_t errlen)
+{
+    unsigned char k[CTL_SECRET_KEY_LEN];
+    int rc = new_key(k, err, errlen);
+    if (rc == 0)
+        rc = write_key(path, k, err, errlen);
+    OPENSSL_cleanse(k, sizeof(k));
+    if (rc == 0)
+        log_info("secrets_key_made", "path=%s", path);
+    return rc;
+}
+
+/* Read a key file into out, refusing one of the wrong size or that others may read. */
+static int read_key(const char *path, unsigned char out[CTL_SECRET_KEY_LEN], char *err,
+                    size_t errlen)
+{
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {
@@ -80,7 +97,7 @@ int ctl_secrets_start(struct ctl *c, char *err, size_t errlen)
             close(fd);
         return -EIO;
     }
-    rc = 0;
+    int rc = 0;
     if (!S_ISREG(st.st_mode) || st.st_size != CTL_SECRET_KEY_LEN) {
         snprintf(err, errlen, "the secrets key '%s' must be a file of exactly %d bytes", path,
                  CTL_SECRET_KEY_LEN);
@@ -91,11 +108,22 @@ int ctl_secrets_start(struct ctl *c, char *err, size_t errlen)
                  "consider the secrets it guards exposed",
                  path, (unsigned)(st.st_mode & 07777), path);
         rc = -EPERM;
-    } else if (read(fd, c->secret_key, CTL_SECRET_KEY_LEN) != CTL_SECRET_KEY_LEN) {
+    } else if (read(fd, out, CTL_SECRET_KEY_LEN) != CTL_SECRET_KEY_LEN) {
         snprintf(err, errlen, "cannot read the secrets key '%s'", path);
         rc = -EIO;
     }
     close(fd);
+    return rc;
+}
+
+int ctl_secrets_start(struct ctl *c, char *err, size_t errlen)
+{
+    char path[CTL_PATH_MAX + 32];
+    key_path(c, path, sizeof(path));
+    int rc;
+    if (access(path, F_OK) != 0 && (rc = make_key(path, err, errlen)) < 0)
+        return rc;
+    rc = read_key(path, c->secret_key, err, errlen);
     c->secret_key_loaded = rc == 0;
     return rc;
 }
@@ -224,6 +252,171 @@ json_t *ctl_secret_env(struct ctl *c, const char *project, const json_t *names, 
         return NULL;
     }
     return env;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Key rotation (docs/security.md "Rotating the secrets key")                             */
+
+/* Every secret's project and name, [[project, name]...]. NULL on a store error. */
+static int name_one(void *arg, const struct store_secret *s)
+{
+    json_array_append_new(arg, json_pack("[s,s]", s->project, s->name));
+    return 0;
+}
+
+/* Re-seal one secret from key `from` to key `to` (its set_by and set_ms kept). */
+static int reseal(struct ctl *c, const unsigned char *from, const unsigned char *to,
+                  const char *project, const char *name, char *err, size_t errlen)
+{
+    struct store_secret s;
+    int rc = store_secret_get(c->store, project, name, &s);
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot read secret '%s' of project '%s': %s", name, project,
+                 store_errmsg(c->store));
+        return rc;
+    }
+    unsigned char *plain = xmalloc(s.sealed_len);
+    int len = ctl_secret_open(from, project, name, s.nonce, s.sealed, s.sealed_len, plain);
+    if (len <= 0) {
+        snprintf(err, errlen,
+                 "secret '%s' of project '%s' does not open with the current key (altered, or "
+                 "sealed with another key): remove it or set it again, then rotate",
+                 name, project);
+        rc = -EBADMSG;
+    } else {
+        rc = ctl_secret_seal(to, project, name, plain, (size_t)len, s.nonce, s.sealed);
+        if (rc == 0)
+            rc = store_secret_put(c->store, &s);
+        if (rc < 0)
+            snprintf(err, errlen, "cannot store secret '%s' of project '%s' sealed anew: %s", name,
+                     project, store_errmsg(c->store));
+    }
+    OPENSSL_cleanse(plain, s.sealed_len);
+    free(plain);
+    store_secret_release(&s);
+    return rc;
+}
+
+/* Every secret re-sealed from the current key to k2 and an audit row, in one durable
+ * transaction; *n counts them. */
+static int reseal_all(struct ctl *c, const unsigned char *k2, const char *path, int *n, char *err,
+                      size_t errlen)
+{
+    json_t *all = json_array(), *pn;
+    size_t i;
+    int rc = store_begin(c->store);
+    if (rc == 0 && (rc = store_secret_list(c->store, NULL, name_one, all)) < 0)
+        snprintf(err, errlen, "cannot list the secrets: %s", store_errmsg(c->store));
+    json_array_foreach(all, i, pn) {
+        if (rc < 0)
+            break;
+        rc = reseal(c, c->secret_key, k2, json_string_value(json_array_get(pn, 0)),
+                    json_string_value(json_array_get(pn, 1)), err, errlen);
+    }
+    *n = (int)json_array_size(all);
+    json_decref(all);
+    json_t *after = json_pack("{s:i}", "secrets", *n);
+    if (rc == 0 && (rc = ctl_audit(c, "docketd", "secrets.rotate_key", path, NULL, after,
+                                   "docketd --rotate-secrets-key")) < 0)
+        snprintf(err, errlen, "cannot audit: %s", store_errmsg(c->store));
+    json_decref(after);
+    if (rc == 0 && ((rc = store_commit(c->store)) < 0 || (rc = store_sync(c->store)) < 0))
+        snprintf(err, errlen, "cannot commit: %s", store_errmsg(c->store));
+    if (rc < 0 && store_in_tx(c->store))
+        store_rollback(c->store);
+    return rc;
+}
+
+/* Make `path` (the renamed key) durable in its directory. */
+static void sync_dir_of(const char *path)
+{
+    char dir[CTL_PATH_MAX + 32];
+    str_copy(dir, sizeof(dir), path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    int fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
+int ctl_secrets_recover(struct ctl *c, char *err, size_t errlen)
+{
+    char path[CTL_PATH_MAX + 32], next[CTL_PATH_MAX + 40];
+    unsigned char k2[CTL_SECRET_KEY_LEN];
+    key_path(c, path, sizeof(path));
+    snprintf(next, sizeof(next), "%s.new", path);
+    if (access(next, F_OK) != 0)
+        return 0;
+    int rc = read_key(next, k2, err, errlen);
+    if (rc < 0)
+        return rc;
+    /* which key do the stored secrets open with? (a database without secrets: either) */
+    json_t *all = json_array();
+    rc = store_secret_list(c->store, NULL, name_one, all);
+    bool committed = true;
+    if (rc == 0 && json_array_size(all) > 0) {
+        json_t *pn = json_array_get(all, 0);
+        const char *project = json_string_value(json_array_get(pn, 0));
+        const char *name = json_string_value(json_array_get(pn, 1));
+        struct store_secret s;
+        if ((rc = store_secret_get(c->store, project, name, &s)) == 0) {
+            unsigned char *plain = xmalloc(s.sealed_len);
+            committed =
+                ctl_secret_open(k2, project, name, s.nonce, s.sealed, s.sealed_len, plain) > 0;
+            OPENSSL_cleanse(plain, s.sealed_len);
+            free(plain);
+            store_secret_release(&s);
+        }
+    }
+    json_decref(all);
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot read the secrets: %s", store_errmsg(c->store));
+    } else if (committed) { /* the rotation committed, then stopped: finish it */
+        if (rename(next, path) < 0) {
+            snprintf(err, errlen, "cannot rename '%s' to '%s': %s", next, path, strerror(errno));
+            rc = -errno;
+        } else {
+            sync_dir_of(path);
+            memcpy(c->secret_key, k2, sizeof(k2));
+            log_warn("secrets_key_rotation_finished", "path=%s", path);
+        }
+    } else { /* it never committed: the old key is still the one */
+        unlink(next);
+        log_warn("secrets_key_rotation_abandoned", "path=%s", next);
+    }
+    OPENSSL_cleanse(k2, sizeof(k2));
+    return rc;
+}
+
+int ctl_secrets_rotate(struct ctl *c, char *err, size_t errlen)
+{
+    char path[CTL_PATH_MAX + 32], next[CTL_PATH_MAX + 40];
+    unsigned char k2[CTL_SECRET_KEY_LEN];
+    int n = 0;
+    key_path(c, path, sizeof(path));
+    snprintf(next, sizeof(next), "%s.new", path);
+    /* the new key on disk first, next to the old one: whatever stops docketd from here
+     * on, ctl_secrets_recover finds which of the two the database holds */
+    int rc = new_key(k2, err, errlen);
+    if (rc == 0)
+        rc = write_key(next, k2, err, errlen);
+    if (rc == 0 && (rc = reseal_all(c, k2, path, &n, err, errlen)) < 0)
+        unlink(next); /* rolled back: the old key stays */
+    if (rc == 0 && rename(next, path) < 0) {
+        snprintf(err, errlen, "cannot rename '%s' to '%s': %s (docketd finishes at its next start)",
+                 next, path, strerror(errno));
+        rc = -errno;
+    }
+    if (rc == 0) {
+        sync_dir_of(path);
+        memcpy(c->secret_key, k2, sizeof(k2));
+        log_info("secrets_key_rotated", "path=%s secrets=%d", path, n);
+    }
+    OPENSSL_cleanse(k2, sizeof(k2));
+    return rc;
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -9,8 +9,10 @@
  * start and given to admins with every join token. `tls: off` on a non-loopback address
  * is refused at start, so a token never crosses a network in clear by mistake.
  *
- * Each accepted TCP connection gets its own OpenSSL bufferevent (evhttp's bevcb); the
- * SSL_CTX lives as long as the listener.
+ * Each accepted TCP connection gets its own OpenSSL bufferevent (evhttp's bevcb). SIGHUP
+ * reloads the certificate and key from their files (ctl_tls_reload): new connections get
+ * the new ones, open ones keep theirs; a pair that does not load leaves the old in place
+ * (docs/security.md "Rotating the TLS certificate").
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -156,6 +158,56 @@ static int check_key_mode(const char *path, bool own, char *err, size_t errlen)
     return 0;
 }
 
+/* Where the certificate and key are: the configuration's, or docketd's own. */
+static void tls_paths(const struct ctl *c, char cert[CTL_PATH_MAX + 16],
+                      char key[CTL_PATH_MAX + 16])
+{
+    const struct ctl_config *cfg = &c->cfg;
+    bool own = !cfg->tls_cert[0];
+    snprintf(cert, CTL_PATH_MAX + 16, own ? "%s/tls.crt" : "%s",
+             own ? cfg->state_dir : cfg->tls_cert);
+    snprintf(key, CTL_PATH_MAX + 16, own ? "%s/tls.key" : "%s",
+             own ? cfg->state_dir : cfg->tls_key);
+}
+
+/* A server context from the certificate and key files as they are now (start, and
+ * SIGHUP: ctl_tls_reload); its public-key pin into c->tls_fingerprint. */
+static int load_ctx(struct ctl *c, SSL_CTX **out, char *err, size_t errlen)
+{
+    char cert[CTL_PATH_MAX + 16], key[CTL_PATH_MAX + 16];
+    tls_paths(c, cert, key);
+    int rc = check_key_mode(key, !c->cfg.tls_cert[0], err, errlen);
+    if (rc < 0)
+        return rc;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (!ctx || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+        ssl_err(err, errlen, "cannot set up TLS");
+        SSL_CTX_free(ctx);
+        return -EIO;
+    }
+    unsigned char pin[FPR_LEN];
+    const char *what = NULL;
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1)
+        what = "cannot load the TLS certificate";
+    else if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1)
+        what = "cannot load the TLS key";
+    else if (SSL_CTX_check_private_key(ctx) != 1)
+        what = "the TLS key does not match the certificate";
+    else if (proto_tls_pin(SSL_CTX_get0_certificate(ctx), pin) < 0)
+        what = "the TLS certificate has no usable public key";
+    if (what) {
+        char detail[512];
+        ssl_err(detail, sizeof(detail), what);
+        snprintf(err, errlen, "%s (%s, %s)", detail, cert, key);
+        SSL_CTX_free(ctx);
+        return -EINVAL;
+    }
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    fpr_format(pin, c->tls_fingerprint, sizeof(c->tls_fingerprint));
+    *out = ctx;
+    return 0;
+}
+
 int ctl_tls_start(struct ctl *c, char *err, size_t errlen)
 {
     const struct ctl_config *cfg = &c->cfg;
@@ -187,41 +239,35 @@ int ctl_tls_start(struct ctl *c, char *err, size_t errlen)
     }
     char cert[CTL_PATH_MAX + 16], key[CTL_PATH_MAX + 16];
     bool own = !cfg->tls_cert[0];
-    snprintf(cert, sizeof(cert), own ? "%s/tls.crt" : "%s", own ? cfg->state_dir : cfg->tls_cert);
-    snprintf(key, sizeof(key), own ? "%s/tls.key" : "%s", own ? cfg->state_dir : cfg->tls_key);
+    tls_paths(c, cert, key);
     int rc;
     if (own && access(key, F_OK) != 0 && (rc = make_self_signed(cert, key, host, err, errlen)) < 0)
         return rc;
-    if ((rc = check_key_mode(key, own, err, errlen)) < 0)
+    SSL_CTX *ctx;
+    if ((rc = load_ctx(c, &ctx, err, errlen)) < 0)
         return rc;
-    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-    if (!ctx || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
-        ssl_err(err, errlen, "cannot set up TLS");
-        SSL_CTX_free(ctx);
-        return -EIO;
-    }
-    unsigned char pin[FPR_LEN];
-    const char *what = NULL;
-    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1)
-        what = "cannot load the TLS certificate";
-    else if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1)
-        what = "cannot load the TLS key";
-    else if (SSL_CTX_check_private_key(ctx) != 1)
-        what = "the TLS key does not match the certificate";
-    else if (proto_tls_pin(SSL_CTX_get0_certificate(ctx), pin) < 0)
-        what = "the TLS certificate has no usable public key";
-    if (what) {
-        char detail[512];
-        ssl_err(detail, sizeof(detail), what);
-        snprintf(err, errlen, "%s (%s, %s)", detail, cert, key);
-        SSL_CTX_free(ctx);
-        return -EINVAL;
-    }
-    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
-    fpr_format(pin, c->tls_fingerprint, sizeof(c->tls_fingerprint));
     c->tls_ctx = ctx;
     log_info("tls_ready", "cert=%s fingerprint=%s self_signed=%s", cert, c->tls_fingerprint,
              own ? "yes" : "no");
+    return 0;
+}
+
+int ctl_tls_reload(struct ctl *c, char *err, size_t errlen)
+{
+    char old[sizeof(c->tls_fingerprint)];
+    SSL_CTX *ctx;
+    if (!c->tls_ctx) {
+        snprintf(err, errlen, "docketd serves no TLS");
+        return -ENOENT;
+    }
+    str_copy(old, sizeof(old), c->tls_fingerprint);
+    int rc = load_ctx(c, &ctx, err, errlen);
+    if (rc < 0)
+        return rc; /* the old certificate stays */
+    /* connections already open keep the old context (each SSL holds a reference) */
+    SSL_CTX_free(c->tls_ctx);
+    c->tls_ctx = ctx;
+    log_info("tls_reloaded", "fingerprint=%s previous=%s", c->tls_fingerprint, old);
     return 0;
 }
 

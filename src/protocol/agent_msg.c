@@ -756,6 +756,139 @@ static json_t *usage_json(const struct agent_usage *u)
                      (json_int_t)u->max_rss_mb, "gpu_util", u->gpu_util);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* Usage samples (docs/monitoring.md "Samples")                                        */
+
+static const char *const gpu_sources[] = {"nvml", "declared", "none", NULL};
+
+void agent_sample_init(struct agent_sample *s)
+{
+    memset(s, 0, sizeof *s);
+    s->interval_ms = s->cpu_ms = s->mem_bytes = s->mem_peak_bytes = -1;
+    s->io_read_bytes = s->io_write_bytes = -1;
+    memcpy(s->gpu_source, "none", 5);
+}
+
+static void set_known(json_t *o, const char *key, int64_t v)
+{
+    if (v >= 0)
+        json_object_set_new(o, key, json_integer(v));
+}
+
+json_t *agent_sample_to_json(const struct agent_sample *s)
+{
+    json_t *o = json_object(), *gpus = json_array();
+    if (!o || !gpus) {
+        json_decref(o);
+        json_decref(gpus);
+        return NULL;
+    }
+    set_known(o, "interval_ms", s->interval_ms);
+    set_known(o, "cpu_ms", s->cpu_ms);
+    set_known(o, "mem_bytes", s->mem_bytes);
+    set_known(o, "mem_peak_bytes", s->mem_peak_bytes);
+    set_known(o, "io_read_bytes", s->io_read_bytes);
+    set_known(o, "io_write_bytes", s->io_write_bytes);
+    json_object_set_new(o, "gpu_source", json_string(s->gpu_source));
+    for (int i = 0; i < s->ngpus; i++) {
+        const struct agent_gpu_sample *g = &s->gpus[i];
+        json_t *go = json_pack("{s:i}", "index", g->index);
+        if (!go)
+            continue;
+        set_known(go, "util", g->util);
+        set_known(go, "mem_used_mb", g->mem_used_mb);
+        set_known(go, "power_mw", g->power_mw);
+        set_known(go, "temp_c", g->temp_c);
+        set_known(go, "ecc_errors", g->ecc_errors);
+        set_known(go, "xid_errors", g->xid_errors);
+        json_array_append_new(gpus, go);
+    }
+    json_object_set_new(o, "gpus", gpus);
+    return o;
+}
+
+static int parse_gpu_sample(const json_t *g, size_t i, struct agent_gpu_sample *out,
+                            struct agent_msg_error *err)
+{
+    static const char *const fields[] = {"index",  "util",       "mem_used_mb", "power_mw",
+                                         "temp_c", "ecc_errors", "xid_errors",  NULL};
+    char p[48];
+    snprintf(p, sizeof p, "sample.gpus[%zu].", i);
+    if (!json_is_object(g)) {
+        p[strlen(p) - 1] = '\0';
+        return bad(err, p, "'%s' must be an object", p);
+    }
+    int64_t idx = -1, util = -1, temp = -1;
+    out->mem_used_mb = out->power_mw = out->ecc_errors = out->xid_errors = -1;
+    int rc;
+    if ((rc = check_fields(g, fields, p, err)) < 0 ||
+        (rc = get_int(g, "index", p, 0, AGENT_MAX_GPUS - 1, &idx, true, err)) < 0 ||
+        (rc = get_int(g, "util", p, 0, 100, &util, false, err)) < 0 ||
+        (rc = get_int(g, "mem_used_mb", p, 0, (int64_t)1 << 30, &out->mem_used_mb, false, err)) <
+            0 ||
+        (rc = get_int(g, "power_mw", p, 0, 100000000, &out->power_mw, false, err)) < 0 ||
+        (rc = get_int(g, "temp_c", p, 0, 200, &temp, false, err)) < 0 ||
+        (rc = get_int(g, "ecc_errors", p, 0, AGENT_SAMPLE_MAX_ERRORS, &out->ecc_errors, false,
+                      err)) < 0 ||
+        (rc = get_int(g, "xid_errors", p, 0, AGENT_SAMPLE_MAX_ERRORS, &out->xid_errors, false,
+                      err)) < 0)
+        return rc;
+    out->index = (int)idx;
+    out->util = (int)util;
+    out->temp_c = (int)temp;
+    return 0;
+}
+
+int agent_sample_parse(const json_t *o, struct agent_sample *out, struct agent_msg_error *err)
+{
+    static const char *const fields[] = {"interval_ms",    "cpu_ms",        "mem_bytes",
+                                         "mem_peak_bytes", "io_read_bytes", "io_write_bytes",
+                                         "gpu_source",     "gpus",          NULL};
+    const int64_t big = INT64_MAX / 4; /* counters: room to add them up */
+    agent_sample_init(out);
+    if (!json_is_object(o))
+        return bad(err, "sample", "'sample' must be an object");
+    int rc;
+    if ((rc = check_fields(o, fields, "sample.", err)) < 0 ||
+        (rc = get_int(o, "interval_ms", "sample.", 1, 86400000, &out->interval_ms, false, err)) <
+            0 ||
+        (rc = get_int(o, "cpu_ms", "sample.", 0, big, &out->cpu_ms, false, err)) < 0 ||
+        (rc = get_int(o, "mem_bytes", "sample.", 0, big, &out->mem_bytes, false, err)) < 0 ||
+        (rc = get_int(o, "mem_peak_bytes", "sample.", 0, big, &out->mem_peak_bytes, false, err)) <
+            0 ||
+        (rc = get_int(o, "io_read_bytes", "sample.", 0, big, &out->io_read_bytes, false, err)) <
+            0 ||
+        (rc = get_int(o, "io_write_bytes", "sample.", 0, big, &out->io_write_bytes, false, err)) <
+            0 ||
+        (rc = get_str(o, "gpu_source", "sample.", out->gpu_source, sizeof out->gpu_source, true,
+                      err)) < 0)
+        return rc;
+    if (!in_list(out->gpu_source, gpu_sources))
+        return bad(err, "sample.gpu_source", "'sample.gpu_source' must be nvml, declared or none");
+    json_t *gpus = json_object_get(o, "gpus");
+    if (!gpus || json_is_null(gpus))
+        return 0;
+    if (!json_is_array(gpus) || json_array_size(gpus) > AGENT_MAX_GPUS)
+        return bad(err, "sample.gpus", "'sample.gpus' must be an array of at most %d GPUs",
+                   AGENT_MAX_GPUS);
+    if (json_array_size(gpus) && strcmp(out->gpu_source, "none") == 0)
+        return bad(err, "sample.gpus", "'sample.gpus' must be empty when gpu_source is none");
+    uint64_t seen = 0;
+    for (size_t i = 0; i < json_array_size(gpus); i++) {
+        struct agent_gpu_sample *g = &out->gpus[out->ngpus];
+        if ((rc = parse_gpu_sample(json_array_get(gpus, i), i, g, err)) < 0)
+            return rc;
+        if (seen & (1ULL << g->index)) {
+            char f[48];
+            snprintf(f, sizeof f, "sample.gpus[%zu].index", i);
+            return bad(err, f, "GPU %d is listed twice", g->index);
+        }
+        seen |= 1ULL << g->index;
+        out->ngpus++;
+    }
+    return 0;
+}
+
 json_t *agent_event_to_json(const struct agent_event *e)
 {
     json_t *o = json_pack("{s:I, s:s, s:I}", "job", (json_int_t)e->job, "type", e->type, "time_ms",
@@ -774,6 +907,8 @@ json_t *agent_event_to_json(const struct agent_event *e)
         json_object_set_new(o, "message", json_string(e->message));
     if (e->has_usage)
         json_object_set_new(o, "usage", usage_json(&e->usage));
+    if (e->has_sample)
+        json_object_set_new(o, "sample", agent_sample_to_json(&e->sample));
     return o;
 }
 
@@ -796,7 +931,7 @@ static int parse_usage(const json_t *u, struct agent_usage *out, struct agent_ms
 int agent_event_parse(const json_t *o, struct agent_event *e, struct agent_msg_error *err)
 {
     static const char *const fields[] = {"job",  "run",   "type",    "time_ms", "pid",
-                                         "exit", "usage", "message", NULL};
+                                         "exit", "usage", "message", "sample",  NULL};
     static const char *const exit_fields[] = {"kind", "code", "message", NULL};
     memset(e, 0, sizeof *e);
     if (!json_is_object(o))
@@ -844,6 +979,14 @@ int agent_event_parse(const json_t *o, struct agent_event *e, struct agent_msg_e
         if ((rc = parse_usage(u, &e->usage, err)) < 0)
             return rc;
         e->has_usage = true;
+    }
+    json_t *smp = json_object_get(o, "sample");
+    if (smp && !json_is_null(smp)) {
+        if (strcmp(e->type, "usage") != 0)
+            return bad(err, "sample", "'sample' belongs to a usage event only");
+        if ((rc = agent_sample_parse(smp, &e->sample, err)) < 0)
+            return rc;
+        e->has_sample = true;
     }
     return 0;
 }

@@ -190,6 +190,39 @@ struct agent_usage {
     int gpu_util;
 };
 
+/* A usage sample of one job on one node (docs/monitoring.md "Samples"): the job's cgroup
+ * counters and, per GPU of the job, what the node can say about it. Counters (cpu_ms,
+ * io_*) are cumulative over the run; mem_bytes is the current charge, mem_peak_bytes
+ * the run's peak (0 when the kernel does not keep one). A field not known is -1.
+ * gpu_source says where GPU figures come from: "nvml" (measured), "declared" (the
+ * node's GPUs are declared, not measured: only a utilisation the operator declared
+ * with --declared-gpu-util-file, or nothing), "none" (the job has no GPU). */
+enum { AGENT_SAMPLE_MAX_ERRORS = 1000000000 };
+struct agent_gpu_sample {
+    int index;           /* the node's GPU index */
+    int util;            /* percent 0..100, -1 unknown */
+    int64_t mem_used_mb; /* -1 unknown */
+    int64_t power_mw;    /* -1 unknown */
+    int temp_c;          /* -1 unknown */
+    int64_t ecc_errors;  /* volatile uncorrected ECC errors, -1 unknown */
+    int64_t xid_errors;  /* XID error events seen by the agent, -1 unknown */
+};
+struct agent_sample {
+    int64_t interval_ms;
+    int64_t cpu_ms, mem_bytes, mem_peak_bytes, io_read_bytes, io_write_bytes;
+    char gpu_source[16]; /* "nvml", "declared", "none" */
+    int ngpus;
+    struct agent_gpu_sample gpus[AGENT_MAX_GPUS];
+};
+/* Every field -1 (unknown), gpu_source "none", no GPUs. */
+void agent_sample_init(struct agent_sample *s);
+/* The "sample" object of a usage event (fields that are -1 are left out). */
+json_t *agent_sample_to_json(const struct agent_sample *s);
+/* The reader of that object: types, ranges, unknown fields (named "sample.gpus[1].util"),
+ * GPU indices distinct, gpu_source one of the three, no GPU figures when "none". */
+int agent_sample_parse(const json_t *o, struct agent_sample *out,
+                       struct agent_msg_error *err) AGENT_MSG_WUR;
+
 struct agent_event {
     uint64_t job;
     int run;       /* the run the event is about (the start command's job.run), 0 = not given */
@@ -201,6 +234,8 @@ struct agent_event {
     char message[256];              /* exited, reclaim_failed */
     bool has_usage;
     struct agent_usage usage;
+    bool has_sample; /* usage events: the sample (agent_sample_parse) */
+    struct agent_sample sample;
 };
 json_t *agent_event_to_json(const struct agent_event *e);
 /* One event object back (the controller's side); validates type-specific fields. */

@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/ops.h"
 #include "protocol/proto.h"
 #include "util/parse.h"
 #include "util/str.h"
+#include "util/xalloc.h"
 #include "util/yamljson.h"
 
 #define DAY_MS ((int64_t)24 * 3600 * 1000)
@@ -116,16 +118,70 @@ static int parse_tiers(const json_t *v, struct sched_policy *p, struct proto_err
     return 0;
 }
 
+static const char *const idle_actions[] = {"none", "alert", "requeue", "cancel"};
+
+const char *proto_idle_action_name(enum proto_idle_action a)
+{
+    return a >= PROTO_IDLE_NONE && a <= PROTO_IDLE_CANCEL ? idle_actions[a] : "unset";
+}
+
+/* idle: {gpu_util_below: 5, for: 30m, action: alert|requeue|cancel}; null removes it. */
+static int parse_idle(const json_t *v, const char *path, struct proto_idle_rule *r,
+                      struct proto_error *err)
+{
+    static const char *const known[] = {"gpu_util_below", "for", "action", NULL};
+    char p[160], f[192];
+    snprintf(p, sizeof(p), "%s%sidle", path, path[0] ? "." : "");
+    memset(r, 0, sizeof(*r));
+    r->action = PROTO_IDLE_NONE;
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_object(v))
+        return proto_errorf(err, 400, NULL, p,
+                            "%s must be an object such as {gpu_util_below: 5, "
+                            "for: 30m, action: alert}",
+                            p);
+    int rc = proto_check_fields(v, p, known, err);
+    if (rc < 0)
+        return rc;
+    snprintf(f, sizeof(f), "%s.%s", p, json_object_get(v, "for") ? "gpu_util_below" : "for");
+    if (!json_object_get(v, "gpu_util_below") || !json_object_get(v, "for"))
+        return proto_errorf(err, 400, NULL, f, "%s is required", f);
+    if ((rc = get_i(v, "gpu_util_below", p, 1, 100, &r->gpu_util_below, err)) < 0 ||
+        (rc = get_dur(v, "for", p, &r->for_ms, err)) < 0)
+        return rc;
+    snprintf(f, sizeof(f), "%s.for", p);
+    if (r->for_ms < 1000)
+        return proto_errorf(err, 400, NULL, f, "%s must be at least 1s", f);
+    r->action = PROTO_IDLE_ALERT;
+    json_t *a = json_object_get(v, "action");
+    snprintf(f, sizeof(f), "%s.action", p);
+    if (!a)
+        return 0;
+    for (int i = PROTO_IDLE_ALERT; i <= PROTO_IDLE_CANCEL; i++)
+        if (json_is_string(a) && strcmp(json_string_value(a), idle_actions[i]) == 0) {
+            r->action = (enum proto_idle_action)i;
+            return 0;
+        }
+    return proto_errorf(err, 400, NULL, f, "%s must be alert, requeue or cancel", f);
+}
+
 /* A class's node fields; cn NULL (a class PATCH) refuses them. */
 static int parse_class_node(const json_t *o, const char *path, struct proto_class_node *cn,
                             struct proto_error *err)
 {
     char f[160];
     json_t *pm = json_object_get(o, "pids_max"), *dm = json_object_get(o, "default_mem");
-    if (cn)
+    json_t *idle = json_object_get(o, "idle");
+    if (cn) {
         cn->pids_max = cn->default_mem_mb = -1;
-    if (!cn && (pm || dm)) {
-        snprintf(f, sizeof(f), "%s%s%s", path, path[0] ? "." : "", pm ? "pids_max" : "default_mem");
+        cn->idle.action = PROTO_IDLE_UNSET;
+    }
+    if (!cn && (pm || dm || idle)) {
+        snprintf(f, sizeof(f), "%s%s%s", path, path[0] ? "." : "",
+                 pm   ? "pids_max"
+                 : dm ? "default_mem"
+                      : "idle");
         return proto_errorf(err, 400, NULL, f,
                             "%s is set with the policy document (docket apply), not here", f);
     }
@@ -145,16 +201,26 @@ static int parse_class_node(const json_t *o, const char *path, struct proto_clas
                  cn->default_mem_mb > PROTO_MAX_MEM_MB)
             return proto_errorf(err, 400, NULL, f, "%s must be a size such as \"16G\"", f);
     }
-    return 0;
+    return idle ? parse_idle(idle, path, &cn->idle, err) : 0;
 }
 
 static int parse_class_fields(const json_t *o, const char *path, struct sched_class_spec *c,
                               struct proto_class_node *cn, struct proto_error *err)
 {
-    static const char *const known[] = {
-        "name",          "default_limit", "max_limit",   "preemptible",        "preempt_order",
-        "protect_after", "max_grace",     "max_retries", "restart_on_failure", "requeueable",
-        "pids_max",      "default_mem",   NULL};
+    static const char *const known[] = {"name",
+                                        "default_limit",
+                                        "max_limit",
+                                        "preemptible",
+                                        "preempt_order",
+                                        "protect_after",
+                                        "max_grace",
+                                        "max_retries",
+                                        "restart_on_failure",
+                                        "requeueable",
+                                        "pids_max",
+                                        "default_mem",
+                                        "idle",
+                                        NULL};
     int rc;
     if ((rc = proto_check_fields(o, path, known, err)) < 0 ||
         (rc = parse_class_node(o, path, cn, err)) < 0 ||
@@ -172,6 +238,14 @@ static int parse_class_fields(const json_t *o, const char *path, struct sched_cl
         char f[160];
         snprintf(f, sizeof(f), "%s%sdefault_limit", path, path[0] ? "." : "");
         return proto_errorf(err, 400, NULL, f, "default_limit is above max_limit");
+    }
+    /* stopping a job for idleness is a preemption: only where the class allows one */
+    if (cn && cn->idle.action >= PROTO_IDLE_REQUEUE && !c->preemptible) {
+        char f[160];
+        snprintf(f, sizeof(f), "%s%sidle.action", path, path[0] ? "." : "");
+        return proto_errorf(err, 400, NULL, f,
+                            "%s %s needs a preemptible class (class '%s' is not): use alert", f,
+                            proto_idle_action_name(cn->idle.action), c->name);
     }
     return 0;
 }
@@ -480,10 +554,29 @@ static int check_policy(const struct sched_policy *p, struct proto_error *err)
     return 0;
 }
 
+/* The operator's sections (protocol/ops.h), each replacing the current one whole. */
+static int parse_ops(const json_t *doc, struct proto_policy *out, struct proto_error *err)
+{
+    json_t *v;
+    int rc;
+    if ((v = json_object_get(doc, "alerts"))) {
+        out->alerts = xmalloc(sizeof(*out->alerts));
+        if ((rc = proto_alerts_parse(v, out->alerts, err)) < 0)
+            return rc;
+    }
+    if ((v = json_object_get(doc, "prices"))) {
+        out->prices = xmalloc(sizeof(*out->prices));
+        if ((rc = proto_prices_parse(v, out->prices, err)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
 int proto_policy_parse(const json_t *doc, const struct sched_policy *base, struct proto_policy *out,
                        struct proto_error *err)
 {
-    static const char *const known[] = {"tiers", "classes", "settings", "projects", "groups", NULL};
+    static const char *const known[] = {"tiers",  "classes", "settings", "projects",
+                                        "groups", "alerts",  "prices",   NULL};
     memset(out, 0, sizeof(*out));
     out->policy = *base;
     int rc;
@@ -509,7 +602,7 @@ int proto_policy_parse(const json_t *doc, const struct sched_policy *base, struc
     }
     if ((v = json_object_get(doc, "groups")) && (rc = parse_groups(v, &out->policy, err)) < 0)
         goto fail;
-    if ((rc = check_policy(&out->policy, err)) < 0)
+    if ((rc = check_policy(&out->policy, err)) < 0 || (rc = parse_ops(doc, out, err)) < 0)
         goto fail;
     if ((v = json_object_get(doc, "projects")) && (rc = parse_projects(v, out, err)) < 0)
         goto fail;
@@ -544,6 +637,10 @@ int proto_policy_parse_text(const char *text, size_t len, bool yaml,
 
 void proto_policy_release(struct proto_policy *p)
 {
+    free(p->alerts);
+    free(p->prices);
+    p->alerts = NULL;
+    p->prices = NULL;
     free(p->projects);
     p->projects = NULL;
     p->nprojects = 0;
@@ -600,6 +697,11 @@ void proto_class_node_json(json_t *classes, const struct sched_policy *p,
                 snprintf(b, sizeof(b), "%lldM", (long long)cn[i].default_mem_mb);
             json_object_set_new(o, "default_mem", json_string(b));
         }
+        if (cn[i].idle.action > PROTO_IDLE_NONE)
+            json_object_set_new(o, "idle",
+                                json_pack("{s:i,s:o,s:s}", "gpu_util_below",
+                                          cn[i].idle.gpu_util_below, "for", dur(cn[i].idle.for_ms),
+                                          "action", proto_idle_action_name(cn[i].idle.action)));
     }
 }
 

@@ -137,13 +137,37 @@ int proto_array_expand(const char *expr, int32_t **indices, size_t *count, int *
 
 enum { PROTO_MAX_PROJECTS = 10000 };
 
+struct proto_alerts;
+struct proto_prices;
+
 /* What a class gives the node agent in the start command (the core knows nothing of it):
  * the job's pids.max and a memory limit for jobs that ask for none. In a parsed document,
  * -1 = not given (the controller keeps the class's earlier value); 0 = the node's default
  * (the agent's --job-pids-max, --job-mem-default). */
+/* The class's idle rule (docs/monitoring.md "Idle rules"): a running job whose GPUs all
+ * stay under gpu_util_below percent for for_ms is flagged, and the action taken: alert
+ * (an event and a log line), or requeue / cancel, allowed only on a preemptible class.
+ * PROTO_IDLE_UNSET: the document does not give the rule (the earlier one stays). */
+enum proto_idle_action {
+    PROTO_IDLE_UNSET = -1,
+    PROTO_IDLE_NONE = 0,
+    PROTO_IDLE_ALERT,
+    PROTO_IDLE_REQUEUE,
+    PROTO_IDLE_CANCEL
+};
+struct proto_idle_rule {
+    int gpu_util_below; /* 1..100 */
+    int64_t for_ms;
+    enum proto_idle_action action;
+};
+const char *proto_idle_action_name(enum proto_idle_action a);
+/* Utilisation under this is idle for the usage summary when a class has no rule. */
+enum { PROTO_IDLE_DEFAULT_BELOW = 5 };
+
 struct proto_class_node {
     int64_t pids_max;
     int64_t default_mem_mb;
+    struct proto_idle_rule idle;
 };
 
 struct proto_policy {
@@ -152,6 +176,9 @@ struct proto_policy {
     struct proto_class_node class_node[SCHED_MAX_CLASSES]; /* by index of policy.classes */
     struct sched_project_spec *projects;                   /* owned; nprojects entries */
     size_t nprojects;
+    /* the operator's sections (protocol/ops.h), owned; NULL when the document has none */
+    struct proto_alerts *alerts;
+    struct proto_prices *prices;
 };
 
 /* Parse a policy document (JSON object) on top of `base` (the current policy, copied).

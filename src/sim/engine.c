@@ -1239,7 +1239,8 @@ static bool stuck(struct sim *m, const struct reader_state *rs, int64_t now)
     for (int c = 0; c < m->ncores; c++) {
         struct sched_cycle_stats st;
         size_t n = 0;
-        const struct sched_decision *d = sched_cycle(m->cores[c].s, now, SCHED_CYCLE_REFRESH, &n, &st);
+        const struct sched_decision *d =
+            sched_cycle(m->cores[c].s, now, SCHED_CYCLE_REFRESH, &n, &st);
 
         m->r->cycles++;
         if (apply_decisions(m, d, n, now) < 0)

@@ -5,6 +5,7 @@
  * offline and prints.
  */
 #include "sim/report.h"
+#include "util/str.h"
 
 #include <errno.h>
 #include <math.h>
@@ -25,28 +26,6 @@ struct line {
     const double *x, *y;
     size_t n;
 };
-
-static void esc(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        default:
-            fputc(*s, f);
-        }
-    }
-}
 
 /* A "nice" axis maximum: 1, 2 or 5 times a power of ten, at least v. */
 static double nice_max(double v)
@@ -143,7 +122,7 @@ static void draw_axes(FILE *f, const struct axes *a)
 static void chart(FILE *f, const char *title, const struct axes *a, const struct line *lines, int n)
 {
     fprintf(f, "<figure><figcaption>");
-    esc(f, title);
+    str_html_write(f, title);
     fprintf(f,
             "</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" "
             "width=\"%d\" height=\"%d\" role=\"img\">\n",
@@ -159,7 +138,7 @@ static void chart(FILE *f, const char *title, const struct axes *a, const struct
                 "\"/>\n<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"3\" fill=\"%s\"/>"
                 "<text x=\"%d\" y=\"%d\" class=\"lg\">",
                 W - MR + 10, MT + 6 + i * 18, col, W - MR + 26, MT + 10 + i * 18);
-        esc(f, lines[i].label);
+        str_html_write(f, lines[i].label);
         fputs("</text>\n", f);
     }
     fputs("</svg></figure>\n", f);
@@ -343,7 +322,7 @@ static void compare_table(FILE *f, const struct sim_table *t)
     fputs("<table class=\"cmp\"><tr><th>group</th><th>metric</th>", f);
     for (int k = 0; k < t->nruns; k++) {
         fputs("<th>", f);
-        esc(f, t->runs[k]);
+        str_html_write(f, t->runs[k]);
         fputs("</th>", f);
     }
     fputs("</tr>\n", f);
@@ -353,10 +332,10 @@ static void compare_table(FILE *f, const struct sim_table *t)
 
         fputs(strcmp(prev, row->group) ? "<tr class=\"grp\"><td>" : "<tr><td>", f);
         if (strcmp(prev, row->group))
-            esc(f, row->group);
+            str_html_write(f, row->group);
         prev = row->group;
         fputs("</td><td>", f);
-        esc(f, row->metric);
+        str_html_write(f, row->metric);
         fputs("</td>", f);
         for (int k = 0; k < t->nruns; k++) {
             char cell[32];
@@ -375,7 +354,7 @@ static void run_section(FILE *f, const struct sim_run_report *run)
     const struct sim_summary *s = run->s;
 
     fputs("<h2>Policy ", f);
-    esc(f, r->policy_name);
+    str_html_write(f, r->policy_name);
     fprintf(f,
             "</h2>\n<p class=\"kpi\"><b>%.1f%%</b> GPU, <b>%.1f%%</b> CPU utilisation · "
             "<b>%ld</b> preemptions (%.1f GPU-h lost) · <b>%ld</b> timeouts · %ld rejected · "
@@ -392,7 +371,7 @@ static void run_section(FILE *f, const struct sim_run_report *run)
 
         format_duration((int64_t)(g->wait_p95_s * 1000), b, sizeof(b));
         fputs("<tr><td>", f);
-        esc(f, g->name);
+        str_html_write(f, g->name);
         fprintf(f, "</td><td>%.1f</td><td>%.0f</td><td>%.1f%%</td><td>%.1f%%</td><td>",
                 g->guarantee_gpus, g->gpu_hours, 100 * g->used_share, 100 * g->guarantee_share);
         if (g->guarantee_share > 0)
@@ -426,9 +405,9 @@ static void page_head(FILE *f, const struct sim_report_meta *m)
             "<title>docket-sim report</title><style>%s</style></head><body>\n",
             css);
     fputs("<h1>docket-sim report</h1>\n<p class=\"meta\">trace <code>", f);
-    esc(f, m->trace);
+    str_html_write(f, m->trace);
     fputs("</code> · cluster <code>", f);
-    esc(f, m->cluster);
+    str_html_write(f, m->cluster);
 }
 
 int sim_report_sweep_html(FILE *f, const struct sim_report_meta *m, const struct sim_table *sweep,
@@ -467,7 +446,7 @@ int sim_report_html(FILE *f, const struct sim_report_meta *m, const struct sim_r
         return -ENOMEM;
     sim_table_verdict(&t, verdict, sizeof(verdict));
     fputs("<p class=\"verdict\">", f);
-    esc(f, verdict);
+    str_html_write(f, verdict);
     fputs("</p>\n<h2>Every policy against every metric</h2>\n", f);
     compare_table(f, &t);
     sim_table_release(&t);

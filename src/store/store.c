@@ -17,6 +17,7 @@
 
 #include "core/sched.h"
 #include "store/store.h"
+#include "store/store_int.h"
 #include "util/dbuf.h"
 #include "util/str.h"
 #include "util/xalloc.h"
@@ -145,6 +146,56 @@ static const char *const migrations[] = {
     /* ---- h-slurm: default project per user (Slurm's default account; docs/slurm.md) ---- */
     /* 8: the project a user's jobs go to when they name none */
     "CREATE TABLE user_defaults (user_name TEXT PRIMARY KEY, project TEXT NOT NULL);",
+    /* ---- h-usage (issue 14): usage samples, downsampled (store.h "Usage samples") ----
+     * 9: raw samples (1 h), minute sums (7 d), one summary per job (forever). NULL is an
+     * unknown figure. Without rowid: the key is the order every read and prune uses. */
+    "CREATE TABLE usage_raw (job INTEGER NOT NULL, node TEXT NOT NULL,"
+    " time_ms INTEGER NOT NULL, run INTEGER NOT NULL, cpu_ms INTEGER, mem_bytes INTEGER,"
+    " mem_peak_bytes INTEGER, io_read_bytes INTEGER, io_write_bytes INTEGER,"
+    " gpu_util INTEGER, gpu_mem_mb INTEGER, gpu_power_mw INTEGER, gpu_temp_c INTEGER,"
+    " gpu_errors INTEGER, PRIMARY KEY (job, node, time_ms)) WITHOUT ROWID;"
+    "CREATE INDEX usage_raw_time ON usage_raw(time_ms);"
+    "CREATE TABLE usage_minute (job INTEGER NOT NULL, minute_ms INTEGER NOT NULL,"
+    " samples INTEGER NOT NULL, span_ms INTEGER NOT NULL, cpu_ms INTEGER,"
+    " mem_sum INTEGER, mem_n INTEGER NOT NULL, mem_peak_bytes INTEGER,"
+    " io_read_bytes INTEGER, io_write_bytes INTEGER, gpu_util_sum INTEGER,"
+    " gpu_n INTEGER NOT NULL, gpu_mem_sum INTEGER, gpu_power_sum INTEGER,"
+    " PRIMARY KEY (job, minute_ms)) WITHOUT ROWID;"
+    "CREATE INDEX usage_minute_time ON usage_minute(minute_ms);"
+    "CREATE TABLE usage_summary (job INTEGER PRIMARY KEY, run INTEGER NOT NULL,"
+    " gpu_source TEXT NOT NULL, samples INTEGER NOT NULL, first_ms INTEGER NOT NULL,"
+    " last_ms INTEGER NOT NULL, cpu_ms INTEGER NOT NULL, mem_peak_bytes INTEGER NOT NULL,"
+    " io_read_bytes INTEGER NOT NULL, io_write_bytes INTEGER NOT NULL,"
+    " gpu_util_sum INTEGER NOT NULL, gpu_samples INTEGER NOT NULL,"
+    " gpu_idle_ms INTEGER NOT NULL, last_busy_ms INTEGER NOT NULL,"
+    " idle_since_ms INTEGER NOT NULL, idle_flagged_ms INTEGER NOT NULL,"
+    " gpu_errors INTEGER NOT NULL);",
+    /* ---- end h-usage ----------------------------------------------------------------- */
+    /* ---- h-alerts (issue 14): 10: alerts and reports -------------------------------
+     * The history of alert instances (one row per firing, resolved_ms 0 while it fires),
+     * the silences, and the end of each run (when, in which state, why), so usage
+     * reports count GPU-time to the second. Runs ended before this schema take the time
+     * of the first state event that left the run. */
+    "CREATE TABLE alert_history ("
+    " id INTEGER PRIMARY KEY, rule TEXT NOT NULL, alert_key TEXT NOT NULL,"
+    " kind TEXT NOT NULL, severity TEXT NOT NULL, summary TEXT NOT NULL,"
+    " fired_ms INTEGER NOT NULL, resolved_ms INTEGER NOT NULL DEFAULT 0,"
+    " silenced INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX alert_history_open ON alert_history(resolved_ms, id);"
+    "CREATE TABLE alert_silences ("
+    " id INTEGER PRIMARY KEY, rule TEXT NOT NULL, alert_key TEXT NOT NULL,"
+    " until_ms INTEGER NOT NULL, created_by TEXT NOT NULL, created_ms INTEGER NOT NULL,"
+    " reason TEXT NOT NULL);"
+    "ALTER TABLE job_runs ADD COLUMN end_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE job_runs ADD COLUMN end_state TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE job_runs ADD COLUMN end_cause TEXT NOT NULL DEFAULT '';"
+    "UPDATE job_runs SET end_ms = coalesce((SELECT min(e.time_ms) FROM job_events e"
+    " WHERE e.job = job_runs.job AND e.type = 'state' AND e.time_ms >= job_runs.start_ms"
+    " AND e.to_state NOT IN ('STARTING', 'RUNNING', 'STOPPING')), 0),"
+    " end_state = coalesce((SELECT e.to_state FROM job_events e"
+    " WHERE e.job = job_runs.job AND e.type = 'state' AND e.time_ms >= job_runs.start_ms"
+    " AND e.to_state NOT IN ('STARTING', 'RUNNING', 'STOPPING') ORDER BY e.id LIMIT 1), '');"
+    "CREATE INDEX job_runs_start ON job_runs(start_ms);",
 };
 
 /* Token kinds as stored (schema 3). */
@@ -216,11 +267,7 @@ enum stmt_id {
     " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms,"       \
     " begin_ms, grace_ms, gpu_type, deps, selectors, spec_id"
 #define JOB_INSERT_COLS JOB_COLS_WITH("spec")
-/* A row's spec: its own, or its array's (schema 7). */
-#define SPEC_OF(COL)                                                                               \
-    "CASE WHEN spec_id = 0 THEN " COL " ELSE (SELECT s." COL " FROM job_specs s"                   \
-    " WHERE s.id = jobs.spec_id) END"
-#define JOB_COLS JOB_COLS_WITH(SPEC_OF("spec"))
+#define JOB_COLS        JOB_COLS_WITH(SPEC_OF("spec"))
 /* The same without the spec JSON (column 16 reads NULL). */
 #define JOB_COLS_NO_SPEC JOB_COLS_WITH("NULL")
 /* For lists: the spec without its two big members: an array's kept so, another row's cut
@@ -248,8 +295,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_JOB_COUNT] = "SELECT count(*) FROM jobs",
     [S_EVENT_ADD] = "INSERT INTO job_events(job, time_ms, type, from_state, to_state, node,"
                     " reason, detail) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
-    [S_EVENT_LIST] = "SELECT job, time_ms, type, from_state, to_state, node, reason, detail"
-                     " FROM job_events WHERE job = ?1 ORDER BY id",
+    [S_EVENT_LIST] = "SELECT job, time_ms, type, from_state, to_state, node, reason, detail, id"
+                     " FROM job_events WHERE job = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
     [S_NODE_PUT] =
         "INSERT INTO nodes(" NODE_COLS ") VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
         " ON CONFLICT(name) DO UPDATE SET state = excluded.state,"
@@ -315,14 +362,35 @@ struct store {
     sqlite3 *db;
     int wal_fd; /* the -wal file, for store_sync */
     sqlite3_stmt *stmt[S_COUNT];
+    sqlite3_stmt *ustmt[STORE_USAGE_NSTMT]; /* usage.c's, prepared on first use */
     bool in_tx;
     char errmsg[256];
 };
 
-static int fail(struct store *st, const char *what)
+sqlite3 *store_db(struct store *st)
+{
+    return st->db;
+}
+
+int store_fail(struct store *st, const char *what)
 {
     snprintf(st->errmsg, sizeof(st->errmsg), "%s: %s", what, sqlite3_errmsg(st->db));
     return -EIO;
+}
+
+sqlite3_stmt *store_usage_stmt(struct store *st, int i, const char *sql)
+{
+    if (!st->ustmt[i] && sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                                            &st->ustmt[i], NULL) != SQLITE_OK) {
+        store_fail(st, "prepare usage statement");
+        return NULL;
+    }
+    return st->ustmt[i];
+}
+
+static int fail(struct store *st, const char *what)
+{
+    return store_fail(st, what);
 }
 
 const char *store_errmsg(struct store *st)
@@ -520,6 +588,8 @@ void store_close(struct store *st)
         store_rollback(st);
     for (int i = 0; i < S_COUNT; i++)
         sqlite3_finalize(st->stmt[i]);
+    for (int i = 0; i < STORE_USAGE_NSTMT; i++)
+        sqlite3_finalize(st->ustmt[i]);
     sqlite3_close(st->db);
     if (st->wal_fd >= 0)
         close(st->wal_fd);
@@ -876,13 +946,17 @@ int store_event_add(struct store *st, const struct store_event *e)
     return step_done(st, s, "add event");
 }
 
-int store_event_list(struct store *st, uint64_t job, store_event_cb cb, void *arg)
+int store_event_list(struct store *st, uint64_t job, int64_t after, int limit, store_event_cb cb,
+                     void *arg)
 {
     sqlite3_stmt *s = stmt(st, S_EVENT_LIST);
     sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(s, 2, after);
+    sqlite3_bind_int(s, 3, limit > 0 ? limit : -1);
     int step, rc = 0;
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         struct store_event e = {
+            .id = sqlite3_column_int64(s, 8),
             .job = (uint64_t)sqlite3_column_int64(s, 0),
             .time_ms = sqlite3_column_int64(s, 1),
             .type = (const char *)sqlite3_column_text(s, 2),
@@ -1381,28 +1455,50 @@ static struct store_audit audit_row(sqlite3_stmt *s)
     };
 }
 
-int store_audit_verify(struct store *st, const char *want_head, struct store_audit_check *v)
+void store_audit_verify_begin(struct store_audit_check *v)
 {
-    char expect[65];
-    sqlite3_stmt *s = NULL;
     memset(v, 0, sizeof(*v));
-    str_copy(expect, sizeof(expect), audit_genesis);
+    str_copy(v->expect, sizeof(v->expect), audit_genesis);
+}
+
+int store_audit_verify_step(struct store *st, const char *want_head, struct store_audit_check *v,
+                            int max_rows)
+{
+    sqlite3_stmt *s = NULL;
+    if (v->first_bad)
+        return 0;
     if (sqlite3_prepare_v2(st->db,
                            "SELECT id, time_ms, actor, action, target, before_doc, after_doc,"
-                           " reason, prev_hash, hash FROM audit ORDER BY id",
+                           " reason, prev_hash, hash FROM audit WHERE id > ?1 ORDER BY id"
+                           " LIMIT ?2",
                            -1, &s, NULL) != SQLITE_OK)
         return fail(st, "prepare audit verify");
-    int step;
+    sqlite3_bind_int64(s, 1, v->cursor);
+    sqlite3_bind_int(s, 2, max_rows);
+    int step = SQLITE_DONE, n = 0;
     while (!v->first_bad && (step = sqlite3_step(s)) == SQLITE_ROW) {
         struct store_audit a = audit_row(s);
         const char *prev = (const char *)sqlite3_column_text(s, 8);
         const char *hash = (const char *)sqlite3_column_text(s, 9);
-        verify_row(v, &a, prev ? prev : "", hash ? hash : "", expect);
+        verify_row(v, &a, prev ? prev : "", hash ? hash : "", v->expect);
         if (!v->first_bad && want_head && hash && strcmp(hash, want_head) == 0)
             v->head_found = true;
+        v->cursor = a.id;
+        n++;
     }
     int rc = v->first_bad || step == SQLITE_DONE ? 0 : fail(st, "audit verify");
     sqlite3_finalize(s);
+    if (rc < 0)
+        return rc;
+    return !v->first_bad && n == max_rows ? 1 : 0;
+}
+
+int store_audit_verify(struct store *st, const char *want_head, struct store_audit_check *v)
+{
+    int rc;
+    store_audit_verify_begin(v);
+    while ((rc = store_audit_verify_step(st, want_head, v, 4096)) == 1)
+        ;
     return rc;
 }
 
@@ -1647,7 +1743,7 @@ int store_secret_delete(struct store *st, const char *project, const char *name)
 int store_secret_list(struct store *st, const char *project, store_secret_cb cb, void *arg)
 {
     sqlite3_stmt *s = prepare(st, "SELECT project, name, set_by, set_ms FROM secrets"
-                                  " WHERE project = ?1 ORDER BY name");
+                                  " WHERE ?1 IS NULL OR project = ?1 ORDER BY project, name");
     if (!s)
         return -EIO;
     bind_text(s, 1, project);

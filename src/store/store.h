@@ -141,10 +141,14 @@ struct store_event {
     uint64_t job;
     int64_t time_ms;
     const char *type, *from, *to, *node, *reason, *detail; /* borrowed; "" allowed */
+    int64_t id; /* the row's (lists page by it); ignored by store_event_add */
 };
 int store_event_add(struct store *st, const struct store_event *e) STORE_WUR;
 typedef int (*store_event_cb)(void *arg, const struct store_event *e);
-int store_event_list(struct store *st, uint64_t job, store_event_cb cb, void *arg) STORE_WUR;
+/* A job's events past the event id `after` (0: all), at most `limit` (< 1: no limit), in
+ * order; a non-zero return from cb stops (and is returned). */
+int store_event_list(struct store *st, uint64_t job, int64_t after, int limit, store_event_cb cb,
+                     void *arg) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
 /* Nodes                                                                                 */
@@ -266,12 +270,24 @@ struct store_audit_check {
     char head[65];     /* hash of the last good row ("" if none) */
     char why[160];     /* what is wrong with first_bad */
     bool head_found;   /* `want_head` is the hash of a good row */
+    /* where a walk in steps is (store_audit_verify_step): the last row read, and the hash
+     * the next row must name as its previous */
+    int64_t cursor;
+    char expect[65];
 };
 /* Walk the whole trail and recompute the chain. want_head (may be NULL): a head recorded
  * earlier, which must still be in the chain (a trail cut off at its end is otherwise a
  * valid, shorter chain). 0 (look at v->first_bad, v->head_found) or -EIO. */
 int store_audit_verify(struct store *st, const char *want_head,
                        struct store_audit_check *v) STORE_WUR;
+/* The same walk in steps, so that a long trail does not hold the caller (docketd's loop)
+ * for its whole length: store_audit_verify_begin fills v for the first row, then each
+ * store_audit_verify_step checks at most max_rows rows past v->cursor. 1 when rows are
+ * left (call again; rows appended meanwhile are walked too), 0 when the walk has ended
+ * (at the last row or the first bad one), -EIO. */
+void store_audit_verify_begin(struct store_audit_check *v);
+int store_audit_verify_step(struct store *st, const char *want_head, struct store_audit_check *v,
+                            int max_rows) STORE_WUR;
 
 struct store_audit_filter {
     const char *actor, *action, *target;
@@ -329,10 +345,198 @@ int store_secret_get(struct store *st, const char *project, const char *name,
 void store_secret_release(struct store_secret *s);
 /* 0, -ENOENT when absent, -EIO. */
 int store_secret_delete(struct store *st, const char *project, const char *name) STORE_WUR;
-/* The project's secrets by name, without their sealed values (sealed is NULL). A
- * non-zero return of cb stops and is returned. */
+/* The project's secrets (project NULL: every project's) by project and name, without
+ * their sealed values (sealed is NULL). A non-zero return of cb stops and is returned. */
 typedef int (*store_secret_cb)(void *arg, const struct store_secret *s);
 int store_secret_list(struct store *st, const char *project, store_secret_cb cb,
                       void *arg) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
+/* Usage samples (schema 9, src/store/usage.c; docs/monitoring.md "Storage")             */
+/*
+ * Three tables, each bounded: usage_raw keeps every sample (per job and node) for
+ * STORE_USAGE_RAW_KEEP_MS, usage_minute one row per job and minute (sums and counts, so
+ * averages are exact) for STORE_USAGE_MINUTE_KEEP_MS, usage_summary one row per job
+ * forever. store_usage_prune deletes what is past its keep in bounded slices.
+ * Every figure that is unknown is -1 in the structs (NULL in the tables).
+ */
+enum {
+    STORE_USAGE_RAW_KEEP_MS = 3600 * 1000,
+    STORE_USAGE_GAP_MAX_MS = 20 * 60 * 1000, /* a longer silence counts as no time */
+};
+#define STORE_USAGE_MINUTE_KEEP_MS ((int64_t)7 * 86400 * 1000)
+
+/* One sample as docketd keeps it: the job's cgroup counters on one node (cumulative over
+ * the run: cpu_ms, io_*) and the job's GPUs there folded (util the mean over the GPUs
+ * that report one, memory and power summed, temperature the hottest, errors summed). */
+struct store_usage_point {
+    uint64_t job;
+    int run;
+    char node[64];
+    int64_t time_ms; /* the controller's clock at receipt */
+    int64_t cpu_ms, mem_bytes, mem_peak_bytes, io_read_bytes, io_write_bytes;
+    int gpu_util; /* -1: no GPU figure (no GPU, or declared GPUs with none declared) */
+    int64_t gpu_mem_mb, gpu_power_mw;
+    int gpu_temp_c;
+    int64_t gpu_errors; /* ECC + XID */
+};
+
+/* A job's summary, kept forever. Means are sums over counts. */
+struct store_usage_summary {
+    uint64_t job;
+    int run;             /* the run of the last sample */
+    char gpu_source[16]; /* of the last sample: nvml, declared, none */
+    int64_t samples, first_ms, last_ms;
+    int64_t cpu_ms; /* all runs, all nodes */
+    int64_t mem_peak_bytes, io_read_bytes, io_write_bytes;
+    int64_t gpu_util_sum, gpu_samples; /* samples that had a GPU utilisation */
+    int64_t gpu_idle_ms;               /* time the GPUs spent below the idle threshold */
+    int64_t last_busy_ms;              /* last sample at or above it (0: never) */
+    int64_t idle_since_ms;             /* first sample of the current idle stretch (0: busy) */
+    int64_t idle_flagged_ms;           /* the idle rule flagged this run (0: not) */
+    int64_t gpu_errors;                /* the highest count seen (counters, not deltas) */
+};
+
+/* One point of a series: a raw sample, or a minute's averages (rates per second). */
+struct store_usage_row {
+    int64_t time_ms; /* sample time, or the minute's start */
+    int64_t samples;
+    double cpu_cores;                      /* CPU seconds per second over the point, -1 unknown */
+    int64_t mem_bytes;                     /* mean */
+    int64_t mem_peak_bytes;                /* highest */
+    int64_t io_read_bytes, io_write_bytes; /* in the point */
+    int gpu_util;                          /* mean, -1 none */
+    int64_t gpu_mem_mb, gpu_power_mw;      /* mean, -1 none */
+    char node[64];                         /* raw: the node; minute: "" (all nodes) */
+};
+
+/* Pure: fold point p into summary s (prev: the last earlier point of the same job and
+ * node, or NULL). A counter that went down (a new run) counts from zero. idle_below: GPU
+ * utilisation under it is idle (0: nothing is idle). Deltas of p go to *d (cpu_ms,
+ * io_*: what p adds; time_ms: the span it covers). A summary for another run clears the
+ * idle stretch and the flag. */
+void store_usage_fold(struct store_usage_summary *s, const struct store_usage_point *prev,
+                      const struct store_usage_point *p, const char *gpu_source, int idle_below,
+                      struct store_usage_point *d);
+/* Store one point: raw row, its minute, the job's summary (folded as above; the new
+ * summary into *out when not NULL). */
+int store_usage_add(struct store *st, const struct store_usage_point *p, const char *gpu_source,
+                    int idle_below, struct store_usage_summary *out) STORE_WUR;
+/* 0 or -ENOENT (no sample yet) or -EIO. */
+int store_usage_summary_get(struct store *st, uint64_t job,
+                            struct store_usage_summary *out) STORE_WUR;
+/* Record that the idle rule flagged the job's current stretch. */
+int store_usage_flag(struct store *st, uint64_t job, int64_t flagged_ms) STORE_WUR;
+/* The job's points since since_ms in time order: raw samples when `raw`, else minutes;
+ * at most `limit` (the latest ones). cb's non-zero return stops and is returned. */
+typedef int (*store_usage_cb)(void *arg, const struct store_usage_row *r);
+int store_usage_series(struct store *st, uint64_t job, bool raw, int64_t since_ms, int limit,
+                       store_usage_cb cb, void *arg) STORE_WUR;
+/* Delete raw rows older than now - STORE_USAGE_RAW_KEEP_MS and minutes older than now -
+ * STORE_USAGE_MINUTE_KEEP_MS, at most `limit` rows of each: the count deleted (call again
+ * while it is > 0), or -EIO. */
+int store_usage_prune(struct store *st, int64_t now_ms, int limit) STORE_WUR;
+/* Rows in each table (for tests and the benchmark). */
+int store_usage_counts(struct store *st, int64_t *raw, int64_t *minutes,
+                       int64_t *summaries) STORE_WUR;
+/* Run ends (schema 10; ops.c): the latest run of `job` still open ends at end_ms, the job
+ * then in `state` ("PENDING" when requeued), for `cause` (a stop cause name or ""). */
+int store_run_end(struct store *st, uint64_t job, int64_t end_ms, const char *state,
+                  const char *cause) STORE_WUR;
+/* The agent confirmed the latest run of `job` started at start_ms (the job's start_ms):
+ * the run counts from there (before, its start was the placement decision). */
+int store_run_started(struct store *st, uint64_t job, int64_t start_ms) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
+/* Alerts (schema 10; ops.c; docs/alerts.md): one history row per firing of an alert
+ * instance (resolved_ms 0 while it fires), and the silences.                            */
+
+struct store_alert {
+    int64_t id;
+    char rule[64], key[128], kind[32], severity[16], summary[256];
+    int64_t fired_ms, resolved_ms;
+    bool silenced;
+};
+/* Insert a firing; *id gets its row id. */
+int store_alert_fire(struct store *st, const struct store_alert *a, int64_t *id) STORE_WUR;
+int store_alert_resolve(struct store *st, int64_t id, int64_t resolved_ms) STORE_WUR;
+/* Newest first: open ones only (open_only), or all with id < before (0: from the newest),
+ * at most limit rows. A non-zero return of cb stops and is returned. */
+typedef int (*store_alert_cb)(void *arg, const struct store_alert *a);
+int store_alert_list(struct store *st, bool open_only, int64_t before, int limit, store_alert_cb cb,
+                     void *arg) STORE_WUR;
+/* Bounded retention: drop resolved rows resolved before `older_ms`, then the oldest
+ * resolved rows past `keep_rows` in all. */
+int store_alert_prune(struct store *st, int64_t older_ms, int64_t keep_rows) STORE_WUR;
+
+struct store_silence {
+    int64_t id;
+    char rule[64], key[128];
+    int64_t until_ms, created_ms;
+    char created_by[64], reason[256];
+};
+int store_silence_add(struct store *st, const struct store_silence *s, int64_t *id) STORE_WUR;
+/* 0, -ENOENT when no such silence, -EIO. */
+int store_silence_delete(struct store *st, int64_t id) STORE_WUR;
+/* Silences still in force at now_ms (until_ms > now), oldest first; ended ones are
+ * removed first. */
+typedef int (*store_silence_cb)(void *arg, const struct store_silence *s);
+int store_silence_list(struct store *st, int64_t now_ms, store_silence_cb cb, void *arg) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
+/* Reports (ops.c; docs/reports.md): aggregates over [since, until) read from the runs,
+ * jobs and events. Times of runs are clipped to the window; a run still open counts up
+ * to `until`. GPU and CPU time are exact integers (ms x devices).                       */
+
+enum store_report_by {
+    STORE_BY_PROJECT,
+    STORE_BY_USER,
+    STORE_BY_TIER,
+    STORE_BY_CLASS,
+    STORE_BY_GPU_TYPE,
+    STORE_BY_COUNT
+};
+/* "project", "user", "tier", "class", "gpu-type" -> enum value, or -1. */
+int store_report_by_parse(const char *s);
+
+struct store_report_row {
+    const char *key, *gpu_type; /* borrowed for the callback */
+    int64_t runs;
+    int64_t gpu_ms, cpu_ms; /* device-milliseconds inside the window */
+    int64_t preemptions;    /* runs ended by preemption inside the window */
+    int64_t preempt_gpu_ms; /* GPU time of those runs (work lost unless checkpointed) */
+};
+typedef int (*store_report_cb)(void *arg, const struct store_report_row *r);
+/* One row per (key, GPU type of the run's first node). */
+int store_report_usage(struct store *st, enum store_report_by by, int64_t since, int64_t until,
+                       store_report_cb cb, void *arg) STORE_WUR;
+/* Jobs that ended in the window: (key, final state, count). */
+typedef int (*store_count_cb)(void *arg, const char *key, const char *what, int64_t n);
+int store_report_outcomes(struct store *st, enum store_report_by by, int64_t since, int64_t until,
+                          store_count_cb cb, void *arg) STORE_WUR;
+/* Queue waits of the runs that started in the window (from submit, or from the end of
+ * the run before), ordered by key then wait: (key, wait_ms). */
+typedef int (*store_wait_cb)(void *arg, const char *key, int64_t wait_ms);
+int store_report_waits(struct store *st, enum store_report_by by, int64_t since, int64_t until,
+                       store_wait_cb cb, void *arg) STORE_WUR;
+/* Idle GPU time from the usage summaries (schema 9; docs/reports.md "Idle GPU-hours"):
+ * per key (the job's, or the GPU type of the run of its last sample), each job's
+ * gpu_idle_ms (node time under the idle threshold) x its GPUs per node, in the share of
+ * its sampled span [first_ms, last_ms] that lies inside the window: (key, idle_gpu_ms). */
+typedef int (*store_idle_cb)(void *arg, const char *key, int64_t idle_gpu_ms);
+int store_report_idle(struct store *st, enum store_report_by by, int64_t since, int64_t until,
+                      store_idle_cb cb, void *arg) STORE_WUR;
+/* Waiting intervals that overlap the window (a run's wait, or the wait still open or cut
+ * by the job's end), by start: (tier, GPUs asked, begin, end). `now` ends open ones. */
+typedef int (*store_interval_cb)(void *arg, const char *tier, int64_t gpus, int64_t begin,
+                                 int64_t end);
+int store_report_wait_intervals(struct store *st, int64_t since, int64_t until, int64_t now,
+                                store_interval_cb cb, void *arg) STORE_WUR;
+/* Repeated job specs: jobs submitted in the window with the same project and command (or
+ * the first 200 characters of their script), seen at least twice, most frequent first. */
+typedef int (*store_spec_cb)(void *arg, const char *project, const char *command, int64_t jobs,
+                             int64_t gpu_ms);
+int store_report_repeats(struct store *st, int64_t since, int64_t until, int limit,
+                         store_spec_cb cb, void *arg) STORE_WUR;
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Copy src into dst[len] NUL-terminated. 0, or -ENAMETOOLONG when it did not fit
  * (dst then holds a truncated copy). */
@@ -17,5 +18,7 @@ bool str_has_suffix(const char *s, const char *suffix);
 char *str_trim(char *s);
 /* A name: 1..63 chars of [A-Za-z0-9._-], starting with an alphanumeric. */
 bool str_is_name(const char *s);
+/* Write s to f as HTML text: & < > " escaped (the simulator's and docket's pages). */
+void str_html_write(FILE *f, const char *s);
 
 #endif

@@ -124,7 +124,7 @@ teardown_file() {
     # a spare removes its own group once its agent is gone: give it a moment
     wait_for 10 bash -c "! compgen -G '/sys/fs/cgroup/freezer/docket/$PREFIX-*/spare_*' >/dev/null" || true
     for n in a b h c r; do
-        for c in memory cpu cpuacct pids freezer devices; do
+        for c in memory cpu cpuacct pids freezer devices blkio; do
             d=/sys/fs/cgroup/$c/docket/$PREFIX-$n
             [[ -d $d ]] || continue
             for g in "$d"/job_*; do

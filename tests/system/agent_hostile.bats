@@ -100,7 +100,7 @@ teardown_file() {
     done
     wait_for 10 bash -c "! compgen -G '/sys/fs/cgroup/freezer/docket/$PREFIX-*/spare_*' >/dev/null" || true
     for n in i j k r; do
-        for c in memory cpu cpuacct pids freezer devices; do
+        for c in memory cpu cpuacct pids freezer devices blkio; do
             d=/sys/fs/cgroup/$c/docket/$PREFIX-$n
             [[ -d $d ]] || continue
             for g in "$d"/job_*; do

@@ -571,7 +571,7 @@ EOF
     run curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/metrics"
     [[ $output == *'docket_jobs{state="HELD",tier="normal",project="default"} 1'* ]]
     [[ $output == *'docket_cycle_seconds_count'* ]]
-    [[ $output == *'docket_gpus{state="free",gpu_type="H100-80GB"} 8'* ]]
+    [[ $output == *'docket_gpus{state="idle",gpu_type="H100-80GB"} 8'* ]]
     [[ $output == *'docket_submissions_total 1'* ]]
 }
 

@@ -236,3 +236,109 @@ user_token() {
     [[ $(stat -c %a "$TEST_DIR/elsewhere.key") == 600 ]]
     [[ ! -e $TEST_DIR/s2/secrets.key ]]
 }
+
+# redocketd [FLAGS...]: start docketd again (a new port: the CLI follows it).
+redocketd() {
+    docketd_start --heartbeat-wait 2s "$@"
+    export DOCKET_URL=$DOCKETD_URL
+}
+
+# secret_hash_job TAG: a job (user token $tok) that writes the hash of $API_KEY to
+# $TEST_DIR/w/TAG; waits for it to complete.
+secret_hash_job() {
+    run env DOCKET_TOKEN="$tok" "$DOCKET" submit -p default -c 1 --time 5m --json \
+        --workdir "$TEST_DIR/w" --secret API_KEY -- \
+        sh -c "printf %s \"\$API_KEY\" | sha256sum | cut -d' ' -f1 >$TEST_DIR/w/$1"
+    [[ $status -eq 0 ]]
+    local id
+    id=$(jq -r .job.id <<<"$output")
+    wait_for 30 job_ended "$id"
+    [[ $(job_state "$id") == COMPLETED ]]
+    [[ $(cat "$TEST_DIR/w/$1") == $(printf %s "$VALUE" | sha256sum | cut -d' ' -f1) ]]
+}
+
+# sealed PROJECT NAME: the stored nonce and ciphertext of a secret, in hex.
+sealed() {
+    sqlite3 "$STATE_DIR/docket.db" "SELECT hex(nonce) || hex(sealed) FROM secrets
+        WHERE project = '$1' AND name = '$2'"
+}
+
+# rotation_setup: API_KEY set, a work directory, tok (a user token), the key as it is
+# in $TEST_DIR/old.key, API_KEY's stored row in old_row; docketd stopped.
+rotation_setup() {
+    "$DOCKET" secret set default API_KEY <<<"$VALUE"
+    mkdir -p "$TEST_DIR/w" && chmod 0777 "$TEST_DIR/w"
+    tok=$(user_token)
+    cp -p "$STATE_DIR/secrets.key" "$TEST_DIR/old.key"
+    old_row=$(sealed default API_KEY)
+    docketd_stop
+}
+
+@test "secrets key rotation: every secret re-sealed under a new key in one transaction, audited, jobs still get them" {
+    "$DOCKET" secret set default OTHER <<<"other-value"
+    api_post /v1/projects '{"name": "p2"}'
+    "$DOCKET" secret set p2 P2_KEY <<<"p2-value"
+    local tok old_row
+    rotation_setup
+    redocketd --rotate-secrets-key
+    grep -q 'event=secrets_key_rotated .*secrets=3' "$TEST_DIR/docketd.log"
+    # a new key, 0600, and no leftover; every row sealed anew
+    ! cmp -s "$STATE_DIR/secrets.key" "$TEST_DIR/old.key" || false
+    [[ $(stat -c %a "$STATE_DIR/secrets.key") == 600 && ! -e $STATE_DIR/secrets.key.new ]]
+    [[ $(sealed default API_KEY) != "$old_row" && -n $(sealed default API_KEY) ]]
+    # audited (the count, no value); the names and who set them unchanged
+    api_get "/v1/audit?action=secrets.rotate_key"
+    assert_json '.entries[0].after.secrets' 3
+    assert_json '.entries[0].actor' docketd
+    run "$DOCKET" secret list default --json
+    [[ $(jq -r '[.secrets[] | .name + ":" + .set_by] | join(",")' <<<"$output") == API_KEY:admin,OTHER:admin ]]
+    # a job still gets the value in its environment, which the database never holds
+    agent_start s1
+    secret_hash_job after-rotation
+    docketd_stop
+    absent "$STATE_DIR"
+    # the old key would no longer open them: put it back and the launch fails, clearly
+    cp -p "$TEST_DIR/old.key" "$STATE_DIR/secrets.key"
+    redocketd
+    run env DOCKET_TOKEN="$tok" "$DOCKET" submit -p default -c 1 --time 5m --json \
+        --workdir "$TEST_DIR/w" --secret API_KEY -- true
+    local id
+    id=$(jq -r .job.id <<<"$output")
+    wait_for 30 job_ended "$id"
+    [[ $(job_state "$id") == FAILED ]]
+    "$DOCKET" show "$id" --json | jq -r '.job.exit.message' | grep -q 'cannot be decrypted'
+}
+
+@test "secrets key rotation: a failure changes nothing; one stopped half-way is finished or abandoned at the next start" {
+    local tok old_row
+    rotation_setup
+    # a secret that does not open with the current key stops the rotation: nothing changed
+    sqlite3 "$STATE_DIR/docket.db" "INSERT INTO secrets SELECT project, 'BROKEN', nonce,
+        sealed, set_by, set_ms FROM secrets WHERE name = 'API_KEY'"
+    run timeout 20 "$DOCKETD" --state-dir "$STATE_DIR" --listen 127.0.0.1:0 --socket - \
+        --rotate-secrets-key
+    [[ $status -eq 1 && $output == *"secret 'BROKEN' of project 'default' does not open"* ]]
+    cmp -s "$STATE_DIR/secrets.key" "$TEST_DIR/old.key"
+    [[ $(sealed default API_KEY) == "$old_row" && ! -e $STATE_DIR/secrets.key.new ]]
+    sqlite3 "$STATE_DIR/docket.db" "DELETE FROM secrets WHERE name = 'BROKEN'"
+    # a KEY.new that never committed (the rows still open with the old key): removed
+    head -c 32 /dev/urandom >"$STATE_DIR/secrets.key.new"
+    chmod 0600 "$STATE_DIR/secrets.key.new"
+    redocketd
+    grep -q 'event=secrets_key_rotation_abandoned' "$TEST_DIR/docketd.log"
+    [[ ! -e $STATE_DIR/secrets.key.new ]]
+    cmp -s "$STATE_DIR/secrets.key" "$TEST_DIR/old.key"
+    # a rotation that committed but stopped before its rename: finished at the next start
+    docketd_stop
+    redocketd --rotate-secrets-key
+    docketd_stop
+    cp -p "$STATE_DIR/secrets.key" "$TEST_DIR/new.key"
+    mv "$STATE_DIR/secrets.key" "$STATE_DIR/secrets.key.new"
+    cp -p "$TEST_DIR/old.key" "$STATE_DIR/secrets.key"
+    redocketd
+    grep -q 'event=secrets_key_rotation_finished' "$TEST_DIR/docketd.log"
+    cmp -s "$STATE_DIR/secrets.key" "$TEST_DIR/new.key"
+    [[ ! -e $STATE_DIR/secrets.key.new ]]
+    agent_start s1
+    secret_hash_job finished
+}

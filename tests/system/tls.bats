@@ -151,6 +151,7 @@ agent_start() {
         --gpus 0 --cpus 2 --mem 2G --no-cgroups --allow-root-jobs \
         --state-dir "$TEST_DIR/agent-$name" --log-file "$TEST_DIR/agent-$name.log" \
         2>>"$TEST_DIR/agent-$name.err" &
+    AGENT_PID=$!
     docket_track_pid $!
 }
 
@@ -298,4 +299,100 @@ job_done() { [[ $(job_state "$1") == COMPLETED ]]; }
     refused=$(curl -sk -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/metrics" |
         awk '$1 == "docket_connections_refused_total" { print $2 }')
     [[ $refused -gt 0 ]]
+}
+
+# served_pin: the public-key pin of the certificate docketd serves to a new connection.
+served_pin() {
+    echo | openssl s_client -connect "127.0.0.1:$DOCKETD_PORT" 2>/dev/null |
+        openssl x509 -pubkey -noout | openssl pkey -pubin -outform der | sha256sum |
+        sed 's/ .*//; s/^/sha256:/'
+}
+
+# ca_cert DIR NAME: a key (unless DIR/NAME.key exists) and a certificate for it from DIR/ca.
+ca_cert() {
+    local d=$1 n=$2
+    [[ -e $d/$n.key ]] || openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+        -out "$d/$n.key" 2>/dev/null
+    chmod 0600 "$d/$n.key"
+    openssl req -new -key "$d/$n.key" -subj /CN=docketd -out "$d/$n.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$d/ext"
+    openssl x509 -req -in "$d/$n.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+        -days 2 -extfile "$d/ext" -out "$d/$n.crt" 2>/dev/null
+}
+
+run_job() { # TAG: a job writing TAG, run to completion
+    run "$DOCKET" submit -p default -c 1 --time 5m --json --workdir "$TEST_DIR/w" -- \
+        sh -c "echo $1 >$TEST_DIR/w/proof"
+    [[ $status -eq 0 ]]
+    wait_for 30 job_done "$(jq -r .job.id <<<"$output")"
+    [[ $(cat "$TEST_DIR/w/proof") == "$1" ]]
+}
+
+@test "certificate rotation on SIGHUP, no restart: renewed (same key) and replaced (new key), agents keep working" {
+    local d=$TEST_DIR/pki
+    mkdir -p "$d" "$TEST_DIR/w" && chmod 0777 "$TEST_DIR/w"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=test-ca -keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null
+    ca_cert "$d" srv
+    cp "$d/srv.key" "$d/live.key" && cp "$d/srv.crt" "$d/live.crt"
+    tls_start --tls-cert "$d/live.crt" --tls-key "$d/live.key"
+    local fpr1=$FPR pid=$DOCKETD_PID
+    agent_start tpin --controller-fingerprint "$fpr1"
+    local pin_pid=$AGENT_PID
+    agent_start tca --controller-ca "$d/ca.crt"
+    local ca_pid=$AGENT_PID
+    wait_for 20 node_up tpin
+    wait_for 20 node_up tca
+    export DOCKET_URL=$DOCKETD_URL DOCKET_CA=$d/ca.crt
+    DOCKET_TOKEN=$("$DOCKET" --token "$ADMIN_TOKEN" token create --user "$(id -un)" 2>/dev/null)
+    "$DOCKET" --token "$ADMIN_TOKEN" projects members add default "$(id -un)" >/dev/null
+    export DOCKET_TOKEN
+    # 1. renewed: a new certificate for the same key; the pin does not change
+    local serial1
+    serial1=$(openssl x509 -in "$d/live.crt" -noout -serial)
+    ca_cert "$d" srv
+    [[ $(openssl x509 -in "$d/srv.crt" -noout -serial) != "$serial1" ]]
+    cp "$d/srv.crt" "$d/live.crt"
+    kill -HUP "$pid"
+    wait_for 10 grep -q 'event=tls_reloaded' "$TEST_DIR/docketd.log"
+    [[ $(echo | openssl s_client -connect "127.0.0.1:$DOCKETD_PORT" 2>/dev/null |
+        openssl x509 -noout -serial) != "$serial1" ]]
+    [[ $(served_pin) == "$fpr1" ]]
+    run_job renewed
+    # the pinned agent, restarted (fresh TLS connections), still trusts it
+    docket_stop_pid "$pin_pid"
+    agent_start tpin --controller-fingerprint "$fpr1"
+    pin_pid=$AGENT_PID
+    wait_for 20 node_up tpin
+    # 2. replaced: a new key and certificate from the same CA; a broken pair first is
+    # refused and the old one stays served
+    ca_cert "$d" srv2
+    cp "$d/srv2.crt" "$d/live.crt" # (the key does not match it yet)
+    kill -HUP "$pid"
+    wait_for 10 grep -q 'event=tls_reload_failed' "$TEST_DIR/docketd.log"
+    [[ $(served_pin) == "$fpr1" ]]
+    cp "$d/srv2.key" "$d/live.key"
+    kill -HUP "$pid"
+    local fpr2
+    fpr2=$(openssl_pin "$d/srv2.crt")
+    wait_for 10 grep -q "event=tls_reloaded fingerprint=$fpr2" "$TEST_DIR/docketd.log"
+    [[ $(served_pin) == "$fpr2" && $fpr2 != "$fpr1" ]]
+    # the CA agent, restarted, trusts the new key at once
+    docket_stop_pid "$ca_pid"
+    agent_start tca --controller-ca "$d/ca.crt"
+    wait_for 20 node_up tca
+    "$DOCKET" --token "$ADMIN_TOKEN" nodes drain tpin >/dev/null
+    run_job replaced-ca
+    # the agent pinned to the old key refuses the new one (it must be given the new pin,
+    # docs/security.md), and with it works again
+    docket_stop_pid "$pin_pid"
+    agent_start tpin --controller-fingerprint "$fpr1"
+    wait_for 20 grep -q controller_fingerprint_mismatch "$TEST_DIR/agent-tpin.log"
+    docket_stop_pid "$AGENT_PID"
+    agent_start tpin --controller-fingerprint "$fpr2"
+    "$DOCKET" --token "$ADMIN_TOKEN" nodes resume tpin >/dev/null
+    "$DOCKET" --token "$ADMIN_TOKEN" nodes drain tca >/dev/null
+    wait_for 20 node_up tpin
+    run_job replaced-pin
+    [[ $DOCKETD_PID == "$pid" ]] && kill -0 "$pid" # never restarted
 }

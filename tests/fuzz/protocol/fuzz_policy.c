@@ -1,10 +1,12 @@
 /* fuzz_policy.c - libFuzzer harness for the policy document parser (protocol/proto.h),
  * JSON or YAML by the first byte: a document either parses, and then its GET form parses
- * back to the same policy, or is refused with a message. */
+ * back to the same policy (its alerts and prices sections too: protocol/ops.h), or is
+ * refused with a message. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/ops.h"
 #include "protocol/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -29,10 +31,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     json_t *doc = proto_policy_to_json(&p.policy);
+    if (p.alerts)
+        json_object_set_new(doc, "alerts", proto_alerts_json(p.alerts, false));
+    if (p.prices)
+        json_object_set_new(doc, "prices", proto_prices_json(p.prices));
     struct proto_policy q;
     if (proto_policy_parse(doc, &base, &q, &e) < 0)
         abort(); /* GET /v1/policy must apply back */
     json_t *again = proto_policy_to_json(&q.policy);
+    if (q.alerts)
+        json_object_set_new(again, "alerts", proto_alerts_json(q.alerts, false));
+    if (q.prices)
+        json_object_set_new(again, "prices", proto_prices_json(q.prices));
     if (!json_equal(doc, again))
         abort();
     json_decref(again);

@@ -4,7 +4,11 @@
 # by pid in cluster_stop, with the job supervisors the agents leave and their cgroups.
 #
 # Use:   CLUSTER_NAME=name; load lib/cluster; AGENT_EXTRA=(extra agent flags)
+#        AGENT_UTIL_FILES=1: each agent declares its GPUs' utilisation from the file
+#        $T/gpu-util-a or -b (--declared-gpu-util-file; write a number 0..100 into it)
+#        DOCKETD_EXTRA=(extra docketd flags: they come last, so they override)
 #        setup_file() { cluster_start; }   teardown_file() { cluster_stop; }
+# ctl_start PORT and agent_start a|b JOIN start one again after a stop (kill_pidfile).
 # Sets: DOCKET, DOCKETD_BIN, AGENT_BIN; after cluster_start T (temp dir), W (work dir),
 # PREFIX (node names PREFIX-a, PREFIX-b), PORT, TOKEN, DOCKET_URL (the unix socket).
 
@@ -32,11 +36,7 @@ cluster_start() {
     PREFIX="$CLUSTER_NAME$$"
     mkdir -p "$T/ctl" "$W"
     chmod 0755 "$T"
-    "$DOCKETD_BIN" --state-dir "$T/ctl" --listen 127.0.0.1:0 --socket "$T/ctl/docketd.sock" \
-        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" &
-    echo $! >"$T/ctl.pid"
-    wait_for 20 test -s "$T/ctl/docketd.port"
-    wait_for 20 test -S "$T/ctl/docketd.sock"
+    ctl_start 0
     PORT=$(cat "$T/ctl/docketd.port")
     TOKEN=$(cat "$T/ctl/admin.token")
     DOCKET_URL=unix:$T/ctl/docketd.sock
@@ -48,13 +48,23 @@ cluster_start() {
     wait_for 30 nodes_up 2
 }
 
+ctl_start() { # PORT: docketd on $T/ctl (0: any port; after a stop, $PORT again)
+    rm -f "$T/ctl/docketd.port"
+    "$DOCKETD_BIN" --state-dir "$T/ctl" --listen "127.0.0.1:$1" --socket "$T/ctl/docketd.sock" \
+        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" "${DOCKETD_EXTRA[@]}" &
+    echo $! >"$T/ctl.pid"
+    wait_for 20 test -s "$T/ctl/docketd.port"
+    wait_for 20 test -S "$T/ctl/docketd.sock"
+}
+
 agent_start() { # a|b JOIN
-    local cg=()
+    local cg=() util=()
     [[ $(id -u) == 0 ]] || cg=(--no-cgroups)
+    [[ -z ${AGENT_UTIL_FILES:-} ]] || util=(--declared-gpu-util-file "$T/gpu-util-$1")
     "$AGENT_BIN" --controller "http://127.0.0.1:$PORT" --join-token "$2" \
         --name "$PREFIX-$1" --gpus 8xH100-80GB --cpus 16 --mem 64G --label "zone=$1" \
         --state-dir "$T/agent-$1" --allow-root-jobs --usage-interval 1s \
-        --log-file "$T/agent-$1.log" "${AGENT_EXTRA[@]}" "${cg[@]}" &
+        --log-file "$T/agent-$1.log" "${AGENT_EXTRA[@]}" "${cg[@]}" "${util[@]}" &
     echo $! >"$T/agent-$1.pid"
 }
 
@@ -85,7 +95,7 @@ cluster_stop() {
         [[ $(jq -r '.state' "$f") != exited && $pid -gt 0 ]] && kill -9 "$pid" 2>/dev/null
     done
     for n in a b; do
-        for c in memory cpu cpuacct pids freezer devices ""; do
+        for c in memory cpu cpuacct pids freezer devices blkio ""; do
             d=/sys/fs/cgroup/${c:+$c/}docket/$PREFIX-$n
             [[ -d $d ]] || continue
             for g in "$d"/job_*; do
@@ -112,3 +122,13 @@ state_in() { # ID STATE...
     return 1
 }
 
+
+# ctl_get PATH: the body of GET PATH as the admin, over TCP (what a scraper sees).
+ctl_get() {
+    curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT$1"
+}
+
+# requeued ID: the job went back to PENDING at least once since its submission.
+requeued() {
+    [[ $("$DOCKET" show "$1" --json | jq '[.events[] | select(.to == "PENDING")] | length') -ge 2 ]]
+}

@@ -82,3 +82,76 @@ int nvmlDeviceGetMinorNumber(void *h, unsigned int *minor)
     *minor = idx(h) ? 0 : 1;
     return 0;
 }
+
+/* Usage samples: power, temperature, volatile uncorrected ECC, and XID events (GPU 1
+ * has two waiting, delivered one per nvmlEventSetWait call). */
+struct fake_event {
+    void *device;
+    unsigned long long type, data;
+    unsigned int gi, ci;
+};
+static int evset, registered, xids_left = 2;
+
+int nvmlDeviceGetPowerUsage(void *h, unsigned int *mw);
+int nvmlDeviceGetPowerUsage(void *h, unsigned int *mw)
+{
+    *mw = idx(h) ? 350000 : 70000;
+    return 0;
+}
+
+int nvmlDeviceGetTemperature(void *h, int sensor, unsigned int *t);
+int nvmlDeviceGetTemperature(void *h, int sensor, unsigned int *t)
+{
+    if (sensor != 0)
+        return 2;
+    *t = idx(h) ? 71 : 34;
+    return 0;
+}
+
+int nvmlDeviceGetTotalEccErrors(void *h, int type, int counter, unsigned long long *n);
+int nvmlDeviceGetTotalEccErrors(void *h, int type, int counter, unsigned long long *n)
+{
+    if (type != 1 || counter != 0)
+        return 2;
+    if (!idx(h))
+        return 3; /* NVML_ERROR_NOT_SUPPORTED: GPU 0 has no ECC */
+    *n = 4;
+    return 0;
+}
+
+int nvmlEventSetCreate(void **set);
+int nvmlEventSetCreate(void **set)
+{
+    *set = &evset;
+    return 0;
+}
+
+int nvmlEventSetFree(void *set);
+int nvmlEventSetFree(void *set)
+{
+    (void)set;
+    return 0;
+}
+
+int nvmlDeviceRegisterEvents(void *h, unsigned long long types, void *set);
+int nvmlDeviceRegisterEvents(void *h, unsigned long long types, void *set)
+{
+    (void)h;
+    if (set != &evset || !(types & 0x8))
+        return 2;
+    registered++;
+    return 0;
+}
+
+int nvmlEventSetWait_v2(void *set, struct fake_event *ev, unsigned int timeout_ms);
+int nvmlEventSetWait_v2(void *set, struct fake_event *ev, unsigned int timeout_ms)
+{
+    (void)timeout_ms;
+    if (set != &evset || registered < 2 || xids_left == 0)
+        return 10; /* NVML_ERROR_TIMEOUT */
+    xids_left--;
+    ev->device = &devs[1];
+    ev->type = 0x8;
+    ev->data = 79; /* XID 79: fallen off the bus */
+    return 0;
+}

@@ -325,6 +325,65 @@ static void test_events(void **st)
     json_decref(arr);
 }
 
+/* h-usage: the sample of a usage event round-trips; unknown figures stay unknown; bad
+ * input is refused naming the field */
+static void test_sample(void **st)
+{
+    (void)st;
+    struct agent_event e, back;
+    struct agent_msg_error err = {"", ""};
+    memset(&e, 0, sizeof e);
+    e.job = 7;
+    snprintf(e.type, sizeof e.type, "usage");
+    e.has_sample = true;
+    agent_sample_init(&e.sample);
+    e.sample.cpu_ms = 1500;
+    e.sample.mem_bytes = 1 << 20;
+    snprintf(e.sample.gpu_source, sizeof e.sample.gpu_source, "nvml");
+    e.sample.ngpus = 2;
+    e.sample.gpus[0] = (struct agent_gpu_sample){3, 97, 4000, 250000, 66, 0, 1};
+    e.sample.gpus[1] = (struct agent_gpu_sample){5, -1, -1, -1, -1, -1, -1};
+    json_t *o = agent_event_to_json(&e);
+    assert_null(json_object_get(json_object_get(o, "sample"), "io_read_bytes")); /* unknown */
+    assert_int_equal(agent_event_parse(o, &back, &err), 0);
+    json_decref(o);
+    assert_true(back.has_sample);
+    assert_int_equal(back.sample.cpu_ms, 1500);
+    assert_int_equal(back.sample.io_read_bytes, -1);
+    assert_int_equal(back.sample.ngpus, 2);
+    assert_int_equal(back.sample.gpus[0].power_mw, 250000);
+    assert_int_equal(back.sample.gpus[0].xid_errors, 1);
+    assert_int_equal(back.sample.gpus[1].index, 5);
+    assert_int_equal(back.sample.gpus[1].util, -1);
+    static const struct {
+        const char *json, *field;
+    } bad[] = {
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":[]}", "sample"},
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":{}}", "sample.gpu_source"},
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"guess\"}}",
+         "sample.gpu_source"},
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"none\",\"cpu_ms\":-1}}",
+         "sample.cpu_ms"},
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"none\",\"gpus\":[{\"index\":0}]}}",
+         "sample.gpus"},
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"nvml\",\"gpus\":[{\"index\":0,\"util\":101}]}}",
+         "sample.gpus[0].util"},
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"nvml\",\"gpus\":[{\"index\":0},{\"index\":0}]}}",
+         "sample.gpus[1].index"},
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"nvml\",\"gpus\":[{\"index\":64}]}}",
+         "sample.gpus[0].index"},
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"nvml\",\"gpus\":[{\"index\":1,\"watts\":3}]}}",
+         "sample.gpus[0].watts"},
+        {"{\"job\":1,\"type\":\"started\",\"sample\":{\"gpu_source\":\"none\"}}", "sample"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *b = js(bad[i].json);
+        assert_int_equal(agent_event_parse(b, &back, &err), -EINVAL);
+        assert_string_equal(err.field, bad[i].field);
+        json_decref(b);
+    }
+}
+
 static void test_heartbeat_body(void **st)
 {
     (void)st;
@@ -406,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_job_bad),           cmocka_unit_test(test_heartbeat_reply),
         cmocka_unit_test(test_heartbeat_reply_bad), cmocka_unit_test(test_register),
         cmocka_unit_test(test_events),            cmocka_unit_test(test_heartbeat_body),
+        cmocka_unit_test(test_sample),
         cmocka_unit_test(test_base64_and_logs), cmocka_unit_test(test_job_run_and_pids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

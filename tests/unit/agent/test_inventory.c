@@ -2,6 +2,8 @@
  * test_inventory.c - host inventory from /proc, declared GPUs, the GPU type names made
  * from NVML names, and the NVML dlopen path against a stand-in library (fake_nvml.c).
  */
+#define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <unistd.h>
 
 #include "agent/inventory.h"
 
@@ -56,6 +60,32 @@ static void test_declare(void **st)
     assert_true(inventory_declare(&inv, "65xH100", err, sizeof err) < 0);
     assert_int_equal(inventory_declare(&inv, "0", err, sizeof err), 0);
     assert_int_equal(inv.ngpus, 0);
+}
+
+/* declared GPUs measure nothing; a declared utilisation file sets util only */
+static void test_declared_util(void **st)
+{
+    (void)st;
+    struct inventory inv;
+    char err[256], path[] = "/tmp/declutil.XXXXXX";
+    memset(&inv, 0, sizeof inv);
+    assert_int_equal(inventory_declare(&inv, "2xH100-80GB", err, sizeof err), 0);
+    assert_int_equal(inv.gpus[1].util, -1);
+    assert_int_equal(inv.gpus[1].power_mw, -1);
+    assert_int_equal(inventory_declared_util(&inv, ""), -1);
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, " 42\n", 4), 4);
+    close(fd);
+    assert_int_equal(inventory_declared_util(&inv, path), 42);
+    assert_int_equal(inv.gpus[0].util, 42);
+    assert_int_equal(inv.gpus[1].util, 42);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_int_equal(write(fd, "101", 3), 3); /* out of range: nothing declared */
+    close(fd);
+    assert_int_equal(inventory_declared_util(&inv, path), -1);
+    assert_int_equal(inv.gpus[0].util, -1);
+    unlink(path);
 }
 
 static void test_type_names(void **st)
@@ -110,6 +140,15 @@ static void test_nvml_fake(void **st)
     assert_int_equal(inv.gpus[1].util, 75);
     assert_int_equal(inventory_nvml_sample(&inv), 0);
     assert_int_equal(inv.gpus[0].util, 5);
+    /* usage samples: power, temperature, ECC (unknown where unsupported), XID events */
+    assert_int_equal(inv.gpus[1].power_mw, 350000);
+    assert_int_equal(inv.gpus[0].temp_c, 34);
+    assert_int_equal(inv.gpus[1].ecc_errors, 4);
+    assert_int_equal(inv.gpus[0].ecc_errors, -1);
+    assert_int_equal(inv.gpus[1].xid_errors, 2);
+    assert_int_equal(inv.gpus[0].xid_errors, 0);
+    assert_int_equal(inventory_declared_util(&inv, "/nonexistent"), -1);
+    assert_int_equal(inv.gpus[1].util, 75); /* measured GPUs are not declared */
     inventory_release(&inv);
     assert_null(inv.nvml);
 }
@@ -120,6 +159,7 @@ int main(void)
         cmocka_unit_test(test_meminfo),     cmocka_unit_test(test_host),
         cmocka_unit_test(test_declare),     cmocka_unit_test(test_type_names),
         cmocka_unit_test(test_nvml_absent), cmocka_unit_test(test_nvml_fake),
+        cmocka_unit_test(test_declared_util),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -205,6 +205,28 @@ static void term_width_from_columns(void **state)
     unsetenv("COLUMNS");
 }
 
+/* sparklines: Unicode blocks or ASCII levels scaled to max, unknown values blank; cut to
+ * the buffer; no UTF-8 drawing off a terminal or with TERM=dumb */
+static void sparklines(void **state)
+{
+    (void)state;
+    double v[] = {0, 50, 100, -1, 200};
+    char b[64];
+    fmt_spark(v, 5, 100, false, b, sizeof(b));
+    assert_string_equal(b, "_+@ @");
+    fmt_spark(v, 3, 100, true, b, sizeof(b));
+    assert_string_equal(b, "\u2581\u2585\u2588");
+    fmt_spark(v, 3, 100, true, b, 7); /* room for two blocks of 3 bytes */
+    assert_string_equal(b, "\u2581\u2585");
+    fmt_spark(v, 2, 0, false, b, sizeof(b)); /* no scale: the lowest level */
+    assert_string_equal(b, "__");
+    setenv("TERM", "dumb", 1);
+    setenv("LANG", "en_US.UTF-8", 1);
+    assert_false(fmt_use_utf8(STDOUT_FILENO));
+    setenv("TERM", "xterm", 1);
+    assert_false(fmt_use_utf8(-1)); /* not a terminal */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +242,7 @@ int main(void)
         cmocka_unit_test(state_colours),
         cmocka_unit_test(times_and_sizes),
         cmocka_unit_test(term_width_from_columns),
+        cmocka_unit_test(sparklines),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,9 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include "protocol/ops.h"
 #include "protocol/proto.h"
 
 static struct sched_policy base;
@@ -102,6 +104,55 @@ static const struct {
     {"{\"projects\": [{\"name\": \"a\", \"gpu_limit\": -2}]}", "projects[0].gpu_limit"},
     {"{\"projects\": [{\"name\": \"a\"}, {\"name\": \"a\"}]}", "projects[1]"},
     {"{\"projects\": [{\"name\": \"a\", \"quota\": 1}]}", "projects[0].quota"},
+    {"{\"alerts\": []}", "alerts"},
+    {"{\"alerts\": {\"rulez\": []}}", "alerts.rulez"},
+    {"{\"alerts\": {\"rules\": [{\"kind\": \"disk_low\", \"severity\": \"info\"}]}}",
+     "alerts.rules[0].name"},
+    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"disk_full\", \"severity\": \"info\"}]}}",
+     "alerts.rules[0].kind"},
+    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"disk_low\", \"severity\": \"dire\"}]}}",
+     "alerts.rules[0].severity"},
+    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"disk_low\", \"severity\": \"info\"}]}}",
+     "alerts.rules[0].threshold"},
+    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"disk_low\", \"severity\": \"info\","
+     " \"threshold\": 120}]}}",
+     "alerts.rules[0].threshold"},
+    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"node_unreachable\", \"severity\": \"info\","
+     " \"threshold\": \"1m\"}]}}",
+     "alerts.rules[0].threshold"},
+    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"job_failed\", \"severity\": \"info\","
+     " \"tier\": \"low\"}]}}",
+     "alerts.rules[0].tier"},
+    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"job_failed\", \"severity\": \"info\"},"
+     " {\"name\": \"a\", \"kind\": \"job_failed\", \"severity\": \"major\"}]}}",
+     "alerts.rules[1].name"},
+    {"{\"alerts\": {\"routes\": [{\"webhook\": \"http://h/x\"}]}}", "alerts.routes[0].severities"},
+    {"{\"alerts\": {\"routes\": [{\"severities\": [\"info\", \"bad\"], \"log\": true}]}}",
+     "alerts.routes[0].severities"},
+    {"{\"alerts\": {\"routes\": [{\"severities\": \"info\"}]}}", "alerts.routes[0]"},
+    {"{\"alerts\": {\"routes\": [{\"severities\": \"info\", \"webhook\": \"ftp://h/x\"}]}}",
+     "alerts.routes[0].webhook"},
+    {"{\"alerts\": {\"routes\": [{\"severities\": \"info\", \"webhook\": \"http://u:p@h/x\"}]}}",
+     "alerts.routes[0].webhook"},
+    {"{\"alerts\": {\"routes\": [{\"severities\": \"info\", \"webhook\": \"http:// h/x\"}]}}",
+     "alerts.routes[0].webhook"},
+    {"{\"alerts\": {\"routes\": [{\"severities\": \"info\", \"webhook\": \"http://h/\","
+     " \"shape\": \"teams\"}]}}",
+     "alerts.routes[0].shape"},
+    {"{\"alerts\": {\"routes\": [{\"severities\": \"info\", \"webhook\": \"http://h/\","
+     " \"secret\": \"short\"}]}}",
+     "alerts.routes[0].secret"},
+    {"{\"alerts\": {\"routes\": [{\"severities\": \"info\", \"log\": true, \"shape\": \"slack\"}]}}",
+     "alerts.routes[0]"},
+    {"{\"alerts\": {\"interval\": \"10ms\"}}", "alerts.interval"},
+    {"{\"alerts\": {\"delivery\": {\"attempts\": 0}}}", "alerts.delivery.attempts"},
+    {"{\"alerts\": {\"delivery\": {\"backoff\": \"10s\", \"max_backoff\": \"1s\"}}}",
+     "alerts.delivery.max_backoff"},
+    {"{\"alerts\": {\"history\": {\"max_rows\": 1}}}", "alerts.history.max_rows"},
+    {"{\"prices\": {\"H100\": -1}}", "prices.H100"},
+    {"{\"prices\": {\"H100\": \"cheap\"}}", "prices.H100"},
+    {"{\"prices\": {\"currency\": \"euro dollars\"}}", "prices.currency"},
+    {"{\"prices\": []}", "prices"},
     {"{\"extra\": 1}", "extra"},
     {"[]", ""},
     {"{\"tiers\": ", ""},
@@ -240,7 +291,7 @@ static void class_node_fields(void **state)
     assert_int_equal(p.class_node[1].default_mem_mb, -1);
     assert_int_equal(p.class_node[2].default_mem_mb, 512);
     json_t *out = proto_policy_to_json(&p.policy);
-    struct proto_class_node cn[3] = {{64, 16384}, {0, 0}, {0, 512}};
+    struct proto_class_node cn[3] = {{64, 16384, {0, 0, 0}}, {0, 0, {0, 0, 0}}, {0, 512, {0, 0, 0}}};
     proto_class_node_json(json_object_get(out, "classes"), &p.policy, cn);
     json_t *c0 = json_array_get(json_object_get(out, "classes"), 0);
     assert_int_equal(json_integer_value(json_object_get(c0, "pids_max")), 64);
@@ -278,6 +329,125 @@ static void class_node_fields(void **state)
     json_decref(b);
 }
 
+/* h-usage: a class's idle rule, validated by field, written back; requeue and cancel
+ * only on a preemptible class */
+static void class_idle_rule(void **state)
+{
+    struct proto_policy p;
+    struct proto_error e;
+    const char *doc = "classes: [{name: x, preemptible: true, idle: {gpu_util_below: 5, for: 30m,"
+                      " action: requeue}}, {name: i, preemptible: false, idle: {gpu_util_below: 10,"
+                      " for: 1h}}, {name: n}]\nsettings: {default_class: x}\n";
+    int rc = proto_policy_parse_text(doc, strlen(doc), true, &base, &p, &e);
+    if (rc)
+        fail_msg("%s: %s", e.field, e.message);
+    assert_int_equal(p.class_node[0].idle.gpu_util_below, 5);
+    assert_int_equal(p.class_node[0].idle.for_ms, 1800000);
+    assert_int_equal(p.class_node[0].idle.action, PROTO_IDLE_REQUEUE);
+    assert_int_equal(p.class_node[1].idle.action, PROTO_IDLE_ALERT); /* the default */
+    assert_int_equal(p.class_node[2].idle.action, PROTO_IDLE_UNSET);
+    json_t *out = proto_policy_to_json(&p.policy);
+    proto_class_node_json(json_object_get(out, "classes"), &p.policy, p.class_node);
+    json_t *idle = json_object_get(json_array_get(json_object_get(out, "classes"), 0), "idle");
+    assert_string_equal(json_string_value(json_object_get(idle, "action")), "requeue");
+    assert_string_equal(json_string_value(json_object_get(idle, "for")), "1800s");
+    struct proto_policy back;
+    assert_int_equal(proto_policy_parse(out, &base, &back, &e), 0);
+    assert_int_equal(back.class_node[0].idle.for_ms, 1800000);
+    assert_int_equal(back.class_node[0].idle.action, PROTO_IDLE_REQUEUE);
+    proto_policy_release(&back);
+    json_decref(out);
+    proto_policy_release(&p);
+    static const struct {
+        const char *doc, *field;
+    } badi[] = {
+        {"classes: [{name: a, idle: {gpu_util_below: 0, for: 1m}}]", "classes[0].idle.gpu_util_below"},
+        {"classes: [{name: a, idle: {gpu_util_below: 5}}]", "classes[0].idle.for"},
+        {"classes: [{name: a, idle: {for: 5m}}]", "classes[0].idle.gpu_util_below"},
+        {"classes: [{name: a, idle: {gpu_util_below: 5, for: 5m, action: nap}}]",
+         "classes[0].idle.action"},
+        {"classes: [{name: a, idle: {gpu_util_below: 5, for: 5m, after: 1}}]",
+         "classes[0].idle.after"},
+        {"classes: [{name: a, idle: 5}]", "classes[0].idle"},
+        {"classes: [{name: a, preemptible: false, idle: {gpu_util_below: 5, for: 5m,"
+         " action: cancel}}]",
+         "classes[0].idle.action"},
+    };
+    for (size_t i = 0; i < sizeof(badi) / sizeof(badi[0]); i++) {
+        char d[512];
+        snprintf(d, sizeof(d), "%s\nsettings: {default_class: a}\n", badi[i].doc);
+        assert_int_not_equal(proto_policy_parse_text(d, strlen(d), true, &base, &p, &e), 0);
+        assert_string_equal(e.field, badi[i].field);
+    }
+    struct sched_class_spec c = base.classes[0];
+    json_t *b = json_pack("{s:{s:i,s:s}}", "idle", "gpu_util_below", 5, "for", "5m");
+    assert_int_not_equal(proto_class_patch(b, &c, &e), 0); /* set with the document only */
+    assert_string_equal(e.field, "idle");
+    json_decref(b);
+}
+
+/* The alerts and prices sections read back exactly; shown to readers, webhook paths and
+ * secrets are hidden; without the sections, a document leaves p.alerts/p.prices NULL. */
+static void ops_sections(void **state)
+{
+    const char *doc =
+        "prices: {H100: 2.5, A100: 1, currency: EUR}\n"
+        "alerts:\n"
+        "  interval: 5s\n"
+        "  delivery: {attempts: 3, backoff: 500ms, max_backoff: 30s, timeout: 4s}\n"
+        "  history: {keep: 7d, max_rows: 500}\n"
+        "  rules:\n"
+        "    - {name: down, kind: node_unreachable, severity: critical, for: 30s}\n"
+        "    - {name: q, kind: queue_wait, severity: major, threshold: 1h, tier: low}\n"
+        "    - {name: disk, kind: disk_low, severity: info, threshold: 10}\n"
+        "    - {name: failed, kind: job_failed, severity: info}\n"
+        "    - {name: idle, kind: gpu_idle, severity: major, for: 10m}\n"
+        "  routes:\n"
+        "    - {severities: [critical, major], webhook: 'https://hooks.example.com/T0/B1/XYZ',"
+        " shape: slack}\n"
+        "    - {severities: info, webhook: 'http://127.0.0.1:9/h', secret: 0123456789abcdef}\n"
+        "    - {severities: [critical], log: true}\n";
+    struct proto_policy p, q;
+    struct proto_error e;
+    if (proto_policy_parse_text(doc, strlen(doc), true, &base, &p, &e) != 0)
+        fail_msg("%s: %s", e.field, e.message);
+    assert_non_null(p.alerts);
+    assert_int_equal(p.alerts->nrules, 5);
+    assert_int_equal(p.alerts->rules[4].kind, PROTO_AK_GPU_IDLE);
+    assert_int_equal(p.alerts->rules[4].for_ms, 600000);
+    assert_int_equal(p.alerts->rules[1].threshold_ms, 3600000);
+    assert_string_equal(p.alerts->rules[1].tier, "low");
+    assert_int_equal(p.alerts->rules[3].for_ms, 3600000); /* events: an hour by default */
+    assert_int_equal(p.alerts->routes[0].severities,
+                     (1u << PROTO_SEV_CRITICAL) | (1u << PROTO_SEV_MAJOR));
+    assert_int_equal(p.alerts->routes[0].shape, PROTO_SHAPE_SLACK);
+    assert_true(p.alerts->routes[2].log);
+    assert_true(proto_price_of(p.prices, "H100") == 2.5);
+    assert_true(proto_price_of(p.prices, "V100") < 0);
+    json_t *full = json_pack("{s:o,s:o}", "alerts", proto_alerts_json(p.alerts, false), "prices",
+                             proto_prices_json(p.prices));
+    assert_int_equal(proto_policy_parse(full, &base, &q, &e), 0);
+    json_t *again = json_pack("{s:o,s:o}", "alerts", proto_alerts_json(q.alerts, false), "prices",
+                              proto_prices_json(q.prices));
+    assert_true(json_equal(full, again));
+    json_t *shown = proto_alerts_json(p.alerts, true);
+    char *text = json_dumps(shown, 0);
+    assert_null(strstr(text, "XYZ"));
+    assert_null(strstr(text, "0123456789abcdef"));
+    assert_non_null(strstr(text, "https://hooks.example.com/<hidden>"));
+    free(text);
+    json_decref(shown);
+    json_decref(full);
+    json_decref(again);
+    proto_policy_release(&q);
+    proto_policy_release(&p);
+    const char *none = "{\"settings\": {\"min_runtime\": \"5m\"}}";
+    assert_int_equal(proto_policy_parse_text(none, strlen(none), false, &base, &p, &e), 0);
+    assert_null(p.alerts);
+    assert_null(p.prices);
+    proto_policy_release(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,7 +455,8 @@ int main(void)
         cmocka_unit_test(bad_documents),  cmocka_unit_test(bad_yaml),
         cmocka_unit_test(output_reads_back), cmocka_unit_test(project_patch),
         cmocka_unit_test(class_patch),    cmocka_unit_test(groups_list),
-        cmocka_unit_test(class_node_fields),
+        cmocka_unit_test(class_node_fields), cmocka_unit_test(class_idle_rule),
+        cmocka_unit_test(ops_sections),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -18,43 +18,7 @@
 #include "store/store.h"
 #include "util/str.h"
 
-struct fx {
-    char dir[64];
-    char path[128];
-    struct store *st;
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    char err[256];
-    snprintf(f->dir, sizeof(f->dir), "/tmp/store-test.XXXXXX");
-    if (!mkdtemp(f->dir))
-        return -1;
-    snprintf(f->path, sizeof(f->path), "%s/docket.db", f->dir);
-    f->st = store_open(f->path, err, sizeof(err));
-    if (!f->st) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    char p[160];
-    store_close(f->st);
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof(p), "%s%s", f->path, suffix[i]);
-        unlink(p);
-    }
-    rmdir(f->dir);
-    free(f);
-    return 0;
-}
+#include "fixture.h"
 
 static void reopen(struct fx *f)
 {
@@ -67,7 +31,7 @@ static void reopen(struct fx *f)
 /* ------------------------------------------------------------------------------------ */
 
 /* The schema version store.c migrates to (one place to change when a migration is added). */
-#define SCHEMA_LATEST 8 /* 8: the users' default projects (h-slurm) */
+#define SCHEMA_LATEST 10 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts) */
 
 static void migrates_from_empty(void **state)
 {
@@ -359,17 +323,17 @@ static int collect_ev(void *arg, const struct store_event *e)
 static void events_round_trip(void **state)
 {
     struct fx *f = *state;
-    struct store_event a = {3, 10, "submit", "", "PENDING", "", "", ""};
-    struct store_event b = {3, 11, "start", "PENDING", "STARTING", "gpu01", "", "x"};
-    struct store_event c = {4, 12, "submit", NULL, "HELD", NULL, NULL, NULL};
+    struct store_event a = {3, 10, "submit", "", "PENDING", "", "", "", 0};
+    struct store_event b = {3, 11, "start", "PENDING", "STARTING", "gpu01", "", "x", 0};
+    struct store_event c = {4, 12, "submit", NULL, "HELD", NULL, NULL, NULL, 0};
     assert_int_equal(store_event_add(f->st, &a), 0);
     assert_int_equal(store_event_add(f->st, &b), 0);
     assert_int_equal(store_event_add(f->st, &c), 0);
     char got[256] = "";
-    assert_int_equal(store_event_list(f->st, 3, collect_ev, got), 0);
+    assert_int_equal(store_event_list(f->st, 3, 0, 0, collect_ev, got), 0);
     assert_string_equal(got, "submit:>PENDING@;start:PENDING>STARTING@gpu01;");
     got[0] = '\0';
-    assert_int_equal(store_event_list(f->st, 4, collect_ev, got), 0);
+    assert_int_equal(store_event_list(f->st, 4, 0, 0, collect_ev, got), 0);
     assert_string_equal(got, "submit:>HELD@;");
 }
 
@@ -567,6 +531,49 @@ static void audit_hash_chain(void **state)
     sqlite3_close(db);
 }
 
+/* A long trail (100,000 rows) walked in steps (docketd walks one step a loop turn): the
+ * steps resume where the last stopped, agree with the walk in one go, and find a row
+ * changed by hand deep in the chain. */
+static void audit_verify_in_steps(void **state)
+{
+    struct fx *f = *state;
+    enum { ROWS = 100000, STEP = 2048, BAD = 77777 };
+    struct store_audit_check whole, v;
+    assert_int_equal(store_begin(f->st), 0);
+    for (int i = 0; i < ROWS; i++) {
+        struct store_audit a = {0, i, "alice", "job.submit", "job:1", NULL, "{\"s\":1}", ""};
+        assert_int_equal(store_audit_add(f->st, &a), 0);
+    }
+    assert_int_equal(store_commit(f->st), 0);
+    assert_int_equal(store_audit_verify(f->st, NULL, &whole), 0);
+    assert_int_equal(whole.checked, ROWS);
+    int steps = 0, rc;
+    store_audit_verify_begin(&v);
+    while ((rc = store_audit_verify_step(f->st, whole.head, &v, STEP)) == 1)
+        steps++;
+    assert_int_equal(rc, 0);
+    assert_int_equal(steps, ROWS / STEP); /* resumed, never restarted */
+    assert_int_equal(v.checked, ROWS);
+    assert_int_equal(v.first_bad, 0);
+    assert_true(v.head_found);
+    assert_string_equal(v.head, whole.head);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "DROP TRIGGER audit_no_update;"
+                                  " UPDATE audit SET actor = 'mallory' WHERE id = 77777",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    store_audit_verify_begin(&v);
+    while ((rc = store_audit_verify_step(f->st, NULL, &v, STEP)) == 1)
+        ;
+    assert_int_equal(rc, 0);
+    assert_int_equal(v.first_bad, BAD);
+    assert_int_equal(v.checked, BAD - 1);
+    assert_non_null(strstr(v.why, "changed"));
+}
+
 static int count_members(void *arg, const char *project, const char *user, const char *role)
 {
     char *out = arg;
@@ -748,7 +755,7 @@ static void states_and_kinds_stored_by_name(void **state)
 }
 
 /* Load a dump of tests/unit/store/data (schema2.sql: a database docketd wrote at schema
- * 2; schema3.sql: the same at schema 3) into the fixture's file, closed. */
+ * 2; schema3.sql: the same at schema 3; schema8.sql: at 8) into the fixture's file, closed. */
 static void load_dump(struct fx *f, const char *name)
 {
     char path[4096];
@@ -970,6 +977,59 @@ static void migrates_schema3_database(void **state)
     assert_int_equal(store_run_last(f->st, 3), 1);
 }
 
+/* A database at schema 8 (main before issue 14) takes 9 and 10: the usage tables are there
+ * and empty and take a sample, the alert tables are there and empty, and each run that
+ * ended before gets its end from the first state event that left it (an open run: 0). */
+static void migrates_schema8_database(void **state)
+{
+    struct fx *f = *state;
+    char err[256], got[128];
+    load_dump(f, "schema8.sql");
+    raw_sql(f->path, "PRAGMA user_version", got, sizeof(got));
+    assert_string_equal(got, "8");
+    f->st = store_open(f->path, err, sizeof(err));
+    if (!f->st)
+        fail_msg("%s", err);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
+    /* 9: no samples yet; one is stored and summarised */
+    int64_t raw = -1, minutes = -1, sums = -1;
+    assert_int_equal(store_usage_counts(f->st, &raw, &minutes, &sums), 0);
+    assert_true(raw == 0 && minutes == 0 && sums == 0);
+    struct store_usage_summary sum;
+    assert_int_equal(store_usage_summary_get(f->st, 3, &sum), -ENOENT);
+    struct store_usage_point p = {.job = 3,
+                                  .run = 1,
+                                  .node = "gpu01",
+                                  .time_ms = 1000,
+                                  .cpu_ms = 50,
+                                  .mem_bytes = 1,
+                                  .gpu_util = 2,
+                                  .gpu_temp_c = -1,
+                                  .gpu_mem_mb = -1,
+                                  .gpu_power_mw = -1,
+                                  .gpu_errors = -1};
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_usage_add(f->st, &p, "declared", 5, &sum), 0);
+    assert_int_equal(store_commit(f->st), 0);
+    assert_int_equal(store_usage_summary_get(f->st, 3, &sum), 0);
+    assert_int_equal(sum.samples, 1);
+    assert_int_equal(sum.idle_since_ms, 1000);
+    /* 10: no alerts, no silences; run ends from the events */
+    raw_sql(f->path,
+            "SELECT (SELECT count(*) FROM alert_history) + (SELECT count(*) FROM alert_silences)",
+            got, sizeof(got));
+    assert_string_equal(got, "0");
+    raw_sql(f->path,
+            "SELECT group_concat(r.job || ':' || r.end_state || ':' ||"
+            " (r.end_ms = coalesce((SELECT min(e.time_ms) FROM job_events e WHERE e.job = r.job"
+            " AND e.type = 'state' AND e.to_state IN ('COMPLETED', 'FAILED')), 0)), ',')"
+            " FROM (SELECT * FROM job_runs ORDER BY job) r",
+            got, sizeof(got));
+    assert_string_equal(got, "1:COMPLETED:1,2:FAILED:1,3::1");
+    reopen(f);
+    assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
+}
+
 /* h-node: runs of a job and live node credentials */
 static void runs_and_live_credentials(void **state)
 {
@@ -1111,6 +1171,228 @@ static void opens_read_only(void **state)
     snprintf(back, sizeof(back), "PRAGMA user_version = %d", SCHEMA_LATEST);
     assert_int_equal(sqlite3_exec(db, back, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
+/* ------------------------------------------------------------------------------------ */
+/* Reports, alert history and silences (schema 10)                                      */
+
+/* A job of `gpus` x `nnodes` on node `node`: one run [start, end) (end 0: open), ended in
+ * `state` for `cause`. */
+static void run_job(struct fx *f, uint64_t id, const char *project, const char *tier, int gpus,
+                    int nnodes, const char *node, int64_t submit, int64_t start, int64_t end,
+                    const char *state, const char *cause)
+{
+    struct store_job j = make_job(id, project, end ? SCHED_COMPLETED : SCHED_RUNNING);
+    struct store_run r = {.job = id, .run = store_run_last(f->st, id) + 1, .start_ms = start};
+    snprintf(j.tier, sizeof j.tier, "%s", tier);
+    j.has_core = true;
+    j.gpus = gpus;
+    j.cpus = 2;
+    j.nnodes = nnodes;
+    j.submit_ms = submit;
+    j.end_ms = end && strcmp(state, "PENDING") != 0 ? end : 0;
+    if (r.run == 1)
+        assert_int_equal(store_job_insert(f->st, &j), 0);
+    snprintf(r.nodes, sizeof r.nodes, ",%s,", node);
+    assert_int_equal(store_run_add(f->st, &r), 0);
+    if (end)
+        assert_int_equal(store_run_end(f->st, id, end, state, cause), 0);
+}
+
+struct usage_sum {
+    int64_t gpu_ms, cpu_ms, runs, preempt, preempt_gpu_ms;
+    char keys[256];
+};
+
+static int usage_sum_cb(void *arg, const struct store_report_row *r)
+{
+    struct usage_sum *u = arg;
+    u->gpu_ms += r->gpu_ms;
+    u->cpu_ms += r->cpu_ms;
+    u->runs += r->runs;
+    u->preempt += r->preemptions;
+    u->preempt_gpu_ms += r->preempt_gpu_ms;
+    snprintf(u->keys + strlen(u->keys), sizeof u->keys - strlen(u->keys), "%s/%s=%lld;", r->key,
+             r->gpu_type, (long long)r->gpu_ms);
+    return 0;
+}
+
+struct idle_sum {
+    int64_t ms;
+    char keys[128];
+};
+
+static int idle_sum_cb(void *arg, const char *key, int64_t idle_gpu_ms)
+{
+    struct idle_sum *u = arg;
+    u->ms += idle_gpu_ms;
+    snprintf(u->keys + strlen(u->keys), sizeof u->keys - strlen(u->keys), "%s=%lld;", key,
+             (long long)idle_gpu_ms);
+    return 0;
+}
+
+/* Idle GPU time: a job's idle node time x its GPUs per node, in the share of its sampled
+ * span inside the window; a busy job adds nothing. */
+static void report_idle_from_summaries(void **state)
+{
+    struct fx *f = *state;
+    struct store_node n = {.name = "gpu01", .state = "UP", .gpu_type = "H100", .gpus = 8,
+                           .labels = "{}", .info = "{}"};
+    assert_int_equal(store_node_put(f->st, &n), 0);
+    run_job(f, 1, "vision", "high", 4, 1, "gpu01", 0, 500, 0, "", "");
+    run_job(f, 2, "nlp", "low", 2, 1, "gpu01", 0, 500, 0, "", "");
+    for (int64_t t = 1000; t <= 5000; t += 1000) {
+        for (uint64_t job = 1; job <= 2; job++) {
+            struct store_usage_point p = {.job = job, .run = 1, .node = "gpu01", .time_ms = t,
+                                          .cpu_ms = -1, .mem_bytes = -1, .mem_peak_bytes = -1,
+                                          .io_read_bytes = -1, .io_write_bytes = -1,
+                                          .gpu_util = job == 1 ? 2 : 50, .gpu_mem_mb = -1,
+                                          .gpu_power_mw = -1, .gpu_temp_c = -1, .gpu_errors = -1};
+            assert_int_equal(store_usage_add(f->st, &p, "declared", 5, NULL), 0);
+        }
+    }
+    struct idle_sum u = {0};
+    /* job 1: idle 4000 ms (the spans between its samples) x 4 GPUs, all inside */
+    assert_int_equal(store_report_idle(f->st, STORE_BY_PROJECT, 0, 10000, idle_sum_cb, &u), 0);
+    assert_string_equal(u.keys, "vision=16000;");
+    /* half of its span [1000, 5000] inside [3000, 10000) */
+    memset(&u, 0, sizeof u);
+    assert_int_equal(store_report_idle(f->st, STORE_BY_GPU_TYPE, 3000, 10000, idle_sum_cb, &u), 0);
+    assert_string_equal(u.keys, "H100=8000;");
+    /* a window after its last sample: nothing */
+    memset(&u, 0, sizeof u);
+    assert_int_equal(store_report_idle(f->st, STORE_BY_PROJECT, 6000, 10000, idle_sum_cb, &u), 0);
+    assert_int_equal(u.ms, 0);
+}
+
+/* GPU time is each run's part inside the window, in device-milliseconds, exactly. */
+static void report_usage_clips_runs(void **state)
+{
+    struct fx *f = *state;
+    struct store_node n = {.name = "gpu01",
+                           .state = "UP",
+                           .gpu_type = "H100",
+                           .gpus = 8,
+                           .labels = "{}",
+                           .info = "{}"};
+    assert_int_equal(store_node_put(f->st, &n), 0);
+    run_job(f, 1, "vision", "high", 4, 1, "gpu01", 0, 1000, 11000, "COMPLETED", "");
+    run_job(f, 2, "vision", "high", 2, 2, "gpu01", 0, 5000, 0, "", ""); /* still open */
+    run_job(f, 3, "nlp", "low", 1, 1, "gpu01", 0, 500, 3000, "PENDING", "preempted");
+    run_job(f, 3, "nlp", "low", 1, 1, "gpu01", 0, 4000, 6000, "FAILED", "");
+    run_job(f, 4, "nlp", "low", 8, 1, "gpu01", 0, 20000, 30000, "COMPLETED", ""); /* after */
+    struct usage_sum u = {0};
+    assert_int_equal(store_report_usage(f->st, STORE_BY_PROJECT, 2000, 12000, usage_sum_cb, &u), 0);
+    /* job 1: 4 x 9000; job 2: 4 x 7000 (open, to until); job 3: 1 x 1000 + 1 x 2000 */
+    assert_int_equal(u.gpu_ms, 36000 + 28000 + 3000);
+    assert_int_equal(u.cpu_ms, 2 * 9000 + 4 * 7000 + 2 * 1000 + 2 * 2000);
+    assert_int_equal(u.runs, 4);
+    assert_int_equal(u.preempt, 1);
+    assert_int_equal(u.preempt_gpu_ms, 1000);
+    assert_string_equal(u.keys, "nlp/H100=3000;vision/H100=64000;");
+    memset(&u, 0, sizeof u);
+    assert_int_equal(store_report_usage(f->st, STORE_BY_TIER, 0, 100000, usage_sum_cb, &u), 0);
+    assert_int_equal(u.gpu_ms, 40000 + 4 * 95000 + 2500 + 2000 + 80000);
+}
+
+struct waits {
+    char text[256];
+};
+
+static int waits_cb(void *arg, const char *key, int64_t w)
+{
+    struct waits *x = arg;
+    snprintf(x->text + strlen(x->text), sizeof x->text - strlen(x->text), "%s:%lld;", key,
+             (long long)w);
+    return 0;
+}
+
+static int outcomes_cb(void *arg, const char *key, const char *what, int64_t n)
+{
+    struct waits *x = arg;
+    snprintf(x->text + strlen(x->text), sizeof x->text - strlen(x->text), "%s:%s=%lld;", key, what,
+             (long long)n);
+    return 0;
+}
+
+/* Waits count from the submission, or from the end of the run before; outcomes are the
+ * jobs that ended inside the window. */
+static void report_waits_and_outcomes(void **state)
+{
+    struct fx *f = *state;
+    run_job(f, 1, "vision", "high", 1, 1, "gpu01", 100, 1000, 2000, "COMPLETED", "");
+    run_job(f, 2, "nlp", "low", 1, 1, "gpu01", 0, 500, 3000, "PENDING", "preempted");
+    run_job(f, 2, "nlp", "low", 1, 1, "gpu01", 0, 7000, 9000, "FAILED", "");
+    struct store_job j;
+    assert_int_equal(store_job_get(f->st, 2, &j), 0);
+    j.state = SCHED_FAILED;
+    assert_int_equal(store_job_update(f->st, &j), 0);
+    store_job_release(&j);
+    struct waits w = {""};
+    assert_int_equal(store_report_waits(f->st, STORE_BY_PROJECT, 0, 10000, waits_cb, &w), 0);
+    assert_string_equal(w.text, "nlp:500;nlp:4000;vision:900;");
+    memset(&w, 0, sizeof w);
+    assert_int_equal(store_report_outcomes(f->st, STORE_BY_TIER, 0, 10000, outcomes_cb, &w), 0);
+    assert_string_equal(w.text, "high:COMPLETED=1;low:FAILED=1;");
+}
+
+static int history_cb(void *arg, const struct store_alert *a)
+{
+    struct waits *x = arg;
+    snprintf(x->text + strlen(x->text), sizeof x->text - strlen(x->text), "%lld:%s:%s:%lld;",
+             (long long)a->id, a->rule, a->key, (long long)a->resolved_ms);
+    return 0;
+}
+
+static int silences_cb(void *arg, const struct store_silence *s)
+{
+    struct waits *x = arg;
+    snprintf(x->text + strlen(x->text), sizeof x->text - strlen(x->text), "%s:%s:%s;", s->rule,
+             s->key, s->reason);
+    return 0;
+}
+
+/* History: open rows, resolve, list newest first, bounded by age and by rows. */
+static void alert_history_and_silences(void **state)
+{
+    struct fx *f = *state;
+    int64_t id[4];
+    for (int i = 0; i < 4; i++) {
+        struct store_alert a = {.fired_ms = 100 * (i + 1)};
+        snprintf(a.rule, sizeof a.rule, "r%d", i);
+        snprintf(a.key, sizeof a.key, "k");
+        assert_int_equal(store_alert_fire(f->st, &a, &id[i]), 0);
+    }
+    assert_int_equal(store_alert_resolve(f->st, id[0], 1000), 0);
+    assert_int_equal(store_alert_resolve(f->st, id[1], 5000), 0);
+    struct waits w = {""};
+    assert_int_equal(store_alert_list(f->st, true, 0, 10, history_cb, &w), 0);
+    assert_string_equal(w.text, "4:r3:k:0;3:r2:k:0;");
+    memset(&w, 0, sizeof w);
+    assert_int_equal(store_alert_list(f->st, false, 3, 10, history_cb, &w), 0);
+    assert_string_equal(w.text, "2:r1:k:5000;1:r0:k:1000;");
+    /* resolved before 2000 goes; open rows stay whatever their age */
+    assert_int_equal(store_alert_prune(f->st, 2000, 100), 0);
+    memset(&w, 0, sizeof w);
+    assert_int_equal(store_alert_list(f->st, false, 0, 10, history_cb, &w), 0);
+    assert_string_equal(w.text, "4:r3:k:0;3:r2:k:0;2:r1:k:5000;");
+    /* past max rows the oldest resolved go */
+    assert_int_equal(store_alert_prune(f->st, 0, 2), 0);
+    memset(&w, 0, sizeof w);
+    assert_int_equal(store_alert_list(f->st, false, 0, 10, history_cb, &w), 0);
+    assert_string_equal(w.text, "4:r3:k:0;3:r2:k:0;");
+
+    struct store_silence s = {.until_ms = 500};
+    int64_t sid, sid2;
+    snprintf(s.rule, sizeof s.rule, "node-down");
+    snprintf(s.reason, sizeof s.reason, "maintenance");
+    assert_int_equal(store_silence_add(f->st, &s, &sid), 0);
+    s.until_ms = 5000;
+    snprintf(s.key, sizeof s.key, "gpu01");
+    assert_int_equal(store_silence_add(f->st, &s, &sid2), 0);
+    memset(&w, 0, sizeof w);
+    assert_int_equal(store_silence_list(f->st, 1000, silences_cb, &w), 0); /* first ended */
+    assert_string_equal(w.text, "node-down:gpu01:maintenance;");
+    assert_int_equal(store_silence_delete(f->st, sid), -ENOENT);
+    assert_int_equal(store_silence_delete(f->st, sid2), 0);
 }
 
 int main(void)
@@ -1133,14 +1415,20 @@ int main(void)
         cmocka_unit_test_setup_teardown(tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(secrets_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_append_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(audit_verify_in_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(external_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(states_and_kinds_stored_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(migrates_schema2_database, setup, teardown),
         cmocka_unit_test_setup_teardown(migrates_schema3_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(migrates_schema8_database, setup, teardown),
         cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup, teardown),
         cmocka_unit_test_setup_teardown(runs_and_live_credentials, setup, teardown),
         cmocka_unit_test_setup_teardown(opens_read_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(report_usage_clips_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(report_idle_from_summaries, setup, teardown),
+        cmocka_unit_test_setup_teardown(report_waits_and_outcomes, setup, teardown),
+        cmocka_unit_test_setup_teardown(alert_history_and_silences, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

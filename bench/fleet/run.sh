@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# run.sh [BUILD_DIR] - the fleet benchmark (issue 11): AGENTS simulated agents (default
+# 10000; bench/fleet/fleet.c) speak the agent protocol to a real docketd on loopback, one
+# GPU each (GPUS). Measures, printing one line each (bench/RESULTS.md "Fleet"):
+#   1. registration of the whole fleet and docketd's RSS per node;
+#   2. TASKS (default 10000) one-line tasks submitted while the fleet runs, as arrays of
+#      ARRAY tasks each (default TASKS: one array; ARRAY=1000 is the default
+#      max_array_tasks), one after the other: the submit time of each, the starts/s until every task has started, /healthz round trips
+#      (p50/p99/max, a probe every 10 ms) from the submission to the last start, the
+#      scheduling cycle's histogram (docket_cycle_seconds) over the run;
+#   3. no false UNREACHABLE: agents told their node is not UP, nodes not UP in /v1/nodes;
+#   4. a restart of docketd with the fleet connected: the time until every agent has had
+#      a heartbeat answered again, and the kernel's count of dropped connection attempts
+#      (TcpExt ListenOverflows/ListenDrops, for the whole machine: run it quiet).
+# Use a release build: meson setup build-r --buildtype=release && ninja -C build-r.
+# The fleet and docketd each hold one descriptor per agent: ulimit -n must exceed AGENTS.
+set -euo pipefail
+B=${1:-build-r}
+AGENTS=${AGENTS:-10000}
+TASKS=${TASKS:-10000}
+ARRAY=${ARRAY:-$TASKS}
+GPUS=${GPUS:-1}
+JOB_MS=${JOB_MS:-0}
+WAIT=${WAIT:-25s}
+T=$(mktemp -d /tmp/docket-bench-fleet.XXXXXX)
+S=$T/state
+dpid=
+fpid=
+ppid_=
+cleanup() {
+    [[ -n $fpid ]] && kill "$fpid" 2>/dev/null
+    [[ -n $ppid_ ]] && kill "$ppid_" 2>/dev/null
+    [[ -n $dpid ]] && kill "$dpid" 2>/dev/null
+    wait 2>/dev/null || true
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+start_docketd() {
+    rm -f "$S/docketd.port"
+    "$B/src/controller/docketd" --state-dir "$S" --listen 127.0.0.1:${PORT:-0} --socket - \
+        --log-level warn --node-timeout 60s --heartbeat-wait "$WAIT" \
+        --expected-nodes "$AGENTS" --max-array-tasks "$ARRAY" --submit-rate 0 >>"$T/log" 2>&1 &
+    dpid=$!
+    until [[ -s $S/docketd.port ]] && curl -sf -o /dev/null "http://127.0.0.1:$(cat "$S/docketd.port")/healthz"; do
+        sleep 0.02
+    done
+    PORT=$(cat "$S/docketd.port")
+}
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$dpid/status"; }
+st() { jq -r "$1" "${2:-$T/status.json}" 2>/dev/null || echo 0; }
+pst() { st "$1" "$T/probe.json"; }
+mark() { kill -USR1 "$fpid" "$ppid_"; }
+# Nodes not UP, over every page of /v1/nodes.
+nodes_not_up() {
+    local next="" n=0 page
+    while :; do
+        page=$(curl -s -H "Authorization: Bearer $TOK" "$U/v1/nodes?limit=10000${next:+&after=$next}")
+        n=$((n + $(jq '[.nodes[] | select(.state != "UP")] | length' <<<"$page")))
+        next=$(jq -r '.next // ""' <<<"$page")
+        [[ -n $next ]] || break
+    done
+    echo "$n"
+}
+wait_for() { # JQ_CONDITION TIMEOUT_S
+    local end=$((SECONDS + $2))
+    until [[ $(st "$1") == true ]]; do
+        ((SECONDS < end)) || { echo "timeout waiting for $1: $(cat "$T/status.json")" >&2; return 1; }
+        sleep 0.2
+    done
+}
+drops() { awk '/^TcpExt:/ {if (!h) {split($0, k); h=1} else {for (i=2;i<=NF;i++) if (k[i]=="ListenOverflows"||k[i]=="ListenDrops") s+=$i}} END {print s+0}' /proc/net/netstat; }
+cycle_hist() {
+    curl -s -H "Authorization: Bearer $TOK" "$U/metrics" |
+        awk -F'[{}" ]+' '/^docket_cycle_seconds_bucket/ {le[n] = $3; cum[n++] = $NF}
+            /^docket_cycle_seconds_sum/ {sum = $NF} /^docket_cycle_seconds_count/ {cnt = $NF}
+            END {for (i = 0; i < n; i++) {if (!p50 && cum[i] >= cnt * 0.5) p50 = le[i]
+                                          if (!p99 && cum[i] >= cnt * 0.99) p99 = le[i]}
+                 printf "%d cycles, mean %.3f ms, p50 <= %s s, p99 <= %s s (histogram buckets)\n",
+                        cnt, cnt ? sum / cnt * 1000 : 0, p50, p99}'
+}
+
+start_docketd
+U=http://127.0.0.1:$PORT
+TOK=$(cat "$S/admin.token")
+JT=$(curl -s -H "Authorization: Bearer $TOK" -X POST -d '{"ttl": "24h"}' "$U/v1/join-tokens" | jq -r .join_token)
+echo "== fleet of $AGENTS agents, $GPUS GPU each, heartbeat wait $WAIT ($(nproc) CPUs, ulimit -n $(ulimit -n))"
+rss0=$(rss_kib)
+t0=$(date +%s.%N)
+"$B/bench/fleet/fleet" --port "$PORT" --join-token "$JT" --agents "$AGENTS" --gpus "$GPUS" \
+    --job-ms "$JOB_MS" --probe-ms 0 --status "$T/status.json" 2>>"$T/fleet.log" &
+fpid=$!
+"$B/bench/fleet/fleet" --port "$PORT" --agents 0 --probe-ms 10 --status "$T/probe.json" \
+    2>>"$T/fleet.log" &
+ppid_=$!
+wait_for ".registered == $AGENTS" 600
+t1=$(date +%s.%N)
+sleep 2
+rss1=$(rss_kib)
+echo "registered: $AGENTS in $(echo "$t1 - $t0" | bc) s; docketd RSS ${rss0} KiB -> ${rss1} KiB: $(((rss1 - rss0) * 1024 / AGENTS)) bytes per node"
+
+echo "== $TASKS tasks (one-line command) in arrays of $ARRAY while the fleet runs"
+mark
+sleep 0.5
+for ((first = 0; first < TASKS; first += ARRAY)); do
+    last=$((first + ARRAY - 1 < TASKS - 1 ? first + ARRAY - 1 : TASKS - 1))
+    ts=$(date +%s.%N)
+    code=$(curl -s -o "$T/submit.json" -w '%{http_code}' -H "Authorization: Bearer $TOK" \
+        -d "{\"gpus\": 1, \"array\": \"0-$((last - first))\", \"command\": [\"true\"]}" "$U/v1/jobs")
+    te=$(date +%s.%N)
+    echo "$code $(echo "($te - $ts) * 1000" | bc | cut -d. -f1)" >>"$T/submits"
+done
+echo "submits (HTTP status, ms): $(sort -n -k2 "$T/submits" | awk '{c[$1]++; t[NR]=$2} END {for (k in c) printf "%s x%d ", k, c[k]; printf "median %s ms, max %s ms", t[int((NR+1)/2)], t[NR]}')"
+wait_for ".starts_mark >= $TASKS" 900
+sleep 1.2
+echo "started: $(st .starts_mark) tasks at $(st '.starts_per_s_mark | floor') starts/s"
+echo "healthz during submit + starts: n=$(pst .healthz_ms_mark.n) p50 $(pst '.healthz_ms_mark.p50*100|floor/100') ms p99 $(pst '.healthz_ms_mark.p99*100|floor/100') ms max $(pst '.healthz_ms_mark.max*100|floor/100') ms"
+wait_for ".finished >= $TASKS" 300 || true
+echo "cycles: $(cycle_hist)"
+notup=$(nodes_not_up)
+echo "false UNREACHABLE: agents told not UP $(st .not_up); nodes not UP $notup; heartbeat errors $(st .hb_errors)"
+
+echo "== restart of docketd with $AGENTS agents connected"
+d0=$(drops)
+mark
+kill "$dpid"
+wait "$dpid" 2>/dev/null || true
+tr0=$(date +%s.%N)
+start_docketd
+tr1=$(date +%s.%N)
+wait_for ".heard_mark >= $AGENTS" 300
+tr2=$(date +%s.%N)
+d1=$(drops)
+echo "restart to healthy $(echo "($tr1 - $tr0) * 1000" | bc | cut -d. -f1) ms; every agent answered again after $(echo "$tr2 - $tr0" | bc) s; connection attempts dropped (ListenOverflows+ListenDrops): $((d1 - d0)); heartbeat errors $(st .hb_errors)"
+notup=$(nodes_not_up)
+echo "after restart: nodes not UP $notup; agents told not UP $(st .not_up)"
+grep -c UNREACHABLE "$T/log" | sed 's/^/docketd log lines naming UNREACHABLE: /' || true
