@@ -1171,6 +1171,8 @@ static void opens_read_only(void **state)
     snprintf(back, sizeof(back), "PRAGMA user_version = %d", SCHEMA_LATEST);
     assert_int_equal(sqlite3_exec(db, back, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* Reports, alert history and silences (schema 10)                                      */
 
