@@ -73,7 +73,7 @@ struct job {
     int64_t mem_mb;
     int64_t limit_ms; /* 0 = none */
     int64_t submit_ms, begin_ms, start_ms, kill_at_ms, ckpt_ms;
-    int64_t stop_ms; /* when it was told to stop (STOPPING): reserve.c's overdue rule */
+    int64_t stop_ms;   /* when it was told to stop (STOPPING): reserve.c's overdue rule */
     int64_t pushed_ms; /* when a late preemptor last pushed its reservation back, or 0 */
     uint64_t pushed_by;
     int64_t eligible_ms; /* when it last became free to start (queued, released, its
@@ -149,8 +149,8 @@ struct preempt_memo {
     uint64_t key1; /* the searcher's priority (job_outranks) */
     int64_t submit_ms;
     uint64_t id;
-    int feasible; /* gangs: nodes that had a plan (fewer than the gang needs) */
-    bool reclaim; /* a job's own memo (struct reservation): the search could reclaim */
+    int feasible;     /* gangs: nodes that had a plan (fewer than the gang needs) */
+    bool reclaim;     /* a job's own memo (struct reservation): the search could reclaim */
     bool not_earlier; /* own memo: plans there were, the cheapest (`chosen`; node NONE32
                          for a gang) no earlier than the reservation; a changed node with a
                          plan that is not surely costlier calls for a full search */
@@ -169,10 +169,10 @@ struct shape {
     uint8_t pool_rule;
     int gpus, cpus, nodes;
     int64_t mem_mb;
-    uint32_t selset;                                   /* index into s->selsets; 0 = none */
-    uint32_t pending;                                  /* live pending jobs with this shape */
-    uint64_t nofit_cycle;                              /* no capacity for it in this cycle */
-    bool nofit_zone; /* ... where a reserved-pool node would take it (ReservedZone) */
+    uint32_t selset;      /* index into s->selsets; 0 = none */
+    uint32_t pending;     /* live pending jobs with this shape */
+    uint64_t nofit_cycle; /* no capacity for it in this cycle */
+    bool nofit_zone;      /* ... where a reserved-pool node would take it (ReservedZone) */
     struct preempt_memo preempt_fail[SCHED_MAX_TIERS]; /* a search among lower tiers */
     struct preempt_memo reclaim_fail[SCHED_MAX_TIERS]; /* one that may reclaim too */
     uint64_t static_cycle;   /* node_epoch for which static_reason holds */
@@ -268,10 +268,10 @@ struct project {
     double rate;  /* billing units per second of its running jobs */
     double usage; /* decayed billing-unit-seconds */
     int64_t usage_at;
-    double share;               /* frozen at the last refresh, used by the order */
-    uint64_t blocked_cycle;     /* every job of it is held back in this cycle */
-    uint64_t gpu_blocked_cycle; /* its jobs that ask for GPUs are (at its gpu_limit) */
-    uint32_t group;             /* index into s->groups, NONE32 when it names none */
+    double share;                          /* frozen at the last refresh, used by the order */
+    uint64_t blocked_cycle;                /* every job of it is held back in this cycle */
+    uint64_t gpu_blocked_cycle;            /* its jobs that ask for GPUs are (at its gpu_limit) */
+    uint32_t group;                        /* index into s->groups, NONE32 when it names none */
     int eligible_by_rank[SCHED_MAX_TIERS]; /* its eligible victims, by victim_rank */
 };
 
@@ -381,7 +381,7 @@ struct sched {
     struct array_count *array_counts;
     size_t narrays, arrays_cap;
 
-    int eligible_victims;     /* running jobs that are preemptible by someone now */
+    int eligible_victims;                  /* running jobs that are preemptible by someone now */
     int eligible_by_rank[SCHED_MAX_TIERS]; /* ... by their rank (victim_rank) */
     /* Which ranks have an eligible victim in a project (or group) over its guarantee, that a
        reclaim could take: a cache, valid while victim_changes, memo_epoch and reclaim_epoch
@@ -582,9 +582,9 @@ bool job_outranks(const struct sched *s, const struct job *a, const struct job *
 struct preempt_scope {
     const uint32_t *nodes; /* search only these (single-node shapes), or NULL: all */
     size_t nnodes;
-    int feasible;     /* out: nodes with a plan (gangs) */
-    int64_t fail_dur; /* out: the nodes without a plan fail for any job at least this long */
-    bool not_earlier; /* out: there were plans, none to start it before its own reservation */
+    int feasible;          /* out: nodes with a plan (gangs) */
+    int64_t fail_dur;      /* out: the nodes without a plan fail for any job at least this long */
+    bool not_earlier;      /* out: there were plans, none to start it before its own reservation */
     struct plan_cost best; /* out, one-node shapes with a plan: the cheapest found */
 };
 /* Is plan a costlier than plan b (plan_cheaper's order), each taken at the later of their
@@ -622,7 +622,12 @@ void reason_set(struct job *j, enum sched_reason r, int64_t value, int64_t in_us
 /* The admission rules' answer for a job, without acting on it: the limit and its
    numbers, and what the limit holds back besides the job (its whole project, its project's
    or group's GPU jobs) for the rest of the cycle. */
-enum adm_blocks { ADM_BLOCKS_NONE, ADM_BLOCKS_PROJECT, ADM_BLOCKS_PROJECT_GPUS, ADM_BLOCKS_GROUP_GPUS };
+enum adm_blocks {
+    ADM_BLOCKS_NONE,
+    ADM_BLOCKS_PROJECT,
+    ADM_BLOCKS_PROJECT_GPUS,
+    ADM_BLOCKS_GROUP_GPUS
+};
 struct admission {
     int64_t value, in_use, request;
     enum adm_blocks blocks;

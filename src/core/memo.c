@@ -221,8 +221,8 @@ static int preempt_reserved(struct sched *s, struct preempt_memo *m, bool reclai
         /* the cheapest plan stays the one it was, no earlier than the reservation, unless a
            changed node is that one or has a plan that may be cheaper: then choose again */
         (void)preempt_for(s, j, now, true, &sc);
-        bool again = sc.feasible > 0 && (own->chosen.node == NONE32 ||
-                                         !plan_costlier(&sc.best, &own->chosen));
+        bool again = sc.feasible > 0 &&
+                     (own->chosen.node == NONE32 || !plan_costlier(&sc.best, &own->chosen));
         for (size_t i = 0; i < n && !again; i++)
             again = nodes[i] == own->chosen.node;
         if (again)

@@ -236,8 +236,7 @@ static enum place_result place_shape(struct sched *s, const struct job *j, const
 /* A gang asking for no type still runs on one type: its nodes must be alike (and it is
  * billed by that type). Each type is tried in turn. */
 enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
-                            struct sched_alloc *allocs, bool *claimed_by_lower,
-                            int64_t *held_until)
+                            struct sched_alloc *allocs, bool *claimed_by_lower, int64_t *held_until)
 {
     const struct shape *sh = &s->shapes[j->shape];
     if (held_until)
@@ -267,7 +266,12 @@ static enum place_result place_shape(struct sched *s, const struct job *j, const
                                      bool *claimed_by_lower, int64_t *held_until)
 {
     struct place_ctx c = {
-        .s = s, .j = j, .sh = sh, .now = now, .allocs = allocs, .lower_only = true,
+        .s = s,
+        .j = j,
+        .sh = sh,
+        .now = now,
+        .allocs = allocs,
+        .lower_only = true,
         .want_lower = claimed_by_lower != NULL,
         .hold_max = sh->nodes == 1 ? 0 : -1}; /* a gang's bound would be its N-th node's */
     int64_t dur = j->limit_ms > 0 ? j->limit_ms + j->grace_ms : 0;

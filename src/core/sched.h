@@ -215,8 +215,8 @@ struct sched_policy {
     int preempt_max_per_cycle; /* jobs that may preempt in one cycle (the next one follows
                                   soon while victims are left); searches are bounded by the
                                   memos, not by this */
-    int max_starts_per_cycle; /* a cycle stops after this many starts and the next one
-                                 follows at once (0 = no cap): bounds one cycle's work */
+    int max_starts_per_cycle;  /* a cycle stops after this many starts and the next one
+                                  follows at once (0 = no cap): bounds one cycle's work */
     int default_signal;
     int64_t default_grace_ms;
     int64_t cancel_grace_ms;
