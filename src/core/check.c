@@ -9,7 +9,7 @@
  * It changes nothing the model relies on; like every query it may refresh a node's
  * release cache.
  */
-#include "core/internal.h"
+#include "core/pieces.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * "why is my job not running?" (sched_explain) and "where do resources go next?"
  * (sched_forecast). Nothing here changes the model.
  */
-#include "core/internal.h"
+#include "core/pieces.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,7 @@
 /*
- * internal.h - the core's private model, shared by the files of src/core/ only.
+ * internal.h - the core's private model, shared by the files of src/core/ only: its data
+ * and the functions of floors 0 and 1 (docs/architecture.md "Inside the core"); floor 2's
+ * are in pieces.h.
  *
  * Layout for speed (docs/scheduling.md "Performance"):
  * - jobs live in a slab indexed by slot; a hash map finds a slot by id;
@@ -73,7 +75,7 @@ struct job {
     int64_t mem_mb;
     int64_t limit_ms; /* 0 = none */
     int64_t submit_ms, begin_ms, start_ms, kill_at_ms, ckpt_ms;
-    int64_t stop_ms;   /* when it was told to stop (STOPPING): reserve.c's overdue rule */
+    int64_t stop_ms;   /* when it was told to stop (STOPPING): claims.c's overdue rule */
     int64_t pushed_ms; /* when a late preemptor last pushed its reservation back, or 0 */
     uint64_t pushed_by;
     int64_t eligible_ms; /* when it last became free to start (queued, released, its
@@ -293,7 +295,7 @@ struct reservation {
     uint32_t slot;
     uint64_t job_id;
     int64_t start, end;
-    int64_t made_ms; /* when it was made: which stops it knew of (reserve.c) */
+    int64_t made_ms; /* when it was made: which stops it knew of (claims.c) */
     bool preempting; /* victims signalled: sticky, nobody else may take it */
     bool starving;   /* starvation guard: sticky too */
     uint32_t *nodes;
@@ -431,19 +433,52 @@ static inline bool shape_claimed(const struct sched *s, const struct shape *sh, 
            dur >= sh->claimed_dur;
 }
 
-/* ---- memo.c */
-bool memo_skips_entry(const struct sched *s, const struct order_entry *e, bool reclaim, int64_t dur,
-                      int64_t now);
-void memo_verify(struct sched *s, struct job *j, int64_t now);
-int preempt_memoised(struct sched *s, struct job *j, int64_t now, struct sched_cycle_stats *st);
+/* ======================================================================================
+ * Floor 0: containers.c (containers.h), policy.c. Knows nothing of the model.
+ * ====================================================================================== */
 
-/* ---- changes.c */
-void node_changed(struct sched *s, struct node *n);
-void changes_advance(struct sched *s, int64_t now);
-size_t changes_since(struct sched *s, size_t logpos, int64_t since, int64_t now,
-                     const uint32_t **nodes);
-size_t changes_also(struct sched *s, size_t n, uint32_t idx);
-void changes_free(struct sched *s);
+/* ---- policy.c */
+int policy_validate(const struct sched_policy *p, struct sched_error *err);
+int policy_tier_find(const struct sched_policy *p, const char *name);
+int policy_class_find(const struct sched_policy *p, const char *name);
+double policy_gpu_weight(const struct sched_policy *p, const char *type);
+int err_set(struct sched_error *err, int code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ======================================================================================
+ * Floor 1: the model and its indexes. These files own every invariant sched_check()
+ * walks: each index (buckets, claims, victims, queue, deadlines, shapes, profiles, the
+ * change log) and each counter is changed only here, and every function here leaves them
+ * all in step. They make no decision: they carry out what floors 2 and 3 decide, and call
+ * nothing above them. Inside the floor, bottom up: model.c and group.c; deadlines.c,
+ * changes.c, shapes.c, nodes.c; avail.c, victims.c, queue.c; claims.c; lifecycle.c
+ * (scripts/check-core-floors.sh lists the edges).
+ * ====================================================================================== */
+
+/* ---- model.c: lookups and derived values of jobs, projects and nodes; decisions queued */
+struct job *job_find(const struct sched *s, uint64_t id);
+uint32_t job_slot(const struct sched *s, const struct job *j);
+int job_eff_rank(const struct sched *s, const struct job *j);
+int64_t job_expected_end(const struct sched *s, const struct job *j);
+int64_t job_duration(const struct job *j);
+double job_billing_rate(const struct sched *s, const struct job *j);
+const struct sched_class_spec *job_class(const struct sched *s, const struct job *j);
+bool job_preemptible_class(const struct sched *s, const struct job *j);
+/* Does a outrank b in the queue order (key, then submit time, then id)? */
+bool job_outranks(const struct sched *s, const struct job *a, const struct job *b);
+const struct sched_alloc *job_alloc_on(const struct job *j, uint32_t node); /* or NULL */
+int type_find(const struct sched *s, const char *name);
+struct user_count *user_count_get(struct sched *s, uint32_t project, uint32_t user, bool create);
+void project_accrue(struct sched *s, struct project *p, int64_t now);
+void projects_accrue(struct sched *s, int64_t now);
+bool node_matches_selset(const struct sched *s, const struct node *n, uint32_t selset);
+void profiles_refresh(struct sched *s);
+/* The node's releases in time order with running totals (n->rel, n->nrel), refreshed
+ * when its jobs changed; returns n. */
+const struct node *node_releases(const struct sched *s, const struct node *n);
+struct sched_decision *decision_push(struct sched *s, enum sched_decision_kind kind,
+                                     const struct job *j);
+void decision_attach_allocs(struct sched *s, struct sched_decision *d, const struct job *j);
 
 /* ---- group.c */
 int group_attach(struct sched *s, struct project *p, const char *name);
@@ -455,81 +490,45 @@ void group_count(struct sched *s, const struct project *p, int gpus, int running
 bool group_over_guarantee(const struct sched *s, const struct group *g);
 void groups_share_refresh(struct sched *s);
 
-/* ---- policy.c */
-int policy_validate(const struct sched_policy *p, struct sched_error *err);
-int policy_tier_find(const struct sched_policy *p, const char *name);
-int policy_class_find(const struct sched_policy *p, const char *name);
-double policy_gpu_weight(const struct sched_policy *p, const char *type);
-int err_set(struct sched_error *err, int code, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* ---- deadlines.c: the deadline heap */
+void deadline_push(struct sched *s, int64_t at, uint64_t id, enum deadline_kind kind);
+struct deadline deadline_pop(struct sched *s); /* the earliest; s->nheap > 0 */
 
-/* ---- model.c */
-struct job *job_find(const struct sched *s, uint64_t id);
-uint32_t job_slot(const struct sched *s, const struct job *j);
-int job_eff_rank(const struct sched *s, const struct job *j);
-int64_t job_expected_end(const struct sched *s, const struct job *j);
-int64_t job_duration(const struct job *j);
-double job_billing_rate(const struct sched *s, const struct job *j);
-const struct sched_class_spec *job_class(const struct sched *s, const struct job *j);
-bool job_preemptible_class(const struct sched *s, const struct job *j);
-int type_find(const struct sched *s, const char *name);
-struct user_count *user_count_get(struct sched *s, uint32_t project, uint32_t user, bool create);
+/* ---- changes.c */
+void node_changed(struct sched *s, struct node *n);
+void changes_advance(struct sched *s, int64_t now);
+size_t changes_since(struct sched *s, size_t logpos, int64_t since, int64_t now,
+                     const uint32_t **nodes);
+size_t changes_also(struct sched *s, size_t n, uint32_t idx);
+void changes_free(struct sched *s);
+
+/* ---- shapes.c */
 uint32_t shape_intern(struct sched *s, const struct job *j, int rank, int *err);
 void shape_rule_refresh(struct sched *s, struct job *j);
 enum pool_rule job_pool_rule(const struct sched *s, const struct job *j, int rank);
-void job_set_state(struct sched *s, struct job *j, enum sched_job_state st);
-void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs, int nallocs);
-void job_release_resources(struct sched *s, struct job *j);
-void job_to_pending(struct sched *s, struct job *j, int64_t begin_ms);
-void job_finish(struct sched *s, struct job *j, enum sched_job_state st, const char *detail);
-void project_accrue(struct sched *s, struct project *p, int64_t now);
-void projects_accrue(struct sched *s, int64_t now);
-void node_set_state_internal(struct sched *s, struct node *n, enum sched_node_state st);
-void job_nodes_touch(struct sched *s, const struct job *j);
-void reserved_zone_recompute(struct sched *s);
-void profiles_refresh(struct sched *s);
-void zone_refresh(struct sched *s);
-bool node_matches_selset(const struct sched *s, const struct node *n, uint32_t selset);
-struct sched_decision *decision_push(struct sched *s, enum sched_decision_kind kind,
-                                     const struct job *j);
-void decision_attach_allocs(struct sched *s, struct sched_decision *d, const struct job *j);
 
-/* ---- place.c */
+/* ---- nodes.c: node states, the reserved zone, the free-capacity buckets, node fit */
+void node_set_state_internal(struct sched *s, struct node *n, enum sched_node_state st);
+void reserved_zone_recompute(struct sched *s);
+void zone_refresh(struct sched *s);
 void bucket_insert(struct sched *s, uint32_t node);
 void bucket_remove(struct sched *s, uint32_t node);
 void bucket_update(struct sched *s, uint32_t node);
+int node_bucket_key(const struct node *n);
 bool node_schedulable(const struct node *n);
 bool node_is_candidate(const struct sched *s, const struct node *n, const struct shape *sh);
-int node_bucket_key(const struct node *n);
 bool node_static_fit(const struct sched *s, const struct node *n, const struct shape *sh,
                      bool pool_ok_only);
 bool node_pool_allowed(const struct node *n, enum pool_rule rule);
 bool node_free_fit(const struct node *n, const struct shape *sh);
-
-enum place_result { PLACE_OK, PLACE_CLAIMED, PLACE_NO_CAPACITY };
-/* Find nodes for `j` now, honouring claims of other reservations. On PLACE_OK fills
- * allocs (nnodes entries). *claimed_by_lower reports that only claims of lower-priority,
- * non-sticky reservations were in the way. On PLACE_CLAIMED, *held_until (when not NULL)
- * gets the latest end any node with room for the shape would have allowed (a job of the
- * shape ending later is held off everywhere), or -1 when that is not known. */
-enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
-                            struct sched_alloc *allocs, bool *claimed_by_lower,
-                            int64_t *held_until);
-uint64_t pick_gpus(const struct node *n, int count);
 /* A gang that asks for GPUs of any type: placed, reserved and preempted for one type at a
  * time, through a copy of its shape fixed to that type. */
 bool shape_spans_types(const struct shape *sh);
 struct shape shape_typed(const struct shape *sh, int type);
-bool reserved_could_fit(struct sched *s, const struct shape *sh);
 /* Call fn for every UP node of the shape's type, in the pools its rule allows, that could
  * hold it when empty (the candidates of reservations and preemption). */
 void shape_candidates_each(struct sched *s, const struct shape *sh,
                            void (*fn)(struct sched *s, uint32_t node, void *ctx), void *ctx);
-int shape_static_reason(struct sched *s, struct shape *sh);
-
-/* The node's releases in time order with running totals (n->rel, n->nrel), refreshed
- * when its jobs changed; returns n. */
-const struct node *node_releases(const struct sched *s, const struct node *n);
 
 /* ---- avail.c: each node's free capacity over time */
 void node_profile_touch(struct sched *s, struct node *n); /* its claims or capacity changed */
@@ -549,11 +548,31 @@ int64_t avail_earliest(const struct sched *s, const struct node *n, const struct
                        int64_t now, int64_t dur);
 bool avail_profile_fresh(const struct sched *s, const struct node *n);
 
-/* ---- reserve.c */
+/* ---- victims.c: the preemptible running jobs, counted per rank, project and node */
+void victim_eligibility_update(struct sched *s, struct job *v, int64_t now);
+/* Set or clear a job's JF_VICTIM_ELIGIBLE, keeping the counters and node sums in step. */
+void victim_mark(struct sched *s, struct job *v, bool eligible);
+
+/* ---- queue.c: the pending queue and the starvation list */
+void order_insert(struct sched *s, struct job *j);
+void order_remove(struct sched *s, struct job *j);
+/* The rebuild of the queue alone from the shares as they stand (a forced full cycle, and
+   the periodic refresh, order.c). */
+void order_rebuild(struct sched *s, int64_t now, bool rekey);
+void order_merge_new(struct sched *s);
+uint64_t job_key1(const struct sched *s, const struct job *j, int64_t now);
+int cmp_entries(const struct order_entry *a, const struct order_entry *b);
+void starvation_watch(struct sched *s, struct job *j, int64_t now);
+/* The job (back) in the queue at `now`: from when its starvation age counts. */
+void job_mark_eligible(struct sched *s, struct job *j, int64_t now);
+int64_t job_starve_at(const struct sched *s, const struct job *j); /* NEVER: no bound */
+
+/* ---- claims.c: reservations and their claims on nodes */
 struct avail {
     int gpus, cpus;
     int64_t mem;
 };
+bool avail_covers(struct avail a, int gpus, int cpus, int64_t mem);
 /* What node n will have free at time t: free now, plus what its jobs release by t (their
  * expected ends), minus the claims active then except reservation `own`. */
 struct avail node_avail_at(const struct sched *s, const struct node *n, int64_t t, uint32_t own);
@@ -566,76 +585,23 @@ bool claim_binds(const struct sched *s, uint32_t res, const struct job *j);
 bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res, int64_t now,
                   int64_t end, int gpus, int cpus, int64_t mem, const struct job *for_job,
                   bool *lower_only, int64_t *hold);
-int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving);
+uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t end,
+                         const uint32_t *nodes, int nnodes, bool preempting, bool starving);
 void reservation_drop(struct sched *s, uint32_t r);
 void reservation_drop_lower(struct sched *s, const struct job *j);
 void reservations_drop_all(struct sched *s, bool keep_sticky);
-uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t end,
-                         const uint32_t *nodes, int nnodes, bool preempting, bool starving);
-int64_t node_earliest(const struct sched *s, const struct node *n, const struct shape *sh,
-                      int64_t now, int64_t dur, uint32_t own_res);
-bool job_outranks(const struct sched *s, const struct job *a, const struct job *b);
 
-/* ---- preempt.c */
-/* 0: victims signalled and their room reserved for j (sticky); 1: no new victim is needed,
- * jobs already stopping free the room; -1: no victim set makes room. */
-struct preempt_scope {
-    const uint32_t *nodes; /* search only these (single-node shapes), or NULL: all */
-    size_t nnodes;
-    int feasible;          /* out: nodes with a plan (gangs) */
-    int64_t fail_dur;      /* out: the nodes without a plan fail for any job at least this long */
-    bool not_earlier;      /* out: there were plans, none to start it before its own reservation */
-    struct plan_cost best; /* out, one-node shapes with a plan: the cheapest found */
-};
-/* Is plan a costlier than plan b (plan_cheaper's order), each taken at the later of their
-   times? Victims lose work at the rate of their count and a plan starts a fixed time after
-   its search, so the order of two unchanged plans does not move with time. */
-bool plan_costlier(const struct plan_cost *a, const struct plan_cost *b);
-int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct preempt_scope *sc);
-bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus);
-/* Could a job of effective rank `rank` find any victim at all, anywhere (a victim is of a
-   lower tier, or of its own when it may reclaim)? False proves every search would fail. */
-bool victims_exist_for(const struct sched *s, int rank, bool reclaims);
-void victim_eligibility_update(struct sched *s, struct job *v, int64_t now);
-/* Set or clear a job's JF_VICTIM_ELIGIBLE, keeping the counters and node sums in step. */
-void victim_mark(struct sched *s, struct job *v, bool eligible);
-
-/* ---- order.c */
-void order_insert(struct sched *s, struct job *j);
-void order_remove(struct sched *s, struct job *j);
-/* The periodic refresh (shares, queue, ordinary reservations dropped) and the rebuild of
-   the queue alone from the shares as they stand (a forced full cycle). */
-void order_refresh(struct sched *s, int64_t now);
-void order_rebuild(struct sched *s, int64_t now, bool rekey);
-void starvation_watch(struct sched *s, struct job *j, int64_t now);
-/* The job (back) in the queue at `now`: from when its starvation age counts. */
-void job_mark_eligible(struct sched *s, struct job *j, int64_t now);
-int64_t job_starve_at(const struct sched *s, const struct job *j); /* NEVER: no bound */
-void order_merge_new(struct sched *s);
-uint64_t job_key1(const struct sched *s, const struct job *j, int64_t now);
-void project_share_refresh(struct sched *s, struct project *p);
-int cmp_entries(const struct order_entry *a, const struct order_entry *b);
-
-/* ---- cycle.c */
-void deadline_push(struct sched *s, int64_t at, uint64_t id, enum deadline_kind kind);
-void reason_set(struct job *j, enum sched_reason r, int64_t value, int64_t in_use, int64_t req);
-/* The admission rules' answer for a job, without acting on it: the limit and its
-   numbers, and what the limit holds back besides the job (its whole project, its project's
-   or group's GPU jobs) for the rest of the cycle. */
-enum adm_blocks {
-    ADM_BLOCKS_NONE,
-    ADM_BLOCKS_PROJECT,
-    ADM_BLOCKS_PROJECT_GPUS,
-    ADM_BLOCKS_GROUP_GPUS
-};
-struct admission {
-    int64_t value, in_use, request;
-    enum adm_blocks blocks;
-};
-enum sched_reason admission_check(const struct sched *s, const struct job *j, int64_t now,
-                                  struct admission *a);
-enum sched_reason job_admission(struct sched *s, struct job *j, int64_t now);
+/* ---- lifecycle.c: the job life cycle, every index kept in step */
+void job_set_state(struct sched *s, struct job *j, enum sched_job_state st);
+void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs, int nallocs);
+void job_release_resources(struct sched *s, struct job *j);
+void job_to_pending(struct sched *s, struct job *j, int64_t begin_ms);
+void job_finish(struct sched *s, struct job *j, enum sched_job_state st, const char *detail);
 void job_stop(struct sched *s, struct job *j, enum sched_stop_cause cause, int signal,
               int64_t grace, uint64_t preemptor, int64_t now);
+void job_nodes_touch(struct sched *s, const struct job *j);
+void job_free_parts(struct job *j); /* its arrays freed (the job itself stays) */
+
+/* Floor 2, the policy pieces: pieces.h. Floor 3, the cycle and the entry points: sched.h. */
 
 #endif

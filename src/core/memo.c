@@ -12,7 +12,7 @@
  * With sched_verify_memos() every job a memo called hopeless is searched in full as well,
  * without acting, and sched_check() fails if that search found victims.
  */
-#include "core/internal.h"
+#include "core/pieces.h"
 
 static struct preempt_memo *memo_of(struct shape *sh, int rank, bool reclaim)
 {

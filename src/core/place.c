@@ -1,101 +1,14 @@
 /*
- * place.c - where a job can run: the free-capacity index and best-fit placement.
+ * place.c - where a job can start now: best-fit placement (floor 2).
  *
- * UP nodes sit in buckets keyed by (GPU type, pool, free GPUs; free CPUs for CPU-only
- * nodes). Best fit is the first node
- * that fits in the lowest bucket at or above the request, so whole nodes stay free for
- * big jobs; a job asking for a type looks only at that type's buckets, so a type is never
- * substituted. Gang jobs take N distinct nodes or nothing (docs/scheduling.md §3).
+ * Best fit is the first node that fits in the lowest bucket (nodes.c, floor 1) at or above
+ * the request, so whole nodes stay free for big jobs; a job asking for a type looks only at
+ * that type's buckets, so a type is never substituted. Gang jobs take N distinct nodes or
+ * nothing (docs/scheduling.md §3).
  */
-#include "core/internal.h"
+#include "core/pieces.h"
 
 #include <string.h>
-
-/* The bucket a node sits in: its free GPUs, or for a CPU-only node (type 0) its free
- * CPUs, saturated at the last bucket. Best fit then holds for CPU jobs too: on a cluster of
- * CPU nodes running many small jobs, a placement looks at the nodes with room first
- * instead of every node. */
-int node_bucket_key(const struct node *n)
-{
-    int f = n->gpu_type == 0 ? n->cpus - n->cpus_used : n->gpus - n->gpus_used;
-    if (f < 0)
-        f = 0;
-    return f > NBUCKETS - 1 ? NBUCKETS - 1 : f;
-}
-
-static uint32_t *bucket_head(struct sched *s, const struct node *n, int key)
-{
-    return &s->buckets[n->gpu_type][n->reserved ? POOL_RESERVED : POOL_NORMAL][key];
-}
-
-void bucket_insert(struct sched *s, uint32_t idx)
-{
-    struct node *n = &s->nodes[idx];
-    int f = node_bucket_key(n);
-    uint32_t *head = bucket_head(s, n, f);
-    n->prev = NONE32;
-    n->next = *head;
-    if (*head != NONE32)
-        s->nodes[*head].prev = idx;
-    *head = idx;
-    n->in_bucket = true;
-    n->bucket_free = (int16_t)f;
-    n->bucket_pool = n->reserved ? POOL_RESERVED : POOL_NORMAL;
-}
-
-void bucket_remove(struct sched *s, uint32_t idx)
-{
-    struct node *n = &s->nodes[idx];
-    if (!n->in_bucket)
-        return;
-    uint32_t *head = &s->buckets[n->gpu_type][n->bucket_pool][n->bucket_free];
-    if (n->prev != NONE32)
-        s->nodes[n->prev].next = n->next;
-    else
-        *head = n->next;
-    if (n->next != NONE32)
-        s->nodes[n->next].prev = n->prev;
-    n->prev = n->next = NONE32;
-    n->in_bucket = false;
-}
-
-void bucket_update(struct sched *s, uint32_t idx)
-{
-    struct node *n = &s->nodes[idx];
-    if (n->in_bucket && n->bucket_free != node_bucket_key(n)) {
-        bucket_remove(s, idx);
-        bucket_insert(s, idx);
-    }
-}
-
-bool node_schedulable(const struct node *n)
-{
-    return n->state == SCHED_NODE_UP;
-}
-
-bool node_pool_allowed(const struct node *n, enum pool_rule rule)
-{
-    return !n->reserved || rule != POOL_RULE_NORMAL_ONLY;
-}
-
-bool node_free_fit(const struct node *n, const struct shape *sh)
-{
-    return n->gpus - n->gpus_used >= sh->gpus && n->cpus - n->cpus_used >= sh->cpus &&
-           n->mem_mb - n->mem_used >= sh->mem_mb;
-}
-
-/* Could the node ever take the shape (type, capacity when empty, selectors, pool)? */
-bool node_static_fit(const struct sched *s, const struct node *n, const struct shape *sh,
-                     bool pool_ok_only)
-{
-    if (sh->gpu_type > 0 && n->gpu_type != sh->gpu_type)
-        return false;
-    if (n->gpus < sh->gpus || n->cpus < sh->cpus || n->mem_mb < sh->mem_mb)
-        return false;
-    if (pool_ok_only && !node_pool_allowed(n, (enum pool_rule)sh->pool_rule))
-        return false;
-    return node_matches_selset(s, n, sh->selset);
-}
 
 uint64_t pick_gpus(const struct node *n, int count)
 {
@@ -217,18 +130,6 @@ static bool scan_pool(struct place_ctx *c, int pool)
     return false;
 }
 
-bool shape_spans_types(const struct shape *sh)
-{
-    return sh->nodes > 1 && sh->gpus > 0 && sh->gpu_type <= 0;
-}
-
-struct shape shape_typed(const struct shape *sh, int type)
-{
-    struct shape t = *sh;
-    t.gpu_type = (int16_t)type;
-    return t;
-}
-
 static enum place_result place_shape(struct sched *s, const struct job *j, const struct shape *sh,
                                      int64_t now, struct sched_alloc *allocs,
                                      bool *claimed_by_lower, int64_t *held_until);
@@ -313,31 +214,4 @@ bool reserved_could_fit(struct sched *s, const struct shape *sh)
                     node_matches_selset(s, &s->nodes[idx], sh->selset))
                     return true;
     return false;
-}
-
-/* One node of shape_candidates_each() below: up (in a bucket), of the shape's type, in a
- * pool the shape may use, statically fit. */
-bool node_is_candidate(const struct sched *s, const struct node *n, const struct shape *sh)
-{
-    if (!n->in_bucket || (sh->gpu_type > 0 && n->gpu_type != sh->gpu_type))
-        return false;
-    if (n->bucket_pool == POOL_RESERVED && sh->pool_rule == POOL_RULE_NORMAL_ONLY)
-        return false;
-    return node_static_fit(s, n, sh, true);
-}
-
-void shape_candidates_each(struct sched *s, const struct shape *sh,
-                           void (*fn)(struct sched *s, uint32_t node, void *ctx), void *ctx)
-{
-    for (int t = sh->gpu_type > 0 ? sh->gpu_type : 0;
-         t < (sh->gpu_type > 0 ? sh->gpu_type + 1 : s->ntypes); t++) {
-        for (int pool = 0; pool < NPOOLS; pool++) {
-            if (pool == POOL_RESERVED && sh->pool_rule == POOL_RULE_NORMAL_ONLY)
-                continue;
-            for (int k = 0; k < NBUCKETS; k++)
-                for (uint32_t idx = s->buckets[t][pool][k]; idx != NONE32; idx = s->nodes[idx].next)
-                    if (node_static_fit(s, &s->nodes[idx], sh, true))
-                        fn(s, idx, ctx);
-        }
-    }
 }

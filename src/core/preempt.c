@@ -1,5 +1,5 @@
 /*
- * preempt.c - preemption (docs/scheduling.md §5): who may be stopped to make room for a
+ * preempt.c - preemption, floor 2 (docs/scheduling.md §5): who may be stopped to make room for a
  * blocked job, and which victims cost least.
  *
  * Guards, all checked for every victim: never a class that is not preemptible (service,
@@ -11,63 +11,10 @@
  * Order among victims: lowest tier, then class preempt_order (exploration, experiment,
  * training), then least work lost, then jobs that declared a checkpoint signal first.
  */
-#include "core/internal.h"
+#include "core/pieces.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Potential victim for somebody at `now`, ignoring who: the counter lets a cycle skip
- * preemption entirely when nobody could be preempted. */
-static bool victim_for_anyone(const struct sched *s, const struct job *v, int64_t now)
-{
-    const struct sched_class_spec *c = job_class(s, v);
-    if (!c->preemptible || v->preempt_count >= s->policy.max_preemptions)
-        return false;
-    if (v->state != SCHED_RUNNING && v->state != SCHED_STARTING)
-        return false;
-    if (v->flags & JF_BORROWER)
-        return true;
-    int64_t age = now - v->start_ms;
-    return age >= s->policy.min_runtime_ms &&
-           (c->protect_after_ms == 0 || age < c->protect_after_ms);
-}
-
-void victim_mark(struct sched *s, struct job *v, bool eligible)
-{
-    bool was = v->flags & JF_VICTIM_ELIGIBLE;
-    if (was == eligible)
-        return;
-    int sign = eligible ? 1 : -1;
-    if (eligible) {
-        v->flags |= JF_VICTIM_ELIGIBLE;
-        v->victim_rank = (uint8_t)job_eff_rank(s, v);
-    } else {
-        v->flags &= (uint8_t)~JF_VICTIM_ELIGIBLE;
-    }
-    s->eligible_victims += sign;
-    s->eligible_by_rank[v->victim_rank] += sign;
-    s->projects[v->project].eligible_by_rank[v->victim_rank] += sign;
-    s->victim_changes++;
-    for (int i = 0; i < v->nallocs; i++) {
-        struct node *n = &s->nodes[v->allocs[i].node];
-        node_changed(s, n); /* a victim more or less there: struct preempt_memo */
-        n->victim_gpus[v->victim_rank] += sign * v->allocs[i].gpus;
-        n->victim_cpus[v->victim_rank] += sign * v->allocs[i].cpus;
-    }
-}
-
-void victim_eligibility_update(struct sched *s, struct job *v, int64_t now)
-{
-    victim_mark(s, v, victim_for_anyone(s, v, now));
-    if (v->nallocs == 0 || !job_class(s, v)->preemptible)
-        return;
-    int64_t eligible_at = v->start_ms + s->policy.min_runtime_ms;
-    if (now < eligible_at)
-        deadline_push(s, eligible_at, v->id, DL_ELIGIBLE);
-    int64_t protect = job_class(s, v)->protect_after_ms;
-    if (protect > 0 && now < v->start_ms + protect)
-        deadline_push(s, v->start_ms + protect, v->id, DL_PROTECT);
-}
 
 /* Within its own guarantee and its group's, once it holds `gpus` more (a project's
  * guarantee counts within its group's). */

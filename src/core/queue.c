@@ -1,0 +1,264 @@
+/*
+ * queue.c - the queue index (floor 1): the pending queue sorted by priority key
+ * (docs/scheduling.md §1) and the starvation list. The key and the comparison live here,
+ * since the index needs them to insert: tiered (Docket): effective tier, then fair-share (a
+ * group's decayed usage over its guarantee, then its project's over the project's: lower
+ * first), then submit time, then id; FIFO and multifactor are the baselines docket-sim
+ * compares against. Shares are frozen between refreshes (order.c), so the order is a sorted
+ * array that events only add to: new entries are merged in at the next cycle, leaving
+ * entries become tombstones.
+ */
+#define _GNU_SOURCE /* qsort_r */
+#include "core/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t share_quantum(double share)
+{
+    const uint64_t maxq = (1ULL << 28) - 1;
+    double q = share * 1e4;
+    return q >= (double)maxq ? maxq : q > 0 ? (uint64_t)q : 0;
+}
+
+uint64_t job_key1(const struct sched *s, const struct job *j, int64_t now)
+{
+    const struct sched_policy *pol = &s->policy;
+    int rank = job_eff_rank(s, j);
+    const struct project *p = &s->projects[j->project];
+    switch (pol->ordering) {
+    case SCHED_ORDER_FIFO:
+        return 0;
+    case SCHED_ORDER_MULTIFACTOR: {
+        double age = (double)(now - j->submit_ms) / (double)pol->mf_age_max_ms;
+        age = age < 0 ? 0 : age > 1 ? 1 : age;
+        double tier = pol->ntiers > 1 ? 1.0 - (double)rank / (pol->ntiers - 1) : 1.0;
+        double score = pol->mf_age_weight * age + pol->mf_fairshare_weight * exp2(-p->share) +
+                       pol->mf_tier_weight * tier;
+        return (uint64_t)(score * 1000.0);
+    }
+    default: {
+        /* the group's share, then the project's within it (a project without a group is
+           a group of its own): 28 bits each, in steps of 1/10,000 of a guarantee */
+        const struct group *g = project_group(s, p);
+        uint64_t share_q = (share_quantum(g ? g->share : p->share) << 28) | share_quantum(p->share);
+        uint64_t prio = (uint64_t)(SCHED_MAX_TIERS - rank);
+        return (prio << 56) | (((1ULL << 56) - 1) - share_q);
+    }
+    }
+}
+
+int cmp_entries(const struct order_entry *a, const struct order_entry *b)
+{
+    if (a->key1 != b->key1)
+        return a->key1 > b->key1 ? -1 : 1;
+    if (a->submit_ms != b->submit_ms)
+        return a->submit_ms < b->submit_ms ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+static int cmp_entries_q(const void *a, const void *b)
+{
+    return cmp_entries(a, b);
+}
+
+static void entry_fill(const struct sched *s, struct order_entry *e, const struct job *j)
+{
+    e->key1 = j->key1;
+    e->submit_ms = j->submit_ms;
+    e->id = j->id;
+    e->slot = job_slot(s, j);
+    e->shape = j->shape;
+    e->project = j->project;
+    e->rank = (uint8_t)job_eff_rank(s, j);
+    int64_t d = job_duration(j) / 60000;
+    e->dur_min = (uint16_t)(d > 65535 ? 65535 : d);
+}
+
+void order_insert(struct sched *s, struct job *j)
+{
+    j->key1 = job_key1(s, j, s->now);
+    if (grow((void **)&s->order_new, &s->new_cap, s->nnew + 1, sizeof(*s->order_new)) < 0) {
+        s->order_dirty = true; /* the rebuild will find it by scanning the slab */
+        return;
+    }
+    entry_fill(s, &s->order_new[s->nnew++], j);
+}
+
+static struct order_entry *find_entry(struct order_entry *arr, size_t n,
+                                      const struct order_entry *key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_entries(&arr[mid], key);
+        if (c == 0)
+            return &arr[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* The job left PENDING: tombstone its entry (binary search in the sorted array, a short
+ * scan in the unsorted new ones). */
+void order_remove(struct sched *s, struct job *j)
+{
+    struct order_entry key = {.key1 = j->key1, .submit_ms = j->submit_ms, .id = j->id};
+    struct order_entry *e = find_entry(s->order, s->norder, &key);
+    if (e && e->slot != NONE32) {
+        e->slot = NONE32;
+        s->order_stale++;
+        return;
+    }
+    for (size_t i = 0; i < s->nnew; i++) {
+        if (s->order_new[i].id == j->id && s->order_new[i].slot != NONE32) {
+            s->order_new[i] = s->order_new[--s->nnew];
+            return;
+        }
+    }
+}
+
+/* Merge the new entries into the sorted array, dropping tombstones on the way. */
+void order_merge_new(struct sched *s)
+{
+    bool compact = s->order_stale > 64 && s->order_stale * 4 > s->norder;
+    if (s->nnew == 0 && !compact)
+        return;
+    if (s->nnew > 1)
+        qsort(s->order_new, s->nnew, sizeof(*s->order_new), cmp_entries_q);
+    size_t total = s->norder - s->order_stale + s->nnew;
+    struct order_entry *out = malloc((total ? total : 1) * sizeof(*out));
+    if (!out) {
+        s->order_dirty = true;
+        return;
+    }
+    size_t i = 0, k = 0, n = 0;
+    while (i < s->norder || k < s->nnew) {
+        if (i < s->norder && s->order[i].slot == NONE32) {
+            i++;
+            continue;
+        }
+        bool take_old =
+            k >= s->nnew || (i < s->norder && cmp_entries(&s->order[i], &s->order_new[k]) < 0);
+        out[n++] = take_old ? s->order[i++] : s->order_new[k++];
+    }
+    free(s->order);
+    s->order = out;
+    s->norder = n;
+    s->order_cap = total ? total : 1;
+    s->order_stale = 0;
+    s->nnew = 0;
+}
+
+static int cmp_starving(const void *a, const void *b, void *ctx)
+{
+    const struct sched *s = ctx;
+    const struct job *x = &s->jobs[*(const uint32_t *)a], *y = &s->jobs[*(const uint32_t *)b];
+    int64_t ax = job_starve_at(s, x), ay = job_starve_at(s, y);
+    if (ax != ay)
+        return ax < ay ? -1 : 1; /* the longest starving first */
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static void starving_append(struct sched *s, struct job *j)
+{
+    if (j->flags & JF_STARVING)
+        return;
+    if (grow((void **)&s->starving, &s->starving_cap, s->nstarving + 1, sizeof(*s->starving)))
+        return;
+    j->flags |= JF_STARVING;
+    /* keep the list oldest first: it is short, insertion is fine */
+    size_t i = s->nstarving++;
+    while (i > 0 && cmp_starving(&s->starving[i - 1], &(uint32_t){job_slot(s, j)}, s) > 0) {
+        s->starving[i] = s->starving[i - 1];
+        i--;
+    }
+    s->starving[i] = job_slot(s, j);
+}
+
+void job_mark_eligible(struct sched *s, struct job *j, int64_t now)
+{
+    (void)s;
+    j->eligible_ms = j->ndeps_unmet > 0 ? NEVER : j->begin_ms > now ? j->begin_ms : now;
+}
+
+/* Age counts from eligibility, not submission: time held, waiting for a dependency or for
+ * a begin time is not starvation (DESIGN §3.7). */
+int64_t job_starve_at(const struct sched *s, const struct job *j)
+{
+    int64_t after = s->policy.tiers[job_eff_rank(s, j)].starve_after_ms;
+    if (after <= 0 || j->eligible_ms == NEVER)
+        return NEVER;
+    return j->eligible_ms + after;
+}
+
+/* A pending job starves once it has waited its tier's starve_after since it became
+ * eligible: mark it now, or set a deadline for when it will (fire_deadline calls back). */
+void starvation_watch(struct sched *s, struct job *j, int64_t now)
+{
+    if (j->state != SCHED_PENDING)
+        return;
+    j->watch_rank = (uint8_t)job_eff_rank(s, j);
+    int64_t at = job_starve_at(s, j);
+    if (at == NEVER)
+        return;
+    if (at > now)
+        deadline_push(s, at, j->id, DL_STARVE);
+    else
+        starving_append(s, j);
+}
+
+/* The queue sorted again and the starving list made anew from each job's bound; with
+ * `rekey`, each pending job's key from the shares as they stand (and, for the multifactor
+ * order, its age now), else the keys as the last refresh left them. */
+void order_rebuild(struct sched *s, int64_t now, bool rekey)
+{
+    size_t pending = s->by_state[SCHED_PENDING];
+    if (grow((void **)&s->order, &s->order_cap, pending + 1, sizeof(*s->order)) < 0)
+        return;
+    s->nstarving = 0;
+    size_t n = 0;
+    for (size_t slot = 0; slot < s->jobs_cap; slot++) {
+        struct job *j = &s->jobs[slot];
+        if (!j->id)
+            continue;
+        j->flags &= (uint8_t)~JF_STARVING;
+        if ((j->flags & JF_VICTIM_ELIGIBLE) && j->victim_rank != job_eff_rank(s, j)) {
+            victim_mark(s, j, false); /* a boost moved it: count it under its new rank */
+            victim_mark(s, j, true);
+        }
+        if (j->state != SCHED_PENDING)
+            continue;
+        shape_rule_refresh(s, j);
+        if (rekey)
+            j->key1 = job_key1(s, j, now);
+        entry_fill(s, &s->order[n++], j);
+        if (s->rewatch || j->watch_rank != job_eff_rank(s, j)) {
+            /* a boost (or a new policy) moved its bound: a deadline for the new one. A job
+               already starving stays so until the flags are set just below. */
+            int64_t at = job_starve_at(s, j);
+            j->watch_rank = (uint8_t)job_eff_rank(s, j);
+            if (at != NEVER && at > now)
+                deadline_push(s, at, j->id, DL_STARVE);
+        }
+        if (job_starve_at(s, j) <= now) {
+            j->flags |= JF_STARVING;
+            if (grow((void **)&s->starving, &s->starving_cap, s->nstarving + 1,
+                     sizeof(*s->starving)) == 0)
+                s->starving[s->nstarving++] = job_slot(s, j);
+        }
+    }
+    if (n > 1)
+        qsort(s->order, n, sizeof(*s->order), cmp_entries_q);
+    if (s->nstarving > 1)
+        qsort_r(s->starving, s->nstarving, sizeof(*s->starving), cmp_starving, s);
+    s->norder = n;
+    s->nnew = 0;
+    s->order_stale = 0;
+    s->order_dirty = false;
+    s->rewatch = false;
+}
