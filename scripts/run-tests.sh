@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite: the source format check, cmocka unit tests and the bats system
-# tests against the real binaries, all built with ASan + UBSan, then each libFuzzer
-# harness briefly. Ends with one line "N passed, N failed, N skipped"; exits non-zero when
-# anything failed.
+# The whole test suite: the source format and core floor checks, cmocka unit tests and the
+# bats system tests against the real binaries, all built with ASan + UBSan, then each
+# libFuzzer harness briefly. Ends with one line "N passed, N failed, N skipped"; exits
+# non-zero when anything failed.
 #
 # Skips are counted apart and each is printed with its reason. A skip is a failure when
 # this machine could have run the test: a test that skips for want of root or cgroups
@@ -96,6 +96,18 @@ if want format; then
     else
         head -n 40 "$TESTBUILD/format.log"
         echo "not ok: format: files differ from .clang-format (scripts/check-format.sh)"
+        failed=$((failed + 1))
+    fi
+fi
+
+# The floors of the scheduling core (docs/architecture.md "Inside the core"), as a test.
+if want format; then
+    log "core floors (scripts/check-core-floors.sh)"
+    if scripts/check-core-floors.sh >"$TESTBUILD/core-floors.log" 2>&1; then
+        passed=$((passed + 1))
+    else
+        head -n 40 "$TESTBUILD/core-floors.log"
+        echo "not ok: core floors: a call goes up (scripts/check-core-floors.sh)"
         failed=$((failed + 1))
     fi
 fi
