@@ -4,8 +4,9 @@
 # and a real local webhook receiver (tests/system/hook_receiver.c) that records every body
 # it is sent. A job fails, a queue builds up past its wait threshold, an agent is killed
 # with kill -9: each alert reaches the receiver with its severity, and resolves when its
-# condition clears; a silence stops delivery; `docket report usage` agrees with the runs
-# and the jobs to the millisecond.
+# condition clears; a silence stops delivery; `docket report usage` and `capacity` agree
+# with the runs and the jobs to the millisecond; after every test /metrics agrees with the
+# API (teardown).
 
 bats_require_minimum_version 1.5.0
 
@@ -61,6 +62,11 @@ teardown_file() {
 
 setup() {
     cd "$W"
+}
+
+# after every step of the scenario, whatever it left running or queued
+teardown() {
+    wait_for 15 agrees
 }
 
 # received STATUS RULE [KEY]: the generic bodies the receiver got for that alert
@@ -251,6 +257,12 @@ YAML
     month=$(date -u +%Y-%m)
     run -0 "$DOCKET" report capacity --month "$month" --json
     [ "$(jq '[.gpu_types[] | select(.gpu_type == "H100-80GB") | .gpus] | add' <<<"$output")" = 16 ]
+    # the GPU time it counts is the runs' to the millisecond (every run of the scenario
+    # began this month unless the month turned during the test)
+    runs=$(sqlite3 "$T/ctl/docket.db" "SELECT coalesce(sum(j.gpus * j.nnodes * (r.end_ms - r.start_ms)), 0) FROM job_runs r JOIN jobs j ON j.id = r.job WHERE r.end_ms > 0")
+    used=$(jq '[.gpu_types[].gpu_ms] | add' <<<"$output")
+    [ "$(date -u +%Y-%m)" != "$month" ] || [ "$used" = "$runs" ] || { echo "capacity $used ms, runs $runs ms"; false; }
+    [ "$used" -gt 0 ]
     [ "$(jq '[.tiers[] | select(.tier == "normal") | .peak_pending_jobs] | add' <<<"$output")" -ge 1 ]
     [ "$(jq '[.repeats[] | select(.project == "ml")] | length' <<<"$output")" -ge 1 ]
     run -0 "$DOCKET" report capacity --month "$month"

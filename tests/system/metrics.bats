@@ -28,45 +28,6 @@ setup() {
     cd "$W"
 }
 
-# docket_jobs as "STATE TIER PROJECT N" lines, sorted
-metrics_jobs() {
-    ctl_get /metrics | sed -nE 's/^docket_jobs\{state="([^"]*)",tier="([^"]*)",project="([^"]*)"\} ([0-9]+)$/\1 \2 \3 \4/p' |
-        awk '$4 > 0' | sort
-}
-
-api_jobs() {
-    ctl_get '/v1/jobs?state=active&limit=10000' |
-        jq -r '.jobs | group_by([.state, .tier, .project])[] | "\(.[0].state) \(.[0].tier) \(.[0].project) \(length)"' |
-        sort
-}
-
-# the per-node gauges as "NODE GPUS GPUS_BUSY JOBS" lines, and the same from /v1/nodes
-metrics_nodes() {
-    local m
-    m=$(ctl_get /metrics)
-    jq -r '.nodes[].name' <<<"$(ctl_get /v1/nodes)" | sort | while read -r n; do
-        printf '%s %s %s %s\n' "$n" \
-            "$(sed -nE "s/^docket_node_gpus\{node=\"$n\"\} ([0-9]+)$/\1/p" <<<"$m")" \
-            "$(sed -nE "s/^docket_node_gpus_busy\{node=\"$n\"\} ([0-9]+)$/\1/p" <<<"$m")" \
-            "$(sed -nE "s/^docket_node_jobs\{node=\"$n\"\} ([0-9]+)$/\1/p" <<<"$m")"
-    done
-}
-
-api_nodes() {
-    ctl_get /v1/nodes | jq -r '.nodes | sort_by(.name)[] | "\(.name) \(.gpus) \(.gpus_used) \(.jobs | length)"'
-}
-
-# every check of this file: /metrics agrees with the API
-agrees() {
-    local a b
-    a=$(metrics_jobs)
-    b=$(api_jobs)
-    [[ $a == "$b" ]] || { printf 'metrics:\n%s\napi:\n%s\n' "$a" "$b"; return 1; }
-    a=$(metrics_nodes)
-    b=$(api_nodes)
-    [[ $a == "$b" ]] || { printf 'metrics:\n%s\napi:\n%s\n' "$a" "$b"; return 1; }
-}
-
 @test "once a job has ended, docket_jobs and each node's jobs still count every live job" {
     local done_id a b n
     # the job that ends was submitted first: the live ones sit after its free slot

@@ -122,7 +122,6 @@ state_in() { # ID STATE...
     return 1
 }
 
-
 # ctl_get PATH: the body of GET PATH as the admin, over TCP (what a scraper sees).
 ctl_get() {
     curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT$1"
@@ -131,4 +130,46 @@ ctl_get() {
 # requeued ID: the job went back to PENDING at least once since its submission.
 requeued() {
     [[ $("$DOCKET" show "$1" --json | jq '[.events[] | select(.to == "PENDING")] | length') -ge 2 ]]
+}
+
+# /metrics against the API (metrics.bats, alerts.bats)
+
+# docket_jobs as "STATE TIER PROJECT N" lines, sorted
+metrics_jobs() {
+    ctl_get /metrics | sed -nE 's/^docket_jobs\{state="([^"]*)",tier="([^"]*)",project="([^"]*)"\} ([0-9]+)$/\1 \2 \3 \4/p' |
+        awk '$4 > 0' | sort
+}
+
+api_jobs() {
+    ctl_get '/v1/jobs?state=active&limit=10000' |
+        jq -r '.jobs | group_by([.state, .tier, .project])[] | "\(.[0].state) \(.[0].tier) \(.[0].project) \(length)"' |
+        sort
+}
+
+# the per-node gauges as "NODE GPUS GPUS_BUSY JOBS" lines, and the same from /v1/nodes
+metrics_nodes() {
+    local m
+    m=$(ctl_get /metrics)
+    jq -r '.nodes[].name' <<<"$(ctl_get /v1/nodes)" | sort | while read -r n; do
+        printf '%s %s %s %s\n' "$n" \
+            "$(sed -nE "s/^docket_node_gpus\{node=\"$n\"\} ([0-9]+)$/\1/p" <<<"$m")" \
+            "$(sed -nE "s/^docket_node_gpus_busy\{node=\"$n\"\} ([0-9]+)$/\1/p" <<<"$m")" \
+            "$(sed -nE "s/^docket_node_jobs\{node=\"$n\"\} ([0-9]+)$/\1/p" <<<"$m")"
+    done
+}
+
+api_nodes() {
+    ctl_get /v1/nodes | jq -r '.nodes | sort_by(.name)[] | "\(.name) \(.gpus) \(.gpus_used) \(.jobs | length)"'
+}
+
+# agrees: /metrics counts the jobs (by state, tier, project) and each node's GPUs and jobs
+# as the API lists them
+agrees() {
+    local a b
+    a=$(metrics_jobs)
+    b=$(api_jobs)
+    [[ $a == "$b" ]] || { printf 'metrics:\n%s\napi:\n%s\n' "$a" "$b"; return 1; }
+    a=$(metrics_nodes)
+    b=$(api_nodes)
+    [[ $a == "$b" ]] || { printf 'metrics:\n%s\napi:\n%s\n' "$a" "$b"; return 1; }
 }
