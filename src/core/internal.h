@@ -466,7 +466,7 @@ int err_set(struct sched_error *err, int code, const char *field, const char *fm
  * change log) and each counter is changed only here, and every function here leaves them
  * all in step. They make no decision: they carry out what floors 2 and 3 decide, and call
  * nothing above them. Inside the floor, bottom up: model.c and group.c; deadlines.c,
- * changes.c, shapes.c, nodes.c; avail.c, victims.c, queue.c; claims.c; lifecycle.c
+ * changes.c, nodes.c; avail.c, victims.c; shapes.c, queue.c; claims.c; lifecycle.c
  * (scripts/check-core-floors.sh lists the edges).
  * ====================================================================================== */
 
