@@ -30,7 +30,7 @@ FLOORS = {
 SAME_FLOOR = {
     "policy.c": ["containers.c"],
     "changes.c": ["model.c"],
-    "shapes.c": ["model.c"],
+    "shapes.c": ["model.c", "victims.c"],
     "nodes.c": ["model.c"],
     "avail.c": ["model.c", "changes.c"],
     "victims.c": ["model.c", "changes.c", "deadlines.c"],

@@ -92,8 +92,45 @@ struct node_sum {
     int64_t mem;
     uint64_t mask;
     int victim_gpus[SCHED_MAX_TIERS], victim_cpus[SCHED_MAX_TIERS];
+    int victim_allocs[SCHED_MAX_TIERS];
     int stopping_gpus, stopping_cpus;
 };
+
+/* Does node n match selector set k, from its labels (not the node's cache)? */
+static bool labels_match(const struct sched *s, const struct node *n, uint32_t k)
+{
+    const struct selset *ss = &s->selsets[k];
+    for (int i = 0; i < ss->n; i++) {
+        bool found = false;
+        for (int l = 0; l < n->nlabels && !found; l++)
+            found = n->label_ids[l].key == ss->pairs[i].key &&
+                    n->label_ids[l].value == ss->pairs[i].value;
+        if (found == ss->pairs[i].negate)
+            return false;
+    }
+    return true;
+}
+
+/* The victim gate's counts: for each selector set 1..63, the eligible victims' allocations
+ * on the nodes it matches, by rank, recounted from the jobs (sum). */
+static int check_victim_gate(const struct sched *s, const struct node_sum *sum,
+                             struct sched_error *err)
+{
+    size_t nsel = s->nselsets < NSELBITS ? s->nselsets : NSELBITS;
+    for (size_t k = 1; k < nsel; k++) {
+        int count[SCHED_MAX_TIERS] = {0};
+        for (size_t i = 0; i < s->nnodes; i++)
+            if (labels_match(s, &s->nodes[i], (uint32_t)k))
+                for (int r = 0; r < SCHED_MAX_TIERS; r++)
+                    count[r] += sum[i].victim_allocs[r];
+        for (int r = 0; r < SCHED_MAX_TIERS; r++)
+            if (count[r] != s->sel_victims[k][r])
+                FAIL("selector set %zu: %d eligible victim allocations of rank %d on its "
+                     "nodes, the victim gate counts %d",
+                     k, count[r], r, s->sel_victims[k][r]);
+    }
+    return 0;
+}
 
 /* Node counters, masks and lists against the allocations of the jobs. */
 static int check_nodes(const struct sched *s, struct sched_error *err)
@@ -128,6 +165,7 @@ static int check_nodes(const struct sched *s, struct sched_error *err)
             if (j->flags & JF_VICTIM_ELIGIBLE) {
                 ns->victim_gpus[j->victim_rank] += a->gpus;
                 ns->victim_cpus[j->victim_rank] += a->cpus;
+                ns->victim_allocs[j->victim_rank]++;
             }
         }
     }
@@ -154,10 +192,14 @@ static int check_nodes(const struct sched *s, struct sched_error *err)
             (ns->stopping_gpus != n->stopping_gpus || ns->stopping_cpus != n->stopping_cpus))
             rc = err_set(err, -EFAULT, "", "node %s: the stopping sums are stale", n->name);
         for (int r = 0; r < SCHED_MAX_TIERS && rc == 0; r++)
-            if (ns->victim_gpus[r] != n->victim_gpus[r] || ns->victim_cpus[r] != n->victim_cpus[r])
+            if (ns->victim_gpus[r] != n->victim_gpus[r] ||
+                ns->victim_cpus[r] != n->victim_cpus[r] ||
+                ns->victim_allocs[r] != n->victim_allocs[r])
                 rc = err_set(err, -EFAULT, "", "node %s: preemptible sums of rank %d are stale",
                              n->name, r);
     }
+    if (rc == 0)
+        rc = check_victim_gate(s, sum, err);
     free(sum);
     return rc;
 }
@@ -417,5 +459,8 @@ int sched_check(const struct sched *s, struct sched_error *err)
     if (rc == 0 && s->memo_wrong)
         FAIL("a preemption memo skipped job %llu although its search finds victims",
              (unsigned long long)s->memo_wrong);
+    if (rc == 0 && s->gate_wrong)
+        FAIL("the victim gate skipped job %llu although its search finds victims",
+             (unsigned long long)s->gate_wrong);
     return rc;
 }

@@ -93,6 +93,8 @@ void sched_destroy(struct sched *s)
     free(s->array_counts);
     free(s->dec);
     free(s->dec_allocs);
+    free(s->plan_scratch);
+    free(s->cand_scratch);
     strtab_release(&s->strings);
     free(s);
 }
@@ -298,6 +300,7 @@ static int node_labels_set(struct sched *s, struct node *n, const struct sched_l
             return err_set(err, -ENOMEM, "", "out of memory");
         }
     }
+    victim_sel_node(s, n, -1); /* its victims leave the selector sets it matched ... */
     free(n->labels);
     free(n->label_ids);
     n->sel_known = n->sel_match = 0;
@@ -305,6 +308,7 @@ static int node_labels_set(struct sched *s, struct node *n, const struct sched_l
     n->labels = copy;
     n->label_ids = ids;
     n->nlabels = nlabels;
+    victim_sel_node(s, n, 1); /* ... and join those it matches now */
     return 0;
 }
 

@@ -183,10 +183,13 @@ static bool holds_preempting(const struct sched *s, const struct job *j)
 /* Preempt for j, through the preemption memos (memo.c) in the priority walk. */
 static bool try_preempt(struct sched *s, struct walk *w, struct job *j)
 {
-    if (!preemption_possible(s) ||
-        !victims_exist_for(s, job_eff_rank(s, j),
-                           project_can_reclaim(s, j->project, j->gpus * j->nodes)))
+    if (!preemption_possible(s))
+        return false;
+    if (!victims_exist_for(s, s->shapes[j->shape].selset, job_eff_rank(s, j),
+                           project_can_reclaim(s, j->project, j->gpus * j->nodes))) {
+        gate_verify(s, j, w->now);
         return false; /* no search could find a victim: every tier it may take is empty */
+    }
     if (preempt_memoised(s, j, w->now, w->st) == 0) {
         w->st->preempted++;
         s->preempt_budget--; /* counts preemptions, never searches: no memo changes it */
@@ -481,8 +484,10 @@ static enum skip entry_skippable(struct sched *s, const struct walk *w, const st
                  j->reservation != NONE32))
         return SKIP_NO; /* the walk sees to it */
     bool reclaim = project_can_reclaim(s, e->project, sh->gpus * sh->nodes);
-    if (!victims_exist_for(s, e->rank, reclaim))
-        return why; /* no victim anywhere it may take: no search needed to know */
+    if (!victims_exist_for(s, sh->selset, e->rank, reclaim)) {
+        gate_verify(s, j, w->now);
+        return why; /* no victim on a node it may use: no search needed to know */
+    }
     if (!memo_skips_entry(s, e, reclaim, dur, w->now))
         return SKIP_NO;
     w->st->preempt_memo_skips++;

@@ -27,6 +27,7 @@
 enum { POOL_NORMAL = 0, POOL_RESERVED = 1, NPOOLS = 2 };
 enum { NTYPES = SCHED_MAX_GPU_TYPES + 1 }; /* type 0 = CPU-only nodes */
 enum { NBUCKETS = SCHED_MAX_NODE_GPUS + 1 };
+enum { NSELBITS = 64 }; /* selector sets 1..63 are cached per node and counted by the gate */
 
 /* What a job's tier allows in the reserved zone. */
 enum pool_rule {
@@ -246,6 +247,8 @@ struct node {
     /* what its preemptible running jobs hold, by their tier rank: an upper bound that lets
        a preemption search pass over a node that could never make room */
     int victim_gpus[SCHED_MAX_TIERS], victim_cpus[SCHED_MAX_TIERS];
+    /* ... and how many allocations of them sit here, by rank (the victim gate's counts) */
+    int victim_allocs[SCHED_MAX_TIERS];
     /* free capacity over time (releases and claims), rebuilt lazily after a change */
     struct profile_step *prof;
     int nprof, prof_cap;
@@ -390,9 +393,16 @@ struct sched {
        are what reclaim_key says (a borrower appears only when one of them moves). */
     uint64_t victim_changes;
     uint64_t res_drops; /* reservations dropped so far: claims shrank (the claimed memo) */
-    uint64_t reclaim_key[3];
+    uint64_t reclaim_key[5];
     bool reclaim_key_valid;
     bool reclaimable_at[SCHED_MAX_TIERS];
+    /* ... and, by rank, the selector sets (bits 1..63) of the nodes such victims are on;
+       valid with reclaimable_at, whose key also holds node_epoch and nselsets */
+    uint64_t reclaimable_sel[SCHED_MAX_TIERS];
+    /* The victim gate (docs/scheduling.md "The victim gate"): for each selector set 1..63,
+       the allocations of eligible victims on the nodes it matches, by victim_rank (the sum
+       of victim_allocs over those nodes, whatever their state) */
+    int sel_victims[NSELBITS][SCHED_MAX_TIERS];
     uint64_t memo_epoch;      /* struct preempt_memo */
     uint64_t reclaim_epoch;   /* ditto, for reclaim memos only */
     uint64_t memo_node_epoch; /* node_epoch the memos were made under */
@@ -408,7 +418,12 @@ struct sched {
     uint32_t visit;
     bool verify_memos;   /* sched_verify_memos() */
     uint64_t memo_wrong; /* a job whose search a memo skipped although it found victims */
-    uint32_t *starving;  /* slots of starving pending jobs, oldest first */
+    uint64_t gate_wrong; /* ... that the victim gate skipped although its search found some */
+    /* scratch space of preempt_for (its node plans) and reservation_make (its candidates),
+       grown as needed, freed with the scheduler: no allocation per search */
+    void *plan_scratch, *cand_scratch;
+    size_t plan_scratch_cap, cand_scratch_cap;
+    uint32_t *starving; /* slots of starving pending jobs, oldest first */
     size_t nstarving, starving_cap;
 
     /* decisions queued for the next sched_cycle return */
@@ -451,7 +466,7 @@ int err_set(struct sched_error *err, int code, const char *field, const char *fm
  * change log) and each counter is changed only here, and every function here leaves them
  * all in step. They make no decision: they carry out what floors 2 and 3 decide, and call
  * nothing above them. Inside the floor, bottom up: model.c and group.c; deadlines.c,
- * changes.c, shapes.c, nodes.c; avail.c, victims.c, queue.c; claims.c; lifecycle.c
+ * changes.c, nodes.c; avail.c, victims.c; shapes.c, queue.c; claims.c; lifecycle.c
  * (scripts/check-core-floors.sh lists the edges).
  * ====================================================================================== */
 
@@ -552,6 +567,11 @@ bool avail_profile_fresh(const struct sched *s, const struct node *n);
 void victim_eligibility_update(struct sched *s, struct job *v, int64_t now);
 /* Set or clear a job's JF_VICTIM_ELIGIBLE, keeping the counters and node sums in step. */
 void victim_mark(struct sched *s, struct job *v, bool eligible);
+/* The node's victims added to (sign 1) or taken from (-1) the counts of the selector sets
+   it matches: around a change of its labels. */
+void victim_sel_node(struct sched *s, struct node *n, int sign);
+/* Count selector set `selset` (just interned) from the nodes' victim_allocs. */
+void victim_sel_recount(struct sched *s, uint32_t selset);
 
 /* ---- queue.c: the pending queue and the starvation list */
 void order_insert(struct sched *s, struct job *j);

@@ -131,6 +131,12 @@ void memo_verify(struct sched *s, struct job *j, int64_t now)
         s->memo_wrong = j->id;
 }
 
+void gate_verify(struct sched *s, struct job *j, int64_t now)
+{
+    if (s->verify_memos && !s->gate_wrong && preempt_for(s, j, now, true, NULL) == 0)
+        s->gate_wrong = j->id;
+}
+
 void sched_verify_memos(struct sched *s, bool on)
 {
     s->verify_memos = on;

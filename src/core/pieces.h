@@ -76,14 +76,18 @@ struct preempt_scope {
 bool plan_costlier(const struct plan_cost *a, const struct plan_cost *b);
 int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct preempt_scope *sc);
 bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus);
-/* Could a job of effective rank `rank` find any victim at all, anywhere (a victim is of a
-   lower tier, or of its own when it may reclaim)? False proves every search would fail. */
-bool victims_exist_for(const struct sched *s, int rank, bool reclaims);
+/* The victim gate: could a job of selector set `selset` and effective rank `rank` find any
+   victim on a node it could use (a victim is of a lower tier, or of its own when it may
+   reclaim)? Counts eligible victims on the nodes that match the selector set. False proves
+   every search would fail (docs/scheduling.md "The victim gate"). */
+bool victims_exist_for(const struct sched *s, uint32_t selset, int rank, bool reclaims);
 
 /* ---- memo.c */
 bool memo_skips_entry(const struct sched *s, const struct order_entry *e, bool reclaim, int64_t dur,
                       int64_t now);
 void memo_verify(struct sched *s, struct job *j, int64_t now);
+/* sched_verify_memos(): the victim gate skipped j; its full search must find no victims. */
+void gate_verify(struct sched *s, struct job *j, int64_t now);
 int preempt_memoised(struct sched *s, struct job *j, int64_t now, struct sched_cycle_stats *st);
 
 #endif

@@ -30,35 +30,74 @@ bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus)
 
 static bool over_guarantee(const struct sched *s, const struct job *v);
 
-/* Recount reclaimable_at from the projects' counters when a borrower may have appeared. */
+/* The selector sets 1..63 node n matches (bit k: set k). */
+static uint64_t node_selsets(const struct sched *s, const struct node *n)
+{
+    uint64_t mask = 0;
+    size_t nsel = s->nselsets < NSELBITS ? s->nselsets : NSELBITS;
+    for (size_t k = 1; k < nsel; k++)
+        if (node_matches_selset(s, n, (uint32_t)k))
+            mask |= 1ULL << k;
+    return mask;
+}
+
+/* Recount reclaimable_at from the projects' counters when a borrower may have appeared;
+ * when one has, reclaimable_sel from the borrowers' nodes. */
 static void reclaimable_refresh(struct sched *s)
 {
-    uint64_t key[3] = {s->victim_changes, s->memo_epoch, s->reclaim_epoch};
+    uint64_t key[5] = {s->victim_changes, s->memo_epoch, s->reclaim_epoch, s->node_epoch,
+                       s->nselsets};
     if (s->reclaim_key_valid && !memcmp(key, s->reclaim_key, sizeof(key)))
         return;
     memset(s->reclaimable_at, 0, sizeof(s->reclaimable_at));
+    memset(s->reclaimable_sel, 0, sizeof(s->reclaimable_sel));
+    bool any = false;
     for (size_t i = 0; i < s->nprojects; i++) {
         const struct project *p = &s->projects[i];
         const struct group *g = project_group(s, p);
         if (p->gpus_in_use <= p->spec.guarantee_gpus + 1e-9 && !(g && group_over_guarantee(s, g)))
             continue; /* as over_guarantee() judges its jobs */
-        for (int r = 0; r < SCHED_MAX_TIERS; r++)
+        for (int r = 0; r < SCHED_MAX_TIERS; r++) {
             s->reclaimable_at[r] |= p->eligible_by_rank[r] > 0;
+            any |= p->eligible_by_rank[r] > 0;
+        }
+    }
+    for (size_t i = 0; any && i < s->nnodes; i++) {
+        const struct node *n = &s->nodes[i];
+        uint64_t mask = 0;
+        for (uint32_t k = 0; k < n->jobs.n; k++) {
+            const struct job *v = &s->jobs[n->jobs.v[k]];
+            if (!(v->flags & JF_VICTIM_ELIGIBLE) || !over_guarantee(s, v))
+                continue;
+            if (!mask)
+                mask = node_selsets(s, n) | 1; /* bit 0: computed (it may match none) */
+            s->reclaimable_sel[v->victim_rank] |= mask;
+        }
     }
     memcpy(s->reclaim_key, key, sizeof(key));
     s->reclaim_key_valid = true;
 }
 
-bool victims_exist_for(const struct sched *s, int rank, bool reclaims)
+/* The gate counts victims where a job of the selector set could run: on the nodes it
+ * matches (set 0 and sets past 63: anywhere). */
+static int victims_at(const struct sched *s, uint32_t selset, int rank)
+{
+    return selset > 0 && selset < NSELBITS ? s->sel_victims[selset][rank]
+                                           : s->eligible_by_rank[rank];
+}
+
+bool victims_exist_for(const struct sched *s, uint32_t selset, int rank, bool reclaims)
 {
     for (int r = rank + 1; r < s->policy.ntiers; r++)
-        if (s->eligible_by_rank[r] > 0)
+        if (victims_at(s, selset, r) > 0)
             return true;
-    if (!reclaims || s->eligible_by_rank[rank] == 0)
+    if (!reclaims || victims_at(s, selset, rank) == 0)
         return false;
     struct sched *m = (struct sched *)(uintptr_t)s; /* a cache refresh */
     reclaimable_refresh(m);
-    return m->reclaimable_at[rank];
+    if (!m->reclaimable_at[rank])
+        return false;
+    return selset == 0 || selset >= NSELBITS || (m->reclaimable_sel[rank] >> selset & 1);
 }
 
 static bool under_guarantee_after(const struct sched *s, const struct job *j)
@@ -458,6 +497,19 @@ static int plans_victims(const struct node_plan *p, int n)
     return v;
 }
 
+/* n node plans of scratch space, or NULL (out of memory). */
+static struct node_plan *plan_scratch(struct sched *s, size_t n)
+{
+    if (n > s->plan_scratch_cap) {
+        void *p = realloc(s->plan_scratch, n * sizeof(struct node_plan));
+        if (!p)
+            return NULL;
+        s->plan_scratch = p;
+        s->plan_scratch_cap = n;
+    }
+    return s->plan_scratch;
+}
+
 /* Plan the cheapest victims for j and, unless dry, stop them and hold their room for j.
  * 0: preempted (or, dry, would); 1: jobs already stopping free the room, no new victim;
  * -1: no plan. The scope, when given, narrows the search and reports feasible nodes. */
@@ -465,12 +517,17 @@ int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct pr
 {
     const struct shape *sh = &s->shapes[j->shape];
     struct preempt_search ps = {.j = j, .now = now, .want = sh->nodes, .fail_dur = 1};
-    ps.best = malloc((size_t)ps.want * sizeof(*ps.best));
-    struct node_plan *chosen = malloc((size_t)ps.want * sizeof(*chosen));
-    ps.cur = malloc(sizeof(*ps.cur));
+    /* best plans, the chosen ones, the one at hand: scratch space of the scheduler (calls
+       do not nest) */
+    struct node_plan *plans = plan_scratch(s, 2 * (size_t)ps.want + 1), *chosen = NULL;
+    if (plans) {
+        ps.best = plans;
+        chosen = plans + ps.want;
+        ps.cur = plans + 2 * ps.want;
+    }
     int rc = -1, nchosen = 0, most_feasible = 0;
     struct shape chosen_shape = *sh;
-    if (ps.best && ps.cur && chosen) {
+    if (plans) {
         /* a gang of any type is planned per type: its nodes must be alike */
         int from = shape_spans_types(sh) ? 1 : 0, to = shape_spans_types(sh) ? s->ntypes : 1;
         for (int t = from; t < to; t++) {
@@ -507,8 +564,5 @@ int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct pr
         else if (nchosen)
             rc = dry ? 0 : preempt_apply(s, j, &chosen_shape, chosen, nchosen, now);
     }
-    free(ps.best);
-    free(ps.cur);
-    free(chosen);
     return rc;
 }

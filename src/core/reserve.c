@@ -198,10 +198,19 @@ int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving)
 {
     const struct shape *sh = &s->shapes[j->shape];
     int64_t dur = j->limit_ms > 0 ? j->limit_ms + j->grace_ms : NEVER;
-    struct cand *c = malloc(s->nnodes * sizeof(*c) + 1);
-    uint32_t *chosen = malloc(2 * (size_t)sh->nodes * sizeof(*chosen));
+    /* candidates: scratch space of the scheduler, grown as needed */
+    size_t need = s->nnodes ? s->nnodes : 1;
+    if (need > s->cand_scratch_cap) {
+        void *p = realloc(s->cand_scratch, need * sizeof(struct cand));
+        if (p) {
+            s->cand_scratch = p;
+            s->cand_scratch_cap = need;
+        }
+    }
+    struct cand *c = need <= s->cand_scratch_cap ? s->cand_scratch : NULL;
+    uint32_t chosen[2 * SCHED_MAX_JOB_NODES];
     int rc = -ENOSPC;
-    if (!c || !chosen) {
+    if (!c || sh->nodes > SCHED_MAX_JOB_NODES) {
         rc = -ENOMEM;
         goto out;
     }
@@ -226,7 +235,5 @@ int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving)
                  : 0;
     }
 out:
-    free(c);
-    free(chosen);
     return rc;
 }

@@ -59,7 +59,9 @@ static uint32_t selset_intern(struct sched *s, const struct sched_selector *sel,
     memcpy(pairs, tmp, n * sizeof(*pairs));
     s->selsets[s->nselsets].pairs = pairs;
     s->selsets[s->nselsets].n = n;
-    return (uint32_t)s->nselsets++;
+    s->nselsets++;
+    victim_sel_recount(s, (uint32_t)s->nselsets - 1); /* the victim gate counts it too */
+    return (uint32_t)s->nselsets - 1;
 }
 
 static bool shape_equal(const struct shape *a, const struct shape *b)

@@ -6,6 +6,8 @@
  */
 #include "core/internal.h"
 
+#include <string.h>
+
 /* Potential victim for somebody at `now`, ignoring who: the counter lets a cycle skip
  * preemption entirely when nobody could be preempted. */
 static bool victim_for_anyone(const struct sched *s, const struct job *v, int64_t now)
@@ -38,11 +40,38 @@ void victim_mark(struct sched *s, struct job *v, bool eligible)
     s->eligible_by_rank[v->victim_rank] += sign;
     s->projects[v->project].eligible_by_rank[v->victim_rank] += sign;
     s->victim_changes++;
+    size_t nsel = s->nselsets < NSELBITS ? s->nselsets : NSELBITS;
     for (int i = 0; i < v->nallocs; i++) {
         struct node *n = &s->nodes[v->allocs[i].node];
         node_changed(s, n); /* a victim more or less there: struct preempt_memo */
         n->victim_gpus[v->victim_rank] += sign * v->allocs[i].gpus;
         n->victim_cpus[v->victim_rank] += sign * v->allocs[i].cpus;
+        n->victim_allocs[v->victim_rank] += sign;
+        for (size_t k = 1; k < nsel; k++)
+            if (node_matches_selset(s, n, (uint32_t)k))
+                s->sel_victims[k][v->victim_rank] += sign;
+    }
+}
+
+void victim_sel_node(struct sched *s, struct node *n, int sign)
+{
+    size_t nsel = s->nselsets < NSELBITS ? s->nselsets : NSELBITS;
+    for (size_t k = 1; k < nsel; k++)
+        if (node_matches_selset(s, n, (uint32_t)k))
+            for (int r = 0; r < SCHED_MAX_TIERS; r++)
+                s->sel_victims[k][r] += sign * n->victim_allocs[r];
+}
+
+void victim_sel_recount(struct sched *s, uint32_t selset)
+{
+    if (selset == 0 || selset >= NSELBITS)
+        return;
+    memset(s->sel_victims[selset], 0, sizeof(s->sel_victims[selset]));
+    for (size_t i = 0; i < s->nnodes; i++) {
+        struct node *n = &s->nodes[i];
+        if (node_matches_selset(s, n, selset))
+            for (int r = 0; r < SCHED_MAX_TIERS; r++)
+                s->sel_victims[selset][r] += n->victim_allocs[r];
     }
 }
 

@@ -206,6 +206,77 @@ static void test_not_requeueable_ends_preempted(void **state)
     sched_destroy(s);
 }
 
+/* A job of project `project` that may run only on nodes labelled vc=`vc`. */
+static void submit_vc(struct sched *s, uint64_t id, const char *project, const char *tier,
+                      const char *vc, int64_t now)
+{
+    struct sched_job_spec j;
+    spec_fill(&j, id, project, tier, "training", 8, 1, 48 * HOUR, now);
+    snprintf(j.selectors[0].key, SCHED_NAME_MAX, "vc");
+    snprintf(j.selectors[0].value, SCHED_NAME_MAX, "%s", vc);
+    j.nselectors = 1;
+    struct sched_error err;
+    if (sched_job_submit(s, &j, now, &err))
+        fail_msg("submit %llu: %s", (unsigned long long)id, err.message);
+}
+
+static struct sched_cycle_stats cycle_stats(struct sched *s, int64_t now, struct cyc *c)
+{
+    struct sched_cycle_stats st;
+    memset(&st, 0, sizeof(st));
+    c->d = sched_cycle(s, now, SCHED_CYCLE_INCREMENTAL, &c->n, &st);
+    return st;
+}
+
+/* The victim gate counts by selector set (Philly's per-VC partitions): a high job starving
+ * in pool a while a low job runs only in pool b makes no preemption search at all; once a
+ * victim is eligible in pool a, it preempts that one. */
+static void test_victim_gate_by_selector(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    sched_verify_memos(s, true);
+    add_node_l(s, "a1", "H100", 8, "vc", "a");
+    add_node_l(s, "a2", "H100", 8, "vc", "a");
+    add_node_l(s, "b1", "H100", 8, "vc", "b");
+    add_project(s, "pa", "critical", 0, -1);
+    add_project(s, "pb", "critical", 0, -1);
+    submit_vc(s, 1, "pa", "high", "a", T0);
+    submit_vc(s, 2, "pb", "low", "b", T0);
+    struct cyc c = cycle(s, T0);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    assert_non_null(find_dec(c, SCHED_D_START, 2));
+    run(s, 1, T0);
+    run(s, 2, T0);
+    /* a low job in pool a, too young to be a victim; job 2 in pool b is one */
+    int64_t t = T0 + 20 * MIN;
+    submit_vc(s, 5, "pa", "low", "a", t);
+    c = cycle(s, t);
+    assert_non_null(find_dec(c, SCHED_D_START, 5));
+    run(s, 5, t);
+    submit_vc(s, 3, "pa", "high", "a", t + MIN);
+    for (int k = 1; k <= 3; k++) {
+        struct sched_cycle_stats st = cycle_stats(s, t + k * MIN, &c);
+        assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0);
+        assert_int_equal(st.preempt_full, 0);
+        assert_int_equal(st.preempt_rechecks, 0);
+        assert_int_equal(st.preempt_memo_skips, 0);
+        struct sched_error err;
+        assert_int_equal(sched_check(s, &err), 0);
+    }
+    assert_state(s, 3, SCHED_PENDING);
+    /* job 5 leaves min_runtime: a victim in pool a, and job 3 takes its room */
+    struct sched_cycle_stats st = cycle_stats(s, t + 10 * MIN, &c);
+    const struct sched_decision *d = find_dec(c, SCHED_D_SIGNAL, 5);
+    assert_non_null(d);
+    assert_int_equal(d->preemptor, 3);
+    assert_null(find_dec(c, SCHED_D_SIGNAL, 2));
+    assert_true(st.preempt_full + st.preempt_rechecks > 0);
+    struct sched_error err;
+    assert_int_equal(sched_check(s, &err), 0);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_victim_order_and_minimal_set),
         cmocka_unit_test(test_guarantee_reclaim_same_tier),
         cmocka_unit_test(test_not_requeueable_ends_preempted),
+        cmocka_unit_test(test_victim_gate_by_selector),
     };
     return cmocka_run_group_tests_name("core: preemption", tests, NULL, NULL);
 }

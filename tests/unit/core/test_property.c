@@ -57,21 +57,21 @@ static bool chance(int percent)
 
 /* What the simulated agent knows of a job it runs. */
 struct run {
-    bool live;            /* holds resources as far as the agent knows */
+    bool live; /* holds resources as far as the agent knows */
     bool confirmed;
-    int64_t confirm_at;   /* launch confirmed then */
-    int64_t exit_at;      /* ends on its own then (INT64_MAX: never) */
+    int64_t confirm_at; /* launch confirmed then */
+    int64_t exit_at;    /* ends on its own then (INT64_MAX: never) */
     int exit_code;
-    int exit_signal;      /* ends by this signal (after SIGNAL / KILL) */
+    int exit_signal; /* ends by this signal (after SIGNAL / KILL) */
 };
 
 enum twin_mode {
     TWIN_NONE,
-    TWIN_FULL,    /* the twin recomputes everything in every cycle */
+    TWIN_FULL, /* the twin recomputes everything in every cycle */
 };
 
 struct world {
-    struct sched *s, *twin;   /* twin: same events, see enum twin_mode */
+    struct sched *s, *twin; /* twin: same events, see enum twin_mode */
     enum twin_mode mode;
     uint64_t seed;
     int step;
@@ -96,14 +96,19 @@ struct world {
     int nboost_ends;
     bool to_limit; /* jobs run to their time limit: reservations' promises are tight */
     int ntypes;
+    /* partitioned: nodes carry a label vc=a or vc=b (node_vc) that jobs may select, and
+       that an operator may change (the victim gate counts victims by selector set) */
+    bool partitioned;
+    int node_vc[16];
+    bool node_reserved[16];
+    int8_t job_vc[MAX_JOBS]; /* a job's selector: 0 none, 1 vc=a, 2 vc=b, negated: -1, -2 */
 };
 
-#define WFAIL(w, ...)                                                                           \
-    do {                                                                                        \
-        fprintf(stderr, "seed %llu mode %d step %d t=+%llds: ", (unsigned long long)(w)->seed,  \
-                (int)(w)->mode,                                                                  \
-                (w)->step, (long long)(((w)->now - T0) / 1000));                               \
-        fail_msg(__VA_ARGS__);                                                                  \
+#define WFAIL(w, ...)                                                                              \
+    do {                                                                                           \
+        fprintf(stderr, "seed %llu mode %d step %d t=+%llds: ", (unsigned long long)(w)->seed,     \
+                (int)(w)->mode, (w)->step, (long long)(((w)->now - T0) / 1000));                   \
+        fail_msg(__VA_ARGS__);                                                                     \
     } while (0)
 
 static void check_both(struct world *w, const char *after)
@@ -116,17 +121,17 @@ static void check_both(struct world *w, const char *after)
 }
 
 /* Apply an event to both instances; they must agree on its result. */
-#define BOTH(w, call)                                                                           \
-    ({                                                                                          \
-        struct sched *s_ = (w)->s;                                                              \
-        int rc1_ = (call);                                                                      \
-        if ((w)->twin) {                                                                        \
-            s_ = (w)->twin;                                                                     \
-            int rc2_ = (call);                                                                  \
-            if (rc1_ != rc2_)                                                                   \
-                WFAIL((w), "twin disagrees on %s: %d vs %d", #call, rc1_, rc2_);                \
-        }                                                                                       \
-        rc1_;                                                                                   \
+#define BOTH(w, call)                                                                              \
+    ({                                                                                             \
+        struct sched *s_ = (w)->s;                                                                 \
+        int rc1_ = (call);                                                                         \
+        if ((w)->twin) {                                                                           \
+            s_ = (w)->twin;                                                                        \
+            int rc2_ = (call);                                                                     \
+            if (rc1_ != rc2_)                                                                      \
+                WFAIL((w), "twin disagrees on %s: %d vs %d", #call, rc1_, rc2_);                   \
+        }                                                                                          \
+        rc1_;                                                                                      \
     })
 
 static void setup(struct world *w, enum twin_mode twin)
@@ -174,6 +179,7 @@ static void setup(struct world *w, enum twin_mode twin)
     w->to_limit = chance(30);
     w->ntypes = 1 + pick(2);
     w->nnodes = 3 + pick(8);
+    w->partitioned = chance(50);
     for (int i = 0; i < w->nnodes; i++) {
         struct sched_node_spec n;
         memset(&n, 0, sizeof(n));
@@ -189,6 +195,13 @@ static void setup(struct world *w, enum twin_mode twin)
             snprintf(n.labels[0].key, SCHED_NAME_MAX, "pool");
             snprintf(n.labels[0].value, SCHED_NAME_MAX, "reserved");
             n.nlabels = 1;
+            w->node_reserved[i] = true;
+        }
+        if (w->partitioned) {
+            w->node_vc[i] = pick(2);
+            snprintf(n.labels[n.nlabels].key, SCHED_NAME_MAX, "vc");
+            snprintf(n.labels[n.nlabels].value, SCHED_NAME_MAX, "%s", w->node_vc[i] ? "b" : "a");
+            n.nlabels++;
         }
         struct sched_error err;
         if (BOTH(w, sched_node_upsert(s_, &n, T0, &err)))
@@ -259,14 +272,24 @@ static void submit_random(struct world *w)
     int gpus_opts[] = {0, 1, 2, 4, 8};
     int64_t limits[] = {10 * MIN, 30 * MIN, HOUR, 3 * HOUR};
     int cls = chance(3) ? 4 : pick(4);
-    spec_fill(&j, w->next_id, w->project_names[p], tiers[w->project_tier[p] + pick(4 - w->project_tier[p])],
-              classes[cls], gpus_opts[pick(5)], chance(15) ? 2 + pick(2) : 1,
-              cls == 4 ? 0 : limits[pick(4)], w->now);
+    spec_fill(&j, w->next_id, w->project_names[p],
+              tiers[w->project_tier[p] + pick(4 - w->project_tier[p])], classes[cls],
+              gpus_opts[pick(5)], chance(15) ? 2 + pick(2) : 1, cls == 4 ? 0 : limits[pick(4)],
+              w->now);
     j.cpus_per_node = 1 + pick(8);
     if (chance(20))
         j.mem_mb_per_node = (1 + pick(64)) * 1024;
     if (j.gpus_per_node > 0 && chance(30))
         snprintf(j.gpu_type, sizeof(j.gpu_type), "%s", pick(w->ntypes) ? "B" : "A");
+    w->job_vc[j.id] = 0;
+    if (w->partitioned && chance(60)) {
+        snprintf(j.selectors[0].key, SCHED_NAME_MAX, "vc");
+        snprintf(j.selectors[0].value, SCHED_NAME_MAX, "%s", pick(2) ? "b" : "a");
+        j.selectors[0].negate = chance(15);
+        j.nselectors = 1;
+        int vc = j.selectors[0].value[0] == 'a' ? 1 : 2;
+        w->job_vc[j.id] = (int8_t)(j.selectors[0].negate ? -vc : vc);
+    }
     j.has_checkpoint_signal = chance(30);
     if (chance(30))
         j.grace_ms = pick(30) * SEC;
@@ -288,13 +311,34 @@ static void submit_random(struct world *w)
     struct sched_error err;
     if (BOTH(w, sched_job_submit(s_, &j, w->now, &err)) == 0) {
         if (tracing())
-            fprintf(stderr, "  +%llds submit %llu %s tier %s class %s %dx%d GPUs type '%s' cpus %d "
-                            "limit %llds hold %d deps %d\n",
+            fprintf(stderr,
+                    "  +%llds submit %llu %s tier %s class %s %dx%d GPUs type '%s' cpus %d "
+                    "limit %llds hold %d deps %d\n",
                     (long long)((w->now - T0) / 1000), (unsigned long long)j.id, j.project, j.tier,
                     j.class_name, j.nodes, j.gpus_per_node, j.gpu_type, j.cpus_per_node,
                     (long long)(j.time_limit_ms / 1000), j.hold, j.ndeps);
         w->next_id++;
     }
+}
+
+/* An operator moves a node to the other partition (its reserved label kept). */
+static void relabel_random(struct world *w)
+{
+    int i = pick(w->nnodes);
+    struct sched_label labels[2];
+    memset(labels, 0, sizeof(labels));
+    int n = 0;
+    if (w->node_reserved[i]) {
+        snprintf(labels[n].key, SCHED_NAME_MAX, "pool");
+        snprintf(labels[n++].value, SCHED_NAME_MAX, "reserved");
+    }
+    w->node_vc[i] = !w->node_vc[i];
+    snprintf(labels[n].key, SCHED_NAME_MAX, "vc");
+    snprintf(labels[n++].value, SCHED_NAME_MAX, "%s", w->node_vc[i] ? "b" : "a");
+    struct sched_error err;
+    if (BOTH(w, sched_node_set_labels(s_, w->node_names[i], labels, n, &err)))
+        WFAIL(w, "node labels: %s", err.message);
+    w->node_events++;
 }
 
 static void node_random(struct world *w)
@@ -345,6 +389,8 @@ static void act(struct world *w)
             w->boost_ends[w->nboost_ends++] = until;
     } else if (r < 84) {
         node_random(w);
+    } else if (r < 86 && w->partitioned) {
+        relabel_random(w);
     }
 }
 
@@ -455,11 +501,12 @@ static void agent_obey(struct world *w, const struct sched_decision *d)
 
 static bool decisions_equal(const struct sched_decision *a, const struct sched_decision *b)
 {
-    if (a->kind != b->kind || a->job_id != b->job_id || a->to != b->to ||
-        a->cause != b->cause || a->nallocs != b->nallocs || a->node != b->node)
+    if (a->kind != b->kind || a->job_id != b->job_id || a->to != b->to || a->cause != b->cause ||
+        a->nallocs != b->nallocs || a->node != b->node)
         return false;
     for (int i = 0; i < a->nallocs; i++)
-        if (a->allocs[i].node != b->allocs[i].node || a->allocs[i].gpu_mask != b->allocs[i].gpu_mask)
+        if (a->allocs[i].node != b->allocs[i].node ||
+            a->allocs[i].gpu_mask != b->allocs[i].gpu_mask)
             return false;
     return true;
 }
@@ -475,8 +522,9 @@ static void compare_twin(struct world *w, const struct sched_decision *d, size_t
                 fprintf(stderr, "  the recomputing twin decided:\n");
                 trace_decisions(w, d2, n2);
             }
-            WFAIL(w, "incremental and full cycles differ at decision %zu of %zu/%zu: "
-                     "kind %d job %llu vs kind %d job %llu",
+            WFAIL(w,
+                  "incremental and full cycles differ at decision %zu of %zu/%zu: "
+                  "kind %d job %llu vs kind %d job %llu",
                   i, n, n2, i < n ? (int)d[i].kind : -1,
                   i < n ? (unsigned long long)d[i].job_id : 0ULL, i < n2 ? (int)d2[i].kind : -1,
                   i < n2 ? (unsigned long long)d2[i].job_id : 0ULL);
@@ -514,13 +562,15 @@ static void compare_twin_pending(struct world *w)
         struct sched_explain a, b;
         assert_int_equal(sched_explain(w->s, id, w->now, &a), 0);
         assert_int_equal(sched_explain(w->twin, id, w->now, &b), 0);
-        bool same_reason = a.reason == b.reason || limit_reason(a.reason) != limit_reason(b.reason) ||
+        bool same_reason = a.reason == b.reason ||
+                           limit_reason(a.reason) != limit_reason(b.reason) ||
                            (behind_reason(a.reason) && behind_reason(b.reason) &&
                             !a.has_reservation && !b.has_reservation);
         if (!same_reason || a.has_reservation != b.has_reservation ||
             (a.has_reservation && a.forecast_start_ms != b.forecast_start_ms))
-            WFAIL(w, "incremental and full cycles differ on pending job %llu: %s (%s, start %lld) "
-                     "vs %s (%s, start %lld)",
+            WFAIL(w,
+                  "incremental and full cycles differ on pending job %llu: %s (%s, start %lld) "
+                  "vs %s (%s, start %lld)",
                   (unsigned long long)id, sched_reason_name(a.reason),
                   a.has_reservation ? "reserved" : "no reservation", (long long)a.forecast_start_ms,
                   sched_reason_name(b.reason), b.has_reservation ? "reserved" : "no reservation",
@@ -546,7 +596,16 @@ static void check_pending(struct world *w)
             assert_int_equal(sched_node_get(w->s, k, &nv), 0);
             if (nv.state != SCHED_NODE_UP || nv.reserved)
                 continue;
-            if (v.gpus_per_node > 0 && (!nv.gpu_type[0] || (v.gpu_type[0] && strcmp(v.gpu_type, nv.gpu_type))))
+            if (w->job_vc[id]) { /* its selector: vc=a|b, or not */
+                int vc = 0;
+                for (int l = 0; l < nv.nlabels; l++)
+                    if (!strcmp(nv.labels[l].key, "vc"))
+                        vc = nv.labels[l].value[0] == 'a' ? 1 : 2;
+                if ((w->job_vc[id] > 0) != (vc == abs(w->job_vc[id])))
+                    continue;
+            }
+            if (v.gpus_per_node > 0 &&
+                (!nv.gpu_type[0] || (v.gpu_type[0] && strcmp(v.gpu_type, nv.gpu_type))))
                 continue;
             if (nv.gpus - nv.gpus_used >= v.gpus_per_node &&
                 nv.cpus - nv.cpus_used >= v.cpus_per_node &&
@@ -591,7 +650,8 @@ static void trace_decisions(struct world *w, const struct sched_decision *d, siz
                 (long long)((w->now - T0) / 1000), (int)d[i].kind, (unsigned long long)d[i].job_id,
                 sched_job_state_name(d[i].to), (int)d[i].cause, (unsigned long long)d[i].preemptor);
         for (int k = 0; k < d[i].nallocs; k++)
-            fprintf(stderr, " %s:%d", sched_node_name(w->s, d[i].allocs[k].node), d[i].allocs[k].gpus);
+            fprintf(stderr, " %s:%d", sched_node_name(w->s, d[i].allocs[k].node),
+                    d[i].allocs[k].gpus);
         fprintf(stderr, "\n");
     }
 }
@@ -640,7 +700,11 @@ static void run_cycle(struct world *w)
     struct sched_cycle_stats st;
     const struct sched_decision *d = sched_cycle(w->s, w->now, SCHED_CYCLE_INCREMENTAL, &n, &st);
     const struct sched_decision *d2 =
-        w->twin ? sched_cycle(w->twin, w->now, w->mode == TWIN_FULL ? SCHED_CYCLE_RECOMPUTE : SCHED_CYCLE_INCREMENTAL, &n2, NULL) : NULL;
+        w->twin
+            ? sched_cycle(w->twin, w->now,
+                          w->mode == TWIN_FULL ? SCHED_CYCLE_RECOMPUTE : SCHED_CYCLE_INCREMENTAL,
+                          &n2, NULL)
+            : NULL;
     trace_decisions(w, d, n);
     if (w->twin) {
         compare_twin(w, d, n, d2, n2);
@@ -709,7 +773,6 @@ static void test_random_workloads_hold_the_guarantees(void **state)
     (void)state;
     run_seeds(TWIN_NONE);
 }
-
 
 static void test_incremental_equals_full(void **state)
 {
