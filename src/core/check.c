@@ -443,6 +443,99 @@ static int check_claims(const struct sched *s, struct sched_error *err)
     return 0;
 }
 
+static int cmp_deadline(const void *a, const void *b)
+{
+    const struct deadline *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+struct rule_due {
+    enum deadline_kind kind;
+    int64_t at;
+    const char *what;
+};
+
+static bool deadline_listed(const struct deadline *v, size_t n, enum deadline_kind kind,
+                            uint64_t id, int64_t at)
+{
+    struct deadline key = {.at = at, .id = id, .kind = (uint8_t)kind};
+    return bsearch(&key, v, n, sizeof(*v), cmp_deadline) != NULL;
+}
+
+/* The deadline heap (deadlines.c): a heap; what sched_next_wakeup() answers from it is its
+ * earliest live entry (never a stale one); and every time rule still to come (after the
+ * last cycle's time, by which the due ones fired) has its entry at its exact time: each
+ * running job's limit, each stopping job's kill, each preemptible job's coming of age and
+ * protection, each pending job's begin time and starvation bound. */
+static int check_deadlines(const struct sched *s, struct sched_error *err)
+{
+    int64_t live = NEVER;
+    for (size_t i = 0; i < s->nheap; i++) {
+        if (i > 0 && s->heap[(i - 1) / 2].at > s->heap[i].at)
+            FAIL("the deadline heap is out of order at %zu", i);
+        if (s->heap[i].at < live && deadline_live(s, &s->heap[i]))
+            live = s->heap[i].at;
+    }
+    if (deadline_next_live(s) != live)
+        FAIL("the next wakeup would be %lld, the earliest live deadline is %lld",
+             (long long)deadline_next_live(s), (long long)live);
+    struct deadline *v = malloc((s->nheap + 1) * sizeof(*v));
+    if (!v)
+        return err_set(err, -ENOMEM, "", "out of memory");
+    if (s->nheap)
+        memcpy(v, s->heap, s->nheap * sizeof(*v));
+    qsort(v, s->nheap, sizeof(*v), cmp_deadline);
+    int64_t done = s->fired_to;
+    int rc = 0;
+    for (size_t slot = 0; slot < s->jobs_cap && rc == 0; slot++) {
+        const struct job *j = &s->jobs[slot];
+        if (!j->id)
+            continue;
+        struct rule_due want[5];
+        int n = 0;
+        bool runs = j->state == SCHED_RUNNING || j->state == SCHED_STARTING;
+        if (runs && j->limit_ms > 0)
+            want[n++] = (struct rule_due){DL_LIMIT, j->start_ms + j->limit_ms, "limit"};
+        if (j->state == SCHED_STOPPING && !(j->flags & JF_KILL_SENT))
+            want[n++] = (struct rule_due){DL_KILL, j->kill_at_ms, "kill"};
+        if (j->nallocs && job_class(s, j)->preemptible) {
+            int64_t protect = job_class(s, j)->protect_after_ms;
+            want[n++] = (struct rule_due){DL_ELIGIBLE, j->start_ms + s->policy.min_runtime_ms,
+                                          "coming of age"};
+            if (protect > 0)
+                want[n++] = (struct rule_due){DL_PROTECT, j->start_ms + protect, "protection"};
+        }
+        /* a job queued at s->now with a begin time or starvation bound already come gets
+           none: the cycle that follows its event sees to it */
+        if (j->state == SCHED_PENDING && j->begin_ms > s->now)
+            want[n++] = (struct rule_due){DL_BEGIN, j->begin_ms, "begin time"};
+        const struct project *p = &s->projects[j->project];
+        bool boost_over = p->boost && p->boost_until <= s->now; /* its deadline re-watches */
+        if (j->state == SCHED_PENDING && !(j->flags & JF_STARVING) && !s->order_dirty &&
+            !s->rewatch && !boost_over && job_starve_at(s, j) > s->now)
+            want[n++] = (struct rule_due){DL_STARVE, job_starve_at(s, j), "starvation"};
+        for (int k = 0; k < n && rc == 0; k++)
+            if (want[k].at > done && want[k].at < NEVER &&
+                !deadline_listed(v, s->nheap, want[k].kind, j->id, want[k].at))
+                rc = err_set(err, -EFAULT, "", "job %llu (%s): no deadline for its %s at %lld",
+                             (unsigned long long)j->id, sched_job_state_name(j->state),
+                             want[k].what, (long long)want[k].at);
+    }
+    for (size_t i = 0; i < s->nprojects && rc == 0; i++) {
+        const struct project *p = &s->projects[i];
+        if (p->boost && p->boost_until > done &&
+            !deadline_listed(v, s->nheap, DL_BOOST, i, p->boost_until))
+            rc = err_set(err, -EFAULT, "", "project %s: no deadline for its boost's end",
+                         p->spec.name);
+    }
+    free(v);
+    return rc;
+}
+
 int sched_check(const struct sched *s, struct sched_error *err)
 {
     int rc = check_job_slab(s, err);
@@ -456,6 +549,8 @@ int sched_check(const struct sched *s, struct sched_error *err)
         rc = check_queue(s, err);
     if (rc == 0)
         rc = check_claims(s, err);
+    if (rc == 0)
+        rc = check_deadlines(s, err);
     if (rc == 0 && s->memo_wrong)
         FAIL("a preemption memo skipped job %llu although its search finds victims",
              (unsigned long long)s->memo_wrong);

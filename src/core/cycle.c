@@ -69,12 +69,17 @@ static void fire_deadline(struct sched *s, const struct deadline *d, int64_t now
     }
 }
 
+/* Only live entries act (deadline_live: a stale one would do nothing, or repeat what the
+ * live entry of the same rule does). */
 static void fire_deadlines(struct sched *s, int64_t now)
 {
     while (s->nheap && s->heap[0].at <= now) {
         struct deadline d = deadline_pop(s);
-        fire_deadline(s, &d, now);
+        if (deadline_live(s, &d))
+            fire_deadline(s, &d, now);
     }
+    if (now > s->fired_to)
+        s->fired_to = now;
 }
 
 /* ---- starting */
@@ -685,6 +690,7 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sche
        without progress, waiting for the next event or timer is enough */
     s->preempt_backlog = s->preempt_budget <= 0 && st->preempted > 0;
     s->start_backlog = st->start_capped;
+    deadlines_prune(s); /* the walk's ends and starts left stale entries: never wake for them */
     st->pending = (int)s->by_state[SCHED_PENDING];
     st->running = (int)(s->by_state[SCHED_RUNNING] + s->by_state[SCHED_STARTING] +
                         s->by_state[SCHED_STOPPING]);
@@ -693,9 +699,7 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sche
 
 int64_t sched_next_wakeup(const struct sched *s, int64_t now)
 {
-    int64_t t = NEVER;
-    if (s->nheap)
-        t = s->heap[0].at;
+    int64_t t = deadline_next_live(s); /* stale entries never wake anyone */
     if (s->by_state[SCHED_PENDING] > 0) {
         int64_t refresh = s->last_refresh + s->policy.fairshare_refresh_ms;
         int64_t res = s->res_refreshed + s->policy.reservation_refresh_ms;

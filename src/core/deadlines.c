@@ -1,7 +1,11 @@
 /*
  * deadlines.c - the deadline index (floor 1): a min-heap of (time, job or project, kind)
- * for the time-based rules. Stale entries stay in it and are checked when popped: the
- * cycle (cycle.c fire_deadlines) pops what is due and decides what each means.
+ * for the time-based rules. An entry goes stale when what it was set for is gone (the job
+ * ended, restarted, was requeued with another begin time, started before it starved);
+ * stale entries stay in the heap and are told apart by deadline_live(). The cycle (cycle.c
+ * fire_deadlines) pops what is due and acts on the live ones, and drops the stale entries
+ * at the top before it returns, so sched_next_wakeup() never answers one (docs/
+ * scheduling.md "The cycle": what the wakeup promises).
  */
 #include "core/internal.h"
 
@@ -48,4 +52,70 @@ struct deadline deadline_pop(struct sched *s)
         i = m;
     }
     return top;
+}
+
+/* Would firing d at its time do something (cycle.c fire_deadline)? The same checks, with
+ * "due by now" read as "due by d->at": an entry whose job ended, restarted (a later start,
+ * so a later limit), was stopped, started, was requeued with another begin time or already
+ * starves is stale. */
+bool deadline_live(const struct sched *s, const struct deadline *d)
+{
+    if (d->kind == DL_BOOST) {
+        if (d->id >= s->nprojects)
+            return false;
+        const struct project *p = &s->projects[d->id];
+        return p->boost && p->boost_until <= d->at;
+    }
+    const struct job *j = job_find(s, d->id);
+    if (!j)
+        return false;
+    switch ((enum deadline_kind)d->kind) {
+    case DL_LIMIT:
+        return (j->state == SCHED_RUNNING || j->state == SCHED_STARTING) && j->limit_ms > 0 &&
+               j->start_ms + j->limit_ms <= d->at;
+    case DL_KILL:
+        return j->state == SCHED_STOPPING && j->kill_at_ms <= d->at && !(j->flags & JF_KILL_SENT);
+    case DL_ELIGIBLE:
+        return j->nallocs && job_class(s, j)->preemptible &&
+               j->start_ms + s->policy.min_runtime_ms == d->at;
+    case DL_PROTECT: {
+        int64_t protect = job_class(s, j)->protect_after_ms;
+        return j->nallocs && job_class(s, j)->preemptible && protect > 0 &&
+               j->start_ms + protect == d->at;
+    }
+    case DL_STARVE: {
+        /* queue.c job_starve_at(), which this floor may not call */
+        int64_t after = s->policy.tiers[job_eff_rank(s, j)].starve_after_ms;
+        return j->state == SCHED_PENDING && !(j->flags & JF_STARVING) && after > 0 &&
+               j->eligible_ms != NEVER && j->eligible_ms + after <= d->at;
+    }
+    case DL_BEGIN: /* the walk looks at the begin time itself: the job may start then */
+        return j->state == SCHED_PENDING && j->begin_ms == d->at;
+    default:
+        return false;
+    }
+}
+
+/* Pop the stale entries off the top: the top is then live, or the heap empty. */
+void deadlines_prune(struct sched *s)
+{
+    while (s->nheap && !deadline_live(s, &s->heap[0]))
+        (void)deadline_pop(s);
+}
+
+/* The earliest live entry below heap index i that is earlier than `best`: a live entry
+ * hides its subtree (its children are no earlier), a stale one is looked through. */
+static int64_t live_min(const struct sched *s, size_t i, int64_t best)
+{
+    if (i >= s->nheap || s->heap[i].at >= best)
+        return best;
+    if (deadline_live(s, &s->heap[i]))
+        return s->heap[i].at;
+    best = live_min(s, 2 * i + 1, best);
+    return live_min(s, 2 * i + 2, best);
+}
+
+int64_t deadline_next_live(const struct sched *s)
+{
+    return live_min(s, 0, NEVER);
 }

@@ -381,6 +381,7 @@ struct sched {
 
     struct deadline *heap;
     size_t nheap, heap_cap;
+    int64_t fired_to; /* the deadlines due by then have fired (the last cycle's time) */
 
     struct u64map arrays; /* array id -> index into array_counts */
     struct array_count *array_counts;
@@ -508,6 +509,9 @@ void groups_share_refresh(struct sched *s);
 /* ---- deadlines.c: the deadline heap */
 void deadline_push(struct sched *s, int64_t at, uint64_t id, enum deadline_kind kind);
 struct deadline deadline_pop(struct sched *s); /* the earliest; s->nheap > 0 */
+bool deadline_live(const struct sched *s, const struct deadline *d); /* firing would act */
+void deadlines_prune(struct sched *s);             /* the stale entries at the top */
+int64_t deadline_next_live(const struct sched *s); /* the earliest live one, or NEVER */
 
 /* ---- changes.c */
 void node_changed(struct sched *s, struct node *n);

@@ -673,6 +673,8 @@ int sched_job_release(struct sched *s, uint64_t id, int64_t now, struct sched_er
     job_set_state(s, j, SCHED_PENDING);
     j->reason = SCHED_R_PRIORITY;
     j->reason_cycle = 0;
+    if (j->begin_ms > now) /* submitted held: it had no wakeup for its begin time */
+        deadline_push(s, j->begin_ms, j->id, DL_BEGIN);
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
     order_insert(s, j);
     job_mark_eligible(s, j, now);

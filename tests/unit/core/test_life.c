@@ -194,6 +194,49 @@ static void test_hold_release_cancel(void **state)
     sched_destroy(s);
 }
 
+/* A job that ends early leaves no wakeup at its old limit: sched_next_wakeup() answers
+ * the next rule that still applies (docs/scheduling.md "The cycle"), never a deadline
+ * left by a job that is gone. */
+static void test_ended_job_leaves_no_wakeup(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    submit(s, 1, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    submit(s, 2, "lab", NULL, NULL, 1, 1, 3 * HOUR, T0);
+    (void)cycle(s, T0 + 1);
+    run(s, 1, T0 + 2);
+    run(s, 2, T0 + 2);
+    end(s, 1, SCHED_EXIT_CODE, 0, T0 + 10 * SEC);
+    (void)cycle(s, T0 + 11 * SEC);
+    struct sched_error err;
+    int cycles = 0;
+    int64_t w = sched_next_wakeup(s, T0 + 11 * SEC);
+    while (w < T0 + 1 + 3 * HOUR) { /* job 2's coming of age and such may come first */
+        assert_true(w != T0 + 1 + HOUR); /* job 1's limit: gone with it */
+        assert_true(w > T0 + 11 * SEC);
+        struct cyc c = cycle(s, w);
+        assert_int_equal(sched_check(s, &err), 0);
+        assert_int_equal(c.n, 0);
+        assert_true(++cycles < 8);
+        w = sched_next_wakeup(s, w);
+    }
+    assert_int_equal(w, T0 + 1 + 3 * HOUR); /* job 2's limit */
+    struct cyc c = cycle(s, w);
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 2));
+    /* a job submitted held with a begin time and released before it wakes at its begin */
+    struct sched_job_spec j;
+    spec_fill(&j, 3, "lab", NULL, NULL, 1, 1, HOUR, w);
+    j.hold = true;
+    j.begin_ms = w + 2 * HOUR;
+    assert_int_equal(sched_job_submit(s, &j, w, &err), 0);
+    assert_int_equal(sched_job_release(s, 3, w + 1, &err), 0);
+    end(s, 2, SCHED_EXIT_SIGNAL, 15, w + 2);
+    (void)cycle(s, w + 3);
+    assert_int_equal(sched_check(s, &err), 0);
+    assert_true(sched_next_wakeup(s, w + 3) <= j.begin_ms);
+    sched_destroy(s);
+}
+
 static void test_requeue_running(void **state)
 {
     (void)state;
@@ -316,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_idempotent_experiment_retries),
         cmocka_unit_test(test_node_failure_requeues),
         cmocka_unit_test(test_hold_release_cancel),
+        cmocka_unit_test(test_ended_job_leaves_no_wakeup),
         cmocka_unit_test(test_requeue_running),
         cmocka_unit_test(test_array_limit),
         cmocka_unit_test(test_restore_running),
