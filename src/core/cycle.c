@@ -18,48 +18,39 @@
 
 /* ---- the deadlines due (the heap: deadlines.c) */
 
+/* Act on a live entry that is due (deadline_live holds and d->at <= now: its checks are
+ * the rule's conditions, so they are not repeated here). */
 static void fire_deadline(struct sched *s, const struct deadline *d, int64_t now)
 {
     if (d->kind == DL_BOOST) {
-        if (d->id < s->nprojects) {
-            struct project *p = &s->projects[d->id];
-            if (p->boost && p->boost_until <= now) {
-                p->boost = 0;
-                p->boost_until = 0;
-                s->order_dirty = true;
-            }
-        }
+        struct project *p = &s->projects[d->id];
+        p->boost = 0;
+        p->boost_until = 0;
+        s->order_dirty = true;
         return;
     }
     struct job *j = job_find(s, d->id);
-    if (!j)
-        return;
     switch ((enum deadline_kind)d->kind) {
     case DL_LIMIT:
-        if ((j->state == SCHED_RUNNING || j->state == SCHED_STARTING) && j->limit_ms > 0 &&
-            j->start_ms + j->limit_ms <= now)
-            job_stop(s, j, SCHED_STOP_TIMEOUT, j->signal, j->grace_ms, 0, now);
+        job_stop(s, j, SCHED_STOP_TIMEOUT, j->signal, j->grace_ms, 0, now);
         break;
-    case DL_KILL:
-        if (j->state == SCHED_STOPPING && j->kill_at_ms <= now && !(j->flags & JF_KILL_SENT)) {
-            struct sched_decision *dec = decision_push(s, SCHED_D_KILL, j);
-            if (dec) {
-                dec->cause = j->stop_cause;
-                decision_attach_allocs(s, dec, j);
-                snprintf(dec->detail, sizeof(dec->detail), "grace over");
-            }
-            j->flags |= JF_KILL_SENT;
+    case DL_KILL: {
+        struct sched_decision *dec = decision_push(s, SCHED_D_KILL, j);
+        if (dec) {
+            dec->cause = j->stop_cause;
+            decision_attach_allocs(s, dec, j);
+            snprintf(dec->detail, sizeof(dec->detail), "grace over");
         }
+        j->flags |= JF_KILL_SENT;
         break;
+    }
     case DL_ELIGIBLE:
     case DL_PROTECT:
-        if (j->nallocs) {
-            victim_eligibility_update(s, j, now);
-            /* its age changed who may take it, even when the "anyone" flag did not (a
-               borrower): its nodes' preemption answers may change (struct preempt_memo) */
-            for (int i = 0; i < j->nallocs; i++)
-                node_changed(s, &s->nodes[j->allocs[i].node]);
-        }
+        victim_eligibility_update(s, j, now);
+        /* its age changed who may take it, even when the "anyone" flag did not (a
+           borrower): its nodes' preemption answers may change (struct preempt_memo) */
+        for (int i = 0; i < j->nallocs; i++)
+            node_changed(s, &s->nodes[j->allocs[i].node]);
         break;
     case DL_STARVE:
         starvation_watch(s, j, now);
@@ -70,7 +61,8 @@ static void fire_deadline(struct sched *s, const struct deadline *d, int64_t now
 }
 
 /* Only live entries act (deadline_live: a stale one would do nothing, or repeat what the
- * live entry of the same rule does). */
+ * live entry of the same rule does). Each is judged when popped, after the ones before it
+ * fired. */
 static void fire_deadlines(struct sched *s, int64_t now)
 {
     while (s->nheap && s->heap[0].at <= now) {

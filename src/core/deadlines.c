@@ -83,12 +83,9 @@ bool deadline_live(const struct sched *s, const struct deadline *d)
         return j->nallocs && job_class(s, j)->preemptible && protect > 0 &&
                j->start_ms + protect == d->at;
     }
-    case DL_STARVE: {
-        /* queue.c job_starve_at(), which this floor may not call */
-        int64_t after = s->policy.tiers[job_eff_rank(s, j)].starve_after_ms;
-        return j->state == SCHED_PENDING && !(j->flags & JF_STARVING) && after > 0 &&
-               j->eligible_ms != NEVER && j->eligible_ms + after <= d->at;
-    }
+    case DL_STARVE:
+        return j->state == SCHED_PENDING && !(j->flags & JF_STARVING) &&
+               job_starve_at(s, j) <= d->at;
     case DL_BEGIN: /* the walk looks at the begin time itself: the job may start then */
         return j->state == SCHED_PENDING && j->begin_ms == d->at;
     default:

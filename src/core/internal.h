@@ -476,6 +476,7 @@ struct job *job_find(const struct sched *s, uint64_t id);
 uint32_t job_slot(const struct sched *s, const struct job *j);
 int job_eff_rank(const struct sched *s, const struct job *j);
 int64_t job_expected_end(const struct sched *s, const struct job *j);
+int64_t job_starve_at(const struct sched *s, const struct job *j); /* NEVER: no bound */
 int64_t job_duration(const struct job *j);
 double job_billing_rate(const struct sched *s, const struct job *j);
 const struct sched_class_spec *job_class(const struct sched *s, const struct job *j);
@@ -589,7 +590,6 @@ int cmp_entries(const struct order_entry *a, const struct order_entry *b);
 void starvation_watch(struct sched *s, struct job *j, int64_t now);
 /* The job (back) in the queue at `now`: from when its starvation age counts. */
 void job_mark_eligible(struct sched *s, struct job *j, int64_t now);
-int64_t job_starve_at(const struct sched *s, const struct job *j); /* NEVER: no bound */
 
 /* ---- claims.c: reservations and their claims on nodes */
 struct avail {

@@ -47,6 +47,16 @@ int job_eff_rank(const struct sched *s, const struct job *j)
     return r < 0 ? 0 : r;
 }
 
+/* Age counts from eligibility, not submission: time held, waiting for a dependency or for
+ * a begin time is not starvation (DESIGN §3.7). */
+int64_t job_starve_at(const struct sched *s, const struct job *j)
+{
+    int64_t after = s->policy.tiers[job_eff_rank(s, j)].starve_after_ms;
+    if (after <= 0 || j->eligible_ms == NEVER)
+        return NEVER;
+    return j->eligible_ms + after;
+}
+
 /* When a holder of resources is expected to release them: its time limit plus grace
  * (the most it can run), or its kill time when already stopping. NEVER without limit. */
 int64_t job_expected_end(const struct sched *s, const struct job *j)

@@ -186,16 +186,6 @@ void job_mark_eligible(struct sched *s, struct job *j, int64_t now)
     j->eligible_ms = j->ndeps_unmet > 0 ? NEVER : j->begin_ms > now ? j->begin_ms : now;
 }
 
-/* Age counts from eligibility, not submission: time held, waiting for a dependency or for
- * a begin time is not starvation (DESIGN §3.7). */
-int64_t job_starve_at(const struct sched *s, const struct job *j)
-{
-    int64_t after = s->policy.tiers[job_eff_rank(s, j)].starve_after_ms;
-    if (after <= 0 || j->eligible_ms == NEVER)
-        return NEVER;
-    return j->eligible_ms + after;
-}
-
 /* A pending job starves once it has waited its tier's starve_after since it became
  * eligible: mark it now, or set a deadline for when it will (fire_deadline calls back). */
 void starvation_watch(struct sched *s, struct job *j, int64_t now)
