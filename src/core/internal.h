@@ -575,6 +575,8 @@ void victim_mark(struct sched *s, struct job *v, bool eligible);
 /* The node's victims added to (sign 1) or taken from (-1) the counts of the selector sets
    it matches: around a change of its labels. */
 void victim_sel_node(struct sched *s, struct node *n, int sign);
+/* The selector sets 1..63 node n matches (bit k: set k). */
+uint64_t node_selsets(const struct sched *s, const struct node *n);
 /* Count selector set `selset` (just interned) from the nodes' victim_allocs. */
 void victim_sel_recount(struct sched *s, uint32_t selset);
 

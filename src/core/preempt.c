@@ -30,17 +30,6 @@ bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus)
 
 static bool over_guarantee(const struct sched *s, const struct job *v);
 
-/* The selector sets 1..63 node n matches (bit k: set k). */
-static uint64_t node_selsets(const struct sched *s, const struct node *n)
-{
-    uint64_t mask = 0;
-    size_t nsel = s->nselsets < NSELBITS ? s->nselsets : NSELBITS;
-    for (size_t k = 1; k < nsel; k++)
-        if (node_matches_selset(s, n, (uint32_t)k))
-            mask |= 1ULL << k;
-    return mask;
-}
-
 /* Recount reclaimable_at from the projects' counters when a borrower may have appeared;
  * when one has, reclaimable_sel from the borrowers' nodes. */
 static void reclaimable_refresh(struct sched *s)

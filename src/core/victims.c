@@ -40,26 +40,32 @@ void victim_mark(struct sched *s, struct job *v, bool eligible)
     s->eligible_by_rank[v->victim_rank] += sign;
     s->projects[v->project].eligible_by_rank[v->victim_rank] += sign;
     s->victim_changes++;
-    size_t nsel = s->nselsets < NSELBITS ? s->nselsets : NSELBITS;
     for (int i = 0; i < v->nallocs; i++) {
         struct node *n = &s->nodes[v->allocs[i].node];
         node_changed(s, n); /* a victim more or less there: struct preempt_memo */
         n->victim_gpus[v->victim_rank] += sign * v->allocs[i].gpus;
         n->victim_cpus[v->victim_rank] += sign * v->allocs[i].cpus;
         n->victim_allocs[v->victim_rank] += sign;
-        for (size_t k = 1; k < nsel; k++)
-            if (node_matches_selset(s, n, (uint32_t)k))
-                s->sel_victims[k][v->victim_rank] += sign;
+        for (uint64_t m = node_selsets(s, n); m; m &= m - 1)
+            s->sel_victims[__builtin_ctzll(m)][v->victim_rank] += sign;
     }
+}
+
+uint64_t node_selsets(const struct sched *s, const struct node *n)
+{
+    uint64_t mask = 0;
+    size_t nsel = s->nselsets < NSELBITS ? s->nselsets : NSELBITS;
+    for (size_t k = 1; k < nsel; k++)
+        if (node_matches_selset(s, n, (uint32_t)k))
+            mask |= 1ULL << k;
+    return mask;
 }
 
 void victim_sel_node(struct sched *s, struct node *n, int sign)
 {
-    size_t nsel = s->nselsets < NSELBITS ? s->nselsets : NSELBITS;
-    for (size_t k = 1; k < nsel; k++)
-        if (node_matches_selset(s, n, (uint32_t)k))
-            for (int r = 0; r < SCHED_MAX_TIERS; r++)
-                s->sel_victims[k][r] += sign * n->victim_allocs[r];
+    for (uint64_t m = node_selsets(s, n); m; m &= m - 1)
+        for (int r = 0; r < SCHED_MAX_TIERS; r++)
+            s->sel_victims[__builtin_ctzll(m)][r] += sign * n->victim_allocs[r];
 }
 
 void victim_sel_recount(struct sched *s, uint32_t selset)
