@@ -171,6 +171,22 @@ int64_t avail_hold(const struct sched *s, const struct node *n, int64_t from, in
     return NEVER;
 }
 
+/* A request refused at `from` because the node holds it only until `hold` (avail_hold's
+ * answer, short of the job's end) is refused at every t in [from, answer) as well while the
+ * profile stays: before `hold` the walk from t meets the same first shortfall at `hold`,
+ * and the end only moves later; when the room falls short at `from` itself, it does so
+ * until the next step. */
+int64_t avail_refused_until(const struct sched *s, const struct node *n, int64_t from, int64_t hold)
+{
+    if (hold > from)
+        return hold;
+    n = profile(s, n);
+    if (n->nprof < 0)
+        return from;
+    int i = step_at(n, from);
+    return i + 1 < n->nprof ? n->prof[i + 1].at : NEVER;
+}
+
 int64_t avail_earliest(const struct sched *s, const struct node *n, const struct shape *sh,
                        int64_t now, int64_t dur)
 {

@@ -153,6 +153,22 @@ bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res,
     return false;
 }
 
+/* Until when a refusal by claims_allow(), with the `hold` it gave, stands for the same
+ * request at later times while the node does not change: only the profile's answer is
+ * known to (avail_refused_until), and only until the node's first release, past which a
+ * job still running there would be overdue and the exact walk would answer instead. `now`
+ * when the exact walk answered (an own claim, an overdue job, no profile). */
+int64_t claims_refused_until(const struct sched *s, const struct node *n, int64_t now, int64_t hold)
+{
+    if (hold < 0)
+        return now;
+    int64_t until = avail_refused_until(s, n, now, hold);
+    n = node_releases(s, n);
+    if (n->nrel > 0 && n->rel[0].at < until)
+        until = n->rel[0].at;
+    return until > now ? until : now;
+}
+
 static int add_claim(struct sched *s, struct node *n, const struct claim *c)
 {
     size_t cap = (size_t)n->claims_cap;

@@ -511,7 +511,7 @@ static void serve_starving(struct sched *s, struct walk *w, struct job *j)
     struct shape *sh = &s->shapes[j->shape];
     enum place_result pr = PLACE_NO_CAPACITY;
     if (sh->nofit_cycle != s->cycle)
-        pr = place_job(s, j, w->now, w->allocs, NULL, NULL);
+        pr = place_job_memo(s, j, w->now, w->allocs); /* served each cycle: from its memo */
     if (pr == PLACE_NO_CAPACITY && sh->nofit_cycle != s->cycle)
         shape_nofit(s, NULL, sh); /* the queue walk counts its open shapes itself */
     pr = start_if_room(s, w, j, NULL, pr);

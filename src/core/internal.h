@@ -57,6 +57,36 @@ struct dep_ref {
     uint64_t id; /* checked: the slot may have been reused */
 };
 
+/* A job's last placement that found no room to start (place.c place_job_memo, used for
+ * the starving jobs, which the cycle places first each cycle): the nodes the scan found
+ * with room for its shape, each with the time before which the claims there keep refusing
+ * it unless the node changes (claims_refused_until; the time of the scan for a node the
+ * claims let in, one of a gang too small to start, or one the exact walk answered). A node
+ * without room keeps none until it changes, and every change of a node's jobs, claims or
+ * capacity puts it in the change log (changes.c) after `logpos`. So a later placement
+ * looks again only at the nodes changed since and those whose refusal ran out, and knows
+ * the answer of a full scan: room nowhere, or held off by claims (as many nodes with room
+ * as before, less or more); room to start calls for the full scan, which picks the nodes.
+ * Valid under `epoch` (memo_epoch: nodes, labels, pools or a lost log entry) for the
+ * shape, pool rule and length it was made for. */
+struct place_memo_node {
+    uint32_t node;
+    int64_t until;
+};
+
+struct place_memo { /* allocated with its room: only jobs that use one pay for it */
+    bool live;
+    uint8_t pool_rule;
+    uint32_t shape;
+    uint64_t epoch;
+    size_t logpos;
+    int64_t dur;
+    int nroom, cap;
+    struct place_memo_node room[]; /* nroom entries of cap, at most PLACE_MEMO_MAX */
+};
+
+enum { PLACE_MEMO_MAX = 128 }; /* more nodes with room: no memo (a scan is cheap enough) */
+
 struct job {
     uint64_t id;
     uint32_t project;
@@ -99,6 +129,7 @@ struct job {
     int nallocs;
     struct sched_selector *selectors; /* copy for views/explain */
     int nselectors;
+    struct place_memo *place; /* its last placement without room (starving jobs), or NULL */
     /* numbers behind the reason, for explain (set when the reason is computed) */
     int64_t r_value, r_in_use, r_request;
 };
@@ -417,9 +448,10 @@ struct sched {
     uint32_t *shdirty, *chscratch;
     size_t nshdirty, shdirty_cap, chscratch_cap;
     uint32_t visit;
-    bool verify_memos;   /* sched_verify_memos() */
-    uint64_t memo_wrong; /* a job whose search a memo skipped although it found victims */
-    uint64_t gate_wrong; /* ... that the victim gate skipped although its search found some */
+    bool verify_memos;    /* sched_verify_memos() */
+    uint64_t memo_wrong;  /* a job whose search a memo skipped although it found victims */
+    uint64_t place_wrong; /* a job whose placement memo answered unlike a full scan */
+    uint64_t gate_wrong;  /* ... that the victim gate skipped although its search found some */
     /* scratch space of preempt_for (its node plans) and reservation_make (its candidates),
        grown as needed, freed with the scheduler: no allocation per search */
     void *plan_scratch, *cand_scratch;
@@ -559,6 +591,10 @@ bool avail_own_claim(const struct node *n, uint32_t own); /* reservation `own` c
    may run [from, end) there iff end <= the answer. -1: out of memory. */
 int64_t avail_hold(const struct sched *s, const struct node *n, int64_t from, int gpus, int cpus,
                    int64_t mem);
+/* The end of the stretch from `from` over which a request avail_hold() found held only
+   until `hold` stays so while the profile stays (claims_refused_until). */
+int64_t avail_refused_until(const struct sched *s, const struct node *n, int64_t from,
+                            int64_t hold);
 /* Does [from, to) hold the request, counting every claim? 1 yes, 0 no, -1 unknown. */
 int avail_window(const struct sched *s, const struct node *n, int64_t from, int64_t to, int gpus,
                  int cpus, int64_t mem);
@@ -611,6 +647,10 @@ bool claim_binds(const struct sched *s, uint32_t res, const struct job *j);
 bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res, int64_t now,
                   int64_t end, int gpus, int cpus, int64_t mem, const struct job *for_job,
                   bool *lower_only, int64_t *hold);
+/* After claims_allow() refused with `hold`: the time before which it refuses the same
+   request at any later moment while the node does not change (now: unknown). */
+int64_t claims_refused_until(const struct sched *s, const struct node *n, int64_t now,
+                             int64_t hold);
 uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t end,
                          const uint32_t *nodes, int nnodes, bool preempting, bool starving);
 void reservation_drop(struct sched *s, uint32_t r);

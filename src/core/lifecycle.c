@@ -16,6 +16,7 @@ void job_free_parts(struct job *j)
     free(j->allocs);
     free(j->selectors);
     free(j->dependents);
+    free(j->place);
 }
 
 static void node_stopping_add(struct sched *s, const struct job *j, int sign)
@@ -63,6 +64,8 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
     else
         memcpy(j->allocs, allocs, nallocs * sizeof(*allocs));
     j->nallocs = nallocs;
+    free(j->place); /* its placement memo is of no more use */
+    j->place = NULL;
     j->flags &= (uint8_t) ~(JF_BORROWER | JF_KILL_SENT | JF_VICTIM_ELIGIBLE);
     for (int i = 0; i < nallocs; i++)
         node_take(s, j, &allocs[i]);

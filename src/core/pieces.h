@@ -50,6 +50,11 @@ enum place_result { PLACE_OK, PLACE_CLAIMED, PLACE_NO_CAPACITY };
 enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
                             struct sched_alloc *allocs, bool *claimed_by_lower,
                             int64_t *held_until);
+/* place_job() for a job that keeps a memo of its last placement without room (struct
+ * place_memo): the same answer, from the nodes that changed since. Not for a caller that
+ * asks claimed_by_lower or held_until. */
+enum place_result place_job_memo(struct sched *s, struct job *j, int64_t now,
+                                 struct sched_alloc *allocs);
 uint64_t pick_gpus(const struct node *n, int count);
 bool reserved_could_fit(struct sched *s, const struct shape *sh);
 int shape_static_reason(struct sched *s, struct shape *sh);

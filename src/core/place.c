@@ -8,6 +8,7 @@
  */
 #include "core/pieces.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 uint64_t pick_gpus(const struct node *n, int count)
@@ -63,7 +64,56 @@ struct place_ctx {
     bool want_lower; /* the caller asks whether only lower claims held it off */
     bool lower_only, any_claimed;
     int64_t hold_max; /* the latest end a node with room allowed; -1 once one could not tell */
+    struct place_memo **rec; /* the job's memo, recorded on the way (NULL: none) */
 };
+
+/* A node with room for the shape, into the memo being made or moved (until: see struct
+ * place_memo). Past PLACE_MEMO_MAX nodes, or out of memory, the memo is given up. */
+static void memo_room(struct place_memo **mp, uint32_t node, int64_t until)
+{
+    struct place_memo *m = mp ? *mp : NULL;
+    if (!m || !m->live)
+        return;
+    if (m->nroom == m->cap) {
+        int cap = m->cap * 2;
+        struct place_memo *bigger = m->nroom < PLACE_MEMO_MAX
+                                        ? realloc(m, sizeof(*m) + (size_t)cap * sizeof(*m->room))
+                                        : NULL;
+        if (!bigger) {
+            m->live = false;
+            return;
+        }
+        *mp = m = bigger;
+        m->cap = cap;
+    }
+    m->room[m->nroom++] = (struct place_memo_node){node, until};
+}
+
+/* Room for the shape on node n now, and may the claims there let the job in? The room
+ * goes into the memo being recorded, if any. */
+static bool node_room_allows(struct place_ctx *c, uint32_t idx, bool *room)
+{
+    struct sched *s = c->s;
+    const struct shape *sh = c->sh;
+    const struct node *n = &s->nodes[idx];
+    *room = node_free_fit(n, sh) && node_matches_selset(s, n, sh->selset);
+    if (!*room)
+        return false;
+    c->capacity++;
+    bool lower = true;
+    int64_t hold = NEVER;
+    if (n->nclaims && !claims_allow(s, n, c->j->reservation, c->now, c->end, sh->gpus, sh->cpus,
+                                    sh->mem_mb, c->j, c->want_lower ? &lower : NULL, &hold)) {
+        c->any_claimed = true;
+        c->lower_only &= lower;
+        if (c->hold_max >= 0 && (hold < 0 || hold > c->hold_max))
+            c->hold_max = hold;
+        memo_room(c->rec, idx, c->rec ? claims_refused_until(s, n, c->now, hold) : 0);
+        return false;
+    }
+    memo_room(c->rec, idx, c->now); /* let in: looked at again each time */
+    return true;
+}
 
 static bool already_chosen(const struct place_ctx *c, uint32_t idx)
 {
@@ -79,28 +129,15 @@ static bool scan_bucket(struct place_ctx *c, uint32_t head)
     struct sched *s = c->s;
     const struct shape *sh = c->sh;
     for (uint32_t idx = head; idx != NONE32; idx = s->nodes[idx].next) {
-        const struct node *n = &s->nodes[idx];
-        if (!node_free_fit(n, sh) || !node_matches_selset(s, n, sh->selset))
+        bool room;
+        if (already_chosen(c, idx) || !node_room_allows(c, idx, &room))
             continue;
-        if (already_chosen(c, idx))
-            continue;
-        c->capacity++;
-        bool lower = true;
-        int64_t hold = NEVER;
-        if (n->nclaims && !claims_allow(s, n, c->j->reservation, c->now, c->end, sh->gpus, sh->cpus,
-                                        sh->mem_mb, c->j, c->want_lower ? &lower : NULL, &hold)) {
-            c->any_claimed = true;
-            c->lower_only &= lower;
-            if (c->hold_max >= 0 && (hold < 0 || hold > c->hold_max))
-                c->hold_max = hold;
-            continue;
-        }
         struct sched_alloc *a = &c->allocs[c->found++];
         a->node = idx;
         a->gpus = sh->gpus;
         a->cpus = sh->cpus;
         a->mem_mb = sh->mem_mb;
-        a->gpu_mask = pick_gpus(n, sh->gpus);
+        a->gpu_mask = pick_gpus(&s->nodes[idx], sh->gpus);
         if (c->found == sh->nodes)
             return true;
     }
@@ -132,7 +169,8 @@ static bool scan_pool(struct place_ctx *c, int pool)
 
 static enum place_result place_shape(struct sched *s, const struct job *j, const struct shape *sh,
                                      int64_t now, struct sched_alloc *allocs,
-                                     bool *claimed_by_lower, int64_t *held_until);
+                                     bool *claimed_by_lower, int64_t *held_until,
+                                     struct place_memo **rec);
 
 /* A gang asking for no type still runs on one type: its nodes must be alike (and it is
  * billed by that type). Each type is tried in turn. */
@@ -143,13 +181,13 @@ enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
     if (held_until)
         *held_until = -1;
     if (!shape_spans_types(sh))
-        return place_shape(s, j, sh, now, allocs, claimed_by_lower, held_until);
+        return place_shape(s, j, sh, now, allocs, claimed_by_lower, held_until, NULL);
     enum place_result best = PLACE_NO_CAPACITY;
     bool lower_only = true;
     for (int t = 1; t < s->ntypes; t++) {
         struct shape typed = shape_typed(sh, t);
         bool lower = false;
-        enum place_result r = place_shape(s, j, &typed, now, allocs, &lower, NULL);
+        enum place_result r = place_shape(s, j, &typed, now, allocs, &lower, NULL, NULL);
         if (r == PLACE_OK)
             return r;
         if (r == PLACE_CLAIMED) {
@@ -164,9 +202,11 @@ enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
 
 static enum place_result place_shape(struct sched *s, const struct job *j, const struct shape *sh,
                                      int64_t now, struct sched_alloc *allocs,
-                                     bool *claimed_by_lower, int64_t *held_until)
+                                     bool *claimed_by_lower, int64_t *held_until,
+                                     struct place_memo **rec)
 {
     struct place_ctx c = {
+        .rec = rec,
         .s = s,
         .j = j,
         .sh = sh,
@@ -199,6 +239,125 @@ static enum place_result place_shape(struct sched *s, const struct job *j, const
     if (held_until && c.any_claimed)
         *held_until = c.hold_max;
     return c.capacity >= sh->nodes ? PLACE_CLAIMED : PLACE_NO_CAPACITY;
+}
+
+/* ---- the placement memo (struct place_memo) */
+
+/* Does the scan of place_shape() visit node n for the shape: a node in a bucket (UP), in
+ * a pool its rule scans, of a type it scans (the bucket key is then implied by room)? */
+static bool scan_visits(const struct sched *s, const struct node *n, const struct shape *sh)
+{
+    if (!n->in_bucket || !node_pool_allowed(n, (enum pool_rule)sh->pool_rule))
+        return false;
+    if (sh->gpu_type > 0)
+        return n->gpu_type == sh->gpu_type;
+    return sh->gpus == 0 || (n->gpu_type >= 1 && n->gpu_type < s->ntypes);
+}
+
+static bool memo_current(const struct sched *s, const struct job *j, const struct shape *sh)
+{
+    const struct place_memo *m = j->place;
+    return m && m->live && m->epoch == s->memo_epoch && m->shape == j->shape &&
+           m->pool_rule == sh->pool_rule && m->dur == job_duration(j) && m->logpos <= s->nchlog;
+}
+
+/* A fresh memo for the scan about to run (false: out of memory, no memo). */
+static bool memo_begin(struct sched *s, struct job *j, const struct shape *sh)
+{
+    if (!j->place) {
+        enum { FIRST = 4 };
+        j->place = malloc(sizeof(*j->place) + FIRST * sizeof(j->place->room[0]));
+        if (!j->place)
+            return false;
+        j->place->cap = FIRST;
+    }
+    struct place_memo *m = j->place;
+    m->live = true;
+    m->epoch = s->memo_epoch;
+    m->shape = j->shape;
+    m->pool_rule = sh->pool_rule;
+    m->dur = job_duration(j);
+    m->nroom = 0;
+    return true;
+}
+
+/* The memo as of now: from here on, every change of a node is logged after logpos. */
+static void memo_stamp(struct sched *s, struct place_memo *m)
+{
+    m->logpos = s->nchlog;
+    s->chlog_mark = s->nchlog;
+}
+
+/* Bring the memo to now by looking again at the nodes changed since and at those whose
+ * refusal ran out; the others answer as they did. Returns the nodes that let the job in
+ * (a full scan is due once they are enough), or -1 when the memo had to be given up. */
+static int memo_recheck(struct sched *s, struct job *j, const struct shape *sh, int64_t now)
+{
+    struct place_memo *m = j->place;
+    const uint32_t *nodes;
+    size_t n = changes_since(s, m->logpos, now, now, &nodes); /* marks them visited */
+    if (n == SIZE_MAX)
+        return -1;
+    int keep = 0;
+    for (int i = 0; i < m->nroom; i++) {
+        const struct place_memo_node *e = &m->room[i];
+        if (s->nodes[e->node].visit == s->visit)
+            continue; /* changed: looked at below */
+        if (e->until > now)
+            m->room[keep++] = *e;
+        else
+            n = changes_also(s, n, e->node);
+    }
+    m->nroom = keep;
+    struct place_ctx c = {.s = s, .j = j, .sh = sh, .now = now, .hold_max = -1, .rec = &j->place};
+    int64_t dur = job_duration(j);
+    c.end = dur >= NEVER - now ? NEVER : now + dur;
+    int allowed = 0;
+    for (size_t i = 0; i < n && j->place->live; i++) {
+        bool room;
+        if (scan_visits(s, &s->nodes[nodes[i]], sh) && node_room_allows(&c, nodes[i], &room))
+            allowed++;
+    }
+    if (!j->place->live)
+        return -1;
+    memo_stamp(s, j->place);
+    return allowed;
+}
+
+/* The memo's answer against a full scan's (sched_verify_memos): sched_check() fails on a
+ * difference. */
+static void memo_verify_place(struct sched *s, const struct job *j, int64_t now,
+                              enum place_result said)
+{
+    if (!s->verify_memos || s->place_wrong)
+        return;
+    struct sched_alloc *scratch = calloc((size_t)s->shapes[j->shape].nodes, sizeof(*scratch));
+    if (scratch && place_job(s, j, now, scratch, NULL, NULL) != said)
+        s->place_wrong = j->id;
+    free(scratch);
+}
+
+enum place_result place_job_memo(struct sched *s, struct job *j, int64_t now,
+                                 struct sched_alloc *allocs)
+{
+    const struct shape *sh = &s->shapes[j->shape];
+    if (shape_spans_types(sh))
+        return place_job(s, j, now, allocs, NULL, NULL);
+    if (memo_current(s, j, sh)) {
+        int allowed = memo_recheck(s, j, sh, now);
+        if (allowed >= 0 && allowed < sh->nodes) {
+            enum place_result pr = j->place->nroom >= sh->nodes ? PLACE_CLAIMED : PLACE_NO_CAPACITY;
+            memo_verify_place(s, j, now, pr);
+            return pr;
+        }
+    }
+    bool rec = memo_begin(s, j, sh);
+    enum place_result pr = place_shape(s, j, sh, now, allocs, NULL, NULL, rec ? &j->place : NULL);
+    if (rec && pr == PLACE_OK)
+        j->place->live = false;
+    else if (rec && j->place->live)
+        memo_stamp(s, j->place);
+    return pr;
 }
 
 /* Would a reserved-pool node take the shape right now (ignoring its pool rule)? Lets a
