@@ -350,6 +350,38 @@ static void test_overdue_release_stays_with_the_claim(void **state)
     sched_destroy(s);
 }
 
+/* The placement memo of a starving job (place_job_memo): cycles with nothing changed
+ * answer "no room" from it, and the cycle after a node frees looks at that node again and
+ * starts the job there. */
+static void test_starving_memo_sees_the_freed_node(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched(); /* critical starves after 1 h */
+    add_node(s, "n1", "H100", 8);
+    add_node(s, "n2", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", NULL, NULL, 8, 1, 10 * HOUR, T0);
+    submit(s, 2, "lab", NULL, NULL, 8, 1, 10 * HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    run(s, 2, T0);
+    submit(s, 3, "lab", NULL, NULL, 8, 1, HOUR, T0 + 1);
+    for (int64_t t = T0 + HOUR + MIN; t < T0 + 4 * HOUR; t += 20 * MIN) {
+        struct cyc c = cycle(s, t);
+        assert_null(find_dec(c, SCHED_D_START, 3));
+        check_ok(s);
+    }
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 3, T0 + 4 * HOUR, &x), 0);
+    assert_true(x.starving);
+    end(s, 2, SCHED_EXIT_CODE, 0, T0 + 4 * HOUR);
+    struct cyc c = cycle(s, T0 + 4 * HOUR);
+    const struct sched_decision *d = find_dec(c, SCHED_D_START, 3);
+    assert_non_null(d);
+    check_ok(s);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_policy_change_makes_victims),
         cmocka_unit_test(test_lowered_guarantee_makes_borrowers),
         cmocka_unit_test(test_overdue_release_stays_with_the_claim),
+        cmocka_unit_test(test_starving_memo_sees_the_freed_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
