@@ -1152,7 +1152,15 @@ static int apply_due(struct sim *m, struct reader_state *rs, int64_t now)
             if (advance(m, tr) < 0)
                 return -ENOMEM;
             rs->have = false;
-            if (submit_row(m, &rs->row, tr) < 0 || read_ahead(m, rs) < 0)
+            size_t before = m->r->njobs;
+            if (submit_row(m, &rs->row, tr) < 0)
+                return -EINVAL;
+            if (m->r->njobs > before) { /* busy so far: advance() integrated up to tr */
+                m->r->arrivals_end_ms = tr;
+                m->r->busy_gpu_ms_arrivals = m->r->busy_gpu_ms_total;
+                m->r->busy_cpu_ms_arrivals = m->r->busy_cpu_ms_total;
+            }
+            if (read_ahead(m, rs) < 0)
                 return -EINVAL;
         } else if (te <= now) {
             struct ev e = heap_pop(&m->h);

@@ -125,6 +125,9 @@ struct sim_result {
     struct sim_series series;
     int64_t end_ms; /* virtual time when the run stopped */
     int64_t busy_gpu_ms_total;
+    /* the last submission, and the busy totals up to it (the window while jobs arrive) */
+    int64_t arrivals_end_ms;
+    int64_t busy_gpu_ms_arrivals, busy_cpu_ms_arrivals;
     long bad_rows, rejected, unfinished;
     long preemptions, requeues, node_failures, timeouts;
     double lost_gpu_ms; /* to preemption */

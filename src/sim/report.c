@@ -121,6 +121,14 @@ static void totals(FILE *f, const struct sim_result *r, const struct sim_summary
     if (r->node_failures)
         fprintf(f, "  %snode failures%s %ld (%.1f GPU-h lost)", DIM(c), RESET(c), r->node_failures,
                 s->lost_node_fail_gpu_hours);
+    if (s->utilisation_arrivals >= 0 || s->cpu_utilisation_arrivals >= 0)
+        fprintf(f,
+                "\n%swhile jobs arrive%s (first to last submission, %.1f h) utilisation GPU "
+                "%.1f%%, CPU %.1f%%",
+                DIM(c), RESET(c),
+                (double)(r->arrivals_end_ms - (r->njobs ? r->jobs[0].submit_ms : 0)) / 3.6e6,
+                100 * (s->utilisation_arrivals > 0 ? s->utilisation_arrivals : 0),
+                100 * (s->cpu_utilisation_arrivals > 0 ? s->cpu_utilisation_arrivals : 0));
     fprintf(f, "\n%sJain fairness%s ", DIM(c), RESET(c));
     if (!isnan(s->jain_share))
         fprintf(f, "share/guarantee %.3f, ", s->jain_share);
@@ -354,6 +362,11 @@ static json_t *run_json(const struct sim_run_report *run)
         return NULL;
     json_object_set_new(o, "cpus", json_integer((json_int_t)r->total_cpus));
     json_object_set_new(o, "cpu_utilisation", num(s->cpu_utilisation));
+    json_object_set_new(o, "gpu_utilisation_arrivals",
+                        s->utilisation_arrivals >= 0 ? num(s->utilisation_arrivals) : json_null());
+    json_object_set_new(o, "cpu_utilisation_arrivals",
+                        s->cpu_utilisation_arrivals >= 0 ? num(s->cpu_utilisation_arrivals)
+                                                         : json_null());
     json_object_set_new(o, "queues", json_integer(r->partitions));
     json_object_set_new(o, "rows", rows_json(r));
     return o;

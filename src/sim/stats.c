@@ -254,6 +254,14 @@ int sim_summary_compute(const struct sim_result *r, struct sim_summary *s)
     if (r->total_cpus > 0 && r->end_ms > first)
         s->cpu_utilisation =
             (double)r->busy_cpu_ms_total / ((double)r->total_cpus * (double)(r->end_ms - first));
+    int64_t window = r->arrivals_end_ms - first;
+    s->utilisation_arrivals = s->cpu_utilisation_arrivals = -1;
+    if (r->total_gpus > 0 && window > 0)
+        s->utilisation_arrivals =
+            (double)r->busy_gpu_ms_arrivals / ((double)r->total_gpus * (double)window);
+    if (r->total_cpus > 0 && window > 0)
+        s->cpu_utilisation_arrivals =
+            (double)r->busy_cpu_ms_arrivals / ((double)r->total_cpus * (double)window);
     s->lost_gpu_hours = r->lost_gpu_ms / 3.6e6;
     s->lost_node_fail_gpu_hours = r->lost_node_fail_gpu_ms / 3.6e6;
     return 0;

@@ -45,10 +45,13 @@ struct sim_summary {
     int nprojects;
     double utilisation;     /* busy GPU time / (GPUs x makespan) */
     double cpu_utilisation; /* busy CPU time / (CPUs x makespan) */
-    double makespan_h;      /* first submission to last end, hours */
-    double jain_share;      /* over projects with a guarantee: used/guaranteed; NAN if none */
-    double jain_slowdown;   /* over projects with started jobs (2 or more, else NAN) */
-    double lost_gpu_hours;  /* to preemption */
+    /* the same from the first to the last submission (while jobs arrive: a finite trace
+       ends in a tail that no arrival rate fills); -1 when that window is empty */
+    double utilisation_arrivals, cpu_utilisation_arrivals;
+    double makespan_h;     /* first submission to last end, hours */
+    double jain_share;     /* over projects with a guarantee: used/guaranteed; NAN if none */
+    double jain_slowdown;  /* over projects with started jobs (2 or more, else NAN) */
+    double lost_gpu_hours; /* to preemption */
     double lost_node_fail_gpu_hours;
 };
 

@@ -247,6 +247,8 @@ static int add_cluster(struct sim_table *t, const struct sim_run_report *runs, i
     } cm[] = {
         {"GPU utilisation", "gpu_utilisation", SIM_CELL_PERCENT, +1},
         {"CPU utilisation", "cpu_utilisation", SIM_CELL_PERCENT, +1},
+        {"GPU util. while arriving", "gpu_utilisation_arrivals", SIM_CELL_PERCENT, +1},
+        {"CPU util. while arriving", "cpu_utilisation_arrivals", SIM_CELL_PERCENT, +1},
         {"makespan (h)", "makespan_h", SIM_CELL_HOURS, -1},
         {"preemptions", "preemptions", SIM_CELL_COUNT, -1},
         {"requeues", "requeues", SIM_CELL_COUNT, 0},
@@ -264,7 +266,7 @@ static int add_cluster(struct sim_table *t, const struct sim_run_report *runs, i
     for (size_t m = 0; m < sizeof(cm) / sizeof(cm[0]); m++) {
         struct sim_table_row row;
 
-        if ((m == 0 && !gpus) || (m == 1 && !cpus))
+        if (((m == 0 || m == 2) && !gpus) || ((m == 1 || m == 3) && !cpus))
             continue;
         memset(&row, 0, sizeof(row));
         snprintf(row.group, sizeof(row.group), "cluster");
@@ -277,9 +279,17 @@ static int add_cluster(struct sim_table *t, const struct sim_run_report *runs, i
             const struct sim_result *r = runs[k].r;
             const struct sim_summary *s = runs[k].s;
             const double v[] = {
-                s->utilisation,         s->cpu_utilisation,    s->makespan_h,
-                (double)r->preemptions, (double)r->requeues,   s->jain_share,
-                s->jain_slowdown,       (double)r->partitions, (double)r->rejected,
+                s->utilisation,
+                s->cpu_utilisation,
+                s->utilisation_arrivals >= 0 ? s->utilisation_arrivals : NAN,
+                s->cpu_utilisation_arrivals >= 0 ? s->cpu_utilisation_arrivals : NAN,
+                s->makespan_h,
+                (double)r->preemptions,
+                (double)r->requeues,
+                s->jain_share,
+                s->jain_slowdown,
+                (double)r->partitions,
+                (double)r->rejected,
             };
 
             row.v[k] = v[m];

@@ -68,6 +68,8 @@ static void summary_of_result(void **state)
     r.total_gpus = 4;
     r.end_ms = 400000;
     r.busy_gpu_ms_total = 800000;
+    r.arrivals_end_ms = 300000; /* the last submission (d) */
+    r.busy_gpu_ms_arrivals = 600000;
     /* a: waits 0, 100 s run; b: waits 100 s; c: rejected; d: never starts */
     jobs[0] = (struct sim_job_rec){ .submit_ms = 0, .runtime_ms = 100000, .first_start_ms = 0,
                                     .end_ms = 100000, .gpus = 1, .tier = 2, .project = 0,
@@ -93,6 +95,8 @@ static void summary_of_result(void **state)
     assert_int_equal(s.tiers[2].starved, 1);            /* b waited 100 s > 50 s */
     assert_int_equal(s.tiers[2].jobs, 2);
     assert_true(s.utilisation == 0.5);                 /* 800000 / (4 x 400000) */
+    assert_true(s.utilisation_arrivals == 0.5);        /* 600000 / (4 x 300000) */
+    assert_true(s.cpu_utilisation_arrivals == -1);     /* no CPUs counted */
     assert_true(s.projects[0].used_share > 0.333 && s.projects[0].used_share < 0.334);
     assert_true(s.projects[1].guarantee_share == 0.75);
     /* used/guaranteed shares: a 1.333, b 0.889 -> Jain = (2.222)^2 / (2 x 2.568) */
