@@ -551,6 +551,13 @@ int sched_check(const struct sched *s, struct sched_error *err)
         rc = check_claims(s, err);
     if (rc == 0)
         rc = check_deadlines(s, err);
+    for (size_t i = 0; rc == 0 && i < s->jobs_cap; i++) {
+        const struct job *j = &s->jobs[i];
+        uint32_t bad;
+        if (j->id && j->state == SCHED_PENDING && j->place && place_memo_check(s, j, &bad) < 0)
+            FAIL("job %llu: its placement memo is wrong about node %s", (unsigned long long)j->id,
+                 bad < s->nnodes ? s->nodes[bad].name : "(its size)");
+    }
     if (rc == 0 && s->memo_wrong)
         FAIL("a preemption memo skipped job %llu although its search finds victims",
              (unsigned long long)s->memo_wrong);

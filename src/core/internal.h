@@ -78,7 +78,7 @@ struct place_memo { /* allocated with its room: only jobs that use one pay for i
     bool live;
     uint8_t pool_rule;
     uint32_t shape;
-    uint64_t epoch;
+    uint64_t epoch, node_epoch; /* memo_epoch, node_epoch (a node's state or labels) */
     size_t logpos;
     int64_t dur;
     int nroom, cap;

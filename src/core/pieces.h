@@ -55,6 +55,9 @@ enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
  * asks claimed_by_lower or held_until. */
 enum place_result place_job_memo(struct sched *s, struct job *j, int64_t now,
                                  struct sched_alloc *allocs);
+/* sched_check(): j's placement memo, if current, lists exactly the unchanged nodes with
+ * room for its shape. 0, or -1 with *bad the first node that breaks it (NONE32: its size). */
+int place_memo_check(const struct sched *s, const struct job *j, uint32_t *bad);
 uint64_t pick_gpus(const struct node *n, int count);
 bool reserved_could_fit(struct sched *s, const struct shape *sh);
 int shape_static_reason(struct sched *s, struct shape *sh);

@@ -257,8 +257,9 @@ static bool scan_visits(const struct sched *s, const struct node *n, const struc
 static bool memo_current(const struct sched *s, const struct job *j, const struct shape *sh)
 {
     const struct place_memo *m = j->place;
-    return m && m->live && m->epoch == s->memo_epoch && m->shape == j->shape &&
-           m->pool_rule == sh->pool_rule && m->dur == job_duration(j) && m->logpos <= s->nchlog;
+    return m && m->live && m->epoch == s->memo_epoch && m->node_epoch == s->node_epoch &&
+           m->shape == j->shape && m->pool_rule == sh->pool_rule && m->dur == job_duration(j) &&
+           m->logpos <= s->nchlog;
 }
 
 /* A fresh memo for the scan about to run (false: out of memory, no memo). */
@@ -274,6 +275,7 @@ static bool memo_begin(struct sched *s, struct job *j, const struct shape *sh)
     struct place_memo *m = j->place;
     m->live = true;
     m->epoch = s->memo_epoch;
+    m->node_epoch = s->node_epoch;
     m->shape = j->shape;
     m->pool_rule = sh->pool_rule;
     m->dur = job_duration(j);
@@ -322,6 +324,48 @@ static int memo_recheck(struct sched *s, struct job *j, const struct shape *sh, 
         return -1;
     memo_stamp(s, j->place);
     return allowed;
+}
+
+/* sched_check(): what a current memo rests on holds. Its entries are distinct nodes; every
+ * node unchanged since the memo (not in the change log after logpos) has room for the
+ * shape exactly when the memo lists it. 0, or -1 with the first node that breaks it. */
+int place_memo_check(const struct sched *s, const struct job *j, uint32_t *bad)
+{
+    const struct shape *sh = &s->shapes[j->shape];
+    if (!memo_current(s, j, sh))
+        return 0;
+    const struct place_memo *m = j->place;
+    /* 1: unchanged, 2: listed as well */
+    uint8_t *mark = calloc(s->nnodes ? s->nnodes : 1, 1);
+    if (!mark || m->nroom > m->cap || m->cap > PLACE_MEMO_MAX) {
+        free(mark);
+        *bad = NONE32;
+        return mark ? -1 : 0; /* out of memory: nothing to check with */
+    }
+    memset(mark, 1, s->nnodes);
+    for (size_t i = m->logpos; i < s->nchlog; i++)
+        mark[s->chlog[i]] = 0;
+    int rc = 0;
+    for (int i = 0; i < m->nroom && rc == 0; i++) {
+        uint32_t idx = m->room[i].node;
+        if (idx >= s->nnodes || mark[idx] == 2) {
+            *bad = idx;
+            rc = -1;
+        } else if (mark[idx] == 1) {
+            mark[idx] = 2;
+        }
+    }
+    for (uint32_t idx = 0; idx < s->nnodes && rc == 0; idx++) {
+        const struct node *n = &s->nodes[idx];
+        bool room =
+            scan_visits(s, n, sh) && node_free_fit(n, sh) && node_matches_selset(s, n, sh->selset);
+        if (mark[idx] && room != (mark[idx] == 2)) {
+            *bad = idx;
+            rc = -1;
+        }
+    }
+    free(mark);
+    return rc;
 }
 
 /* The memo's answer against a full scan's (sched_verify_memos): sched_check() fails on a
