@@ -263,7 +263,7 @@ static void arrays(void **state)
     assert_int_equal(n, 3);
     assert_int_equal(idx[1], 5);
     free(idx);
-    assert_int_equal(proto_array_expand("0-10000", &idx, &n, &limit, &e), -EINVAL);
+    assert_int_equal(proto_array_expand("0-100000", &idx, &n, &limit, &e), -EINVAL);
     assert_string_equal(e.field, "array");
 }
 
