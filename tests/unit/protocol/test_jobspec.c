@@ -164,7 +164,7 @@ static const struct {
      "deps[0].x"},
     {"{\"command\": [\"x\"], \"array\": \"x\"}", "array"},
     {"{\"command\": [\"x\"], \"array\": 5}", "array"},
-    {"{\"command\": [\"x\"], \"array\": \"0-20000\"}", "array"},
+    {"{\"command\": [\"x\"], \"array\": \"0-200000\"}", "array"},
     {"{\"command\": [\"x\"], \"signal\": \"NOPE\"}", "signal"},
     {"{\"command\": [\"x\"], \"signal\": 0}", "signal"},
     {"{\"command\": [\"x\"], \"signal\": \"KILL\"}", "signal"},
