@@ -793,7 +793,15 @@ void ctl_arrays_stop_all(struct ctl *c)
         struct ctl_array *a = c->arrays;
         array_unwatch(a);
         if (a->req && a->started)
-            evhttp_send_reply_end(a->req); /* cut short; every row is on disk already */
+            evhttp_send_reply_end(a->req);         /* cut short; every row is on disk already */
+        else if (a->req && a->phase == ARRAY_SYNC) /* whole, the marker gone: it stays */
+            ctl_reply_errorf(c, a->req, 503, NULL,
+                             "docketd is shutting down: array %llu (jobs %llu-%llu) was stored "
+                             "whole and will run, but its reply is lost: do not submit it "
+                             "again (GET /v1/jobs?array_id=%llu lists it)",
+                             (unsigned long long)a->first, (unsigned long long)a->first,
+                             (unsigned long long)(a->first + a->n - 1),
+                             (unsigned long long)a->first);
         else if (a->req)
             ctl_reply_errorf(c, a->req, 503, NULL,
                              "docketd is shutting down: array %llu was not stored",
@@ -1072,11 +1080,20 @@ void h_jobs_list(struct ctl_req *r)
     ctl_list_start(r->c, r->req, "jobs", limit, after, max_bytes, list_fetch, list_free, jl);
 }
 
+/* A task of an array whose rows are still being written: not there yet. */
+static bool being_written(struct ctl *c, uint64_t id)
+{
+    for (struct ctl_array *a = c->arrays; a; a = a->next)
+        if (a->phase != ARRAY_REPLY && id >= a->first && id < a->first + a->n)
+            return true;
+    return false;
+}
+
 /* Load the job named by arg[0] or answer 404. */
 static int job_arg(struct ctl_req *r, struct store_job *row)
 {
     int64_t id;
-    if (parse_int64(r->arg[0], 1, INT64_MAX, &id) < 0 ||
+    if (parse_int64(r->arg[0], 1, INT64_MAX, &id) < 0 || being_written(r->c, (uint64_t)id) ||
         store_job_get(r->c->store, (uint64_t)id, row) < 0) {
         ctl_reply_errorf(r->c, r->req, 404, NULL, "no such job '%.32s'", r->arg[0]);
         return -ENOENT;

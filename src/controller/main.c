@@ -419,7 +419,9 @@ int main(int argc, char **argv)
         log_info("started", "version=%s state_dir=%s", DOCKET_VERSION, c->cfg.state_dir);
         event_base_dispatch(c->base);
     }
-    /* commit whatever the last iteration wrote, then tear down */
+    /* arrays still being written are answered 503 (their marker stays: the next start
+     * rolls them back), then whatever the last iteration wrote is committed */
+    ctl_arrays_stop_all(c);
     if (c->store && c->commit_ev)
         ctl_commit_now(c);
     ctl_sync_stop(c);

@@ -103,6 +103,10 @@ wait_writing() {
     # while written it is not listed, and the core does not have it
     api_get '/v1/jobs?state=all'
     assert_json '.jobs | length' 0
+    api_get /v1/jobs/1
+    assert_status 404
+    api_post /v1/jobs/1/cancel
+    assert_status 404
     [[ $(core_jobs) == 0 ]]
     docketd_kill9
     wait "$SUBMIT_PID" || true
@@ -204,4 +208,20 @@ wait_writing() {
     wait "$pa"
     [[ $(cut -d' ' -f1 "$TEST_DIR/c.json.code") == 201 ]]
     [[ $(core_jobs) == 28000 ]]
+}
+
+@test "big arrays: SIGTERM while an array is written: 503, and the next start rolls it back" {
+    DOCKETD_TEST_ARRAY_SLICE_DELAY_MS=40 docketd_start
+    fake_node gpu01 8 H100-80GB >/dev/null
+    submit_bg "$TEST_DIR/big.json" '{"command": ["x"], "array": "0-19999", "hold": true}'
+    wait_writing 300
+    docketd_stop
+    wait "$SUBMIT_PID" || true
+    [[ $(cut -d' ' -f1 "$TEST_DIR/big.json.code") == 503 ]]
+    grep -q 'was not stored' "$TEST_DIR/big.json"
+    [[ $(db "SELECT count(*) FROM arrays_writing") == 1 ]]
+    docketd_start
+    grep -q 'event=arrays_rolled_back arrays=1' "$TEST_DIR/docketd.log"
+    [[ $(db "SELECT count(*) FROM jobs") == 0 ]]
+    [[ $(core_jobs) == 0 ]]
 }
