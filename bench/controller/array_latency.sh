@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # array_latency.sh [BUILD_DIR] - how long one big array submission holds docketd's loop
 # (issue 11): a /healthz probe every ~10 ms while an array of 1,000 tasks (the default
-# max_array_tasks) and one of 10,000 (the protocol's limit) are submitted, each once with a
+# max_array_tasks before they were written in slices) and one of 10,000 (SIZES="1000 10000
+# 50000" for others, up to 100,000) are submitted, each once with a
 # one-line command and once with a 131 KB script; NODES fake nodes (default 1, 8 GPUs
 # each) take what fits, so the cycle after each submission starts up to 8 x NODES tasks. Prints the submit time and the worst
 # /healthz round trip seen during it. Use a release build (meson setup build-r
@@ -21,7 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 "$B/src/controller/docketd" --state-dir "$S" --listen 127.0.0.1:0 --socket - --log-level warn \
-    --node-timeout 1h --max-array-tasks 10000 --submit-rate 0 >>"$T/log" 2>&1 &
+    --node-timeout 1h --max-array-tasks 100000 --submit-rate 0 >>"$T/log" 2>&1 &
 pid=$!
 until [[ -s $S/docketd.port ]] && curl -sf -o /dev/null "http://127.0.0.1:$(cat "$S/docketd.port")/healthz"; do
     sleep 0.01
@@ -57,7 +58,7 @@ run() {
         printf "%s: submit %s s (HTTP %s); /healthz during it: %d probes, p50 %.1f ms, worst %.1f ms\n",
             n, substr(t, 5), substr(t, 1, 3), NR, a[int(NR / 2) + 1] * 1000, a[NR] * 1000 }'
 }
-for TASKS in 1000 10000; do
+for TASKS in ${SIZES:-1000 10000}; do
     bodies "$TASKS"
     run "array of $TASKS, one-line command" "$T/small.json"
     run "array of $TASKS, 131 KB script" "$T/big.json"

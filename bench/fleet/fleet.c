@@ -14,7 +14,7 @@
  * fleet, whose own loop would otherwise delay the probe's replies). Every second the fleet writes
  * its counters as JSON to --status (atomically); SIGUSR1 sets a mark: the probe's samples, the
  * starts and the agents heard from are then counted again from zero (bench/fleet/run.sh marks
- * before each phase it measures).
+ * before each phase it measures); SIGUSR2 writes the status at once (the end of a phase).
  *
  *   fleet --host 127.0.0.1 --port P --join-token dkj_... --agents N [--gpus 8]
  *         [--wait-ms 25000] [--job-ms 0] [--pool 32] [--probe-ms 10] --status FILE
@@ -59,7 +59,7 @@ struct fleet {
     int port, nagents, gpus, wait_ms, job_ms, npool, probe_ms, next_pool;
     struct agent *agents;
     struct evhttp_connection **pool, *probe;
-    struct event *probe_ev, *tick_ev, *usr1_ev, *term_ev;
+    struct event *probe_ev, *tick_ev, *usr1_ev, *usr2_ev, *term_ev;
     /* counters (totals; *_mark since the last SIGUSR1) */
     int64_t registered, starts, finished, hb_errors, post_errors, reg_errors, not_up;
     int64_t starts_mark, heard_mark;
@@ -542,11 +542,13 @@ int main(int argc, char **argv)
     f.probe_ev = event_new(f.base, -1, EV_PERSIST, probe_cb, &f);
     f.tick_ev = event_new(f.base, -1, EV_PERSIST, tick_cb, &f);
     f.usr1_ev = evsignal_new(f.base, SIGUSR1, usr1_cb, &f);
+    f.usr2_ev = evsignal_new(f.base, SIGUSR2, tick_cb, &f);
     f.term_ev = evsignal_new(f.base, SIGTERM, term_cb, &f);
     if (f.probe_ms > 0)
         event_add(f.probe_ev, &probe_tv);
     event_add(f.tick_ev, &sec);
     event_add(f.usr1_ev, NULL);
+    event_add(f.usr2_ev, NULL);
     event_add(f.term_ev, NULL);
     f.mark_t = now_s();
     event_base_dispatch(f.base);

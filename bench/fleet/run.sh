@@ -6,12 +6,15 @@
 #   2. TASKS (default 10000) one-line tasks submitted while the fleet runs, as arrays of
 #      ARRAY tasks each (default TASKS: one array; ARRAY=1000 is the default
 #      max_array_tasks), one after the other: the submit time of each, the starts/s until every task has started, /healthz round trips
-#      (p50/p99/max, a probe every 10 ms) from the submission to the last start, the
+#      (p50/p99/max, a probe every 10 ms) from the first submission to the last 201 and
+#      from the first submission to the last start, the
 #      scheduling cycle's histogram (docket_cycle_seconds) over the run;
 #   3. no false UNREACHABLE: agents told their node is not UP, nodes not UP in /v1/nodes;
 #   4. a restart of docketd with the fleet connected: the time until every agent has had
 #      a heartbeat answered again, and the kernel's count of dropped connection attempts
 #      (TcpExt ListenOverflows/ListenDrops, for the whole machine: run it quiet).
+# HOLD=1 submits the tasks held and stops after the submissions: /healthz during them with
+# no start to compete (the fleet still heartbeating).
 # Use a release build: meson setup build-r --buildtype=release && ninja -C build-r.
 # The fleet and docketd each hold one descriptor per agent: ulimit -n must exceed AGENTS.
 set -euo pipefail
@@ -106,10 +109,17 @@ for ((first = 0; first < TASKS; first += ARRAY)); do
     last=$((first + ARRAY - 1 < TASKS - 1 ? first + ARRAY - 1 : TASKS - 1))
     ts=$(date +%s.%N)
     code=$(curl -s -o "$T/submit.json" -w '%{http_code}' -H "Authorization: Bearer $TOK" \
-        -d "{\"gpus\": 1, \"array\": \"0-$((last - first))\", \"command\": [\"true\"]}" "$U/v1/jobs")
+        -d "{\"gpus\": 1, \"array\": \"0-$((last - first))\", \"command\": [\"true\"]${HOLD:+, \"hold\": true}}" "$U/v1/jobs")
     te=$(date +%s.%N)
     echo "$code $(echo "($te - $ts) * 1000" | bc | cut -d. -f1)" >>"$T/submits"
 done
+kill -USR2 "$ppid_"
+sleep 0.2
+echo "healthz from the first submit to the last 201: n=$(pst .healthz_ms_mark.n) p50 $(pst '.healthz_ms_mark.p50*100|floor/100') ms p99 $(pst '.healthz_ms_mark.p99*100|floor/100') ms max $(pst '.healthz_ms_mark.max*100|floor/100') ms"
+if [[ -n ${HOLD:-} ]]; then # held: the submissions alone, no start follows
+    echo "submits (HTTP status, ms): $(sort -n -k2 "$T/submits" | awk '{c[$1]++; t[NR]=$2} END {for (k in c) printf "%s x%d ", k, c[k]; printf "median %s ms, max %s ms", t[int((NR+1)/2)], t[NR]}')"
+    exit 0
+fi
 echo "submits (HTTP status, ms): $(sort -n -k2 "$T/submits" | awk '{c[$1]++; t[NR]=$2} END {for (k in c) printf "%s x%d ", k, c[k]; printf "median %s ms, max %s ms", t[int((NR+1)/2)], t[NR]}')"
 wait_for ".starts_mark >= $TASKS" 900
 sleep 1.2

@@ -32,7 +32,7 @@ void ctl_config_defaults(struct ctl_config *cfg)
     cfg->idle_timeout_ms = 30000;
     cfg->submit_rate = 20;
     cfg->submit_burst = 200;
-    cfg->max_array_tasks = 1000;
+    cfg->max_array_tasks = 100000;
 }
 
 int ctl_tls_mode_parse(const char *s, enum ctl_tls_mode *out)

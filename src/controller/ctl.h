@@ -52,6 +52,11 @@ enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
 #define CTL_LIST_PAGE_BYTES  ((size_t)4 << 20)
 #define CTL_LIST_SLICE_BYTES ((size_t)128 << 10)
 #define CTL_LIST_SLICE_ROWS  256
+/* Big arrays (jobs.c, docs/controller.md "Big submissions"): an array of more than
+ * CTL_ARRAY_SLICE_TASKS tasks is written at most that many tasks (or about
+ * CTL_ARRAY_SLICE_US of loop) a turn, and added to the core as many a turn. */
+#define CTL_ARRAY_SLICE_TASKS 256
+#define CTL_ARRAY_SLICE_US    8000
 /* GET /v1/audit/verify walks the chain this many rows a loop turn (admin.c) */
 #define CTL_VERIFY_SLICE_ROWS 2048
 
@@ -82,9 +87,10 @@ struct ctl_config {
     /* submissions per user (jobs.c): a token bucket; rate 0 = no limit; admins exempt */
     int64_t submit_rate;  /* requests per second */
     int64_t submit_burst; /* bucket size */
-    /* tasks one array submission may have: a submission is stored in one loop turn
-     * (~40 us a task), so this bounds how long it holds the loop (docs/controller.md) */
+    /* tasks one array submission may have. Past CTL_ARRAY_SLICE_TASKS an array is
+     * written in slices, one per loop turn (docs/controller.md "Big submissions") */
     int64_t max_array_tasks;
+    int64_t test_array_slice_delay_ms; /* DOCKETD_TEST_ARRAY_SLICE_DELAY_MS: tests only */
     bool rotate_secrets_key; /* --rotate-secrets-key: once, at this start (not a config key) */
 };
 
@@ -286,6 +292,7 @@ struct ctl {
     struct ctl_alerts *alerts;  /* alerts.c */
     struct ctl_conns *conns;    /* conn.c */
     struct ctl_stream *streams; /* stream.c: replies being sent in slices */
+    struct ctl_array *arrays;   /* jobs.c: big arrays being written in slices */
     json_t *submit_buckets;     /* user -> [tokens, last mono ms] (jobs.c) */
     json_t *cycle_specs;        /* spec_id -> parsed spec, for one cycle (loop.c) */
     int64_t fd_limit, conn_cap;
@@ -431,6 +438,9 @@ typedef void (*ctl_stream_free)(void *arg);
 void ctl_stream_start(struct ctl *c, struct evhttp_request *req, ctl_stream_fill fill,
                       ctl_stream_free free_fn, void *arg);
 void ctl_stream_stop_all(struct ctl *c);
+/* jobs.c: at shutdown, the big arrays still being written are dropped (their marker stays:
+ * the next start rolls them back) and their clients answered 503. */
+void ctl_arrays_stop_all(struct ctl *c);
 /* A paged list on top of a stream (stream.c; docs/api.md "Lists"): {"KEY": [rows],
  * "next": "CURSOR"} with at most `limit` rows and `max_bytes` of JSON (a page always has
  * its first row, however long), "next" only when the page was cut. Rows are read by

@@ -818,6 +818,7 @@ int ctl_http_start(struct ctl *c, char *err, size_t errlen)
 
 void ctl_http_stop(struct ctl *c)
 {
+    ctl_arrays_stop_all(c);
     ctl_stream_stop_all(c);
     ctl_conn_stop(c);
     if (c->http_tcp)

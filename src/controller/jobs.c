@@ -501,6 +501,369 @@ static int rate_limit(struct ctl_req *r)
     return -EAGAIN;
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* Big arrays (docs/controller.md "Big submissions")                                     */
+
+/* An array of more than CTL_ARRAY_SLICE_TASKS tasks is written in slices, one per loop
+ * turn, each in its own transaction: the first (in the request's own turn) with the spec,
+ * the counter and the marker (store_array_writing_put), the last with the marker cleared
+ * and the audit row. Its tasks stay outside the core meanwhile, so none can start, and a
+ * restart rolls a marked array back. Once the last slice is on disk the 201 starts, and
+ * each later turn adds a slice of tasks to the core and sends their JOBs as one chunk. */
+enum array_phase { ARRAY_WRITE, ARRAY_SYNC, ARRAY_REPLY };
+
+struct ctl_array {
+    struct ctl *c;
+    struct evhttp_request *req; /* NULL once the client left, or after the reply */
+    bool started;               /* the 201's status line has left */
+    bool closed;                /* ... and then the client left: req is to be ended */
+    enum array_phase phase;
+    struct event *ev;
+    struct proto_jobspec ps;
+    int32_t *idx;
+    size_t n, written, added;
+    int limit;
+    int64_t now;
+    uint64_t first, gen;
+    char *text, *lean;
+    char actor[64];
+    struct ctl_array *next;
+};
+
+/* Tasks of arrays in flight of `project` not in the core yet (queue room counts them). */
+static size_t arrays_unqueued(struct ctl *c, const char *project)
+{
+    size_t n = 0;
+    for (struct ctl_array *a = c->arrays; a; a = a->next)
+        if (strcmp(a->ps.project, project) == 0)
+            n += a->n - a->added;
+    return n;
+}
+
+static void array_free(struct ctl_array *a)
+{
+    struct ctl_array **pp = &a->c->arrays;
+    while (*pp && *pp != a)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = a->next;
+    if (a->ev)
+        event_free(a->ev);
+    proto_jobspec_release(&a->ps);
+    free(a->idx);
+    free(a->text);
+    free(a->lean);
+    free(a);
+}
+
+static void array_client_left(struct evhttp_connection *con, void *arg)
+{
+    struct ctl_array *a = arg;
+    (void)con;
+    if (a->started)
+        a->closed = true; /* the detached request is freed by evhttp_send_reply_end */
+    else
+        a->req = NULL; /* libevent frees an unanswered request with its connection */
+}
+
+/* Stop watching the client's connection (before the request is answered or ended). */
+static void array_unwatch(struct ctl_array *a)
+{
+    struct evhttp_connection *con =
+        a->req && !a->closed ? evhttp_request_get_connection(a->req) : NULL;
+    if (con)
+        ctl_conn_watch(a->c, con, NULL, NULL);
+}
+
+static void array_again(struct ctl_array *a, int64_t ms)
+{
+    /* a timer, not event_active: the loop polls its sockets before the next slice */
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    event_add(a->ev, &tv);
+}
+
+/* Write the next slice's task rows (and with the last, clear the marker and audit) in the
+ * savepoint the caller opened: at most CTL_ARRAY_SLICE_TASKS tasks or about
+ * CTL_ARRAY_SLICE_US from t0. 0 or -errno. */
+static int array_write_slice(struct ctl_array *a, int64_t t0)
+{
+    struct ctl *c = a->c;
+    size_t end = a->written + CTL_ARRAY_SLICE_TASKS;
+    int rc = 0;
+    if (end > a->n)
+        end = a->n;
+    while (rc == 0 && a->written < end) {
+        struct store_job row;
+        size_t i = a->written;
+        rc = insert_job(c, &a->ps, a->text, a->first + i, a->first, a->idx[i], a->limit, a->now,
+                        &row);
+        if (rc == 0 && ++a->written % 32 == 0 && clock_mono_us() - t0 > CTL_ARRAY_SLICE_US)
+            break;
+    }
+    if (rc == 0 && a->written == a->n) {
+        char target[48];
+        snprintf(target, sizeof(target), "array:%llu", (unsigned long long)a->first);
+        rc = store_array_writing_clear(c->store, a->first);
+        if (rc == 0)
+            rc = audit_submit(c, a->actor, target, &a->ps);
+    }
+    return rc;
+}
+
+/* A slice failed: roll it back, delete what earlier slices wrote (the marker with it),
+ * answer 500. If even that fails docketd stops, and its restart rolls the array back by
+ * the marker the earlier slices committed. */
+static void array_fail(struct ctl_array *a)
+{
+    struct ctl *c = a->c;
+    char why[256];
+    str_copy(why, sizeof(why), store_errmsg(c->store));
+    log_error("array_write_failed", "array=%llu written=%zu tasks=%zu error=\"%s\"",
+              (unsigned long long)a->first, a->written, a->n, why);
+    int rc = store_savepoint(c->store);
+    if (rc == 0)
+        rc = store_array_discard(c->store, a->first);
+    if (rc == 0)
+        rc = store_release(c->store);
+    if (rc < 0)
+        ctl_store_diverged(c, "array_discard", a->first);
+    ctl_commit_soon(c);
+    array_unwatch(a);
+    if (a->req)
+        ctl_reply_errorf(c, a->req, 500, NULL, "store: %s (nothing of array %llu was kept)", why,
+                         (unsigned long long)a->first);
+    a->req = NULL;
+    array_free(a);
+}
+
+static void array_write_turn(struct ctl_array *a)
+{
+    struct ctl *c = a->c;
+    int rc = store_savepoint(c->store);
+    if (rc < 0) {
+        array_fail(a);
+        return;
+    }
+    rc = array_write_slice(a, clock_mono_us());
+    if (rc == 0)
+        rc = store_release(c->store);
+    if (rc < 0) {
+        (void)store_rollback_to(c->store);
+        array_fail(a);
+        return;
+    }
+    ctl_commit_soon(c);
+    if (a->written == a->n)
+        a->phase = ARRAY_SYNC;
+    array_again(a, a->written == a->n ? 0 : c->cfg.test_array_slice_delay_ms);
+}
+
+/* The core refused a task the database holds already (the policy or the project changed
+ * while the array was written): it ends FAILED, as a restart ends a job nothing can hold. */
+static void array_task_refused(struct ctl_array *a, uint64_t id, const struct sched_error *se)
+{
+    struct ctl *c = a->c;
+    struct store_job j;
+    char detail[160];
+    log_warn("array_task_refused", "job=%llu field=%s error=\"%s\"", (unsigned long long)id,
+             se->field, se->message);
+    snprintf(detail, sizeof(detail), "refused by the scheduler: %s", se->message);
+    int rc = store_savepoint(c->store);
+    if (rc == 0 && (rc = store_job_get(c->store, id, &j)) == 0) {
+        const char *from = sched_job_state_name((enum sched_job_state)j.state);
+        j.state = SCHED_FAILED;
+        j.end_ms = clock_now_ms();
+        rc = store_job_update(c->store, &j);
+        store_job_release(&j);
+        if (rc == 0)
+            rc = ctl_job_event(c, id, "state", from, "FAILED", "", "submit", detail);
+    }
+    if (rc == 0)
+        rc = store_release(c->store);
+    if (rc < 0)
+        ctl_store_diverged(c, "array_task_refused", id);
+    ctl_commit_soon(c);
+}
+
+/* One slice of the reply: the next tasks into the core, their JOBs as one chunk. */
+static void array_reply_turn(struct ctl_array *a)
+{
+    struct ctl *c = a->c;
+    struct dbuf b;
+    dbuf_init(&b, (size_t)64 << 20);
+    if (a->added == 0)
+        dbuf_printf(&b, "{\"array_id\":%llu,\"jobs\":[", (unsigned long long)a->first);
+    size_t end = a->added + CTL_ARRAY_SLICE_TASKS;
+    if (end > a->n)
+        end = a->n;
+    for (; a->added < end; a->added++) {
+        size_t i = a->added;
+        struct sched_job_spec sp;
+        struct sched_error se;
+        struct store_job row;
+        memset(&row, 0, sizeof(row));
+        memset(&se, 0, sizeof(se));
+        row.id = a->first + i;
+        row.array_id = a->first;
+        row.array_index = a->idx[i];
+        row.submit_ms = a->now;
+        row.state = a->ps.hold ? SCHED_HELD : SCHED_PENDING;
+        str_copy(row.tier, sizeof(row.tier), a->ps.tier);
+        ctl_spec_to_sched(&a->ps, row.id, a->now, a->first, a->limit, &sp);
+        if (sched_job_submit(c->sched, &sp, a->now, &se) < 0) {
+            array_task_refused(a, row.id, &se);
+            row.state = SCHED_FAILED;
+        }
+        if (i)
+            dbuf_puts(&b, ",");
+        job_text(c, &row, a->lean, &b);
+    }
+    bool done = a->added == a->n;
+    if (done)
+        dbuf_puts(&b, "]}");
+    if (a->req && !a->closed && !b.failed) {
+        struct evbuffer *out = xnonnull(evbuffer_new(), "array reply");
+        evbuffer_add(out, b.data, b.len);
+        evhttp_send_reply_chunk(a->req, out);
+        evbuffer_free(out);
+    } else if (b.failed) {
+        log_error("array_reply_failed", "array=%llu error=\"reply slice too large\"",
+                  (unsigned long long)a->first);
+    }
+    dbuf_release(&b);
+    ctl_cycle_soon(c);
+    if (!done) {
+        array_again(a, 0);
+        return;
+    }
+    c->metrics.submissions += a->n;
+    if (a->req) {
+        array_unwatch(a);
+        evhttp_send_reply_end(a->req);
+        a->req = NULL;
+    }
+    array_free(a);
+}
+
+/* Wait for the last slice's commit to reach the disk, then start the 201. */
+static void array_sync_turn(struct ctl_array *a)
+{
+    struct ctl *c = a->c;
+    if (store_in_tx(c->store)) { /* the last slice commits with this turn's writes */
+        array_again(a, 1);
+        return;
+    }
+    if (a->gen == 0)
+        a->gen = c->commit_gen;
+    if (c->synced_gen < a->gen) {
+        array_again(a, 1);
+        return;
+    }
+    a->phase = ARRAY_REPLY;
+    if (a->req) {
+        evhttp_add_header(evhttp_request_get_output_headers(a->req), "Content-Type",
+                          "application/json");
+        c->metrics.http_by_code[201]++;
+        evhttp_send_reply_start(a->req, 201, "Created");
+        a->started = true;
+    }
+    array_reply_turn(a);
+}
+
+static void array_turn(evutil_socket_t fd, short what, void *arg)
+{
+    struct ctl_array *a = arg;
+    (void)fd;
+    (void)what;
+    if (a->closed && a->req) { /* the client left during the reply: the rest goes nowhere */
+        evhttp_send_reply_end(a->req);
+        a->req = NULL;
+    }
+    if (a->phase == ARRAY_WRITE)
+        array_write_turn(a);
+    else if (a->phase == ARRAY_SYNC)
+        array_sync_turn(a);
+    else
+        array_reply_turn(a);
+}
+
+void ctl_arrays_stop_all(struct ctl *c)
+{
+    while (c->arrays) {
+        struct ctl_array *a = c->arrays;
+        array_unwatch(a);
+        if (a->req && a->started)
+            evhttp_send_reply_end(a->req);         /* cut short; every row is on disk already */
+        else if (a->req && a->phase == ARRAY_SYNC) /* whole, the marker gone: it stays */
+            ctl_reply_errorf(c, a->req, 503, NULL,
+                             "docketd is shutting down: array %llu (jobs %llu-%llu) was stored "
+                             "whole and will run, but its reply is lost: do not submit it "
+                             "again (GET /v1/jobs?array_id=%llu lists it)",
+                             (unsigned long long)a->first, (unsigned long long)a->first,
+                             (unsigned long long)(a->first + a->n - 1),
+                             (unsigned long long)a->first);
+        else if (a->req)
+            ctl_reply_errorf(c, a->req, 503, NULL,
+                             "docketd is shutting down: array %llu was not stored",
+                             (unsigned long long)a->first);
+        a->req = NULL;
+        array_free(a);
+    }
+}
+
+/* The first slice, in the request's savepoint: the spec, the marker, the counter past
+ * every id the array reserves, the first rows. Then the next turns take over. 0, or -1
+ * after answering (nothing is kept: the request's savepoint rolls back). */
+static int array_begin(struct ctl_req *r, struct proto_jobspec *ps, int32_t **idx, size_t n,
+                       int limit, int64_t now)
+{
+    struct ctl *c = r->c;
+    struct sched_job_spec sp;
+    struct sched_error se;
+    uint64_t first = c->next_job_id;
+    memset(&se, 0, sizeof(se));
+    ctl_spec_to_sched(ps, first, now, first, limit, &sp);
+    if (sched_job_validate(c->sched, &sp, &se) < 0)
+        return sched_err_reply(r, &se);
+    struct ctl_array *a = xnonnull(calloc(1, sizeof(*a)), "array");
+    *a = (struct ctl_array){
+        .c = c, .req = r->req, .n = n, .limit = limit, .now = now, .first = first};
+    int rc = spec_texts(ps, true, &a->text, &a->lean);
+    if (rc == 0)
+        rc = store_spec_put(c->store, first, a->text, a->lean);
+    if (rc == 0)
+        rc = store_array_writing_put(c->store, first, (int64_t)n, now);
+    if (rc == 0)
+        rc = store_counter_set(c->store, "next_job_id", (int64_t)(first + n));
+    a->ps = *ps;
+    a->idx = *idx;
+    str_copy(a->actor, sizeof(a->actor), r->id.user);
+    if (rc == 0)
+        rc = array_write_slice(a, clock_mono_us());
+    if (rc < 0) {
+        ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
+        a->ps.extra = NULL; /* still the caller's */
+        a->idx = NULL;
+        array_free(a);
+        return -1;
+    }
+    ps->extra = NULL; /* the array owns them now */
+    *idx = NULL;
+    c->next_job_id = first + n; /* reserved: a second array takes the ids after */
+    a->ev = xnonnull(event_new(c->base, -1, 0, array_turn, a), "array event");
+    a->next = c->arrays;
+    c->arrays = a;
+    struct evhttp_connection *con = evhttp_request_get_connection(r->req);
+    if (con)
+        ctl_conn_watch(c, con, array_client_left, a);
+    log_info("array_writing", "array=%llu tasks=%zu user=%s", (unsigned long long)first, n,
+             r->id.user);
+    if (a->written == a->n) /* (a slice as big as the array: only with a bigger slice) */
+        a->phase = ARRAY_SYNC;
+    array_again(a, c->cfg.test_array_slice_delay_ms);
+    return 0;
+}
+
 void h_jobs_submit(struct ctl_req *r)
 {
     struct ctl *c = r->c;
@@ -522,15 +885,19 @@ void h_jobs_submit(struct ctl_req *r)
         ctl_reply_error(c, r->req, &e);
         goto out;
     }
-    if ((int64_t)n > c->cfg.max_array_tasks) { /* one submission is stored in one loop turn */
+    if ((int64_t)n > c->cfg.max_array_tasks) {
         ctl_reply_errorf(c, r->req, 400, "array",
                          "array of %zu tasks is over this cluster's max_array_tasks (%lld): "
                          "submit it in parts of at most %lld tasks",
                          n, (long long)c->cfg.max_array_tasks, (long long)c->cfg.max_array_tasks);
         goto out;
     }
-    if (check_queue_room(r, ps.project, n) < 0)
+    if (check_queue_room(r, ps.project, n + arrays_unqueued(c, ps.project)) < 0)
         goto out;
+    if (idx && n > CTL_ARRAY_SLICE_TASKS) { /* written across loop turns */
+        (void)array_begin(r, &ps, &idx, n, limit, now);
+        goto out;
+    }
     uint64_t first = c->next_job_id;
     if (submit_tasks(r, &ps, idx, n, limit, now, first) < 0)
         goto out;
@@ -713,11 +1080,20 @@ void h_jobs_list(struct ctl_req *r)
     ctl_list_start(r->c, r->req, "jobs", limit, after, max_bytes, list_fetch, list_free, jl);
 }
 
+/* A task of an array whose rows are still being written: not there yet. */
+static bool being_written(struct ctl *c, uint64_t id)
+{
+    for (struct ctl_array *a = c->arrays; a; a = a->next)
+        if (a->phase != ARRAY_REPLY && id >= a->first && id < a->first + a->n)
+            return true;
+    return false;
+}
+
 /* Load the job named by arg[0] or answer 404. */
 static int job_arg(struct ctl_req *r, struct store_job *row)
 {
     int64_t id;
-    if (parse_int64(r->arg[0], 1, INT64_MAX, &id) < 0 ||
+    if (parse_int64(r->arg[0], 1, INT64_MAX, &id) < 0 || being_written(r->c, (uint64_t)id) ||
         store_job_get(r->c->store, (uint64_t)id, row) < 0) {
         ctl_reply_errorf(r->c, r->req, 404, NULL, "no such job '%.32s'", r->arg[0]);
         return -ENOENT;

@@ -352,6 +352,19 @@ static int start(struct ctl *c)
         log_error("secrets_key_rotation_failed", "error=\"%s\"", err);
         return rc;
     }
+    /* an array still marked as being written never got its 201: it goes whole
+     * (docs/controller.md "Big submissions") */
+    size_t rolled = 0;
+    if ((rc = store_arrays_rollback(c->store, &rolled)) < 0) {
+        log_error("restore_failed", "error=\"arrays being written: %s\"", store_errmsg(c->store));
+        return rc;
+    }
+    if (rolled > 0)
+        log_warn("arrays_rolled_back", "arrays=%zu why=\"docketd stopped while writing them\"",
+                 rolled);
+    const char *delay = getenv("DOCKETD_TEST_ARRAY_SLICE_DELAY_MS");
+    if (delay && parse_int64(delay, 0, 10000, &c->cfg.test_array_slice_delay_ms) < 0)
+        c->cfg.test_array_slice_delay_ms = 0;
     if ((rc = ctl_restore(c, err, sizeof(err))) < 0) {
         log_error("restore_failed", "error=\"%s\"", err);
         return rc;
@@ -406,7 +419,9 @@ int main(int argc, char **argv)
         log_info("started", "version=%s state_dir=%s", DOCKET_VERSION, c->cfg.state_dir);
         event_base_dispatch(c->base);
     }
-    /* commit whatever the last iteration wrote, then tear down */
+    /* arrays still being written are answered 503 (their marker stays: the next start
+     * rolls them back), then whatever the last iteration wrote is committed */
+    ctl_arrays_stop_all(c);
     if (c->store && c->commit_ev)
         ctl_commit_now(c);
     ctl_sync_stop(c);

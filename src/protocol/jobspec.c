@@ -613,7 +613,7 @@ int proto_jobspec_parse_text(const char *text, size_t len, int64_t now_ms,
 int proto_array_expand(const char *expr, int32_t **indices, size_t *count, int *limit,
                        struct proto_error *err)
 {
-    enum { PARSE_MAX = 100000 };
+    enum { PARSE_MAX = PROTO_MAX_ARRAY + 1 }; /* one past: "at most" names the bound */
     int32_t *idx = malloc(sizeof(int32_t) * PARSE_MAX);
     if (!idx)
         return proto_errorf(err, 500, NULL, "array", "out of memory");

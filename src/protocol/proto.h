@@ -59,7 +59,7 @@ enum {
     PROTO_MAX_CPUS = 4096,
     PROTO_MAX_NODES = 512,
     PROTO_MAX_RETRIES = 10,
-    PROTO_MAX_ARRAY = 10000, /* tasks in one array submission */
+    PROTO_MAX_ARRAY = 100000, /* tasks in one array submission */
     PROTO_SCRIPT_MAX = 256 * 1024,
 };
 

@@ -196,6 +196,12 @@ static const char *const migrations[] = {
     " WHERE e.job = job_runs.job AND e.type = 'state' AND e.time_ms >= job_runs.start_ms"
     " AND e.to_state NOT IN ('STARTING', 'RUNNING', 'STOPPING') ORDER BY e.id LIMIT 1), '');"
     "CREATE INDEX job_runs_start ON job_runs(start_ms);",
+    /* ---- h-slice (issue 11): big arrays written across loop turns -----------------
+     * 11: an array whose rows are still being written, slice by slice, has a row here
+     * (written with its first slice, deleted with its last, docs/controller.md "Big
+     * submissions"); one still here at start is rolled back (store_arrays_rollback). */
+    "CREATE TABLE arrays_writing (array_id INTEGER PRIMARY KEY, tasks INTEGER NOT NULL,"
+    " started_ms INTEGER NOT NULL);",
 };
 
 /* Token kinds as stored (schema 3). */
@@ -386,6 +392,11 @@ sqlite3_stmt *store_usage_stmt(struct store *st, int i, const char *sql)
         return NULL;
     }
     return st->ustmt[i];
+}
+
+void store_set_errmsg(struct store *st, const char *msg)
+{
+    snprintf(st->errmsg, sizeof(st->errmsg), "%s", msg);
 }
 
 static int fail(struct store *st, const char *what)
@@ -892,6 +903,9 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
         dbuf_printf(&sql, " AND array_id = ?%d", ++np);
     if (f->since_ms)
         dbuf_printf(&sql, " AND submit_ms >= ?%d", ++np);
+    /* an array still being written is not there yet (docs/controller.md "Big submissions") */
+    dbuf_puts(&sql,
+              " AND NOT (array_id <> 0 AND array_id IN (SELECT array_id FROM arrays_writing))");
     if (f->after)
         dbuf_printf(&sql, " AND id %s ?%d", f->desc ? "<" : ">", ++np);
     dbuf_printf(&sql, " ORDER BY id %s LIMIT %d", f->desc ? "DESC" : "ASC",

@@ -111,6 +111,19 @@ int store_job_insert(struct store *st, const struct store_job *j) STORE_WUR;
 /* Store a spec shared by several rows (an array's): its text and the same without
  * "script" and "env" (what lists show). Rows name it by spec_id. */
 int store_spec_put(struct store *st, uint64_t id, const char *spec, const char *lean) STORE_WUR;
+/* Big arrays (docs/controller.md "Big submissions"): an array whose rows are written
+ * across several transactions carries a marker from its first slice's transaction to its
+ * last one's. put: the marker (tasks: how many it will have); clear: deleted (-ENOENT when
+ * none); discard: every row of the array (its tasks, their events and holds, its spec)
+ * and its marker deleted, in the caller's transaction; writing: the ids of the arrays
+ * marked (at most max into ids, the count into *n); rollback (at start, its own
+ * transaction): every marked array discarded, how many into *rolled. */
+int store_array_writing_put(struct store *st, uint64_t array_id, int64_t tasks,
+                            int64_t now_ms) STORE_WUR;
+int store_array_writing_clear(struct store *st, uint64_t array_id) STORE_WUR;
+int store_array_discard(struct store *st, uint64_t array_id) STORE_WUR;
+int store_arrays_writing(struct store *st, uint64_t *ids, size_t max, size_t *n) STORE_WUR;
+int store_arrays_rollback(struct store *st, size_t *rolled) STORE_WUR;
 /* Rewrite the mutable columns (state .. usage) of job j->id. */
 int store_job_update(struct store *st, const struct store_job *j) STORE_WUR;
 int store_job_get(struct store *st, uint64_t id, struct store_job *out) STORE_WUR;

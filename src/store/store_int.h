@@ -20,6 +20,8 @@ enum { STORE_USAGE_NSTMT = 12 };
 sqlite3 *store_db(struct store *st);
 /* Keep "what: sqlite's message" for store_errmsg; always -EIO. */
 int store_fail(struct store *st, const char *what);
+/* Keep `msg` for store_errmsg (an error of ours, not SQLite's). */
+void store_set_errmsg(struct store *st, const char *msg);
 /* usage.c's statement `i` (0..STORE_USAGE_NSTMT-1), prepared on first use from `sql`
  * and kept until store_close; NULL after store_fail. */
 sqlite3_stmt *store_usage_stmt(struct store *st, int i, const char *sql);

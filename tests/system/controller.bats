@@ -285,7 +285,7 @@ one_node() {
     check '{"command": ["x"], "deps": [{"type": "afterok", "job": 1, "x": 1}]}' 400 "deps[0].x"
     check '{"command": ["x"], "signal": "SIGNOPE"}' 400 signal
     check '{"command": ["x"], "array": "9-1"}' 400 array
-    check '{"command": ["x"], "array": "0-99999"}' 400 array
+    check '{"command": ["x"], "array": "0-100000"}' 400 array
     check '{"command": ["x"], "project": "nope"}' 400 project
     check '{"command": ["x"], "tier": "platinum"}' 400 tier
     check '{"command": ["x"], "class": "party"}' 400 class

@@ -281,7 +281,7 @@ static void config_refusals_name_the_key(void **state)
         {"idle_timeout: 10ms\n", "idle_timeout"},
         {"submit_rate: fast\n", "submit_rate"},
         {"submit_burst: 0\n", "submit_burst"},
-        {"max_array_tasks: 10001\n", "max_array_tasks"},
+        {"max_array_tasks: 100001\n", "max_array_tasks"},
         {"- a\n- b\n", "mapping"},
         {"listen: \"unterminated\n", "line"},
     };

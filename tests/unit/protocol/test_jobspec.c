@@ -164,7 +164,7 @@ static const struct {
      "deps[0].x"},
     {"{\"command\": [\"x\"], \"array\": \"x\"}", "array"},
     {"{\"command\": [\"x\"], \"array\": 5}", "array"},
-    {"{\"command\": [\"x\"], \"array\": \"0-20000\"}", "array"},
+    {"{\"command\": [\"x\"], \"array\": \"0-200000\"}", "array"},
     {"{\"command\": [\"x\"], \"signal\": \"NOPE\"}", "signal"},
     {"{\"command\": [\"x\"], \"signal\": 0}", "signal"},
     {"{\"command\": [\"x\"], \"signal\": \"KILL\"}", "signal"},
@@ -263,7 +263,7 @@ static void arrays(void **state)
     assert_int_equal(n, 3);
     assert_int_equal(idx[1], 5);
     free(idx);
-    assert_int_equal(proto_array_expand("0-10000", &idx, &n, &limit, &e), -EINVAL);
+    assert_int_equal(proto_array_expand("0-100000", &idx, &n, &limit, &e), -EINVAL);
     assert_string_equal(e.field, "array");
 }
 

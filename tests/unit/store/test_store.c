@@ -31,7 +31,9 @@ static void reopen(struct fx *f)
 /* ------------------------------------------------------------------------------------ */
 
 /* The schema version store.c migrates to (one place to change when a migration is added). */
-#define SCHEMA_LATEST 10 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts) */
+#define SCHEMA_LATEST                                                                              \
+    11 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
+          written (h-slice) */
 
 static void migrates_from_empty(void **state)
 {
@@ -1397,6 +1399,119 @@ static void alert_history_and_silences(void **state)
     assert_int_equal(store_silence_delete(f->st, sid2), 0);
 }
 
+/* Big arrays (docs/controller.md "Big submissions"): an array written in slices: its rows
+ * in the database under a marker, which lists respect and a discard or a rollback undoes
+ * whole, leaving every other row alone. */
+static int count_cb(void *arg, const struct store_job *j)
+{
+    (void)j;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static int listed(struct fx *f)
+{
+    int n = 0;
+    struct store_job_filter flt = {.limit = 100};
+    assert_int_equal(store_job_list(f->st, &flt, count_cb, &n), 0);
+    return n;
+}
+
+static char *count_of(struct fx *f, const char *sql, char *buf, size_t len)
+{
+    raw_sql(f->path, sql, buf, len);
+    return buf;
+}
+
+/* Tasks first..first+n-1 of array `first` (spec stored once), each with a submit event. */
+static void put_array(struct fx *f, uint64_t first, int n)
+{
+    assert_int_equal(store_spec_put(f->st, first, "{\"gpus\":1}", "{\"gpus\":1}"), 0);
+    for (int k = 0; k < n; k++) {
+        struct store_job j = make_job(first + (uint64_t)k, "vision", 0);
+        j.array_id = first;
+        j.spec_id = first;
+        assert_int_equal(store_job_insert(f->st, &j), 0);
+        struct store_event e = {first + (uint64_t)k, 1, "submit", "", "PENDING", "", "", "", 0};
+        assert_int_equal(store_event_add(f->st, &e), 0);
+    }
+}
+
+static void array_marker_and_discard(void **state)
+{
+    struct fx *f = *state;
+    char got[64];
+    uint64_t ids[4];
+    size_t n = 9;
+    struct store_job own = make_job(5, "vision", 0);
+    struct store_event e5 = {5, 1, "submit", "", "PENDING", "", "", "", 0};
+    assert_int_equal(store_job_insert(f->st, &own), 0);
+    assert_int_equal(store_event_add(f->st, &e5), 0);
+    assert_int_equal(store_arrays_writing(f->st, ids, 4, &n), 0);
+    assert_int_equal(n, 0);
+    /* the marker first, as the first slice writes it, then two of its three tasks */
+    assert_int_equal(store_array_writing_put(f->st, 11, 3, 1000), 0);
+    put_array(f, 11, 2);
+    assert_int_equal(store_arrays_writing(f->st, ids, 4, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 11);
+    assert_int_equal(listed(f), 1); /* an array being written is not listed yet */
+    /* the last slice clears it: the array is there */
+    struct store_job j = make_job(13, "vision", 0);
+    j.array_id = 11;
+    j.spec_id = 11;
+    assert_int_equal(store_job_insert(f->st, &j), 0);
+    assert_int_equal(store_array_writing_clear(f->st, 11), 0);
+    assert_int_equal(listed(f), 4);
+    assert_int_equal(store_array_writing_clear(f->st, 11), -ENOENT);
+    assert_non_null(strstr(store_errmsg(f->st), "not being written"));
+    /* a second array fails half-way: discarded whole, the rest untouched */
+    assert_int_equal(store_array_writing_put(f->st, 20, 5, 2000), 0);
+    assert_int_equal(store_array_writing_put(f->st, 20, 5, 2000), -EIO); /* one marker */
+    put_array(f, 20, 3);
+    assert_int_equal(store_hold_put(f->st, 21, "alice", "owner"), 0);
+    assert_int_equal(listed(f), 4);
+    assert_int_equal(store_array_discard(f->st, 20), 0);
+    assert_string_equal(count_of(f, "SELECT count(*) FROM jobs WHERE array_id = 20", got, 64), "0");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM job_events WHERE job >= 20", got, 64),
+                        "0");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM job_specs WHERE id = 20", got, 64), "0");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM job_holds", got, 64), "0");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM arrays_writing", got, 64), "0");
+    /* what is not the array's stays: job 5, array 11, their events and spec */
+    assert_string_equal(count_of(f, "SELECT count(*) FROM jobs", got, 64), "4");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM job_events", got, 64), "3");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM job_specs", got, 64), "1");
+}
+
+static void arrays_rolled_back_at_start(void **state)
+{
+    struct fx *f = *state;
+    char got[64];
+    size_t rolled = 9;
+    /* array 1 is whole; 100 and 200 were being written when docketd stopped */
+    put_array(f, 1, 3);
+    assert_int_equal(store_array_writing_put(f->st, 100, 10, 1000), 0);
+    put_array(f, 100, 4);
+    assert_int_equal(store_array_writing_put(f->st, 200, 10, 1000), 0);
+    put_array(f, 200, 1);
+    assert_int_equal(store_counter_set(f->st, "next_job_id", 210), 0);
+    reopen(f);
+    assert_int_equal(store_arrays_rollback(f->st, &rolled), 0);
+    assert_int_equal(rolled, 2);
+    assert_string_equal(count_of(f, "SELECT group_concat(id) FROM jobs", got, 64), "1,2,3");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM job_events", got, 64), "3");
+    assert_string_equal(count_of(f, "SELECT group_concat(id) FROM job_specs", got, 64), "1");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM arrays_writing", got, 64), "0");
+    /* the ids the arrays reserved stay used */
+    int64_t next = 0;
+    assert_int_equal(store_counter_get(f->st, "next_job_id", &next), 0);
+    assert_int_equal(next, 210);
+    assert_false(store_in_tx(f->st)); /* committed */
+    assert_int_equal(store_arrays_rollback(f->st, &rolled), 0);
+    assert_int_equal(rolled, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1431,6 +1546,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(report_idle_from_summaries, setup, teardown),
         cmocka_unit_test_setup_teardown(report_waits_and_outcomes, setup, teardown),
         cmocka_unit_test_setup_teardown(alert_history_and_silences, setup, teardown),
+        cmocka_unit_test_setup_teardown(array_marker_and_discard, setup, teardown),
+        cmocka_unit_test_setup_teardown(arrays_rolled_back_at_start, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

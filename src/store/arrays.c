@@ -1,0 +1,112 @@
+/*
+ * arrays.c - the store's side of big array submissions (docs/controller.md "Big
+ * submissions"): the durable marker of an array whose rows are written across several
+ * loop turns, and the rollback of such an array, at once (a slice failed) or at the next
+ * start (docketd stopped before the last slice). Prepared per call: once an array.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "store/store_int.h"
+
+static int prepared(struct store *st, const char *sql, sqlite3_stmt **s)
+{
+    if (sqlite3_prepare_v2(store_db(st), sql, -1, s, NULL) == SQLITE_OK)
+        return 0;
+    *s = NULL;
+    return store_fail(st, "prepare");
+}
+
+/* Run `sql` with ?1 bound to `id` (and ?2, ?3 when given); finalize. */
+static int run_id(struct store *st, const char *sql, uint64_t id, int nextra, const int64_t *extra,
+                  const char *what)
+{
+    sqlite3_stmt *s;
+    int rc = prepared(st, sql, &s);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+    for (int i = 0; i < nextra; i++)
+        sqlite3_bind_int64(s, 2 + i, (sqlite3_int64)extra[i]);
+    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store_fail(st, what);
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int store_array_writing_put(struct store *st, uint64_t array_id, int64_t tasks, int64_t now_ms)
+{
+    const int64_t extra[2] = {tasks, now_ms};
+    return run_id(st, "INSERT INTO arrays_writing(array_id, tasks, started_ms) VALUES (?1, ?2, ?3)",
+                  array_id, 2, extra, "mark array");
+}
+
+int store_array_writing_clear(struct store *st, uint64_t array_id)
+{
+    int rc = run_id(st, "DELETE FROM arrays_writing WHERE array_id = ?1", array_id, 0, NULL,
+                    "clear array mark");
+    if (rc == 0 && sqlite3_changes(store_db(st)) != 1) {
+        char m[96];
+        snprintf(m, sizeof(m), "array %llu is not being written", (unsigned long long)array_id);
+        store_set_errmsg(st, m);
+        return -ENOENT;
+    }
+    return rc;
+}
+
+int store_array_discard(struct store *st, uint64_t array_id)
+{
+    static const char *const sql[] = {
+        "DELETE FROM job_events WHERE job IN"
+        " (SELECT id FROM jobs WHERE array_id = ?1 AND array_id <> 0)",
+        "DELETE FROM job_holds WHERE job IN"
+        " (SELECT id FROM jobs WHERE array_id = ?1 AND array_id <> 0)",
+        "DELETE FROM jobs WHERE array_id = ?1 AND array_id <> 0",
+        "DELETE FROM job_specs WHERE id = ?1",
+        "DELETE FROM arrays_writing WHERE array_id = ?1",
+    };
+    for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]); i++) {
+        int rc = run_id(st, sql[i], array_id, 0, NULL, "discard array");
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int store_arrays_writing(struct store *st, uint64_t *ids, size_t max, size_t *n)
+{
+    sqlite3_stmt *s;
+    int rc = prepared(st, "SELECT array_id FROM arrays_writing ORDER BY array_id", &s);
+    *n = 0;
+    if (rc < 0)
+        return rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (*n < max && ids)
+            ids[*n] = (uint64_t)sqlite3_column_int64(s, 0);
+        (*n)++;
+    }
+    rc = rc == SQLITE_DONE ? 0 : store_fail(st, "list arrays being written");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int store_arrays_rollback(struct store *st, size_t *rolled)
+{
+    uint64_t ids[64];
+    size_t n = 0;
+    *rolled = 0;
+    int rc = store_begin(st);
+    /* a handful at most (one per submission in flight when docketd stopped) */
+    do {
+        if (rc == 0)
+            rc = store_arrays_writing(st, ids, sizeof(ids) / sizeof(ids[0]), &n);
+        for (size_t i = 0; rc == 0 && i < n && i < sizeof(ids) / sizeof(ids[0]); i++) {
+            rc = store_array_discard(st, ids[i]);
+            if (rc == 0)
+                (*rolled)++;
+        }
+    } while (rc == 0 && n > 0);
+    if (rc == 0)
+        return store_commit(st);
+    store_rollback(st);
+    return rc;
+}
