@@ -28,6 +28,16 @@ core_jobs() {
     jq '[.jobs[]] | add // 0' <<<"$body"
 }
 
+# No trace of any array: no rows, events, spec, marker or audit row, nothing in the core.
+nothing_left() {
+    [[ $(db "SELECT count(*) FROM jobs") == 0 ]]
+    [[ $(db "SELECT count(*) FROM job_events") == 0 ]]
+    [[ $(db "SELECT count(*) FROM job_specs") == 0 ]]
+    [[ $(db "SELECT count(*) FROM arrays_writing") == 0 ]]
+    [[ $(db "SELECT count(*) FROM audit WHERE action = 'job.submit'") == 0 ]]
+    [[ $(core_jobs) == 0 ]]
+}
+
 # submit_bg OUT BODY: POST /v1/jobs in the background; OUT.code gets the status and the
 # time to the status line; $SUBMIT_PID the curl's pid.
 submit_bg() {
@@ -118,12 +128,7 @@ wait_writing() {
     [[ $(db "SELECT count(*) FROM arrays_writing") == 1 ]]
     docketd_start
     grep -q 'event=arrays_rolled_back arrays=1' "$TEST_DIR/docketd.log"
-    [[ $(db "SELECT count(*) FROM jobs") == 0 ]]
-    [[ $(db "SELECT count(*) FROM job_events") == 0 ]]
-    [[ $(db "SELECT count(*) FROM job_specs") == 0 ]]
-    [[ $(db "SELECT count(*) FROM arrays_writing") == 0 ]]
-    [[ $(db "SELECT count(*) FROM audit WHERE action = 'job.submit'") == 0 ]]
-    [[ $(core_jobs) == 0 ]]
+    nothing_left
     # its ids stay used (the counter was written with the marker); the next array is whole
     api_post /v1/jobs '{"command": ["x"], "array": "0-999", "hold": true}'
     assert_status 201
@@ -139,12 +144,7 @@ wait_writing() {
     assert_error 500 ""
     [[ $(jq -r .error.message <<<"$body") == *"injected fault task15000"* ]]
     grep -q 'event=array_write_failed' "$TEST_DIR/docketd.log"
-    [[ $(db "SELECT count(*) FROM jobs") == 0 ]]
-    [[ $(db "SELECT count(*) FROM job_events") == 0 ]]
-    [[ $(db "SELECT count(*) FROM job_specs") == 0 ]]
-    [[ $(db "SELECT count(*) FROM arrays_writing") == 0 ]]
-    [[ $(db "SELECT count(*) FROM audit WHERE action = 'job.submit'") == 0 ]]
-    [[ $(core_jobs) == 0 ]]
+    nothing_left
     fault_off task15000
     # the marker row itself cannot be written: refused before any task row
     fault_on mark "BEFORE INSERT ON arrays_writing"
