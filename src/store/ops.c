@@ -1,7 +1,8 @@
 /*
  * ops.c - the store's statements for the operator's kit (store.h "Run ends", "Alerts",
- * "Reports"; docs/alerts.md, docs/reports.md): run ends, alert history and silences, and
- * the report aggregates. Prepared per call (none is on a hot path); the SQL stays
+ * "Reports"; docs/alerts.md, docs/reports.md): alert history and silences, and the report
+ * aggregates (run ends, on every start and end, are prepared once in store.c). Prepared
+ * per call (none is on a hot path); the SQL stays
  * portable but for SQLite's two-argument min/max (GREATEST/LEAST in PostgreSQL).
  */
 #include <errno.h>
@@ -60,38 +61,6 @@ static int each(struct store *st, sqlite3_stmt *s, const char *what,
         r = store_fail(st, what);
     sqlite3_finalize(s);
     return r;
-}
-
-int store_run_end(struct store *st, uint64_t job, int64_t end_ms, const char *state,
-                  const char *cause)
-{
-    sqlite3_stmt *s;
-    int rc = prep(st,
-                  "UPDATE job_runs SET end_ms = ?2, end_state = ?3, end_cause = ?4"
-                  " WHERE job = ?1 AND end_ms = 0 AND run = (SELECT max(run) FROM job_runs"
-                  " WHERE job = ?1)",
-                  &s);
-    if (rc < 0)
-        return rc;
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
-    sqlite3_bind_int64(s, 2, end_ms);
-    text(s, 3, state);
-    text(s, 4, cause);
-    return done(st, s, "end run");
-}
-
-int store_run_started(struct store *st, uint64_t job, int64_t start_ms)
-{
-    sqlite3_stmt *s;
-    int rc = prep(st,
-                  "UPDATE job_runs SET start_ms = ?2 WHERE job = ?1 AND end_ms = 0"
-                  " AND run = (SELECT max(run) FROM job_runs WHERE job = ?1)",
-                  &s);
-    if (rc < 0)
-        return rc;
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
-    sqlite3_bind_int64(s, 2, start_ms);
-    return done(st, s, "start run");
 }
 
 /* ------------------------------------------------------------------------------------ */

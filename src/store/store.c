@@ -244,6 +244,8 @@ enum stmt_id {
     S_RUN_GET,
     S_RUN_LAST,
     S_RUN_FINAL,
+    S_RUN_STARTED, /* on every agent's started and every run's end: prepared once */
+    S_RUN_END,
     S_TOKEN_DEL_ROLE,
     S_TOKEN_SET_ROLE,
     S_AUDIT_LAST,
@@ -349,6 +351,11 @@ static const char *const stmt_sql[S_COUNT] = {
         "SELECT job, run, nodes, start_ms, final FROM job_runs WHERE job = ?1 AND run = ?2",
     [S_RUN_LAST] = "SELECT coalesce(max(run), 0) FROM job_runs WHERE job = ?1",
     [S_RUN_FINAL] = "UPDATE job_runs SET final = final | ?3 WHERE job = ?1 AND run = ?2",
+    [S_RUN_STARTED] = "UPDATE job_runs SET start_ms = ?2 WHERE job = ?1 AND end_ms = 0"
+                      " AND run = (SELECT max(run) FROM job_runs WHERE job = ?1)",
+    [S_RUN_END] = "UPDATE job_runs SET end_ms = ?2, end_state = ?3, end_cause = ?4"
+                  " WHERE job = ?1 AND end_ms = 0 AND run = (SELECT max(run) FROM job_runs"
+                  " WHERE job = ?1)",
     [S_TOKEN_DEL_ROLE] = "DELETE FROM tokens WHERE kind = ?1 AND user_name = ?2 AND role = ?3",
     [S_TOKEN_SET_ROLE] =
         "UPDATE tokens SET role = ?4 WHERE kind = ?1 AND user_name = ?2 AND role = ?3",
@@ -1320,6 +1327,25 @@ int store_run_last(struct store *st, uint64_t job)
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     return rc == SQLITE_ROW ? n : fail(st, "last run");
+}
+
+int store_run_started(struct store *st, uint64_t job, int64_t start_ms)
+{
+    sqlite3_stmt *s = stmt(st, S_RUN_STARTED);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(s, 2, start_ms);
+    return step_done(st, s, "start run");
+}
+
+int store_run_end(struct store *st, uint64_t job, int64_t end_ms, const char *state,
+                  const char *cause)
+{
+    sqlite3_stmt *s = stmt(st, S_RUN_END);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(s, 2, end_ms);
+    sqlite3_bind_text(s, 3, state ? state : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 4, cause ? cause : "", -1, SQLITE_STATIC);
+    return step_done(st, s, "end run");
 }
 
 int store_run_set_final(struct store *st, uint64_t job, int run, int mask)

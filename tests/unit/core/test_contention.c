@@ -231,6 +231,35 @@ static void test_start_cap_slices_a_big_cycle(void **state)
     sched_destroy(s);
 }
 
+/* The default cap bounds one loop turn of docketd: 256 starts a cycle held it 40-80 ms and
+ * /healthz waited up to 290 ms (bench/RESULTS.md, "Starts in short cycles"). With no
+ * policy set, 100 jobs and 100 free GPUs start in cycles of at most 64. */
+static void test_default_start_cap_is_short(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    assert_true(p.max_starts_per_cycle > 0 && p.max_starts_per_cycle <= 64);
+    struct sched *s = mk_sched_with(&p);
+    for (int i = 0; i < 13; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "n%d", i);
+        add_node(s, name, "H100", 8);
+    }
+    add_project(s, "lab", "normal", 0, -1);
+    for (uint64_t id = 1; id <= 100; id++)
+        submit(s, id, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    struct sched_cycle_stats st;
+    struct cyc c;
+    c.d = sched_cycle(s, T0, SCHED_CYCLE_INCREMENTAL, &c.n, &st);
+    assert_int_equal(count_dec(c, SCHED_D_START), p.max_starts_per_cycle);
+    assert_true(st.start_capped);
+    c.d = sched_cycle(s, T0 + 1, SCHED_CYCLE_INCREMENTAL, &c.n, &st);
+    assert_int_equal(count_dec(c, SCHED_D_START), 100 - p.max_starts_per_cycle);
+    check_ok(s);
+    sched_destroy(s);
+}
+
 /* A policy change that makes running jobs preemptible (a shorter min_runtime) lets a
  * blocked job preempt at the next cycle: the victims are counted again under the new
  * policy, and the failed search's memo ends with the old one. */
@@ -394,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_preemptor_keeps_one_reservation),
         cmocka_unit_test(test_reclaim_memo_ends_when_a_project_goes_over),
         cmocka_unit_test(test_start_cap_slices_a_big_cycle),
+        cmocka_unit_test(test_default_start_cap_is_short),
         cmocka_unit_test(test_policy_change_makes_victims),
         cmocka_unit_test(test_lowered_guarantee_makes_borrowers),
         cmocka_unit_test(test_overdue_release_stays_with_the_claim),
