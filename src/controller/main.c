@@ -183,7 +183,7 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
         return 0;
     case O_MAXARRAY:
         return parse_int64(arg, 1, PROTO_MAX_ARRAY, &cfg->max_array_tasks) < 0
-                   ? flag_error("max-array-tasks", arg, "must be 1..10000, not")
+                   ? flag_error("max-array-tasks", arg, "must be 1..100000, not")
                    : 0;
     default:
         return -EINVAL;

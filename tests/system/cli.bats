@@ -317,8 +317,8 @@ SCRIPT
     printf 'tiers: [\n' >"$T/broken.yaml"
     run -1 "$DOCKET" apply -f "$T/broken.yaml"
     [[ $output == *line* ]]
-    run -1 "$DOCKET" submit -p explore --array 0-20000 -- true
-    [[ $output == *array* ]]
+    run -1 "$DOCKET" submit -p nosuchproject -- true
+    [[ $output == *nosuchproject* ]]
 }
 
 @test "queue: running first, then pending by tier (highest first); --by-id keeps ids" {
