@@ -89,15 +89,14 @@ static void memo_room(struct place_memo **mp, uint32_t node, int64_t until)
     m->room[m->nroom++] = (struct place_memo_node){node, until};
 }
 
-/* Room for the shape on node n now, and may the claims there let the job in? The room
- * goes into the memo being recorded, if any. */
-static bool node_room_allows(struct place_ctx *c, uint32_t idx, bool *room)
+/* Room for the shape on node n now, and may the claims there let the job in? A node with
+ * room goes into the memo being recorded, if any. */
+static bool node_room_allows(struct place_ctx *c, uint32_t idx)
 {
     struct sched *s = c->s;
     const struct shape *sh = c->sh;
     const struct node *n = &s->nodes[idx];
-    *room = node_free_fit(n, sh) && node_matches_selset(s, n, sh->selset);
-    if (!*room)
+    if (!node_free_fit(n, sh) || !node_matches_selset(s, n, sh->selset))
         return false;
     c->capacity++;
     bool lower = true;
@@ -129,8 +128,7 @@ static bool scan_bucket(struct place_ctx *c, uint32_t head)
     struct sched *s = c->s;
     const struct shape *sh = c->sh;
     for (uint32_t idx = head; idx != NONE32; idx = s->nodes[idx].next) {
-        bool room;
-        if (already_chosen(c, idx) || !node_room_allows(c, idx, &room))
+        if (already_chosen(c, idx) || !node_room_allows(c, idx))
             continue;
         struct sched_alloc *a = &c->allocs[c->found++];
         a->node = idx;
@@ -315,11 +313,9 @@ static int memo_recheck(struct sched *s, struct job *j, const struct shape *sh, 
     int64_t dur = job_duration(j);
     c.end = dur >= NEVER - now ? NEVER : now + dur;
     int allowed = 0;
-    for (size_t i = 0; i < n && j->place->live; i++) {
-        bool room;
-        if (scan_visits(s, &s->nodes[nodes[i]], sh) && node_room_allows(&c, nodes[i], &room))
+    for (size_t i = 0; i < n && j->place->live; i++)
+        if (scan_visits(s, &s->nodes[nodes[i]], sh) && node_room_allows(&c, nodes[i]))
             allowed++;
-    }
     if (!j->place->live)
         return -1;
     memo_stamp(s, j->place);
@@ -336,12 +332,12 @@ int place_memo_check(const struct sched *s, const struct job *j, uint32_t *bad)
         return 0;
     const struct place_memo *m = j->place;
     /* 1: unchanged, 2: listed as well */
-    uint8_t *mark = calloc(s->nnodes ? s->nnodes : 1, 1);
-    if (!mark || m->nroom > m->cap || m->cap > PLACE_MEMO_MAX) {
-        free(mark);
-        *bad = NONE32;
-        return mark ? -1 : 0; /* out of memory: nothing to check with */
-    }
+    *bad = NONE32;
+    if (m->nroom > m->cap || m->cap > PLACE_MEMO_MAX)
+        return -1;
+    uint8_t *mark = malloc(s->nnodes ? s->nnodes : 1);
+    if (!mark)
+        return 0; /* out of memory: nothing to check with */
     memset(mark, 1, s->nnodes);
     for (size_t i = m->logpos; i < s->nchlog; i++)
         mark[s->chlog[i]] = 0;
