@@ -9,28 +9,18 @@
 
 #include "store/store_int.h"
 
-static int prepared(struct store *st, const char *sql, sqlite3_stmt **s)
-{
-    if (sqlite3_prepare_v2(store_db(st), sql, -1, s, NULL) == SQLITE_OK)
-        return 0;
-    *s = NULL;
-    return store_fail(st, "prepare");
-}
-
 /* Run `sql` with ?1 bound to `id` (and ?2, ?3 when given); finalize. */
 static int run_id(struct store *st, const char *sql, uint64_t id, int nextra, const int64_t *extra,
                   const char *what)
 {
     sqlite3_stmt *s;
-    int rc = prepared(st, sql, &s);
+    int rc = store_prepare(st, sql, &s);
     if (rc < 0)
         return rc;
     sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
     for (int i = 0; i < nextra; i++)
         sqlite3_bind_int64(s, 2 + i, (sqlite3_int64)extra[i]);
-    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store_fail(st, what);
-    sqlite3_finalize(s);
-    return rc;
+    return store_step_finalize(st, s, what);
 }
 
 int store_array_writing_put(struct store *st, uint64_t array_id, int64_t tasks, int64_t now_ms)
@@ -75,7 +65,7 @@ int store_array_discard(struct store *st, uint64_t array_id)
 int store_arrays_writing(struct store *st, uint64_t *ids, size_t max, size_t *n)
 {
     sqlite3_stmt *s;
-    int rc = prepared(st, "SELECT array_id FROM arrays_writing ORDER BY array_id", &s);
+    int rc = store_prepare(st, "SELECT array_id FROM arrays_writing ORDER BY array_id", &s);
     *n = 0;
     if (rc < 0)
         return rc;

@@ -2,8 +2,8 @@
  * ops.c - the store's statements for the operator's kit (store.h "Run ends", "Alerts",
  * "Reports"; docs/alerts.md, docs/reports.md): alert history and silences, and the report
  * aggregates (run ends, on every start and end, are prepared once in store.c). Prepared
- * per call (none is on a hot path); the SQL stays
- * portable but for SQLite's two-argument min/max (GREATEST/LEAST in PostgreSQL).
+ * per call (store_prepare; none is on a hot path); the SQL stays portable but for SQLite's
+ * two-argument min/max (GREATEST/LEAST in PostgreSQL).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,24 +11,6 @@
 
 #include "store/store_int.h"
 #include "util/str.h"
-
-/* Prepare `sql` into *s; -EIO with the message kept. */
-static int prep(struct store *st, const char *sql, sqlite3_stmt **s)
-{
-    if (sqlite3_prepare_v2(store_db(st), sql, -1, s, NULL) != SQLITE_OK) {
-        *s = NULL;
-        return store_fail(st, "prepare");
-    }
-    return 0;
-}
-
-/* Step a statement that returns nothing, then finalize it. */
-static int done(struct store *st, sqlite3_stmt *s, const char *what)
-{
-    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store_fail(st, what);
-    sqlite3_finalize(s);
-    return rc;
-}
 
 static void text(sqlite3_stmt *s, int i, const char *v)
 {
@@ -44,7 +26,7 @@ static const char *col(sqlite3_stmt *s, int i)
 /* Step an INSERT, finalize it, and give its row id. */
 static int inserted(struct store *st, sqlite3_stmt *s, const char *what, int64_t *id)
 {
-    int rc = done(st, s, what);
+    int rc = store_step_finalize(st, s, what);
     if (rc == 0)
         *id = sqlite3_last_insert_rowid(store_db(st));
     return rc;
@@ -69,10 +51,10 @@ static int each(struct store *st, sqlite3_stmt *s, const char *what,
 int store_alert_fire(struct store *st, const struct store_alert *a, int64_t *id)
 {
     sqlite3_stmt *s;
-    int rc = prep(st,
-                  "INSERT INTO alert_history(rule, alert_key, kind, severity, summary,"
-                  " fired_ms, silenced) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                  &s);
+    int rc = store_prepare(st,
+                           "INSERT INTO alert_history(rule, alert_key, kind, severity, summary,"
+                           " fired_ms, silenced) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                           &s);
     if (rc < 0)
         return rc;
     text(s, 1, a->rule);
@@ -88,12 +70,12 @@ int store_alert_fire(struct store *st, const struct store_alert *a, int64_t *id)
 int store_alert_resolve(struct store *st, int64_t id, int64_t resolved_ms)
 {
     sqlite3_stmt *s;
-    int rc = prep(st, "UPDATE alert_history SET resolved_ms = ?2 WHERE id = ?1", &s);
+    int rc = store_prepare(st, "UPDATE alert_history SET resolved_ms = ?2 WHERE id = ?1", &s);
     if (rc < 0)
         return rc;
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_int64(s, 2, resolved_ms);
-    return done(st, s, "resolve alert");
+    return store_step_finalize(st, s, "resolve alert");
 }
 
 struct cb_ctx {
@@ -122,12 +104,12 @@ int store_alert_list(struct store *st, bool open_only, int64_t before, int limit
                      void *arg)
 {
     sqlite3_stmt *s;
-    int rc = prep(st,
-                  "SELECT id, rule, alert_key, kind, severity, summary, fired_ms,"
-                  " resolved_ms, silenced FROM alert_history"
-                  " WHERE (?1 = 0 OR resolved_ms = 0) AND (?2 = 0 OR id < ?2)"
-                  " ORDER BY id DESC LIMIT ?3",
-                  &s);
+    int rc = store_prepare(st,
+                           "SELECT id, rule, alert_key, kind, severity, summary, fired_ms,"
+                           " resolved_ms, silenced FROM alert_history"
+                           " WHERE (?1 = 0 OR resolved_ms = 0) AND (?2 = 0 OR id < ?2)"
+                           " ORDER BY id DESC LIMIT ?3",
+                           &s);
     if (rc < 0)
         return rc;
     sqlite3_bind_int(s, 1, open_only);
@@ -140,25 +122,25 @@ int store_alert_list(struct store *st, bool open_only, int64_t before, int limit
 int store_alert_prune(struct store *st, int64_t older_ms, int64_t keep_rows)
 {
     sqlite3_stmt *s;
-    int rc = prep(st,
-                  "DELETE FROM alert_history WHERE resolved_ms <> 0 AND (resolved_ms < ?1"
-                  " OR id <= (SELECT id FROM alert_history ORDER BY id DESC"
-                  " LIMIT 1 OFFSET ?2))",
-                  &s);
+    int rc = store_prepare(st,
+                           "DELETE FROM alert_history WHERE resolved_ms <> 0 AND (resolved_ms < ?1"
+                           " OR id <= (SELECT id FROM alert_history ORDER BY id DESC"
+                           " LIMIT 1 OFFSET ?2))",
+                           &s);
     if (rc < 0)
         return rc;
     sqlite3_bind_int64(s, 1, older_ms);
     sqlite3_bind_int64(s, 2, keep_rows);
-    return done(st, s, "prune alerts");
+    return store_step_finalize(st, s, "prune alerts");
 }
 
 int store_silence_add(struct store *st, const struct store_silence *x, int64_t *id)
 {
     sqlite3_stmt *s;
-    int rc = prep(st,
-                  "INSERT INTO alert_silences(rule, alert_key, until_ms, created_by,"
-                  " created_ms, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                  &s);
+    int rc = store_prepare(st,
+                           "INSERT INTO alert_silences(rule, alert_key, until_ms, created_by,"
+                           " created_ms, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                           &s);
     if (rc < 0)
         return rc;
     text(s, 1, x->rule);
@@ -173,11 +155,11 @@ int store_silence_add(struct store *st, const struct store_silence *x, int64_t *
 int store_silence_delete(struct store *st, int64_t id)
 {
     sqlite3_stmt *s;
-    int rc = prep(st, "DELETE FROM alert_silences WHERE id = ?1", &s);
+    int rc = store_prepare(st, "DELETE FROM alert_silences WHERE id = ?1", &s);
     if (rc < 0)
         return rc;
     sqlite3_bind_int64(s, 1, id);
-    rc = done(st, s, "delete silence");
+    rc = store_step_finalize(st, s, "delete silence");
     if (rc == 0 && sqlite3_changes(store_db(st)) == 0)
         return -ENOENT;
     return rc;
@@ -201,16 +183,16 @@ static int silence_row(sqlite3_stmt *s, void *arg)
 int store_silence_list(struct store *st, int64_t now_ms, store_silence_cb cb, void *arg)
 {
     sqlite3_stmt *s;
-    int rc = prep(st, "DELETE FROM alert_silences WHERE until_ms <= ?1", &s);
+    int rc = store_prepare(st, "DELETE FROM alert_silences WHERE until_ms <= ?1", &s);
     if (rc == 0) {
         sqlite3_bind_int64(s, 1, now_ms);
-        rc = done(st, s, "expire silences");
+        rc = store_step_finalize(st, s, "expire silences");
     }
     if (rc == 0)
-        rc = prep(st,
-                  "SELECT id, rule, alert_key, until_ms, created_by, created_ms, reason"
-                  " FROM alert_silences ORDER BY id",
-                  &s);
+        rc = store_prepare(st,
+                           "SELECT id, rule, alert_key, until_ms, created_by, created_ms, reason"
+                           " FROM alert_silences ORDER BY id",
+                           &s);
     if (rc < 0)
         return rc;
     struct cb_ctx c = {(void *)cb, arg};
@@ -226,7 +208,7 @@ static int window_rows(struct store *st, const char *sql, int64_t since, int64_t
                        const char *what, int (*row)(sqlite3_stmt *, void *), void *cb, void *arg)
 {
     sqlite3_stmt *s;
-    int rc = prep(st, sql, &s);
+    int rc = store_prepare(st, sql, &s);
     if (rc < 0)
         return rc;
     sqlite3_bind_int64(s, 1, since);

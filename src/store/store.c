@@ -391,6 +391,21 @@ int store_fail(struct store *st, const char *what)
     return -EIO;
 }
 
+int store_prepare(struct store *st, const char *sql, sqlite3_stmt **s)
+{
+    if (sqlite3_prepare_v2(st->db, sql, -1, s, NULL) == SQLITE_OK)
+        return 0;
+    *s = NULL;
+    return store_fail(st, "prepare");
+}
+
+int store_step_finalize(struct store *st, sqlite3_stmt *s, const char *what)
+{
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store_fail(st, what);
+    sqlite3_finalize(s);
+    return rc;
+}
+
 sqlite3_stmt *store_usage_stmt(struct store *st, int i, const char *sql)
 {
     if (!st->ustmt[i] && sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT,

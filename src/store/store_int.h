@@ -22,6 +22,11 @@ sqlite3 *store_db(struct store *st);
 int store_fail(struct store *st, const char *what);
 /* Keep `msg` for store_errmsg (an error of ours, not SQLite's). */
 void store_set_errmsg(struct store *st, const char *msg);
+/* A statement prepared for one call (0, or -EIO with the error set), and stepped once for
+   a statement that returns nothing, then finalized (0, or -EIO naming `what`): the SQL
+   run now and then, outside store.c's prepared-once set. */
+int store_prepare(struct store *st, const char *sql, sqlite3_stmt **s);
+int store_step_finalize(struct store *st, sqlite3_stmt *s, const char *what);
 /* usage.c's statement `i` (0..STORE_USAGE_NSTMT-1), prepared on first use from `sql`
  * and kept until store_close; NULL after store_fail. */
 sqlite3_stmt *store_usage_stmt(struct store *st, int i, const char *sql);
