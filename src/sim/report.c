@@ -125,8 +125,7 @@ static void totals(FILE *f, const struct sim_result *r, const struct sim_summary
         fprintf(f,
                 "\n%swhile jobs arrive%s (first to last submission, %.1f h) utilisation GPU "
                 "%.1f%%, CPU %.1f%%",
-                DIM(c), RESET(c),
-                (double)(r->arrivals_end_ms - (r->njobs ? r->jobs[0].submit_ms : 0)) / 3.6e6,
+                DIM(c), RESET(c), s->arrivals_h,
                 100 * (s->utilisation_arrivals > 0 ? s->utilisation_arrivals : 0),
                 100 * (s->cpu_utilisation_arrivals > 0 ? s->cpu_utilisation_arrivals : 0));
     fprintf(f, "\n%sJain fairness%s ", DIM(c), RESET(c));

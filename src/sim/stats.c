@@ -255,6 +255,7 @@ int sim_summary_compute(const struct sim_result *r, struct sim_summary *s)
         s->cpu_utilisation =
             (double)r->busy_cpu_ms_total / ((double)r->total_cpus * (double)(r->end_ms - first));
     int64_t window = r->arrivals_end_ms - first;
+    s->arrivals_h = (double)window / 3.6e6;
     s->utilisation_arrivals = s->cpu_utilisation_arrivals = -1;
     if (r->total_gpus > 0 && window > 0)
         s->utilisation_arrivals =

@@ -48,6 +48,7 @@ struct sim_summary {
     /* the same from the first to the last submission (while jobs arrive: a finite trace
        ends in a tail that no arrival rate fills); -1 when that window is empty */
     double utilisation_arrivals, cpu_utilisation_arrivals;
+    double arrivals_h;     /* that window, first to last submission */
     double makespan_h;     /* first submission to last end, hours */
     double jain_share;     /* over projects with a guarantee: used/guaranteed; NAN if none */
     double jain_slowdown;  /* over projects with started jobs (2 or more, else NAN) */
