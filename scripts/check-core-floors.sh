@@ -35,7 +35,7 @@ SAME_FLOOR = {
     "nodes.c": ["model.c"],
     "avail.c": ["model.c", "changes.c"],
     "victims.c": ["model.c", "changes.c", "deadlines.c"],
-    "queue.c": ["model.c", "group.c", "deadlines.c", "shapes.c", "victims.c"],
+    "queue.c": ["model.c", "deadlines.c", "shapes.c", "victims.c"],
     "claims.c": ["model.c", "avail.c"],
     "lifecycle.c": ["model.c", "group.c", "deadlines.c", "shapes.c", "nodes.c", "avail.c",
                     "victims.c", "queue.c", "claims.c"],

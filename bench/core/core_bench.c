@@ -7,6 +7,7 @@
  *   core_bench --quick      the smallest cases (make demo's smoke run)
  *   core_bench --case NAME  one case: full, full_refresh, job_end, job_end_preempt,
  *                           starving_refresh, submit, scale_jobs, scale_nodes
+ *   core_bench --reps N     N timed repetitions of the steady cases (to profile them)
  *
  * job_end_preempt and starving_refresh are the hard states: victims past min_runtime so
  * that every cycle may preempt, and 20,000 starving jobs holding sticky reservations.
@@ -48,6 +49,7 @@ static long peak_rss_kb(void)
 
 /* xorshift: deterministic synthetic workloads */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+static int reps_wanted; /* --reps: timed repetitions of the steady cases (0: each case's own) */
 static uint64_t rnd(void)
 {
     rng_state ^= rng_state << 13;
@@ -269,6 +271,8 @@ static void case_full(const char *name, int nodes, int pending, int reps)
 static void case_steady(int nodes, int pending, int reps, bool refresh, bool job_end,
                         bool submit_one, int64_t age)
 {
+    if (reps_wanted > 0)
+        reps = reps_wanted;
     struct sched *s = build_cluster(nodes, 200);
     submit_jobs(s, pending, 200, T0);
     size_t n;
@@ -364,11 +368,13 @@ int main(int argc, char **argv)
             quick = true;
         else if (!strcmp(argv[i], "--case") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps_wanted = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10) | 1;
         else {
             fprintf(stderr,
-                    "usage: core_bench [--quick] [--seed N] [--case full|full_refresh|job_end|"
+                    "usage: core_bench [--quick] [--seed N] [--reps N] [--case full|full_refresh|job_end|"
                     "job_end_preempt|starving_refresh|submit|scale_jobs|scale_nodes]\n");
             return 2;
         }

@@ -20,14 +20,22 @@
 static int check_job_slab(const struct sched *s, struct sched_error *err)
 {
     size_t live = 0, by_state[SCHED_JOB_STATE_COUNT] = {0};
+    if (s->look_words * 64 < s->jobs_cap)
+        FAIL("%zu look bits for %zu job slots", s->look_words * 64, s->jobs_cap);
     for (size_t slot = 0; slot < s->jobs_cap; slot++) {
         const struct job *j = &s->jobs[slot];
+        if (!j->id && walk_look(s, (uint32_t)slot))
+            FAIL("free job slot %zu has its look bit set", slot);
         if (!j->id)
             continue;
         live++;
         if (j->state >= SCHED_JOB_STATE_COUNT || sched_job_state_terminal(j->state))
             FAIL("job %llu is live in state %d", (unsigned long long)j->id, j->state);
         by_state[j->state]++;
+        bool look = j->reservation != NONE32 || (j->flags & JF_STARVING);
+        if (walk_look(s, (uint32_t)slot) != look)
+            FAIL("job %llu: its look bit is %s although it %s", (unsigned long long)j->id,
+                 look ? "clear" : "set", look ? "holds a reservation or starves" : "does neither");
         uint64_t found;
         if (!u64map_get(&s->job_index, j->id, &found) || found != slot)
             FAIL("job %llu: the id index does not point at its slot", (unsigned long long)j->id);

@@ -214,6 +214,7 @@ uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t 
     for (int i = 0; i < nnodes; i++)
         (void)add_claim(s, &s->nodes[nodes[i]], &c);
     j->reservation = r;
+    walk_look_sync(s, j);
     s->shapes[j->shape].with_res++;
     if (!preempting && !starving)
         s->res_active++;
@@ -239,6 +240,7 @@ void reservation_drop(struct sched *s, uint32_t r)
     struct job *j = &s->jobs[res->slot];
     if (j->id == res->job_id && j->reservation == r) {
         j->reservation = NONE32;
+        walk_look_sync(s, j);
         s->shapes[j->shape].with_res--;
     }
     if (!res->preempting && !res->starving)

@@ -56,6 +56,7 @@ void sched_destroy(struct sched *s)
         if (s->jobs[i].id)
             job_free_parts(&s->jobs[i]);
     free(s->jobs);
+    free(s->look_bits);
     u32vec_release(&s->free_slots);
     u64map_release(&s->job_index);
     for (size_t i = 0; i < s->nnodes; i++) {

@@ -90,6 +90,7 @@ static void start_job(struct sched *s, struct job *j, struct order_entry *e,
     if (j->reservation != NONE32)
         reservation_drop(s, j->reservation);
     j->flags &= (uint8_t)~JF_STARVING;
+    walk_look_sync(s, j);
     j->pushed_ms = 0;
     job_set_state(s, j, SCHED_STARTING);
     reason_set(j, SCHED_R_NONE, 0, 0, 0);
@@ -455,8 +456,8 @@ enum skip { SKIP_NO, SKIP_LIMIT, SKIP_NOFIT, SKIP_CLAIMED };
 static enum skip entry_skippable(struct sched *s, const struct walk *w, const struct order_entry *e)
 {
     const struct shape *sh = &s->shapes[e->shape];
-    if (sh->with_res > 0 && s->jobs[e->slot].id == e->id && s->jobs[e->slot].reservation != NONE32)
-        return SKIP_NO;
+    if (walk_look(s, e->slot))
+        return SKIP_NO; /* it holds a reservation or starves: the walk sees to it */
     const struct project *p = &s->projects[e->project];
     const struct group *g = project_group(s, p);
     if (p->blocked_cycle == s->cycle || (sh->gpus > 0 && (p->gpu_blocked_cycle == s->cycle ||
@@ -473,12 +474,11 @@ static enum skip entry_skippable(struct sched *s, const struct walk *w, const st
     enum skip why = sh->nofit_cycle == s->cycle ? SKIP_NOFIT : SKIP_CLAIMED;
     if (!preemption_possible(s))
         return why;
-    /* the job itself is read only when it may hold a reservation or starve (the memo is
-       for neither) or to verify: a deep queue is skipped from its entries alone */
+    /* the job itself is read only to verify: a job that holds a reservation or starves
+       (the memo is for neither) was let through above by its slot's look bit, and a
+       stale entry skipped here is one the walk would drop without a decision */
     struct job *j = &s->jobs[e->slot];
-    bool look = sh->with_res > 0 || s->nstarving > 0 || s->verify_memos;
-    if (look && (j->id != e->id || j->state != SCHED_PENDING || (j->flags & JF_STARVING) ||
-                 j->reservation != NONE32))
+    if (s->verify_memos && (j->id != e->id || j->state != SCHED_PENDING))
         return SKIP_NO; /* the walk sees to it */
     bool reclaim = project_can_reclaim(s, e->project, sh->gpus * sh->nodes);
     if (!victims_exist_for(s, sh->selset, e->rank, reclaim)) {

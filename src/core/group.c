@@ -54,11 +54,6 @@ void groups_sync_policy(struct sched *s)
         s->groups[i].spec = policy_group_find(&s->policy, s->groups[i].name);
 }
 
-struct group *project_group(const struct sched *s, const struct project *p)
-{
-    return p->group == NONE32 ? NULL : &s->groups[p->group];
-}
-
 /* Put project p in the group named `name` ("" = none), moving what it holds. */
 int group_attach(struct sched *s, struct project *p, const char *name)
 {
@@ -87,11 +82,6 @@ int group_attach(struct sched *s, struct project *p, const char *name)
     s->order_dirty = true; /* its share compares within another group now */
     s->memo_epoch++;       /* reclaim rules changed: struct preempt_memo */
     return 0;
-}
-
-double group_guarantee(const struct sched *s, const struct group *g)
-{
-    return g->spec < 0 ? -1 : s->policy.groups[g->spec].guarantee_gpus;
 }
 
 int group_gpu_limit(const struct sched *s, const struct group *g)

@@ -458,6 +458,11 @@ struct sched {
     size_t plan_scratch_cap, cand_scratch_cap;
     uint32_t *starving; /* slots of starving pending jobs, oldest first */
     size_t nstarving, starving_cap;
+    /* One bit per job slot: set exactly when the slot's job holds a reservation or
+       starves (walk_look_sync). The queue walk skips a deep queue from its entries
+       alone; a marked slot is one whose job it must read (sched_check walks the bits). */
+    uint64_t *look_bits;
+    size_t look_words;
 
     /* decisions queued for the next sched_cycle return */
     struct sched_decision *dec;
@@ -506,6 +511,14 @@ int err_set(struct sched_error *err, int code, const char *field, const char *fm
 /* ---- model.c: lookups and derived values of jobs, projects and nodes; decisions queued */
 struct job *job_find(const struct sched *s, uint64_t id);
 uint32_t job_slot(const struct sched *s, const struct job *j);
+/* The look bits (struct sched): room for `slots` slots (-ENOMEM), and the bit of j's slot
+ * set again from j (call after j's reservation or starving flag changed, or j was freed). */
+int walk_look_grow(struct sched *s, size_t slots);
+void walk_look_sync(struct sched *s, const struct job *j);
+static inline bool walk_look(const struct sched *s, uint32_t slot)
+{
+    return slot / 64 < s->look_words && (s->look_bits[slot / 64] >> (slot % 64) & 1);
+}
 int job_eff_rank(const struct sched *s, const struct job *j);
 int64_t job_expected_end(const struct sched *s, const struct job *j);
 int64_t job_starve_at(const struct sched *s, const struct job *j); /* NEVER: no bound */
@@ -532,8 +545,26 @@ void decision_attach_allocs(struct sched *s, struct sched_decision *d, const str
 /* ---- group.c */
 int group_attach(struct sched *s, struct project *p, const char *name);
 void groups_sync_policy(struct sched *s);
-struct group *project_group(const struct sched *s, const struct project *p);
-double group_guarantee(const struct sched *s, const struct group *g); /* -1: none */
+/* inline: the queue walk asks these for every entry it skips */
+static inline struct group *project_group(const struct sched *s, const struct project *p)
+{
+    return p->group == NONE32 ? NULL : &s->groups[p->group];
+}
+static inline double group_guarantee(const struct sched *s, const struct group *g) /* -1: none */
+{
+    return g->spec < 0 ? -1 : s->policy.groups[g->spec].guarantee_gpus;
+}
+/* Within its own guarantee and its group's, once it holds `gpus` more (a project's
+ * guarantee counts within its group's): it may reclaim from borrowers of its tier. */
+static inline bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus)
+{
+    const struct project *p = &s->projects[project];
+    if (p->gpus_in_use + gpus > p->spec.guarantee_gpus + 1e-9)
+        return false;
+    const struct group *g = project_group(s, p);
+    double gu = g ? group_guarantee(s, g) : -1;
+    return gu < 0 || g->gpus_in_use + gpus <= gu + 1e-9;
+}
 int group_gpu_limit(const struct sched *s, const struct group *g);    /* -1: none */
 void group_count(struct sched *s, const struct project *p, int gpus, int running);
 bool group_over_guarantee(const struct sched *s, const struct group *g);

@@ -257,7 +257,8 @@ static struct job *job_create(struct sched *s, const struct sched_job_spec *sp,
         slot = s->free_slots.v[--s->free_slots.n];
     } else {
         size_t cap = s->jobs_cap;
-        if (grow((void **)&s->jobs, &cap, s->jobs_cap + 1, sizeof(*s->jobs)) < 0)
+        if (grow((void **)&s->jobs, &cap, s->jobs_cap + 1, sizeof(*s->jobs)) < 0 ||
+            walk_look_grow(s, cap) < 0)
             return NULL;
         memset(&s->jobs[s->jobs_cap], 0, (cap - s->jobs_cap) * sizeof(*s->jobs));
         for (size_t i = cap; i-- > s->jobs_cap + 1;)
@@ -333,6 +334,7 @@ static void job_discard(struct sched *s, struct job *j)
     free(j->deps);
     free(j->dependents);
     memset(j, 0, sizeof(*j));
+    walk_look_sync(s, j);
     (void)u32vec_push(&s->free_slots, slot);
 }
 
@@ -615,6 +617,7 @@ static void leave_queue(struct sched *s, struct job *j)
     if (j->reservation != NONE32)
         reservation_drop(s, j->reservation);
     j->flags &= (uint8_t)~JF_STARVING; /* its age starts again when it is back */
+    walk_look_sync(s, j);
 }
 
 int sched_job_cancel(struct sched *s, uint64_t id, int64_t now, struct sched_error *err)

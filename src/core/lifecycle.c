@@ -211,6 +211,7 @@ void job_finish(struct sched *s, struct job *j, enum sched_job_state st, const c
     uint32_t slot = job_slot(s, j);
     job_free_parts(j);
     memset(j, 0, sizeof(*j));
+    walk_look_sync(s, j);
     (void)u32vec_push(&s->free_slots, slot);
     s->njobs--;
 }

@@ -29,6 +29,32 @@ uint32_t job_slot(const struct sched *s, const struct job *j)
     return (uint32_t)(j - s->jobs);
 }
 
+int walk_look_grow(struct sched *s, size_t slots)
+{
+    size_t words = (slots + 63) / 64;
+    if (words <= s->look_words)
+        return 0;
+    uint64_t *b = realloc(s->look_bits, words * sizeof(*b));
+    if (!b)
+        return -ENOMEM;
+    memset(b + s->look_words, 0, (words - s->look_words) * sizeof(*b));
+    s->look_bits = b;
+    s->look_words = words;
+    return 0;
+}
+
+void walk_look_sync(struct sched *s, const struct job *j)
+{
+    uint32_t slot = job_slot(s, j);
+    if (slot / 64 >= s->look_words)
+        return; /* a slot past the bits never holds a job (walk_look_grow at its creation) */
+    uint64_t bit = 1ULL << (slot % 64);
+    if (j->id && (j->reservation != NONE32 || (j->flags & JF_STARVING)))
+        s->look_bits[slot / 64] |= bit;
+    else
+        s->look_bits[slot / 64] &= ~bit;
+}
+
 const struct sched_class_spec *job_class(const struct sched *s, const struct job *j)
 {
     return &s->policy.classes[j->klass];

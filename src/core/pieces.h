@@ -83,7 +83,6 @@ struct preempt_scope {
    its search, so the order of two unchanged plans does not move with time. */
 bool plan_costlier(const struct plan_cost *a, const struct plan_cost *b);
 int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct preempt_scope *sc);
-bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus);
 /* The victim gate: could a job of selector set `selset` and effective rank `rank` find any
    victim on a node it could use (a victim is of a lower tier, or of its own when it may
    reclaim)? Counts eligible victims on the nodes that match the selector set. False proves

@@ -16,18 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Within its own guarantee and its group's, once it holds `gpus` more (a project's
- * guarantee counts within its group's). */
-bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus)
-{
-    const struct project *p = &s->projects[project];
-    if (p->gpus_in_use + gpus > p->spec.guarantee_gpus + 1e-9)
-        return false;
-    const struct group *g = project_group(s, p);
-    double gu = g ? group_guarantee(s, g) : -1;
-    return gu < 0 || g->gpus_in_use + gpus <= gu + 1e-9;
-}
-
 static bool over_guarantee(const struct sched *s, const struct job *v);
 
 /* Recount reclaimable_at from the projects' counters when a borrower may have appeared;

@@ -171,6 +171,7 @@ static void starving_append(struct sched *s, struct job *j)
     if (grow((void **)&s->starving, &s->starving_cap, s->nstarving + 1, sizeof(*s->starving)))
         return;
     j->flags |= JF_STARVING;
+    walk_look_sync(s, j);
     /* keep the list oldest first: it is short, insertion is fine */
     size_t i = s->nstarving++;
     while (i > 0 && cmp_starving(&s->starving[i - 1], &(uint32_t){job_slot(s, j)}, s) > 0) {
@@ -216,7 +217,10 @@ void order_rebuild(struct sched *s, int64_t now, bool rekey)
         struct job *j = &s->jobs[slot];
         if (!j->id)
             continue;
-        j->flags &= (uint8_t)~JF_STARVING;
+        if (j->flags & JF_STARVING) {
+            j->flags &= (uint8_t)~JF_STARVING;
+            walk_look_sync(s, j);
+        }
         if ((j->flags & JF_VICTIM_ELIGIBLE) && j->victim_rank != job_eff_rank(s, j)) {
             victim_mark(s, j, false); /* a boost moved it: count it under its new rank */
             victim_mark(s, j, true);
@@ -237,6 +241,7 @@ void order_rebuild(struct sched *s, int64_t now, bool rekey)
         }
         if (job_starve_at(s, j) <= now) {
             j->flags |= JF_STARVING;
+            walk_look_sync(s, j);
             if (grow((void **)&s->starving, &s->starving_cap, s->nstarving + 1,
                      sizeof(*s->starving)) == 0)
                 s->starving[s->nstarving++] = job_slot(s, j);
