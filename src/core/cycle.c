@@ -566,15 +566,14 @@ static void walk_queue(struct sched *s, struct walk *w)
         if (s->shapes[i].pending > 0 && s->shapes[i].nofit_cycle != s->cycle)
             w->open_shapes++;
     size_t i;
+    int skipped[SKIP_CLAIMED + 1] = {0}; /* kept here, not in the stats, inside the loop */
     for (i = 0; i < s->norder && !w->stop; i++) {
         struct order_entry *e = &s->order[i];
         if (e->slot == NONE32)
             continue;
         enum skip why = entry_skippable(s, w, e);
         if (why != SKIP_NO) {
-            w->st->skipped_limit += why == SKIP_LIMIT;
-            w->st->skipped_nofit += why == SKIP_NOFIT;
-            w->st->skipped_claimed += why == SKIP_CLAIMED;
+            skipped[why]++;
             continue;
         }
         struct job *j = &s->jobs[e->slot];
@@ -598,6 +597,9 @@ static void walk_queue(struct sched *s, struct walk *w)
     }
     for (; i < s->norder; i++)
         w->st->not_reached += s->order[i].slot != NONE32;
+    w->st->skipped_limit += skipped[SKIP_LIMIT];
+    w->st->skipped_nofit += skipped[SKIP_NOFIT];
+    w->st->skipped_claimed += skipped[SKIP_CLAIMED];
 }
 
 static const struct sched_decision *decisions_return(struct sched *s, size_t *ndec)
