@@ -1117,7 +1117,9 @@ static int read_ahead(struct sim *m, struct reader_state *rs)
             break;
         }
         rc = trace_next(rs->tr, &rs->row, &te);
-        if (rc == 1) {
+        if (rc == 1 && rs->row.submit_ms < m->opt->start_at_ms) {
+            m->r->rows.before_start++; /* --limit counts from --start-at */
+        } else if (rc == 1) {
             rs->have = true;
             rs->read++;
         } else if (rc == 0) {
@@ -1136,9 +1138,11 @@ static int read_ahead(struct sim *m, struct reader_state *rs)
     return 0;
 }
 
+/* The replay's clock starts at --start-at (0 by default). */
 static int64_t row_time(const struct sim *m, const struct trace_row *row)
 {
-    return (int64_t)llround((double)row->submit_ms * m->opt->arrival_scale);
+    return (int64_t)llround((double)(row->submit_ms - m->opt->start_at_ms) *
+                            m->opt->arrival_scale);
 }
 
 /* Apply everything due up to `now`, each at its own time: submissions, then events. */

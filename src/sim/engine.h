@@ -27,6 +27,8 @@ struct sim_options {
     size_t nrows;
     double arrival_scale; /* submit time x scale; 0.5 doubles the offered load */
     long limit;           /* at most this many rows; 0 = all */
+    int64_t start_at_ms;  /* rows submitted before this (trace time, before arrival_scale)
+                             are not replayed: a window past a trace's ramp-up */
     uint64_t seed;
     double node_failure_rate;  /* failures per node per day; 0 = none */
     int64_t repair_ms;         /* a failed node comes back after this long */
@@ -97,6 +99,7 @@ struct sim_series {
  * counted here with its reason (docs/sim.md "What happens to each row"). */
 struct sim_row_counts {
     long read;         /* rows the reader returned (bad rows are in sim_result.bad_rows) */
+    long before_start; /* submitted before --start-at: not replayed (not in `read`) */
     long never_ran;    /* skipped: no runtime, pending, or cancelled after 0 s */
     long frac_rounded; /* fractional GPU/CPU request rounded (--fractional round-*) */
     long frac_skipped; /* fractional request skipped (--fractional skip) */

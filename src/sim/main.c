@@ -78,7 +78,10 @@ static const char usage_text[] =
     "load and size:\n"
     "  --arrival-scale F       multiply submission times by F (0.5 doubles the load)\n"
     "  --cluster-scale F       multiply every node group's count by F\n"
-    "  --limit N               only the first N rows of the trace\n"
+    "  --limit N               only the first N rows of the trace (from --start-at)\n"
+    "  --start-at DURATION     replay only rows submitted this long after the trace's first\n"
+    "                          (trace time, before --arrival-scale): a window past its\n"
+    "                          ramp-up; the rows before are counted, not replayed\n"
     "  --node-failures RATE    random node failures, RATE per node per day\n"
     "  --repair-time DURATION  a failed node comes back after DURATION (default 4h)\n"
     "  --seed N                seed for every random choice (default 1)\n"
@@ -151,6 +154,7 @@ enum {
     O_ASCALE,
     O_CSCALE,
     O_LIMIT,
+    O_START,
     O_NFAIL,
     O_REPAIR,
     O_SEED,
@@ -194,6 +198,7 @@ static const struct option longopts[] = {
     {"arrival-scale", required_argument, NULL, O_ASCALE},
     {"cluster-scale", required_argument, NULL, O_CSCALE},
     {"limit", required_argument, NULL, O_LIMIT},
+    {"start-at", required_argument, NULL, O_START},
     {"node-failures", required_argument, NULL, O_NFAIL},
     {"repair-time", required_argument, NULL, O_REPAIR},
     {"seed", required_argument, NULL, O_SEED},
@@ -314,6 +319,8 @@ static int parse_opt2(struct cli *c, int o, const char *a)
             return bad_flag("limit", a, "a positive integer");
         c->opt.limit = (long)v;
         return 0;
+    case O_START:
+        return parse_dur("start-at", a, &c->opt.start_at_ms);
     case O_NFAIL:
         return parse_pos_double("node-failures", a, 0, 1000, &c->opt.node_failure_rate);
     case O_REPAIR:
@@ -459,6 +466,10 @@ static int parse_args(struct cli *c, int argc, char **argv)
     if (c->from_db && (c->opt.trace_path || c->check)) {
         fprintf(stderr, "docket-sim: --from-db replays the site's history: no --trace or "
                         "--check with it\n");
+        return -EINVAL;
+    }
+    if (c->from_db && c->opt.start_at_ms) {
+        fprintf(stderr, "docket-sim: --start-at is for a trace; --from-db takes --since\n");
         return -EINVAL;
     }
     if ((c->since_ms || c->until_ms) && !c->from_db) {
@@ -878,6 +889,7 @@ static struct sim_report_meta report_meta(const struct cli *c, const struct sim_
         .arrival_scale = c->opt.arrival_scale,
         .cluster_scale = c->cluster_scale,
         .limit = c->opt.limit,
+        .start_at_ms = c->opt.start_at_ms,
         .pool = m->pool,
         .seed = (unsigned long long)c->opt.seed,
         .node_failure_rate = c->opt.node_failure_rate,

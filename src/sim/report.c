@@ -57,6 +57,8 @@ void sim_report_rows(FILE *f, const struct sim_report_meta *m, const struct sim_
 
     fprintf(f, "%strace rows%s %ld read, %ld bad (refused)", DIM(c), RESET(c),
             k->read + r->bad_rows, r->bad_rows);
+    if (k->before_start)
+        fprintf(f, ", %ld before --start-at (not replayed)", k->before_start);
     if (k->never_ran)
         fprintf(f, ", %ld never ran (skipped)", k->never_ran);
     if (k->frac_rounded)
@@ -297,8 +299,9 @@ static json_t *rows_json(const struct sim_result *r)
 {
     const struct sim_row_counts *k = &r->rows;
 
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "read",
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "read",
                      (json_int_t)(k->read + r->bad_rows), "bad", (json_int_t)r->bad_rows,
+                     "before_start", (json_int_t)k->before_start,
                      "never_ran", (json_int_t)k->never_ran, "fractional_rounded",
                      (json_int_t)k->frac_rounded, "fractional_skipped", (json_int_t)k->frac_skipped,
                      "cpu_jobs", (json_int_t)k->cpu_jobs, "cpu_as_gpu_units",
@@ -410,9 +413,10 @@ static json_t *table_json(const struct sim_run_report *runs, int n)
 
 static json_t *input_json(const struct sim_report_meta *m)
 {
-    return json_pack("{s:s, s:s, s:o, s:o, s:I, s:b, s:I, s:o, s:s, s:s}", "trace", m->trace,
+    return json_pack("{s:s, s:s, s:o, s:o, s:I, s:o, s:b, s:I, s:o, s:s, s:s}", "trace", m->trace,
                      "cluster", m->cluster, "arrival_scale", num(m->arrival_scale), "cluster_scale",
-                     num(m->cluster_scale), "limit", (json_int_t)m->limit, "pool", m->pool, "seed",
+                     num(m->cluster_scale), "limit", (json_int_t)m->limit, "start_at_s",
+                     num((double)m->start_at_ms / 1000.0), "pool", m->pool, "seed",
                      (json_int_t)m->seed, "node_failure_rate", num(m->node_failure_rate),
                      "fractional", m->fractional ? m->fractional : "round-up", "over_cap",
                      m->over_cap ? m->over_cap : "run");

@@ -27,6 +27,7 @@ struct sim_report_meta {
     const char *cluster;
     double arrival_scale, cluster_scale;
     long limit;
+    int64_t start_at_ms; /* --start-at (0: from the trace's first row) */
     bool pool;
     unsigned long long seed;
     double node_failure_rate;

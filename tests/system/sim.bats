@@ -33,7 +33,7 @@ teardown() {
              default-tier default-class cpu-unit partition-label pool checkpoint on-signal \
              arrival-scale cluster-scale limit node-failures repair-time seed sample \
              cycle-interval skip-bad-rows check json jobs-csv html quiet no-progress help \
-             fractional over-cap csv save label sweep from-db since until; do
+             fractional over-cap csv save label sweep from-db since until start-at; do
         [[ "$help" == *"--$f"* ]] || { echo "missing --$f"; return 1; }
         run "$SIM" "--$f" 2>&1
         [[ "$output" != *"unrecognized option"* ]] || { echo "--$f not parsed"; return 1; }
@@ -313,4 +313,24 @@ EOF
     [[ $output == *"--sweep: the grid would have 72 points (at most 64)"* ]]
     run -2 "$SIM" "${base[@]}" --sweep arrival-scale=1,2 --jobs-csv "$T/j.csv"
     [[ $output == *"no --jobs-csv or --save with it"* ]]
+}
+
+@test "--start-at replays from a point of the trace: earlier rows counted, clock from there" {
+    # A and B come before the window; C and D are replayed, D as the second job
+    printf '%s\nA,0,100,4,,,,p,,\nB,50,100,4,,,,p,,\nC,1000,100,4,,,,p,,\nD,1010,100,4,,,,p,,\n' \
+        "$HDR" >"$T/w.csv"
+    run "$SIM" --trace "$T/w.csv" --cluster "$T/cluster.yaml" --start-at 1000s --limit 1 \
+        --time-factor 2 --json "$T/w.json" --jobs-csv "$T/w.jobs.csv"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"1 read, 0 bad (refused), 2 before --start-at (not replayed)"* ]]
+    jq -e '.runs[0].rows.before_start == 2 and .runs[0].jobs == 1 and .input.start_at_s == 1000' \
+        "$T/w.json"
+    grep -q '^docket,C,p,normal,4,0.000,0.000,' "$T/w.jobs.csv"   # submitted at the clock's 0
+    ! grep -q '^docket,[ABD],' "$T/w.jobs.csv"
+    run "$SIM" --trace "$T/w.csv" --cluster "$T/cluster.yaml" --start-at 1000s --jobs-csv -
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"docket,D,p,normal,4,10.000,100.000,"* ]]   # waits for C: starts at 100 s
+    run "$SIM" --trace "$T/w.csv" --cluster "$T/cluster.yaml" --start-at soon
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"start-at"* ]]
 }
