@@ -9,15 +9,17 @@
  * registrations) share a small pool of connections, as they are short; the long polls are
  * what a real fleet holds open at docketd, one a node. Nothing is executed.
  *
- * A probe GETs /healthz every --probe-ms on a connection of its own and keeps each round
- * trip. With --agents 0 the process is the probe alone (run.sh runs it so, apart from the
- * fleet, whose own loop would otherwise delay the probe's replies). Every second the fleet writes
- * its counters as JSON to --status (atomically); SIGUSR1 sets a mark: the probe's samples, the
- * starts and the agents heard from are then counted again from zero (bench/fleet/run.sh marks
- * before each phase it measures); SIGUSR2 writes the status at once (the end of a phase).
+ * A probe GETs /healthz (or --probe-path, with --probe-token as its bearer token) every
+ * --probe-ms on a connection of its own and keeps each round trip (a 200 only). With --agents 0 the
+ * process is the probe alone (run.sh runs it so, apart from the fleet, whose own loop would
+ * otherwise delay the probe's replies). Every second the fleet writes its counters as JSON to
+ * --status (atomically); SIGUSR1 sets a mark: the probe's samples, the starts and the agents heard
+ * from are then counted again from zero (bench/fleet/run.sh marks before each phase it measures);
+ * SIGUSR2 writes the status at once (the end of a phase).
  *
  *   fleet --host 127.0.0.1 --port P --join-token dkj_... --agents N [--gpus 8]
- *         [--wait-ms 25000] [--job-ms 0] [--pool 32] [--probe-ms 10] --status FILE
+ *         [--wait-ms 25000] [--job-ms 0] [--pool 32] [--probe-ms 10]
+ *         [--probe-path /healthz] [--probe-token T] --status FILE
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -55,7 +57,7 @@ struct agent {
 
 struct fleet {
     struct event_base *base;
-    const char *host, *join, *status;
+    const char *host, *join, *status, *probe_path, *probe_token;
     int port, nagents, gpus, wait_ms, job_ms, npool, probe_ms, next_pool;
     struct agent *agents;
     struct evhttp_connection **pool, *probe;
@@ -400,9 +402,14 @@ static void probe_cb(evutil_socket_t fd, short what, void *arg)
         return; /* the last one is still out: its time is the sample */
     struct evhttp_request *req = xmalloc_or_die(evhttp_request_new(probe_done, f));
     evhttp_add_header(evhttp_request_get_output_headers(req), "Host", f->host);
+    if (f->probe_token) {
+        char auth[300];
+        snprintf(auth, sizeof(auth), "Bearer %s", f->probe_token);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Authorization", auth);
+    }
     f->probing = true;
     f->probe_t0 = now_s();
-    if (evhttp_make_request(f->probe, req, EVHTTP_REQ_GET, "/healthz") < 0)
+    if (evhttp_make_request(f->probe, req, EVHTTP_REQ_GET, f->probe_path) < 0)
         f->probing = false;
 }
 
@@ -477,8 +484,12 @@ static void term_cb(evutil_socket_t fd, short what, void *arg)
 
 static int parse_args(struct fleet *f, int argc, char **argv)
 {
-    *f = (struct fleet){
-        .host = "127.0.0.1", .gpus = 8, .wait_ms = 25000, .npool = 32, .probe_ms = 10};
+    *f = (struct fleet){.host = "127.0.0.1",
+                        .gpus = 8,
+                        .wait_ms = 25000,
+                        .npool = 32,
+                        .probe_ms = 10,
+                        .probe_path = "/healthz"};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
         if (strcmp(k, "--host") == 0)
@@ -499,6 +510,10 @@ static int parse_args(struct fleet *f, int argc, char **argv)
             f->npool = atoi(v);
         else if (strcmp(k, "--probe-ms") == 0)
             f->probe_ms = atoi(v);
+        else if (strcmp(k, "--probe-path") == 0)
+            f->probe_path = v;
+        else if (strcmp(k, "--probe-token") == 0)
+            f->probe_token = v;
         else if (strcmp(k, "--status") == 0)
             f->status = v;
         else {
@@ -509,7 +524,7 @@ static int parse_args(struct fleet *f, int argc, char **argv)
     if (!f->port || (!f->join && f->nagents > 0) || f->nagents < 0 || !f->status || f->npool <= 0) {
         fprintf(stderr, "usage: fleet --port P --join-token T --agents N --status FILE "
                         "[--host H] [--gpus 8] [--wait-ms 25000] [--job-ms 0] [--pool 32] "
-                        "[--probe-ms 10]\n");
+                        "[--probe-ms 10] [--probe-path /healthz] [--probe-token T]\n");
         return -1;
     }
     return 0;

@@ -14,7 +14,12 @@
 #      a heartbeat answered again, and the kernel's count of dropped connection attempts
 #      (TcpExt ListenOverflows/ListenDrops, for the whole machine: run it quiet).
 # HOLD=1 submits the tasks held and stops after the submissions: /healthz during them with
-# no start to compete (the fleet still heartbeating).
+# no start to compete (the fleet still heartbeating). A second probe GETs /v1/jobs/ID of one
+# held job (authenticated, and its reply waits for the WAL sync as every read of stored
+# state does) every 10 ms, beside /healthz (answered at once since h-ckpt); the largest
+# size of the WAL seen (sampled every 0.2 s) is printed with the starts. RESTART=0 skips
+# part 4. FLEET=PATH takes the fleet binary from elsewhere (to run an older docketd,
+# B, with this script's probes).
 # Use a release build: meson setup build-r --buildtype=release && ninja -C build-r.
 # The fleet and docketd each hold one descriptor per agent: ulimit -n must exceed AGENTS.
 set -euo pipefail
@@ -27,12 +32,17 @@ JOB_MS=${JOB_MS:-0}
 WAIT=${WAIT:-25s}
 T=$(mktemp -d /tmp/docket-bench-fleet.XXXXXX)
 S=$T/state
+FLEET=${FLEET:-$B/bench/fleet/fleet}
 dpid=
 fpid=
 ppid_=
+p2pid=
+walpid=
 cleanup() {
     [[ -n $fpid ]] && kill "$fpid" 2>/dev/null
     [[ -n $ppid_ ]] && kill "$ppid_" 2>/dev/null
+    [[ -n $p2pid ]] && kill "$p2pid" 2>/dev/null
+    [[ -n $walpid ]] && kill "$walpid" 2>/dev/null
     [[ -n $dpid ]] && kill "$dpid" 2>/dev/null
     wait 2>/dev/null || true
     rm -rf "$T"
@@ -53,7 +63,11 @@ start_docketd() {
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$dpid/status"; }
 st() { jq -r "$1" "${2:-$T/status.json}" 2>/dev/null || echo 0; }
 pst() { st "$1" "$T/probe.json"; }
-mark() { kill -USR1 "$fpid" "$ppid_"; }
+p2st() { st "$1" "$T/probe2.json"; }
+mark() { kill -USR1 "$fpid" "$ppid_" "$p2pid"; }
+probe_line() { # LABEL STATUS_FN
+    echo "$1: n=$($2 .healthz_ms_mark.n) p50 $($2 '.healthz_ms_mark.p50*100|floor/100') ms p99 $($2 '.healthz_ms_mark.p99*100|floor/100') ms max $($2 '.healthz_ms_mark.max*100|floor/100') ms"
+}
 # Nodes not UP, over every page of /v1/nodes.
 nodes_not_up() {
     local next="" n=0 page
@@ -90,19 +104,26 @@ JT=$(curl -s -H "Authorization: Bearer $TOK" -X POST -d '{"ttl": "24h"}' "$U/v1/
 echo "== fleet of $AGENTS agents, $GPUS GPU each, heartbeat wait $WAIT ($(nproc) CPUs, ulimit -n $(ulimit -n))"
 rss0=$(rss_kib)
 t0=$(date +%s.%N)
-"$B/bench/fleet/fleet" --port "$PORT" --join-token "$JT" --agents "$AGENTS" --gpus "$GPUS" \
+"$FLEET" --port "$PORT" --join-token "$JT" --agents "$AGENTS" --gpus "$GPUS" \
     --job-ms "$JOB_MS" --probe-ms 0 --status "$T/status.json" 2>>"$T/fleet.log" &
 fpid=$!
-"$B/bench/fleet/fleet" --port "$PORT" --agents 0 --probe-ms 10 --status "$T/probe.json" \
+"$FLEET" --port "$PORT" --agents 0 --probe-ms 10 --status "$T/probe.json" \
     2>>"$T/fleet.log" &
 ppid_=$!
 wait_for ".registered == $AGENTS" 600
 t1=$(date +%s.%N)
+JID=$(curl -s -H "Authorization: Bearer $TOK" -d '{"gpus": 1, "command": ["true"], "hold": true}' \
+    "$U/v1/jobs" | jq -r '.id // .job.id // .jobs[0].id')
+"$FLEET" --port "$PORT" --agents 0 --probe-ms 10 --probe-path "/v1/jobs/$JID" \
+    --probe-token "$TOK" --status "$T/probe2.json" 2>>"$T/fleet.log" &
+p2pid=$!
 sleep 2
 rss1=$(rss_kib)
 echo "registered: $AGENTS in $(echo "$t1 - $t0" | bc) s; docketd RSS ${rss0} KiB -> ${rss1} KiB: $(((rss1 - rss0) * 1024 / AGENTS)) bytes per node"
 
 echo "== $TASKS tasks (one-line command) in arrays of $ARRAY while the fleet runs"
+(while :; do stat -c %s "$S/docket.db-wal" 2>/dev/null; sleep 0.2; done >"$T/walsizes") &
+walpid=$!
 mark
 sleep 0.5
 for ((first = 0; first < TASKS; first += ARRAY)); do
@@ -113,9 +134,10 @@ for ((first = 0; first < TASKS; first += ARRAY)); do
     te=$(date +%s.%N)
     echo "$code $(echo "($te - $ts) * 1000" | bc | cut -d. -f1)" >>"$T/submits"
 done
-kill -USR2 "$ppid_"
+kill -USR2 "$ppid_" "$p2pid"
 sleep 0.2
-echo "healthz from the first submit to the last 201: n=$(pst .healthz_ms_mark.n) p50 $(pst '.healthz_ms_mark.p50*100|floor/100') ms p99 $(pst '.healthz_ms_mark.p99*100|floor/100') ms max $(pst '.healthz_ms_mark.max*100|floor/100') ms"
+probe_line "healthz from the first submit to the last 201" pst
+probe_line "GET /v1/jobs/$JID from the first submit to the last 201" p2st
 if [[ -n ${HOLD:-} ]]; then # held: the submissions alone, no start follows
     echo "submits (HTTP status, ms): $(sort -n -k2 "$T/submits" | awk '{c[$1]++; t[NR]=$2} END {for (k in c) printf "%s x%d ", k, c[k]; printf "median %s ms, max %s ms", t[int((NR+1)/2)], t[NR]}')"
     exit 0
@@ -124,12 +146,17 @@ echo "submits (HTTP status, ms): $(sort -n -k2 "$T/submits" | awk '{c[$1]++; t[N
 wait_for ".starts_mark >= $TASKS" 900
 sleep 1.2
 echo "started: $(st .starts_mark) tasks at $(st '.starts_per_s_mark | floor') starts/s"
-echo "healthz during submit + starts: n=$(pst .healthz_ms_mark.n) p50 $(pst '.healthz_ms_mark.p50*100|floor/100') ms p99 $(pst '.healthz_ms_mark.p99*100|floor/100') ms max $(pst '.healthz_ms_mark.max*100|floor/100') ms"
+probe_line "healthz during submit + starts" pst
+probe_line "GET /v1/jobs/$JID during submit + starts" p2st
+kill "$walpid" 2>/dev/null
+walpid=
+echo "WAL: largest seen $(sort -n "$T/walsizes" | tail -n 1 | awk '{printf "%.1f MiB", $1 / 1048576}'), now $(stat -c %s "$S/docket.db-wal" 2>/dev/null | awk '{printf "%.1f MiB", $1 / 1048576}')"
 wait_for ".finished >= $TASKS" 300 || true
 echo "cycles: $(cycle_hist)"
 notup=$(nodes_not_up)
 echo "false UNREACHABLE: agents told not UP $(st .not_up); nodes not UP $notup; heartbeat errors $(st .hb_errors)"
 
+[[ ${RESTART:-1} == 0 ]] && exit 0
 echo "== restart of docketd with $AGENTS agents connected"
 d0=$(drops)
 mark

@@ -373,11 +373,18 @@ int ctl_http_start(struct ctl *c, char *err, size_t errlen);
 /* "HOST:PORT" or "[V6]:PORT" of the listen setting. 0 or -EINVAL. */
 int ctl_split_host_port(const char *s, char *host, size_t hlen, int *port);
 void ctl_http_stop(struct ctl *c);
-/* Answer with JSON (steals `body`). Deferred until the commit when a transaction is
- * open. */
+/* Answer with JSON (steals `body`). Deferred until the commit and its WAL sync when a
+ * transaction is open, or until the sync in flight when a commit is not on disk yet:
+ * what a reply shows is never ahead of the disk (docs/controller.md "One loop"). */
 void ctl_reply_json(struct ctl *c, struct evhttp_request *req, int status, json_t *body);
 void ctl_reply_raw(struct ctl *c, struct evhttp_request *req, int status, const char *ctype,
                    const void *data, size_t len);
+/* Answer at once, before the turn's commit and sync: only for replies that read nothing a
+ * crash could take back from the client's view, /healthz and /metrics (the process's own
+ * counters and the core's gauges; docs/controller.md "Answered at once"). */
+void ctl_reply_now(struct ctl *c, struct evhttp_request *req, int status, const char *ctype,
+                   const void *data, size_t len);
+void ctl_reply_json_now(struct ctl *c, struct evhttp_request *req, int status, json_t *body);
 void ctl_reply_error(struct ctl *c, struct evhttp_request *req, const struct proto_error *e);
 void ctl_reply_errorf(struct ctl *c, struct evhttp_request *req, int status, const char *field,
                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));

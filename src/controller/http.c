@@ -60,7 +60,10 @@ void ctl_reply_raw(struct ctl *c, struct evhttp_request *req, int status, const 
                  sizeof(commit_failed_json) - 1);
         return;
     }
-    if (!store_in_tx(c->store)) {
+    /* outside a transaction, a reply may still read what a commit wrote before its sync
+     * ended: it waits for that sync, as that commit's own replies do */
+    bool unsynced = c->commit_gen > c->synced_gen;
+    if (!store_in_tx(c->store) && !unsynced) {
         send_now(c, req, status, ctype, data, len);
         return;
     }
@@ -75,7 +78,9 @@ void ctl_reply_raw(struct ctl *c, struct evhttp_request *req, int status, const 
     }
     memcpy(copy, data, len);
     copy[len] = '\0';
-    *r = (struct ctl_reply){req, 0, status, copy, len, ctype, NULL};
+    /* in a transaction: gen 0, set by its commit; else the commit already made */
+    uint64_t gen = store_in_tx(c->store) ? 0 : c->commit_gen;
+    *r = (struct ctl_reply){req, gen, status, copy, len, ctype, NULL};
     /* the client may go away before the commit: libevent then frees the request */
     struct evhttp_connection *con = evhttp_request_get_connection(req);
     if (con)
@@ -85,7 +90,32 @@ void ctl_reply_raw(struct ctl *c, struct evhttp_request *req, int status, const 
     else
         c->replies = r;
     c->replies_tail = r;
-    ctl_commit_soon(c);
+    if (gen == 0)
+        ctl_commit_soon(c);
+    /* else the sync in flight, or the one that follows it (sync.c), releases it */
+}
+
+void ctl_reply_now(struct ctl *c, struct evhttp_request *req, int status, const char *ctype,
+                   const void *data, size_t len)
+{
+    if (c->diverged) {
+        send_now(c, req, 500, "application/json", commit_failed_json,
+                 sizeof(commit_failed_json) - 1);
+        return;
+    }
+    send_now(c, req, status, ctype, data, len);
+}
+
+void ctl_reply_json_now(struct ctl *c, struct evhttp_request *req, int status, json_t *body)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (!text) {
+        ctl_reply_now(c, req, 500, "application/json", oom_json, sizeof(oom_json) - 1);
+        return;
+    }
+    ctl_reply_now(c, req, status, "application/json", text, strlen(text));
+    free(text);
 }
 
 void ctl_reply_json(struct ctl *c, struct evhttp_request *req, int status, json_t *body)

@@ -50,7 +50,7 @@ void h_healthz(struct ctl_req *r)
     /* open to anyone (load balancers, probes): without a credential only that it is up;
      * the counts of jobs and nodes are for callers with one */
     if (!r->id.user[0]) {
-        ctl_reply_json(r->c, r->req, 200, json_pack("{s:s}", "status", "ok"));
+        ctl_reply_json_now(r->c, r->req, 200, json_pack("{s:s}", "status", "ok"));
         return;
     }
     sched_totals_get(r->c->sched, &t);
@@ -63,10 +63,10 @@ void h_healthz(struct ctl_req *r)
         if (t.nodes_by_state[i])
             json_object_set_new(nodes, sched_node_state_name((enum sched_node_state)i),
                                 json_integer((json_int_t)t.nodes_by_state[i]));
-    ctl_reply_json(r->c, r->req, 200,
-                   json_pack("{s:s,s:s,s:I,s:o,s:o}", "status", "ok", "version", DOCKET_VERSION,
-                             "uptime_ms", (json_int_t)(clock_mono_ms() - r->c->start_mono_ms),
-                             "jobs", jobs, "nodes", nodes));
+    ctl_reply_json_now(r->c, r->req, 200,
+                       json_pack("{s:s,s:s,s:I,s:o,s:o}", "status", "ok", "version", DOCKET_VERSION,
+                                 "uptime_ms", (json_int_t)(clock_mono_ms() - r->c->start_mono_ms),
+                                 "jobs", jobs, "nodes", nodes));
 }
 
 /* One histogram series: cumulative _bucket lines, +Inf, _sum, _count. `labels` is ""
@@ -275,7 +275,8 @@ static void histograms_text(struct ctl *c, struct dbuf *b)
     }
     help(b, "docket_cycle_seconds", "histogram", "duration of a scheduling cycle");
     hist_series(b, "docket_cycle_seconds", "", &m->cycle);
-    help(b, "docket_commit_seconds", "histogram", "duration of a group commit (fsync included)");
+    help(b, "docket_commit_seconds", "histogram",
+         "duration of a group COMMIT on the loop (its WAL sync follows on a thread)");
     hist_series(b, "docket_commit_seconds", "", &m->commit);
 }
 
@@ -319,6 +320,6 @@ void h_metrics(struct ctl_req *r)
     if (b.failed)
         ctl_reply_errorf(c, r->req, 500, NULL, "metrics too large");
     else
-        ctl_reply_raw(c, r->req, 200, "text/plain; version=0.0.4", b.data, b.len);
+        ctl_reply_now(c, r->req, 200, "text/plain; version=0.0.4", b.data, b.len);
     dbuf_release(&b);
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,7 +374,8 @@ static const char *const stmt_sql[S_COUNT] = {
 
 struct store {
     sqlite3 *db;
-    int wal_fd; /* the -wal file, for store_sync */
+    int wal_fd;             /* the -wal file, for store_sync */
+    _Atomic int wal_frames; /* frames in the WAL at this connection's last commit */
     sqlite3_stmt *stmt[S_COUNT];
     sqlite3_stmt *ustmt[STORE_USAGE_NSTMT]; /* usage.c's, prepared on first use */
     bool in_tx;
@@ -638,6 +640,128 @@ int store_set_external_sync(struct store *st)
         return -ENOENT;
     }
     return exec(st, "PRAGMA synchronous = NORMAL");
+}
+
+/* The WAL hook: called in COMMIT (on the thread of `st`) with the frames the WAL holds.
+ * Installing it also removes SQLite's own hook, the automatic checkpoint. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+    (void)db;
+    (void)name;
+    struct store *st = arg;
+    atomic_store_explicit(&st->wal_frames, frames, memory_order_relaxed);
+    return SQLITE_OK;
+}
+
+int store_set_external_checkpoint(struct store *st)
+{
+    if (exec(st, "PRAGMA wal_autocheckpoint = 0") < 0)
+        return -EIO;
+    sqlite3_wal_hook(st->db, wal_hook, st);
+    return 0;
+}
+
+int store_wal_autocheckpoint(struct store *st)
+{
+    sqlite3_stmt *s;
+    int v = -1;
+    if (sqlite3_prepare_v2(st->db, "PRAGMA wal_autocheckpoint", -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    if (sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+int store_wal_frames(const struct store *st)
+{
+    return atomic_load_explicit(&st->wal_frames, memory_order_relaxed);
+}
+
+const char *store_path(struct store *st)
+{
+    const char *p = sqlite3_db_filename(st->db, "main");
+    return p ? p : "";
+}
+
+struct store_ckpt {
+    sqlite3 *db;
+    char errmsg[256];
+};
+
+struct store_ckpt *store_ckpt_open(const char *path, char *err, size_t errlen)
+{
+    struct store_ckpt *k = calloc(1, sizeof(*k));
+    if (!k) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (!sqlite3_threadsafe()) { /* Debian's is 1 (serialized); NOMUTEX makes it per connection */
+        snprintf(err, errlen, "SQLite was built without threads (SQLITE_THREADSAFE=0)");
+        free(k);
+        return NULL;
+    }
+    /* no CREATE: the database exists (store_open made it); synchronous stays FULL, so
+     * each checkpoint syncs the WAL before copying it and the database after */
+    if (sqlite3_open_v2(path, &k->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        snprintf(err, errlen, "cannot open '%s' for checkpoints: %s", path,
+                 k->db ? sqlite3_errmsg(k->db) : "out of memory");
+        store_ckpt_close(k);
+        return NULL;
+    }
+    /* read once, so the connection has the WAL open (a checkpoint on one that has not
+     * read yet does nothing), and check it is in WAL mode */
+    sqlite3_busy_timeout(k->db, 5000);
+    sqlite3_stmt *s = NULL;
+    const unsigned char *mode = NULL;
+    if (sqlite3_prepare_v2(k->db, "PRAGMA journal_mode", -1, &s, NULL) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        mode = sqlite3_column_text(s, 0);
+    bool wal = mode && strcmp((const char *)mode, "wal") == 0;
+    sqlite3_finalize(s);
+    if (!wal ||
+        sqlite3_exec(k->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "'%s' for checkpoints: %s", path,
+                 wal ? sqlite3_errmsg(k->db) : "not in WAL mode");
+        store_ckpt_close(k);
+        return NULL;
+    }
+    sqlite3_busy_timeout(k->db, 0);
+    return k;
+}
+
+int store_ckpt_run(struct store_ckpt *k, enum store_ckpt_mode mode, int busy_ms,
+                   struct store_ckpt_result *out)
+{
+    int nlog = -1, nckpt = -1;
+    sqlite3_busy_timeout(k->db, mode == STORE_CKPT_PASSIVE ? 0 : busy_ms);
+    int rc = sqlite3_wal_checkpoint_v2(k->db, NULL,
+                                       mode == STORE_CKPT_PASSIVE ? SQLITE_CHECKPOINT_PASSIVE
+                                                                  : SQLITE_CHECKPOINT_TRUNCATE,
+                                       &nlog, &nckpt);
+    if (out)
+        *out = (struct store_ckpt_result){nlog, nckpt};
+    if (rc == SQLITE_BUSY)
+        return -EBUSY;
+    if (rc != SQLITE_OK) {
+        snprintf(k->errmsg, sizeof(k->errmsg), "checkpoint: %s", sqlite3_errmsg(k->db));
+        return -EIO;
+    }
+    return 0;
+}
+
+const char *store_ckpt_errmsg(struct store_ckpt *k)
+{
+    return k->errmsg;
+}
+
+void store_ckpt_close(struct store_ckpt *k)
+{
+    if (!k)
+        return;
+    sqlite3_close(k->db);
+    free(k);
 }
 
 int store_sync(struct store *st)

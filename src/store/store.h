@@ -55,6 +55,42 @@ int store_set_external_sync(struct store *st) STORE_WUR;
  * touches a file descriptor opened at store_open). 0 or -errno. */
 int store_sync(struct store *st) STORE_WUR;
 
+/* Checkpoints off the connection's thread (docs/controller.md "Checkpoints"). By default
+ * SQLite copies the WAL back into the database inside the COMMIT that takes it past 1,000
+ * pages (the automatic checkpoint: on docketd's loop, one COMMIT of 192 ms was seen).
+ * store_set_external_checkpoint turns that off on `st` (wal_autocheckpoint = 0) and
+ * counts the WAL's frames at each commit instead (store_wal_frames, readable from any
+ * thread); the caller then runs store_ckpt_run on a connection of its own
+ * (store_ckpt_open), from another thread. Durability is unchanged: a checkpoint syncs the
+ * WAL before it copies and the database before the WAL may be reused. */
+int store_set_external_checkpoint(struct store *st) STORE_WUR;
+/* The connection's automatic checkpoint in pages (PRAGMA wal_autocheckpoint; 0: none),
+ * or -EIO. */
+int store_wal_autocheckpoint(struct store *st);
+/* Frames in the WAL after the last commit of `st` (0 before the first one, or when the
+ * external checkpoint is not set). Safe from any thread. */
+int store_wal_frames(const struct store *st);
+/* The database file's path (for store_ckpt_open). */
+const char *store_path(struct store *st);
+
+struct store_ckpt; /* a connection that only checkpoints; one thread uses it, no other */
+enum store_ckpt_mode {
+    STORE_CKPT_PASSIVE,  /* copy what no reader still needs; never waits, never blocks */
+    STORE_CKPT_TRUNCATE, /* then reset the WAL to 0 bytes: takes the write lock, waits up
+                            to busy_ms for it (the writer's next BEGIN waits meanwhile) */
+};
+struct store_ckpt_result {
+    int log_frames;    /* frames in the WAL when it ran (-1 if unknown) */
+    int copied_frames; /* of them, in the database now */
+};
+struct store_ckpt *store_ckpt_open(const char *path, char *err, size_t errlen);
+/* 0; -EBUSY when TRUNCATE could not take the lock in busy_ms (it copied what it could,
+ * as PASSIVE), or when another checkpoint runs; -EIO (store_ckpt_errmsg). */
+int store_ckpt_run(struct store_ckpt *k, enum store_ckpt_mode mode, int busy_ms,
+                   struct store_ckpt_result *out) STORE_WUR;
+const char *store_ckpt_errmsg(struct store_ckpt *k);
+void store_ckpt_close(struct store_ckpt *k);
+
 /* Transactions (see above). store_begin is a no-op inside a transaction. */
 int store_begin(struct store *st) STORE_WUR;
 bool store_in_tx(const struct store *st);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/sched.h"
@@ -1484,6 +1485,62 @@ static void array_marker_and_discard(void **state)
     assert_string_equal(count_of(f, "SELECT count(*) FROM job_specs", got, 64), "1");
 }
 
+/* docketd's checkpoints (store_set_external_checkpoint, docs/controller.md "Checkpoints"):
+ * no COMMIT on the main connection copies the WAL back (it only grows, past SQLite's
+ * 1,000-page threshold), and store_ckpt_run on a connection of its own does: the next
+ * commit reuses the WAL from its start, and a TRUNCATE empties the file. */
+static void checkpoints_off_the_writer(void **state)
+{
+    struct fx *f = *state;
+    char err[256], wal[160];
+    struct stat sb;
+    struct store_ckpt_result r;
+    snprintf(wal, sizeof(wal), "%s-wal", f->path);
+    assert_int_equal(store_wal_autocheckpoint(f->st), 1000); /* SQLite's default */
+    assert_int_equal(store_set_external_checkpoint(f->st), 0);
+    assert_int_equal(store_wal_autocheckpoint(f->st), 0);
+    /* 200 jobs of a 40 KB script (~10 pages each), 10 a commit */
+    size_t n = 40000;
+    char *spec = malloc(n + 32);
+    assert_non_null(spec);
+    int off = snprintf(spec, n + 32, "{\"script\":\"");
+    memset(spec + off, 'x', n);
+    snprintf(spec + off + n, 32, "\"}");
+    int last = 0;
+    for (uint64_t id = 100; id < 300; id += 10) {
+        assert_int_equal(store_begin(f->st), 0);
+        for (uint64_t i = id; i < id + 10; i++) {
+            struct store_job j = make_job(i, "vision", 0);
+            j.spec = spec;
+            assert_int_equal(store_job_insert(f->st, &j), 0);
+        }
+        assert_int_equal(store_commit(f->st), 0);
+        /* an automatic checkpoint would reset the WAL after 1,000 pages */
+        assert_true(store_wal_frames(f->st) > last);
+        last = store_wal_frames(f->st);
+    }
+    free(spec);
+    assert_true(last > 1500);
+    struct store_ckpt *k = store_ckpt_open(store_path(f->st), err, sizeof(err));
+    assert_non_null(k);
+    assert_int_equal(store_ckpt_run(k, STORE_CKPT_PASSIVE, 0, &r), 0);
+    assert_int_equal(r.log_frames, last);
+    assert_int_equal(r.copied_frames, last);
+    /* all copied, no reader behind: the next commit writes the WAL from its first frame */
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_counter_set(f->st, "next_job_id", 300), 0);
+    assert_int_equal(store_commit(f->st), 0);
+    assert_true(store_wal_frames(f->st) < 10);
+    assert_int_equal(stat(wal, &sb), 0);
+    assert_true(sb.st_size > 1500 * 4096); /* reused, not shrunk */
+    assert_int_equal(store_ckpt_run(k, STORE_CKPT_TRUNCATE, 100, &r), 0);
+    assert_int_equal(stat(wal, &sb), 0);
+    assert_int_equal(sb.st_size, 0);
+    store_ckpt_close(k);
+    reopen(f);
+    assert_int_equal(store_job_count(f->st), 200);
+}
+
 static void arrays_rolled_back_at_start(void **state)
 {
     struct fx *f = *state;
@@ -1548,6 +1605,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(alert_history_and_silences, setup, teardown),
         cmocka_unit_test_setup_teardown(array_marker_and_discard, setup, teardown),
         cmocka_unit_test_setup_teardown(arrays_rolled_back_at_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(checkpoints_off_the_writer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
