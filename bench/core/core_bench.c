@@ -226,9 +226,9 @@ static void print_result(const struct result *r)
            "", st->starving_served, st->considered, st->skipped_limit, st->skipped_nofit,
            st->skipped_claimed, st->not_reached, st->preempted, st->reservations);
     printf("%-16s preemption searches: %d over every node, %d over %d changed nodes only, "
-           "%d skipped by an unchanged memo\n",
+           "%d skipped by an unchanged memo; reservation searches: %ld nodes pruned\n",
            "", st->preempt_full, st->preempt_rechecks, st->preempt_recheck_nodes,
-           st->preempt_memo_skips);
+           st->preempt_memo_skips, st->reserve_pruned);
     fflush(stdout);
 }
 

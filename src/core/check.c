@@ -572,6 +572,9 @@ int sched_check(const struct sched *s, struct sched_error *err)
     if (rc == 0 && s->place_wrong)
         FAIL("the placement memo of job %llu answered unlike a full scan",
              (unsigned long long)s->place_wrong);
+    if (rc == 0 && s->res_wrong)
+        FAIL("the pruned reservation search of job %llu chose unlike a full one",
+             (unsigned long long)s->res_wrong);
     if (rc == 0 && s->gate_wrong)
         FAIL("the victim gate skipped job %llu although its search finds victims",
              (unsigned long long)s->gate_wrong);

@@ -646,6 +646,7 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sche
     }
     s->now = now;
     s->cycle++;
+    uint64_t pruned_before = s->res_pruned;
     zone_refresh(s);
     projects_accrue(s, now);
     fire_deadlines(s, now);
@@ -685,6 +686,7 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sche
     s->preempt_backlog = s->preempt_budget <= 0 && st->preempted > 0;
     s->start_backlog = st->start_capped;
     deadlines_prune(s); /* the walk's ends and starts left stale entries: never wake for them */
+    st->reserve_pruned = (long)(s->res_pruned - pruned_before);
     st->pending = (int)s->by_state[SCHED_PENDING];
     st->running = (int)(s->by_state[SCHED_RUNNING] + s->by_state[SCHED_STARTING] +
                         s->by_state[SCHED_STOPPING]);

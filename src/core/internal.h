@@ -451,6 +451,8 @@ struct sched {
     bool verify_memos;    /* sched_verify_memos() */
     uint64_t memo_wrong;  /* a job whose search a memo skipped although it found victims */
     uint64_t place_wrong; /* a job whose placement memo answered unlike a full scan */
+    uint64_t res_wrong;   /* a job whose pruned reservation search chose unlike a full one */
+    uint64_t res_pruned;  /* nodes the reservation searches pruned (reserve.c), ever */
     uint64_t gate_wrong;  /* ... that the victim gate skipped although its search found some */
     /* scratch space of preempt_for (its node plans) and reservation_make (its candidates),
        grown as needed, freed with the scheduler: no allocation per search */

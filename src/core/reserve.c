@@ -41,20 +41,33 @@ static bool feasible_at(const struct sched *s, const struct node *n, const struc
     return true;
 }
 
-/* A node without other claims: the first release that makes the request fit. */
-static int64_t earliest_unclaimed(const struct sched *s, const struct node *n,
-                                  const struct shape *sh, int64_t now)
+/* When the bare node (its free room plus what its jobs release, no claim counted) first
+ * holds the request: now, the first release whose running total covers it (prefix sums
+ * are monotone: a binary search), or NEVER. Claims only take away, so no start of the
+ * request on the node comes earlier: the floor of node_earliest(), and its answer on a
+ * node without other claims. *first_rel: the index of that release (nrel: none). */
+static int64_t node_bare_floor(const struct sched *s, const struct node **np,
+                               const struct shape *sh, int64_t now, int *first_rel)
 {
-    struct avail a = {n->gpus - n->gpus_used, n->cpus - n->cpus_used, n->mem_mb - n->mem_used};
-    if (avail_covers(a, sh->gpus, sh->cpus, sh->mem_mb))
-        return now;
-    n = node_releases(s, n);
-    for (int i = 0; i < n->nrel; i++) {
-        struct avail b = {a.gpus + n->rel[i].gpus, a.cpus + n->rel[i].cpus, a.mem + n->rel[i].mem};
+    const struct node *n = *np;
+    struct avail bare = {n->gpus - n->gpus_used, n->cpus - n->cpus_used, n->mem_mb - n->mem_used};
+    n = *np = node_releases(s, n);
+    int lo = 0, hi = n->nrel;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        struct avail b = {bare.gpus + n->rel[mid].gpus, bare.cpus + n->rel[mid].cpus,
+                          bare.mem + n->rel[mid].mem};
         if (avail_covers(b, sh->gpus, sh->cpus, sh->mem_mb))
-            return n->rel[i].at > now ? n->rel[i].at : now;
+            hi = mid;
+        else
+            lo = mid + 1;
     }
-    return NEVER;
+    *first_rel = lo;
+    if (avail_covers(bare, sh->gpus, sh->cpus, sh->mem_mb))
+        return now;
+    if (lo == n->nrel)
+        return NEVER;
+    return n->rel[lo].at > now ? n->rel[lo].at : now;
 }
 
 /* Availability only rises at a release or a claim's end: try those times in order. */
@@ -69,8 +82,10 @@ int64_t node_earliest(const struct sched *s, const struct node *n, const struct 
     bool claimed = false;
     for (int i = 0; i < n->nclaims && !claimed; i++)
         claimed = n->claims[i].res != own_res;
-    if (!claimed)
-        return earliest_unclaimed(s, n, sh, now);
+    int lo;
+    int64_t floor_t = node_bare_floor(s, &n, sh, now, &lo);
+    if (!claimed || floor_t == NEVER)
+        return floor_t;
     if (feasible_at(s, n, sh, now, dur, own_res))
         return now;
     int64_t ends[64];
@@ -86,23 +101,7 @@ int64_t node_earliest(const struct sched *s, const struct node *n, const struct 
         }
         ends[k] = e;
     }
-    n = node_releases(s, n);
-    /* claims only take away: nothing before the first release that fits the request on
-       the bare node can work (prefix sums are monotone, so a binary search finds it) */
-    struct avail bare = {n->gpus - n->gpus_used, n->cpus - n->cpus_used, n->mem_mb - n->mem_used};
-    int lo = 0, hi = n->nrel;
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        struct avail b = {bare.gpus + n->rel[mid].gpus, bare.cpus + n->rel[mid].cpus,
-                          bare.mem + n->rel[mid].mem};
-        if (avail_covers(b, sh->gpus, sh->cpus, sh->mem_mb))
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    if (!avail_covers(bare, sh->gpus, sh->cpus, sh->mem_mb) && lo == n->nrel)
-        return NEVER;
-    int64_t floor_t = avail_covers(bare, sh->gpus, sh->cpus, sh->mem_mb) ? now : n->rel[lo].at;
+    /* claims only take away: nothing before the bare node's floor can work */
     int r = lo, c = 0;
     while (c < nends && ends[c] < floor_t)
         c++;
@@ -122,6 +121,9 @@ struct cand {
     uint32_t node;
 };
 
+/* a gang tries the start times of its candidates up to the (nodes + this)-th earliest */
+enum { GANG_STARTS_TRIED = 65 };
+
 static int cmp_cand(const void *a, const void *b)
 {
     const struct cand *x = a, *y = b;
@@ -130,42 +132,91 @@ static int cmp_cand(const void *a, const void *b)
     return (x->node > y->node) - (x->node < y->node);
 }
 
+/* The search keeps every candidate, or (pruned) only those that may be among the `keep`
+ * earliest by (start, node), the only ones earliest_start() reads: a node whose bare floor
+ * (node_bare_floor) already comes after the keep-th earliest start found so far cannot
+ * be, and its start is not computed. */
 struct cand_search {
     const struct job *j;
     const struct shape *sh;
     int64_t now, dur;
     struct cand *out;
     size_t n, max;
+    bool prune;
+    size_t keep;      /* the candidates earliest_start() reads at most (ties aside) */
+    size_t compact;   /* n at which the list is cut back to its keep earliest */
+    struct cand kth;  /* the keep-th earliest so far; at NEVER until there are keep */
+    uint64_t skipped; /* nodes pruned */
 };
+
+/* Sort the candidates and keep the `keep` earliest and any tied with the last of them. */
+static void cands_cut(struct cand_search *cs)
+{
+    qsort(cs->out, cs->n, sizeof(*cs->out), cmp_cand);
+    if (cs->n < cs->keep)
+        return;
+    size_t k = cs->keep;
+    while (k < cs->n && cs->out[k].at == cs->out[cs->keep - 1].at)
+        k++;
+    cs->n = k;
+    cs->kth = cs->out[cs->keep - 1];
+    cs->compact = cs->n + 2 * cs->keep;
+}
 
 static void cand_visit(struct sched *s, uint32_t idx, void *ctx)
 {
     struct cand_search *cs = ctx;
     if (cs->n >= cs->max)
         return;
-    int64_t at = node_earliest(s, &s->nodes[idx], cs->sh, cs->now, cs->dur, cs->j->reservation);
+    const struct node *n = &s->nodes[idx];
+    if (cs->prune && cs->kth.at < NEVER) {
+        int lo;
+        int64_t floor_t = node_bare_floor(s, &n, cs->sh, cs->now, &lo);
+        /* its start is at least floor_t: past the keep-th, or tied and after it by index */
+        if (floor_t > cs->kth.at || (floor_t == cs->kth.at && idx > cs->kth.node)) {
+            cs->skipped++;
+            return;
+        }
+    }
+    int64_t at = node_earliest(s, n, cs->sh, cs->now, cs->dur, cs->j->reservation);
     if (at < NEVER) {
         cs->out[cs->n].at = at;
         cs->out[cs->n].node = idx;
         cs->n++;
+        if (cs->prune && cs->n >= cs->compact)
+            cands_cut(cs);
     }
 }
 
-/* Candidate nodes with each one's earliest start for the job. */
+/* Candidate nodes with each one's earliest start for the job: every one, or (prune) a
+ * list whose `keep` earliest (and their ties) are those of the whole list. */
 static size_t collect_candidates(struct sched *s, const struct job *j, const struct shape *sh,
-                                 int64_t now, int64_t dur, struct cand *out, size_t max)
+                                 int64_t now, int64_t dur, struct cand *out, size_t max,
+                                 bool prune)
 {
-    struct cand_search cs = {j, sh, now, dur, out, 0, max};
+    size_t keep = sh->nodes == 1 ? 1 : (size_t)sh->nodes + GANG_STARTS_TRIED;
+    struct cand_search cs = {.j = j,
+                             .sh = sh,
+                             .now = now,
+                             .dur = dur,
+                             .out = out,
+                             .max = max,
+                             .prune = prune,
+                             .keep = keep,
+                             .compact = 2 * keep,
+                             .kth = {NEVER, 0}};
     shape_candidates_each(s, sh, cand_visit, &cs);
+    s->res_pruned += cs.skipped;
     return cs.n;
 }
 
 /* The earliest start of shape `sh` for job j over its candidate nodes: fills chosen[] (the
  * shape's node count) and returns the start, or NEVER. */
 static int64_t earliest_start(struct sched *s, const struct job *j, const struct shape *sh,
-                              int64_t now, int64_t dur, struct cand *c, uint32_t *chosen)
+                              int64_t now, int64_t dur, struct cand *c, uint32_t *chosen,
+                              bool prune)
 {
-    size_t nc = collect_candidates(s, j, sh, now, dur, c, s->nnodes);
+    size_t nc = collect_candidates(s, j, sh, now, dur, c, s->nnodes, prune);
     if (nc < (size_t)sh->nodes)
         return NEVER;
     if (sh->nodes == 1) {
@@ -186,10 +237,30 @@ static int64_t earliest_start(struct sched *s, const struct job *j, const struct
                 chosen[got++] = c[i].node;
         if (got == sh->nodes)
             return t;
-        if (first >= (size_t)sh->nodes + 64)
+        if (first + 1 >= (size_t)sh->nodes + GANG_STARTS_TRIED)
             break; /* bounded search for gangs */
     }
     return NEVER;
+}
+
+/* The earliest start over the job's GPU types (a gang of any type: each type alone), its
+ * nodes in chosen[] (room for 2 x nodes). */
+static int64_t best_start(struct sched *s, const struct job *j, const struct shape *sh,
+                          int64_t now, int64_t dur, struct cand *c, uint32_t *chosen, bool prune)
+{
+    if (!shape_spans_types(sh))
+        return earliest_start(s, j, sh, now, dur, c, chosen, prune);
+    int64_t best = NEVER;
+    uint32_t *mine = chosen + sh->nodes;
+    for (int t = 1; t < s->ntypes; t++) {
+        struct shape typed = shape_typed(sh, t);
+        int64_t at = earliest_start(s, j, &typed, now, dur, c, mine, prune);
+        if (at < best) {
+            best = at;
+            memcpy(chosen, mine, (size_t)sh->nodes * sizeof(*chosen));
+        }
+    }
+    return best;
 }
 
 /* Give a blocked job a reservation at its earliest possible start. 0, or -ENOSPC when no
@@ -214,19 +285,13 @@ int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving)
         rc = -ENOMEM;
         goto out;
     }
-    int64_t best = NEVER;
-    if (!shape_spans_types(sh)) {
-        best = earliest_start(s, j, sh, now, dur, c, chosen);
-    } else {
-        uint32_t *mine = chosen + sh->nodes;
-        for (int t = 1; t < s->ntypes; t++) {
-            struct shape typed = shape_typed(sh, t);
-            int64_t at = earliest_start(s, j, &typed, now, dur, c, mine);
-            if (at < best) {
-                best = at;
-                memcpy(chosen, mine, (size_t)sh->nodes * sizeof(*chosen));
-            }
-        }
+    int64_t best = best_start(s, j, sh, now, dur, c, chosen, true);
+    if (s->verify_memos && !s->res_wrong) {
+        /* the pruned search must choose as the full one does */
+        uint32_t full[2 * SCHED_MAX_JOB_NODES];
+        if (best_start(s, j, sh, now, dur, c, full, false) != best ||
+            (best < NEVER && memcmp(full, chosen, (size_t)sh->nodes * sizeof(*full))))
+            s->res_wrong = j->id;
     }
     if (best < NEVER) {
         int64_t end = dur >= NEVER - best ? NEVER : best + dur;

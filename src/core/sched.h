@@ -451,6 +451,9 @@ struct sched_cycle_stats {
        memo's failed search (and the nodes looked at again so); skipped by an unchanged
        memo (docs/scheduling.md "Guarantees") */
     int preempt_full, preempt_rechecks, preempt_recheck_nodes, preempt_memo_skips;
+    /* nodes the reservation searches skipped: their bare floor (free room plus releases,
+       no claim) came after the earliest starts already found (docs/scheduling.md) */
+    long reserve_pruned;
     bool start_capped; /* stopped at max_starts_per_cycle: sched_next_wakeup() is now */
 };
 
