@@ -205,23 +205,33 @@ static bool plan_holds(const struct sched *s, const struct node *n, const struct
     return plan_fails_at(s, n, j, sh, v, count, start, dur) == NEVER;
 }
 
-static int collect_victims(struct sched *s, const struct job *j, uint32_t idx, int64_t now,
+/* j's effective rank and whether its project may reclaim (under_guarantee_after): the
+ * same for every node of one search, so asked once per search */
+struct preemptor {
+    const struct job *j;
+    int rank;
+    bool reclaims;
+};
+
+static int collect_victims(struct sched *s, const struct preemptor *pj, uint32_t idx, int64_t now,
                            struct victim *all)
 {
     const struct node *n = &s->nodes[idx];
-    int nall = 0, rj = job_eff_rank(s, j);
-    bool reclaims = under_guarantee_after(s, j);
+    const struct job *j = pj->j;
+    int nall = 0, rj = pj->rank;
+    bool reclaims = pj->reclaims;
     for (uint32_t i = 0; i < n->jobs.n && nall < PLAN_MAX; i++) {
         const struct job *v = &s->jobs[n->jobs.v[i]];
         if (!victim_for(s, v, j, rj, reclaims, n, now))
             continue;
+        int rank = job_eff_rank(s, v), order = job_class(s, v)->preempt_order;
         for (int a = 0; a < v->nallocs; a++) {
             if (v->allocs[a].node != idx)
                 continue;
             struct victim *x = &all[nall++];
             x->slot = n->jobs.v[i];
-            x->rank = job_eff_rank(s, v);
-            x->order = job_class(s, v)->preempt_order;
+            x->rank = rank;
+            x->order = order;
             x->lost = now - (v->ckpt_ms > v->start_ms ? v->ckpt_ms : v->start_ms);
             x->ckpt_last = (v->flags & JF_CKPT_SIGNAL) ? 0 : 1;
             x->kill_at = now + v->grace_ms;
@@ -237,9 +247,10 @@ static int collect_victims(struct sched *s, const struct job *j, uint32_t idx, i
 /* Plan the cheapest victim set on one node; false when even all eligible victims would
  * not make room. Room that jobs already stopping will free counts first: a job being
  * cancelled or killed is never replaced by a new victim. */
-static bool plan_node(struct sched *s, const struct job *j, const struct shape *sh, uint32_t idx,
-                      int64_t now, struct node_plan *p, int64_t *fail_dur)
+static bool plan_node(struct sched *s, const struct preemptor *pj, const struct shape *sh,
+                      uint32_t idx, int64_t now, struct node_plan *p, int64_t *fail_dur)
 {
+    const struct job *j = pj->j;
     const struct node *n = &s->nodes[idx];
     p->node = idx;
     p->nvictims = 0;
@@ -250,17 +261,17 @@ static bool plan_node(struct sched *s, const struct job *j, const struct shape *
         return false; /* held off it by a reservation: victims here would not help */
     /* upper bound first: everything lower tiers (and, when it may reclaim, its own tier)
        hold here, and what stopping jobs free; most nodes fail this without a job looked at */
-    int rj = job_eff_rank(s, j);
+    int rj = pj->rank;
     int g = n->gpus - n->gpus_used + n->stopping_gpus,
         c = n->cpus - n->cpus_used + n->stopping_cpus;
-    for (int r = under_guarantee_after(s, j) ? rj : rj + 1; r < s->policy.ntiers; r++) {
+    for (int r = pj->reclaims ? rj : rj + 1; r < s->policy.ntiers; r++) {
         g += n->victim_gpus[r];
         c += n->victim_cpus[r];
     }
     if (g < sh->gpus || c < sh->cpus)
         return false;
     struct victim all[PLAN_MAX];
-    int nall = collect_victims(s, j, idx, now, all);
+    int nall = collect_victims(s, pj, idx, now, all);
     qsort(all, nall, sizeof(all[0]), cmp_victims);
     int64_t dur = job_duration(j);
     int take = 0;
@@ -437,6 +448,7 @@ static int preempt_apply(struct sched *s, struct job *j, const struct shape *sh,
 
 struct preempt_search {
     struct job *j;
+    struct preemptor pj;
     const struct shape *sh;
     int64_t now;
     struct node_plan *best, *cur;
@@ -447,7 +459,7 @@ struct preempt_search {
 static void preempt_visit(struct sched *s, uint32_t idx, void *ctx)
 {
     struct preempt_search *ps = ctx;
-    if (plan_node(s, ps->j, ps->sh, idx, ps->now, ps->cur, &ps->fail_dur)) {
+    if (plan_node(s, &ps->pj, ps->sh, idx, ps->now, ps->cur, &ps->fail_dur)) {
         ps->feasible++;
         plans_keep_best(ps->best, &ps->nbest, ps->want, ps->cur);
     }
@@ -493,7 +505,11 @@ static struct node_plan *plan_scratch(struct sched *s, size_t n)
 int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct preempt_scope *sc)
 {
     const struct shape *sh = &s->shapes[j->shape];
-    struct preempt_search ps = {.j = j, .now = now, .want = sh->nodes, .fail_dur = 1};
+    struct preempt_search ps = {.j = j,
+                                .pj = {j, job_eff_rank(s, j), under_guarantee_after(s, j)},
+                                .now = now,
+                                .want = sh->nodes,
+                                .fail_dur = 1};
     /* best plans, the chosen ones, the one at hand: scratch space of the scheduler (calls
        do not nest) */
     struct node_plan *plans = plan_scratch(s, 2 * (size_t)ps.want + 1), *chosen = NULL;
