@@ -1002,6 +1002,7 @@ running_job() {
     unset DOCKETD_TURN_LOG_MS
     one_node
     id=$(running_job)
+    api_get /healthz # a turn is logged when the next begins: this one logs the last before
     : >"$TEST_DIR/docketd.log"
     # 1,000 usage events in one batch (an agent back after an outage sends up to 2,000),
     # then, once its first slice is applied, one more batch of the same node: it waits
