@@ -19,7 +19,11 @@
 # state does) every 10 ms, beside /healthz (answered at once since h-ckpt); the largest
 # size of the WAL seen (sampled every 0.2 s) is printed with the starts. RESTART=0 skips
 # part 4. FLEET=PATH takes the fleet binary from elsewhere (to run an older docketd,
-# B, with this script's probes).
+# B, with this script's probes). KEEP_LOG=FILE copies docketd's log there at the end
+# (with DOCKETD_TURN_LOG_MS=N in the environment it holds a `turn` line for every loop
+# turn of N ms or more, src/controller/turns.c). PERF_OUT=FILE: perf record --call-graph fp
+# of docketd from the first submission to the last start (a -fno-omit-frame-pointer build).
+# STARTS=N applies the policy setting max_starts_per_cycle=N before the submissions.
 # Use a release build: meson setup build-r --buildtype=release && ninja -C build-r.
 # The fleet and docketd each hold one descriptor per agent: ulimit -n must exceed AGENTS.
 set -euo pipefail
@@ -43,8 +47,10 @@ cleanup() {
     [[ -n $ppid_ ]] && kill "$ppid_" 2>/dev/null
     [[ -n $p2pid ]] && kill "$p2pid" 2>/dev/null
     [[ -n $walpid ]] && kill "$walpid" 2>/dev/null
+    [[ -n ${perfpid:-} ]] && kill -INT "$perfpid" 2>/dev/null
     [[ -n $dpid ]] && kill "$dpid" 2>/dev/null
     wait 2>/dev/null || true
+    [[ -n ${KEEP_LOG:-} ]] && cp "$T/log" "$KEEP_LOG"
     rm -rf "$T"
 }
 trap cleanup EXIT
@@ -121,10 +127,19 @@ sleep 2
 rss1=$(rss_kib)
 echo "registered: $AGENTS in $(echo "$t1 - $t0" | bc) s; docketd RSS ${rss0} KiB -> ${rss1} KiB: $(((rss1 - rss0) * 1024 / AGENTS)) bytes per node"
 
+if [[ -n ${STARTS:-} ]]; then # the policy's max_starts_per_cycle
+    c=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOK" \
+        -H "Content-Type: application/json" -d "{\"settings\": {\"max_starts_per_cycle\": $STARTS}}" "$U/v1/policy")
+    echo "policy max_starts_per_cycle=$STARTS: HTTP $c"
+fi
 echo "== $TASKS tasks (one-line command) in arrays of $ARRAY while the fleet runs"
 (while :; do stat -c %s "$S/docket.db-wal" 2>/dev/null; sleep 0.2; done >"$T/walsizes") &
 walpid=$!
 mark
+if [[ -n ${PERF_OUT:-} ]]; then # perf record of docketd from the first submission to the last start
+    perf record -q --call-graph fp -p "$dpid" -o "$PERF_OUT" 2>>"$T/fleet.log" &
+    perfpid=$!
+fi
 sleep 0.5
 for ((first = 0; first < TASKS; first += ARRAY)); do
     last=$((first + ARRAY - 1 < TASKS - 1 ? first + ARRAY - 1 : TASKS - 1))
@@ -145,6 +160,8 @@ fi
 echo "submits (HTTP status, ms): $(sort -n -k2 "$T/submits" | awk '{c[$1]++; t[NR]=$2} END {for (k in c) printf "%s x%d ", k, c[k]; printf "median %s ms, max %s ms", t[int((NR+1)/2)], t[NR]}')"
 wait_for ".starts_mark >= $TASKS" 900
 sleep 1.2
+if [[ -n ${perfpid:-} ]]; then kill -INT "$perfpid"; wait "$perfpid" 2>/dev/null || true; fi
+perfpid=
 echo "started: $(st .starts_mark) tasks at $(st '.starts_per_s_mark | floor') starts/s"
 probe_line "healthz during submit + starts" pst
 probe_line "GET /v1/jobs/$JID during submit + starts" p2st

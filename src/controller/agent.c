@@ -691,6 +691,7 @@ void h_agent_heartbeat(struct ctl_req *r)
         return;
     }
     n->parked = r->req;
+    r->c->turn.parked++;
     struct evhttp_connection *con = evhttp_request_get_connection(r->req);
     if (con)
         ctl_conn_watch(r->c, con, parked_closed, n);
@@ -963,6 +964,146 @@ static int apply_event(struct ctl *c, struct ctl_node *n, const json_t *ev)
 
 static int validate_events(const json_t *body, struct proto_error *e);
 
+/* Apply events [from, to) of evs. Each event in its own savepoint, store first then
+ * core: when a write fails, that event's writes are rolled back, the events before it
+ * stand (in the store and the core alike), and the agent hears 500 and sends them all
+ * again: the ones already applied are then stale repeats, ignored. */
+static int apply_events(struct ctl *c, struct ctl_node *n, const json_t *evs, size_t from,
+                        size_t to)
+{
+    int rc = 0;
+    for (size_t i = from; rc == 0 && i < to; i++) {
+        if ((rc = store_savepoint(c->store)) < 0)
+            break;
+        rc = apply_event(c, n, json_array_get(evs, i));
+        if (rc < 0)
+            store_rollback_to(c->store);
+        else if (store_release(c->store) < 0)
+            ctl_store_diverged(c, "agent_events", 0);
+    }
+    c->turn.agent_events += (int)(to - from);
+    if (store_begin(c->store) == 0)
+        ctl_commit_soon(c);
+    return rc;
+}
+
+static void events_reply(struct ctl *c, struct evhttp_request *req, int rc)
+{
+    if (rc < 0) { /* not ctl_reply_error: what the events before wrote must stay */
+        struct proto_error pe;
+        proto_errorf(&pe, 500, NULL, NULL, "store: %s", store_errmsg(c->store));
+        ctl_reply_json(c, req, 500, proto_error_json(&pe));
+        return;
+    }
+    ctl_reply_json(c, req, 200, json_pack("{s:b}", "ok", 1));
+}
+
+/* A batch of more than CTL_AGENT_EVENTS_SLICE events (an agent back after an outage
+ * sends up to 2,000 at once) is applied that many events a loop turn, so it never holds
+ * the loop for long (issue 11: "any request within 50 ms"); its reply, as any, leaves
+ * once every event is applied and committed. A node's batches are applied in the order
+ * they came: one that arrives while an earlier one of the same node is still being
+ * applied waits behind it whole. */
+struct ctl_ev_batch {
+    struct ctl *c;
+    struct ctl_node *n;
+    struct evhttp_request *req; /* NULL once the client left */
+    json_t *body;               /* owned; body.events is the batch */
+    size_t next;                /* the next event to apply */
+    struct ctl_ev_batch *after;
+};
+
+static void batch_client_left(struct evhttp_connection *con, void *arg)
+{
+    struct ctl_ev_batch *b = arg;
+    (void)con;
+    b->req = NULL; /* its events are applied all the same: the agent's resend repeats them */
+}
+
+static void batch_free(struct ctl_ev_batch *b, int rc, bool answer)
+{
+    struct ctl *c = b->c;
+    if (b->req) {
+        struct evhttp_connection *con = evhttp_request_get_connection(b->req);
+        if (con)
+            ctl_conn_watch(c, con, NULL, NULL);
+        if (answer)
+            events_reply(c, b->req, rc);
+        else
+            ctl_reply_errorf(c, b->req, 503, NULL, "docketd is shutting down");
+    }
+    b->n->ev_batches--;
+    json_decref(b->body);
+    free(b);
+}
+
+static void events_turn(evutil_socket_t fd, short what, void *arg)
+{
+    struct ctl *c = arg;
+    (void)fd;
+    (void)what;
+    int64_t t0 = ctl_turn_enter(c);
+    struct ctl_ev_batch *b = c->ev_batches;
+    if (b) {
+        const json_t *evs = json_object_get(b->body, "events");
+        size_t n = json_array_size(evs);
+        size_t to = n - b->next > CTL_AGENT_EVENTS_SLICE ? b->next + CTL_AGENT_EVENTS_SLICE : n;
+        int rc = c->diverged ? -EIO : apply_events(c, b->n, evs, b->next, to);
+        b->next = to;
+        if (rc < 0 || to == n) {
+            c->ev_batches = b->after;
+            if (!c->ev_batches)
+                c->ev_batches_tail = NULL;
+            batch_free(b, rc, true);
+        }
+    }
+    if (c->ev_batches) {
+        /* a timer, not event_active: the loop polls its sockets before the next slice */
+        struct timeval zero = {0, 0};
+        event_add(c->ev_batch_ev, &zero);
+    }
+    ctl_turn_leave(c, CTL_TURN_EVENTS, t0);
+}
+
+/* Queue the rest of r's batch, from event `next` on. 0, or -ENOMEM (nothing queued). */
+static int batch_defer(struct ctl_req *r, struct ctl_node *n, json_t *body, size_t next)
+{
+    struct ctl *c = r->c;
+    if (!c->ev_batch_ev && !(c->ev_batch_ev = evtimer_new(c->base, events_turn, c)))
+        return -ENOMEM;
+    struct ctl_ev_batch *b = calloc(1, sizeof(*b));
+    if (!b)
+        return -ENOMEM;
+    *b = (struct ctl_ev_batch){c, n, r->req, json_incref(body), next, NULL};
+    struct evhttp_connection *con = evhttp_request_get_connection(r->req);
+    if (con)
+        ctl_conn_watch(c, con, batch_client_left, b);
+    n->ev_batches++;
+    if (c->ev_batches_tail)
+        c->ev_batches_tail->after = b;
+    else
+        c->ev_batches = b;
+    c->ev_batches_tail = b;
+    if (!event_pending(c->ev_batch_ev, EV_TIMEOUT, NULL)) {
+        struct timeval zero = {0, 0};
+        event_add(c->ev_batch_ev, &zero);
+    }
+    return 0;
+}
+
+void ctl_agent_events_stop_all(struct ctl *c)
+{
+    while (c->ev_batches) {
+        struct ctl_ev_batch *b = c->ev_batches;
+        c->ev_batches = b->after;
+        batch_free(b, 0, false);
+    }
+    c->ev_batches_tail = NULL;
+    if (c->ev_batch_ev)
+        event_free(c->ev_batch_ev);
+    c->ev_batch_ev = NULL;
+}
+
 void h_agent_events(struct ctl_req *r)
 {
     struct proto_error e;
@@ -980,29 +1121,18 @@ void h_agent_events(struct ctl_req *r)
         return;
     }
     n->last_hb_ms = clock_mono_ms();
-    /* Each event in its own savepoint, store first then core: when a write fails, that
-     * event's writes are rolled back, the events before it stand (in the store and the
-     * core alike), and the agent hears 500 and sends them all again: the ones already
-     * applied are then stale repeats, ignored. */
-    for (size_t i = 0; rc == 0 && i < json_array_size(evs); i++) {
-        if ((rc = store_savepoint(r->c->store)) < 0)
-            break;
-        rc = apply_event(r->c, n, json_array_get(evs, i));
-        if (rc < 0)
-            store_rollback_to(r->c->store);
-        else if (store_release(r->c->store) < 0)
-            ctl_store_diverged(r->c, "agent_events", 0);
+    size_t total = json_array_size(evs), now = 0;
+    if (n->ev_batches == 0) /* else behind this node's earlier batch, whole */
+        now = total > CTL_AGENT_EVENTS_SLICE ? CTL_AGENT_EVENTS_SLICE : total;
+    rc = apply_events(r->c, n, evs, 0, now);
+    if (rc == 0 && now < total && batch_defer(r, n, body, now) == 0) {
+        json_decref(body); /* the batch holds its own reference */
+        return;            /* answered once its last slice is applied (events_turn) */
     }
+    if (rc == 0 && now < total) /* out of memory to defer: the rest now, as before */
+        rc = apply_events(r->c, n, evs, now, total);
     json_decref(body);
-    if (store_begin(r->c->store) == 0)
-        ctl_commit_soon(r->c);
-    if (rc < 0) { /* not ctl_reply_error: what the events before wrote must stay */
-        struct proto_error pe;
-        proto_errorf(&pe, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
-        ctl_reply_json(r->c, r->req, 500, proto_error_json(&pe));
-        return;
-    }
-    ctl_reply_json(r->c, r->req, 200, json_pack("{s:b}", "ok", 1));
+    events_reply(r->c, r->req, rc);
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -57,6 +57,8 @@ enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
  * CTL_ARRAY_SLICE_US of loop) a turn, and added to the core as many a turn. */
 #define CTL_ARRAY_SLICE_TASKS 256
 #define CTL_ARRAY_SLICE_US    8000
+/* Agent events (agent.c): a batch is applied at most this many events a loop turn. */
+#define CTL_AGENT_EVENTS_SLICE 64
 /* GET /v1/audit/verify walks the chain this many rows a loop turn (admin.c) */
 #define CTL_VERIFY_SLICE_ROWS 2048
 
@@ -191,6 +193,7 @@ struct ctl_node {
     bool reconciled;       /* first heartbeat after a restart of either side seen */
     struct ctl_cmd *cmds, *cmds_tail;
     struct evhttp_request *parked; /* a heartbeat waiting for commands */
+    int ev_batches;                /* its event batches being applied in slices (agent.c) */
     struct event *park_timer;
     struct ctl *c;
     /* usage.c: each GPU's latest sample (time_ms 0: none yet) and where they come from */
@@ -231,6 +234,32 @@ struct ctl_hist {
     double sum;
 };
 
+/* turns.c: the kinds of docketd's callbacks a loop turn is made of */
+enum ctl_turn_kind {
+    CTL_TURN_HEARTBEAT, /* POST /v1/agent/heartbeat */
+    CTL_TURN_EVENTS,    /* POST /v1/agent/events */
+    CTL_TURN_REQUEST,   /* every other request */
+    CTL_TURN_CYCLE,     /* a scheduling cycle (the timer's) */
+    CTL_TURN_COMMIT,    /* the group commit */
+    CTL_TURN_SYNCED,    /* a WAL sync ended: its replies sent */
+    CTL_TURN_ARRAY,     /* a slice of a big array (jobs.c) */
+    CTL_TURN_STREAM,    /* a slice of a list (stream.c) */
+    CTL_TURN_TIMER,     /* ticks, heartbeat park timeouts, log follow timers */
+    CTL_TURN_DEFERRED,  /* work put off to a later turn (heartbeat replies) */
+    CTL_TURN_NKINDS
+};
+
+struct ctl_turn {
+    int64_t key_us, start_us, last_end_us, gap_before_us; /* wall clock, us */
+    int64_t log_us; /* DOCKETD_TURN_LOG_MS: log turns at least this long; -1: never */
+    int depth;
+    int n[CTL_TURN_NKINDS];
+    int64_t us[CTL_TURN_NKINDS];
+    int starts, replies, parked;
+    int64_t core_us;  /* of the cycle's time: sched_cycle itself */
+    int agent_events; /* agent events applied */
+};
+
 struct ctl_metrics {
     uint64_t submissions;
     uint64_t http_by_code[600];
@@ -242,6 +271,7 @@ struct ctl_metrics {
     int nwait_tiers;
     struct ctl_hist cycle;
     struct ctl_hist commit; /* group commit: one fsync per loop iteration */
+    struct ctl_hist turn;   /* one turn of the loop, its callbacks of ours (turns.c) */
     uint64_t conn_refused;  /* connections answered 503 past max_connections */
     uint64_t accept_errors; /* accept() failures (EMFILE...) that paused accepting */
 };
@@ -295,6 +325,10 @@ struct ctl {
     struct ctl_array *arrays;   /* jobs.c: big arrays being written in slices */
     json_t *submit_buckets;     /* user -> [tokens, last mono ms] (jobs.c) */
     json_t *cycle_specs;        /* spec_id -> parsed spec, for one cycle (loop.c) */
+    struct ctl_turn turn;       /* turns.c: the loop turn in progress */
+    /* agent.c: event batches applied CTL_AGENT_EVENTS_SLICE events a turn, in order */
+    struct ctl_ev_batch *ev_batches, *ev_batches_tail;
+    struct event *ev_batch_ev;
     int64_t fd_limit, conn_cap;
     int listen_backlog;
     /* console.c: the one-time login codes `docket console` asked for (their hashes, never
@@ -448,6 +482,9 @@ void ctl_stream_stop_all(struct ctl *c);
 /* jobs.c: at shutdown, the big arrays still being written are dropped (their marker stays:
  * the next start rolls them back) and their clients answered 503. */
 void ctl_arrays_stop_all(struct ctl *c);
+/* agent.c: answer 503 to the event batches still being applied (their applied events are
+ * committed; the agent sends the batch again and those repeat, ignored). */
+void ctl_agent_events_stop_all(struct ctl *c);
 /* A paged list on top of a stream (stream.c; docs/api.md "Lists"): {"KEY": [rows],
  * "next": "CURSOR"} with at most `limit` rows and `max_bytes` of JSON (a page always has
  * its first row, however long), "next" only when the page was cut. Rows are read by
@@ -632,6 +669,11 @@ json_t *ctl_token_json(const char *tok, const struct store_token *t);
 /* Random token "PREFIX" + 64 hex chars into out (>= 80 bytes). */
 int ctl_random_token(const char *prefix, char *out, size_t len);
 void ctl_hist_observe(struct ctl_hist *h, double v);
+/* turns.c: time a callback of ours (enter returns its start, leave adds it to the turn
+ * it ran in by kind); see turns.c for what a turn is. */
+void ctl_turns_init(struct ctl *c);
+int64_t ctl_turn_enter(struct ctl *c);
+void ctl_turn_leave(struct ctl *c, enum ctl_turn_kind kind, int64_t t0);
 /* A job of `tier` started after waiting `seconds` (metrics.c). */
 void ctl_metrics_queue_wait(struct ctl *c, const char *tier, double seconds);
 void ctl_logs_job_ended(struct ctl *c, uint64_t job);

@@ -44,6 +44,7 @@ static void send_now(struct ctl *c, struct evhttp_request *req, int status, cons
         c->metrics.http_by_code[status]++;
     evhttp_send_reply(req, status, NULL, buf);
     evbuffer_free(buf);
+    c->turn.replies++;
 }
 
 static void reply_conn_closed(struct evhttp_connection *con, void *arg)
@@ -210,6 +211,13 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
         ctl_replies_release(c, c->synced_gen, 0);
     else
         ctl_sync_request(c);
+}
+
+static void commit_ev_cb(evutil_socket_t fd, short what, void *arg)
+{
+    int64_t t0 = ctl_turn_enter(arg);
+    commit_cb(fd, what, arg);
+    ctl_turn_leave(arg, CTL_TURN_COMMIT, t0);
 }
 
 void ctl_commit_now(struct ctl *c)
@@ -693,14 +701,30 @@ static void dispatch(struct evhttp_request *req, struct ctl *c, bool is_unix)
     evhttp_clear_headers(&query);
 }
 
+static enum ctl_turn_kind request_kind(struct evhttp_request *req)
+{
+    const char *uri = evhttp_request_get_uri(req);
+    if (uri && strcmp(uri, "/v1/agent/heartbeat") == 0)
+        return CTL_TURN_HEARTBEAT;
+    if (uri && strcmp(uri, "/v1/agent/events") == 0)
+        return CTL_TURN_EVENTS;
+    return CTL_TURN_REQUEST;
+}
+
 static void tcp_cb(struct evhttp_request *req, void *arg)
 {
+    int64_t t0 = ctl_turn_enter(arg);
+    enum ctl_turn_kind k = request_kind(req);
     dispatch(req, arg, false);
+    ctl_turn_leave(arg, k, t0);
 }
 
 static void unix_cb(struct evhttp_request *req, void *arg)
 {
+    int64_t t0 = ctl_turn_enter(arg);
+    enum ctl_turn_kind k = request_kind(req);
     dispatch(req, arg, true);
+    ctl_turn_leave(arg, k, t0);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -833,7 +857,7 @@ static int start_unix(struct ctl *c, char *err, size_t errlen)
 int ctl_http_start(struct ctl *c, char *err, size_t errlen)
 {
     int rc;
-    c->commit_ev = xnonnull(event_new(c->base, -1, 0, commit_cb, c), "commit event");
+    c->commit_ev = xnonnull(event_new(c->base, -1, 0, commit_ev_cb, c), "commit event");
     if ((rc = ctl_conn_init(c)) < 0) {
         snprintf(err, errlen, "out of memory");
         return rc;
@@ -849,6 +873,7 @@ int ctl_http_start(struct ctl *c, char *err, size_t errlen)
 void ctl_http_stop(struct ctl *c)
 {
     ctl_arrays_stop_all(c);
+    ctl_agent_events_stop_all(c);
     ctl_stream_stop_all(c);
     ctl_conn_stop(c);
     if (c->http_tcp)

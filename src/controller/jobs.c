@@ -770,11 +770,21 @@ static void array_sync_turn(struct ctl_array *a)
     array_reply_turn(a);
 }
 
+static void array_turn_body(struct ctl_array *a);
+
 static void array_turn(evutil_socket_t fd, short what, void *arg)
 {
     struct ctl_array *a = arg;
+    struct ctl *c = a->c;
     (void)fd;
     (void)what;
+    int64_t t0 = ctl_turn_enter(c);
+    array_turn_body(a); /* (may free a) */
+    ctl_turn_leave(c, CTL_TURN_ARRAY, t0);
+}
+
+static void array_turn_body(struct ctl_array *a)
+{
     if (a->closed && a->req) { /* the client left during the reply: the rest goes nowhere */
         evhttp_send_reply_end(a->req);
         a->req = NULL;

@@ -653,6 +653,7 @@ void ctl_cycle_now(struct ctl *c)
     struct sched_cycle_stats stats;
     const struct sched_decision *d =
         sched_cycle(c->sched, now, SCHED_CYCLE_INCREMENTAL, &n, &stats);
+    c->turn.core_us += clock_mono_us() - t0;
     /* the decisions array is borrowed until the next mutation: applying them only
      * reads the core (views), so it stays valid through the loop */
     for (size_t i = 0; i < n; i++)
@@ -661,6 +662,7 @@ void ctl_cycle_now(struct ctl *c)
     json_decref(c->cycle_specs);
     c->cycle_specs = NULL;
     c->last_cycle_us = clock_mono_us() - t0;
+    c->turn.starts += stats.started;
     ctl_hist_observe(&c->metrics.cycle, (double)c->last_cycle_us / 1e6);
     if (n)
         log_debug("cycle", "decisions=%zu started=%d pending=%d running=%d", n, stats.started,
@@ -670,7 +672,10 @@ void ctl_cycle_now(struct ctl *c)
 
 static void cycle_cb(evutil_socket_t fd, short what, void *arg)
 {
-    ctl_cycle_now(arg);
+    struct ctl *c = arg;
+    int64_t t0 = ctl_turn_enter(c);
+    ctl_cycle_now(c);
+    ctl_turn_leave(c, CTL_TURN_CYCLE, t0);
 }
 
 /* The debounce: cycle_delay, stretched to twice the last cycle's cost (at most 50 ms) so
@@ -702,6 +707,7 @@ void ctl_cycle_soon(struct ctl *c)
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct ctl *c = arg;
+    int64_t t0 = ctl_turn_enter(c);
     int64_t mono = clock_mono_ms(), now = clock_now_ms();
     int64_t silent_max =
         c->cfg.node_timeout_ms +
@@ -730,6 +736,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         }
     }
     ctl_usage_prune(c);
+    ctl_turn_leave(c, CTL_TURN_TIMER, t0);
 }
 
 int ctl_loop_start(struct ctl *c)

@@ -23,6 +23,7 @@
 
 static const double wait_bounds[] = {1, 10, 60, 300, 900, 3600, 14400, 86400};
 static const double cycle_bounds[] = {0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1};
+static const double turn_bounds[] = {0.001, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.1, 0.5, 1};
 
 static void usage(FILE *f)
 {
@@ -404,6 +405,8 @@ int main(int argc, char **argv)
     c->metrics.queue_wait = (struct ctl_hist){wait_bounds, 8, {0}, 0, 0};
     c->metrics.cycle = (struct ctl_hist){cycle_bounds, 9, {0}, 0, 0};
     c->metrics.commit = (struct ctl_hist){cycle_bounds, 9, {0}, 0, 0};
+    c->metrics.turn = (struct ctl_hist){turn_bounds, 10, {0}, 0, 0};
+    ctl_turns_init(c);
     c->start_mono_ms = clock_mono_ms();
     c->base = event_base_new();
     if (!c->base || prepare_dirs(c) < 0)

@@ -275,6 +275,9 @@ static void histograms_text(struct ctl *c, struct dbuf *b)
     }
     help(b, "docket_cycle_seconds", "histogram", "duration of a scheduling cycle");
     hist_series(b, "docket_cycle_seconds", "", &m->cycle);
+    help(b, "docket_loop_turn_seconds", "histogram",
+         "one turn of docketd's loop: from the poll's return to the end of its last callback");
+    hist_series(b, "docket_loop_turn_seconds", "", &m->turn);
     help(b, "docket_commit_seconds", "histogram",
          "duration of a group COMMIT on the loop (its WAL sync follows on a thread)");
     hist_series(b, "docket_commit_seconds", "", &m->commit);

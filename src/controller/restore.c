@@ -158,6 +158,7 @@ static void park_timeout(evutil_socket_t fd, short what, void *arg)
     struct ctl_node *n = arg;
     if (!n->parked)
         return;
+    int64_t t0 = ctl_turn_enter(n->c);
     struct evhttp_request *req = n->parked;
     n->parked = NULL;
     struct evhttp_connection *con = evhttp_request_get_connection(req);
@@ -169,6 +170,7 @@ static void park_timeout(evutil_socket_t fd, short what, void *arg)
     if (i >= 0 && sched_node_get(n->c->sched, (uint32_t)i, &v) == 0)
         st = sched_node_state_name(v.state);
     ctl_reply_json(n->c, req, 200, json_pack("{s:[],s:s}", "commands", "node_state", st));
+    ctl_turn_leave(n->c, CTL_TURN_TIMER, t0);
 }
 
 int ctl_labels_from_json(const json_t *o, struct sched_label *out, int max)

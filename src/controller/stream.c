@@ -69,9 +69,19 @@ static void stream_end(struct ctl_stream *s)
 }
 
 /* One slice: its text as one chunk; the last one ends the reply. */
+static void turn_body(struct ctl_stream *s);
+
 static void turn(evutil_socket_t unused, short what, void *arg)
 {
     struct ctl_stream *s = arg;
+    struct ctl *c = s->c;
+    int64_t t0 = ctl_turn_enter(c);
+    turn_body(s); /* (may free s) */
+    ctl_turn_leave(c, CTL_TURN_STREAM, t0);
+}
+
+static void turn_body(struct ctl_stream *s)
+{
     if (s->closed) {
         stream_end(s);
         return;

@@ -238,9 +238,11 @@ static void synced_cb(evutil_socket_t fd, short what, void *arg)
         c->exit_code = 1;
         event_base_loopexit(c->base, NULL);
     }
+    int64_t t0 = ctl_turn_enter(c);
     ctl_replies_release(c, s->target, rc);
     if (c->commit_gen > s->target && rc == 0)
         start_sync(c);
+    ctl_turn_leave(c, CTL_TURN_SYNCED, t0);
 }
 
 int ctl_sync_start(struct ctl *c)

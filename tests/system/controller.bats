@@ -981,3 +981,54 @@ store_jobs() {
     assert_json .job.state STARTING
     [ "$(db "SELECT state FROM jobs WHERE id = $id")" = STARTING ]
 }
+
+# A running job of gpu01 (CRED set): submitted, its start acknowledged, `started` posted.
+running_job() {
+    local id seq
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 8}')
+    wait_job_state "$id" STARTING
+    heartbeat gpu01 "$CRED" 0
+    seq=$(jq -r '.commands[0].seq' <<<"$body")
+    heartbeat gpu01 "$CRED" "$seq" "[{\"id\": $id, \"state\": \"running\", \"pid\": 10}]"
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
+    assert_status 200
+    echo "$id"
+}
+
+@test "agent events: a big batch is applied 64 events a loop turn, in order, and answered once whole" {
+    docketd_stop
+    export DOCKETD_TURN_LOG_MS=0 # every loop turn logged with the agent events it applied
+    docketd_start --log-level warn
+    unset DOCKETD_TURN_LOG_MS
+    one_node
+    id=$(running_job)
+    api_get /healthz # a turn is logged when the next begins: this one logs the last before
+    : >"$TEST_DIR/docketd.log"
+    # 1,000 usage events in one batch (an agent back after an outage sends up to 2,000),
+    # then, once its first slice is applied, one more batch of the same node: it waits
+    # behind the first, whole, so the job's usage ends as the second one says
+    evs=$(jq -nc --argjson id "$id" '[range(1000) | {job: $id, type: "usage", usage: {cpu_ms: .}}]')
+    curl -s -o "$TEST_DIR/big.body" -w '%{http_code}' -H "Authorization: Bearer $CRED" \
+        -H 'Content-Type: application/json' --data-binary "{\"node\": \"gpu01\", \"events\": $evs}" \
+        "$DOCKETD_URL/v1/agent/events" >"$TEST_DIR/big.code" &
+    big=$!
+    for _ in $(seq 200); do grep -q 'agent_events=64' "$TEST_DIR/docketd.log" && break; sleep 0.01; done
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"usage\", \"usage\": {\"cpu_ms\": 1000}}]}" "$CRED"
+    assert_status 200
+    wait "$big"
+    [ "$(cat "$TEST_DIR/big.code")" = 200 ]
+    api_get "/v1/jobs/$id"
+    assert_json .job.usage.cpu_ms 1000
+    grep -o 'agent_events=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | sort -n | tail -n 1 >"$TEST_DIR/max"
+    total=$(grep -o 'agent_events=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | paste -sd+ | bc)
+    turns=$(grep -o 'agent_events=[1-9][0-9]*' "$TEST_DIR/docketd.log" | wc -l)
+    echo "max per turn $(cat "$TEST_DIR/max"), total $total, turns $turns" >&2
+    [ "$(cat "$TEST_DIR/max")" -le 64 ]
+    [ "$total" -eq 1001 ]
+    [ "$turns" -ge 16 ]
+    # the node posts as before once nothing is queued
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"usage\", \"usage\": {\"cpu_ms\": 5}}]}" "$CRED"
+    assert_status 200
+    api_get "/v1/jobs/$id"
+    assert_json .job.usage.cpu_ms 5
+}
