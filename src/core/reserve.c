@@ -149,9 +149,23 @@ struct cand_search {
     uint64_t skipped; /* nodes pruned */
 };
 
-/* Sort the candidates and keep the `keep` earliest and any tied with the last of them. */
+/* Cut the list back to the `keep` earliest: for one node the earliest by (start, node),
+ * all earliest_start() reads; for a gang also every candidate tied with the keep-th (its
+ * search reads those too). Ties can be thousands (every node free at the same release),
+ * so the next cut waits until the list has doubled: sorting stays O(n log n) in all. */
 static void cands_cut(struct cand_search *cs)
 {
+    if (cs->keep == 1) {
+        size_t best = 0;
+        for (size_t i = 1; i < cs->n; i++)
+            if (cmp_cand(&cs->out[i], &cs->out[best]) < 0)
+                best = i;
+        cs->out[0] = cs->out[best];
+        cs->n = 1;
+        cs->kth = cs->out[0];
+        cs->compact = 2 * cs->keep;
+        return;
+    }
     qsort(cs->out, cs->n, sizeof(*cs->out), cmp_cand);
     if (cs->n < cs->keep)
         return;
@@ -160,7 +174,7 @@ static void cands_cut(struct cand_search *cs)
         k++;
     cs->n = k;
     cs->kth = cs->out[cs->keep - 1];
-    cs->compact = cs->n + 2 * cs->keep;
+    cs->compact = 2 * cs->n > cs->n + 2 * cs->keep ? 2 * cs->n : cs->n + 2 * cs->keep;
 }
 
 static void cand_visit(struct sched *s, uint32_t idx, void *ctx)
