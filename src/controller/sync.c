@@ -16,8 +16,11 @@
  * checkpoint, which never blocks the loop's writes; and when the WAL has grown to
  * CKPT_TRUNCATE_FRAMES anyway (the loop writes all the time, so a passive one rarely finds
  * it all copied with no commit since, and the WAL is only reused from its start then), a
- * TRUNCATE that waits for nobody (it runs only if the loop has no transaction open at that
- * moment) or, past CKPT_FORCE_FRAMES, one that waits up to CKPT_FORCE_BUSY_MS for the
+ * TRUNCATE once the loop has committed nothing for CKPT_QUIET_MS (the thread looks again
+ * every CKPT_QUIET_MS until then: a TRUNCATE holds the write lock while it syncs, and the
+ * loop's next BEGIN would wait for it), that waits for nobody (it runs only if the loop
+ * has no transaction open at that moment) or, past CKPT_FORCE_FRAMES, one that runs at once
+ * and waits up to CKPT_FORCE_BUSY_MS for the
  * loop's write lock (the loop's next BEGIN then waits for what is left to copy, one or two
  * turns' pages, and the database sync). At a clean exit the last connection's close
  * checkpoints and removes the WAL.
@@ -26,8 +29,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "controller/ctl.h"
@@ -39,6 +44,10 @@ enum {
     CKPT_TRUNCATE_FRAMES = 16384, /* 64 MiB at 4 KiB pages: try to reset the WAL */
     CKPT_FORCE_FRAMES = 65536,    /* 256 MiB: reset it even if the loop's next BEGIN waits */
     CKPT_FORCE_BUSY_MS = 200,
+    /* a TRUNCATE holds the write lock while it copies and syncs the database: the loop's
+       next BEGIN waits for it (100-190 ms seen in a burst of starts). Below
+       CKPT_FORCE_FRAMES it runs only once the loop has committed nothing for this long. */
+    CKPT_QUIET_MS = 500,
 };
 
 struct ctl_ckpt {
@@ -46,6 +55,7 @@ struct ctl_ckpt {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool want, quit, ready, ok;
+    _Atomic int64_t last_commit_ms; /* loop side: when it last asked for a sync */
     char path[4096];
     char err[256];
     /* the thread's own counts, logged at exit (under mu) */
@@ -81,10 +91,22 @@ static void *ckpt_worker(void *arg)
     if (!db)
         return NULL;
     int64_t last_err_ms = 0;
+    bool truncate_due = false; /* the WAL is past CKPT_TRUNCATE_FRAMES: wait for quiet */
     for (;;) {
         pthread_mutex_lock(&k->mu);
-        while (!k->want && !k->quit)
-            pthread_cond_wait(&k->cv, &k->mu);
+        while (!k->want && !k->quit) {
+            if (!truncate_due) {
+                pthread_cond_wait(&k->cv, &k->mu);
+                continue;
+            }
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_nsec += CKPT_QUIET_MS * 1000000L;
+            ts.tv_sec += ts.tv_nsec / 1000000000L;
+            ts.tv_nsec %= 1000000000L;
+            if (pthread_cond_timedwait(&k->cv, &k->mu, &ts) == ETIMEDOUT)
+                break; /* look again: the loop may be quiet now */
+        }
         bool quit = k->quit;
         k->want = false;
         pthread_mutex_unlock(&k->mu);
@@ -94,10 +116,13 @@ static void *ckpt_worker(void *arg)
         bool trunc = false, busy = false;
         int rc = store_ckpt_run(db, STORE_CKPT_PASSIVE, 0, &r);
         int frames = r.log_frames;
-        if (rc == 0 && r.log_frames >= CKPT_TRUNCATE_FRAMES) {
+        bool quiet = clock_mono_ms() - atomic_load(&k->last_commit_ms) >= CKPT_QUIET_MS;
+        truncate_due = rc == 0 && r.log_frames >= CKPT_TRUNCATE_FRAMES;
+        if (truncate_due && (quiet || r.log_frames >= CKPT_FORCE_FRAMES)) {
             int wait_ms = r.log_frames >= CKPT_FORCE_FRAMES ? CKPT_FORCE_BUSY_MS : 0;
             rc = store_ckpt_run(db, STORE_CKPT_TRUNCATE, wait_ms, &r);
             trunc = rc == 0;
+            truncate_due = !trunc;
             busy = rc == -EBUSY;
             if (busy)
                 rc = 0;
@@ -156,7 +181,11 @@ static struct ctl_ckpt *ckpt_start(struct ctl *c)
         return NULL;
     snprintf(k->path, sizeof(k->path), "%s", store_path(c->store));
     pthread_mutex_init(&k->mu, NULL);
-    pthread_cond_init(&k->cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* its quiet waits are timed */
+    pthread_cond_init(&k->cv, &ca);
+    pthread_condattr_destroy(&ca);
     if (pthread_create(&k->thread, NULL, ckpt_worker, k) != 0) {
         pthread_mutex_destroy(&k->mu);
         pthread_cond_destroy(&k->cv);
@@ -288,6 +317,8 @@ void ctl_sync_request(struct ctl *c)
         ctl_replies_release(c, c->commit_gen, rc);
         return;
     }
+    if (c->sync->ckpt)
+        atomic_store(&c->sync->ckpt->last_commit_ms, clock_mono_ms());
     if (!c->sync->inflight)
         start_sync(c);
 }
