@@ -215,7 +215,6 @@ uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t 
         (void)add_claim(s, &s->nodes[nodes[i]], &c);
     j->reservation = r;
     walk_look_sync(s, j);
-    s->shapes[j->shape].with_res++;
     if (!preempting && !starving)
         s->res_active++;
     return r;
@@ -241,7 +240,6 @@ void reservation_drop(struct sched *s, uint32_t r)
     if (j->id == res->job_id && j->reservation == r) {
         j->reservation = NONE32;
         walk_look_sync(s, j);
-        s->shapes[j->shape].with_res--;
     }
     if (!res->preempting && !res->starving)
         s->res_active--;

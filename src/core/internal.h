@@ -219,9 +219,6 @@ struct shape {
     int64_t claimed_seen;    /* the shortest claimed_dur of this cycle, drops or not: what
                                 the walk told the jobs it skipped (reason_derive) */
     uint8_t static_reason;   /* SCHED_R_NONE, GPU_TYPE, NODE_SELECTOR, RESERVED_ZONE */
-    uint32_t with_res;       /* pending jobs of this shape holding a reservation: the
-                                "claimed" memo cannot skip them (their own claims may
-                                let them in) */
 };
 
 struct selset {

@@ -124,9 +124,5 @@ void shape_rule_refresh(struct sched *s, struct job *j)
     if (s->shapes[j->shape].pool_rule == job_pool_rule(s, j, job_eff_rank(s, j)))
         return; /* unchanged: the common case on a refresh */
     s->shapes[j->shape].pending--;
-    if (j->reservation != NONE32)
-        s->shapes[j->shape].with_res--;
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
-    if (j->reservation != NONE32)
-        s->shapes[j->shape].with_res++;
 }
