@@ -564,7 +564,7 @@ static inline bool project_can_reclaim(const struct sched *s, uint32_t project, 
     double gu = g ? group_guarantee(s, g) : -1;
     return gu < 0 || g->gpus_in_use + gpus <= gu + 1e-9;
 }
-int group_gpu_limit(const struct sched *s, const struct group *g);    /* -1: none */
+int group_gpu_limit(const struct sched *s, const struct group *g); /* -1: none */
 void group_count(struct sched *s, const struct project *p, int gpus, int running);
 bool group_over_guarantee(const struct sched *s, const struct group *g);
 void groups_share_refresh(struct sched *s);

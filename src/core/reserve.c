@@ -205,8 +205,7 @@ static void cand_visit(struct sched *s, uint32_t idx, void *ctx)
 /* Candidate nodes with each one's earliest start for the job: every one, or (prune) a
  * list whose `keep` earliest (and their ties) are those of the whole list. */
 static size_t collect_candidates(struct sched *s, const struct job *j, const struct shape *sh,
-                                 int64_t now, int64_t dur, struct cand *out, size_t max,
-                                 bool prune)
+                                 int64_t now, int64_t dur, struct cand *out, size_t max, bool prune)
 {
     size_t keep = sh->nodes == 1 ? 1 : (size_t)sh->nodes + GANG_STARTS_TRIED;
     struct cand_search cs = {.j = j,
@@ -259,8 +258,8 @@ static int64_t earliest_start(struct sched *s, const struct job *j, const struct
 
 /* The earliest start over the job's GPU types (a gang of any type: each type alone), its
  * nodes in chosen[] (room for 2 x nodes). */
-static int64_t best_start(struct sched *s, const struct job *j, const struct shape *sh,
-                          int64_t now, int64_t dur, struct cand *c, uint32_t *chosen, bool prune)
+static int64_t best_start(struct sched *s, const struct job *j, const struct shape *sh, int64_t now,
+                          int64_t dur, struct cand *c, uint32_t *chosen, bool prune)
 {
     if (!shape_spans_types(sh))
         return earliest_start(s, j, sh, now, dur, c, chosen, prune);

@@ -1141,8 +1141,7 @@ static int read_ahead(struct sim *m, struct reader_state *rs)
 /* The replay's clock starts at --start-at (0 by default). */
 static int64_t row_time(const struct sim *m, const struct trace_row *row)
 {
-    return (int64_t)llround((double)(row->submit_ms - m->opt->start_at_ms) *
-                            m->opt->arrival_scale);
+    return (int64_t)llround((double)(row->submit_ms - m->opt->start_at_ms) * m->opt->arrival_scale);
 }
 
 /* Apply everything due up to `now`, each at its own time: submissions, then events. */

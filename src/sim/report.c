@@ -299,15 +299,14 @@ static json_t *rows_json(const struct sim_result *r)
 {
     const struct sim_row_counts *k = &r->rows;
 
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "read",
-                     (json_int_t)(k->read + r->bad_rows), "bad", (json_int_t)r->bad_rows,
-                     "before_start", (json_int_t)k->before_start,
-                     "never_ran", (json_int_t)k->never_ran, "fractional_rounded",
-                     (json_int_t)k->frac_rounded, "fractional_skipped", (json_int_t)k->frac_skipped,
-                     "cpu_jobs", (json_int_t)k->cpu_jobs, "cpu_as_gpu_units",
-                     (json_int_t)k->cpu_as_units, "no_request", (json_int_t)k->no_request,
-                     "limit_raised", (json_int_t)k->limit_raised, "over_cap",
-                     (json_int_t)k->over_cap, "over_cap_skipped", (json_int_t)k->over_cap_skipped);
+    return json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "read",
+        (json_int_t)(k->read + r->bad_rows), "bad", (json_int_t)r->bad_rows, "before_start",
+        (json_int_t)k->before_start, "never_ran", (json_int_t)k->never_ran, "fractional_rounded",
+        (json_int_t)k->frac_rounded, "fractional_skipped", (json_int_t)k->frac_skipped, "cpu_jobs",
+        (json_int_t)k->cpu_jobs, "cpu_as_gpu_units", (json_int_t)k->cpu_as_units, "no_request",
+        (json_int_t)k->no_request, "limit_raised", (json_int_t)k->limit_raised, "over_cap",
+        (json_int_t)k->over_cap, "over_cap_skipped", (json_int_t)k->over_cap_skipped);
 }
 
 static json_t *series_json(const struct sim_result *r)
