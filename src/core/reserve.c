@@ -166,9 +166,7 @@ static void cands_cut(struct cand_search *cs)
         cs->compact = 2 * cs->keep;
         return;
     }
-    qsort(cs->out, cs->n, sizeof(*cs->out), cmp_cand);
-    if (cs->n < cs->keep)
-        return;
+    qsort(cs->out, cs->n, sizeof(*cs->out), cmp_cand); /* n >= compact > keep here */
     size_t k = cs->keep;
     while (k < cs->n && cs->out[k].at == cs->out[cs->keep - 1].at)
         k++;
