@@ -80,6 +80,8 @@ void sched_destroy(struct sched *s)
     free(s->selsets);
     free(s->order);
     free(s->order_new);
+    free(s->sort_pairs);
+    free(s->sort_spare);
     free(s->starving);
     free(s->profile_node);
     free(s->profile_count);

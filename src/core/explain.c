@@ -190,10 +190,12 @@ void sched_totals_get(const struct sched *s, struct sched_totals *out)
     out->cycles = s->cycle - 1;
     size_t b = sizeof(*s) + s->jobs_cap * sizeof(*s->jobs) + u64map_bytes(&s->job_index) +
                s->order_cap * sizeof(*s->order) + s->new_cap * sizeof(*s->order_new) +
-               s->nodes_cap * sizeof(*s->nodes) + s->shapes_cap * sizeof(*s->shapes) +
-               u64map_bytes(&s->shape_index) + s->heap_cap * sizeof(*s->heap) +
-               s->free_slots.cap * sizeof(uint32_t) + s->dec_cap * sizeof(*s->dec) +
-               s->dec_allocs_cap * sizeof(*s->dec_allocs) + s->res_cap * sizeof(*s->res);
+               s->sort_pairs_cap * sizeof(*s->sort_pairs) +
+               s->sort_spare_cap * sizeof(*s->sort_spare) + s->nodes_cap * sizeof(*s->nodes) +
+               s->shapes_cap * sizeof(*s->shapes) + u64map_bytes(&s->shape_index) +
+               s->heap_cap * sizeof(*s->heap) + s->free_slots.cap * sizeof(uint32_t) +
+               s->dec_cap * sizeof(*s->dec) + s->dec_allocs_cap * sizeof(*s->dec_allocs) +
+               s->res_cap * sizeof(*s->res);
     for (size_t i = 0; i < s->jobs_cap; i++) {
         const struct job *j = &s->jobs[i];
         if (!j->id)

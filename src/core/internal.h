@@ -134,6 +134,12 @@ struct job {
     int64_t r_value, r_in_use, r_request;
 };
 
+/* One entry of the rebuild's radix sort: the key of the current pass and the entry's index. */
+struct sort_pair {
+    uint64_t key;
+    uint32_t idx;
+};
+
 struct order_entry {
     uint64_t key1;     /* priority: higher sorts first */
     int64_t submit_ms; /* then older first */
@@ -398,6 +404,11 @@ struct sched {
     size_t norder, order_cap, order_stale;
     struct order_entry *order_new;
     size_t nnew, new_cap;
+    /* the queue's radix sort (queue.c): pairs for twice the entries sorted, and the array
+       the entries are gathered into */
+    struct sort_pair *sort_pairs;
+    struct order_entry *sort_spare;
+    size_t sort_pairs_cap, sort_spare_cap;
     bool order_dirty; /* keys must be recomputed and the queue re-sorted */
     bool rewatch;     /* starve_after changed: every pending job's deadline is set again */
     int64_t last_refresh;

@@ -238,6 +238,48 @@ static void test_policy_validation(void **state)
     sched_destroy(s);
 }
 
+/* A queue long enough for the rebuild's radix sort (short ones go to qsort): every ordering,
+ * keys that tie often (tiers, ages), submit times that tie so ids decide, ids that do not
+ * follow submit times; and a batch merged in afterwards. sched_check() fails on any pair
+ * of neighbours out of cmp_entries' order. */
+static void test_big_queue_sorts_as_compared(void **state)
+{
+    (void)state;
+    const enum sched_ordering orders[] = {SCHED_ORDER_TIERED, SCHED_ORDER_FIFO,
+                                          SCHED_ORDER_MULTIFACTOR};
+    const char *tiers[] = {"critical", "high", "normal", "low"};
+    for (size_t o = 0; o < sizeof(orders) / sizeof(orders[0]); o++) {
+        struct sched_policy p;
+        sched_policy_defaults(&p);
+        p.ordering = orders[o];
+        struct sched *s = mk_sched_with(&p);
+        add_node(s, "n1", "H100", 1); /* one job runs; the rest stay queued */
+        add_project(s, "vision", "critical", 0, -1);
+        add_project(s, "nlp", "critical", 0, -1);
+        uint64_t r = 12345;
+        uint64_t id = 1;
+        for (int batch = 0; batch < 2; batch++) {
+            for (int i = 0; i < 3000; i++) {
+                r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+                /* ids from a scrambled counter: unique, not in submit order */
+                uint64_t jid = (id++ * 2654435761ULL) % 1000003ULL + 1;
+                int64_t at = T0 + (int64_t)((r >> 33) % 50) * MIN; /* 50 distinct times */
+                submit(s, jid, (r >> 20) & 1 ? "vision" : "nlp", tiers[(r >> 40) % 4], NULL, 1, 1,
+                       HOUR, at);
+            }
+            size_t n;
+            /* a refresh rebuilds the whole queue; the second batch is merged in */
+            (void)sched_cycle(s, T0 + 60 * MIN,
+                              batch ? SCHED_CYCLE_INCREMENTAL : SCHED_CYCLE_REFRESH, &n, NULL);
+            struct sched_error err;
+            if (sched_check(s, &err))
+                fail_msg("ordering %d batch %d: %s", (int)orders[o], batch, err.message);
+        }
+        assert_int_equal(sched_job_count(s), 6000);
+        sched_destroy(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_user_cap),
         cmocka_unit_test(test_fifo_baseline_ignores_tiers),
         cmocka_unit_test(test_policy_validation),
+        cmocka_unit_test(test_big_queue_sorts_as_compared),
     };
     return cmocka_run_group_tests_name("core: order and admission", tests, NULL, NULL);
 }
