@@ -408,6 +408,8 @@ static int check_reservation(const struct sched *s, uint32_t r, struct sched_err
             if (res->nodes[k] == res->nodes[i])
                 FAIL("job %llu: a reservation names node %s twice", id, n->name);
     }
+    if (reservation_usable_proven(s, res, j) && !reservation_nodes_usable(s, res, j))
+        FAIL("job %llu: its reservation is proven usable, but a node of it is not", id);
     return 0;
 }
 

@@ -340,6 +340,12 @@ struct reservation {
     uint64_t *victims;
     int nvictims;
     bool live;
+    /* its job may use its nodes (cycle.c reservation_usable), proven under these epochs
+       for this shape of its job: a node's state, capacity or labels (node_epoch), pools
+       or the policy (memo_epoch), a boost that moved its pool rule (the job's shape).
+       Zero: not proven. sched_check() asks again where it is set. */
+    uint64_t usable_node_epoch, usable_epoch;
+    uint32_t usable_shape;
     /* its job's last failed preemption search: the job holds more room than others on
        these nodes, so the shapes' memos do not cover it; this one does (memo.c) */
     struct preempt_memo own;
@@ -613,6 +619,16 @@ bool node_is_candidate(const struct sched *s, const struct node *n, const struct
 bool node_static_fit(const struct sched *s, const struct node *n, const struct shape *sh,
                      bool pool_ok_only);
 bool node_pool_allowed(const struct node *n, enum pool_rule rule);
+/* Is every node of r up and, statically, one that r's job j may use? */
+bool reservation_nodes_usable(const struct sched *s, const struct reservation *r,
+                              const struct job *j);
+/* ... and is that still proven by r's memo (struct reservation)? */
+static inline bool reservation_usable_proven(const struct sched *s, const struct reservation *r,
+                                             const struct job *j)
+{
+    return r->usable_node_epoch == s->node_epoch && r->usable_epoch == s->memo_epoch &&
+           r->usable_shape == j->shape;
+}
 bool node_free_fit(const struct node *n, const struct shape *sh);
 /* A gang that asks for GPUs of any type: placed, reserved and preempted for one type at a
  * time, through a copy of its shape fixed to that type. */

@@ -94,6 +94,18 @@ bool node_static_fit(const struct sched *s, const struct node *n, const struct s
     return node_matches_selset(s, n, sh->selset);
 }
 
+bool reservation_nodes_usable(const struct sched *s, const struct reservation *r,
+                              const struct job *j)
+{
+    const struct shape *sh = &s->shapes[j->shape];
+    for (int i = 0; i < r->nnodes; i++) {
+        const struct node *n = &s->nodes[r->nodes[i]];
+        if (!node_schedulable(n) || !node_static_fit(s, n, sh, true))
+            return false;
+    }
+    return true;
+}
+
 bool shape_spans_types(const struct shape *sh)
 {
     return sh->nodes > 1 && sh->gpus > 0 && sh->gpu_type <= 0;
