@@ -132,6 +132,87 @@ static int cmp_cand(const void *a, const void *b)
     return (x->node > y->node) - (x->node < y->node);
 }
 
+static inline bool cand_before(const struct cand *x, const struct cand *y)
+{
+    return x->at < y->at || (x->at == y->at && x->node < y->node);
+}
+
+static inline void cand_swap(struct cand *x, struct cand *y)
+{
+    struct cand t = *x;
+    *x = *y;
+    *y = t;
+}
+
+static void cands_sift(struct cand *c, size_t root, size_t n)
+{
+    for (size_t child; (child = 2 * root + 1) < n; root = child) {
+        if (child + 1 < n && cand_before(&c[child], &c[child + 1]))
+            child++;
+        if (!cand_before(&c[root], &c[child]))
+            return;
+        cand_swap(&c[root], &c[child]);
+    }
+}
+
+/* Sort candidates by (start, node), as cmp_cand: a quicksort with the comparison inlined
+ * (glibc's qsort, a merge sort copying through memcpy and calling cmp_cand by pointer,
+ * was a tenth of docket-sim's time on RICC), insertion sort for short runs, and heapsort
+ * once the recursion goes deeper than 2 log n. Nodes are distinct, so no two keys tie. */
+static void cands_sort(struct cand *c, size_t n)
+{
+    int depth = 0;
+    for (size_t k = n; k > 1; k >>= 1)
+        depth += 2;
+    while (n > 16) {
+        if (depth-- == 0) {
+            for (size_t i = n / 2; i-- > 0;)
+                cands_sift(c, i, n);
+            for (size_t i = n; i-- > 1;) {
+                cand_swap(&c[0], &c[i]);
+                cands_sift(c, 0, i);
+            }
+            return;
+        }
+        /* median of three to c[0], then partition c[1..n) around it */
+        size_t mid = n / 2;
+        if (cand_before(&c[mid], &c[0]))
+            cand_swap(&c[mid], &c[0]);
+        if (cand_before(&c[n - 1], &c[0]))
+            cand_swap(&c[n - 1], &c[0]);
+        if (cand_before(&c[n - 1], &c[mid]))
+            cand_swap(&c[n - 1], &c[mid]);
+        cand_swap(&c[0], &c[mid]); /* the median is the pivot, at c[0] */
+        size_t i = 1, j = n - 1;
+        for (;;) {
+            while (cand_before(&c[i], &c[0]))
+                i++;
+            while (cand_before(&c[0], &c[j]))
+                j--;
+            if (i >= j)
+                break;
+            cand_swap(&c[i++], &c[j--]);
+        }
+        cand_swap(&c[0], &c[j]); /* c[0..j) before the pivot at j, c(j..n) after */
+        /* recurse into the shorter side, go on with the longer */
+        if (j < n - j - 1) {
+            cands_sort(c, j);
+            c += j + 1;
+            n -= j + 1;
+        } else {
+            cands_sort(c + j + 1, n - j - 1);
+            n = j;
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        struct cand x = c[i];
+        size_t k = i;
+        for (; k > 0 && cand_before(&x, &c[k - 1]); k--)
+            c[k] = c[k - 1];
+        c[k] = x;
+    }
+}
+
 /* The search keeps every candidate, or (pruned) only those that may be among the `keep`
  * earliest by (start, node), the only ones earliest_start() reads: a node whose bare floor
  * (node_bare_floor) already comes after the keep-th earliest start found so far cannot
@@ -166,7 +247,7 @@ static void cands_cut(struct cand_search *cs)
         cs->compact = 2 * cs->keep;
         return;
     }
-    qsort(cs->out, cs->n, sizeof(*cs->out), cmp_cand); /* n >= compact > keep here */
+    cands_sort(cs->out, cs->n); /* n >= compact > keep here */
     size_t k = cs->keep;
     while (k < cs->n && cs->out[k].at == cs->out[cs->keep - 1].at)
         k++;
@@ -238,7 +319,7 @@ static int64_t earliest_start(struct sched *s, const struct job *j, const struct
         chosen[0] = c[best].node;
         return c[best].at;
     }
-    qsort(c, nc, sizeof(*c), cmp_cand);
+    cands_sort(c, nc);
     /* try start times in order; a gang needs N nodes all feasible at the same start */
     for (size_t first = (size_t)sh->nodes - 1; first < nc; first++) {
         int64_t t = c[first].at;
