@@ -225,3 +225,95 @@ wait_writing() {
     [[ $(db "SELECT count(*) FROM jobs") == 0 ]]
     [[ $(core_jobs) == 0 ]]
 }
+
+# api_count STATE: the jobs the API lists in STATE (one page of at most 10,000).
+api_count() {
+    api_get "/v1/jobs?state=$1&limit=10000"
+    assert_status 200
+    jq '.jobs | length' <<<"$body"
+}
+# The live jobs /metrics counts (docket_jobs summed over its labels).
+metrics_jobs() {
+    curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/metrics" |
+        awk '/^docket_jobs[{ ]/ { n += $NF } END { print n + 0 }'
+}
+
+@test "big arrays: the class removed while an array is written: its tasks end FAILED with an event, none left in the core" {
+    DOCKETD_TEST_ARRAY_SLICE_DELAY_MS=40 docketd_start
+    fake_node gpu01 8 H100-80GB >/dev/null
+    local classes='{"name": "training"}, {"name": "experiment"}, {"name": "exploration"},
+                   {"name": "interactive"}, {"name": "service"}'
+    api_post /v1/policy "{\"classes\": [$classes, {\"name\": \"sweep\"}]}"
+    assert_status 200
+    submit_bg "$TEST_DIR/big.json" '{"command": ["x"], "gpus": 1, "class": "sweep", "array": "0-2999"}'
+    wait_writing 256
+    # while it is written the core has none of its tasks: the class is not in use
+    api_post /v1/policy "{\"classes\": [$classes]}"
+    assert_status 200
+    wait "$SUBMIT_PID"
+    [[ $(cut -d' ' -f1 "$TEST_DIR/big.json.code") == 201 ]]
+    # the reply says what became of each task
+    jq -e '(.jobs | length) == 3000 and ([.jobs[] | select(.state != "FAILED")] | length) == 0' \
+        "$TEST_DIR/big.json" >/dev/null
+    # each ended with an event saying why
+    [[ $(db "SELECT count(*) FROM jobs WHERE state = 'FAILED' AND end_ms > 0") == 3000 ]]
+    [[ $(db "SELECT count(DISTINCT job) FROM job_events WHERE type = 'state' AND from_state = 'PENDING'
+             AND to_state = 'FAILED' AND reason = 'submit' AND detail LIKE 'refused by the scheduler: %sweep%'") == 3000 ]]
+    grep -q 'event=array_task_refused job=1 ' "$TEST_DIR/docketd.log"
+    api_get /v1/jobs/1500/events
+    assert_status 200
+    jq -e '[.events[] | select(.to == "FAILED" and (.detail | test("refused by the scheduler.*sweep")))]
+           | length == 1' <<<"$body" >/dev/null
+    api_get /v1/jobs/1500
+    assert_json .job.state FAILED
+    # nothing half-done: the API, the core's counts and /metrics agree on no live job
+    [[ $(api_count active) == 0 ]]
+    [[ $(api_count FAILED) == 3000 ]]
+    [[ $(core_jobs) == 0 ]]
+    [[ $(metrics_jobs) == 0 ]]
+    api_post /v1/jobs/1500/cancel
+    assert_status 409
+    # docketd keeps answering, and takes the next job as ever
+    curl -sf -o /dev/null "$DOCKETD_URL/healthz"
+    api_post /v1/jobs '{"command": ["x"], "gpus": 1}'
+    assert_status 201
+    assert_json .job.id 3001
+    # and a restart brings back what was stored: the FAILED tasks stay ended
+    docketd_stop
+    docketd_start
+    [[ $(db "SELECT count(*) FROM jobs WHERE state = 'FAILED'") == 3000 ]]
+    [[ $(core_jobs) == 1 ]]
+    [[ $(api_count active) == 1 ]]
+}
+
+@test "big arrays: max_queued lowered while an array is written: the tasks past it end FAILED, the rest queue" {
+    DOCKETD_TEST_ARRAY_SLICE_DELAY_MS=40 docketd_start
+    fake_node gpu01 8 H100-80GB >/dev/null
+    submit_bg "$TEST_DIR/big.json" '{"command": ["x"], "gpus": 1, "array": "0-2999", "hold": true}'
+    wait_writing 256
+    api_patch /v1/projects/default '{"max_queued": 1000}'
+    assert_status 200
+    wait "$SUBMIT_PID"
+    [[ $(cut -d' ' -f1 "$TEST_DIR/big.json.code") == 201 ]]
+    jq -e '[.jobs[] | .state] | (.[0:1000] | unique) == ["HELD"] and (.[1000:] | unique) == ["FAILED"]' \
+        "$TEST_DIR/big.json" >/dev/null
+    [[ $(db "SELECT count(*) FROM jobs WHERE state = 'FAILED'") == 2000 ]]
+    [[ $(db "SELECT min(id) FROM jobs WHERE state = 'FAILED'") == 1001 ]]
+    [[ $(db "SELECT count(*) FROM job_events WHERE to_state = 'FAILED' AND reason = 'submit'
+             AND detail LIKE 'refused by the scheduler: %max_queued%'") == 2000 ]]
+    # the database, the API, the core and /metrics agree: 1,000 held, nothing else live
+    [[ $(db "SELECT count(*) FROM jobs WHERE state = 'HELD'") == 1000 ]]
+    [[ $(api_count HELD) == 1000 ]]
+    [[ $(api_count active) == 1000 ]]
+    [[ $(core_jobs) == 1000 ]]
+    [[ $(metrics_jobs) == 1000 ]]
+    # a held task is a real job: it can be released and cancelled
+    api_post /v1/jobs/1000/cancel
+    assert_status 200
+    [[ $(core_jobs) == 999 ]]
+    curl -sf -o /dev/null "$DOCKETD_URL/healthz"
+    docketd_stop
+    docketd_start
+    [[ $(core_jobs) == 999 ]]
+    [[ $(db "SELECT count(*) FROM jobs WHERE state = 'FAILED'") == 2000 ]]
+}
