@@ -1,10 +1,12 @@
 /*
  * arrays.c - the store's side of big array submissions (docs/controller.md "Big
  * submissions"): the durable marker of an array whose rows are written across several
- * loop turns, and the rollback of such an array, at once (a slice failed) or at the next
- * start (docketd stopped before the last slice). Prepared per call: once an array.
+ * loop turns, and the rollback of such an array, a bounded step a turn (a slice failed)
+ * or whole at the next start (docketd stopped before the last slice, or before the
+ * rollback's last step). Prepared per call: a few times an array.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "store/store_int.h"
@@ -43,23 +45,48 @@ int store_array_writing_clear(struct store *st, uint64_t array_id)
     return rc;
 }
 
-int store_array_discard(struct store *st, uint64_t array_id)
+int store_array_discard_step(struct store *st, uint64_t array_id, size_t max, size_t *deleted,
+                             bool *done)
 {
-    static const char *const sql[] = {
-        "DELETE FROM job_events WHERE job IN"
-        " (SELECT id FROM jobs WHERE array_id = ?1 AND array_id <> 0)",
-        "DELETE FROM job_holds WHERE job IN"
-        " (SELECT id FROM jobs WHERE array_id = ?1 AND array_id <> 0)",
-        "DELETE FROM jobs WHERE array_id = ?1 AND array_id <> 0",
+    /* the lowest ids first, through the partial index on array_id (which holds the rowid);
+     * events and holds by their job, the rows themselves last */
+#define NEXT_TASKS                                                                                 \
+    "(SELECT id FROM jobs WHERE array_id = ?1 AND array_id <> 0 ORDER BY id LIMIT ?2)"
+    static const char *const rows[] = {
+        "DELETE FROM job_events WHERE job IN " NEXT_TASKS,
+        "DELETE FROM job_holds WHERE job IN " NEXT_TASKS,
+        "DELETE FROM jobs WHERE id IN " NEXT_TASKS,
+    };
+#undef NEXT_TASKS
+    static const char *const last[] = {
         "DELETE FROM job_specs WHERE id = ?1",
         "DELETE FROM arrays_writing WHERE array_id = ?1",
     };
-    for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]); i++) {
-        int rc = run_id(st, sql[i], array_id, 0, NULL, "discard array");
+    const int64_t lim[1] = {max > (size_t)INT64_MAX ? -1 : (int64_t)max}; /* -1: no limit */
+    *deleted = 0;
+    *done = false;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        int rc = run_id(st, rows[i], array_id, 1, lim, "discard array");
         if (rc < 0)
             return rc;
     }
+    *deleted = (size_t)sqlite3_changes(store_db(st)); /* of the last: the task rows */
+    if (lim[0] >= 0 && *deleted == max)
+        return 0; /* maybe more: the spec and the marker stay until none is left */
+    for (size_t i = 0; i < sizeof(last) / sizeof(last[0]); i++) {
+        int rc = run_id(st, last[i], array_id, 0, NULL, "discard array");
+        if (rc < 0)
+            return rc;
+    }
+    *done = true;
     return 0;
+}
+
+int store_array_discard(struct store *st, uint64_t array_id)
+{
+    size_t deleted;
+    bool done;
+    return store_array_discard_step(st, array_id, SIZE_MAX, &deleted, &done);
 }
 
 int store_arrays_writing(struct store *st, uint64_t *ids, size_t max, size_t *n)

@@ -151,13 +151,19 @@ int store_spec_put(struct store *st, uint64_t id, const char *spec, const char *
  * across several transactions carries a marker from its first slice's transaction to its
  * last one's. put: the marker (tasks: how many it will have); clear: deleted (-ENOENT when
  * none); discard: every row of the array (its tasks, their events and holds, its spec)
- * and its marker deleted, in the caller's transaction; writing: the ids of the arrays
+ * and its marker deleted, in the caller's transaction; discard_step: the same in steps,
+ * one transaction each if the caller likes: the next at most `max` tasks (lowest ids
+ * first, with their events and holds; how many into *deleted), and once none is left
+ * the spec and the marker, *done then true (the marker goes last, so a restart between
+ * two steps rolls the rest back); writing: the ids of the arrays
  * marked (at most max into ids, the count into *n); rollback (at start, its own
  * transaction): every marked array discarded, how many into *rolled. */
 int store_array_writing_put(struct store *st, uint64_t array_id, int64_t tasks,
                             int64_t now_ms) STORE_WUR;
 int store_array_writing_clear(struct store *st, uint64_t array_id) STORE_WUR;
 int store_array_discard(struct store *st, uint64_t array_id) STORE_WUR;
+int store_array_discard_step(struct store *st, uint64_t array_id, size_t max, size_t *deleted,
+                             bool *done) STORE_WUR;
 int store_arrays_writing(struct store *st, uint64_t *ids, size_t max, size_t *n) STORE_WUR;
 int store_arrays_rollback(struct store *st, size_t *rolled) STORE_WUR;
 /* Rewrite the mutable columns (state .. usage) of job j->id. */

@@ -1541,6 +1541,66 @@ static void checkpoints_off_the_writer(void **state)
     assert_int_equal(store_job_count(f->st), 200);
 }
 
+/* A failed array's cleanup in steps (store_array_discard_step, one loop turn each in
+ * docketd): the lowest tasks first with their events and holds, the spec and the marker
+ * only with the last step, so a restart between two steps rolls back what is left. */
+static void array_discarded_in_steps(void **state)
+{
+    struct fx *f = *state;
+    char got[64];
+    size_t deleted = 9, rolled = 9;
+    bool done = true;
+    struct store_job own = make_job(5, "vision", 0);
+    assert_int_equal(store_job_insert(f->st, &own), 0);
+    assert_int_equal(store_array_writing_put(f->st, 10, 5, 1000), 0);
+    put_array(f, 10, 5);
+    assert_int_equal(store_hold_put(f->st, 11, "alice", "owner"), 0);
+    assert_int_equal(store_hold_put(f->st, 14, "alice", "owner"), 0);
+    assert_int_equal(store_array_discard_step(f->st, 10, 2, &deleted, &done), 0);
+    assert_int_equal(deleted, 2);
+    assert_false(done);
+    assert_string_equal(count_of(f, "SELECT group_concat(id) FROM jobs", got, 64), "5,12,13,14");
+    assert_string_equal(count_of(f, "SELECT group_concat(job) FROM job_events", got, 64),
+                        "12,13,14");
+    assert_string_equal(count_of(f, "SELECT group_concat(job) FROM job_holds", got, 64), "14");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM job_specs", got, 64), "1");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM arrays_writing", got, 64), "1");
+    assert_int_equal(store_array_discard_step(f->st, 10, 2, &deleted, &done), 0);
+    assert_int_equal(deleted, 2);
+    assert_false(done);
+    assert_int_equal(store_array_discard_step(f->st, 10, 2, &deleted, &done), 0);
+    assert_int_equal(deleted, 1);
+    assert_true(done);
+    assert_string_equal(count_of(f, "SELECT group_concat(id) FROM jobs", got, 64), "5");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM job_events", got, 64), "0");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM job_holds", got, 64), "0");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM job_specs", got, 64), "0");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM arrays_writing", got, 64), "0");
+    /* steps that end on an exact multiple: the last one finds no task and ends it */
+    assert_int_equal(store_array_writing_put(f->st, 20, 4, 1000), 0);
+    put_array(f, 20, 4);
+    assert_int_equal(store_array_discard_step(f->st, 20, 2, &deleted, &done), 0);
+    assert_int_equal(store_array_discard_step(f->st, 20, 2, &deleted, &done), 0);
+    assert_int_equal(deleted, 2);
+    assert_false(done);
+    assert_string_equal(count_of(f, "SELECT count(*) FROM arrays_writing", got, 64), "1");
+    assert_int_equal(store_array_discard_step(f->st, 20, 2, &deleted, &done), 0);
+    assert_int_equal(deleted, 0);
+    assert_true(done);
+    assert_string_equal(count_of(f, "SELECT count(*) FROM arrays_writing", got, 64), "0");
+    /* docketd stops between two steps: the marker is still there, the start rolls back */
+    assert_int_equal(store_array_writing_put(f->st, 30, 6, 1000), 0);
+    put_array(f, 30, 6);
+    assert_int_equal(store_array_discard_step(f->st, 30, 4, &deleted, &done), 0);
+    assert_int_equal(deleted, 4);
+    reopen(f);
+    assert_int_equal(store_arrays_rollback(f->st, &rolled), 0);
+    assert_int_equal(rolled, 1);
+    assert_string_equal(count_of(f, "SELECT group_concat(id) FROM jobs", got, 64), "5");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM job_specs", got, 64), "0");
+    assert_string_equal(count_of(f, "SELECT count(*) FROM arrays_writing", got, 64), "0");
+}
+
 static void arrays_rolled_back_at_start(void **state)
 {
     struct fx *f = *state;
@@ -1604,6 +1664,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(report_waits_and_outcomes, setup, teardown),
         cmocka_unit_test_setup_teardown(alert_history_and_silences, setup, teardown),
         cmocka_unit_test_setup_teardown(array_marker_and_discard, setup, teardown),
+        cmocka_unit_test_setup_teardown(array_discarded_in_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(arrays_rolled_back_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(checkpoints_off_the_writer, setup, teardown),
     };
