@@ -256,8 +256,9 @@ struct ctl_turn {
     int n[CTL_TURN_NKINDS];
     int64_t us[CTL_TURN_NKINDS];
     int starts, replies, parked;
-    int64_t core_us;  /* of the cycle's time: sched_cycle itself */
-    int agent_events; /* agent events applied */
+    int64_t core_us;     /* of the cycle's time: sched_cycle itself */
+    int agent_events;    /* agent events applied */
+    int array_discarded; /* tasks of failed arrays deleted (jobs.c) */
 };
 
 struct ctl_metrics {

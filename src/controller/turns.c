@@ -69,10 +69,10 @@ static void turn_end(struct ctl *c, int64_t next_start)
         parts[off] = '\0';
         log_warn("turn",
                  "span_ms=%.1f ours_ms=%.1f gap_before_ms=%.1f starts=%d replies=%d parked=%d "
-                 "agent_events=%d core_ms=%.1f%s",
+                 "agent_events=%d array_discarded=%d core_ms=%.1f%s",
                  (double)span / 1000.0, (double)sum / 1000.0, (double)t->gap_before_us / 1000.0,
-                 t->starts, t->replies, t->parked, t->agent_events, (double)t->core_us / 1000.0,
-                 parts);
+                 t->starts, t->replies, t->parked, t->agent_events, t->array_discarded,
+                 (double)t->core_us / 1000.0, parts);
     }
     int64_t gap = next_start - t->last_end_us;
     memset(t->n, 0, sizeof(t->n));
@@ -80,6 +80,7 @@ static void turn_end(struct ctl *c, int64_t next_start)
     t->starts = t->replies = t->parked = 0;
     t->core_us = 0;
     t->agent_events = 0;
+    t->array_discarded = 0;
     t->gap_before_us = gap > 0 ? gap : 0;
 }
 

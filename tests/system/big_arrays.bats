@@ -317,3 +317,71 @@ metrics_jobs() {
     [[ $(core_jobs) == 999 ]]
     [[ $(db "SELECT count(*) FROM jobs WHERE state = 'FAILED'") == 2000 ]]
 }
+
+@test "big arrays: a failed array is deleted 256 tasks a loop turn; /healthz is answered meanwhile" {
+    export DOCKETD_TURN_LOG_MS=0 # every loop turn logged, with the tasks of failed arrays it deleted
+    DOCKETD_TEST_ARRAY_SLICE_DELAY_MS=5 docketd_start --log-level warn
+    unset DOCKETD_TURN_LOG_MS
+    fake_node gpu01 8 H100-80GB >/dev/null
+    fault_on task19000 "BEFORE INSERT ON jobs WHEN NEW.array_index = 19000"
+    submit_bg "$TEST_DIR/big.json" '{"command": ["x"], "gpus": 1, "array": "0-19999"}'
+    # /healthz, probed from the fault on, while what was written is deleted
+    local worst=0 t n=0
+    while kill -0 "$SUBMIT_PID" 2>/dev/null; do
+        if grep -q 'event=array_write_failed' "$TEST_DIR/docketd.log"; then
+            t=$(curl -s -o /dev/null -w '%{time_total}' "$DOCKETD_URL/healthz")
+            t=$(awk -v t="$t" 'BEGIN { printf "%d", t * 1000 }')
+            ((t > worst)) && worst=$t
+            n=$((n + 1))
+        fi
+        sleep 0.01
+    done
+    wait "$SUBMIT_PID" || true
+    [[ $(cut -d' ' -f1 "$TEST_DIR/big.json.code") == 500 ]]
+    grep -q 'injected fault task19000 (nothing of array 1 was kept)' "$TEST_DIR/big.json"
+    fault_off task19000
+    nothing_left
+    # the turns that deleted: none more than 256 tasks, all of them together what was
+    # written before the fault (the slices before task 19,000: at least 18,744 tasks)
+    api_get /healthz # a turn is logged when the next begins
+    local max sum turns
+    max=$(grep -o 'array_discarded=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | sort -n | tail -n 1)
+    sum=$(grep -o 'array_discarded=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | paste -sd+ | bc)
+    turns=$(grep -c 'array_discarded=[1-9]' "$TEST_DIR/docketd.log")
+    echo "cleanup: $sum tasks in $turns turns, at most $max a turn; healthz: $n probes, worst $worst ms" >&3
+    ((max <= 256))
+    ((sum >= 18744 && sum < 19000))
+    ((turns >= sum / 256))
+    ((n >= 3)) # it was really probed during the cleanup
+    # generous for a sanitizer build on a noisy 2-core machine: not a benchmark
+    ((worst < 250))
+}
+
+@test "big arrays: kill -9 during the cleanup of a failed array, restart: nothing of it is left" {
+    DOCKETD_TEST_ARRAY_SLICE_DELAY_MS=40 docketd_start
+    fake_node gpu01 8 H100-80GB >/dev/null
+    fault_on task8000 "BEFORE INSERT ON jobs WHEN NEW.array_index = 8000"
+    submit_bg "$TEST_DIR/big.json" '{"command": ["x"], "gpus": 1, "array": "0-19999"}'
+    # until the fault has struck and the cleanup has deleted some of what was written, not all
+    local i left=0
+    for i in $(seq 1 400); do
+        if grep -q 'event=array_write_failed' "$TEST_DIR/docketd.log"; then
+            left=$(db "SELECT count(*) FROM jobs")
+            ((left > 0 && left < 7000)) && break
+        fi
+        sleep 0.05
+    done
+    echo "rows left at the kill: $left" >&3
+    ((left > 0 && left < 7000))
+    [[ $(db "SELECT count(*) FROM arrays_writing") == 1 ]] # the marker goes last
+    docketd_kill9
+    wait "$SUBMIT_PID" || true
+    [[ $(cut -d' ' -f1 "$TEST_DIR/big.json.code") != 500 ]] # never answered
+    fault_off task8000
+    docketd_start
+    grep -q 'event=arrays_rolled_back arrays=1' "$TEST_DIR/docketd.log"
+    nothing_left
+    api_post /v1/jobs '{"command": ["x"], "array": "0-999", "hold": true}'
+    assert_status 201
+    assert_json .array_id 20001
+}
