@@ -91,6 +91,40 @@ int store_ckpt_run(struct store_ckpt *k, enum store_ckpt_mode mode, int busy_ms,
 const char *store_ckpt_errmsg(struct store_ckpt *k);
 void store_ckpt_close(struct store_ckpt *k);
 
+/* The checkpoint thread (ckpt.c; docs/controller.md "Checkpoints"): a thread with a
+ * store_ckpt of its own that decides when to checkpoint the WAL of the database at `path`
+ * (whose writer has store_set_external_checkpoint on). Every `frames` new frames after a
+ * sync, a PASSIVE checkpoint; once the WAL holds `truncate_frames`, a TRUNCATE, but only
+ * after `quiet_ms` without a commit (it looks again every `quiet_ms` of real time until
+ * then), or at once past `force_frames`, waiting up to `force_busy_ms` for the writer's
+ * lock. `now_ms` (NULL: clock_mono_ms) is the clock of "quiet": tests give their own. */
+struct store_ckpt_policy {
+    int frames, truncate_frames, force_frames, force_busy_ms, quiet_ms;
+    int64_t (*now_ms)(void *arg);
+    void *now_arg;
+};
+struct store_ckpt_stats {
+    uint64_t passive, truncated, truncate_busy, failed; /* runs of each */
+    int max_frames;                                     /* the largest WAL a run saw */
+};
+struct store_ckpt_thread;
+/* docketd's: 1,000 frames; 16,384 (64 MiB of 4 KiB pages); 65,536 (256 MiB), 200 ms;
+ * 500 ms. */
+void store_ckpt_policy_default(struct store_ckpt_policy *p);
+/* Start the thread (pol NULL: the defaults) once its connection is open; NULL with a
+ * message in err when it cannot start or open it. */
+struct store_ckpt_thread *store_ckpt_thread_create(const char *path,
+                                                   const struct store_ckpt_policy *pol, char *err,
+                                                   size_t errlen);
+/* The writer committed (any thread; the time by the policy's clock). */
+void store_ckpt_thread_commit(struct store_ckpt_thread *k);
+/* A sync of the WAL is done and it holds `frames` frames (one thread, the syncing one):
+ * wakes the thread every `frames` new frames, counted again once the WAL starts over. */
+void store_ckpt_thread_synced(struct store_ckpt_thread *k, int frames);
+void store_ckpt_thread_stats(struct store_ckpt_thread *k, struct store_ckpt_stats *out);
+/* Stop and join it (NULL: nothing); its counts into out (may be NULL). */
+void store_ckpt_thread_destroy(struct store_ckpt_thread *k, struct store_ckpt_stats *out);
+
 /* Transactions (see above). store_begin is a no-op inside a transaction. */
 int store_begin(struct store *st) STORE_WUR;
 bool store_in_tx(const struct store *st);
