@@ -59,6 +59,9 @@ enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
 #define CTL_ARRAY_SLICE_US    8000
 /* Agent events (agent.c): a batch is applied at most this many events a loop turn. */
 #define CTL_AGENT_EVENTS_SLICE 64
+/* Heartbeats (http.c): at most this many a loop turn (~0.04 ms each in a release build);
+ * the rest wait for the next turns, in order. */
+#define CTL_HEARTBEATS_PER_TURN 128
 /* GET /v1/audit/verify walks the chain this many rows a loop turn (admin.c) */
 #define CTL_VERIFY_SLICE_ROWS 2048
 
@@ -245,7 +248,7 @@ enum ctl_turn_kind {
     CTL_TURN_ARRAY,     /* a slice of a big array (jobs.c) */
     CTL_TURN_STREAM,    /* a slice of a list (stream.c) */
     CTL_TURN_TIMER,     /* ticks, heartbeat park timeouts, log follow timers */
-    CTL_TURN_DEFERRED,  /* work put off to a later turn (heartbeat replies) */
+    CTL_TURN_DEFERRED,  /* heartbeats past CTL_HEARTBEATS_PER_TURN: queued, then run */
     CTL_TURN_NKINDS
 };
 
@@ -259,6 +262,7 @@ struct ctl_turn {
     int64_t core_us;     /* of the cycle's time: sched_cycle itself */
     int agent_events;    /* agent events applied */
     int array_discarded; /* tasks of failed arrays deleted (jobs.c) */
+    int heartbeats;      /* heartbeats handled (http.c: at most CTL_HEARTBEATS_PER_TURN) */
 };
 
 struct ctl_metrics {
@@ -330,6 +334,9 @@ struct ctl {
     /* agent.c: event batches applied CTL_AGENT_EVENTS_SLICE events a turn, in order */
     struct ctl_ev_batch *ev_batches, *ev_batches_tail;
     struct event *ev_batch_ev;
+    /* http.c: heartbeats past CTL_HEARTBEATS_PER_TURN in a turn, waiting for the next */
+    struct ctl_hb_wait *hb_waiting, *hb_waiting_tail;
+    struct event *hb_wait_ev;
     int64_t fd_limit, conn_cap;
     int listen_backlog;
     /* console.c: the one-time login codes `docket console` asked for (their hashes, never

@@ -711,20 +711,130 @@ static enum ctl_turn_kind request_kind(struct evhttp_request *req)
     return CTL_TURN_REQUEST;
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* Heartbeats, at most CTL_HEARTBEATS_PER_TURN a loop turn                               */
+
+/* Each heartbeat is a request of its own, and every one whose bytes are in when the loop
+ * polls runs in that turn: 300 in one turn of 36 ms in the sanitizer build, up to 800
+ * (34 ms, release) in a fleet of 10,000 agents. Past CTL_HEARTBEATS_PER_TURN in a turn, a
+ * heartbeat waits for a later turn (a zero timer, so the loop polls its sockets in
+ * between) in the order it came; while any waits, a new one queues behind it. Its
+ * connection is watched meanwhile: a client that leaves takes its request with it. */
+struct ctl_hb_wait {
+    struct evhttp_request *req; /* NULL once the client left */
+    bool is_unix;
+    struct ctl_hb_wait *next;
+};
+
+static void heartbeat(struct ctl *c, struct evhttp_request *req, bool is_unix)
+{
+    dispatch(req, c, is_unix);
+    c->turn.heartbeats++;
+}
+
+static void hb_wait_left(struct evhttp_connection *con, void *arg)
+{
+    struct ctl_hb_wait *w = arg;
+    (void)con;
+    w->req = NULL; /* libevent frees an unanswered request with its connection */
+}
+
+/* Take w off the queue, its connection no longer watched; its request (NULL: gone). */
+static struct evhttp_request *hb_unqueue(struct ctl *c, struct ctl_hb_wait *w)
+{
+    struct evhttp_request *req = w->req;
+    c->hb_waiting = w->next;
+    if (!c->hb_waiting)
+        c->hb_waiting_tail = NULL;
+    struct evhttp_connection *con = req ? evhttp_request_get_connection(req) : NULL;
+    if (con)
+        ctl_conn_watch(c, con, NULL, NULL);
+    return req;
+}
+
+static void hb_wait_turn(evutil_socket_t fd, short what, void *arg)
+{
+    struct ctl *c = arg;
+    (void)fd;
+    (void)what;
+    int64_t t0 = ctl_turn_enter(c);
+    while (c->hb_waiting && c->turn.heartbeats < CTL_HEARTBEATS_PER_TURN) {
+        struct ctl_hb_wait *w = c->hb_waiting;
+        bool is_unix = w->is_unix;
+        struct evhttp_request *req = hb_unqueue(c, w);
+        free(w);
+        if (req)
+            heartbeat(c, req, is_unix);
+    }
+    if (c->hb_waiting) {
+        struct timeval zero = {0, 0};
+        event_add(c->hb_wait_ev, &zero);
+    }
+    ctl_turn_leave(c, CTL_TURN_DEFERRED, t0);
+}
+
+/* Queue req behind the heartbeats waiting. 0, or -ENOMEM (nothing queued). */
+static int hb_defer(struct ctl *c, struct evhttp_request *req, bool is_unix)
+{
+    if (!c->hb_wait_ev && !(c->hb_wait_ev = evtimer_new(c->base, hb_wait_turn, c)))
+        return -ENOMEM;
+    struct ctl_hb_wait *w = calloc(1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    *w = (struct ctl_hb_wait){req, is_unix, NULL};
+    struct evhttp_connection *con = evhttp_request_get_connection(req);
+    if (con)
+        ctl_conn_watch(c, con, hb_wait_left, w);
+    if (c->hb_waiting_tail)
+        c->hb_waiting_tail->next = w;
+    else
+        c->hb_waiting = w;
+    c->hb_waiting_tail = w;
+    if (!event_pending(c->hb_wait_ev, EV_TIMEOUT, NULL)) {
+        struct timeval zero = {0, 0};
+        event_add(c->hb_wait_ev, &zero);
+    }
+    return 0;
+}
+
+/* At shutdown: the heartbeats still waiting are answered 503 (the agent polls again). */
+static void hb_stop_all(struct ctl *c)
+{
+    while (c->hb_waiting) {
+        struct ctl_hb_wait *w = c->hb_waiting;
+        struct evhttp_request *req = hb_unqueue(c, w);
+        free(w);
+        if (req)
+            ctl_reply_errorf(c, req, 503, NULL, "docketd is shutting down");
+    }
+    if (c->hb_wait_ev)
+        event_free(c->hb_wait_ev);
+    c->hb_wait_ev = NULL;
+}
+
+static void request_cb(struct ctl *c, struct evhttp_request *req, bool is_unix)
+{
+    int64_t t0 = ctl_turn_enter(c);
+    enum ctl_turn_kind k = request_kind(req);
+    if (k != CTL_TURN_HEARTBEAT)
+        dispatch(req, c, is_unix);
+    else if (!c->hb_waiting && c->turn.heartbeats < CTL_HEARTBEATS_PER_TURN)
+        heartbeat(c, req, is_unix);
+    else if (hb_defer(c, req, is_unix) == 0)
+        k = CTL_TURN_DEFERRED;
+    else
+        heartbeat(c, req, is_unix); /* out of memory to wait: now, as before */
+    ctl_turn_leave(c, k, t0);
+}
+
 static void tcp_cb(struct evhttp_request *req, void *arg)
 {
-    int64_t t0 = ctl_turn_enter(arg);
-    enum ctl_turn_kind k = request_kind(req);
-    dispatch(req, arg, false);
-    ctl_turn_leave(arg, k, t0);
+    request_cb(arg, req, false);
 }
 
 static void unix_cb(struct evhttp_request *req, void *arg)
 {
-    int64_t t0 = ctl_turn_enter(arg);
-    enum ctl_turn_kind k = request_kind(req);
-    dispatch(req, arg, true);
-    ctl_turn_leave(arg, k, t0);
+    request_cb(arg, req, true);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -874,6 +984,7 @@ void ctl_http_stop(struct ctl *c)
 {
     ctl_arrays_stop_all(c);
     ctl_agent_events_stop_all(c);
+    hb_stop_all(c);
     ctl_stream_stop_all(c);
     ctl_conn_stop(c);
     if (c->http_tcp)

@@ -5,7 +5,8 @@
  * (event_base_gettimeofday_cached), so a callback knows which turn it runs in: when that
  * time changes, the previous turn has ended. Each of docketd's callbacks is timed by
  * kind (heartbeats, agent events, other requests, the cycle, the commit, the sync's
- * release of replies, array and list slices, timers) with how many ran.
+ * release of replies, array and list slices, timers, heartbeats put off to a later turn)
+ * with how many ran.
  *
  * Always on: docket_loop_turn_seconds, the span of each turn from the poll's return to
  * the end of its last callback of ours (what libevent does after that, writing replies to
@@ -69,10 +70,10 @@ static void turn_end(struct ctl *c, int64_t next_start)
         parts[off] = '\0';
         log_warn("turn",
                  "span_ms=%.1f ours_ms=%.1f gap_before_ms=%.1f starts=%d replies=%d parked=%d "
-                 "agent_events=%d array_discarded=%d core_ms=%.1f%s",
+                 "heartbeats=%d agent_events=%d array_discarded=%d core_ms=%.1f%s",
                  (double)span / 1000.0, (double)sum / 1000.0, (double)t->gap_before_us / 1000.0,
-                 t->starts, t->replies, t->parked, t->agent_events, t->array_discarded,
-                 (double)t->core_us / 1000.0, parts);
+                 t->starts, t->replies, t->parked, t->heartbeats, t->agent_events,
+                 t->array_discarded, (double)t->core_us / 1000.0, parts);
     }
     int64_t gap = next_start - t->last_end_us;
     memset(t->n, 0, sizeof(t->n));
@@ -81,6 +82,7 @@ static void turn_end(struct ctl *c, int64_t next_start)
     t->core_us = 0;
     t->agent_events = 0;
     t->array_discarded = 0;
+    t->heartbeats = 0;
     t->gap_before_us = gap > 0 ? gap : 0;
 }
 

@@ -1032,3 +1032,86 @@ running_job() {
     api_get "/v1/jobs/$id"
     assert_json .job.usage.cpu_ms 5
 }
+
+# many_nodes N: register nodes n001..nN at once (one join token, curl in parallel); their
+# credentials in $TEST_DIR/reg/I.json; $TEST_DIR/hb.cfg: one non-waiting heartbeat of
+# each, for `curl -K` (each reply in $TEST_DIR/hb/I.json, the statuses on stdout).
+many_nodes() {
+    local n=$1 jt i
+    jt=$(join_token)
+    mkdir -p "$TEST_DIR/reg" "$TEST_DIR/hb"
+    for i in $(seq 1 "$n"); do
+        ((i > 1)) && echo next
+        printf 'url = "%s/v1/agent/register"\nheader = "Content-Type: application/json"\n' "$DOCKETD_URL"
+        printf 'data = "{\\"join_token\\": \\"%s\\", \\"agent_version\\": \\"test\\", \\"node\\": {\\"name\\": \\"n%03d\\", \\"gpu_type\\": \\"H100-80GB\\", \\"gpus\\": 8, \\"gpu_mem_mb\\": 81920, \\"cpus\\": 64, \\"mem_mb\\": 512000}}"\n' "$jt" "$i"
+        printf 'output = "%s/reg/%d.json"\n' "$TEST_DIR" "$i"
+    done >"$TEST_DIR/reg.cfg"
+    curl -sS --no-progress-meter --parallel --parallel-max 16 -K "$TEST_DIR/reg.cfg"
+    for i in $(seq 1 "$n"); do
+        ((i > 1)) && echo next
+        printf 'url = "%s/v1/agent/heartbeat"\nheader = "Content-Type: application/json"\n' "$DOCKETD_URL"
+        printf 'header = "Authorization: Bearer %s"\n' "$(jq -r .credential "$TEST_DIR/reg/$i.json")"
+        printf 'data = "{\\"node\\": \\"n%03d\\", \\"ack\\": 0, \\"wait_ms\\": 0, \\"jobs\\": []}"\n' "$i"
+        printf 'output = "%s/hb/%d.json"\nwrite-out = "%%{http_code}\\n"\n' "$TEST_DIR" "$i"
+    done >"$TEST_DIR/hb.cfg"
+}
+
+# heartbeat_burst N: every node's heartbeat at once, all in one loop turn: docketd is
+# stopped (SIGSTOP) until the N connections are established and their requests sent
+# (curl allows 300 at once), then let go. Fails unless every one is answered 200.
+heartbeat_burst() {
+    local n=$1 i cpid
+    kill -STOP "$DOCKETD_PID"
+    curl -sS --no-progress-meter --parallel --parallel-immediate --parallel-max "$n" -K "$TEST_DIR/hb.cfg" >"$TEST_DIR/hb.codes" &
+    cpid=$!
+    for i in $(seq 1 200); do
+        (($(ss -Htn state established "( dport = :$DOCKETD_PORT )" | wc -l) >= n)) && break
+        sleep 0.05
+    done
+    sleep 0.2 # their requests written
+    kill -CONT "$DOCKETD_PID"
+    wait "$cpid"
+    [[ $(sort -u "$TEST_DIR/hb.codes") == 200 ]] || { sort "$TEST_DIR/hb.codes" | uniq -c >&2; return 1; }
+}
+
+@test "heartbeats: a burst is handled at most 128 a loop turn, every one answered, commands included" {
+    docketd_stop
+    export DOCKETD_TURN_LOG_MS=0 # every loop turn logged with the heartbeats it handled
+    docketd_start --log-level warn --expected-nodes 1000
+    unset DOCKETD_TURN_LOG_MS
+    many_nodes 300
+    api_get /healthz # a turn is logged when the next begins: this one logs the last before
+    : >"$TEST_DIR/docketd.log"
+    # three bursts: libevent's poll returns 32 events at first and doubles its array each
+    # time one fills it, so only the later bursts come in whole (300 in one turn without
+    # the bound)
+    heartbeat_burst 300
+    heartbeat_burst 300
+    # the last with a command waiting for one node: a deferred poll still carries it
+    local id node
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 8}')
+    for _ in $(seq 100); do
+        api_get "/v1/jobs/$id"
+        [[ $(jq -r .job.state <<<"$body") == STARTING ]] && break
+        sleep 0.05
+    done
+    assert_json .job.state STARTING
+    node=$(jq -r '.job.allocation[0].node' <<<"$body")
+    heartbeat_burst 300
+    api_get /healthz
+    local max sum turns
+    max=$(grep -o 'heartbeats=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | sort -n | tail -n 1)
+    sum=$(grep -o 'heartbeats=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | paste -sd+ | bc)
+    turns=$(grep -c 'heartbeats=[1-9]' "$TEST_DIR/docketd.log")
+    echo "heartbeats: $sum in $turns turns, at most $max a turn" >&3
+    ((max <= 128))
+    ((sum == 900))
+    ((turns >= 8)) # 900 / 128
+    # the node's reply has the start command, and no other reply has one
+    [[ $(cat "$TEST_DIR"/hb/*.json | jq -s '[.[] | select(.commands | length > 0)] | length') == 1 ]]
+    jq -e --argjson id "$id" '.node_state == "UP" and .commands[0].type == "start" and .commands[0].job.id == $id' \
+        "$TEST_DIR/hb/$((10#${node#n})).json" >/dev/null
+    # every node is UP, its last heartbeat recorded
+    api_get '/v1/nodes?limit=1000'
+    assert_json '[.nodes[] | select(.state == "UP")] | length' 300
+}
