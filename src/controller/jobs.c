@@ -524,6 +524,7 @@ struct ctl_array {
     struct proto_jobspec ps;
     int32_t *idx;
     size_t n, written, added;
+    size_t refused; /* tasks the core refused in ARRAY_REPLY (each ended FAILED) */
     int limit;
     int64_t now;
     uint64_t first, gen;
@@ -684,14 +685,17 @@ static void array_write_turn(struct ctl_array *a)
 }
 
 /* The core refused a task the database holds already (the policy or the project changed
- * while the array was written): it ends FAILED, as a restart ends a job nothing can hold. */
+ * while the array was written): it ends FAILED, as a restart ends a job nothing can hold.
+ * The first refusal of an array is logged, the count with its last slice (a removed class
+ * refuses every task: one line each would be 100,000 lines for the largest array). */
 static void array_task_refused(struct ctl_array *a, uint64_t id, const struct sched_error *se)
 {
     struct ctl *c = a->c;
     struct store_job j;
     char detail[160];
-    log_warn("array_task_refused", "job=%llu field=%s error=\"%s\"", (unsigned long long)id,
-             se->field, se->message);
+    if (a->refused++ == 0)
+        log_warn("array_task_refused", "job=%llu array=%llu field=%s error=\"%s\"",
+                 (unsigned long long)id, (unsigned long long)a->first, se->field, se->message);
     snprintf(detail, sizeof(detail), "refused by the scheduler: %s", se->message);
     int rc = store_savepoint(c->store);
     if (rc == 0 && (rc = store_job_get(c->store, id, &j)) == 0) {
@@ -762,6 +766,9 @@ static void array_reply_turn(struct ctl_array *a)
         return;
     }
     c->metrics.submissions += a->n;
+    if (a->refused)
+        log_warn("array_tasks_refused", "array=%llu refused=%zu tasks=%zu",
+                 (unsigned long long)a->first, a->refused, a->n);
     if (a->req) {
         array_unwatch(a);
         evhttp_send_reply_end(a->req);

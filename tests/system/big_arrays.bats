@@ -259,7 +259,10 @@ metrics_jobs() {
     [[ $(db "SELECT count(*) FROM jobs WHERE state = 'FAILED' AND end_ms > 0") == 3000 ]]
     [[ $(db "SELECT count(DISTINCT job) FROM job_events WHERE type = 'state' AND from_state = 'PENDING'
              AND to_state = 'FAILED' AND reason = 'submit' AND detail LIKE 'refused by the scheduler: %sweep%'") == 3000 ]]
-    grep -q 'event=array_task_refused job=1 ' "$TEST_DIR/docketd.log"
+    # logged once with the first, then counted (not one line a task)
+    [[ $(grep -c 'event=array_task_refused job=1 array=1 field=class' "$TEST_DIR/docketd.log") == 1 ]]
+    [[ $(grep -c 'event=array_task_refused' "$TEST_DIR/docketd.log") == 1 ]]
+    grep -q 'event=array_tasks_refused array=1 refused=3000 tasks=3000' "$TEST_DIR/docketd.log"
     api_get /v1/jobs/1500/events
     assert_status 200
     jq -e '[.events[] | select(.to == "FAILED" and (.detail | test("refused by the scheduler.*sweep")))]
@@ -301,6 +304,7 @@ metrics_jobs() {
     [[ $(db "SELECT min(id) FROM jobs WHERE state = 'FAILED'") == 1001 ]]
     [[ $(db "SELECT count(*) FROM job_events WHERE to_state = 'FAILED' AND reason = 'submit'
              AND detail LIKE 'refused by the scheduler: %max_queued%'") == 2000 ]]
+    grep -q 'event=array_tasks_refused array=1 refused=2000 tasks=3000' "$TEST_DIR/docketd.log"
     # the database, the API, the core and /metrics agree: 1,000 held, nothing else live
     [[ $(db "SELECT count(*) FROM jobs WHERE state = 'HELD'") == 1000 ]]
     [[ $(api_count HELD) == 1000 ]]
