@@ -59,7 +59,7 @@ enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
 #define CTL_ARRAY_SLICE_US    8000
 /* Agent events (agent.c): a batch is applied at most this many events a loop turn. */
 #define CTL_AGENT_EVENTS_SLICE 64
-/* Heartbeats (http.c): at most this many a loop turn (~0.04 ms each in a release build);
+/* Heartbeats (http.c): at most this many a loop turn (~0.04 ms each in the fleet bench);
  * the rest wait for the next turns, in order. */
 #define CTL_HEARTBEATS_PER_TURN 128
 /* GET /v1/audit/verify walks the chain this many rows a loop turn (admin.c) */
