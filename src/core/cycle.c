@@ -483,8 +483,8 @@ static enum skip entry_skippable(struct sched *s, const struct walk *w, const st
     struct job *j = &s->jobs[e->slot];
     if (s->verify_memos && (j->id != e->id || j->state != SCHED_PENDING))
         return SKIP_NO; /* the walk sees to it */
-    bool reclaim = project_can_reclaim(s, e->project, sh->gpus * sh->nodes);
-    if (!victims_exist_for(s, sh->selset, e->rank, reclaim)) {
+    bool reclaim = false;
+    if (!victims_gate(s, sh->selset, e->rank, e->project, sh->gpus * sh->nodes, &reclaim)) {
         gate_verify(s, j, w->now);
         return why; /* no victim on a node it may use: no search needed to know */
     }

@@ -88,6 +88,11 @@ int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct pr
    reclaim)? Counts eligible victims on the nodes that match the selector set. False proves
    every search would fail (docs/scheduling.md "The victim gate"). */
 bool victims_exist_for(const struct sched *s, uint32_t selset, int rank, bool reclaims);
+/* The same for a job of `project` that would hold `gpus` more, asking whether it may
+ * reclaim (project_can_reclaim, into *reclaims) only when the answer depends on it: the
+ * queue walk's gate, asked for every entry it skips. *reclaims is set when true comes. */
+bool victims_gate(const struct sched *s, uint32_t selset, int rank, uint32_t project, int gpus,
+                  bool *reclaims);
 
 /* ---- memo.c */
 bool memo_skips_entry(const struct sched *s, const struct order_entry *e, bool reclaim, int64_t dur,

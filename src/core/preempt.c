@@ -63,11 +63,31 @@ static int victims_at(const struct sched *s, uint32_t selset, int rank)
                                            : s->eligible_by_rank[rank];
 }
 
-bool victims_exist_for(const struct sched *s, uint32_t selset, int rank, bool reclaims)
+static bool victims_below(const struct sched *s, uint32_t selset, int rank)
 {
     for (int r = rank + 1; r < s->policy.ntiers; r++)
         if (victims_at(s, selset, r) > 0)
             return true;
+    return false;
+}
+
+bool victims_gate(const struct sched *s, uint32_t selset, int rank, uint32_t project, int gpus,
+                  bool *reclaims)
+{
+    if (victims_below(s, selset, rank)) {
+        *reclaims = project_can_reclaim(s, project, gpus);
+        return true;
+    }
+    if (victims_at(s, selset, rank) == 0)
+        return false; /* whatever the project may reclaim */
+    *reclaims = project_can_reclaim(s, project, gpus);
+    return victims_exist_for(s, selset, rank, *reclaims);
+}
+
+bool victims_exist_for(const struct sched *s, uint32_t selset, int rank, bool reclaims)
+{
+    if (victims_below(s, selset, rank))
+        return true;
     if (!reclaims || victims_at(s, selset, rank) == 0)
         return false;
     struct sched *m = (struct sched *)(uintptr_t)s; /* a cache refresh */
