@@ -319,7 +319,12 @@ static int64_t earliest_start(struct sched *s, const struct job *j, const struct
         chosen[0] = c[best].node;
         return c[best].at;
     }
-    cands_sort(c, nc);
+    /* the full search runs only to verify the pruned one (sched_verify_memos): it sorts
+       with qsort, so that it also checks cands_sort */
+    if (prune)
+        cands_sort(c, nc);
+    else
+        qsort(c, nc, sizeof(*c), cmp_cand);
     /* try start times in order; a gang needs N nodes all feasible at the same start */
     for (size_t first = (size_t)sh->nodes - 1; first < nc; first++) {
         int64_t t = c[first].at;

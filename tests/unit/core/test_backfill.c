@@ -4,6 +4,8 @@
  */
 #include "helpers.h"
 
+#include <stdlib.h>
+
 /* Two 8-GPU nodes; a 6-GPU job runs on each (1 h and 2 h); an 8-GPU job waits. */
 static struct sched *blocked_top(void)
 {
@@ -155,6 +157,56 @@ static void test_starving_low_job_runs(void **state)
     sched_destroy(s);
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Gangs reserving over 80 full nodes whose jobs end at 50 different times: candidate lists
+ * long enough for the search's own sort (quicksort past 16 entries). With every memo
+ * verified, each pruned search is also made in full, sorted by qsort, and sched_check()
+ * fails on a different choice; the first gang starts at its 4th earliest release. */
+static void test_gang_reservation_over_many_nodes(void **state)
+{
+    (void)state;
+    enum { NODES = 80 };
+    struct sched *s = mk_sched();
+    sched_verify_memos(s, true);
+    add_project(s, "lab", "critical", 0, -1);
+    int64_t ends[NODES];
+    for (int i = 0; i < NODES; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "n%02d", i);
+        add_node(s, name, "H100", 8);
+    }
+    for (int i = 0; i < NODES; i++) {
+        int64_t limit = (10 + (i * 37) % 50) * MIN;
+        submit(s, (uint64_t)i + 1, "lab", "normal", "training", 8, 1, limit, T0);
+        ends[i] = T0 + 2 + limit + 30 * SEC; /* limit + the class's grace */
+    }
+    int started = 0;
+    for (int k = 0; k < 4 && started < NODES; k++) /* max_starts_per_cycle: in a few cycles */
+        started += count_dec(cycle(s, T0 + 2), SCHED_D_START);
+    assert_int_equal(started, NODES);
+    for (int i = 0; i < NODES; i++)
+        run(s, (uint64_t)i + 1, T0 + 2);
+    submit(s, 1001, "lab", "normal", "training", 8, 4, HOUR, T0 + 10);
+    submit(s, 1002, "lab", "normal", "training", 8, 20, HOUR, T0 + 11);
+    struct cyc c = cycle(s, T0 + 12);
+    assert_int_equal(count_dec(c, SCHED_D_START), 0);
+    struct sched_error err;
+    if (sched_check(s, &err))
+        fail_msg("sched_check: %s", err.message);
+    qsort(ends, NODES, sizeof(ends[0]), cmp_i64);
+    struct sched_job_view v;
+    assert_int_equal(sched_job_get(s, 1001, &v), 0);
+    assert_int_equal(v.reservation_ms, ends[3]);
+    assert_int_equal(sched_job_get(s, 1002, &v), 0);
+    assert_true(v.reservation_ms >= ends[19]);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -164,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_backfill_refused_reason),
         cmocka_unit_test(test_higher_job_takes_over_reservation),
         cmocka_unit_test(test_starving_low_job_runs),
+        cmocka_unit_test(test_gang_reservation_over_many_nodes),
     };
     return cmocka_run_group_tests_name("core: backfill and starvation", tests, NULL, NULL);
 }
