@@ -144,6 +144,16 @@ static inline void cand_swap(struct cand *x, struct cand *y)
     *y = t;
 }
 
+/* The index of the earliest of c[0..n) by (start, node); n > 0. */
+static size_t cands_earliest(const struct cand *c, size_t n)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        if (cand_before(&c[i], &c[best]))
+            best = i;
+    return best;
+}
+
 static void cands_sift(struct cand *c, size_t root, size_t n)
 {
     for (size_t child; (child = 2 * root + 1) < n; root = child) {
@@ -237,11 +247,7 @@ struct cand_search {
 static void cands_cut(struct cand_search *cs)
 {
     if (cs->keep == 1) {
-        size_t best = 0;
-        for (size_t i = 1; i < cs->n; i++)
-            if (cmp_cand(&cs->out[i], &cs->out[best]) < 0)
-                best = i;
-        cs->out[0] = cs->out[best];
+        cs->out[0] = cs->out[cands_earliest(cs->out, cs->n)];
         cs->n = 1;
         cs->kth = cs->out[0];
         cs->compact = 2 * cs->keep;
@@ -312,10 +318,7 @@ static int64_t earliest_start(struct sched *s, const struct job *j, const struct
     if (nc < (size_t)sh->nodes)
         return NEVER;
     if (sh->nodes == 1) {
-        size_t best = 0;
-        for (size_t i = 1; i < nc; i++)
-            if (cmp_cand(&c[i], &c[best]) < 0)
-                best = i;
+        size_t best = cands_earliest(c, nc);
         chosen[0] = c[best].node;
         return c[best].at;
     }
