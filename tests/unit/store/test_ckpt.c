@@ -84,6 +84,17 @@ static char *big_doc(void)
     return doc;
 }
 
+/* The writer's automatic checkpoint off, and the thread started on the same database. */
+static struct store_ckpt_thread *start_thread(struct fx *f, const struct store_ckpt_policy *pol)
+{
+    char err[256];
+    assert_int_equal(store_set_external_checkpoint(f->st), 0);
+    struct store_ckpt_thread *k = store_ckpt_thread_create(f->path, pol, err, sizeof(err));
+    if (!k)
+        fail_msg("checkpoint thread: %s", err);
+    return k;
+}
+
 static void defaults_are_docketds(void **state)
 {
     (void)state;
@@ -100,12 +111,9 @@ static void defaults_are_docketds(void **state)
 static void truncate_waits_for_a_quiet_writer(void **state)
 {
     struct fx *f = *state;
-    char err[256];
     struct store_ckpt_stats st;
     struct store_ckpt_policy pol = test_policy(1 << 30);
-    assert_int_equal(store_set_external_checkpoint(f->st), 0);
-    struct store_ckpt_thread *k = store_ckpt_thread_create(f->path, &pol, err, sizeof(err));
-    assert_non_null(k);
+    struct store_ckpt_thread *k = start_thread(f, &pol);
     char *doc = big_doc();
     /* commits keep coming: passes, a TRUNCATE due all along, none run nor tried; and long
      * enough by the real clock that the thread looked again on its own (50 ms) many times */
@@ -149,12 +157,9 @@ static void truncate_waits_for_a_quiet_writer(void **state)
 static void truncate_at_once_past_the_forced_size(void **state)
 {
     struct fx *f = *state;
-    char err[256];
     struct store_ckpt_stats st;
     struct store_ckpt_policy pol = test_policy(50); /* every commit takes the WAL past it */
-    assert_int_equal(store_set_external_checkpoint(f->st), 0);
-    struct store_ckpt_thread *k = store_ckpt_thread_create(f->path, &pol, err, sizeof(err));
-    assert_non_null(k);
+    struct store_ckpt_thread *k = start_thread(f, &pol);
     char *doc = big_doc();
     int64_t t0 = clock_mono_ms();
     int i = 0;
