@@ -349,9 +349,7 @@ metrics_jobs() {
     # written before the fault (the slices before task 19,000: at least 18,744 tasks)
     api_get /healthz # a turn is logged when the next begins
     local max sum turns
-    max=$(grep -o 'array_discarded=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | sort -n | tail -n 1)
-    sum=$(grep -o 'array_discarded=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | paste -sd+ | bc)
-    turns=$(grep -c 'array_discarded=[1-9]' "$TEST_DIR/docketd.log")
+    read -r max sum turns < <(turn_counts array_discarded)
     echo "cleanup: $sum tasks in $turns turns, at most $max a turn; healthz: $n probes, worst $worst ms" >&3
     ((max <= 256))
     ((sum >= 18744 && sum < 19000))

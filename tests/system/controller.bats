@@ -1100,9 +1100,7 @@ heartbeat_burst() {
     heartbeat_burst 300
     api_get /healthz
     local max sum turns
-    max=$(grep -o 'heartbeats=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | sort -n | tail -n 1)
-    sum=$(grep -o 'heartbeats=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | paste -sd+ | bc)
-    turns=$(grep -c 'heartbeats=[1-9]' "$TEST_DIR/docketd.log")
+    read -r max sum turns < <(turn_counts heartbeats)
     echo "heartbeats: $sum in $turns turns, at most $max a turn" >&3
     ((max <= 128))
     ((sum == 900))

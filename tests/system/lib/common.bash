@@ -117,6 +117,14 @@ docket_teardown() {
 
 # api METHOD PATH [BODY] [TOKEN]: sets status_code and body. TOKEN defaults to the
 # admin token; "-" sends no Authorization header.
+# What docketd's turn log says of one counter (turns.c): "MAX SUM TURNS", the most in one
+# turn, all turns together, and how many turns had any.
+turn_counts() {
+    local values
+    values=$(grep -o "$1=[0-9]*" "$TEST_DIR/docketd.log" | cut -d= -f2)
+    echo "$(sort -n <<<"$values" | tail -n 1) $(paste -sd+ <<<"$values" | bc) $(grep -c "$1=[1-9]" "$TEST_DIR/docketd.log")"
+}
+
 api() {
     local method=$1 path=$2 data=${3-} tok=${4-$ADMIN_TOKEN}
     local args=(-s -o "$TEST_DIR/body" -w '%{http_code}' -X "$method")
