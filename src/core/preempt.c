@@ -81,6 +81,8 @@ bool victims_gate(const struct sched *s, uint32_t selset, int rank, uint32_t pro
     if (victims_at(s, selset, rank) == 0)
         return false; /* whatever the project may reclaim */
     *reclaims = project_can_reclaim(s, project, gpus);
+    /* looks at the lower tiers once more: a version without measured 0.2 ms slower in
+       core_bench job_end_preempt (bench/RESULTS.md) */
     return victims_exist_for(s, selset, rank, *reclaims);
 }
 
