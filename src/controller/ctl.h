@@ -302,10 +302,11 @@ struct ctl {
 
     struct event *commit_ev; /* zero-timeout: commit then send queued replies */
     struct ctl_reply *replies, *replies_tail;
-    uint64_t commit_gen;    /* commits so far */
-    uint64_t synced_gen;    /* commits known to be on disk */
-    struct ctl_sync *sync;  /* the fdatasync helper (sync.c) */
-    struct event *cycle_ev; /* debounced and periodic scheduling cycle */
+    uint64_t commit_gen;         /* commits so far */
+    uint64_t synced_gen;         /* commits known to be on disk */
+    struct ctl_written *written; /* written.c: jobs written since synced_gen */
+    struct ctl_sync *sync;       /* the fdatasync helper (sync.c) */
+    struct event *cycle_ev;      /* debounced and periodic scheduling cycle */
     bool cycle_pending;
     int64_t last_cycle_us; /* cost of the last cycle (adaptive debounce) */
     int64_t cycle_at_ms;
@@ -421,6 +422,11 @@ void ctl_http_stop(struct ctl *c);
 void ctl_reply_json(struct ctl *c, struct evhttp_request *req, int status, json_t *body);
 void ctl_reply_raw(struct ctl *c, struct evhttp_request *req, int status, const char *ctype,
                    const void *data, size_t len);
+/* A reply that shows job j (its row, spec, and what the core derives from them) and
+ * nothing else that is stored: sent at once when ctl_job_durable(j), else as
+ * ctl_reply_json (docs/controller.md "Reads that leave at once"). Steals `body`. */
+void ctl_reply_json_job(struct ctl *c, struct evhttp_request *req, int status, json_t *body,
+                        const struct store_job *j);
 /* Answer at once, before the turn's commit and sync: only for replies that read nothing a
  * crash could take back from the client's view, /healthz and /metrics (the process's own
  * counters and the core's gauges; docs/controller.md "Answered at once"). */
@@ -436,6 +442,18 @@ void ctl_commit_soon(struct ctl *c);
 void ctl_commit_now(struct ctl *c);
 /* Send the replies of commits up to `gen` (all as 500 when rc < 0). */
 void ctl_replies_release(struct ctl *c, uint64_t gen, int rc);
+
+/* written.c: the jobs written since the disk last caught up (the invariant is at the top
+ * of written.c). start: track every write of c->store from now on (before the first
+ * write that matters: until then no job is durable); stop: forget. committed: the open
+ * transaction committed as generation gen; synced: every commit up to `synced` is on
+ * disk. ctl_job_durable: nothing job j's row, spec or array marker hold is ahead of the
+ * disk (false when tracking is off or docketd diverged). */
+void ctl_written_start(struct ctl *c);
+void ctl_written_stop(struct ctl *c);
+void ctl_written_committed(struct ctl *c, uint64_t gen);
+void ctl_written_synced(struct ctl *c, uint64_t synced);
+bool ctl_job_durable(const struct ctl *c, const struct store_job *j);
 
 /* tls.c: HTTPS on the TCP listener. ctl_tls_start (before anything else starts) decides
  * from the configuration and the listen host (plain only on loopback), loads or makes the

@@ -131,6 +131,21 @@ void ctl_reply_json(struct ctl *c, struct evhttp_request *req, int status, json_
     free(text);
 }
 
+/* The one reply of stored state that may leave before the turn's commit and sync: what
+ * it shows of the store is job j alone, and nothing j's row, spec or array marker hold is
+ * ahead of the disk (written.c has the invariant). The core's view of j (state, reason,
+ * effective tier) is never ahead of j's row: every change of it is written to the row in
+ * the same callback ("Core and database together"), which marks the row. */
+void ctl_reply_json_job(struct ctl *c, struct evhttp_request *req, int status, json_t *body,
+                        const struct store_job *j)
+{
+    if (!ctl_job_durable(c, j)) {
+        ctl_reply_json(c, req, status, body);
+        return;
+    }
+    ctl_reply_json_now(c, req, status, body);
+}
+
 void ctl_reply_error(struct ctl *c, struct evhttp_request *req, const struct proto_error *e)
 {
     c->req_failed = true; /* the handler's savepoint is rolled back */
@@ -169,8 +184,10 @@ static void send_reply(struct ctl *c, struct ctl_reply *r, int rc)
 void ctl_replies_release(struct ctl *c, uint64_t gen, int rc)
 {
     struct ctl_reply **pp = &c->replies, *last = NULL;
-    if (rc == 0 && gen > c->synced_gen)
+    if (rc == 0 && gen > c->synced_gen) {
         c->synced_gen = gen;
+        ctl_written_synced(c, gen);
+    }
     while (*pp) {
         struct ctl_reply *r = *pp;
         if (r->gen != 0 && r->gen <= gen) {
@@ -200,8 +217,10 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
         c->exit_code = 1;
         event_base_loopexit(c->base, NULL);
     }
-    if (had_tx && rc == 0)
+    if (had_tx && rc == 0) {
         c->commit_gen++;
+        ctl_written_committed(c, c->commit_gen);
+    }
     for (struct ctl_reply *r = c->replies; r; r = r->next)
         if (r->gen == 0)
             r->gen = rc < 0 ? UINT64_MAX : c->commit_gen;

@@ -765,7 +765,7 @@ static void array_reply_turn(struct ctl_array *a)
         array_again(a, 0);
         return;
     }
-    c->metrics.submissions += a->n;
+    c->metrics.submissions += a->n - a->refused; /* a refused task was never submitted */
     if (a->refused)
         log_warn("array_tasks_refused", "array=%llu refused=%zu tasks=%zu",
                  (unsigned long long)a->first, a->refused, a->n);
@@ -1150,7 +1150,10 @@ void h_job_show(struct ctl_req *r)
     struct store_job row;
     if (job_arg(r, &row) < 0)
         return;
-    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "job", ctl_job_json_for(r, &row)));
+    /* at once when nothing of the job is ahead of the disk (docs/controller.md "Reads
+     * that leave at once") */
+    ctl_reply_json_job(r->c, r->req, 200, json_pack("{s:o}", "job", ctl_job_json_for(r, &row)),
+                       &row);
     store_job_release(&row);
 }
 

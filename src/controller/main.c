@@ -348,6 +348,7 @@ static int start(struct ctl *c)
         log_error("store_open_failed", "error=\"%s\"", err);
         return -EIO;
     }
+    ctl_written_start(c); /* before any write: it sees them all */
     if ((rc = ctl_secrets_recover(c, err, sizeof(err))) < 0 ||
         (c->cfg.rotate_secrets_key && (rc = ctl_secrets_rotate(c, err, sizeof(err))) < 0)) {
         log_error("secrets_key_rotation_failed", "error=\"%s\"", err);
@@ -443,6 +444,7 @@ int main(int argc, char **argv)
     json_decref(c->boost_reasons);
     json_decref(c->submit_buckets);
     sched_destroy(c->sched);
+    ctl_written_stop(c);
     store_close(c->store);
     event_base_free(c->base);
     log_info("stopped", "exit=%d", rc < 0 ? 1 : c->exit_code);

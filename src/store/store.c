@@ -380,6 +380,8 @@ struct store {
     sqlite3_stmt *ustmt[STORE_USAGE_NSTMT]; /* usage.c's, prepared on first use */
     bool in_tx;
     char errmsg[256];
+    void (*job_write_fn)(void *arg, uint64_t id); /* store_set_job_write_hook */
+    void *job_write_arg;
 };
 
 sqlite3 *store_db(struct store *st)
@@ -651,6 +653,26 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
     struct store *st = arg;
     atomic_store_explicit(&st->wal_frames, frames, memory_order_relaxed);
     return SQLITE_OK;
+}
+
+/* SQLite's update hook: every row change of a rowid table on this connection, with the
+ * row's rowid. In `jobs`, `job_specs` and `arrays_writing` the rowid is the job's, the
+ * spec's and the array's id (INTEGER PRIMARY KEY). */
+static void update_hook(void *arg, int op, const char *db, const char *table, sqlite3_int64 rowid)
+{
+    (void)op;
+    (void)db;
+    struct store *st = arg;
+    if (strcmp(table, "jobs") == 0 || strcmp(table, "job_specs") == 0 ||
+        strcmp(table, "arrays_writing") == 0)
+        st->job_write_fn(st->job_write_arg, (uint64_t)rowid);
+}
+
+void store_set_job_write_hook(struct store *st, void (*fn)(void *arg, uint64_t id), void *arg)
+{
+    st->job_write_fn = fn;
+    st->job_write_arg = arg;
+    sqlite3_update_hook(st->db, fn ? update_hook : NULL, fn ? st : NULL);
 }
 
 int store_set_external_checkpoint(struct store *st)

@@ -70,6 +70,15 @@ int store_wal_autocheckpoint(struct store *st);
 /* Frames in the WAL after the last commit of `st` (0 before the first one, or when the
  * external checkpoint is not set). Safe from any thread. */
 int store_wal_frames(const struct store *st);
+/* Which jobs a write touched (docs/controller.md "Reads that leave at once"): fn(arg, id)
+ * is called on the thread of `st`, inside the statement, for every row of `jobs` (id: the
+ * job's), `job_specs` (id: the spec's, which is its array's id) and `arrays_writing` (the
+ * array's id) that any statement on `st` inserts, updates or deletes
+ * (sqlite3_update_hook), whether its transaction commits or not. fn must not use `st`.
+ * NULL removes it. SQLite skips the hook for a DELETE without WHERE (its truncate
+ * optimisation) and for rows a REPLACE deletes on a conflict: src/store/ has neither on
+ * these tables (their only unique key is the id). */
+void store_set_job_write_hook(struct store *st, void (*fn)(void *arg, uint64_t id), void *arg);
 /* The database file's path (for store_ckpt_open). */
 const char *store_path(struct store *st);
 

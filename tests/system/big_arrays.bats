@@ -237,6 +237,11 @@ metrics_jobs() {
     curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/metrics" |
         awk '/^docket_jobs[{ ]/ { n += $NF } END { print n + 0 }'
 }
+# docket_submissions_total: a task the core refused is not counted.
+metrics_submissions() {
+    curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/metrics" |
+        awk '$1 == "docket_submissions_total" { print $2 }'
+}
 
 @test "big arrays: the class removed while an array is written: its tasks end FAILED with an event, none left in the core" {
     DOCKETD_TEST_ARRAY_SLICE_DELAY_MS=40 docketd_start
@@ -274,6 +279,7 @@ metrics_jobs() {
     [[ $(api_count FAILED) == 3000 ]]
     [[ $(core_jobs) == 0 ]]
     [[ $(metrics_jobs) == 0 ]]
+    [[ $(metrics_submissions) == 0 ]]
     api_post /v1/jobs/1500/cancel
     assert_status 409
     # docketd keeps answering, and takes the next job as ever
@@ -302,6 +308,7 @@ metrics_jobs() {
         "$TEST_DIR/big.json" >/dev/null
     [[ $(db "SELECT count(*) FROM jobs WHERE state = 'FAILED'") == 2000 ]]
     [[ $(db "SELECT min(id) FROM jobs WHERE state = 'FAILED'") == 1001 ]]
+    [[ $(metrics_submissions) == 1000 ]]
     [[ $(db "SELECT count(*) FROM job_events WHERE to_state = 'FAILED' AND reason = 'submit'
              AND detail LIKE 'refused by the scheduler: %max_queued%'") == 2000 ]]
     grep -q 'event=array_tasks_refused array=1 refused=2000 tasks=3000' "$TEST_DIR/docketd.log"

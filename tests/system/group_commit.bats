@@ -2,7 +2,8 @@
 # The group commit seen from outside (docs/controller.md "One loop, group commit",
 # "Answered at once", "Checkpoints"): with the WAL sync slowed down on purpose
 # (DOCKETD_TEST_SYNC_DELAY_MS, read by sync.c only), a write's reply waits for its sync and
-# so does a read of what it wrote, while /healthz and /metrics answer at once; and docketd
+# so does a read of what it wrote, while /healthz and /metrics answer at once, and so does
+# a GET of a job no unsynced commit wrote ("Reads that leave at once"); and docketd
 # checkpoints its WAL on a thread of its own.
 
 load lib/common
@@ -51,6 +52,62 @@ timed() {
     echo "POST /v1/projects: $code in $t s"
     [ "$code" = 201 ]
     awk -v t="$t" 'BEGIN {exit !(t >= 1.5)}'
+}
+
+@test "group commit: a GET of a job no unsynced commit wrote answers at once, one of a job it wrote waits for its sync" {
+    export DOCKETD_TEST_SYNC_DELAY_MS=1500
+    docketd_start
+    unset DOCKETD_TEST_SYNC_DELAY_MS
+    fake_node gpu01 8 H100-80GB >/dev/null
+    # two held jobs, each on disk once its 201 came
+    old=$(submit '{"command": ["x"], "gpus": 1, "hold": true}')
+    other=$(submit '{"command": ["x"], "gpus": 1, "hold": true}')
+    new=$((other + 1))
+    # commits that change `other` and make a new job, their syncs held back for 1.5 s
+    timed -X POST -H "Authorization: Bearer $ADMIN_TOKEN" \
+        "$DOCKETD_URL/v1/jobs/$other/release" >"$TEST_DIR/release" &
+    release=$!
+    timed -X POST -H "Authorization: Bearer $ADMIN_TOKEN" -H 'Content-Type: application/json' \
+        -d '{"command": ["x"], "gpus": 1, "hold": true}' "$DOCKETD_URL/v1/jobs" >"$TEST_DIR/post" &
+    post=$!
+    sleep 0.5
+    # nothing of the old job is ahead of the disk: it leaves at once (before h-get it
+    # waited for the syncs of the others)
+    read -r code t < <(timed -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/v1/jobs/$old")
+    echo "GET old job $old: $code in $t s"
+    [ "$code" = 200 ]
+    awk -v t="$t" 'BEGIN {exit !(t < 0.5)}'
+    api_get "/v1/jobs/$old"
+    assert_json .job.state HELD
+    # the job the other commit made, asked meanwhile
+    timed -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/v1/jobs/$new" >"$TEST_DIR/new" &
+    getnew=$!
+    # the job the unsynced commit released (it may have started since): it shows the
+    # release only with the sync
+    curl -s -o "$TEST_DIR/other" -w '%{http_code} %{time_total}\n' \
+        -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/v1/jobs/$other" >"$TEST_DIR/other.t"
+    read -r code t <"$TEST_DIR/other.t"
+    echo "GET released job $other: $code in $t s: $(cat "$TEST_DIR/other")"
+    [ "$code" = 200 ]
+    awk -v t="$t" 'BEGIN {exit !(t >= 0.5)}'
+    [ "$(jq -r .job.state "$TEST_DIR/other")" != HELD ]
+    wait "$getnew"
+    read -r code t <"$TEST_DIR/new"
+    echo "GET new job $new: $code in $t s"
+    [ "$code" = 200 ]
+    awk -v t="$t" 'BEGIN {exit !(t >= 0.5)}'
+    wait "$release" "$post"
+    read -r code t <"$TEST_DIR/release"
+    echo "POST release: $code in $t s"
+    [ "$code" = 200 ]
+    read -r code t <"$TEST_DIR/post"
+    echo "POST /v1/jobs: $code in $t s"
+    [ "$code" = 201 ]
+    # once on disk, both leave at once too
+    read -r code t < <(timed -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/v1/jobs/$other")
+    echo "GET released job $other after its sync: $code in $t s"
+    [ "$code" = 200 ]
+    awk -v t="$t" 'BEGIN {exit !(t < 0.5)}'
 }
 
 @test "checkpoints: docketd copies its WAL back on its own thread, never in COMMIT" {
