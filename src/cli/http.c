@@ -62,12 +62,17 @@ static int64_t header_int(const char *v, int64_t max)
     return *v == '\r' ? n : -1;
 }
 
+/* Does the header value (ending at its "\r") contain word? Compared only where the rest
+ * of the line is long enough: strncasecmp may read all n bytes (libFuzzer's hook does),
+ * and the head is not NUL-terminated. */
 static bool value_has(const char *v, const char *word)
 {
-    size_t n = strlen(word);
+    size_t n = strlen(word), len = 0;
 
-    for (; *v && *v != '\r'; v++)
-        if (!strncasecmp(v, word, n))
+    while (v[len] && v[len] != '\r')
+        len++;
+    for (size_t i = 0; i + n <= len; i++)
+        if (!strncasecmp(v + i, word, n))
             return true;
     return false;
 }
