@@ -4,8 +4,8 @@
  * /v1/jobs/ID waited for a sync of writes to other jobs; docs/controller.md "Reads that
  * leave at once").
  *
- * The store calls ctl_written_mark for every row of `jobs` and of `job_specs` any
- * statement of docketd's connection changes (store_set_job_write_hook: SQLite's update
+ * The store calls written_mark for every row of `jobs`, `job_specs` and `arrays_writing`
+ * any statement of docketd's connection changes (store_set_job_write_hook: SQLite's update
  * hook, so no write path can forget it). The id goes into a set with generation 0: "in
  * the open transaction". The commit that ends that transaction gives every 0 its
  * generation (ctl_written_committed), and a sync that covers a generation removes the
