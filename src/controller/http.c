@@ -217,10 +217,8 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
         c->exit_code = 1;
         event_base_loopexit(c->base, NULL);
     }
-    if (had_tx && rc == 0) {
-        c->commit_gen++;
-        ctl_written_committed(c, c->commit_gen);
-    }
+    if (had_tx && rc == 0)
+        c->commit_gen++; /* the generation written.c gave this transaction's writes */
     for (struct ctl_reply *r = c->replies; r; r = r->next)
         if (r->gen == 0)
             r->gen = rc < 0 ? UINT64_MAX : c->commit_gen;

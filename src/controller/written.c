@@ -6,22 +6,24 @@
  *
  * The store calls written_mark for every row of `jobs`, `job_specs` and `arrays_writing`
  * any statement of docketd's connection changes (store_set_job_write_hook: SQLite's update
- * hook, so no write path can forget it). The id goes into a set with generation 0: "in
- * the open transaction". The commit that ends that transaction gives every 0 its
- * generation (ctl_written_committed), and a sync that covers a generation removes the
- * entries of that generation and below (ctl_written_synced).
+ * hook, so no write path can forget it). The id goes into a set with the generation
+ * c->commit_gen + 1: the one the commit of the open transaction will get (commit_cb
+ * counts only commits of a transaction). A sync that covers a generation removes the
+ * entries of that generation and below (ctl_written_synced). A commit changes nothing
+ * here, so the loop's hot path never walks the set.
  *
- * Invariant: a job id (or array id) that is not in the set was last written by a commit
- * whose generation is <= synced_gen, i.e. one the WAL sync has put on disk, or before
- * docketd started (the restore commits with synchronous=FULL). So a reply that shows
- * only that job's row, its spec and what the core derives from them shows nothing a
- * crash could roll back. It holds because an id enters the set inside the statement that
- * writes it, before anything can read the row; an entry only ever leaves by
- * ctl_written_synced(g) with 0 < gen <= g; a 0 is only made a generation by the commit
- * of the transaction it was written in or a later one (any transaction committed before
- * that one was covered by that one's sync, the WAL being synced whole); and until
- * tracking is on (ctl_written_start) nothing counts as durable. A savepoint rolled back
- * leaves its ids in the set: they wait for nothing worse than today.
+ * Invariant: a job id (or array id) that is not in the set, or is in it with a
+ * generation <= synced_gen, was last written by a commit the WAL sync has put on disk,
+ * or before docketd started (the restore commits with synchronous=FULL). So a reply that
+ * shows only that job's row, its spec and what the core derives from them shows nothing
+ * a crash could roll back. It holds because an id enters the set inside the statement
+ * that writes it, before anything can read the row; a write inside a transaction is
+ * committed by the commit whose generation it was given; a write outside one (autocommit)
+ * was committed before the next commit, whose sync covers it (the WAL is synced whole),
+ * so it counts as durable late, never early; an entry only ever leaves by
+ * ctl_written_synced(g) with gen <= g; and until tracking is on (ctl_written_start)
+ * nothing counts as durable. A savepoint rolled back leaves its ids in the set: they
+ * wait for nothing worse than before.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,8 @@ enum { WRITTEN_MIN_CAP = 64 };
 struct ctl_written {
     uint64_t *ids, *gens;
     size_t cap, n;
+    const uint64_t *commit_gen; /* the controller's: the last committed generation */
+    uint64_t max_gen;           /* no entry has a higher generation */
 };
 
 static size_t slot_of(const struct ctl_written *w, uint64_t id)
@@ -64,7 +68,8 @@ static void put(struct ctl_written *w, uint64_t id, uint64_t gen)
     w->gens[i] = gen;
 }
 
-/* A new table of at least 2 * want slots holding the old one's entries that `keep`. */
+/* A new table of at least 2 * want slots holding the old one's entries newer than
+ * `synced` (want >= how many those are). */
 static void rebuild(struct ctl_written *w, size_t want, uint64_t synced)
 {
     uint64_t *ids = w->ids, *gens = w->gens;
@@ -73,7 +78,7 @@ static void rebuild(struct ctl_written *w, size_t want, uint64_t synced)
         ncap *= 2;
     alloc_table(w, ncap);
     for (size_t i = 0; i < cap; i++)
-        if (ids[i] != 0 && (gens[i] == 0 || gens[i] > synced))
+        if (ids[i] != 0 && gens[i] > synced)
             put(w, ids[i], gens[i]);
     free(ids);
     free(gens);
@@ -86,13 +91,15 @@ static void written_mark(void *arg, uint64_t id)
         return; /* not a job id; nothing reads it as one */
     if (2 * (w->n + 1) > w->cap)
         rebuild(w, w->n + 1, 0);
-    put(w, id, 0);
+    w->max_gen = *w->commit_gen + 1;
+    put(w, id, w->max_gen);
 }
 
 void ctl_written_start(struct ctl *c)
 {
     struct ctl_written *w = xcalloc(1, sizeof(*w));
     alloc_table(w, WRITTEN_MIN_CAP);
+    w->commit_gen = &c->commit_gen;
     c->written = w;
     store_set_job_write_hook(c->store, written_mark, w);
 }
@@ -109,42 +116,30 @@ void ctl_written_stop(struct ctl *c)
     c->written = NULL;
 }
 
-void ctl_written_committed(struct ctl *c, uint64_t gen)
-{
-    struct ctl_written *w = c->written;
-    if (!w)
-        return;
-    for (size_t i = 0; i < w->cap; i++)
-        if (w->ids[i] != 0 && w->gens[i] == 0)
-            w->gens[i] = gen;
-}
-
 void ctl_written_synced(struct ctl *c, uint64_t synced)
 {
     struct ctl_written *w = c->written;
     if (!w || w->n == 0)
         return;
-    size_t keep = 0;
-    for (size_t i = 0; i < w->cap; i++)
-        if (w->ids[i] != 0 && (w->gens[i] == 0 || w->gens[i] > synced))
-            keep++;
-    if (keep == w->n)
+    if (w->max_gen > synced) { /* the open transaction's writes stay */
+        rebuild(w, w->n, synced);
         return;
-    if (keep == 0 && w->cap == WRITTEN_MIN_CAP) {
+    }
+    if (w->cap == WRITTEN_MIN_CAP) {
         memset(w->ids, 0, w->cap * sizeof(*w->ids));
         w->n = 0;
         return;
     }
-    rebuild(w, keep, synced);
+    free(w->ids);
+    free(w->gens);
+    alloc_table(w, WRITTEN_MIN_CAP);
 }
 
 static bool id_durable(const struct ctl *c, uint64_t id)
 {
     const struct ctl_written *w = c->written;
     size_t i = slot_of(w, id);
-    if (w->ids[i] == 0)
-        return true;
-    return w->gens[i] != 0 && w->gens[i] <= c->synced_gen;
+    return w->ids[i] == 0 || w->gens[i] <= c->synced_gen;
 }
 
 bool ctl_job_durable(const struct ctl *c, const struct store_job *j)

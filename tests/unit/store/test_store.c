@@ -1438,6 +1438,70 @@ static void put_array(struct fx *f, uint64_t first, int n)
     }
 }
 
+/* What store_set_job_write_hook reports: the id of every row of jobs, job_specs and
+ * arrays_writing a statement writes (insert, update, delete, discard), rolled back or
+ * not, and nothing for other tables (a job's events, holds). */
+struct written_ids {
+    char got[256];
+};
+
+static void note_written(void *arg, uint64_t id)
+{
+    struct written_ids *w = arg;
+    char one[24];
+    snprintf(one, sizeof(one), "%llu,", (unsigned long long)id);
+    strncat(w->got, one, sizeof(w->got) - 1 - strlen(w->got));
+}
+
+static void expect_written(struct written_ids *w, const char *want)
+{
+    assert_string_equal(w->got, want);
+    w->got[0] = '\0';
+}
+
+static void job_write_hook_reports_every_job_row(void **state)
+{
+    struct fx *f = *state;
+    struct written_ids w = {""};
+    store_set_job_write_hook(f->st, note_written, &w);
+    struct store_job j = make_job(7, "p", 0);
+    assert_int_equal(store_job_insert(f->st, &j), 0);
+    expect_written(&w, "7,");
+    j.state = 5;
+    assert_int_equal(store_job_update(f->st, &j), 0);
+    expect_written(&w, "7,");
+    struct store_event e = {7, 1, "submit", "", "PENDING", "", "", "", 0};
+    assert_int_equal(store_event_add(f->st, &e), 0);
+    assert_int_equal(store_hold_put(f->st, 7, "alice", "owner"), 0);
+    expect_written(&w, ""); /* other tables: nothing */
+    /* an array: its marker, its spec, its tasks, then the marker cleared */
+    assert_int_equal(store_array_writing_put(f->st, 11, 2, 1000), 0);
+    expect_written(&w, "11,");
+    put_array(f, 11, 2);
+    expect_written(&w, "11,11,12,"); /* the spec, then the tasks */
+    assert_int_equal(store_array_writing_clear(f->st, 11), 0);
+    expect_written(&w, "11,");
+    /* a discarded array reports each row it deletes */
+    assert_int_equal(store_array_writing_put(f->st, 20, 2, 2000), 0);
+    put_array(f, 20, 2);
+    expect_written(&w, "20,20,20,21,");
+    assert_int_equal(store_array_discard(f->st, 20), 0);
+    assert_non_null(strstr(w.got, "21,"));
+    assert_non_null(strstr(w.got, "20,"));
+    w.got[0] = '\0';
+    /* a write in a transaction that rolls back was still reported */
+    assert_int_equal(store_begin(f->st), 0);
+    struct store_job k = make_job(30, "p", 0);
+    assert_int_equal(store_job_insert(f->st, &k), 0);
+    assert_int_equal(store_rollback(f->st), 0);
+    expect_written(&w, "30,");
+    /* removed: nothing more */
+    store_set_job_write_hook(f->st, NULL, NULL);
+    k.id = 31;
+    assert_int_equal(store_job_insert(f->st, &k), 0);
+    expect_written(&w, "");
+}
+
 static void array_marker_and_discard(void **state)
 {
     struct fx *f = *state;
@@ -1664,6 +1728,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(report_waits_and_outcomes, setup, teardown),
         cmocka_unit_test_setup_teardown(alert_history_and_silences, setup, teardown),
         cmocka_unit_test_setup_teardown(array_marker_and_discard, setup, teardown),
+        cmocka_unit_test_setup_teardown(job_write_hook_reports_every_job_row, setup, teardown),
         cmocka_unit_test_setup_teardown(array_discarded_in_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(arrays_rolled_back_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(checkpoints_off_the_writer, setup, teardown),
