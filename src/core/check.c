@@ -429,6 +429,8 @@ static int check_claims(const struct sched *s, struct sched_error *err)
     }
     if (active != s->res_active)
         FAIL("%d ordinary reservations live, the counter says %d", active, s->res_active);
+    if (s->nhints != 0)
+        FAIL("%zu reservation hints outlived their walk", s->nhints);
     for (size_t slot = 0; slot < s->jobs_cap; slot++) {
         const struct job *j = &s->jobs[slot];
         if (j->id && j->reservation != NONE32 &&

@@ -2,7 +2,8 @@
  * claims.c - the claims index (floor 1): reservations as the model stores them, each
  * written on its nodes as claims, and what a node has free at a time once claims are
  * counted. "Backfill never delays a reservation" is answered here (claims_allow); where a
- * reservation should go is reserve.c's decision (floor 2).
+ * reservation should go is reserve.c's decision (floor 2). Also the walk's hints: the gang
+ * reservations reservation_drop_lower took in this walk, which reserve.c may give back.
  */
 #include "core/internal.h"
 
@@ -220,11 +221,14 @@ uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t 
     return r;
 }
 
-void reservation_drop(struct sched *s, uint32_t r)
+/* Drop reservation r; its node list is returned, the caller's to free (or NULL when r was
+ * not live). */
+static uint32_t *reservation_unlink(struct sched *s, uint32_t r)
 {
     struct reservation *res = &s->res[r];
     if (!res->live)
-        return;
+        return NULL;
+    uint32_t *nodes = res->nodes;
     s->res_drops++;
     for (int i = 0; i < res->nnodes; i++) {
         struct node *n = &s->nodes[res->nodes[i]];
@@ -243,19 +247,58 @@ void reservation_drop(struct sched *s, uint32_t r)
     }
     if (!res->preempting && !res->starving)
         s->res_active--;
-    free(res->nodes);
     free(res->victims);
     memset(res, 0, sizeof(*res));
+    return nodes;
+}
+
+void reservation_drop(struct sched *s, uint32_t r)
+{
+    free(reservation_unlink(s, r));
+}
+
+/* Drop reservation r, keeping its room as a hint for its job (the node list moves to it). */
+static void drop_keeping_hint(struct sched *s, uint32_t r)
+{
+    struct res_hint h = {s->res[r].job_id, s->res[r].slot, s->res[r].start, NULL, s->res[r].nnodes};
+    h.nodes = reservation_unlink(s, r);
+    if (grow((void **)&s->hints, &s->hints_cap, s->nhints + 1, sizeof(*s->hints)) < 0) {
+        free(h.nodes); /* no hint: the walk searches for that job again, as without */
+        return;
+    }
+    s->hints[s->nhints++] = h;
 }
 
 void reservation_drop_lower(struct sched *s, const struct job *j)
 {
     for (size_t r = 0; r < s->nres; r++) {
         struct reservation *res = &s->res[r];
-        if (res->live && !res->preempting && !res->starving &&
-            job_outranks(s, j, &s->jobs[res->slot]))
+        if (!res->live || res->preempting || res->starving ||
+            !job_outranks(s, j, &s->jobs[res->slot]))
+            continue;
+        if (res->nnodes > 1) /* a gang's search is the dear one (reserve.c) */
+            drop_keeping_hint(s, (uint32_t)r);
+        else
             reservation_drop(s, (uint32_t)r);
     }
+}
+
+bool reservation_hint_take(struct sched *s, const struct job *j, struct res_hint *out)
+{
+    for (size_t i = 0; i < s->nhints; i++)
+        if (s->hints[i].job_id == j->id && s->hints[i].slot == job_slot(s, j)) {
+            *out = s->hints[i];
+            s->hints[i] = s->hints[--s->nhints];
+            return true;
+        }
+    return false;
+}
+
+void reservation_hints_clear(struct sched *s)
+{
+    for (size_t i = 0; i < s->nhints; i++)
+        free(s->hints[i].nodes);
+    s->nhints = 0;
 }
 
 void reservations_drop_all(struct sched *s, bool keep_sticky)

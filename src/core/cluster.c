@@ -91,6 +91,8 @@ void sched_destroy(struct sched *s)
         free(s->res[i].victims);
     }
     free(s->res);
+    reservation_hints_clear(s);
+    free(s->hints);
     free(s->heap);
     u64map_release(&s->arrays);
     free(s->array_counts);

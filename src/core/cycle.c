@@ -649,7 +649,7 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sche
     }
     s->now = now;
     s->cycle++;
-    uint64_t pruned_before = s->res_pruned;
+    uint64_t pruned_before = s->res_pruned, restored_before = s->res_restored;
     zone_refresh(s);
     projects_accrue(s, now);
     fire_deadlines(s, now);
@@ -684,12 +684,14 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sche
         st->start_capped = w->capped;
         free(w);
     }
+    reservation_hints_clear(s); /* the jobs the walk did not reach search again next time */
     /* out of budget with progress made: more preemptions may be due, run again soon;
        without progress, waiting for the next event or timer is enough */
     s->preempt_backlog = s->preempt_budget <= 0 && st->preempted > 0;
     s->start_backlog = st->start_capped;
     deadlines_prune(s); /* the walk's ends and starts left stale entries: never wake for them */
     st->reserve_pruned = (long)(s->res_pruned - pruned_before);
+    st->reservations_restored = (int)(s->res_restored - restored_before);
     st->pending = (int)s->by_state[SCHED_PENDING];
     st->running = (int)(s->by_state[SCHED_RUNNING] + s->by_state[SCHED_STARTING] +
                         s->by_state[SCHED_STOPPING]);

@@ -351,6 +351,18 @@ struct reservation {
     struct preempt_memo own;
 };
 
+/* An ordinary reservation that reservation_drop_lower took from a lower gang in this walk,
+ * remembered until the walk reaches that job (claims.c reservation_hint_take): its room,
+ * when it still fits, is given back without a search (reserve.c). Lives only within one
+ * walk: sched_cycle clears what is left, and sched_check() finds none between cycles. */
+struct res_hint {
+    uint64_t job_id;
+    uint32_t slot;
+    int64_t start;
+    uint32_t *nodes;
+    int nnodes;
+};
+
 enum deadline_kind { DL_LIMIT, DL_KILL, DL_BEGIN, DL_ELIGIBLE, DL_PROTECT, DL_BOOST, DL_STARVE };
 
 struct deadline {
@@ -423,6 +435,9 @@ struct sched {
     size_t nres, res_cap;
     int res_active; /* live non-sticky reservations */
     int64_t res_refreshed;
+    struct res_hint *hints; /* this walk's dropped lower reservations (claims.c) */
+    size_t nhints, hints_cap;
+    uint64_t res_restored; /* reservations given back from a hint, ever (stats) */
 
     struct deadline *heap;
     size_t nheap, heap_cap;
@@ -711,7 +726,14 @@ int64_t claims_refused_until(const struct sched *s, const struct node *n, int64_
 uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t end,
                          const uint32_t *nodes, int nnodes, bool preempting, bool starving);
 void reservation_drop(struct sched *s, uint32_t r);
+/* Drop every ordinary reservation of a job j outranks, a gang's remembered as a hint for
+   the rest of the walk. */
 void reservation_drop_lower(struct sched *s, const struct job *j);
+/* The hint left for j in this walk, taken (its nodes are the caller's to free); false when
+   there is none. */
+bool reservation_hint_take(struct sched *s, const struct job *j, struct res_hint *out);
+/* Forget every hint (the walk is over). */
+void reservation_hints_clear(struct sched *s);
 void reservations_drop_all(struct sched *s, bool keep_sticky);
 
 /* ---- lifecycle.c: the job life cycle, every index kept in step */

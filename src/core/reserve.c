@@ -363,12 +363,43 @@ static int64_t best_start(struct sched *s, const struct job *j, const struct sha
     return best;
 }
 
-/* Give a blocked job a reservation at its earliest possible start. 0, or -ENOSPC when no
- * start can be foreseen (the nodes it needs run jobs without time limits). */
+/* The room a higher job's arrival took from gang j in this walk (reservation_drop_lower),
+ * given back when it still holds: a start still to come, every node one its reservation
+ * could keep (reservation_nodes_usable) and feasible from that start for the job's time,
+ * against every claim now on it. That is what the search checks of the nodes it chooses,
+ * so the promise is as safe as a new one; it may start later than a new search would find,
+ * as a reservation kept from an earlier cycle may (the refresh makes them all again). A
+ * gang's search tries up to GANG_STARTS_TRIED start times over every candidate; a one-node
+ * job's, pruned by the nodes' bare floors, costs little, and is not spared (its hint is
+ * not kept). True when j holds its room again. */
+static bool reservation_restore(struct sched *s, struct job *j, int64_t now, int64_t dur)
+{
+    struct res_hint h;
+    if (!reservation_hint_take(s, j, &h))
+        return false;
+    const struct shape *sh = &s->shapes[j->shape];
+    struct reservation probe = {.nodes = h.nodes, .nnodes = h.nnodes};
+    bool ok = h.start > now && h.nnodes == sh->nodes && reservation_nodes_usable(s, &probe, j);
+    for (int i = 0; ok && i < h.nnodes; i++)
+        ok = feasible_at(s, &s->nodes[h.nodes[i]], sh, h.start, dur, NONE32);
+    if (ok) {
+        int64_t end = dur >= NEVER - h.start ? NEVER : h.start + dur;
+        ok = reservation_add(s, j, h.start, end, h.nodes, h.nnodes, false, false) != NONE32;
+        s->res_restored += ok;
+    }
+    free(h.nodes);
+    return ok;
+}
+
+/* Give a blocked job a reservation at its earliest possible start, or (an ordinary one of a
+ * gang) back the room it held before a higher job's arrival took it in this walk. 0, or -ENOSPC
+ * when no start can be foreseen (the nodes it needs run jobs without time limits). */
 int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving)
 {
     const struct shape *sh = &s->shapes[j->shape];
     int64_t dur = j->limit_ms > 0 ? j->limit_ms + j->grace_ms : NEVER;
+    if (!starving && reservation_restore(s, j, now, dur))
+        return 0;
     /* candidates: scratch space of the scheduler, grown as needed */
     size_t need = s->nnodes ? s->nnodes : 1;
     if (need > s->cand_scratch_cap) {

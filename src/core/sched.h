@@ -454,6 +454,9 @@ struct sched_cycle_stats {
     /* nodes the reservation searches skipped: their bare floor (free room plus releases,
        no claim) came after the earliest starts already found (docs/scheduling.md) */
     long reserve_pruned;
+    /* of `reservations`, those given back without a search: a gang's room that a higher
+       job's arrival had taken in this walk, still free for it (docs/scheduling.md §6) */
+    int reservations_restored;
     bool start_capped; /* stopped at max_starts_per_cycle: sched_next_wakeup() is now */
 };
 

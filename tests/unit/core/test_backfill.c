@@ -116,6 +116,103 @@ static void test_higher_job_takes_over_reservation(void **state)
     sched_destroy(s);
 }
 
+/* Four H100 nodes each running a 6-GPU job (1 h on n1 and n2, 2 h on n3 and n4), two A100
+ * nodes each running one (1 h); two normal gangs of 2 x 8 H100 GPUs wait with reservations
+ * (at the 1-hour jobs' end and at the 2-hour jobs'). */
+static struct sched *two_gangs_reserved(int64_t *res10, int64_t *res11)
+{
+    struct sched *s = mk_sched();
+    const char *names[] = {"n1", "n2", "n3", "n4", "a1", "a2"};
+    const char *types[] = {"H100", "H100", "H100", "H100", "A100", "A100"};
+    int64_t hours[] = {1, 1, 2, 2, 1, 1};
+    for (int i = 0; i < 6; i++)
+        add_node(s, names[i], types[i], 8);
+    add_project(s, "lab", "critical", 0, -1);
+    struct sched_job_spec spec;
+    struct sched_error err;
+    for (uint64_t id = 1; id <= 6; id++) {
+        spec_fill(&spec, id, "lab", "normal", "training", 6, 1, hours[id - 1] * HOUR, T0);
+        snprintf(spec.gpu_type, sizeof(spec.gpu_type), "%s", types[id - 1]);
+        assert_int_equal(sched_job_submit(s, &spec, T0, &err), 0);
+    }
+    struct cyc c = cycle(s, T0 + 1);
+    assert_int_equal(count_dec(c, SCHED_D_START), 6);
+    for (uint64_t id = 1; id <= 6; id++)
+        run(s, id, T0 + 1);
+    for (uint64_t id = 10; id <= 11; id++) {
+        spec_fill(&spec, id, "lab", "normal", "training", 8, 2, 5 * HOUR, T0 + 10);
+        snprintf(spec.gpu_type, sizeof(spec.gpu_type), "H100");
+        assert_int_equal(sched_job_submit(s, &spec, T0 + 10, &err), 0);
+    }
+    c = cycle(s, T0 + 11);
+    assert_int_equal(count_dec(c, SCHED_D_START), 0);
+    struct sched_job_view v;
+    assert_int_equal(sched_job_get(s, 10, &v), 0);
+    *res10 = v.reservation_ms;
+    assert_int_equal(sched_job_get(s, 11, &v), 0);
+    *res11 = v.reservation_ms;
+    assert_int_equal(*res10, T0 + 1 + HOUR + 30 * SEC);
+    assert_int_equal(*res11, T0 + 1 + 2 * HOUR + 30 * SEC);
+    return s;
+}
+
+/* A critical gang arrives: the lower reservations are dropped so that they cannot hold it
+ * back (reservation_drop_lower). Where its room is elsewhere, each lower gang gets its own
+ * room back without a search; where it takes a lower gang's room, that one searches anew
+ * and never keeps a promise the critical gang's claims broke. */
+static void test_lower_reservations_given_back_when_untouched(void **state)
+{
+    (void)state;
+    int64_t r10, r11;
+    struct sched *s = two_gangs_reserved(&r10, &r11);
+    struct sched_job_spec spec;
+    struct sched_error err;
+    spec_fill(&spec, 20, "lab", "critical", "training", 8, 2, HOUR, T0 + 20);
+    snprintf(spec.gpu_type, sizeof(spec.gpu_type), "A100");
+    assert_int_equal(sched_job_submit(s, &spec, T0 + 20, &err), 0);
+    struct sched_cycle_stats st;
+    size_t n;
+    (void)sched_cycle(s, T0 + 21, SCHED_CYCLE_INCREMENTAL, &n, &st);
+    assert_int_equal(st.reservations, 3);
+    assert_int_equal(st.reservations_restored, 2);
+    struct sched_job_view v;
+    assert_int_equal(sched_job_get(s, 20, &v), 0);
+    assert_int_equal(v.reservation_ms, T0 + 1 + HOUR + 30 * SEC); /* the A100 nodes */
+    assert_int_equal(sched_job_get(s, 10, &v), 0);
+    assert_int_equal(v.reservation_ms, r10);
+    assert_int_equal(sched_job_get(s, 11, &v), 0);
+    assert_int_equal(v.reservation_ms, r11);
+    assert_int_equal(sched_check(s, &err), 0);
+    sched_destroy(s);
+}
+
+static void test_lower_reservation_searched_again_when_taken(void **state)
+{
+    (void)state;
+    int64_t r10, r11;
+    struct sched *s = two_gangs_reserved(&r10, &r11);
+    /* an H100 gang that ranks above both: job 10's room at the 1-hour jobs' end is its */
+    struct sched_job_spec spec;
+    struct sched_error err;
+    spec_fill(&spec, 20, "lab", "critical", "training", 8, 2, HOUR, T0 + 20);
+    snprintf(spec.gpu_type, sizeof(spec.gpu_type), "H100");
+    assert_int_equal(sched_job_submit(s, &spec, T0 + 20, &err), 0);
+    struct sched_cycle_stats st;
+    size_t n;
+    (void)sched_cycle(s, T0 + 21, SCHED_CYCLE_INCREMENTAL, &n, &st);
+    struct sched_job_view v20, v10, v11;
+    assert_int_equal(sched_job_get(s, 20, &v20), 0);
+    assert_int_equal(sched_job_get(s, 10, &v10), 0);
+    assert_int_equal(sched_job_get(s, 11, &v11), 0);
+    assert_int_equal(v20.reservation_ms, r10);
+    /* job 10 takes n3 and n4 at the 2-hour jobs' end: job 11's old room, which it loses */
+    assert_int_equal(v10.reservation_ms, r11);
+    assert_true(v11.reservation_ms > r11);
+    assert_int_equal(st.reservations_restored, 0);
+    assert_int_equal(sched_check(s, &err), 0);
+    sched_destroy(s);
+}
+
 static void test_starving_low_job_runs(void **state)
 {
     (void)state;
@@ -215,6 +312,8 @@ int main(void)
         cmocka_unit_test(test_backfill_that_delays_is_refused),
         cmocka_unit_test(test_backfill_refused_reason),
         cmocka_unit_test(test_higher_job_takes_over_reservation),
+        cmocka_unit_test(test_lower_reservations_given_back_when_untouched),
+        cmocka_unit_test(test_lower_reservation_searched_again_when_taken),
         cmocka_unit_test(test_starving_low_job_runs),
         cmocka_unit_test(test_gang_reservation_over_many_nodes),
     };
