@@ -1,7 +1,8 @@
 /*
  * projects.c - `docket projects`: list projects (and their groups) or show one with its
  * usage and limits (GET /v1/projects[/NAME]); `set` (PATCH), `create` (POST), `boost`, `pause` and
- * `resume` change them (admin; a project's lead may set its per-user caps); `members`
+ * `resume` change them (admin; a project's lead may set its per-user caps, and its
+ * gpu_limit within its group's); `members`
  * lists, adds and removes the project's members and leads (its leads, admins); `default`
  * shows or sets a user's default project (/v1/users/USER/default_project). Every
  * change is audited by docketd.
@@ -35,7 +36,8 @@ const char cmd_projects_usage[] =
     "                                   or by a lead of PROJECT for its members)\n"
     "\n"
     "Members submit into the project and manage their own jobs; leads also manage its\n"
-    "members, its jobs, and its per-user caps (user_max_running, user_gpu_limit).\n"
+    "members, its jobs, its per-user caps (user_max_running, user_gpu_limit), and\n"
+    "its gpu_limit within its group's.\n"
     "KEYs: group, tier, guarantee_gpus, gpu_limit, max_running, max_queued,\n"
     "user_max_running, user_gpu_limit (a number, or none for no limit), paused.\n";
 

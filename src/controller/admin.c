@@ -465,6 +465,16 @@ void h_project_create(struct ctl_req *r)
     json_decref(b);
 }
 
+/* The gpu_limit of the group named `name` (-1: none, or no such group). */
+static int group_gpu_limit(struct ctl *c, const char *name)
+{
+    struct sched_group_view g;
+    int i = name[0] ? sched_group_find(c->sched, name) : -ENOENT;
+    if (i < 0 || sched_group_get(c->sched, (size_t)i, &g) < 0)
+        return -1;
+    return g.spec.gpu_limit;
+}
+
 void h_project_patch(struct ctl_req *r)
 {
     struct sched_project_view v;
@@ -476,7 +486,8 @@ void h_project_patch(struct ctl_req *r)
         return;
     struct sched_project_spec p = v.spec;
     if (proto_project_parse(b, "", true, &p, &e) < 0 ||
-        ctl_authz_project_patch(&r->id, &r->tgt, b, &p, &e) < 0) {
+        ctl_authz_project_patch(&r->id, &r->tgt, b, &p, group_gpu_limit(r->c, v.spec.group), &e) <
+            0) {
         ctl_reply_error(r->c, r->req, &e);
     } else {
         json_t *before = project_spec_json(&v.spec);

@@ -200,8 +200,9 @@ int ctl_authz_member_role(const char *role, enum ctl_prole *out, struct proto_er
 }
 
 /* What a lead may change in its own project (the rest is the admin's): the caps of each
- * user, within the project's own limits that the admin set. */
-static const char *const lead_fields[] = {"user_max_running", "user_gpu_limit", NULL};
+ * user, within the project's own limits, and the project's GPU limit, within its group's
+ * (DESIGN §2: a lead keeps its project's quotas within the group's). */
+static const char *const lead_fields[] = {"user_max_running", "user_gpu_limit", "gpu_limit", NULL};
 
 static int within(const char *field, int64_t v, int64_t cap, const char *capname,
                   struct proto_error *err)
@@ -209,14 +210,31 @@ static int within(const char *field, int64_t v, int64_t cap, const char *capname
     if (cap < 0 || (v >= 0 && v <= cap))
         return 0;
     return proto_errorf(err, 403, NULL, field,
-                        "a lead may set %s only within the project's %s (%lld), which an admin "
-                        "sets",
-                        field, capname, (long long)cap);
+                        "a lead may set %s only within the project's %s (%lld)", field, capname,
+                        (long long)cap);
+}
+
+/* A lead's gpu_limit: a number within the group's limit; without a group limit to keep it
+ * in, the project's limit is the admin's to set. */
+static int lead_gpu_limit(const struct sched_project_spec *after, int group_gpu_limit,
+                          struct proto_error *err)
+{
+    if (group_gpu_limit < 0)
+        return proto_errorf(err, 403, NULL, "gpu_limit",
+                            "project '%s' is in no group with a gpu_limit: its gpu_limit is set "
+                            "by an admin",
+                            after->name);
+    if (after->gpu_limit < 0 || after->gpu_limit > group_gpu_limit)
+        return proto_errorf(err, 403, NULL, "gpu_limit",
+                            "a lead may set gpu_limit only within 0..%d, the gpu_limit of group "
+                            "'%s'",
+                            group_gpu_limit, after->group);
+    return 0;
 }
 
 int ctl_authz_project_patch(const struct ctl_ident *id, const struct ctl_target *t,
                             const json_t *body, const struct sched_project_spec *after,
-                            struct proto_error *err)
+                            int group_gpu_limit, struct proto_error *err)
 {
     if (id->role == CTL_ROLE_ADMIN)
         return 0;
@@ -230,12 +248,17 @@ int ctl_authz_project_patch(const struct ctl_ident *id, const struct ctl_target 
             ok = ok || strcmp(k, lead_fields[i]) == 0;
         if (!ok)
             return proto_errorf(err, 403, NULL, k,
-                                "a project lead may change only user_max_running and "
-                                "user_gpu_limit; '%s' is set by an admin",
+                                "a project lead may change only user_max_running, "
+                                "user_gpu_limit and gpu_limit; '%s' is set by an admin",
                                 k);
     }
-    int rc = within("user_gpu_limit", after->user_gpu_limit, after->gpu_limit, "gpu_limit", err);
-    if (rc == 0)
+    if (json_object_get(body, "gpu_limit") && lead_gpu_limit(after, group_gpu_limit, err) < 0)
+        return -1;
+    /* the caps the lead sets now (one it leaves is bounded by the project's limit anyway) */
+    int rc = 0;
+    if (json_object_get(body, "user_gpu_limit"))
+        rc = within("user_gpu_limit", after->user_gpu_limit, after->gpu_limit, "gpu_limit", err);
+    if (rc == 0 && json_object_get(body, "user_max_running"))
         rc = within("user_max_running", after->user_max_running, after->max_running, "max_running",
                     err);
     return rc;

@@ -169,10 +169,11 @@ bool ctl_authz_sees_env(const struct ctl_ident *id, const struct ctl_target *t);
 int ctl_authz_release(const struct ctl_ident *id, const struct ctl_target *t, const char *held_by,
                       enum ctl_level held_at, struct proto_error *err);
 /* May `id` PATCH project t with `body`, giving `after`? Admins: anything; leads: the
- * per-user caps, within the project's limits. */
+ * per-user caps, within the project's limits, and the project's gpu_limit, within its
+ * group's (`group_gpu_limit`: -1 when it has no group or the group no limit). */
 int ctl_authz_project_patch(const struct ctl_ident *id, const struct ctl_target *t,
                             const json_t *body, const struct sched_project_spec *after,
-                            struct proto_error *err);
+                            int group_gpu_limit, struct proto_error *err);
 /* "lead" or "member" -> out; 400 naming "role" otherwise. */
 int ctl_authz_member_role(const char *role, enum ctl_prole *out, struct proto_error *err);
 const char *ctl_role_name(enum ctl_role r);

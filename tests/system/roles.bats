@@ -337,6 +337,46 @@ body_for() {
     run -2 "$DOCKET" projects members add pa x --role admin
 }
 
+@test "a lead sets its project's gpu_limit within its group's, never its guarantee" {
+    cluster
+    # pa is in no group: its limit is the admin's
+    api_patch /v1/projects/pa '{"gpu_limit": 4}' "$TOK_lead"
+    assert_error 403 gpu_limit
+    [[ $body == *"in no group with a gpu_limit"* ]]
+    cat >"$TEST_DIR/policy.yaml" <<'EOF2'
+groups:
+  - {name: lab, gpu_limit: 16}
+projects:
+  - {name: pa, group: lab}
+  - {name: pb, group: lab}
+EOF2
+    api_file POST /v1/policy "$TEST_DIR/policy.yaml" application/yaml
+    assert_status 200
+    api_patch /v1/projects/pa '{"gpu_limit": 12}' "$TOK_lead"
+    assert_status 200
+    assert_json .project.gpu_limit 12
+    api_patch /v1/projects/pa '{"gpu_limit": 17}' "$TOK_lead"
+    assert_error 403 gpu_limit
+    [[ $body == *"within 0..16, the gpu_limit of group 'lab'"* ]]
+    api_patch /v1/projects/pa '{"gpu_limit": -1}' "$TOK_lead"
+    assert_error 403 gpu_limit
+    # not another project's, not the guarantee, not the group, not as a member
+    api_patch /v1/projects/pb '{"gpu_limit": 4}' "$TOK_lead"
+    assert_error 403 ""
+    api_patch /v1/projects/pa '{"guarantee_gpus": 8}' "$TOK_lead"
+    assert_error 403 guarantee_gpus
+    api_patch /v1/projects/pa '{"group": ""}' "$TOK_lead"
+    assert_error 403 group
+    api_patch /v1/projects/pa '{"gpu_limit": 2}' "$TOK_member"
+    assert_error 403 ""
+    api_get /v1/projects/pa
+    assert_json .project.gpu_limit 12
+    # the change is audited as the lead's
+    api_get '/v1/audit?target=pa'
+    jq -e '[.entries[] | select(.action == "project.update" and .actor == "lee")] | length == 1' \
+        <<<"$body"
+}
+
 @test "holds: a job's owner cannot release an admin's or an operator's hold" {
     cluster
     api_post "/v1/jobs/$JA/hold" '{"reason": "investigating"}' "$TOK_operator"

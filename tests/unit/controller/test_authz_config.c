@@ -159,7 +159,7 @@ static void a_hold_is_released_at_its_level(void **state)
     assert_int_equal(ctl_level_parse("lead"), CTL_LEVEL_LEAD);
 }
 
-static void a_lead_changes_only_user_caps_within_the_project(void **state)
+static void a_lead_changes_user_caps_and_the_limit_within_the_group(void **state)
 {
     struct ctl_ident l = ident("lee", CTL_ROLE_NONE, false);
     struct ctl_ident m = ident("alice", CTL_ROLE_NONE, false);
@@ -172,15 +172,30 @@ static void a_lead_changes_only_user_caps_within_the_project(void **state)
     p.user_gpu_limit = 8;
     json_t *ok = json_pack("{s:i}", "user_gpu_limit", 8);
     json_t *quota = json_pack("{s:i}", "gpu_limit", 32);
-    assert_int_equal(ctl_authz_project_patch(&l, &t, ok, &p, &e), 0);
-    assert_int_not_equal(ctl_authz_project_patch(&m, &tm, ok, &p, &e), 0);
-    assert_int_not_equal(ctl_authz_project_patch(&l, &t, quota, &p, &e), 0);
+    json_t *share = json_pack("{s:f}", "guarantee_gpus", 8.0);
+    assert_int_equal(ctl_authz_project_patch(&l, &t, ok, &p, -1, &e), 0);
+    assert_int_not_equal(ctl_authz_project_patch(&m, &tm, ok, &p, -1, &e), 0);
+    /* the project's own limit: without a group limit the admin's */
+    assert_int_not_equal(ctl_authz_project_patch(&l, &t, quota, &p, -1, &e), 0);
     assert_string_equal(e.field, "gpu_limit");
+    assert_non_null(strstr(e.message, "no group"));
+    /* within its group's, the lead's; past it, or unbounded, not */
+    p.gpu_limit = 32;
+    assert_int_equal(ctl_authz_project_patch(&l, &t, quota, &p, 32, &e), 0);
+    assert_int_not_equal(ctl_authz_project_patch(&l, &t, quota, &p, 24, &e), 0);
+    assert_string_equal(e.field, "gpu_limit");
+    p.gpu_limit = -1;
+    assert_int_not_equal(ctl_authz_project_patch(&l, &t, quota, &p, 24, &e), 0);
+    p.gpu_limit = 16;
+    /* its guarantee stays the admin's, group or not */
+    assert_int_not_equal(ctl_authz_project_patch(&l, &t, share, &p, 32, &e), 0);
+    assert_string_equal(e.field, "guarantee_gpus");
     p.user_gpu_limit = 17; /* above the project's own limit */
-    assert_int_not_equal(ctl_authz_project_patch(&l, &t, ok, &p, &e), 0);
+    assert_int_not_equal(ctl_authz_project_patch(&l, &t, ok, &p, 32, &e), 0);
     assert_string_equal(e.field, "user_gpu_limit");
     json_decref(ok);
     json_decref(quota);
+    json_decref(share);
 }
 
 static void role_names_round_trip(void **state)
@@ -315,7 +330,7 @@ int main(void)
         cmocka_unit_test(operator_and_viewer),
         cmocka_unit_test(node_credential_only_for_agent_endpoints),
         cmocka_unit_test(a_hold_is_released_at_its_level),
-        cmocka_unit_test(a_lead_changes_only_user_caps_within_the_project),
+        cmocka_unit_test(a_lead_changes_user_caps_and_the_limit_within_the_group),
         cmocka_unit_test(role_names_round_trip),
         cmocka_unit_test(config_every_key),
         cmocka_unit_test(config_refusals_name_the_key),
