@@ -15,8 +15,9 @@
 #      (TcpExt ListenOverflows/ListenDrops, for the whole machine: run it quiet).
 # HOLD=1 submits the tasks held and stops after the submissions: /healthz during them with
 # no start to compete (the fleet still heartbeating). A second probe GETs /v1/jobs/ID of one
-# held job (authenticated, and its reply waits for the WAL sync as every read of stored
-# state does) every 10 ms, beside /healthz (answered at once since h-ckpt); the largest
+# held job (authenticated; since a8a659f its reply leaves at once, as nothing unsynced
+# wrote that job: docs/controller.md "Reads that leave at once") every 10 ms, beside
+# /healthz (answered at once since h-ckpt); the largest
 # size of the WAL seen (sampled every 0.2 s) is printed with the starts. RESTART=0 skips
 # part 4. FLEET=PATH takes the fleet binary from elsewhere (to run an older docketd,
 # B, with this script's probes). KEEP_LOG=FILE copies docketd's log there at the end
