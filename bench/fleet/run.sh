@@ -173,6 +173,14 @@ wait_for ".finished >= $TASKS" 300 || true
 echo "cycles: $(cycle_hist)"
 notup=$(nodes_not_up)
 echo "false UNREACHABLE: agents told not UP $(st .not_up); nodes not UP $notup; heartbeat errors $(st .hb_errors)"
+# The big reads an operator makes at fleet scale, one at a time with the fleet running:
+# each one's round trip and size (with DOCKETD_TURN_LOG_MS, the turn log shows how long
+# each held the loop).
+for path in "/v1/nodes?limit=10000" "/metrics" "/v1/jobs?limit=10000" "/v1/projects"; do
+    curl -s -o /dev/null -w "big read GET $path: %{http_code} in %{time_total} s, %{size_download} bytes\n" \
+        -H "Authorization: Bearer $TOK" "$U$path"
+    sleep 0.3
+done
 
 [[ ${RESTART:-1} == 0 ]] && exit 0
 echo "== restart of docketd with $AGENTS agents connected"

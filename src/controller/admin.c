@@ -1320,7 +1320,7 @@ void h_audit_verify(struct ctl_req *r)
     w->c = r->c;
     str_copy(w->want, sizeof(w->want), want ? want : "");
     store_audit_verify_begin(&w->v);
-    ctl_stream_start(r->c, r->req, verify_fill, free, w);
+    ctl_stream_start(r->c, r->req, "application/json", verify_fill, free, w);
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -494,15 +494,15 @@ int ctl_secret_open(const unsigned char key[CTL_SECRET_KEY_LEN], const char *pro
                     const unsigned char *sealed, size_t sealed_len, unsigned char *out);
 json_t *ctl_secret_env(struct ctl *c, const char *project, const json_t *names, char *err,
                        size_t errlen);
-/* stream.c: a long reply (status 200, JSON) sent in slices, one per loop turn, each made
- * when the client has taken the previous one. fill appends the next slice to out and sets
- * *done with the last; a negative return cuts the reply short. free_fn(arg) at the end
- * (also when the client leaves). */
+/* stream.c: a long reply (status 200, of content_type) sent in slices, one per loop turn,
+ * each made when the client has taken the previous one. fill appends the next slice to out
+ * and sets *done with the last; a negative return cuts the reply short. free_fn(arg) at
+ * the end (also when the client leaves). */
 struct ctl_stream;
 typedef int (*ctl_stream_fill)(void *arg, struct evbuffer *out, bool *done);
 typedef void (*ctl_stream_free)(void *arg);
-void ctl_stream_start(struct ctl *c, struct evhttp_request *req, ctl_stream_fill fill,
-                      ctl_stream_free free_fn, void *arg);
+void ctl_stream_start(struct ctl *c, struct evhttp_request *req, const char *content_type,
+                      ctl_stream_fill fill, ctl_stream_free free_fn, void *arg);
 void ctl_stream_stop_all(struct ctl *c);
 /* jobs.c: at shutdown, the big arrays still being written are dropped (their marker stays:
  * the next start rolls them back) and their clients answered 503. */

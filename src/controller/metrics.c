@@ -5,6 +5,8 @@
  * queue wait per tier and of cycle time; submissions, connections and HTTP replies.
  * The names and their meaning are listed in docs/monitoring.md "Metrics".
  */
+#include <errno.h>
+#include <event2/buffer.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,9 @@
 #include "util/clock.h"
 #include "util/dbuf.h"
 #include "util/str.h"
+#include "util/xalloc.h"
+
+#define METRICS_SLICE_NODES 1000 /* per-node lines a loop turn: about 1.5 ms */
 
 void ctl_hist_observe(struct ctl_hist *h, double v)
 {
@@ -164,20 +169,17 @@ static void node_gauge(struct dbuf *b, const char *name, const char *node, long 
     dbuf_printf(b, "%s{node=\"%s\"} %lld\n", name, node, v);
 }
 
+/* GPUs by state and type, nodes by state: one pass over the nodes. */
 static void nodes_text(struct ctl *c, struct dbuf *b)
 {
     json_t *gpus = json_object();
     size_t by_state[SCHED_NODE_STATE_COUNT] = {0};
     size_t nn = sched_node_count(c->sched);
-    struct dbuf per;
-    dbuf_init(&per, 32u << 20);
-    help(&per, "docket_node_gpus", "gauge", "GPUs of each node");
     for (size_t i = 0; i < nn; i++) {
         struct sched_node_view v;
         if (sched_node_get(c->sched, (uint32_t)i, &v) < 0)
             continue;
         by_state[v.state]++;
-        node_gauge(&per, "docket_node_gpus", v.name, v.gpus);
         int st[5];
         gpu_states(&v, st);
         for (int s = 0; s < 5 && v.gpus > 0; s++) {
@@ -187,33 +189,6 @@ static void nodes_text(struct ctl *c, struct dbuf *b)
             count_add(gpus, key, st[s]);
         }
     }
-    struct {
-        const char *name, *text;
-    } g[] = {
-        {"docket_node_gpus_busy", "GPUs of each node allocated to jobs"},
-        {"docket_node_jobs", "live jobs placed on each node"},
-        {"docket_node_cpus", "CPUs of each node"},
-        {"docket_node_cpus_busy", "CPUs of each node allocated to jobs"},
-        {"docket_node_memory_bytes", "memory of each node"},
-        {"docket_node_memory_busy_bytes", "memory of each node allocated to jobs"},
-        {"docket_node_up", "1 when the node takes work (state UP), else 0"},
-    };
-    for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
-        help(&per, g[k].name, "gauge", g[k].text);
-        for (size_t i = 0; i < nn; i++) {
-            struct sched_node_view v;
-            if (sched_node_get(c->sched, (uint32_t)i, &v) < 0)
-                continue;
-            long long val[] = {v.gpus_used,
-                               v.njobs,
-                               v.cpus,
-                               v.cpus_used,
-                               (long long)v.mem_mb << 20,
-                               (long long)v.mem_used_mb << 20,
-                               v.state == SCHED_NODE_UP};
-            node_gauge(&per, g[k].name, v.name, val[k]);
-        }
-    }
     help(b, "docket_gpus", "gauge",
          "GPUs by state (busy, idle, reserved, draining, down) and type");
     counts_text(b, "docket_gpus", gpus);
@@ -221,45 +196,66 @@ static void nodes_text(struct ctl *c, struct dbuf *b)
     for (int i = 0; i < SCHED_NODE_STATE_COUNT; i++)
         dbuf_printf(b, "docket_nodes{state=\"%s\"} %zu\n",
                     sched_node_state_name((enum sched_node_state)i), by_state[i]);
-    if (!per.failed)
-        dbuf_append(b, per.data, per.len);
-    dbuf_release(&per);
 }
 
-/* Each GPU's latest usage sample (usage.c), while it is fresh. */
-static void gpu_usage_text(struct ctl *c, struct dbuf *b)
+/* The per-node gauges, one family after the other. */
+static const struct {
+    const char *name, *text;
+} node_families[] = {
+    {"docket_node_gpus", "GPUs of each node"},
+    {"docket_node_gpus_busy", "GPUs of each node allocated to jobs"},
+    {"docket_node_jobs", "live jobs placed on each node"},
+    {"docket_node_cpus", "CPUs of each node"},
+    {"docket_node_cpus_busy", "CPUs of each node allocated to jobs"},
+    {"docket_node_memory_bytes", "memory of each node"},
+    {"docket_node_memory_busy_bytes", "memory of each node allocated to jobs"},
+    {"docket_node_up", "1 when the node takes work (state UP), else 0"},
+};
+enum { NODE_FAMILIES = sizeof(node_families) / sizeof(node_families[0]) };
+
+static long long node_value(const struct sched_node_view *v, size_t family)
 {
-    static const struct {
-        const char *name, *text;
-    } g[] = {
-        {"docket_gpu_utilization_percent", "latest utilisation sample of each GPU"},
-        {"docket_gpu_memory_used_bytes", "latest memory used of each GPU"},
-        {"docket_gpu_power_watts", "latest power draw of each GPU"},
-        {"docket_gpu_temperature_celsius", "latest temperature of each GPU"},
-        {"docket_gpu_ecc_errors", "volatile uncorrected ECC errors of each GPU"},
-        {"docket_gpu_xid_errors", "XID errors of each GPU seen by its agent"},
-    };
-    int64_t now = clock_now_ms();
-    for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
-        help(b, g[k].name, "gauge", g[k].text);
-        for (size_t i = 0; i < c->nnodes; i++) {
-            struct ctl_node *n = c->nodes[i];
-            for (int x = 0; n && x < AGENT_MAX_GPUS; x++) {
-                const struct ctl_gpu_last *l = &n->gpu_last[x];
-                if (!l->time_ms || now - l->time_ms > CTL_GPU_SAMPLE_FRESH_MS)
-                    continue;
-                double val[] = {l->g.util,
-                                (double)l->g.mem_used_mb * 1048576.0,
-                                (double)l->g.power_mw / 1000.0,
-                                l->g.temp_c,
-                                (double)l->g.ecc_errors,
-                                (double)l->g.xid_errors};
-                if (val[k] < 0)
-                    continue; /* unknown: no sample, not zero */
-                dbuf_printf(b, "%s{node=\"%s\",gpu=\"%d\",source=\"%s\"} %g\n", g[k].name, n->name,
-                            x, n->gpu_source, val[k]);
-            }
-        }
+    long long val[NODE_FAMILIES] = {v->gpus,
+                                    v->gpus_used,
+                                    v->njobs,
+                                    v->cpus,
+                                    v->cpus_used,
+                                    (long long)v->mem_mb << 20,
+                                    (long long)v->mem_used_mb << 20,
+                                    v->state == SCHED_NODE_UP};
+    return val[family];
+}
+
+/* Each GPU's latest usage sample (usage.c), while it is fresh: one family after the other. */
+static const struct {
+    const char *name, *text;
+} gpu_families[] = {
+    {"docket_gpu_utilization_percent", "latest utilisation sample of each GPU"},
+    {"docket_gpu_memory_used_bytes", "latest memory used of each GPU"},
+    {"docket_gpu_power_watts", "latest power draw of each GPU"},
+    {"docket_gpu_temperature_celsius", "latest temperature of each GPU"},
+    {"docket_gpu_ecc_errors", "volatile uncorrected ECC errors of each GPU"},
+    {"docket_gpu_xid_errors", "XID errors of each GPU seen by its agent"},
+};
+enum { GPU_FAMILIES = sizeof(gpu_families) / sizeof(gpu_families[0]) };
+
+/* The lines of one GPU family for node n (none without a fresh sample). */
+static void gpu_usage_lines(const struct ctl_node *n, size_t family, int64_t now, struct dbuf *b)
+{
+    for (int x = 0; x < AGENT_MAX_GPUS; x++) {
+        const struct ctl_gpu_last *l = &n->gpu_last[x];
+        if (!l->time_ms || now - l->time_ms > CTL_GPU_SAMPLE_FRESH_MS)
+            continue;
+        double val[GPU_FAMILIES] = {l->g.util,
+                                    (double)l->g.mem_used_mb * 1048576.0,
+                                    (double)l->g.power_mw / 1000.0,
+                                    l->g.temp_c,
+                                    (double)l->g.ecc_errors,
+                                    (double)l->g.xid_errors};
+        if (val[family] < 0)
+            continue; /* unknown: no sample, not zero */
+        dbuf_printf(b, "%s{node=\"%s\",gpu=\"%d\",source=\"%s\"} %g\n", gpu_families[family].name,
+                    n->name, x, n->gpu_source, val[family]);
     }
 }
 
@@ -309,20 +305,86 @@ static void counters_text(struct ctl *c, struct dbuf *b)
                         (unsigned long long)c->metrics.http_by_code[i]);
 }
 
+/* /metrics is sent in slices (stream.c): first the counts, histograms and counters, made
+ * at once; then the per-node and per-GPU families, each family whole and in order (the
+ * text format wants a family's samples together), a slice of at most `slice` nodes a loop
+ * turn. With 10,000 nodes the per-node families are 80,000 lines: built in one turn they
+ * held the loop 115-122 ms (bench/RESULTS.md). A node's values in two families may be a few
+ * turns apart; the nodes are those at the start (one added later waits for the next
+ * scrape, one removed is left out). */
+struct metrics_walk {
+    struct ctl *c;
+    int phase;     /* 0: the head, 1: per-node families, 2: per-GPU families */
+    size_t family; /* within the phase */
+    size_t next;   /* the next node of the family */
+    size_t nodes;  /* sched nodes at the start */
+    size_t slice;  /* nodes a slice */
+};
+
+static void metrics_head(struct ctl *c, struct dbuf *b)
+{
+    jobs_text(c, b);
+    nodes_text(c, b);
+    histograms_text(c, b);
+    counters_text(c, b);
+    alerts_text(c, b);
+}
+
+/* The next nodes of the current family into b; true when the family is done. */
+static bool metrics_slice(struct metrics_walk *w, struct dbuf *b)
+{
+    struct ctl *c = w->c;
+    bool per_node = w->phase == 1;
+    const char *name = per_node ? node_families[w->family].name : gpu_families[w->family].name;
+    if (w->next == 0)
+        help(b, name, "gauge",
+             per_node ? node_families[w->family].text : gpu_families[w->family].text);
+    size_t end = per_node ? w->nodes : c->nnodes, stop = w->next + w->slice;
+    int64_t now = clock_now_ms();
+    for (; w->next < end && w->next < stop; w->next++) {
+        if (!per_node) {
+            if (c->nodes[w->next])
+                gpu_usage_lines(c->nodes[w->next], w->family, now, b);
+            continue;
+        }
+        struct sched_node_view v;
+        if (sched_node_get(c->sched, (uint32_t)w->next, &v) == 0)
+            node_gauge(b, name, v.name, node_value(&v, w->family));
+    }
+    return w->next >= end;
+}
+
+static int metrics_fill(void *arg, struct evbuffer *out, bool *done)
+{
+    struct metrics_walk *w = arg;
+    struct dbuf b;
+    dbuf_init(&b, 64u << 20);
+    if (w->phase == 0) {
+        metrics_head(w->c, &b);
+        w->phase = 1;
+    } else if (metrics_slice(w, &b)) {
+        w->next = 0;
+        w->family++;
+        if (w->family == (w->phase == 1 ? (size_t)NODE_FAMILIES : (size_t)GPU_FAMILIES)) {
+            w->family = 0;
+            w->phase++;
+        }
+    }
+    int rc = b.failed ? -ENOSPC : 0;
+    if (rc == 0)
+        evbuffer_add(out, b.data, b.len);
+    dbuf_release(&b);
+    *done = w->phase == 3;
+    return rc;
+}
+
 void h_metrics(struct ctl_req *r)
 {
     struct ctl *c = r->c;
-    struct dbuf b;
-    dbuf_init(&b, 64u << 20);
-    jobs_text(c, &b);
-    nodes_text(c, &b);
-    gpu_usage_text(c, &b);
-    histograms_text(c, &b);
-    counters_text(c, &b);
-    alerts_text(c, &b);
-    if (b.failed)
-        ctl_reply_errorf(c, r->req, 500, NULL, "metrics too large");
-    else
-        ctl_reply_now(c, r->req, 200, "text/plain; version=0.0.4", b.data, b.len);
-    dbuf_release(&b);
+    struct metrics_walk *w = xnonnull(calloc(1, sizeof(*w)), "metrics");
+    w->c = c;
+    w->nodes = sched_node_count(c->sched);
+    const char *slice = getenv("DOCKETD_TEST_METRICS_SLICE"); /* tests: slices of a few */
+    w->slice = slice && atoi(slice) > 0 ? (size_t)atoi(slice) : METRICS_SLICE_NODES;
+    ctl_stream_start(c, r->req, "text/plain; version=0.0.4", metrics_fill, free, w);
 }

@@ -109,14 +109,14 @@ static void turn_body(struct ctl_stream *s)
         event_active(s->ev, EV_TIMEOUT, 0);
 }
 
-void ctl_stream_start(struct ctl *c, struct evhttp_request *req, ctl_stream_fill fill,
-                      ctl_stream_free free_fn, void *arg)
+void ctl_stream_start(struct ctl *c, struct evhttp_request *req, const char *content_type,
+                      ctl_stream_fill fill, ctl_stream_free free_fn, void *arg)
 {
     struct ctl_stream *s = xnonnull(calloc(1, sizeof(*s)), "stream");
     *s = (struct ctl_stream){c, req, NULL, fill, free_fn, arg, false, false, c->streams};
     s->ev = xnonnull(event_new(c->base, -1, 0, turn, s), "stream event");
     c->streams = s;
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", content_type);
     c->metrics.http_by_code[200]++;
     evhttp_send_reply_start(req, 200, "OK");
     struct evhttp_connection *con = evhttp_request_get_connection(req);
@@ -255,5 +255,5 @@ void ctl_list_start(struct ctl *c, struct evhttp_request *req, const char *key, 
     l->fetch = fetch;
     l->free_fn = free_fn;
     l->arg = arg;
-    ctl_stream_start(c, req, list_fill, list_free, l);
+    ctl_stream_start(c, req, "application/json", list_fill, list_free, l);
 }
