@@ -13,46 +13,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include <unistd.h>
 
 #include "controller/ctl.h"
 
-struct fx {
-    char dir[64], path[128];
-    struct ctl c;
-};
+#include "../store/fixture.h"
 
-static int setup(void **state)
+/* The controller under test: only its store and generations matter here. */
+static struct ctl ctl_under_test;
+
+static int setup_ctl(void **state)
 {
-    struct fx *f = calloc(1, sizeof(*f));
-    char err[256];
-    snprintf(f->dir, sizeof(f->dir), "/tmp/written-test.XXXXXX");
-    if (!mkdtemp(f->dir))
-        return -1;
-    snprintf(f->path, sizeof(f->path), "%s/docket.db", f->dir);
-    f->c.store = store_open(f->path, err, sizeof(err));
-    if (!f->c.store) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    *state = f;
-    return 0;
+    memset(&ctl_under_test, 0, sizeof(ctl_under_test));
+    int rc = setup(state);
+    if (rc == 0)
+        ctl_under_test.store = ((struct fx *)*state)->st;
+    return rc;
 }
 
-static int teardown(void **state)
+static int teardown_ctl(void **state)
 {
-    struct fx *f = *state;
-    char p[160];
-    ctl_written_stop(&f->c);
-    store_close(f->c.store);
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof(p), "%s%s", f->path, suffix[i]);
-        unlink(p);
-    }
-    rmdir(f->dir);
-    free(f);
-    return 0;
+    ctl_written_stop(&ctl_under_test);
+    return teardown(state);
 }
 
 static struct store_job job(uint64_t id, uint64_t array_id)
@@ -91,7 +72,8 @@ static void write_job(struct ctl *c, struct store_job *j)
 
 static void durable_once_its_own_commit_is_synced(void **state)
 {
-    struct ctl *c = &((struct fx *)*state)->c;
+    struct ctl *c = &ctl_under_test;
+    (void)state;
     struct store_job a = job(1, 0), b = job(2, 0);
     ctl_written_start(c);
     assert_int_equal(store_begin(c->store), 0);
@@ -123,7 +105,8 @@ static void durable_once_its_own_commit_is_synced(void **state)
 
 static void a_write_outside_a_transaction_waits_for_the_next_commit(void **state)
 {
-    struct ctl *c = &((struct fx *)*state)->c;
+    struct ctl *c = &ctl_under_test;
+    (void)state;
     struct store_job a = job(1, 0), b = job(2, 0);
     ctl_written_start(c);
     write_job(c, &a); /* autocommit, after generation 0 */
@@ -139,7 +122,8 @@ static void a_write_outside_a_transaction_waits_for_the_next_commit(void **state
 
 static void a_task_waits_for_its_array(void **state)
 {
-    struct ctl *c = &((struct fx *)*state)->c;
+    struct ctl *c = &ctl_under_test;
+    (void)state;
     struct store_job t = job(11, 10);
     ctl_written_start(c);
     assert_int_equal(store_begin(c->store), 0);
@@ -164,7 +148,8 @@ static void a_task_waits_for_its_array(void **state)
 
 static void nothing_is_durable_untracked_or_diverged(void **state)
 {
-    struct ctl *c = &((struct fx *)*state)->c;
+    struct ctl *c = &ctl_under_test;
+    (void)state;
     struct store_job a = job(1, 0);
     assert_false(ctl_job_durable(c, &a)); /* before ctl_written_start */
     ctl_written_start(c);
@@ -176,7 +161,8 @@ static void nothing_is_durable_untracked_or_diverged(void **state)
 /* Many ids across generations: the set grows and shrinks, and each id's answer stays. */
 static void many_jobs_across_syncs(void **state)
 {
-    struct ctl *c = &((struct fx *)*state)->c;
+    struct ctl *c = &ctl_under_test;
+    (void)state;
     enum { N = 3000 };
     ctl_written_start(c);
     for (uint64_t gen = 1; gen <= 3; gen++) {
@@ -201,12 +187,14 @@ static void many_jobs_across_syncs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(durable_once_its_own_commit_is_synced, setup, teardown),
+        cmocka_unit_test_setup_teardown(durable_once_its_own_commit_is_synced, setup_ctl,
+                                        teardown_ctl),
         cmocka_unit_test_setup_teardown(a_write_outside_a_transaction_waits_for_the_next_commit,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(a_task_waits_for_its_array, setup, teardown),
-        cmocka_unit_test_setup_teardown(nothing_is_durable_untracked_or_diverged, setup, teardown),
-        cmocka_unit_test_setup_teardown(many_jobs_across_syncs, setup, teardown),
+                                        setup_ctl, teardown_ctl),
+        cmocka_unit_test_setup_teardown(a_task_waits_for_its_array, setup_ctl, teardown_ctl),
+        cmocka_unit_test_setup_teardown(nothing_is_durable_untracked_or_diverged, setup_ctl,
+                                        teardown_ctl),
+        cmocka_unit_test_setup_teardown(many_jobs_across_syncs, setup_ctl, teardown_ctl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,6 +116,17 @@ static void test_higher_job_takes_over_reservation(void **state)
     sched_destroy(s);
 }
 
+/* Submit a job of lab asking for GPUs of one type. */
+static void submit_typed(struct sched *s, uint64_t id, const char *tier, const char *type, int gpus,
+                         int nodes, int64_t limit_ms, int64_t now)
+{
+    struct sched_job_spec spec;
+    struct sched_error err;
+    spec_fill(&spec, id, "lab", tier, "training", gpus, nodes, limit_ms, now);
+    snprintf(spec.gpu_type, sizeof(spec.gpu_type), "%s", type);
+    assert_int_equal(sched_job_submit(s, &spec, now, &err), 0);
+}
+
 /* Four H100 nodes each running a 6-GPU job (1 h on n1 and n2, 2 h on n3 and n4), two A100
  * nodes each running one (1 h); two normal gangs of 2 x 8 H100 GPUs wait with reservations
  * (at the 1-hour jobs' end and at the 2-hour jobs'). */
@@ -128,22 +139,14 @@ static struct sched *two_gangs_reserved(int64_t *res10, int64_t *res11)
     for (int i = 0; i < 6; i++)
         add_node(s, names[i], types[i], 8);
     add_project(s, "lab", "critical", 0, -1);
-    struct sched_job_spec spec;
-    struct sched_error err;
-    for (uint64_t id = 1; id <= 6; id++) {
-        spec_fill(&spec, id, "lab", "normal", "training", 6, 1, hours[id - 1] * HOUR, T0);
-        snprintf(spec.gpu_type, sizeof(spec.gpu_type), "%s", types[id - 1]);
-        assert_int_equal(sched_job_submit(s, &spec, T0, &err), 0);
-    }
+    for (uint64_t id = 1; id <= 6; id++)
+        submit_typed(s, id, "normal", types[id - 1], 6, 1, hours[id - 1] * HOUR, T0);
     struct cyc c = cycle(s, T0 + 1);
     assert_int_equal(count_dec(c, SCHED_D_START), 6);
     for (uint64_t id = 1; id <= 6; id++)
         run(s, id, T0 + 1);
-    for (uint64_t id = 10; id <= 11; id++) {
-        spec_fill(&spec, id, "lab", "normal", "training", 8, 2, 5 * HOUR, T0 + 10);
-        snprintf(spec.gpu_type, sizeof(spec.gpu_type), "H100");
-        assert_int_equal(sched_job_submit(s, &spec, T0 + 10, &err), 0);
-    }
+    for (uint64_t id = 10; id <= 11; id++)
+        submit_typed(s, id, "normal", "H100", 8, 2, 5 * HOUR, T0 + 10);
     c = cycle(s, T0 + 11);
     assert_int_equal(count_dec(c, SCHED_D_START), 0);
     struct sched_job_view v;
@@ -165,11 +168,8 @@ static void test_lower_reservations_given_back_when_untouched(void **state)
     (void)state;
     int64_t r10, r11;
     struct sched *s = two_gangs_reserved(&r10, &r11);
-    struct sched_job_spec spec;
     struct sched_error err;
-    spec_fill(&spec, 20, "lab", "critical", "training", 8, 2, HOUR, T0 + 20);
-    snprintf(spec.gpu_type, sizeof(spec.gpu_type), "A100");
-    assert_int_equal(sched_job_submit(s, &spec, T0 + 20, &err), 0);
+    submit_typed(s, 20, "critical", "A100", 8, 2, HOUR, T0 + 20);
     struct sched_cycle_stats st;
     size_t n;
     (void)sched_cycle(s, T0 + 21, SCHED_CYCLE_INCREMENTAL, &n, &st);
@@ -192,11 +192,8 @@ static void test_lower_reservation_searched_again_when_taken(void **state)
     int64_t r10, r11;
     struct sched *s = two_gangs_reserved(&r10, &r11);
     /* an H100 gang that ranks above both: job 10's room at the 1-hour jobs' end is its */
-    struct sched_job_spec spec;
     struct sched_error err;
-    spec_fill(&spec, 20, "lab", "critical", "training", 8, 2, HOUR, T0 + 20);
-    snprintf(spec.gpu_type, sizeof(spec.gpu_type), "H100");
-    assert_int_equal(sched_job_submit(s, &spec, T0 + 20, &err), 0);
+    submit_typed(s, 20, "critical", "H100", 8, 2, HOUR, T0 + 20);
     struct sched_cycle_stats st;
     size_t n;
     (void)sched_cycle(s, T0 + 21, SCHED_CYCLE_INCREMENTAL, &n, &st);
