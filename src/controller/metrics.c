@@ -17,7 +17,7 @@
 #include "util/str.h"
 #include "util/xalloc.h"
 
-#define METRICS_SLICE_NODES 1000 /* per-node lines a loop turn: about 1.5 ms */
+#define METRICS_SLICE_NODES 1000 /* nodes of one family a slice (a slice a loop turn) */
 
 void ctl_hist_observe(struct ctl_hist *h, double v)
 {
