@@ -773,8 +773,8 @@ static void run_seed(uint64_t seed, enum twin_mode twin)
         /* as a controller does: a cycle after events or when the core's wakeup is due, and
            none otherwise, so a rule that comes true with time alone and has no wakeup is
            seen late (P2, P4). In every third seed a cycle also follows at random times
-           without any event of its own (an unrelated event, to the core: a proof that some
-           state is quiet must hold until it is not, whenever the next cycle comes) */
+           without any event of its own (an unrelated event, to the core: what a memo proved
+           must hold whenever the next cycle comes) */
         if (events || wake <= w->now || idle_cycle(w))
             run_cycle(w);
         else
