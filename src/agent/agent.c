@@ -130,6 +130,7 @@ static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
             if (j->ours && j->sup_pid == p && !j->exited)
                 ag_job_finished(a, j);
     }
+    ag_retry_deferred(a); /* a job that ended may have freed a waiting start's GPUs */
     ag_post_next(a);
 }
 
@@ -268,6 +269,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
                 j->st = st;
         }
     }
+    if (a->deferred) /* an adopted job may have ended, or a waiting start's time is up */
+        ag_retry_deferred(a);
     if (a->cfg.health_check[0]) {
         if (a->health_pid && now - a->health_started > a->cfg.health_interval_ms) {
             kill(a->health_pid, SIGKILL); /* a check that hangs fails */
@@ -502,6 +505,7 @@ void agent_destroy(struct agent *a)
     sup_spare_drop(&a->spare); /* it removes its group and exits */
     while (a->jobs)
         ag_job_remove(a, a->jobs);
+    ag_deferred_free(a);
     while (a->done_head) {
         struct doneq *d = a->done_head;
         a->done_head = d->next;

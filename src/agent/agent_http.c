@@ -336,8 +336,15 @@ void ag_heartbeat(struct agent *a)
     size_t n = 0;
     for (struct ajob *j = a->jobs; j; j = j->next)
         n++;
+    for (struct deferred_start *d = a->deferred; d; d = d->next)
+        n++;
     struct agent_job_status *js = xcalloc(n ? n : 1, sizeof *js);
     size_t k = 0;
+    for (struct deferred_start *d = a->deferred; d; d = d->next) {
+        js[k].id = d->cmd.job_id; /* known here, waiting for its GPUs: never lost */
+        js[k].state = "starting";
+        k++;
+    }
     for (struct ajob *j = a->jobs; j; j = j->next) {
         if (j->exit_acked)
             continue; /* the controller has its end; only its output is left to ship */

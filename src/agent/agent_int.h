@@ -53,8 +53,20 @@ struct ajob {
     int gpus[AGENT_MAX_GPUS]; /* held until the supervisor reports the reclaim */
     int ngpus;
     int64_t ended_mono;
+    bool stop_sent; /* a stop (signal or kill) reached its supervisor */
     struct ajob *next;
 };
+
+/* A start command whose GPUs are still held by a job told to stop: when the first node of
+ * a job of several nodes ends, the controller frees the whole allocation and kills the
+ * other ranks, and may give their GPUs out before those ranks are reclaimed here. The
+ * start waits (AG_START_DEFER_MS at most) for the holder's reclaim rather than fail. */
+struct deferred_start {
+    struct agent_cmd cmd; /* own reference to cmd.job */
+    int64_t deadline;     /* monotonic: launch or fail by then */
+    struct deferred_start *next;
+};
+#define AG_START_DEFER_MS 30000
 
 /* Reported jobs whose directory is removed after a while (their logs serve a requeue). */
 struct doneq {
@@ -91,7 +103,8 @@ struct agent {
     int ack_fd;
     int64_t backoff_ms, post_backoff_until;
     int post_failures, hb_failures;
-    struct ajob *jobs; /* live jobs and ended ones not yet acknowledged */
+    struct ajob *jobs;               /* live jobs and ended ones not yet acknowledged */
+    struct deferred_start *deferred; /* starts waiting for their GPUs, in order */
     struct doneq *done_head, **done_tail;
     struct sup_spare spare; /* v1: the next job's supervisor, ready in its group */
     int64_t spare_next;     /* earliest time to make another after a failure */
@@ -132,6 +145,10 @@ void ag_kick_spare(struct agent *a);
 void ag_spare_cb(evutil_socket_t fd, short what, void *arg);
 void ag_apply_start(struct agent *a, const struct agent_cmd *c);
 void ag_apply_stop(struct agent *a, const struct agent_cmd *c);
+/* Launch (or fail) the deferred starts whose GPUs are free or whose time is up. */
+void ag_retry_deferred(struct agent *a);
+bool ag_is_deferred(const struct agent *a, uint64_t id);
+void ag_deferred_free(struct agent *a);
 void ag_retire(struct agent *a, struct ajob *j);
 void ag_adopt(struct agent *a, uint64_t id, const char *dir);
 void ag_sweep_spares(struct agent *a);

@@ -225,9 +225,9 @@ void ag_spare_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Never double-book a GPU: each index must exist here and belong to no live job (a job
- * whose reclaim has not finished still holds its GPUs). */
+ * whose reclaim has not finished still holds its GPUs; -EBUSY names it in *holder). */
 static int gpus_check(struct agent *a, const struct agent_job *spec, const struct ajob *self,
-                      char *err, size_t errlen)
+                      struct ajob **holder, char *err, size_t errlen)
 {
     for (int i = 0; i < spec->ngpus; i++) {
         int g = spec->gpus[i];
@@ -243,6 +243,7 @@ static int gpus_check(struct agent *a, const struct agent_job *spec, const struc
                 if (o->gpus[k] == g) {
                     snprintf(err, errlen, "GPU %d is still in use by job %llu", g,
                              (unsigned long long)o->id);
+                    *holder = o;
                     return -EBUSY;
                 }
         }
@@ -250,10 +251,85 @@ static int gpus_check(struct agent *a, const struct agent_job *spec, const struc
     return 0;
 }
 
+static void defer_start(struct agent *a, const struct agent_cmd *c, int64_t deadline)
+{
+    struct deferred_start *d = xcalloc(1, sizeof *d), **p = &a->deferred;
+    d->cmd = *c;
+    json_incref(d->cmd.job);
+    d->deadline = deadline;
+    while (*p)
+        p = &(*p)->next;
+    *p = d;
+}
+
+bool ag_is_deferred(const struct agent *a, uint64_t id)
+{
+    for (const struct deferred_start *d = a->deferred; d; d = d->next)
+        if (d->cmd.job_id == id)
+            return true;
+    return false;
+}
+
+static void deferred_drop(struct deferred_start *d)
+{
+    json_decref(d->cmd.job);
+    free(d);
+}
+
+void ag_deferred_free(struct agent *a)
+{
+    while (a->deferred) {
+        struct deferred_start *d = a->deferred;
+        a->deferred = d->next;
+        deferred_drop(d);
+    }
+}
+
+/* The run a start command's job goes under (its output and events), 0 when not given. */
+static int cmd_run(const struct agent_cmd *c)
+{
+    json_t *run = json_object_get(c->job, "run");
+    return json_is_integer(run) && json_integer_value(run) > 0 &&
+                   json_integer_value(run) <= INT32_MAX
+               ? (int)json_integer_value(run)
+               : 0;
+}
+
+/* A start refused before any process: its exit (launch_failed, with why) is reported. */
+static void start_refused(struct ajob *j, const char *why)
+{
+    j->exited = true;
+    j->st.reclaim_ok = true;
+    j->st.exit_kind = AGENT_EXIT_LAUNCH_FAILED;
+    str_copy(j->st.message, sizeof j->st.message, why);
+}
+
+static void start_job(struct agent *a, const struct agent_cmd *c, int64_t defer_until);
+
 void ag_apply_start(struct agent *a, const struct agent_cmd *c)
 {
+    start_job(a, c, clock_mono_ms() + AG_START_DEFER_MS);
+}
+
+void ag_retry_deferred(struct agent *a)
+{
+    struct deferred_start *list = a->deferred;
+    a->deferred = NULL; /* each one goes back at the end if it must wait on */
+    while (list) {
+        struct deferred_start *d = list;
+        list = d->next;
+        start_job(a, &d->cmd, d->deadline);
+        deferred_drop(d);
+    }
+}
+
+/* Launch the job of start command c. Its GPUs may still be held by a job told to stop:
+ * then it waits (until defer_until, monotonic) among the deferred starts. */
+static void start_job(struct agent *a, const struct agent_cmd *c, int64_t defer_until)
+{
     struct ajob *j = ag_job_find(a, c->job_id);
-    if ((j && !j->exited) || sup_start_seq(&a->sup, c->job_id) >= c->seq)
+    if ((j && !j->exited) || sup_start_seq(&a->sup, c->job_id) >= c->seq ||
+        ag_is_deferred(a, c->job_id))
         return; /* running, or this very command already launched it: never twice */
     if (j)
         ag_job_remove(a, j); /* an earlier run's report is out of the way: a requeue */
@@ -261,11 +337,7 @@ void ag_apply_start(struct agent *a, const struct agent_cmd *c)
     struct agent_msg_error e = {"", ""};
     j = job_add(a, c->job_id);
     /* the run the job's output and events go under, even when the rest is refused */
-    json_t *run = json_object_get(c->job, "run");
-    j->run =
-        json_is_integer(run) && json_integer_value(run) > 0 && json_integer_value(run) <= INT32_MAX
-            ? (int)json_integer_value(run)
-            : 0;
+    j->run = cmd_run(c);
     if (agent_job_parse(c->job, &spec, &e) < 0) {
         log_error("bad_start_command", "job=%llu field=%s message=\"%s\"",
                   (unsigned long long)c->job_id, e.field, e.message);
@@ -277,13 +349,21 @@ void ag_apply_start(struct agent *a, const struct agent_cmd *c)
         return;
     }
     char err[512] = "";
-    if (gpus_check(a, &spec, j, err, sizeof err) < 0) {
+    struct ajob *holder = NULL;
+    int rc = gpus_check(a, &spec, j, &holder, err, sizeof err);
+    if (rc == -EBUSY && holder->stop_sent && clock_mono_ms() < defer_until) {
+        agent_job_release(&spec);
+        if (!ag_is_deferred(a, c->job_id))
+            log_info("launch_deferred", "job=%llu message=\"%s\"", (unsigned long long)c->job_id,
+                     err);
+        ag_job_remove(a, j);
+        defer_start(a, c, defer_until);
+        return;
+    }
+    if (rc < 0) {
         agent_job_release(&spec);
         log_error("launch_refused", "job=%llu message=\"%s\"", (unsigned long long)c->job_id, err);
-        j->exited = true;
-        j->st.reclaim_ok = true;
-        j->st.exit_kind = AGENT_EXIT_LAUNCH_FAILED;
-        str_copy(j->st.message, sizeof j->st.message, err);
+        start_refused(j, err);
         return;
     }
     memcpy(j->gpus, spec.gpus, sizeof j->gpus);
@@ -291,7 +371,7 @@ void ag_apply_start(struct agent *a, const struct agent_cmd *c)
     /* a multi-node job's output is its rank 0's: the other ranks keep theirs here */
     if (spec.node_rank > 0)
         j->final_sent[0] = j->final_sent[1] = true;
-    int rc = sup_spare_launch(&a->sup, &a->spare, &spec, c->seq, &j->sup_pid, err, sizeof err);
+    rc = sup_spare_launch(&a->sup, &a->spare, &spec, c->seq, &j->sup_pid, err, sizeof err);
     if (rc == 0)
         ag_kick_spare(a);
     else
@@ -299,10 +379,7 @@ void ag_apply_start(struct agent *a, const struct agent_cmd *c)
     agent_job_release(&spec);
     if (rc < 0) {
         log_error("launch_failed", "job=%llu message=\"%s\"", (unsigned long long)c->job_id, err);
-        j->exited = true;
-        j->st.reclaim_ok = true;
-        j->st.exit_kind = AGENT_EXIT_LAUNCH_FAILED;
-        str_copy(j->st.message, sizeof j->st.message, err);
+        start_refused(j, err);
         return;
     }
     j->ours = true;
@@ -312,8 +389,31 @@ void ag_apply_start(struct agent *a, const struct agent_cmd *c)
     event_started(a, j);
 }
 
+/* A stop for a start still waiting: it never launches, and ends as refused. */
+static bool stop_deferred(struct agent *a, uint64_t id)
+{
+    for (struct deferred_start **p = &a->deferred; *p; p = &(*p)->next) {
+        struct deferred_start *d = *p;
+        if (d->cmd.job_id != id)
+            continue;
+        *p = d->next;
+        struct ajob *old = ag_job_find(a, id);
+        if (old)
+            ag_job_remove(a, old); /* an earlier run's report */
+        struct ajob *j = job_add(a, id);
+        j->run = cmd_run(&d->cmd);
+        start_refused(j, "stopped before its launch (its GPUs were still being freed)");
+        log_info("launch_dropped", "job=%llu", (unsigned long long)id);
+        deferred_drop(d);
+        return true;
+    }
+    return false;
+}
+
 void ag_apply_stop(struct agent *a, const struct agent_cmd *c)
 {
+    if (stop_deferred(a, c->job_id))
+        return;
     struct ajob *j = ag_job_find(a, c->job_id);
     if (!j || j->exited)
         return; /* ended already: its exited event tells the controller */
@@ -323,6 +423,8 @@ void ag_apply_stop(struct agent *a, const struct agent_cmd *c)
     else
         snprintf(cmd, sizeof cmd, "kill");
     int rc = sup_command(&a->sup, j->id, j->sup_pid, j->sup_start, c->seq, cmd);
+    if (rc == 0)
+        j->stop_sent = true;
     if (rc == 0 && c->type == AGENT_CMD_SIGNAL)
         str_copy(j->st.state, sizeof j->st.state, "stopping");
     log_info("job_command", "job=%llu command=\"%s\" rc=%d", (unsigned long long)j->id, cmd, rc);

@@ -390,6 +390,23 @@ static int start(struct ctl *c)
     return ctl_loop_start(c);
 }
 
+/*
+ * A base whose clock is the precise monotonic one. Without the flag libevent reads
+ * CLOCK_MONOTONIC_COARSE, which moves once a tick (4 ms here): timers fire up to a tick
+ * late, and every loop turn that polls within one tick sees the same cached time, so
+ * turns.c, which tells turns apart by that time, would count two or more turns as one.
+ */
+static struct event_base *new_event_base(void)
+{
+    struct event_config *cfg = event_config_new();
+    if (!cfg)
+        return NULL;
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+    struct event_base *base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    return base;
+}
+
 int main(int argc, char **argv)
 {
     static struct ctl ctl;
@@ -409,7 +426,7 @@ int main(int argc, char **argv)
     c->metrics.turn = (struct ctl_hist){turn_bounds, 10, {0}, 0, 0};
     ctl_turns_init(c);
     c->start_mono_ms = clock_mono_ms();
-    c->base = event_base_new();
+    c->base = new_event_base();
     if (!c->base || prepare_dirs(c) < 0)
         return 1;
     int rc = start(c);

@@ -3,10 +3,11 @@
  * 50 ms"). A turn is one pass of libevent's loop: one return of epoll_wait, then every
  * callback that became active. libevent caches the time at which the poll returned
  * (event_base_gettimeofday_cached), so a callback knows which turn it runs in: when that
- * time changes, the previous turn has ended. Each of docketd's callbacks is timed by
- * kind (heartbeats, agent events, other requests, the cycle, the commit, the sync's
- * release of replies, array and list slices, timers, heartbeats put off to a later turn)
- * with how many ran.
+ * time changes, the previous turn has ended (main.c gives the base the precise clock: on
+ * the coarse one, turns within one 4 ms tick share a time and would be counted as one). Each of
+ * docketd's callbacks is timed by kind (heartbeats, agent events, other requests, the cycle, the
+ * commit, the sync's release of replies, array and list slices, timers, heartbeats put off to a
+ * later turn) with how many ran.
  *
  * Always on: docket_loop_turn_seconds, the span of each turn from the poll's return to
  * the end of its last callback of ours (what libevent does after that, writing replies to

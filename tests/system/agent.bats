@@ -114,6 +114,7 @@ teardown_file() {
     kill_pidfile "$T/agent-h.pid"
     kill_pidfile "$T/agent-c.pid"
     kill_pidfile "$T/agent-r.pid"
+    for n in ga1 gb1 ga2 gb2; do kill_pidfile "$T/agent-$n.pid"; done
     kill_pidfile "$T/ctl.pid"
     # supervisors outlive their agent by design: end them (and their jobs) by pid
     for f in "$T"/agent-*/jobs/*/state.json; do
@@ -123,12 +124,13 @@ teardown_file() {
     done
     # a spare removes its own group once its agent is gone: give it a moment
     wait_for 10 bash -c "! compgen -G '/sys/fs/cgroup/freezer/docket/$PREFIX-*/spare_*' >/dev/null" || true
-    for n in a b h c r; do
+    for n in a b h c r ga1 gb1 ga2 gb2; do
         for c in memory cpu cpuacct pids freezer devices blkio; do
             d=/sys/fs/cgroup/$c/docket/$PREFIX-$n
             [[ -d $d ]] || continue
             for g in "$d"/job_*; do
                 [[ -d $g ]] || continue
+                [[ -f $g/inner/freezer.state ]] && echo THAWED >"$g/inner/freezer.state"
                 [[ -d $g/inner ]] && { umount -l "$g/inner" 2>/dev/null; rmdir "$g/inner"; }
                 xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
                 rmdir "$g" 2>/dev/null
@@ -417,4 +419,72 @@ YAML
     grep -q "event=reclaim_failed job=$id" "$T/agent-r.log"
     capi POST "/v1/nodes/$PREFIX-r/drain" -d '{"reason": "test over"}' >/dev/null
     kill_pidfile "$T/agent-r.pid"
+}
+
+# gang_on_pinned_gb N: nodes gaN and gbN of their own (root jobs allowed) and a 2-node job on
+# them (gang) whose rank on gb leaves a process in a frozen sub-group of its freezer group,
+# which SIGKILL cannot end until it is thawed (thaw): gb's reclaim of it takes as long as
+# the test wants. A job w for gb's 8 GPUs waits behind it; then the rank on ga ends it.
+# The controller gives gb's GPUs to w at once (it frees the whole allocation when the
+# first node ends and kills the other ranks): gb must hold w's start until the reclaim.
+gang_on_pinned_gb() {
+    local n
+    GA=ga$1 GB=gb$1
+    for n in $GA $GB; do
+        "$B/src/agent/docket-node" --controller "http://127.0.0.1:$PORT" --join-token "$JOIN" \
+            --name "$PREFIX-$n" --gpus 8xH100-80GB --label zone=$n --label pair=g --allow-root-jobs \
+            --state-dir "$T/agent-$n" --log-file "$T/agent-$n.log" 2>>"$T/agent-$n.err" &
+        echo $! >"$T/agent-$n.pid"
+    done
+    wait_for 20 node_up "$PREFIX-$GA"
+    wait_for 20 node_up "$PREFIX-$GB"
+    rm -f "$T/pinned" "$T/go"
+    local inner_of="/sys/fs/cgroup/freezer/docket/$PREFIX-$GB/job_\$DOCKET_JOB_ID/inner"
+    gang=$(submit "$(jq -c -n --arg gb "$PREFIX-$GB" --arg inner "$inner_of" --arg t "$T" \
+        '{user: "root", gpus: 8, nodes: 2, selectors: {pair: "g"}, command: ["sh", "-c",
+          ("if [ \"$DOCKET_NODE\" = " + $gb + " ]; then mkdir " + $inner + " && sleep 1000 & " +
+           "p=$!; sleep 0.1; echo $p > " + $inner + "/cgroup.procs && echo FROZEN > " + $inner +
+           "/freezer.state && touch " + $t + "/pinned; exec sleep 1000; fi; " +
+           "while [ ! -e " + $t + "/go ]; do sleep 0.05; done")]}')")
+    wait_for 30 test -e "$T/pinned"
+    inner=/sys/fs/cgroup/freezer/docket/$PREFIX-$GB/job_$gang/inner
+    w=$(submit '{"gpus": 8, "selectors": {"zone": "'"$GB"'"}, "command": ["sh", "-c", "echo ran"]}')
+    wait_for 10 state_is "$w" PENDING || { thaw; false; }
+    touch "$T/go"
+    wait_for 30 state_is "$gang" COMPLETED || { thaw; false; }
+    wait_for 20 grep -q "event=launch_deferred job=$w" "$T/agent-$GB.log" || { thaw; false; }
+}
+
+thaw() { echo THAWED >"$inner/freezer.state" 2>/dev/null || true; }
+
+gang_nodes_stop() {
+    local n
+    for n in $GA $GB; do
+        capi POST "/v1/nodes/$PREFIX-$n/drain" -d '{"reason": "test over"}' >/dev/null
+        kill_pidfile "$T/agent-$n.pid"
+    done
+}
+
+@test "a gang's other rank still being reclaimed: a start given its GPUs waits for them, then runs" {
+    gang_on_pinned_gb 1
+    sleep 0.5
+    state_is "$w" STARTING || { thaw; state "$w"; false; }
+    thaw # the frozen process dies of its SIGKILL, the reclaim ends, w launches
+    wait_for 30 state_is "$w" COMPLETED FAILED
+    job "$w" | jq -e '.job.state == "COMPLETED" and .job.exit.code == 0' >/dev/null
+    [[ $(logs "$w") == ran ]]
+    ! grep -q "still in use" "$T/agent-$GB.log"
+    gang_nodes_stop
+}
+
+@test "a start waiting for its GPUs and cancelled meanwhile never launches: CANCELLED" {
+    gang_on_pinned_gb 2
+    capi POST "/v1/jobs/$w/cancel" >/dev/null
+    wait_for 10 state_is "$w" CANCELLED || { thaw; state "$w"; false; }
+    grep -q "event=launch_dropped job=$w" "$T/agent-$GB.log" || { thaw; false; }
+    thaw
+    wait_for 20 bash -c "[[ ! -d /sys/fs/cgroup/freezer/docket/$PREFIX-$GB/job_$gang ]]"
+    sleep 0.3
+    ! grep -q "event=job_started job=$w" "$T/agent-$GB.log"
+    gang_nodes_stop
 }
