@@ -36,7 +36,7 @@ SAME_FLOOR = {
     "avail.c": ["model.c", "changes.c"],
     "victims.c": ["model.c", "changes.c", "deadlines.c"],
     "queue.c": ["model.c", "deadlines.c", "shapes.c", "victims.c"],
-    "claims.c": ["model.c", "avail.c"],
+    "claims.c": ["model.c", "avail.c", "changes.c"],
     "lifecycle.c": ["model.c", "group.c", "deadlines.c", "shapes.c", "nodes.c", "avail.c",
                     "victims.c", "queue.c", "claims.c"],
     "memo.c": ["preempt.c"],

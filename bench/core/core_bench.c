@@ -220,11 +220,12 @@ static void print_result(const struct result *r)
            r->name, r->pending, r->nodes, r->reps, r->median_ms, r->max_ms, r->started,
            r->bytes_per_job, r->rss_mb);
     const struct sched_cycle_stats *st = &r->last;
-    printf("%-16s last cycle: starving served %d, considered %d, skipped: project limit %d, "
-           "shape without capacity %d, shape held off by claims %d; not reached %d; "
-           "preempted %d, reservations %d\n",
-           "", st->starving_served, st->considered, st->skipped_limit, st->skipped_nofit,
-           st->skipped_claimed, st->not_reached, st->preempted, st->reservations);
+    printf("%-16s last cycle: starving served %d (passed by as quiet %d), considered %d, skipped: "
+           "project limit %d, shape without capacity %d, shape held off by claims %d; not reached "
+           "%d; preempted %d, reservations %d\n",
+           "", st->starving_served, st->starving_quiet, st->considered, st->skipped_limit,
+           st->skipped_nofit, st->skipped_claimed, st->not_reached, st->preempted,
+           st->reservations);
     printf("%-16s preemption searches: %d over every node, %d over %d changed nodes only, "
            "%d skipped by an unchanged memo; reservation searches: %ld nodes pruned\n",
            "", st->preempt_full, st->preempt_rechecks, st->preempt_recheck_nodes,
@@ -373,9 +374,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10) | 1;
         else {
-            fprintf(stderr,
-                    "usage: core_bench [--quick] [--seed N] [--reps N] [--case full|full_refresh|job_end|"
-                    "job_end_preempt|starving_refresh|submit|scale_jobs|scale_nodes]\n");
+            fprintf(stderr, "usage: core_bench [--quick] [--seed N] [--reps N] [--case "
+                            "full|full_refresh|job_end|"
+                            "job_end_preempt|starving_refresh|submit|scale_jobs|scale_nodes]\n");
             return 2;
         }
     }

@@ -35,6 +35,12 @@ void node_profile_touch(struct sched *s, struct node *n)
     node_changed(s, n);
 }
 
+void node_claims_touch(struct sched *s, struct node *n)
+{
+    n->prof_dirty = true;
+    node_change_log(s, n); /* counted by claims_will_change() */
+}
+
 void node_holders_touch(struct sched *s, struct node *n)
 {
     n->rel_dirty = true; /* the release list, and the profile built on it */

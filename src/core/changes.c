@@ -33,7 +33,20 @@ static int push_u32(uint32_t **arr, size_t *n, size_t *cap, uint32_t v)
     return 0;
 }
 
+void changes_count(struct sched *s, const struct node *n)
+{
+    s->node_changes++;
+    for (uint64_t m = node_selsets(s, n); m; m &= m - 1)
+        s->sel_changes[__builtin_ctzll(m)]++;
+}
+
 void node_changed(struct sched *s, struct node *n)
+{
+    changes_count(s, n);
+    node_change_log(s, n);
+}
+
+void node_change_log(struct sched *s, struct node *n)
 {
     uint32_t idx = (uint32_t)(n - s->nodes);
     if (!n->shadow_dirty && push_u32(&s->shdirty, &s->nshdirty, &s->shdirty_cap, idx) == 0)
@@ -42,6 +55,7 @@ void node_changed(struct sched *s, struct node *n)
         return; /* already logged after the last memo */
     if (push_u32(&s->chlog, &s->nchlog, &s->chlog_cap, idx) < 0) {
         s->memo_epoch++; /* could not log it: no memo may trust the log */
+        s->log_resets++; /* (counted all the same for the quiet starving jobs) */
         return;
     }
     n->logged_at = s->nchlog;
@@ -162,6 +176,7 @@ static void changes_compact(struct sched *s)
     if (s->nchlog < cap && s->nshlog < cap)
         return;
     s->memo_epoch++;
+    s->log_resets++;
     s->nchlog = s->chlog_mark = 0;
     s->nshlog = 0;
     for (size_t i = 0; i < s->nnodes; i++)
@@ -187,9 +202,10 @@ void changes_advance(struct sched *s, int64_t now)
         if (e.gen != s->nodes[e.node].shadow_gen)
             continue; /* from a schedule the node has since replaced */
         if (grow((void **)&s->shlog, &s->shlog_cap, s->nshlog + 1, sizeof(*s->shlog)) < 0)
-            s->memo_epoch++;
+            s->memo_epoch++, s->log_resets++;
         else
             s->shlog[s->nshlog++] = e;
+        changes_count(s, &s->nodes[e.node]); /* a preemption may succeed there now */
         /* one entry per node and advance is enough: a memo's time is always the time of
            some advance, so none lies inside (done, now] */
         schedule_node(s, e.node, now);

@@ -323,6 +323,27 @@ out:
 
 /* Every pending job is in the queue exactly once; shape counts match; a job the last walk
  * looked at has a reason. */
+/* One entry per slot; an entry proven quiet whose slot has not changed since is for the
+ * job there, still pending and starving, of the shape and project it names. */
+static int check_starving_entry(const struct sched *s, const struct starving_entry *e,
+                                uint8_t *listed, struct sched_error *err)
+{
+    if (e->slot >= s->jobs_cap)
+        return err_set(err, -EFAULT, "", "a starving entry names slot %u of %zu", e->slot,
+                       s->jobs_cap);
+    if (listed[e->slot]++)
+        return err_set(err, -EFAULT, "", "slot %u is twice on the starving list", e->slot);
+    const struct job *j = &s->jobs[e->slot];
+    if (e->id && !slot_bit(s->changed_bits, e->slot) &&
+        (j->id != e->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING) ||
+         j->shape != e->shape || j->project != e->project))
+        return err_set(err, -EFAULT, "",
+                       "the quiet proof of job %llu stands, but its slot holds job %llu (%s)",
+                       (unsigned long long)e->id, (unsigned long long)j->id,
+                       sched_job_state_name(j->state));
+    return 0;
+}
+
 static int check_queue(const struct sched *s, struct sched_error *err)
 {
     size_t *shape_pending = calloc(s->nshapes ? s->nshapes : 1, sizeof(*shape_pending));
@@ -333,9 +354,12 @@ static int check_queue(const struct sched *s, struct sched_error *err)
         rc = err_set(err, -ENOMEM, "", "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < s->nstarving; i++)
-        if (s->starving[i] < s->jobs_cap)
-            starving[s->starving[i]] = 1;
+    for (size_t i = 0; i < s->nstarving && rc == 0; i++)
+        rc = check_starving_entry(s, &s->starving[i], starving, err);
+    for (size_t slot = 0; slot < s->jobs_cap && rc == 0; slot++)
+        if (slot_bit(s->listed_bits, (uint32_t)slot) != (starving[slot] != 0))
+            rc = err_set(err, -EFAULT, "", "slot %zu: its listed bit says %d, the list %d", slot,
+                         slot_bit(s->listed_bits, (uint32_t)slot), starving[slot] != 0);
     const struct order_entry *lists[2] = {s->order, s->order_new};
     size_t counts[2] = {s->norder, s->nnew};
     for (int l = 0; l < 2 && rc == 0; l++)
@@ -364,7 +388,7 @@ static int check_queue(const struct sched *s, struct sched_error *err)
             rc = err_set(err, -EFAULT, "", "job %llu has no shape", (unsigned long long)j->id);
         else
             shape_pending[j->shape]++;
-        if (j->reason_cycle == (uint32_t)s->cycle && j->reason == SCHED_R_NONE)
+        if (job_walked(s, (uint32_t)slot) && j->reason == SCHED_R_NONE)
             rc = err_set(err, -EFAULT, "", "pending job %llu was walked and has no reason",
                          (unsigned long long)j->id);
         if ((j->flags & JF_STARVING) && !starving[slot])
@@ -582,5 +606,8 @@ int sched_check(const struct sched *s, struct sched_error *err)
     if (rc == 0 && s->gate_wrong)
         FAIL("the victim gate skipped job %llu although its search finds victims",
              (unsigned long long)s->gate_wrong);
+    if (rc == 0 && s->quiet_wrong)
+        FAIL("starving job %llu was proven quiet but serving it changed something",
+             (unsigned long long)s->quiet_wrong);
     return rc;
 }

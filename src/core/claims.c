@@ -176,8 +176,9 @@ static int add_claim(struct sched *s, struct node *n, const struct claim *c)
     if (grow((void **)&n->claims, &cap, (size_t)n->nclaims + 1, sizeof(*n->claims)) < 0)
         return -ENOMEM;
     n->claims_cap = (int)cap;
+    claims_will_change(s, n);
     n->claims[n->nclaims++] = *c;
-    node_profile_touch(s, n);
+    node_claims_touch(s, n);
     return 0;
 }
 
@@ -221,6 +222,109 @@ uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t 
     return r;
 }
 
+void reservation_make_sticky(struct sched *s, uint32_t r)
+{
+    struct reservation *res = &s->res[r];
+    for (int i = 0; i < res->nnodes; i++)
+        claims_will_change(s, &s->nodes[res->nodes[i]]);
+    res->starving = true;
+    s->res_active--;
+    for (int i = 0; i < res->nnodes; i++)
+        node_claims_touch(s, &s->nodes[res->nodes[i]]); /* its claims bind everyone now */
+}
+
+/* ---- claims changed and changed back (struct starving_entry, struct claim_snap) */
+
+static struct claim_snap claim_snap_of(const struct sched *s, const struct claim *c)
+{
+    const struct reservation *r = &s->res[c->res];
+    return (struct claim_snap){r->job_id, c->start,  c->end, r->made_ms,    c->gpus,
+                               c->cpus,   c->mem_mb, c->res, r->preempting, r->starving};
+}
+
+/* Keep n's claims as they are (false: out of memory). */
+static bool claims_snapshot(struct sched *s, struct node *n)
+{
+    size_t cap = (size_t)n->snap_cap;
+    if (grow((void **)&n->snap, &cap, (size_t)n->nclaims + 1, sizeof(*n->snap)) < 0)
+        return false;
+    n->snap_cap = (int)cap;
+    for (int i = 0; i < n->nclaims; i++)
+        n->snap[i] = claim_snap_of(s, &n->claims[i]);
+    n->nsnap = n->nclaims;
+    return true;
+}
+
+void claims_will_change(struct sched *s, struct node *n)
+{
+    if (n->claims_pending)
+        return; /* kept at its first change since the last walk */
+    if (s->quiet_walk) {
+        changes_count(s, n);
+        return;
+    }
+    uint32_t idx = (uint32_t)(n - s->nodes);
+    if (!claims_snapshot(s, n) || grow((void **)&s->claims_moved, &s->claims_moved_cap,
+                                       s->nclaims_moved + 1, sizeof(*s->claims_moved)) < 0) {
+        changes_count(s, n); /* no copy to compare with: a change */
+        return;
+    }
+    s->claims_moved[s->nclaims_moved++] = idx;
+    n->claims_pending = true;
+}
+
+/* Would every question about the claims be answered the same: a made_ms matters only
+ * through a job there told to stop in between (claim_counted). */
+static bool made_same(const struct sched *s, const struct node *n, int64_t a, int64_t b)
+{
+    for (uint32_t k = 0; a != b && k < n->jobs.n; k++) {
+        int64_t stop = s->jobs[n->jobs.v[k]].stop_ms;
+        if ((stop <= a) != (stop <= b))
+            return false;
+    }
+    return true;
+}
+
+static bool snap_same(const struct sched *s, const struct node *n, const struct claim_snap *x,
+                      const struct claim_snap *y)
+{
+    if ((x->preempting || y->preempting) &&
+        (x->res != y->res || x->made_ms != y->made_ms || x->preempting != y->preempting))
+        return false; /* its victims are the reservation's own */
+    return x->job_id == y->job_id && x->start == y->start && x->end == y->end &&
+           x->gpus == y->gpus && x->cpus == y->cpus && x->mem_mb == y->mem_mb &&
+           x->starving == y->starving && made_same(s, n, x->made_ms, y->made_ms);
+}
+
+/* Are n's claims what its snapshot holds, as a multiset? */
+static bool claims_unmoved(const struct sched *s, const struct node *n)
+{
+    if (n->nclaims != n->nsnap || n->nclaims > 64)
+        return n->nclaims == 0 && n->nsnap == 0;
+    uint64_t used = 0;
+    for (int i = 0; i < n->nclaims; i++) {
+        struct claim_snap c = claim_snap_of(s, &n->claims[i]);
+        int k = 0;
+        while (k < n->nsnap && ((used >> k & 1) || !snap_same(s, n, &c, &n->snap[k])))
+            k++;
+        if (k == n->nsnap)
+            return false;
+        used |= 1ULL << k;
+    }
+    return true;
+}
+
+void claims_settle(struct sched *s)
+{
+    for (size_t i = 0; i < s->nclaims_moved; i++) {
+        struct node *n = &s->nodes[s->claims_moved[i]];
+        if (!claims_unmoved(s, n))
+            changes_count(s, n);
+        n->claims_pending = false;
+    }
+    s->nclaims_moved = 0;
+}
+
 /* Drop reservation r; its node list is returned, the caller's to free (or NULL when r was
  * not live). */
 static uint32_t *reservation_unlink(struct sched *s, uint32_t r)
@@ -232,13 +336,14 @@ static uint32_t *reservation_unlink(struct sched *s, uint32_t r)
     s->res_drops++;
     for (int i = 0; i < res->nnodes; i++) {
         struct node *n = &s->nodes[res->nodes[i]];
-        node_profile_touch(s, n);
+        claims_will_change(s, n);
         for (int k = 0; k < n->nclaims;) {
             if (n->claims[k].res == r)
                 n->claims[k] = n->claims[--n->nclaims];
             else
                 k++;
         }
+        node_claims_touch(s, n);
     }
     struct job *j = &s->jobs[res->slot];
     if (j->id == res->job_id && j->reservation == r) {

@@ -57,12 +57,17 @@ void sched_destroy(struct sched *s)
             job_free_parts(&s->jobs[i]);
     free(s->jobs);
     free(s->look_bits);
+    free(s->walked_bits);
+    free(s->changed_bits);
+    free(s->listed_bits);
+    free(s->claims_moved);
     u32vec_release(&s->free_slots);
     u64map_release(&s->job_index);
     for (size_t i = 0; i < s->nnodes; i++) {
         free(s->nodes[i].labels);
         free(s->nodes[i].label_ids);
         free(s->nodes[i].claims);
+        free(s->nodes[i].snap);
         free(s->nodes[i].rel);
         free(s->nodes[i].prof);
         u32vec_release(&s->nodes[i].jobs);

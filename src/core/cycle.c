@@ -155,18 +155,23 @@ static bool want_reservation(const struct sched *s, const struct walk *w, const 
     return j->reservation == NONE32 && reservation_slots_open(s, w);
 }
 
-/* Make j a reservation unless one for a job of its shape no longer than it failed in this
- * walk (claims only grow within a walk: it would fail too). */
+/* Make j a reservation unless an ordinary one for a job of its shape no longer than it
+ * failed in this walk (claims only grow within a walk: it would fail too). A starving
+ * job's search neither uses nor leaves that memo: it honours every claim, an ordinary one
+ * only those of jobs that outrank it (and may be given its old room back), so a starving
+ * failure says nothing of an ordinary search. (It did, and so a starving job served or
+ * passed by as quiet changed whether the queue walk's job of its shape reserved.) */
 static bool reserve(struct sched *s, struct walk *w, struct job *j, bool starving)
 {
     struct shape *sh = &s->shapes[j->shape];
-    if (sh->res_fail_cycle == s->cycle && job_duration(j) >= sh->res_fail_dur)
+    bool memo = !starving;
+    if (memo && sh->res_fail_cycle == s->cycle && job_duration(j) >= sh->res_fail_dur)
         return false;
     if (reservation_make(s, j, w->now, starving) == 0) {
         w->st->reservations++;
         return true;
     }
-    if (sh->res_fail_cycle != s->cycle || job_duration(j) < sh->res_fail_dur) {
+    if (memo && (sh->res_fail_cycle != s->cycle || job_duration(j) < sh->res_fail_dur)) {
         sh->res_fail_cycle = s->cycle;
         sh->res_fail_dur = job_duration(j);
     }
@@ -178,13 +183,22 @@ static bool holds_preempting(const struct sched *s, const struct job *j)
     return j->reservation != NONE32 && s->res[j->reservation].preempting;
 }
 
+/* Could a search find victims for a job of the selector set, effective rank, project and
+ * GPUs? false: no search is needed to know there are none. */
+static bool preemption_open(const struct sched *s, uint32_t selset, int rank, uint32_t project,
+                            int gpus)
+{
+    return preemption_possible(s) &&
+           victims_exist_for(s, selset, rank, project_can_reclaim(s, project, gpus));
+}
+
 /* Preempt for j, through the preemption memos (memo.c) in the priority walk. */
 static bool try_preempt(struct sched *s, struct walk *w, struct job *j)
 {
     if (!preemption_possible(s))
         return false;
-    if (!victims_exist_for(s, s->shapes[j->shape].selset, job_eff_rank(s, j),
-                           project_can_reclaim(s, j->project, j->gpus * j->nodes))) {
+    if (!preemption_open(s, s->shapes[j->shape].selset, job_eff_rank(s, j), j->project,
+                         j->gpus * j->nodes)) {
         gate_verify(s, j, w->now);
         return false; /* no search could find a victim: every tier it may take is empty */
     }
@@ -264,7 +278,7 @@ static bool reservation_usable(const struct sched *s, const struct job *j)
  * when the job may not start whatever the load. */
 static bool job_admissible(struct sched *s, struct walk *w, struct job *j)
 {
-    j->reason_cycle = (uint32_t)s->cycle;
+    job_walked_set(s, job_slot(s, j), true);
     if (job_admission(s, j, w->now) != SCHED_R_NONE) {
         give_back_reservation(s, j);
         return false;
@@ -497,18 +511,19 @@ static enum skip entry_skippable(struct sched *s, const struct walk *w, const st
 }
 
 /* A starving job keeps every right of its tier (it may preempt) and gets a sticky
- * reservation when nothing else starts it; with no foreseeable start it says Resources. */
-static void serve_starving(struct sched *s, struct walk *w, struct job *j)
+ * reservation when nothing else starts it; with no foreseeable start it says Resources.
+ * Returns what its placement found (PLACE_NO_CAPACITY when it was not placed). */
+static enum place_result serve_starving(struct sched *s, struct walk *w, struct job *j,
+                                        bool *admitted)
 {
-    if (!job_admissible(s, w, j))
-        return;
+    *admitted = job_admissible(s, w, j);
+    if (!*admitted)
+        return PLACE_NO_CAPACITY;
     /* an ordinary reservation it got before it starved becomes sticky: lower jobs may no
        longer take it away (they did, and re-made it later each cycle) */
     if (j->reservation != NONE32 && !s->res[j->reservation].preempting &&
-        !s->res[j->reservation].starving) {
-        s->res[j->reservation].starving = true;
-        s->res_active--;
-    }
+        !s->res[j->reservation].starving)
+        reservation_make_sticky(s, j->reservation);
     /* it respects every claim there is: its own sticky reservation, made against them,
        is what guarantees its start */
     struct shape *sh = &s->shapes[j->shape];
@@ -519,46 +534,271 @@ static void serve_starving(struct sched *s, struct walk *w, struct job *j)
         shape_nofit(s, NULL, sh); /* the queue walk counts its open shapes itself */
     pr = start_if_room(s, w, j, NULL, pr);
     if (pr == PLACE_OK)
-        return;
+        return pr;
     if (holds_preempting(s, j) || try_preempt(s, w, j)) {
         reason_set(j, SCHED_R_PREEMPTING, s->res[j->reservation].start, 0, 0);
-        return;
+        return pr;
     }
     if (j->reservation == NONE32)
         (void)reserve(s, w, j, true);
     /* no foreseeable start (its nodes run jobs without a limit) still has a reason */
     reason_set(j, pr == PLACE_CLAIMED ? SCHED_R_RESERVATION : SCHED_R_RESOURCES,
                j->reservation != NONE32 ? s->res[j->reservation].start : -1, 0, 0);
+    return pr;
+}
+
+/* ---- quiet starving jobs (struct starving_entry) */
+
+static uint64_t quiet_epoch(const struct sched *s)
+{
+    return s->memo_epoch - s->log_resets;
+}
+
+/* The changes counted on the nodes the shape's selectors match. */
+static uint64_t quiet_nodes(const struct sched *s, uint32_t shape)
+{
+    const struct shape *sh = &s->shapes[shape];
+    return sh->selset > 0 && sh->selset < NSELBITS ? s->sel_changes[sh->selset] : s->node_changes;
+}
+
+static uint64_t quiet_usage(const struct sched *s, uint32_t project)
+{
+    const struct project *p = &s->projects[project];
+    const struct group *g = project_group(s, p);
+    return p->usage_changes + (g ? g->usage_changes : 0);
+}
+
+/* What the walk knows that the rest of it uses, of j's: its shape found no capacity, its
+ * project or group is at a limit (set in this cycle). */
+static uint8_t quiet_marks(struct sched *s, const struct job *j)
+{
+    const struct project *p = &s->projects[j->project];
+    const struct group *g = project_group(s, p);
+    uint64_t c = s->cycle;
+    return (uint8_t)((s->shapes[j->shape].nofit_cycle == c ? QUIET_NOFIT : 0) |
+                     (p->blocked_cycle == c ? QUIET_PROJECT : 0) |
+                     (p->gpu_blocked_cycle == c ? QUIET_PROJECT_GPUS : 0) |
+                     (g && g->gpu_blocked_cycle == c ? QUIET_GROUP_GPUS : 0));
+}
+
+/* The proof of e still holds at `now`. Read from the entry, the slot bits and the counters
+ * alone: the job itself is not read (a cache miss per starving job and cycle was what
+ * serving them cost, bench/RESULTS.md). A change of the slot's job (it started, left,
+ * stopped starving, got or lost a reservation, another job took the slot) set its changed
+ * bit. */
+static bool quiet_holds(const struct sched *s, const struct starving_entry *e, int64_t now)
+{
+    if (!e->id || now >= e->wake || slot_bit(s->changed_bits, e->slot) ||
+        e->epoch != quiet_epoch(s) || e->usage != quiet_usage(s, e->project) ||
+        (e->reclaims && e->repoch != s->reclaim_epoch))
+        return false;
+    if (e->how == QUIET_ADMISSION || e->nodes == quiet_nodes(s, e->shape))
+        return true; /* held back by admission, which no node changes; or nothing moved */
+    /* nodes moved, but not for it: its shape found no room in this walk (room only
+       shrinks within one), it holds its sticky room, and no victim is there for it */
+    return e->how == QUIET_NO_ROOM && s->shapes[e->shape].nofit_cycle == s->cycle &&
+           !preemption_open(s, s->shapes[e->shape].selset, e->rank, e->project, e->gpus);
+}
+
+/* The skipped service's effects on the rest of the walk, as it would have left them. */
+static void quiet_replay(struct sched *s, const struct starving_entry *e)
+{
+    job_walked_set(s, e->slot, true); /* its reason stands */
+    if (!e->marks)
+        return;
+    struct shape *sh = &s->shapes[e->shape];
+    struct project *p = &s->projects[e->project];
+    struct group *g = project_group(s, p);
+    if ((e->marks & QUIET_NOFIT) && sh->nofit_cycle != s->cycle)
+        shape_nofit(s, NULL, sh);
+    if (e->marks & QUIET_PROJECT)
+        p->blocked_cycle = s->cycle;
+    if (e->marks & QUIET_PROJECT_GPUS)
+        p->gpu_blocked_cycle = s->cycle;
+    if ((e->marks & QUIET_GROUP_GPUS) && g)
+        g->gpu_blocked_cycle = s->cycle;
+}
+
+/* The counters a service moves when it changes anything, and the marks it left. */
+struct quiet_counts {
+    uint64_t nodes, epoch, repoch, usage;
+    size_t ndec;
+    uint8_t marks;
+};
+
+static struct quiet_counts quiet_counts(struct sched *s, const struct job *j)
+{
+    return (struct quiet_counts){s->node_changes,  quiet_epoch(s),
+                                 s->reclaim_epoch, quiet_usage(s, j->project),
+                                 s->ndec,          quiet_marks(s, j)};
+}
+
+/* Did the service between a and b change nothing (the marks aside)? */
+static bool quiet_unmoved(const struct quiet_counts *a, const struct quiet_counts *b)
+{
+    return a->nodes == b->nodes && a->epoch == b->epoch && a->repoch == b->repoch &&
+           a->usage == b->usage && a->ndec == b->ndec;
+}
+
+/* ... and the job's own outcome, for sched_verify_memos(). */
+struct quiet_view {
+    struct quiet_counts c;
+    uint8_t state, reason;
+    int64_t r_value, r_in_use, r_request;
+    uint32_t reservation;
+    int64_t res_start;
+};
+
+static struct quiet_view quiet_view(struct sched *s, const struct job *j)
+{
+    return (struct quiet_view){
+        quiet_counts(s, j), j->state,
+        j->reason,          j->r_value,
+        j->r_in_use,        j->r_request,
+        j->reservation,     j->reservation != NONE32 ? s->res[j->reservation].start : 0};
+}
+
+static bool quiet_view_same(const struct quiet_view *a, const struct quiet_view *b)
+{
+    return quiet_unmoved(&a->c, &b->c) && a->state == b->state && a->reason == b->reason &&
+           a->r_value == b->r_value && a->r_in_use == b->r_in_use && a->r_request == b->r_request &&
+           a->reservation == b->reservation && a->res_start == b->res_start;
+}
+
+/* sched_verify_memos(): a job about to be skipped as quiet is served all the same (before
+ * the replay). The service must change nothing but the marks, set none the replay would
+ * not, and leave every one the replay sets. */
+static void quiet_verify(struct sched *s, struct walk *w, const struct starving_entry *e)
+{
+    if (!s->verify_memos || s->quiet_wrong)
+        return;
+    struct job *j = &s->jobs[e->slot];
+    if (j->id != e->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING) ||
+        j->shape != e->shape || j->project != e->project || job_walked(s, e->slot)) {
+        s->quiet_wrong = e->id; /* its changed bit should be set */
+        return;
+    }
+    struct quiet_view before = quiet_view(s, j);
+    bool admitted;
+    (void)serve_starving(s, w, j, &admitted);
+    struct quiet_view after = quiet_view(s, j);
+    uint8_t set = after.c.marks & (uint8_t)~before.c.marks;
+    if (!quiet_view_same(&before, &after) || (set & ~e->marks) || (e->marks & ~after.c.marks))
+        s->quiet_wrong = j->id;
+}
+
+/* The marks the outcome of j's service implies by itself (another job may have set them
+ * first): its project or group held back by admission; its shape without room, a fact
+ * about the nodes that only a proof resting on them may replay. */
+static uint8_t quiet_own_marks(const struct sched *s, const struct job *j, enum quiet_how how,
+                               enum place_result pr, int64_t now)
+{
+    if (how == QUIET_ADMISSION) {
+        struct admission a;
+        (void)admission_check(s, j, now, &a);
+        return a.blocks == ADM_BLOCKS_PROJECT        ? QUIET_PROJECT
+               : a.blocks == ADM_BLOCKS_PROJECT_GPUS ? QUIET_PROJECT_GPUS
+               : a.blocks == ADM_BLOCKS_GROUP_GPUS   ? QUIET_GROUP_GPUS
+                                                     : 0;
+    }
+    return pr == PLACE_NO_CAPACITY && s->shapes[j->shape].nofit_cycle == s->cycle ? QUIET_NOFIT : 0;
+}
+
+/* It holds a sticky reservation of its own, not a preemption's (whose victims it waits
+ * for). */
+static bool sticky_room(const struct sched *s, const struct job *j)
+{
+    return j->reservation != NONE32 && s->res[j->reservation].starving &&
+           !s->res[j->reservation].preempting;
+}
+
+/* After a service that left j pending: prove it quiet when the service changed nothing
+ * (a fixed point) and what it waits for is not a time alone. */
+static void quiet_stamp(struct sched *s, struct starving_entry *e, const struct job *j,
+                        const struct quiet_counts *before, enum place_result pr, bool admitted,
+                        int64_t now)
+{
+    e->id = 0;
+    struct quiet_counts after = quiet_counts(s, j);
+    if (!quiet_unmoved(before, &after))
+        return; /* it changed something: the next service starts from there */
+    if (s->policy.preemption && s->eligible_victims > 0 && s->preempt_budget <= 0)
+        return; /* its preemption was not tried for want of budget */
+    int64_t wake = NEVER;
+    if (j->reservation != NONE32)
+        wake = s->res[j->reservation].start; /* due then: it starts on its own room */
+    if (pr == PLACE_CLAIMED) {
+        int64_t until = place_memo_wake(s, j, now); /* a refusal by claims ends */
+        wake = until < wake ? until : wake;
+    }
+    if (wake <= now)
+        return;
+    e->id = j->id;
+    slot_bit_set(s->changed_bits, e->slot, false);
+    e->shape = j->shape;
+    e->project = j->project;
+    e->rank = (uint8_t)job_eff_rank(s, j);
+    e->gpus = j->gpus * j->nodes;
+    e->how = !admitted                                      ? QUIET_ADMISSION
+             : pr == PLACE_NO_CAPACITY && sticky_room(s, j) ? QUIET_NO_ROOM
+                                                            : QUIET_NODES;
+    e->marks = quiet_own_marks(s, j, e->how, pr, now);
+    e->epoch = after.epoch;
+    e->repoch = s->reclaim_epoch;
+    e->reclaims = admitted && project_can_reclaim(s, j->project, e->gpus);
+    e->nodes = quiet_nodes(s, j->shape);
+    e->usage = after.usage;
+    e->wake = wake;
 }
 
 /* Oldest first. The list is compacted on the way: entries of jobs that left the queue or
- * stopped starving, and repeats, are dropped. */
+ * stopped starving, and repeats, are dropped. A job proven quiet is not served again
+ * until something it depends on moves (struct starving_entry). */
 static void walk_starving(struct sched *s, struct walk *w)
 {
+    claims_settle(s);
+    s->quiet_walk = true;
     size_t keep = 0;
     for (size_t i = 0; i < s->nstarving; i++) {
-        uint32_t slot = s->starving[i];
-        struct job *j = &s->jobs[slot];
-        if (!j->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING) ||
-            j->reason_cycle == (uint32_t)s->cycle)
-            continue;
+        struct starving_entry e = s->starving[i];
         if (start_cap_reached(s, w)) {
-            s->starving[keep++] = slot; /* served next cycle, first */
+            s->starving[keep++] = e; /* served next cycle, first (or dropped then) */
             continue;
         }
-        serve_starving(s, w, j);
+        if (quiet_holds(s, &e, w->now)) {
+            quiet_verify(s, w, &e);
+            quiet_replay(s, &e);
+            w->st->starving_quiet++;
+            s->starving[keep++] = e;
+            continue;
+        }
+        struct job *j = &s->jobs[e.slot];
+        if (job_walked(s, e.slot))
+            continue; /* a repeat */
+        if (!j->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING)) {
+            slot_bit_set(s->listed_bits, e.slot, false);
+            continue;
+        }
+        struct quiet_counts before = quiet_counts(s, j);
+        bool admitted;
+        enum place_result pr = serve_starving(s, w, j, &admitted);
         w->st->starving_served++;
-        if (j->state == SCHED_PENDING)
-            s->starving[keep++] = slot;
+        if (j->state == SCHED_PENDING) {
+            quiet_stamp(s, &e, j, &before, pr, admitted, w->now);
+            s->starving[keep++] = e;
+        } else {
+            slot_bit_set(s->listed_bits, e.slot, false);
+        }
     }
     s->nstarving = keep;
+    s->quiet_walk = false;
 }
 
 /* A job further down that holds a reservation may still start on its own room. */
 static bool reservations_unwalked(const struct sched *s)
 {
     for (size_t r = 0; r < s->nres; r++)
-        if (s->res[r].live && s->jobs[s->res[r].slot].reason_cycle != (uint32_t)s->cycle)
+        if (s->res[r].live && !job_walked(s, s->res[r].slot))
             return true;
     return false;
 }
@@ -579,6 +819,8 @@ static void walk_queue(struct sched *s, struct walk *w)
             skipped[why]++;
             continue;
         }
+        if (walk_look(s, e->slot) && job_walked(s, e->slot))
+            continue; /* starving, served (or proven quiet) first: not read again */
         struct job *j = &s->jobs[e->slot];
         if (j->id != e->id || j->state != SCHED_PENDING) {
             e->slot = NONE32; /* left the queue without telling us: drop it */
@@ -649,6 +891,8 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sche
     }
     s->now = now;
     s->cycle++;
+    if (s->look_words)
+        memset(s->walked_bits, 0, s->look_words * sizeof(*s->walked_bits)); /* job_walked() */
     uint64_t pruned_before = s->res_pruned, restored_before = s->res_restored;
     zone_refresh(s);
     projects_accrue(s, now);

@@ -21,7 +21,7 @@ static enum sched_reason reason_derive(const struct sched *s, const struct job *
         return SCHED_R_HELD;
     if (j->state != SCHED_PENDING)
         return SCHED_R_NONE;
-    if (j->reason_cycle == (uint32_t)s->cycle) {
+    if (job_walked(s, job_slot(s, j))) {
         *value = j->r_value;
         *in_use = j->r_in_use;
         *req = j->r_request;

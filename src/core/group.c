@@ -104,6 +104,7 @@ void group_count(struct sched *s, const struct project *p, int gpus, int running
     bool was_over = group_over_guarantee(s, g);
     g->gpus_in_use += gpus;
     g->running += running;
+    g->usage_changes++;
     if (!was_over && group_over_guarantee(s, g))
         s->reclaim_epoch++; /* its projects' jobs may now be reclaimed: struct preempt_memo */
 }

@@ -92,8 +92,7 @@ struct job {
     uint32_t project;
     uint32_t user; /* interned */
     uint32_t shape;
-    uint32_t reason_cycle; /* cycle (low 32 bits) in which `reason` was computed */
-    uint8_t tier;          /* requested tier index, 0 = highest */
+    uint8_t tier; /* requested tier index, 0 = highest */
     uint8_t klass;
     uint8_t state;
     uint8_t reason;
@@ -138,6 +137,49 @@ struct job {
 struct sort_pair {
     uint64_t key;
     uint32_t idx;
+};
+
+/* One job of the starving list, and the proof, if any, that serving it again would change
+ * nothing (cycle.c walk_starving; docs/scheduling.md "Quiet starving jobs"). Its last
+ * service changed no node, no epoch and no project's usage: a fixed point. Everything a
+ * service reads is then the same while
+ *  - its slot's changed bit is clear: the job is the one proven, in the state it was;
+ *  - memo_epoch is as it was, but for the moves of the change logs (log_resets): the
+ *    policy, projects, guarantees, nodes, labels, pools, a lost shadow; and reclaim_epoch
+ *    too when its project could reclaim (a new borrower, whose jobs it might take);
+ *  - no node its selectors match changed or saw a shadow (sel_changes, node_changes for a
+ *    job without selectors or past the 63 counted sets): free room, claims, victims and
+ *    their eligibility, jobs, and the times at which a preemption could succeed; unless
+ *    `how` says what it stopped at needs less (enum quiet_how);
+ *  - its project's and group's usage did not move (usage_changes): admission and reclaim;
+ *  - the time is before `wake`: its reservation's start, and the end of a refusal by the
+ *    claims that its placement memo counts on.
+ * (A refresh or a recomputation makes the list anew, without proofs: shares and boosts.)
+ * The parts of the walk its service set for the others (its shape found no capacity, its
+ * project or group at a limit) are set again from `marks` when it is skipped. */
+struct starving_entry {
+    uint32_t slot;
+    uint32_t shape, project; /* the job's, so the proof is checked without reading it */
+    int gpus;                /* ... its GPUs in all, */
+    uint8_t rank;            /* ... and its effective tier rank */
+    uint8_t marks;           /* QUIET_NOFIT... */
+    uint8_t how;             /* enum quiet_how */
+    bool reclaims;           /* its project could reclaim: a new borrower matters */
+    uint64_t id;             /* the job proven quiet; 0: no proof */
+    uint64_t epoch, repoch, nodes, usage;
+    int64_t wake;
+};
+
+enum { QUIET_NOFIT = 1, QUIET_PROJECT = 2, QUIET_PROJECT_GPUS = 4, QUIET_GROUP_GPUS = 8 };
+
+/* What its last service stopped at, and so what the proof needs beyond the epochs, its
+ * project's usage and the time: */
+enum quiet_how {
+    QUIET_NODES,     /* ... no change on the nodes its selectors match */
+    QUIET_ADMISSION, /* ... nothing more: admission held it back, whatever the nodes */
+    QUIET_NO_ROOM,   /* ... no change there, or: its shape found no room in this walk, it
+                        holds a sticky reservation, and no victim is there for it (its
+                        reason, Resources at the reservation's start, stands) */
 };
 
 struct order_entry {
@@ -239,6 +281,17 @@ struct claim {
     int64_t mem_mb;
 };
 
+/* A claim as kept for the comparison of claims_settle(): by its job, not by the index of a
+ * reservation that may be dropped and made again. */
+struct claim_snap {
+    uint64_t job_id;
+    int64_t start, end, made_ms;
+    int gpus, cpus;
+    int64_t mem_mb;
+    uint32_t res;
+    bool preempting, starving;
+};
+
 /* A running job's hold on one node, with when it is expected to let go. */
 struct release {
     int64_t at;
@@ -296,6 +349,11 @@ struct node {
     size_t logged_at;
     uint32_t shadow_gen, visit;
     bool shadow_dirty;
+    /* claims.c: its claims as they were before the first change since the last starving
+       walk (claims_pending), to count the change at the next one only if they differ */
+    struct claim_snap *snap;
+    int nsnap, snap_cap;
+    bool claims_pending;
 };
 
 struct project {
@@ -307,10 +365,11 @@ struct project {
     double rate;  /* billing units per second of its running jobs */
     double usage; /* decayed billing-unit-seconds */
     int64_t usage_at;
-    double share;                          /* frozen at the last refresh, used by the order */
-    uint64_t blocked_cycle;                /* every job of it is held back in this cycle */
-    uint64_t gpu_blocked_cycle;            /* its jobs that ask for GPUs are (at its gpu_limit) */
-    uint32_t group;                        /* index into s->groups, NONE32 when it names none */
+    double share;               /* frozen at the last refresh, used by the order */
+    uint64_t blocked_cycle;     /* every job of it is held back in this cycle */
+    uint64_t gpu_blocked_cycle; /* its jobs that ask for GPUs are (at its gpu_limit) */
+    uint64_t usage_changes;     /* its jobs started or released resources (struct starving_entry) */
+    uint32_t group;             /* index into s->groups, NONE32 when it names none */
     int eligible_by_rank[SCHED_MAX_TIERS]; /* its eligible victims, by victim_rank */
 };
 
@@ -322,6 +381,7 @@ struct group {
     int gpus_in_use, running, nprojects;
     double share;               /* frozen at the last refresh, like the projects' */
     uint64_t gpu_blocked_cycle; /* at its gpu_limit in this cycle: its GPU jobs wait */
+    uint64_t usage_changes;     /* its counters moved (struct starving_entry) */
 };
 
 struct user_count {
@@ -465,6 +525,7 @@ struct sched {
        of victim_allocs over those nodes, whatever their state) */
     int sel_victims[NSELBITS][SCHED_MAX_TIERS];
     uint64_t memo_epoch;      /* struct preempt_memo */
+    uint64_t log_resets;      /* ... of them, moves for the logs alone (changes.c) */
     uint64_t reclaim_epoch;   /* ditto, for reclaim memos only */
     uint64_t memo_node_epoch; /* node_epoch the memos were made under */
     /* changes.c: nodes changed, in order (chlog_mark: its length when the last memo was
@@ -487,13 +548,31 @@ struct sched {
        grown as needed, freed with the scheduler: no allocation per search */
     void *plan_scratch, *cand_scratch;
     size_t plan_scratch_cap, cand_scratch_cap;
-    uint32_t *starving; /* slots of starving pending jobs, oldest first */
+    struct starving_entry *starving; /* starving pending jobs, oldest first */
     size_t nstarving, starving_cap;
+    /* Changes counted on the nodes (struct starving_entry): every node_changed() and every
+       shadow logged counts once in node_changes and once for each selector set 1..63 the
+       node matches */
+    uint64_t node_changes;
+    uint64_t sel_changes[NSELBITS];
+    bool quiet_walk;        /* in the starving walk: claim changes count at once */
+    uint32_t *claims_moved; /* nodes whose claims changed outside it (claims_pending) */
+    size_t nclaims_moved, claims_moved_cap;
+    uint64_t quiet_wrong; /* a starving job skipped as quiet whose service changed something */
     /* One bit per job slot: set exactly when the slot's job holds a reservation or
        starves (walk_look_sync). The queue walk skips a deep queue from its entries
        alone; a marked slot is one whose job it must read (sched_check walks the bits). */
     uint64_t *look_bits;
     size_t look_words;
+    /* Bits per slot like the look bits, kept apart from struct job so that the starving
+       walk passes a quiet job by without reading it (a cache miss per starving job and
+       cycle was what serving them cost, bench/RESULTS.md):
+        - walked: the job's reason was computed in this cycle (cleared at each cycle's
+          start; explain trusts it then), or stands for a quiet starving job;
+        - changed: the slot's job changed since its starving entry was proven quiet (its
+          state, its starving flag or reservation, the slot taken by another job);
+        - listed: the slot has an entry in the starving list (one at most). */
+    uint64_t *walked_bits, *changed_bits, *listed_bits;
 
     /* decisions queued for the next sched_cycle return */
     struct sched_decision *dec;
@@ -550,6 +629,35 @@ static inline bool walk_look(const struct sched *s, uint32_t slot)
 {
     return slot / 64 < s->look_words && (s->look_bits[slot / 64] >> (slot % 64) & 1);
 }
+
+static inline bool slot_bit(const uint64_t *bits, uint32_t slot)
+{
+    return bits[slot / 64] >> (slot % 64) & 1;
+}
+
+static inline void slot_bit_set(uint64_t *bits, uint32_t slot, bool on)
+{
+    uint64_t bit = 1ULL << (slot % 64);
+    bits[slot / 64] = on ? bits[slot / 64] | bit : bits[slot / 64] & ~bit;
+}
+
+/* Was the job's reason computed in this cycle (by the walk, or standing for a quiet one)? */
+static inline bool job_walked(const struct sched *s, uint32_t slot)
+{
+    return slot_bit(s->walked_bits, slot);
+}
+
+/* walked (true) or derived until the next walk looks at it (false) */
+static inline void job_walked_set(struct sched *s, uint32_t slot, bool walked)
+{
+    slot_bit_set(s->walked_bits, slot, walked);
+}
+
+/* The slot's job changed: a proof its starving entry holds is for what it was. */
+static inline void slot_changed(struct sched *s, uint32_t slot)
+{
+    slot_bit_set(s->changed_bits, slot, true);
+}
 int job_eff_rank(const struct sched *s, const struct job *j);
 int64_t job_expected_end(const struct sched *s, const struct job *j);
 int64_t job_starve_at(const struct sched *s, const struct job *j); /* NEVER: no bound */
@@ -565,6 +673,8 @@ struct user_count *user_count_get(struct sched *s, uint32_t project, uint32_t us
 void project_accrue(struct sched *s, struct project *p, int64_t now);
 void projects_accrue(struct sched *s, int64_t now);
 bool node_matches_selset(const struct sched *s, const struct node *n, uint32_t selset);
+/* The selector sets 1..63 node n matches (bit k: set k). */
+uint64_t node_selsets(const struct sched *s, const struct node *n);
 void profiles_refresh(struct sched *s);
 /* The node's releases in time order with running totals (n->rel, n->nrel), refreshed
  * when its jobs changed; returns n. */
@@ -610,6 +720,15 @@ int64_t deadline_next_live(const struct sched *s); /* the earliest live one, or 
 
 /* ---- changes.c */
 void node_changed(struct sched *s, struct node *n);
+/* node_changed() without counting the change for the quiet starving jobs (the caller
+   counted it, or claims_settle() will) */
+void node_change_log(struct sched *s, struct node *n);
+/* Count a change of n for the proofs of the quiet starving jobs (struct starving_entry). */
+void changes_count(struct sched *s, const struct node *n);
+/* claims.c: n's claims are about to change; counted now in the starving walk, else at the
+   next one if they differ then (claims_settle, at its start) */
+void claims_will_change(struct sched *s, struct node *n);
+void claims_settle(struct sched *s);
 void changes_advance(struct sched *s, int64_t now);
 size_t changes_since(struct sched *s, size_t logpos, int64_t since, int64_t now,
                      const uint32_t **nodes);
@@ -657,6 +776,7 @@ void shape_candidates_each(struct sched *s, const struct shape *sh,
 /* ---- avail.c: each node's free capacity over time */
 void node_profile_touch(struct sched *s, struct node *n); /* its claims or capacity changed */
 void node_holders_touch(struct sched *s, struct node *n); /* its jobs or their ends changed */
+void node_claims_touch(struct sched *s, struct node *n);  /* after claims_will_change() */
 bool avail_own_claim(const struct node *n, uint32_t own); /* reservation `own` claims it */
 /* Until when does the node hold the request from `from` on, claims counted: the first
    time its room falls short (`from` itself when it is short now; NEVER: it holds). A job
@@ -683,8 +803,6 @@ void victim_mark(struct sched *s, struct job *v, bool eligible);
 /* The node's victims added to (sign 1) or taken from (-1) the counts of the selector sets
    it matches: around a change of its labels. */
 void victim_sel_node(struct sched *s, struct node *n, int sign);
-/* The selector sets 1..63 node n matches (bit k: set k). */
-uint64_t node_selsets(const struct sched *s, const struct node *n);
 /* Count selector set `selset` (just interned) from the nodes' victim_allocs. */
 void victim_sel_recount(struct sched *s, uint32_t selset);
 
@@ -698,6 +816,9 @@ void order_merge_new(struct sched *s);
 uint64_t job_key1(const struct sched *s, const struct job *j, int64_t now);
 int cmp_entries(const struct order_entry *a, const struct order_entry *b);
 void starvation_watch(struct sched *s, struct job *j, int64_t now);
+/* Drop the slot's entry from the starving list, if it has one (a new job takes the slot, or
+   the slot's job starves anew). */
+void starving_forget_slot(struct sched *s, uint32_t slot);
 /* The job (back) in the queue at `now`: from when its starvation age counts. */
 void job_mark_eligible(struct sched *s, struct job *j, int64_t now);
 
@@ -726,6 +847,9 @@ int64_t claims_refused_until(const struct sched *s, const struct node *n, int64_
 uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t end,
                          const uint32_t *nodes, int nnodes, bool preempting, bool starving);
 void reservation_drop(struct sched *s, uint32_t r);
+/* An ordinary reservation whose job starves becomes sticky: it binds everyone now, so its
+   nodes count as changed. */
+void reservation_make_sticky(struct sched *s, uint32_t r);
 /* Drop every ordinary reservation of a job j outranks, a gang's remembered as a hint for
    the rest of the walk. */
 void reservation_drop_lower(struct sched *s, const struct job *j);

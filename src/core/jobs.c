@@ -268,6 +268,8 @@ static struct job *job_create(struct sched *s, const struct sched_job_spec *sp,
     }
     struct job *j = &s->jobs[slot];
     memset(j, 0, sizeof(*j));
+    job_walked_set(s, slot, false);
+    starving_forget_slot(s, slot); /* an entry left for the last job there is not this one's */
     j->user = strtab_intern(&s->strings, sp->user);
     if (sp->nselectors) {
         j->selectors = malloc(sp->nselectors * sizeof(*j->selectors));
@@ -675,7 +677,7 @@ int sched_job_release(struct sched *s, uint64_t id, int64_t now, struct sched_er
     s->now = now;
     job_set_state(s, j, SCHED_PENDING);
     j->reason = SCHED_R_PRIORITY;
-    j->reason_cycle = 0;
+    job_walked_set(s, job_slot(s, j), false);
     if (j->begin_ms > now) /* submitted held: it had no wakeup for its begin time */
         deadline_push(s, j->begin_ms, j->id, DL_BEGIN);
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);

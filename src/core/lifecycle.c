@@ -35,6 +35,7 @@ void job_set_state(struct sched *s, struct job *j, enum sched_job_state st)
     s->by_state[j->state]--;
     j->state = (uint8_t)st;
     s->by_state[st]++;
+    slot_changed(s, job_slot(s, j)); /* a proof of the starving list is for the old state */
 }
 
 static void node_take(struct sched *s, struct job *j, const struct sched_alloc *a)
@@ -77,6 +78,7 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
     if (!was_over && p->gpus_in_use > p->spec.guarantee_gpus + 1e-9)
         s->reclaim_epoch++; /* its jobs may now be reclaimed: struct preempt_memo */
     p->running++;
+    p->usage_changes++;
     group_count(s, p, total_gpus, 1);
     p->rate += job_billing_rate(s, j);
     struct user_count *uc = user_count_get(s, j->project, j->user, true);
@@ -116,6 +118,7 @@ void job_release_resources(struct sched *s, struct job *j)
     int total_gpus = j->gpus * j->nodes;
     p->gpus_in_use -= total_gpus;
     p->running--;
+    p->usage_changes++;
     group_count(s, p, -total_gpus, -1);
     struct user_count *uc = user_count_get(s, j->project, j->user, false);
     if (uc) {
@@ -162,7 +165,7 @@ void job_release_resources(struct sched *s, struct job *j)
 void job_to_pending(struct sched *s, struct job *j, int64_t begin_ms)
 {
     job_set_state(s, j, SCHED_PENDING);
-    j->reason_cycle = 0; /* derived until the next walk looks at it */
+    job_walked_set(s, job_slot(s, j), false); /* derived until the next walk looks at it */
     j->stop_cause = SCHED_STOP_NONE;
     j->preemptor = 0;
     j->kill_at_ms = 0;
@@ -240,7 +243,7 @@ static void resolve_dependents(struct sched *s, struct job *done, bool ok)
             }
             dep->met = true;
             if (--w->ndeps_unmet == 0 && w->state == SCHED_PENDING) {
-                w->reason_cycle = 0; /* no longer Dependency: derived until walked */
+                job_walked_set(s, job_slot(s, w), false); /* no longer Dependency: derived */
                 job_mark_eligible(s, w, s->now);
                 starvation_watch(s, w, s->now);
             }

@@ -34,6 +34,14 @@ int walk_look_grow(struct sched *s, size_t slots)
     size_t words = (slots + 63) / 64;
     if (words <= s->look_words)
         return 0;
+    uint64_t **more[] = {&s->walked_bits, &s->changed_bits, &s->listed_bits};
+    for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++) {
+        uint64_t *m = realloc(*more[i], words * sizeof(*m));
+        if (!m)
+            return -ENOMEM;
+        memset(m + s->look_words, 0, (words - s->look_words) * sizeof(*m));
+        *more[i] = m;
+    }
     uint64_t *b = realloc(s->look_bits, words * sizeof(*b));
     if (!b)
         return -ENOMEM;
@@ -48,6 +56,7 @@ void walk_look_sync(struct sched *s, const struct job *j)
     uint32_t slot = job_slot(s, j);
     if (slot / 64 >= s->look_words)
         return; /* a slot past the bits never holds a job (walk_look_grow at its creation) */
+    slot_changed(s, slot);
     uint64_t bit = 1ULL << (slot % 64);
     if (j->id && (j->reservation != NONE32 || (j->flags & JF_STARVING)))
         s->look_bits[slot / 64] |= bit;
@@ -233,6 +242,19 @@ bool node_matches_selset(const struct sched *s, const struct node *cn, uint32_t 
             n->sel_match |= bit;
     }
     return n->sel_match & bit;
+}
+
+uint64_t node_selsets(const struct sched *s, const struct node *n)
+{
+    size_t nsel = s->nselsets < NSELBITS ? s->nselsets : NSELBITS;
+    uint64_t all = (nsel >= NSELBITS ? ~0ULL : (1ULL << nsel) - 1) & ~1ULL;
+    if ((n->sel_known & all) == all)
+        return n->sel_match & all; /* every set's answer is cached (node_matches_selset) */
+    uint64_t mask = 0;
+    for (size_t k = 1; k < nsel; k++)
+        if (node_matches_selset(s, n, (uint32_t)k))
+            mask |= 1ULL << k;
+    return mask;
 }
 
 static bool selset_match_labels(const struct sched *s, const struct node *n, uint32_t selset)

@@ -55,6 +55,10 @@ enum place_result place_job(struct sched *s, const struct job *j, int64_t now,
  * asks claimed_by_lower or held_until. */
 enum place_result place_job_memo(struct sched *s, struct job *j, int64_t now,
                                  struct sched_alloc *allocs);
+/* Until when a placement that the claims held off (PLACE_CLAIMED) stays so with time alone
+ * while no node changes: the first end of a refusal its current memo counts on; `now`
+ * when it has no memo to say so. */
+int64_t place_memo_wake(const struct sched *s, const struct job *j, int64_t now);
 /* sched_check(): j's placement memo, if current, lists exactly the unchanged nodes with
  * room for its shape. 0, or -1 with *bad the first node that breaks it (NONE32: its size). */
 int place_memo_check(const struct sched *s, const struct job *j, uint32_t *bad);

@@ -364,6 +364,18 @@ int place_memo_check(const struct sched *s, const struct job *j, uint32_t *bad)
     return rc;
 }
 
+int64_t place_memo_wake(const struct sched *s, const struct job *j, int64_t now)
+{
+    const struct shape *sh = &s->shapes[j->shape];
+    if (shape_spans_types(sh) || !memo_current(s, j, sh))
+        return now; /* no memo: nothing proves how long the claims refuse it */
+    int64_t wake = NEVER;
+    for (int i = 0; i < j->place->nroom; i++)
+        if (j->place->room[i].until < wake)
+            wake = j->place->room[i].until;
+    return wake;
+}
+
 /* The memo's answer against a full scan's (sched_verify_memos): sched_check() fails on a
  * difference. */
 static void memo_verify_place(struct sched *s, const struct job *j, int64_t now,

@@ -243,7 +243,8 @@ static bool entries_sort(struct sched *s, struct order_entry **arr, size_t *cap,
 static int cmp_starving(const void *a, const void *b, void *ctx)
 {
     const struct sched *s = ctx;
-    const struct job *x = &s->jobs[*(const uint32_t *)a], *y = &s->jobs[*(const uint32_t *)b];
+    const struct job *x = &s->jobs[((const struct starving_entry *)a)->slot];
+    const struct job *y = &s->jobs[((const struct starving_entry *)b)->slot];
     int64_t ax = job_starve_at(s, x), ay = job_starve_at(s, y);
     if (ax != ay)
         return ax < ay ? -1 : 1; /* the longest starving first */
@@ -259,12 +260,27 @@ static void starving_append(struct sched *s, struct job *j)
     j->flags |= JF_STARVING;
     walk_look_sync(s, j);
     /* keep the list oldest first: it is short, insertion is fine */
+    struct starving_entry e = {.slot = job_slot(s, j)}; /* nothing proven yet */
+    starving_forget_slot(s, e.slot); /* one entry per slot: an old one is the last job's */
+    slot_bit_set(s->listed_bits, e.slot, true);
     size_t i = s->nstarving++;
-    while (i > 0 && cmp_starving(&s->starving[i - 1], &(uint32_t){job_slot(s, j)}, s) > 0) {
+    while (i > 0 && cmp_starving(&s->starving[i - 1], &e, s) > 0) {
         s->starving[i] = s->starving[i - 1];
         i--;
     }
-    s->starving[i] = job_slot(s, j);
+    s->starving[i] = e;
+}
+
+void starving_forget_slot(struct sched *s, uint32_t slot)
+{
+    if (!slot_bit(s->listed_bits, slot))
+        return;
+    size_t keep = 0;
+    for (size_t i = 0; i < s->nstarving; i++)
+        if (s->starving[i].slot != slot)
+            s->starving[keep++] = s->starving[i];
+    s->nstarving = keep;
+    slot_bit_set(s->listed_bits, slot, false);
 }
 
 void job_mark_eligible(struct sched *s, struct job *j, int64_t now)
@@ -298,6 +314,8 @@ void order_rebuild(struct sched *s, int64_t now, bool rekey)
     if (grow((void **)&s->order, &s->order_cap, pending + 1, sizeof(*s->order)) < 0)
         return;
     s->nstarving = 0;
+    if (s->look_words)
+        memset(s->listed_bits, 0, s->look_words * sizeof(*s->listed_bits));
     size_t n = 0;
     for (size_t slot = 0; slot < s->jobs_cap; slot++) {
         struct job *j = &s->jobs[slot];
@@ -329,8 +347,10 @@ void order_rebuild(struct sched *s, int64_t now, bool rekey)
             j->flags |= JF_STARVING;
             walk_look_sync(s, j);
             if (grow((void **)&s->starving, &s->starving_cap, s->nstarving + 1,
-                     sizeof(*s->starving)) == 0)
-                s->starving[s->nstarving++] = job_slot(s, j);
+                     sizeof(*s->starving)) == 0) {
+                s->starving[s->nstarving++] = (struct starving_entry){.slot = job_slot(s, j)};
+                slot_bit_set(s->listed_bits, job_slot(s, j), true);
+            }
         }
     }
     if (n > 1 && !entries_sort(s, &s->order, &s->order_cap, n))

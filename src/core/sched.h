@@ -447,6 +447,7 @@ struct sched_cycle_stats {
        because nothing further could start, reserve or preempt (docs/scheduling.md) */
     int skipped_limit, skipped_nofit, skipped_claimed, not_reached;
     int starving_served; /* starving jobs served before the walk */
+    int starving_quiet;  /* ... and those skipped: proven to change nothing (docs/scheduling.md) */
     /* preemption searches: over every candidate node; over the nodes changed since a
        memo's failed search (and the nodes looked at again so); skipped by an unchanged
        memo (docs/scheduling.md "Guarantees") */

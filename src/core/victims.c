@@ -51,16 +51,6 @@ void victim_mark(struct sched *s, struct job *v, bool eligible)
     }
 }
 
-uint64_t node_selsets(const struct sched *s, const struct node *n)
-{
-    uint64_t mask = 0;
-    size_t nsel = s->nselsets < NSELBITS ? s->nselsets : NSELBITS;
-    for (size_t k = 1; k < nsel; k++)
-        if (node_matches_selset(s, n, (uint32_t)k))
-            mask |= 1ULL << k;
-    return mask;
-}
-
 void victim_sel_node(struct sched *s, struct node *n, int sign)
 {
     for (uint64_t m = node_selsets(s, n); m; m &= m - 1)

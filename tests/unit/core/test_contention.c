@@ -411,6 +411,114 @@ static void test_starving_memo_sees_the_freed_node(void **state)
     sched_destroy(s);
 }
 
+static void submit_in(struct sched *s, uint64_t id, const char *project, const char *zone, int gpus,
+                      int64_t limit_ms, int64_t now)
+{
+    struct sched_job_spec j;
+    spec_fill(&j, id, project, NULL, NULL, gpus, 1, limit_ms, now);
+    snprintf(j.selectors[0].key, SCHED_NAME_MAX, "zone");
+    snprintf(j.selectors[0].value, SCHED_NAME_MAX, "%s", zone);
+    j.nselectors = 1;
+    struct sched_error err;
+    assert_int_equal(sched_job_submit(s, &j, now, &err), 0);
+}
+
+static struct cyc cycle_stats(struct sched *s, int64_t now, struct sched_cycle_stats *st)
+{
+    struct cyc c;
+    c.d = sched_cycle(s, now, SCHED_CYCLE_INCREMENTAL, &c.n, st);
+    check_ok(s);
+    return c;
+}
+
+/* A starving job whose service changed nothing is not served again while nothing it
+ * depends on moves (struct starving_entry): jobs starting and ending on nodes its selectors
+ * do not match pass it by; a job of its own project starting elsewhere (its usage) serves
+ * it again, and so does the end of the job on its node, which starts it. With the memos
+ * verified, every service skipped is run all the same and must change nothing. */
+static void test_quiet_starving_job_wakes_for_its_nodes(void **state)
+{
+    (void)state;
+    struct sched_policy p; /* critical starves after 1 h */
+    sched_policy_defaults(&p);
+    p.fairshare_refresh_ms = 24 * HOUR; /* a refresh makes the starving list anew */
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node_l(s, "a1", "H100", 8, "zone", "a");
+    add_node_l(s, "b1", "H100", 8, "zone", "b");
+    add_project(s, "lab", "critical", 0, -1);
+    add_project(s, "other", "critical", 0, -1);
+    submit_in(s, 1, "lab", "a", 8, 10 * HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    submit_in(s, 2, "lab", "a", 8, HOUR, T0 + 1);
+    struct sched_cycle_stats st;
+    (void)cycle_stats(s, T0 + HOUR + MIN, &st);
+    assert_int_equal(st.starving_served, 1); /* served once: it takes a sticky reservation */
+    (void)cycle_stats(s, T0 + HOUR + 2 * MIN, &st);
+    assert_int_equal(st.starving_served, 1); /* ... and, changing nothing, is proven quiet */
+    uint64_t id = 10;
+    for (int64_t t = T0 + HOUR + 10 * MIN; t < T0 + 3 * HOUR; t += 10 * MIN, id++) {
+        submit_in(s, id, "other", "b", 4, HOUR, t);
+        assert_non_null(find_dec(cycle_stats(s, t, &st), SCHED_D_START, id));
+        run(s, id, t);
+        end(s, id, SCHED_EXIT_CODE, 0, t + MIN);
+        assert_int_equal(st.starving_served, 0);
+        assert_int_equal(st.starving_quiet, 1);
+        assert_int_equal(reason_of(s, 2), SCHED_R_RESOURCES);
+    }
+    submit_in(s, id, "lab", "b", 4, HOUR, T0 + 3 * HOUR);
+    (void)cycle_stats(s, T0 + 3 * HOUR, &st);
+    run(s, id, T0 + 3 * HOUR);
+    (void)cycle_stats(s, T0 + 3 * HOUR + MIN, &st);
+    assert_int_equal(st.starving_served, 1); /* its project's usage moved */
+    end(s, 1, SCHED_EXIT_CODE, 0, T0 + 4 * HOUR);
+    struct cyc c = cycle(s, T0 + 4 * HOUR);
+    assert_non_null(find_dec(c, SCHED_D_START, 2));
+    check_ok(s);
+    sched_destroy(s);
+}
+
+/* A quiet starving job whose nodes moved but whose shape found no room in the walk is
+ * still served when a victim is there for it (QUIET_NO_ROOM): two starving jobs of one
+ * shape, two victims that leave min_runtime together; the first preempts one, the second,
+ * with the room still short, must preempt the other and not wait for its reservation. */
+static void test_quiet_starving_job_preempts_when_victims_come(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.fairshare_refresh_ms = 24 * HOUR;
+    p.min_runtime_ms = 3 * HOUR; /* the victims come after the starvation bound (1 h) */
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node_l(s, "a1", "H100", 8, "zone", "a");
+    add_node_l(s, "a2", "H100", 8, "zone", "a");
+    add_project(s, "lab", "critical", 0, -1);
+    struct sched_job_spec j;
+    for (uint64_t id = 1; id <= 2; id++) {
+        spec_fill(&j, id, "lab", "low", "training", 8, 1, 48 * HOUR, T0);
+        struct sched_error err;
+        assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    }
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    run(s, 2, T0);
+    submit_in(s, 3, "lab", "a", 8, HOUR, T0 + 1);
+    submit_in(s, 4, "lab", "a", 8, HOUR, T0 + 2);
+    struct sched_cycle_stats st;
+    (void)cycle_stats(s, T0 + HOUR + MIN, &st);
+    (void)cycle_stats(s, T0 + HOUR + 2 * MIN, &st);
+    (void)cycle_stats(s, T0 + 2 * HOUR, &st);
+    assert_int_equal(st.starving_quiet, 2);            /* both hold sticky rooms, no victim yet */
+    struct cyc c = cycle_stats(s, T0 + 3 * HOUR, &st); /* both victims leave min_runtime */
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 1));
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 2));
+    assert_reason(s, 3, SCHED_R_PREEMPTING);
+    assert_reason(s, 4, SCHED_R_PREEMPTING);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -428,6 +536,8 @@ int main(void)
         cmocka_unit_test(test_lowered_guarantee_makes_borrowers),
         cmocka_unit_test(test_overdue_release_stays_with_the_claim),
         cmocka_unit_test(test_starving_memo_sees_the_freed_node),
+        cmocka_unit_test(test_quiet_starving_job_wakes_for_its_nodes),
+        cmocka_unit_test(test_quiet_starving_job_preempts_when_victims_come),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
