@@ -519,6 +519,38 @@ static void test_quiet_starving_job_preempts_when_victims_come(void **state)
     sched_destroy(s);
 }
 
+/* The per-shape memo of failed reservations is for ordinary searches only: a starving
+ * job's search honours every claim (here a lower job's that never ends), an ordinary one
+ * only those of jobs that outrank it, so the starving job's failure must not cost the
+ * ordinary job of its shape its reservation. */
+static void test_starving_reservation_failure_leaves_ordinary_search(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.tiers[0].starve_after_ms = SEC; /* critical starves at once */
+    struct sched *s = mk_sched_with(&p);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", "normal", NULL, 8, 1, 10 * HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    submit(s, 2, "lab", "low", "service", 8, 1, 0, T0 + 1); /* no limit: its claim never ends */
+    (void)cycle(s, T0 + 1);
+    assert_reason(s, 2, SCHED_R_RESOURCES);
+    submit(s, 3, "lab", "critical", NULL, 8, 1, HOUR, T0 + 2);
+    submit(s, 4, "lab", "high", NULL, 8, 1, 2 * HOUR, T0 + 2);
+    (void)cycle(s, T0 + 2 * SEC);
+    check_ok(s);
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 3, T0 + 2 * SEC, &x), 0);
+    assert_true(x.starving);
+    assert_int_equal(sched_explain(s, 4, T0 + 2 * SEC, &x), 0);
+    assert_int_equal(x.reason, SCHED_R_RESOURCES);
+    assert_true(x.forecast_start_ms >= T0 + 10 * HOUR); /* it holds a reservation */
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -538,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_starving_memo_sees_the_freed_node),
         cmocka_unit_test(test_quiet_starving_job_wakes_for_its_nodes),
         cmocka_unit_test(test_quiet_starving_job_preempts_when_victims_come),
+        cmocka_unit_test(test_starving_reservation_failure_leaves_ordinary_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
