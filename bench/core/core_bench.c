@@ -374,9 +374,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10) | 1;
         else {
-            fprintf(stderr, "usage: core_bench [--quick] [--seed N] [--reps N] [--case "
-                            "full|full_refresh|job_end|"
-                            "job_end_preempt|starving_refresh|submit|scale_jobs|scale_nodes]\n");
+            fprintf(stderr, "usage: core_bench [--quick] [--seed N] [--reps N] [--case full|"
+                            "full_refresh|job_end|job_end_preempt|starving_refresh|submit|"
+                            "scale_jobs|scale_nodes]\n");
             return 2;
         }
     }

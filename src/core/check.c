@@ -321,8 +321,6 @@ out:
     return rc;
 }
 
-/* Every pending job is in the queue exactly once; shape counts match; a job the last walk
- * looked at has a reason. */
 /* One entry per slot; an entry proven quiet whose slot has not changed since is for the
  * job there, still pending and starving, of the shape and project it names. */
 static int check_starving_entry(const struct sched *s, const struct starving_entry *e,
@@ -344,6 +342,8 @@ static int check_starving_entry(const struct sched *s, const struct starving_ent
     return 0;
 }
 
+/* Every pending job is in the queue exactly once; shape counts match; a job the last walk
+ * looked at has a reason. */
 static int check_queue(const struct sched *s, struct sched_error *err)
 {
     size_t *shape_pending = calloc(s->nshapes ? s->nshapes : 1, sizeof(*shape_pending));

@@ -619,18 +619,16 @@ static void quiet_replay(struct sched *s, const struct starving_entry *e)
         g->gpu_blocked_cycle = s->cycle;
 }
 
-/* The counters a service moves when it changes anything, and the marks it left. */
+/* The counters a service moves when it changes anything. */
 struct quiet_counts {
     uint64_t nodes, epoch, repoch, usage;
     size_t ndec;
-    uint8_t marks;
 };
 
 static struct quiet_counts quiet_counts(struct sched *s, const struct job *j)
 {
-    return (struct quiet_counts){s->node_changes,  quiet_epoch(s),
-                                 s->reclaim_epoch, quiet_usage(s, j->project),
-                                 s->ndec,          quiet_marks(s, j)};
+    return (struct quiet_counts){s->node_changes, quiet_epoch(s), s->reclaim_epoch,
+                                 quiet_usage(s, j->project), s->ndec};
 }
 
 /* Did the service between a and b change nothing (the marks aside)? */
@@ -640,10 +638,10 @@ static bool quiet_unmoved(const struct quiet_counts *a, const struct quiet_count
            a->usage == b->usage && a->ndec == b->ndec;
 }
 
-/* ... and the job's own outcome, for sched_verify_memos(). */
+/* ... and the job's own outcome and the marks the walk holds, for sched_verify_memos(). */
 struct quiet_view {
     struct quiet_counts c;
-    uint8_t state, reason;
+    uint8_t state, reason, marks;
     int64_t r_value, r_in_use, r_request;
     uint32_t reservation;
     int64_t res_start;
@@ -651,11 +649,15 @@ struct quiet_view {
 
 static struct quiet_view quiet_view(struct sched *s, const struct job *j)
 {
-    return (struct quiet_view){
-        quiet_counts(s, j), j->state,
-        j->reason,          j->r_value,
-        j->r_in_use,        j->r_request,
-        j->reservation,     j->reservation != NONE32 ? s->res[j->reservation].start : 0};
+    return (struct quiet_view){quiet_counts(s, j),
+                               j->state,
+                               j->reason,
+                               quiet_marks(s, j),
+                               j->r_value,
+                               j->r_in_use,
+                               j->r_request,
+                               j->reservation,
+                               j->reservation != NONE32 ? s->res[j->reservation].start : 0};
 }
 
 static bool quiet_view_same(const struct quiet_view *a, const struct quiet_view *b)
@@ -682,8 +684,8 @@ static void quiet_verify(struct sched *s, struct walk *w, const struct starving_
     bool admitted;
     (void)serve_starving(s, w, j, &admitted);
     struct quiet_view after = quiet_view(s, j);
-    uint8_t set = after.c.marks & (uint8_t)~before.c.marks;
-    if (!quiet_view_same(&before, &after) || (set & ~e->marks) || (e->marks & ~after.c.marks))
+    uint8_t set = after.marks & (uint8_t)~before.marks;
+    if (!quiet_view_same(&before, &after) || (set & ~e->marks) || (e->marks & ~after.marks))
         s->quiet_wrong = j->id;
 }
 
@@ -752,8 +754,8 @@ static void quiet_stamp(struct sched *s, struct starving_entry *e, const struct 
 }
 
 /* Oldest first. The list is compacted on the way: entries of jobs that left the queue or
- * stopped starving, and repeats, are dropped. A job proven quiet is not served again
- * until something it depends on moves (struct starving_entry). */
+ * stopped starving are dropped (a slot has one entry at most: sched_check). A job proven quiet is
+ * not served again until something it depends on moves (struct starving_entry). */
 static void walk_starving(struct sched *s, struct walk *w)
 {
     claims_settle(s);
@@ -773,8 +775,6 @@ static void walk_starving(struct sched *s, struct walk *w)
             continue;
         }
         struct job *j = &s->jobs[e.slot];
-        if (job_walked(s, e.slot))
-            continue; /* a repeat */
         if (!j->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING)) {
             slot_bit_set(s->listed_bits, e.slot, false);
             continue;
