@@ -194,6 +194,12 @@ static int check_nodes(const struct sched *s, struct sched_error *err)
                          "jobs (%d GPUs, %d CPUs, %d jobs)",
                          n->name, n->gpus_used, n->cpus_used, n->jobs.n, ns->gpus, ns->cpus,
                          ns->njobs);
+        int free_gpus = n->gpus > n->gpus_used ? n->gpus - n->gpus_used : 0;
+        if (rc == 0 && n->room_logged != free_gpus)
+            rc = err_set(err, -EFAULT, "",
+                         "node %s: %d GPUs free, but its last counted change saw %d "
+                         "(room_changes: a change of its room went uncounted)",
+                         n->name, free_gpus, n->room_logged);
         if (rc == 0 && !avail_profile_fresh(s, n))
             rc = err_set(err, -EFAULT, "", "node %s: the availability profile is stale", n->name);
         if (rc == 0 &&
@@ -444,6 +450,11 @@ static int check_claims(const struct sched *s, struct sched_error *err)
 {
     int active = 0;
     for (size_t r = 0; r < s->nres; r++) {
+        const struct reservation *res = &s->res[r];
+        bool ordinary = res->live && !res->preempting && !res->starving;
+        if (r / 64 >= s->res_words || slot_bit(s->res_live_bits, (uint32_t)r) != res->live ||
+            slot_bit(s->res_ordinary_bits, (uint32_t)r) != ordinary)
+            FAIL("reservation %zu: its live or ordinary bit is stale", r);
         if (!s->res[r].live)
             continue;
         int rc = check_reservation(s, (uint32_t)r, err);

@@ -182,15 +182,65 @@ static int add_claim(struct sched *s, struct node *n, const struct claim *c)
     return 0;
 }
 
+/* ---- the bits of res[] (struct sched res_live_bits) */
+
+static int res_bits_fit(struct sched *s, size_t n)
+{
+    size_t words = (n + 63) / 64;
+    if (words <= s->res_words)
+        return 0;
+    size_t cap = words * 2;
+    uint64_t *live = realloc(s->res_live_bits, cap * sizeof(*live));
+    if (!live)
+        return -1;
+    s->res_live_bits = live;
+    uint64_t *ordinary = realloc(s->res_ordinary_bits, cap * sizeof(*ordinary));
+    if (!ordinary)
+        return -1; /* res_words unchanged: the grown part is cleared by the next call */
+    s->res_ordinary_bits = ordinary;
+    memset(live + s->res_words, 0, (cap - s->res_words) * sizeof(*live));
+    memset(ordinary + s->res_words, 0, (cap - s->res_words) * sizeof(*ordinary));
+    s->res_words = cap;
+    return 0;
+}
+
+static void res_bits_set(struct sched *s, uint32_t r)
+{
+    const struct reservation *res = &s->res[r];
+    slot_bit_set(s->res_live_bits, r, res->live);
+    slot_bit_set(s->res_ordinary_bits, r, res->live && !res->preempting && !res->starving);
+}
+
+size_t res_next(const struct sched *s, size_t r, bool ordinary)
+{
+    const uint64_t *bits = ordinary ? s->res_ordinary_bits : s->res_live_bits;
+    for (size_t w = r / 64; r < s->nres; w++, r = w * 64) {
+        uint64_t m = bits[w] & (~0ULL << (r % 64));
+        if (m) {
+            size_t at = w * 64 + (size_t)__builtin_ctzll(m);
+            return at < s->nres ? at : s->nres;
+        }
+    }
+    return s->nres;
+}
+
+/* The first entry of res[] that is not live (the lowest, as it always was), or NONE32. */
+static uint32_t res_free_entry(const struct sched *s)
+{
+    for (size_t w = 0; w * 64 < s->nres; w++)
+        if (~s->res_live_bits[w]) {
+            size_t at = w * 64 + (size_t)__builtin_ctzll(~s->res_live_bits[w]);
+            return at < s->nres ? (uint32_t)at : NONE32;
+        }
+    return NONE32;
+}
+
 uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t end,
                          const uint32_t *nodes, int nnodes, bool preempting, bool starving)
 {
-    uint32_t r = NONE32;
-    for (size_t i = 0; i < s->nres; i++)
-        if (!s->res[i].live) {
-            r = (uint32_t)i;
-            break;
-        }
+    if (res_bits_fit(s, s->nres + 1) < 0)
+        return NONE32;
+    uint32_t r = res_free_entry(s);
     if (r == NONE32) {
         if (grow((void **)&s->res, &s->res_cap, s->nres + 1, sizeof(*s->res)) < 0)
             return NONE32;
@@ -211,6 +261,7 @@ uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t 
     res->preempting = preempting;
     res->starving = starving;
     res->live = true;
+    res_bits_set(s, r);
     const struct shape *sh = &s->shapes[j->shape];
     struct claim c = {r, start, end, sh->gpus, sh->cpus, sh->mem_mb};
     for (int i = 0; i < nnodes; i++)
@@ -228,6 +279,7 @@ void reservation_make_sticky(struct sched *s, uint32_t r)
     for (int i = 0; i < res->nnodes; i++)
         claims_will_change(s, &s->nodes[res->nodes[i]]);
     res->starving = true;
+    res_bits_set(s, r);
     s->res_active--;
     for (int i = 0; i < res->nnodes; i++)
         node_claims_touch(s, &s->nodes[res->nodes[i]]); /* its claims bind everyone now */
@@ -354,6 +406,7 @@ static uint32_t *reservation_unlink(struct sched *s, uint32_t r)
         s->res_active--;
     free(res->victims);
     memset(res, 0, sizeof(*res));
+    res_bits_set(s, r);
     return nodes;
 }
 
@@ -376,10 +429,9 @@ static void drop_keeping_hint(struct sched *s, uint32_t r)
 
 void reservation_drop_lower(struct sched *s, const struct job *j)
 {
-    for (size_t r = 0; r < s->nres; r++) {
+    for (size_t r = res_next(s, 0, true); r < s->nres; r = res_next(s, r + 1, true)) {
         struct reservation *res = &s->res[r];
-        if (!res->live || res->preempting || res->starving ||
-            !job_outranks(s, j, &s->jobs[res->slot]))
+        if (!job_outranks(s, j, &s->jobs[res->slot]))
             continue;
         if (res->nnodes > 1) /* a gang's search is the dear one (reserve.c) */
             drop_keeping_hint(s, (uint32_t)r);
@@ -408,9 +460,6 @@ void reservation_hints_clear(struct sched *s)
 
 void reservations_drop_all(struct sched *s, bool keep_sticky)
 {
-    for (size_t r = 0; r < s->nres; r++) {
-        struct reservation *res = &s->res[r];
-        if (res->live && (!keep_sticky || (!res->preempting && !res->starving)))
-            reservation_drop(s, (uint32_t)r);
-    }
+    for (size_t r = res_next(s, 0, keep_sticky); r < s->nres; r = res_next(s, r + 1, keep_sticky))
+        reservation_drop(s, (uint32_t)r);
 }

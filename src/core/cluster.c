@@ -96,6 +96,8 @@ void sched_destroy(struct sched *s)
         free(s->res[i].victims);
     }
     free(s->res);
+    free(s->res_live_bits);
+    free(s->res_ordinary_bits);
     reservation_hints_clear(s);
     free(s->hints);
     free(s->heap);
@@ -458,9 +460,7 @@ int sched_node_set_state(struct sched *s, const char *node, enum sched_node_stat
     node_set_state_internal(s, n, st);
     reservations_drop_all(s, true);
     /* sticky reservations on a dead node cannot hold */
-    for (size_t r = 0; r < s->nres; r++) {
-        if (!s->res[r].live)
-            continue;
+    for (size_t r = res_next(s, 0, false); r < s->nres; r = res_next(s, r + 1, false)) {
         for (int k = 0; k < s->res[r].nnodes; k++)
             if (s->res[r].nodes[k] == (uint32_t)idx && !node_schedulable(n)) {
                 reservation_drop(s, (uint32_t)r);

@@ -561,11 +561,40 @@ static uint64_t quiet_nodes(const struct sched *s, uint32_t shape)
     return sh->selset > 0 && sh->selset < NSELBITS ? s->sel_changes[sh->selset] : s->node_changes;
 }
 
+/* The changes counted on nodes that have or had room for the shape (room_changes). */
+static uint64_t quiet_room(const struct sched *s, uint32_t shape)
+{
+    const struct shape *sh = &s->shapes[shape];
+    int row = sh->gpu_type > 0 ? sh->gpu_type : NTYPES;
+    return s->room_changes[row][sh->gpus < NBUCKETS ? sh->gpus : NBUCKETS - 1];
+}
+
 static uint64_t quiet_usage(const struct sched *s, uint32_t project)
 {
     const struct project *p = &s->projects[project];
     const struct group *g = project_group(s, p);
     return p->usage_changes + (g ? g->usage_changes : 0);
+}
+
+/* Could its project's or group's usage hold j back, now or after a start or an end? */
+static bool admission_limited(const struct sched *s, const struct job *j)
+{
+    const struct project *p = &s->projects[j->project];
+    const struct group *g = project_group(s, p);
+    return j->array_id || p->spec.gpu_limit >= 0 || p->spec.max_running >= 0 ||
+           p->spec.user_max_running >= 0 || p->spec.user_gpu_limit >= 0 ||
+           (g && group_gpu_limit(s, g) >= 0);
+}
+
+/* What of the usage the service read is as it was. An admitted job that no limit can hold
+ * back read only whether its project may reclaim, which matters only while a borrower's
+ * job of its tier is there for it to take. */
+static bool quiet_usage_holds(const struct sched *s, const struct starving_entry *e)
+{
+    if (e->limited || e->how == QUIET_ADMISSION)
+        return e->usage == quiet_usage(s, e->project);
+    return project_can_reclaim(s, e->project, e->gpus) == e->reclaims ||
+           !reclaim_victims_exist(s, s->shapes[e->shape].selset, e->rank);
 }
 
 /* What the walk knows that the rest of it uses, of j's: its shape found no capacity, its
@@ -589,15 +618,20 @@ static uint8_t quiet_marks(struct sched *s, const struct job *j)
 static bool quiet_holds(const struct sched *s, const struct starving_entry *e, int64_t now)
 {
     if (!e->id || now >= e->wake || slot_bit(s->changed_bits, e->slot) ||
-        e->epoch != quiet_epoch(s) || e->usage != quiet_usage(s, e->project) ||
+        e->epoch != quiet_epoch(s) || !quiet_usage_holds(s, e) ||
         (e->reclaims && e->repoch != s->reclaim_epoch))
         return false;
     if (e->how == QUIET_ADMISSION || e->nodes == quiet_nodes(s, e->shape))
         return true; /* held back by admission, which no node changes; or nothing moved */
-    /* nodes moved, but not for it: its shape found no room in this walk (room only
-       shrinks within one), it holds its sticky room, and no victim is there for it */
-    return e->how == QUIET_NO_ROOM && s->shapes[e->shape].nofit_cycle == s->cycle &&
-           !preemption_open(s, s->shapes[e->shape].selset, e->rank, e->project, e->gpus);
+    if (e->how == QUIET_NODES)
+        return false;
+    /* nodes moved, but not for it: it holds its sticky room, no node where its shape has
+       or had room changed (or, without room, its shape found none in this walk: room only
+       shrinks within one), and no victim is there for it */
+    const struct shape *sh = &s->shapes[e->shape];
+    bool room_same = e->room == quiet_room(s, e->shape) ||
+                     (e->how == QUIET_NO_ROOM && sh->nofit_cycle == s->cycle);
+    return room_same && !preemption_open(s, sh->selset, e->rank, e->project, e->gpus);
 }
 
 /* The skipped service's effects on the rest of the walk, as it would have left them. */
@@ -743,14 +777,25 @@ static void quiet_stamp(struct sched *s, struct starving_entry *e, const struct 
     e->gpus = j->gpus * j->nodes;
     e->how = !admitted                                      ? QUIET_ADMISSION
              : pr == PLACE_NO_CAPACITY && sticky_room(s, j) ? QUIET_NO_ROOM
+             : pr == PLACE_CLAIMED && sticky_room(s, j)     ? QUIET_CLAIMED
                                                             : QUIET_NODES;
     e->marks = quiet_own_marks(s, j, e->how, pr, now);
     e->epoch = after.epoch;
     e->repoch = s->reclaim_epoch;
     e->reclaims = admitted && project_can_reclaim(s, j->project, e->gpus);
+    e->limited = admission_limited(s, j);
     e->nodes = quiet_nodes(s, j->shape);
+    e->room = quiet_room(s, j->shape);
     e->usage = after.usage;
     e->wake = wake;
+}
+
+/* Entry i stays in the list, at the next kept place (copied only once one was dropped). */
+static void starving_keep(struct sched *s, size_t *keep, size_t i)
+{
+    if (*keep != i)
+        s->starving[*keep] = s->starving[i];
+    (*keep)++;
 }
 
 /* Oldest first. The list is compacted on the way: entries of jobs that left the queue or
@@ -762,21 +807,21 @@ static void walk_starving(struct sched *s, struct walk *w)
     s->quiet_walk = true;
     size_t keep = 0;
     for (size_t i = 0; i < s->nstarving; i++) {
-        struct starving_entry e = s->starving[i];
+        struct starving_entry *e = &s->starving[i]; /* kept: moved to `keep` (<= i) */
         if (start_cap_reached(s, w)) {
-            s->starving[keep++] = e; /* served next cycle, first (or dropped then) */
+            starving_keep(s, &keep, i); /* served next cycle, first (or dropped then) */
             continue;
         }
-        if (quiet_holds(s, &e, w->now)) {
-            quiet_verify(s, w, &e);
-            quiet_replay(s, &e);
+        if (quiet_holds(s, e, w->now)) {
+            quiet_verify(s, w, e);
+            quiet_replay(s, e);
             w->st->starving_quiet++;
-            s->starving[keep++] = e;
+            starving_keep(s, &keep, i);
             continue;
         }
-        struct job *j = &s->jobs[e.slot];
+        struct job *j = &s->jobs[e->slot];
         if (!j->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING)) {
-            slot_bit_set(s->listed_bits, e.slot, false);
+            slot_bit_set(s->listed_bits, e->slot, false);
             continue;
         }
         struct quiet_counts before = quiet_counts(s, j);
@@ -784,10 +829,10 @@ static void walk_starving(struct sched *s, struct walk *w)
         enum place_result pr = serve_starving(s, w, j, &admitted);
         w->st->starving_served++;
         if (j->state == SCHED_PENDING) {
-            quiet_stamp(s, &e, j, &before, pr, admitted, w->now);
-            s->starving[keep++] = e;
+            quiet_stamp(s, e, j, &before, pr, admitted, w->now);
+            starving_keep(s, &keep, i);
         } else {
-            slot_bit_set(s->listed_bits, e.slot, false);
+            slot_bit_set(s->listed_bits, e->slot, false);
         }
     }
     s->nstarving = keep;
@@ -797,8 +842,8 @@ static void walk_starving(struct sched *s, struct walk *w)
 /* A job further down that holds a reservation may still start on its own room. */
 static bool reservations_unwalked(const struct sched *s)
 {
-    for (size_t r = 0; r < s->nres; r++)
-        if (s->res[r].live && !job_walked(s, s->res[r].slot))
+    for (size_t r = res_next(s, 0, false); r < s->nres; r = res_next(s, r + 1, false))
+        if (!job_walked(s, s->res[r].slot))
             return true;
     return false;
 }

@@ -151,7 +151,11 @@ struct sort_pair {
  *    job without selectors or past the 63 counted sets): free room, claims, victims and
  *    their eligibility, jobs, and the times at which a preemption could succeed; unless
  *    `how` says what it stopped at needs less (enum quiet_how);
- *  - its project's and group's usage did not move (usage_changes): admission and reclaim;
+ *  - for admission and reclaim: its project's and group's usage did not move
+ *    (usage_changes); or, for an admitted job that no usage can hold back (`limited`
+ *    clear: no GPU, running or user limit on its project or group, no array), whether
+ *    its project may reclaim is as it was (most starving jobs of a busy partition: its
+ *    usage moves with every start and end there);
  *  - the time is before `wake`: its reservation's start, and the end of a refusal by the
  *    claims that its placement memo counts on.
  * (A refresh or a recomputation makes the list anew, without proofs: shares and boosts.)
@@ -165,8 +169,10 @@ struct starving_entry {
     uint8_t marks;           /* QUIET_NOFIT... */
     uint8_t how;             /* enum quiet_how */
     bool reclaims;           /* its project could reclaim: a new borrower matters */
+    bool limited;            /* admission may depend on usage (see above) */
     uint64_t id;             /* the job proven quiet; 0: no proof */
     uint64_t epoch, repoch, nodes, usage;
+    uint64_t room; /* room_changes of its shape (QUIET_CLAIMED, QUIET_NO_ROOM) */
     int64_t wake;
 };
 
@@ -177,9 +183,13 @@ enum { QUIET_NOFIT = 1, QUIET_PROJECT = 2, QUIET_PROJECT_GPUS = 4, QUIET_GROUP_G
 enum quiet_how {
     QUIET_NODES,     /* ... no change on the nodes its selectors match */
     QUIET_ADMISSION, /* ... nothing more: admission held it back, whatever the nodes */
-    QUIET_NO_ROOM,   /* ... no change there, or: its shape found no room in this walk, it
-                        holds a sticky reservation, and no victim is there for it (its
-                        reason, Resources at the reservation's start, stands) */
+    QUIET_NO_ROOM,   /* ... no change there, or: it holds a sticky reservation, no victim
+                        is there for it, and its shape found no room in this walk or no
+                        node that has or had room for it changed (room_changes): its
+                        reason, Resources at the reservation's start, stands */
+    QUIET_CLAIMED,   /* ... no change there, or: it holds a sticky reservation, no victim
+                        is there for it, and no node that has or had room for it changed:
+                        the claims that held it off there still do, until `wake` */
 };
 
 struct order_entry {
@@ -347,6 +357,7 @@ struct node {
     /* changes.c: 1 + its last index in the change log (0: not since the last reset), its
        shadow schedule's generation and whether it must be rebuilt, a visit mark */
     size_t logged_at;
+    int room_logged; /* its free GPUs when its last change was counted (room_changes) */
     uint32_t shadow_gen, visit;
     bool shadow_dirty;
     /* claims.c: its claims as they were before the first change since the last starving
@@ -494,6 +505,11 @@ struct sched {
     struct reservation *res;
     size_t nres, res_cap;
     int res_active; /* live non-sticky reservations */
+    /* which of res[] are live, and which of those are ordinary (neither preempting nor
+       starving), one bit each (claims.c): the walks over the few ordinary ones, and the
+       search for a free entry, no longer read thousands of sticky ones */
+    uint64_t *res_live_bits, *res_ordinary_bits;
+    size_t res_words;
     int64_t res_refreshed;
     struct res_hint *hints; /* this walk's dropped lower reservations (claims.c) */
     size_t nhints, hints_cap;
@@ -555,6 +571,12 @@ struct sched {
        node matches */
     uint64_t node_changes;
     uint64_t sel_changes[NSELBITS];
+    /* ... and by the room a node had for a shape before or after its change: each change of
+       a node of type t with f free GPUs then, or before it (node.room_logged), counts in
+       room_changes[t][0..f] and room_changes[NTYPES][0..f] (any type). A shape of g GPUs
+       per node is unmoved on a row at level g: no node that has or had room for it changed
+       (cycle.c quiet_room) */
+    uint64_t room_changes[NTYPES + 1][NBUCKETS];
     bool quiet_walk;        /* in the starving walk: claim changes count at once */
     uint32_t *claims_moved; /* nodes whose claims changed outside it (claims_pending) */
     size_t nclaims_moved, claims_moved_cap;
@@ -724,7 +746,7 @@ void node_changed(struct sched *s, struct node *n);
    counted it, or claims_settle() will) */
 void node_change_log(struct sched *s, struct node *n);
 /* Count a change of n for the proofs of the quiet starving jobs (struct starving_entry). */
-void changes_count(struct sched *s, const struct node *n);
+void changes_count(struct sched *s, struct node *n);
 /* claims.c: n's claims are about to change; counted now in the starving walk, else at the
    next one if they differ then (claims_settle, at its start) */
 void claims_will_change(struct sched *s, struct node *n);
@@ -847,6 +869,10 @@ int64_t claims_refused_until(const struct sched *s, const struct node *n, int64_
 uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t end,
                          const uint32_t *nodes, int nnodes, bool preempting, bool starving);
 void reservation_drop(struct sched *s, uint32_t r);
+/* The next live reservation at index r or past it (an ordinary one when `ordinary`), in
+ * index order; s->nres when none is left. The loops over them:
+ *   for (size_t r = res_next(s, 0, o); r < s->nres; r = res_next(s, r + 1, o)) */
+size_t res_next(const struct sched *s, size_t r, bool ordinary);
 /* An ordinary reservation whose job starves becomes sticky: it binds everyone now, so its
    nodes count as changed. */
 void reservation_make_sticky(struct sched *s, uint32_t r);

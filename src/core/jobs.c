@@ -232,8 +232,10 @@ static int array_register(struct sched *s, const struct sched_job_spec *sp)
     uint64_t ai;
     if (u64map_get(&s->arrays, sp->array_id, &ai)) {
         s->array_counts[ai].jobs++;
-        if (sp->array_limit > 0)
+        if (sp->array_limit > 0 && s->array_counts[ai].limit != sp->array_limit) {
             s->array_counts[ai].limit = sp->array_limit;
+            s->memo_epoch++; /* its waiting jobs' admission moved (struct starving_entry) */
+        }
         return 0;
     }
     /* reuse a free entry is not worth it: arrays are few */

@@ -40,8 +40,8 @@ void order_refresh(struct sched *s, int64_t now)
     /* starving reservations stay (rebuilding them all made a refresh cost seconds with
        thousands starving): they are sticky and at worst late, and their job starts early
        wherever room appears. Those of jobs that no longer starve (a boost ended) go. */
-    for (size_t r = 0; r < s->nres; r++)
-        if (s->res[r].live && s->res[r].starving && !s->res[r].preempting &&
+    for (size_t r = res_next(s, 0, false); r < s->nres; r = res_next(s, r + 1, false))
+        if (s->res[r].starving && !s->res[r].preempting &&
             !(s->jobs[s->res[r].slot].flags & JF_STARVING))
             reservation_drop(s, (uint32_t)r);
     s->res_refreshed = now;

@@ -92,6 +92,10 @@ int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct pr
    reclaim)? Counts eligible victims on the nodes that match the selector set. False proves
    every search would fail (docs/scheduling.md "The victim gate"). */
 bool victims_exist_for(const struct sched *s, uint32_t selset, int rank, bool reclaims);
+/* Victims of its own tier that a job of the selector set and rank could take were its
+ * project allowed to reclaim (borrowers' jobs on nodes it matches): false proves that
+ * whether it may reclaim changes no search. */
+bool reclaim_victims_exist(const struct sched *s, uint32_t selset, int rank);
 /* The same for a job of `project` that would hold `gpus` more, asking whether it may
  * reclaim (project_can_reclaim, into *reclaims) only when the answer depends on it: the
  * queue walk's gate, asked for every entry it skips. *reclaims is set when true comes. */

@@ -90,7 +90,12 @@ bool victims_exist_for(const struct sched *s, uint32_t selset, int rank, bool re
 {
     if (victims_below(s, selset, rank))
         return true;
-    if (!reclaims || victims_at(s, selset, rank) == 0)
+    return reclaims && reclaim_victims_exist(s, selset, rank);
+}
+
+bool reclaim_victims_exist(const struct sched *s, uint32_t selset, int rank)
+{
+    if (victims_at(s, selset, rank) == 0)
         return false;
     struct sched *m = (struct sched *)(uintptr_t)s; /* a cache refresh */
     reclaimable_refresh(m);

@@ -433,9 +433,10 @@ static struct cyc cycle_stats(struct sched *s, int64_t now, struct sched_cycle_s
 
 /* A starving job whose service changed nothing is not served again while nothing it
  * depends on moves (struct starving_entry): jobs starting and ending on nodes its selectors
- * do not match pass it by; a job of its own project starting elsewhere (its usage) serves
- * it again, and so does the end of the job on its node, which starts it. With the memos
- * verified, every service skipped is run all the same and must change nothing. */
+ * do not match pass it by; a job of its own project starting elsewhere (its usage, which
+ * its project's GPU limit reads) serves it again and holds it back at the limit, and the
+ * end of the job on its node starts it. With the memos verified, every service skipped is run all
+ * the same and must change nothing. */
 static void test_quiet_starving_job_wakes_for_its_nodes(void **state)
 {
     (void)state;
@@ -446,7 +447,7 @@ static void test_quiet_starving_job_wakes_for_its_nodes(void **state)
     sched_verify_memos(s, true);
     add_node_l(s, "a1", "H100", 8, "zone", "a");
     add_node_l(s, "b1", "H100", 8, "zone", "b");
-    add_project(s, "lab", "critical", 0, -1);
+    add_project(s, "lab", "critical", 0, 16); /* job 2 fits its GPU limit while it waits */
     add_project(s, "other", "critical", 0, -1);
     submit_in(s, 1, "lab", "a", 8, 10 * HOUR, T0);
     (void)cycle(s, T0);
@@ -471,9 +472,76 @@ static void test_quiet_starving_job_wakes_for_its_nodes(void **state)
     (void)cycle_stats(s, T0 + 3 * HOUR, &st);
     run(s, id, T0 + 3 * HOUR);
     (void)cycle_stats(s, T0 + 3 * HOUR + MIN, &st);
-    assert_int_equal(st.starving_served, 1); /* its project's usage moved */
+    assert_int_equal(st.starving_served, 1);  /* its project's usage moved */
+    assert_reason(s, 2, SCHED_R_QUOTA_LIMIT); /* 4 + 8 running, 8 more would pass 16 */
+    end(s, id, SCHED_EXIT_CODE, 0, T0 + 3 * HOUR + 2 * MIN);
     end(s, 1, SCHED_EXIT_CODE, 0, T0 + 4 * HOUR);
     struct cyc c = cycle(s, T0 + 4 * HOUR);
+    assert_non_null(find_dec(c, SCHED_D_START, 2));
+    check_ok(s);
+    sched_destroy(s);
+}
+
+/* Without selectors every change of a node is one of its nodes; the proof then rests on
+ * room: a change of a node that has no room for the shape, and had none, passes a starving
+ * job by (QUIET_NO_ROOM, and QUIET_CLAIMED for one held off by claims where there is room),
+ * and so does its own project's usage when no limit reads it. A change where it has or had
+ * room serves it again: job 2 (8 GPUs) holds n1 from job 1's end; job 3 (4 GPUs, 10 h) is
+ * held off n1's 4 free GPUs by that claim (its own room is n2, from job 5's end); 2-GPU jobs come
+ * and go on n3 and lab's own jobs on n4 (both too small to ever have room for either); then a short
+ * job takes n1's 4 free GPUs (job 3 has no room anywhere now: its reason moves), and job 1's end
+ * starts job 2. */
+static void test_quiet_starving_job_rests_on_room(void **state)
+{
+    (void)state;
+    struct sched_policy p; /* critical starves after 1 h */
+    sched_policy_defaults(&p);
+    p.fairshare_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node(s, "n1", "H100", 8);
+    add_node(s, "n2", "H100", 8);
+    add_node(s, "n3", "H100", 2);
+    add_node(s, "n4", "H100", 2);
+    add_project(s, "lab", "critical", 0, -1); /* no limit: its usage is read by none */
+    add_project(s, "other", "critical", 0, -1);
+    submit(s, 1, "lab", NULL, NULL, 4, 1, 3 * HOUR, T0);
+    submit(s, 5, "lab", NULL, NULL, 8, 1, 3 * HOUR + 30 * MIN, T0); /* job 3's room, later */
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    run(s, 5, T0);
+    submit(s, 2, "lab", NULL, NULL, 8, 1, HOUR, T0 + 1);
+    submit(s, 3, "lab", NULL, NULL, 4, 1, 10 * HOUR, T0 + 2);
+    struct sched_cycle_stats st;
+    (void)cycle_stats(s, T0 + HOUR + MIN, &st);
+    (void)cycle_stats(s, T0 + HOUR + 2 * MIN, &st);
+    assert_int_equal(st.starving_served, 2); /* both hold sticky rooms, and are proven quiet */
+    assert_reason(s, 2, SCHED_R_RESOURCES);
+    assert_reason(s, 3, SCHED_R_RESERVATION);
+    uint64_t id = 10;
+    for (int64_t t = T0 + HOUR + 10 * MIN; t < T0 + 2 * HOUR; t += 10 * MIN, id += 2) {
+        submit(s, id, "other", NULL, NULL, 2, 1, 5 * MIN, t);
+        submit(s, id + 1, "lab", NULL, NULL, 2, 1, 5 * MIN, t);
+        struct cyc c = cycle_stats(s, t, &st);
+        assert_non_null(find_dec(c, SCHED_D_START, id));
+        assert_non_null(find_dec(c, SCHED_D_START, id + 1));
+        run(s, id, t);
+        run(s, id + 1, t);
+        end(s, id, SCHED_EXIT_CODE, 0, t + MIN);
+        end(s, id + 1, SCHED_EXIT_CODE, 0, t + MIN);
+        assert_int_equal(st.starving_served, 0);
+        assert_int_equal(st.starving_quiet, 2);
+    }
+    submit(s, id, "other", NULL, NULL, 4, 1, 30 * MIN, T0 + 2 * HOUR);
+    struct cyc c = cycle_stats(s, T0 + 2 * HOUR, &st);
+    assert_non_null(find_dec(c, SCHED_D_START, id)); /* before job 2's claim, on n1 */
+    run(s, id, T0 + 2 * HOUR);
+    (void)cycle_stats(s, T0 + 2 * HOUR + MIN, &st);
+    assert_true(st.starving_served >= 1); /* job 3: n1 had room for it */
+    assert_reason(s, 3, SCHED_R_RESOURCES);
+    end(s, id, SCHED_EXIT_CODE, 0, T0 + 2 * HOUR + 2 * MIN);
+    end(s, 1, SCHED_EXIT_CODE, 0, T0 + 3 * HOUR);
+    c = cycle(s, T0 + 3 * HOUR);
     assert_non_null(find_dec(c, SCHED_D_START, 2));
     check_ok(s);
     sched_destroy(s);
@@ -569,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_overdue_release_stays_with_the_claim),
         cmocka_unit_test(test_starving_memo_sees_the_freed_node),
         cmocka_unit_test(test_quiet_starving_job_wakes_for_its_nodes),
+        cmocka_unit_test(test_quiet_starving_job_rests_on_room),
         cmocka_unit_test(test_quiet_starving_job_preempts_when_victims_come),
         cmocka_unit_test(test_starving_reservation_failure_leaves_ordinary_search),
     };
