@@ -251,6 +251,39 @@ static int cmp_starving(const void *a, const void *b, void *ctx)
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* The starving list made anew (entries without proofs), sorted as cmp_starving sorts it
+ * but from keys read once per job rather than twice per comparison. */
+struct starving_key {
+    int64_t at;
+    uint64_t id;
+    uint32_t slot;
+};
+
+static int cmp_starving_key(const void *a, const void *b)
+{
+    const struct starving_key *x = a, *y = b;
+    if (x->at != y->at)
+        return x->at < y->at ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static void starving_sort(struct sched *s)
+{
+    struct starving_key *k = malloc(s->nstarving * sizeof(*k));
+    if (!k) {
+        qsort_r(s->starving, s->nstarving, sizeof(*s->starving), cmp_starving, s);
+        return;
+    }
+    for (size_t i = 0; i < s->nstarving; i++) {
+        const struct job *j = &s->jobs[s->starving[i].slot];
+        k[i] = (struct starving_key){job_starve_at(s, j), j->id, s->starving[i].slot};
+    }
+    qsort(k, s->nstarving, sizeof(*k), cmp_starving_key);
+    for (size_t i = 0; i < s->nstarving; i++)
+        s->starving[i] = (struct starving_entry){.slot = k[i].slot};
+    free(k);
+}
+
 static void starving_append(struct sched *s, struct job *j)
 {
     if (j->flags & JF_STARVING)
@@ -356,7 +389,7 @@ void order_rebuild(struct sched *s, int64_t now, bool rekey)
     if (n > 1 && !entries_sort(s, &s->order, &s->order_cap, n))
         qsort(s->order, n, sizeof(*s->order), cmp_entries_q);
     if (s->nstarving > 1)
-        qsort_r(s->starving, s->nstarving, sizeof(*s->starving), cmp_starving, s);
+        starving_sort(s);
     s->norder = n;
     s->nnew = 0;
     s->order_stale = 0;
