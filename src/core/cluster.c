@@ -88,6 +88,7 @@ void sched_destroy(struct sched *s)
     free(s->sort_pairs);
     free(s->sort_spare);
     free(s->starving);
+    free(s->starving_pos);
     free(s->profile_node);
     free(s->profile_count);
     u64map_release(&s->node_index);

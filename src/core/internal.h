@@ -158,7 +158,8 @@ struct sort_pair {
  *    usage moves with every start and end there);
  *  - the time is before `wake`: its reservation's start, and the end of a refusal by the
  *    claims that its placement memo counts on.
- * (A refresh or a recomputation makes the list anew, without proofs: shares and boosts.)
+ * (A refresh makes the list anew and keeps the proofs of the jobs that still starve with
+ * the same shape, project and rank: queue.c proofs_restore. A recomputation trusts none.)
  * The parts of the walk its service set for the others (its shape found no capacity, its
  * project or group at a limit) are set again from `marks` when it is skipped. */
 struct starving_entry {
@@ -565,6 +566,10 @@ struct sched {
     void *plan_scratch, *cand_scratch;
     size_t plan_scratch_cap, cand_scratch_cap;
     struct starving_entry *starving; /* starving pending jobs, oldest first */
+    /* scratch of order_rebuild (queue.c proofs_restore): a slot's index in the list as it
+       was, trusted only where that entry names the slot */
+    uint32_t *starving_pos;
+    size_t starving_pos_cap;
     size_t nstarving, starving_cap;
     /* Changes counted on the nodes (struct starving_entry): every node_changed() and every
        shadow logged counts once in node_changes and once for each selector set 1..63 the

@@ -267,6 +267,46 @@ static int cmp_starving_key(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* The starving list as it is, with each slot's index in it (NULL: none, or no memory: the
+ * rebuilt list then starts without proofs, which is always right). */
+static struct starving_entry *proofs_take(struct sched *s, size_t *n)
+{
+    *n = 0;
+    size_t had = s->starving_pos_cap;
+    if (!s->nstarving || grow((void **)&s->starving_pos, &s->starving_pos_cap, s->jobs_cap,
+                              sizeof(*s->starving_pos)) < 0)
+        return NULL;
+    memset(s->starving_pos + had, 0xff, (s->starving_pos_cap - had) * sizeof(*s->starving_pos));
+    struct starving_entry *p = malloc(s->nstarving * sizeof(*p));
+    if (!p)
+        return NULL;
+    memcpy(p, s->starving, s->nstarving * sizeof(*p));
+    for (size_t i = 0; i < s->nstarving; i++)
+        s->starving_pos[p[i].slot] = (uint32_t)i;
+    *n = s->nstarving;
+    return p;
+}
+
+/* A proof made before the rebuild holds after it for the same job, still starving (its
+ * flag, and so its changed bit, untouched by the rebuild), of the same shape, project and
+ * effective rank: the rebuild moves the queue's keys, which no starving service reads
+ * (it honours every claim), and the reservations it drops count as changes of their
+ * nodes (claims_settle). A boost that moved a rank or a pool rule voids it here. */
+static void proofs_restore(struct sched *s, struct starving_entry *p, size_t n)
+{
+    for (size_t i = 0; n && i < s->nstarving; i++) {
+        uint32_t slot = s->starving[i].slot, at = s->starving_pos[slot];
+        if (at >= n || p[at].slot != slot || !p[at].id)
+            continue; /* not listed before (the index is another rebuild's), or no proof */
+        const struct starving_entry *old = &p[at];
+        const struct job *j = &s->jobs[slot];
+        if (old->id == j->id && old->shape == j->shape && old->project == j->project &&
+            old->rank == job_eff_rank(s, j))
+            s->starving[i] = *old;
+    }
+    free(p);
+}
+
 static void starving_sort(struct sched *s)
 {
     struct starving_key *k = malloc(s->nstarving * sizeof(*k));
@@ -346,6 +386,8 @@ void order_rebuild(struct sched *s, int64_t now, bool rekey)
     size_t pending = s->by_state[SCHED_PENDING];
     if (grow((void **)&s->order, &s->order_cap, pending + 1, sizeof(*s->order)) < 0)
         return;
+    size_t nproofs;
+    struct starving_entry *proofs = proofs_take(s, &nproofs);
     s->nstarving = 0;
     if (s->look_words)
         memset(s->listed_bits, 0, s->look_words * sizeof(*s->listed_bits));
@@ -354,7 +396,8 @@ void order_rebuild(struct sched *s, int64_t now, bool rekey)
         struct job *j = &s->jobs[slot];
         if (!j->id)
             continue;
-        if (j->flags & JF_STARVING) {
+        bool was_starving = j->flags & JF_STARVING;
+        if (was_starving && j->state != SCHED_PENDING) {
             j->flags &= (uint8_t)~JF_STARVING;
             walk_look_sync(s, j);
         }
@@ -376,9 +419,12 @@ void order_rebuild(struct sched *s, int64_t now, bool rekey)
             if (at != NEVER && at > now)
                 deadline_push(s, at, j->id, DL_STARVE);
         }
-        if (job_starve_at(s, j) <= now) {
-            j->flags |= JF_STARVING;
+        bool starving = job_starve_at(s, j) <= now;
+        if (starving != was_starving) {
+            j->flags = starving ? j->flags | JF_STARVING : j->flags & (uint8_t)~JF_STARVING;
             walk_look_sync(s, j);
+        }
+        if (starving) {
             if (grow((void **)&s->starving, &s->starving_cap, s->nstarving + 1,
                      sizeof(*s->starving)) == 0) {
                 s->starving[s->nstarving++] = (struct starving_entry){.slot = job_slot(s, j)};
@@ -390,6 +436,7 @@ void order_rebuild(struct sched *s, int64_t now, bool rekey)
         qsort(s->order, n, sizeof(*s->order), cmp_entries_q);
     if (s->nstarving > 1)
         starving_sort(s);
+    proofs_restore(s, proofs, nproofs);
     s->norder = n;
     s->nnew = 0;
     s->order_stale = 0;

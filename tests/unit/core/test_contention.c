@@ -547,6 +547,44 @@ static void test_quiet_starving_job_rests_on_room(void **state)
     sched_destroy(s);
 }
 
+/* A refresh makes the starving list anew but keeps a proof that still holds: the queue's
+ * keys move, which no starving service reads. A boost that moves the job's rank voids it:
+ * the job running on its node, of its own tier until then, is a lower tier's now, and the
+ * boosted job takes it. */
+static void test_quiet_proof_outlives_a_refresh(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.tiers[1].starve_after_ms = HOUR; /* high starves after 1 h too */
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "high", 0, -1);
+    add_project(s, "other", "high", 0, -1);
+    submit(s, 1, "other", NULL, NULL, 8, 1, 10 * HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    submit(s, 2, "lab", NULL, NULL, 8, 1, HOUR, T0 + 1);
+    struct sched_cycle_stats st;
+    (void)cycle_stats(s, T0 + HOUR + MIN, &st);
+    (void)cycle_stats(s, T0 + HOUR + 2 * MIN, &st);
+    assert_int_equal(st.starving_served, 1); /* proven quiet by this service */
+    struct cyc c;
+    c.d = sched_cycle(s, T0 + HOUR + 3 * MIN, SCHED_CYCLE_REFRESH, &c.n, &st);
+    assert_true(st.full);
+    assert_int_equal(st.starving_served, 0);
+    assert_int_equal(st.starving_quiet, 1);
+    struct sched_error err;
+    assert_int_equal(sched_project_boost(s, "lab", 1, T0 + 5 * HOUR, T0 + HOUR + 4 * MIN, &err), 0);
+    c.d = sched_cycle(s, T0 + HOUR + 4 * MIN, SCHED_CYCLE_REFRESH, &c.n, &st);
+    assert_int_equal(st.starving_served, 1); /* critical now: served as such */
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 1));
+    assert_reason(s, 2, SCHED_R_PREEMPTING);
+    check_ok(s);
+    sched_destroy(s);
+}
+
 /* A quiet starving job whose nodes moved but whose shape found no room in the walk is
  * still served when a victim is there for it (QUIET_NO_ROOM): two starving jobs of one
  * shape, two victims that leave min_runtime together; the first preempts one, the second,
@@ -638,6 +676,7 @@ int main(void)
         cmocka_unit_test(test_starving_memo_sees_the_freed_node),
         cmocka_unit_test(test_quiet_starving_job_wakes_for_its_nodes),
         cmocka_unit_test(test_quiet_starving_job_rests_on_room),
+        cmocka_unit_test(test_quiet_proof_outlives_a_refresh),
         cmocka_unit_test(test_quiet_starving_job_preempts_when_victims_come),
         cmocka_unit_test(test_starving_reservation_failure_leaves_ordinary_search),
     };
