@@ -190,16 +190,14 @@ static int res_bits_fit(struct sched *s, size_t n)
     if (words <= s->res_words)
         return 0;
     size_t cap = words * 2;
-    uint64_t *live = realloc(s->res_live_bits, cap * sizeof(*live));
-    if (!live)
-        return -1;
-    s->res_live_bits = live;
-    uint64_t *ordinary = realloc(s->res_ordinary_bits, cap * sizeof(*ordinary));
-    if (!ordinary)
-        return -1; /* res_words unchanged: the grown part is cleared by the next call */
-    s->res_ordinary_bits = ordinary;
-    memset(live + s->res_words, 0, (cap - s->res_words) * sizeof(*live));
-    memset(ordinary + s->res_words, 0, (cap - s->res_words) * sizeof(*ordinary));
+    uint64_t **bits[] = {&s->res_live_bits, &s->res_ordinary_bits};
+    for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
+        uint64_t *b = realloc(*bits[i], cap * sizeof(*b));
+        if (!b)
+            return -1; /* res_words unchanged: a grown part is cleared again next time */
+        memset(b + s->res_words, 0, (cap - s->res_words) * sizeof(*b));
+        *bits[i] = b;
+    }
     s->res_words = cap;
     return 0;
 }
