@@ -35,18 +35,22 @@ static int push_u32(uint32_t **arr, size_t *n, size_t *cap, uint32_t v)
 
 void changes_count(struct sched *s, struct node *n)
 {
-    s->node_changes++;
-    for (uint64_t m = node_selsets(s, n); m; m &= m - 1)
-        s->sel_changes[__builtin_ctzll(m)]++;
     int now_free = n->gpus > n->gpus_used ? n->gpus - n->gpus_used : 0;
     int top = now_free > n->room_logged ? now_free : n->room_logged;
     n->room_logged = now_free;
     if (top >= NBUCKETS)
         top = NBUCKETS - 1;
-    for (int k = 0; k <= top; k++) {
-        s->room_changes[NTYPES][k]++;
+    s->node_changes++;
+    for (uint64_t m = node_selsets(s, n); m; m &= m - 1) {
+        int k = __builtin_ctzll(m);
+        s->sel_changes[k]++;
+        for (int f = 0; f <= top; f++)
+            s->sel_room_changes[k][f]++;
+    }
+    for (int f = 0; f <= top; f++) {
+        s->room_changes[NTYPES][f]++;
         if (n->gpu_type > 0)
-            s->room_changes[n->gpu_type][k]++;
+            s->room_changes[n->gpu_type][f]++;
     }
 }
 

@@ -561,12 +561,15 @@ static uint64_t quiet_nodes(const struct sched *s, uint32_t shape)
     return sh->selset > 0 && sh->selset < NSELBITS ? s->sel_changes[sh->selset] : s->node_changes;
 }
 
-/* The changes counted on nodes that have or had room for the shape (room_changes). */
+/* The changes counted on nodes that have or had room for the shape (room_changes): on
+ * the nodes its selectors match, or else on those of its GPU type. */
 static uint64_t quiet_room(const struct sched *s, uint32_t shape)
 {
     const struct shape *sh = &s->shapes[shape];
-    int row = sh->gpu_type > 0 ? sh->gpu_type : NTYPES;
-    return s->room_changes[row][sh->gpus < NBUCKETS ? sh->gpus : NBUCKETS - 1];
+    int level = sh->gpus < NBUCKETS ? sh->gpus : NBUCKETS - 1;
+    if (sh->selset > 0 && sh->selset < NSELBITS)
+        return s->sel_room_changes[sh->selset][level];
+    return s->room_changes[sh->gpu_type > 0 ? sh->gpu_type : NTYPES][level];
 }
 
 static uint64_t quiet_usage(const struct sched *s, uint32_t project)
@@ -610,28 +613,95 @@ static uint8_t quiet_marks(struct sched *s, const struct job *j)
                      (g && g->gpu_blocked_cycle == c ? QUIET_GROUP_GPUS : 0));
 }
 
-/* The proof of e still holds at `now`. Read from the entry, the slot bits and the counters
- * alone: the job itself is not read (a cache miss per starving job and cycle was what
- * serving them cost, bench/RESULTS.md). A change of the slot's job (it started, left,
- * stopped starving, got or lost a reservation, another job took the slot) set its changed
- * bit. */
-static bool quiet_holds(const struct sched *s, const struct starving_entry *e, int64_t now)
+/* What a starving job's service would end in, as known without serving it. */
+enum quiet_verdict {
+    QV_SERVE,   /* not known: serve it */
+    QV_STANDS,  /* as its last service: its reason stands */
+    QV_NO_ROOM, /* its shape found no room in this walk: Resources, at its reservation */
+    QV_CLAIMED, /* claims hold it off: Reservation, at its reservation */
+};
+
+/* Claims held off a job of the shape, at most as long as j, in this walk with its nodes as
+ * they are, and j's own claims are on no node with room for it now: then claims hold j
+ * off as well. Every node with room refused the other job; j counts every claim there
+ * that job counted, and that job's own too (j's own lie elsewhere), over a window at
+ * least as long, and room and claims are as they were. */
+static bool claimed_in_walk(const struct sched *s, const struct shape *sh, uint32_t shape,
+                            const struct job *j)
+{
+    if (sh->starving_claimed_cycle != s->cycle ||
+        sh->starving_claimed_nodes != quiet_nodes(s, shape) ||
+        job_duration(j) < sh->starving_claimed_dur || j->reservation == NONE32)
+        return false;
+    const struct reservation *own = &s->res[j->reservation];
+    for (int i = 0; i < own->nnodes; i++)
+        if (node_free_fit(&s->nodes[own->nodes[i]], sh))
+            return false; /* it may start on its own room */
+    return true;
+}
+
+/* Does the proof of e still hold at `now`, and what does it say? Read from the entry, the
+ * slot bits and the counters alone where it can: the job itself is read only to tell
+ * claims holding it off from other jobs' services in this walk (a cache miss per starving
+ * job and cycle was what serving them cost, bench/RESULTS.md). A change of the slot's job
+ * (it started, left, stopped starving, got or lost a reservation, another job took the
+ * slot) set its changed bit. */
+static enum quiet_verdict quiet_holds(const struct sched *s, const struct starving_entry *e,
+                                      int64_t now)
 {
     if (!e->id || now >= e->wake || slot_bit(s->changed_bits, e->slot) ||
         e->epoch != quiet_epoch(s) || !quiet_usage_holds(s, e) ||
         (e->reclaims && e->repoch != s->reclaim_epoch))
-        return false;
+        return QV_SERVE;
     if (e->how == QUIET_ADMISSION || e->nodes == quiet_nodes(s, e->shape))
-        return true; /* held back by admission, which no node changes; or nothing moved */
+        return QV_STANDS; /* held back by admission, which no node changes; or nothing moved */
     if (e->how == QUIET_NODES)
-        return false;
-    /* nodes moved, but not for it: it holds its sticky room, no node where its shape has
-       or had room changed (or, without room, its shape found none in this walk: room only
-       shrinks within one), and no victim is there for it */
+        return QV_SERVE;
+    /* nodes moved, but it holds its sticky room and no victim is there for it: its
+       placement alone decides, and it is known when no node where its shape has or had
+       room changed, or its shape found none in this walk (room only shrinks within one),
+       or claims held off its shape in this walk */
     const struct shape *sh = &s->shapes[e->shape];
-    bool room_same = e->room == quiet_room(s, e->shape) ||
-                     (e->how == QUIET_NO_ROOM && sh->nofit_cycle == s->cycle);
-    return room_same && !preemption_open(s, sh->selset, e->rank, e->project, e->gpus);
+    if (preemption_open(s, sh->selset, e->rank, e->project, e->gpus))
+        return QV_SERVE;
+    if (e->room == quiet_room(s, e->shape))
+        return QV_STANDS;
+    if (sh->nofit_cycle == s->cycle)
+        return e->how == QUIET_NO_ROOM ? QV_STANDS : QV_NO_ROOM;
+    return claimed_in_walk(s, sh, e->shape, &s->jobs[e->slot]) ? QV_CLAIMED : QV_SERVE;
+}
+
+/* The entry after a verdict known without a service: it rests on the room as it is now.
+ * No room stands while no node with room for the shape changes (it found none); claims
+ * holding it off stand so too, until the other job's refusal could end (and its own
+ * reservation's start, which serving it would reach): claimed_in_walk's argument holds at
+ * every time before. A refusal that could end now leaves the room counter behind (it never
+ * comes back), and the next walk asks again. */
+static void quiet_turn(struct sched *s, struct starving_entry *e, enum quiet_verdict v, int64_t now)
+{
+    const struct shape *sh = &s->shapes[e->shape];
+    if (v == QV_NO_ROOM) {
+        e->how = QUIET_NO_ROOM;
+        e->room = quiet_room(s, e->shape);
+        e->marks |= QUIET_NOFIT;
+    } else if (v == QV_CLAIMED) {
+        const struct job *j = &s->jobs[e->slot];
+        int64_t until = sh->starving_claimed_until, start = s->res[j->reservation].start;
+        e->how = QUIET_CLAIMED;
+        e->marks &= (uint8_t)~QUIET_NOFIT;
+        if (until > now) {
+            e->room = quiet_room(s, e->shape);
+            e->wake = until < start ? until : start;
+        }
+    }
+}
+
+/* The reason a verdict sets (QV_NO_ROOM, QV_CLAIMED): as serve_starving does. */
+static void quiet_reason(struct sched *s, const struct starving_entry *e, enum quiet_verdict v)
+{
+    struct job *j = &s->jobs[e->slot];
+    reason_set(j, v == QV_CLAIMED ? SCHED_R_RESERVATION : SCHED_R_RESOURCES,
+               s->res[j->reservation].start, 0, 0);
 }
 
 /* The skipped service's effects on the rest of the walk, as it would have left them. */
@@ -790,6 +860,22 @@ static void quiet_stamp(struct sched *s, struct starving_entry *e, const struct 
     e->wake = wake;
 }
 
+/* Claims held j off with the nodes of its shape as they are (claimed_in_walk): the
+ * shortest such job of the shape is kept. */
+static void starving_claimed_note(struct sched *s, const struct job *j, int64_t now)
+{
+    struct shape *sh = &s->shapes[j->shape];
+    uint64_t nodes = quiet_nodes(s, j->shape);
+    int64_t dur = job_duration(j);
+    if (sh->starving_claimed_cycle == s->cycle && sh->starving_claimed_nodes == nodes &&
+        sh->starving_claimed_dur <= dur)
+        return;
+    sh->starving_claimed_cycle = s->cycle;
+    sh->starving_claimed_nodes = nodes;
+    sh->starving_claimed_dur = dur;
+    sh->starving_claimed_until = place_memo_wake(s, j, now); /* now: unknown */
+}
+
 /* Entry i stays in the list, at the next kept place (copied only once one was dropped). */
 static void starving_keep(struct sched *s, size_t *keep, size_t i)
 {
@@ -812,7 +898,12 @@ static void walk_starving(struct sched *s, struct walk *w)
             starving_keep(s, &keep, i); /* served next cycle, first (or dropped then) */
             continue;
         }
-        if (quiet_holds(s, e, w->now)) {
+        enum quiet_verdict v = quiet_holds(s, e, w->now);
+        if (v != QV_SERVE) {
+            if (v != QV_STANDS) {
+                quiet_turn(s, e, v, w->now);
+                quiet_reason(s, e, v);
+            }
             quiet_verify(s, w, e);
             quiet_replay(s, e);
             w->st->starving_quiet++;
@@ -825,9 +916,12 @@ static void walk_starving(struct sched *s, struct walk *w)
             continue;
         }
         struct quiet_counts before = quiet_counts(s, j);
+        uint64_t nodes_before = quiet_nodes(s, j->shape);
         bool admitted;
         enum place_result pr = serve_starving(s, w, j, &admitted);
         w->st->starving_served++;
+        if (pr == PLACE_CLAIMED && nodes_before == quiet_nodes(s, j->shape))
+            starving_claimed_note(s, j, w->now);
         if (j->state == SCHED_PENDING) {
             quiet_stamp(s, e, j, &before, pr, admitted, w->now);
             starving_keep(s, &keep, i);

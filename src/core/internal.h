@@ -185,12 +185,15 @@ enum quiet_how {
     QUIET_NODES,     /* ... no change on the nodes its selectors match */
     QUIET_ADMISSION, /* ... nothing more: admission held it back, whatever the nodes */
     QUIET_NO_ROOM,   /* ... no change there, or: it holds a sticky reservation, no victim
-                        is there for it, and its shape found no room in this walk or no
-                        node that has or had room for it changed (room_changes): its
-                        reason, Resources at the reservation's start, stands */
+                        is there for it, and no node that has or had room for it changed
+                        (room_changes): its reason, Resources at the reservation's start,
+                        stands */
     QUIET_CLAIMED,   /* ... no change there, or: it holds a sticky reservation, no victim
                         is there for it, and no node that has or had room for it changed:
-                        the claims that held it off there still do, until `wake` */
+                        the claims that held it off there still do, until `wake`.
+                        Either turns into the other without a service when its shape found
+                        no room in this walk, or claims held off its shape in it
+                        (cycle.c quiet_holds, claimed_in_walk) */
 };
 
 struct order_entry {
@@ -278,6 +281,12 @@ struct shape {
     int64_t claimed_seen;    /* the shortest claimed_dur of this cycle, drops or not: what
                                 the walk told the jobs it skipped (reason_derive) */
     uint8_t static_reason;   /* SCHED_R_NONE, GPU_TYPE, NODE_SELECTOR, RESERVED_ZONE */
+    /* In this cycle's starving walk a service found claims holding off a job of this
+       shape that would run starving_claimed_dur, with the nodes its selectors match as
+       they are while their change count (cycle.c quiet_nodes) is starving_claimed_nodes,
+       a refusal that stands until starving_claimed_until while they stay so */
+    uint64_t starving_claimed_cycle, starving_claimed_nodes;
+    int64_t starving_claimed_dur, starving_claimed_until;
 };
 
 struct selset {
@@ -580,8 +589,11 @@ struct sched {
        a node of type t with f free GPUs then, or before it (node.room_logged), counts in
        room_changes[t][0..f] and room_changes[NTYPES][0..f] (any type). A shape of g GPUs
        per node is unmoved on a row at level g: no node that has or had room for it changed
-       (cycle.c quiet_room) */
+       (cycle.c quiet_room); a node that matches selector set k (1..63) counts in
+       sel_room_changes[k][0..f] too, so a shape with selectors reads only the nodes it may
+       use (in a partitioned cluster a start in one partition moved every other's room) */
     uint64_t room_changes[NTYPES + 1][NBUCKETS];
+    uint64_t sel_room_changes[NSELBITS][NBUCKETS];
     bool quiet_walk;        /* in the starving walk: claim changes count at once */
     uint32_t *claims_moved; /* nodes whose claims changed outside it (claims_pending) */
     size_t nclaims_moved, claims_moved_cap;

@@ -625,6 +625,135 @@ static void test_quiet_starving_job_preempts_when_victims_come(void **state)
     sched_destroy(s);
 }
 
+/* The placed-by-claims part of the proof, learnt in the walk itself: claims that held one
+ * starving job off every node with room for its shape hold off each later job of that shape
+ * at least as long whose own reservation has no room now, so those are passed by (their
+ * reason, Resources while there was no room anywhere, becomes Reservation all the same);
+ * a job whose own reservation has the room is served, and starts there. n1 runs job 1
+ * (8 GPUs until 2 h), n2 jobs 2 and 3 (4 GPUs each, until 10 h and 3 h); jobs 5 and 6
+ * (4 GPUs, 5 h) hold n1 from 2 h, job 7 holds n2 from 3 h. Job 3 ends at 1 h: n2 has 4 free
+ * GPUs, and job 7's claim on them from 3 h holds off jobs 5 and 6. */
+static void test_claims_in_the_walk_pass_starving_jobs_by(void **state)
+{
+    (void)state;
+    struct sched_policy p; /* critical starves after 1 h */
+    sched_policy_defaults(&p);
+    p.fairshare_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node_l(s, "n1", "H100", 8, "zone", "a");
+    add_node_l(s, "n2", "H100", 8, "zone", "b");
+    add_project(s, "lab", "critical", 0, -1);
+    add_project(s, "other", "critical", 0, -1);
+    submit_in(s, 1, "other", "a", 8, 2 * HOUR, T0);
+    submit_in(s, 2, "other", "b", 4, 10 * HOUR, T0);
+    submit_in(s, 3, "other", "b", 4, 3 * HOUR, T0);
+    (void)cycle(s, T0);
+    for (uint64_t id = 1; id <= 3; id++)
+        run(s, id, T0);
+    for (uint64_t id = 5; id <= 7; id++)
+        submit(s, id, "lab", NULL, NULL, 4, 1, 5 * HOUR, T0 + (int64_t)id);
+    struct sched_cycle_stats st;
+    (void)cycle_stats(s, T0 + HOUR + MIN, &st);
+    (void)cycle_stats(s, T0 + HOUR + 2 * MIN, &st);
+    (void)cycle_stats(s, T0 + HOUR + 3 * MIN, &st);
+    assert_int_equal(st.starving_quiet, 3); /* no room anywhere: sticky rooms, proven quiet */
+    assert_reason(s, 6, SCHED_R_RESOURCES);
+    end(s, 3, SCHED_EXIT_CODE, 0, T0 + HOUR + 5 * MIN);
+    struct cyc c = cycle_stats(s, T0 + HOUR + 5 * MIN, &st);
+    assert_non_null(find_dec(c, SCHED_D_START, 7)); /* on its own room, ahead of its time */
+    assert_int_equal(st.starving_served, 2);        /* jobs 5 and 7 */
+    assert_int_equal(st.starving_quiet, 1);         /* job 6, held off as job 5 was */
+    assert_reason(s, 5, SCHED_R_RESERVATION);
+    assert_reason(s, 6, SCHED_R_RESERVATION);
+    check_ok(s);
+    sched_destroy(s);
+}
+
+/* ... and only jobs at least as long: a shorter one is served, and fits before the claim.
+ * Job 3 ends at 2.5 h now, so job 7 holds n2 from 2.5 h; job 6 runs 1 h, ends before it. */
+static void test_claims_in_the_walk_serve_a_shorter_job(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.fairshare_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node_l(s, "n1", "H100", 8, "zone", "a");
+    add_node_l(s, "n2", "H100", 8, "zone", "b");
+    add_project(s, "lab", "critical", 0, -1);
+    add_project(s, "other", "critical", 0, -1);
+    submit_in(s, 1, "other", "a", 8, 2 * HOUR, T0);
+    submit_in(s, 2, "other", "b", 4, 10 * HOUR, T0);
+    submit_in(s, 3, "other", "b", 4, 2 * HOUR + 30 * MIN, T0);
+    (void)cycle(s, T0);
+    for (uint64_t id = 1; id <= 3; id++)
+        run(s, id, T0);
+    submit(s, 5, "lab", NULL, NULL, 4, 1, 5 * HOUR, T0 + 5);
+    submit(s, 6, "lab", NULL, NULL, 4, 1, HOUR, T0 + 6);
+    submit(s, 7, "lab", NULL, NULL, 4, 1, 5 * HOUR, T0 + 7);
+    struct sched_cycle_stats st;
+    (void)cycle_stats(s, T0 + HOUR + MIN, &st);
+    (void)cycle_stats(s, T0 + HOUR + 2 * MIN, &st);
+    (void)cycle_stats(s, T0 + HOUR + 3 * MIN, &st);
+    assert_int_equal(st.starving_quiet, 3);
+    end(s, 3, SCHED_EXIT_CODE, 0, T0 + HOUR + 5 * MIN);
+    struct cyc c = cycle_stats(s, T0 + HOUR + 5 * MIN, &st);
+    assert_non_null(find_dec(c, SCHED_D_START, 6));
+    assert_null(find_dec(c, SCHED_D_START, 7));
+    assert_reason(s, 5, SCHED_R_RESERVATION);
+    check_ok(s);
+    sched_destroy(s);
+}
+
+/* Room is counted per partition too: in a partitioned cluster a start or an end in one
+ * partition must not serve again the starving jobs of every other one. Job 2 (zone a,
+ * 8 GPUs) waits for a1; 2-GPU jobs come and go on a2 (its own partition, never room for it)
+ * and 8-GPU jobs on b1 (room for its shape, but not a node it may use). */
+static void test_quiet_room_is_counted_per_partition(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.fairshare_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node_l(s, "a1", "H100", 8, "zone", "a");
+    add_node_l(s, "a2", "H100", 2, "zone", "a");
+    add_node_l(s, "b1", "H100", 8, "zone", "b");
+    add_project(s, "lab", "critical", 0, -1);
+    add_project(s, "other", "critical", 0, -1);
+    submit_in(s, 1, "other", "a", 8, 10 * HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    submit_in(s, 2, "lab", "a", 8, HOUR, T0 + 1);
+    struct sched_cycle_stats st;
+    (void)cycle_stats(s, T0 + HOUR + MIN, &st);
+    (void)cycle_stats(s, T0 + HOUR + 2 * MIN, &st);
+    (void)cycle_stats(s, T0 + HOUR + 3 * MIN, &st);
+    assert_int_equal(st.starving_quiet, 1);
+    uint64_t id = 10;
+    for (int64_t t = T0 + HOUR + 10 * MIN; t < T0 + 3 * HOUR; t += 10 * MIN, id += 2) {
+        submit_in(s, id, "other", "a", 2, HOUR, t);
+        submit_in(s, id + 1, "other", "b", 8, HOUR, t);
+        struct cyc c = cycle_stats(s, t, &st);
+        assert_non_null(find_dec(c, SCHED_D_START, id));
+        assert_non_null(find_dec(c, SCHED_D_START, id + 1));
+        run(s, id, t);
+        run(s, id + 1, t);
+        end(s, id, SCHED_EXIT_CODE, 0, t + MIN);
+        end(s, id + 1, SCHED_EXIT_CODE, 0, t + MIN);
+        (void)cycle_stats(s, t + MIN, &st);
+        assert_int_equal(st.starving_served, 0);
+        assert_int_equal(st.starving_quiet, 1);
+    }
+    end(s, 1, SCHED_EXIT_CODE, 0, T0 + 3 * HOUR);
+    assert_non_null(find_dec(cycle(s, T0 + 3 * HOUR), SCHED_D_START, 2));
+    check_ok(s);
+    sched_destroy(s);
+}
+
 /* The per-shape memo of failed reservations is for ordinary searches only: a starving
  * job's search honours every claim (here a lower job's that never ends), an ordinary one
  * only those of jobs that outrank it, so the starving job's failure must not cost the
@@ -679,6 +808,9 @@ int main(void)
         cmocka_unit_test(test_quiet_proof_outlives_a_refresh),
         cmocka_unit_test(test_quiet_starving_job_preempts_when_victims_come),
         cmocka_unit_test(test_starving_reservation_failure_leaves_ordinary_search),
+        cmocka_unit_test(test_claims_in_the_walk_pass_starving_jobs_by),
+        cmocka_unit_test(test_claims_in_the_walk_serve_a_shorter_job),
+        cmocka_unit_test(test_quiet_room_is_counted_per_partition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
