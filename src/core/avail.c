@@ -16,6 +16,7 @@
 #include "core/internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct step_event {
     int64_t at;
@@ -23,10 +24,41 @@ struct step_event {
     int64_t mem;
 };
 
-static int cmp_event(const void *a, const void *b)
+/* Sort ev[0..k) by time, tmp holding k more. Events at one time become one step, so their
+ * order among themselves does not matter. A node's claims were sorted through glibc's qsort
+ * each time its profile was rebuilt, an indirect merge sort by a comparison called through
+ * a pointer: 8 % of a contended Philly replay. Runs of 8 by insertion, then merged. */
+static void events_sort(struct step_event *ev, struct step_event *tmp, int k)
 {
-    const struct step_event *x = a, *y = b;
-    return (x->at > y->at) - (x->at < y->at);
+    enum { RUN = 8 };
+    for (int lo = 0; lo < k; lo += RUN) {
+        int hi = lo + RUN < k ? lo + RUN : k;
+        for (int i = lo + 1; i < hi; i++) {
+            struct step_event e = ev[i];
+            int j = i;
+            for (; j > lo && ev[j - 1].at > e.at; j--)
+                ev[j] = ev[j - 1];
+            ev[j] = e;
+        }
+    }
+    struct step_event *src = ev, *dst = tmp;
+    for (int width = RUN; width < k; width *= 2) {
+        for (int lo = 0; lo < k; lo += 2 * width) {
+            int mid = lo + width < k ? lo + width : k, hi = lo + 2 * width < k ? lo + 2 * width : k;
+            int a = lo, b = mid, o = lo;
+            while (a < mid && b < hi)
+                dst[o++] = src[b].at < src[a].at ? src[b++] : src[a++];
+            while (a < mid)
+                dst[o++] = src[a++];
+            while (b < hi)
+                dst[o++] = src[b++];
+        }
+        struct step_event *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != ev)
+        memcpy(ev, src, (size_t)k * sizeof(*ev));
 }
 
 void node_profile_touch(struct sched *s, struct node *n)
@@ -48,8 +80,8 @@ void node_holders_touch(struct sched *s, struct node *n)
     node_changed(s, n);
 }
 
-/* The claims' steps, sorted: a drop at each start, a rise at each end. */
-static int claim_events(const struct node *n, struct step_event *ev)
+/* The claims' steps, sorted: a drop at each start, a rise at each end. tmp: as many more. */
+static int claim_events(const struct node *n, struct step_event *ev, struct step_event *tmp)
 {
     int k = 0;
     for (int i = 0; i < n->nclaims; i++) {
@@ -58,7 +90,7 @@ static int claim_events(const struct node *n, struct step_event *ev)
         if (c->end < NEVER)
             ev[k++] = (struct step_event){c->end, c->gpus, c->cpus, c->mem_mb};
     }
-    qsort(ev, k, sizeof(*ev), cmp_event);
+    events_sort(ev, tmp, k);
     return k;
 }
 
@@ -87,7 +119,7 @@ static const struct node *profile(const struct sched *s, const struct node *cn)
         return n;
     }
     size_t need = (size_t)n->nrel + 2 * (size_t)n->nclaims + 1;
-    struct step_event *ev = malloc(need * sizeof(*ev));
+    struct step_event *ev = malloc(2 * need * sizeof(*ev)); /* and the sort's scratch */
     size_t cap = (size_t)n->prof_cap;
     if (!ev || grow((void **)&n->prof, &cap, need, sizeof(*n->prof)) < 0) {
         free(ev);
@@ -95,7 +127,7 @@ static const struct node *profile(const struct sched *s, const struct node *cn)
         return n;
     }
     n->prof_cap = (int)cap;
-    int k = claim_events(n, ev);
+    int k = claim_events(n, ev, ev + need);
     struct profile_step cur = {INT64_MIN, n->gpus - n->gpus_used, n->cpus - n->cpus_used,
                                n->mem_mb - n->mem_used};
     int np = 0;
