@@ -677,23 +677,34 @@ static enum quiet_verdict quiet_holds(const struct sched *s, const struct starvi
  * reservation's start, which serving it would reach): claimed_in_walk's argument holds at
  * every time before. A refusal that could end now leaves the room counter behind (it never
  * comes back), and the next walk asks again. */
-static void quiet_turn(struct sched *s, struct starving_entry *e, enum quiet_verdict v, int64_t now)
+static bool quiet_turn(struct sched *s, struct starving_entry *e, enum quiet_verdict v, int64_t now)
 {
     const struct shape *sh = &s->shapes[e->shape];
     if (v == QV_NO_ROOM) {
         e->how = QUIET_NO_ROOM;
         e->room = quiet_room(s, e->shape);
         e->marks |= QUIET_NOFIT;
-    } else if (v == QV_CLAIMED) {
-        const struct job *j = &s->jobs[e->slot];
-        int64_t until = sh->starving_claimed_until, start = s->res[j->reservation].start;
-        e->how = QUIET_CLAIMED;
-        e->marks &= (uint8_t)~QUIET_NOFIT;
-        if (until > now) {
-            e->room = quiet_room(s, e->shape);
-            e->wake = until < start ? until : start;
-        }
+        return true;
     }
+    const struct job *j = &s->jobs[e->slot];
+    int64_t until = sh->starving_claimed_until, start = s->res[j->reservation].start;
+    e->how = QUIET_CLAIMED;
+    e->marks &= (uint8_t)~QUIET_NOFIT;
+    if (until <= now)
+        return false;
+    e->room = quiet_room(s, e->shape);
+    e->wake = until < start ? until : start;
+    return true;
+}
+
+/* A job passed by with its outcome known at the nodes as they are now: the proof may rest
+ * on them as a fresh one would (quiet_stamp), unless it was known only because this walk's
+ * preemptions ran out (a victim may be there, and the next walk must look). */
+static void quiet_renew(struct sched *s, struct starving_entry *e)
+{
+    if (e->how != QUIET_ADMISSION &&
+        !(s->policy.preemption && s->eligible_victims > 0 && s->preempt_budget <= 0))
+        e->nodes = quiet_nodes(s, e->shape);
 }
 
 /* The reason a verdict sets (QV_NO_ROOM, QV_CLAIMED): as serve_starving does. */
@@ -900,12 +911,15 @@ static void walk_starving(struct sched *s, struct walk *w)
         }
         enum quiet_verdict v = quiet_holds(s, e, w->now);
         if (v != QV_SERVE) {
+            bool renew = true; /* STANDS: it holds at the nodes as they are */
             if (v != QV_STANDS) {
-                quiet_turn(s, e, v, w->now);
+                renew = quiet_turn(s, e, v, w->now);
                 quiet_reason(s, e, v);
             }
             quiet_verify(s, w, e);
             quiet_replay(s, e);
+            if (renew)
+                quiet_renew(s, e);
             w->st->starving_quiet++;
             starving_keep(s, &keep, i);
             continue;
