@@ -554,11 +554,22 @@ static uint64_t quiet_epoch(const struct sched *s)
     return s->memo_epoch - s->log_resets;
 }
 
-/* The changes counted on the nodes the shape's selectors match. */
+/* A shape's selector set as its proof counts it: 1..63, or 0 for node_changes. */
+static uint8_t quiet_sel(const struct sched *s, uint32_t shape)
+{
+    uint32_t sel = s->shapes[shape].selset;
+    return (uint8_t)(sel > 0 && sel < NSELBITS ? sel : 0);
+}
+
+/* The changes counted on the nodes the selectors of a shape (its quiet_sel) match. */
+static uint64_t quiet_nodes_at(const struct sched *s, uint8_t sel)
+{
+    return sel ? s->sel_changes[sel] : s->node_changes;
+}
+
 static uint64_t quiet_nodes(const struct sched *s, uint32_t shape)
 {
-    const struct shape *sh = &s->shapes[shape];
-    return sh->selset > 0 && sh->selset < NSELBITS ? s->sel_changes[sh->selset] : s->node_changes;
+    return quiet_nodes_at(s, quiet_sel(s, shape));
 }
 
 /* The changes counted on nodes that have or had room for the shape (room_changes): on
@@ -617,6 +628,7 @@ static uint8_t quiet_marks(struct sched *s, const struct job *j)
 enum quiet_verdict {
     QV_SERVE,   /* not known: serve it */
     QV_STANDS,  /* as its last service: its reason stands */
+    QV_ROOM,    /* ... known from the room, its nodes having changed */
     QV_NO_ROOM, /* its shape found no room in this walk: Resources, at its reservation */
     QV_CLAIMED, /* claims hold it off: Reservation, at its reservation */
 };
@@ -653,7 +665,7 @@ static enum quiet_verdict quiet_holds(const struct sched *s, const struct starvi
         e->epoch != quiet_epoch(s) || !quiet_usage_holds(s, e) ||
         (e->reclaims && e->repoch != s->reclaim_epoch))
         return QV_SERVE;
-    if (e->how == QUIET_ADMISSION || e->nodes == quiet_nodes(s, e->shape))
+    if (e->how == QUIET_ADMISSION || e->nodes == quiet_nodes_at(s, e->sel))
         return QV_STANDS; /* held back by admission, which no node changes; or nothing moved */
     if (e->how == QUIET_NODES)
         return QV_SERVE;
@@ -665,9 +677,9 @@ static enum quiet_verdict quiet_holds(const struct sched *s, const struct starvi
     if (preemption_open(s, sh->selset, e->rank, e->project, e->gpus))
         return QV_SERVE;
     if (e->room == quiet_room(s, e->shape))
-        return QV_STANDS;
+        return QV_ROOM;
     if (sh->nofit_cycle == s->cycle)
-        return e->how == QUIET_NO_ROOM ? QV_STANDS : QV_NO_ROOM;
+        return e->how == QUIET_NO_ROOM ? QV_ROOM : QV_NO_ROOM;
     return claimed_in_walk(s, sh, e->shape, &s->jobs[e->slot]) ? QV_CLAIMED : QV_SERVE;
 }
 
@@ -704,7 +716,7 @@ static void quiet_renew(struct sched *s, struct starving_entry *e)
 {
     if (e->how != QUIET_ADMISSION &&
         !(s->policy.preemption && s->eligible_victims > 0 && s->preempt_budget <= 0))
-        e->nodes = quiet_nodes(s, e->shape);
+        e->nodes = quiet_nodes_at(s, e->sel);
 }
 
 /* The reason a verdict sets (QV_NO_ROOM, QV_CLAIMED): as serve_starving does. */
@@ -853,6 +865,7 @@ static void quiet_stamp(struct sched *s, struct starving_entry *e, const struct 
     e->id = j->id;
     slot_bit_set(s->changed_bits, e->slot, false);
     e->shape = j->shape;
+    e->sel = quiet_sel(s, j->shape);
     e->project = j->project;
     e->rank = (uint8_t)job_eff_rank(s, j);
     e->gpus = j->gpus * j->nodes;
@@ -865,7 +878,7 @@ static void quiet_stamp(struct sched *s, struct starving_entry *e, const struct 
     e->repoch = s->reclaim_epoch;
     e->reclaims = admitted && project_can_reclaim(s, j->project, e->gpus);
     e->limited = admission_limited(s, j);
-    e->nodes = quiet_nodes(s, j->shape);
+    e->nodes = quiet_nodes_at(s, e->sel);
     e->room = quiet_room(s, j->shape);
     e->usage = after.usage;
     e->wake = wake;
@@ -911,8 +924,8 @@ static void walk_starving(struct sched *s, struct walk *w)
         }
         enum quiet_verdict v = quiet_holds(s, e, w->now);
         if (v != QV_SERVE) {
-            bool renew = true; /* STANDS: it holds at the nodes as they are */
-            if (v != QV_STANDS) {
+            bool renew = v == QV_ROOM; /* known from the room: at its nodes as they are */
+            if (v == QV_NO_ROOM || v == QV_CLAIMED) {
                 renew = quiet_turn(s, e, v, w->now);
                 quiet_reason(s, e, v);
             }

@@ -171,6 +171,7 @@ struct starving_entry {
     uint8_t how;             /* enum quiet_how */
     bool reclaims;           /* its project could reclaim: a new borrower matters */
     bool limited;            /* admission may depend on usage (see above) */
+    uint8_t sel;             /* its shape's selector set, 1..63, or 0 (cycle.c quiet_nodes) */
     uint64_t id;             /* the job proven quiet; 0: no proof */
     uint64_t epoch, repoch, nodes, usage;
     uint64_t room; /* room_changes of its shape (QUIET_CLAIMED, QUIET_NO_ROOM) */
