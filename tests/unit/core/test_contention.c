@@ -625,17 +625,13 @@ static void test_quiet_starving_job_preempts_when_victims_come(void **state)
     sched_destroy(s);
 }
 
-/* The placed-by-claims part of the proof, learnt in the walk itself: claims that held one
- * starving job off every node with room for its shape hold off each later job of that shape
- * at least as long whose own reservation has no room now, so those are passed by (their
- * reason, Resources while there was no room anywhere, becomes Reservation all the same);
- * a job whose own reservation has the room is served, and starts there. n1 runs job 1
- * (8 GPUs until 2 h), n2 jobs 2 and 3 (4 GPUs each, until 10 h and 3 h); jobs 5 and 6
- * (4 GPUs, 5 h) hold n1 from 2 h, job 7 holds n2 from 3 h. Job 3 ends at 1 h: n2 has 4 free
- * GPUs, and job 7's claim on them from 3 h holds off jobs 5 and 6. */
-static void test_claims_in_the_walk_pass_starving_jobs_by(void **state)
+/* The scene of the two tests below: n1 runs job 1 (8 GPUs until 2 h), n2 jobs 2 and 3
+ * (4 GPUs each, until 10 h and `job3_ends`); lab's jobs 5, 6 and 7 (4 GPUs, `runs` long)
+ * starve from 1 h, with no room anywhere (proven quiet by the third cycle), until job 3
+ * ends at 1 h 5 min. Returns that cycle. */
+static struct cyc claims_scene(struct sched **out, int64_t job3_ends, const int64_t runs[3],
+                               struct sched_cycle_stats *st)
 {
-    (void)state;
     struct sched_policy p; /* critical starves after 1 h */
     sched_policy_defaults(&p);
     p.fairshare_refresh_ms = 24 * HOUR;
@@ -647,20 +643,35 @@ static void test_claims_in_the_walk_pass_starving_jobs_by(void **state)
     add_project(s, "other", "critical", 0, -1);
     submit_in(s, 1, "other", "a", 8, 2 * HOUR, T0);
     submit_in(s, 2, "other", "b", 4, 10 * HOUR, T0);
-    submit_in(s, 3, "other", "b", 4, 3 * HOUR, T0);
+    submit_in(s, 3, "other", "b", 4, job3_ends, T0);
     (void)cycle(s, T0);
     for (uint64_t id = 1; id <= 3; id++)
         run(s, id, T0);
     for (uint64_t id = 5; id <= 7; id++)
-        submit(s, id, "lab", NULL, NULL, 4, 1, 5 * HOUR, T0 + (int64_t)id);
-    struct sched_cycle_stats st;
-    (void)cycle_stats(s, T0 + HOUR + MIN, &st);
-    (void)cycle_stats(s, T0 + HOUR + 2 * MIN, &st);
-    (void)cycle_stats(s, T0 + HOUR + 3 * MIN, &st);
-    assert_int_equal(st.starving_quiet, 3); /* no room anywhere: sticky rooms, proven quiet */
+        submit(s, id, "lab", NULL, NULL, 4, 1, runs[id - 5], T0 + (int64_t)id);
+    (void)cycle_stats(s, T0 + HOUR + MIN, st);
+    (void)cycle_stats(s, T0 + HOUR + 2 * MIN, st);
+    (void)cycle_stats(s, T0 + HOUR + 3 * MIN, st);
+    assert_int_equal(st->starving_quiet, 3); /* no room anywhere: sticky rooms, proven quiet */
     assert_reason(s, 6, SCHED_R_RESOURCES);
     end(s, 3, SCHED_EXIT_CODE, 0, T0 + HOUR + 5 * MIN);
-    struct cyc c = cycle_stats(s, T0 + HOUR + 5 * MIN, &st);
+    *out = s;
+    return cycle_stats(s, T0 + HOUR + 5 * MIN, st);
+}
+
+/* The placed-by-claims part of the proof, learnt in the walk itself: claims that held one
+ * starving job off every node with room for its shape hold off each later job of that shape
+ * at least as long whose own reservation has no room now, so those are passed by (their
+ * reason, Resources while there was no room anywhere, becomes Reservation all the same);
+ * a job whose own reservation has the room is served, and starts there. Jobs 5 and 6 (5 h)
+ * hold n1 from 2 h, job 7 holds n2 from 3 h (job 3's end); job 3 ends at 1 h: n2 has 4 free
+ * GPUs, and job 7's claim on them from 3 h holds off jobs 5 and 6. */
+static void test_claims_in_the_walk_pass_starving_jobs_by(void **state)
+{
+    (void)state;
+    struct sched *s;
+    struct sched_cycle_stats st;
+    struct cyc c = claims_scene(&s, 3 * HOUR, (int64_t[3]){5 * HOUR, 5 * HOUR, 5 * HOUR}, &st);
     assert_non_null(find_dec(c, SCHED_D_START, 7)); /* on its own room, ahead of its time */
     assert_int_equal(st.starving_served, 2);        /* jobs 5 and 7 */
     assert_int_equal(st.starving_quiet, 1);         /* job 6, held off as job 5 was */
@@ -675,31 +686,10 @@ static void test_claims_in_the_walk_pass_starving_jobs_by(void **state)
 static void test_claims_in_the_walk_serve_a_shorter_job(void **state)
 {
     (void)state;
-    struct sched_policy p;
-    sched_policy_defaults(&p);
-    p.fairshare_refresh_ms = 24 * HOUR;
-    struct sched *s = mk_sched_with(&p);
-    sched_verify_memos(s, true);
-    add_node_l(s, "n1", "H100", 8, "zone", "a");
-    add_node_l(s, "n2", "H100", 8, "zone", "b");
-    add_project(s, "lab", "critical", 0, -1);
-    add_project(s, "other", "critical", 0, -1);
-    submit_in(s, 1, "other", "a", 8, 2 * HOUR, T0);
-    submit_in(s, 2, "other", "b", 4, 10 * HOUR, T0);
-    submit_in(s, 3, "other", "b", 4, 2 * HOUR + 30 * MIN, T0);
-    (void)cycle(s, T0);
-    for (uint64_t id = 1; id <= 3; id++)
-        run(s, id, T0);
-    submit(s, 5, "lab", NULL, NULL, 4, 1, 5 * HOUR, T0 + 5);
-    submit(s, 6, "lab", NULL, NULL, 4, 1, HOUR, T0 + 6);
-    submit(s, 7, "lab", NULL, NULL, 4, 1, 5 * HOUR, T0 + 7);
+    struct sched *s;
     struct sched_cycle_stats st;
-    (void)cycle_stats(s, T0 + HOUR + MIN, &st);
-    (void)cycle_stats(s, T0 + HOUR + 2 * MIN, &st);
-    (void)cycle_stats(s, T0 + HOUR + 3 * MIN, &st);
-    assert_int_equal(st.starving_quiet, 3);
-    end(s, 3, SCHED_EXIT_CODE, 0, T0 + HOUR + 5 * MIN);
-    struct cyc c = cycle_stats(s, T0 + HOUR + 5 * MIN, &st);
+    struct cyc c =
+        claims_scene(&s, 2 * HOUR + 30 * MIN, (int64_t[3]){5 * HOUR, HOUR, 5 * HOUR}, &st);
     assert_non_null(find_dec(c, SCHED_D_START, 6));
     assert_null(find_dec(c, SCHED_D_START, 7));
     assert_reason(s, 5, SCHED_R_RESERVATION);
