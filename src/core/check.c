@@ -345,6 +345,11 @@ static int check_starving_entry(const struct sched *s, const struct starving_ent
                        "the quiet proof of job %llu stands, but its slot holds job %llu (%s)",
                        (unsigned long long)e->id, (unsigned long long)j->id,
                        sched_job_state_name(j->state));
+    uint32_t sel = e->id && e->shape < s->nshapes ? s->shapes[e->shape].selset : 0;
+    if (e->id && e->sel != (sel < NSELBITS ? sel : 0))
+        return err_set(err, -EFAULT, "",
+                       "the quiet proof of job %llu counts selector set %u, its shape's is %u",
+                       (unsigned long long)e->id, e->sel, sel);
     return 0;
 }
 
