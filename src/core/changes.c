@@ -35,7 +35,7 @@ static int push_u32(uint32_t **arr, size_t *n, size_t *cap, uint32_t v)
 
 void changes_count(struct sched *s, struct node *n)
 {
-    int now_free = n->gpus > n->gpus_used ? n->gpus - n->gpus_used : 0;
+    int now_free = node_free_gpus(n);
     int top = now_free > n->room_logged ? now_free : n->room_logged;
     n->room_logged = now_free;
     if (top >= NBUCKETS)

@@ -194,7 +194,7 @@ static int check_nodes(const struct sched *s, struct sched_error *err)
                          "jobs (%d GPUs, %d CPUs, %d jobs)",
                          n->name, n->gpus_used, n->cpus_used, n->jobs.n, ns->gpus, ns->cpus,
                          ns->njobs);
-        int free_gpus = n->gpus > n->gpus_used ? n->gpus - n->gpus_used : 0;
+        int free_gpus = node_free_gpus(n);
         if (rc == 0 && n->room_logged != free_gpus)
             rc = err_set(err, -EFAULT, "",
                          "node %s: %d GPUs free, but its last counted change saw %d "

@@ -884,12 +884,11 @@ static void quiet_stamp(struct sched *s, struct starving_entry *e, const struct 
     e->wake = wake;
 }
 
-/* Claims held j off with the nodes of its shape as they are (claimed_in_walk): the
- * shortest such job of the shape is kept. */
-static void starving_claimed_note(struct sched *s, const struct job *j, int64_t now)
+/* Claims held j off with the nodes of its shape as they are, counted `nodes`
+ * (claimed_in_walk): the shortest such job of the shape is kept. */
+static void starving_claimed_note(struct sched *s, const struct job *j, uint64_t nodes, int64_t now)
 {
     struct shape *sh = &s->shapes[j->shape];
-    uint64_t nodes = quiet_nodes(s, j->shape);
     int64_t dur = job_duration(j);
     if (sh->starving_claimed_cycle == s->cycle && sh->starving_claimed_nodes == nodes &&
         sh->starving_claimed_dur <= dur)
@@ -948,7 +947,7 @@ static void walk_starving(struct sched *s, struct walk *w)
         enum place_result pr = serve_starving(s, w, j, &admitted);
         w->st->starving_served++;
         if (pr == PLACE_CLAIMED && nodes_before == quiet_nodes(s, j->shape))
-            starving_claimed_note(s, j, w->now);
+            starving_claimed_note(s, j, nodes_before, w->now);
         if (j->state == SCHED_PENDING) {
             quiet_stamp(s, e, j, &before, pr, admitted, w->now);
             starving_keep(s, &keep, i);

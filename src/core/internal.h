@@ -804,6 +804,11 @@ static inline bool reservation_usable_proven(const struct sched *s, const struct
            r->usable_shape == j->shape;
 }
 bool node_free_fit(const struct node *n, const struct shape *sh);
+/* Its free GPUs, never below 0 (what node.room_logged keeps) */
+static inline int node_free_gpus(const struct node *n)
+{
+    return n->gpus > n->gpus_used ? n->gpus - n->gpus_used : 0;
+}
 /* A gang that asks for GPUs of any type: placed, reserved and preempted for one type at a
  * time, through a copy of its shape fixed to that type. */
 bool shape_spans_types(const struct shape *sh);

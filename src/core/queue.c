@@ -240,24 +240,19 @@ static bool entries_sort(struct sched *s, struct order_entry **arr, size_t *cap,
     return true;
 }
 
-static int cmp_starving(const void *a, const void *b, void *ctx)
-{
-    const struct sched *s = ctx;
-    const struct job *x = &s->jobs[((const struct starving_entry *)a)->slot];
-    const struct job *y = &s->jobs[((const struct starving_entry *)b)->slot];
-    int64_t ax = job_starve_at(s, x), ay = job_starve_at(s, y);
-    if (ax != ay)
-        return ax < ay ? -1 : 1; /* the longest starving first */
-    return (x->id > y->id) - (x->id < y->id);
-}
-
-/* The starving list made anew (entries without proofs), sorted as cmp_starving sorts it
- * but from keys read once per job rather than twice per comparison. */
+/* The starving list's order: the longest starving first, then the lower id. The keys are
+ * read once per job for a sort (cmp_starving read two jobs per comparison). */
 struct starving_key {
     int64_t at;
     uint64_t id;
     uint32_t slot;
 };
+
+static struct starving_key starving_key_of(const struct sched *s, uint32_t slot)
+{
+    const struct job *j = &s->jobs[slot];
+    return (struct starving_key){job_starve_at(s, j), j->id, slot};
+}
 
 static int cmp_starving_key(const void *a, const void *b)
 {
@@ -265,6 +260,14 @@ static int cmp_starving_key(const void *a, const void *b)
     if (x->at != y->at)
         return x->at < y->at ? -1 : 1;
     return (x->id > y->id) - (x->id < y->id);
+}
+
+static int cmp_starving(const void *a, const void *b, void *ctx)
+{
+    const struct sched *s = ctx;
+    struct starving_key x = starving_key_of(s, ((const struct starving_entry *)a)->slot);
+    struct starving_key y = starving_key_of(s, ((const struct starving_entry *)b)->slot);
+    return cmp_starving_key(&x, &y);
 }
 
 /* The starving list as it is, with each slot's index in it (NULL: none, or no memory: the
@@ -314,10 +317,8 @@ static void starving_sort(struct sched *s)
         qsort_r(s->starving, s->nstarving, sizeof(*s->starving), cmp_starving, s);
         return;
     }
-    for (size_t i = 0; i < s->nstarving; i++) {
-        const struct job *j = &s->jobs[s->starving[i].slot];
-        k[i] = (struct starving_key){job_starve_at(s, j), j->id, s->starving[i].slot};
-    }
+    for (size_t i = 0; i < s->nstarving; i++)
+        k[i] = starving_key_of(s, s->starving[i].slot);
     qsort(k, s->nstarving, sizeof(*k), cmp_starving_key);
     for (size_t i = 0; i < s->nstarving; i++)
         s->starving[i] = (struct starving_entry){.slot = k[i].slot};
