@@ -95,6 +95,11 @@ struct world {
     int64_t boost_ends[512]; /* a boost's end changes tiers and pools too */
     int nboost_ends;
     bool to_limit; /* jobs run to their time limit: reservations' promises are tight */
+    /* few shapes (every third seed, drawn from no random number, so that the other seeds
+       stay as they were): jobs ask one CPU and no memory, so many share a shape, as in a
+       busy partition, where the starving walk learns from one job of a shape what holds
+       the next (cycle.c claimed_in_walk) */
+    bool few_shapes;
     int ntypes;
     /* partitioned: nodes carry a label vc=a or vc=b (node_vc) that jobs may select, and
        that an operator may change (the victim gate counts victims by selector set) */
@@ -277,9 +282,12 @@ static void submit_random(struct world *w)
               tiers[w->project_tier[p] + pick(4 - w->project_tier[p])], classes[cls],
               gpus_opts[pick(5)], chance(15) ? 2 + pick(2) : 1, cls == 4 ? 0 : limits[pick(4)],
               w->now);
-    j.cpus_per_node = 1 + pick(8);
-    if (chance(20))
-        j.mem_mb_per_node = (1 + pick(64)) * 1024;
+    int cpus = 1 + pick(8);
+    j.cpus_per_node = w->few_shapes ? 1 : cpus;
+    if (chance(20)) {
+        int64_t mem = (1 + pick(64)) * 1024;
+        j.mem_mb_per_node = w->few_shapes ? 0 : mem;
+    }
     if (j.gpus_per_node > 0 && chance(30))
         snprintf(j.gpu_type, sizeof(j.gpu_type), "%s", pick(w->ntypes) ? "B" : "A");
     w->job_vc[j.id] = 0;
@@ -748,6 +756,7 @@ static void run_seed(uint64_t seed, enum twin_mode twin)
     rng = seed * 0x2545F4914F6CDD1DULL + 1;
     w->seed = seed;
     w->idle_rng = seed;
+    w->few_shapes = seed % 3 == 0;
     setup(w, twin);
     run_cycle(w);
     for (w->step = 0; w->step < STEPS; w->step++) {
