@@ -8,6 +8,9 @@
 #                                    and the packaging tools below: tests/system/install.bats)
 #   scripts/install-deps.sh --package   the packaging tools only: dpkg-buildpackage with
 #                                    debhelper, lintian, systemd-analyze, logrotate, debootstrap
+#   scripts/install-deps.sh --list-test  print what --test installs, a package a line, and
+#                                    install nothing (scripts/test-tools.sh reads it: the
+#                                    system tests may call only what these packages bring)
 # Node.js and npm build the web console (console/, docs/console.md): Debian's nodejs and
 # npm are added only when no node and npm are on PATH already (a newer node, installed
 # some other way, is kept).
@@ -27,6 +30,10 @@ want=("${build_pkgs[@]}")
 case "${1:-}" in
 --test) want+=("${test_pkgs[@]}" "${package_pkgs[@]}") ;;
 --package) want+=("${package_pkgs[@]}") ;;
+--list-test)
+    printf '%s\n' "${build_pkgs[@]}" "${test_pkgs[@]}" "${package_pkgs[@]}"
+    exit 0
+    ;;
 esac
 
 missing=()

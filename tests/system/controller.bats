@@ -1020,7 +1020,7 @@ running_job() {
     api_get "/v1/jobs/$id"
     assert_json .job.usage.cpu_ms 1000
     grep -o 'agent_events=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | sort -n | tail -n 1 >"$TEST_DIR/max"
-    total=$(grep -o 'agent_events=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | paste -sd+ | bc)
+    total=$(grep -o 'agent_events=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }')
     turns=$(grep -o 'agent_events=[1-9][0-9]*' "$TEST_DIR/docketd.log" | wc -l)
     echo "max per turn $(cat "$TEST_DIR/max"), total $total, turns $turns" >&2
     [ "$(cat "$TEST_DIR/max")" -le 64 ]

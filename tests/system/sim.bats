@@ -7,7 +7,9 @@ bats_require_minimum_version 1.5.0
 
 B=${DOCKET_BUILD:-$BATS_TEST_DIRNAME/../../build}
 EX=$BATS_TEST_DIRNAME/../../examples/sim
-TRACES=${DOCKET_TRACES:-$BATS_TEST_DIRNAME/../../../shared/traces}
+# A 3,000-job cut of the Philly trace ships with the tests (tests/data/traces/README.md),
+# so no test needs ../shared; DOCKET_TRACE names another file of the same schema.
+PHILLY=${DOCKET_TRACE:-$BATS_TEST_DIRNAME/../data/traces/philly_vc-3000.csv}
 SIM="$B/src/sim/docket-sim"
 HDR=job_id,submit_s,runtime_s,gpus,cpus,mem_mb,nodes,project,user,status
 
@@ -101,9 +103,8 @@ teardown() {
 }
 
 @test "reports are byte-identical across runs, colourless off a terminal" {
-    [ -f "$TRACES/philly_vc.csv" ] || skip "no shared traces at $TRACES"
     for i in 1 2; do
-        run "$SIM" --trace "$TRACES/philly_vc.csv" --cluster "$EX/cluster-philly.yaml" \
+        run "$SIM" --trace "$PHILLY" --cluster "$EX/cluster-philly.yaml" \
             --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-philly.yaml" --pool \
             --arrival-scale 0.3 --limit 1500 --node-failures 0.05 --seed 9 \
             --json "$T/r$i.json" --jobs-csv "$T/r$i.csv" --html "$T/r$i.html"
@@ -122,8 +123,7 @@ teardown() {
 }
 
 @test "--compare runs the policy and the four baselines side by side" {
-    [ -f "$TRACES/philly_vc.csv" ] || skip "no shared traces at $TRACES"
-    run "$SIM" --trace "$TRACES/philly_vc.csv" --cluster "$EX/cluster-philly.yaml" \
+    run "$SIM" --trace "$PHILLY" --cluster "$EX/cluster-philly.yaml" \
         --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-philly.yaml" --pool \
         --limit 800 --compare --json "$T/c.json" --csv "$T/c.csv" --html "$T/c.html"
     [ "$status" -eq 0 ]
@@ -145,7 +145,7 @@ teardown() {
     grep -q 'Wait CDF, tier normal' "$T/c.html"
     ! grep -qiE '<script|<link|https?://[^"]*\.(js|css)' "$T/c.html"
     # the comparison is deterministic too
-    run "$SIM" --trace "$TRACES/philly_vc.csv" --cluster "$EX/cluster-philly.yaml" \
+    run "$SIM" --trace "$PHILLY" --cluster "$EX/cluster-philly.yaml" \
         --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-philly.yaml" --pool \
         --limit 800 --compare --json "$T/c2.json" --csv "$T/c2.csv" --html "$T/c2.html"
     [ "$status" -eq 0 ]

@@ -10,7 +10,9 @@ bats_require_minimum_version 1.5.0
 
 B=${DOCKET_BUILD:-$BATS_TEST_DIRNAME/../../build}
 EX=$BATS_TEST_DIRNAME/../../examples/sim
-TRACES=${DOCKET_TRACES:-$BATS_TEST_DIRNAME/../../../shared/traces}
+# A 3,000-job cut of the Philly trace ships with the tests (tests/data/traces/README.md),
+# so no test needs ../shared; DOCKET_TRACE names another file of the same schema.
+PHILLY=${DOCKET_TRACE:-$BATS_TEST_DIRNAME/../data/traces/philly_vc-3000.csv}
 SIM="$B/src/sim/docket-sim"
 OUT=${DOCKET_TEST_OUTPUT:-$B/test-output}
 PNG="python3 $BATS_TEST_DIRNAME/lib/png_colours.py"
@@ -18,7 +20,6 @@ PNG="python3 $BATS_TEST_DIRNAME/lib/png_colours.py"
 setup() {
     [[ -x $SIM ]] || skip "docket-sim not built"
     command -v chromium >/dev/null || skip "chromium not installed (scripts/install-deps.sh --test)"
-    [[ -f $TRACES/philly_vc.csv ]] || skip "shared traces not found at $TRACES"
     T=$(mktemp -d)
     mkdir -p "$OUT"
 }
@@ -40,7 +41,7 @@ shot() {
 }
 
 @test "the comparison page renders in headless Chromium: table, verdict and charts" {
-    run -0 "$SIM" --trace "$TRACES/philly_vc.csv" --cluster "$EX/cluster-philly.yaml" \
+    run -0 "$SIM" --trace "$PHILLY" --cluster "$EX/cluster-philly.yaml" \
         --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-philly.yaml" --limit 800 \
         --compare --html "$T/compare.html" --quiet --no-progress
     shot "$T/compare.html" "$OUT/sim-compare.png" 1000 3200
@@ -54,7 +55,7 @@ shot() {
 }
 
 @test "the --sweep page renders in headless Chromium" {
-    run -0 "$SIM" --trace "$TRACES/philly_vc.csv" --cluster "$EX/cluster-philly.yaml" \
+    run -0 "$SIM" --trace "$PHILLY" --cluster "$EX/cluster-philly.yaml" \
         --policy "$EX/policy-tiered.yaml" --mapping "$EX/mapping-philly.yaml" --limit 300 \
         --baseline easy --sweep arrival-scale=0.5,1 --html "$T/sweep.html" --quiet --no-progress
     shot "$T/sweep.html" "$OUT/sim-sweep.png" 1000 1200

@@ -122,7 +122,7 @@ docket_teardown() {
 turn_counts() {
     local values
     values=$(grep -o "$1=[0-9]*" "$TEST_DIR/docketd.log" | cut -d= -f2)
-    echo "$(sort -n <<<"$values" | tail -n 1) $(paste -sd+ <<<"$values" | bc) $(grep -c "$1=[1-9]" "$TEST_DIR/docketd.log")"
+    echo "$(sort -n <<<"$values" | tail -n 1) $(awk '{ s += $1 } END { print s + 0 }' <<<"$values") $(grep -c "$1=[1-9]" "$TEST_DIR/docketd.log")"
 }
 
 api() {
