@@ -374,7 +374,7 @@ static void do_register(struct agent *a)
     json_t *body =
         json_pack("{s:s,s:{s:s,s:s,s:i,s:i,s:i,s:i,s:{s:s}},s:s}", "join_token", f->join, "node",
                   "name", a->name, "gpu_type", "H100", "gpus", f->gpus, "gpu_mem_mb", 81920, "cpus",
-                  64, "mem_mb", 512000, "labels", "fleet", "sim", "agent_version", "0.1.0");
+                  64, "mem_mb", 512000, "labels", "fleet", "sim", "agent_version", DOCKET_VERSION);
     post(f, pool_conn(f), "/v1/agent/register", NULL, body, reg_done, a);
 }
 

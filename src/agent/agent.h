@@ -18,8 +18,6 @@
 
 #include "agent/inventory.h"
 
-#define DOCKET_AGENT_VERSION "0.1.0"
-
 struct agent_config {
     char controller[512];             /* http://HOST:PORT (loopback only) or https://HOST:PORT */
     char controller_fingerprint[128]; /* pinned public key of docketd, "sha256:<hex>" */

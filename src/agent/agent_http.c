@@ -258,7 +258,7 @@ static void do_register(struct agent *a)
     str_copy(n.addr, sizeof n.addr, a->cfg.addr);
     /* with a credential, re-register as ourselves; the join token only when we have none */
     json_t *body =
-        agent_register_body(&n, a->credential[0] ? NULL : a->cfg.join_token, DOCKET_AGENT_VERSION);
+        agent_register_body(&n, a->credential[0] ? NULL : a->cfg.join_token, DOCKET_VERSION);
     struct evhttp_request *req = ag_new_request(a, register_cb, a, body, true);
     struct evhttp_connection *conn = ag_conn(a, &a->hb_conn, 0);
     a->hb_inflight = true;

@@ -453,7 +453,7 @@ int cli_main(int argc, char **argv)
             print_main_usage(stdout);
             return EXIT_OK;
         case GO_VERSION:
-            puts("docket 0.1.0");
+            puts("docket " DOCKET_VERSION);
             return EXIT_OK;
         case OPT_DONE:
             print_main_usage(stderr);

@@ -29,7 +29,6 @@
 #include "store/store.h"
 #include "util/log.h"
 
-#define DOCKET_VERSION "0.1.0"
 /* Every function that writes to the store says so: its result must be looked at. */
 #define CTL_WUR      __attribute__((warn_unused_result))
 #define CTL_PATH_MAX 4096

@@ -16,6 +16,7 @@ CLUSTER_NAME=inst
 load lib/cluster
 
 SRC=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+VERSION=$("$SRC/scripts/version.sh") # meson.build's, as every package and binary has it
 CACHE=${DOCKET_TEST_CACHE:-/var/cache/docket-test}
 MIRROR=${DOCKET_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 TOOLS=(dpkg-buildpackage dh lintian systemd-analyze logrotate debootstrap)
@@ -32,6 +33,7 @@ copy_source() {
     mkdir -p "$INST/pkg/docket"
     (cd "$SRC" && git ls-files -z --cached --others --exclude-standard |
         xargs -0 cp --parents -t "$INST/pkg/docket")
+    "$SRC/scripts/debian-changelog.sh" "$INST/pkg/docket"
 }
 
 # The clean root: the cached tar, unpacked, with /proc mounted for apt and systemd.
@@ -69,7 +71,7 @@ setup_file() {
         true # the test on the build says what failed
     if ! make_root; then
         ROOT_SKIP="needs the Debian archive ($MIRROR) for debootstrap: see $INST/debootstrap.log"
-    elif ! chroot "$INST/root" apt-get update >"$INST/apt.log" 2>&1; then
+    elif ! in_root apt-get update >"$INST/apt.log" 2>&1; then
         ROOT_SKIP="needs the Debian archive ($MIRROR) for the packages' dependencies"
     fi
 }
@@ -85,7 +87,9 @@ teardown_file() {
 
 need_pkg() { [[ -z $PKG_SKIP ]] || skip "$PKG_SKIP"; }
 need_root() { [[ -z $ROOT_SKIP ]] || skip "$ROOT_SKIP"; }
-in_root() { chroot "$INST/root" "$@"; }
+# (with the root's own PATH: the tests' PATH names a directory of this machine)
+ROOT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+in_root() { chroot "$INST/root" /usr/bin/env PATH=$ROOT_PATH "$@"; }
 
 # make install into DESTDIR (PREFIX=/usr), built in $INST/build, once for the file.
 make_install() {
@@ -95,7 +99,7 @@ make_install() {
 }
 
 # The packages' maintainer scripts and units, unpacked once.
-deb() { echo "$INST/pkg/$1_0.1.0_amd64.deb"; }
+deb() { echo "$INST/pkg/$1_${VERSION}_amd64.deb"; }
 
 @test "make install DESTDIR lays out binaries, man page, completion, units, logrotate, docs and /etc/docket" {
     make_install
@@ -104,7 +108,7 @@ deb() { echo "$INST/pkg/$1_0.1.0_amd64.deb"; }
         [[ -x $D/$f ]] || { echo "missing $f"; false; }
     done
     run "$D/usr/bin/docketd" --version
-    [[ $output == "docketd 0.1.0" ]]
+    [[ $output == "docketd $VERSION" ]]
     for f in usr/share/man/man1/docket.1 usr/share/bash-completion/completions/docket \
         usr/share/doc/docket/README.md usr/share/doc/docket/operations.md \
         usr/share/doc/docket/examples/policy.yaml \
@@ -193,7 +197,7 @@ deb() { echo "$INST/pkg/$1_0.1.0_amd64.deb"; }
     for p in docket docketd docket-node; do
         [[ -f $(deb $p) ]] || { tail -n 40 "$INST/build.log"; false; }
     done
-    run lintian --tag-display-limit 0 "$INST"/pkg/docket_0.1.0_amd64.changes
+    run lintian --tag-display-limit 0 "$INST/pkg/docket_${VERSION}_amd64.changes"
     echo "$output"
     ! grep -q '^E:' <<<"$output"
 }
@@ -237,13 +241,13 @@ deb() { echo "$INST/pkg/$1_0.1.0_amd64.deb"; }
     need_root
     cp "$(deb docket)" "$(deb docketd)" "$(deb docket-node)" "$INST/root/tmp/"
     run in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        /tmp/docket_0.1.0_amd64.deb /tmp/docketd_0.1.0_amd64.deb /tmp/docket-node_0.1.0_amd64.deb
+        "/tmp/docket_${VERSION}_amd64.deb" "/tmp/docketd_${VERSION}_amd64.deb" "/tmp/docket-node_${VERSION}_amd64.deb"
     [[ $status -eq 0 ]] || { echo "$output" | tail -n 30; false; }
     [[ $(in_root getent passwd docket | cut -d: -f7) == /usr/sbin/nologin ]]
     [[ $(in_root stat -c '%a %U:%G' /var/lib/docket) == "700 docket:docket" ]]
     [[ $(in_root stat -c '%a %U:%G' /var/log/docket) == "750 docket:adm" ]]
     [[ $(in_root stat -c '%a %U:%G' /var/lib/docket-node) == "711 root:root" ]]
-    [[ $(in_root docketd --version) == "docketd 0.1.0" ]]
+    [[ $(in_root docketd --version) == "docketd $VERSION" ]]
     in_root docket-node --help | grep -q '^usage: docket-node'
     in_root docket --help >/dev/null
     in_root docket-sim --help >/dev/null
@@ -342,7 +346,7 @@ stop_packaged_docketd() {
     need_root
     [[ -f $INST/root/usr/bin/docketd ]] || skip "runs after the install test"
     echo "# edited" >>"$INST/root/etc/docket/docketd.yaml"
-    run in_root env DEBIAN_FRONTEND=noninteractive dpkg -i --force-confold /tmp/docketd_0.1.0_amd64.deb
+    run in_root env DEBIAN_FRONTEND=noninteractive dpkg -i --force-confold "/tmp/docketd_${VERSION}_amd64.deb"
     [[ $status -eq 0 ]] || { echo "$output"; false; }
     tail -n 1 "$INST/root/etc/docket/docketd.yaml" | grep -qx "# edited"
     [[ -f $INST/root/var/lib/docket/docket.db ]]

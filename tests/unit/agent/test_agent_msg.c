@@ -245,13 +245,13 @@ static void test_register(void **st)
     n.gpus = 8;
     n.cpus = 64;
     n.mem_mb = 515000;
-    json_t *body = agent_register_body(&n, "dkj_x", "0.1.0");
+    json_t *body = agent_register_body(&n, "dkj_x", "9.8.7");
     assert_string_equal(json_string_value(json_object_get(body, "join_token")), "dkj_x");
     json_t *node = json_object_get(body, "node");
     assert_int_equal(json_integer_value(json_object_get(node, "gpus")), 8);
     assert_true(json_is_object(json_object_get(node, "labels")));
     json_decref(body);
-    body = agent_register_body(&n, NULL, "0.1.0");
+    body = agent_register_body(&n, NULL, "9.8.7");
     assert_null(json_object_get(body, "join_token"));
     json_decref(body);
 
