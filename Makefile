@@ -2,6 +2,8 @@
 #   make demo   build and run Docket on an embedded default (see README)
 #   make test   the whole test suite under ASan + UBSan, ending "N passed, N failed"
 #               (the web console's browser tests included: tests/system/console.bats)
+#   make check  the inner loop (CONTRIBUTING.md): commit style, format, core floors, every
+#               unit test and the system tests in CHECK_BATS (those without long waits)
 # make, make demo and make test build the web console first (scripts/build-console.sh:
 # npm ci && npm run build in console/; docs/console.md)
 #   make bench  the benchmarks (numbers go to bench/RESULTS.md by hand, with date and machine)
@@ -10,6 +12,8 @@
 #               systemd units, logrotate, docs and examples, and /etc/docket/*.yaml (kept
 #               when present) under PREFIX (default /usr/local; SYSCONFDIR /etc), into
 #               DESTDIR when set: meson install (docs/operations.md)
+#   make deb    the Debian packages docket, docketd and docket-node in ../ (dpkg-buildpackage;
+#               debian/changelog is written from meson.build's version first)
 #   make install-slurm-compat   sbatch, srun, squeue, scancel, scontrol, sinfo, sacct as links to the
 #               docket CLI in SLURM_COMPAT_DIR (default PREFIX/bin), the installed one after
 #               `make install`: only on request, so they never shadow a real Slurm (docs/slurm.md)
@@ -20,8 +24,11 @@ PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
 DESTDIR    ?=
 SLURM_COMPAT_DIR ?= $(PREFIX)/bin
+# make check's system tests: the files that need no long waits (their times are in
+# build-test/bats.log after a make test; CONTRIBUTING.md)
+CHECK_BATS ?= tests/system/cli.bats tests/system/sim.bats
 
-.PHONY: all build demo demo-stop test unit system fuzz bench clean deps test-deps install install-slurm-compat
+.PHONY: all build demo demo-stop test check unit system fuzz bench clean deps test-deps install install-slurm-compat deb
 
 all: build
 
@@ -45,11 +52,19 @@ demo-stop:
 test: test-deps
 	@scripts/run-tests.sh
 
+check: test-deps
+	@TEST_PARTS="format unit system" BATS_FILES="$(CHECK_BATS)" scripts/run-tests.sh
+
 fuzz: test-deps
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzz.sh
 
 bench: build
 	@scripts/run-bench.sh
+
+deb:
+	@scripts/install-deps.sh --package
+	@scripts/debian-changelog.sh
+	dpkg-buildpackage -us -uc -b
 
 install: build
 	@meson configure $(BUILD) -Dprefix=$(PREFIX) -Dsysconfdir=$(SYSCONFDIR) >/dev/null

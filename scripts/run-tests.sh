@@ -88,6 +88,18 @@ if want format; then
     fi
 fi
 
+# The commit style (subject <= 72 characters, a body) over the commits since the rule.
+if want format; then
+    log "commit style (scripts/check-commits.sh)"
+    if scripts/check-commits.sh >"$TESTBUILD/commits.log" 2>&1; then
+        passed=$((passed + 1))
+    else
+        head -n 40 "$TESTBUILD/commits.log"
+        echo "not ok: commit style (scripts/check-commits.sh)"
+        failed=$((failed + 1))
+    fi
+fi
+
 # The source format (.clang-format) over src/, as a test.
 if want format; then
     log "format (clang-format --dry-run --Werror)"
@@ -138,11 +150,22 @@ else
 fi
 fi
 
-# System tests: bats drives the real binaries on loopback.
+# The programs a system test may call: those a fresh root has after install-deps.sh
+# --test, and no others (scripts/test-tools.sh), so a test that calls a tool the install
+# step forgets fails here too, not only on a fresh machine.
+TOOLS_PATH=$PWD/$TESTBUILD/test-tools
+if want system || want envcheck; then
+    log "the system tests' PATH: the programs of the installed packages (scripts/test-tools.sh)"
+    scripts/test-tools.sh "$TOOLS_PATH" >"$TESTBUILD/test-tools.log" 2>&1 ||
+        { cat "$TESTBUILD/test-tools.log"; echo "test-tools.sh failed"; failed=$((failed + 1)); finish; }
+fi
+
+# System tests: bats drives the real binaries on loopback. --timing puts each test's time
+# in the log (bats.log), for the choice of `make check`'s files (CONTRIBUTING.md).
 if want system; then
     log "system tests (bats)"
     export DOCKET_BUILD="$PWD/$TESTBUILD"
-    bats --tap $BATS_FILES >"$TESTBUILD/bats.log" 2>&1
+    env PATH="$TOOLS_PATH" bats --tap --timing $BATS_FILES >"$TESTBUILD/bats.log" 2>&1
     p0=$passed f0=$failed s0=$skipped
     count_tap bats <"$TESTBUILD/bats.log"
     echo "system: $((passed - p0)) passed, $((failed - f0)) failed, $((skipped - s0)) skipped"
@@ -155,7 +178,7 @@ if want envcheck; then
     log "self-check: tests/system/cli.bats under env -i"
     for term in "" dumb; do
         label="env -i ${term:+TERM=$term }cli.bats"
-        if env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin ${term:+TERM=$term} \
+        if env -i PATH="$TOOLS_PATH" ${term:+TERM=$term} \
             DOCKET_BUILD="$PWD/$TESTBUILD" bats --tap tests/system/cli.bats \
             >"$TESTBUILD/envcheck.log" 2>&1; then
             echo "ok: $label ($(grep -c '^ok ' "$TESTBUILD/envcheck.log") tests)"
