@@ -4,8 +4,7 @@
 # defined in another file only when that file is on a lower floor, or on the same floor
 # through an edge listed in SAME_FLOOR below (those edges must form no cycle). Exits
 # non-zero and names each call that goes the wrong way, each file without a floor, each
-# listed file that is gone, and a file below floor 2 that includes pieces.h (floor 2's
-# prototypes). Usage: scripts/check-core-floors.sh [DIR] (src/core).
+# listed file that is gone. Usage: scripts/check-core-floors.sh [DIR] (src/core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec python3 - "${1:-src/core}" <<'PY'
@@ -85,10 +84,7 @@ src, defined = {}, {}
 for f in present:
     if f not in FLOORS:
         continue
-    raw = open(os.path.join(d, f), encoding="utf-8").read()
-    if FLOORS[f] < 2 and re.search(r'#include\s+"core/pieces\.h"', raw):
-        bad.append(f"{d}/{f}: includes pieces.h (floor 2) from floor {FLOORS[f]}")
-    t = strip(raw)
+    t = strip(open(os.path.join(d, f), encoding="utf-8").read())
     src[f] = t
     for m in re.finditer(r"^([A-Za-z_][^;{}()#]*?)\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{", t, re.M):
         if not re.match(r"\s*static\b", m.group(1)):

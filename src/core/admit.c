@@ -3,7 +3,10 @@
  * (project and group GPU limits, running and per-user limits, arrays), and the reasons a
  * job waits.
  */
-#include "core/pieces.h"
+#include "core/admit.h"
+#include "core/containers.h"
+#include "core/model.h"
+#include "core/group.h"
 
 void reason_set(struct job *j, enum sched_reason r, int64_t value, int64_t in_use, int64_t req)
 {

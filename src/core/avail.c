@@ -13,7 +13,10 @@
  * It counts every claim. A question asked for a job whose own reservation claims the node
  * must not count that claim: callers take the slower exact path then (avail_own_claim).
  */
-#include "core/internal.h"
+#include "core/avail.h"
+#include "core/containers.h"
+#include "core/model.h"
+#include "core/changes.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -18,7 +18,9 @@
  * Both logs are cleared, and every memo with them (memo_epoch), when they grow past a few
  * entries per node.
  */
-#include "core/internal.h"
+#include "core/changes.h"
+#include "core/containers.h"
+#include "core/model.h"
 
 #include <stdlib.h>
 #include <string.h>

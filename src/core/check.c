@@ -9,7 +9,17 @@
  * It changes nothing the model relies on; like every query it may refresh a node's
  * release cache.
  */
-#include "core/pieces.h"
+#include "core/sched.h"
+#include "core/types.h"
+#include "core/containers.h"
+#include "core/policy.h"
+#include "core/model.h"
+#include "core/deadlines.h"
+#include "core/nodes.h"
+#include "core/avail.h"
+#include "core/queue.h"
+#include "core/claims.h"
+#include "core/place.h"
 
 #include <errno.h>
 #include <stdlib.h>

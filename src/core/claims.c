@@ -5,11 +5,19 @@
  * reservation should go is reserve.c's decision (floor 2). Also the walk's hints: the gang
  * reservations reservation_drop_lower took in this walk, which reserve.c may give back.
  */
-#include "core/internal.h"
+#include "core/claims.h"
+#include "core/containers.h"
+#include "core/model.h"
+#include "core/changes.h"
+#include "core/avail.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* n's claims are about to change; counted now in the starving walk, else at the next one if
+   they differ then (claims_settle, at its start) */
+static void claims_will_change(struct sched *s, struct node *n);
 
 /* Must a job honour this reservation? Sticky ones (preempting, starving) bind everyone;
  * others bind the jobs they outrank. `j` NULL: every claim counts. */
@@ -305,7 +313,7 @@ static bool claims_snapshot(struct sched *s, struct node *n)
     return true;
 }
 
-void claims_will_change(struct sched *s, struct node *n)
+static void claims_will_change(struct sched *s, struct node *n)
 {
     if (n->claims_pending)
         return; /* kept at its first change since the last walk */

@@ -3,7 +3,20 @@
  * the policy, projects and nodes. A node that goes down ends its jobs through the job
  * events (jobs.c sched_job_ended), as an agent report would.
  */
-#include "core/pieces.h"
+#include "core/sched.h"
+#include "core/types.h"
+#include "core/containers.h"
+#include "core/policy.h"
+#include "core/model.h"
+#include "core/group.h"
+#include "core/deadlines.h"
+#include "core/changes.h"
+#include "core/nodes.h"
+#include "core/avail.h"
+#include "core/victims.h"
+#include "core/claims.h"
+#include "core/lifecycle.h"
+#include "core/order.h"
 
 #include <errno.h>
 #include <stdio.h>

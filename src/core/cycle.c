@@ -10,7 +10,23 @@
  * Jobs the walk skips (their shape is known not to fit this cycle, their project is at
  * its limit) get their reason derived on demand (reason_derive in explain.c).
  */
-#include "core/pieces.h"
+#include "core/sched.h"
+#include "core/types.h"
+#include "core/model.h"
+#include "core/group.h"
+#include "core/deadlines.h"
+#include "core/changes.h"
+#include "core/nodes.h"
+#include "core/victims.h"
+#include "core/queue.h"
+#include "core/claims.h"
+#include "core/lifecycle.h"
+#include "core/admit.h"
+#include "core/order.h"
+#include "core/place.h"
+#include "core/reserve.h"
+#include "core/preempt.h"
+#include "core/memo.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,9 @@
  * at the top before it returns, so sched_next_wakeup() never answers one (docs/
  * scheduling.md "The cycle": what the wakeup promises).
  */
-#include "core/internal.h"
+#include "core/deadlines.h"
+#include "core/containers.h"
+#include "core/model.h"
 
 #include <stdlib.h>
 

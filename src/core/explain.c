@@ -3,7 +3,15 @@
  * "why is my job not running?" (sched_explain) and "where do resources go next?"
  * (sched_forecast). Nothing here changes the model.
  */
-#include "core/pieces.h"
+#include "core/sched.h"
+#include "core/types.h"
+#include "core/containers.h"
+#include "core/model.h"
+#include "core/group.h"
+#include "core/nodes.h"
+#include "core/queue.h"
+#include "core/admit.h"
+#include "core/reserve.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -8,7 +8,8 @@
  * change with the projects' (group_count, called where a project's GPUs in use change):
  * sched_check() recounts them from the projects.
  */
-#include "core/internal.h"
+#include "core/group.h"
+#include "core/containers.h"
 
 #include <errno.h>
 #include <stdio.h> /* snprintf only */

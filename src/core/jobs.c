@@ -4,7 +4,17 @@
  * What a job's end means (completed, retried, requeued after preemption ...) is decided
  * here, from how it ended and why it was being stopped (docs/scheduling.md §8).
  */
-#include "core/pieces.h"
+#include "core/sched.h"
+#include "core/types.h"
+#include "core/containers.h"
+#include "core/policy.h"
+#include "core/model.h"
+#include "core/deadlines.h"
+#include "core/nodes.h"
+#include "core/shapes.h"
+#include "core/queue.h"
+#include "core/claims.h"
+#include "core/lifecycle.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -4,7 +4,17 @@
  * claims, queue, deadlines, the counters sched_check() recounts). It carries decisions
  * out; which ones to make is decided on floors 2 and 3.
  */
-#include "core/internal.h"
+#include "core/lifecycle.h"
+#include "core/containers.h"
+#include "core/model.h"
+#include "core/group.h"
+#include "core/deadlines.h"
+#include "core/nodes.h"
+#include "core/avail.h"
+#include "core/victims.h"
+#include "core/shapes.h"
+#include "core/queue.h"
+#include "core/claims.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,7 +12,10 @@
  * With sched_verify_memos() every job a memo called hopeless is searched in full as well,
  * without acting, and sched_check() fails if that search found victims.
  */
-#include "core/pieces.h"
+#include "core/memo.h"
+#include "core/model.h"
+#include "core/changes.h"
+#include "core/preempt.h"
 
 static struct preempt_memo *memo_of(struct shape *sh, int rank, bool reclaim)
 {

@@ -5,7 +5,9 @@
  * (nodes.c, claims.c, victims.c, queue.c, deadlines.c, shapes.c, avail.c, changes.c,
  * group.c) and the job life cycle in lifecycle.c; this file calls none of them.
  */
-#include "core/internal.h"
+#include "core/model.h"
+#include "core/containers.h"
+#include "core/policy.h"
 
 #include <errno.h>
 #include <math.h>

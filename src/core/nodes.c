@@ -4,7 +4,9 @@
  * CPU-only nodes), with the fit primitives the policy pieces ask of a node and the
  * candidates of a shape. Which nodes a job gets is place.c's decision (floor 2).
  */
-#include "core/internal.h"
+#include "core/nodes.h"
+#include "core/containers.h"
+#include "core/model.h"
 
 #include <string.h>
 
@@ -25,7 +27,7 @@ static uint32_t *bucket_head(struct sched *s, const struct node *n, int key)
     return &s->buckets[n->gpu_type][n->reserved ? POOL_RESERVED : POOL_NORMAL][key];
 }
 
-void bucket_insert(struct sched *s, uint32_t idx)
+static void bucket_insert(struct sched *s, uint32_t idx)
 {
     struct node *n = &s->nodes[idx];
     int f = node_bucket_key(n);

@@ -5,7 +5,11 @@
  * project's share is taken from its decayed usage over its guarantee, and the queue
  * (queue.c, floor 1) is rebuilt on the new keys.
  */
-#include "core/pieces.h"
+#include "core/order.h"
+#include "core/model.h"
+#include "core/group.h"
+#include "core/queue.h"
+#include "core/claims.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,12 +6,16 @@
  * that type's buckets, so a type is never substituted. Gang jobs take N distinct nodes or
  * nothing (docs/scheduling.md §3).
  */
-#include "core/pieces.h"
+#include "core/place.h"
+#include "core/model.h"
+#include "core/changes.h"
+#include "core/nodes.h"
+#include "core/claims.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t pick_gpus(const struct node *n, int count)
+static uint64_t pick_gpus(const struct node *n, int count)
 {
     uint64_t mask = 0;
     for (int i = 0; i < n->gpus && count > 0; i++) {

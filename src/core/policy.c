@@ -3,7 +3,8 @@
  * the core's enumerations. The numbers here are the documented defaults of
  * docs/scheduling.md; every one of them can be changed at run time.
  */
-#include "core/internal.h"
+#include "core/policy.h"
+#include "core/containers.h"
 
 #include <errno.h>
 #include <signal.h>

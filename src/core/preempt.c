@@ -11,7 +11,12 @@
  * Order among victims: lowest tier, then class preempt_order (exploration, experiment,
  * training), then least work lost, then jobs that declared a checkpoint signal first.
  */
-#include "core/pieces.h"
+#include "core/preempt.h"
+#include "core/model.h"
+#include "core/group.h"
+#include "core/nodes.h"
+#include "core/claims.h"
+#include "core/lifecycle.h"
 
 #include <stdlib.h>
 #include <string.h>

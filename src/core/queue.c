@@ -9,7 +9,12 @@
  * entries become tombstones.
  */
 #define _GNU_SOURCE /* qsort_r */
-#include "core/internal.h"
+#include "core/queue.h"
+#include "core/containers.h"
+#include "core/model.h"
+#include "core/deadlines.h"
+#include "core/victims.h"
+#include "core/shapes.h"
 
 #include <math.h>
 #include <stdlib.h>

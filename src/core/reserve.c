@@ -11,7 +11,11 @@
  * is still safe, only late; they are recomputed at least every reservation_refresh_ms.
  * Preempting and starvation reservations are sticky: no other job takes their room.
  */
-#include "core/pieces.h"
+#include "core/reserve.h"
+#include "core/model.h"
+#include "core/nodes.h"
+#include "core/avail.h"
+#include "core/claims.h"
 
 #include <errno.h>
 #include <stdlib.h>

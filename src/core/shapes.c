@@ -2,7 +2,10 @@
  * shapes.c - the shape index (floor 1): the resource requests of jobs, deduplicated,
  * with their selector sets interned and the pool rule of their tier.
  */
-#include "core/internal.h"
+#include "core/shapes.h"
+#include "core/containers.h"
+#include "core/model.h"
+#include "core/victims.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -4,7 +4,10 @@
  * nodes, with the deadlines at which that changes. Who is a victim for whom is preempt.c's
  * decision (floor 2).
  */
-#include "core/internal.h"
+#include "core/victims.h"
+#include "core/model.h"
+#include "core/deadlines.h"
+#include "core/changes.h"
 
 #include <string.h>
 

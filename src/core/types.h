@@ -1,7 +1,8 @@
 /*
- * internal.h - the core's private model, shared by the files of src/core/ only: its data
- * and the functions of floors 0 and 1 (docs/architecture.md "Inside the core"); floor 2's
- * are in pieces.h.
+ * types.h - the core's model: the data every file of src/core/ works on (jobs,
+ * nodes, projects, groups, shapes, reservations, the queue, the memos, struct sched), and the
+ * few inline helpers many files read it through. It declares no function of a file: each
+ * file's own header does (model.h, nodes.h ..., docs/architecture.md "Inside the core").
  *
  * Layout for speed (docs/scheduling.md "Performance"):
  * - jobs live in a slab indexed by slot; a hash map finds a slot by id;
@@ -11,8 +12,8 @@
  *   "does anything fit" is a handful of list-head reads on a full cluster;
  * - shapes (the resource request of a job, deduplicated) carry per-cycle memos.
  */
-#ifndef DOCKET_CORE_INTERNAL_H
-#define DOCKET_CORE_INTERNAL_H
+#ifndef DOCKET_CORE_TYPES_H
+#define DOCKET_CORE_TYPES_H
 
 #include "core/sched.h"
 #include "core/containers.h"
@@ -628,6 +629,9 @@ struct sched {
     bool start_backlog;   /* the last cycle stopped at max_starts_per_cycle: go on now */
 };
 
+/* ---- The shared inline helpers: the walks read the model through these for every entry
+   they pass, so they are inline and live with the data. */
+
 /* The claimed memo of a shape (cycle.c shape_claimed_note): is a job of it that would run
  * `dur` held off by claims everywhere in this walk? */
 static inline bool shape_claimed(const struct sched *s, const struct shape *sh, int64_t dur)
@@ -636,35 +640,8 @@ static inline bool shape_claimed(const struct sched *s, const struct shape *sh, 
            dur >= sh->claimed_dur;
 }
 
-/* ======================================================================================
- * Floor 0: containers.c (containers.h), policy.c. Knows nothing of the model.
- * ====================================================================================== */
-
-/* ---- policy.c */
-int policy_validate(const struct sched_policy *p, struct sched_error *err);
-int policy_tier_find(const struct sched_policy *p, const char *name);
-int policy_class_find(const struct sched_policy *p, const char *name);
-double policy_gpu_weight(const struct sched_policy *p, const char *type);
-int err_set(struct sched_error *err, int code, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* ======================================================================================
- * Floor 1: the model and its indexes. These files own every invariant sched_check()
- * walks: each index (buckets, claims, victims, queue, deadlines, shapes, profiles, the
- * change log) and each counter is changed only here, and every function here leaves them
- * all in step. They make no decision: they carry out what floors 2 and 3 decide, and call
- * nothing above them. Inside the floor, bottom up: model.c and group.c; deadlines.c,
- * changes.c, nodes.c; avail.c, victims.c; shapes.c, queue.c; claims.c; lifecycle.c
- * (scripts/check-core-floors.sh lists the edges).
- * ====================================================================================== */
-
-/* ---- model.c: lookups and derived values of jobs, projects and nodes; decisions queued */
-struct job *job_find(const struct sched *s, uint64_t id);
-uint32_t job_slot(const struct sched *s, const struct job *j);
-/* The look bits (struct sched): room for `slots` slots (-ENOMEM), and the bit of j's slot
- * set again from j (call after j's reservation or starving flag changed, or j was freed). */
-int walk_look_grow(struct sched *s, size_t slots);
-void walk_look_sync(struct sched *s, const struct job *j);
+/* The look bits (struct sched, model.c walk_look_sync): must the queue walk read the
+   slot's job? */
 static inline bool walk_look(const struct sched *s, uint32_t slot)
 {
     return slot / 64 < s->look_words && (s->look_bits[slot / 64] >> (slot % 64) & 1);
@@ -698,43 +675,18 @@ static inline void slot_changed(struct sched *s, uint32_t slot)
 {
     slot_bit_set(s->changed_bits, slot, true);
 }
-int job_eff_rank(const struct sched *s, const struct job *j);
-int64_t job_expected_end(const struct sched *s, const struct job *j);
-int64_t job_starve_at(const struct sched *s, const struct job *j); /* NEVER: no bound */
-int64_t job_duration(const struct job *j);
-double job_billing_rate(const struct sched *s, const struct job *j);
-const struct sched_class_spec *job_class(const struct sched *s, const struct job *j);
-bool job_preemptible_class(const struct sched *s, const struct job *j);
-/* Does a outrank b in the queue order (key, then submit time, then id)? */
-bool job_outranks(const struct sched *s, const struct job *a, const struct job *b);
-const struct sched_alloc *job_alloc_on(const struct job *j, uint32_t node); /* or NULL */
-int type_find(const struct sched *s, const char *name);
-struct user_count *user_count_get(struct sched *s, uint32_t project, uint32_t user, bool create);
-void project_accrue(struct sched *s, struct project *p, int64_t now);
-void projects_accrue(struct sched *s, int64_t now);
-bool node_matches_selset(const struct sched *s, const struct node *n, uint32_t selset);
-/* The selector sets 1..63 node n matches (bit k: set k). */
-uint64_t node_selsets(const struct sched *s, const struct node *n);
-void profiles_refresh(struct sched *s);
-/* The node's releases in time order with running totals (n->rel, n->nrel), refreshed
- * when its jobs changed; returns n. */
-const struct node *node_releases(const struct sched *s, const struct node *n);
-struct sched_decision *decision_push(struct sched *s, enum sched_decision_kind kind,
-                                     const struct job *j);
-void decision_attach_allocs(struct sched *s, struct sched_decision *d, const struct job *j);
 
-/* ---- group.c */
-int group_attach(struct sched *s, struct project *p, const char *name);
-void groups_sync_policy(struct sched *s);
-/* inline: the queue walk asks these for every entry it skips */
+/* The project's group (group.c), or NULL when it names none. */
 static inline struct group *project_group(const struct sched *s, const struct project *p)
 {
     return p->group == NONE32 ? NULL : &s->groups[p->group];
 }
+
 static inline double group_guarantee(const struct sched *s, const struct group *g) /* -1: none */
 {
     return g->spec < 0 ? -1 : s->policy.groups[g->spec].guarantee_gpus;
 }
+
 /* Within its own guarantee and its group's, once it holds `gpus` more (a project's
  * guarantee counts within its group's): it may reclaim from borrowers of its tier. */
 static inline bool project_can_reclaim(const struct sched *s, uint32_t project, int gpus)
@@ -746,180 +698,20 @@ static inline bool project_can_reclaim(const struct sched *s, uint32_t project, 
     double gu = g ? group_guarantee(s, g) : -1;
     return gu < 0 || g->gpus_in_use + gpus <= gu + 1e-9;
 }
-int group_gpu_limit(const struct sched *s, const struct group *g); /* -1: none */
-void group_count(struct sched *s, const struct project *p, int gpus, int running);
-bool group_over_guarantee(const struct sched *s, const struct group *g);
-void groups_share_refresh(struct sched *s);
 
-/* ---- deadlines.c: the deadline heap */
-void deadline_push(struct sched *s, int64_t at, uint64_t id, enum deadline_kind kind);
-struct deadline deadline_pop(struct sched *s); /* the earliest; s->nheap > 0 */
-bool deadline_live(const struct sched *s, const struct deadline *d); /* firing would act */
-void deadlines_prune(struct sched *s);             /* the stale entries at the top */
-int64_t deadline_next_live(const struct sched *s); /* the earliest live one, or NEVER */
-
-/* ---- changes.c */
-void node_changed(struct sched *s, struct node *n);
-/* node_changed() without counting the change for the quiet starving jobs (the caller
-   counted it, or claims_settle() will) */
-void node_change_log(struct sched *s, struct node *n);
-/* Count a change of n for the proofs of the quiet starving jobs (struct starving_entry). */
-void changes_count(struct sched *s, struct node *n);
-/* claims.c: n's claims are about to change; counted now in the starving walk, else at the
-   next one if they differ then (claims_settle, at its start) */
-void claims_will_change(struct sched *s, struct node *n);
-void claims_settle(struct sched *s);
-void changes_advance(struct sched *s, int64_t now);
-size_t changes_since(struct sched *s, size_t logpos, int64_t since, int64_t now,
-                     const uint32_t **nodes);
-size_t changes_also(struct sched *s, size_t n, uint32_t idx);
-void changes_free(struct sched *s);
-
-/* ---- shapes.c */
-uint32_t shape_intern(struct sched *s, const struct job *j, int rank, int *err);
-void shape_rule_refresh(struct sched *s, struct job *j);
-enum pool_rule job_pool_rule(const struct sched *s, const struct job *j, int rank);
-
-/* ---- nodes.c: node states, the reserved zone, the free-capacity buckets, node fit */
-void node_set_state_internal(struct sched *s, struct node *n, enum sched_node_state st);
-void reserved_zone_recompute(struct sched *s);
-void zone_refresh(struct sched *s);
-void bucket_insert(struct sched *s, uint32_t node);
-void bucket_remove(struct sched *s, uint32_t node);
-void bucket_update(struct sched *s, uint32_t node);
-int node_bucket_key(const struct node *n);
-bool node_schedulable(const struct node *n);
-bool node_is_candidate(const struct sched *s, const struct node *n, const struct shape *sh);
-bool node_static_fit(const struct sched *s, const struct node *n, const struct shape *sh,
-                     bool pool_ok_only);
-bool node_pool_allowed(const struct node *n, enum pool_rule rule);
-/* Is every node of r up and, statically, one that r's job j may use? */
-bool reservation_nodes_usable(const struct sched *s, const struct reservation *r,
-                              const struct job *j);
-/* ... and is that still proven by r's memo (struct reservation)? */
+/* Is it still proven by r's memo (struct reservation) that every node of r is up and,
+ * statically, one that r's job j may use (nodes.c reservation_nodes_usable)? */
 static inline bool reservation_usable_proven(const struct sched *s, const struct reservation *r,
                                              const struct job *j)
 {
     return r->usable_node_epoch == s->node_epoch && r->usable_epoch == s->memo_epoch &&
            r->usable_shape == j->shape;
 }
-bool node_free_fit(const struct node *n, const struct shape *sh);
+
 /* Its free GPUs, never below 0 (what node.room_logged keeps) */
 static inline int node_free_gpus(const struct node *n)
 {
     return n->gpus > n->gpus_used ? n->gpus - n->gpus_used : 0;
 }
-/* A gang that asks for GPUs of any type: placed, reserved and preempted for one type at a
- * time, through a copy of its shape fixed to that type. */
-bool shape_spans_types(const struct shape *sh);
-struct shape shape_typed(const struct shape *sh, int type);
-/* Call fn for every UP node of the shape's type, in the pools its rule allows, that could
- * hold it when empty (the candidates of reservations and preemption). */
-void shape_candidates_each(struct sched *s, const struct shape *sh,
-                           void (*fn)(struct sched *s, uint32_t node, void *ctx), void *ctx);
-
-/* ---- avail.c: each node's free capacity over time */
-void node_profile_touch(struct sched *s, struct node *n); /* its claims or capacity changed */
-void node_holders_touch(struct sched *s, struct node *n); /* its jobs or their ends changed */
-void node_claims_touch(struct sched *s, struct node *n);  /* after claims_will_change() */
-bool avail_own_claim(const struct node *n, uint32_t own); /* reservation `own` claims it */
-/* Until when does the node hold the request from `from` on, claims counted: the first
-   time its room falls short (`from` itself when it is short now; NEVER: it holds). A job
-   may run [from, end) there iff end <= the answer. -1: out of memory. */
-int64_t avail_hold(const struct sched *s, const struct node *n, int64_t from, int gpus, int cpus,
-                   int64_t mem);
-/* The end of the stretch from `from` over which a request avail_hold() found held only
-   until `hold` stays so while the profile stays (claims_refused_until). */
-int64_t avail_refused_until(const struct sched *s, const struct node *n, int64_t from,
-                            int64_t hold);
-/* Does [from, to) hold the request, counting every claim? 1 yes, 0 no, -1 unknown. */
-int avail_window(const struct sched *s, const struct node *n, int64_t from, int64_t to, int gpus,
-                 int cpus, int64_t mem);
-/* Earliest t >= now from which the shape holds for dur (counting every claim); NEVER when
- * no release makes room; -2 unknown (out of memory). */
-int64_t avail_earliest(const struct sched *s, const struct node *n, const struct shape *sh,
-                       int64_t now, int64_t dur);
-bool avail_profile_fresh(const struct sched *s, const struct node *n);
-
-/* ---- victims.c: the preemptible running jobs, counted per rank, project and node */
-void victim_eligibility_update(struct sched *s, struct job *v, int64_t now);
-/* Set or clear a job's JF_VICTIM_ELIGIBLE, keeping the counters and node sums in step. */
-void victim_mark(struct sched *s, struct job *v, bool eligible);
-/* The node's victims added to (sign 1) or taken from (-1) the counts of the selector sets
-   it matches: around a change of its labels. */
-void victim_sel_node(struct sched *s, struct node *n, int sign);
-/* Count selector set `selset` (just interned) from the nodes' victim_allocs. */
-void victim_sel_recount(struct sched *s, uint32_t selset);
-
-/* ---- queue.c: the pending queue and the starvation list */
-void order_insert(struct sched *s, struct job *j);
-void order_remove(struct sched *s, struct job *j);
-/* The rebuild of the queue alone from the shares as they stand (a forced full cycle, and
-   the periodic refresh, order.c). */
-void order_rebuild(struct sched *s, int64_t now, bool rekey);
-void order_merge_new(struct sched *s);
-uint64_t job_key1(const struct sched *s, const struct job *j, int64_t now);
-int cmp_entries(const struct order_entry *a, const struct order_entry *b);
-void starvation_watch(struct sched *s, struct job *j, int64_t now);
-/* Drop the slot's entry from the starving list, if it has one (a new job takes the slot, or
-   the slot's job starves anew). */
-void starving_forget_slot(struct sched *s, uint32_t slot);
-/* The job (back) in the queue at `now`: from when its starvation age counts. */
-void job_mark_eligible(struct sched *s, struct job *j, int64_t now);
-
-/* ---- claims.c: reservations and their claims on nodes */
-struct avail {
-    int gpus, cpus;
-    int64_t mem;
-};
-bool avail_covers(struct avail a, int gpus, int cpus, int64_t mem);
-/* What node n will have free at time t: free now, plus what its jobs release by t (their
- * expected ends), minus the claims active then except reservation `own`. */
-struct avail node_avail_at(const struct sched *s, const struct node *n, int64_t t, uint32_t own);
-/* The same, counting only the claims that bind job j (claim_binds). */
-struct avail node_avail_for(const struct sched *s, const struct node *n, int64_t t, uint32_t own,
-                            const struct job *j);
-bool claim_binds(const struct sched *s, uint32_t res, const struct job *j);
-/* `hold`, when not NULL, gets until when the node holds the request from now (as
-   avail_hold), or -1 when this check could not tell (an own claim or an overdue job there). */
-bool claims_allow(const struct sched *s, const struct node *n, uint32_t own_res, int64_t now,
-                  int64_t end, int gpus, int cpus, int64_t mem, const struct job *for_job,
-                  bool *lower_only, int64_t *hold);
-/* After claims_allow() refused with `hold`: the time before which it refuses the same
-   request at any later moment while the node does not change (now: unknown). */
-int64_t claims_refused_until(const struct sched *s, const struct node *n, int64_t now,
-                             int64_t hold);
-uint32_t reservation_add(struct sched *s, struct job *j, int64_t start, int64_t end,
-                         const uint32_t *nodes, int nnodes, bool preempting, bool starving);
-void reservation_drop(struct sched *s, uint32_t r);
-/* The next live reservation at index r or past it (an ordinary one when `ordinary`), in
- * index order; s->nres when none is left. The loops over them:
- *   for (size_t r = res_next(s, 0, o); r < s->nres; r = res_next(s, r + 1, o)) */
-size_t res_next(const struct sched *s, size_t r, bool ordinary);
-/* An ordinary reservation whose job starves becomes sticky: it binds everyone now, so its
-   nodes count as changed. */
-void reservation_make_sticky(struct sched *s, uint32_t r);
-/* Drop every ordinary reservation of a job j outranks, a gang's remembered as a hint for
-   the rest of the walk. */
-void reservation_drop_lower(struct sched *s, const struct job *j);
-/* The hint left for j in this walk, taken (its nodes are the caller's to free); false when
-   there is none. */
-bool reservation_hint_take(struct sched *s, const struct job *j, struct res_hint *out);
-/* Forget every hint (the walk is over). */
-void reservation_hints_clear(struct sched *s);
-void reservations_drop_all(struct sched *s, bool keep_sticky);
-
-/* ---- lifecycle.c: the job life cycle, every index kept in step */
-void job_set_state(struct sched *s, struct job *j, enum sched_job_state st);
-void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs, int nallocs);
-void job_release_resources(struct sched *s, struct job *j);
-void job_to_pending(struct sched *s, struct job *j, int64_t begin_ms);
-void job_finish(struct sched *s, struct job *j, enum sched_job_state st, const char *detail);
-void job_stop(struct sched *s, struct job *j, enum sched_stop_cause cause, int signal,
-              int64_t grace, uint64_t preemptor, int64_t now);
-void job_nodes_touch(struct sched *s, const struct job *j);
-void job_free_parts(struct job *j); /* its arrays freed (the job itself stays) */
-
-/* Floor 2, the policy pieces: pieces.h. Floor 3, the cycle and the entry points: sched.h. */
 
 #endif

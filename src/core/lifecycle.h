@@ -1,0 +1,21 @@
+/*
+ * lifecycle.h - what lifecycle.c (floor 1, on top of the indexes) gives the files
+ * above it: the job life cycle, every index kept in step.
+ * The floors: docs/architecture.md "Inside the core".
+ */
+#ifndef DOCKET_CORE_LIFECYCLE_H
+#define DOCKET_CORE_LIFECYCLE_H
+
+#include "core/types.h"
+
+void job_set_state(struct sched *s, struct job *j, enum sched_job_state st);
+void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs, int nallocs);
+void job_release_resources(struct sched *s, struct job *j);
+void job_to_pending(struct sched *s, struct job *j, int64_t begin_ms);
+void job_finish(struct sched *s, struct job *j, enum sched_job_state st, const char *detail);
+void job_stop(struct sched *s, struct job *j, enum sched_stop_cause cause, int signal,
+              int64_t grace, uint64_t preemptor, int64_t now);
+void job_nodes_touch(struct sched *s, const struct job *j);
+void job_free_parts(struct job *j); /* its arrays freed (the job itself stays) */
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * nodes.h - what nodes.c (floor 1) gives the other files of the core: node states,
+ * the reserved zone, the free-capacity buckets, node fit and the candidates of a shape.
+ * node_free_gpus and reservation_usable_proven, read inline, are in types.h.
+ * The floors: docs/architecture.md "Inside the core".
+ */
+#ifndef DOCKET_CORE_NODES_H
+#define DOCKET_CORE_NODES_H
+
+#include "core/types.h"
+
+void node_set_state_internal(struct sched *s, struct node *n, enum sched_node_state st);
+void reserved_zone_recompute(struct sched *s);
+void zone_refresh(struct sched *s);
+void bucket_remove(struct sched *s, uint32_t node);
+void bucket_update(struct sched *s, uint32_t node);
+int node_bucket_key(const struct node *n);
+bool node_schedulable(const struct node *n);
+bool node_is_candidate(const struct sched *s, const struct node *n, const struct shape *sh);
+bool node_static_fit(const struct sched *s, const struct node *n, const struct shape *sh,
+                     bool pool_ok_only);
+bool node_pool_allowed(const struct node *n, enum pool_rule rule);
+/* Is every node of r up and, statically, one that r's job j may use? */
+bool reservation_nodes_usable(const struct sched *s, const struct reservation *r,
+                              const struct job *j);
+bool node_free_fit(const struct node *n, const struct shape *sh);
+/* A gang that asks for GPUs of any type: placed, reserved and preempted for one type at a
+ * time, through a copy of its shape fixed to that type. */
+bool shape_spans_types(const struct shape *sh);
+struct shape shape_typed(const struct shape *sh, int type);
+/* Call fn for every UP node of the shape's type, in the pools its rule allows, that could
+ * hold it when empty (the candidates of reservations and preemption). */
+void shape_candidates_each(struct sched *s, const struct shape *sh,
+                           void (*fn)(struct sched *s, uint32_t node, void *ctx), void *ctx);
+
+#endif
