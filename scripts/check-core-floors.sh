@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The floors of the scheduling core (docs/architecture.md "Inside the core"): each file of
 # src/core/ has a floor, and a file may call (or take the address of) a non-static function
-# defined in another file only when that file is on a lower floor, or on the same floor
-# through an edge listed in SAME_FLOOR below (those edges must form no cycle). Exits
-# non-zero and names each call that goes the wrong way, each file without a floor, each
-# listed file that is gone. Usage: scripts/check-core-floors.sh [DIR] (src/core).
+# defined in another file, or include that file's header (foo.c's is foo.h), only when that
+# file is on a lower floor, or on the same floor through an edge listed in SAME_FLOOR below
+# (those edges must form no cycle). A header obeys the rule of its file; the shared headers
+# (SHARED: the model's types, the public interface) may include only each other and floor
+# 0's. Exits non-zero and names each call and each include that goes the wrong way, each
+# file without a floor, each listed file that is gone, and each header of src/core/ that is
+# neither a file's nor listed in SHARED. Usage: scripts/check-core-floors.sh [DIR] (src/core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec python3 - "${1:-src/core}" <<'PY'
@@ -41,6 +44,9 @@ SAME_FLOOR = {
     "memo.c": ["preempt.c"],
     "cluster.c": ["jobs.c"],
 }
+
+# Headers that are no single file's: any file of the core may include them.
+SHARED = {"types.h", "sched.h"}
 
 # Known exceptions: (caller, callee file, function) that go the wrong way for now.
 EXCEPTIONS = set()
@@ -90,6 +96,49 @@ for f in present:
         if not re.match(r"\s*static\b", m.group(1)):
             defined[m.group(2)] = f
 
+# The includes: a file's (or header's) include of another file's header follows the call
+# rule; a shared header includes only shared headers and floor 0's.
+headers = sorted(f for f in os.listdir(d) if f.endswith(".h"))
+for h in headers:
+    if h not in SHARED and h[:-2] + ".c" not in present:
+        bad.append(f"{d}/{h}: no file {h[:-2]}.c and not in SHARED: whose header is it?")
+
+def floor_of(g):
+    """The floor of a file of the core or of its header; None for a shared header."""
+    return None if g in SHARED else FLOORS.get(g[:-2] + ".c")
+
+def include_bad(g, h):
+    """What is wrong with g (a .c or .h of the core) including header h, or None."""
+    f = h[:-2] + ".c"
+    if h in SHARED or f == g[:-2] + ".c":
+        return None
+    if h not in headers:
+        return f"includes {h}: no such header in {d}"
+    if f not in FLOORS:
+        return None  # a header of no file: reported above
+    mine, theirs = floor_of(g), FLOORS[f]
+    if g in SHARED:
+        way = None if theirs == 0 else "only floor 0's headers"
+        mine = "a shared header"
+    elif mine is None:
+        return None  # a file without a floor: reported above
+    elif theirs < mine or f in SAME_FLOOR.get(g[:-2] + ".c", []):
+        return None
+    else:
+        way = "up" if theirs > mine else "across (not in SAME_FLOOR)"
+        mine = f"floor {mine}"
+    return way and f"includes {h} of {f} (floor {theirs}) from {mine}: {way}"
+
+for g in present + headers:
+    if g.endswith(".c") and g not in FLOORS:
+        continue
+    lines = open(os.path.join(d, g), encoding="utf-8").read().split("\n")
+    for i, l in enumerate(lines):
+        m = re.match(r'\s*#\s*include\s+"(?:core/)?([\w.-]+\.h)"', l)
+        why = m and include_bad(g, m.group(1))
+        if why:
+            bad.append(f"{d}/{g}:{i + 1}: {why}")
+
 used = set()
 for g, t in src.items():
     names = set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", t)) | set(re.findall(r"[(,=&]\s*([A-Za-z_]\w*)\b", t))
@@ -114,5 +163,5 @@ for b in bad:
 if bad:
     print(f"core floors: {len(bad)} problem(s) (docs/architecture.md \"Inside the core\")")
     sys.exit(1)
-print(f"core floors: {len(src)} files, no call goes up")
+print(f"core floors: {len(src)} files, {len(headers)} headers, no call or include goes up")
 PY
