@@ -1,14 +1,20 @@
 /*
- * store_int.h - what the files of src/store/ share (not a public API): the connection,
- * the error text, a cache of prepared statements for usage.c (a hot path), and the spec
- * helper for the statements of ops.c (alerts and reports, prepared per call).
+ * store_int.h - what the files of src/store/ share (not a public API): the connection and
+ * its error text (store.c), the statements store.c prepares once at open and the helpers
+ * that run them and read their rows, the column lists of a job's row (store.c prepares
+ * with them, jobs.c lists with them), the schema's migration (schema.c), a cache of
+ * prepared statements for usage.c (a hot path), and the helpers for the statements
+ * prepared per call (ops.c, arrays.c, audit.c, secrets.c).
  */
 #ifndef DOCKET_STORE_STORE_INT_H
 #define DOCKET_STORE_STORE_INT_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 
 #include "store/store.h"
+
+struct dbuf;
 
 enum { STORE_USAGE_NSTMT = 12 };
 
@@ -17,11 +23,100 @@ enum { STORE_USAGE_NSTMT = 12 };
     "CASE WHEN spec_id = 0 THEN " COL " ELSE (SELECT s." COL " FROM job_specs s"                   \
     " WHERE s.id = jobs.spec_id) END"
 
+/* The columns of a job's row, in the order jobs.c binds and reads them. */
+#define JOB_COLS_WITH(SPEC)                                                                        \
+    "id, array_id, array_index, name, project, user_name, tier, class, state, stop_cause,"         \
+    " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, " SPEC ", alloc, exit, usage," \
+    " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms,"       \
+    " begin_ms, grace_ms, gpu_type, deps, selectors, spec_id"
+#define JOB_INSERT_COLS JOB_COLS_WITH("spec")
+#define JOB_COLS        JOB_COLS_WITH(SPEC_OF("spec"))
+/* The same without the spec JSON (column 16 reads NULL). */
+#define JOB_COLS_NO_SPEC JOB_COLS_WITH("NULL")
+/* For lists: the spec without its two big members: an array's kept so, another row's cut
+ * by SQLite (no copy, no parse here). */
+#define JOB_COLS_LEAN                                                                              \
+    JOB_COLS_WITH("CASE WHEN spec_id = 0 THEN json_remove(spec, '$.script', '$.env')"              \
+                  " ELSE (SELECT s.lean FROM job_specs s WHERE s.id = jobs.spec_id) END")
+
+/* The statements prepared once at open (store.c stmt_sql), run with store_stmt(). */
+enum store_stmt_id {
+    S_COUNTER_GET,
+    S_COUNTER_SET,
+    S_JOB_INSERT,
+    S_JOB_UPDATE,
+    S_JOB_GET,
+    S_JOB_COUNT,
+    S_SPEC_PUT,
+    S_EVENT_ADD,
+    S_EVENT_LIST,
+    S_NODE_PUT,
+    S_NODE_GET,
+    S_NODE_LIST,
+    S_PROJECT_PUT,
+    S_PROJECT_LIST,
+    S_POLICY_PUT,
+    S_POLICY_GET,
+    S_TOKEN_PUT,
+    S_TOKEN_GET,
+    S_TOKEN_DEL_USER,
+    S_TOKEN_REVOKE,
+    S_TOKEN_LIST,
+    S_AUDIT_ADD,
+    S_TOKEN_LIVE, /* h-node: runs and node credentials */
+    S_RUN_ADD,
+    S_RUN_GET,
+    S_RUN_LAST,
+    S_RUN_FINAL,
+    S_RUN_STARTED, /* on every agent's started and every run's end: prepared once */
+    S_RUN_END,
+    S_TOKEN_DEL_ROLE,
+    S_TOKEN_SET_ROLE,
+    S_AUDIT_LAST,
+    S_MEMBER_PUT,
+    S_MEMBER_GET,
+    S_MEMBER_DEL,
+    S_MEMBER_LIST,
+    S_JOB_OWNER,
+    S_HOLD_PUT,
+    S_HOLD_GET,
+    S_HOLD_DEL,
+    S_DEFAULT_GET,
+    S_DEFAULT_SET,
+    S_DEFAULT_DEL,
+    S_BEGIN,
+    S_COMMIT,
+    S_ROLLBACK,
+    S_SAVEPOINT,
+    S_RELEASE,
+    S_ROLLBACK_TO,
+    S_COUNT
+};
+
+/* ---- store.c: the connection */
 sqlite3 *store_db(struct store *st);
 /* Keep "what: sqlite's message" for store_errmsg; always -EIO. */
 int store_fail(struct store *st, const char *what);
 /* Keep `msg` for store_errmsg (an error of ours, not SQLite's). */
 void store_set_errmsg(struct store *st, const char *msg);
+/* Run `sql` (any number of statements, no rows wanted): 0, or -EIO with SQLite's message
+   kept. */
+int store_exec(struct store *st, const char *sql);
+
+/* ---- store.c: the statements prepared once, and their rows */
+sqlite3_stmt *store_stmt(struct store *st, enum store_stmt_id id);
+/* Run a prepared statement that returns no rows, then reset it: 0, or -EIO naming `what`. */
+int store_step_done(struct store *st, sqlite3_stmt *s, const char *what);
+/* Bind text (borrowed until the step), or NULL for v NULL. */
+void store_bind_text(sqlite3_stmt *s, int i, const char *v);
+/* Column i's text: a malloc'd copy (NULL for NULL), or copied into dst[len] ("" for NULL). */
+char *store_col_dup(sqlite3_stmt *s, int i);
+void store_col_copy(sqlite3_stmt *s, int i, char *dst, size_t len);
+/* A list's filter: " AND col = ?N" appended to sql when v is set (*nparam counts the
+   parameters; the caller binds v as ?N). */
+void store_add_text_filter(struct dbuf *sql, const char *col, const char *v, int *nparam);
+
+/* ---- store.c: statements prepared per call */
 /* A statement prepared for one call (0, or -EIO with the error set), and stepped once for
    a statement that returns nothing, then finalized (0, or -EIO naming `what`): the SQL
    run now and then, outside store.c's prepared-once set. */
@@ -30,5 +125,12 @@ int store_step_finalize(struct store *st, sqlite3_stmt *s, const char *what);
 /* usage.c's statement `i` (0..STORE_USAGE_NSTMT-1), prepared on first use from `sql`
  * and kept until store_close; NULL after store_fail. */
 sqlite3_stmt *store_usage_stmt(struct store *st, int i, const char *sql);
+
+/* ---- schema.c */
+/* The schema version this build writes (the number of migrations). */
+int store_schema_latest(void);
+/* Migrate the database to store_schema_latest(), each step in a transaction of its own:
+   0; -EPROTO for a database newer than this build; -EIO, with the error kept. */
+int store_migrate(struct store *st);
 
 #endif

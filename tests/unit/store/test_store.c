@@ -31,7 +31,7 @@ static void reopen(struct fx *f)
 
 /* ------------------------------------------------------------------------------------ */
 
-/* The schema version store.c migrates to (one place to change when a migration is added). */
+/* The schema version schema.c migrates to (one place to change when a migration is added). */
 #define SCHEMA_LATEST                                                                              \
     11 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
           written (h-slice) */

@@ -1,0 +1,238 @@
+/*
+ * audit.c - the audit log in SQLite (store.h "Audit", docs/security.md "Audit"): each row
+ * hashed with the previous row's hash into a chain, its verification a bounded step at a
+ * time, and the filtered list.
+ */
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/store_int.h"
+#include "util/dbuf.h"
+#include "util/str.h"
+
+/* Feed one field to the digest as "LENGTH:BYTES," (NULL as "-,"), so no two different
+ * rows share a canonical text (the fields cannot run into each other). */
+static void digest_field(EVP_MD_CTX *ctx, const char *v)
+{
+    char len[24];
+    if (!v) {
+        EVP_DigestUpdate(ctx, "-,", 2);
+        return;
+    }
+    size_t n = strlen(v);
+    int k = snprintf(len, sizeof(len), "%zu:", n);
+    EVP_DigestUpdate(ctx, len, (size_t)k);
+    EVP_DigestUpdate(ctx, v, n);
+    EVP_DigestUpdate(ctx, ",", 1);
+}
+
+/* The hash of an audit row: SHA-256 over its canonical content (id, time, actor, action,
+ * target, before, after, reason) and the previous row's hash. docs/security.md "Audit". */
+static int audit_digest(const struct store_audit *a, const char *prev, char out[65])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    char num[48];
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(ctx);
+        return -ENOMEM;
+    }
+    snprintf(num, sizeof(num), "%lld", (long long)a->id);
+    digest_field(ctx, num);
+    snprintf(num, sizeof(num), "%lld", (long long)a->time_ms);
+    digest_field(ctx, num);
+    digest_field(ctx, a->actor ? a->actor : "");
+    digest_field(ctx, a->action ? a->action : "");
+    digest_field(ctx, a->target ? a->target : "");
+    digest_field(ctx, a->before);
+    digest_field(ctx, a->after);
+    digest_field(ctx, a->reason ? a->reason : "");
+    digest_field(ctx, prev);
+    int ok = EVP_DigestFinal_ex(ctx, md, &n) == 1 && n == 32;
+    EVP_MD_CTX_free(ctx);
+    if (!ok)
+        return -EIO;
+    for (unsigned int i = 0; i < n; i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[64] = '\0';
+    return 0;
+}
+
+/* The chain starts from this value (the first hashed row's prev_hash). */
+static const char audit_genesis[] =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
+int store_audit_add(struct store *st, const struct store_audit *a)
+{
+    struct store_audit row = *a;
+    char prev[65], hash[65];
+    sqlite3_stmt *s = store_stmt(st, S_AUDIT_LAST);
+    int rc = sqlite3_step(s);
+    row.id = 1;
+    str_copy(prev, sizeof(prev), audit_genesis);
+    if (rc == SQLITE_ROW) {
+        row.id = sqlite3_column_int64(s, 0) + 1;
+        const unsigned char *h = sqlite3_column_text(s, 1);
+        if (h && h[0]) /* a row from before the chain: start it here */
+            str_copy(prev, sizeof(prev), (const char *)h);
+    }
+    sqlite3_reset(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return store_fail(st, "last audit row");
+    if ((rc = audit_digest(&row, prev, hash)) < 0)
+        return rc;
+    s = store_stmt(st, S_AUDIT_ADD);
+    sqlite3_bind_int64(s, 1, row.id);
+    sqlite3_bind_int64(s, 2, row.time_ms);
+    store_bind_text(s, 3, row.actor ? row.actor : "");
+    store_bind_text(s, 4, row.action ? row.action : "");
+    store_bind_text(s, 5, row.target ? row.target : "");
+    store_bind_text(s, 6, row.before);
+    store_bind_text(s, 7, row.after);
+    store_bind_text(s, 8, row.reason ? row.reason : "");
+    store_bind_text(s, 9, prev);
+    store_bind_text(s, 10, hash);
+    return store_step_done(st, s, "add audit");
+}
+
+/* Check one row against the chain so far; fills v->why on the first break. */
+static void verify_row(struct store_audit_check *v, const struct store_audit *a, const char *prev,
+                       const char *hash, char *expect_prev)
+{
+    char want[65];
+    if (!hash[0]) {
+        if (v->checked == 0) { /* before the chain began (schema < 4) */
+            v->unchained++;
+            return;
+        }
+        snprintf(v->why, sizeof(v->why), "row %lld has no hash inside the chain", (long long)a->id);
+    } else if (strcmp(prev, expect_prev) != 0) {
+        snprintf(v->why, sizeof(v->why),
+                 "row %lld does not follow row %lld (a row was removed or changed before it)",
+                 (long long)a->id, (long long)v->last_id);
+    } else if (audit_digest(a, prev, want) < 0) {
+        snprintf(v->why, sizeof(v->why), "row %lld: cannot compute its hash", (long long)a->id);
+    } else if (strcmp(want, hash) != 0) {
+        snprintf(v->why, sizeof(v->why), "row %lld was changed after it was written",
+                 (long long)a->id);
+    }
+    if (v->why[0]) {
+        v->first_bad = a->id;
+        return;
+    }
+    v->checked++;
+    v->last_id = a->id;
+    str_copy(expect_prev, 65, hash);
+    str_copy(v->head, sizeof(v->head), hash);
+}
+/* An audit row whose first eight columns are id, time_ms, actor, action, target,
+ * before_doc, after_doc, reason (its texts borrowed from the statement). */
+static struct store_audit audit_row(sqlite3_stmt *s)
+{
+    return (struct store_audit){
+        .id = sqlite3_column_int64(s, 0),
+        .time_ms = sqlite3_column_int64(s, 1),
+        .actor = (const char *)sqlite3_column_text(s, 2),
+        .action = (const char *)sqlite3_column_text(s, 3),
+        .target = (const char *)sqlite3_column_text(s, 4),
+        .before = (const char *)sqlite3_column_text(s, 5),
+        .after = (const char *)sqlite3_column_text(s, 6),
+        .reason = (const char *)sqlite3_column_text(s, 7),
+    };
+}
+
+void store_audit_verify_begin(struct store_audit_check *v)
+{
+    memset(v, 0, sizeof(*v));
+    str_copy(v->expect, sizeof(v->expect), audit_genesis);
+}
+
+int store_audit_verify_step(struct store *st, const char *want_head, struct store_audit_check *v,
+                            int max_rows)
+{
+    sqlite3_stmt *s = NULL;
+    if (v->first_bad)
+        return 0;
+    if (sqlite3_prepare_v2(store_db(st),
+                           "SELECT id, time_ms, actor, action, target, before_doc, after_doc,"
+                           " reason, prev_hash, hash FROM audit WHERE id > ?1 ORDER BY id"
+                           " LIMIT ?2",
+                           -1, &s, NULL) != SQLITE_OK)
+        return store_fail(st, "prepare audit verify");
+    sqlite3_bind_int64(s, 1, v->cursor);
+    sqlite3_bind_int(s, 2, max_rows);
+    int step = SQLITE_DONE, n = 0;
+    while (!v->first_bad && (step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_audit a = audit_row(s);
+        const char *prev = (const char *)sqlite3_column_text(s, 8);
+        const char *hash = (const char *)sqlite3_column_text(s, 9);
+        verify_row(v, &a, prev ? prev : "", hash ? hash : "", v->expect);
+        if (!v->first_bad && want_head && hash && strcmp(hash, want_head) == 0)
+            v->head_found = true;
+        v->cursor = a.id;
+        n++;
+    }
+    int rc = v->first_bad || step == SQLITE_DONE ? 0 : store_fail(st, "audit verify");
+    sqlite3_finalize(s);
+    if (rc < 0)
+        return rc;
+    return !v->first_bad && n == max_rows ? 1 : 0;
+}
+
+int store_audit_verify(struct store *st, const char *want_head, struct store_audit_check *v)
+{
+    int rc;
+    store_audit_verify_begin(v);
+    while ((rc = store_audit_verify_step(st, want_head, v, 4096)) == 1)
+        ;
+    return rc;
+}
+
+int store_audit_list(struct store *st, const struct store_audit_filter *f, store_audit_cb cb,
+                     void *arg)
+{
+    struct dbuf sql;
+    int np = 0, rc = 0;
+    dbuf_init(&sql, 2048);
+    dbuf_puts(&sql, "SELECT id, time_ms, actor, action, target, before_doc, after_doc, reason"
+                    " FROM audit WHERE 1 = 1");
+    store_add_text_filter(&sql, "actor", f->actor, &np);
+    store_add_text_filter(&sql, "action", f->action, &np);
+    store_add_text_filter(&sql, "target", f->target, &np);
+    if (f->since_ms)
+        dbuf_printf(&sql, " AND time_ms >= ?%d", ++np);
+    if (f->after)
+        dbuf_printf(&sql, " AND id > ?%d", ++np);
+    dbuf_printf(&sql, " ORDER BY id LIMIT %d", f->limit > 0 ? f->limit : 100);
+    sqlite3_stmt *s = NULL;
+    if (sql.failed || sqlite3_prepare_v2(store_db(st), sql.data, -1, &s, NULL) != SQLITE_OK) {
+        dbuf_release(&sql);
+        return store_fail(st, "prepare audit list");
+    }
+    dbuf_release(&sql);
+    np = 0;
+    const char *texts[] = {f->actor, f->action, f->target};
+    for (size_t i = 0; i < 3; i++)
+        if (texts[i])
+            store_bind_text(s, ++np, texts[i]);
+    if (f->since_ms)
+        sqlite3_bind_int64(s, ++np, f->since_ms);
+    if (f->after)
+        sqlite3_bind_int64(s, ++np, f->after);
+    int step;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_audit a = audit_row(s);
+        if ((rc = cb(arg, &a)))
+            break;
+    }
+    if (!rc && step != SQLITE_DONE)
+        rc = store_fail(st, "list audit");
+    sqlite3_finalize(s);
+    return rc;
+}

@@ -1,0 +1,363 @@
+/*
+ * jobs.c - the jobs in SQLite (store.h "Jobs", "Job events", "Runs"): a job's row and its
+ * spec, the filtered job list, the job's events, and its runs (one row per start, ended with
+ * its state and cause). Their statements are prepared once (store.c), but the list's, built
+ * from the filters present.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/sched.h"
+#include "store/store_int.h"
+#include "util/dbuf.h"
+
+void store_job_release(struct store_job *j)
+{
+    free(j->spec);
+    free(j->alloc);
+    free(j->exit);
+    free(j->usage);
+    j->spec = j->alloc = j->exit = j->usage = NULL;
+}
+
+/* Binds ?1..?36; the UPDATE uses fewer (SQLite ignores binding the ones it lacks). */
+static void bind_job(sqlite3_stmt *s, const struct store_job *j)
+{
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)j->id);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)j->array_id);
+    sqlite3_bind_int(s, 3, j->array_index);
+    store_bind_text(s, 4, j->name);
+    store_bind_text(s, 5, j->project);
+    store_bind_text(s, 6, j->user);
+    store_bind_text(s, 7, j->tier);
+    store_bind_text(s, 8, j->class_name);
+    store_bind_text(s, 9, sched_job_state_name((enum sched_job_state)j->state));
+    store_bind_text(s, 10, j->stop_cause);
+    sqlite3_bind_int64(s, 11, j->submit_ms);
+    sqlite3_bind_int64(s, 12, j->start_ms);
+    sqlite3_bind_int64(s, 13, j->end_ms);
+    sqlite3_bind_int(s, 14, j->preempt_count);
+    sqlite3_bind_int64(s, 15, (sqlite3_int64)j->preemptor);
+    store_bind_text(s, 16, j->nodes);
+    store_bind_text(s, 17, j->spec_id ? "" : j->spec ? j->spec : "{}");
+    store_bind_text(s, 18, j->alloc);
+    store_bind_text(s, 19, j->exit);
+    store_bind_text(s, 20, j->usage);
+    sqlite3_bind_int(s, 21, j->has_core);
+    sqlite3_bind_int(s, 22, j->gpus);
+    sqlite3_bind_int(s, 23, j->cpus);
+    sqlite3_bind_int(s, 24, j->nnodes);
+    sqlite3_bind_int(s, 25, j->signal);
+    sqlite3_bind_int(s, 26, j->retries);
+    sqlite3_bind_int(s, 27, j->array_limit);
+    sqlite3_bind_int(s, 28, j->flags);
+    sqlite3_bind_int64(s, 29, j->mem_mb);
+    sqlite3_bind_int64(s, 30, j->time_limit_ms);
+    sqlite3_bind_int64(s, 31, j->begin_ms);
+    sqlite3_bind_int64(s, 32, j->grace_ms);
+    store_bind_text(s, 33, j->gpu_type);
+    store_bind_text(s, 34, j->deps);
+    store_bind_text(s, 35, j->selectors);
+    sqlite3_bind_int64(s, 36, (sqlite3_int64)j->spec_id);
+}
+
+/* Fill j from the row; -EIO with st's message when the row holds a state this docketd
+ * does not know (j is then released). */
+static int read_job(struct store *st, sqlite3_stmt *s, struct store_job *j)
+{
+    memset(j, 0, sizeof(*j));
+    j->id = (uint64_t)sqlite3_column_int64(s, 0);
+    j->array_id = (uint64_t)sqlite3_column_int64(s, 1);
+    j->array_index = sqlite3_column_int(s, 2);
+    store_col_copy(s, 3, j->name, sizeof(j->name));
+    store_col_copy(s, 4, j->project, sizeof(j->project));
+    store_col_copy(s, 5, j->user, sizeof(j->user));
+    store_col_copy(s, 6, j->tier, sizeof(j->tier));
+    store_col_copy(s, 7, j->class_name, sizeof(j->class_name));
+    const unsigned char *state = sqlite3_column_text(s, 8);
+    j->state = sched_job_state_parse(state ? (const char *)state : "");
+    store_col_copy(s, 9, j->stop_cause, sizeof(j->stop_cause));
+    j->submit_ms = sqlite3_column_int64(s, 10);
+    j->start_ms = sqlite3_column_int64(s, 11);
+    j->end_ms = sqlite3_column_int64(s, 12);
+    j->preempt_count = sqlite3_column_int(s, 13);
+    j->preemptor = (uint64_t)sqlite3_column_int64(s, 14);
+    store_col_copy(s, 15, j->nodes, sizeof(j->nodes));
+    j->spec = store_col_dup(s, 16);
+    j->alloc = store_col_dup(s, 17);
+    j->exit = store_col_dup(s, 18);
+    j->usage = store_col_dup(s, 19);
+    j->has_core = sqlite3_column_int(s, 20) != 0;
+    j->gpus = sqlite3_column_int(s, 21);
+    j->cpus = sqlite3_column_int(s, 22);
+    j->nnodes = sqlite3_column_int(s, 23);
+    j->signal = sqlite3_column_int(s, 24);
+    j->retries = sqlite3_column_int(s, 25);
+    j->array_limit = sqlite3_column_int(s, 26);
+    j->flags = sqlite3_column_int(s, 27);
+    j->mem_mb = sqlite3_column_int64(s, 28);
+    j->time_limit_ms = sqlite3_column_int64(s, 29);
+    j->begin_ms = sqlite3_column_int64(s, 30);
+    j->grace_ms = sqlite3_column_int64(s, 31);
+    store_col_copy(s, 32, j->gpu_type, sizeof(j->gpu_type));
+    store_col_copy(s, 33, j->deps, sizeof(j->deps));
+    store_col_copy(s, 34, j->selectors, sizeof(j->selectors));
+    j->spec_id = (uint64_t)sqlite3_column_int64(s, 35);
+    if (j->state < 0) {
+        char m[96];
+        snprintf(m, sizeof(m), "job %llu: unknown state '%.32s'", (unsigned long long)j->id,
+                 state ? (const char *)state : "");
+        store_set_errmsg(st, m);
+        store_job_release(j);
+        return -EIO;
+    }
+    return 0;
+}
+
+static int check_state(struct store *st, const struct store_job *j)
+{
+    if (j->state >= 0 && j->state < SCHED_JOB_STATE_COUNT)
+        return 0;
+    char m[96];
+    snprintf(m, sizeof(m), "job %llu: no such state %d", (unsigned long long)j->id, j->state);
+    store_set_errmsg(st, m);
+    return -EINVAL;
+}
+
+int store_job_insert(struct store *st, const struct store_job *j)
+{
+    if (check_state(st, j) < 0)
+        return -EINVAL;
+    sqlite3_stmt *s = store_stmt(st, S_JOB_INSERT);
+    bind_job(s, j);
+    return store_step_done(st, s, "insert job");
+}
+
+int store_spec_put(struct store *st, uint64_t id, const char *spec, const char *lean)
+{
+    sqlite3_stmt *s = store_stmt(st, S_SPEC_PUT);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+    store_bind_text(s, 2, spec);
+    store_bind_text(s, 3, lean);
+    return store_step_done(st, s, "put spec");
+}
+
+int store_job_update(struct store *st, const struct store_job *j)
+{
+    if (check_state(st, j) < 0)
+        return -EINVAL;
+    sqlite3_stmt *s = store_stmt(st, S_JOB_UPDATE);
+    bind_job(s, j);
+    int rc = store_step_done(st, s, "update job");
+    if (rc == 0 && sqlite3_changes(store_db(st)) == 0)
+        return -ENOENT;
+    return rc;
+}
+
+int store_job_get(struct store *st, uint64_t id, struct store_job *out)
+{
+    sqlite3_stmt *s = store_stmt(st, S_JOB_GET);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+    int rc = sqlite3_step(s);
+    int bad = rc == SQLITE_ROW ? read_job(st, s, out) : 0;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (bad < 0)
+        return bad;
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : store_fail(st, "get job");
+}
+
+int64_t store_job_count(struct store *st)
+{
+    sqlite3_stmt *s = store_stmt(st, S_JOB_COUNT);
+    int64_t n = -1;
+    if (sqlite3_step(s) == SQLITE_ROW)
+        n = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    return n;
+}
+
+/* The list query is built from the filters present; every value is a bound parameter. */
+int store_job_list(struct store *st, const struct store_job_filter *f, store_job_cb cb, void *arg)
+{
+    struct dbuf sql;
+    int np = 0, rc = 0;
+    dbuf_init(&sql, 4096);
+    dbuf_puts(&sql, f->skip_spec ? "SELECT " JOB_COLS_NO_SPEC " FROM jobs WHERE 1 = 1"
+                    : f->lean    ? "SELECT " JOB_COLS_LEAN " FROM jobs WHERE 1 = 1"
+                                 : "SELECT " JOB_COLS " FROM jobs WHERE 1 = 1");
+    if (f->state_mask) { /* the core's names: capitals and '_', nothing to escape */
+        dbuf_puts(&sql, " AND state IN (''");
+        for (int i = 0; i < SCHED_JOB_STATE_COUNT; i++)
+            if (f->state_mask & (1u << i))
+                dbuf_printf(&sql, ",'%s'", sched_job_state_name((enum sched_job_state)i));
+        dbuf_puts(&sql, ")");
+    }
+    store_add_text_filter(&sql, "project", f->project, &np);
+    store_add_text_filter(&sql, "user_name", f->user, &np);
+    store_add_text_filter(&sql, "tier", f->tier, &np);
+    store_add_text_filter(&sql, "class", f->class_name, &np);
+    store_add_text_filter(&sql, "name", f->name, &np);
+    if (f->node)
+        /* instr, not LIKE: a node name is matched exactly, '%' and '_' are no wildcards */
+        dbuf_printf(&sql, " AND instr(nodes, ',' || ?%d || ',') > 0", ++np);
+    if (f->array_id)
+        dbuf_printf(&sql, " AND array_id = ?%d", ++np);
+    if (f->since_ms)
+        dbuf_printf(&sql, " AND submit_ms >= ?%d", ++np);
+    /* an array still being written is not there yet (docs/controller.md "Big submissions") */
+    dbuf_puts(&sql,
+              " AND NOT (array_id <> 0 AND array_id IN (SELECT array_id FROM arrays_writing))");
+    if (f->after)
+        dbuf_printf(&sql, " AND id %s ?%d", f->desc ? "<" : ">", ++np);
+    dbuf_printf(&sql, " ORDER BY id %s LIMIT %d", f->desc ? "DESC" : "ASC",
+                f->limit > 0 ? f->limit : 100);
+    sqlite3_stmt *s = NULL;
+    if (sql.failed || sqlite3_prepare_v2(store_db(st), sql.data, -1, &s, NULL) != SQLITE_OK) {
+        dbuf_release(&sql);
+        return store_fail(st, "prepare job list");
+    }
+    dbuf_release(&sql);
+    np = 0;
+    const char *texts[] = {f->project, f->user, f->tier, f->class_name, f->name, f->node};
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+        if (texts[i])
+            store_bind_text(s, ++np, texts[i]);
+    if (f->array_id)
+        sqlite3_bind_int64(s, ++np, (sqlite3_int64)f->array_id);
+    if (f->since_ms)
+        sqlite3_bind_int64(s, ++np, f->since_ms);
+    if (f->after)
+        sqlite3_bind_int64(s, ++np, (sqlite3_int64)f->after);
+    int step;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_job j;
+        if ((rc = read_job(st, s, &j)) < 0)
+            break;
+        rc = cb(arg, &j);
+        store_job_release(&j);
+        if (rc)
+            break;
+    }
+    if (!rc && step != SQLITE_DONE && step != SQLITE_ROW)
+        rc = store_fail(st, "list jobs");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* ---- Events */
+
+int store_event_add(struct store *st, const struct store_event *e)
+{
+    sqlite3_stmt *s = store_stmt(st, S_EVENT_ADD);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)e->job);
+    sqlite3_bind_int64(s, 2, e->time_ms);
+    store_bind_text(s, 3, e->type ? e->type : "");
+    store_bind_text(s, 4, e->from ? e->from : "");
+    store_bind_text(s, 5, e->to ? e->to : "");
+    store_bind_text(s, 6, e->node ? e->node : "");
+    store_bind_text(s, 7, e->reason ? e->reason : "");
+    store_bind_text(s, 8, e->detail ? e->detail : "");
+    return store_step_done(st, s, "add event");
+}
+
+int store_event_list(struct store *st, uint64_t job, int64_t after, int limit, store_event_cb cb,
+                     void *arg)
+{
+    sqlite3_stmt *s = store_stmt(st, S_EVENT_LIST);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(s, 2, after);
+    sqlite3_bind_int(s, 3, limit > 0 ? limit : -1);
+    int step, rc = 0;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_event e = {
+            .id = sqlite3_column_int64(s, 8),
+            .job = (uint64_t)sqlite3_column_int64(s, 0),
+            .time_ms = sqlite3_column_int64(s, 1),
+            .type = (const char *)sqlite3_column_text(s, 2),
+            .from = (const char *)sqlite3_column_text(s, 3),
+            .to = (const char *)sqlite3_column_text(s, 4),
+            .node = (const char *)sqlite3_column_text(s, 5),
+            .reason = (const char *)sqlite3_column_text(s, 6),
+            .detail = (const char *)sqlite3_column_text(s, 7),
+        };
+        if ((rc = cb(arg, &e)))
+            break;
+    }
+    if (!rc && step != SQLITE_DONE)
+        rc = store_fail(st, "list events");
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc;
+}
+
+/* ---- Runs */
+
+int store_run_add(struct store *st, const struct store_run *r)
+{
+    sqlite3_stmt *s = store_stmt(st, S_RUN_ADD);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)r->job);
+    sqlite3_bind_int(s, 2, r->run);
+    store_bind_text(s, 3, r->nodes);
+    sqlite3_bind_int64(s, 4, r->start_ms);
+    return store_step_done(st, s, "add run");
+}
+
+int store_run_get(struct store *st, uint64_t job, int run, struct store_run *out)
+{
+    sqlite3_stmt *s = store_stmt(st, S_RUN_GET);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int(s, 2, run);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        memset(out, 0, sizeof(*out));
+        out->job = (uint64_t)sqlite3_column_int64(s, 0);
+        out->run = sqlite3_column_int(s, 1);
+        store_col_copy(s, 2, out->nodes, sizeof(out->nodes));
+        out->start_ms = sqlite3_column_int64(s, 3);
+        out->final_mask = sqlite3_column_int(s, 4);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : store_fail(st, "get run");
+}
+
+int store_run_last(struct store *st, uint64_t job)
+{
+    sqlite3_stmt *s = store_stmt(st, S_RUN_LAST);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    int rc = sqlite3_step(s), n = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? n : store_fail(st, "last run");
+}
+
+int store_run_started(struct store *st, uint64_t job, int64_t start_ms)
+{
+    sqlite3_stmt *s = store_stmt(st, S_RUN_STARTED);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(s, 2, start_ms);
+    return store_step_done(st, s, "start run");
+}
+
+int store_run_end(struct store *st, uint64_t job, int64_t end_ms, const char *state,
+                  const char *cause)
+{
+    sqlite3_stmt *s = store_stmt(st, S_RUN_END);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(s, 2, end_ms);
+    sqlite3_bind_text(s, 3, state ? state : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 4, cause ? cause : "", -1, SQLITE_STATIC);
+    return store_step_done(st, s, "end run");
+}
+
+int store_run_set_final(struct store *st, uint64_t job, int run, int mask)
+{
+    sqlite3_stmt *s = store_stmt(st, S_RUN_FINAL);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    sqlite3_bind_int(s, 2, run);
+    sqlite3_bind_int(s, 3, mask);
+    return store_step_done(st, s, "set run final");
+}

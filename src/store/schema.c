@@ -1,0 +1,240 @@
+/*
+ * schema.c - the database's schema (store.h): the migrations, one per version, and
+ * their run at open (store_migrate, inside a transaction each). PRAGMA user_version holds
+ * the version; a database newer than this build is refused, never changed.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "store/store_int.h"
+#include "util/str.h"
+
+/* Each entry migrates from version i to i+1; PRAGMA user_version holds the version. */
+static const char *const migrations[] = {
+    /* 1: the first schema */
+    "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+    "CREATE TABLE jobs ("
+    " id INTEGER PRIMARY KEY, array_id INTEGER NOT NULL DEFAULT 0,"
+    " array_index INTEGER NOT NULL DEFAULT 0, name TEXT NOT NULL, project TEXT NOT NULL,"
+    " user_name TEXT NOT NULL, tier TEXT NOT NULL, class TEXT NOT NULL,"
+    " state INTEGER NOT NULL, stop_cause TEXT NOT NULL DEFAULT '',"
+    " submit_ms INTEGER NOT NULL, start_ms INTEGER NOT NULL DEFAULT 0,"
+    " end_ms INTEGER NOT NULL DEFAULT 0, preempt_count INTEGER NOT NULL DEFAULT 0,"
+    " preemptor INTEGER NOT NULL DEFAULT 0, nodes TEXT NOT NULL DEFAULT '',"
+    " spec TEXT NOT NULL, alloc TEXT, exit TEXT, usage TEXT);"
+    "CREATE INDEX jobs_state ON jobs(state, id);"
+    "CREATE INDEX jobs_project ON jobs(project, id);"
+    "CREATE INDEX jobs_user ON jobs(user_name, id);"
+    "CREATE INDEX jobs_array ON jobs(array_id) WHERE array_id <> 0;"
+    "CREATE TABLE job_events ("
+    " id INTEGER PRIMARY KEY, job INTEGER NOT NULL, time_ms INTEGER NOT NULL,"
+    " type TEXT NOT NULL, from_state TEXT NOT NULL, to_state TEXT NOT NULL,"
+    " node TEXT NOT NULL, reason TEXT NOT NULL, detail TEXT NOT NULL);"
+    "CREATE INDEX job_events_job ON job_events(job, id);"
+    "CREATE TABLE nodes ("
+    " name TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT NOT NULL,"
+    " gpu_type TEXT NOT NULL, gpus INTEGER NOT NULL, gpu_mem_mb INTEGER NOT NULL,"
+    " cpus INTEGER NOT NULL, mem_mb INTEGER NOT NULL, labels TEXT NOT NULL,"
+    " info TEXT NOT NULL, last_heartbeat_ms INTEGER NOT NULL, cmd_seq INTEGER NOT NULL);"
+    "CREATE TABLE projects (name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE policy (id INTEGER PRIMARY KEY CHECK (id = 1), doc TEXT NOT NULL);"
+    "CREATE TABLE tokens ("
+    " hash TEXT PRIMARY KEY, kind INTEGER NOT NULL, user_name TEXT NOT NULL,"
+    " role TEXT NOT NULL, created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL);"
+    "CREATE INDEX tokens_user ON tokens(kind, user_name);"
+    "CREATE TABLE audit ("
+    " id INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, actor TEXT NOT NULL,"
+    " action TEXT NOT NULL, target TEXT NOT NULL, before_doc TEXT, after_doc TEXT,"
+    " reason TEXT NOT NULL);"
+    "CREATE INDEX audit_target ON audit(target, id);"
+    /* append-only: the database itself refuses edits of the audit trail */
+    "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit"
+    " BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;"
+    "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"
+    " BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;",
+    /* 2: the scheduling fields in columns, so a restart needs no JSON parsing */
+    "ALTER TABLE jobs ADD COLUMN core INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN cpus INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE jobs ADD COLUMN nnodes INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE jobs ADD COLUMN signal INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN array_limit INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN mem_mb INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN time_limit_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN begin_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN grace_ms INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE jobs ADD COLUMN gpu_type TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN deps TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN selectors TEXT NOT NULL DEFAULT '';",
+    /* 3: job states and token kinds by name, as node states, stop causes and events already
+     * are: reordering an enum must never change what a stored row means. The numbers are
+     * those the enums had up to schema 2 (frozen here); an unknown one fails the
+     * migration (NOT NULL), which then changes nothing. */
+    "DROP INDEX jobs_state;"
+    "ALTER TABLE jobs RENAME COLUMN state TO state_number;"
+    "ALTER TABLE jobs ADD COLUMN state TEXT NOT NULL DEFAULT '';"
+    "UPDATE jobs SET state = CASE state_number WHEN 0 THEN 'PENDING' WHEN 1 THEN 'HELD'"
+    " WHEN 2 THEN 'STARTING' WHEN 3 THEN 'RUNNING' WHEN 4 THEN 'STOPPING'"
+    " WHEN 5 THEN 'COMPLETED' WHEN 6 THEN 'FAILED' WHEN 7 THEN 'CANCELLED'"
+    " WHEN 8 THEN 'TIMEOUT' WHEN 9 THEN 'PREEMPTED' WHEN 10 THEN 'NODE_FAIL' END;"
+    "ALTER TABLE jobs DROP COLUMN state_number;"
+    "CREATE INDEX jobs_state ON jobs(state, id);"
+    "DROP INDEX tokens_user;"
+    "ALTER TABLE tokens RENAME COLUMN kind TO kind_number;"
+    "ALTER TABLE tokens ADD COLUMN kind TEXT NOT NULL DEFAULT '';"
+    "UPDATE tokens SET kind = CASE kind_number WHEN 0 THEN 'user' WHEN 1 THEN 'node'"
+    " WHEN 2 THEN 'join' END;"
+    "ALTER TABLE tokens DROP COLUMN kind_number;"
+    "CREATE INDEX tokens_user ON tokens(kind, user_name);",
+    /* ---- h-node: 4: runs of a job (issue 12: logs per run; issue 11: a node posts only for
+     * the runs placed on it). One row per start of a job: its number (1, 2, ... in start
+     * order), the nodes it was placed on (",gpu01,gpu02,", rank 0 first) and which
+     * streams the agent said are complete (bit 1 stdout, bit 2 stderr). ---- */
+    "CREATE TABLE job_runs ("
+    " job INTEGER NOT NULL, run INTEGER NOT NULL, nodes TEXT NOT NULL,"
+    " start_ms INTEGER NOT NULL DEFAULT 0, final INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (job, run));"
+    /* jobs placed before this schema: their current placement is their run 1 */
+    "INSERT INTO job_runs(job, run, nodes, start_ms)"
+    " SELECT id, 1, nodes, start_ms FROM jobs WHERE nodes != '';",
+    /* ---- h-roles (issue 11): roles, membership, tokens, audit chain ----------------------
+     * 5: project membership (lead|member per project and user); token revocation, and an
+     * expiry for every user and join token that had none (90 days from the migration);
+     * who held a job and at what level (a member cannot release an admin's hold); the
+     * audit hash chain (rows written before have hash '' and are reported as unchained). */
+    "CREATE TABLE members (project TEXT NOT NULL, user_name TEXT NOT NULL,"
+    " role TEXT NOT NULL, PRIMARY KEY (project, user_name));"
+    "CREATE INDEX members_user ON members(user_name);"
+    "ALTER TABLE tokens ADD COLUMN revoked_ms INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE tokens SET expires_ms = CAST(strftime('%s', 'now') AS INTEGER) * 1000"
+    " + 7776000000 WHERE expires_ms = 0 AND kind <> 'node';"
+    "CREATE TABLE job_holds (job INTEGER PRIMARY KEY, user_name TEXT NOT NULL,"
+    " level TEXT NOT NULL);"
+    "ALTER TABLE audit ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE audit ADD COLUMN hash TEXT NOT NULL DEFAULT '';",
+    /* ---- end h-roles ---------------------------------------------------------------- */
+    /* ---- h-tls: secrets -------------------------------------------------------------
+     * 6: the secrets of each project, sealed by docketd with AES-256-GCM
+     * (src/controller/secrets.c). Only the nonce and the ciphertext with its tag are
+     * here: the key lives in its own file, never in the database. */
+    "CREATE TABLE secrets ("
+    " project TEXT NOT NULL, name TEXT NOT NULL, nonce BLOB NOT NULL, sealed BLOB NOT NULL,"
+    " set_by TEXT NOT NULL, set_ms INTEGER NOT NULL, PRIMARY KEY (project, name));",
+    /* ---- h-conn (issue 11): an array's spec stored once ------------------------------
+     * 7: a 10,000-task array of a 131 KB script wrote the spec 10,000 times (1.3 GB). A
+     * task row whose spec_id is not 0 has '' in spec and reads the spec from job_specs
+     * (the row with that id: the array's id), which also keeps it without "script" and
+     * "env" (lean) for lists. Rows written before keep their own spec (spec_id 0). */
+    ("CREATE TABLE job_specs (id INTEGER PRIMARY KEY, spec TEXT NOT NULL, lean TEXT NOT NULL);"
+     "ALTER TABLE jobs ADD COLUMN spec_id INTEGER NOT NULL DEFAULT 0;"),
+    /* ---- end h-conn ------------------------------------------------------------------ */
+    /* ---- h-slurm: default project per user (Slurm's default account; docs/slurm.md) ---- */
+    /* 8: the project a user's jobs go to when they name none */
+    "CREATE TABLE user_defaults (user_name TEXT PRIMARY KEY, project TEXT NOT NULL);",
+    /* ---- h-usage (issue 14): usage samples, downsampled (store.h "Usage samples") ----
+     * 9: raw samples (1 h), minute sums (7 d), one summary per job (forever). NULL is an
+     * unknown figure. Without rowid: the key is the order every read and prune uses. */
+    "CREATE TABLE usage_raw (job INTEGER NOT NULL, node TEXT NOT NULL,"
+    " time_ms INTEGER NOT NULL, run INTEGER NOT NULL, cpu_ms INTEGER, mem_bytes INTEGER,"
+    " mem_peak_bytes INTEGER, io_read_bytes INTEGER, io_write_bytes INTEGER,"
+    " gpu_util INTEGER, gpu_mem_mb INTEGER, gpu_power_mw INTEGER, gpu_temp_c INTEGER,"
+    " gpu_errors INTEGER, PRIMARY KEY (job, node, time_ms)) WITHOUT ROWID;"
+    "CREATE INDEX usage_raw_time ON usage_raw(time_ms);"
+    "CREATE TABLE usage_minute (job INTEGER NOT NULL, minute_ms INTEGER NOT NULL,"
+    " samples INTEGER NOT NULL, span_ms INTEGER NOT NULL, cpu_ms INTEGER,"
+    " mem_sum INTEGER, mem_n INTEGER NOT NULL, mem_peak_bytes INTEGER,"
+    " io_read_bytes INTEGER, io_write_bytes INTEGER, gpu_util_sum INTEGER,"
+    " gpu_n INTEGER NOT NULL, gpu_mem_sum INTEGER, gpu_power_sum INTEGER,"
+    " PRIMARY KEY (job, minute_ms)) WITHOUT ROWID;"
+    "CREATE INDEX usage_minute_time ON usage_minute(minute_ms);"
+    "CREATE TABLE usage_summary (job INTEGER PRIMARY KEY, run INTEGER NOT NULL,"
+    " gpu_source TEXT NOT NULL, samples INTEGER NOT NULL, first_ms INTEGER NOT NULL,"
+    " last_ms INTEGER NOT NULL, cpu_ms INTEGER NOT NULL, mem_peak_bytes INTEGER NOT NULL,"
+    " io_read_bytes INTEGER NOT NULL, io_write_bytes INTEGER NOT NULL,"
+    " gpu_util_sum INTEGER NOT NULL, gpu_samples INTEGER NOT NULL,"
+    " gpu_idle_ms INTEGER NOT NULL, last_busy_ms INTEGER NOT NULL,"
+    " idle_since_ms INTEGER NOT NULL, idle_flagged_ms INTEGER NOT NULL,"
+    " gpu_errors INTEGER NOT NULL);",
+    /* ---- end h-usage ----------------------------------------------------------------- */
+    /* ---- h-alerts (issue 14): 10: alerts and reports -------------------------------
+     * The history of alert instances (one row per firing, resolved_ms 0 while it fires),
+     * the silences, and the end of each run (when, in which state, why), so usage
+     * reports count GPU-time to the second. Runs ended before this schema take the time
+     * of the first state event that left the run. */
+    "CREATE TABLE alert_history ("
+    " id INTEGER PRIMARY KEY, rule TEXT NOT NULL, alert_key TEXT NOT NULL,"
+    " kind TEXT NOT NULL, severity TEXT NOT NULL, summary TEXT NOT NULL,"
+    " fired_ms INTEGER NOT NULL, resolved_ms INTEGER NOT NULL DEFAULT 0,"
+    " silenced INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX alert_history_open ON alert_history(resolved_ms, id);"
+    "CREATE TABLE alert_silences ("
+    " id INTEGER PRIMARY KEY, rule TEXT NOT NULL, alert_key TEXT NOT NULL,"
+    " until_ms INTEGER NOT NULL, created_by TEXT NOT NULL, created_ms INTEGER NOT NULL,"
+    " reason TEXT NOT NULL);"
+    "ALTER TABLE job_runs ADD COLUMN end_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE job_runs ADD COLUMN end_state TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE job_runs ADD COLUMN end_cause TEXT NOT NULL DEFAULT '';"
+    "UPDATE job_runs SET end_ms = coalesce((SELECT min(e.time_ms) FROM job_events e"
+    " WHERE e.job = job_runs.job AND e.type = 'state' AND e.time_ms >= job_runs.start_ms"
+    " AND e.to_state NOT IN ('STARTING', 'RUNNING', 'STOPPING')), 0),"
+    " end_state = coalesce((SELECT e.to_state FROM job_events e"
+    " WHERE e.job = job_runs.job AND e.type = 'state' AND e.time_ms >= job_runs.start_ms"
+    " AND e.to_state NOT IN ('STARTING', 'RUNNING', 'STOPPING') ORDER BY e.id LIMIT 1), '');"
+    "CREATE INDEX job_runs_start ON job_runs(start_ms);",
+    /* ---- h-slice (issue 11): big arrays written across loop turns -----------------
+     * 11: an array whose rows are still being written, slice by slice, has a row here
+     * (written with its first slice, deleted with its last, docs/controller.md "Big
+     * submissions"); one still here at start is rolled back (store_arrays_rollback). */
+    "CREATE TABLE arrays_writing (array_id INTEGER PRIMARY KEY, tasks INTEGER NOT NULL,"
+    " started_ms INTEGER NOT NULL);",
+};
+
+int store_schema_latest(void)
+{
+    return (int)(sizeof(migrations) / sizeof(migrations[0]));
+}
+
+int store_schema_version(struct store *st)
+{
+    sqlite3_stmt *s;
+    int v = -1;
+    if (sqlite3_prepare_v2(store_db(st), "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    if (sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+int store_migrate(struct store *st)
+{
+    int n = store_schema_latest();
+    int v = store_schema_version(st);
+    if (v < 0)
+        return store_fail(st, "read schema version");
+    if (v > n) {
+        char m[96];
+        snprintf(m, sizeof(m), "database schema version %d is newer than this docketd (%d)", v, n);
+        store_set_errmsg(st, m);
+        return -EPROTO;
+    }
+    for (; v < n; v++) {
+        char pragma[48];
+        snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v + 1);
+        if (store_exec(st, "BEGIN IMMEDIATE") < 0)
+            return -EIO;
+        if (store_exec(st, migrations[v]) < 0 || store_exec(st, pragma) < 0) {
+            char keep[200], m[256];
+            str_copy(keep, sizeof(keep), store_errmsg(st));
+            store_exec(st, "ROLLBACK");
+            snprintf(m, sizeof(m), "migration %d: %s", v + 1, keep);
+            store_set_errmsg(st, m);
+            return -EIO;
+        }
+        if (store_exec(st, "COMMIT") < 0)
+            return -EIO;
+    }
+    return 0;
+}

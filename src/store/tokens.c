@@ -1,0 +1,168 @@
+/*
+ * tokens.c - API tokens in SQLite (store.h "Tokens"): stored by the SHA-256 of the
+ * token, never the token; their kind (user, node, join), role, expiry and revocation.
+ */
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/store_int.h"
+
+/* Token kinds as stored (schema 3). */
+static const char *const token_kind_names[] = {
+    [STORE_TOKEN_USER] = "user", [STORE_TOKEN_NODE] = "node", [STORE_TOKEN_JOIN] = "join"};
+
+static int token_kind_parse(const char *name)
+{
+    for (size_t i = 0; i < sizeof(token_kind_names) / sizeof(token_kind_names[0]); i++)
+        if (strcmp(name, token_kind_names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+void store_token_hash(const char *token, char out[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    static const char hex[] = "0123456789abcdef";
+    EVP_Digest(token, strlen(token), md, &n, EVP_sha256(), NULL);
+    for (unsigned int i = 0; i < n && i < 32; i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[64] = '\0';
+}
+
+int store_token_put(struct store *st, const struct store_token *t)
+{
+    if ((int)t->kind < 0 ||
+        (size_t)t->kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
+        return -EINVAL;
+    sqlite3_stmt *s = store_stmt(st, S_TOKEN_PUT);
+    store_bind_text(s, 1, t->hash);
+    store_bind_text(s, 2, token_kind_names[t->kind]);
+    store_bind_text(s, 3, t->user);
+    store_bind_text(s, 4, t->role);
+    sqlite3_bind_int64(s, 5, t->created_ms);
+    sqlite3_bind_int64(s, 6, t->expires_ms);
+    return store_step_done(st, s, "put token");
+}
+
+/* Fill `out` from a row of TOKEN_COLS (store.c). -EIO for a kind this docketd does not know. */
+static int token_row(struct store *st, sqlite3_stmt *s, struct store_token *out)
+{
+    memset(out, 0, sizeof(*out));
+    store_col_copy(s, 0, out->hash, sizeof(out->hash));
+    const unsigned char *kind = sqlite3_column_text(s, 1);
+    int k = token_kind_parse(kind ? (const char *)kind : "");
+    if (k < 0) { /* never a credential of unknown power */
+        char m[64];
+        snprintf(m, sizeof(m), "token: unknown kind '%.16s'", kind ? (const char *)kind : "");
+        store_set_errmsg(st, m);
+        return -EIO;
+    }
+    out->kind = (enum store_token_kind)k;
+    store_col_copy(s, 2, out->user, sizeof(out->user));
+    store_col_copy(s, 3, out->role, sizeof(out->role));
+    out->created_ms = sqlite3_column_int64(s, 4);
+    out->expires_ms = sqlite3_column_int64(s, 5);
+    out->revoked_ms = sqlite3_column_int64(s, 6);
+    memcpy(out->id, out->hash, STORE_TOKEN_ID_LEN);
+    out->id[STORE_TOKEN_ID_LEN] = '\0';
+    return 0;
+}
+
+int store_token_get(struct store *st, const char *hash, struct store_token *out)
+{
+    sqlite3_stmt *s = store_stmt(st, S_TOKEN_GET);
+    store_bind_text(s, 1, hash);
+    int rc = sqlite3_step(s), trc = 0;
+    if (rc == SQLITE_ROW)
+        trc = token_row(st, s, out);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (trc < 0)
+        return trc;
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : store_fail(st, "get token");
+}
+
+int store_token_list(struct store *st, const char *user, const char *id, store_token_cb cb,
+                     void *arg)
+{
+    sqlite3_stmt *s = store_stmt(st, S_TOKEN_LIST);
+    store_bind_text(s, 1, user);
+    store_bind_text(s, 2, id);
+    int step, rc = 0;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_token t;
+        if ((rc = token_row(st, s, &t)) < 0 || (rc = cb(arg, &t)) != 0)
+            break;
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = store_fail(st, "list tokens");
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc;
+}
+
+int store_token_revoke(struct store *st, const char *hash, int64_t now_ms)
+{
+    sqlite3_stmt *s = store_stmt(st, S_TOKEN_REVOKE);
+    store_bind_text(s, 1, hash);
+    sqlite3_bind_int64(s, 2, now_ms);
+    int rc = store_step_done(st, s, "revoke token");
+    if (rc == 0 && sqlite3_changes(store_db(st)) == 0)
+        return -ENOENT;
+    return rc;
+}
+
+int store_token_delete_user(struct store *st, enum store_token_kind kind, const char *user)
+{
+    if ((int)kind < 0 || (size_t)kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
+        return -EINVAL;
+    sqlite3_stmt *s = store_stmt(st, S_TOKEN_DEL_USER);
+    store_bind_text(s, 1, token_kind_names[kind]);
+    store_bind_text(s, 2, user);
+    return store_step_done(st, s, "delete tokens");
+}
+
+int store_token_live(struct store *st, enum store_token_kind kind, const char *user, int64_t now_ms)
+{
+    if ((int)kind < 0 || (size_t)kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
+        return -EINVAL;
+    sqlite3_stmt *s = store_stmt(st, S_TOKEN_LIVE);
+    store_bind_text(s, 1, token_kind_names[kind]);
+    store_bind_text(s, 2, user);
+    sqlite3_bind_int64(s, 3, now_ms);
+    int rc = sqlite3_step(s), n = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc == SQLITE_ROW ? n > 0 : store_fail(st, "count tokens");
+}
+
+static int token_role_stmt(struct store *st, enum store_stmt_id id, enum store_token_kind kind,
+                           const char *user, const char *role, const char *to)
+{
+    if ((int)kind < 0 || (size_t)kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
+        return -EINVAL;
+    sqlite3_stmt *s = store_stmt(st, id);
+    store_bind_text(s, 1, token_kind_names[kind]);
+    store_bind_text(s, 2, user);
+    store_bind_text(s, 3, role);
+    if (to)
+        store_bind_text(s, 4, to);
+    return store_step_done(st, s, "update tokens");
+}
+
+int store_token_delete_role(struct store *st, enum store_token_kind kind, const char *user,
+                            const char *role)
+{
+    return token_role_stmt(st, S_TOKEN_DEL_ROLE, kind, user, role, NULL);
+}
+
+int store_token_set_role(struct store *st, enum store_token_kind kind, const char *user,
+                         const char *from, const char *to)
+{
+    return token_role_stmt(st, S_TOKEN_SET_ROLE, kind, user, from, to);
+}
