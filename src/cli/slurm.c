@@ -1,6 +1,6 @@
 /*
  * slurm.c - `docket sbatch` and the submitter's side of a Slurm-style job (slurm.h).
- * The options themselves are read by spec.c (spec_sbatch_args), as on #SBATCH lines.
+ * The options themselves are read by sbatch.c (spec_sbatch_args), as on #SBATCH lines.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cli/slurm.h"

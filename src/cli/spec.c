@@ -1,10 +1,12 @@
 /*
- * spec.c - build the body of POST /v1/jobs from submit flags and script directives
- * (spec.h). The #SBATCH mapping implemented here is the table in docs/cli.md; keep both
- * in step.
+ * spec.c - build the body of POST /v1/jobs from `docket submit` flags (spec.h): the flag
+ * table, each flag's value checked and set (spec_apply), and the merge of command-line
+ * flags over a script's (spec_merge). The setters are shared with sbatch.c (spec_int.h).
+ * A script's directives are read by script.c, sbatch's options by sbatch.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cli/spec.h"
+#include "cli/spec_int.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -12,19 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "util/parse.h"
 #include "util/str.h"
-
-enum {
-    MAX_GPUS_PER_NODE = 64,
-    MAX_NODES = 512,
-    MAX_WORDS = 64,
-    MAX_LINE = 4096,
-    MAX_TEXT = 1024,
-    MAX_ARRAY = 100000
-};
 
 const struct opt_def spec_submit_opts[] = {
     {SO_PROJECT, 'p', "project", OPT_VALUE},
@@ -68,7 +60,7 @@ const struct opt_def spec_submit_opts[] = {
 /* ------------------------------------------------------------------------------------ */
 /* Small setters                                                                        */
 
-static json_t *sub_object(json_t *spec, const char *key)
+json_t *spec_sub_object(json_t *spec, const char *key)
 {
     json_t *o = json_object_get(spec, key);
 
@@ -80,7 +72,7 @@ static json_t *sub_object(json_t *spec, const char *key)
 }
 
 /* "FLAG: WHAT 'VALUE' (HINT)" where WHAT may end with a " (hint)" of its own. */
-static int fail(char *err, size_t errlen, const char *flag, const char *what, const char *v)
+int spec_fail(char *err, size_t errlen, const char *flag, const char *what, const char *v)
 {
     const char *hint = strstr(what, " (");
     int n = hint ? (int)(hint - what) : (int)strlen(what);
@@ -100,26 +92,26 @@ static bool is_text(const char *s)
     return n > 0 && n <= MAX_TEXT;
 }
 
-static int set_name(json_t *spec, const char *key, const char *flag, const char *v, char *err,
-                    size_t errlen)
+int spec_set_name(json_t *spec, const char *key, const char *flag, const char *v, char *err,
+                  size_t errlen)
 {
     if (!str_is_name(v))
-        return fail(err, errlen, flag, "bad name (1-63 of A-Z a-z 0-9 . _ -)", v);
+        return spec_fail(err, errlen, flag, "bad name (1-63 of A-Z a-z 0-9 . _ -)", v);
     json_object_set_new(spec, key, json_string(v));
     return 0;
 }
 
-static int set_text(json_t *spec, const char *key, const char *flag, const char *v, char *err,
-                    size_t errlen)
+int spec_set_text(json_t *spec, const char *key, const char *flag, const char *v, char *err,
+                  size_t errlen)
 {
     if (!is_text(v))
-        return fail(err, errlen, flag, "bad value", v);
+        return spec_fail(err, errlen, flag, "bad value", v);
     json_object_set_new(spec, key, json_string(v));
     return 0;
 }
 
-static int set_int(json_t *spec, const char *key, const char *flag, const char *v, int min, int max,
-                   char *err, size_t errlen)
+int spec_set_int(json_t *spec, const char *key, const char *flag, const char *v, int min, int max,
+                 char *err, size_t errlen)
 {
     int n;
 
@@ -133,7 +125,7 @@ static int set_int(json_t *spec, const char *key, const char *flag, const char *
 
 /* Cut the next field off *cursor at any of `seps` (as strsep); NULL when none are left.
  * Empty fields are skipped. */
-static char *next_field(char **cursor, const char *seps)
+char *spec_next_field(char **cursor, const char *seps)
 {
     char *p = *cursor, *start;
 
@@ -171,7 +163,7 @@ static bool is_env_name(const char *s, size_t n)
 }
 
 /* "K=V", or "K" alone to pass this shell's value of K. */
-static int set_env(json_t *spec, const char *v, char *err, size_t errlen)
+int spec_set_env(json_t *spec, const char *v, char *err, size_t errlen)
 {
     const char *eq = strchr(v, '=');
     size_t n = eq ? (size_t)(eq - v) : strlen(v);
@@ -179,7 +171,7 @@ static int set_env(json_t *spec, const char *v, char *err, size_t errlen)
     const char *value;
 
     if (!is_env_name(v, n))
-        return fail(err, errlen, "--env", "bad variable name in", v);
+        return spec_fail(err, errlen, "--env", "bad variable name in", v);
     memcpy(name, v, n);
     name[n] = '\0';
     value = eq ? eq + 1 : getenv(name);
@@ -188,8 +180,8 @@ static int set_env(json_t *spec, const char *v, char *err, size_t errlen)
         return -EINVAL;
     }
     if (strlen(value) > 65536)
-        return fail(err, errlen, "--env", "value too long for", name);
-    json_object_set_new(sub_object(spec, "env"), name, json_string(value));
+        return spec_fail(err, errlen, "--env", "value too long for", name);
+    json_object_set_new(spec_sub_object(spec, "env"), name, json_string(value));
     return 0;
 }
 
@@ -202,7 +194,7 @@ static int add_secret(json_t *spec, const char *v, char *err, size_t errlen)
     json_t *s;
 
     if (!is_env_name(v, strlen(v)) || strlen(v) > 128)
-        return fail(err, errlen, "--secret", "bad secret name (a variable name)", v);
+        return spec_fail(err, errlen, "--secret", "bad secret name (a variable name)", v);
     if (!json_is_array(arr)) {
         arr = json_array();
         json_object_set_new(spec, "secrets", arr);
@@ -228,19 +220,19 @@ static int set_label(json_t *spec, const char *key, const char *flag, const char
         const char *cut = ne ? ne : strstr(v, "=!");
         if (snprintf(plain, sizeof(plain), "%.*s=%s", (int)(cut - v), v, cut + 2) >=
             (int)sizeof(plain))
-            return fail(err, errlen, flag, "too long", v);
+            return spec_fail(err, errlen, flag, "too long", v);
         v = plain;
         negate = true;
     }
     if (parse_label(v, k, sizeof(k), val, sizeof(val)) < 0 || !str_is_name(k))
-        return fail(err, errlen, flag,
-                    selector ? "want key=value or key!=value, not" : "want key=value, not", v);
+        return spec_fail(err, errlen, flag,
+                         selector ? "want key=value or key!=value, not" : "want key=value, not", v);
     if (negate) {
         char neg[66];
         snprintf(neg, sizeof(neg), "!%s", val);
-        json_object_set_new(sub_object(spec, key), k, json_string(neg));
+        json_object_set_new(spec_sub_object(spec, key), k, json_string(neg));
     } else {
-        json_object_set_new(sub_object(spec, key), k, json_string(val));
+        json_object_set_new(spec_sub_object(spec, key), k, json_string(val));
     }
     return 0;
 }
@@ -251,7 +243,7 @@ static int add_dep(json_t *deps, const char *type, const char *id, const char *f
     int64_t n;
 
     if (parse_int64(id, 1, INT64_MAX, &n) < 0)
-        return fail(err, errlen, flag, "bad job id", id);
+        return spec_fail(err, errlen, flag, "bad job id", id);
     if (json_array_size(deps) >= 16) {
         snprintf(err, errlen, "%s: at most 16 dependencies", flag);
         return -EINVAL;
@@ -269,10 +261,10 @@ static int add_deps(json_t *deps, const char *type, const char *v, const char *s
     int rc = 0;
 
     if (str_copy(buf, sizeof(buf), v) < 0)
-        return fail(err, errlen, flag, "too long", "");
+        return spec_fail(err, errlen, flag, "too long", "");
     if (!buf[0])
-        return fail(err, errlen, flag, "bad job id", v);
-    for (char *p = next_field(&cur, seps); p && !rc; p = next_field(&cur, seps))
+        return spec_fail(err, errlen, flag, "bad job id", v);
+    for (char *p = spec_next_field(&cur, seps); p && !rc; p = spec_next_field(&cur, seps))
         rc = add_dep(deps, type, p, flag, err, errlen);
     return rc;
 }
@@ -297,7 +289,7 @@ static int set_after(json_t *spec, const char *v, const char *flag, char *err, s
 }
 
 /* Slurm syntax: "afterok:1:2,afterany:3"; replaces the spec's deps when all is good. */
-static int set_dependency(json_t *spec, const char *v, const char *flag, char *err, size_t errlen)
+int spec_set_dependency(json_t *spec, const char *v, const char *flag, char *err, size_t errlen)
 {
     char buf[512];
     char *cur = buf;
@@ -305,15 +297,15 @@ static int set_dependency(json_t *spec, const char *v, const char *flag, char *e
     int rc = 0;
 
     if (strchr(v, '?'))
-        return fail(err, errlen, flag, "'?' (any of) is not supported in", v);
+        return spec_fail(err, errlen, flag, "'?' (any of) is not supported in", v);
     if (str_copy(buf, sizeof(buf), v) < 0 || !buf[0])
-        return fail(err, errlen, flag, "bad dependency", v);
+        return spec_fail(err, errlen, flag, "bad dependency", v);
     deps = json_array();
-    for (char *p = next_field(&cur, ","); p && !rc; p = next_field(&cur, ",")) {
+    for (char *p = spec_next_field(&cur, ","); p && !rc; p = spec_next_field(&cur, ",")) {
         char *colon = strchr(p, ':');
 
         if (!colon) {
-            rc = fail(err, errlen, flag, "want TYPE:JOB[:JOB...], not", p);
+            rc = spec_fail(err, errlen, flag, "want TYPE:JOB[:JOB...], not", p);
             break;
         }
         *colon = '\0';
@@ -333,7 +325,7 @@ static int set_dependency(json_t *spec, const char *v, const char *flag, char *e
     return rc;
 }
 
-static int set_array(json_t *spec, const char *v, const char *flag, char *err, size_t errlen)
+int spec_set_array(json_t *spec, const char *v, const char *flag, char *err, size_t errlen)
 {
     int32_t *idx = malloc(sizeof(*idx) * MAX_ARRAY);
     size_t count = 0;
@@ -344,7 +336,7 @@ static int set_array(json_t *spec, const char *v, const char *flag, char *err, s
     rc = parse_array_spec(v, idx, MAX_ARRAY, &count, &limit);
     free(idx);
     if (rc < 0 || count == 0)
-        return fail(err, errlen, flag, "want a range like 0-99%8 or 1,3,5-9, not", v);
+        return spec_fail(err, errlen, flag, "want a range like 0-99%8 or 1,3,5-9, not", v);
     json_object_set_new(spec, "array", json_string(v));
     return 0;
 }
@@ -362,14 +354,14 @@ static int set_signal(json_t *spec, const char *v, const char *flag, char *err, 
     if (!strncmp(name, "B:", 2) || !strncmp(name, "R:", 2))
         name += 2;
     if (str_copy(buf, sizeof(buf), name) < 0)
-        return fail(err, errlen, flag, "bad signal", v);
+        return spec_fail(err, errlen, flag, "bad signal", v);
     at = strchr(buf, '@');
     if (at)
         *at++ = '\0';
     if (parse_signal(buf, &sig) < 0)
-        return fail(err, errlen, flag, "unknown signal in", v);
+        return spec_fail(err, errlen, flag, "unknown signal in", v);
     if (at && parse_duration_ms(at, &grace) < 0)
-        return fail(err, errlen, flag, "bad grace time (after @) in", v);
+        return spec_fail(err, errlen, flag, "bad grace time (after @) in", v);
     json_object_set_new(spec, "signal", json_string(buf));
     json_object_set_new(spec, "checkpoint", json_true());
     if (at)
@@ -396,7 +388,7 @@ static int set_time(json_t *spec, const char *v, bool slurm, const char *flag, c
     if (rc == -ERANGE)
         return rc;
     if (rc < 0 || ms <= 0)
-        return fail(err, errlen, flag, "bad time limit (e.g. 4h, 90m, 1-12:00:00)", v);
+        return spec_fail(err, errlen, flag, "bad time limit (e.g. 4h, 90m, 1-12:00:00)", v);
     /* Slurm's limits are whole minutes (time_str2mins rounds up) */
     json_object_set_new(spec, "time_limit",
                         json_integer(slurm ? (ms / 1000 + 59) / 60 * 60 : (ms + 999) / 1000));
@@ -408,7 +400,7 @@ static int set_mem(json_t *spec, const char *v, const char *flag, char *err, siz
     int64_t mb;
 
     if (parse_size_mb(v, &mb) < 0 || mb <= 0)
-        return fail(err, errlen, flag, "bad size (e.g. 512M, 32G)", v);
+        return spec_fail(err, errlen, flag, "bad size (e.g. 512M, 32G)", v);
     json_object_set_new(spec, "mem", json_integer(mb));
     return 0;
 }
@@ -422,9 +414,9 @@ static int set_gpus(json_t *spec, const char *v, const char *flag, char *err, si
 
     if (parse_gpu_decl(v, &count, type, sizeof(type), &mem) < 0 || count < 0 ||
         count > MAX_GPUS_PER_NODE)
-        return fail(err, errlen, flag, "bad GPU count (e.g. 8 or 8xH100-80GB)", v);
+        return spec_fail(err, errlen, flag, "bad GPU count (e.g. 8 or 8xH100-80GB)", v);
     if (type[0] && !str_is_name(type))
-        return fail(err, errlen, flag, "bad GPU type in", v);
+        return spec_fail(err, errlen, flag, "bad GPU type in", v);
     json_object_set_new(spec, "gpus", json_integer(count));
     if (type[0])
         json_object_set_new(spec, "gpu_type", json_string(type));
@@ -440,58 +432,60 @@ int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
     flag = name;
     switch (id) {
     case SO_PROJECT:
-        return set_name(spec, "project", flag, v, err, errlen);
+        return spec_set_name(spec, "project", flag, v, err, errlen);
     case SO_TIER:
-        return set_name(spec, "tier", flag, v, err, errlen);
+        return spec_set_name(spec, "tier", flag, v, err, errlen);
     case SO_TIER_OR_TIME:
         if (v[0] && strspn(v, "0123456789:-") == strlen(v)) {
             int rc = set_time(spec, v, true, "-t", err, errlen);
-            return rc == -ERANGE ? fail(err, errlen, "-t", "docket needs a finite limit, not", v)
-                                 : rc;
+            return rc == -ERANGE
+                       ? spec_fail(err, errlen, "-t", "docket needs a finite limit, not", v)
+                       : rc;
         }
-        return set_name(spec, "tier", "-t", v, err, errlen);
+        return spec_set_name(spec, "tier", "-t", v, err, errlen);
     case SO_CLASS:
-        return set_name(spec, "class", flag, v, err, errlen);
+        return spec_set_name(spec, "class", flag, v, err, errlen);
     case SO_GPU_TYPE:
-        return set_name(spec, "gpu_type", flag, v, err, errlen);
+        return spec_set_name(spec, "gpu_type", flag, v, err, errlen);
     case SO_GPUS:
         return set_gpus(spec, v, flag, err, errlen);
     case SO_CPUS:
-        return set_int(spec, "cpus", flag, v, 1, 100000, err, errlen);
+        return spec_set_int(spec, "cpus", flag, v, 1, 100000, err, errlen);
     case SO_MEM:
         return set_mem(spec, v, flag, err, errlen);
     case SO_NODES:
-        return set_int(spec, "nodes", flag, v, 1, MAX_NODES, err, errlen);
+        return spec_set_int(spec, "nodes", flag, v, 1, MAX_NODES, err, errlen);
     case SO_TIME: {
         int rc = set_time(spec, v, false, flag, err, errlen);
-        return rc == -ERANGE ? fail(err, errlen, flag, "docket needs a finite limit, not", v) : rc;
+        return rc == -ERANGE ? spec_fail(err, errlen, flag, "docket needs a finite limit, not", v)
+                             : rc;
     }
     case SO_NAME:
-        return set_text(spec, "name", flag, v, err, errlen);
+        return spec_set_text(spec, "name", flag, v, err, errlen);
     case SO_ENV:
-        return set_env(spec, v, err, errlen);
+        return spec_set_env(spec, v, err, errlen);
     case SO_SECRET:
         return add_secret(spec, v, err, errlen);
     case SO_AFTER:
         return set_after(spec, v, flag, err, errlen);
     case SO_DEPENDENCY:
-        return set_dependency(spec, v, flag, err, errlen);
+        return spec_set_dependency(spec, v, flag, err, errlen);
     case SO_ARRAY:
-        return set_array(spec, v, flag, err, errlen);
+        return spec_set_array(spec, v, flag, err, errlen);
     case SO_SIGNAL:
         return set_signal(spec, v, flag, err, errlen);
     case SO_RETRIES:
-        return set_int(spec, "retries", flag, v, 0, 100, err, errlen);
+        return spec_set_int(spec, "retries", flag, v, 0, 100, err, errlen);
     case SO_LABEL:
         return set_label(spec, "labels", flag, v, err, errlen);
     case SO_SELECT:
         return set_label(spec, "selectors", flag, v, err, errlen);
     case SO_WORKDIR:
-        return set_text(spec, "workdir", flag, v, err, errlen);
+        return spec_set_text(spec, "workdir", flag, v, err, errlen);
     case SO_OUTPUT:
-        return set_text(spec, "output", flag, v, err, errlen);
+        return spec_set_text(spec, "output", flag, v, err, errlen);
     case SO_ERROR:
-        return set_text(spec, "error", flag, v, err, errlen);
+        return spec_set_text(spec, "error", flag, v, err, errlen);
     case SO_HOLD:
         json_object_set_new(spec, "hold", json_true());
         return 0;
@@ -507,7 +501,7 @@ int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
     case SO_BEGIN: {
         int64_t ms;
         if (parse_duration_ms(v, &ms) < 0)
-            return fail(err, errlen, flag, "bad delay (e.g. 10m, 2h)", v);
+            return spec_fail(err, errlen, flag, "bad delay (e.g. 10m, 2h)", v);
         json_object_set_new(spec, "begin", json_string(v));
         return 0;
     }
@@ -515,1160 +509,6 @@ int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
         snprintf(err, errlen, "%s is not a job option", flag);
         return -EINVAL;
     }
-}
-
-/* ------------------------------------------------------------------------------------ */
-/* Slurm                                                                                */
-
-/* Up to `max` non-negative integers separated by `sep`; returns how many, -EINVAL. */
-static int split_ints(const char *s, char sep, int64_t *out, int max)
-{
-    int n = 0;
-
-    while (n < max) {
-        int64_t v = 0;
-        const char *start = s;
-
-        while (*s >= '0' && *s <= '9') {
-            if (v > INT64_MAX / 1000)
-                return -EINVAL;
-            v = v * 10 + (*s++ - '0');
-        }
-        if (s == start)
-            return -EINVAL;
-        out[n++] = v;
-        if (!*s)
-            return n;
-        if (*s != sep)
-            return -EINVAL;
-        s++;
-    }
-    return -EINVAL;
-}
-
-int spec_slurm_time_ms(const char *s, int64_t *out_ms)
-{
-    int64_t days = 0, f[3], secs;
-    const char *dash = strchr(s, '-');
-    int n;
-
-    if (!strcasecmp(s, "UNLIMITED") || !strcasecmp(s, "infinite"))
-        return -ERANGE;
-    if (dash) {
-        int64_t d[1];
-        char buf[32];
-        size_t dl = (size_t)(dash - s);
-        if (dl == 0 || dl >= sizeof(buf))
-            return -EINVAL;
-        memcpy(buf, s, dl);
-        buf[dl] = '\0';
-        if (split_ints(buf, ':', d, 1) != 1 || d[0] > 100000)
-            return -EINVAL;
-        days = d[0];
-        s = dash + 1;
-    }
-    n = split_ints(s, ':', f, 3);
-    if (n < 0)
-        return -EINVAL;
-    for (int i = 0; i < n; i++)
-        if (f[i] > 1000000)
-            return -EINVAL;
-    if (dash) /* D-HH, D-HH:MM, D-HH:MM:SS */
-        secs = f[0] * 3600 + (n > 1 ? f[1] * 60 : 0) + (n > 2 ? f[2] : 0);
-    else if (n == 1) /* MM */
-        secs = f[0] * 60;
-    else if (n == 2) /* MM:SS */
-        secs = f[0] * 60 + f[1];
-    else /* HH:MM:SS */
-        secs = f[0] * 3600 + f[1] * 60 + f[2];
-    *out_ms = (days * 86400 + secs) * 1000;
-    return 0;
-}
-
-static bool is_default_class(const char *name)
-{
-    static const char *const classes[] = {"training", "experiment", "exploration", "interactive",
-                                          "service"};
-
-    for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
-        if (!strcmp(name, classes[i]))
-            return true;
-    return false;
-}
-
-int spec_partition_lookup(const char *map, const char *partition, const char **field, char *name,
-                          size_t namelen)
-{
-    char buf[1024];
-    char *cur = buf;
-
-    if (!map || !map[0])
-        return -ENOENT;
-    if (str_copy(buf, sizeof(buf), map) < 0)
-        return -EINVAL;
-    for (char *p = next_field(&cur, ","); p; p = next_field(&cur, ",")) {
-        char *eq = strchr(p, '=');
-        char *val;
-
-        p = str_trim(p);
-        if (!eq)
-            return -EINVAL;
-        *eq = '\0';
-        val = str_trim(eq + 1);
-        p = str_trim(p);
-        if (strcmp(p, partition))
-            continue;
-        if (!strncmp(val, "tier:", 5)) {
-            *field = "tier";
-            val += 5;
-        } else if (!strncmp(val, "class:", 6)) {
-            *field = "class";
-            val += 6;
-        } else {
-            *field = is_default_class(val) ? "class" : "tier";
-        }
-        if (!str_is_name(val))
-            return -EINVAL;
-        return str_copy(name, namelen, val) < 0 ? -EINVAL : 0;
-    }
-    return -ENOENT;
-}
-
-static void warnf(const struct spec_env *env, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void warnf(const struct spec_env *env, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-
-    if (!env || !env->warn)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    env->warn(env->warn_arg, msg);
-}
-
-/* "N" or "TYPE:N" (Slurm --gpus / --gpus-per-node). */
-static int slurm_gpu_count(const char *v, char *type, size_t tlen, int *count)
-{
-    const char *colon = strrchr(v, ':');
-
-    type[0] = '\0';
-    if (colon) {
-        size_t n = (size_t)(colon - v);
-        if (n == 0 || n >= tlen)
-            return -EINVAL;
-        memcpy(type, v, n);
-        type[n] = '\0';
-        if (!strncmp(type, "gpu:", 4))
-            memmove(type, type + 4, strlen(type + 4) + 1);
-        if (!strcmp(type, "gpu"))
-            type[0] = '\0';
-        if (type[0] && !str_is_name(type))
-            return -EINVAL;
-        v = colon + 1;
-    }
-    return parse_int(v, 0, 100000, count);
-}
-
-/* --gres=gpu:2, gpu:a100:2, gpu, and lists "gpu:2,shard:1" (non-GPU entries warn). */
-static int sbatch_gres(json_t *spec, const char *v, const struct spec_env *env, char *err,
-                       size_t errlen)
-{
-    char buf[256];
-    char *cur = buf;
-
-    if (str_copy(buf, sizeof(buf), v) < 0 || !buf[0])
-        return fail(err, errlen, "--gres", "bad value", v);
-    for (char *p = next_field(&cur, ","); p; p = next_field(&cur, ",")) {
-        char type[64];
-        int count = 1;
-
-        if (strncmp(p, "gpu", 3) || (p[3] && p[3] != ':')) {
-            warnf(env, "#SBATCH --gres=%s: only gpu resources are understood; '%.60s' ignored", v,
-                  p);
-            continue;
-        }
-        if (p[3] == ':' && slurm_gpu_count(p + 4, type, sizeof(type), &count) < 0)
-            return fail(err, errlen, "--gres", "want gpu:N or gpu:TYPE:N, not", p);
-        if (p[3] != ':')
-            type[0] = '\0';
-        if (count > MAX_GPUS_PER_NODE)
-            return fail(err, errlen, "--gres", "too many GPUs per node in", p);
-        json_object_set_new(spec, "gpus", json_integer(count));
-        if (type[0])
-            json_object_set_new(spec, "gpu_type", json_string(type));
-    }
-    return 0;
-}
-
-static int sbatch_gpus(json_t *spec, const char *v, bool per_node, const char *flag, char *err,
-                       size_t errlen)
-{
-    char type[64];
-    int count;
-
-    if (slurm_gpu_count(v, type, sizeof(type), &count) < 0)
-        return fail(err, errlen, flag, "want N or TYPE:N, not", v);
-    if (per_node && count > MAX_GPUS_PER_NODE)
-        return fail(err, errlen, flag, "too many GPUs per node in", v);
-    json_object_set_new(spec, per_node ? "gpus" : "__gpus_total", json_integer(count));
-    if (type[0])
-        json_object_set_new(spec, "gpu_type", json_string(type));
-    return 0;
-}
-
-static int sbatch_nodes(json_t *spec, const char *v, const struct spec_env *env, char *err,
-                        size_t errlen)
-{
-    char buf[32];
-    char *dash;
-
-    if (str_copy(buf, sizeof(buf), v) < 0)
-        return fail(err, errlen, "--nodes", "bad node count", v);
-    dash = strchr(buf, '-');
-    if (dash) {
-        *dash = '\0';
-        warnf(env, "#SBATCH --nodes=%s: docket places gang jobs on an exact count; using %s", v,
-              buf);
-    }
-    return set_int(spec, "nodes", "--nodes", buf, 1, MAX_NODES, err, errlen);
-}
-
-static int sbatch_partition(json_t *spec, const char *opt, const char *v,
-                            const struct spec_env *env, char *err, size_t errlen)
-{
-    const char *field;
-    char name[64];
-    int rc = spec_partition_lookup(env ? env->partition_map : NULL, v, &field, name, sizeof(name));
-
-    if (rc == -EINVAL) {
-        snprintf(err, errlen,
-                 "--%s: the partition map is malformed (want "
-                 "NAME=TIER,NAME=class:CLASS)",
-                 opt);
-        return rc;
-    }
-    if (rc < 0) {
-        warnf(env,
-              "#SBATCH --%s=%s has no mapping; ignored (map it with "
-              "DOCKET_PARTITION_MAP=\"%s=TIER\" or partition.%s=TIER in "
-              "~/.config/docket/config)",
-              opt, v, v, v);
-        return 0;
-    }
-    json_object_set_new(spec, field, json_string(name));
-    return 0;
-}
-
-/* ------------------------------------------------------------------------------------ */
-/* sbatch's options, as sbatch reads them                                               */
-
-/* What docket does with an sbatch option:
- *   SB_DO      read into the job (the table in docs/slurm.md)
- *   SB_IGNORE  nothing changes for resources or timing: accepted with a warning
- *   SB_REFUSE  it would change resources, placement or timing in a way docket cannot
- *              honour: an error with the reason (never a job that differs silently)
- *   SB_CLI     a flag of the sbatch command itself (--parsable, --wrap, --test-only ...):
- *              kept under "__cli" for the verb that submits (spec_take_cli) */
-enum sb_kind { SB_DO, SB_IGNORE, SB_REFUSE, SB_CLI };
-enum sb_arg { SB_NONE, SB_REQ, SB_OPT };
-
-struct sbatch_opt {
-    const char *name;
-    char short_name;
-    unsigned char arg, kind;
-    const char *why; /* SB_REFUSE: what to do instead */
-};
-
-#define PLACE "docket places jobs itself; restrict nodes with #DOCKET --select KEY=VALUE"
-#define NOHW  "docket allocates GPUs, CPUs and memory per node, not sockets, cores or threads"
-
-/* Every long option sbatch knows (Slurm's option table, for the sbatch command), so that
- * a prefix is unique or ambiguous exactly as it is for sbatch's getopt_long. */
-static const struct sbatch_opt sbatch_opts[] = {
-    {"account", 'A', SB_REQ, SB_DO, NULL},
-    {"acctg-freq", 0, SB_REQ, SB_IGNORE, NULL},
-    {"array", 'a', SB_REQ, SB_DO, NULL},
-    {"autocomplete", 0, SB_REQ, SB_REFUSE, "not a job option"},
-    {"batch", 0, SB_REQ, SB_REFUSE, PLACE},
-    {"bb", 0, SB_REQ, SB_REFUSE, "docket has no burst buffers"},
-    {"bbf", 0, SB_REQ, SB_REFUSE, "docket has no burst buffers"},
-    {"begin", 'b', SB_REQ, SB_DO, NULL},
-    {"chdir", 'D', SB_REQ, SB_DO, NULL},
-    {"cluster", 0, SB_REQ, SB_REFUSE, "docket schedules one cluster"},
-    {"cluster-constraint", 0, SB_REQ, SB_REFUSE, "docket schedules one cluster"},
-    {"clusters", 'M', SB_REQ, SB_REFUSE, "docket schedules one cluster"},
-    {"comment", 0, SB_REQ, SB_IGNORE, NULL},
-    {"consolidate-segments", 0, SB_NONE, SB_IGNORE, NULL},
-    {"constraint", 'C', SB_REQ, SB_REFUSE,
-     "docket selects nodes by label: write #DOCKET --select KEY=VALUE"},
-    {"container", 0, SB_REQ, SB_REFUSE, "OCI containers are not run by docket"},
-    {"container-id", 0, SB_REQ, SB_REFUSE, "OCI containers are not run by docket"},
-    {"context", 0, SB_REQ, SB_IGNORE, NULL},
-    {"contiguous", 0, SB_NONE, SB_REFUSE, PLACE},
-    {"core-spec", 'S', SB_REQ, SB_REFUSE, NOHW},
-    {"cores-per-socket", 0, SB_REQ, SB_REFUSE, NOHW},
-    {"cpu-freq", 0, SB_REQ, SB_IGNORE, NULL},
-    {"cpus-per-gpu", 0, SB_REQ, SB_DO, NULL},
-    {"cpus-per-task", 'c', SB_REQ, SB_DO, NULL},
-    {"deadline", 0, SB_REQ, SB_REFUSE, "docket has no deadlines; use --time"},
-    {"delay-boot", 0, SB_REQ, SB_REFUSE, "docket does not reboot nodes"},
-    {"dependency", 'd', SB_REQ, SB_DO, NULL},
-    {"distribution", 'm', SB_REQ, SB_IGNORE, NULL},
-    {"error", 'e', SB_REQ, SB_DO, NULL},
-    {"exclude", 'x', SB_REQ, SB_REFUSE, PLACE},
-    {"exclusive", 0, SB_OPT, SB_DO, NULL},
-    {"export", 0, SB_REQ, SB_DO, NULL},
-    {"export-file", 0, SB_REQ, SB_REFUSE, "write the variables with --export or #DOCKET --env"},
-    {"external", 0, SB_NONE, SB_REFUSE, "not a job option"},
-    {"extra", 0, SB_REQ, SB_IGNORE, NULL},
-    {"extra-node-info", 'B', SB_REQ, SB_REFUSE, NOHW},
-    {"get-user-env", 0, SB_OPT, SB_IGNORE, NULL},
-    {"gid", 0, SB_REQ, SB_REFUSE, "jobs run as the submitting user"},
-    {"gpu-bind", 0, SB_REQ, SB_IGNORE, NULL},
-    {"gpu-freq", 0, SB_REQ, SB_IGNORE, NULL},
-    {"gpus", 'G', SB_REQ, SB_DO, NULL},
-    {"gpus-per-node", 0, SB_REQ, SB_DO, NULL},
-    {"gpus-per-socket", 0, SB_REQ, SB_REFUSE, NOHW},
-    {"gpus-per-task", 0, SB_REQ, SB_DO, NULL},
-    {"gres", 0, SB_REQ, SB_DO, NULL},
-    {"gres-flags", 0, SB_REQ, SB_IGNORE, NULL},
-    {"help", 'h', SB_NONE, SB_CLI, NULL},
-    {"hint", 0, SB_REQ, SB_IGNORE, NULL},
-    {"hold", 'H', SB_NONE, SB_DO, NULL},
-    {"ignore-pbs", 0, SB_NONE, SB_IGNORE, NULL},
-    {"input", 'i', SB_REQ, SB_REFUSE, "a docket job's standard input is /dev/null"},
-    {"job-name", 'J', SB_REQ, SB_DO, NULL},
-    {"kill-on-invalid-dep", 0, SB_REQ, SB_IGNORE, NULL},
-    {"licenses", 'L', SB_REQ, SB_REFUSE, "docket has no licenses"},
-    {"mail-type", 0, SB_REQ, SB_IGNORE, NULL},
-    {"mail-user", 0, SB_REQ, SB_IGNORE, NULL},
-    {"mcs-label", 0, SB_REQ, SB_IGNORE, NULL},
-    {"mem", 0, SB_REQ, SB_DO, NULL},
-    {"mem-bind", 0, SB_REQ, SB_IGNORE, NULL},
-    {"mem-per-cpu", 0, SB_REQ, SB_DO, NULL},
-    {"mem-per-gpu", 0, SB_REQ, SB_DO, NULL},
-    {"mem-update", 0, SB_REQ, SB_IGNORE, NULL},
-    {"mincpus", 0, SB_REQ, SB_DO, NULL},
-    {"network", 0, SB_REQ, SB_IGNORE, NULL},
-    {"nice", 0, SB_OPT, SB_IGNORE, NULL},
-    {"no-kill", 'k', SB_OPT, SB_IGNORE, NULL},
-    {"no-requeue", 0, SB_NONE, SB_DO, NULL},
-    {"nodefile", 'F', SB_REQ, SB_REFUSE, PLACE},
-    {"nodelist", 'w', SB_REQ, SB_REFUSE, PLACE},
-    {"nodes", 'N', SB_REQ, SB_DO, NULL},
-    {"ntasks", 'n', SB_REQ, SB_DO, NULL},
-    {"ntasks-per-core", 0, SB_REQ, SB_IGNORE, NULL},
-    {"ntasks-per-gpu", 0, SB_REQ, SB_DO, NULL},
-    {"ntasks-per-node", 0, SB_REQ, SB_DO, NULL},
-    {"ntasks-per-socket", 0, SB_REQ, SB_IGNORE, NULL},
-    {"ntasks-per-tres", 0, SB_REQ, SB_REFUSE, "write --ntasks-per-gpu"},
-    {"oom-kill-step", 0, SB_OPT, SB_IGNORE, NULL},
-    {"open-mode", 0, SB_REQ, SB_IGNORE, NULL},
-    {"output", 'o', SB_REQ, SB_DO, NULL},
-    {"overcommit", 'O', SB_NONE, SB_IGNORE, NULL},
-    {"oversubscribe", 's', SB_NONE, SB_IGNORE, NULL},
-    {"parsable", 0, SB_NONE, SB_CLI, NULL},
-    {"partition", 'p', SB_REQ, SB_DO, NULL},
-    {"prefer", 0, SB_REQ, SB_IGNORE, NULL},
-    {"priority", 0, SB_REQ, SB_REFUSE, "priority comes from the project's tier"},
-    {"profile", 0, SB_REQ, SB_IGNORE, NULL},
-    {"propagate", 0, SB_OPT, SB_IGNORE, NULL},
-    {"qos", 'q', SB_REQ, SB_DO, NULL},
-    {"quiet", 'Q', SB_NONE, SB_CLI, NULL},
-    {"reboot", 0, SB_NONE, SB_REFUSE, "docket does not reboot nodes"},
-    {"requeue", 0, SB_OPT, SB_DO, NULL},
-    {"reservation", 0, SB_REQ, SB_REFUSE, "docket has no reservations"},
-    {"resources", 0, SB_REQ, SB_REFUSE, "not a job option"},
-    {"resv-ports", 0, SB_OPT, SB_IGNORE, NULL},
-    {"runtime", 0, SB_REQ, SB_REFUSE, "not a job option"},
-    {"segment", 0, SB_REQ, SB_REFUSE, PLACE},
-    {"signal", 0, SB_REQ, SB_DO, NULL},
-    {"sockets-per-node", 0, SB_REQ, SB_REFUSE, NOHW},
-    {"spread-job", 0, SB_NONE, SB_IGNORE, NULL},
-    {"spread-segments", 0, SB_NONE, SB_IGNORE, NULL},
-    {"stepmgr", 0, SB_NONE, SB_IGNORE, NULL},
-    {"switches", 0, SB_REQ, SB_REFUSE, PLACE},
-    {"tasks-per-node", 0, SB_REQ, SB_DO, NULL},
-    {"test-only", 0, SB_NONE, SB_CLI, NULL},
-    {"thread-spec", 0, SB_REQ, SB_REFUSE, NOHW},
-    {"threads-per-core", 0, SB_REQ, SB_REFUSE, NOHW},
-    {"time", 't', SB_REQ, SB_DO, NULL},
-    {"time-min", 0, SB_REQ, SB_IGNORE, NULL},
-    {"tmp", 0, SB_REQ, SB_REFUSE, "docket does not allocate local disk"},
-    {"tres-bind", 0, SB_REQ, SB_IGNORE, NULL},
-    {"tres-per-task", 0, SB_REQ, SB_REFUSE, "write --cpus-per-task and --gpus-per-task"},
-    {"uid", 0, SB_REQ, SB_REFUSE, "jobs run as the submitting user"},
-    {"usage", 0, SB_NONE, SB_CLI, NULL},
-    {"use-min-nodes", 0, SB_NONE, SB_IGNORE, NULL},
-    {"verbose", 'v', SB_NONE, SB_CLI, NULL},
-    {"version", 'V', SB_NONE, SB_CLI, NULL},
-    {"wait", 'W', SB_NONE, SB_CLI, NULL},
-    {"wait-all-nodes", 0, SB_REQ, SB_IGNORE, NULL},
-    {"wckey", 0, SB_REQ, SB_IGNORE, NULL},
-    {"wrap", 0, SB_REQ, SB_CLI, NULL},
-    {NULL, 0, 0, 0, NULL},
-};
-
-#undef PLACE
-#undef NOHW
-
-static const struct sbatch_opt *sbatch_short(char c)
-{
-    for (const struct sbatch_opt *o = sbatch_opts; o->name; o++)
-        if (o->short_name == c)
-            return o;
-    return NULL;
-}
-
-/* As getopt_long: an exact name, else the only one that starts with `name`. NULL with err
- * when there is none or more than one. */
-static const struct sbatch_opt *sbatch_long(const char *name, size_t n, char *err, size_t errlen)
-{
-    const struct sbatch_opt *found = NULL;
-    char list[256] = "";
-    int count = 0;
-
-    for (const struct sbatch_opt *o = sbatch_opts; o->name; o++)
-        if (strlen(o->name) == n && !strncmp(o->name, name, n))
-            return o;
-    for (const struct sbatch_opt *o = sbatch_opts; o->name; o++) {
-        if (strncmp(o->name, name, n))
-            continue;
-        found = o;
-        count++;
-        size_t l = strlen(list);
-        snprintf(list + l, sizeof(list) - l, "%s--%s", l ? ", " : "", o->name);
-    }
-    if (count == 1)
-        return found;
-    if (count == 0)
-        snprintf(err, errlen, "unrecognized option '--%.*s' (sbatch has no such option)",
-                 (int)(n > 60 ? 60 : n), name);
-    else
-        snprintf(err, errlen, "option '--%.*s' is ambiguous (%s)", (int)(n > 60 ? 60 : n), name,
-                 list);
-    return NULL;
-}
-
-static json_t *hidden(json_t *spec, const char *key)
-{
-    return sub_object(spec, key);
-}
-
-static void hidden_int(json_t *spec, const char *key, int64_t v)
-{
-    json_object_set_new(hidden(spec, "__slurm"), key, json_integer(v));
-}
-
-static int slurm_count(json_t *spec, const char *key, const char *flag, const char *v, int min,
-                       int max, char *err, size_t errlen)
-{
-    int n;
-
-    if (parse_int(v, min, max, &n) < 0) {
-        snprintf(err, errlen, "%s: want an integer from %d to %d, not '%.100s'", flag, min, max, v);
-        return -EINVAL;
-    }
-    hidden_int(spec, key, n);
-    return 0;
-}
-
-/* Slurm sizes: a bare number is MiB; K, M, G, T suffixes. */
-static int slurm_size(json_t *spec, const char *key, const char *flag, const char *v, char *err,
-                      size_t errlen)
-{
-    int64_t mb;
-
-    if (parse_size_mb(v, &mb) < 0 || mb < 0)
-        return fail(err, errlen, flag, "bad size (e.g. 4000, 4G)", v);
-    hidden_int(spec, key, mb);
-    return 0;
-}
-
-/* --mem=SIZE; 0 asks for all of each node's memory (resolved at submission). */
-static int sbatch_mem(json_t *spec, const char *v, char *err, size_t errlen)
-{
-    int rc = slurm_size(spec, "mem", "--mem", v, err, errlen);
-
-    if (rc == 0 && json_integer_value(json_object_get(hidden(spec, "__slurm"), "mem")) == 0) {
-        json_object_del(hidden(spec, "__slurm"), "mem");
-        json_object_set_new(hidden(spec, "__cli"), "whole_mem", json_true());
-        json_object_del(spec, "mem");
-        return 0;
-    }
-    if (rc == 0)
-        json_object_del(json_object_get(spec, "__cli"), "whole_mem");
-    return rc;
-}
-
-/* --exclusive, --exclusive=exclusive: whole nodes. =user, =mcs, =topo only keep other
- * users' jobs away, which docket does not do: refused. */
-static int sbatch_exclusive(json_t *spec, const char *v, char *err, size_t errlen)
-{
-    if (v && strcmp(v, "exclusive"))
-        return fail(err, errlen, "--exclusive",
-                    "only whole nodes (plain --exclusive) are supported, not", v);
-    json_object_set_new(hidden(spec, "__cli"), "whole_node", json_true());
-    return 0;
-}
-
-/* sbatch's time: time_str2mins (seconds rounded up to whole minutes); 0, -1, INFINITE
- * and UNLIMITED ask for no limit. */
-static int sbatch_time(json_t *spec, const char *v, const struct spec_env *env, char *err,
-                       size_t errlen)
-{
-    int64_t ms;
-    int rc = strcmp(v, "-1") ? spec_slurm_time_ms(v, &ms) : -ERANGE;
-
-    if (rc == 0 && ms == 0)
-        rc = -ERANGE;
-    if (rc == -ERANGE) {
-        warnf(env, "#SBATCH --time=%s: docket has no unlimited jobs; the class's limit applies", v);
-        json_object_del(spec, "time_limit");
-        return 0;
-    }
-    if (rc < 0)
-        return fail(err, errlen, "--time",
-                    "bad time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS)", v);
-    json_object_set_new(spec, "time_limit", json_integer((ms / 1000 + 59) / 60 * 60));
-    return 0;
-}
-
-/* --signal=[{R|B}:]SIG[@TIME]: SIG is sent TIME seconds (default 60) before the time
- * limit; with B: to the batch shell only. */
-static int sbatch_signal(json_t *spec, const char *v, char *err, size_t errlen)
-{
-    char buf[64];
-    const char *name = v;
-    bool batch = false;
-    char *at;
-    int sig, before = 60;
-
-    if (!strncmp(name, "B:", 2) || !strncmp(name, "R:", 2) || !strncmp(name, "BR:", 3) ||
-        !strncmp(name, "RB:", 3)) {
-        batch = strchr("BR", name[0]) && (name[0] == 'B' || name[1] == 'B');
-        name = strchr(name, ':') + 1;
-    }
-    if (str_copy(buf, sizeof(buf), name) < 0)
-        return fail(err, errlen, "--signal", "bad signal", v);
-    at = strchr(buf, '@');
-    if (at)
-        *at++ = '\0';
-    if (parse_signal(buf, &sig) < 0 || sig == 9 || sig == 19)
-        return fail(err, errlen, "--signal", "unknown or uncatchable signal in", v);
-    if (at && parse_int(at, 0, 65535, &before) < 0)
-        return fail(err, errlen, "--signal", "want seconds from 0 to 65535 after @ in", v);
-    /* not the job's "signal": the limit and preemption send SIGTERM, as Slurm does */
-    json_object_set_new(spec, "checkpoint", json_true());
-    hidden_int(spec, "signal", sig);
-    hidden_int(spec, "signal_before", before);
-    json_object_set_new(hidden(spec, "__slurm"), "signal_batch", json_boolean(batch));
-    return 0;
-}
-
-/* --begin=now+N[seconds|minutes|hours|days|weeks]; absolute dates are refused. */
-static int sbatch_begin(json_t *spec, const char *v, char *err, size_t errlen)
-{
-    static const struct {
-        const char *unit;
-        int64_t secs;
-    } units[] = {{"", 1},          {"s", 1},         {"sec", 1},      {"secs", 1},
-                 {"seconds", 1},   {"m", 60},        {"min", 60},     {"mins", 60},
-                 {"minutes", 60},  {"h", 3600},      {"hour", 3600},  {"hours", 3600},
-                 {"d", 86400},     {"day", 86400},   {"days", 86400}, {"w", 604800},
-                 {"week", 604800}, {"weeks", 604800}};
-    const char *p;
-    int64_t n = 0;
-    char out[32];
-
-    if (!strcasecmp(v, "now")) {
-        json_object_del(spec, "begin");
-        return 0;
-    }
-    if (strncasecmp(v, "now+", 4))
-        return fail(err, errlen, "--begin",
-                    "docket reads only now+N[seconds|minutes|hours|days|weeks], not", v);
-    for (p = v + 4; *p >= '0' && *p <= '9' && n < 100000000; p++)
-        n = n * 10 + (*p - '0');
-    if (p == v + 4 || n >= 100000000)
-        return fail(err, errlen, "--begin", "bad delay in", v);
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-        if (!strcasecmp(p, units[i].unit)) {
-            snprintf(out, sizeof(out), "%llds", (long long)(n * units[i].secs));
-            json_object_set_new(spec, "begin", json_string(out));
-            return 0;
-        }
-    return fail(err, errlen, "--begin", "unknown unit in", v);
-}
-
-/* --export=ALL|NONE|[ALL,]VAR[=VALUE],...: which of the submitter's variables the job
- * gets (sbatch's default is ALL: collected by the submitting verb). */
-static int sbatch_export(json_t *spec, const char *v, char *err, size_t errlen)
-{
-    char buf[4096], why[400];
-    char *cur = buf;
-    bool all = false;
-
-    if (str_copy(buf, sizeof(buf), v) < 0 || !buf[0])
-        return fail(err, errlen, "--export", "bad value", v);
-    for (char *p = next_field(&cur, ","); p; p = next_field(&cur, ",")) {
-        if (!strcmp(p, "ALL")) {
-            all = true;
-        } else if (!strcmp(p, "NONE") || !strcmp(p, "NIL")) {
-            all = false;
-        } else if (set_env(spec, p, why, sizeof(why)) < 0) {
-            snprintf(err, errlen, "--export: %s", strncmp(why, "--env: ", 7) ? why : why + 7);
-            return -EINVAL;
-        }
-    }
-    json_object_set_new(hidden(spec, "__cli"), "export_all", json_boolean(all));
-    return 0;
-}
-
-/* -A, --account: the project. Some sites name an account with the hardware it is billed
- * on, "six@a100" (IDRIS's Jean Zay): the project is the part before '@', with a warning
- * (docket bills GPUs by type through its policy, not through the account's name). */
-static int sbatch_account(json_t *spec, const char *v, const struct spec_env *env, char *err,
-                          size_t errlen)
-{
-    const char *at = strchr(v, '@');
-    char name[64];
-
-    if (!at || at == v || (size_t)(at - v) >= sizeof(name) || !at[1])
-        return set_name(spec, "project", "--account", v, err, errlen);
-    memcpy(name, v, (size_t)(at - v));
-    name[at - v] = '\0';
-    if (!str_is_name(name) || !str_is_name(at + 1))
-        return fail(err, errlen, "--account", "bad account name", v);
-    warnf(env,
-          "#SBATCH --account=%s: the project is '%s' ('@%s' names a billing partition, "
-          "which docket does not use)",
-          v, name, at + 1);
-    json_object_set_new(spec, "project", json_string(name));
-    return 0;
-}
-
-/* The options that are read into the job. */
-static int sbatch_do(json_t *spec, const char *name, const char *v, const struct spec_env *env,
-                     char *err, size_t errlen)
-{
-    char flag[80];
-
-    snprintf(flag, sizeof(flag), "--%s", name);
-    if (!strcmp(name, "job-name"))
-        return set_text(spec, "name", flag, v, err, errlen);
-    if (!strcmp(name, "account"))
-        return sbatch_account(spec, v, env, err, errlen);
-    if (!strcmp(name, "gres"))
-        return sbatch_gres(spec, v, env, err, errlen);
-    if (!strcmp(name, "gpus"))
-        return sbatch_gpus(spec, v, false, flag, err, errlen);
-    if (!strcmp(name, "gpus-per-node"))
-        return sbatch_gpus(spec, v, true, flag, err, errlen);
-    if (!strcmp(name, "cpus-per-task"))
-        return slurm_count(spec, "cpus_per_task", flag, v, 1, 100000, err, errlen);
-    if (!strcmp(name, "ntasks"))
-        return slurm_count(spec, "ntasks", flag, v, 1, 100000, err, errlen);
-    if (!strcmp(name, "ntasks-per-node") || !strcmp(name, "tasks-per-node"))
-        return slurm_count(spec, "ntasks_per_node", flag, v, 1, 100000, err, errlen);
-    if (!strcmp(name, "gpus-per-task"))
-        return slurm_count(spec, "gpus_per_task", flag, v, 1, MAX_GPUS_PER_NODE, err, errlen);
-    if (!strcmp(name, "ntasks-per-gpu"))
-        return slurm_count(spec, "ntasks_per_gpu", flag, v, 1, 100000, err, errlen);
-    if (!strcmp(name, "cpus-per-gpu"))
-        return slurm_count(spec, "cpus_per_gpu", flag, v, 1, 100000, err, errlen);
-    if (!strcmp(name, "mincpus"))
-        return slurm_count(spec, "mincpus", flag, v, 1, 100000, err, errlen);
-    if (!strcmp(name, "mem"))
-        return sbatch_mem(spec, v, err, errlen);
-    if (!strcmp(name, "mem-per-cpu"))
-        return slurm_size(spec, "mem_per_cpu", flag, v, err, errlen);
-    if (!strcmp(name, "mem-per-gpu"))
-        return slurm_size(spec, "mem_per_gpu", flag, v, err, errlen);
-    if (!strcmp(name, "exclusive"))
-        return sbatch_exclusive(spec, v, err, errlen);
-    if (!strcmp(name, "time"))
-        return sbatch_time(spec, v, env, err, errlen);
-    if (!strcmp(name, "nodes"))
-        return sbatch_nodes(spec, v, env, err, errlen);
-    if (!strcmp(name, "output") || !strcmp(name, "error"))
-        return set_text(spec, name, flag, v, err, errlen);
-    if (!strcmp(name, "array"))
-        return set_array(spec, v, flag, err, errlen);
-    if (!strcmp(name, "dependency"))
-        return set_dependency(spec, v, flag, err, errlen);
-    if (!strcmp(name, "partition") || !strcmp(name, "qos"))
-        return sbatch_partition(spec, name, v, env, err, errlen);
-    if (!strcmp(name, "chdir"))
-        return set_text(spec, "workdir", flag, v, err, errlen);
-    if (!strcmp(name, "begin"))
-        return sbatch_begin(spec, v, err, errlen);
-    if (!strcmp(name, "export"))
-        return sbatch_export(spec, v, err, errlen);
-    if (!strcmp(name, "signal"))
-        return sbatch_signal(spec, v, err, errlen);
-    if (!strcmp(name, "hold")) {
-        json_object_set_new(spec, "hold", json_true());
-        return 0;
-    }
-    if (!strcmp(name, "no-requeue")) {
-        json_object_set_new(spec, "requeue", json_false());
-        return 0;
-    }
-    /* requeue */
-    json_object_set_new(spec, "requeue", json_true());
-    return 0;
-}
-
-static int sbatch_one(json_t *spec, const struct sbatch_opt *o, const char *v,
-                      const struct spec_env *env, char *err, size_t errlen)
-{
-    switch (o->kind) {
-    case SB_DO:
-        return sbatch_do(spec, o->name, v, env, err, errlen);
-    case SB_CLI:
-        json_object_set_new(hidden(spec, "__cli"), o->name, json_string(v ? v : ""));
-        return 0;
-    case SB_REFUSE:
-        snprintf(err, errlen, "--%s is not supported: %s", o->name, o->why);
-        return -EINVAL;
-    default:
-        warnf(env, "#SBATCH --%s%s%s changes nothing in docket; ignored", o->name, v ? "=" : "",
-              v ? v : "");
-        return 0;
-    }
-}
-
-int spec_apply_sbatch(json_t *spec, const char *name, const char *v, const struct spec_env *env,
-                      char *err, size_t errlen)
-{
-    const struct sbatch_opt *o = sbatch_long(name, strlen(name), err, errlen);
-
-    if (!o)
-        return -EINVAL;
-    if (o->arg == SB_REQ && !v)
-        return fail(err, errlen, o->name, "needs a value", "");
-    return sbatch_one(spec, o, v, env, err, errlen);
-}
-
-/* One long option w[*i] ("--name", "--name=value", "--name value"). */
-static int sbatch_long_word(json_t *spec, char **w, int n, int *i, const struct spec_env *env,
-                            char *err, size_t errlen)
-{
-    const char *word = w[*i] + 2, *eq = strchr(word, '=');
-    size_t len = eq ? (size_t)(eq - word) : strlen(word);
-    const struct sbatch_opt *o = sbatch_long(word, len, err, errlen);
-    const char *v = eq ? eq + 1 : NULL;
-
-    if (!o)
-        return -EINVAL;
-    if (o->arg == SB_NONE && v) {
-        snprintf(err, errlen, "option '--%s' doesn't allow an argument", o->name);
-        return -EINVAL;
-    }
-    if (o->arg == SB_REQ && !v) {
-        if (*i + 1 >= n) {
-            snprintf(err, errlen, "option '--%s' requires an argument", o->name);
-            return -EINVAL;
-        }
-        v = w[++*i];
-    }
-    return sbatch_one(spec, o, v, env, err, errlen);
-}
-
-/* A cluster of short options w[*i] ("-H", "-N2", "-N 2", "-Hv"). */
-static int sbatch_short_word(json_t *spec, char **w, int n, int *i, const struct spec_env *env,
-                             char *err, size_t errlen)
-{
-    const char *word = w[*i];
-
-    for (const char *p = word + 1; *p; p++) {
-        const struct sbatch_opt *o = sbatch_short(*p);
-        const char *v = NULL;
-        int rc;
-
-        if (!o) {
-            snprintf(err, errlen, "invalid option -- '%c' (sbatch has no such option)", *p);
-            return -EINVAL;
-        }
-        if (o->arg != SB_NONE && p[1]) {
-            v = p + 1;
-        } else if (o->arg == SB_REQ) {
-            if (*i + 1 >= n) {
-                snprintf(err, errlen, "option requires an argument -- '%c'", *p);
-                return -EINVAL;
-            }
-            v = w[++*i];
-        }
-        rc = sbatch_one(spec, o, v, env, err, errlen);
-        if (rc || v)
-            return rc;
-    }
-    return 0;
-}
-
-int spec_sbatch_args(json_t *spec, char **w, int n, const struct spec_env *env, int *stop,
-                     char *err, size_t errlen)
-{
-    int i;
-
-    for (i = 0; i < n; i++) {
-        int rc;
-
-        if (!strcmp(w[i], "--")) {
-            i++;
-            break;
-        }
-        if (!strncmp(w[i], "--", 2))
-            rc = sbatch_long_word(spec, w, n, &i, env, err, errlen);
-        else if (w[i][0] == '-' && w[i][1])
-            rc = sbatch_short_word(spec, w, n, &i, env, err, errlen);
-        else
-            break;
-        if (rc)
-            return rc;
-    }
-    *stop = i;
-    return 0;
-}
-
-/* One #SBATCH line's words: every word must be an option (sbatch: "Invalid directive"). */
-static int sbatch_words(json_t *spec, char **w, int n, const struct spec_env *env, char *err,
-                        size_t errlen)
-{
-    int stop = 0;
-    int rc = spec_sbatch_args(spec, w, n, env, &stop, err, errlen);
-
-    if (rc == 0 && stop < n) {
-        snprintf(err, errlen, "invalid directive '%.60s' (not an option)", w[stop]);
-        return -EINVAL;
-    }
-    return rc;
-}
-
-/* ------------------------------------------------------------------------------------ */
-/* Per-task requests into per-node ones                                                  */
-
-static int64_t slurm_get(const json_t *sl, const char *key)
-{
-    return json_integer_value(json_object_get(sl, key)); /* 0 when absent */
-}
-
-/* Total GPUs (-G) spread evenly over the nodes. */
-static int spread_gpus(json_t *spec, char *err, size_t errlen)
-{
-    json_t *total = json_object_get(spec, "__gpus_total");
-    int64_t nodes = json_integer_value(json_object_get(spec, "nodes"));
-    int64_t t;
-
-    if (!total)
-        return 0;
-    t = json_integer_value(total);
-    if (nodes < 1)
-        nodes = 1;
-    if (!json_object_get(spec, "gpus")) {
-        if (t % nodes || t / nodes > MAX_GPUS_PER_NODE) {
-            snprintf(err, errlen,
-                     "--gpus=%lld does not spread evenly over %lld nodes; use "
-                     "--gpus-per-node",
-                     (long long)t, (long long)nodes);
-            return -EINVAL;
-        }
-        json_object_set_new(spec, "gpus", json_integer(t / nodes));
-    }
-    json_object_del(spec, "__gpus_total");
-    return 0;
-}
-
-/* Tasks per node: --ntasks-per-node, else --ntasks over the nodes, else per GPU. */
-static int tasks_per_node(const json_t *sl, int64_t nodes, int64_t gpn, int64_t *tpn, char *err,
-                          size_t errlen)
-{
-    int64_t ntasks = slurm_get(sl, "ntasks"), per_gpu = slurm_get(sl, "ntasks_per_gpu");
-
-    *tpn = slurm_get(sl, "ntasks_per_node");
-    if (ntasks && ntasks < nodes) {
-        snprintf(err, errlen, "--ntasks=%lld is fewer than the %lld nodes asked for",
-                 (long long)ntasks, (long long)nodes);
-        return -EINVAL;
-    }
-    if (*tpn && ntasks && ntasks > *tpn * nodes) {
-        snprintf(err, errlen, "--ntasks=%lld does not fit in %lld nodes of --ntasks-per-node=%lld",
-                 (long long)ntasks, (long long)nodes, (long long)*tpn);
-        return -EINVAL;
-    }
-    if (!*tpn && ntasks)
-        *tpn = (ntasks + nodes - 1) / nodes;
-    if (!*tpn && per_gpu) {
-        if (!gpn) {
-            snprintf(err, errlen, "--ntasks-per-gpu needs GPUs (--gpus-per-node, --gres)");
-            return -EINVAL;
-        }
-        *tpn = gpn * per_gpu;
-    }
-    if (!*tpn)
-        *tpn = 1;
-    return 0;
-}
-
-/* Memory per node from --mem, --mem-per-cpu or --mem-per-gpu (only one, as sbatch). */
-static int node_mem(json_t *spec, const json_t *sl, int64_t cpus, int64_t gpn, char *err,
-                    size_t errlen)
-{
-    bool whole = json_is_true(json_object_get(json_object_get(spec, "__cli"), "whole_mem"));
-    const char *which[3] = {"mem", "mem_per_cpu", "mem_per_gpu"};
-    int given = whole;
-    int64_t mb;
-
-    for (int i = 0; i < 3; i++)
-        given += json_object_get(sl, which[i]) != NULL;
-    if (given > 1) {
-        snprintf(err, errlen, "--mem, --mem-per-cpu and --mem-per-gpu are mutually exclusive");
-        return -EINVAL;
-    }
-    if (json_object_get(sl, "mem_per_gpu") && !gpn) {
-        snprintf(err, errlen, "--mem-per-gpu needs GPUs (--gpus-per-node, --gres)");
-        return -EINVAL;
-    }
-    mb = json_object_get(sl, "mem")           ? slurm_get(sl, "mem")
-         : json_object_get(sl, "mem_per_cpu") ? slurm_get(sl, "mem_per_cpu") * cpus
-         : json_object_get(sl, "mem_per_gpu") ? slurm_get(sl, "mem_per_gpu") * gpn
-                                              : -1;
-    if (mb > (int64_t)64 * 1024 * 1024) {
-        snprintf(err, errlen, "memory per node %lld MiB is more than any node has", (long long)mb);
-        return -EINVAL;
-    }
-    if (mb > 0)
-        json_object_set_new(spec, "mem", json_integer(mb));
-    return 0;
-}
-
-int spec_slurm_finish(json_t *spec, char *err, size_t errlen)
-{
-    json_t *sl = json_object_get(spec, "__slurm");
-    int64_t nodes = json_integer_value(json_object_get(spec, "nodes")), gpn, tpn, cpt, cpus;
-    json_t *block;
-
-    if (!sl)
-        sl = hidden(spec, "__slurm");
-    if (nodes < 1)
-        nodes = 1;
-    if (spread_gpus(spec, err, errlen) < 0)
-        return -EINVAL;
-    gpn = json_integer_value(json_object_get(spec, "gpus"));
-    if (tasks_per_node(sl, nodes, gpn, &tpn, err, errlen) < 0)
-        return -EINVAL;
-    if (slurm_get(sl, "gpus_per_task")) {
-        if (json_object_get(spec, "gpus") && gpn != slurm_get(sl, "gpus_per_task") * tpn) {
-            snprintf(err, errlen,
-                     "--gpus-per-task=%lld x %lld tasks per node disagrees with %lld GPUs per "
-                     "node",
-                     (long long)slurm_get(sl, "gpus_per_task"), (long long)tpn, (long long)gpn);
-            return -EINVAL;
-        }
-        gpn = slurm_get(sl, "gpus_per_task") * tpn;
-        if (gpn > MAX_GPUS_PER_NODE) {
-            snprintf(err, errlen, "--gpus-per-task: %lld GPUs per node is too many",
-                     (long long)gpn);
-            return -EINVAL;
-        }
-        json_object_set_new(spec, "gpus", json_integer(gpn));
-    }
-    cpt = slurm_get(sl, "cpus_per_task") ? slurm_get(sl, "cpus_per_task") : 1;
-    cpus = tpn * cpt;
-    if (slurm_get(sl, "cpus_per_gpu") * gpn > cpus)
-        cpus = slurm_get(sl, "cpus_per_gpu") * gpn;
-    if (slurm_get(sl, "mincpus") > cpus)
-        cpus = slurm_get(sl, "mincpus");
-    if (cpus > 100000) {
-        snprintf(err, errlen, "%lld CPUs per node is too many", (long long)cpus);
-        return -EINVAL;
-    }
-    if (cpus > 1 || json_object_get(sl, "cpus_per_task"))
-        json_object_set_new(spec, "cpus", json_integer(cpus));
-    if (node_mem(spec, sl,
-                 json_object_get(spec, "cpus") ? json_integer_value(json_object_get(spec, "cpus"))
-                                               : 1,
-                 gpn, err, errlen) < 0)
-        return -EINVAL;
-    block = json_pack("{s:I,s:I,s:I,s:I}", "ntasks",
-                      (json_int_t)(slurm_get(sl, "ntasks") ? slurm_get(sl, "ntasks") : tpn * nodes),
-                      "ntasks_per_node", (json_int_t)tpn, "cpus_per_task", (json_int_t)cpt,
-                      "gpus_per_task", (json_int_t)slurm_get(sl, "gpus_per_task"));
-    if (json_object_get(sl, "signal_before")) {
-        json_object_set_new(block, "signal", json_integer(slurm_get(sl, "signal")));
-        json_object_set_new(block, "signal_before", json_integer(slurm_get(sl, "signal_before")));
-        json_object_set(block, "signal_batch", json_object_get(sl, "signal_batch"));
-    }
-    json_object_set_new(spec, "slurm", block);
-    json_object_del(spec, "__slurm");
-    return 0;
-}
-
-json_t *spec_take_cli(json_t *spec)
-{
-    json_t *cli = json_object_get(spec, "__cli");
-
-    if (!cli)
-        return json_object();
-    json_incref(cli);
-    json_object_del(spec, "__cli");
-    return cli;
-}
-
-static int docket_words(json_t *spec, char **w, int n, char *err, size_t errlen)
-{
-    struct opt_iter it;
-    const char *v;
-    int id;
-
-    opt_iter_init(&it, n, w, 0);
-    while ((id = opt_next(&it, spec_submit_opts, &v, err, errlen)) != OPT_DONE) {
-        if (id == OPT_ERROR)
-            return -EINVAL;
-        if (id == OPT_POSITIONAL) {
-            snprintf(err, errlen, "unexpected word '%.60s'", v);
-            return -EINVAL;
-        }
-        if (id >= SO_JSON) {
-            snprintf(err, errlen, "%s is not a job option", opt_name(spec_submit_opts, id));
-            return -EINVAL;
-        }
-        if (spec_apply(spec, id, v, err, errlen))
-            return -EINVAL;
-    }
-    if (it.index < n) {
-        snprintf(err, errlen, "unexpected '--'");
-        return -EINVAL;
-    }
-    return 0;
-}
-
-struct line_env {
-    struct spec_env env;
-    const struct spec_env *outer;
-    int line;
-};
-
-static void line_warn(void *arg, const char *msg)
-{
-    struct line_env *le = arg;
-    char buf[600];
-
-    snprintf(buf, sizeof(buf), "line %d: %s", le->line, msg);
-    le->outer->warn(le->outer->warn_arg, buf);
-}
-
-/* One directive line (NUL-terminated): #DOCKET, #SBATCH or sbatch's old #SLURM. */
-static int directive(json_t *spec, const char *line, struct line_env *le, char *err, size_t errlen)
-{
-    char buf[MAX_LINE + 1];
-    char *w[MAX_WORDS];
-    bool docket = !strncmp(line, "#DOCKET", 7);
-    const char *rest = line + (strncmp(line, "#SLURM", 6) ? 7 : 6);
-    int n;
-
-    n = opt_split_words(rest, buf, sizeof(buf), w, MAX_WORDS);
-    if (n < 0) {
-        snprintf(err, errlen, n == -EINVAL ? "unterminated quote" : "too many words");
-        return -EINVAL;
-    }
-    if (!docket)
-        return sbatch_words(spec, w, n, le->outer && le->outer->warn ? &le->env : le->outer, err,
-                            errlen);
-    return docket_words(spec, w, n, err, errlen);
-}
-
-/* "#SBATCH" followed by a blank or the end ("#SBATCHX" is an ordinary comment). */
-static bool magic(const char *p, const char *word)
-{
-    size_t n = strlen(word);
-
-    return !strncmp(p, word, n) && (!p[n] || p[n] == ' ' || p[n] == '\t');
-}
-
-/* sbatch reads #SBATCH (and #SLURM) only at the start of a line; #DOCKET may be indented. */
-static bool is_directive(const char *line, const char *p, bool *slurm)
-{
-    *slurm = p == line && (magic(p, "#SBATCH") || magic(p, "#SLURM"));
-    return *slurm || magic(p, "#DOCKET");
-}
-
-int spec_parse_script(json_t *spec, const char *text, size_t len, const struct spec_env *env,
-                      char *err, size_t errlen)
-{
-    struct line_env le = {.outer = env, .line = 0};
-    json_t *tmp = json_object();
-    size_t pos = 0;
-    char msg[400];
-    bool slurm = false;
-
-    le.env.partition_map = env ? env->partition_map : NULL;
-    le.env.raw = env && env->raw;
-    le.env.warn = line_warn;
-    le.env.warn_arg = &le;
-    while (pos < len) {
-        const char *start = text + pos;
-        const char *nl = memchr(start, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - start) : len - pos;
-        char line[MAX_LINE + 1];
-        const char *p;
-        bool is_slurm;
-
-        pos += n + 1;
-        le.line++;
-        if (n > MAX_LINE) {
-            if (memchr(start, '\0', n) == NULL && start[0] != '#')
-                break; /* a long command line: directives are over */
-            snprintf(err, errlen, "line %d: longer than %d bytes", le.line, MAX_LINE);
-            goto fail;
-        }
-        memcpy(line, start, n);
-        line[n] = '\0';
-        if (strlen(line) != n) {
-            snprintf(err, errlen, "line %d: contains a NUL byte", le.line);
-            goto fail;
-        }
-        if (n && line[n - 1] == '\r')
-            line[n - 1] = '\0'; /* a script written on Windows */
-        p = line;
-        while (*p == ' ' || *p == '\t' || *p == '\r')
-            p++;
-        if (le.line == 1 && !strncmp(p, "#!", 2))
-            continue;
-        if (!*p)
-            continue;
-        if (*p != '#')
-            break;
-        if (!is_directive(line, p, &is_slurm))
-            continue;
-        slurm |= is_slurm;
-        if (directive(tmp, p, &le, msg, sizeof(msg)) < 0) {
-            snprintf(err, errlen, "line %d: %s", le.line, msg);
-            goto fail;
-        }
-    }
-    /* a script with sbatch's directives is read as sbatch reads it, to the end */
-    if (slurm && (len < 2 || strncmp(text, "#!", 2))) {
-        snprintf(err, errlen,
-                 "line 1: a batch script must start with #! and the path of its interpreter "
-                 "(e.g. #!/bin/bash), as sbatch requires");
-        goto fail;
-    }
-    if (slurm && !(env && env->raw) && spec_slurm_finish(tmp, msg, sizeof(msg)) < 0) {
-        snprintf(err, errlen, "#SBATCH lines: %s", msg);
-        goto fail;
-    }
-    spec_merge(spec, tmp);
-    json_decref(tmp);
-    return 0;
-fail:
-    json_decref(tmp);
-    return -EINVAL;
 }
 
 void spec_merge(json_t *base, const json_t *over)
@@ -1685,9 +525,4 @@ void spec_merge(json_t *base, const json_t *over)
         else
             json_object_set(base, key, v);
     }
-}
-
-int spec_finish(json_t *spec, char *err, size_t errlen)
-{
-    return spread_gpus(spec, err, errlen);
 }

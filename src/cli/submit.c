@@ -1,7 +1,8 @@
 /*
  * submit.c - `docket submit`: flags and `-- COMMAND...`, or a batch script whose #DOCKET
  * (and #SBATCH) lines carry the same flags; the flags on the command line win.
- * POST /v1/jobs (docs/api.md); the flag and #SBATCH mapping is in spec.c and docs/cli.md.
+ * POST /v1/jobs (docs/api.md); the flag mapping is in spec.c, the #SBATCH one in sbatch.c
+ * (both in docs/cli.md).
  */
 #define _GNU_SOURCE
 #include <errno.h>

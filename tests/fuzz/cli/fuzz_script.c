@@ -1,5 +1,5 @@
 /*
- * fuzz_script.c - libFuzzer harness of spec_parse_script (src/cli/spec.c): any bytes as a
+ * fuzz_script.c - libFuzzer harness of spec_parse_script (src/cli/script.c): any bytes as a
  * batch script with #DOCKET and #SBATCH lines. Checks, beyond memory safety: a refused
  * script leaves the spec untouched and says which line (or "#SBATCH lines:" for what the
  * lines say together); an accepted one yields only

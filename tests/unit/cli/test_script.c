@@ -1,4 +1,4 @@
-/* test_script.c - unit tests of batch script directives (src/cli/spec.c): #DOCKET lines
+/* test_script.c - unit tests of batch script directives (src/cli/script.c): #DOCKET lines
  * take docket's flags, #SBATCH lines Slurm's (the table in docs/cli.md), unknown Slurm
  * options warn, errors name the line and keep nothing. */
 #define _POSIX_C_SOURCE 200809L
