@@ -2,7 +2,8 @@
 # Install the Debian packages Docket needs to build, test and run, when they are missing.
 # As root it uses apt-get; otherwise it prints the command to run. Usage:
 #   scripts/install-deps.sh          build + run dependencies
-#   scripts/install-deps.sh --test   also what the test suite needs (cmocka, bats, clang, jq,
+#   scripts/install-deps.sh --test   also what the test suite needs (cmocka, bats and GNU
+#                                    parallel, which runs bats files side by side, clang, jq,
 #                                    python3 for the core floor check and the page checks,
 #                                    chromium for the browser tests: the console, the sim pages,
 #                                    and the packaging tools below: tests/system/install.bats)
@@ -19,7 +20,7 @@ set -euo pipefail
 build_pkgs=(build-essential pkg-config meson ninja-build
             libevent-dev libsqlite3-dev libjansson-dev libyaml-dev libssl-dev
             libcurl4-openssl-dev libbpf-dev curl jq)
-test_pkgs=(libcmocka-dev bats clang libclang-rt-14-dev clang-format sqlite3 bsdutils procps psmisc iproute2 python3
+test_pkgs=(libcmocka-dev bats parallel clang libclang-rt-14-dev clang-format sqlite3 bsdutils procps psmisc iproute2 python3
            chromium)
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     build_pkgs+=(nodejs npm)
