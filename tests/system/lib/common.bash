@@ -22,6 +22,18 @@ docket_setup() {
     export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 }
 
+# wait_for SECONDS CMD...: retry CMD every 50 ms until it succeeds; fails after SECONDS.
+# A deadline is no assertion about speed: make it generous (60 s), it only costs time
+# when something is wrong, and a loaded machine must not miss it.
+wait_for() {
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.05
+    done
+}
+
 # Remember a pid so docket_teardown stops it.
 docket_track_pid() {
     DOCKET_PIDS+=("$1")
@@ -37,10 +49,11 @@ docketd_start() {
     docketd_wait
 }
 
-# Wait for the port file and a healthy answer (10 s).
+# Wait for the port file and a healthy answer (60 s: a sanitizer build on a loaded
+# machine can take seconds).
 docketd_wait() {
-    local i
-    for i in $(seq 1 200); do
+    local deadline=$((SECONDS + 60))
+    while ((SECONDS < deadline)); do
         if [[ -s $STATE_DIR/docketd.port ]]; then
             DOCKETD_PORT=$(cat "$STATE_DIR/docketd.port")
             DOCKETD_URL=http://127.0.0.1:$DOCKETD_PORT
@@ -61,7 +74,7 @@ docketd_wait() {
     return 1
 }
 
-# Stop docketd with SIGTERM and wait for it (5 s, then SIGKILL).
+# Stop docketd with SIGTERM and wait for it (30 s, then SIGKILL).
 docketd_stop() {
     [[ -n ${DOCKETD_PID:-} ]] || return 0
     docket_stop_pid "$DOCKETD_PID"
@@ -75,10 +88,12 @@ docketd_kill9() {
     DOCKETD_PID=
 }
 
+# docket_stop_pid PID: SIGTERM, then SIGKILL if it is still there after 30 s (a sanitizer
+# build checks for leaks on its way out, which on a loaded machine takes seconds).
 docket_stop_pid() {
-    local pid=$1 i
+    local pid=$1 deadline=$((SECONDS + 30))
     kill -TERM "$pid" 2>/dev/null || return 0
-    for i in $(seq 1 100); do
+    while ((SECONDS < deadline)); do
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.05
     done
