@@ -19,6 +19,20 @@ one_node() {
     CRED=$(fake_node gpu01 8 H100-80GB)
 }
 
+# json_until PATH JQ-EXPR EXPECTED: GET PATH until jq -r EXPR of the reply is EXPECTED
+# (a cycle ran, an event was applied; 60 s at most: a deadline, not a speed). Leaves the
+# reply in $body.
+json_is() {
+    api_get "$1"
+    [[ $(jq -r "$2" <<<"$body") == "$3" ]]
+}
+json_until() {
+    wait_for 60 json_is "$@" || {
+        echo "$1: expected $2 == '$3', got '$(jq -r "$2" <<<"$body")'" >&2
+        return 1
+    }
+}
+
 @test "submit, list, show, explain, cancel" {
     one_node
     id=$(submit '{"name": "train \"quoted\"", "command": ["sleep", "100"], "gpus": 2, "gpu_type": "H100-80GB", "time_limit": "1h", "env": {"A": "1"}}')
@@ -55,9 +69,9 @@ one_node() {
 
 @test "a pending job explains why it waits and cancel ends it at once" {
     one_node
-    submit '{"command": ["true"], "gpus": 8, "gpu_type": "H100-80GB"}' >/dev/null
+    first=$(submit '{"command": ["true"], "gpus": 8, "gpu_type": "H100-80GB"}')
     id=$(submit '{"command": ["true"], "gpus": 8, "gpu_type": "H100-80GB"}')
-    sleep 0.1
+    json_until "/v1/jobs/$first" .job.state STARTING # a cycle ran
     api_get "/v1/jobs/$id/explain"
     assert_json .explain.state PENDING
     [ "$(jq -r .explain.reason <<<"$body")" != "" ]
@@ -85,7 +99,7 @@ one_node() {
 @test "the agent flow: start command, started, logs, exited" {
     one_node
     id=$(submit '{"command": ["echo", "hi"], "gpus": 1, "gpu_type": "H100-80GB"}')
-    sleep 0.1
+    json_until "/v1/jobs/$id" .job.state STARTING
     heartbeat gpu01 "$CRED" 0
     assert_status 200
     assert_json '.commands[0].type' start
@@ -111,9 +125,7 @@ one_node() {
     [ "$body" = hi ]
     api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"exited\", \"time_ms\": 2, \"exit\": {\"kind\": \"code\", \"code\": 0}, \"usage\": {\"cpu_ms\": 7}}]}" "$CRED"
     assert_status 200
-    sleep 0.1
-    api_get "/v1/jobs/$id"
-    assert_json .job.state COMPLETED
+    json_until "/v1/jobs/$id" .job.state COMPLETED
     assert_json .job.exit.kind code
     assert_json .job.usage.cpu_ms 7
     # a second exit is ignored
@@ -124,16 +136,31 @@ one_node() {
 }
 
 @test "heartbeat long poll returns as soon as a command is queued" {
+    # a wait far longer than the test may last (600 s, the protocol's most), and docketd
+    # set so that neither its heartbeat_wait nor the cap from the fencing lease (a third of
+    # node_timeout - margin) cuts it: a reply that comes at all, within curl's 120 s, was
+    # woken by the command, not by the end of the wait. Every loop turn is logged, with
+    # the polls it parked.
+    docketd_stop
+    DOCKETD_TURN_LOG_MS=0 docketd_start --log-level warn --node-timeout 1h --heartbeat-wait 10m
+    [ "$(grep -c 'event=heartbeat_wait_capped' "$TEST_DIR/docketd.log")" = 0 ]
     one_node
-    (sleep 0.5; curl -s -H "Authorization: Bearer $ADMIN_TOKEN" -X POST \
-        -d '{"command": ["true"], "gpus": 1, "gpu_type": "H100-80GB"}' "$DOCKETD_URL/v1/jobs" >/dev/null) &
-    sub=$!
-    start=$(date +%s%N)
-    api_post /v1/agent/heartbeat '{"node": "gpu01", "ack": 0, "wait_ms": 10000, "jobs": []}' "$CRED"
-    end=$(date +%s%N)
-    wait "$sub"
-    assert_json '.commands[0].type' start
-    [ $(( (end - start) / 1000000 )) -lt 5000 ]
+    curl -s -o "$TEST_DIR/hb.json" -w '%{http_code}' --max-time 120 -H "Authorization: Bearer $CRED" \
+        -H 'Content-Type: application/json' \
+        --data-binary '{"node": "gpu01", "ack": 0, "wait_ms": 600000, "jobs": []}' \
+        "$DOCKETD_URL/v1/agent/heartbeat" >"$TEST_DIR/hb.code" &
+    local hb=$!
+    # the poll is parked (a turn is logged when the next begins: /healthz makes one)
+    parked() {
+        curl -s -o /dev/null "$DOCKETD_URL/healthz"
+        grep -q ' parked=1 ' "$TEST_DIR/docketd.log"
+    }
+    wait_for 60 parked
+    kill -0 "$hb" # not answered yet: nothing to send
+    submit '{"command": ["true"], "gpus": 1, "gpu_type": "H100-80GB"}' >/dev/null
+    wait "$hb"
+    [ "$(cat "$TEST_DIR/hb.code")" = 200 ]
+    jq -e '.commands[0].type == "start"' "$TEST_DIR/hb.json"
 }
 
 @test "restart keeps jobs, nodes, projects, tokens and the audit trail" {
@@ -143,9 +170,7 @@ one_node() {
     submit '{"command": ["true"], "project": "vision", "gpus": 8, "gpu_type": "H100-80GB"}' >/dev/null
     id=$(submit '{"command": ["true"], "project": "vision", "gpus": 8, "gpu_type": "H100-80GB", "name": "second"}')
     dep=$(submit "{\"command\": [\"true\"], \"project\": \"vision\", \"gpus\": 1, \"gpu_type\": \"H100-80GB\", \"deps\": [{\"type\": \"afterok\", \"job\": $id}], \"selectors\": {\"zone\": \"!b\"}, \"mem\": \"1G\", \"time_limit\": \"2h\", \"signal\": \"USR1\", \"checkpoint\": true}")
-    sleep 0.1
-    api_get "/v1/jobs/$dep/explain"
-    assert_json .explain.reason Dependency
+    json_until "/v1/jobs/$dep/explain" .explain.reason Dependency
     api_post /v1/projects/vision/boost '{"levels": 1, "duration": "2h", "reason": "paper deadline"}'
     assert_status 200
     api_get /v1/audit
@@ -183,7 +208,7 @@ one_node() {
 @test "restart: a running job unknown to the agent is requeued" {
     one_node
     id=$(submit '{"command": ["sleep", "100"], "gpus": 1, "gpu_type": "H100-80GB"}')
-    sleep 0.1
+    json_until "/v1/jobs/$id" .job.state STARTING
     heartbeat gpu01 "$CRED" 0
     seq=$(jq -r '.commands[0].seq' <<<"$body")
     api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
@@ -208,15 +233,12 @@ one_node() {
     docketd_start --node-timeout 1s
     one_node
     id=$(submit '{"command": ["sleep", "100"], "gpus": 1, "gpu_type": "H100-80GB"}')
-    sleep 0.1
+    json_until "/v1/jobs/$id" .job.state STARTING
     heartbeat gpu01 "$CRED" 0
     api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
-    # node_timeout 1 s + the fencing margin (a third of it) + the 1 s tick
-    sleep 3
-    api_get /v1/nodes/gpu01
-    assert_json .node.state UNREACHABLE
-    api_get "/v1/jobs/$id"
-    assert_json .job.state PENDING
+    # node_timeout 1 s + the fencing margin (a third of it) + the 1 s tick, or later
+    json_until /v1/nodes/gpu01 .node.state UNREACHABLE
+    json_until "/v1/jobs/$id" .job.state PENDING
     # the start it never acknowledged is not sent again: the job was requeued
     heartbeat gpu01 "$CRED" 0 '[]'
     assert_json '.commands | length' 0
@@ -449,16 +471,12 @@ one_node() {
     api_post /v1/jobs '{"command": ["x"], "project": "nlp"}'
     assert_error 409 project
     api_post "/v1/jobs/$id/release"
-    sleep 0.1
-    api_get "/v1/jobs/$id"
+    json_until "/v1/jobs/$id" .job.reason AdmissionPaused
     assert_json .job.state PENDING
-    assert_json .job.reason AdmissionPaused
     api_post /v1/projects/nlp/resume
     assert_json .project.paused false
-    sleep 0.1
-    api_get "/v1/jobs/$id"
+    json_until "/v1/jobs/$id" '.job.reason != "AdmissionPaused"' true
     assert_json .job.state PENDING
-    [ "$(jq -r .job.reason <<<"$body")" != AdmissionPaused ]
     api_get /v1/projects/none
     assert_error 404 ""
 }
@@ -580,9 +598,8 @@ EOF
     [ "$(stat -c %a "$STATE_DIR/admin.token")" = 600 ]
     pid=$DOCKETD_PID
     kill -TERM "$pid"
-    for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-    run kill -0 "$pid"
-    [ "$status" -ne 0 ]
+    gone() { ! kill -0 "$pid" 2>/dev/null; }
+    wait_for 60 gone
     wait "$pid" || rc=$?
     [ "${rc:-0}" = 0 ]
     DOCKETD_PID=
@@ -591,7 +608,7 @@ EOF
 @test "logs: follow waits for the agent's next chunk" {
     one_node
     id=$(submit '{"command": ["echo"], "gpus": 1, "gpu_type": "H100-80GB"}')
-    sleep 0.1
+    json_until "/v1/jobs/$id" .job.state STARTING
     heartbeat gpu01 "$CRED" 0
     api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
     curl -s -D "$TEST_DIR/follow.h" -H "Authorization: Bearer $ADMIN_TOKEN" \
@@ -615,7 +632,7 @@ EOF
     one_node
     id=$(submit '{"command": ["sleep", "1"], "gpus": 8, "gpu_type": "H100-80GB", "time_limit": "1h"}')
     next=$(submit '{"command": ["sleep", "1"], "gpus": 8, "gpu_type": "H100-80GB"}')
-    sleep 0.1
+    json_until "/v1/jobs/$id" .job.state STARTING # a cycle ran
     api_get /v1/forecast
     assert_status 200
     assert_json '.releases[0].job' "$id"
@@ -647,7 +664,7 @@ EOF
     docketd_start --log-file "$TEST_DIR/d.log" --log-format json
     mv "$TEST_DIR/d.log" "$TEST_DIR/d.log.1"
     kill -HUP "$DOCKETD_PID"
-    for i in $(seq 1 100); do [ -s "$TEST_DIR/d.log" ] && break; sleep 0.05; done
+    wait_for 60 test -s "$TEST_DIR/d.log"
     api_post /v1/projects '{"name": "after-hup"}'
     docketd_stop
     grep -q '"event":"log_reopened"' "$TEST_DIR/d.log"
@@ -659,7 +676,7 @@ EOF
     c1=$(fake_node gpu01 8 H100-80GB)
     c2=$(fake_node gpu02 8 H100-80GB)
     id=$(submit '{"command": ["torchrun"], "gpus": 8, "gpu_type": "H100-80GB", "nodes": 2}')
-    sleep 0.1
+    json_until "/v1/jobs/$id" .job.state STARTING
     heartbeat gpu01 "$c1" 0
     assert_json '.commands[0].job.id' "$id"
     assert_json '.commands[0].job.world_size' 2
@@ -702,8 +719,7 @@ EOF
     c1=$(fake_node gpu01 8 H100-80GB)
     c2=$(fake_node gpu02 8 H100-80GB)
     id=$(submit '{"command": ["sleep", "100"], "gpus": 8, "gpu_type": "H100-80GB"}')
-    sleep 0.1
-    api_get "/v1/jobs/$id"
+    json_until "/v1/jobs/$id" .job.state STARTING
     node=$(jq -r '.job.allocation[0].node' <<<"$body")
     docketd_stop
     # fault injection: the record of the node the job runs on is gone
@@ -741,16 +757,16 @@ fault_on() {
 fault_off() {
     sqlite3 -cmd ".timeout 5000" "$STATE_DIR/docket.db" "DROP TRIGGER fault_$1"
 }
-# wait_job_state ID STATE: until the API shows the job in STATE (a cycle ran; 5 s at most)
+# wait_job_state ID STATE: until the API shows the job in STATE (a cycle ran; 60 s at most)
+job_state_is() {
+    api_get "/v1/jobs/$1"
+    [[ $(jq -r .job.state <<<"$body") == "$2" ]]
+}
 wait_job_state() {
-    local i
-    for i in $(seq 1 100); do
-        api_get "/v1/jobs/$1"
-        [[ $(jq -r .job.state <<<"$body") == "$2" ]] && return 0
-        sleep 0.05
-    done
-    echo "job $1 is $(jq -r .job.state <<<"$body"), not $2" >&2
-    return 1
+    wait_for 60 job_state_is "$1" "$2" || {
+        echo "job $1 is $(jq -r .job.state <<<"$body"), not $2" >&2
+        return 1
+    }
 }
 # no_log EVENT: docketd logged no such event (`! grep` would not fail a bats test)
 no_log() {
@@ -1012,7 +1028,7 @@ running_job() {
         -H 'Content-Type: application/json' --data-binary "{\"node\": \"gpu01\", \"events\": $evs}" \
         "$DOCKETD_URL/v1/agent/events" >"$TEST_DIR/big.code" &
     big=$!
-    for _ in $(seq 200); do grep -q 'agent_events=64' "$TEST_DIR/docketd.log" && break; sleep 0.01; done
+    wait_for 60 grep -q 'agent_events=64' "$TEST_DIR/docketd.log"
     api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"usage\", \"usage\": {\"cpu_ms\": 1000}}]}" "$CRED"
     assert_status 200
     wait "$big"
@@ -1090,12 +1106,8 @@ heartbeat_burst() {
     # the last with a command waiting for one node: a deferred poll still carries it
     local id node
     id=$(submit '{"command": ["sleep", "100"], "gpus": 8}')
-    for _ in $(seq 100); do
-        api_get "/v1/jobs/$id"
-        [[ $(jq -r .job.state <<<"$body") == STARTING ]] && break
-        sleep 0.05
-    done
-    assert_json .job.state STARTING
+    wait_job_state "$id" STARTING
+    api_get "/v1/jobs/$id"
     node=$(jq -r '.job.allocation[0].node' <<<"$body")
     heartbeat_burst 300
     api_get /healthz
