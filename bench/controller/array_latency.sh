@@ -5,8 +5,9 @@
 # 50000" for others, up to 100,000) are submitted, each once with a
 # one-line command and once with a 131 KB script; NODES fake nodes (default 1, 8 GPUs
 # each) take what fits, so the cycle after each submission starts up to 8 x NODES tasks. Prints the submit time and the worst
-# /healthz round trip seen during it. Use a release build (meson setup build-r
-# --buildtype=release); record the figures in bench/RESULTS.md under "Controller".
+# /healthz round trip seen during it, then the same during a list of 10,000 jobs. Use a
+# release build (meson setup build-r --buildtype=release); record the figures in
+# bench/RESULTS.md under "Controller".
 set -euo pipefail
 B=${1:-build}
 NODES=${NODES:-1}
@@ -63,4 +64,17 @@ for TASKS in ${SIZES:-1000 10000}; do
     run "array of $TASKS, one-line command" "$T/small.json"
     run "array of $TASKS, 131 KB script" "$T/big.json"
 done
+# the same probe while the first page of GET /v1/jobs?limit=10000 streams (limits.bats
+# checks it goes out a slice a loop turn; this is how long /healthz waits meanwhile)
+: >"$T/probe"
+(while :; do curl -s -o /dev/null -w '%{time_total}\n' "$U/healthz" >>"$T/probe"; sleep 0.01; done) &
+probe=$!
+sleep 0.2
+t=$(curl -s -o /dev/null -w '%{http_code} %{time_total} %{size_download}' -H "Authorization: Bearer $TOK" \
+    "$U/v1/jobs?limit=10000")
+sleep 0.3
+kill "$probe"; wait "$probe" 2>/dev/null || true; probe=
+sort -n "$T/probe" | awk -v t="$t" '{ a[NR] = $1 } END { split(t, f, " ");
+    printf "list of 10,000: %s s, %d bytes (HTTP %s); /healthz during it: %d probes, p50 %.1f ms, worst %.1f ms\n",
+        f[2], f[3], f[1], NR, a[int(NR / 2) + 1] * 1000, a[NR] * 1000 }'
 echo "database + WAL: $(du -cb "$S"/docket.db* | tail -n 1 | cut -f1) bytes"

@@ -407,18 +407,24 @@ static void slurm_steps(struct ctl *c, const struct sched_decision *d, const str
 
 /* A job's spec, parsed. One cycle may start thousands of an array's tasks, which share one
  * stored spec (spec_id): it is parsed once for the cycle, not once a task (issue 11: 1,000
- * tasks of a 131 KB script held the loop 4 s). The caller owns the reference. */
+ * tasks of a 131 KB script held the loop 4 s). Each parse is counted in the cycle's debug
+ * line (specs_parsed=, limits.bats). The caller owns the reference. */
 static json_t *cycle_spec(struct ctl *c, const struct store_job *row)
 {
     char key[24];
-    if (!row->spec_id)
+    if (!row->spec_id) {
+        c->cycle_spec_parses += row->spec != NULL;
         return row->spec ? json_loads(row->spec, 0, NULL) : NULL;
+    }
     snprintf(key, sizeof(key), "%llu", (unsigned long long)row->spec_id);
     if (!c->cycle_specs)
         c->cycle_specs = json_object();
     json_t *spec = json_object_get(c->cycle_specs, key);
-    if (!spec && row->spec && (spec = json_loads(row->spec, 0, NULL)))
-        json_object_set_new(c->cycle_specs, key, spec);
+    if (!spec && row->spec) {
+        c->cycle_spec_parses++;
+        if ((spec = json_loads(row->spec, 0, NULL)))
+            json_object_set_new(c->cycle_specs, key, spec);
+    }
     return json_incref(spec);
 }
 
@@ -651,6 +657,7 @@ void ctl_cycle_now(struct ctl *c)
     int64_t t0 = clock_mono_us();
     size_t n = 0;
     struct sched_cycle_stats stats;
+    c->cycle_spec_parses = 0;
     const struct sched_decision *d =
         sched_cycle(c->sched, now, SCHED_CYCLE_INCREMENTAL, &n, &stats);
     c->turn.core_us += clock_mono_us() - t0;
@@ -665,8 +672,8 @@ void ctl_cycle_now(struct ctl *c)
     c->turn.starts += stats.started;
     ctl_hist_observe(&c->metrics.cycle, (double)c->last_cycle_us / 1e6);
     if (n)
-        log_debug("cycle", "decisions=%zu started=%d pending=%d running=%d", n, stats.started,
-                  stats.pending, stats.running);
+        log_debug("cycle", "decisions=%zu started=%d pending=%d running=%d specs_parsed=%d", n,
+                  stats.started, stats.pending, stats.running, c->cycle_spec_parses);
     schedule_next(c, now);
 }
 

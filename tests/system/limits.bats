@@ -40,15 +40,20 @@ close_idle() {
     IDLE=()
 }
 
-# healthz_within MS: /healthz answers 200 in at most MS milliseconds.
-healthz_within() {
-    local t
-    t=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 5 "$DOCKETD_URL/healthz")
-    [[ ${t% *} == 200 ]] || { echo "healthz: $t" >&2; return 1; }
-    awk -v t="${t#* }" -v ms="$1" 'BEGIN { exit !(t * 1000 <= ms) }' || {
-        echo "healthz took ${t#* } s (limit $1 ms)" >&2
-        return 1
-    }
+# healthz_ok: /healthz answers 200 again (docketd serves after what the test did to it:
+# retried, as a client would, for 60 s). How fast is not asked here: a test asserts what
+# is true at any speed; bench/ measures speed (bench/RESULTS.md).
+healthz_200() {
+    [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$DOCKETD_URL/healthz") == 200 ]]
+}
+healthz_ok() {
+    wait_for 60 healthz_200 || { echo "/healthz did not answer 200" >&2; return 1; }
+}
+
+# job_state_is ID STATE: the API shows job ID in STATE.
+job_state_is() {
+    api_get "/v1/jobs/$1"
+    [[ $(jq -r .job.state <<<"$body") == "$2" ]]
 }
 
 # metric NAME: its value from /metrics (admin token).
@@ -84,7 +89,7 @@ metric() {
     [[ $((cpu1 - cpu0)) -lt 60 ]]
     [[ $(($(stat -c %s "$TEST_DIR/docketd.log") - log0)) -lt 20000 ]]
     sleep 0.2
-    healthz_within 1000
+    healthz_ok
     local refused
     refused=$(metric docket_connections_refused_total)
     echo "refused: $refused" >&3
@@ -108,16 +113,17 @@ metric() {
     grep -q 'accept_failed' "$TEST_DIR/docketd.log"
     close_idle
     sleep 0.3
-    healthz_within 1000
+    healthz_ok
 }
 
 @test "fd: idle connections are closed after idle_timeout" {
     docketd_start --idle-timeout 1s
     open_idle 20
     [[ $(metric docket_connections) -ge 20 ]]
-    sleep 2.5
-    # only the connection asking is left
-    [[ $(metric docket_connections) -le 2 ]]
+    # they are closed (nothing else would close them: the test holds them open); only
+    # the connection asking is left
+    few_connections() { [[ $(metric docket_connections) -le 2 ]]; }
+    wait_for 60 few_connections
     close_idle
 }
 
@@ -129,6 +135,8 @@ metric() {
     api_post /v1/agent/heartbeat '{"node": "n1", "ack": 0, "wait_ms": 3000, "jobs": []}' "$cred"
     t1=$(date +%s%N)
     assert_status 200
+    # answered by its wait's end, not cut at the idle timeout (1 s): a lower bound, true
+    # at any speed (a slower machine only answers later)
     [[ $(((t1 - t0) / 1000000)) -ge 2500 ]]
 }
 
@@ -161,7 +169,7 @@ metric() {
     docketd_start
     fake_node gpu01 8 H100-80GB >/dev/null
     submit '{"command": ["x"], "gpus": 1}' >/dev/null
-    sleep 0.3
+    wait_for 60 job_state_is 1 STARTING # placed on gpu01
     api_get "/v1/jobs?node=gpu01"
     assert_json '.jobs | length' 1
     api_get "/v1/jobs?node=%25"
@@ -401,26 +409,38 @@ pages() {
     [[ $(jq -r '.events[0].type' <<<"$output") == submit ]]
 }
 
-@test "lists: a concurrent /healthz is answered while a 10,000-job list streams" {
-    docketd_start --max-array-tasks 10000
+@test "lists: a 10,000-job list streams a slice a loop turn; a concurrent /healthz is answered" {
+    # every loop turn logged with its parts: a slice of a list is a "stream" part. How
+    # long a /healthz waits meanwhile is measured by bench/controller/array_latency.sh
+    # (bench/RESULTS.md, "Lists"), not here.
+    DOCKETD_TURN_LOG_MS=0 docketd_start --log-level warn --max-array-tasks 10000
     fake_node gpu01 8 H100-80GB >/dev/null
     api_post /v1/jobs '{"command": ["x"], "array": "0-9999", "hold": true}'
     assert_status 201
-    local i worst=0 t
-    curl -s -o "$TEST_DIR/list.json" -H "Authorization: Bearer $ADMIN_TOKEN" \
+    api_get /healthz # a turn is logged when the next begins: this one logs the last before
+    : >"$TEST_DIR/docketd.log"
+    local i code
+    curl -s -D "$TEST_DIR/list.h" -o "$TEST_DIR/list.json" -H "Authorization: Bearer $ADMIN_TOKEN" \
         "$DOCKETD_URL/v1/jobs?limit=10000" &
     local lpid=$!
     for i in 1 2 3 4 5 6 7 8 9 10; do
-        t=$(curl -s -o /dev/null -w '%{time_total}' "$DOCKETD_URL/healthz")
-        t=$(awk -v t="$t" 'BEGIN { printf "%d", t * 1000 }')
-        ((t > worst)) && worst=$t
-        sleep 0.02
+        code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 60 "$DOCKETD_URL/healthz")
+        [[ $code == 200 ]]
     done
     wait "$lpid"
-    echo "worst healthz during the list: $worst ms" >&3
-    jq -e '.jobs | length > 1000' "$TEST_DIR/list.json" >/dev/null
-    # generous for a sanitizer build on a shared machine; bench/RESULTS.md has the figures
-    [[ $worst -lt 400 ]]
+    api_get /healthz
+    local rows turns most
+    rows=$(jq '.jobs | length' "$TEST_DIR/list.json")
+    # the turns that made a slice, and the most slices one turn made
+    turns=$(grep -c ' stream=' "$TEST_DIR/docketd.log")
+    most=$(grep -o ' stream=[0-9]*' "$TEST_DIR/docketd.log" | cut -d= -f2 | sort -n | tail -n 1)
+    echo "list: $rows jobs in $turns turns, at most $most slice(s) a turn" >&3
+    ((rows > 1000))
+    grep -qi '^transfer-encoding: chunked' "$TEST_DIR/list.h"
+    # at most 256 rows a slice, one slice a turn: between two turns the loop polls its
+    # sockets, so a request waits for one slice at most, never for the whole list
+    ((turns >= rows / 256))
+    ((most == 1))
 }
 
 # ------------------------------------------------------------------------------------
@@ -559,7 +579,7 @@ member_token() {
     local cred id page
     cred=$(fake_node gpu01 8 H100-80GB)
     id=$(submit '{"command": ["x"], "gpus": 1}')
-    sleep 0.3
+    wait_for 60 job_state_is "$id" STARTING # placed on gpu01: its output may come from there
     page=$'HTTP/1.1 413 Payload Too Large\r\nContent-Type: text/html\r\n\r\n<HTML><HEAD>\n<TITLE>413</TITLE>\n</HEAD><BODY>\n<H1>x</H1>\n</BODY></HTML>\n'
     api_post /v1/agent/logs "{\"node\": \"gpu01\", \"job\": $id, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"$(printf '%s' "$page" | base64 -w0)\"}" "$cred"
     assert_status 200
@@ -568,28 +588,30 @@ member_token() {
 }
 
 @test "loop: the cycle that starts 1,000 tasks of a 131 KB script parses the script once" {
-    docketd_start
+    # each cycle's debug line counts the specs it parsed (loop.c cycle_spec); the loop's
+    # time while they start is measured by bench/controller/array_latency.sh (NODES=300,
+    # bench/RESULTS.md "Limits against abuse": 4 s parsed once a task, 127 ms once a cycle)
+    docketd_start --log-level debug
     local i
     for i in $(seq -w 1 16); do fake_node "n$i" 64 H100-80GB >/dev/null; done
     script_array 0-999
-    (while :; do
-        curl -s -o /dev/null -w '%{time_total}\n' --max-time 30 "$DOCKETD_URL/healthz"
-        sleep 0.02
-    done) >"$TEST_DIR/probe" &
-    local probe=$!
-    sleep 0.2
     api_file POST /v1/jobs "$TEST_DIR/array.json"
     assert_status 201
-    sleep 2
-    kill "$probe"
-    wait "$probe" 2>/dev/null || true
-    api_get "/v1/jobs?state=STARTING&limit=10000"
-    assert_json '.jobs | length' 1000
-    local worst
-    worst=$(sort -n "$TEST_DIR/probe" | tail -n 1 | awk '{ printf "%d", $1 * 1000 }')
-    echo "worst /healthz while 1,000 tasks start: $worst ms" >&3
-    # sanitizer build; parsed once a task it was ~10 s here (4 s in a release build)
-    [[ $worst -lt 2000 ]]
+    all_starting() {
+        api_get "/v1/jobs?state=STARTING&limit=10000"
+        [[ $(jq '.jobs | length' <<<"$body") == 1000 ]]
+    }
+    wait_for 60 all_starting
+    # every cycle that started some of the tasks parsed their spec once
+    grep 'event=cycle ' "$TEST_DIR/docketd.log" | grep -v ' started=0 ' >"$TEST_DIR/cycles"
+    local cycles started parsed
+    cycles=$(wc -l <"$TEST_DIR/cycles")
+    started=$(grep -o ' started=[0-9]*' "$TEST_DIR/cycles" | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }')
+    parsed=$(grep -o ' specs_parsed=[0-9]*' "$TEST_DIR/cycles" | cut -d= -f2 | sort -u | paste -sd,)
+    echo "1,000 tasks started in $cycles cycles; specs parsed a cycle: $parsed" >&3
+    ((started == 1000))
+    [[ $parsed == 1 ]]
+    healthz_ok
 }
 
 @test "metrics: sent in slices, each family whole and in one piece, every node once in each" {
@@ -622,5 +644,5 @@ member_token() {
         {name = $1; sub(/\{.*/, "", name); sub(/_(bucket|sum|count)$/, "", name);
          if (name != fam && $1 !~ "^" fam) {print "stray: " $0; bad = 1}} END {exit bad}' "$TEST_DIR/m"
     # and /healthz is answered between the slices of a scrape
-    healthz_within 1000
+    healthz_ok
 }
