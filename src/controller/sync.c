@@ -40,6 +40,7 @@ struct ctl_sync {
     bool inflight;                  /* loop side */
     struct store_ckpt_thread *ckpt; /* NULL: SQLite's automatic checkpoints, in COMMIT */
     int delay_ms;                   /* DOCKETD_TEST_SYNC_DELAY_MS: a slow disk, for tests */
+    const char *hold;               /* DOCKETD_TEST_SYNC_HOLD: no sync while this file is */
 };
 
 static void ckpt_stop(struct store_ckpt_thread *k)
@@ -69,6 +70,18 @@ static struct store_ckpt_thread *ckpt_start(struct ctl *c)
     return k;
 }
 
+/* Tests hold the sync back for as long as they need (group_commit.bats): while the file
+ * DOCKETD_TEST_SYNC_HOLD names exists, and docketd is not stopping. */
+static bool held(struct ctl_sync *s)
+{
+    if (!s->hold)
+        return false;
+    pthread_mutex_lock(&s->mu);
+    bool quit = s->quit;
+    pthread_mutex_unlock(&s->mu);
+    return !quit && access(s->hold, F_OK) == 0;
+}
+
 static void *worker(void *arg)
 {
     struct ctl_sync *s = arg;
@@ -84,6 +97,8 @@ static void *worker(void *arg)
             return NULL;
         if (s->delay_ms > 0)
             usleep((useconds_t)s->delay_ms * 1000);
+        while (held(s))
+            usleep(10000);
         int rc = store_sync(s->st);
         if (rc == 0 && k) /* a checkpoint every 1,000 new frames, as SQLite's own would */
             store_ckpt_thread_synced(k, store_wal_frames(s->st));
@@ -140,6 +155,8 @@ int ctl_sync_start(struct ctl *c)
     s->st = c->store;
     const char *d = getenv("DOCKETD_TEST_SYNC_DELAY_MS");
     s->delay_ms = d ? atoi(d) : 0;
+    const char *h = getenv("DOCKETD_TEST_SYNC_HOLD");
+    s->hold = h && *h ? h : NULL;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     if (pthread_create(&s->thread, NULL, worker, s) != 0) {
