@@ -16,8 +16,8 @@ teardown() {
 
 # start_of JOB: the start command's job object for JOB (heartbeats until it comes).
 start_of() {
-    local i
-    for i in $(seq 1 60); do
+    local deadline=$((SECONDS + 60)) # a deadline, not a speed
+    while ((SECONDS < deadline)); do
         heartbeat gpu01 "$CRED" "${ACK:-0}"
         local j
         j=$(jq -c --argjson id "$1" '[.commands[] | select(.type == "start" and .job.id == $id)][0].job' <<<"$body")

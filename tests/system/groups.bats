@@ -34,11 +34,9 @@ EOF
     a=$(submit '{"command": ["true"], "project": "vision", "gpus": 3, "gpu_type": "H100-80GB"}')
     b=$(submit '{"command": ["true"], "project": "video", "gpus": 2, "gpu_type": "H100-80GB"}')
     c=$(submit '{"command": ["true"], "project": "speech", "gpus": 2, "gpu_type": "H100-80GB"}')
-    sleep 0.3
-    api_get "/v1/jobs/$a"
-    assert_json .job.state STARTING
-    api_get "/v1/jobs/$c"
-    assert_json .job.state STARTING
+    starting() { api_get "/v1/jobs/$1"; [[ $(jq -r .job.state <<<"$body") == STARTING ]]; }
+    wait_for 60 starting "$a"
+    wait_for 60 starting "$c"
     api_get "/v1/jobs/$b/explain"
     assert_json .explain.state PENDING
     assert_json .explain.reason QuotaLimit
