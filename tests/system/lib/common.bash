@@ -101,13 +101,14 @@ docket_stop_pid() {
     wait "$pid" 2>/dev/null || true
 }
 
-# Fail when a sanitizer reported anything in docketd's log (ASan, LSan, UBSan).
+# Fail when a sanitizer reported anything in docketd's log (ASan, LSan, UBSan, TSan).
 docket_check_sanitizers() {
     local log=$TEST_DIR/docketd.log
+    local re='ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|ThreadSanitizer'
     [[ -f $log ]] || return 0
-    if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$log"; then
+    if grep -qE "$re" "$log"; then
         echo "sanitizer report in docketd's log:" >&2
-        grep -E -A12 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$log" | head -n 40 >&2
+        grep -E -A12 "$re" "$log" | head -n 40 >&2
         return 1
     fi
 }
