@@ -15,9 +15,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 TESTBUILD=${TESTBUILD:-build-test}
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
-# TEST_PARTS: which parts to run: format unit system fuzz by default, envcheck on CI
+# TEST_PARTS: which parts to run: format unit system tsan fuzz by default, envcheck on CI
 # (.ci/run); BATS_FILES: the bats files (all).
-TEST_PARTS=${TEST_PARTS:-format unit system fuzz}
+TEST_PARTS=${TEST_PARTS:-format unit system tsan fuzz}
 BATS_FILES=${BATS_FILES:-tests/system}
 want() { [[ " $TEST_PARTS " == *" $1 "* ]]; }
 passed=0
@@ -170,6 +170,17 @@ if want system; then
     count_tap bats <"$TESTBUILD/bats.log"
     echo "system: $((passed - p0)) passed, $((failed - f0)) failed, $((skipped - s0)) skipped"
     [[ $failed -gt $f0 ]] && grep -A25 -E '^not ok ' "$TESTBUILD/bats.log" | head -n 150
+fi
+
+# ThreadSanitizer: docketd's helper threads (WAL sync, checkpoints, alert delivery) under
+# the system tests that drive them, in a build of its own (scripts/run-tsan.sh).
+if want tsan; then
+    log "ThreadSanitizer: the controller's threads (scripts/run-tsan.sh)"
+    scripts/run-tsan.sh >"$TESTBUILD/tsan.log" 2>&1
+    p0=$passed f0=$failed s0=$skipped
+    count_tap tsan <"$TESTBUILD/tsan.log"
+    echo "tsan: $((passed - p0)) passed, $((failed - f0)) failed, $((skipped - s0)) skipped"
+    [[ $failed -gt $f0 ]] && grep -A40 -E '^not ok ' "$TESTBUILD/tsan.log" | head -n 150
 fi
 
 # The environment self-check (.ci/run asks for it): the CLI's system tests once more under
