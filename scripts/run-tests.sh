@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite: the source format and core floor checks, cmocka unit tests and the
-# bats system tests against the real binaries, all built with ASan + UBSan, then each
-# libFuzzer harness briefly. Ends with one line "N passed, N failed, N skipped"; exits
-# non-zero when anything failed.
+# The whole test suite: the commit style, source format and core floor checks, cmocka unit
+# tests and the bats system tests against the real binaries, all built with ASan + UBSan,
+# docketd's threads under ThreadSanitizer (a build of its own), then each libFuzzer harness
+# briefly. Ends with one line "N passed, N failed, N skipped"; exits non-zero when
+# anything failed. `make check` runs the parts format, unit and system with the quick
+# bats files only (Makefile, CHECK_BATS).
 #
 # Skips are counted apart and each is printed with its reason. A skip is a failure when
 # this machine could have run the test: a test that skips for want of root or cgroups
@@ -154,7 +156,7 @@ fi
 # --test, and no others (scripts/test-tools.sh), so a test that calls a tool the install
 # step forgets fails here too, not only on a fresh machine.
 TOOLS_PATH=$PWD/$TESTBUILD/test-tools
-if want system || want envcheck; then
+if want system || want envcheck || want tsan; then
     log "the system tests' PATH: the programs of the installed packages (scripts/test-tools.sh)"
     scripts/test-tools.sh "$TOOLS_PATH" >"$TESTBUILD/test-tools.log" 2>&1 ||
         { cat "$TESTBUILD/test-tools.log"; echo "test-tools.sh failed"; failed=$((failed + 1)); finish; }
@@ -176,7 +178,7 @@ fi
 # the system tests that drive them, in a build of its own (scripts/run-tsan.sh).
 if want tsan; then
     log "ThreadSanitizer: the controller's threads (scripts/run-tsan.sh)"
-    scripts/run-tsan.sh >"$TESTBUILD/tsan.log" 2>&1
+    TEST_TOOLS_PATH=$TOOLS_PATH scripts/run-tsan.sh >"$TESTBUILD/tsan.log" 2>&1
     p0=$passed f0=$failed s0=$skipped
     count_tap tsan <"$TESTBUILD/tsan.log"
     echo "tsan: $((passed - p0)) passed, $((failed - f0)) failed, $((skipped - s0)) skipped"

@@ -56,7 +56,10 @@ export DOCKET_BUILD=$B
 unset DOCKETD
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}:log_path=$reports/tsan"
 # shellcheck disable=SC2086 # TSAN_FILES is a list of paths
-"${run[@]}" bats --tap --filter "$TSAN_TESTS" $TSAN_FILES >"$B/bats.log" 2>&1
+# (TEST_TOOLS_PATH, from run-tests.sh: the PATH of the other system tests, the programs of
+# the installed packages only)
+"${run[@]}" env ${TEST_TOOLS_PATH:+PATH="$TEST_TOOLS_PATH"} bats --tap --filter "$TSAN_TESTS" \
+    $TSAN_FILES >"$B/bats.log" 2>&1
 rc=$?
 
 # bats' TAP with its plan one larger, then the test of the reports.
