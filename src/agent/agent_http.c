@@ -204,7 +204,7 @@ static void register_cb(struct evhttp_request *req, void *arg)
     json_t *body = ag_reply_json(req, &code);
     a->hb_inflight = false;
     struct agent_register_reply r;
-    struct agent_msg_error e = {"", ""};
+    struct proto_error e = {0};
     if (code == 200 || code == 201) {
         if (body && agent_register_reply_parse(body, &r, &e) == 0) {
             str_copy(a->credential, sizeof a->credential, r.credential);
@@ -303,7 +303,7 @@ static void heartbeat_cb(struct evhttp_request *req, void *arg)
     }
     if (code == 200 && body) {
         struct agent_heartbeat_reply r;
-        struct agent_msg_error e = {"", ""};
+        struct proto_error e = {0};
         if (agent_heartbeat_reply_parse(body, &r, &e) == 0) {
             renew_lease(a);
             a->backoff_ms = 0;
@@ -523,7 +523,7 @@ static void rotate_cb(struct evhttp_request *req, void *arg)
     json_t *body = ag_reply_json(req, &code);
     a->post_inflight = false;
     struct agent_register_reply r;
-    struct agent_msg_error e = {"", ""};
+    struct proto_error e = {0};
     if (code == 200 && body && agent_register_reply_parse(body, &r, &e) == 0) {
         char buf[300];
         snprintf(buf, sizeof buf, "%s\n", r.credential);

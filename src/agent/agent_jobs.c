@@ -334,7 +334,7 @@ static void start_job(struct agent *a, const struct agent_cmd *c, int64_t defer_
     if (j)
         ag_job_remove(a, j); /* an earlier run's report is out of the way: a requeue */
     struct agent_job spec;
-    struct agent_msg_error e = {"", ""};
+    struct proto_error e = {0};
     j = job_add(a, c->job_id);
     /* the run the job's output and events go under, even when the rest is refused */
     j->run = cmd_run(c);

@@ -41,7 +41,7 @@ static void logs_cb(struct evhttp_request *req, void *arg)
     json_t *body = ag_reply_json(req, &code);
     a->post_inflight = false;
     int64_t off = 0;
-    struct agent_msg_error e;
+    struct proto_error e = {0};
     struct ajob *j = ag_job_find(a, lr->job);
     if (code == 200 && body && agent_logs_reply_parse(body, &off, &e) == 0) {
         if (j) {

@@ -533,7 +533,7 @@ static void __attribute__((noreturn)) spare_main(const struct sup_config *c, int
     unsigned long long id = strtoull(buf, &end, 10);
     char dir[PATH_MAX], path[PATH_MAX + 16];
     struct agent_job j;
-    struct agent_msg_error me;
+    struct proto_error me = {0};
     json_error_t je;
     json_t *o = NULL;
     if (got && *end == '\n' && id > 0 && sup_job_dir(c, id, dir, sizeof dir) == 0) {

@@ -2,7 +2,8 @@
  * agent.c - the agent endpoints of docs/api.md: register (join token -> node
  * credential), the heartbeat long poll that carries commands (re-sent until acked) and
  * reconciles jobs after a restart of either side, and job events (started, exited,
- * usage, reclaim_failed). Every body is validated whole before anything changes.
+ * usage, reclaim_failed). Every body is read by its reader in protocol/agent_msg.h and
+ * validated whole before anything changes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,93 +17,13 @@
 /* ------------------------------------------------------------------------------------ */
 /* Register                                                                              */
 
-struct reg_node {
-    struct sched_node_spec spec;
-    json_t *labels; /* borrowed from the body */
-    json_t *info;   /* owned: addr, agent_version, gpu_uuids */
-};
-
-static int parse_labels(const json_t *v, const char *field, struct proto_error *e)
+/* May the caller register reg->name? With its node's credential, or with a join token
+ * for a name no live credential holds. */
+static int check_join(struct ctl_req *r, const struct agent_registration *reg,
+                      struct proto_error *e)
 {
-    if (!json_is_object(v) || json_object_size(v) > SCHED_MAX_LABELS)
-        return proto_errorf(e, 400, NULL, field, "%s must be an object of at most %d strings",
-                            field, SCHED_MAX_LABELS);
-    const char *k;
-    json_t *val;
-    json_object_foreach((json_t *)v, k, val) {
-        char f[160];
-        snprintf(f, sizeof(f), "%s.%.64s", field, k);
-        if (!str_is_name(k))
-            return proto_errorf(e, 400, NULL, f, "invalid label name '%.64s'", k);
-        if (!json_is_string(val) || !str_is_name(json_string_value(val)))
-            return proto_errorf(e, 400, NULL, f, "%s must be a label value (a name)", f);
-    }
-    return 0;
-}
-
-static int parse_reg_node(const json_t *o, struct reg_node *rn, struct proto_error *e)
-{
-    static const char *const known[] = {"name", "gpu_type", "gpus",   "gpu_mem_mb", "gpu_uuids",
-                                        "cpus", "mem_mb",   "labels", "addr",       NULL};
-    int64_t v;
-    int rc;
-    memset(&rn->spec, 0, sizeof(rn->spec));
-    if (!json_is_object(o))
-        return proto_errorf(e, 400, NULL, "node", "node must be an object");
-    if ((rc = proto_check_fields(o, "node", known, e)) < 0)
-        return rc;
-    if ((rc = proto_get_name(json_object_get(o, "name"), "node.name", rn->spec.name, e)) < 0)
-        return rc;
-    json_t *gt = json_object_get(o, "gpu_type");
-    if (gt && !(json_is_string(gt) && json_string_length(gt) == 0) &&
-        (rc = proto_get_name(gt, "node.gpu_type", rn->spec.gpu_type, e)) < 0)
-        return rc;
-    json_t *g = json_object_get(o, "gpus");
-    v = 0;
-    if (g && (rc = proto_get_int(g, "node.gpus", 0, SCHED_MAX_NODE_GPUS, &v, e)) < 0)
-        return rc;
-    rn->spec.gpus = (int)v;
-    if (rn->spec.gpus > 0 && !rn->spec.gpu_type[0])
-        return proto_errorf(e, 400, NULL, "node.gpu_type", "a node with GPUs needs a gpu_type");
-    json_t *x;
-    if ((x = json_object_get(o, "gpu_mem_mb")) &&
-        (rc = proto_get_int(x, "node.gpu_mem_mb", 0, PROTO_MAX_MEM_MB, &rn->spec.gpu_mem_mb, e)) <
-            0)
-        return rc;
-    if ((rc = proto_get_int(json_object_get(o, "cpus"), "node.cpus", 1, PROTO_MAX_CPUS, &v, e)) < 0)
-        return rc;
-    rn->spec.cpus = (int)v;
-    if ((rc = proto_get_int(json_object_get(o, "mem_mb"), "node.mem_mb", 1, PROTO_MAX_MEM_MB,
-                            &rn->spec.mem_mb, e)) < 0)
-        return rc;
-    rn->labels = json_object_get(o, "labels");
-    if (rn->labels && (rc = parse_labels(rn->labels, "node.labels", e)) < 0)
-        return rc;
-    json_t *uu = json_object_get(o, "gpu_uuids");
-    if (uu && (!json_is_array(uu) || json_array_size(uu) > SCHED_MAX_NODE_GPUS))
-        return proto_errorf(e, 400, NULL, "node.gpu_uuids",
-                            "node.gpu_uuids must be a list of strings");
-    for (size_t i = 0; uu && i < json_array_size(uu); i++)
-        if (!json_is_string(json_array_get(uu, i)) ||
-            json_string_length(json_array_get(uu, i)) > 128)
-            return proto_errorf(e, 400, NULL, "node.gpu_uuids",
-                                "node.gpu_uuids[%zu] must be a string", i);
-    json_t *addr = json_object_get(o, "addr");
-    if (addr && (!json_is_string(addr) || json_string_length(addr) > 255))
-        return proto_errorf(e, 400, NULL, "node.addr", "node.addr must be a string");
-    rn->info = json_object();
-    if (addr)
-        json_object_set(rn->info, "addr", addr);
-    if (uu)
-        json_object_set(rn->info, "gpu_uuids", uu);
-    return 0;
-}
-
-static int check_join(struct ctl_req *r, const json_t *body, struct proto_error *e)
-{
-    json_t *jt = json_object_get(body, "join_token");
-    const char *node = json_string_value(json_object_get(json_object_get(body, "node"), "name"));
-    if (!jt) {
+    const char *node = reg->name;
+    if (!reg->join_token) {
         if (!r->id.node)
             return proto_errorf(e, 401, NULL, "join_token",
                                 "a join token or the node's credential is required");
@@ -111,11 +32,9 @@ static int check_join(struct ctl_req *r, const json_t *body, struct proto_error 
                                 r->id.node_name);
         return 0;
     }
-    if (!json_is_string(jt) || json_string_length(jt) > 256)
-        return proto_errorf(e, 400, NULL, "join_token", "join_token must be a string");
     char hash[65];
     struct store_token t;
-    store_token_hash(json_string_value(jt), hash);
+    store_token_hash(reg->join_token, hash);
     if (store_token_get(r->c->store, hash, &t) < 0 || t.kind != STORE_TOKEN_JOIN ||
         (t.expires_ms && t.expires_ms < clock_now_ms()))
         return proto_errorf(e, 401, NULL, "join_token", "invalid or expired join token");
@@ -124,7 +43,7 @@ static int check_join(struct ctl_req *r, const json_t *body, struct proto_error 
      * token could take a live node over, its jobs and their start commands included);
      * an admin releases it first with `docket nodes replace NAME`. */
     if (!node)
-        return 0; /* parse_reg_node names the missing field */
+        return 0; /* agent_register_node_parse names the missing field */
     int live = store_token_live(r->c->store, STORE_TOKEN_NODE, node, clock_now_ms());
     if (live < 0)
         return proto_errorf(e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
@@ -165,45 +84,76 @@ static int issue_credential(struct ctl *c, const char *node, bool rotation, char
     return store_token_put(c->store, &t);
 }
 
+/* The core's spec of a registering node (register_node sets its state and labels). */
+static void reg_spec(const struct agent_registration *reg, struct sched_node_spec *spec)
+{
+    memset(spec, 0, sizeof(*spec));
+    str_copy(spec->name, sizeof(spec->name), reg->node_name);
+    str_copy(spec->gpu_type, sizeof(spec->gpu_type), reg->gpu_type);
+    spec->gpus = reg->gpus;
+    spec->gpu_mem_mb = reg->gpu_mem_mb;
+    spec->cpus = reg->cpus;
+    spec->mem_mb = reg->mem_mb;
+    spec->state = SCHED_NODE_UP;
+}
+
+/* What only the node's record keeps of it, as text: addr and gpu_uuids as they came,
+ * agent_version. NULL when out of memory. */
+static char *reg_info(const struct agent_registration *reg)
+{
+    json_t *info = json_object();
+    if (!info)
+        return NULL;
+    if (reg->addr)
+        json_object_set(info, "addr", reg->addr);
+    if (reg->gpu_uuids)
+        json_object_set(info, "gpu_uuids", reg->gpu_uuids);
+    json_object_set_new(info, "agent_version",
+                        json_string(reg->agent_version ? reg->agent_version : ""));
+    char *text = json_dumps(info, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(info);
+    return text;
+}
+
 /* Register a node: its record, its new credential and the audit entry are written first,
  * then the core takes the node (a refusal there rolls the request's writes back). A
  * re-registration keeps an admin's state (drained, down), the labels set through the API
  * and the command sequence. The credential goes to cred. */
-static struct ctl_node *register_node(struct ctl_req *r, struct reg_node *rn, const char *version,
+static struct ctl_node *register_node(struct ctl_req *r, const struct agent_registration *reg,
                                       char *cred, size_t credlen, int64_t *expires,
                                       struct proto_error *e)
 {
     struct ctl *c = r->c;
-    struct ctl_node *old = ctl_node_by_name(c, rn->spec.name);
+    struct sched_node_spec spec;
+    reg_spec(reg, &spec);
+    struct ctl_node *old = ctl_node_by_name(c, spec.name);
     struct sched_node_view v;
     struct sched_error se;
     struct store_node rec;
     memset(&rec, 0, sizeof(rec));
-    rn->spec.state = SCHED_NODE_UP;
     json_t *labels = NULL;
     if (old) {
-        int idx = sched_node_find(c->sched, rn->spec.name);
+        int idx = sched_node_find(c->sched, spec.name);
         if (idx >= 0 && sched_node_get(c->sched, (uint32_t)idx, &v) == 0 &&
             (v.state == SCHED_NODE_DRAINING || v.state == SCHED_NODE_DRAINED ||
              v.state == SCHED_NODE_DOWN))
-            rn->spec.state = v.state;
+            spec.state = v.state;
         labels = json_loads(old->rec.labels ? old->rec.labels : "{}", 0, NULL);
         rec = old->rec;
     } else {
-        labels = rn->labels ? json_deep_copy(rn->labels) : json_object();
-        str_copy(rec.name, sizeof(rec.name), rn->spec.name);
+        labels = reg->labels ? json_deep_copy(reg->labels) : json_object();
+        str_copy(rec.name, sizeof(rec.name), spec.name);
     }
-    rn->spec.nlabels = ctl_labels_from_json(labels, rn->spec.labels, SCHED_MAX_LABELS);
-    json_object_set_new(rn->info, "agent_version", json_string(version ? version : ""));
-    str_copy(rec.state, sizeof(rec.state), sched_node_state_name(rn->spec.state));
+    spec.nlabels = ctl_labels_from_json(labels, spec.labels, SCHED_MAX_LABELS);
+    str_copy(rec.state, sizeof(rec.state), sched_node_state_name(spec.state));
     rec.labels = json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS);
-    rec.info = json_dumps(rn->info, JSON_COMPACT | JSON_SORT_KEYS);
+    rec.info = reg_info(reg);
     json_decref(labels);
-    str_copy(rec.gpu_type, sizeof(rec.gpu_type), rn->spec.gpu_type);
-    rec.gpus = rn->spec.gpus;
-    rec.gpu_mem_mb = rn->spec.gpu_mem_mb;
-    rec.cpus = rn->spec.cpus;
-    rec.mem_mb = rn->spec.mem_mb;
+    str_copy(rec.gpu_type, sizeof(rec.gpu_type), spec.gpu_type);
+    rec.gpus = spec.gpus;
+    rec.gpu_mem_mb = spec.gpu_mem_mb;
+    rec.cpus = spec.cpus;
+    rec.mem_mb = spec.mem_mb;
     rec.last_heartbeat_ms = clock_now_ms();
     char actor[80];
     snprintf(actor, sizeof(actor), "node:%s", rec.name);
@@ -222,11 +172,11 @@ static struct ctl_node *register_node(struct ctl_req *r, struct reg_node *rn, co
         proto_errorf(e, 500, NULL, NULL, "store: %s", store_errmsg(c->store));
         goto fail;
     }
-    if (sched_node_upsert(c->sched, &rn->spec, clock_now_ms(), &se) < 0) {
+    if (sched_node_upsert(c->sched, &spec, clock_now_ms(), &se) < 0) {
         proto_errorf(e, 400, NULL, se.field[0] ? se.field : "node", "%s", se.message);
         goto fail;
     }
-    struct ctl_node *n = ctl_node_attach(c, rn->spec.name);
+    struct ctl_node *n = ctl_node_attach(c, spec.name);
     if (!n) { /* the core has the node, the store must not: stop (restart reloads) */
         ctl_store_diverged(c, "node_register", 0);
         proto_errorf(e, 500, NULL, NULL, "out of memory");
@@ -244,31 +194,26 @@ fail:
     return NULL;
 }
 
+/* The body's own fields, then the caller's right to the name, then the node: a caller
+ * without that right hears 401/403 before any word on its node. */
 void h_agent_register(struct ctl_req *r)
 {
-    static const char *const known[] = {"join_token", "node", "agent_version", NULL};
     struct proto_error e;
-    struct reg_node rn;
-    memset(&rn, 0, sizeof(rn));
+    struct agent_registration reg;
     json_t *body = ctl_body_json(r, false);
     if (!body)
         return;
-    json_t *ver = json_object_get(body, "agent_version");
-    int rc = proto_check_fields(body, "", known, &e);
-    if (rc == 0 && ver && (!json_is_string(ver) || json_string_length(ver) > 64))
-        rc = proto_errorf(&e, 400, NULL, "agent_version", "agent_version must be a short string");
+    int rc = agent_register_parse(body, &reg, &e);
     if (rc == 0)
-        rc = check_join(r, body, &e);
+        rc = check_join(r, &reg, &e);
     if (rc == 0)
-        rc = parse_reg_node(json_object_get(body, "node"), &rn, &e);
+        rc = agent_register_node_parse(body, &reg, &e);
     struct ctl_node *n = NULL;
     char cred[96];
     int64_t expires = 0;
-    if (rc == 0 &&
-        !(n = register_node(r, &rn, json_string_value(ver), cred, sizeof(cred), &expires, &e)))
+    if (rc == 0 && !(n = register_node(r, &reg, cred, sizeof(cred), &expires, &e)))
         rc = -EINVAL;
     if (rc < 0) {
-        json_decref(rn.info);
         json_decref(body);
         ctl_reply_error(r->c, r->req, &e);
         return;
@@ -281,7 +226,6 @@ void h_agent_register(struct ctl_req *r)
                              "heartbeat_wait_ms", (json_int_t)r->c->cfg.heartbeat_wait_ms,
                              "node_timeout_ms", (json_int_t)r->c->cfg.node_timeout_ms,
                              "credential_expires_ms", (json_int_t)expires));
-    json_decref(rn.info);
     json_decref(body);
 }
 
@@ -343,19 +287,13 @@ void h_node_replace(struct ctl_req *r)
 /* ------------------------------------------------------------------------------------ */
 /* Heartbeat                                                                             */
 
-struct hb {
-    int64_t ack, wait_ms;
-    bool health_ok;
-    const char *health_msg;
-    json_t *jobs; /* borrowed, validated */
-};
-
+/* The node a heartbeat, events or rotate body comes from: the caller's own. */
 static struct ctl_node *agent_node(struct ctl_req *r, const json_t *body, struct proto_error *e)
 {
-    json_t *nn = json_object_get(body, "node");
-    if (!json_is_string(nn))
-        return proto_errorf(e, 400, NULL, "node", "node must be a string"), NULL;
-    if (strcmp(json_string_value(nn), r->id.node_name) != 0)
+    const char *name;
+    if (agent_body_node(body, &name, e) < 0)
+        return NULL;
+    if (strcmp(name, r->id.node_name) != 0)
         return proto_errorf(e, 403, NULL, "node", "this credential belongs to node '%s'",
                             r->id.node_name),
                NULL;
@@ -365,67 +303,10 @@ static struct ctl_node *agent_node(struct ctl_req *r, const json_t *body, struct
     return n;
 }
 
-static int parse_hb(const json_t *body, struct hb *hb, struct proto_error *e)
+static bool agent_has_job(const struct agent_heartbeat *hb, uint64_t id)
 {
-    static const char *const known[] = {"node", "ack", "wait_ms", "health", "jobs", NULL};
-    static const char *const hknown[] = {"ok", "message", NULL};
-    static const char *const jknown[] = {"id", "state", "pid", NULL};
-    int rc;
-    json_t *v;
-    memset(hb, 0, sizeof(*hb));
-    hb->health_ok = true;
-    hb->health_msg = "";
-    if ((rc = proto_check_fields(body, "", known, e)) < 0)
-        return rc;
-    if ((v = json_object_get(body, "ack")) &&
-        (rc = proto_get_int(v, "ack", 0, INT64_MAX, &hb->ack, e)) < 0)
-        return rc;
-    hb->wait_ms = 25000;
-    if ((v = json_object_get(body, "wait_ms")) &&
-        (rc = proto_get_int(v, "wait_ms", 0, 600000, &hb->wait_ms, e)) < 0)
-        return rc;
-    if ((v = json_object_get(body, "health"))) {
-        if (!json_is_object(v))
-            return proto_errorf(e, 400, NULL, "health", "health must be an object");
-        if ((rc = proto_check_fields(v, "health", hknown, e)) < 0)
-            return rc;
-        json_t *ok = json_object_get(v, "ok"), *msg = json_object_get(v, "message");
-        if (ok && (rc = proto_get_bool(ok, "health.ok", &hb->health_ok, e)) < 0)
-            return rc;
-        if (msg && (!json_is_string(msg) || json_string_length(msg) > 255))
-            return proto_errorf(e, 400, NULL, "health.message",
-                                "health.message must be a short string");
-        if (msg)
-            hb->health_msg = json_string_value(msg);
-    }
-    hb->jobs = json_object_get(body, "jobs");
-    if (hb->jobs && (!json_is_array(hb->jobs) || json_array_size(hb->jobs) > 100000))
-        return proto_errorf(e, 400, NULL, "jobs", "jobs must be an array");
-    for (size_t i = 0; hb->jobs && i < json_array_size(hb->jobs); i++) {
-        json_t *j = json_array_get(hb->jobs, i);
-        char path[32], f[48];
-        int64_t x;
-        snprintf(path, sizeof(path), "jobs[%zu]", i);
-        if (!json_is_object(j))
-            return proto_errorf(e, 400, NULL, path, "%s must be an object", path);
-        if ((rc = proto_check_fields(j, path, jknown, e)) < 0)
-            return rc;
-        snprintf(f, sizeof(f), "%s.id", path);
-        if ((rc = proto_get_int(json_object_get(j, "id"), f, 1, INT64_MAX, &x, e)) < 0)
-            return rc;
-        json_t *st = json_object_get(j, "state");
-        if (st && !json_is_string(st)) {
-            snprintf(f, sizeof(f), "%s.state", path);
-            return proto_errorf(e, 400, NULL, f, "%s must be a string", f);
-        }
-    }
-    return 0;
-}
-
-static bool agent_has_job(const json_t *jobs, uint64_t id)
-{
-    for (size_t i = 0; i < json_array_size(jobs); i++)
-        if ((uint64_t)json_integer_value(json_object_get(json_array_get(jobs, i), "id")) == id)
+    for (size_t i = 0; i < hb->njobs; i++)
+        if (hb->jobs[i].id == id)
             return true;
     return false;
 }
@@ -448,7 +329,7 @@ static bool alloc_on(const struct sched_job_view *v, uint32_t node)
 
 /* Record how a job ended on its row (so a restart can finish applying it), before the
  * core hears of it. 0 or -errno. */
-static int record_exit(struct ctl *c, uint64_t id, json_t *exit, json_t *usage)
+static int record_exit(struct ctl *c, uint64_t id, const json_t *exit, const json_t *usage)
 {
     struct store_job row;
     int rc = store_job_get(c->store, id, &row);
@@ -472,7 +353,7 @@ static int record_exit(struct ctl *c, uint64_t id, json_t *exit, json_t *usage)
 
 /* First heartbeat after a restart of either side: jobs we believe run there but the
  * agent does not know end as lost; jobs it runs that we do not place there are killed. */
-static void reconcile(struct ctl *c, struct ctl_node *n, const struct hb *hb)
+static void reconcile(struct ctl *c, struct ctl_node *n, const struct agent_heartbeat *hb)
 {
     uint32_t idx = (uint32_t)sched_node_find(c->sched, n->name);
     size_t cnt = sched_job_count(c->sched), slots = sched_job_slots(c->sched), nlost = 0;
@@ -484,7 +365,7 @@ static void reconcile(struct ctl *c, struct ctl_node *n, const struct hb *hb)
         struct sched_job_view v;
         if (sched_job_at(c->sched, i, &v) < 0 || !alloc_on(&v, idx))
             continue;
-        if (!agent_has_job(hb->jobs, v.id) && !start_pending(n, v.id, hb->ack))
+        if (!agent_has_job(hb, v.id) && !start_pending(n, v.id, hb->ack))
             lost[nlost++] = v.id;
     }
     int64_t now = clock_now_ms();
@@ -502,10 +383,9 @@ static void reconcile(struct ctl *c, struct ctl_node *n, const struct hb *hb)
             log_warn("job_lost", "job=%llu node=%s", (unsigned long long)lost[i], n->name);
     }
     free(lost);
-    for (size_t i = 0; i < json_array_size(hb->jobs); i++) {
-        json_t *j = json_array_get(hb->jobs, i);
-        uint64_t id = (uint64_t)json_integer_value(json_object_get(j, "id"));
-        const char *st = json_string_value(json_object_get(j, "state"));
+    for (size_t i = 0; i < hb->njobs; i++) {
+        uint64_t id = hb->jobs[i].id;
+        const char *st = hb->jobs[i].state;
         struct sched_job_view v;
         if (st && strcmp(st, "exited") == 0)
             continue;
@@ -518,7 +398,7 @@ static void reconcile(struct ctl *c, struct ctl_node *n, const struct hb *hb)
     ctl_cycle_soon(c);
 }
 
-static void node_health(struct ctl *c, struct ctl_node *n, const struct hb *hb)
+static void node_health(struct ctl *c, struct ctl_node *n, const struct agent_heartbeat *hb)
 {
     int idx = sched_node_find(c->sched, n->name);
     struct sched_node_view v;
@@ -596,13 +476,12 @@ static void parked_closed(struct evhttp_connection *con, void *arg)
  * (issue_credential says when the old one stops working). Audited. */
 void h_agent_rotate(struct ctl_req *r)
 {
-    static const char *const known[] = {"node", NULL};
     struct proto_error e;
     json_t *body = ctl_body_json(r, false);
     if (!body)
         return;
     struct ctl_node *n = agent_node(r, body, &e);
-    int rc = n ? proto_check_fields(body, "", known, &e) : -EINVAL;
+    int rc = n ? agent_rotate_parse(body, &e) : -EINVAL;
     json_decref(body);
     if (rc < 0) {
         ctl_reply_error(r->c, r->req, &e);
@@ -644,12 +523,14 @@ static int promote_credential(struct ctl_req *r, struct proto_error *e)
 void h_agent_heartbeat(struct ctl_req *r)
 {
     struct proto_error e;
-    struct hb hb;
+    struct agent_heartbeat hb;
+    memset(&hb, 0, sizeof(hb));
     json_t *body = ctl_body_json(r, false);
     if (!body)
         return;
     struct ctl_node *n = agent_node(r, body, &e);
-    if (!n || parse_hb(body, &hb, &e) < 0 || promote_credential(r, &e) < 0) {
+    if (!n || agent_heartbeat_parse(body, &hb, &e) < 0 || promote_credential(r, &e) < 0) {
+        agent_heartbeat_release(&hb);
         ctl_reply_error(r->c, r->req, &e);
         json_decref(body);
         return;
@@ -661,6 +542,7 @@ void h_agent_heartbeat(struct ctl_req *r)
     node_health(r->c, n, &hb);
     if (!n->reconciled)
         reconcile(r->c, n, &hb);
+    agent_heartbeat_release(&hb);
     json_decref(body);
     if (n->parked) { /* a newer poll replaces an older one */
         struct evhttp_request *old = n->parked;
@@ -702,128 +584,20 @@ void h_agent_heartbeat(struct ctl_req *r)
 /* ------------------------------------------------------------------------------------ */
 /* Events                                                                                */
 
-static int parse_usage(const json_t *u, const char *path, struct proto_error *e)
+static enum sched_exit_kind exit_kind(enum agent_exit_kind k)
 {
-    static const char *const known[] = {"cpu_ms", "max_rss_mb", "gpu_util", NULL};
-    int64_t x;
-    int rc;
-    if (!json_is_object(u))
-        return proto_errorf(e, 400, NULL, path, "%s must be an object", path);
-    if ((rc = proto_check_fields(u, path, known, e)) < 0)
-        return rc;
-    const char *const *k = known;
-    for (; *k; k++) {
-        json_t *v = json_object_get(u, *k);
-        char f[96];
-        snprintf(f, sizeof(f), "%s.%s", path, *k);
-        if (v && (rc = proto_get_int(v, f, 0, INT64_MAX, &x, e)) < 0)
-            return rc;
-    }
-    return 0;
-}
-
-static int parse_exit(const json_t *x, const char *path, struct proto_error *e)
-{
-    static const char *const known[] = {"kind", "code", "message", NULL};
-    int rc;
-    int64_t code;
-    char f[96];
-    if (!json_is_object(x))
-        return proto_errorf(e, 400, NULL, path, "%s must be an object", path);
-    if ((rc = proto_check_fields(x, path, known, e)) < 0)
-        return rc;
-    const char *k = json_string_value(json_object_get(x, "kind"));
-    snprintf(f, sizeof(f), "%s.kind", path);
-    if (!k || (strcmp(k, "code") && strcmp(k, "signal") && strcmp(k, "oom") &&
-               strcmp(k, "launch_failed") && strcmp(k, "lost")))
-        return proto_errorf(e, 400, NULL, f, "%s must be code, signal, oom, launch_failed or lost",
-                            f);
-    json_t *c = json_object_get(x, "code");
-    snprintf(f, sizeof(f), "%s.code", path);
-    if (c && (rc = proto_get_int(c, f, -255, 255, &code, e)) < 0)
-        return rc;
-    json_t *m = json_object_get(x, "message");
-    snprintf(f, sizeof(f), "%s.message", path);
-    if (m && (!json_is_string(m) || json_string_length(m) > 1024))
-        return proto_errorf(e, 400, NULL, f, "%s must be a string", f);
-    return 0;
-}
-
-/* A usage event's sample, read by the one reader of its format (protocol/agent_msg.h). */
-static int parse_sample(const json_t *v, const char *type, const char *path, struct proto_error *e)
-{
-    struct agent_sample s;
-    struct agent_msg_error ae = {"", ""};
-    char f[192];
-    snprintf(f, sizeof(f), "%s.sample", path);
-    if (strcmp(type, "usage") != 0)
-        return proto_errorf(e, 400, NULL, f, "%s belongs to a usage event only", f);
-    if (agent_sample_parse(v, &s, &ae) < 0) {
-        snprintf(f, sizeof(f), "%s.%s", path, ae.field);
-        return proto_errorf(e, 400, NULL, f, "%s: %s", path, ae.message);
-    }
-    return 0;
-}
-
-static int parse_event(const json_t *ev, size_t i, struct proto_error *e)
-{
-    static const char *const known[] = {"job",  "run",   "type",    "time_ms", "pid",
-                                        "exit", "usage", "message", "sample",  NULL};
-    char path[32], f[64];
-    int64_t x;
-    int rc;
-    snprintf(path, sizeof(path), "events[%zu]", i);
-    if (!json_is_object(ev))
-        return proto_errorf(e, 400, NULL, path, "%s must be an object", path);
-    if ((rc = proto_check_fields(ev, path, known, e)) < 0)
-        return rc;
-    snprintf(f, sizeof(f), "%s.job", path);
-    if ((rc = proto_get_int(json_object_get(ev, "job"), f, 1, INT64_MAX, &x, e)) < 0)
-        return rc;
-    json_t *rv = json_object_get(ev, "run");
-    snprintf(f, sizeof(f), "%s.run", path);
-    if (rv && (rc = proto_get_int(rv, f, 1, INT32_MAX, &x, e)) < 0)
-        return rc;
-    const char *t = json_string_value(json_object_get(ev, "type"));
-    snprintf(f, sizeof(f), "%s.type", path);
-    if (!t || (strcmp(t, "started") && strcmp(t, "exited") && strcmp(t, "usage") &&
-               strcmp(t, "reclaim_failed") && strcmp(t, "signalled")))
-        return proto_errorf(e, 400, NULL, f,
-                            "%s must be started, signalled, exited, usage or reclaim_failed", f);
-    json_t *v;
-    snprintf(f, sizeof(f), "%s.time_ms", path);
-    if ((v = json_object_get(ev, "time_ms")) && (rc = proto_get_int(v, f, 0, INT64_MAX, &x, e)) < 0)
-        return rc;
-    snprintf(f, sizeof(f), "%s.pid", path);
-    if ((v = json_object_get(ev, "pid")) && (rc = proto_get_int(v, f, 0, INT32_MAX, &x, e)) < 0)
-        return rc;
-    snprintf(f, sizeof(f), "%s.exit", path);
-    if (strcmp(t, "exited") == 0 && !json_object_get(ev, "exit"))
-        return proto_errorf(e, 400, NULL, f, "%s is required for an exited event", f);
-    if ((v = json_object_get(ev, "exit")) && (rc = parse_exit(v, f, e)) < 0)
-        return rc;
-    snprintf(f, sizeof(f), "%s.usage", path);
-    if ((v = json_object_get(ev, "usage")) && (rc = parse_usage(v, f, e)) < 0)
-        return rc;
-    if ((v = json_object_get(ev, "sample")) && (rc = parse_sample(v, t, path, e)) < 0)
-        return rc;
-    snprintf(f, sizeof(f), "%s.message", path);
-    if ((v = json_object_get(ev, "message")) &&
-        (!json_is_string(v) || json_string_length(v) > 1024))
-        return proto_errorf(e, 400, NULL, f, "%s must be a string", f);
-    return 0;
-}
-
-static enum sched_exit_kind exit_kind(const char *k)
-{
-    if (strcmp(k, "code") == 0)
+    switch (k) {
+    case AGENT_EXIT_CODE:
         return SCHED_EXIT_CODE;
-    if (strcmp(k, "signal") == 0)
+    case AGENT_EXIT_SIGNAL:
         return SCHED_EXIT_SIGNAL;
-    if (strcmp(k, "oom") == 0)
+    case AGENT_EXIT_OOM:
         return SCHED_EXIT_OOM;
-    if (strcmp(k, "launch_failed") == 0)
+    case AGENT_EXIT_LAUNCH_FAILED:
         return SCHED_EXIT_LAUNCH_FAILED;
+    case AGENT_EXIT_LOST:
+        break;
+    }
     return SCHED_EXIT_LOST;
 }
 
@@ -873,22 +647,22 @@ static void kill_other_nodes(struct ctl *c, struct ctl_node *n, uint64_t id, con
     }
 }
 
-static int ev_exited(struct ctl *c, struct ctl_node *n, uint64_t id, const json_t *ev)
+static int ev_exited(struct ctl *c, struct ctl_node *n, const struct agent_event *ev)
 {
     struct sched_error se;
     struct sched_job_view v;
     uint32_t nodes[64];
     int nnodes = 0;
-    json_t *x = json_object_get(ev, "exit");
-    const char *kind = json_string_value(json_object_get(x, "kind"));
-    int code = (int)json_integer_value(json_object_get(x, "code"));
-    int rc = record_exit(c, id, x, json_object_get(ev, "usage"));
+    uint64_t id = ev->job;
+    const char *kind = agent_exit_kind_name(ev->exit_kind);
+    int code = ev->exit_code;
+    int rc = record_exit(c, id, ev->exit_json, ev->usage_json);
     if (rc < 0)
         return rc;
     if (sched_job_get(c->sched, id, &v) == 0)
         for (int i = 0; i < v.nallocs && nnodes < 64; i++)
             nodes[nnodes++] = v.allocs[i].node;
-    if (sched_job_ended(c->sched, id, exit_kind(kind), code, clock_now_ms(), &se) < 0)
+    if (sched_job_ended(c->sched, id, exit_kind(ev->exit_kind), code, clock_now_ms(), &se) < 0)
         return 0;
     if (nnodes > 1)
         kill_other_nodes(c, n, id, nodes, nnodes);
@@ -904,11 +678,11 @@ static int check_placement(struct ctl *c, struct ctl_node *n, const json_t *evs,
                            struct proto_error *e)
 {
     for (size_t i = 0; i < json_array_size(evs); i++) {
-        json_t *ev = json_array_get(evs, i);
-        uint64_t id = (uint64_t)json_integer_value(json_object_get(ev, "job"));
-        int run = (int)json_integer_value(json_object_get(ev, "run"));
+        uint64_t id;
+        int run;
         char f[48];
         struct store_run rr;
+        agent_event_job_run(json_array_get(evs, i), &id, &run);
         snprintf(f, sizeof(f), "events[%zu].job", i);
         int rc = ctl_run_for_node(c, n->name, id, run, false, f, &rr, e);
         if (rc < 0)
@@ -917,11 +691,41 @@ static int check_placement(struct ctl *c, struct ctl_node *n, const json_t *evs,
     return 0;
 }
 
-static int apply_event(struct ctl *c, struct ctl_node *n, const json_t *ev)
+/* The rest of an event (not started, not exited) on a job live on this node. */
+static int ev_other(struct ctl *c, struct ctl_node *n, const struct agent_event *ev, int last)
 {
-    uint64_t id = (uint64_t)json_integer_value(json_object_get(ev, "job"));
-    const char *t = json_string_value(json_object_get(ev, "type"));
-    int run = (int)json_integer_value(json_object_get(ev, "run"));
+    const char *t = ev->type;
+    uint64_t id = ev->job;
+    int rc = 0;
+    if (strcmp(t, "usage") == 0 && ev->usage_json) {
+        struct store_job row;
+        if ((rc = store_job_get(c->store, id, &row)) == 0) {
+            free(row.usage);
+            row.usage = json_dumps(ev->usage_json, JSON_COMPACT);
+            rc = store_begin(c->store);
+            if (rc == 0)
+                rc = store_job_update(c->store, &row);
+            store_job_release(&row);
+        }
+    } else if (strcmp(t, "reclaim_failed") == 0 || strcmp(t, "signalled") == 0) {
+        rc = ctl_job_event(c, id, t, "", "", n->name, "", ev->message);
+        if (strcmp(t, "reclaim_failed") == 0) {
+            log_warn("reclaim_failed", "job=%llu node=%s", (unsigned long long)id, n->name);
+            ctl_alerts_reclaim_failed(c, n->name, id, ev->message);
+        }
+    }
+    if (rc == 0 && ev->has_sample)
+        rc = ctl_usage_apply(c, n, id, last, &ev->sample);
+    return rc;
+}
+
+static int apply_event(struct ctl *c, struct ctl_node *n, const json_t *evj)
+{
+    struct agent_event ev;
+    if (agent_event_parse(evj, "", &ev, NULL) < 0)
+        return 0; /* read whole before (agent_events_parse): cannot happen */
+    uint64_t id = ev.job;
+    int run = ev.run;
     struct sched_job_view v;
     uint32_t idx = (uint32_t)sched_node_find(c->sched, n->name);
     /* events for jobs not live on this node, or of an earlier run of a job live here
@@ -933,36 +737,12 @@ static int apply_event(struct ctl *c, struct ctl_node *n, const json_t *ev)
         return last;
     if (run > 0 && run != last)
         return 0;
-    if (strcmp(t, "started") == 0)
+    if (strcmp(ev.type, "started") == 0)
         return ev_started(c, n, id);
-    if (strcmp(t, "exited") == 0)
-        return ev_exited(c, n, id, ev);
-    int rc = 0;
-    if (strcmp(t, "usage") == 0 && json_object_get(ev, "usage")) {
-        struct store_job row;
-        if ((rc = store_job_get(c->store, id, &row)) == 0) {
-            free(row.usage);
-            row.usage = json_dumps(json_object_get(ev, "usage"), JSON_COMPACT);
-            rc = store_begin(c->store);
-            if (rc == 0)
-                rc = store_job_update(c->store, &row);
-            store_job_release(&row);
-        }
-    } else if (strcmp(t, "reclaim_failed") == 0 || strcmp(t, "signalled") == 0) {
-        const char *m = json_string_value(json_object_get(ev, "message"));
-        rc = ctl_job_event(c, id, t, "", "", n->name, "", m ? m : "");
-        if (strcmp(t, "reclaim_failed") == 0) {
-            log_warn("reclaim_failed", "job=%llu node=%s", (unsigned long long)id, n->name);
-            ctl_alerts_reclaim_failed(c, n->name, id, m ? m : "");
-        }
-    }
-    json_t *smp = json_object_get(ev, "sample");
-    if (rc == 0 && smp && strcmp(t, "usage") == 0)
-        rc = ctl_usage_apply(c, n, id, last, smp);
-    return rc;
+    if (strcmp(ev.type, "exited") == 0)
+        return ev_exited(c, n, &ev);
+    return ev_other(c, n, &ev, last);
 }
-
-static int validate_events(const json_t *body, struct proto_error *e);
 
 /* Apply events [from, to) of evs. Each event in its own savepoint, store first then
  * core: when a write fails, that event's writes are rolled back, the events before it
@@ -1008,7 +788,8 @@ struct ctl_ev_batch {
     struct ctl *c;
     struct ctl_node *n;
     struct evhttp_request *req; /* NULL once the client left */
-    json_t *body;               /* owned; body.events is the batch */
+    json_t *body;               /* owned */
+    const json_t *evs;          /* the batch: body's events (agent_events_parse) */
     size_t next;                /* the next event to apply */
     struct ctl_ev_batch *after;
 };
@@ -1045,7 +826,7 @@ static void events_turn(evutil_socket_t fd, short what, void *arg)
     int64_t t0 = ctl_turn_enter(c);
     struct ctl_ev_batch *b = c->ev_batches;
     if (b) {
-        const json_t *evs = json_object_get(b->body, "events");
+        const json_t *evs = b->evs;
         size_t n = json_array_size(evs);
         size_t to = n - b->next > CTL_AGENT_EVENTS_SLICE ? b->next + CTL_AGENT_EVENTS_SLICE : n;
         int rc = c->diverged ? -EIO : apply_events(c, b->n, evs, b->next, to);
@@ -1066,7 +847,8 @@ static void events_turn(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Queue the rest of r's batch, from event `next` on. 0, or -ENOMEM (nothing queued). */
-static int batch_defer(struct ctl_req *r, struct ctl_node *n, json_t *body, size_t next)
+static int batch_defer(struct ctl_req *r, struct ctl_node *n, json_t *body, const json_t *evs,
+                       size_t next)
 {
     struct ctl *c = r->c;
     if (!c->ev_batch_ev && !(c->ev_batch_ev = evtimer_new(c->base, events_turn, c)))
@@ -1074,7 +856,7 @@ static int batch_defer(struct ctl_req *r, struct ctl_node *n, json_t *body, size
     struct ctl_ev_batch *b = calloc(1, sizeof(*b));
     if (!b)
         return -ENOMEM;
-    *b = (struct ctl_ev_batch){c, n, r->req, json_incref(body), next, NULL};
+    *b = (struct ctl_ev_batch){c, n, r->req, json_incref(body), evs, next, NULL};
     struct evhttp_connection *con = evhttp_request_get_connection(r->req);
     if (con)
         ctl_conn_watch(c, con, batch_client_left, b);
@@ -1110,9 +892,9 @@ void h_agent_events(struct ctl_req *r)
     json_t *body = ctl_body_json(r, false);
     if (!body)
         return;
+    const json_t *evs = NULL;
     struct ctl_node *n = agent_node(r, body, &e);
-    int rc = n ? validate_events(body, &e) : -EINVAL;
-    json_t *evs = json_object_get(body, "events");
+    int rc = n ? agent_events_parse(body, &evs, &e) : -EINVAL;
     if (rc == 0)
         rc = check_placement(r->c, n, evs, &e);
     if (rc < 0) {
@@ -1125,7 +907,7 @@ void h_agent_events(struct ctl_req *r)
     if (n->ev_batches == 0) /* else behind this node's earlier batch, whole */
         now = total > CTL_AGENT_EVENTS_SLICE ? CTL_AGENT_EVENTS_SLICE : total;
     rc = apply_events(r->c, n, evs, 0, now);
-    if (rc == 0 && now < total && batch_defer(r, n, body, now) == 0) {
+    if (rc == 0 && now < total && batch_defer(r, n, body, evs, now) == 0) {
         json_decref(body); /* the batch holds its own reference */
         return;            /* answered once its last slice is applied (events_turn) */
     }
@@ -1133,42 +915,4 @@ void h_agent_events(struct ctl_req *r)
         rc = apply_events(r->c, n, evs, now, total);
     json_decref(body);
     events_reply(r->c, r->req, rc);
-}
-
-/* ------------------------------------------------------------------------------------ */
-/* Validation alone (the fuzz harness drives the parsers through this)                  */
-
-static int validate_events(const json_t *body, struct proto_error *e)
-{
-    static const char *const known[] = {"node", "events", NULL};
-    int rc = proto_check_fields(body, "", known, e);
-    json_t *evs = json_object_get(body, "events");
-    if (rc == 0 && (!json_is_array(evs) || json_array_size(evs) > 10000))
-        rc = proto_errorf(e, 400, NULL, "events", "events must be an array of at most 10000");
-    for (size_t i = 0; rc == 0 && i < json_array_size(evs); i++)
-        rc = parse_event(json_array_get(evs, i), i, e);
-    return rc;
-}
-
-int ctl_agent_validate(const char *endpoint, const json_t *body, struct proto_error *e)
-{
-    static const char *const reg_known[] = {"join_token", "node", "agent_version", NULL};
-    if (!json_is_object(body))
-        return proto_errorf(e, 400, NULL, NULL, "the body must be a JSON object");
-    if (strcmp(endpoint, "register") == 0) {
-        struct reg_node rn;
-        memset(&rn, 0, sizeof(rn));
-        int rc = proto_check_fields(body, "", reg_known, e);
-        if (rc == 0)
-            rc = parse_reg_node(json_object_get(body, "node"), &rn, e);
-        json_decref(rn.info);
-        return rc;
-    }
-    if (strcmp(endpoint, "heartbeat") == 0) {
-        struct hb hb;
-        return parse_hb(body, &hb, e);
-    }
-    if (strcmp(endpoint, "events") == 0)
-        return validate_events(body, e);
-    return proto_errorf(e, 404, NULL, NULL, "no such agent endpoint '%s'", endpoint);
 }

@@ -598,9 +598,6 @@ void h_job_explain(struct ctl_req *r);
 void h_job_logs(struct ctl_req *r);
 void h_forecast(struct ctl_req *r);
 
-/* Validate an agent body ("register", "heartbeat", "events") with the handlers' parsers,
- * changing nothing. 0 or -EINVAL with e filled. */
-int ctl_agent_validate(const char *endpoint, const json_t *body, struct proto_error *e);
 void h_agent_register(struct ctl_req *r);
 void h_agent_heartbeat(struct ctl_req *r);
 void h_agent_events(struct ctl_req *r);
@@ -652,12 +649,12 @@ void h_console_session(struct ctl_req *r);
 void h_whoami(struct ctl_req *r);
 
 /* usage.c: usage samples (docs/monitoring.md). ctl_usage_apply stores one sample of a
- * job's usage event (validated before) and applies the class's idle rule: 0 or -errno
+ * job's usage event (read by agent_event_parse) and applies the class's idle rule: 0 or -errno
  * from the store. ctl_usage_prune deletes old samples, a bounded slice per call (the 1 s
  * tick). ctl_usage_explain: what explain says of a running job's usage (a new object).
  * ctl_usage_summary_json: the summary object of the API. */
 int ctl_usage_apply(struct ctl *c, struct ctl_node *n, uint64_t id, int run,
-                    const json_t *sample) CTL_WUR;
+                    const struct agent_sample *s) CTL_WUR;
 void ctl_usage_prune(struct ctl *c);
 json_t *ctl_usage_explain(struct ctl *c, uint64_t id, const char *class_name);
 json_t *ctl_usage_summary_json(const struct store_usage_summary *s);

@@ -365,7 +365,6 @@ static int append_chunk(struct ctl *c, const struct agent_log_chunk *k, int last
 void h_agent_logs(struct ctl_req *r)
 {
     struct proto_error e;
-    struct agent_msg_error ae;
     struct agent_log_chunk k;
     struct store_run run;
     memset(&run, 0, sizeof(run));
@@ -374,11 +373,10 @@ void h_agent_logs(struct ctl_req *r)
     json_t *b = ctl_body_json(r, false);
     if (!b)
         return;
-    int rc = agent_logs_parse(b, &k, &ae);
+    int rc = agent_logs_parse(b, &k, &e);
     json_decref(b);
     if (rc < 0) {
-        ctl_reply_errorf(r->c, r->req, rc == -ENOMEM ? 500 : 400, ae.field[0] ? ae.field : NULL,
-                         "%s", ae.message);
+        ctl_reply_error(r->c, r->req, &e);
         return;
     }
     if (strcmp(k.node, r->id.node_name) != 0)

@@ -131,13 +131,12 @@ static int idle_check(struct ctl *c, uint64_t id, const struct sched_job_view *v
     return 0;
 }
 
-int ctl_usage_apply(struct ctl *c, struct ctl_node *n, uint64_t id, int run, const json_t *sample)
+int ctl_usage_apply(struct ctl *c, struct ctl_node *n, uint64_t id, int run,
+                    const struct agent_sample *s)
 {
-    struct agent_sample s;
-    struct agent_msg_error ae = {"", ""};
     struct sched_job_view v;
-    if (agent_sample_parse(sample, &s, &ae) < 0 || sched_job_get(c->sched, id, &v) < 0)
-        return 0; /* validated before (ctl_agent_validate); a gone job: a stale repeat */
+    if (sched_job_get(c->sched, id, &v) < 0)
+        return 0; /* a gone job: a stale repeat */
     int64_t now = clock_now_ms();
     struct proto_idle_rule rule = ctl_class_node(c, v.class_name).idle;
     struct store_usage_point p;
@@ -147,12 +146,12 @@ int ctl_usage_apply(struct ctl *c, struct ctl_node *n, uint64_t id, int run, con
     p.run = run;
     str_copy(p.node, sizeof(p.node), n->name);
     p.time_ms = now;
-    point_of(&s, &p);
+    point_of(s, &p);
     int below = rule.action > PROTO_IDLE_NONE ? rule.gpu_util_below : PROTO_IDLE_DEFAULT_BELOW;
-    int rc = store_usage_add(c->store, &p, s.gpu_source, below, &sum);
+    int rc = store_usage_add(c->store, &p, s->gpu_source, below, &sum);
     if (rc < 0)
         return rc;
-    node_gpus_take(n, id, now, &s);
+    node_gpus_take(n, id, now, s);
     rc = idle_check(c, id, &v, &rule, &sum, now);
     /* the gpu_idle alert rules see the job while its stretch stays flagged */
     ctl_alerts_job_idle(c, id, sum.idle_since_ms,

@@ -12,21 +12,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/proto.h"
 #include "util/base64.h"
+#include "util/str.h"
 
-static int bad(struct agent_msg_error *err, const char *field, const char *fmt, ...)
+static int bad(struct proto_error *err, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static int bad(struct agent_msg_error *err, const char *field, const char *fmt, ...)
+/* Bad input: status 400, -EINVAL. */
+static int bad(struct proto_error *err, const char *field, const char *fmt, ...)
 {
-    if (err) {
-        snprintf(err->field, sizeof err->field, "%s", field ? field : "");
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
+    char msg[sizeof err->message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return proto_errorf(err, 400, NULL, field, "%s", msg);
+}
+
+/* Out of memory: status 500, -ENOMEM. */
+static int oom(struct proto_error *err)
+{
+    proto_errorf(err, 500, NULL, NULL, "out of memory");
+    return -ENOMEM;
 }
 
 static bool in_list(const char *key, const char *const *list)
@@ -38,7 +46,7 @@ static bool in_list(const char *key, const char *const *list)
 }
 
 static int check_fields(const json_t *obj, const char *const *allowed, const char *prefix,
-                        struct agent_msg_error *err)
+                        struct proto_error *err)
 {
     const char *key;
     json_t *v;
@@ -54,7 +62,7 @@ static int check_fields(const json_t *obj, const char *const *allowed, const cha
 
 /* Optional string copied into buf; NULL/absent leaves "". */
 static int get_str(const json_t *obj, const char *key, const char *prefix, char *buf, size_t len,
-                   bool required, struct agent_msg_error *err)
+                   bool required, struct proto_error *err)
 {
     json_t *v = json_object_get(obj, key);
     char f[128];
@@ -73,7 +81,7 @@ static int get_str(const json_t *obj, const char *key, const char *prefix, char 
 }
 
 static int get_int(const json_t *obj, const char *key, const char *prefix, int64_t min, int64_t max,
-                   int64_t *out, bool required, struct agent_msg_error *err)
+                   int64_t *out, bool required, struct proto_error *err)
 {
     json_t *v = json_object_get(obj, key);
     char f[128];
@@ -91,7 +99,7 @@ static int get_int(const json_t *obj, const char *key, const char *prefix, int64
 
 /* An optional string duplicated (NULL when absent or null). */
 static int get_dup(const json_t *obj, const char *key, size_t max, char **out,
-                   struct agent_msg_error *err)
+                   struct proto_error *err)
 {
     json_t *v = json_object_get(obj, key);
     char f[128];
@@ -151,7 +159,7 @@ static bool env_key_ok(const char *k)
     return true;
 }
 
-static int parse_argv(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+static int parse_argv(const json_t *v, struct agent_job *j, struct proto_error *err)
 {
     if (!json_is_array(v))
         return bad(err, "job.command", "'job.command' must be an array of strings");
@@ -176,7 +184,7 @@ static int parse_argv(const json_t *v, struct agent_job *j, struct agent_msg_err
 
 /* An object of strings into a "KEY=VALUE" vector (env and secret_env). */
 static int parse_kv(const json_t *v, const char *field, char ***out, int *count,
-                    struct agent_msg_error *err)
+                    struct proto_error *err)
 {
     size_t n = v && !json_is_null(v) ? json_object_size(v) : 0;
     if (v && !json_is_null(v) && !json_is_object(v))
@@ -205,12 +213,12 @@ static int parse_kv(const json_t *v, const char *field, char ***out, int *count,
     return 0;
 }
 
-static int parse_env(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+static int parse_env(const json_t *v, struct agent_job *j, struct proto_error *err)
 {
     return parse_kv(v, "job.env", &j->env, &j->nenv, err);
 }
 
-int agent_job_parse_secret_env(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+int agent_job_parse_secret_env(const json_t *v, struct agent_job *j, struct proto_error *err)
 {
     for (char **p = j->secret_env; p && *p; p++)
         memset(*p, 0, strlen(*p));
@@ -222,7 +230,7 @@ int agent_job_parse_secret_env(const json_t *v, struct agent_job *j, struct agen
     return parse_kv(v, "job.secret_env", &j->secret_env, &j->nsecret, err);
 }
 
-static int parse_gpus(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+static int parse_gpus(const json_t *v, struct agent_job *j, struct proto_error *err)
 {
     if (!v || json_is_null(v))
         return 0;
@@ -258,7 +266,7 @@ static bool node_name_ok(const char *s)
     return true;
 }
 
-static int parse_nodelist(const json_t *v, struct agent_job *j, struct agent_msg_error *err)
+static int parse_nodelist(const json_t *v, struct agent_job *j, struct proto_error *err)
 {
     size_t n = v && !json_is_null(v) ? json_array_size(v) : 0;
     if (v && !json_is_null(v) && !json_is_array(v))
@@ -301,7 +309,7 @@ static const char *const job_fields[] = {
     "nodelist", "node_rank", "world_size", "master_addr",   "master_port", "array_index",
     "run",      "pids_max",  "secret_env", "array_id",      "slurm",       NULL};
 
-static int parse_scalars(const json_t *o, struct agent_job *j, struct agent_msg_error *err)
+static int parse_scalars(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
     int64_t x = 0;
     int rc;
@@ -348,7 +356,7 @@ static int parse_scalars(const json_t *o, struct agent_job *j, struct agent_msg_
     return 0;
 }
 
-static int parse_slurm(const json_t *o, struct agent_job *j, struct agent_msg_error *err)
+static int parse_slurm(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
     static const char *const fields[] = {"ntasks",
                                          "ntasks_per_node",
@@ -424,7 +432,7 @@ static int parse_slurm(const json_t *o, struct agent_job *j, struct agent_msg_er
     return 0;
 }
 
-int agent_job_parse(const json_t *o, struct agent_job *j, struct agent_msg_error *err)
+int agent_job_parse(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
     agent_job_init(j);
     int rc;
@@ -465,7 +473,7 @@ int agent_job_parse(const json_t *o, struct agent_job *j, struct agent_msg_error
     return 0;
 out:
     if (rc == -ENOMEM)
-        bad(err, "", "out of memory");
+        oom(err);
     agent_job_release(j);
     return rc;
 }
@@ -553,7 +561,7 @@ json_t *agent_job_to_json(const struct agent_job *j)
 static const char *const start_fields[] = {"seq", "type", "job", NULL};
 static const char *const signal_fields[] = {"seq", "type", "job", "signal", "grace_ms", NULL};
 
-static int parse_cmd(const json_t *o, size_t i, struct agent_cmd *c, struct agent_msg_error *err)
+static int parse_cmd(const json_t *o, size_t i, struct agent_cmd *c, struct proto_error *err)
 {
     char p[48];
     snprintf(p, sizeof p, "commands[%zu].", i);
@@ -616,7 +624,7 @@ void agent_heartbeat_reply_release(struct agent_heartbeat_reply *r)
 }
 
 int agent_heartbeat_reply_parse(const json_t *body, struct agent_heartbeat_reply *out,
-                                struct agent_msg_error *err)
+                                struct proto_error *err)
 {
     static const char *const fields[] = {"commands", "node_state", NULL};
     memset(out, 0, sizeof *out);
@@ -635,7 +643,7 @@ int agent_heartbeat_reply_parse(const json_t *body, struct agent_heartbeat_reply
     size_t n = json_array_size(cmds);
     out->cmds = calloc(n ? n : 1, sizeof *out->cmds);
     if (!out->cmds)
-        return -ENOMEM;
+        return oom(err);
     for (size_t i = 0; i < n; i++) {
         if ((rc = parse_cmd(json_array_get(cmds, i), i, &out->cmds[i], err)) < 0) {
             json_decref(out->cmds[i].job);
@@ -685,7 +693,7 @@ json_t *agent_register_body(const struct agent_node_info *n, const char *join_to
 }
 
 int agent_register_reply_parse(const json_t *body, struct agent_register_reply *out,
-                               struct agent_msg_error *err)
+                               struct proto_error *err)
 {
     static const char *const fields[] = {
         "credential", "node", "heartbeat_wait_ms", "node_timeout_ms", "credential_expires_ms",
@@ -731,6 +739,233 @@ json_t *agent_heartbeat_body(const char *node, int64_t ack, int64_t wait_ms, boo
 }
 
 /* ---------------------------------------------------------------------------------- */
+/* Register, heartbeat and rotate bodies: docketd's side                               */
+
+_Static_assert((int)AGENT_NAME_MAX == (int)PROTO_NAME_MAX, "a node's name is a protocol name");
+
+int agent_body_node(const json_t *body, const char **node, struct proto_error *err)
+{
+    json_t *nn = json_object_get(body, "node");
+    *node = NULL;
+    if (!json_is_string(nn))
+        return bad(err, "node", "node must be a string");
+    *node = json_string_value(nn);
+    return 0;
+}
+
+int agent_rotate_parse(const json_t *body, struct proto_error *err)
+{
+    static const char *const known[] = {"node", NULL};
+    if (!json_is_object(body))
+        return bad(err, "", "the body must be a JSON object");
+    return proto_check_fields(body, "", known, err);
+}
+
+int agent_register_parse(const json_t *body, struct agent_registration *out,
+                         struct proto_error *err)
+{
+    static const char *const known[] = {"join_token", "node", "agent_version", NULL};
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(body))
+        return bad(err, "", "the body must be a JSON object");
+    int rc = proto_check_fields(body, "", known, err);
+    if (rc < 0)
+        return rc;
+    json_t *ver = json_object_get(body, "agent_version"), *jt = json_object_get(body, "join_token");
+    if (ver && (!json_is_string(ver) || json_string_length(ver) > 64))
+        return bad(err, "agent_version", "agent_version must be a short string");
+    if (jt && (!json_is_string(jt) || json_string_length(jt) > 256))
+        return bad(err, "join_token", "join_token must be a string");
+    out->agent_version = json_string_value(ver);
+    out->join_token = json_string_value(jt);
+    out->name = json_string_value(json_object_get(json_object_get(body, "node"), "name"));
+    return 0;
+}
+
+static int parse_labels(const json_t *v, const char *field, struct proto_error *err)
+{
+    if (!json_is_object(v) || json_object_size(v) > SCHED_MAX_LABELS)
+        return bad(err, field, "%s must be an object of at most %d strings", field,
+                   SCHED_MAX_LABELS);
+    const char *k;
+    json_t *val;
+    json_object_foreach((json_t *)v, k, val) {
+        char f[160];
+        snprintf(f, sizeof f, "%s.%.64s", field, k);
+        if (!str_is_name(k))
+            return bad(err, f, "invalid label name '%.64s'", k);
+        if (!json_is_string(val) || !str_is_name(json_string_value(val)))
+            return bad(err, f, "%s must be a label value (a name)", f);
+    }
+    return 0;
+}
+
+/* gpu_uuids and addr: kept as sent, so only their shape is checked. */
+static int parse_node_ids(const json_t *o, struct agent_registration *out, struct proto_error *err)
+{
+    json_t *uu = json_object_get(o, "gpu_uuids"), *addr = json_object_get(o, "addr");
+    if (uu && (!json_is_array(uu) || json_array_size(uu) > SCHED_MAX_NODE_GPUS))
+        return bad(err, "node.gpu_uuids", "node.gpu_uuids must be a list of strings");
+    for (size_t i = 0; uu && i < json_array_size(uu); i++)
+        if (!json_is_string(json_array_get(uu, i)) ||
+            json_string_length(json_array_get(uu, i)) > 128)
+            return bad(err, "node.gpu_uuids", "node.gpu_uuids[%zu] must be a string", i);
+    if (addr && (!json_is_string(addr) || json_string_length(addr) > 255))
+        return bad(err, "node.addr", "node.addr must be a string");
+    out->gpu_uuids = uu;
+    out->addr = addr;
+    return 0;
+}
+
+/* name, gpu_type, gpus, gpu_mem_mb, cpus, mem_mb: the node's size. */
+static int parse_node_size(const json_t *o, struct agent_registration *out, struct proto_error *err)
+{
+    int64_t v = 0;
+    int rc;
+    json_t *x;
+    if ((rc = proto_get_name(json_object_get(o, "name"), "node.name", out->node_name, err)) < 0)
+        return rc;
+    x = json_object_get(o, "gpu_type");
+    if (x && !(json_is_string(x) && json_string_length(x) == 0) &&
+        (rc = proto_get_name(x, "node.gpu_type", out->gpu_type, err)) < 0)
+        return rc;
+    if ((x = json_object_get(o, "gpus")) &&
+        (rc = proto_get_int(x, "node.gpus", 0, SCHED_MAX_NODE_GPUS, &v, err)) < 0)
+        return rc;
+    out->gpus = (int)v;
+    if (out->gpus > 0 && !out->gpu_type[0])
+        return bad(err, "node.gpu_type", "a node with GPUs needs a gpu_type");
+    if ((x = json_object_get(o, "gpu_mem_mb")) &&
+        (rc = proto_get_int(x, "node.gpu_mem_mb", 0, PROTO_MAX_MEM_MB, &out->gpu_mem_mb, err)) < 0)
+        return rc;
+    if ((rc = proto_get_int(json_object_get(o, "cpus"), "node.cpus", 1, PROTO_MAX_CPUS, &v, err)) <
+        0)
+        return rc;
+    out->cpus = (int)v;
+    return proto_get_int(json_object_get(o, "mem_mb"), "node.mem_mb", 1, PROTO_MAX_MEM_MB,
+                         &out->mem_mb, err);
+}
+
+int agent_register_node_parse(const json_t *body, struct agent_registration *out,
+                              struct proto_error *err)
+{
+    static const char *const known[] = {"name", "gpu_type", "gpus",   "gpu_mem_mb", "gpu_uuids",
+                                        "cpus", "mem_mb",   "labels", "addr",       NULL};
+    const json_t *o = json_object_get(body, "node");
+    int rc;
+    out->node_name[0] = out->gpu_type[0] = '\0'; /* the node's part only: the head stays */
+    out->gpus = out->cpus = 0;
+    out->gpu_mem_mb = out->mem_mb = 0;
+    out->labels = out->gpu_uuids = out->addr = NULL;
+    if (!json_is_object(o))
+        return bad(err, "node", "node must be an object");
+    if ((rc = proto_check_fields(o, "node", known, err)) < 0 ||
+        (rc = parse_node_size(o, out, err)) < 0)
+        return rc;
+    json_t *labels = json_object_get(o, "labels");
+    if (labels && (rc = parse_labels(labels, "node.labels", err)) < 0)
+        return rc;
+    out->labels = labels;
+    return parse_node_ids(o, out, err);
+}
+
+/* One entry of a heartbeat's jobs: id (required) and state are read, pid is not. */
+static int parse_hb_job(const json_t *j, size_t i, struct agent_job_status *out,
+                        struct proto_error *err)
+{
+    static const char *const known[] = {"id", "state", "pid", NULL};
+    char path[32], f[48];
+    int64_t x;
+    int rc;
+    snprintf(path, sizeof path, "jobs[%zu]", i);
+    if (!json_is_object(j))
+        return bad(err, path, "%s must be an object", path);
+    if ((rc = proto_check_fields(j, path, known, err)) < 0)
+        return rc;
+    snprintf(f, sizeof f, "%s.id", path);
+    if ((rc = proto_get_int(json_object_get(j, "id"), f, 1, INT64_MAX, &x, err)) < 0)
+        return rc;
+    json_t *st = json_object_get(j, "state");
+    if (st && !json_is_string(st)) {
+        snprintf(f, sizeof f, "%s.state", path);
+        return bad(err, f, "%s must be a string", f);
+    }
+    out->id = (uint64_t)x;
+    out->state = json_string_value(st);
+    out->pid = 0;
+    return 0;
+}
+
+static int parse_hb_jobs(const json_t *jobs, struct agent_heartbeat *h, struct proto_error *err)
+{
+    if (!jobs)
+        return 0;
+    if (!json_is_array(jobs) || json_array_size(jobs) > AGENT_MAX_HB_JOBS)
+        return bad(err, "jobs", "jobs must be an array");
+    size_t n = json_array_size(jobs);
+    h->jobs = calloc(n ? n : 1, sizeof *h->jobs);
+    if (!h->jobs)
+        return oom(err);
+    for (size_t i = 0; i < n; i++) {
+        int rc = parse_hb_job(json_array_get(jobs, i), i, &h->jobs[i], err);
+        if (rc < 0)
+            return rc;
+        h->njobs++;
+    }
+    return 0;
+}
+
+static int parse_hb_health(const json_t *v, struct agent_heartbeat *h, struct proto_error *err)
+{
+    static const char *const known[] = {"ok", "message", NULL};
+    int rc;
+    if (!json_is_object(v))
+        return bad(err, "health", "health must be an object");
+    if ((rc = proto_check_fields(v, "health", known, err)) < 0)
+        return rc;
+    json_t *ok = json_object_get(v, "ok"), *msg = json_object_get(v, "message");
+    if (ok && (rc = proto_get_bool(ok, "health.ok", &h->health_ok, err)) < 0)
+        return rc;
+    if (msg && (!json_is_string(msg) || json_string_length(msg) > AGENT_HEALTH_MSG_MAX))
+        return bad(err, "health.message", "health.message must be a short string");
+    if (msg)
+        snprintf(h->health_msg, sizeof h->health_msg, "%s", json_string_value(msg));
+    return 0;
+}
+
+void agent_heartbeat_release(struct agent_heartbeat *h)
+{
+    free(h->jobs);
+    h->jobs = NULL;
+    h->njobs = 0;
+}
+
+int agent_heartbeat_parse(const json_t *body, struct agent_heartbeat *h, struct proto_error *err)
+{
+    static const char *const known[] = {"node", "ack", "wait_ms", "health", "jobs", NULL};
+    int rc;
+    json_t *v;
+    memset(h, 0, sizeof *h);
+    h->health_ok = true;
+    h->wait_ms = AGENT_WAIT_DEFAULT_MS;
+    if (!json_is_object(body))
+        return bad(err, "", "the body must be a JSON object");
+    if ((rc = proto_check_fields(body, "", known, err)) < 0)
+        return rc;
+    if ((v = json_object_get(body, "ack")) &&
+        (rc = proto_get_int(v, "ack", 0, INT64_MAX, &h->ack, err)) < 0)
+        return rc;
+    if ((v = json_object_get(body, "wait_ms")) &&
+        (rc = proto_get_int(v, "wait_ms", 0, AGENT_WAIT_MAX_MS, &h->wait_ms, err)) < 0)
+        return rc;
+    if ((v = json_object_get(body, "health")) && (rc = parse_hb_health(v, h, err)) < 0)
+        return rc;
+    if ((rc = parse_hb_jobs(json_object_get(body, "jobs"), h, err)) < 0)
+        agent_heartbeat_release(h);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------- */
 /* Events                                                                              */
 
 static const char *const kind_names[] = {"code", "signal", "oom", "launch_failed", "lost"};
@@ -752,8 +987,8 @@ int agent_exit_kind_parse(const char *s, enum agent_exit_kind *out)
 
 static json_t *usage_json(const struct agent_usage *u)
 {
-    return json_pack("{s:I, s:I, s:i}", "cpu_ms", (json_int_t)u->cpu_ms, "max_rss_mb",
-                     (json_int_t)u->max_rss_mb, "gpu_util", u->gpu_util);
+    return json_pack("{s:I, s:I, s:I}", "cpu_ms", (json_int_t)u->cpu_ms, "max_rss_mb",
+                     (json_int_t)u->max_rss_mb, "gpu_util", (json_int_t)u->gpu_util);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -808,7 +1043,7 @@ json_t *agent_sample_to_json(const struct agent_sample *s)
 }
 
 static int parse_gpu_sample(const json_t *g, size_t i, struct agent_gpu_sample *out,
-                            struct agent_msg_error *err)
+                            struct proto_error *err)
 {
     static const char *const fields[] = {"index",  "util",       "mem_used_mb", "power_mw",
                                          "temp_c", "ecc_errors", "xid_errors",  NULL};
@@ -839,7 +1074,7 @@ static int parse_gpu_sample(const json_t *g, size_t i, struct agent_gpu_sample *
     return 0;
 }
 
-int agent_sample_parse(const json_t *o, struct agent_sample *out, struct agent_msg_error *err)
+int agent_sample_parse(const json_t *o, struct agent_sample *out, struct proto_error *err)
 {
     static const char *const fields[] = {"interval_ms",    "cpu_ms",        "mem_bytes",
                                          "mem_peak_bytes", "io_read_bytes", "io_write_bytes",
@@ -903,7 +1138,7 @@ json_t *agent_event_to_json(const struct agent_event *e)
         json_object_set_new(o, "exit",
                             json_pack("{s:s, s:i, s:s}", "kind", agent_exit_kind_name(e->exit_kind),
                                       "code", e->exit_code, "message", e->message));
-    if (strcmp(e->type, "reclaim_failed") == 0)
+    if (strcmp(e->type, "reclaim_failed") == 0 || strcmp(e->type, "signalled") == 0)
         json_object_set_new(o, "message", json_string(e->message));
     if (e->has_usage)
         json_object_set_new(o, "usage", usage_json(&e->usage));
@@ -912,88 +1147,198 @@ json_t *agent_event_to_json(const struct agent_event *e)
     return o;
 }
 
-static int parse_usage(const json_t *u, struct agent_usage *out, struct agent_msg_error *err)
+/* "path.key", or "key" alone when path is "". */
+static const char *sub(char *buf, size_t len, const char *path, const char *key)
 {
-    static const char *const fields[] = {"cpu_ms", "max_rss_mb", "gpu_util", NULL};
-    if (!json_is_object(u))
-        return bad(err, "usage", "'usage' must be an object");
-    int64_t g = 0;
+    snprintf(buf, len, "%s%s%s", path, path[0] ? "." : "", key);
+    return buf;
+}
+
+/* The legacy usage object: each figure a count >= 0 (docketd keeps the object as sent). */
+static int parse_usage(const json_t *u, const char *path, struct agent_usage *out,
+                       struct proto_error *err)
+{
+    static const char *const known[] = {"cpu_ms", "max_rss_mb", "gpu_util", NULL};
+    int64_t *dst[] = {&out->cpu_ms, &out->max_rss_mb, &out->gpu_util};
     int rc;
-    if ((rc = check_fields(u, fields, "usage.", err)) < 0 ||
-        (rc = get_int(u, "cpu_ms", "usage.", 0, INT64_MAX, &out->cpu_ms, false, err)) < 0 ||
-        (rc = get_int(u, "max_rss_mb", "usage.", 0, INT64_MAX, &out->max_rss_mb, false, err)) < 0 ||
-        (rc = get_int(u, "gpu_util", "usage.", 0, 100, &g, false, err)) < 0)
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(u))
+        return bad(err, path, "%s must be an object", path);
+    if ((rc = proto_check_fields(u, path, known, err)) < 0)
         return rc;
-    out->gpu_util = (int)g;
+    for (size_t i = 0; known[i]; i++) {
+        json_t *v = json_object_get(u, known[i]);
+        char f[160];
+        if (v && (rc = proto_get_int(v, sub(f, sizeof f, path, known[i]), 0, INT64_MAX, dst[i],
+                                     err)) < 0)
+            return rc;
+    }
     return 0;
 }
 
-int agent_event_parse(const json_t *o, struct agent_event *e, struct agent_msg_error *err)
+/* A string of at most AGENT_MESSAGE_MAX bytes into buf[AGENT_MESSAGE_MAX + 1]. */
+static int get_message(const json_t *v, const char *field, char *buf, struct proto_error *err)
 {
-    static const char *const fields[] = {"job",  "run",   "type",    "time_ms", "pid",
-                                         "exit", "usage", "message", "sample",  NULL};
-    static const char *const exit_fields[] = {"kind", "code", "message", NULL};
-    memset(e, 0, sizeof *e);
-    if (!json_is_object(o))
-        return bad(err, "", "an event must be an object");
+    if (!json_is_string(v) || json_string_length(v) > AGENT_MESSAGE_MAX)
+        return bad(err, field, "%s must be a string", field);
+    snprintf(buf, AGENT_MESSAGE_MAX + 1, "%s", json_string_value(v));
+    return 0;
+}
+
+static int parse_exit(const json_t *x, const char *path, struct agent_event *e,
+                      struct proto_error *err)
+{
+    static const char *const known[] = {"kind", "code", "message", NULL};
+    char f[160];
+    int64_t code = 0;
+    int rc;
+    if (!json_is_object(x))
+        return bad(err, path, "%s must be an object", path);
+    if ((rc = proto_check_fields(x, path, known, err)) < 0)
+        return rc;
+    const char *k = json_string_value(json_object_get(x, "kind"));
+    if (!k || agent_exit_kind_parse(k, &e->exit_kind) < 0)
+        return bad(err, sub(f, sizeof f, path, "kind"),
+                   "%s must be code, signal, oom, launch_failed or lost", f);
+    json_t *c = json_object_get(x, "code"), *m = json_object_get(x, "message");
+    if (c && (rc = proto_get_int(c, sub(f, sizeof f, path, "code"), -255, 255, &code, err)) < 0)
+        return rc;
+    char msg[AGENT_MESSAGE_MAX + 1] = "";
+    if (m && (rc = get_message(m, sub(f, sizeof f, path, "message"), msg, err)) < 0)
+        return rc;
+    e->has_exit = true;
+    e->exit_code = (int)code;
+    e->exit_json = x;
+    if (strcmp(e->type, "exited") == 0) /* the exit's message is the event's */
+        memcpy(e->message, msg, sizeof msg);
+    return 0;
+}
+
+/* A usage event's sample: agent_sample_parse's error, under the event's path. */
+static int parse_event_sample(const json_t *v, const char *path, struct agent_event *e,
+                              struct proto_error *err)
+{
+    struct proto_error se;
+    char f[192];
+    if (strcmp(e->type, "usage") != 0)
+        return bad(err, sub(f, sizeof f, path, "sample"), "%s belongs to a usage event only", f);
+    if (agent_sample_parse(v, &e->sample, &se) < 0) {
+        if (!path[0])
+            return bad(err, se.field, "%s", se.message);
+        snprintf(f, sizeof f, "%s.%s", path, se.field);
+        return bad(err, f, "%s: %s", path, se.message);
+    }
+    e->has_sample = true;
+    return 0;
+}
+
+static bool event_type_ok(const char *t)
+{
+    static const char *const types[] = {"started",        "exited",    "usage",
+                                        "reclaim_failed", "signalled", NULL};
+    return t && in_list(t, types);
+}
+
+/* job, run, type, time_ms, pid: the fields of every event. */
+static int parse_event_head(const json_t *o, const char *path, struct agent_event *e,
+                            struct proto_error *err)
+{
+    char f[160];
     int64_t x = 0;
     int rc;
-    if ((rc = check_fields(o, fields, "", err)) < 0 ||
-        (rc = get_int(o, "job", "", 1, INT64_MAX, &x, true, err)) < 0 ||
-        (rc = get_str(o, "type", "", e->type, sizeof e->type, true, err)) < 0 ||
-        (rc = get_int(o, "time_ms", "", 0, INT64_MAX, &e->time_ms, false, err)) < 0)
+    json_t *v;
+    if ((rc = proto_get_int(json_object_get(o, "job"), sub(f, sizeof f, path, "job"), 1, INT64_MAX,
+                            &x, err)) < 0)
         return rc;
     e->job = (uint64_t)x;
     x = 0;
-    if ((rc = get_int(o, "run", "", 1, INT32_MAX, &x, false, err)) < 0)
+    if ((v = json_object_get(o, "run")) &&
+        (rc = proto_get_int(v, sub(f, sizeof f, path, "run"), 1, INT32_MAX, &x, err)) < 0)
         return rc;
     e->run = (int)x;
-    if (strcmp(e->type, "started") == 0) {
-        x = 0;
-        if ((rc = get_int(o, "pid", "", 0, INT32_MAX, &x, false, err)) < 0)
-            return rc;
-        e->pid = (int)x;
-    } else if (strcmp(e->type, "exited") == 0) {
-        json_t *ex = json_object_get(o, "exit");
-        char kind[32];
-        if (!json_is_object(ex))
-            return bad(err, "exit", "'exit' must be an object");
-        if ((rc = check_fields(ex, exit_fields, "exit.", err)) < 0 ||
-            (rc = get_str(ex, "kind", "exit.", kind, sizeof kind, true, err)) < 0)
-            return rc;
-        if (agent_exit_kind_parse(kind, &e->exit_kind) < 0)
-            return bad(err, "exit.kind", "unknown exit kind '%s'", kind);
-        x = 0;
-        if ((rc = get_int(ex, "code", "exit.", -255, 255, &x, false, err)) < 0 ||
-            (rc = get_str(ex, "message", "exit.", e->message, sizeof e->message, false, err)) < 0)
-            return rc;
-        e->exit_code = (int)x;
-    } else if (strcmp(e->type, "reclaim_failed") == 0) {
-        if ((rc = get_str(o, "message", "", e->message, sizeof e->message, false, err)) < 0)
-            return rc;
-    } else if (strcmp(e->type, "usage") != 0) {
-        return bad(err, "type", "unknown event type '%s'", e->type);
-    }
-    json_t *u = json_object_get(o, "usage");
-    if (u && !json_is_null(u)) {
-        if ((rc = parse_usage(u, &e->usage, err)) < 0)
+    const char *t = json_string_value(json_object_get(o, "type"));
+    if (!event_type_ok(t))
+        return bad(err, sub(f, sizeof f, path, "type"),
+                   "%s must be started, signalled, exited, usage or reclaim_failed", f);
+    str_copy(e->type, sizeof e->type, t);
+    if ((v = json_object_get(o, "time_ms")) &&
+        (rc = proto_get_int(v, sub(f, sizeof f, path, "time_ms"), 0, INT64_MAX, &e->time_ms, err)) <
+            0)
+        return rc;
+    x = 0;
+    if ((v = json_object_get(o, "pid")) &&
+        (rc = proto_get_int(v, sub(f, sizeof f, path, "pid"), 0, INT32_MAX, &x, err)) < 0)
+        return rc;
+    e->pid = (int)x;
+    return 0;
+}
+
+int agent_event_parse(const json_t *o, const char *path, struct agent_event *e,
+                      struct proto_error *err)
+{
+    static const char *const known[] = {"job",  "run",   "type",    "time_ms", "pid",
+                                        "exit", "usage", "message", "sample",  NULL};
+    char f[160];
+    int rc;
+    json_t *v;
+    memset(e, 0, sizeof *e);
+    if (!json_is_object(o))
+        return bad(err, path, "%s must be an object", path[0] ? path : "an event");
+    if ((rc = proto_check_fields(o, path, known, err)) < 0 ||
+        (rc = parse_event_head(o, path, e, err)) < 0)
+        return rc;
+    v = json_object_get(o, "exit");
+    if (!v && strcmp(e->type, "exited") == 0)
+        return bad(err, sub(f, sizeof f, path, "exit"), "%s is required for an exited event", f);
+    if (v && (rc = parse_exit(v, sub(f, sizeof f, path, "exit"), e, err)) < 0)
+        return rc;
+    if ((v = json_object_get(o, "usage"))) {
+        if ((rc = parse_usage(v, sub(f, sizeof f, path, "usage"), &e->usage, err)) < 0)
             return rc;
         e->has_usage = true;
+        e->usage_json = v;
     }
-    json_t *smp = json_object_get(o, "sample");
-    if (smp && !json_is_null(smp)) {
-        if (strcmp(e->type, "usage") != 0)
-            return bad(err, "sample", "'sample' belongs to a usage event only");
-        if ((rc = agent_sample_parse(smp, &e->sample, err)) < 0)
-            return rc;
-        e->has_sample = true;
-    }
+    if ((v = json_object_get(o, "sample")) && (rc = parse_event_sample(v, path, e, err)) < 0)
+        return rc;
+    char msg[AGENT_MESSAGE_MAX + 1] = "";
+    if ((v = json_object_get(o, "message")) &&
+        (rc = get_message(v, sub(f, sizeof f, path, "message"), msg, err)) < 0)
+        return rc;
+    if (strcmp(e->type, "exited") != 0)
+        memcpy(e->message, msg, sizeof msg);
     return 0;
 }
 
 json_t *agent_events_body(const char *node, json_t *events)
 {
     return json_pack("{s:s, s:O}", "node", node, "events", events);
+}
+
+int agent_events_parse(const json_t *body, const json_t **events, struct proto_error *err)
+{
+    static const char *const known[] = {"node", "events", NULL};
+    struct agent_event scratch;
+    *events = NULL;
+    if (!json_is_object(body))
+        return bad(err, "", "the body must be a JSON object");
+    int rc = proto_check_fields(body, "", known, err);
+    json_t *evs = json_object_get(body, "events");
+    if (rc == 0 && (!json_is_array(evs) || json_array_size(evs) > AGENT_MAX_EVENTS))
+        rc = bad(err, "events", "events must be an array of at most %d", AGENT_MAX_EVENTS);
+    for (size_t i = 0; rc == 0 && i < json_array_size(evs); i++) {
+        char path[32];
+        snprintf(path, sizeof path, "events[%zu]", i);
+        rc = agent_event_parse(json_array_get(evs, i), path, &scratch, err);
+    }
+    if (rc == 0)
+        *events = evs;
+    return rc;
+}
+
+void agent_event_job_run(const json_t *event, uint64_t *job, int *run)
+{
+    *job = (uint64_t)json_integer_value(json_object_get(event, "job"));
+    *run = (int)json_integer_value(json_object_get(event, "run"));
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -1015,7 +1360,7 @@ json_t *agent_logs_body(const char *node, uint64_t job, int run, const char *str
     return o;
 }
 
-int agent_logs_parse(const json_t *b, struct agent_log_chunk *out, struct agent_msg_error *err)
+int agent_logs_parse(const json_t *b, struct agent_log_chunk *out, struct proto_error *err)
 {
     static const char *const fields[] = {"node",   "job",  "run",   "stream",
                                          "offset", "data", "final", NULL};
@@ -1051,7 +1396,7 @@ int agent_logs_parse(const json_t *b, struct agent_log_chunk *out, struct agent_
         return bad(err, "offset", "'offset' is out of range");
     out->data = malloc(max + 1);
     if (!out->data)
-        return bad(err, "", "out of memory"), -ENOMEM;
+        return oom(err);
     int64_t n = b64_decode(json_string_value(d), json_string_length(d), out->data, max);
     if (n < 0) {
         free(out->data);
@@ -1068,7 +1413,7 @@ void agent_log_chunk_release(struct agent_log_chunk *c)
     c->data = NULL;
 }
 
-int agent_logs_reply_parse(const json_t *body, int64_t *offset, struct agent_msg_error *err)
+int agent_logs_reply_parse(const json_t *body, int64_t *offset, struct proto_error *err)
 {
     static const char *const fields[] = {"offset", NULL};
     if (!json_is_object(body))

@@ -3,10 +3,12 @@
  * docketd and docket-node: the register body and reply, the heartbeat body and its reply
  * of commands (start / signal / kill), the events and log-chunk bodies.
  *
- * Parsers validate everything (types, ranges, unknown fields) and fill a struct
- * agent_msg_error naming the JSON path of the bad input ("job.gpus[2]", "commands[0].seq").
- * They return 0 or a negative errno (-EINVAL for bad input, -ENOMEM). Builders return a
- * new jansson reference (NULL only when out of memory).
+ * Parsers validate everything (types, ranges, unknown fields) and fill a struct proto_error
+ * (protocol/error.h) naming the JSON path of the bad input ("job.gpus[2]",
+ * "commands[0].seq", "events[1].exit.kind"). They return 0 or a negative errno (-EINVAL for
+ * bad input, status 400; -ENOMEM, status 500). Builders return a new jansson reference
+ * (NULL only when out of memory). The readers of the bodies an agent posts (register,
+ * heartbeat, events, rotate, log chunks) are docketd's only readers of them.
  *
  * This header depends on jansson and libc only, so the agent links it without the core.
  */
@@ -18,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AGENT_MSG_WUR __attribute__((warn_unused_result))
+#include "protocol/error.h"
 
 /* The fencing margin of docs/agent.md "Fencing", one definition for both sides: a node
  * cut off stops its jobs at node_timeout - margin after the controller last answered it,
@@ -40,11 +42,12 @@ enum {
     AGENT_MAX_ENV = 1024,
     AGENT_MAX_COMMANDS = 4096,
     AGENT_MAX_CPUS = 4096,
-};
-
-struct agent_msg_error {
-    char field[128];   /* JSON path of the bad input, "" when none */
-    char message[256]; /* lowercase, names the subject */
+    AGENT_MAX_EVENTS = 10000,      /* events in one POST /v1/agent/events */
+    AGENT_MAX_HB_JOBS = 100000,    /* jobs in one heartbeat */
+    AGENT_MESSAGE_MAX = 1024,      /* an event's message, an exit's message (bytes) */
+    AGENT_HEALTH_MSG_MAX = 255,    /* a heartbeat's health.message (bytes) */
+    AGENT_WAIT_DEFAULT_MS = 25000, /* a heartbeat's long poll when it says none */
+    AGENT_WAIT_MAX_MS = 600000,
 };
 
 /* The job of a start command. Strings are owned (free with agent_job_release). */
@@ -99,14 +102,13 @@ struct agent_job {
 /* The secret_env of a start command: parse into j (replacing any), or build it back as
  * an object (a new reference) to hand to a supervisor. */
 int agent_job_parse_secret_env(const json_t *v, struct agent_job *j,
-                               struct agent_msg_error *err) AGENT_MSG_WUR;
+                               struct proto_error *err) PROTO_WUR;
 json_t *agent_job_secret_env_json(const struct agent_job *j);
 
 void agent_job_init(struct agent_job *j);
 void agent_job_release(struct agent_job *j);
 /* Validate and fill from the "job" object of a start command. On error `j` is released. */
-int agent_job_parse(const json_t *obj, struct agent_job *j,
-                    struct agent_msg_error *err) AGENT_MSG_WUR;
+int agent_job_parse(const json_t *obj, struct agent_job *j, struct proto_error *err) PROTO_WUR;
 /* The same object back (the agent stores it in its state directory). */
 json_t *agent_job_to_json(const struct agent_job *j);
 
@@ -131,7 +133,7 @@ struct agent_heartbeat_reply {
  * the start job objects are only checked to be objects (agent_job_parse does the rest,
  * so one bad job is reported against that job, not the whole reply). */
 int agent_heartbeat_reply_parse(const json_t *body, struct agent_heartbeat_reply *out,
-                                struct agent_msg_error *err) AGENT_MSG_WUR;
+                                struct proto_error *err) PROTO_WUR;
 void agent_heartbeat_reply_release(struct agent_heartbeat_reply *r);
 /* Command builders (the controller's side of the same shapes). */
 json_t *agent_cmd_to_json(const struct agent_cmd *c);
@@ -152,6 +154,29 @@ struct agent_node_info {
 json_t *agent_register_body(const struct agent_node_info *n, const char *join_token,
                             const char *version);
 
+/* The register body as docketd reads it, in two steps: agent_register_parse reads the
+ * body's own fields (and peeks at node.name), docketd checks the caller's right to the
+ * name (join token or credential), and only then agent_register_node_parse reads the
+ * node, so that a caller without that right hears 401/403 before any word on its node.
+ * Strings and the parts docketd keeps as they came are borrowed from the body. */
+struct agent_registration {
+    const char *join_token;    /* NULL when absent (the caller's credential then) */
+    const char *agent_version; /* NULL when absent */
+    const char *name;          /* node.name when it is a string, else NULL (not checked) */
+    /* agent_register_node_parse: */
+    char node_name[AGENT_NAME_MAX];
+    char gpu_type[AGENT_NAME_MAX]; /* "" = none (a node without GPUs) */
+    int gpus, cpus;
+    int64_t gpu_mem_mb, mem_mb;
+    json_t *labels;    /* object of names (at most SCHED_MAX_LABELS), or NULL */
+    json_t *gpu_uuids; /* array of strings, or NULL */
+    json_t *addr;      /* string, or NULL */
+};
+int agent_register_parse(const json_t *body, struct agent_registration *out,
+                         struct proto_error *err) PROTO_WUR;
+int agent_register_node_parse(const json_t *body, struct agent_registration *out,
+                              struct proto_error *err) PROTO_WUR;
+
 struct agent_register_reply {
     char credential[256];
     char node[AGENT_NAME_MAX];
@@ -161,8 +186,10 @@ struct agent_register_reply {
 /* The rotate reply (POST /v1/agent/rotate) has the same shape, credential and expiry; its
  * body is {"node": NAME}. */
 json_t *agent_rotate_body(const char *node);
+/* The rotate body as docketd reads it: nothing but "node" (read by agent_body_node). */
+int agent_rotate_parse(const json_t *body, struct proto_error *err) PROTO_WUR;
 int agent_register_reply_parse(const json_t *body, struct agent_register_reply *out,
-                               struct agent_msg_error *err) AGENT_MSG_WUR;
+                               struct proto_error *err) PROTO_WUR;
 
 /* Heartbeat body. */
 struct agent_job_status {
@@ -173,6 +200,24 @@ struct agent_job_status {
 json_t *agent_heartbeat_body(const char *node, int64_t ack, int64_t wait_ms, bool health_ok,
                              const char *health_msg, const struct agent_job_status *jobs,
                              size_t njobs);
+
+/* The "node" of a heartbeat, events or rotate body, borrowed: docketd reads it before the
+ * rest, so that a body sent under another node's name is refused as such first. */
+int agent_body_node(const json_t *body, const char **node, struct proto_error *err) PROTO_WUR;
+
+/* The heartbeat body as docketd reads it ("node" is agent_body_node's). */
+struct agent_heartbeat {
+    int64_t ack;     /* 0 when absent */
+    int64_t wait_ms; /* AGENT_WAIT_DEFAULT_MS when absent */
+    bool health_ok;  /* true when absent */
+    char health_msg[AGENT_HEALTH_MSG_MAX + 1];
+    struct agent_job_status *jobs; /* owned; state borrowed from the body, NULL when absent;
+                                    * pid is not read (0): docketd has no use for it */
+    size_t njobs;
+};
+int agent_heartbeat_parse(const json_t *body, struct agent_heartbeat *out,
+                          struct proto_error *err) PROTO_WUR;
+void agent_heartbeat_release(struct agent_heartbeat *h);
 
 /* Events. */
 enum agent_exit_kind {
@@ -187,7 +232,7 @@ int agent_exit_kind_parse(const char *s, enum agent_exit_kind *out);
 
 struct agent_usage {
     int64_t cpu_ms, max_rss_mb;
-    int gpu_util;
+    int64_t gpu_util; /* the agent sends 0..100; docketd takes any count >= 0 */
 };
 
 /* A usage sample of one job on one node (docs/monitoring.md "Samples"): the job's cgroup
@@ -221,28 +266,44 @@ json_t *agent_sample_to_json(const struct agent_sample *s);
 /* The reader of that object: types, ranges, unknown fields (named "sample.gpus[1].util"),
  * GPU indices distinct, gpu_source one of the three, no GPU figures when "none". */
 int agent_sample_parse(const json_t *o, struct agent_sample *out,
-                       struct agent_msg_error *err) AGENT_MSG_WUR;
+                       struct proto_error *err) PROTO_WUR;
 
 struct agent_event {
     uint64_t job;
     int run;       /* the run the event is about (the start command's job.run), 0 = not given */
-    char type[16]; /* started, exited, usage, reclaim_failed */
+    char type[16]; /* started, signalled, exited, usage, reclaim_failed */
     int64_t time_ms;
-    int pid;                        /* started */
-    enum agent_exit_kind exit_kind; /* exited */
-    int exit_code;                  /* exited: code or signal number */
-    char message[256];              /* exited, reclaim_failed */
+    int pid;                        /* started (read on any event, 0 when absent) */
+    bool has_exit;                  /* always on an exited event */
+    enum agent_exit_kind exit_kind; /* the exit's */
+    int exit_code;                  /* the exit's: code or signal number */
+    /* exited: the exit's message; reclaim_failed, signalled: the event's ("" when none) */
+    char message[AGENT_MESSAGE_MAX + 1];
     bool has_usage;
     struct agent_usage usage;
     bool has_sample; /* usage events: the sample (agent_sample_parse) */
     struct agent_sample sample;
+    /* The event's exit and usage objects as sent (NULL when absent), borrowed from the
+     * object read: docketd keeps them as they came, once read. Builders ignore them. */
+    const json_t *exit_json, *usage_json;
 };
 json_t *agent_event_to_json(const struct agent_event *e);
-/* One event object back (the controller's side); validates type-specific fields. */
-int agent_event_parse(const json_t *obj, struct agent_event *out,
-                      struct agent_msg_error *err) AGENT_MSG_WUR;
+/* One event object (docketd's side): every field checked on any type, type-specific
+ * rules (an exited event has an exit, only a usage event a sample). `path` names the
+ * event in errors ("events[3]" gives "events[3].exit.kind"); "" names fields alone. */
+int agent_event_parse(const json_t *obj, const char *path, struct agent_event *out,
+                      struct proto_error *err) PROTO_WUR;
 /* {"node": NODE, "events": [..]}: steals nothing; `events` is an array reference borrowed. */
 json_t *agent_events_body(const char *node, json_t *events);
+/* That body as docketd reads it ("node" is agent_body_node's): at most AGENT_MAX_EVENTS
+ * events, each read by agent_event_parse as "events[i]". *events is the array, borrowed.
+ * None is kept (a batch may hold AGENT_MAX_EVENTS): the caller reads each again with
+ * agent_event_parse when it needs it, which then cannot fail. */
+int agent_events_parse(const json_t *body, const json_t **events,
+                       struct proto_error *err) PROTO_WUR;
+/* The job and run (0 = not given) of an event of a batch agent_events_parse took, without
+ * reading the rest of it again. */
+void agent_event_job_run(const json_t *event, uint64_t *job, int *run);
 
 /* Log chunk: {"node", "job", "run", "stream", "offset", "data": BASE64, "final"}: bytes of
  * one stream of one run of a job, at `offset` in that run's stream; `final` says that the
@@ -263,10 +324,9 @@ struct agent_log_chunk {
 };
 /* The controller's side of the same body; data decoded. On error nothing is owned. */
 int agent_logs_parse(const json_t *body, struct agent_log_chunk *out,
-                     struct agent_msg_error *err) AGENT_MSG_WUR;
+                     struct proto_error *err) PROTO_WUR;
 void agent_log_chunk_release(struct agent_log_chunk *c);
 /* {"offset": N} */
-int agent_logs_reply_parse(const json_t *body, int64_t *offset,
-                           struct agent_msg_error *err) AGENT_MSG_WUR;
+int agent_logs_reply_parse(const json_t *body, int64_t *offset, struct proto_error *err) PROTO_WUR;
 
 #endif

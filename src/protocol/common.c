@@ -1,5 +1,5 @@
 /*
- * common.c - the error object of docs/api.md and the small typed getters every
+ * common.c - the error object of docs/api.md (protocol/error.h) and the small typed getters every
  * protocol parser uses, each naming the JSON path of the value it refuses.
  */
 #include <errno.h>

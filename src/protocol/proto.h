@@ -1,15 +1,14 @@
 /*
  * proto.h - the JSON shapes of Docket's public API (docs/api.md), shared by the
- * controller and the CLI: the error object, the job spec (submit body) with full
- * validation, and the policy document.
+ * controller and the CLI: the job spec (submit body) with full validation, the policy
+ * document, and the small JSON getters every protocol parser uses.
  *
  * Nothing here holds controller state or does I/O. The policy parser fills the core's
  * plain structs (types only from core/sched.h: no call into the core is made, so a
  * program that links protocol does not link the core).
  *
- * Errors: parsers return 0 or a negative errno and fill a struct proto_error whose
- * `field` is the JSON path of the bad input ("gpus", "env.PATH", "deps[1].job") and
- * whose `message` is lowercase and names the subject.
+ * Errors: parsers return 0 or a negative errno and fill a struct proto_error
+ * (protocol/error.h, the one error type of every protocol parser).
  */
 #ifndef DOCKET_PROTOCOL_PROTO_H
 #define DOCKET_PROTOCOL_PROTO_H
@@ -20,26 +19,7 @@
 #include <stdint.h>
 
 #include "core/sched.h"
-
-#define PROTO_WUR __attribute__((warn_unused_result))
-
-/* ------------------------------------------------------------------------------------ */
-/* Errors: {"error": {"code", "message", "field"}}                                      */
-
-struct proto_error {
-    int status;      /* HTTP status: 400, 401, 404, 409, 413, 429 ... */
-    char code[32];   /* "invalid_argument", "not_found" ... */
-    char field[128]; /* JSON path, or "" */
-    char message[256];
-};
-
-/* Fill `e` (which may be NULL) and return -EINVAL. `field` may be NULL. */
-int proto_errorf(struct proto_error *e, int status, const char *code, const char *field,
-                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* The default code for an HTTP status ("invalid_argument" for 400 ...). */
-const char *proto_status_code(int status);
-/* {"error": {...}}: a new reference. */
-json_t *proto_error_json(const struct proto_error *e);
+#include "protocol/error.h"
 
 /* ------------------------------------------------------------------------------------ */
 /* Job spec: the body of POST /v1/jobs                                                   */

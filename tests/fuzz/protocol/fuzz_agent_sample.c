@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!o)
         return 0;
     struct agent_sample s, back;
-    struct agent_msg_error e = {"", ""};
+    struct proto_error e = {0};
     if (agent_sample_parse(o, &s, &e) != 0) {
         if (!e.message[0] || !e.field[0])
             abort(); /* every refusal names its field and says why */
@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* the same object inside a usage event goes through the event reader alike */
     json_t *ev = json_pack("{s:i,s:s,s:O}", "job", 1, "type", "usage", "sample", o);
     struct agent_event ae;
-    if (!ev || agent_event_parse(ev, &ae, &e) != 0 || !ae.has_sample)
+    if (!ev || agent_event_parse(ev, "", &ae, &e) != 0 || !ae.has_sample)
         abort();
     same(&s, &ae.sample);
     json_decref(ev);

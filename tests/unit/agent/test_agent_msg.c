@@ -27,7 +27,7 @@ static json_t *js(const char *text)
 static void parse_ok(const char *text, struct agent_job *j)
 {
     json_t *o = js(text);
-    struct agent_msg_error e = {"", ""};
+    struct proto_error e = {0};
     int rc = agent_job_parse(o, j, &e);
     if (rc)
         print_error("%s: %s\n", e.field, e.message);
@@ -40,7 +40,7 @@ static void parse_bad(const char *text, const char *field)
 {
     json_t *o = js(text);
     struct agent_job j;
-    struct agent_msg_error e = {"", ""};
+    struct proto_error e = {0};
     assert_int_equal(agent_job_parse(o, &j, &e), -EINVAL);
     assert_string_equal(e.field, field);
     assert_true(strlen(e.message) > 0);
@@ -51,13 +51,15 @@ static void test_job_full(void **st)
 {
     (void)st;
     struct agent_job j;
-    parse_ok("{\"id\": 915, \"name\": \"resnet\", \"project\": \"vision\", \"tier\": \"high\","
-             " \"class\": \"training\", \"user\": \"alice\", \"command\": [\"python\", \"train.py\"],"
-             " \"script\": null, \"workdir\": \"/home/alice\", \"output\": \"%j.out\", \"error\": null,"
-             " \"env\": {\"EPOCHS\": \"90\"}, \"gpus\": [0, 1], \"cpus\": 16, \"mem_mb\": 65536,"
-             " \"time_limit_ms\": 172800000, \"signal\": 10, \"grace_ms\": 120000,"
-             " \"nodelist\": [\"gpu03\", \"gpu04\"], \"node_rank\": 1, \"world_size\": 2,"
-             " \"master_addr\": \"gpu03\", \"master_port\": 29500, \"array_index\": 3}", &j);
+    parse_ok(
+        "{\"id\": 915, \"name\": \"resnet\", \"project\": \"vision\", \"tier\": \"high\","
+        " \"class\": \"training\", \"user\": \"alice\", \"command\": [\"python\", \"train.py\"],"
+        " \"script\": null, \"workdir\": \"/home/alice\", \"output\": \"%j.out\", \"error\": null,"
+        " \"env\": {\"EPOCHS\": \"90\"}, \"gpus\": [0, 1], \"cpus\": 16, \"mem_mb\": 65536,"
+        " \"time_limit_ms\": 172800000, \"signal\": 10, \"grace_ms\": 120000,"
+        " \"nodelist\": [\"gpu03\", \"gpu04\"], \"node_rank\": 1, \"world_size\": 2,"
+        " \"master_addr\": \"gpu03\", \"master_port\": 29500, \"array_index\": 3}",
+        &j);
     assert_int_equal(j.id, 915);
     assert_string_equal(j.class_name, "training");
     assert_int_equal(j.argc, 2);
@@ -76,7 +78,7 @@ static void test_job_full(void **st)
     /* round trip */
     json_t *back = agent_job_to_json(&j);
     struct agent_job k;
-    struct agent_msg_error e;
+    struct proto_error e = {0};
     assert_int_equal(agent_job_parse(back, &k, &e), 0);
     assert_int_equal(k.grace_ms, 120000);
     assert_string_equal(k.env[0], "EPOCHS=90");
@@ -95,7 +97,8 @@ static void test_job_slurm(void **st)
              "\"ntasks\": 4, \"ntasks_per_node\": 2, \"cpus_per_task\": 3,"
              " \"gpus_per_task\": 1, \"signal\": 10, \"signal_before\": 20,"
              " \"signal_batch\": true, \"submit_dir\": \"/w\", \"step_key\": \"abc\","
-             " \"step_hosts\": [\"10.0.0.1:40000\", \"10.0.0.2:40001\"]}}", &j);
+             " \"step_hosts\": [\"10.0.0.1:40000\", \"10.0.0.2:40001\"]}}",
+             &j);
     assert_true(j.slurm.on);
     assert_int_equal(j.array_id, 5);
     assert_int_equal(j.slurm.ntasks_per_node, 2);
@@ -106,7 +109,7 @@ static void test_job_slurm(void **st)
     assert_string_equal(j.slurm.step_hosts[1], "10.0.0.2:40001");
     json_t *o = agent_job_to_json(&j);
     struct agent_job back;
-    struct agent_msg_error e = {"", ""};
+    struct proto_error e = {0};
     assert_int_equal(agent_job_parse(o, &back, &e), 0);
     json_t *o2 = agent_job_to_json(&back);
     assert_true(json_equal(o, o2));
@@ -142,7 +145,7 @@ static void test_job_run_and_pids(void **st)
     (void)st;
     json_t *o = js("{\"id\": 7, \"command\": [\"x\"], \"run\": 3, \"pids_max\": 64}");
     struct agent_job j;
-    struct agent_msg_error e = {"", ""};
+    struct proto_error e = {0};
     assert_int_equal(agent_job_parse(o, &j, &e), 0);
     assert_int_equal(j.run, 3);
     assert_int_equal(j.pids_max, 64);
@@ -178,7 +181,8 @@ static void test_job_bad(void **st)
     parse_bad("{\"id\": 1, \"command\": [\"x\"], \"user\": \"-rf\"}", "job.user");
     parse_bad("{\"id\": 1, \"command\": [\"x\"], \"user\": \"a/b\"}", "job.user");
     parse_bad("{\"id\": 1, \"command\": [\"x\"], \"nodelist\": [\"a b\"]}", "job.nodelist[0]");
-    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"node_rank\": 2, \"world_size\": 2}", "job.node_rank");
+    parse_bad("{\"id\": 1, \"command\": [\"x\"], \"node_rank\": 2, \"world_size\": 2}",
+              "job.node_rank");
     parse_bad("{\"id\": 1, \"command\": [\"x\"], \"master_port\": 70000}", "job.master_port");
     parse_bad("{\"id\": 1, \"command\": [\"x\"], \"name\": 5}", "job.name");
 }
@@ -186,11 +190,13 @@ static void test_job_bad(void **st)
 static void test_heartbeat_reply(void **st)
 {
     (void)st;
-    json_t *o = js("{\"commands\": [{\"seq\": 18, \"type\": \"start\", \"job\": {\"id\": 915, \"command\": [\"true\"]}},"
-                   " {\"seq\": 19, \"type\": \"signal\", \"job\": 915, \"signal\": 10, \"grace_ms\": 120000},"
-                   " {\"seq\": 20, \"type\": \"kill\", \"job\": 915}], \"node_state\": \"UP\"}");
+    json_t *o = js(
+        "{\"commands\": [{\"seq\": 18, \"type\": \"start\", \"job\": {\"id\": 915, \"command\": "
+        "[\"true\"]}},"
+        " {\"seq\": 19, \"type\": \"signal\", \"job\": 915, \"signal\": 10, \"grace_ms\": 120000},"
+        " {\"seq\": 20, \"type\": \"kill\", \"job\": 915}], \"node_state\": \"UP\"}");
     struct agent_heartbeat_reply r;
-    struct agent_msg_error e = {"", ""};
+    struct proto_error e = {0};
     assert_int_equal(agent_heartbeat_reply_parse(o, &r, &e), 0);
     assert_int_equal(r.ncmds, 3);
     assert_string_equal(r.node_state, "UP");
@@ -216,7 +222,7 @@ static void reply_bad(const char *text, const char *field)
 {
     json_t *o = js(text);
     struct agent_heartbeat_reply r;
-    struct agent_msg_error e = {"", ""};
+    struct proto_error e = {0};
     assert_int_equal(agent_heartbeat_reply_parse(o, &r, &e), -EINVAL);
     assert_string_equal(e.field, field);
     json_decref(o);
@@ -228,10 +234,14 @@ static void test_heartbeat_reply_bad(void **st)
     reply_bad("{\"commands\": 1}", "commands");
     reply_bad("{\"commands\": [], \"extra\": 1}", "extra");
     reply_bad("{\"commands\": [{\"type\": \"kill\", \"job\": 1}]}", "commands[0].seq");
-    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"reboot\", \"job\": 1}]}", "commands[0].job");
-    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"signal\", \"job\": 1}]}", "commands[0].signal");
-    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"kill\", \"job\": 1, \"signal\": 9}]}", "commands[0].signal");
-    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"start\", \"job\": {\"id\": -1}}]}", "commands[0].job");
+    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"reboot\", \"job\": 1}]}",
+              "commands[0].job");
+    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"signal\", \"job\": 1}]}",
+              "commands[0].signal");
+    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"kill\", \"job\": 1, \"signal\": 9}]}",
+              "commands[0].signal");
+    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"start\", \"job\": {\"id\": -1}}]}",
+              "commands[0].job");
     reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"kill\", \"job\": 1}, 5]}", "commands[1]");
 }
 
@@ -256,8 +266,9 @@ static void test_register(void **st)
     json_decref(body);
 
     struct agent_register_reply r;
-    struct agent_msg_error e = {"", ""};
-    json_t *o = js("{\"credential\": \"dkn_abc\", \"node\": \"gpu03\", \"heartbeat_wait_ms\": 25000, \"node_timeout_ms\": 60000}");
+    struct proto_error e = {0};
+    json_t *o = js("{\"credential\": \"dkn_abc\", \"node\": \"gpu03\", \"heartbeat_wait_ms\": "
+                   "25000, \"node_timeout_ms\": 60000}");
     assert_int_equal(agent_register_reply_parse(o, &r, &e), 0);
     assert_string_equal(r.credential, "dkn_abc");
     json_decref(o);
@@ -283,10 +294,11 @@ static void test_events(void **st)
     e.usage.cpu_ms = 1200;
     e.usage.max_rss_mb = 300;
     json_t *o = agent_event_to_json(&e);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "exit"), "kind")), "oom");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "exit"), "kind")),
+                        "oom");
     struct agent_event back;
-    struct agent_msg_error err = {"", ""};
-    assert_int_equal(agent_event_parse(o, &back, &err), 0);
+    struct proto_error err = {0};
+    assert_int_equal(agent_event_parse(o, "", &back, &err), 0);
     assert_int_equal(back.exit_kind, AGENT_EXIT_OOM);
     assert_int_equal(back.exit_code, 9);
     assert_int_equal(back.usage.max_rss_mb, 300);
@@ -296,24 +308,24 @@ static void test_events(void **st)
     json_decref(o);
     e.run = 3;
     o = agent_event_to_json(&e);
-    assert_int_equal(agent_event_parse(o, &back, &err), 0);
+    assert_int_equal(agent_event_parse(o, "", &back, &err), 0);
     assert_int_equal(back.run, 3);
     json_decref(o);
     bad = js("{\"job\": 1, \"run\": 0, \"type\": \"usage\"}");
-    assert_int_equal(agent_event_parse(bad, &back, &err), -EINVAL);
+    assert_int_equal(agent_event_parse(bad, "", &back, &err), -EINVAL);
     assert_string_equal(err.field, "run");
     json_decref(bad);
 
     bad = js("{\"job\": 1, \"type\": \"exited\", \"exit\": {\"kind\": \"exploded\"}}");
-    assert_int_equal(agent_event_parse(bad, &back, &err), -EINVAL);
+    assert_int_equal(agent_event_parse(bad, "", &back, &err), -EINVAL);
     assert_string_equal(err.field, "exit.kind");
     json_decref(bad);
-    bad = js("{\"job\": 1, \"type\": \"usage\", \"usage\": {\"gpu_util\": 101}}");
-    assert_int_equal(agent_event_parse(bad, &back, &err), -EINVAL);
+    bad = js("{\"job\": 1, \"type\": \"usage\", \"usage\": {\"gpu_util\": -1}}");
+    assert_int_equal(agent_event_parse(bad, "", &back, &err), -EINVAL);
     assert_string_equal(err.field, "usage.gpu_util");
     json_decref(bad);
     bad = js("{\"job\": 1, \"type\": \"rebooted\"}");
-    assert_int_equal(agent_event_parse(bad, &back, &err), -EINVAL);
+    assert_int_equal(agent_event_parse(bad, "", &back, &err), -EINVAL);
     assert_string_equal(err.field, "type");
     json_decref(bad);
 
@@ -331,7 +343,7 @@ static void test_sample(void **st)
 {
     (void)st;
     struct agent_event e, back;
-    struct agent_msg_error err = {"", ""};
+    struct proto_error err = {0};
     memset(&e, 0, sizeof e);
     e.job = 7;
     snprintf(e.type, sizeof e.type, "usage");
@@ -345,7 +357,7 @@ static void test_sample(void **st)
     e.sample.gpus[1] = (struct agent_gpu_sample){5, -1, -1, -1, -1, -1, -1};
     json_t *o = agent_event_to_json(&e);
     assert_null(json_object_get(json_object_get(o, "sample"), "io_read_bytes")); /* unknown */
-    assert_int_equal(agent_event_parse(o, &back, &err), 0);
+    assert_int_equal(agent_event_parse(o, "", &back, &err), 0);
     json_decref(o);
     assert_true(back.has_sample);
     assert_int_equal(back.sample.cpu_ms, 1500);
@@ -364,21 +376,26 @@ static void test_sample(void **st)
          "sample.gpu_source"},
         {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"none\",\"cpu_ms\":-1}}",
          "sample.cpu_ms"},
-        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"none\",\"gpus\":[{\"index\":0}]}}",
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"none\",\"gpus\":[{\"index\":0}"
+         "]}}",
          "sample.gpus"},
-        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"nvml\",\"gpus\":[{\"index\":0,\"util\":101}]}}",
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"nvml\",\"gpus\":[{\"index\":0,"
+         "\"util\":101}]}}",
          "sample.gpus[0].util"},
-        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"nvml\",\"gpus\":[{\"index\":0},{\"index\":0}]}}",
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"nvml\",\"gpus\":[{\"index\":0}"
+         ",{\"index\":0}]}}",
          "sample.gpus[1].index"},
-        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"nvml\",\"gpus\":[{\"index\":64}]}}",
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"nvml\",\"gpus\":[{\"index\":"
+         "64}]}}",
          "sample.gpus[0].index"},
-        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"nvml\",\"gpus\":[{\"index\":1,\"watts\":3}]}}",
+        {"{\"job\":1,\"type\":\"usage\",\"sample\":{\"gpu_source\":\"nvml\",\"gpus\":[{\"index\":1,"
+         "\"watts\":3}]}}",
          "sample.gpus[0].watts"},
         {"{\"job\":1,\"type\":\"started\",\"sample\":{\"gpu_source\":\"none\"}}", "sample"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_t *b = js(bad[i].json);
-        assert_int_equal(agent_event_parse(b, &back, &err), -EINVAL);
+        assert_int_equal(agent_event_parse(b, "", &back, &err), -EINVAL);
         assert_string_equal(err.field, bad[i].field);
         json_decref(b);
     }
@@ -391,7 +408,8 @@ static void test_heartbeat_body(void **st)
     json_t *b = agent_heartbeat_body("gpu03", 17, 25000, false, "disk full", js2, 1);
     assert_int_equal(json_integer_value(json_object_get(b, "ack")), 17);
     assert_true(json_is_false(json_object_get(json_object_get(b, "health"), "ok")));
-    assert_string_equal(json_string_value(json_object_get(json_object_get(b, "health"), "message")), "disk full");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(b, "health"), "message")),
+                        "disk full");
     json_t *j0 = json_array_get(json_object_get(b, "jobs"), 0);
     assert_int_equal(json_integer_value(json_object_get(j0, "pid")), 4242);
     json_decref(b);
@@ -405,7 +423,7 @@ static void test_base64_and_logs(void **st)
     assert_string_equal(json_string_value(json_object_get(b, "data")), "aGkK");
     assert_int_equal(json_integer_value(json_object_get(b, "offset")), 10);
     int64_t off = 0;
-    struct agent_msg_error e;
+    struct proto_error e = {0};
     /* the controller's side of the same chunk */
     struct agent_log_chunk k;
     assert_int_equal(agent_logs_parse(b, &k, &e), 0);
@@ -432,13 +450,18 @@ static void test_base64_and_logs(void **st)
     static const struct {
         const char *json, *field;
     } bad[] = {
-        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"\", \"log_base\": 1}",
+        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"\", "
+         "\"log_base\": 1}",
          "log_base"},
-        {"{\"node\": \"n\", \"job\": 1, \"run\": 0, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"\"}",
+        {"{\"node\": \"n\", \"job\": 1, \"run\": 0, \"stream\": \"stdout\", \"offset\": 0, "
+         "\"data\": \"\"}",
          "run"},
-        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"both\", \"offset\": 0, \"data\": \"\"}", "stream"},
-        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"!!\"}", "data"},
-        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"\", \"final\": 1}",
+        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"both\", \"offset\": 0, \"data\": \"\"}",
+         "stream"},
+        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"!!\"}",
+         "data"},
+        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"\", "
+         "\"final\": 1}",
          "final"},
         {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"data\": \"\"}", "offset"},
         {"{\"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"\"}", "node"},
@@ -461,11 +484,11 @@ static void test_base64_and_logs(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_job_full),          cmocka_unit_test(test_job_script), cmocka_unit_test(test_job_slurm),
-        cmocka_unit_test(test_job_bad),           cmocka_unit_test(test_heartbeat_reply),
-        cmocka_unit_test(test_heartbeat_reply_bad), cmocka_unit_test(test_register),
-        cmocka_unit_test(test_events),            cmocka_unit_test(test_heartbeat_body),
-        cmocka_unit_test(test_sample),
+        cmocka_unit_test(test_job_full),        cmocka_unit_test(test_job_script),
+        cmocka_unit_test(test_job_slurm),       cmocka_unit_test(test_job_bad),
+        cmocka_unit_test(test_heartbeat_reply), cmocka_unit_test(test_heartbeat_reply_bad),
+        cmocka_unit_test(test_register),        cmocka_unit_test(test_events),
+        cmocka_unit_test(test_heartbeat_body),  cmocka_unit_test(test_sample),
         cmocka_unit_test(test_base64_and_logs), cmocka_unit_test(test_job_run_and_pids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

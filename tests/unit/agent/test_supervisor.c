@@ -49,8 +49,11 @@ static int setup(void **st)
         layout.mode = CG_NONE;
         snprintf(no_cgroups, sizeof no_cgroups, "needs cgroups: %s", err);
     }
-    cfg = (struct sup_config){.state_dir = state_dir, .scratch_root = scratch, .node = node,
-                              .cg = &layout, .allow_root_jobs = true};
+    cfg = (struct sup_config){.state_dir = state_dir,
+                              .scratch_root = scratch,
+                              .node = node,
+                              .cg = &layout,
+                              .allow_root_jobs = true};
     return 0;
 }
 
@@ -83,7 +86,7 @@ static void run_job(const char *json, struct sup_state *out, int64_t *elapsed_ms
     json_t *o = json_loads(json, 0, &je);
     assert_non_null(o);
     struct agent_job j;
-    struct agent_msg_error e;
+    struct proto_error e = {0};
     assert_int_equal(agent_job_parse(o, &j, &e), 0);
     json_decref(o);
     char err[512] = "";
@@ -136,7 +139,8 @@ static void test_exit_code_and_output(void **st)
     (void)st;
     need_cgroups();
     struct sup_state s;
-    run_job("{\"id\": 11, \"command\": [\"sh\", \"-c\", \"echo hello; echo oops >&2; exit 3\"]}", &s, NULL, NULL);
+    run_job("{\"id\": 11, \"command\": [\"sh\", \"-c\", \"echo hello; echo oops >&2; exit 3\"]}",
+            &s, NULL, NULL);
     assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
     assert_int_equal(s.exit_code, 3);
     assert_true(s.reclaim_ok);
@@ -148,7 +152,7 @@ static void test_exit_code_and_output(void **st)
     struct cg_job cg;
     cg_job_init(&cg, &layout, node, 11);
     struct stat sb;
-    assert_int_equal(stat(cg.dir[0], &sb), -1);   /* removed */
+    assert_int_equal(stat(cg.dir[0], &sb), -1); /* removed */
     /* the job's spec (its environment, later its secrets) is for root's eyes only */
     char dir[500], path[600];
     sup_job_dir(&cfg, 11, dir, sizeof dir);
@@ -167,7 +171,8 @@ static void test_environment(void **st)
             " \"node_rank\": 1, \"master_addr\": \"n1\", \"master_port\": 29501,"
             " \"command\": [\"sh\", \"-c\", \"echo $DOCKET_JOB_ID $DOCKET_PROJECT $DOCKET_TIER"
             " $CUDA_VISIBLE_DEVICES $NVIDIA_VISIBLE_DEVICES $DOCKET_GPUS $DOCKET_NODELIST $EPOCHS"
-            " $MASTER_ADDR $MASTER_PORT $WORLD_SIZE $NODE_RANK\"]}", &s, NULL, NULL);
+            " $MASTER_ADDR $MASTER_PORT $WORLD_SIZE $NODE_RANK\"]}",
+            &s, NULL, NULL);
     assert_int_equal(s.exit_code, 0);
     char buf[512];
     read_text(s.out_path, buf, sizeof buf);
@@ -179,7 +184,8 @@ static void test_script_and_workdir(void **st)
     (void)st;
     need_cgroups();
     struct sup_state s;
-    run_job("{\"id\": 13, \"workdir\": \"/tmp\", \"script\": \"#!/bin/sh\\npwd\\necho $TMPDIR | grep -c job_13\\n\"}",
+    run_job("{\"id\": 13, \"workdir\": \"/tmp\", \"script\": \"#!/bin/sh\\npwd\\necho $TMPDIR | "
+            "grep -c job_13\\n\"}",
             &s, NULL, NULL);
     assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
     assert_int_equal(s.exit_code, 0);
@@ -213,8 +219,10 @@ static void test_kill_takes_daemons(void **st)
     struct sup_state s;
     char json[1024];
     snprintf(json, sizeof json,
-             "{\"id\": 14, \"command\": [\"sh\", \"-c\", \"setsid sh -c 'sleep 1000 & echo $! > %s/daemon.pid' &"
-             " sleep 1000\"]}", state_dir);
+             "{\"id\": 14, \"command\": [\"sh\", \"-c\", \"setsid sh -c 'sleep 1000 & echo $! > "
+             "%s/daemon.pid' &"
+             " sleep 1000\"]}",
+             state_dir);
     run_job(json, &s, NULL, kill_during);
     assert_true(daemon_pid > 0);
     assert_int_equal(s.exit_kind, AGENT_EXIT_SIGNAL);
@@ -227,7 +235,7 @@ static void test_kill_takes_daemons(void **st)
 
 static void signal_during(uint64_t id, int sup)
 {
-    struct timespec ts = {0, 200000000};   /* let the trap be installed */
+    struct timespec ts = {0, 200000000}; /* let the trap be installed */
     nanosleep(&ts, NULL);
     assert_int_equal(sup_command(&cfg, id, sup, 0, 3, "signal 10 400"), 0);
 }
@@ -241,7 +249,8 @@ static void test_signal_reaches_tree_with_exact_grace(void **st)
     /* the leader and a child both trap USR1 and keep running: the grace ends it */
     run_job("{\"id\": 15, \"command\": [\"sh\", \"-c\", \"trap 'echo leader-got-usr1' USR1;"
             " (trap 'echo child-got-usr1' USR1; while :; do sleep 0.05; done) &"
-            " while :; do sleep 0.05; done\"]}", &s, &elapsed, signal_during);
+            " while :; do sleep 0.05; done\"]}",
+            &s, &elapsed, signal_during);
     assert_int_equal(s.exit_kind, AGENT_EXIT_SIGNAL);
     assert_int_equal(s.exit_code, SIGKILL);
     char buf[256];
@@ -258,10 +267,11 @@ static void test_time_limit(void **st)
     need_cgroups();
     struct sup_state s;
     int64_t elapsed;
-    run_job("{\"id\": 16, \"time_limit_ms\": 300, \"grace_ms\": 200, \"command\": [\"sleep\", \"100\"]}",
+    run_job("{\"id\": 16, \"time_limit_ms\": 300, \"grace_ms\": 200, \"command\": [\"sleep\", "
+            "\"100\"]}",
             &s, &elapsed, NULL);
     assert_int_equal(s.exit_kind, AGENT_EXIT_SIGNAL);
-    assert_int_equal(s.exit_code, SIGTERM);          /* sleep dies of the checkpoint signal */
+    assert_int_equal(s.exit_code, SIGTERM); /* sleep dies of the checkpoint signal */
     assert_string_equal(s.message, "time limit reached");
     assert_in_range(elapsed, 300, 1500);
 }
@@ -272,7 +282,8 @@ static void test_oom(void **st)
     need_cgroups();
     struct sup_state s;
     /* tail keeps a newline-less input whole in memory: 400 MB against a 64 MB limit */
-    run_job("{\"id\": 17, \"mem_mb\": 64, \"command\": [\"sh\", \"-c\", \"head -c 400000000 /dev/zero | tail -n 1 >/dev/null\"]}",
+    run_job("{\"id\": 17, \"mem_mb\": 64, \"command\": [\"sh\", \"-c\", \"head -c 400000000 "
+            "/dev/zero | tail -n 1 >/dev/null\"]}",
             &s, NULL, NULL);
     assert_int_equal(s.exit_kind, AGENT_EXIT_OOM);
     assert_true(s.reclaim_ok);
@@ -309,7 +320,8 @@ static void test_runs_as_owner(void **st)
     (void)st;
     need_cgroups();
     struct sup_state s;
-    run_job("{\"id\": 21, \"user\": \"nobody\", \"workdir\": \"/\", \"command\": [\"sh\", \"-c\", \"id -u; id -G\"]}",
+    run_job("{\"id\": 21, \"user\": \"nobody\", \"workdir\": \"/\", \"command\": [\"sh\", \"-c\", "
+            "\"id -u; id -G\"]}",
             &s, NULL, NULL);
     assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
     char buf[256];
@@ -331,8 +343,10 @@ static void test_nested_groups_reclaimed(void **st)
     snprintf(json, sizeof json,
              "{\"id\": 22, \"command\": [\"sh\", \"-c\", \"g=docket/$DOCKET_NODE/job_22/inner;"
              " for c in freezer memory; do mkdir /sys/fs/cgroup/$c/$g || exit 1; done;"
-             " sleep 1000 & p=$!; for c in freezer memory; do echo $p > /sys/fs/cgroup/$c/$g/cgroup.procs; done;"
-             " echo $p > %s/nested.pid\"]}", state_dir);
+             " sleep 1000 & p=$!; for c in freezer memory; do echo $p > "
+             "/sys/fs/cgroup/$c/$g/cgroup.procs; done;"
+             " echo $p > %s/nested.pid\"]}",
+             state_dir);
     run_job(json, &s, NULL, NULL);
     if (!s.reclaim_ok)
         print_error("reclaim: %s\n", s.reclaim_msg);
@@ -409,12 +423,14 @@ static void test_spare_runs_a_job(void **st)
         struct timespec ts = {0, 5000000};
         nanosleep(&ts, NULL);
     }
-    assert_true(spare_group_exists(pid));   /* made in advance, with the spare in it */
+    assert_true(spare_group_exists(pid)); /* made in advance, with the spare in it */
     json_error_t je;
-    json_t *o = json_loads("{\"id\": 23, \"mem_mb\": 100, \"gpus\": [1], \"command\": [\"sh\", \"-c\","
-                           " \"echo $CUDA_VISIBLE_DEVICES; grep -c . /proc/self/cgroup >/dev/null; exit 5\"]}", 0, &je);
+    json_t *o = json_loads(
+        "{\"id\": 23, \"mem_mb\": 100, \"gpus\": [1], \"command\": [\"sh\", \"-c\","
+        " \"echo $CUDA_VISIBLE_DEVICES; grep -c . /proc/self/cgroup >/dev/null; exit 5\"]}",
+        0, &je);
     struct agent_job j;
-    struct agent_msg_error e;
+    struct proto_error e = {0};
     assert_int_equal(agent_job_parse(o, &j, &e), 0);
     json_decref(o);
     int sup = 0;
@@ -494,7 +510,8 @@ static void test_v2_job(void **st)
     char json[1024];
     snprintf(json, sizeof json,
              "{\"id\": 24, \"command\": [\"sh\", \"-c\", \"grep '^0::' /proc/self/cgroup;"
-             " setsid sh -c 'sleep 1000 & echo $! > %s/v2daemon.pid'; sleep 0.2; exit 4\"]}", state_dir);
+             " setsid sh -c 'sleep 1000 & echo $! > %s/v2daemon.pid'; sleep 0.2; exit 4\"]}",
+             state_dir);
     run_job(json, &s, NULL, NULL);
     cfg.cg = saved;
     assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
@@ -526,13 +543,17 @@ static void test_resolve_output(void **st)
     j.array_index = 7;
     snprintf(j.name, sizeof j.name, "resnet");
     char out[512];
-    assert_int_equal(sup_resolve_output(NULL, "/s/jobs/42", "stdout", "/w", &j, NULL, out, sizeof out), 0);
+    assert_int_equal(
+        sup_resolve_output(NULL, "/s/jobs/42", "stdout", "/w", &j, NULL, out, sizeof out), 0);
     assert_string_equal(out, "/s/jobs/42/stdout");
-    assert_int_equal(sup_resolve_output("%x-%j_%a.out", "/d", "stdout", "/w", &j, NULL, out, sizeof out), 0);
+    assert_int_equal(
+        sup_resolve_output("%x-%j_%a.out", "/d", "stdout", "/w", &j, NULL, out, sizeof out), 0);
     assert_string_equal(out, "/w/resnet-42_7.out");
-    assert_int_equal(sup_resolve_output("/abs/%j%%", "/d", "stdout", "/w", &j, NULL, out, sizeof out), 0);
+    assert_int_equal(
+        sup_resolve_output("/abs/%j%%", "/d", "stdout", "/w", &j, NULL, out, sizeof out), 0);
     assert_string_equal(out, "/abs/42%");
-    assert_int_equal(sup_resolve_output("x", "/d", "stdout", "/w", &j, NULL, out, 4), -ENAMETOOLONG);
+    assert_int_equal(sup_resolve_output("x", "/d", "stdout", "/w", &j, NULL, out, 4),
+                     -ENAMETOOLONG);
     /* Slurm's filename pattern: the array's id, user, short node name, padding, \ */
     char *nodes[] = {"gpu01.example.org", "gpu02", NULL};
     j.array_id = 40;
@@ -540,18 +561,19 @@ static void test_resolve_output(void **st)
     j.nnodes = 2;
     j.node_rank = 1;
     assert_int_equal(sup_resolve_output("%A_%a-%J-%u-%N-%n-%b.log", "/d", "stdout", "/w", &j, "ann",
-                                        out, sizeof out), 0);
+                                        out, sizeof out),
+                     0);
     assert_string_equal(out, "/w/40_7-42-ann-gpu02-1-7.log");
     j.node_rank = 0;
-    assert_int_equal(sup_resolve_output("%N/%4j.%3a", "/d", "stdout", "/w", &j, "ann", out,
-                                        sizeof out), 0);
+    assert_int_equal(
+        sup_resolve_output("%N/%4j.%3a", "/d", "stdout", "/w", &j, "ann", out, sizeof out), 0);
     assert_string_equal(out, "/w/gpu01/0042.007");
-    assert_int_equal(sup_resolve_output("o\\%j", "/d", "stdout", "/w", &j, "ann", out,
-                                        sizeof out), 0);
+    assert_int_equal(sup_resolve_output("o\\%j", "/d", "stdout", "/w", &j, "ann", out, sizeof out),
+                     0);
     assert_string_equal(out, "/w/o%j");
     j.array_id = 0;
-    assert_int_equal(sup_resolve_output("slurm-%A.out", "/d", "stdout", "/w", &j, NULL, out,
-                                        sizeof out), 0);
+    assert_int_equal(
+        sup_resolve_output("slurm-%A.out", "/d", "stdout", "/w", &j, NULL, out, sizeof out), 0);
     assert_string_equal(out, "/w/slurm-42.out");
     j.nodelist = NULL;
     j.nnodes = 0;
@@ -566,7 +588,6 @@ static void test_starttime_guard(void **st)
     assert_false(sup_alive(getpid(), me + 1));
     assert_false(sup_alive(0, 0));
 }
-
 
 /* ---------------------------------------------------------------------------------- */
 /* Issue 12: what a hostile job can do with its outputs, devices, processes and memory  */
@@ -600,15 +621,19 @@ static void test_outputs_refused(void **st)
     chmod(path, 0666);
     struct sup_state s;
     /* a symlink at the end of the path */
-    snprintf(json, sizeof json, "{\"id\": 40, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"link.out\","
-             " \"command\": [\"echo\", \"x\"]}", wd);
+    snprintf(json, sizeof json,
+             "{\"id\": 40, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"link.out\","
+             " \"command\": [\"echo\", \"x\"]}",
+             wd);
     run_job(json, &s, NULL, NULL);
     assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
     assert_non_null(strstr(s.message, "it is a symbolic link"));
     /* a FIFO with no reader: refused at once, not a hang */
     int64_t ms = 0;
-    snprintf(json, sizeof json, "{\"id\": 41, \"user\": \"nobody\", \"workdir\": \"%s\", \"error\": \"fifo.out\","
-             " \"command\": [\"echo\", \"x\"]}", wd);
+    snprintf(json, sizeof json,
+             "{\"id\": 41, \"user\": \"nobody\", \"workdir\": \"%s\", \"error\": \"fifo.out\","
+             " \"command\": [\"echo\", \"x\"]}",
+             wd);
     run_job(json, &s, &ms, NULL);
     assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
     assert_non_null(strstr(s.message, "fifo.out"));
@@ -621,14 +646,18 @@ static void test_outputs_refused(void **st)
     assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
     assert_non_null(strstr(s.message, "is not a regular file"));
     /* a device */
-    snprintf(json, sizeof json, "{\"id\": 42, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"/dev/null\","
-             " \"command\": [\"echo\", \"x\"]}", wd);
+    snprintf(json, sizeof json,
+             "{\"id\": 42, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"/dev/null\","
+             " \"command\": [\"echo\", \"x\"]}",
+             wd);
     run_job(json, &s, NULL, NULL);
     assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
     assert_non_null(strstr(s.message, "is not a regular file"));
     /* a file the user may not write (root's, 0600): opened as the user, so refused */
-    snprintf(json, sizeof json, "{\"id\": 43, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"%s\","
-             " \"command\": [\"echo\", \"x\"]}", wd, secret);
+    snprintf(json, sizeof json,
+             "{\"id\": 43, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"%s\","
+             " \"command\": [\"echo\", \"x\"]}",
+             wd, secret);
     run_job(json, &s, NULL, NULL);
     assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
     assert_non_null(strstr(s.message, "Permission denied"));
@@ -636,13 +665,17 @@ static void test_outputs_refused(void **st)
     read_text(secret, buf, sizeof buf);
     assert_string_equal(buf, "TOPSECRET\n");
     /* a working directory that is not a directory */
-    snprintf(json, sizeof json, "{\"id\": 44, \"user\": \"nobody\", \"workdir\": \"%s\", \"command\": [\"true\"]}", secret);
+    snprintf(json, sizeof json,
+             "{\"id\": 44, \"user\": \"nobody\", \"workdir\": \"%s\", \"command\": [\"true\"]}",
+             secret);
     run_job(json, &s, NULL, NULL);
     assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
     assert_non_null(strstr(s.message, "cannot enter working directory"));
     /* and a good one: the user's own new file, its inode recorded for the agent */
-    snprintf(json, sizeof json, "{\"id\": 45, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"ok-%%j.out\","
-             " \"command\": [\"echo\", \"fine\"]}", wd);
+    snprintf(json, sizeof json,
+             "{\"id\": 45, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"ok-%%j.out\","
+             " \"command\": [\"echo\", \"fine\"]}",
+             wd);
     run_job(json, &s, NULL, NULL);
     assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
     assert_int_equal(s.exit_code, 0);
@@ -680,7 +713,8 @@ static void gpu_isolation(const struct cg_layout *l, uint64_t id)
     cfg.cg = l;
     cfg.node_gpus = 4;
     snprintf(json, sizeof json,
-             "{\"id\": %llu, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"gpus\": [1], \"command\": [\"sh\", \"-c\","
+             "{\"id\": %llu, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"gpus\": [1], "
+             "\"command\": [\"sh\", \"-c\","
              " \"for i in 0 1 2 3; do cat %s/nvidia$i 2>&1 | sed 's/.*: //'; done\"]}",
              (unsigned long long)id, dev);
     struct sup_state s;
@@ -720,8 +754,10 @@ static void test_gpu_isolation_minors(void **st)
     cfg.node_gpus = 4;
     cfg.gpu_minor = minors;
     snprintf(json, sizeof json,
-             "{\"id\": 55, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"gpus\": [1], \"command\": [\"sh\", \"-c\","
-             " \"for i in 0 1 2 3; do cat %s/nvidia$i 2>&1 | sed 's/.*: //'; done\"]}", dev);
+             "{\"id\": 55, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"gpus\": [1], "
+             "\"command\": [\"sh\", \"-c\","
+             " \"for i in 0 1 2 3; do cat %s/nvidia$i 2>&1 | sed 's/.*: //'; done\"]}",
+             dev);
     struct sup_state s;
     run_job(json, &s, NULL, NULL);
     cfg.node_gpus = 0;
@@ -735,13 +771,14 @@ static void test_gpu_isolation_minors(void **st)
 static void test_gpu_isolation_v2(void **st)
 {
     (void)st;
-    if (layout.mode == CG_V2) {   /* a v2 machine: its own hierarchy */
+    if (layout.mode == CG_V2) { /* a v2 machine: its own hierarchy */
         gpu_isolation(&layout, 47);
         return;
     }
     struct stat sb;
     if (geteuid() != 0 || stat("/sys/fs/cgroup/unified/cgroup.procs", &sb) < 0) {
-        print_message("# skip: no v2 tree here (neither the hierarchy in use nor /sys/fs/cgroup/unified), or not root\n");
+        print_message("# skip: no v2 tree here (neither the hierarchy in use nor "
+                      "/sys/fs/cgroup/unified), or not root\n");
         skip();
     }
     /* a v1 machine with the (controller-less) v2 tree beside it: device programs attach
@@ -770,9 +807,13 @@ static void test_pids_max(void **st)
     struct cg_job cg;
     cg_job_init(&cg, &layout, node, 48);
     snprintf(g, sizeof g, "%s", cg.dir[layout.mode == CG_V2 ? 0 : CG_PIDS]);
-    snprintf(json, sizeof json, "{\"id\": 48, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"command\": [\"sh\", \"-c\","
-             " \"(for i in $(seq 1 40); do sleep 2 & done) 2>/dev/null; read m < %s/pids.max; read e < %s/pids.events;"
-             " echo $m $e\"]}", g, g);
+    snprintf(
+        json, sizeof json,
+        "{\"id\": 48, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"command\": [\"sh\", \"-c\","
+        " \"(for i in $(seq 1 40); do sleep 2 & done) 2>/dev/null; read m < %s/pids.max; read e < "
+        "%s/pids.events;"
+        " echo $m $e\"]}",
+        g, g);
     struct sup_state s;
     run_job(json, &s, NULL, NULL);
     cfg.pids_max = 0;
@@ -794,8 +835,10 @@ static void test_pids_max_from_class(void **st)
     struct cg_job cg;
     cg_job_init(&cg, &layout, node, 149);
     snprintf(g, sizeof g, "%s", cg.dir[layout.mode == CG_V2 ? 0 : CG_PIDS]);
-    snprintf(json, sizeof json, "{\"id\": 149, \"user\": \"nobody\", \"workdir\": \"/tmp\","
-             " \"pids_max\": 9, \"command\": [\"sh\", \"-c\", \"read m < %s/pids.max; echo $m\"]}", g);
+    snprintf(json, sizeof json,
+             "{\"id\": 149, \"user\": \"nobody\", \"workdir\": \"/tmp\","
+             " \"pids_max\": 9, \"command\": [\"sh\", \"-c\", \"read m < %s/pids.max; echo $m\"]}",
+             g);
     struct sup_state s;
     run_job(json, &s, NULL, NULL);
     cfg.pids_max = 0;
@@ -813,8 +856,10 @@ static void test_oom_score_adj(void **st)
     need_cgroups();
     cfg.job_oom_score_adj = 500;
     struct sup_state s;
-    run_job("{\"id\": 49, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"command\": [\"sh\", \"-c\","
-            " \"cat /proc/self/oom_score_adj; echo -1000 > /proc/self/oom_score_adj || echo kept\"]}", &s, NULL, NULL);
+    run_job(
+        "{\"id\": 49, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"command\": [\"sh\", \"-c\","
+        " \"cat /proc/self/oom_score_adj; echo -1000 > /proc/self/oom_score_adj || echo kept\"]}",
+        &s, NULL, NULL);
     cfg.job_oom_score_adj = 0;
     char buf[256];
     read_text(s.out_path, buf, sizeof buf);
@@ -828,8 +873,10 @@ static void test_default_memory_limit(void **st)
     need_cgroups();
     cfg.default_mem_mb = 48;
     struct sup_state s;
-    run_job("{\"id\": 50, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"command\": [\"sh\", \"-c\","
-            " \"head -c 300000000 /dev/zero | tail -n 1 >/dev/null\"]}", &s, NULL, NULL);
+    run_job(
+        "{\"id\": 50, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"command\": [\"sh\", \"-c\","
+        " \"head -c 300000000 /dev/zero | tail -n 1 >/dev/null\"]}",
+        &s, NULL, NULL);
     cfg.default_mem_mb = 0;
     assert_int_equal(s.exit_kind, AGENT_EXIT_OOM);
 }
@@ -863,8 +910,10 @@ static void test_fence(void **st)
     snprintf(lease, sizeof lease, "%s/lease", state_dir);
     /* the job traps TERM and would live on for 100 s: the fence's grace is 300 ms */
     char json[1024];
-    snprintf(json, sizeof json, "{\"id\": 51, \"grace_ms\": 60000, \"command\": [\"sh\", \"-c\","
-             " \"trap 'echo term >> %s' TERM; while :; do sleep 0.05; done\"]}", path);
+    snprintf(json, sizeof json,
+             "{\"id\": 51, \"grace_ms\": 60000, \"command\": [\"sh\", \"-c\","
+             " \"trap 'echo term >> %s' TERM; while :; do sleep 0.05; done\"]}",
+             path);
     write_lease(clock_mono_ms() + 400, 300);
     int64_t ms = 0;
     struct sup_state s;
@@ -872,14 +921,15 @@ static void test_fence(void **st)
     char buf[64];
     read_text(path, buf, sizeof buf);
     assert_string_equal(buf, "term\n");
-    assert_int_equal(s.exit_kind, AGENT_EXIT_LOST);   /* lost by the node, not ended */
+    assert_int_equal(s.exit_kind, AGENT_EXIT_LOST); /* lost by the node, not ended */
     assert_int_equal(s.exit_code, SIGKILL);
     assert_non_null(strstr(s.message, "fenced"));
     if (ms < 600 || ms > 3000)
         fail_msg("fenced job ended after %lld ms (lease 400 ms, grace 300 ms)", (long long)ms);
     /* renewed in time: the job ends on its own */
     write_lease(clock_mono_ms() + 500, 200);
-    run_job("{\"id\": 52, \"command\": [\"sh\", \"-c\", \"sleep 1.2; exit 6\"]}", &s, NULL, renew_during);
+    run_job("{\"id\": 52, \"command\": [\"sh\", \"-c\", \"sleep 1.2; exit 6\"]}", &s, NULL,
+            renew_during);
     assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
     assert_int_equal(s.exit_code, 6);
     assert_null(strstr(s.message, "fenced"));
@@ -896,11 +946,11 @@ static void test_lease_torn(void **st)
     snprintf(text, sizeof text, "%020lld %020lld %020lld %020lld\n", 5LL, 1LL, 5LL, 1LL);
     make_file(path, text, 0644);
     int64_t d = -1, g = -1;
-    assert_int_equal(sup_lease_read(state_dir, &d, &g), 0);   /* whole: read */
+    assert_int_equal(sup_lease_read(state_dir, &d, &g), 0); /* whole: read */
     assert_int_equal(d, 5);
     assert_int_equal(g, 1);
     snprintf(text, sizeof text, "%020lld %020lld %020lld %020lld\n", 5LL, 1LL, 9LL, 1LL);
-    make_file(path, text, 0644);   /* the first half of a rewrite from 9 to 5 */
+    make_file(path, text, 0644); /* the first half of a rewrite from 9 to 5 */
     assert_int_equal(sup_lease_read(state_dir, &d, &g), -EAGAIN);
     unlink(path);
     assert_int_equal(sup_lease_read(state_dir, &d, &g), 0);
@@ -916,8 +966,10 @@ static void test_scratch_failure_reported(void **st)
     snprintf(src, sizeof src, "%s/mnt-src2", state_dir);
     mkdir(src, 0755);
     snprintf(mnt, sizeof mnt, "%s/job_53/pinned", scratch);
-    snprintf(json, sizeof json, "{\"id\": 53, \"command\": [\"sh\", \"-c\","
-             " \"mkdir $DOCKET_SCRATCH/pinned && mount --bind %s $DOCKET_SCRATCH/pinned\"]}", src);
+    snprintf(json, sizeof json,
+             "{\"id\": 53, \"command\": [\"sh\", \"-c\","
+             " \"mkdir $DOCKET_SCRATCH/pinned && mount --bind %s $DOCKET_SCRATCH/pinned\"]}",
+             src);
     struct sup_state s;
     run_job(json, &s, NULL, NULL);
     int um = umount2(mnt, MNT_DETACH);
@@ -995,7 +1047,7 @@ static void test_command_checks_start_time(void **st)
     assert_int_equal(sup_command(&cfg, 54, pid, start + 1, 5, "kill"), -ESRCH);
     struct timespec ts = {0, 100000000};
     nanosleep(&ts, NULL);
-    assert_int_equal(kill(pid, 0), 0);   /* still waiting: it was not woken */
+    assert_int_equal(kill(pid, 0), 0); /* still waiting: it was not woken */
     assert_int_equal(sup_command(&cfg, 54, pid, start, 6, "kill"), 0);
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
