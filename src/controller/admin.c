@@ -14,7 +14,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "controller/admin.h"
+#include "controller/alerts.h"
+#include "controller/authz.h"
+#include "controller/config.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/loop.h"
+#include "controller/restore.h"
+#include "controller/stream.h"
+#include "controller/usage.h"
 #include "util/clock.h"
 #include "util/parse.h"
 #include "util/str.h"

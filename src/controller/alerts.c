@@ -21,7 +21,10 @@
 #include <time.h>
 
 #include "controller/alert_eval.h"
+#include "controller/alerts.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/loop.h"
 #include "util/clock.h"
 #include "util/parse.h"
 #include "util/str.h"

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "controller/ctl.h"
+#include "controller/authz.h"
 
 static const char *const role_names[] = {
     [CTL_ROLE_NONE] = "member",

@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "controller/ctl.h"
+#include "controller/config.h"
+#include "protocol/proto.h"
 #include "util/parse.h"
 #include "util/str.h"
 #include "util/yamljson.h"

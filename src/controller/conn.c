@@ -25,7 +25,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "controller/conn.h"
 #include "controller/ctl.h"
+#include "controller/tls.h"
 #include "util/clock.h"
 #include "util/xalloc.h"
 

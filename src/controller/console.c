@@ -10,8 +10,12 @@
 #include <event2/http.h>
 #include <string.h>
 
+#include "controller/admin.h"
+#include "controller/authz.h"
+#include "controller/console.h"
 #include "controller/console_assets.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
 #include "util/clock.h"
 #include "util/str.h"
 

@@ -1,7 +1,7 @@
 /*
  * http.c - docketd's HTTP side: the TCP and Unix-socket servers (evhttp), identity
  * (SO_PEERCRED on the socket, bearer tokens over TCP), the one authorization function,
- * routing, body limits, and the replies that wait for the group commit (ctl.h).
+ * routing, body limits, and the replies that wait for the group commit (ctl.h, http.h).
  * The API itself is docs/api.md.
  */
 #define _GNU_SOURCE
@@ -21,7 +21,26 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "controller/admin.h"
+#include "controller/agent.h"
+#include "controller/alerts.h"
+#include "controller/authz.h"
+#include "controller/config.h"
+#include "controller/conn.h"
+#include "controller/console.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/jobs.h"
+#include "controller/logs.h"
+#include "controller/metrics.h"
+#include "controller/reports.h"
+#include "controller/secrets.h"
+#include "controller/stream.h"
+#include "controller/sync.h"
+#include "controller/tls.h"
+#include "controller/turns.h"
+#include "controller/usage.h"
+#include "controller/written.h"
 #include "util/clock.h"
 #include "util/parse.h"
 #include "util/str.h"

@@ -10,7 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/authz.h"
+#include "controller/conn.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/jobs.h"
+#include "controller/loop.h"
+#include "controller/stream.h"
+#include "controller/turns.h"
+#include "controller/usage.h"
 #include "util/clock.h"
 #include "util/dbuf.h"
 #include "util/parse.h"

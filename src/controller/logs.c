@@ -18,7 +18,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "controller/config.h"
+#include "controller/conn.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/logs.h"
+#include "controller/loop.h"
 #include "protocol/agent_msg.h"
 #include "util/clock.h"
 #include "util/parse.h"

@@ -9,12 +9,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/admin.h"
+#include "controller/alerts.h"
+#include "controller/conn.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/logs.h"
+#include "controller/loop.h"
+#include "controller/metrics.h"
+#include "controller/secrets.h"
+#include "controller/turns.h"
+#include "controller/usage.h"
 #include "protocol/agent_msg.h"
 #include "util/clock.h"
 #include "util/dbuf.h"
 #include "util/str.h"
 #include "util/xalloc.h"
+
+/* A job the cycle started whose start command could not be made (a secret would not
+ * open): failed as if its agent had reported launch_failed, once the cycle's decisions
+ * are applied (the core must not change while they are read). */
+struct ctl_launch_fail {
+    uint64_t job;
+    char message[512];
+    struct ctl_launch_fail *next;
+};
 
 /* ------------------------------------------------------------------------------------ */
 /* Audit and job events                                                                  */

@@ -14,7 +14,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "controller/admin.h"
+#include "controller/alerts.h"
+#include "controller/config.h"
+#include "controller/conn.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/jobs.h"
+#include "controller/logs.h"
+#include "controller/loop.h"
+#include "controller/metrics.h"
+#include "controller/restore.h"
+#include "controller/secrets.h"
+#include "controller/sync.h"
+#include "controller/tls.h"
+#include "controller/turns.h"
+#include "controller/written.h"
 #include "protocol/agent_msg.h"
 #include "util/clock.h"
 #include "util/parse.h"

@@ -11,7 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/alerts.h"
+#include "controller/conn.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/metrics.h"
+#include "controller/stream.h"
+#include "controller/usage.h"
 #include "util/clock.h"
 #include "util/dbuf.h"
 #include "util/str.h"

@@ -12,7 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "controller/alerts.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/reports.h"
 #include "protocol/ops.h"
 #include "util/clock.h"
 #include "util/str.h"

@@ -10,7 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/admin.h"
+#include "controller/alerts.h"
+#include "controller/conn.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/loop.h"
+#include "controller/restore.h"
+#include "controller/turns.h"
 #include "util/clock.h"
 #include "util/str.h"
 #include "util/yamljson.h"

@@ -28,7 +28,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "controller/config.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/loop.h"
+#include "controller/secrets.h"
 #include "util/clock.h"
 #include "util/str.h"
 #include "util/xalloc.h"

@@ -13,7 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/conn.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/stream.h"
+#include "controller/turns.h"
 #include "util/parse.h"
 #include "util/str.h"
 #include "util/xalloc.h"

@@ -26,6 +26,9 @@
 #include <unistd.h>
 
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/sync.h"
+#include "controller/turns.h"
 #include "util/xalloc.h"
 
 struct ctl_sync {

@@ -31,7 +31,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "controller/config.h"
+#include "controller/conn.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/tls.h"
 #include "protocol/tlspin.h"
 #include "util/str.h"
 #include "util/xalloc.h"

@@ -20,6 +20,8 @@
 #include <sys/time.h>
 
 #include "controller/ctl.h"
+#include "controller/metrics.h"
+#include "controller/turns.h"
 
 static const char *const kind_name[CTL_TURN_NKINDS] = {
     [CTL_TURN_HEARTBEAT] = "hb",   [CTL_TURN_EVENTS] = "events", [CTL_TURN_REQUEST] = "req",

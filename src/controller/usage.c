@@ -16,7 +16,11 @@
 #include <errno.h>
 #include <string.h>
 
+#include "controller/alerts.h"
 #include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/loop.h"
+#include "controller/usage.h"
 #include "protocol/agent_msg.h"
 #include "util/clock.h"
 #include "util/parse.h"

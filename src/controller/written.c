@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "controller/ctl.h"
+#include "controller/written.h"
 #include "util/xalloc.h"
 
 enum { WRITTEN_MIN_CAP = 64 };

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/ctl.h"
+#include "controller/conn.h"
+#include "controller/http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

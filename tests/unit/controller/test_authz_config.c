@@ -14,7 +14,8 @@
 #include <cmocka.h>
 #include <unistd.h>
 
-#include "controller/ctl.h"
+#include "controller/authz.h"
+#include "controller/config.h"
 
 static struct ctl_ident ident(const char *user, enum ctl_role role, bool node)
 {

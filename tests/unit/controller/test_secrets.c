@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "controller/ctl.h"
+#include "controller/secrets.h"
 
 static const unsigned char key1[CTL_SECRET_KEY_LEN] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
 static const unsigned char key2[CTL_SECRET_KEY_LEN] = {9, 8, 7, 6, 5, 4, 3, 2, 1};

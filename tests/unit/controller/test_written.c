@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "controller/ctl.h"
+#include "controller/written.h"
 
 #include "../store/fixture.h"
 

@@ -1,0 +1,59 @@
+/*
+ * config.h - what config.c owns: docketd's configuration (docketd.yaml, then the flags
+ * main.c parses on top), its defaults and its reader.
+ */
+#ifndef DOCKET_CONTROLLER_CONFIG_H
+#define DOCKET_CONTROLLER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/log.h"
+
+#define CTL_PATH_MAX 4096
+
+/* tls: auto = TLS unless the listener is on loopback (or with tls_cert: always). */
+enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
+
+struct ctl_config {
+    char state_dir[CTL_PATH_MAX];
+    char listen[256];               /* "HOST:PORT"; "" = no TCP listener */
+    char socket_path[CTL_PATH_MAX]; /* "" = STATE_DIR/docketd.sock; "-" = none */
+    char log_file[CTL_PATH_MAX];    /* "" = stderr */
+    enum log_level log_level;
+    enum log_format log_format;
+    char policy_file[CTL_PATH_MAX]; /* initial policy, applied when the database has none */
+    int64_t node_timeout_ms;
+    int64_t heartbeat_wait_ms;
+    int64_t cycle_delay_ms;    /* debounce after an event */
+    int64_t cycle_interval_ms; /* slow timer for time-based rules */
+    size_t max_body_bytes;
+    int64_t log_max_bytes;          /* per job, all runs and streams: past it, a marker */
+    int64_t node_credential_ttl_ms; /* node credentials expire; the agent rotates before */
+    int64_t token_ttl_ms;           /* default lifetime of user tokens (the admin's too) */
+    enum ctl_tls_mode tls;
+    char tls_cert[CTL_PATH_MAX]; /* "" = self-signed, made in STATE_DIR at first start */
+    char tls_key[CTL_PATH_MAX];
+    char secrets_key[CTL_PATH_MAX]; /* "" = STATE_DIR/secrets.key (outside the database) */
+    /* connections (conn.c): 0 = sized from the fd limit */
+    int64_t max_connections;
+    int64_t expected_nodes;  /* sizes the listen backlog and the fd warning */
+    int64_t idle_timeout_ms; /* a connection silent this long is closed (not long polls) */
+    /* submissions per user (jobs.c): a token bucket; rate 0 = no limit; admins exempt */
+    int64_t submit_rate;  /* requests per second */
+    int64_t submit_burst; /* bucket size */
+    /* tasks one array submission may have. Past CTL_ARRAY_SLICE_TASKS an array is
+     * written in slices, one per loop turn (docs/controller.md "Big submissions") */
+    int64_t max_array_tasks;
+    int64_t test_array_slice_delay_ms; /* DOCKETD_TEST_ARRAY_SLICE_DELAY_MS: tests only */
+    bool rotate_secrets_key; /* --rotate-secrets-key: once, at this start (not a config key) */
+};
+
+void ctl_config_defaults(struct ctl_config *cfg);
+/* Read docketd.yaml into cfg (fields present override). 0 or -errno with err filled. */
+int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen);
+/* "auto", "on" or "off". 0 or -EINVAL. */
+int ctl_tls_mode_parse(const char *s, enum ctl_tls_mode *out);
+
+#endif
