@@ -2,8 +2,10 @@
 # Install the Debian packages Docket needs to build, test and run, when they are missing.
 # As root it uses apt-get; otherwise it prints the command to run. Usage:
 #   scripts/install-deps.sh          build + run dependencies
-#   scripts/install-deps.sh --test   also what the test suite needs (cmocka, bats and GNU
-#                                    parallel, which runs bats files side by side, clang, jq,
+#   scripts/install-deps.sh --test   also what the test suite needs (git for the commit
+#                                    style check and the package tests' copy of the tree,
+#                                    cmocka, bats and GNU parallel, which runs bats files
+#                                    side by side, clang, jq,
 #                                    libtsan2 for the ThreadSanitizer build of scripts/run-tsan.sh,
 #                                    python3 for the core floor check and the page checks,
 #                                    chromium for the browser tests: the console, the sim pages,
@@ -21,7 +23,7 @@ set -euo pipefail
 build_pkgs=(build-essential pkg-config meson ninja-build
             libevent-dev libsqlite3-dev libjansson-dev libyaml-dev libssl-dev
             libcurl4-openssl-dev libbpf-dev curl jq)
-test_pkgs=(libcmocka-dev bats parallel clang libclang-rt-14-dev libtsan2 clang-format sqlite3 bsdutils procps psmisc iproute2 python3
+test_pkgs=(git libcmocka-dev bats parallel clang libclang-rt-14-dev libtsan2 clang-format sqlite3 bsdutils procps psmisc iproute2 python3
            chromium)
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     build_pkgs+=(nodejs npm)
