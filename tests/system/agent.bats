@@ -234,7 +234,7 @@ teardown_file() {
     alive "$dpid"
     capi POST "/v1/jobs/$id/cancel" -d '{"reason": "test"}' >/dev/null
     wait_for 60 state_is "$id" CANCELLED
-    ! alive "$dpid"
+    ! alive "$dpid" || false
     node=$(job "$id" | jq -r '.job.allocation[0].node // empty')
     [[ ! -d /sys/fs/cgroup/freezer/docket/$node/job_$id ]]
     [[ ! -d /sys/fs/cgroup/memory/docket/$node/job_$id ]]
@@ -483,7 +483,7 @@ gang_nodes_stop() {
     wait_for 30 state_is "$w" COMPLETED FAILED
     job "$w" | jq -e '.job.state == "COMPLETED" and .job.exit.code == 0' >/dev/null
     [[ $(logs "$w") == ran ]]
-    ! grep -q "still in use" "$T/agent-$GB.log"
+    ! grep -q "still in use" "$T/agent-$GB.log" || false
     gang_nodes_stop
 }
 
@@ -495,6 +495,6 @@ gang_nodes_stop() {
     thaw
     wait_for 20 bash -c "[[ ! -d /sys/fs/cgroup/freezer/docket/$PREFIX-$GB/job_$gang ]]"
     sleep 0.3
-    ! grep -q "event=job_started job=$w" "$T/agent-$GB.log"
+    ! grep -q "event=job_started job=$w" "$T/agent-$GB.log" || false
     gang_nodes_stop
 }

@@ -180,7 +180,7 @@ teardown_file() {
     [[ ${lines[1]} == 0 ]]                  # its supervisor's command line has no token
     [[ ${lines[2]} =~ ^max\ [1-9] ]]        # forks were refused at the job's limit (32)
     # nor has the agent's own
-    ! tr '\0' ' ' <"/proc/$(cat "$T/agent-i.pid")/cmdline" | grep -q dkj_
+    ! tr '\0' ' ' <"/proc/$(cat "$T/agent-i.pid")/cmdline" | grep -q dkj_ || false
     [[ $(tr '\0' ' ' <"/proc/$(cat "$T/agent-i.pid")/cmdline") == *"--join-token xxxx"* ]]
 }
 
@@ -283,7 +283,7 @@ teardown_file() {
         --log-file "$T/agent-r.log" 2>>"$T/agent-r.err" &
     echo $! >"$T/agent-r.pid"
     wait_for 20 node_up "$PREFIX-r"
-    ! tr '\0' ' ' <"/proc/$(cat "$T/agent-r.pid")/cmdline" | grep -q dkj_
+    ! tr '\0' ' ' <"/proc/$(cat "$T/agent-r.pid")/cmdline" | grep -q dkj_ || false
     # a root job leaves a process in a sub-group it froze itself: killing it cannot finish
     # until that group thaws, so reclaiming the job takes the agent's full 5 s and fails
     id=$(submit '{"user": "root", "requeue": false, "selectors": {"zone": "r"}, "command": ["sh", "-c",

@@ -136,7 +136,7 @@ true" '{script: $s, gpus: 1, hold: true}' >"$TEST_DIR/job.json"
     docketd_stop
     line=$(grep 'event=checkpoints' "$TEST_DIR/docketd.log")
     echo "$line"
-    ! grep -q checkpoint_thread_failed "$TEST_DIR/docketd.log"
+    ! grep -q checkpoint_thread_failed "$TEST_DIR/docketd.log" || false
     passive=$(sed -n 's/.*passive=\([0-9]*\).*/\1/p' <<<"$line")
     frames=$(sed -n 's/.*max_wal_frames=\([0-9]*\).*/\1/p' <<<"$line")
     [ "$passive" -ge 1 ]

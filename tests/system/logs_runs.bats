@@ -126,7 +126,7 @@ run two" ]
     wait_state "$id" COMPLETED
     # the job has ended but its output is not complete: no Eof
     curl -s -D "$TEST_DIR/h0" -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/v1/jobs/$id/logs?offset=6" >/dev/null
-    ! grep -qi '^X-Docket-Eof' "$TEST_DIR/h0"
+    ! grep -qi '^X-Docket-Eof' "$TEST_DIR/h0" || false
     cli logs "$id" -f >"$TEST_DIR/follow.out" &
     follower=$!
     sleep 0.5
