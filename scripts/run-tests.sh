@@ -16,9 +16,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TESTBUILD=${TESTBUILD:-build-test}
-FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+# a smoke pass: each fuzzer its seed corpus and a few seconds more (make fuzz runs longer)
+FUZZ_SECONDS=${FUZZ_SECONDS:-4}
 # TEST_PARTS: which parts to run: format unit system tsan fuzz by default, envcheck on CI
-# (.ci/run); BATS_FILES: the bats files (all).
+# (.ci/run); BATS_FILES: the bats files (all); BATS_JOBS: how many run at once (4).
 TEST_PARTS=${TEST_PARTS:-format unit system tsan fuzz}
 BATS_FILES=${BATS_FILES:-tests/system}
 want() { [[ " $TEST_PARTS " == *" $1 "* ]]; }
@@ -162,12 +163,19 @@ if want system || want envcheck || want tsan; then
         { cat "$TESTBUILD/test-tools.log"; echo "test-tools.sh failed"; failed=$((failed + 1)); finish; }
 fi
 
-# System tests: bats drives the real binaries on loopback. --timing puts each test's time
-# in the log (bats.log), for the choice of `make check`'s files (CONTRIBUTING.md).
+# System tests: bats drives the real binaries on loopback, BATS_JOBS files at a time (GNU
+# parallel; the tests of one file run in order): they spend most of their time waiting on
+# the programs they drive, not computing, and each starts its own on its own ports and
+# directories. --timing puts each test's time in the log (bats.log), for the choice of
+# `make check`'s files (CONTRIBUTING.md).
+BATS_JOBS=${BATS_JOBS:-4}
 if want system; then
-    log "system tests (bats)"
+    log "system tests (bats, $BATS_JOBS files at a time)"
     export DOCKET_BUILD="$PWD/$TESTBUILD"
-    env PATH="$TOOLS_PATH" bats --tap --timing $BATS_FILES >"$TESTBUILD/bats.log" 2>&1
+    side_by_side=()
+    ((BATS_JOBS > 1)) && side_by_side=(--jobs "$BATS_JOBS" --no-parallelize-within-files)
+    env PATH="$TOOLS_PATH" bats --tap --timing "${side_by_side[@]}" $BATS_FILES \
+        >"$TESTBUILD/bats.log" 2>&1
     p0=$passed f0=$failed s0=$skipped
     count_tap bats <"$TESTBUILD/bats.log"
     echo "system: $((passed - p0)) passed, $((failed - f0)) failed, $((skipped - s0)) skipped"
