@@ -146,11 +146,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.conns; i++) {
         if ((cs[i].fd = connect_to(o.port)) < 0)
             return 1;
-        cs[i].req_len = (size_t)snprintf(cs[i].req, sizeof(cs[i].req),
-                                         "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                         "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
-                                         "Content-Length: %zu\r\n\r\n%s",
-                                         o.token, strlen(o.body), o.body);
+        cs[i].req_len =
+            (size_t)snprintf(cs[i].req, sizeof(cs[i].req),
+                             "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                             "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+                             "Content-Length: %zu\r\n\r\n%s",
+                             o.token, strlen(o.body), o.body);
     }
     double start = now_s();
     while (done < o.n) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The C sources under src/ must be as .clang-format writes them:
+# The C sources under src/, tests/ and bench/ must be as .clang-format writes them:
 # `clang-format --dry-run --Werror` on each; prints every file that differs (with the first
 # lines of the difference) and exits non-zero. scripts/run-tests.sh runs it as one test.
 # Fix with: clang-format -i FILE.
@@ -29,6 +29,6 @@ while IFS= read -r f; do
         clang-format "$f" | diff -u "$f" - | sed -n '3,14p'
         bad=$((bad + 1))
     fi
-done < <(find src -name '*.[ch]' | sort)
+done < <(find src tests bench -name '*.[ch]' | sort)
 echo "format: $checked files checked, $bad not formatted; ${#skipped[@]} not checked yet (${NOT_YET[*]})"
 [[ $bad -eq 0 ]]

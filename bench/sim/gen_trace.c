@@ -85,8 +85,8 @@ int main(int argc, char **argv)
         runtime = floor(exp(log(20.0) + unit() * (log(57600.0) - log(20.0))));
         g = gpus();
         user = next() % 50;
-        printf("s%ld,%.0f,%.0f,%d,,,,p%02ld,u%" PRIu64 ",completed\n", i, floor(t), runtime, g,
-               p, user);
+        printf("s%ld,%.0f,%.0f,%d,,,,p%02ld,u%" PRIu64 ",completed\n", i, floor(t), runtime, g, p,
+               user);
     }
     free(w);
     return ferror(stdout) ? 1 : 0;

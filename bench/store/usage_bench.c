@@ -30,7 +30,8 @@ static long long usage_bytes(struct store **st)
     long long n = -1;
     store_close(*st);
     if (sqlite3_open(path, &db) != SQLITE_OK ||
-        sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE); VACUUM;", NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE); VACUUM;", NULL, NULL, NULL) !=
+            SQLITE_OK ||
         sqlite3_prepare_v2(db,
                            "SELECT sum(pgsize - unused) FROM dbstat WHERE name LIKE 'usage%'"
                            " OR name LIKE 'sqlite_autoindex_usage%'",

@@ -223,7 +223,8 @@ static int sbatch_build(struct cli *c, int argc, char **argv, struct sbatch_run 
     if (json_object_get(r->cli, "help") || json_object_get(r->cli, "usage") ||
         json_object_get(r->cli, "version")) {
         /* the version in the shape scripts parse ("slurm X.Y.Z"), saying what it is */
-        fputs(json_object_get(r->cli, "version") ? "slurm 23.11.0 (docket " DOCKET_VERSION ")\n" : c->usage,
+        fputs(json_object_get(r->cli, "version") ? "slurm 23.11.0 (docket " DOCKET_VERSION ")\n"
+                                                 : c->usage,
               c->out);
         json_decref(flags);
         return -1;

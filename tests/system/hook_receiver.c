@@ -32,8 +32,8 @@ static void on_request(struct evhttp_request *req, void *arg)
     for (size_t i = 0; i < n; i++)
         if (body[i] == '\n')
             body[i] = ' ';
-    const char *sig = evhttp_find_header(evhttp_request_get_input_headers(req),
-                                         "X-Docket-Signature");
+    const char *sig =
+        evhttp_find_header(evhttp_request_get_input_headers(req), "X-Docket-Signature");
     if (fail_left > 0) {
         fail_left--;
         free(body);
@@ -59,8 +59,8 @@ int main(int argc, char **argv)
     fail_left = argc > 3 ? strtol(argv[3], NULL, 10) : 0;
     struct event_base *base = event_base_new();
     struct evhttp *http = base ? evhttp_new(base) : NULL;
-    struct evhttp_bound_socket *s = http ? evhttp_bind_socket_with_handle(http, "127.0.0.1", 0)
-                                         : NULL;
+    struct evhttp_bound_socket *s =
+        http ? evhttp_bind_socket_with_handle(http, "127.0.0.1", 0) : NULL;
     if (!s) {
         fprintf(stderr, "hook_receiver: cannot listen\n");
         return 1;

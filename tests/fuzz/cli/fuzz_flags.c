@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(copy, data, size);
     copy[size] = '\0';
-    for (size_t i = 0; i <= size && argc < MAX_ARGS; ) {
+    for (size_t i = 0; i <= size && argc < MAX_ARGS;) {
         argv[argc++] = copy + i;
         i += strlen(copy + i) + 1;
     }

@@ -23,17 +23,15 @@ static void count_warning(void *arg, const char *msg)
 
 static void check_types(const json_t *spec)
 {
-    static const char *const ints[] = { "gpus", "cpus", "mem", "nodes", "time_limit",
-                                        "retries" };
-    static const char *const strs[] = { "name", "project", "tier", "class", "gpu_type",
-                                        "output", "error", "workdir", "array", "signal",
-                                        "grace", "begin" };
+    static const char *const ints[] = {"gpus", "cpus", "mem", "nodes", "time_limit", "retries"};
+    static const char *const strs[] = {"name",  "project", "tier",  "class",  "gpu_type", "output",
+                                       "error", "workdir", "array", "signal", "grace",    "begin"};
     const char *key;
     json_t *v;
 
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
-        if ((v = json_object_get(spec, ints[i])) && (!json_is_integer(v) ||
-                                                     json_integer_value(v) < 0))
+        if ((v = json_object_get(spec, ints[i])) &&
+            (!json_is_integer(v) || json_integer_value(v) < 0))
             abort();
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
         if ((v = json_object_get(spec, strs[i])) && !json_is_string(v))
@@ -48,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     json_t *spec = json_object();
     int warnings = 0;
-    struct spec_env env = { "gpu=normal,debug=exploration", count_warning, &warnings, false };
+    struct spec_env env = {"gpu=normal,debug=exploration", count_warning, &warnings, false};
     char err[512] = "";
 
     if (spec_parse_script(spec, (const char *)data, size, &env, err, sizeof(err)) < 0) {

@@ -1,9 +1,9 @@
 /*
  * fuzz_slurm.c - libFuzzer harness of the Slurm readers of src/cli: host lists
- * (scontrol show hostnames), sacct -S times (a leading T), and sbatch's command line (spec_sbatch_args, then
- * spec_slurm_finish) from NUL-separated words. Checks, beyond memory safety: a refused
- * command line says why; an accepted one yields a "slurm" object whose task counts are
- * positive and whose per-node resources are consistent with them.
+ * (scontrol show hostnames), sacct -S times (a leading T), and sbatch's command line
+ * (spec_sbatch_args, then spec_slurm_finish) from NUL-separated words. Checks, beyond memory
+ * safety: a refused command line says why; an accepted one yields a "slurm" object whose task
+ * counts are positive and whose per-node resources are consistent with them.
  */
 #define _GNU_SOURCE
 #include <stddef.h>

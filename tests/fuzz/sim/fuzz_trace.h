@@ -43,9 +43,9 @@ static int fuzz_trace(const uint8_t *data, size_t size, enum trace_format fmt)
             /* runtime -1: a row that never ran; GPU/CPU counts may be fractional but
              * are always finite and non-negative; requested time -1 is unknown */
             if (row.line <= last_line || row.submit_s < 0 || row.runtime_s < -1 ||
-                row.req_time_s < -1 || !isfinite(row.gpus) || !isfinite(row.cpus) ||
-                row.gpus < 0 || row.cpus < 0 || row.mem_mb < 0 || row.nodes < 0 ||
-                row.id[0] == '\0' || strlen(row.project) >= TRACE_STR_MAX)
+                row.req_time_s < -1 || !isfinite(row.gpus) || !isfinite(row.cpus) || row.gpus < 0 ||
+                row.cpus < 0 || row.mem_mb < 0 || row.nodes < 0 || row.id[0] == '\0' ||
+                strlen(row.project) >= TRACE_STR_MAX)
                 abort();
             if (fmt == TRACE_SWF && (row.gpus != 0 || row.cpus < 1 || row.cpus != floor(row.cpus)))
                 abort(); /* SWF: whole processors, never GPUs */

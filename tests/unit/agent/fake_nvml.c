@@ -5,8 +5,12 @@
  */
 #include <string.h>
 
-struct fake_memory { unsigned long long total, free, used; };
-struct fake_util { unsigned int gpu, memory; };
+struct fake_memory {
+    unsigned long long total, free, used;
+};
+struct fake_util {
+    unsigned int gpu, memory;
+};
 
 static int devs[2];
 static int inited;
@@ -20,13 +24,21 @@ int nvmlDeviceGetUUID(void *h, char *buf, unsigned int len);
 int nvmlDeviceGetMemoryInfo(void *h, struct fake_memory *m);
 int nvmlDeviceGetUtilizationRates(void *h, struct fake_util *u);
 
-int nvmlInit_v2(void) { inited = 1; return 0; }
-int nvmlShutdown(void) { inited = 0; return 0; }
+int nvmlInit_v2(void)
+{
+    inited = 1;
+    return 0;
+}
+int nvmlShutdown(void)
+{
+    inited = 0;
+    return 0;
+}
 
 int nvmlDeviceGetCount_v2(unsigned int *n)
 {
     if (!inited)
-        return 1;   /* NVML_ERROR_UNINITIALIZED */
+        return 1; /* NVML_ERROR_UNINITIALIZED */
     *n = 2;
     return 0;
 }
@@ -34,26 +46,30 @@ int nvmlDeviceGetCount_v2(unsigned int *n)
 int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **h)
 {
     if (i >= 2)
-        return 2;   /* NVML_ERROR_INVALID_ARGUMENT */
+        return 2; /* NVML_ERROR_INVALID_ARGUMENT */
     *h = &devs[i];
     return 0;
 }
 
-static int idx(void *h) { return (int)((int *)h - devs); }
+static int idx(void *h)
+{
+    return (int)((int *)h - devs);
+}
 
 int nvmlDeviceGetName(void *h, char *buf, unsigned int len)
 {
     (void)h;
     const char *n = "NVIDIA H100 80GB HBM3";
     if (len <= strlen(n))
-        return 7;   /* NVML_ERROR_INSUFFICIENT_SIZE */
+        return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
     memcpy(buf, n, strlen(n) + 1);
     return 0;
 }
 
 int nvmlDeviceGetUUID(void *h, char *buf, unsigned int len)
 {
-    const char *u = idx(h) ? "GPU-00000000-0000-0000-0000-000000000001" : "GPU-00000000-0000-0000-0000-000000000000";
+    const char *u = idx(h) ? "GPU-00000000-0000-0000-0000-000000000001"
+                           : "GPU-00000000-0000-0000-0000-000000000000";
     if (len <= strlen(u))
         return 7;
     memcpy(buf, u, strlen(u) + 1);
@@ -62,7 +78,7 @@ int nvmlDeviceGetUUID(void *h, char *buf, unsigned int len)
 
 int nvmlDeviceGetMemoryInfo(void *h, struct fake_memory *m)
 {
-    m->total = 85520809984ULL;              /* what an H100 80GB reports: 81559 MiB */
+    m->total = 85520809984ULL; /* what an H100 80GB reports: 81559 MiB */
     m->used = idx(h) ? 1024ULL * 1024 * 1024 : 0;
     m->free = m->total - m->used;
     return 0;

@@ -238,7 +238,7 @@ static void test_create_error_names_file(void **st)
     assert_true(rc < 0);
     assert_non_null(strstr(err, "cannot write"));
     struct stat sb;
-    assert_int_equal(stat(cg.dir[0], &sb), -1);   /* undone */
+    assert_int_equal(stat(cg.dir[0], &sb), -1); /* undone */
 }
 
 /* cgroup v2 for real: this machine's unified tree has no controllers (they are bound to
@@ -296,7 +296,7 @@ static void test_real_v2_core(void **st)
     for (int i = 0; i < 200 && cg_job_nprocs(&cg) < 2; i++)
         sleep_ms(5);
     assert_int_equal(cg_job_nprocs(&cg), 2);
-    assert_int_equal(cg_job_freeze(&cg, true), 0);    /* cgroup.events says frozen 1 */
+    assert_int_equal(cg_job_freeze(&cg, true), 0); /* cgroup.events says frozen 1 */
     assert_int_equal(cg_job_freeze(&cg, false), 0);
     assert_int_equal(cg_job_signal(&cg, SIGCONT), 2);
     /* SIGKILL goes through cgroup.kill */
@@ -314,7 +314,7 @@ static void test_real_v2_core(void **st)
     struct cg_job n;
     cg_node_init(&n, &l, node);
     cg_job_remove(&n);
-    rmdir("/sys/fs/cgroup/unified/docket");   /* ours alone, or busy with someone else's: fine */
+    rmdir("/sys/fs/cgroup/unified/docket"); /* ours alone, or busy with someone else's: fine */
 }
 
 int main(void)

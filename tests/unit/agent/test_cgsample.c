@@ -116,8 +116,9 @@ static void v2_reads_cpu_stat_memory_and_io_stat(void **state)
     put(d, "cpu.stat", "usage_usec 1234567\nuser_usec 1000000\nsystem_usec 234567\n");
     put(d, "memory.current", "2097152\n");
     put(d, "memory.peak", "8388608\n");
-    put(d, "io.stat", "259:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n"
-                      "8:0 rbytes=100 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n");
+    put(d, "io.stat",
+        "259:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n"
+        "8:0 rbytes=100 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n");
     assert_int_equal(cg_job_sample(&cg, &s), 0);
     assert_int_equal(s.cpu_ms, 1234);
     assert_int_equal(s.mem_bytes, 2097152);

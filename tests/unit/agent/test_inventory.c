@@ -21,7 +21,8 @@
 static void test_meminfo(void **st)
 {
     (void)st;
-    assert_int_equal(inventory_parse_meminfo("MemTotal:       16314192 kB\nMemFree: 1 kB\n"), 15931);
+    assert_int_equal(inventory_parse_meminfo("MemTotal:       16314192 kB\nMemFree: 1 kB\n"),
+                     15931);
     assert_int_equal(inventory_parse_meminfo("MemFree: 1 kB\n"), -EINVAL);
     assert_int_equal(inventory_parse_meminfo("MemTotal: lots kB\n"), -EINVAL);
     assert_int_equal(inventory_parse_meminfo("MemTotal: 100 MB\n"), -EINVAL);
@@ -110,7 +111,8 @@ static void test_nvml_absent(void **st)
     struct inventory inv;
     memset(&inv, 0, sizeof inv);
     char err[256];
-    assert_int_equal(inventory_nvml(&inv, "/nonexistent/libnvidia-ml.so.1", err, sizeof err), -ENOENT);
+    assert_int_equal(inventory_nvml(&inv, "/nonexistent/libnvidia-ml.so.1", err, sizeof err),
+                     -ENOENT);
     assert_non_null(strstr(err, "cannot load '/nonexistent/libnvidia-ml.so.1'"));
     assert_int_equal(inv.ngpus, 0);
     /* a library without NVML's entry points is refused too */
@@ -156,9 +158,9 @@ static void test_nvml_fake(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_meminfo),     cmocka_unit_test(test_host),
-        cmocka_unit_test(test_declare),     cmocka_unit_test(test_type_names),
-        cmocka_unit_test(test_nvml_absent), cmocka_unit_test(test_nvml_fake),
+        cmocka_unit_test(test_meminfo),       cmocka_unit_test(test_host),
+        cmocka_unit_test(test_declare),       cmocka_unit_test(test_type_names),
+        cmocka_unit_test(test_nvml_absent),   cmocka_unit_test(test_nvml_fake),
         cmocka_unit_test(test_declared_util),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -84,8 +84,7 @@ static void parse_errors_name_the_line(void **state)
     assert_int_equal(client_config_parse(&cfg, "url=x\nnonsense\n", "f", err, sizeof(err)),
                      -EINVAL);
     assert_string_equal(err, "f:2: want key=value, not 'nonsense'");
-    assert_int_equal(client_config_parse(&cfg, "colour=yes\n", "f", err, sizeof(err)),
-                     -EINVAL);
+    assert_int_equal(client_config_parse(&cfg, "colour=yes\n", "f", err, sizeof(err)), -EINVAL);
     assert_string_equal(err, "f:1: unknown key 'colour' (url, token, ca, fingerprint, "
                              "partition_map, partition.NAME)");
 }
@@ -114,7 +113,7 @@ static void file_then_environment(void **state)
 
     setenv("DOCKET_TOKEN", "from-env", 1);
     assert_int_equal(client_config_load(&cfg, err, sizeof(err)), 0);
-    assert_string_equal(cfg.url, "http://10.0.0.1:8420");   /* the file's url kept */
+    assert_string_equal(cfg.url, "http://10.0.0.1:8420"); /* the file's url kept */
     assert_string_equal(cfg.token, "from-env");
 
     setenv("DOCKET_URL", "unix:/tmp/d.sock", 1);
@@ -137,10 +136,10 @@ static void broken_file_is_an_error(void **state)
 
 static void urls(void **state)
 {
-    static const char *const good[] = { "http://127.0.0.1:8420", "http://localhost:1/",
-                                        "https://docket.example:443", "unix:/run/d.sock" };
-    static const char *const bad[] = { "ftp://x", "127.0.0.1:8420", "unix:relative",
-                                       "http://a b", "http://x/?q" };
+    static const char *const good[] = {"http://127.0.0.1:8420", "http://localhost:1/",
+                                       "https://docket.example:443", "unix:/run/d.sock"};
+    static const char *const bad[] = {"ftp://x", "127.0.0.1:8420", "unix:relative", "http://a b",
+                                      "http://x/?q"};
     struct client_config cfg;
     char err[256];
 
@@ -189,8 +188,8 @@ static void unreachable_says_what_to_do(void **state)
     snprintf(cfg.source, sizeof(cfg.source), "DOCKET_URL");
     c = client_create(&cfg, err, sizeof(err));
     assert_non_null(c);
-    assert_int_equal(client_request(c, "GET", "/healthz", NULL, NULL, 0, 0, &r, err,
-                                    sizeof(err)), -EIO);
+    assert_int_equal(client_request(c, "GET", "/healthz", NULL, NULL, 0, 0, &r, err, sizeof(err)),
+                     -EIO);
     assert_non_null(strstr(err, "cannot reach docketd at unix:"));
     assert_non_null(strstr(err, "no such socket"));
     assert_non_null(strstr(err, "start it with `docketd --state-dir DIR`, or set DOCKET_URL"));
@@ -212,9 +211,15 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(parse_keys), T(parse_errors_name_the_line), T(default_is_the_socket),
-        T(file_then_environment), T(broken_file_is_an_error), T(urls),
-        T(token_cannot_inject_headers), T(unreachable_says_what_to_do), T(escaping),
+        T(parse_keys),
+        T(parse_errors_name_the_line),
+        T(default_is_the_socket),
+        T(file_then_environment),
+        T(broken_file_is_an_error),
+        T(urls),
+        T(token_cannot_inject_headers),
+        T(unreachable_says_what_to_do),
+        T(escaping),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,7 +28,7 @@ static char *render(const struct table *t, int width, bool color)
 
 static struct table *sample(void)
 {
-    static const char *const h[] = { "ID", "NAME", "STATE" };
+    static const char *const h[] = {"ID", "NAME", "STATE"};
     struct table *t = table_create(h, 3);
 
     assert_non_null(t);
@@ -50,10 +50,9 @@ static void columns_align(void **state)
     struct table *t = sample();
     char *out = render(t, 0, false);
 
-    assert_string_equal(out,
-        "  ID  NAME                 STATE\n"
-        "   7  resnet-training-run  RUNNING\n"
-        "1234  bert                 PENDING\n");
+    assert_string_equal(out, "  ID  NAME                 STATE\n"
+                             "   7  resnet-training-run  RUNNING\n"
+                             "1234  bert                 PENDING\n");
     free(out);
     table_destroy(t);
 }
@@ -63,10 +62,9 @@ static void flexible_column_shrinks_to_width(void **state)
     struct table *t = sample();
     char *out = render(t, 26, false);
 
-    assert_string_equal(out,
-        "  ID  NAME         STATE\n"
-        "   7  resnet-tra…  RUNNING\n"
-        "1234  bert         PENDING\n");
+    assert_string_equal(out, "  ID  NAME         STATE\n"
+                             "   7  resnet-tra…  RUNNING\n"
+                             "1234  bert         PENDING\n");
     free(out);
     table_destroy(t);
 }
@@ -76,7 +74,7 @@ static void never_below_header_or_eight(void **state)
     struct table *t = sample();
     char *out = render(t, 5, false);
 
-    assert_non_null(strstr(out, "resnet-…"));   /* 8 columns kept */
+    assert_non_null(strstr(out, "resnet-…")); /* 8 columns kept */
     free(out);
     table_destroy(t);
 }
@@ -96,7 +94,7 @@ static void colour_only_when_asked(void **state)
 
 static void control_characters_cannot_break_rows(void **state)
 {
-    static const char *const h[] = { "A" };
+    static const char *const h[] = {"A"};
     struct table *t = table_create(h, 1);
     char *out;
 
@@ -110,7 +108,7 @@ static void control_characters_cannot_break_rows(void **state)
 
 static void missing_and_extra_cells(void **state)
 {
-    static const char *const h[] = { "A", "B" };
+    static const char *const h[] = {"A", "B"};
     struct table *t = table_create(h, 2);
     char *out;
 
@@ -129,7 +127,7 @@ static void missing_and_extra_cells(void **state)
 
 static void many_rows_grow(void **state)
 {
-    static const char *const h[] = { "N" };
+    static const char *const h[] = {"N"};
     struct table *t = table_create(h, 1);
     char *out;
 

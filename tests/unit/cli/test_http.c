@@ -22,8 +22,9 @@
 
 static void head_ok(void **state)
 {
-    const char *r = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
-                    "content-length: 12\r\nX-Docket-Offset: 4096\r\nX-Docket-Eof: 1\r\n\r\n{\"job\": {}}";
+    const char *r =
+        "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
+        "content-length: 12\r\nX-Docket-Offset: 4096\r\nX-Docket-Eof: 1\r\n\r\n{\"job\": {}}";
     struct http_head h;
     int n = http_parse_head(r, strlen(r), &h);
 
@@ -60,7 +61,7 @@ static void head_variants(void **state)
     assert_false(h.close);
     assert_true(http_parse_head(c, strlen(c), &h) > 0);
     assert_true(h.chunked);
-    assert_int_equal(h.content_length, -1);   /* chunked wins */
+    assert_int_equal(h.content_length, -1); /* chunked wins */
     assert_true(http_parse_head(d, strlen(d), &h) > 0);
     assert_int_equal(h.status, 404);
     assert_true(h.close);
@@ -69,8 +70,11 @@ static void head_variants(void **state)
 static void head_malformed(void **state)
 {
     static const char *const bad[] = {
-        "HTTP/2 200 OK\r\n\r\n", "HTTP/1.1 20 OK\r\n\r\n", "HTTP/1.1 abc OK\r\n\r\n",
-        "FTP/1.1 200 OK\r\n\r\n", "HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+        "HTTP/2 200 OK\r\n\r\n",
+        "HTTP/1.1 20 OK\r\n\r\n",
+        "HTTP/1.1 abc OK\r\n\r\n",
+        "FTP/1.1 200 OK\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
         "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
         "HTTP/1.1 200 OK\r\nContent-Length: 12x\r\n\r\n",
         "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n",
@@ -158,8 +162,7 @@ static void dechunk_bodies(void **state)
 
 static void dechunk_malformed(void **state)
 {
-    static const char *const bad[] = { "x\r\n", "5\r\nhelloXX", "\r\n",
-                                       "1234567890abcdef0\r\n" };
+    static const char *const bad[] = {"x\r\n", "5\r\nhelloXX", "\r\n", "1234567890abcdef0\r\n"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct http_dechunk d;
         struct dbuf out;
@@ -194,8 +197,8 @@ static char sock_path[108];
 static pid_t server;
 
 struct script {
-    const char *replies[4];  /* per request, in order, across connections */
-    bool close_after[4];     /* close the connection after this reply */
+    const char *replies[4]; /* per request, in order, across connections */
+    bool close_after[4];    /* close the connection after this reply */
 };
 
 static bool read_request(int fd)
@@ -222,7 +225,7 @@ static bool read_request(int fd)
 
 static void serve(const struct script *s)
 {
-    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
     int l = socket(AF_UNIX, SOCK_STREAM, 0), i = 0;
 
     snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock_path);
@@ -278,16 +281,16 @@ static int req(struct http_conn *c, const char *method, struct http_head *h, str
 {
     char err[256];
     return http_request(c, method, "/v1/x", "Authorization: Bearer t\r\n",
-                        method[0] == 'P' ? "{}" : NULL, method[0] == 'P' ? 2 : 0, timeout_ms,
-                        h, out, err, sizeof(err));
+                        method[0] == 'P' ? "{}" : NULL, method[0] == 'P' ? 2 : 0, timeout_ms, h,
+                        out, err, sizeof(err));
 }
 
 static void keepalive_then_stale_connection(void **state)
 {
-    struct script s = { .replies = { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
-                          "-", /* the server drops the kept-alive connection unanswered */
-                          "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n"
-                          "3\r\nabc\r\n0\r\n\r\n" } };
+    struct script s = {.replies = {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+                                   "-", /* the server drops the kept-alive connection unanswered */
+                                   "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                   "3\r\nabc\r\n0\r\n\r\n"}};
     struct http_conn *c;
     struct http_head h;
     struct dbuf out;
@@ -298,7 +301,7 @@ static void keepalive_then_stale_connection(void **state)
     assert_int_equal(req(c, "GET", &h, &out, 5000), 0);
     assert_int_equal(h.status, 200);
     assert_string_equal(out.data, "ok");
-    assert_int_equal(req(c, "POST", &h, &out, 5000), 0);   /* retried on a new connection */
+    assert_int_equal(req(c, "POST", &h, &out, 5000), 0); /* retried on a new connection */
     assert_int_equal(h.status, 201);
     assert_string_equal(out.data, "abc");
     dbuf_release(&out);
@@ -307,8 +310,8 @@ static void keepalive_then_stale_connection(void **state)
 
 static void interim_reply_and_body_to_close(void **state)
 {
-    struct script s = { .replies = { "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\nall of it" },
-                        .close_after = { true } };
+    struct script s = {.replies = {"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\nall of it"},
+                       .close_after = {true}};
     struct http_conn *c;
     struct http_head h;
     struct dbuf out;
@@ -325,7 +328,7 @@ static void interim_reply_and_body_to_close(void **state)
 
 static void reply_over_the_cap(void **state)
 {
-    struct script s = { .replies = { "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789" } };
+    struct script s = {.replies = {"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789"}};
     struct http_conn *c;
     struct http_head h;
     struct dbuf out;
@@ -340,8 +343,9 @@ static void reply_over_the_cap(void **state)
 
 static void garbage_and_truncation(void **state)
 {
-    struct script s = { .replies = { "SMTP ready\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort" },
-                        .close_after = { true, true } };
+    struct script s = {
+        .replies = {"SMTP ready\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"},
+        .close_after = {true, true}};
     struct http_conn *c;
     struct http_head h;
     struct dbuf out;
@@ -376,7 +380,7 @@ static void no_server(void **state)
 
 static void timeout(void **state)
 {
-    struct script s = { .replies = { "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nnot all" } };
+    struct script s = {.replies = {"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nnot all"}};
     struct http_conn *c;
     struct http_head h;
     struct dbuf out;
@@ -395,13 +399,21 @@ int main(void)
 {
 #define S(f) cmocka_unit_test_setup_teardown(f, server_setup, server_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(head_ok), cmocka_unit_test(head_incomplete_needs_more),
-        cmocka_unit_test(head_variants), cmocka_unit_test(head_malformed),
-        cmocka_unit_test(head_too_long), cmocka_unit_test(head_number_caps),
+        cmocka_unit_test(head_ok),
+        cmocka_unit_test(head_incomplete_needs_more),
+        cmocka_unit_test(head_variants),
+        cmocka_unit_test(head_malformed),
+        cmocka_unit_test(head_too_long),
+        cmocka_unit_test(head_number_caps),
         cmocka_unit_test(dechunk_bodies),
-        cmocka_unit_test(dechunk_malformed), cmocka_unit_test(dechunk_cap),
-        S(keepalive_then_stale_connection), S(interim_reply_and_body_to_close),
-        S(reply_over_the_cap), S(garbage_and_truncation), S(no_server), S(timeout),
+        cmocka_unit_test(dechunk_malformed),
+        cmocka_unit_test(dechunk_cap),
+        S(keepalive_then_stale_connection),
+        S(interim_reply_and_body_to_close),
+        S(reply_over_the_cap),
+        S(garbage_and_truncation),
+        S(no_server),
+        S(timeout),
     };
 
     signal(SIGPIPE, SIG_IGN);

@@ -13,13 +13,13 @@
 enum { A_GPUS = 1, A_NAME, A_HOLD, A_JSON, A_FOLLOW, A_GPU_TYPE };
 
 static const struct opt_def defs[] = {
-    { A_GPUS, 'g', "gpus", OPT_VALUE },
-    { A_NAME, 0, "name", OPT_VALUE },
-    { A_HOLD, 'H', "hold", OPT_NONE },
-    { A_JSON, 'j', "json", OPT_NONE },
-    { A_FOLLOW, 'f', "follow", OPT_NONE },
-    { A_GPU_TYPE, 0, "gpu-type", OPT_VALUE },
-    { 0, 0, NULL, OPT_NONE },
+    {A_GPUS, 'g', "gpus", OPT_VALUE},
+    {A_NAME, 0, "name", OPT_VALUE},
+    {A_HOLD, 'H', "hold", OPT_NONE},
+    {A_JSON, 'j', "json", OPT_NONE},
+    {A_FOLLOW, 'f', "follow", OPT_NONE},
+    {A_GPU_TYPE, 0, "gpu-type", OPT_VALUE},
+    {0, 0, NULL, OPT_NONE},
 };
 
 struct run {
@@ -49,7 +49,7 @@ static void parse(struct run *r, char **argv)
 
 static void long_with_space_and_equals(void **state)
 {
-    char *argv[] = { "--gpus", "8", "--name=resnet", NULL };
+    char *argv[] = {"--gpus", "8", "--name=resnet", NULL};
     struct run r;
 
     parse(&r, argv);
@@ -63,7 +63,7 @@ static void long_with_space_and_equals(void **state)
 
 static void short_attached_and_detached(void **state)
 {
-    char *argv[] = { "-g8", "-g", "4", NULL };
+    char *argv[] = {"-g8", "-g", "4", NULL};
     struct run r;
 
     parse(&r, argv);
@@ -76,7 +76,7 @@ static void short_attached_and_detached(void **state)
 
 static void short_cluster(void **state)
 {
-    char *argv[] = { "-fjg2", NULL };
+    char *argv[] = {"-fjg2", NULL};
     struct run r;
 
     parse(&r, argv);
@@ -89,7 +89,7 @@ static void short_cluster(void **state)
 
 static void dashdash_ends_flags(void **state)
 {
-    char *argv[] = { "--hold", "--", "python", "--gpus", "3", NULL };
+    char *argv[] = {"--hold", "--", "python", "--gpus", "3", NULL};
     struct run r;
 
     parse(&r, argv);
@@ -102,7 +102,7 @@ static void dashdash_ends_flags(void **state)
 
 static void positionals_interleave(void **state)
 {
-    char *argv[] = { "12", "--json", "-", "13", NULL };
+    char *argv[] = {"12", "--json", "-", "13", NULL};
     struct run r;
 
     parse(&r, argv);
@@ -117,7 +117,7 @@ static void positionals_interleave(void **state)
 
 static void unknown_long_is_named(void **state)
 {
-    char *argv[] = { "--gpuz", "8", NULL };
+    char *argv[] = {"--gpuz", "8", NULL};
     struct run r;
 
     parse(&r, argv);
@@ -127,7 +127,7 @@ static void unknown_long_is_named(void **state)
 
 static void unknown_short_is_named(void **state)
 {
-    char *argv[] = { "-x", NULL };
+    char *argv[] = {"-x", NULL};
     struct run r;
 
     parse(&r, argv);
@@ -137,8 +137,8 @@ static void unknown_short_is_named(void **state)
 
 static void missing_value(void **state)
 {
-    char *a1[] = { "--name", NULL };
-    char *a2[] = { "-g", NULL };
+    char *a1[] = {"--name", NULL};
+    char *a2[] = {"-g", NULL};
     struct run r;
 
     parse(&r, a1);
@@ -151,7 +151,7 @@ static void missing_value(void **state)
 
 static void value_on_flag_refused(void **state)
 {
-    char *argv[] = { "--hold=yes", NULL };
+    char *argv[] = {"--hold=yes", NULL};
     struct run r;
 
     parse(&r, argv);
@@ -161,9 +161,9 @@ static void value_on_flag_refused(void **state)
 
 static void prefixes(void **state)
 {
-    char *unique[] = { "--fol", "--na", "x", NULL };
-    char *ambiguous[] = { "--gpu", "2", NULL };   /* exact "gpus"? no: gpus and gpu-type */
-    char *exact[] = { "--gpus", "2", NULL };
+    char *unique[] = {"--fol", "--na", "x", NULL};
+    char *ambiguous[] = {"--gpu", "2", NULL}; /* exact "gpus"? no: gpus and gpu-type */
+    char *exact[] = {"--gpus", "2", NULL};
     struct run r;
 
     parse(&r, unique);
@@ -179,7 +179,7 @@ static void prefixes(void **state)
 
 static void value_may_look_like_a_flag(void **state)
 {
-    char *argv[] = { "--name", "--hold", NULL };
+    char *argv[] = {"--name", "--hold", NULL};
     struct run r;
 
     parse(&r, argv);

@@ -43,7 +43,7 @@ static int teardown(void **state)
 
 static int parse_map(const char *text, const char *map)
 {
-    struct spec_env env = { map, on_warn, NULL, false };
+    struct spec_env env = {map, on_warn, NULL, false};
 
     json_object_clear(spec); /* each script on its own */
     return spec_parse_script(spec, text, strlen(text), &env, err, sizeof(err));
@@ -214,8 +214,7 @@ static void sbatch_gpus_per_node_wins(void **state)
 static void unknown_sbatch_refused_with_line(void **state)
 {
     assert_int_equal(parse("#!/bin/sh\n#SBATCH -N 1\n#SBATCH --gress=gpu:1\n"), -EINVAL);
-    assert_string_equal(err,
-                        "line 3: unrecognized option '--gress' (sbatch has no such option)");
+    assert_string_equal(err, "line 3: unrecognized option '--gress' (sbatch has no such option)");
     assert_int_equal(parse("#!/bin/sh\n#SBATCH -y 3\n"), -EINVAL);
     assert_non_null(strstr(err, "line 2: invalid option -- 'y'"));
     assert_int_equal(parse("#!/bin/sh\n#SBATCH --time 10 stray\n"), -EINVAL);
@@ -347,8 +346,8 @@ static void partition_mapped_or_warned(void **state)
 {
     assert_int_equal(parse_map("#!/bin/sh\n#SBATCH -p gpu\n", "gpu=normal,debug=exploration"), 0);
     assert_string_equal(gets_("tier"), "normal");
-    assert_int_equal(parse_map("#!/bin/sh\n#SBATCH --partition=debug\n",
-                               "gpu=normal,debug=exploration"), 0);
+    assert_int_equal(
+        parse_map("#!/bin/sh\n#SBATCH --partition=debug\n", "gpu=normal,debug=exploration"), 0);
     assert_string_equal(gets_("class"), "exploration");
     assert_int_equal(nwarn, 0);
     assert_int_equal(parse_map("#!/bin/sh\n#SBATCH --partition=cpu\n", "gpu=normal"), 0);
@@ -406,16 +405,30 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(docket_lines), T(directives_end_at_first_command), T(sbatch_common_options),
-        T(sbatch_time_is_minutes), T(sbatch_gres_forms), T(sbatch_gpus_total_spread_over_nodes),
-        T(sbatch_gpus_uneven_refused), T(sbatch_gpus_per_node_wins),
-        T(unknown_sbatch_refused_with_line), T(unsupported_sbatch_refused_with_reason),
-        T(harmless_sbatch_warns_with_line), T(sbatch_long_prefixes), T(sbatch_needs_shebang),
-        T(sbatch_tasks_times_cpus), T(sbatch_memory_forms), T(sbatch_signal_forms),
-        T(sbatch_export_begin_and_old_prefix), T(sbatch_account_with_partition_suffix),
+        T(docket_lines),
+        T(directives_end_at_first_command),
+        T(sbatch_common_options),
+        T(sbatch_time_is_minutes),
+        T(sbatch_gres_forms),
+        T(sbatch_gpus_total_spread_over_nodes),
+        T(sbatch_gpus_uneven_refused),
+        T(sbatch_gpus_per_node_wins),
+        T(unknown_sbatch_refused_with_line),
+        T(unsupported_sbatch_refused_with_reason),
+        T(harmless_sbatch_warns_with_line),
+        T(sbatch_long_prefixes),
+        T(sbatch_needs_shebang),
+        T(sbatch_tasks_times_cpus),
+        T(sbatch_memory_forms),
+        T(sbatch_signal_forms),
+        T(sbatch_export_begin_and_old_prefix),
+        T(sbatch_account_with_partition_suffix),
         T(partition_mapped_or_warned),
-        T(nodes_range_takes_minimum), T(error_names_line_and_keeps_nothing), T(script_errors),
-        T(look_alike_comments_ignored), T(no_warn_callback_is_fine),
+        T(nodes_range_takes_minimum),
+        T(error_names_line_and_keeps_nothing),
+        T(script_errors),
+        T(look_alike_comments_ignored),
+        T(no_warn_callback_is_fine),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

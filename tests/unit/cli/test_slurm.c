@@ -64,9 +64,17 @@ static void block_distribution(void **state)
 
 static void exported_environment(void **state)
 {
-    char *envp[] = {"HOME=/home/a", "SLURM_JOB_ID=3",  "DOCKET_TOKEN=dkt_secret", "PWD=/x",
-                    "CONDA_PREFIX=/opt/c", "FOO=from-shell", "bad name=1", "NOEQUALS",
-                    "DOCKET_URL=http://ctl:8420", "DOCKET_JOB_ID=9", NULL};
+    char *envp[] = {"HOME=/home/a",
+                    "SLURM_JOB_ID=3",
+                    "DOCKET_TOKEN=dkt_secret",
+                    "PWD=/x",
+                    "CONDA_PREFIX=/opt/c",
+                    "FOO=from-shell",
+                    "bad name=1",
+                    "NOEQUALS",
+                    "DOCKET_URL=http://ctl:8420",
+                    "DOCKET_JOB_ID=9",
+                    NULL};
     json_t *spec = json_pack("{s:{s:s}}", "env", "FOO", "from-flag");
     slurm_export_env(spec, envp);
     json_t *env = json_object_get(spec, "env");
@@ -115,8 +123,9 @@ static void slurm_times(void **state)
         if (slurm_time_parse(ok[i].in, now, &got) < 0 || got != ok[i].want)
             fail_msg("%s: got %lld, want %lld", ok[i].in, (long long)got, (long long)ok[i].want);
     }
-    const char *bad[] = {"", "yesterday", "now-", "now+2fortnights", "25:00", "2025-13-01",
-                         "2025-11-30T08", "13/40", "11300", "12ab", "now-1e3"};
+    const char *bad[] = {"",      "yesterday",  "now-",          "now+2fortnights",
+                         "25:00", "2025-13-01", "2025-11-30T08", "13/40",
+                         "11300", "12ab",       "now-1e3"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int64_t got;
         if (slurm_time_parse(bad[i], now, &got) == 0)
@@ -142,11 +151,11 @@ static void step_requests(void **state)
     free(st.argv);
     json_decref(req);
     const char *bad[] = {
-        "{\"node\": 0, \"nodes\": 1, \"ntasks\": 1, \"count\": 1}",               /* no argv */
-        "{\"argv\": [1], \"nodes\": 1, \"ntasks\": 1, \"count\": 1}",             /* not a string */
-        "{\"argv\": [\"x\"], \"node\": 2, \"nodes\": 2, \"ntasks\": 2, \"count\": 1}", /* node */
+        "{\"node\": 0, \"nodes\": 1, \"ntasks\": 1, \"count\": 1}",   /* no argv */
+        "{\"argv\": [1], \"nodes\": 1, \"ntasks\": 1, \"count\": 1}", /* not a string */
+        "{\"argv\": [\"x\"], \"node\": 2, \"nodes\": 2, \"ntasks\": 2, \"count\": 1}",  /* node */
         "{\"argv\": [\"x\"], \"nodes\": 1, \"ntasks\": 2, \"count\": 2, \"first\": 1}", /* past */
-        "{\"argv\": [\"x\"], \"nodes\": 1, \"ntasks\": 1, \"count\": 0}",       /* no task */
+        "{\"argv\": [\"x\"], \"nodes\": 1, \"ntasks\": 1, \"count\": 0}",     /* no task */
         "{\"argv\": [\"x\"], \"nodes\": 1, \"ntasks\": 1, \"count\": \"1\"}", /* type */
         "{\"argv\": [\"x\"], \"nodes\": 1, \"ntasks\": 1, \"count\": 1, \"env\": []}",
     };

@@ -39,8 +39,7 @@ static void int_is(const char *key, long long want)
     json_t *v = json_object_get(spec, key);
 
     if (!json_is_integer(v) || json_integer_value(v) != want)
-        fail_msg("%s = %lld; want %lld", key, v ? (long long)json_integer_value(v) : -999LL,
-                 want);
+        fail_msg("%s = %lld; want %lld", key, v ? (long long)json_integer_value(v) : -999LL, want);
 }
 
 static void str_is(const char *key, const char *want)
@@ -90,9 +89,9 @@ static void time_formats(void **state)
     int_is("time_limit", 4 * 3600);
     assert_int_equal(apply(SO_TIME, "1h30m"), 0);
     int_is("time_limit", 5400);
-    assert_int_equal(apply(SO_TIME, "90"), 0);          /* docket: bare = seconds */
+    assert_int_equal(apply(SO_TIME, "90"), 0); /* docket: bare = seconds */
     int_is("time_limit", 90);
-    assert_int_equal(apply(SO_TIME, "1-12:00:00"), 0);  /* Slurm's form also accepted */
+    assert_int_equal(apply(SO_TIME, "1-12:00:00"), 0); /* Slurm's form also accepted */
     int_is("time_limit", 36 * 3600);
     assert_int_equal(apply(SO_TIME, "2:30:00"), 0);
     int_is("time_limit", 9000);
@@ -191,18 +190,19 @@ static void labels_selectors_and_switches(void **state)
 {
     assert_int_equal(apply(SO_LABEL, "sweep=a"), 0);
     assert_int_equal(apply(SO_SELECT, "zone=b"), 0);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(spec, "labels"),
-                                                          "sweep")), "a");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(spec, "selectors"),
-                                                          "zone")), "b");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(spec, "labels"), "sweep")), "a");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(spec, "selectors"), "zone")), "b");
     assert_int_equal(apply(SO_LABEL, "novalue"), -EINVAL);
     assert_int_equal(apply(SO_SELECT, "pool!=reserved"), 0);
     assert_int_equal(apply(SO_SELECT, "rack=!r1"), 0);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(spec, "selectors"),
-                                                          "pool")), "!reserved");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(spec, "selectors"),
-                                                          "rack")), "!r1");
-    assert_int_equal(apply(SO_LABEL, "pool!=x"), -EINVAL);  /* labels are never negated */
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(spec, "selectors"), "pool")),
+        "!reserved");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(spec, "selectors"), "rack")), "!r1");
+    assert_int_equal(apply(SO_LABEL, "pool!=x"), -EINVAL); /* labels are never negated */
     assert_int_equal(apply(SO_SELECT, "!=x"), -EINVAL);
     assert_int_equal(apply(SO_HOLD, NULL), 0);
     assert_int_equal(apply(SO_NO_REQUEUE, NULL), 0);
@@ -213,12 +213,19 @@ static void labels_selectors_and_switches(void **state)
 
 static void slurm_time(void **state)
 {
-    static const struct { const char *in; int64_t s; } ok[] = {
-        { "30", 30 * 60 }, { "30:15", 30 * 60 + 15 }, { "2:00:00", 7200 },
-        { "1-0", 86400 }, { "1-2:30", 86400 + 2 * 3600 + 30 * 60 },
-        { "2-01:02:03", 2 * 86400 + 3723 }, { "0:45", 45 },
+    static const struct {
+        const char *in;
+        int64_t s;
+    } ok[] = {
+        {"30", 30 * 60},
+        {"30:15", 30 * 60 + 15},
+        {"2:00:00", 7200},
+        {"1-0", 86400},
+        {"1-2:30", 86400 + 2 * 3600 + 30 * 60},
+        {"2-01:02:03", 2 * 86400 + 3723},
+        {"0:45", 45},
     };
-    static const char *const bad[] = { "", ":", "1-", "a", "1:2:3:4", "-5", "1-2-3", "5m" };
+    static const char *const bad[] = {"", ":", "1-", "a", "1:2:3:4", "-5", "1-2-3", "5m"};
     int64_t ms;
 
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -281,10 +288,19 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(gpus_count_and_type), T(gpus_bad_names_the_flag), T(sizes_and_counts),
-        T(time_formats), T(names_are_checked), T(env_pairs_and_passthrough),
-        T(after_and_dependency), T(dependency_errors), T(arrays), T(signal_and_grace),
-        T(labels_selectors_and_switches), T(slurm_time), T(partition_map),
+        T(gpus_count_and_type),
+        T(gpus_bad_names_the_flag),
+        T(sizes_and_counts),
+        T(time_formats),
+        T(names_are_checked),
+        T(env_pairs_and_passthrough),
+        T(after_and_dependency),
+        T(dependency_errors),
+        T(arrays),
+        T(signal_and_grace),
+        T(labels_selectors_and_switches),
+        T(slurm_time),
+        T(partition_map),
         T(flags_override_script),
     };
 

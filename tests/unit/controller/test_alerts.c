@@ -18,8 +18,8 @@ struct log {
     char text[1024];
 };
 
-static void record(void *arg, enum alert_change_kind what, struct alert_inst *inst,
-                   bool silenced, int64_t now)
+static void record(void *arg, enum alert_change_kind what, struct alert_inst *inst, bool silenced,
+                   int64_t now)
 {
     struct log *l = arg;
     snprintf(l->text + strlen(l->text), sizeof l->text - strlen(l->text), "%s %s/%s%s@%lld;",
@@ -118,7 +118,8 @@ static void silences(void **state)
     /* a change of an instance that fired silenced stays silent */
     memset(&l, 0, sizeof l);
     round_(e, &r, 1, NULL, s, 2, 2000, &l);
-    assert_string_equal(l.text, "RESOLVE down/gpu01 (silenced)@2000;RESOLVE down/gpu02 (silenced)@2000;");
+    assert_string_equal(l.text,
+                        "RESOLVE down/gpu01 (silenced)@2000;RESOLVE down/gpu02 (silenced)@2000;");
     /* after the rule's silence ended only gpu02 is silenced */
     memset(&l, 0, sizeof l);
     round_(e, &r, 1, both, s, 2, 3000, &l);

@@ -17,10 +17,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SEC 1000LL
-#define MIN (60 * SEC)
+#define SEC  1000LL
+#define MIN  (60 * SEC)
 #define HOUR (60 * MIN)
-#define T0 (1700000000000LL) /* an arbitrary epoch for the tests */
+#define T0   (1700000000000LL) /* an arbitrary epoch for the tests */
 
 static inline struct sched *mk_sched_with(const struct sched_policy *p)
 {
@@ -181,21 +181,21 @@ static inline void end(struct sched *s, uint64_t id, enum sched_exit_kind how, i
         fail_msg("end %llu: %s", (unsigned long long)id, err.message);
 }
 
-#define assert_state(s, id, st)                                                                \
-    do {                                                                                       \
-        enum sched_job_state got_ = state_of((s), (id));                                       \
-        if (got_ != (st))                                                                      \
-            fail_msg("job %llu: expected %s, got %s", (unsigned long long)(id),                \
-                     sched_job_state_name(st),                                                 \
-                     got_ == SCHED_JOB_STATE_COUNT ? "(gone)" : sched_job_state_name(got_));   \
+#define assert_state(s, id, st)                                                                    \
+    do {                                                                                           \
+        enum sched_job_state got_ = state_of((s), (id));                                           \
+        if (got_ != (st))                                                                          \
+            fail_msg("job %llu: expected %s, got %s", (unsigned long long)(id),                    \
+                     sched_job_state_name(st),                                                     \
+                     got_ == SCHED_JOB_STATE_COUNT ? "(gone)" : sched_job_state_name(got_));       \
     } while (0)
 
-#define assert_reason(s, id, r)                                                                \
-    do {                                                                                       \
-        enum sched_reason got_ = reason_of((s), (id));                                         \
-        if (got_ != (r))                                                                       \
-            fail_msg("job %llu: expected reason %s, got %s", (unsigned long long)(id),         \
-                     sched_reason_name(r), sched_reason_name(got_));                           \
+#define assert_reason(s, id, r)                                                                    \
+    do {                                                                                           \
+        enum sched_reason got_ = reason_of((s), (id));                                             \
+        if (got_ != (r))                                                                           \
+            fail_msg("job %llu: expected reason %s, got %s", (unsigned long long)(id),             \
+                     sched_reason_name(r), sched_reason_name(got_));                               \
     } while (0)
 
 #endif

@@ -136,7 +136,7 @@ static void test_held_at_submit(void **state)
     struct sched_explain x;
     assert_int_equal(sched_explain(s, 1, T0, &x), 0);
     assert_int_equal(x.reason, SCHED_R_HELD);
-    assert_int_equal(x.nodes_matching, 1); /* n1 only: the CPU node has no GPU */
+    assert_int_equal(x.nodes_matching, 1);           /* n1 only: the CPU node has no GPU */
     submit(s, 2, "lab", NULL, NULL, 0, 1, HOUR, T0); /* a CPU shape, interned after */
     assert_int_equal(sched_explain(s, 1, T0, &x), 0);
     assert_int_equal(x.nodes_matching, 1);

@@ -24,8 +24,7 @@ static struct sched *mk_grouped(double guarantee, int limit)
     return mk_sched_with(&p);
 }
 
-static void grouped_project(struct sched *s, const char *name, const char *group,
-                            double guarantee)
+static void grouped_project(struct sched *s, const char *name, const char *group, double guarantee)
 {
     struct sched_project_spec p = project_spec(name);
     snprintf(p.group, sizeof(p.group), "%s", group);

@@ -153,8 +153,8 @@ static void test_node_failure_requeues(void **state)
     assert_int_equal(sched_node_set_state(s, sched_node_name(s, v1.allocs[0].node),
                                           SCHED_NODE_UNREACHABLE, T0 + 10, &err),
                      0);
-    assert_int_equal(sched_node_set_state(s, sched_node_name(s, v2.allocs[0].node),
-                                          SCHED_NODE_DOWN, T0 + 10, &err),
+    assert_int_equal(sched_node_set_state(s, sched_node_name(s, v2.allocs[0].node), SCHED_NODE_DOWN,
+                                          T0 + 10, &err),
                      0);
     struct cyc c = cycle(s, T0 + 11);
     const struct sched_decision *d1 = find_dec(c, SCHED_D_STATE, 1);
@@ -211,7 +211,7 @@ static void test_ended_job_leaves_no_wakeup(void **state)
     struct sched_error err;
     int cycles = 0;
     int64_t w = sched_next_wakeup(s, T0 + 11 * SEC);
-    while (w < T0 + 1 + 3 * HOUR) { /* job 2's coming of age and such may come first */
+    while (w < T0 + 1 + 3 * HOUR) {      /* job 2's coming of age and such may come first */
         assert_true(w != T0 + 1 + HOUR); /* job 1's limit: gone with it */
         assert_true(w > T0 + 11 * SEC);
         struct cyc c = cycle(s, w);

@@ -205,7 +205,8 @@ static void stored_round_trip(void **state)
              " \"deps\": [{\"type\": \"afternotok\", \"job\": 3}], \"signal\": 12,"
              " \"grace\": 5, \"checkpoint\": true, \"hold\": true, \"requeue\": false,"
              " \"retries\": 2, \"idempotent\": true, \"array\": \"1,3\","
-             " \"secrets\": [\"API_KEY\", \"DB_PASS\"]}", &a);
+             " \"secrets\": [\"API_KEY\", \"DB_PASS\"]}",
+             &a);
     json_t *stored = proto_jobspec_to_json(&a);
     char *text = json_dumps(stored, JSON_COMPACT);
     json_t *again = json_loads(text, 0, NULL);
@@ -287,10 +288,12 @@ static void slurm_object(void **state)
     parse_ok("{\"script\": \"#!/bin/sh\\ntrue\\n\", \"slurm\": {\"ntasks\": 8,"
              " \"ntasks_per_node\": 4, \"cpus_per_task\": 10, \"gpus_per_task\": 1,"
              " \"signal\": 10, \"signal_before\": 20, \"signal_batch\": true,"
-             " \"submit_dir\": \"/home/a\"}}", &j);
+             " \"submit_dir\": \"/home/a\"}}",
+             &j);
     json_t *stored = proto_jobspec_to_json(&j);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(stored, "slurm"),
-                                                        "ntasks_per_node")), 4);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(stored, "slurm"), "ntasks_per_node")),
+        4);
     assert_int_equal(proto_jobspec_load(stored, &back, &e), 0);
     json_t *again = proto_jobspec_to_json(&back);
     assert_true(json_equal(stored, again));
@@ -305,7 +308,8 @@ static void slurm_object(void **state)
     proto_jobspec_release(&j);
     for (size_t i = 0; i < sizeof(bad_slurm) / sizeof(bad_slurm[0]); i++) {
         memset(&e, 0, sizeof(e));
-        if (proto_jobspec_parse_text(bad_slurm[i].body, strlen(bad_slurm[i].body), NOW, &j, &e) != -EINVAL)
+        if (proto_jobspec_parse_text(bad_slurm[i].body, strlen(bad_slurm[i].body), NOW, &j, &e) !=
+            -EINVAL)
             fail_msg("accepted: %s", bad_slurm[i].body);
         if (strcmp(e.field, bad_slurm[i].field))
             fail_msg("%s: field '%s', wanted '%s'", bad_slurm[i].body, e.field, bad_slurm[i].field);
@@ -335,7 +339,7 @@ int main(void)
         cmocka_unit_test(full_spec),           cmocka_unit_test(defaults),
         cmocka_unit_test(bad_fields),          cmocka_unit_test(stored_round_trip),
         cmocka_unit_test(load_refuses_damage), cmocka_unit_test(arrays),
-        cmocka_unit_test(error_json),        cmocka_unit_test(slurm_object),
+        cmocka_unit_test(error_json),          cmocka_unit_test(slurm_object),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

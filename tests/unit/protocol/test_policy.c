@@ -82,7 +82,8 @@ static const struct {
     {"{\"tiers\": [{\"name\": \"a\"}, {\"name\": \"b\"}, {\"name\": \"a\"}]}", "tiers[2]"},
     {"{\"tiers\": [{\"name\": \"a\"}, {\"name\": \"b\"}, {\"rank\": 1}]}", "tiers[2].rank"},
     {"{\"tiers\": [{\"name\": \"a\"}, {\"name\": \"b\"}, {}]}", "tiers[2]"},
-    {"{\"tiers\": [{\"name\": \"a\"}, {\"name\": \"b\"}, {\"name\": \"c\", \"starve_after\": \"x\"}]}",
+    {"{\"tiers\": [{\"name\": \"a\"}, {\"name\": \"b\"}, {\"name\": \"c\", \"starve_after\": "
+     "\"x\"}]}",
      "tiers[2].starve_after"},
     {"{\"classes\": []}", "classes"},
     {"{\"classes\": [{\"name\": \"t\", \"preemptible\": \"yes\"}]}", "classes[0].preemptible"},
@@ -108,22 +109,27 @@ static const struct {
     {"{\"alerts\": {\"rulez\": []}}", "alerts.rulez"},
     {"{\"alerts\": {\"rules\": [{\"kind\": \"disk_low\", \"severity\": \"info\"}]}}",
      "alerts.rules[0].name"},
-    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"disk_full\", \"severity\": \"info\"}]}}",
+    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"disk_full\", \"severity\": "
+     "\"info\"}]}}",
      "alerts.rules[0].kind"},
-    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"disk_low\", \"severity\": \"dire\"}]}}",
+    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"disk_low\", \"severity\": "
+     "\"dire\"}]}}",
      "alerts.rules[0].severity"},
-    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"disk_low\", \"severity\": \"info\"}]}}",
+    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"disk_low\", \"severity\": "
+     "\"info\"}]}}",
      "alerts.rules[0].threshold"},
     {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"disk_low\", \"severity\": \"info\","
      " \"threshold\": 120}]}}",
      "alerts.rules[0].threshold"},
-    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"node_unreachable\", \"severity\": \"info\","
+    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"node_unreachable\", \"severity\": "
+     "\"info\","
      " \"threshold\": \"1m\"}]}}",
      "alerts.rules[0].threshold"},
     {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"job_failed\", \"severity\": \"info\","
      " \"tier\": \"low\"}]}}",
      "alerts.rules[0].tier"},
-    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"job_failed\", \"severity\": \"info\"},"
+    {"{\"alerts\": {\"rules\": [{\"name\": \"a\", \"kind\": \"job_failed\", \"severity\": "
+     "\"info\"},"
      " {\"name\": \"a\", \"kind\": \"job_failed\", \"severity\": \"major\"}]}}",
      "alerts.rules[1].name"},
     {"{\"alerts\": {\"routes\": [{\"webhook\": \"http://h/x\"}]}}", "alerts.routes[0].severities"},
@@ -142,7 +148,8 @@ static const struct {
     {"{\"alerts\": {\"routes\": [{\"severities\": \"info\", \"webhook\": \"http://h/\","
      " \"secret\": \"short\"}]}}",
      "alerts.routes[0].secret"},
-    {"{\"alerts\": {\"routes\": [{\"severities\": \"info\", \"log\": true, \"shape\": \"slack\"}]}}",
+    {"{\"alerts\": {\"routes\": [{\"severities\": \"info\", \"log\": true, \"shape\": "
+     "\"slack\"}]}}",
      "alerts.routes[0]"},
     {"{\"alerts\": {\"interval\": \"10ms\"}}", "alerts.interval"},
     {"{\"alerts\": {\"delivery\": {\"attempts\": 0}}}", "alerts.delivery.attempts"},
@@ -231,12 +238,12 @@ static void groups_list(void **state)
         {"{\"groups\": [{\"gpu_limit\": 3}]}", "groups[0].name"},
         {"{\"groups\": [{\"name\": \"a\"}, {\"name\": \"a\"}]}", "groups[1]"},
         {"{\"groups\": [{\"name\": \"a\", \"gpu_limit\": -2}]}", "groups[0].gpu_limit"},
-        {"{\"groups\": [{\"name\": \"a\", \"guarantee_gpus\": -0.5}]}",
-         "groups[0].guarantee_gpus"},
+        {"{\"groups\": [{\"name\": \"a\", \"guarantee_gpus\": -0.5}]}", "groups[0].guarantee_gpus"},
         {"{\"groups\": [{\"name\": \"a\", \"colour\": 1}]}", "groups[0].colour"},
     };
     for (size_t i = 0; i < sizeof(bad_groups) / sizeof(bad_groups[0]); i++) {
-        rc = proto_policy_parse_text(bad_groups[i].doc, strlen(bad_groups[i].doc), false, &base, &p, &e);
+        rc = proto_policy_parse_text(bad_groups[i].doc, strlen(bad_groups[i].doc), false, &base, &p,
+                                     &e);
         if (rc == 0)
             fail_msg("accepted %s", bad_groups[i].doc);
         assert_string_equal(e.field, bad_groups[i].field);
@@ -291,7 +298,8 @@ static void class_node_fields(void **state)
     assert_int_equal(p.class_node[1].default_mem_mb, -1);
     assert_int_equal(p.class_node[2].default_mem_mb, 512);
     json_t *out = proto_policy_to_json(&p.policy);
-    struct proto_class_node cn[3] = {{64, 16384, {0, 0, 0}}, {0, 0, {0, 0, 0}}, {0, 512, {0, 0, 0}}};
+    struct proto_class_node cn[3] = {
+        {64, 16384, {0, 0, 0}}, {0, 0, {0, 0, 0}}, {0, 512, {0, 0, 0}}};
     proto_class_node_json(json_object_get(out, "classes"), &p.policy, cn);
     json_t *c0 = json_array_get(json_object_get(out, "classes"), 0);
     assert_int_equal(json_integer_value(json_object_get(c0, "pids_max")), 64);
@@ -361,7 +369,8 @@ static void class_idle_rule(void **state)
     static const struct {
         const char *doc, *field;
     } badi[] = {
-        {"classes: [{name: a, idle: {gpu_util_below: 0, for: 1m}}]", "classes[0].idle.gpu_util_below"},
+        {"classes: [{name: a, idle: {gpu_util_below: 0, for: 1m}}]",
+         "classes[0].idle.gpu_util_below"},
         {"classes: [{name: a, idle: {gpu_util_below: 5}}]", "classes[0].idle.for"},
         {"classes: [{name: a, idle: {for: 5m}}]", "classes[0].idle.gpu_util_below"},
         {"classes: [{name: a, idle: {gpu_util_below: 5, for: 5m, action: nap}}]",
@@ -451,10 +460,10 @@ static void ops_sections(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(yaml_document),  cmocka_unit_test(settings_only_keeps_the_rest),
-        cmocka_unit_test(bad_documents),  cmocka_unit_test(bad_yaml),
+        cmocka_unit_test(yaml_document),     cmocka_unit_test(settings_only_keeps_the_rest),
+        cmocka_unit_test(bad_documents),     cmocka_unit_test(bad_yaml),
         cmocka_unit_test(output_reads_back), cmocka_unit_test(project_patch),
-        cmocka_unit_test(class_patch),    cmocka_unit_test(groups_list),
+        cmocka_unit_test(class_patch),       cmocka_unit_test(groups_list),
         cmocka_unit_test(class_node_fields), cmocka_unit_test(class_idle_rule),
         cmocka_unit_test(ops_sections),
     };

@@ -84,11 +84,13 @@ static void cluster_errors(void **state)
     cluster_bad("node_groups: [{name: a, count: 1, gpus: 65, gpu_type: x}]",
                 "node_groups[0].gpus: 65 out of range");
     cluster_bad("node_groups: [{name: a, count: 1, gpus: 8}]", "gpu_type: missing");
-    cluster_bad("node_groups: [{name: a, count: 1, colour: red}]", "node_groups[0].colour: unknown key");
+    cluster_bad("node_groups: [{name: a, count: 1, colour: red}]",
+                "node_groups[0].colour: unknown key");
     cluster_bad("node_groups: [{name: a, count: 1}, {name: a, count: 2}]", "used twice");
     cluster_bad("node_groups: [{name: a, count: 0}]", "no nodes");
     cluster_bad("node_groups: [{name: 'a b', count: 1}]", "not a name");
-    cluster_bad("node_groups: [{name: a, count: 1, mem: lots}]", "node_groups[0].mem: expected a size");
+    cluster_bad("node_groups: [{name: a, count: 1, mem: lots}]",
+                "node_groups[0].mem: expected a size");
     cluster_bad("node_groups: [{name: a, count: 1, labels: [x]}]", "labels: expected a mapping");
 }
 
@@ -282,10 +284,10 @@ static void baselines(void **state)
 
 static void examples_load(void **state)
 {
-    static const char *const clusters[] = { "cluster-philly.yaml", "cluster-ricc.yaml" };
-    static const char *const policies[] = { "policy-tiered.yaml", "policy-fifo.yaml",
-                                            "policy-easy.yaml", "policy-multifactor.yaml" };
-    static const char *const mappings[] = { "mapping-philly.yaml", "mapping-ricc.yaml" };
+    static const char *const clusters[] = {"cluster-philly.yaml", "cluster-ricc.yaml"};
+    static const char *const policies[] = {"policy-tiered.yaml", "policy-fifo.yaml",
+                                           "policy-easy.yaml", "policy-multifactor.yaml"};
+    static const char *const mappings[] = {"mapping-philly.yaml", "mapping-ricc.yaml"};
     const char *dir = getenv("SIM_EXAMPLES");
     char path[512], err[512];
 
@@ -313,7 +315,7 @@ static void examples_load(void **state)
         snprintf(path, sizeof(path), "%s/%s", dir, policies[i]);
         if (sim_policy_load(path, &p, err, sizeof(err)) < 0)
             fail_msg("%s", err);
-        assert_int_equal(p.policy.ordering, i == 0 ? SCHED_ORDER_TIERED
+        assert_int_equal(p.policy.ordering, i == 0   ? SCHED_ORDER_TIERED
                                             : i == 3 ? SCHED_ORDER_MULTIFACTOR
                                                      : SCHED_ORDER_FIFO);
         sim_policy_release(&p);
@@ -332,14 +334,10 @@ static void examples_load(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(cluster_groups),
-        cmocka_unit_test(cluster_errors),
-        cmocka_unit_test(policy_document),
-        cmocka_unit_test(policy_errors),
-        cmocka_unit_test(mapping_rules),
-        cmocka_unit_test(mapping_inside_policy),
-        cmocka_unit_test(baselines),
-        cmocka_unit_test(examples_load),
+        cmocka_unit_test(cluster_groups),  cmocka_unit_test(cluster_errors),
+        cmocka_unit_test(policy_document), cmocka_unit_test(policy_errors),
+        cmocka_unit_test(mapping_rules),   cmocka_unit_test(mapping_inside_policy),
+        cmocka_unit_test(baselines),       cmocka_unit_test(examples_load),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,7 +66,8 @@ static void fx_init(struct fx *f, const char *trace, int gpus, const char *polic
     sim_options_defaults(&f->opt);
     f->opt.trace_path = f->path;
     f->opt.max_errors_shown = 0;
-    snprintf(yaml, sizeof(yaml), "node_groups: [{name: n, count: 1, gpus: %d, gpu_type: A100, cpus: 64}]", gpus);
+    snprintf(yaml, sizeof(yaml),
+             "node_groups: [{name: n, count: 1, gpus: %d, gpu_type: A100, cpus: 64}]", gpus);
     yaml_into(yaml, &doc);
     assert_int_equal(sim_cluster_from_json(doc, "cluster", &f->cl, f->err, sizeof(f->err)), 0);
     json_decref(doc);
@@ -115,10 +116,9 @@ static const char easy[] =
     "settings: {ordering: fifo, backfill: true, backfill_depth: 1, preemption: false}";
 
 /* A (2 GPUs, 600 s), B (4 GPUs) waits for A, C (2 GPUs, 300 s) fits in the hole. */
-static const char backfill_trace[] = HEADER
-    "A,0,600,2,,,,p,,completed\n"
-    "B,10,600,4,,,,p,,completed\n"
-    "C,20,300,2,,,,p,,completed\n";
+static const char backfill_trace[] = HEADER "A,0,600,2,,,,p,,completed\n"
+                                            "B,10,600,4,,,,p,,completed\n"
+                                            "C,20,300,2,,,,p,,completed\n";
 
 static void fifo_order(void **state)
 {
@@ -165,7 +165,7 @@ static void easy_backfills_one_job(void **state)
     fx_init(&f, backfill_trace, 4, easy, NULL);
     r = fx_run(&f);
     assert_int_equal(job(r, "A")->first_start_ms, 0);
-    assert_int_equal(job(r, "C")->first_start_ms, 20000);  /* backfilled at submission */
+    assert_int_equal(job(r, "C")->first_start_ms, 20000); /* backfilled at submission */
     assert_int_equal(job(r, "C")->end_ms, 320000);
     assert_int_equal(job(r, "B")->first_start_ms, 600000); /* its reservation held */
     assert_int_equal(r->preemptions, 0);
@@ -178,9 +178,8 @@ static const char tiered[] =
 static const char tiers_map[] =
     "rules: [{match: lo, tier: low, class: training}, {match: hi, tier: high, class: training}]";
 /* L (low tier) holds the node; H (high) arrives after L's min_runtime. */
-static const char preempt_trace[] = HEADER
-    "L,0,10000,4,,,,lo,,completed\n"
-    "H,1000,100,4,,,,hi,,completed\n";
+static const char preempt_trace[] = HEADER "L,0,10000,4,,,,lo,,completed\n"
+                                           "H,1000,100,4,,,,hi,,completed\n";
 
 static void one_preemption(void **state)
 {
@@ -197,7 +196,7 @@ static void one_preemption(void **state)
     assert_int_equal(job(r, "H")->end_ms, 1100000);
     assert_int_equal(job(r, "L")->first_start_ms, 0);
     assert_int_equal(job(r, "L")->preempts, 1);
-    assert_int_equal(job(r, "L")->lost_ms, 1000000);        /* no checkpoint: all of it */
+    assert_int_equal(job(r, "L")->lost_ms, 1000000);           /* no checkpoint: all of it */
     assert_int_equal(job(r, "L")->end_ms, 1100000 + 10000000); /* restarts from scratch */
     assert_int_equal(job(r, "L")->end, SIM_END_COMPLETED);
     assert_int_equal(r->preemptions, 1);
@@ -218,7 +217,8 @@ static void preemption_waits_for_the_grace(void **state)
     /* auto: L declared no checkpoint, so it runs out its 30 s grace and is killed */
     fx_init(&f, preempt_trace, 4,
             "settings: {ordering: tiered, backfill: true, preemption: true, min_runtime: 10m,"
-            " default_grace: 30s}", tiers_map);
+            " default_grace: 30s}",
+            tiers_map);
     f.map.time_limit_factor = 2.0;
     r = fx_run(&f);
     assert_int_equal(job(r, "H")->first_start_ms, 1030000);
@@ -241,7 +241,7 @@ static void preemption_keeps_checkpointed_work(void **state)
     r = fx_run(&f);
     assert_int_equal(job(r, "H")->first_start_ms, 1000000);
     assert_int_equal(job(r, "L")->preempts, 1);
-    assert_int_equal(job(r, "L")->lost_ms, 100000);             /* since 900 s */
+    assert_int_equal(job(r, "L")->lost_ms, 100000); /* since 900 s */
     assert_int_equal(job(r, "L")->end_ms, 1100000 + 10000000 - 900000);
     sim_result_destroy(r);
     fx_release(&f);
@@ -343,8 +343,10 @@ static void gang_shapes(void **state)
     json_t *doc;
 
     (void)state;
-    fx_init(&f, HEADER "a,0,60,12,,,,p,,\nb,0,60,13,,,,p,,\nc,0,60,0,20,,,p,,\n"
-                "d,0,60,8,,,2,p,,\n", 8, fifo, NULL);
+    fx_init(&f,
+            HEADER "a,0,60,12,,,,p,,\nb,0,60,13,,,,p,,\nc,0,60,0,20,,,p,,\n"
+                   "d,0,60,8,,,2,p,,\n",
+            8, fifo, NULL);
     sim_cluster_release(&f.cl);
     yaml_into("node_groups: [{name: n, count: 4, gpus: 8, gpu_type: A100, cpus: 64}]", &doc);
     assert_int_equal(sim_cluster_from_json(doc, "cluster", &f.cl, f.err, sizeof(f.err)), 0);
@@ -354,7 +356,7 @@ static void gang_shapes(void **state)
     assert_int_equal(job(r, "b")->gpus, 14); /* 13 is prime: 2 nodes x 7, rounded up */
     assert_int_equal(job(r, "c")->gpus, 0);  /* CPU-only: a CPU job, never GPU units */
     assert_int_equal(job(r, "c")->cpus, 20);
-    assert_int_equal(job(r, "d")->gpus, 8);  /* the trace's 2 nodes: 2 x 4 */
+    assert_int_equal(job(r, "d")->gpus, 8); /* the trace's 2 nodes: 2 x 4 */
     assert_int_equal(r->rows.cpu_jobs, 1);
     assert_int_equal(r->rows.cpu_as_units, 0);
     for (size_t i = 0; i < r->njobs; i++)
@@ -449,7 +451,8 @@ static void baselines_are_what_they_say(void **state)
 
     (void)state;
     yaml_into("tiers: [{name: top, starve_after: 1h}, {name: mid, starve_after: 4h},"
-              " {name: bot}]\nsettings: {reserved_label: zone=fast, reserved_min_tier: mid}", &doc);
+              " {name: bot}]\nsettings: {reserved_label: zone=fast, reserved_min_tier: mid}",
+              &doc);
     if (sim_policy_from_json(doc, "p", &p, err, sizeof(err)) < 0)
         fail_msg("policy: %s", err);
     assert_int_equal(sim_policy_baseline(&p, "fifo"), 0);
@@ -537,7 +540,8 @@ static void total_delay_counts_requeues(void **state)
             continue;
         assert_true(s.tiers[t].wait_max_s == 0);
         assert_true(s.tiers[t].delay_max_s == 1100); /* ended at 11100 s after 10000 s work */
-        assert_true(s.tiers[t].lost_preempt_gpu_h > 1.1110 && s.tiers[t].lost_preempt_gpu_h < 1.1112);
+        assert_true(s.tiers[t].lost_preempt_gpu_h > 1.1110 &&
+                    s.tiers[t].lost_preempt_gpu_h < 1.1112);
     }
     assert_true(isnan(s.jain_share)); /* no project has a guarantee */
     sim_summary_release(&s);
@@ -565,14 +569,14 @@ static char *render(struct sim_result *r, int which)
 {
     struct sim_summary s;
     struct sim_run_report run;
-    struct sim_report_meta meta = { .trace = "t", .cluster = "c", .arrival_scale = 1,
-                                    .cluster_scale = 1 };
+    struct sim_report_meta meta = {
+        .trace = "t", .cluster = "c", .arrival_scale = 1, .cluster_scale = 1};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
 
     assert_int_equal(sim_summary_compute(r, &s), 0);
-    run = (struct sim_run_report){ r, &s };
+    run = (struct sim_run_report){r, &s};
     if (which == 0)
         assert_int_equal(sim_report_json(f, &meta, &run, 1), 0);
     else if (which == 1)

@@ -18,7 +18,7 @@
 
 static void percentiles(void **state)
 {
-    double v[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+    double v[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 
     (void)state;
     assert_true(sim_percentile(v, 10, 0.5) == 5);
@@ -31,12 +31,12 @@ static void percentiles(void **state)
 
 static void jain(void **state)
 {
-    double eq[] = { 3, 3, 3, 3 }, one[] = { 1, 0, 0, 0 }, two[] = { 1, 3 };
+    double eq[] = {3, 3, 3, 3}, one[] = {1, 0, 0, 0}, two[] = {1, 3};
 
     (void)state;
     assert_true(sim_jain(eq, 4) == 1.0);
-    assert_true(sim_jain(one, 4) == 0.25);          /* 1/n when one takes everything */
-    assert_true(sim_jain(two, 2) == 16.0 / 20.0);   /* (1+3)^2 / (2 * (1+9)) */
+    assert_true(sim_jain(one, 4) == 0.25);        /* 1/n when one takes everything */
+    assert_true(sim_jain(two, 2) == 16.0 / 20.0); /* (1+3)^2 / (2 * (1+9)) */
     assert_true(sim_jain(eq, 0) == 0);
 }
 
@@ -45,15 +45,15 @@ static void bounded_slowdown(void **state)
     (void)state;
     assert_true(sim_bounded_slowdown(0, 100000) == 1.0);
     assert_true(sim_bounded_slowdown(100000, 100000) == 2.0);
-    assert_true(sim_bounded_slowdown(10000, 1000) == 1.1);  /* runtime below the 10 s bound */
-    assert_true(sim_bounded_slowdown(0, 0) == 1.0);         /* never below 1 */
+    assert_true(sim_bounded_slowdown(10000, 1000) == 1.1); /* runtime below the 10 s bound */
+    assert_true(sim_bounded_slowdown(0, 0) == 1.0);        /* never below 1 */
 }
 
 static void summary_of_result(void **state)
 {
     struct sim_result r;
     struct sim_job_rec jobs[4];
-    struct sim_project_stat projects[2] = { { "a", 10, 0 }, { "b", 30, 0 } };
+    struct sim_project_stat projects[2] = {{"a", 10, 0}, {"b", 30, 0}};
     struct sim_summary s;
 
     (void)state;
@@ -71,17 +71,32 @@ static void summary_of_result(void **state)
     r.arrivals_end_ms = 300000; /* the last submission (d) */
     r.busy_gpu_ms_arrivals = 600000;
     /* a: waits 0, 100 s run; b: waits 100 s; c: rejected; d: never starts */
-    jobs[0] = (struct sim_job_rec){ .submit_ms = 0, .runtime_ms = 100000, .first_start_ms = 0,
-                                    .end_ms = 100000, .gpus = 1, .tier = 2, .project = 0,
-                                    .end = SIM_END_COMPLETED, .saved_ms = 100000 };
-    jobs[1] = (struct sim_job_rec){ .submit_ms = 0, .runtime_ms = 100000,
-                                    .first_start_ms = 100000, .end_ms = 200000, .gpus = 2,
-                                    .tier = 2, .project = 1, .end = SIM_END_COMPLETED,
-                                    .saved_ms = 100000 };
-    jobs[2] = (struct sim_job_rec){ .first_start_ms = -1, .end_ms = -1, .tier = 1,
-                                    .end = SIM_END_REJECTED };
-    jobs[3] = (struct sim_job_rec){ .submit_ms = 300000, .first_start_ms = -1, .end_ms = -1,
-                                    .tier = 1, .project = 1, .end = SIM_END_NONE };
+    jobs[0] = (struct sim_job_rec){.submit_ms = 0,
+                                   .runtime_ms = 100000,
+                                   .first_start_ms = 0,
+                                   .end_ms = 100000,
+                                   .gpus = 1,
+                                   .tier = 2,
+                                   .project = 0,
+                                   .end = SIM_END_COMPLETED,
+                                   .saved_ms = 100000};
+    jobs[1] = (struct sim_job_rec){.submit_ms = 0,
+                                   .runtime_ms = 100000,
+                                   .first_start_ms = 100000,
+                                   .end_ms = 200000,
+                                   .gpus = 2,
+                                   .tier = 2,
+                                   .project = 1,
+                                   .end = SIM_END_COMPLETED,
+                                   .saved_ms = 100000};
+    jobs[2] = (struct sim_job_rec){
+        .first_start_ms = -1, .end_ms = -1, .tier = 1, .end = SIM_END_REJECTED};
+    jobs[3] = (struct sim_job_rec){.submit_ms = 300000,
+                                   .first_start_ms = -1,
+                                   .end_ms = -1,
+                                   .tier = 1,
+                                   .project = 1,
+                                   .end = SIM_END_NONE};
     projects[0].gpu_ms = 100000;
     projects[1].gpu_ms = 200000;
     assert_int_equal(sim_summary_compute(&r, &s), 0);
@@ -92,11 +107,11 @@ static void summary_of_result(void **state)
     assert_true(s.all.wait_p50_s == 0);
     assert_true(s.all.wait_max_s == 100);
     assert_true(s.all.slowdown_mean == 1.5);
-    assert_int_equal(s.tiers[2].starved, 1);            /* b waited 100 s > 50 s */
+    assert_int_equal(s.tiers[2].starved, 1); /* b waited 100 s > 50 s */
     assert_int_equal(s.tiers[2].jobs, 2);
-    assert_true(s.utilisation == 0.5);                 /* 800000 / (4 x 400000) */
-    assert_true(s.utilisation_arrivals == 0.5);        /* 600000 / (4 x 300000) */
-    assert_true(s.cpu_utilisation_arrivals == -1);     /* no CPUs counted */
+    assert_true(s.utilisation == 0.5);             /* 800000 / (4 x 400000) */
+    assert_true(s.utilisation_arrivals == 0.5);    /* 600000 / (4 x 300000) */
+    assert_true(s.cpu_utilisation_arrivals == -1); /* no CPUs counted */
     assert_true(s.projects[0].used_share > 0.333 && s.projects[0].used_share < 0.334);
     assert_true(s.projects[1].guarantee_share == 0.75);
     /* used/guaranteed shares: a 1.333, b 0.889 -> Jain = (2.222)^2 / (2 x 2.568) */

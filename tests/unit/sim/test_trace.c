@@ -43,10 +43,12 @@ static void csv_good_rows(void **state)
     struct trace_row row;
 
     (void)state;
-    rd_open(&x, HEADER "a-1,0,3600,8,,,,vc1,,\n"
-                       "b-2,5,10,0,80,93750,2,g1,u1,completed\r\n"
-                       "\n"
-                       "\"c,3\",5,0,1,,,,vc1,bob,failed\n", TRACE_CSV);
+    rd_open(&x,
+            HEADER "a-1,0,3600,8,,,,vc1,,\n"
+                   "b-2,5,10,0,80,93750,2,g1,u1,completed\r\n"
+                   "\n"
+                   "\"c,3\",5,0,1,,,,vc1,bob,failed\n",
+            TRACE_CSV);
     assert_non_null(x.r);
     assert_int_equal(trace_next(x.r, &row, &x.err), 1);
     assert_string_equal(row.id, "a-1");
@@ -81,8 +83,10 @@ static void csv_columns_any_order(void **state)
     struct trace_row row;
 
     (void)state;
-    rd_open(&x, "status,user,project,nodes,mem_mb,cpus,gpus,runtime_s,submit_s,job_id\n"
-                "completed,u,p,,,,2,30,7,j\n", TRACE_CSV);
+    rd_open(&x,
+            "status,user,project,nodes,mem_mb,cpus,gpus,runtime_s,submit_s,job_id\n"
+            "completed,u,p,,,,2,30,7,j\n",
+            TRACE_CSV);
     assert_non_null(x.r);
     assert_int_equal(trace_next(x.r, &row, &x.err), 1);
     assert_string_equal(row.id, "j");
@@ -137,8 +141,8 @@ static void csv_bad_rows(void **state)
     expect_bad("x,1,5,1,,,,p\n", 3, "", "8 fields, expected 10");
     expect_bad("x,1,5,1,,,,p,,,extra\n", 3, "", "11 fields");
     expect_bad("\"x,1,5,1,,,,p,,\n", 3, "", "unterminated");
-    expect_bad("x,1,5,1,,,,0123456789012345678901234567890123456789012345678901234567890123,,\n",
-               3, "project", "longer than 63");
+    expect_bad("x,1,5,1,,,,0123456789012345678901234567890123456789012345678901234567890123,,\n", 3,
+               "project", "longer than 63");
 }
 
 /* Fractional GPU/CPU counts and rows without a runtime are not bad: they come back as
@@ -149,8 +153,7 @@ static void csv_fractional_and_never_ran(void **state)
     struct trace_row row;
 
     (void)state;
-    rd_open(&x, HEADER "a,0,5,0.5,,,,p,,\nb,1,,1,,,,p,,cancelled\nc,2,7,0,2.25,,,p,,\n",
-            TRACE_CSV);
+    rd_open(&x, HEADER "a,0,5,0.5,,,,p,,\nb,1,,1,,,,p,,cancelled\nc,2,7,0,2.25,,,p,,\n", TRACE_CSV);
     assert_int_equal(trace_next(x.r, &row, &x.err), 1);
     assert_true(row.gpus == 0.5);
     assert_int_equal(trace_next(x.r, &row, &x.err), 1);
@@ -210,15 +213,13 @@ static void csv_bad_header(void **state)
     assert_non_null(strstr(x.err.message, "header has 2 columns"));
     fclose(x.f);
 
-    rd_open(&x, "job_id,submit_s,runtime_s,gpus,cpus,mem_mb,nodes,project,user,state\n",
-            TRACE_CSV);
+    rd_open(&x, "job_id,submit_s,runtime_s,gpus,cpus,mem_mb,nodes,project,user,state\n", TRACE_CSV);
     assert_null(x.r);
     assert_string_equal(x.err.column, "state");
     assert_non_null(strstr(x.err.message, "unknown column"));
     fclose(x.f);
 
-    rd_open(&x, "job_id,job_id,runtime_s,gpus,cpus,mem_mb,nodes,project,user,status\n",
-            TRACE_CSV);
+    rd_open(&x, "job_id,job_id,runtime_s,gpus,cpus,mem_mb,nodes,project,user,status\n", TRACE_CSV);
     assert_null(x.r);
     assert_non_null(strstr(x.err.message, "twice"));
     fclose(x.f);
@@ -258,7 +259,7 @@ static void swf_good_rows(void **state)
 
     assert_int_equal(trace_next(x.r, &row, &x.err), 1); /* cancelled before it ran */
     assert_int_equal(row.runtime_s, -1);
-    assert_int_equal(row.cpus, 8);  /* requested, as none were allocated */
+    assert_int_equal(row.cpus, 8); /* requested, as none were allocated */
     assert_int_equal(row.status, TRACE_ST_CANCELLED);
 
     assert_int_equal(trace_next(x.r, &row, &x.err), 1);
@@ -299,7 +300,8 @@ static void swf_bad_rows(void **state)
     swf_expect_bad("1.5 0 10 5 4 -1 -1 4 200 1024 1 3 7 -1 1 -1 -1 -1", "job_number",
                    "not an integer");
     swf_expect_bad("1 0 10 5 4 -1 -1 4 200 1024 1 3 7 -1 1 -1 -1 -2", "think_time",
-                   "not an integer >= -1");    swf_expect_bad("1 0 10 5 -1 -1 -1 -1 200 1024 1 3 7 -1 1 -1 -1 -1", "allocated_processors",
+                   "not an integer >= -1");
+    swf_expect_bad("1 0 10 5 -1 -1 -1 -1 200 1024 1 3 7 -1 1 -1 -1 -1", "allocated_processors",
                    "no processor count");
     swf_expect_bad("1 0 10 5 4 -1 -1 4 200 1024 9 3 7 -1 1 -1 -1 -1", "status", "unknown status 9");
     swf_expect_bad("1 -1 10 5 4 -1 -1 4 200 1024 1 3 7 -1 1 -1 -1 -1", "submit_time", "missing");

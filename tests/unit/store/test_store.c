@@ -1239,18 +1239,31 @@ static int idle_sum_cb(void *arg, const char *key, int64_t idle_gpu_ms)
 static void report_idle_from_summaries(void **state)
 {
     struct fx *f = *state;
-    struct store_node n = {.name = "gpu01", .state = "UP", .gpu_type = "H100", .gpus = 8,
-                           .labels = "{}", .info = "{}"};
+    struct store_node n = {.name = "gpu01",
+                           .state = "UP",
+                           .gpu_type = "H100",
+                           .gpus = 8,
+                           .labels = "{}",
+                           .info = "{}"};
     assert_int_equal(store_node_put(f->st, &n), 0);
     run_job(f, 1, "vision", "high", 4, 1, "gpu01", 0, 500, 0, "", "");
     run_job(f, 2, "nlp", "low", 2, 1, "gpu01", 0, 500, 0, "", "");
     for (int64_t t = 1000; t <= 5000; t += 1000) {
         for (uint64_t job = 1; job <= 2; job++) {
-            struct store_usage_point p = {.job = job, .run = 1, .node = "gpu01", .time_ms = t,
-                                          .cpu_ms = -1, .mem_bytes = -1, .mem_peak_bytes = -1,
-                                          .io_read_bytes = -1, .io_write_bytes = -1,
-                                          .gpu_util = job == 1 ? 2 : 50, .gpu_mem_mb = -1,
-                                          .gpu_power_mw = -1, .gpu_temp_c = -1, .gpu_errors = -1};
+            struct store_usage_point p = {.job = job,
+                                          .run = 1,
+                                          .node = "gpu01",
+                                          .time_ms = t,
+                                          .cpu_ms = -1,
+                                          .mem_bytes = -1,
+                                          .mem_peak_bytes = -1,
+                                          .io_read_bytes = -1,
+                                          .io_write_bytes = -1,
+                                          .gpu_util = job == 1 ? 2 : 50,
+                                          .gpu_mem_mb = -1,
+                                          .gpu_power_mw = -1,
+                                          .gpu_temp_c = -1,
+                                          .gpu_errors = -1};
             assert_int_equal(store_usage_add(f->st, &p, "declared", 5, NULL), 0);
         }
     }

@@ -19,8 +19,8 @@
 
 #include "fixture.h"
 
-static struct store_usage_point pt(uint64_t job, int run, const char *node, int64_t t,
-                                   int64_t cpu, int util)
+static struct store_usage_point pt(uint64_t job, int run, const char *node, int64_t t, int64_t cpu,
+                                   int util)
 {
     struct store_usage_point p;
     memset(&p, 0, sizeof(p));
@@ -91,7 +91,7 @@ static void fold_idle_stretch(void **state)
     assert_int_equal(store_usage_flag(f->st, 3, 25000), 0);
     add(f, pt(3, 1, "n1", 30000, 30, 4), &s);
     assert_int_equal(s.idle_flagged_ms, 25000); /* still the same stretch */
-    add(f, pt(3, 1, "n1", 40000, 40, 5), &s); /* at the threshold is busy */
+    add(f, pt(3, 1, "n1", 40000, 40, 5), &s);   /* at the threshold is busy */
     assert_int_equal(s.idle_since_ms, 0);
     assert_int_equal(s.idle_flagged_ms, 0);
     assert_int_equal(s.last_busy_ms, 40000);
@@ -116,7 +116,7 @@ static int collect(void *arg, const struct store_usage_row *r)
 static void minutes_average(void **state)
 {
     struct fx *f = *state;
-    int64_t base = 600000; /* a minute boundary */
+    int64_t base = 600000;      /* a minute boundary */
     for (int i = 0; i < 6; i++) /* 10 s apart, 1 CPU second per second */
         add(f, pt(5, 1, "n1", base + i * 10000, i * 10000, i * 10), NULL);
     add(f, pt(5, 1, "n1", base + 60000, 60000, 100), NULL);

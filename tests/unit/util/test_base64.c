@@ -19,9 +19,12 @@ static int64_t dec(const char *s, unsigned char *out, size_t outlen)
 
 static void rfc4648_vectors(void **state)
 {
-    static const char *const cases[][2] = {{"", ""},         {"f", "Zg=="},
-                                           {"fo", "Zm8="},    {"foo", "Zm9v"},
-                                           {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
+    static const char *const cases[][2] = {{"", ""},
+                                           {"f", "Zg=="},
+                                           {"fo", "Zm8="},
+                                           {"foo", "Zm9v"},
+                                           {"foob", "Zm9vYg=="},
+                                           {"fooba", "Zm9vYmE="},
                                            {"foobar", "Zm9vYmFy"}};
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -62,11 +65,11 @@ static void refuses_what_is_not_canonical(void **state)
     assert_int_equal(dec("Z!9v", out, sizeof(out)), -EINVAL);     /* not the alphabet */
     assert_int_equal(dec("Zm9v\n", out, sizeof(out)), -EINVAL);   /* whitespace */
     assert_int_equal(dec("Zm 9", out, sizeof(out)), -EINVAL);
-    assert_int_equal(dec("Zh==", out, sizeof(out)), -EINVAL);     /* trailing bits set */
+    assert_int_equal(dec("Zh==", out, sizeof(out)), -EINVAL); /* trailing bits set */
     assert_int_equal(dec("Zm9=", out, sizeof(out)), -EINVAL);
     assert_int_equal(dec("====", out, sizeof(out)), -EINVAL);
     assert_int_equal(dec("A===", out, sizeof(out)), -EINVAL);
-    assert_int_equal(dec("Zm-_", out, sizeof(out)), -EINVAL);     /* the URL alphabet */
+    assert_int_equal(dec("Zm-_", out, sizeof(out)), -EINVAL); /* the URL alphabet */
     /* a NUL inside the given length is a character like any other: refused */
     assert_int_equal(b64_decode("Zm\0v", 4, out, sizeof(out)), -EINVAL);
 }

@@ -24,8 +24,8 @@ static void rel_is(int64_t then, int64_t now, const char *want)
 
     format_relative(then, now, buf, sizeof(buf));
     if (strcmp(buf, want) != 0)
-        fail_msg("format_relative(%lld, %lld) = '%s'; want '%s'", (long long)then,
-                 (long long)now, buf, want);
+        fail_msg("format_relative(%lld, %lld) = '%s'; want '%s'", (long long)then, (long long)now,
+                 buf, want);
 }
 
 static void size_is(int64_t mb, const char *want)

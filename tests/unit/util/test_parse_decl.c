@@ -19,8 +19,8 @@ static void gpu_ok(const char *s, int count, const char *type, int64_t mem)
     int rc = parse_gpu_decl(s, &c, t, sizeof(t), &m);
 
     if (rc != 0 || c != count || strcmp(t, type) != 0 || m != mem)
-        fail_msg("parse_gpu_decl(\"%s\") = %d, %d, '%s', %lld; want 0, %d, '%s', %lld", s, rc,
-                 c, t, (long long)m, count, type, (long long)mem);
+        fail_msg("parse_gpu_decl(\"%s\") = %d, %d, '%s', %lld; want 0, %d, '%s', %lld", s, rc, c, t,
+                 (long long)m, count, type, (long long)mem);
 }
 
 static void gpu_bad(const char *s, int want_rc)

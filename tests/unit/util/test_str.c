@@ -121,13 +121,19 @@ static void name_length_limit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(copy_fits),        cmocka_unit_test(copy_exactly_full),
+        cmocka_unit_test(copy_fits),
+        cmocka_unit_test(copy_exactly_full),
         cmocka_unit_test(copy_truncates_and_reports),
-        cmocka_unit_test(copy_into_zero_length), cmocka_unit_test(copy_empty),
-        cmocka_unit_test(prefix),           cmocka_unit_test(suffix),
-        cmocka_unit_test(trim_both_ends),   cmocka_unit_test(trim_all_blank),
-        cmocka_unit_test(trim_nothing),     cmocka_unit_test(name_valid),
-        cmocka_unit_test(name_invalid),     cmocka_unit_test(name_length_limit),
+        cmocka_unit_test(copy_into_zero_length),
+        cmocka_unit_test(copy_empty),
+        cmocka_unit_test(prefix),
+        cmocka_unit_test(suffix),
+        cmocka_unit_test(trim_both_ends),
+        cmocka_unit_test(trim_all_blank),
+        cmocka_unit_test(trim_nothing),
+        cmocka_unit_test(name_valid),
+        cmocka_unit_test(name_invalid),
+        cmocka_unit_test(name_length_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,14 +70,16 @@ static void plain_floats(void **state)
 
 static void plain_booleans_and_null(void **state)
 {
-    yaml_is("a: true\nb: false\nc: True\nd: FALSE", "{\"a\":true,\"b\":false,\"c\":true,\"d\":false}");
+    yaml_is("a: true\nb: false\nc: True\nd: FALSE",
+            "{\"a\":true,\"b\":false,\"c\":true,\"d\":false}");
     yaml_is("a: null\nb: ~\nc:\nd: NULL", "{\"a\":null,\"b\":null,\"c\":null,\"d\":null}");
 }
 
 static void plain_other_words_are_strings(void **state)
 {
     yaml_is("a: yes\nb: no\nc: on", "{\"a\":\"yes\",\"b\":\"no\",\"c\":\"on\"}");
-    yaml_is("a: 90s\nb: 64G\nc: 8xH100-80GB", "{\"a\":\"90s\",\"b\":\"64G\",\"c\":\"8xH100-80GB\"}");
+    yaml_is("a: 90s\nb: 64G\nc: 8xH100-80GB",
+            "{\"a\":\"90s\",\"b\":\"64G\",\"c\":\"8xH100-80GB\"}");
     yaml_is("a: 0x1F\nb: .inf\nc: 1.2.3", "{\"a\":\"0x1F\",\"b\":\".inf\",\"c\":\"1.2.3\"}");
     yaml_is("a: hello world", "{\"a\":\"hello world\"}");
 }
