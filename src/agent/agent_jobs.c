@@ -111,6 +111,17 @@ static void job_ended(struct agent *a, struct ajob *j)
     j->ended_mono = clock_mono_ms();
 }
 
+/* How long the reclaim of a dead supervisor's job waits for its processes to go: 5 s, or
+ * the test-only $DOCKET_NODE_TEST_RECLAIM_MS (tests/system/agent_hostile.bats holds a
+ * reclaim open longer than any test's own step, to show the agent runs other jobs
+ * meanwhile, at any speed). */
+static int lost_reclaim_wait_ms(void)
+{
+    const char *v = getenv("DOCKET_NODE_TEST_RECLAIM_MS");
+    int ms = v && *v ? atoi(v) : 0;
+    return ms > 0 ? ms : 5000;
+}
+
 /* In a child of ours: what the dead supervisor left (its cgroup, its scratch dir) is
  * reclaimed, and its final word written for it (final.json, "lost"), which the parent
  * reads when the child ends. Up to 5 s, so never on the event loop. */
@@ -126,7 +137,7 @@ static void __attribute__((noreturn)) reclaim_lost(struct agent *a, struct ajob 
     char msg[256] = "";
     struct cg_job cg;
     if (a->cg.mode != CG_NONE && cg_job_init(&cg, &a->cg, a->cfg.name, j->id) == 0 &&
-        cg_job_reclaim(&cg, 5000, NULL, msg, sizeof msg) < 0) {
+        cg_job_reclaim(&cg, lost_reclaim_wait_ms(), NULL, msg, sizeof msg) < 0) {
         st.reclaim_ok = false;
         str_copy(st.reclaim_msg, sizeof st.reclaim_msg, msg);
     }
