@@ -483,7 +483,8 @@ gang_nodes_stop() {
     wait_for 30 state_is "$w" COMPLETED FAILED
     job "$w" | jq -e '.job.state == "COMPLETED" and .job.exit.code == 0' >/dev/null
     [[ $(logs "$w") == ran ]]
-    ! grep -q "still in use" "$T/agent-$GB.log" || false
+    # deferred ("launch_deferred ... still in use"), never refused
+    ! grep -q "event=launch_refused job=$w" "$T/agent-$GB.log" || false
     gang_nodes_stop
 }
 
