@@ -20,15 +20,6 @@ capi() { # METHOD PATH [curl args]
         "http://127.0.0.1:$PORT$p" "$@"
 }
 
-wait_for() { # SECONDS CMD...: retry CMD every 50 ms
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        ((SECONDS < deadline)) || return 1
-        sleep 0.05
-    done
-}
-
 start_ctl() { # [PORT]
     rm -f "$T/ctl/docketd.port"
     "$B/src/controller/docketd" --state-dir "$T/ctl" --listen "127.0.0.1:${1:-0}" --socket - \

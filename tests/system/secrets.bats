@@ -15,15 +15,6 @@ DOCKET=$DOCKET_BUILD/src/cli/docket
 AGENT_BIN=$DOCKET_BUILD/src/agent/docket-node
 VALUE='s3cr3t-Value-4f9a1c7e-do-not-leak'
 
-wait_for() { # SECONDS CMD...: retry CMD every 50 ms
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        ((SECONDS < deadline)) || return 1
-        sleep 0.05
-    done
-}
-
 setup() {
     docket_setup
     unset DOCKET_URL DOCKET_TOKEN DOCKET_CA DOCKET_FINGERPRINT

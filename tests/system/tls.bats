@@ -14,15 +14,6 @@ DOCKET=$DOCKET_BUILD/src/cli/docket
 AGENT_BIN=$DOCKET_BUILD/src/agent/docket-node
 WRONG=sha256:$(printf 'ab%.0s' {1..32})
 
-wait_for() { # SECONDS CMD...: retry CMD every 50 ms
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        ((SECONDS < deadline)) || return 1
-        sleep 0.05
-    done
-}
-
 # Start docketd with TLS on loopback (port $PORT_WANTED, default any); DOCKETD_URL is
 # https://, FPR its logged fingerprint.
 tls_start() {

@@ -18,15 +18,8 @@ DOCKET=$DOCKET_BUILD/src/cli/docket
 DOCKETD_BIN=$DOCKET_BUILD/src/controller/docketd
 AGENT_BIN=$DOCKET_BUILD/src/agent/docket-node
 
-# wait_for SECONDS CMD...: retry CMD every 50 ms until it succeeds.
-wait_for() {
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        ((SECONDS < deadline)) || return 1
-        sleep 0.05
-    done
-}
+# wait_for: lib/wait.bash
+source "${BASH_SOURCE[0]%/*}/wait.bash"
 
 # cluster_start: docketd on 127.0.0.1:0 + its socket, two agents (8xH100-80GB each).
 cluster_start() {

@@ -22,17 +22,8 @@ docket_setup() {
     export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 }
 
-# wait_for SECONDS CMD...: retry CMD every 50 ms until it succeeds; fails after SECONDS.
-# A deadline is no assertion about speed: make it generous (60 s), it only costs time
-# when something is wrong, and a loaded machine must not miss it.
-wait_for() {
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        ((SECONDS < deadline)) || return 1
-        sleep 0.05
-    done
-}
+# wait_for: lib/wait.bash
+source "${BASH_SOURCE[0]%/*}/wait.bash"
 
 # Remember a pid so docket_teardown stops it.
 docket_track_pid() {
