@@ -79,52 +79,35 @@ if ! ninja -C "$TESTBUILD" >"$TESTBUILD/ninja.log" 2>&1; then
     echo "build failed"; failed=$((failed + 1)); finish
 fi
 
-# The counting itself: scripts/lib/tap.bash on made-up TAP (scripts/check-tap.sh).
-if want format; then
-    log "the runner's TAP counting (scripts/check-tap.sh)"
-    if scripts/check-tap.sh >"$TESTBUILD/check-tap.log" 2>&1; then
+# check LABEL LOG WHAT CMD...: one check of the format part, as one test; on failure the
+# head of its output (kept in $TESTBUILD/LOG) and "not ok: WHAT".
+check() {
+    local label=$1 out=$TESTBUILD/$2 what=$3
+    shift 3
+    log "$label"
+    if "$@" >"$out" 2>&1; then
         passed=$((passed + 1))
     else
-        cat "$TESTBUILD/check-tap.log"
-        echo "not ok: scripts/check-tap.sh"
+        head -n 40 "$out"
+        echo "not ok: $what"
         failed=$((failed + 1))
     fi
-fi
+}
 
-# The commit style (subject <= 72 characters, a body) over the commits since the rule.
 if want format; then
-    log "commit style (scripts/check-commits.sh)"
-    if scripts/check-commits.sh >"$TESTBUILD/commits.log" 2>&1; then
-        passed=$((passed + 1))
-    else
-        head -n 40 "$TESTBUILD/commits.log"
-        echo "not ok: commit style (scripts/check-commits.sh)"
-        failed=$((failed + 1))
-    fi
-fi
-
-# The source format (.clang-format) over src/, as a test.
-if want format; then
-    log "format (clang-format --dry-run --Werror)"
-    if scripts/check-format.sh >"$TESTBUILD/format.log" 2>&1; then
-        passed=$((passed + 1))
-    else
-        head -n 40 "$TESTBUILD/format.log"
-        echo "not ok: format: files differ from .clang-format (scripts/check-format.sh)"
-        failed=$((failed + 1))
-    fi
-fi
-
-# The floors of the scheduling core (docs/architecture.md "Inside the core"), as a test.
-if want format; then
-    log "core floors (scripts/check-core-floors.sh)"
-    if scripts/check-core-floors.sh >"$TESTBUILD/core-floors.log" 2>&1; then
-        passed=$((passed + 1))
-    else
-        head -n 40 "$TESTBUILD/core-floors.log"
-        echo "not ok: core floors: a call or an include goes up (scripts/check-core-floors.sh)"
-        failed=$((failed + 1))
-    fi
+    # the counting itself: scripts/lib/tap.bash on made-up TAP
+    check "the runner's TAP counting (scripts/check-tap.sh)" check-tap.log \
+        "scripts/check-tap.sh" scripts/check-tap.sh
+    # every commit since the rule: a subject of at most 72 characters and a body
+    check "commit style (scripts/check-commits.sh)" commits.log \
+        "commit style (scripts/check-commits.sh)" scripts/check-commits.sh
+    # src/, tests/ and bench/ as .clang-format writes them
+    check "format (clang-format --dry-run --Werror)" format.log \
+        "format: files differ from .clang-format (scripts/check-format.sh)" scripts/check-format.sh
+    # the floors of the scheduling core (docs/architecture.md "Inside the core")
+    check "core floors (scripts/check-core-floors.sh)" core-floors.log \
+        "core floors: a call or an include goes up (scripts/check-core-floors.sh)" \
+        scripts/check-core-floors.sh
 fi
 
 # Unit tests: each cmocka binary prints TAP (meson.build's default test setup sets
