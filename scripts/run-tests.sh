@@ -26,7 +26,8 @@ want() { [[ " $TEST_PARTS " == *" $1 "* ]]; }
 passed=0
 failed=0
 skipped=0
-log() { printf '== %s\n' "$*"; }
+# each part's line says when it began, counted from the start of the run
+log() { printf '== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 finish() {
     echo "$passed passed, $failed failed, $skipped skipped"
     [[ $failed -eq 0 && $passed -gt 0 ]]
