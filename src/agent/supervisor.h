@@ -126,8 +126,9 @@ int sup_resolve_output(const char *spec, const char *jobdir, const char *default
 char **sup_build_env(const struct agent_job *j, const char *node, const char *user,
                      const char *home, const char *shell, const char *scratch);
 void sup_env_free(char **env);
-/* rm -rf of a directory tree: every directory opened relative to its parent with
- * O_NOFOLLOW, so a symlink swapped in meanwhile is removed, never followed. 0 or the
+/* rm -rf of a directory tree of any depth: every directory opened relative to its parent
+ * with O_NOFOLLOW, so a symlink swapped in meanwhile is removed, never followed; at most
+ * 64 levels open at once (deeper ones are moved up and removed from there). 0 or the
  * first -errno (the rest is still removed). */
 int sup_remove_tree(const char *path);
 

@@ -275,28 +275,51 @@ int sup_lease_read(const char *state_dir, int64_t *deadline_ms, int64_t *grace_m
     return 0;
 }
 
-/* Remove `name` under the directory `dfd`: a directory is opened with O_NOFOLLOW (a
- * symlink is unlinked itself), emptied through its own descriptor, then removed. */
-static int rm_at(int dfd, const char *name, int depth)
+/* How deep the removal walks before it lifts a directory to the top of the tree: the
+ * walk's recursion and open descriptors stay below this however deep a job nested its
+ * directories (a job's `mkdir d && cd d` 300 times once made the cleanup give up, and a
+ * failed cleanup takes the node out of service). */
+#define RM_LIFT_DEPTH 64
+
+struct rm_walk {
+    int top;         /* the tree's top directory, where deep directories are lifted to */
+    unsigned next;   /* the number in the next lifted directory's name */
+    unsigned lifted; /* directories lifted in this pass */
+};
+
+static int rm_at(struct rm_walk *w, int dfd, const char *name, int depth);
+
+/* Move `name` (under `dfd`) to the top of the tree under a new name (never over an
+ * existing one), to be removed by the next pass from there. */
+static int rm_lift(struct rm_walk *w, int dfd, const char *name)
 {
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        if (errno == ENOENT)
+    char to[32];
+    for (int tries = 0; tries < 1000; tries++) {
+        snprintf(to, sizeof to, ".docket-rm-%u", w->next++);
+        if (renameat2(dfd, name, w->top, to, RENAME_NOREPLACE) == 0) {
+            w->lifted++;
             return 0;
-        if (errno != ENOTDIR && errno != ELOOP)
+        }
+        if (errno != EEXIST)
             return -errno;
-        return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
     }
-    if (depth > 256) {
-        close(fd);
-        return -ELOOP;
-    }
-    DIR *d = fdopendir(fd);
+    return -EEXIST;
+}
+
+/* Empty the directory open as `fd` (its own descriptor stays the caller's): every entry
+ * unlinked, every subdirectory removed by rm_at. 0 or the first -errno; the rest is still
+ * removed. */
+static int rm_children(struct rm_walk *w, int fd, int depth)
+{
+    int dup_fd = dup(fd);
+    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
     if (!d) {
         int e = errno;
-        close(fd);
+        if (dup_fd >= 0)
+            close(dup_fd);
         return -e;
     }
+    rewinddir(d); /* the duplicate shares the offset, at the end after an earlier pass */
     int rc = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
@@ -304,13 +327,37 @@ static int rm_at(int dfd, const char *name, int depth)
             continue;
         int r = 0;
         if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)
-            r = rm_at(dirfd(d), e->d_name, depth + 1);
-        else if (unlinkat(dirfd(d), e->d_name, 0) < 0 && errno != ENOENT)
-            r = errno == EISDIR ? rm_at(dirfd(d), e->d_name, depth + 1) : -errno;
+            r = rm_at(w, fd, e->d_name, depth + 1);
+        else if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT)
+            r = errno == EISDIR ? rm_at(w, fd, e->d_name, depth + 1) : -errno;
         if (r < 0 && rc == 0)
             rc = r;
     }
     closedir(d);
+    return rc;
+}
+
+/* Remove `name` under the directory `dfd`: a directory is opened with O_NOFOLLOW (a
+ * symlink is unlinked itself), emptied through its own descriptor, then removed; one
+ * deeper than RM_LIFT_DEPTH is lifted to the top instead. */
+static int rm_at(struct rm_walk *w, int dfd, const char *name, int depth)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        if (errno == EACCES) /* unreadable: removable still when empty */
+            return unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -EACCES : 0;
+        if (errno != ENOTDIR && errno != ELOOP)
+            return -errno;
+        return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+    }
+    if (depth >= RM_LIFT_DEPTH) {
+        close(fd);
+        return rm_lift(w, dfd, name);
+    }
+    int rc = rm_children(w, fd, depth);
+    close(fd);
     if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && rc == 0)
         rc = -errno;
     return rc;
@@ -318,5 +365,25 @@ static int rm_at(int dfd, const char *name, int depth)
 
 int sup_remove_tree(const char *path)
 {
-    return rm_at(AT_FDCWD, path, 0);
+    int top = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (top < 0) {
+        if (errno == ENOENT)
+            return 0;
+        if (errno != ENOTDIR && errno != ELOOP)
+            return -errno;
+        return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+    }
+    /* pass after pass until nothing was lifted: each pass removes what it can reach and
+     * lifts what lies deeper, so a tree of any depth is gone in depth / RM_LIFT_DEPTH
+     * passes; the last pass's errors are what could not be removed */
+    struct rm_walk w = {.top = top};
+    int rc;
+    do {
+        w.lifted = 0;
+        rc = rm_children(&w, top, 0);
+    } while (w.lifted > 0);
+    close(top);
+    if (rmdir(path) < 0 && errno != ENOENT && rc == 0)
+        rc = -errno;
+    return rc;
 }

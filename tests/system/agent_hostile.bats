@@ -186,6 +186,22 @@ teardown_file() {
     [[ $(logs "$id") == -1000 ]]
 }
 
+@test "a job that nests 1,000 directories in its scratch leaves its node in service" {
+    # (cleanup gave up below depth 256 and marked the node UNHEALTHY: one cheap job per
+    # node took the cluster out of service)
+    id=$(submit '{"selectors": {"zone": "j"}, "command": ["sh", "-c",
+        "cd \"$TMPDIR\" && echo $TMPDIR && for i in $(seq 1000); do mkdir d && cd d || exit 1; done && touch deepest"]}')
+    wait_for 120 state_is "$id" COMPLETED FAILED
+    [[ $(state "$id") == COMPLETED ]] || { job "$id"; logs "$id" stderr; false; }
+    scratch=$(logs "$id")
+    [[ $scratch == /* ]]
+    wait_for 30 bash -c "[[ ! -e '$scratch' ]]"
+    [[ $(node_state "$PREFIX-j") == UP ]]
+    [[ $(capi GET "/v1/nodes/$PREFIX-j" | jq -r '.node.reason // ""') != *'reclaim failed'* ]]
+    next=$(submit '{"selectors": {"zone": "j"}, "command": ["true"]}')
+    wait_for 60 state_is "$next" COMPLETED
+}
+
 @test "a flood of output: other jobs' events are not held up, the log is cut at the limit with a marker" {
     # the flood writes 60 MB and then ends only when the test lets it (a file in the work
     # dir): the quick job's start and end must come through while the flood is still

@@ -1007,6 +1007,36 @@ static void test_remove_tree_no_follow(void **st)
     assert_int_equal(sup_remove_tree("/nonexistent/docket-x"), 0);
 }
 
+/* A tree deeper than any walk would hold open (a job's `mkdir d && cd d` in a loop, with a
+ * file at every level) is removed whole: cleanup once gave up below depth 256 and the
+ * node went out of service. */
+static void test_remove_tree_of_any_depth(void **st)
+{
+    (void)st;
+    char top[400];
+    snprintf(top, sizeof top, "%s/deep", state_dir);
+    assert_int_equal(mkdir(top, 0755), 0);
+    int fd = open(top, O_RDONLY | O_DIRECTORY);
+    assert_true(fd >= 0);
+    for (int i = 0; i < 3000; i++) {
+        assert_int_equal(mkdirat(fd, "d", 0700), 0);
+        int f = openat(fd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(f >= 0);
+        close(f);
+        int next = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+        assert_true(next >= 0);
+        close(fd);
+        fd = next;
+    }
+    /* the deepest level holds a directory nobody may read (mode 0), empty: it goes too */
+    assert_int_equal(mkdirat(fd, "locked", 0), 0);
+    close(fd);
+    assert_int_equal(sup_remove_tree(top), 0);
+    struct stat sb;
+    assert_int_equal(stat(top, &sb), -1);
+    assert_int_equal(errno, ENOENT);
+}
+
 /* A supervisor is woken only when its pid still is that process (start time checked). */
 static volatile sig_atomic_t got_usr1;
 static void on_usr1(int sig)
@@ -1087,6 +1117,7 @@ int main(void)
         cmocka_unit_test(test_lease_torn),
         cmocka_unit_test(test_scratch_failure_reported),
         cmocka_unit_test(test_remove_tree_no_follow),
+        cmocka_unit_test(test_remove_tree_of_any_depth),
         cmocka_unit_test(test_command_checks_start_time),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
