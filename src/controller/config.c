@@ -31,6 +31,7 @@ void ctl_config_defaults(struct ctl_config *cfg)
     cfg->max_connections = 0;
     cfg->expected_nodes = 1000;
     cfg->idle_timeout_ms = 30000;
+    cfg->request_timeout_ms = 10000;
     cfg->submit_rate = 20;
     cfg->submit_burst = 200;
     cfg->max_array_tasks = 100000;
@@ -87,19 +88,33 @@ static int get_int(json_t *doc, const char *key, int64_t min, int64_t max, int64
 
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen)
 {
-    static const char *const known[] = {"listen",          "socket",
-                                        "state_dir",       "log_file",
-                                        "log_level",       "log_format",
-                                        "policy",          "node_timeout",
-                                        "heartbeat_wait",  "cycle_delay",
-                                        "cycle_interval",  "max_body_bytes",
-                                        "log_max_bytes",   "node_credential_ttl",
-                                        "token_ttl",       "tls",
-                                        "tls_cert",        "tls_key",
-                                        "secrets_key",     "max_connections",
-                                        "expected_nodes",  "idle_timeout",
-                                        "submit_rate",     "submit_burst",
-                                        "max_array_tasks", NULL};
+    static const char *const known[] = {"listen",
+                                        "socket",
+                                        "state_dir",
+                                        "log_file",
+                                        "log_level",
+                                        "log_format",
+                                        "policy",
+                                        "node_timeout",
+                                        "heartbeat_wait",
+                                        "cycle_delay",
+                                        "cycle_interval",
+                                        "max_body_bytes",
+                                        "log_max_bytes",
+                                        "node_credential_ttl",
+                                        "token_ttl",
+                                        "tls",
+                                        "tls_cert",
+                                        "tls_key",
+                                        "secrets_key",
+                                        "max_connections",
+                                        "expected_nodes",
+                                        "idle_timeout",
+                                        "submit_rate",
+                                        "submit_burst",
+                                        "max_array_tasks",
+                                        "request_timeout",
+                                        NULL};
     char yerr[256];
     struct proto_error pe;
     json_t *doc = yaml_file_to_json(path, yerr, sizeof(yerr));
@@ -164,6 +179,8 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_dur(doc, "token_ttl", 60000, &cfg->token_ttl_ms, err, errlen);
     if (rc == 0)
         rc = get_dur(doc, "idle_timeout", 1000, &cfg->idle_timeout_ms, err, errlen);
+    if (rc == 0)
+        rc = get_dur(doc, "request_timeout", 1000, &cfg->request_timeout_ms, err, errlen);
     if (rc == 0)
         rc = get_int(doc, "max_connections", 0, 10000000, &cfg->max_connections, err, errlen);
     if (rc == 0)

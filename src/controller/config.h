@@ -40,6 +40,9 @@ struct ctl_config {
     int64_t max_connections;
     int64_t expected_nodes;  /* sizes the listen backlog and the fd warning */
     int64_t idle_timeout_ms; /* a connection silent this long is closed (not long polls) */
+    /* a request (head and body) must arrive whole this long after its first byte (the
+     * first request: after the connection opens), however slowly it trickles */
+    int64_t request_timeout_ms;
     /* submissions per user (jobs.c): a token bucket; rate 0 = no limit; admins exempt */
     int64_t submit_rate;  /* requests per second */
     int64_t submit_burst; /* bucket size */

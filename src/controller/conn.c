@@ -10,6 +10,13 @@
  * evhttp_start_read_ sets that object as the bufferevent's callback argument, which is how
  * the connection is found from its bufferevent. A connection past the cap is answered a
  * 503 JSON error and closed there, before it can hold a descriptor for long.
+ *
+ * A request must arrive whole within request_timeout (docs/controller.md "Connections and
+ * limits"): each counted connection has a deadline, armed when it opens and again by the
+ * first byte of each later request (a callback on its input buffer), and disarmed when
+ * its request reaches the router (ctl_conn_request_begins) until the reply is done. The
+ * idle timeout alone was reset by every byte: one header byte every 20 s held a
+ * connection for ever, and enough of them locked everyone out at the cap.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,6 +47,9 @@ struct conn {
     struct evhttp_connection *evcon;
     void (*cb)(struct evhttp_connection *, void *);
     void *arg;
+    struct event *deadline;               /* request_timeout, while a request arrives */
+    struct evbuffer_cb_entry *input_seen; /* arms it on a later request's first byte */
+    bool busy;                            /* a request reached the router, its reply is not done */
 };
 
 struct ctl_conns {
@@ -51,8 +61,8 @@ struct ctl_conns {
     struct event *fresh_ev, *backoff_ev;
     struct evconnlistener *lev[2];
     /* rate-limited log lines: when each last went out and how many were left out since */
-    int64_t refuse_log_ms, accept_log_ms;
-    uint64_t refused_quiet, accept_quiet;
+    int64_t refuse_log_ms, accept_log_ms, deadline_log_ms;
+    uint64_t refused_quiet, accept_quiet, deadline_quiet;
 };
 
 static const char refuse_reply[] = "HTTP/1.1 503 Service Unavailable\r\n"
@@ -118,6 +128,15 @@ static bool log_due(int64_t *last_ms, uint64_t *quiet, uint64_t *left_out)
     return true;
 }
 
+/* A connection's record, once its connection is gone or forgotten (its buffers may be
+ * gone already: only the timer, which is ours, is freed with it). */
+static void conn_free(struct conn *k)
+{
+    if (k->deadline)
+        event_free(k->deadline);
+    free(k);
+}
+
 /* The close callback of every counted connection: its watcher, then the count. */
 static void conn_closed(struct evhttp_connection *evcon, void *arg)
 {
@@ -129,7 +148,10 @@ static void conn_closed(struct evhttp_connection *evcon, void *arg)
         cs->by_fd[k->fd] = NULL;
         cs->count--;
     }
-    free(k);
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    if (k->input_seen && bev)
+        evbuffer_remove_cb_entry(bufferevent_get_input(bev), k->input_seen);
+    conn_free(k);
 }
 
 static int conn_fd(struct evhttp_connection *evcon)
@@ -138,13 +160,77 @@ static int conn_fd(struct evhttp_connection *evcon)
     return bev ? (int)bufferevent_getfd(bev) : -1;
 }
 
+/* The counted record of evcon, or NULL. */
+static struct conn *conn_of(struct ctl *c, struct evhttp_connection *evcon)
+{
+    struct ctl_conns *cs = c->conns;
+    int fd = evcon ? conn_fd(evcon) : -1;
+    struct conn *k = cs && fd >= 0 && (size_t)fd < cs->nby_fd ? cs->by_fd[fd] : NULL;
+    return k && k->evcon == evcon ? k : NULL;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The request deadline                                                                  */
+
+static void deadline_arm(struct conn *k)
+{
+    int64_t ms = k->c->cfg.request_timeout_ms;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    event_add(k->deadline, &tv);
+}
+
+/* request_timeout passed and the request is still not whole: the connection goes. */
+static void deadline_passed(evutil_socket_t unused, short what, void *arg)
+{
+    struct conn *k = arg;
+    struct ctl *c = k->c;
+    struct ctl_conns *cs = c->conns;
+    uint64_t left_out;
+    if (k->busy)
+        return;
+    c->metrics.conn_timed_out++;
+    if (log_due(&cs->deadline_log_ms, &cs->deadline_quiet, &left_out))
+        log_warn("request_timed_out", "fd=%d request_timeout_ms=%lld left_out=%llu", k->fd,
+                 (long long)c->cfg.request_timeout_ms, (unsigned long long)left_out);
+    evhttp_connection_free(k->evcon); /* conn_closed frees k */
+}
+
+/* Bytes came in: the first of a request (none is being answered) starts its deadline. */
+static void input_seen(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct conn *k = arg;
+    if (info->n_added > 0 && !k->busy && !evtimer_pending(k->deadline, NULL))
+        deadline_arm(k);
+}
+
+/* The reply to a request is done: the next request's first byte arms the deadline (one
+ * already in, pipelined, arms it now). */
+static void request_done(struct evhttp_request *req, void *arg)
+{
+    struct conn *k = conn_of(arg, evhttp_request_get_connection(req));
+    if (!k)
+        return;
+    k->busy = false;
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(k->evcon);
+    if (bev && evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+        deadline_arm(k);
+}
+
+void ctl_conn_request_begins(struct ctl *c, struct evhttp_request *req)
+{
+    struct conn *k = conn_of(c, evhttp_request_get_connection(req));
+    if (!k)
+        return;
+    k->busy = true;
+    event_del(k->deadline);
+    evhttp_request_set_on_complete_cb(req, request_done, c);
+}
+
 void ctl_conn_watch(struct ctl *c, struct evhttp_connection *evcon,
                     void (*cb)(struct evhttp_connection *, void *), void *arg)
 {
-    struct ctl_conns *cs = c->conns;
-    int fd = conn_fd(evcon);
-    struct conn *k = cs && fd >= 0 && (size_t)fd < cs->nby_fd ? cs->by_fd[fd] : NULL;
-    if (k && k->evcon == evcon) {
+    struct conn *k = conn_of(c, evcon);
+    if (k) {
         k->cb = cb;
         k->arg = arg;
     } else { /* not counted (cannot happen once started): libevent's own slot */
@@ -185,14 +271,23 @@ static int count(struct ctl *c, struct evhttp_connection *evcon, int fd)
     struct conn *k = calloc(1, sizeof(*k));
     if (!k)
         return -ENOMEM;
+    *k = (struct conn){.c = c, .fd = fd, .evcon = evcon};
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    k->deadline = evtimer_new(c->base, deadline_passed, k);
+    k->input_seen =
+        k->deadline && bev ? evbuffer_add_cb(bufferevent_get_input(bev), input_seen, k) : NULL;
+    if (!k->input_seen) {
+        conn_free(k);
+        return -ENOMEM;
+    }
     if (cs->by_fd[fd]) { /* a close we never heard of: the descriptor was reused */
-        free(cs->by_fd[fd]);
+        conn_free(cs->by_fd[fd]);
         cs->count--;
     }
-    *k = (struct conn){c, fd, evcon, NULL, NULL};
     cs->by_fd[fd] = k;
     cs->count++;
     evhttp_connection_set_closecb(evcon, conn_closed, k);
+    deadline_arm(k); /* the first request (a TLS handshake before it) */
     return 0;
 }
 
@@ -447,7 +542,8 @@ void ctl_conn_release(struct ctl *c)
     if (!cs)
         return;
     for (size_t i = 0; i < cs->nby_fd; i++)
-        free(cs->by_fd[i]);
+        if (cs->by_fd[i])
+            conn_free(cs->by_fd[i]);
     free(cs->by_fd);
     free(cs);
     c->conns = NULL;

@@ -12,6 +12,7 @@ struct evbuffer;
 struct evconnlistener;
 struct evhttp;
 struct evhttp_connection;
+struct evhttp_request;
 
 /* Raise RLIMIT_NOFILE to its hard limit and size the connection cap and backlog from it
  * and cfg (before anything opens a descriptor). */
@@ -31,6 +32,9 @@ struct evconnlistener *ctl_conn_listen_tcp(struct ctl *c, const char *host, int 
 void ctl_conn_watch(struct ctl *c, struct evhttp_connection *evcon,
                     void (*cb)(struct evhttp_connection *, void *), void *arg);
 size_t ctl_conn_count(const struct ctl *c);
+/* A request reached the router: its connection's request deadline stops until the reply
+ * is done (a parked long poll or a stream is not cut by it). */
+void ctl_conn_request_begins(struct ctl *c, struct evhttp_request *req);
 /* The status of libevent's HTML error page when it is all `buf` holds, else 0 (conn.c
  * rewrites such a page into the JSON error). */
 int ctl_html_error_status(struct evbuffer *buf);

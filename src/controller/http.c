@@ -691,6 +691,7 @@ static void dispatch(struct evhttp_request *req, struct ctl *c, bool is_unix)
     const char *qs = uri ? evhttp_uri_get_query(uri) : NULL;
     memset(&query, 0, sizeof(query)); /* evhttp_parse_query_str initialises it */
     c->req_failed = false;
+    ctl_conn_request_begins(c, req);
     if (c->shutting_down) {
         ctl_reply_errorf(c, req, 503, NULL, "docketd is shutting down");
         return;

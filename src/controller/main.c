@@ -49,7 +49,8 @@ static void usage(FILE *f)
                "               [--max-body-bytes N] [--tls auto|on|off]\n"
                "               [--tls-cert FILE --tls-key FILE] [--secrets-key FILE]\n"
                "               [--max-connections N] [--expected-nodes N]\n"
-               "               [--idle-timeout DURATION] [--submit-rate N] [--submit-burst N]\n"
+               "               [--idle-timeout DURATION] [--request-timeout DURATION]\n"
+               "               [--submit-rate N] [--submit-burst N]\n"
                "               [--max-array-tasks N] [--rotate-secrets-key]\n"
                "       docketd --routes   (every API route and the permission it needs)\n");
 }
@@ -73,6 +74,7 @@ enum {
     O_MAXCONN,
     O_EXPNODES,
     O_IDLE,
+    O_REQTIMEOUT,
     O_SUBRATE,
     O_SUBBURST,
     O_MAXARRAY,
@@ -101,6 +103,7 @@ static const struct option opts[] = {
     {"max-connections", required_argument, NULL, O_MAXCONN},
     {"expected-nodes", required_argument, NULL, O_EXPNODES},
     {"idle-timeout", required_argument, NULL, O_IDLE},
+    {"request-timeout", required_argument, NULL, O_REQTIMEOUT},
     {"submit-rate", required_argument, NULL, O_SUBRATE},
     {"submit-burst", required_argument, NULL, O_SUBBURST},
     {"max-array-tasks", required_argument, NULL, O_MAXARRAY},
@@ -185,6 +188,11 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
     case O_IDLE:
         return parse_duration_ms(arg, &cfg->idle_timeout_ms) < 0 || cfg->idle_timeout_ms < 1000
                    ? flag_error("idle-timeout", arg, "invalid duration (at least 1s)")
+                   : 0;
+    case O_REQTIMEOUT:
+        return parse_duration_ms(arg, &cfg->request_timeout_ms) < 0 ||
+                       cfg->request_timeout_ms < 1000
+                   ? flag_error("request-timeout", arg, "invalid duration (at least 1s)")
                    : 0;
     case O_SUBRATE:
         return parse_int64(arg, 0, 1000000, &cfg->submit_rate) < 0

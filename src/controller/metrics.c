@@ -299,10 +299,15 @@ static void counters_text(struct ctl *c, struct dbuf *b)
                 "# HELP docket_connections_refused_total connections answered 503 at the cap\n"
                 "# TYPE docket_connections_refused_total counter\n"
                 "docket_connections_refused_total %llu\n"
+                "# HELP docket_connections_timed_out_total connections closed because a request "
+                "did not arrive whole within request_timeout\n"
+                "# TYPE docket_connections_timed_out_total counter\n"
+                "docket_connections_timed_out_total %llu\n"
                 "# HELP docket_accept_errors_total accept() failures that paused accepting\n"
                 "# TYPE docket_accept_errors_total counter\ndocket_accept_errors_total %llu\n",
                 ctl_conn_count(c), (long long)c->conn_cap,
                 (unsigned long long)c->metrics.conn_refused,
+                (unsigned long long)c->metrics.conn_timed_out,
                 (unsigned long long)c->metrics.accept_errors);
     help(b, "docket_http_requests_total", "counter", "HTTP replies by status code");
     for (int i = 100; i < 600; i++)

@@ -30,10 +30,11 @@ struct ctl_metrics {
     } wait_by_tier[SCHED_MAX_TIERS + 1];
     int nwait_tiers;
     struct ctl_hist cycle;
-    struct ctl_hist commit; /* group commit: one fsync per loop iteration */
-    struct ctl_hist turn;   /* one turn of the loop, its callbacks of ours (turns.c) */
-    uint64_t conn_refused;  /* connections answered 503 past max_connections */
-    uint64_t accept_errors; /* accept() failures (EMFILE...) that paused accepting */
+    struct ctl_hist commit;  /* group commit: one fsync per loop iteration */
+    struct ctl_hist turn;    /* one turn of the loop, its callbacks of ours (turns.c) */
+    uint64_t conn_refused;   /* connections answered 503 past max_connections */
+    uint64_t conn_timed_out; /* connections closed past request_timeout mid-request */
+    uint64_t accept_errors;  /* accept() failures (EMFILE...) that paused accepting */
 };
 
 void ctl_hist_observe(struct ctl_hist *h, double v);

@@ -127,16 +127,42 @@ metric() {
     close_idle
 }
 
-@test "fd: a parked heartbeat outlives idle_timeout" {
-    docketd_start --idle-timeout 1s --heartbeat-wait 3s
+@test "fd: a slowloris is closed at request_timeout however slowly it trickles; others are answered" {
+    # one byte every 0.2 s resets any idle timeout (30 s here); only the request's own
+    # deadline (1 s from its first byte) can end it: the head of 4,000 bytes would take
+    # 13 minutes, and the client gives up after 60 s. Closed before it is whole is what
+    # holds at any speed.
+    docketd_start --idle-timeout 30s --request-timeout 1s
+    python3 "$BATS_TEST_DIRNAME/lib/trickle.py" "$DOCKETD_PORT" slow 60 >"$TEST_DIR/slow" &
+    local slow=$!
+    # a token holder meanwhile is answered (after the deadline too)
+    healthz_ok
+    wait "$slow"
+    cat "$TEST_DIR/slow" >&3
+    [[ $(cat "$TEST_DIR/slow") == "closed after "* ]]
+    grep -q "event=request_timed_out" "$TEST_DIR/docketd.log"
+    [[ $(metric docket_connections_timed_out_total) -ge 1 ]]
+    healthz_ok
+}
+
+@test "fd: a keep-alive connection idle past request_timeout (not idle_timeout) takes its next request" {
+    # the deadline starts at a request's first byte: an idle connection between requests
+    # is the idle timeout's (30 s here), not cut at request_timeout (1 s)
+    docketd_start --idle-timeout 30s --request-timeout 1s
+    run python3 "$BATS_TEST_DIRNAME/lib/trickle.py" "$DOCKETD_PORT" keepalive 3
+    [[ $output == "second answered" ]]
+}
+
+@test "fd: a parked heartbeat outlives idle_timeout and request_timeout" {
+    docketd_start --idle-timeout 1s --request-timeout 1s --heartbeat-wait 3s
     local cred t0 t1
     cred=$(fake_node n1 8 H100-80GB)
     t0=$(date +%s%N)
     api_post /v1/agent/heartbeat '{"node": "n1", "ack": 0, "wait_ms": 3000, "jobs": []}' "$cred"
     t1=$(date +%s%N)
     assert_status 200
-    # answered by its wait's end, not cut at the idle timeout (1 s): a lower bound, true
-    # at any speed (a slower machine only answers later)
+    # answered by its wait's end, not cut at the idle or the request timeout (1 s): a
+    # lower bound, true at any speed (a slower machine only answers later)
     [[ $(((t1 - t0) / 1000000)) -ge 2500 ]]
 }
 

@@ -247,6 +247,7 @@ static void config_every_key(void **state)
                         "cycle_delay: 2ms\ncycle_interval: 1m\nmax_body_bytes: 4096\n"
                         "log_max_bytes: 5000\nnode_credential_ttl: 7d\ntoken_ttl: 30d\n"
                         "max_connections: 500\nexpected_nodes: 3000\nidle_timeout: 45s\n"
+                        "request_timeout: 20s\n"
                         "submit_rate: 5\nsubmit_burst: 50\nmax_array_tasks: 2000\n");
     assert_non_null(p);
     int rc = ctl_config_load(&cfg, p, err, sizeof(err));
@@ -271,6 +272,7 @@ static void config_every_key(void **state)
     assert_int_equal(cfg.max_connections, 500);
     assert_int_equal(cfg.expected_nodes, 3000);
     assert_int_equal(cfg.idle_timeout_ms, 45000);
+    assert_int_equal(cfg.request_timeout_ms, 20000);
     assert_int_equal(cfg.submit_rate, 5);
     assert_int_equal(cfg.submit_burst, 50);
     assert_int_equal(cfg.max_array_tasks, 2000);
@@ -295,6 +297,8 @@ static void config_refusals_name_the_key(void **state)
         {"max_connections: -1\n", "max_connections"},
         {"expected_nodes: 0\n", "expected_nodes"},
         {"idle_timeout: 10ms\n", "idle_timeout"},
+        {"request_timeout: 10ms\n", "request_timeout"},
+        {"request_timeout: soon\n", "request_timeout"},
         {"submit_rate: fast\n", "submit_rate"},
         {"submit_burst: 0\n", "submit_burst"},
         {"max_array_tasks: 100001\n", "max_array_tasks"},

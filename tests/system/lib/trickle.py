@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""trickle.py PORT MODE: a client of docketd on 127.0.0.1:PORT, for limits.bats.
+
+slow:      a request head sent one byte every 0.2 s, as a slowloris does, for at most
+           SECONDS (the third argument; a generous bound, not a speed); prints "closed
+           after N bytes" when docketd closes the connection before the head is whole,
+           "never closed" when the bound passes first.
+keepalive: a whole request, its answer, then nothing for SECONDS (the third argument)
+           on the same connection, then a second request; prints "second answered" or
+           "closed".
+"""
+import socket
+import sys
+import time
+
+REQ = b"GET /healthz HTTP/1.1\r\nHost: docketd\r\n\r\n"
+
+
+def closed(sock):
+    """True when the peer closed: readable with nothing to read (or reset)."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionError:
+        return True
+    finally:
+        sock.setblocking(True)
+
+
+def answer(sock):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            return None
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = sock.recv(4096)
+        if not chunk:
+            return None
+        body += chunk
+    return head.split(b"\r\n")[0]
+
+
+def slow(port, seconds):
+    sock = socket.create_connection(("127.0.0.1", port))
+    head = b"GET /healthz HTTP/1.1\r\nHost: docketd\r\n" + b"X-Slow: " + b"a" * 4000
+    deadline = time.monotonic() + seconds
+    for sent in range(len(head)):
+        if time.monotonic() > deadline:
+            break
+        if closed(sock):
+            print(f"closed after {sent} bytes")
+            return
+        try:
+            sock.sendall(head[sent:sent + 1])
+        except (BrokenPipeError, ConnectionError):
+            print(f"closed after {sent} bytes")
+            return
+        time.sleep(0.2)
+    print("never closed")
+
+
+def keepalive(port, seconds):
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(REQ)
+    if not answer(sock):
+        print("first not answered")
+        return
+    time.sleep(seconds)
+    try:
+        sock.sendall(REQ)
+        print("second answered" if answer(sock) else "closed")
+    except (BrokenPipeError, ConnectionError):
+        print("closed")
+
+
+if __name__ == "__main__":
+    if sys.argv[2] == "slow":
+        slow(int(sys.argv[1]), float(sys.argv[3]))
+    else:
+        keepalive(int(sys.argv[1]), float(sys.argv[3]))
