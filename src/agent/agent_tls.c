@@ -28,6 +28,7 @@
 
 #include "agent/agent_int.h"
 #include "protocol/tlspin.h"
+#include "util/host.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -65,7 +66,7 @@ int ag_tls_init(struct agent *a, char *err, size_t errlen)
 {
     const struct agent_config *cfg = &a->cfg;
     if (!a->tls) {
-        if (!proto_host_is_loopback(a->host)) {
+        if (!host_is_loopback(a->host)) {
             snprintf(err, errlen,
                      "refusing http:// to '%s', which is not this machine: the join token "
                      "and the node's credential would cross the network in clear; use "

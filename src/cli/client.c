@@ -23,6 +23,7 @@
 #include "util/base64.h"
 #include "util/dbuf.h"
 #include "util/fingerprint.h"
+#include "util/host.h"
 #include "util/parse.h"
 #include "util/str.h"
 
@@ -360,6 +361,15 @@ struct client *client_create(const struct client_config *cfg, char *err, size_t 
             free(c);
             return NULL;
         }
+    /* a token crosses the network only inside TLS, as docket-node's credential does */
+    if (cfg->token[0] && !c->tls && !c->socket_path[0] && !host_is_loopback(c->host)) {
+        snprintf(err, errlen,
+                 "refusing to send the token over plain http:// to '%.100s', off this "
+                 "machine: use https://%.100s:%d (docs/security.md, \"Network observer\")",
+                 c->host, c->host, c->port);
+        free(c);
+        return NULL;
+    }
     if (cfg->token[0])
         snprintf(c->auth, sizeof(c->auth), "Authorization: Bearer %s", cfg->token);
     if (set_trust(c, cfg, err, errlen) < 0) {

@@ -37,6 +37,7 @@
 #include "controller/http.h"
 #include "controller/tls.h"
 #include "protocol/tlspin.h"
+#include "util/host.h"
 #include "util/str.h"
 #include "util/xalloc.h"
 
@@ -84,7 +85,7 @@ static int add_names(X509 *x, const char *listen_host)
         n += snprintf(san + n, sizeof(san) - (size_t)n, ",DNS:%s", hn);
     struct in6_addr a;
     if (listen_host[0] && strcmp(listen_host, "localhost") && strcmp(listen_host, hn) &&
-        !proto_host_is_loopback(listen_host) && strcmp(listen_host, "0.0.0.0") &&
+        !host_is_loopback(listen_host) && strcmp(listen_host, "0.0.0.0") &&
         strcmp(listen_host, "::")) {
         bool ip =
             inet_pton(AF_INET, listen_host, &a) == 1 || inet_pton(AF_INET6, listen_host, &a) == 1;
@@ -223,7 +224,7 @@ int ctl_tls_start(struct ctl *c, char *err, size_t errlen)
         snprintf(err, errlen, "invalid listen address '%s' (HOST:PORT)", cfg->listen);
         return -EINVAL;
     }
-    bool loopback = proto_host_is_loopback(host);
+    bool loopback = host_is_loopback(host);
     bool on =
         cfg->tls == CTL_TLS_ON || (cfg->tls == CTL_TLS_AUTO && (!loopback || cfg->tls_cert[0]));
     if (!on) {

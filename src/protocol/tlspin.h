@@ -3,7 +3,7 @@
  * own) and docket-node (which checks the controller's): SHA-256 over the DER of the
  * certificate's SubjectPublicKeyInfo. A pin survives a renewed certificate with the same
  * key, and it is what curl's --pinnedpubkey checks, so the CLI can pin it too. The text
- * form is util/fingerprint.h. Also the one rule of where plain HTTP may go.
+ * form is util/fingerprint.h. (Where plain HTTP may go: util/host.h.)
  */
 #ifndef DOCKET_PROTOCOL_TLSPIN_H
 #define DOCKET_PROTOCOL_TLSPIN_H
@@ -12,11 +12,6 @@
 #include <stdbool.h>
 
 #include "util/fingerprint.h"
-
-/* Whether a host name or address stays on this machine ("localhost", 127/8, ::1): the
- * only TCP where plain HTTP is allowed, by docketd and by docket-node alike. A name
- * other than "localhost" or a wildcard address counts as remote. */
-bool proto_host_is_loopback(const char *host);
 
 /* 0, or -EINVAL when the certificate has no usable public key. */
 int proto_tls_pin(X509 *cert, unsigned char out[FPR_LEN]);

@@ -83,6 +83,13 @@ submit_q() {
     [[ $output == *"cannot reach docketd at http://127.0.0.1:1"* ]]
     DOCKET_URL=ftp://x run -1 "$DOCKET" nodes
     [[ $output == *"bad url 'ftp://x'"* ]]
+    # a token never crosses the network in plain http (refused before any connection or
+    # name lookup); on loopback it may
+    DOCKET_URL=http://docketd.invalid:8420 DOCKET_TOKEN=dk_x run -1 "$DOCKET" nodes
+    [[ $output == *"refusing to send the token over plain http:// to 'docketd.invalid'"* ]]
+    [[ $output == *"use https://docketd.invalid:8420"* ]]
+    DOCKET_URL=http://127.0.0.1:1 DOCKET_TOKEN=dk_x run -1 "$DOCKET" nodes
+    [[ $output == *"cannot reach docketd at http://127.0.0.1:1"* ]]
     # https:// goes through libcurl, loaded only then
     DOCKET_URL=https://127.0.0.1:1 run -1 "$DOCKET" nodes
     [[ $output == *"cannot reach docketd at https://127.0.0.1:1"* ]]

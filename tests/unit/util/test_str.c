@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "util/host.h"
 #include "util/str.h"
 
 static void copy_fits(void **state)
@@ -87,6 +88,23 @@ static void trim_nothing(void **state)
     assert_string_equal(s, "ab");
 }
 
+/* Where plain HTTP may go: this machine only (util/host.h). */
+static void loopback_hosts(void **state)
+{
+    assert_true(host_is_loopback("localhost"));
+    assert_true(host_is_loopback("127.0.0.1"));
+    assert_true(host_is_loopback("127.8.9.10"));
+    assert_true(host_is_loopback("::1"));
+    assert_true(host_is_loopback("::ffff:127.0.0.1"));
+    assert_false(host_is_loopback("0.0.0.0"));
+    assert_false(host_is_loopback("::"));
+    assert_false(host_is_loopback("10.0.0.1"));
+    assert_false(host_is_loopback("128.0.0.1"));
+    assert_false(host_is_loopback("::ffff:10.0.0.1"));
+    assert_false(host_is_loopback("localhost.example.org"));
+    assert_false(host_is_loopback(""));
+}
+
 static void name_valid(void **state)
 {
     assert_true(str_is_name("gpu03"));
@@ -121,6 +139,7 @@ static void name_length_limit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(loopback_hosts),
         cmocka_unit_test(copy_fits),
         cmocka_unit_test(copy_exactly_full),
         cmocka_unit_test(copy_truncates_and_reports),
