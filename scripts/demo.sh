@@ -107,7 +107,7 @@ stop() {
     done
     while read -r name pid; do
         [[ $name == agent-* ]] || continue
-        for cg in memory cpu cpuacct pids freezer ""; do
+        for cg in memory cpu cpuacct pids freezer devices blkio ""; do
             d=/sys/fs/cgroup/${cg:+$cg/}docket/${name#agent-}
             [[ -d $d ]] || continue
             for g in "$d"/job_*; do

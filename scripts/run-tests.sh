@@ -155,8 +155,13 @@ fi
 # The programs a system test may call: those a fresh root has after install-deps.sh
 # --test, and no others (scripts/test-tools.sh), so a test that calls a tool the install
 # step forgets fails here too, not only on a fresh machine.
-TOOLS_PATH=$PWD/$TESTBUILD/test-tools
+# It lives in a directory of its own under /tmp that everyone may enter, not in the build:
+# jobs the tests run as `nobody` inherit the agent's PATH, and a checkout under /root
+# (0700 on Debian) would leave them without a shell.
+TOOLS_PATH=
 if want system || want envcheck || want tsan; then
+    TOOLS_PATH=$(mktemp -d /tmp/docket-test-tools.XXXXXX) && chmod 0755 "$TOOLS_PATH"
+    trap 'rm -rf "$HOME" "$TOOLS_PATH"' EXIT
     log "the system tests' PATH: the programs of the installed packages (scripts/test-tools.sh)"
     scripts/test-tools.sh "$TOOLS_PATH" >"$TESTBUILD/test-tools.log" 2>&1 ||
         { cat "$TESTBUILD/test-tools.log"; echo "test-tools.sh failed"; failed=$((failed + 1)); finish; }

@@ -24,7 +24,7 @@ closure=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflic
 installed=$(dpkg-query -W -f='${db:Status-Status} ${Package}\n' | awk '$1 == "installed" { print $2 }')
 
 rm -rf "$dir"
-mkdir -p "$dir"
+mkdir -m 0755 -p "$dir" # jobs of other users run with it on their PATH
 # every file of those packages in a bin directory, linked by its name (the first one wins,
 # in the order of a login PATH)
 sort -u <(printf '%s\n' $required "${declared[@]}" $closure) |
