@@ -42,9 +42,8 @@ for f in /usr/bin/* /usr/sbin/*; do
     name=${f##*/}
     [[ -L $f && ! -e $dir/$name ]] || continue
     real=$(readlink -f "$f")
-    for have in "$dir"/"${real##*/}"; do
-        if [[ -e $have && $(readlink -f "$have") == "$real" ]]; then ln -s "$real" "$dir/$name"; fi
-    done
+    have=$dir/${real##*/}
+    if [[ -e $have && $(readlink -f "$have") == "$real" ]]; then ln -s "$real" "$dir/$name"; fi
 done
 # node and npm from outside Debian's packages (install-deps.sh leaves them be)
 for tool in node npm npx; do
