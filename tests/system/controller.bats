@@ -757,17 +757,6 @@ fault_on() {
 fault_off() {
     sqlite3 -cmd ".timeout 5000" "$STATE_DIR/docket.db" "DROP TRIGGER fault_$1"
 }
-# wait_job_state ID STATE: until the API shows the job in STATE (a cycle ran; 60 s at most)
-job_state_is() {
-    api_get "/v1/jobs/$1"
-    [[ $(jq -r .job.state <<<"$body") == "$2" ]]
-}
-wait_job_state() {
-    wait_for 60 job_state_is "$1" "$2" || {
-        echo "job $1 is $(jq -r .job.state <<<"$body"), not $2" >&2
-        return 1
-    }
-}
 # no_log EVENT: docketd logged no such event (`! grep` would not fail a bats test)
 no_log() {
     if grep "event=$1" "$TEST_DIR/docketd.log"; then

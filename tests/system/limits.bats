@@ -50,12 +50,6 @@ healthz_ok() {
     wait_for 60 healthz_200 || { echo "/healthz did not answer 200" >&2; return 1; }
 }
 
-# job_state_is ID STATE: the API shows job ID in STATE.
-job_state_is() {
-    api_get "/v1/jobs/$1"
-    [[ $(jq -r .job.state <<<"$body") == "$2" ]]
-}
-
 # metric NAME: its value from /metrics (admin token).
 metric() {
     curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/metrics" |

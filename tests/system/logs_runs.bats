@@ -17,17 +17,6 @@ teardown() {
     docket_teardown
 }
 
-job_state_is() { # JOB STATE
-    api_get "/v1/jobs/$1"
-    [[ $(jq -r .job.state <<<"$body") == "$2" ]]
-}
-wait_state() { # JOB STATE (60 s at most: a deadline, not a speed)
-    wait_for 60 job_state_is "$1" "$2" || {
-        echo "job $1 is $(jq -r .job.state <<<"$body"), not $2" >&2
-        return 1
-    }
-}
-
 # take_start NODE CRED JOB: heartbeat until the node gets JOB's start command (60 s at
 # most); acks it, says started (with its run); sets RUN and ACK.
 take_start() {
@@ -123,7 +112,7 @@ run two" ]
     chunk gpu01 "$CRED" "$id" 1 0 "first
 "
     exited gpu01 "$CRED" "$id" 1 code 0
-    wait_state "$id" COMPLETED
+    wait_job_state "$id" COMPLETED
     # the job has ended but its output is not complete: no Eof
     curl -s -D "$TEST_DIR/h0" -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/v1/jobs/$id/logs?offset=6" >/dev/null
     ! grep -qi '^X-Docket-Eof' "$TEST_DIR/h0" || false

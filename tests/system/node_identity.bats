@@ -23,17 +23,6 @@ register_body() { # NAME JOIN-TOKEN
         \"mem_mb\": 512000}}"
 }
 
-job_state_is() { # JOB STATE
-    api_get "/v1/jobs/$1"
-    [[ $(jq -r .job.state <<<"$body") == "$2" ]]
-}
-wait_state() { # JOB STATE (60 s at most: a deadline, not a speed)
-    wait_for 60 job_state_is "$1" "$2" || {
-        echo "job $1 is $(jq -r .job.state <<<"$body"), not $2" >&2
-        return 1
-    }
-}
-
 # start_on NODE CRED JOB: the node takes the start command of JOB (acked) and says started.
 start_on() {
     local seq
@@ -48,9 +37,9 @@ start_on() {
 @test "takeover: a join token under a live node's name is refused; the node keeps its jobs" {
     CRED=$(fake_node gpu01 8 H100-80GB)
     id=$(submit '{"command": ["sleep", "100"], "gpus": 8, "gpu_type": "H100-80GB"}')
-    wait_state "$id" STARTING
+    wait_job_state "$id" STARTING
     start_on gpu01 "$CRED" "$id"
-    wait_state "$id" RUNNING
+    wait_job_state "$id" RUNNING
     # the impostor: a valid join token, the live node's name
     jt=$(join_token)
     api_post /v1/agent/register "$(register_body gpu01 "$jt")" -
@@ -65,7 +54,7 @@ start_on() {
     ! jq -e '.events[] | select(.reason == "node_fail" or .type == "lost")' <<<"$body" || false
     # a new job's start command goes to the real node only
     id2=$(submit '{"command": ["true"], "cpus": 1}')
-    wait_state "$id2" STARTING
+    wait_job_state "$id2" STARTING
     heartbeat gpu01 "$CRED" 0 "[{\"id\": $id, \"state\": \"running\", \"pid\": 10}]"
     jq -e --argjson id "$id2" '.commands[] | select(.job.id == $id)' <<<"$body" >/dev/null
     # nothing was audited as a registration of the impostor
@@ -225,7 +214,7 @@ start_on() {
     docketd_start --node-timeout 3s
     CRED=$(fake_node gpu01 8 H100-80GB)
     id=$(submit '{"command": ["sleep", "100"], "gpus": 8, "gpu_type": "H100-80GB", "requeue": true}')
-    wait_state "$id" STARTING
+    wait_job_state "$id" STARTING
     start_on gpu01 "$CRED" "$id"
     # the agent falls silent (stopped, cut off): its own fence stops the job at
     # 3 s - 1 s; docketd must wait 3 s + 1 s (margin = min(10 s, 3 s / 3)). docketd's own

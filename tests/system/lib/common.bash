@@ -25,6 +25,21 @@ docket_setup() {
 # wait_for: lib/wait.bash
 source "${BASH_SOURCE[0]%/*}/wait.bash"
 
+# job_state_is ID STATE: the API shows job ID in STATE (sets status_code and body).
+job_state_is() {
+    api_get "/v1/jobs/$1"
+    [[ $(jq -r .job.state <<<"$body") == "$2" ]]
+}
+
+# wait_job_state ID STATE: until the API shows the job in STATE (60 s at most: a deadline,
+# not a speed), else say which state it is in.
+wait_job_state() {
+    wait_for 60 job_state_is "$1" "$2" || {
+        echo "job $1 is $(jq -r .job.state <<<"$body"), not $2" >&2
+        return 1
+    }
+}
+
 # Remember a pid so docket_teardown stops it.
 docket_track_pid() {
     DOCKET_PIDS+=("$1")
