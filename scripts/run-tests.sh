@@ -42,7 +42,8 @@ unset NO_COLOR DOCKET_URL DOCKET_TOKEN DOCKET_PARTITION_MAP DOCKET_CA DOCKET_FIN
     DOCKET_CONTROLLER_FINGERPRINT XDG_CONFIG_HOME
 export HOME=${TMPDIR:-/tmp}/docket-test-home.$$
 mkdir -p "$HOME"
-trap 'rm -rf "$HOME"' EXIT
+TOOLS_PATH= # the system tests' PATH, made below when a part needs it
+trap 'rm -rf "$HOME" ${TOOLS_PATH:+"$TOOLS_PATH"}' EXIT
 export PATH=$PATH:/usr/sbin:/sbin
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
@@ -158,10 +159,8 @@ fi
 # It lives in a directory of its own under /tmp that everyone may enter, not in the build:
 # jobs the tests run as `nobody` inherit the agent's PATH, and a checkout under /root
 # (0700 on Debian) would leave them without a shell.
-TOOLS_PATH=
 if want system || want envcheck || want tsan; then
     TOOLS_PATH=$(mktemp -d /tmp/docket-test-tools.XXXXXX) && chmod 0755 "$TOOLS_PATH"
-    trap 'rm -rf "$HOME" "$TOOLS_PATH"' EXIT
     log "the system tests' PATH: the programs of the installed packages (scripts/test-tools.sh)"
     scripts/test-tools.sh "$TOOLS_PATH" >"$TESTBUILD/test-tools.log" 2>&1 ||
         { cat "$TESTBUILD/test-tools.log"; echo "test-tools.sh failed"; failed=$((failed + 1)); finish; }
