@@ -302,6 +302,7 @@ int store_run_add(struct store *st, const struct store_run *r)
     sqlite3_bind_int(s, 2, r->run);
     store_bind_text(s, 3, r->nodes);
     sqlite3_bind_int64(s, 4, r->start_ms);
+    sqlite3_bind_int64(s, 5, r->lease_ms);
     return store_step_done(st, s, "add run");
 }
 
@@ -318,6 +319,7 @@ int store_run_get(struct store *st, uint64_t job, int run, struct store_run *out
         store_col_copy(s, 2, out->nodes, sizeof(out->nodes));
         out->start_ms = sqlite3_column_int64(s, 3);
         out->final_mask = sqlite3_column_int(s, 4);
+        out->lease_ms = sqlite3_column_int64(s, 5);
     }
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);

@@ -89,9 +89,10 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_HOLD_DEL] = "DELETE FROM job_holds WHERE job = ?1",
     [S_TOKEN_LIVE] = "SELECT count(*) FROM tokens WHERE kind = ?1 AND user_name = ?2"
                      " AND revoked_ms = 0 AND (expires_ms = 0 OR expires_ms >= ?3)",
-    [S_RUN_ADD] = "INSERT INTO job_runs(job, run, nodes, start_ms) VALUES (?1, ?2, ?3, ?4)",
-    [S_RUN_GET] =
-        "SELECT job, run, nodes, start_ms, final FROM job_runs WHERE job = ?1 AND run = ?2",
+    [S_RUN_ADD] =
+        "INSERT INTO job_runs(job, run, nodes, start_ms, lease_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+    [S_RUN_GET] = "SELECT job, run, nodes, start_ms, final, lease_ms FROM job_runs"
+                  " WHERE job = ?1 AND run = ?2",
     [S_RUN_LAST] = "SELECT coalesce(max(run), 0) FROM job_runs WHERE job = ?1",
     [S_RUN_FINAL] = "UPDATE job_runs SET final = final | ?3 WHERE job = ?1 AND run = ?2",
     [S_RUN_STARTED] = "UPDATE job_runs SET start_ms = ?2 WHERE job = ?1 AND end_ms = 0"

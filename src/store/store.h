@@ -338,7 +338,8 @@ struct store_run {
     int run;          /* 1, 2, ... in start order */
     char nodes[1024]; /* ",gpu01,gpu02,": the allocation, rank 0 first */
     int64_t start_ms;
-    int final_mask; /* streams whose output the agent said is complete: 1 stdout, 2 stderr */
+    int final_mask;   /* streams whose output the agent said is complete: 1 stdout, 2 stderr */
+    int64_t lease_ms; /* the lease the run was started under (0: the node timeout's) */
 };
 int store_run_add(struct store *st, const struct store_run *r) STORE_WUR;
 /* -ENOENT when the job has no such run. */

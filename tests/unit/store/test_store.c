@@ -33,8 +33,8 @@ static void reopen(struct fx *f)
 
 /* The schema version schema.c migrates to (one place to change when a migration is added). */
 #define SCHEMA_LATEST                                                                              \
-    11 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
-          written (h-slice) */
+    12 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
+          written (h-slice), 12: each run's lease (issue 32) */
 
 static void migrates_from_empty(void **state)
 {
@@ -919,6 +919,7 @@ static void migrates_schema3_database(void **state)
         assert_string_equal(run.nodes, ",gpu01,");
         assert_int_not_equal(run.start_ms, 0);
         assert_int_equal(run.final_mask, 0);
+        assert_int_equal(run.lease_ms, 0); /* 12: runs from before leases: the node timeout's */
     }
     for (uint64_t id = 4; id <= 6; id++)
         assert_int_equal(store_run_last(f->st, id), 0);
@@ -1037,7 +1038,8 @@ static void migrates_schema8_database(void **state)
 static void runs_and_live_credentials(void **state)
 {
     struct fx *f = *state;
-    struct store_run r = {.job = 7, .run = 1, .nodes = ",gpu01,", .start_ms = 5};
+    struct store_run r = {
+        .job = 7, .run = 1, .nodes = ",gpu01,", .start_ms = 5, .lease_ms = 900000};
     struct store_run got;
     assert_int_equal(store_run_last(f->st, 7), 0);
     assert_int_equal(store_run_get(f->st, 7, 1, &got), -ENOENT);
@@ -1054,6 +1056,7 @@ static void runs_and_live_credentials(void **state)
     assert_int_equal(got.final_mask, 3);
     assert_int_equal(store_run_get(f->st, 7, 1, &got), 0);
     assert_int_equal(got.final_mask, 0);
+    assert_int_equal(got.lease_ms, 900000); /* the lease it was granted, kept */
 
     struct store_token t = {.kind = STORE_TOKEN_NODE, .user = "gpu01", .role = "node"};
     assert_int_equal(store_token_live(f->st, STORE_TOKEN_NODE, "gpu01", 1000), 0);
