@@ -280,9 +280,9 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         }
     }
     if (a->lease_deadline && now > a->lease_deadline && !a->lease_expired_logged) {
-        log_warn("fenced",
+        log_warn("controller_silent",
                  "node=%s reason=\"no contact with the controller for node_timeout - %lld ms: "
-                 "supervisors stop their jobs\"",
+                 "each job is stopped when its own lease runs out\"",
                  a->cfg.name, (long long)ag_fence_margin(a));
         a->lease_expired_logged = true;
     }

@@ -169,7 +169,8 @@ static void renew_lease(struct agent *a)
     int64_t deadline = a->hb_sent_mono + a->node_timeout_ms - m;
     if (deadline <= a->lease_deadline)
         return;
-    int rc = sup_lease_write(a->cfg.state_dir, &a->lease_fd, deadline, m / 2);
+    struct sup_lease l = {deadline, m / 2, a->hb_sent_mono, m};
+    int rc = sup_lease_write(a->cfg.state_dir, &a->lease_fd, &l);
     if (rc < 0) {
         log_error("lease_write_failed", "error=\"%s\"", strerror(-rc));
         return;

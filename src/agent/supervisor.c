@@ -168,28 +168,30 @@ static void on_sigchld(struct sup *s)
     }
 }
 
-/* The fence: past the lease's deadline the controller may soon count this node as lost
- * and run the job elsewhere, so it is stopped (its signal, a grace the lease bounds, then
- * kill) before that can happen. A lease renewed in time only moves the next look. */
+/* The fence: past its lease the controller may soon count the job as lost and run it
+ * elsewhere, so it is stopped (its signal, a grace the lease bounds, then kill) before
+ * that can happen. The job's lease runs from the agent's last contact with the
+ * controller (docs/agent.md "Leases"); a lease renewed in time only moves the next look. */
 static void check_lease(struct sup *s, int64_t now)
 {
-    int64_t deadline = 0, grace = 0;
-    int rc = sup_lease_read(s->c->state_dir, &deadline, &grace);
+    struct sup_lease l;
+    int rc = sup_lease_read(s->c->state_dir, &l);
     if (rc == -EAGAIN) {
         s->lease_at = now + 10; /* caught a rewrite: look again in a moment */
         return;
     }
-    if (rc < 0 || deadline == 0) {
+    if (rc < 0 || l.deadline_ms == 0) {
         s->lease_at = 0; /* no lease (an agent that never reached a controller) */
         return;
     }
+    int64_t deadline = sup_lease_deadline(&l, s->j->lease_ms);
     if (deadline > now) {
         s->lease_at = deadline;
         return;
     }
     s->lease_at = 0;
     s->fenced = true;
-    int64_t g = s->j->grace_ms < grace ? s->j->grace_ms : grace;
+    int64_t g = s->j->grace_ms < l.grace_ms ? s->j->grace_ms : l.grace_ms;
     sup_log("job %llu: fenced: no contact with the controller since the lease ran out %lld ms ago",
             (unsigned long long)s->j->id, (long long)(now - deadline));
     stop_job(s, s->j->signal ? s->j->signal : SIGTERM, g,

@@ -99,13 +99,22 @@ int64_t sup_start_seq(const struct sup_config *c, uint64_t id);
 int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t sup_start,
                 int64_t seq, const char *cmd);
 
-/* The fencing lease, STATE_DIR/lease: the CLOCK_MONOTONIC ms after which a supervisor
- * stops its job (signal, `grace_ms` at most, kill), because the agent has not heard from
- * the controller for node_timeout - margin (docs/agent.md "Fencing"). The agent rewrites
- * it in place at each contact; `*fd` caches the open file (-1 at first). */
-int sup_lease_write(const char *state_dir, int *fd, int64_t deadline_ms, int64_t grace_ms);
-/* 0 and *deadline_ms = 0 when there is no lease file; -EAGAIN on a torn read. */
-int sup_lease_read(const char *state_dir, int64_t *deadline_ms, int64_t *grace_ms);
+/* The fencing lease, STATE_DIR/lease (docs/agent.md "Fencing" and "Leases"), rewritten
+ * in place by the agent at each contact with the controller; `*fd` caches the open file
+ * (-1 at first). Times are CLOCK_MONOTONIC ms. */
+struct sup_lease {
+    int64_t deadline_ms; /* contact + node_timeout - margin: the node's own lease */
+    int64_t grace_ms;    /* the longest grace a fenced job gets (margin / 2) */
+    int64_t contact_ms;  /* the send time of the last request the controller answered */
+    int64_t margin_ms;   /* the fencing margin */
+};
+int sup_lease_write(const char *state_dir, int *fd, const struct sup_lease *l);
+/* 0 and all zero when there is no lease file; -EAGAIN on a torn read. A file written
+ * before leases had contact_ms (an older agent) reads with contact_ms 0. */
+int sup_lease_read(const char *state_dir, struct sup_lease *l);
+/* When a job whose lease is `job_lease_ms` (0: the node timeout's) is fenced: its lease
+ * past the last contact less the margin, never before the node's own deadline. */
+int64_t sup_lease_deadline(const struct sup_lease *l, int64_t job_lease_ms);
 /* Read / write state.json of a job directory. */
 int sup_state_read(const char *jobdir, struct sup_state *st);
 int sup_state_write(const char *jobdir, const struct sup_state *st);

@@ -234,11 +234,13 @@ int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t su
     return rc;
 }
 
-/* "DEADLINE GRACE DEADLINE GRACE\n" at a fixed width, rewritten in place by one pwrite:
- * a reader that catches a write half done sees two pairs that differ and tries again. */
-enum { LEASE_LEN = 4 * 21 };
+/* "DEADLINE GRACE DEADLINE GRACE\n" at a fixed width, then "CONTACT MARGIN DEADLINE CONTACT
+ * MARGIN DEADLINE\n", rewritten in place by one pwrite: a reader that catches a write half
+ * done sees copies that differ and tries again. The first line alone is what agents wrote
+ * before leases, and what their supervisors, still running after an upgrade, read. */
+enum { NUM_W = 21, LEASE_LINE1 = 4 * NUM_W, LEASE_LEN = LEASE_LINE1 + 6 * NUM_W };
 
-int sup_lease_write(const char *state_dir, int *fd, int64_t deadline_ms, int64_t grace_ms)
+int sup_lease_write(const char *state_dir, int *fd, const struct sup_lease *l)
 {
     char path[PATH_MAX + 8], buf[LEASE_LEN + 1];
     if (*fd < 0) {
@@ -247,32 +249,48 @@ int sup_lease_write(const char *state_dir, int *fd, int64_t deadline_ms, int64_t
         if (*fd < 0)
             return -errno;
     }
-    snprintf(buf, sizeof buf, "%020lld %020lld %020lld %020lld\n", (long long)deadline_ms,
-             (long long)grace_ms, (long long)deadline_ms, (long long)grace_ms);
+    long long d = l->deadline_ms, g = l->grace_ms, t = l->contact_ms, m = l->margin_ms;
+    snprintf(buf, sizeof buf,
+             "%020lld %020lld %020lld %020lld\n%020lld %020lld %020lld %020lld %020lld %020lld\n",
+             d, g, d, g, t, m, d, t, m, d);
     ssize_t w = pwrite(*fd, buf, LEASE_LEN, 0);
     return w == LEASE_LEN ? 0 : (w < 0 ? -errno : -EIO);
 }
 
-int sup_lease_read(const char *state_dir, int64_t *deadline_ms, int64_t *grace_ms)
+int sup_lease_read(const char *state_dir, struct sup_lease *l)
 {
     char path[PATH_MAX + 8], buf[LEASE_LEN + 1];
     snprintf(path, sizeof path, "%s/lease", state_dir);
-    *deadline_ms = *grace_ms = 0;
+    memset(l, 0, sizeof *l);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
     ssize_t n = pread(fd, buf, LEASE_LEN, 0);
     close(fd);
-    if (n != LEASE_LEN)
+    if (n != LEASE_LINE1 && n != LEASE_LEN)
         return -EAGAIN;
     buf[n] = '\0';
-    long long d1, g1, d2, g2;
+    long long d1, g1, d2, g2, t1 = 0, m1 = 0, e1 = 0, t2 = 0, m2 = 0, e2 = 0;
     if (sscanf(buf, "%lld %lld %lld %lld", &d1, &g1, &d2, &g2) != 4 || d1 != d2 || g1 != g2 ||
         d1 < 0 || g1 < 0)
         return -EAGAIN;
-    *deadline_ms = d1;
-    *grace_ms = g1;
+    if (n == LEASE_LEN && (sscanf(buf + LEASE_LINE1, "%lld %lld %lld %lld %lld %lld", &t1, &m1, &e1,
+                                  &t2, &m2, &e2) != 6 ||
+                           t1 != t2 || m1 != m2 || e1 != d1 || e2 != d1 || t1 < 0 || m1 < 0))
+        return -EAGAIN;
+    l->deadline_ms = d1;
+    l->grace_ms = g1;
+    l->contact_ms = t1;
+    l->margin_ms = m1;
     return 0;
+}
+
+int64_t sup_lease_deadline(const struct sup_lease *l, int64_t job_lease_ms)
+{
+    if (job_lease_ms <= 0 || l->contact_ms <= 0)
+        return l->deadline_ms;
+    int64_t own = l->contact_ms + job_lease_ms - l->margin_ms;
+    return own > l->deadline_ms ? own : l->deadline_ms;
 }
 
 /* How deep the removal walks before it lifts a directory to the top of the tree: the

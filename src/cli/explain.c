@@ -127,6 +127,19 @@ static void print_running(struct cli *c, const json_t *r)
     kv(c, "ends", "%s (time limit)", d);
 }
 
+/* A running job on a node the controller does not hear from: how long its lease holds. */
+static void print_lease(struct cli *c, const json_t *l)
+{
+    char silent[32], left[32];
+    if (!json_is_object(l))
+        return;
+    fmt_duration(jint(l, "silent_ms", 0), silent, sizeof silent);
+    fmt_duration(jint(l, "ends_ms", 0) - c->now_ms, left, sizeof left);
+    kv(c, "lease", "node %s silent for %s: the job runs on there under its lease for %s more,",
+       jstr(l, "node"), silent, left);
+    kv(c, "", "then it is stopped there and requeued (or failed) unless the node is back");
+}
+
 /* A running job's usage: when its GPUs were last busy, or that nothing says so. */
 static void print_usage(struct cli *c, const json_t *u)
 {
@@ -212,6 +225,7 @@ static void print_explain(struct cli *c, const json_t *e)
         kv(c, "starving", "not yet; the starvation guard reserves for it %s", when);
     }
     print_running(c, json_object_get(e, "running"));
+    print_lease(c, json_object_get(e, "lease"));
     print_usage(c, json_object_get(e, "usage"));
     print_nodes(c, e);
     print_ahead(c, json_object_get(e, "ahead"));

@@ -68,7 +68,13 @@ static void print_nodes(struct cli *c, const json_t *nodes)
         fmt_when(jint(n, "last_heartbeat_ms", 0), c->now_ms, hb, sizeof(hb));
         table_row(t);
         table_cell(t, FMT_PLAIN, "%s%s", jstr(n, "name"), jbool(n, "reserved") ? "*" : "");
-        table_cell(t, fmt_state_color(st), "%s", st);
+        if (jint(n, "leases_end_ms", 0) > 0) { /* silent, its jobs under their leases */
+            char left[32];
+            fmt_duration(jint(n, "leases_end_ms", 0) - c->now_ms, left, sizeof left);
+            table_cell(t, fmt_state_color(st), "%s (leases %s)", st, left);
+        } else {
+            table_cell(t, fmt_state_color(st), "%s", st);
+        }
         table_cell(t, FMT_PLAIN, "%lld/%lld", (long long)jint(n, "gpus_used", 0),
                    (long long)jint(n, "gpus", 0));
         table_cell(t, FMT_PLAIN, "%s", jstr(n, "gpu_type")[0] ? jstr(n, "gpu_type") : "-");
@@ -98,6 +104,14 @@ static void print_node(struct cli *c, const json_t *n)
     json_decref(one);
     if (jstr(n, "reason")[0])
         fprintf(c->out, "reason: %s\n", jstr(n, "reason"));
+    if (jint(n, "leases_end_ms", 0) > 0) {
+        char left[32];
+        fmt_duration(jint(n, "leases_end_ms", 0) - c->now_ms, left, sizeof left);
+        fprintf(c->out,
+                "leases: its jobs run on under their leases; the first runs out in %s, then "
+                "that job is stopped there and requeued (or failed) unless the node is back\n",
+                left);
+    }
     if (json_array_size(json_object_get(n, "jobs"))) {
         fprintf(c->out, "jobs:");
         json_array_foreach(json_object_get(n, "jobs"), i, j)

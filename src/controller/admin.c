@@ -20,6 +20,7 @@
 #include "controller/config.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
+#include "controller/lease.h"
 #include "controller/loop.h"
 #include "controller/restore.h"
 #include "controller/stream.h"
@@ -82,6 +83,7 @@ static json_t *node_json(struct ctl *c, uint32_t idx, json_t *jobs)
     json_object_set_new(o, "labels", parse_or_null(n->rec.labels));
     json_object_set_new(o, "reserved", json_boolean(v.reserved));
     json_object_set_new(o, "last_heartbeat_ms", json_integer(n->rec.last_heartbeat_ms));
+    json_object_set_new(o, "leases_end_ms", json_integer(ctl_leases_next_end_ms(c, n)));
     json_object_set_new(o, "agent_version",
                         json_string(json_is_string(ver) ? json_string_value(ver) : ""));
     json_t *addr = json_object_get(info, "addr");

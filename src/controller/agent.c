@@ -337,9 +337,7 @@ static bool alloc_on(const struct sched_job_view *v, uint32_t node)
     return false;
 }
 
-/* Record how a job ended on its row (so a restart can finish applying it), before the
- * core hears of it. 0 or -errno. */
-static int record_exit(struct ctl *c, uint64_t id, const json_t *exit, const json_t *usage)
+int ctl_job_record_exit(struct ctl *c, uint64_t id, const json_t *exit, const json_t *usage)
 {
     struct store_job row;
     int rc = store_job_get(c->store, id, &row);
@@ -383,7 +381,7 @@ static void reconcile(struct ctl *c, struct ctl_node *n, const struct agent_hear
         struct sched_error se;
         json_t *ex = json_pack("{s:s,s:i,s:s}", "kind", "lost", "code", 0, "message",
                                "unknown to the agent after a restart");
-        int rc = record_exit(c, lost[i], ex, NULL);
+        int rc = ctl_job_record_exit(c, lost[i], ex, NULL);
         json_decref(ex);
         if (rc < 0) { /* left running in both: the next heartbeat reconciles again */
             failed = true;
@@ -666,7 +664,7 @@ static int ev_exited(struct ctl *c, struct ctl_node *n, const struct agent_event
     uint64_t id = ev->job;
     const char *kind = agent_exit_kind_name(ev->exit_kind);
     int code = ev->exit_code;
-    int rc = record_exit(c, id, ev->exit_json, ev->usage_json);
+    int rc = ctl_job_record_exit(c, id, ev->exit_json, ev->usage_json);
     if (rc < 0)
         return rc;
     if (sched_job_get(c->sched, id, &v) == 0)

@@ -5,6 +5,9 @@
 #ifndef DOCKET_CONTROLLER_AGENT_H
 #define DOCKET_CONTROLLER_AGENT_H
 
+#include <jansson.h>
+#include <stdint.h>
+
 struct ctl;
 struct ctl_req;
 
@@ -19,5 +22,8 @@ void h_node_replace(struct ctl_req *r);
 /* Answer 503 to the event batches still being applied (their applied events are
  * committed; the agent sends the batch again and those repeat, ignored). */
 void ctl_agent_events_stop_all(struct ctl *c);
+/* Record how a job ended on its row (so a restart can finish applying it), before the
+ * core hears of it: `exit` as docs/api.md's job "exit", `usage` or NULL. 0 or -errno. */
+int ctl_job_record_exit(struct ctl *c, uint64_t id, const json_t *exit, const json_t *usage);
 
 #endif

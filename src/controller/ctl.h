@@ -46,9 +46,10 @@ struct ctl_cmd {
 
 struct ctl_node {
     char name[64];
-    struct store_node rec; /* as stored (labels/info owned by rec) */
-    int64_t last_hb_ms;    /* monotonic ms of the last heartbeat (0: none yet) */
-    bool reconciled;       /* first heartbeat after a restart of either side seen */
+    struct store_node rec;  /* as stored (labels/info owned by rec) */
+    int64_t last_hb_ms;     /* monotonic ms of the last heartbeat (0: none yet) */
+    int64_t lease_check_ms; /* lease.c: monotonic ms of the next look at its jobs' leases */
+    bool reconciled;        /* first heartbeat after a restart of either side seen */
     struct ctl_cmd *cmds, *cmds_tail;
     struct evhttp_request *parked; /* a heartbeat waiting for commands */
     int ev_batches;                /* its event batches being applied in slices (agent.c) */

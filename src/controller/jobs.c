@@ -15,6 +15,7 @@
 #include "controller/ctl.h"
 #include "controller/http.h"
 #include "controller/jobs.h"
+#include "controller/lease.h"
 #include "controller/loop.h"
 #include "controller/stream.h"
 #include "controller/turns.h"
@@ -1417,6 +1418,23 @@ static json_t *explain_json(const struct sched_explain *x)
     return o;
 }
 
+/* A running job on a silent node: when its lease there runs out (lease.c), or NULL. */
+static json_t *explain_lease(struct ctl *c, uint64_t id)
+{
+    struct sched_job_view v;
+    if (sched_job_get(c->sched, id, &v) < 0)
+        return NULL;
+    for (int k = 0; k < v.nallocs; k++) {
+        struct ctl_node *n = ctl_node_at(c, v.allocs[k].node);
+        int64_t end = n ? ctl_lease_end_ms(c, n, id) : 0;
+        if (end > 0)
+            return json_pack("{s:s,s:I,s:I}", "node", n->name, "silent_ms",
+                             (json_int_t)(clock_mono_ms() - n->last_hb_ms), "ends_ms",
+                             (json_int_t)end);
+    }
+    return NULL;
+}
+
 void h_job_explain(struct ctl_req *r)
 {
     struct store_job row;
@@ -1451,6 +1469,9 @@ void h_job_explain(struct ctl_req *r)
                       (json_int_t)x->preemptible_from_ms, "expected_end_ms",
                       (json_int_t)x->expected_end_ms, "preempt_count", x->preempt_count));
         json_object_set_new(o, "usage", ctl_usage_explain(r->c, row.id, row.class_name));
+        json_t *lease = explain_lease(r->c, row.id);
+        if (lease)
+            json_object_set_new(o, "lease", lease);
     }
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "explain", o));
     free(x);

@@ -15,6 +15,7 @@
 #include "controller/ctl.h"
 #include "controller/http.h"
 #include "controller/logs.h"
+#include "controller/lease.h"
 #include "controller/loop.h"
 #include "controller/metrics.h"
 #include "controller/secrets.h"
@@ -180,6 +181,23 @@ void ctl_node_drop_commands(struct ctl_node *n)
     n->cmds_tail = NULL;
 }
 
+void ctl_node_drop_job_commands(struct ctl_node *n, uint64_t id)
+{
+    struct ctl_cmd **at = &n->cmds, *last = NULL;
+    while (*at) {
+        struct ctl_cmd *k = *at;
+        if (k->job != id) {
+            last = k;
+            at = &k->next;
+            continue;
+        }
+        *at = k->next;
+        json_decref(k->json);
+        free(k);
+    }
+    n->cmds_tail = last;
+}
+
 int ctl_node_command(struct ctl *c, struct ctl_node *n, uint64_t job, json_t *cmd)
 {
     struct ctl_cmd *k = calloc(1, sizeof(*k));
@@ -301,7 +319,7 @@ struct proto_class_node ctl_class_node(const struct ctl *c, const char *name)
     for (int i = 0; i < c->nclass_nodes; i++)
         if (strcmp(c->class_nodes[i].name, name) == 0)
             return c->class_nodes[i].n;
-    return (struct proto_class_node){0, 0, {0, 0, PROTO_IDLE_NONE}};
+    return (struct proto_class_node){0, 0, {0, 0, PROTO_IDLE_NONE}, PROTO_LEASE_DEFAULT_MS};
 }
 
 /* The class node fields a parsed document gives for class i, the earlier ones where not. */
@@ -316,6 +334,8 @@ static struct proto_class_node class_node_of(const struct ctl *c, const struct p
         n.default_mem_mb = old.default_mem_mb;
     if (n.idle.action == PROTO_IDLE_UNSET)
         n.idle = old.idle;
+    if (n.lease_ms < 0)
+        n.lease_ms = old.lease_ms;
     return n;
 }
 
@@ -370,6 +390,7 @@ static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_
     struct proto_class_node cn = ctl_class_node(c, row->class_name);
     json_object_set_new(job, "mem_mb", json_integer(a->mem_mb > 0 ? a->mem_mb : cn.default_mem_mb));
     json_object_set_new(job, "pids_max", json_integer(cn.pids_max));
+    json_object_set_new(job, "lease_ms", json_integer(cn.lease_ms));
     json_object_set_new(job, "time_limit_ms", json_integer(d->time_limit_ms));
     json_object_set_new(job, "signal", json_integer(d->signal));
     json_object_set_new(job, "grace_ms", json_integer(d->grace_ms));
@@ -491,6 +512,7 @@ static void apply_start(struct ctl *c, const struct sched_decision *d, struct st
     run->job = row->id;
     run->run = last < 0 ? -1 : last + 1; /* a failed read: the write below fails too */
     run->start_ms = now;
+    run->lease_ms = ctl_class_node(c, row->class_name).lease_ms; /* the start command's */
     for (int i = 0; secrets && i < d->nallocs; i++) {
         struct ctl_node *n = ctl_node_at(c, d->allocs[i].node);
         if (!n)
@@ -725,38 +747,37 @@ void ctl_cycle_soon(struct ctl *c)
     c->cycle_at_ms = at;
 }
 
-/* Every second: nodes silent past node_timeout plus the fencing margin become UNREACHABLE
- * (their jobs NODE_FAIL, requeued where their class allows). The margin is the agent's
- * (docs/agent.md "Fencing"): a cut-off agent has stopped its jobs margin/2 before
- * node_timeout; waiting the margin again past it covers a slow reclaim and clocks that
- * run at different rates, so a job never runs twice. */
+/* Every second: nodes silent past node_timeout plus the fencing margin become
+ * UNREACHABLE: no new work goes there, but their jobs run on under their leases
+ * (lease.c), and the commands queued for them wait for the agent's return. The margin is
+ * the agent's (docs/agent.md "Fencing"): a cut-off agent stops a job margin/2 before its
+ * lease ends; waiting the margin past it covers a slow reclaim and clocks that run at
+ * different rates, so a job never runs twice. */
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct ctl *c = arg;
     int64_t t0 = ctl_turn_enter(c);
     int64_t mono = clock_mono_ms(), now = clock_now_ms();
-    int64_t silent_max =
-        c->cfg.node_timeout_ms +
-        agent_fence_margin_ms(c->cfg.node_timeout_ms, AGENT_FENCE_MARGIN_DEFAULT_MS);
+    int64_t silent_max = c->cfg.node_timeout_ms + ctl_lease_margin_ms(c);
     for (size_t i = 0; i < c->nnodes; i++) {
         struct ctl_node *n = c->nodes[i];
         struct sched_node_view v;
-        if (!n || sched_node_get(c->sched, (uint32_t)i, &v) < 0)
+        if (!n || sched_node_get(c->sched, (uint32_t)i, &v) < 0 || v.state == SCHED_NODE_DOWN)
             continue;
-        if (v.state == SCHED_NODE_UNREACHABLE || v.state == SCHED_NODE_DOWN)
+        if (v.state == SCHED_NODE_UNREACHABLE) {
+            ctl_leases_tick(c, n, mono);
             continue;
+        }
         if (mono - n->last_hb_ms <= silent_max)
             continue;
         struct sched_error err;
         if (sched_node_set_state(c->sched, n->name, SCHED_NODE_UNREACHABLE, now, &err) == 0) {
-            /* its jobs are requeued elsewhere: a start still queued for it must never
-             * reach the agent when it comes back (it reconciles instead) */
-            ctl_node_drop_commands(n);
             str_copy(n->rec.reason, sizeof(n->rec.reason), "missed heartbeats");
             if (ctl_node_save(c, n) < 0)
                 ctl_store_diverged(c, "node_unreachable", 0);
             n->reconciled = false;
-            log_warn("node_unreachable", "node=%s silent_ms=%lld", n->name,
+            ctl_leases_watch(n, mono);
+            log_warn("node_unreachable", "node=%s jobs=%d silent_ms=%lld", n->name, v.njobs,
                      (long long)(mono - n->last_hb_ms));
             ctl_cycle_soon(c);
         }

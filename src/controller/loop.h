@@ -44,6 +44,8 @@ int ctl_node_put(struct ctl *c, const struct ctl_node *n, const char *state, con
                  const char *labels) CTL_WUR;
 /* Forget every command queued for a node (it was declared unreachable). */
 void ctl_node_drop_commands(struct ctl_node *n);
+/* Drop the commands queued on n for job `id` (the job no longer runs there). */
+void ctl_node_drop_job_commands(struct ctl_node *n, uint64_t id);
 /* Queue a command for a node and wake its parked heartbeat. Steals `cmd`. */
 int ctl_node_command(struct ctl *c, struct ctl_node *n, uint64_t job, json_t *cmd);
 /* Convert a protocol spec into the core's (id, submit time and owner given). */

@@ -155,6 +155,7 @@ struct ctl_node *ctl_node_attach(struct ctl *c, const char *name)
     str_copy(n->name, sizeof(n->name), name);
     str_copy(n->rec.name, sizeof(n->rec.name), name);
     n->last_hb_ms = clock_mono_ms();
+    n->lease_check_ms = n->last_hb_ms; /* restored UNREACHABLE: its leases from now */
     n->park_timer = xnonnull(evtimer_new(c->base, park_timeout, n), "heartbeat timer");
     return n;
 }

@@ -420,6 +420,34 @@ int sched_node_set_labels(struct sched *s, const char *node, const struct sched_
     return 0;
 }
 
+/* Job j loses its part on node n: a gang is stopped (the end comes from its other
+ * agents), a job of one node ends NODE_FAIL now. */
+static void job_fail_on_node(struct sched *s, struct job *j, const struct node *n, int64_t now)
+{
+    if (j->nallocs > 1) {
+        /* a gang lost one node: kill the rest, the end comes from the agents */
+        if (j->state != SCHED_STOPPING) {
+            j->stop_cause = SCHED_STOP_NODE_FAIL;
+            job_set_state(s, j, SCHED_STOPPING);
+            j->stop_ms = now;
+            j->kill_at_ms = now;
+            job_nodes_touch(s, j); /* its release moves to now */
+        }
+        struct sched_decision *d = decision_push(s, SCHED_D_KILL, j);
+        if (d) {
+            d->cause = SCHED_STOP_NODE_FAIL;
+            snprintf(d->detail, sizeof(d->detail), "node %s failed", n->name);
+            decision_attach_allocs(s, d, j);
+        }
+        j->flags |= JF_KILL_SENT;
+        return;
+    }
+    struct sched_error e;
+    j->stop_cause = j->stop_cause == SCHED_STOP_NONE ? SCHED_STOP_NODE_FAIL : j->stop_cause;
+    int rc = sched_job_ended(s, j->id, SCHED_EXIT_LOST, 0, now, &e);
+    (void)rc; /* the job is live and holds resources: it cannot fail */
+}
+
 static void node_fail_jobs(struct sched *s, struct node *n, int64_t now)
 {
     /* copy: ending jobs edits n->jobs */
@@ -431,32 +459,33 @@ static void node_fail_jobs(struct sched *s, struct node *n, int64_t now)
         memcpy(slots, n->jobs.v, count * sizeof(*slots));
     for (uint32_t i = 0; i < count; i++) {
         struct job *j = &s->jobs[slots[i]];
-        if (!j->id || j->nallocs == 0)
-            continue;
-        if (j->nallocs > 1) {
-            /* a gang lost one node: kill the rest, the end comes from the agents */
-            if (j->state != SCHED_STOPPING) {
-                j->stop_cause = SCHED_STOP_NODE_FAIL;
-                job_set_state(s, j, SCHED_STOPPING);
-                j->stop_ms = now;
-                j->kill_at_ms = now;
-                job_nodes_touch(s, j); /* its release moves to now */
-            }
-            struct sched_decision *d = decision_push(s, SCHED_D_KILL, j);
-            if (d) {
-                d->cause = SCHED_STOP_NODE_FAIL;
-                snprintf(d->detail, sizeof(d->detail), "node %s failed", n->name);
-                decision_attach_allocs(s, d, j);
-            }
-            j->flags |= JF_KILL_SENT;
-            continue;
-        }
-        struct sched_error e;
-        j->stop_cause = j->stop_cause == SCHED_STOP_NONE ? SCHED_STOP_NODE_FAIL : j->stop_cause;
-        int rc = sched_job_ended(s, j->id, SCHED_EXIT_LOST, 0, now, &e);
-        (void)rc; /* the job is live and holds resources: it cannot fail */
+        if (j->id && j->nallocs > 0)
+            job_fail_on_node(s, j, n, now);
     }
     free(slots);
+}
+
+int sched_job_lost_on(struct sched *s, uint64_t id, const char *node, int64_t now,
+                      struct sched_error *err)
+{
+    int idx = sched_node_find(s, node);
+    if (idx < 0)
+        return err_set(err, -ENOENT, "node", "unknown node '%s'", node);
+    struct job *j = job_find(s, id);
+    if (!j)
+        return err_set(err, -ENOENT, "job", "unknown job %llu", (unsigned long long)id);
+    bool there = false;
+    for (int k = 0; k < j->nallocs; k++)
+        there = there || j->allocs[k].node == (uint32_t)idx;
+    if (!there) /* holds nothing there (nallocs is 0 once it holds nothing) */
+        return err_set(err, -EINVAL, "job", "job %llu does not run on '%s'", (unsigned long long)id,
+                       node);
+    if (j->state == SCHED_STOPPING && j->stop_cause == SCHED_STOP_NODE_FAIL &&
+        (j->flags & JF_KILL_SENT))
+        return 0; /* a gang already stopped for a lost node: its end comes from the agents */
+    s->now = now;
+    job_fail_on_node(s, j, &s->nodes[idx], now);
+    return 0;
 }
 
 int sched_node_set_state(struct sched *s, const char *node, enum sched_node_state st, int64_t now,
@@ -469,7 +498,7 @@ int sched_node_set_state(struct sched *s, const char *node, enum sched_node_stat
         return err_set(err, -EINVAL, "state", "unknown node state");
     s->now = now;
     struct node *n = &s->nodes[idx];
-    if (st == SCHED_NODE_DOWN || st == SCHED_NODE_UNREACHABLE)
+    if (st == SCHED_NODE_DOWN)
         node_fail_jobs(s, n, now);
     node_set_state_internal(s, n, st);
     reservations_drop_all(s, true);

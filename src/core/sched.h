@@ -389,11 +389,17 @@ int sched_project_boost(struct sched *s, const char *project, int levels, int64_
  * below what runs on it keeps its jobs. */
 int sched_node_upsert(struct sched *s, const struct sched_node_spec *n, int64_t now,
                       struct sched_error *err) SCHED_WUR;
-/* Change a node's state. DOWN and UNREACHABLE end its jobs as NODE_FAIL (requeued when
- * requeueable; the other nodes of a gang are sent KILL). DRAINING becomes DRAINED by
- * itself when its last job ends. */
+/* Change a node's state. DOWN ends its jobs as NODE_FAIL (requeued when requeueable; the
+ * other nodes of a gang are sent KILL). UNREACHABLE only stops new placements: its jobs
+ * run on under the leases their agent holds, until the caller declares each lost
+ * (sched_job_lost_on). DRAINING becomes DRAINED by itself when its last job ends. */
 int sched_node_set_state(struct sched *s, const char *node, enum sched_node_state st, int64_t now,
                          struct sched_error *err) SCHED_WUR;
+/* The job's part on `node` is lost (its lease there ran out: the agent has stopped it):
+ * the job ends as NODE_FAIL, requeued when requeueable; a gang's other nodes are sent
+ * KILL. -ENOENT for an unknown node or job, -EINVAL when the job does not run there. */
+int sched_job_lost_on(struct sched *s, uint64_t id, const char *node, int64_t now,
+                      struct sched_error *err) SCHED_WUR;
 int sched_node_set_labels(struct sched *s, const char *node, const struct sched_label *labels,
                           int nlabels, struct sched_error *err) SCHED_WUR;
 

@@ -307,7 +307,8 @@ static const char *const job_fields[] = {
     "command",  "script",    "workdir",    "output",        "error",       "env",
     "gpus",     "cpus",      "mem_mb",     "time_limit_ms", "signal",      "grace_ms",
     "nodelist", "node_rank", "world_size", "master_addr",   "master_port", "array_index",
-    "run",      "pids_max",  "secret_env", "array_id",      "slurm",       NULL};
+    "run",      "pids_max",  "secret_env", "array_id",      "slurm",       "lease_ms",
+    NULL};
 
 static int parse_scalars(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
@@ -343,6 +344,7 @@ static int parse_scalars(const json_t *o, struct agent_job *j, struct proto_erro
         {"array_index", 0, 100000000, NULL, &j->array_index},
         {"run", 0, INT32_MAX, NULL, &j->run},
         {"pids_max", 0, (int64_t)1 << 32, &j->pids_max, NULL},
+        {"lease_ms", 0, AGENT_LEASE_MAX_MS, &j->lease_ms, NULL},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         x = 0;
@@ -541,7 +543,7 @@ json_t *agent_job_to_json(const struct agent_job *j)
         json_array_append_new(gpus, json_integer(j->gpus[i]));
     json_t *o = json_pack(
         "{s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:I,"
-        " s:I, s:i, s:I, s:o, s:i, s:i, s:s, s:i, s:i, s:i, s:I}",
+        " s:I, s:i, s:I, s:o, s:i, s:i, s:s, s:i, s:i, s:i, s:I, s:I}",
         "id", (json_int_t)j->id, "name", j->name, "project", j->project, "tier", j->tier, "class",
         j->class_name, "user", j->user, "command", j->argv ? vec_json(j->argv, false) : json_null(),
         "script", str_or_null(j->script), "workdir", str_or_null(j->workdir), "output",
@@ -550,7 +552,8 @@ json_t *agent_job_to_json(const struct agent_job *j)
         (json_int_t)j->time_limit_ms, "signal", j->signal, "grace_ms", (json_int_t)j->grace_ms,
         "nodelist", vec_json(j->nodelist, false), "node_rank", j->node_rank, "world_size",
         j->world_size, "master_addr", j->master_addr, "master_port", j->master_port, "array_index",
-        j->array_index, "run", j->run, "pids_max", (json_int_t)j->pids_max);
+        j->array_index, "run", j->run, "pids_max", (json_int_t)j->pids_max, "lease_ms",
+        (json_int_t)j->lease_ms);
     slurm_to_json(j, o);
     return o;
 }

@@ -34,6 +34,17 @@ static inline int64_t agent_fence_margin_ms(int64_t node_timeout_ms, int64_t con
     return configured_ms < third ? configured_ms : third;
 }
 
+/* A job's lease (docs/agent.md "Leases"), one definition for both sides: the job's own
+ * lease_ms (its class's, granted at its start) but never shorter than the node timeout.
+ * The agent fences the job `margin` before it runs out, counted from the last answered
+ * request; the controller declares it lost no sooner than `margin` after it, counted from
+ * the last request it heard. */
+#define AGENT_LEASE_MAX_MS ((int64_t)7 * 86400 * 1000)
+static inline int64_t agent_lease_ms(int64_t job_lease_ms, int64_t node_timeout_ms)
+{
+    return job_lease_ms > node_timeout_ms ? job_lease_ms : node_timeout_ms;
+}
+
 enum {
     AGENT_NAME_MAX = 64,
     AGENT_MAX_GPUS = 64,
@@ -81,8 +92,12 @@ struct agent_job {
     char master_addr[256];
     int master_port;
     int array_index;
-    int run;           /* the job's run number (1, 2, ...: one per start), 0 = not given */
-    int64_t pids_max;  /* the class's pids.max, 0 = the node's default (--job-pids-max) */
+    int run;          /* the job's run number (1, 2, ...: one per start), 0 = not given */
+    int64_t pids_max; /* the class's pids.max, 0 = the node's default (--job-pids-max) */
+    /* How long the job outlives silence of the controller: it is fenced lease_ms - margin
+     * after the last answered request (never sooner than node_timeout - margin); 0 = the
+     * node timeout's lease (docs/agent.md "Leases"). */
+    int64_t lease_ms;
     uint64_t array_id; /* the array's first job, 0 = not an array element */
     /* A job read from sbatch options (docs/slurm.md): the batch script runs on the
      * first node only, with Slurm's environment; srun starts the tasks. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/agent_msg.h"
 #include "protocol/ops.h"
 #include "protocol/proto.h"
 #include "util/parse.h"
@@ -172,16 +173,17 @@ static int parse_class_node(const json_t *o, const char *path, struct proto_clas
 {
     char f[160];
     json_t *pm = json_object_get(o, "pids_max"), *dm = json_object_get(o, "default_mem");
-    json_t *idle = json_object_get(o, "idle");
+    json_t *idle = json_object_get(o, "idle"), *lease = json_object_get(o, "lease");
     if (cn) {
-        cn->pids_max = cn->default_mem_mb = -1;
+        cn->pids_max = cn->default_mem_mb = cn->lease_ms = -1;
         cn->idle.action = PROTO_IDLE_UNSET;
     }
-    if (!cn && (pm || dm || idle)) {
+    if (!cn && (pm || dm || idle || lease)) {
         snprintf(f, sizeof(f), "%s%s%s", path, path[0] ? "." : "",
-                 pm   ? "pids_max"
-                 : dm ? "default_mem"
-                      : "idle");
+                 pm      ? "pids_max"
+                 : dm    ? "default_mem"
+                 : lease ? "lease"
+                         : "idle");
         return proto_errorf(err, 400, NULL, f,
                             "%s is set with the policy document (docket apply), not here", f);
     }
@@ -201,26 +203,23 @@ static int parse_class_node(const json_t *o, const char *path, struct proto_clas
                  cn->default_mem_mb > PROTO_MAX_MEM_MB)
             return proto_errorf(err, 400, NULL, f, "%s must be a size such as \"16G\"", f);
     }
+    if (lease) {
+        snprintf(f, sizeof(f), "%s%slease", path, path[0] ? "." : "");
+        int rc = proto_get_duration(lease, f, AGENT_LEASE_MAX_MS, &cn->lease_ms, err);
+        if (rc < 0)
+            return rc;
+    }
     return idle ? parse_idle(idle, path, &cn->idle, err) : 0;
 }
 
 static int parse_class_fields(const json_t *o, const char *path, struct sched_class_spec *c,
                               struct proto_class_node *cn, struct proto_error *err)
 {
-    static const char *const known[] = {"name",
-                                        "default_limit",
-                                        "max_limit",
-                                        "preemptible",
-                                        "preempt_order",
-                                        "protect_after",
-                                        "max_grace",
-                                        "max_retries",
-                                        "restart_on_failure",
-                                        "requeueable",
-                                        "pids_max",
-                                        "default_mem",
-                                        "idle",
-                                        NULL};
+    static const char *const known[] = {"name",        "default_limit", "max_limit",
+                                        "preemptible", "preempt_order", "protect_after",
+                                        "max_grace",   "max_retries",   "restart_on_failure",
+                                        "requeueable", "pids_max",      "default_mem",
+                                        "idle",        "lease",         NULL};
     int rc;
     if ((rc = proto_check_fields(o, path, known, err)) < 0 ||
         (rc = parse_class_node(o, path, cn, err)) < 0 ||
@@ -697,6 +696,8 @@ void proto_class_node_json(json_t *classes, const struct sched_policy *p,
                 snprintf(b, sizeof(b), "%lldM", (long long)cn[i].default_mem_mb);
             json_object_set_new(o, "default_mem", json_string(b));
         }
+        if (cn[i].lease_ms >= 0)
+            json_object_set_new(o, "lease", dur(cn[i].lease_ms));
         if (cn[i].idle.action > PROTO_IDLE_NONE)
             json_object_set_new(o, "idle",
                                 json_pack("{s:i,s:o,s:s}", "gpu_util_below",

@@ -144,10 +144,18 @@ const char *proto_idle_action_name(enum proto_idle_action a);
 /* Utilisation under this is idle for the usage summary when a class has no rule. */
 enum { PROTO_IDLE_DEFAULT_BELOW = 5 };
 
+/* How long a running job of a class outlives silence between its node and the
+ * controller (docs/agent.md "Leases"): long enough by default that a 10-minute controller
+ * outage stops nothing. */
+#define PROTO_LEASE_DEFAULT_MS ((int64_t)15 * 60 * 1000)
+
+/* A class's fields for the nodes, set only with the policy document; -1 (lease_ms,
+ * pids_max, default_mem_mb) and PROTO_IDLE_UNSET mean "not given": keep the earlier. */
 struct proto_class_node {
     int64_t pids_max;
     int64_t default_mem_mb;
     struct proto_idle_rule idle;
+    int64_t lease_ms;
 };
 
 struct proto_policy {

@@ -67,7 +67,10 @@ setup_file() {
     PREFIX="hb$$"
     start_ctl
     TOKEN=$(cat "$T/ctl/admin.token")
+    # experiment's lease 12 s: the fence tests see a lease longer than node_timeout end
     capi POST /v1/policy -d '{"settings": {"min_runtime": "0s"},
+        "classes": [{"name": "training"}, {"name": "experiment", "lease": "12s"},
+                    {"name": "exploration"}, {"name": "interactive"}, {"name": "service"}],
         "projects": [{"name": "lo", "group": "g", "tier": "low"}]}' >/dev/null
     JOIN=$(capi POST /v1/join-tokens -d '{"ttl": "1h"}' | jq -r '.join_token')
     [[ $JOIN == dkj_* ]]
@@ -270,10 +273,12 @@ teardown_file() {
     wait_for 20 state_is "$id" RUNNING
     wait_for 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | grep -qx up"
     kill -9 "$(cat "$T/ctl.pid")"
-    # the lease is node_timeout (8 s) - margin (2 s) after the last answered heartbeat
-    wait_for 10 test -s "$W/cutoff.$id"
+    # the node's own lease (node_timeout 8 s - margin 2 s) runs out first: the agent says
+    # so, and the job runs on; its lease (12 s - margin 2 s) from the last answered
+    # heartbeat is what stops it
+    wait_for 20 grep -q 'event=controller_silent' "$T/agent-j.log"
+    wait_for 20 test -s "$W/cutoff.$id"
     wait_for 10 test -f "$T/agent-j/jobs/$id/final.json"
-    wait_for 5 grep -q 'event=fenced' "$T/agent-j.log"
     kill -0 "$(cat "$T/agent-j.pid")"      # the agent itself goes on
     start_ctl "$PORT"
     wait_for 30 state_is "$id" NODE_FAIL FAILED COMPLETED
@@ -342,11 +347,12 @@ EOF
     wait_for 10 bash -c "curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | grep -q 'run on'"
     capi POST "/v1/nodes/$PREFIX-j/resume" >/dev/null
     kill -9 "$(cat "$T/agent-i.pid")"
-    # the controller gives up on i after node_timeout (8 s) plus the fencing margin
-    # (min(10 s, 8 s / 3) = 2.67 s) and requeues the job to j
-    wait_for 40 bash -c "grep -q 'start .* $PREFIX-j' $W/fence.$id"
-    silent=$(grep "event=node_unreachable node=$PREFIX-i " "$T/ctl.log" | tail -n 1 | sed 's/.*silent_ms=//')
-    [[ $silent -ge 10666 ]] || { echo "requeued after $silent ms of silence, before node_timeout + margin" >&2; false; }
+    # the controller marks i UNREACHABLE after node_timeout (8 s) plus the fencing margin
+    # (min(10 s, 8 s / 3) = 2.67 s), and declares the job lost (requeued to j) only after
+    # its lease (12 s) plus the margin
+    wait_for 60 bash -c "grep -q 'start .* $PREFIX-j' $W/fence.$id"
+    silent=$(grep "event=lease_expired job=$id node=$PREFIX-i " "$T/ctl.log" | tail -n 1 | sed 's/.*silent_ms=//')
+    [[ $silent -ge 14666 ]] || { echo "requeued after $silent ms of silence, before the lease + margin" >&2; false; }
     wait_for 20 state_is "$id" RUNNING COMPLETED
     mapfile -t ev <"$W/fence.$id"
     [[ ${ev[0]} == "start "*" $PREFIX-i" ]]

@@ -228,9 +228,12 @@ json_until() {
     [[ "$(jq -r .job.state <<<"$body")" =~ ^(PENDING|STARTING)$ ]]
 }
 
-@test "a node that stops heartbeating becomes UNREACHABLE and its jobs are requeued" {
+@test "a silent node is UNREACHABLE, its job runs on under its lease, then it is requeued" {
     docketd_stop
     docketd_start --node-timeout 1s
+    api_post /v1/policy '{"classes": [{"name": "training"}, {"name": "experiment", "lease": "4s"},
+        {"name": "exploration"}, {"name": "interactive"}, {"name": "service"}]}'
+    assert_status 200
     one_node
     id=$(submit '{"command": ["sleep", "100"], "gpus": 1, "gpu_type": "H100-80GB"}')
     json_until "/v1/jobs/$id" .job.state STARTING
@@ -238,12 +241,55 @@ json_until() {
     api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
     # node_timeout 1 s + the fencing margin (a third of it) + the 1 s tick, or later
     json_until /v1/nodes/gpu01 .node.state UNREACHABLE
+    # no new work goes there, but the job is not lost while its 4 s lease may hold: the
+    # node, the job and explain say until when (a lower bound below, true at any speed)
+    api_get "/v1/jobs/$id/explain"
+    if [[ $(jq -r .explain.state <<<"$body") == RUNNING ]]; then
+        jq -e '.explain.lease.node == "gpu01" and .explain.lease.ends_ms > 0' <<<"$body"
+    fi
     json_until "/v1/jobs/$id" .job.state PENDING
+    silent=$(grep "event=lease_expired job=$id node=gpu01 " "$TEST_DIR/docketd.log" | sed 's/.*silent_ms=//')
+    echo "declared lost after $silent ms of silence" >&3
+    [ "$silent" -ge 4333 ] # the lease + the margin (a third of node_timeout)
+    api_get "/v1/jobs/$id/events"
+    jq -e '[.events[] | select(.type == "lease_expired" and .node == "gpu01")] | length == 1' <<<"$body"
+    api_get "/v1/jobs/$id"
+    jq -e '.job.exit.kind == "lost" and (.job.exit.message | test("lease ran out"))' <<<"$body"
     # the start it never acknowledged is not sent again: the job was requeued
     heartbeat gpu01 "$CRED" 0 '[]'
     assert_json '.commands | length' 0
     api_get /v1/nodes/gpu01
     assert_json .node.state UP
+    assert_json .node.leases_end_ms 0
+}
+
+@test "a silent node's job with the default lease outlives node_timeout many times over" {
+    docketd_stop
+    docketd_start --node-timeout 1s
+    one_node
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    json_until "/v1/jobs/$id" .job.state STARTING
+    heartbeat gpu01 "$CRED" 0
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
+    json_until /v1/nodes/gpu01 .node.state UNREACHABLE
+    api_get /v1/nodes/gpu01
+    # 15 min (the default) from the last heartbeat at the soonest
+    jq -e --argjson now "$(date +%s%3N)" '.node.leases_end_ms > $now + 14 * 60000' <<<"$body"
+    api_get "/v1/jobs/$id"
+    assert_json .job.state RUNNING
+    # a restart of docketd keeps the run's lease: still running, the lease counted anew
+    docketd_stop
+    docketd_start --node-timeout 1s
+    json_until /v1/nodes/gpu01 .node.state UNREACHABLE
+    api_get "/v1/jobs/$id"
+    assert_json .job.state RUNNING
+    api_get /v1/nodes/gpu01
+    jq -e --argjson now "$(date +%s%3N)" '.node.leases_end_ms > $now + 14 * 60000' <<<"$body"
+    # the agent comes back: reconciled, the job goes on
+    heartbeat gpu01 "$CRED" 1 "[{\"id\": $id, \"state\": \"running\"}]"
+    json_until /v1/nodes/gpu01 .node.state UP
+    api_get "/v1/jobs/$id"
+    assert_json .job.state RUNNING
 }
 
 @test "kill -9 in a burst of concurrent submissions loses no acknowledged job" {

@@ -35,7 +35,7 @@ teardown_file() {
     [ "$(jq -r .job.state <<<"$output")" = RUNNING ] || { echo "$output" | jq .events; false; }
     [ "$(jq -c '[.events[].to]' <<<"$output")" = '["PENDING","STARTING","RUNNING"]' ] || { echo "$output" | jq -c .events; false; }
     ! grep -q "event=node_unreachable" "$T/ctl.log" || { grep node_unreachable "$T/ctl.log"; false; }
-    ! grep -qE "event=(fenced|fence_too_tight)" "$T"/agent-*.log || { grep -E "fenc" "$T"/agent-*.log; false; }
+    ! grep -qE "event=(controller_silent|fence_too_tight)" "$T"/agent-*.log || { grep -E "fenc" "$T"/agent-*.log; false; }
     nodes_up 2
     "$DOCKET" cancel "$id" >/dev/null
 }

@@ -209,9 +209,13 @@ start_on() {
     [ "$(grep -c 'event=registered' "$TEST_DIR/agent.log")" -eq 1 ]
 }
 
-@test "fencing margin: a silent node's jobs are not lost before node_timeout + margin" {
+@test "fencing margin: a silent node's jobs are not lost before their lease + margin" {
     docketd_stop
     docketd_start --node-timeout 3s
+    # lease 0s: the node timeout's lease, the shortest a class may have
+    api_post /v1/policy '{"classes": [{"name": "training"}, {"name": "experiment", "lease": "0s"},
+        {"name": "exploration"}, {"name": "interactive"}, {"name": "service"}]}'
+    [[ $status_code == 200 ]]
     CRED=$(fake_node gpu01 8 H100-80GB)
     id=$(submit '{"command": ["sleep", "100"], "gpus": 8, "gpu_type": "H100-80GB", "requeue": true}')
     wait_job_state "$id" STARTING
@@ -227,7 +231,9 @@ start_on() {
     silent=$(grep 'event=node_unreachable node=gpu01 ' "$TEST_DIR/docketd.log" | sed 's/.*silent_ms=//')
     echo "declared unreachable after $silent ms of silence" >&3
     [ "$silent" -ge 4000 ]
-    # the job was requeued with the node
-    api_get "/v1/jobs/$id"
-    [[ $(jq -r .job.state <<<"$body") =~ ^(PENDING|STARTING)$ ]]
+    # the job is declared lost when its lease ends, no sooner, and requeued
+    wait_for 60 grep -q "event=lease_expired job=$id node=gpu01 " "$TEST_DIR/docketd.log"
+    silent=$(grep "event=lease_expired job=$id " "$TEST_DIR/docketd.log" | sed 's/.*silent_ms=//')
+    [ "$silent" -ge 4000 ]
+    wait_job_state "$id" PENDING # its only node is silent: it waits
 }

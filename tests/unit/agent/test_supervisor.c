@@ -883,15 +883,22 @@ static void test_default_memory_limit(void **st)
 
 /* Fencing: a lease that runs out stops the job (its signal, a grace bounded by the
  * lease's, kill); a lease renewed in time does not. */
-static void write_lease(int64_t deadline, int64_t grace)
+static void write_lease_from(int64_t deadline, int64_t grace, int64_t contact, int64_t margin)
 {
     int fd = -1;
-    assert_int_equal(sup_lease_write(state_dir, &fd, deadline, grace), 0);
+    struct sup_lease l = {deadline, grace, contact, margin}, got;
+    assert_int_equal(sup_lease_write(state_dir, &fd, &l), 0);
     close(fd);
-    int64_t d = 0, g = 0;
-    assert_int_equal(sup_lease_read(state_dir, &d, &g), 0);
-    assert_int_equal(d, deadline);
-    assert_int_equal(g, grace);
+    assert_int_equal(sup_lease_read(state_dir, &got), 0);
+    assert_int_equal(got.deadline_ms, deadline);
+    assert_int_equal(got.grace_ms, grace);
+    assert_int_equal(got.contact_ms, contact);
+    assert_int_equal(got.margin_ms, margin);
+}
+
+static void write_lease(int64_t deadline, int64_t grace)
+{
+    write_lease_from(deadline, grace, 0, 0);
 }
 
 static void renew_during(uint64_t id, int sup)
@@ -936,6 +943,34 @@ static void test_fence(void **st)
     unlink(lease);
 }
 
+/* Leases (docs/agent.md "Leases"): a job's own lease, counted from the last contact, keeps
+ * it running past the node's deadline; a job without one is fenced at the node's. */
+static void test_job_lease(void **st)
+{
+    (void)st;
+    struct sup_lease l = {.deadline_ms = 1000, .grace_ms = 50, .contact_ms = 600, .margin_ms = 100};
+    assert_int_equal(sup_lease_deadline(&l, 0), 1000);      /* the node timeout's */
+    assert_int_equal(sup_lease_deadline(&l, 300), 1000);    /* never before the node's */
+    assert_int_equal(sup_lease_deadline(&l, 60000), 60500); /* contact + lease - margin */
+    l.contact_ms = 0; /* an older agent's file: no contact time, the node's deadline */
+    assert_int_equal(sup_lease_deadline(&l, 60000), 1000);
+    need_cgroups();
+    /* the node's deadline passes while it runs; its 20 s lease from now does not */
+    int64_t now = clock_mono_ms();
+    write_lease_from(now + 200, 100, now, 100);
+    struct sup_state s;
+    run_job("{\"id\": 53, \"lease_ms\": 20000, \"command\": [\"sh\", \"-c\", \"sleep 1; exit 7\"]}",
+            &s, NULL, NULL);
+    assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
+    assert_int_equal(s.exit_code, 7);
+    assert_null(strstr(s.message, "fenced"));
+    char lease[400];
+    snprintf(lease, sizeof lease, "%s/lease", state_dir);
+    unlink(lease);
+}
+
+enum { LEASE_TEST_LINE1 = 4 * 21 };
+
 /* A torn lease (two halves that differ) is read as "again", never as a deadline. */
 static void test_lease_torn(void **st)
 {
@@ -945,16 +980,28 @@ static void test_lease_torn(void **st)
     char text[128];
     snprintf(text, sizeof text, "%020lld %020lld %020lld %020lld\n", 5LL, 1LL, 5LL, 1LL);
     make_file(path, text, 0644);
-    int64_t d = -1, g = -1;
-    assert_int_equal(sup_lease_read(state_dir, &d, &g), 0); /* whole: read */
-    assert_int_equal(d, 5);
-    assert_int_equal(g, 1);
+    struct sup_lease l;
+    assert_int_equal(sup_lease_read(state_dir, &l), 0); /* whole, as older agents wrote it */
+    assert_int_equal(l.deadline_ms, 5);
+    assert_int_equal(l.grace_ms, 1);
+    assert_int_equal(l.contact_ms, 0);
     snprintf(text, sizeof text, "%020lld %020lld %020lld %020lld\n", 5LL, 1LL, 9LL, 1LL);
     make_file(path, text, 0644); /* the first half of a rewrite from 9 to 5 */
-    assert_int_equal(sup_lease_read(state_dir, &d, &g), -EAGAIN);
+    assert_int_equal(sup_lease_read(state_dir, &l), -EAGAIN);
+    char two[256];
+    snprintf(two, sizeof two,
+             "%020lld %020lld %020lld %020lld\n%020lld %020lld %020lld %020lld %020lld %020lld\n",
+             5LL, 1LL, 5LL, 1LL, 3LL, 2LL, 5LL, 3LL, 2LL, 5LL);
+    make_file(path, two, 0644);
+    assert_int_equal(sup_lease_read(state_dir, &l), 0); /* with the contact line */
+    assert_int_equal(l.contact_ms, 3);
+    assert_int_equal(l.margin_ms, 2);
+    two[LEASE_TEST_LINE1 + 2 * 21 + 19] = '9'; /* the contact line names another deadline */
+    make_file(path, two, 0644);
+    assert_int_equal(sup_lease_read(state_dir, &l), -EAGAIN);
     unlink(path);
-    assert_int_equal(sup_lease_read(state_dir, &d, &g), 0);
-    assert_int_equal(d, 0);
+    assert_int_equal(sup_lease_read(state_dir, &l), 0);
+    assert_int_equal(l.deadline_ms, 0);
 }
 
 /* A scratch dir that cannot be removed is a reclaim failure, reported. */
@@ -1114,6 +1161,7 @@ int main(void)
         cmocka_unit_test(test_oom_score_adj),
         cmocka_unit_test(test_default_memory_limit),
         cmocka_unit_test(test_fence),
+        cmocka_unit_test(test_job_lease),
         cmocka_unit_test(test_lease_torn),
         cmocka_unit_test(test_scratch_failure_reported),
         cmocka_unit_test(test_remove_tree_no_follow),

@@ -150,9 +150,13 @@ static void test_node_failure_requeues(void **state)
     assert_int_equal(sched_job_get(s, 1, &v1), 0);
     assert_int_equal(sched_job_get(s, 2, &v2), 0);
     struct sched_error err;
-    assert_int_equal(sched_node_set_state(s, sched_node_name(s, v1.allocs[0].node),
-                                          SCHED_NODE_UNREACHABLE, T0 + 10, &err),
-                     0);
+    const char *n1 = sched_node_name(s, v1.allocs[0].node);
+    /* unreachable: no new placements, but the job runs on under its lease */
+    assert_int_equal(sched_node_set_state(s, n1, SCHED_NODE_UNREACHABLE, T0 + 10, &err), 0);
+    assert_state(s, 1, SCHED_RUNNING);
+    assert_int_equal(sched_job_lost_on(s, 2, n1, T0 + 10, &err), -EINVAL); /* not there */
+    assert_int_equal(sched_job_lost_on(s, 1, "nowhere", T0 + 10, &err), -ENOENT);
+    assert_int_equal(sched_job_lost_on(s, 1, n1, T0 + 10, &err), 0); /* its lease ran out */
     assert_int_equal(sched_node_set_state(s, sched_node_name(s, v2.allocs[0].node), SCHED_NODE_DOWN,
                                           T0 + 10, &err),
                      0);

@@ -350,6 +350,27 @@ static void relabel_random(struct world *w)
     w->node_events++;
 }
 
+/* A silent node's lease runs out for one of its jobs (docketd: the job's lease granted to
+ * the agent ended): false when nothing runs there. */
+static bool lease_expires(struct world *w, const char *name, int idx)
+{
+    for (uint64_t id = 1; id < w->next_id; id++) {
+        struct sched_job_view v;
+        if (!job_view(w->s, id, &v) || !holding(v.state))
+            continue;
+        for (int k = 0; k < v.nallocs; k++) {
+            if ((int)v.allocs[k].node != idx)
+                continue;
+            struct sched_error err;
+            if (BOTH(w, sched_job_lost_on(s_, id, name, w->now, &err)))
+                WFAIL(w, "lease of %llu: %s", (unsigned long long)id, err.message);
+            w->node_events++;
+            return true;
+        }
+    }
+    return false;
+}
+
 static void node_random(struct world *w)
 {
     const char *name = w->node_names[pick(w->nnodes)];
@@ -357,11 +378,15 @@ static void node_random(struct world *w)
     struct sched_node_view nv;
     assert_int_equal(sched_node_get(w->s, (uint32_t)idx, &nv), 0);
     enum sched_node_state to;
-    if (nv.state != SCHED_NODE_UP)
-        to = SCHED_NODE_UP;
-    else
-        to = chance(50) ? SCHED_NODE_DOWN : SCHED_NODE_DRAINING;
     struct sched_error err;
+    if (nv.state == SCHED_NODE_UNREACHABLE && chance(50) && lease_expires(w, name, idx))
+        return;
+    if (nv.state != SCHED_NODE_UP) {
+        to = SCHED_NODE_UP;
+    } else {
+        int r = pick(10);
+        to = r < 4 ? SCHED_NODE_DOWN : r < 7 ? SCHED_NODE_DRAINING : SCHED_NODE_UNREACHABLE;
+    }
     if (BOTH(w, sched_node_set_state(s_, name, to, w->now, &err)))
         WFAIL(w, "node state: %s", err.message);
     if (to == SCHED_NODE_DOWN)

@@ -287,8 +287,8 @@ static void class_node_fields(void **state)
 {
     struct proto_policy p;
     struct proto_error e;
-    const char *doc = "classes: [{name: a, pids_max: 64, default_mem: 16G}, {name: b},"
-                      " {name: c, default_mem: 512}]\nsettings: {default_class: a}\n";
+    const char *doc = "classes: [{name: a, pids_max: 64, default_mem: 16G, lease: 20m},"
+                      " {name: b}, {name: c, default_mem: 512}]\nsettings: {default_class: a}\n";
     int rc = proto_policy_parse_text(doc, strlen(doc), true, &base, &p, &e);
     if (rc)
         fail_msg("%s: %s", e.field, e.message);
@@ -297,13 +297,16 @@ static void class_node_fields(void **state)
     assert_int_equal(p.class_node[1].pids_max, -1);
     assert_int_equal(p.class_node[1].default_mem_mb, -1);
     assert_int_equal(p.class_node[2].default_mem_mb, 512);
+    assert_int_equal(p.class_node[0].lease_ms, 20 * 60000);
+    assert_int_equal(p.class_node[1].lease_ms, -1); /* not given: the earlier one */
     json_t *out = proto_policy_to_json(&p.policy);
     struct proto_class_node cn[3] = {
-        {64, 16384, {0, 0, 0}}, {0, 0, {0, 0, 0}}, {0, 512, {0, 0, 0}}};
+        {64, 16384, {0, 0, 0}, 20 * 60000}, {0, 0, {0, 0, 0}, -1}, {0, 512, {0, 0, 0}, 0}};
     proto_class_node_json(json_object_get(out, "classes"), &p.policy, cn);
     json_t *c0 = json_array_get(json_object_get(out, "classes"), 0);
     assert_int_equal(json_integer_value(json_object_get(c0, "pids_max")), 64);
     assert_string_equal(json_string_value(json_object_get(c0, "default_mem")), "16G");
+    assert_string_equal(json_string_value(json_object_get(c0, "lease")), "1200s");
     assert_null(json_object_get(json_array_get(json_object_get(out, "classes"), 1), "pids_max"));
     assert_string_equal(json_string_value(json_object_get(
                             json_array_get(json_object_get(out, "classes"), 2), "default_mem")),
@@ -312,6 +315,8 @@ static void class_node_fields(void **state)
     assert_int_equal(proto_policy_parse(out, &base, &back, &e), 0);
     assert_int_equal(back.class_node[0].default_mem_mb, 16384);
     assert_int_equal(back.class_node[2].default_mem_mb, 512);
+    assert_int_equal(back.class_node[0].lease_ms, 20 * 60000);
+    assert_int_equal(back.class_node[2].lease_ms, 0); /* 0 (the node timeout's) kept */
     proto_policy_release(&back);
     json_decref(out);
     proto_policy_release(&p);
@@ -324,6 +329,9 @@ static void class_node_fields(void **state)
          "classes[0].pids_max"},
         {"classes: [{name: a, default_mem: lots}]\nsettings: {default_class: a}\n",
          "classes[0].default_mem"},
+        {"classes: [{name: a, lease: forever}]\nsettings: {default_class: a}\n",
+         "classes[0].lease"},
+        {"classes: [{name: a, lease: 8d}]\nsettings: {default_class: a}\n", "classes[0].lease"},
     };
     for (size_t i = 0; i < sizeof(badn) / sizeof(badn[0]); i++) {
         assert_int_not_equal(
@@ -334,6 +342,10 @@ static void class_node_fields(void **state)
     json_t *b = json_pack("{s:i}", "pids_max", 5);
     assert_int_not_equal(proto_class_patch(b, &c, &e), 0);
     assert_string_equal(e.field, "pids_max");
+    json_decref(b);
+    b = json_pack("{s:s}", "lease", "1h"); /* with the policy document only */
+    assert_int_not_equal(proto_class_patch(b, &c, &e), 0);
+    assert_string_equal(e.field, "lease");
     json_decref(b);
 }
 
