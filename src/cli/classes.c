@@ -19,7 +19,8 @@ const char cmd_classes_usage[] =
     "which order they are preempted, protection after a run time, grace, retries.\n"
     "KEYs: default_limit, max_limit, protect_after, max_grace (durations: 4h, 10m;\n"
     "0s = none), preemptible, restart_on_failure, requeueable (true/false),\n"
-    "preempt_order, max_retries (numbers).\n";
+    "preempt_order, max_retries (numbers). LEASE: how long a running job outlives\n"
+    "silence between its node and docketd (set with `docket apply`, docs/agent.md).\n";
 
 static const char *dur(int64_t ms, const char *zero, char *buf, size_t len)
 {
@@ -98,8 +99,9 @@ static int set(struct cli *c, const struct cli_args *a)
 
 int cmd_classes(struct cli *c, int argc, char **argv)
 {
-    static const char *const h[] = {"CLASS",           "DEFAULT LIMIT", "MAX LIMIT", "PREEMPTIBLE",
-                                    "PROTECTED AFTER", "MAX GRACE",     "RETRIES",   "REQUEUE"};
+    static const char *const h[] = {"CLASS",       "DEFAULT LIMIT",   "MAX LIMIT",
+                                    "PREEMPTIBLE", "PROTECTED AFTER", "MAX GRACE",
+                                    "RETRIES",     "REQUEUE",         "LEASE"};
     json_t *reply = NULL, *k;
     struct table *t;
     struct cli_args a;
@@ -115,7 +117,7 @@ int cmd_classes(struct cli *c, int argc, char **argv)
 
     if (rc || !reply)
         return rc;
-    if ((t = table_create(h, 8))) {
+    if ((t = table_create(h, 9))) {
         json_array_foreach(json_object_get(reply, "classes"), i, k) {
             char dl[32], ml[32], p[32], g[32];
             table_row(t);
@@ -132,6 +134,11 @@ int cmd_classes(struct cli *c, int argc, char **argv)
             table_cell(t, FMT_PLAIN, "%s%lld", jbool(k, "restart_on_failure") ? "restart, " : "",
                        (long long)jint(k, "max_retries", 0));
             table_cell(t, FMT_PLAIN, "%s", jbool(k, "requeueable") ? "yes" : "no");
+            int64_t lease = -1;
+            if (parse_duration_ms(jstr(k, "lease"), &lease) < 0 || lease < 0)
+                table_cell(t, FMT_PLAIN, "-");
+            else
+                table_cell(t, FMT_PLAIN, "%s", dur(lease, "node timeout", g, 32));
         }
         table_print(t, c->out, c->width, c->color);
         table_destroy(t);

@@ -1,7 +1,7 @@
 /*
  * nodes.c - `docket nodes`: list nodes or show one (GET /v1/nodes[/NAME]); `nodes drain`,
- * `nodes resume` and `nodes label` change them, `nodes replace` revokes a node's credential
- * so a new machine may register under its name (admin).
+ * `nodes resume`, `nodes down` and `nodes label` change them, `nodes replace` revokes a node's
+ * credential so a new machine may register under its name (admin).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <string.h>
@@ -14,12 +14,15 @@ const char cmd_nodes_usage[] =
     "usage: docket nodes [NAME] [--json]\n"
     "       docket nodes drain NAME... [--reason TEXT]\n"
     "       docket nodes resume NAME...\n"
+    "       docket nodes down NAME... [--reason TEXT]   (admin)\n"
     "       docket nodes label NAME KEY=VALUE... KEY-...\n"
     "       docket nodes replace NAME [--reason TEXT]\n"
     "\n"
     "List nodes with their GPUs in use, or show one node and its jobs. drain: no new\n"
     "work, running jobs finish (DRAINING, then DRAINED); resume: back to UP; label:\n"
     "set labels (KEY- removes one), which jobs select with --select KEY=VALUE.\n"
+    "down: an UNREACHABLE node whose machine you know is off: its jobs are requeued\n"
+    "now instead of when their leases run out (a live node is refused: drain it).\n"
     "replace: revoke the node's credential, so that the next agent registering under\n"
     "NAME with a join token takes the name (a join token alone never takes a live\n"
     "node's name); the old agent is refused from then on.\n";
@@ -146,7 +149,7 @@ static int list(struct cli *c, const struct cli_args *a)
     return EXIT_OK;
 }
 
-/* drain / resume: one POST per node. */
+/* drain / resume / down: one POST per node. */
 static int change_state(struct cli *c, const struct cli_args *a, const char *action)
 {
     json_t *body = json_object(), *all = json_array();
@@ -176,7 +179,10 @@ static int change_state(struct cli *c, const struct cli_args *a, const char *act
             json_array_append(all, json_object_get(reply, "node") ? json_object_get(reply, "node")
                                                                   : reply);
         else
-            fprintf(c->out, "%s %s%s%s\n", !strcmp(action, "drain") ? "draining" : "resumed",
+            fprintf(c->out, "%s %s%s%s\n",
+                    !strcmp(action, "drain")  ? "draining"
+                    : !strcmp(action, "down") ? "down"
+                                              : "resumed",
                     a->pos[i], json_object_get(reply, "node") ? ": now " : "",
                     jstr(json_object_get(reply, "node"), "state"));
         json_decref(reply);
@@ -286,11 +292,13 @@ int cmd_nodes(struct cli *c, int argc, char **argv)
         return change_state(c, &a, "drain");
     if (a.npos >= 1 && !strcmp(a.pos[0], "resume"))
         return change_state(c, &a, "resume");
+    if (a.npos >= 1 && !strcmp(a.pos[0], "down"))
+        return change_state(c, &a, "down");
     if (a.npos >= 1 && !strcmp(a.pos[0], "label"))
         return label(c, &a);
     if (a.npos >= 1 && !strcmp(a.pos[0], "replace"))
         return replace(c, &a);
     if (a.nopts)
-        return cli_usage_error(c, "--reason goes with drain or replace");
+        return cli_usage_error(c, "--reason goes with drain, down or replace");
     return list(c, &a);
 }

@@ -207,6 +207,15 @@ static void node_set(struct ctl_req *r, enum sched_node_state to, const char *ac
                          "node '%s' is unreachable: it comes back with its agent", n->name);
         return;
     }
+    /* down ends the node's jobs at once, with no word to its agent: only for a node that
+     * is silent (its operator knows the machine is off), never a live one */
+    if (to == SCHED_NODE_DOWN && from != SCHED_NODE_UNREACHABLE && from != SCHED_NODE_DOWN) {
+        ctl_reply_errorf(r->c, r->req, 409, NULL,
+                         "node '%s' is %s, not unreachable: drain it instead (down declares a "
+                         "silent node's jobs lost before their leases end)",
+                         n->name, sched_node_state_name(from));
+        return;
+    }
     /* saved first; a change the core refuses rolls the request's writes back */
     json_t *b = json_pack("{s:s}", "state", sched_node_state_name(from));
     json_t *a = json_pack("{s:s}", "state", sched_node_state_name(to));
@@ -223,6 +232,10 @@ static void node_set(struct ctl_req *r, enum sched_node_state to, const char *ac
         ctl_reply_errorf(r->c, r->req, 409, NULL, "%s", se.message);
         return;
     }
+    if (to == SCHED_NODE_DOWN) { /* its jobs run elsewhere: nothing queued may reach it */
+        ctl_node_drop_commands(n);
+        n->reconciled = false;
+    }
     /* the core may have moved on at once (DRAINING -> DRAINED): store what it holds */
     str_copy(n->rec.reason, sizeof(n->rec.reason), reason);
     if (ctl_node_save(r->c, n) < 0)
@@ -235,6 +248,11 @@ static void node_set(struct ctl_req *r, enum sched_node_state to, const char *ac
 void h_node_drain(struct ctl_req *r)
 {
     node_set(r, SCHED_NODE_DRAINING, "node.drain");
+}
+
+void h_node_down(struct ctl_req *r)
+{
+    node_set(r, SCHED_NODE_DOWN, "node.down");
 }
 
 void h_node_resume(struct ctl_req *r)

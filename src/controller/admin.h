@@ -23,6 +23,8 @@ struct ctl_req;
 void h_nodes_list(struct ctl_req *r);
 void h_node_show(struct ctl_req *r);
 void h_node_drain(struct ctl_req *r);
+/* A silent node declared down: its jobs are lost at once, before their leases end. */
+void h_node_down(struct ctl_req *r);
 void h_node_resume(struct ctl_req *r);
 void h_node_labels(struct ctl_req *r);
 void h_projects_list(struct ctl_req *r);

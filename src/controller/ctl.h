@@ -97,8 +97,8 @@ struct ctl {
     struct event *sig_term, *sig_int, *sig_hup;
 
     struct ctl_log_waiter *log_waiters; /* logs.c */
-    /* each class's node fields (pids_max, default_mem) by class name: the core does not
-     * know them; the start command carries them (loop.c) */
+    /* each class's node fields (pids_max, default_mem, idle, lease) by class name: the core does
+     * not know them; the start command carries them (loop.c) */
     struct ctl_class_node {
         char name[SCHED_NAME_MAX];
         struct proto_class_node n;

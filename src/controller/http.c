@@ -381,6 +381,7 @@ static const struct route {
     {M_GET, "/v1/nodes/:", h_node_show, CTL_P_READ, T_NONE},
     {M_POST, "/v1/nodes/:/drain", h_node_drain, CTL_P_OPERATOR, T_NONE},
     {M_POST, "/v1/nodes/:/resume", h_node_resume, CTL_P_OPERATOR, T_NONE},
+    {M_POST, "/v1/nodes/:/down", h_node_down, CTL_P_ADMIN, T_NONE},
     {M_POST, "/v1/nodes/:/labels", h_node_labels, CTL_P_OPERATOR, T_NONE},
     {M_POST, "/v1/nodes/:/replace", h_node_replace, CTL_P_ADMIN, T_NONE},
     {M_GET, "/v1/projects", h_projects_list, CTL_P_READ, T_NONE},

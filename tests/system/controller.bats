@@ -292,6 +292,32 @@ json_until() {
     assert_json .job.state RUNNING
 }
 
+@test "down: an admin declares a silent node's jobs lost at once; a node heard from is refused" {
+    docketd_stop
+    docketd_start --node-timeout 1s
+    one_node
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    json_until "/v1/jobs/$id" .job.state STARTING
+    heartbeat gpu01 "$CRED" 0
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
+    api_post /v1/nodes/gpu01/down '{"reason": "machine off"}'
+    if [[ $status_code == 409 ]]; then # heard from: refused, nothing changed
+        jq -e '.error.message | test("drain it instead")' <<<"$body"
+        api_get "/v1/jobs/$id"
+        assert_json .job.state RUNNING
+    fi
+    json_until /v1/nodes/gpu01 .node.state UNREACHABLE
+    api_post /v1/nodes/gpu01/down '{"reason": "machine off"}'
+    assert_status 200
+    assert_json .node.state DOWN
+    json_until "/v1/jobs/$id" .job.state PENDING
+    api_get "/v1/audit?target=gpu01"
+    jq -e '[.entries[] | select(.action == "node.down")] | length == 1' <<<"$body"
+    # the agent comes back: nothing queued for it (the start it never acknowledged) is sent
+    heartbeat gpu01 "$CRED" 0 '[]'
+    assert_json '.commands | length' 0
+}
+
 @test "kill -9 in a burst of concurrent submissions loses no acknowledged job" {
     one_node
     workers=()
