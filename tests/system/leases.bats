@@ -28,8 +28,10 @@ submit_ticker() { # N: a job of ~N s that writes "tick" lines, rank 0 of one nod
     # ... and the outage goes on past node_timeout + margin once more
     sleep 5
     for id in "${ids[@]}"; do
-        f=$(ls "$T"/agent-*/jobs/"$id"/state.json)
-        [[ $(jq -r .state "$f") != exited ]] || { echo "job $id stopped during the outage" >&2; false; }
+        # each job's supervisor is there, and none has ended (it writes final.json then)
+        compgen -G "$T/agent-*/jobs/$id/state.json" >/dev/null
+        ! compgen -G "$T/agent-*/jobs/$id/final.json" >/dev/null ||
+            { echo "job $id stopped during the outage" >&2; false; }
     done
     ctl_start "$PORT"
     for id in "${ids[@]}"; do wait_for 120 state_in "$id" COMPLETED FAILED NODE_FAIL PENDING; done
