@@ -268,6 +268,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
             if (sup_state_read(dir, &st) == 0 && strcmp(st.state, "exited") != 0)
                 j->st = st;
         }
+        if (j->st.step_port && !j->step_reported)
+            ag_report_step_port(a, j);
     }
     if (a->deferred) /* an adopted job may have ended, or a waiting start's time is up */
         ag_retry_deferred(a);

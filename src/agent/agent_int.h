@@ -53,7 +53,8 @@ struct ajob {
     int gpus[AGENT_MAX_GPUS]; /* held until the supervisor reports the reclaim */
     int ngpus;
     int64_t ended_mono;
-    bool stop_sent; /* a stop (signal or kill) reached its supervisor */
+    bool stop_sent;     /* a stop (signal or kill) reached its supervisor */
+    bool step_reported; /* its step host's port went to docketd */
     struct ajob *next;
 };
 
@@ -145,6 +146,12 @@ void ag_kick_spare(struct agent *a);
 void ag_spare_cb(evutil_socket_t fd, short what, void *arg);
 void ag_apply_start(struct agent *a, const struct agent_cmd *c);
 void ag_apply_stop(struct agent *a, const struct agent_cmd *c);
+/* Rank 0 of a Slurm-style job: where a rank's step host listens, passed to the job's
+ * supervisor (which writes it for srun); dropped when the job does not run here (yet):
+ * docketd sends them all again when rank 0 starts. */
+void ag_apply_step_host(struct agent *a, const struct agent_cmd *c);
+/* A rank > 0 whose supervisor opened the step host's socket: its port, to docketd. */
+void ag_report_step_port(struct agent *a, struct ajob *j);
 /* Launch (or fail) the deferred starts whose GPUs are free or whose time is up. */
 void ag_retry_deferred(struct agent *a);
 bool ag_is_deferred(const struct agent *a, uint64_t id);

@@ -441,6 +441,32 @@ void ag_apply_stop(struct agent *a, const struct agent_cmd *c)
     log_info("job_command", "job=%llu command=\"%s\" rc=%d", (unsigned long long)j->id, cmd, rc);
 }
 
+void ag_apply_step_host(struct agent *a, const struct agent_cmd *c)
+{
+    struct ajob *j = ag_job_find(a, c->job_id);
+    if (!j || j->exited)
+        return;
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "step_host %d %s", c->rank, c->addr);
+    int rc = sup_command(&a->sup, j->id, j->sup_pid, j->sup_start, c->seq, cmd);
+    log_info("step_host", "job=%llu rank=%d addr=%s rc=%d", (unsigned long long)j->id, c->rank,
+             c->addr, rc);
+}
+
+void ag_report_step_port(struct agent *a, struct ajob *j)
+{
+    struct agent_event e;
+    memset(&e, 0, sizeof e);
+    e.job = j->id;
+    e.run = j->run;
+    str_copy(e.type, sizeof e.type, "step_host");
+    e.time_ms = clock_now_ms();
+    e.port = j->st.step_port;
+    ag_queue_event(a, agent_event_to_json(&e), 0);
+    j->step_reported = true;
+    log_info("step_port", "job=%llu port=%d", (unsigned long long)j->id, e.port);
+}
+
 /* A job the controller is done with (exit acknowledged, output shipped): its directory
  * is marked and queued for removal, and it leaves the table (unlinked by the caller). */
 void ag_retire(struct agent *a, struct ajob *j)

@@ -42,6 +42,7 @@ struct sup {
     char user[AGENT_NAME_MAX];
     char home[PATH_MAX], shell[PATH_MAX];
     int out_fd, err_fd; /* default logs opened by the supervisor, or -1 */
+    int step_fd;        /* rank > 0 of a Slurm-style job: the step host's socket, or -1 */
     pid_t leader;
     bool leader_done;
     int leader_status;
@@ -69,6 +70,11 @@ void sup_reap_all(void);
 int sup_launch_job(struct sup *s, char *err, size_t errlen);
 /* Leave the job's group (spare path), so the group's signals never reach us. */
 void sup_leave_group(struct sup *s);
+/* The descriptor number the step host finds its listening socket at (DOCKET_STEP_FD). */
+enum { SUP_STEP_FD = 3 };
+/* Rank 0 of a Slurm-style job: record where rank `rank`'s step host listens, for srun
+ * (SCRATCH/.slurm-bin/step-host.RANK, root's, replaced whole). 0 or -errno. */
+int sup_step_host_write(struct sup *s, int rank, const char *hostport);
 
 /* supstate.c */
 /* The state files of a job directory, most advanced first (see supstate.c). */

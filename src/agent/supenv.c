@@ -208,22 +208,10 @@ static void slurm_env(struct envb *e, const struct agent_job *j, const char *nod
     }
     if (j->slurm.submit_dir)
         env_set(e, "SLURM_SUBMIT_DIR", j->slurm.submit_dir, true);
-    if (j->slurm.step_key[0] && j->slurm.nstep_hosts == nnodes) {
-        /* for srun: where the step hosts of the other nodes listen, and the key */
-        size_t need = 1;
-        for (int i = 0; i < j->slurm.nstep_hosts; i++)
-            need += strlen(j->slurm.step_hosts[i]) + 1;
-        char *hosts = malloc(need);
-        if (hosts) {
-            size_t o = 0;
-            for (int i = 0; i < j->slurm.nstep_hosts; i++)
-                o += (size_t)snprintf(hosts + o, need - o, "%s%s", i ? "," : "",
-                                      j->slurm.step_hosts[i]);
-            env_set(e, "DOCKET_STEP_HOSTS", hosts, true);
-            free(hosts);
-        }
+    /* for srun and its step hosts: the job's key to the step links (srun.h); where the
+     * step hosts listen comes later, once each has its port (step-host.N in .slurm-bin) */
+    if (j->slurm.step_key[0] && j->slurm.nstep_hosts == nnodes)
         env_set(e, "DOCKET_STEP_KEY", j->slurm.step_key, true);
-    }
     env_set(e, "SLURM_SUBMIT_HOST", node, false);
     int64_t now = clock_now_ms() / 1000;
     env_int(e, "SLURM_JOB_START_TIME", (long long)now);

@@ -130,7 +130,7 @@ static void read_ctl(struct sup *s)
     struct dirent **list = NULL;
     int n = scandir(s->dir, &list, ctl_filter, ctl_cmp);
     for (int i = 0; i < n; i++) {
-        char path[PATH_MAX + 300], buf[128] = "";
+        char path[PATH_MAX + 300], buf[384] = "", hostport[300];
         snprintf(path, sizeof path, "%s/%s", s->dir, list[i]->d_name);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
@@ -140,10 +140,15 @@ static void read_ctl(struct sup *s)
         }
         unlink(path);
         free(list[i]);
-        int sig = 0;
+        int sig = 0, rank = 0;
         long long grace = 0;
-        if (sscanf(buf, "signal %d %lld", &sig, &grace) == 2 && sig > 0 && sig < NSIG &&
-            grace >= 0) {
+        if (sscanf(buf, "step_host %d %299s", &rank, hostport) == 2 && rank > 0) {
+            int rc = sup_step_host_write(s, rank, hostport);
+            if (rc < 0)
+                sup_log("job %llu: cannot record step host %d: %s", (unsigned long long)s->j->id,
+                        rank, strerror(-rc));
+        } else if (sscanf(buf, "signal %d %lld", &sig, &grace) == 2 && sig > 0 && sig < NSIG &&
+                   grace >= 0) {
             char why[64];
             snprintf(why, sizeof why, "signalled %s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
             stop_job(s, sig, grace, why);
@@ -394,7 +399,7 @@ supervise_job(const struct sup_config *c, const struct agent_job *j, const char 
     memset(&s, 0, sizeof s);
     s.c = c;
     s.j = j;
-    s.out_fd = s.err_fd = s.cg_fd = -1;
+    s.out_fd = s.err_fd = s.cg_fd = s.step_fd = -1;
     s.spare_cg = spare_cg;
     s.inside = spare_cg != NULL;
     str_copy(s.dir, sizeof s.dir, dir);

@@ -66,6 +66,9 @@ struct sup_state {
      * from a regular file that is still this inode, from the size it had at this run's
      * start (so a requeued run's bytes are its own) */
     int64_t out_dev, out_ino, out_start, err_dev, err_ino, err_start;
+    /* a Slurm-style job's rank > 0: the port the kernel gave the step host's socket
+     * (opened here, handed to srun --docket-step-host), which the agent reports; 0 none */
+    int step_port;
 };
 
 /* Path of job `id`'s directory. */
@@ -93,7 +96,9 @@ void sup_spare_drop(struct sup_spare *sp);
 
 /* The seq recorded by the last launch of job `id`, or 0 when none. */
 int64_t sup_start_seq(const struct sup_config *c, uint64_t id);
-/* Queue a command for a running supervisor and wake it: "signal SIG GRACE_MS" or "kill".
+/* Queue a command for a running supervisor and wake it: "signal SIG GRACE_MS", "kill", or
+ * "step_host RANK ADDR:PORT" (rank 0 of a Slurm-style job: where rank RANK's step host
+ * listens, written for srun as SCRATCH/.slurm-bin/step-host.RANK).
  * The wake-up goes through a pidfd opened on `sup_pid` and checked against the start
  * time `sup_start` (when > 0): a reused pid is never signalled (-ESRCH). */
 int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t sup_start,

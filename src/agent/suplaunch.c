@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -228,9 +230,18 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
     int in = open("/dev/null", O_RDONLY);
     if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
         child_fail(pfd, "cannot set up standard descriptors", errno);
+    /* the step host's socket goes to SUP_STEP_FD (the status pipe moves out of its way) */
+    int first_closed = 3;
+    if (s->step_fd >= 0) {
+        if (pfd == SUP_STEP_FD && (pfd = fcntl(pfd, F_DUPFD_CLOEXEC, SUP_STEP_FD + 1)) < 0)
+            _exit(127);
+        if (dup2(s->step_fd, SUP_STEP_FD) < 0)
+            child_fail(pfd, "cannot hand the step host its socket", errno);
+        first_closed = SUP_STEP_FD + 1;
+    }
     /* the status pipe is close-on-exec; every other inherited descriptor goes now */
-    if (pfd > 3)
-        close_range(3, (unsigned)pfd - 1, 0);
+    if (pfd > first_closed)
+        close_range((unsigned)first_closed, (unsigned)pfd - 1, 0);
     close_range((unsigned)pfd + 1, ~0U, 0);
     char *sh_argv[3];
     char **argv = s->j->argv;
@@ -244,7 +255,7 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
     char *host_argv[] = {step_host, "--docket-step-host", NULL};
     snprintf(step_host, sizeof step_host, "%s/.slurm-bin/srun", s->scratch);
     if (s->j->slurm.on && s->j->node_rank > 0)
-        argv = s->j->slurm.nstep_hosts && access(step_host, X_OK) == 0 ? host_argv : hold_argv;
+        argv = s->step_fd >= 0 ? host_argv : hold_argv;
     if (!argv) {
         snprintf(what, sizeof what, "%s/.docket_script", s->scratch);
         bool shebang = strncmp(s->j->script, "#!", 2) == 0;
@@ -404,6 +415,102 @@ static int prepare(struct sup *s, char *err, size_t errlen)
     return make_scratch(s, err, errlen);
 }
 
+/* A Slurm-style job's rank > 0 runs srun's step host when the CLI is there (else it only
+ * holds the allocation). */
+static bool runs_step_host(const struct sup *s)
+{
+    char path[PATH_MAX + 32];
+    if (!s->j->slurm.on || s->j->node_rank <= 0 || !s->j->slurm.step_key[0] ||
+        s->j->slurm.nstep_hosts <= s->j->node_rank)
+        return false;
+    snprintf(path, sizeof path, "%s/.slurm-bin/srun", s->scratch);
+    return access(path, X_OK) == 0;
+}
+
+/* A listening socket on a port the kernel picks, so no other process can hold the port
+ * first (issue 33: a job of another user bound the old fixed port and read srun's key
+ * and environment). On this node's address the controller gave (step_hosts[rank]); on
+ * every address of its family only when that one is not this host's (NAT). */
+static int bind_step_socket(const char *addr, int *port, char *why, size_t whylen)
+{
+    struct addrinfo hints = {.ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(addr, "0", &hints, &ai), fd = -1;
+    if (rc != 0) {
+        snprintf(why, whylen, "cannot resolve '%s': %s", addr, gai_strerror(rc));
+        return -1;
+    }
+    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    rc = fd < 0 ? -1 : bind(fd, ai->ai_addr, ai->ai_addrlen);
+    if (rc < 0 && fd >= 0 && errno == EADDRNOTAVAIL) {
+        struct sockaddr_storage any;
+        memset(&any, 0, sizeof any);
+        any.ss_family = (sa_family_t)ai->ai_family;
+        sup_log("step host: %s is not an address of this host: listening on all of them", addr);
+        rc = bind(fd, (struct sockaddr *)&any, ai->ai_addrlen);
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage me;
+    socklen_t ml = sizeof me;
+    if (fd < 0 || rc < 0 || listen(fd, 16) < 0 ||
+        getsockname(fd, (struct sockaddr *)&me, &ml) < 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    *port = ntohs(me.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&me)->sin6_port
+                                           : ((struct sockaddr_in *)&me)->sin_port);
+    /* far above the standard descriptors and the status pipe the child moves around */
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+    close(fd);
+    return high;
+}
+
+static int open_step_socket(struct sup *s, char *err, size_t errlen)
+{
+    char why[256];
+    if (!runs_step_host(s))
+        return 0;
+    const char *addr = s->j->slurm.step_hosts[s->j->node_rank];
+    s->step_fd = bind_step_socket(addr, &s->st.step_port, why, sizeof why);
+    if (s->step_fd < 0) {
+        s->st.step_port = 0;
+        sup_errf(err, errlen, "cannot listen for srun's steps on %s: %s", addr, why);
+        return -EADDRNOTAVAIL;
+    }
+    return 0;
+}
+
+int sup_step_host_write(struct sup *s, int rank, const char *hostport)
+{
+    char dir[PATH_MAX + 16], tmp[64], name[64], line[320];
+    struct stat sb;
+    snprintf(dir, sizeof dir, "%s/.slurm-bin", s->scratch);
+    snprintf(tmp, sizeof tmp, ".step-host.%d.tmp", rank);
+    snprintf(name, sizeof name, "step-host.%d", rank);
+    int n = snprintf(line, sizeof line, "%s\n", hostport);
+    /* our own directory (the job owns the one above it): never one it put there */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    if (fstat(dfd, &sb) < 0 || sb.st_uid != geteuid()) {
+        close(dfd);
+        return -EPERM;
+    }
+    unlinkat(dfd, tmp, 0);
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int rc = fd < 0 ? -errno : 0;
+    if (rc == 0 && write(fd, line, (size_t)n) != n)
+        rc = -EIO;
+    if (fd >= 0)
+        close(fd);
+    if (rc == 0 && renameat(dfd, tmp, dfd, name) < 0)
+        rc = -errno;
+    close(dfd);
+    return rc;
+}
+
 /* Spare path: once the job runs in the group, we move out of it (to the node's group),
  * so that signals and kills of the job's group never reach us. Slow (an RCU grace period
  * on v1) but the job is already running. */
@@ -497,6 +604,8 @@ static pid_t spawn_child(struct sup *s, int p[2], char **env)
 int sup_launch_job(struct sup *s, char *err, size_t errlen)
 {
     int rc = prepare(s, err, errlen);
+    if (rc == 0)
+        rc = open_step_socket(s, err, errlen);
     if (rc < 0)
         return rc;
     /* who we are (for an agent that restarts), the log paths and the cgroup: the only
@@ -511,6 +620,10 @@ int sup_launch_job(struct sup *s, char *err, size_t errlen)
         return -errno;
     }
     pid_t pid = spawn_child(s, p, env);
+    if (s->step_fd >= 0) { /* the step host's now */
+        close(s->step_fd);
+        s->step_fd = -1;
+    }
     if (s->cg_fd >= 0) {
         close(s->cg_fd);
         s->cg_fd = -1;

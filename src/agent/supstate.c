@@ -121,7 +121,7 @@ int sup_state_write(const char *jobdir, const struct sup_state *st)
 {
     json_t *o = json_pack(
         "{s:I, s:s, s:i, s:I, s:i, s:I, s:I, s:{s:s, s:i, s:s},"
-        " s:{s:I, s:I, s:i}, s:b, s:s, s:s, s:s, s:s, s:[I, I, I], s:[I, I, I]}",
+        " s:{s:I, s:I, s:i}, s:b, s:s, s:s, s:s, s:s, s:[I, I, I], s:[I, I, I], s:i}",
         "job", (json_int_t)st->job, "state", st->state, "sup_pid", st->sup_pid, "sup_start",
         (json_int_t)st->sup_start, "pid", st->pid, "start_ms", (json_int_t)st->start_ms, "end_ms",
         (json_int_t)st->end_ms, "exit", "kind", agent_exit_kind_name(st->exit_kind), "code",
@@ -130,7 +130,7 @@ int sup_state_write(const char *jobdir, const struct sup_state *st)
         "reclaim_ok", st->reclaim_ok, "reclaim_msg", st->reclaim_msg, "out_path", st->out_path,
         "err_path", st->err_path, "cgroup", st->cgroup, "out_file", (json_int_t)st->out_dev,
         (json_int_t)st->out_ino, (json_int_t)st->out_start, "err_file", (json_int_t)st->err_dev,
-        (json_int_t)st->err_ino, (json_int_t)st->err_start);
+        (json_int_t)st->err_ino, (json_int_t)st->err_start, "step_port", st->step_port);
     if (!o)
         return -ENOMEM;
     char *text = json_dumps(o, JSON_COMPACT);
@@ -192,6 +192,8 @@ int sup_state_read(const char *jobdir, struct sup_state *st)
     st->err_dev = json_integer_value(json_array_get(ef, 0));
     st->err_ino = json_integer_value(json_array_get(ef, 1));
     st->err_start = json_integer_value(json_array_get(ef, 2));
+    json_int_t port = json_integer_value(json_object_get(o, "step_port"));
+    st->step_port = port > 0 && port < 65536 ? (int)port : 0;
     json_decref(o);
     return 0;
 }

@@ -4,9 +4,10 @@
  * node's GPUs (--gpus-per-task) and CPUs; the output passed through (or labelled with -l),
  * the exit status of the worst task. The job's agent put this program on the job's PATH
  * under the name srun. Tasks of the batch node are its children; on the other nodes the
- * agent runs `srun --docket-step-host` (the step host) in the job, which srun reaches over
- * TCP with the job's key (DOCKET_STEP_HOSTS, DOCKET_STEP_KEY) and which starts the tasks
- * there, sending their output and exit status back. The step host is srunhost.c.
+ * agent runs `srun --docket-step-host` (the step host) in the job, which srun finds where
+ * its node registered it (step_host_addr) and reaches over a TLS link keyed by the job's
+ * key (steplink.h, DOCKET_STEP_KEY), and which starts the tasks there, sending their
+ * output and exit status back. The step host is srunhost.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -262,14 +263,12 @@ void srun_task_exec(const struct step *st, int local)
 /* ------------------------------------------------------------------------------------ */
 /* Frames                                                                                */
 
-static int read_all(int fd, void *p, size_t n)
+static int read_all(struct step_link *l, void *p, size_t n)
 {
     char *b = p;
     size_t got = 0;
     while (got < n) {
-        ssize_t r = recv(fd, b + got, n - got, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
+        ssize_t r = step_link_recv(l, b + got, n - got);
         if (r <= 0)
             return got == 0 && r == 0 ? 0 : -1;
         got += (size_t)r;
@@ -277,21 +276,22 @@ static int read_all(int fd, void *p, size_t n)
     return 1;
 }
 
-int srun_frame_send(int fd, int type, uint32_t task, const void *data, uint32_t len)
+int srun_frame_send(struct step_link *l, int type, uint32_t task, const void *data, uint32_t len)
 {
     unsigned char h[9];
-    uint32_t t = htonl(task), l = htonl(len);
+    uint32_t t = htonl(task), n = htonl(len);
     h[0] = (unsigned char)type;
     memcpy(h + 1, &t, 4);
-    memcpy(h + 5, &l, 4);
-    return cli_send_all(fd, h, 9) < 0 || (len && cli_send_all(fd, data, len) < 0) ? -1 : 0;
+    memcpy(h + 5, &n, 4);
+    return step_link_send(l, h, 9) < 0 || (len && step_link_send(l, data, len) < 0) ? -1 : 0;
 }
 
-int srun_frame_read(int fd, int *type, uint32_t *task, char *buf, uint32_t cap, uint32_t *len)
+int srun_frame_read(struct step_link *link, int *type, uint32_t *task, char *buf, uint32_t cap,
+                    uint32_t *len)
 {
     unsigned char h[9];
     uint32_t t, l;
-    int rc = read_all(fd, h, 9);
+    int rc = read_all(link, h, 9);
     if (rc <= 0)
         return rc;
     memcpy(&t, h + 1, 4);
@@ -301,7 +301,7 @@ int srun_frame_read(int fd, int *type, uint32_t *task, char *buf, uint32_t cap, 
     *len = ntohl(l);
     if (*len > cap)
         return -1;
-    return *len == 0 || read_all(fd, buf, *len) == 1 ? 1 : -1;
+    return *len == 0 || read_all(link, buf, *len) == 1 ? 1 : -1;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -322,8 +322,9 @@ static const int ignored[] = {SIGUSR1, SIGUSR2, SIGALRM, SIGURG, SIGWINCH};
 
 struct run {
     struct step st;
-    int fds[SRUN_MAX_NODES];    /* node i's link (i >= 1), -1 when closed */
-    int out[SRUN_MAX_TASKS][2]; /* -l: local tasks' stdout/stderr pipes, -1 closed */
+    struct step_link links[SRUN_MAX_NODES]; /* node i's link (i >= 1), fd -1 when closed */
+    int unreported[SRUN_MAX_NODES];         /* node i's tasks whose exit has not come */
+    int out[SRUN_MAX_TASKS][2];             /* -l: local tasks' stdout/stderr pipes, -1 closed */
     char pend[SRUN_MAX_TASKS][2][512];
     size_t plen[SRUN_MAX_TASKS][2];
     int worst;
@@ -340,8 +341,8 @@ static void note_exit(struct run *r, int rank, int code)
                 if (r->st.pids[k] > 0)
                     kill(r->st.pids[k], SIGKILL);
             for (int i = 1; i < r->st.nodes; i++)
-                if (r->fds[i] >= 0)
-                    srun_frame_send(r->fds[i], FR_SIGNAL, 0, &(uint32_t){htonl(SIGKILL)}, 4);
+                if (r->links[i].fd >= 0)
+                    srun_frame_send(&r->links[i], FR_SIGNAL, 0, &(uint32_t){htonl(SIGKILL)}, 4);
         }
     }
     if (code > r->worst)
@@ -369,9 +370,9 @@ static void emit(struct run *r, int rank, int stream, const char *data, size_t n
     fflush(to);
 }
 
-/* Connect to node i's step host (it may still be starting: retried for 20 s) and send
- * the request. The link's fd, or -1 after a message. */
-static int connect_host(struct run *r, int i, const char *hostport, json_t *env)
+/* A TCP connection to ADDR:PORT (the step host may still be starting: retried for 20 s),
+ * or -1. */
+static int dial(const char *hostport)
 {
     char host[256], *colon;
     str_copy(host, sizeof(host), hostport);
@@ -380,7 +381,7 @@ static int connect_host(struct run *r, int i, const char *hostport, json_t *env)
         return -1;
     *colon = '\0';
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int fd = -1, first, count;
+    int fd = -1;
     for (int tries = 0; tries < 200 && fd < 0; tries++) {
         if (getaddrinfo(host, colon + 1, &hints, &ai) == 0) {
             fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -393,10 +394,13 @@ static int connect_host(struct run *r, int i, const char *hostport, json_t *env)
         if (fd < 0)
             usleep(100000);
     }
-    if (fd < 0) {
-        fprintf(stderr, "srun: error: cannot reach the step host of node %d at %s\n", i, hostport);
-        return -1;
-    }
+    return fd;
+}
+
+/* Node i's request: the command, the environment, its tasks. */
+static char *request_line(struct run *r, int i, json_t *env)
+{
+    int first, count;
     srun_share(r->st.ntasks, r->st.nodes, i, &first, &count);
     json_t *argv = json_array();
     for (char **a = r->st.argv; *a; a++)
@@ -404,24 +408,73 @@ static int connect_host(struct run *r, int i, const char *hostport, json_t *env)
     char cwd[4096] = "";
     if (!getcwd(cwd, sizeof(cwd)))
         cwd[0] = '\0';
-    json_t *req = json_pack("{s:s,s:o,s:O,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:s,s:s,s:s}", "key",
-                            getenv("DOCKET_STEP_KEY") ? getenv("DOCKET_STEP_KEY") : "", "argv",
-                            argv, "env", env, "node", i, "first", first, "count", count, "ntasks",
+    json_t *req = json_pack("{s:o,s:O,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:s,s:s,s:s}", "argv", argv,
+                            "env", env, "node", i, "first", first, "count", count, "ntasks",
                             r->st.ntasks, "nodes", r->st.nodes, "cpus", r->st.cpus, "gpus_per_task",
                             r->st.gpus_per_task, "export_none", r->st.export_none, "export",
                             r->st.export_list ? r->st.export_list : "", "cwd", cwd, "scratch",
                             getenv("DOCKET_SCRATCH") ? getenv("DOCKET_SCRATCH") : "");
     char *line = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
-    int rc = line ? cli_send_all(fd, line, strlen(line)) : -1;
-    if (rc == 0)
-        rc = cli_send_all(fd, "\n", 1);
-    free(line);
-    if (rc < 0) {
-        close(fd);
+    r->unreported[i] = count;
+    return line;
+}
+
+/* Where node i's step host listens: its supervisor opened a socket on a port the kernel
+ * chose, its agent told docketd, and docketd had this node's supervisor write it here
+ * (docs/slurm.md "srun"). Waited for DOCKET_STEP_WAIT seconds (default 120: a rank's
+ * start may wait for its GPUs). 0, or -1 after a message. */
+static int step_host_addr(int i, char *out, size_t len)
+{
+    const char *scratch = getenv("DOCKET_SCRATCH");
+    int wait_s = env_int("DOCKET_STEP_WAIT", 120);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/.slurm-bin/step-host.%d", scratch ? scratch : ".", i);
+    for (int tries = 0; tries <= wait_s * 10; tries++) {
+        FILE *f = fopen(path, "re");
+        char line[320] = "";
+        bool got = f && fgets(line, sizeof(line), f);
+        if (f)
+            fclose(f);
+        line[strcspn(line, "\n")] = '\0';
+        if (got && strchr(line, ':') && str_copy(out, len, line) == 0)
+            return 0;
+        usleep(100000);
+    }
+    fprintf(stderr,
+            "srun: error: node %d: its step host never registered in %d s (the rank did not "
+            "start, or its node cannot reach docketd)\n",
+            i, wait_s);
+    return -1;
+}
+
+/* Reach node i's step host, prove the job's key and check that the host holds it too
+ * (steplink.h), and only then send the request. 0, or -1 after a message. */
+static int connect_host(struct run *r, int i, json_t *env)
+{
+    char err[512], hostport[320];
+    if (step_host_addr(i, hostport, sizeof(hostport)) < 0)
+        return -1;
+    int fd = dial(hostport);
+    if (fd < 0) {
+        fprintf(stderr, "srun: error: cannot reach the step host of node %d at %s\n", i, hostport);
         return -1;
     }
-    return fd;
+    if (step_link_connect(&r->links[i], fd, getenv("DOCKET_STEP_KEY"), err, sizeof(err)) < 0) {
+        fprintf(stderr, "srun: error: node %d (%s): %s: nothing was sent\n", i, hostport, err);
+        return -1;
+    }
+    char *line = request_line(r, i, env);
+    int rc = line ? step_link_send(&r->links[i], line, strlen(line)) : -1;
+    if (rc == 0)
+        rc = step_link_send(&r->links[i], "\n", 1);
+    free(line);
+    if (rc < 0) {
+        fprintf(stderr, "srun: error: node %d: the link to its step host broke\n", i);
+        step_link_close(&r->links[i]);
+        return -1;
+    }
+    return 0;
 }
 
 static json_t *env_json(void)
@@ -451,6 +504,7 @@ static int start_local(struct cli *c, struct run *r)
                 signal(relayed[k], SIG_DFL);
             for (size_t k = 0; k < sizeof(ignored) / sizeof(ignored[0]); k++)
                 signal(ignored[k], SIG_DFL);
+            signal(SIGPIPE, SIG_DFL);
             if (r->st.label && (dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0))
                 _exit(126);
             srun_task_exec(&r->st, i);
@@ -476,8 +530,8 @@ static void relay_signal(struct run *r)
         if (r->st.pids[k] > 0)
             kill(r->st.pids[k], sig);
     for (int i = 1; i < r->st.nodes; i++)
-        if (r->fds[i] >= 0)
-            srun_frame_send(r->fds[i], FR_SIGNAL, 0, &n, 4);
+        if (r->links[i].fd >= 0)
+            srun_frame_send(&r->links[i], FR_SIGNAL, 0, &n, 4);
 }
 
 /* One frame from node i's host. */
@@ -486,10 +540,18 @@ static void from_host(struct run *r, int i)
     static char buf[65536];
     int type;
     uint32_t task, len;
-    int rc = srun_frame_read(r->fds[i], &type, &task, buf, sizeof(buf), &len);
+    int rc = srun_frame_read(&r->links[i], &type, &task, buf, sizeof(buf), &len);
     if (rc <= 0) {
-        close(r->fds[i]);
-        r->fds[i] = -1;
+        /* a rank that never reported is a failed step, never a quiet success */
+        if (r->unreported[i] > 0) {
+            fprintf(stderr,
+                    "srun: error: node %d: the link to its step host ended before %d "
+                    "task(s) reported an exit\n",
+                    i, r->unreported[i]);
+            if (r->worst < 1)
+                r->worst = 1;
+        }
+        step_link_close(&r->links[i]);
         return;
     }
     if ((type == FR_OUT || type == FR_ERR) && task < SRUN_MAX_TASKS) {
@@ -500,9 +562,11 @@ static void from_host(struct run *r, int i)
     } else if (type == FR_EXIT && len == 4) {
         uint32_t code;
         memcpy(&code, buf, 4);
+        r->unreported[i]--;
         note_exit(r, (int)task, (int)ntohl(code));
     } else if (type == FR_FAIL) {
         fprintf(stderr, "srun: error: node %d: %.*s\n", i, (int)len, buf);
+        r->unreported[i] = 0; /* said why already */
         if (r->worst < 1)
             r->worst = 1;
     }
@@ -515,10 +579,12 @@ static void event_loop(struct run *r)
     int who[SRUN_MAX_NODES + 2 * SRUN_MAX_TASKS];
     for (;;) {
         int n = 0;
+        bool pending = false;
         for (int i = 1; i < r->st.nodes; i++)
-            if (r->fds[i] >= 0) {
+            if (r->links[i].fd >= 0) {
                 who[n] = -1 - i;
-                p[n++] = (struct pollfd){r->fds[i], POLLIN, 0};
+                pending = pending || step_link_pending(&r->links[i]);
+                p[n++] = (struct pollfd){r->links[i].fd, POLLIN, 0};
             }
         for (int t = 0; r->st.label && t < r->st.local_n; t++)
             for (int k = 0; k < 2; k++)
@@ -528,12 +594,15 @@ static void event_loop(struct run *r)
                 }
         if (n == 0)
             return;
-        if (poll(p, (nfds_t)n, -1) < 0) {
+        /* frames TLS has decrypted already are not seen by poll: taken first */
+        if (poll(p, (nfds_t)n, pending ? 0 : -1) < 0) {
             if (errno == EINTR && forward_sig)
                 relay_signal(r);
             continue;
         }
         for (int k = 0; k < n; k++) {
+            if (who[k] < 0 && step_link_pending(&r->links[-1 - who[k]]))
+                p[k].revents |= POLLIN;
             if (!p[k].revents)
                 continue;
             if (who[k] < 0) {
@@ -581,9 +650,6 @@ static void wait_local(struct run *r)
 int cmd_srun(struct cli *c, int argc, char **argv)
 {
     static struct run r;
-    const char *hosts = getenv("DOCKET_STEP_HOSTS");
-    char *hostv[SRUN_MAX_NODES] = {NULL};
-    char hostbuf[8192];
     int rc;
 
     if (argc == 2 && !strcmp(argv[1], "--docket-step-host"))
@@ -598,17 +664,9 @@ int cmd_srun(struct cli *c, int argc, char **argv)
     if (r.st.nodes > SRUN_MAX_NODES || r.st.ntasks > MAX_TASKS * r.st.nodes)
         return cli_usage_error(c, "at most %d nodes and %d tasks per node", SRUN_MAX_NODES,
                                MAX_TASKS);
-    if (r.st.nodes > 1) { /* the hosts of nodes 1.. of the job, from its agent */
-        char *save = NULL;
-        int n = 0;
-        str_copy(hostbuf, sizeof(hostbuf), hosts ? hosts : "");
-        for (char *h = strtok_r(hostbuf, ",", &save); h && n < SRUN_MAX_NODES;
-             h = strtok_r(NULL, ",", &save))
-            hostv[n++] = h;
-        if (n < r.st.nodes)
-            return cli_fail(c, "this job's other nodes cannot be reached (no step hosts: the "
-                               "agents need the docket CLI, docket-node --slurm-cli)");
-    }
+    if (r.st.nodes > 1 && !getenv("DOCKET_STEP_KEY"))
+        return cli_fail(c, "this job's other nodes cannot be reached (no step key: the "
+                           "agents need the docket CLI, docket-node --slurm-cli)");
     srun_share(r.st.ntasks, r.st.nodes, 0, &r.st.first, &r.st.local_n);
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
@@ -619,17 +677,17 @@ int cmd_srun(struct cli *c, int argc, char **argv)
     for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
         signal(ignored[i], SIG_IGN);
     fflush(NULL);
+    signal(SIGPIPE, SIG_IGN); /* a link that breaks is an error, not our death */
     json_t *env = r.st.nodes > 1 ? env_json() : NULL;
     for (int i = 0; i < SRUN_MAX_NODES; i++)
-        r.fds[i] = -1;
-    for (int i = 1; i < r.st.nodes; i++)
-        if ((r.fds[i] = connect_host(&r, i, hostv[i], env)) < 0)
+        r.links[i].fd = -1;
+    for (int i = 1; i < r.st.nodes && !r.worst; i++)
+        if (connect_host(&r, i, env) < 0)
             r.worst = 1;
     json_decref(env);
     if (r.worst) { /* all or nothing: the hosts reached end their tasks when we go */
         for (int i = 1; i < r.st.nodes; i++)
-            if (r.fds[i] >= 0)
-                close(r.fds[i]);
+            step_link_close(&r.links[i]);
         return 1;
     }
     if ((rc = start_local(c, &r)) != 0)

@@ -3,12 +3,12 @@
  * other nodes of a Slurm-style job) share: a step's shape, the launch of one task with
  * its Slurm variables, and the frames of their TCP link (docs/slurm.md "srun").
  *
- * The link: srun sends one line of JSON (the key, the command, the environment, this
- * node's tasks), then frames; the host answers with frames only. A frame is a 9-byte
- * header, type (1 byte), task rank and length (4 bytes each, network order), then the
- * bytes: FR_OUT / FR_ERR output of a task, FR_EXIT its status (4 bytes), FR_FAIL a
- * message (the step could not start there), FR_SIGNAL a signal for the tasks (srun ->
- * host, 4 bytes).
+ * The link (steplink.h): TLS 1.3 keyed by the job's step key, so both ends prove the key
+ * before anything else is sent. In it srun sends one line of JSON (the command, the
+ * environment, this node's tasks), then frames; the host answers with frames only. A frame is a
+ * 9-byte header, type (1 byte), task rank and length (4 bytes each, network order), then the bytes:
+ * FR_OUT / FR_ERR output of a task, FR_EXIT its status (4 bytes), FR_FAIL a message (the step could
+ * not start there), FR_SIGNAL a signal for the tasks (srun -> host, 4 bytes).
  */
 #ifndef DOCKET_CLI_SRUN_H
 #define DOCKET_CLI_SRUN_H
@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <jansson.h>
 #include <sys/types.h>
+
+#include "cli/steplink.h"
 
 enum { SRUN_MAX_TASKS = 1024, SRUN_MAX_NODES = 64 };
 enum { FR_OUT = 1, FR_ERR, FR_EXIT, FR_FAIL, FR_SIGNAL };
@@ -45,9 +47,10 @@ void srun_task_exec(const struct step *st, int local) __attribute__((noreturn));
 int srun_request_read(const json_t *req, struct step *st);
 
 /* Frames: 0 or -1 (the link broke). */
-int srun_frame_send(int fd, int type, uint32_t task, const void *data, uint32_t len);
+int srun_frame_send(struct step_link *l, int type, uint32_t task, const void *data, uint32_t len);
 /* Read one whole frame into buf (up to cap bytes); 0 at EOF, 1 with a frame, -1. */
-int srun_frame_read(int fd, int *type, uint32_t *task, char *buf, uint32_t cap, uint32_t *len);
+int srun_frame_read(struct step_link *l, int *type, uint32_t *task, char *buf, uint32_t cap,
+                    uint32_t *len);
 
 /* The step host: `srun --docket-step-host` on a node other than the batch node. */
 int srun_step_host(void);

@@ -1,17 +1,20 @@
 /*
  * srunhost.c - srun's step host (srun.h): on each node of a Slurm-style job but the
  * first, the agent runs `srun --docket-step-host` in the job (its cgroup, its user, its
- * GPUs) instead of the batch script. It listens on this node's port of
- * DOCKET_STEP_HOSTS; each connection that brings the job's key (DOCKET_STEP_KEY) is one
- * step: its tasks for this node are started here with srun's environment, but with this
- * node's own GPUs, node id and scratch, and their output and exit statuses go back as
- * frames. A closed link kills the step's tasks. The host ends with the job (the
- * controller kills it when the batch script ends).
+ * GPUs) instead of the batch script. It accepts on the socket its supervisor opened on a
+ * port the kernel chose (descriptor 3); each connection whose peer proves the job's key
+ * (DOCKET_STEP_KEY) in a TLS-PSK handshake (steplink.h) is one step, and any other is
+ * refused and logged: its tasks for this node are started here with srun's environment, but with
+ * this node's own GPUs, node id and scratch, and their output and exit statuses go back as frames.
+ * A closed link kills the step's tasks. The host ends with the job (the controller kills it when
+ * the batch script ends).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,7 +30,7 @@
 #include "util/parse.h"
 #include "util/str.h"
 
-enum { MAX_REQUEST = 4 << 20, MAX_STEPS = 64, REQUEST_TIMEOUT_S = 10 };
+enum { MAX_REQUEST = 4 << 20, MAX_STEPS = 64, REQUEST_TIMEOUT_S = 10, STEP_HOST_FD = 3 };
 
 /* What belongs to this node and must not come from the batch node's environment. */
 static const char *const node_local[] = {"CUDA_VISIBLE_DEVICES",
@@ -47,26 +50,21 @@ static const char *const node_local[] = {"CUDA_VISIBLE_DEVICES",
                                          "HOSTNAME",
                                          "DOCKET_STEP_KEY"};
 
-static int my_port(void)
+/* The listening socket the node's supervisor opened for us on a port the kernel chose
+ * and handed over as descriptor STEP_HOST_FD; the agent has told the batch node's srun
+ * where it is through the controller (docs/slurm.md "srun"). -1 when there is none. */
+static int inherited_socket(void)
 {
-    const char *hosts = getenv("DOCKET_STEP_HOSTS"), *nodeid = getenv("SLURM_NODEID");
-    char buf[8192];
-    char *save = NULL;
-    int me, i = 0, port;
-
-    if (!hosts || !nodeid || parse_int(nodeid, 0, SRUN_MAX_NODES, &me) < 0 ||
-        str_copy(buf, sizeof(buf), hosts) < 0)
+    int on = 0;
+    socklen_t len = sizeof(on);
+    if (getsockopt(STEP_HOST_FD, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) < 0 || !on)
         return -1;
-    for (char *h = strtok_r(buf, ",", &save); h; h = strtok_r(NULL, ",", &save), i++) {
-        char *colon = strrchr(h, ':');
-        if (i == me && colon && parse_int(colon + 1, 1, 65535, &port) == 0)
-            return port;
-    }
-    return -1;
+    fcntl(STEP_HOST_FD, F_SETFD, FD_CLOEXEC); /* never the tasks' */
+    return STEP_HOST_FD;
 }
 
 /* The request line: at most MAX_REQUEST bytes up to '\n'. */
-static json_t *read_request(int fd)
+static json_t *read_request(struct step_link *l)
 {
     char *buf = malloc(MAX_REQUEST + 1);
     size_t n = 0;
@@ -76,11 +74,9 @@ static json_t *read_request(int fd)
     if (!buf)
         return NULL;
     /* a connection that says nothing is dropped, not waited for */
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(l->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     while (n < MAX_REQUEST) {
-        ssize_t r = recv(fd, buf + n, 1, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
+        ssize_t r = step_link_recv(l, buf + n, 1);
         if (r <= 0)
             break;
         if (buf[n] == '\n') {
@@ -90,7 +86,7 @@ static json_t *read_request(int fd)
         n++;
     }
     free(buf);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+    setsockopt(l->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
     return req;
 }
 
@@ -137,19 +133,6 @@ int srun_request_read(const json_t *req, struct step *st)
     return 0;
 }
 
-static bool key_ok(const char *got)
-{
-    const char *want = getenv("DOCKET_STEP_KEY");
-    size_t n = want ? strlen(want) : 0;
-    unsigned char diff = 0;
-
-    if (!want || !*want || strlen(got) != n)
-        return false;
-    for (size_t i = 0; i < n; i++) /* constant time */
-        diff |= (unsigned char)(got[i] ^ want[i]);
-    return diff == 0;
-}
-
 /* srun's environment, with this node's own values kept and the batch node's scratch
  * directory in PATH replaced by this node's. */
 static void take_env(const json_t *env, const char *their_scratch)
@@ -187,25 +170,40 @@ static void take_env(const json_t *env, const char *their_scratch)
     free(my_scratch);
 }
 
-static void fail_step(int fd, const char *msg)
+static void fail_step(struct step_link *l, const char *msg)
 {
-    srun_frame_send(fd, FR_FAIL, 0, msg, (uint32_t)strlen(msg));
+    srun_frame_send(l, FR_FAIL, 0, msg, (uint32_t)strlen(msg));
 }
 
-/* One step, in a child of the host: start the tasks, relay, report. */
+/* Who connected, for the log line of a refusal. */
+static void peer_name(int fd, char *out, size_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char host[64] = "?", port[16] = "?";
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+        getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
+                    NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf(out, len, "%s:%s", host, port);
+}
+
+/* One step, in a child of the host: the handshake (the peer proves the job's key, we
+ * prove ours, before a byte of the request), then the tasks started, relayed, reported. */
 static int run_step(int fd)
 {
     static struct step st;
     static int out[SRUN_MAX_TASKS][2];
-    json_t *req = read_request(fd);
-    const char *key = json_string_value(json_object_get(req, "key"));
+    struct step_link link, *l = &link;
+    char err[512], who_name[96];
 
-    if (!req || !key || !key_ok(key)) {
-        fail_step(fd, "refused: not this job's srun");
+    peer_name(fd, who_name, sizeof(who_name));
+    if (step_link_accept(l, fd, getenv("DOCKET_STEP_KEY"), err, sizeof(err)) < 0) {
+        fprintf(stderr, "srun step host: refused a connection from %s: %s\n", who_name, err);
         return 1;
     }
-    if (srun_request_read(req, &st) < 0) {
-        fail_step(fd, "refused: bad request");
+    json_t *req = read_request(l);
+    if (!req || srun_request_read(req, &st) < 0) {
+        fail_step(l, "refused: bad request");
         return 1;
     }
     take_env(json_object_get(req, "env"), json_string_value(json_object_get(req, "scratch")));
@@ -213,13 +211,13 @@ static int run_step(int fd)
     if (cwd && *cwd && chdir(cwd) < 0) {
         char msg[600];
         snprintf(msg, sizeof(msg), "cannot enter '%.500s' here: %s", cwd, strerror(errno));
-        fail_step(fd, msg);
+        fail_step(l, msg);
         return 1;
     }
     for (int i = 0; i < st.local_n; i++) {
         int po[2], pe[2];
         if (pipe(po) < 0 || pipe(pe) < 0) {
-            fail_step(fd, "cannot make pipes");
+            fail_step(l, "cannot make pipes");
             return 1;
         }
         st.pids[i] = fork();
@@ -229,7 +227,7 @@ static int run_step(int fd)
             signal(SIGHUP, SIG_DFL);
             signal(SIGINT, SIG_DFL);
             signal(SIGPIPE, SIG_DFL);
-            close(fd);
+            close(l->fd);
             if (dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
                 _exit(126);
             close(po[0]);
@@ -247,7 +245,7 @@ static int run_step(int fd)
     int who[2 * SRUN_MAX_TASKS + 1], open = 2 * st.local_n, exited = 0;
     while (exited < st.local_n) {
         int n = 0;
-        p[n] = (struct pollfd){fd, POLLIN, 0};
+        p[n] = (struct pollfd){l->fd, POLLIN, 0};
         who[n++] = -1;
         for (int t = 0; t < st.local_n; t++)
             for (int k = 0; k < 2; k++)
@@ -255,8 +253,11 @@ static int run_step(int fd)
                     who[n] = 2 * t + k;
                     p[n++] = (struct pollfd){out[t][k], POLLIN, 0};
                 }
-        if (open > 0 && poll(p, (nfds_t)n, -1) < 0 && errno != EINTR)
+        /* what TLS has decrypted already is not seen by poll */
+        if (open > 0 && poll(p, (nfds_t)n, step_link_pending(l) ? 0 : -1) < 0 && errno != EINTR)
             break;
+        if (step_link_pending(l))
+            p[0].revents |= POLLIN;
         for (int k = 0; open > 0 && k < n; k++) {
             if (!p[k].revents)
                 continue;
@@ -264,7 +265,7 @@ static int run_step(int fd)
                 char buf[16];
                 int type;
                 uint32_t task, len, sig;
-                int rc = srun_frame_read(fd, &type, &task, buf, sizeof(buf), &len);
+                int rc = srun_frame_read(l, &type, &task, buf, sizeof(buf), &len);
                 if (rc == 1 && type == FR_SIGNAL && len == 4) {
                     memcpy(&sig, buf, 4);
                     sig = ntohl(sig);
@@ -280,7 +281,7 @@ static int run_step(int fd)
             char buf[16384];
             ssize_t got = read(p[k].fd, buf, sizeof(buf));
             if (got > 0) {
-                srun_frame_send(fd, s ? FR_ERR : FR_OUT, (uint32_t)(st.first + t), buf,
+                srun_frame_send(l, s ? FR_ERR : FR_OUT, (uint32_t)(st.first + t), buf,
                                 (uint32_t)got);
             } else {
                 close(out[t][s]);
@@ -297,20 +298,19 @@ static int run_step(int fd)
                 if (st.pids[t] == pid) {
                     uint32_t code = htonl((uint32_t)(WIFEXITED(status) ? WEXITSTATUS(status)
                                                                        : 128 + WTERMSIG(status)));
-                    srun_frame_send(fd, FR_EXIT, (uint32_t)(st.first + t), &code, 4);
+                    srun_frame_send(l, FR_EXIT, (uint32_t)(st.first + t), &code, 4);
                     st.pids[t] = 0;
                     exited++;
                 }
         }
     }
+    step_link_close(l);
     return 0;
 }
 
 int srun_step_host(void)
 {
-    int port = my_port(), one = 1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int lfd = inherited_socket();
 
     /* the warnings meant for the steps (--signal without B:) must not end the host */
     signal(SIGUSR1, SIG_IGN);
@@ -319,13 +319,13 @@ int srun_step_host(void)
     signal(SIGINT, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGCHLD, SIG_DFL);
-    a.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (port < 0 || lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 16) < 0) {
-        fprintf(stderr, "srun step host: cannot listen on port %d: %s\n", port, strerror(errno));
-        /* hold the allocation anyway, as a host without srun would */
-        for (;;)
-            pause();
+    if (lfd < 0 || !getenv("DOCKET_STEP_KEY")) {
+        /* the rank ends, and with it the job, with the reason in its exit */
+        fprintf(stderr,
+                "srun step host: no listening socket or key from the agent (descriptor "
+                "%d, DOCKET_STEP_KEY): srun cannot reach this node\n",
+                STEP_HOST_FD);
+        return 1;
     }
     int live = 0;
     for (;;) {

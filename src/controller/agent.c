@@ -680,6 +680,76 @@ static int ev_exited(struct ctl *c, struct ctl_node *n, const struct agent_event
     return 0;
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* srun's step hosts (docs/slurm.md "srun"): the node of rank i > 0 of a Slurm-style job
+ * reports the port the kernel gave its step host; the node of rank 0 is told where each
+ * listens (its supervisor writes it for srun), now, and all again when rank 0 starts (a
+ * start there may wait for its GPUs and miss the first word). Kept in memory per run: a
+ * controller restart in between leaves srun waiting in vain, and failing loudly. */
+
+static int rank_of(const struct sched_job_view *v, uint32_t idx)
+{
+    for (int i = 0; i < v->nallocs; i++)
+        if (v->allocs[i].node == idx)
+            return i;
+    return -1;
+}
+
+static json_t *step_hosts_of(struct ctl *c, uint64_t id, int run, bool make)
+{
+    char key[48];
+    snprintf(key, sizeof key, "%llu.%d", (unsigned long long)id, run);
+    if (!c->step_hosts)
+        c->step_hosts = json_object();
+    json_t *o = json_object_get(c->step_hosts, key);
+    if (!o && make && (o = json_object()))
+        json_object_set_new(c->step_hosts, key, o);
+    return o;
+}
+
+static void step_hosts_drop(struct ctl *c, uint64_t id, int run)
+{
+    char key[48];
+    snprintf(key, sizeof key, "%llu.%d", (unsigned long long)id, run);
+    if (c->step_hosts)
+        json_object_del(c->step_hosts, key);
+}
+
+static void tell_rank0(struct ctl *c, const struct sched_job_view *v, uint64_t id, int rank,
+                       const char *addr)
+{
+    struct ctl_node *first = ctl_node_at(c, v->allocs[0].node);
+    if (first)
+        ctl_node_command(c, first, id,
+                         json_pack("{s:s,s:I,s:i,s:s}", "type", "step_host", "job", (json_int_t)id,
+                                   "rank", rank, "addr", addr));
+}
+
+static int ev_step_host(struct ctl *c, struct ctl_node *n, const struct agent_event *ev,
+                        const struct sched_job_view *v, uint32_t idx, int run)
+{
+    int rank = rank_of(v, idx);
+    json_t *hosts = rank > 0 ? step_hosts_of(c, ev->job, run, true) : NULL;
+    if (!hosts)
+        return 0; /* rank 0 runs no step host */
+    char addr[320], name[16], detail[400];
+    snprintf(addr, sizeof addr, "%s:%d", ctl_node_addr(c, idx), ev->port);
+    snprintf(name, sizeof name, "%d", rank);
+    json_object_set_new(hosts, name, json_string(addr));
+    tell_rank0(c, v, ev->job, rank, addr);
+    snprintf(detail, sizeof detail, "srun's step host of rank %d listens on %s", rank, addr);
+    return ctl_job_event(c, ev->job, "step_host", "", "", n->name, "", detail);
+}
+
+/* Rank 0 has started: every step host known so far, again. */
+static void step_hosts_resend(struct ctl *c, const struct sched_job_view *v, uint64_t id, int run)
+{
+    json_t *hosts = step_hosts_of(c, id, run, false), *addr;
+    const char *rank;
+    json_object_foreach(hosts, rank, addr)
+        tell_rank0(c, v, id, atoi(rank), json_string_value(addr));
+}
+
 /* A node posts events only for the runs placed on it (issue 11 #5): checked for the whole
  * batch before anything is applied, so a hostile node's batch changes nothing. */
 static int check_placement(struct ctl *c, struct ctl_node *n, const json_t *evs,
@@ -745,10 +815,16 @@ static int apply_event(struct ctl *c, struct ctl_node *n, const json_t *evj)
         return last;
     if (run > 0 && run != last)
         return 0;
+    if (strcmp(ev.type, "step_host") == 0)
+        return ev_step_host(c, n, &ev, &v, idx, last);
+    if (strcmp(ev.type, "started") == 0 && v.nallocs > 1 && rank_of(&v, idx) == 0)
+        step_hosts_resend(c, &v, id, last);
     if (strcmp(ev.type, "started") == 0)
         return ev_started(c, n, id);
-    if (strcmp(ev.type, "exited") == 0)
+    if (strcmp(ev.type, "exited") == 0) {
+        step_hosts_drop(c, id, last);
         return ev_exited(c, n, &ev);
+    }
     return ev_other(c, n, &ev, last);
 }
 

@@ -114,6 +114,7 @@ struct ctl {
     struct ctl_array *arrays;   /* jobs.c: big arrays being written in slices */
     json_t *submit_buckets;     /* user -> [tokens, last mono ms] (jobs.c) */
     json_t *cycle_specs;        /* spec_id -> parsed spec, for one cycle (loop.c) */
+    json_t *step_hosts;         /* "JOB.RUN" -> {RANK: "HOST:PORT"}: srun's step hosts (agent.c) */
     int cycle_spec_parses;      /* specs parsed by the cycle in progress (its debug line) */
     struct ctl_turn turn;       /* turns.c: the loop turn in progress */
     /* agent.c: event batches applied CTL_AGENT_EVENTS_SLICE events a turn, in order */

@@ -297,7 +297,7 @@ static void nodes_list(struct ctl *c, const struct sched_alloc *a, int n, char *
     dbuf_release(&b);
 }
 
-static const char *node_addr(struct ctl *c, uint32_t index)
+const char *ctl_node_addr(struct ctl *c, uint32_t index)
 {
     struct ctl_node *n = ctl_node_at(c, index);
     static char addr[256];
@@ -397,7 +397,7 @@ static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_
     json_object_set_new(job, "nodelist", nodelist);
     json_object_set_new(job, "node_rank", json_integer(rank));
     json_object_set_new(job, "world_size", json_integer(d->nallocs));
-    json_object_set_new(job, "master_addr", json_string(node_addr(c, d->allocs[0].node)));
+    json_object_set_new(job, "master_addr", json_string(ctl_node_addr(c, d->allocs[0].node)));
     json_object_set_new(job, "master_port", json_integer(29500));
     json_object_set_new(job, "array_index", json_integer(row->array_index));
     json_object_set_new(job, "run", json_integer(run));
@@ -426,7 +426,9 @@ static void send_to_allocs(struct ctl *c, const struct sched_decision *d, const 
 
 /* A Slurm-style job of several nodes: srun on its first node starts tasks on the others
  * through the step hosts the agents run there (docs/slurm.md). Each run gets a fresh
- * key, known only to the job's processes, and each node's address and port. */
+ * key, known only to the job's processes, and each node's address: a step host listens
+ * there on a port the kernel picks, which its node reports (agent.c, ev_step_host), so
+ * no port can be predicted and held first by another job. */
 static void slurm_steps(struct ctl *c, const struct sched_decision *d, const struct store_job *row,
                         json_t *slurm)
 {
@@ -434,13 +436,8 @@ static void slurm_steps(struct ctl *c, const struct sched_decision *d, const str
     if (!json_is_object(slurm) || d->nallocs < 2 || ctl_random_token("", key, sizeof(key)) < 0)
         return;
     json_t *hosts = json_array();
-    for (int i = 0; i < d->nallocs; i++) {
-        char hp[300];
-        /* a port of the job's own: two nodes of one host (tests) still differ by rank */
-        snprintf(hp, sizeof(hp), "%s:%d", node_addr(c, d->allocs[i].node),
-                 40000 + (int)((row->id * 8 + (uint64_t)i) % 20000));
-        json_array_append_new(hosts, json_string(hp));
-    }
+    for (int i = 0; i < d->nallocs; i++)
+        json_array_append_new(hosts, json_string(ctl_node_addr(c, d->allocs[i].node)));
     json_object_set_new(slurm, "step_key", json_string(key));
     json_object_set_new(slurm, "step_hosts", hosts);
 }

@@ -48,6 +48,8 @@ void ctl_node_drop_commands(struct ctl_node *n);
 void ctl_node_drop_job_commands(struct ctl_node *n, uint64_t id);
 /* Queue a command for a node and wake its parked heartbeat. Steals `cmd`. */
 int ctl_node_command(struct ctl *c, struct ctl_node *n, uint64_t job, json_t *cmd);
+/* The address a node advertised (docket-node --addr), else its name; a static buffer. */
+const char *ctl_node_addr(struct ctl *c, uint32_t index);
 /* Convert a protocol spec into the core's (id, submit time and owner given). */
 void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submit_ms,
                        uint64_t array_id, int array_limit, struct sched_job_spec *out);

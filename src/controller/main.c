@@ -483,6 +483,7 @@ int main(int argc, char **argv)
     }
     json_decref(c->boost_reasons);
     json_decref(c->submit_buckets);
+    json_decref(c->step_hosts);
     sched_destroy(c->sched);
     ctl_written_stop(c);
     store_close(c->store);

@@ -425,8 +425,8 @@ static int parse_slurm(const json_t *o, struct agent_job *j, struct proto_error 
         if (!json_is_string(x) || json_string_length(x) > 300 ||
             strlen(json_string_value(x)) != json_string_length(x) ||
             strpbrk(json_string_value(x), ", \t\n"))
-            return bad(err, "job.slurm.step_hosts", "'job.slurm.step_hosts[%zu]' must be ADDR:PORT",
-                       i);
+            return bad(err, "job.slurm.step_hosts",
+                       "'job.slurm.step_hosts[%zu]' must be an address", i);
         if (!(j->slurm.step_hosts[i] = strdup(json_string_value(x))))
             return -ENOMEM;
         j->slurm.nstep_hosts++;
@@ -563,6 +563,27 @@ json_t *agent_job_to_json(const struct agent_job *j)
 
 static const char *const start_fields[] = {"seq", "type", "job", NULL};
 static const char *const signal_fields[] = {"seq", "type", "job", "signal", "grace_ms", NULL};
+static const char *const step_host_fields[] = {"seq", "type", "job", "rank", "addr", NULL};
+
+/* A step_host command's rank and "HOST:PORT" (no separators a file line could split). */
+static int parse_step_host(const json_t *o, const char *p, struct agent_cmd *c,
+                           struct proto_error *err)
+{
+    int64_t rank = 0;
+    int rc;
+    if ((rc = get_int(o, "rank", p, 1, AGENT_MAX_NODES - 1, &rank, true, err)) < 0 ||
+        (rc = get_str(o, "addr", p, c->addr, sizeof c->addr, true, err)) < 0)
+        return rc;
+    c->rank = (int)rank;
+    const char *colon = strrchr(c->addr, ':');
+    char f[80];
+    snprintf(f, sizeof f, "%saddr", p);
+    if (!colon || colon == c->addr || strpbrk(c->addr, ", \t\n\r") ||
+        strspn(colon + 1, "0123456789") != strlen(colon + 1) || !colon[1] || atoi(colon + 1) < 1 ||
+        atoi(colon + 1) > 65535 || strlen(colon + 1) > 5)
+        return bad(err, f, "'%s' must be HOST:PORT", f);
+    return 0;
+}
 
 static int parse_cmd(const json_t *o, size_t i, struct agent_cmd *c, struct proto_error *err)
 {
@@ -599,13 +620,19 @@ static int parse_cmd(const json_t *o, size_t i, struct agent_cmd *c, struct prot
         c->type = AGENT_CMD_SIGNAL;
     else if (strcmp(type, "kill") == 0)
         c->type = AGENT_CMD_KILL;
+    else if (strcmp(type, "step_host") == 0)
+        c->type = AGENT_CMD_STEP_HOST;
     else
         return bad(err, f, "unknown command type '%s'", type);
-    if ((rc = check_fields(o, c->type == AGENT_CMD_SIGNAL ? signal_fields : start_fields, p, err)) <
-            0 ||
+    const char *const *fields = c->type == AGENT_CMD_SIGNAL      ? signal_fields
+                                : c->type == AGENT_CMD_STEP_HOST ? step_host_fields
+                                                                 : start_fields;
+    if ((rc = check_fields(o, fields, p, err)) < 0 ||
         (rc = get_int(o, "job", p, 1, INT64_MAX, &x, true, err)) < 0)
         return rc;
     c->job_id = (uint64_t)x;
+    if (c->type == AGENT_CMD_STEP_HOST)
+        return parse_step_host(o, p, c, err);
     if (c->type == AGENT_CMD_SIGNAL) {
         x = 15;
         if ((rc = get_int(o, "signal", p, 1, 64, &x, true, err)) < 0)
@@ -671,6 +698,10 @@ json_t *agent_cmd_to_json(const struct agent_cmd *c)
     case AGENT_CMD_KILL:
         return json_pack("{s:I, s:s, s:I}", "seq", (json_int_t)c->seq, "type", "kill", "job",
                          (json_int_t)c->job_id);
+    case AGENT_CMD_STEP_HOST:
+        return json_pack("{s:I, s:s, s:I, s:i, s:s}", "seq", (json_int_t)c->seq, "type",
+                         "step_host", "job", (json_int_t)c->job_id, "rank", c->rank, "addr",
+                         c->addr);
     }
     return NULL;
 }
@@ -1137,6 +1168,8 @@ json_t *agent_event_to_json(const struct agent_event *e)
         json_object_set_new(o, "run", json_integer(e->run));
     if (strcmp(e->type, "started") == 0)
         json_object_set_new(o, "pid", json_integer(e->pid));
+    if (strcmp(e->type, "step_host") == 0)
+        json_object_set_new(o, "port", json_integer(e->port));
     if (strcmp(e->type, "exited") == 0)
         json_object_set_new(o, "exit",
                             json_pack("{s:s, s:i, s:s}", "kind", agent_exit_kind_name(e->exit_kind),
@@ -1237,8 +1270,8 @@ static int parse_event_sample(const json_t *v, const char *path, struct agent_ev
 
 static bool event_type_ok(const char *t)
 {
-    static const char *const types[] = {"started",        "exited",    "usage",
-                                        "reclaim_failed", "signalled", NULL};
+    static const char *const types[] = {"started",   "exited",    "usage", "reclaim_failed",
+                                        "signalled", "step_host", NULL};
     return t && in_list(t, types);
 }
 
@@ -1262,7 +1295,7 @@ static int parse_event_head(const json_t *o, const char *path, struct agent_even
     const char *t = json_string_value(json_object_get(o, "type"));
     if (!event_type_ok(t))
         return bad(err, sub(f, sizeof f, path, "type"),
-                   "%s must be started, signalled, exited, usage or reclaim_failed", f);
+                   "%s must be started, signalled, exited, usage, reclaim_failed or step_host", f);
     str_copy(e->type, sizeof e->type, t);
     if ((v = json_object_get(o, "time_ms")) &&
         (rc = proto_get_int(v, sub(f, sizeof f, path, "time_ms"), 0, INT64_MAX, &e->time_ms, err)) <
@@ -1279,8 +1312,8 @@ static int parse_event_head(const json_t *o, const char *path, struct agent_even
 int agent_event_parse(const json_t *o, const char *path, struct agent_event *e,
                       struct proto_error *err)
 {
-    static const char *const known[] = {"job",  "run",   "type",    "time_ms", "pid",
-                                        "exit", "usage", "message", "sample",  NULL};
+    static const char *const known[] = {"job",   "run",     "type",   "time_ms", "pid", "exit",
+                                        "usage", "message", "sample", "port",    NULL};
     char f[160];
     int rc;
     json_t *v;
@@ -1309,6 +1342,15 @@ int agent_event_parse(const json_t *o, const char *path, struct agent_event *e,
         return rc;
     if (strcmp(e->type, "exited") != 0)
         memcpy(e->message, msg, sizeof msg);
+    /* a step host's port: on that event, and there always */
+    v = json_object_get(o, "port");
+    if ((v != NULL) != (strcmp(e->type, "step_host") == 0))
+        return bad(err, sub(f, sizeof f, path, "port"), "%s belongs to a step_host event, always",
+                   f);
+    int64_t port = 0;
+    if (v && (rc = proto_get_int(v, f, 1, 65535, &port, err)) < 0)
+        return rc;
+    e->port = (int)port;
     return 0;
 }
 

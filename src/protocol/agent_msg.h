@@ -109,7 +109,8 @@ struct agent_job {
         bool signal_batch; /* to the batch shell only (--signal=B:...) */
         char *submit_dir;  /* or NULL */
         char step_key[80]; /* a job of several nodes: srun's key to the step hosts */
-        char **step_hosts; /* "ADDR:PORT" of each node by rank, NULL-terminated, or NULL */
+        char **step_hosts; /* each node's address by rank (its step host listens there on a
+                            * port the kernel picks), NULL-terminated, or NULL */
         int nstep_hosts;
     } slurm;
 };
@@ -127,7 +128,9 @@ int agent_job_parse(const json_t *obj, struct agent_job *j, struct proto_error *
 /* The same object back (the agent stores it in its state directory). */
 json_t *agent_job_to_json(const struct agent_job *j);
 
-enum agent_cmd_type { AGENT_CMD_START, AGENT_CMD_SIGNAL, AGENT_CMD_KILL };
+/* STEP_HOST: to rank 0 of a Slurm-style job, where rank `rank`'s step host listens
+ * ("HOST:PORT", the port its node reported in a step_host event; docs/slurm.md "srun"). */
+enum agent_cmd_type { AGENT_CMD_START, AGENT_CMD_SIGNAL, AGENT_CMD_KILL, AGENT_CMD_STEP_HOST };
 
 struct agent_cmd {
     int64_t seq;
@@ -136,6 +139,8 @@ struct agent_cmd {
     int signal;       /* SIGNAL */
     int64_t grace_ms; /* SIGNAL */
     json_t *job;      /* START: the job object (own reference) */
+    int rank;         /* STEP_HOST */
+    char addr[320];   /* STEP_HOST: "HOST:PORT" */
 };
 
 struct agent_heartbeat_reply {
@@ -286,10 +291,11 @@ int agent_sample_parse(const json_t *o, struct agent_sample *out,
 struct agent_event {
     uint64_t job;
     int run;       /* the run the event is about (the start command's job.run), 0 = not given */
-    char type[16]; /* started, signalled, exited, usage, reclaim_failed */
+    char type[16]; /* started, signalled, exited, usage, reclaim_failed, step_host */
     int64_t time_ms;
-    int pid;                        /* started (read on any event, 0 when absent) */
-    bool has_exit;                  /* always on an exited event */
+    int pid;       /* started (read on any event, 0 when absent) */
+    int port;      /* step_host: the port the kernel gave a Slurm-style job's step host here */
+    bool has_exit; /* always on an exited event */
     enum agent_exit_kind exit_kind; /* the exit's */
     int exit_code;                  /* the exit's: code or signal number */
     /* exited: the exit's message; reclaim_failed, signalled: the event's ("" when none) */

@@ -1,8 +1,9 @@
 /*
  * fuzz_srun.c - libFuzzer harness of srun's two readers in src/cli: the step host's
  * request (srun_request_read on whatever JSON the bytes hold) and the frames that flow
- * back (srun_frame_read from a pipe holding the bytes). Checks, beyond memory safety: an
- * accepted request has an argv of strings and this node's tasks inside the step; a frame
+ * back (srun_frame_read from a pipe holding the bytes, as a plain link: what the TLS link
+ * delivers once decrypted). The handshake's own harness is fuzz_steplink.c. Checks, beyond memory
+ * safety: an accepted request has an argv of strings and this node's tasks inside the step; a frame
  * is never longer than the buffer it was read into.
  */
 #define _GNU_SOURCE
@@ -44,7 +45,9 @@ static void frames(const uint8_t *data, size_t size)
     close(p[1]);
     int type;
     uint32_t task, len;
-    while (srun_frame_read(p[0], &type, &task, buf, sizeof(buf), &len) == 1)
+    struct step_link l;
+    step_link_plain(&l, p[0]); /* the frames as they come out of the TLS link */
+    while (srun_frame_read(&l, &type, &task, buf, sizeof(buf), &len) == 1)
         if (len > sizeof(buf))
             abort();
     close(p[0]);

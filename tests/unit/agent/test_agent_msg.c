@@ -97,7 +97,7 @@ static void test_job_slurm(void **st)
              "\"ntasks\": 4, \"ntasks_per_node\": 2, \"cpus_per_task\": 3,"
              " \"gpus_per_task\": 1, \"signal\": 10, \"signal_before\": 20,"
              " \"signal_batch\": true, \"submit_dir\": \"/w\", \"step_key\": \"abc\","
-             " \"step_hosts\": [\"10.0.0.1:40000\", \"10.0.0.2:40001\"]}}",
+             " \"step_hosts\": [\"10.0.0.1\", \"10.0.0.2\"]}}",
              &j);
     assert_true(j.slurm.on);
     assert_int_equal(j.array_id, 5);
@@ -106,7 +106,7 @@ static void test_job_slurm(void **st)
     assert_true(j.slurm.signal_batch);
     assert_string_equal(j.slurm.submit_dir, "/w");
     assert_int_equal(j.slurm.nstep_hosts, 2);
-    assert_string_equal(j.slurm.step_hosts[1], "10.0.0.2:40001");
+    assert_string_equal(j.slurm.step_hosts[1], "10.0.0.2");
     json_t *o = agent_job_to_json(&j);
     struct agent_job back;
     struct proto_error e = {0};
@@ -194,11 +194,13 @@ static void test_heartbeat_reply(void **st)
         "{\"commands\": [{\"seq\": 18, \"type\": \"start\", \"job\": {\"id\": 915, \"command\": "
         "[\"true\"]}},"
         " {\"seq\": 19, \"type\": \"signal\", \"job\": 915, \"signal\": 10, \"grace_ms\": 120000},"
-        " {\"seq\": 20, \"type\": \"kill\", \"job\": 915}], \"node_state\": \"UP\"}");
+        " {\"seq\": 20, \"type\": \"kill\", \"job\": 915},"
+        " {\"seq\": 21, \"type\": \"step_host\", \"job\": 915, \"rank\": 2, \"addr\":"
+        " \"10.0.0.2:41234\"}], \"node_state\": \"UP\"}");
     struct agent_heartbeat_reply r;
     struct proto_error e = {0};
     assert_int_equal(agent_heartbeat_reply_parse(o, &r, &e), 0);
-    assert_int_equal(r.ncmds, 3);
+    assert_int_equal(r.ncmds, 4);
     assert_string_equal(r.node_state, "UP");
     assert_int_equal(r.cmds[0].type, AGENT_CMD_START);
     assert_int_equal(r.cmds[0].job_id, 915);
@@ -208,8 +210,11 @@ static void test_heartbeat_reply(void **st)
     assert_int_equal(r.cmds[1].grace_ms, 120000);
     assert_int_equal(r.cmds[2].type, AGENT_CMD_KILL);
     assert_int_equal(r.cmds[2].seq, 20);
+    assert_int_equal(r.cmds[3].type, AGENT_CMD_STEP_HOST);
+    assert_int_equal(r.cmds[3].rank, 2);
+    assert_string_equal(r.cmds[3].addr, "10.0.0.2:41234");
     /* builders give back the same shapes */
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 4; i++) {
         json_t *c = agent_cmd_to_json(&r.cmds[i]);
         assert_true(json_equal(c, json_array_get(json_object_get(o, "commands"), i)));
         json_decref(c);
@@ -243,6 +248,27 @@ static void test_heartbeat_reply_bad(void **st)
     reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"start\", \"job\": {\"id\": -1}}]}",
               "commands[0].job");
     reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"kill\", \"job\": 1}, 5]}", "commands[1]");
+    /* where a step host listens: a rank > 0 and HOST:PORT, nothing a file line could split */
+    static const char *const step_bad[][2] = {
+        {"\"rank\": 0, \"addr\": \"h:1\"", "commands[0].rank"},
+        {"\"addr\": \"h:1\"", "commands[0].rank"},
+        {"\"rank\": 1", "commands[0].addr"},
+        {"\"rank\": 1, \"addr\": \"h\"", "commands[0].addr"},
+        {"\"rank\": 1, \"addr\": \"h:0\"", "commands[0].addr"},
+        {"\"rank\": 1, \"addr\": \"h:65536\"", "commands[0].addr"},
+        {"\"rank\": 1, \"addr\": \"h:1x\"", "commands[0].addr"},
+        {"\"rank\": 1, \"addr\": \":1\"", "commands[0].addr"},
+        {"\"rank\": 1, \"addr\": \"h h:1\"", "commands[0].addr"},
+        {"\"rank\": 1, \"addr\": \"h:1\\n\"", "commands[0].addr"},
+        {"\"rank\": 1, \"addr\": \"h:1\", \"port\": 2", "commands[0].port"},
+    };
+    for (size_t i = 0; i < sizeof step_bad / sizeof step_bad[0]; i++) {
+        char text[300];
+        snprintf(text, sizeof text,
+                 "{\"commands\": [{\"seq\": 1, \"type\": \"step_host\", \"job\": 1, %s}]}",
+                 step_bad[i][0]);
+        reply_bad(text, step_bad[i][1]);
+    }
 }
 
 static void test_register(void **st)

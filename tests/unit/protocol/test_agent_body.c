@@ -337,6 +337,13 @@ static void events(void **st)
     event_taken("{\"job\": 1, \"type\": \"signalled\", \"message\": \"SIGUSR1\"}");
     event_taken("{\"job\": 1, \"type\": \"usage\", \"usage\": {\"gpu_util\": 150}}");
     event_taken("{\"job\": 1, \"run\": 2, \"type\": \"started\", \"pid\": 7, \"time_ms\": 1}");
+    /* a step host's port: on its event only, always there, a port */
+    event_taken("{\"job\": 1, \"run\": 2, \"type\": \"step_host\", \"port\": 40123}");
+    event_refused("{\"job\": 1, \"type\": \"step_host\"}", "events[1].port");
+    event_refused("{\"job\": 1, \"type\": \"step_host\", \"port\": 0}", "events[1].port");
+    event_refused("{\"job\": 1, \"type\": \"step_host\", \"port\": 65536}", "events[1].port");
+    event_refused("{\"job\": 1, \"type\": \"step_host\", \"port\": \"1\"}", "events[1].port");
+    event_refused("{\"job\": 1, \"type\": \"started\", \"port\": 1}", "events[1].port");
 }
 
 /* The messages docketd answers with (HTTP-visible), and the limits on messages. */
@@ -348,7 +355,8 @@ static void event_messages(void **st)
     json_t *o = js("{\"node\": \"n\", \"events\": [{\"job\": 1, \"type\": \"rebooted\"}]}");
     assert_int_equal(agent_events_parse(o, &evs, &e), -EINVAL);
     assert_string_equal(
-        e.message, "events[0].type must be started, signalled, exited, usage or reclaim_failed");
+        e.message,
+        "events[0].type must be started, signalled, exited, usage, reclaim_failed or step_host");
     json_decref(o);
     o = js("{\"node\": \"n\", \"events\": [{\"job\": 1, \"type\": \"usage\", \"sample\": "
            "{\"gpu_source\": \"guess\"}}]}");
