@@ -26,7 +26,7 @@ DESTDIR    ?=
 SLURM_COMPAT_DIR ?= $(PREFIX)/bin
 # make check's system tests: the files that need no long waits (their times are in
 # build-test/bats.log after a make test; CONTRIBUTING.md)
-CHECK_BATS ?= $(addprefix tests/system/,cli.bats slurm.bats sim.bats sim_history.bats \
+CHECK_BATS ?= $(addprefix tests/system/,cli.bats slurm.bats srun_step.bats sim.bats sim_history.bats \
 	secrets.bats metrics.bats usage.bats logs_runs.bats class_limits.bats groups.bats)
 
 .PHONY: all build demo demo-stop test check unit system fuzz bench clean deps test-deps install install-slurm-compat deb

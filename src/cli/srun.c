@@ -87,7 +87,9 @@ const char cmd_srun_usage[] =
     "  -l, --label               prefix each output line with the task's rank\n"
     "      --export ALL|NONE|VAR[=VALUE],...   the tasks' environment\n"
     "  -K, --kill-on-bad-exit    end the other tasks when one fails\n"
-    "--cpu-bind, --mpi, --gpu-bind, -u and others are accepted and change nothing.\n";
+    "--cpu-bind, --mpi, --gpu-bind, -u and others are accepted and change nothing.\n"
+    "Other nodes are reached over TLS keyed by the job's DOCKET_STEP_KEY; a node whose step\n"
+    "host does not register within DOCKET_STEP_WAIT seconds (120) fails the step.\n";
 
 static int env_int(const char *name, int dflt)
 {
