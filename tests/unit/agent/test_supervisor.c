@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -1132,12 +1135,95 @@ static void test_command_checks_start_time(void **st)
     assert_int_equal(WEXITSTATUS(status), 7);
 }
 
+/* A Slurm-style job's rank > 0: the supervisor opens the step host's socket on a port the
+ * kernel picks, records the port in the job's state and hands the socket to the step host
+ * (srun --docket-step-host, here a script in the CLI's place) as descriptor 3, listening. */
+static int step_port_seen;
+
+static void connect_step_port(uint64_t id, int sup_pid)
+{
+    (void)sup_pid;
+    char dir[500];
+    struct sup_state s;
+    sup_job_dir(&cfg, id, dir, sizeof dir);
+    assert_int_equal(sup_state_read(dir, &s), 0);
+    step_port_seen = s.step_port;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s.step_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    close(fd);
+}
+
+static void write_fake_cli(const char *path, const char *body)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\n%s\n", body);
+    fclose(f);
+    assert_int_equal(chmod(path, 0755), 0);
+}
+
+static void test_step_host_socket(void **st)
+{
+    (void)st;
+    char cli[400];
+    snprintf(cli, sizeof cli, "%s/fake-srun", state_dir);
+    /* the host's view: its arguments, what descriptor 3 is, and it waits to be reached */
+    write_fake_cli(cli, "echo \"$1 $(readlink /proc/self/fd/3 | cut -c1-7)\"; sleep 1");
+    cfg.slurm_cli = cli;
+    struct sup_state s;
+    step_port_seen = 0;
+    run_job("{\"id\": 61, \"command\": [\"false\"], \"node_rank\": 1, \"world_size\": 2,"
+            " \"slurm\": {\"step_key\": \"k\", \"step_hosts\": [\"127.0.0.1\", \"127.0.0.1\"]}}",
+            &s, NULL, connect_step_port);
+    cfg.slurm_cli = NULL;
+    assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
+    assert_int_equal(s.exit_code, 0);
+    assert_true(s.step_port > 0);
+    assert_int_equal(s.step_port, step_port_seen);
+    char buf[256];
+    read_text(s.out_path, buf, sizeof buf);
+    assert_string_equal(buf, "--docket-step-host socket:\n");
+}
+
+/* Rank 0: a step_host command becomes .slurm-bin/step-host.RANK, which srun reads. */
+static void send_step_host(uint64_t id, int sup_pid)
+{
+    assert_int_equal(sup_command(&cfg, id, sup_pid, 0, 2, "step_host 1 127.0.0.1:4242"), 0);
+    /* a line that is not HOST:PORT of a rank > 0 is ignored */
+    assert_int_equal(sup_command(&cfg, id, sup_pid, 0, 3, "step_host 0 127.0.0.1:1"), 0);
+}
+
+static void test_step_host_recorded(void **st)
+{
+    (void)st;
+    char cli[400];
+    snprintf(cli, sizeof cli, "%s/fake-srun", state_dir);
+    write_fake_cli(cli, "exit 0");
+    cfg.slurm_cli = cli;
+    struct sup_state s;
+    run_job("{\"id\": 62, \"node_rank\": 0, \"world_size\": 2, \"slurm\": {\"step_key\": \"k\","
+            " \"step_hosts\": [\"127.0.0.1\", \"127.0.0.1\"]}, \"command\": [\"sh\", \"-c\","
+            " \"b=$DOCKET_SCRATCH/.slurm-bin; for i in $(seq 200); do [ -f $b/step-host.1 ] &&"
+            " break; sleep 0.02; done; sleep 0.2; cat $b/step-host.1; ls -A $b | grep -c"
+            " step-host; stat -c %U $b/step-host.1\"]}",
+            &s, NULL, send_step_host);
+    cfg.slurm_cli = NULL;
+    assert_int_equal(s.step_port, 0); /* rank 0 listens for nothing */
+    char buf[256];
+    read_text(s.out_path, buf, sizeof buf);
+    assert_string_equal(buf, "127.0.0.1:4242\n1\nroot\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resolve_output),
         cmocka_unit_test(test_starttime_guard),
         cmocka_unit_test(test_exit_code_and_output),
+        cmocka_unit_test(test_step_host_socket),
+        cmocka_unit_test(test_step_host_recorded),
         cmocka_unit_test(test_environment),
         cmocka_unit_test(test_script_and_workdir),
         cmocka_unit_test(test_kill_takes_daemons),
