@@ -30,7 +30,13 @@
 #include "util/parse.h"
 #include "util/str.h"
 
-enum { MAX_REQUEST = 4 << 20, MAX_STEPS = 64, REQUEST_TIMEOUT_S = 10, STEP_HOST_FD = 3 };
+enum {
+    MAX_REQUEST = 4 << 20,
+    MAX_STEPS = 64,      /* steps at once, once their peers proved the key */
+    MAX_HANDSHAKES = 16, /* connections not yet proven: past it the oldest goes */
+    REQUEST_TIMEOUT_S = 10,
+    STEP_HOST_FD = 3,
+};
 
 /* What belongs to this node and must not come from the batch node's environment. */
 static const char *const node_local[] = {"CUDA_VISIBLE_DEVICES",
@@ -189,7 +195,7 @@ static void peer_name(int fd, char *out, size_t len)
 
 /* One step, in a child of the host: the handshake (the peer proves the job's key, we
  * prove ours, before a byte of the request), then the tasks started, relayed, reported. */
-static int run_step(int fd)
+static int run_step(int fd, int note_fd)
 {
     static struct step st;
     static int out[SRUN_MAX_TASKS][2];
@@ -201,6 +207,10 @@ static int run_step(int fd)
         fprintf(stderr, "srun step host: refused a connection from %s: %s\n", who_name, err);
         return 1;
     }
+    pid_t me = getpid(); /* proven: no longer one of the handshakes a flood may push out */
+    if (write(note_fd, &me, sizeof(me)) != (ssize_t)sizeof(me))
+        fprintf(stderr, "srun step host: cannot tell the host a step began: %s\n", strerror(errno));
+    close(note_fd);
     json_t *req = read_request(l);
     if (!req || srun_request_read(req, &st) < 0) {
         fail_step(l, "refused: bad request");
@@ -308,6 +318,63 @@ static int run_step(int fd)
     return 0;
 }
 
+/* The host's children, oldest first: steps whose peer proved the key, and handshakes
+ * still under way. Idle connections (a local process may open any number) can hold at
+ * most MAX_HANDSHAKES children, each for the handshake's timeout at most, and a new
+ * connection pushes out the oldest of them: a flood costs its sender a fork each and
+ * never keeps srun's own connection, which proves the key within milliseconds, from
+ * being served. */
+static struct kid {
+    pid_t pid;
+    bool proven;
+} kids[MAX_STEPS + MAX_HANDSHAKES];
+static int nkids;
+
+static void kid_remove(int i)
+{
+    memmove(&kids[i], &kids[i + 1], (size_t)(nkids - i - 1) * sizeof(kids[0]));
+    nkids--;
+}
+
+/* Reap the children that ended, and mark those whose handshake succeeded (note_fd). */
+static void kids_update(int note_fd)
+{
+    pid_t p;
+    while ((p = waitpid(-1, NULL, WNOHANG)) > 0)
+        for (int i = 0; i < nkids; i++)
+            if (kids[i].pid == p) {
+                kid_remove(i);
+                break;
+            }
+    while (read(note_fd, &p, sizeof(p)) == (ssize_t)sizeof(p))
+        for (int i = 0; i < nkids; i++)
+            if (kids[i].pid == p)
+                kids[i].proven = true;
+}
+
+/* Room for one more connection: false when the steps are all taken; the oldest
+ * handshake ended when the handshakes are. */
+static bool kids_room(void)
+{
+    int proven = 0, oldest = -1, pending = 0;
+    for (int i = 0; i < nkids; i++) {
+        if (kids[i].proven) {
+            proven++;
+        } else {
+            pending++;
+            if (oldest < 0)
+                oldest = i;
+        }
+    }
+    if (proven >= MAX_STEPS)
+        return false;
+    if (pending >= MAX_HANDSHAKES) {
+        kill(kids[oldest].pid, SIGKILL); /* reaped later, unknown then */
+        kid_remove(oldest);
+    }
+    return true;
+}
+
 int srun_step_host(void)
 {
     int lfd = inherited_socket();
@@ -327,24 +394,28 @@ int srun_step_host(void)
                 STEP_HOST_FD);
         return 1;
     }
-    int live = 0;
+    int note[2];
+    if (pipe2(note, O_CLOEXEC | O_NONBLOCK) < 0) {
+        fprintf(stderr, "srun step host: cannot make a pipe: %s\n", strerror(errno));
+        return 1;
+    }
     for (;;) {
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        while (waitpid(-1, NULL, WNOHANG) > 0)
-            live--; /* steps that ended */
+        kids_update(note[0]);
         if (fd < 0)
             continue;
-        if (live >= MAX_STEPS) { /* a flood of connections costs no more than this */
+        if (!kids_room()) {
             close(fd);
             continue;
         }
         pid_t pid = fork();
         if (pid == 0) {
             close(lfd);
-            _exit(run_step(fd));
+            close(note[0]);
+            _exit(run_step(fd, note[1]));
         }
         if (pid > 0)
-            live++;
+            kids[nkids++] = (struct kid){pid, false};
         close(fd);
     }
 }

@@ -71,7 +71,7 @@ learned_nothing() {
     fi
 }
 
-@test "a process that holds the old step port and probes the new one learns nothing; the steps run" {
+@test "a process that holds the old step port, probes and floods the new one learns nothing; the steps run" {
     secret=s3cret-$RANDOM$RANDOM
     # the old port of rank 1 was 40000 + (J*8 + 1) mod 20000: held before the job exists,
     # for the next job ids, as a job of another user on that node did
@@ -101,6 +101,11 @@ EOS
     [[ $hostport == 127.0.0.1:* ]]
     [ "${hostport##*:}" -ne $((40000 + (id * 8 + 1) % 20000)) ]
     python3 "$HOSTILE" probe "$T/probe.bin" "$hostport"
+    # and a flood of idle connections held open: srun's own is still served
+    python3 "$HOSTILE" hold 100 "$hostport" "$T/held" 3>&- &
+    HOSTILE_PIDS+=($!)
+    wait_for 30 test -s "$T/held"
+    [ "$(cat "$T/held")" -eq 100 ]
     touch "go-$id"
     ended "$id" COMPLETED
     wait_for 30 grep -q "step status" "squat-$id.out"

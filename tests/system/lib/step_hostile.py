@@ -6,6 +6,9 @@
   probe OUT HOST:PORT  connect to a step host as a client without the key: an old-style
                        request line with a guessed key, silence, then bytes that look like
                        a TLS hello; write to OUT every byte the host sends back
+  hold N HOST:PORT FILE  open N connections to a step host and keep them, saying
+                       nothing (a flood of idle connections); writes FILE once all are
+                       open; runs until killed
   fake OUT PORTFILE    pose as a step host (no key): listen on 127.0.0.1:0, write the port
                        to PORTFILE, and write to OUT every byte a client sends, answering
                        with an old-style exit frame; runs until killed
@@ -82,6 +85,19 @@ def probe(out, hostport):
             print("probe: %s" % e, file=sys.stderr)
 
 
+def hold(n, hostport, done):
+    host, port = hostport.rsplit(":", 1)
+    conns = []
+    for _ in range(n):
+        try:
+            conns.append(socket.create_connection((host, int(port)), timeout=5))
+        except OSError as e:
+            print("hold: %s" % e, file=sys.stderr)
+    with open(done, "w") as f:
+        f.write("%d\n" % len(conns))
+    threading.Event().wait()
+
+
 def fake(out, portfile):
     open(out, "ab").close()
     s = socket.socket()
@@ -100,7 +116,9 @@ if __name__ == "__main__":
         squat(sys.argv[2], sys.argv[3:])
     elif mode == "probe":
         probe(sys.argv[2], sys.argv[3])
+    elif mode == "hold":
+        hold(int(sys.argv[2]), sys.argv[3], sys.argv[4])
     elif mode == "fake":
         fake(sys.argv[2], sys.argv[3])
     else:
-        sys.exit("usage: step_hostile.py squat|probe|fake ...")
+        sys.exit("usage: step_hostile.py squat|probe|hold|fake ...")
