@@ -115,10 +115,10 @@ static int open_output(const struct ajob *j, int s, int64_t *size)
 }
 
 static bool send_chunk(struct agent *a, struct ajob *j, int s, int64_t at, const void *buf,
-                       size_t len, bool final)
+                       size_t len, bool final, bool cut)
 {
-    json_t *body =
-        agent_logs_body(a->cfg.name, j->id, j->run, s ? "stderr" : "stdout", at, buf, len, final);
+    json_t *body = agent_logs_body(a->cfg.name, j->id, j->run, s ? "stderr" : "stdout", at, buf,
+                                   len, final, cut);
     struct logreq *lr = xcalloc(1, sizeof *lr);
     *lr = (struct logreq){a, j->id, s, at, len, final};
     struct evhttp_request *req = ag_new_request(a, logs_cb, lr, body, true);
@@ -165,7 +165,9 @@ bool ag_ship_log(struct agent *a, struct ajob *j)
                 close(fd);
                 log_warn("log_cut", "job=%llu stream=%s limit=%lld", (unsigned long long)j->id,
                          s ? "stderr" : "stdout", (long long)limit);
-                return send_chunk(a, j, s, sent, cut_marker, sizeof cut_marker - 1, j->exited);
+                /* marked `cut`: docketd records the job's log_cut event with it */
+                return send_chunk(a, j, s, sent, cut_marker, sizeof cut_marker - 1, j->exited,
+                                  true);
             }
             int64_t want = avail - sent;
             if (want > LOG_CHUNK)
@@ -179,7 +181,7 @@ bool ag_ship_log(struct agent *a, struct ajob *j)
                 /* the job is over (its processes reclaimed): this chunk ends the stream
                  * when it reaches the end of the file */
                 bool final = j->exited && sent + got >= avail && sent + got < limit;
-                bool ok = send_chunk(a, j, s, sent, buf, (size_t)got, final);
+                bool ok = send_chunk(a, j, s, sent, buf, (size_t)got, final, false);
                 free(buf);
                 return ok;
             }
@@ -189,7 +191,7 @@ bool ag_ship_log(struct agent *a, struct ajob *j)
         if (fd >= 0)
             close(fd);
         if (j->exited) /* nothing more will come: the stream is complete */
-            return send_chunk(a, j, s, sent, "", 0, true);
+            return send_chunk(a, j, s, sent, "", 0, true, false);
     }
     return false;
 }

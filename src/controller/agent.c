@@ -321,6 +321,21 @@ static bool agent_has_job(const struct agent_heartbeat *hb, uint64_t id)
     return false;
 }
 
+/* The jobs the agent still holds, as its heartbeat lists them (finished ones included,
+ * until their output is all out): a log follower waits for those (logs.c). */
+static void remember_held(struct ctl_node *n, const struct agent_heartbeat *hb)
+{
+    uint64_t *ids = NULL;
+    if (hb->njobs && !(ids = malloc(hb->njobs * sizeof(*ids))))
+        return; /* the older list stays: a follower waits on rather than be cut short */
+    for (size_t i = 0; i < hb->njobs; i++)
+        ids[i] = hb->jobs[i].id;
+    free(n->held);
+    n->held = ids;
+    n->nheld = hb->njobs;
+    n->held_known = true;
+}
+
 static bool start_pending(const struct ctl_node *n, uint64_t id, int64_t ack)
 {
     for (const struct ctl_cmd *k = n->cmds; k; k = k->next)
@@ -545,6 +560,7 @@ void h_agent_heartbeat(struct ctl_req *r)
     }
     n->last_hb_ms = clock_mono_ms();
     n->rec.last_heartbeat_ms = clock_now_ms();
+    remember_held(n, &hb);
     renumber_behind(r->c, n, hb.ack);
     drop_acked(n, hb.ack);
     node_health(r->c, n, &hb);

@@ -50,6 +50,11 @@ struct ctl_node {
     int64_t last_hb_ms;     /* monotonic ms of the last heartbeat (0: none yet) */
     int64_t lease_check_ms; /* lease.c: monotonic ms of the next look at its jobs' leases */
     bool reconciled;        /* first heartbeat after a restart of either side seen */
+    /* the jobs its last heartbeat listed (an agent keeps a finished job there until its
+     * output is all shipped: logs.c waits for them); held_known: one heartbeat seen */
+    uint64_t *held;
+    size_t nheld;
+    bool held_known;
     struct ctl_cmd *cmds, *cmds_tail;
     struct evhttp_request *parked; /* a heartbeat waiting for commands */
     int ev_batches;                /* its event batches being applied in slices (agent.c) */

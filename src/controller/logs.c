@@ -87,20 +87,89 @@ static bool job_terminal(struct ctl *c, uint64_t job)
     return sched_job_get(c->sched, job, &v) < 0;
 }
 
-/* Is the output of this run's stream all here? Once the agent said so (final); or, as a
- * fallback for an agent that never comes back, LOG_SETTLE_MS after a later run started
- * or after the job ended (at once when it ended as lost: its node is gone). */
+/* The first node of a run's allocation ",gpu01,gpu02,": its rank 0, which ships the
+ * output. "" when the list is malformed. */
+static void run_rank0(const char *nodes, char *out, size_t len)
+{
+    const char *p = nodes[0] == ',' ? nodes + 1 : nodes, *comma = strchr(p, ',');
+    out[0] = '\0';
+    if (comma && (size_t)(comma - p) < len)
+        snprintf(out, len, "%.*s", (int)(comma - p), p);
+}
+
+/* Is the agent that ships this run still at it? Its node is reachable and its last
+ * heartbeat still listed the job (an agent keeps a finished job until its output is all
+ * out), or it has not sent one since docketd started. A follower then waits for `final`
+ * however long the shipping takes (issue 33 #12: an end-of-file at a fixed time after
+ * the exit cut a 200 MB job's output short). */
+static bool shipper_busy(struct ctl *c, const struct store_run *rr)
+{
+    char rank0[80];
+    run_rank0(rr->nodes, rank0, sizeof(rank0));
+    int idx = rank0[0] ? sched_node_find(c->sched, rank0) : -1;
+    struct ctl_node *n = idx >= 0 ? ctl_node_at(c, (uint32_t)idx) : NULL;
+    struct sched_node_view v;
+    if (!n || sched_node_get(c->sched, (uint32_t)idx, &v) < 0 ||
+        v.state == SCHED_NODE_UNREACHABLE || v.state == SCHED_NODE_DOWN)
+        return false;
+    if (!n->held_known)
+        return true;
+    for (size_t i = 0; i < n->nheld; i++)
+        if (n->held[i] == rr->job)
+            return true;
+    return false;
+}
+
+/* LOG_SETTLE_MS, or the test-only $DOCKETD_TEST_LOG_SETTLE_MS (logs_runs.bats shows a
+ * follower outwaits it while the agent still holds the job). */
+static int64_t log_settle_ms(void)
+{
+    const char *v = getenv("DOCKETD_TEST_LOG_SETTLE_MS");
+    int64_t ms = 0;
+    if (v && parse_int64(v, 1, INT32_MAX, &ms) == 0)
+        return ms;
+    return LOG_SETTLE_MS;
+}
+
+/* When the stream's file last grew (the controller's clock, ms), 0 when it has none. */
+static int64_t log_mtime_ms(struct ctl *c, uint64_t job, int run, int stream)
+{
+    char path[CTL_PATH_MAX + 64];
+    struct stat sb;
+    log_path(c, job, run, stream, path, sizeof(path));
+    if (stat(path, &sb) < 0)
+        return 0;
+    return (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
+}
+
+/* A run that can send no more in the ordinary way (a later run started at `since`, or
+ * the job ended then) and whose agent is not busy with it any more: complete once
+ * nothing came for LOG_SETTLE_MS (an agent that lost the job, or never came back). */
+static bool run_settled(struct ctl *c, const struct store_run *rr, int stream, int64_t since)
+{
+    if (shipper_busy(c, rr))
+        return false;
+    int64_t grew = log_mtime_ms(c, rr->job, rr->run, stream);
+    if (grew > since)
+        since = grew;
+    return clock_now_ms() - since >= log_settle_ms();
+}
+
+/* Is the output of this run's stream all here? Once the agent said so (final); at once
+ * when the job ended as lost (its node is gone); otherwise once the run can send no more
+ * and its agent is done with it or gone (run_settled). */
 static bool run_complete(struct ctl *c, uint64_t job, int run, int stream, int last)
 {
     struct store_run rr, next;
-    int64_t now = clock_now_ms();
     if (run <= 0 || run > last)
         return job_terminal(c, job); /* never started: complete once it never will */
-    if (store_run_get(c->store, job, run, &rr) == 0 && (rr.final_mask & (1 << stream)))
+    if (store_run_get(c->store, job, run, &rr) < 0)
+        return job_terminal(c, job);
+    if (rr.final_mask & (1 << stream))
         return true;
     if (run < last)
         return store_run_get(c->store, job, run + 1, &next) == 0 &&
-               now - next.start_ms >= LOG_SETTLE_MS;
+               run_settled(c, &rr, stream, next.start_ms);
     if (!job_terminal(c, job))
         return false;
     struct store_job row;
@@ -108,7 +177,7 @@ static bool run_complete(struct ctl *c, uint64_t job, int run, int stream, int l
         return true;
     json_t *x = row.exit ? json_loads(row.exit, 0, NULL) : NULL;
     const char *kind = json_string_value(json_object_get(x, "kind"));
-    bool done = (kind && strcmp(kind, "lost") == 0) || now - row.end_ms >= LOG_SETTLE_MS;
+    bool done = (kind && strcmp(kind, "lost") == 0) || run_settled(c, &rr, stream, row.end_ms);
     json_decref(x);
     store_job_release(&row);
     return done;
@@ -303,10 +372,8 @@ int ctl_run_for_node(struct ctl *c, const char *node, uint64_t job, int run, boo
     if (rc < 0)
         return proto_errorf(e, 500, NULL, NULL, "store: %s", store_errmsg(c->store)), -EIO;
     /* a multi-node job's log is its rank 0's (the first node of the allocation) */
-    char first[80] = "";
-    const char *p = out->nodes + 1, *comma = strchr(p, ',');
-    if (comma && (size_t)(comma - p) < sizeof(first))
-        snprintf(first, sizeof(first), "%.*s", (int)(comma - p), p);
+    char first[80];
+    run_rank0(out->nodes, first, sizeof(first));
     if (output && strcmp(first, node) != 0)
         return proto_errorf(e, 403, NULL, field,
                             "the output of job %llu (run %d) is shipped by its rank 0, node '%s'",
@@ -328,43 +395,82 @@ static int write_all(int fd, const void *data, size_t n)
     return 0;
 }
 
+/* What a chunk did to the log: *end, the offset the agent goes on from; cut, this chunk
+ * reached the job's cap (docketd's marker written); agent_cut, the agent's own limit
+ * marker (a chunk marked `cut`) was written. */
+struct append_result {
+    int64_t end;
+    bool cut, agent_cut;
+};
+
+static int append_bytes(const char *path, const void *data, size_t n, bool marker)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return -errno;
+    int err = write_all(fd, data, n);
+    if (err == 0 && marker)
+        err = write_all(fd, cut_marker, sizeof(cut_marker) - 1);
+    close(fd);
+    return err;
+}
+
 /* Append what is new of the chunk to the run's stream file, cutting at the job's cap.
- * *end: the offset the agent goes on from. *cut: the cap was reached by this chunk. */
-static int append_chunk(struct ctl *c, const struct agent_log_chunk *k, int last, int64_t *end,
-                        bool *cut)
+ * The marker goes in with the first byte past the cap, also when the log reached the cap
+ * exactly with the chunk before (a cap that is a multiple of the agent's chunk: issue 33
+ * #12); past the marker everything is taken and dropped. */
+static int append_chunk(struct ctl *c, const struct agent_log_chunk *k, int last,
+                        struct append_result *res)
 {
     char dir[CTL_PATH_MAX + 16], path[CTL_PATH_MAX + 64];
     snprintf(dir, sizeof(dir), "%s/logs", c->cfg.state_dir);
     mkdir(dir, 0750);
     log_path(c, k->job, k->run, k->stream, path, sizeof(path));
     int64_t size = log_size(c, k->job, k->run, k->stream);
-    int64_t total = job_log_bytes(c, k->job, last);
-    *cut = false;
-    *end = size;
-    if (total >= c->cfg.log_max_bytes) { /* cut already: taken and dropped */
-        *end = k->offset + (int64_t)k->len;
-        return 0;
+    int64_t total = job_log_bytes(c, k->job, last), max = c->cfg.log_max_bytes;
+    int64_t chunk_end = k->offset + (int64_t)k->len;
+    *res = (struct append_result){size, false, false};
+    if (total >= max) {
+        res->end = chunk_end; /* taken and dropped */
+        if (total > max || chunk_end <= size)
+            return 0; /* the marker is in, or nothing new */
+        res->cut = true;
+        return append_bytes(path, "", 0, true);
     }
     if (k->offset > size)
         return -ERANGE;
-    if (k->offset + (int64_t)k->len <= size)
+    if (chunk_end <= size)
         return 0; /* a repeat */
     size_t skip = (size_t)(size - k->offset), n = k->len - skip;
-    if (total + (int64_t)n > c->cfg.log_max_bytes) {
-        n = (size_t)(c->cfg.log_max_bytes - total);
-        *cut = true;
+    if (total + (int64_t)n > max) {
+        n = (size_t)(max - total);
+        res->cut = true;
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-    if (fd < 0)
-        return -errno;
-    int err = write_all(fd, k->data + skip, n);
-    if (err == 0 && *cut)
-        err = write_all(fd, cut_marker, sizeof(cut_marker) - 1);
-    close(fd);
+    int err = append_bytes(path, k->data + skip, n, res->cut);
     if (err < 0)
         return err;
-    *end = *cut ? k->offset + (int64_t)k->len : size + (int64_t)n;
+    res->agent_cut = k->cut && !res->cut;
+    res->end = res->cut ? chunk_end : size + (int64_t)n;
     return 0;
+}
+
+/* The job's events say its output was cut: by docketd's log_max_bytes, or by the
+ * node's --log-limit (the agent marked the chunk with its marker). */
+static int cut_event(struct ctl *c, const struct agent_log_chunk *k, bool by_agent)
+{
+    char detail[160];
+    if (by_agent)
+        snprintf(detail, sizeof(detail),
+                 "the %s passed node %s's log limit: the rest is dropped there",
+                 k->stream ? "stderr" : "stdout", k->node);
+    else
+        snprintf(detail, sizeof(detail),
+                 "the job's output passed log_max_bytes (%lld): the rest is dropped",
+                 (long long)c->cfg.log_max_bytes);
+    log_warn("log_cut", "job=%llu run=%d by=%s limit=%lld", (unsigned long long)k->job, k->run,
+             by_agent ? "node" : "docketd", (long long)c->cfg.log_max_bytes);
+    return ctl_job_event(c, k->job, "log_cut", "", "", k->node,
+                         by_agent ? "log_limit" : "log_max_bytes", detail);
 }
 
 void h_agent_logs(struct ctl_req *r)
@@ -374,7 +480,6 @@ void h_agent_logs(struct ctl_req *r)
     struct store_run run;
     memset(&run, 0, sizeof(run));
     int64_t end = 0;
-    bool cut = false;
     json_t *b = ctl_body_json(r, false);
     if (!b)
         return;
@@ -415,26 +520,19 @@ void h_agent_logs(struct ctl_req *r)
             return;
         }
     }
+    struct append_result res = {0};
     if (rc == 0) {
-        int arc = append_chunk(r->c, &k, last, &end, &cut);
+        int arc = append_chunk(r->c, &k, last, &res);
         if (arc == -ERANGE)
             rc = proto_errorf(&e, 409, NULL, "offset",
                               "offset %lld is past the end of the log (%lld)", (long long)k.offset,
-                              (long long)end);
+                              (long long)res.end);
         else if (arc < 0)
             rc = proto_errorf(&e, 500, NULL, NULL, "cannot write the log: %s", strerror(-arc));
+        end = res.end;
     }
-    char detail[160];
-    snprintf(detail, sizeof(detail),
-             "the job's output passed log_max_bytes (%lld): the rest "
-             "is dropped",
-             (long long)r->c->cfg.log_max_bytes);
-    if (rc == 0 && cut &&
-        ctl_job_event(r->c, k.job, "log_cut", "", "", k.node, "log_max_bytes", detail) < 0)
+    if (rc == 0 && (res.cut || res.agent_cut) && cut_event(r->c, &k, res.agent_cut) < 0)
         rc = proto_errorf(&e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
-    if (rc == 0 && cut)
-        log_warn("log_cut", "job=%llu run=%d limit=%lld", (unsigned long long)k.job, k.run,
-                 (long long)r->c->cfg.log_max_bytes);
     if (rc == 0 && k.final && store_run_set_final(r->c->store, k.job, k.run, bit) < 0)
         rc = proto_errorf(&e, 500, NULL, NULL, "store: %s", store_errmsg(r->c->store));
     int stream = k.stream, krun = k.run;

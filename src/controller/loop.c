@@ -593,6 +593,9 @@ static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now
     case SCHED_D_KILL:
         type = "kill";
         send_to_allocs(c, d, "kill");
+        row.state = d->to; /* a gang that lost a node: RUNNING -> STOPPING with the kill */
+        if (d->cause)
+            str_copy(row.stop_cause, sizeof(row.stop_cause), sched_stop_cause_name(d->cause));
         break;
     default:
         apply_state(c, d, &row, now);
@@ -611,8 +614,10 @@ static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now
                            d->cause ? sched_stop_cause_name(d->cause) : "");
     if (d->kind == SCHED_D_STATE && (d->to == SCHED_FAILED || d->to == SCHED_NODE_FAIL))
         ctl_alerts_job_failed(c, row.id, row.project, sched_job_state_name(d->to), node);
-    const char *from = d->kind == SCHED_D_KILL ? "" : sched_job_state_name(d->from);
-    const char *to = d->kind == SCHED_D_KILL ? "" : sched_job_state_name(d->to);
+    /* every decision names the states it goes from and to (a kill after the grace stays
+     * STOPPING -> STOPPING; a gang's kill is its change to STOPPING) */
+    const char *from = sched_job_state_name(d->from);
+    const char *to = sched_job_state_name(d->to);
     if (rc == 0)
         rc = ctl_job_event(c, row.id, type, from, to, node,
                            d->cause ? sched_stop_cause_name(d->cause) : "", d->detail);
@@ -814,6 +819,7 @@ void ctl_loop_stop(struct ctl *c)
             event_free(n->park_timer);
         ctl_node_drop_commands(n);
         store_node_release(&n->rec);
+        free(n->held);
         free(n);
     }
     free(c->nodes);

@@ -425,7 +425,10 @@ int sched_node_set_labels(struct sched *s, const char *node, const struct sched_
 static void job_fail_on_node(struct sched *s, struct job *j, const struct node *n, int64_t now)
 {
     if (j->nallocs > 1) {
-        /* a gang lost one node: kill the rest, the end comes from the agents */
+        /* a gang lost one node: kill the rest, the end comes from the agents; the kill
+         * carries the state it left (RUNNING -> STOPPING), so the job's events have
+         * every state change */
+        enum sched_job_state was = j->state;
         if (j->state != SCHED_STOPPING) {
             j->stop_cause = SCHED_STOP_NODE_FAIL;
             job_set_state(s, j, SCHED_STOPPING);
@@ -435,6 +438,7 @@ static void job_fail_on_node(struct sched *s, struct job *j, const struct node *
         }
         struct sched_decision *d = decision_push(s, SCHED_D_KILL, j);
         if (d) {
+            d->from = was;
             d->cause = SCHED_STOP_NODE_FAIL;
             snprintf(d->detail, sizeof(d->detail), "node %s failed", n->name);
             decision_attach_allocs(s, d, j);

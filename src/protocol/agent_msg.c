@@ -1390,7 +1390,7 @@ void agent_event_job_run(const json_t *event, uint64_t *job, int *run)
 /* Logs (their data is base64: util/base64.h)                                         */
 
 json_t *agent_logs_body(const char *node, uint64_t job, int run, const char *stream, int64_t offset,
-                        const void *data, size_t len, bool final)
+                        const void *data, size_t len, bool final, bool cut)
 {
     char *enc = b64_encode(data, len);
     if (!enc)
@@ -1402,13 +1402,15 @@ json_t *agent_logs_body(const char *node, uint64_t job, int run, const char *str
         json_object_set_new(o, "run", json_integer(run));
     if (o && final)
         json_object_set_new(o, "final", json_true());
+    if (o && cut)
+        json_object_set_new(o, "cut", json_true());
     return o;
 }
 
 int agent_logs_parse(const json_t *b, struct agent_log_chunk *out, struct proto_error *err)
 {
-    static const char *const fields[] = {"node",   "job",  "run",   "stream",
-                                         "offset", "data", "final", NULL};
+    static const char *const fields[] = {"node", "job",   "run", "stream", "offset",
+                                         "data", "final", "cut", NULL};
     char stream[16];
     int64_t x = 0;
     int rc;
@@ -1433,6 +1435,10 @@ int agent_logs_parse(const json_t *b, struct agent_log_chunk *out, struct proto_
     if (f && !json_is_boolean(f))
         return bad(err, "final", "'final' must be true or false");
     out->final = f && json_is_true(f);
+    json_t *cut = json_object_get(b, "cut");
+    if (cut && !json_is_boolean(cut))
+        return bad(err, "cut", "'cut' must be true or false");
+    out->cut = cut && json_is_true(cut);
     json_t *d = json_object_get(b, "data");
     if (!json_is_string(d))
         return bad(err, "data", "'data' must be a base64 string");

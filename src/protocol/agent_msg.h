@@ -326,13 +326,14 @@ int agent_events_parse(const json_t *body, const json_t **events,
  * reading the rest of it again. */
 void agent_event_job_run(const json_t *event, uint64_t *job, int *run);
 
-/* Log chunk: {"node", "job", "run", "stream", "offset", "data": BASE64, "final"}: bytes of
- * one stream of one run of a job, at `offset` in that run's stream; `final` says that the
- * run's output of that stream ends with this chunk (the job has ended and every byte
- * before is shipped), so readers may stop (X-Docket-Eof). run 0 is left out (the
- * controller then takes the job's latest run). */
+/* Log chunk: {"node", "job", "run", "stream", "offset", "data": BASE64, "final", "cut"}:
+ * bytes of one stream of one run of a job, at `offset` in that run's stream; `final` says
+ * that the run's output of that stream ends with this chunk (the job has ended and every
+ * byte before is shipped), so readers may stop (X-Docket-Eof); `cut` that the chunk is
+ * the agent's cut marker (its --log-limit reached: the job's events say so). run 0 is
+ * left out (the controller then takes the job's latest run), and false flags too. */
 json_t *agent_logs_body(const char *node, uint64_t job, int run, const char *stream, int64_t offset,
-                        const void *data, size_t len, bool final);
+                        const void *data, size_t len, bool final, bool cut);
 struct agent_log_chunk {
     char node[AGENT_NAME_MAX];
     uint64_t job;
@@ -342,6 +343,7 @@ struct agent_log_chunk {
     unsigned char *data; /* decoded, owned (free with agent_log_chunk_release) */
     size_t len;
     bool final;
+    bool cut; /* the chunk is the agent's cut marker: its --log-limit was reached */
 };
 /* The controller's side of the same body; data decoded. On error nothing is owned. */
 int agent_logs_parse(const json_t *body, struct agent_log_chunk *out,

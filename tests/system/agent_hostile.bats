@@ -222,6 +222,9 @@ teardown_file() {
     size=$(DOCKET_URL=http://127.0.0.1:$PORT DOCKET_TOKEN=$TOKEN "$B/src/cli/docket" logs "$flood" | wc -c)
     ((size > 4194304 && size < 4194304 + 200))
     grep -q "event=log_cut job=$flood" "$T/agent-i.log"
+    # 4 MiB is 16 of the agent's 256 KiB chunks exactly: the cut is still the job's event
+    # (issue 33 #12)
+    capi GET "/v1/jobs/$flood/events" | jq -e '[.events[] | select(.type == "log_cut" and .reason == "log_limit")] | length == 1'
 }
 
 @test "events never wait behind output: a finished job's 128 MB backlog does not hold up another job's start and end" {

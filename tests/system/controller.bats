@@ -318,6 +318,48 @@ json_until() {
     assert_json '.commands | length' 0
 }
 
+@test "a gang that loses a node: every state change is an event with from and to" {
+    # issue 33 #12: the kill of the gang's other rank had empty from/to and no event said
+    # the job left RUNNING. The node is lost once its 4 s lease runs out.
+    docketd_stop
+    docketd_start --node-timeout 1s
+    api_post /v1/policy '{"classes": [{"name": "training"}, {"name": "experiment", "lease": "4s"},
+        {"name": "exploration"}, {"name": "interactive"}, {"name": "service"}]}'
+    assert_status 200
+    c1=$(fake_node gpu01 8 H100-80GB)
+    c2=$(fake_node gpu02 8 H100-80GB)
+    id=$(submit '{"command": ["torchrun"], "gpus": 8, "gpu_type": "H100-80GB", "nodes": 2}')
+    json_until "/v1/jobs/$id" .job.state STARTING
+    for n in 1 2; do
+        cred=c$n
+        heartbeat gpu0$n "${!cred}" 0
+        api_post /v1/agent/events "{\"node\": \"gpu0$n\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "${!cred}"
+        assert_status 200
+    done
+    json_until "/v1/jobs/$id" .job.state RUNNING
+    # gpu02 falls silent; gpu01 goes on heartbeating with the job running, until gpu02's
+    # lease ran out and the gang is stopped
+    alive='[{"id": '$id', "state": "running", "pid": 10}]'
+    deadline=$((SECONDS + 60))
+    until api_get "/v1/jobs/$id" && [[ $(jq -r .job.state <<<"$body") == STOPPING ]]; do
+        ((SECONDS < deadline))
+        heartbeat gpu01 "$c1" 1 "$alive"
+        sleep 0.2
+    done
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"exited\", \"exit\": {\"kind\": \"signal\", \"code\": 9}}]}" "$c1"
+    assert_status 200
+    api_get "/v1/jobs/$id"
+    final=$(jq -r .job.state <<<"$body")
+    [[ $final != RUNNING && $final != STOPPING ]]
+    api_get "/v1/jobs/$id/events?limit=100"
+    echo "$body" | jq -c '.events[] | [.type, .from, .to, .reason]' >&3
+    # no event without its states, and the states chain from PENDING to the end
+    [ "$(jq '[.events[] | select(.type != "submit" and (.from == "" or .to == ""))
+              | select(.type == "kill" or .type == "state" or .type == "start" or .type == "running")] | length' <<<"$body")" -eq 0 ]
+    jq -e '.events[] | select(.type == "kill" and .from == "RUNNING" and .to == "STOPPING" and .reason == "node_fail")' <<<"$body"
+    jq -e --arg f "$final" '.events[] | select(.from == "STOPPING" and .to == $f)' <<<"$body"
+}
+
 @test "kill -9 in a burst of concurrent submissions loses no acknowledged job" {
     one_node
     workers=()

@@ -139,6 +139,61 @@ last" ]
 last" ]
 }
 
+# eof_header JOB OFFSET: the X-Docket-Eof header of a plain read there ("" when absent).
+eof_header() {
+    curl -s -D "$TEST_DIR/eof.h" -o /dev/null -H "Authorization: Bearer $ADMIN_TOKEN" \
+        "$DOCKETD_URL/v1/jobs/$1/logs?offset=$2"
+    tr -d '\r' <"$TEST_DIR/eof.h" | awk 'tolower($1) == "x-docket-eof:" {print $2}'
+}
+
+@test "logs -f outwaits the settle time while the node still holds the finished job's output" {
+    # issue 33 #12: a 200 MB job's follower got end-of-file a fixed time after the exit
+    # while the agent was still shipping. Here the settle time is 300 ms; the node's
+    # heartbeats list the ended job (its output still going out), and the reader waits on.
+    DOCKETD_TEST_LOG_SETTLE_MS=300 docketd_start
+    CRED=$(fake_node gpu01 8 H100-80GB)
+    id=$(submit '{"command": ["echo"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    take_start gpu01 "$CRED" "$id"
+    chunk gpu01 "$CRED" "$id" 1 0 "first
+"
+    exited gpu01 "$CRED" "$id" 1 code 0
+    wait_job_state "$id" COMPLETED
+    heartbeat gpu01 "$CRED" "$ACK" "[{\"id\": $id, \"state\": \"exited\", \"pid\": 0}]"
+    assert_status 200
+    sleep 1 # past the settle time: only the node's word ends the output now
+    [ "$(eof_header "$id" 6)" = "" ]
+    cli logs "$id" -f >"$TEST_DIR/follow.out" &
+    follower=$!
+    sleep 1
+    kill -0 "$follower" # still following
+    chunk gpu01 "$CRED" "$id" 1 6 "shipped late
+"
+    assert_status 200
+    heartbeat gpu01 "$CRED" "$ACK" "[{\"id\": $id, \"state\": \"exited\", \"pid\": 0}]"
+    chunk gpu01 "$CRED" "$id" 1 19 "" final
+    wait "$follower"
+    [ "$(cat "$TEST_DIR/follow.out")" = "first
+shipped late" ]
+}
+
+@test "logs: an agent that let the ended job go without a final chunk ends the output after the settle time" {
+    DOCKETD_TEST_LOG_SETTLE_MS=300 docketd_start
+    CRED=$(fake_node gpu01 8 H100-80GB)
+    id=$(submit '{"command": ["echo"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    take_start gpu01 "$CRED" "$id"
+    chunk gpu01 "$CRED" "$id" 1 0 "only
+"
+    exited gpu01 "$CRED" "$id" 1 code 0
+    wait_job_state "$id" COMPLETED
+    heartbeat gpu01 "$CRED" "$ACK" "[]" # the agent no longer holds it (lost its output)
+    assert_status 200
+    wait_for 60 bash -c "[ \"\$(curl -s -D - -o /dev/null -H 'Authorization: Bearer $ADMIN_TOKEN' \
+        '$DOCKETD_URL/v1/jobs/$id/logs?offset=5' | tr -d '\r' | awk 'tolower(\$1) == \"x-docket-eof:\" {print \$2}')\" = 1 ]"
+    run timeout 120 env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$ADMIN_TOKEN" "$DOCKET" logs -f "$id"
+    [ "$status" -eq 0 ]
+    [ "$output" = "only" ]
+}
+
 @test "hostile node: events and output only for the runs placed on it" {
     docketd_start
     CRED=$(fake_node gpu01 8 H100-80GB)
@@ -214,6 +269,60 @@ ${b:0:20}" ]
     run "$DOCKETD" --config "$TEST_DIR/bad.yaml" --state-dir "$TEST_DIR/other"
     [ "$status" -ne 0 ]
     [[ $output == *log_max_bytes* ]]
+}
+
+@test "log cap: a log that reaches log_max_bytes exactly gets its marker and event with the next byte" {
+    # issue 33 #12: a cap that is a multiple of the agent's chunk (the 1 GiB default is)
+    # dropped everything past it with no marker and no event
+    echo "log_max_bytes: 100" >"$TEST_DIR/docketd.yaml"
+    docketd_start --config "$TEST_DIR/docketd.yaml"
+    CRED=$(fake_node gpu01 8 H100-80GB)
+    id=$(submit '{"command": ["echo"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    take_start gpu01 "$CRED" "$id"
+    a=$(printf 'a%.0s' $(seq 1 99))
+    chunk gpu01 "$CRED" "$id" 1 0 "$a
+"
+    assert_json .offset 100
+    api_get "/v1/jobs/$id/events"
+    [ "$(jq '[.events[] | select(.type == "log_cut")] | length' <<<"$body")" -eq 0 ]
+    chunk gpu01 "$CRED" "$id" 1 100 "bbbb"
+    assert_json .offset 104
+    chunk gpu01 "$CRED" "$id" 1 104 "cccc"
+    assert_json .offset 108
+    api_get "/v1/jobs/$id/logs?run=1"
+    [[ $body == "$a
+"*"[docketd: output cut here: the job's log passed log_max_bytes]" ]]
+    [[ $body != *bbbb* && $body != *cccc* ]]
+    api_get "/v1/jobs/$id/events"
+    [ "$(jq '[.events[] | select(.type == "log_cut")] | length' <<<"$body")" -eq 1 ]
+    # a log of exactly the cap with nothing after it is whole: no marker
+    id2=$(submit '{"command": ["echo"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    take_start gpu01 "$CRED" "$id2"
+    chunk gpu01 "$CRED" "$id2" 1 0 "$a
+"
+    exited gpu01 "$CRED" "$id2" 1 code 0
+    chunk gpu01 "$CRED" "$id2" 1 100 "" final
+    assert_status 200
+    api_get "/v1/jobs/$id2/logs?run=1"
+    [ "$body" = "$a" ]
+    api_get "/v1/jobs/$id2/events"
+    [ "$(jq '[.events[] | select(.type == "log_cut")] | length' <<<"$body")" -eq 0 ]
+}
+
+@test "log cap: the node's own limit (a chunk marked cut) is an event of the job" {
+    docketd_start
+    CRED=$(fake_node gpu01 8 H100-80GB)
+    id=$(submit '{"command": ["echo"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    take_start gpu01 "$CRED" "$id"
+    chunk gpu01 "$CRED" "$id" 1 0 "four"
+    api_post /v1/agent/logs "{\"node\": \"gpu01\", \"job\": $id, \"run\": 1, \"stream\": \"stdout\", \"offset\": 4, \"data\": \"$(printf '\n[cut]\n' | base64 -w0)\", \"cut\": true}" "$CRED"
+    assert_json .offset 11
+    # the same chunk again (a lost reply) is no second event
+    api_post /v1/agent/logs "{\"node\": \"gpu01\", \"job\": $id, \"run\": 1, \"stream\": \"stdout\", \"offset\": 4, \"data\": \"$(printf '\n[cut]\n' | base64 -w0)\", \"cut\": true}" "$CRED"
+    assert_status 200
+    api_get "/v1/jobs/$id/events"
+    [ "$(jq '[.events[] | select(.type == "log_cut" and .reason == "log_limit")] | length' <<<"$body")" -eq 1 ]
+    jq -e '.events[] | select(.type == "log_cut") | .detail | contains("gpu01")' <<<"$body"
 }
 
 @test "a job logged before runs existed (logs/ID.stdout) reads as its run 1" {

@@ -94,11 +94,12 @@ static void check_logs(const json_t *o)
     if (rc != 0)
         return;
     json_t *back = agent_logs_body(k.node, k.job, k.run, k.stream ? "stderr" : "stdout", k.offset,
-                                   k.data, k.len, k.final);
+                                   k.data, k.len, k.final, k.cut);
     if (!back || agent_logs_parse(back, &k2, &e) != 0)
         abort();
     if (k2.job != k.job || k2.run != k.run || k2.stream != k.stream || k2.offset != k.offset ||
-        k2.len != k.len || k2.final != k.final || (k.len && memcmp(k2.data, k.data, k.len) != 0))
+        k2.len != k.len || k2.final != k.final || k2.cut != k.cut ||
+        (k.len && memcmp(k2.data, k.data, k.len) != 0))
         abort();
     agent_log_chunk_release(&k2);
     agent_log_chunk_release(&k);

@@ -445,7 +445,7 @@ static void test_base64_and_logs(void **st)
 {
     (void)st;
     /* base64 itself: tests/unit/util/test_base64.c */
-    json_t *b = agent_logs_body("gpu03", 915, 2, "stdout", 10, "hi\n", 3, true);
+    json_t *b = agent_logs_body("gpu03", 915, 2, "stdout", 10, "hi\n", 3, true, true);
     assert_string_equal(json_string_value(json_object_get(b, "data")), "aGkK");
     assert_int_equal(json_integer_value(json_object_get(b, "offset")), 10);
     int64_t off = 0;
@@ -461,16 +461,19 @@ static void test_base64_and_logs(void **st)
     assert_int_equal(k.len, 3);
     assert_memory_equal(k.data, "hi\n", 3);
     assert_true(k.final);
+    assert_true(k.cut);
     agent_log_chunk_release(&k);
     json_decref(b);
     /* run 0 and no final are left out */
-    b = agent_logs_body("gpu03", 915, 0, "stderr", 0, "", 0, false);
+    b = agent_logs_body("gpu03", 915, 0, "stderr", 0, "", 0, false, false);
     assert_null(json_object_get(b, "run"));
     assert_null(json_object_get(b, "final"));
+    assert_null(json_object_get(b, "cut"));
     assert_int_equal(agent_logs_parse(b, &k, &e), 0);
     assert_int_equal(k.run, 0);
     assert_int_equal(k.stream, 1);
     assert_false(k.final);
+    assert_false(k.cut);
     agent_log_chunk_release(&k);
     json_decref(b);
     static const struct {
@@ -489,6 +492,9 @@ static void test_base64_and_logs(void **st)
         {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"\", "
          "\"final\": 1}",
          "final"},
+        {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"\", "
+         "\"cut\": \"yes\"}",
+         "cut"},
         {"{\"node\": \"n\", \"job\": 1, \"stream\": \"stdout\", \"data\": \"\"}", "offset"},
         {"{\"job\": 1, \"stream\": \"stdout\", \"offset\": 0, \"data\": \"\"}", "node"},
     };

@@ -369,7 +369,11 @@ static void test_overdue_release_stays_with_the_claim(void **state)
     struct sched_error err;
     assert_int_equal(sched_node_set_state(s, "n2", SCHED_NODE_DOWN, T0 + MIN + SEC, &err), 0);
     c = cycle(s, T0 + MIN + SEC);
-    assert_non_null(find_dec(c, SCHED_D_KILL, 2)); /* its part on n1: still there */
+    const struct sched_decision *k = find_dec(c, SCHED_D_KILL, 2);
+    assert_non_null(k); /* its part on n1: still there */
+    /* the kill is the gang's state change: an event with from and to (issue 33 #12) */
+    assert_int_equal(k->from, SCHED_RUNNING);
+    assert_int_equal(k->to, SCHED_STOPPING);
     end(s, 1, SCHED_EXIT_SIGNAL, 15, T0 + MIN + 10 * SEC);
     submit(s, 4, "lab", "critical", "experiment", 2, 1, HOUR, T0 + MIN + 10 * SEC);
     c = cycle(s, T0 + MIN + 10 * SEC);
