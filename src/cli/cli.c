@@ -239,6 +239,42 @@ static const char *hint_for(const char *code)
     return NULL;
 }
 
+/* Every string of a reply (and every key) made terminal-safe in place (fmt_safe, lines
+ * kept): the human views print names, commands, scripts, reasons and messages that users
+ * and jobs chose, and none of them may reach the terminal with its escapes raw (issue 33
+ * #11). --json prints the reply as it came (JSON escapes C0 controls itself). */
+static void safe_tree(json_t *v)
+{
+    if (json_is_string(v)) {
+        char *safe = fmt_safe(json_string_value(v), true);
+        if (safe && strcmp(safe, json_string_value(v)) != 0)
+            json_string_set(v, safe);
+        free(safe);
+        return;
+    }
+    size_t i;
+    json_t *x;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, x) {
+            safe_tree(x);
+        }
+        return;
+    }
+    if (!json_is_object(v))
+        return;
+    const char *key;
+    void *tmp;
+    json_object_foreach_safe(v, tmp, key, x) {
+        safe_tree(x);
+        char *safe = fmt_safe(key, false);
+        if (safe && strcmp(safe, key) != 0) {
+            json_object_set(v, safe, x);
+            json_object_del(v, key);
+        }
+        free(safe);
+    }
+}
+
 /* Print an error reply; with --json also the error object on stdout. */
 static int report_error(struct cli *c, const struct client_reply *r)
 {
@@ -249,13 +285,19 @@ static int report_error(struct cli *c, const struct client_reply *r)
     const char *hint;
 
     if (!json_is_object(e)) {
-        cli_fail(c, "docketd answered %ld with no error object%s%.200s", r->status,
-                 r->len ? ": " : "", r->len ? r->body : "");
+        char head[201];
+        snprintf(head, sizeof(head), "%.*s", r->len > 200 ? 200 : (int)r->len,
+                 r->len ? r->body : "");
+        char *safe = fmt_safe(head, false);
+        cli_fail(c, "docketd answered %ld with no error object%s%s", r->status, r->len ? ": " : "",
+                 safe ? safe : "");
+        free(safe);
         json_decref(j);
         return EXIT_FAIL;
     }
     if (c->json)
         cli_print_json(c, j);
+    safe_tree(j); /* the message goes to the terminal whatever the output mode */
     fprintf(stderr, "docket %s: %s%s%s%s\n", c->verb, msg[0] ? msg : code,
             field[0] ? " (field " : "", field, field[0] ? ")" : "");
     if ((hint = hint_for(code)))
@@ -296,6 +338,8 @@ int cli_call_quiet(struct cli *c, const char *method, const char *path, json_t *
     if (r.status >= 200 && r.status <= 299)
         *reply = json_loadb(r.body, r.len, 0, &jerr);
     client_reply_release(&r);
+    if (*reply && !c->json)
+        safe_tree(*reply);
     return *reply ? 0 : EXIT_FAIL;
 }
 
@@ -317,6 +361,8 @@ int cli_call(struct cli *c, const char *method, const char *path, json_t *body, 
     client_reply_release(&r);
     if (!*reply)
         return cli_fail(c, "docketd sent a reply that is not JSON (%s)", jerr.text);
+    if (!c->json)
+        safe_tree(*reply);
     return 0;
 }
 

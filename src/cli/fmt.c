@@ -106,12 +106,13 @@ int table_cell(struct table *t, enum fmt_color color, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(s, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    /* a cell is one line: control characters from the server would break the table */
-    for (char *p = s; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = ' ';
+    /* a cell is one line, and nothing from the server reaches the terminal raw */
+    char *safe = fmt_safe(s, false);
+    free(s);
+    if (!safe)
+        return -ENOMEM;
     c = &t->cells[(t->nrows - 1) * t->ncols + t->cur++];
-    c->text = s;
+    c->text = safe;
     c->color = color;
     return 0;
 }
@@ -369,4 +370,71 @@ void fmt_size(int64_t mb, char *buf, size_t len)
         return;
     }
     format_size_mb(mb, buf, len);
+}
+
+/* The length of the UTF-8 sequence at p (1 to 4) with its code point in *cp, or 0 when
+ * the bytes there are not one (a stray continuation, an overlong form, a surrogate, past
+ * U+10FFFF, cut short). */
+static int utf8_seq(const unsigned char *p, uint32_t *cp)
+{
+    int n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : 2;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (p[0] < 0xc2 || p[0] > 0xf4)
+        return 0;
+    if (p[0] == 0xe0)
+        lo = 0xa0;
+    else if (p[0] == 0xed)
+        hi = 0x9f;
+    else if (p[0] == 0xf0)
+        lo = 0x90;
+    else if (p[0] == 0xf4)
+        hi = 0x8f;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    *cp = p[0] & (0x7f >> n);
+    for (int i = 1; i < n; i++) {
+        if (i > 1 && (p[i] & 0xc0) != 0x80)
+            return 0;
+        *cp = *cp << 6 | (p[i] & 0x3f);
+    }
+    return n;
+}
+
+/* Code points a terminal acts on or that reorder what is shown: the C1 controls (U+009B
+ * is CSI on many terminals) and the bidirectional embeddings, overrides and isolates. */
+static bool code_point_unsafe(uint32_t cp)
+{
+    return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
+           (cp >= 0x2066 && cp <= 0x2069);
+}
+
+char *fmt_safe(const char *s, bool keep_lines)
+{
+    size_t len = strlen(s);
+    char *out = malloc(len * 4 + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        uint32_t cp = 0;
+        int n = *p < 0x80 ? 1 : utf8_seq(p, &cp);
+        if (*p == '\n' || *p == '\t') {
+            if (keep_lines)
+                *o++ = (char)*p;
+            else
+                o += sprintf(o, "\\%c", *p == '\n' ? 'n' : 't');
+            p++;
+        } else if (*p < 0x20 || *p == 0x7f || n == 0) {
+            o += sprintf(o, "\\x%02x", *p);
+            p++;
+        } else if (n > 1 && code_point_unsafe(cp)) {
+            o += sprintf(o, "\\u%04x", (unsigned)cp);
+            p += n;
+        } else {
+            memcpy(o, p, (size_t)n);
+            o += n;
+            p += n;
+        }
+    }
+    *o = '\0';
+    return out;
 }

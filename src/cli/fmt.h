@@ -42,6 +42,14 @@ int table_rows(const struct table *t);
 /* Print with each column padded by two spaces. width <= 0: no limit. */
 void table_print(const struct table *t, FILE *out, int width, bool color);
 
+/* A copy of a string from the server (a job's name, command or script, a reason, a
+ * message) that is safe to write to a terminal: control characters are escaped in sight,
+ * never written raw. C0 controls and DEL as \xHH (ESC as \x1b), the C1 controls
+ * (U+0080-U+009F) and the bidirectional overrides and isolates as \uHHHH, a byte that
+ * is not UTF-8 as \xHH; newline and tab are kept when keep_lines, else written \n and
+ * \t. malloc'd (NULL on out of memory). */
+char *fmt_safe(const char *s, bool keep_lines);
+
 /* Display width of a UTF-8 string (code points; no wide-character tables). */
 int fmt_width(const char *s);
 /* The terminal's columns when `fd` is a terminal, else $COLUMNS, else 0 (no limit). */

@@ -3,6 +3,7 @@
  * and sparklines) and its events (GET /v1/jobs/ID, /v1/jobs/ID/usage, /v1/jobs/ID/events).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,10 +19,16 @@ const char cmd_show_usage[] =
     "memory, IO and GPUs, with sparklines of the latest samples), and every state\n"
     "change since submission with its time, node and reason. --json adds \"usage\".\n";
 
+/* One "key value" line; the value on one line whatever it holds (a command's argument
+ * with a newline cannot forge a line of its own; its escapes are gone already: cli.c
+ * made the reply terminal-safe). */
 static void line(struct cli *c, const char *key, const char *value)
 {
-    if (value && value[0])
-        fprintf(c->out, "  %-11s %s\n", key, value);
+    if (!value || !value[0])
+        return;
+    char *safe = fmt_safe(value, false);
+    fprintf(c->out, "  %-11s %s\n", key, safe ? safe : "?");
+    free(safe);
 }
 
 static void argv_text(const json_t *job, struct dbuf *b)
@@ -92,8 +99,10 @@ static void print_job(struct cli *c, const json_t *j)
     char gpus[100], mem[32], lim[32], sub[32], start[32], end[32], buf[1024];
     struct dbuf b;
 
-    fprintf(c->out, "job %lld  %s  %s%s%s\n", (long long)jint(j, "id", 0), jstr(j, "name"),
+    char *name = fmt_safe(jstr(j, "name"), false);
+    fprintf(c->out, "job %lld  %s  %s%s%s\n", (long long)jint(j, "id", 0), name ? name : "?",
             c->color ? fmt_color_on(fmt_state_color(st)) : "", st, c->color ? fmt_color_off() : "");
+    free(name);
     snprintf(buf, sizeof(buf), "%s (user %s)", jstr(j, "project"), jstr(j, "user"));
     line(c, "project", buf);
     if (jstr(j, "eff_tier")[0] && strcmp(jstr(j, "tier"), jstr(j, "eff_tier")))

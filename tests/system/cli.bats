@@ -285,6 +285,35 @@ SCRIPT
     [[ $output == *CANCELLED* ]]
 }
 
+# no_raw_controls TEXT: no ESC, BEL, CR, C1 CSI (UTF-8 or a lone byte) or RLO in TEXT
+no_raw_controls() {
+    ! LC_ALL=C grep -q $'[\x1b\x07\x0d\x9b]' <<<"$1" || { echo "raw control in: $(od -c <<<"$1" | head)" >&2; return 1; }
+    [[ $1 != *$'\xe2\x80\xae'* ]]
+}
+
+@test "show, queue, history and explain write the escapes a user chose escaped, never raw" {
+    # issue 33 #11: a job's command wrote its terminal escapes raw to whoever ran
+    # docket show (OSC 52 sets the reader's clipboard; a clear screen, a CR over a line)
+    esc=$'\e]52;c;ZXZpbA==\a\e[2J\rFAKE'
+    id=$(submit_q --hold -p explore --class exploration --time 5m --name $'name\xc2\x9b2J\xe2\x80\xaeexe' \
+        -- echo "${esc}" $'line\nforged: COMPLETED')
+    "$DOCKET" hold "$id" --reason "${esc}reason" >/dev/null
+    run -0 "$DOCKET" show "$id"
+    no_raw_controls "$output"
+    [[ $output == *'\x1b]52;c;ZXZpbA==\x07\x1b[2J\x0dFAKE'* ]]
+    [[ ${lines[0]} == "job $id  name\\u009b2J\\u202eexe  HELD" ]]
+    [[ $output == *'line\nforged: COMPLETED'* ]] # one line: a newline cannot forge one
+    ! grep -q '^forged' <<<"$output"
+    for verb in "queue" "history" "explain $id"; do
+        run -0 "$DOCKET" $verb
+        no_raw_controls "$output"
+    done
+    # --json keeps the value as it is (JSON escapes controls itself)
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -r '.job.command[1]' <<<"$output")" = "$esc" ]
+    "$DOCKET" cancel "$id" >/dev/null
+}
+
 @test "a project on its quota waits with QuotaLimit, and explain says why" {
     a=$(submit_q -p nlp -g 4 --time 5m -- sleep 300)
     b=$(submit_q -p nlp -g 4 --time 5m -- sleep 300)

@@ -101,9 +101,42 @@ static void control_characters_cannot_break_rows(void **state)
     table_row(t);
     table_cell(t, FMT_PLAIN, "%s", "evil\nrow\033[2J");
     out = render(t, 0, false);
-    assert_string_equal(out, "A\nevil row [2J\n");
+    assert_string_equal(out, "A\nevil\\nrow\\x1b[2J\n");
     free(out);
     table_destroy(t);
+}
+
+static void expect_safe(const char *in, bool keep_lines, const char *want)
+{
+    char *got = fmt_safe(in, keep_lines);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+/* issue 33 #11: what users and jobs chose never reaches the terminal raw */
+static void unsafe_strings_are_escaped(void **state)
+{
+    (void)state;
+    /* plain text, UTF-8 included, is left alone */
+    expect_safe("train-résumé ✓ 日本", false, "train-résumé ✓ 日本");
+    /* C0 controls and DEL: OSC 52 (clipboard), a title, a clear screen, a bell, CR */
+    expect_safe("\033]52;c;ZXZpbA==\007", true, "\\x1b]52;c;ZXZpbA==\\x07");
+    expect_safe("ok\rFAILED\x7f", true, "ok\\x0dFAILED\\x7f");
+    /* lines kept or escaped */
+    expect_safe("a\n\tb", true, "a\n\tb");
+    expect_safe("a\n\tb", false, "a\\n\\tb");
+    /* C1 CSI (U+009B) and a right-to-left override */
+    expect_safe("x\xc2\x9b\x32Jy", true, "x\\u009b2Jy");
+    expect_safe("\xe2\x80\xaetxt.exe", true, "\\u202etxt.exe");
+    /* bytes that are not UTF-8: a lone CSI byte, a stray continuation, an overlong
+     * slash, a surrogate, a sequence cut short */
+    expect_safe("\x9b\x32J", true, "\\x9b2J");
+    expect_safe("\xc0\xaf", true, "\\xc0\\xaf");
+    expect_safe("\xed\xa0\x80", true, "\\xed\\xa0\\x80");
+    expect_safe("\xe2\x82", true, "\\xe2\\x82");
+    expect_safe("\xf4\x90\x80\x80", true, "\\xf4\\x90\\x80\\x80");
+    expect_safe("", true, "");
 }
 
 static void missing_and_extra_cells(void **state)
@@ -233,6 +266,7 @@ int main(void)
         cmocka_unit_test(never_below_header_or_eight),
         cmocka_unit_test(colour_only_when_asked),
         cmocka_unit_test(control_characters_cannot_break_rows),
+        cmocka_unit_test(unsafe_strings_are_escaped),
         cmocka_unit_test(missing_and_extra_cells),
         cmocka_unit_test(many_rows_grow),
         cmocka_unit_test(utf8_width),
