@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "agent/pathopen.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -91,19 +92,27 @@ static void logs_cb(struct evhttp_request *req, void *arg)
 
 static const char cut_marker[] = "\n[docket-node: output cut here, past this node's log limit]\n";
 
-/* The job's output file, opened for reading the safe way: never through a symlink,
- * never waiting on a FIFO, and only while it is still the regular file the supervisor
- * opened for the job (same device and inode). A job that swaps its output path for
- * anything else (a link to a file it cannot read, a FIFO) gets nothing shipped from it. */
-static int open_output(const struct ajob *j, int s, int64_t *size)
+/* The job's output file, opened for reading the safe way: never through a symlink at any
+ * component of a path the job chose (a directory swapped for a link to /dev or to a
+ * FIFO is never opened by root: opening some devices acts), never waiting on a FIFO, and
+ * only while it is still the regular file the supervisor opened for the job (same device
+ * and inode). A job that swaps its output path for anything else gets nothing more
+ * shipped from it. The agent's own logs (in its state directory) open as they are. */
+static int open_output(const struct agent *a, const struct ajob *j, int s, int64_t *size)
 {
     const char *path = s ? j->st.err_path : j->st.out_path;
     int64_t dev = s ? j->st.err_dev : j->st.out_dev, ino = s ? j->st.err_ino : j->st.out_ino;
     if (!path[0] || ino == 0)
         return -ENOENT;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0)
-        return -errno;
+    size_t own = strlen(a->cfg.state_dir);
+    int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, fd;
+    if (own && strncmp(path, a->cfg.state_dir, own) == 0 && path[own] == '/' &&
+        !strstr(path + own, "/../")) {
+        if ((fd = open(path, flags)) < 0)
+            return -errno;
+    } else if ((fd = path_open_nofollow(path, flags, 0)) < 0) {
+        return fd;
+    }
     struct stat sb;
     if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (int64_t)sb.st_dev != dev ||
         (int64_t)sb.st_ino != ino) {
@@ -137,13 +146,14 @@ static bool send_chunk(struct agent *a, struct ajob *j, int s, int64_t at, const
 
 /* Stream s (0 stdout, 1 stderr) of this run: its file open as shipped from (-1 when there
  * is none, or stderr goes to stdout's file), its size and where this run's output starts. */
-static int stream_open(const struct ajob *j, int s, int64_t *size, int64_t *start)
+static int stream_open(const struct agent *a, const struct ajob *j, int s, int64_t *size,
+                       int64_t *start)
 {
     if (s == 1 && strcmp(j->st.err_path, j->st.out_path) == 0)
         return -1;
     *size = 0;
     *start = s ? j->st.err_start : j->st.out_start;
-    return open_output(j, s, size);
+    return open_output(a, j, s, size);
 }
 
 /* Ship one increment of one log, if any is pending; true when a request went out. A
@@ -157,7 +167,7 @@ bool ag_ship_log(struct agent *a, struct ajob *j)
         if (j->final_sent[s])
             continue;
         int64_t size = 0, start = 0;
-        int fd = stream_open(j, s, &size, &start);
+        int fd = stream_open(a, j, s, &size, &start);
         int64_t limit = a->cfg.log_limit_bytes, sent = j->sent[s];
         int64_t avail = fd >= 0 ? size - start : 0;
         if (avail > sent && sent <= limit) {
@@ -206,7 +216,7 @@ bool ag_logs_pending(const struct agent *a, const struct ajob *j)
         if (j->exited)
             return true;
         int64_t size, start;
-        int fd = stream_open(j, s, &size, &start);
+        int fd = stream_open(a, j, s, &size, &start);
         if (fd < 0)
             continue;
         close(fd);

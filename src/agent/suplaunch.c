@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/pathopen.h"
 #include "agent/sup_int.h"
 #include "util/str.h"
 
@@ -125,7 +126,8 @@ static int open_default_log(struct sup *s, const char *path, int64_t *dev, int64
 
 /* An output path the job gave: opened here, as the job's user (fsuid, fsgid and the
  * user's groups, so the kernel checks the user's rights and not ours), never through a
- * symlink at its end, never waiting (a FIFO without a reader fails at once instead of
+ * symlink at any component (path_open_nofollow: a directory on the way swapped for a
+ * link is refused too), never waiting (a FIFO without a reader fails at once instead of
  * hanging the launch), and only when it is a regular file. The job gets this descriptor
  * and the agent reads this inode, never whatever the path names later. */
 static int open_user_output(struct sup *s, const char *path, int64_t *dev, int64_t *ino,
@@ -151,9 +153,9 @@ static int open_user_output(struct sup *s, const char *path, int64_t *dev, int64
             return -EPERM;
         }
     }
-    int fd = open(
-        path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
-    int e = errno;
+    int fd = path_open_nofollow(
+        path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
+    int e = fd < 0 ? -fd : 0;
     if (root) {
         setfsuid(0);
         setfsgid(0);
@@ -161,7 +163,7 @@ static int open_user_output(struct sup *s, const char *path, int64_t *dev, int64
             sup_log("cannot restore the supervisor's groups: %s", strerror(errno));
     }
     if (fd < 0) {
-        const char *why = e == ELOOP   ? "it is a symbolic link"
+        const char *why = e == ELOOP   ? "it, or a directory on its way, is a symbolic link"
                           : e == ENXIO ? "it is a FIFO or socket"
                                        : strerror(e);
         sup_errf(err, errlen, "cannot open output '%s' as user '%s': %s", path, s->user, why);

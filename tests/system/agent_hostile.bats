@@ -130,6 +130,44 @@ teardown_file() {
     [[ -L $W/swap.$id.out ]]
 }
 
+@test "an output path through a directory symlink is a launch error" {
+    # issue 33 #11: O_NOFOLLOW guarded only the last component of the path
+    mkdir -p -m 1777 "$W/realdir"
+    ln -sfn "$W/realdir" "$W/linkdir"
+    id=$(submit '{"selectors": {"zone": "i"}, "output": "linkdir/out.%j", "command": ["echo", "x"]}')
+    wait_for 20 state_is "$id" FAILED COMPLETED
+    run job "$id"
+    [[ $(jq -r '.job.exit.kind' <<<"$output") == launch_failed ]]
+    [[ $(jq -r '.job.exit.message' <<<"$output") == *"linkdir/out.$id"*"symbolic link"* ]]
+    [[ ! -e $W/realdir/out.$id ]]
+}
+
+@test "an output directory swapped for a link: the agent never opens what the link points at" {
+    # the job swaps its output's directory for a link into a root-only directory, where a
+    # FIFO waits (a stand-in for a device whose open acts, as /dev/watchdog's does): a
+    # writer blocked on the FIFO runs on only if someone opens it for reading
+    mkdir -p "$W/swapd" "$T/trap" && chown nobody "$W/swapd" && chmod 0700 "$T/trap"
+    id=$(submit "$(jq -c -n --arg w "$W" --arg t "$T/trap" '{selectors: {zone: "i"}, output: "swapd/out.%j",
+        command: ["sh", "-c", ("echo first; while [ ! -e " + $w + "/go.$DOCKET_JOB_ID ]; do sleep 0.05; done; mv " +
+                               $w + "/swapd " + $w + "/swapd.$DOCKET_JOB_ID; ln -s " + $t + " " + $w +
+                               "/swapd; echo second; sleep 1")]}')")
+    mkfifo "$T/trap/out.$id"
+    (exec 3>"$T/trap/out.$id" && echo opened >"$T/opened.$id") &
+    writer=$!
+    wait_for 30 state_is "$id" RUNNING
+    wait_for 30 bash -c "[[ \$(curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs') == first ]]"
+    touch "$W/go.$id"
+    wait_for 30 state_is "$id" COMPLETED
+    # the agent has looked at the path since the swap: the run's output is complete
+    wait_for 60 bash -c "curl -s -D - -o /dev/null -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs?offset=6' | grep -qi '^X-Docket-Eof: 1'"
+    sleep 0.5 # a writer let through would have written by now
+    kill "$writer" 2>/dev/null || true
+    wait "$writer" 2>/dev/null || true
+    [[ ! -e $T/opened.$id ]]
+    [[ $(logs "$id") == first ]]
+    rm -f "$W/swapd"
+}
+
 @test "a FIFO as output is a launch error at once, not a hung supervisor" {
     mkfifo -m 666 "$W/fifo.out"
     id=$(submit '{"selectors": {"zone": "i"}, "gpus": 4, "output": "fifo.out", "command": ["echo", "x"]}')

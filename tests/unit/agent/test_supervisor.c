@@ -630,7 +630,21 @@ static void test_outputs_refused(void **st)
              wd);
     run_job(json, &s, NULL, NULL);
     assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
-    assert_non_null(strstr(s.message, "it is a symbolic link"));
+    assert_non_null(strstr(s.message, "is a symbolic link"));
+    /* a directory on the way that is a symlink (issue 33 #11) */
+    char dlink[600];
+    snprintf(dlink, sizeof dlink, "%s/dirlink", state_dir);
+    assert_int_equal(symlink(wd, dlink), 0);
+    snprintf(json, sizeof json,
+             "{\"id\": 46, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"%s/via.out\","
+             " \"command\": [\"echo\", \"x\"]}",
+             wd, dlink);
+    run_job(json, &s, NULL, NULL);
+    assert_int_equal(s.exit_kind, AGENT_EXIT_LAUNCH_FAILED);
+    assert_non_null(strstr(s.message, "is a symbolic link"));
+    char via[700];
+    snprintf(via, sizeof via, "%s/via.out", wd);
+    assert_int_equal(access(via, F_OK), -1);
     /* a FIFO with no reader: refused at once, not a hang */
     int64_t ms = 0;
     snprintf(json, sizeof json,
