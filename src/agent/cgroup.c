@@ -367,8 +367,8 @@ static int dev_prog(const int *allow, int nallow, struct bpf_insn *p)
     return n;
 }
 
-int cg_job_set_devices(const struct cg_job *cg, const int *allow, int nallow, const int *node,
-                       int nnode, char *err, size_t errlen)
+int cg_job_set_devices(const struct cg_job *cg, const int *allow, int nallow, char *err,
+                       size_t errlen)
 {
     char path[PATH_MAX], rule[64];
     int rc;
@@ -378,12 +378,15 @@ int cg_job_set_devices(const struct cg_job *cg, const int *allow, int nallow, co
         if (cg->ndirs <= CG_DEVICES)
             return fail(err, errlen, -EOPNOTSUPP, "isolate GPUs (no v1 devices controller) for",
                         cg->dir[0]);
-        /* the job's group inherits "a *:* rwm" from docket/NODE: take the others away */
+        /* the job's group inherits "a *:* rwm" from docket/NODE: deny by default every
+         * GPU minor that is not the job's, not only the node's declared ones (a node may
+         * have more GPUs than it declares: issue 33 #11). A v1 deny of "c 195:*" cannot
+         * be punched by an allow of one minor, so each minor gets its rule. */
         join(path, sizeof path, cg->dir[CG_DEVICES], "devices.deny");
-        for (int i = 0; i < nnode; i++) {
-            if (minor_in(node[i], allow, nallow))
+        for (int m = 0; m < CG_GPU_CTL_MINOR_MIN; m++) {
+            if (minor_in(m, allow, nallow))
                 continue;
-            snprintf(rule, sizeof rule, "c %d:%d rwm", CG_GPU_MAJOR, node[i]);
+            snprintf(rule, sizeof rule, "c %d:%d rwm", CG_GPU_MAJOR, m);
             if ((rc = write_file(path, rule)) < 0)
                 return fail(err, errlen, rc, "write", path);
         }

@@ -70,12 +70,13 @@ int cg_job_set_limits(const struct cg_job *cg, int64_t mem_mb, int cpus, char *e
 /* The most processes (and threads) the job may have: pids.max (max > 0; 0 = no limit). */
 int cg_job_set_pids(const struct cg_job *cg, int64_t max, char *err, size_t errlen);
 /* GPU isolation: of NVIDIA's device nodes (major 195) the job may open only the minors in
- * `allow` (and the shared control nodes, minors 254 and 255). v1: a deny rule in the
- * job's devices group for each of the node's GPU minors `node` that is not allowed;
- * v2: a BPF_CGROUP_DEVICE program attached to the job's group that refuses every other
- * 195:N (loaded with libbpf). -EOPNOTSUPP on v1 without the devices controller. */
-int cg_job_set_devices(const struct cg_job *cg, const int *allow, int nallow, const int *node,
-                       int nnode, char *err, size_t errlen);
+ * `allow` (and the shared control nodes, minors 254 and 255), deny by default: every
+ * other minor below 254 is refused, declared on this node or not. v1: a deny rule in the
+ * job's devices group for each such minor; v2: a BPF_CGROUP_DEVICE program attached to
+ * the job's group that refuses every other 195:N (loaded with libbpf). -EOPNOTSUPP on v1
+ * without the devices controller. */
+int cg_job_set_devices(const struct cg_job *cg, const int *allow, int nallow, char *err,
+                       size_t errlen);
 /* Fill the paths of the node's parent group docket/NODE (for sweeping and tests). */
 int cg_node_init(struct cg_job *cg, const struct cg_layout *l, const char *node);
 

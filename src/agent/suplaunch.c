@@ -330,14 +330,20 @@ static int make_scratch(struct sup *s, char *err, size_t errlen)
 }
 
 /* What the job may use beyond memory and CPU: a number of processes, and of the node's
- * GPUs only its own (the device nodes of the others cannot be opened). */
+ * GPUs only its own (the device nodes of the others cannot be opened, declared or not).
+ * A node that declares no GPU denies them all where that costs nothing (v1's devices
+ * controller); on v2 it loads no device program. */
 static int isolate(struct sup *s, char *err, size_t errlen)
 {
     /* the class's pids.max from the start command, else the node's default */
     int64_t pids_max = s->j->pids_max > 0 ? s->j->pids_max : s->c->pids_max;
     int rc = cg_job_set_pids(&s->cg, pids_max, err, errlen);
-    if (rc < 0 || s->c->node_gpus <= 0)
+    if (rc < 0)
         return rc;
+    if (s->c->node_gpus <= 0)
+        return s->cg.mode == CG_V1 && s->cg.ndirs > CG_DEVICES
+                   ? cg_job_set_devices(&s->cg, NULL, 0, err, errlen)
+                   : 0;
     int node[AGENT_MAX_GPUS], mine[AGENT_MAX_GPUS];
     int n = s->c->node_gpus < AGENT_MAX_GPUS ? s->c->node_gpus : AGENT_MAX_GPUS;
     for (int i = 0; i < n; i++)
@@ -346,7 +352,7 @@ static int isolate(struct sup *s, char *err, size_t errlen)
         int g = s->j->gpus[i]; /* the agent checked it exists (gpus_check) */
         mine[i] = g >= 0 && g < n ? node[g] : g;
     }
-    return cg_job_set_devices(&s->cg, mine, s->j->ngpus, node, n, err, errlen);
+    return cg_job_set_devices(&s->cg, mine, s->j->ngpus, err, errlen);
 }
 
 /* Everything before the fork of the job: user, cgroup, scratch, logs. */

@@ -202,6 +202,19 @@ teardown_file() {
     done
 }
 
+@test "a GPU minor the node does not declare cannot be opened either (deny by default)" {
+    # issue 33 #11: on cgroup v1 only the declared minors were denied; a node with more
+    # GPUs than it declares (4 here) let a job open the rest
+    for m in 4 7 253; do
+        [[ -e $DEV/nvidia$m ]] || mknod -m 0666 "$DEV/nvidia$m" c 195 "$m"
+    done
+    id=$(submit "$(jq -c -n --arg d "$DEV" '{selectors: {zone: "i"}, gpus: 1, command: ["sh", "-c",
+        ("for i in 4 7 253; do cat " + $d + "/nvidia$i 2>&1 | sed \"s/.*: //\"; done")]}')")
+    wait_for 30 state_is "$id" COMPLETED FAILED
+    wait_for 10 bash -c "[[ \$(curl -s -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$PORT/v1/jobs/$id/logs' | wc -l) == 3 ]]"
+    [[ $(logs "$id") == $'Operation not permitted\nOperation not permitted\nOperation not permitted' ]]
+}
+
 @test "a fork loop stops at pids.max; jobs get a positive oom_score_adj; no token in any command line" {
     id=$(submit '{"selectors": {"zone": "i"}, "command": ["sh", "-c",
         "cat /proc/self/oom_score_adj; tr \"\\0\" \" \" </proc/$PPID/cmdline | grep -c dkj_; g=/sys/fs/cgroup/pids/docket/$DOCKET_NODE/job_$DOCKET_JOB_ID; [ -d $g ] || g=/sys/fs/cgroup/docket/$DOCKET_NODE/job_$DOCKET_JOB_ID; (for i in $(seq 1 100); do sleep 3 & done) 2>/dev/null; read e <$g/pids.events; echo $e"]}')

@@ -77,7 +77,7 @@ static void test_detect_fabricated(void **st)
     assert_false(l.v1_devices);
     assert_int_equal(cg.ndirs, CG_DEVICES);
     int gpu = 0;
-    assert_int_equal(cg_job_set_devices(&cg, &gpu, 1, &gpu, 1, err, sizeof err), -EOPNOTSUPP);
+    assert_int_equal(cg_job_set_devices(&cg, &gpu, 1, err, sizeof err), -EOPNOTSUPP);
     snprintf(d, sizeof d, "%s/devices", root);
     mkdir(d, 0755);
     touch(d, "cgroup.procs", "");

@@ -636,7 +636,7 @@ static void test_outputs_refused(void **st)
     snprintf(dlink, sizeof dlink, "%s/dirlink", state_dir);
     assert_int_equal(symlink(wd, dlink), 0);
     snprintf(json, sizeof json,
-             "{\"id\": 46, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"%s/via.out\","
+             "{\"id\": 56, \"user\": \"nobody\", \"workdir\": \"%s\", \"output\": \"%s/via.out\","
              " \"command\": [\"echo\", \"x\"]}",
              wd, dlink);
     run_job(json, &s, NULL, NULL);
@@ -720,15 +720,16 @@ static void make_gpu_nodes(char *dir, size_t len, int n)
     }
 }
 
-/* The job holds GPU 1 of 4: opening its own node reaches the (absent) driver, ENXIO;
- * opening any other is refused by the cgroup, EPERM. */
-static void gpu_isolation(const struct cg_layout *l, uint64_t id)
+/* The job holds GPU 1 of the `declared` the node has (of the 4 device nodes there are):
+ * opening its own node reaches the (absent) driver, ENXIO; opening any other, declared
+ * or not, is refused by the cgroup, EPERM. */
+static void gpu_isolation(const struct cg_layout *l, uint64_t id, int declared)
 {
     char dev[400], json[2048];
     make_gpu_nodes(dev, sizeof dev, 4);
     const struct cg_layout *saved = cfg.cg;
     cfg.cg = l;
-    cfg.node_gpus = 4;
+    cfg.node_gpus = declared;
     snprintf(json, sizeof json,
              "{\"id\": %llu, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"gpus\": [1], "
              "\"command\": [\"sh\", \"-c\","
@@ -753,7 +754,9 @@ static void test_gpu_isolation_v1(void **st)
         print_message("# skip: needs the v1 devices controller\n");
         skip();
     }
-    gpu_isolation(&layout, 46);
+    gpu_isolation(&layout, 46, 4);
+    /* minors past the declared count are denied too (issue 33 #11: deny by default) */
+    gpu_isolation(&layout, 57, 2);
 }
 
 /* NVML's GPU 1 may be /dev/nvidia2: the rules follow the device minors, not indices. */
@@ -789,7 +792,7 @@ static void test_gpu_isolation_v2(void **st)
 {
     (void)st;
     if (layout.mode == CG_V2) { /* a v2 machine: its own hierarchy */
-        gpu_isolation(&layout, 47);
+        gpu_isolation(&layout, 47, 4);
         return;
     }
     struct stat sb;
@@ -806,7 +809,7 @@ static void test_gpu_isolation_v2(void **st)
     snprintf(v2.root, sizeof v2.root, "/sys/fs/cgroup");
     snprintf(v2.v2, sizeof v2.v2, "/sys/fs/cgroup/unified");
     v2.v2_kill = true;
-    gpu_isolation(&v2, 47);
+    gpu_isolation(&v2, 47, 4);
     char path[512];
     snprintf(path, sizeof path, "/sys/fs/cgroup/unified/docket/%s", node);
     rmdir(path);
