@@ -472,12 +472,28 @@ fail:
     return NULL;
 }
 
+/* The node-wide process limit (docket/NODE's pids.max: pid_max minus the reserve), set
+ * before any job runs. Where it cannot be written the agent says so and goes on. */
+static void node_pids_reserve(struct agent *a)
+{
+    char err[512];
+    if (a->cg.mode == CG_NONE || a->cfg.node_pids_max <= 0)
+        return;
+    if (cg_node_set_pids(&a->cg, a->cfg.name, a->cfg.node_pids_max, err, sizeof err) < 0)
+        log_warn("node_pids_max_not_set", "max=%lld message=\"%s\"",
+                 (long long)a->cfg.node_pids_max, err);
+    else
+        log_info("node_pids_max", "max=%lld pid_max=%lld", (long long)a->cfg.node_pids_max,
+                 (long long)cg_pid_max());
+}
+
 int agent_run(struct agent *a)
 {
     log_info("agent_started",
              "node=%s controller=%s cgroups=%s gpus=%d gpu_type=%s cpus=%d mem_mb=%lld",
              a->cfg.name, a->cfg.controller, cg_mode_name(a->cg.mode), a->cfg.inv.ngpus,
              a->cfg.inv.gpu_type, a->cfg.inv.cpus, (long long)a->cfg.inv.mem_mb);
+    node_pids_reserve(a);
     recover(a);
     ag_sweep_spares(a);
     ag_kick_spare(a);

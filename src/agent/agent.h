@@ -42,6 +42,7 @@ struct agent_config {
     int64_t fence_margin_ms;    /* jobs stop at node_timeout - this without the controller */
     int64_t log_limit_bytes;    /* per job, stream and run: the rest is cut with a marker */
     int64_t pids_max;           /* pids.max of every job (0 = none) */
+    int64_t node_pids_max;      /* pids.max of all jobs together, docket/NODE (0 = none) */
     int64_t job_mem_default_mb; /* memory limit of a job that names none (0 = none) */
     size_t max_queued_events;   /* while the controller is away: usage samples dropped past it */
     json_t *labels;             /* object of strings (owned by the config user) */

@@ -213,6 +213,25 @@ int cg_node_init(struct cg_job *cg, const struct cg_layout *l, const char *node)
     return fill(cg, l, rel);
 }
 
+int64_t cg_node_pids_cap(int64_t pid_max, int64_t reserve)
+{
+    if (reserve <= 0 || pid_max <= 0)
+        return 0;
+    return reserve < pid_max ? pid_max - reserve : -1;
+}
+
+int64_t cg_pid_max(void)
+{
+    long long v = 0;
+    FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%lld", &v) != 1)
+        v = 0;
+    fclose(f);
+    return v > 0 ? (int64_t)v : 0;
+}
+
 /* The directory used for process lists: v2 the group, v1 the freezer. */
 static const char *track_dir(const struct cg_job *cg)
 {
@@ -417,18 +436,39 @@ int cg_job_set_devices(const struct cg_job *cg, const int *allow, int nallow, ch
     return rc < 0 ? fail(err, errlen, rc, "attach the GPU device program to", cg->dir[0]) : 0;
 }
 
+/* mkdir -p of a group under docket/: the part above "docket/" is the hierarchy root,
+ * which exists. -EINVAL for a directory that is not under docket/. */
+static int make_group(const char *dir, bool v2)
+{
+    const char *d = strstr(dir, "/docket/");
+    if (!d)
+        return -EINVAL;
+    char stop[PATH_MAX];
+    size_t n = (size_t)(d - dir);
+    memcpy(stop, dir, n);
+    stop[n] = '\0';
+    return mkdirs(dir, stop, v2);
+}
+
+int cg_node_set_pids(const struct cg_layout *l, const char *node, int64_t max, char *err,
+                     size_t errlen)
+{
+    struct cg_job cg;
+    int rc = cg_node_init(&cg, l, node);
+    if (rc < 0)
+        return fail(err, errlen, rc, "name the node's cgroup", node);
+    const char *dir = cg.dir[cg.mode == CG_V2 ? 0 : CG_PIDS];
+    if ((rc = make_group(dir, cg.mode == CG_V2)) < 0)
+        return fail(err, errlen, rc, "create cgroup", dir);
+    return cg_job_set_pids(&cg, max, err, errlen);
+}
+
 int cg_job_create(const struct cg_job *cg, int64_t mem_mb, int cpus, char *err, size_t errlen)
 {
     for (int i = 0; i < cg->ndirs; i++) {
-        /* the part above "docket/" is the hierarchy root, which exists */
-        const char *d = strstr(cg->dir[i], "/docket/");
-        if (!d)
-            return fail(err, errlen, -EINVAL, "use cgroup", cg->dir[i]);
-        char stop[PATH_MAX];
-        size_t n = (size_t)(d - cg->dir[i]);
-        memcpy(stop, cg->dir[i], n);
-        stop[n] = '\0';
-        int rc = mkdirs(cg->dir[i], stop, cg->mode == CG_V2);
+        int rc = make_group(cg->dir[i], cg->mode == CG_V2);
+        if (rc == -EINVAL)
+            return fail(err, errlen, rc, "use cgroup", cg->dir[i]);
         if (rc < 0) {
             fail(err, errlen, rc, "create cgroup", cg->dir[i]);
             cg_job_remove(cg);

@@ -77,6 +77,17 @@ int cg_job_set_pids(const struct cg_job *cg, int64_t max, char *err, size_t errl
  * without the devices controller. */
 int cg_job_set_devices(const struct cg_job *cg, const int *allow, int nallow, char *err,
                        size_t errlen);
+/* The node-wide process reserve (issue 33 #11: pid_max 32,768 against 8,192 a job): all
+ * jobs together, in docket/NODE, get at most pid_max - reserve processes and threads, so
+ * the agent, its supervisors' launches and the system keep room whatever the jobs fork.
+ * 0 when reserve is 0 (no node-wide limit) or pid_max unknown (<= 0); -1 when the reserve
+ * leaves nothing (reserve >= pid_max). Pure. */
+int64_t cg_node_pids_cap(int64_t pid_max, int64_t reserve);
+/* /proc/sys/kernel/pid_max, or 0 when it cannot be read. */
+int64_t cg_pid_max(void);
+/* Make the node's parent group docket/NODE (pids controller) and set its pids.max. */
+int cg_node_set_pids(const struct cg_layout *l, const char *node, int64_t max, char *err,
+                     size_t errlen);
 /* Fill the paths of the node's parent group docket/NODE (for sweeping and tests). */
 int cg_node_init(struct cg_job *cg, const struct cg_layout *l, const char *node);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/cgroup.h"
 #include "util/fingerprint.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -71,6 +72,9 @@ static const char usage_text[] =
     "  --log-limit SIZE        output shipped per job, stream and run; the rest is cut with\n"
     "                          a marker line (default 1G)\n"
     "  --job-pids-max N        processes and threads per job, 0 for no limit (default 8192)\n"
+    "  --node-pids-reserve N   processes and threads kept for the agent and the system:\n"
+    "                          all jobs together get at most pid_max minus this (default\n"
+    "                          4096); 0 for no node-wide limit\n"
     "  --job-mem-default SIZE  memory limit of a job that asks for none (default: the\n"
     "                          memory offered, --mem or MemTotal); 0 for none\n"
     "  --max-queued-events N   events kept while the controller is away; past it the\n"
@@ -128,6 +132,7 @@ enum opt {
     O_FENCE,
     O_LOGLIMIT,
     O_PIDS,
+    O_PIDRES,
     O_MEMDEF,
     O_MAXEV,
     O_LOGLEVEL,
@@ -166,6 +171,7 @@ static const struct option longopts[] = {
     {"fence-margin", 1, NULL, O_FENCE},
     {"log-limit", 1, NULL, O_LOGLIMIT},
     {"job-pids-max", 1, NULL, O_PIDS},
+    {"node-pids-reserve", 1, NULL, O_PIDRES},
     {"job-mem-default", 1, NULL, O_MEMDEF},
     {"max-queued-events", 1, NULL, O_MAXEV},
     {"log-level", 1, NULL, O_LOGLEVEL},
@@ -379,6 +385,14 @@ static int build_config(struct settings *s, struct agent_config *c)
     c->pids_max = 8192;
     if (v[O_PIDS] && parse_int64(v[O_PIDS], 0, INT32_MAX, &c->pids_max) < 0)
         return die("bad --job-pids-max '%s' (a number, 0 for no limit)", v[O_PIDS]);
+    int64_t reserve = 4096, pid_max = cg_pid_max();
+    if (v[O_PIDRES] && parse_int64(v[O_PIDRES], 0, INT32_MAX, &reserve) < 0)
+        return die("bad --node-pids-reserve '%s' (a number, 0 for no node-wide limit)",
+                   v[O_PIDRES]);
+    c->node_pids_max = cg_node_pids_cap(pid_max, reserve);
+    if (c->node_pids_max < 0)
+        return die("bad --node-pids-reserve '%s': it must be below this machine's pid_max (%lld)",
+                   v[O_PIDRES] ? v[O_PIDRES] : "4096", (long long)pid_max);
     int64_t maxev = 10000;
     if (v[O_MAXEV] && parse_int64(v[O_MAXEV], 10, 100000000, &maxev) < 0)
         return die("bad --max-queued-events '%s' (at least 10)", v[O_MAXEV]);

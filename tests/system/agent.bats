@@ -383,7 +383,8 @@ YAML
     [[ $status == 0 ]]
     for f in --controller --join-token --join-token-file --name --gpus --cpus --mem --label \
              --state-dir --cgroup-root --allow-root-jobs --health-check --health-interval --config \
-             --fence-margin --log-limit --job-pids-max --job-mem-default --max-queued-events; do
+             --fence-margin --log-limit --job-pids-max --node-pids-reserve --job-mem-default \
+             --max-queued-events; do
         [[ $output == *"$f"* ]]
     done
     run "$B/src/agent/docket-node" --controller http://127.0.0.1:1 --gpus lots
@@ -396,6 +397,8 @@ YAML
     [[ $status == 2 && $output == *"health check '/nonexistent' is not executable"* ]]
     run "$B/src/agent/docket-node" --controller http://127.0.0.1:1 --job-pids-max lots
     [[ $status == 2 && $output == *"bad --job-pids-max 'lots'"* ]]
+    run "$B/src/agent/docket-node" --controller http://127.0.0.1:1 --node-pids-reserve "$(cat /proc/sys/kernel/pid_max)"
+    [[ $status == 2 && $output == *"bad --node-pids-reserve"*"below this machine's pid_max"* ]]
     run "$B/src/agent/docket-node" --controller http://127.0.0.1:1 --log-limit 0
     [[ $status == 2 && $output == *"bad --log-limit '0'"* ]]
     run "$B/src/agent/docket-node" --controller http://127.0.0.1:1 --fence-margin 5ms

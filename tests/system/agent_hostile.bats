@@ -86,6 +86,7 @@ teardown_file() {
     kill_pidfile "$T/agent-j.pid"
     kill_pidfile "$T/agent-k.pid"
     kill_pidfile "$T/agent-r.pid"
+    kill_pidfile "$T/agent-p.pid"
     kill_pidfile "$T/ctl.pid"
     for f in "$T"/agent-*/jobs/*/state.json; do
         [[ -f $f && ! -f ${f%/*}/final.json ]] || continue
@@ -93,7 +94,7 @@ teardown_file() {
         [[ $pid -gt 0 ]] && alive "$pid" && kill -9 "$pid" 2>/dev/null
     done
     wait_for 10 bash -c "! compgen -G '/sys/fs/cgroup/freezer/docket/$PREFIX-*/spare_*' >/dev/null" || true
-    for n in i j k r; do
+    for n in i j k r p; do
         for c in memory cpu cpuacct pids freezer devices blkio; do
             d=/sys/fs/cgroup/$c/docket/$PREFIX-$n
             [[ -d $d ]] || continue
@@ -227,6 +228,37 @@ teardown_file() {
     # nor has the agent's own
     ! tr '\0' ' ' <"/proc/$(cat "$T/agent-i.pid")/cmdline" | grep -q dkj_ || false
     [[ $(tr '\0' ' ' <"/proc/$(cat "$T/agent-i.pid")/cmdline") == *"--join-token xxxx"* ]]
+}
+
+@test "a node-wide process reserve: all jobs together stop at pid_max minus the reserve" {
+    # issue 33 #11: pids.max bounded each job (8,192) but not the node (pid_max 32,768):
+    # four fork loops took every pid. Here each job may have 32 and the node's jobs 40.
+    local pid_max g ids=() k
+    pid_max=$(cat /proc/sys/kernel/pid_max)
+    start_agent p --job-pids-max 32 --node-pids-reserve $((pid_max - 40))
+    wait_for 30 node_up "$PREFIX-p"
+    g=/sys/fs/cgroup/pids/docket/$PREFIX-p
+    [[ -d $g ]] || g=/sys/fs/cgroup/docket/$PREFIX-p # v2
+    [[ $(cat "$g/pids.max") == 40 ]]
+    grep -q "event=node_pids_max max=40 " "$T/agent-p.log"
+    # each job forks from a subshell (a shell that cannot fork ends) and then becomes
+    # its last sleep (no fork): it runs on whatever the limits refused
+    for k in 1 2; do
+        ids+=("$(submit '{"selectors": {"zone": "p"}, "command": ["sh", "-c",
+            "(for i in $(seq 100); do sleep 120 & done) 2>/dev/null; exec sleep 120"]}')")
+    done
+    # the node's limit is what stopped them: together they come near 40 and never pass
+    # it (each alone would stop at 32, both at 64)
+    wait_for 60 bash -c "((\$(cat '$g/pids.current') >= 36))"
+    sleep 2 # forks are quick: a loop that could go on would have by now
+    (($(cat "$g/pids.current") <= 40))
+    for k in "${ids[@]}"; do capi POST "/v1/jobs/$k/cancel" -d '{"reason": "test"}' >/dev/null; done
+    for k in "${ids[@]}"; do wait_for 60 state_is "$k" CANCELLED FAILED COMPLETED; done
+    # and the agent went on: a job runs there once they are gone
+    k=$(submit '{"selectors": {"zone": "p"}, "command": ["true"]}')
+    wait_for 60 state_is "$k" COMPLETED
+    capi POST "/v1/nodes/$PREFIX-p/drain" -d '{"reason": "test over"}' >/dev/null
+    kill_pidfile "$T/agent-p.pid"
 }
 
 @test "the agent and its supervisors run at oom_score_adj -1000" {

@@ -91,6 +91,19 @@ static void test_detect_fabricated(void **st)
     sup_remove_tree(root);
 }
 
+/* issue 33 #11: all jobs together keep below pid_max by the reserve */
+static void test_node_pids_cap(void **st)
+{
+    (void)st;
+    assert_int_equal(cg_node_pids_cap(32768, 4096), 28672);
+    assert_int_equal(cg_node_pids_cap(4194304, 4096), 4190208);
+    assert_int_equal(cg_node_pids_cap(32768, 0), 0);    /* no node-wide limit */
+    assert_int_equal(cg_node_pids_cap(0, 4096), 0);     /* pid_max unknown */
+    assert_int_equal(cg_node_pids_cap(4096, 4096), -1); /* nothing left */
+    assert_int_equal(cg_node_pids_cap(1000, 999), 1);
+    assert_true(cg_pid_max() > 0); /* every Linux has it */
+}
+
 static struct cg_layout real;
 static char node[64];
 static char no_cgroups[300]; /* why real.mode is CG_NONE (printed with the skip) */
@@ -320,9 +333,8 @@ static void test_real_v2_core(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_detect_fabricated),
-        cmocka_unit_test(test_real_lifecycle),
-        cmocka_unit_test(test_create_error_names_file),
+        cmocka_unit_test(test_detect_fabricated), cmocka_unit_test(test_node_pids_cap),
+        cmocka_unit_test(test_real_lifecycle),    cmocka_unit_test(test_create_error_names_file),
         cmocka_unit_test(test_real_v2_core),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
