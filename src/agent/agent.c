@@ -418,6 +418,7 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
                                  .limit_slack_ms = cfg->limit_slack_ms,
                                  .pids_max = cfg->pids_max,
                                  .default_mem_mb = cfg->job_mem_default_mb,
+                                 .log_limit_bytes = cfg->log_limit_bytes,
                                  .node_gpus = cfg->inv.ngpus,
                                  .gpu_minor = a->gpu_minor,
                                  .job_oom_score_adj = 500};

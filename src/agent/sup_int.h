@@ -8,6 +8,7 @@
  *   supstate.c    the job directory's files (state, commands, lease), liveness by pid
  *                 and start time, tree removal
  *   supenv.c      the job's environment and output paths
+ *   supcap.c      the job's default output files kept to the node's log limit
  * See supervisor.h and docs/agent.md.
  */
 #ifndef DOCKET_AGENT_SUP_INT_H
@@ -41,8 +42,12 @@ struct sup {
     int ngroups;
     char user[AGENT_NAME_MAX];
     char home[PATH_MAX], shell[PATH_MAX];
-    int out_fd, err_fd; /* default logs opened by the supervisor, or -1 */
-    int step_fd;        /* rank > 0 of a Slurm-style job: the step host's socket, or -1 */
+    int out_fd, err_fd;    /* default logs opened by the supervisor, or -1 */
+    int step_fd;           /* rank > 0 of a Slurm-style job: the step host's socket, or -1 */
+    bool own_out, own_err; /* the output file is the agent's (its state directory) */
+    bool cut[2];           /* stdout, stderr: past the log limit, marker written */
+    bool punch_failed;     /* the filesystem gives no holes back (said once) */
+    int64_t cap_at;        /* monotonic ms of the next look at the outputs' size, 0 = none */
     pid_t leader;
     bool leader_done;
     int leader_status;
@@ -76,6 +81,10 @@ enum { SUP_STEP_FD = 3 };
  * (SCRATCH/.slurm-bin/step-host.RANK, root's, replaced whole). 0 or -errno. */
 int sup_step_host_write(struct sup *s, int rank, const char *hostport);
 
+/* supcap.c */
+enum { SUP_CAP_CHECK_MS = 1000 };
+/* Keep the default output files to the log limit (marker, holes); sets s->cap_at. */
+void sup_cap_outputs(struct sup *s);
 /* supstate.c */
 /* The state files of a job directory, most advanced first (see supstate.c). */
 extern const char *const sup_state_files[3];

@@ -258,10 +258,12 @@ static void run_loop(struct sup *s, int sfd)
             check_lease(s, now);
         if (s->kill_at && now >= s->kill_at)
             kill_job(s, "grace ended");
+        if (s->cap_at && now >= s->cap_at)
+            sup_cap_outputs(s);
         int64_t next = 86400000; /* the earliest of the deadlines set, in ms from now */
-        int64_t at[4] = {s->limit_at && !s->stopping ? s->limit_at : 0, s->kill_at, s->lease_at,
-                         s->warn_at && !s->stopping ? s->warn_at : 0};
-        for (int i = 0; i < 4; i++)
+        int64_t at[5] = {s->limit_at && !s->stopping ? s->limit_at : 0, s->kill_at, s->lease_at,
+                         s->warn_at && !s->stopping ? s->warn_at : 0, s->cap_at};
+        for (int i = 0; i < 5; i++)
             if (at[i] && at[i] - now < next)
                 next = at[i] - now;
         struct pollfd pfd = {sfd, POLLIN, 0};
@@ -312,6 +314,8 @@ static void finish(struct sup *s, bool launched)
     }
     s->st.usage.cpu_ms = cpu;
     s->st.usage.max_rss_mb = peak;
+    if (launched)
+        sup_cap_outputs(s); /* the last word: nothing writes any more */
     if (launched) {
         int st = s->leader_status;
         if (oom) {
@@ -433,7 +437,8 @@ supervise_job(const struct sup_config *c, const struct agent_job *j, const char 
             s.warn_at = 1;
     }
     s.lease_at = clock_mono_ms(); /* a first look at the lease at once */
-    read_ctl(&s);                 /* commands that came before the signalfd existed */
+    s.cap_at = c->log_limit_bytes > 0 ? clock_mono_ms() + SUP_CAP_CHECK_MS : 0;
+    read_ctl(&s); /* commands that came before the signalfd existed */
     run_loop(&s, sfd);
     finish(&s, true);
     _exit(0);

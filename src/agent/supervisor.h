@@ -39,12 +39,13 @@ struct sup_config {
     const struct cg_layout *cg; /* mode CG_NONE = no cgroups (tests without root only) */
     bool allow_root_jobs;       /* else a job whose user resolves to uid 0 is refused */
     bool keep_scratch;
-    int64_t limit_slack_ms; /* the local time limit trails the controller's by this */
-    int64_t pids_max;       /* pids.max of every job (0 = no limit) */
-    int64_t default_mem_mb; /* memory limit of a job that names none (0 = none) */
-    int node_gpus;          /* GPUs of the node */
-    const int *gpu_minor;   /* gpu_minor[i]: /dev/nvidiaN's N of GPU i (NULL: N = i) */
-    int job_oom_score_adj;  /* the job's oom_score_adj (> 0: it dies before us) */
+    int64_t limit_slack_ms;  /* the local time limit trails the controller's by this */
+    int64_t pids_max;        /* pids.max of every job (0 = no limit) */
+    int64_t default_mem_mb;  /* memory limit of a job that names none (0 = none) */
+    int64_t log_limit_bytes; /* default output files kept to this a run (0 = no cap) */
+    int node_gpus;           /* GPUs of the node */
+    const int *gpu_minor;    /* gpu_minor[i]: /dev/nvidiaN's N of GPU i (NULL: N = i) */
+    int job_oom_score_adj;   /* the job's oom_score_adj (> 0: it dies before us) */
 };
 
 struct sup_state {

@@ -371,6 +371,8 @@ static int prepare(struct sup *s, char *err, size_t errlen)
     }
     struct sup_state *st = &s->st;
     bool own_out = !s->j->output || !*s->j->output, own_err = !s->j->error || !*s->j->error;
+    s->own_out = own_out;
+    s->own_err = own_err;
     s->out_fd = own_out ? open_default_log(s, st->out_path, &st->out_dev, &st->out_ino,
                                            &st->out_start, err, errlen)
                         : open_user_output(s, st->out_path, &st->out_dev, &st->out_ino,

@@ -308,6 +308,12 @@ teardown_file() {
     # 4 MiB is 16 of the agent's 256 KiB chunks exactly: the cut is still the job's event
     # (issue 33 #12)
     capi GET "/v1/jobs/$flood/events" | jq -e '[.events[] | select(.type == "log_cut" and .reason == "log_limit")] | length == 1'
+    # the node's own file keeps the limit and the marker on disk, not the 60 MB (issue 33
+    # #11): the job wrote on, the rest is holes
+    f=$T/agent-i/jobs/$flood/stdout
+    (($(stat -c %s "$f") >= 60000000))
+    (($(stat -c %b "$f") * 512 < 4194304 + 1048576))
+    [[ $(tail -c +4194305 "$f" | head -c 60) == *"[docket-node: output cut here"* ]]
 }
 
 @test "events never wait behind output: a finished job's 128 MB backlog does not hold up another job's start and end" {

@@ -137,6 +137,38 @@ static void read_text(const char *path, char *buf, size_t len)
     fclose(f);
 }
 
+/* issue 33 #11: the default output files on the node keep the log limit, the marker
+ * after it, and no disk for the rest; a path the job named is the user's, left whole */
+static void test_default_output_capped(void **st)
+{
+    (void)st;
+    cfg.log_limit_bytes = 100000;
+    struct sup_state s;
+    run_job("{\"id\": 58, \"user\": \"nobody\", \"workdir\": \"/tmp\", \"command\": "
+            "[\"sh\", \"-c\", \"head -c 3000000 /dev/zero | tr '\\\\0' a; "
+            "head -c 200 /dev/zero | tr '\\\\0' b >&2\"]}",
+            &s, NULL, NULL);
+    cfg.log_limit_bytes = 0;
+    assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
+    assert_int_equal(s.exit_code, 0);
+    struct stat sb;
+    assert_int_equal(stat(s.out_path, &sb), 0);
+    assert_int_equal(sb.st_size, 3000000);             /* the job wrote on undisturbed */
+    assert_true((int64_t)sb.st_blocks * 512 < 400000); /* the disk: the limit and little more */
+    char buf[128];
+    FILE *f = fopen(s.out_path, "r");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 99990, SEEK_SET), 0);
+    size_t n = fread(buf, 1, 80, f);
+    fclose(f);
+    assert_int_equal(n, 80);
+    assert_memory_equal(buf, "aaaaaaaaaa\n[docket-node: output cut here", 40);
+    /* stderr stayed below the limit: whole */
+    char err[512];
+    read_text(s.err_path, err, sizeof err);
+    assert_int_equal(strlen(err), 200);
+}
+
 static void test_exit_code_and_output(void **st)
 {
     (void)st;
@@ -1256,6 +1288,7 @@ int main(void)
         cmocka_unit_test(test_v2_job),
         cmocka_unit_test(test_reclaim_failure_reported),
         cmocka_unit_test(test_outputs_refused),
+        cmocka_unit_test(test_default_output_capped),
         cmocka_unit_test(test_gpu_isolation_v1),
         cmocka_unit_test(test_gpu_isolation_v2),
         cmocka_unit_test(test_gpu_isolation_minors),
