@@ -274,6 +274,18 @@ static int resolve_deps(struct ctl_req *r, struct proto_jobspec *ps)
             ctl_reply_errorf(r->c, r->req, 400, f, "no such job %llu", (unsigned long long)d->job);
             return -EINVAL;
         }
+        if (!sched_job_state_terminal(row.state)) {
+            /* it ended in the core, and the cycle that writes how has not run yet: run
+             * it, then read the row again (else afterok on a job that just completed
+             * read as never satisfiable) */
+            store_job_release(&row);
+            ctl_cycle_now(r->c);
+            if (store_job_get(r->c->store, d->job, &row) < 0) {
+                ctl_reply_errorf(r->c, r->req, 400, f, "no such job %llu",
+                                 (unsigned long long)d->job);
+                return -EINVAL;
+            }
+        }
         bool ok = row.state == SCHED_COMPLETED;
         store_job_release(&row);
         bool met = strcmp(d->type, "afterany") == 0 || (strcmp(d->type, "afterok") == 0) == ok;

@@ -360,6 +360,24 @@ json_until() {
     jq -e --arg f "$final" '.events[] | select(.from == "STOPPING" and .to == $f)' <<<"$body"
 }
 
+@test "afterok on a job that has just completed is taken before a cycle writes the end" {
+    docketd_stop
+    printf 'cycle_delay: 5s\n' >"$TEST_DIR/slow-cycle.yaml" # the window, held open
+    docketd_start --config "$TEST_DIR/slow-cycle.yaml"
+    one_node
+    a=$(submit '{"command": ["true"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    json_until "/v1/jobs/$a" .job.state STARTING
+    start_on gpu01 "$CRED" "$a"
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $a, \"type\": \"exited\", \"exit\": {\"kind\": \"code\", \"code\": 0}}]}" "$CRED"
+    assert_status 200
+    # the core has ended it; the cycle that writes COMPLETED is seconds away
+    api_post /v1/jobs "{\"command\": [\"true\"], \"deps\": [{\"type\": \"afterok\", \"job\": $a}]}"
+    assert_status 201
+    api_post /v1/jobs "{\"command\": [\"true\"], \"deps\": [{\"type\": \"afternotok\", \"job\": $a}]}"
+    assert_status 400
+    jq -e '.error.message | test("can never be satisfied")' <<<"$body"
+}
+
 @test "kill -9 in a burst of concurrent submissions loses no acknowledged job" {
     one_node
     workers=()

@@ -23,17 +23,6 @@ register_body() { # NAME JOIN-TOKEN
         \"mem_mb\": 512000}}"
 }
 
-# start_on NODE CRED JOB: the node takes the start command of JOB (acked) and says started.
-start_on() {
-    local seq
-    heartbeat "$1" "$2" 0
-    seq=$(jq -r --argjson id "$3" '[.commands[] | select(.job.id == $id)][0].seq' <<<"$body")
-    [[ $seq != null ]] || { echo "no start command for job $3 on $1: $body" >&2; return 1; }
-    heartbeat "$1" "$2" "$seq" "[{\"id\": $3, \"state\": \"running\", \"pid\": 10}]"
-    api_post /v1/agent/events "{\"node\": \"$1\", \"events\": [{\"job\": $3, \"type\": \"started\"}]}" "$2"
-    assert_status 200
-}
-
 @test "takeover: a join token under a live node's name is refused; the node keeps its jobs" {
     CRED=$(fake_node gpu01 8 H100-80GB)
     id=$(submit '{"command": ["sleep", "100"], "gpus": 8, "gpu_type": "H100-80GB"}')

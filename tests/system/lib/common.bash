@@ -230,6 +230,17 @@ heartbeat() {
         \"jobs\": $jobs}" "$cred"
 }
 
+# start_on NODE CRED JOB: the node takes the start command of JOB (acked) and says started.
+start_on() {
+    local seq
+    heartbeat "$1" "$2" 0
+    seq=$(jq -r --argjson id "$3" '[.commands[] | select(.job.id == $id)][0].seq' <<<"$body")
+    [[ $seq != null ]] || { echo "no start command for job $3 on $1: $body" >&2; return 1; }
+    heartbeat "$1" "$2" "$seq" "[{\"id\": $3, \"state\": \"running\", \"pid\": 10}]"
+    api_post /v1/agent/events "{\"node\": \"$1\", \"events\": [{\"job\": $3, \"type\": \"started\"}]}" "$2"
+    assert_status 200
+}
+
 # submit JSON: POST /v1/jobs, prints the id of the job (or array id).
 submit() {
     api_post /v1/jobs "$1"
