@@ -26,6 +26,7 @@
 #ifndef DOCKET_STORE_STORE_H
 #define DOCKET_STORE_STORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -133,6 +134,27 @@ void store_ckpt_thread_synced(struct store_ckpt_thread *k, int frames);
 void store_ckpt_thread_stats(struct store_ckpt_thread *k, struct store_ckpt_stats *out);
 /* Stop and join it (NULL: nothing); its counts into out (may be NULL). */
 void store_ckpt_thread_destroy(struct store_ckpt_thread *k, struct store_ckpt_stats *out);
+
+/* Backups (backup.c; docs/operations.md "Back up and restore the state"). SQLite only. */
+struct store_backup_info {
+    int schema;    /* the copy's schema version */
+    int64_t bytes; /* its size */
+};
+/* Write one consistent snapshot of the database at `db_path` (store_path of an open store)
+ * to `dest`, which must not exist (it is created 0600), on a read-only connection of its
+ * own (VACUUM INTO: one read transaction, which docketd's writer never waits for), then
+ * check the copy as store_backup_verify does. Any thread; `cancel` (may be NULL), once set
+ * by another thread, stops it with -ECANCELED. dest is removed on every failure. 0, or a
+ * negative errno with err saying why. */
+int store_backup_write(const char *db_path, const char *dest, const atomic_bool *cancel,
+                       struct store_backup_info *out, char *err, size_t errlen) STORE_WUR;
+/* Check a copy of a database before docketd runs on it: it opens (read-write: the copy
+ * must be nobody else's; it becomes one self-contained file, rollback journal), passes
+ * PRAGMA integrity_check, is a docketd database, and its schema is not newer than this
+ * build's. 0; -EPROTO for a newer schema; -EINVAL (damaged, not a docketd database) or
+ * -errno, with err saying why. */
+int store_backup_verify(const char *path, struct store_backup_info *out, char *err,
+                        size_t errlen) STORE_WUR;
 
 /* Transactions (see above). store_begin is a no-op inside a transaction. */
 int store_begin(struct store *st) STORE_WUR;
