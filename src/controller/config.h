@@ -51,6 +51,7 @@ struct ctl_config {
     int64_t max_array_tasks;
     int64_t test_array_slice_delay_ms; /* DOCKETD_TEST_ARRAY_SLICE_DELAY_MS: tests only */
     bool rotate_secrets_key; /* --rotate-secrets-key: once, at this start (not a config key) */
+    char restore_file[CTL_PATH_MAX]; /* --restore FILE: install it as the database, exit */
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);

@@ -83,6 +83,7 @@ struct ctl {
     int64_t start_mono_ms;
     uint64_t next_job_id;
     bool shutting_down;
+    int state_lock; /* STATE_DIR/docketd.lock, held while docketd runs (dbrestore.c) */
     int exit_code;
 
     struct ctl_node **nodes; /* indexed by the core's node index */
@@ -116,6 +117,7 @@ struct ctl {
     struct ctl_alerts *alerts;  /* alerts.c */
     struct ctl_conns *conns;    /* conn.c */
     struct ctl_stream *streams; /* stream.c: replies being sent in slices */
+    struct ctl_backup *backup;  /* backup.c: the one backup being made or sent */
     struct ctl_array *arrays;   /* jobs.c: big arrays being written in slices */
     json_t *submit_buckets;     /* user -> [tokens, last mono ms] (jobs.c) */
     json_t *cycle_specs;        /* spec_id -> parsed spec, for one cycle (loop.c) */

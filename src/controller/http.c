@@ -25,6 +25,7 @@
 #include "controller/agent.h"
 #include "controller/alerts.h"
 #include "controller/authz.h"
+#include "controller/backup.h"
 #include "controller/config.h"
 #include "controller/conn.h"
 #include "controller/console.h"
@@ -431,6 +432,8 @@ static const struct route {
     {M_DELETE, "/v1/alerts/silences/:", h_silence_delete, CTL_P_OPERATOR, T_NONE},
     {M_GET, "/v1/reports/usage", h_report_usage, CTL_P_AUDIT, T_NONE},
     {M_GET, "/v1/reports/capacity", h_report_capacity, CTL_P_AUDIT, T_NONE},
+    /* a copy of the whole database: token hashes, sealed secrets, the audit trail */
+    {M_GET, "/v1/admin/backup", h_admin_backup, CTL_P_ADMIN, T_NONE},
     {M_GET, "/healthz", h_healthz, CTL_P_PUBLIC, T_NONE},
     {M_GET, "/metrics", h_metrics, CTL_P_READ, T_NONE},
     /* the web console (console.c): its page and files carry no data, so they are public;

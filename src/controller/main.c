@@ -16,8 +16,10 @@
 
 #include "controller/admin.h"
 #include "controller/alerts.h"
+#include "controller/backup.h"
 #include "controller/config.h"
 #include "controller/conn.h"
+#include "controller/dbrestore.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
 #include "controller/jobs.h"
@@ -52,6 +54,8 @@ static void usage(FILE *f)
                "               [--idle-timeout DURATION] [--request-timeout DURATION]\n"
                "               [--submit-rate N] [--submit-burst N]\n"
                "               [--max-array-tasks N] [--rotate-secrets-key]\n"
+               "       docketd --restore FILE [--state-dir DIR]   (docketd stopped: install a\n"
+               "               backup as the database; docs/operations.md)\n"
                "       docketd --routes   (every API route and the permission it needs)\n");
 }
 
@@ -81,7 +85,8 @@ enum {
     O_HELP,
     O_VERSION,
     O_ROUTES,
-    O_ROTATE_SECRETS
+    O_ROTATE_SECRETS,
+    O_RESTORE
 };
 
 static const struct option opts[] = {
@@ -111,6 +116,7 @@ static const struct option opts[] = {
     {"version", no_argument, NULL, O_VERSION},
     {"routes", no_argument, NULL, O_ROUTES},
     {"rotate-secrets-key", no_argument, NULL, O_ROTATE_SECRETS},
+    {"restore", required_argument, NULL, O_RESTORE},
     {NULL, 0, NULL, 0},
 };
 
@@ -205,6 +211,10 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
     case O_ROTATE_SECRETS:
         cfg->rotate_secrets_key = true;
         return 0;
+    case O_RESTORE:
+        return str_copy(cfg->restore_file, sizeof(cfg->restore_file), arg) < 0
+                   ? flag_error("restore", arg, "path too long")
+                   : 0;
     case O_MAXARRAY:
         return parse_int64(arg, 1, PROTO_MAX_ARRAY, &cfg->max_array_tasks) < 0
                    ? flag_error("max-array-tasks", arg, "must be 1..100000, not")
@@ -363,6 +373,11 @@ static int start(struct ctl *c)
         log_error("secrets_key_failed", "error=\"%s\"", err);
         return rc;
     }
+    /* one docketd per state directory; --restore waits for none */
+    if ((c->state_lock = ctl_state_lock(c->cfg.state_dir, err, sizeof(err))) < 0) {
+        log_error("state_dir_locked", "error=\"%s\"", err);
+        return c->state_lock;
+    }
     int64_t t0 = clock_mono_ms();
     if ((rc = ctl_conn_limits(c)) < 0)
         log_warn("fd_limit_unknown", "error=\"%s\"", strerror(-rc));
@@ -372,6 +387,7 @@ static int start(struct ctl *c)
         return -EIO;
     }
     ctl_written_start(c); /* before any write: it sees them all */
+    ctl_backup_init(c);
     if ((rc = ctl_secrets_recover(c, err, sizeof(err))) < 0 ||
         (c->cfg.rotate_secrets_key && (rc = ctl_secrets_rotate(c, err, sizeof(err))) < 0)) {
         log_error("secrets_key_rotation_failed", "error=\"%s\"", err);
@@ -437,6 +453,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     if (parse_args(argc, argv, &c->cfg) < 0)
         return 2;
+    if (c->cfg.restore_file[0]) /* offline: no log, no loop, no listener */
+        return ctl_restore_file(c->cfg.state_dir, c->cfg.restore_file);
     if (log_open(c->cfg.log_file[0] ? c->cfg.log_file : NULL, c->cfg.log_level, c->cfg.log_format) <
         0) {
         fprintf(stderr, "docketd: cannot open log file '%s'\n", c->cfg.log_file);
@@ -466,6 +484,7 @@ int main(int argc, char **argv)
     /* arrays still being written are answered 503 (their marker stays: the next start
      * rolls them back), then whatever the last iteration wrote is committed */
     ctl_arrays_stop_all(c);
+    ctl_backup_stop(c);
     if (c->store && c->commit_ev)
         ctl_commit_now(c);
     ctl_sync_stop(c);
@@ -488,6 +507,8 @@ int main(int argc, char **argv)
     ctl_written_stop(c);
     store_close(c->store);
     event_base_free(c->base);
+    if (c->state_lock > 0)
+        close(c->state_lock); /* last: the database is closed */
     log_info("stopped", "exit=%d", rc < 0 ? 1 : c->exit_code);
     log_close();
     return rc < 0 ? 1 : c->exit_code;

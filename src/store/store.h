@@ -45,6 +45,8 @@ struct store *store_open(const char *path, char *err, size_t errlen);
 struct store *store_open_readonly(const char *path, char *err, size_t errlen);
 void store_close(struct store *st);
 int store_schema_version(struct store *st);
+/* The schema version this build writes (the number of migrations). */
+int store_schema_latest(void);
 const char *store_errmsg(struct store *st);
 
 /* Pipelined group commit (docs/controller.md): switch to synchronous=NORMAL, so COMMIT

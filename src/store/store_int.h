@@ -127,8 +127,6 @@ int store_step_finalize(struct store *st, sqlite3_stmt *s, const char *what);
 sqlite3_stmt *store_usage_stmt(struct store *st, int i, const char *sql);
 
 /* ---- schema.c */
-/* The schema version this build writes (the number of migrations). */
-int store_schema_latest(void);
 /* Migrate the database to store_schema_latest(), each step in a transaction of its own:
    0; -EPROTO for a database newer than this build; -EIO, with the error kept. */
 int store_migrate(struct store *st);
