@@ -45,6 +45,7 @@ const struct cli_verb cli_verbs[] = {
     {"alerts", cmd_alerts, "alerts firing; history, silence, silences, unsilence",
      cmd_alerts_usage},
     {"report", cmd_report, "usage and capacity reports (csv, json, html)", cmd_report_usage},
+    {"admin", cmd_admin, "operator tasks: backup of docketd's database", cmd_admin_usage},
     {"sbatch", cmd_sbatch, "submit a batch script with Slurm's sbatch options (docs/slurm.md)",
      cmd_sbatch_usage},
     {"help", cmd_help, "help on docket or on one verb", cmd_help_usage},
@@ -275,8 +276,7 @@ static void safe_tree(json_t *v)
     }
 }
 
-/* Print an error reply; with --json also the error object on stdout. */
-static int report_error(struct cli *c, const struct client_reply *r)
+int cli_report_error(struct cli *c, const struct client_reply *r)
 {
     json_error_t jerr;
     json_t *j = r->len ? json_loadb(r->body, r->len, 0, &jerr) : NULL;
@@ -317,7 +317,7 @@ int cli_call_raw(struct cli *c, const char *method, const char *path, const char
         0)
         return cli_fail(c, "%s", err);
     if (r->status < 200 || r->status > 299) {
-        int rc = report_error(c, r);
+        int rc = cli_report_error(c, r);
         client_reply_release(r);
         return rc;
     }

@@ -419,7 +419,8 @@ static void unreachable(const struct client *c, const char *why, char *err, size
 
 static int plain_request(struct client *c, const char *method, const char *path,
                          const char *content_type, const char *body, size_t body_len,
-                         long timeout_ms, struct client_reply *r, char *err, size_t errlen)
+                         long timeout_ms, const struct http_sink *sink, struct client_reply *r,
+                         char *err, size_t errlen)
 {
     struct http_head head;
     struct dbuf reply, headers;
@@ -433,9 +434,9 @@ static int plain_request(struct client *c, const char *method, const char *path,
         dbuf_printf(&headers, "Content-Type: %s\r\n",
                     content_type ? content_type : "application/json");
     dbuf_init(&reply, MAX_REPLY);
-    rc = http_request(c->http, method, path, headers.data, body, body_len,
-                      timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS, &head, &reply, why,
-                      sizeof(why));
+    rc = http_request_to(c->http, method, path, headers.data, body, body_len,
+                         timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS, &head, &reply, sink, why,
+                         sizeof(why));
     dbuf_release(&headers);
     if (rc < 0) {
         if (rc == -ENOENT || rc == -ECONNREFUSED || rc == -EHOSTUNREACH || rc == -ENETUNREACH ||
@@ -452,6 +453,9 @@ static int plain_request(struct client *c, const char *method, const char *path,
     r->offset = head.docket_offset;
     r->eof = head.docket_eof;
     r->runs = head.docket_runs;
+    r->backup_bytes = head.docket_bytes;
+    r->schema = head.docket_schema;
+    memcpy(r->backup_sha256, head.docket_sha256, sizeof(r->backup_sha256));
     r->body = dbuf_detach(&reply, &r->len);
     return 0;
 }
@@ -495,11 +499,27 @@ fail:
     return -ENOENT;
 }
 
+/* Where libcurl's body goes: the buffer, or (a 2xx reply of client_download) the sink. */
+struct tls_body {
+    struct client *c;
+    struct dbuf *b;
+    const struct http_sink *sink;
+    int sink_rc; /* the sink's error, which stopped the transfer */
+};
+
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
-    struct dbuf *b = arg;
+    struct tls_body *t = arg;
+    long status = 0;
 
-    return dbuf_append(b, p, size * n) == 0 ? size * n : 0;
+    if (t->sink) {
+        t->c->api.easy_getinfo(t->c->curl, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 200 && status < 300) {
+            t->sink_rc = t->sink->put(t->sink->arg, p, size * n);
+            return t->sink_rc < 0 ? 0 : size * n;
+        }
+    }
+    return dbuf_append(t->b, p, size * n) == 0 ? size * n : 0;
 }
 
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
@@ -518,12 +538,19 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         r->eof = strtol(buf + 13, NULL, 10) == 1;
     else if (!strncasecmp(buf, "X-Docket-Runs:", 14))
         r->runs = strtoll(buf + 14, NULL, 10);
+    else if (!strncasecmp(buf, "X-Docket-Backup-Bytes:", 22))
+        r->backup_bytes = strtoll(buf + 22, NULL, 10);
+    else if (!strncasecmp(buf, "X-Docket-Schema:", 16))
+        r->schema = (int)strtol(buf + 16, NULL, 10);
+    else if (!strncasecmp(buf, "X-Docket-Backup-Sha256:", 23))
+        sscanf(buf + 23, " %64[0-9a-f]", r->backup_sha256);
     return len;
 }
 
 static int tls_request(struct client *c, const char *method, const char *path,
                        const char *content_type, const char *body, size_t body_len, long timeout_ms,
-                       struct client_reply *r, char *err, size_t errlen)
+                       const struct http_sink *sink, struct client_reply *r, char *err,
+                       size_t errlen)
 {
     const struct curl_api *a = &c->api;
     char url[2048], ctype[128], detail[CURL_ERROR_SIZE] = "";
@@ -562,7 +589,8 @@ static int tls_request(struct client *c, const char *method, const char *path,
     a->easy_setopt(c->curl, CURLOPT_TIMEOUT_MS,
                    timeout_ms > 0 ? timeout_ms : (long)DEFAULT_TIMEOUT_MS);
     a->easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
-    a->easy_setopt(c->curl, CURLOPT_WRITEDATA, &b);
+    struct tls_body tb = {c, &b, sink, 0};
+    a->easy_setopt(c->curl, CURLOPT_WRITEDATA, &tb);
     a->easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
     a->easy_setopt(c->curl, CURLOPT_HEADERDATA, r);
     a->easy_setopt(c->curl, CURLOPT_ERRORBUFFER, detail);
@@ -578,7 +606,9 @@ static int tls_request(struct client *c, const char *method, const char *path,
     a->slist_free_all(h);
     if (rc != CURLE_OK) {
         const char *why = detail[0] ? detail : a->easy_strerror(rc);
-        if (rc == CURLE_WRITE_ERROR && b.failed)
+        if (rc == CURLE_WRITE_ERROR && tb.sink_rc < 0)
+            snprintf(err, errlen, "cannot write what docketd sent: %s", strerror(-tb.sink_rc));
+        else if (rc == CURLE_WRITE_ERROR && b.failed)
             snprintf(err, errlen, "reply from docketd larger than %d MiB", MAX_REPLY >> 20);
         else if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
             unreachable(c, why, err, errlen);
@@ -606,17 +636,34 @@ static int tls_request(struct client *c, const char *method, const char *path,
     return 0;
 }
 
-int client_request(struct client *c, const char *method, const char *path, const char *content_type,
-                   const char *body, size_t body_len, long timeout_ms, struct client_reply *r,
-                   char *err, size_t errlen)
+static void reply_init(struct client_reply *r)
 {
     memset(r, 0, sizeof(*r));
     r->offset = -1;
     r->runs = -1;
+    r->backup_bytes = -1;
+    r->schema = -1;
+}
+
+int client_request(struct client *c, const char *method, const char *path, const char *content_type,
+                   const char *body, size_t body_len, long timeout_ms, struct client_reply *r,
+                   char *err, size_t errlen)
+{
+    reply_init(r);
     if (c->tls)
-        return tls_request(c, method, path, content_type, body, body_len, timeout_ms, r, err,
+        return tls_request(c, method, path, content_type, body, body_len, timeout_ms, NULL, r, err,
                            errlen);
-    return plain_request(c, method, path, content_type, body, body_len, timeout_ms, r, err, errlen);
+    return plain_request(c, method, path, content_type, body, body_len, timeout_ms, NULL, r, err,
+                         errlen);
+}
+
+int client_download(struct client *c, const char *path, long timeout_ms,
+                    const struct http_sink *sink, struct client_reply *r, char *err, size_t errlen)
+{
+    reply_init(r);
+    if (c->tls)
+        return tls_request(c, "GET", path, NULL, NULL, 0, timeout_ms, sink, r, err, errlen);
+    return plain_request(c, "GET", path, NULL, NULL, 0, timeout_ms, sink, r, err, errlen);
 }
 
 int client_escape(const char *s, char *buf, size_t len)

@@ -49,6 +49,10 @@ struct client_reply {
     int64_t offset; /* X-Docket-Offset, -1 when absent */
     bool eof;       /* X-Docket-Eof: 1 */
     int64_t runs;   /* X-Docket-Runs, -1 when absent */
+    /* a backup's (client_download): X-Docket-Backup-Bytes, -Sha256, X-Docket-Schema */
+    int64_t backup_bytes; /* -1 when absent */
+    char backup_sha256[65];
+    int schema; /* -1 when absent */
 };
 
 void client_reply_release(struct client_reply *r);
@@ -66,6 +70,12 @@ void client_destroy(struct client *c);
 int client_request(struct client *c, const char *method, const char *path, const char *content_type,
                    const char *body, size_t body_len, long timeout_ms, struct client_reply *r,
                    char *err, size_t errlen);
+
+/* A GET whose 2xx body goes to sink as it arrives (a file that may not fit in memory);
+ * an error reply's body is in r->body as client_request's. Same returns. */
+struct http_sink;
+int client_download(struct client *c, const char *path, long timeout_ms,
+                    const struct http_sink *sink, struct client_reply *r, char *err, size_t errlen);
 
 /* Percent-encode `s` for a query string into buf. 0 or -ENAMETOOLONG. */
 int client_escape(const char *s, char *buf, size_t len);

@@ -7,6 +7,7 @@
 #include "cli/http.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -116,13 +117,31 @@ static int parse_header(const char *line, size_t len, struct http_head *h)
         h->docket_eof = *v == '1';
     } else if ((v = header_value(line, len, "X-Docket-Runs"))) {
         h->docket_runs = header_int(v, INT32_MAX);
+    } else if ((v = header_value(line, len, "X-Docket-Backup-Bytes"))) {
+        h->docket_bytes = header_int(v, INT64_MAX / 2);
+    } else if ((v = header_value(line, len, "X-Docket-Schema"))) {
+        h->docket_schema = (int)header_int(v, INT32_MAX);
+    } else if ((v = header_value(line, len, "X-Docket-Backup-Sha256"))) {
+        size_t n = 0;
+        while (n < 64 && isxdigit((unsigned char)v[n]))
+            n++;
+        if (n == 64 && v[n] == '\r') {
+            memcpy(h->docket_sha256, v, 64);
+            h->docket_sha256[64] = '\0';
+        }
     }
     return 0;
 }
 
 int http_parse_head(const char *buf, size_t len, struct http_head *out)
 {
-    struct http_head h = {.content_length = -1, .docket_offset = -1, .docket_runs = -1};
+    struct http_head h = {
+        .content_length = -1,
+        .docket_offset = -1,
+        .docket_runs = -1,
+        .docket_schema = -1,
+        .docket_bytes = -1,
+    };
     size_t scan = len < HTTP_MAX_HEAD ? len : HTTP_MAX_HEAD;
     const char *end = NULL, *line, *nl;
 
@@ -434,23 +453,51 @@ static long recv_some(int fd, struct dbuf *b, int64_t deadline)
     }
 }
 
+/* Where a body goes: the reply buffer, or a sink (a 2xx reply of http_request_to). */
+struct body_out {
+    struct dbuf *buf;
+    const struct http_sink *sink;
+    uint64_t n; /* bytes of the body so far */
+};
+
+static int body_put(struct body_out *o, const char *p, size_t n)
+{
+    o->n += n;
+    if (o->sink)
+        return n ? o->sink->put(o->sink->arg, p, n) : 0;
+    return dbuf_append(o->buf, p, n) < 0 ? -ENOSPC : 0;
+}
+
+/* A sink takes what the chunk decoder left in the buffer. */
+static int body_flush(struct body_out *o)
+{
+    if (!o->sink || o->buf->len == 0)
+        return 0;
+    int rc = o->sink->put(o->sink->arg, o->buf->data, o->buf->len);
+    dbuf_reset(o->buf);
+    return rc;
+}
+
 /* Read the body after a head of `hlen` bytes in `in` (which may hold some body bytes). */
 static int read_body(struct http_conn *c, const struct http_head *h, bool no_body, struct dbuf *in,
-                     size_t hlen, struct dbuf *reply, int64_t deadline)
+                     size_t hlen, struct body_out *o, int64_t deadline)
 {
     struct http_dechunk dc;
     size_t pos = hlen;
     bool done = false;
     long r;
+    int rc;
 
     if (no_body)
         return 0;
     if (h->chunked) {
         http_dechunk_init(&dc);
         for (;;) {
-            r = http_dechunk_feed(&dc, in->data + pos, in->len - pos, reply, &done);
+            r = http_dechunk_feed(&dc, in->data + pos, in->len - pos, o->buf, &done);
             if (r < 0)
                 return (int)r;
+            if ((rc = body_flush(o)) < 0)
+                return rc;
             pos += (size_t)r;
             if (done)
                 return 0;
@@ -465,23 +512,23 @@ static int read_body(struct http_conn *c, const struct http_head *h, bool no_bod
         size_t have = in->len - pos;
         if (have > want)
             have = (size_t)want;
-        if (dbuf_append(reply, in->data + pos, have) < 0)
-            return -ENOSPC;
-        while (reply->len < want) {
+        if ((rc = body_put(o, in->data + pos, have)) < 0)
+            return rc;
+        while (o->n < want) {
             dbuf_reset(in);
             if ((r = recv_some(c->fd, in, deadline)) <= 0)
                 return r == 0 ? -EPROTO : (int)r;
             have = in->len;
-            if (have > want - reply->len)
-                have = (size_t)(want - reply->len);
-            if (dbuf_append(reply, in->data, have) < 0)
-                return -ENOSPC;
+            if (have > want - o->n)
+                have = (size_t)(want - o->n);
+            if ((rc = body_put(o, in->data, have)) < 0)
+                return rc;
         }
         return 0;
     }
     /* neither: the body ends when the server closes */
-    if (dbuf_append(reply, in->data + pos, in->len - pos) < 0)
-        return -ENOSPC;
+    if ((rc = body_put(o, in->data + pos, in->len - pos)) < 0)
+        return rc;
     for (;;) {
         dbuf_reset(in);
         if ((r = recv_some(c->fd, in, deadline)) < 0)
@@ -490,15 +537,15 @@ static int read_body(struct http_conn *c, const struct http_head *h, bool no_bod
             conn_close(c);
             return 0;
         }
-        if (dbuf_append(reply, in->data, in->len) < 0)
-            return -ENOSPC;
+        if ((rc = body_put(o, in->data, in->len)) < 0)
+            return rc;
     }
 }
 
 /* Read one response: head (skipping 1xx) then body. -EAGAIN: the connection was closed
  * before a single byte came (a stale kept-alive connection: the caller may retry). */
 static int read_response(struct http_conn *c, const char *method, struct http_head *h,
-                         struct dbuf *reply, int64_t deadline)
+                         struct dbuf *reply, const struct http_sink *sink, int64_t deadline)
 {
     struct dbuf in;
     int hlen = 0, rc;
@@ -530,8 +577,10 @@ static int read_response(struct http_conn *c, const char *method, struct http_he
         if (hlen > 0)
             break;
     }
+    /* only a success goes to the sink: an error's JSON is read as usual */
+    struct body_out o = {reply, h->status >= 200 && h->status < 300 ? sink : NULL, 0};
     rc = read_body(c, h, !strcmp(method, "HEAD") || h->status == 204 || h->status == 304, &in,
-                   (size_t)hlen, reply, deadline);
+                   (size_t)hlen, &o, deadline);
 out:
     dbuf_release(&in);
     return rc;
@@ -586,6 +635,14 @@ int http_request(struct http_conn *c, const char *method, const char *path, cons
                  const char *body, size_t body_len, long timeout_ms, struct http_head *head,
                  struct dbuf *reply, char *err, size_t errlen)
 {
+    return http_request_to(c, method, path, headers, body, body_len, timeout_ms, head, reply, NULL,
+                           err, errlen);
+}
+
+int http_request_to(struct http_conn *c, const char *method, const char *path, const char *headers,
+                    const char *body, size_t body_len, long timeout_ms, struct http_head *head,
+                    struct dbuf *reply, const struct http_sink *sink, char *err, size_t errlen)
+{
     int64_t deadline = clock_mono_ms() + timeout_ms;
     struct dbuf req;
     int rc = 0;
@@ -606,14 +663,15 @@ int http_request(struct http_conn *c, const char *method, const char *path, cons
         dbuf_reset(reply);
         rc = send_all(c->fd, req.data, req.len, deadline);
         if (rc == 0)
-            rc = read_response(c, method, head, reply, deadline);
+            rc = read_response(c, method, head, reply, sink, deadline);
         if (rc == 0) {
             if (head->close)
                 conn_close(c);
             goto out;
         }
         conn_close(c);
-        if (!reused || (rc != -EAGAIN && rc != -EPIPE && rc != -ECONNRESET))
+        /* (a reset may come after a sink took bytes: those are not asked for twice) */
+        if (!reused || (rc != -EAGAIN && rc != -EPIPE && (rc != -ECONNRESET || sink)))
             break;
     }
     if (rc == -EAGAIN)

@@ -30,6 +30,9 @@ struct http_head {
     int64_t docket_offset;  /* X-Docket-Offset, -1 when absent */
     bool docket_eof;        /* X-Docket-Eof: 1 */
     int64_t docket_runs;    /* X-Docket-Runs (a job's runs so far), -1 when absent */
+    int docket_schema;      /* X-Docket-Schema (a backup's), -1 when absent */
+    int64_t docket_bytes;   /* X-Docket-Backup-Bytes, -1 when absent */
+    char docket_sha256[65]; /* X-Docket-Backup-Sha256 (64 hex digits), "" when absent */
 };
 
 /* Parse a response head in buf[0..len). Returns the head's length (through the blank
@@ -67,5 +70,18 @@ void http_conn_destroy(struct http_conn *c);
 int http_request(struct http_conn *c, const char *method, const char *path, const char *headers,
                  const char *body, size_t body_len, long timeout_ms, struct http_head *head,
                  struct dbuf *reply, char *err, size_t errlen);
+
+/* Where the body of a 2xx reply goes instead of the reply buffer (a download): put(arg,
+ * p, n) gets its bytes in order as they arrive; a negative return ends the request with
+ * that error. */
+struct http_sink {
+    int (*put)(void *arg, const char *p, size_t n);
+    void *arg;
+};
+/* http_request with a 2xx reply's body handed to sink (an error reply's body still goes
+ * to reply). A connection found stale before any byte came is retried, as there. */
+int http_request_to(struct http_conn *c, const char *method, const char *path, const char *headers,
+                    const char *body, size_t body_len, long timeout_ms, struct http_head *head,
+                    struct dbuf *reply, const struct http_sink *sink, char *err, size_t errlen);
 
 #endif
