@@ -10,12 +10,14 @@
  * stop, even a kill: the descriptor holds the only reference); it then sends it in
  * slices (stream.c), one per loop turn, each read only when the client has taken the
  * previous one, with its size, schema version and SHA-256 in the headers. Until then a
- * client that leaves, or docketd stopping, stops the thread (the store's cancel flag)
- * and the file is removed. One backup at a time: a second is answered 409.
+ * client that leaves (seen on its socket: evhttp reads nothing meanwhile), or docketd
+ * stopping, stops the thread (the store's cancel flag) and the file is removed. One backup at a
+ * time: a second is answered 409.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <fcntl.h>
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "controller/backup.h"
@@ -48,6 +51,8 @@ struct ctl_backup {
     atomic_bool cancel;
     int pipe_r, pipe_w;
     struct event *done_ev;
+    struct event *peer_ev; /* the client's socket readable while the copy is made */
+    bool client_gone;
     char db[CTL_PATH_MAX];
     char tmp[CTL_PATH_MAX + 32];
     const char *hold; /* DOCKETD_TEST_BACKUP_HOLD: the thread waits while this file is */
@@ -113,8 +118,16 @@ static void *worker(void *arg)
     return NULL;
 }
 
+static void peer_unwatch(struct ctl_backup *b)
+{
+    if (b->peer_ev)
+        event_free(b->peer_ev);
+    b->peer_ev = NULL;
+}
+
 static void backup_free(struct ctl_backup *b)
 {
+    peer_unwatch(b);
     if (b->thread_running) {
         atomic_store(&b->cancel, true);
         pthread_join(b->thread, NULL);
@@ -139,8 +152,41 @@ static void client_left(struct evhttp_connection *con, void *arg)
     (void)con;
     struct ctl_backup *b = arg;
     b->req = NULL;
+    peer_unwatch(b); /* its socket is closed */
     atomic_store(&b->cancel, true);
     log_info("backup_abandoned", "why=\"the client left\"");
+}
+
+/* evhttp reads nothing from a connection whose request waits for its reply, so it does
+ * not see that client leave; the copy may take minutes. Its socket turning readable
+ * says so: an end of file (or an error) is the client gone; bytes (a pipelined request,
+ * TLS records) are left to evhttp, and the watch ends. */
+static void peer_readable(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    struct ctl_backup *b = arg;
+    char byte;
+    ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        event_add(b->peer_ev, NULL);
+        return;
+    }
+    peer_unwatch(b);
+    if (n > 0)
+        return;
+    b->client_gone = true;
+    atomic_store(&b->cancel, true);
+    log_info("backup_abandoned", "why=\"the client left\"");
+}
+
+static void peer_watch(struct ctl_backup *b, struct evhttp_connection *con)
+{
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(con);
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd < 0)
+        return;
+    b->peer_ev = xnonnull(event_new(b->c->base, fd, EV_READ, peer_readable, b), "backup event");
+    event_add(b->peer_ev, NULL);
 }
 
 static void unwatch(struct ctl_backup *b)
@@ -212,8 +258,12 @@ static void thread_done(evutil_socket_t fd, short what, void *arg)
     (void)!read(fd, &byte, 1);
     pthread_join(b->thread, NULL);
     b->thread_running = false;
+    peer_unwatch(b);
     unwatch(b);
     if (!b->req) {
+        backup_free(b);
+    } else if (b->client_gone) { /* an answer evhttp fails to send ends the connection */
+        ctl_reply_errorf(c, b->req, 503, NULL, "the backup was stopped: its client left");
         backup_free(b);
     } else if (b->rc < 0) {
         log_error("backup_failed", "error=\"%s\"", b->err);
@@ -270,8 +320,10 @@ void h_admin_backup(struct ctl_req *r)
     b->thread_running = true;
     c->backup = b;
     struct evhttp_connection *con = evhttp_request_get_connection(r->req);
-    if (con)
+    if (con) {
         ctl_conn_watch(c, con, client_left, b);
+        peer_watch(b, con);
+    }
     log_info("backup_started", "tmp=%s", b->tmp);
 }
 
@@ -294,6 +346,7 @@ void ctl_backup_stop(struct ctl *c)
     atomic_store(&b->cancel, true);
     pthread_join(b->thread, NULL);
     b->thread_running = false;
+    peer_unwatch(b);
     unwatch(b);
     if (b->req)
         ctl_reply_errorf(c, b->req, 503, NULL,

@@ -11,7 +11,8 @@
  * older database), and the copy is renamed into place, so the state directory holds
  * either the old database or the new one at every moment. All of it under the state
  * directory's lock, which a running docketd holds: a restore under a live docketd is
- * refused before anything is touched.
+ * refused before anything is touched. Run as root on a state directory that is another
+ * user's (the packages' `docket`), what it makes there is given to that user.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,11 +28,21 @@
 #include "controller/dbrestore.h"
 #include "store/store.h"
 
+/* A file root made for docketd's state (the restore runs as root; docketd as `docket`):
+ * owned as the state directory is, so docketd can open it. */
+static void own_like_state_dir(const char *path, const char *state_dir)
+{
+    struct stat sb;
+    if (geteuid() == 0 && stat(state_dir, &sb) == 0 && sb.st_uid != 0)
+        (void)!lchown(path, sb.st_uid, sb.st_gid);
+}
+
 int ctl_state_lock(const char *state_dir, char *err, size_t errlen)
 {
     char path[CTL_PATH_MAX + 32];
     snprintf(path, sizeof(path), "%s/%s", state_dir, CTL_STATE_LOCK);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    /* read-only is enough for flock, and opens whoever made the file */
+    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
         int e = errno;
         snprintf(err, errlen, "cannot open the lock '%s': %s", path, strerror(e));
@@ -49,6 +60,7 @@ int ctl_state_lock(const char *state_dir, char *err, size_t errlen)
             snprintf(err, errlen, "cannot lock '%s': %s", path, strerror(e));
         return e == EWOULDBLOCK ? -EWOULDBLOCK : -e;
     }
+    own_like_state_dir(path, state_dir);
     return fd;
 }
 
@@ -130,6 +142,7 @@ static int move_aside(const char *state_dir, char *aside, size_t len)
     snprintf(aside, len, "%s/before-restore-%s", state_dir, stamp);
     if (mkdir(aside, 0700) < 0)
         return -errno;
+    own_like_state_dir(aside, state_dir);
     for (size_t i = 0; i < 3; i++) {
         snprintf(from, sizeof(from), "%s/docket.db%s", state_dir, sfx[i]);
         snprintf(to, sizeof(to), "%s/docket.db%s", aside, sfx[i]);
@@ -179,6 +192,7 @@ int ctl_restore_file(const char *state_dir, const char *file)
         close(lock);
         return 1;
     }
+    own_like_state_dir(tmp, state_dir);
     if (rename(tmp, db) < 0 || chmod(db, 0600) < 0 || sync_dir(state_dir) < 0) {
         fprintf(stderr, "docketd --restore: cannot install '%s' as '%s': %s\n", tmp, db,
                 strerror(errno));

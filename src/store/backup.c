@@ -54,8 +54,9 @@ static int integrity(sqlite3 *db, char *msg, size_t len)
     int rc = sqlite3_step(s);
     const unsigned char *t = rc == SQLITE_ROW ? sqlite3_column_text(s, 0) : NULL;
     snprintf(msg, len, "%s", t ? (const char *)t : sqlite3_errmsg(db));
-    sqlite3_finalize(s);
-    return t && strcmp((const char *)t, "ok") == 0 ? 0 : -EINVAL;
+    bool ok = t && strcmp((const char *)t, "ok") == 0;
+    sqlite3_finalize(s); /* (t is gone with it) */
+    return ok ? 0 : -EINVAL;
 }
 
 static int verify(const char *path, const atomic_bool *cancel, struct store_backup_info *out,

@@ -1,8 +1,8 @@
 /* test_backup.c - unit tests of store/backup.c: a snapshot of a database with a
  * transaction open shows only what was committed, is 0600 and whole on its own; a
  * destination that exists is refused and kept; a stop request removes the copy; and
- * store_backup_verify refuses a truncated file, garbage, another program's SQLite file
- * and a schema newer than this build's. */
+ * store_backup_verify refuses a truncated file, zeroed pages, garbage, another program's SQLite
+ * file and a schema newer than this build's. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -129,7 +129,18 @@ static void verify_refuses_damaged_and_foreign(void **state)
     assert_int_equal(store_backup_verify(copy, &info, err, sizeof(err)), -EINVAL);
     remove_copy(copy);
 
-    int fd = open(copy, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    /* pages zeroed in the middle (the length is right, what is inside is not) */
+    static const char zeros[8 * 4096];
+    assert_int_equal(store_backup_write(store_path(f->st), copy, NULL, &info, err, sizeof(err)), 0);
+    int fd = open(copy, O_WRONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, zeros, sizeof(zeros), 2 * 4096), (ssize_t)sizeof(zeros));
+    close(fd);
+    assert_int_equal(store_backup_verify(copy, &info, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "damaged"));
+    remove_copy(copy);
+
+    fd = open(copy, O_WRONLY | O_CREAT | O_EXCL, 0600);
     assert_true(fd >= 0);
     for (int i = 0; i < 512; i++)
         assert_int_equal(write(fd, "not a database\n", 15), 15);
