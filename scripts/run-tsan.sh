@@ -4,8 +4,10 @@
 # -fsanitize=thread in build-tsan/ (or $TSANBUILD; only those targets), then runs the
 # system tests that put its threads to work against them: the WAL sync thread of the
 # group commit and the checkpoint thread (tests/system/group_commit.bats), shutdown,
-# restart, SIGHUP and failed writes with both running (a few of controller.bats), and the
-# alert delivery thread (the first test of alerts.bats). Prints their TAP (bats), with
+# restart, SIGHUP and failed writes with both running (a few of controller.bats), the
+# alert delivery thread (the first test of alerts.bats), and the backup thread (made
+# under submissions, a second refused, its client leaving, docketd stopping: three tests
+# of backup.bats). Prints their TAP (bats), with
 # one more test at the end: no ThreadSanitizer report from any process of the run.
 #
 # docketd stops at its first report (halt_on_error=1), so the test in progress fails as
@@ -17,8 +19,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 B=${TSANBUILD:-build-tsan}
 [[ $B == /* ]] || B=$PWD/$B
-TSAN_FILES=${TSAN_FILES:-tests/system/group_commit.bats tests/system/controller.bats tests/system/alerts.bats}
-TSAN_TESTS=${TSAN_TESTS:-'^(group commit: |checkpoints: |SIGTERM shuts down|SIGHUP reopens|restart keeps jobs, nodes|fault: a failed write on submit|fault: a decision of the cycle|a failed job fires)'}
+TSAN_FILES=${TSAN_FILES:-tests/system/group_commit.bats tests/system/controller.bats tests/system/alerts.bats tests/system/backup.bats}
+TSAN_TESTS=${TSAN_TESTS:-'^(group commit: |checkpoints: |SIGTERM shuts down|SIGHUP reopens|restart keeps jobs, nodes|fault: a failed write on submit|fault: a decision of the cycle|a failed job fires|a backup taken under|one backup at a time|a client that leaves)'}
 
 # fail_all WHAT FILE: the run could not start; one failed test saying why, FILE's tail.
 fail_all() {
