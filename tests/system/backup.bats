@@ -3,8 +3,9 @@
 # (docs/operations.md "Back up and restore the state"): a backup taken while submissions
 # stream in, restored into a fresh state directory, has every job acknowledged before it
 # began and an audit chain that verifies; only an admin may take one, one at a time; a
-# client that leaves, docketd stopping or killed leaves no temporary file; a damaged file
-# is refused by the restore, and so is a restore under a running docketd.
+# client that leaves, docketd stopping or killed leaves no temporary file; a copy that
+# cannot be made is a 500 that says why; a damaged file is refused by the restore, and so
+# is a restore under a running docketd.
 
 load lib/common
 bats_require_minimum_version 1.5.0
@@ -162,6 +163,19 @@ acked_at_least() { (($(lines "$TEST_DIR/acked") >= $1)); }
     docketd_start
     [[ ! -e $STATE_DIR/backup.tmp ]]
     grep -q backup_tmp_removed "$TEST_DIR/docketd.log"
+}
+
+@test "a copy that cannot be made: 500 saying why, no file left, the next one works" {
+    docketd_start
+    mkdir "$STATE_DIR/backup.tmp" # where the copy goes is taken (as a full disk would fail it)
+    run -1 docket_admin admin backup -o "$TEST_DIR/b.db"
+    [[ $output == *"backup failed"*"backup.tmp"* ]]
+    [[ ! -e $TEST_DIR/b.db && ! -e $TEST_DIR/b.db.part ]]
+    grep -q backup_failed "$TEST_DIR/docketd.log"
+    rmdir "$STATE_DIR/backup.tmp"
+    run -0 docket_admin admin backup -o "$TEST_DIR/b.db"
+    api_get /healthz
+    assert_status 200
 }
 
 @test "restore refuses a damaged file, a newer schema, and a running docketd; the old database is kept aside" {
