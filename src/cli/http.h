@@ -79,7 +79,8 @@ struct http_sink {
     void *arg;
 };
 /* http_request with a 2xx reply's body handed to sink (an error reply's body still goes
- * to reply). A connection found stale before any byte came is retried, as there. */
+ * to reply; a chunked body passes through it, one read's worth at a time). A connection
+ * found stale before any byte came is retried, as there. */
 int http_request_to(struct http_conn *c, const char *method, const char *path, const char *headers,
                     const char *body, size_t body_len, long timeout_ms, struct http_head *head,
                     struct dbuf *reply, const struct http_sink *sink, char *err, size_t errlen);

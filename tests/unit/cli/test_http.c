@@ -341,6 +341,78 @@ static void reply_over_the_cap(void **state)
     http_conn_destroy(c);
 }
 
+/* A download's sink: what it was handed, in order, and in how many pieces. */
+struct collect {
+    struct dbuf got;
+    int calls;
+    int fail_at; /* the call that answers an error (0: none) */
+};
+
+static int collect_put(void *arg, const char *p, size_t n)
+{
+    struct collect *k = arg;
+    if (++k->calls == k->fail_at)
+        return -ECANCELED;
+    return dbuf_append(&k->got, p, n);
+}
+
+static int req_to(struct http_conn *c, struct http_head *h, struct dbuf *out, struct collect *k)
+{
+    char err[256];
+    struct http_sink sink = {collect_put, k};
+    return http_request_to(c, "GET", "/v1/admin/backup", "", NULL, 0, 5000, h, out, &sink, err,
+                           sizeof(err));
+}
+
+/* A 2xx body (sized, then chunked) goes to the sink, never to the capped buffer, with the
+ * backup's headers read; an error's body goes to the buffer; the sink's error ends it. */
+static void download_to_sink(void **state)
+{
+    static const char sha[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    struct script s = {
+        .replies = {"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nX-Docket-Backup-Bytes: 10\r\n"
+                    "X-Docket-Backup-Sha256: 0123456789abcdef0123456789abcdef0123456789abcdef"
+                    "0123456789abcdef\r\nX-Docket-Schema: 12\r\n\r\n0123456789",
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n",
+                    "HTTP/1.1 409 Conflict\r\nContent-Length: 7\r\n\r\n{\"e\":1}",
+                    "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789"}};
+    struct collect k = {.fail_at = 0};
+    struct http_conn *c;
+    struct http_head h;
+    struct dbuf out;
+
+    serve(&s);
+    c = http_conn_create(sock_path, NULL, 0);
+    /* smaller than the sized body (a chunked one passes through it a read at a time) */
+    dbuf_init(&out, 8);
+    dbuf_init(&k.got, 1024);
+    assert_int_equal(req_to(c, &h, &out, &k), 0);
+    assert_int_equal(h.status, 200);
+    assert_int_equal(out.len, 0);
+    assert_string_equal(k.got.data, "0123456789");
+    assert_int_equal(h.docket_bytes, 10);
+    assert_int_equal(h.docket_schema, 12);
+    assert_string_equal(h.docket_sha256, sha);
+    dbuf_reset(&k.got);
+    assert_int_equal(req_to(c, &h, &out, &k), 0);
+    assert_string_equal(k.got.data, "abcdefg");
+    assert_int_equal(h.docket_bytes, -1);
+    assert_string_equal(h.docket_sha256, "");
+    dbuf_release(&out);
+    dbuf_init(&out, 1024);
+    dbuf_reset(&k.got);
+    assert_int_equal(req_to(c, &h, &out, &k), 0);
+    assert_int_equal(h.status, 409);
+    assert_string_equal(out.data, "{\"e\":1}");
+    assert_int_equal(k.got.len, 0);
+    k.fail_at = k.calls + 1;
+    assert_int_equal(req_to(c, &h, &out, &k), -ECANCELED);
+    dbuf_release(&k.got);
+    dbuf_release(&out);
+    http_conn_destroy(c);
+}
+
 static void garbage_and_truncation(void **state)
 {
     struct script s = {
@@ -411,6 +483,7 @@ int main(void)
         S(keepalive_then_stale_connection),
         S(interim_reply_and_body_to_close),
         S(reply_over_the_cap),
+        S(download_to_sink),
         S(garbage_and_truncation),
         S(no_server),
         S(timeout),
