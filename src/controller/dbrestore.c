@@ -64,6 +64,17 @@ int ctl_state_lock(const char *state_dir, char *err, size_t errlen)
     return fd;
 }
 
+int ctl_state_lock_wait(const char *state_dir, int wait_ms, char *err, size_t errlen)
+{
+    int fd;
+    for (int waited = 0;; waited += 50) {
+        fd = ctl_state_lock(state_dir, err, errlen);
+        if (fd != -EWOULDBLOCK || waited >= wait_ms)
+            return fd;
+        usleep(50000);
+    }
+}
+
 /* Copy src into dst (created 0600, must not exist) and sync it. 0 or -errno. */
 static int copy_file(const char *src, const char *dst, char *err, size_t errlen)
 {

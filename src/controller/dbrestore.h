@@ -15,6 +15,9 @@
  * its whole life, --restore while it swaps the files. The descriptor (keep it open), or
  * -EWOULDBLOCK when another process holds it, or another -errno; err says what to do. */
 int ctl_state_lock(const char *state_dir, char *err, size_t errlen);
+/* The same, waiting up to wait_ms for a docketd that is stopping to let it go (a
+ * restart whose old process is still closing the database). */
+int ctl_state_lock_wait(const char *state_dir, int wait_ms, char *err, size_t errlen);
 /* docketd --restore FILE on state_dir: check FILE (store_backup_verify, on a copy),
  * refuse while a docketd runs there, move docket.db and its -wal and -shm into
  * before-restore-YYYYMMDD-HHMMSS/, install the copy 0600. Messages on stderr, the

@@ -373,8 +373,8 @@ static int start(struct ctl *c)
         log_error("secrets_key_failed", "error=\"%s\"", err);
         return rc;
     }
-    /* one docketd per state directory; --restore waits for none */
-    if ((c->state_lock = ctl_state_lock(c->cfg.state_dir, err, sizeof(err))) < 0) {
+    /* one docketd per state directory (a restart's old one gets 10 s to close it) */
+    if ((c->state_lock = ctl_state_lock_wait(c->cfg.state_dir, 10000, err, sizeof(err))) < 0) {
         log_error("state_dir_locked", "error=\"%s\"", err);
         return c->state_lock;
     }

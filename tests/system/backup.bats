@@ -5,7 +5,8 @@
 # began and an audit chain that verifies; only an admin may take one, one at a time; a
 # client that leaves, docketd stopping or killed leaves no temporary file; a copy that
 # cannot be made is a 500 that says why; a damaged file is refused by the restore, and so
-# is a restore under a running docketd.
+# is a restore (or a second docketd) under a running docketd, while a restart waits for
+# the old one to let the state directory go.
 
 load lib/common
 bats_require_minimum_version 1.5.0
@@ -218,4 +219,19 @@ acked_at_least() { (($(lines "$TEST_DIR/acked") >= $1)); }
     [[ $(jq -r '[.tokens[].user] | join(",")' <<<"$output") != *after* ]]
     api_get /v1/audit/verify
     assert_json .ok true
+}
+
+@test "a restart waits for the old docketd to let the state directory go" {
+    docketd_start
+    rm -f "$STATE_DIR/docketd.port"
+    "$DOCKETD" --state-dir "$STATE_DIR" --listen 127.0.0.1:0 --socket "$STATE_DIR/new.sock" \
+        >>"$TEST_DIR/new.log" 2>&1 &
+    new=$!
+    docket_track_pid "$new"
+    sleep 0.5 # (no assertion on time: the new one is simply not up while the old one runs)
+    [[ ! -s $STATE_DIR/docketd.port ]]
+    docketd_stop
+    wait_for 60 test -s "$STATE_DIR/docketd.port"
+    wait_for 60 curl -sf -o /dev/null "http://127.0.0.1:$(cat "$STATE_DIR/docketd.port")/healthz"
+    kill -0 "$new"
 }
