@@ -2,8 +2,9 @@
  * fuzz_http.c - libFuzzer harness of the reply parsers of docket's HTTP client
  * (src/cli/http.c): any bytes as a response head, and as a chunked body fed in two
  * pieces split where the first byte says. Checks, beyond memory safety: a parsed head
- * fits the input and has a real status; the decoder never consumes more than it is
- * given, never outputs more than it consumed, and decodes the same whatever the split.
+ * fits the input and has a real status, and a backup's SHA-256 only whole; the decoder never
+ * consumes more than it is given, never outputs more than it consumed, and decodes the same
+ * whatever the split.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -50,6 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (n > 0 && ((size_t)n > size || h.status < 100 || h.status > 999 ||
                   (h.chunked && h.content_length != -1)))
+        abort();
+    /* a backup's SHA-256 is read whole (64 hex digits) or not at all */
+    if (n > 0 && h.docket_sha256[0] &&
+        (strlen(h.docket_sha256) != 64 || strspn(h.docket_sha256, "0123456789abcdefABCDEF") != 64))
         abort();
     if (size > 1) {
         size_t cut = data[0] % size, l1 = 0, l2 = 0;
