@@ -419,7 +419,8 @@ static const char main_usage[] =
     "DOCKET_TOKEN, else ~/.config/docket/config (url=..., token=...), else the socket\n"
     "unix:/run/docket/docketd.sock. An https:// URL checks docketd's certificate against\n"
     "the pinned key of --fingerprint (DOCKET_FINGERPRINT), else the CA file of --ca\n"
-    "(DOCKET_CA), else the system's CAs. See docket(1) and docs/cli.md.\n"
+    "(DOCKET_CA), else the system's CAs. A list (URL1,URL2: an active/standby pair) is\n"
+    "tried in turn where one cannot be reached or is a standby. See docket(1), docs/cli.md.\n"
     "\n"
     "verbs:\n";
 

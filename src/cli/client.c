@@ -58,6 +58,9 @@ struct client {
     char pin[80];    /* https://: "sha256//BASE64" for CURLOPT_PINNEDPUBLICKEY, or "" */
     char auth[560];  /* "Authorization: Bearer ..." or "" */
     char source[300];
+    /* DOCKET_URL=URL1,URL2...: one client per controller, in the order given; the head
+     * owns the others and remembers which one answered last */
+    struct client *alt, *cur;
 };
 
 /* ------------------------------------------------------------------------------------ */
@@ -339,7 +342,38 @@ static int set_trust(struct client *c, const struct client_config *cfg, char *er
     return 0;
 }
 
+static struct client *client_create_one(const struct client_config *cfg, char *err, size_t errlen);
+
+/* A list of URLs (DOCKET_URL=URL1,URL2: the controllers of an active/standby pair) makes
+ * one client each, chained; a request goes to the one that answered last and moves on
+ * when a controller cannot be reached or answers that it is a standby. */
 struct client *client_create(const struct client_config *cfg, char *err, size_t errlen)
+{
+    struct client_config one = *cfg;
+    struct client *head = NULL, **tail = &head;
+    const char *p = cfg->url;
+    do {
+        size_t n = strcspn(p, ",");
+        if (n >= sizeof(one.url)) {
+            snprintf(err, errlen, "a URL in '%.100s' is too long", cfg->url);
+            client_destroy(head);
+            return NULL;
+        }
+        memcpy(one.url, p, n);
+        one.url[n] = '\0';
+        struct client *c = client_create_one(&one, err, errlen);
+        if (!c) {
+            client_destroy(head);
+            return NULL;
+        }
+        *tail = c;
+        tail = &c->alt;
+        p += n;
+    } while (*p++ == ',');
+    return head;
+}
+
+static struct client *client_create_one(const struct client_config *cfg, char *err, size_t errlen)
 {
     struct client *c = calloc(1, sizeof(*c));
 
@@ -389,6 +423,7 @@ void client_destroy(struct client *c)
 {
     if (!c)
         return;
+    client_destroy(c->alt);
     if (c->curl)
         c->api.easy_cleanup(c->curl);
     if (c->api.dl)
@@ -439,15 +474,16 @@ static int plain_request(struct client *c, const char *method, const char *path,
                          sizeof(why));
     dbuf_release(&headers);
     if (rc < 0) {
-        if (rc == -ENOENT || rc == -ECONNREFUSED || rc == -EHOSTUNREACH || rc == -ENETUNREACH ||
-            rc == -EACCES)
+        bool unreached = rc == -ENOENT || rc == -ECONNREFUSED || rc == -EHOSTUNREACH ||
+                         rc == -ENETUNREACH || rc == -EACCES;
+        if (unreached)
             unreachable(c, why, err, errlen);
         else if (rc == -ETIMEDOUT)
             snprintf(err, errlen, "docketd at %s did not answer in time", c->shown);
         else
             snprintf(err, errlen, "request to docketd at %s failed: %s", c->shown, why);
         dbuf_release(&reply);
-        return -EIO;
+        return unreached ? -ECONNREFUSED : -EIO;
     }
     r->status = head.status;
     r->offset = head.docket_offset;
@@ -629,7 +665,9 @@ static int tls_request(struct client *c, const char *method, const char *path,
         else
             snprintf(err, errlen, "request to docketd at %s failed: %s", c->shown, why);
         dbuf_release(&b);
-        return -EIO;
+        /* nothing was sent when it could not connect: another controller may be tried */
+        return rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ? -ECONNREFUSED
+                                                                               : -EIO;
     }
     a->easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
     r->body = dbuf_detach(&b, &r->len);
@@ -645,25 +683,69 @@ static void reply_init(struct client_reply *r)
     r->schema = -1;
 }
 
+/* One request to controller c. */
+static int request_one(struct client *c, const char *method, const char *path,
+                       const char *content_type, const char *body, size_t body_len, long timeout_ms,
+                       const struct http_sink *sink, struct client_reply *r, char *err,
+                       size_t errlen)
+{
+    reply_init(r);
+    if (c->tls)
+        return tls_request(c, method, path, content_type, body, body_len, timeout_ms, sink, r, err,
+                           errlen);
+    return plain_request(c, method, path, content_type, body, body_len, timeout_ms, sink, r, err,
+                         errlen);
+}
+
+/* A standby docketd's answer (docs/operations.md "Active and standby"): 503 with the
+ * error code "standby". */
+static bool is_standby(const struct client_reply *r)
+{
+    return r->status == 503 && r->body && strstr(r->body, "\"code\": \"standby\"") != NULL;
+}
+
+/* The request to the controller that answered last, then to each other in turn where
+ * one cannot be reached (nothing was sent) or is a standby; the last answer or error
+ * stands when none leads. A request that may have reached a controller is never sent
+ * again. */
+static int request_any(struct client *c, const char *method, const char *path,
+                       const char *content_type, const char *body, size_t body_len, long timeout_ms,
+                       const struct http_sink *sink, struct client_reply *r, char *err,
+                       size_t errlen)
+{
+    struct client *k = c->cur ? c->cur : c;
+    int rc = 0;
+    do {
+        if (k != (c->cur ? c->cur : c))
+            client_reply_release(r);
+        rc = request_one(k, method, path, content_type, body, body_len, timeout_ms, sink, r, err,
+                         errlen);
+        if (rc == 0 && !is_standby(r)) {
+            c->cur = k;
+            return 0;
+        }
+        if (rc < 0 && rc != -ECONNREFUSED)
+            return -EIO;
+        if (rc == 0)
+            snprintf(err, errlen, "docketd at %s is a standby and no other controller leads",
+                     k->shown);
+        k = k->alt ? k->alt : c;
+    } while (k != (c->cur ? c->cur : c));
+    return rc < 0 ? -EIO : 0;
+}
+
 int client_request(struct client *c, const char *method, const char *path, const char *content_type,
                    const char *body, size_t body_len, long timeout_ms, struct client_reply *r,
                    char *err, size_t errlen)
 {
-    reply_init(r);
-    if (c->tls)
-        return tls_request(c, method, path, content_type, body, body_len, timeout_ms, NULL, r, err,
-                           errlen);
-    return plain_request(c, method, path, content_type, body, body_len, timeout_ms, NULL, r, err,
-                         errlen);
+    return request_any(c, method, path, content_type, body, body_len, timeout_ms, NULL, r, err,
+                       errlen);
 }
 
 int client_download(struct client *c, const char *path, long timeout_ms,
                     const struct http_sink *sink, struct client_reply *r, char *err, size_t errlen)
 {
-    reply_init(r);
-    if (c->tls)
-        return tls_request(c, "GET", path, NULL, NULL, 0, timeout_ms, sink, r, err, errlen);
-    return plain_request(c, "GET", path, NULL, NULL, 0, timeout_ms, sink, r, err, errlen);
+    return request_any(c, "GET", path, NULL, NULL, 0, timeout_ms, sink, r, err, errlen);
 }
 
 int client_escape(const char *s, char *buf, size_t len)

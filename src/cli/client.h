@@ -10,6 +10,10 @@
  *      comment
  *   3. the controller's default socket unix:/run/docket/docketd.sock
  * Variables fill only what they name: DOCKET_TOKEN alone keeps the file's url.
+ * A url may be a list, "URL1,URL2" (the controllers of an active/standby pair): each
+ * request goes to the one that answered last, and on to the next only where nothing was
+ * sent (it cannot be reached) or the answer is a standby's 503; never again after a
+ * request may have arrived.
  *
  * https:// checks docketd's certificate: against a pinned public key (DOCKET_FINGERPRINT,
  * --fingerprint, "sha256:<hex>" as docketd prints it) when one is given, else against

@@ -95,6 +95,17 @@ submit_q() {
     [[ $output == *"cannot reach docketd at https://127.0.0.1:1"* ]]
 }
 
+@test "DOCKET_URL may list controllers: one that cannot be reached is passed over" {
+    # the first cannot be reached (nothing is sent to it), the second answers
+    DOCKET_URL="unix:$T/none.sock,http://127.0.0.1:1,$DOCKET_URL" run -0 "$DOCKET" nodes --json
+    jq -e '.nodes | length == 2' <<<"$output"
+    # none answers: the last one's error, with how to start it
+    DOCKET_URL="unix:$T/none.sock,http://127.0.0.1:1" run -1 "$DOCKET" nodes
+    [[ $output == *"cannot reach docketd at http://127.0.0.1:1"* ]]
+    DOCKET_URL="unix:$T/none.sock,ftp://x" run -1 "$DOCKET" nodes
+    [[ $output == *"bad url 'ftp://x'"* ]]
+}
+
 @test "tiers, classes and projects from the applied policy (--json)" {
     run -0 "$DOCKET" tiers --json
     [ "$(jq -r '[.tiers[].name] | join(",")' <<<"$output")" = "critical,high,normal,low" ]
