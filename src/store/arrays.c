@@ -15,13 +15,13 @@
 static int run_id(struct store *st, const char *sql, uint64_t id, int nextra, const int64_t *extra,
                   const char *what)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc = store_prepare(st, sql, &s);
     if (rc < 0)
         return rc;
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+    db_bind_int64(s, 1, (int64_t)id);
     for (int i = 0; i < nextra; i++)
-        sqlite3_bind_int64(s, 2 + i, (sqlite3_int64)extra[i]);
+        db_bind_int64(s, 2 + i, (int64_t)extra[i]);
     return store_step_finalize(st, s, what);
 }
 
@@ -36,7 +36,7 @@ int store_array_writing_clear(struct store *st, uint64_t array_id)
 {
     int rc = run_id(st, "DELETE FROM arrays_writing WHERE array_id = ?1", array_id, 0, NULL,
                     "clear array mark");
-    if (rc == 0 && sqlite3_changes(store_db(st)) != 1) {
+    if (rc == 0 && db_changes(store_db(st)) != 1) {
         char m[96];
         snprintf(m, sizeof(m), "array %llu is not being written", (unsigned long long)array_id);
         store_set_errmsg(st, m);
@@ -62,7 +62,8 @@ int store_array_discard_step(struct store *st, uint64_t array_id, size_t max, si
         "DELETE FROM job_specs WHERE id = ?1",
         "DELETE FROM arrays_writing WHERE array_id = ?1",
     };
-    const int64_t lim[1] = {max > (size_t)INT64_MAX ? -1 : (int64_t)max}; /* -1: no limit */
+    /* no limit is a limit no table reaches (LIMIT -1 is SQLite's only) */
+    const int64_t lim[1] = {max > (size_t)INT64_MAX ? INT64_MAX : (int64_t)max};
     *deleted = 0;
     *done = false;
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -70,8 +71,8 @@ int store_array_discard_step(struct store *st, uint64_t array_id, size_t max, si
         if (rc < 0)
             return rc;
     }
-    *deleted = (size_t)sqlite3_changes(store_db(st)); /* of the last: the task rows */
-    if (lim[0] >= 0 && *deleted == max)
+    *deleted = (size_t)db_changes(store_db(st)); /* of the last: the task rows */
+    if (*deleted == max)
         return 0; /* maybe more: the spec and the marker stay until none is left */
     for (size_t i = 0; i < sizeof(last) / sizeof(last[0]); i++) {
         int rc = run_id(st, last[i], array_id, 0, NULL, "discard array");
@@ -91,18 +92,18 @@ int store_array_discard(struct store *st, uint64_t array_id)
 
 int store_arrays_writing(struct store *st, uint64_t *ids, size_t max, size_t *n)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc = store_prepare(st, "SELECT array_id FROM arrays_writing ORDER BY array_id", &s);
     *n = 0;
     if (rc < 0)
         return rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((rc = db_step(s)) == DB_ROW) {
         if (*n < max && ids)
-            ids[*n] = (uint64_t)sqlite3_column_int64(s, 0);
+            ids[*n] = (uint64_t)db_column_int64(s, 0);
         (*n)++;
     }
-    rc = rc == SQLITE_DONE ? 0 : store_fail(st, "list arrays being written");
-    sqlite3_finalize(s);
+    rc = rc == DB_DONE ? 0 : store_fail(st, "list arrays being written");
+    db_finalize(s);
     return rc;
 }
 

@@ -72,24 +72,24 @@ int store_audit_add(struct store *st, const struct store_audit *a)
 {
     struct store_audit row = *a;
     char prev[65], hash[65];
-    sqlite3_stmt *s = store_stmt(st, S_AUDIT_LAST);
-    int rc = sqlite3_step(s);
+    struct db_stmt *s = store_stmt(st, S_AUDIT_LAST);
+    int rc = db_step(s);
     row.id = 1;
     str_copy(prev, sizeof(prev), audit_genesis);
-    if (rc == SQLITE_ROW) {
-        row.id = sqlite3_column_int64(s, 0) + 1;
-        const unsigned char *h = sqlite3_column_text(s, 1);
+    if (rc == DB_ROW) {
+        row.id = db_column_int64(s, 0) + 1;
+        const char *h = db_column_text(s, 1);
         if (h && h[0]) /* a row from before the chain: start it here */
             str_copy(prev, sizeof(prev), (const char *)h);
     }
-    sqlite3_reset(s);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    db_reset(s);
+    if (rc != DB_ROW && rc != DB_DONE)
         return store_fail(st, "last audit row");
     if ((rc = audit_digest(&row, prev, hash)) < 0)
         return rc;
     s = store_stmt(st, S_AUDIT_ADD);
-    sqlite3_bind_int64(s, 1, row.id);
-    sqlite3_bind_int64(s, 2, row.time_ms);
+    db_bind_int64(s, 1, row.id);
+    db_bind_int64(s, 2, row.time_ms);
     store_bind_text(s, 3, row.actor ? row.actor : "");
     store_bind_text(s, 4, row.action ? row.action : "");
     store_bind_text(s, 5, row.target ? row.target : "");
@@ -133,17 +133,17 @@ static void verify_row(struct store_audit_check *v, const struct store_audit *a,
 }
 /* An audit row whose first eight columns are id, time_ms, actor, action, target,
  * before_doc, after_doc, reason (its texts borrowed from the statement). */
-static struct store_audit audit_row(sqlite3_stmt *s)
+static struct store_audit audit_row(struct db_stmt *s)
 {
     return (struct store_audit){
-        .id = sqlite3_column_int64(s, 0),
-        .time_ms = sqlite3_column_int64(s, 1),
-        .actor = (const char *)sqlite3_column_text(s, 2),
-        .action = (const char *)sqlite3_column_text(s, 3),
-        .target = (const char *)sqlite3_column_text(s, 4),
-        .before = (const char *)sqlite3_column_text(s, 5),
-        .after = (const char *)sqlite3_column_text(s, 6),
-        .reason = (const char *)sqlite3_column_text(s, 7),
+        .id = db_column_int64(s, 0),
+        .time_ms = db_column_int64(s, 1),
+        .actor = (const char *)db_column_text(s, 2),
+        .action = (const char *)db_column_text(s, 3),
+        .target = (const char *)db_column_text(s, 4),
+        .before = (const char *)db_column_text(s, 5),
+        .after = (const char *)db_column_text(s, 6),
+        .reason = (const char *)db_column_text(s, 7),
     };
 }
 
@@ -156,30 +156,30 @@ void store_audit_verify_begin(struct store_audit_check *v)
 int store_audit_verify_step(struct store *st, const char *want_head, struct store_audit_check *v,
                             int max_rows)
 {
-    sqlite3_stmt *s = NULL;
+    struct db_stmt *s = NULL;
     if (v->first_bad)
         return 0;
-    if (sqlite3_prepare_v2(store_db(st),
-                           "SELECT id, time_ms, actor, action, target, before_doc, after_doc,"
-                           " reason, prev_hash, hash FROM audit WHERE id > ?1 ORDER BY id"
-                           " LIMIT ?2",
-                           -1, &s, NULL) != SQLITE_OK)
-        return store_fail(st, "prepare audit verify");
-    sqlite3_bind_int64(s, 1, v->cursor);
-    sqlite3_bind_int(s, 2, max_rows);
-    int step = SQLITE_DONE, n = 0;
-    while (!v->first_bad && (step = sqlite3_step(s)) == SQLITE_ROW) {
+    if (store_prepare(st,
+                      "SELECT id, time_ms, actor, action, target, before_doc, after_doc,"
+                      " reason, prev_hash, hash FROM audit WHERE id > ?1 ORDER BY id"
+                      " LIMIT ?2",
+                      &s) < 0)
+        return -EIO;
+    db_bind_int64(s, 1, v->cursor);
+    db_bind_int64(s, 2, max_rows);
+    int step = DB_DONE, n = 0;
+    while (!v->first_bad && (step = db_step(s)) == DB_ROW) {
         struct store_audit a = audit_row(s);
-        const char *prev = (const char *)sqlite3_column_text(s, 8);
-        const char *hash = (const char *)sqlite3_column_text(s, 9);
+        const char *prev = (const char *)db_column_text(s, 8);
+        const char *hash = (const char *)db_column_text(s, 9);
         verify_row(v, &a, prev ? prev : "", hash ? hash : "", v->expect);
         if (!v->first_bad && want_head && hash && strcmp(hash, want_head) == 0)
             v->head_found = true;
         v->cursor = a.id;
         n++;
     }
-    int rc = v->first_bad || step == SQLITE_DONE ? 0 : store_fail(st, "audit verify");
-    sqlite3_finalize(s);
+    int rc = v->first_bad || step == DB_DONE ? 0 : store_fail(st, "audit verify");
+    db_finalize(s);
     if (rc < 0)
         return rc;
     return !v->first_bad && n == max_rows ? 1 : 0;
@@ -210,10 +210,10 @@ int store_audit_list(struct store *st, const struct store_audit_filter *f, store
     if (f->after)
         dbuf_printf(&sql, " AND id > ?%d", ++np);
     dbuf_printf(&sql, " ORDER BY id LIMIT %d", f->limit > 0 ? f->limit : 100);
-    sqlite3_stmt *s = NULL;
-    if (sql.failed || sqlite3_prepare_v2(store_db(st), sql.data, -1, &s, NULL) != SQLITE_OK) {
+    struct db_stmt *s = NULL;
+    if (sql.failed || store_prepare(st, sql.data, &s) < 0) {
         dbuf_release(&sql);
-        return store_fail(st, "prepare audit list");
+        return sql.failed ? -ENOMEM : -EIO;
     }
     dbuf_release(&sql);
     np = 0;
@@ -222,17 +222,17 @@ int store_audit_list(struct store *st, const struct store_audit_filter *f, store
         if (texts[i])
             store_bind_text(s, ++np, texts[i]);
     if (f->since_ms)
-        sqlite3_bind_int64(s, ++np, f->since_ms);
+        db_bind_int64(s, ++np, f->since_ms);
     if (f->after)
-        sqlite3_bind_int64(s, ++np, f->after);
+        db_bind_int64(s, ++np, f->after);
     int step;
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((step = db_step(s)) == DB_ROW) {
         struct store_audit a = audit_row(s);
         if ((rc = cb(arg, &a)))
             break;
     }
-    if (!rc && step != SQLITE_DONE)
+    if (!rc && step != DB_DONE)
         rc = store_fail(st, "list audit");
-    sqlite3_finalize(s);
+    db_finalize(s);
     return rc;
 }

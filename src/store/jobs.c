@@ -23,11 +23,11 @@ void store_job_release(struct store_job *j)
 }
 
 /* Binds ?1..?36; the UPDATE uses fewer (SQLite ignores binding the ones it lacks). */
-static void bind_job(sqlite3_stmt *s, const struct store_job *j)
+static void bind_job(struct db_stmt *s, const struct store_job *j)
 {
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)j->id);
-    sqlite3_bind_int64(s, 2, (sqlite3_int64)j->array_id);
-    sqlite3_bind_int(s, 3, j->array_index);
+    db_bind_int64(s, 1, (int64_t)j->id);
+    db_bind_int64(s, 2, (int64_t)j->array_id);
+    db_bind_int64(s, 3, j->array_index);
     store_bind_text(s, 4, j->name);
     store_bind_text(s, 5, j->project);
     store_bind_text(s, 6, j->user);
@@ -35,76 +35,76 @@ static void bind_job(sqlite3_stmt *s, const struct store_job *j)
     store_bind_text(s, 8, j->class_name);
     store_bind_text(s, 9, sched_job_state_name((enum sched_job_state)j->state));
     store_bind_text(s, 10, j->stop_cause);
-    sqlite3_bind_int64(s, 11, j->submit_ms);
-    sqlite3_bind_int64(s, 12, j->start_ms);
-    sqlite3_bind_int64(s, 13, j->end_ms);
-    sqlite3_bind_int(s, 14, j->preempt_count);
-    sqlite3_bind_int64(s, 15, (sqlite3_int64)j->preemptor);
+    db_bind_int64(s, 11, j->submit_ms);
+    db_bind_int64(s, 12, j->start_ms);
+    db_bind_int64(s, 13, j->end_ms);
+    db_bind_int64(s, 14, j->preempt_count);
+    db_bind_int64(s, 15, (int64_t)j->preemptor);
     store_bind_text(s, 16, j->nodes);
     store_bind_text(s, 17, j->spec_id ? "" : j->spec ? j->spec : "{}");
     store_bind_text(s, 18, j->alloc);
     store_bind_text(s, 19, j->exit);
     store_bind_text(s, 20, j->usage);
-    sqlite3_bind_int(s, 21, j->has_core);
-    sqlite3_bind_int(s, 22, j->gpus);
-    sqlite3_bind_int(s, 23, j->cpus);
-    sqlite3_bind_int(s, 24, j->nnodes);
-    sqlite3_bind_int(s, 25, j->signal);
-    sqlite3_bind_int(s, 26, j->retries);
-    sqlite3_bind_int(s, 27, j->array_limit);
-    sqlite3_bind_int(s, 28, j->flags);
-    sqlite3_bind_int64(s, 29, j->mem_mb);
-    sqlite3_bind_int64(s, 30, j->time_limit_ms);
-    sqlite3_bind_int64(s, 31, j->begin_ms);
-    sqlite3_bind_int64(s, 32, j->grace_ms);
+    db_bind_int64(s, 21, j->has_core);
+    db_bind_int64(s, 22, j->gpus);
+    db_bind_int64(s, 23, j->cpus);
+    db_bind_int64(s, 24, j->nnodes);
+    db_bind_int64(s, 25, j->signal);
+    db_bind_int64(s, 26, j->retries);
+    db_bind_int64(s, 27, j->array_limit);
+    db_bind_int64(s, 28, j->flags);
+    db_bind_int64(s, 29, j->mem_mb);
+    db_bind_int64(s, 30, j->time_limit_ms);
+    db_bind_int64(s, 31, j->begin_ms);
+    db_bind_int64(s, 32, j->grace_ms);
     store_bind_text(s, 33, j->gpu_type);
     store_bind_text(s, 34, j->deps);
     store_bind_text(s, 35, j->selectors);
-    sqlite3_bind_int64(s, 36, (sqlite3_int64)j->spec_id);
+    db_bind_int64(s, 36, (int64_t)j->spec_id);
 }
 
 /* Fill j from the row; -EIO with st's message when the row holds a state this docketd
  * does not know (j is then released). */
-static int read_job(struct store *st, sqlite3_stmt *s, struct store_job *j)
+static int read_job(struct store *st, struct db_stmt *s, struct store_job *j)
 {
     memset(j, 0, sizeof(*j));
-    j->id = (uint64_t)sqlite3_column_int64(s, 0);
-    j->array_id = (uint64_t)sqlite3_column_int64(s, 1);
-    j->array_index = sqlite3_column_int(s, 2);
+    j->id = (uint64_t)db_column_int64(s, 0);
+    j->array_id = (uint64_t)db_column_int64(s, 1);
+    j->array_index = db_column_int(s, 2);
     store_col_copy(s, 3, j->name, sizeof(j->name));
     store_col_copy(s, 4, j->project, sizeof(j->project));
     store_col_copy(s, 5, j->user, sizeof(j->user));
     store_col_copy(s, 6, j->tier, sizeof(j->tier));
     store_col_copy(s, 7, j->class_name, sizeof(j->class_name));
-    const unsigned char *state = sqlite3_column_text(s, 8);
+    const char *state = db_column_text(s, 8);
     j->state = sched_job_state_parse(state ? (const char *)state : "");
     store_col_copy(s, 9, j->stop_cause, sizeof(j->stop_cause));
-    j->submit_ms = sqlite3_column_int64(s, 10);
-    j->start_ms = sqlite3_column_int64(s, 11);
-    j->end_ms = sqlite3_column_int64(s, 12);
-    j->preempt_count = sqlite3_column_int(s, 13);
-    j->preemptor = (uint64_t)sqlite3_column_int64(s, 14);
+    j->submit_ms = db_column_int64(s, 10);
+    j->start_ms = db_column_int64(s, 11);
+    j->end_ms = db_column_int64(s, 12);
+    j->preempt_count = db_column_int(s, 13);
+    j->preemptor = (uint64_t)db_column_int64(s, 14);
     store_col_copy(s, 15, j->nodes, sizeof(j->nodes));
     j->spec = store_col_dup(s, 16);
     j->alloc = store_col_dup(s, 17);
     j->exit = store_col_dup(s, 18);
     j->usage = store_col_dup(s, 19);
-    j->has_core = sqlite3_column_int(s, 20) != 0;
-    j->gpus = sqlite3_column_int(s, 21);
-    j->cpus = sqlite3_column_int(s, 22);
-    j->nnodes = sqlite3_column_int(s, 23);
-    j->signal = sqlite3_column_int(s, 24);
-    j->retries = sqlite3_column_int(s, 25);
-    j->array_limit = sqlite3_column_int(s, 26);
-    j->flags = sqlite3_column_int(s, 27);
-    j->mem_mb = sqlite3_column_int64(s, 28);
-    j->time_limit_ms = sqlite3_column_int64(s, 29);
-    j->begin_ms = sqlite3_column_int64(s, 30);
-    j->grace_ms = sqlite3_column_int64(s, 31);
+    j->has_core = db_column_int(s, 20) != 0;
+    j->gpus = db_column_int(s, 21);
+    j->cpus = db_column_int(s, 22);
+    j->nnodes = db_column_int(s, 23);
+    j->signal = db_column_int(s, 24);
+    j->retries = db_column_int(s, 25);
+    j->array_limit = db_column_int(s, 26);
+    j->flags = db_column_int(s, 27);
+    j->mem_mb = db_column_int64(s, 28);
+    j->time_limit_ms = db_column_int64(s, 29);
+    j->begin_ms = db_column_int64(s, 30);
+    j->grace_ms = db_column_int64(s, 31);
     store_col_copy(s, 32, j->gpu_type, sizeof(j->gpu_type));
     store_col_copy(s, 33, j->deps, sizeof(j->deps));
     store_col_copy(s, 34, j->selectors, sizeof(j->selectors));
-    j->spec_id = (uint64_t)sqlite3_column_int64(s, 35);
+    j->spec_id = (uint64_t)db_column_int64(s, 35);
     if (j->state < 0) {
         char m[96];
         snprintf(m, sizeof(m), "job %llu: unknown state '%.32s'", (unsigned long long)j->id,
@@ -130,15 +130,15 @@ int store_job_insert(struct store *st, const struct store_job *j)
 {
     if (check_state(st, j) < 0)
         return -EINVAL;
-    sqlite3_stmt *s = store_stmt(st, S_JOB_INSERT);
+    struct db_stmt *s = store_stmt(st, S_JOB_INSERT);
     bind_job(s, j);
     return store_step_done(st, s, "insert job");
 }
 
 int store_spec_put(struct store *st, uint64_t id, const char *spec, const char *lean)
 {
-    sqlite3_stmt *s = store_stmt(st, S_SPEC_PUT);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+    struct db_stmt *s = store_stmt(st, S_SPEC_PUT);
+    db_bind_int64(s, 1, (int64_t)id);
     store_bind_text(s, 2, spec);
     store_bind_text(s, 3, lean);
     return store_step_done(st, s, "put spec");
@@ -148,34 +148,34 @@ int store_job_update(struct store *st, const struct store_job *j)
 {
     if (check_state(st, j) < 0)
         return -EINVAL;
-    sqlite3_stmt *s = store_stmt(st, S_JOB_UPDATE);
+    struct db_stmt *s = store_stmt(st, S_JOB_UPDATE);
     bind_job(s, j);
     int rc = store_step_done(st, s, "update job");
-    if (rc == 0 && sqlite3_changes(store_db(st)) == 0)
+    if (rc == 0 && db_changes(store_db(st)) == 0)
         return -ENOENT;
     return rc;
 }
 
 int store_job_get(struct store *st, uint64_t id, struct store_job *out)
 {
-    sqlite3_stmt *s = store_stmt(st, S_JOB_GET);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
-    int rc = sqlite3_step(s);
-    int bad = rc == SQLITE_ROW ? read_job(st, s, out) : 0;
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
+    struct db_stmt *s = store_stmt(st, S_JOB_GET);
+    db_bind_int64(s, 1, (int64_t)id);
+    int rc = db_step(s);
+    int bad = rc == DB_ROW ? read_job(st, s, out) : 0;
+    db_reset(s);
+    db_clear_bindings(s);
     if (bad < 0)
         return bad;
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : store_fail(st, "get job");
+    return rc == DB_ROW ? 0 : rc == DB_DONE ? -ENOENT : store_fail(st, "get job");
 }
 
 int64_t store_job_count(struct store *st)
 {
-    sqlite3_stmt *s = store_stmt(st, S_JOB_COUNT);
+    struct db_stmt *s = store_stmt(st, S_JOB_COUNT);
     int64_t n = -1;
-    if (sqlite3_step(s) == SQLITE_ROW)
-        n = sqlite3_column_int64(s, 0);
-    sqlite3_reset(s);
+    if (db_step(s) == DB_ROW)
+        n = db_column_int64(s, 0);
+    db_reset(s);
     return n;
 }
 
@@ -201,8 +201,8 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
     store_add_text_filter(&sql, "class", f->class_name, &np);
     store_add_text_filter(&sql, "name", f->name, &np);
     if (f->node)
-        /* instr, not LIKE: a node name is matched exactly, '%' and '_' are no wildcards */
-        dbuf_printf(&sql, " AND instr(nodes, ',' || ?%d || ',') > 0", ++np);
+        /* strpos, not LIKE: a node name is matched exactly, '%' and '_' are no wildcards */
+        dbuf_printf(&sql, " AND strpos(nodes, ',' || ?%d || ',') > 0", ++np);
     if (f->array_id)
         dbuf_printf(&sql, " AND array_id = ?%d", ++np);
     if (f->since_ms)
@@ -214,10 +214,10 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
         dbuf_printf(&sql, " AND id %s ?%d", f->desc ? "<" : ">", ++np);
     dbuf_printf(&sql, " ORDER BY id %s LIMIT %d", f->desc ? "DESC" : "ASC",
                 f->limit > 0 ? f->limit : 100);
-    sqlite3_stmt *s = NULL;
-    if (sql.failed || sqlite3_prepare_v2(store_db(st), sql.data, -1, &s, NULL) != SQLITE_OK) {
+    struct db_stmt *s = NULL;
+    if (sql.failed || store_prepare(st, sql.data, &s) < 0) {
         dbuf_release(&sql);
-        return store_fail(st, "prepare job list");
+        return sql.failed ? -ENOMEM : -EIO;
     }
     dbuf_release(&sql);
     np = 0;
@@ -226,13 +226,13 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
         if (texts[i])
             store_bind_text(s, ++np, texts[i]);
     if (f->array_id)
-        sqlite3_bind_int64(s, ++np, (sqlite3_int64)f->array_id);
+        db_bind_int64(s, ++np, (int64_t)f->array_id);
     if (f->since_ms)
-        sqlite3_bind_int64(s, ++np, f->since_ms);
+        db_bind_int64(s, ++np, f->since_ms);
     if (f->after)
-        sqlite3_bind_int64(s, ++np, (sqlite3_int64)f->after);
+        db_bind_int64(s, ++np, (int64_t)f->after);
     int step;
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((step = db_step(s)) == DB_ROW) {
         struct store_job j;
         if ((rc = read_job(st, s, &j)) < 0)
             break;
@@ -241,9 +241,9 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
         if (rc)
             break;
     }
-    if (!rc && step != SQLITE_DONE && step != SQLITE_ROW)
+    if (!rc && step != DB_DONE && step != DB_ROW)
         rc = store_fail(st, "list jobs");
-    sqlite3_finalize(s);
+    db_finalize(s);
     return rc;
 }
 
@@ -251,9 +251,9 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
 
 int store_event_add(struct store *st, const struct store_event *e)
 {
-    sqlite3_stmt *s = store_stmt(st, S_EVENT_ADD);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)e->job);
-    sqlite3_bind_int64(s, 2, e->time_ms);
+    struct db_stmt *s = store_stmt(st, S_EVENT_ADD);
+    db_bind_int64(s, 1, (int64_t)e->job);
+    db_bind_int64(s, 2, e->time_ms);
     store_bind_text(s, 3, e->type ? e->type : "");
     store_bind_text(s, 4, e->from ? e->from : "");
     store_bind_text(s, 5, e->to ? e->to : "");
@@ -266,30 +266,30 @@ int store_event_add(struct store *st, const struct store_event *e)
 int store_event_list(struct store *st, uint64_t job, int64_t after, int limit, store_event_cb cb,
                      void *arg)
 {
-    sqlite3_stmt *s = store_stmt(st, S_EVENT_LIST);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
-    sqlite3_bind_int64(s, 2, after);
-    sqlite3_bind_int(s, 3, limit > 0 ? limit : -1);
+    struct db_stmt *s = store_stmt(st, S_EVENT_LIST);
+    db_bind_int64(s, 1, (int64_t)job);
+    db_bind_int64(s, 2, after);
+    db_bind_int64(s, 3, limit > 0 ? limit : -1);
     int step, rc = 0;
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((step = db_step(s)) == DB_ROW) {
         struct store_event e = {
-            .id = sqlite3_column_int64(s, 8),
-            .job = (uint64_t)sqlite3_column_int64(s, 0),
-            .time_ms = sqlite3_column_int64(s, 1),
-            .type = (const char *)sqlite3_column_text(s, 2),
-            .from = (const char *)sqlite3_column_text(s, 3),
-            .to = (const char *)sqlite3_column_text(s, 4),
-            .node = (const char *)sqlite3_column_text(s, 5),
-            .reason = (const char *)sqlite3_column_text(s, 6),
-            .detail = (const char *)sqlite3_column_text(s, 7),
+            .id = db_column_int64(s, 8),
+            .job = (uint64_t)db_column_int64(s, 0),
+            .time_ms = db_column_int64(s, 1),
+            .type = (const char *)db_column_text(s, 2),
+            .from = (const char *)db_column_text(s, 3),
+            .to = (const char *)db_column_text(s, 4),
+            .node = (const char *)db_column_text(s, 5),
+            .reason = (const char *)db_column_text(s, 6),
+            .detail = (const char *)db_column_text(s, 7),
         };
         if ((rc = cb(arg, &e)))
             break;
     }
-    if (!rc && step != SQLITE_DONE)
+    if (!rc && step != DB_DONE)
         rc = store_fail(st, "list events");
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
+    db_reset(s);
+    db_clear_bindings(s);
     return rc;
 }
 
@@ -297,69 +297,69 @@ int store_event_list(struct store *st, uint64_t job, int64_t after, int limit, s
 
 int store_run_add(struct store *st, const struct store_run *r)
 {
-    sqlite3_stmt *s = store_stmt(st, S_RUN_ADD);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)r->job);
-    sqlite3_bind_int(s, 2, r->run);
+    struct db_stmt *s = store_stmt(st, S_RUN_ADD);
+    db_bind_int64(s, 1, (int64_t)r->job);
+    db_bind_int64(s, 2, r->run);
     store_bind_text(s, 3, r->nodes);
-    sqlite3_bind_int64(s, 4, r->start_ms);
-    sqlite3_bind_int64(s, 5, r->lease_ms);
+    db_bind_int64(s, 4, r->start_ms);
+    db_bind_int64(s, 5, r->lease_ms);
     return store_step_done(st, s, "add run");
 }
 
 int store_run_get(struct store *st, uint64_t job, int run, struct store_run *out)
 {
-    sqlite3_stmt *s = store_stmt(st, S_RUN_GET);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
-    sqlite3_bind_int(s, 2, run);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
+    struct db_stmt *s = store_stmt(st, S_RUN_GET);
+    db_bind_int64(s, 1, (int64_t)job);
+    db_bind_int64(s, 2, run);
+    int rc = db_step(s);
+    if (rc == DB_ROW) {
         memset(out, 0, sizeof(*out));
-        out->job = (uint64_t)sqlite3_column_int64(s, 0);
-        out->run = sqlite3_column_int(s, 1);
+        out->job = (uint64_t)db_column_int64(s, 0);
+        out->run = db_column_int(s, 1);
         store_col_copy(s, 2, out->nodes, sizeof(out->nodes));
-        out->start_ms = sqlite3_column_int64(s, 3);
-        out->final_mask = sqlite3_column_int(s, 4);
-        out->lease_ms = sqlite3_column_int64(s, 5);
+        out->start_ms = db_column_int64(s, 3);
+        out->final_mask = db_column_int(s, 4);
+        out->lease_ms = db_column_int64(s, 5);
     }
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : store_fail(st, "get run");
+    db_reset(s);
+    db_clear_bindings(s);
+    return rc == DB_ROW ? 0 : rc == DB_DONE ? -ENOENT : store_fail(st, "get run");
 }
 
 int store_run_last(struct store *st, uint64_t job)
 {
-    sqlite3_stmt *s = store_stmt(st, S_RUN_LAST);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
-    int rc = sqlite3_step(s), n = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc == SQLITE_ROW ? n : store_fail(st, "last run");
+    struct db_stmt *s = store_stmt(st, S_RUN_LAST);
+    db_bind_int64(s, 1, (int64_t)job);
+    int rc = db_step(s), n = rc == DB_ROW ? db_column_int(s, 0) : 0;
+    db_reset(s);
+    db_clear_bindings(s);
+    return rc == DB_ROW ? n : store_fail(st, "last run");
 }
 
 int store_run_started(struct store *st, uint64_t job, int64_t start_ms)
 {
-    sqlite3_stmt *s = store_stmt(st, S_RUN_STARTED);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
-    sqlite3_bind_int64(s, 2, start_ms);
+    struct db_stmt *s = store_stmt(st, S_RUN_STARTED);
+    db_bind_int64(s, 1, (int64_t)job);
+    db_bind_int64(s, 2, start_ms);
     return store_step_done(st, s, "start run");
 }
 
 int store_run_end(struct store *st, uint64_t job, int64_t end_ms, const char *state,
                   const char *cause)
 {
-    sqlite3_stmt *s = store_stmt(st, S_RUN_END);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
-    sqlite3_bind_int64(s, 2, end_ms);
-    sqlite3_bind_text(s, 3, state ? state : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 4, cause ? cause : "", -1, SQLITE_STATIC);
+    struct db_stmt *s = store_stmt(st, S_RUN_END);
+    db_bind_int64(s, 1, (int64_t)job);
+    db_bind_int64(s, 2, end_ms);
+    db_bind_text(s, 3, state ? state : "");
+    db_bind_text(s, 4, cause ? cause : "");
     return store_step_done(st, s, "end run");
 }
 
 int store_run_set_final(struct store *st, uint64_t job, int run, int mask)
 {
-    sqlite3_stmt *s = store_stmt(st, S_RUN_FINAL);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
-    sqlite3_bind_int(s, 2, run);
-    sqlite3_bind_int(s, 3, mask);
+    struct db_stmt *s = store_stmt(st, S_RUN_FINAL);
+    db_bind_int64(s, 1, (int64_t)job);
+    db_bind_int64(s, 2, run);
+    db_bind_int64(s, 3, mask);
     return store_step_done(st, s, "set run final");
 }

@@ -203,13 +203,13 @@ int store_schema_latest(void)
 
 int store_schema_version(struct store *st)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int v = -1;
-    if (sqlite3_prepare_v2(store_db(st), "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+    if (db_prepare(store_db(st), "PRAGMA user_version", false, &s) < 0)
         return -EIO;
-    if (sqlite3_step(s) == SQLITE_ROW)
-        v = sqlite3_column_int(s, 0);
-    sqlite3_finalize(s);
+    if (db_step(s) == DB_ROW)
+        v = db_column_int(s, 0);
+    db_finalize(s);
     return v;
 }
 

@@ -10,60 +10,57 @@
 #include "store/store_int.h"
 #include "util/xalloc.h"
 
-static sqlite3_stmt *prepare(struct store *st, const char *sql)
+static struct db_stmt *prepare(struct store *st, const char *sql)
 {
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(store_db(st), sql, -1, &s, NULL) != SQLITE_OK) {
-        store_fail(st, "prepare");
-        return NULL;
-    }
-    return s;
+    struct db_stmt *s = NULL;
+    return store_prepare(st, sql, &s) < 0 ? NULL : s;
 }
 
 int store_secret_put(struct store *st, const struct store_secret *sec)
 {
-    sqlite3_stmt *s = prepare(st, "INSERT INTO secrets(project, name, nonce, sealed, set_by,"
-                                  " set_ms) VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT(project, name)"
-                                  " DO UPDATE SET nonce = excluded.nonce, sealed = excluded.sealed,"
-                                  " set_by = excluded.set_by, set_ms = excluded.set_ms");
+    struct db_stmt *s =
+        prepare(st, "INSERT INTO secrets(project, name, nonce, sealed, set_by,"
+                    " set_ms) VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT(project, name)"
+                    " DO UPDATE SET nonce = excluded.nonce, sealed = excluded.sealed,"
+                    " set_by = excluded.set_by, set_ms = excluded.set_ms");
     if (!s)
         return -EIO;
     store_bind_text(s, 1, sec->project);
     store_bind_text(s, 2, sec->name);
-    sqlite3_bind_blob(s, 3, sec->nonce, (int)sizeof(sec->nonce), SQLITE_STATIC);
-    sqlite3_bind_blob(s, 4, sec->sealed, (int)sec->sealed_len, SQLITE_STATIC);
+    db_bind_blob(s, 3, sec->nonce, sizeof(sec->nonce));
+    db_bind_blob(s, 4, sec->sealed, sec->sealed_len);
     store_bind_text(s, 5, sec->set_by);
-    sqlite3_bind_int64(s, 6, sec->set_ms);
-    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store_fail(st, "put secret");
-    sqlite3_finalize(s);
+    db_bind_int64(s, 6, sec->set_ms);
+    int rc = db_step(s) == DB_DONE ? 0 : store_fail(st, "put secret");
+    db_finalize(s);
     return rc;
 }
 
-static void secret_row(sqlite3_stmt *s, struct store_secret *out)
+static void secret_row(struct db_stmt *s, struct store_secret *out)
 {
     memset(out, 0, sizeof(*out));
     store_col_copy(s, 0, out->project, sizeof(out->project));
     store_col_copy(s, 1, out->name, sizeof(out->name));
     store_col_copy(s, 2, out->set_by, sizeof(out->set_by));
-    out->set_ms = sqlite3_column_int64(s, 3);
+    out->set_ms = db_column_int64(s, 3);
 }
 
 int store_secret_get(struct store *st, const char *project, const char *name,
                      struct store_secret *out)
 {
-    sqlite3_stmt *s = prepare(st, "SELECT project, name, set_by, set_ms, nonce, sealed"
-                                  " FROM secrets WHERE project = ?1 AND name = ?2");
+    struct db_stmt *s = prepare(st, "SELECT project, name, set_by, set_ms, nonce, sealed"
+                                    " FROM secrets WHERE project = ?1 AND name = ?2");
     if (!s)
         return -EIO;
     store_bind_text(s, 1, project);
     store_bind_text(s, 2, name);
-    int step = sqlite3_step(s), rc = -ENOENT;
-    if (step == SQLITE_ROW) {
+    int step = db_step(s), rc = -ENOENT;
+    if (step == DB_ROW) {
         secret_row(s, out);
-        const void *nonce = sqlite3_column_blob(s, 4);
-        int nlen = sqlite3_column_bytes(s, 4);
-        const void *sealed = sqlite3_column_blob(s, 5);
-        int slen = sqlite3_column_bytes(s, 5);
+        const void *nonce = db_column_blob(s, 4);
+        int nlen = (int)db_column_bytes(s, 4);
+        const void *sealed = db_column_blob(s, 5);
+        int slen = (int)db_column_bytes(s, 5);
         rc = -EBADMSG; /* a row of the wrong shape opens as nothing */
         if (nonce && nlen == (int)sizeof(out->nonce) && sealed && slen > 0) {
             memcpy(out->nonce, nonce, sizeof(out->nonce));
@@ -72,10 +69,10 @@ int store_secret_get(struct store *st, const char *project, const char *name,
             out->sealed_len = (size_t)slen;
             rc = 0;
         }
-    } else if (step != SQLITE_DONE) {
+    } else if (step != DB_DONE) {
         rc = store_fail(st, "get secret");
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return rc;
 }
 
@@ -88,34 +85,34 @@ void store_secret_release(struct store_secret *s)
 
 int store_secret_delete(struct store *st, const char *project, const char *name)
 {
-    sqlite3_stmt *s = prepare(st, "DELETE FROM secrets WHERE project = ?1 AND name = ?2");
+    struct db_stmt *s = prepare(st, "DELETE FROM secrets WHERE project = ?1 AND name = ?2");
     if (!s)
         return -EIO;
     store_bind_text(s, 1, project);
     store_bind_text(s, 2, name);
-    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store_fail(st, "delete secret");
-    if (rc == 0 && sqlite3_changes(store_db(st)) == 0)
+    int rc = db_step(s) == DB_DONE ? 0 : store_fail(st, "delete secret");
+    if (rc == 0 && db_changes(store_db(st)) == 0)
         rc = -ENOENT;
-    sqlite3_finalize(s);
+    db_finalize(s);
     return rc;
 }
 
 int store_secret_list(struct store *st, const char *project, store_secret_cb cb, void *arg)
 {
-    sqlite3_stmt *s = prepare(st, "SELECT project, name, set_by, set_ms FROM secrets"
-                                  " WHERE ?1 IS NULL OR project = ?1 ORDER BY project, name");
+    struct db_stmt *s = prepare(st, "SELECT project, name, set_by, set_ms FROM secrets"
+                                    " WHERE ?1 IS NULL OR project = ?1 ORDER BY project, name");
     if (!s)
         return -EIO;
     store_bind_text(s, 1, project);
     int step, rc = 0;
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((step = db_step(s)) == DB_ROW) {
         struct store_secret sec;
         secret_row(s, &sec);
         if ((rc = cb(arg, &sec)))
             break;
     }
-    if (!rc && step != SQLITE_DONE)
+    if (!rc && step != DB_DONE)
         rc = store_fail(st, "list secrets");
-    sqlite3_finalize(s);
+    db_finalize(s);
     return rc;
 }

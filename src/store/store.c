@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,48 +114,40 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_ROLLBACK_TO] = "ROLLBACK TO req",
 };
 
-struct store {
-    sqlite3 *db;
-    int wal_fd;             /* the -wal file, for store_sync */
-    _Atomic int wal_frames; /* frames in the WAL at this connection's last commit */
-    sqlite3_stmt *stmt[S_COUNT];
-    sqlite3_stmt *ustmt[STORE_USAGE_NSTMT]; /* usage.c's, prepared on first use */
-    bool in_tx;
-    char errmsg[256];
-    void (*job_write_fn)(void *arg, uint64_t id); /* store_set_job_write_hook */
-    void *job_write_arg;
+/* PostgreSQL's words for the statements above where they differ (NULL: the same). */
+static const char *const stmt_sql_pg[S_COUNT] = {
+    [S_BEGIN] = "BEGIN",
 };
 
-sqlite3 *store_db(struct store *st)
+struct db *store_db(struct store *st)
 {
     return st->db;
 }
 
 int store_fail(struct store *st, const char *what)
 {
-    snprintf(st->errmsg, sizeof(st->errmsg), "%s: %s", what, sqlite3_errmsg(st->db));
+    snprintf(st->errmsg, sizeof(st->errmsg), "%s: %s", what, db_errmsg(st->db));
     return -EIO;
 }
 
-int store_prepare(struct store *st, const char *sql, sqlite3_stmt **s)
+int store_prepare(struct store *st, const char *sql, struct db_stmt **s)
 {
-    if (sqlite3_prepare_v2(st->db, sql, -1, s, NULL) == SQLITE_OK)
+    if (db_prepare(st->db, sql, false, s) == 0)
         return 0;
     *s = NULL;
     return store_fail(st, "prepare");
 }
 
-int store_step_finalize(struct store *st, sqlite3_stmt *s, const char *what)
+int store_step_finalize(struct store *st, struct db_stmt *s, const char *what)
 {
-    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store_fail(st, what);
-    sqlite3_finalize(s);
+    int rc = db_step(s) == DB_DONE ? 0 : store_fail(st, what);
+    db_finalize(s);
     return rc;
 }
 
-sqlite3_stmt *store_usage_stmt(struct store *st, int i, const char *sql)
+struct db_stmt *store_usage_stmt(struct store *st, int i, const char *sql)
 {
-    if (!st->ustmt[i] && sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
-                                            &st->ustmt[i], NULL) != SQLITE_OK) {
+    if (!st->ustmt[i] && db_prepare(st->db, sql, true, &st->ustmt[i]) < 0) {
         store_fail(st, "prepare usage statement");
         return NULL;
     }
@@ -178,39 +169,36 @@ const char *store_errmsg(struct store *st)
     return st->errmsg;
 }
 
-int store_step_done(struct store *st, sqlite3_stmt *s, const char *what)
+int store_step_done(struct store *st, struct db_stmt *s, const char *what)
 {
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    if (rc != SQLITE_DONE)
+    int rc = db_step(s);
+    db_reset(s);
+    db_clear_bindings(s);
+    if (rc != DB_DONE)
         return fail(st, what);
     return 0;
 }
 
-sqlite3_stmt *store_stmt(struct store *st, enum store_stmt_id id)
+struct db_stmt *store_stmt(struct store *st, enum store_stmt_id id)
 {
     return st->stmt[id];
 }
 
-void store_bind_text(sqlite3_stmt *s, int i, const char *v)
+void store_bind_text(struct db_stmt *s, int i, const char *v)
 {
-    if (v)
-        sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(s, i);
+    db_bind_text(s, i, v);
 }
 
-char *store_col_dup(sqlite3_stmt *s, int i)
+char *store_col_dup(struct db_stmt *s, int i)
 {
-    const unsigned char *t = sqlite3_column_text(s, i);
-    return t ? xstrdup((const char *)t) : NULL;
+    const char *t = db_column_text(s, i);
+    return t ? xstrdup(t) : NULL;
 }
 
-void store_col_copy(sqlite3_stmt *s, int i, char *dst, size_t len)
+void store_col_copy(struct db_stmt *s, int i, char *dst, size_t len)
 {
-    const unsigned char *t = sqlite3_column_text(s, i);
-    str_copy(dst, len, t ? (const char *)t : "");
+    const char *t = db_column_text(s, i);
+    str_copy(dst, len, t ? t : "");
 }
 
 void store_add_text_filter(struct dbuf *sql, const char *col, const char *v, int *nparam)
@@ -223,33 +211,31 @@ void store_add_text_filter(struct dbuf *sql, const char *col, const char *v, int
 
 int store_exec(struct store *st, const char *sql)
 {
-    char *msg = NULL;
-    if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        snprintf(st->errmsg, sizeof(st->errmsg), "%s", msg ? msg : "sqlite error");
-        sqlite3_free(msg);
-        return -EIO;
-    }
+    if (db_exec(st->db, sql) == 0)
+        return 0;
+    snprintf(st->errmsg, sizeof(st->errmsg), "%s", db_errmsg(st->db));
+    return -EIO;
+}
+
+/* The statements prepared once, in the engine's words where they differ. */
+static const char *stmt_text(const struct store *st, int i)
+{
+    return db_engine(st->db) == DB_POSTGRES && stmt_sql_pg[i] ? stmt_sql_pg[i] : stmt_sql[i];
+}
+
+static int prepare_all(struct store *st, char *err, size_t errlen)
+{
+    for (int i = 0; i < S_COUNT; i++)
+        if (db_prepare(st->db, stmt_text(st, i), true, &st->stmt[i]) < 0) {
+            snprintf(err, errlen, "'%s': prepare statement %d: %s", st->target, i,
+                     db_errmsg(st->db));
+            return -EIO;
+        }
     return 0;
 }
 
-/* The database holds token hashes, env and audit: readable by docketd's user only. SQLite
- * gives the -wal and -shm files the mode of the database when it creates them, so the
- * database is created 0600 before SQLite opens it (and an older one is narrowed). */
-static void restrict_mode(const char *path)
-{
-    static const char *const sfx[] = {"", "-wal", "-shm"};
-    char p[4096];
-    if (!path[0] || path[0] == ':' || strncmp(path, "file:", 5) == 0)
-        return; /* in memory, or a URI: nothing of ours on disk */
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd >= 0)
-        close(fd);
-    for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++)
-        if (snprintf(p, sizeof(p), "%s%s", path, sfx[i]) < (int)sizeof(p))
-            (void)chmod(p, 0600);
-}
-
-struct store *store_open(const char *path, char *err, size_t errlen)
+/* A new store on `target`'s connection (NULL, with err set, on failure). */
+static struct store *open_conn(const char *target, bool readonly, char *err, size_t errlen)
 {
     struct store *st = calloc(1, sizeof(*st));
     if (!st) {
@@ -257,73 +243,56 @@ struct store *store_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     st->wal_fd = -1;
-    restrict_mode(path);
-    if (sqlite3_open_v2(path, &st->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot open '%s': %s", path,
-                 st->db ? sqlite3_errmsg(st->db) : "out of memory");
-        store_close(st);
+    store_target_name(target, st->target, sizeof(st->target));
+    st->db = db_open(target, readonly, err, errlen);
+    if (!st->db) {
+        free(st);
         return NULL;
     }
-    sqlite3_busy_timeout(st->db, 5000);
-    if (store_exec(st, "PRAGMA journal_mode = WAL") < 0 ||
-        store_exec(st, "PRAGMA synchronous = FULL") < 0 ||
-        store_exec(st, "PRAGMA foreign_keys = ON") < 0 || store_migrate(st) < 0) {
-        snprintf(err, errlen, "'%s': %s", path, st->errmsg);
-        store_close(st);
-        return NULL;
-    }
-    char wal[4096];
-    snprintf(wal, sizeof(wal), "%s-wal", path);
-    st->wal_fd = open(wal, O_RDONLY | O_CLOEXEC); /* exists once WAL mode wrote (migrations) */
-    for (int i = 0; i < S_COUNT; i++)
-        if (sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[i],
-                               NULL) != SQLITE_OK) {
-            snprintf(err, errlen, "prepare statement %d: %s", i, sqlite3_errmsg(st->db));
-            store_close(st);
-            return NULL;
-        }
     return st;
 }
 
-struct store *store_open_readonly(const char *path, char *err, size_t errlen)
+struct store *store_open(const char *target, char *err, size_t errlen)
 {
-    int n = store_schema_latest();
-    struct store *st = calloc(1, sizeof(*st));
-    if (!st) {
-        snprintf(err, errlen, "out of memory");
+    struct store *st = open_conn(target, false, err, errlen);
+    if (!st)
         return NULL;
-    }
-    st->wal_fd = -1;
-    if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
-        snprintf(err, errlen, "cannot open '%s' read-only: %s", path,
-                 st->db ? sqlite3_errmsg(st->db) : "out of memory");
+    if (store_migrate(st) < 0) {
+        snprintf(err, errlen, "'%s': %s", st->target, st->errmsg);
         store_close(st);
         return NULL;
     }
-    sqlite3_busy_timeout(st->db, 5000);
+    if (db_engine(st->db) == DB_SQLITE)
+        store_sqlite_opened(st, target);
+    if (prepare_all(st, err, errlen) < 0) {
+        store_close(st);
+        return NULL;
+    }
+    return st;
+}
+
+struct store *store_open_readonly(const char *target, char *err, size_t errlen)
+{
+    int n = store_schema_latest();
+    struct store *st = open_conn(target, true, err, errlen);
+    if (!st)
+        return NULL;
     int v = store_schema_version(st);
     if (v != n) {
         if (v < 0)
-            snprintf(err, errlen, "'%s': not a docketd database (%s)", path,
-                     sqlite3_errmsg(st->db));
+            snprintf(err, errlen, "'%s': not a docketd database (%s)", st->target,
+                     db_errmsg(st->db));
         else
-            snprintf(err, errlen, "'%s': schema version %d, this build reads %d (%s)", path, v, n,
-                     v < n ? "start docketd once on it to migrate it" : "use a newer build");
+            snprintf(err, errlen, "'%s': schema version %d, this build reads %d (%s)", st->target,
+                     v, n, v < n ? "start docketd once on it to migrate it" : "use a newer build");
         store_close(st);
         return NULL;
     }
     /* the write statements prepare on a read-only connection too; only running them fails */
-    for (int i = 0; i < S_COUNT; i++)
-        if (sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[i],
-                               NULL) != SQLITE_OK) {
-            snprintf(err, errlen, "'%s': prepare statement %d: %s", path, i,
-                     sqlite3_errmsg(st->db));
-            store_close(st);
-            return NULL;
-        }
+    if (prepare_all(st, err, errlen) < 0) {
+        store_close(st);
+        return NULL;
+    }
     return st;
 }
 
@@ -334,173 +303,26 @@ void store_close(struct store *st)
     if (st->in_tx)
         store_rollback(st);
     for (int i = 0; i < S_COUNT; i++)
-        sqlite3_finalize(st->stmt[i]);
+        db_finalize(st->stmt[i]);
     for (int i = 0; i < STORE_USAGE_NSTMT; i++)
-        sqlite3_finalize(st->ustmt[i]);
-    sqlite3_close(st->db);
+        db_finalize(st->ustmt[i]);
+    db_close(st->db);
     if (st->wal_fd >= 0)
         close(st->wal_fd);
     free(st);
 }
 
-/* ------------------------------------------------------------------------------------ */
-
-int store_set_external_sync(struct store *st)
+void store_target_name(const char *target, char *out, size_t len)
 {
-    if (st->wal_fd < 0) {
-        snprintf(st->errmsg, sizeof(st->errmsg), "no WAL file to sync");
-        return -ENOENT;
-    }
-    return store_exec(st, "PRAGMA synchronous = NORMAL");
-}
-
-/* The WAL hook: called in COMMIT (on the thread of `st`) with the frames the WAL holds.
- * Installing it also removes SQLite's own hook, the automatic checkpoint. */
-static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
-{
-    (void)db;
-    (void)name;
-    struct store *st = arg;
-    atomic_store_explicit(&st->wal_frames, frames, memory_order_relaxed);
-    return SQLITE_OK;
-}
-
-/* SQLite's update hook: every row change of a rowid table on this connection, with the
- * row's rowid. In `jobs`, `job_specs` and `arrays_writing` the rowid is the job's, the
- * spec's and the array's id (INTEGER PRIMARY KEY). */
-static void update_hook(void *arg, int op, const char *db, const char *table, sqlite3_int64 rowid)
-{
-    (void)op;
-    (void)db;
-    struct store *st = arg;
-    if (strcmp(table, "jobs") == 0 || strcmp(table, "job_specs") == 0 ||
-        strcmp(table, "arrays_writing") == 0)
-        st->job_write_fn(st->job_write_arg, (uint64_t)rowid);
-}
-
-void store_set_job_write_hook(struct store *st, void (*fn)(void *arg, uint64_t id), void *arg)
-{
-    st->job_write_fn = fn;
-    st->job_write_arg = arg;
-    sqlite3_update_hook(st->db, fn ? update_hook : NULL, fn ? st : NULL);
-}
-
-int store_set_external_checkpoint(struct store *st)
-{
-    if (store_exec(st, "PRAGMA wal_autocheckpoint = 0") < 0)
-        return -EIO;
-    sqlite3_wal_hook(st->db, wal_hook, st);
-    return 0;
-}
-
-int store_wal_autocheckpoint(struct store *st)
-{
-    sqlite3_stmt *s;
-    int v = -1;
-    if (sqlite3_prepare_v2(st->db, "PRAGMA wal_autocheckpoint", -1, &s, NULL) != SQLITE_OK)
-        return -EIO;
-    if (sqlite3_step(s) == SQLITE_ROW)
-        v = sqlite3_column_int(s, 0);
-    sqlite3_finalize(s);
-    return v;
-}
-
-int store_wal_frames(const struct store *st)
-{
-    return atomic_load_explicit(&st->wal_frames, memory_order_relaxed);
-}
-
-const char *store_path(struct store *st)
-{
-    const char *p = sqlite3_db_filename(st->db, "main");
-    return p ? p : "";
-}
-
-struct store_ckpt {
-    sqlite3 *db;
-    char errmsg[256];
-};
-
-struct store_ckpt *store_ckpt_open(const char *path, char *err, size_t errlen)
-{
-    struct store_ckpt *k = calloc(1, sizeof(*k));
-    if (!k) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    if (!sqlite3_threadsafe()) { /* Debian's is 1 (serialized); NOMUTEX makes it per connection */
-        snprintf(err, errlen, "SQLite was built without threads (SQLITE_THREADSAFE=0)");
-        free(k);
-        return NULL;
-    }
-    /* no CREATE: the database exists (store_open made it); synchronous stays FULL, so
-     * each checkpoint syncs the WAL before copying it and the database after */
-    if (sqlite3_open_v2(path, &k->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
-        snprintf(err, errlen, "cannot open '%s' for checkpoints: %s", path,
-                 k->db ? sqlite3_errmsg(k->db) : "out of memory");
-        store_ckpt_close(k);
-        return NULL;
-    }
-    /* read once, so the connection has the WAL open (a checkpoint on one that has not
-     * read yet does nothing), and check it is in WAL mode */
-    sqlite3_busy_timeout(k->db, 5000);
-    sqlite3_stmt *s = NULL;
-    const unsigned char *mode = NULL;
-    if (sqlite3_prepare_v2(k->db, "PRAGMA journal_mode", -1, &s, NULL) == SQLITE_OK &&
-        sqlite3_step(s) == SQLITE_ROW)
-        mode = sqlite3_column_text(s, 0);
-    bool wal = mode && strcmp((const char *)mode, "wal") == 0;
-    sqlite3_finalize(s);
-    if (!wal ||
-        sqlite3_exec(k->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "'%s' for checkpoints: %s", path,
-                 wal ? sqlite3_errmsg(k->db) : "not in WAL mode");
-        store_ckpt_close(k);
-        return NULL;
-    }
-    sqlite3_busy_timeout(k->db, 0);
-    return k;
-}
-
-int store_ckpt_run(struct store_ckpt *k, enum store_ckpt_mode mode, int busy_ms,
-                   struct store_ckpt_result *out)
-{
-    int nlog = -1, nckpt = -1;
-    sqlite3_busy_timeout(k->db, mode == STORE_CKPT_PASSIVE ? 0 : busy_ms);
-    int rc = sqlite3_wal_checkpoint_v2(k->db, NULL,
-                                       mode == STORE_CKPT_PASSIVE ? SQLITE_CHECKPOINT_PASSIVE
-                                                                  : SQLITE_CHECKPOINT_TRUNCATE,
-                                       &nlog, &nckpt);
-    if (out)
-        *out = (struct store_ckpt_result){nlog, nckpt};
-    if (rc == SQLITE_BUSY)
-        return -EBUSY;
-    if (rc != SQLITE_OK) {
-        snprintf(k->errmsg, sizeof(k->errmsg), "checkpoint: %s", sqlite3_errmsg(k->db));
-        return -EIO;
-    }
-    return 0;
-}
-
-const char *store_ckpt_errmsg(struct store_ckpt *k)
-{
-    return k->errmsg;
-}
-
-void store_ckpt_close(struct store_ckpt *k)
-{
-    if (!k)
+    /* a URI's password stays out of messages: postgresql://user:secret@host -> user@host */
+    const char *scheme = strstr(target, "://");
+    const char *at = scheme ? strchr(scheme + 3, '@') : NULL;
+    const char *colon = at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
+    if (!db_target_is_postgres(target) || !colon) {
+        str_copy(out, len, target);
         return;
-    sqlite3_close(k->db);
-    free(k);
-}
-
-int store_sync(struct store *st)
-{
-    if (st->wal_fd < 0)
-        return 0; /* synchronous=FULL still: COMMIT synced already */
-    return fdatasync(st->wal_fd) < 0 ? -errno : 0;
+    }
+    snprintf(out, len, "%.*s%s", (int)(colon - target), target, at);
 }
 
 int store_begin(struct store *st)
@@ -536,8 +358,8 @@ int store_rollback(struct store *st)
     if (!st->in_tx)
         return 0;
     st->in_tx = false;
-    if (sqlite3_get_autocommit(st->db))
-        return 0; /* SQLite already rolled back (e.g. after an I/O error) */
+    if (!db_in_tx(st->db))
+        return 0; /* the engine already rolled back (e.g. SQLite after an I/O error) */
     return store_step_done(st, store_stmt(st, S_ROLLBACK), "rollback");
 }
 
@@ -561,21 +383,21 @@ int store_rollback_to(struct store *st)
 
 int store_counter_get(struct store *st, const char *name, int64_t *out)
 {
-    sqlite3_stmt *s = store_stmt(st, S_COUNTER_GET);
+    struct db_stmt *s = store_stmt(st, S_COUNTER_GET);
     store_bind_text(s, 1, name);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        *out = sqlite3_column_int64(s, 0);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "counter get");
+    int rc = db_step(s);
+    if (rc == DB_ROW)
+        *out = db_column_int64(s, 0);
+    db_reset(s);
+    db_clear_bindings(s);
+    return rc == DB_ROW ? 0 : rc == DB_DONE ? -ENOENT : fail(st, "counter get");
 }
 
 int store_counter_set(struct store *st, const char *name, int64_t v)
 {
-    sqlite3_stmt *s = store_stmt(st, S_COUNTER_SET);
+    struct db_stmt *s = store_stmt(st, S_COUNTER_SET);
     store_bind_text(s, 1, name);
-    sqlite3_bind_int64(s, 2, v);
+    db_bind_int64(s, 2, v);
     return store_step_done(st, s, "counter set");
 }
 
@@ -591,56 +413,56 @@ void store_node_release(struct store_node *n)
 
 int store_node_put(struct store *st, const struct store_node *n)
 {
-    sqlite3_stmt *s = store_stmt(st, S_NODE_PUT);
+    struct db_stmt *s = store_stmt(st, S_NODE_PUT);
     store_bind_text(s, 1, n->name);
     store_bind_text(s, 2, n->state);
     store_bind_text(s, 3, n->reason);
     store_bind_text(s, 4, n->gpu_type);
-    sqlite3_bind_int(s, 5, n->gpus);
-    sqlite3_bind_int64(s, 6, n->gpu_mem_mb);
-    sqlite3_bind_int(s, 7, n->cpus);
-    sqlite3_bind_int64(s, 8, n->mem_mb);
+    db_bind_int64(s, 5, n->gpus);
+    db_bind_int64(s, 6, n->gpu_mem_mb);
+    db_bind_int64(s, 7, n->cpus);
+    db_bind_int64(s, 8, n->mem_mb);
     store_bind_text(s, 9, n->labels ? n->labels : "{}");
     store_bind_text(s, 10, n->info ? n->info : "{}");
-    sqlite3_bind_int64(s, 11, n->last_heartbeat_ms);
-    sqlite3_bind_int64(s, 12, n->cmd_seq);
+    db_bind_int64(s, 11, n->last_heartbeat_ms);
+    db_bind_int64(s, 12, n->cmd_seq);
     return store_step_done(st, s, "put node");
 }
 
-static void read_node(sqlite3_stmt *s, struct store_node *n)
+static void read_node(struct db_stmt *s, struct store_node *n)
 {
     memset(n, 0, sizeof(*n));
     store_col_copy(s, 0, n->name, sizeof(n->name));
     store_col_copy(s, 1, n->state, sizeof(n->state));
     store_col_copy(s, 2, n->reason, sizeof(n->reason));
     store_col_copy(s, 3, n->gpu_type, sizeof(n->gpu_type));
-    n->gpus = sqlite3_column_int(s, 4);
-    n->gpu_mem_mb = sqlite3_column_int64(s, 5);
-    n->cpus = sqlite3_column_int(s, 6);
-    n->mem_mb = sqlite3_column_int64(s, 7);
+    n->gpus = db_column_int(s, 4);
+    n->gpu_mem_mb = db_column_int64(s, 5);
+    n->cpus = db_column_int(s, 6);
+    n->mem_mb = db_column_int64(s, 7);
     n->labels = store_col_dup(s, 8);
     n->info = store_col_dup(s, 9);
-    n->last_heartbeat_ms = sqlite3_column_int64(s, 10);
-    n->cmd_seq = sqlite3_column_int64(s, 11);
+    n->last_heartbeat_ms = db_column_int64(s, 10);
+    n->cmd_seq = db_column_int64(s, 11);
 }
 
 int store_node_get(struct store *st, const char *name, struct store_node *out)
 {
-    sqlite3_stmt *s = store_stmt(st, S_NODE_GET);
+    struct db_stmt *s = store_stmt(st, S_NODE_GET);
     store_bind_text(s, 1, name);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
+    int rc = db_step(s);
+    if (rc == DB_ROW)
         read_node(s, out);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "get node");
+    db_reset(s);
+    db_clear_bindings(s);
+    return rc == DB_ROW ? 0 : rc == DB_DONE ? -ENOENT : fail(st, "get node");
 }
 
 int store_node_list(struct store *st, store_node_cb cb, void *arg)
 {
-    sqlite3_stmt *s = store_stmt(st, S_NODE_LIST);
+    struct db_stmt *s = store_stmt(st, S_NODE_LIST);
     int step, rc = 0;
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((step = db_step(s)) == DB_ROW) {
         struct store_node n;
         read_node(s, &n);
         rc = cb(arg, &n);
@@ -648,9 +470,9 @@ int store_node_list(struct store *st, store_node_cb cb, void *arg)
         if (rc)
             break;
     }
-    if (!rc && step != SQLITE_DONE)
+    if (!rc && step != DB_DONE)
         rc = fail(st, "list nodes");
-    sqlite3_reset(s);
+    db_reset(s);
     return rc;
 }
 
@@ -659,7 +481,7 @@ int store_node_list(struct store *st, store_node_cb cb, void *arg)
 
 int store_project_put(struct store *st, const char *name, const char *json)
 {
-    sqlite3_stmt *s = store_stmt(st, S_PROJECT_PUT);
+    struct db_stmt *s = store_stmt(st, S_PROJECT_PUT);
     store_bind_text(s, 1, name);
     store_bind_text(s, 2, json);
     return store_step_done(st, s, "put project");
@@ -667,21 +489,21 @@ int store_project_put(struct store *st, const char *name, const char *json)
 
 int store_default_project_get(struct store *st, const char *user, char *project, size_t len)
 {
-    sqlite3_stmt *s = store_stmt(st, S_DEFAULT_GET);
+    struct db_stmt *s = store_stmt(st, S_DEFAULT_GET);
     store_bind_text(s, 1, user);
-    int step = sqlite3_step(s), rc = 0;
-    if (step == SQLITE_ROW)
-        rc = str_copy(project, len, (const char *)sqlite3_column_text(s, 0)) < 0 ? -EIO : 0;
+    int step = db_step(s), rc = 0;
+    if (step == DB_ROW)
+        rc = str_copy(project, len, (const char *)db_column_text(s, 0)) < 0 ? -EIO : 0;
     else
-        rc = step == SQLITE_DONE ? -ENOENT : fail(st, "get default project");
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
+        rc = step == DB_DONE ? -ENOENT : fail(st, "get default project");
+    db_reset(s);
+    db_clear_bindings(s);
     return rc;
 }
 
 int store_default_project_set(struct store *st, const char *user, const char *project)
 {
-    sqlite3_stmt *s = store_stmt(st, project ? S_DEFAULT_SET : S_DEFAULT_DEL);
+    struct db_stmt *s = store_stmt(st, project ? S_DEFAULT_SET : S_DEFAULT_DEL);
     store_bind_text(s, 1, user);
     if (project)
         store_bind_text(s, 2, project);
@@ -690,35 +512,34 @@ int store_default_project_set(struct store *st, const char *user, const char *pr
 
 int store_project_list(struct store *st, store_doc_cb cb, void *arg)
 {
-    sqlite3_stmt *s = store_stmt(st, S_PROJECT_LIST);
+    struct db_stmt *s = store_stmt(st, S_PROJECT_LIST);
     int step, rc = 0;
-    while ((step = sqlite3_step(s)) == SQLITE_ROW)
-        if ((rc = cb(arg, (const char *)sqlite3_column_text(s, 0),
-                     (const char *)sqlite3_column_text(s, 1))))
+    while ((step = db_step(s)) == DB_ROW)
+        if ((rc = cb(arg, (const char *)db_column_text(s, 0), (const char *)db_column_text(s, 1))))
             break;
-    if (!rc && step != SQLITE_DONE)
+    if (!rc && step != DB_DONE)
         rc = fail(st, "list projects");
-    sqlite3_reset(s);
+    db_reset(s);
     return rc;
 }
 
 int store_policy_put(struct store *st, const char *json)
 {
-    sqlite3_stmt *s = store_stmt(st, S_POLICY_PUT);
+    struct db_stmt *s = store_stmt(st, S_POLICY_PUT);
     store_bind_text(s, 1, json);
     return store_step_done(st, s, "put policy");
 }
 
 int store_policy_get(struct store *st, char **json)
 {
-    sqlite3_stmt *s = store_stmt(st, S_POLICY_GET);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
+    struct db_stmt *s = store_stmt(st, S_POLICY_GET);
+    int rc = db_step(s);
+    if (rc == DB_ROW)
         *json = store_col_dup(s, 0);
-    sqlite3_reset(s);
-    if (rc == SQLITE_ROW)
+    db_reset(s);
+    if (rc == DB_ROW)
         return *json ? 0 : -ENOMEM;
-    return rc == SQLITE_DONE ? -ENOENT : fail(st, "get policy");
+    return rc == DB_DONE ? -ENOENT : fail(st, "get policy");
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -726,7 +547,7 @@ int store_policy_get(struct store *st, char **json)
 
 int store_member_put(struct store *st, const char *project, const char *user, const char *role)
 {
-    sqlite3_stmt *s = store_stmt(st, S_MEMBER_PUT);
+    struct db_stmt *s = store_stmt(st, S_MEMBER_PUT);
     store_bind_text(s, 1, project);
     store_bind_text(s, 2, user);
     store_bind_text(s, 3, role);
@@ -736,24 +557,24 @@ int store_member_put(struct store *st, const char *project, const char *user, co
 int store_member_get(struct store *st, const char *project, const char *user, char *role,
                      size_t len)
 {
-    sqlite3_stmt *s = store_stmt(st, S_MEMBER_GET);
+    struct db_stmt *s = store_stmt(st, S_MEMBER_GET);
     store_bind_text(s, 1, project);
     store_bind_text(s, 2, user);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
+    int rc = db_step(s);
+    if (rc == DB_ROW)
         store_col_copy(s, 0, role, len);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, "get member");
+    db_reset(s);
+    db_clear_bindings(s);
+    return rc == DB_ROW ? 0 : rc == DB_DONE ? -ENOENT : fail(st, "get member");
 }
 
 int store_member_delete(struct store *st, const char *project, const char *user)
 {
-    sqlite3_stmt *s = store_stmt(st, S_MEMBER_DEL);
+    struct db_stmt *s = store_stmt(st, S_MEMBER_DEL);
     store_bind_text(s, 1, project);
     store_bind_text(s, 2, user);
     int rc = store_step_done(st, s, "delete member");
-    if (rc == 0 && sqlite3_changes(st->db) == 0)
+    if (rc == 0 && db_changes(st->db) == 0)
         return -ENOENT;
     return rc;
 }
@@ -761,21 +582,21 @@ int store_member_delete(struct store *st, const char *project, const char *user)
 int store_member_list(struct store *st, const char *project, const char *user, store_member_cb cb,
                       void *arg)
 {
-    sqlite3_stmt *s = store_stmt(st, S_MEMBER_LIST);
+    struct db_stmt *s = store_stmt(st, S_MEMBER_LIST);
     store_bind_text(s, 1, project);
     store_bind_text(s, 2, user);
     int step, rc = 0;
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *p = (const char *)sqlite3_column_text(s, 0);
-        const char *u = (const char *)sqlite3_column_text(s, 1);
-        const char *r = (const char *)sqlite3_column_text(s, 2);
+    while ((step = db_step(s)) == DB_ROW) {
+        const char *p = (const char *)db_column_text(s, 0);
+        const char *u = (const char *)db_column_text(s, 1);
+        const char *r = (const char *)db_column_text(s, 2);
         if ((rc = cb(arg, p ? p : "", u ? u : "", r ? r : "")) != 0)
             break;
     }
-    if (rc == 0 && step != SQLITE_DONE)
+    if (rc == 0 && step != DB_DONE)
         rc = fail(st, "list members");
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
+    db_reset(s);
+    db_clear_bindings(s);
     return rc;
 }
 
@@ -783,16 +604,16 @@ int store_member_list(struct store *st, const char *project, const char *user, s
 static int two_texts_by_job(struct store *st, enum store_stmt_id which, uint64_t id, char *a,
                             size_t alen, char *b, size_t blen, const char *what)
 {
-    sqlite3_stmt *s = store_stmt(st, which);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
+    struct db_stmt *s = store_stmt(st, which);
+    db_bind_int64(s, 1, (int64_t)id);
+    int rc = db_step(s);
+    if (rc == DB_ROW) {
         store_col_copy(s, 0, a, alen);
         store_col_copy(s, 1, b, blen);
     }
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : fail(st, what);
+    db_reset(s);
+    db_clear_bindings(s);
+    return rc == DB_ROW ? 0 : rc == DB_DONE ? -ENOENT : fail(st, what);
 }
 
 int store_job_owner(struct store *st, uint64_t id, char *project, size_t plen, char *user,
@@ -803,8 +624,8 @@ int store_job_owner(struct store *st, uint64_t id, char *project, size_t plen, c
 
 int store_hold_put(struct store *st, uint64_t job, const char *user, const char *level)
 {
-    sqlite3_stmt *s = store_stmt(st, S_HOLD_PUT);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    struct db_stmt *s = store_stmt(st, S_HOLD_PUT);
+    db_bind_int64(s, 1, (int64_t)job);
     store_bind_text(s, 2, user);
     store_bind_text(s, 3, level);
     return store_step_done(st, s, "put hold");
@@ -818,7 +639,7 @@ int store_hold_get(struct store *st, uint64_t job, char *user, size_t ulen, char
 
 int store_hold_delete(struct store *st, uint64_t job)
 {
-    sqlite3_stmt *s = store_stmt(st, S_HOLD_DEL);
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
+    struct db_stmt *s = store_stmt(st, S_HOLD_DEL);
+    db_bind_int64(s, 1, (int64_t)job);
     return store_step_done(st, s, "delete hold");
 }

@@ -9,9 +9,12 @@
 #ifndef DOCKET_STORE_STORE_INT_H
 #define DOCKET_STORE_STORE_INT_H
 
-#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "store/db.h"
 #include "store/store.h"
 
 struct dbuf;
@@ -94,8 +97,23 @@ enum store_stmt_id {
 };
 
 /* ---- store.c: the connection */
-sqlite3 *store_db(struct store *st);
-/* Keep "what: sqlite's message" for store_errmsg; always -EIO. */
+struct store {
+    struct db *db;
+    char target[512];       /* what was opened, for messages (a URI without its password) */
+    int wal_fd;             /* SQLite: the -wal file, for store_sync */
+    _Atomic int wal_frames; /* SQLite: frames in the WAL at this connection's last commit */
+    struct db_stmt *stmt[S_COUNT];
+    struct db_stmt *ustmt[STORE_USAGE_NSTMT]; /* usage.c's, prepared on first use */
+    bool in_tx;
+    char errmsg[256];
+    void (*job_write_fn)(void *arg, uint64_t id); /* store_set_job_write_hook */
+    void *job_write_arg;
+};
+
+struct db *store_db(struct store *st);
+/* `target` as messages show it: a URI's password left out. */
+void store_target_name(const char *target, char *out, size_t len);
+/* Keep "what: the engine's message" for store_errmsg; always -EIO. */
 int store_fail(struct store *st, const char *what);
 /* Keep `msg` for store_errmsg (an error of ours, not SQLite's). */
 void store_set_errmsg(struct store *st, const char *msg);
@@ -104,14 +122,14 @@ void store_set_errmsg(struct store *st, const char *msg);
 int store_exec(struct store *st, const char *sql);
 
 /* ---- store.c: the statements prepared once, and their rows */
-sqlite3_stmt *store_stmt(struct store *st, enum store_stmt_id id);
+struct db_stmt *store_stmt(struct store *st, enum store_stmt_id id);
 /* Run a prepared statement that returns no rows, then reset it: 0, or -EIO naming `what`. */
-int store_step_done(struct store *st, sqlite3_stmt *s, const char *what);
+int store_step_done(struct store *st, struct db_stmt *s, const char *what);
 /* Bind text (borrowed until the step), or NULL for v NULL. */
-void store_bind_text(sqlite3_stmt *s, int i, const char *v);
+void store_bind_text(struct db_stmt *s, int i, const char *v);
 /* Column i's text: a malloc'd copy (NULL for NULL), or copied into dst[len] ("" for NULL). */
-char *store_col_dup(sqlite3_stmt *s, int i);
-void store_col_copy(sqlite3_stmt *s, int i, char *dst, size_t len);
+char *store_col_dup(struct db_stmt *s, int i);
+void store_col_copy(struct db_stmt *s, int i, char *dst, size_t len);
 /* A list's filter: " AND col = ?N" appended to sql when v is set (*nparam counts the
    parameters; the caller binds v as ?N). */
 void store_add_text_filter(struct dbuf *sql, const char *col, const char *v, int *nparam);
@@ -120,11 +138,15 @@ void store_add_text_filter(struct dbuf *sql, const char *col, const char *v, int
 /* A statement prepared for one call (0, or -EIO with the error set), and stepped once for
    a statement that returns nothing, then finalized (0, or -EIO naming `what`): the SQL
    run now and then, outside store.c's prepared-once set. */
-int store_prepare(struct store *st, const char *sql, sqlite3_stmt **s);
-int store_step_finalize(struct store *st, sqlite3_stmt *s, const char *what);
+int store_prepare(struct store *st, const char *sql, struct db_stmt **s);
+int store_step_finalize(struct store *st, struct db_stmt *s, const char *what);
 /* usage.c's statement `i` (0..STORE_USAGE_NSTMT-1), prepared on first use from `sql`
  * and kept until store_close; NULL after store_fail. */
-sqlite3_stmt *store_usage_stmt(struct store *st, int i, const char *sql);
+struct db_stmt *store_usage_stmt(struct store *st, int i, const char *sql);
+
+/* ---- store_sqlite.c */
+/* A SQLite store opened read-write on `path`: keep its -wal file open for store_sync. */
+void store_sqlite_opened(struct store *st, const char *path);
 
 /* ---- schema.c */
 /* Migrate the database to store_schema_latest(), each step in a transaction of its own:

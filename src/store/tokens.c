@@ -39,22 +39,22 @@ int store_token_put(struct store *st, const struct store_token *t)
     if ((int)t->kind < 0 ||
         (size_t)t->kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
         return -EINVAL;
-    sqlite3_stmt *s = store_stmt(st, S_TOKEN_PUT);
+    struct db_stmt *s = store_stmt(st, S_TOKEN_PUT);
     store_bind_text(s, 1, t->hash);
     store_bind_text(s, 2, token_kind_names[t->kind]);
     store_bind_text(s, 3, t->user);
     store_bind_text(s, 4, t->role);
-    sqlite3_bind_int64(s, 5, t->created_ms);
-    sqlite3_bind_int64(s, 6, t->expires_ms);
+    db_bind_int64(s, 5, t->created_ms);
+    db_bind_int64(s, 6, t->expires_ms);
     return store_step_done(st, s, "put token");
 }
 
 /* Fill `out` from a row of TOKEN_COLS (store.c). -EIO for a kind this docketd does not know. */
-static int token_row(struct store *st, sqlite3_stmt *s, struct store_token *out)
+static int token_row(struct store *st, struct db_stmt *s, struct store_token *out)
 {
     memset(out, 0, sizeof(*out));
     store_col_copy(s, 0, out->hash, sizeof(out->hash));
-    const unsigned char *kind = sqlite3_column_text(s, 1);
+    const char *kind = db_column_text(s, 1);
     int k = token_kind_parse(kind ? (const char *)kind : "");
     if (k < 0) { /* never a credential of unknown power */
         char m[64];
@@ -65,9 +65,9 @@ static int token_row(struct store *st, sqlite3_stmt *s, struct store_token *out)
     out->kind = (enum store_token_kind)k;
     store_col_copy(s, 2, out->user, sizeof(out->user));
     store_col_copy(s, 3, out->role, sizeof(out->role));
-    out->created_ms = sqlite3_column_int64(s, 4);
-    out->expires_ms = sqlite3_column_int64(s, 5);
-    out->revoked_ms = sqlite3_column_int64(s, 6);
+    out->created_ms = db_column_int64(s, 4);
+    out->expires_ms = db_column_int64(s, 5);
+    out->revoked_ms = db_column_int64(s, 6);
     memcpy(out->id, out->hash, STORE_TOKEN_ID_LEN);
     out->id[STORE_TOKEN_ID_LEN] = '\0';
     return 0;
@@ -75,44 +75,44 @@ static int token_row(struct store *st, sqlite3_stmt *s, struct store_token *out)
 
 int store_token_get(struct store *st, const char *hash, struct store_token *out)
 {
-    sqlite3_stmt *s = store_stmt(st, S_TOKEN_GET);
+    struct db_stmt *s = store_stmt(st, S_TOKEN_GET);
     store_bind_text(s, 1, hash);
-    int rc = sqlite3_step(s), trc = 0;
-    if (rc == SQLITE_ROW)
+    int rc = db_step(s), trc = 0;
+    if (rc == DB_ROW)
         trc = token_row(st, s, out);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
+    db_reset(s);
+    db_clear_bindings(s);
     if (trc < 0)
         return trc;
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : store_fail(st, "get token");
+    return rc == DB_ROW ? 0 : rc == DB_DONE ? -ENOENT : store_fail(st, "get token");
 }
 
 int store_token_list(struct store *st, const char *user, const char *id, store_token_cb cb,
                      void *arg)
 {
-    sqlite3_stmt *s = store_stmt(st, S_TOKEN_LIST);
+    struct db_stmt *s = store_stmt(st, S_TOKEN_LIST);
     store_bind_text(s, 1, user);
     store_bind_text(s, 2, id);
     int step, rc = 0;
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((step = db_step(s)) == DB_ROW) {
         struct store_token t;
         if ((rc = token_row(st, s, &t)) < 0 || (rc = cb(arg, &t)) != 0)
             break;
     }
-    if (rc == 0 && step != SQLITE_DONE)
+    if (rc == 0 && step != DB_DONE)
         rc = store_fail(st, "list tokens");
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
+    db_reset(s);
+    db_clear_bindings(s);
     return rc;
 }
 
 int store_token_revoke(struct store *st, const char *hash, int64_t now_ms)
 {
-    sqlite3_stmt *s = store_stmt(st, S_TOKEN_REVOKE);
+    struct db_stmt *s = store_stmt(st, S_TOKEN_REVOKE);
     store_bind_text(s, 1, hash);
-    sqlite3_bind_int64(s, 2, now_ms);
+    db_bind_int64(s, 2, now_ms);
     int rc = store_step_done(st, s, "revoke token");
-    if (rc == 0 && sqlite3_changes(store_db(st)) == 0)
+    if (rc == 0 && db_changes(store_db(st)) == 0)
         return -ENOENT;
     return rc;
 }
@@ -121,7 +121,7 @@ int store_token_delete_user(struct store *st, enum store_token_kind kind, const 
 {
     if ((int)kind < 0 || (size_t)kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
         return -EINVAL;
-    sqlite3_stmt *s = store_stmt(st, S_TOKEN_DEL_USER);
+    struct db_stmt *s = store_stmt(st, S_TOKEN_DEL_USER);
     store_bind_text(s, 1, token_kind_names[kind]);
     store_bind_text(s, 2, user);
     return store_step_done(st, s, "delete tokens");
@@ -131,14 +131,14 @@ int store_token_live(struct store *st, enum store_token_kind kind, const char *u
 {
     if ((int)kind < 0 || (size_t)kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
         return -EINVAL;
-    sqlite3_stmt *s = store_stmt(st, S_TOKEN_LIVE);
+    struct db_stmt *s = store_stmt(st, S_TOKEN_LIVE);
     store_bind_text(s, 1, token_kind_names[kind]);
     store_bind_text(s, 2, user);
-    sqlite3_bind_int64(s, 3, now_ms);
-    int rc = sqlite3_step(s), n = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc == SQLITE_ROW ? n > 0 : store_fail(st, "count tokens");
+    db_bind_int64(s, 3, now_ms);
+    int rc = db_step(s), n = rc == DB_ROW ? db_column_int(s, 0) : 0;
+    db_reset(s);
+    db_clear_bindings(s);
+    return rc == DB_ROW ? n > 0 : store_fail(st, "count tokens");
 }
 
 static int token_role_stmt(struct store *st, enum store_stmt_id id, enum store_token_kind kind,
@@ -146,7 +146,7 @@ static int token_role_stmt(struct store *st, enum store_stmt_id id, enum store_t
 {
     if ((int)kind < 0 || (size_t)kind >= sizeof(token_kind_names) / sizeof(token_kind_names[0]))
         return -EINVAL;
-    sqlite3_stmt *s = store_stmt(st, id);
+    struct db_stmt *s = store_stmt(st, id);
     store_bind_text(s, 1, token_kind_names[kind]);
     store_bind_text(s, 2, user);
     store_bind_text(s, 3, role);

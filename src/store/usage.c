@@ -37,34 +37,48 @@ _Static_assert((int)U_COUNT <= (int)STORE_USAGE_NSTMT, "raise STORE_USAGE_NSTMT"
 /* minute sums: an unknown figure (NULL) adds nothing and keeps what is there */
 /* clang-format does not keep the string literals ADD pastes stable: left as written */
 // clang-format off
-#define ADD(C) C " = CASE WHEN excluded." C " IS NULL THEN " C " ELSE coalesce(" C ", 0) + excluded." C " END"
+#define ADD(C) C " = CASE WHEN excluded." C " IS NULL THEN usage_minute." C \
+    " ELSE coalesce(usage_minute." C ", 0) + excluded." C " END"
+/* An upsert's "the new row wins" (INSERT OR REPLACE is SQLite's; this is portable). */
+#define NEW(C) C " = excluded." C
 
 static const char *const sql[U_COUNT] = {
     [U_PREV] = "SELECT run, time_ms, cpu_ms, io_read_bytes, io_write_bytes FROM usage_raw"
                " WHERE job = ?1 AND node = ?2 ORDER BY time_ms DESC LIMIT 1",
-    [U_RAW_ADD] = "INSERT OR REPLACE INTO usage_raw(" RAW_COLS ") VALUES"
-                  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)",
+    [U_RAW_ADD] = "INSERT INTO usage_raw(" RAW_COLS ") VALUES"
+                  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)"
+                  " ON CONFLICT(job, node, time_ms) DO UPDATE SET " NEW("run") ", " NEW("cpu_ms") ","
+                  " " NEW("mem_bytes") ", " NEW("mem_peak_bytes") ", " NEW("io_read_bytes") ","
+                  " " NEW("io_write_bytes") ", " NEW("gpu_util") ", " NEW("gpu_mem_mb") ","
+                  " " NEW("gpu_power_mw") ", " NEW("gpu_temp_c") ", " NEW("gpu_errors"),
     [U_MIN_ADD] = "INSERT INTO usage_minute(job, minute_ms, samples, span_ms, cpu_ms, mem_sum,"
                   " mem_n, mem_peak_bytes, io_read_bytes, io_write_bytes, gpu_util_sum, gpu_n,"
                   " gpu_mem_sum, gpu_power_sum) VALUES (?1,?2,1,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
-                  " ON CONFLICT(job, minute_ms) DO UPDATE SET samples = samples + 1,"
-                  " span_ms = span_ms + excluded.span_ms, mem_n = mem_n + excluded.mem_n,"
-                  " gpu_n = gpu_n + excluded.gpu_n, " ADD("cpu_ms") ", " ADD("mem_sum") ", " ADD(
+                  " ON CONFLICT(job, minute_ms) DO UPDATE SET samples = usage_minute.samples + 1,"
+                  " span_ms = usage_minute.span_ms + excluded.span_ms,"
+                  " mem_n = usage_minute.mem_n + excluded.mem_n,"
+                  " gpu_n = usage_minute.gpu_n + excluded.gpu_n, " ADD("cpu_ms") ", " ADD("mem_sum") ", " ADD(
                       "io_read_bytes") ", " ADD("io_write_bytes") ", " ADD("gpu_util_sum") ", " ADD("gpu_mem_sum") ", " ADD("gpu_power_sum") ","
-                  " mem_peak_bytes = max(coalesce(mem_peak_bytes, -1),"
+                  " mem_peak_bytes = greatest(coalesce(usage_minute.mem_peak_bytes, -1),"
                   " coalesce(excluded.mem_peak_bytes, -1))",
     [U_SUM_GET] = "SELECT " SUM_COLS " FROM usage_summary WHERE job = ?1",
-    [U_SUM_PUT] = "INSERT OR REPLACE INTO usage_summary(" SUM_COLS ") VALUES"
-                  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
+    [U_SUM_PUT] = "INSERT INTO usage_summary(" SUM_COLS ") VALUES"
+                  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)"
+                  " ON CONFLICT(job) DO UPDATE SET " NEW("run") ", " NEW("gpu_source") ","
+                  " " NEW("samples") ", " NEW("first_ms") ", " NEW("last_ms") ", " NEW("cpu_ms") ","
+                  " " NEW("mem_peak_bytes") ", " NEW("io_read_bytes") ", " NEW("io_write_bytes") ","
+                  " " NEW("gpu_util_sum") ", " NEW("gpu_samples") ", " NEW("gpu_idle_ms") ","
+                  " " NEW("last_busy_ms") ", " NEW("idle_since_ms") ", " NEW("idle_flagged_ms") ","
+                  " " NEW("gpu_errors"),
     [U_FLAG] = "UPDATE usage_summary SET idle_flagged_ms = ?2 WHERE job = ?1",
     [U_SERIES_RAW] = "SELECT * FROM (SELECT time_ms, node, run, cpu_ms, mem_bytes, mem_peak_bytes,"
                      " io_read_bytes, io_write_bytes, gpu_util, gpu_mem_mb, gpu_power_mw"
                      " FROM usage_raw WHERE job = ?1 AND time_ms >= ?2"
-                     " ORDER BY time_ms DESC LIMIT ?3) ORDER BY time_ms",
+                     " ORDER BY time_ms DESC LIMIT ?3) AS t ORDER BY time_ms",
     [U_SERIES_MIN] = "SELECT * FROM (SELECT minute_ms, samples, span_ms, cpu_ms, mem_sum, mem_n,"
                      " mem_peak_bytes, io_read_bytes, io_write_bytes, gpu_util_sum, gpu_n,"
                      " gpu_mem_sum, gpu_power_sum FROM usage_minute WHERE job = ?1"
-                     " AND minute_ms >= ?2 ORDER BY minute_ms DESC LIMIT ?3) ORDER BY minute_ms",
+                     " AND minute_ms >= ?2 ORDER BY minute_ms DESC LIMIT ?3) AS t ORDER BY minute_ms",
     [U_PRUNE_RAW] = "DELETE FROM usage_raw WHERE (job, node, time_ms) IN (SELECT job, node,"
                     " time_ms FROM usage_raw WHERE time_ms < ?1 LIMIT ?2)",
     [U_PRUNE_MIN] = "DELETE FROM usage_minute WHERE (job, minute_ms) IN (SELECT job, minute_ms"
@@ -74,31 +88,31 @@ static const char *const sql[U_COUNT] = {
 };
 // clang-format on
 
-static sqlite3_stmt *stmt(struct store *st, int i)
+static struct db_stmt *stmt(struct store *st, int i)
 {
     return store_usage_stmt(st, i, sql[i]);
 }
 
-static int done(struct store *st, sqlite3_stmt *s, const char *what)
+static int done(struct store *st, struct db_stmt *s, const char *what)
 {
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc == SQLITE_DONE ? 0 : store_fail(st, what);
+    int rc = db_step(s);
+    db_reset(s);
+    db_clear_bindings(s);
+    return rc == DB_DONE ? 0 : store_fail(st, what);
 }
 
 /* -1 (unknown) binds NULL; NULL reads -1 */
-static void bind_known(sqlite3_stmt *s, int i, int64_t v)
+static void bind_known(struct db_stmt *s, int i, int64_t v)
 {
     if (v < 0)
-        sqlite3_bind_null(s, i);
+        db_bind_null(s, i);
     else
-        sqlite3_bind_int64(s, i, v);
+        db_bind_int64(s, i, v);
 }
 
-static int64_t col_known(sqlite3_stmt *s, int i)
+static int64_t col_known(struct db_stmt *s, int i)
 {
-    return sqlite3_column_type(s, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, i);
+    return db_column_is_null(s, i) ? -1 : db_column_int64(s, i);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -172,34 +186,34 @@ void store_usage_fold(struct store_usage_summary *s, const struct store_usage_po
 static int prev_get(struct store *st, const struct store_usage_point *p,
                     struct store_usage_point *prev)
 {
-    sqlite3_stmt *s = stmt(st, U_PREV);
+    struct db_stmt *s = stmt(st, U_PREV);
     if (!s)
         return -EIO;
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)p->job);
-    sqlite3_bind_text(s, 2, p->node, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
+    db_bind_int64(s, 1, (int64_t)p->job);
+    db_bind_text(s, 2, p->node);
+    int rc = db_step(s);
+    if (rc == DB_ROW) {
         memset(prev, 0, sizeof(*prev));
-        prev->run = sqlite3_column_int(s, 0);
-        prev->time_ms = sqlite3_column_int64(s, 1);
+        prev->run = db_column_int(s, 0);
+        prev->time_ms = db_column_int64(s, 1);
         prev->cpu_ms = col_known(s, 2);
         prev->io_read_bytes = col_known(s, 3);
         prev->io_write_bytes = col_known(s, 4);
     }
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : store_fail(st, "usage prev");
+    db_reset(s);
+    db_clear_bindings(s);
+    return rc == DB_ROW ? 0 : rc == DB_DONE ? -ENOENT : store_fail(st, "usage prev");
 }
 
 static int raw_add(struct store *st, const struct store_usage_point *p)
 {
-    sqlite3_stmt *s = stmt(st, U_RAW_ADD);
+    struct db_stmt *s = stmt(st, U_RAW_ADD);
     if (!s)
         return -EIO;
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)p->job);
-    sqlite3_bind_text(s, 2, p->node, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 3, p->time_ms);
-    sqlite3_bind_int(s, 4, p->run);
+    db_bind_int64(s, 1, (int64_t)p->job);
+    db_bind_text(s, 2, p->node);
+    db_bind_int64(s, 3, p->time_ms);
+    db_bind_int64(s, 4, p->run);
     const int64_t v[] = {p->cpu_ms,         p->mem_bytes, p->mem_peak_bytes, p->io_read_bytes,
                          p->io_write_bytes, p->gpu_util,  p->gpu_mem_mb,     p->gpu_power_mw,
                          p->gpu_temp_c,     p->gpu_errors};
@@ -211,20 +225,20 @@ static int raw_add(struct store *st, const struct store_usage_point *p)
 static int minute_add(struct store *st, const struct store_usage_point *p,
                       const struct store_usage_point *d)
 {
-    sqlite3_stmt *s = stmt(st, U_MIN_ADD);
+    struct db_stmt *s = stmt(st, U_MIN_ADD);
     if (!s)
         return -EIO;
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)p->job);
-    sqlite3_bind_int64(s, 2, p->time_ms - p->time_ms % 60000);
-    sqlite3_bind_int64(s, 3, d->time_ms);
+    db_bind_int64(s, 1, (int64_t)p->job);
+    db_bind_int64(s, 2, p->time_ms - p->time_ms % 60000);
+    db_bind_int64(s, 3, d->time_ms);
     bind_known(s, 4, d->cpu_ms);
     bind_known(s, 5, p->mem_bytes);
-    sqlite3_bind_int(s, 6, p->mem_bytes >= 0);
+    db_bind_int64(s, 6, p->mem_bytes >= 0);
     bind_known(s, 7, p->mem_peak_bytes);
     bind_known(s, 8, d->io_read_bytes);
     bind_known(s, 9, d->io_write_bytes);
     bind_known(s, 10, p->gpu_util);
-    sqlite3_bind_int(s, 11, p->gpu_util >= 0);
+    db_bind_int64(s, 11, p->gpu_util >= 0);
     bind_known(s, 12, p->gpu_util >= 0 ? p->gpu_mem_mb : -1);
     bind_known(s, 13, p->gpu_util >= 0 ? p->gpu_power_mw : -1);
     return done(st, s, "usage minute add");
@@ -232,34 +246,34 @@ static int minute_add(struct store *st, const struct store_usage_point *p,
 
 static int summary_put(struct store *st, const struct store_usage_summary *u)
 {
-    sqlite3_stmt *s = stmt(st, U_SUM_PUT);
+    struct db_stmt *s = stmt(st, U_SUM_PUT);
     if (!s)
         return -EIO;
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)u->job);
-    sqlite3_bind_int(s, 2, u->run);
-    sqlite3_bind_text(s, 3, u->gpu_source, -1, SQLITE_STATIC);
+    db_bind_int64(s, 1, (int64_t)u->job);
+    db_bind_int64(s, 2, u->run);
+    db_bind_text(s, 3, u->gpu_source);
     const int64_t v[] = {u->samples,         u->first_ms,      u->last_ms,        u->cpu_ms,
                          u->mem_peak_bytes,  u->io_read_bytes, u->io_write_bytes, u->gpu_util_sum,
                          u->gpu_samples,     u->gpu_idle_ms,   u->last_busy_ms,   u->idle_since_ms,
                          u->idle_flagged_ms, u->gpu_errors};
     for (int i = 0; i < (int)(sizeof(v) / sizeof(v[0])); i++)
-        sqlite3_bind_int64(s, 4 + i, v[i]);
+        db_bind_int64(s, 4 + i, v[i]);
     return done(st, s, "usage summary put");
 }
 
 int store_usage_summary_get(struct store *st, uint64_t job, struct store_usage_summary *out)
 {
-    sqlite3_stmt *s = stmt(st, U_SUM_GET);
+    struct db_stmt *s = stmt(st, U_SUM_GET);
     if (!s)
         return -EIO;
     memset(out, 0, sizeof(*out));
     out->job = job;
     out->mem_peak_bytes = out->gpu_errors = 0;
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        const unsigned char *src = sqlite3_column_text(s, 2);
-        out->run = sqlite3_column_int(s, 1);
+    db_bind_int64(s, 1, (int64_t)job);
+    int rc = db_step(s);
+    if (rc == DB_ROW) {
+        const char *src = db_column_text(s, 2);
+        out->run = db_column_int(s, 1);
         str_copy(out->gpu_source, sizeof(out->gpu_source), src ? (const char *)src : "none");
         int64_t *v[] = {&out->samples,         &out->first_ms,       &out->last_ms,
                         &out->cpu_ms,          &out->mem_peak_bytes, &out->io_read_bytes,
@@ -267,11 +281,11 @@ int store_usage_summary_get(struct store *st, uint64_t job, struct store_usage_s
                         &out->gpu_idle_ms,     &out->last_busy_ms,   &out->idle_since_ms,
                         &out->idle_flagged_ms, &out->gpu_errors};
         for (int i = 0; i < (int)(sizeof(v) / sizeof(v[0])); i++)
-            *v[i] = sqlite3_column_int64(s, 3 + i);
+            *v[i] = db_column_int64(s, 3 + i);
     }
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : store_fail(st, "usage summary");
+    db_reset(s);
+    db_clear_bindings(s);
+    return rc == DB_ROW ? 0 : rc == DB_DONE ? -ENOENT : store_fail(st, "usage summary");
 }
 
 int store_usage_add(struct store *st, const struct store_usage_point *p, const char *gpu_source,
@@ -299,11 +313,11 @@ int store_usage_add(struct store *st, const struct store_usage_point *p, const c
 
 int store_usage_flag(struct store *st, uint64_t job, int64_t flagged_ms)
 {
-    sqlite3_stmt *s = stmt(st, U_FLAG);
+    struct db_stmt *s = stmt(st, U_FLAG);
     if (!s)
         return -EIO;
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
-    sqlite3_bind_int64(s, 2, flagged_ms);
+    db_bind_int64(s, 1, (int64_t)job);
+    db_bind_int64(s, 2, flagged_ms);
     return done(st, s, "usage flag");
 }
 
@@ -339,14 +353,14 @@ static double raw_rate(struct last_by_node *l, const char *node, int run, int64_
     return r;
 }
 
-static void raw_row(sqlite3_stmt *s, struct last_by_node *l, struct store_usage_row *r)
+static void raw_row(struct db_stmt *s, struct last_by_node *l, struct store_usage_row *r)
 {
-    const unsigned char *node = sqlite3_column_text(s, 1);
+    const char *node = db_column_text(s, 1);
     memset(r, 0, sizeof(*r));
-    r->time_ms = sqlite3_column_int64(s, 0);
+    r->time_ms = db_column_int64(s, 0);
     r->samples = 1;
     str_copy(r->node, sizeof(r->node), node ? (const char *)node : "");
-    r->cpu_cores = raw_rate(l, r->node, sqlite3_column_int(s, 2), r->time_ms, col_known(s, 3));
+    r->cpu_cores = raw_rate(l, r->node, db_column_int(s, 2), r->time_ms, col_known(s, 3));
     r->mem_bytes = col_known(s, 4);
     r->mem_peak_bytes = col_known(s, 5);
     r->io_read_bytes = col_known(s, 6);
@@ -356,25 +370,23 @@ static void raw_row(sqlite3_stmt *s, struct last_by_node *l, struct store_usage_
     r->gpu_power_mw = col_known(s, 10);
 }
 
-static int64_t mean(sqlite3_stmt *s, int sum_col, int64_t n)
+static int64_t mean(struct db_stmt *s, int sum_col, int64_t n)
 {
-    return n > 0 && sqlite3_column_type(s, sum_col) != SQLITE_NULL
-               ? sqlite3_column_int64(s, sum_col) / n
-               : -1;
+    return n > 0 && !db_column_is_null(s, sum_col) ? db_column_int64(s, sum_col) / n : -1;
 }
 
-static void minute_row(sqlite3_stmt *s, struct store_usage_row *r)
+static void minute_row(struct db_stmt *s, struct store_usage_row *r)
 {
     memset(r, 0, sizeof(*r));
-    r->time_ms = sqlite3_column_int64(s, 0);
-    r->samples = sqlite3_column_int64(s, 1);
-    int64_t span = sqlite3_column_int64(s, 2);
+    r->time_ms = db_column_int64(s, 0);
+    r->samples = db_column_int64(s, 1);
+    int64_t span = db_column_int64(s, 2);
     r->cpu_cores = span > 0 && col_known(s, 3) >= 0 ? (double)col_known(s, 3) / (double)span : -1;
-    r->mem_bytes = mean(s, 4, sqlite3_column_int64(s, 5));
+    r->mem_bytes = mean(s, 4, db_column_int64(s, 5));
     r->mem_peak_bytes = col_known(s, 6);
     r->io_read_bytes = col_known(s, 7);
     r->io_write_bytes = col_known(s, 8);
-    int64_t gn = sqlite3_column_int64(s, 10);
+    int64_t gn = db_column_int64(s, 10);
     r->gpu_util = (int)mean(s, 9, gn);
     r->gpu_mem_mb = mean(s, 11, gn);
     r->gpu_power_mw = mean(s, 12, gn);
@@ -383,15 +395,15 @@ static void minute_row(sqlite3_stmt *s, struct store_usage_row *r)
 int store_usage_series(struct store *st, uint64_t job, bool raw, int64_t since_ms, int limit,
                        store_usage_cb cb, void *arg)
 {
-    sqlite3_stmt *s = stmt(st, raw ? U_SERIES_RAW : U_SERIES_MIN);
+    struct db_stmt *s = stmt(st, raw ? U_SERIES_RAW : U_SERIES_MIN);
     if (!s)
         return -EIO;
     struct last_by_node last = {.n = 0};
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)job);
-    sqlite3_bind_int64(s, 2, since_ms);
-    sqlite3_bind_int(s, 3, limit);
+    db_bind_int64(s, 1, (int64_t)job);
+    db_bind_int64(s, 2, since_ms);
+    db_bind_int64(s, 3, limit);
     int rc, out = 0;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((rc = db_step(s)) == DB_ROW) {
         struct store_usage_row r;
         if (raw)
             raw_row(s, &last, &r);
@@ -400,10 +412,10 @@ int store_usage_series(struct store *st, uint64_t job, bool raw, int64_t since_m
         if ((out = cb(arg, &r)) != 0)
             break;
     }
-    if (out == 0 && rc != SQLITE_DONE)
+    if (out == 0 && rc != DB_DONE)
         out = store_fail(st, "usage series");
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
+    db_reset(s);
+    db_clear_bindings(s);
     return out;
 }
 
@@ -412,13 +424,13 @@ int store_usage_series(struct store *st, uint64_t job, bool raw, int64_t since_m
 
 static int prune(struct store *st, int which, int64_t before, int limit)
 {
-    sqlite3_stmt *s = stmt(st, which);
+    struct db_stmt *s = stmt(st, which);
     if (!s)
         return -EIO;
-    sqlite3_bind_int64(s, 1, before);
-    sqlite3_bind_int(s, 2, limit);
+    db_bind_int64(s, 1, before);
+    db_bind_int64(s, 2, limit);
     int rc = done(st, s, "usage prune");
-    return rc < 0 ? rc : sqlite3_changes(store_db(st));
+    return rc < 0 ? rc : db_changes(store_db(st));
 }
 
 int store_usage_prune(struct store *st, int64_t now_ms, int limit)
@@ -432,15 +444,15 @@ int store_usage_prune(struct store *st, int64_t now_ms, int limit)
 
 int store_usage_counts(struct store *st, int64_t *raw, int64_t *minutes, int64_t *summaries)
 {
-    sqlite3_stmt *s = stmt(st, U_COUNTS);
+    struct db_stmt *s = stmt(st, U_COUNTS);
     if (!s)
         return -EIO;
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        *raw = sqlite3_column_int64(s, 0);
-        *minutes = sqlite3_column_int64(s, 1);
-        *summaries = sqlite3_column_int64(s, 2);
+    int rc = db_step(s);
+    if (rc == DB_ROW) {
+        *raw = db_column_int64(s, 0);
+        *minutes = db_column_int64(s, 1);
+        *summaries = db_column_int64(s, 2);
     }
-    sqlite3_reset(s);
-    return rc == SQLITE_ROW ? 0 : store_fail(st, "usage counts");
+    db_reset(s);
+    return rc == DB_ROW ? 0 : store_fail(st, "usage counts");
 }
