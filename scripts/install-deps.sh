@@ -8,6 +8,8 @@
 #                                    side by side, clang, jq,
 #                                    libtsan2 for the ThreadSanitizer build of scripts/run-tsan.sh,
 #                                    python3 for the core floor check and the page checks,
+#                                    postgresql for the store's tests on PostgreSQL
+#                                    (scripts/pg-test.sh: a throwaway cluster per run),
 #                                    chromium for the browser tests: the console, the sim pages,
 #                                    and the packaging tools below: tests/system/install.bats)
 #   scripts/install-deps.sh --package   the packaging tools only: dpkg-buildpackage with
@@ -21,10 +23,10 @@
 set -euo pipefail
 
 build_pkgs=(build-essential pkg-config meson ninja-build
-            libevent-dev libsqlite3-dev libjansson-dev libyaml-dev libssl-dev
+            libevent-dev libsqlite3-dev libpq-dev libjansson-dev libyaml-dev libssl-dev
             libcurl4-openssl-dev libbpf-dev curl jq)
 test_pkgs=(git libcmocka-dev bats parallel clang libclang-rt-14-dev libtsan2 clang-format sqlite3 bsdutils procps psmisc iproute2 python3
-           chromium)
+           postgresql chromium)
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     build_pkgs+=(nodejs npm)
 fi

@@ -28,12 +28,14 @@ static int run_id(struct store *st, const char *sql, uint64_t id, int nextra, co
 int store_array_writing_put(struct store *st, uint64_t array_id, int64_t tasks, int64_t now_ms)
 {
     const int64_t extra[2] = {tasks, now_ms};
+    store_job_written(st, array_id);
     return run_id(st, "INSERT INTO arrays_writing(array_id, tasks, started_ms) VALUES (?1, ?2, ?3)",
                   array_id, 2, extra, "mark array");
 }
 
 int store_array_writing_clear(struct store *st, uint64_t array_id)
 {
+    store_job_written(st, array_id);
     int rc = run_id(st, "DELETE FROM arrays_writing WHERE array_id = ?1", array_id, 0, NULL,
                     "clear array mark");
     if (rc == 0 && db_changes(store_db(st)) != 1) {
@@ -42,6 +44,25 @@ int store_array_writing_clear(struct store *st, uint64_t array_id)
         store_set_errmsg(st, m);
         return -ENOENT;
     }
+    return rc;
+}
+
+/* Delete the next task rows (`sql`: ... RETURNING id), each one a job write. */
+static int delete_tasks(struct store *st, const char *sql, uint64_t array_id, int64_t lim,
+                        size_t *deleted)
+{
+    struct db_stmt *s;
+    int rc = store_prepare(st, sql, &s);
+    if (rc < 0)
+        return rc;
+    db_bind_int64(s, 1, (int64_t)array_id);
+    db_bind_int64(s, 2, lim);
+    while ((rc = db_step(s)) == DB_ROW) {
+        store_job_written(st, (uint64_t)db_column_int64(s, 0));
+        (*deleted)++;
+    }
+    rc = rc == DB_DONE ? 0 : store_fail(st, "discard array");
+    db_finalize(s);
     return rc;
 }
 
@@ -55,8 +76,8 @@ int store_array_discard_step(struct store *st, uint64_t array_id, size_t max, si
     static const char *const rows[] = {
         "DELETE FROM job_events WHERE job IN " NEXT_TASKS,
         "DELETE FROM job_holds WHERE job IN " NEXT_TASKS,
-        "DELETE FROM jobs WHERE id IN " NEXT_TASKS,
     };
+    static const char tasks[] = "DELETE FROM jobs WHERE id IN " NEXT_TASKS " RETURNING id";
 #undef NEXT_TASKS
     static const char *const last[] = {
         "DELETE FROM job_specs WHERE id = ?1",
@@ -71,11 +92,14 @@ int store_array_discard_step(struct store *st, uint64_t array_id, size_t max, si
         if (rc < 0)
             return rc;
     }
-    *deleted = (size_t)db_changes(store_db(st)); /* of the last: the task rows */
+    int rc = delete_tasks(st, tasks, array_id, lim[0], deleted);
+    if (rc < 0)
+        return rc;
     if (*deleted == max)
         return 0; /* maybe more: the spec and the marker stay until none is left */
+    store_job_written(st, array_id);
     for (size_t i = 0; i < sizeof(last) / sizeof(last[0]); i++) {
-        int rc = run_id(st, last[i], array_id, 0, NULL, "discard array");
+        rc = run_id(st, last[i], array_id, 0, NULL, "discard array");
         if (rc < 0)
             return rc;
     }

@@ -1,5 +1,5 @@
 /*
- * jobs.c - the jobs in SQLite (store.h "Jobs", "Job events", "Runs"): a job's row and its
+ * jobs.c - the jobs in the database (store.h "Jobs", "Job events", "Runs"): a job's row and its
  * spec, the filtered job list, the job's events, and its runs (one row per start, ended with
  * its state and cause). Their statements are prepared once (store.c), but the list's, built
  * from the filters present.
@@ -22,7 +22,7 @@ void store_job_release(struct store_job *j)
     j->spec = j->alloc = j->exit = j->usage = NULL;
 }
 
-/* Binds ?1..?36; the UPDATE uses fewer (SQLite ignores binding the ones it lacks). */
+/* Binds ?1..?36; the UPDATE uses fewer (binding one a statement lacks does nothing). */
 static void bind_job(struct db_stmt *s, const struct store_job *j)
 {
     db_bind_int64(s, 1, (int64_t)j->id);
@@ -132,6 +132,7 @@ int store_job_insert(struct store *st, const struct store_job *j)
         return -EINVAL;
     struct db_stmt *s = store_stmt(st, S_JOB_INSERT);
     bind_job(s, j);
+    store_job_written(st, j->id);
     return store_step_done(st, s, "insert job");
 }
 
@@ -141,6 +142,7 @@ int store_spec_put(struct store *st, uint64_t id, const char *spec, const char *
     db_bind_int64(s, 1, (int64_t)id);
     store_bind_text(s, 2, spec);
     store_bind_text(s, 3, lean);
+    store_job_written(st, id);
     return store_step_done(st, s, "put spec");
 }
 
@@ -150,6 +152,7 @@ int store_job_update(struct store *st, const struct store_job *j)
         return -EINVAL;
     struct db_stmt *s = store_stmt(st, S_JOB_UPDATE);
     bind_job(s, j);
+    store_job_written(st, j->id);
     int rc = store_step_done(st, s, "update job");
     if (rc == 0 && db_changes(store_db(st)) == 0)
         return -ENOENT;
@@ -185,9 +188,11 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
     struct dbuf sql;
     int np = 0, rc = 0;
     dbuf_init(&sql, 4096);
-    dbuf_puts(&sql, f->skip_spec ? "SELECT " JOB_COLS_NO_SPEC " FROM jobs WHERE 1 = 1"
-                    : f->lean    ? "SELECT " JOB_COLS_LEAN " FROM jobs WHERE 1 = 1"
-                                 : "SELECT " JOB_COLS " FROM jobs WHERE 1 = 1");
+    bool pg = db_engine(store_db(st)) == DB_POSTGRES;
+    dbuf_puts(&sql, f->skip_spec    ? "SELECT " JOB_COLS_NO_SPEC " FROM jobs WHERE 1 = 1"
+                    : f->lean && pg ? "SELECT " JOB_COLS_LEAN_PG " FROM jobs WHERE 1 = 1"
+                    : f->lean       ? "SELECT " JOB_COLS_LEAN " FROM jobs WHERE 1 = 1"
+                                    : "SELECT " JOB_COLS " FROM jobs WHERE 1 = 1");
     if (f->state_mask) { /* the core's names: capitals and '_', nothing to escape */
         dbuf_puts(&sql, " AND state IN (''");
         for (int i = 0; i < SCHED_JOB_STATE_COUNT; i++)
@@ -269,7 +274,7 @@ int store_event_list(struct store *st, uint64_t job, int64_t after, int limit, s
     struct db_stmt *s = store_stmt(st, S_EVENT_LIST);
     db_bind_int64(s, 1, (int64_t)job);
     db_bind_int64(s, 2, after);
-    db_bind_int64(s, 3, limit > 0 ? limit : -1);
+    db_bind_int64(s, 3, limit > 0 ? limit : INT64_MAX); /* LIMIT -1 is SQLite's only */
     int step, rc = 0;
     while ((step = db_step(s)) == DB_ROW) {
         struct store_event e = {

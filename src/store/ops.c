@@ -2,8 +2,8 @@
  * ops.c - the store's statements for the operator's kit (store.h "Run ends", "Alerts",
  * "Reports"; docs/alerts.md, docs/reports.md): alert history and silences, and the report
  * aggregates (run ends, on every start and end, are prepared once in store.c). Prepared
- * per call (store_prepare; none is on a hot path); the SQL stays portable but for SQLite's
- * two-argument min/max (GREATEST/LEAST in PostgreSQL).
+ * per call (store_prepare; none is on a hot path); the SQL is portable (greatest, least
+ * and strpos are SQLite functions of db_sqlite.c's) but for the JSON of the repeats.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -376,21 +376,26 @@ static int spec_row(struct db_stmt *s, void *arg)
                                   db_column_int64(s, 3));
 }
 
-/* A job's spec text, and its command or the start of its script (for repeats). */
+/* A job's spec text, and its command or the start of its script (for repeats), in each
+ * engine's JSON functions. */
 #define SPEC_TEXT SPEC_OF("spec")
 #define CMD_OF                                                                                     \
     "coalesce(json_extract(" SPEC_TEXT ", '$.command'), 'script: ' ||"                             \
     " substr(json_extract(" SPEC_TEXT ", '$.script'), 1, 200))"
+#define CMD_OF_PG                                                                                  \
+    "coalesce((" SPEC_TEXT ")::jsonb ->> 'command', 'script: ' ||"                                 \
+    " substr((" SPEC_TEXT ")::jsonb ->> 'script', 1, 200))"
+#define REPEATS(CMD)                                                                               \
+    "SELECT project, cmd, count(*) AS n, sum(g) FROM (SELECT jobs.project AS project,"             \
+    " " CMD " AS cmd, coalesce((SELECT sum(jobs.gpus * jobs.nnodes * " RUN_MS ")"                  \
+    " FROM job_runs r WHERE r.job = jobs.id), 0) AS g"                                             \
+    " FROM jobs WHERE jobs.submit_ms >= ?1 AND jobs.submit_ms < ?2) AS t"                          \
+    " WHERE cmd IS NOT NULL GROUP BY project, cmd HAVING count(*) >= 2"                            \
+    " ORDER BY n DESC, project, cmd LIMIT ?3"
 
 int store_report_repeats(struct store *st, int64_t since, int64_t until, int limit,
                          store_spec_cb cb, void *arg)
 {
-    static const char sql[] =
-        "SELECT project, cmd, count(*) AS n, sum(g) FROM (SELECT jobs.project AS project,"
-        " " CMD_OF " AS cmd, coalesce((SELECT sum(jobs.gpus * jobs.nnodes * " RUN_MS ")"
-        " FROM job_runs r WHERE r.job = jobs.id), 0) AS g"
-        " FROM jobs WHERE jobs.submit_ms >= ?1 AND jobs.submit_ms < ?2) AS t"
-        " WHERE cmd IS NOT NULL GROUP BY project, cmd HAVING count(*) >= 2"
-        " ORDER BY n DESC, project, cmd LIMIT ?3";
+    const char *sql = db_engine(store_db(st)) == DB_POSTGRES ? REPEATS(CMD_OF_PG) : REPEATS(CMD_OF);
     return window_rows(st, sql, since, until, limit, "report repeats", spec_row, (void *)cb, arg);
 }

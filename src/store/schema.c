@@ -1,9 +1,12 @@
 /*
  * schema.c - the database's schema (store.h): the migrations, one per version, and
- * their run at open (store_migrate, inside a transaction each). PRAGMA user_version holds
- * the version; a database newer than this build is refused, never changed.
+ * their run at open (store_migrate, inside a transaction each). SQLite's PRAGMA
+ * user_version or PostgreSQL's schema_version table holds the version (PostgreSQL's
+ * migrations are schema_pg.c's); a database newer than this build is refused, never
+ * changed.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "store/store_int.h"
@@ -196,50 +199,112 @@ static const char *const migrations[] = {
     "ALTER TABLE job_runs ADD COLUMN lease_ms INTEGER NOT NULL DEFAULT 0;",
 };
 
+/* PostgreSQL's twin of each migration after STORE_PG_BASE_VERSION (schema_pg.c holds the
+ * schema up to it), in the same order: a migration added above needs its twin here. */
+static const char *const pg_migrations[] = {
+    /* 12: the lease each run was granted */
+    "ALTER TABLE job_runs ADD COLUMN lease_ms BIGINT NOT NULL DEFAULT 0;",
+};
+_Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
+                   STORE_PG_BASE_VERSION + sizeof(pg_migrations) / sizeof(pg_migrations[0]),
+               "every SQLite migration after STORE_PG_BASE_VERSION needs its PostgreSQL twin");
+
 int store_schema_latest(void)
 {
     return (int)(sizeof(migrations) / sizeof(migrations[0]));
 }
 
+/* SQLite keeps the version in its header (PRAGMA user_version); PostgreSQL in a table of
+ * one row, which a database docketd never opened lacks. */
 int store_schema_version(struct store *st)
 {
+    bool pg = db_engine(store_db(st)) == DB_POSTGRES;
     struct db_stmt *s;
     int v = -1;
-    if (db_prepare(store_db(st), "PRAGMA user_version", false, &s) < 0)
+    if (db_prepare(store_db(st), pg ? "SELECT version FROM schema_version" : "PRAGMA user_version",
+                   false, &s) < 0)
         return -EIO;
-    if (db_step(s) == DB_ROW)
+    int rc = db_step(s);
+    if (rc == DB_ROW)
         v = db_column_int(s, 0);
+    else if (rc == DB_DONE && pg)
+        v = 0; /* the table, made by a migration that stopped before its first step */
     db_finalize(s);
     return v;
+}
+
+/* Run one migration's SQL and record version `to`, inside the caller's transaction. */
+static int migrate_step(struct store *st, const char *sql, int to)
+{
+    char set[64];
+    if (db_engine(store_db(st)) == DB_POSTGRES)
+        snprintf(set, sizeof(set), "UPDATE schema_version SET version = %d", to);
+    else
+        snprintf(set, sizeof(set), "PRAGMA user_version = %d", to);
+    return store_exec(st, sql) < 0 || store_exec(st, set) < 0 ? -EIO : 0;
+}
+
+/* The SQL that takes a database at version v to the next one (PostgreSQL: the whole schema
+ * from 0 straight to STORE_PG_BASE_VERSION); *to: the version it reaches. */
+static const char *migration_from(const struct store *st, int v, int *to)
+{
+    if (db_engine(st->db) == DB_SQLITE) {
+        *to = v + 1;
+        return migrations[v];
+    }
+    if (v == 0) {
+        *to = STORE_PG_BASE_VERSION;
+        return store_pg_base;
+    }
+    *to = v + 1;
+    return v >= STORE_PG_BASE_VERSION ? pg_migrations[v - STORE_PG_BASE_VERSION] : NULL;
+}
+
+/* PostgreSQL: the version's table, made once, and a lock that makes two docketd starting
+ * on one database migrate one after the other (held to the transaction's end). */
+static int begin_migration(struct store *st)
+{
+    if (db_engine(st->db) == DB_SQLITE)
+        return store_exec(st, "BEGIN IMMEDIATE");
+    return store_exec(st, "BEGIN;"
+                          "SELECT pg_advisory_xact_lock(7243453);" /* "docket" */
+                          "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL);"
+                          "INSERT INTO schema_version SELECT 0"
+                          " WHERE NOT EXISTS (SELECT 1 FROM schema_version);");
 }
 
 int store_migrate(struct store *st)
 {
     int n = store_schema_latest();
-    int v = store_schema_version(st);
-    if (v < 0)
-        return store_fail(st, "read schema version");
-    if (v > n) {
-        char m[96];
-        snprintf(m, sizeof(m), "database schema version %d is newer than this docketd (%d)", v, n);
-        store_set_errmsg(st, m);
-        return -EPROTO;
-    }
-    for (; v < n; v++) {
-        char pragma[48];
-        snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v + 1);
-        if (store_exec(st, "BEGIN IMMEDIATE") < 0)
+    for (;;) {
+        if (begin_migration(st) < 0)
             return -EIO;
-        if (store_exec(st, migrations[v]) < 0 || store_exec(st, pragma) < 0) {
+        int v = store_schema_version(st), to = 0;
+        const char *sql = v >= 0 && v < n ? migration_from(st, v, &to) : NULL;
+        if (v < 0 || v >= n || !sql) {
+            char m[256];
+            if (v < 0)
+                snprintf(m, sizeof(m), "read schema version: %s", db_errmsg(st->db));
+            else if (v > n)
+                snprintf(m, sizeof(m), "database schema version %d is newer than this docketd (%d)",
+                         v, n);
+            else if (v < n)
+                snprintf(m, sizeof(m), "schema version %d has no PostgreSQL migration", v);
+            store_exec(st, "ROLLBACK");
+            if (v == n)
+                return 0;
+            store_set_errmsg(st, m);
+            return v > n ? -EPROTO : -EIO;
+        }
+        if (migrate_step(st, sql, to) < 0) {
             char keep[200], m[256];
             str_copy(keep, sizeof(keep), store_errmsg(st));
             store_exec(st, "ROLLBACK");
-            snprintf(m, sizeof(m), "migration %d: %s", v + 1, keep);
+            snprintf(m, sizeof(m), "migration %d: %s", to, keep);
             store_set_errmsg(st, m);
             return -EIO;
         }
         if (store_exec(st, "COMMIT") < 0)
             return -EIO;
     }
-    return 0;
 }

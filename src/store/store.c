@@ -1,12 +1,12 @@
 /*
- * store.c - SQLite persistence for docketd (store.h): the connection (open, close, the
- * WAL and its hooks, the checkpoint connection), the statements prepared once for every
- * hot path and the helpers the other files of src/store/ run them with (store_int.h),
- * savepoint-per-request inside one transaction per loop iteration (group commit), and the
- * small tables: counters, nodes, projects and the policy, default projects, membership
- * and holds. The schema is schema.c's; jobs, tokens, the audit chain and secrets have
- * files of their own. The SQL is kept portable (no SQLite-only types) so a PostgreSQL
- * backend can follow.
+ * store.c - docketd's persistence (store.h) on either engine: the connection (open on a
+ * SQLite file or a postgresql:// URI, close), the statements prepared once for every hot
+ * path (in PostgreSQL's words where they differ) and the helpers the other files of
+ * src/store/ run them with (store_int.h), savepoint-per-request inside one transaction per
+ * loop iteration (group commit), and the small tables: counters, nodes, projects and the
+ * policy, default projects, membership and holds. The schema is schema.c's (and
+ * schema_pg.c's); jobs, tokens, the audit chain and secrets have files of their own; what
+ * only SQLite has (the WAL, its hooks, checkpoints) is store_sqlite.c's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -310,6 +310,16 @@ void store_close(struct store *st)
     if (st->wal_fd >= 0)
         close(st->wal_fd);
     free(st);
+}
+
+bool store_path_is_postgres(const char *path)
+{
+    return db_target_is_postgres(path);
+}
+
+bool store_is_postgres(struct store *st)
+{
+    return db_engine(st->db) == DB_POSTGRES;
 }
 
 void store_target_name(const char *target, char *out, size_t len)

@@ -1,7 +1,13 @@
 /*
- * store.h - docketd's durable state in SQLite: every SQL statement of Docket lives in
- * src/store/. Schema and versioned migrations (applied at open), prepared statements,
- * and the transaction shape the controller's group commit needs.
+ * store.h - docketd's durable state, in SQLite (the default: a file) or in PostgreSQL (a
+ * postgresql:// URI): every SQL statement of Docket lives in src/store/, one interface for
+ * both (db.h is the statement layer under it). Schema and versioned migrations (applied at
+ * open), prepared statements, and the transaction shape the controller's group commit
+ * needs.
+ *
+ * PostgreSQL: every COMMIT is durable when it returns (synchronous_commit = on); there is
+ * no WAL of ours, so store_set_external_sync and the checkpoint calls refuse and store_sync
+ * does nothing. A PostgreSQL database starts at schema 11 whole (schema_pg.c).
  *
  * Durability: WAL with synchronous=FULL by default, so a committed transaction survives a
  * power loss, not only a crash of the process: docketd acknowledges a submission only once
@@ -19,7 +25,7 @@
  * never by their number, so reordering an enum changes no stored row; a row with a name
  * this docketd does not know reads as -EIO naming the row.
  *
- * Errors: 0 or a negative errno (-ENOENT for a missing row, -EIO for an SQLite error,
+ * Errors: 0 or a negative errno (-ENOENT for a missing row, -EIO for a database error,
  * whose text is kept for store_errmsg). Strings in the structs below are owned by the
  * struct and freed by its _release function.
  */
@@ -35,10 +41,25 @@
 
 struct store;
 
-/* Open (creating) the database at `path` and migrate it to the latest schema. NULL with
- * a message in err on failure. */
+/* Open (creating) the database at `path` and migrate it to the latest schema. `path` is a
+ * SQLite file, or a postgresql:// (postgres://) URI in libpq's syntax. NULL with a message
+ * in err on failure (a URI's password never in it). */
 struct store *store_open(const char *path, char *err, size_t errlen);
-/* Open an existing database read-only (SQLITE_OPEN_READONLY): no migration, no write, safe
+/* Whether `path` names a PostgreSQL database (a postgresql:// or postgres:// URI). */
+bool store_path_is_postgres(const char *path);
+/* Whether `st` is on PostgreSQL. */
+bool store_is_postgres(struct store *st);
+/* Copy the SQLite database at `path` (migrated first, as docketd would) into `dst`, a
+ * PostgreSQL store that holds no state yet (-EEXIST otherwise), in one transaction:
+ * every table, every row. 0, or a negative errno with the reason in err. */
+struct store_import_stats {
+    int tables;
+    int64_t rows;
+};
+int store_import_sqlite(struct store *dst, const char *path, struct store_import_stats *stats,
+                        char *err, size_t errlen);
+/* Open an existing database read-only (SQLite: SQLITE_OPEN_READONLY; PostgreSQL: a session
+ * whose transactions are read-only): no migration, no write, safe
  * beside a live docketd (WAL readers do not block its writer). Only the read functions work;
  * a write returns -EIO. NULL with a message in err when the file is missing, is not a
  * docketd database, or has another schema version than this build's. */

@@ -37,10 +37,12 @@ enum { STORE_USAGE_NSTMT = 12 };
 /* The same without the spec JSON (column 16 reads NULL). */
 #define JOB_COLS_NO_SPEC JOB_COLS_WITH("NULL")
 /* For lists: the spec without its two big members: an array's kept so, another row's cut
- * by SQLite (no copy, no parse here). */
-#define JOB_COLS_LEAN                                                                              \
-    JOB_COLS_WITH("CASE WHEN spec_id = 0 THEN json_remove(spec, '$.script', '$.env')"              \
+ * by the database (no copy, no parse here), in each engine's JSON functions. */
+#define JOB_LEAN_OF(CUT)                                                                           \
+    JOB_COLS_WITH("CASE WHEN spec_id = 0 THEN " CUT                                                \
                   " ELSE (SELECT s.lean FROM job_specs s WHERE s.id = jobs.spec_id) END")
+#define JOB_COLS_LEAN    JOB_LEAN_OF("json_remove(spec, '$.script', '$.env')")
+#define JOB_COLS_LEAN_PG JOB_LEAN_OF("(spec::jsonb - 'script' - 'env')::text")
 
 /* The statements prepared once at open (store.c stmt_sql), run with store_stmt(). */
 enum store_stmt_id {
@@ -111,6 +113,9 @@ struct store {
 };
 
 struct db *store_db(struct store *st);
+/* A write to job (or array) `id`'s rows, for store_set_job_write_hook where the engine has
+ * no hook of its own (PostgreSQL): called with the statement, before anything reads it. */
+void store_job_written(struct store *st, uint64_t id);
 /* `target` as messages show it: a URI's password left out. */
 void store_target_name(const char *target, char *out, size_t len);
 /* Keep "what: the engine's message" for store_errmsg; always -EIO. */
@@ -147,6 +152,10 @@ struct db_stmt *store_usage_stmt(struct store *st, int i, const char *sql);
 /* ---- store_sqlite.c */
 /* A SQLite store opened read-write on `path`: keep its -wal file open for store_sync. */
 void store_sqlite_opened(struct store *st, const char *path);
+
+/* ---- schema_pg.c: PostgreSQL's schema (schema.c runs it) */
+enum { STORE_PG_BASE_VERSION = 11 }; /* the version a new PostgreSQL database starts at */
+extern const char store_pg_base[];
 
 /* ---- schema.c */
 /* Migrate the database to store_schema_latest(), each step in a transaction of its own:

@@ -22,6 +22,12 @@ static bool is_sqlite(struct store *st)
     return db_engine(st->db) == DB_SQLITE;
 }
 
+void store_job_written(struct store *st, uint64_t id)
+{
+    if (st->job_write_fn && !is_sqlite(st)) /* SQLite's update hook saw it already */
+        st->job_write_fn(st->job_write_arg, id);
+}
+
 void store_sqlite_opened(struct store *st, const char *path)
 {
     char wal[4096];
@@ -64,7 +70,7 @@ static void update_hook(void *arg, int op, const char *db, const char *table, sq
 
 void store_set_job_write_hook(struct store *st, void (*fn)(void *arg, uint64_t id), void *arg)
 {
-    st->job_write_fn = fn;
+    st->job_write_fn = fn; /* PostgreSQL: called by store_job_written */
     st->job_write_arg = arg;
     if (is_sqlite(st))
         sqlite3_update_hook(db_sqlite_handle(st->db), fn ? update_hook : NULL, fn ? st : NULL);
