@@ -113,7 +113,9 @@ if want format; then
 fi
 
 # Unit tests: each cmocka binary prints TAP (meson.build's default test setup sets
-# CMOCKA_MESSAGE_OUTPUT=TAP for every test).
+# CMOCKA_MESSAGE_OUTPUT=TAP for every test). The store's tests run twice: on SQLite, and
+# on a PostgreSQL that tests/unit/store/with-pg.sh starts for the run (scripts/pg-test.sh
+# start: initdb as `nobody` into a temporary directory, a unix socket only) and stops.
 if want unit; then
 log "unit tests"
 # Each test's own timeout (meson's default 30 s where meson.build names none) times four: a
