@@ -18,6 +18,9 @@ enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
 
 struct ctl_config {
     char state_dir[CTL_PATH_MAX];
+    /* the database: "" = STATE_DIR/docket.db (SQLite), a file (SQLite) or a
+     * postgresql:// URI (PostgreSQL; docs/operations.md "PostgreSQL") */
+    char db[CTL_PATH_MAX];
     char listen[256];               /* "HOST:PORT"; "" = no TCP listener */
     char socket_path[CTL_PATH_MAX]; /* "" = STATE_DIR/docketd.sock; "-" = none */
     char log_file[CTL_PATH_MAX];    /* "" = stderr */
@@ -51,7 +54,8 @@ struct ctl_config {
     int64_t max_array_tasks;
     int64_t test_array_slice_delay_ms; /* DOCKETD_TEST_ARRAY_SLICE_DELAY_MS: tests only */
     bool rotate_secrets_key; /* --rotate-secrets-key: once, at this start (not a config key) */
-    char restore_file[CTL_PATH_MAX]; /* --restore FILE: install it as the database, exit */
+    char restore_file[CTL_PATH_MAX];  /* --restore FILE: install it as the database, exit */
+    char import_sqlite[CTL_PATH_MAX]; /* --import-sqlite FILE: copy it into db, then exit */
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);

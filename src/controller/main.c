@@ -44,19 +44,23 @@ static const double turn_bounds[] = {0.001, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05,
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: docketd [--config FILE] [--state-dir DIR] [--listen HOST:PORT|none]\n"
-               "               [--socket PATH|-] [--policy FILE] [--log-file FILE]\n"
-               "               [--log-level debug|info|warn|error] [--log-format text|json]\n"
-               "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
-               "               [--max-body-bytes N] [--tls auto|on|off]\n"
-               "               [--tls-cert FILE --tls-key FILE] [--secrets-key FILE]\n"
-               "               [--max-connections N] [--expected-nodes N]\n"
-               "               [--idle-timeout DURATION] [--request-timeout DURATION]\n"
-               "               [--submit-rate N] [--submit-burst N]\n"
-               "               [--max-array-tasks N] [--rotate-secrets-key]\n"
-               "       docketd --restore FILE [--state-dir DIR]   (docketd stopped: install a\n"
-               "               backup as the database; docs/operations.md)\n"
-               "       docketd --routes   (every API route and the permission it needs)\n");
+    fprintf(f,
+            "usage: docketd [--config FILE] [--state-dir DIR] [--db FILE|postgresql://...]\n"
+            "               [--listen HOST:PORT|none]\n"
+            "               [--socket PATH|-] [--policy FILE] [--log-file FILE]\n"
+            "               [--log-level debug|info|warn|error] [--log-format text|json]\n"
+            "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
+            "               [--max-body-bytes N] [--tls auto|on|off]\n"
+            "               [--tls-cert FILE --tls-key FILE] [--secrets-key FILE]\n"
+            "               [--max-connections N] [--expected-nodes N]\n"
+            "               [--idle-timeout DURATION] [--request-timeout DURATION]\n"
+            "               [--submit-rate N] [--submit-burst N]\n"
+            "               [--max-array-tasks N] [--rotate-secrets-key]\n"
+            "       docketd --restore FILE [--state-dir DIR]   (docketd stopped: install a\n"
+            "               backup as the database; docs/operations.md)\n"
+            "       docketd --db postgresql://... --import-sqlite FILE\n"
+            "                  (copy a SQLite database into an empty PostgreSQL one, then exit)\n"
+            "       docketd --routes   (every API route and the permission it needs)\n");
 }
 
 enum {
@@ -86,7 +90,9 @@ enum {
     O_VERSION,
     O_ROUTES,
     O_ROTATE_SECRETS,
-    O_RESTORE
+    O_RESTORE,
+    O_DB,
+    O_IMPORT_SQLITE
 };
 
 static const struct option opts[] = {
@@ -117,6 +123,8 @@ static const struct option opts[] = {
     {"routes", no_argument, NULL, O_ROUTES},
     {"rotate-secrets-key", no_argument, NULL, O_ROTATE_SECRETS},
     {"restore", required_argument, NULL, O_RESTORE},
+    {"db", required_argument, NULL, O_DB},
+    {"import-sqlite", required_argument, NULL, O_IMPORT_SQLITE},
     {NULL, 0, NULL, 0},
 };
 
@@ -214,6 +222,12 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
     case O_RESTORE:
         return str_copy(cfg->restore_file, sizeof(cfg->restore_file), arg) < 0
                    ? flag_error("restore", arg, "path too long")
+                   : 0;
+    case O_DB:
+        return str_copy(cfg->db, sizeof(cfg->db), arg) < 0 ? flag_error("db", arg, "too long") : 0;
+    case O_IMPORT_SQLITE:
+        return str_copy(cfg->import_sqlite, sizeof(cfg->import_sqlite), arg) < 0
+                   ? flag_error("import-sqlite", arg, "path too long")
                    : 0;
     case O_MAXARRAY:
         return parse_int64(arg, 1, PROTO_MAX_ARRAY, &cfg->max_array_tasks) < 0
@@ -362,7 +376,10 @@ static int start(struct ctl *c)
 {
     char err[512], db[CTL_PATH_MAX + 32];
     int rc;
-    snprintf(db, sizeof(db), "%s/docket.db", c->cfg.state_dir);
+    if (c->cfg.db[0])
+        snprintf(db, sizeof(db), "%s", c->cfg.db);
+    else
+        snprintf(db, sizeof(db), "%s/docket.db", c->cfg.state_dir);
     /* first, so a listener that may not serve plain HTTP stops docketd before it
      * touches any state */
     if ((rc = ctl_tls_start(c, err, sizeof(err))) < 0) {
@@ -416,7 +433,8 @@ static int start(struct ctl *c)
     }
     log_info("state_loaded", "ms=%lld jobs=%zu", (long long)(clock_mono_ms() - t0),
              sched_job_count(c->sched));
-    if ((rc = ctl_sync_start(c)) < 0)
+    /* PostgreSQL's COMMIT is durable when it returns: nothing left to sync, no helper */
+    if (!store_is_postgres(c->store) && (rc = ctl_sync_start(c)) < 0)
         log_warn("sync_helper_failed", "error=\"%s\" fallback=inline", strerror(-rc));
     if ((rc = ctl_http_start(c, err, sizeof(err))) < 0) {
         log_error("listen_failed", "error=\"%s\"", err);
@@ -446,6 +464,33 @@ static struct event_base *new_event_base(void)
     return base;
 }
 
+/* --import-sqlite: the SQLite database copied into the (empty) PostgreSQL one named by
+ * --db, then exit (docs/operations.md "Moving to PostgreSQL"). */
+static int import_sqlite(const struct ctl_config *cfg)
+{
+    char err[512];
+    struct store_import_stats stats;
+    if (!store_path_is_postgres(cfg->db)) {
+        fprintf(stderr, "docketd: --import-sqlite needs --db postgresql://...\n");
+        return 2;
+    }
+    struct store *dst = store_open(cfg->db, err, sizeof(err));
+    if (!dst) {
+        fprintf(stderr, "docketd: %s\n", err);
+        return 1;
+    }
+    int rc = store_import_sqlite(dst, cfg->import_sqlite, &stats, err, sizeof(err));
+    store_close(dst);
+    if (rc < 0) {
+        fprintf(stderr, "docketd: import of '%s' failed, nothing imported: %s\n",
+                cfg->import_sqlite, err);
+        return 1;
+    }
+    printf("docketd: imported '%s': %d tables, %lld rows\n", cfg->import_sqlite, stats.tables,
+           (long long)stats.rows);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static struct ctl ctl;
@@ -460,6 +505,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "docketd: cannot open log file '%s'\n", c->cfg.log_file);
         return 1;
     }
+    if (c->cfg.import_sqlite[0])
+        return import_sqlite(&c->cfg);
     heartbeat_wait_cap(&c->cfg);
     c->metrics.queue_wait = (struct ctl_hist){wait_bounds, 8, {0}, 0, 0};
     c->metrics.cycle = (struct ctl_hist){cycle_bounds, 9, {0}, 0, 0};

@@ -1,0 +1,119 @@
+#!/usr/bin/env bats
+# postgresql.bats - docketd with its state in PostgreSQL (issue 32; docs/operations.md
+# "PostgreSQL"): a real docketd on --db postgresql://... and two real agents run jobs, a
+# restart of docketd finds its state whole; a SQLite database moves to PostgreSQL with
+# --import-sqlite, state intact, and an import never merges into a database with state.
+# Each PostgreSQL is a throwaway cluster of scripts/pg-test.sh (initdb as `nobody` into a
+# temporary directory, a unix socket there, no TCP), stopped by its pid in teardown.
+
+bats_require_minimum_version 1.5.0
+
+CLUSTER_NAME=pg
+load lib/cluster
+AGENT_EXTRA=()
+PG_TEST=$BATS_TEST_DIRNAME/../../scripts/pg-test.sh
+
+setup_file() {
+    [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] || skip "docket, docketd or docket-node not built"
+    export PG_DSN
+    PG_DSN=$(PG_TEST_OPTS="-c fsync=off" "$PG_TEST" start)
+    DOCKETD_EXTRA=(--db "$PG_DSN")
+    cluster_start
+    "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml" >/dev/null
+}
+
+teardown_file() {
+    cluster_stop
+    [[ -z ${PG_DSN:-} ]] || "$PG_TEST" stop "$PG_DSN"
+}
+
+setup() {
+    cd "$W"
+    DOCKETD_EXTRA=(--db "$PG_DSN") # an array does not cross from setup_file: ctl_start's
+}
+
+teardown() {
+    local p
+    for p in ${SQ_AGENT:-} ${SQ_PID:-}; do
+        kill -TERM "$p" 2>/dev/null
+        wait "$p" 2>/dev/null || true
+    done
+    [[ -z ${PG2_DSN:-} ]] || "$PG_TEST" stop "$PG2_DSN"
+}
+
+submit_q() {
+    "$DOCKET" submit --parsable "$@"
+}
+
+@test "docketd on PostgreSQL: jobs run on the agents; a restart of docketd finds them, the nodes and the ids" {
+    id=$(submit_q -p explore --class exploration --time 5m -- sh -c 'echo on-postgres')
+    wait_for 60 state_in "$id" COMPLETED
+    held=$(submit_q --hold -p explore --class exploration --time 5m -- sleep 300)
+    wait_for 10 state_in "$held" HELD
+    # nothing in the state directory but what is not state: no SQLite file was made
+    [[ ! -e $T/ctl/docket.db ]]
+    kill_pidfile "$T/ctl.pid"
+    ctl_start "$PORT"
+    wait_for 30 nodes_up 2
+    state_in "$id" COMPLETED
+    state_in "$held" HELD
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -r .job.exit.code <<<"$output")" = 0 ]
+    run -0 "$DOCKET" logs "$id"
+    [[ $output == *on-postgres* ]]
+    # the ids go on where they were, and the restarted docketd writes
+    next=$(submit_q -p explore --class exploration --time 5m -- true)
+    [ "$next" -gt "$held" ]
+    wait_for 60 state_in "$next" COMPLETED
+    "$DOCKET" cancel "$held" >/dev/null
+    wait_for 10 state_in "$held" CANCELLED
+}
+
+@test "a PostgreSQL URI's password never reaches the log; a server that is not there stops docketd" {
+    run -1 "$DOCKETD_BIN" --state-dir "$T/bad" --listen none --socket - \
+        --db "postgresql://docket:s3cr3t-pw@/docket?host=$T/no-such-dir"
+    [[ $output == *"cannot connect to PostgreSQL"* ]]
+    [[ $output != *s3cr3t-pw* ]]
+}
+
+@test "--import-sqlite: a SQLite database moves to PostgreSQL with its jobs, ids and tokens; never into one with state" {
+    local sq=$T/sq
+    mkdir -p "$sq"
+    # a SQLite docketd of its own, with one agent (a job no node could run is refused)
+    "$DOCKETD_BIN" --state-dir "$sq" --listen 127.0.0.1:0 --socket "$sq/docketd.sock" \
+        --log-file "$sq/docketd.log" &
+    SQ_PID=$!
+    wait_for 20 test -S "$sq/docketd.sock"
+    export DOCKET_URL=unix:$sq/docketd.sock
+    "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml" >/dev/null
+    "$AGENT_BIN" --controller "http://127.0.0.1:$(cat "$sq/docketd.port")" \
+        --join-token "$("$DOCKET" token join)" --name "$PREFIX-sq" --gpus 8xH100-80GB \
+        --cpus 16 --mem 64G --state-dir "$sq/agent" --allow-root-jobs --no-cgroups \
+        --log-file "$sq/agent.log" &
+    SQ_AGENT=$!
+    wait_for 30 nodes_up 1
+    a=$(submit_q --hold -p explore --class exploration --time 5m -- sleep 300)
+    b=$(submit_q --hold -p explore --class exploration --time 5m -- sleep 300)
+    "$DOCKET" cancel "$b" >/dev/null
+    wait_for 10 state_in "$b" CANCELLED
+    kill -TERM "$SQ_AGENT" "$SQ_PID"
+    wait "$SQ_AGENT" "$SQ_PID" || true
+    SQ_PID= SQ_AGENT=
+    PG2_DSN=$(PG_TEST_OPTS="-c fsync=off" "$PG_TEST" start)
+    run -0 "$DOCKETD_BIN" --db "$PG2_DSN" --import-sqlite "$sq/docket.db"
+    [[ $output == *"imported"*"rows"* ]]
+    # docketd on PostgreSQL with the same state directory (its admin token, its keys)
+    mv "$sq/docket.db" "$sq/docket.db.moved"
+    "$DOCKETD_BIN" --state-dir "$sq" --db "$PG2_DSN" --listen none \
+        --socket "$sq/docketd.sock" --log-file "$sq/docketd.log" &
+    SQ_PID=$!
+    wait_for 20 test -S "$sq/docketd.sock"
+    wait_for 20 state_in "$a" HELD
+    state_in "$b" CANCELLED
+    c=$(submit_q --hold -p explore --class exploration --time 5m -- true)
+    [ "$c" -gt "$b" ]
+    # a second import would merge: refused, and the database is as it was
+    run -1 "$DOCKETD_BIN" --db "$PG2_DSN" --import-sqlite "$sq/docket.db.moved"
+    [[ $output == *"holds state already"* ]]
+    state_in "$c" HELD
+}
