@@ -6,6 +6,9 @@
 #                              prints its DSN (postgresql:///docket?host=DIR&user=docket)
 #   scripts/pg-test.sh stop DSN|DIR   stop that cluster by its postmaster's pid, and
 #                              remove its directory
+#   scripts/pg-test.sh pause DSN|DIR  stop its server by pid, keeping the cluster (a
+#                              database that goes away under docketd)
+#   scripts/pg-test.sh resume DSN|DIR start that server again
 #
 # initdb refuses to run as root, so the cluster belongs to the unprivileged system user
 # `nobody` (PG_TEST_USER to name another): initdb and postgres run under it through
@@ -54,10 +57,8 @@ start() {
         rm -rf "$dir"
         exit 1
     fi
-    if ! as_user "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-c listen_addresses= -k $dir -c max_connections=50 ${PG_TEST_OPTS:-}" start \
-        >/dev/null; then
-        cat "$dir/server.log" >&2
+    echo "${PG_TEST_OPTS:-}" >"$dir/opts"
+    if ! server_start "$dir"; then
         rm -rf "$dir"
         exit 1
     fi
@@ -68,20 +69,38 @@ start() {
     echo "postgresql:///docket?host=$dir&user=docket"
 }
 
-stop() {
-    local arg=${1:?usage: pg-test.sh stop DSN|DIR} dir pid
+# server_start DIR: the cluster's server, on its socket only (no TCP)
+server_start() {
+    local dir=$1 bin
+    bin=$(bindir)
+    if ! as_user "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+        -o "-c listen_addresses= -k $dir -c max_connections=50 $(cat "$dir/opts")" start \
+        >/dev/null; then
+        cat "$dir/server.log" >&2
+        return 1
+    fi
+}
+
+# cluster_dir DSN|DIR: the cluster's directory, only one this script made
+cluster_dir() {
+    local arg=${1:?usage: pg-test.sh stop|pause|resume DSN|DIR} dir
     dir=$arg
     if [[ $arg == postgres* ]]; then
         dir=${arg#*host=}
         dir=${dir%%&*}
     fi
     case $dir in
-    "${TMPDIR:-/tmp}"/docket-pg.*) ;;
+    "${TMPDIR:-/tmp}"/docket-pg.*) echo "$dir" ;;
     *)
         echo "pg-test.sh: '$dir' is not a cluster pg-test.sh made" >&2
         exit 1
         ;;
     esac
+}
+
+# server_stop DIR: by the postmaster's pid (fast shutdown: the clients are cut off)
+server_stop() {
+    local dir=$1 pid
     if [[ -f $dir/data/postmaster.pid ]]; then
         pid=$(head -n 1 "$dir/data/postmaster.pid")
         kill -INT "$pid" 2>/dev/null || true # fast shutdown: the clients are gone
@@ -91,14 +110,22 @@ stop() {
         done
         if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fi
     fi
+}
+
+stop() {
+    local dir
+    dir=$(cluster_dir "$1")
+    server_stop "$dir"
     rm -rf "$dir"
 }
 
 case ${1:-} in
 start) start ;;
 stop) stop "${2:-}" ;;
+pause) server_stop "$(cluster_dir "${2:-}")" ;;
+resume) server_start "$(cluster_dir "${2:-}")" ;;
 *)
-    echo "usage: scripts/pg-test.sh start | stop DSN|DIR" >&2
+    echo "usage: scripts/pg-test.sh start | stop|pause|resume DSN|DIR" >&2
     exit 2
     ;;
 esac

@@ -25,13 +25,17 @@ struct pg_db {
     char errmsg[512];
     int64_t changes;
     unsigned next_name;
+    bool readonly;
+    unsigned gen;                  /* connections made: server-side statements are per one */
+    PGTransactionStatusType after; /* the transaction state after the last statement */
 };
 
 struct pg_stmt {
     struct db_stmt base;
-    char *sql;                        /* with $k */
-    char name[24];                    /* server-side name, "" for a one-off statement */
-    bool prepared;                    /* on the server already */
+    char *sql;     /* with $k */
+    char name[24]; /* server-side name, "" for a one-off statement */
+    bool prepared; /* on the server already (of connection `gen`) */
+    unsigned gen;
     int nparams;                      /* distinct parameters */
     unsigned char map[PG_MAX_PARAMS]; /* ?N -> k (1-based); 0: not in the SQL */
     char *vals[PG_MAX_PARAMS];
@@ -61,6 +65,9 @@ static int keep_error(struct pg_db *c, const char *msg)
     size_t n = strlen(c->errmsg);
     while (n > 0 && (c->errmsg[n - 1] == '\n' || c->errmsg[n - 1] == ' '))
         c->errmsg[--n] = '\0';
+    for (char *p = c->errmsg; *p; p++) /* libpq's hint on a line of its own: one line */
+        if (*p == '\n' || *p == '\t')
+            *p = ' ';
     return -EIO;
 }
 
@@ -84,10 +91,12 @@ static void note_changes(struct pg_db *c, PGresult *r)
         c->changes = strtoll(PQcmdTuples(r), NULL, 10);
 }
 
+static PGresult *execute(struct pg_db *c, struct pg_stmt *s, const char *sql);
+
 static int p_exec(struct db *db, const char *sql)
 {
     struct pg_db *c = conn(db);
-    PGresult *r = PQexec(c->c, sql);
+    PGresult *r = execute(c, NULL, sql);
     ExecStatusType st = PQresultStatus(r);
     int rc = 0;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
@@ -206,7 +215,7 @@ static void p_finalize(struct db_stmt *b)
     struct pg_stmt *s = st_of(b);
     p_reset(b);
     p_clear_bindings(b);
-    if (s->prepared) { /* a connection being closed has nothing to free */
+    if (s->prepared && s->gen == conn(b->db)->gen) {
         char sql[48];
         snprintf(sql, sizeof(sql), "DEALLOCATE %s", s->name);
         PQclear(PQexec(conn(b->db)->c, sql));
@@ -262,27 +271,60 @@ static void p_bind_null(struct db_stmt *b, int i)
     put(st_of(b), i, NULL, 0, 0, 0);
 }
 
+/* One try: `sql` (several statements allowed, no parameters) or statement s, prepared on
+ * the server first when it is persistent and not there yet. */
+static PGresult *attempt(struct pg_db *c, struct pg_stmt *s, const char *sql)
+{
+    if (!s)
+        return PQexec(c->c, sql);
+    const char *const *vals = (const char *const *)s->vals;
+    if (!s->name[0])
+        return PQexecParams(c->c, s->sql, s->nparams, s->types, vals, s->lens, s->fmts, 0);
+    if (!s->prepared || s->gen != c->gen) {
+        PGresult *r = PQprepare(c->c, s->name, s->sql, s->nparams, s->types);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            return r;
+        PQclear(r);
+        s->prepared = true;
+        s->gen = c->gen;
+    }
+    return PQexecPrepared(c->c, s->name, s->nparams, vals, s->lens, s->fmts, 0);
+}
+
+static int session_setup(struct pg_db *c);
+
+/* attempt(), and once more on a new connection when the server went away while this one
+ * was between transactions (a restart of PostgreSQL): nothing of a transaction can be
+ * lost then. A connection lost inside a transaction is an error: its commit fails, and
+ * docketd stops to reload the truth. */
+static PGresult *execute(struct pg_db *c, struct pg_stmt *s, const char *sql)
+{
+    PGTransactionStatusType before = c->after;
+    PGresult *r = attempt(c, s, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || PQstatus(c->c) != CONNECTION_BAD ||
+        before != PQTRANS_IDLE) {
+        c->after = PQtransactionStatus(c->c);
+        return r;
+    }
+    PQreset(c->c);
+    if (PQstatus(c->c) != CONNECTION_OK)
+        return r; /* still away: the first error stands */
+    c->gen++;
+    c->after = PQTRANS_IDLE;
+    if (session_setup(c) < 0)
+        return r;
+    PQclear(r);
+    r = attempt(c, s, sql);
+    c->after = PQtransactionStatus(c->c);
+    return r;
+}
+
 /* Run the statement with its bindings; its rows (or none) wait in s->res. */
 static int run(struct pg_stmt *s)
 {
     struct pg_db *c = conn(s->base.db);
-    const char *const *vals = (const char *const *)s->vals;
-    PGresult *r;
-    if (!s->name[0]) {
-        r = PQexecParams(c->c, s->sql, s->nparams, s->types, vals, s->lens, s->fmts, 0);
-    } else {
-        if (!s->prepared) {
-            r = PQprepare(c->c, s->name, s->sql, s->nparams, s->types);
-            if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-                int rc = keep_error(c, r ? PQresultErrorMessage(r) : PQerrorMessage(c->c));
-                PQclear(r);
-                return rc;
-            }
-            PQclear(r);
-            s->prepared = true;
-        }
-        r = PQexecPrepared(c->c, s->name, s->nparams, vals, s->lens, s->fmts, 0);
-    }
+    PGresult *r = execute(c, s, NULL);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
         int rc = keep_error(c, r ? PQresultErrorMessage(r) : PQerrorMessage(c->c));
@@ -385,6 +427,24 @@ static void quiet(void *arg, const char *msg)
     (void)msg;
 }
 
+/* A new connection's settings: every commit durable before it returns (the server's
+ * default, made sure of), and a read-only store refused any write by the server itself. */
+static int session_setup(struct pg_db *c)
+{
+    static const char *const sql[] = {"SET synchronous_commit = on",
+                                      "SET client_min_messages = warning",
+                                      "SET default_transaction_read_only = on"};
+    PQsetNoticeProcessor(c->c, quiet, NULL);
+    for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]) - (c->readonly ? 0 : 1); i++) {
+        PGresult *r = PQexec(c->c, sql[i]);
+        int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : keep_error(c, PQerrorMessage(c->c));
+        PQclear(r);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 struct db *db_pg_open(const char *uri, bool readonly, char *err, size_t errlen)
 {
     struct pg_db *c = calloc(1, sizeof(*c));
@@ -400,12 +460,9 @@ struct db *db_pg_open(const char *uri, bool readonly, char *err, size_t errlen)
         p_close(&c->base);
         return NULL;
     }
-    PQsetNoticeProcessor(c->c, quiet, NULL);
-    /* every commit durable before it returns (the server's default, made sure of), and a
-     * read-only store refused any write by the server itself */
-    if (p_exec(&c->base, "SET synchronous_commit = on") < 0 ||
-        p_exec(&c->base, "SET client_min_messages = warning") < 0 ||
-        (readonly && p_exec(&c->base, "SET default_transaction_read_only = on") < 0)) {
+    c->readonly = readonly;
+    c->after = PQTRANS_IDLE;
+    if (session_setup(c) < 0) {
         snprintf(err, errlen, "PostgreSQL: %s", c->errmsg);
         p_close(&c->base);
         return NULL;

@@ -117,3 +117,25 @@ submit_q() {
     [[ $output == *"holds state already"* ]]
     state_in "$c" HELD
 }
+
+@test "PostgreSQL goes away under docketd: writes fail and nothing is acknowledged; when it is back, docketd carries on" {
+    local pd=$T/pd
+    mkdir -p "$pd"
+    PG2_DSN=$(PG_TEST_OPTS="-c fsync=off" "$PG_TEST" start)
+    "$DOCKETD_BIN" --state-dir "$pd" --db "$PG2_DSN" --listen none --socket "$pd/docketd.sock" \
+        --log-file "$pd/docketd.log" &
+    SQ_PID=$!
+    wait_for 20 test -S "$pd/docketd.sock"
+    export DOCKET_URL=unix:$pd/docketd.sock
+    run -0 "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml"
+    "$PG_TEST" pause "$PG2_DSN"
+    # the policy write needs the database: refused, not acknowledged
+    run "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml"
+    [ "$status" -ne 0 ]
+    "$PG_TEST" resume "$PG2_DSN"
+    # a new connection, made between transactions: docketd was never restarted
+    kill -0 "$SQ_PID"
+    run -0 "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml"
+    run -0 "$DOCKET" projects --json
+    [[ $output == *explore* ]]
+}
