@@ -1703,6 +1703,91 @@ static void arrays_rolled_back_at_start(void **state)
     assert_int_equal(rolled, 0);
 }
 
+/* --import-sqlite (store_import_sqlite): a SQLite database written through the store is
+ * copied whole into the PostgreSQL one: jobs, events (their ids go on after the copied
+ * ones), sealed secrets byte for byte, the audit chain (still whole), counters. Into one
+ * that holds state it is refused; on SQLite there is nothing to import into. */
+static void import_from_sqlite(void **state)
+{
+    struct fx *f = *state;
+    char dir[] = "/tmp/store-import.XXXXXX", path[64], err[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/docket.db", dir);
+    struct store *src = store_open(path, err, sizeof(err));
+    assert_non_null(src);
+    struct store_job j = make_job(3, "vision", SCHED_RUNNING);
+    assert_int_equal(store_job_insert(src, &j), 0);
+    struct store_event e = {3, 10, "submit", "", "PENDING", "", "", "", 0};
+    assert_int_equal(store_event_add(src, &e), 0);
+    assert_int_equal(store_event_add(src, &e), 0);
+    assert_int_equal(store_counter_set(src, "next_job_id", 4), 0);
+    unsigned char sealed[5] = {0, 0xff, 0, 'x', 0};
+    struct store_secret s = {.project = "vision",
+                             .name = "K",
+                             .sealed = sealed,
+                             .sealed_len = sizeof(sealed),
+                             .set_by = "alice",
+                             .set_ms = 7};
+    memset(s.nonce, 0, sizeof(s.nonce));
+    assert_int_equal(store_secret_put(src, &s), 0);
+    struct store_audit a = {0, 10, "alice", "job.submit", "job:3", NULL, "{}", ""};
+    assert_int_equal(store_audit_add(src, &a), 0);
+    assert_int_equal(store_audit_add(src, &a), 0);
+    store_close(src);
+
+    struct store_import_stats stats;
+    if (!fx_pg(f)) {
+        assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), -EINVAL);
+    } else {
+        assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), 0);
+        assert_int_equal(stats.tables, 20);
+        struct store_job out;
+        assert_int_equal(store_job_get(f->st, 3, &out), 0);
+        assert_int_equal(out.state, SCHED_RUNNING);
+        assert_string_equal(out.spec, "{\"command\":[\"true\"]}");
+        store_job_release(&out);
+        int64_t next = 0;
+        assert_int_equal(store_counter_get(f->st, "next_job_id", &next), 0);
+        assert_int_equal(next, 4);
+        struct store_secret got;
+        assert_int_equal(store_secret_get(f->st, "vision", "K", &got), 0);
+        assert_int_equal(got.sealed_len, sizeof(sealed));
+        assert_memory_equal(got.sealed, sealed, sizeof(sealed));
+        store_secret_release(&got);
+        struct store_audit_check v;
+        assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+        assert_int_equal(v.checked, 2);
+        assert_int_equal(v.first_bad, 0);
+        assert_int_equal(store_event_add(f->st, &e), 0); /* a new id, after the copied two */
+        char ids[64];
+        assert_string_equal(ids_of(f, "id", "job_events", ids, sizeof(ids)), "1,2,3");
+        /* a second import would merge: refused, nothing changed */
+        assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), -EEXIST);
+        assert_non_null(strstr(err, "holds state already"));
+        assert_string_equal(ids_of(f, "id", "job_events", ids, sizeof(ids)), "1,2,3");
+    }
+    unlink(path);
+    snprintf(err, sizeof(err), "%s-wal", path);
+    unlink(err);
+    snprintf(err, sizeof(err), "%s-shm", path);
+    unlink(err);
+    rmdir(dir);
+}
+
+/* A PostgreSQL URI's password is never in a message (the log, docketd's stderr). */
+static void password_never_in_messages(void **state)
+{
+    (void)state;
+    char err[512];
+    assert_null(
+        store_open("postgresql://docket:pa55word@/docket?host=/nonexistent/dir", err, sizeof(err)));
+    assert_non_null(strstr(err, "PostgreSQL"));
+    assert_null(strstr(err, "pa55word"));
+    assert_null(
+        store_open_readonly("postgres://u:pa55word@/x?host=/nonexistent/dir", err, sizeof(err)));
+    assert_null(strstr(err, "pa55word"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1742,6 +1827,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(array_discarded_in_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(arrays_rolled_back_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(checkpoints_off_the_writer, setup, teardown),
+        cmocka_unit_test_setup_teardown(import_from_sqlite, setup, teardown),
+        cmocka_unit_test(password_never_in_messages),
     };
     /* On PostgreSQL (with-pg.sh), the tests of what only SQLite has are left out: its WAL,
      * its column types, and the migrations of databases written before PostgreSQL was an
