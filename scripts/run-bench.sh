@@ -2,7 +2,8 @@
 # Every benchmark, one after the other, on a release build (build-rel/). The figures are
 # printed, not kept: copy them into bench/RESULTS.md with the date and the machine.
 #   scripts/run-bench.sh            all (the agent's need root: real cgroups)
-#   scripts/run-bench.sh core sim   only these: core controller agent cli sim console fleet
+#   scripts/run-bench.sh core sim   only these: core controller agent cli sim console fleet pg
+# (pg: SQLite against PostgreSQL side by side, bench/controller/pg_vs_sqlite.sh; not in "all")
 # (fleet: 10,000 simulated agents, AGENTS= for fewer; it needs ulimit -n above that)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,8 @@ for w in "${want[@]}"; do
     sim)        bench/sim/run.sh "$B" || status=1 ;;
     console)    scripts/build-console.sh && bench/console/run.sh "$B" || status=1 ;;
     fleet)      bench/fleet/run.sh "$B" || status=1 ;;
-    *)          echo "unknown benchmark '$w' (core controller agent cli sim console fleet)" >&2; status=2 ;;
+    pg)         bench/controller/pg_vs_sqlite.sh "$B" || status=1 ;;
+    *)          echo "unknown benchmark '$w' (core controller agent cli sim console fleet pg)" >&2; status=2 ;;
     esac
 done
 exit $status
