@@ -28,6 +28,8 @@ SLURM_COMPAT_DIR ?= $(PREFIX)/bin
 # build-test/bats.log after a make test; CONTRIBUTING.md)
 CHECK_BATS ?= $(addprefix tests/system/,cli.bats slurm.bats srun_step.bats sim.bats sim_history.bats \
 	secrets.bats metrics.bats usage.bats logs_runs.bats class_limits.bats groups.bats)
+# ... and on PostgreSQL (docketd --db, a throwaway cluster: scripts/pg-test.sh)
+CHECK_PG_BATS ?= tests/system/cli.bats
 
 .PHONY: all build demo demo-stop test check unit system fuzz bench clean deps test-deps install install-slurm-compat deb
 
@@ -54,7 +56,7 @@ test: test-deps
 	@scripts/run-tests.sh
 
 check: test-deps
-	@TEST_PARTS="format unit system" BATS_FILES="$(CHECK_BATS)" scripts/run-tests.sh
+	@TEST_PARTS="format unit system" BATS_FILES="$(CHECK_BATS)" PG_BATS_FILES="$(CHECK_PG_BATS)" scripts/run-tests.sh
 
 fuzz: test-deps
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzz.sh

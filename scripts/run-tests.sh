@@ -19,7 +19,8 @@ TESTBUILD=${TESTBUILD:-build-test}
 # a smoke pass: each fuzzer its seed corpus and a few seconds more (make fuzz runs longer)
 FUZZ_SECONDS=${FUZZ_SECONDS:-4}
 # TEST_PARTS: which parts to run: format unit system tsan fuzz by default, envcheck on CI
-# (.ci/run); BATS_FILES: the bats files (all); BATS_JOBS: how many run at once (4).
+# (.ci/run); BATS_FILES: the bats files (all); BATS_JOBS: how many run at once (4);
+# PG_BATS_FILES: those run once more with docketd on PostgreSQL (below).
 TEST_PARTS=${TEST_PARTS:-format unit system tsan fuzz}
 BATS_FILES=${BATS_FILES:-tests/system}
 want() { [[ " $TEST_PARTS " == *" $1 "* ]]; }
@@ -185,6 +186,21 @@ if want system; then
     count_tap bats <"$TESTBUILD/bats.log"
     echo "system: $((passed - p0)) passed, $((failed - f0)) failed, $((skipped - s0)) skipped"
     [[ $failed -gt $f0 ]] && grep -A25 -E '^not ok ' "$TESTBUILD/bats.log" | head -n 150
+fi
+
+# The controller's system tests once more with docketd on PostgreSQL (DOCKET_TEST_PG:
+# tests/system/lib/cluster.bash starts a throwaway cluster per file, scripts/pg-test.sh):
+# the CLI end to end, and the leases across controller restarts. postgresql.bats, in the
+# run above, covers what only PostgreSQL has (the import, a server that goes away).
+PG_BATS_FILES=${PG_BATS_FILES:-tests/system/cli.bats tests/system/leases.bats}
+if want system; then
+    log "system tests on PostgreSQL: $PG_BATS_FILES"
+    env PATH="$TOOLS_PATH" DOCKET_TEST_PG=1 bats --tap --timing $PG_BATS_FILES \
+        >"$TESTBUILD/bats-pg.log" 2>&1
+    p0=$passed f0=$failed s0=$skipped
+    count_tap "bats (PostgreSQL)" <"$TESTBUILD/bats-pg.log"
+    echo "system on PostgreSQL: $((passed - p0)) passed, $((failed - f0)) failed, $((skipped - s0)) skipped"
+    [[ $failed -gt $f0 ]] && grep -A25 -E '^not ok ' "$TESTBUILD/bats-pg.log" | head -n 150
 fi
 
 # ThreadSanitizer: docketd's helper threads (WAL sync, checkpoints, alert delivery) under

@@ -15,21 +15,17 @@ PG_TEST=$BATS_TEST_DIRNAME/../../scripts/pg-test.sh
 
 setup_file() {
     [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] || skip "docket, docketd or docket-node not built"
-    export PG_DSN
-    PG_DSN=$(PG_TEST_OPTS="-c fsync=off" "$PG_TEST" start)
-    DOCKETD_EXTRA=(--db "$PG_DSN")
+    export DOCKET_TEST_PG=1 # the cluster's docketd on a PostgreSQL of its own ($T/pg.dsn)
     cluster_start
     "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml" >/dev/null
 }
 
 teardown_file() {
     cluster_stop
-    [[ -z ${PG_DSN:-} ]] || "$PG_TEST" stop "$PG_DSN"
 }
 
 setup() {
     cd "$W"
-    DOCKETD_EXTRA=(--db "$PG_DSN") # an array does not cross from setup_file: ctl_start's
 }
 
 teardown() {

@@ -7,6 +7,8 @@
 #        AGENT_UTIL_FILES=1: each agent declares its GPUs' utilisation from the file
 #        $T/gpu-util-a or -b (--declared-gpu-util-file; write a number 0..100 into it)
 #        DOCKETD_EXTRA=(extra docketd flags: they come last, so they override)
+#        DOCKET_TEST_PG=1: docketd keeps its state in a PostgreSQL of the cluster's own
+#        (scripts/pg-test.sh start; its DSN in $T/pg.dsn), stopped in cluster_stop
 #        setup_file() { cluster_start; }   teardown_file() { cluster_stop; }
 # ctl_start PORT and agent_start a|b JOIN start one again after a stop (kill_pidfile).
 # Sets: DOCKET, DOCKETD_BIN, AGENT_BIN; after cluster_start T (temp dir), W (work dir),
@@ -29,6 +31,9 @@ cluster_start() {
     PREFIX="$CLUSTER_NAME$$"
     mkdir -p "$T/ctl" "$W"
     chmod 0755 "$T"
+    if [[ -n ${DOCKET_TEST_PG:-} ]]; then
+        PG_TEST_OPTS="-c fsync=off" "$BATS_TEST_DIRNAME/../../scripts/pg-test.sh" start >"$T/pg.dsn"
+    fi
     ctl_start 0
     PORT=$(cat "$T/ctl/docketd.port")
     TOKEN=$(cat "$T/ctl/admin.token")
@@ -42,9 +47,12 @@ cluster_start() {
 }
 
 ctl_start() { # PORT: docketd on $T/ctl (0: any port; after a stop, $PORT again)
+    local db=()
+    [[ ! -s $T/pg.dsn ]] || db=(--db "$(cat "$T/pg.dsn")")
     rm -f "$T/ctl/docketd.port"
     "$DOCKETD_BIN" --state-dir "$T/ctl" --listen "127.0.0.1:$1" --socket "$T/ctl/docketd.sock" \
-        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" "${DOCKETD_EXTRA[@]}" &
+        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" "${db[@]}" \
+        "${DOCKETD_EXTRA[@]}" &
     echo $! >"$T/ctl.pid"
     wait_for 20 test -s "$T/ctl/docketd.port"
     wait_for 20 test -S "$T/ctl/docketd.sock"
@@ -81,6 +89,7 @@ cluster_stop() {
     kill_pidfile "$T/agent-a.pid"
     kill_pidfile "$T/agent-b.pid"
     kill_pidfile "$T/ctl.pid"
+    [[ ! -s $T/pg.dsn ]] || "$BATS_TEST_DIRNAME/../../scripts/pg-test.sh" stop "$(cat "$T/pg.dsn")"
     local f pid n c d g
     for f in "$T"/agent-*/jobs/*/state.json; do
         [[ -f $f ]] || continue
