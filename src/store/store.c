@@ -324,15 +324,33 @@ bool store_is_postgres(struct store *st)
 
 void store_target_name(const char *target, char *out, size_t len)
 {
-    /* a URI's password stays out of messages: postgresql://user:secret@host -> user@host */
-    const char *scheme = strstr(target, "://");
-    const char *at = scheme ? strchr(scheme + 3, '@') : NULL;
-    const char *colon = at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
-    if (!db_target_is_postgres(target) || !colon) {
+    /* a URI's password stays out of messages, in either of libpq's places for it:
+     * postgresql://user:secret@host/db -> postgresql://user@host/db, and
+     * ...?password=secret&sslmode=require -> ...?password=***&sslmode=require */
+    if (!db_target_is_postgres(target)) {
         str_copy(out, len, target);
         return;
     }
-    snprintf(out, len, "%.*s%s", (int)(colon - target), target, at);
+    const char *auth = strstr(target, "://") + 3;
+    size_t alen = strcspn(auth, "/?");
+    const char *at = NULL;
+    for (const char *p = auth; p < auth + alen; p++)
+        if (*p == '@')
+            at = p;
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    char buf[1024];
+    if (colon)
+        snprintf(buf, sizeof(buf), "%.*s%s", (int)(colon - target), target, at);
+    else
+        str_copy(buf, sizeof(buf), target);
+    char *pw = strstr(buf, "password=");
+    if (pw && (pw == buf || pw[-1] == '?' || pw[-1] == '&')) {
+        char *end = pw + strlen("password=");
+        char rest[1024];
+        str_copy(rest, sizeof(rest), end + strcspn(end, "&"));
+        snprintf(end, sizeof(buf) - (size_t)(end - buf), "***%s", rest);
+    }
+    str_copy(out, len, buf);
 }
 
 int store_begin(struct store *st)
