@@ -97,13 +97,15 @@ int store_wal_frames(const struct store *st);
 /* Which jobs a write touched (docs/controller.md "Reads that leave at once"): fn(arg, id)
  * is called on the thread of `st`, inside the statement, for every row of `jobs` (id: the
  * job's), `job_specs` (id: the spec's, which is its array's id) and `arrays_writing` (the
- * array's id) that any statement on `st` inserts, updates or deletes
- * (sqlite3_update_hook), whether its transaction commits or not. fn must not use `st`.
+ * array's id) that any statement on `st` inserts, updates or deletes (SQLite:
+ * sqlite3_update_hook; PostgreSQL, which has no such hook: the store's write functions
+ * call it for the rows they write), whether its transaction commits or not. fn must not
+ * use `st`.
  * NULL removes it. SQLite skips the hook for a DELETE without WHERE (its truncate
  * optimisation) and for rows a REPLACE deletes on a conflict: src/store/ has neither on
  * these tables (their only unique key is the id). */
 void store_set_job_write_hook(struct store *st, void (*fn)(void *arg, uint64_t id), void *arg);
-/* The database file's path (for store_ckpt_open). */
+/* The database file's path (for store_ckpt_open); PostgreSQL: its URI, without password. */
 const char *store_path(struct store *st);
 
 struct store_ckpt; /* a connection that only checkpoints; one thread uses it, no other */
