@@ -17,7 +17,14 @@
 
 #include "store/db.h"
 
-enum { PG_MAX_PARAMS = 100, PG_MAX_BLOB_COLS = 16, OID_INT8 = 20, OID_TEXT = 25, OID_BYTEA = 17 };
+enum {
+    PG_MAX_DEFERRED = 8,
+    PG_MAX_PARAMS = 100,
+    PG_MAX_BLOB_COLS = 16,
+    OID_INT8 = 20,
+    OID_TEXT = 25,
+    OID_BYTEA = 17
+};
 
 struct pg_db {
     struct db base;
@@ -28,6 +35,10 @@ struct pg_db {
     bool readonly;
     unsigned gen;                  /* connections made: server-side statements are per one */
     PGTransactionStatusType after; /* the transaction state after the last statement */
+    /* SAVEPOINT and RELEASE not sent yet: they go in one pipeline with the next statement
+     * (a round trip each saved; their failure is that statement's) */
+    struct pg_stmt *deferred[PG_MAX_DEFERRED];
+    int ndeferred;
 };
 
 struct pg_stmt {
@@ -36,6 +47,8 @@ struct pg_stmt {
     char name[24]; /* server-side name, "" for a one-off statement */
     bool prepared; /* on the server already (of connection `gen`) */
     unsigned gen;
+    bool deferrable;                  /* SAVEPOINT x, RELEASE x: no parameters, no rows */
+    bool queued;                      /* stepped, waiting in the connection's deferred list */
     int nparams;                      /* distinct parameters */
     unsigned char map[PG_MAX_PARAMS]; /* ?N -> k (1-based); 0: not in the SQL */
     char *vals[PG_MAX_PARAMS];
@@ -71,6 +84,14 @@ static int keep_error(struct pg_db *c, const char *msg)
     return -EIO;
 }
 
+/* A failed result's message, or the connection's when the result has none (one made
+ * here for a pipeline that broke, or none at all). */
+static const char *result_error(struct pg_db *c, const PGresult *r)
+{
+    const char *m = r ? PQresultErrorMessage(r) : "";
+    return m && m[0] ? m : PQerrorMessage(c->c);
+}
+
 static void p_close(struct db *db)
 {
     PQfinish(conn(db)->c);
@@ -102,7 +123,7 @@ static int p_exec(struct db *db, const char *sql)
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
         note_changes(c, r);
     else
-        rc = keep_error(c, r ? PQresultErrorMessage(r) : PQerrorMessage(c->c));
+        rc = keep_error(c, result_error(c, r));
     PQclear(r);
     return rc;
 }
@@ -114,6 +135,9 @@ static int64_t p_changes(struct db *db)
 
 static bool p_in_tx(struct db *db)
 {
+    struct pg_db *c = conn(db);
+    if (c->ndeferred > 0) /* what is not sent yet goes first: the server's word is then whole */
+        PQclear(execute(c, NULL, NULL));
     PGTransactionStatusType t = PQtransactionStatus(conn(db)->c);
     return t == PQTRANS_INTRANS || t == PQTRANS_INERROR || t == PQTRANS_ACTIVE;
 }
@@ -178,6 +202,10 @@ static int p_prepare(struct db *db, const char *sql, bool persistent, struct db_
     }
     if (persistent)
         snprintf(s->name, sizeof(s->name), "d%u", ++c->next_name);
+    /* not BEGIN: one that fails (the server away) must fail store_begin, so a request
+     * between transactions fails alone and docketd serves on once the server is back */
+    s->deferrable = persistent && s->nparams == 0 &&
+                    (strncmp(sql, "SAVEPOINT ", 10) == 0 || strncmp(sql, "RELEASE ", 8) == 0);
     s->base.db = db;
     *out = &s->base;
     return 0;
@@ -198,6 +226,7 @@ static void p_reset(struct db_stmt *b)
     PQclear(s->res);
     s->res = NULL;
     s->row = s->nrows = 0;
+    s->queued = false;
 }
 
 static void p_clear_bindings(struct db_stmt *b)
@@ -213,6 +242,12 @@ static void p_clear_bindings(struct db_stmt *b)
 static void p_finalize(struct db_stmt *b)
 {
     struct pg_stmt *s = st_of(b);
+    struct pg_db *c = conn(b->db);
+    int n = 0;
+    for (int i = 0; i < c->ndeferred; i++) /* never sent now: the connection is closing */
+        if (c->deferred[i] != s)
+            c->deferred[n++] = c->deferred[i];
+    c->ndeferred = n;
     p_reset(b);
     p_clear_bindings(b);
     if (s->prepared && s->gen == conn(b->db)->gen) {
@@ -271,10 +306,103 @@ static void p_bind_null(struct db_stmt *b, int i)
     put(st_of(b), i, NULL, 0, 0, 0);
 }
 
+/* Statement s prepared on this connection's server: NULL, or the failed result. */
+static PGresult *prepared(struct pg_db *c, struct pg_stmt *s)
+{
+    if (!s->name[0] || (s->prepared && s->gen == c->gen))
+        return NULL;
+    PGresult *r = PQprepare(c->c, s->name, s->sql, s->nparams, s->types);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        return r;
+    PQclear(r);
+    s->prepared = true;
+    s->gen = c->gen;
+    return NULL;
+}
+
+/* The next result of a pipeline, past the NULL that ends the one before; NULL when the
+ * connection has none to give (it broke). */
+static PGresult *next_result(struct pg_db *c)
+{
+    for (int tries = 0; tries < 2; tries++) {
+        PGresult *r = PQgetResult(c->c);
+        if (r)
+            return r;
+        if (PQstatus(c->c) == CONNECTION_BAD)
+            return NULL;
+    }
+    return NULL;
+}
+
+/* The deferred statements, then s (when given), in one pipeline: one round trip. The
+ * result is the first deferred statement's that failed, or s's (NULL without s, when all
+ * went through). */
+static PGresult *pipeline(struct pg_db *c, struct pg_stmt *s)
+{
+    PGresult *r = NULL;
+    for (int i = 0; i < c->ndeferred && !r; i++)
+        r = prepared(c, c->deferred[i]);
+    if (!r && s)
+        r = prepared(c, s);
+    if (r)
+        return r;
+    if (!PQenterPipelineMode(c->c))
+        return PQmakeEmptyPGresult(c->c, PGRES_FATAL_ERROR);
+    bool ok = true;
+    for (int i = 0; i < c->ndeferred; i++)
+        ok = ok && PQsendQueryPrepared(c->c, c->deferred[i]->name, 0, NULL, NULL, NULL, 0);
+    if (s) {
+        const char *const *vals = (const char *const *)s->vals;
+        ok = ok &&
+             (s->name[0] ? PQsendQueryPrepared(c->c, s->name, s->nparams, vals, s->lens, s->fmts, 0)
+                         : PQsendQueryParams(c->c, s->sql, s->nparams, s->types, vals, s->lens,
+                                             s->fmts, 0));
+    }
+    ok = ok && PQpipelineSync(c->c);
+    PGresult *bad = NULL, *cur = NULL;
+    int n = c->ndeferred + (s ? 1 : 0);
+    for (int i = 0; ok && i < n; i++) {
+        PGresult *x = next_result(c);
+        if (!x) {
+            ok = false;
+            break;
+        }
+        if (s && i == n - 1)
+            cur = x;
+        else if (PQresultStatus(x) != PGRES_COMMAND_OK && !bad)
+            bad = x;
+        else
+            PQclear(x);
+    }
+    for (PGresult *x; ok && (x = next_result(c));) { /* to the sync */
+        bool sync = PQresultStatus(x) == PGRES_PIPELINE_SYNC;
+        PQclear(x);
+        if (sync)
+            break;
+    }
+    PQexitPipelineMode(c->c);
+    if (!ok) {
+        PQclear(bad);
+        PQclear(cur);
+        return PQmakeEmptyPGresult(c->c, PGRES_FATAL_ERROR);
+    }
+    if (bad) {
+        PQclear(cur);
+        return bad;
+    }
+    return cur;
+}
+
 /* One try: `sql` (several statements allowed, no parameters) or statement s, prepared on
- * the server first when it is persistent and not there yet. */
+ * the server first when it is persistent and not there yet; the deferred statements
+ * first. */
 static PGresult *attempt(struct pg_db *c, struct pg_stmt *s, const char *sql)
 {
+    if (c->ndeferred > 0) {
+        PGresult *r = pipeline(c, s);
+        if (s || r || !sql)
+            return r;
+    }
     if (!s)
         return PQexec(c->c, sql);
     const char *const *vals = (const char *const *)s->vals;
@@ -302,11 +430,13 @@ static PGresult *execute(struct pg_db *c, struct pg_stmt *s, const char *sql)
     PGTransactionStatusType before = c->after;
     PGresult *r = attempt(c, s, sql);
     ExecStatusType st = PQresultStatus(r);
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || PQstatus(c->c) != CONNECTION_BAD ||
-        before != PQTRANS_IDLE) {
+    if ((!r && !s && !sql) || st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ||
+        PQstatus(c->c) != CONNECTION_BAD || before != PQTRANS_IDLE) {
         c->after = PQtransactionStatus(c->c);
+        c->ndeferred = 0; /* sent (or failed with the statement) */
         return r;
     }
+    c->ndeferred = 0; /* none: they are only ever inside a transaction (not BEGIN) */
     PQreset(c->c);
     if (PQstatus(c->c) != CONNECTION_OK)
         return r; /* still away: the first error stands */
@@ -317,6 +447,7 @@ static PGresult *execute(struct pg_db *c, struct pg_stmt *s, const char *sql)
     PQclear(r);
     r = attempt(c, s, sql);
     c->after = PQtransactionStatus(c->c);
+    c->ndeferred = 0;
     return r;
 }
 
@@ -327,7 +458,7 @@ static int run(struct pg_stmt *s)
     PGresult *r = execute(c, s, NULL);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        int rc = keep_error(c, r ? PQresultErrorMessage(r) : PQerrorMessage(c->c));
+        int rc = keep_error(c, result_error(c, r));
         PQclear(r);
         return rc;
     }
@@ -341,7 +472,16 @@ static int run(struct pg_stmt *s)
 static int p_step(struct db_stmt *b)
 {
     struct pg_stmt *s = st_of(b);
+    struct pg_db *c = conn(b->db);
     drop_row_state(s);
+    if (s->queued)
+        return DB_DONE;
+    if (!s->res && s->deferrable && c->ndeferred < PG_MAX_DEFERRED &&
+        PQstatus(c->c) == CONNECTION_OK) {
+        c->deferred[c->ndeferred++] = s;
+        s->queued = true;
+        return DB_DONE;
+    }
     if (!s->res && run(s) < 0)
         return DB_ERROR;
     if (s->row < s->nrows)
