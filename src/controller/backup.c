@@ -286,6 +286,12 @@ static void thread_done(evutil_socket_t fd, short what, void *arg)
 void h_admin_backup(struct ctl_req *r)
 {
     struct ctl *c = r->c;
+    if (store_is_postgres(c->store)) { /* SQLite's VACUUM INTO: PostgreSQL has its own tools */
+        ctl_reply_errorf(c, r->req, 409, NULL,
+                         "this docketd keeps its state in PostgreSQL: back it up with pg_dump "
+                         "(docs/operations.md \"PostgreSQL\")");
+        return;
+    }
     if (c->backup) {
         ctl_reply_errorf(c, r->req, 409, NULL,
                          "a backup is already running (started %lld s ago): wait for it to "

@@ -135,3 +135,12 @@ submit_q() {
     run -0 "$DOCKET" projects --json
     [[ $output == *explore* ]]
 }
+
+@test "on PostgreSQL, docket admin backup and docketd --restore refuse and name pg_dump / pg_restore" {
+    run -1 "$DOCKET" admin backup -o "$T/b.db"
+    [[ $output == *pg_dump* ]]
+    [[ ! -s $T/b.db ]]
+    run -1 "$DOCKETD_BIN" --state-dir "$T/r" --db "$(cat "$T/pg.dsn")" --restore "$T/b.db"
+    [[ $output == *pg_restore* && $output == *"nothing was changed"* ]]
+    [[ ! -e $T/r/docket.db ]]
+}
