@@ -372,7 +372,15 @@ int store_commit(struct store *st)
 {
     if (!st->in_tx)
         return 0;
-    int rc = store_step_done(st, store_stmt(st, S_COMMIT), "commit");
+    int rc = store_leader_fence(st); /* a deposed leader's write never lands */
+    if (rc < 0) {
+        char keep[256];
+        str_copy(keep, sizeof(keep), st->errmsg);
+        store_rollback(st);
+        store_set_errmsg(st, keep);
+        return rc;
+    }
+    rc = store_step_done(st, store_stmt(st, S_COMMIT), "commit");
     if (rc < 0) {
         store_rollback(st);
         return rc;

@@ -68,6 +68,24 @@ void store_close(struct store *st);
 int store_schema_version(struct store *st);
 /* The schema version this build writes (the number of migrations). */
 int store_schema_latest(void);
+
+/* Leadership (PostgreSQL only; leader.c, docs/operations.md "Active and standby"): one
+ * docketd leads a database, the others wait as standbys. store_leader_try takes the
+ * leader's lock if it is free and raises the fencing epoch (*leading true), or leaves
+ * *leading false; from then on every commit of this store is refused (-ESTALE, and the
+ * transaction rolled back) once another has taken over. store_leader_get reads who leads
+ * (-ENOENT: nobody ever did); store_leader_check, each second, says whether this store
+ * still leads (0) or was deposed (-ESTALE). On SQLite: -ENOTSUP. */
+struct store_leader {
+    int64_t epoch;
+    char holder[128]; /* "HOST pid PID" */
+    char url[256];    /* where it serves (its --advertise) */
+    int64_t since_ms;
+};
+int store_leader_try(struct store *st, const char *holder, const char *url, int64_t now_ms,
+                     bool *leading) STORE_WUR;
+int store_leader_get(struct store *st, struct store_leader *out) STORE_WUR;
+int store_leader_check(struct store *st) STORE_WUR;
 const char *store_errmsg(struct store *st);
 
 /* Pipelined group commit (docs/controller.md): switch to synchronous=NORMAL, so COMMIT

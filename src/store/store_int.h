@@ -107,12 +107,15 @@ struct store {
     struct db_stmt *stmt[S_COUNT];
     struct db_stmt *ustmt[STORE_USAGE_NSTMT]; /* usage.c's, prepared on first use */
     bool in_tx;
+    int64_t leader_epoch; /* leader.c: the epoch this store leads with (0: not leading) */
     char errmsg[256];
     void (*job_write_fn)(void *arg, uint64_t id); /* store_set_job_write_hook */
     void *job_write_arg;
 };
 
 struct db *store_db(struct store *st);
+/* ---- leader.c: the epoch check inside each commit of a leader */
+int store_leader_fence(struct store *st);
 /* A write to job (or array) `id`'s rows, for store_set_job_write_hook where the engine has
  * no hook of its own (PostgreSQL): called with the statement, before anything reads it. */
 void store_job_written(struct store *st, uint64_t id);

@@ -1026,6 +1026,59 @@ static void migrates_schema8_database(void **state)
     assert_int_equal(store_schema_version(f->st), SCHEMA_LATEST);
 }
 
+/* Leadership (issue 32): one store leads, another waits; when the leader's session ends
+ * the other takes over, and the deposed one's later writes are refused. */
+static void leadership(void **state)
+{
+    struct fx *f = *state;
+    bool leading = true;
+    struct store_leader l;
+    if (!fx_pg(f)) { /* one docketd per SQLite file: no standby */
+        assert_int_equal(store_leader_try(f->st, "a", "http://a", 1, &leading), -ENOTSUP);
+        assert_false(leading);
+        return;
+    }
+    char err[256];
+    struct store *b = store_open(f->path, err, sizeof(err));
+    if (!b)
+        fail_msg("%s", err);
+    assert_int_equal(store_leader_get(b, &l), -ENOENT); /* nobody ever led */
+    assert_int_equal(store_leader_try(f->st, "a", "http://a", 1, &leading), 0);
+    assert_true(leading);
+    assert_int_equal(store_leader_try(b, "b", "http://b", 2, &leading), 0);
+    assert_false(leading); /* a holds the lock */
+    assert_int_equal(store_leader_get(b, &l), 0);
+    assert_string_equal(l.url, "http://a");
+    assert_int_equal(l.epoch, 1);
+    assert_int_equal(store_leader_check(f->st), 0);
+    struct store_job j = make_job(1, "p", SCHED_PENDING);
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_job_insert(f->st, &j), 0);
+    assert_int_equal(store_commit(f->st), 0); /* the leader writes */
+    /* a's session ends (a network cut, a killed backend): b takes over */
+    raw_sql(f,
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory'"
+            " AND objid = 7243454 AND granted",
+            NULL, 0);
+    assert_int_equal(store_leader_try(b, "b", "http://b", 3, &leading), 0);
+    assert_true(leading);
+    assert_int_equal(store_leader_get(b, &l), 0);
+    assert_string_equal(l.url, "http://b");
+    assert_int_equal(l.epoch, 2);
+    /* a, its connection made anew, is deposed: its check says so, its write is refused */
+    assert_int_equal(store_leader_check(f->st), -ESTALE);
+    j = make_job(2, "p", SCHED_PENDING);
+    if (store_begin(f->st) == 0 && store_job_insert(f->st, &j) == 0)
+        assert_int_equal(store_commit(f->st), -ESTALE);
+    assert_non_null(strstr(store_errmsg(f->st), "deposed"));
+    struct store_job out;
+    assert_int_equal(store_job_get(b, 2, &out), -ENOENT); /* nothing of a's landed */
+    assert_int_equal(store_job_get(b, 1, &out), 0);
+    store_job_release(&out);
+    assert_int_equal(store_leader_check(b), 0);
+    store_close(b);
+}
+
 /* h-node: runs of a job and live node credentials */
 static void runs_and_live_credentials(void **state)
 {
@@ -1827,6 +1880,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(migrates_schema3_database, setup, teardown),
         cmocka_unit_test_setup_teardown(migrates_schema8_database, setup, teardown),
         cmocka_unit_test_setup_teardown(migration_refuses_an_unknown_state_number, setup, teardown),
+        cmocka_unit_test_setup_teardown(leadership, setup, teardown),
         cmocka_unit_test_setup_teardown(runs_and_live_credentials, setup, teardown),
         cmocka_unit_test_setup_teardown(opens_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(report_usage_clips_runs, setup, teardown),
