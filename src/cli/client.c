@@ -701,7 +701,13 @@ static int request_one(struct client *c, const char *method, const char *path,
  * error code "standby". */
 static bool is_standby(const struct client_reply *r)
 {
-    return r->status == 503 && r->body && strstr(r->body, "\"code\": \"standby\"") != NULL;
+    if (r->status != 503 || !r->body)
+        return false;
+    json_t *o = json_loadb(r->body, r->len, 0, NULL);
+    const char *code = json_string_value(json_object_get(json_object_get(o, "error"), "code"));
+    bool standby = code && strcmp(code, "standby") == 0;
+    json_decref(o);
+    return standby;
 }
 
 /* The request to the controller that answered last, then to each other in turn where

@@ -92,6 +92,7 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
                                         "socket",
                                         "state_dir",
                                         "db",
+                                        "advertise",
                                         "log_file",
                                         "log_level",
                                         "log_format",
@@ -139,6 +140,8 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_str(doc, "state_dir", cfg->state_dir, sizeof(cfg->state_dir), err, errlen);
     if (rc == 0)
         rc = get_str(doc, "db", cfg->db, sizeof(cfg->db), err, errlen);
+    if (rc == 0)
+        rc = get_str(doc, "advertise", cfg->advertise, sizeof(cfg->advertise), err, errlen);
     if (rc == 0)
         rc = get_str(doc, "log_file", cfg->log_file, sizeof(cfg->log_file), err, errlen);
     if (rc == 0)

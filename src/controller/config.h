@@ -21,7 +21,8 @@ struct ctl_config {
     /* the database: "" = STATE_DIR/docket.db (SQLite), a file (SQLite) or a
      * postgresql:// URI (PostgreSQL; docs/operations.md "PostgreSQL") */
     char db[CTL_PATH_MAX];
-    char listen[256];               /* "HOST:PORT"; "" = no TCP listener */
+    char advertise[256]; /* PostgreSQL: the URL clients reach this docketd at ("" = from listen) */
+    char listen[256];    /* "HOST:PORT"; "" = no TCP listener */
     char socket_path[CTL_PATH_MAX]; /* "" = STATE_DIR/docketd.sock; "-" = none */
     char log_file[CTL_PATH_MAX];    /* "" = stderr */
     enum log_level log_level;

@@ -83,7 +83,10 @@ struct ctl {
     int64_t start_mono_ms;
     uint64_t next_job_id;
     bool shutting_down;
-    int state_lock; /* STATE_DIR/docketd.lock, held while docketd runs (dbrestore.c) */
+    int state_lock;       /* STATE_DIR/docketd.lock, held while docketd runs (dbrestore.c) */
+    bool standby;         /* leader.c: waiting to lead; every request answered 503 */
+    char leader_url[256]; /* leader.c: where the leader serves, for a standby's answers */
+    int listen_port;      /* http.c: the TCP port bound (0: none) */
     int exit_code;
 
     struct ctl_node **nodes; /* indexed by the core's node index */

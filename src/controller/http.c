@@ -31,6 +31,7 @@
 #include "controller/console.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
+#include "controller/leader.h"
 #include "controller/jobs.h"
 #include "controller/logs.h"
 #include "controller/metrics.h"
@@ -700,6 +701,10 @@ static void dispatch(struct evhttp_request *req, struct ctl *c, bool is_unix)
         ctl_reply_errorf(c, req, 503, NULL, "docketd is shutting down");
         return;
     }
+    if (c->standby) {
+        ctl_standby_reply(c, req);
+        return;
+    }
     if (!path || (qs && evhttp_parse_query_str(qs, &query) < 0)) {
         ctl_reply_errorf(c, req, 400, NULL, "malformed request uri");
         evhttp_clear_headers(&query);
@@ -965,6 +970,7 @@ static int start_tcp(struct ctl *c, char *err, size_t errlen)
         else if (ss.ss_family == AF_INET6)
             port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
     }
+    c->listen_port = port;
     int rc = write_port_file(c, port);
     if (rc < 0) {
         snprintf(err, errlen, "cannot write the port file: %s", strerror(-rc));

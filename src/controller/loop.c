@@ -15,6 +15,7 @@
 #include "controller/ctl.h"
 #include "controller/http.h"
 #include "controller/logs.h"
+#include "controller/leader.h"
 #include "controller/lease.h"
 #include "controller/loop.h"
 #include "controller/metrics.h"
@@ -785,6 +786,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         }
     }
     ctl_usage_prune(c);
+    ctl_leader_tick(c);
     ctl_turn_leave(c, CTL_TURN_TIMER, t0);
 }
 

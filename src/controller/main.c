@@ -22,6 +22,7 @@
 #include "controller/dbrestore.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
+#include "controller/leader.h"
 #include "controller/jobs.h"
 #include "controller/logs.h"
 #include "controller/loop.h"
@@ -56,6 +57,7 @@ static void usage(FILE *f)
             "               [--idle-timeout DURATION] [--request-timeout DURATION]\n"
             "               [--submit-rate N] [--submit-burst N]\n"
             "               [--max-array-tasks N] [--rotate-secrets-key]\n"
+            "               [--advertise URL]   (PostgreSQL: where clients reach this one)\n"
             "       docketd --restore FILE [--state-dir DIR]   (docketd stopped: install a\n"
             "               backup as the database; docs/operations.md)\n"
             "       docketd --db postgresql://... --import-sqlite FILE\n"
@@ -92,6 +94,7 @@ enum {
     O_ROTATE_SECRETS,
     O_RESTORE,
     O_DB,
+    O_ADVERTISE,
     O_IMPORT_SQLITE
 };
 
@@ -124,6 +127,7 @@ static const struct option opts[] = {
     {"rotate-secrets-key", no_argument, NULL, O_ROTATE_SECRETS},
     {"restore", required_argument, NULL, O_RESTORE},
     {"db", required_argument, NULL, O_DB},
+    {"advertise", required_argument, NULL, O_ADVERTISE},
     {"import-sqlite", required_argument, NULL, O_IMPORT_SQLITE},
     {NULL, 0, NULL, 0},
 };
@@ -225,6 +229,10 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
                    : 0;
     case O_DB:
         return str_copy(cfg->db, sizeof(cfg->db), arg) < 0 ? flag_error("db", arg, "too long") : 0;
+    case O_ADVERTISE:
+        return str_copy(cfg->advertise, sizeof(cfg->advertise), arg) < 0
+                   ? flag_error("advertise", arg, "too long")
+                   : 0;
     case O_IMPORT_SQLITE:
         return str_copy(cfg->import_sqlite, sizeof(cfg->import_sqlite), arg) < 0
                    ? flag_error("import-sqlite", arg, "path too long")
@@ -403,6 +411,18 @@ static int start(struct ctl *c)
         log_error("store_open_failed", "error=\"%s\"", err);
         return -EIO;
     }
+    /* PostgreSQL: lead, or wait as a standby answering where the leader is (leader.c) */
+    bool pg = store_is_postgres(c->store);
+    if (pg) {
+        c->standby = true;
+        if ((rc = ctl_http_start(c, err, sizeof(err))) < 0) {
+            log_error("listen_failed", "error=\"%s\"", err);
+            return rc;
+        }
+        if ((rc = ctl_leader_await(c)) < 0)
+            return rc;
+        t0 = clock_mono_ms();
+    }
     ctl_written_start(c); /* before any write: it sees them all */
     ctl_backup_init(c);
     if ((rc = ctl_secrets_recover(c, err, sizeof(err))) < 0 ||
@@ -436,7 +456,8 @@ static int start(struct ctl *c)
     /* PostgreSQL's COMMIT is durable when it returns: nothing left to sync, no helper */
     if (!store_is_postgres(c->store) && (rc = ctl_sync_start(c)) < 0)
         log_warn("sync_helper_failed", "error=\"%s\" fallback=inline", strerror(-rc));
-    if ((rc = ctl_http_start(c, err, sizeof(err))) < 0) {
+    c->standby = false; /* the state is loaded: requests are served from here on */
+    if (!pg && (rc = ctl_http_start(c, err, sizeof(err))) < 0) {
         log_error("listen_failed", "error=\"%s\"", err);
         return rc;
     }

@@ -56,6 +56,9 @@ ctl_start() { # PORT: docketd on $T/ctl (0: any port; after a stop, $PORT again)
     echo $! >"$T/ctl.pid"
     wait_for 20 test -s "$T/ctl/docketd.port"
     wait_for 20 test -S "$T/ctl/docketd.sock"
+    # on PostgreSQL the listener opens before the state is loaded (a standby answers 503
+    # from it until it leads): ready once /healthz says so
+    wait_for 60 curl -sf -o /dev/null "http://127.0.0.1:$(cat "$T/ctl/docketd.port")/healthz"
 }
 
 agent_start() { # a|b JOIN

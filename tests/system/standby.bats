@@ -1,0 +1,70 @@
+#!/usr/bin/env bats
+# standby.bats - active and standby on PostgreSQL (issue 32; docs/operations.md "Active and
+# standby"): two docketd on one database, one leads, the other answers 503 with where the
+# leader is; the leader is killed (-9) while submissions pour in through the CLI's list of
+# both; the standby takes over: every acknowledged submission is there, none twice, and
+# it serves. A SQLite docketd has no standby.
+
+bats_require_minimum_version 1.5.0
+
+CLUSTER_NAME=ha
+load lib/cluster
+
+setup_file() {
+    [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] || skip "docket, docketd or docket-node not built"
+    export DOCKET_TEST_PG=1
+    cluster_start
+    # the standby: its own state directory with the leader's secrets key (docs/operations.md)
+    mkdir -p "$T/ctl2"
+    cp "$T/ctl/secrets.key" "$T/ctl2/"
+    "$DOCKETD_BIN" --state-dir "$T/ctl2" --listen 127.0.0.1:0 --socket "$T/ctl2/docketd.sock" \
+        --db "$(cat "$T/pg.dsn")" --log-file "$T/ctl2.log" &
+    echo $! >"$T/ctl2.pid"
+    wait_for 20 test -s "$T/ctl2/docketd.port"
+    export PORT2
+    PORT2=$(cat "$T/ctl2/docketd.port")
+}
+
+teardown_file() {
+    kill_pidfile "$T/ctl2.pid"
+    cluster_stop
+}
+
+@test "a standby answers 503 with where the leader is; the CLI's list passes it over" {
+    wait_for 20 grep -q "event=standby leader=http://127.0.0.1:$PORT " "$T/ctl2.log"
+    run -0 curl -s -D "$T/h" "http://127.0.0.1:$PORT2/healthz"
+    jq -e --arg u "http://127.0.0.1:$PORT" '.error.code == "standby" and .leader == $u' <<<"$output"
+    grep -qi "^x-docket-leader: http://127.0.0.1:$PORT" "$T/h"
+    grep -q "^HTTP/1.1 503" "$T/h"
+    # the standby first in the list: the CLI moves on to the leader
+    DOCKET_URL="http://127.0.0.1:$PORT2,http://127.0.0.1:$PORT" DOCKET_TOKEN=$TOKEN \
+        run -0 "$DOCKET" nodes --json
+    jq -e '.nodes | length == 2' <<<"$output"
+}
+
+@test "kill -9 of the leader under a stream of submissions: the standby serves, nothing lost or doubled" {
+    export DOCKET_URL="http://127.0.0.1:$PORT,http://127.0.0.1:$PORT2" DOCKET_TOKEN=$TOKEN
+    : >"$T/acked"
+    (for i in $(seq 1 400); do
+        id=$("$DOCKET" submit --parsable --hold --name "ha-$i" -- true 2>/dev/null) &&
+            echo "$i $id" >>"$T/acked"
+    done) &
+    feeder=$!
+    wait_for 60 bash -c "[[ \$(wc -l <$T/acked) -ge 50 ]]"
+    kill -9 "$(cat "$T/ctl.pid")"
+    wait "$feeder"
+    # the standby took over and loaded the state
+    wait_for 60 grep -q "event=leading" "$T/ctl2.log"
+    [[ $(wc -l <"$T/acked") -gt 50 ]]
+    # every acknowledged submission is there, under its name, once
+    "$DOCKET" queue --json -n 100000 >"$T/q.json"
+    while read -r i id; do
+        jq -e --arg n "ha-$i" --argjson id "$id" \
+            '[.jobs[] | select(.name == $n)] | length == 1 and .[0].id == $id' "$T/q.json" >/dev/null ||
+            { echo "submission $i (job $id) lost or doubled" >&2; false; }
+    done <"$T/acked"
+    # and it serves: a new submission, through the same list
+    run -0 "$DOCKET" submit --parsable --hold --name after -- true
+    # the deposed leader's database session is gone with it: nothing it could still write
+    grep -q "event=leading" "$T/ctl2.log"
+}
