@@ -346,24 +346,57 @@ static void recover(struct agent *a)
 /* ---------------------------------------------------------------------------------- */
 /* Life cycle                                                                          */
 
-static int parse_controller(struct agent *a, char *err, size_t errlen)
+/* One URL of --controller into controllers[i]; its scheme in *tls. */
+static int parse_one_controller(struct agent *a, const char *url, int i, bool *tls, char *err,
+                                size_t errlen)
 {
-    struct evhttp_uri *u = evhttp_uri_parse(a->cfg.controller);
+    struct evhttp_uri *u = evhttp_uri_parse(url);
     const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
     const char *host = u ? evhttp_uri_get_host(u) : NULL;
     if (!u || !scheme || (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) || !host ||
         !*host) {
         snprintf(err, errlen,
-                 "bad controller URL '%s' (want https://HOST:PORT, or http:// on loopback)",
-                 a->cfg.controller);
+                 "bad controller URL '%s' (want https://HOST:PORT, or http:// on loopback)", url);
         if (u)
             evhttp_uri_free(u);
         return -EINVAL;
     }
-    str_copy(a->host, sizeof a->host, host);
-    a->tls = strcmp(scheme, "https") == 0;
-    a->port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 8420;
+    str_copy(a->controllers[i].host, sizeof a->controllers[i].host, host);
+    a->controllers[i].port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 8420;
+    *tls = strcmp(scheme, "https") == 0;
     evhttp_uri_free(u);
+    return 0;
+}
+
+/* --controller: one URL, or a list URL1,URL2 of the controllers of an active/standby pair
+ * (docs/operations.md "Active and standby"), all of one scheme and trusted alike. */
+static int parse_controller(struct agent *a, char *err, size_t errlen)
+{
+    char url[512];
+    const char *p = a->cfg.controller;
+    a->ncontrollers = 0;
+    do {
+        size_t n = strcspn(p, ",");
+        bool tls = false;
+        if (a->ncontrollers == AG_MAX_CONTROLLERS || n >= sizeof url) {
+            snprintf(err, errlen, "--controller: at most %d URLs", AG_MAX_CONTROLLERS);
+            return -EINVAL;
+        }
+        memcpy(url, p, n);
+        url[n] = '\0';
+        int rc = parse_one_controller(a, url, a->ncontrollers, &tls, err, errlen);
+        if (rc < 0)
+            return rc;
+        if (a->ncontrollers > 0 && tls != a->tls) {
+            snprintf(err, errlen, "--controller: every URL https://, or every one http://");
+            return -EINVAL;
+        }
+        a->tls = tls;
+        a->ncontrollers++;
+        p += n;
+    } while (*p++ == ',');
+    str_copy(a->host, sizeof a->host, a->controllers[0].host);
+    a->port = a->controllers[0].port;
     return 0;
 }
 

@@ -136,8 +136,23 @@ static void schedule_hb(struct agent *a, int64_t delay_ms)
     evtimer_add(a->hb_retry, &tv);
 }
 
+/* The next controller of --controller's list (a standby answers 503; a dead leader not
+ * at all): the connections move to it when next used (ag_conn). */
+static void next_controller(struct agent *a)
+{
+    if (a->ncontrollers < 2)
+        return;
+    a->cur_controller = (a->cur_controller + 1) % a->ncontrollers;
+    const struct ag_controller *k = &a->controllers[a->cur_controller];
+    str_copy(a->host, sizeof a->host, k->host);
+    a->port = k->port;
+    log_info("controller_next", "host=%s port=%d", a->host, a->port);
+}
+
 static void backoff(struct agent *a, const char *why)
 {
+    if (a->hb_failures >= 1)
+        next_controller(a); /* the first retry goes to the same one, at once */
     if (++a->hb_failures == 1) {
         schedule_hb(a, 0); /* a kept-alive connection the peer closed: retry at once */
         return;

@@ -82,14 +82,22 @@ struct outev {
     struct outev *next;
 };
 
+enum { AG_MAX_CONTROLLERS = 8 };
+
 struct agent {
     struct agent_config cfg;
     struct sup_config sup;
     struct cg_layout cg;
     struct event_base *base;
     struct event *sigchld, *sigterm, *sigint, *tick, *hb_retry, *post_kick, *spare_ev;
-    char host[256];
+    char host[256]; /* the controller in use: one of `controllers` */
     int port;
+    /* --controller URL1,URL2 (an active/standby pair): tried in turn after failures */
+    struct ag_controller {
+        char host[256];
+        int port;
+    } controllers[AG_MAX_CONTROLLERS];
+    int ncontrollers, cur_controller;
     struct evhttp_connection *hb_conn, *post_conn; /* made by ag_conn (agent_tls.c) */
     bool tls;                                      /* https:// controller */
     void *tls_ctx;                                 /* its SSL_CTX */

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
@@ -134,9 +135,28 @@ static struct evhttp_connection *conn_new(struct agent *a)
     return c;
 }
 
+static void free_conn_later(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    evhttp_connection_free(arg);
+}
+
 struct evhttp_connection *ag_conn(struct agent *a, struct evhttp_connection **slot, int timeout_s)
 {
     struct evhttp_connection *c = *slot;
+    char *peer = NULL;
+    ev_uint16_t port = 0;
+    if (c)
+        evhttp_connection_get_peer(c, &peer, &port);
+    if (c && (!peer || strcmp(peer, a->host) != 0 || port != a->port)) {
+        /* the controller changed (next_controller): a new connection; the old one is freed
+         * after this turn, never inside a callback of its own */
+        const struct timeval zero = {0, 0};
+        if (event_base_once(a->base, -1, EV_TIMEOUT, free_conn_later, c, &zero) < 0)
+            evhttp_connection_free(c);
+        c = *slot = NULL;
+    }
     if (c && a->tls && bufferevent_getfd(evhttp_connection_get_bufferevent(c)) < 0) {
         evhttp_connection_free(c); /* idle, its socket gone: no session to resume */
         c = *slot = NULL;
