@@ -3,7 +3,8 @@
 # standby"): two docketd on one database, one leads, the other answers 503 with where the
 # leader is; the leader is killed (-9) while submissions pour in through the CLI's list of
 # both; the standby takes over: every acknowledged submission is there, none twice, and
-# it serves. A SQLite docketd has no standby.
+# it serves; a job running through it on an agent that knows both controllers runs once,
+# to its end. A SQLite docketd has no standby.
 
 bats_require_minimum_version 1.5.0
 
@@ -26,7 +27,7 @@ setup_file() {
     # an agent that knows both controllers (the cluster's two know the first only)
     "$AGENT_BIN" --controller "http://127.0.0.1:$PORT,http://127.0.0.1:$PORT2" \
         --join-token "$("$DOCKET" token join)" --name "$PREFIX-c" --gpus 8xH100-80GB --cpus 16 \
-        --mem 64G --state-dir "$T/agent-c" --allow-root-jobs --log-file "$T/agent-c.log" &
+        --mem 64G --label zone=c --state-dir "$T/agent-c" --allow-root-jobs --log-file "$T/agent-c.log" &
     echo $! >"$T/agent-c.pid"
     wait_for 30 nodes_up 3
 }
@@ -51,6 +52,11 @@ teardown_file() {
 
 @test "kill -9 of the leader under a stream of submissions: the standby serves, nothing lost or doubled" {
     export DOCKET_URL="http://127.0.0.1:$PORT,http://127.0.0.1:$PORT2" DOCKET_TOKEN=$TOKEN
+    # a job that runs through the takeover, on the agent that follows it
+    # (submitted over the leader's socket: as root, a user the node has)
+    run_id=$(DOCKET_URL=unix:$T/ctl/docketd.sock DOCKET_TOKEN='' "$DOCKET" submit --parsable \
+        --select zone=c -- sh -c 'sleep 12; echo through')
+    wait_for 60 state_in "$run_id" RUNNING || { "$DOCKET" explain "$run_id" >&2; "$DOCKET" nodes >&2; false; }
     : >"$T/acked"
     (for i in $(seq 1 400); do
         id=$("$DOCKET" submit --parsable --hold --name "ha-$i" -- true 2>/dev/null) &&
@@ -80,4 +86,10 @@ teardown_file() {
     }
     wait_for 60 heard_since
     grep -q "event=controller_next host=127.0.0.1 port=$PORT2" "$T/agent-c.log"
+    # the job ran on through it: once, to its end, its end reported to the new leader
+    wait_for 60 state_in "$run_id" COMPLETED FAILED NODE_FAIL PENDING
+    run -0 "$DOCKET" show "$run_id" --json
+    jq -e '.job.state == "COMPLETED" and .job.exit.code == 0' <<<"$output" || { jq -c "{s: .job.state, e: .job.exit, ev: [.events[] | [.type, .from, .to, .node, .reason, .detail]]}" <<<"$output" >&2; false; }
+    jq -e '[.events[] | select(.type == "start")] | length == 1' <<<"$output"
+    [[ $("$DOCKET" logs "$run_id") == through ]]
 }
