@@ -168,7 +168,7 @@ static void backoff(struct agent *a, const char *why)
 /* The controller answered a request sent at a->hb_sent_mono, so it has seen this node no
  * earlier than that: it counts the node lost node_timeout after its last sight of it at
  * the soonest. Supervisors stop their jobs `margin` before that (docs/agent.md
- * "Fencing"); the margin is the configured one, at most a third of node_timeout, and a
+ * "Fencing and leases"); the margin is the configured one, at most a third of node_timeout, and a
  * job's grace while fenced is half of it, so the job is gone before the controller can
  * give its resources to anyone. */
 int64_t ag_fence_margin(const struct agent *a)
@@ -199,7 +199,7 @@ static void renew_lease(struct agent *a)
 /* A reply renews the lease to (poll sent) + lease, and the next reply of a quiet node comes
  * a whole wait later: the lease must outlast two waits, with room for a slow reply. So the
  * long poll asks for at most a third of the lease (node_timeout - margin); docketd cuts
- * its own wait the same way (docs/agent.md "Fencing"). */
+ * its own wait the same way (docs/agent.md "Fencing and leases"). */
 static void wait_fit_lease(struct agent *a)
 {
     int64_t cap = (a->node_timeout_ms - ag_fence_margin(a)) / 3;

@@ -176,7 +176,8 @@ static void on_sigchld(struct sup *s)
 /* The fence: past its lease the controller may soon count the job as lost and run it
  * elsewhere, so it is stopped (its signal, a grace the lease bounds, then kill) before
  * that can happen. The job's lease runs from the agent's last contact with the
- * controller (docs/agent.md "Leases"); a lease renewed in time only moves the next look. */
+ * controller (docs/agent.md "Fencing and leases"); a lease renewed in time only moves the next
+ * look. */
 static void check_lease(struct sup *s, int64_t now)
 {
     struct sup_lease l;

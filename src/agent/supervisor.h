@@ -105,7 +105,7 @@ int64_t sup_start_seq(const struct sup_config *c, uint64_t id);
 int sup_command(const struct sup_config *c, uint64_t id, int sup_pid, int64_t sup_start,
                 int64_t seq, const char *cmd);
 
-/* The fencing lease, STATE_DIR/lease (docs/agent.md "Fencing" and "Leases"), rewritten
+/* The fencing lease, STATE_DIR/lease (docs/agent.md "Fencing and leases"), rewritten
  * in place by the agent at each contact with the controller; `*fd` caches the open file
  * (-1 at first). Times are CLOCK_MONOTONIC ms. */
 struct sup_lease {

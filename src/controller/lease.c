@@ -1,6 +1,6 @@
 /*
  * lease.c - the leases of running jobs on silent nodes (lease.h, docs/agent.md
- * "Leases"): one pass over a silent node's jobs when it goes silent and again only when
+ * "Fencing and leases"): one pass over a silent node's jobs when it goes silent and again only when
  * the earliest of their leases runs out, so a silent rack costs nothing per second.
  */
 #include <errno.h>

@@ -1,6 +1,6 @@
 /*
  * lease.h - what lease.c owns: when a job on a silent node is declared lost
- * (docs/agent.md "Leases"). A node silent past node_timeout + margin is UNREACHABLE: it
+ * (docs/agent.md "Fencing and leases"). A node silent past node_timeout + margin is UNREACHABLE: it
  * takes no new work, but its jobs run on under the leases its agent holds. Each job is
  * declared lost (NODE_FAIL, requeued where its class allows) only once its lease, plus
  * the margin, has passed since the last request heard from the node; after a restart of

@@ -753,7 +753,7 @@ void ctl_cycle_soon(struct ctl *c)
 /* Every second: nodes silent past node_timeout plus the fencing margin become
  * UNREACHABLE: no new work goes there, but their jobs run on under their leases
  * (lease.c), and the commands queued for them wait for the agent's return. The margin is
- * the agent's (docs/agent.md "Fencing"): a cut-off agent stops a job margin/2 before its
+ * the agent's (docs/agent.md "Fencing and leases"): a cut-off agent stops a job margin/2 before its
  * lease ends; waiting the margin past it covers a slow reclaim and clocks that run at
  * different rates, so a job never runs twice. */
 static void tick_cb(evutil_socket_t fd, short what, void *arg)

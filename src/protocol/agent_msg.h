@@ -22,7 +22,7 @@
 
 #include "protocol/error.h"
 
-/* The fencing margin of docs/agent.md "Fencing", one definition for both sides: a node
+/* The fencing margin of docs/agent.md "Fencing and leases", one definition for both sides: a node
  * cut off stops its jobs at node_timeout - margin after the controller last answered it,
  * and the controller requeues them no sooner than node_timeout + margin after it last
  * heard the node. margin = min(configured, node_timeout / 3); the agent's configured
@@ -34,7 +34,7 @@ static inline int64_t agent_fence_margin_ms(int64_t node_timeout_ms, int64_t con
     return configured_ms < third ? configured_ms : third;
 }
 
-/* A job's lease (docs/agent.md "Leases"), one definition for both sides: the job's own
+/* A job's lease (docs/agent.md "Fencing and leases"), one definition for both sides: the job's own
  * lease_ms (its class's, granted at its start) but never shorter than the node timeout.
  * The agent fences the job `margin` before it runs out, counted from the last answered
  * request; the controller declares it lost no sooner than `margin` after it, counted from
@@ -96,7 +96,7 @@ struct agent_job {
     int64_t pids_max; /* the class's pids.max, 0 = the node's default (--job-pids-max) */
     /* How long the job outlives silence of the controller: it is fenced lease_ms - margin
      * after the last answered request (never sooner than node_timeout - margin); 0 = the
-     * node timeout's lease (docs/agent.md "Leases"). */
+     * node timeout's lease (docs/agent.md "Fencing and leases"). */
     int64_t lease_ms;
     uint64_t array_id; /* the array's first job, 0 = not an array element */
     /* A job read from sbatch options (docs/slurm.md): the batch script runs on the

@@ -145,8 +145,8 @@ const char *proto_idle_action_name(enum proto_idle_action a);
 enum { PROTO_IDLE_DEFAULT_BELOW = 5 };
 
 /* How long a running job of a class outlives silence between its node and the
- * controller (docs/agent.md "Leases"): long enough by default that a 10-minute controller
- * outage stops nothing. */
+ * controller (docs/agent.md "Fencing and leases"): long enough by default that a 10-minute
+ * controller outage stops nothing. */
 #define PROTO_LEASE_DEFAULT_MS ((int64_t)15 * 60 * 1000)
 
 /* A class's fields for the nodes, set only with the policy document; -1 (lease_ms,

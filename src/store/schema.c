@@ -192,7 +192,7 @@ static const char *const migrations[] = {
      * submissions"); one still here at start is rolled back (store_arrays_rollback). */
     "CREATE TABLE arrays_writing (array_id INTEGER PRIMARY KEY, tasks INTEGER NOT NULL,"
     " started_ms INTEGER NOT NULL);",
-    /* ---- issue 32: 12: the lease each run was granted (docs/agent.md "Leases"): its
+    /* ---- issue 32: 12: the lease each run was granted (docs/agent.md "Fencing and leases"): its
      * agent keeps it running that long past the last answer it had, so the controller
      * may declare it lost no sooner, whatever the policy says since. 0 (runs started
      * before this schema): the node timeout, the lease they were started under. */

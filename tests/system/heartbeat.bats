@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# heartbeat.bats - the long poll against the fencing lease (docs/agent.md "Fencing"): a
+# heartbeat.bats - the long poll against the fencing lease (docs/agent.md "Fencing and leases"): a
 # reply renews the agent's lease to (poll sent) + node_timeout - margin and a quiet node is
 # answered once a wait, so a wait of half the lease or more let every quiet node's jobs be
 # fenced, reported lost and requeued over and over with nothing down (the caveat seen with

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Leases (issue 32, docs/agent.md "Leases"): a controller outage longer than node_timeout
+# Leases (issue 32, docs/agent.md "Fencing and leases"): a controller outage longer than node_timeout
 # stops no job. One docketd (node_timeout 3 s, so the outage below is long past it) and
 # two real agents; eight jobs that each write a line every 0.2 s. docketd is stopped,
 # stays away until both agents have said they lost it and the node timeout has passed

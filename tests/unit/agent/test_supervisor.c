@@ -995,8 +995,8 @@ static void test_fence(void **st)
     unlink(lease);
 }
 
-/* Leases (docs/agent.md "Leases"): a job's own lease, counted from the last contact, keeps
- * it running past the node's deadline; a job without one is fenced at the node's. */
+/* Leases (docs/agent.md "Fencing and leases"): a job's own lease, counted from the last contact,
+ * keeps it running past the node's deadline; a job without one is fenced at the node's. */
 static void test_job_lease(void **st)
 {
     (void)st;
