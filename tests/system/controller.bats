@@ -228,17 +228,23 @@ json_until() {
     [[ "$(jq -r .job.state <<<"$body")" =~ ^(PENDING|STARTING)$ ]]
 }
 
+# running_on_gpu01: one fake node gpu01 ($CRED) and a job running there ($id), its start
+# acknowledged and "started" said once; the node says nothing more.
+running_on_gpu01() {
+    one_node
+    id=$(submit '{"command": ["sleep", "100"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    json_until "/v1/jobs/$id" .job.state STARTING
+    heartbeat gpu01 "$CRED" 0
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
+}
+
 @test "a silent node is UNREACHABLE, its job runs on under its lease, then it is requeued" {
     docketd_stop
     docketd_start --node-timeout 1s
     api_post /v1/policy '{"classes": [{"name": "training"}, {"name": "experiment", "lease": "4s"},
         {"name": "exploration"}, {"name": "interactive"}, {"name": "service"}]}'
     assert_status 200
-    one_node
-    id=$(submit '{"command": ["sleep", "100"], "gpus": 1, "gpu_type": "H100-80GB"}')
-    json_until "/v1/jobs/$id" .job.state STARTING
-    heartbeat gpu01 "$CRED" 0
-    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
+    running_on_gpu01
     # node_timeout 1 s + the fencing margin (a third of it) + the 1 s tick, or later
     json_until /v1/nodes/gpu01 .node.state UNREACHABLE
     # no new work goes there, but the job is not lost while its 4 s lease may hold: the
@@ -266,11 +272,7 @@ json_until() {
 @test "a silent node's job with the default lease outlives node_timeout many times over" {
     docketd_stop
     docketd_start --node-timeout 1s
-    one_node
-    id=$(submit '{"command": ["sleep", "100"], "gpus": 1, "gpu_type": "H100-80GB"}')
-    json_until "/v1/jobs/$id" .job.state STARTING
-    heartbeat gpu01 "$CRED" 0
-    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
+    running_on_gpu01
     json_until /v1/nodes/gpu01 .node.state UNREACHABLE
     api_get /v1/nodes/gpu01
     # 15 min (the default) from the last heartbeat at the soonest
@@ -295,11 +297,7 @@ json_until() {
 @test "down: an admin declares a silent node's jobs lost at once; a node heard from is refused" {
     docketd_stop
     docketd_start --node-timeout 1s
-    one_node
-    id=$(submit '{"command": ["sleep", "100"], "gpus": 1, "gpu_type": "H100-80GB"}')
-    json_until "/v1/jobs/$id" .job.state STARTING
-    heartbeat gpu01 "$CRED" 0
-    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $id, \"type\": \"started\"}]}" "$CRED"
+    running_on_gpu01
     api_post /v1/nodes/gpu01/down '{"reason": "machine off"}'
     if [[ $status_code == 409 ]]; then # heard from: refused, nothing changed
         jq -e '.error.message | test("drain it instead")' <<<"$body"
