@@ -18,6 +18,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/steplink.h"
 
 static const char psk_identity[] = "docket-step-v1";
@@ -234,17 +235,11 @@ void step_link_plain(struct step_link *l, int fd)
 
 int step_link_send(struct step_link *l, const void *p, size_t n)
 {
+    if (!l->ssl)
+        return cli_send_all(l->fd, p, n);
     const char *b = p;
     while (n > 0) {
-        ssize_t w;
-        if (l->ssl) {
-            int r = api.SSL_write(l->ssl, b, n > (1u << 30) ? 1 << 30 : (int)n);
-            w = r > 0 ? r : -1;
-        } else {
-            w = send(l->fd, b, n, MSG_NOSIGNAL);
-            if (w < 0 && errno == EINTR)
-                continue;
-        }
+        int w = api.SSL_write(l->ssl, b, n > (1u << 30) ? 1 << 30 : (int)n);
         if (w <= 0)
             return -1;
         b += w;
