@@ -139,20 +139,23 @@ static int flag_error(const char *flag, const char *value, const char *what)
 }
 
 /* Apply one flag over the configuration. */
+/* A text flag into its field: 0, or the flag's error when it does not fit. */
+static int text_flag(char *dst, size_t len, const char *flag, const char *arg, const char *what)
+{
+    return str_copy(dst, len, arg) < 0 ? flag_error(flag, arg, what) : 0;
+}
+
 static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
 {
     int64_t n;
     switch (opt) {
     case O_STATE:
-        return str_copy(cfg->state_dir, sizeof(cfg->state_dir), arg) < 0
-                   ? flag_error("state-dir", arg, "path too long")
-                   : 0;
+        return text_flag(cfg->state_dir, sizeof(cfg->state_dir), "state-dir", arg, "path too long");
     case O_LISTEN:
         return str_copy(cfg->listen, sizeof(cfg->listen), strcmp(arg, "none") ? arg : "");
     case O_SOCKET:
-        return str_copy(cfg->socket_path, sizeof(cfg->socket_path), arg) < 0
-                   ? flag_error("socket", arg, "path too long")
-                   : 0;
+        return text_flag(cfg->socket_path, sizeof(cfg->socket_path), "socket", arg,
+                         "path too long");
     case O_POLICY:
         return str_copy(cfg->policy_file, sizeof(cfg->policy_file), arg);
     case O_LOGFILE:
@@ -184,17 +187,12 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
                    ? flag_error("tls", arg, "must be auto, on or off, not")
                    : 0;
     case O_TLSCERT:
-        return str_copy(cfg->tls_cert, sizeof(cfg->tls_cert), arg) < 0
-                   ? flag_error("tls-cert", arg, "path too long")
-                   : 0;
+        return text_flag(cfg->tls_cert, sizeof(cfg->tls_cert), "tls-cert", arg, "path too long");
     case O_TLSKEY:
-        return str_copy(cfg->tls_key, sizeof(cfg->tls_key), arg) < 0
-                   ? flag_error("tls-key", arg, "path too long")
-                   : 0;
+        return text_flag(cfg->tls_key, sizeof(cfg->tls_key), "tls-key", arg, "path too long");
     case O_SECRETSKEY:
-        return str_copy(cfg->secrets_key, sizeof(cfg->secrets_key), arg) < 0
-                   ? flag_error("secrets-key", arg, "path too long")
-                   : 0;
+        return text_flag(cfg->secrets_key, sizeof(cfg->secrets_key), "secrets-key", arg,
+                         "path too long");
     case O_MAXCONN:
         return parse_int64(arg, 0, 10000000, &cfg->max_connections) < 0
                    ? flag_error("max-connections", arg, "must be 0 (auto)..10000000, not")
@@ -224,19 +222,15 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
         cfg->rotate_secrets_key = true;
         return 0;
     case O_RESTORE:
-        return str_copy(cfg->restore_file, sizeof(cfg->restore_file), arg) < 0
-                   ? flag_error("restore", arg, "path too long")
-                   : 0;
+        return text_flag(cfg->restore_file, sizeof(cfg->restore_file), "restore", arg,
+                         "path too long");
     case O_DB:
-        return str_copy(cfg->db, sizeof(cfg->db), arg) < 0 ? flag_error("db", arg, "too long") : 0;
+        return text_flag(cfg->db, sizeof(cfg->db), "db", arg, "too long");
     case O_ADVERTISE:
-        return str_copy(cfg->advertise, sizeof(cfg->advertise), arg) < 0
-                   ? flag_error("advertise", arg, "too long")
-                   : 0;
+        return text_flag(cfg->advertise, sizeof(cfg->advertise), "advertise", arg, "too long");
     case O_IMPORT_SQLITE:
-        return str_copy(cfg->import_sqlite, sizeof(cfg->import_sqlite), arg) < 0
-                   ? flag_error("import-sqlite", arg, "path too long")
-                   : 0;
+        return text_flag(cfg->import_sqlite, sizeof(cfg->import_sqlite), "import-sqlite", arg,
+                         "path too long");
     case O_MAXARRAY:
         return parse_int64(arg, 1, PROTO_MAX_ARRAY, &cfg->max_array_tasks) < 0
                    ? flag_error("max-array-tasks", arg, "must be 1..100000, not")
