@@ -408,14 +408,9 @@ static PGresult *attempt(struct pg_db *c, struct pg_stmt *s, const char *sql)
     const char *const *vals = (const char *const *)s->vals;
     if (!s->name[0])
         return PQexecParams(c->c, s->sql, s->nparams, s->types, vals, s->lens, s->fmts, 0);
-    if (!s->prepared || s->gen != c->gen) {
-        PGresult *r = PQprepare(c->c, s->name, s->sql, s->nparams, s->types);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK)
-            return r;
-        PQclear(r);
-        s->prepared = true;
-        s->gen = c->gen;
-    }
+    PGresult *failed = prepared(c, s);
+    if (failed)
+        return failed;
     return PQexecPrepared(c->c, s->name, s->nparams, vals, s->lens, s->fmts, 0);
 }
 
