@@ -39,14 +39,19 @@ static int one_int(struct store *st, const char *sql, const char *what, int64_t 
     return rc == DB_ROW ? 0 : rc == DB_DONE ? -ENOENT : store_fail(st, what);
 }
 
+/* The table, made once by this store (a standby reads it each second). */
 static int make_table(struct store *st)
 {
-    return store_exec(st, "BEGIN;"
-                          "SELECT pg_advisory_xact_lock(7243453);"
-                          "CREATE TABLE IF NOT EXISTS docket_leader (id BIGINT PRIMARY KEY"
-                          " CHECK (id = 1), epoch BIGINT NOT NULL, holder TEXT NOT NULL,"
-                          " url TEXT NOT NULL, since_ms BIGINT NOT NULL);"
-                          "COMMIT;");
+    if (st->leader_table)
+        return 0;
+    int rc = store_exec(st, "BEGIN;"
+                            "SELECT pg_advisory_xact_lock(7243453);"
+                            "CREATE TABLE IF NOT EXISTS docket_leader (id BIGINT PRIMARY KEY"
+                            " CHECK (id = 1), epoch BIGINT NOT NULL, holder TEXT NOT NULL,"
+                            " url TEXT NOT NULL, since_ms BIGINT NOT NULL);"
+                            "COMMIT;");
+    st->leader_table = rc == 0;
+    return rc;
 }
 
 int store_leader_try(struct store *st, const char *holder, const char *url, int64_t now_ms,

@@ -108,6 +108,7 @@ struct store {
     struct db_stmt *ustmt[STORE_USAGE_NSTMT]; /* usage.c's, prepared on first use */
     bool in_tx;
     int64_t leader_epoch; /* leader.c: the epoch this store leads with (0: not leading) */
+    bool leader_table;    /* leader.c: docket_leader is known to exist */
     char errmsg[256];
     void (*job_write_fn)(void *arg, uint64_t id); /* store_set_job_write_hook */
     void *job_write_arg;
