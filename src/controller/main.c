@@ -447,8 +447,9 @@ static int start(struct ctl *c)
     }
     log_info("state_loaded", "ms=%lld jobs=%zu", (long long)(clock_mono_ms() - t0),
              sched_job_count(c->sched));
-    /* PostgreSQL's COMMIT is durable when it returns: nothing left to sync, no helper */
-    if (!store_is_postgres(c->store) && (rc = ctl_sync_start(c)) < 0)
+    /* COMMIT without waiting for the disk, a helper thread syncing (SQLite: the WAL file;
+     * PostgreSQL: the server's WAL, on a connection of its own) */
+    if ((rc = ctl_sync_start(c)) < 0)
         log_warn("sync_helper_failed", "error=\"%s\" fallback=inline", strerror(-rc));
     c->standby = false; /* the state is loaded: requests are served from here on */
     if (!pg && (rc = ctl_http_start(c, err, sizeof(err))) < 0) {

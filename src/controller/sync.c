@@ -117,6 +117,7 @@ static void start_sync(struct ctl *c)
     struct ctl_sync *s = c->sync;
     s->inflight = true;
     s->target = c->commit_gen;
+    store_sync_mark(c->store);
     pthread_mutex_lock(&s->mu);
     s->want = true;
     pthread_cond_signal(&s->cv);
@@ -132,7 +133,7 @@ static void synced_cb(evutil_socket_t fd, short what, void *arg)
         return;
     s->inflight = false;
     if (rc < 0) {
-        log_error("sync_failed", "error=\"%s\"", strerror(-rc));
+        log_error("sync_failed", "error=\"%s\"", store_sync_errmsg(c->store));
         c->exit_code = 1;
         event_base_loopexit(c->base, NULL);
     }
@@ -169,7 +170,8 @@ int ctl_sync_start(struct ctl *c)
         return -EAGAIN;
     }
     s->running = true;
-    struct store_ckpt_thread *k = ckpt_start(c);
+    /* PostgreSQL checkpoints by itself */
+    struct store_ckpt_thread *k = store_is_postgres(c->store) ? NULL : ckpt_start(c);
     pthread_mutex_lock(&s->mu);
     s->ckpt = k;
     pthread_mutex_unlock(&s->mu);
@@ -184,6 +186,7 @@ int ctl_sync_start(struct ctl *c)
 void ctl_sync_request(struct ctl *c)
 {
     if (!c->sync) { /* no helper (startup, or it could not start): sync inline */
+        store_sync_mark(c->store);
         int rc = store_sync(c->store);
         ctl_replies_release(c, c->commit_gen, rc);
         return;
@@ -214,5 +217,6 @@ void ctl_sync_stop(struct ctl *c)
     free(s);
     c->sync = NULL;
     /* whatever was committed is synced here, then answered */
+    store_sync_mark(c->store);
     ctl_replies_release(c, c->commit_gen, store_sync(c->store));
 }

@@ -68,26 +68,54 @@ static int audit_digest(const struct store_audit *a, const char *prev, char out[
 static const char audit_genesis[] =
     "0000000000000000000000000000000000000000000000000000000000000000";
 
-int store_audit_add(struct store *st, const struct store_audit *a)
+/* The chain's head: the last row's id (0 for none) and the hash a new row links to. */
+struct audit_head {
+    int64_t id;
+    char hash[65];
+};
+
+/* The head from the read cache (kept by the last add) or the database. */
+static int audit_head(struct store *st, int64_t *id, char prev[65])
 {
-    struct store_audit row = *a;
-    char prev[65], hash[65];
+    const void *val;
+    size_t n;
+    struct audit_head h = {0, ""};
+    if (store_rcache_get(st, S_AUDIT_LAST, "", &val, &n) && n == sizeof(h)) {
+        memcpy(&h, val, sizeof(h));
+        *id = h.id;
+        str_copy(prev, 65, h.hash);
+        return 0;
+    }
     struct db_stmt *s = store_stmt(st, S_AUDIT_LAST);
     int rc = db_step(s);
-    row.id = 1;
-    str_copy(prev, sizeof(prev), audit_genesis);
+    *id = 0;
+    str_copy(prev, 65, audit_genesis);
     if (rc == DB_ROW) {
-        row.id = db_column_int64(s, 0) + 1;
-        const char *h = db_column_text(s, 1);
-        if (h && h[0]) /* a row from before the chain: start it here */
-            str_copy(prev, sizeof(prev), (const char *)h);
+        *id = db_column_int64(s, 0);
+        const char *hh = db_column_text(s, 1);
+        if (hh && hh[0]) /* a row from before the chain: start it here */
+            str_copy(prev, 65, hh);
     }
     db_reset(s);
     if (rc != DB_ROW && rc != DB_DONE)
         return store_fail(st, "last audit row");
+    h.id = *id;
+    str_copy(h.hash, sizeof(h.hash), prev);
+    store_rcache_put(st, S_AUDIT_LAST, "", &h, sizeof(h));
+    return 0;
+}
+
+int store_audit_add(struct store *st, const struct store_audit *a)
+{
+    struct store_audit row = *a;
+    char prev[65], hash[65];
+    int rc = audit_head(st, &row.id, prev);
+    if (rc < 0)
+        return rc;
+    row.id++;
     if ((rc = audit_digest(&row, prev, hash)) < 0)
         return rc;
-    s = store_stmt(st, S_AUDIT_ADD);
+    struct db_stmt *s = store_stmt(st, S_AUDIT_ADD);
     db_bind_int64(s, 1, row.id);
     db_bind_int64(s, 2, row.time_ms);
     store_bind_text(s, 3, row.actor ? row.actor : "");
@@ -98,7 +126,13 @@ int store_audit_add(struct store *st, const struct store_audit *a)
     store_bind_text(s, 8, row.reason ? row.reason : "");
     store_bind_text(s, 9, prev);
     store_bind_text(s, 10, hash);
-    return store_step_done(st, s, "add audit");
+    rc = store_step_done(st, s, "add audit");
+    if (rc == 0) { /* the new head, kept past this write of the audit table */
+        struct audit_head h = {row.id, ""};
+        str_copy(h.hash, sizeof(h.hash), hash);
+        store_rcache_put(st, S_AUDIT_LAST, "", &h, sizeof(h));
+    }
+    return rc;
 }
 
 /* Check one row against the chain so far; fills v->why on the first break. */

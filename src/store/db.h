@@ -42,6 +42,24 @@ bool db_in_tx(struct db *db);
 /* Prepare `sql`; `persistent`: kept for the connection's life (prepared on the server
  * where there is one). 0, or -EIO with db_errmsg set. */
 int db_prepare(struct db *db, const char *sql, bool persistent, struct db_stmt **out);
+/* Mark a persistent write statement blind: its caller reads nothing of it but whether it
+ * failed, not even db_changes. Inside a transaction an engine with round trips
+ * (PostgreSQL) may then send it later, in one pipeline with the next statement that needs
+ * an answer; a blind write that fails fails that statement and every one after it but a
+ * whole ROLLBACK (never ROLLBACK TO, which would undo a request that was told it
+ * succeeded), so the transaction can only end rolled back. SQLite runs it at once. */
+void db_mark_blind(struct db_stmt *s);
+
+/* ---- what each statement reads and writes (read from its SQL at prepare, so no caller
+ * lists it by hand), and when each table was last written: a cache of a statement's rows
+ * is still true while db_unchanged_since(its reads, the clock when it was filled). A
+ * write counts when it is stepped, whether or not it succeeds; ROLLBACK (to a savepoint
+ * or whole), db_exec and a new connection count as writing every table. */
+uint64_t db_stmt_reads(const struct db_stmt *s);
+uint64_t db_write_clock(const struct db *db);
+bool db_unchanged_since(const struct db *db, uint64_t tables, uint64_t clock);
+/* Count every table written now (e.g. a connection made again after the server left). */
+void db_touch_all(struct db *db);
 void db_finalize(struct db_stmt *s);
 void db_reset(struct db_stmt *s);
 void db_clear_bindings(struct db_stmt *s);
@@ -72,6 +90,7 @@ struct db_ops {
     int64_t (*changes)(struct db *db);
     bool (*in_tx)(struct db *db);
     int (*prepare)(struct db *db, const char *sql, bool persistent, struct db_stmt **out);
+    void (*mark_blind)(struct db_stmt *s); /* NULL: blind writes run at once */
     void (*finalize)(struct db_stmt *s);
     void (*reset)(struct db_stmt *s);
     void (*clear_bindings)(struct db_stmt *s);
@@ -87,13 +106,24 @@ struct db_ops {
     bool (*column_is_null)(struct db_stmt *s, int i);
 };
 
-/* Every engine's connection and statement start with these. */
+enum { DB_MAX_TABLES = 63, DB_TABLE_NAME = 40 };
+
+/* Every engine's connection and statement start with these. Tables are bits, in the order
+ * the connection first met them; bit DB_MAX_TABLES stands for every table past the 63rd. */
 struct db {
     const struct db_ops *ops;
     enum db_engine engine;
+    uint64_t clock;                            /* writes counted so far */
+    uint64_t written[DB_MAX_TABLES + 1];       /* the clock at each table's last write */
+    char tables[DB_MAX_TABLES][DB_TABLE_NAME]; /* bit i's table */
+    int ntables;
+    /* PostgreSQL: when the server this connection reached started (µs since the epoch),
+     * read at each connection made; 0 for SQLite */
+    int64_t server_started;
 };
 struct db_stmt {
     struct db *db;
+    uint64_t reads, writes; /* table bits */
 };
 
 struct db *db_sqlite_open(const char *path, bool readonly, char *err, size_t errlen);

@@ -6,6 +6,9 @@
  * type nor fails to guess one ("?1 IS NULL OR col = ?1"). A persistent
  * statement is prepared on the server at its first run (its integer parameters known by
  * then); another runs with PQexecParams, one round trip. Rows come back whole, as text.
+ * SAVEPOINT, RELEASE and blind writes (db_mark_blind) inside a transaction wait, with the
+ * parameters they were stepped with, and go in one pipeline with the next statement that
+ * needs an answer: a submission's writes are one round trip, not one each.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,12 +21,21 @@
 #include "store/db.h"
 
 enum {
-    PG_MAX_DEFERRED = 8,
+    PG_MAX_DEFERRED = 64,
     PG_MAX_PARAMS = 100,
     PG_MAX_BLOB_COLS = 16,
     OID_INT8 = 20,
     OID_TEXT = 25,
     OID_BYTEA = 17
+};
+
+struct pg_stmt;
+
+/* A statement sent later, with the parameters it was stepped with (moved from it). */
+struct pg_deferred {
+    struct pg_stmt *s;
+    char **vals; /* s->nparams of them, owned */
+    int *lens, *fmts;
 };
 
 struct pg_db {
@@ -35,10 +47,13 @@ struct pg_db {
     bool readonly;
     unsigned gen;                  /* connections made: server-side statements are per one */
     PGTransactionStatusType after; /* the transaction state after the last statement */
-    /* SAVEPOINT and RELEASE not sent yet: they go in one pipeline with the next statement
-     * (a round trip each saved; their failure is that statement's) */
-    struct pg_stmt *deferred[PG_MAX_DEFERRED];
+    /* SAVEPOINT, RELEASE and blind writes not sent yet: they go in one pipeline with the
+     * next statement (a round trip each saved; their failure is that statement's) */
+    struct pg_deferred deferred[PG_MAX_DEFERRED];
     int ndeferred;
+    /* a blind write failed: every statement fails now but a whole ROLLBACK (db.h) */
+    bool write_failed;
+    char failed[600];
 };
 
 struct pg_stmt {
@@ -48,6 +63,8 @@ struct pg_stmt {
     bool prepared; /* on the server already (of connection `gen`) */
     unsigned gen;
     bool deferrable;                  /* SAVEPOINT x, RELEASE x: no parameters, no rows */
+    bool blind;                       /* a blind write (db_mark_blind) */
+    bool rollback;                    /* ROLLBACK (whole): what ends a failed blind write */
     bool queued;                      /* stepped, waiting in the connection's deferred list */
     int nparams;                      /* distinct parameters */
     unsigned char map[PG_MAX_PARAMS]; /* ?N -> k (1-based); 0: not in the SQL */
@@ -117,13 +134,16 @@ static PGresult *execute(struct pg_db *c, struct pg_stmt *s, const char *sql);
 static int p_exec(struct db *db, const char *sql)
 {
     struct pg_db *c = conn(db);
+    if (c->write_failed && strcmp(sql, "ROLLBACK") != 0)
+        return keep_error(c, c->failed);
     PGresult *r = execute(c, NULL, sql);
     ExecStatusType st = PQresultStatus(r);
     int rc = 0;
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
         note_changes(c, r);
-    else
-        rc = keep_error(c, result_error(c, r));
+        c->write_failed = c->write_failed && strcmp(sql, "ROLLBACK") != 0;
+    } else
+        rc = keep_error(c, c->write_failed ? c->failed : result_error(c, r));
     PQclear(r);
     return rc;
 }
@@ -206,9 +226,28 @@ static int p_prepare(struct db *db, const char *sql, bool persistent, struct db_
      * between transactions fails alone and docketd serves on once the server is back */
     s->deferrable = persistent && s->nparams == 0 &&
                     (strncmp(sql, "SAVEPOINT ", 10) == 0 || strncmp(sql, "RELEASE ", 8) == 0);
+    s->rollback = strcmp(sql, "ROLLBACK") == 0;
     s->base.db = db;
     *out = &s->base;
     return 0;
+}
+
+static void free_deferred(struct pg_deferred *d)
+{
+    for (int k = 0; d->vals && k < d->s->nparams; k++)
+        free(d->vals[k]);
+    free(d->vals);
+    free(d->lens);
+    free(d->fmts);
+    *d = (struct pg_deferred){0};
+}
+
+/* Every deferred statement gone: sent, or never to be. */
+static void drop_deferred(struct pg_db *c)
+{
+    for (int i = 0; i < c->ndeferred; i++)
+        free_deferred(&c->deferred[i]);
+    c->ndeferred = 0;
 }
 
 static void drop_row_state(struct pg_stmt *s)
@@ -245,8 +284,10 @@ static void p_finalize(struct db_stmt *b)
     struct pg_db *c = conn(b->db);
     int n = 0;
     for (int i = 0; i < c->ndeferred; i++) /* never sent now: the connection is closing */
-        if (c->deferred[i] != s)
+        if (c->deferred[i].s != s)
             c->deferred[n++] = c->deferred[i];
+        else
+            free_deferred(&c->deferred[i]);
     c->ndeferred = n;
     p_reset(b);
     p_clear_bindings(b);
@@ -334,6 +375,13 @@ static PGresult *next_result(struct pg_db *c)
     return NULL;
 }
 
+/* A blind write failed: nothing but a whole ROLLBACK may run on this transaction now. */
+static void blind_failed(struct pg_db *c, const char *msg)
+{
+    c->write_failed = true;
+    snprintf(c->failed, sizeof(c->failed), "an earlier write of this transaction failed: %s", msg);
+}
+
 /* The deferred statements, then s (when given), in one pipeline: one round trip. The
  * result is the first deferred statement's that failed, or s's (NULL without s, when all
  * went through). */
@@ -341,7 +389,7 @@ static PGresult *pipeline(struct pg_db *c, struct pg_stmt *s)
 {
     PGresult *r = NULL;
     for (int i = 0; i < c->ndeferred && !r; i++)
-        r = prepared(c, c->deferred[i]);
+        r = prepared(c, c->deferred[i].s);
     if (!r && s)
         r = prepared(c, s);
     if (r)
@@ -349,8 +397,11 @@ static PGresult *pipeline(struct pg_db *c, struct pg_stmt *s)
     if (!PQenterPipelineMode(c->c))
         return PQmakeEmptyPGresult(c->c, PGRES_FATAL_ERROR);
     bool ok = true;
-    for (int i = 0; i < c->ndeferred; i++)
-        ok = ok && PQsendQueryPrepared(c->c, c->deferred[i]->name, 0, NULL, NULL, NULL, 0);
+    for (int i = 0; i < c->ndeferred; i++) {
+        const struct pg_deferred *d = &c->deferred[i];
+        ok = ok && PQsendQueryPrepared(c->c, d->s->name, d->s->nparams,
+                                       (const char *const *)d->vals, d->lens, d->fmts, 0);
+    }
     if (s) {
         const char *const *vals = (const char *const *)s->vals;
         ok = ok &&
@@ -369,9 +420,11 @@ static PGresult *pipeline(struct pg_db *c, struct pg_stmt *s)
         }
         if (s && i == n - 1)
             cur = x;
-        else if (PQresultStatus(x) != PGRES_COMMAND_OK && !bad)
+        else if (PQresultStatus(x) != PGRES_COMMAND_OK && !bad) {
             bad = x;
-        else
+            if (c->deferred[i].s->blind)
+                blind_failed(c, result_error(c, x));
+        } else
             PQclear(x);
     }
     for (PGresult *x; ok && (x = next_result(c));) { /* to the sync */
@@ -428,21 +481,22 @@ static PGresult *execute(struct pg_db *c, struct pg_stmt *s, const char *sql)
     if ((!r && !s && !sql) || st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ||
         PQstatus(c->c) != CONNECTION_BAD || before != PQTRANS_IDLE) {
         c->after = PQtransactionStatus(c->c);
-        c->ndeferred = 0; /* sent (or failed with the statement) */
+        drop_deferred(c); /* sent (or failed with the statement) */
         return r;
     }
-    c->ndeferred = 0; /* none: they are only ever inside a transaction (not BEGIN) */
+    drop_deferred(c); /* none: they are only ever inside a transaction (not BEGIN) */
     PQreset(c->c);
     if (PQstatus(c->c) != CONNECTION_OK)
         return r; /* still away: the first error stands */
     c->gen++;
     c->after = PQTRANS_IDLE;
+    db_touch_all(&c->base); /* what was read before may have changed while away */
     if (session_setup(c) < 0)
         return r;
     PQclear(r);
     r = attempt(c, s, sql);
     c->after = PQtransactionStatus(c->c);
-    c->ndeferred = 0;
+    drop_deferred(c);
     return r;
 }
 
@@ -450,18 +504,60 @@ static PGresult *execute(struct pg_db *c, struct pg_stmt *s, const char *sql)
 static int run(struct pg_stmt *s)
 {
     struct pg_db *c = conn(s->base.db);
+    if (c->write_failed && !s->rollback)
+        return keep_error(c, c->failed);
     PGresult *r = execute(c, s, NULL);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        int rc = keep_error(c, result_error(c, r));
+        int rc = keep_error(c, c->write_failed ? c->failed : result_error(c, r));
         PQclear(r);
         return rc;
     }
     note_changes(c, r);
+    if (s->rollback)
+        c->write_failed = false;
     s->res = r;
     s->nrows = st == PGRES_TUPLES_OK ? PQntuples(r) : 0;
     s->row = -1;
     return 0;
+}
+
+/* Whether s may wait for the next statement: SAVEPOINT and RELEASE (only ever run inside
+ * a transaction), a blind write inside one (outside, nothing would send it soon). */
+static bool may_defer(struct pg_db *c, const struct pg_stmt *s)
+{
+    bool in_tx = c->after == PQTRANS_INTRANS || c->ndeferred > 0;
+    return (s->deferrable || (s->blind && in_tx)) && c->ndeferred < PG_MAX_DEFERRED &&
+           !c->write_failed && PQstatus(c->c) == CONNECTION_OK;
+}
+
+/* Queue s with its parameters, moved out of it (the caller clears its bindings next). */
+static int defer(struct pg_db *c, struct pg_stmt *s)
+{
+    struct pg_deferred d = {s, NULL, NULL, NULL};
+    if (s->nparams > 0) {
+        d.vals = calloc((size_t)s->nparams, sizeof(*d.vals));
+        d.lens = calloc((size_t)s->nparams, sizeof(*d.lens));
+        d.fmts = calloc((size_t)s->nparams, sizeof(*d.fmts));
+        if (!d.vals || !d.lens || !d.fmts) {
+            free_deferred(&d);
+            return -ENOMEM; /* run now instead */
+        }
+        for (int k = 0; k < s->nparams; k++) {
+            d.vals[k] = s->vals[k];
+            s->vals[k] = NULL;
+            d.lens[k] = s->lens[k];
+            d.fmts[k] = s->fmts[k];
+        }
+    }
+    c->deferred[c->ndeferred++] = d;
+    return 0;
+}
+
+static void p_mark_blind(struct db_stmt *b)
+{
+    struct pg_stmt *s = st_of(b);
+    s->blind = s->name[0] != '\0'; /* persistent only: prepared on the server */
 }
 
 static int p_step(struct db_stmt *b)
@@ -471,9 +567,7 @@ static int p_step(struct db_stmt *b)
     drop_row_state(s);
     if (s->queued)
         return DB_DONE;
-    if (!s->res && s->deferrable && c->ndeferred < PG_MAX_DEFERRED &&
-        PQstatus(c->c) == CONNECTION_OK) {
-        c->deferred[c->ndeferred++] = s;
+    if (!s->res && may_defer(c, s) && defer(c, s) == 0) {
         s->queued = true;
         return DB_DONE;
     }
@@ -540,6 +634,7 @@ static const struct db_ops pg_ops = {
     .changes = p_changes,
     .in_tx = p_in_tx,
     .prepare = p_prepare,
+    .mark_blind = p_mark_blind,
     .finalize = p_finalize,
     .reset = p_reset,
     .clear_bindings = p_clear_bindings,
@@ -577,7 +672,16 @@ static int session_setup(struct pg_db *c)
         if (rc < 0)
             return rc;
     }
-    return 0;
+    /* when this server started: pgsync.c tells a restart (and what it lost) from a flush */
+    PGresult *r = PQexec(c->c, "SELECT (extract(epoch FROM pg_postmaster_start_time())"
+                               " * 1000000)::bigint");
+    int rc = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1
+                 ? 0
+                 : keep_error(c, PQerrorMessage(c->c));
+    if (rc == 0)
+        c->base.server_started = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return rc;
 }
 
 struct db *db_pg_open(const char *uri, bool readonly, char *err, size_t errlen)
@@ -587,7 +691,7 @@ struct db *db_pg_open(const char *uri, bool readonly, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    c->base = (struct db){&pg_ops, DB_POSTGRES};
+    c->base = (struct db){.ops = &pg_ops, .engine = DB_POSTGRES};
     c->c = PQconnectdb(uri);
     if (!c->c || PQstatus(c->c) != CONNECTION_OK) {
         keep_error(c, c->c ? PQerrorMessage(c->c) : "out of memory");

@@ -281,7 +281,7 @@ struct db *db_sqlite_open(const char *path, bool readonly, char *err, size_t err
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    c->base = (struct db){&sqlite_ops, DB_SQLITE};
+    c->base = (struct db){.ops = &sqlite_ops, .engine = DB_SQLITE};
     if (!readonly)
         restrict_mode(path);
     int flags = SQLITE_OPEN_NOMUTEX |

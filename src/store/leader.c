@@ -84,6 +84,7 @@ int store_leader_try(struct store *st, const char *holder, const char *url, int6
     db_finalize(s);
     if (rc != DB_ROW)
         return store_fail(st, "raise the leader's epoch");
+    db_touch_all(store_db(st)); /* another docketd wrote until now: nothing read stands */
     st->leader_epoch = epoch;
     *leading = true;
     return 0;

@@ -223,6 +223,11 @@ static const char *stmt_text(const struct store *st, int i)
     return db_engine(st->db) == DB_POSTGRES && stmt_sql_pg[i] ? stmt_sql_pg[i] : stmt_sql[i];
 }
 
+/* The writes whose callers read nothing back but whether they failed (db.h
+ * db_mark_blind): a submission's rows, its event and audit entry, the id counter. */
+static const enum store_stmt_id blind_writes[] = {S_COUNTER_SET, S_JOB_INSERT, S_SPEC_PUT,
+                                                  S_EVENT_ADD,   S_AUDIT_ADD,  S_RUN_ADD};
+
 static int prepare_all(struct store *st, char *err, size_t errlen)
 {
     for (int i = 0; i < S_COUNT; i++)
@@ -231,6 +236,8 @@ static int prepare_all(struct store *st, char *err, size_t errlen)
                      db_errmsg(st->db));
             return -EIO;
         }
+    for (size_t i = 0; i < sizeof(blind_writes) / sizeof(blind_writes[0]); i++)
+        db_mark_blind(st->stmt[blind_writes[i]]);
     return 0;
 }
 
@@ -244,8 +251,10 @@ static struct store *open_conn(const char *target, bool readonly, char *err, siz
     }
     st->wal_fd = -1;
     store_target_name(target, st->target, sizeof(st->target));
+    st->uri = strdup(target);
     st->db = db_open(target, readonly, err, errlen);
     if (!st->db) {
+        free(st->uri);
         free(st);
         return NULL;
     }
@@ -306,7 +315,10 @@ void store_close(struct store *st)
         db_finalize(st->stmt[i]);
     for (int i = 0; i < STORE_USAGE_NSTMT; i++)
         db_finalize(st->ustmt[i]);
+    store_rcache_clear(st);
+    db_close(st->sync_db);
     db_close(st->db);
+    free(st->uri);
     if (st->wal_fd >= 0)
         close(st->wal_fd);
     free(st);
@@ -386,6 +398,7 @@ int store_commit(struct store *st)
         return rc;
     }
     st->in_tx = false;
+    store_pg_committed(st);
     return 0;
 }
 
@@ -523,8 +536,24 @@ int store_project_put(struct store *st, const char *name, const char *json)
     return store_step_done(st, s, "put project");
 }
 
+/* A default project from the read cache: "" kept for a user without one. */
+static int default_project_cached(const void *val, size_t n, char *project, size_t len)
+{
+    if (n == 0)
+        return -ENOENT;
+    if (n >= len)
+        return -EIO;
+    memcpy(project, val, n);
+    project[n] = '\0';
+    return 0;
+}
+
 int store_default_project_get(struct store *st, const char *user, char *project, size_t len)
 {
+    const void *val;
+    size_t n;
+    if (store_rcache_get(st, S_DEFAULT_GET, user, &val, &n))
+        return default_project_cached(val, n, project, len);
     struct db_stmt *s = store_stmt(st, S_DEFAULT_GET);
     store_bind_text(s, 1, user);
     int step = db_step(s), rc = 0;
@@ -534,6 +563,8 @@ int store_default_project_get(struct store *st, const char *user, char *project,
         rc = step == DB_DONE ? -ENOENT : fail(st, "get default project");
     db_reset(s);
     db_clear_bindings(s);
+    if (rc == 0 || rc == -ENOENT)
+        store_rcache_put(st, S_DEFAULT_GET, user, project, rc == 0 ? strlen(project) : 0);
     return rc;
 }
 
@@ -615,8 +646,62 @@ int store_member_delete(struct store *st, const char *project, const char *user)
     return rc;
 }
 
+static int member_list_read(struct store *st, const char *project, const char *user,
+                            store_member_cb cb, void *arg);
+
+/* A user's memberships from the read cache: project, user and role, each ending in NUL. */
+static int members_cached(const char *val, size_t n, store_member_cb cb, void *arg)
+{
+    for (const char *p = val, *end = val + n; p < end;) {
+        const char *u = p + strlen(p) + 1, *r = u + strlen(u) + 1;
+        int rc = cb(arg, p, u, r);
+        if (rc != 0)
+            return rc;
+        p = r + strlen(r) + 1;
+    }
+    return 0;
+}
+
+/* Keep one row of a user's memberships for the read cache. */
+static int member_keep(void *arg, const char *project, const char *user, const char *role)
+{
+    struct dbuf *b = arg;
+    const char *parts[3] = {project, user, role};
+    for (int i = 0; i < 3; i++)
+        if (dbuf_append(b, parts[i], strlen(parts[i]) + 1) < 0)
+            return -ENOMEM;
+    return 0;
+}
+
+/* Every membership of `user` (the question each request with a token asks), through
+ * the read cache. */
+static int member_list_of_user(struct store *st, const char *user, store_member_cb cb, void *arg)
+{
+    const void *val;
+    size_t n;
+    if (store_rcache_get(st, S_MEMBER_LIST, user, &val, &n))
+        return members_cached(val, n, cb, arg);
+    struct dbuf b;
+    dbuf_init(&b, 0);
+    int rc = member_list_read(st, NULL, user, member_keep, &b);
+    if (rc == 0)
+        store_rcache_put(st, S_MEMBER_LIST, user, b.data, b.len);
+    if (rc == 0)
+        rc = members_cached(b.data, b.len, cb, arg);
+    dbuf_release(&b);
+    return rc == -ENOMEM || rc == -ENOSPC ? store_fail(st, "list members") : rc;
+}
+
 int store_member_list(struct store *st, const char *project, const char *user, store_member_cb cb,
                       void *arg)
+{
+    if (!project && user)
+        return member_list_of_user(st, user, cb, arg);
+    return member_list_read(st, project, user, cb, arg);
+}
+
+static int member_list_read(struct store *st, const char *project, const char *user,
+                            store_member_cb cb, void *arg)
 {
     struct db_stmt *s = store_stmt(st, S_MEMBER_LIST);
     store_bind_text(s, 1, project);

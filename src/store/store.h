@@ -5,9 +5,10 @@
  * open), prepared statements, and the transaction shape the controller's group commit
  * needs.
  *
- * PostgreSQL: every COMMIT is durable when it returns (synchronous_commit = on); there is
- * no WAL of ours, so store_set_external_sync and the checkpoint calls refuse and store_sync
- * does nothing. A PostgreSQL database starts at schema 11 whole (schema_pg.c).
+ * PostgreSQL: every COMMIT is durable when it returns (synchronous_commit = on) until
+ * store_set_external_sync; then COMMIT returns before the server's disk has it and
+ * store_sync flushes the server's WAL on a connection of its own (pgsync.c). The
+ * checkpoint calls refuse. A PostgreSQL database starts at schema 11 whole (schema_pg.c).
  *
  * Durability: WAL with synchronous=FULL by default, so a committed transaction survives a
  * power loss, not only a crash of the process: docketd acknowledges a submission only once
@@ -93,9 +94,14 @@ const char *store_errmsg(struct store *st);
  * calling store_sync() (fdatasync of the WAL) before it acknowledges anything. Together
  * they give FULL's durability while the next transaction is built during the sync. */
 int store_set_external_sync(struct store *st) STORE_WUR;
-/* fdatasync the WAL. Safe to call from another thread than the one using `st` (it only
- * touches a file descriptor opened at store_open). 0 or -errno. */
+/* fdatasync the WAL (PostgreSQL: flush the server's WAL). Safe to call from another
+ * thread than the one using `st` (it only touches a file descriptor opened at store_open,
+ * or PostgreSQL's connection of its own). 0 or -errno; store_sync_errmsg then says why. */
 int store_sync(struct store *st) STORE_WUR;
+/* On the thread using `st`, before asking for a sync: the commits made so far are the
+ * ones it covers (PostgreSQL checks that they were made on the server it flushes). */
+void store_sync_mark(struct store *st);
+const char *store_sync_errmsg(struct store *st);
 
 /* Checkpoints off the connection's thread (docs/controller.md "Checkpoints"). By default
  * SQLite copies the WAL back into the database inside the COMMIT that takes it past 1,000

@@ -112,6 +112,13 @@ struct store {
     char errmsg[256];
     void (*job_write_fn)(void *arg, uint64_t id); /* store_set_job_write_hook */
     void *job_write_arg;
+    struct store_rcache *rcache; /* rcache.c, NULL until the first answer is kept */
+    /* pgsync.c: PostgreSQL's pipelined group commit */
+    char *uri;             /* the target as given (with its password): for sync_db */
+    struct db *sync_db;    /* the sync thread's connection; NULL: COMMIT is durable */
+    int64_t unsynced_life; /* loop: the server life of the commits not synced (0 none, -1 two) */
+    _Atomic int64_t sync_expect; /* the same, handed to the sync in flight */
+    char sync_err[512];          /* the sync thread's last error (read after it reports) */
 };
 
 struct db *store_db(struct store *st);
@@ -152,6 +159,21 @@ int store_step_finalize(struct store *st, struct db_stmt *s, const char *what);
 /* usage.c's statement `i` (0..STORE_USAGE_NSTMT-1), prepared on first use from `sql`
  * and kept until store_close; NULL after store_fail. */
 struct db_stmt *store_usage_stmt(struct store *st, int i, const char *sql);
+
+/* ---- pgsync.c */
+int store_pg_set_external_sync(struct store *st);
+int store_pg_sync(struct store *st);
+/* A COMMIT went through on the main connection: note its server's life. */
+void store_pg_committed(struct store *st);
+
+/* ---- rcache.c: the read cache. An answer of statement `stmt` for `key` (any bytes the
+ * caller chooses to keep, len may be 0), valid while no table the statement reads has been
+ * written since it was put; get gives a pointer valid until the next put or clear. */
+bool store_rcache_get(struct store *st, enum store_stmt_id stmt, const char *key, const void **val,
+                      size_t *len);
+void store_rcache_put(struct store *st, enum store_stmt_id stmt, const char *key, const void *val,
+                      size_t len);
+void store_rcache_clear(struct store *st);
 
 /* ---- store_sqlite.c */
 /* A SQLite store opened read-write on `path`: keep its -wal file open for store_sync. */

@@ -37,7 +37,9 @@ void store_sqlite_opened(struct store *st, const char *path)
 
 int store_set_external_sync(struct store *st)
 {
-    if (!is_sqlite(st) || st->wal_fd < 0) {
+    if (!is_sqlite(st))
+        return store_pg_set_external_sync(st);
+    if (st->wal_fd < 0) {
         snprintf(st->errmsg, sizeof(st->errmsg), "no WAL file to sync");
         return -ENOENT;
     }
@@ -195,7 +197,18 @@ void store_ckpt_close(struct store_ckpt *k)
 
 int store_sync(struct store *st)
 {
+    if (!is_sqlite(st))
+        return store_pg_sync(st);
     if (st->wal_fd < 0)
         return 0; /* synchronous=FULL still: COMMIT synced already */
-    return fdatasync(st->wal_fd) < 0 ? -errno : 0;
+    if (fdatasync(st->wal_fd) == 0)
+        return 0;
+    int e = errno;
+    snprintf(st->sync_err, sizeof(st->sync_err), "fdatasync of the WAL: %s", strerror(e));
+    return -e;
+}
+
+const char *store_sync_errmsg(struct store *st)
+{
+    return st->sync_err;
 }

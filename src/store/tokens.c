@@ -73,7 +73,25 @@ static int token_row(struct store *st, struct db_stmt *s, struct store_token *ou
     return 0;
 }
 
+static int token_get_read(struct store *st, const char *hash, struct store_token *out);
+
+/* Every request with a token asks this: a token found is kept in the read cache (one not
+ * found is not: a stranger's guesses would only fill it). */
 int store_token_get(struct store *st, const char *hash, struct store_token *out)
+{
+    const void *val;
+    size_t n;
+    if (store_rcache_get(st, S_TOKEN_GET, hash, &val, &n) && n == sizeof(*out)) {
+        memcpy(out, val, sizeof(*out));
+        return 0;
+    }
+    int rc = token_get_read(st, hash, out);
+    if (rc == 0)
+        store_rcache_put(st, S_TOKEN_GET, hash, out, sizeof(*out));
+    return rc;
+}
+
+static int token_get_read(struct store *st, const char *hash, struct store_token *out)
 {
     struct db_stmt *s = store_stmt(st, S_TOKEN_GET);
     store_bind_text(s, 1, hash);

@@ -37,6 +37,12 @@ teardown() {
     [[ -z ${PG2_DSN:-} ]] || "$PG_TEST" stop "$PG2_DSN"
 }
 
+# project_in_db DSN NAME: the database holds project NAME (seen by a connection of the
+# test's own)
+project_in_db() {
+    [ "$(psql -At "$1" -c "SELECT count(*) FROM projects WHERE name = '$2'")" = 1 ]
+}
+
 submit_q() {
     "$DOCKET" submit --parsable "$@"
 }
@@ -134,6 +140,41 @@ submit_q() {
     run -0 "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml"
     run -0 "$DOCKET" projects --json
     [[ $output == *explore* ]]
+}
+
+@test "PostgreSQL restarts before a commit is on its disk: docketd acknowledges none of it and stops" {
+    # docketd commits without waiting for the server's disk and a thread of its own flushes
+    # the server's WAL before any reply leaves (src/store/pgsync.c); here that flush is held
+    # (DOCKETD_TEST_SYNC_HOLD) while the server restarts under a committed submission
+    local pd=$T/pr
+    mkdir -p "$pd"
+    PG2_DSN=$("$PG_TEST" start)
+    DOCKETD_TEST_SYNC_HOLD=$pd/hold "$DOCKETD_BIN" --state-dir "$pd" --db "$PG2_DSN" \
+        --listen none --socket "$pd/docketd.sock" --log-file "$pd/docketd.log" &
+    SQ_PID=$!
+    wait_for 20 test -S "$pd/docketd.sock"
+    export DOCKET_URL=unix:$pd/docketd.sock
+    run -0 "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml"
+    touch "$pd/hold"
+    "$DOCKET" projects create pz >"$pd/create.out" 2>&1 &
+    local cli=$!
+    # committed (another connection sees it), not acknowledged: its flush is held
+    wait_for 30 project_in_db "$PG2_DSN" pz
+    kill -0 "$cli"
+    "$PG_TEST" pause "$PG2_DSN"
+    "$PG_TEST" resume "$PG2_DSN"
+    rm "$pd/hold"
+    # the flush finds a server that started after the commit: docketd stops, and the
+    # project is never acknowledged (a restarted docketd reloads what the server kept)
+    wait_for 60 grep -q 'event=stopped' "$pd/docketd.log"
+    local rc=0
+    wait "$SQ_PID" || rc=$?
+    SQ_PID=
+    [ "$rc" -ne 0 ]
+    rc=0
+    wait "$cli" || rc=$?
+    [ "$rc" -ne 0 ]
+    grep -q 'sync_failed.*restarted before the last commits were on its disk' "$pd/docketd.log"
 }
 
 @test "on PostgreSQL, docket admin backup and docketd --restore refuse and name pg_dump / pg_restore" {

@@ -590,6 +590,93 @@ static int count_members(void *arg, const char *project, const char *user, const
     return 0;
 }
 
+/* The read cache (src/store/rcache.c) never answers from before a write of what it read:
+ * a token revoked, a membership added or removed, a default project set or cleared, and an
+ * audit entry rolled back with its savepoint (the next one links to the row before it). */
+static void read_cache_follows_writes(void **state)
+{
+    struct fx *f = *state;
+    struct store_token t, out;
+    memset(&t, 0, sizeof(t));
+    store_token_hash("dkt_cached", t.hash);
+    t.kind = STORE_TOKEN_USER;
+    snprintf(t.user, sizeof(t.user), "alice");
+    snprintf(t.role, sizeof(t.role), "member");
+    t.created_ms = 1;
+    t.expires_ms = 1000;
+    assert_int_equal(store_token_put(f->st, &t), 0);
+    assert_int_equal(store_token_get(f->st, t.hash, &out), 0);
+    assert_int_equal(out.revoked_ms, 0);
+    assert_int_equal(store_token_revoke(f->st, t.hash, 500), 0);
+    assert_int_equal(store_token_get(f->st, t.hash, &out), 0);
+    assert_int_equal(out.revoked_ms, 500);
+
+    char list[256] = "", proj[64];
+    assert_int_equal(store_member_put(f->st, "a", "alice", "member"), 0);
+    assert_int_equal(store_member_list(f->st, NULL, "alice", count_members, list), 0);
+    assert_string_equal(list, "a/alice/member");
+    assert_int_equal(store_member_put(f->st, "b", "alice", "lead"), 0);
+    list[0] = '\0';
+    assert_int_equal(store_member_list(f->st, NULL, "alice", count_members, list), 0);
+    assert_string_equal(list, "a/alice/member,b/alice/lead");
+    assert_int_equal(store_member_delete(f->st, "a", "alice"), 0);
+    list[0] = '\0';
+    assert_int_equal(store_member_list(f->st, NULL, "alice", count_members, list), 0);
+    assert_string_equal(list, "b/alice/lead");
+
+    assert_int_equal(store_default_project_get(f->st, "alice", proj, sizeof(proj)), -ENOENT);
+    assert_int_equal(store_default_project_set(f->st, "alice", "b"), 0);
+    assert_int_equal(store_default_project_get(f->st, "alice", proj, sizeof(proj)), 0);
+    assert_string_equal(proj, "b");
+    assert_int_equal(store_default_project_set(f->st, "alice", NULL), 0);
+    assert_int_equal(store_default_project_get(f->st, "alice", proj, sizeof(proj)), -ENOENT);
+
+    struct store_audit a = {0, 10, "alice", "job.submit", "job:1", NULL, "{}", ""};
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_audit_add(f->st, &a), 0);
+    assert_int_equal(store_savepoint(f->st), 0);
+    assert_int_equal(store_audit_add(f->st, &a), 0); /* the cached head is now this row */
+    assert_int_equal(store_rollback_to(f->st), 0);
+    assert_int_equal(store_audit_add(f->st, &a), 0); /* id 2 again, linked to row 1 */
+    assert_int_equal(store_commit(f->st), 0);
+    struct store_audit_check v;
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_int_equal(v.checked, 2);
+}
+
+/* A blind write (db.h db_mark_blind: a job row, its event, the audit entry) that fails is
+ * never lost silently: on SQLite it fails at once; on PostgreSQL, sent later with the next
+ * statement, it fails that statement and every one after it, ROLLBACK TO and COMMIT
+ * included, until the whole transaction is rolled back; then the store works again. */
+static void failed_blind_write_ends_the_transaction(void **state)
+{
+    struct fx *f = *state;
+    struct store_job j = make_job(1, "p", 0), out;
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_savepoint(f->st), 0);
+    assert_int_equal(store_job_insert(f->st, &j), 0);
+    assert_int_equal(store_release(f->st), 0);
+    assert_int_equal(store_savepoint(f->st), 0);
+    int rc = store_job_insert(f->st, &j); /* the same id again */
+    if (!fx_pg(f)) {
+        assert_int_not_equal(rc, 0);
+        store_rollback(f->st);
+        return;
+    }
+    assert_int_equal(rc, 0); /* waiting to be sent */
+    assert_int_equal(store_job_get(f->st, 1, &out), -EIO);
+    assert_non_null(strstr(store_errmsg(f->st), "an earlier write"));
+    assert_int_not_equal(store_rollback_to(f->st), 0);
+    assert_int_not_equal(store_commit(f->st), 0); /* rolled back whole */
+    assert_int_equal(store_job_get(f->st, 1, &out), -ENOENT);
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_job_insert(f->st, &j), 0);
+    assert_int_equal(store_commit(f->st), 0);
+    assert_int_equal(store_job_get(f->st, 1, &out), 0);
+    store_job_release(&out);
+}
+
 static void members_holds_and_owner(void **state)
 {
     struct fx *f = *state;
@@ -1893,6 +1980,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(arrays_rolled_back_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(checkpoints_off_the_writer, setup, teardown),
         cmocka_unit_test_setup_teardown(import_from_sqlite, setup, teardown),
+        cmocka_unit_test_setup_teardown(read_cache_follows_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(failed_blind_write_ends_the_transaction, setup, teardown),
         cmocka_unit_test(password_never_in_messages),
     };
     /* On PostgreSQL (with-pg.sh), the tests of what only SQLite has are left out: its WAL,
