@@ -33,7 +33,8 @@ const char cmd_admin_usage[] =
     "token, or the Unix socket). It goes to FILE.part (mode 0600: it holds token hashes,\n"
     "sealed secrets and the audit trail), its size and SHA-256 are checked against what\n"
     "docketd sent, and only then is it renamed to FILE (default\n"
-    "docket-backup-YYYYMMDD-HHMMSS.db in this directory, UTC); -o - writes it to stdout.\n"
+    "docket-backup-YYYYMMDD-HHMMSS.db in this directory, UTC; .pgdump, pg_dump's custom\n"
+    "format, from a docketd on PostgreSQL); -o - writes it to stdout.\n"
     "Progress is shown on a terminal. --json prints {file, bytes, sha256, schema}.\n"
     "Restore it with `docketd --restore FILE` while docketd is stopped\n"
     "(docs/operations.md \"Back up and restore the state\").\n";
@@ -258,6 +259,10 @@ static int backup(struct cli *c, const char *out)
     }
     if (!to_stdout && d.fd >= 0 && rc != EXIT_OK)
         close(d.fd);
+    if (rc == EXIT_OK && !out && r.backup_pg_dump) /* the default name says what it is */
+        snprintf(file + strlen(file) - 3, 8, ".pgdump");
+    if (rc == EXIT_OK && !to_stdout && access(file, F_OK) == 0)
+        rc = cli_fail(c, "'%s' exists: choose another name with -o FILE", file);
     if (rc == EXIT_OK && !to_stdout && (rename(part_path, file) < 0 || sync_parent(file) < 0))
         rc = cli_fail(c, "cannot rename '%s' to '%s': %s", part_path, file, strerror(errno));
     if (rc != EXIT_OK && !to_stdout)

@@ -492,6 +492,7 @@ static int plain_request(struct client *c, const char *method, const char *path,
     r->backup_bytes = head.docket_bytes;
     r->schema = head.docket_schema;
     memcpy(r->backup_sha256, head.docket_sha256, sizeof(r->backup_sha256));
+    r->backup_pg_dump = head.docket_pg_dump;
     r->body = dbuf_detach(&reply, &r->len);
     return 0;
 }
@@ -578,6 +579,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         r->backup_bytes = strtoll(buf + 22, NULL, 10);
     else if (!strncasecmp(buf, "X-Docket-Schema:", 16))
         r->schema = (int)strtol(buf + 16, NULL, 10);
+    else if (!strncasecmp(buf, "X-Docket-Backup-Format:", 23))
+        r->backup_pg_dump = strstr(buf + 23, "pg_dump") != NULL;
     else if (!strncasecmp(buf, "X-Docket-Backup-Sha256:", 23))
         sscanf(buf + 23, " %64[0-9a-f]", r->backup_sha256);
     return len;

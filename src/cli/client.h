@@ -56,7 +56,8 @@ struct client_reply {
     /* a backup's (client_download): X-Docket-Backup-Bytes, -Sha256, X-Docket-Schema */
     int64_t backup_bytes; /* -1 when absent */
     char backup_sha256[65];
-    int schema; /* -1 when absent */
+    bool backup_pg_dump; /* X-Docket-Backup-Format: pg_dump */
+    int schema;          /* -1 when absent */
 };
 
 void client_reply_release(struct client_reply *r);

@@ -121,6 +121,8 @@ static int parse_header(const char *line, size_t len, struct http_head *h)
         h->docket_bytes = header_int(v, INT64_MAX / 2);
     } else if ((v = header_value(line, len, "X-Docket-Schema"))) {
         h->docket_schema = (int)header_int(v, INT32_MAX);
+    } else if ((v = header_value(line, len, "X-Docket-Backup-Format"))) {
+        h->docket_pg_dump = strncmp(v, "pg_dump\r", 8) == 0;
     } else if ((v = header_value(line, len, "X-Docket-Backup-Sha256"))) {
         size_t n = 0;
         while (n < 64 && isxdigit((unsigned char)v[n]))

@@ -33,6 +33,7 @@ struct http_head {
     int docket_schema;      /* X-Docket-Schema (a backup's), -1 when absent */
     int64_t docket_bytes;   /* X-Docket-Backup-Bytes, -1 when absent */
     char docket_sha256[65]; /* X-Docket-Backup-Sha256 (64 hex digits), "" when absent */
+    bool docket_pg_dump;    /* X-Docket-Backup-Format: pg_dump (a PostgreSQL docketd's) */
 };
 
 /* Parse a response head in buf[0..len). Returns the head's length (through the blank

@@ -3,7 +3,8 @@
  * restore the state"): one consistent snapshot of the database, sent to an admin.
  *
  * The loop never waits for it. A thread of its own makes the copy on its own read-only
- * connection (store_backup_write: VACUUM INTO, which docketd's writer does not wait for)
+ * connection (store_backup_write: VACUUM INTO, which docketd's writer does not wait for;
+ * on PostgreSQL store_pg_backup_write: pg_dump, one read-only transaction of its own)
  * into STATE_DIR/backup.tmp (0600), checks it (integrity_check) and hashes it (SHA-256),
  * then tells the loop through a pipe. The loop opens the file and unlinks it at once, so
  * no path leaves it behind once the stream starts (a client that leaves, an error, a
@@ -53,7 +54,8 @@ struct ctl_backup {
     struct event *done_ev;
     struct event *peer_ev; /* the client's socket readable while the copy is made */
     bool client_gone;
-    char db[CTL_PATH_MAX];
+    char db[CTL_PATH_MAX]; /* the SQLite file, or the PostgreSQL URI (password and all) */
+    bool pg;
     char tmp[CTL_PATH_MAX + 32];
     const char *hold; /* DOCKETD_TEST_BACKUP_HOLD: the thread waits while this file is */
     int64_t started_ms;
@@ -105,7 +107,9 @@ static int file_sha256(const char *path, const atomic_bool *cancel, char out[65]
 static void *worker(void *arg)
 {
     struct ctl_backup *b = arg;
-    b->rc = store_backup_write(b->db, b->tmp, &b->cancel, &b->info, b->err, sizeof(b->err));
+    b->rc = b->pg
+                ? store_pg_backup_write(b->db, b->tmp, &b->cancel, &b->info, b->err, sizeof(b->err))
+                : store_backup_write(b->db, b->tmp, &b->cancel, &b->info, b->err, sizeof(b->err));
     if (b->rc == 0 && (b->rc = file_sha256(b->tmp, &b->cancel, b->sha256)) < 0)
         snprintf(b->err, sizeof(b->err), "hashing '%s': %s", b->tmp, strerror(-b->rc));
     while (b->rc == 0 && b->hold && access(b->hold, F_OK) == 0 && !atomic_load(&b->cancel))
@@ -241,10 +245,12 @@ static void start_stream(struct ctl_backup *b)
     evhttp_add_header(h, "X-Docket-Backup-Sha256", b->sha256);
     snprintf(v, sizeof(v), "%d", b->info.schema);
     evhttp_add_header(h, "X-Docket-Schema", v);
+    evhttp_add_header(h, "X-Docket-Backup-Format", b->pg ? "pg_dump" : "sqlite");
     evhttp_add_header(h, "Cache-Control", "no-store");
     log_info("backup_ready", "bytes=%lld schema=%d sha256=%s ms=%lld", (long long)b->info.bytes,
              b->info.schema, b->sha256, (long long)(clock_mono_ms() - b->started_ms));
-    ctl_stream_start(c, b->req, "application/vnd.sqlite3", fill, stream_done, b);
+    ctl_stream_start(c, b->req, b->pg ? "application/octet-stream" : "application/vnd.sqlite3",
+                     fill, stream_done, b);
 }
 
 /* The thread is done (the loop, through the pipe): stream the copy, or say why not. */
@@ -286,12 +292,6 @@ static void thread_done(evutil_socket_t fd, short what, void *arg)
 void h_admin_backup(struct ctl_req *r)
 {
     struct ctl *c = r->c;
-    if (store_is_postgres(c->store)) { /* SQLite's VACUUM INTO: PostgreSQL has its own tools */
-        ctl_reply_errorf(c, r->req, 409, NULL,
-                         "this docketd keeps its state in PostgreSQL: back it up with pg_dump "
-                         "(docs/operations.md \"PostgreSQL\")");
-        return;
-    }
     if (c->backup) {
         ctl_reply_errorf(c, r->req, 409, NULL,
                          "a backup is already running (started %lld s ago): wait for it to "
@@ -306,7 +306,8 @@ void h_admin_backup(struct ctl_req *r)
     b->fd = -1;
     b->started_ms = clock_mono_ms();
     b->hold = getenv("DOCKETD_TEST_BACKUP_HOLD");
-    str_copy(b->db, sizeof(b->db), store_path(c->store));
+    b->pg = store_is_postgres(c->store);
+    str_copy(b->db, sizeof(b->db), b->pg ? c->cfg.db : store_path(c->store));
     snprintf(b->tmp, sizeof(b->tmp), "%s/%s", c->cfg.state_dir, CTL_BACKUP_TMP);
     (void)unlink(b->tmp); /* one backup at a time: any file there is a dead one's */
     if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {

@@ -223,3 +223,32 @@ int ctl_restore_file(const char *state_dir, const char *file)
            "secrets\n");
     return 0;
 }
+
+int ctl_restore_pg(const char *state_dir, const char *uri, const char *file)
+{
+    char err[1024], aside[CTL_PATH_MAX + 64], stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+    if (mkdir(state_dir, 0700) < 0 && errno != EEXIST) {
+        fprintf(stderr, "docketd --restore: cannot create '%s': %s\n", state_dir, strerror(errno));
+        return 1;
+    }
+    snprintf(aside, sizeof(aside), "%s/before-restore-%s.pgdump", state_dir, stamp);
+    int rc = store_pg_restore(uri, file, aside, err, sizeof(err));
+    if (rc < 0) {
+        bool moved = access(aside, F_OK) == 0;
+        fprintf(stderr, "docketd --restore: %s; %s\n", err,
+                moved ? "the database was not changed (pg_restore runs in one transaction)"
+                      : "nothing was changed");
+        return 1;
+    }
+    own_like_state_dir(aside, state_dir);
+    printf("restored %s into the PostgreSQL database\n", file);
+    printf("what it held before is in %s (restore it the same way)\n", aside);
+    printf("next: start docketd; it migrates an older schema, refuses a newer one, and needs "
+           "the secrets key of the docketd that made the backup (STATE_DIR/secrets.key) to "
+           "read the projects' secrets\n");
+    return 0;
+}

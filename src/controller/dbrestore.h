@@ -23,5 +23,10 @@ int ctl_state_lock_wait(const char *state_dir, int wait_ms, char *err, size_t er
  * before-restore-YYYYMMDD-HHMMSS/, install the copy 0600. Messages on stderr, the
  * result on stdout. The exit status: 0 done, 1 refused or failed (nothing changed). */
 int ctl_restore_file(const char *state_dir, const char *file);
+/* `docketd --db postgresql://... --restore FILE`: a pg_dump archive (`docket admin backup`
+ * of a docketd on PostgreSQL) restored into that database in one transaction while no
+ * docketd leads it; what it held before is kept in STATE_DIR/before-restore-*.pgdump
+ * first. The exit status. */
+int ctl_restore_pg(const char *state_dir, const char *uri, const char *file);
 
 #endif

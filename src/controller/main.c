@@ -514,12 +514,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     if (parse_args(argc, argv, &c->cfg) < 0)
         return 2;
-    if (c->cfg.restore_file[0] && store_path_is_postgres(c->cfg.db)) {
-        fprintf(stderr, "docketd --restore: this docketd's database is PostgreSQL (--db): restore"
-                        " it with pg_restore (docs/operations.md \"PostgreSQL\"); nothing was"
-                        " changed\n");
-        return 1;
-    }
+    if (c->cfg.restore_file[0] && store_path_is_postgres(c->cfg.db)) /* offline, as below */
+        return ctl_restore_pg(c->cfg.state_dir, c->cfg.db, c->cfg.restore_file);
     if (c->cfg.restore_file[0]) /* offline: no log, no loop, no listener */
         return ctl_restore_file(c->cfg.state_dir, c->cfg.restore_file);
     if (log_open(c->cfg.log_file[0] ? c->cfg.log_file : NULL, c->cfg.log_level, c->cfg.log_format) <

@@ -16,7 +16,6 @@
 #include "util/str.h"
 
 /* The advisory lock's key (the migrations use 7243453, "docket"). */
-#define LEADER_LOCK_KEY "7243454"
 
 static int need_postgres(struct store *st)
 {
@@ -62,7 +61,7 @@ int store_leader_try(struct store *st, const char *holder, const char *url, int6
     *leading = false;
     if ((rc = need_postgres(st)) < 0 || (rc = make_table(st)) < 0)
         return rc;
-    if ((rc = one_int(st, "SELECT pg_try_advisory_lock(" LEADER_LOCK_KEY ")::int",
+    if ((rc = one_int(st, "SELECT pg_try_advisory_lock(" STORE_LEADER_LOCK_KEY ")::int",
                       "take the leader's lock", &got)) < 0)
         return rc;
     if (!got)
@@ -137,13 +136,13 @@ int store_leader_check(struct store *st)
     int64_t held = 0;
     int rc = one_int(st,
                      "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 0"
-                     " AND objid = " LEADER_LOCK_KEY " AND objsubid = 1"
+                     " AND objid = " STORE_LEADER_LOCK_KEY " AND objsubid = 1"
                      " AND pid = pg_backend_pid() AND granted",
                      "look at the leader's lock", &held);
     if (rc < 0)
         return rc;
     if (!held) { /* the session was lost and made anew: take the lock again, if free */
-        if ((rc = one_int(st, "SELECT pg_try_advisory_lock(" LEADER_LOCK_KEY ")::int",
+        if ((rc = one_int(st, "SELECT pg_try_advisory_lock(" STORE_LEADER_LOCK_KEY ")::int",
                           "take the leader's lock", &held)) < 0)
             return rc;
         if (!held) {

@@ -197,6 +197,17 @@ struct store_backup_info {
  * negative errno with err saying why. */
 int store_backup_write(const char *db_path, const char *dest, const atomic_bool *cancel,
                        struct store_backup_info *out, char *err, size_t errlen) STORE_WUR;
+/* The same for a database kept in PostgreSQL (pgdump.c): pg_dump's custom format, one
+ * consistent snapshot of the live database, checked with pg_restore --list. */
+int store_pg_backup_write(const char *uri, const char *dest, const atomic_bool *cancel,
+                          struct store_backup_info *out, char *err, size_t errlen) STORE_WUR;
+/* Whether the file at path is a pg_dump archive (custom format). */
+bool store_backup_is_pg_dump(const char *path);
+/* Restore a pg_dump archive into the PostgreSQL database at uri, in one transaction, while
+ * no docketd leads it (the leader's lock held meanwhile: -EBUSY when one does); what the
+ * database held before goes to `aside` first (a pg_dump archive). 0, or -errno with err. */
+int store_pg_restore(const char *uri, const char *file, const char *aside, char *err,
+                     size_t errlen) STORE_WUR;
 /* Check a copy of a database before docketd runs on it: it opens (read-write: the copy
  * must be nobody else's; it becomes one self-contained file, rollback journal), passes
  * PRAGMA integrity_check, is a docketd database, and its schema is not newer than this

@@ -160,6 +160,9 @@ int store_step_finalize(struct store *st, struct db_stmt *s, const char *what);
  * and kept until store_close; NULL after store_fail. */
 struct db_stmt *store_usage_stmt(struct store *st, int i, const char *sql);
 
+/* ---- leader.c: the advisory lock the leader holds (pgdump.c's restore takes it too) */
+#define STORE_LEADER_LOCK_KEY "7243454"
+
 /* ---- pgsync.c */
 int store_pg_set_external_sync(struct store *st);
 int store_pg_sync(struct store *st);

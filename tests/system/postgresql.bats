@@ -177,11 +177,36 @@ submit_q() {
     grep -q 'sync_failed.*restarted before the last commits were on its disk' "$pd/docketd.log"
 }
 
-@test "on PostgreSQL, docket admin backup and docketd --restore refuse and name pg_dump / pg_restore" {
-    run -1 "$DOCKET" admin backup -o "$T/b.db"
-    [[ $output == *pg_dump* ]]
-    [[ ! -s $T/b.db ]]
-    run -1 "$DOCKETD_BIN" --state-dir "$T/r" --db "$(cat "$T/pg.dsn")" --restore "$T/b.db"
-    [[ $output == *pg_restore* && $output == *"nothing was changed"* ]]
-    [[ ! -e $T/r/docket.db ]]
+@test "on PostgreSQL, docket admin backup is pg_dump's; docketd --restore puts it back, never under a leader" {
+    local dsn; dsn=$(cat "$T/pg.dsn")
+    id=$(submit_q --hold -p explore --class exploration --time 5m -- true)
+    run -0 "$DOCKET" admin backup -o "$T/b.pgdump" --json
+    [ "$(jq -r .schema <<<"$output")" -gt 0 ]
+    [ "$(head -c 5 "$T/b.pgdump")" = PGDMP ]
+    [ "$(stat -c %a "$T/b.pgdump")" = 600 ]
+    # the default name says what it is
+    (cd "$T" && "$DOCKET" admin backup >/dev/null)
+    ls "$T"/docket-backup-*.pgdump
+    # after the backup: a project the restore takes back
+    run -0 "$DOCKET" projects create after-backup
+    # a docketd leads: refused, nothing changed
+    run -1 "$DOCKETD_BIN" --state-dir "$T/r" --db "$dsn" --restore "$T/b.pgdump"
+    [[ $output == *"a docketd leads this database"* && $output == *"nothing was changed"* ]]
+    run -0 "$DOCKET" projects --json
+    [[ $output == *after-backup* ]]
+    # not a pg_dump archive: refused before anything is touched
+    echo "not a backup" >"$T/junk"
+    kill_pidfile "$T/ctl.pid"
+    run -1 "$DOCKETD_BIN" --state-dir "$T/r" --db "$dsn" --restore "$T/junk"
+    [[ $output == *"not a pg_dump archive"* ]]
+    run -0 "$DOCKETD_BIN" --state-dir "$T/r" --db "$dsn" --restore "$T/b.pgdump"
+    [[ $output == *"restored"* ]]
+    aside=$(ls "$T/r"/before-restore-*.pgdump)
+    [ "$(head -c 5 "$aside")" = PGDMP ]
+    ctl_start "$PORT"
+    wait_for 30 nodes_up 2
+    run -0 "$DOCKET" projects --json
+    [[ $output == *explore* && $output != *after-backup* ]]
+    state_in "$id" HELD
+    "$DOCKET" cancel "$id" >/dev/null
 }
