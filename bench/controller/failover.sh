@@ -7,12 +7,18 @@
 # both URLs; after SETTLE_S (2) seconds the leader is killed (-9) and the standby's
 # /healthz is polled every 20 ms until it answers 200. Prints each round's seconds from the
 # kill to that answer, with the submissions acknowledged before and after, then the median.
+# BURST=N (e.g. 2000): N concurrent keep-alive connections of bench/controller/burst.py
+# submit instead of the CLI loops, and each round then checks in the database that every
+# acknowledged submission is there once, under its id (lost / doubled).
 # Use a release build: meson setup build-r --buildtype=release && ninja -C build-r.
 set -euo pipefail
 B=${1:-build-r}
 ROUNDS=${ROUNDS:-5}
 WORKERS=${WORKERS:-16}
 SETTLE_S=${SETTLE_S:-2}
+AFTER_S=${AFTER_S:-1} # submissions go on this long after the standby serves
+BURST=${BURST:-}
+[[ -z $BURST ]] || ulimit -n $((BURST * 2 + 1024))
 PG=$(dirname "$0")/../../scripts/pg-test.sh
 DOCKET=$B/src/cli/docket
 T=$(mktemp -d /tmp/docket-bench-failover.XXXXXX)
@@ -57,7 +63,12 @@ for r in $(seq "$ROUNDS"); do
     DOCKET_TOKEN=$(cat "$T/a/admin.token")
     : >"$T/acked"
     workers=()
-    for w in $(seq "$WORKERS"); do
+    if [[ -n $BURST ]]; then
+        python3 "$(dirname "$0")/burst.py" --urls "$DOCKET_URL" --token-file "$T/a/admin.token" \
+            --conns "$BURST" --stop "$T/stop" --acked "$T/acked" >"$T/burst.out" &
+        workers+=($!)
+    fi
+    for w in $(seq "$([[ -n $BURST ]] && echo 0 || echo "$WORKERS")"); do
         (while [[ ! -e $T/stop ]]; do
             "$DOCKET" submit --parsable --hold -- true >>"$T/acked" 2>/dev/null || true
         done) &
@@ -69,13 +80,20 @@ for r in $(seq "$ROUNDS"); do
     kill -9 "$(cat "$T/a.pid")"
     until curl -sf -o /dev/null "http://127.0.0.1:$pb/healthz"; do sleep 0.02; done
     t1=$(ms)
-    sleep 1
+    sleep "$AFTER_S"
     touch "$T/stop"
     wait "${workers[@]}"
     rm -f "$T/stop"
     after=$(($(wc -l <"$T/acked") - before))
     s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1000 }')
     echo "round $r: serving again $s s after kill -9 of the leader ($before submissions acknowledged before, $after after)"
+    if [[ -n $BURST ]]; then # every acknowledged name once in the database, with its id
+        psql -At "$dsn" -c "SELECT name || ' ' || id FROM jobs" | sort >"$T/stored"
+        sort "$T/acked" >"$T/acked.sorted"
+        lost=$(comm -23 "$T/acked.sorted" "$T/stored" | wc -l)
+        doubled=$(psql -At "$dsn" -c "SELECT count(*) FROM (SELECT name FROM jobs GROUP BY name HAVING count(*) > 1) d")
+        echo "round $r: $BURST connections ($(cat "$T/burst.out")): $(wc -l <"$T/acked") acknowledged, $lost lost, $doubled doubled"
+    fi
     results+=("$s")
     kill -9 "$(cat "$T/b.pid")" "$(cat "$T/agent.pid")" 2>/dev/null || true
     rm -rf "$T/agent"
