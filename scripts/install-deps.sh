@@ -26,7 +26,7 @@ build_pkgs=(build-essential pkg-config meson ninja-build
             libevent-dev libsqlite3-dev libpq-dev libjansson-dev libyaml-dev libssl-dev
             libcurl4-openssl-dev libbpf-dev curl jq)
 test_pkgs=(git libcmocka-dev bats parallel clang libclang-rt-14-dev libtsan2 clang-format sqlite3 bsdutils procps psmisc iproute2 python3
-           postgresql chromium)
+           postgresql chromium haproxy)
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     build_pkgs+=(nodejs npm)
 fi

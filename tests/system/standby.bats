@@ -4,7 +4,9 @@
 # leader is; the leader is killed (-9) while submissions pour in through the CLI's list of
 # both; the standby takes over: every acknowledged submission is there, none twice, and
 # it serves; a job running through it on an agent that knows both controllers runs once,
-# to its end. A SQLite docketd has no standby.
+# to its end. HAProxy in front of both (docs/operations.md: the console's and other
+# clients' one address) reaches whoever leads, before and after. A SQLite docketd has no
+# standby.
 
 bats_require_minimum_version 1.5.0
 
@@ -30,9 +32,33 @@ setup_file() {
         --mem 64G --label zone=c --state-dir "$T/agent-c" --allow-root-jobs --log-file "$T/agent-c.log" &
     echo $! >"$T/agent-c.pid"
     wait_for 30 nodes_up 3
+    haproxy_start
+}
+
+# HAProxy in front of both, as docs/operations.md "Active and standby" shows: a standby's
+# 503 on /healthz keeps it out of the pool. HA_URL is its one address.
+haproxy_start() {
+    local port
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    printf '%s\n' defaults '    mode http' '    timeout connect 2s' '    timeout client 30s' \
+        '    timeout server 30s' 'frontend docket' "    bind 127.0.0.1:$port" \
+        '    default_backend docketd' 'backend docketd' '    option httpchk GET /healthz' \
+        '    http-check expect status 200' \
+        "    server ctl1 127.0.0.1:$PORT check inter 200ms fall 1 rise 1" \
+        "    server ctl2 127.0.0.1:$PORT2 check inter 200ms fall 1 rise 1" >"$T/haproxy.cfg"
+    haproxy -db -f "$T/haproxy.cfg" >"$T/haproxy.log" 2>&1 &
+    echo $! >"$T/haproxy.pid"
+    export HA_URL=http://127.0.0.1:$port
+}
+
+# through HAProxy: the API with the CLI, and the console's page
+through_haproxy() {
+    DOCKET_URL=$HA_URL DOCKET_TOKEN=$TOKEN "$DOCKET" nodes --json >/dev/null &&
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$HA_URL/")" = 200 ]
 }
 
 teardown_file() {
+    kill_pidfile "$T/haproxy.pid"
     kill_pidfile "$T/agent-c.pid"
     kill_pidfile "$T/ctl2.pid"
     cluster_stop
@@ -48,6 +74,13 @@ teardown_file() {
     DOCKET_URL="http://127.0.0.1:$PORT2,http://127.0.0.1:$PORT" DOCKET_TOKEN=$TOKEN \
         run -0 "$DOCKET" nodes --json
     jq -e '.nodes | length == 3' <<<"$output"
+}
+
+@test "HAProxy in front of the pair sends the API and the console to the leader" {
+    wait_for 30 through_haproxy
+    for i in 1 2 3 4 5 6; do through_haproxy; done # never to the standby
+    run -0 curl -s "$HA_URL/healthz"
+    [[ $output != *standby* ]]
 }
 
 @test "kill -9 of the leader under a stream of submissions: the standby serves, nothing lost or doubled" {
@@ -92,4 +125,9 @@ teardown_file() {
     jq -e '.job.state == "COMPLETED" and .job.exit.code == 0' <<<"$output" || { jq -c "{s: .job.state, e: .job.exit, ev: [.events[] | [.type, .from, .to, .node, .reason, .detail]]}" <<<"$output" >&2; false; }
     jq -e '[.events[] | select(.type == "start")] | length == 1' <<<"$output"
     [[ $("$DOCKET" logs "$run_id") == through ]]
+}
+
+@test "after the takeover HAProxy sends the API and the console to the new leader" {
+    wait_for 30 through_haproxy
+    DOCKET_URL=$HA_URL DOCKET_TOKEN=$TOKEN run -0 "$DOCKET" submit --parsable --hold --name via-haproxy -- true
 }
