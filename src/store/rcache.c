@@ -6,7 +6,8 @@
  * reads the tables from the SQL, so no caller lists what a cached answer depends on, and a
  * new statement that writes one of them voids it without anyone remembering to). One
  * connection writes a docketd's database (the leader's), so its own writes are all there
- * is to see; a ROLLBACK or a new connection counts as writing every table.
+ * is to see; a ROLLBACK or a new connection counts as writing every table. A read-only
+ * store (another process writes) keeps nothing.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -77,7 +78,7 @@ bool store_rcache_get(struct store *st, enum store_stmt_id stmt, const char *key
                       size_t *len)
 {
     struct store_rcache *c = st->rcache;
-    struct rcache_entry **p = c ? find(c, stmt, key) : NULL;
+    struct rcache_entry **p = c && !st->no_rcache ? find(c, stmt, key) : NULL;
     if (!p)
         return false;
     uint64_t reads = db_stmt_reads(store_stmt(st, stmt));
@@ -93,6 +94,8 @@ bool store_rcache_get(struct store *st, enum store_stmt_id stmt, const char *key
 void store_rcache_put(struct store *st, enum store_stmt_id stmt, const char *key, const void *val,
                       size_t len)
 {
+    if (st->no_rcache)
+        return;
     if (st->rcache && st->rcache->n >= RCACHE_MAX)
         store_rcache_clear(st); /* many users at once: start again rather than track age */
     if (!st->rcache && !(st->rcache = calloc(1, sizeof(*st->rcache))))

@@ -286,6 +286,7 @@ struct store *store_open_readonly(const char *target, char *err, size_t errlen)
     struct store *st = open_conn(target, true, err, errlen);
     if (!st)
         return NULL;
+    st->no_rcache = true;
     int v = store_schema_version(st);
     if (v != n) {
         if (v < 0)

@@ -113,6 +113,7 @@ struct store {
     void (*job_write_fn)(void *arg, uint64_t id); /* store_set_job_write_hook */
     void *job_write_arg;
     struct store_rcache *rcache; /* rcache.c, NULL until the first answer is kept */
+    bool no_rcache;              /* a read-only store: another process writes, nothing is kept */
     /* pgsync.c: PostgreSQL's pipelined group commit */
     char *uri;             /* the target as given (with its password): for sync_db */
     struct db *sync_db;    /* the sync thread's connection; NULL: COMMIT is durable */
