@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "util/dbuf.h"
@@ -14,23 +15,27 @@
 #include "util/str.h"
 
 const char cmd_report_usage[] =
-    "usage: docket report usage [--since 30d] [--by project|user|tier|class|gpu-type]\n"
-    "                           [--csv|--json]\n"
+    "usage: docket report usage [--since 30d | --month 2026-11 | --quarter 2026-Q4]\n"
+    "                           [--by project|group|user|tier|class|gpu-type] [--csv|--json]\n"
     "       docket report capacity --month 2026-11 [--csv|--json|--html]\n"
     "\n"
     "usage: per project (user, tier, class, GPU type) over the window: GPU- and\n"
     "CPU-hours of the runs inside it (to the millisecond), jobs by outcome, queue wait\n"
     "p50/p95, preemptions and the GPU-hours of the runs they stopped, cost from the\n"
-    "policy's prices. capacity: one month's utilisation by GPU type, queue peaks per\n"
-    "tier and the share of waits past the tier's target, GPUs stranded now on nodes no\n"
-    "waiting job fits, and the most repeated job specs. Viewers, operators and admins.\n";
+    "policy's prices; a calendar month or quarter (UTC) in place of --since; the CSV\n"
+    "carries the period, currency and GPU rates on every row. A run still going counts\n"
+    "to now. Viewers, operators and admins read every project; a project's lead reads\n"
+    "their own projects (--by project). capacity: one month's utilisation by GPU type,\n"
+    "queue peaks per tier and the share of waits past the tier's target, GPUs stranded\n"
+    "now on nodes no waiting job fits, and the most repeated job specs.\n";
 
-enum { RP_SINCE = 1, RP_BY, RP_MONTH, RP_CSV, RP_HTML };
+enum { RP_SINCE = 1, RP_BY, RP_MONTH, RP_CSV, RP_HTML, RP_QUARTER };
 
 static const struct opt_def report_opts[] = {
     {RP_SINCE, 0, "since", OPT_VALUE},
     {RP_BY, 0, "by", OPT_VALUE},
     {RP_MONTH, 0, "month", OPT_VALUE},
+    {RP_QUARTER, 0, "quarter", OPT_VALUE},
     {RP_CSV, 0, "csv", OPT_NONE},
     {RP_HTML, 0, "html", OPT_NONE},
     CLI_COMMON_OPTS,
@@ -80,17 +85,47 @@ static void csv_field(FILE *out, const char *s, bool last)
     fputc(last ? '\n' : ',', out);
 }
 
+/* "2026-11-01T00:00:00Z" from ms. */
+static void utc_text(int64_t ms, char *b, size_t n)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(b, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The period, currency and rates every CSV row carries (a finance sheet reads rows). */
+static void period_fields(const json_t *rep, char *out, size_t n)
+{
+    char since[32], until[32];
+    struct dbuf rates;
+    utc_text(jint(rep, "since_ms", 0), since, sizeof since);
+    utc_text(jint(rep, "until_ms", 0), until, sizeof until);
+    dbuf_init(&rates, 0);
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(rep, "gpu_rates"), k, v) {
+        dbuf_printf(&rates, "%s%s=%g", rates.len ? ";" : "", k, json_number_value(v));
+    }
+    snprintf(out, n, "%s,%s,%s,%s,%s", jstr(rep, "period")[0] ? jstr(rep, "period") : "-", since,
+             until, jstr(rep, "currency"), rates.data);
+    dbuf_release(&rates);
+}
+
 static void usage_csv(struct cli *c, const json_t *rep)
 {
     size_t i;
     json_t *r;
+    char period[1024];
+    period_fields(rep, period, sizeof period);
     fprintf(c->out,
-            "%s,gpu_hours,gpu_seconds,cpu_hours,runs,completed,failed,cancelled,timeout,"
-            "preempted,node_fail,wait_p50_s,wait_p95_s,preemptions,preempt_gpu_hours,"
-            "idle_gpu_hours,cost\n",
+            "period,since_utc,until_utc,currency,gpu_rates,%s,gpu_hours,gpu_seconds,cpu_hours,"
+            "runs,completed,failed,cancelled,timeout,preempted,node_fail,wait_p50_s,wait_p95_s,"
+            "preemptions,preempt_gpu_hours,idle_gpu_hours,cost\n",
             jstr(rep, "by"));
     json_array_foreach(json_object_get(rep, "rows"), i, r) {
         json_t *jobs = json_object_get(r, "jobs");
+        fprintf(c->out, "%s,", period);
         csv_field(c->out, jstr(r, "key"), false);
         fprintf(c->out, "%.6f,%.3f,%.6f,%lld", jreal(r, "gpu_hours"),
                 (double)jint(r, "gpu_ms", 0) / 1000.0, jreal(r, "cpu_hours"),
@@ -172,20 +207,34 @@ static int print_report(struct cli *c, const char *path, report_printer *how)
     return EXIT_OK;
 }
 
-static int usage(struct cli *c, const char *since, const char *by, bool csv)
+/* ?month= or ?quarter= (docketd checks the value and names the field), else the window. */
+static int usage(struct cli *c, const char *since, const char *by, const char *month,
+                 const char *quarter, bool csv)
 {
     int64_t ms = (int64_t)30 * 86400000;
-    char path[160], esc[64];
+    char path[200], esc[64], when[96];
+    if ((since != NULL) + (month != NULL) + (quarter != NULL) > 1)
+        return cli_usage_error(c, "one of --since, --month and --quarter");
     if (since && (parse_duration_ms(since, &ms) < 0 || ms <= 0))
         return cli_usage_error(c, "--since: how far back, e.g. 30d, not '%.40s'", since);
-    static const char *const bys[] = {"project", "user", "tier", "class", "gpu-type"};
+    static const char *const bys[] = {"project", "group", "user", "tier", "class", "gpu-type"};
     size_t k = 0;
     while (by && k < sizeof bys / sizeof bys[0] && strcmp(by, bys[k]) != 0)
         k++;
     if (k == sizeof bys / sizeof bys[0] || client_escape(by ? by : "project", esc, sizeof esc) < 0)
-        return cli_usage_error(c, "--by: project, user, tier, class or gpu-type, not '%.40s'", by);
-    snprintf(path, sizeof path, "/v1/reports/usage?by=%s&since_ms=%lld&until_ms=%lld", esc,
-             (long long)(c->now_ms - ms), (long long)c->now_ms);
+        return cli_usage_error(
+            c, "--by: project, group, user, tier, class or gpu-type, not '%.40s'", by);
+    const char *cal = month ? month : quarter;
+    char calesc[32];
+    if (cal && client_escape(cal, calesc, sizeof calesc) < 0)
+        return cli_usage_error(c, "--%s: want %s", month ? "month" : "quarter",
+                               month ? "YYYY-MM" : "YYYY-Qn");
+    if (cal)
+        snprintf(when, sizeof when, "%s=%s", month ? "month" : "quarter", calesc);
+    else
+        snprintf(when, sizeof when, "since_ms=%lld&until_ms=%lld", (long long)(c->now_ms - ms),
+                 (long long)c->now_ms);
+    snprintf(path, sizeof path, "/v1/reports/usage?by=%s&%s", esc, when);
     return print_report(c, path, csv ? usage_csv : usage_table);
 }
 
@@ -378,7 +427,7 @@ static int capacity(struct cli *c, const char *month, bool csv, bool html)
 int cmd_report(struct cli *c, int argc, char **argv)
 {
     struct cli_args a;
-    const char *since = NULL, *by = NULL, *month = NULL;
+    const char *since = NULL, *by = NULL, *month = NULL, *quarter = NULL;
     bool csv = false, html = false;
     int rc = cli_parse_args(c, argc, argv, report_opts, 1, &a);
     if (rc != CLI_CONTINUE)
@@ -394,6 +443,9 @@ int cmd_report(struct cli *c, int argc, char **argv)
         case RP_MONTH:
             month = a.vals[i];
             break;
+        case RP_QUARTER:
+            quarter = a.vals[i];
+            break;
         case RP_CSV:
             csv = true;
             break;
@@ -406,13 +458,13 @@ int cmd_report(struct cli *c, int argc, char **argv)
         return cli_usage_error(c, "one of --csv, --html and --json");
     const char *sub = a.npos ? a.pos[0] : "";
     if (!strcmp(sub, "usage")) {
-        if (month || html)
-            return cli_usage_error(c, "--month and --html are for `docket report capacity`");
-        return usage(c, since, by, csv);
+        if (html)
+            return cli_usage_error(c, "--html is for `docket report capacity`");
+        return usage(c, since, by, month, quarter, csv);
     }
     if (!strcmp(sub, "capacity")) {
-        if (since || by)
-            return cli_usage_error(c, "--since and --by are for `docket report usage`");
+        if (since || by || quarter)
+            return cli_usage_error(c, "--since, --quarter and --by are for `docket report usage`");
         return capacity(c, month, csv, html);
     }
     return cli_usage_error(c, "usage or capacity? (docket report usage --since 30d)");

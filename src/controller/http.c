@@ -431,7 +431,7 @@ static const struct route {
     {M_GET, "/v1/alerts/silences", h_silences_list, CTL_P_READ, T_NONE},
     {M_POST, "/v1/alerts/silences", h_silence_add, CTL_P_OPERATOR, T_NONE},
     {M_DELETE, "/v1/alerts/silences/:", h_silence_delete, CTL_P_OPERATOR, T_NONE},
-    {M_GET, "/v1/reports/usage", h_report_usage, CTL_P_AUDIT, T_NONE},
+    {M_GET, "/v1/reports/usage", h_report_usage, CTL_P_READ, T_NONE}, /* leads: reports.c */
     {M_GET, "/v1/reports/capacity", h_report_capacity, CTL_P_AUDIT, T_NONE},
     /* a copy of the whole database: token hashes, sealed secrets, the audit trail */
     {M_GET, "/v1/admin/backup", h_admin_backup, CTL_P_ADMIN, T_NONE},

@@ -3,7 +3,12 @@
  * store's aggregates (store.h "Reports") put together with the policy's prices and tier
  * targets and, for fragmentation, the core's nodes and pending jobs as they are now.
  * GPU and CPU time stay integers (device-milliseconds) until the last division, so a
- * report agrees with the runs to the millisecond.
+ * report agrees with the runs to the millisecond. A window is counted up to now at most:
+ * a run still going counts to now, never to the window's end (a month's capacity once read
+ * 498 % with running jobs counted to the end of the month).
+ *
+ * Who reads what: viewers, operators and admins every row; a project's lead the rows of the
+ * projects they lead (by project), nobody else's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -121,6 +126,45 @@ static int wait_cb(void *arg, const char *key, int64_t wait_ms)
     return 0;
 }
 
+static int month_window(const char *m, int64_t *since, int64_t *until);
+
+/* "2026-Q4" -> [its first day, the next quarter's) in UTC ms. */
+static int quarter_window(const char *q, int64_t *since, int64_t *until)
+{
+    int y, n;
+    char tail;
+    if (!q || strlen(q) != 7 || sscanf(q, "%4d-Q%1d%c", &y, &n, &tail) != 2 || y < 1970 ||
+        y > 9999 || n < 1 || n > 4)
+        return -1;
+    struct tm a = {.tm_year = y - 1900, .tm_mon = (n - 1) * 3, .tm_mday = 1};
+    struct tm b = {.tm_year = (n == 4 ? y + 1 : y) - 1900, .tm_mon = (n % 4) * 3, .tm_mday = 1};
+    *since = (int64_t)timegm(&a) * 1000;
+    *until = (int64_t)timegm(&b) * 1000;
+    return 0;
+}
+
+/* A calendar period (month=YYYY-MM or quarter=YYYY-Qn) in place of since/until: 1 when
+ * one was given (its name in period), 0 when none, -1 after answering 400. */
+static int calendar(struct ctl_req *r, int64_t *since, int64_t *until, char *period, size_t len)
+{
+    const char *m = ctl_query(r, "month"), *q = ctl_query(r, "quarter");
+    if (m && q) {
+        ctl_reply_errorf(r->c, r->req, 400, "quarter", "give month or quarter, not both");
+        return -1;
+    }
+    if (m && month_window(m, since, until) < 0) {
+        ctl_reply_errorf(r->c, r->req, 400, "month", "month must be YYYY-MM (2026-11)");
+        return -1;
+    }
+    if (q && quarter_window(q, since, until) < 0) {
+        ctl_reply_errorf(r->c, r->req, 400, "quarter", "quarter must be YYYY-Qn (2026-Q4)");
+        return -1;
+    }
+    if (m || q)
+        str_copy(period, len, m ? m : q);
+    return m || q ? 1 : 0;
+}
+
 /* since_ms/until_ms of the query, or defaults; 0 or -1 after answering 400. */
 static int window(struct ctl_req *r, int64_t now, int64_t *since, int64_t *until)
 {
@@ -174,38 +218,146 @@ static json_t *rows_array(json_t *rows)
     return arr;
 }
 
+/* The group of project `name` in the policy into out ("" for none). */
+static void group_of(struct ctl *c, const char *name, char *out, size_t len)
+{
+    struct sched_project_view v;
+    int i = sched_project_find(c->sched, name);
+    str_copy(out, len,
+             i >= 0 && sched_project_get(c->sched, (size_t)i, &v) == 0 ? v.spec.group : "");
+}
+
+/* Project rows folded into their groups: sums; the waits' percentiles cannot be summed
+ * and are left out. */
+static json_t *fold_groups(struct ctl *c, json_t *rows)
+{
+    json_t *groups = json_object(), *o;
+    const char *k;
+    static const char *const sums[] = {"runs",        "gpu_ms",         "cpu_ms",
+                                       "preemptions", "preempt_gpu_ms", "idle_gpu_ms"};
+    json_object_foreach(rows, k, o) {
+        char name[SCHED_NAME_MAX];
+        group_of(c, k, name, sizeof name);
+        json_t *g = row_of(groups, name);
+        for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++)
+            add_int(g, sums[i], json_integer_value(json_object_get(o, sums[i])));
+        for (size_t i = 0; i < sizeof outcomes / sizeof outcomes[0]; i++)
+            add_int(json_object_get(g, "jobs"), outcomes[i],
+                    json_integer_value(json_object_get(json_object_get(o, "jobs"), outcomes[i])));
+        json_object_set_new(g, "cost",
+                            json_real(json_real_value(json_object_get(g, "cost")) +
+                                      json_real_value(json_object_get(o, "cost"))));
+        if (!json_is_true(json_object_get(o, "cost_complete")))
+            json_object_set_new(g, "cost_complete", json_false());
+    }
+    json_decref(rows);
+    return groups;
+}
+
+/* Rows a lead may read: those of the projects they lead. */
+static json_t *only_led(json_t *rows, json_t *led)
+{
+    json_t *keep = json_object(), *o;
+    const char *k;
+    json_object_foreach(rows, k, o) {
+        if (json_object_get(led, k))
+            json_object_set(keep, k, o);
+    }
+    json_decref(rows);
+    return keep;
+}
+
+/* The projects the caller leads ({name: true}), NULL for a reader of every row (viewer,
+ * operator, admin); answers 403 and gives NULL with *refused when they may read none. */
+static json_t *reader_scope(struct ctl_req *r, bool *refused)
+{
+    *refused = false;
+    enum ctl_role role = r->id.role;
+    if (role == CTL_ROLE_ADMIN || role == CTL_ROLE_OPERATOR || role == CTL_ROLE_VIEWER)
+        return NULL;
+    struct ctl_target t;
+    ctl_req_target(r, "", NULL, &t); /* loads the caller's roles once */
+    json_t *led = json_object(), *v;
+    const char *k;
+    json_object_foreach(r->my_projects, k, v) {
+        if (strcmp(json_string_value(v), "lead") == 0)
+            json_object_set_new(led, k, json_true());
+    }
+    if (json_object_size(led) == 0) {
+        json_decref(led);
+        *refused = true;
+        ctl_reply_errorf(r->c, r->req, 403, NULL,
+                         "user '%s' may not read usage reports: viewers, operators and admins "
+                         "read every project's, a project's leads their own",
+                         r->id.user);
+    }
+    return led;
+}
+
+/* The policy's GPU prices, "TYPE=PRICE;..." (for the CSV's rows). */
+static json_t *rates_json(const struct proto_prices *p)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < p->n; i++)
+        json_object_set_new(o, p->gpu_type[i], json_real(p->per_gpu_hour[i]));
+    return o;
+}
+
 void h_report_usage(struct ctl_req *r)
 {
     int64_t now = clock_now_ms(), since, until;
     const char *byname = ctl_query(r, "by");
-    int by = store_report_by_parse(byname ? byname : "project");
+    bool groups = byname && strcmp(byname, "group") == 0, refused;
+    int by = store_report_by_parse(groups || !byname ? "project" : byname);
+    char period[16] = "";
     if (by < 0) {
         ctl_reply_errorf(r->c, r->req, 400, "by",
-                         "by must be project, user, tier, class or gpu-type");
+                         "by must be project, group, user, tier, class or gpu-type");
         return;
     }
-    if (window(r, now, &since, &until) < 0)
+    int cal = calendar(r, &since, &until, period, sizeof period);
+    if (cal < 0 || (cal == 0 && window(r, now, &since, &until) < 0))
         return;
+    json_t *led = reader_scope(r, &refused);
+    if (refused)
+        return;
+    if (led && (by != STORE_BY_PROJECT || groups)) {
+        json_decref(led);
+        ctl_reply_errorf(r->c, r->req, 403, "by",
+                         "a lead reads the report of their own projects by project only");
+        return;
+    }
+    int64_t counted = until < now ? until : now; /* a run still going counts to now */
+    if (counted <= since)
+        counted = since;
     struct usage_ctx u = {.c = r->c, .rows = json_object()};
     enum store_report_by b = (enum store_report_by)by;
-    int rc = store_report_usage(r->c->store, b, since, until, usage_cb, &u);
+    int rc = store_report_usage(r->c->store, b, since, counted, usage_cb, &u);
     if (rc == 0)
-        rc = store_report_outcomes(r->c->store, b, since, until, outcome_cb, &u);
+        rc = store_report_outcomes(r->c->store, b, since, counted, outcome_cb, &u);
     if (rc == 0)
-        rc = store_report_waits(r->c->store, b, since, until, wait_cb, &u);
+        rc = store_report_waits(r->c->store, b, since, counted, wait_cb, &u);
     if (rc == 0)
-        rc = store_report_idle(r->c->store, b, since, until, idle_cb, &u);
+        rc = store_report_idle(r->c->store, b, since, counted, idle_cb, &u);
     waits_flush(&u);
     free(u.w);
     if (rc < 0) {
         json_decref(u.rows);
+        json_decref(led);
         ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
         return;
     }
+    if (led)
+        u.rows = only_led(u.rows, led);
+    if (groups)
+        u.rows = fold_groups(r->c, u.rows);
+    json_decref(led);
     const struct proto_prices *p = ctl_prices(r->c);
-    json_t *o = json_pack("{s:s,s:I,s:I,s:s,s:o}", "by", byname ? byname : "project", "since_ms",
-                          (json_int_t)since, "until_ms", (json_int_t)until, "currency", p->currency,
-                          "rows", rows_array(u.rows));
+    json_t *o =
+        json_pack("{s:s,s:I,s:I,s:I,s:o,s:s,s:o,s:o}", "by", byname ? byname : "project",
+                  "since_ms", (json_int_t)since, "until_ms", (json_int_t)until, "counted_until_ms",
+                  (json_int_t)counted, "period", period[0] ? json_string(period) : json_null(),
+                  "currency", p->currency, "gpu_rates", rates_json(p), "rows", rows_array(u.rows));
     json_decref(u.rows);
     ctl_reply_json(r->c, r->req, 200, o);
 }
@@ -452,9 +604,12 @@ void h_report_capacity(struct ctl_req *r)
     k.nt = p->ntiers;
     k.types = json_object();
     k.repeats = json_array();
+    int64_t counted = k.until < k.now ? k.until : k.now; /* running jobs count to now */
+    if (counted < k.since)
+        counted = k.since;
     int rc = store_report_wait_intervals(r->c->store, k.since, k.until, k.now, interval_cb, &k);
-    if (rc == 0)
-        rc = store_report_usage(r->c->store, STORE_BY_GPU_TYPE, k.since, k.until, type_cb, &k);
+    if (rc == 0 && counted > k.since)
+        rc = store_report_usage(r->c->store, STORE_BY_GPU_TYPE, k.since, counted, type_cb, &k);
     if (rc == 0)
         rc = store_report_repeats(r->c->store, k.since, k.until, 10, repeat_cb, &k);
     if (rc < 0) {

@@ -212,7 +212,7 @@ YAML
     awk -v h="$hours" -v s="$idle_s" 'BEGIN { exit !(s > 0 && h * 3600 - 2 * s < 0.01 && 2 * s - h * 3600 < 0.01) }' || { echo "report $hours h, summary $idle_s s"; false; }
     run -0 "$DOCKET" report usage --since 1d --by class --csv
     [[ ${lines[0]} == *,idle_gpu_hours,cost ]]
-    grep -q "^interactive,.*,[0-9.]*[1-9][0-9.]*,[0-9.]*$" <<<"$output" || { echo "$output"; false; }
+    grep -q "^-,[^,]*,[^,]*,EUR,[^,]*,interactive,.*,[0-9.]*[1-9][0-9.]*,[0-9.]*$" <<<"$output" || { echo "$output"; false; }
 }
 
 @test "report usage: GPU time equals the runs' to the millisecond and the jobs' events' to the second" {
@@ -248,9 +248,48 @@ YAML
     run -0 "$DOCKET" report usage --since 1d --by gpu-type
     [[ $output == *GPU-TYPE*GPU-H*WAIT-P50*IDLE-GPU-H*COST* && $output == *H100-80GB* ]]
     run -0 "$DOCKET" report usage --since 1d --csv
-    [[ ${lines[0]} == project,gpu_hours,gpu_seconds,* ]]
+    [[ ${lines[0]} == period,since_utc,until_utc,currency,gpu_rates,project,gpu_hours,gpu_seconds,* ]]
+    [[ ${lines[1]} == -,*,EUR,H100-80GB=2.5,ml,* ]]
     run -2 "$DOCKET" report usage --by colour
-    [[ $output == *"--by: project, user, tier, class or gpu-type"* ]]
+    [[ $output == *"--by: project, group, user, tier, class or gpu-type"* ]]
+}
+
+@test "reports finance can sign: calendar periods, by group, a lead's own project, running jobs counted to now" {
+    month=$(date -u +%Y-%m)
+    quarter=$(date -u +%Y)-Q$((($(date -u +%-m) - 1) / 3 + 1))
+    # a job running through the report: before, it counted to the end of the month
+    busy=$(submit_q -p ml --gpus 8 --time 10m -- sleep 600)
+    wait_for 60 state_in "$busy" RUNNING
+    run -0 "$DOCKET" report capacity --month "$month" --json
+    jq -e '[.gpu_types[] | select(.utilisation != null) | .utilisation <= 1] | all' <<<"$output" ||
+        { jq -c .gpu_types <<<"$output"; false; }
+    run -0 "$DOCKET" report usage --month "$month" --json
+    jq -e '.counted_until_ms < .until_ms' <<<"$output" # the month is not over: counted to now
+    "$DOCKET" cancel "$busy" >/dev/null
+    wait_for 60 state_in "$busy" CANCELLED
+    run -0 "$DOCKET" report usage --month "$month" --json
+    jq -e --arg m "$month" '.period == $m and .counted_until_ms <= .until_ms' <<<"$output"
+    month_ms=$(jq '[.rows[].gpu_ms] | add' <<<"$output")
+    run -0 "$DOCKET" report usage --quarter "$quarter" --json
+    [ "$(jq '[.rows[].gpu_ms] | add' <<<"$output")" -ge "$month_ms" ]
+    run -0 "$DOCKET" report usage --month "$month" --by group --json
+    [ "$(jq '[.rows[].gpu_ms] | add' <<<"$output")" = "$month_ms" ]
+    run -0 "$DOCKET" report usage --month "$month" --csv
+    [[ ${lines[1]} == "$month",*,EUR,H100-80GB=2.5,* ]]
+    run -1 "$DOCKET" report usage --month 2026-13
+    [[ $output == *"month must be YYYY-MM"* ]]
+    run -2 "$DOCKET" report usage --month "$month" --since 1d
+    # a lead reads their project's report by project; a member reads none
+    "$DOCKET" projects members add ml lee --role lead >/dev/null
+    "$DOCKET" projects members add ml mo >/dev/null
+    lee=$("$DOCKET" token create --user lee --role member --ttl 1h 2>/dev/null)
+    mo=$("$DOCKET" token create --user mo --role member --ttl 1h 2>/dev/null)
+    DOCKET_TOKEN=$lee run -0 "$DOCKET" report usage --month "$month" --json
+    jq -e '[.rows[].key] == ["ml"]' <<<"$output"
+    DOCKET_TOKEN=$lee run -1 "$DOCKET" report usage --month "$month" --by user
+    [[ $output == *"by project only"* ]]
+    DOCKET_TOKEN=$mo run -1 "$DOCKET" report usage --month "$month"
+    [[ $output == *"a project's leads their own"* ]]
 }
 
 @test "report capacity: month view in a table, CSV, JSON and self-contained HTML" {
