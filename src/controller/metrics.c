@@ -339,6 +339,7 @@ static void metrics_head(struct ctl *c, struct dbuf *b)
     histograms_text(c, b);
     counters_text(c, b);
     alerts_text(c, b);
+    ctl_metrics_quota_text(c, b, clock_now_ms());
 }
 
 /* The next nodes of the current family into b; true when the family is done. */

@@ -1,6 +1,7 @@
 /*
  * metrics.h - what metrics.c owns: docketd's counters and histograms (kept in struct ctl,
- * controller/ctl.h), GET /metrics and GET /healthz.
+ * controller/ctl.h), GET /metrics and GET /healthz; and metrics_quota.c's families of
+ * quotas and queues, which /metrics writes too.
  */
 #ifndef DOCKET_CONTROLLER_METRICS_H
 #define DOCKET_CONTROLLER_METRICS_H
@@ -42,5 +43,9 @@ void ctl_hist_observe(struct ctl_hist *h, double v);
 void ctl_metrics_queue_wait(struct ctl *c, const char *tier, double seconds);
 void h_healthz(struct ctl_req *r);
 void h_metrics(struct ctl_req *r);
+struct dbuf;
+/* Per project and group GPUs used, guaranteed and allowed; per tier pending jobs and the
+ * oldest wait at `now` (metrics_quota.c). */
+void ctl_metrics_quota_text(struct ctl *c, struct dbuf *b, int64_t now);
 
 #endif

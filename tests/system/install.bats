@@ -112,6 +112,7 @@ deb() { echo "$INST/pkg/$1_${VERSION}_amd64.deb"; }
     for f in usr/share/man/man1/docket.1 usr/share/bash-completion/completions/docket \
         usr/share/doc/docket/README.md usr/share/doc/docket/operations.md \
         usr/share/doc/docket/examples/policy.yaml \
+        usr/share/docket/grafana/docket.json usr/share/docket/prometheus/docket-alerts.yml \
         etc/logrotate.d/docketd etc/logrotate.d/docket-node \
         etc/docket/docketd.yaml etc/docket/node.yaml etc/docket/policy.yaml; do
         [[ -f $D/$f ]] || { echo "missing $f"; false; }
@@ -213,6 +214,8 @@ deb() { echo "$INST/pkg/$1_${VERSION}_amd64.deb"; }
     has docketd usr/bin/docketd
     has docketd lib/systemd/system/docketd.service
     has docketd etc/logrotate.d/docketd
+    has docketd usr/share/docket/grafana/docket.json
+    has docketd usr/share/docket/prometheus/docket-alerts.yml
     has docket-node usr/bin/docket-node
     has docket-node lib/systemd/system/docket-node.service
     has docket-node etc/logrotate.d/docket-node

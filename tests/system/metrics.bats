@@ -110,3 +110,24 @@ setup() {
     done
     "$DOCKET" cancel "$id" >/dev/null
 }
+
+@test "quotas and queues per project, group and tier: what a chart over time and the rules read" {
+    local id held m
+    id=$("$DOCKET" submit --parsable -p explore --class exploration -g 1 -- sleep 300)
+    wait_for 30 state_in "$id" RUNNING
+    held=$("$DOCKET" submit --parsable --hold -p explore --class exploration -g 1 -- true)
+    m=$(ctl_get /metrics)
+    for name in docket_project_gpus_used docket_project_gpus_guaranteed \
+                docket_project_jobs_queued docket_group_gpus_used docket_tier_jobs_pending \
+                docket_tier_oldest_wait_seconds; do
+        grep -qE "^# TYPE $name gauge$" <<<"$m" || { echo "no family $name"; false; }
+    done
+    # the running job's GPU counts for its project, the held one is queued, not pending
+    grep -qE '^docket_project_gpus_used\{project="explore",group="[^"]*"\} [1-9]' <<<"$m" ||
+        { grep '^docket_project' <<<"$m"; false; }
+    grep -qE '^docket_project_jobs_queued\{project="explore",group="[^"]*"\} [1-9]' <<<"$m"
+    # tiers in the policy's rank order, as `docket tiers` lists them
+    [ "$(grep -oP '^docket_tier_jobs_pending\{tier="\K[^"]+' <<<"$m" | paste -sd,)" = \
+        "$("$DOCKET" tiers --json | jq -r '[.tiers[].name] | join(",")')" ]
+    "$DOCKET" cancel "$id" "$held" >/dev/null
+}
