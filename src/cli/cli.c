@@ -41,6 +41,8 @@ const struct cli_verb cli_verbs[] = {
     {"console", cmd_console, "open the web console (a one-time login link)", cmd_console_usage},
     {"token", cmd_token, "API tokens: create, list, revoke, rotate-admin", cmd_token_usage},
     {"secret", cmd_secret, "a project's secrets: set, list, rm", cmd_secret_usage},
+    {"services", cmd_services, "services that stay up: list, show, create, scale, rm",
+     cmd_services_usage},
     {"audit", cmd_audit, "the audit trail of changes", cmd_audit_usage},
     {"alerts", cmd_alerts, "alerts firing; history, silence, silences, unsilence",
      cmd_alerts_usage},

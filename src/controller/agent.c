@@ -19,6 +19,7 @@
 #include "controller/logs.h"
 #include "controller/loop.h"
 #include "controller/restore.h"
+#include "controller/services.h"
 #include "controller/turns.h"
 #include "controller/usage.h"
 #include "util/clock.h"
@@ -402,8 +403,10 @@ static void reconcile(struct ctl *c, struct ctl_node *n, const struct agent_hear
             failed = true;
             continue;
         }
-        if (sched_job_ended(c->sched, lost[i], SCHED_EXIT_LOST, 0, now, &se) == 0)
+        if (sched_job_ended(c->sched, lost[i], SCHED_EXIT_LOST, 0, now, &se) == 0) {
             log_warn("job_lost", "job=%llu node=%s", (unsigned long long)lost[i], n->name);
+            ctl_services_run_ended(c, lost[i], now);
+        }
     }
     free(lost);
     for (size_t i = 0; i < hb->njobs; i++) {
@@ -688,6 +691,7 @@ static int ev_exited(struct ctl *c, struct ctl_node *n, const struct agent_event
             nodes[nnodes++] = v.allocs[i].node;
     if (sched_job_ended(c->sched, id, exit_kind(ev->exit_kind), code, clock_now_ms(), &se) < 0)
         return 0;
+    ctl_services_run_ended(c, id, clock_now_ms()); /* a replica's restart and backoff */
     if (nnodes > 1)
         kill_other_nodes(c, n, id, nodes, nnodes);
     log_info("job_exited", "job=%llu node=%s kind=%s code=%d", (unsigned long long)id, n->name,

@@ -117,16 +117,17 @@ struct ctl {
     bool req_failed;       /* the running handler answered an error: roll back */
     bool diverged;         /* a write the core could not undo failed: stopping */
     struct ctl_metrics metrics;
-    struct ctl_alerts *alerts;  /* alerts.c */
-    struct ctl_conns *conns;    /* conn.c */
-    struct ctl_stream *streams; /* stream.c: replies being sent in slices */
-    struct ctl_backup *backup;  /* backup.c: the one backup being made or sent */
-    struct ctl_array *arrays;   /* jobs.c: big arrays being written in slices */
-    json_t *submit_buckets;     /* user -> [tokens, last mono ms] (jobs.c) */
-    json_t *cycle_specs;        /* spec_id -> parsed spec, for one cycle (loop.c) */
-    json_t *step_hosts;         /* "JOB.RUN" -> {RANK: "HOST:PORT"}: srun's step hosts (agent.c) */
-    int cycle_spec_parses;      /* specs parsed by the cycle in progress (its debug line) */
-    struct ctl_turn turn;       /* turns.c: the loop turn in progress */
+    struct ctl_alerts *alerts;     /* alerts.c */
+    struct ctl_services *services; /* services.c */
+    struct ctl_conns *conns;       /* conn.c */
+    struct ctl_stream *streams;    /* stream.c: replies being sent in slices */
+    struct ctl_backup *backup;     /* backup.c: the one backup being made or sent */
+    struct ctl_array *arrays;      /* jobs.c: big arrays being written in slices */
+    json_t *submit_buckets;        /* user -> [tokens, last mono ms] (jobs.c) */
+    json_t *cycle_specs;           /* spec_id -> parsed spec, for one cycle (loop.c) */
+    json_t *step_hosts;    /* "JOB.RUN" -> {RANK: "HOST:PORT"}: srun's step hosts (agent.c) */
+    int cycle_spec_parses; /* specs parsed by the cycle in progress (its debug line) */
+    struct ctl_turn turn;  /* turns.c: the loop turn in progress */
     /* agent.c: event batches applied CTL_AGENT_EVENTS_SLICE events a turn, in order */
     struct ctl_ev_batch *ev_batches, *ev_batches_tail;
     struct event *ev_batch_ev;

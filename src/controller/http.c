@@ -37,6 +37,7 @@
 #include "controller/metrics.h"
 #include "controller/reports.h"
 #include "controller/secrets.h"
+#include "controller/services.h"
 #include "controller/stream.h"
 #include "controller/sync.h"
 #include "controller/tls.h"
@@ -407,6 +408,14 @@ static const struct route {
      * it (h_user_default_set asks authz.c once it has the project) */
     {M_GET, "/v1/users/:/default_project", h_user_default_get, CTL_P_SELF, T_USER},
     {M_POST, "/v1/users/:/default_project", h_user_default_set, CTL_P_PROJECT_LEAD, T_BODY},
+    /* services (services.c): anyone reads them; a member creates one in its project (the
+     * handler checks the body's project); its owner, a lead, an operator or an admin
+     * scales or removes it (the handler checks the service's project and owner) */
+    {M_GET, "/v1/services", h_services_list, CTL_P_READ, T_NONE},
+    {M_POST, "/v1/services", h_services_create, CTL_P_SUBMIT, T_BODY},
+    {M_GET, "/v1/services/:", h_service_show, CTL_P_READ, T_NONE},
+    {M_POST, "/v1/services/:/scale", h_service_scale, CTL_P_JOB_CONTROL, T_BODY},
+    {M_DELETE, "/v1/services/:", h_service_delete, CTL_P_JOB_CONTROL, T_BODY},
     {M_GET, "/v1/tiers", h_tiers, CTL_P_READ, T_NONE},
     {M_GET, "/v1/classes", h_classes, CTL_P_READ, T_NONE},
     {M_PATCH, "/v1/classes/:", h_class_patch, CTL_P_ADMIN, T_NONE},

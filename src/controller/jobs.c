@@ -1514,3 +1514,72 @@ void h_forecast(struct ctl_req *r)
     free(rel);
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "releases", arr));
 }
+
+/* ------------------------------------------------------------------------------------ */
+/* Submissions made by docketd itself (services.c's replicas)                           */
+
+int ctl_jobspec_resolve(struct ctl_req *r, struct proto_jobspec *ps)
+{
+    return resolve_spec(r, ps);
+}
+
+int ctl_job_submit_resolved(struct ctl *c, const char *actor, struct proto_jobspec *ps, int64_t now,
+                            uint64_t *id, char *err, size_t errlen)
+{
+    struct sched_job_spec sp;
+    struct sched_error se;
+    uint64_t first = c->next_job_id;
+    ctl_spec_to_sched(ps, first, now, 0, 0, &sp);
+    if (sched_job_submit(c->sched, &sp, now, &se) < 0) {
+        snprintf(err, errlen, "%s", se.message);
+        return se.code < 0 ? se.code : -EINVAL;
+    }
+    char *text = NULL, *lean = NULL;
+    struct store_job row;
+    char target[48];
+    snprintf(target, sizeof(target), "job:%llu", (unsigned long long)first);
+    int rc = spec_texts(ps, false, &text, &lean);
+    if (rc == 0)
+        rc = insert_job(c, ps, text, first, 0, 0, 0, now, &row);
+    if (rc == 0)
+        rc = store_counter_set(c->store, "next_job_id", (int64_t)(first + 1));
+    if (rc == 0)
+        rc = audit_submit(c, actor, target, ps);
+    free(text);
+    free(lean);
+    if (rc < 0) { /* never stored: the core forgets it */
+        snprintf(err, errlen, "store: %s", store_errmsg(c->store));
+        withdraw_tasks(c, first, 1);
+        return rc;
+    }
+    c->next_job_id = first + 1;
+    c->metrics.submissions++;
+    ctl_cycle_soon(c);
+    *id = first;
+    return 0;
+}
+
+int ctl_job_write_held(struct ctl *c, uint64_t id, const char *actor, const char *reason)
+{
+    int rc = persist_state(c, id, SCHED_HELD);
+    if (rc == 0)
+        rc = ctl_job_event(c, id, "hold", "PENDING", "HELD", "", actor, reason);
+    if (rc < 0)
+        ctl_store_diverged(c, "job_hold", id);
+    return rc;
+}
+
+int ctl_job_release_as(struct ctl *c, uint64_t id, const char *actor, const char *reason)
+{
+    struct sched_error se;
+    int rc = sched_job_release(c->sched, id, clock_now_ms(), &se);
+    if (rc < 0)
+        return rc;
+    rc = persist_state(c, id, SCHED_PENDING);
+    if (rc == 0)
+        rc = ctl_job_event(c, id, "release", "HELD", "PENDING", "", actor, reason);
+    if (rc < 0)
+        ctl_store_diverged(c, "job_release", id);
+    ctl_cycle_soon(c);
+    return rc;
+}

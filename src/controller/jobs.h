@@ -6,6 +6,8 @@
 #define DOCKET_CONTROLLER_JOBS_H
 
 #include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
 
 struct ctl;
 struct ctl_req;
@@ -35,5 +37,22 @@ json_t *ctl_job_json_spec(struct ctl *c, const struct store_job *j, const json_t
 json_t *ctl_job_json_for(struct ctl_req *r, const struct store_job *j);
 /* Replace every value of the object `env` (in place) by "<hidden>". */
 void ctl_env_redact(json_t *env);
+
+/* Submissions docketd makes itself (services.c's replicas). ctl_jobspec_resolve fills a
+ * spec's defaults as a submission of r would, and checks that r's caller may submit it
+ * (it answers r when not: -errno). ctl_job_submit_resolved submits a spec resolved so,
+ * inside the caller's transaction, in `actor`'s name (the audit entry's): *id, or -errno
+ * with err saying why (the core refused, or the store failed: nothing is left of it). */
+struct proto_jobspec;
+int ctl_jobspec_resolve(struct ctl_req *r, struct proto_jobspec *ps);
+int ctl_job_submit_resolved(struct ctl *c, const char *actor, struct proto_jobspec *ps, int64_t now,
+                            uint64_t *id, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* Write HELD for a job the core holds already (sched_job_hold), with an event in actor's
+ * name; release a held job as docketd (an event too), -errno when the core refuses
+ * (nothing changed). A failed write stops docketd (ctl_store_diverged), as the core
+ * changed already. */
+int ctl_job_write_held(struct ctl *c, uint64_t id, const char *actor, const char *reason);
+int ctl_job_release_as(struct ctl *c, uint64_t id, const char *actor, const char *reason);
 
 #endif

@@ -20,6 +20,7 @@
 #include "controller/loop.h"
 #include "controller/metrics.h"
 #include "controller/secrets.h"
+#include "controller/services.h"
 #include "controller/turns.h"
 #include "controller/usage.h"
 #include "protocol/agent_msg.h"
@@ -624,7 +625,8 @@ static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now
                            d->cause ? sched_stop_cause_name(d->cause) : "", d->detail);
     if (rc < 0)
         ctl_store_diverged(c, "job_decision", row.id);
-    if (d->kind == SCHED_D_START) /* followers of the run before: it may be complete now */
+    ctl_services_job_written(c, row.id); /* a replica held for its backoff: HELD now */
+    if (d->kind == SCHED_D_START)        /* followers of the run before: it may be complete now */
         ctl_logs_job_ended(c, row.id);
     log_info("job_decision", "job=%llu type=%s from=%s to=%s node=%s", (unsigned long long)row.id,
              type, from, to, node[0] ? node : "-");
@@ -786,6 +788,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         }
     }
     ctl_usage_prune(c);
+    ctl_services_tick(c);
     ctl_leader_tick(c);
     ctl_turn_leave(c, CTL_TURN_TIMER, t0);
 }

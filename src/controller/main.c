@@ -30,6 +30,7 @@
 #include "controller/restore.h"
 #include "controller/secrets.h"
 #include "controller/sync.h"
+#include "controller/services.h"
 #include "controller/tls.h"
 #include "controller/turns.h"
 #include "controller/written.h"
@@ -557,6 +558,7 @@ int main(int argc, char **argv)
         event_base_loop(c->base, EVLOOP_NONBLOCK); /* flush the last replies */
     ctl_logs_stop(c);
     ctl_alerts_stop(c);
+    ctl_services_free(c);
     ctl_loop_stop(c);
     ctl_http_stop(c);
     ctl_secrets_stop(c);

@@ -197,6 +197,11 @@ static const char *const migrations[] = {
      * may declare it lost no sooner, whatever the policy says since. 0 (runs started
      * before this schema): the node timeout, the lease they were started under. */
     "ALTER TABLE job_runs ADD COLUMN lease_ms INTEGER NOT NULL DEFAULT 0;",
+    /* ---- issue 36: 13: services (docs/services.md): the spec a user gave and the state
+     * the controller keeps of its replicas (their jobs, restarts, backoff), as JSON */
+    "CREATE TABLE services (name TEXT PRIMARY KEY, project TEXT NOT NULL,"
+    " user_name TEXT NOT NULL, spec TEXT NOT NULL, status TEXT NOT NULL,"
+    " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);",
 };
 
 /* PostgreSQL's twin of each migration after STORE_PG_BASE_VERSION (schema_pg.c holds the
@@ -204,6 +209,10 @@ static const char *const migrations[] = {
 static const char *const pg_migrations[] = {
     /* 12: the lease each run was granted */
     "ALTER TABLE job_runs ADD COLUMN lease_ms BIGINT NOT NULL DEFAULT 0;",
+    /* 13: services */
+    "CREATE TABLE services (name TEXT PRIMARY KEY, project TEXT NOT NULL,"
+    " user_name TEXT NOT NULL, spec TEXT NOT NULL, status TEXT NOT NULL,"
+    " created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL);",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    STORE_PG_BASE_VERSION + sizeof(pg_migrations) / sizeof(pg_migrations[0]),

@@ -533,6 +533,27 @@ int store_secret_list(struct store *st, const char *project, store_secret_cb cb,
                       void *arg) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
+/* Services (schema 13, src/store/services.c; docs/services.md): the spec a user gave and  */
+/* the state the controller keeps of its replicas, both JSON texts docketd reads.         */
+
+struct store_service {
+    char name[64], project[64], user[64];
+    char *spec, *status; /* owned by the struct in a get; borrowed in a put */
+    int64_t created_ms, updated_ms;
+};
+/* Insert or replace the row of `name`. */
+int store_service_put(struct store *st, const struct store_service *sv) STORE_WUR;
+/* 0, -ENOENT when absent, -EIO. 0 or -ENOENT both leave out released-safe. */
+int store_service_get(struct store *st, const char *name, struct store_service *out) STORE_WUR;
+void store_service_release(struct store_service *sv);
+/* 0, -ENOENT when absent, -EIO. */
+int store_service_delete(struct store *st, const char *name) STORE_WUR;
+/* Every service by name (spec and status borrowed for the call). A non-zero return of cb
+ * stops and is returned. */
+typedef int (*store_service_cb)(void *arg, const struct store_service *sv);
+int store_service_list(struct store *st, store_service_cb cb, void *arg) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
 /* Usage samples (schema 9, src/store/usage.c; docs/monitoring.md "Storage")             */
 /*
  * Three tables, each bounded: usage_raw keeps every sample (per job and node) for

@@ -108,6 +108,11 @@ PUT    /v1/projects/:/secrets/:   400/400 403/403 403/403 400/403 403/403 403/40
 DELETE /v1/projects/:/secrets/:   404/404 403/403 403/403 404/403 403/403 403/403 403/403 401/401
 GET    /v1/users/:/default_project 200/200 200/403 200/403 200/403 200/403 200/403 403/403 401/401
 POST   /v1/users/:/default_project 400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+GET    /v1/services               200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+POST   /v1/services               400/400 400/400 400/400 400/400 400/400 400/400 403/403 401/401
+GET    /v1/services/:             404/404 404/404 404/404 404/404 404/404 404/404 403/403 401/401
+POST   /v1/services/:/scale       400/400 400/400 400/400 400/400 400/400 400/400 403/403 401/401
+DELETE /v1/services/:             404/404 404/404 404/404 404/404 404/404 404/404 403/403 401/401
 GET    /v1/tiers                  200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 GET    /v1/classes                200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 PATCH  /v1/classes/:              400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
@@ -156,6 +161,7 @@ fill() {
     /v1/projects/:/secrets/:) echo "/v1/projects/$proj/secrets/GHOST_KEY" ;;
     /v1/projects/:*) echo "/v1/projects/$proj${pat#/v1/projects/:}" ;;
     /v1/classes/:) echo "/v1/classes/training" ;;
+    /v1/services/:*) echo "/v1/services/ghost${pat#/v1/services/:}" ;;
     /console/:) echo "/console/index.html" ;;
     /v1/alerts/silences/:) echo "/v1/alerts/silences/999999" ;;
     /v1/reports/capacity) echo "/v1/reports/capacity?month=2026-11" ;;

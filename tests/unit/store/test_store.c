@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <jansson.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,8 +46,8 @@ static void reopen(struct fx *f)
 
 /* The schema version schema.c migrates to (one place to change when a migration is added). */
 #define SCHEMA_LATEST                                                                              \
-    12 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
-          written (h-slice), 12: each run's lease (issue 32) */
+    13 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
+          written (h-slice), 12: each run's lease (issue 32), 13: services (issue 36) */
 
 static void migrates_from_empty(void **state)
 {
@@ -1888,7 +1889,7 @@ static void import_from_sqlite(void **state)
         assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), -EINVAL);
     } else {
         assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), 0);
-        assert_int_equal(stats.tables, 20);
+        assert_int_equal(stats.tables, 21); /* services: schema 13 */
         struct store_job out;
         assert_int_equal(store_job_get(f->st, 3, &out), 0);
         assert_int_equal(out.state, SCHED_RUNNING);
@@ -1923,6 +1924,51 @@ static void import_from_sqlite(void **state)
 }
 
 /* A PostgreSQL URI's password is never in a message (the log, docketd's stderr). */
+/* Services (schema 13): put inserts then replaces, get reads back, list by name, delete. */
+static int count_services(void *arg, const struct store_service *sv)
+{
+    json_t *names = arg;
+    json_array_append_new(names, json_string(sv->name));
+    return 0;
+}
+
+static void services_round_trip(void **state)
+{
+    struct fx *f = *state;
+    struct store_service sv = {.name = "web",
+                               .project = "p",
+                               .user = "ann",
+                               .spec = "{\"name\":\"web\"}",
+                               .status = "{}",
+                               .created_ms = 5,
+                               .updated_ms = 6};
+    struct store_service got;
+    assert_int_equal(store_service_get(f->st, "web", &got), -ENOENT);
+    assert_int_equal(store_service_put(f->st, &sv), 0);
+    sv.status = "{\"next_slot\":2}";
+    sv.updated_ms = 9;
+    sv.created_ms = 7; /* a replace keeps the creation time */
+    assert_int_equal(store_service_put(f->st, &sv), 0);
+    str_copy(sv.name, sizeof(sv.name), "api");
+    assert_int_equal(store_service_put(f->st, &sv), 0);
+    assert_int_equal(store_service_get(f->st, "web", &got), 0);
+    assert_string_equal(got.status, "{\"next_slot\":2}");
+    assert_string_equal(got.user, "ann");
+    assert_int_equal(got.created_ms, 5);
+    assert_int_equal(got.updated_ms, 9);
+    store_service_release(&got);
+    json_t *names = json_array();
+    assert_int_equal(store_service_list(f->st, count_services, names), 0);
+    assert_int_equal(json_array_size(names), 2);
+    assert_string_equal(json_string_value(json_array_get(names, 0)), "api");
+    json_decref(names);
+    assert_int_equal(store_service_delete(f->st, "web"), 0);
+    assert_int_equal(store_service_delete(f->st, "web"), -ENOENT);
+    reopen(f);
+    assert_int_equal(store_service_get(f->st, "api", &got), 0);
+    store_service_release(&got);
+}
+
 static void password_never_in_messages(void **state)
 {
     (void)state;
@@ -1956,6 +2002,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(events_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(nodes_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(projects_and_policy, setup, teardown),
+        cmocka_unit_test_setup_teardown(services_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(secrets_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_append_only, setup, teardown),

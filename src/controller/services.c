@@ -1,0 +1,642 @@
+/*
+ * services.c - services (services.h, docs/services.md): the /v1/services endpoints, the
+ * services in memory (loaded from the database once, written back at each change), and
+ * the loop that keeps each one's replicas at the desired count. A replica is a job of
+ * class `service`: the core restarts it when it ends (as any service); this file holds
+ * the restart for an exponential backoff, counts restarts for the crash-loop state, and
+ * submits a new job when a replica's job is gone (cancelled, or failed for good).
+ * The rules themselves (backoff, window, states) are svcrules.c's.
+ */
+#include "controller/services.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/authz.h"
+#include "controller/ctl.h"
+#include "controller/http.h"
+#include "controller/jobs.h"
+#include "controller/loop.h"
+#include "controller/svcrules.h"
+#include "protocol/proto.h"
+#include "protocol/service.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/str.h"
+#include "util/xalloc.h"
+
+/* The name docketd acts in for what it does to replicas (events, audit). */
+#define SVC_ACTOR "docketd"
+
+struct svc_rep {
+    int slot;
+    uint64_t job;               /* 0: none (to be submitted) */
+    int restarts, streak;       /* all restarts; those in a row (the backoff's) */
+    struct svc_restarts recent; /* for the crash-loop window */
+    int64_t hold_until_ms;      /* held for its backoff until then; 0: not held */
+    bool hold_unsaved;          /* held in the core, HELD not written yet */
+    int64_t run_start_ms;       /* the start of its current run (0: not running) */
+};
+
+struct svc {
+    struct svc *next;
+    char name[64], project[64], user[64];
+    struct proto_service spec;
+    json_t *job; /* the replica's resolved job spec, stored form (proto_jobspec_to_json) */
+    struct svc_rep reps[PROTO_SERVICE_MAX_REPLICAS];
+    int nreps, next_slot;
+    int64_t created_ms;
+};
+
+struct ctl_services {
+    struct svc *head;
+    bool loaded;
+};
+
+/* ------------------------------------------------------------------------------------ */
+/* In memory                                                                             */
+
+static struct ctl_services *svcs(struct ctl *c)
+{
+    if (!c->services)
+        c->services = xcalloc(1, sizeof(*c->services));
+    return c->services;
+}
+
+static void svc_free(struct svc *s)
+{
+    if (!s)
+        return;
+    proto_service_release(&s->spec);
+    json_decref(s->job);
+    free(s);
+}
+
+static struct svc *svc_find(struct ctl *c, const char *name)
+{
+    for (struct svc *s = svcs(c)->head; s; s = s->next)
+        if (strcmp(s->name, name) == 0)
+            return s;
+    return NULL;
+}
+
+static struct svc_rep *rep_of_job(struct ctl *c, uint64_t job, struct svc **owner)
+{
+    if (!c->services || job == 0)
+        return NULL;
+    for (struct svc *s = c->services->head; s; s = s->next)
+        for (int i = 0; i < s->nreps; i++)
+            if (s->reps[i].job == job) {
+                *owner = s;
+                return &s->reps[i];
+            }
+    return NULL;
+}
+
+void ctl_services_free(struct ctl *c)
+{
+    if (!c->services)
+        return;
+    for (struct svc *s = c->services->head, *n; s; s = n) {
+        n = s->next;
+        svc_free(s);
+    }
+    free(c->services);
+    c->services = NULL;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Stored form: the spec, and the status {"job", "next_slot", "replicas": [...]}         */
+
+static json_t *rep_status(const struct svc_rep *r)
+{
+    json_t *recent = json_array();
+    for (int i = 0; i < r->recent.n; i++)
+        json_array_append_new(recent, json_integer(r->recent.at_ms[i]));
+    return json_pack("{s:i,s:I,s:i,s:i,s:o,s:I}", "slot", r->slot, "job", (json_int_t)r->job,
+                     "restarts", r->restarts, "streak", r->streak, "recent", recent,
+                     "hold_until_ms", (json_int_t)r->hold_until_ms);
+}
+
+static json_t *svc_status(const struct svc *s)
+{
+    json_t *reps = json_array();
+    for (int i = 0; i < s->nreps; i++)
+        json_array_append_new(reps, rep_status(&s->reps[i]));
+    return json_pack("{s:O,s:i,s:o}", "job", s->job, "next_slot", s->next_slot, "replicas", reps);
+}
+
+/* Write the service's row (inside the caller's transaction). */
+static int svc_save(struct ctl *c, const struct svc *s, int64_t now)
+{
+    json_t *spec = proto_service_to_json(&s->spec), *status = svc_status(s);
+    char *spec_text = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
+    char *status_text = status ? json_dumps(status, JSON_COMPACT) : NULL;
+    json_decref(spec);
+    json_decref(status);
+    int rc = -ENOMEM;
+    if (spec_text && status_text) {
+        struct store_service row = {.spec = spec_text,
+                                    .status = status_text,
+                                    .created_ms = s->created_ms,
+                                    .updated_ms = now};
+        str_copy(row.name, sizeof(row.name), s->name);
+        str_copy(row.project, sizeof(row.project), s->project);
+        str_copy(row.user, sizeof(row.user), s->user);
+        rc = store_service_put(c->store, &row);
+    }
+    free(spec_text);
+    free(status_text);
+    return rc;
+}
+
+/* The same outside a request: its own transaction, committed with the loop's. */
+static void svc_save_now(struct ctl *c, const struct svc *s, int64_t now)
+{
+    if (store_begin(c->store) < 0 || svc_save(c, s, now) < 0)
+        log_error("service_save_failed", "service=%s error=\"%s\"", s->name,
+                  store_errmsg(c->store));
+    ctl_commit_soon(c);
+}
+
+static void rep_load(struct svc_rep *r, const json_t *o)
+{
+    memset(r, 0, sizeof(*r));
+    r->slot = (int)json_integer_value(json_object_get(o, "slot"));
+    r->job = (uint64_t)json_integer_value(json_object_get(o, "job"));
+    r->restarts = (int)json_integer_value(json_object_get(o, "restarts"));
+    r->streak = (int)json_integer_value(json_object_get(o, "streak"));
+    r->hold_until_ms = json_integer_value(json_object_get(o, "hold_until_ms"));
+    size_t i;
+    const json_t *t;
+    json_array_foreach(json_object_get(o, "recent"), i, t) {
+        if (r->recent.n < SVC_RECENT_MAX)
+            r->recent.at_ms[r->recent.n++] = json_integer_value(t);
+    }
+}
+
+static int load_cb(void *arg, const struct store_service *row)
+{
+    struct ctl *c = arg;
+    struct proto_error e;
+    struct svc *s = xcalloc(1, sizeof(*s));
+    json_t *status = json_loads(row->status ? row->status : "", 0, NULL);
+    if (proto_service_parse_text(row->spec ? row->spec : "", row->spec ? strlen(row->spec) : 0,
+                                 clock_now_ms(), &s->spec, &e) < 0 ||
+        !json_is_object(json_object_get(status, "job"))) {
+        log_error("service_unreadable", "service=%s error=\"%s\"", row->name, e.message);
+        json_decref(status);
+        free(s);
+        return 0;
+    }
+    str_copy(s->name, sizeof(s->name), row->name);
+    str_copy(s->project, sizeof(s->project), row->project);
+    str_copy(s->user, sizeof(s->user), row->user);
+    s->created_ms = row->created_ms;
+    s->job = json_incref(json_object_get(status, "job"));
+    s->next_slot = (int)json_integer_value(json_object_get(status, "next_slot"));
+    size_t i;
+    const json_t *o;
+    json_array_foreach(json_object_get(status, "replicas"), i, o) {
+        if (s->nreps < PROTO_SERVICE_MAX_REPLICAS)
+            rep_load(&s->reps[s->nreps++], o);
+    }
+    json_decref(status);
+    s->next = svcs(c)->head;
+    svcs(c)->head = s;
+    return 0;
+}
+
+static void services_load(struct ctl *c)
+{
+    struct ctl_services *all = svcs(c);
+    if (all->loaded)
+        return;
+    if (store_service_list(c->store, load_cb, c) < 0) {
+        log_error("services_load_failed", "error=\"%s\"", store_errmsg(c->store));
+        return; /* tried again next second */
+    }
+    all->loaded = true;
+    /* a replica whose HELD was not written before a restart is pending again: hold it
+       again if its backoff is not over (the tick releases the others) */
+    for (struct svc *s = all->head; s; s = s->next)
+        for (int i = 0; i < s->nreps; i++)
+            if (s->reps[i].hold_until_ms && s->reps[i].job) {
+                struct sched_job_view v;
+                struct sched_error se;
+                if (sched_job_get(c->sched, s->reps[i].job, &v) == 0 && v.state == SCHED_PENDING &&
+                    sched_job_hold(c->sched, s->reps[i].job, clock_now_ms(), &se) == 0) {
+                    if (store_begin(c->store) == 0)
+                        (void)ctl_job_write_held(c, s->reps[i].job, SVC_ACTOR,
+                                                 "service backoff (after a restart)");
+                    ctl_commit_soon(c);
+                }
+            }
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Replicas                                                                              */
+
+/* Submit the job of replica r (a fresh one), in the service owner's name. */
+static int rep_submit(struct ctl *c, struct svc *s, struct svc_rep *r, int64_t now)
+{
+    struct proto_jobspec ps;
+    struct proto_error e;
+    char err[256] = "", val[32];
+    if (proto_jobspec_load(s->job, &ps, &e) < 0) {
+        log_error("service_submit_failed", "service=%s slot=%d error=\"%s\"", s->name, r->slot,
+                  e.message);
+        return -EINVAL;
+    }
+    /* who it is, so a replica can tell (its logs, its port file) */
+    json_t *env = json_object_get(ps.extra, "env");
+    if (!json_is_object(env)) {
+        env = json_object();
+        json_object_set_new(ps.extra, "env", env);
+    }
+    json_object_set_new(env, "DOCKET_SERVICE", json_string(s->name));
+    snprintf(val, sizeof(val), "%d", r->slot);
+    json_object_set_new(env, "DOCKET_REPLICA", json_string(val));
+    uint64_t id = 0;
+    int rc = store_begin(c->store);
+    if (rc == 0)
+        rc = ctl_job_submit_resolved(c, s->user, &ps, now, &id, err, sizeof(err));
+    proto_jobspec_release(&ps);
+    ctl_commit_soon(c);
+    if (rc < 0) {
+        log_warn("service_submit_failed", "service=%s slot=%d error=\"%s\"", s->name, r->slot, err);
+        return rc;
+    }
+    r->job = id;
+    r->run_start_ms = 0;
+    char detail[160];
+    snprintf(detail, sizeof(detail), "replica %d of service %s", r->slot, s->name);
+    if (ctl_job_event(c, id, "service", "", "PENDING", "", SVC_ACTOR, detail) < 0)
+        log_error("service_event_failed", "job=%llu", (unsigned long long)id);
+    log_info("service_replica_submitted", "service=%s slot=%d job=%llu", s->name, r->slot,
+             (unsigned long long)id);
+    return 0;
+}
+
+/* Cancel a replica's job (scale down, removal); the cycle writes what follows. */
+static void rep_cancel(struct ctl *c, struct svc_rep *r, int64_t now)
+{
+    struct sched_error se;
+    if (r->job && sched_job_cancel(c->sched, r->job, now, &se) == 0)
+        ctl_cycle_soon(c);
+    r->job = 0;
+}
+
+/* One replica at one tick: note its run's start, end its backoff when due, replace its
+ * job when the core no longer holds it. True when its stored state changed. */
+static bool rep_tick(struct ctl *c, struct svc *s, struct svc_rep *r, int64_t now)
+{
+    struct sched_job_view v;
+    bool live = r->job && sched_job_get(c->sched, r->job, &v) == 0;
+    bool changed = false;
+    if (live && v.state == SCHED_RUNNING && v.start_ms > 0)
+        r->run_start_ms = v.start_ms;
+    if (r->hold_until_ms && now >= r->hold_until_ms) {
+        if (live && v.state == SCHED_HELD && !r->hold_unsaved) {
+            if (store_begin(c->store) == 0)
+                (void)ctl_job_release_as(c, r->job, SVC_ACTOR, "service backoff over");
+            ctl_commit_soon(c);
+        }
+        if (!r->hold_unsaved) {
+            r->hold_until_ms = 0;
+            changed = true;
+        }
+    }
+    if (r->job && !live) { /* cancelled by someone, or failed for good: a new one */
+        log_info("service_replica_gone", "service=%s slot=%d job=%llu", s->name, r->slot,
+                 (unsigned long long)r->job);
+        r->job = 0;
+        r->restarts++;
+        svc_restarts_add(&r->recent, now, s->spec.crash_loop_window_ms);
+        changed = true;
+    }
+    if (!r->job && !r->hold_until_ms && rep_submit(c, s, r, now) == 0)
+        changed = true;
+    return changed;
+}
+
+/* Bring s to its desired count: new slots submitted, the highest slots cancelled. */
+static bool svc_reconcile(struct ctl *c, struct svc *s, int64_t now)
+{
+    bool changed = false;
+    while (s->nreps > s->spec.replicas) {
+        rep_cancel(c, &s->reps[--s->nreps], now);
+        changed = true;
+    }
+    while (s->nreps < s->spec.replicas) {
+        struct svc_rep *r = &s->reps[s->nreps++];
+        memset(r, 0, sizeof(*r));
+        r->slot = s->next_slot++;
+        changed = true;
+    }
+    for (int i = 0; i < s->nreps; i++)
+        changed |= rep_tick(c, s, &s->reps[i], now);
+    return changed;
+}
+
+void ctl_services_tick(struct ctl *c)
+{
+    if (c->standby || c->shutting_down)
+        return;
+    services_load(c);
+    if (!c->services->loaded)
+        return;
+    int64_t now = clock_now_ms();
+    for (struct svc *s = c->services->head; s; s = s->next)
+        if (svc_reconcile(c, s, now))
+            svc_save_now(c, s, now);
+}
+
+void ctl_services_run_ended(struct ctl *c, uint64_t job, int64_t now)
+{
+    struct svc *s;
+    struct svc_rep *r = rep_of_job(c, job, &s);
+    struct sched_job_view v;
+    struct sched_error se;
+    if (!r)
+        return;
+    int64_t up = r->run_start_ms ? now - r->run_start_ms : 0;
+    r->run_start_ms = 0;
+    r->restarts++;
+    r->streak = svc_next_streak(r->streak, up, s->spec.backoff_max_ms);
+    svc_restarts_add(&r->recent, now, s->spec.crash_loop_window_ms);
+    int64_t backoff = svc_backoff_ms(s->spec.backoff_ms, s->spec.backoff_max_ms, r->streak);
+    /* held in the core now, before any cycle could start it again; written HELD once its
+       requeue is written (ctl_services_job_written) */
+    if (backoff > 0 && sched_job_get(c->sched, job, &v) == 0 && v.state == SCHED_PENDING &&
+        sched_job_hold(c->sched, job, now, &se) == 0) {
+        r->hold_until_ms = now + backoff;
+        r->hold_unsaved = true;
+    }
+    log_info("service_replica_restart", "service=%s slot=%d job=%llu restarts=%d backoff_ms=%lld",
+             s->name, r->slot, (unsigned long long)job, r->restarts, (long long)backoff);
+    svc_save_now(c, s, now);
+}
+
+void ctl_services_job_written(struct ctl *c, uint64_t job)
+{
+    struct svc *s;
+    struct svc_rep *r = rep_of_job(c, job, &s);
+    struct sched_job_view v;
+    if (!r || !r->hold_unsaved || sched_job_get(c->sched, job, &v) < 0 || v.state != SCHED_HELD)
+        return;
+    char why[128];
+    snprintf(why, sizeof(why), "service %s: restart %d, backoff until %lld", s->name, r->restarts,
+             (long long)r->hold_until_ms);
+    r->hold_unsaved = false;
+    (void)ctl_job_write_held(c, job, SVC_ACTOR, why);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The SERVICE object of the API                                                         */
+
+static json_t *rep_json(struct ctl *c, const struct svc *s, const struct svc_rep *r, int64_t now,
+                        bool *ready, bool *looping)
+{
+    struct sched_job_view v;
+    const char *st =
+        r->job && sched_job_get(c->sched, r->job, &v) == 0 ? sched_job_state_name(v.state) : "";
+    *looping = svc_crash_looping(&r->recent, now, s->spec.crash_loop_window_ms,
+                                 s->spec.crash_loop_restarts);
+    bool backoff = r->hold_until_ms > now;
+    const char *state = svc_replica_state(st, backoff, *looping, true);
+    *ready = strcmp(state, "ready") == 0;
+    json_t *o =
+        json_pack("{s:i,s:I,s:s,s:s,s:i,s:b}", "slot", r->slot, "job", (json_int_t)r->job, "state",
+                  state, "job_state", st, "restarts", r->restarts, "crash_loop", *looping);
+    if (backoff)
+        json_object_set_new(o, "backoff_until_ms", json_integer(r->hold_until_ms));
+    return o;
+}
+
+static json_t *svc_json(struct ctl *c, const struct svc *s)
+{
+    int64_t now = clock_now_ms();
+    int ready = 0, looping = 0, restarts = 0;
+    json_t *reps = json_array();
+    for (int i = 0; i < s->nreps; i++) {
+        bool rd, lp;
+        json_array_append_new(reps, rep_json(c, s, &s->reps[i], now, &rd, &lp));
+        ready += rd;
+        looping += lp;
+        restarts += s->reps[i].restarts;
+    }
+    json_t *spec = proto_service_to_json(&s->spec);
+    if (spec) /* the replica's spec as resolved (owner, project, defaults) */
+        json_object_set(spec, "job", s->job);
+    return json_pack(
+        "{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:I,s:o,s:o}", "name", s->name, "project", s->project, "user",
+        s->user, "state", svc_service_state(s->spec.replicas, ready, looping, NULL), "replicas",
+        s->spec.replicas, "ready", ready, "restarts", restarts, "created_ms",
+        (json_int_t)s->created_ms, "instances", reps, "spec", spec ? spec : json_null());
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Endpoints                                                                             */
+
+static bool loaded_or_503(struct ctl_req *r)
+{
+    services_load(r->c);
+    if (r->c->services->loaded)
+        return true;
+    ctl_reply_errorf(r->c, r->req, 503, NULL, "services not loaded yet: store: %s",
+                     store_errmsg(r->c->store));
+    return false;
+}
+
+void h_services_list(struct ctl_req *r)
+{
+    if (!loaded_or_503(r))
+        return;
+    json_t *arr = json_array();
+    for (struct svc *s = r->c->services->head; s; s = s->next)
+        json_array_append_new(arr, svc_json(r->c, s));
+    ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "services", arr));
+}
+
+static struct svc *svc_arg(struct ctl_req *r)
+{
+    if (!loaded_or_503(r))
+        return NULL;
+    struct svc *s = svc_find(r->c, r->arg[0]);
+    if (!s)
+        ctl_reply_errorf(r->c, r->req, 404, NULL, "no such service '%.64s'", r->arg[0]);
+    return s;
+}
+
+void h_service_show(struct ctl_req *r)
+{
+    struct svc *s = svc_arg(r);
+    if (s)
+        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "service", svc_json(r->c, s)));
+}
+
+/* The replica's job spec, resolved as the caller's submission would be (and the caller
+ * checked as its submitter). 0, or -errno having answered. */
+static int resolve_job(struct ctl_req *r, struct proto_service *sp, json_t **out)
+{
+    struct proto_jobspec ps;
+    struct proto_error e;
+    if (proto_jobspec_parse(sp->job, clock_now_ms(), &ps, &e) < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        return -EINVAL;
+    }
+    int rc = 0;
+    if (sp->project[0] && ps.project[0] && strcmp(sp->project, ps.project) != 0) {
+        ctl_reply_errorf(r->c, r->req, 400, "job.project",
+                         "the job's project '%s' is not the service's '%s'", ps.project,
+                         sp->project);
+        rc = -EINVAL;
+    }
+    if (rc == 0) {
+        if (sp->project[0])
+            str_copy(ps.project, sizeof(ps.project), sp->project);
+        str_copy(ps.class_name, sizeof(ps.class_name), "service");
+        if (!ps.name[0] || strcmp(ps.name, "job") == 0)
+            str_copy(ps.name, sizeof(ps.name), sp->name);
+        rc = ctl_jobspec_resolve(r, &ps);
+    }
+    if (rc == 0) {
+        str_copy(sp->project, sizeof(sp->project), ps.project);
+        *out = proto_jobspec_to_json(&ps);
+        if (!*out) {
+            ctl_reply_errorf(r->c, r->req, 500, NULL, "out of memory");
+            rc = -ENOMEM;
+        }
+    }
+    proto_jobspec_release(&ps);
+    return rc;
+}
+
+void h_services_create(struct ctl_req *r)
+{
+    struct ctl *c = r->c;
+    struct proto_error e;
+    struct proto_service sp;
+    int64_t now = clock_now_ms();
+    if (proto_service_parse_text(r->body ? r->body : "", r->body_len, now, &sp, &e) < 0) {
+        ctl_reply_error(c, r->req, &e);
+        return;
+    }
+    json_t *job = NULL;
+    if (!loaded_or_503(r) || resolve_job(r, &sp, &job) < 0) {
+        proto_service_release(&sp);
+        return;
+    }
+    if (svc_find(c, sp.name)) {
+        ctl_reply_errorf(c, r->req, 409, "name", "service '%s' exists already", sp.name);
+        proto_service_release(&sp);
+        json_decref(job);
+        return;
+    }
+    struct svc *s = xcalloc(1, sizeof(*s));
+    s->spec = sp;
+    s->job = job;
+    s->created_ms = now;
+    str_copy(s->name, sizeof(s->name), sp.name);
+    str_copy(s->project, sizeof(s->project), sp.project);
+    str_copy(s->user, sizeof(s->user), json_string_value(json_object_get(job, "user")));
+    if (!s->user[0])
+        str_copy(s->user, sizeof(s->user), r->id.user);
+    char target[96];
+    snprintf(target, sizeof(target), "service:%s", s->name);
+    json_t *after = proto_service_to_json(&s->spec);
+    int rc = svc_save(c, s, now);
+    if (rc == 0)
+        rc = ctl_audit(c, r->id.user, "service.create", target, NULL, after, NULL);
+    json_decref(after);
+    if (rc < 0) {
+        ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
+        svc_free(s);
+        return;
+    }
+    s->next = c->services->head;
+    c->services->head = s;
+    if (svc_reconcile(c, s, now) && svc_save(c, s, now) < 0)
+        log_error("service_save_failed", "service=%s error=\"%s\"", s->name,
+                  store_errmsg(c->store));
+    ctl_reply_json(c, r->req, 201, json_pack("{s:o}", "service", svc_json(c, s)));
+}
+
+/* The service of the path, its caller checked as for the jobs of its owner. */
+static struct svc *svc_for_control(struct ctl_req *r)
+{
+    struct svc *s = svc_arg(r);
+    if (s && ctl_req_authorize(r, s->project, s->user) < 0)
+        return NULL;
+    return s;
+}
+
+void h_service_scale(struct ctl_req *r)
+{
+    static const char *const known[] = {"replicas", NULL};
+    struct ctl *c = r->c;
+    struct proto_error e;
+    json_t *body = r->body ? json_loads(r->body, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    int64_t n = 0;
+    if (!json_is_object(body) || proto_check_fields(body, "", known, &e) < 0 ||
+        proto_get_int(json_object_get(body, "replicas"), "replicas", 0, PROTO_SERVICE_MAX_REPLICAS,
+                      &n, &e) < 0) {
+        if (!json_is_object(body))
+            proto_errorf(&e, 400, NULL, NULL, "the body must be {\"replicas\": N}");
+        json_decref(body);
+        ctl_reply_error(c, r->req, &e);
+        return;
+    }
+    json_decref(body);
+    struct svc *s = svc_for_control(r);
+    if (!s)
+        return;
+    int64_t now = clock_now_ms();
+    int before = s->spec.replicas;
+    char target[96], why[64];
+    snprintf(target, sizeof(target), "service:%s", s->name);
+    snprintf(why, sizeof(why), "replicas %d -> %d", before, (int)n);
+    s->spec.replicas = (int)n;
+    int rc = svc_save(c, s, now);
+    if (rc == 0)
+        rc = ctl_audit(c, r->id.user, "service.scale", target, NULL, NULL, why);
+    if (rc < 0) {
+        s->spec.replicas = before;
+        ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
+        return;
+    }
+    if (svc_reconcile(c, s, now) && svc_save(c, s, now) < 0)
+        log_error("service_save_failed", "service=%s error=\"%s\"", s->name,
+                  store_errmsg(c->store));
+    ctl_reply_json(c, r->req, 200, json_pack("{s:o}", "service", svc_json(c, s)));
+}
+
+void h_service_delete(struct ctl_req *r)
+{
+    struct ctl *c = r->c;
+    struct svc *s = svc_for_control(r);
+    if (!s)
+        return;
+    char target[96];
+    snprintf(target, sizeof(target), "service:%s", s->name);
+    int rc = store_service_delete(c->store, s->name);
+    if (rc == 0)
+        rc = ctl_audit(c, r->id.user, "service.delete", target, NULL, NULL, NULL);
+    if (rc < 0) {
+        ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
+        return;
+    }
+    int64_t now = clock_now_ms();
+    for (int i = 0; i < s->nreps; i++)
+        rep_cancel(c, &s->reps[i], now);
+    for (struct svc **p = &c->services->head; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    ctl_reply_json(c, r->req, 200, json_pack("{s:s}", "deleted", s->name));
+    svc_free(s);
+}
