@@ -16,6 +16,7 @@
 #include "controller/ctl.h"
 #include "controller/http.h"
 #include "controller/metrics.h"
+#include "controller/services.h"
 #include "controller/stream.h"
 #include "controller/usage.h"
 #include "util/clock.h"
@@ -340,6 +341,7 @@ static void metrics_head(struct ctl *c, struct dbuf *b)
     counters_text(c, b);
     alerts_text(c, b);
     ctl_metrics_quota_text(c, b, clock_now_ms());
+    ctl_services_metrics(c, b);
 }
 
 /* The next nodes of the current family into b; true when the family is done. */

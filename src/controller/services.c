@@ -23,6 +23,7 @@
 #include "protocol/proto.h"
 #include "protocol/service.h"
 #include "util/clock.h"
+#include "util/dbuf.h"
 #include "util/log.h"
 #include "util/str.h"
 #include "util/xalloc.h"
@@ -639,4 +640,41 @@ void h_service_delete(struct ctl_req *r)
         }
     ctl_reply_json(c, r->req, 200, json_pack("{s:s}", "deleted", s->name));
     svc_free(s);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* /metrics                                                                              */
+
+static void metric_family(struct dbuf *b, const char *name, const char *type, const char *help)
+{
+    dbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void ctl_services_metrics(struct ctl *c, struct dbuf *b)
+{
+    static const struct {
+        const char *name, *type, *help;
+    } fam[] = {
+        {"docket_service_replicas", "gauge", "replicas a service wants"},
+        {"docket_service_replicas_ready", "gauge", "of them, ready (docs/services.md)"},
+        {"docket_service_replicas_crash_looping", "gauge", "of them, in a crash loop"},
+        {"docket_service_restarts_total", "counter", "restarts and replacements of its replicas"},
+    };
+    int64_t now = clock_now_ms();
+    for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+        metric_family(b, fam[f].name, fam[f].type, fam[f].help);
+        for (struct svc *s = c->services ? c->services->head : NULL; s; s = s->next) {
+            long long v[4] = {s->spec.replicas, 0, 0, 0};
+            for (int i = 0; i < s->nreps; i++) {
+                bool ready, looping;
+                json_decref(rep_json(c, s, &s->reps[i], now, &ready, &looping));
+                v[1] += ready;
+                v[2] += looping;
+                v[3] += s->reps[i].restarts;
+            }
+            /* names (str_is_name): no escaping needed */
+            dbuf_printf(b, "%s{service=\"%s\",project=\"%s\"} %lld\n", fam[f].name, s->name,
+                        s->project, v[f]);
+        }
+    }
 }

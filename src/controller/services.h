@@ -29,6 +29,9 @@ void ctl_services_run_ended(struct ctl *c, uint64_t job, int64_t now_ms);
 /* loop.c, after a decision about `job` was written: a replica held by
  * ctl_services_run_ended is written HELD now that its requeue is. */
 void ctl_services_job_written(struct ctl *c, uint64_t job);
+/* The /metrics families of services (docs/monitoring.md) into b. */
+struct dbuf;
+void ctl_services_metrics(struct ctl *c, struct dbuf *b);
 /* Free everything (docketd's exit). */
 void ctl_services_free(struct ctl *c);
 

@@ -72,10 +72,16 @@ ready_is() { # NAME N
     s=$(svc web)
     [ "$(jq '.instances[0].restarts' <<<"$s")" -ge 1 ]
     [ "$(jq '.instances[0].job' <<<"$s")" = "$job" ] # the same job, restarted
-    # the backoff is in the replica's events: held, then released by docketd
-    run -0 "$DOCKET" show "$job" --json
-    [[ $(jq '[.events[]? | select(.type == "hold")] | length' <<<"$output") -ge 1 ]] ||
-        "$DOCKET" show "$job" | grep -q "service web: restart"
+    # the backoff is in the replica's events: held, then released, by docketd
+    ev=$(curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/jobs/$job/events")
+    [ "$(jq '[.events[] | select(.type == "hold" and .reason == "docketd")] | length' <<<"$ev")" -ge 1 ]
+    [ "$(jq '[.events[] | select(.type == "release" and .reason == "docketd")] | length' <<<"$ev")" -ge 1 ]
+    [[ $(jq -r '[.events[] | select(.type == "hold")][0].detail' <<<"$ev") == "service web: restart 1,"* ]]
+    # and in /metrics
+    m=$(curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/metrics")
+    grep -q '^docket_service_replicas{service="web",project="web"} 2$' <<<"$m"
+    grep -q '^docket_service_replicas_ready{service="web",project="web"} 2$' <<<"$m"
+    grep -qE '^docket_service_restarts_total\{service="web",project="web"\} [1-9]' <<<"$m"
 }
 
 @test "a replica that keeps failing shows crash-loop, with its restarts counted" {
@@ -129,11 +135,18 @@ ready_is() { # NAME N
     [[ $output == *"exists already"* ]]
     run -1 "$DOCKET" services show nosuch
     [[ $output == *"no such service"* ]]
-    # a user of no project may neither create in web nor scale web
+    # a user of no project may neither create a service in web nor scale or remove web
     tok=$("$DOCKET" token create --user mallory --json | jq -r .token)
-    run -1 env DOCKET_TOKEN="$tok" DOCKET_URL="http://127.0.0.1:$PORT" "$DOCKET" services scale web 0
-    [[ $output == *"403"* || $output == *"not"* ]]
+    as_mallory() {
+        curl -s -o /dev/null -w '%{http_code}' -X "$1" -H "Authorization: Bearer $tok" \
+            -H 'Content-Type: application/json' "http://127.0.0.1:$PORT$2" ${3:+--data "$3"}
+    }
+    [ "$(as_mallory POST /v1/services/web/scale '{"replicas": 0}')" = 403 ]
+    [ "$(as_mallory DELETE /v1/services/web)" = 403 ]
+    [ "$(as_mallory POST /v1/services "$(cat "$f" | jq -c '.name = "evil"')")" = 403 ]
+    [ "$(as_mallory GET /v1/services/web)" = 200 ]
     [ "$(svc web | jq .replicas)" = 2 ]
+    run -1 "$DOCKET" services show evil
 }
 
 @test "rm cancels every replica" {
