@@ -181,15 +181,16 @@ static void rep_load(struct svc_rep *r, const json_t *o)
 static int load_cb(void *arg, const struct store_service *row)
 {
     struct ctl *c = arg;
-    struct proto_error e;
+    struct proto_error e = {.message = "its status is not a JSON object with a job"};
     struct svc *s = xcalloc(1, sizeof(*s));
     json_t *status = json_loads(row->status ? row->status : "", 0, NULL);
     if (proto_service_parse_text(row->spec ? row->spec : "", row->spec ? strlen(row->spec) : 0,
                                  clock_now_ms(), &s->spec, &e) < 0 ||
         !json_is_object(json_object_get(status, "job"))) {
+        /* left as it is in the database, for an operator to look at; the others load */
         log_error("service_unreadable", "service=%s error=\"%s\"", row->name, e.message);
         json_decref(status);
-        free(s);
+        svc_free(s);
         return 0;
     }
     str_copy(s->name, sizeof(s->name), row->name);
