@@ -32,6 +32,8 @@ void ctl_config_defaults(struct ctl_config *cfg)
     cfg->expected_nodes = 1000;
     cfg->idle_timeout_ms = 30000;
     cfg->request_timeout_ms = 10000;
+    cfg->reserved_connections = 0;
+    cfg->max_unproven_per_peer = 32;
     cfg->submit_rate = 20;
     cfg->submit_burst = 200;
     cfg->max_array_tasks = 100000;
@@ -116,6 +118,8 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
                                         "submit_burst",
                                         "max_array_tasks",
                                         "request_timeout",
+                                        "reserved_connections",
+                                        "max_unproven_per_peer",
                                         NULL};
     char yerr[256];
     struct proto_error pe;
@@ -189,6 +193,12 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_dur(doc, "request_timeout", 1000, &cfg->request_timeout_ms, err, errlen);
     if (rc == 0)
         rc = get_int(doc, "max_connections", 0, 10000000, &cfg->max_connections, err, errlen);
+    if (rc == 0)
+        rc = get_int(doc, "reserved_connections", 0, 10000000, &cfg->reserved_connections, err,
+                     errlen);
+    if (rc == 0)
+        rc = get_int(doc, "max_unproven_per_peer", 1, 10000000, &cfg->max_unproven_per_peer, err,
+                     errlen);
     if (rc == 0)
         rc = get_int(doc, "submit_rate", 0, 1000000, &cfg->submit_rate, err, errlen);
     if (rc == 0)

@@ -47,6 +47,11 @@ struct ctl_config {
     /* a request (head and body) must arrive whole this long after its first byte (the
      * first request: after the connection opens), however slowly it trickles */
     int64_t request_timeout_ms;
+    /* the connection budget (docs/security.md): slots of max_connections only connections
+     * that proved an identity may hold (0 = sized from expected_nodes), and how many
+     * unproven connections one peer (address, or uid on the socket) may hold */
+    int64_t reserved_connections;
+    int64_t max_unproven_per_peer;
     /* submissions per user (jobs.c): a token bucket; rate 0 = no limit; admins exempt */
     int64_t submit_rate;  /* requests per second */
     int64_t submit_burst; /* bucket size */

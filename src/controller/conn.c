@@ -17,6 +17,12 @@
  * its request reaches the router (ctl_conn_request_begins) until the reply is done. The
  * idle timeout alone was reset by every byte: one header byte every 20 s held a
  * connection for ever, and enough of them locked everyone out at the cap.
+ *
+ * The deadline alone still let a client that reopens what is closed hold the cap: so
+ * every connection is counted in the connection budget (budget.c; docs/security.md "The
+ * connection budget") as unproven until a request with a valid identity arrives on it
+ * (ctl_conn_proven), and a new connection that finds no room closes the oldest unproven
+ * one instead of being refused: only proven connections are never made to give way.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,6 +31,7 @@
 #include <event2/listener.h>
 #include <netdb.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +39,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "controller/budget.h"
 #include "controller/conn.h"
 #include "controller/ctl.h"
 #include "controller/tls.h"
@@ -50,19 +58,22 @@ struct conn {
     struct event *deadline;               /* request_timeout, while a request arrives */
     struct evbuffer_cb_entry *input_seen; /* arms it on a later request's first byte */
     bool busy;                            /* a request reached the router, its reply is not done */
+    bool tls;
+    struct budget_key peer;
+    struct budget_slot slot; /* in the connection budget */
 };
 
 struct ctl_conns {
     struct conn **by_fd; /* indexed by the connection's descriptor */
     size_t nby_fd;
-    size_t count;               /* connections open (both servers) */
+    struct conn_budget budget;  /* connections open (both servers), the unproven ones */
     struct bufferevent **fresh; /* created this iteration, not looked at yet */
     size_t nfresh, fresh_alloc;
     struct event *fresh_ev, *backoff_ev;
     struct evconnlistener *lev[2];
     /* rate-limited log lines: when each last went out and how many were left out since */
-    int64_t refuse_log_ms, accept_log_ms, deadline_log_ms;
-    uint64_t refused_quiet, accept_quiet, deadline_quiet;
+    int64_t refuse_log_ms, accept_log_ms, deadline_log_ms, shed_log_ms;
+    uint64_t refused_quiet, accept_quiet, deadline_quiet, shed_quiet;
 };
 
 static const char refuse_reply[] = "HTTP/1.1 503 Service Unavailable\r\n"
@@ -103,10 +114,23 @@ int ctl_conn_limits(struct ctl *c)
                  "expected_nodes=%lld fd_limit=%lld max_connections=%lld "
                  "hint=\"raise LimitNOFILE (ulimit -n) for docketd\"",
                  (long long)c->cfg.expected_nodes, (long long)c->fd_limit, (long long)c->conn_cap);
+    /* the reserve: room for every agent's two connections and a few people, from an eighth
+     * to half of the cap (a setting wins, kept below the cap) */
+    int64_t want = c->cfg.expected_nodes * 2 + 16;
+    int64_t lo = c->conn_cap / 8, hi = c->conn_cap / 2;
+    c->conn_reserve = c->cfg.reserved_connections > 0 ? c->cfg.reserved_connections
+                      : want < lo                     ? lo
+                      : want > hi                     ? hi
+                                                      : want;
+    if (c->conn_reserve >= c->conn_cap)
+        c->conn_reserve = c->conn_cap - 1;
     int64_t backlog = c->cfg.expected_nodes * 2;
     c->listen_backlog = (int)(backlog < 128 ? 128 : backlog > 65535 ? 65535 : backlog);
-    log_info("limits", "fd_limit=%lld max_connections=%lld backlog=%d idle_timeout_ms=%lld",
-             (long long)c->fd_limit, (long long)c->conn_cap, c->listen_backlog,
+    log_info("limits",
+             "fd_limit=%lld max_connections=%lld reserved_connections=%lld "
+             "max_unproven_per_peer=%lld backlog=%d idle_timeout_ms=%lld",
+             (long long)c->fd_limit, (long long)c->conn_cap, (long long)c->conn_reserve,
+             (long long)c->cfg.max_unproven_per_peer, c->listen_backlog,
              (long long)c->cfg.idle_timeout_ms);
     return 0;
 }
@@ -130,8 +154,9 @@ static bool log_due(int64_t *last_ms, uint64_t *quiet, uint64_t *left_out)
 
 /* A connection's record, once its connection is gone or forgotten (its buffers may be
  * gone already: only the timer, which is ours, is freed with it). */
-static void conn_free(struct conn *k)
+static void conn_free(struct ctl_conns *cs, struct conn *k)
 {
+    budget_remove(&cs->budget, &k->slot);
     if (k->deadline)
         event_free(k->deadline);
     free(k);
@@ -144,14 +169,12 @@ static void conn_closed(struct evhttp_connection *evcon, void *arg)
     struct ctl_conns *cs = k->c->conns;
     if (k->cb)
         k->cb(evcon, k->arg);
-    if ((size_t)k->fd < cs->nby_fd && cs->by_fd[k->fd] == k) {
+    if ((size_t)k->fd < cs->nby_fd && cs->by_fd[k->fd] == k)
         cs->by_fd[k->fd] = NULL;
-        cs->count--;
-    }
     struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
     if (k->input_seen && bev)
         evbuffer_remove_cb_entry(bufferevent_get_input(bev), k->input_seen);
-    conn_free(k);
+    conn_free(cs, k);
 }
 
 static int conn_fd(struct evhttp_connection *evcon)
@@ -250,11 +273,12 @@ static void refuse(struct ctl *c, struct evhttp_connection *evcon, int fd, bool 
     evhttp_connection_free(evcon);
     c->metrics.conn_refused++;
     if (log_due(&cs->refuse_log_ms, &cs->refused_quiet, &left_out))
-        log_warn("connection_refused", "open=%zu max_connections=%lld left_out=%llu", cs->count,
-                 (long long)c->conn_cap, (unsigned long long)left_out);
+        log_warn("connection_refused", "open=%zu max_connections=%lld left_out=%llu",
+                 cs->budget.open, (long long)c->conn_cap, (unsigned long long)left_out);
 }
 
-static int count(struct ctl *c, struct evhttp_connection *evcon, int fd)
+static int count(struct ctl *c, struct evhttp_connection *evcon, int fd,
+                 const struct budget_key *peer, bool tls)
 {
     struct ctl_conns *cs = c->conns;
     if ((size_t)fd >= cs->nby_fd) {
@@ -271,24 +295,102 @@ static int count(struct ctl *c, struct evhttp_connection *evcon, int fd)
     struct conn *k = calloc(1, sizeof(*k));
     if (!k)
         return -ENOMEM;
-    *k = (struct conn){.c = c, .fd = fd, .evcon = evcon};
+    *k = (struct conn){.c = c, .fd = fd, .evcon = evcon, .tls = tls, .peer = *peer};
     struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
     k->deadline = evtimer_new(c->base, deadline_passed, k);
     k->input_seen =
         k->deadline && bev ? evbuffer_add_cb(bufferevent_get_input(bev), input_seen, k) : NULL;
     if (!k->input_seen) {
-        conn_free(k);
+        conn_free(cs, k);
         return -ENOMEM;
     }
-    if (cs->by_fd[fd]) { /* a close we never heard of: the descriptor was reused */
-        conn_free(cs->by_fd[fd]);
-        cs->count--;
+    if (cs->by_fd[fd]) /* a close we never heard of: the descriptor was reused */
+        conn_free(cs, cs->by_fd[fd]);
+    if (budget_add(&cs->budget, peer, &k->slot) < 0) {
+        evbuffer_remove_cb_entry(bufferevent_get_input(bev), k->input_seen);
+        cs->by_fd[fd] = NULL;
+        conn_free(cs, k);
+        return -ENOMEM;
     }
     cs->by_fd[fd] = k;
-    cs->count++;
     evhttp_connection_set_closecb(evcon, conn_closed, k);
     deadline_arm(k); /* the first request (a TLS handshake before it) */
     return 0;
+}
+
+/* Who is at the other end of fd: its address, or on the Unix socket its uid. */
+static struct budget_key peer_of(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    memset(&ss, 0, sizeof(ss));
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX) {
+        struct ucred cred;
+        socklen_t cl = sizeof(cred);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0)
+            return budget_key_uid(cred.uid);
+    }
+    return budget_key_addr((struct sockaddr *)&ss, len);
+}
+
+static struct conn *conn_of_slot(struct budget_slot *s)
+{
+    return (struct conn *)(void *)((char *)s - offsetof(struct conn, slot));
+}
+
+/* Close an unproven connection to make room for a new one (budget.c says which and why).
+ * One waiting for its request is told 503, as a refused one is; one whose reply is under
+ * way just closes (bytes of ours would garble it). */
+static void shed(struct ctl *c, struct conn *k, enum budget_verdict why)
+{
+    struct ctl_conns *cs = c->conns;
+    uint64_t left_out;
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(k->evcon);
+    if (!k->tls && !k->busy && bev && evbuffer_get_length(bufferevent_get_output(bev)) == 0 &&
+        send(k->fd, refuse_reply, sizeof(refuse_reply) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+        (void)0;
+    c->metrics.conn_shed++;
+    if (log_due(&cs->shed_log_ms, &cs->shed_quiet, &left_out)) {
+        char peer[64];
+        budget_key_str(&k->peer, peer, sizeof(peer));
+        log_warn("connection_shed",
+                 "peer=%s reason=%s open=%zu unproven=%zu max_connections=%lld "
+                 "reserved_connections=%lld left_out=%llu",
+                 peer, budget_verdict_name(why), cs->budget.open, cs->budget.unproven,
+                 (long long)c->conn_cap, (long long)c->conn_reserve, (unsigned long long)left_out);
+    }
+    evhttp_connection_free(k->evcon); /* conn_closed frees k */
+}
+
+/* A new connection: counted once the budget has room for it, which unproven connections
+ * make by giving way (at most one per reason); refused only when proven ones fill it. */
+static void admit(struct ctl *c, struct evhttp_connection *evcon, int fd, bool tls)
+{
+    struct ctl_conns *cs = c->conns;
+    struct budget_key peer = peer_of(fd);
+    for (int tries = 0; tries < 4; tries++) {
+        struct budget_slot *victim;
+        enum budget_verdict v = budget_victim(&cs->budget, &peer, &victim);
+        if (v == BUDGET_ADMIT) {
+            if (count(c, evcon, fd, &peer, tls) < 0)
+                break;
+            return;
+        }
+        if (v == BUDGET_REFUSE || v == BUDGET_REFUSE_FRESH)
+            break;
+        size_t open = cs->budget.open;
+        shed(c, conn_of_slot(victim), v);
+        if (cs->budget.open == open) /* its close was not heard: forget it, not loop */
+            budget_remove(&cs->budget, victim);
+    }
+    refuse(c, evcon, fd, tls);
+}
+
+void ctl_conn_proven(struct ctl *c, struct evhttp_request *req)
+{
+    struct conn *k = conn_of(c, evhttp_request_get_connection(req));
+    if (k)
+        budget_prove(&c->conns->budget, &k->slot);
 }
 
 /* The connections evhttp made this iteration: count them, or refuse those past the cap. */
@@ -296,6 +398,7 @@ static void fresh_cb(evutil_socket_t unused, short what, void *arg)
 {
     struct ctl *c = arg;
     struct ctl_conns *cs = c->conns;
+    budget_next_turn(&cs->budget);
     for (size_t i = 0; i < cs->nfresh; i++) {
         struct bufferevent *bev = cs->fresh[i];
         void *cbarg = NULL;
@@ -303,10 +406,8 @@ static void fresh_cb(evutil_socket_t unused, short what, void *arg)
         struct evhttp_connection *evcon = cbarg;
         int fd = (int)bufferevent_getfd(bev);
         /* NULL: evhttp freed it already (it failed to set the connection up) */
-        if (evcon && fd >= 0 && evhttp_connection_get_bufferevent(evcon) == bev) {
-            if ((int64_t)cs->count >= c->conn_cap || count(c, evcon, fd) < 0)
-                refuse(c, evcon, fd, ctl_tls_bev_is_tls(bev));
-        }
+        if (evcon && fd >= 0 && evhttp_connection_get_bufferevent(evcon) == bev)
+            admit(c, evcon, fd, ctl_tls_bev_is_tls(bev));
         bufferevent_decref(bev);
     }
     cs->nfresh = 0;
@@ -453,7 +554,7 @@ static void accept_error(struct evconnlistener *lev, void *unused)
     c->metrics.accept_errors++;
     if (log_due(&cs->accept_log_ms, &cs->accept_quiet, &left_out))
         log_warn("accept_failed", "error=\"%s\" open=%zu backoff_ms=%d left_out=%llu",
-                 strerror(err), cs->count, ACCEPT_BACKOFF_MS, (unsigned long long)left_out);
+                 strerror(err), cs->budget.open, ACCEPT_BACKOFF_MS, (unsigned long long)left_out);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -464,6 +565,11 @@ int ctl_conn_init(struct ctl *c)
     struct ctl_conns *cs = calloc(1, sizeof(*cs));
     if (!cs)
         return -ENOMEM;
+    if (budget_init(&cs->budget, (size_t)c->conn_cap, (size_t)c->conn_reserve,
+                    (size_t)c->cfg.max_unproven_per_peer) < 0) {
+        free(cs);
+        return -ENOMEM;
+    }
     c->conns = cs;
     listener_owner = c;
     cs->fresh_ev = xnonnull(event_new(c->base, -1, 0, fresh_cb, c), "connection event");
@@ -520,7 +626,12 @@ struct evconnlistener *ctl_conn_listen_tcp(struct ctl *c, const char *host, int 
 
 size_t ctl_conn_count(const struct ctl *c)
 {
-    return c->conns ? c->conns->count : 0;
+    return c->conns ? c->conns->budget.open : 0;
+}
+
+size_t ctl_conn_unproven(const struct ctl *c)
+{
+    return c->conns ? c->conns->budget.unproven : 0;
 }
 
 void ctl_conn_stop(struct ctl *c)
@@ -543,8 +654,9 @@ void ctl_conn_release(struct ctl *c)
         return;
     for (size_t i = 0; i < cs->nby_fd; i++)
         if (cs->by_fd[i])
-            conn_free(cs->by_fd[i]);
+            conn_free(cs, cs->by_fd[i]);
     free(cs->by_fd);
+    budget_free(&cs->budget);
     free(cs);
     c->conns = NULL;
     listener_owner = NULL;

@@ -1,6 +1,7 @@
 /*
  * conn.h - what conn.c owns: descriptors, listeners, the connection cap, accept back-off,
- * each connection's close callback, and libevent's error pages rewritten as JSON.
+ * the connection budget (budget.c keeps its books), each connection's close callback, and
+ * libevent's error pages rewritten as JSON.
  */
 #ifndef DOCKET_CONTROLLER_CONN_H
 #define DOCKET_CONTROLLER_CONN_H
@@ -32,6 +33,11 @@ struct evconnlistener *ctl_conn_listen_tcp(struct ctl *c, const char *host, int 
 void ctl_conn_watch(struct ctl *c, struct evhttp_connection *evcon,
                     void (*cb)(struct evhttp_connection *, void *), void *arg);
 size_t ctl_conn_count(const struct ctl *c);
+/* Connections with no request of a valid identity yet (the connection budget's). */
+size_t ctl_conn_unproven(const struct ctl *c);
+/* req carried a valid identity (a token, a node credential, a Unix socket peer): its
+ * connection no longer counts as unproven, and is never closed to make room. */
+void ctl_conn_proven(struct ctl *c, struct evhttp_request *req);
 /* A request reached the router: its connection's request deadline stops until the reply
  * is done (a parked long poll or a stream is not cut by it). */
 void ctl_conn_request_begins(struct ctl *c, struct evhttp_request *req);

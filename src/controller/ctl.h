@@ -135,6 +135,7 @@ struct ctl {
     struct ctl_hb_wait *hb_waiting, *hb_waiting_tail;
     struct event *hb_wait_ev;
     int64_t fd_limit, conn_cap;
+    int64_t conn_reserve; /* of conn_cap, never held by unproven connections (conn.c) */
     int listen_backlog;
     /* console.c: the one-time login codes `docket console` asked for */
     struct ctl_console_code console_codes[CTL_CONSOLE_CODES];

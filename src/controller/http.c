@@ -724,6 +724,8 @@ static void dispatch(struct evhttp_request *req, struct ctl *c, bool is_unix)
     char why[256];
     const struct route *rt = find_route(path, (int)r.method, &r, &known);
     int auth_rc = authenticate(c, req, is_unix, &r.id, why, sizeof(why));
+    if (auth_rc == 0) /* a token, a node credential or a socket peer: no slowloris */
+        ctl_conn_proven(c, req);
     if (!rt) {
         if (known)
             ctl_reply_errorf(c, req, 405, NULL, "method not allowed on '%s'", path);

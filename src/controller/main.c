@@ -56,6 +56,7 @@ static void usage(FILE *f)
             "               [--tls-cert FILE --tls-key FILE] [--secrets-key FILE]\n"
             "               [--max-connections N] [--expected-nodes N]\n"
             "               [--idle-timeout DURATION] [--request-timeout DURATION]\n"
+            "               [--reserved-connections N] [--max-unproven-per-peer N]\n"
             "               [--submit-rate N] [--submit-burst N]\n"
             "               [--max-array-tasks N] [--rotate-secrets-key]\n"
             "               [--advertise URL]   (PostgreSQL: where clients reach this one)\n"
@@ -86,6 +87,8 @@ enum {
     O_EXPNODES,
     O_IDLE,
     O_REQTIMEOUT,
+    O_RESERVED,
+    O_PERPEER,
     O_SUBRATE,
     O_SUBBURST,
     O_MAXARRAY,
@@ -119,6 +122,8 @@ static const struct option opts[] = {
     {"expected-nodes", required_argument, NULL, O_EXPNODES},
     {"idle-timeout", required_argument, NULL, O_IDLE},
     {"request-timeout", required_argument, NULL, O_REQTIMEOUT},
+    {"reserved-connections", required_argument, NULL, O_RESERVED},
+    {"max-unproven-per-peer", required_argument, NULL, O_PERPEER},
     {"submit-rate", required_argument, NULL, O_SUBRATE},
     {"submit-burst", required_argument, NULL, O_SUBBURST},
     {"max-array-tasks", required_argument, NULL, O_MAXARRAY},
@@ -210,6 +215,14 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
         return parse_duration_ms(arg, &cfg->request_timeout_ms) < 0 ||
                        cfg->request_timeout_ms < 1000
                    ? flag_error("request-timeout", arg, "invalid duration (at least 1s)")
+                   : 0;
+    case O_RESERVED:
+        return parse_int64(arg, 0, 10000000, &cfg->reserved_connections) < 0
+                   ? flag_error("reserved-connections", arg, "must be 0 (auto)..10000000, not")
+                   : 0;
+    case O_PERPEER:
+        return parse_int64(arg, 1, 10000000, &cfg->max_unproven_per_peer) < 0
+                   ? flag_error("max-unproven-per-peer", arg, "must be 1..10000000, not")
                    : 0;
     case O_SUBRATE:
         return parse_int64(arg, 0, 1000000, &cfg->submit_rate) < 0

@@ -304,11 +304,22 @@ static void counters_text(struct ctl *c, struct dbuf *b)
                 "did not arrive whole within request_timeout\n"
                 "# TYPE docket_connections_timed_out_total counter\n"
                 "docket_connections_timed_out_total %llu\n"
+                "# HELP docket_connections_unproven open connections that have not sent a "
+                "request with a valid identity yet\n"
+                "# TYPE docket_connections_unproven gauge\ndocket_connections_unproven %zu\n"
+                "# HELP docket_connections_reserved slots of the cap only proven connections "
+                "may hold (reserved_connections)\n"
+                "# TYPE docket_connections_reserved gauge\ndocket_connections_reserved %lld\n"
+                "# HELP docket_connections_shed_total unproven connections closed to make room "
+                "for a new one\n"
+                "# TYPE docket_connections_shed_total counter\n"
+                "docket_connections_shed_total %llu\n"
                 "# HELP docket_accept_errors_total accept() failures that paused accepting\n"
                 "# TYPE docket_accept_errors_total counter\ndocket_accept_errors_total %llu\n",
                 ctl_conn_count(c), (long long)c->conn_cap,
                 (unsigned long long)c->metrics.conn_refused,
-                (unsigned long long)c->metrics.conn_timed_out,
+                (unsigned long long)c->metrics.conn_timed_out, ctl_conn_unproven(c),
+                (long long)c->conn_reserve, (unsigned long long)c->metrics.conn_shed,
                 (unsigned long long)c->metrics.accept_errors);
     help(b, "docket_http_requests_total", "counter", "HTTP replies by status code");
     for (int i = 100; i < 600; i++)

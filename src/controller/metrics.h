@@ -35,6 +35,7 @@ struct ctl_metrics {
     struct ctl_hist turn;    /* one turn of the loop, its callbacks of ours (turns.c) */
     uint64_t conn_refused;   /* connections answered 503 past max_connections */
     uint64_t conn_timed_out; /* connections closed past request_timeout mid-request */
+    uint64_t conn_shed;      /* unproven connections closed to make room (conn.c) */
     uint64_t accept_errors;  /* accept() failures (EMFILE...) that paused accepting */
 };
 

@@ -1,0 +1,130 @@
+#!/usr/bin/env bats
+# seams_budget.bats - issue 33's budgets, attacked (docs/security.md "The connection
+# budget"): a slowloris of many connections from several addresses that reopens whatever
+# is closed never locks a token holder or an agent out; a trickled body is cut like a
+# trickled head.
+
+load lib/common
+
+bats_require_minimum_version 1.5.0
+
+DOCKET=$DOCKET_BUILD/src/cli/docket
+
+setup() {
+    docket_setup
+}
+
+teardown() {
+    [[ -n ${LORIS_PID:-} ]] && { touch "$TEST_DIR/loris.stop"; wait "$LORIS_PID" || true; }
+    LORIS_PID=
+    docket_teardown
+}
+
+# metric NAME: its value from /metrics (admin token).
+metric() {
+    curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/metrics" |
+        awk -v m="$1" '$1 == m { print $2 }'
+}
+
+# loris_start N ADDR...: a slowloris of N connections from those source addresses, in
+# the background, until the test ends (lib/slowloris.py).
+loris_start() {
+    local n=$1
+    shift
+    SLOWLORIS_STOP=$TEST_DIR/loris.stop SLOWLORIS_STATUS=$TEST_DIR/loris.status \
+        python3 "$BATS_TEST_DIRNAME/lib/slowloris.py" "$DOCKETD_PORT" "$n" 600 "$@" &
+    LORIS_PID=$!
+}
+
+# loris_opened_at_least N: the slowloris has opened N connections in all.
+loris_opened_at_least() {
+    local opened
+    opened=$(grep -o 'opened=[0-9]*' "$TEST_DIR/loris.status" 2>/dev/null | cut -d= -f2)
+    [[ ${opened:-0} -ge $1 ]]
+}
+
+@test "budget: a slowloris from four addresses holding twice the cap locks out neither the CLI with a token nor an agent" {
+    # a cap of 32, 8 of it for proven connections; the slowloris wants 64 and reopens what
+    # is closed at once, from 127.0.0.2-5 (16 each, at most 12 held unproven per address)
+    docketd_start --max-connections 32 --reserved-connections 8 --max-unproven-per-peer 12
+    local cred user
+    cred=$(fake_node n1 8 H100-80GB)
+    api_post /v1/tokens '{"user": "alice", "role": "member", "ttl": "1d"}'
+    user=$(jq -r .token <<<"$body")
+    [[ $user == dkt_* ]]
+    loris_start 64 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5
+    # it has filled the cap and more (32 unanswered connections, then reopened ones)
+    wait_for 60 loris_opened_at_least 100
+    cat "$TEST_DIR/loris.status" >&3
+    local i
+    for i in 1 2 3 4 5; do
+        # the CLI with a member's token
+        DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$user run -0 "$DOCKET" nodes
+        [[ $output == *n1* ]]
+        # an agent's heartbeat with its node credential
+        heartbeat n1 "$cred"
+        assert_status 200
+    done
+    cat "$TEST_DIR/loris.status" >&3
+    # the slowloris still holds connections: it was made to give way, not beaten by time
+    [[ $(grep -o 'open=[0-9]*' "$TEST_DIR/loris.status" | cut -d= -f2) -ge 24 ]]
+    grep -q 'event=connection_shed' "$TEST_DIR/docketd.log"
+    [[ $(metric docket_connections_shed_total) -gt 0 ]]
+    # (refused: only connections of a burst that found no older one to make room)
+}
+
+@test "budget: one address is held to max_unproven_per_peer; another address is not touched" {
+    docketd_start --max-connections 200 --max-unproven-per-peer 5
+    loris_start 40 127.0.0.2
+    wait_for 60 loris_opened_at_least 60
+    # 127.0.0.2 never holds more than 5 unproven connections (the /metrics reader's own
+    # connection is proven by its token)
+    few() { [[ $(metric docket_connections_unproven) -le 5 ]]; }
+    for _ in 1 2 3; do few; sleep 0.3; done
+    grep -q 'event=connection_shed peer=127.0.0.2 reason=peer_cap' "$TEST_DIR/docketd.log"
+    # a client from 127.0.0.1 (no token: /healthz is public) is answered
+    run curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$DOCKETD_URL/healthz"
+    [[ $output == 200 ]]
+}
+
+@test "budget: a cap full of proven connections refuses a new one with 503; an unproven one never pushes them out" {
+    docketd_start --max-connections 20 --reserved-connections 5 --idle-timeout 60s
+    python3 "$BATS_TEST_DIRNAME/lib/trickle.py" "$DOCKETD_PORT" held 20:120 "$ADMIN_TOKEN" \
+        >"$TEST_DIR/held" &
+    local holder=$!
+    docket_track_pid "$holder"
+    held() { grep -q '^held 20$' "$TEST_DIR/held"; }
+    wait_for 60 held || { cat "$TEST_DIR/held" >&3; false; }
+    # every slot is proven: the new connection is the one refused, politely, in JSON
+    run curl -s -w ' %{http_code}' --max-time 10 "$DOCKETD_URL/healthz"
+    echo "at the cap: $output" >&3
+    [[ $output == *'"code":"unavailable"'*' 503' ]]
+    wait_for 30 grep -q 'event=connection_refused' "$TEST_DIR/docketd.log"
+    ! grep -q 'event=connection_shed' "$TEST_DIR/docketd.log"
+    docket_stop_pid "$holder"
+    # the holder gone, a token holder is answered again
+    wait_for 60 curl -sf -o /dev/null -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/metrics"
+    [[ $(metric docket_connections_refused_total) -ge 1 ]]
+}
+
+@test "budget: a request body trickled after a whole head is cut at request_timeout" {
+    docketd_start --idle-timeout 30s --request-timeout 1s
+    run python3 "$BATS_TEST_DIRNAME/lib/trickle.py" "$DOCKETD_PORT" slowbody 60 "$ADMIN_TOKEN"
+    echo "$output" >&3
+    [[ $output == "closed after "* ]]
+    grep -q "event=request_timed_out" "$TEST_DIR/docketd.log"
+}
+
+@test "budget: config keys of the budget are validated" {
+    printf 'max_unproven_per_peer: 0\n' >"$TEST_DIR/d.yaml"
+    run "$DOCKETD" --config "$TEST_DIR/d.yaml" --state-dir "$STATE_DIR"
+    [[ $status -ne 0 && $output == *max_unproven_per_peer* ]]
+    printf 'reserved_connections: -1\n' >"$TEST_DIR/d.yaml"
+    run "$DOCKETD" --config "$TEST_DIR/d.yaml" --state-dir "$STATE_DIR"
+    [[ $status -ne 0 && $output == *reserved_connections* ]]
+    run "$DOCKETD" --max-unproven-per-peer x --state-dir "$STATE_DIR"
+    [[ $status -ne 0 && $output == *max-unproven-per-peer* ]]
+    docketd_start --max-connections 40 --reserved-connections 100
+    # kept below the cap, and said at start
+    grep -q 'max_connections=40 reserved_connections=39 ' "$TEST_DIR/docketd.log"
+}
