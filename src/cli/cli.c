@@ -233,8 +233,10 @@ static const char *hint_for(const char *code)
         return "ask a lead of the project (docket projects members list PROJECT) or an admin "
                "for a role that allows it";
     if (!strcmp(code, "quota_exceeded"))
-        return "the project's max_queued is reached: wait for jobs to finish, or ask an "
-               "admin to raise it (docket projects set NAME max_queued=N)";
+        return "a queue cap or the submission rate (the message says which) is reached: "
+               "wait for queued jobs to start or end, or ask an admin to raise it (docket "
+               "projects set NAME max_queued=N; the policy's settings.max_queued and "
+               "user_max_queued)";
     if (!strcmp(code, "unavailable"))
         return "docketd is shutting down; try again in a moment";
     if (!strcmp(code, "internal"))

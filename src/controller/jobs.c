@@ -363,19 +363,23 @@ static int insert_job(struct ctl *c, const struct proto_jobspec *ps, const char 
     return rc;
 }
 
-static int check_queue_room(struct ctl_req *r, const char *project, size_t n)
+static size_t arrays_unqueued(struct ctl *c, const char *project, const char *user);
+
+/* The queue caps (sched_queue_room; docs/security.md "Queue flood"): n jobs (an array's
+ * tasks each) with the tasks of arrays still being written, all or nothing, before
+ * anything is written. Admins are exempt from the per-user cap, as from the rate limit,
+ * not from a project's. 0, or -EDQUOT after answering 429 naming the cap. */
+static int check_queue_room(struct ctl_req *r, const struct proto_jobspec *ps, size_t n)
 {
-    int pi = sched_project_find(r->c->sched, project);
-    struct sched_project_view pv;
-    if (pi < 0 || sched_project_get(r->c->sched, (size_t)pi, &pv) < 0)
+    struct sched_error se;
+    memset(&se, 0, sizeof(se));
+    size_t np = n + arrays_unqueued(r->c, ps->project, NULL);
+    size_t nu = n + arrays_unqueued(r->c, NULL, ps->user);
+    if (sched_queue_room(r->c->sched, ps->project, ps->user, np, nu, r->id.role == CTL_ROLE_ADMIN,
+                         &se) == 0)
         return 0;
-    if (pv.spec.max_queued >= 0 && (size_t)pv.queued + n > (size_t)pv.spec.max_queued) {
-        ctl_reply_errorf(r->c, r->req, 429, "project",
-                         "project '%s' has %d queued jobs, its max_queued is %d", project,
-                         pv.queued, pv.spec.max_queued);
-        return -EDQUOT;
-    }
-    return 0;
+    ctl_reply_errorf(r->c, r->req, 429, se.field, "%s", se.message);
+    return -EDQUOT;
 }
 
 /* Take tasks first .. first+n-1 back out of the core, without decisions (they were never
@@ -485,10 +489,13 @@ static int spec_texts(const struct proto_jobspec *ps, bool array, char **text, c
     return *text && (!array || *lean) ? 0 : -ENOMEM;
 }
 
-/* The submission rate limit (issue 11): a token bucket per user, `submit_rate` requests a
- * second with bursts of `submit_burst`; a request (one job or one whole array) takes a
- * token, refused or not. Admins are exempt (they are trusted, and tools run as them). 0, or
- * -EAGAIN after answering 429 with Retry-After. */
+/* The submission rate limit (issue 11): a token bucket per user, `submit_rate` jobs a
+ * second with bursts of `submit_burst`; a request takes a token, refused or not, and is
+ * admitted while one is left. An array then takes one more per task (rate_charge): the
+ * bucket may go below zero, so an array of any allowed size passes, and the user's next
+ * submission waits until the refill has paid its tasks back (issue 33: counted as one
+ * request, arrays queued a million jobs in 19 s). Admins are exempt (they are trusted, and
+ * tools run as them). 0, or -EAGAIN after answering 429 with Retry-After. */
 static int rate_limit(struct ctl_req *r)
 {
     struct ctl *c = r->c;
@@ -510,16 +517,27 @@ static int rate_limit(struct ctl_req *r)
     json_object_set_new(c->submit_buckets, r->id.user, json_pack("[f,I]", tokens, (json_int_t)now));
     if (ok)
         return 0;
+    /* (a debt of 10,000 tasks at 20/s is 500 s) */
     int64_t wait_s = (int64_t)((1.0 - tokens) / rate) + 1;
     char ra[24];
     snprintf(ra, sizeof(ra), "%lld", (long long)wait_s);
     evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", ra);
     ctl_reply_errorf(c, r->req, 429, NULL,
-                     "user '%s' submits faster than %lld requests a second (bursts of %lld): "
-                     "retry in %lld s, or submit an array",
+                     "user '%s' submits faster than %lld jobs a second (bursts of %lld; an "
+                     "array's tasks count each): retry in %lld s",
                      r->id.user, (long long)c->cfg.submit_rate, (long long)c->cfg.submit_burst,
                      (long long)wait_s);
     return -EAGAIN;
+}
+
+/* An admitted array's other tasks, taken from its user's bucket (it may go below zero). */
+static void rate_charge(struct ctl_req *r, size_t tasks)
+{
+    struct ctl *c = r->c;
+    json_t *b = c->submit_buckets ? json_object_get(c->submit_buckets, r->id.user) : NULL;
+    if (c->cfg.submit_rate <= 0 || r->id.role == CTL_ROLE_ADMIN || !b || tasks == 0)
+        return;
+    json_array_set_new(b, 0, json_real(json_real_value(json_array_get(b, 0)) - (double)tasks));
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -555,12 +573,14 @@ struct ctl_array {
     struct ctl_array *next;
 };
 
-/* Tasks of arrays in flight of `project` not in the core yet (queue room counts them). */
-static size_t arrays_unqueued(struct ctl *c, const char *project)
+/* Tasks of arrays in flight of `project` (or of `user`) not in the core yet (queue room
+ * counts them). */
+static size_t arrays_unqueued(struct ctl *c, const char *project, const char *user)
 {
     size_t n = 0;
     for (struct ctl_array *a = c->arrays; a; a = a->next)
-        if (a->phase != ARRAY_DISCARD && strcmp(a->ps.project, project) == 0)
+        if (a->phase != ARRAY_DISCARD && (!project || strcmp(a->ps.project, project) == 0) &&
+            (!user || strcmp(a->ps.user, user) == 0))
             n += a->n - a->added;
     return n;
 }
@@ -957,8 +977,9 @@ void h_jobs_submit(struct ctl_req *r)
                          n, (long long)c->cfg.max_array_tasks, (long long)c->cfg.max_array_tasks);
         goto out;
     }
-    if (check_queue_room(r, ps.project, n + arrays_unqueued(c, ps.project)) < 0)
+    if (check_queue_room(r, &ps, n) < 0)
         goto out;
+    rate_charge(r, n - 1);                  /* the first took its token in rate_limit */
     if (idx && n > CTL_ARRAY_SLICE_TASKS) { /* written across loop turns */
         (void)array_begin(r, &ps, &idx, n, limit, now);
         goto out;

@@ -285,7 +285,7 @@ static int check_counters(const struct sched *s, struct sched_error *err)
 {
     enum { PN = 3 + SCHED_MAX_TIERS }; /* GPUs, running, queued, eligible victims by rank */
     int *proj = calloc(PN * (s->nprojects + 1), sizeof(*proj));
-    int *user = calloc(2 * (s->nucounts + 1), sizeof(*user));
+    int *user = calloc(3 * (s->nucounts + 1), sizeof(*user));
     int rc = 0;
     if (!proj || !user) {
         rc = err_set(err, -ENOMEM, "", "out of memory");
@@ -296,21 +296,30 @@ static int check_counters(const struct sched *s, struct sched_error *err)
         if (!j->id)
             continue;
         int *p = &proj[PN * j->project];
-        p[2] += j->state == SCHED_PENDING || j->state == SCHED_HELD;
+        uint64_t u;
+        bool has_user = u64map_get(&s->user_counts, ((uint64_t)j->project << 32) | j->user, &u);
+        bool queued = j->state == SCHED_PENDING || j->state == SCHED_HELD;
+        p[2] += queued;
+        if (queued && !has_user) {
+            rc = err_set(err, -EFAULT, "", "job %llu is queued without a user counter",
+                         (unsigned long long)j->id);
+            goto out;
+        }
+        if (queued)
+            user[3 * u + 2]++;
         if (j->flags & JF_VICTIM_ELIGIBLE)
             p[3 + j->victim_rank]++;
         if (!j->nallocs)
             continue;
         p[0] += j->gpus * j->nodes;
         p[1]++;
-        uint64_t u;
-        if (!u64map_get(&s->user_counts, ((uint64_t)j->project << 32) | j->user, &u)) {
+        if (!has_user) {
             rc = err_set(err, -EFAULT, "", "job %llu runs without a user counter",
                          (unsigned long long)j->id);
             goto out;
         }
-        user[2 * u] += j->gpus * j->nodes;
-        user[2 * u + 1]++;
+        user[3 * u] += j->gpus * j->nodes;
+        user[3 * u + 1]++;
     }
     for (size_t i = 0; i < s->nprojects && rc == 0; i++) {
         const struct project *pr = &s->projects[i];
@@ -327,7 +336,8 @@ static int check_counters(const struct sched *s, struct sched_error *err)
                              pr->spec.name, p[3 + r], r, pr->eligible_by_rank[r]);
     }
     for (size_t u = 0; u < s->nucounts && rc == 0; u++)
-        if (user[2 * u] != s->ucounts[u].gpus || user[2 * u + 1] != s->ucounts[u].running)
+        if (user[3 * u] != s->ucounts[u].gpus || user[3 * u + 1] != s->ucounts[u].running ||
+            user[3 * u + 2] != s->ucounts[u].queued)
             rc = err_set(err, -EFAULT, "", "user counter %zu is stale", u);
     if (rc == 0)
         rc = check_groups(s, err);

@@ -102,7 +102,7 @@ static void start_job(struct sched *s, struct job *j, struct order_entry *e,
         order_remove(s, j);
     }
     s->shapes[j->shape].pending--;
-    s->projects[j->project].queued--;
+    queued_count(s, j, -1);
     if (j->reservation != NONE32)
         reservation_drop(s, j->reservation);
     j->flags &= (uint8_t)~JF_STARVING;

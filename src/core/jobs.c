@@ -390,7 +390,7 @@ int sched_job_submit(struct sched *s, const struct sched_job_spec *sp, int64_t n
         job_discard(s, j);
         return err_set(err, -ENOMEM, "", "out of memory");
     }
-    s->projects[j->project].queued++;
+    queued_count(s, j, 1);
     if (sp->hold) {
         job_set_state(s, j, SCHED_HELD);
         j->reason = SCHED_R_HELD;
@@ -407,6 +407,48 @@ int sched_job_submit(struct sched *s, const struct sched_job_spec *sp, int64_t n
     return 0;
 }
 
+/* The jobs `user` has queued over all projects (its counters are per project). */
+static int64_t user_queued(const struct sched *s, const char *user)
+{
+    uint32_t uid = strtab_find(&s->strings, user);
+    int64_t n = 0;
+    if (!uid)
+        return 0;
+    for (size_t p = 0; p < s->nprojects; p++) {
+        const struct user_count *uc =
+            user_count_get((struct sched *)(uintptr_t)s, (uint32_t)p, uid, false);
+        n += uc ? uc->queued : 0;
+    }
+    return n;
+}
+
+int sched_queue_room(const struct sched *s, const char *project, const char *user, size_t n_project,
+                     size_t n_user, bool user_exempt, struct sched_error *err)
+{
+    int pi = sched_project_find(s, project);
+    if (pi >= 0) {
+        const struct project *p = &s->projects[pi];
+        bool own = p->spec.max_queued >= 0;
+        int64_t cap = own ? p->spec.max_queued : s->policy.default_max_queued;
+        if ((own || cap > 0) && (int64_t)p->queued + (int64_t)n_project > cap)
+            return err_set(err, -ENOSPC, "project",
+                           "project '%s' has %d queued jobs and %zu more are asked for: its "
+                           "max_queued is %lld%s",
+                           p->spec.name, p->queued, n_project, (long long)cap,
+                           own ? "" : " (the policy's default, settings.max_queued)");
+    }
+    int64_t ucap = s->policy.user_max_queued;
+    if (!user_exempt && ucap > 0) {
+        int64_t q = user_queued(s, user);
+        if (q + (int64_t)n_user > ucap)
+            return err_set(err, -ENOSPC, "user",
+                           "user '%s' has %lld queued jobs and %zu more are asked for: "
+                           "user_max_queued is %lld (settings.user_max_queued)",
+                           user, (long long)q, n_user, (long long)ucap);
+    }
+    return 0;
+}
+
 int sched_job_withdraw(struct sched *s, uint64_t id, struct sched_error *err)
 {
     struct job *j = job_find(s, id);
@@ -417,7 +459,7 @@ int sched_job_withdraw(struct sched *s, uint64_t id, struct sched_error *err)
                        "only pending or held jobs can be withdrawn; job %llu is %s",
                        (unsigned long long)id, sched_job_state_name(j->state));
     leave_queue(s, j);
-    s->projects[j->project].queued--;
+    queued_count(s, j, -1);
     if (j->array_id) {
         uint64_t ai;
         if (u64map_get(&s->arrays, j->array_id, &ai) && --s->array_counts[ai].jobs == 0)

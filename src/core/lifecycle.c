@@ -182,7 +182,7 @@ void job_to_pending(struct sched *s, struct job *j, int64_t begin_ms)
     j->begin_ms = begin_ms;
     if (begin_ms > s->now)
         deadline_push(s, begin_ms, j->id, DL_BEGIN);
-    s->projects[j->project].queued++;
+    queued_count(s, j, 1);
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);
     order_insert(s, j);
     job_mark_eligible(s, j, s->now);
@@ -198,7 +198,7 @@ void job_finish(struct sched *s, struct job *j, enum sched_job_state st, const c
     if (j->reservation != NONE32)
         reservation_drop(s, j->reservation);
     if (from == SCHED_PENDING || from == SCHED_HELD) {
-        s->projects[j->project].queued--;
+        queued_count(s, j, -1);
         if (from == SCHED_PENDING) {
             s->shapes[j->shape].pending--;
             order_remove(s, j);

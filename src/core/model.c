@@ -150,6 +150,14 @@ struct user_count *user_count_get(struct sched *s, uint32_t project, uint32_t us
     return &s->ucounts[s->nucounts++];
 }
 
+void queued_count(struct sched *s, const struct job *j, int delta)
+{
+    s->projects[j->project].queued += delta;
+    struct user_count *uc = user_count_get(s, j->project, j->user, delta > 0);
+    if (uc)
+        uc->queued += delta;
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* decisions                                                                            */
 

@@ -27,6 +27,9 @@ bool job_outranks(const struct sched *s, const struct job *a, const struct job *
 const struct sched_alloc *job_alloc_on(const struct job *j, uint32_t node); /* or NULL */
 int type_find(const struct sched *s, const char *name);
 struct user_count *user_count_get(struct sched *s, uint32_t project, uint32_t user, bool create);
+/* j joins (+1) or leaves (-1) the queue (pending or held): its project's count and its
+ * user's in that project. */
+void queued_count(struct sched *s, const struct job *j, int delta);
 void project_accrue(struct sched *s, struct project *p, int64_t now);
 void projects_accrue(struct sched *s, int64_t now);
 bool node_matches_selset(const struct sched *s, const struct node *n, uint32_t selset);

@@ -98,6 +98,8 @@ void sched_policy_defaults(struct sched_policy *p)
     /* docketd stores and launches each start (~0.15 ms) and answers its agent's heartbeat
      * and events next: 64 keep one loop turn near 20 ms (docs/controller.md) */
     p->max_starts_per_cycle = 64;
+    p->default_max_queued = 50000;
+    p->user_max_queued = 10000;
     p->default_signal = SIGTERM;
     p->default_grace_ms = 30 * SEC;
     p->cancel_grace_ms = 10 * SEC;
@@ -257,6 +259,10 @@ int policy_validate(const struct sched_policy *p, struct sched_error *err)
     if (p->max_starts_per_cycle < 0 || p->max_starts_per_cycle > 1000000)
         return err_set(err, -EINVAL, "max_starts_per_cycle",
                        "must be 0 (no cap) or at most 1,000,000");
+    if (p->default_max_queued < 0 || p->default_max_queued > 10000000 || p->user_max_queued < 0 ||
+        p->user_max_queued > 10000000)
+        return err_set(err, -EINVAL, "max_queued",
+                       "max_queued and user_max_queued must be 0 (no cap)..10,000,000");
     if (p->cpu_weight < 0 || p->mem_weight_per_gb < 0 || p->default_gpu_weight < 0)
         return err_set(err, -EINVAL, "weights", "billing weights must not be negative");
     if (p->ngpu_weights < 0 || p->ngpu_weights > SCHED_MAX_GPU_TYPES)

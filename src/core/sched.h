@@ -217,6 +217,11 @@ struct sched_policy {
                                   memos, not by this */
     int max_starts_per_cycle;  /* a cycle stops after this many starts and the next one
                                   follows at once (0 = no cap): bounds one cycle's work */
+    /* queue caps at submission (sched_queue_room): pending+held jobs (array tasks each)
+     * of a project without a max_queued of its own, and of one user over all projects;
+     * 0 = no cap */
+    int default_max_queued;
+    int user_max_queued;
     int default_signal;
     int64_t default_grace_ms;
     int64_t cancel_grace_ms;
@@ -248,7 +253,8 @@ struct sched_project_spec {
     double guarantee_gpus;     /* what it can reclaim from borrowers */
     int gpu_limit;             /* hard cap on GPUs in use; -1 = none */
     int max_running;           /* running jobs; -1 = none */
-    int max_queued;            /* pending+held jobs; -1 = none (checked at submit) */
+    int max_queued;            /* pending+held jobs; -1 = none of its own (the policy's
+                                  default_max_queued at submission; checked at submit) */
     int user_max_running;      /* per user; -1 = none */
     int user_gpu_limit;        /* per user; -1 = none */
     bool paused;               /* admission switch: keeps running jobs, starts nothing */
@@ -412,6 +418,16 @@ int sched_job_validate(const struct sched *s, const struct sched_job_spec *spec,
  * max_queued. On error nothing changes. */
 int sched_job_submit(struct sched *s, const struct sched_job_spec *spec, int64_t now,
                      struct sched_error *err) SCHED_WUR;
+/* May `user` queue more jobs (pending or held; an array's tasks each) in `project`:
+ * n_project more for the project, n_user more for the user (the caller adds what it
+ * holds outside the core, arrays still being written)? The project's max_queued (else
+ * the policy's default_max_queued) and the policy's user_max_queued over all of the
+ * user's projects (unless user_exempt: the caller's admins). 0, or -ENOSPC with err
+ * naming the cap ("project" or "user" in err->field). The caller asks before it writes
+ * anything, so a refused array leaves nothing behind; sched_job_submit itself still
+ * holds a project's own max_queued. */
+int sched_queue_room(const struct sched *s, const char *project, const char *user, size_t n_project,
+                     size_t n_user, bool user_exempt, struct sched_error *err) SCHED_WUR;
 /* Take a PENDING or HELD job out of the core as if it had never been submitted: no
  * decision is queued, nothing else changes (the caller could not store the submission).
  * -ENOENT when not live, -EINVAL when it is not pending or held. */

@@ -409,6 +409,7 @@ struct group {
 
 struct user_count {
     int running, gpus;
+    int queued; /* pending and held (sched_queue_room sums them over projects) */
 };
 
 struct reservation {

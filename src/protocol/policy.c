@@ -345,6 +345,8 @@ static int parse_settings(const json_t *s, struct sched_policy *p, struct proto_
                                         "preemption",
                                         "preempt_max_per_cycle",
                                         "max_starts_per_cycle",
+                                        "max_queued",
+                                        "user_max_queued",
                                         "default_signal",
                                         "default_grace",
                                         "cancel_grace",
@@ -375,6 +377,8 @@ static int parse_settings(const json_t *s, struct sched_policy *p, struct proto_
         (rc = get_b(s, "backfill", P, &p->backfill, err)) < 0 ||
         (rc = get_b(s, "preemption", P, &p->preemption, err)) < 0 ||
         (rc = get_i(s, "max_starts_per_cycle", P, 0, 1000000, &p->max_starts_per_cycle, err)) < 0 ||
+        (rc = get_i(s, "max_queued", P, 0, 10000000, &p->default_max_queued, err)) < 0 ||
+        (rc = get_i(s, "user_max_queued", P, 0, 10000000, &p->user_max_queued, err)) < 0 ||
         (rc = get_i(s, "preempt_max_per_cycle", P, 0, 100000, &p->preempt_max_per_cycle, err)) <
             0 ||
         (rc = get_dur(s, "default_grace", P, &p->default_grace_ms, err)) < 0 ||
@@ -754,6 +758,8 @@ static json_t *settings_json(const struct sched_policy *p)
     json_object_set_new(s, "preemption", json_boolean(p->preemption));
     json_object_set_new(s, "preempt_max_per_cycle", json_integer(p->preempt_max_per_cycle));
     json_object_set_new(s, "max_starts_per_cycle", json_integer(p->max_starts_per_cycle));
+    json_object_set_new(s, "max_queued", json_integer(p->default_max_queued));
+    json_object_set_new(s, "user_max_queued", json_integer(p->user_max_queued));
     if (p->default_signal > 0)
         json_object_set_new(s, "default_signal", json_string(signal_name(p->default_signal)));
     json_object_set_new(s, "default_grace", dur(p->default_grace_ms));

@@ -128,3 +128,77 @@ loris_opened_at_least() {
     # kept below the cap, and said at start
     grep -q 'max_connections=40 reserved_connections=39 ' "$TEST_DIR/docketd.log"
 }
+
+# ------------------------------------------------------------------------------------
+# Queue caps (issue 33, item 9)
+
+# member_token USER: a member token for USER, who is made a member of project default
+member_token() {
+    api_post /v1/projects/default/members "{\"user\": \"$1\", \"role\": \"member\"}"
+    assert_status 201 >/dev/null
+    api_post /v1/tokens "{\"user\": \"$1\", \"role\": \"member\"}"
+    jq -r .token <<<"$body"
+}
+
+# stored_jobs: the jobs in the database (whatever their state).
+stored_jobs() {
+    sqlite3 "$STATE_DIR/docket.db" "SELECT count(*) FROM jobs"
+}
+
+@test "queue: an array past user_max_queued or a project's max_queued is refused whole, 429 naming the cap" {
+    docketd_start --submit-rate 0
+    fake_node gpu01 8 H100-80GB >/dev/null
+    # the defaults are there without a policy saying so
+    api_get /v1/policy
+    assert_json '.settings.user_max_queued' 10000
+    assert_json '.settings.max_queued' 50000
+    api_post /v1/policy '{"settings": {"user_max_queued": 50, "max_queued": 80}}'
+    assert_status 200
+    local bob carol
+    bob=$(member_token bob)
+    carol=$(member_token carol)
+    api_post /v1/jobs '{"command": ["x"], "array": "0-39", "hold": true}' "$bob"
+    assert_status 201
+    # 40 + 11 > 50: the whole array is refused, not its first 10 tasks
+    api_post /v1/jobs '{"command": ["x"], "array": "0-10", "hold": true}' "$bob"
+    assert_error 429 user
+    [[ $body == *"user_max_queued is 50"* ]]
+    [[ $(stored_jobs) == 40 ]]
+    api_post /v1/jobs '{"command": ["x"], "array": "0-9", "hold": true}' "$bob"
+    assert_status 201
+    # the project (default: no max_queued of its own) holds 80 whoever asks: 50 + 31 > 80
+    api_post /v1/jobs '{"command": ["x"], "array": "0-30", "hold": true}' "$carol"
+    assert_error 429 project
+    [[ $body == *"max_queued is 80"* ]]
+    api_post /v1/jobs '{"command": ["x"], "array": "0-29", "hold": true}' "$carol"
+    assert_status 201
+    # an admin is exempt from the per-user cap, not from the project's
+    api_post /v1/jobs '{"command": ["x"], "hold": true}'
+    assert_error 429 project
+    [[ $(stored_jobs) == 80 ]]
+    # a job that leaves the queue makes room again
+    api_post /v1/jobs/1/cancel ''
+    assert_status 200
+    api_post /v1/jobs '{"command": ["x"], "hold": true}' "$carol"
+    assert_status 201
+    # the CLI says which cap and what to do
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$bob run "$DOCKET" submit --hold -- x
+    [[ $status -ne 0 && $output == *user_max_queued* ]]
+}
+
+@test "queue: the submission rate limit counts an array's tasks, not the request" {
+    docketd_start --submit-rate 1 --submit-burst 5
+    fake_node gpu01 8 H100-80GB >/dev/null
+    local bob h
+    bob=$(member_token bob)
+    # one array of 10 passes (the bucket had tokens) and leaves it 5 in debt
+    api_post /v1/jobs '{"command": ["x"], "array": "0-9", "hold": true}' "$bob"
+    assert_status 201
+    h=$(curl -s -D - -o "$TEST_DIR/body" -H "Authorization: Bearer $bob" \
+        -H 'Content-Type: application/json' --data-binary '{"command": ["x"], "hold": true}' \
+        "$DOCKETD_URL/v1/jobs")
+    [[ $h == "HTTP/1.1 429"* ]]
+    # (at 1 a second, the debt takes seconds to pay: Retry-After says how many)
+    [[ $(sed -n 's/^Retry-After: \([0-9]*\).*/\1/p' <<<"$h") -ge 3 ]]
+    grep -q "an array's tasks count each" "$TEST_DIR/body"
+}

@@ -153,6 +153,61 @@ static void test_max_queued_refused_at_submit(void **state)
     sched_destroy(s);
 }
 
+/* The queue caps at submission (issue 33): the policy's default for a project without a
+ * max_queued of its own, a project's own, and one user over all projects, for n jobs at
+ * once (an array's tasks); held jobs count, started and ended ones leave. */
+static void test_queue_room_caps(void **state)
+{
+    (void)state;
+    struct sched_policy pol;
+    sched_policy_defaults(&pol);
+    assert_int_equal(pol.default_max_queued, 50000);
+    assert_int_equal(pol.user_max_queued, 10000);
+    pol.default_max_queued = 5;
+    pol.user_max_queued = 4;
+    struct sched *s = mk_sched_with(&pol);
+    add_node(s, "n1", "H100", 1);
+    add_project(s, "lab", "normal", 0, -1);
+    add_project(s, "other", "normal", 0, -1);
+    struct sched_error err;
+    /* alice (spec_fill's user): 3 in lab, one of them held */
+    submit(s, 1, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    submit(s, 2, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    struct sched_job_spec j;
+    spec_fill(&j, 3, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    j.hold = true;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    assert_int_equal(sched_queue_room(s, "lab", "alice", 1, 1, false, &err), 0);
+    /* two more would be 5 for her over all projects: past user_max_queued 4 */
+    assert_int_equal(sched_queue_room(s, "other", "alice", 2, 2, false, &err), -ENOSPC);
+    assert_string_equal(err.field, "user");
+    assert_non_null(strstr(err.message, "user_max_queued is 4"));
+    /* ... unless exempt; then lab's default cap (5) holds: 3 + 3 > 5 */
+    assert_int_equal(sched_queue_room(s, "other", "alice", 2, 2, true, &err), 0);
+    assert_int_equal(sched_queue_room(s, "lab", "alice", 3, 3, true, &err), -ENOSPC);
+    assert_string_equal(err.field, "project");
+    assert_non_null(strstr(err.message, "max_queued is 5 (the policy's default"));
+    /* bob has none queued: only the project's cap applies to him */
+    assert_int_equal(sched_queue_room(s, "lab", "bob", 2, 2, false, &err), 0);
+    assert_int_equal(sched_queue_room(s, "lab", "bob", 3, 3, false, &err), -ENOSPC);
+    /* a project's own max_queued wins over the default */
+    struct sched_project_spec p = project_spec("lab");
+    p.max_queued = 100;
+    put_project(s, &p);
+    assert_int_equal(sched_queue_room(s, "lab", "bob", 3, 3, false, &err), 0);
+    /* the one that starts leaves the queue: room for one more of alice's */
+    struct cyc c = cycle(s, T0 + 10);
+    assert_int_equal(count_dec(c, SCHED_D_START), 1);
+    assert_int_equal(sched_queue_room(s, "other", "alice", 2, 2, false, &err), 0);
+    /* 0 = no cap */
+    pol.user_max_queued = 0;
+    pol.default_max_queued = 0;
+    assert_int_equal(sched_set_policy(s, &pol, &err), 0);
+    assert_int_equal(sched_queue_room(s, "other", "alice", 1000000, 1000000, false, &err), 0);
+    assert_int_equal(sched_check(s, &err), 0);
+    sched_destroy(s);
+}
+
 static void test_paused_project_admits_nothing(void **state)
 {
     (void)state;
@@ -290,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_quota_limit_does_not_block_next_project),
         cmocka_unit_test(test_max_running_is_job_limit),
         cmocka_unit_test(test_max_queued_refused_at_submit),
+        cmocka_unit_test(test_queue_room_caps),
         cmocka_unit_test(test_paused_project_admits_nothing),
         cmocka_unit_test(test_user_cap),
         cmocka_unit_test(test_fifo_baseline_ignores_tiers),
