@@ -2,28 +2,35 @@
  * audit.c - `docket audit`: the append-only trail of changes (GET /v1/audit), newest
  * entries as docketd returns them, filtered by actor, action, target and age; --verify
  * asks docketd to recompute the trail's hash chain (GET /v1/audit/verify) and reports
- * the first row that was changed, removed or inserted by hand.
+ * the first row that was changed, removed or inserted by hand; --anchor FILE (or docketd's
+ * own --audit-anchor file) also catches a trail cut short, blanked or re-chained.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/anchor.h"
 #include "util/dbuf.h"
 #include "util/parse.h"
 
 const char cmd_audit_usage[] =
     "usage: docket audit [--actor USER] [--action NAME] [--target NAME] [--since 24h]\n"
     "                    [-n N] [--json]\n"
-    "       docket audit --verify [--head HASH] [--json]\n"
+    "       docket audit --verify [--head HASH | --anchor FILE] [--json]\n"
     "\n"
     "Who changed what and when: policy applies, project changes and boosts, members,\n"
     "node drains, job actions, tokens. Each entry keeps the value before and after.\n"
     "Entries are hash-chained: --verify exits 1 naming the first broken entry; with\n"
     "--head, a head printed by an earlier --verify must still be in the chain (else\n"
-    "entries were cut off its end).\n";
+    "entries were cut off its end). With --anchor, a copy of the file docketd writes\n"
+    "with --audit-anchor: the anchored entry must be there with its hash, and none\n"
+    "after the chain began may have lost its hash (a trail cut short, blanked or\n"
+    "re-chained fails). Without either, docketd checks its own anchor file if it has\n"
+    "one.\n";
 
-enum { AU_ACTOR = 1, AU_ACTION, AU_TARGET, AU_SINCE, AU_LIMIT, AU_VERIFY, AU_HEAD };
+enum { AU_ACTOR = 1, AU_ACTION, AU_TARGET, AU_SINCE, AU_LIMIT, AU_VERIFY, AU_HEAD, AU_ANCHOR };
 
 static const struct opt_def audit_opts[] = {
     {AU_ACTOR, 0, "actor", OPT_VALUE},
@@ -33,6 +40,7 @@ static const struct opt_def audit_opts[] = {
     {AU_LIMIT, 'n', "limit", OPT_VALUE},
     {AU_VERIFY, 0, "verify", OPT_NONE},
     {AU_HEAD, 0, "head", OPT_VALUE},
+    {AU_ANCHOR, 0, "anchor", OPT_VALUE},
     CLI_COMMON_OPTS,
     {0, 0, NULL, OPT_NONE},
 };
@@ -90,16 +98,39 @@ static void print_entries(struct cli *c, const json_t *entries)
     table_destroy(t);
 }
 
-static int verify(struct cli *c, const char *head)
+/* Read the anchor file (protocol/anchor.h, its one reader). 0, or a usage error. */
+static int read_anchor(struct cli *c, const char *file, struct audit_anchor *a)
+{
+    char buf[4096];
+    char why[160];
+    FILE *f = fopen(file, "re");
+    if (!f)
+        return cli_usage_error(c, "--anchor: cannot read '%.200s'", file);
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    if (audit_anchor_parse(buf, n, a, why, sizeof(why)) < 0)
+        return cli_usage_error(c, "--anchor: '%.200s': %s", file, why);
+    return 0;
+}
+
+static int verify(struct cli *c, const char *head, const char *anchor_file)
 {
     json_t *reply = NULL;
-    char path[128];
+    char path[256];
     int rc;
     const json_t *bad;
+    struct audit_anchor a;
 
-    if (head && (strlen(head) != 64 || strspn(head, "0123456789abcdef") != 64))
+    if (head && !audit_hash_valid(head))
         return cli_usage_error(c, "--head: want the 64 hex digits --verify printed");
-    snprintf(path, sizeof(path), "/v1/audit/verify%s%s", head ? "?head=" : "", head ? head : "");
+    if (anchor_file && (rc = read_anchor(c, anchor_file, &a)))
+        return rc;
+    if (anchor_file)
+        snprintf(path, sizeof(path), "/v1/audit/verify?head=%s&head_id=%lld&chain_from=%lld",
+                 a.hash, (long long)a.id, (long long)a.chain_from);
+    else
+        snprintf(path, sizeof(path), "/v1/audit/verify%s%s", head ? "?head=" : "",
+                 head ? head : "");
     if ((rc = cli_call(c, "GET", path, NULL, &reply)))
         return rc;
     bad = json_object_get(reply, "first_bad");
@@ -123,6 +154,10 @@ static int verify(struct cli *c, const char *head)
         if (jint(reply, "unchained", 0))
             fprintf(c->out, " (%lld older entries predate the chain)",
                     (long long)jint(reply, "unchained", 0));
+        const json_t *an = json_object_get(reply, "anchor");
+        if (json_is_object(an))
+            fprintf(c->out, "; anchored entry %lld is there with its hash (anchor from the %s)",
+                    (long long)jint(an, "id", 0), jstr(an, "from"));
         fprintf(c->out,
                 "\nhead %s (keep it elsewhere; docket audit --verify --head HASH checks it is "
                 "still there)\n",
@@ -143,17 +178,19 @@ int cmd_audit(struct cli *c, int argc, char **argv)
 
     if (rc != CLI_CONTINUE)
         return rc;
-    const char *head = NULL;
+    const char *head = NULL, *anchor = NULL;
     bool verifying = false;
     for (int i = 0; i < a.nopts; i++) {
         verifying = verifying || a.ids[i] == AU_VERIFY;
         if (a.ids[i] == AU_HEAD)
             head = a.vals[i];
+        if (a.ids[i] == AU_ANCHOR)
+            anchor = a.vals[i];
     }
-    if (verifying || head) {
-        if (!verifying || a.nopts != (head ? 2 : 1))
-            return cli_usage_error(c, "--verify takes only --head");
-        return verify(c, head);
+    if (verifying || head || anchor) {
+        if (!verifying || (head && anchor) || a.nopts != (head || anchor ? 2 : 1))
+            return cli_usage_error(c, "--verify takes only --head or --anchor");
+        return verify(c, head, anchor);
     }
     dbuf_init(&path, 4096);
     dbuf_puts(&path, "/v1/audit?");

@@ -1306,7 +1306,43 @@ struct verify_walk {
     struct ctl *c;
     struct store_audit_check v;
     char want[65];
+    const char *anchor_from; /* "request" or "file" */
 };
+
+/* The anchor a verify checks (docs/security.md "Audit"): the request's (head_id and
+ * chain_from with head), else docketd's own anchor file. 0, or -EINVAL after replying. */
+static int verify_anchor(struct ctl_req *r, struct verify_walk *w)
+{
+    const char *id = ctl_query(r, "head_id"), *from = ctl_query(r, "chain_from");
+    int64_t n, f;
+    if (id || from) {
+        if (!w->want[0] || !id || !from || parse_int64(id, 1, INT64_MAX, &n) < 0 ||
+            parse_int64(from, 1, n, &f) < 0) {
+            ctl_reply_errorf(r->c, r->req, 400, "head_id",
+                             "an anchor is head, head_id and chain_from (1 .. head_id) together");
+            return -EINVAL;
+        }
+        w->v.anchor_id = n;
+        w->v.anchor_from = f;
+        str_copy(w->v.anchor_hash, sizeof(w->v.anchor_hash), w->want);
+        w->anchor_from = "request";
+        return 0;
+    }
+    struct audit_anchor a;
+    char why[CTL_PATH_MAX + 160];
+    int rc = ctl_anchor_read(r->c, &a, why, sizeof(why));
+    if (rc < 0) {
+        ctl_reply_errorf(r->c, r->req, 500, "audit_anchor", "%s", why);
+        return -EINVAL;
+    }
+    if (rc == 1) {
+        w->v.anchor_id = a.id;
+        w->v.anchor_from = a.chain_from;
+        str_copy(w->v.anchor_hash, sizeof(w->v.anchor_hash), a.hash);
+        w->anchor_from = "file";
+    }
+    return 0;
+}
 
 static int verify_fill(void *arg, struct evbuffer *out, bool *done)
 {
@@ -1321,6 +1357,11 @@ static int verify_fill(void *arg, struct evbuffer *out, bool *done)
                           "unchained", (json_int_t)v->unchained, "head", v->head);
     if (want)
         json_object_set_new(o, "head_found", json_boolean(v->head_found));
+    if (v->anchor_id)
+        json_object_set_new(o, "anchor",
+                            json_pack("{s:I,s:s,s:I,s:s}", "id", (json_int_t)v->anchor_id, "hash",
+                                      v->anchor_hash, "chain_from", (json_int_t)v->anchor_from,
+                                      "from", w->anchor_from));
     if (v->first_bad)
         json_object_set_new(o, "first_bad",
                             json_pack("{s:I,s:s}", "id", (json_int_t)v->first_bad, "why", v->why));
@@ -1349,6 +1390,10 @@ void h_audit_verify(struct ctl_req *r)
     w->c = r->c;
     str_copy(w->want, sizeof(w->want), want ? want : "");
     store_audit_verify_begin(&w->v);
+    if (verify_anchor(r, w) < 0) {
+        free(w);
+        return;
+    }
     ctl_stream_start(r->c, r->req, "application/json", verify_fill, free, w);
 }
 

@@ -111,6 +111,7 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
                                         "tls_cert",
                                         "tls_key",
                                         "secrets_key",
+                                        "audit_anchor",
                                         "max_connections",
                                         "expected_nodes",
                                         "idle_timeout",
@@ -156,6 +157,9 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_str(doc, "tls_key", cfg->tls_key, sizeof(cfg->tls_key), err, errlen);
     if (rc == 0)
         rc = get_str(doc, "secrets_key", cfg->secrets_key, sizeof(cfg->secrets_key), err, errlen);
+    if (rc == 0)
+        rc =
+            get_str(doc, "audit_anchor", cfg->audit_anchor, sizeof(cfg->audit_anchor), err, errlen);
     if (rc == 0 && (v = json_object_get(doc, "tls")) &&
         ctl_tls_mode_parse(json_string_value(v), &cfg->tls) < 0) {
         snprintf(err, errlen, "tls: must be auto, on or off");

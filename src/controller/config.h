@@ -39,7 +39,8 @@ struct ctl_config {
     enum ctl_tls_mode tls;
     char tls_cert[CTL_PATH_MAX]; /* "" = self-signed, made in STATE_DIR at first start */
     char tls_key[CTL_PATH_MAX];
-    char secrets_key[CTL_PATH_MAX]; /* "" = STATE_DIR/secrets.key (outside the database) */
+    char secrets_key[CTL_PATH_MAX];  /* "" = STATE_DIR/secrets.key (outside the database) */
+    char audit_anchor[CTL_PATH_MAX]; /* "" = none: the audit head, written there (anchor.c) */
     /* connections (conn.c): 0 = sized from the fd limit */
     int64_t max_connections;
     int64_t expected_nodes;  /* sizes the listen backlog and the fd warning */

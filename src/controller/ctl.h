@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "controller/anchor.h"
 #include "controller/config.h"
 #include "controller/console.h"
 #include "controller/metrics.h"
@@ -94,8 +95,14 @@ struct ctl {
 
     struct event *commit_ev; /* zero-timeout: commit then send queued replies */
     struct ctl_reply *replies, *replies_tail;
-    uint64_t commit_gen;         /* commits so far */
-    uint64_t synced_gen;         /* commits known to be on disk */
+    uint64_t commit_gen; /* commits so far */
+    uint64_t synced_gen; /* commits known to be on disk */
+    /* the audit head (anchor.c): rows written in the open transaction, the commit that
+     * holds some not published yet, and what was published last */
+    bool audit_dirty;
+    uint64_t audit_publish_gen;
+    struct ctl_audit_head audit_pending; /* read at that commit */
+    struct ctl_audit_head audit_head;
     struct ctl_written *written; /* written.c: jobs written since synced_gen */
     struct ctl_sync *sync;       /* the fdatasync helper (sync.c) */
     struct event *cycle_ev;      /* debounced and periodic scheduling cycle */

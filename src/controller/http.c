@@ -24,6 +24,7 @@
 #include "controller/admin.h"
 #include "controller/agent.h"
 #include "controller/alerts.h"
+#include "controller/anchor.h"
 #include "controller/authz.h"
 #include "controller/backup.h"
 #include "controller/config.h"
@@ -210,6 +211,8 @@ void ctl_replies_release(struct ctl *c, uint64_t gen, int rc)
         c->synced_gen = gen;
         ctl_written_synced(c, gen);
     }
+    if (rc == 0)
+        ctl_anchor_synced(c, c->synced_gen);
     while (*pp) {
         struct ctl_reply *r = *pp;
         if (r->gen != 0 && r->gen <= gen) {
@@ -239,8 +242,12 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
         c->exit_code = 1;
         event_base_loopexit(c->base, NULL);
     }
-    if (had_tx && rc == 0)
+    if (had_tx && rc == 0) {
         c->commit_gen++; /* the generation written.c gave this transaction's writes */
+        ctl_anchor_committed(c, c->commit_gen);
+    } else if (rc < 0) {
+        c->audit_dirty = false;
+    }
     for (struct ctl_reply *r = c->replies; r; r = r->next)
         if (r->gen == 0)
             r->gen = rc < 0 ? UINT64_MAX : c->commit_gen;

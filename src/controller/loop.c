@@ -11,6 +11,7 @@
 
 #include "controller/admin.h"
 #include "controller/alerts.h"
+#include "controller/anchor.h"
 #include "controller/conn.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
@@ -84,6 +85,8 @@ int ctl_audit_text(struct ctl *c, const char *actor, const char *action, const c
         rc = store_audit_add(c->store, &e);
     if (rc < 0)
         log_error("store_failed", "what=audit error=\"%s\"", store_errmsg(c->store));
+    else
+        ctl_anchor_dirty(c);
     ctl_commit_soon(c);
     return rc;
 }

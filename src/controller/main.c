@@ -16,6 +16,7 @@
 
 #include "controller/admin.h"
 #include "controller/alerts.h"
+#include "controller/anchor.h"
 #include "controller/backup.h"
 #include "controller/config.h"
 #include "controller/conn.h"
@@ -54,6 +55,7 @@ static void usage(FILE *f)
             "               [--node-timeout DURATION] [--heartbeat-wait DURATION]\n"
             "               [--max-body-bytes N] [--tls auto|on|off]\n"
             "               [--tls-cert FILE --tls-key FILE] [--secrets-key FILE]\n"
+            "               [--audit-anchor FILE]   (the audit trail's head, kept there)\n"
             "               [--max-connections N] [--expected-nodes N]\n"
             "               [--idle-timeout DURATION] [--request-timeout DURATION]\n"
             "               [--reserved-connections N] [--max-unproven-per-peer N]\n"
@@ -83,6 +85,7 @@ enum {
     O_TLSCERT,
     O_TLSKEY,
     O_SECRETSKEY,
+    O_AUDITANCHOR,
     O_MAXCONN,
     O_EXPNODES,
     O_IDLE,
@@ -118,6 +121,7 @@ static const struct option opts[] = {
     {"tls-cert", required_argument, NULL, O_TLSCERT},
     {"tls-key", required_argument, NULL, O_TLSKEY},
     {"secrets-key", required_argument, NULL, O_SECRETSKEY},
+    {"audit-anchor", required_argument, NULL, O_AUDITANCHOR},
     {"max-connections", required_argument, NULL, O_MAXCONN},
     {"expected-nodes", required_argument, NULL, O_EXPNODES},
     {"idle-timeout", required_argument, NULL, O_IDLE},
@@ -198,6 +202,9 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
         return text_flag(cfg->tls_key, sizeof(cfg->tls_key), "tls-key", arg, "path too long");
     case O_SECRETSKEY:
         return text_flag(cfg->secrets_key, sizeof(cfg->secrets_key), "secrets-key", arg,
+                         "path too long");
+    case O_AUDITANCHOR:
+        return text_flag(cfg->audit_anchor, sizeof(cfg->audit_anchor), "audit-anchor", arg,
                          "path too long");
     case O_MAXCONN:
         return parse_int64(arg, 0, 10000000, &cfg->max_connections) < 0
@@ -461,6 +468,7 @@ static int start(struct ctl *c)
     }
     log_info("state_loaded", "ms=%lld jobs=%zu", (long long)(clock_mono_ms() - t0),
              sched_job_count(c->sched));
+    ctl_anchor_publish(c); /* the head as it is at start: logged, and the anchor file */
     /* COMMIT without waiting for the disk, a helper thread syncing (SQLite: the WAL file;
      * PostgreSQL: the server's WAL, on a connection of its own) */
     if ((rc = ctl_sync_start(c)) < 0)

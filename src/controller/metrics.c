@@ -321,6 +321,14 @@ static void counters_text(struct ctl *c, struct dbuf *b)
                 (unsigned long long)c->metrics.conn_timed_out, ctl_conn_unproven(c),
                 (long long)c->conn_reserve, (unsigned long long)c->metrics.conn_shed,
                 (unsigned long long)c->metrics.accept_errors);
+    /* the audit head published last (anchor.c): a hash is hex, it needs no escaping */
+    help(b, "docket_audit_head_id", "gauge", "the last audit entry published (on disk)");
+    dbuf_printf(b, "docket_audit_head_id %lld\n", (long long)c->audit_head.id);
+    help(b, "docket_audit_head_info", "gauge",
+         "the audit head's hash and where the chain begins (value 1; keep it elsewhere)");
+    if (c->audit_head.hash[0])
+        dbuf_printf(b, "docket_audit_head_info{hash=\"%s\",chain_from=\"%lld\"} 1\n",
+                    c->audit_head.hash, (long long)c->audit_head.chain_from);
     help(b, "docket_http_requests_total", "counter", "HTTP replies by status code");
     for (int i = 100; i < 600; i++)
         if (c->metrics.http_by_code[i])

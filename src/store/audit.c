@@ -140,12 +140,20 @@ static void verify_row(struct store_audit_check *v, const struct store_audit *a,
                        const char *hash, char *expect_prev)
 {
     char want[65];
-    if (!hash[0]) {
+    if (!hash[0] && v->anchor_id && a->id >= v->anchor_from) {
+        snprintf(v->why, sizeof(v->why),
+                 "row %lld has no hash, but the anchor has the chain begin at row %lld (its "
+                 "hashes were blanked)",
+                 (long long)a->id, (long long)v->anchor_from);
+    } else if (!hash[0]) {
         if (v->checked == 0) { /* before the chain began (schema < 4) */
             v->unchained++;
             return;
         }
         snprintf(v->why, sizeof(v->why), "row %lld has no hash inside the chain", (long long)a->id);
+    } else if (v->anchor_id && a->id > v->anchor_id && !v->anchor_seen) {
+        snprintf(v->why, sizeof(v->why), "row %lld, the anchored one, is gone",
+                 (long long)v->anchor_id);
     } else if (strcmp(prev, expect_prev) != 0) {
         snprintf(v->why, sizeof(v->why),
                  "row %lld does not follow row %lld (a row was removed or changed before it)",
@@ -155,12 +163,18 @@ static void verify_row(struct store_audit_check *v, const struct store_audit *a,
     } else if (strcmp(want, hash) != 0) {
         snprintf(v->why, sizeof(v->why), "row %lld was changed after it was written",
                  (long long)a->id);
+    } else if (a->id == v->anchor_id && strcmp(hash, v->anchor_hash) != 0) {
+        snprintf(v->why, sizeof(v->why),
+                 "row %lld is not the one anchored (hash %.12s..., the anchor says %.12s...): "
+                 "the chain was rebuilt",
+                 (long long)a->id, hash, v->anchor_hash);
     }
     if (v->why[0]) {
         v->first_bad = a->id;
         return;
     }
     v->checked++;
+    v->anchor_seen = v->anchor_seen || a->id == v->anchor_id;
     v->last_id = a->id;
     str_copy(expect_prev, 65, hash);
     str_copy(v->head, sizeof(v->head), hash);
@@ -216,7 +230,58 @@ int store_audit_verify_step(struct store *st, const char *want_head, struct stor
     db_finalize(s);
     if (rc < 0)
         return rc;
-    return !v->first_bad && n == max_rows ? 1 : 0;
+    if (!v->first_bad && n == max_rows)
+        return 1;
+    if (!v->first_bad && v->anchor_id && !v->anchor_seen) { /* the walk ended before it */
+        v->first_bad = v->anchor_id;
+        snprintf(v->why, sizeof(v->why),
+                 "the trail ends at row %lld, before the anchored row %lld (rows were cut off "
+                 "its end)",
+                 (long long)v->cursor, (long long)v->anchor_id);
+    }
+    return 0;
+}
+
+int store_audit_row_hash(struct store *st, int64_t id, char hash[65])
+{
+    struct db_stmt *q = NULL;
+    hash[0] = '\0';
+    if (store_prepare(st, "SELECT hash FROM audit WHERE id = ?1", &q) < 0)
+        return -EIO;
+    db_bind_int64(q, 1, id);
+    int rc = db_step(q);
+    if (rc == DB_ROW) {
+        const char *h = (const char *)db_column_text(q, 0);
+        str_copy(hash, 65, h ? h : "");
+    }
+    rc = rc == DB_ROW ? 1 : rc == DB_DONE ? 0 : store_fail(st, "audit row");
+    db_finalize(q);
+    return rc;
+}
+
+int store_audit_head(struct store *st, int64_t *last_id, char last_hash[65], int64_t *chain_from)
+{
+    /* the head as store_audit_add keeps it (the read cache): genesis stands for a last row
+     * without a hash, or none */
+    int rc = audit_head(st, last_id, last_hash);
+    if (rc < 0)
+        return rc;
+    if (strcmp(last_hash, audit_genesis) == 0)
+        last_hash[0] = '\0';
+    if (*chain_from > 0) /* known already: where a chain begins does not move */
+        return 0;
+    struct db_stmt *q = NULL;
+    if (store_prepare(st,
+                      "SELECT id FROM audit WHERE hash IS NOT NULL AND hash <> ''"
+                      " ORDER BY id LIMIT 1",
+                      &q) < 0)
+        return -EIO;
+    rc = db_step(q);
+    if (rc == DB_ROW)
+        *chain_from = db_column_int64(q, 0);
+    rc = rc == DB_ROW || rc == DB_DONE ? 0 : store_fail(st, "audit chain start");
+    db_finalize(q);
+    return rc;
 }
 
 int store_audit_verify(struct store *st, const char *want_head, struct store_audit_check *v)

@@ -455,7 +455,22 @@ struct store_audit_check {
      * the next row must name as its previous */
     int64_t cursor;
     char expect[65];
+    /* an anchor (set after store_audit_verify_begin; docs/security.md "Audit"): row
+     * anchor_id must be there with hash anchor_hash, and no row from anchor_from on may be
+     * without a hash, so a trail cut short, blanked or re-chained from an earlier row
+     * fails (first_bad, why) */
+    int64_t anchor_id, anchor_from;
+    char anchor_hash[65];
+    bool anchor_seen;
 };
+/* The hash of audit row id ("" when it has none), 1 when the row is there, 0 when not,
+ * -EIO. */
+int store_audit_row_hash(struct store *st, int64_t id, char hash[65]) STORE_WUR;
+/* Where the trail stands: its last row's id and hash ("" before the chain, id 0 when
+ * empty) and the first row with a hash (0: none yet; looked up only when *chain_from is
+ * 0 on entry, else kept: it does not move). 0 or -EIO. */
+int store_audit_head(struct store *st, int64_t *last_id, char last_hash[65],
+                     int64_t *chain_from) STORE_WUR;
 /* Walk the whole trail and recompute the chain. want_head (may be NULL): a head recorded
  * earlier, which must still be in the chain (a trail cut off at its end is otherwise a
  * valid, shorter chain). 0 (look at v->first_bad, v->head_found) or -EIO. */

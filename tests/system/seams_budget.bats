@@ -202,3 +202,95 @@ stored_jobs() {
     [[ $(sed -n 's/^Retry-After: \([0-9]*\).*/\1/p' <<<"$h") -ge 3 ]]
     grep -q "an array's tasks count each" "$TEST_DIR/body"
 }
+
+# ------------------------------------------------------------------------------------
+# The audit anchor (issue 33, item 10)
+
+# anchor_id FILE: the id the anchor file names (0 when there is none yet).
+anchor_id() {
+    jq -r '.id // 0' "$1" 2>/dev/null || echo 0
+}
+anchor_past() { [[ $(anchor_id "$1") -ge $2 ]]; }
+
+# verify [ARGS...]: docket audit --verify ARGS as the admin (sets status and output).
+verify() {
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$ADMIN_TOKEN run "$DOCKET" audit --verify "$@"
+    echo "verify $*: $output" >&3
+}
+
+# db_back: the database as it was at the last db_keep (docketd stopped).
+db_keep() { cp "$STATE_DIR/docket.db" "$TEST_DIR/kept.db"; }
+db_back() { cp "$TEST_DIR/kept.db" "$STATE_DIR/docket.db"; rm -f "$STATE_DIR"/docket.db-wal "$STATE_DIR"/docket.db-shm; }
+
+@test "audit anchor: the head is published; a trail cut short, blanked or re-chained fails --verify against it" {
+    local anchor=$TEST_DIR/anchor.json # outside the state directory: kept elsewhere
+    docketd_start --audit-anchor "$anchor"
+    api_post /v1/projects '{"name": "pa"}'
+    assert_status 201
+    api_post /v1/tokens '{"user": "alice", "role": "member"}'
+    api_post /v1/projects/pa/members '{"user": "alice", "role": "member"}'
+    assert_status 201
+    # published once on disk: the file, the log line, /metrics
+    wait_for 60 anchor_past "$anchor" 4
+    local id hash
+    id=$(anchor_id "$anchor")
+    hash=$(jq -r .hash "$anchor")
+    [[ $(jq -r .chain_from "$anchor") == 1 ]]
+    wait_for 30 grep -q "event=audit_head id=$id hash=$hash chain_from=1" "$TEST_DIR/docketd.log"
+    curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/metrics" >"$TEST_DIR/metrics"
+    grep -q "^docket_audit_head_id $id\$" "$TEST_DIR/metrics"
+    grep -q "^docket_audit_head_info{hash=\"$hash\",chain_from=\"1\"} 1\$" "$TEST_DIR/metrics"
+    cp "$anchor" "$TEST_DIR/copy.json" # a copy somewhere else again (a ticket, a log store)
+    verify --anchor "$TEST_DIR/copy.json"
+    [[ $status == 0 && $output == *"intact"*"anchored entry $id is there"* ]]
+    verify # docketd checks its own anchor file
+    [[ $status == 0 && $output == *"anchor from the file"* ]]
+    docketd_stop
+    db_keep
+
+    # 1. every hash blanked: without an anchor this read "older entries predate the chain"
+    sqlite3 "$STATE_DIR/docket.db" "DROP TRIGGER audit_no_update;
+        UPDATE audit SET hash = '', prev_hash = '';"
+    docketd_start --audit-anchor "$anchor"
+    verify --anchor "$TEST_DIR/copy.json"
+    [[ $status == 1 && $output == *"BROKEN at entry 1"*"blanked"* ]]
+    verify
+    [[ $status == 1 && $output == *"blanked"* ]]
+    # docketd saw it at start and kept the file as it was, even after a new entry
+    grep -q "event=audit_anchor_mismatch" "$TEST_DIR/docketd.log"
+    api_post /v1/projects '{"name": "pb"}'
+    assert_status 201
+    sleep 1
+    [[ $(jq -r .hash "$anchor") == "$hash" ]]
+    docketd_stop
+    db_back
+
+    # 2. cut short: a valid, shorter chain
+    sqlite3 "$STATE_DIR/docket.db" "DROP TRIGGER audit_no_delete;
+        DELETE FROM audit WHERE id >= $((id - 1));"
+    docketd_start --audit-anchor "$anchor"
+    verify --anchor "$TEST_DIR/copy.json"
+    [[ $status == 1 && $output == *"cut off its end"* ]]
+    docketd_stop
+    db_back
+
+    # 3. re-chained: entry 2 changed and every hash rebuilt from the first, as docketd
+    # computes them: a valid chain on its own ...
+    python3 "$BATS_TEST_DIRNAME/lib/audit_rechain.py" "$STATE_DIR/docket.db" 2 nobody
+    docketd_start
+    verify
+    [[ $status == 0 ]]
+    # ... that its anchor gives away
+    verify --anchor "$TEST_DIR/copy.json"
+    [[ $status == 1 && $output == *"BROKEN at entry $id"*"rebuilt"* ]]
+    docketd_stop
+    db_back
+
+    # the trail as it was passes again, and a bad anchor file is refused, not ignored
+    docketd_start --audit-anchor "$anchor"
+    verify --anchor "$TEST_DIR/copy.json"
+    [[ $status == 0 ]]
+    echo '{"id": 1}' >"$TEST_DIR/bad.json"
+    verify --anchor "$TEST_DIR/bad.json"
+    [[ $status == 2 && $output == *"chain_from"* ]]
+}

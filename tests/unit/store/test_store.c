@@ -546,6 +546,81 @@ static void audit_hash_chain(void **state)
     assert_non_null(strstr(v.why, "follow"));
 }
 
+/* store_audit_verify with an anchor taken from store_audit_head. */
+static void verify_anchored(struct fx *f, int64_t id, const char *hash, int64_t from,
+                            struct store_audit_check *v)
+{
+    store_audit_verify_begin(v);
+    v->anchor_id = id;
+    v->anchor_from = from;
+    snprintf(v->anchor_hash, sizeof(v->anchor_hash), "%s", hash);
+    int rc;
+    while ((rc = store_audit_verify_step(f->st, NULL, v, 2)) == 1)
+        ;
+    assert_int_equal(rc, 0);
+}
+
+/* An anchor (issue 33, item 10): the trail cut short, every hash blanked (which without an
+ * anchor reads as rows from before the chain), or the chain rebuilt from an earlier row
+ * after a change all fail against it; the intact trail and rows added after it pass. */
+static void audit_anchor(void **state)
+{
+    struct fx *f = *state;
+    struct store_audit_check v;
+    int64_t id, from = 0; /* 0: look the chain's start up */
+    char hash[65];
+    for (int i = 0; i < 6; i++) {
+        struct store_audit a = {0, 10 + i, "alice", "job.submit", "job:1", NULL, "{}", ""};
+        assert_int_equal(store_audit_add(f->st, &a), 0);
+    }
+    assert_int_equal(store_audit_head(f->st, &id, hash, &from), 0);
+    assert_int_equal(id, 6);
+    assert_int_equal(from, 1);
+    assert_int_equal(strlen(hash), 64);
+    verify_anchored(f, id, hash, from, &v);
+    assert_int_equal(v.first_bad, 0);
+    assert_true(v.anchor_seen);
+    /* rows after the anchor are fine */
+    struct store_audit later = {0, 99, "bob", "job.cancel", "job:1", NULL, NULL, ""};
+    assert_int_equal(store_audit_add(f->st, &later), 0);
+    verify_anchored(f, id, hash, from, &v);
+    assert_int_equal(v.first_bad, 0);
+    assert_int_equal(v.checked, 7);
+    raw_sql(f, drop_audit_triggers(f), NULL, 0);
+    /* cut short: a valid shorter chain, but the anchored row is gone */
+    raw_sql(f, "DELETE FROM audit WHERE id >= 5", NULL, 0);
+    verify_anchored(f, id, hash, from, &v);
+    assert_int_equal(v.first_bad, 6);
+    assert_non_null(strstr(v.why, "cut off"));
+    /* every hash blanked: without an anchor "older entries predate the chain" ... */
+    raw_sql(f, "UPDATE audit SET hash = '', prev_hash = ''", NULL, 0);
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0);
+    assert_int_equal(v.unchained, 4);
+    /* ... but the anchor says the chain began at row 1 */
+    verify_anchored(f, id, hash, from, &v);
+    assert_int_equal(v.first_bad, 1);
+    assert_non_null(strstr(v.why, "blanked"));
+    /* re-rooted: rows 1-4 rewritten through the store's own writer (a whole new, valid
+     * chain with row 2 changed) and rows 5-6 appended: row 6 is not the anchored one */
+    raw_sql(f, "DELETE FROM audit", NULL, 0);
+    reopen(f); /* as docketd would, started again on the changed file */
+    for (int i = 0; i < 6; i++) {
+        struct store_audit a = {
+            0, 10 + i, i == 1 ? "mallory" : "alice", "job.submit", "job:1", NULL, "{}", ""};
+        assert_int_equal(store_audit_add(f->st, &a), 0);
+    }
+    assert_int_equal(store_audit_verify(f->st, NULL, &v), 0);
+    assert_int_equal(v.first_bad, 0); /* valid on its own */
+    verify_anchored(f, id, hash, from, &v);
+    assert_int_equal(v.first_bad, 6);
+    assert_non_null(strstr(v.why, "rebuilt"));
+    /* and a chain re-rooted after its first rows were blanked: blanked rows inside it */
+    raw_sql(f, "UPDATE audit SET hash = '', prev_hash = '' WHERE id <= 2", NULL, 0);
+    verify_anchored(f, id, hash, from, &v);
+    assert_int_equal(v.first_bad, 1);
+}
+
 /* A long trail (100,000 rows) walked in steps (docketd walks one step a loop turn): the
  * steps resume where the last stopped, agree with the walk in one go, and find a row
  * changed by hand deep in the chain. */
@@ -1992,6 +2067,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(refuses_newer_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(counters, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_hash_chain, setup, teardown),
+        cmocka_unit_test_setup_teardown(audit_anchor, setup, teardown),
         cmocka_unit_test_setup_teardown(members_holds_and_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(token_list_and_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(default_projects, setup, teardown),
