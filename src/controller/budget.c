@@ -7,7 +7,9 @@
  * on the Unix socket). Unproven connections are the only ones a slowloris can make, so they
  * are the only ones ever made to give way:
  *
- *  - one peer holds at most per_peer unproven connections: its next one closes its oldest;
+ *  - one peer holds at most per_peer unproven connections of earlier loop turns: its next
+ *    one closes its oldest (a burst within one turn, many agents behind one proxy, is
+ *    held only by the limits below);
  *  - unproven connections hold at most cap - reserve slots: the next one closes the
  *    oldest unproven one, so the reserve is always free for proven connections;
  *  - at cap, a new connection closes the oldest unproven one, and is refused only when
@@ -187,8 +189,12 @@ enum budget_verdict budget_victim(const struct conn_budget *b, const struct budg
 {
     const struct budget_peer *p = peer_find(b, key);
     *victim = NULL;
-    if (p && p->unproven >= b->per_peer)
-        return shed_or_refuse(b, p->oldest, BUDGET_SHED_PEER, victim);
+    /* a peer's burst in one turn (agents behind one proxy or NAT reconnecting) is not
+     * refused for its cap: only its connections of earlier turns give way to it */
+    if (p && p->unproven >= b->per_peer && p->oldest->turn < b->turn) {
+        *victim = p->oldest;
+        return BUDGET_SHED_PEER;
+    }
     if (b->unproven >= b->cap - b->reserve)
         return shed_or_refuse(b, b->oldest, BUDGET_SHED_POOL, victim);
     if (b->open >= b->cap)

@@ -46,11 +46,11 @@ struct conn_budget {
 
 /* Why a new connection cannot simply be counted. */
 enum budget_verdict {
-    BUDGET_ADMIT,        /* room: count it */
-    BUDGET_SHED_PEER,    /* its peer is at per_peer: its peer's oldest unproven one goes */
-    BUDGET_SHED_POOL,    /* unproven ones fill cap - reserve: the oldest unproven one goes */
-    BUDGET_SHED_CAP,     /* cap open: the oldest unproven one goes */
-    BUDGET_REFUSE,       /* cap open and every one proven: the new one is refused */
+    BUDGET_ADMIT,     /* room: count it */
+    BUDGET_SHED_PEER, /* its peer is at per_peer: its oldest unproven one of an earlier turn goes */
+    BUDGET_SHED_POOL, /* unproven ones fill cap - reserve: the oldest unproven one goes */
+    BUDGET_SHED_CAP,  /* cap open: the oldest unproven one goes */
+    BUDGET_REFUSE,    /* cap open and every one proven: the new one is refused */
     BUDGET_REFUSE_FRESH, /* room only from connections of this turn: the new one is refused */
 };
 

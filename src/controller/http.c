@@ -837,6 +837,17 @@ static void hb_wait_turn(evutil_socket_t fd, short what, void *arg)
     ctl_turn_leave(c, CTL_TURN_DEFERRED, t0);
 }
 
+/* A heartbeat that waits for a later turn has arrived whole: with a valid credential its
+ * connection is proven now, not when it is dispatched, so the connection budget never
+ * closes it meanwhile to make room (conn.c). Dispatch authenticates it again. */
+static void hb_prove(struct ctl *c, struct evhttp_request *req, bool is_unix)
+{
+    struct ctl_ident id;
+    char why[256];
+    if (authenticate(c, req, is_unix, &id, why, sizeof(why)) == 0)
+        ctl_conn_proven(c, req);
+}
+
 /* Queue req behind the heartbeats waiting. 0, or -ENOMEM (nothing queued). */
 static int hb_defer(struct ctl *c, struct evhttp_request *req, bool is_unix)
 {
@@ -846,6 +857,7 @@ static int hb_defer(struct ctl *c, struct evhttp_request *req, bool is_unix)
     if (!w)
         return -ENOMEM;
     *w = (struct ctl_hb_wait){req, is_unix, NULL};
+    hb_prove(c, req, is_unix);
     struct evhttp_connection *con = evhttp_request_get_connection(req);
     if (con)
         ctl_conn_watch(c, con, hb_wait_left, w);

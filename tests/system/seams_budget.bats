@@ -77,9 +77,10 @@ loris_opened_at_least() {
     docketd_start --max-connections 200 --max-unproven-per-peer 5
     loris_start 40 127.0.0.2
     wait_for 60 loris_opened_at_least 60
-    # 127.0.0.2 never holds more than 5 unproven connections (the /metrics reader's own
-    # connection is proven by its token)
-    few() { [[ $(metric docket_connections_unproven) -le 5 ]]; }
+    # 127.0.0.2 holds at most 5 unproven connections of earlier loop turns, plus what one
+    # turn brings (the slowloris opens at most 8 a round): 13, not the 40 it wants (the
+    # /metrics reader's own connection is proven by its token)
+    few() { [[ $(metric docket_connections_unproven) -le 13 ]]; }
     for _ in 1 2 3; do few; sleep 0.3; done
     grep -q 'event=connection_shed peer=127.0.0.2 reason=peer_cap' "$TEST_DIR/docketd.log"
     # a client from 127.0.0.1 (no token: /healthz is public) is answered

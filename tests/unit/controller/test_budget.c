@@ -233,6 +233,42 @@ static void a_burst_never_pushes_out_this_turns_connections(void **state)
     budget_free(&b);
 }
 
+/* 300 agents behind one address (a proxy, NAT) reconnect in one loop turn: none is refused
+ * for the peer's cap (only the pool and the cap hold a burst); a turn later, once they
+ * are proven, the address is back under its cap, and one that is not proven gives way. */
+static void a_peers_burst_in_one_turn_is_not_refused(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    struct conn_budget b;
+    struct budget_slot s[N];
+    struct budget_slot *victim;
+    int shed = 0;
+    memset(s, 0, sizeof(s));
+    assert_int_equal(budget_init(&b, 1000, 100, 32), 0);
+    budget_next_turn(&b);
+    for (int i = 0; i < N; i++)
+        assert_true(connect_in_turn(&b, v4("10.9.0.1"), &s[i], &shed));
+    assert_int_equal(shed, 0);
+    assert_int_equal(b.unproven, N);
+    for (int i = 1; i < N; i++) /* all but the first send a credential */
+        budget_prove(&b, &s[i]);
+    struct budget_key k = v4("10.9.0.1");
+    assert_int_equal(budget_victim(&b, &k, &victim), BUDGET_ADMIT);
+    /* 31 more unproven in a later turn: 32 with s[0]; the next turn's connection from the
+     * address closes its oldest, s[0] */
+    struct budget_slot more[31];
+    memset(more, 0, sizeof(more));
+    budget_next_turn(&b);
+    for (int i = 0; i < 31; i++)
+        assert_true(connect_in_turn(&b, k, &more[i], &shed));
+    assert_int_equal(shed, 0);
+    budget_next_turn(&b);
+    assert_int_equal(budget_victim(&b, &k, &victim), BUDGET_SHED_PEER);
+    assert_ptr_equal(victim, &s[0]);
+    budget_free(&b);
+}
+
 static void keys(void **state)
 {
     (void)state;
@@ -266,6 +302,7 @@ int main(void)
         cmocka_unit_test(full_of_proven_refuses),
         cmocka_unit_test(slowloris_never_takes_a_proven_slot),
         cmocka_unit_test(a_burst_never_pushes_out_this_turns_connections),
+        cmocka_unit_test(a_peers_burst_in_one_turn_is_not_refused),
         cmocka_unit_test(keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
