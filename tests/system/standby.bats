@@ -124,7 +124,8 @@ teardown_file() {
     run -0 "$DOCKET" show "$run_id" --json
     jq -e '.job.state == "COMPLETED" and .job.exit.code == 0' <<<"$output" || { jq -c "{s: .job.state, e: .job.exit, ev: [.events[] | [.type, .from, .to, .node, .reason, .detail]]}" <<<"$output" >&2; false; }
     jq -e '[.events[] | select(.type == "start")] | length == 1' <<<"$output"
-    [[ $("$DOCKET" logs "$run_id") == through ]]
+    # its output all in (-f: to the last byte; a plain read may come before the last chunk)
+    [[ $(timeout 60 "$DOCKET" logs -f "$run_id") == through ]]
 }
 
 @test "after the takeover HAProxy sends the API and the console to the new leader" {
