@@ -1063,6 +1063,8 @@ int ctl_token_issue(struct ctl *c, const char *actor, struct store_token *t, int
         return proto_errorf(e, 500, NULL, NULL, "store: %s", store_errmsg(c->store));
     json_t *after = json_pack("{s:s,s:s,s:I,s:s}", "user", t->user, "role", t->role, "expires_ms",
                               (json_int_t)t->expires_ms, "id", t->id);
+    if (t->parent[0]) /* the chain, in the trail: the id of the token it was made from */
+        json_object_set_new(after, "parent", json_stringn(t->parent, STORE_TOKEN_ID_LEN));
     int rc = ctl_audit(c, actor, "token.issue", t->user, NULL, after, NULL);
     json_decref(after);
     if (rc < 0)
@@ -1142,10 +1144,11 @@ static int token_list_cb(void *arg, const struct store_token *t)
                         : t->expires_ms && t->expires_ms < tc->now ? "expired"
                                                                    : "active";
     json_array_append_new(
-        tc->arr, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:s}", "id", t->id, "kind",
+        tc->arr, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:s,s:s%}", "id", t->id, "kind",
                            token_kind_text[t->kind], "user", t->user, "role", t->role, "created_ms",
                            (json_int_t)t->created_ms, "expires_ms", (json_int_t)t->expires_ms,
-                           "revoked_ms", (json_int_t)t->revoked_ms, "state", state));
+                           "revoked_ms", (json_int_t)t->revoked_ms, "state", state, "parent",
+                           t->parent, t->parent[0] ? (size_t)STORE_TOKEN_ID_LEN : (size_t)0));
     return 0;
 }
 
@@ -1191,7 +1194,9 @@ void h_token_revoke(struct ctl_req *r)
     int64_t now = clock_now_ms();
     json_t *after = json_pack("{s:s,s:s,s:s,s:I}", "id", t.id, "kind", token_kind_text[t.kind],
                               "user", t.user, "revoked_ms", (json_int_t)now);
-    int rc = store_token_revoke(r->c->store, t.hash, now);
+    int derived = store_token_revoke(r->c->store, t.hash, now), rc = derived < 0 ? derived : 0;
+    /* the tokens derived from it die in the same transaction, and the trail says how many */
+    json_object_set_new(after, "derived_revoked", json_integer(derived < 0 ? 0 : derived));
     if (rc == 0)
         rc = ctl_audit(r->c, r->id.user, "token.revoke", t.user, NULL, after, NULL);
     json_decref(after);
@@ -1199,9 +1204,9 @@ void h_token_revoke(struct ctl_req *r)
         store_fail(r);
         return;
     }
-    ctl_reply_json(
-        r->c, r->req, 200,
-        json_pack("{s:s,s:s,s:I}", "id", t.id, "user", t.user, "revoked_ms", (json_int_t)now));
+    ctl_reply_json(r->c, r->req, 200,
+                   json_pack("{s:s,s:s,s:I,s:i}", "id", t.id, "user", t.user, "revoked_ms",
+                             (json_int_t)now, "derived_revoked", derived));
 }
 
 int ctl_admin_token_write(struct ctl *c, const char *tok)
@@ -1238,8 +1243,9 @@ static int revoke_admin_cb(void *arg, const struct store_token *t)
     struct revoke_ctx *rv = arg;
     if (t->kind != STORE_TOKEN_USER || strcmp(t->role, "admin") != 0 || t->revoked_ms)
         return 0;
-    rv->rc = store_token_revoke(rv->c->store, t->hash, rv->now);
-    rv->n++;
+    int derived = store_token_revoke(rv->c->store, t->hash, rv->now);
+    rv->rc = derived == -ENOENT ? 0 : derived < 0 ? derived : 0; /* revoked with its parent */
+    rv->n += derived < 0 ? 0 : 1 + derived;
     return rv->rc < 0 ? rv->rc : 0;
 }
 

@@ -50,7 +50,8 @@ struct ctl_ident {
     bool node;         /* an agent with its node credential */
     bool node_pending; /* ... a rotated one not used yet (agent.c) */
     char node_name[64];
-    char token_id[16]; /* the bearer token's id ("" over the socket) */
+    char token_id[16];   /* the bearer token's id ("" over the socket) */
+    char token_hash[65]; /* ... its hash: the parent of the tokens derived from it */
 };
 
 /* What a request acts on, resolved before the check: the project (a job's, a project

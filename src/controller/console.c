@@ -3,7 +3,9 @@
  * and its assets at /console/NAME, both public and without data (every number on the
  * page comes from the API with the viewer's own token); the one-time login of
  * `docket console` (a code, asked for by an authenticated user, that the page exchanges
- * once, within CTL_CONSOLE_CODE_MS, for a session token of the same user and role); and
+ * once, within CTL_CONSOLE_CODE_MS, for a session token of the same user and role, derived
+ * from the token that asked: it names it as its parent, ends no later, and a revoke of
+ * any ancestor ends it, docs/security.md "Derived tokens"); and
  * GET /v1/whoami, which tells the page who it is logged in as.
  */
 #include <errno.h>
@@ -132,6 +134,7 @@ void h_console_code(struct ctl_req *r)
     str_copy(s->user, sizeof(s->user), r->id.user);
     s->role = r->id.role;
     s->expires_ms = now + CTL_CONSOLE_CODE_MS;
+    str_copy(s->parent, sizeof(s->parent), r->id.token_hash);
     ctl_reply_json(r->c, r->req, 201,
                    json_pack("{s:s,s:I,s:s}", "code", code, "expires_ms", (json_int_t)s->expires_ms,
                              "user", s->user));
@@ -153,6 +156,26 @@ static int code_take(struct ctl *c, const char *code, struct ctl_console_code *o
     return -ENOENT;
 }
 
+/* The life of the session a code gives: CTL_CONSOLE_SESSION_MS, cut to what is left of
+ * its parent's. A parent revoked or expired since it asked gives none (401). */
+static int session_ttl(struct ctl *c, const struct ctl_console_code *slot, int64_t *ttl,
+                       struct proto_error *e)
+{
+    int64_t now = clock_now_ms();
+    *ttl = CTL_CONSOLE_SESSION_MS;
+    if (!slot->parent[0])
+        return 0; /* asked over the socket: the Unix account has no token to end with */
+    struct store_token p;
+    if (store_token_get(c->store, slot->parent, &p) < 0 || p.revoked_ms ||
+        (p.expires_ms && p.expires_ms <= now))
+        return proto_errorf(e, 401, NULL, "code",
+                            "the token that asked for this code is revoked or expired: log in "
+                            "with a live token and run docket console again");
+    if (p.expires_ms && p.expires_ms - now < *ttl)
+        *ttl = p.expires_ms - now;
+    return 0;
+}
+
 void h_console_session(struct ctl_req *r)
 {
     static const char *const known[] = {"code", NULL};
@@ -172,11 +195,15 @@ void h_console_session(struct ctl_req *r)
                           CTL_CONSOLE_CODE_MS / 1000);
     struct store_token t;
     char tok[96];
+    int64_t ttl = 0;
     memset(&t, 0, sizeof(t));
+    if (rc == 0)
+        rc = session_ttl(r->c, &slot, &ttl, &e);
     if (rc == 0) {
         str_copy(t.user, sizeof(t.user), slot.user);
         str_copy(t.role, sizeof(t.role), ctl_role_name(slot.role));
-        rc = ctl_token_issue(r->c, slot.user, &t, CTL_CONSOLE_SESSION_MS, tok, sizeof(tok), &e);
+        str_copy(t.parent, sizeof(t.parent), slot.parent);
+        rc = ctl_token_issue(r->c, slot.user, &t, ttl, tok, sizeof(tok), &e);
     }
     if (rc < 0)
         ctl_reply_error(r->c, r->req, &e);

@@ -25,6 +25,9 @@ struct ctl_console_code {
     char user[64];
     enum ctl_role role;
     int64_t expires_ms;
+    /* the token that asked for it ("" over the socket): the session token is
+     * derived from it, dies with it and never outlives it */
+    char parent[65];
 };
 
 void h_console_page(struct ctl_req *r);

@@ -303,6 +303,31 @@ static int ident_unix(struct evhttp_request *req, struct ctl_ident *id)
     return 0;
 }
 
+/* Does a derived token's chain hold a dead ancestor (revoked, expired or gone)? A revoke
+ * revokes the descendants in its transaction too; this walk is the check that holds
+ * whatever wrote the rows. A chain deeper than CTL_TOKEN_CHAIN_MAX counts as dead. */
+static bool chain_dead(struct ctl *c, const struct store_token *t, char *why, size_t wlen)
+{
+    struct store_token a = *t;
+    int64_t now = clock_now_ms();
+    for (int depth = 0; a.parent[0]; depth++) {
+        char parent[65];
+        str_copy(parent, sizeof(parent), a.parent);
+        bool gone = depth >= CTL_TOKEN_CHAIN_MAX || store_token_get(c->store, parent, &a) < 0;
+        if (gone || a.revoked_ms || (a.expires_ms && a.expires_ms < now)) {
+            snprintf(why, wlen,
+                     "token %s was derived from token %.12s, which was %s: it ends with it "
+                     "(log in again: docket console)",
+                     t->id, parent,
+                     gone           ? "removed"
+                     : a.revoked_ms ? "revoked"
+                                    : "expired");
+            return true;
+        }
+    }
+    return false;
+}
+
 /* 0, or -EACCES with why[] saying what to do (the 401's message). */
 static int ident_bearer(struct ctl *c, struct evhttp_request *req, struct ctl_ident *id, char *why,
                         size_t wlen)
@@ -337,7 +362,10 @@ static int ident_bearer(struct ctl *c, struct evhttp_request *req, struct ctl_id
                  t.id, t.user);
         return -EACCES;
     }
+    if (t.parent[0] && chain_dead(c, &t, why, wlen))
+        return -EACCES;
     str_copy(id->token_id, sizeof(id->token_id), t.id);
+    str_copy(id->token_hash, sizeof(id->token_hash), t.hash);
     if (t.kind == STORE_TOKEN_NODE) {
         id->node = true;
         str_copy(id->node_name, sizeof(id->node_name), t.user);

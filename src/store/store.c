@@ -25,7 +25,7 @@
 #include "util/xalloc.h"
 
 /* The statements prepared at open (enum store_stmt_id), by the tables they read. */
-#define TOKEN_COLS "hash, kind, user_name, role, created_ms, expires_ms, revoked_ms"
+#define TOKEN_COLS "hash, kind, user_name, role, created_ms, expires_ms, revoked_ms, parent"
 #define NODE_COLS                                                                                  \
     "name, state, reason, gpu_type, gpus, gpu_mem_mb, cpus, mem_mb, labels, info,"                 \
     " last_heartbeat_ms, cmd_seq"
@@ -63,11 +63,17 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_POLICY_PUT] = "INSERT INTO policy(id, doc) VALUES (1, ?1)"
                      " ON CONFLICT(id) DO UPDATE SET doc = excluded.doc",
     [S_POLICY_GET] = "SELECT doc FROM policy WHERE id = 1",
-    [S_TOKEN_PUT] = "INSERT INTO tokens(hash, kind, user_name, role, created_ms, expires_ms)"
-                    " VALUES (?1,?2,?3,?4,?5,?6)",
+    [S_TOKEN_PUT] = "INSERT INTO tokens(hash, kind, user_name, role, created_ms, expires_ms,"
+                    " parent) VALUES (?1,?2,?3,?4,?5,?6,?7)",
     [S_TOKEN_GET] = "SELECT " TOKEN_COLS " FROM tokens WHERE hash = ?1",
     [S_TOKEN_DEL_USER] = "DELETE FROM tokens WHERE kind = ?1 AND user_name = ?2",
     [S_TOKEN_REVOKE] = "UPDATE tokens SET revoked_ms = ?2 WHERE hash = ?1 AND revoked_ms = 0",
+    /* every token derived from ?1, however deep (schema 13: a derived token names its parent) */
+    [S_TOKEN_REVOKE_DESC] =
+        "UPDATE tokens SET revoked_ms = ?2 WHERE revoked_ms = 0 AND hash IN"
+        " (WITH RECURSIVE chain(h) AS (SELECT hash FROM tokens WHERE parent = ?1"
+        " UNION SELECT t.hash FROM tokens t JOIN chain ON t.parent = chain.h)"
+        " SELECT h FROM chain)",
     [S_TOKEN_LIST] = "SELECT " TOKEN_COLS " FROM tokens WHERE (?1 IS NULL OR user_name = ?1)"
                      " AND (?2 IS NULL OR substr(hash, 1, 12) = ?2) ORDER BY created_ms, hash",
     [S_AUDIT_ADD] = "INSERT INTO audit(id, time_ms, actor, action, target, before_doc,"

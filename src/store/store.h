@@ -384,6 +384,7 @@ struct store_token {
     char role[16]; /* USER: the global role: admin, operator, viewer or member (none) */
     int64_t created_ms, expires_ms; /* expires 0 = never (node credentials only) */
     int64_t revoked_ms;             /* 0 = not revoked (schema 5) */
+    char parent[65]; /* a derived token (a console session): its parent's hash, else "" */
 };
 /* Hex SHA-256 of `token` into out[65]. */
 void store_token_hash(const char *token, char out[65]);
@@ -394,7 +395,9 @@ int store_token_get(struct store *st, const char *hash, struct store_token *out)
 typedef int (*store_token_cb)(void *arg, const struct store_token *t);
 int store_token_list(struct store *st, const char *user, const char *id, store_token_cb cb,
                      void *arg) STORE_WUR;
-/* Mark the token revoked at now_ms. -ENOENT when no such token or already revoked. */
+/* Mark the token revoked at now_ms, and every token derived from it however deep (their
+ * parent chains lead to it): the number of those derived ones revoked with it, or
+ * -ENOENT when no such token or already revoked. */
 int store_token_revoke(struct store *st, const char *hash, int64_t now_ms) STORE_WUR;
 /* Remove every token of `kind` for `user` (a node's old credentials on re-register). */
 int store_token_delete_user(struct store *st, enum store_token_kind kind,

@@ -66,6 +66,7 @@ enum store_stmt_id {
     S_TOKEN_GET,
     S_TOKEN_DEL_USER,
     S_TOKEN_REVOKE,
+    S_TOKEN_REVOKE_DESC,
     S_TOKEN_LIST,
     S_AUDIT_ADD,
     S_TOKEN_LIVE, /* h-node: runs and node credentials */

@@ -1,6 +1,7 @@
 /*
  * tokens.c - API tokens in SQLite (store.h "Tokens"): stored by the SHA-256 of the
- * token, never the token; their kind (user, node, join), role, expiry and revocation.
+ * token, never the token; their kind (user, node, join), role, expiry and revocation, and
+ * the token a derived one was made from (its parent: a revoke takes its descendants).
  */
 #include <errno.h>
 #include <openssl/evp.h>
@@ -46,6 +47,7 @@ int store_token_put(struct store *st, const struct store_token *t)
     store_bind_text(s, 4, t->role);
     db_bind_int64(s, 5, t->created_ms);
     db_bind_int64(s, 6, t->expires_ms);
+    store_bind_text(s, 7, t->parent);
     return store_step_done(st, s, "put token");
 }
 
@@ -68,6 +70,7 @@ static int token_row(struct store *st, struct db_stmt *s, struct store_token *ou
     out->created_ms = db_column_int64(s, 4);
     out->expires_ms = db_column_int64(s, 5);
     out->revoked_ms = db_column_int64(s, 6);
+    store_col_copy(s, 7, out->parent, sizeof(out->parent));
     memcpy(out->id, out->hash, STORE_TOKEN_ID_LEN);
     out->id[STORE_TOKEN_ID_LEN] = '\0';
     return 0;
@@ -124,6 +127,16 @@ int store_token_list(struct store *st, const char *user, const char *id, store_t
     return rc;
 }
 
+/* Revoke the tokens derived from `hash`, however deep: the number revoked, or < 0. */
+static int revoke_descendants(struct store *st, const char *hash, int64_t now_ms)
+{
+    struct db_stmt *s = store_stmt(st, S_TOKEN_REVOKE_DESC);
+    store_bind_text(s, 1, hash);
+    db_bind_int64(s, 2, now_ms);
+    int rc = store_step_done(st, s, "revoke derived tokens");
+    return rc < 0 ? rc : (int)db_changes(store_db(st));
+}
+
 int store_token_revoke(struct store *st, const char *hash, int64_t now_ms)
 {
     struct db_stmt *s = store_stmt(st, S_TOKEN_REVOKE);
@@ -132,7 +145,7 @@ int store_token_revoke(struct store *st, const char *hash, int64_t now_ms)
     int rc = store_step_done(st, s, "revoke token");
     if (rc == 0 && db_changes(store_db(st)) == 0)
         return -ENOENT;
-    return rc;
+    return rc < 0 ? rc : revoke_descendants(st, hash, now_ms);
 }
 
 int store_token_delete_user(struct store *st, enum store_token_kind kind, const char *user)

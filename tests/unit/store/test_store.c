@@ -46,8 +46,9 @@ static void reopen(struct fx *f)
 
 /* The schema version schema.c migrates to (one place to change when a migration is added). */
 #define SCHEMA_LATEST                                                                              \
-    13 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
-          written (h-slice), 12: each run's lease (issue 32), 13: services (issue 36) */
+    14 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
+          written (h-slice), 12: each run's lease (issue 32), 13: services (issue 36), 14: token   \
+          parents and secrets' allow lists (issue 33) */
 
 static void migrates_from_empty(void **state)
 {
@@ -824,6 +825,38 @@ static void token_list_and_revoke(void **state)
     list[0] = '\0';
     assert_int_equal(store_token_list(f->st, NULL, out.id, collect_tokens, list), 0);
     assert_string_equal(list, "alice:revoked");
+}
+
+/* A revoke takes every token derived from the revoked one, however deep, in its own
+ * statement, and leaves the rest: root <- child <- grandchild, and an unrelated token. */
+static void token_revoke_takes_descendants(void **state)
+{
+    struct fx *f = *state;
+    struct store_token t, out;
+    char hashes[4][65];
+    memset(&t, 0, sizeof(t));
+    t.kind = STORE_TOKEN_USER;
+    snprintf(t.role, sizeof(t.role), "member");
+    snprintf(t.user, sizeof(t.user), "alice");
+    for (int i = 0; i < 4; i++) {
+        char text[32];
+        snprintf(text, sizeof(text), "dkt_chain_%d", i);
+        store_token_hash(text, hashes[i]);
+        memcpy(t.hash, hashes[i], 65);
+        /* 1's parent is 0, 2's is 1; 3 stands alone */
+        snprintf(t.parent, sizeof(t.parent), "%s", i == 1 || i == 2 ? hashes[i - 1] : "");
+        t.created_ms = i + 1;
+        t.expires_ms = 1000;
+        assert_int_equal(store_token_put(f->st, &t), 0);
+    }
+    assert_int_equal(store_token_get(f->st, hashes[2], &out), 0);
+    assert_string_equal(out.parent, hashes[1]);
+    assert_int_equal(store_token_revoke(f->st, hashes[0], 500), 2); /* two derived */
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(store_token_get(f->st, hashes[i], &out), 0);
+        assert_int_equal(out.revoked_ms, i < 3 ? 500 : 0);
+    }
+    assert_int_equal(store_token_revoke(f->st, hashes[3], 600), 0); /* none derived */
 }
 
 /* One transaction per loop iteration, one savepoint per request: a failed request
@@ -2070,6 +2103,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(audit_anchor, setup, teardown),
         cmocka_unit_test_setup_teardown(members_holds_and_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(token_list_and_revoke, setup, teardown),
+        cmocka_unit_test_setup_teardown(token_revoke_takes_descendants, setup, teardown),
         cmocka_unit_test_setup_teardown(default_projects, setup, teardown),
         cmocka_unit_test_setup_teardown(job_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(job_update, setup, teardown),
