@@ -32,12 +32,13 @@ const char cmd_projects_usage[] =
     "       docket projects default [[USER] PROJECT|none]\n"
     "                                   (a user's default project, used when a job names\n"
     "                                   none: Slurm's default account; no arguments: yours;\n"
-    "                                   USER defaults to $USER; set by an admin,\n"
-    "                                   or by a lead of PROJECT for its members)\n"
+    "                                   USER defaults to $USER; set by the user, to a\n"
+    "                                   project of its own, or by an admin)\n"
     "\n"
     "Members submit into the project and manage their own jobs; leads also manage its\n"
     "members, its jobs, its per-user caps (user_max_running, user_gpu_limit), and\n"
-    "its gpu_limit within its group's.\n"
+    "its gpu_limit within its group's. A lead adds only users who belong to no other\n"
+    "project; an admin adds anyone.\n"
     "KEYs: group, tier, guarantee_gpus, gpu_limit, max_running, max_queued,\n"
     "user_max_running, user_gpu_limit (a number, or none for no limit), paused.\n";
 

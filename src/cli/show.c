@@ -38,7 +38,9 @@ static void argv_text(const json_t *job, struct dbuf *b)
     size_t i;
     json_t *a;
 
-    if (json_is_array(cmd)) {
+    if (json_is_true(json_object_get(job, "hidden"))) {
+        dbuf_printf(b, "(hidden: its owner, its project's leads and admins see it)");
+    } else if (json_is_array(cmd)) {
         json_array_foreach(cmd, i, a) {
             const char *s = json_string_value(a);
             bool quote = !s || strpbrk(s, " \t'\"$") || !s[0];

@@ -561,28 +561,19 @@ void h_user_default_get(struct ctl_req *r)
     default_reply(r, 200, r->arg[0], project);
 }
 
-/* May the caller set r->arg[0]'s default project to `p` (a name, null to clear)? An admin;
- * or a lead of that project (of the current default when clearing), for a user who is a
- * member of it: a lead may not point strangers' jobs at its project. 0, or -EPERM after
- * answering 403. */
-static int default_set_allowed(struct ctl_req *r, const json_t *p)
+/* May the caller make `name` ("" clears) r->arg[0]'s default project? The route let in
+ * only that user and admins; authz.c asks that it be a project of the user's. 0, or
+ * -EPERM after answering 403. */
+static int default_set_allowed(struct ctl_req *r, const char *name)
 {
-    char proj[64] = "", role[16];
-    if (json_is_string(p))
-        str_copy(proj, sizeof(proj), json_string_value(p));
-    else if (json_is_null(p) &&
-             store_default_project_get(r->c->store, r->arg[0], proj, sizeof(proj)) < 0)
-        proj[0] = '\0';
-    if (ctl_req_authorize(r, proj[0] ? proj : NULL, NULL) < 0)
-        return -EPERM;
-    if (r->id.role == CTL_ROLE_ADMIN || !proj[0] || !json_is_string(p))
+    char role[16];
+    struct proto_error e;
+    struct ctl_target t = {name[0] ? name : NULL, r->arg[0], CTL_PROLE_NONE};
+    bool member =
+        name[0] && store_member_get(r->c->store, name, r->arg[0], role, sizeof(role)) == 0;
+    if (ctl_authz_default_project(&r->id, &t, member, &e) == 0)
         return 0;
-    if (store_member_get(r->c->store, proj, r->arg[0], role, sizeof(role)) == 0)
-        return 0;
-    ctl_reply_errorf(r->c, r->req, 403, "user",
-                     "user '%.64s' is not a member of project '%s': a lead sets the default "
-                     "project of its members only (docket projects members add %s %.64s)",
-                     r->arg[0], proj, proj, r->arg[0]);
+    ctl_reply_error(r->c, r->req, &e);
     return -EPERM;
 }
 
@@ -597,9 +588,7 @@ void h_user_default_set(struct ctl_req *r)
     if (!b)
         return;
     json_t *p = json_object_get(b, "project");
-    if (default_set_allowed(r, p) < 0) {
-        /* answered */
-    } else if (!str_is_name(r->arg[0])) {
+    if (!str_is_name(r->arg[0])) {
         ctl_reply_errorf(r->c, r->req, 400, NULL, "bad user name '%.64s'", r->arg[0]);
     } else if (proto_check_fields(b, "", known, &e) < 0) {
         ctl_reply_error(r->c, r->req, &e);
@@ -611,6 +600,8 @@ void h_user_default_set(struct ctl_req *r)
             ctl_reply_error(r->c, r->req, &e);
     } else if (name[0] && project_view(r->c, name, &v) < 0) {
         ctl_reply_errorf(r->c, r->req, 404, "project", "no such project '%s'", name);
+    } else if (default_set_allowed(r, name) < 0) {
+        /* answered */
     } else {
         int rc = store_default_project_get(r->c->store, r->arg[0], before, sizeof(before));
         json_t *old = rc == 0 ? json_string(before) : json_null();
@@ -1428,6 +1419,35 @@ void h_members_list(struct ctl_req *r)
                    json_pack("{s:s,s:o}", "project", v.spec.name, "members", arr));
 }
 
+/* The first project other than `here` that `user` is a member of, into arg ("" none). */
+static int elsewhere_cb(void *arg, const char *project, const char *user, const char *role)
+{
+    (void)user;
+    (void)role;
+    char *out = arg;
+    if (!out[0] && strcmp(project, out + 64) != 0)
+        str_copy(out, 64, project);
+    return 0;
+}
+
+/* May the caller add `user` to `project` (authz.c: a lead, only a user of no other
+ * project)? 0, or -EPERM after answering. */
+static int member_add_allowed(struct ctl_req *r, const char *project, const char *user,
+                              bool member_here)
+{
+    char other[128] = ""; /* [0..63] the answer, [64..] the project asked about */
+    struct proto_error e;
+    str_copy(other + 64, 64, project);
+    if (store_member_list(r->c->store, NULL, user, elsewhere_cb, other) < 0) {
+        store_fail(r);
+        return -EIO;
+    }
+    if (ctl_authz_member_add(&r->id, &r->tgt, user, member_here, other[0] ? other : NULL, &e) == 0)
+        return 0;
+    ctl_reply_error(r->c, r->req, &e);
+    return -EPERM;
+}
+
 void h_member_add(struct ctl_req *r)
 {
     static const char *const known[] = {"user", "role", NULL};
@@ -1453,6 +1473,15 @@ void h_member_add(struct ctl_req *r)
     }
     const char *rs = pr == CTL_PROLE_LEAD ? "lead" : "member";
     int got = store_member_get(r->c->store, v.spec.name, user, before, sizeof(before));
+    if (got != 0 && got != -ENOENT) {
+        json_decref(b);
+        store_fail(r);
+        return;
+    }
+    if (member_add_allowed(r, v.spec.name, user, got == 0) < 0) {
+        json_decref(b);
+        return;
+    }
     json_t *bj = got == 0 ? json_pack("{s:s,s:s}", "user", user, "role", before) : NULL;
     json_t *aj = json_pack("{s:s,s:s}", "user", user, "role", rs);
     rc = got < 0 && got != -ENOENT ? got : store_member_put(r->c->store, v.spec.name, user, rs);

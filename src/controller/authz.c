@@ -171,7 +171,7 @@ int ctl_authz_check(const struct ctl_ident *id, enum ctl_perm p, const struct ct
     return check_user(id, p, t, err);
 }
 
-bool ctl_authz_sees_env(const struct ctl_ident *id, const struct ctl_target *t)
+bool ctl_authz_sees_job_private(const struct ctl_ident *id, const struct ctl_target *t)
 {
     return !id->node && (id->role == CTL_ROLE_ADMIN || is_owner(id, t) || is_lead(t));
 }
@@ -186,6 +186,37 @@ int ctl_authz_release(const struct ctl_ident *id, const struct ctl_target *t, co
                         "job held by %s '%s': only a%s %s or above may release it",
                         ctl_level_name(held_at), held_by, held_at == CTL_LEVEL_ADMIN ? "n" : "",
                         ctl_level_name(held_at));
+}
+
+int ctl_authz_member_add(const struct ctl_ident *id, const struct ctl_target *t, const char *user,
+                         bool member_here, const char *member_elsewhere, struct proto_error *err)
+{
+    if (id->role == CTL_ROLE_ADMIN)
+        return 0;
+    if (!is_lead(t))
+        return check_user(id, CTL_P_PROJECT_LEAD, t, err);
+    if (member_here || !member_elsewhere || strcmp(user, id->user) == 0)
+        return 0;
+    return proto_errorf(err, 403, NULL, "user",
+                        "user '%s' is a member of project '%s': a lead adds only users of no "
+                        "other project; an admin adds '%s' to '%s' (docket projects members add "
+                        "%s %s, as an admin)",
+                        user, member_elsewhere, user, t->project, t->project, user);
+}
+
+int ctl_authz_default_project(const struct ctl_ident *id, const struct ctl_target *t, bool member,
+                              struct proto_error *err)
+{
+    if (id->role == CTL_ROLE_ADMIN)
+        return 0;
+    if (!is_owner(id, t))
+        return deny(err, id, "may set only its own default project (an admin sets anyone's)");
+    if (member || !t->project)
+        return 0;
+    return proto_errorf(err, 403, NULL, "project",
+                        "user '%s' is not a member of project '%s': a default project must be "
+                        "one of yours",
+                        id->user, t->project);
 }
 
 int ctl_authz_member_role(const char *role, enum ctl_prole *out, struct proto_error *err)

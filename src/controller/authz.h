@@ -68,8 +68,10 @@ int ctl_authz_check(const struct ctl_ident *id, enum ctl_perm p, const struct ct
                     struct proto_error *err);
 /* The level `id` acts at on a job with target t. */
 enum ctl_level ctl_authz_level(const struct ctl_ident *id, const struct ctl_target *t);
-/* May `id` see a job's env (its owner, its project's leads, admins)? */
-bool ctl_authz_sees_env(const struct ctl_ident *id, const struct ctl_target *t);
+/* May `id` see what is private to a job: its script, command, the values of its env, its
+ * logs (its owner, its project's leads, admins)? Others see its state and resources. With
+ * no owner and project in t (a report over many jobs): admins only. */
+bool ctl_authz_sees_job_private(const struct ctl_ident *id, const struct ctl_target *t);
 /* May `id` release a hold that `held_by` put at `held_at`? */
 int ctl_authz_release(const struct ctl_ident *id, const struct ctl_target *t, const char *held_by,
                       enum ctl_level held_at, struct proto_error *err);
@@ -79,6 +81,18 @@ int ctl_authz_release(const struct ctl_ident *id, const struct ctl_target *t, co
 int ctl_authz_project_patch(const struct ctl_ident *id, const struct ctl_target *t,
                             const json_t *body, const struct sched_project_spec *after,
                             int group_gpu_limit, struct proto_error *err);
+/* May `id` add `user` to project t (or change its role there)? An admin: anyone. A lead:
+ * only inside its project, so never a user who belongs to another project
+ * (`member_elsewhere`) unless already a member of this one (`member_here`: a role change)
+ * or the lead itself: a lead may not pull another project's member, and the jobs that
+ * follow, into its own. 0, or 403 naming "user". */
+int ctl_authz_member_add(const struct ctl_ident *id, const struct ctl_target *t, const char *user,
+                         bool member_here, const char *member_elsewhere, struct proto_error *err);
+/* May `id` make project t (`member`: t->owner, the user in the path, belongs to it) that
+ * user's default project? The user itself for a project of its own, or an admin: no one
+ * else points a user's jobs anywhere. 0, or 403. */
+int ctl_authz_default_project(const struct ctl_ident *id, const struct ctl_target *t, bool member,
+                              struct proto_error *err);
 /* "lead" or "member" -> out; 400 naming "role" otherwise. */
 int ctl_authz_member_role(const char *role, enum ctl_prole *out, struct proto_error *err);
 const char *ctl_role_name(enum ctl_role r);

@@ -438,11 +438,11 @@ static const struct route {
     {M_GET, "/v1/projects/:/secrets", h_secrets_list, CTL_P_PROJECT_LEAD, T_PROJECT},
     {M_PUT, "/v1/projects/:/secrets/:", h_secret_put, CTL_P_PROJECT_LEAD, T_PROJECT},
     {M_DELETE, "/v1/projects/:/secrets/:", h_secret_delete, CTL_P_PROJECT_LEAD, T_PROJECT},
-    /* a user's default project (Slurm's default account): the user or an admin reads it;
-     * an admin, or a lead of the project named in the body for one of its members, sets
-     * it (h_user_default_set asks authz.c once it has the project) */
+    /* a user's default project (Slurm's default account): the user or an admin reads and
+     * sets it, never a lead (issue 33: a lead pointed another project's member's jobs at
+     * its own); a user only to a project of its own (h_user_default_set asks authz.c) */
     {M_GET, "/v1/users/:/default_project", h_user_default_get, CTL_P_SELF, T_USER},
-    {M_POST, "/v1/users/:/default_project", h_user_default_set, CTL_P_PROJECT_LEAD, T_BODY},
+    {M_POST, "/v1/users/:/default_project", h_user_default_set, CTL_P_SELF, T_USER},
     /* services (services.c): anyone reads them; a member creates one in its project (the
      * handler checks the body's project); its owner, a lead, an operator or an admin
      * scales or removes it (the handler checks the service's project and owner) */
@@ -625,10 +625,13 @@ void ctl_req_target(struct ctl_req *r, const char *project, const char *owner, s
         if (store_member_list(r->c->store, NULL, r->id.user, member_cb, r->my_projects) < 0)
             log_error("store_failed", "what=members error=\"%s\"", store_errmsg(r->c->store));
     }
-    const char *role = json_string_value(json_object_get(r->my_projects, project));
-    t->prole = !role                       ? CTL_PROLE_NONE
-               : strcmp(role, "lead") == 0 ? CTL_PROLE_LEAD
-                                           : CTL_PROLE_MEMBER;
+    t->prole = ctl_prole_in(r->my_projects, project);
+}
+
+enum ctl_prole ctl_prole_in(const json_t *projects, const char *project)
+{
+    const char *role = project ? json_string_value(json_object_get(projects, project)) : NULL;
+    return !role ? CTL_PROLE_NONE : strcmp(role, "lead") == 0 ? CTL_PROLE_LEAD : CTL_PROLE_MEMBER;
 }
 
 static int authorize_target(struct ctl_req *r, const char *project, const char *owner)

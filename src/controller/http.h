@@ -58,6 +58,8 @@ struct ctl_reply {
  * after answering 403/500. */
 int ctl_req_authorize(struct ctl_req *r, const char *project, const char *owner);
 /* Fill t with project/owner and the caller's role in the project (cached per request). */
+/* The role in `project` that `projects` ({project: role}, r->my_projects) gives. */
+enum ctl_prole ctl_prole_in(const json_t *projects, const char *project);
 void ctl_req_target(struct ctl_req *r, const char *project, const char *owner,
                     struct ctl_target *t);
 /* Print the route table ("METHOD PATTERN PERMISSION" lines), for docs and tests. */

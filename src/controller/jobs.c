@@ -58,14 +58,24 @@ void ctl_env_redact(json_t *env)
     }
 }
 
+void ctl_job_redact_private(json_t *o)
+{
+    /* a script or command may carry a token, a password, a path that says too much */
+    json_object_set_new(o, "command", json_null());
+    json_object_set_new(o, "script", json_null());
+    json_t *env = json_object_get(o, "env");
+    if (json_is_object(env))
+        ctl_env_redact(env); /* the names stay: they explain a job; values may be secrets */
+    json_object_set_new(o, "hidden", json_true());
+}
+
 json_t *ctl_job_json_for(struct ctl_req *r, const struct store_job *j)
 {
     struct ctl_target t;
     json_t *o = ctl_job_json(r->c, j);
     ctl_req_target(r, j->project, j->user, &t);
-    json_t *env = json_object_get(o, "env");
-    if (json_is_object(env) && !ctl_authz_sees_env(&r->id, &t))
-        ctl_env_redact(env); /* the names stay: they explain a job; values may be secrets */
+    if (!ctl_authz_sees_job_private(&r->id, &t))
+        ctl_job_redact_private(o);
     return o;
 }
 
@@ -412,15 +422,15 @@ static int submit_tasks(struct ctl_req *r, struct proto_jobspec *ps, const int32
     return 0;
 }
 
-/* The audit entry of a submission: its spec, with the values of env hidden (the trail
- * is read by viewers and operators, who may not see them). */
+/* The audit entry of a submission: its spec, without its script and command and with the
+ * values of env hidden (the trail is read by viewers and operators, who may not see
+ * them). */
 static int audit_submit(struct ctl *c, const char *actor, const char *target,
                         const struct proto_jobspec *ps)
 {
     json_t *copy = proto_jobspec_to_json(ps);
-    json_t *env = json_object_get(copy, "env");
-    if (json_is_object(env))
-        ctl_env_redact(env);
+    if (copy)
+        ctl_job_redact_private(copy);
     int rc = copy ? ctl_audit(c, actor, "job.submit", target, NULL, copy, NULL) : -ENOMEM;
     json_decref(copy);
     return rc;
@@ -1071,18 +1081,24 @@ static int parse_states(const char *s, uint32_t *mask)
     return *mask ? 0 : -EINVAL;
 }
 
-/* A job list in flight (ctl_list, stream.c): its filter, with the strings it owns. */
+/* A job list in flight (ctl_list, stream.c): its filter, with the strings it owns, and
+ * who asked (what each row shows depends on it: ctl_authz_sees_job_private). */
 struct job_list {
     struct ctl *c;
     struct store_job_filter f;
     char *strs[6];
     struct ctl_list *l; /* during a fetch */
+    struct ctl_ident id;
+    json_t *projects; /* the caller's project roles (owned) */
 };
 
 static int list_row(void *arg, const struct store_job *j)
 {
     struct job_list *jl = arg;
     json_t *o = ctl_job_json(jl->c, j);
+    struct ctl_target t = {j->project, j->user, ctl_prole_in(jl->projects, j->project)};
+    if (!ctl_authz_sees_job_private(&jl->id, &t))
+        ctl_job_redact_private(o);
     /* lists leave the two big members out: GET /v1/jobs/ID has them */
     json_object_del(o, "script");
     json_object_del(o, "env");
@@ -1103,6 +1119,7 @@ static void list_free(void *arg)
     struct job_list *jl = arg;
     for (int i = 0; i < 6; i++)
         free(jl->strs[i]);
+    json_decref(jl->projects);
     free(jl);
 }
 
@@ -1163,6 +1180,10 @@ void h_jobs_list(struct ctl_req *r)
         }
     jl->c = r->c;
     jl->f = f;
+    jl->id = r->id;
+    struct ctl_target t;
+    ctl_req_target(r, "", NULL, &t); /* loads the caller's projects into r->my_projects */
+    jl->projects = r->my_projects ? json_deep_copy(r->my_projects) : json_object();
     ctl_list_start(r->c, r->req, "jobs", limit, after, max_bytes, list_fetch, list_free, jl);
 }
 

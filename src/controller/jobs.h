@@ -32,9 +32,12 @@ void ctl_arrays_stop_all(struct ctl *c);
 json_t *ctl_job_json(struct ctl *c, const struct store_job *j);
 /* The same with the job's spec already parsed (borrowed). */
 json_t *ctl_job_json_spec(struct ctl *c, const struct store_job *j, const json_t *spec);
-/* The JOB object as the caller of r may see it: env values hidden unless it is the
- * owner, a lead of the job's project or an admin (ctl_authz_sees_env). */
+/* The JOB object as the caller of r may see it: script and command null, env values
+ * hidden and "hidden": true unless it is the owner, a lead of the job's project or an
+ * admin (ctl_authz_sees_job_private). */
 json_t *ctl_job_json_for(struct ctl_req *r, const struct store_job *j);
+/* Hide, in a JOB object or a job spec, what only those may see (in place). */
+void ctl_job_redact_private(json_t *o);
 /* Replace every value of the object `env` (in place) by "<hidden>". */
 void ctl_env_redact(json_t *env);
 

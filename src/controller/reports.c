@@ -399,6 +399,7 @@ struct cap_ctx {
     } * ev;
     size_t nev, capev;
     json_t *types, *repeats;
+    bool hide_commands; /* the caller may not read other users' commands (authz.c) */
 };
 
 static int tier_index(struct cap_ctx *k, const char *tier)
@@ -499,8 +500,9 @@ static int repeat_cb(void *arg, const char *project, const char *cmd, int64_t jo
 {
     struct cap_ctx *k = arg;
     json_array_append_new(k->repeats,
-                          json_pack("{s:s,s:s,s:I,s:f}", "project", project, "command", cmd, "jobs",
-                                    (json_int_t)jobs, "gpu_hours", (double)g / HOUR_MS));
+                          json_pack("{s:s,s:s,s:I,s:f}", "project", project, "command",
+                                    k->hide_commands ? "<hidden>" : cmd, "jobs", (json_int_t)jobs,
+                                    "gpu_hours", (double)g / HOUR_MS));
     return 0;
 }
 
@@ -591,6 +593,8 @@ static json_t *fragmentation_json(struct ctl *c, int64_t now)
 void h_report_capacity(struct ctl_req *r)
 {
     struct cap_ctx k = {.now = clock_now_ms()};
+    struct ctl_target all = {NULL, NULL, CTL_PROLE_NONE}; /* every project's jobs */
+    k.hide_commands = !ctl_authz_sees_job_private(&r->id, &all);
     const char *m = ctl_query(r, "month");
     if (month_window(m, &k.since, &k.until) < 0) {
         ctl_reply_errorf(r->c, r->req, 400, "month", "month must be YYYY-MM (2026-11)");

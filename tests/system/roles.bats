@@ -107,7 +107,7 @@ GET    /v1/projects/:/secrets     200/200 403/403 403/403 200/403 403/403 403/40
 PUT    /v1/projects/:/secrets/:   400/400 403/403 403/403 400/403 403/403 403/403 403/403 401/401
 DELETE /v1/projects/:/secrets/:   404/404 403/403 403/403 404/403 403/403 403/403 403/403 401/401
 GET    /v1/users/:/default_project 200/200 200/403 200/403 200/403 200/403 200/403 403/403 401/401
-POST   /v1/users/:/default_project 400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+POST   /v1/users/:/default_project 400/400 400/403 400/403 400/403 400/403 400/403 403/403 401/401
 GET    /v1/services               200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 POST   /v1/services               400/400 400/400 400/400 400/400 400/400 400/400 403/403 401/401
 GET    /v1/services/:             404/404 404/404 404/404 404/404 404/404 404/404 403/403 401/401
@@ -234,29 +234,29 @@ body_for() {
     [ "$failures" -eq 0 ]
 }
 
-@test "default project: the user reads its own; an admin, or a lead for its members, sets it" {
+@test "default project: the user reads and sets its own, to a project of its own; an admin anyone's" {
     cluster
     api_get /v1/users/mem/default_project "$TOK_member"
     assert_status 200
     assert_json .default_project null
     api_get /v1/users/mem/default_project "$TOK_outsider"
     assert_status 403
-    # a lead of pa, for a member of pa, to pa: not to another project, not for a stranger
-    api_post /v1/users/mem/default_project '{"project": "pa"}' "$TOK_lead"
+    # the user, to a project it is a member of; not to another; a lead never for another user
+    api_post /v1/users/mem/default_project '{"project": "pa"}' "$TOK_member"
     assert_status 200
     assert_json .default_project pa
-    api_post /v1/users/mem/default_project '{"project": "pb"}' "$TOK_lead"
+    api_post /v1/users/mem/default_project '{"project": "pb"}' "$TOK_member"
+    assert_error 403 project
+    api_post /v1/users/mem/default_project '{"project": "pa"}' "$TOK_lead"
     assert_status 403
     api_post /v1/users/out/default_project '{"project": "pa"}' "$TOK_lead"
-    assert_error 403 user
-    api_post /v1/users/mem/default_project '{"project": "pa"}' "$TOK_member"
     assert_status 403
     # a job that names no project goes to the default
     api_post /v1/jobs '{"command": ["x"], "hold": true}' "$TOK_member"
     assert_status 201
     assert_json .job.project pa
-    # the lead of the current default clears it; an admin sets anyone's
-    api_post /v1/users/mem/default_project '{"project": null}' "$TOK_lead"
+    # the user clears it; an admin sets anyone's
+    api_post /v1/users/mem/default_project '{"project": null}' "$TOK_member"
     assert_status 200
     assert_json .default_project null
     api_post /v1/users/out/default_project '{"project": "pb"}'

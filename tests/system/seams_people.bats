@@ -110,3 +110,101 @@ token_field() {
     api_post /v1/console/session "{\"code\": \"$code\"}" -
     assert_status 401
 }
+
+# Projects pa (lead lee) and pb (member bob), a node gpu01; tokens LEE and BOB.
+two_projects() {
+    api_post /v1/projects '{"name": "pa"}'
+    assert_status 201
+    api_post /v1/projects '{"name": "pb"}'
+    assert_status 201
+    api_post /v1/projects/pa/members '{"user": "lee", "role": "lead"}'
+    assert_status 201
+    api_post /v1/projects/pb/members '{"user": "bob", "role": "member"}'
+    assert_status 201
+    NODE_CRED=$(fake_node gpu01 8 H100)
+    LEE=$(token lee)
+    BOB=$(token bob)
+}
+
+@test "a lead cannot pull another project's member into its project, nor point his jobs at it" {
+    two_projects
+    # the attack: lee (lead of pa) adds bob (member of pb) and makes pa his default
+    api_post /v1/projects/pa/members '{"user": "bob"}' "$LEE"
+    assert_error 403 user
+    [[ $(jq -r .error.message <<<"$body") == *"member of project 'pb'"* ]]
+    api_post /v1/users/bob/default_project '{"project": "pa"}' "$LEE"
+    assert_status 403
+    api_get /v1/projects/pa/members
+    [[ $body != *bob* ]]
+    # bob's next submission without a project still lands in his own
+    api_post /v1/jobs '{"command": ["x"], "hold": true}' "$BOB"
+    assert_status 201
+    assert_json .job.project pb
+    # a lead still adds users of no other project, and changes roles within its own
+    api_post /v1/projects/pa/members '{"user": "newcomer"}' "$LEE"
+    assert_status 201
+    api_post /v1/projects/pa/members '{"user": "newcomer", "role": "lead"}' "$LEE"
+    assert_status 200
+    # an admin adds bob; bob sets his own default, to his projects only
+    api_post /v1/projects/pa/members '{"user": "bob"}'
+    assert_status 201
+    api_post /v1/users/bob/default_project '{"project": "pa"}' "$LEE"
+    assert_status 403
+    api_post /v1/users/bob/default_project '{"project": "pa"}' "$BOB"
+    assert_status 200
+    api_post /v1/users/lee/default_project '{"project": "pb"}' "$LEE"
+    assert_error 403 project
+}
+
+@test "a job's script and command are seen only by its owner, its project's leads and admins" {
+    two_projects
+    api_post /v1/projects/pa/members '{"user": "mem"}'
+    assert_status 201
+    api_post /v1/projects/pa/members '{"user": "mem2"}'
+    assert_status 201
+    local MEM MEM2 VIEW OPER sid cid
+    MEM=$(token mem) MEM2=$(token mem2) VIEW=$(token view viewer) OPER=$(token oper operator)
+    # the attack: a token in a script comment, another in a command, read across users
+    api_post /v1/jobs '{"project": "pa", "script": "#!/bin/sh\n# DOCKET_TOKEN=dkt_in_script_0001\ntrue\n",
+        "hold": true}' "$MEM"
+    assert_status 201
+    sid=$(jq -r .job.id <<<"$body")
+    api_post /v1/jobs '{"project": "pa", "command": ["curl", "-H", "Authorization: Bearer dkt_in_cmd_0002"],
+        "hold": true, "env": {"K": "v_in_env_0003"}}' "$MEM"
+    assert_status 201
+    cid=$(jq -r .job.id <<<"$body")
+    for who in MEM2 BOB VIEW OPER; do
+        for id in "$sid" "$cid"; do
+            api_get "/v1/jobs/$id" "${!who}"
+            assert_status 200
+            [[ $body != *dkt_in_* && $body != *v_in_env* ]] || { echo "$who sees job $id: $body" >&2; false; }
+            assert_json .job.hidden true
+            assert_json .job.command null
+            assert_json .job.state HELD
+            api_get "/v1/jobs/$id/logs" "${!who}"
+            assert_status 403
+        done
+        # the list views (queue, history, the console's) show the jobs, not the secrets
+        for q in "state=all" "state=terminal,active&order=desc" "user=mem"; do
+            api_get "/v1/jobs?$q" "${!who}"
+            assert_status 200
+            [[ $body != *dkt_in_* ]] || { echo "$who sees a command in the list ($q): $body" >&2; false; }
+        done
+        api_get "/v1/jobs?state=all" "${!who}"
+        [ "$(jq -r '[.jobs[] | select(.user == "mem")] | length' <<<"$body")" = 2 ]
+    done
+    # the audit trail, read by viewers and operators, keeps neither
+    api_get "/v1/audit?action=job.submit" "$VIEW"
+    assert_status 200
+    [[ $body != *dkt_in_* && $body != *v_in_env* ]]
+    # docket show says it is hidden
+    DOCKET_URL=$DOCKETD_URL DOCKET_TOKEN=$MEM2 run -0 "$DOCKET" show "$cid"
+    [[ $output == *hidden* && $output != *dkt_in_cmd* ]]
+    # the owner, a lead of the project and an admin see them
+    for tok in "$MEM" "$LEE" "$ADMIN_TOKEN"; do
+        api_get "/v1/jobs/$sid" "$tok"
+        [[ $(jq -r .job.script <<<"$body") == *dkt_in_script_0001* ]]
+        api_get "/v1/jobs?state=all&user=mem" "$tok"
+        [[ $body == *dkt_in_cmd_0002* ]]
+    done
+}

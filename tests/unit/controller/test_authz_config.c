@@ -51,7 +51,7 @@ static void admin_may_do_everything_but_agent_calls(void **state)
     for (int p = CTL_P_PUBLIC; p < CTL_P_AGENT; p++)
         ALLOW(a, (enum ctl_perm)p, &t);
     DENY(a, CTL_P_AGENT, &t);
-    assert_true(ctl_authz_sees_env(&a, &t));
+    assert_true(ctl_authz_sees_job_private(&a, &t));
     assert_int_equal(ctl_authz_level(&a, &t), CTL_LEVEL_ADMIN);
 }
 
@@ -87,8 +87,8 @@ static void member_owns_only_its_jobs(void **state)
     DENY(m, CTL_P_ADMIN, NULL);
     DENY(m, CTL_P_AUDIT, NULL);
     DENY(m, CTL_P_AGENT, NULL);
-    assert_true(ctl_authz_sees_env(&m, &own));
-    assert_false(ctl_authz_sees_env(&m, &bobs));
+    assert_true(ctl_authz_sees_job_private(&m, &own));
+    assert_false(ctl_authz_sees_job_private(&m, &bobs));
 }
 
 static void lead_manages_its_project_only(void **state)
@@ -103,8 +103,8 @@ static void lead_manages_its_project_only(void **state)
     DENY(l, CTL_P_PROJECT_LEAD, &in_b);
     DENY(l, CTL_P_JOB_CONTROL, &in_b);
     DENY(l, CTL_P_OPERATOR, &in_a);
-    assert_true(ctl_authz_sees_env(&l, &in_a));
-    assert_false(ctl_authz_sees_env(&l, &in_b));
+    assert_true(ctl_authz_sees_job_private(&l, &in_a));
+    assert_false(ctl_authz_sees_job_private(&l, &in_b));
     assert_int_equal(ctl_authz_level(&l, &in_a), CTL_LEVEL_LEAD);
 }
 
@@ -120,13 +120,13 @@ static void operator_and_viewer(void **state)
     DENY(o, CTL_P_ADMIN, &t);
     DENY(o, CTL_P_SUBMIT, &t);
     DENY(o, CTL_P_JOB_PRIVATE, &t);
-    assert_false(ctl_authz_sees_env(&o, &t));
+    assert_false(ctl_authz_sees_job_private(&o, &t));
     ALLOW(v, CTL_P_READ, &t);
     ALLOW(v, CTL_P_AUDIT, &t);
     DENY(v, CTL_P_OPERATOR, &t);
     DENY(v, CTL_P_JOB_CONTROL, &t);
     DENY(v, CTL_P_SUBMIT, &t);
-    assert_false(ctl_authz_sees_env(&v, &t));
+    assert_false(ctl_authz_sees_job_private(&v, &t));
 }
 
 static void node_credential_only_for_agent_endpoints(void **state)
@@ -138,7 +138,7 @@ static void node_credential_only_for_agent_endpoints(void **state)
     ALLOW(n, CTL_P_PUBLIC, NULL);
     for (int p = CTL_P_READ; p < CTL_P_AGENT; p++)
         DENY(n, (enum ctl_perm)p, &t);
-    assert_false(ctl_authz_sees_env(&n, &t));
+    assert_false(ctl_authz_sees_job_private(&n, &t));
 }
 
 static void a_hold_is_released_at_its_level(void **state)
@@ -197,6 +197,64 @@ static void a_lead_changes_user_caps_and_the_limit_within_the_group(void **state
     json_decref(ok);
     json_decref(quota);
     json_decref(share);
+}
+
+/* Issue 33 item 6: a job's script, command, env and logs are its owner's, its project's
+ * leads' and the admins'; a report over every project's jobs shows them to admins only. */
+static void job_private_is_owner_lead_admin(void **state)
+{
+    (void)state;
+    struct ctl_ident own = ident("mem", CTL_ROLE_NONE, false);
+    struct ctl_ident other = ident("memb", CTL_ROLE_NONE, false);
+    struct ctl_ident op = ident("oper", CTL_ROLE_OPERATOR, false);
+    struct ctl_ident view = ident("view", CTL_ROLE_VIEWER, false);
+    struct ctl_ident adm = ident("root", CTL_ROLE_ADMIN, false);
+    struct ctl_ident node = ident("mem", CTL_ROLE_ADMIN, true);
+    struct ctl_target as_member = target("pa", "mem", CTL_PROLE_MEMBER);
+    struct ctl_target as_lead = target("pa", "mem", CTL_PROLE_LEAD);
+    struct ctl_target all = target(NULL, NULL, CTL_PROLE_NONE);
+    assert_true(ctl_authz_sees_job_private(&own, &as_member));
+    assert_false(ctl_authz_sees_job_private(&other, &as_member)); /* a fellow member */
+    assert_true(ctl_authz_sees_job_private(&other, &as_lead));
+    assert_false(ctl_authz_sees_job_private(&op, &as_member));
+    assert_false(ctl_authz_sees_job_private(&view, &as_member));
+    assert_true(ctl_authz_sees_job_private(&adm, &as_member));
+    assert_false(ctl_authz_sees_job_private(&node, &as_member));
+    assert_true(ctl_authz_sees_job_private(&adm, &all));
+    assert_false(ctl_authz_sees_job_private(&view, &all));
+    assert_false(ctl_authz_sees_job_private(&op, &all));
+}
+
+/* Issue 33 item 5: a lead acts only inside its project. It adds a user of no other
+ * project, changes roles of its own members, never pulls in another project's member; a
+ * default project is set by its user (to one of its projects) or an admin. */
+static void member_add_and_default_rules(void **state)
+{
+    (void)state;
+    struct proto_error e;
+    struct ctl_ident lee = ident("lee", CTL_ROLE_NONE, false);
+    struct ctl_ident bob = ident("bob", CTL_ROLE_NONE, false);
+    struct ctl_ident adm = ident("root", CTL_ROLE_ADMIN, false);
+    struct ctl_target pa_lead = target("pa", NULL, CTL_PROLE_LEAD);
+    struct ctl_target pa_member = target("pa", NULL, CTL_PROLE_MEMBER);
+    assert_int_equal(ctl_authz_member_add(&lee, &pa_lead, "new", false, NULL, &e), 0);
+    assert_int_equal(ctl_authz_member_add(&lee, &pa_lead, "bob", true, "pb", &e), 0);
+    assert_int_equal(ctl_authz_member_add(&lee, &pa_lead, "lee", false, "pb", &e), 0);
+    assert_true(ctl_authz_member_add(&lee, &pa_lead, "bob", false, "pb", &e) < 0);
+    assert_int_equal(e.status, 403);
+    assert_string_equal(e.field, "user");
+    assert_non_null(strstr(e.message, "'pb'"));
+    assert_true(ctl_authz_member_add(&bob, &pa_member, "new", false, NULL, &e) < 0);
+    assert_int_equal(ctl_authz_member_add(&adm, &pa_member, "bob", false, "pb", &e), 0);
+    /* defaults: bob's own, to his project; nobody else's but an admin */
+    struct ctl_target bob_pb = target("pb", "bob", CTL_PROLE_NONE);
+    struct ctl_target bob_pa = target("pa", "bob", CTL_PROLE_LEAD);
+    assert_int_equal(ctl_authz_default_project(&bob, &bob_pb, true, &e), 0);
+    assert_true(ctl_authz_default_project(&bob, &bob_pa, false, &e) < 0);
+    assert_string_equal(e.field, "project");
+    assert_true(ctl_authz_default_project(&lee, &bob_pa, true, &e) < 0);
+    assert_int_equal(e.status, 403);
+    assert_int_equal(ctl_authz_default_project(&adm, &bob_pa, false, &e), 0);
 }
 
 static void role_names_round_trip(void **state)
@@ -336,6 +394,8 @@ int main(void)
         cmocka_unit_test(node_credential_only_for_agent_endpoints),
         cmocka_unit_test(a_hold_is_released_at_its_level),
         cmocka_unit_test(a_lead_changes_user_caps_and_the_limit_within_the_group),
+        cmocka_unit_test(job_private_is_owner_lead_admin),
+        cmocka_unit_test(member_add_and_default_rules),
         cmocka_unit_test(role_names_round_trip),
         cmocka_unit_test(config_every_key),
         cmocka_unit_test(config_refusals_name_the_key),
