@@ -2,8 +2,8 @@
  * secret.c - `docket secret set|list|rm`: a project's secrets (PUT, GET, DELETE
  * /v1/projects/NAME/secrets[/SECRET]). A value is read from stdin or a file, never from
  * the command line (where `ps` and shell histories would show it), and docketd never
- * shows it back: `list` gives names, who set them and when. A job gets them with
- * `docket submit --secret NAME`.
+ * shows it back: `list` gives names, who may receive them, who set them and when. A job
+ * gets them with `docket submit --secret NAME` when its user or class is allowed.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include "util/str.h"
 
 const char cmd_secret_usage[] =
-    "usage: docket secret set PROJECT NAME [--from-file FILE] [--json]\n"
+    "usage: docket secret set PROJECT NAME [--from-file FILE] [--allow WHO]... [--json]\n"
     "       docket secret list PROJECT [--json]\n"
     "       docket secret rm PROJECT NAME [--json]\n"
     "\n"
@@ -26,12 +26,18 @@ const char cmd_secret_usage[] =
     "(docket submit --secret NAME) as the environment variable NAME. set reads the value\n"
     "from stdin (one trailing newline dropped) or from --from-file FILE (as is); it is\n"
     "never an argument. list shows names, never values. The project's lead or an admin\n"
-    "manages them.\n";
+    "manages them.\n"
+    "\n"
+    "Who receives one: the project's leads (and admins), and those --allow names, once\n"
+    "each: members (every member of the project), user:NAME, class:NAME (jobs of that\n"
+    "class). A job naming a secret it may not receive is refused at submit. Without\n"
+    "--allow, set keeps the secret's list (a new one: leads only); --allow none clears it.\n";
 
-enum { S_FROM_FILE = 1, MAX_VALUE = 65536 };
+enum { S_FROM_FILE = 1, S_ALLOW, MAX_VALUE = 65536 };
 
 static const struct opt_def secret_opts[] = {
     {S_FROM_FILE, 0, "from-file", OPT_VALUE},
+    {S_ALLOW, 0, "allow", OPT_VALUE},
     CLI_COMMON_OPTS,
     {0, 0, NULL, OPT_NONE},
 };
@@ -73,7 +79,7 @@ static int read_value(struct cli *c, const char *file, struct dbuf *b)
 
 static int list(struct cli *c, const char *project)
 {
-    static const char *const h[] = {"NAME", "SET BY", "SET"};
+    static const char *const h[] = {"NAME", "FOR", "SET BY", "SET"};
     char path[256], esc[200];
     json_t *reply = NULL, *s;
     size_t i;
@@ -88,12 +94,21 @@ static int list(struct cli *c, const char *project)
     } else if (json_array_size(json_object_get(reply, "secrets")) == 0) {
         fprintf(c->out, "project %s has no secrets\n", project);
     } else {
-        struct table *t = table_create(h, 3);
+        struct table *t = table_create(h, 4);
         json_array_foreach(json_object_get(reply, "secrets"), i, s) {
             char when[32];
+            struct dbuf who;
+            size_t k;
+            json_t *w;
+            dbuf_init(&who, 4096);
+            dbuf_printf(&who, "leads");
+            json_array_foreach(json_object_get(s, "allow"), k, w)
+                dbuf_printf(&who, ",%s", json_string_value(w) ? json_string_value(w) : "?");
             fmt_when(jint(s, "set_ms", 0), c->now_ms, when, sizeof(when));
             table_row(t);
             table_cell(t, FMT_PLAIN, "%s", jstr(s, "name"));
+            table_cell(t, FMT_PLAIN, "%s", who.data);
+            dbuf_release(&who);
             table_cell(t, FMT_PLAIN, "%s", jstr(s, "set_by"));
             table_cell(t, FMT_PLAIN, "%s", when);
         }
@@ -104,16 +119,34 @@ static int list(struct cli *c, const char *project)
     return EXIT_OK;
 }
 
+static int secret_do(struct cli *c, const struct cli_args *ap, const char *file, json_t *allow);
+
 int cmd_secret(struct cli *c, int argc, char **argv)
 {
     struct cli_args a;
     const char *file = NULL;
+    json_t *allow = NULL; /* --allow, in order; NULL: not given */
     int rc = cli_parse_args(c, argc, argv, secret_opts, 3, &a);
     if (rc != CLI_CONTINUE)
         return rc;
-    for (int i = 0; i < a.nopts; i++)
+    for (int i = 0; i < a.nopts; i++) {
         if (a.ids[i] == S_FROM_FILE)
             file = a.vals[i];
+        if (a.ids[i] == S_ALLOW && !allow)
+            allow = json_array();
+        if (a.ids[i] == S_ALLOW && strcmp(a.vals[i], "none") != 0)
+            json_array_append_new(allow, json_string(a.vals[i]));
+    }
+    rc = secret_do(c, &a, file, allow);
+    json_decref(allow);
+    return rc;
+}
+
+/* set, list or rm, once the options are read. */
+static int secret_do(struct cli *c, const struct cli_args *ap, const char *file, json_t *allow)
+{
+    const struct cli_args a = *ap;
+    int rc;
     const char *sub = a.npos ? a.pos[0] : "";
     bool set = !strcmp(sub, "set"), rm = !strcmp(sub, "rm");
     if (!set && !rm && strcmp(sub, "list"))
@@ -121,6 +154,8 @@ int cmd_secret(struct cli *c, int argc, char **argv)
     if (a.npos < 2 || !str_is_name(a.pos[1]))
         return cli_usage_error(c, "which project? (docket secret %s PROJECT%s)", sub,
                                set || rm ? " NAME" : "");
+    if (!set && allow)
+        return cli_usage_error(c, "--allow goes with set");
     if (!set && !rm) {
         if (a.npos != 2 || file)
             return cli_usage_error(c, "list takes only a project");
@@ -142,6 +177,8 @@ int cmd_secret(struct cli *c, int argc, char **argv)
         rc = read_value(c, file, &b);
         if (rc == 0)
             body = json_pack("{s:s%}", "value", b.data, b.len);
+        if (body && allow)
+            json_object_set(body, "allow", allow);
         memset(b.data, 0, b.len);
         dbuf_release(&b);
         if (rc)

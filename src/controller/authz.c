@@ -219,6 +219,40 @@ int ctl_authz_default_project(const struct ctl_ident *id, const struct ctl_targe
                         id->user, t->project);
 }
 
+/* Does one entry of a secret's allow list admit the job of `user` in `job_class`? */
+static bool allow_entry_admits(const char *entry, const char *user, const char *job_class)
+{
+    if (strcmp(entry, "members") == 0)
+        return true; /* the job's user is a member: its submission was checked for that */
+    if (strncmp(entry, "user:", 5) == 0)
+        return user && strcmp(entry + 5, user) == 0;
+    if (strncmp(entry, "class:", 6) == 0)
+        return job_class && strcmp(entry + 6, job_class) == 0;
+    return false; /* an entry this docketd does not know admits no one */
+}
+
+int ctl_authz_secret_use(const struct ctl_ident *id, const struct ctl_target *t,
+                         const char *job_class, const char *name, const json_t *allow,
+                         const char *field, struct proto_error *err)
+{
+    if (!id->node && (id->role == CTL_ROLE_ADMIN || is_lead(t)))
+        return 0;
+    const char *user = t && t->owner ? t->owner : id->user;
+    size_t i;
+    json_t *v;
+    json_array_foreach(allow, i, v) {
+        const char *entry = json_string_value(v);
+        if (entry && allow_entry_admits(entry, user, job_class))
+            return 0;
+    }
+    return proto_errorf(err, 403, NULL, field,
+                        "secret '%s' of project '%s' is not for user '%s' in class '%s': a "
+                        "lead of the project names who receives it (docket secret set %s %s "
+                        "--allow user:%s)",
+                        name, t && t->project ? t->project : "?", user, job_class ? job_class : "",
+                        t && t->project ? t->project : "?", name, user);
+}
+
 int ctl_authz_member_role(const char *role, enum ctl_prole *out, struct proto_error *err)
 {
     if (role && strcmp(role, "lead") == 0)

@@ -93,6 +93,14 @@ int ctl_authz_member_add(const struct ctl_ident *id, const struct ctl_target *t,
  * else points a user's jobs anywhere. 0, or 403. */
 int ctl_authz_default_project(const struct ctl_ident *id, const struct ctl_target *t, bool member,
                               struct proto_error *err);
+/* May the job that `id` submits into project t (t->owner: the job's user; t->prole: the
+ * caller's role there) of class `job_class` receive the project's secret `name`, whose
+ * policy is `allow` (an array of "members", "user:NAME", "class:NAME"; empty or NULL: the
+ * project's leads only)? Admins and the project's leads: any; others: what `allow`
+ * names. 0, or 403 naming `field` (the spec's secrets[i]). */
+int ctl_authz_secret_use(const struct ctl_ident *id, const struct ctl_target *t,
+                         const char *job_class, const char *name, const json_t *allow,
+                         const char *field, struct proto_error *err);
 /* "lead" or "member" -> out; 400 naming "role" otherwise. */
 int ctl_authz_member_role(const char *role, enum ctl_prole *out, struct proto_error *err);
 const char *ctl_role_name(enum ctl_role r);

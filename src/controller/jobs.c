@@ -142,21 +142,40 @@ static int sched_err_reply(struct ctl_req *r, const struct sched_error *se)
     return -EINVAL;
 }
 
+/* May this job receive secret `s` (its allow list, authz.c)? 0, or -EPERM answered. */
+static int secret_allowed(struct ctl_req *r, const struct proto_jobspec *ps,
+                          const struct store_secret *s, const char *field)
+{
+    struct proto_error e;
+    json_t *allow = s->allow[0] ? json_loads(s->allow, 0, NULL) : NULL;
+    int rc = ctl_authz_secret_use(&r->id, &r->tgt, ps->class_name, s->name, allow, field, &e);
+    json_decref(allow);
+    if (rc < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        return -EPERM;
+    }
+    return 0;
+}
+
 /* The secrets a job names exist in its project now (they are opened at each launch;
- * one removed meanwhile fails that launch). Names only: no value is read here. */
+ * one removed meanwhile fails that launch), and are for this job: its user or class is
+ * among those each names (authz.c). Names only: no value is read here. */
 static int check_secrets(struct ctl_req *r, const struct proto_jobspec *ps)
 {
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(ps->extra, "secrets"), i, v) {
         struct store_secret s;
-        int rc = store_secret_get(r->c->store, ps->project, json_string_value(v), &s);
-        if (rc == 0) {
-            store_secret_release(&s);
-            continue;
-        }
         char f[32];
         snprintf(f, sizeof(f), "secrets[%zu]", i);
+        int rc = store_secret_get(r->c->store, ps->project, json_string_value(v), &s);
+        if (rc == 0) {
+            rc = secret_allowed(r, ps, &s, f);
+            store_secret_release(&s);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
         if (rc == -ENOENT)
             ctl_reply_errorf(r->c, r->req, 400, f,
                              "project '%s' has no secret '%s': its lead or an admin sets it "
@@ -241,11 +260,11 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
     }
     if (!ps->tier[0])
         str_copy(ps->tier, sizeof(ps->tier), pv.spec.tier);
-    if (check_secrets(r, ps) < 0)
-        return -EINVAL;
     const struct sched_policy *pol = sched_get_policy(c->sched);
     if (!ps->class_name[0])
         str_copy(ps->class_name, sizeof(ps->class_name), pol->default_class);
+    if (check_secrets(r, ps) < 0) /* after the class: a secret may be for a class */
+        return -EINVAL;
     /* what the job will get, written down: the class's default limit, the policy's
      * signal and grace (capped by the class) */
     if (ps->signal == 0)

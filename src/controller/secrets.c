@@ -9,6 +9,10 @@
  * never in the database: a copy of docket.db alone reveals names, not values. docketd
  * makes the key at its first start (0600) and refuses to start when others may read it.
  *
+ * Who: each secret names who may receive it ("allow": "members", "user:NAME",
+ * "class:NAME"; none: the project's leads), checked when a job naming it is submitted
+ * (authz.c ctl_authz_secret_use).
+ *
  * In use: a job names its secrets (spec field "secrets"); the start command carries
  * their values in "secret_env", made when the command is made and held only in memory
  * (and on the agent's link, TLS off loopback). Nothing else ever holds a value: not
@@ -447,8 +451,10 @@ static bool name_ok(struct ctl_req *r)
 
 static json_t *secret_json(const struct store_secret *s)
 {
-    return json_pack("{s:s,s:s,s:s,s:I}", "project", s->project, "name", s->name, "set_by",
-                     s->set_by, "set_ms", (json_int_t)s->set_ms);
+    json_t *allow = s->allow[0] ? json_loads(s->allow, 0, NULL) : NULL;
+    return json_pack("{s:s,s:s,s:s,s:I,s:o}", "project", s->project, "name", s->name, "set_by",
+                     s->set_by, "set_ms", (json_int_t)s->set_ms, "allow",
+                     json_is_array(allow) ? allow : json_array());
 }
 
 static int list_one(void *arg, const struct store_secret *s)
@@ -470,10 +476,53 @@ void h_secrets_list(struct ctl_req *r)
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "secrets", arr));
 }
 
-/* The value of a PUT body, validated: {"value": "..."}. NULL after replying 400. */
+/* One entry of an allow list: "members", "user:NAME" or "class:NAME". */
+static bool allow_entry_ok(const char *s)
+{
+    if (!s)
+        return false;
+    if (strcmp(s, "members") == 0)
+        return true;
+    const char *colon = strchr(s, ':');
+    if (!colon || !str_is_name(colon + 1))
+        return false;
+    size_t n = (size_t)(colon - s);
+    return (n == 4 && strncmp(s, "user", 4) == 0) || (n == 5 && strncmp(s, "class", 5) == 0);
+}
+
+/* The body's "allow" as stored text into out (compact JSON, "" for none), or, when the
+ * body has none, `keep` (the secret's current list). -1 after replying 400. */
+static int put_allow(struct ctl_req *r, json_t *b, const char *keep, char *out, size_t len)
+{
+    json_t *a = json_object_get(b, "allow");
+    size_t i;
+    json_t *v;
+    if (!a) {
+        str_copy(out, len, keep);
+        return 0;
+    }
+    bool ok = json_is_array(a) && json_array_size(a) <= CTL_SECRET_ALLOW_MAX;
+    json_array_foreach(a, i, v)
+        ok = ok && allow_entry_ok(json_string_value(v));
+    char *text = ok ? json_dumps(a, JSON_COMPACT) : NULL;
+    if (!text || strlen(text) >= len) {
+        free(text);
+        ctl_reply_errorf(r->c, r->req, 400, "allow",
+                         "allow must be a list of at most %d of \"members\", \"user:NAME\" and "
+                         "\"class:NAME\" (empty: the project's leads only)",
+                         CTL_SECRET_ALLOW_MAX);
+        return -1;
+    }
+    str_copy(out, len, json_array_size(a) ? text : "");
+    free(text);
+    return 0;
+}
+
+/* The value of a PUT body, validated: {"value": "...", "allow": [...]}. NULL after
+ * replying 400. */
 static const char *put_value(struct ctl_req *r, json_t *b, size_t *len)
 {
-    static const char *const known[] = {"value", NULL};
+    static const char *const known[] = {"value", "allow", NULL};
     struct proto_error e;
     if (proto_check_fields(b, "", known, &e) < 0) {
         ctl_reply_error(r->c, r->req, &e);
@@ -514,12 +563,20 @@ void h_secret_put(struct ctl_req *r)
     bool existed = store_secret_get(r->c->store, s.project, s.name, &old) == 0;
     if (existed)
         store_secret_release(&old);
+    if (put_allow(r, b, existed ? old.allow : "", s.allow, sizeof(s.allow)) < 0) {
+        json_decref(b);
+        free(s.sealed);
+        return;
+    }
     int rc = ctl_secret_seal(r->c->secret_key, s.project, s.name, value, len, s.nonce, s.sealed);
     json_decref(b); /* the value in clear goes no further than this */
     if (rc == 0)
         rc = store_secret_put(r->c->store, &s);
-    /* the audit trail names the secret, never its value */
-    json_t *after = json_pack("{s:s,s:s}", "project", s.project, "name", s.name);
+    /* the audit trail names the secret and who may receive it, never its value */
+    json_t *shown = secret_json(&s);
+    json_t *after = json_pack("{s:s,s:s,s:O}", "project", s.project, "name", s.name, "allow",
+                              json_object_get(shown, "allow"));
+    json_decref(shown);
     char target[256];
     snprintf(target, sizeof(target), "%s/%s", s.project, s.name);
     if (rc == 0)

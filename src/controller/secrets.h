@@ -16,6 +16,7 @@ struct ctl_req;
 #define CTL_SECRET_NONCE_LEN 12
 #define CTL_SECRET_TAG_LEN   16
 #define CTL_SECRET_MAX       65536 /* bytes of one value */
+#define CTL_SECRET_ALLOW_MAX 32    /* entries of one secret's allow list */
 
 /* ctl_secrets_start loads (or at first start makes) the key file, refusing one others
  * may read: 0 or -errno with err filled. seal writes len + CTL_SECRET_TAG_LEN bytes to

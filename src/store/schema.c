@@ -204,9 +204,12 @@ static const char *const migrations[] = {
     " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);",
     /* ---- issue 33: 14: the parent of a derived token (a console session is made from the
      * token that asked for its code): it never outlives its parent and is revoked with
-     * it. '' for every token made before this schema, and for those made from nothing. */
+     * it. '' for every token made before this schema, and for those made from nothing.
+     * Who may receive each secret (a JSON array: "members", "user:NAME", "class:NAME");
+     * '' is the project's leads only, as secrets set before this schema now are. */
     "ALTER TABLE tokens ADD COLUMN parent TEXT NOT NULL DEFAULT '';"
-    "CREATE INDEX tokens_parent ON tokens(parent);",
+    "CREATE INDEX tokens_parent ON tokens(parent);"
+    "ALTER TABLE secrets ADD COLUMN allow TEXT NOT NULL DEFAULT '';",
 };
 
 /* PostgreSQL's twin of each migration after STORE_PG_BASE_VERSION (schema_pg.c holds the
@@ -218,9 +221,10 @@ static const char *const pg_migrations[] = {
     "CREATE TABLE services (name TEXT PRIMARY KEY, project TEXT NOT NULL,"
     " user_name TEXT NOT NULL, spec TEXT NOT NULL, status TEXT NOT NULL,"
     " created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL);",
-    /* 14: the parent of a derived token */
+    /* 14: the parent of a derived token; who may receive each secret */
     "ALTER TABLE tokens ADD COLUMN parent TEXT NOT NULL DEFAULT '';"
-    "CREATE INDEX tokens_parent ON tokens(parent);",
+    "CREATE INDEX tokens_parent ON tokens(parent);"
+    "ALTER TABLE secrets ADD COLUMN allow TEXT NOT NULL DEFAULT '';",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    STORE_PG_BASE_VERSION + sizeof(pg_migrations) / sizeof(pg_migrations[0]),

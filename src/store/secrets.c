@@ -20,9 +20,10 @@ int store_secret_put(struct store *st, const struct store_secret *sec)
 {
     struct db_stmt *s =
         prepare(st, "INSERT INTO secrets(project, name, nonce, sealed, set_by,"
-                    " set_ms) VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT(project, name)"
+                    " set_ms, allow) VALUES (?1,?2,?3,?4,?5,?6,?7) ON CONFLICT(project, name)"
                     " DO UPDATE SET nonce = excluded.nonce, sealed = excluded.sealed,"
-                    " set_by = excluded.set_by, set_ms = excluded.set_ms");
+                    " set_by = excluded.set_by, set_ms = excluded.set_ms,"
+                    " allow = excluded.allow");
     if (!s)
         return -EIO;
     store_bind_text(s, 1, sec->project);
@@ -31,6 +32,7 @@ int store_secret_put(struct store *st, const struct store_secret *sec)
     db_bind_blob(s, 4, sec->sealed, sec->sealed_len);
     store_bind_text(s, 5, sec->set_by);
     db_bind_int64(s, 6, sec->set_ms);
+    store_bind_text(s, 7, sec->allow);
     int rc = db_step(s) == DB_DONE ? 0 : store_fail(st, "put secret");
     db_finalize(s);
     return rc;
@@ -43,12 +45,13 @@ static void secret_row(struct db_stmt *s, struct store_secret *out)
     store_col_copy(s, 1, out->name, sizeof(out->name));
     store_col_copy(s, 2, out->set_by, sizeof(out->set_by));
     out->set_ms = db_column_int64(s, 3);
+    store_col_copy(s, 4, out->allow, sizeof(out->allow));
 }
 
 int store_secret_get(struct store *st, const char *project, const char *name,
                      struct store_secret *out)
 {
-    struct db_stmt *s = prepare(st, "SELECT project, name, set_by, set_ms, nonce, sealed"
+    struct db_stmt *s = prepare(st, "SELECT project, name, set_by, set_ms, allow, nonce, sealed"
                                     " FROM secrets WHERE project = ?1 AND name = ?2");
     if (!s)
         return -EIO;
@@ -57,10 +60,10 @@ int store_secret_get(struct store *st, const char *project, const char *name,
     int step = db_step(s), rc = -ENOENT;
     if (step == DB_ROW) {
         secret_row(s, out);
-        const void *nonce = db_column_blob(s, 4);
-        int nlen = (int)db_column_bytes(s, 4);
-        const void *sealed = db_column_blob(s, 5);
-        int slen = (int)db_column_bytes(s, 5);
+        const void *nonce = db_column_blob(s, 5);
+        int nlen = (int)db_column_bytes(s, 5);
+        const void *sealed = db_column_blob(s, 6);
+        int slen = (int)db_column_bytes(s, 6);
         rc = -EBADMSG; /* a row of the wrong shape opens as nothing */
         if (nonce && nlen == (int)sizeof(out->nonce) && sealed && slen > 0) {
             memcpy(out->nonce, nonce, sizeof(out->nonce));
@@ -99,7 +102,7 @@ int store_secret_delete(struct store *st, const char *project, const char *name)
 
 int store_secret_list(struct store *st, const char *project, store_secret_cb cb, void *arg)
 {
-    struct db_stmt *s = prepare(st, "SELECT project, name, set_by, set_ms FROM secrets"
+    struct db_stmt *s = prepare(st, "SELECT project, name, set_by, set_ms, allow FROM secrets"
                                     " WHERE ?1 IS NULL OR project = ?1 ORDER BY project, name");
     if (!s)
         return -EIO;

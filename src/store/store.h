@@ -535,6 +535,9 @@ struct store_secret {
     size_t sealed_len;
     char set_by[64];
     int64_t set_ms;
+    /* who may receive it (schema 13): a JSON array of "members", "user:NAME" and
+     * "class:NAME", checked when a job names it (authz.c); "" is the project's leads only */
+    char allow[2048];
 };
 /* Insert or replace (project, name). */
 int store_secret_put(struct store *st, const struct store_secret *s) STORE_WUR;

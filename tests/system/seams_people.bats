@@ -208,3 +208,55 @@ two_projects() {
         [[ $body == *dkt_in_cmd_0002* ]]
     done
 }
+
+@test "a secret reaches only the jobs of those it names; docket secret never prints a value" {
+    two_projects
+    api_post /v1/projects/pa/members '{"user": "mem"}'
+    assert_status 201
+    api_post /v1/projects/pa/members '{"user": "mem2"}'
+    assert_status 201
+    local MEM MEM2 v
+    MEM=$(token mem) MEM2=$(token mem2)
+    v=sk-value-never-printed-7731
+    run -0 env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$LEE" "$DOCKET" secret set pa API_KEY \
+        --allow user:mem <<<"$v"
+    run -0 env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$LEE" "$DOCKET" secret set pa LEADS_ONLY <<<"$v"
+    run -0 env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$LEE" "$DOCKET" secret set pa FOR_CLASS \
+        --allow class:interactive <<<"$v"
+    # the attack: a member names a secret that is not for it in a job of its own
+    api_post /v1/jobs '{"project": "pa", "command": ["env"], "hold": true, "secrets": ["API_KEY"]}' "$MEM2"
+    assert_error 403 'secrets[0]'
+    [[ $(jq -r .error.message <<<"$body") == *"secret 'API_KEY' of project 'pa' is not for user 'mem2'"* ]]
+    api_post /v1/jobs '{"project": "pa", "command": ["env"], "hold": true,
+        "secrets": ["FOR_CLASS", "LEADS_ONLY"]}' "$MEM"
+    assert_error 403 'secrets[0]'
+    api_post /v1/jobs '{"project": "pa", "command": ["env"], "hold": true, "class": "interactive",
+        "time_limit": "1h", "secrets": ["FOR_CLASS", "LEADS_ONLY"]}' "$MEM"
+    assert_error 403 'secrets[1]'
+    # ... and those it names get it: the user, the class, the project's lead
+    api_post /v1/jobs '{"project": "pa", "command": ["env"], "hold": true, "secrets": ["API_KEY"]}' "$MEM"
+    assert_status 201
+    api_post /v1/jobs '{"project": "pa", "command": ["env"], "hold": true, "class": "interactive",
+        "time_limit": "1h", "secrets": ["FOR_CLASS"]}' "$MEM2"
+    assert_status 201
+    api_post /v1/jobs '{"project": "pa", "command": ["env"], "hold": true,
+        "secrets": ["API_KEY", "FOR_CLASS", "LEADS_ONLY"]}' "$LEE"
+    assert_status 201
+    # a lead widens the list; a bad entry is refused naming the field
+    api PUT /v1/projects/pa/secrets/API_KEY "{\"value\": \"$v\", \"allow\": [\"members\"]}" "$LEE"
+    assert_status 200
+    api_post /v1/jobs '{"project": "pa", "command": ["env"], "hold": true, "secrets": ["API_KEY"]}' "$MEM2"
+    assert_status 201
+    api PUT /v1/projects/pa/secrets/API_KEY "{\"value\": \"$v\", \"allow\": [\"everyone\"]}" "$LEE"
+    assert_error 400 allow
+    # the list says who receives each, never a value
+    run -0 env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$LEE" "$DOCKET" secret list pa
+    [[ $output == *API_KEY*leads,members* && $output == *FOR_CLASS*leads,class:interactive* ]]
+    [[ $output != *"$v"* ]]
+    run -0 env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$LEE" "$DOCKET" secret list pa --json
+    [[ $output != *"$v"* ]]
+    [ "$(jq -r '.secrets[] | select(.name == "LEADS_ONLY") | .allow | length' <<<"$output")" = 0 ]
+    api_get "/v1/audit?action=secret.set"
+    [[ $body != *"$v"* ]]
+    assert_json '.entries[-1].after.allow[0]' members
+}

@@ -67,7 +67,7 @@ user_token() {
     [[ $output != *"$VALUE"* && $output != *from-a-file* ]]
     run "$DOCKET" secret list default --json
     [[ $(jq -r '[.secrets[].name] | join(",")' <<<"$output") == API_KEY,DB_PASS ]]
-    [[ $(jq -r '.secrets[0] | keys | join(",")' <<<"$output") == name,project,set_by,set_ms ]]
+    [[ $(jq -r '.secrets[0] | keys | join(",")' <<<"$output") == allow,name,project,set_by,set_ms ]]
     # the value is never an argument
     run "$DOCKET" secret set default API_KEY "$VALUE"
     [[ $status -eq 2 ]]
@@ -134,7 +134,7 @@ user_token() {
 }
 
 @test "a job gets its secret in its environment, and the value is nowhere else" {
-    "$DOCKET" secret set default API_KEY <<<"$VALUE"
+    "$DOCKET" secret set default API_KEY --allow members <<<"$VALUE"
     agent_start s1
     mkdir -p "$TEST_DIR/w" && chmod 0777 "$TEST_DIR/w"
     local tok id
@@ -175,7 +175,7 @@ user_token() {
 }
 
 @test "a byte changed in the stored ciphertext fails the launch with a clear error" {
-    "$DOCKET" secret set default API_KEY <<<"$VALUE"
+    "$DOCKET" secret set default API_KEY --allow members <<<"$VALUE"
     agent_start s2
     mkdir -p "$TEST_DIR/w" && chmod 0777 "$TEST_DIR/w"
     # flip one bit of the ciphertext's sixth byte, as someone with the database file would
@@ -200,7 +200,7 @@ user_token() {
     [[ $body == *launch_failed*"authentication tag"* ]]
     [[ ! -e $TEST_DIR/w/ran ]]
     # set again, it works again
-    "$DOCKET" secret set default API_KEY <<<"$VALUE"
+    "$DOCKET" secret set default API_KEY --allow members <<<"$VALUE"
     run env DOCKET_TOKEN="$tok" "$DOCKET" submit -p default -c 1 --time 5m --json \
         --workdir "$TEST_DIR/w" --secret API_KEY -- sh -c "echo ran >$TEST_DIR/w/ran"
     id=$(jq -r .job.id <<<"$output")
@@ -257,7 +257,7 @@ sealed() {
 # rotation_setup: API_KEY set, a work directory, tok (a user token), the key as it is
 # in $TEST_DIR/old.key, API_KEY's stored row in old_row; docketd stopped.
 rotation_setup() {
-    "$DOCKET" secret set default API_KEY <<<"$VALUE"
+    "$DOCKET" secret set default API_KEY --allow members <<<"$VALUE"
     mkdir -p "$TEST_DIR/w" && chmod 0777 "$TEST_DIR/w"
     tok=$(user_token)
     cp -p "$STATE_DIR/secrets.key" "$TEST_DIR/old.key"
@@ -305,7 +305,7 @@ rotation_setup() {
     rotation_setup
     # a secret that does not open with the current key stops the rotation: nothing changed
     sqlite3 "$STATE_DIR/docket.db" "INSERT INTO secrets SELECT project, 'BROKEN', nonce,
-        sealed, set_by, set_ms FROM secrets WHERE name = 'API_KEY'"
+        sealed, set_by, set_ms, allow FROM secrets WHERE name = 'API_KEY'"
     run timeout 20 "$DOCKETD" --state-dir "$STATE_DIR" --listen 127.0.0.1:0 --socket - \
         --rotate-secrets-key
     [[ $status -eq 1 && $output == *"secret 'BROKEN' of project 'default' does not open"* ]]

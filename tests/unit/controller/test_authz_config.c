@@ -225,6 +225,43 @@ static void job_private_is_owner_lead_admin(void **state)
     assert_false(ctl_authz_sees_job_private(&op, &all));
 }
 
+/* Issue 33 item 7: a secret reaches the jobs of those its allow list names (members,
+ * user:NAME, class:NAME), the project's leads and admins; nobody else, and an entry this
+ * docketd does not know admits no one. */
+static void secret_use_follows_its_allow_list(void **state)
+{
+    (void)state;
+    struct proto_error e;
+    struct ctl_ident mem = ident("mem", CTL_ROLE_NONE, false);
+    struct ctl_ident adm = ident("root", CTL_ROLE_ADMIN, false);
+    struct ctl_ident op = ident("oper", CTL_ROLE_OPERATOR, false);
+    struct ctl_target as_member = target("pa", "mem", CTL_PROLE_MEMBER);
+    struct ctl_target as_lead = target("pa", "mem", CTL_PROLE_LEAD);
+    json_t *none = json_array();
+    json_t *bob = json_pack("[s,s]", "user:bob", "class:interactive");
+    json_t *mine = json_pack("[s]", "user:mem");
+    json_t *members = json_pack("[s]", "members");
+    json_t *odd = json_pack("[s,s]", "group:pa", "user:");
+    assert_true(ctl_authz_secret_use(&mem, &as_member, "training", "K", none, "secrets[0]", &e) <
+                0);
+    assert_int_equal(e.status, 403);
+    assert_string_equal(e.field, "secrets[0]");
+    assert_true(ctl_authz_secret_use(&mem, &as_member, "training", "K", NULL, "f", &e) < 0);
+    assert_true(ctl_authz_secret_use(&mem, &as_member, "training", "K", bob, "f", &e) < 0);
+    assert_int_equal(ctl_authz_secret_use(&mem, &as_member, "interactive", "K", bob, "f", &e), 0);
+    assert_int_equal(ctl_authz_secret_use(&mem, &as_member, "training", "K", mine, "f", &e), 0);
+    assert_int_equal(ctl_authz_secret_use(&mem, &as_member, "training", "K", members, "f", &e), 0);
+    assert_true(ctl_authz_secret_use(&mem, &as_member, "training", "K", odd, "f", &e) < 0);
+    assert_int_equal(ctl_authz_secret_use(&mem, &as_lead, "training", "K", none, "f", &e), 0);
+    assert_int_equal(ctl_authz_secret_use(&adm, &as_member, "training", "K", none, "f", &e), 0);
+    assert_true(ctl_authz_secret_use(&op, &as_member, "training", "K", none, "f", &e) < 0);
+    json_decref(none);
+    json_decref(bob);
+    json_decref(mine);
+    json_decref(members);
+    json_decref(odd);
+}
+
 /* Issue 33 item 5: a lead acts only inside its project. It adds a user of no other
  * project, changes roles of its own members, never pulls in another project's member; a
  * default project is set by its user (to one of its projects) or an admin. */
@@ -396,6 +433,7 @@ int main(void)
         cmocka_unit_test(a_lead_changes_user_caps_and_the_limit_within_the_group),
         cmocka_unit_test(job_private_is_owner_lead_admin),
         cmocka_unit_test(member_add_and_default_rules),
+        cmocka_unit_test(secret_use_follows_its_allow_list),
         cmocka_unit_test(role_names_round_trip),
         cmocka_unit_test(config_every_key),
         cmocka_unit_test(config_refusals_name_the_key),
