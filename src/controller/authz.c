@@ -253,6 +253,20 @@ int ctl_authz_secret_use(const struct ctl_ident *id, const struct ctl_target *t,
                         t && t->project ? t->project : "?", name, user);
 }
 
+void ctl_authz_socket_ident(unsigned uid, const char *login, unsigned self_uid,
+                            const unsigned *admin_uids, int n_admin_uids, struct ctl_ident *id)
+{
+    bool admin = uid == 0 || uid == self_uid;
+    for (int i = 0; i < n_admin_uids; i++)
+        admin = admin || uid == admin_uids[i];
+    id->role = admin ? CTL_ROLE_ADMIN : CTL_ROLE_NONE;
+    bool named = login && login[0] && strlen(login) < sizeof(id->user);
+    if (named && (admin || strcmp(login, CTL_ADMIN_ACCOUNT) != 0))
+        snprintf(id->user, sizeof(id->user), "%s", login);
+    else
+        snprintf(id->user, sizeof(id->user), "uid%u", uid);
+}
+
 int ctl_authz_member_role(const char *role, enum ctl_prole *out, struct proto_error *err)
 {
     if (role && strcmp(role, "lead") == 0)

@@ -101,6 +101,16 @@ int ctl_authz_default_project(const struct ctl_ident *id, const struct ctl_targe
 int ctl_authz_secret_use(const struct ctl_ident *id, const struct ctl_target *t,
                          const char *job_class, const char *name, const json_t *allow,
                          const char *field, struct proto_error *err);
+/* The built-in admin account (the user of STATE_DIR/admin.token): no Unix login is it. */
+#define CTL_ADMIN_ACCOUNT "admin"
+/* Who a peer of the Unix socket is, from its uid (SO_PEERCRED) and that uid's login name
+ * (NULL when it has none): an admin when the uid is root, docketd's own (`self_uid`) or
+ * one of `admin_uids`, never by its name; its account is the login name, but a login
+ * that names the built-in admin account from any other uid is "uidN", with no power of
+ * that account (issue 33: a Unix user `admin` read the admin's jobs and revoked its
+ * token). Fills id->user and id->role. */
+void ctl_authz_socket_ident(unsigned uid, const char *login, unsigned self_uid,
+                            const unsigned *admin_uids, int n_admin_uids, struct ctl_ident *id);
 /* "lead" or "member" -> out; 400 naming "role" otherwise. */
 int ctl_authz_member_role(const char *role, enum ctl_prole *out, struct proto_error *err);
 const char *ctl_role_name(enum ctl_role r);

@@ -4,6 +4,7 @@
  * every other input: an unknown key or a bad value names the key.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -76,6 +77,34 @@ static int get_dur(json_t *doc, const char *key, int64_t min, int64_t *out, char
     return 0;
 }
 
+int ctl_config_add_admin_uid(struct ctl_config *cfg, int64_t uid)
+{
+    if (uid < 0 || uid > UINT32_MAX - 1 || cfg->n_admin_uids >= CTL_ADMIN_UIDS_MAX)
+        return -EINVAL;
+    cfg->admin_uids[cfg->n_admin_uids++] = (unsigned)uid;
+    return 0;
+}
+
+/* admin_uids: a list of uids (or one); each an admin over the socket. */
+static int get_admin_uids(json_t *v, struct ctl_config *cfg, char *err, size_t errlen)
+{
+    size_t i;
+    json_t *u;
+    if (!v)
+        return 0;
+    bool ok = json_is_array(v);
+    if (json_is_integer(v))
+        ok = ctl_config_add_admin_uid(cfg, json_integer_value(v)) == 0;
+    json_array_foreach(v, i, u)
+        ok = ok && json_is_integer(u) && ctl_config_add_admin_uid(cfg, json_integer_value(u)) == 0;
+    if (!ok) {
+        snprintf(err, errlen, "admin_uids: must be a list of at most %d uids (0..4294967294)",
+                 CTL_ADMIN_UIDS_MAX);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int get_int(json_t *doc, const char *key, int64_t min, int64_t max, int64_t *out, char *err,
                    size_t errlen)
 {
@@ -121,6 +150,7 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
                                         "request_timeout",
                                         "reserved_connections",
                                         "max_unproven_per_peer",
+                                        "admin_uids",
                                         NULL};
     char yerr[256];
     struct proto_error pe;
@@ -195,6 +225,8 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
         rc = get_dur(doc, "idle_timeout", 1000, &cfg->idle_timeout_ms, err, errlen);
     if (rc == 0)
         rc = get_dur(doc, "request_timeout", 1000, &cfg->request_timeout_ms, err, errlen);
+    if (rc == 0)
+        rc = get_admin_uids(json_object_get(doc, "admin_uids"), cfg, err, errlen);
     if (rc == 0)
         rc = get_int(doc, "max_connections", 0, 10000000, &cfg->max_connections, err, errlen);
     if (rc == 0)

@@ -16,6 +16,8 @@
 /* tls: auto = TLS unless the listener is on loopback (or with tls_cert: always). */
 enum ctl_tls_mode { CTL_TLS_AUTO, CTL_TLS_ON, CTL_TLS_OFF };
 
+#define CTL_ADMIN_UIDS_MAX 16
+
 struct ctl_config {
     char state_dir[CTL_PATH_MAX];
     /* the database: "" = STATE_DIR/docket.db (SQLite), a file (SQLite) or a
@@ -41,6 +43,10 @@ struct ctl_config {
     char tls_key[CTL_PATH_MAX];
     char secrets_key[CTL_PATH_MAX];  /* "" = STATE_DIR/secrets.key (outside the database) */
     char audit_anchor[CTL_PATH_MAX]; /* "" = none: the audit head, written there (anchor.c) */
+    /* the Unix uids that are admins on the socket, besides root and docketd's own
+     * (admin_uids, --admin-uid): configured, never a login name (docs/security.md) */
+    unsigned admin_uids[CTL_ADMIN_UIDS_MAX];
+    int n_admin_uids;
     /* connections (conn.c): 0 = sized from the fd limit */
     int64_t max_connections;
     int64_t expected_nodes;  /* sizes the listen backlog and the fd warning */
@@ -66,6 +72,8 @@ struct ctl_config {
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
+/* One more admin uid (admin_uids, --admin-uid): 0, or -EINVAL (out of range, too many). */
+int ctl_config_add_admin_uid(struct ctl_config *cfg, int64_t uid);
 /* Read docketd.yaml into cfg (fields present override). 0 or -errno with err filled. */
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen);
 /* "auto", "on" or "off". 0 or -EINVAL. */

@@ -283,7 +283,7 @@ void ctl_commit_soon(struct ctl *c)
 /* ------------------------------------------------------------------------------------ */
 /* Identity                                                                              */
 
-static int ident_unix(struct evhttp_request *req, struct ctl_ident *id)
+static int ident_unix(struct ctl *c, struct evhttp_request *req, struct ctl_ident *id)
 {
     struct evhttp_connection *con = evhttp_request_get_connection(req);
     struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
@@ -294,12 +294,11 @@ static int ident_unix(struct evhttp_request *req, struct ctl_ident *id)
         return -EACCES;
     struct passwd pw, *res = NULL;
     char buf[1024];
-    if (getpwuid_r(cred.uid, &pw, buf, sizeof(buf), &res) == 0 && res)
-        str_copy(id->user, sizeof(id->user), pw.pw_name);
-    else
-        snprintf(id->user, sizeof(id->user), "uid%u", (unsigned)cred.uid);
-    /* the local default: whoever runs docketd (and root) administers it */
-    id->role = cred.uid == 0 || cred.uid == geteuid() ? CTL_ROLE_ADMIN : CTL_ROLE_NONE;
+    bool named = getpwuid_r(cred.uid, &pw, buf, sizeof(buf), &res) == 0 && res;
+    /* by uid: root, docketd's own and the configured admin uids administer it; a login
+     * name never makes an admin (authz.c) */
+    ctl_authz_socket_ident((unsigned)cred.uid, named ? pw.pw_name : NULL, (unsigned)geteuid(),
+                           c->cfg.admin_uids, c->cfg.n_admin_uids, id);
     return 0;
 }
 
@@ -603,7 +602,7 @@ static int authenticate(struct ctl *c, struct evhttp_request *req, bool is_unix,
     /* a bearer token wins over the socket identity (an agent on the same host) */
     if (evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization") || !is_unix)
         return ident_bearer(c, req, id, why, wlen);
-    return ident_unix(req, id);
+    return ident_unix(c, req, id);
 }
 
 static int member_cb(void *arg, const char *project, const char *user, const char *role)

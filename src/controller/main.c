@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,8 @@ static void usage(FILE *f)
             "               [--reserved-connections N] [--max-unproven-per-peer N]\n"
             "               [--submit-rate N] [--submit-burst N]\n"
             "               [--max-array-tasks N] [--rotate-secrets-key]\n"
+            "               [--admin-uid UID]...   (an admin on the socket, besides root\n"
+            "               and docketd's own uid)\n"
             "               [--advertise URL]   (PostgreSQL: where clients reach this one)\n"
             "       docketd --restore FILE [--state-dir DIR]   (docketd stopped: install a\n"
             "               backup as the database; docs/operations.md)\n"
@@ -102,7 +105,8 @@ enum {
     O_RESTORE,
     O_DB,
     O_ADVERTISE,
-    O_IMPORT_SQLITE
+    O_IMPORT_SQLITE,
+    O_ADMIN_UID
 };
 
 static const struct option opts[] = {
@@ -139,6 +143,7 @@ static const struct option opts[] = {
     {"db", required_argument, NULL, O_DB},
     {"advertise", required_argument, NULL, O_ADVERTISE},
     {"import-sqlite", required_argument, NULL, O_IMPORT_SQLITE},
+    {"admin-uid", required_argument, NULL, O_ADMIN_UID},
     {NULL, 0, NULL, 0},
 };
 
@@ -252,6 +257,10 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
     case O_IMPORT_SQLITE:
         return text_flag(cfg->import_sqlite, sizeof(cfg->import_sqlite), "import-sqlite", arg,
                          "path too long");
+    case O_ADMIN_UID:
+        return parse_int64(arg, 0, UINT32_MAX - 1, &n) < 0 || ctl_config_add_admin_uid(cfg, n) < 0
+                   ? flag_error("admin-uid", arg, "must be a uid (at most 16 of them), not")
+                   : 0;
     case O_MAXARRAY:
         return parse_int64(arg, 1, PROTO_MAX_ARRAY, &cfg->max_array_tasks) < 0
                    ? flag_error("max-array-tasks", arg, "must be 1..100000, not")

@@ -260,3 +260,75 @@ two_projects() {
     [[ $body != *"$v"* ]]
     assert_json '.entries[-1].after.allow[0]' members
 }
+
+# docketd_with_admin_login: docketd again, in a mount namespace of its own whose
+# /etc/passwd also has a login `admin` of uid 4242 (nothing outside it changes), its
+# socket where any uid reaches it, and uid 4243 configured as an admin (--admin-uid).
+docketd_with_admin_login() {
+    unshare -m true 2>/dev/null || skip "no mount namespace here (unshare -m needs CAP_SYS_ADMIN)"
+    docketd_stop
+    cp /etc/passwd "$TEST_DIR/passwd"
+    echo 'admin:x:4242:4242:a Unix login that happens to be named admin:/nonexistent:/bin/false' \
+        >>"$TEST_DIR/passwd"
+    mkdir -p "$TEST_DIR/sock"
+    chmod 0755 "$TEST_DIR/sock"
+    chmod 0711 "$TEST_DIR"
+    SOCK=$TEST_DIR/sock/docketd.sock
+    rm -f "$STATE_DIR/docketd.port"
+    unshare -m sh -c 'mount --bind "$0" /etc/passwd && exec "$@"' "$TEST_DIR/passwd" \
+        "$DOCKETD" --state-dir "$STATE_DIR" --listen 127.0.0.1:0 --socket "$SOCK" \
+        --admin-uid 4243 >>"$TEST_DIR/docketd.log" 2>&1 &
+    DOCKETD_PID=$!
+    docket_track_pid "$DOCKETD_PID"
+    docketd_wait
+}
+
+# as_uid UID METHOD PATH [BODY]: the API over the socket as that Unix uid (no token);
+# sets status_code and body.
+as_uid() {
+    local out args=(-s -w '\n%{http_code}' -X "$2" --unix-socket "$SOCK")
+    [[ -n ${4-} ]] && args+=(-H 'Content-Type: application/json' --data-binary "$4")
+    out=$(setpriv --reuid="$1" --regid="$1" --clear-groups curl "${args[@]}" "http://docketd$3")
+    status_code=${out##*$'\n'}
+    body=${out%$'\n'*}
+}
+
+@test "a Unix login named admin is nobody special on the socket; admins are root and configured uids" {
+    docketd_with_admin_login
+    api_post /v1/projects '{"name": "pa"}'
+    assert_status 201
+    NODE_CRED=$(fake_node gpu01 8 H100)
+    # the built-in admin's job, with a secret in its env
+    api_post /v1/jobs '{"project": "pa", "command": ["backup", "--key", "adm-cmd-0001"],
+        "hold": true, "env": {"ADMIN_KEY": "adm-env-0002"}}'
+    assert_status 201
+    local jid admin_tok_id
+    jid=$(jq -r .job.id <<<"$body")
+    admin_tok_id=$(curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$DOCKETD_URL/v1/whoami" | jq -r .token_id)
+    # the attack: uid 4242, whose login is `admin`, over the socket
+    as_uid 4242 GET /v1/whoami
+    assert_status 200
+    assert_json .user uid4242
+    assert_json .role member
+    as_uid 4242 GET "/v1/jobs/$jid"
+    assert_status 200
+    [[ $body != *adm-env-0002* && $body != *adm-cmd-0001* ]]
+    as_uid 4242 GET "/v1/jobs/$jid/logs"
+    assert_status 403
+    as_uid 4242 GET "/v1/tokens?user=admin"
+    assert_status 403
+    as_uid 4242 DELETE "/v1/tokens/$admin_tok_id"
+    assert_status 403
+    as_uid 4242 POST "/v1/jobs/$jid/cancel" '{}'
+    assert_status 403
+    api_get /v1/whoami
+    assert_status 200 # the admin token still works
+    # admins on the socket: root, and the uid configured with --admin-uid (no login needed)
+    as_uid 0 GET /v1/whoami
+    assert_json .role admin
+    as_uid 4243 GET /v1/whoami
+    assert_json .user uid4243
+    assert_json .role admin
+    as_uid 4244 GET /v1/whoami
+    assert_json .role member
+}

@@ -262,6 +262,34 @@ static void secret_use_follows_its_allow_list(void **state)
     json_decref(odd);
 }
 
+/* Issue 33 item 8: a socket peer is its account by uid; root, docketd's own uid and the
+ * configured ones are admins; a login named like the built-in admin account is not it. */
+static void socket_peers_map_by_uid(void **state)
+{
+    (void)state;
+    struct ctl_ident id;
+    const unsigned admins[] = {4243};
+    memset(&id, 0, sizeof(id));
+    ctl_authz_socket_ident(4242, "admin", 999, admins, 1, &id); /* the attack */
+    assert_string_equal(id.user, "uid4242");
+    assert_int_equal(id.role, CTL_ROLE_NONE);
+    ctl_authz_socket_ident(1000, "alice", 999, admins, 1, &id);
+    assert_string_equal(id.user, "alice");
+    assert_int_equal(id.role, CTL_ROLE_NONE);
+    ctl_authz_socket_ident(0, "root", 999, admins, 1, &id);
+    assert_string_equal(id.user, "root");
+    assert_int_equal(id.role, CTL_ROLE_ADMIN);
+    ctl_authz_socket_ident(999, "docket", 999, admins, 1, &id);
+    assert_int_equal(id.role, CTL_ROLE_ADMIN);
+    ctl_authz_socket_ident(4243, NULL, 999, admins, 1, &id); /* configured, no passwd entry */
+    assert_string_equal(id.user, "uid4243");
+    assert_int_equal(id.role, CTL_ROLE_ADMIN);
+    ctl_authz_socket_ident(4243, "admin", 999, admins, 1, &id); /* configured: it is the admin */
+    assert_string_equal(id.user, "admin");
+    ctl_authz_socket_ident(4244, "", 999, NULL, 0, &id);
+    assert_string_equal(id.user, "uid4244");
+}
+
 /* Issue 33 item 5: a lead acts only inside its project. It adds a user of no other
  * project, changes roles of its own members, never pulls in another project's member; a
  * default project is set by its user (to one of its projects) or an admin. */
@@ -343,7 +371,8 @@ static void config_every_key(void **state)
                         "log_max_bytes: 5000\nnode_credential_ttl: 7d\ntoken_ttl: 30d\n"
                         "max_connections: 500\nexpected_nodes: 3000\nidle_timeout: 45s\n"
                         "request_timeout: 20s\n"
-                        "submit_rate: 5\nsubmit_burst: 50\nmax_array_tasks: 2000\n");
+                        "submit_rate: 5\nsubmit_burst: 50\nmax_array_tasks: 2000\n"
+                        "admin_uids: [1001, 2002]\n");
     assert_non_null(p);
     int rc = ctl_config_load(&cfg, p, err, sizeof(err));
     unlink(p);
@@ -365,6 +394,8 @@ static void config_every_key(void **state)
     assert_int_equal(cfg.node_credential_ttl_ms, (int64_t)7 * 86400 * 1000);
     assert_int_equal(cfg.token_ttl_ms, (int64_t)30 * 24 * 3600 * 1000);
     assert_int_equal(cfg.max_connections, 500);
+    assert_int_equal(cfg.n_admin_uids, 2);
+    assert_int_equal(cfg.admin_uids[1], 2002);
     assert_int_equal(cfg.expected_nodes, 3000);
     assert_int_equal(cfg.idle_timeout_ms, 45000);
     assert_int_equal(cfg.request_timeout_ms, 20000);
@@ -433,6 +464,7 @@ int main(void)
         cmocka_unit_test(a_lead_changes_user_caps_and_the_limit_within_the_group),
         cmocka_unit_test(job_private_is_owner_lead_admin),
         cmocka_unit_test(member_add_and_default_rules),
+        cmocka_unit_test(socket_peers_map_by_uid),
         cmocka_unit_test(secret_use_follows_its_allow_list),
         cmocka_unit_test(role_names_round_trip),
         cmocka_unit_test(config_every_key),
