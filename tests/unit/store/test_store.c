@@ -1342,8 +1342,9 @@ static void secrets_round_trip(void **state)
     assert_int_equal(store_secret_put(f->st, &s), 0);
     snprintf(s.name, sizeof(s.name), "A_KEY");
     assert_int_equal(store_secret_put(f->st, &s), 0);
-    sealed[0] = 9; /* replace B_KEY */
+    sealed[0] = 9; /* replace B_KEY, now for one user (schema 13) */
     snprintf(s.name, sizeof(s.name), "B_KEY");
+    snprintf(s.allow, sizeof(s.allow), "[\"user:bob\"]");
     s.set_ms = 8;
     assert_int_equal(store_secret_put(f->st, &s), 0);
     reopen(f);
@@ -1354,6 +1355,10 @@ static void secrets_round_trip(void **state)
     assert_memory_equal(got.nonce, s.nonce, sizeof(s.nonce));
     assert_string_equal(got.set_by, "alice");
     assert_int_equal(got.set_ms, 8);
+    assert_string_equal(got.allow, "[\"user:bob\"]");
+    store_secret_release(&got);
+    assert_int_equal(store_secret_get(f->st, "vision", "A_KEY", &got), 0);
+    assert_string_equal(got.allow, ""); /* none: the project's leads only */
     store_secret_release(&got);
     assert_int_equal(store_secret_get(f->st, "speech", "B_KEY", &got), -ENOENT);
     char names[128] = "";
