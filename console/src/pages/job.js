@@ -91,7 +91,8 @@ export default async function job({ me, r, signal, rerender }) {
         ['User', j.user], ['Tier', j.eff_tier && j.eff_tier !== j.tier ? `${j.tier} (now ${j.eff_tier})` : j.tier],
         ['Class', j.class], ['GPUs', `${j.gpus}${j.gpu_type ? ` × ${j.gpu_type}` : ''} on ${j.nodes} node(s)`],
         ['CPUs / memory', `${j.cpus} / ${j.mem_mb ? `${j.mem_mb} MiB` : 'the class default'}`], ['Time limit', dur(j.time_limit_ms)],
-        ['Command', (j.command || []).join(' ') || (j.script ? '(script)' : '')],
+        ['Command', j.hidden ? "(hidden: its owner, its project's leads and admins see it)"
+          : (j.command || []).join(' ') || (j.script ? '(script)' : '')],
         ['Submitted', ago(j.submit_ms)], ['Started', j.start_ms ? ago(j.start_ms) : null], ['Ended', j.end_ms ? ago(j.end_ms) : null],
         ['Preempted', j.preempt_count ? `${j.preempt_count} times` : null],
         ['Exit', j.exit ? `${j.exit.kind}${j.exit.code !== undefined ? ` ${j.exit.code}` : ''}` : null],
