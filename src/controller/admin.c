@@ -1048,8 +1048,11 @@ int ctl_token_issue(struct ctl *c, const char *actor, struct store_token *t, int
     memcpy(t->id, t->hash, STORE_TOKEN_ID_LEN);
     t->id[STORE_TOKEN_ID_LEN] = '\0';
     t->kind = STORE_TOKEN_USER;
+    int64_t cap = t->expires_ms; /* a derived token's parent's expiry: never later */
     t->created_ms = clock_now_ms();
     t->expires_ms = t->created_ms + ttl_ms;
+    if (cap && cap < t->expires_ms)
+        t->expires_ms = cap;
     if (store_token_put(c->store, t) < 0)
         return proto_errorf(e, 500, NULL, NULL, "store: %s", store_errmsg(c->store));
     json_t *after = json_pack("{s:s,s:s,s:I,s:s}", "user", t->user, "role", t->role, "expires_ms",

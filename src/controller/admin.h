@@ -65,9 +65,9 @@ int ctl_policy_save(struct ctl *c) CTL_WUR;
 /* How many ancestors a derived token may have (http.c walks them at each request). */
 #define CTL_TOKEN_CHAIN_MAX 16
 /* Issue a user token for t->user with t->role (both filled by the caller; t->parent too
- * for a derived token, which the caller keeps within its parent's life) that lives
- * ttl_ms: stored (its hash), audited as `actor`'s token.issue (with the parent's id); the
- * token text into tok. 0, or -1 with e filled. */
+ * for a derived token, and t->expires_ms its parent's expiry, else 0) that lives ttl_ms,
+ * and never past that expiry: stored (its hash), audited as `actor`'s token.issue (with
+ * the parent's id); the token text into tok. 0, or -1 with e filled. */
 int ctl_token_issue(struct ctl *c, const char *actor, struct store_token *t, int64_t ttl_ms,
                     char *tok, size_t toklen, struct proto_error *e) CTL_WUR;
 /* The reply to a new token: {"token", "id", "user", "role", "expires_ms"}. */

@@ -156,13 +156,15 @@ static int code_take(struct ctl *c, const char *code, struct ctl_console_code *o
     return -ENOENT;
 }
 
-/* The life of the session a code gives: CTL_CONSOLE_SESSION_MS, cut to what is left of
- * its parent's. A parent revoked or expired since it asked gives none (401). */
+/* The life of the session a code gives: CTL_CONSOLE_SESSION_MS, and never past its
+ * parent's expiry (*cap, 0 for none). A parent revoked or expired since it asked gives
+ * none (401). */
 static int session_ttl(struct ctl *c, const struct ctl_console_code *slot, int64_t *ttl,
-                       struct proto_error *e)
+                       int64_t *cap, struct proto_error *e)
 {
     int64_t now = clock_now_ms();
     *ttl = CTL_CONSOLE_SESSION_MS;
+    *cap = 0;
     if (!slot->parent[0])
         return 0; /* asked over the socket: the Unix account has no token to end with */
     struct store_token p;
@@ -171,8 +173,7 @@ static int session_ttl(struct ctl *c, const struct ctl_console_code *slot, int64
         return proto_errorf(e, 401, NULL, "code",
                             "the token that asked for this code is revoked or expired: log in "
                             "with a live token and run docket console again");
-    if (p.expires_ms && p.expires_ms - now < *ttl)
-        *ttl = p.expires_ms - now;
+    *cap = p.expires_ms;
     return 0;
 }
 
@@ -195,14 +196,15 @@ void h_console_session(struct ctl_req *r)
                           CTL_CONSOLE_CODE_MS / 1000);
     struct store_token t;
     char tok[96];
-    int64_t ttl = 0;
+    int64_t ttl = 0, cap = 0;
     memset(&t, 0, sizeof(t));
     if (rc == 0)
-        rc = session_ttl(r->c, &slot, &ttl, &e);
+        rc = session_ttl(r->c, &slot, &ttl, &cap, &e);
     if (rc == 0) {
         str_copy(t.user, sizeof(t.user), slot.user);
         str_copy(t.role, sizeof(t.role), ctl_role_name(slot.role));
         str_copy(t.parent, sizeof(t.parent), slot.parent);
+        t.expires_ms = cap; /* ctl_token_issue ends it no later */
         rc = ctl_token_issue(r->c, slot.user, &t, ttl, tok, sizeof(tok), &e);
     }
     if (rc < 0)
