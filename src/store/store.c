@@ -68,7 +68,7 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_TOKEN_GET] = "SELECT " TOKEN_COLS " FROM tokens WHERE hash = ?1",
     [S_TOKEN_DEL_USER] = "DELETE FROM tokens WHERE kind = ?1 AND user_name = ?2",
     [S_TOKEN_REVOKE] = "UPDATE tokens SET revoked_ms = ?2 WHERE hash = ?1 AND revoked_ms = 0",
-    /* every token derived from ?1, however deep (schema 13: a derived token names its parent) */
+    /* every token derived from ?1, however deep (schema 14: a derived token names its parent) */
     [S_TOKEN_REVOKE_DESC] =
         "UPDATE tokens SET revoked_ms = ?2 WHERE revoked_ms = 0 AND hash IN"
         " (WITH RECURSIVE chain(h) AS (SELECT hash FROM tokens WHERE parent = ?1"

@@ -535,7 +535,7 @@ struct store_secret {
     size_t sealed_len;
     char set_by[64];
     int64_t set_ms;
-    /* who may receive it (schema 13): a JSON array of "members", "user:NAME" and
+    /* who may receive it (schema 14): a JSON array of "members", "user:NAME" and
      * "class:NAME", checked when a job names it (authz.c); "" is the project's leads only */
     char allow[2048];
 };

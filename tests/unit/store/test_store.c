@@ -1342,7 +1342,7 @@ static void secrets_round_trip(void **state)
     assert_int_equal(store_secret_put(f->st, &s), 0);
     snprintf(s.name, sizeof(s.name), "A_KEY");
     assert_int_equal(store_secret_put(f->st, &s), 0);
-    sealed[0] = 9; /* replace B_KEY, now for one user (schema 13) */
+    sealed[0] = 9; /* replace B_KEY, now for one user (schema 14) */
     snprintf(s.name, sizeof(s.name), "B_KEY");
     snprintf(s.allow, sizeof(s.allow), "[\"user:bob\"]");
     s.set_ms = 8;
