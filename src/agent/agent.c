@@ -271,6 +271,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         if (j->st.step_port && !j->step_reported)
             ag_report_step_port(a, j);
     }
+    ag_tty_tick(a);
     if (a->deferred) /* an adopted job may have ended, or a waiting start's time is up */
         ag_retry_deferred(a);
     if (a->cfg.health_check[0]) {
@@ -429,6 +430,12 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
                  strerror(errno));
         goto fail;
     }
+    if (!a->cfg.session_root[0] &&
+        snprintf(a->cfg.session_root, sizeof a->cfg.session_root, "%s/sessions", cfg->state_dir) >=
+            (int)sizeof a->cfg.session_root) {
+        snprintf(err, errlen, "state directory path too long");
+        goto fail;
+    }
     /* load the NSS modules once here, so a supervisor (a fork of us) finds them loaded
      * instead of mapping them again for every job */
     struct passwd pw, *pwres = NULL;
@@ -443,6 +450,7 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
         goto fail;
     a->sup = (struct sup_config){.state_dir = a->cfg.state_dir,
                                  .scratch_root = a->cfg.scratch_root,
+                                 .session_root = a->cfg.session_root,
                                  .slurm_cli = a->cfg.slurm_cli,
                                  .node = a->cfg.name,
                                  .cg = &a->cg,
@@ -574,6 +582,7 @@ void agent_destroy(struct agent *a)
         close(a->ack_fd);
     if (a->lease_fd >= 0)
         close(a->lease_fd);
+    ag_tty_free_all(a);
     if (a->hb_conn)
         evhttp_connection_free(a->hb_conn);
     if (a->post_conn)

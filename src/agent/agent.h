@@ -27,6 +27,7 @@ struct agent_config {
     char addr[256]; /* advertised address (MASTER_ADDR for gangs) */
     char state_dir[PATH_MAX];
     char scratch_root[PATH_MAX]; /* "" = STATE_DIR/scratch */
+    char session_root[PATH_MAX]; /* "" = STATE_DIR/sessions (docs/interactive.md) */
     char slurm_cli[PATH_MAX];    /* the docket CLI for Slurm-style jobs' srun & co, "" = none */
     char cgroup_root[PATH_MAX];  /* "" = /sys/fs/cgroup */
     bool no_cgroups;             /* run without cgroups (non-root development only) */

@@ -10,6 +10,7 @@
  *   agent_http.c  the controller link: register, heartbeat long poll and its commands,
  *                 the event queue and its posts, the fencing lease renewed at each contact
  *   logship.c     shipping the jobs' stdout/stderr increments to the controller
+ *   agent_tty.c   interactive sessions' terminals joined to docketd
  * See agent.h and docs/agent.md.
  */
 #ifndef DOCKET_AGENT_AGENT_INT_H
@@ -29,6 +30,8 @@
 #include "util/fingerprint.h"
 
 struct evhttp_request;
+struct bufferevent;
+struct ag_tty;
 
 struct ajob {
     uint64_t id;
@@ -54,6 +57,7 @@ struct ajob {
     int ngpus;
     int64_t ended_mono;
     bool stop_sent;     /* a stop (signal or kill) reached its supervisor */
+    bool tty;           /* an interactive session: its terminal is offered (agent_tty.c) */
     bool step_reported; /* its step host's port went to docketd */
     struct ajob *next;
 };
@@ -113,6 +117,7 @@ struct agent {
     int64_t backoff_ms, post_backoff_until;
     int post_failures, hb_failures;
     struct ajob *jobs;               /* live jobs and ended ones not yet acknowledged */
+    struct ag_tty *ttys;             /* agent_tty.c: the sessions' links to docketd */
     struct deferred_start *deferred; /* starts waiting for their GPUs, in order */
     struct doneq *done_head, **done_tail;
     struct sup_spare spare; /* v1: the next job's supervisor, ready in its group */
@@ -188,6 +193,12 @@ bool ag_rotate_due(const struct agent *a);
  * making it (again, for TLS, once its socket is gone): NULL when out of memory. */
 int ag_tls_init(struct agent *a, char *err, size_t errlen);
 struct evhttp_connection *ag_conn(struct agent *a, struct evhttp_connection **slot, int timeout_s);
+/* A bufferevent to the controller, TLS when https://, not connected yet (agent_tls.c). */
+struct bufferevent *ag_controller_bev(struct agent *a);
+/* agent_tty.c: every running session's terminal offered to docketd (each tick and at a
+ * session's start); all links closed (tear-down). */
+void ag_tty_tick(struct agent *a);
+void ag_tty_free_all(struct agent *a);
 void ag_tls_free(struct agent *a);
 
 /* logship.c: the jobs' output on its way to the controller */

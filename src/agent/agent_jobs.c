@@ -379,6 +379,7 @@ static void start_job(struct agent *a, const struct agent_cmd *c, int64_t defer_
     }
     memcpy(j->gpus, spec.gpus, sizeof j->gpus);
     j->ngpus = spec.ngpus;
+    j->tty = spec.tty_idle_ms > 0;
     /* a multi-node job's output is its rank 0's: the other ranks keep theirs here */
     if (spec.node_rank > 0)
         j->final_sent[0] = j->final_sent[1] = true;
@@ -398,6 +399,8 @@ static void start_job(struct agent *a, const struct agent_cmd *c, int64_t defer_
     str_copy(j->st.state, sizeof j->st.state, "starting");
     log_info("job_started", "job=%llu supervisor=%d", (unsigned long long)c->job_id, j->sup_pid);
     event_started(a, j);
+    if (j->tty) /* offered now: the person is waiting */
+        ag_tty_tick(a);
 }
 
 /* A stop for a start still waiting: it never launches, and ends as refused. */
@@ -506,6 +509,7 @@ void ag_adopt(struct agent *a, uint64_t id, const char *dir)
     json_t *run = json_object_get(json_object_get(spec, "job"), "run");
     if (json_is_integer(run) && json_integer_value(run) > 0 && json_integer_value(run) <= INT32_MAX)
         j->run = (int)json_integer_value(run);
+    j->tty = json_is_object(json_object_get(json_object_get(spec, "job"), "tty"));
     if (json_integer_value(json_object_get(json_object_get(spec, "job"), "node_rank")) > 0)
         j->final_sent[0] = j->final_sent[1] = true; /* rank 0 ships the output */
     json_t *gpus = json_object_get(json_object_get(spec, "job"), "gpus");

@@ -107,11 +107,12 @@ int ag_tls_init(struct agent *a, char *err, size_t errlen)
     return 0;
 }
 
-/* A fresh connection to the controller (TLS when https://), or NULL when out of memory. */
-static struct evhttp_connection *conn_new(struct agent *a)
+/* A bufferevent for a fresh connection to the controller, not connected yet: TLS when
+ * https:// (its certificate checked as every connection's), or NULL when out of memory. */
+struct bufferevent *ag_controller_bev(struct agent *a)
 {
     if (!a->tls)
-        return evhttp_connection_base_new(a->base, NULL, a->host, (unsigned short)a->port);
+        return bufferevent_socket_new(a->base, -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
     SSL *ssl = SSL_new(a->tls_ctx);
     if (!ssl)
         return NULL;
@@ -124,10 +125,19 @@ static struct evhttp_connection *conn_new(struct agent *a)
         ok ? bufferevent_openssl_socket_new(a->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
                                             BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS)
            : NULL;
-    if (!bev) {
+    if (!bev)
         SSL_free(ssl);
+    return bev;
+}
+
+/* A fresh connection to the controller (TLS when https://), or NULL when out of memory. */
+static struct evhttp_connection *conn_new(struct agent *a)
+{
+    if (!a->tls)
+        return evhttp_connection_base_new(a->base, NULL, a->host, (unsigned short)a->port);
+    struct bufferevent *bev = ag_controller_bev(a);
+    if (!bev)
         return NULL;
-    }
     struct evhttp_connection *c = evhttp_connection_base_bufferevent_new(
         a->base, NULL, bev, a->host, (unsigned short)a->port);
     if (!c)

@@ -50,6 +50,8 @@ static const char usage_text[] =
     "  --label KEY=VALUE       a node label (repeatable)\n"
     "  --state-dir DIR         jobs, logs, credential (default /var/lib/docket-node)\n"
     "  --scratch-root DIR      per-job scratch directories (default STATE_DIR/scratch)\n"
+    "  --session-root DIR      interactive sessions' working directories, DIR/PROJECT/USER\n"
+    "                          (default STATE_DIR/sessions; docs/interactive.md)\n"
     "  --slurm-cli PATH        the docket CLI that Slurm-style jobs find as srun, sbatch,\n"
     "                          squeue, scancel, scontrol (default: docket beside this program)\n"
     "  --keep-scratch          keep scratch directories after jobs end\n"
@@ -119,6 +121,7 @@ enum opt {
     O_LABEL,
     O_STATE,
     O_SCRATCH,
+    O_SESSION_ROOT,
     O_SLURM_CLI,
     O_KEEP,
     O_CGROOT,
@@ -158,6 +161,7 @@ static const struct option longopts[] = {
     {"label", 1, NULL, O_LABEL},
     {"state-dir", 1, NULL, O_STATE},
     {"scratch-root", 1, NULL, O_SCRATCH},
+    {"session-root", 1, NULL, O_SESSION_ROOT},
     {"slurm-cli", 1, NULL, O_SLURM_CLI},
     {"keep-scratch", 0, NULL, O_KEEP},
     {"cgroup-root", 1, NULL, O_CGROOT},
@@ -349,6 +353,10 @@ static int build_config(struct settings *s, struct agent_config *c)
     str_copy(c->state_dir, sizeof c->state_dir, v[O_STATE] ? v[O_STATE] : "/var/lib/docket-node");
     if (v[O_SCRATCH])
         str_copy(c->scratch_root, sizeof c->scratch_root, v[O_SCRATCH]);
+    if (v[O_SESSION_ROOT] &&
+        (v[O_SESSION_ROOT][0] != '/' ||
+         str_copy(c->session_root, sizeof c->session_root, v[O_SESSION_ROOT]) < 0))
+        return die("--session-root '%s' must be an absolute path", v[O_SESSION_ROOT]);
     if (v[O_SLURM_CLI]) {
         if (access(v[O_SLURM_CLI], X_OK) < 0)
             return die("--slurm-cli '%s' is not executable: %s", v[O_SLURM_CLI], strerror(errno));

@@ -9,6 +9,7 @@
  *                 and start time, tree removal
  *   supenv.c      the job's environment and output paths
  *   supcap.c      the job's default output files kept to the node's log limit
+ *   suptty.c      an interactive session's PTY, served on JOBDIR/tty.sock
  * See supervisor.h and docs/agent.md.
  */
 #ifndef DOCKET_AGENT_SUP_INT_H
@@ -58,7 +59,27 @@ struct sup {
     int stop_signal;
     int64_t lease_at; /* monotonic ms of the next look at the lease, 0 = none */
     bool fenced;
+    int sfd;             /* the signalfd of the run loop */
+    struct sup_tty *tty; /* an interactive session's terminal (suptty.c), or NULL */
 };
+
+/* suptty.c: an interactive session (job.tty_idle_ms > 0). prepare opens the PTY, the
+ * socket and the working directory; await waits for the first client before the launch;
+ * child runs in the job's child; the run loop polls its descriptors (at most
+ * SUP_TTY_POLLFDS) and asks idle whether the session is to end; end sends the exit. */
+enum { SUP_TTY_POLLFDS = 3 };
+struct pollfd;
+int sup_tty_prepare(struct sup *s, char *err, size_t errlen);
+int sup_tty_await(struct sup *s, int sfd, char *err, size_t errlen);
+const char *sup_tty_workdir(const struct sup *s);
+int sup_tty_child(struct sup *s);
+void sup_tty_spawned(struct sup *s);
+int sup_tty_pollfds(struct sup *s, struct pollfd *p);
+void sup_tty_polled(struct sup *s, const struct pollfd *p, int n);
+int64_t sup_tty_next_ms(const struct sup *s, int64_t now);
+bool sup_tty_idle(struct sup *s, int64_t now);
+void sup_tty_launch_failed(struct sup *s, const char *why);
+void sup_tty_end(struct sup *s);
 
 /* supervisor.c */
 /* A message into err[len]; long paths are cut, which is what a message may do. */

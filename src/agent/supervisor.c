@@ -261,15 +261,22 @@ static void run_loop(struct sup *s, int sfd)
             kill_job(s, "grace ended");
         if (s->cap_at && now >= s->cap_at)
             sup_cap_outputs(s);
+        if (s->tty && sup_tty_idle(s, now) && !s->stopping)
+            stop_job(s, SIGHUP, s->j->grace_ms, "interactive session idle");
         int64_t next = 86400000; /* the earliest of the deadlines set, in ms from now */
         int64_t at[5] = {s->limit_at && !s->stopping ? s->limit_at : 0, s->kill_at, s->lease_at,
                          s->warn_at && !s->stopping ? s->warn_at : 0, s->cap_at};
         for (int i = 0; i < 5; i++)
             if (at[i] && at[i] - now < next)
                 next = at[i] - now;
-        struct pollfd pfd = {sfd, POLLIN, 0};
-        int rc = poll(&pfd, 1, next < 0 ? 0 : (int)next);
-        if (rc <= 0)
+        if (s->tty && sup_tty_next_ms(s, now) < next)
+            next = sup_tty_next_ms(s, now);
+        struct pollfd pfd[1 + SUP_TTY_POLLFDS] = {{sfd, POLLIN, 0}};
+        int ntty = sup_tty_pollfds(s, pfd + 1);
+        int rc = poll(pfd, 1 + (nfds_t)ntty, next < 0 ? 0 : (int)next);
+        if (rc > 0 && ntty)
+            sup_tty_polled(s, pfd + 1, ntty);
+        if (rc <= 0 || !pfd[0].revents)
             continue;
         struct signalfd_siginfo si;
         while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
@@ -407,6 +414,7 @@ supervise_job(const struct sup_config *c, const struct agent_job *j, const char 
     s.out_fd = s.err_fd = s.cg_fd = s.step_fd = -1;
     s.spare_cg = spare_cg;
     s.inside = spare_cg != NULL;
+    s.sfd = sfd;
     str_copy(s.dir, sizeof s.dir, dir);
     /* our own messages go to supervisor.log (sup_log) */
     snprintf(slog_path, sizeof slog_path, "%s/supervisor.log", dir);
@@ -423,6 +431,7 @@ supervise_job(const struct sup_config *c, const struct agent_job *j, const char 
         s.st.exit_kind = AGENT_EXIT_LAUNCH_FAILED;
         s.st.exit_code = 0;
         str_copy(s.st.message, sizeof s.st.message, err[0] ? err : strerror(-rc));
+        sup_tty_launch_failed(&s, s.st.message);
         finish(&s, false);
         _exit(0);
     }
@@ -441,6 +450,7 @@ supervise_job(const struct sup_config *c, const struct agent_job *j, const char 
     s.cap_at = c->log_limit_bytes > 0 ? clock_mono_ms() + SUP_CAP_CHECK_MS : 0;
     read_ctl(&s); /* commands that came before the signalfd existed */
     run_loop(&s, sfd);
+    sup_tty_end(&s);
     finish(&s, true);
     _exit(0);
 }

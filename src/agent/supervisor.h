@@ -15,6 +15,7 @@
  *               ("exited"), each made by a rename that replaces no file
  *   ctl.SEQ     commands from the agent ("signal 15 30000", "kill"), then SIGUSR1
  *   stdout, stderr  the default log files (appended across runs of a requeued job)
+ *   tty.sock    an interactive session's terminal, served to the agent (suptty.c)
  *   supervisor.log  the supervisor's own messages (only when it has any)
  *
  * Errors: 0 or negative errno; `err` gets a message naming the subject.
@@ -34,6 +35,7 @@
 struct sup_config {
     const char *state_dir;      /* the agent's state directory (exists) */
     const char *scratch_root;   /* per-job scratch dirs go under it (exists) */
+    const char *session_root;   /* interactive sessions' working dirs: ROOT/PROJECT/USER */
     const char *slurm_cli;      /* the docket CLI, linked as srun & co for Slurm-style jobs */
     const char *node;           /* this node's name */
     const struct cg_layout *cg; /* mode CG_NONE = no cgroups (tests without root only) */
@@ -71,6 +73,9 @@ struct sup_state {
      * (opened here, handed to srun --docket-step-host), which the agent reports; 0 none */
     int step_port;
 };
+
+/* A connection to job `id`'s terminal, JOBDIR/tty.sock (suptty.c), or -errno. */
+int sup_tty_connect(const char *jobdir);
 
 /* Path of job `id`'s directory. */
 int sup_job_dir(const struct sup_config *c, uint64_t id, char *out, size_t len);

@@ -224,14 +224,21 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
             child_fail(pfd, "privileges still held after setuid", EPERM);
     }
     const char *wd = s->j->workdir && *s->j->workdir ? s->j->workdir : (s->home[0] ? s->home : "/");
+    if (sup_tty_workdir(s))
+        wd = sup_tty_workdir(s);
     if (chdir(wd) < 0) {
         snprintf(what, sizeof what, "cannot enter working directory '%s'", wd);
         child_fail(pfd, what, errno);
     }
     int out = s->out_fd, errfd = s->err_fd; /* opened by the supervisor (prepare) */
-    int in = open("/dev/null", O_RDONLY);
-    if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
-        child_fail(pfd, "cannot set up standard descriptors", errno);
+    if (s->tty) {
+        if (sup_tty_child(s) < 0)
+            child_fail(pfd, "cannot make the session's terminal the job's", errno);
+    } else {
+        int in = open("/dev/null", O_RDONLY);
+        if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
+            child_fail(pfd, "cannot set up standard descriptors", errno);
+    }
     /* the step host's socket goes to SUP_STEP_FD (the status pipe moves out of its way) */
     int first_closed = 3;
     if (s->step_fd >= 0) {
@@ -616,6 +623,8 @@ int sup_launch_job(struct sup *s, char *err, size_t errlen)
     int rc = prepare(s, err, errlen);
     if (rc == 0)
         rc = open_step_socket(s, err, errlen);
+    if (rc == 0 && s->j->tty_idle_ms > 0 && (rc = sup_tty_prepare(s, err, errlen)) == 0)
+        rc = sup_tty_await(s, s->sfd, err, errlen);
     if (rc < 0)
         return rc;
     /* who we are (for an agent that restarts), the log paths and the cgroup: the only
@@ -630,6 +639,8 @@ int sup_launch_job(struct sup *s, char *err, size_t errlen)
         return -errno;
     }
     pid_t pid = spawn_child(s, p, env);
+    if (s->tty)
+        sup_tty_spawned(s);
     if (s->step_fd >= 0) { /* the step host's now */
         close(s->step_fd);
         s->step_fd = -1;

@@ -50,6 +50,12 @@ const struct cli_verb cli_verbs[] = {
     {"admin", cmd_admin, "operator tasks: backup of docketd's database", cmd_admin_usage},
     {"sbatch", cmd_sbatch, "submit a batch script with Slurm's sbatch options (docs/slurm.md)",
      cmd_sbatch_usage},
+    {"shell", cmd_shell, "an interactive session: a terminal on allocated resources",
+     cmd_shell_usage},
+    {"attach", cmd_attach, "attach this terminal to a running interactive session again",
+     cmd_attach_usage},
+    {"salloc", cmd_salloc, "Slurm's salloc: an interactive session with sbatch's options",
+     cmd_salloc_usage},
     {"help", cmd_help, "help on docket or on one verb", cmd_help_usage},
     {NULL, NULL, NULL, NULL},
 };
@@ -462,8 +468,8 @@ static const struct cli_verb *slurm_command(const char *argv0)
     const char *base = strrchr(argv0, '/');
 
     base = base ? base + 1 : argv0;
-    if (!strcmp(base, "sbatch"))
-        return cli_find_verb("sbatch");
+    if (!strcmp(base, "sbatch") || !strcmp(base, "salloc"))
+        return cli_find_verb(base);
     for (const struct cli_verb *v = cmds; v->name; v++)
         if (!strcmp(base, v->name))
             return v;

@@ -6,21 +6,28 @@
  * No DNS for loopback: Unix sockets need none, "localhost" is pinned to 127.0.0.1, and
  * proxies from the environment are ignored (a scheduler on loopback is never proxied).
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include "cli/client.h"
 
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "cli/http.h"
 #include "util/base64.h"
+#include "util/clock.h"
 #include "util/dbuf.h"
 #include "util/fingerprint.h"
 #include "util/host.h"
@@ -42,6 +49,8 @@ struct curl_api {
     struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
     void (*slist_free_all)(struct curl_slist *l);
     const char *(*easy_strerror)(CURLcode rc);
+    CURLcode (*easy_send)(CURL *c, const void *buf, size_t n, size_t *sent);
+    CURLcode (*easy_recv)(CURL *c, void *buf, size_t n, size_t *got);
 };
 
 struct client {
@@ -526,6 +535,8 @@ static int load_curl(struct client *c, char *err, size_t errlen)
     LOAD(slist_append, "curl_slist_append");
     LOAD(slist_free_all, "curl_slist_free_all");
     LOAD(easy_strerror, "curl_easy_strerror");
+    LOAD(easy_send, "curl_easy_send");
+    LOAD(easy_recv, "curl_easy_recv");
     if (c->api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(c->curl = c->api.easy_init()))
         goto fail;
     return 0;
@@ -778,5 +789,250 @@ int client_escape(const char *s, char *buf, size_t len)
         }
     }
     buf[o] = '\0';
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Upgraded connections (client.h): a socket of our own, or libcurl's CONNECT_ONLY      */
+
+struct client_stream {
+    struct client *c; /* libcurl's handle when TLS */
+    int fd;
+    bool tls;
+    char *early; /* bytes read past the 101's head */
+    size_t nearly, early_at;
+};
+
+static int plain_connect(const struct client *c)
+{
+    if (c->socket_path[0]) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        if (strlen(c->socket_path) >= sizeof sa.sun_path)
+            return -ENAMETOOLONG;
+        memcpy(sa.sun_path, c->socket_path, strlen(c->socket_path) + 1);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+            return fd;
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return -e;
+    }
+    char port[16];
+    snprintf(port, sizeof port, "%d", c->port);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (getaddrinfo(c->host, port, &hints, &res) != 0)
+        return -EHOSTUNREACH;
+    int fd = -ECONNREFUSED;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        int s = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (s >= 0 && connect(s, ai->ai_addr, ai->ai_addrlen) == 0) {
+            int one = 1;
+            setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            fd = s;
+            break;
+        }
+        fd = -errno;
+        if (s >= 0)
+            close(s);
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static int tls_connect(struct client *c, char *err, size_t errlen)
+{
+    const struct curl_api *a = &c->api;
+    char detail[CURL_ERROR_SIZE] = "";
+    if (load_curl(c, err, errlen) < 0)
+        return -EIO;
+    a->easy_reset(c->curl);
+    a->easy_setopt(c->curl, CURLOPT_URL, c->base);
+    a->easy_setopt(c->curl, CURLOPT_CONNECT_ONLY, 1L);
+    a->easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+    a->easy_setopt(c->curl, CURLOPT_NOPROXY, "*");
+    a->easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
+    a->easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
+    a->easy_setopt(c->curl, CURLOPT_ERRORBUFFER, detail);
+    if (c->pin[0]) {
+        a->easy_setopt(c->curl, CURLOPT_PINNEDPUBLICKEY, c->pin);
+        a->easy_setopt(c->curl, CURLOPT_SSL_VERIFYPEER, 0L);
+        a->easy_setopt(c->curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (c->ca[0]) {
+        a->easy_setopt(c->curl, CURLOPT_CAINFO, c->ca);
+    }
+    CURLcode rc = a->easy_perform(c->curl);
+    if (rc != CURLE_OK) {
+        snprintf(err, errlen, "cannot open a connection to docketd at %s: %s", c->shown,
+                 detail[0] ? detail : a->easy_strerror(rc));
+        return -EIO;
+    }
+    curl_socket_t fd = CURL_SOCKET_BAD;
+    a->easy_getinfo(c->curl, CURLINFO_ACTIVESOCKET, &fd);
+    return fd == CURL_SOCKET_BAD ? -EIO : (int)fd;
+}
+
+/* Waits for the socket (up to timeout_ms) in the direction libcurl or we need. */
+static int stream_wait(const struct client_stream *s, short ev, int timeout_ms)
+{
+    struct pollfd p = {s->fd, ev, 0};
+    int rc = poll(&p, 1, timeout_ms);
+    return rc > 0 ? 0 : rc == 0 ? -ETIMEDOUT : -errno;
+}
+
+ssize_t client_stream_recv(struct client_stream *s, void *buf, size_t n)
+{
+    if (s->early_at < s->nearly) {
+        size_t k = s->nearly - s->early_at < n ? s->nearly - s->early_at : n;
+        memcpy(buf, s->early + s->early_at, k);
+        s->early_at += k;
+        return (ssize_t)k;
+    }
+    if (!s->tls) {
+        ssize_t r = recv(s->fd, buf, n, MSG_DONTWAIT);
+        return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? -EAGAIN : r < 0 ? -errno : r;
+    }
+    size_t got = 0;
+    CURLcode rc = s->c->api.easy_recv(s->c->curl, buf, n, &got);
+    if (rc == CURLE_AGAIN)
+        return -EAGAIN;
+    return rc == CURLE_OK ? (ssize_t)got : -EIO;
+}
+
+int client_stream_send(struct client_stream *s, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        size_t sent = 0;
+        if (!s->tls) {
+            ssize_t w = send(s->fd, p, n, MSG_NOSIGNAL);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0)
+                return -errno;
+            sent = (size_t)w;
+        } else {
+            CURLcode rc = s->c->api.easy_send(s->c->curl, p, n, &sent);
+            if (rc == CURLE_AGAIN) {
+                if (stream_wait(s, POLLOUT, 30000) < 0)
+                    return -ETIMEDOUT;
+                continue;
+            }
+            if (rc != CURLE_OK)
+                return -EIO;
+        }
+        p += sent;
+        n -= sent;
+    }
+    return 0;
+}
+
+int client_stream_fd(const struct client_stream *s)
+{
+    return s->fd;
+}
+
+bool client_stream_pending(const struct client_stream *s)
+{
+    return s->early_at < s->nearly || s->tls;
+}
+
+void client_stream_close(struct client_stream *s)
+{
+    if (!s)
+        return;
+    if (!s->tls && s->fd >= 0)
+        close(s->fd);
+    if (s->tls)
+        s->c->api.easy_reset(s->c->curl); /* the next request connects afresh */
+    free(s->early);
+    free(s);
+}
+
+/* Reads the answer's head (and, for an error, its body) into b; the head's length. */
+static int read_answer(struct client_stream *s, struct dbuf *b, struct http_head *h,
+                       long timeout_ms)
+{
+    int64_t until = clock_mono_ms() + timeout_ms;
+    int hl = 0;
+    for (;;) {
+        if (b->len > 0 && hl == 0 && (hl = http_parse_head(b->data, b->len, h)) < 0)
+            return -EPROTO;
+        if (hl > 0 && (h->status == 101 || h->content_length < 0 ||
+                       (int64_t)b->len - hl >= h->content_length))
+            return hl;
+        char buf[4096];
+        ssize_t r = client_stream_recv(s, buf, sizeof buf);
+        if (r == -EAGAIN) {
+            int64_t left = until - clock_mono_ms();
+            if (left <= 0 || stream_wait(s, POLLIN, (int)left) < 0)
+                return -ETIMEDOUT;
+            continue;
+        }
+        if (r <= 0)
+            return hl > 0 ? hl : -ECONNRESET;
+        dbuf_append(b, buf, (size_t)r);
+        if (b->failed)
+            return -ENOSPC;
+    }
+}
+
+int client_upgrade(struct client *head, const char *path, const char *protocol, long timeout_ms,
+                   struct client_stream **out, struct client_reply *r, char *err, size_t errlen)
+{
+    struct client *c = head->cur ? head->cur : head;
+    reply_init(r);
+    *out = NULL;
+    struct client_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->c = c;
+    s->tls = c->tls;
+    s->fd = c->tls ? tls_connect(c, err, errlen) : plain_connect(c);
+    if (s->fd < 0) {
+        int rc = s->fd;
+        if (!c->tls)
+            unreachable(c, strerror(-rc), err, errlen);
+        free(s);
+        return rc;
+    }
+    char req[2048];
+    int n = snprintf(
+        req, sizeof req,
+        "GET %s HTTP/1.1\r\nHost: %s\r\n%s%sUpgrade: %s\r\nConnection: Upgrade\r\n\r\n", path,
+        c->socket_path[0] ? "localhost" : c->host, c->auth, c->auth[0] ? "\r\n" : "", protocol);
+    struct dbuf b;
+    dbuf_init(&b, 1 << 20);
+    int rc = n >= (int)sizeof req ? -ENAMETOOLONG : client_stream_send(s, req, (size_t)n);
+    struct http_head h;
+    int hl = rc < 0 ? rc : read_answer(s, &b, &h, timeout_ms);
+    if (hl < 0) {
+        snprintf(err, errlen, "docketd at %s did not answer the upgrade: %s", c->shown,
+                 strerror(-hl));
+        dbuf_release(&b);
+        client_stream_close(s);
+        return hl;
+    }
+    r->status = h.status;
+    if (h.status != 101) { /* an error, with its JSON body */
+        size_t len = b.len - (size_t)hl;
+        r->body = malloc(len + 1);
+        if (r->body) {
+            memcpy(r->body, b.data + hl, len);
+            r->body[len] = '\0';
+            r->len = len;
+        }
+        dbuf_release(&b);
+        client_stream_close(s);
+        return 0;
+    }
+    s->nearly = b.len - (size_t)hl;
+    s->early = s->nearly ? malloc(s->nearly) : NULL;
+    if (s->early)
+        memcpy(s->early, b.data + hl, s->nearly);
+    else
+        s->nearly = 0;
+    dbuf_release(&b);
+    *out = s;
     return 0;
 }

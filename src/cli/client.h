@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define CLIENT_DEFAULT_SOCKET "/run/docket/docketd.sock"
 
@@ -81,6 +82,23 @@ int client_request(struct client *c, const char *method, const char *path, const
 struct http_sink;
 int client_download(struct client *c, const char *path, long timeout_ms,
                     const struct http_sink *sink, struct client_reply *r, char *err, size_t errlen);
+
+/* An upgraded connection (docs/interactive.md): GET path with `Upgrade: protocol` and the
+ * token, over the same transport and trust as every request (TLS through libcurl's
+ * CONNECT_ONLY). 0 when an answer came: *out is the stream when it was 101, else NULL
+ * with r holding the status and the error body; a negative errno with err otherwise. */
+struct client_stream;
+int client_upgrade(struct client *c, const char *path, const char *protocol, long timeout_ms,
+                   struct client_stream **out, struct client_reply *r, char *err, size_t errlen);
+/* Bytes read (0 at the end), -EAGAIN when none is there now, or another -errno. */
+ssize_t client_stream_recv(struct client_stream *s, void *buf, size_t n);
+/* All n bytes, or -errno. */
+int client_stream_send(struct client_stream *s, const void *buf, size_t n);
+/* The socket to poll; after it is readable, recv until -EAGAIN (TLS buffers records). */
+int client_stream_fd(const struct client_stream *s);
+/* Bytes may be readable without the socket saying so (read ahead, or TLS). */
+bool client_stream_pending(const struct client_stream *s);
+void client_stream_close(struct client_stream *s);
 
 /* Percent-encode `s` for a query string into buf. 0 or -ENAMETOOLONG. */
 int client_escape(const char *s, char *buf, size_t len);

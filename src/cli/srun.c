@@ -77,6 +77,7 @@ static const struct opt_def srun_opts[] = {
 
 const char cmd_srun_usage[] =
     "usage: srun [OPTIONS] COMMAND [ARGS...]   (inside a Slurm-style docket job)\n"
+    "       srun --pty [OPTIONS] COMMAND       (an interactive session: docs/interactive.md)\n"
     "\n"
     "Start the step's tasks on this node, as Slurm's srun does on the allocation.\n"
     "  -n, --ntasks N            tasks (default: the job's tasks on this node)\n"
@@ -87,6 +88,8 @@ const char cmd_srun_usage[] =
     "  -l, --label               prefix each output line with the task's rank\n"
     "      --export ALL|NONE|VAR[=VALUE],...   the tasks' environment\n"
     "  -K, --kill-on-bad-exit    end the other tasks when one fails\n"
+    "      --pty                 COMMAND on a terminal: outside a job, a new interactive\n"
+    "                            session (as salloc); inside one, on its first node\n"
     "--cpu-bind, --mpi, --gpu-bind, -u and others are accepted and change nothing.\n"
     "Other nodes are reached over TLS keyed by the job's DOCKET_STEP_KEY; a node whose step\n"
     "host does not register within DOCKET_STEP_WAIT seconds (120) fails the step.\n";
@@ -649,6 +652,47 @@ static void wait_local(struct run *r)
     }
 }
 
+/* srun --pty (docs/interactive.md): outside an allocation, an interactive session with
+ * these options (salloc's way); inside one, COMMAND on this terminal when this is the
+ * allocation's first node, where the session's shell runs. */
+static int srun_pty(struct cli *c, int argc, char **argv, int at)
+{
+    char **words = calloc((size_t)argc + 1, sizeof *words);
+    int n = 0;
+    if (!words)
+        return cli_fail(c, "out of memory");
+    for (int i = 0; i < argc; i++)
+        if (i != at)
+            words[n++] = argv[i];
+    int rc;
+    if (!getenv("SLURM_JOB_ID")) {
+        rc = shell_slurm(c, words + 1, n - 1);
+        free(words);
+        return rc;
+    }
+    struct step st;
+    memset(&st, 0, sizeof st);
+    rc = srun_parse(c, n, words, &st);
+    if (rc) {
+        free(words);
+        return rc < 0 ? EXIT_OK : rc;
+    }
+    const char *node = getenv("DOCKET_NODE"), *list = getenv("DOCKET_NODELIST");
+    size_t first = list ? strcspn(list, ",") : 0;
+    if (!node || !list || strlen(node) != first || strncmp(node, list, first) != 0) {
+        free(words);
+        return cli_fail(c,
+                        "srun --pty runs on the allocation's first node (%.*s), and this "
+                        "is %s: run it from the session's shell",
+                        (int)first, list ? list : "?", node ? node : "?");
+    }
+    fflush(NULL);
+    execvp(st.argv[0], st.argv);
+    rc = cli_fail(c, "cannot run '%s': %s", st.argv[0], strerror(errno));
+    free(words);
+    return rc == EXIT_FAIL ? 127 : rc;
+}
+
 int cmd_srun(struct cli *c, int argc, char **argv)
 {
     static struct run r;
@@ -656,6 +700,9 @@ int cmd_srun(struct cli *c, int argc, char **argv)
 
     if (argc == 2 && !strcmp(argv[1], "--docket-step-host"))
         return srun_step_host();
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--pty"))
+            return srun_pty(c, argc, argv, i);
     memset(&r, 0, sizeof(r));
     if (!getenv("SLURM_JOB_ID"))
         return cli_fail(c, "docket's srun runs only inside a Slurm-style job "

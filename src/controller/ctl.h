@@ -128,6 +128,7 @@ struct ctl {
     struct ctl_services *services; /* services.c */
     struct ctl_conns *conns;       /* conn.c */
     struct ctl_stream *streams;    /* stream.c: replies being sent in slices */
+    struct ctl_tty_end *ttys;      /* tty.c: terminal streams parked, waiting or joined */
     struct ctl_backup *backup;     /* backup.c: the one backup being made or sent */
     struct ctl_array *arrays;      /* jobs.c: big arrays being written in slices */
     json_t *submit_buckets;        /* user -> [tokens, last mono ms] (jobs.c) */

@@ -40,6 +40,7 @@
 #include "controller/secrets.h"
 #include "controller/services.h"
 #include "controller/stream.h"
+#include "controller/tty.h"
 #include "controller/sync.h"
 #include "controller/tls.h"
 #include "controller/turns.h"
@@ -413,6 +414,8 @@ static const struct route {
     {M_GET, "/v1/jobs/:/explain", h_job_explain, CTL_P_READ, T_JOB},
     {M_GET, "/v1/jobs/:/logs", h_job_logs, CTL_P_JOB_PRIVATE, T_JOB},
     {M_GET, "/v1/jobs/:/usage", h_job_usage, CTL_P_READ, T_JOB},
+    /* an interactive session's terminal (tty.c): the owner alone, checked there */
+    {M_GET, "/v1/jobs/:/tty", h_job_tty, CTL_P_JOB_PRIVATE, T_JOB},
     {M_GET, "/v1/forecast", h_forecast, CTL_P_READ, T_NONE},
     {M_GET, "/v1/nodes", h_nodes_list, CTL_P_READ, T_NONE},
     {M_GET, "/v1/nodes/:", h_node_show, CTL_P_READ, T_NONE},
@@ -467,6 +470,7 @@ static const struct route {
     {M_POST, "/v1/agent/events", h_agent_events, CTL_P_AGENT, T_NONE},
     {M_POST, "/v1/agent/logs", h_agent_logs, CTL_P_AGENT, T_NONE},
     {M_POST, "/v1/agent/rotate", h_agent_rotate, CTL_P_AGENT, T_NONE},
+    {M_GET, "/v1/agent/jobs/:/tty", h_agent_tty, CTL_P_AGENT, T_NONE},
     /* alerts: anyone may read what fires (as anyone may read jobs and nodes); operators
      * silence; reports carry every project's usage and cost: the audit readers */
     {M_GET, "/v1/alerts", h_alerts_list, CTL_P_READ, T_NONE},
@@ -1093,6 +1097,7 @@ void ctl_http_stop(struct ctl *c)
     ctl_agent_events_stop_all(c);
     hb_stop_all(c);
     ctl_stream_stop_all(c);
+    ctl_tty_stop_all(c);
     ctl_conn_stop(c);
     if (c->http_tcp)
         evhttp_free(c->http_tcp);

@@ -324,7 +324,7 @@ struct proto_class_node ctl_class_node(const struct ctl *c, const char *name)
     for (int i = 0; i < c->nclass_nodes; i++)
         if (strcmp(c->class_nodes[i].name, name) == 0)
             return c->class_nodes[i].n;
-    return (struct proto_class_node){0, 0, {0, 0, PROTO_IDLE_NONE}, PROTO_LEASE_DEFAULT_MS};
+    return (struct proto_class_node){0, 0, {0, 0, PROTO_IDLE_NONE}, PROTO_LEASE_DEFAULT_MS, 0};
 }
 
 /* The class node fields a parsed document gives for class i, the earlier ones where not. */
@@ -341,6 +341,8 @@ static struct proto_class_node class_node_of(const struct ctl *c, const struct p
         n.idle = old.idle;
     if (n.lease_ms < 0)
         n.lease_ms = old.lease_ms;
+    if (n.session_idle_ms < 0)
+        n.session_idle_ms = old.session_idle_ms;
     return n;
 }
 
@@ -411,6 +413,12 @@ static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_
     json_t *slurm = json_object_get(spec, "slurm"); /* a Slurm-style job (docs/slurm.md) */
     if (json_is_object(slurm))
         json_object_set(job, "slurm", slurm);
+    if (json_is_true(json_object_get(spec, "tty")) && rank == 0) /* docs/interactive.md */
+        json_object_set_new(
+            job, "tty",
+            json_pack("{s:I}", "idle_ms",
+                      (json_int_t)(cn.session_idle_ms > 0 ? cn.session_idle_ms
+                                                          : PROTO_SESSION_IDLE_DEFAULT_MS)));
     return json_pack("{s:s,s:o}", "type", "start", "job", job);
 }
 

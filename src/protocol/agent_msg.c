@@ -302,13 +302,27 @@ static bool user_name_ok(const char *s)
     return true;
 }
 
+/* "tty": {"idle_ms": N}, an interactive session (docs/interactive.md) */
+static int parse_tty(const json_t *v, struct agent_job *j, struct proto_error *err)
+{
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_object(v))
+        return bad(err, "job.tty", "'job.tty' must be an object");
+    static const char *const known[] = {"idle_ms", NULL};
+    int rc = check_fields(v, known, "job.tty.", err);
+    if (rc == 0)
+        rc = get_int(v, "idle_ms", "job.tty.", 1000, INT64_MAX / 2, &j->tty_idle_ms, true, err);
+    return rc;
+}
+
 static const char *const job_fields[] = {
     "id",       "name",      "project",    "tier",          "class",       "user",
     "command",  "script",    "workdir",    "output",        "error",       "env",
     "gpus",     "cpus",      "mem_mb",     "time_limit_ms", "signal",      "grace_ms",
     "nodelist", "node_rank", "world_size", "master_addr",   "master_port", "array_index",
     "run",      "pids_max",  "secret_env", "array_id",      "slurm",       "lease_ms",
-    NULL};
+    "tty",      NULL};
 
 static int parse_scalars(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
@@ -464,7 +478,8 @@ int agent_job_parse(const json_t *o, struct agent_job *j, struct proto_error *er
         (rc = parse_slurm(json_object_get(o, "slurm"), j, err)) < 0)
         goto out;
     int64_t aid = 0;
-    if ((rc = get_int(o, "array_id", "job.", 0, INT64_MAX, &aid, false, err)) < 0)
+    if ((rc = get_int(o, "array_id", "job.", 0, INT64_MAX, &aid, false, err)) < 0 ||
+        (rc = parse_tty(json_object_get(o, "tty"), j, err)) < 0)
         goto out;
     j->array_id = (uint64_t)aid;
     if (j->world_size > 0 && j->node_rank >= j->world_size) {
@@ -555,6 +570,8 @@ json_t *agent_job_to_json(const struct agent_job *j)
         j->array_index, "run", j->run, "pids_max", (json_int_t)j->pids_max, "lease_ms",
         (json_int_t)j->lease_ms);
     slurm_to_json(j, o);
+    if (o && j->tty_idle_ms > 0)
+        json_object_set_new(o, "tty", json_pack("{s:I}", "idle_ms", (json_int_t)j->tty_idle_ms));
     return o;
 }
 

@@ -99,6 +99,9 @@ struct agent_job {
      * node timeout's lease (docs/agent.md "Fencing and leases"). */
     int64_t lease_ms;
     uint64_t array_id; /* the array's first job, 0 = not an array element */
+    /* An interactive session (docs/interactive.md): the job runs on a PTY and ends after
+     * this long without input or output; 0 = an ordinary job. */
+    int64_t tty_idle_ms;
     /* A job read from sbatch options (docs/slurm.md): the batch script runs on the
      * first node only, with Slurm's environment; srun starts the tasks. */
     struct agent_slurm {

@@ -252,6 +252,17 @@ static int f_hold(const json_t *v, int64_t now, struct proto_jobspec *j, struct 
     return proto_get_bool(v, "hold", &j->hold, e);
 }
 
+/* "tty": the job runs on a terminal of its own and waits for a person to attach
+ * (docket shell, docs/interactive.md); kept only when true. */
+static int f_tty(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    bool on = false;
+    int rc = proto_get_bool(v, "tty", &on, e);
+    if (rc == 0 && on)
+        json_object_set_new(j->extra, "tty", json_true());
+    return rc;
+}
+
 static bool env_name_ok(const char *k)
 {
     if (!k[0] || (k[0] >= '0' && k[0] <= '9'))
@@ -523,6 +534,7 @@ static const struct {
     {"hold", f_hold},
     {"begin", f_begin},
     {"slurm", f_slurm},
+    {"tty", f_tty},
 };
 
 void proto_jobspec_init(struct proto_jobspec *j)
@@ -759,6 +771,8 @@ int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out, struct p
     json_t *slurm = json_object_get(stored, "slurm");
     if (json_is_object(slurm))
         json_object_set(out->extra, "slurm", slurm);
+    if (json_is_true(json_object_get(stored, "tty")))
+        json_object_set_new(out->extra, "tty", json_true());
     return 0;
 fail:
     proto_jobspec_release(out);

@@ -174,15 +174,17 @@ static int parse_class_node(const json_t *o, const char *path, struct proto_clas
     char f[160];
     json_t *pm = json_object_get(o, "pids_max"), *dm = json_object_get(o, "default_mem");
     json_t *idle = json_object_get(o, "idle"), *lease = json_object_get(o, "lease");
+    json_t *sidle = json_object_get(o, "session_idle");
     if (cn) {
-        cn->pids_max = cn->default_mem_mb = cn->lease_ms = -1;
+        cn->pids_max = cn->default_mem_mb = cn->lease_ms = cn->session_idle_ms = -1;
         cn->idle.action = PROTO_IDLE_UNSET;
     }
-    if (!cn && (pm || dm || idle || lease)) {
+    if (!cn && (pm || dm || idle || lease || sidle)) {
         snprintf(f, sizeof(f), "%s%s%s", path, path[0] ? "." : "",
                  pm      ? "pids_max"
                  : dm    ? "default_mem"
                  : lease ? "lease"
+                 : sidle ? "session_idle"
                          : "idle");
         return proto_errorf(err, 400, NULL, f,
                             "%s is set with the policy document (docket apply), not here", f);
@@ -209,6 +211,15 @@ static int parse_class_node(const json_t *o, const char *path, struct proto_clas
         if (rc < 0)
             return rc;
     }
+    if (sidle) {
+        snprintf(f, sizeof(f), "%s%ssession_idle", path, path[0] ? "." : "");
+        int rc =
+            proto_get_duration(sidle, f, (int64_t)7 * 24 * 3600 * 1000, &cn->session_idle_ms, err);
+        if (rc < 0)
+            return rc;
+        if (cn->session_idle_ms < 1000)
+            return proto_errorf(err, 400, NULL, f, "%s must be at least 1s", f);
+    }
     return idle ? parse_idle(idle, path, &cn->idle, err) : 0;
 }
 
@@ -219,7 +230,8 @@ static int parse_class_fields(const json_t *o, const char *path, struct sched_cl
                                         "preemptible", "preempt_order", "protect_after",
                                         "max_grace",   "max_retries",   "restart_on_failure",
                                         "requeueable", "pids_max",      "default_mem",
-                                        "idle",        "lease",         NULL};
+                                        "idle",        "lease",         "session_idle",
+                                        NULL};
     int rc;
     if ((rc = proto_check_fields(o, path, known, err)) < 0 ||
         (rc = parse_class_node(o, path, cn, err)) < 0 ||
@@ -702,6 +714,8 @@ void proto_class_node_json(json_t *classes, const struct sched_policy *p,
         }
         if (cn[i].lease_ms >= 0)
             json_object_set_new(o, "lease", dur(cn[i].lease_ms));
+        if (cn[i].session_idle_ms > 0)
+            json_object_set_new(o, "session_idle", dur(cn[i].session_idle_ms));
         if (cn[i].idle.action > PROTO_IDLE_NONE)
             json_object_set_new(o, "idle",
                                 json_pack("{s:i,s:o,s:s}", "gpu_util_below",

@@ -156,7 +156,12 @@ struct proto_class_node {
     int64_t default_mem_mb;
     struct proto_idle_rule idle;
     int64_t lease_ms;
+    /* an interactive session (docs/interactive.md) with no input and no output this long
+     * is warned, then ended; 0 = PROTO_SESSION_IDLE_DEFAULT_MS */
+    int64_t session_idle_ms;
 };
+
+#define PROTO_SESSION_IDLE_DEFAULT_MS ((int64_t)60 * 60 * 1000)
 
 struct proto_policy {
     struct sched_policy policy; /* starts as the caller's current policy */

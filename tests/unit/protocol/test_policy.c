@@ -300,13 +300,15 @@ static void class_node_fields(void **state)
     assert_int_equal(p.class_node[0].lease_ms, 20 * 60000);
     assert_int_equal(p.class_node[1].lease_ms, -1); /* not given: the earlier one */
     json_t *out = proto_policy_to_json(&p.policy);
-    struct proto_class_node cn[3] = {
-        {64, 16384, {0, 0, 0}, 20 * 60000}, {0, 0, {0, 0, 0}, -1}, {0, 512, {0, 0, 0}, 0}};
+    struct proto_class_node cn[3] = {{64, 16384, {0, 0, 0}, 20 * 60000, 90000},
+                                     {0, 0, {0, 0, 0}, -1, -1},
+                                     {0, 512, {0, 0, 0}, 0, 0}};
     proto_class_node_json(json_object_get(out, "classes"), &p.policy, cn);
     json_t *c0 = json_array_get(json_object_get(out, "classes"), 0);
     assert_int_equal(json_integer_value(json_object_get(c0, "pids_max")), 64);
     assert_string_equal(json_string_value(json_object_get(c0, "default_mem")), "16G");
     assert_string_equal(json_string_value(json_object_get(c0, "lease")), "1200s");
+    assert_string_equal(json_string_value(json_object_get(c0, "session_idle")), "90s");
     assert_null(json_object_get(json_array_get(json_object_get(out, "classes"), 1), "pids_max"));
     assert_string_equal(json_string_value(json_object_get(
                             json_array_get(json_object_get(out, "classes"), 2), "default_mem")),
@@ -316,7 +318,9 @@ static void class_node_fields(void **state)
     assert_int_equal(back.class_node[0].default_mem_mb, 16384);
     assert_int_equal(back.class_node[2].default_mem_mb, 512);
     assert_int_equal(back.class_node[0].lease_ms, 20 * 60000);
-    assert_int_equal(back.class_node[2].lease_ms, 0); /* 0 (the node timeout's) kept */
+    assert_int_equal(back.class_node[0].session_idle_ms, 90000);
+    assert_int_equal(back.class_node[1].session_idle_ms, -1); /* not given */
+    assert_int_equal(back.class_node[2].lease_ms, 0);         /* 0 (the node timeout's) kept */
     proto_policy_release(&back);
     json_decref(out);
     proto_policy_release(&p);
