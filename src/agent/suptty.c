@@ -180,9 +180,13 @@ static int listen_sock(struct sup *s)
         return rc;
     unlinkat(dfd, "tty.sock", 0);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    /* the job directory is the agent's (0700 under a root agent): only it connects */
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 4) < 0) {
-        rc = -errno;
+    /* the socket is the agent's alone (0600, made so: no moment when it is open wider),
+     * in the agent's job directory: no job, of this user or another, connects to it */
+    mode_t old = umask(0177);
+    rc = fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ? -errno : 0;
+    umask(old);
+    if (rc < 0 || listen(fd, 4) < 0) {
+        rc = rc < 0 ? rc : -errno;
         if (fd >= 0)
             close(fd);
         close(dfd);
@@ -303,6 +307,14 @@ static void take_client(struct sup_tty *t)
     int fd = accept4(t->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0)
         return;
+    /* the agent only (our uid): the socket's mode says so, its peer's credentials too */
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != geteuid()) {
+        sup_log("tty: a connection from uid %d refused", len == sizeof cred ? (int)cred.uid : -1);
+        close(fd);
+        return;
+    }
     client_drop(t); /* a new client (a reattach) takes over */
     t->cfd = fd;
 }

@@ -134,6 +134,19 @@ last_job() {
     run curl -s -H "Authorization: Bearer $tok" -H 'Upgrade: docket-tty' \
         "http://127.0.0.1:$PORT/v1/agent/jobs/$id/tty"
     [[ $output == *'"error"'* && $output != *secret-42* ]]
+    # a process of another user on the node, at the supervisor's socket itself
+    sock=$(ls "$T"/agent-*/jobs/"$id"/tty.sock)
+    [[ $(stat -c %a "$sock") == 600 ]]
+    if [[ $(id -u) == 0 ]]; then
+        run python3 -c 'import os, socket, sys
+os.setgid(65534); os.setuid(65534)
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1]); print("connected"); s.settimeout(2); print(s.recv(100))
+except OSError as e:
+    print("refused:", e.strerror)' "$sock"
+        [[ $output == refused:* ]] || { echo "$output"; false; }
+    fi
     "$DOCKET" cancel "$id" >/dev/null
     wait "$victim" || true
 }
