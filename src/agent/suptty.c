@@ -293,10 +293,13 @@ int sup_tty_child(struct sup *s)
     return 0;
 }
 
+static void take_frames(struct sup_tty *t, int64_t now, bool until_hello);
+
 void sup_tty_spawned(struct sup *s)
 {
     close(s->tty->slave);
     s->tty->slave = -1;
+    take_frames(s->tty, clock_mono_ms(), false); /* typed while the command started */
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -366,18 +369,12 @@ static void on_frame(struct sup_tty *t, const struct tty_frame *f)
     }
 }
 
-static void read_client(struct sup_tty *t, int64_t now)
+/* The frames read so far; before the launch (`until_hello`) only up to the HELLO: what
+ * was typed after it waits for the command to exist. */
+static void take_frames(struct sup_tty *t, int64_t now, bool until_hello)
 {
-    ssize_t r = recv(t->cfd, t->in + t->inlen, sizeof t->in - t->inlen, MSG_DONTWAIT);
-    if (r < 0 && (errno == EAGAIN || errno == EINTR))
-        return;
-    if (r <= 0) {
-        client_drop(t);
-        return;
-    }
-    t->inlen += (size_t)r;
     size_t at = 0;
-    for (;;) {
+    while (t->cfd >= 0 && !(until_hello && t->hello)) {
         struct tty_frame f;
         int n = tty_frame_parse(t->in + at, t->inlen - at, &f);
         if (n < 0) {
@@ -392,12 +389,25 @@ static void read_client(struct sup_tty *t, int64_t now)
             t->warned = false;
         }
         on_frame(t, &f);
-        if (t->cfd < 0)
-            return;
         at += (size_t)n;
     }
+    if (t->cfd < 0)
+        return;
     memmove(t->in, t->in + at, t->inlen - at);
     t->inlen -= at;
+}
+
+static void read_client(struct sup_tty *t, int64_t now, bool until_hello)
+{
+    ssize_t r = recv(t->cfd, t->in + t->inlen, sizeof t->in - t->inlen, MSG_DONTWAIT);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (r <= 0) {
+        client_drop(t);
+        return;
+    }
+    t->inlen += (size_t)r;
+    take_frames(t, now, until_hello);
 }
 
 /* The PTY's output: into the ring, and to the client. false once it has none to give. */
@@ -441,7 +451,7 @@ void sup_tty_polled(struct sup *s, const struct pollfd *p, int n)
     if (n > 1 && p[1].revents && !read_master(t, now))
         t->hup = true;
     if (n > 2 && p[2].fd == t->cfd && (p[2].revents & (POLLIN | POLLHUP | POLLERR)))
-        read_client(t, now);
+        read_client(t, now, false);
     client_flush(t);
 }
 
@@ -508,7 +518,7 @@ int sup_tty_await(struct sup *s, int sfd, char *err, size_t errlen)
         if (p[1].revents)
             take_client(t);
         if (t->cfd >= 0 && p[2].fd == t->cfd && p[2].revents)
-            read_client(t, now);
+            read_client(t, now, true);
         client_flush(t);
     }
     t->last_mono = clock_mono_ms();

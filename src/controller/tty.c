@@ -232,8 +232,10 @@ static bool asks_upgrade(struct ctl_req *r)
     return false;
 }
 
-/* The running job `id` of the path, with its view; replies and returns -1 otherwise. */
-static int running_job(struct ctl_req *r, uint64_t *id, struct sched_job_view *v)
+/* The running job `id` of the path, with its view; replies and returns -1 otherwise.
+ * `starting`: a job whose start went to its node counts too (the node offers the
+ * terminal as soon as it launched the job, before docketd has heard that it runs). */
+static int running_job(struct ctl_req *r, uint64_t *id, struct sched_job_view *v, bool starting)
 {
     int64_t n;
     if (parse_int64(r->arg[0], 1, INT64_MAX, &n) < 0 ||
@@ -242,7 +244,8 @@ static int running_job(struct ctl_req *r, uint64_t *id, struct sched_job_view *v
         return -1;
     }
     *id = (uint64_t)n;
-    if (v->state != SCHED_RUNNING || v->nallocs < 1) {
+    if ((v->state != SCHED_RUNNING && !(starting && v->state == SCHED_STARTING)) ||
+        v->nallocs < 1) {
         ctl_reply_errorf(r->c, r->req, 409, "state", "job %llu is %s, not running",
                          (unsigned long long)*id, sched_job_state_name(v->state));
         return -1;
@@ -266,7 +269,7 @@ void h_job_tty(struct ctl_req *r)
 {
     struct sched_job_view v;
     uint64_t id;
-    if (!asks_upgrade(r) || running_job(r, &id, &v) < 0)
+    if (!asks_upgrade(r) || running_job(r, &id, &v, false) < 0)
         return;
     /* the session is a shell as its owner: nobody else types into it, lead or admin */
     if (r->id.node || strcmp(v.user, r->id.user) != 0) {
@@ -311,7 +314,7 @@ void h_agent_tty(struct ctl_req *r)
 {
     struct sched_job_view v;
     uint64_t id;
-    if (!asks_upgrade(r) || running_job(r, &id, &v) < 0)
+    if (!asks_upgrade(r) || running_job(r, &id, &v, true) < 0)
         return;
     const char *first = sched_node_name(r->c->sched, v.allocs[0].node);
     if (!first || strcmp(first, r->id.node_name) != 0) {
