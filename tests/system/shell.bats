@@ -78,6 +78,24 @@ last_job() {
     wait_for 60 state_in "$id" COMPLETED FAILED
 }
 
+@test "a session outlives a restart of its node's agent and of docketd; attach finds it" {
+    steps='[{"expect": "session [0-9]+ on"}, {"send": "echo before-$((3*3))\r"},
+            {"expect": "before-9"}, {"close": true}]'
+    run drive "$steps" "$DOCKET" shell -A vision -- /bin/sh
+    id=$(last_job)
+    node=$("$DOCKET" show "$id" --json | jq -r '.job.allocation[0].node')
+    n=${node##*-}
+    kill_pidfile "$T/agent-$n.pid"
+    agent_start "$n" "$("$DOCKET" token join)"
+    kill_pidfile "$T/ctl.pid"
+    ctl_start "$PORT"
+    wait_for 60 nodes_up 2
+    [[ $(job_state "$id") == RUNNING ]]
+    steps='[{"expect": "before-9"}, {"send": "echo after-$((4*4))\r"}, {"expect": "after-16"},
+            {"send": "exit 2\r"}]'
+    run -2 drive "$steps" "$DOCKET" attach "$id"
+}
+
 @test "the session's working directory is kept per user and project between sessions" {
     run -0 drive '[]' "$DOCKET" shell -A vision -- sh -c 'pwd; echo kept >note'
     [[ $output == *"/sessions/vision/"* ]]

@@ -178,6 +178,25 @@ job_done() { [[ $(job_state "$1") == COMPLETED ]]; }
     wait_for 20 node_up tn2
 }
 
+@test "an interactive session over TLS: the CLI's and the agent's upgraded connections" {
+    tls_start
+    agent_start tn1 --controller-fingerprint "$FPR"
+    wait_for 20 node_up tn1
+    local me
+    me=$(id -un)
+    export DOCKET_URL=$DOCKETD_URL DOCKET_FINGERPRINT=$FPR
+    DOCKET_TOKEN=$("$DOCKET" --token "$ADMIN_TOKEN" token create --user "$me" 2>/dev/null)
+    "$DOCKET" --token "$ADMIN_TOKEN" projects members add default "$me" >/dev/null
+    export DOCKET_TOKEN
+    run python3 "$BATS_TEST_DIRNAME/lib/pty_drive.py" \
+        '[{"expect": "session [0-9]+ on"}, {"send": "echo tls-$((20+1))\r"}, {"expect": "tls-21"}, {"send": "exit 9\r"}]' \
+        "$DOCKET" shell -p default -c 1 -- /bin/sh
+    [[ $status == 9 && $output == *tls-21* ]] || { echo "status $status: $output"; false; }
+    # a wrong pin: nothing is sent, the session is not reached
+    run env DOCKET_FINGERPRINT="$WRONG" "$DOCKET" attach 1
+    [[ $status -ne 0 && $output != *tls-21* ]]
+}
+
 @test "an agent refuses a controller with another key, and says why" {
     tls_start
     agent_start tbad --controller-fingerprint "$WRONG"
