@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 enum {
@@ -30,7 +31,8 @@ enum {
     TTY_BACKOFF_MAX_MS = 5000,
     TTY_SUP_TRIES = 200, /* the supervisor's socket, TTY_SUP_RETRY_MS apart */
     TTY_SUP_RETRY_MS = 50,
-    TTY_HIGH_WATER = 256 * 1024
+    TTY_HIGH_WATER = 256 * 1024,
+    TTY_PARKED_MIN_MS = 1000 /* a parked request closed sooner than this is a failure */
 };
 
 struct ag_tty {
@@ -41,6 +43,7 @@ struct ag_tty {
     bool upgraded, closing;
     int sup_tries;
     int64_t backoff_ms;
+    int64_t offered_ms;  /* monotonic: when the parked request went out */
     struct event *timer; /* the next offer, or the supervisor's socket again */
     struct ag_tty *next;
 };
@@ -199,6 +202,8 @@ static void ctl_event(struct bufferevent *bev, short what, void *arg)
         return;
     if (t->upgraded) /* the person went: the session lives on for the next attach */
         link_end(t, TTY_REOFFER_MS);
+    else if (!(what & BEV_EVENT_ERROR) && clock_mono_ms() - t->offered_ms > TTY_PARKED_MIN_MS)
+        link_end(t, TTY_REOFFER_MS); /* a parked request docketd let go after its idle time */
     else
         link_failed(t, "docketd closed the connection");
 }
@@ -220,6 +225,7 @@ static void offer(struct ag_tty *t)
                         "Connection: Upgrade\r\n\r\n",
                         (unsigned long long)t->job, a->host, a->credential);
     bufferevent_enable(t->ctl, EV_READ | EV_WRITE);
+    t->offered_ms = clock_mono_ms();
     if (bufferevent_socket_connect_hostname(t->ctl, NULL, AF_UNSPEC, a->host, a->port) < 0)
         link_failed(t, "cannot connect");
 }

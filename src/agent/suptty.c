@@ -546,9 +546,14 @@ void sup_tty_end(struct sup *s)
     struct sup_tty *t = s->tty;
     if (!t)
         return;
-    int64_t now = clock_mono_ms();
-    while (read_master(t, now) && t->outlen < SUP_TTY_OUT / 2)
-        ;
+    /* what the command wrote last; a process left behind that keeps writing is not
+     * waited for (the master is non-blocking, and the queue bounded) */
+    uint8_t buf[TTY_FRAME_MAX];
+    ssize_t r;
+    while (t->outlen < SUP_TTY_OUT / 2 && (r = read(t->master, buf, sizeof buf)) > 0) {
+        ring_add(t, buf, (size_t)r);
+        client_queue(t, TTY_DATA, buf, (size_t)r);
+    }
     int st = s->leader_status;
     uint8_t frame[8];
     size_t n = WIFSIGNALED(st)

@@ -52,6 +52,17 @@ last_job() {
     [[ $output == *"/dev/pts/"* ]]
 }
 
+@test "a session that waits says why on the terminal; Ctrl-C then cancels it" {
+    blocker=$("$DOCKET" submit -A vision -g 8 -N 2 --parsable -- sleep 600)
+    wait_for 60 state_in "$blocker" RUNNING
+    run drive '[{"expect": "waiting for resources \\(PENDING: [A-Za-z]+\\)"}, {"send": "\u0003"}]' \
+        "$DOCKET" shell -A vision -g 1 -- true
+    "$DOCKET" cancel "$blocker" >/dev/null
+    [[ $status == 130 && $output == *"cancelled while it waited"* ]] || { echo "status $status: $output"; false; }
+    id=$(last_job)
+    wait_for 60 state_in "$id" CANCELLED
+}
+
 @test "a shell: typed commands run, Ctrl-C reaches a remote sleep, a resize shows in stty size" {
     steps='[{"expect": "session [0-9]+ on"}, {"idle": 6}, {"send": "PS1=@@; export PS1\r"}, {"expect": "@@"},
             {"send": "stty size\r"}, {"expect": "24 80"},
