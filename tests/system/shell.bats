@@ -52,6 +52,15 @@ last_job() {
     [[ $output == *"/dev/pts/"* ]]
 }
 
+@test "without a terminal (pipes): input, a flood of output in order, the exit status" {
+    run -6 bash -c "echo 'seq 1 300000; exit 6' | '$DOCKET' shell -A vision -- /bin/sh 2>/dev/null"
+    # the PTY's line discipline writes CRLF, the first line follows the shell's prompt;
+    # every line arrives, in order
+    tr -d '\r' <<<"$output" | sed 's/^# //' | grep -xE '[0-9]+' >"$T/seq.out"
+    [[ $(wc -l <"$T/seq.out") == 300000 ]] || { wc -l "$T/seq.out"; false; }
+    awk 'NR != $1 { bad = 1 } END { exit bad }' "$T/seq.out"
+}
+
 @test "a session that waits says why on the terminal; Ctrl-C then cancels it" {
     blocker=$("$DOCKET" submit -A vision -g 8 -N 2 --parsable -- sleep 600)
     wait_for 60 state_in "$blocker" RUNNING
