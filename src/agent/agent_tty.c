@@ -29,8 +29,8 @@ enum {
     TTY_HEAD_MAX = 16384,
     TTY_REOFFER_MS = 50, /* after a session's connection ended */
     TTY_BACKOFF_MAX_MS = 5000,
-    TTY_SUP_TRIES = 200, /* the supervisor's socket, TTY_SUP_RETRY_MS apart */
-    TTY_SUP_RETRY_MS = 50,
+    TTY_SUP_TRIES = 1000, /* the supervisor's socket, TTY_SUP_RETRY_MS apart */
+    TTY_SUP_RETRY_MS = 10,
     TTY_HIGH_WATER = 256 * 1024,
     TTY_PARKED_MIN_MS = 1000 /* a parked request closed sooner than this is a failure */
 };

@@ -422,7 +422,7 @@ static int wait_running(struct cli *c, int64_t id, char *node, size_t len)
                     now);
             snprintf(last, sizeof last, "%s", now);
         }
-        struct timespec ts = {0, (turn < 40 ? 25 : 500) * 1000 * 1000};
+        struct timespec ts = {0, (turn < 100 ? 10 : 500) * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
 }
