@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/supervisor.h"
+#include "protocol/ttyframe.h"
 #include "util/clock.h"
 
 static char state_dir[256], scratch[300], node[64];
@@ -52,8 +54,11 @@ static int setup(void **st)
         layout.mode = CG_NONE;
         snprintf(no_cgroups, sizeof no_cgroups, "needs cgroups: %s", err);
     }
+    static char sessions[300];
+    snprintf(sessions, sizeof sessions, "%s/sessions", state_dir);
     cfg = (struct sup_config){.state_dir = state_dir,
                               .scratch_root = scratch,
+                              .session_root = sessions,
                               .node = node,
                               .cg = &layout,
                               .allow_root_jobs = true};
@@ -194,6 +199,89 @@ static void test_exit_code_and_output(void **st)
     snprintf(path, sizeof path, "%s/job.json", dir);
     assert_int_equal(stat(path, &sb), 0);
     assert_int_equal(sb.st_mode & 077, 0);
+}
+
+/* An interactive session (suptty.c): the command waits for the first client, runs on a
+ * PTY of the client's size in the session directory, its output and exit come back as
+ * frames; a client that sends garbage is dropped and the session goes on. */
+static void read_frames(int fd, char *data, size_t len, int *exit_code)
+{
+    static uint8_t in[4 * (TTY_FRAME_HEAD + TTY_FRAME_MAX)];
+    size_t have = 0, got = 0;
+    *exit_code = -1;
+    while (*exit_code < 0) {
+        struct pollfd p = {fd, POLLIN, 0};
+        assert_true(poll(&p, 1, 20000) > 0);
+        ssize_t r = read(fd, in + have, sizeof in - have);
+        assert_true(r > 0);
+        have += (size_t)r;
+        size_t at = 0;
+        struct tty_frame f;
+        int n;
+        while ((n = tty_frame_parse(in + at, have - at, &f)) > 0) {
+            if (f.type == TTY_DATA && got + f.len < len) {
+                memcpy(data + got, f.payload, f.len);
+                got += f.len;
+            }
+            if (f.type == TTY_EXIT)
+                *exit_code = f.exit_value;
+            at += (size_t)n;
+        }
+        assert_true(n == 0);
+        memmove(in, in + at, have - at);
+        have -= at;
+    }
+    data[got] = '\0';
+}
+
+static void test_tty_session(void **st)
+{
+    (void)st;
+    json_error_t je;
+    json_t *o = json_loads("{\"id\": 71, \"project\": \"pty\", \"tty\": {\"idle_ms\": 60000},"
+                           " \"command\": [\"sh\", \"-c\", \"stty size; pwd; exit 5\"]}",
+                           0, &je);
+    assert_non_null(o);
+    struct agent_job j;
+    struct proto_error e = {0};
+    assert_int_equal(agent_job_parse(o, &j, &e), 0);
+    json_decref(o);
+    char err[512] = "", dir[512];
+    int sup = 0;
+    assert_int_equal(sup_launch(&cfg, &j, 1, &sup, err, sizeof err), 0);
+    sup_job_dir(&cfg, j.id, dir, sizeof dir);
+    int fd = -1;
+    for (int i = 0; i < 2000 && fd < 0; i++) {
+        fd = sup_tty_connect(dir);
+        struct timespec ts = {0, 5000000};
+        if (fd < 0)
+            nanosleep(&ts, NULL);
+    }
+    assert_true(fd >= 0);
+    char sock[600];
+    snprintf(sock, sizeof sock, "%s/tty.sock", dir);
+    struct stat sb;
+    assert_int_equal(stat(sock, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600); /* the agent's alone */
+    uint8_t hello[8];
+    size_t n = tty_frame_put_size(hello, sizeof hello, TTY_HELLO, 31, 97);
+    assert_int_equal(write(fd, hello, n), (ssize_t)n);
+    char out[4096];
+    int code;
+    read_frames(fd, out, sizeof out, &code);
+    close(fd);
+    assert_int_equal(code, 5);
+    assert_non_null(strstr(out, "31 97"));
+    char want[600];
+    snprintf(want, sizeof want, "%s/pty/", cfg.session_root);
+    assert_non_null(strstr(out, want));
+    int status;
+    assert_int_equal(waitpid(sup, &status, 0), sup);
+    struct sup_state s;
+    assert_int_equal(sup_state_read(dir, &s), 0);
+    assert_int_equal(s.exit_kind, AGENT_EXIT_CODE);
+    assert_int_equal(s.exit_code, 5);
+    agent_job_release(&j);
 }
 
 static void test_environment(void **st)
@@ -1271,6 +1359,7 @@ int main(void)
         cmocka_unit_test(test_resolve_output),
         cmocka_unit_test(test_starttime_guard),
         cmocka_unit_test(test_exit_code_and_output),
+        cmocka_unit_test(test_tty_session),
         cmocka_unit_test(test_step_host_socket),
         cmocka_unit_test(test_step_host_recorded),
         cmocka_unit_test(test_environment),
