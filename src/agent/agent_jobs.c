@@ -379,7 +379,7 @@ static void start_job(struct agent *a, const struct agent_cmd *c, int64_t defer_
     }
     memcpy(j->gpus, spec.gpus, sizeof j->gpus);
     j->ngpus = spec.ngpus;
-    j->tty = spec.tty_idle_ms > 0;
+    j->tty = spec.tty_idle_ms > 0 && spec.node_rank == 0; /* its terminal is rank 0's */
     /* a multi-node job's output is its rank 0's: the other ranks keep theirs here */
     if (spec.node_rank > 0)
         j->final_sent[0] = j->final_sent[1] = true;
@@ -509,7 +509,8 @@ void ag_adopt(struct agent *a, uint64_t id, const char *dir)
     json_t *run = json_object_get(json_object_get(spec, "job"), "run");
     if (json_is_integer(run) && json_integer_value(run) > 0 && json_integer_value(run) <= INT32_MAX)
         j->run = (int)json_integer_value(run);
-    j->tty = json_is_object(json_object_get(json_object_get(spec, "job"), "tty"));
+    j->tty = json_is_object(json_object_get(json_object_get(spec, "job"), "tty")) &&
+             json_integer_value(json_object_get(json_object_get(spec, "job"), "node_rank")) == 0;
     if (json_integer_value(json_object_get(json_object_get(spec, "job"), "node_rank")) > 0)
         j->final_sent[0] = j->final_sent[1] = true; /* rank 0 ships the output */
     json_t *gpus = json_object_get(json_object_get(spec, "job"), "gpus");

@@ -263,7 +263,7 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
     char step_host[PATH_MAX + 32];
     char *host_argv[] = {step_host, "--docket-step-host", NULL};
     snprintf(step_host, sizeof step_host, "%s/.slurm-bin/srun", s->scratch);
-    if (s->j->slurm.on && s->j->node_rank > 0)
+    if ((s->j->slurm.on || s->j->tty_idle_ms > 0) && s->j->node_rank > 0)
         argv = s->step_fd >= 0 ? host_argv : hold_argv;
     if (!argv) {
         snprintf(what, sizeof what, "%s/.docket_script", s->scratch);
@@ -623,7 +623,9 @@ int sup_launch_job(struct sup *s, char *err, size_t errlen)
     int rc = prepare(s, err, errlen);
     if (rc == 0)
         rc = open_step_socket(s, err, errlen);
-    if (rc == 0 && s->j->tty_idle_ms > 0 && (rc = sup_tty_prepare(s, err, errlen)) == 0)
+    /* an interactive session's terminal is its first node's (docs/interactive.md) */
+    if (rc == 0 && s->j->tty_idle_ms > 0 && s->j->node_rank == 0 &&
+        (rc = sup_tty_prepare(s, err, errlen)) == 0)
         rc = sup_tty_await(s, s->sfd, err, errlen);
     if (rc < 0)
         return rc;

@@ -413,7 +413,9 @@ static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_
     json_t *slurm = json_object_get(spec, "slurm"); /* a Slurm-style job (docs/slurm.md) */
     if (json_is_object(slurm))
         json_object_set(job, "slurm", slurm);
-    if (json_is_true(json_object_get(spec, "tty")) && rank == 0) /* docs/interactive.md */
+    /* docs/interactive.md: rank 0 runs the command on a terminal, the others hold their
+     * nodes for the session (its srun, or what the person starts there) */
+    if (json_is_true(json_object_get(spec, "tty")))
         json_object_set_new(
             job, "tty",
             json_pack("{s:I}", "idle_ms",

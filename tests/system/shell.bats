@@ -52,6 +52,15 @@ last_job() {
     [[ $output == *"/dev/pts/"* ]]
 }
 
+@test "a session of two nodes: the command on the first, the second held, one end" {
+    run -3 drive '[]' "$DOCKET" shell -A vision -N 2 -- sh -c 'echo "on:$DOCKET_NODE of $DOCKET_NODELIST"; exit 3'
+    [[ $output =~ on:([^ ]+)\ of\ ([^[:space:]]+) ]]
+    [[ ${BASH_REMATCH[2]} == "${BASH_REMATCH[1]},"* ]] # the first node of the list
+    id=$(last_job)
+    wait_for 60 state_in "$id" FAILED COMPLETED
+    [[ $("$DOCKET" show "$id" --json | jq -r '.job.exit.code') == 3 ]]
+}
+
 @test "without a terminal (pipes): input, a flood of output in order, the exit status" {
     run -6 bash -c "echo 'seq 1 300000; exit 6' | '$DOCKET' shell -A vision -- /bin/sh 2>/dev/null"
     # the PTY's line discipline writes CRLF, the first line follows the shell's prompt;
