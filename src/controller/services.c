@@ -418,8 +418,15 @@ static json_t *rep_json(struct ctl *c, const struct svc *s, const struct svc_rep
     return o;
 }
 
-static json_t *svc_json(struct ctl *c, const struct svc *s)
+/* The service as caller r may see it: the replica's job spec keeps its command, script and
+ * env values for the service's owner, its project's leads and admins only (issue 33 item
+ * 6, as a job's own view). */
+static json_t *svc_json(struct ctl_req *r, const struct svc *s)
 {
+    struct ctl *c = r->c;
+    struct ctl_target t;
+    ctl_req_target(r, s->project, s->user, &t);
+    bool sees = ctl_authz_sees_job_private(&r->id, &t);
     int64_t now = clock_now_ms();
     int ready = 0, looping = 0, restarts = 0;
     json_t *reps = json_array();
@@ -431,8 +438,12 @@ static json_t *svc_json(struct ctl *c, const struct svc *s)
         restarts += s->reps[i].restarts;
     }
     json_t *spec = proto_service_to_json(&s->spec);
-    if (spec) /* the replica's spec as resolved (owner, project, defaults) */
-        json_object_set(spec, "job", s->job);
+    if (spec) { /* the replica's spec as resolved (owner, project, defaults) */
+        json_t *job = json_deep_copy(s->job);
+        if (job && !sees)
+            ctl_job_redact_private(job);
+        json_object_set_new(spec, "job", job ? job : json_null());
+    }
     return json_pack(
         "{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:I,s:o,s:o}", "name", s->name, "project", s->project, "user",
         s->user, "state", svc_service_state(s->spec.replicas, ready, looping, NULL), "replicas",
@@ -459,7 +470,7 @@ void h_services_list(struct ctl_req *r)
         return;
     json_t *arr = json_array();
     for (struct svc *s = r->c->services->head; s; s = s->next)
-        json_array_append_new(arr, svc_json(r->c, s));
+        json_array_append_new(arr, svc_json(r, s));
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "services", arr));
 }
 
@@ -477,7 +488,7 @@ void h_service_show(struct ctl_req *r)
 {
     struct svc *s = svc_arg(r);
     if (s)
-        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "service", svc_json(r->c, s)));
+        ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "service", svc_json(r, s)));
 }
 
 /* The replica's job spec, resolved as the caller's submission would be (and the caller
@@ -564,7 +575,7 @@ void h_services_create(struct ctl_req *r)
     if (svc_reconcile(c, s, now) && svc_save(c, s, now) < 0)
         log_error("service_save_failed", "service=%s error=\"%s\"", s->name,
                   store_errmsg(c->store));
-    ctl_reply_json(c, r->req, 201, json_pack("{s:o}", "service", svc_json(c, s)));
+    ctl_reply_json(c, r->req, 201, json_pack("{s:o}", "service", svc_json(r, s)));
 }
 
 /* The service of the path, its caller checked as for the jobs of its owner. */
@@ -613,7 +624,7 @@ void h_service_scale(struct ctl_req *r)
     if (svc_reconcile(c, s, now) && svc_save(c, s, now) < 0)
         log_error("service_save_failed", "service=%s error=\"%s\"", s->name,
                   store_errmsg(c->store));
-    ctl_reply_json(c, r->req, 200, json_pack("{s:o}", "service", svc_json(c, s)));
+    ctl_reply_json(c, r->req, 200, json_pack("{s:o}", "service", svc_json(r, s)));
 }
 
 void h_service_delete(struct ctl_req *r)

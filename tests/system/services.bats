@@ -145,6 +145,13 @@ ready_is() { # NAME N
     [ "$(as_mallory DELETE /v1/services/web)" = 403 ]
     [ "$(as_mallory POST /v1/services "$(cat "$f" | jq -c '.name = "evil"')")" = 403 ]
     [ "$(as_mallory GET /v1/services/web)" = 200 ]
+    # ... and reads its state, never its replicas' command or env values (issue 33, item 6)
+    curl -s -H "Authorization: Bearer $tok" "http://127.0.0.1:$PORT/v1/services/web" |
+        jq -e '.service.spec.job.command == null and .service.spec.job.hidden == true'
+    curl -s -H "Authorization: Bearer $tok" "http://127.0.0.1:$PORT/v1/services" |
+        jq -e '[.services[].spec.job.command] | all(. == null)'
+    run -0 "$DOCKET" services show web --json
+    jq -e '.service.spec.job.command != null' <<<"$output"
     [ "$(svc web | jq .replicas)" = 2 ]
     run -1 "$DOCKET" services show evil
 }
