@@ -28,7 +28,7 @@ SLURM_COMPAT_DIR ?= $(PREFIX)/bin
 # build-test/bats.log after a make test; CONTRIBUTING.md)
 CHECK_BATS ?= $(addprefix tests/system/,cli.bats slurm.bats srun_step.bats sim.bats sim_history.bats \
 	secrets.bats metrics.bats usage.bats logs_runs.bats class_limits.bats groups.bats \
-	seams_people.bats)
+	seams_people.bats templates.bats)
 # ... and on PostgreSQL (docketd --db, a throwaway cluster: scripts/pg-test.sh)
 CHECK_PG_BATS ?= tests/system/cli.bats
 

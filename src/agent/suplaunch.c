@@ -26,6 +26,7 @@
 
 #include "agent/pathopen.h"
 #include "agent/sup_int.h"
+#include "util/dbuf.h"
 #include "util/str.h"
 
 static int resolve_user(struct sup *s, char *err, size_t errlen)
@@ -185,6 +186,11 @@ static void __attribute__((noreturn)) child_fail(int fd, const char *what, int e
 }
 
 /* Runs in the job's child: from here on only this process and its exec matter. */
+static bool has_environment(const struct agent_job *j)
+{
+    return j->nmodules > 0 || j->setup;
+}
+
 static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **env)
 {
     char what[PATH_MAX + 64];
@@ -273,9 +279,78 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
         sh_argv[2] = NULL;
         argv = sh_argv;
     }
+    /* a template's modules and setup run first, in a shell that then execs the job */
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    char env_path[PATH_MAX + 32];
+    char *wrapped[argc + 3];
+    if (has_environment(s->j) && argv != host_argv && argv != hold_argv) {
+        snprintf(env_path, sizeof env_path, "%s/.docket_env", s->scratch);
+        wrapped[0] = "/bin/sh";
+        wrapped[1] = env_path;
+        memcpy(wrapped + 2, argv, sizeof(char *) * ((size_t)argc + 1));
+        argv = wrapped;
+    }
     execvpe(argv[0], argv, env);
     snprintf(what, sizeof what, "cannot execute '%s'", argv[0]);
     child_fail(pfd, what, errno);
+}
+
+/* A file of the scratch directory, new (anything already there is refused, never
+ * opened: a FIFO, a link another job of the user raced in), the job's user's. */
+static int write_scratch_file(struct sup *s, const char *name, const char *text, char *err,
+                              size_t errlen)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%s", s->scratch, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0700);
+    if (fd < 0) {
+        sup_errf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+        return -errno;
+    }
+    size_t n = strlen(text);
+    ssize_t w = write(fd, text, n);
+    int rc = w == (ssize_t)n ? 0 : -EIO;
+    if (rc == 0 && geteuid() == 0 && fchown(fd, s->uid, s->gid) < 0)
+        rc = -errno;
+    close(fd);
+    if (rc < 0)
+        sup_errf(err, errlen, "cannot write '%s': %s", path, strerror(-rc));
+    return rc;
+}
+
+/* SCRATCH/.docket_env: the template's environment (docs/environments.md) as a script the
+ * job's /bin/sh runs before exec'ing the job: the module command found where the site's
+ * environment modules put it, each module loaded, the setup (SCRATCH/.docket_env.setup)
+ * sourced so what it exports reaches the job. A failing step ends the job, exit 97, its
+ * message on the job's stderr; the node is not concerned. */
+static int write_environment(struct sup *s, char *err, size_t errlen)
+{
+    struct dbuf b;
+    dbuf_init(&b, (size_t)1 << 20);
+    dbuf_puts(&b, "# the job's environment template, written by docket-node\n"
+                  "if ! command -v module >/dev/null 2>&1; then\n"
+                  "    for f in /etc/profile.d/lmod.sh /etc/profile.d/modules.sh"
+                  " /usr/share/lmod/lmod/init/profile /usr/share/modules/init/sh; do\n"
+                  "        if [ -r \"$f\" ]; then . \"$f\"; break; fi\n"
+                  "    done\n"
+                  "fi\n");
+    /* the names are one word of [A-Za-z0-9._+-/@] (agent_msg.c): quoting is enough */
+    for (int i = 0; i < s->j->nmodules; i++)
+        dbuf_printf(&b,
+                    "module load '%s' || { echo \"docket: template $DOCKET_TEMPLATE: module load"
+                    " %s failed\" >&2; exit 97; }\n",
+                    s->j->modules[i], s->j->modules[i]);
+    if (s->j->setup)
+        dbuf_puts(&b, ". \"$0.setup\" || { rc=$?; echo \"docket: template $DOCKET_TEMPLATE:"
+                      " setup failed (exit $rc)\" >&2; exit 97; }\n");
+    dbuf_puts(&b, "exec \"$@\"\n");
+    int rc = b.failed ? -ENOMEM : write_scratch_file(s, ".docket_env", b.data, err, errlen);
+    dbuf_release(&b);
+    if (rc == 0 && s->j->setup)
+        rc = write_scratch_file(s, ".docket_env.setup", s->j->setup, err, errlen);
+    return rc;
 }
 
 static int write_script(struct sup *s, char *err, size_t errlen)
@@ -333,7 +408,10 @@ static int make_scratch(struct sup *s, char *err, size_t errlen)
     }
     if (s->j->slurm.on && s->c->slurm_cli && *s->c->slurm_cli)
         slurm_bin(s);
-    return s->j->script ? write_script(s, err, errlen) : 0;
+    int rc = s->j->script ? write_script(s, err, errlen) : 0;
+    if (rc == 0 && has_environment(s->j))
+        rc = write_environment(s, err, errlen);
+    return rc;
 }
 
 /* What the job may use beyond memory and CPU: a number of processes, and of the node's

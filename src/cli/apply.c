@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -44,6 +45,18 @@ static int read_all(struct cli *c, const char *path, struct dbuf *b)
     if (b->len == 0)
         return cli_fail(c, "'%s' is empty", path);
     return 0;
+}
+
+/* ", N templates" when the file has the section (docs/environments.md). */
+static const char *templates_text(const json_t *applied)
+{
+    static char b[48];
+    const json_t *n = json_object_get(applied, "templates");
+
+    b[0] = '\0';
+    if (json_is_integer(n))
+        snprintf(b, sizeof(b), ", %lld templates", (long long)json_integer_value(n));
+    return b;
 }
 
 int cmd_apply(struct cli *c, int argc, char **argv)
@@ -92,9 +105,10 @@ int cmd_apply(struct cli *c, int argc, char **argv)
     if (c->json)
         cli_print_json(c, reply);
     else
-        fprintf(c->out, "%s %s: %lld tiers, %lld classes, %lld projects\n",
+        fprintf(c->out, "%s %s: %lld tiers, %lld classes, %lld projects%s\n",
                 dry ? "valid, would apply" : "applied", file, (long long)jint(applied, "tiers", 0),
-                (long long)jint(applied, "classes", 0), (long long)jint(applied, "projects", 0));
+                (long long)jint(applied, "classes", 0), (long long)jint(applied, "projects", 0),
+                templates_text(applied));
     json_decref(reply);
     return EXIT_OK;
 }

@@ -35,6 +35,7 @@ const struct cli_verb cli_verbs[] = {
     {"projects", cmd_projects, "list projects; set, boost, pause, resume", cmd_projects_usage},
     {"tiers", cmd_tiers, "the priority tiers", cmd_tiers_usage},
     {"classes", cmd_classes, "the job classes and their rules; set", cmd_classes_usage},
+    {"templates", cmd_templates, "the job environment templates; show", cmd_templates_usage},
     {"history", cmd_history, "finished jobs, newest first", cmd_history_usage},
     {"apply", cmd_apply, "apply a policy file (tiers, classes, projects)", cmd_apply_usage},
     {"top", cmd_top, "a live view of nodes, queue and utilisation", cmd_top_usage},

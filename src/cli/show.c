@@ -113,6 +113,8 @@ static void print_job(struct cli *c, const json_t *j)
     else
         snprintf(buf, sizeof(buf), "%s, class %s", jstr(j, "tier"), jstr(j, "class"));
     line(c, "tier", buf);
+    if (jstr(j, "template")[0])
+        line(c, "template", jstr(j, "template")); /* the exact version it runs with */
     jobs_gpus(j, gpus, sizeof(gpus));
     fmt_size(jint(j, "mem_mb", 0), mem, sizeof(mem));
     snprintf(buf, sizeof(buf), "GPUs %s per node, %lld node(s), %lld CPUs, mem %s", gpus,

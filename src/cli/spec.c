@@ -49,6 +49,7 @@ const struct opt_def spec_submit_opts[] = {
     {SO_IDEMPOTENT, 0, "idempotent", OPT_NONE},
     {SO_NO_REQUEUE, 0, "no-requeue", OPT_NONE},
     {SO_CHECKPOINT, 0, "checkpoint", OPT_NONE},
+    {SO_TEMPLATE, 0, "template", OPT_VALUE},
     {SO_JSON, 0, "json", OPT_NONE},
     {SO_HELP, 'h', "help", OPT_NONE},
     {SO_PARSABLE, 0, "parsable", OPT_NONE},
@@ -423,6 +424,26 @@ static int set_gpus(json_t *spec, const char *v, const char *flag, char *err, si
     return 0;
 }
 
+/* NAME or NAME@VERSION: an environment template (docs/environments.md); docketd says
+ * whether it exists and may be used. */
+static int set_template(json_t *spec, const char *v, const char *flag, char *err, size_t errlen)
+{
+    char name[80];
+    const char *at = strchr(v, '@');
+    size_t n = at ? (size_t)(at - v) : strlen(v);
+    bool version_ok = !at || (at[1] >= '1' && at[1] <= '9' && strlen(at + 1) <= 7 &&
+                              strspn(at + 1, "0123456789") == strlen(at + 1));
+
+    if (n >= sizeof(name) || !version_ok)
+        return spec_fail(err, errlen, flag, "bad template (NAME or NAME@VERSION)", v);
+    memcpy(name, v, n);
+    name[n] = '\0';
+    if (!str_is_name(name))
+        return spec_fail(err, errlen, flag, "bad template (NAME or NAME@VERSION)", v);
+    json_object_set_new(spec, "template", json_string(v));
+    return 0;
+}
+
 int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
 {
     const char *flag = opt_name(spec_submit_opts, id);
@@ -445,6 +466,8 @@ int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
         return spec_set_name(spec, "tier", "-t", v, err, errlen);
     case SO_CLASS:
         return spec_set_name(spec, "class", flag, v, err, errlen);
+    case SO_TEMPLATE:
+        return set_template(spec, v, flag, err, errlen);
     case SO_GPU_TYPE:
         return spec_set_name(spec, "gpu_type", flag, v, err, errlen);
     case SO_GPUS:

@@ -30,6 +30,8 @@ const char cmd_submit_usage[] =
     "  -t TIME|TIER           sbatch's -t: a time limit when it reads as one (1:00:00),\n"
     "                         else a tier\n"
     "      --class NAME       training, experiment, exploration, interactive, service\n"
+    "      --template NAME[@VERSION]  run in this environment template (docket templates;\n"
+    "                         default: your project's or class's, if it has one)\n"
     "  -g, --gpus N|NxTYPE    GPUs per node (e.g. 8 or 8xH100-80GB)\n"
     "      --gpu-type TYPE    only nodes with this GPU type\n"
     "  -c, --cpus N           CPUs per node\n"

@@ -24,6 +24,8 @@
 #include "controller/loop.h"
 #include "controller/restore.h"
 #include "controller/stream.h"
+#include "controller/templates.h"
+#include "protocol/templates.h"
 #include "controller/usage.h"
 #include "util/clock.h"
 #include "util/parse.h"
@@ -730,6 +732,7 @@ static json_t *policy_doc(struct ctl *c, const struct sched_policy *p,
     json_t *doc = proto_policy_to_json(p);
     ctl_class_nodes_json(c, json_object_get(doc, "classes"), p, pp);
     ctl_ops_json(c, doc, pp, false);
+    ctl_templates_json(c, doc, pp);
     return doc;
 }
 
@@ -856,6 +859,11 @@ void h_policy_apply(struct ctl_req *r)
         ctl_reply_error(r->c, r->req, &e);
         return;
     }
+    if (ctl_templates_check(r->c, &pp, &e) < 0) {
+        ctl_reply_error(r->c, r->req, &e);
+        proto_policy_release(&pp);
+        return;
+    }
     if (policy_trial(&pp, &se) < 0) {
         ctl_reply_errorf(r->c, r->req, 400, se.field[0] ? se.field : NULL, "%s", se.message);
         proto_policy_release(&pp);
@@ -864,6 +872,8 @@ void h_policy_apply(struct ctl_req *r)
     json_t *applied =
         json_pack("{s:i,s:i,s:i}", "tiers", pp.has_tiers ? pp.policy.ntiers : 0, "classes",
                   pp.has_classes ? pp.policy.nclasses : 0, "projects", (int)pp.nprojects);
+    if (pp.templates) /* only then: a reply without the section reads as before */
+        json_object_set_new(applied, "templates", json_integer((json_int_t)pp.templates->n));
     if (dry_run) {
         ctl_reply_json(r->c, r->req, 200, json_pack("{s:o,s:b}", "applied", applied, "dry_run", 1));
         proto_policy_release(&pp);
@@ -891,6 +901,8 @@ void h_policy_apply(struct ctl_req *r)
     }
     if (rc == 0)
         rc = ctl_audit(r->c, r->id.user, "policy.apply", "policy", before, after, NULL);
+    if (rc == 0)
+        rc = ctl_templates_audit(r->c, r->id.user, &pp);
     json_decref(after);
     json_decref(before);
     if (rc < 0) {
@@ -908,6 +920,7 @@ void h_policy_apply(struct ctl_req *r)
     } else {
         ctl_class_nodes_take(r->c, &pp);
         ctl_alerts_take(r->c, &pp);
+        ctl_templates_take(r->c, &pp);
         ctl_cycle_soon(r->c);
         ctl_reply_json(r->c, r->req, 200, json_pack("{s:O}", "applied", applied));
     }

@@ -124,6 +124,8 @@ struct ctl {
     bool req_failed;       /* the running handler answered an error: roll back */
     bool diverged;         /* a write the core could not undo failed: stopping */
     struct ctl_metrics metrics;
+    /* templates.c: the job environment templates of the policy */
+    struct proto_templates *templates;
     struct ctl_alerts *alerts;     /* alerts.c */
     struct ctl_services *services; /* services.c */
     struct ctl_conns *conns;       /* conn.c */

@@ -42,6 +42,7 @@
 #include "controller/stream.h"
 #include "controller/tty.h"
 #include "controller/sync.h"
+#include "controller/templates.h"
 #include "controller/tls.h"
 #include "controller/turns.h"
 #include "controller/usage.h"
@@ -456,6 +457,8 @@ static const struct route {
     {M_GET, "/v1/tiers", h_tiers, CTL_P_READ, T_NONE},
     {M_GET, "/v1/classes", h_classes, CTL_P_READ, T_NONE},
     {M_PATCH, "/v1/classes/:", h_class_patch, CTL_P_ADMIN, T_NONE},
+    {M_GET, "/v1/templates", h_templates_list, CTL_P_READ, T_NONE},
+    {M_GET, "/v1/templates/:", h_template_show, CTL_P_READ, T_NONE},
     {M_GET, "/v1/policy", h_policy_get, CTL_P_READ, T_NONE},
     {M_POST, "/v1/policy", h_policy_apply, CTL_P_ADMIN, T_NONE},
     {M_GET, "/v1/audit", h_audit, CTL_P_AUDIT, T_NONE},

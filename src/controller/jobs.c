@@ -18,6 +18,7 @@
 #include "controller/lease.h"
 #include "controller/loop.h"
 #include "controller/stream.h"
+#include "controller/templates.h"
 #include "controller/turns.h"
 #include "controller/usage.h"
 #include "util/clock.h"
@@ -38,10 +39,10 @@ static json_t *json_or_null(const char *text)
 static void copy_spec_fields(json_t *o, const json_t *spec)
 {
     static const char *const keys[] = {
-        "gpus",    "gpu_type",   "cpus",    "mem_mb",   "nodes",    "time_limit_ms",
-        "command", "script",     "workdir", "output",   "error",    "env",
-        "labels",  "selectors",  "deps",    "signal",   "grace_ms", "checkpoint",
-        "retries", "idempotent", "requeue", "begin_ms", "array",    "secrets"};
+        "gpus",     "gpu_type", "cpus",     "mem_mb",     "nodes",   "time_limit_ms", "command",
+        "script",   "workdir",  "output",   "error",      "env",     "labels",        "selectors",
+        "deps",     "signal",   "grace_ms", "checkpoint", "retries", "idempotent",    "requeue",
+        "begin_ms", "array",    "secrets",  "template"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(spec, keys[i]);
         json_object_set(o, keys[i], v ? v : json_null());
@@ -280,7 +281,11 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
         if (cl->max_grace_ms > 0 && ps->grace_ms > cl->max_grace_ms)
             ps->grace_ms = cl->max_grace_ms;
     }
-    (void)e;
+    /* the environment, resolved now: the job keeps this version whatever changes after */
+    if (ctl_template_resolve(c, ps, pv.spec.group, &e) < 0) {
+        ctl_reply_error(c, r->req, &e);
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -377,6 +382,9 @@ static int insert_job(struct ctl *c, const struct proto_jobspec *ps, const char 
     str_copy(row.user, sizeof(row.user), ps->user);
     str_copy(row.tier, sizeof(row.tier), ps->tier);
     str_copy(row.class_name, sizeof(row.class_name), ps->class_name);
+    const json_t *tpl = json_object_get(ps->extra, "template");
+    str_copy(row.template_ref, sizeof(row.template_ref),
+             json_is_string(tpl) ? json_string_value(tpl) : "");
     row.state = ps->hold ? SCHED_HELD : SCHED_PENDING;
     row.submit_ms = now;
     row.spec = (char *)spec_text;

@@ -421,6 +421,10 @@ static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_
             json_pack("{s:I}", "idle_ms",
                       (json_int_t)(cn.session_idle_ms > 0 ? cn.session_idle_ms
                                                           : PROTO_SESSION_IDLE_DEFAULT_MS)));
+    /* its template's modules and setup, as resolved at submit (docs/environments.md) */
+    json_t *environment = json_object_get(spec, "environment");
+    if (json_is_object(environment))
+        json_object_set(job, "environment", environment);
     return json_pack("{s:s,s:o}", "type", "start", "job", job);
 }
 

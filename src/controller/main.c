@@ -33,6 +33,7 @@
 #include "controller/secrets.h"
 #include "controller/sync.h"
 #include "controller/services.h"
+#include "controller/templates.h"
 #include "controller/tls.h"
 #include "controller/turns.h"
 #include "controller/written.h"
@@ -589,6 +590,7 @@ int main(int argc, char **argv)
     ctl_logs_stop(c);
     ctl_alerts_stop(c);
     ctl_services_free(c);
+    ctl_templates_stop(c);
     ctl_loop_stop(c);
     ctl_http_stop(c);
     ctl_secrets_stop(c);

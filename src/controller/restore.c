@@ -17,6 +17,7 @@
 #include "controller/http.h"
 #include "controller/loop.h"
 #include "controller/restore.h"
+#include "controller/templates.h"
 #include "controller/turns.h"
 #include "util/clock.h"
 #include "util/str.h"
@@ -46,6 +47,7 @@ static int load_policy(struct ctl *c, struct sched_policy *out, struct proto_pol
         *out = pp.policy;
         ctl_class_nodes_take(c, &pp);
         ctl_alerts_take(c, &pp);
+        ctl_templates_take(c, &pp);
         proto_policy_release(&pp);
         return 0;
     }
@@ -72,6 +74,7 @@ static int load_policy(struct ctl *c, struct sched_policy *out, struct proto_pol
     *out = initial->policy;
     ctl_class_nodes_take(c, initial);
     ctl_alerts_take(c, initial);
+    ctl_templates_take(c, initial);
     return 0;
 }
 

@@ -145,6 +145,8 @@ void agent_job_release(struct agent_job *j)
     free(j->error);
     free(j->slurm.submit_dir);
     free_vec(j->slurm.step_hosts);
+    free_vec(j->modules);
+    free(j->setup);
     agent_job_init(j);
 }
 
@@ -322,7 +324,7 @@ static const char *const job_fields[] = {
     "gpus",     "cpus",      "mem_mb",     "time_limit_ms", "signal",      "grace_ms",
     "nodelist", "node_rank", "world_size", "master_addr",   "master_port", "array_index",
     "run",      "pids_max",  "secret_env", "array_id",      "slurm",       "lease_ms",
-    "tty",      NULL};
+    "tty",      "environment", NULL};
 
 static int parse_scalars(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
@@ -448,6 +450,52 @@ static int parse_slurm(const json_t *o, struct agent_job *j, struct proto_error 
     return 0;
 }
 
+/* A module name goes into a `module load` line of a shell script: one word of the
+ * characters module names use (protocol/templates.c holds docketd to the same). */
+static bool module_name_ok(const char *s)
+{
+    if (!*s || *s == '-' || strlen(s) > 128)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              strchr("._+-/@", *s)))
+            return false;
+    return true;
+}
+
+/* "environment": {"modules": [NAME...], "setup": TEXT|null}, the job's template's. */
+static int parse_environment(const json_t *v, struct agent_job *j, struct proto_error *err)
+{
+    static const char *const fields[] = {"modules", "setup", NULL};
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_object(v))
+        return bad(err, "job.environment", "'job.environment' must be an object");
+    int rc = check_fields(v, fields, "job.environment.", err);
+    if (rc < 0 || (rc = get_dup(v, "setup", 64 * 1024, &j->setup, err)) < 0)
+        return rc;
+    const json_t *m = json_object_get(v, "modules");
+    if (!m || json_is_null(m))
+        return 0;
+    if (!json_is_array(m) || json_array_size(m) > 64)
+        return bad(err, "job.environment.modules",
+                   "'job.environment.modules' must be a list of at most 64 names");
+    j->modules = calloc(json_array_size(m) + 1, sizeof *j->modules);
+    if (!j->modules)
+        return -ENOMEM;
+    for (size_t i = 0; i < json_array_size(m); i++) {
+        const json_t *x = json_array_get(m, i);
+        if (!json_is_string(x) || strlen(json_string_value(x)) != json_string_length(x) ||
+            !module_name_ok(json_string_value(x)))
+            return bad(err, "job.environment.modules",
+                       "'job.environment.modules[%zu]' is not a module name", i);
+        if (!(j->modules[i] = strdup(json_string_value(x))))
+            return -ENOMEM;
+        j->nmodules++;
+    }
+    return 0;
+}
+
 int agent_job_parse(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
     agent_job_init(j);
@@ -475,7 +523,8 @@ int agent_job_parse(const json_t *o, struct agent_job *j, struct proto_error *er
         (rc = agent_job_parse_secret_env(json_object_get(o, "secret_env"), j, err)) < 0 ||
         (rc = parse_gpus(json_object_get(o, "gpus"), j, err)) < 0 ||
         (rc = parse_nodelist(json_object_get(o, "nodelist"), j, err)) < 0 ||
-        (rc = parse_slurm(json_object_get(o, "slurm"), j, err)) < 0)
+        (rc = parse_slurm(json_object_get(o, "slurm"), j, err)) < 0 ||
+        (rc = parse_environment(json_object_get(o, "environment"), j, err)) < 0)
         goto out;
     int64_t aid = 0;
     if ((rc = get_int(o, "array_id", "job.", 0, INT64_MAX, &aid, false, err)) < 0 ||
@@ -572,6 +621,10 @@ json_t *agent_job_to_json(const struct agent_job *j)
     slurm_to_json(j, o);
     if (o && j->tty_idle_ms > 0)
         json_object_set_new(o, "tty", json_pack("{s:I}", "idle_ms", (json_int_t)j->tty_idle_ms));
+    if (o && (j->modules || j->setup))
+        json_object_set_new(o, "environment",
+                            json_pack("{s:o,s:o}", "modules", vec_json(j->modules, false), "setup",
+                                      str_or_null(j->setup)));
     return o;
 }
 

@@ -102,6 +102,12 @@ struct agent_job {
     /* An interactive session (docs/interactive.md): the job runs on a PTY and ends after
      * this long without input or output; 0 = an ordinary job. */
     int64_t tty_idle_ms;
+    /* The job's environment template's `module load` names and setup script
+     * (docs/environments.md), which the job's shell runs before its command; NULL when
+     * none. modules is NULL-terminated. */
+    char **modules;
+    int nmodules;
+    char *setup;
     /* A job read from sbatch options (docs/slurm.md): the batch script runs on the
      * first node only, with Slurm's environment; srun starts the tasks. */
     struct agent_slurm {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "protocol/proto.h"
+#include "protocol/templates.h"
 #include "util/parse.h"
 #include "util/str.h"
 
@@ -499,6 +500,22 @@ static int f_slurm(const json_t *v, int64_t now, struct proto_jobspec *j, struct
     return 0;
 }
 
+/* "template": NAME or NAME@VERSION (docs/environments.md), kept as given; docketd
+ * resolves it at submit and stores the exact version. */
+static int f_template(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    char name[PROTO_NAME_MAX];
+    int version;
+    if (!json_is_string(v) || json_string_length(v) >= PROTO_TEMPLATE_REF_MAX ||
+        strlen(json_string_value(v)) != json_string_length(v))
+        return proto_errorf(e, 400, NULL, "template",
+                            "template must be a string NAME or NAME@VERSION");
+    int rc = proto_template_ref_parse(json_string_value(v), "template", name, &version, e);
+    if (rc == 0)
+        json_object_set_new(j->extra, "template", json_string(json_string_value(v)));
+    return rc;
+}
+
 static const struct {
     const char *name;
     field_fn fn;
@@ -535,6 +552,7 @@ static const struct {
     {"begin", f_begin},
     {"slurm", f_slurm},
     {"tty", f_tty},
+    {"template", f_template},
 };
 
 void proto_jobspec_init(struct proto_jobspec *j)
@@ -555,7 +573,8 @@ void proto_jobspec_release(struct proto_jobspec *j)
 
 static void fill_extra_defaults(json_t *x)
 {
-    static const char *const keys[] = {"command", "script", "workdir", "output", "error"};
+    static const char *const keys[] = {"command", "script", "workdir",
+                                       "output",  "error",  "template"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         if (!json_object_get(x, keys[i]))
             json_object_set_new(x, keys[i], json_null());
@@ -773,6 +792,12 @@ int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out, struct p
         json_object_set(out->extra, "slurm", slurm);
     if (json_is_true(json_object_get(stored, "tty")))
         json_object_set_new(out->extra, "tty", json_true());
+    /* the template resolved at submit and what it gave (absent in specs stored before) */
+    json_t *tpl = json_object_get(stored, "template");
+    json_t *envt = json_object_get(stored, "environment");
+    json_object_set_new(out->extra, "template", json_is_string(tpl) ? json_copy(tpl) : json_null());
+    if (json_is_object(envt))
+        json_object_set(out->extra, "environment", envt);
     return 0;
 fail:
     proto_jobspec_release(out);

@@ -12,6 +12,7 @@
 #include "protocol/agent_msg.h"
 #include "protocol/ops.h"
 #include "protocol/proto.h"
+#include "protocol/templates.h"
 #include "util/parse.h"
 #include "util/str.h"
 #include "util/xalloc.h"
@@ -584,14 +585,21 @@ static int parse_ops(const json_t *doc, struct proto_policy *out, struct proto_e
         if ((rc = proto_prices_parse(v, out->prices, err)) < 0)
             return rc;
     }
+    if ((v = json_object_get(doc, "templates"))) {
+        out->templates = xcalloc(1, sizeof(*out->templates));
+        if ((rc = proto_templates_parse(v, out->templates, err)) < 0 ||
+            (rc = proto_templates_check_classes(out->templates, out->policy.classes,
+                                                out->policy.nclasses, err)) < 0)
+            return rc;
+    }
     return 0;
 }
 
 int proto_policy_parse(const json_t *doc, const struct sched_policy *base, struct proto_policy *out,
                        struct proto_error *err)
 {
-    static const char *const known[] = {"tiers",  "classes", "settings", "projects",
-                                        "groups", "alerts",  "prices",   NULL};
+    static const char *const known[] = {"tiers",  "classes", "settings",  "projects", "groups",
+                                        "alerts", "prices",  "templates", NULL};
     memset(out, 0, sizeof(*out));
     out->policy = *base;
     int rc;
@@ -656,6 +664,10 @@ void proto_policy_release(struct proto_policy *p)
     free(p->prices);
     p->alerts = NULL;
     p->prices = NULL;
+    if (p->templates)
+        proto_templates_release(p->templates);
+    free(p->templates);
+    p->templates = NULL;
     free(p->projects);
     p->projects = NULL;
     p->nprojects = 0;

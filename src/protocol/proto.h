@@ -119,6 +119,7 @@ enum { PROTO_MAX_PROJECTS = 10000 };
 
 struct proto_alerts;
 struct proto_prices;
+struct proto_templates;
 
 /* What a class gives the node agent in the start command (the core knows nothing of it):
  * the job's pids.max and a memory limit for jobs that ask for none. In a parsed document,
@@ -172,6 +173,7 @@ struct proto_policy {
     /* the operator's sections (protocol/ops.h), owned; NULL when the document has none */
     struct proto_alerts *alerts;
     struct proto_prices *prices;
+    struct proto_templates *templates; /* protocol/templates.h; replaces the list whole */
 };
 
 /* Parse a policy document (JSON object) on top of `base` (the current policy, copied).

@@ -210,6 +210,9 @@ static const char *const migrations[] = {
     "ALTER TABLE tokens ADD COLUMN parent TEXT NOT NULL DEFAULT '';"
     "CREATE INDEX tokens_parent ON tokens(parent);"
     "ALTER TABLE secrets ADD COLUMN allow TEXT NOT NULL DEFAULT '';",
+    /* ---- issue 35: 15: the environment template a job runs with, NAME@VERSION as docketd
+     * resolved it at submit (docs/environments.md); '' for none and for jobs before. */
+    "ALTER TABLE jobs ADD COLUMN template_ref TEXT NOT NULL DEFAULT '';",
 };
 
 /* PostgreSQL's twin of each migration after STORE_PG_BASE_VERSION (schema_pg.c holds the
@@ -225,6 +228,8 @@ static const char *const pg_migrations[] = {
     "ALTER TABLE tokens ADD COLUMN parent TEXT NOT NULL DEFAULT '';"
     "CREATE INDEX tokens_parent ON tokens(parent);"
     "ALTER TABLE secrets ADD COLUMN allow TEXT NOT NULL DEFAULT '';",
+    /* 15: the job's environment template */
+    "ALTER TABLE jobs ADD COLUMN template_ref TEXT NOT NULL DEFAULT '';",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    STORE_PG_BASE_VERSION + sizeof(pg_migrations) / sizeof(pg_migrations[0]),

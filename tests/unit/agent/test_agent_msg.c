@@ -47,6 +47,42 @@ static void parse_bad(const char *text, const char *field)
     json_decref(o);
 }
 
+/* A template's modules and setup: kept, written back, hostile names refused. */
+static void test_job_environment(void **st)
+{
+    (void)st;
+    struct agent_job j, back;
+    parse_ok("{\"id\": 3, \"command\": [\"true\"], \"environment\":"
+             " {\"modules\": [\"cuda/12.1\", \"nccl\"], \"setup\": \"export A=1\"}}",
+             &j);
+    assert_int_equal(j.nmodules, 2);
+    assert_string_equal(j.modules[1], "nccl");
+    assert_null(j.modules[2]);
+    assert_string_equal(j.setup, "export A=1");
+    json_t *o = agent_job_to_json(&j);
+    struct proto_error e = {0};
+    assert_int_equal(agent_job_parse(o, &back, &e), 0);
+    assert_int_equal(back.nmodules, 2);
+    assert_string_equal(back.setup, "export A=1");
+    json_decref(o);
+    agent_job_release(&back);
+    agent_job_release(&j);
+    /* none: nothing written */
+    parse_ok("{\"id\": 3, \"command\": [\"true\"]}", &j);
+    o = agent_job_to_json(&j);
+    assert_null(json_object_get(o, "environment"));
+    json_decref(o);
+    agent_job_release(&j);
+    parse_bad(
+        "{\"id\": 3, \"command\": [\"true\"], \"environment\": {\"modules\": [\"a'; rm -rf /\"]}}",
+        "job.environment.modules");
+    parse_bad("{\"id\": 3, \"command\": [\"true\"], \"environment\": {\"modules\": [\"-f\"]}}",
+              "job.environment.modules");
+    parse_bad("{\"id\": 3, \"command\": [\"true\"], \"environment\": {\"image\": \"x\"}}",
+              "job.environment.image");
+    parse_bad("{\"id\": 3, \"command\": [\"true\"], \"environment\": []}", "job.environment");
+}
+
 static void test_job_full(void **st)
 {
     (void)st;
@@ -516,12 +552,19 @@ static void test_base64_and_logs(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_job_full),        cmocka_unit_test(test_job_script),
-        cmocka_unit_test(test_job_slurm),       cmocka_unit_test(test_job_bad),
-        cmocka_unit_test(test_heartbeat_reply), cmocka_unit_test(test_heartbeat_reply_bad),
-        cmocka_unit_test(test_register),        cmocka_unit_test(test_events),
-        cmocka_unit_test(test_heartbeat_body),  cmocka_unit_test(test_sample),
-        cmocka_unit_test(test_base64_and_logs), cmocka_unit_test(test_job_run_and_pids),
+        cmocka_unit_test(test_job_full),
+        cmocka_unit_test(test_job_script),
+        cmocka_unit_test(test_job_environment),
+        cmocka_unit_test(test_job_slurm),
+        cmocka_unit_test(test_job_bad),
+        cmocka_unit_test(test_heartbeat_reply),
+        cmocka_unit_test(test_heartbeat_reply_bad),
+        cmocka_unit_test(test_register),
+        cmocka_unit_test(test_events),
+        cmocka_unit_test(test_heartbeat_body),
+        cmocka_unit_test(test_sample),
+        cmocka_unit_test(test_base64_and_logs),
+        cmocka_unit_test(test_job_run_and_pids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

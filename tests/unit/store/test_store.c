@@ -46,9 +46,9 @@ static void reopen(struct fx *f)
 
 /* The schema version schema.c migrates to (one place to change when a migration is added). */
 #define SCHEMA_LATEST                                                                              \
-    14 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
+    15 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
           written (h-slice), 12: each run's lease (issue 32), 13: services (issue 36), 14: token   \
-          parents and secrets' allow lists (issue 33) */
+          parents and secrets' allow lists (issue 33), 15: a job's template (issue 35) */
 
 static void migrates_from_empty(void **state)
 {
@@ -165,6 +165,7 @@ static void job_round_trip(void **state)
     snprintf(in.gpu_type, sizeof(in.gpu_type), "H100");
     snprintf(in.deps, sizeof(in.deps), "afterok:3");
     snprintf(in.selectors, sizeof(in.selectors), "zone=a,pool!=r");
+    snprintf(in.template_ref, sizeof(in.template_ref), "torch@3");
     assert_int_equal(store_job_insert(f->st, &in), 0);
     assert_int_equal(store_job_insert(f->st, &in), -EIO); /* same id */
     assert_int_equal(store_job_get(f->st, 7, &out), 0);
@@ -200,6 +201,7 @@ static void job_round_trip(void **state)
     assert_int_equal(out.grace_ms, -1);
     assert_string_equal(out.gpu_type, "H100");
     assert_string_equal(out.deps, "afterok:3");
+    assert_string_equal(out.template_ref, "torch@3");
     assert_string_equal(out.selectors, "zone=a,pool!=r");
     store_job_release(&out);
     assert_int_equal(store_job_get(f->st, 8, &out), -ENOENT);
