@@ -91,6 +91,12 @@ void sup_save(struct sup *s);
 /* Reap every child that has ended. */
 void sup_reap_all(void);
 
+/* supwarm.c */
+/* The job's template's prepare script built on this node (once per NAME@VERSION, reused
+ * after): its directory into dir ("" when the job has none). 0, or an error for the
+ * job's launch (the prepare's log then on the job's stderr). */
+int sup_warm_environment(struct sup *s, char *dir, size_t dirlen, char *err, size_t errlen);
+
 /* suplaunch.c */
 /* Set the job up and start it; s->leader is its pid. 0, or -errno with `err`. */
 int sup_launch_job(struct sup *s, char *err, size_t errlen);

@@ -241,7 +241,7 @@ static void slurm_path(struct envb *e, const char *scratch)
 }
 
 char **sup_build_env(const struct agent_job *j, const char *node, const char *user,
-                     const char *home, const char *shell, const char *scratch)
+                     const char *home, const char *shell, const char *scratch, const char *env_dir)
 {
     struct envb e = {NULL, 0, 0};
     /* the job's env, then its secrets (a secret wins over a plain variable of its name),
@@ -308,6 +308,8 @@ char **sup_build_env(const struct agent_job *j, const char *node, const char *us
     }
     if (j->slurm.on)
         slurm_env(&e, j, node, user);
+    if (env_dir && *env_dir) /* the template's prepared environment (supwarm.c) */
+        env_set(&e, "DOCKET_ENV_DIR", env_dir, true);
     if (scratch && *scratch) {
         env_set(&e, "DOCKET_SCRATCH", scratch, true);
         env_set(&e, "TMPDIR", scratch, false);

@@ -142,9 +142,10 @@ int sup_resolve_output(const char *spec, const char *jobdir, const char *default
                        const char *workdir, const struct agent_job *j, const char *user, char *out,
                        size_t len);
 /* Build the job's environment (NULL-terminated, malloc'd strings; free with
- * sup_env_free). `home`, `user`, `shell` from the passwd entry; `scratch` the dir. */
+ * sup_env_free). `home`, `user`, `shell` from the passwd entry; `scratch` the dir;
+ * `env_dir` its template's prepared environment (DOCKET_ENV_DIR), NULL or "" for none. */
 char **sup_build_env(const struct agent_job *j, const char *node, const char *user,
-                     const char *home, const char *shell, const char *scratch);
+                     const char *home, const char *shell, const char *scratch, const char *env_dir);
 void sup_env_free(char **env);
 /* rm -rf of a directory tree of any depth: every directory opened relative to its parent
  * with O_NOFOLLOW, so a symlink swapped in meanwhile is removed, never followed; at most

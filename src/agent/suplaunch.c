@@ -698,9 +698,12 @@ static pid_t spawn_child(struct sup *s, int p[2], char **env)
 
 int sup_launch_job(struct sup *s, char *err, size_t errlen)
 {
+    char env_dir[PATH_MAX];
     int rc = prepare(s, err, errlen);
     if (rc == 0)
         rc = open_step_socket(s, err, errlen);
+    if (rc == 0)
+        rc = sup_warm_environment(s, env_dir, sizeof env_dir, err, errlen);
     /* an interactive session's terminal is its first node's (docs/interactive.md) */
     if (rc == 0 && s->j->tty_idle_ms > 0 && s->j->node_rank == 0 &&
         (rc = sup_tty_prepare(s, err, errlen)) == 0)
@@ -711,7 +714,7 @@ int sup_launch_job(struct sup *s, char *err, size_t errlen)
      * write before the end, unless the job is signalled */
     sup_save(s);
     char **env = sup_build_env(s->j, s->c->node, s->user, s->home[0] ? s->home : NULL,
-                               s->shell[0] ? s->shell : NULL, s->scratch);
+                               s->shell[0] ? s->shell : NULL, s->scratch, env_dir);
     int p[2];
     if (!env || pipe2(p, O_CLOEXEC) < 0) {
         sup_env_free(env);

@@ -17,10 +17,10 @@ const char cmd_templates_usage[] =
     "       docket templates show NAME[@VERSION] [--json]\n"
     "\n"
     "The environment templates a job can run with (--template NAME[@VERSION], or its\n"
-    "project's or class's default): variables, module lines and a setup script, owned by\n"
-    "the site, a group or a project. `show` prints one (its latest version unless\n"
-    "@VERSION). Admins change them in the policy file: docket apply -f policy.yaml\n"
-    "(docs/environments.md).\n";
+    "project's or class's default): variables, module lines, a setup script and a\n"
+    "prepare script built once per node and version, owned by the site, a group or a\n"
+    "project. `show` prints one (its latest version unless @VERSION). Admins change\n"
+    "them in the policy file: docket apply -f policy.yaml (docs/environments.md).\n";
 
 /* The strings of a list joined by ", ", or `none`. */
 static void joined(const json_t *list, const char *none, struct dbuf *b)
@@ -72,6 +72,17 @@ static void field(struct cli *c, const char *key, const char *value)
     free(safe);
 }
 
+/* A script field under its heading, as written (control characters escaped). */
+static void script(struct cli *c, const char *heading, const char *text)
+{
+    if (!text[0])
+        return;
+    char *safe = fmt_safe(text, true);
+    fprintf(c->out, "  %s:\n%s%s", heading, safe ? safe : "?",
+            safe && safe[0] && safe[strlen(safe) - 1] != '\n' ? "\n" : "");
+    free(safe);
+}
+
 static void show_print(struct cli *c, const json_t *t)
 {
     struct dbuf b;
@@ -102,12 +113,8 @@ static void show_print(struct cli *c, const json_t *t)
         dbuf_printf(&b, "%s=%s", k, json_string_value(v));
         field(c, "env", b.data);
     }
-    if (jstr(t, "setup")[0]) {
-        char *safe = fmt_safe(jstr(t, "setup"), true);
-        fprintf(c->out, "  setup:\n%s%s", safe ? safe : "?",
-                safe && safe[0] && safe[strlen(safe) - 1] != '\n' ? "\n" : "");
-        free(safe);
-    }
+    script(c, "setup", jstr(t, "setup"));
+    script(c, "prepare (once per node and version)", jstr(t, "prepare"));
     dbuf_release(&b);
 }
 

@@ -46,11 +46,12 @@ void ctl_templates_stop(struct ctl *c)
     c->templates = NULL;
 }
 
-/* What a job of NAME@VERSION runs with: its variables, modules and setup. Who may use it
- * and whom it serves by default may change under the same version. */
+/* What a job of NAME@VERSION runs with: its variables, modules, setup and what the nodes
+ * prepared for it (a node keeps that under the name and version). Who may use it and whom
+ * it serves by default may change under the same version. */
 static bool same_environment(const json_t *a, const json_t *b)
 {
-    static const char *const keys[] = {"env", "modules", "setup"};
+    static const char *const keys[] = {"env", "modules", "setup", "prepare"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         if (!json_equal(json_object_get(a, keys[i]), json_object_get(b, keys[i])))
             return false;
@@ -230,9 +231,16 @@ int ctl_template_resolve(struct ctl *c, struct proto_jobspec *ps, const char *gr
     merge_env(ps->extra, t, ref);
     const json_t *modules = json_object_get(t->doc, "modules");
     const json_t *setup = json_object_get(t->doc, "setup");
-    if (json_array_size(modules) > 0 || json_is_string(setup))
-        json_object_set_new(ps->extra, "environment",
-                            json_pack("{s:O,s:O}", "modules", modules, "setup", setup));
+    const json_t *prepare = json_object_get(t->doc, "prepare");
+    json_t *environment = json_pack("{s:O,s:O}", "modules", modules, "setup", setup);
+    if (json_is_string(prepare)) { /* built once per node under this name and version */
+        json_object_set_new(environment, "template", json_string(ref));
+        json_object_set(environment, "prepare", (json_t *)prepare);
+    }
+    if (json_array_size(modules) > 0 || json_is_string(setup) || json_is_string(prepare))
+        json_object_set_new(ps->extra, "environment", environment);
+    else
+        json_decref(environment);
     return 0;
 }
 

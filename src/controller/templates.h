@@ -21,15 +21,17 @@ void ctl_templates_take(struct ctl *c, const struct proto_policy *pp);
 /* Add "templates" to a policy document: pp's when it has them, else the current ones. */
 void ctl_templates_json(struct ctl *c, json_t *doc, const struct proto_policy *pp);
 /* An apply may add versions and drop them, never change what one gives a job (its
- * variables, modules, setup): 409 naming the field. Owner, classes and defaults may change. */
+ * variables, modules, setup, prepare): 409 naming the field. Owner, classes and defaults
+ * may change. */
 int ctl_templates_check(struct ctl *c, const struct proto_policy *pp, struct proto_error *e);
 /* The audit entries of an apply (before it is taken): template.update per name whose
  * versions changed, before and after its list of versions. */
 int ctl_templates_audit(struct ctl *c, const char *actor, const struct proto_policy *pp);
 /* The job's template (its `template`, else its project's, class's or the site's default):
  * checked against its project, group and class, then written into the spec as
- * "template": "NAME@VERSION", its variables under the job's own in "env" and its modules
- * and setup in "environment". 0 (no template is fine), or -EINVAL with e naming the field. */
+ * "template": "NAME@VERSION", its variables under the job's own in "env" and its modules,
+ * setup and prepare script in "environment". 0 (no template is fine), or -EINVAL with e naming the
+ * field. */
 int ctl_template_resolve(struct ctl *c, struct proto_jobspec *ps, const char *group,
                          struct proto_error *e);
 void ctl_templates_stop(struct ctl *c);

@@ -147,6 +147,7 @@ void agent_job_release(struct agent_job *j)
     free_vec(j->slurm.step_hosts);
     free_vec(j->modules);
     free(j->setup);
+    free(j->prepare);
     agent_job_init(j);
 }
 
@@ -463,17 +464,38 @@ static bool module_name_ok(const char *s)
     return true;
 }
 
-/* "environment": {"modules": [NAME...], "setup": TEXT|null}, the job's template's. */
+/* NAME@VERSION: a directory's name under the agent's state directory, so only a name's
+ * characters, one '@' and digits. */
+static bool env_key_name_ok(const char *s)
+{
+    const char *at = strchr(s, '@');
+    if (!at || at == s || *s == '.' || !at[1] || strspn(at + 1, "0123456789") != strlen(at + 1))
+        return false;
+    for (const char *p = s; p < at; p++)
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+              strchr("._-", *p)))
+            return false;
+    return true;
+}
+
+/* "environment": {"modules": [NAME...], "setup": TEXT|null, "template": "NAME@VERSION",
+ * "prepare": TEXT}, the job's template's (prepare needs template, its key on the node). */
 static int parse_environment(const json_t *v, struct agent_job *j, struct proto_error *err)
 {
-    static const char *const fields[] = {"modules", "setup", NULL};
+    static const char *const fields[] = {"modules", "setup", "template", "prepare", NULL};
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_object(v))
         return bad(err, "job.environment", "'job.environment' must be an object");
     int rc = check_fields(v, fields, "job.environment.", err);
-    if (rc < 0 || (rc = get_dup(v, "setup", 64 * 1024, &j->setup, err)) < 0)
+    if (rc < 0 || (rc = get_dup(v, "setup", 64 * 1024, &j->setup, err)) < 0 ||
+        (rc = get_dup(v, "prepare", 64 * 1024, &j->prepare, err)) < 0 ||
+        (rc = get_str(v, "template", "job.environment.", j->env_key, sizeof j->env_key, false,
+                      err)) < 0)
         return rc;
+    if ((j->prepare || j->env_key[0]) && !env_key_name_ok(j->env_key))
+        return bad(err, "job.environment.template",
+                   "'job.environment.template' must be NAME@VERSION with a prepare script");
     const json_t *m = json_object_get(v, "modules");
     if (!m || json_is_null(m))
         return 0;
@@ -621,10 +643,15 @@ json_t *agent_job_to_json(const struct agent_job *j)
     slurm_to_json(j, o);
     if (o && j->tty_idle_ms > 0)
         json_object_set_new(o, "tty", json_pack("{s:I}", "idle_ms", (json_int_t)j->tty_idle_ms));
-    if (o && (j->modules || j->setup))
-        json_object_set_new(o, "environment",
-                            json_pack("{s:o,s:o}", "modules", vec_json(j->modules, false), "setup",
-                                      str_or_null(j->setup)));
+    if (o && (j->modules || j->setup || j->prepare)) {
+        json_t *e = json_pack("{s:o,s:o}", "modules", vec_json(j->modules, false), "setup",
+                              str_or_null(j->setup));
+        if (e && j->prepare) {
+            json_object_set_new(e, "template", json_string(j->env_key));
+            json_object_set_new(e, "prepare", json_string(j->prepare));
+        }
+        json_object_set_new(o, "environment", e);
+    }
     return o;
 }
 

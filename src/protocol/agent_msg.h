@@ -108,6 +108,10 @@ struct agent_job {
     char **modules;
     int nmodules;
     char *setup;
+    /* The template's prepare script, built once per node under its NAME@VERSION (the
+     * key) and reused by every later job of that version; NULL when none. */
+    char env_key[80];
+    char *prepare;
     /* A job read from sbatch options (docs/slurm.md): the batch script runs on the
      * first node only, with Slurm's environment; srun starts the tasks. */
     struct agent_slurm {

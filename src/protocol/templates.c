@@ -172,9 +172,9 @@ static int parse_text(const json_t *o, const char *key, size_t i, size_t max, js
 
 static int parse_one(const json_t *o, size_t i, struct proto_template *t, struct proto_error *err)
 {
-    static const char *const known[] = {"name",    "version", "owner",       "description",
-                                        "env",     "modules", "setup",       "mounts",
-                                        "classes", "image",   "default_for", NULL};
+    static const char *const known[] = {"name",        "version", "owner",  "description", "env",
+                                        "modules",     "setup",   "mounts", "classes",     "image",
+                                        "default_for", "prepare", NULL};
     char path[48];
     field_path(path, sizeof(path), i, "");
     if (!json_is_object(o))
@@ -215,6 +215,7 @@ static int parse_one(const json_t *o, size_t i, struct proto_template *t, struct
         (rc = parse_list(o, "modules", i, PROTO_TEMPLATE_MAX_MODULES, module_ok, "module name", doc,
                          err)) < 0 ||
         (rc = parse_text(o, "setup", i, PROTO_TEMPLATE_SETUP_MAX, doc, err)) < 0 ||
+        (rc = parse_text(o, "prepare", i, PROTO_TEMPLATE_SETUP_MAX, doc, err)) < 0 ||
         (rc = parse_list(o, "classes", i, SCHED_MAX_CLASSES, class_name_ok, "class name", doc,
                          err)) < 0 ||
         (rc = parse_list(o, "default_for", i, PROTO_TEMPLATE_MAX_DEFAULTS, default_for_ok,

@@ -45,6 +45,18 @@ templates:
   - name: mods
     modules: [cuda/12.1, nccl]
 YAML
+    # prepared once per node: each build leaves a line in $T/prepares (its directory)
+    cat >>"$T/templates.yaml" <<YAML
+  - name: warm
+    prepare: |
+      echo "\$DOCKET_ENV_DIR" >>$T/prepares
+      echo "export WARM=from-prepare" >"\$DOCKET_ENV_DIR/activate"
+    setup: . "\$DOCKET_ENV_DIR/activate"
+  - name: coldfail
+    prepare: |
+      echo "no network for pip" >&2
+      exit 3
+YAML
     "$DOCKET" apply -f "$T/templates.yaml" >/dev/null
 }
 
@@ -78,7 +90,7 @@ both_running() {
     [[ $output == *torch*1*site*exploration*project:explore*"PyTorch 2.1"* ]]
     [[ $output == *jax*group:research*any* ]]
     run -0 "$DOCKET" templates --json
-    [ "$(jq '.templates | length' <<<"$output")" = 6 ]
+    [ "$(jq '.templates | length' <<<"$output")" = 8 ]
     run -0 "$DOCKET" templates show torch
     [[ ${lines[0]} == "template torch@1" ]]
     [[ $output == *"CUDA_HOME=/opt/cuda-12.1"* ]]
@@ -89,7 +101,7 @@ both_running() {
     [[ $output == *"no such template"* ]]
     run -2 "$DOCKET" templates show 'bad name'
     run -0 "$DOCKET" apply -f "$T/templates.yaml" --dry-run
-    [[ $output == *"6 templates"* ]]
+    [[ $output == *"8 templates"* ]]
 }
 
 @test "a job gets its template's variables under its own, and records NAME@VERSION" {
@@ -164,6 +176,61 @@ both_running() {
     [ "$(jq '[.nodes[] | select(.state == "UP")] | length' <<<"$output")" = 2 ]
 }
 
+# prepares_on a|b: how many times the prepare ran on that node
+prepares_on() {
+    grep -c "/agent-$1/envs/" "$T/prepares" 2>/dev/null || true
+}
+
+@test "a prepare script runs once per node and version; later and concurrent jobs reuse it" {
+    first=$(submit_q -p explore --class exploration --select zone=a --template warm -- sh -c 'echo "$WARM"')
+    done_ok "$first"
+    [ "$("$DOCKET" logs "$first")" = from-prepare ]
+    run -0 "$DOCKET" logs "$first" --stderr
+    [[ $output == *"docket: preparing environment warm@1 on this node"* ]]
+    [ "$(prepares_on a)" = 1 ]
+    ids=()
+    for i in 1 2 3 4; do
+        ids+=("$(submit_q -p explore --class exploration --select zone=a --template warm -- sh -c 'echo "$WARM $DOCKET_ENV_DIR"')")
+    done
+    for id in "${ids[@]}"; do
+        done_ok "$id"
+        [[ $("$DOCKET" logs "$id") == "from-prepare $T/agent-a/envs/warm@1" ]]
+        [ "$("$DOCKET" logs "$id" --stderr)" = "" ]
+    done
+    [ "$(prepares_on a)" = 1 ]
+    # the other node: four at once, built there once (the others wait for it)
+    ids=()
+    for i in 1 2 3 4; do
+        ids+=("$(submit_q -p explore --class exploration --select zone=b --template warm -- sh -c 'echo "$WARM"')")
+    done
+    for id in "${ids[@]}"; do
+        done_ok "$id"
+        [ "$("$DOCKET" logs "$id")" = from-prepare ]
+    done
+    [ "$(prepares_on b)" = 1 ]
+    [ "$(prepares_on a)" = 1 ]
+}
+
+@test "a failing prepare fails its job with the log, not the node, and is tried again" {
+    id=$(submit_q -p explore --class exploration --select zone=a --template coldfail -- sh -c 'echo never')
+    wait_for 60 state_in "$id" COMPLETED FAILED
+    [ "$(job_state "$id")" = FAILED ]
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -r .job.exit.kind <<<"$output")" = launch_failed ]
+    [[ $(jq -r .job.exit.message <<<"$output") == *"environment coldfail@1: prepare failed (exit 3)"* ]]
+    run -0 "$DOCKET" logs "$id" --stderr
+    [[ $output == *"no network for pip"*"template coldfail@1: prepare failed (exit 3)"* ]]
+    [ ! -e "$T/agent-a/envs/coldfail@1" ]
+    [ -s "$T/agent-a/envs/coldfail@1.log" ]
+    run -0 "$DOCKET" nodes --json
+    [ "$(jq '[.nodes[] | select(.state == "UP")] | length' <<<"$output")" = 2 ]
+    # nothing was kept: the next job of the version prepares again
+    id=$(submit_q -p explore --class exploration --select zone=a --template coldfail -- sh -c 'echo never')
+    wait_for 60 state_in "$id" COMPLETED FAILED
+    run -0 "$DOCKET" logs "$id" --stderr
+    [[ $output == *"preparing environment coldfail@1"*"no network for pip"* ]]
+}
+
 @test "a #DOCKET --template line; the command line wins" {
     printf '#!/bin/sh\n#DOCKET -p explore --class exploration --template torch\necho "$FRAMEWORK"\n' >"$W/tpl.sh"
     id=$(submit_q "$W/tpl.sh")
@@ -229,7 +296,7 @@ api_post_ctl() {
     bad '{name: x, image: "docker://evil"}' 'templates[0].image'
     bad '{name: x, setup: ""}' 'templates[0].setup'
     run -0 "$DOCKET" templates --json
-    [ "$(jq '.templates | length' <<<"$output")" = 6 ]
+    [ "$(jq '.templates | length' <<<"$output")" = 8 ]
 }
 
 @test "a change is audited per template; a version never changes in place; later jobs record it" {

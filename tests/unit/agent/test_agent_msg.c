@@ -81,6 +81,29 @@ static void test_job_environment(void **st)
     parse_bad("{\"id\": 3, \"command\": [\"true\"], \"environment\": {\"image\": \"x\"}}",
               "job.environment.image");
     parse_bad("{\"id\": 3, \"command\": [\"true\"], \"environment\": []}", "job.environment");
+    /* a prepare script is kept under its NAME@VERSION: a directory name, nothing else */
+    parse_ok("{\"id\": 3, \"command\": [\"true\"], \"environment\":"
+             " {\"template\": \"venv@2\", \"prepare\": \"make\"}}",
+             &j);
+    assert_string_equal(j.env_key, "venv@2");
+    assert_string_equal(j.prepare, "make");
+    o = agent_job_to_json(&j);
+    assert_int_equal(agent_job_parse(o, &back, &e), 0);
+    assert_string_equal(back.env_key, "venv@2");
+    json_decref(o);
+    agent_job_release(&back);
+    agent_job_release(&j);
+    static const char *const keys[] = {"../x@1", "x", "x@", "@1", ".x@1", "a/b@1", "x@1a"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char doc[256];
+        snprintf(doc, sizeof doc,
+                 "{\"id\": 3, \"command\": [\"true\"], \"environment\":"
+                 " {\"template\": \"%s\", \"prepare\": \"make\"}}",
+                 keys[i]);
+        parse_bad(doc, "job.environment.template");
+    }
+    parse_bad("{\"id\": 3, \"command\": [\"true\"], \"environment\": {\"prepare\": \"make\"}}",
+              "job.environment.template");
 }
 
 static void test_job_full(void **st)

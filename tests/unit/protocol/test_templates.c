@@ -53,6 +53,7 @@ static void parsed_and_normalised(void **state)
     assert_true(json_is_null(json_object_get(jax, "setup")));
     assert_int_equal(json_array_size(json_object_get(jax, "modules")), 0);
     assert_string_equal(json_string_value(json_object_get(t->doc, "setup")), "echo hi");
+    assert_true(json_is_null(json_object_get(t->doc, "prepare")));
     /* the written form reads back to the same list */
     json_t *out = json_pack("{s:o}", "templates", proto_templates_json(p.templates));
     struct proto_policy q;

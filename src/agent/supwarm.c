@@ -1,0 +1,148 @@
+/*
+ * supwarm.c - a template's prepare script, built once per node and template version
+ * (docs/environments.md "Warm environments"): STATE_DIR/envs/NAME@VERSION holds what it
+ * built, STATE_DIR/envs/NAME@VERSION.log its output, `.ready` inside says it finished.
+ * The first job of a version on a node runs it, inside its own cgroup (its limits hold,
+ * a cancel stops it) and as the agent's user (the script is the site's, from the policy
+ * file, like a prolog); a job of the same version starting meanwhile waits on the lock
+ * and then reuses it. A failed prepare is removed, and ends only the job that ran it,
+ * with the log's end on its stderr.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/sup_int.h"
+
+/* The last `max` bytes of the file at path, into the job's stderr. */
+static void copy_tail(const char *path, int to, size_t max)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || to < 0) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    off_t end = lseek(fd, 0, SEEK_END);
+    lseek(fd, end > (off_t)max ? end - (off_t)max : 0, SEEK_SET);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        if (write(to, buf, (size_t)n) != n)
+            break;
+    close(fd);
+}
+
+/* A line on the job's stderr (before the job runs): what happens to its environment. */
+static void say(int fd, const char *line)
+{
+    if (fd >= 0 && write(fd, line, strlen(line)) < 0)
+        return; /* the job's stderr is full or gone: the node's log keeps it */
+}
+
+/* Run the prepare script in dir, its output to log; its exit status (or -errno). */
+static int run_prepare(struct sup *s, const char *dir, const char *log)
+{
+    int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+    if (out < 0)
+        return -errno;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char err[256];
+        if (s->use_cg && cg_job_attach(&s->cg, 0, err, sizeof err) < 0)
+            _exit(126);
+        int null = open("/dev/null", O_RDONLY);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 || chdir(dir) < 0)
+            _exit(126);
+        char home[PATH_MAX + 8], envdir[PATH_MAX + 20], tpl[100];
+        snprintf(home, sizeof home, "HOME=%s", dir);
+        snprintf(envdir, sizeof envdir, "DOCKET_ENV_DIR=%s", dir);
+        snprintf(tpl, sizeof tpl, "DOCKET_TEMPLATE=%s", s->j->env_key);
+        char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+                       home,
+                       envdir,
+                       tpl,
+                       "LANG=C.UTF-8",
+                       NULL};
+        execle("/bin/sh", "sh", "-c", s->j->prepare, (char *)NULL, env);
+        _exit(127);
+    }
+    close(out);
+    if (pid < 0)
+        return -errno;
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -errno;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Build dir under the lock held by the caller; 0, or an error with the log on stderr. */
+static int build(struct sup *s, const char *dir, char *err, size_t errlen)
+{
+    char log[PATH_MAX + 8], ready[PATH_MAX + 8];
+    snprintf(log, sizeof log, "%s.log", dir);
+    snprintf(ready, sizeof ready, "%s/.ready", dir);
+    sup_remove_tree(dir); /* a build cut short (the node rebooted) starts over */
+    if (mkdir(dir, 0755) < 0) {
+        sup_errf(err, errlen, "environment %s: cannot make '%s': %s", s->j->env_key, dir,
+                 strerror(errno));
+        return -errno;
+    }
+    char line[256];
+    snprintf(line, sizeof line, "docket: preparing environment %s on this node (once a version)\n",
+             s->j->env_key);
+    say(s->err_fd, line);
+    sup_log("job %llu: preparing environment %s", (unsigned long long)s->j->id, s->j->env_key);
+    int rc = run_prepare(s, dir, log);
+    int fd = rc == 0 ? open(ready, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;
+    if (fd >= 0) {
+        close(fd);
+        sup_log("job %llu: environment %s prepared", (unsigned long long)s->j->id, s->j->env_key);
+        return 0;
+    }
+    copy_tail(log, s->err_fd, 8192);
+    snprintf(line, sizeof line, "docket: template %s: prepare failed (exit %d)\n", s->j->env_key,
+             rc);
+    say(s->err_fd, line);
+    sup_remove_tree(dir);
+    sup_errf(err, errlen, "environment %s: prepare failed (exit %d); its log is the job's stderr",
+             s->j->env_key, rc);
+    return -EIO;
+}
+
+int sup_warm_environment(struct sup *s, char *dir, size_t dirlen, char *err, size_t errlen)
+{
+    char envs[PATH_MAX], lock[PATH_MAX + 8], ready[PATH_MAX + 8];
+    dir[0] = '\0';
+    if (!s->j->prepare)
+        return 0;
+    snprintf(envs, sizeof envs, "%s/envs", s->c->state_dir);
+    if (mkdir(envs, 0755) < 0 && errno != EEXIST) {
+        sup_errf(err, errlen, "cannot make '%s': %s", envs, strerror(errno));
+        return -errno;
+    }
+    snprintf(dir, dirlen, "%s/%s", envs, s->j->env_key);
+    snprintf(ready, sizeof ready, "%s/.ready", dir);
+    if (access(ready, F_OK) == 0)
+        return 0; /* warm: the common case, no lock taken */
+    snprintf(lock, sizeof lock, "%s.lock", dir);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        sup_errf(err, errlen, "cannot open '%s': %s", lock, strerror(errno));
+        return -errno;
+    }
+    /* a job of the same version preparing it now: wait for it, then use what it built */
+    while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
+        ;
+    int rc = access(ready, F_OK) == 0 ? 0 : build(s, dir, err, errlen);
+    close(fd);
+    return rc;
+}
