@@ -15,7 +15,7 @@ const char cmd_history_usage[] =
     "\n"
     "  -p, --project NAME   -u, --user NAME   -t, --tier NAME   --class NAME\n"
     "      --state LIST     e.g. FAILED,TIMEOUT\n"
-    "      --node NAME      --name NAME\n"
+    "      --node NAME      --name NAME   --template NAME[@VERSION]\n"
     "  -n, --limit N        at most N jobs (default 50)\n";
 
 static void exit_text(const json_t *job, char *buf, size_t len)

@@ -12,7 +12,7 @@
 #include "cli/cli.h"
 
 struct jobs_query {
-    const char *state, *project, *user, *tier, *class_name, *node, *name;
+    const char *state, *project, *user, *tier, *class_name, *node, *name, *template_ref;
     long limit;
     bool desc;
 };

@@ -24,11 +24,24 @@ const char cmd_queue_usage[] =
     "      --state LIST     states (PENDING,RUNNING,...), active or terminal\n"
     "      --node NAME      jobs on that node\n"
     "      --name NAME      jobs with that name\n"
+    "      --template NAME[@VERSION]  jobs run with that template (every version)\n"
     "  -a, --all            finished jobs too\n"
     "  -n, --limit N        at most N jobs (default 1000)\n"
     "      --by-id          list by job id\n";
 
-enum { Q_PROJECT = 1, Q_USER, Q_TIER, Q_CLASS, Q_STATE, Q_NODE, Q_NAME, Q_ALL, Q_LIMIT, Q_BY_ID };
+enum {
+    Q_PROJECT = 1,
+    Q_USER,
+    Q_TIER,
+    Q_CLASS,
+    Q_STATE,
+    Q_NODE,
+    Q_NAME,
+    Q_ALL,
+    Q_LIMIT,
+    Q_BY_ID,
+    Q_TEMPLATE
+};
 
 static const struct opt_def queue_opts[] = {
     {Q_PROJECT, 'p', "project", OPT_VALUE},
@@ -38,6 +51,7 @@ static const struct opt_def queue_opts[] = {
     {Q_STATE, 0, "state", OPT_VALUE},
     {Q_NODE, 0, "node", OPT_VALUE},
     {Q_NAME, 0, "name", OPT_VALUE},
+    {Q_TEMPLATE, 0, "template", OPT_VALUE},
     {Q_ALL, 'a', "all", OPT_NONE},
     {Q_LIMIT, 'n', "limit", OPT_VALUE},
     {Q_BY_ID, 0, "by-id", OPT_NONE},
@@ -68,6 +82,7 @@ int jobs_fetch(struct cli *c, const struct jobs_query *q, json_t **jobs)
     add_param(&path, "class", q->class_name);
     add_param(&path, "node", q->node);
     add_param(&path, "name", q->name);
+    add_param(&path, "template", q->template_ref);
     add_param(&path, "order", q->desc ? "desc" : NULL);
     json_t *list = NULL;
     rc = path.failed ? cli_usage_error(c, "filters too long")
@@ -286,6 +301,9 @@ int jobs_list_main(struct cli *c, int argc, char **argv, bool history)
             break;
         case Q_NAME:
             q.name = v;
+            break;
+        case Q_TEMPLATE:
+            q.template_ref = v;
             break;
         case Q_ALL:
             q.state = all_states;

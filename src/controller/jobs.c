@@ -19,6 +19,7 @@
 #include "controller/loop.h"
 #include "controller/stream.h"
 #include "controller/templates.h"
+#include "protocol/templates.h"
 #include "controller/turns.h"
 #include "controller/usage.h"
 #include "util/clock.h"
@@ -1113,7 +1114,7 @@ static int parse_states(const char *s, uint32_t *mask)
 struct job_list {
     struct ctl *c;
     struct store_job_filter f;
-    char *strs[6];
+    char *strs[7];
     struct ctl_list *l; /* during a fetch */
     struct ctl_ident id;
     json_t *projects; /* the caller's project roles (owned) */
@@ -1144,7 +1145,7 @@ static int list_fetch(struct ctl_list *l, void *arg, int64_t after, int max_rows
 static void list_free(void *arg)
 {
     struct job_list *jl = arg;
-    for (int i = 0; i < 6; i++)
+    for (size_t i = 0; i < sizeof(jl->strs) / sizeof(jl->strs[0]); i++)
         free(jl->strs[i]);
     json_decref(jl->projects);
     free(jl);
@@ -1178,6 +1179,15 @@ void h_jobs_list(struct ctl_req *r)
     f.class_name = ctl_query(r, "class");
     f.node = ctl_query(r, "node");
     f.name = ctl_query(r, "name");
+    f.template_ref = ctl_query(r, "template");
+    char tname[PROTO_NAME_MAX];
+    int tversion;
+    struct proto_error te;
+    if (f.template_ref &&
+        proto_template_ref_parse(f.template_ref, "template", tname, &tversion, &te) < 0) {
+        ctl_reply_error(r->c, r->req, &te);
+        return;
+    }
     int64_t limit = 100, after = 0, array_id = 0, since = 0;
     size_t max_bytes;
     if (ctl_list_params(r, &limit, &after, &max_bytes) < 0 ||
@@ -1199,8 +1209,9 @@ void h_jobs_list(struct ctl_req *r)
         return;
     }
     /* the query strings die with the request's query: the list keeps copies */
-    const char **fs[6] = {&f.project, &f.user, &f.tier, &f.class_name, &f.node, &f.name};
-    for (int i = 0; i < 6; i++)
+    const char **fs[7] = {&f.project, &f.user, &f.tier,        &f.class_name,
+                          &f.node,    &f.name, &f.template_ref};
+    for (int i = 0; i < 7; i++)
         if (*fs[i]) {
             jl->strs[i] = xstrdup(*fs[i]);
             *fs[i] = jl->strs[i];

@@ -210,6 +210,13 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
     if (f->node)
         /* strpos, not LIKE: a node name is matched exactly, '%' and '_' are no wildcards */
         dbuf_printf(&sql, " AND strpos(nodes, ',' || ?%d || ',') > 0", ++np);
+    if (f->template_ref) { /* NAME alone: each of its versions ("NAME@..."), no wildcards */
+        ++np;
+        dbuf_printf(&sql,
+                    " AND (template_ref = ?%d OR substr(template_ref, 1, length(?%d) + 1) = ?%d"
+                    " || '@')",
+                    np, np, np);
+    }
     if (f->array_id)
         dbuf_printf(&sql, " AND array_id = ?%d", ++np);
     if (f->since_ms)
@@ -228,7 +235,8 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
     }
     dbuf_release(&sql);
     np = 0;
-    const char *texts[] = {f->project, f->user, f->tier, f->class_name, f->name, f->node};
+    const char *texts[] = {f->project, f->user, f->tier,        f->class_name,
+                           f->name,    f->node, f->template_ref};
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
         if (texts[i])
             store_bind_text(s, ++np, texts[i]);

@@ -307,6 +307,8 @@ struct store_job_filter {
     bool desc;
     bool skip_spec; /* leave spec NULL (a restart reads the core columns) */
     bool lean;      /* spec without its "script" and "env" members (lists) */
+    /* "NAME@VERSION": jobs of that template version; "NAME": of each version; NULL = any */
+    const char *template_ref;
 };
 
 /* Calls cb for each row in id order; a non-zero return from cb stops (and is returned).

@@ -325,6 +325,14 @@ api_post_ctl() {
     [ "$("$DOCKET" show "$after" --json | jq -r .job.template)" = torch@2 ]
     [ "$("$DOCKET" logs "$after")" = torch2 ]
     [ "$("$DOCKET" logs "$pinned")" = torch ]
+    # the history by template: one version, or every version of the name
+    run -0 "$DOCKET" history --template torch@2 --json
+    [ "$(jq -c '[.jobs[].id]' <<<"$output")" = "[$after]" ]
+    run -0 "$DOCKET" history --template torch --json
+    [ "$(jq "[.jobs[].id | select(. == $before or . == $after or . == $pinned)] | length" <<<"$output")" = 3 ]
+    [ "$(jq '[.jobs[].template | select(startswith("torch@") | not)] | length' <<<"$output")" = 0 ]
+    run -1 "$DOCKET" history --template 'torch@x'
+    [[ $output == *"field template"* ]]
     run -0 "$DOCKET" templates show torch --json
     [ "$(jq -c .versions <<<"$output")" = "[2,1]" ]
     # dropping a template is audited as a delete; its jobs keep what they recorded

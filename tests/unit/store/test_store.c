@@ -298,6 +298,11 @@ static void job_list_filters(void **state)
             snprintf(j.nodes, sizeof(j.nodes), ",gpu01,gpu02,");
         if (i == 5)
             snprintf(j.nodes, sizeof(j.nodes), ",gpu011,");
+        /* templates: 6 torch@1, 7 torch@12, 8 torch_x@1 ('_' is no wildcard), 9 torchy@1 */
+        static const char *const refs[13] = {
+            [6] = "torch@1", [7] = "torch@12", [8] = "torch_x@1", [9] = "torchy@1"};
+        if (refs[i])
+            snprintf(j.template_ref, sizeof(j.template_ref), "%s", refs[i]);
         assert_int_equal(store_job_insert(f->st, &j), 0);
     }
     struct store_job_filter flt;
@@ -327,6 +332,13 @@ static void job_list_filters(void **state)
     flt.since_ms = 1010;
     list(f, &flt, "10,11,12,");
     flt.since_ms = 0;
+    flt.template_ref = "torch";
+    list(f, &flt, "6,7,");
+    flt.template_ref = "torch@1";
+    list(f, &flt, "6,");
+    flt.template_ref = "torch@";
+    list(f, &flt, "");
+    flt.template_ref = NULL;
     flt.user = "bob";
     list(f, &flt, "");
     assert_int_equal(store_job_count(f->st), 12);
