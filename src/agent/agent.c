@@ -265,8 +265,12 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
             char dir[PATH_MAX];
             struct sup_state st;
             sup_job_dir(&a->sup, j->id, dir, sizeof dir);
+            if (!j->prep_reported) /* set-up may be waiting on its template's prepare */
+                ag_report_preparing(a, j, dir);
             if (sup_state_read(dir, &st) == 0 && strcmp(st.state, "exited") != 0)
                 j->st = st;
+            if (j->st.out_path[0] && j->prep_key[0]) /* set up: the prepare is behind it */
+                ag_report_prepared(a, j);
         }
         if (j->st.step_port && !j->step_reported)
             ag_report_step_port(a, j);

@@ -59,6 +59,8 @@ struct ajob {
     bool stop_sent;     /* a stop (signal or kill) reached its supervisor */
     bool tty;           /* an interactive session: its terminal is offered (agent_tty.c) */
     bool step_reported; /* its step host's port went to docketd */
+    bool prep_reported; /* its template's prepare (supwarm.c) went to docketd */
+    char prep_key[80];  /* ... for NAME@VERSION: "prepared" goes once set-up is done */
     struct ajob *next;
 };
 
@@ -165,6 +167,10 @@ void ag_apply_stop(struct agent *a, const struct agent_cmd *c);
 void ag_apply_step_host(struct agent *a, const struct agent_cmd *c);
 /* A rank > 0 whose supervisor opened the step host's socket: its port, to docketd. */
 void ag_report_step_port(struct agent *a, struct ajob *j);
+/* The job's supervisor is building its template's environment (JOBDIR/preparing names
+ * NAME@VERSION): a "preparing" event, once; "prepared" once its set-up is done. */
+void ag_report_preparing(struct agent *a, struct ajob *j, const char *dir);
+void ag_report_prepared(struct agent *a, struct ajob *j);
 /* Launch (or fail) the deferred starts whose GPUs are free or whose time is up. */
 void ag_retry_deferred(struct agent *a);
 bool ag_is_deferred(const struct agent *a, uint64_t id);

@@ -470,6 +470,44 @@ void ag_report_step_port(struct agent *a, struct ajob *j)
     log_info("step_port", "job=%llu port=%d", (unsigned long long)j->id, e.port);
 }
 
+void ag_report_preparing(struct agent *a, struct ajob *j, const char *dir)
+{
+    char path[PATH_MAX + 16], key[AGENT_MESSAGE_MAX + 1];
+    snprintf(path, sizeof path, "%s/preparing", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, key, sizeof key - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    key[n] = '\0';
+    struct agent_event e;
+    memset(&e, 0, sizeof e);
+    e.job = j->id;
+    e.run = j->run;
+    str_copy(e.type, sizeof e.type, "preparing");
+    e.time_ms = clock_now_ms();
+    str_copy(e.message, sizeof e.message, key);
+    ag_queue_event(a, agent_event_to_json(&e), 0);
+    j->prep_reported = true;
+    str_copy(j->prep_key, sizeof j->prep_key, key);
+    log_info("preparing", "job=%llu environment=%s", (unsigned long long)j->id, key);
+}
+
+void ag_report_prepared(struct agent *a, struct ajob *j)
+{
+    struct agent_event e;
+    memset(&e, 0, sizeof e);
+    e.job = j->id;
+    e.run = j->run;
+    str_copy(e.type, sizeof e.type, "prepared");
+    e.time_ms = clock_now_ms();
+    str_copy(e.message, sizeof e.message, j->prep_key);
+    ag_queue_event(a, agent_event_to_json(&e), 0);
+    j->prep_key[0] = '\0';
+}
+
 /* A job the controller is done with (exit acknowledged, output shipped): its directory
  * is marked and queued for removal, and it leaves the table (unlinked by the caller). */
 void ag_retire(struct agent *a, struct ajob *j)

@@ -100,6 +100,9 @@ static int build(struct sup *s, const char *dir, char *err, size_t errlen)
     snprintf(line, sizeof line, "docket: preparing environment %s on this node (once a version)\n",
              s->j->env_key);
     say(s->err_fd, line);
+    /* JOBDIR/preparing: the agent sees it and tells docketd (an event, and `explain`) */
+    if (sup_write_atomic(s->dir, "preparing", s->j->env_key) < 0)
+        sup_log("job %llu: cannot write %s/preparing", (unsigned long long)s->j->id, s->dir);
     sup_log("job %llu: preparing environment %s", (unsigned long long)s->j->id, s->j->env_key);
     int rc = run_prepare(s, dir, log);
     int fd = rc == 0 ? open(ready, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;

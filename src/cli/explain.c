@@ -140,6 +140,16 @@ static void print_lease(struct cli *c, const json_t *l)
     kv(c, "", "then it is stopped there and requeued (or failed) unless the node is back");
 }
 
+/* A starting job whose node builds its template's environment first (supwarm.c). */
+static void print_environment(struct cli *c, const json_t *env)
+{
+    if (!json_is_object(env))
+        return;
+    kv(c, "environment", "preparing %s on %s: the first job of this version there builds it,",
+       jstr(env, "preparing"), jstr(env, "node"));
+    kv(c, "", "later ones reuse it");
+}
+
 /* A running job's usage: when its GPUs were last busy, or that nothing says so. */
 static void print_usage(struct cli *c, const json_t *u)
 {
@@ -226,6 +236,7 @@ static void print_explain(struct cli *c, const json_t *e)
     }
     print_running(c, json_object_get(e, "running"));
     print_lease(c, json_object_get(e, "lease"));
+    print_environment(c, json_object_get(e, "environment"));
     print_usage(c, json_object_get(e, "usage"));
     print_nodes(c, e);
     print_ahead(c, json_object_get(e, "ahead"));

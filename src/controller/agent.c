@@ -805,6 +805,10 @@ static int ev_other(struct ctl *c, struct ctl_node *n, const struct agent_event 
                 rc = store_job_update(c->store, &row);
             store_job_release(&row);
         }
+    } else if (strcmp(t, "preparing") == 0) { /* the node builds the job's template first */
+        rc = ctl_job_event(c, id, t, "", "", n->name, "preparing environment", ev->message);
+    } else if (strcmp(t, "prepared") == 0) {
+        rc = ctl_job_event(c, id, t, "", "", n->name, "environment ready", ev->message);
     } else if (strcmp(t, "reclaim_failed") == 0 || strcmp(t, "signalled") == 0) {
         rc = ctl_job_event(c, id, t, "", "", n->name, "", ev->message);
         if (strcmp(t, "reclaim_failed") == 0) {

@@ -1527,6 +1527,33 @@ static json_t *explain_lease(struct ctl *c, uint64_t id)
     return NULL;
 }
 
+/* Whether a job waits on its node building its template's environment: a "preparing"
+ * event after its run's start, and no "prepared" since. (The agent says the job started
+ * when its supervisor did, before the set-up the prepare is part of.) */
+struct preparing {
+    char env[96], node[64];
+};
+
+static int preparing_row(void *arg, const struct store_event *e)
+{
+    struct preparing *p = arg;
+    if (strcmp(e->type, "start") == 0 || strcmp(e->type, "prepared") == 0) {
+        p->env[0] = '\0';
+    } else if (strcmp(e->type, "preparing") == 0) {
+        str_copy(p->env, sizeof(p->env), e->detail);
+        str_copy(p->node, sizeof(p->node), e->node);
+    }
+    return 0;
+}
+
+static json_t *explain_preparing(struct ctl *c, uint64_t id)
+{
+    struct preparing p = {"", ""};
+    if (store_event_list(c->store, id, 0, 0, preparing_row, &p) < 0 || !p.env[0])
+        return NULL;
+    return json_pack("{s:s,s:s}", "preparing", p.env, "node", p.node);
+}
+
 void h_job_explain(struct ctl_req *r)
 {
     struct store_job row;
@@ -1564,6 +1591,9 @@ void h_job_explain(struct ctl_req *r)
         json_t *lease = explain_lease(r->c, row.id);
         if (lease)
             json_object_set_new(o, "lease", lease);
+        json_t *env = x->state != SCHED_STOPPING ? explain_preparing(r->c, row.id) : NULL;
+        if (env)
+            json_object_set_new(o, "environment", env);
     }
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "explain", o));
     free(x);

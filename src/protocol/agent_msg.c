@@ -1271,7 +1271,8 @@ json_t *agent_event_to_json(const struct agent_event *e)
         json_object_set_new(o, "exit",
                             json_pack("{s:s, s:i, s:s}", "kind", agent_exit_kind_name(e->exit_kind),
                                       "code", e->exit_code, "message", e->message));
-    if (strcmp(e->type, "reclaim_failed") == 0 || strcmp(e->type, "signalled") == 0)
+    if (strcmp(e->type, "reclaim_failed") == 0 || strcmp(e->type, "signalled") == 0 ||
+        strcmp(e->type, "preparing") == 0 || strcmp(e->type, "prepared") == 0)
         json_object_set_new(o, "message", json_string(e->message));
     if (e->has_usage)
         json_object_set_new(o, "usage", usage_json(&e->usage));
@@ -1367,8 +1368,11 @@ static int parse_event_sample(const json_t *v, const char *path, struct agent_ev
 
 static bool event_type_ok(const char *t)
 {
-    static const char *const types[] = {"started",   "exited",    "usage", "reclaim_failed",
-                                        "signalled", "step_host", NULL};
+    /* preparing, prepared: sent only for a job whose start command had a prepare script,
+     * which only a docketd that reads these events sends (protocol/templates.h) */
+    static const char *const types[] = {"started",        "exited",    "usage",
+                                        "reclaim_failed", "signalled", "step_host",
+                                        "preparing",      "prepared",  NULL};
     return t && in_list(t, types);
 }
 
@@ -1392,7 +1396,9 @@ static int parse_event_head(const json_t *o, const char *path, struct agent_even
     const char *t = json_string_value(json_object_get(o, "type"));
     if (!event_type_ok(t))
         return bad(err, sub(f, sizeof f, path, "type"),
-                   "%s must be started, signalled, exited, usage, reclaim_failed or step_host", f);
+                   "%s must be started, signalled, exited, usage, reclaim_failed, step_host,"
+                   " preparing or prepared",
+                   f);
     str_copy(e->type, sizeof e->type, t);
     if ((v = json_object_get(o, "time_ms")) &&
         (rc = proto_get_int(v, sub(f, sizeof f, path, "time_ms"), 0, INT64_MAX, &e->time_ms, err)) <

@@ -304,14 +304,16 @@ int agent_sample_parse(const json_t *o, struct agent_sample *out,
 struct agent_event {
     uint64_t job;
     int run;       /* the run the event is about (the start command's job.run), 0 = not given */
-    char type[16]; /* started, signalled, exited, usage, reclaim_failed, step_host */
+    char type[16]; /* started, signalled, exited, usage, reclaim_failed, step_host, preparing,
+                    * prepared */
     int64_t time_ms;
     int pid;       /* started (read on any event, 0 when absent) */
     int port;      /* step_host: the port the kernel gave a Slurm-style job's step host here */
     bool has_exit; /* always on an exited event */
     enum agent_exit_kind exit_kind; /* the exit's */
     int exit_code;                  /* the exit's: code or signal number */
-    /* exited: the exit's message; reclaim_failed, signalled: the event's ("" when none) */
+    /* exited: the exit's message; reclaim_failed, signalled: the event's; preparing,
+     * prepared: the template's NAME@VERSION ("" when none) */
     char message[AGENT_MESSAGE_MAX + 1];
     bool has_usage;
     struct agent_usage usage;

@@ -56,6 +56,8 @@ YAML
     prepare: |
       echo "no network for pip" >&2
       exit 3
+  - name: slowprep
+    prepare: until [ -e $T/prep-go ]; do sleep 0.1; done
 YAML
     "$DOCKET" apply -f "$T/templates.yaml" >/dev/null
 }
@@ -90,7 +92,7 @@ both_running() {
     [[ $output == *torch*1*site*exploration*project:explore*"PyTorch 2.1"* ]]
     [[ $output == *jax*group:research*any* ]]
     run -0 "$DOCKET" templates --json
-    [ "$(jq '.templates | length' <<<"$output")" = 8 ]
+    [ "$(jq '.templates | length' <<<"$output")" = 9 ]
     run -0 "$DOCKET" templates show torch
     [[ ${lines[0]} == "template torch@1" ]]
     [[ $output == *"CUDA_HOME=/opt/cuda-12.1"* ]]
@@ -101,7 +103,7 @@ both_running() {
     [[ $output == *"no such template"* ]]
     run -2 "$DOCKET" templates show 'bad name'
     run -0 "$DOCKET" apply -f "$T/templates.yaml" --dry-run
-    [[ $output == *"8 templates"* ]]
+    [[ $output == *"9 templates"* ]]
 }
 
 @test "a job gets its template's variables under its own, and records NAME@VERSION" {
@@ -211,6 +213,39 @@ prepares_on() {
     [ "$(prepares_on a)" = 1 ]
 }
 
+prepared_event() {
+    [ "$("$DOCKET" show "$1" --json | jq '[.events[] | select(.type == "prepared")] | length')" = 1 ]
+}
+
+explain_says_preparing() {
+    "$DOCKET" explain "$1" | grep -q "preparing slowprep@1 on $PREFIX-a"
+}
+
+@test "a job waiting on its node's prepare says so in explain and its events" {
+    id=$(submit_q -p explore --class exploration --select zone=a --template slowprep -- \
+        sh -c "until [ -e '$T/job-go' ]; do sleep 0.1; done; echo ran")
+    wait_for 60 explain_says_preparing "$id"
+    run -0 "$DOCKET" explain "$id" --json
+    [ "$(jq -r .explain.environment.preparing <<<"$output")" = slowprep@1 ]
+    touch "$T/prep-go"
+    # built: the job runs its command, and explain no longer speaks of it
+    wait_for 60 prepared_event "$id"
+    run -0 "$DOCKET" explain "$id" --json
+    [ "$(jq -r .explain.environment <<<"$output")" = null ]
+    touch "$T/job-go"
+    done_ok "$id"
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -r '[.events[] | select(.type == "preparing")][0].detail' <<<"$output")" = slowprep@1 ]
+    [ "$(jq -r '[.events[] | select(.type == "preparing")][0].reason' <<<"$output")" = "preparing environment" ]
+    [ "$(jq -r '[.events[] | select(.type == "prepared")][0].detail' <<<"$output")" = slowprep@1 ]
+    run -0 "$DOCKET" show "$id"
+    [[ $output == *preparing*"preparing environment"* ]]
+    # warm now: the next job neither prepares nor says so
+    id=$(submit_q -p explore --class exploration --select zone=a --template slowprep -- sh -c 'echo ran')
+    done_ok "$id"
+    [ "$("$DOCKET" show "$id" --json | jq '[.events[] | select(.type == "preparing")] | length')" = 0 ]
+}
+
 @test "a failing prepare fails its job with the log, not the node, and is tried again" {
     id=$(submit_q -p explore --class exploration --select zone=a --template coldfail -- sh -c 'echo never')
     wait_for 60 state_in "$id" COMPLETED FAILED
@@ -296,7 +331,7 @@ api_post_ctl() {
     bad '{name: x, image: "docker://evil"}' 'templates[0].image'
     bad '{name: x, setup: ""}' 'templates[0].setup'
     run -0 "$DOCKET" templates --json
-    [ "$(jq '.templates | length' <<<"$output")" = 8 ]
+    [ "$(jq '.templates | length' <<<"$output")" = 9 ]
 }
 
 @test "a change is audited per template; a version never changes in place; later jobs record it" {

@@ -335,6 +335,9 @@ static void events(void **st)
                   "events[1].sample.gpu_source");
     /* what docketd takes: signalled events, a utilisation past 100 in the legacy usage */
     event_taken("{\"job\": 1, \"type\": \"signalled\", \"message\": \"SIGUSR1\"}");
+    /* a template's prepare on the node: begun, done (docs/environments.md) */
+    event_taken("{\"job\": 1, \"type\": \"preparing\", \"message\": \"venv@2\"}");
+    event_taken("{\"job\": 1, \"type\": \"prepared\", \"message\": \"venv@2\"}");
     event_taken("{\"job\": 1, \"type\": \"usage\", \"usage\": {\"gpu_util\": 150}}");
     event_taken("{\"job\": 1, \"run\": 2, \"type\": \"started\", \"pid\": 7, \"time_ms\": 1}");
     /* a step host's port: on its event only, always there, a port */
@@ -354,9 +357,8 @@ static void event_messages(void **st)
     const json_t *evs;
     json_t *o = js("{\"node\": \"n\", \"events\": [{\"job\": 1, \"type\": \"rebooted\"}]}");
     assert_int_equal(agent_events_parse(o, &evs, &e), -EINVAL);
-    assert_string_equal(
-        e.message,
-        "events[0].type must be started, signalled, exited, usage, reclaim_failed or step_host");
+    assert_string_equal(e.message, "events[0].type must be started, signalled, exited, usage,"
+                                   " reclaim_failed, step_host, preparing or prepared");
     json_decref(o);
     o = js("{\"node\": \"n\", \"events\": [{\"job\": 1, \"type\": \"usage\", \"sample\": "
            "{\"gpu_source\": \"guess\"}}]}");
