@@ -9,8 +9,10 @@
  * with the log's end on its stderr.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,59 @@ static void say(int fd, const char *line)
         return; /* the job's stderr is full or gone: the node's log keeps it */
 }
 
+/* Whether the agent asked this job to stop (a ctl.* command naming kill or signal, which
+ * the supervisor reads only once the job is launched): a cancel must not wait for a long
+ * prepare to end. */
+static bool stop_asked(const struct sup *s)
+{
+    DIR *d = opendir(s->dir);
+    struct dirent *e;
+    bool stop = false;
+    while (d && !stop && (e = readdir(d))) {
+        char cmd[16] = "";
+        if (strncmp(e->d_name, "ctl.", 4) != 0)
+            continue;
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        ssize_t n = fd >= 0 ? read(fd, cmd, sizeof cmd - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        stop = n > 0 && (strncmp(cmd, "kill", 4) == 0 || strncmp(cmd, "signal", 6) == 0);
+    }
+    if (d)
+        closedir(d);
+    return stop;
+}
+
+/* Wait for the prepare (pid, its own process group), killing it when the job is told to
+ * stop; its exit status, 128 + the signal that ended it, or -errno. */
+static int wait_prepare(struct sup *s, pid_t pid)
+{
+    /* SIGUSR1 (a command came) and SIGCHLD are blocked in the supervisor (its signalfd
+     * takes them once the job runs): waited for here. A SIGUSR1 consumed here is no
+     * loss: the supervisor reads every command file when the job is launched. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGCHLD);
+    struct timespec tick = {0, 200 * 1000 * 1000};
+    bool killed = false;
+    for (;;) {
+        int status;
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (w < 0 && errno != EINTR)
+            return -errno;
+        sigtimedwait(&set, NULL, &tick);
+        if (!killed && stop_asked(s)) {
+            sup_log("job %llu: stopped while preparing %s", (unsigned long long)s->j->id,
+                    s->j->env_key);
+            kill(-pid, SIGKILL);
+            killed = true;
+        }
+    }
+}
+
 /* Run the prepare script in dir, its output to log; its exit status (or -errno). */
 static int run_prepare(struct sup *s, const char *dir, const char *log)
 {
@@ -56,6 +111,12 @@ static int run_prepare(struct sup *s, const char *dir, const char *log)
     pid_t pid = fork();
     if (pid == 0) {
         char err[256];
+        sigset_t none;
+        sigemptyset(&none);
+        /* the supervisor's blocked signals are not the script's; its own process group,
+         * so a stop reaches what it started */
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        setsid();
         if (s->use_cg && cg_job_attach(&s->cg, 0, err, sizeof err) < 0)
             _exit(126);
         int null = open("/dev/null", O_RDONLY);
@@ -75,13 +136,7 @@ static int run_prepare(struct sup *s, const char *dir, const char *log)
         _exit(127);
     }
     close(out);
-    if (pid < 0)
-        return -errno;
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return -errno;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return pid < 0 ? -errno : wait_prepare(s, pid);
 }
 
 /* Build dir under the lock held by the caller; 0, or an error with the log on stderr. */
