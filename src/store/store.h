@@ -258,7 +258,7 @@ struct store_job {
     char *alloc;          /* allocation JSON or NULL */
     char *exit;           /* exit JSON or NULL */
     char *usage;          /* usage JSON or NULL */
-    /* the environment template, "NAME@VERSION" or "" (schema 14) */
+    /* the environment template, "NAME@VERSION" or "" (schema 15) */
     char template_ref[96];
 };
 
