@@ -90,7 +90,8 @@ static int check_allocs(const struct sched *s, const struct job *j, struct sched
         if (__builtin_popcountll(a->gpu_mask) != a->gpus)
             FAIL("job %llu: %d GPUs but a mask of %d on %s", id, a->gpus,
                  __builtin_popcountll(a->gpu_mask), n->name);
-        if (n->gpus < 64 && (a->gpu_mask >> n->gpus))
+        /* a node shrunk under its jobs lets them keep the indices it no longer has */
+        if (n->gpus < 64 && ((a->gpu_mask & ~n->gpu_beyond_mask) >> n->gpus))
             FAIL("job %llu: GPU index beyond %s's %d GPUs", id, n->name, n->gpus);
         bool listed = false;
         for (uint32_t k = 0; k < n->jobs.n && !listed; k++)
@@ -204,6 +205,10 @@ static int check_nodes(const struct sched *s, struct sched_error *err)
                          "jobs (%d GPUs, %d CPUs, %d jobs)",
                          n->name, n->gpus_used, n->cpus_used, n->jobs.n, ns->gpus, ns->cpus,
                          ns->njobs);
+        uint64_t own = n->gpus < 64 ? (1ULL << n->gpus) - 1 : ~0ULL;
+        if (rc == 0 && n->gpu_beyond_mask != (n->gpu_used_mask & ~own))
+            rc = err_set(err, -EFAULT, "", "node %s: the GPUs held beyond its size are stale",
+                         n->name);
         int free_gpus = node_free_gpus(n);
         if (rc == 0 && n->room_logged != free_gpus)
             rc = err_set(err, -EFAULT, "",

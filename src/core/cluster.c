@@ -187,7 +187,7 @@ int sched_set_policy(struct sched *s, const struct sched_policy *p, struct sched
         struct job *j = &s->jobs[i];
         if (j->id && j->nallocs) {
             victim_mark(s, j, false);
-            victim_eligibility_update(s, j, s->now);
+            victim_rules_after_policy(s, j, s->now);
         }
     }
     s->order_dirty = true;
@@ -393,6 +393,7 @@ int sched_node_upsert(struct sched *s, const struct sched_node_spec *spec, int64
         bucket_remove(s, (uint32_t)idx);
     n->gpu_type = (int16_t)type;
     n->gpus = spec->gpus;
+    n->gpu_beyond_mask = n->gpus < 64 ? n->gpu_used_mask & ~((1ULL << n->gpus) - 1) : 0;
     n->cpus = spec->cpus;
     node_profile_touch(s, n);
     n->mem_mb = spec->mem_mb;

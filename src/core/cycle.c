@@ -1010,6 +1010,8 @@ static void walk_queue(struct sched *s, struct walk *w)
         }
         if (j->flags & JF_STARVING)
             continue; /* served first */
+        if (start_cap_reached(s, w))
+            break; /* the starving walk used the cap up: this job is the next cycle's */
         consider(s, w, j, e);
         if (start_cap_reached(s, w)) {
             i++;

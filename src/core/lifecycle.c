@@ -150,6 +150,7 @@ void job_release_resources(struct sched *s, struct job *j)
         n->cpus_used -= a->cpus;
         n->mem_used -= a->mem_mb;
         n->gpu_used_mask &= ~a->gpu_mask;
+        n->gpu_beyond_mask &= n->gpu_used_mask;
         u32vec_remove_value(&n->jobs, job_slot(s, j));
         node_holders_touch(s, n);
         if (n->in_bucket)

@@ -180,16 +180,18 @@ static enum recheck memo_recheck(struct sched *s, struct preempt_memo *m, struct
 }
 
 /* The job's own memo (in its reservation): made by it, under the current epochs, for the
- * same kind of search, not in the future. */
-static bool own_memo_covers(const struct sched *s, const struct preempt_memo *m, bool reclaim,
-                            int64_t now)
+ * same kind of search at the tier it has now (a boost lets it take more), not in the
+ * future. */
+static bool own_memo_covers(const struct sched *s, const struct preempt_memo *m,
+                            const struct job *j, bool reclaim, int64_t now)
 {
     return m->live && m->epoch == s->memo_epoch && m->reclaim == reclaim &&
-           (!reclaim || m->repoch == s->reclaim_epoch) && now >= m->at;
+           m->rank == job_eff_rank(s, j) && (!reclaim || m->repoch == s->reclaim_epoch) &&
+           now >= m->at;
 }
 
-static void own_memo_set(struct sched *s, struct preempt_memo *m, bool reclaim, int64_t now,
-                         int feasible)
+static void own_memo_set(struct sched *s, struct preempt_memo *m, const struct job *j, bool reclaim,
+                         int64_t now, int feasible)
 {
     *m = (struct preempt_memo){.live = true,
                                .epoch = s->memo_epoch,
@@ -197,7 +199,8 @@ static void own_memo_set(struct sched *s, struct preempt_memo *m, bool reclaim, 
                                .at = now,
                                .logpos = s->nchlog,
                                .feasible = feasible,
-                               .reclaim = reclaim};
+                               .reclaim = reclaim,
+                               .rank = (uint8_t)job_eff_rank(s, j)};
     s->chlog_mark = s->nchlog;
 }
 
@@ -210,7 +213,7 @@ static int preempt_reserved(struct sched *s, struct preempt_memo *m, bool reclai
 {
     struct reservation *r = &s->res[j->reservation];
     struct preempt_memo *own = &r->own;
-    bool by_own = own_memo_covers(s, own, reclaim, now);
+    bool by_own = own_memo_covers(s, own, j, reclaim, now);
     struct memo_job unreserved = memo_job_of(j);
     unreserved.reserved = false;
     if (!by_own && !memo_covers(s, m, reclaim, &unreserved, now))
@@ -237,7 +240,7 @@ static int preempt_reserved(struct sched *s, struct preempt_memo *m, bool reclai
         if (again)
             return -2;
         struct plan_cost chosen = own->chosen;
-        own_memo_set(s, own, reclaim, now, 0);
+        own_memo_set(s, own, j, reclaim, now, 0);
         own->not_earlier = true;
         own->chosen = chosen;
         memo_verify(s, j, now);
@@ -247,7 +250,7 @@ static int preempt_reserved(struct sched *s, struct preempt_memo *m, bool reclai
         (void)preempt_for(s, j, now, true, &sc);
         if (from->feasible + sc.feasible >= want)
             return -2;
-        own_memo_set(s, own, reclaim, now, from->feasible + sc.feasible);
+        own_memo_set(s, own, j, reclaim, now, from->feasible + sc.feasible);
         memo_verify(s, j, now);
         return -1;
     }
@@ -255,7 +258,7 @@ static int preempt_reserved(struct sched *s, struct preempt_memo *m, bool reclai
     if (rc < 0) {
         /* a plan on a changed node no earlier than the reservation: the cheapest of all,
            since the other nodes had none */
-        own_memo_set(s, own, reclaim, now, 0);
+        own_memo_set(s, own, j, reclaim, now, 0);
         own->not_earlier = sc.not_earlier;
         own->chosen = sc.best;
         memo_verify(s, j, now);
@@ -305,14 +308,14 @@ int preempt_memoised(struct sched *s, struct job *j, int64_t now, struct sched_c
     if (rc < 0 && sc.feasible < sh->nodes) {
         memo_set(s, m, j, sc.fail_dur < dur ? sc.fail_dur : dur, now, sc.feasible);
         if (mj.reserved)
-            own_memo_set(s, &s->res[j->reservation].own, reclaim, now, sc.feasible);
+            own_memo_set(s, &s->res[j->reservation].own, j, reclaim, now, sc.feasible);
     } else if (rc < 0 && sc.not_earlier) {
         /* plans there were, the cheapest no earlier than its own reservation: a memo of its
            own (the shape's would wrong the jobs without one). Unchanged nodes' plans only
            start later as time passes and the reservation's start stays, so this holds
            until a changed node has a plan (then the cheapest must be chosen again). */
         struct preempt_memo *own = &s->res[j->reservation].own;
-        own_memo_set(s, own, reclaim, now, 0);
+        own_memo_set(s, own, j, reclaim, now, 0);
         own->not_earlier = true;
         own->chosen = sh->nodes == 1 ? sc.best : (struct plan_cost){.node = NONE32};
     }

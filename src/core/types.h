@@ -249,6 +249,7 @@ struct preempt_memo {
     uint64_t id;
     int feasible;     /* gangs: nodes that had a plan (fewer than the gang needs) */
     bool reclaim;     /* a job's own memo (struct reservation): the search could reclaim */
+    uint8_t rank;     /* own memo: its job's effective tier then (a boost moves it) */
     bool not_earlier; /* own memo: plans there were, the cheapest (`chosen`; node NONE32
                          for a gang) no earlier than the reservation; a changed node with a
                          plan that is not surely costlier calls for a full search */
@@ -336,6 +337,9 @@ struct node {
     int gpus_used, cpus_used;
     int64_t mem_used;
     uint64_t gpu_used_mask;
+    /* GPU indices at or beyond `gpus` that jobs still hold: the node shrank under them
+       (sched_node_upsert keeps its jobs); never given again, cleared as they end */
+    uint64_t gpu_beyond_mask;
     uint8_t state;
     bool reserved;
     bool in_bucket;

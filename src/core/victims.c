@@ -74,6 +74,28 @@ void victim_sel_recount(struct sched *s, uint32_t selset)
     }
 }
 
+/* A policy applied after an event moved the time on may put a victim's coming of age or
+ * protection in (fired_to, now]: victim_eligibility_update read it at `now`, but every
+ * rule after the last cycle's time keeps an entry (check_deadlines); the next cycle fires
+ * it, reading the job again, which changes nothing more. */
+static void victim_rule_catch_up(struct sched *s, const struct job *v, int64_t at,
+                                 enum deadline_kind kind, int64_t now)
+{
+    if (at > s->fired_to && at <= now)
+        deadline_push(s, at, v->id, kind);
+}
+
+void victim_rules_after_policy(struct sched *s, struct job *v, int64_t now)
+{
+    victim_eligibility_update(s, v, now);
+    if (v->nallocs == 0 || !job_class(s, v)->preemptible)
+        return;
+    victim_rule_catch_up(s, v, v->start_ms + s->policy.min_runtime_ms, DL_ELIGIBLE, now);
+    int64_t protect = job_class(s, v)->protect_after_ms;
+    if (protect > 0)
+        victim_rule_catch_up(s, v, v->start_ms + protect, DL_PROTECT, now);
+}
+
 void victim_eligibility_update(struct sched *s, struct job *v, int64_t now)
 {
     victim_mark(s, v, victim_for_anyone(s, v, now));

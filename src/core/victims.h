@@ -9,6 +9,9 @@
 #include "core/types.h"
 
 void victim_eligibility_update(struct sched *s, struct job *v, int64_t now);
+/* The same under a new policy, plus an entry for each rule of the job that the change put
+   between the last cycle and now (the next cycle fires it). */
+void victim_rules_after_policy(struct sched *s, struct job *v, int64_t now);
 /* Set or clear a job's JF_VICTIM_ELIGIBLE, keeping the counters and node sums in step. */
 void victim_mark(struct sched *s, struct job *v, bool eligible);
 /* The node's victims added to (sign 1) or taken from (-1) the counts of the selector sets

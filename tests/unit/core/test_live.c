@@ -1,0 +1,213 @@
+/*
+ * test_live.c - reproducers of the core's defects under live changes (issue 34): policy
+ * and project changes between cycles, boosts, node resizes, arrays across projects, the
+ * start cap; one check each, on small hand-built clusters; each fails on the code before
+ * its fix.
+ */
+#include "helpers.h"
+
+static void check_ok(struct sched *s)
+{
+    struct sched_error err;
+    if (sched_check(s, &err))
+        fail_msg("sched_check: %s", err.message);
+}
+
+static struct sched_cycle_stats cycle_with(struct sched *s, int64_t now, enum sched_cycle_mode mode,
+                                           struct cyc *out)
+{
+    struct sched_cycle_stats st;
+    out->d = sched_cycle(s, now, mode, &out->n, &st);
+    return st;
+}
+
+/* Two critical jobs starve behind a full node; a low one waits behind them. With a cap of
+ * 2 starts a cycle, the cycle at the node's end starts the two starving jobs and stops:
+ * the low job waits for the next cycle, which follows at once. The recomputing twin does
+ * the same. */
+static void start_cap_case(enum sched_cycle_mode mode)
+{
+    struct sched_policy p;
+    sched_policy_defaults(&p); /* critical starves after 1 h */
+    p.max_starts_per_cycle = 2;
+    struct sched *s = mk_sched_with(&p);
+    add_node(s, "n1", "H100", 16);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", NULL, NULL, 16, 1, 2 * HOUR, T0);
+    struct cyc c;
+    (void)cycle_with(s, T0, mode, &c);
+    run(s, 1, T0);
+    submit(s, 2, "lab", NULL, NULL, 4, 1, HOUR, T0 + 1);
+    submit(s, 3, "lab", NULL, NULL, 4, 1, HOUR, T0 + 2);
+    submit(s, 4, "lab", "low", NULL, 1, 1, HOUR, T0 + 3);
+    (void)cycle_with(s, T0 + 3, mode, &c);
+    (void)cycle_with(s, T0 + HOUR + MIN, mode, &c); /* 2 and 3 starve: sticky reservations */
+    end(s, 1, SCHED_EXIT_CODE, 0, T0 + 2 * HOUR);
+    struct sched_cycle_stats st = cycle_with(s, T0 + 2 * HOUR, mode, &c);
+    assert_int_equal(count_dec(c, SCHED_D_START), 2);
+    assert_non_null(find_dec(c, SCHED_D_START, 2));
+    assert_non_null(find_dec(c, SCHED_D_START, 3));
+    assert_true(st.start_capped);
+    assert_int_equal(sched_next_wakeup(s, T0 + 2 * HOUR), T0 + 2 * HOUR);
+    check_ok(s);
+    (void)cycle_with(s, T0 + 2 * HOUR + 1, mode, &c);
+    assert_non_null(find_dec(c, SCHED_D_START, 4));
+    check_ok(s);
+    sched_destroy(s);
+}
+
+/* The cap counts the starving jobs served before the walk: a cap of 2 starts 2. */
+static void test_start_cap_counts_starving_starts(void **state)
+{
+    (void)state;
+    start_cap_case(SCHED_CYCLE_INCREMENTAL);
+}
+
+static void test_start_cap_same_in_recompute(void **state)
+{
+    (void)state;
+    start_cap_case(SCHED_CYCLE_RECOMPUTE);
+}
+
+static void upsert_node(struct sched *s, const char *name, int gpus, int cpus, int64_t mem_mb,
+                        int64_t now)
+{
+    struct sched_node_spec n;
+    memset(&n, 0, sizeof(n));
+    snprintf(n.name, sizeof(n.name), "%s", name);
+    snprintf(n.gpu_type, sizeof(n.gpu_type), "H100");
+    n.gpus = gpus;
+    n.cpus = cpus;
+    n.mem_mb = mem_mb;
+    n.state = SCHED_NODE_UP;
+    struct sched_error err;
+    if (sched_node_upsert(s, &n, now, &err))
+        fail_msg("upsert %s: %s", name, err.message);
+}
+
+/* A node shrunk below what runs on it (the API allows it: its jobs keep running) keeps the
+ * books: sched_check holds, nothing new lands on it, and once its jobs end it offers
+ * exactly its new size. */
+static void test_node_shrink_keeps_the_books(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "normal", 0, -1);
+    submit(s, 1, "lab", NULL, NULL, 2, 1, HOUR, T0);
+    submit(s, 2, "lab", NULL, NULL, 6, 1, HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    run(s, 2, T0);
+    upsert_node(s, "n1", 4, 8, 1024, T0 + MIN); /* below its jobs in GPUs, CPUs, memory */
+    check_ok(s);
+    submit(s, 3, "lab", NULL, NULL, 1, 1, HOUR, T0 + MIN);
+    struct cyc c = cycle(s, T0 + MIN);
+    assert_null(find_dec(c, SCHED_D_START, 3));
+    check_ok(s);
+    end(s, 2, SCHED_EXIT_CODE, 0, T0 + 2 * MIN);
+    check_ok(s);
+    c = cycle(s, T0 + 2 * MIN);
+    assert_non_null(find_dec(c, SCHED_D_START, 3)); /* 2 of the 4 are free again */
+    check_ok(s);
+    end(s, 1, SCHED_EXIT_CODE, 0, T0 + 3 * MIN);
+    check_ok(s);
+    (void)cycle(s, T0 + 3 * MIN);
+    check_ok(s);
+    struct sched_node_view v;
+    assert_int_equal(sched_node_get(s, 0, &v), 0);
+    assert_int_equal(v.gpus, 4);
+    assert_int_equal(v.gpus_used, 1);
+    sched_destroy(s);
+}
+
+/* A min_runtime change between cycles: sched_check holds at once (every running job's
+ * coming of age has its deadline under the new policy), not only after the next cycle. */
+static void test_min_runtime_change_checks_at_once(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.min_runtime_ms = 10 * MIN;
+    struct sched *s = mk_sched_with(&p);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "normal", 0, -1);
+    submit(s, 1, "lab", NULL, "experiment", 8, 1, 4 * HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    (void)cycle(s, T0 + 5 * MIN);
+    add_node(s, "n2", "H100", 8); /* an event moves the core's time on, no cycle yet */
+    upsert_node(s, "n2", 8, 64, 512 * 1024, T0 + 8 * MIN);
+    check_ok(s);
+    struct sched_error err;
+    int64_t mins[] = {20 * MIN, 2 * MIN, 7 * MIN, 30 * MIN, 6 * MIN};
+    for (size_t k = 0; k < sizeof(mins) / sizeof(mins[0]); k++) {
+        p.min_runtime_ms = mins[k];
+        assert_int_equal(sched_set_policy(s, &p, &err), 0);
+        check_ok(s);
+    }
+    (void)cycle(s, T0 + 5 * MIN + 1);
+    check_ok(s);
+    sched_destroy(s);
+}
+
+static void boost(struct sched *s, const char *project, int levels, int64_t until, int64_t now)
+{
+    struct sched_error err;
+    if (sched_project_boost(s, project, levels, until, now, &err))
+        fail_msg("boost %s: %s", project, err.message);
+}
+
+/* A starving job whose preemption search failed keeps that failure in its reservation's
+ * own memo. Boosted above the job in its way, it must search again: the memo was for its
+ * old tier. n1 runs a normal-tier job (no victim for a normal job); n2 half a low one and
+ * half a service (victims, but never room for 8). Job 3 starves with a sticky reservation
+ * at n1's end; its searches fail. Boosted one level, it preempts job 1 at once. */
+static void test_boost_reaches_own_memo(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.tiers[1].starve_after_ms = HOUR; /* high, and normal: it starves before and after */
+    p.tiers[2].starve_after_ms = HOUR;
+    p.fairshare_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node(s, "n1", "H100", 8);
+    add_node(s, "n2", "H100", 8);
+    add_project(s, "other", "normal", 0, -1);
+    add_project(s, "lab", "normal", 0, -1);
+    submit(s, 1, "other", NULL, "experiment", 8, 1, 10 * HOUR, T0);
+    submit(s, 2, "other", "low", "experiment", 4, 1, 10 * HOUR, T0);
+    submit(s, 4, "other", NULL, "service", 4, 1, 0, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    run(s, 2, T0);
+    run(s, 4, T0);
+    submit(s, 3, "lab", NULL, "experiment", 8, 1, HOUR, T0 + MIN);
+    for (int64_t t = T0 + MIN; t <= T0 + 2 * HOUR; t += 20 * MIN) {
+        struct cyc c = cycle(s, t);
+        assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0);
+        check_ok(s);
+    }
+    struct sched_job_view v;
+    assert_int_equal(sched_job_get(s, 3, &v), 0);
+    assert_true(v.reservation_ms > 0); /* starving: its sticky reservation */
+    boost(s, "lab", 1, T0 + 5 * HOUR, T0 + 2 * HOUR + MIN);
+    struct cyc c = cycle(s, T0 + 2 * HOUR + MIN);
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 1));
+    check_ok(s);
+    sched_destroy(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_start_cap_counts_starving_starts),
+        cmocka_unit_test(test_start_cap_same_in_recompute),
+        cmocka_unit_test(test_node_shrink_keeps_the_books),
+        cmocka_unit_test(test_min_runtime_change_checks_at_once),
+        cmocka_unit_test(test_boost_reaches_own_memo),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
