@@ -599,11 +599,16 @@ static uint64_t quiet_room(const struct sched *s, uint32_t shape)
     return s->room_changes[sh->gpu_type > 0 ? sh->gpu_type : NTYPES][level];
 }
 
-static uint64_t quiet_usage(const struct sched *s, uint32_t project)
+/* The usage j's admission reads: its project's and group's, and its array's running
+ * tasks, which count in every project (a task of another project ending frees its %limit). */
+static uint64_t quiet_usage(const struct sched *s, const struct job *j)
 {
-    const struct project *p = &s->projects[project];
+    const struct project *p = &s->projects[j->project];
     const struct group *g = project_group(s, p);
-    return p->usage_changes + (g ? g->usage_changes : 0);
+    uint64_t ai, arr = 0;
+    if (j->array_id && u64map_get(&s->arrays, j->array_id, &ai))
+        arr = s->array_counts[ai].changes;
+    return p->usage_changes + (g ? g->usage_changes : 0) + arr;
 }
 
 /* Could its project's or group's usage hold j back, now or after a start or an end? */
@@ -622,7 +627,7 @@ static bool admission_limited(const struct sched *s, const struct job *j)
 static bool quiet_usage_holds(const struct sched *s, const struct starving_entry *e)
 {
     if (e->limited || e->how == QUIET_ADMISSION)
-        return e->usage == quiet_usage(s, e->project);
+        return e->usage == quiet_usage(s, &s->jobs[e->slot]);
     return project_can_reclaim(s, e->project, e->gpus) == e->reclaims ||
            !reclaim_victims_exist(s, s->shapes[e->shape].selset, e->rank);
 }
@@ -771,7 +776,7 @@ struct quiet_counts {
 static struct quiet_counts quiet_counts(struct sched *s, const struct job *j)
 {
     return (struct quiet_counts){s->node_changes, quiet_epoch(s), s->reclaim_epoch,
-                                 quiet_usage(s, j->project), s->ndec};
+                                 quiet_usage(s, j), s->ndec};
 }
 
 /* Did the service between a and b change nothing (the marks aside)? */
@@ -923,6 +928,44 @@ static void starving_keep(struct sched *s, size_t *keep, size_t i)
     (*keep)++;
 }
 
+/* Has j's sticky starving window passed unused (the room it counted on never came: a job
+ * hung past its kill, a clock jump)? Its claim binds nobody any more. */
+static bool starving_window_passed(const struct sched *s, const struct job *j, int64_t now)
+{
+    if (!j->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING) ||
+        j->reservation == NONE32)
+        return false;
+    const struct reservation *r = &s->res[j->reservation];
+    return r->starving && !r->preempting && r->end <= now;
+}
+
+static bool reservations_share_node(const struct reservation *a, const struct reservation *b)
+{
+    for (int i = 0; i < a->nnodes; i++)
+        for (int k = 0; k < b->nnodes; k++)
+            if (a->nodes[i] == b->nodes[k])
+                return true;
+    return false;
+}
+
+/* The window of the starving job of entry `from` passed unused: it is made again at once,
+ * and the younger starving jobs whose windows share its nodes (made behind it) give theirs
+ * back, to be made again behind it in this walk, oldest first (docs/scheduling.md §7). */
+static void starving_renew_from(struct sched *s, size_t from)
+{
+    struct job *old = &s->jobs[s->starving[from].slot];
+    uint32_t expired = old->reservation;
+    for (size_t i = from + 1; i < s->nstarving; i++) {
+        struct job *y = &s->jobs[s->starving[i].slot];
+        if (!y->id || y->state != SCHED_PENDING || y->reservation == NONE32)
+            continue;
+        const struct reservation *r = &s->res[y->reservation];
+        if (r->starving && !r->preempting && reservations_share_node(&s->res[expired], r))
+            reservation_drop(s, y->reservation);
+    }
+    reservation_drop(s, expired);
+}
+
 /* Oldest first. The list is compacted on the way: entries of jobs that left the queue or
  * stopped starving are dropped (a slot has one entry at most: sched_check). A job proven quiet is
  * not served again until something it depends on moves (struct starving_entry). */
@@ -931,13 +974,18 @@ static void walk_starving(struct sched *s, struct walk *w)
     claims_settle(s);
     s->quiet_walk = true;
     size_t keep = 0;
+    bool renewing = false; /* an expired window was made again: every later job is served */
     for (size_t i = 0; i < s->nstarving; i++) {
         struct starving_entry *e = &s->starving[i]; /* kept: moved to `keep` (<= i) */
         if (start_cap_reached(s, w)) {
             starving_keep(s, &keep, i); /* served next cycle, first (or dropped then) */
             continue;
         }
-        enum quiet_verdict v = quiet_holds(s, e, w->now);
+        if (starving_window_passed(s, &s->jobs[e->slot], w->now)) {
+            starving_renew_from(s, i);
+            renewing = true;
+        }
+        enum quiet_verdict v = renewing ? QV_SERVE : quiet_holds(s, e, w->now);
         if (v != QV_SERVE) {
             bool renew = v == QV_ROOM; /* known from the room: at its nodes as they are */
             if (v == QV_NO_ROOM || v == QV_CLAIMED) {

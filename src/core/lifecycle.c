@@ -99,7 +99,7 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
     if (j->array_id) {
         uint64_t ai;
         if (u64map_get(&s->arrays, j->array_id, &ai))
-            s->array_counts[ai].running++;
+            s->array_counts[ai].running++, s->array_counts[ai].changes++;
     }
     j->start_ms = s->now;
     j->ckpt_ms = s->now;
@@ -138,7 +138,7 @@ void job_release_resources(struct sched *s, struct job *j)
     if (j->array_id) {
         uint64_t ai;
         if (u64map_get(&s->arrays, j->array_id, &ai))
-            s->array_counts[ai].running--;
+            s->array_counts[ai].running--, s->array_counts[ai].changes++;
     }
     victim_mark(s, j, false);
     if (j->state == SCHED_STOPPING)

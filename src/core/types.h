@@ -461,6 +461,7 @@ struct deadline {
 
 struct array_count {
     int limit, running, jobs;
+    uint64_t changes; /* starts and ends of its tasks, in every project (quiet proofs) */
 };
 
 struct sched {

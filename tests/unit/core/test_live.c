@@ -200,6 +200,96 @@ static void test_boost_reaches_own_memo(void **state)
     sched_destroy(s);
 }
 
+static int64_t reservation_of(struct sched *s, uint64_t id)
+{
+    struct sched_job_view v;
+    assert_int_equal(sched_job_get(s, id, &v), 0);
+    return v.reservation_ms;
+}
+
+/* A starving job's sticky window that passes unused (the job in its way hung past its
+ * kill) is made again at once, oldest starving first: job 2 keeps its place ahead of the
+ * younger job 3, and starts when the hung job finally ends. */
+static void test_expired_sticky_window_renewed(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p); /* critical starves after 1 h */
+    p.fairshare_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", NULL, "training", 8, 1, 2 * HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    submit(s, 2, "lab", NULL, NULL, 8, 1, HOUR, T0 + MIN);
+    submit(s, 3, "lab", NULL, NULL, 8, 1, HOUR, T0 + 2 * MIN);
+    for (int64_t t = T0 + 30 * MIN; t <= T0 + 3 * HOUR; t += 10 * MIN) {
+        (void)cycle(s, t); /* job 1 is signalled, then killed, and never ends */
+        check_ok(s);
+    }
+    int64_t first = reservation_of(s, 2);
+    assert_true(first > 0 && first < T0 + 3 * HOUR);
+    assert_true(reservation_of(s, 3) >= first + HOUR);
+    int64_t now = first + HOUR + MIN; /* job 2's window has passed unused */
+    (void)cycle(s, now);
+    check_ok(s);
+    int64_t again = reservation_of(s, 2);
+    assert_true(again >= now);                         /* made again at once ... */
+    assert_true(reservation_of(s, 3) >= again + HOUR); /* ... ahead of the younger job */
+    end(s, 1, SCHED_EXIT_SIGNAL, 9, now + HOUR);
+    struct cyc c = cycle(s, now + HOUR);
+    assert_non_null(find_dec(c, SCHED_D_START, 2));
+    assert_null(find_dec(c, SCHED_D_START, 3));
+    check_ok(s);
+    sched_destroy(s);
+}
+
+static void submit_task(struct sched *s, uint64_t id, const char *project, uint64_t array,
+                        int limit, int64_t now)
+{
+    struct sched_job_spec j;
+    spec_fill(&j, id, project, NULL, NULL, 1, 1, 10 * HOUR, now);
+    j.array_id = array;
+    j.array_limit = limit;
+    struct sched_error err;
+    if (sched_job_submit(s, &j, now, &err))
+        fail_msg("submit %llu: %s", (unsigned long long)id, err.message);
+}
+
+/* An array's %limit counts its tasks in every project. A starving task held back by it
+ * (JobLimit) is proven quiet while nothing it read moves; the end of the array's task in
+ * another project moves the count it read, and it starts at once. */
+static void test_quiet_proof_reads_array_of_other_projects(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p); /* critical starves after 1 h */
+    p.fairshare_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "a", "critical", 0, -1);
+    add_project(s, "b", "critical", 0, -1);
+    submit_task(s, 1, "b", 100, 1, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    submit_task(s, 2, "a", 100, 1, T0 + 1);
+    struct sched_cycle_stats st;
+    struct cyc c;
+    for (int64_t t = T0 + MIN; t <= T0 + 2 * HOUR; t += 20 * MIN) {
+        st = cycle_with(s, t, SCHED_CYCLE_INCREMENTAL, &c);
+        assert_reason(s, 2, SCHED_R_JOB_LIMIT);
+        check_ok(s);
+    }
+    assert_int_equal(st.starving_quiet, 1); /* proven quiet: nothing it read moved */
+    end(s, 1, SCHED_EXIT_CODE, 0, T0 + 2 * HOUR + MIN);
+    (void)cycle_with(s, T0 + 2 * HOUR + MIN, SCHED_CYCLE_INCREMENTAL, &c);
+    assert_non_null(find_dec(c, SCHED_D_START, 2));
+    check_ok(s);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +298,8 @@ int main(void)
         cmocka_unit_test(test_node_shrink_keeps_the_books),
         cmocka_unit_test(test_min_runtime_change_checks_at_once),
         cmocka_unit_test(test_boost_reaches_own_memo),
+        cmocka_unit_test(test_expired_sticky_window_renewed),
+        cmocka_unit_test(test_quiet_proof_reads_array_of_other_projects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
