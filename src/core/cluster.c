@@ -158,11 +158,59 @@ int sched_policy_check(const struct sched *s, const struct sched_policy *p, stru
     return rc ? rc : policy_in_use_check(s, p, err);
 }
 
+/* Count every running job again as a victim under the policy (min_runtime, protection,
+ * classes, tiers). */
+static void victims_recount(struct sched *s)
+{
+    for (size_t i = 0; i < s->jobs_cap; i++) {
+        struct job *j = &s->jobs[i];
+        if (j->id && j->nallocs) {
+            victim_mark(s, j, false);
+            victim_rules_after_policy(s, j, s->now);
+        }
+    }
+}
+
+/* A policy whose tiers and classes are as they were (indices stay): each changed part voids
+ * what read it, and nothing else. The sticky reservations (preemptors', starving jobs')
+ * are promises and stay; ordinary ones are made again by the next walk anyway. */
+static int policy_apply_parts(struct sched *s, const struct sched_policy *p, unsigned diff)
+{
+    if (diff & POLICY_ORDER)
+        projects_accrue(s, s->now); /* usage so far at the old weights */
+    s->policy = *p;
+    if (diff == POLICY_KNOBS)
+        return 0; /* read afresh where used: nothing derived keeps them */
+    if (diff & POLICY_GROUPS)
+        groups_sync_policy(s);
+    /* who may take what (pools, victims, reclaim) and the priorities a memo states */
+    if (diff & (POLICY_ORDER | POLICY_ZONE | POLICY_GUARDS | POLICY_GROUPS))
+        s->memo_epoch++;
+    if (diff & POLICY_ZONE) {
+        s->reserved_min_rank = policy_tier_find(p, p->reserved_min_tier);
+        reserved_zone_recompute(s);
+    }
+    if (diff & (POLICY_ORDER | POLICY_ZONE | POLICY_GROUPS | POLICY_BACKFILL))
+        reservations_drop_all(s, true);
+    if (diff & POLICY_GUARDS)
+        victims_recount(s);
+    /* keys, shares, and the pool rules of shapes (max_preemptions decides whether a
+       low job may borrow the reserved zone) */
+    if (diff & (POLICY_ORDER | POLICY_ZONE | POLICY_GROUPS | POLICY_GUARDS))
+        s->order_dirty = true;
+    return 0;
+}
+
 int sched_set_policy(struct sched *s, const struct sched_policy *p, struct sched_error *err)
 {
     int rc = sched_policy_check(s, p, err);
     if (rc)
         return rc;
+    unsigned diff = policy_diff(&s->policy, p);
+    if (diff == 0)
+        return 0; /* the same policy (docket apply of an unchanged file): every promise holds */
+    if (!(diff & (POLICY_TIERS | POLICY_CLASSES)))
+        return policy_apply_parts(s, p, diff);
     /* remap tier and class indices by name */
     for (size_t i = 0; i < s->nprojects; i++)
         s->projects[i].tier =
@@ -183,13 +231,7 @@ int sched_set_policy(struct sched *s, const struct sched_policy *p, struct sched
     reservations_drop_all(s, false);
     /* who may be preempted follows the policy (min_runtime, protection, classes, tiers):
        count every running job again under it */
-    for (size_t i = 0; i < s->jobs_cap; i++) {
-        struct job *j = &s->jobs[i];
-        if (j->id && j->nallocs) {
-            victim_mark(s, j, false);
-            victim_rules_after_policy(s, j, s->now);
-        }
-    }
+    victims_recount(s);
     s->order_dirty = true;
     s->rewatch = true;
     return 0;
@@ -389,6 +431,7 @@ int sched_node_upsert(struct sched *s, const struct sched_node_spec *spec, int64
     }
     if (node_labels_set(s, n, spec->labels, spec->nlabels, err) < 0)
         return err->code;
+    bool shrinks = spec->gpus < n->gpus || spec->cpus < n->cpus || spec->mem_mb < n->mem_mb;
     if (n->in_bucket)
         bucket_remove(s, (uint32_t)idx);
     n->gpu_type = (int16_t)type;
@@ -401,6 +444,10 @@ int sched_node_upsert(struct sched *s, const struct sched_node_spec *spec, int64
     s->zone_dirty = true;
     s->profiles_dirty = true;
     node_set_state_internal(s, n, spec->state);
+    /* a promise made on the room it had cannot stand on less: every reservation there, sticky
+       ones too, is made again by the next walk (a node event: docs/scheduling.md) */
+    while (shrinks && n->nclaims > 0)
+        reservation_drop(s, n->claims[0].res);
     reservations_drop_all(s, true);
     return 0;
 }

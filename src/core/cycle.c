@@ -307,6 +307,8 @@ static bool job_admissible(struct sched *s, struct walk *w, struct job *j)
     }
     if (!reservation_usable(s, j))
         give_back_reservation(s, j); /* a boost ended, its zone changed: it may not use them */
+    else if (j->reservation != NONE32 && s->res[j->reservation].end <= w->now)
+        give_back_reservation(s, j); /* its window passed unused (a clock jump): made again */
     /* victims that leave early do not move the reservation's start: others may have been
        let in beside it until then; the job starts early only if the room is there */
     return true;
@@ -936,7 +938,7 @@ static bool starving_window_passed(const struct sched *s, const struct job *j, i
         j->reservation == NONE32)
         return false;
     const struct reservation *r = &s->res[j->reservation];
-    return r->starving && !r->preempting && r->end <= now;
+    return (r->starving || r->preempting) && r->end <= now;
 }
 
 static bool reservations_share_node(const struct reservation *a, const struct reservation *b)
@@ -960,8 +962,11 @@ static void starving_renew_from(struct sched *s, size_t from)
         if (!y->id || y->state != SCHED_PENDING || y->reservation == NONE32)
             continue;
         const struct reservation *r = &s->res[y->reservation];
-        if (r->starving && !r->preempting && reservations_share_node(&s->res[expired], r))
+        if (r->starving && !r->preempting && reservations_share_node(&s->res[expired], r)) {
+            y->pushed_ms = s->now; /* explain says who pushed it back */
+            y->pushed_by = old->id;
             reservation_drop(s, y->reservation);
+        }
     }
     reservation_drop(s, expired);
 }

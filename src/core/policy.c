@@ -338,3 +338,108 @@ int sched_node_state_parse(const char *name)
             return i;
     return -1;
 }
+
+/* ---- what changed (sched_set_policy) */
+
+/* sizeof(struct sched_policy) on the 64-bit targets Docket builds for, when each field's
+   part was last declared below */
+#define POLICY_SIZE_KNOWN 14248
+
+/* A new field in struct sched_policy must be given its part in policy_diff below: this
+   fails the build until the size is updated with it. */
+_Static_assert(sizeof(struct sched_policy) == POLICY_SIZE_KNOWN,
+               "struct sched_policy changed: declare the new field's part in policy_diff");
+
+static bool tiers_same(const struct sched_policy *a, const struct sched_policy *b)
+{
+    if (a->ntiers != b->ntiers)
+        return false;
+    for (int i = 0; i < a->ntiers; i++)
+        if (strcmp(a->tiers[i].name, b->tiers[i].name) ||
+            a->tiers[i].starve_after_ms != b->tiers[i].starve_after_ms)
+            return false;
+    return true;
+}
+
+static bool class_same(const struct sched_class_spec *a, const struct sched_class_spec *b)
+{
+    return !strcmp(a->name, b->name) && a->default_limit_ms == b->default_limit_ms &&
+           a->max_limit_ms == b->max_limit_ms && a->preemptible == b->preemptible &&
+           a->preempt_order == b->preempt_order && a->protect_after_ms == b->protect_after_ms &&
+           a->max_grace_ms == b->max_grace_ms && a->max_retries == b->max_retries &&
+           a->restart_on_failure == b->restart_on_failure && a->requeueable == b->requeueable;
+}
+
+static bool classes_same(const struct sched_policy *a, const struct sched_policy *b)
+{
+    if (a->nclasses != b->nclasses || strcmp(a->default_class, b->default_class))
+        return false;
+    for (int i = 0; i < a->nclasses; i++)
+        if (!class_same(&a->classes[i], &b->classes[i]))
+            return false;
+    return true;
+}
+
+static bool order_same(const struct sched_policy *a, const struct sched_policy *b)
+{
+    if (a->ordering != b->ordering || a->fairshare_half_life_ms != b->fairshare_half_life_ms ||
+        a->ngpu_weights != b->ngpu_weights || a->default_gpu_weight != b->default_gpu_weight ||
+        a->cpu_weight != b->cpu_weight || a->mem_weight_per_gb != b->mem_weight_per_gb ||
+        a->mf_age_weight != b->mf_age_weight || a->mf_fairshare_weight != b->mf_fairshare_weight ||
+        a->mf_tier_weight != b->mf_tier_weight || a->mf_age_max_ms != b->mf_age_max_ms)
+        return false;
+    for (int i = 0; i < a->ngpu_weights; i++)
+        if (strcmp(a->gpu_weights[i].gpu_type, b->gpu_weights[i].gpu_type) ||
+            a->gpu_weights[i].weight != b->gpu_weights[i].weight)
+            return false;
+    return true;
+}
+
+static bool zone_same(const struct sched_policy *a, const struct sched_policy *b)
+{
+    return !strcmp(a->reserved_label_key, b->reserved_label_key) &&
+           !strcmp(a->reserved_label_value, b->reserved_label_value) &&
+           a->reserved_max_ratio == b->reserved_max_ratio &&
+           !strcmp(a->reserved_min_tier, b->reserved_min_tier);
+}
+
+static bool groups_same(const struct sched_policy *a, const struct sched_policy *b)
+{
+    if (a->ngroups != b->ngroups)
+        return false;
+    for (int i = 0; i < a->ngroups; i++)
+        if (strcmp(a->groups[i].name, b->groups[i].name) ||
+            a->groups[i].guarantee_gpus != b->groups[i].guarantee_gpus ||
+            a->groups[i].gpu_limit != b->groups[i].gpu_limit)
+            return false;
+    return true;
+}
+
+static bool knobs_same(const struct sched_policy *a, const struct sched_policy *b)
+{
+    return a->fairshare_refresh_ms == b->fairshare_refresh_ms &&
+           a->preempt_max_per_cycle == b->preempt_max_per_cycle &&
+           a->max_starts_per_cycle == b->max_starts_per_cycle &&
+           a->default_signal == b->default_signal && a->default_grace_ms == b->default_grace_ms &&
+           a->cancel_grace_ms == b->cancel_grace_ms &&
+           a->reservation_refresh_ms == b->reservation_refresh_ms &&
+           a->service_restart_delay_ms == b->service_restart_delay_ms &&
+           a->retry_delay_ms == b->retry_delay_ms;
+}
+
+unsigned policy_diff(const struct sched_policy *a, const struct sched_policy *b)
+{
+    unsigned d = 0;
+    d |= tiers_same(a, b) ? 0 : POLICY_TIERS;
+    d |= classes_same(a, b) ? 0 : POLICY_CLASSES;
+    d |= order_same(a, b) ? 0 : POLICY_ORDER;
+    d |= zone_same(a, b) ? 0 : POLICY_ZONE;
+    d |= a->preemption == b->preemption && a->min_runtime_ms == b->min_runtime_ms &&
+                 a->max_preemptions == b->max_preemptions
+             ? 0
+             : POLICY_GUARDS;
+    d |= a->backfill == b->backfill && a->backfill_depth == b->backfill_depth ? 0 : POLICY_BACKFILL;
+    d |= groups_same(a, b) ? 0 : POLICY_GROUPS;
+    d |= knobs_same(a, b) ? 0 : POLICY_KNOBS;
+    return d;
+}

@@ -108,6 +108,10 @@ struct world {
     bool node_reserved[16];
     int8_t job_vc[MAX_JOBS]; /* a job's selector: 0 none, 1 vc=a, 2 vc=b, negated: -1, -2 */
     uint64_t idle_rng;       /* idle_cycle */
+    int64_t jumped_to;       /* the clock's last jump landed then: limits and kills that fell in
+                                the jump are sent from then on, so a promise may come that late */
+    bool capped; /* the last cycle stopped at max_starts_per_cycle: the rest of its walk,
+                    reasons included, is the next cycle's, which follows at once */
 };
 
 #define WFAIL(w, ...)                                                                              \
@@ -317,6 +321,10 @@ static void submit_random(struct world *w)
         j.idempotent = true;
         j.retries = 1;
     }
+    if (chance(10)) { /* a task of one of three arrays that span the projects */
+        j.array_id = 1000000 + (uint64_t)pick(3);
+        j.array_limit = 1 + (int)(j.array_id % 3);
+    }
     struct sched_error err;
     if (BOTH(w, sched_job_submit(s_, &j, w->now, &err)) == 0) {
         if (tracing())
@@ -394,6 +402,147 @@ static void node_random(struct world *w)
     w->node_events++; /* drains change what P2 may expect too */
 }
 
+/* ---- live changes between cycles (issue 34) */
+
+/* The policy applied again as it is (docket apply of an unchanged file): nothing may move,
+ * so it is no event for the promises P2 and P4 check. */
+static void policy_noop(struct world *w)
+{
+    struct sched_policy same = *sched_get_policy(w->s);
+    struct sched_error err;
+    if (BOTH(w, sched_set_policy(s_, &same, &err)))
+        WFAIL(w, "policy apply: %s", err.message);
+}
+
+/* One part of the policy changed: a knob, a guard, backfill, a starvation bound, a
+ * class's protection, the fair-share half-life. */
+static void policy_change(struct world *w)
+{
+    struct sched_policy p = *sched_get_policy(w->s);
+    int part = pick(7);
+    if (tracing())
+        fprintf(stderr, "  +%llds policy change %d\n", (long long)((w->now - T0) / 1000), part);
+    switch (part) {
+    case 0:
+        p.retry_delay_ms = (1 + pick(10)) * MIN;
+        p.max_starts_per_cycle = pick(4);
+        break;
+    case 1:
+        p.min_runtime_ms = pick(3) * 5 * MIN;
+        break;
+    case 2:
+        p.max_preemptions = 1 + pick(3);
+        break;
+    case 3:
+        p.backfill_depth = 1 + pick(16);
+        break;
+    case 4:
+        if (p.ordering == SCHED_ORDER_TIERED)
+            p.tiers[pick(p.ntiers)].starve_after_ms = chance(20) ? 0 : (20 + pick(240)) * MIN;
+        break;
+    case 5:
+        p.classes[pick(3)].protect_after_ms = chance(50) ? 0 : (30 + pick(120)) * MIN;
+        break;
+    default:
+        p.fairshare_half_life_ms = (1 + pick(14)) * 24 * HOUR;
+        break;
+    }
+    for (int t = 0; t < p.ntiers; t++)
+        w->starve_after[t] = p.tiers[t].starve_after_ms;
+    struct sched_error err;
+    if (BOTH(w, sched_set_policy(s_, &p, &err)))
+        WFAIL(w, "policy change: %s", err.message);
+    w->node_events++; /* a promise may move with it (a bound, a guard) */
+}
+
+/* A project's guarantee, limits or tier change. */
+static void project_change(struct world *w)
+{
+    const char *tiers[] = {"critical", "high", "normal", "low"};
+    int i = pick(w->nprojects);
+    struct sched_project_view pv;
+    assert_int_equal(
+        sched_project_get(w->s, (size_t)sched_project_find(w->s, w->project_names[i]), &pv), 0);
+    struct sched_project_spec ps = pv.spec;
+    switch (pick(4)) {
+    case 0:
+        ps.guarantee_gpus = pick(3) * 4;
+        break;
+    case 1:
+        ps.gpu_limit = chance(50) ? 4 + pick(12) : -1;
+        break;
+    case 2:
+        ps.max_running = chance(50) ? 1 + pick(4) : -1;
+        break;
+    default: /* raising is always allowed; its running jobs keep their tier */
+        w->project_tier[i] = pick(w->project_tier[i] + 1);
+        snprintf(ps.tier, sizeof(ps.tier), "%s", tiers[w->project_tier[i]]);
+        break;
+    }
+    struct sched_error err;
+    if (BOTH(w, sched_project_upsert(s_, &ps, &err)))
+        WFAIL(w, "project change: %s", err.message);
+    w->node_events++;
+}
+
+/* A GPU node resized (a GPU failed, or came back): below its jobs too. */
+static void node_resize(struct world *w)
+{
+    int i = pick(w->nnodes);
+    struct sched_node_view nv;
+    assert_int_equal(sched_node_get(w->s, (uint32_t)sched_node_find(w->s, w->node_names[i]), &nv),
+                     0);
+    if (nv.gpus == 0 && !nv.gpu_type[0])
+        return;
+    struct sched_node_spec n;
+    memset(&n, 0, sizeof(n));
+    snprintf(n.name, sizeof(n.name), "%s", nv.name);
+    snprintf(n.gpu_type, sizeof(n.gpu_type), "%s", nv.gpu_type);
+    n.gpus = nv.gpus == 8 ? 4 + pick(4) : 8;
+    n.cpus = nv.cpus;
+    n.mem_mb = nv.mem_mb;
+    n.state = nv.state;
+    n.nlabels = nv.nlabels;
+    if (nv.nlabels)
+        memcpy(n.labels, nv.labels, (size_t)nv.nlabels * sizeof(n.labels[0]));
+    struct sched_error err;
+    if (BOTH(w, sched_node_upsert(s_, &n, w->now, &err)))
+        WFAIL(w, "node resize: %s", err.message);
+    w->node_events++;
+}
+
+/* The controller could not store a submission: the job is withdrawn. */
+static void withdraw_random(struct world *w)
+{
+    uint64_t id = random_live_job(w, chance(50) ? SCHED_PENDING : SCHED_HELD);
+    struct sched_error err;
+    if (id)
+        (void)BOTH(w, sched_job_withdraw(s_, id, &err));
+}
+
+/* Live changes: policy applies (no-op, real), project and node changes, withdrawals and a
+ * clock that jumps (the controller stopped for a while): `r` in 0..13. */
+static void live_change(struct world *w, int r)
+{
+    if (tracing())
+        fprintf(stderr, "  +%llds live change %d\n", (long long)((w->now - T0) / 1000), r);
+    if (r < 3)
+        policy_noop(w);
+    else if (r < 5)
+        policy_change(w);
+    else if (r < 8)
+        project_change(w);
+    else if (r < 10)
+        node_resize(w);
+    else if (r < 12)
+        withdraw_random(w);
+    else if (r < 13) {
+        w->now += (1 + pick(90)) * MIN;
+        w->jumped_to = w->now;
+        w->node_events++; /* promises due in the jump come late by it */
+    }
+}
+
 /* One random user, admin or operator action. */
 static void act(struct world *w)
 {
@@ -425,6 +574,8 @@ static void act(struct world *w)
         node_random(w);
     } else if (r < 86 && w->partitioned) {
         relabel_random(w);
+    } else if (r >= 86) {
+        live_change(w, r - 86);
     }
 }
 
@@ -627,7 +778,7 @@ static void check_pending(struct world *w)
             continue;
         if (v.reason == SCHED_R_NONE)
             WFAIL(w, "pending job %llu has no reason", (unsigned long long)id);
-        if (v.reason != SCHED_R_RESOURCES)
+        if (v.reason != SCHED_R_RESOURCES || w->capped)
             continue;
         int fit = 0;
         for (uint32_t k = 0; k < nn; k++) {
@@ -675,7 +826,7 @@ static void check_preemptors(struct world *w)
             struct sched_job_view vv;
             waiting = job_view(w->s, x.waiting_on_victims[k], &vv) && holding(vv.state);
         }
-        if (!waiting && x.forecast_start_ms + 3 * SEC < w->now)
+        if (!waiting && x.forecast_start_ms + 3 * SEC < w->now && !w->capped)
             WFAIL(w, "preemptor %llu is still waiting after its victims left: %s (start +%llds)",
                   (unsigned long long)id, x.sentence,
                   (long long)((x.forecast_start_ms - w->now) / 1000));
@@ -723,10 +874,12 @@ static void check_starving(struct world *w)
             w->promise_pushed[id] != x.pushed_back_ms) {
             w->promise_pushed[id] = x.pushed_back_ms;
             w->starve_promise[id] = x.forecast_start_ms;
+            if (w->jumped_to && w->starve_promise[id] < w->jumped_to + w->max_grace)
+                w->starve_promise[id] = w->jumped_to + w->max_grace;
             w->promise_events[id] = events;
             continue;
         }
-        if (w->now > w->starve_promise[id] + 3 * SEC)
+        if (w->now > w->starve_promise[id] + 3 * SEC && !w->capped)
             WFAIL(w, "starving job %llu was promised +%llds and still waits (%s): %s",
                   (unsigned long long)id, (long long)((w->starve_promise[id] - T0) / 1000),
                   sched_reason_name(v.reason), x.sentence);
@@ -758,6 +911,11 @@ static void run_cycle(struct world *w)
     size_t n, n2 = 0;
     struct sched_cycle_stats st;
     const struct sched_decision *d = sched_cycle(w->s, w->now, SCHED_CYCLE_INCREMENTAL, &n, &st);
+    w->capped = st.start_capped;
+    if (tracing())
+        fprintf(stderr, "  +%llds cycle: %d started, capped %d, full %d, not reached %d\n",
+                (long long)((w->now - T0) / 1000), st.started, st.start_capped, st.full,
+                st.not_reached);
     const struct sched_decision *d2 =
         w->twin
             ? sched_cycle(w->twin, w->now,
