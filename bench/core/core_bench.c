@@ -6,7 +6,8 @@
  *   core_bench              all cases of bench/RESULTS.md
  *   core_bench --quick      the smallest cases (make demo's smoke run)
  *   core_bench --case NAME  one case: full, full_refresh, job_end, job_end_preempt,
- *                           starving_refresh, submit, scale_jobs, scale_nodes
+ *                           starving_refresh, submit, scale_jobs, scale_nodes,
+ *                           live, live_starving (live changes beside a job end)
  *   core_bench --reps N     N timed repetitions of the steady cases (to profile them)
  *
  * job_end_preempt and starving_refresh are the hard states: victims past min_runtime so
@@ -359,6 +360,138 @@ static void case_steady(int nodes, int pending, int reps, bool refresh, bool job
     sched_destroy(s);
 }
 
+/* ---- live changes (issue 34): each event followed by the cycle it calls for, timed side
+   by side with the friendly event (one job ends) in the same state */
+
+enum live_event { EV_JOB_END, EV_POLICY_NOOP, EV_RELABEL, EV_DRAIN, EV_GUARANTEE, EV_BOOST, EV_N };
+static const char *const live_names[EV_N] = {"job_end", "policy_noop", "relabel",
+                                             "drain",   "guarantee",   "boost"};
+
+static int preemptions_in(const struct sched_decision *d, size_t n)
+{
+    int k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += d[i].kind == SCHED_D_SIGNAL && d[i].cause == SCHED_STOP_PREEMPT;
+    return k;
+}
+
+/* One event of kind ev at `now` (untimed set-up is none: the event's call is timed). */
+static void live_event_apply(struct sched *s, enum live_event ev, int i, int64_t now, size_t *slot)
+{
+    struct sched_error err;
+    char name[SCHED_NAME_MAX];
+    switch (ev) {
+    case EV_JOB_END: {
+        struct sched_job_view v;
+        size_t slots = sched_job_slots(s);
+        while (*slot < slots && (sched_job_at(s, *slot, &v) || v.state != SCHED_RUNNING))
+            (*slot)++;
+        if (*slot < slots && sched_job_ended(s, v.id, SCHED_EXIT_CODE, 0, now, &err))
+            die("ended", &err);
+        break;
+    }
+    case EV_POLICY_NOOP: {
+        struct sched_policy same = *sched_get_policy(s);
+        if (sched_set_policy(s, &same, &err))
+            die("policy", &err);
+        break;
+    }
+    case EV_RELABEL: {
+        struct sched_label l[2];
+        memset(l, 0, sizeof(l));
+        snprintf(l[0].key, SCHED_NAME_MAX, "zone");
+        snprintf(l[0].value, SCHED_NAME_MAX, "%c", 'a' + (i + 1) % 4);
+        snprintf(name, sizeof(name), "gpu%05d", (i * 7919) % 10000 / 10 * 10); /* not reserved */
+        if (sched_node_set_labels(s, name, l, 1, &err))
+            die("labels", &err);
+        break;
+    }
+    case EV_DRAIN:
+        snprintf(name, sizeof(name), "gpu%05d", (i * 104729) % 10000);
+        if (sched_node_set_state(s, name, SCHED_NODE_DRAINING, now, &err))
+            die("drain", &err);
+        break;
+    case EV_GUARANTEE: {
+        struct sched_project_view pv;
+        size_t p = (size_t)(i * 37) % sched_project_count(s);
+        if (sched_project_get(s, p, &pv))
+            break;
+        pv.spec.guarantee_gpus = pv.spec.guarantee_gpus > 64 ? 32 : 256;
+        if (sched_project_upsert(s, &pv.spec, &err))
+            die("project", &err);
+        break;
+    }
+    default: /* EV_BOOST */
+        snprintf(name, sizeof(name), "proj%03d", (i * 13) % 200);
+        if (sched_project_boost(s, name, 1, now + HOUR, now, &err))
+            die("boost", &err);
+        break;
+    }
+}
+
+/* `pending` jobs wait on a full cluster of `nodes`, victims past min_runtime; with
+   `starving`, every tier starves after 10 min and the queue is old enough. Each round
+   times every event once, in turn, each with the cycle that follows it. */
+static void case_live(const char *name, int nodes, int pending, bool starving, int reps)
+{
+    if (reps_wanted > 0)
+        reps = reps_wanted;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.max_starts_per_cycle = 0;
+    if (starving)
+        for (int t = 0; t < p.ntiers; t++)
+            p.tiers[t].starve_after_ms = 10 * MIN;
+    bench_policy = &p;
+    struct sched *s = build_cluster(nodes, 200);
+    bench_policy = NULL;
+    submit_jobs(s, pending, 200, T0);
+    size_t n;
+    int64_t now = T0 + 1000;
+    const struct sched_decision *d = sched_cycle(s, now, SCHED_CYCLE_REFRESH, &n, NULL);
+    confirm_starts(s, d, n, now);
+    struct sched_totals tot;
+    sched_totals_get(s, &tot);
+    if ((int)tot.jobs_by_state[SCHED_PENDING] < pending)
+        submit_jobs(s, pending - (int)tot.jobs_by_state[SCHED_PENDING], 200, now);
+    now += 15 * MIN; /* victims past min_runtime, jobs starving */
+    d = sched_cycle(s, now, SCHED_CYCLE_REFRESH, &n, NULL);
+    confirm_starts(s, d, n, now);
+    now += 1000;
+    d = sched_cycle(s, now, SCHED_CYCLE_INCREMENTAL, &n, NULL);
+    confirm_starts(s, d, n, now);
+    double *t[EV_N];
+    int preempted[EV_N] = {0};
+    for (int e = 0; e < EV_N; e++)
+        t[e] = calloc(reps, sizeof(double));
+    size_t slot = 0;
+    struct sched_cycle_stats st[EV_N];
+    for (int i = 0; i < reps; i++) {
+        for (int e = 0; e < EV_N; e++) {
+            now += 10;
+            double a = now_ms();
+            live_event_apply(s, (enum live_event)e, i, now, &slot);
+            d = sched_cycle(s, now, SCHED_CYCLE_INCREMENTAL, &n, &st[e]);
+            t[e][i] = now_ms() - a;
+            preempted[e] += preemptions_in(d, n);
+            confirm_starts(s, d, n, now);
+        }
+    }
+    sched_totals_get(s, &tot);
+    double base = median(t[EV_JOB_END], reps);
+    for (int e = 0; e < EV_N; e++) {
+        double m = median(t[e], reps);
+        printf("%-16s %-12s pending=%-7zu nodes=%-6d reps=%-3d median=%9.3f ms  (%5.1fx job_end)  "
+               "preemptions=%d  last: starving served %d quiet %d, full %d\n",
+               name, live_names[e], tot.jobs_by_state[SCHED_PENDING], nodes, reps, m,
+               base > 0 ? m / base : 0, preempted[e], st[e].starving_served, st[e].starving_quiet,
+               st[e].full);
+        free(t[e]);
+    }
+    fflush(stdout);
+    sched_destroy(s);
+}
+
 int main(int argc, char **argv)
 {
     const char *only = NULL;
@@ -376,7 +509,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: core_bench [--quick] [--seed N] [--reps N] [--case full|"
                             "full_refresh|job_end|job_end_preempt|starving_refresh|submit|"
-                            "scale_jobs|scale_nodes]\n");
+                            "scale_jobs|scale_nodes|live|live_starving]\n");
             return 2;
         }
     }
@@ -410,6 +543,10 @@ int main(int argc, char **argv)
     }
     if (RUN("submit"))
         case_steady(10000, 100000, 200, false, false, true, 0);
+    if (RUN("live"))
+        case_live("live", 10000, 100000, false, 20);
+    if (RUN("live_starving"))
+        case_live("live_starving", 10000, 15000, true, 10);
     if (RUN("scale_jobs")) {
         case_full("scale_jobs", 10000, 10000, 5);
         case_full("scale_jobs", 10000, 100000, 3);

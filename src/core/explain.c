@@ -457,12 +457,14 @@ static void explain_running(const struct sched *s, const struct job *j, int64_t 
     x->preempt_count = j->preempt_count;
     x->expected_end_ms = j->limit_ms > 0 ? j->start_ms + j->limit_ms : -1;
     x->preemptible_from_ms = j->start_ms + s->policy.min_runtime_ms;
-    x->protected_at_ms = c->protect_after_ms > 0 ? j->start_ms + c->protect_after_ms : -1;
+    /* a job without a time limit is never immune (docs/scheduling.md §5) */
+    x->protected_at_ms =
+        c->protect_after_ms > 0 && job_may_be_immune(j) ? j->start_ms + c->protect_after_ms : -1;
     int rank = job_eff_rank(s, j);
     if (!c->preemptible)
         snprintf(x->not_preemptible_why, sizeof(x->not_preemptible_why),
                  "class %s is never preempted", c->name);
-    else if (j->preempt_count >= s->policy.max_preemptions)
+    else if (job_immune_by_count(s, j))
         snprintf(x->not_preemptible_why, sizeof(x->not_preemptible_why),
                  "already preempted %d times (max_preemptions)", j->preempt_count);
     else if (x->protected_at_ms >= 0 && now >= x->protected_at_ms)
@@ -475,7 +477,7 @@ static void explain_running(const struct sched *s, const struct job *j, int64_t 
         snprintf(x->not_preemptible_why, sizeof(x->not_preemptible_why),
                  "younger than min_runtime");
     if (!x->not_preemptible_why[0] || (now < x->preemptible_from_ms && c->preemptible &&
-                                       j->preempt_count < s->policy.max_preemptions && rank > 0)) {
+                                       !job_immune_by_count(s, j) && rank > 0)) {
         x->preemptible = !x->not_preemptible_why[0];
         snprintf(x->preemptible_by, sizeof(x->preemptible_by), "%s",
                  rank > 0 ? s->policy.tiers[rank - 1].name : "");

@@ -4,8 +4,9 @@
  *
  * Guards, all checked for every victim: never a class that is not preemptible (service,
  * interactive); never a job already stopping (so no victim is chosen twice); never a job
- * preempted max_preemptions times; never one younger than min_runtime or past its
- * class's protection time, except low-tier work borrowing the reserved zone, which high
+ * preempted max_preemptions times or past its class's protection time, unless it has no
+ * time limit (immunity would let it block a starving job forever); never one younger than
+ * min_runtime, except low-tier work borrowing the reserved zone, which high
  * tiers reclaim at once. A victim must be of a lower effective tier, or a borrower of a
  * project above its guarantee while the preemptor's project is below its own.
  * Order among victims: lowest tier, then class preempt_order (exploration, experiment,
@@ -134,7 +135,7 @@ static bool victim_for(const struct sched *s, const struct job *v, const struct 
     if (v->state != SCHED_RUNNING && v->state != SCHED_STARTING)
         return false;
     const struct sched_class_spec *c = job_class(s, v);
-    if (!c->preemptible || v->preempt_count >= s->policy.max_preemptions)
+    if (!c->preemptible || job_immune_by_count(s, v))
         return false;
     int rv = job_eff_rank(s, v);
     if (rv < rj)
@@ -147,7 +148,7 @@ static bool victim_for(const struct sched *s, const struct job *v, const struct 
     int64_t age = now - v->start_ms;
     if (age < s->policy.min_runtime_ms)
         return false;
-    return c->protect_after_ms == 0 || age < c->protect_after_ms;
+    return c->protect_after_ms == 0 || age < c->protect_after_ms || !job_may_be_immune(v);
 }
 
 struct victim {

@@ -683,6 +683,20 @@ static inline void slot_changed(struct sched *s, uint32_t slot)
 }
 
 /* The project's group (group.c), or NULL when it names none. */
+/* Immunity (max_preemptions reached, past its class's protection) is only for a job with a
+ * time limit: it protects work that will end. One without a limit would hold its room
+ * forever and break the starvation bound (docs/scheduling.md §5). */
+static inline bool job_may_be_immune(const struct job *v)
+{
+    return v->limit_ms > 0;
+}
+
+/* v has been preempted as often as the policy allows and keeps running to its end. */
+static inline bool job_immune_by_count(const struct sched *s, const struct job *v)
+{
+    return v->preempt_count >= s->policy.max_preemptions && job_may_be_immune(v);
+}
+
 static inline struct group *project_group(const struct sched *s, const struct project *p)
 {
     return p->group == NONE32 ? NULL : &s->groups[p->group];

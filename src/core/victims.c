@@ -16,7 +16,7 @@
 static bool victim_for_anyone(const struct sched *s, const struct job *v, int64_t now)
 {
     const struct sched_class_spec *c = job_class(s, v);
-    if (!c->preemptible || v->preempt_count >= s->policy.max_preemptions)
+    if (!c->preemptible || job_immune_by_count(s, v))
         return false;
     if (v->state != SCHED_RUNNING && v->state != SCHED_STARTING)
         return false;
@@ -24,7 +24,7 @@ static bool victim_for_anyone(const struct sched *s, const struct job *v, int64_
         return true;
     int64_t age = now - v->start_ms;
     return age >= s->policy.min_runtime_ms &&
-           (c->protect_after_ms == 0 || age < c->protect_after_ms);
+           (c->protect_after_ms == 0 || age < c->protect_after_ms || !job_may_be_immune(v));
 }
 
 void victim_mark(struct sched *s, struct job *v, bool eligible)

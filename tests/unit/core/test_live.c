@@ -427,6 +427,55 @@ static void test_shrink_under_a_promise(void **state)
     sched_destroy(s);
 }
 
+/* The starvation bound with immune jobs: a job without a time limit never becomes immune
+ * (max_preemptions reached, or past its class's protection), so a higher tier may still
+ * take its room; one with a limit stays immune (it will end). */
+static void immunity_case(int64_t limit, bool expect_preempt)
+{
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.max_preemptions = 1;
+    p.classes[0].default_limit_ms = 0; /* training: none unless asked */
+    p.classes[0].protect_after_ms = HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node(s, "n1", "H100", 8);
+    add_node(s, "n2", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    struct sched_job_spec j;
+    spec_fill(&j, 1, "lab", "low", "training", 8, 1, limit, T0);
+    j.preempt_count = 1; /* preempted once already: max_preemptions reached */
+    struct sched_error err;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    submit(s, 3, "lab", "low", "training", 8, 1, limit, T0); /* protected after 1 h */
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    run(s, 3, T0);
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 1, T0 + 2 * HOUR, &x), 0);
+    assert_int_equal(x.preemptible, expect_preempt);
+    assert_int_equal(sched_explain(s, 3, T0 + 2 * HOUR, &x), 0);
+    assert_int_equal(x.preemptible, expect_preempt);
+    submit(s, 2, "lab", "high", "experiment", 8, 1, HOUR, T0 + 2 * HOUR);
+    submit(s, 4, "lab", "high", "experiment", 8, 1, HOUR, T0 + 2 * HOUR);
+    struct cyc c = cycle(s, T0 + 2 * HOUR);
+    assert_int_equal(count_dec(c, SCHED_D_SIGNAL), expect_preempt ? 2 : 0);
+    check_ok(s);
+    sched_destroy(s);
+}
+
+static void test_unlimited_job_is_never_immune(void **state)
+{
+    (void)state;
+    immunity_case(0, true);
+}
+
+static void test_limited_job_stays_immune(void **state)
+{
+    (void)state;
+    immunity_case(10 * HOUR, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -442,6 +491,8 @@ int main(void)
         cmocka_unit_test(test_unrelated_policy_change_keeps_promises),
         cmocka_unit_test(test_preemptor_waits_for_a_cancelled_job),
         cmocka_unit_test(test_shrink_under_a_promise),
+        cmocka_unit_test(test_unlimited_job_is_never_immune),
+        cmocka_unit_test(test_limited_job_stays_immune),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

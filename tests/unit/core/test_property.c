@@ -110,6 +110,7 @@ struct world {
     uint64_t idle_rng;       /* idle_cycle */
     int64_t jumped_to;       /* the clock's last jump landed then: limits and kills that fell in
                                 the jump are sent from then on, so a promise may come that late */
+    bool unlimited_training; /* training jobs may run without a time limit */
     bool capped; /* the last cycle stopped at max_starts_per_cycle: the rest of its walk,
                     reasons included, is the next cycle's, which follows at once */
 };
@@ -163,6 +164,10 @@ static void setup(struct world *w, enum twin_mode twin)
         p.tiers[t].starve_after_ms = chance(20) ? 0 : (20 + pick(240)) * MIN;
     if (chance(30))
         p.classes[0].protect_after_ms = (30 + pick(120)) * MIN;
+    /* training without a default limit: jobs that ask none are never immune (§5) */
+    w->unlimited_training = chance(30);
+    if (w->unlimited_training)
+        p.classes[0].default_limit_ms = 0;
     if (baseline) { /* as docket-sim runs them: no preemption, no guard, no reserved zone */
         p.preemption = false;
         for (int t = 0; t < p.ntiers; t++)
@@ -286,6 +291,8 @@ static void submit_random(struct world *w)
               tiers[w->project_tier[p] + pick(4 - w->project_tier[p])], classes[cls],
               gpus_opts[pick(5)], chance(15) ? 2 + pick(2) : 1, cls == 4 ? 0 : limits[pick(4)],
               w->now);
+    if (cls == 0 && w->unlimited_training && chance(50))
+        j.time_limit_ms = 0; /* runs until it ends or is preempted */
     int cpus = 1 + pick(8);
     j.cpus_per_node = w->few_shapes ? 1 : cpus;
     if (chance(20)) {
