@@ -16,6 +16,53 @@ void reason_set(struct job *j, enum sched_reason r, int64_t value, int64_t in_us
     j->r_request = req;
 }
 
+/* The limits admission_check applies that read usage (the project's, group's, user's or
+ * array's running jobs and GPUs), one row each, in the order of the checks: -1 when the
+ * job has none of that kind. admission_check reads each limit from here, and
+ * admission_limited() is derived from the same rows, so a limit cannot be checked
+ * without a quiet proof knowing that usage can hold the job back. */
+enum usage_limit {
+    UL_PROJECT_GPUS,
+    UL_GROUP_GPUS,
+    UL_PROJECT_RUNNING,
+    UL_USER_RUNNING,
+    UL_USER_GPUS,
+    UL_ARRAY,
+    UL_COUNT
+};
+
+static int usage_limit(const struct sched *s, const struct job *j, enum usage_limit l)
+{
+    const struct project *p = &s->projects[j->project];
+    const struct group *g = project_group(s, p);
+    uint64_t ai;
+    switch (l) {
+    case UL_PROJECT_GPUS:
+        return p->spec.gpu_limit;
+    case UL_GROUP_GPUS:
+        return g ? group_gpu_limit(s, g) : -1;
+    case UL_PROJECT_RUNNING:
+        return p->spec.max_running;
+    case UL_USER_RUNNING:
+        return p->spec.user_max_running;
+    case UL_USER_GPUS:
+        return p->spec.user_gpu_limit;
+    default: /* UL_ARRAY: a %limit of 0 is none */
+        if (j->array_id && u64map_get(&s->arrays, j->array_id, &ai) &&
+            s->array_counts[ai].limit > 0)
+            return s->array_counts[ai].limit;
+        return j->array_id ? 0 : -1; /* a task's count may gain a limit with its next task */
+    }
+}
+
+bool admission_limited(const struct sched *s, const struct job *j)
+{
+    for (int l = 0; l < UL_COUNT; l++)
+        if (usage_limit(s, j, (enum usage_limit)l) >= 0)
+            return true;
+    return false;
+}
+
 /* Limits that hold this job back without blocking others: dependencies, begin time,
  * the admission switch, project, group and user limits, the array's %limit. The rules
  * alone, changing nothing: the walk (job_admission) and explain (reason_derive) ask them. */
@@ -32,43 +79,45 @@ enum sched_reason admission_check(const struct sched *s, const struct job *j, in
     if (p->spec.paused)
         return a->blocks = ADM_BLOCKS_PROJECT, SCHED_R_ADMISSION_PAUSED;
     /* a GPU limit caps GPUs: a CPU-only job of a project at its limit still runs */
-    if (total > 0 && p->spec.gpu_limit >= 0 && p->gpus_in_use + total > p->spec.gpu_limit) {
-        *a = (struct admission){p->spec.gpu_limit, p->gpus_in_use, total,
-                                p->gpus_in_use >= p->spec.gpu_limit ? ADM_BLOCKS_PROJECT_GPUS
-                                                                    : ADM_BLOCKS_NONE};
+    int plimit = usage_limit(s, j, UL_PROJECT_GPUS);
+    if (total > 0 && plimit >= 0 && p->gpus_in_use + total > plimit) {
+        *a = (struct admission){plimit, p->gpus_in_use, total,
+                                p->gpus_in_use >= plimit ? ADM_BLOCKS_PROJECT_GPUS
+                                                         : ADM_BLOCKS_NONE};
         return SCHED_R_QUOTA_LIMIT;
     }
     const struct group *g = project_group(s, p);
-    int glimit = g ? group_gpu_limit(s, g) : -1;
+    int glimit = usage_limit(s, j, UL_GROUP_GPUS);
     if (total > 0 && glimit >= 0 && g->gpus_in_use + total > glimit) {
         *a = (struct admission){glimit, g->gpus_in_use, total,
                                 g->gpus_in_use >= glimit ? ADM_BLOCKS_GROUP_GPUS : ADM_BLOCKS_NONE};
         return SCHED_R_QUOTA_LIMIT;
     }
-    if (p->spec.max_running >= 0 && p->running >= p->spec.max_running) {
-        *a = (struct admission){p->spec.max_running, p->running, 1, ADM_BLOCKS_PROJECT};
+    int rlimit = usage_limit(s, j, UL_PROJECT_RUNNING);
+    if (rlimit >= 0 && p->running >= rlimit) {
+        *a = (struct admission){rlimit, p->running, 1, ADM_BLOCKS_PROJECT};
         return SCHED_R_JOB_LIMIT;
     }
-    if (p->spec.user_max_running >= 0 || p->spec.user_gpu_limit >= 0) {
+    int urun = usage_limit(s, j, UL_USER_RUNNING), ugpus = usage_limit(s, j, UL_USER_GPUS);
+    if (urun >= 0 || ugpus >= 0) {
         const struct user_count *uc =
             user_count_get((struct sched *)(uintptr_t)s, j->project, j->user, false);
         int running = uc ? uc->running : 0, gpus = uc ? uc->gpus : 0;
-        if (p->spec.user_max_running >= 0 && running >= p->spec.user_max_running) {
-            *a = (struct admission){p->spec.user_max_running, running, 1, ADM_BLOCKS_NONE};
+        if (urun >= 0 && running >= urun) {
+            *a = (struct admission){urun, running, 1, ADM_BLOCKS_NONE};
             return SCHED_R_JOB_LIMIT;
         }
-        if (total > 0 && p->spec.user_gpu_limit >= 0 && gpus + total > p->spec.user_gpu_limit) {
-            *a = (struct admission){p->spec.user_gpu_limit, gpus, total, ADM_BLOCKS_NONE};
+        if (total > 0 && ugpus >= 0 && gpus + total > ugpus) {
+            *a = (struct admission){ugpus, gpus, total, ADM_BLOCKS_NONE};
             return SCHED_R_QUOTA_LIMIT;
         }
     }
+    int alimit = usage_limit(s, j, UL_ARRAY);
     uint64_t ai;
-    if (j->array_id && u64map_get(&s->arrays, j->array_id, &ai)) {
-        const struct array_count *ac = &s->array_counts[ai];
-        if (ac->limit > 0 && ac->running >= ac->limit) {
-            *a = (struct admission){ac->limit, ac->running, 1, ADM_BLOCKS_NONE};
-            return SCHED_R_JOB_LIMIT;
-        }
+    if (alimit > 0 && u64map_get(&s->arrays, j->array_id, &ai) &&
+        s->array_counts[ai].running >= alimit) {
+        *a = (struct admission){alimit, s->array_counts[ai].running, 1, ADM_BLOCKS_NONE};
+        return SCHED_R_JOB_LIMIT;
     }
     return SCHED_R_NONE;
 }

@@ -25,5 +25,8 @@ struct admission {
 enum sched_reason admission_check(const struct sched *s, const struct job *j, int64_t now,
                                   struct admission *a);
 enum sched_reason job_admission(struct sched *s, struct job *j, int64_t now);
+/* Could usage (its project's, group's, user's or array's) hold j back, now or after a start
+   or an end? Derived from the limits admission_check reads (quiet proofs rest on it). */
+bool admission_limited(const struct sched *s, const struct job *j);
 
 #endif

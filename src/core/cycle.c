@@ -613,16 +613,6 @@ static uint64_t quiet_usage(const struct sched *s, const struct job *j)
     return p->usage_changes + (g ? g->usage_changes : 0) + arr;
 }
 
-/* Could its project's or group's usage hold j back, now or after a start or an end? */
-static bool admission_limited(const struct sched *s, const struct job *j)
-{
-    const struct project *p = &s->projects[j->project];
-    const struct group *g = project_group(s, p);
-    return j->array_id || p->spec.gpu_limit >= 0 || p->spec.max_running >= 0 ||
-           p->spec.user_max_running >= 0 || p->spec.user_gpu_limit >= 0 ||
-           (g && group_gpu_limit(s, g) >= 0);
-}
-
 /* What of the usage the service read is as it was. An admitted job that no limit can hold
  * back read only whether its project may reclaim, which matters only while a borrower's
  * job of its tier is there for it to take. */
