@@ -246,9 +246,10 @@ static int64_t stopping_gone_at(const struct sched *s, const struct node *n, int
     return t;
 }
 
-/* The start of a plan with `count` victims: once they are gone, or else once the jobs
- * already stopping there are gone too, when that makes the room hold (least work lost:
- * waiting for a job being cancelled or preempted beats killing fresh work). *fails: when
+/* The start of a plan with `count` victims: once they are gone; a plan without victims may
+ * also start once the jobs already stopping there are gone, when that makes the room hold
+ * (least work lost: waiting for a job being cancelled or preempted beats killing fresh
+ * work; only there, so a search pays one more look per node at most). *fails: when
  * the room stops holding from the first start (NEVER: it holds from the start returned).
  * Both starts are fixed times or the victims' grace after now, as the shadows of the
  * preemption memos assume (changes.c). */
@@ -259,6 +260,8 @@ static int64_t plan_window(const struct sched *s, const struct node *n, const st
     int64_t start = plan_start(now, v, count);
     *fails = plan_fails_at(s, n, j, sh, v, count, start, dur);
     if (*fails == NEVER)
+        return start;
+    if (count > 0)
         return start;
     int64_t gone = stopping_gone_at(s, n, now);
     if (gone > start && plan_fails_at(s, n, j, sh, v, count, gone, dur) == NEVER) {
