@@ -231,16 +231,20 @@ static int64_t plan_fails_at(const struct sched *s, const struct node *n, const 
     }
 }
 
-/* When the jobs already stopping on n are gone: the latest kill among them (now: none to
- * come). Their grace bounds it, as a victim's would bound a preemption's wait. */
-static int64_t stopping_gone_at(const struct sched *s, const struct node *n, int64_t now)
+/* When the jobs already stopping on n whose room j may wait for are gone: the latest kill
+ * among them (now: none to come). Their grace bounds it, as a victim's would bound a
+ * preemption's wait. Another preemptor's victims are not waited for: their room is that
+ * preemptor's (its sticky claim), and every searcher after it would try them in vain. */
+static int64_t stopping_gone_at(const struct sched *s, const struct node *n, const struct job *j,
+                                int64_t now)
 {
     int64_t t = now;
     if (n->stopping_gpus == 0 && n->stopping_cpus == 0)
         return t;
     for (uint32_t i = 0; i < n->jobs.n; i++) {
         const struct job *x = &s->jobs[n->jobs.v[i]];
-        if (x->state == SCHED_STOPPING && x->kill_at_ms > t)
+        bool others = x->stop_cause == SCHED_STOP_PREEMPT && x->preemptor != j->id;
+        if (x->state == SCHED_STOPPING && !others && x->kill_at_ms > t)
             t = x->kill_at_ms;
     }
     return t;
@@ -263,7 +267,7 @@ static int64_t plan_window(const struct sched *s, const struct node *n, const st
         return start;
     if (count > 0)
         return start;
-    int64_t gone = stopping_gone_at(s, n, now);
+    int64_t gone = stopping_gone_at(s, n, j, now);
     if (gone > start && plan_fails_at(s, n, j, sh, v, count, gone, dur) == NEVER) {
         *fails = NEVER;
         return gone;
