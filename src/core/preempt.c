@@ -231,65 +231,11 @@ static int64_t plan_fails_at(const struct sched *s, const struct node *n, const 
     }
 }
 
-/* When the jobs already stopping on n whose room j may wait for are gone: the latest kill
- * among them (now: none to come). Their grace bounds it, as a victim's would bound a
- * preemption's wait. Another preemptor's victims are not waited for: their room is that
- * preemptor's (its sticky claim), and every searcher after it would try them in vain. */
-static int64_t stopping_gone_at(const struct sched *s, const struct node *n, const struct job *j,
-                                int64_t now)
-{
-    int64_t t = now;
-    if (n->stopping_gpus == 0 && n->stopping_cpus == 0)
-        return t;
-    for (uint32_t i = 0; i < n->jobs.n; i++) {
-        const struct job *x = &s->jobs[n->jobs.v[i]];
-        bool others = x->stop_cause == SCHED_STOP_PREEMPT && x->preemptor != j->id;
-        if (x->state == SCHED_STOPPING && !others && x->kill_at_ms > t)
-            t = x->kill_at_ms;
-    }
-    return t;
-}
-
-/* The start of a plan with `count` victims: once they are gone; a plan without victims may
- * also start once the jobs already stopping there are gone, when that makes the room hold
- * (least work lost: waiting for a job being cancelled or preempted beats killing fresh
- * work; only there, so a search pays one more look per node at most). *fails: when
- * the room stops holding from the first start (NEVER: it holds from the start returned).
- * Both starts are fixed times or the victims' grace after now, as the shadows of the
- * preemption memos assume (changes.c). */
-static int64_t plan_window(const struct sched *s, const struct node *n, const struct job *j,
-                           const struct shape *sh, const struct victim *v, int count, int64_t now,
-                           int64_t dur, int64_t *fails)
-{
-    int64_t start = plan_start(now, v, count);
-    *fails = plan_fails_at(s, n, j, sh, v, count, start, dur);
-    if (*fails == NEVER)
-        return start;
-    if (count > 0)
-        return start;
-    int64_t gone = stopping_gone_at(s, n, j, now);
-    if (gone > start && plan_fails_at(s, n, j, sh, v, count, gone, dur) == NEVER) {
-        *fails = NEVER;
-        return gone;
-    }
-    return start;
-}
-
 static bool plan_holds(const struct sched *s, const struct node *n, const struct job *j,
                        const struct shape *sh, const struct victim *v, int count, int64_t start,
                        int64_t dur)
 {
     return plan_fails_at(s, n, j, sh, v, count, start, dur) == NEVER;
-}
-
-/* Does a plan with these victims hold from some start plan_window allows? */
-static bool plan_window_holds(const struct sched *s, const struct node *n, const struct job *j,
-                              const struct shape *sh, const struct victim *v, int count,
-                              int64_t now, int64_t dur)
-{
-    int64_t fails;
-    (void)plan_window(s, n, j, sh, v, count, now, dur, &fails);
-    return fails == NEVER;
 }
 
 /* j's effective rank and whether its project may reclaim (under_guarantee_after): the
@@ -362,10 +308,9 @@ static bool plan_node(struct sched *s, const struct preemptor *pj, const struct 
     qsort(all, nall, sizeof(all[0]), cmp_victims);
     int64_t dur = job_duration(j);
     int take = 0;
-    int64_t start = now;
     for (; take <= nall; take++) {
-        int64_t t;
-        start = plan_window(s, n, j, sh, all, take, now, dur, &t);
+        int64_t start = plan_start(now, all, take);
+        int64_t t = plan_fails_at(s, n, j, sh, all, take, start, dur);
         if (t == NEVER)
             break;
         if (t - start + 1 > *fail_dur) /* a job shorter than this might fit before t */
@@ -377,7 +322,7 @@ static bool plan_node(struct sched *s, const struct preemptor *pj, const struct 
     for (int i = take - 1; i >= 0; i--) {
         struct victim saved = all[i];
         memmove(&all[i], &all[i + 1], (take - i - 1) * sizeof(all[0]));
-        if (plan_window_holds(s, n, j, sh, all, take - 1, now, dur)) {
+        if (plan_holds(s, n, j, sh, all, take - 1, plan_start(now, all, take - 1), dur)) {
             take--;
         } else {
             memmove(&all[i + 1], &all[i], (take - i - 1) * sizeof(all[0]));
@@ -386,7 +331,7 @@ static bool plan_node(struct sched *s, const struct preemptor *pj, const struct 
     }
     memcpy(p->v, all, take * sizeof(all[0]));
     p->nvictims = take;
-    p->start = plan_window(s, n, j, sh, all, take, now, dur, &(int64_t){0});
+    p->start = plan_start(now, all, take);
     for (int i = 0; i < take; i++) {
         if (all[i].rank < p->best_rank)
             p->best_rank = all[i].rank;

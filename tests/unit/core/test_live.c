@@ -332,19 +332,6 @@ static uint64_t victim_of(struct sched *s)
     return state_of(s, 1) == SCHED_STOPPING ? 1 : 3;
 }
 
-static void test_hold_release_of_preemptor_keeps_one_victim(void **state)
-{
-    (void)state;
-    struct sched *s = preemptor_in_grace();
-    uint64_t victim = victim_of(s);
-    struct sched_error err;
-    assert_int_equal(sched_job_hold(s, 2, T0 + 10 * MIN + 1, &err), 0);
-    (void)cycle(s, T0 + 10 * MIN + 2);
-    assert_int_equal(sched_job_release(s, 2, T0 + 10 * MIN + 3, &err), 0);
-    no_second_victim(s, victim);
-    sched_destroy(s);
-}
-
 /* A policy apply that changes nothing keeps every promise: the preemptor's reservation
  * stays (same start), and nobody else is signalled. */
 static void test_noop_policy_apply_keeps_promises(void **state)
@@ -378,36 +365,6 @@ static void test_unrelated_policy_change_keeps_promises(void **state)
     assert_int_equal(reservation_of(s, 2), before);
     check_ok(s);
     no_second_victim(s, victim);
-    sched_destroy(s);
-}
-
-/* Least work lost: a high job waits 10 s for the room of a job already being cancelled
- * rather than kill a job with 30 min of work (docs/scheduling.md §5). */
-static void test_preemptor_waits_for_a_cancelled_job(void **state)
-{
-    (void)state;
-    struct sched *s = mk_sched(); /* cancel grace 10 s */
-    add_node(s, "n1", "H100", 8);
-    add_node(s, "n2", "H100", 8);
-    add_project(s, "lab", "critical", 0, -1);
-    submit(s, 1, "lab", "low", "experiment", 8, 1, 4 * HOUR, T0);
-    submit(s, 2, "lab", "low", "experiment", 8, 1, 4 * HOUR, T0);
-    (void)cycle(s, T0);
-    run(s, 1, T0);
-    run(s, 2, T0);
-    struct sched_error err;
-    int64_t now = T0 + 30 * MIN;
-    assert_int_equal(sched_job_cancel(s, 2, now, &err), 0);
-    submit(s, 3, "lab", "high", "experiment", 8, 1, HOUR, now + SEC);
-    struct cyc c = cycle(s, now + SEC);
-    assert_null(find_dec(c, SCHED_D_SIGNAL, 1)); /* job 1 keeps its 30 min of work */
-    assert_state(s, 1, SCHED_RUNNING);
-    check_ok(s);
-    end(s, 2, SCHED_EXIT_SIGNAL, 15, now + 9 * SEC);
-    c = cycle(s, now + 9 * SEC);
-    assert_non_null(find_dec(c, SCHED_D_START, 3));
-    assert_state(s, 1, SCHED_RUNNING);
-    check_ok(s);
     sched_destroy(s);
 }
 
@@ -486,10 +443,8 @@ int main(void)
         cmocka_unit_test(test_boost_reaches_own_memo),
         cmocka_unit_test(test_expired_sticky_window_renewed),
         cmocka_unit_test(test_quiet_proof_reads_array_of_other_projects),
-        cmocka_unit_test(test_hold_release_of_preemptor_keeps_one_victim),
         cmocka_unit_test(test_noop_policy_apply_keeps_promises),
         cmocka_unit_test(test_unrelated_policy_change_keeps_promises),
-        cmocka_unit_test(test_preemptor_waits_for_a_cancelled_job),
         cmocka_unit_test(test_shrink_under_a_promise),
         cmocka_unit_test(test_unlimited_job_is_never_immune),
         cmocka_unit_test(test_limited_job_stays_immune),
