@@ -343,7 +343,7 @@ int sched_node_state_parse(const char *name)
 
 /* sizeof(struct sched_policy) on the 64-bit targets Docket builds for, when each field's
    part was last declared below */
-#define POLICY_SIZE_KNOWN 14248
+#define POLICY_SIZE_KNOWN 14256
 
 /* A new field in struct sched_policy must be given its part in policy_diff below: this
    fails the build until the size is updated with it. */
@@ -420,8 +420,9 @@ static bool knobs_same(const struct sched_policy *a, const struct sched_policy *
     return a->fairshare_refresh_ms == b->fairshare_refresh_ms &&
            a->preempt_max_per_cycle == b->preempt_max_per_cycle &&
            a->max_starts_per_cycle == b->max_starts_per_cycle &&
-           a->default_signal == b->default_signal && a->default_grace_ms == b->default_grace_ms &&
-           a->cancel_grace_ms == b->cancel_grace_ms &&
+           a->default_max_queued == b->default_max_queued &&
+           a->user_max_queued == b->user_max_queued && a->default_signal == b->default_signal &&
+           a->default_grace_ms == b->default_grace_ms && a->cancel_grace_ms == b->cancel_grace_ms &&
            a->reservation_refresh_ms == b->reservation_refresh_ms &&
            a->service_restart_delay_ms == b->service_restart_delay_ms &&
            a->retry_delay_ms == b->retry_delay_ms;

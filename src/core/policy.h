@@ -20,7 +20,8 @@ enum policy_part {
     POLICY_GUARDS = 1 << 4,   /* preemption on/off, min_runtime, max_preemptions */
     POLICY_BACKFILL = 1 << 5, /* backfill on/off and depth */
     POLICY_GROUPS = 1 << 6,   /* group bounds */
-    POLICY_KNOBS = 1 << 7,    /* read afresh where used: caps, signals, graces, delays,
+    POLICY_KNOBS = 1 << 7,    /* read afresh where used: caps (queue caps at submission too),
+                                 signals, graces, delays,
                                  refresh periods; nothing derived keeps them */
 };
 /* Which parts differ between a and b (0: the same policy). Every field belongs to one part;
