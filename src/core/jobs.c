@@ -344,9 +344,7 @@ static void job_discard(struct sched *s, struct job *j)
     u64map_del(&s->job_index, j->id);
     s->by_state[j->state]--;
     s->njobs--;
-    free(j->selectors);
-    free(j->deps);
-    free(j->dependents);
+    job_free_parts(j); /* its placement memo too: a pending job may have one */
     memset(j, 0, sizeof(*j));
     walk_look_sync(s, j);
     (void)u32vec_push(&s->free_slots, slot);
