@@ -27,6 +27,7 @@
 
 #include "agent/agent_int.h"
 #include "agent/cgroup.h"
+#include "agent/storage.h"
 #include "agent/supervisor.h"
 #include "protocol/agent_msg.h"
 #include "util/clock.h"
@@ -124,7 +125,7 @@ static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
             a->spare_next = clock_mono_ms() + 1000;
             continue;
         }
-        if (ag_reclaim_done(a, p, status))
+        if (ag_reclaim_done(a, p, status) || ag_storage_reaped(a, p, status))
             continue;
         for (struct ajob *j = a->jobs; j; j = j->next)
             if (j->ours && j->sup_pid == p && !j->exited)
@@ -295,6 +296,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (ag_rotate_due(a)) /* an idle node has nothing else to post: rotate now */
         ag_kick_post(a);
+    ag_storage_tick(a, now);
     if (now >= a->usage_next) {
         sample_usage(a);
         a->usage_next = now + a->cfg.usage_interval_ms;
@@ -570,6 +572,7 @@ void agent_destroy(struct agent *a)
     while (a->jobs)
         ag_job_remove(a, a->jobs);
     ag_deferred_free(a);
+    ag_storage_free(a);
     while (a->done_head) {
         struct doneq *d = a->done_head;
         a->done_head = d->next;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "agent/storage.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/str.h"
@@ -327,6 +328,8 @@ static void heartbeat_cb(struct evhttp_request *req, void *arg)
             a->backoff_ms = 0;
             a->hb_failures = 0;
             apply_commands(a, &r);
+            if (r.storage)
+                ag_storage_config(a, r.storage);
             agent_heartbeat_reply_release(&r);
             json_decref(body);
             schedule_hb(a, 0);
@@ -372,10 +375,17 @@ void ag_heartbeat(struct agent *a)
         js[k].pid = j->st.pid > 0 ? j->st.pid : j->sup_pid;
         k++;
     }
-    bool ok = a->health_ok && !a->reclaim_failed;
-    const char *msg = a->reclaim_failed ? a->reclaim_msg : a->health_msg;
+    char stor_msg[256];
+    bool stor_ok = ag_storage_healthy(a, stor_msg, sizeof stor_msg);
+    bool ok = a->health_ok && !a->reclaim_failed && stor_ok;
+    const char *msg = a->reclaim_failed ? a->reclaim_msg : !stor_ok ? stor_msg : a->health_msg;
     json_t *body = agent_heartbeat_body(a->cfg.name, a->ack, a->wait_ms, ok, msg, js, k);
     free(js);
+    json_t *stor = ag_storage_report_json(a);
+    if (body && stor)
+        json_object_set_new(body, "storage", stor);
+    else
+        json_decref(stor);
     struct evhttp_request *req = ag_new_request(a, heartbeat_cb, a, body, true);
     struct evhttp_connection *conn = ag_conn(a, &a->hb_conn, 0);
     a->hb_inflight = true;

@@ -11,6 +11,7 @@
  *                 the event queue and its posts, the fencing lease renewed at each contact
  *   logship.c     shipping the jobs' stdout/stderr increments to the controller
  *   agent_tty.c   interactive sessions' terminals joined to docketd
+ *   storage.c     the pools and project areas docketd names: checks, quotas, usage
  * See agent.h and docs/agent.md.
  */
 #ifndef DOCKET_AGENT_AGENT_INT_H
@@ -146,6 +147,12 @@ struct agent {
     int64_t usage_next, cleanup_next;
     bool stopping;
     int gpu_minor[INV_MAX_GPUS]; /* the device minor of each GPU (for the supervisors) */
+    /* storage.c: the pools and areas docketd named, the check in a child, its report */
+    struct storage_config stor_cfg;
+    bool stor_have_cfg, stor_has_rep, stor_hung;
+    struct storage_report stor_rep;
+    pid_t stor_pid;
+    int64_t stor_started, stor_next, stor_checked_gen;
 };
 
 /* agent.c: write STATE_DIR/NAME (a rename of a fresh file). 0 or -errno. */

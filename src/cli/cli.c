@@ -44,6 +44,8 @@ const struct cli_verb cli_verbs[] = {
     {"secret", cmd_secret, "a project's secrets: set, list, rm", cmd_secret_usage},
     {"services", cmd_services, "services that stay up: list, show, create, scale, rm",
      cmd_services_usage},
+    {"storage", cmd_storage, "storage pools and project areas; create, set, delete",
+     cmd_storage_usage},
     {"audit", cmd_audit, "the audit trail of changes", cmd_audit_usage},
     {"alerts", cmd_alerts, "alerts firing; history, silence, silences, unsilence",
      cmd_alerts_usage},

@@ -34,6 +34,7 @@ const struct opt_def spec_submit_opts[] = {
     {SO_NAME, 0, "job-name", OPT_VALUE},
     {SO_ENV, 0, "env", OPT_VALUE},
     {SO_SECRET, 0, "secret", OPT_VALUE},
+    {SO_STORAGE, 0, "storage", OPT_VALUE},
     {SO_AFTER, 0, "after", OPT_VALUE},
     {SO_DEPENDENCY, 0, "dependency", OPT_VALUE},
     {SO_ARRAY, 0, "array", OPT_VALUE},
@@ -205,6 +206,33 @@ static int add_secret(json_t *spec, const char *v, char *err, size_t errlen)
             return 0;
     }
     json_array_append_new(arr, json_string(v));
+    return 0;
+}
+
+/* "--storage hot,cold": the pools the job needs (docs/storage.md); repeatable. docketd
+ * checks the names against its pools. */
+static int add_storage(json_t *spec, const char *v, char *err, size_t errlen)
+{
+    json_t *arr = json_object_get(spec, "storage");
+    char buf[256];
+    if (strlen(v) >= sizeof(buf) || !v[0])
+        return spec_fail(err, errlen, "--storage", "bad pool list", v);
+    if (!json_is_array(arr)) {
+        arr = json_array();
+        json_object_set_new(spec, "storage", arr);
+    }
+    str_copy(buf, sizeof(buf), v);
+    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        bool have = false;
+        size_t i;
+        json_t *s;
+        json_array_foreach(arr, i, s)
+            have = have || !strcmp(json_string_value(s), p);
+        if (!str_is_name(p))
+            return spec_fail(err, errlen, "--storage", "bad pool name", p);
+        if (!have)
+            json_array_append_new(arr, json_string(p));
+    }
     return 0;
 }
 
@@ -489,6 +517,8 @@ int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
         return spec_set_env(spec, v, err, errlen);
     case SO_SECRET:
         return add_secret(spec, v, err, errlen);
+    case SO_STORAGE:
+        return add_storage(spec, v, err, errlen);
     case SO_AFTER:
         return set_after(spec, v, flag, err, errlen);
     case SO_DEPENDENCY:

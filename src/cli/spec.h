@@ -51,6 +51,7 @@ enum submit_opt {
     SO_NO_REQUEUE,
     SO_CHECKPOINT,
     SO_TEMPLATE,
+    SO_STORAGE,
     SO_TIER_OR_TIME, /* -t: a Slurm time when it reads as one (sbatch's -t), else a tier */
     /* not part of the job: flags of the verb itself */
     SO_JSON,

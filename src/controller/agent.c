@@ -13,6 +13,7 @@
 #include "controller/admin.h"
 #include "controller/agent.h"
 #include "controller/alerts.h"
+#include "controller/storage.h"
 #include "controller/conn.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
@@ -569,6 +570,7 @@ void h_agent_heartbeat(struct ctl_req *r)
     node_health(r->c, n, &hb);
     if (!n->reconciled)
         reconcile(r->c, n, &hb);
+    ctl_storage_report(r->c, n->name, hb.storage);
     agent_heartbeat_release(&hb);
     json_decref(body);
     if (n->parked) { /* a newer poll replaces an older one */
@@ -583,6 +585,10 @@ void h_agent_heartbeat(struct ctl_req *r)
     bool have = false;
     for (struct ctl_cmd *k = n->cmds; k; k = k->next)
         have = have || k->seq > hb.ack;
+    /* a node that lacks its storage configuration hears it at once (controller/storage.h) */
+    json_t *reply = json_object();
+    ctl_storage_reply(r->c, n, reply);
+    have = have || json_object_size(reply) > 0;
     int64_t wait =
         hb.wait_ms < r->c->cfg.heartbeat_wait_ms ? hb.wait_ms : r->c->cfg.heartbeat_wait_ms;
     if (have || wait == 0 || r->c->shutting_down) {
@@ -595,10 +601,12 @@ void h_agent_heartbeat(struct ctl_req *r)
         const char *st = idx >= 0 && sched_node_get(r->c->sched, (uint32_t)idx, &v) == 0
                              ? sched_node_state_name(v.state)
                              : "UP";
-        ctl_reply_json(r->c, r->req, 200,
-                       json_pack("{s:o,s:s}", "commands", cmds, "node_state", st));
+        json_object_set_new(reply, "commands", cmds);
+        json_object_set_new(reply, "node_state", json_string(st));
+        ctl_reply_json(r->c, r->req, 200, reply);
         return;
     }
+    json_decref(reply);
     n->parked = r->req;
     r->c->turn.parked++;
     struct evhttp_connection *con = evhttp_request_get_connection(r->req);

@@ -22,6 +22,7 @@
 
 #include "controller/alert_eval.h"
 #include "controller/alerts.h"
+#include "controller/storage.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
 #include "controller/loop.h"
@@ -121,6 +122,7 @@ void ctl_ops_json(struct ctl *c, json_t *doc, const struct proto_policy *pp, boo
     const struct proto_prices *pr = pp && pp->prices ? pp->prices : &a->prices;
     json_object_set_new(doc, "alerts", proto_alerts_json(al, redact));
     json_object_set_new(doc, "prices", proto_prices_json(pr));
+    ctl_storage_json(c, doc, pp);
 }
 
 const struct proto_prices *ctl_prices(struct ctl *c)
@@ -494,6 +496,29 @@ static void rule_idle(struct ctl *c, const struct proto_alert_rule *r, int64_t n
     }
 }
 
+/* storage_full: each pool and area at or above the rule's percentage (storage.c). */
+struct storage_rule {
+    struct ctl *c;
+    const struct proto_alert_rule *r;
+    int64_t now;
+};
+
+static void storage_level(void *arg, const char *key, double pct, const char *summary)
+{
+    struct storage_rule *sr = arg;
+    if (pct < sr->r->threshold_pct)
+        return;
+    char s[ALERT_SUMMARY_MAX];
+    snprintf(s, sizeof s, "%.200s (threshold %g%%)", summary, sr->r->threshold_pct);
+    observe(sr->c->alerts, sr->r, key, s, sr->now);
+}
+
+static void rule_storage(struct ctl *c, const struct proto_alert_rule *r, int64_t now)
+{
+    struct storage_rule sr = {c, r, now};
+    ctl_storage_each_fill(c, storage_level, &sr);
+}
+
 static void load_silences(struct ctl *c);
 
 static void round_run(struct ctl *c, int64_t now)
@@ -525,6 +550,9 @@ static void round_run(struct ctl *c, int64_t now)
             break;
         case PROTO_AK_GPU_IDLE:
             rule_idle(c, r, now);
+            break;
+        case PROTO_AK_STORAGE_FULL:
+            rule_storage(c, r, now);
             break;
         default:
             rule_recent(a, r, now);

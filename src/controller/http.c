@@ -25,6 +25,7 @@
 #include "controller/agent.h"
 #include "controller/alerts.h"
 #include "controller/anchor.h"
+#include "controller/storage.h"
 #include "controller/authz.h"
 #include "controller/backup.h"
 #include "controller/config.h"
@@ -454,6 +455,11 @@ static const struct route {
     {M_GET, "/v1/services/:", h_service_show, CTL_P_READ, T_NONE},
     {M_POST, "/v1/services/:/scale", h_service_scale, CTL_P_JOB_CONTROL, T_BODY},
     {M_DELETE, "/v1/services/:", h_service_delete, CTL_P_JOB_CONTROL, T_BODY},
+    /* project storage (docs/storage.md): anyone reads pools and usage; an admin gives a
+     * project an area on a pool, with its quota, or forgets it */
+    {M_GET, "/v1/storage", h_storage_list, CTL_P_READ, T_NONE},
+    {M_PUT, "/v1/projects/:/storage/:", h_storage_area_put, CTL_P_ADMIN, T_PROJECT},
+    {M_DELETE, "/v1/projects/:/storage/:", h_storage_area_delete, CTL_P_ADMIN, T_PROJECT},
     {M_GET, "/v1/tiers", h_tiers, CTL_P_READ, T_NONE},
     {M_GET, "/v1/classes", h_classes, CTL_P_READ, T_NONE},
     {M_PATCH, "/v1/classes/:", h_class_patch, CTL_P_ADMIN, T_NONE},

@@ -17,6 +17,7 @@
 #include "controller/jobs.h"
 #include "controller/lease.h"
 #include "controller/loop.h"
+#include "controller/storage.h"
 #include "controller/stream.h"
 #include "controller/templates.h"
 #include "protocol/templates.h"
@@ -43,7 +44,7 @@ static void copy_spec_fields(json_t *o, const json_t *spec)
         "gpus",     "gpu_type", "cpus",     "mem_mb",     "nodes",   "time_limit_ms", "command",
         "script",   "workdir",  "output",   "error",      "env",     "labels",        "selectors",
         "deps",     "signal",   "grace_ms", "checkpoint", "retries", "idempotent",    "requeue",
-        "begin_ms", "array",    "secrets",  "template"};
+        "begin_ms", "array",    "secrets",  "template",   "storage"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(spec, keys[i]);
         json_object_set(o, keys[i], v ? v : json_null());
@@ -262,6 +263,11 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
     }
     if (!ps->tier[0])
         str_copy(ps->tier, sizeof(ps->tier), pv.spec.tier);
+    struct proto_error se;
+    if (ctl_storage_job_spec(c, ps, &se) < 0) { /* its pools' node labels as selectors */
+        ctl_reply_error(c, r->req, &se);
+        return -EINVAL;
+    }
     const struct sched_policy *pol = sched_get_policy(c->sched);
     if (!ps->class_name[0])
         str_copy(ps->class_name, sizeof(ps->class_name), pol->default_class);

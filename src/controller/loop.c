@@ -12,6 +12,7 @@
 #include "controller/admin.h"
 #include "controller/alerts.h"
 #include "controller/anchor.h"
+#include "controller/storage.h"
 #include "controller/conn.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
@@ -387,11 +388,16 @@ static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_
     json_object_set_new(job, "tier", json_string(row->tier));
     json_object_set_new(job, "class", json_string(row->class_name));
     json_object_set_new(job, "user", json_string(row->user));
-    static const char *const copy[] = {"command", "script", "workdir", "output", "error", "env"};
+    static const char *const copy[] = {"command", "script", "workdir", "output", "error"};
     for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
         json_t *v = json_object_get(spec, copy[i]);
         json_object_set(job, copy[i], v ? v : json_null());
     }
+    /* the project's storage areas on this node (storage.c), over the job's own values */
+    json_object_set_new(job, "env",
+                        ctl_storage_job_env(c, row->project, spec,
+                                            sched_node_name(c->sched, a->node),
+                                            json_object_get(spec, "env")));
     json_object_set_new(job, "gpus", gpus);
     json_object_set_new(job, "cpus", json_integer(a->cpus));
     struct proto_class_node cn = ctl_class_node(c, row->class_name);

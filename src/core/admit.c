@@ -78,6 +78,8 @@ enum sched_reason admission_check(const struct sched *s, const struct job *j, in
         return a->value = j->begin_ms, SCHED_R_BEGIN_TIME;
     if (p->spec.paused)
         return a->blocks = ADM_BLOCKS_PROJECT, SCHED_R_ADMISSION_PAUSED;
+    if (p->storage_hold[0])
+        return a->blocks = ADM_BLOCKS_PROJECT, SCHED_R_STORAGE_QUOTA;
     /* a GPU limit caps GPUs: a CPU-only job of a project at its limit still runs */
     int plimit = usage_limit(s, j, UL_PROJECT_GPUS);
     if (total > 0 && plimit >= 0 && p->gpus_in_use + total > plimit) {

@@ -303,6 +303,24 @@ int sched_project_upsert(struct sched *s, const struct sched_project_spec *p,
     return 0;
 }
 
+int sched_project_storage_hold(struct sched *s, const char *project, const char *why,
+                               struct sched_error *err)
+{
+    int idx = sched_project_find(s, project);
+    if (idx < 0)
+        return err_set(err, -ENOENT, "project", "unknown project '%s'", project);
+    struct project *p = &s->projects[idx];
+    if (strcmp(p->storage_hold, why) == 0)
+        return 0;
+    bool changed = !p->storage_hold[0] != !why[0];
+    snprintf(p->storage_hold, sizeof(p->storage_hold), "%s", why);
+    if (changed) { /* as a pause: the walk and the memos see the project anew */
+        s->order_dirty = true;
+        s->memo_epoch++;
+    }
+    return 0;
+}
+
 int sched_project_boost(struct sched *s, const char *project, int levels, int64_t until_ms,
                         int64_t now, struct sched_error *err)
 {

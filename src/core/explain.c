@@ -389,6 +389,10 @@ static void explain_sentence(const struct sched *s, const struct job *j, struct 
     case SCHED_R_ADMISSION_PAUSED:
         snprintf(o, n, "project %s is paused: running jobs go on, nothing new starts", proj);
         break;
+    case SCHED_R_STORAGE_QUOTA:
+        snprintf(o, n, "project %s is over its storage quota: %s", proj,
+                 s->projects[j->project].storage_hold);
+        break;
     case SCHED_R_GPU_TYPE:
         snprintf(o, n, "no usable node has %d free-able %s GPUs", j->gpus,
                  j->gpu_type > 0 ? s->gpu_types[j->gpu_type] : "");

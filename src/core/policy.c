@@ -294,7 +294,8 @@ static const char *const reason_names[] = {"",
                                            "BeginTime",
                                            "AdmissionPaused",
                                            "Reservation",
-                                           "Preempting"};
+                                           "Preempting",
+                                           "StorageQuota"};
 static const char *const stop_names[] = {"",          "timeout", "preempted",
                                          "cancelled", "requeue", "node_fail"};
 

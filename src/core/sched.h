@@ -93,8 +93,9 @@ enum sched_reason {
     SCHED_R_NODE_SELECTOR, /* no node matches its selectors */
     SCHED_R_BEGIN_TIME,
     SCHED_R_ADMISSION_PAUSED,
-    SCHED_R_RESERVATION, /* resources are free but held for a higher job's reservation */
-    SCHED_R_PREEMPTING,  /* victims were signalled; waiting for their grace to end */
+    SCHED_R_RESERVATION,   /* resources are free but held for a higher job's reservation */
+    SCHED_R_PREEMPTING,    /* victims were signalled; waiting for their grace to end */
+    SCHED_R_STORAGE_QUOTA, /* its project is over a storage quota (sched_project_storage_hold) */
     SCHED_REASON_COUNT
 };
 
@@ -388,6 +389,11 @@ int sched_policy_check(const struct sched *s, const struct sched_policy *policy,
 int sched_project_upsert(struct sched *s, const struct sched_project_spec *p,
                          struct sched_error *err) SCHED_WUR;
 /* Boost a project by `levels` tiers until `until_ms` (0 levels: remove the boost). */
+/* Hold back (or, with why "", let go) every pending job of a project because it is over
+ * a storage quota: its jobs wait with StorageQuota and `why` (the pool, usage and quota,
+ * as the controller measured them) in their explanation. Running jobs go on. */
+int sched_project_storage_hold(struct sched *s, const char *project, const char *why,
+                               struct sched_error *err) SCHED_WUR;
 int sched_project_boost(struct sched *s, const char *project, int levels, int64_t until_ms,
                         int64_t now, struct sched_error *err) SCHED_WUR;
 

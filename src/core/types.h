@@ -397,6 +397,7 @@ struct project {
     uint64_t gpu_blocked_cycle; /* its jobs that ask for GPUs are (at its gpu_limit) */
     uint64_t usage_changes;     /* its jobs started or released resources (struct starving_entry) */
     uint32_t group;             /* index into s->groups, NONE32 when it names none */
+    char storage_hold[160];     /* over a storage quota: why ("" = not held) */
     int eligible_by_rank[SCHED_MAX_TIERS]; /* its eligible victims, by victim_rank */
 };
 

@@ -747,13 +747,16 @@ void agent_heartbeat_reply_release(struct agent_heartbeat_reply *r)
     for (size_t i = 0; i < r->ncmds; i++)
         json_decref(r->cmds[i].job);
     free(r->cmds);
+    if (r->storage)
+        storage_config_release(r->storage);
+    free(r->storage);
     memset(r, 0, sizeof *r);
 }
 
 int agent_heartbeat_reply_parse(const json_t *body, struct agent_heartbeat_reply *out,
                                 struct proto_error *err)
 {
-    static const char *const fields[] = {"commands", "node_state", NULL};
+    static const char *const fields[] = {"commands", "node_state", "storage", NULL};
     memset(out, 0, sizeof *out);
     if (!json_is_object(body))
         return bad(err, "", "heartbeat reply must be an object");
@@ -761,6 +764,16 @@ int agent_heartbeat_reply_parse(const json_t *body, struct agent_heartbeat_reply
     if (rc < 0 || (rc = get_str(body, "node_state", "", out->node_state, sizeof out->node_state,
                                 false, err)) < 0)
         return rc;
+    json_t *st = json_object_get(body, "storage");
+    if (st) {
+        out->storage = calloc(1, sizeof *out->storage);
+        if (!out->storage)
+            return oom(err);
+        if ((rc = storage_config_parse(st, out->storage, err)) < 0) {
+            agent_heartbeat_reply_release(out);
+            return rc;
+        }
+    }
     json_t *cmds = json_object_get(body, "commands");
     if (!cmds || json_is_null(cmds))
         return 0;
@@ -1069,11 +1082,16 @@ void agent_heartbeat_release(struct agent_heartbeat *h)
     free(h->jobs);
     h->jobs = NULL;
     h->njobs = 0;
+    if (h->storage)
+        storage_report_release(h->storage);
+    free(h->storage);
+    h->storage = NULL;
 }
 
 int agent_heartbeat_parse(const json_t *body, struct agent_heartbeat *h, struct proto_error *err)
 {
-    static const char *const known[] = {"node", "ack", "wait_ms", "health", "jobs", NULL};
+    static const char *const known[] = {"node", "ack",     "wait_ms", "health",
+                                        "jobs", "storage", NULL};
     int rc;
     json_t *v;
     memset(h, 0, sizeof *h);
@@ -1091,6 +1109,14 @@ int agent_heartbeat_parse(const json_t *body, struct agent_heartbeat *h, struct 
         return rc;
     if ((v = json_object_get(body, "health")) && (rc = parse_hb_health(v, h, err)) < 0)
         return rc;
+    if ((v = json_object_get(body, "storage"))) {
+        if (!(h->storage = calloc(1, sizeof *h->storage)))
+            return oom(err);
+        if ((rc = storage_report_parse(v, h->storage, err)) < 0) {
+            agent_heartbeat_release(h);
+            return rc;
+        }
+    }
     if ((rc = parse_hb_jobs(json_object_get(body, "jobs"), h, err)) < 0)
         agent_heartbeat_release(h);
     return rc;

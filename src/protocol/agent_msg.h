@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "protocol/error.h"
+#include "protocol/storage.h"
 
 /* The fencing margin of docs/agent.md "Fencing and leases", one definition for both sides: a node
  * cut off stops its jobs at node_timeout - margin after the controller last answered it,
@@ -160,9 +161,11 @@ struct agent_heartbeat_reply {
     struct agent_cmd *cmds; /* owned */
     size_t ncmds;
     char node_state[32];
+    struct storage_config *storage; /* owned; NULL when the reply has none */
 };
 
-/* {"commands": [CMD...], "node_state": "UP"}: a malformed command fails the whole reply;
+/* {"commands": [CMD...], "node_state": "UP", "storage": {...}}: a malformed command (or
+ * storage object, protocol/storage.h) fails the whole reply;
  * the start job objects are only checked to be objects (agent_job_parse does the rest,
  * so one bad job is reported against that job, not the whole reply). */
 int agent_heartbeat_reply_parse(const json_t *body, struct agent_heartbeat_reply *out,
@@ -247,6 +250,7 @@ struct agent_heartbeat {
     struct agent_job_status *jobs; /* owned; state borrowed from the body, NULL when absent;
                                     * pid is not read (0): docketd has no use for it */
     size_t njobs;
+    struct storage_report *storage; /* owned; NULL when the heartbeat has none */
 };
 int agent_heartbeat_parse(const json_t *body, struct agent_heartbeat *out,
                           struct proto_error *err) PROTO_WUR;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "protocol/proto.h"
+#include "protocol/storage.h"
 #include "protocol/templates.h"
 #include "util/parse.h"
 #include "util/str.h"
@@ -351,6 +352,17 @@ static int f_secrets(const json_t *v, int64_t now, struct proto_jobspec *j, stru
     return 0;
 }
 
+/* "storage": the pools the job needs (protocol/storage.h); docketd checks they exist and
+ * places the job only on nodes that have them. */
+static int f_storage(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    (void)now;
+    int rc = storage_job_pools_check(v, e);
+    if (rc == 0)
+        json_object_set_new(j->extra, "storage", json_deep_copy(v));
+    return rc;
+}
+
 static int f_labels(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     return string_map(v, "labels", PROTO_MAX_LABELS, false, j->extra, e);
@@ -553,6 +565,7 @@ static const struct {
     {"slurm", f_slurm},
     {"tty", f_tty},
     {"template", f_template},
+    {"storage", f_storage},
 };
 
 void proto_jobspec_init(struct proto_jobspec *j)
@@ -798,6 +811,9 @@ int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out, struct p
     json_object_set_new(out->extra, "template", json_is_string(tpl) ? json_copy(tpl) : json_null());
     if (json_is_object(envt))
         json_object_set(out->extra, "environment", envt);
+    json_t *storage = json_object_get(stored, "storage");
+    if (json_is_array(storage))
+        json_object_set(out->extra, "storage", storage);
     return 0;
 fail:
     proto_jobspec_release(out);

@@ -14,10 +14,11 @@
 
 #define DAY_MS ((int64_t)24 * 3600 * 1000)
 
-static const char *const sev_names[PROTO_SEV_COUNT] = {"critical", "major", "info"};
+static const char *const sev_names[PROTO_SEV_COUNT] = {"critical", "major", "info", "warning"};
 static const char *const kind_names[PROTO_AK_COUNT] = {
-    "node_unreachable",   "node_unhealthy", "reclaim_failed", "job_failed",   "queue_wait",
-    "project_over_quota", "disk_low",       "cycle_time",     "version_skew", "gpu_idle"};
+    "node_unreachable", "node_unhealthy",     "reclaim_failed", "job_failed",
+    "queue_wait",       "project_over_quota", "disk_low",       "cycle_time",
+    "version_skew",     "gpu_idle",           "storage_full"};
 
 const char *proto_severity_name(enum proto_severity s)
 {
@@ -138,7 +139,7 @@ static int parse_threshold(const json_t *o, const char *path, struct proto_alert
     char f[160];
     fld(f, sizeof f, path, "threshold");
     bool wants = r->kind == PROTO_AK_QUEUE_WAIT || r->kind == PROTO_AK_CYCLE_TIME ||
-                 r->kind == PROTO_AK_DISK_LOW;
+                 r->kind == PROTO_AK_DISK_LOW || r->kind == PROTO_AK_STORAGE_FULL;
     if (!wants && v)
         return proto_errorf(err, 400, NULL, f, "%s: a %s rule takes no threshold", f,
                             kind_names[r->kind]);
@@ -154,6 +155,14 @@ static int parse_threshold(const json_t *o, const char *path, struct proto_alert
                                 "%s must be a percentage of free space "
                                 "between 0 and 100",
                                 f);
+        r->threshold_pct = d;
+        return 0;
+    }
+    if (r->kind == PROTO_AK_STORAGE_FULL) {
+        double d = json_number_value(v);
+        if (!json_is_number(v) || !(d > 0 && d <= 100))
+            return proto_errorf(err, 400, NULL, f,
+                                "%s must be a percentage of used space above 0, at most 100", f);
         r->threshold_pct = d;
         return 0;
     }
@@ -187,14 +196,14 @@ static int parse_rule(const json_t *o, const char *path, struct proto_alert_rule
         return proto_errorf(err, 400, NULL, fld(f, sizeof f, path, "kind"),
                             "%s must be one of node_unreachable, node_unhealthy, reclaim_failed,"
                             " job_failed, queue_wait, project_over_quota, disk_low, cycle_time,"
-                            " version_skew, gpu_idle",
+                            " version_skew, gpu_idle, storage_full",
                             f);
     r->kind = (enum proto_alert_kind)kind;
     const char *s = json_string_value(json_object_get(o, "severity"));
     int sev = s ? proto_severity_parse(s) : -1;
     if (sev < 0)
         return proto_errorf(err, 400, NULL, fld(f, sizeof f, path, "severity"),
-                            "%s must be critical, major or info", f);
+                            "%s must be critical, major, warning or info", f);
     r->severity = (enum proto_severity)sev;
     /* events stay firing an hour by default; conditions fire at once */
     r->for_ms = proto_alert_kind_is_event(r->kind) ? 3600000 : 0;
@@ -218,7 +227,8 @@ static int parse_severities(const json_t *v, const char *f, unsigned *out, struc
     if (json_is_string(v)) {
         int sev = proto_severity_parse(json_string_value(v));
         if (sev < 0)
-            return proto_errorf(err, 400, NULL, f, "%s must be critical, major or info", f);
+            return proto_errorf(err, 400, NULL, f, "%s must be critical, major, warning or info",
+                                f);
         *out = 1u << sev;
         return 0;
     }
@@ -227,7 +237,8 @@ static int parse_severities(const json_t *v, const char *f, unsigned *out, struc
     json_array_foreach(v, i, s) {
         int sev = json_is_string(s) ? proto_severity_parse(json_string_value(s)) : -1;
         if (sev < 0)
-            return proto_errorf(err, 400, NULL, f, "%s[%zu] must be critical, major or info", f, i);
+            return proto_errorf(err, 400, NULL, f,
+                                "%s[%zu] must be critical, major, warning or info", f, i);
         *out |= 1u << sev;
     }
     return 0;
@@ -436,7 +447,7 @@ static json_t *rule_json(const struct proto_alert_rule *r)
 {
     json_t *o = json_pack("{s:s,s:s,s:s,s:o}", "name", r->name, "kind", kind_names[r->kind],
                           "severity", sev_names[r->severity], "for", dur(r->for_ms));
-    if (r->kind == PROTO_AK_DISK_LOW)
+    if (r->kind == PROTO_AK_DISK_LOW || r->kind == PROTO_AK_STORAGE_FULL)
         json_object_set_new(o, "threshold", json_real(r->threshold_pct));
     else if (r->threshold_ms)
         json_object_set_new(o, "threshold", dur(r->threshold_ms));

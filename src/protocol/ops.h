@@ -24,7 +24,14 @@ enum {
     PROTO_HOOK_SECRET_MAX = 128,
 };
 
-enum proto_severity { PROTO_SEV_CRITICAL, PROTO_SEV_MAJOR, PROTO_SEV_INFO, PROTO_SEV_COUNT };
+/* warning came last (storage's 80 % level, docs/storage.md): the values stay as they were */
+enum proto_severity {
+    PROTO_SEV_CRITICAL,
+    PROTO_SEV_MAJOR,
+    PROTO_SEV_INFO,
+    PROTO_SEV_WARNING,
+    PROTO_SEV_COUNT
+};
 
 /* What a rule watches (docs/alerts.md "Rules"). State kinds hold while their condition
  * does; event kinds (job_failed, reclaim_failed) hold for `for` after the event. */
@@ -38,7 +45,8 @@ enum proto_alert_kind {
     PROTO_AK_DISK_LOW,
     PROTO_AK_CYCLE_TIME,
     PROTO_AK_VERSION_SKEW,
-    PROTO_AK_GPU_IDLE, /* a running job flagged by its class's idle rule (docs/monitoring.md) */
+    PROTO_AK_GPU_IDLE,     /* a running job flagged by its class's idle rule (docs/monitoring.md) */
+    PROTO_AK_STORAGE_FULL, /* a storage pool or project area used past threshold_pct */
     PROTO_AK_COUNT
 };
 
@@ -48,7 +56,8 @@ struct proto_alert_rule {
     enum proto_severity severity;
     int64_t for_ms;            /* state kinds: held this long before firing; events: kept firing */
     int64_t threshold_ms;      /* queue_wait, cycle_time */
-    double threshold_pct;      /* disk_low: fires below this % free */
+    double threshold_pct;      /* disk_low: fires below this % free; storage_full: at or
+                                * above this % used */
     char tier[PROTO_NAME_MAX]; /* queue_wait: only this tier ("" = each tier) */
 };
 

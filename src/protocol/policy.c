@@ -12,6 +12,7 @@
 #include "protocol/agent_msg.h"
 #include "protocol/ops.h"
 #include "protocol/proto.h"
+#include "protocol/storage.h"
 #include "protocol/templates.h"
 #include "util/parse.h"
 #include "util/str.h"
@@ -592,6 +593,11 @@ static int parse_ops(const json_t *doc, struct proto_policy *out, struct proto_e
                                                 out->policy.nclasses, err)) < 0)
             return rc;
     }
+    if ((v = json_object_get(doc, "storage"))) {
+        out->storage = xmalloc(sizeof(*out->storage));
+        if ((rc = storage_policy_parse(v, out->storage, err)) < 0)
+            return rc;
+    }
     return 0;
 }
 
@@ -599,7 +605,7 @@ int proto_policy_parse(const json_t *doc, const struct sched_policy *base, struc
                        struct proto_error *err)
 {
     static const char *const known[] = {"tiers",  "classes", "settings",  "projects", "groups",
-                                        "alerts", "prices",  "templates", NULL};
+                                        "alerts", "prices",  "templates", "storage",  NULL};
     memset(out, 0, sizeof(*out));
     out->policy = *base;
     int rc;
@@ -662,8 +668,10 @@ void proto_policy_release(struct proto_policy *p)
 {
     free(p->alerts);
     free(p->prices);
+    free(p->storage);
     p->alerts = NULL;
     p->prices = NULL;
+    p->storage = NULL;
     if (p->templates)
         proto_templates_release(p->templates);
     free(p->templates);

@@ -213,6 +213,11 @@ static const char *const migrations[] = {
     /* ---- issue 35: 15: the environment template a job runs with, NAME@VERSION as docketd
      * resolved it at submit (docs/environments.md); '' for none and for jobs before. */
     "ALTER TABLE jobs ADD COLUMN template_ref TEXT NOT NULL DEFAULT '';",
+    /* ---- issue 37: 16: project storage areas (docs/storage.md): a project's directory
+     * on a pool with its quota; the pools themselves are the policy's. */
+    "CREATE TABLE storage_areas (project TEXT NOT NULL, pool TEXT NOT NULL,"
+    " quota_bytes INTEGER NOT NULL, created_by TEXT NOT NULL, created_ms INTEGER NOT NULL,"
+    " PRIMARY KEY (project, pool));",
 };
 
 /* PostgreSQL's twin of each migration after STORE_PG_BASE_VERSION (schema_pg.c holds the
@@ -230,6 +235,10 @@ static const char *const pg_migrations[] = {
     "ALTER TABLE secrets ADD COLUMN allow TEXT NOT NULL DEFAULT '';",
     /* 15: the job's environment template */
     "ALTER TABLE jobs ADD COLUMN template_ref TEXT NOT NULL DEFAULT '';",
+    /* 16: project storage areas */
+    "CREATE TABLE storage_areas (project TEXT NOT NULL, pool TEXT NOT NULL,"
+    " quota_bytes BIGINT NOT NULL, created_by TEXT NOT NULL, created_ms BIGINT NOT NULL,"
+    " PRIMARY KEY (project, pool));",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    STORE_PG_BASE_VERSION + sizeof(pg_migrations) / sizeof(pg_migrations[0]),

@@ -579,6 +579,24 @@ typedef int (*store_service_cb)(void *arg, const struct store_service *sv);
 int store_service_list(struct store *st, store_service_cb cb, void *arg) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
+/* Storage areas (schema 16, src/store/storage.c; docs/storage.md)                      */
+
+struct store_storage_area {
+    char project[64];
+    char pool[64];
+    int64_t quota_bytes; /* 0 = none */
+    char created_by[64];
+    int64_t created_ms;
+};
+/* Insert or replace (project, pool): a new quota keeps the first creator and time. */
+int store_storage_area_put(struct store *st, const struct store_storage_area *a) STORE_WUR;
+/* 0, -ENOENT when absent, -EIO. */
+int store_storage_area_delete(struct store *st, const char *project, const char *pool) STORE_WUR;
+/* Every area by project and pool. A non-zero return of cb stops and is returned. */
+typedef int (*store_storage_area_cb)(void *arg, const struct store_storage_area *a);
+int store_storage_area_list(struct store *st, store_storage_area_cb cb, void *arg) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
 /* Usage samples (schema 9, src/store/usage.c; docs/monitoring.md "Storage")             */
 /*
  * Three tables, each bounded: usage_raw keeps every sample (per job and node) for

@@ -46,9 +46,10 @@ static void reopen(struct fx *f)
 
 /* The schema version schema.c migrates to (one place to change when a migration is added). */
 #define SCHEMA_LATEST                                                                              \
-    15 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
+    16 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
           written (h-slice), 12: each run's lease (issue 32), 13: services (issue 36), 14: token   \
-          parents and secrets' allow lists (issue 33), 15: a job's template (issue 35) */
+          parents and secrets' allow lists (issue 33), 15: a job's template (issue 35),            \
+          16: storage areas (issue 37) */
 
 static void migrates_from_empty(void **state)
 {
@@ -1339,6 +1340,41 @@ static int count_secret(void *arg, const struct store_secret *s)
     return 0;
 }
 
+static int list_area(void *arg, const struct store_storage_area *a)
+{
+    char *out = arg;
+    char row[200];
+    snprintf(row, sizeof(row), "%s/%s=%lld:%s;", a->project, a->pool, (long long)a->quota_bytes,
+             a->created_by);
+    strcat(out, row);
+    return 0;
+}
+
+/* Storage areas (schema 13): put makes or changes the quota (the first creator stays),
+ * list orders by project and pool, delete says when there was nothing. */
+static void storage_areas_round_trip(void **state)
+{
+    struct fx *f = *state;
+    struct store_storage_area a = {
+        .project = "ml", .pool = "hot", .quota_bytes = 10, .created_by = "alice", .created_ms = 5};
+    assert_int_equal(store_storage_area_put(f->st, &a), 0);
+    snprintf(a.pool, sizeof(a.pool), "cold");
+    assert_int_equal(store_storage_area_put(f->st, &a), 0);
+    snprintf(a.pool, sizeof(a.pool), "hot");
+    snprintf(a.created_by, sizeof(a.created_by), "bob");
+    a.quota_bytes = 20;
+    assert_int_equal(store_storage_area_put(f->st, &a), 0);
+    reopen(f);
+    char got[256] = "";
+    assert_int_equal(store_storage_area_list(f->st, list_area, got), 0);
+    assert_string_equal(got, "ml/cold=10:alice;ml/hot=20:alice;");
+    assert_int_equal(store_storage_area_delete(f->st, "ml", "cold"), 0);
+    assert_int_equal(store_storage_area_delete(f->st, "ml", "cold"), -ENOENT);
+    got[0] = '\0';
+    assert_int_equal(store_storage_area_list(f->st, list_area, got), 0);
+    assert_string_equal(got, "ml/hot=20:alice;");
+}
+
 /* Secrets: put replaces (project, name), get returns the exact bytes, list gives names
  * in order without values, delete says when there was nothing, a malformed row opens as
  * nothing (-EBADMSG). */
@@ -2016,7 +2052,7 @@ static void import_from_sqlite(void **state)
         assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), -EINVAL);
     } else {
         assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), 0);
-        assert_int_equal(stats.tables, 21); /* services: schema 13 */
+        assert_int_equal(stats.tables, 22); /* services: 13, storage_areas: 16 */
         struct store_job out;
         assert_int_equal(store_job_get(f->st, 3, &out), 0);
         assert_int_equal(out.state, SCHED_RUNNING);
@@ -2134,6 +2170,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(services_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(secrets_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(storage_areas_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_append_only, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_verify_in_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(group_commit, setup, teardown),
