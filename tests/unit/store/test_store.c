@@ -1350,7 +1350,7 @@ static int list_area(void *arg, const struct store_storage_area *a)
     return 0;
 }
 
-/* Storage areas (schema 13): put makes or changes the quota (the first creator stays),
+/* Storage areas (schema 14): put makes or changes the quota (the first creator stays),
  * list orders by project and pool, delete says when there was nothing. */
 static void storage_areas_round_trip(void **state)
 {
