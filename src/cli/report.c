@@ -147,6 +147,27 @@ static void usage_csv(struct cli *c, const json_t *rep)
     }
 }
 
+/* "storage now: PROJECT POOL USED of QUOTA, ...": the areas' usage at the time of the
+ * report (docs/storage.md), one line per project. */
+static void storage_lines(struct cli *c, const json_t *rep)
+{
+    const char *project, *pool;
+    json_t *pools, *a;
+    json_object_foreach(json_object_get(rep, "storage"), project, pools) {
+        fprintf(c->out, "storage now: %s", project);
+        json_object_foreach(pools, pool, a) {
+            int64_t used = jint(a, "used_bytes", -1), quota = jint(a, "quota_bytes", 0);
+            if (used < 0)
+                fprintf(c->out, "  %s not reported yet", pool);
+            else
+                fprintf(c->out, "  %s %.2f GiB", pool, (double)used / (1 << 30));
+            if (quota > 0)
+                fprintf(c->out, " of %.2f GiB", (double)quota / (1 << 30));
+        }
+        fputc('\n', c->out);
+    }
+}
+
 static void usage_table(struct cli *c, const json_t *rep)
 {
     const char *h[] = {"KEY",         "GPU-H",         "CPU-H",      "RUNS",
@@ -189,6 +210,7 @@ static void usage_table(struct cli *c, const json_t *rep)
         fprintf(c->out, "no runs in this window\n");
     }
     table_destroy(t);
+    storage_lines(c, rep);
 }
 
 /* GET path and print the report with `how`, or its JSON with --json. Exit status. */

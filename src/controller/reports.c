@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "controller/alerts.h"
+#include "controller/storage.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
 #include "controller/reports.h"
@@ -347,8 +348,12 @@ void h_report_usage(struct ctl_req *r)
         ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
         return;
     }
-    if (led)
+    /* each project's storage now, by pool (storage.c): not a sum over the window */
+    json_t *storage = by == STORE_BY_PROJECT && !groups ? ctl_storage_usage_json(r->c) : NULL;
+    if (led) {
         u.rows = only_led(u.rows, led);
+        storage = storage ? only_led(storage, led) : NULL;
+    }
     if (groups)
         u.rows = fold_groups(r->c, u.rows);
     json_decref(led);
@@ -359,6 +364,8 @@ void h_report_usage(struct ctl_req *r)
                   (json_int_t)counted, "period", period[0] ? json_string(period) : json_null(),
                   "currency", p->currency, "gpu_rates", rates_json(p), "rows", rows_array(u.rows));
     json_decref(u.rows);
+    if (storage)
+        json_object_set_new(o, "storage", storage);
     ctl_reply_json(r->c, r->req, 200, o);
 }
 

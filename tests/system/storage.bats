@@ -57,7 +57,11 @@ setup_file() {
     if mount_image proj prjquota; then
         touch "$T/proj.ok"
     else
-        echo "$(tr '\n' ' ' <"$T/mount-proj.err")$(dmesg 2>/dev/null | grep -m1 -o 'The kernel was not built with CONFIG_QUOTA.*')" >"$T/proj.why"
+        # one line, and the kernel's word for it when it gives one (CONFIG_QUOTA missing)
+        local why
+        why=$(head -n1 "$T/mount-proj.err")
+        ! dmesg 2>/dev/null | grep -q 'CONFIG_QUOTA' || why="the kernel lacks CONFIG_QUOTA ($why)"
+        echo "$why" >"$T/proj.why"
     fi
     "$RECEIVER" "$T/hook.port" "$T/hook.out" &
     echo $! >"$T/hook.pid"
@@ -269,12 +273,17 @@ received() { # STATUS RULE KEY: the bodies the receiver got for that alert
     wait_for 30 received resolved storage-95 full
 }
 
-@test "storage: /metrics has the pools' and areas' families" {
+@test "storage: /metrics has the pools' and areas' families; docket report a storage line" {
     run ctl_get /metrics
     [[ $output == *'docket_storage_pool_size_bytes{pool="hot"}'* ]]
     [[ $output == *'docket_storage_pool_nodes_failing{pool="hot"} 0'* ]]
     [[ $output == *'docket_storage_area_quota_bytes{project="ml",pool="hot"} 4194304'* ]]
     [[ $output == *'docket_storage_area_used_bytes{project="ml",pool="hot"}'* ]]
+    # and docket report's storage line, each project's areas now
+    run "$DOCKET" report usage
+    [ "$status" -eq 0 ]
+    [[ $output == *"storage now: ml"*"hot "*"GiB of 0.00 GiB"* || $output == *"storage now: ml"*"cold "* ]]
+    [[ $("$DOCKET" report usage --json | jq '.storage.ml.hot.quota_bytes') == 4194304 ]]
 }
 
 @test "storage: a project's area forgotten stays on disk; the policy refuses a bad pool" {
