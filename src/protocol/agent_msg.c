@@ -320,11 +320,11 @@ static int parse_tty(const json_t *v, struct agent_job *j, struct proto_error *e
 }
 
 static const char *const job_fields[] = {
-    "id",       "name",      "project",    "tier",          "class",       "user",
-    "command",  "script",    "workdir",    "output",        "error",       "env",
-    "gpus",     "cpus",      "mem_mb",     "time_limit_ms", "signal",      "grace_ms",
-    "nodelist", "node_rank", "world_size", "master_addr",   "master_port", "array_index",
-    "run",      "pids_max",  "secret_env", "array_id",      "slurm",       "lease_ms",
+    "id",       "name",        "project",    "tier",          "class",       "user",
+    "command",  "script",      "workdir",    "output",        "error",       "env",
+    "gpus",     "cpus",        "mem_mb",     "time_limit_ms", "signal",      "grace_ms",
+    "nodelist", "node_rank",   "world_size", "master_addr",   "master_port", "array_index",
+    "run",      "pids_max",    "secret_env", "array_id",      "slurm",       "lease_ms",
     "tty",      "environment", NULL};
 
 static int parse_scalars(const json_t *o, struct agent_job *j, struct proto_error *err)
