@@ -44,11 +44,16 @@ static void copy_spec_fields(json_t *o, const json_t *spec)
         "gpus",     "gpu_type", "cpus",     "mem_mb",     "nodes",   "time_limit_ms", "command",
         "script",   "workdir",  "output",   "error",      "env",     "labels",        "selectors",
         "deps",     "signal",   "grace_ms", "checkpoint", "retries", "idempotent",    "requeue",
-        "begin_ms", "array",    "secrets",  "template",   "storage"};
+        "begin_ms", "array",    "secrets",  "template"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(spec, keys[i]);
         json_object_set(o, keys[i], v ? v : json_null());
     }
+    /* the pools a job needs are in its spec only when it names some: absent otherwise, as
+     * in the reply to its submission (which splices the stored spec as it is) */
+    json_t *storage = json_object_get(spec, "storage");
+    if (storage)
+        json_object_set(o, "storage", storage);
 }
 
 void ctl_env_redact(json_t *env)

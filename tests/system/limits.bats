@@ -405,10 +405,23 @@ pages() {
     assert_error 400 after
 }
 
+# big_audit N: N held jobs whose audit entries are about 60 KB each. An entry keeps a
+# job's env names (their values hidden) but not its command or script (issue 33, item 6).
+big_audit() {
+    local i
+    python3 -c 'import json
+print(json.dumps({"command": ["true"], "hold": True,
+                  "env": {"V%04d_%s" % (i, "A" * 50): "x" for i in range(1000)}}))' >"$TEST_DIR/bigenv.json"
+    for ((i = 0; i < $1; i++)); do
+        api_file POST /v1/jobs "$TEST_DIR/bigenv.json"
+        assert_status 201
+    done
+}
+
 @test "lists: the CLI follows the cursor of audit (pages cut by bytes), nodes and events" {
     docketd_start
     fake_node gpu01 8 H100-80GB >/dev/null
-    big_jobs 80 # each submission's audit entry carries its 60 KB command: > 4 MiB in all
+    big_audit 80 # each submission's audit entry carries 1,000 env names: > 4 MiB in all
     api_get "/v1/audit?limit=10000"
     local first
     first=$(jq '.entries | length' <<<"$body")

@@ -114,6 +114,11 @@ POST   /v1/services               400/400 400/400 400/400 400/400 400/400 400/40
 GET    /v1/services/:             404/404 404/404 404/404 404/404 404/404 404/404 403/403 401/401
 POST   /v1/services/:/scale       400/400 400/400 400/400 400/400 400/400 400/400 403/403 401/401
 DELETE /v1/services/:             404/404 404/404 404/404 404/404 404/404 404/404 403/403 401/401
+GET    /v1/storage                200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+PUT    /v1/projects/:/storage/:   404/404 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+DELETE /v1/projects/:/storage/:   404/404 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+GET    /v1/templates              200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+GET    /v1/templates/:            404/404 404/404 404/404 404/404 404/404 404/404 403/403 401/401
 GET    /v1/tiers                  200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 GET    /v1/classes                200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 PATCH  /v1/classes/:              400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
@@ -162,6 +167,8 @@ fill() {
     /v1/nodes/:*) echo "/v1/nodes/gpu01${pat#/v1/nodes/:}" ;;
     /v1/projects/:/members/:) echo "/v1/projects/$proj/members/ghost" ;;
     /v1/projects/:/secrets/:) echo "/v1/projects/$proj/secrets/GHOST_KEY" ;;
+    /v1/projects/:/storage/:) echo "/v1/projects/$proj/storage/ghost" ;;
+    /v1/templates/:) echo "/v1/templates/ghost" ;;
     /v1/projects/:*) echo "/v1/projects/$proj${pat#/v1/projects/:}" ;;
     /v1/classes/:) echo "/v1/classes/training" ;;
     /v1/services/:*) echo "/v1/services/ghost${pat#/v1/services/:}" ;;
