@@ -295,7 +295,7 @@ static json_t *reader_scope(struct ctl_req *r, bool *refused)
     return led;
 }
 
-/* The policy's GPU prices, "TYPE=PRICE;..." (for the CSV's rows). */
+/* The policy's GPU prices as {TYPE: price per GPU-hour} (the CLI writes them on each CSV row). */
 static json_t *rates_json(const struct proto_prices *p)
 {
     json_t *o = json_object();
