@@ -213,26 +213,41 @@ static int add_secret(json_t *spec, const char *v, char *err, size_t errlen)
  * checks the names against its pools. */
 static int add_storage(json_t *spec, const char *v, char *err, size_t errlen)
 {
-    json_t *arr = json_object_get(spec, "storage");
+    json_t *arr = json_object_get(spec, "storage"), *names = json_array();
     char buf[256];
-    if (strlen(v) >= sizeof(buf) || !v[0])
+    size_t i;
+    json_t *name;
+    if (strlen(v) >= sizeof(buf) || !v[0]) {
+        json_decref(names);
         return spec_fail(err, errlen, "--storage", "bad pool list", v);
+    }
+    str_copy(buf, sizeof(buf), v);
+    /* every name is checked before the spec changes: a refused list adds nothing */
+    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (!str_is_name(p)) {
+            json_decref(names);
+            return spec_fail(err, errlen, "--storage", "bad pool name", p);
+        }
+        json_array_append_new(names, json_string(p));
+    }
+    if (!json_array_size(names)) {
+        json_decref(names);
+        return spec_fail(err, errlen, "--storage", "bad pool list", v);
+    }
     if (!json_is_array(arr)) {
         arr = json_array();
         json_object_set_new(spec, "storage", arr);
     }
-    str_copy(buf, sizeof(buf), v);
-    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+    json_array_foreach(names, i, name) {
         bool have = false;
-        size_t i;
+        size_t j;
         json_t *s;
-        json_array_foreach(arr, i, s)
-            have = have || !strcmp(json_string_value(s), p);
-        if (!str_is_name(p))
-            return spec_fail(err, errlen, "--storage", "bad pool name", p);
+        json_array_foreach(arr, j, s)
+            have = have || json_equal(s, name);
         if (!have)
-            json_array_append_new(arr, json_string(p));
+            json_array_append(arr, name);
     }
+    json_decref(names);
     return 0;
 }
 
