@@ -13,6 +13,7 @@
 
 struct jobs_query {
     const char *state, *project, *user, *tier, *class_name, *node, *name, *template_ref;
+    const char *fields; /* the members each row needs ("id,state,..."), NULL: every one */
     long limit;
     bool desc;
 };
@@ -23,6 +24,8 @@ int jobs_list_main(struct cli *c, int argc, char **argv, bool history);
 /* Fetch up to q->limit jobs into *jobs (a new array). Exit status. */
 int jobs_fetch(struct cli *c, const struct jobs_query *q, json_t **jobs);
 void jobs_print_queue(struct cli *c, const json_t *jobs);
+/* The same with only the first `show` rows, the counts still over every job given. */
+void jobs_print_queue_head(struct cli *c, const json_t *jobs, long show);
 /* A new array of the same jobs in the order people read a queue: running ones by id, then
  * pending ones by tier (highest first, from GET /v1/tiers) and submission, then held and
  * finished ones. Fair-share is not known here: `explain` gives exact positions. When the

@@ -26,7 +26,8 @@ const char cmd_queue_usage[] =
     "      --name NAME      jobs with that name\n"
     "      --template NAME[@VERSION]  jobs run with that template (every version)\n"
     "  -a, --all            finished jobs too\n"
-    "  -n, --limit N        at most N jobs (default 1000)\n"
+    "  -n, --limit N        show at most N jobs (default 1000); the counts under the\n"
+    "                       table cover every job that matches\n"
     "      --by-id          list by job id\n";
 
 enum {
@@ -84,6 +85,7 @@ int jobs_fetch(struct cli *c, const struct jobs_query *q, json_t **jobs)
     add_param(&path, "name", q->name);
     add_param(&path, "template", q->template_ref);
     add_param(&path, "order", q->desc ? "desc" : NULL);
+    add_param(&path, "fields", q->fields);
     json_t *list = NULL;
     rc = path.failed ? cli_usage_error(c, "filters too long")
                      : cli_get_pages(c, path.data, "jobs", q->limit, &list);
@@ -149,6 +151,11 @@ static void time_text(struct cli *c, const json_t *job, char *buf, size_t len)
 
 void jobs_print_queue(struct cli *c, const json_t *jobs)
 {
+    jobs_print_queue_head(c, jobs, (long)json_array_size(jobs));
+}
+
+void jobs_print_queue_head(struct cli *c, const json_t *jobs, long show)
+{
     static const char *const h[] = {"ID",    "NAME",  "PROJECT", "USER", "TIER",
                                     "CLASS", "STATE", "GPUS",    "TIME", "NODES/REASON"};
     struct table *t = table_create(h, 10);
@@ -174,6 +181,8 @@ void jobs_print_queue(struct cli *c, const json_t *jobs)
         running += !strcmp(st, "RUNNING") || !strcmp(st, "STARTING") || !strcmp(st, "STOPPING");
         pending += !strcmp(st, "PENDING");
         held += !strcmp(st, "HELD");
+        if ((long)i >= show)
+            continue; /* counted, not shown */
         table_row(t);
         table_cell(t, FMT_PLAIN, "%lld", (long long)jint(j, "id", 0));
         table_cell(t, FMT_PLAIN, "%s", jstr(j, "name"));
@@ -189,6 +198,9 @@ void jobs_print_queue(struct cli *c, const json_t *jobs)
     if (table_rows(t))
         table_print(t, c->out, c->width, c->color);
     fprintf(c->out, "%d running, %d pending, %d held\n", running, pending, held);
+    if ((long)json_array_size(jobs) > show)
+        fprintf(c->out, "showing the first %ld of %zu (-n %zu shows all)\n", show,
+                json_array_size(jobs), json_array_size(jobs));
     table_destroy(t);
 }
 
@@ -263,6 +275,11 @@ json_t *jobs_queue_order(struct cli *c, json_t *jobs)
     return out;
 }
 
+/* What the queue's table reads of each job (GET /v1/jobs?fields=) */
+static const char queue_fields[] = "id,name,project,user,tier,eff_tier,class,state,reason,gpus,"
+                                   "gpu_type,nodes,submit_ms,start_ms,time_limit_ms,allocation";
+enum { QUEUE_READ_MAX = 1000000 };
+
 static const char all_states[] =
     "PENDING,HELD,STARTING,RUNNING,STOPPING,COMPLETED,FAILED,CANCELLED,TIMEOUT,PREEMPTED,"
     "NODE_FAIL";
@@ -328,6 +345,14 @@ int jobs_list_main(struct cli *c, int argc, char **argv, bool history)
                 return rc;
         }
     }
+    /* The table reads every active job (only the members it shows): its counts are the
+     * queue's, not a page's, and its head is the queue's head, not the lowest ids. */
+    long show = q.limit;
+    bool whole_queue = !c->json && !history && q.state != all_states;
+    if (whole_queue) {
+        q.fields = queue_fields;
+        q.limit = QUEUE_READ_MAX;
+    }
     if ((rc = jobs_fetch(c, &q, &jobs)))
         return rc;
     if (c->json) {
@@ -337,10 +362,10 @@ int jobs_list_main(struct cli *c, int argc, char **argv, bool history)
     } else if (history) {
         jobs_print_history(c, jobs);
     } else if (by_id) {
-        jobs_print_queue(c, jobs);
+        jobs_print_queue_head(c, jobs, whole_queue ? show : (long)json_array_size(jobs));
     } else {
         json_t *sorted = jobs_queue_order(c, jobs);
-        jobs_print_queue(c, sorted);
+        jobs_print_queue_head(c, sorted, show);
         json_decref(sorted);
     }
     json_decref(jobs);

@@ -38,7 +38,7 @@ static json_t *json_or_null(const char *text)
     return v ? v : json_null();
 }
 
-static void copy_spec_fields(json_t *o, const json_t *spec)
+static void copy_spec_fields(json_t *o, const json_t *spec, const json_t *want)
 {
     static const char *const keys[] = {
         "gpus",     "gpu_type", "cpus",     "mem_mb",     "nodes",   "time_limit_ms", "command",
@@ -47,12 +47,13 @@ static void copy_spec_fields(json_t *o, const json_t *spec)
         "begin_ms", "array",    "secrets",  "template"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(spec, keys[i]);
-        json_object_set(o, keys[i], v ? v : json_null());
+        if (!want || json_object_get(want, keys[i]))
+            json_object_set(o, keys[i], v ? v : json_null());
     }
     /* the pools a job needs are in its spec only when it names some: absent otherwise, as
      * in the reply to its submission (which splices the stored spec as it is) */
     json_t *storage = json_object_get(spec, "storage");
-    if (storage)
+    if (storage && (!want || json_object_get(want, "storage")))
         json_object_set(o, "storage", storage);
 }
 
@@ -95,47 +96,71 @@ json_t *ctl_job_json(struct ctl *c, const struct store_job *j)
     return o;
 }
 
-json_t *ctl_job_json_spec(struct ctl *c, const struct store_job *j, const json_t *spec)
+/* Is member k of a job row wanted (want: a set of names, NULL for all)? */
+static bool wanted(const json_t *want, const char *k)
+{
+    return !want || json_object_get(want, k);
+}
+
+static void put(json_t *o, const json_t *want, const char *k, json_t *v)
+{
+    if (wanted(want, k))
+        json_object_set_new(o, k, v);
+    else
+        json_decref(v);
+}
+
+/* A job row with the members `want` names (every one when NULL): each member is made only
+ * when wanted, so a narrow list (?fields=) does not pay for the others. */
+static json_t *job_json_members(struct ctl *c, const struct store_job *j, const json_t *spec,
+                                const json_t *want)
 {
     json_t *o = json_object();
     struct sched_job_view v;
     bool live = sched_job_get(c->sched, j->id, &v) == 0;
-    json_object_set_new(o, "id", json_integer((json_int_t)j->id));
-    json_object_set_new(o, "name", json_string(j->name));
-    json_object_set_new(o, "project", json_string(j->project));
-    json_object_set_new(o, "user", json_string(j->user));
-    json_object_set_new(o, "tier", json_string(j->tier));
-    json_object_set_new(o, "eff_tier", json_string(live && v.eff_tier ? v.eff_tier : j->tier));
-    json_object_set_new(o, "class", json_string(j->class_name));
-    json_object_set_new(
-        o, "state",
+    put(o, want, "id", json_integer((json_int_t)j->id));
+    put(o, want, "name", json_string(j->name));
+    put(o, want, "project", json_string(j->project));
+    put(o, want, "user", json_string(j->user));
+    put(o, want, "tier", json_string(j->tier));
+    put(o, want, "eff_tier", json_string(live && v.eff_tier ? v.eff_tier : j->tier));
+    put(o, want, "class", json_string(j->class_name));
+    put(o, want, "state",
         json_string(sched_job_state_name(live ? v.state : (enum sched_job_state)j->state)));
-    json_object_set_new(
-        o, "reason",
+    put(o, want, "reason",
         json_string(live && v.reason != SCHED_R_NONE ? sched_reason_name(v.reason) : ""));
-    json_object_set_new(o, "stop_cause",
-                        json_string(live && v.stop_cause != SCHED_STOP_NONE
-                                        ? sched_stop_cause_name(v.stop_cause)
-                                        : j->stop_cause));
-    json_object_set_new(o, "submit_ms", json_integer(j->submit_ms));
-    json_object_set_new(o, "start_ms", json_integer(j->start_ms));
-    json_object_set_new(o, "end_ms", json_integer(j->end_ms));
-    copy_spec_fields(o, spec);
-    json_object_set_new(o, "array_id", json_integer((json_int_t)j->array_id));
-    json_object_set_new(o, "array_index", json_integer(j->array_index));
-    json_object_set_new(o, "preempt_count", json_integer(j->preempt_count));
-    json_object_set_new(o, "preemptor", json_integer((json_int_t)j->preemptor));
-    json_t *al = json_or_null(j->alloc);
-    json_object_set_new(o, "allocation", json_is_null(al) ? json_array() : al);
-    if (json_is_null(al))
-        json_decref(al);
-    json_object_set_new(o, "exit", json_or_null(j->exit));
-    json_t *u = json_or_null(j->usage);
-    json_object_set_new(
-        o, "usage",
-        json_is_null(u) ? json_pack("{s:i,s:i,s:i}", "cpu_ms", 0, "max_rss_mb", 0, "gpu_util", 0)
-                        : u);
+    put(o, want, "stop_cause",
+        json_string(live && v.stop_cause != SCHED_STOP_NONE ? sched_stop_cause_name(v.stop_cause)
+                                                            : j->stop_cause));
+    put(o, want, "submit_ms", json_integer(j->submit_ms));
+    put(o, want, "start_ms", json_integer(j->start_ms));
+    put(o, want, "end_ms", json_integer(j->end_ms));
+    copy_spec_fields(o, spec, want);
+    put(o, want, "array_id", json_integer((json_int_t)j->array_id));
+    put(o, want, "array_index", json_integer(j->array_index));
+    put(o, want, "preempt_count", json_integer(j->preempt_count));
+    put(o, want, "preemptor", json_integer((json_int_t)j->preemptor));
+    if (wanted(want, "allocation")) {
+        json_t *al = json_or_null(j->alloc);
+        json_object_set_new(o, "allocation", json_is_null(al) ? json_array() : al);
+        if (json_is_null(al))
+            json_decref(al);
+    }
+    if (wanted(want, "exit"))
+        json_object_set_new(o, "exit", json_or_null(j->exit));
+    if (wanted(want, "usage")) {
+        json_t *u = json_or_null(j->usage);
+        json_object_set_new(o, "usage",
+                            json_is_null(u) ? json_pack("{s:i,s:i,s:i}", "cpu_ms", 0, "max_rss_mb",
+                                                        0, "gpu_util", 0)
+                                            : u);
+    }
     return o;
+}
+
+json_t *ctl_job_json_spec(struct ctl *c, const struct store_job *j, const json_t *spec)
+{
+    return job_json_members(c, j, spec, NULL);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -1129,18 +1154,99 @@ struct job_list {
     struct ctl_list *l; /* during a fetch */
     struct ctl_ident id;
     json_t *projects; /* the caller's project roles (owned) */
+    json_t *fields;   /* ?fields=: the members each row keeps, or NULL for all (owned) */
 };
+
+/* The members of a job row (ctl_job_json_spec) that ?fields= may name. Those marked
+ * `spec` come from the spec stored at submission; the others from the row's columns and
+ * the core, so a list that names none of the first skips reading the spec at all. */
+static const struct {
+    const char *name;
+    bool spec;
+} job_fields[] = {
+    {"id", false},         {"name", false},          {"project", false},     {"user", false},
+    {"tier", false},       {"eff_tier", false},      {"class", false},       {"state", false},
+    {"reason", false},     {"stop_cause", false},    {"submit_ms", false},   {"start_ms", false},
+    {"end_ms", false},     {"gpus", false},          {"gpu_type", false},    {"cpus", false},
+    {"mem_mb", false},     {"nodes", false},         {"time_limit_ms", false}, {"command", true},
+    {"workdir", true},     {"output", true},         {"error", true},        {"labels", true},
+    {"selectors", true},   {"deps", true},           {"signal", true},       {"grace_ms", true},
+    {"checkpoint", true},  {"retries", true},        {"idempotent", true},   {"requeue", true},
+    {"begin_ms", true},    {"array", true},          {"secrets", true},      {"template", true},
+    {"storage", true},     {"array_id", false},      {"array_index", false}, {"preempt_count", false},
+    {"preemptor", false},  {"allocation", false},    {"exit", false},        {"usage", false},
+    {"hidden", false}};
+
+/* "id,state,gpus" -> a set of member names, every one known (-EINVAL naming it otherwise);
+ * *spec says whether one of them needs the stored spec. */
+static int parse_fields(const char *s, json_t **out, bool *spec, char *bad, size_t badlen)
+{
+    json_t *set = json_object();
+    *spec = false;
+    while (*s) {
+        size_t n = strcspn(s, ",");
+        size_t i = 0;
+        while (i < sizeof(job_fields) / sizeof(job_fields[0]) &&
+               (strlen(job_fields[i].name) != n || strncmp(job_fields[i].name, s, n)))
+            i++;
+        if (i == sizeof(job_fields) / sizeof(job_fields[0])) {
+            snprintf(bad, badlen, "%.*s", (int)(n < 64 ? n : 64), s);
+            json_decref(set);
+            return -EINVAL;
+        }
+        json_object_set_new(set, job_fields[i].name, json_true());
+        *spec = *spec || job_fields[i].spec;
+        s += n + (s[n] == ',');
+    }
+    *out = set;
+    return 0;
+}
+
+/* The scheduling members of a spec, from the row's columns (schema 2): what a list that
+ * skipped the spec shows for them. */
+static json_t *spec_from_columns(const struct store_job *j)
+{
+    return json_pack("{s:i,s:s,s:i,s:I,s:i,s:I}", "gpus", j->gpus, "gpu_type", j->gpu_type,
+                     "cpus", j->cpus, "mem_mb", (json_int_t)j->mem_mb, "nodes", j->nnodes,
+                     "time_limit_ms", (json_int_t)j->time_limit_ms);
+}
+
+static json_t *list_row_json(struct job_list *jl, const struct store_job *j)
+{
+    json_t *spec, *o;
+    if (jl->f.skip_spec && !j->has_core) { /* a row older than the columns: read it whole */
+        struct store_job whole;
+        if (store_job_get(jl->c->store, j->id, &whole) < 0)
+            return NULL;
+        spec = json_or_null(whole.spec);
+        o = job_json_members(jl->c, &whole, spec, jl->fields);
+        store_job_release(&whole);
+    } else {
+        spec = jl->f.skip_spec ? spec_from_columns(j) : json_or_null(j->spec);
+        o = job_json_members(jl->c, j, spec, jl->fields);
+    }
+    json_decref(spec);
+    return o;
+}
 
 static int list_row(void *arg, const struct store_job *j)
 {
     struct job_list *jl = arg;
-    json_t *o = ctl_job_json(jl->c, j);
+    json_t *o = list_row_json(jl, j);
+    if (!o)
+        return -EIO;
     struct ctl_target t = {j->project, j->user, ctl_prole_in(jl->projects, j->project)};
     if (!ctl_authz_sees_job_private(&jl->id, &t))
         ctl_job_redact_private(o);
     /* lists leave the two big members out: GET /v1/jobs/ID has them */
     json_object_del(o, "script");
     json_object_del(o, "env");
+    if (jl->fields) { /* what redaction added and was not asked for */
+        if (!json_object_get(jl->fields, "hidden"))
+            json_object_del(o, "hidden");
+        if (!json_object_get(jl->fields, "command"))
+            json_object_del(o, "command");
+    }
     return ctl_list_row_json(jl->l, o, (int64_t)j->id);
 }
 
@@ -1159,6 +1265,7 @@ static void list_free(void *arg)
     for (size_t i = 0; i < sizeof(jl->strs) / sizeof(jl->strs[0]); i++)
         free(jl->strs[i]);
     json_decref(jl->projects);
+    json_decref(jl->fields);
     free(jl);
 }
 
@@ -1214,11 +1321,22 @@ void h_jobs_list(struct ctl_req *r)
     f.array_id = (uint64_t)array_id;
     f.since_ms = since;
     f.lean = true;
+    json_t *fields = NULL;
+    const char *fq = ctl_query(r, "fields");
+    bool need_spec = true;
+    char bad[72];
+    if (fq && parse_fields(fq, &fields, &need_spec, bad, sizeof(bad)) < 0) {
+        ctl_reply_errorf(r->c, r->req, 400, "fields", "unknown field '%s' in fields", bad);
+        return;
+    }
+    f.skip_spec = !need_spec;
     struct job_list *jl = calloc(1, sizeof(*jl));
     if (!jl) {
+        json_decref(fields);
         ctl_reply_errorf(r->c, r->req, 500, NULL, "out of memory");
         return;
     }
+    jl->fields = fields;
     /* the query strings die with the request's query: the list keeps copies */
     const char **fs[7] = {&f.project, &f.user, &f.tier,        &f.class_name,
                           &f.node,    &f.name, &f.template_ref};

@@ -383,6 +383,28 @@ no_raw_controls() {
     run -0 "$DOCKET" nodes resume "$PREFIX-a" "$PREFIX-b"
 }
 
+@test "queue -n N shows N rows and counts every job; ?fields= keeps the members named" {
+    local ids=() id
+    for _ in 1 2 3 4 5; do ids+=("$(submit_q -p explore --name qcount --hold -- true)"); done
+    run -0 "$DOCKET" queue --name qcount -n 2
+    [ "$(grep -c " qcount " <<<"$output")" = 2 ]
+    [[ $output == *"0 running, 0 pending, 5 held"* ]]
+    [[ $output == *"showing the first 2 of 5 (-n 5 shows all)"* ]]
+    run -0 "$DOCKET" queue --name qcount
+    [[ $output != *"showing the first"* ]]
+    # the API's projection: only the members asked for, the same values as a whole row
+    body=$(ctl_get "/v1/jobs?name=qcount&fields=id,state,gpus,time_limit_ms")
+    [ "$(jq -c '[.jobs[0] | keys[]]' <<<"$body")" = '["gpus","id","state","time_limit_ms"]' ]
+    narrow=$(jq -c '[.jobs[] | {id, state, gpus, time_limit_ms}]' <<<"$body")
+    body=$(ctl_get "/v1/jobs?name=qcount")
+    [ "$(jq -c '[.jobs[] | {id, state, gpus, time_limit_ms}]' <<<"$body")" = "$narrow" ]
+    body=$(ctl_get "/v1/jobs?name=qcount&fields=id,command")
+    [ "$(jq -r '.jobs[0].command[0]' <<<"$body")" = true ]
+    body=$(curl -s -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/jobs?fields=id,nosuch")
+    [ "$(jq -r .error.field <<<"$body")" = fields ]
+    run -0 "$DOCKET" cancel "${ids[@]}"
+}
+
 @test "an array: one job per index, at most %N at once" {
     run -0 "$DOCKET" submit --json -p explore --class exploration --array 0-3%2 -- sh -c 'echo "index $DOCKET_ARRAY_INDEX"'
     [ "$(jq '.jobs | length' <<<"$output")" -eq 4 ]

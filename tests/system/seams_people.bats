@@ -185,7 +185,8 @@ two_projects() {
             assert_status 403
         done
         # the list views (queue, history, the console's) show the jobs, not the secrets
-        for q in "state=all" "state=terminal,active&order=desc" "user=mem"; do
+        for q in "state=all" "state=terminal,active&order=desc" "user=mem" \
+                 "state=all&fields=id,command,hidden" "state=all&fields=command,workdir"; do
             api_get "/v1/jobs?$q" "${!who}"
             assert_status 200
             [[ $body != *dkt_in_* ]] || { echo "$who sees a command in the list ($q): $body" >&2; false; }
