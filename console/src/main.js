@@ -111,6 +111,21 @@ function stop() {
   current = null;
 }
 
+// An element a page keeps across renders (a log being read: data-keep-scroll) loses its
+// scroll position when the page's next render takes it in: where the reader left it is
+// kept from its scroll events (they do not bubble: caught on the way down), and whether
+// that was the end (then it follows what is appended).
+document.addEventListener('scroll', (ev) => {
+  const e = ev.target;
+  if (!(e instanceof Element) || !e.hasAttribute('data-keep-scroll')) return;
+  e.keptScroll = { top: e.scrollTop, atEnd: e.scrollTop + e.clientHeight >= e.scrollHeight - 4 };
+}, true);
+
+function restoreScroll(e) {
+  const k = e.keptScroll;
+  if (k) e.scrollTop = k.atEnd ? e.scrollHeight : k.top;
+}
+
 // One render of the current page from fresh API reads; an error leaves the last render
 // in place and says what went wrong.
 async function refresh(force) {
@@ -127,6 +142,7 @@ async function refresh(force) {
     const root = document.querySelector('#main .page');
     const focused = document.activeElement && document.activeElement.id;
     if (node) root.replaceChildren(node);
+    root.querySelectorAll('[data-keep-scroll]').forEach(restoreScroll);
     // the first screen is up: bench/console measures navigation start to this mark
     if (!performance.getEntriesByName('docket:first-screen').length) performance.mark('docket:first-screen');
     if (focused && document.getElementById(focused)) document.getElementById(focused).focus();

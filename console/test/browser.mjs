@@ -177,6 +177,86 @@ const cases = {
     await page.locator('pre.logs[data-eof="1"]').waitFor({ timeout: WAIT });
   },
 
+  // What matters first: a critical alert heads the Overview however many job failures
+  // fire, and the failures are one line with a link per project.
+  async overview(failures) {
+    const page = await login('admin');
+    await go(page, '#/overview');
+    const items = page.locator('ul.alerts > li.firing');
+    await page.locator('ul.alerts > li.sev-critical').first().waitFor({ timeout: WAIT });
+    const failed = page.locator('ul.alerts > li.firing', { hasText: 'job-failed' });
+    for (const p of ['vision', 'explore']) await failed.locator('a', { hasText: p }).waitFor({ timeout: WAIT });
+    const first = await items.first().getAttribute('class');
+    expect(first.includes('sev-critical'), `the first alert line is '${first}', not a critical one`);
+    const lines = await items.count();
+    expect(lines < Number(failures), `${lines} lines for ${failures} failures: not folded`);
+    expect(await failed.count() === 1, 'the job failures are not one line');
+    await failed.locator('a', { hasText: 'vision' }).click();
+    await page.waitForURL(/#\/queue\?.*project=vision/, { timeout: WAIT });
+    await page.locator('tr[data-job] .badge', { hasText: 'FAILED' }).first().waitFor({ timeout: WAIT });
+  },
+
+  // Jobs in every state: the search finds a running and a finished job by name.
+  async search(running, done) {
+    const page = await login('admin');
+    await go(page, '#/queue?state=all');
+    await page.getByLabel('Search').fill('findme');
+    await page.getByLabel('Search').press('Enter');
+    await page.waitForURL(/search=findme/, { timeout: WAIT });
+    await page.locator(`tr[data-job="${running}"]`).waitFor({ timeout: WAIT });
+    await page.locator(`tr[data-job="${done}"]`).waitFor({ timeout: WAIT });
+    expect(await page.locator('tr[data-job]').count() === 2, 'the search shows other jobs');
+    await go(page, '#/queue?state=running&user=root');
+    await page.locator(`tr[data-job="${running}"]`).waitFor({ timeout: WAIT });
+  },
+
+  // The log viewer: a reader who scrolled up stays there through refreshes; at the end it
+  // follows; Find lists the lines that match.
+  async logview(id) {
+    const page = await login('admin');
+    await go(page, `#/job/${id}`);
+    const pre = page.locator('pre.logs[data-keep-scroll]');
+    await pre.filter({ hasText: 'line 150' }).waitFor({ timeout: WAIT });
+    await pre.evaluate((e) => { e.scrollTop = 40; });
+    await page.waitForTimeout(6500); // past a refresh (5 s) and more output
+    const top = await pre.evaluate((e) => e.scrollTop);
+    expect(top === 40, `the log moved to ${top} under the reader`);
+    await pre.evaluate((e) => { e.scrollTop = e.scrollHeight; });
+    const lines = async () => (await pre.innerText()).split('\n').length;
+    const before = await lines();
+    await page.waitForFunction((n) => document.querySelector('pre.logs[data-keep-scroll]').innerText.split('\n').length > n + 20,
+      before, { timeout: WAIT });
+    await page.waitForTimeout(5500); // and a refresh
+    const atEnd = await pre.evaluate((e) => e.scrollTop + e.clientHeight >= e.scrollHeight - 4);
+    expect(atEnd, 'the log stopped following its end');
+    await page.getByLabel('Find in the log').fill('line 7');
+    await page.locator('pre.hits', { hasText: 'line 70' }).waitFor({ timeout: WAIT });
+    const [file] = await Promise.all([page.waitForEvent('download', { timeout: WAIT }),
+      page.getByRole('button', { name: 'Download' }).click()]);
+    const text = readFileSync(await file.path(), 'utf8');
+    expect(/^line 1\nline 2\n/.test(text) && text.includes('line 150\n'), `the download holds '${text.slice(0, 40)}...'`);
+    expect(file.suggestedFilename() === `job-${id}-run1.stdout.log`, `file name ${file.suggestedFilename()}`);
+  },
+
+  // Cancel asks first; "No" keeps the job; "Yes" with a reason cancels it and the reason
+  // is in the audit trail.
+  async confirm(id) {
+    const page = await login('member');
+    await go(page, `#/job/${id}`);
+    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    await page.getByRole('alertdialog').waitFor({ timeout: WAIT });
+    await page.waitForTimeout(5500); // the question survives a refresh
+    await page.getByRole('button', { name: 'No, keep it' }).click();
+    let { body } = await api('GET', `/v1/jobs/${id}`, 'admin');
+    expect(body.job.state === 'HELD', `the job is ${body.job.state} after "No"`);
+    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    await page.getByLabel('Reason').fill('wrong dataset');
+    await page.getByRole('button', { name: 'Yes, cancel' }).click();
+    await page.locator('h1 .badge', { hasText: 'CANCELLED' }).waitFor({ timeout: WAIT });
+    ({ body } = await api('GET', '/v1/audit?action=job.cancel', 'admin'));
+    expect(JSON.stringify(body).includes('wrong dataset'), 'the reason is not in the audit trail');
+  },
+
   // A member is offered no drain and refused by the API; an operator drains and resumes.
   async drain(node) {
     const mem = await login('member');

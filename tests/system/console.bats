@@ -9,14 +9,17 @@ bats_require_minimum_version 1.5.0
 
 CLUSTER_NAME=console
 load lib/cluster
-AGENT_EXTRA=()
 ROOT=$BATS_TEST_DIRNAME/../..
+# the nodes are healthy until the overview test makes them sick (a critical alert)
+AGENT_EXTRA=(--health-check "$BATS_FILE_TMPDIR/health.sh" --health-interval 1s)
 
 setup_file() {
     [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] || skip "docket, docketd or docket-node not built"
     command -v node >/dev/null || skip "node not installed (scripts/install-deps.sh)"
     [[ -x /usr/bin/chromium ]] || skip "chromium not installed (scripts/install-deps.sh --test)"
     [[ -d $ROOT/console/node_modules/playwright-core ]] || skip "playwright-core not installed (scripts/build-console.sh)"
+    printf '#!/bin/sh\n[ ! -e "%s/sick" ]\n' "$BATS_FILE_TMPDIR" >"$BATS_FILE_TMPDIR/health.sh"
+    chmod +x "$BATS_FILE_TMPDIR/health.sh"
     cluster_start
     "$DOCKET" apply -f "$ROOT/examples/policy.yaml" >/dev/null
     export CONSOLE_URL=http://127.0.0.1:$PORT CONSOLE_TOKENS=$T/tokens.json
@@ -94,6 +97,30 @@ token_of() { jq -r ".$1.token" "$CONSOLE_TOKENS"; }
     browser logs "$id"
 }
 
+@test "the log viewer stays where the reader scrolled, follows at the end, and finds lines" {
+    local id
+    id=$("$DOCKET" submit --parsable -p vision --class experiment --time 5m -- \
+        bash -c 'for i in $(seq 1200); do echo "line $i"; sleep 0.05; done')
+    browser logview "$id"
+    "$DOCKET" cancel "$id" >/dev/null || true
+}
+
+@test "jobs in every state: the search finds a running and a finished job" {
+    local run done
+    run=$("$DOCKET" submit --parsable -p explore --name findme-run -- sleep 600)
+    done=$("$DOCKET" submit --parsable -p explore --name findme-done -- true)
+    wait_for 60 state_in "$run" RUNNING
+    wait_for 60 state_in "$done" COMPLETED
+    browser search "$run" "$done"
+    "$DOCKET" cancel "$run" >/dev/null
+}
+
+@test "cancel asks first, and its reason goes to the audit trail" {
+    run -0 curl -sf -H "Authorization: Bearer $(token_of member)" -H 'Content-Type: application/json' \
+        -d '{"project": "explore", "hold": true, "command": ["true"]}' "$CONSOLE_URL/v1/jobs"
+    browser confirm "$(jq -r .job.id <<<"$output")"
+}
+
 @test "a job submitted through the API appears in the queue with its reason; a click explains it" {
     # fill both nodes, then alice's job waits for GPUs
     "$DOCKET" submit --parsable -p vision --class training -g 8 --time 30m -- sleep 600 >"$T/fill1"
@@ -133,4 +160,25 @@ token_of() { jq -r ".$1.token" "$CONSOLE_TOKENS"; }
     for p in login overview queue job nodes projects forecast audit; do
         [[ -s $CONSOLE_OUT/console-$p.png ]]
     done
+}
+
+@test "the overview puts a critical alert above a wall of job failures, folded per project" {
+    local n=0 p
+    # node-sick made critical for this site; the nodes turn sick, jobs fail in two projects
+    sed 's/{name: node-sick, kind: node_unhealthy, severity: major}/{name: node-sick, kind: node_unhealthy, severity: critical}/' \
+        "$ROOT/examples/policy.yaml" >"$T/policy-critical.yaml"
+    grep -q 'node-sick, kind: node_unhealthy, severity: critical' "$T/policy-critical.yaml"
+    "$DOCKET" apply -f "$T/policy-critical.yaml" >/dev/null
+    for p in vision explore vision explore vision explore vision explore; do
+        "$DOCKET" submit --parsable -p "$p" --class experiment --time 5m -- false >>"$T/failing"
+        n=$((n + 1))
+    done
+    while read -r id; do wait_for 120 state_in "$id" FAILED; done <"$T/failing"
+    touch "$BATS_FILE_TMPDIR/sick"
+    firing() { ctl_get /v1/alerts | jq -e "[.alerts[] | select(.state == \"firing\") | .rule] | index(\"$1\") != null" >/dev/null; }
+    wait_for 120 firing node-sick
+    wait_for 120 firing job-failed
+    browser overview "$n"
+    rm -f "$BATS_FILE_TMPDIR/sick"
+    "$DOCKET" apply -f "$ROOT/examples/policy.yaml" >/dev/null
 }

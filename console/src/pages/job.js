@@ -1,43 +1,117 @@
 // Job: its spec, state, allocation, explanation, events timeline, the logs of a run
-// (followed while the page is open) and the actions the viewer may take.
+// (followed while the page is open and the reader is at the end; where they scrolled
+// kept; a run picker, Find and Download) and the actions the viewer may take (cancel and
+// requeue ask first, with a reason for the audit trail).
 import { get, post, raw } from '../api.js';
-import { el, href, ago, dur, button, can, stateBadge } from '../ui.js';
+import { el, href, ago, dur, button, can, stateBadge, field, route, setQuery } from '../ui.js';
 
-// One follower per job page: it survives the page's refreshes and stops when it is left.
+// One log panel per job page (its stream and run): the same elements survive the page's
+// refreshes (the text read so far, where the reader scrolled, what they typed in Find) and
+// the reading stops when the page is left or another run or stream is picked.
 let follower = null;
 
-function follow(id, stream, signal) {
-  if (follower && follower.id === id && follower.stream === stream && !follower.signal.aborted) return follower.pre;
-  const pre = el('pre', { class: 'logs', tabindex: 0, 'aria-label': `${stream} of job ${id}`, 'aria-live': 'off' });
-  follower = { id, stream, pre, signal };
+// Bytes of a log as text, offset after them, the run's count of runs and whether the run's
+// output is complete (docs/api.md "logs").
+async function readLog(id, stream, run, offset, follow, signal) {
+  const res = await raw(`/v1/jobs/${id}/logs?stream=${stream}${run ? `&run=${run}` : ''}&offset=${offset}${follow ? '&follow=1' : ''}`, { signal });
+  if (!res.ok) {
+    const body = await res.json().catch(() => ({}));
+    throw new Error((body.error && body.error.message) || `HTTP ${res.status}`);
+  }
+  const text = await res.text();
+  return { text, offset: Number(res.headers.get('X-Docket-Offset')) || offset + text.length,
+    runs: Number(res.headers.get('X-Docket-Runs')) || 0, run: Number(res.headers.get('X-Docket-Run')) || run,
+    eof: res.headers.get('X-Docket-Eof') === '1' };
+}
+
+// The lines of the log that hold `needle` (case-insensitive), with their numbers.
+export function findLines(text, needle, max = 200) {
+  if (!needle) return [];
+  const n = needle.toLowerCase(), out = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length && out.length < max; i++)
+    if (lines[i].toLowerCase().includes(n)) out.push([i + 1, lines[i]]);
+  return out;
+}
+
+function logTools(f) {
+  const find = el('input', { type: 'search', id: 'log-find', name: 'find', value: f.needle, 'aria-label': 'Find in the log' });
+  const found = el('p', { class: 'dim', 'aria-live': 'polite' });
+  const hits = el('pre', { class: 'logs hits', hidden: true, 'aria-label': 'Lines that match' });
+  const showHits = () => {
+    f.needle = find.value;
+    const lines = findLines(f.pre.textContent, f.needle);
+    found.textContent = f.needle ? `${lines.length}${lines.length === 200 ? '+' : ''} line(s) hold “${f.needle}”` : '';
+    hits.hidden = !f.needle;
+    hits.textContent = lines.map(([n, l]) => `${String(n).padStart(6)}  ${l}`).join('\n');
+  };
+  find.addEventListener('input', showHits);
+  const runs = el('select', { id: 'log-run', name: 'run', 'aria-label': 'Run' });
+  runs.addEventListener('change', () => { f.pick(Number(runs.value)); });
+  const save = el('button', { type: 'button', onclick: () => download(f) }, 'Download');
+  const form = el('form', { class: 'filters logtools', 'aria-label': 'Log tools' },
+    field('Find', find), field('Run', runs), save);
+  form.addEventListener('submit', (ev) => ev.preventDefault());
+  f.showHits = showHits;
+  f.setRuns = (n, cur) => {
+    if (runs.options.length === n && Number(runs.value) === cur) return;
+    runs.replaceChildren(...Array.from({ length: Math.max(n, 1) }, (_, i) =>
+      el('option', { value: i + 1, selected: i + 1 === cur }, `run ${i + 1}${i + 1 === n ? ' (latest)' : ''}`)));
+  };
+  return [form, found, hits];
+}
+
+// The whole run's stream as a file: read from the start to its end (no waiting).
+async function download(f) {
+  let offset = 0, parts = [];
+  for (;;) {
+    const r = await readLog(f.id, f.stream, f.run, offset, false, undefined);
+    parts.push(r.text);
+    if (!r.text || r.eof || r.offset === offset) break;
+    offset = r.offset;
+  }
+  const url = URL.createObjectURL(new Blob(parts, { type: 'text/plain' }));
+  const a = el('a', { href: url, download: `job-${f.id}-run${f.run || 'latest'}.${f.stream}.log` });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+function follow(id, stream, run, signal, rerender) {
+  if (follower && follower.id === id && follower.stream === stream && follower.want === run && !follower.signal.aborted)
+    return follower.panel;
+  const pre = el('pre', { class: 'logs', tabindex: 0, 'aria-label': `${stream} of job ${id}`, 'aria-live': 'off', 'data-keep-scroll': true });
+  const f = { id, stream, want: run, run, pre, signal, needle: '' };
+  f.pick = (n) => { const q = new URLSearchParams(route().q); q.set('run', n); setQuery(Object.fromEntries(q)); rerender(); };
+  f.panel = el('div', { class: 'logpanel' }, logTools(f), pre);
+  follower = f;
   (async () => {
     let offset = 0;
-    while (!signal.aborted && follower && follower.pre === pre) {
+    while (!signal.aborted && follower === f) {
       try {
-        const res = await raw(`/v1/jobs/${id}/logs?stream=${stream}&offset=${offset}&follow=1`, { signal });
-        if (!res.ok) {
-          const body = await res.json().catch(() => ({}));
-          pre.textContent = (body.error && body.error.message) || `HTTP ${res.status}`;
-          return;
-        }
-        const text = await res.text();
-        offset = Number(res.headers.get('X-Docket-Offset')) || offset + text.length;
-        if (text) {
+        const r = await readLog(id, stream, run, offset, true, signal);
+        offset = r.offset;
+        f.run = r.run;
+        f.setRuns(r.runs, r.run);
+        if (r.text) {
           const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-          pre.append(text);
-          if (atEnd) pre.scrollTop = pre.scrollHeight;
+          pre.append(r.text);
+          if (atEnd) pre.scrollTop = pre.scrollHeight; // following: stay at the end
+          if (f.needle) f.showHits();
         }
-        if (res.headers.get('X-Docket-Eof') === '1') {
+        if (r.eof) {
           pre.dataset.eof = '1';
           return;
         }
       } catch (e) {
         if (signal.aborted) return;
+        if (!/HTTP 5|fetch/i.test(e.message)) { pre.textContent = e.message; return; }
         await new Promise((ok) => setTimeout(ok, 2000));
       }
     }
   })();
-  return pre;
+  return f.panel;
 }
 
 function dl(pairs) {
@@ -45,9 +119,42 @@ function dl(pairs) {
     .map(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]).flat());
 }
 
+// An action that ends or restarts work (cancel, requeue) asks first, with a reason that
+// goes to the audit trail; the question survives the page's refreshes.
+const CONFIRM = { cancel: 'Cancel', requeue: 'Requeue' };
+let confirming = null; // {id, action, reason}
+
+function confirmForm(j, rerender) {
+  const c = confirming;
+  const reason = el('input', { type: 'text', id: 'confirm-reason', name: 'reason', value: c.reason,
+    placeholder: 'why (kept in the audit trail)' });
+  reason.addEventListener('input', () => { c.reason = reason.value; });
+  const err = el('span', { class: 'err', role: 'alert' });
+  const form = el('form', { class: 'action confirm', role: 'alertdialog', 'aria-label': `${CONFIRM[c.action]} job #${j.id}?` },
+    el('strong', {}, `${CONFIRM[c.action]} job #${j.id}?`), ' ',
+    field('Reason', reason),
+    el('button', { type: 'submit' }, `Yes, ${c.action}`),
+    el('button', { type: 'button', onclick: () => { confirming = null; rerender(); } }, 'No, keep it'), err);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    try {
+      await post(`/v1/jobs/${j.id}/${c.action}`, c.reason ? { reason: c.reason } : {});
+      confirming = null;
+      rerender();
+    } catch (e) { err.textContent = e.message; }
+  });
+  return form;
+}
+
 function actions(me, j, rerender) {
   if (!can.controlJob(me, j)) return el('p', { class: 'dim' }, 'You may not act on this job.');
+  if (confirming && confirming.id === j.id) return confirmForm(j, rerender);
   const act = (a) => button(a[0].toUpperCase() + a.slice(1), async () => {
+    if (CONFIRM[a]) {
+      confirming = { id: j.id, action: a, reason: '' };
+      rerender();
+      return;
+    }
     await post(`/v1/jobs/${j.id}/${a}`, {});
     rerender();
   });
@@ -62,6 +169,7 @@ function actions(me, j, rerender) {
 export default async function job({ me, r, signal, rerender }) {
   const id = r.args[0];
   const stream = r.q.get('stream') === 'stderr' ? 'stderr' : 'stdout';
+  const run = Number(r.q.get('run')) || 0; // 0: the latest
   const [{ job: j }, ev, ex] = await Promise.all([
     get(`/v1/jobs/${id}`, { signal }),
     get(`/v1/jobs/${id}/events`, { signal }),
@@ -107,8 +215,8 @@ export default async function job({ me, r, signal, rerender }) {
         e.node ? ` on ${e.node}` : '', e.reason ? ` — ${e.reason}` : '')))),
     el('section', { class: 'panel', 'aria-labelledby': 'logs-h' }, el('h2', { id: 'logs-h' }, 'Logs'),
       can.readLogs(me, j) ? [
-        el('p', {}, el('a', { href: href('job', [id], { stream: 'stdout' }), 'aria-current': stream === 'stdout' ? 'true' : null }, 'stdout'), ' · ',
-          el('a', { href: href('job', [id], { stream: 'stderr' }), 'aria-current': stream === 'stderr' ? 'true' : null }, 'stderr')),
-        follow(id, stream, signal)]
+        el('p', {}, el('a', { href: href('job', [id], { stream: 'stdout', run: run || '' }), 'aria-current': stream === 'stdout' ? 'true' : null }, 'stdout'), ' · ',
+          el('a', { href: href('job', [id], { stream: 'stderr', run: run || '' }), 'aria-current': stream === 'stderr' ? 'true' : null }, 'stderr')),
+        follow(id, stream, run, signal, rerender)]
         : el('p', { class: 'dim' }, 'Only the job’s owner, its project’s leads and admins may read its logs.')));
 }

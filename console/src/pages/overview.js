@@ -1,7 +1,7 @@
-// Overview: GPUs by state and type, utilisation over 24 h and 7 d (from the jobs'
-// start and end times), queue length and wait p95 per tier, and alerts where docketd
-// has them (GET /v1/alerts, docs/api.md "Alerts": firing ones first; the panel is hidden when
-// that route does not exist).
+// Overview: what matters first (firing alerts by severity, critical first, job failures
+// folded per project), GPUs by state and type, utilisation over 24 h and 7 d (from the
+// jobs' start and end times), queue length and wait p95 per tier in rank order. The
+// alerts panel is hidden when docketd has no GET /v1/alerts.
 import { get, raw, parseMetrics } from '../api.js';
 import { el, href, ago, dur, plot, table, setQuery } from '../ui.js';
 
@@ -64,41 +64,77 @@ function chart(title, data, total) {
   return box;
 }
 
-// GET /v1/alerts (docs/api.md "Alerts"): firing first, then pending; silenced ones say so.
+const SEVERITIES = ['critical', 'major', 'warning', 'info'];
+
+// What is firing, for people: grouped by severity (critical first) and rule, with counts,
+// the job failures of a rule folded into one line per project (their summary says "job N
+// of project P ended ...", alerts.c); pending and silenced ones apart, after.
+export function groupAlerts(list) {
+  const firing = list.filter((a) => a.state === 'firing' && !a.silenced);
+  const rank = (s) => { const i = SEVERITIES.indexOf(s); return i < 0 ? SEVERITIES.length : i; };
+  const rules = new Map();
+  for (const a of firing) {
+    const g = rules.get(a.rule) || { rule: a.rule, severity: a.severity || '', kind: a.kind, alerts: [], projects: new Map() };
+    g.alerts.push(a);
+    const m = a.kind === 'job_failed' && /of project (\S+)/.exec(a.summary || '');
+    if (m) g.projects.set(m[1], (g.projects.get(m[1]) || 0) + 1);
+    rules.set(a.rule, g);
+  }
+  const groups = [...rules.values()].sort((x, y) => rank(x.severity) - rank(y.severity) ||
+    y.alerts.length - x.alerts.length || (x.rule < y.rule ? -1 : 1));
+  return { firing: firing.length, groups, quiet: list.filter((a) => a.state !== 'firing' || a.silenced) };
+}
+
+function alertGroup(g) {
+  const head = el('strong', {}, `${g.rule}`, g.alerts.length > 1 ? ` ×${g.alerts.length}` : '');
+  if (g.projects.size) // job failures: one link per project, most first
+    return el('li', { class: `alert firing sev-${g.severity}` }, el('span', { class: 'badge' }, g.severity), ' ', head, ': ',
+      [...g.projects].sort((a, b) => b[1] - a[1]).flatMap(([p, n], i) => [i ? ' · ' : '',
+        el('a', { href: href('queue', [], { project: p, state: 'FAILED' }) }, `${p} ${n}`)]));
+  const shown = g.alerts.slice(0, 3);
+  return el('li', { class: `alert firing sev-${g.severity}` }, el('span', { class: 'badge' }, g.severity), ' ', head, ': ',
+    shown.flatMap((a, i) => [i ? '; ' : '', a.summary || a.key || '', ' (', ago(a.fired_ms || a.since_ms), ')']),
+    g.alerts.length > shown.length ? ` and ${g.alerts.length - shown.length} more` : '');
+}
+
+// GET /v1/alerts (docs/api.md "Alerts"), grouped (groupAlerts).
 async function alerts(signal) {
   const res = await raw('/v1/alerts', { signal });
   if (!res.ok) return null; // no alerts route in this docketd: no panel
   const list = (await res.json()).alerts || [];
-  const firing = list.filter((a) => a.state === 'firing' && !a.silenced).length;
+  const { firing, groups, quiet } = groupAlerts(list);
   return el('section', { class: 'panel', 'aria-labelledby': 'alerts-h' },
     el('h2', { id: 'alerts-h' }, `Alerts firing (${firing})`),
-    list.length ? el('ul', { class: 'alerts' }, list.map((a) => el('li', { class: `alert ${a.state === 'firing' && !a.silenced ? 'firing' : 'dim'}` },
-      el('strong', {}, `${a.severity || ''} ${a.rule}${a.key ? ` ${a.key}` : ''}`), ': ', a.summary || '', ' ',
-      a.state === 'firing' ? ['firing since ', ago(a.fired_ms || a.since_ms)] : ['pending since ', ago(a.since_ms)],
-      a.silenced ? ' (silenced)' : '')))
-      : el('p', { class: 'dim' }, 'None.'));
+    groups.length ? el('ul', { class: 'alerts' }, groups.map(alertGroup)) : el('p', { class: 'dim' }, 'None.'),
+    quiet.length ? el('details', {}, el('summary', {}, `${quiet.length} pending or silenced`),
+      el('ul', { class: 'alerts' }, quiet.map((a) => el('li', { class: 'alert dim' },
+        el('strong', {}, `${a.severity || ''} ${a.rule}${a.key ? ` ${a.key}` : ''}`), ': ', a.summary || '', ' ',
+        a.state === 'firing' ? ['firing since ', ago(a.fired_ms || a.since_ms)] : ['pending since ', ago(a.since_ms)],
+        a.silenced ? ' (silenced)' : '')))) : null);
 }
 
 // The finished jobs behind the charts and wait p95, read at most once a minute (2,000
 // jobs are a few MB; the rest of the page is read every refresh).
 const HISTORY_MS = 60000;
+const CHART_FIELDS = 'id,tier,gpus,submit_ms,start_ms,end_ms'; // what the charts and waits read
 let history = { at: 0, jobs: null };
 
 async function finished(signal) {
   if (history.jobs && Date.now() - history.at < HISTORY_MS) return history.jobs;
-  const { jobs } = await get('/v1/jobs?state=terminal&order=desc&limit=2000', { signal });
+  const { jobs } = await get(`/v1/jobs?state=terminal&order=desc&limit=2000&fields=${CHART_FIELDS}`, { signal });
   history = { at: Date.now(), jobs };
   return jobs;
 }
 
 export default async function overview({ r, signal, rerender }) {
   const now = Date.now();
-  const [nodes, metrics, hist, running, al] = await Promise.all([
+  const [nodes, metrics, hist, running, al, tierList] = await Promise.all([
     get('/v1/nodes', { signal }),
     raw('/metrics', { signal }).then((r) => r.text()),
     finished(signal),
-    get('/v1/jobs?state=STARTING,RUNNING,STOPPING&limit=10000', { signal }),
+    get(`/v1/jobs?state=STARTING,RUNNING,STOPPING&limit=10000&fields=${CHART_FIELDS}`, { signal }),
     alerts(signal).catch(() => null),
+    get('/v1/tiers', { signal }).catch(() => ({ tiers: [] })),
   ]);
   const by = gpuStates(nodes.nodes);
   const total = Object.values(by).reduce((a, t) => a + GPU_STATES.reduce((x, s) => x + t[s], 0), 0);
@@ -117,7 +153,11 @@ export default async function overview({ r, signal, rerender }) {
   for (const j of jobs)
     if (j.start_ms && j.start_ms >= now - 7 * 86400e3)
       (waits[j.tier] ||= []).push(j.start_ms - j.submit_ms);
-  const tiers = [...new Set([...Object.keys(queued), ...Object.keys(waits)])].sort();
+  // tiers in their rank (GET /v1/tiers lists the highest first), unknown ones after
+  const order = (tierList.tiers || []).map((t) => t.name);
+  const rankOf = (t) => { const i = order.indexOf(t); return i < 0 ? order.length : i; };
+  const tiers = [...new Set([...order.filter((t) => t in queued || t in waits), ...Object.keys(queued), ...Object.keys(waits)])]
+    .sort((a, b) => rankOf(a) - rankOf(b) || (a < b ? -1 : 1));
   const tierRows = tiers.map((t) => ({ tier: t, queued: queued[t] || 0, p95: waits[t] ? p95(waits[t]) : -1 }));
   const tierTable = table([
     { key: 'tier', label: 'Tier', cell: (row) => el('a', { href: href('queue', [], { tier: row.tier }) }, row.tier) },

@@ -1,11 +1,17 @@
 // Queue: every pending (and held) job, with its reason sentence, position and forecast
 // start from explain (read for the rows on screen), filters by project, user, tier,
-// class and reason in the URL; a row opens the job with its explanation.
+// class and reason in the URL; a row opens the job with its explanation. The same view
+// shows jobs in any state (state=waiting|running|finished|all, or the API's state names)
+// and searches their id, name and command (those the viewer may see).
 import { all, get } from '../api.js';
 import { el, href, ago, table, setQuery, field, select, stateBadge } from '../ui.js';
 
 const PAGE = 50;
 const FILTERS = ['project', 'user', 'tier', 'class', 'reason'];
+const STATES = { waiting: 'PENDING,HELD', running: 'STARTING,RUNNING,STOPPING', finished: 'terminal', all: 'all' };
+const FINISHED_MAX = 5000; // finished jobs: the newest ones, as many as this
+// what the rows read of each job (GET /v1/jobs?fields=): command only for the search
+const FIELDS = 'id,name,project,user,tier,class,state,reason,gpus,gpu_type,submit_ms,start_ms,end_ms,command';
 const explained = new Map(); // job id -> {at, explain}: read again after 15 s
 const FULL_MS = 30000; // the whole queue is read again at most this often
 let whole = { key: '', at: 0, jobs: null, loading: null };
@@ -20,7 +26,8 @@ async function pending(params, rerender, signal) {
   const first = whole.jobs ? null : await get(`/v1/jobs?${key}&limit=${PAGE}`, { signal });
   if (stale && !whole.loading && (!first || first.next)) { // after the first page: not in its way
     const w = whole;
-    w.loading = new Promise((ok) => setTimeout(ok, 0)).then(() => all(`/v1/jobs?${key}`, 'jobs')).then((jobs) => {
+    const max = /terminal|all|COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL/.test(params.get('state')) ? FINISHED_MAX : undefined;
+    w.loading = new Promise((ok) => setTimeout(ok, 0)).then(() => all(`/v1/jobs?${key}`, 'jobs', max)).then((jobs) => {
       Object.assign(w, { jobs, at: Date.now(), loading: null });
       if (whole === w && !signal.aborted) rerender();
     }, () => { w.loading = null; });
@@ -49,11 +56,15 @@ function explains(shown, rerender, signal) {
 
 export default async function queue({ r, signal, rerender }) {
   const q = r.q;
-  const params = new URLSearchParams({ state: 'PENDING,HELD' });
+  const state = q.get('state') || 'waiting';
+  const params = new URLSearchParams({ state: STATES[state] || state, fields: FIELDS });
+  if (state !== 'waiting' && state !== 'running') params.set('order', 'desc'); // newest first
   for (const f of ['project', 'user', 'tier', 'class']) if (q.get(f)) params.set(f, q.get(f));
   const { jobs, complete } = await pending(params, rerender, signal);
   const all_ = jobs;
-  const rows = q.get('reason') ? jobs.filter((j) => (j.reason || j.state) === q.get('reason')) : jobs;
+  const needle = (q.get('search') || '').toLowerCase();
+  const rows = jobs.filter((j) => (!q.get('reason') || (j.reason || j.state) === q.get('reason')) &&
+    (!needle || `#${j.id} ${j.name || ''} ${(j.command || []).join(' ')}`.toLowerCase().includes(needle)));
   const opts = (k) => ['', ...new Set([...all_.map((j) => (k === 'reason' ? j.reason || j.state : j[k])), q.get(k) || ''].filter(Boolean))].sort();
   const set = (k, v) => { const o = Object.fromEntries(q); o[k] = v; if (k !== 'page') delete o.page; setQuery(o); rerender(); };
 
@@ -65,6 +76,7 @@ export default async function queue({ r, signal, rerender }) {
     { key: 'tier', label: 'Tier' }, { key: 'class', label: 'Class' },
     { key: 'gpus', label: 'GPUs', cell: (j) => `${j.gpus}${j.gpu_type ? ` × ${j.gpu_type}` : ''}` },
     { key: 'submit_ms', label: 'Submitted', cell: (j) => ago(j.submit_ms) },
+    { key: 'state', label: 'State', cell: (j) => stateBadge(j.state) },
     { key: 'reason', label: 'Reason', value: (j) => j.reason || j.state,
       cell: (j) => el('span', {}, j.state === 'HELD' ? stateBadge('HELD') : el('span', { class: 'badge' }, j.reason || '—'), ' ',
         el('span', { class: 'sentence' }, j._x ? j._x.sentence : '')) },
@@ -78,22 +90,30 @@ export default async function queue({ r, signal, rerender }) {
   const pages = Math.max(1, Math.ceil(sorted.length / PAGE));
   const page = Math.min(pages, Math.max(1, Number(q.get('page')) || 1));
   const shown = sorted.slice((page - 1) * PAGE, page * PAGE);
-  const xs = explains(shown, rerender, signal);
-  shown.forEach((j, i) => { j._x = xs[i]; });
+  const waiting = shown.filter((j) => j.state === 'PENDING' || j.state === 'HELD'); // only they have a why
+  const xs = explains(waiting, rerender, signal);
+  waiting.forEach((j, i) => { j._x = xs[i]; });
 
+  const search = el('input', { type: 'search', id: 'job-search', name: 'search', value: q.get('search') || '',
+    placeholder: 'id, name or command' });
+  search.addEventListener('change', () => set('search', search.value));
+  const states = [...new Set([...Object.keys(STATES), state])];
   const filters = el('form', { class: 'filters', 'aria-label': 'Filters' },
-    FILTERS.map((k) => field(k[0].toUpperCase() + k.slice(1), select(k, opts(k), q.get(k) || '', (ev) => set(k, ev.target.value)))));
-  filters.addEventListener('submit', (ev) => ev.preventDefault());
+    field('State', select('state', states, state, (ev) => set('state', ev.target.value))),
+    FILTERS.map((k) => field(k[0].toUpperCase() + k.slice(1), select(k, opts(k), q.get(k) || '', (ev) => set(k, ev.target.value)))),
+    field('Search', search));
+  filters.addEventListener('submit', (ev) => { ev.preventDefault(); set('search', search.value); });
   const pager = el('nav', { class: 'pager', 'aria-label': 'Pages of the queue' },
     el('button', { type: 'button', disabled: page <= 1, onclick: () => set('page', page - 1) }, '‹ Previous'),
     ` page ${page} of ${pages} `,
     el('button', { type: 'button', disabled: page >= pages, onclick: () => set('page', page + 1) }, 'Next ›'));
   return el('div', {},
-    el('h1', {}, `Queue `, el('span', { class: 'dim' }, complete ? `${rows.length} waiting` : `${rows.length}+ waiting (reading the rest…)`)),
+    el('h1', {}, `Queue `, el('span', { class: 'dim' }, `${rows.length}${complete ? '' : '+'} ${STATES[state] ? (state === 'all' ? 'jobs' : state) : state}`,
+      complete ? '' : ' (reading the rest…)')),
     filters,
     table(cols, shown, { q: new URLSearchParams({ sort: key, dir: dir > 0 ? 'asc' : 'desc' }),
       onSort: (k, d) => { const o = Object.fromEntries(q); o.sort = k; o.dir = d; setQuery(o); rerender(); },
-      caption: 'Pending and held jobs', empty: 'No job is waiting.',
+      caption: state === 'waiting' ? 'Pending and held jobs' : `Jobs: ${state}`, empty: state === 'waiting' ? 'No job is waiting.' : 'No job here.',
       rowAttrs: (j) => ({ 'data-job': j.id }) }),
     pager);
 }
