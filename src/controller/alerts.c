@@ -22,6 +22,7 @@
 
 #include "controller/alert_eval.h"
 #include "controller/alerts.h"
+#include "controller/reports.h"
 #include "controller/storage.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
@@ -266,6 +267,9 @@ static void enqueue(struct ctl_alerts *a, struct hook_item *h)
     pthread_mutex_unlock(&a->mu);
 }
 
+static void send_hook(struct ctl_alerts *a, const struct proto_alert_route *r, json_t *body,
+                      const char *what);
+
 static void route(struct ctl_alerts *a, const struct alert_inst *inst, enum alert_change_kind what,
                   int64_t now)
 {
@@ -282,25 +286,132 @@ static void route(struct ctl_alerts *a, const struct alert_inst *inst, enum aler
                       log_quote(inst->summary, q, sizeof q));
             continue;
         }
-        json_t *body = alert_body(inst, what, r->shape, now);
-        struct hook_item *h = xcalloc(1, sizeof(*h));
-        h->body = json_dumps(body, JSON_COMPACT);
-        json_decref(body);
-        if (!h->body) {
-            free(h);
+        char what_[160];
+        snprintf(what_, sizeof what_, "status=%s rule=%s key=%.60s route=%d", status, inst->rule,
+                 inst->key, i);
+        send_hook(a, r, alert_body(inst, what, r->shape, now), what_);
+    }
+}
+
+/* Queue `body` (stolen) for webhook route r, tried as the delivery settings say. */
+static void send_hook(struct ctl_alerts *a, const struct proto_alert_route *r, json_t *body,
+                      const char *what)
+{
+    struct hook_item *h = xcalloc(1, sizeof(*h));
+    h->body = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!h->body) {
+        free(h);
+        return;
+    }
+    str_copy(h->url, sizeof h->url, r->url);
+    str_copy(h->secret, sizeof h->secret, r->secret);
+    str_copy(h->what, sizeof h->what, what);
+    h->attempts = a->cfg.attempts;
+    h->backoff_ms = a->cfg.backoff_ms;
+    h->max_backoff_ms = a->cfg.max_backoff_ms;
+    h->timeout_ms = a->cfg.timeout_ms;
+    h->due_mono_ms = clock_mono_ms();
+    enqueue(a, h);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The monthly report                                                                    */
+
+/* "2026-11": the calendar month (UTC) before the one `now` is in. */
+static void last_month(int64_t now, char *out, size_t len, int64_t *stamp)
+{
+    time_t t = (time_t)(now / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    int y = tm.tm_year + 1900, m = tm.tm_mon; /* tm_mon is 0-based: this is last month */
+    if (m == 0) {
+        y--;
+        m = 12;
+    }
+    snprintf(out, len, "%04d-%02d", y, m);
+    *stamp = (int64_t)y * 100 + m;
+}
+
+/* A line for chat (the slack shape): the month's GPU-hours and cost, the top projects. */
+static json_t *report_text(const json_t *rep, const char *month)
+{
+    char text[1024];
+    double hours = 0, cost = 0;
+    bool priced = true;
+    size_t i;
+    json_t *row;
+    json_array_foreach(json_object_get(rep, "rows"), i, row) {
+        hours += json_number_value(json_object_get(row, "gpu_hours"));
+        priced = priced && json_is_true(json_object_get(row, "cost_complete"));
+        cost += json_number_value(json_object_get(row, "cost"));
+    }
+    int n = snprintf(text, sizeof text, "Docket usage report %s (UTC): %.1f GPU-hours", month,
+                     hours);
+    if (priced && n > 0 && (size_t)n < sizeof text)
+        n += snprintf(text + n, sizeof text - (size_t)n, ", cost %.2f %s", cost,
+                      json_string_value(json_object_get(rep, "currency")));
+    json_array_foreach(json_object_get(rep, "rows"), i, row) {
+        if (n < 0 || (size_t)n >= sizeof text - 80 || i >= 10)
+            break;
+        n += snprintf(text + n, sizeof text - (size_t)n, "%s %s %.1f h", i ? "," : ";",
+                      json_string_value(json_object_get(row, "key")),
+                      json_number_value(json_object_get(row, "gpu_hours")));
+    }
+    return json_pack("{s:s}", "text", text);
+}
+
+/* Once per calendar month, the month just closed goes to every route that asks for
+ * reports: the usage report by project (GET /v1/reports/usage?month=). The month sent is
+ * kept in the store, so a restart does not send it again (and a controller that was down
+ * on the first sends it when it is back). */
+static void monthly_report(struct ctl *c, int64_t now)
+{
+    struct ctl_alerts *a = c->alerts;
+    bool wanted = false;
+    for (int i = 0; i < a->cfg.nroutes; i++)
+        wanted = wanted || a->cfg.routes[i].reports;
+    char month[16];
+    int64_t stamp, sent = 0;
+    last_month(now, month, sizeof month, &stamp);
+    if (!wanted)
+        return;
+    int rc = store_counter_get(c->store, "report_month_sent", &sent);
+    if ((rc < 0 && rc != -ENOENT) || sent >= stamp) /* none sent yet: -ENOENT */
+        return;
+    json_t *rep = ctl_report_month(c, month, now);
+    if (!rep) {
+        log_error("report_failed", "month=%s error=\"%s\"", month, store_errmsg(c->store));
+        return;
+    }
+    if (store_begin(c->store) < 0 || store_counter_set(c->store, "report_month_sent", stamp) < 0) {
+        log_error("report_failed", "month=%s error=\"%s\"", month, store_errmsg(c->store));
+        json_decref(rep);
+        return;
+    }
+    ctl_commit_soon(c);
+    for (int i = 0; i < a->cfg.nroutes; i++) {
+        const struct proto_alert_route *r = &a->cfg.routes[i];
+        char what[64];
+        if (!r->reports)
+            continue;
+        snprintf(what, sizeof what, "report=%s route=%d", month, i);
+        if (r->log) {
+            json_t *t = report_text(rep, month);
+            log_info("report", "month=%s text=\"%s\"", month,
+                     json_string_value(json_object_get(t, "text")));
+            json_decref(t);
             continue;
         }
-        str_copy(h->url, sizeof h->url, r->url);
-        str_copy(h->secret, sizeof h->secret, r->secret);
-        snprintf(h->what, sizeof h->what, "status=%s rule=%s key=%.60s route=%d", status,
-                 inst->rule, inst->key, i);
-        h->attempts = a->cfg.attempts;
-        h->backoff_ms = a->cfg.backoff_ms;
-        h->max_backoff_ms = a->cfg.max_backoff_ms;
-        h->timeout_ms = a->cfg.timeout_ms;
-        h->due_mono_ms = clock_mono_ms();
-        enqueue(a, h);
+        send_hook(a, r,
+                  r->shape == PROTO_SHAPE_SLACK
+                      ? report_text(rep, month)
+                      : json_pack("{s:s,s:s,s:O,s:I}", "status", "report", "period", month,
+                                  "report", rep, "time_ms", (json_int_t)now),
+                  what);
     }
+    log_info("report_sent", "month=%s", month);
+    json_decref(rep);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -560,6 +671,7 @@ static void round_run(struct ctl *c, int64_t now)
         }
     }
     alert_eval_end(a->eval, a->cfg.rules, a->cfg.nrules, a->sil, a->nsil, now, on_change, c);
+    monthly_report(c, now);
     if (now - a->last_prune_ms >= 60000) {
         a->last_prune_ms = now;
         if (store_begin(c->store) < 0 ||

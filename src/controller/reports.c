@@ -304,6 +304,51 @@ static json_t *rates_json(const struct proto_prices *p)
     return o;
 }
 
+/* The usage report over [since, until) (counted up to now at most), by `by` (groups: by
+ * project folded into groups), limited to the projects `led` names when not NULL; NULL
+ * when the store fails. */
+static json_t *usage_report(struct ctl *c, int by, bool groups, const char *byname,
+                            int64_t since, int64_t until, int64_t now, const char *period,
+                            json_t *led)
+{
+    int64_t counted = until < now ? until : now; /* a run still going counts to now */
+    if (counted <= since)
+        counted = since;
+    struct usage_ctx u = {.c = c, .rows = json_object()};
+    enum store_report_by b = (enum store_report_by)by;
+    int rc = store_report_usage(c->store, b, since, counted, usage_cb, &u);
+    if (rc == 0)
+        rc = store_report_outcomes(c->store, b, since, counted, outcome_cb, &u);
+    if (rc == 0)
+        rc = store_report_waits(c->store, b, since, counted, wait_cb, &u);
+    if (rc == 0)
+        rc = store_report_idle(c->store, b, since, counted, idle_cb, &u);
+    waits_flush(&u);
+    free(u.w);
+    if (rc < 0) {
+        json_decref(u.rows);
+        return NULL;
+    }
+    /* each project's storage now, by pool (storage.c): not a sum over the window */
+    json_t *storage = by == STORE_BY_PROJECT && !groups ? ctl_storage_usage_json(c) : NULL;
+    if (led) {
+        u.rows = only_led(u.rows, led);
+        storage = storage ? only_led(storage, led) : NULL;
+    }
+    if (groups)
+        u.rows = fold_groups(c, u.rows);
+    const struct proto_prices *p = ctl_prices(c);
+    json_t *o =
+        json_pack("{s:s,s:I,s:I,s:I,s:o,s:s,s:o,s:o}", "by", byname, "since_ms",
+                  (json_int_t)since, "until_ms", (json_int_t)until, "counted_until_ms",
+                  (json_int_t)counted, "period", period[0] ? json_string(period) : json_null(),
+                  "currency", p->currency, "gpu_rates", rates_json(p), "rows", rows_array(u.rows));
+    json_decref(u.rows);
+    if (storage)
+        json_object_set_new(o, "storage", storage);
+    return o;
+}
+
 void h_report_usage(struct ctl_req *r)
 {
     int64_t now = clock_now_ms(), since, until;
@@ -328,45 +373,21 @@ void h_report_usage(struct ctl_req *r)
                          "a lead reads the report of their own projects by project only");
         return;
     }
-    int64_t counted = until < now ? until : now; /* a run still going counts to now */
-    if (counted <= since)
-        counted = since;
-    struct usage_ctx u = {.c = r->c, .rows = json_object()};
-    enum store_report_by b = (enum store_report_by)by;
-    int rc = store_report_usage(r->c->store, b, since, counted, usage_cb, &u);
-    if (rc == 0)
-        rc = store_report_outcomes(r->c->store, b, since, counted, outcome_cb, &u);
-    if (rc == 0)
-        rc = store_report_waits(r->c->store, b, since, counted, wait_cb, &u);
-    if (rc == 0)
-        rc = store_report_idle(r->c->store, b, since, counted, idle_cb, &u);
-    waits_flush(&u);
-    free(u.w);
-    if (rc < 0) {
-        json_decref(u.rows);
-        json_decref(led);
-        ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
-        return;
-    }
-    /* each project's storage now, by pool (storage.c): not a sum over the window */
-    json_t *storage = by == STORE_BY_PROJECT && !groups ? ctl_storage_usage_json(r->c) : NULL;
-    if (led) {
-        u.rows = only_led(u.rows, led);
-        storage = storage ? only_led(storage, led) : NULL;
-    }
-    if (groups)
-        u.rows = fold_groups(r->c, u.rows);
+    json_t *o = usage_report(r->c, by, groups, byname ? byname : "project", since, until, now,
+                             period, led);
     json_decref(led);
-    const struct proto_prices *p = ctl_prices(r->c);
-    json_t *o =
-        json_pack("{s:s,s:I,s:I,s:I,s:o,s:s,s:o,s:o}", "by", byname ? byname : "project",
-                  "since_ms", (json_int_t)since, "until_ms", (json_int_t)until, "counted_until_ms",
-                  (json_int_t)counted, "period", period[0] ? json_string(period) : json_null(),
-                  "currency", p->currency, "gpu_rates", rates_json(p), "rows", rows_array(u.rows));
-    json_decref(u.rows);
-    if (storage)
-        json_object_set_new(o, "storage", storage);
-    ctl_reply_json(r->c, r->req, 200, o);
+    if (!o)
+        ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
+    else
+        ctl_reply_json(r->c, r->req, 200, o);
+}
+
+json_t *ctl_report_month(struct ctl *c, const char *month, int64_t now)
+{
+    int64_t since, until;
+    if (month_window(month, &since, &until) < 0)
+        return NULL;
+    return usage_report(c, STORE_BY_PROJECT, false, "project", since, until, now, month, NULL);
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -247,7 +247,8 @@ static int parse_severities(const json_t *v, const char *f, unsigned *out, struc
 static int parse_route(const json_t *o, const char *path, struct proto_alert_route *r,
                        struct proto_error *err)
 {
-    static const char *const known[] = {"severities", "webhook", "shape", "secret", "log", NULL};
+    static const char *const known[] = {"severities", "webhook", "shape", "secret",
+                                        "log",        "reports", NULL};
     char f[160];
     int rc;
     memset(r, 0, sizeof(*r));
@@ -261,6 +262,10 @@ static int parse_route(const json_t *o, const char *path, struct proto_alert_rou
         return rc;
     json_t *log = json_object_get(o, "log");
     if (log && (rc = proto_get_bool(log, fld(f, sizeof f, path, "log"), &r->log, err)) < 0)
+        return rc;
+    json_t *reports = json_object_get(o, "reports");
+    if (reports &&
+        (rc = proto_get_bool(reports, fld(f, sizeof f, path, "reports"), &r->reports, err)) < 0)
         return rc;
     bool hook = json_object_get(o, "webhook") != NULL;
     if (hook == r->log)
@@ -474,6 +479,8 @@ static json_t *route_json(const struct proto_alert_route *r, bool redact)
         if (r->severities & (1u << s))
             json_array_append_new(sev, json_string(sev_names[s]));
     json_t *o = json_pack("{s:o}", "severities", sev);
+    if (r->reports)
+        json_object_set_new(o, "reports", json_true());
     if (r->log) {
         json_object_set_new(o, "log", json_true());
         return o;

@@ -69,6 +69,7 @@ struct proto_alert_route {
     char url[PROTO_URL_MAX];
     enum proto_route_shape shape;
     char secret[PROTO_HOOK_SECRET_MAX + 1]; /* "" = unsigned */
+    bool reports; /* also receives the monthly usage report (docs/reports.md) */
 };
 
 struct proto_alerts {

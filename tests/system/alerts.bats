@@ -314,3 +314,38 @@ YAML
     run -1 "$DOCKET" report capacity --month 2026-13
     [[ $output == *"month must be YYYY-MM"* ]]
 }
+
+# reports_got: the generic report bodies the receiver got, one per line
+reports_got() {
+    [[ -f $T/hook.out ]] || return 0
+    cut -f2 "$T/hook.out" | jq -c 'select(.status == "report")' 2>/dev/null
+}
+
+@test "the month just closed goes to the routes that ask for reports, once, across a restart" {
+    local hp last
+    hp=$(cat "$T/hook.port")
+    last=$(date -u -d "$(date -u +%Y-%m-01) -1 day" +%Y-%m)
+    sed "s|^  routes:|  routes:\n    - {severities: critical, webhook: \"http://127.0.0.1:$hp/report\", reports: true}\n    - {severities: critical, webhook: \"http://127.0.0.1:$hp/report-chat\", shape: slack, reports: true}|" \
+        "$T/policy.yaml" >"$T/policy-reports.yaml"
+    grep -q 'reports: true' "$T/policy-reports.yaml"
+    "$DOCKET" apply -f "$T/policy-reports.yaml" >/dev/null
+    have_report() { [ "$(reports_got | wc -l)" -ge 1 ]; }
+    wait_for 30 have_report
+    body=$(reports_got | head -n 1)
+    [ "$(jq -r .period <<<"$body")" = "$last" ]
+    # the report is the usage report of that month, by project
+    run -0 "$DOCKET" report usage --month "$last" --json
+    [ "$(jq -c '.report.rows' <<<"$body")" = "$(jq -c .rows <<<"$output")" ]
+    [ "$(jq -r .report.currency <<<"$body")" = EUR ]
+    wait_for 30 grep -q "Docket usage report $last" "$T/hook.out"
+    # a restart of docketd does not send it again
+    kill_pidfile "$T/ctl.pid"
+    ctl_start "$PORT"
+    sleep 3 # a few alert rounds (interval 1s); none may send the month again
+    [ "$(reports_got | wc -l)" = 1 ]
+    [ "$(grep -c "Docket usage report $last" "$T/hook.out")" = 1 ]
+    # the policy reads back with the flag
+    [ "$(ctl_get /v1/policy | jq '[.alerts.routes[] | select(.reports == true)] | length')" = 2 ]
+    run -0 "$DOCKET" apply -f "$T/policy.yaml"
+    wait_for 30 nodes_up 2
+}

@@ -148,6 +148,9 @@ static const struct {
     {"{\"alerts\": {\"routes\": [{\"severities\": \"info\", \"webhook\": \"http://h/\","
      " \"secret\": \"short\"}]}}",
      "alerts.routes[0].secret"},
+    {"{\"alerts\": {\"routes\": [{\"severities\": \"info\", \"webhook\": \"http://h/\","
+     " \"reports\": \"monthly\"}]}}",
+     "alerts.routes[0].reports"},
     {"{\"alerts\": {\"routes\": [{\"severities\": \"info\", \"log\": true, \"shape\": "
      "\"slack\"}]}}",
      "alerts.routes[0]"},
@@ -431,7 +434,7 @@ static void ops_sections(void **state)
         "    - {severities: [critical, major], webhook: 'https://hooks.example.com/T0/B1/XYZ',"
         " shape: slack}\n"
         "    - {severities: info, webhook: 'http://127.0.0.1:9/h', secret: 0123456789abcdef}\n"
-        "    - {severities: [critical], log: true}\n";
+        "    - {severities: [critical], log: true, reports: true}\n";
     struct proto_policy p, q;
     struct proto_error e;
     if (proto_policy_parse_text(doc, strlen(doc), true, &base, &p, &e) != 0)
@@ -447,6 +450,8 @@ static void ops_sections(void **state)
                      (1u << PROTO_SEV_CRITICAL) | (1u << PROTO_SEV_MAJOR));
     assert_int_equal(p.alerts->routes[0].shape, PROTO_SHAPE_SLACK);
     assert_true(p.alerts->routes[2].log);
+    assert_true(p.alerts->routes[2].reports);
+    assert_false(p.alerts->routes[0].reports);
     assert_true(proto_price_of(p.prices, "H100") == 2.5);
     assert_true(proto_price_of(p.prices, "V100") < 0);
     json_t *full = json_pack("{s:o,s:o}", "alerts", proto_alerts_json(p.alerts, false), "prices",
