@@ -15,30 +15,8 @@ cd "$(dirname "$0")/../.."
 B=${1:-build}
 N=${2:-10000}
 R=${3:-7}
-DOCKET=$PWD/$B/src/cli/docket
-DOCKETD=$PWD/$B/src/controller/docketd
-[[ -x $DOCKET && -x $DOCKETD ]] || { echo "build $B first (make build)" >&2; exit 1; }
-
-T=$(mktemp -d /tmp/docket-bench-list.XXXXXX)
-cleanup() {
-    [[ -n ${PID:-} ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-
-mkdir -p "$T/state"
-"$DOCKETD" --state-dir "$T/state" --listen 127.0.0.1:0 --socket "$T/state/docketd.sock" \
-    --log-level warn --log-file "$T/docketd.log" &
-PID=$!
-for _ in $(seq 200); do [[ -S $T/state/docketd.sock && -s $T/state/docketd.port ]] && break; sleep 0.05; done
-PORT=$(cat "$T/state/docketd.port")
-export DOCKET_URL=unix:$T/state/docketd.sock
-printf 'projects: [{name: bench, group: b, tier: normal, max_queued: -1}]\n' >"$T/p.yaml"
-"$DOCKET" apply -f "$T/p.yaml" >/dev/null
-JOIN=$("$DOCKET" token join)
-curl -sf -o /dev/null -H 'Content-Type: application/json' "http://127.0.0.1:$PORT/v1/agent/register" \
-    -d "{\"join_token\": \"$JOIN\", \"agent_version\": \"bench\", \"node\": {\"name\": \"n1\",
-         \"gpu_type\": \"H100-80GB\", \"gpus\": 8, \"cpus\": 64, \"mem_mb\": 512000}}"
+# shellcheck source=bench/cli/lib.sh
+source bench/cli/lib.sh
 for ((i = 0; i < N; i += 1000)); do
     "$DOCKET" submit -p bench --array "0-$((N - i > 1000 ? 999 : N - i - 1))" -g 1 -- sleep 100 >/dev/null
 done
