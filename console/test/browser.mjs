@@ -238,6 +238,17 @@ const cases = {
     expect(file.suggestedFilename() === `job-${id}-run1.stdout.log`, `file name ${file.suggestedFilename()}`);
   },
 
+  // A running job's page draws its use over time from its samples.
+  async usage(id) {
+    const page = await login('admin');
+    await go(page, `#/job/${id}`);
+    await page.locator('#use-h').waitFor({ timeout: WAIT });
+    const cpu = page.locator('[aria-label="CPU cores over time"]');
+    await cpu.locator('canvas').waitFor({ timeout: WAIT });
+    await page.waitForTimeout(5500); // a refresh keeps the charts
+    expect(await cpu.locator('canvas').count() === 1, 'the CPU chart is gone after a refresh');
+  },
+
   // Cancel asks first; "No" keeps the job; "Yes" with a reason cancels it and the reason
   // is in the audit trail.
   async confirm(id) {

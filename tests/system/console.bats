@@ -115,6 +115,17 @@ token_of() { jq -r ".$1.token" "$CONSOLE_TOKENS"; }
     "$DOCKET" cancel "$run" >/dev/null
 }
 
+@test "a running job's page draws its CPU, memory and GPU use over time" {
+    local id
+    id=$("$DOCKET" submit --parsable -p vision --class experiment --time 5m -- \
+        bash -c 'end=$((SECONDS + 60)); while ((SECONDS < end)); do :; done')
+    wait_for 60 state_in "$id" RUNNING
+    samples() { ctl_get "/v1/jobs/$id/usage" | jq -e '.series | length >= 2' >/dev/null; }
+    wait_for 60 samples
+    browser usage "$id"
+    "$DOCKET" cancel "$id" >/dev/null
+}
+
 @test "cancel asks first, and its reason goes to the audit trail" {
     run -0 curl -sf -H "Authorization: Bearer $(token_of member)" -H 'Content-Type: application/json' \
         -d '{"project": "explore", "hold": true, "command": ["true"]}' "$CONSOLE_URL/v1/jobs"

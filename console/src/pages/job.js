@@ -3,7 +3,7 @@
 // kept; a run picker, Find and Download) and the actions the viewer may take (cancel and
 // requeue ask first, with a reason for the audit trail).
 import { get, post, raw } from '../api.js';
-import { el, href, ago, dur, button, can, stateBadge, field, route, setQuery } from '../ui.js';
+import { el, href, ago, dur, button, can, stateBadge, field, route, setQuery, plot } from '../ui.js';
 
 // One log panel per job page (its stream and run): the same elements survive the page's
 // refreshes (the text read so far, where the reader scrolled, what they typed in Find) and
@@ -114,6 +114,54 @@ function follow(id, stream, run, signal, rerender) {
   return f.panel;
 }
 
+// The job's use over time (GET /v1/jobs/ID/usage): CPU cores, memory and GPU use, one
+// small chart each, read at most every USAGE_MS and kept across the page's refreshes.
+const USAGE_MS = 15000;
+let usage = null; // {id, at, panel}
+
+export function usageSeries(series, node) {
+  const pts = (series || []).filter((p) => !node || !p.node || p.node === node)
+    .sort((a, b) => a.time_ms - b.time_ms);
+  const xs = pts.map((p) => p.time_ms / 1000);
+  const col = (k, f = (v) => v) => pts.map((p) => (p[k] === null || p[k] === undefined ? null : f(p[k])));
+  return { n: pts.length, xs, cpu: col('cpu_cores'), mem: col('mem_bytes', (v) => v / 2 ** 30), gpu: col('gpu_util') };
+}
+
+function usageChart(title, label, xs, ys) {
+  const holder = el('div', { class: 'usage-chart', role: 'img', 'aria-label': `${title} over time` });
+  const box = el('figure', { class: 'chart' }, el('figcaption', {}, title), holder);
+  if (!ys.some((v) => v !== null)) {
+    holder.replaceWith(el('p', { class: 'dim' }, 'Not reported.'));
+    return box;
+  }
+  plot((uPlot, width) => ({
+    width, height: 120, legend: { show: false }, axes: [{}, { size: 44 }],
+    series: [{}, { label, stroke: '#2563eb', fill: 'rgba(37,99,235,0.12)' }],
+  }), [xs, ys], holder, 360);
+  return box;
+}
+
+function usagePanel(j, signal) {
+  if (!j.start_ms) return null;
+  const fresh = usage && usage.id === j.id;
+  if (fresh && Date.now() - usage.at < USAGE_MS) return usage.panel;
+  const panel = fresh ? usage.panel : el('section', { class: 'panel', 'aria-labelledby': 'use-h' },
+    el('h2', { id: 'use-h' }, 'Use over time'), el('p', { class: 'dim' }, 'Reading…'));
+  usage = { id: j.id, at: Date.now(), panel }; // the charts on screen stay until the new ones
+  const node = (j.allocation || [])[0] && j.allocation[0].node;
+  get(`/v1/jobs/${j.id}/usage`, { signal }).then((u) => {
+    const s = usageSeries(u.series, node);
+    panel.replaceChildren(el('h2', { id: 'use-h' }, 'Use over time'),
+      s.n ? el('div', { class: 'cards' },
+        usageChart('CPU cores', 'cores', s.xs, s.cpu),
+        usageChart('Memory (GiB)', 'GiB', s.xs, s.mem),
+        usageChart('GPU use (%)', '%', s.xs, s.gpu))
+        : el('p', { class: 'dim' }, 'No samples yet (agents sample running jobs every few seconds).'),
+      node && (j.allocation || []).length > 1 ? el('p', { class: 'dim' }, `Samples of ${node}, the job's first node.`) : null);
+  }, (e) => { if (!signal.aborted) panel.replaceChildren(el('h2', { id: 'use-h' }, 'Use over time'), el('p', { class: 'err' }, e.message)); });
+  return panel;
+}
+
 function dl(pairs) {
   return el('dl', { class: 'kv' }, pairs.filter((p) => p[1] !== undefined && p[1] !== null && p[1] !== '')
     .map(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]).flat());
@@ -209,6 +257,7 @@ export default async function job({ me, r, signal, rerender }) {
       ])),
       el('section', { class: 'panel', 'aria-labelledby': 'alloc-h' }, el('h2', { id: 'alloc-h' }, 'Allocation'),
         alloc.length ? el('ul', {}, alloc) : el('p', { class: 'dim' }, 'Not placed.'))),
+    usagePanel(j, signal),
     el('section', { class: 'panel', 'aria-labelledby': 'ev-h' }, el('h2', { id: 'ev-h' }, 'Events'),
       el('ol', { class: 'timeline' }, (ev.events || []).map((e) => el('li', {},
         ago(e.time_ms), ' ', el('strong', {}, e.type), ` ${e.from || ''}${e.to ? ` → ${e.to}` : ''}`,
