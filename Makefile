@@ -67,6 +67,7 @@ bench: build
 
 deb:
 	@scripts/install-deps.sh --package
+	@scripts/build-console.sh
 	@scripts/debian-changelog.sh
 	dpkg-buildpackage -us -uc -b
 

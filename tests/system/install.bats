@@ -33,6 +33,8 @@ copy_source() {
     mkdir -p "$INST/pkg/docket"
     (cd "$SRC" && git ls-files -z --cached --others --exclude-standard |
         xargs -0 cp --parents -t "$INST/pkg/docket")
+    # the built console, as make deb builds it before the (offline) package build
+    "$SRC/scripts/build-console.sh" && cp -r "$SRC/console/dist" "$INST/pkg/docket/console/"
     "$SRC/scripts/debian-changelog.sh" "$INST/pkg/docket"
 }
 
@@ -312,6 +314,9 @@ stop_packaged_docketd() {
     [[ $(jq -r '[.projects[].name] | sort | join(",")' <<<"$output") == *explore*nlp*vision* ]]
     run in_root docket token join
     [[ $status -eq 0 && $output == *dkj_* ]]
+    # the packaged docketd serves the built console, not the "console not built" page
+    run curl -sf "http://127.0.0.1:$(cat "$INST/root/var/lib/docket/docketd.port")/"
+    [[ $status -eq 0 && $output == *app.js* && $output != *"not built"* ]]
     stop_packaged_docketd
 }
 
