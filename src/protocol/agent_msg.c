@@ -148,6 +148,9 @@ void agent_job_release(struct agent_job *j)
     free_vec(j->modules);
     free(j->setup);
     free(j->prepare);
+    if (j->net)
+        net_job_release(j->net);
+    free(j->net);
     agent_job_init(j);
 }
 
@@ -320,12 +323,15 @@ static int parse_tty(const json_t *v, struct agent_job *j, struct proto_error *e
 }
 
 static const char *const job_fields[] = {
-    "id",       "name",        "project",    "tier",          "class",       "user",
-    "command",  "script",      "workdir",    "output",        "error",       "env",
-    "gpus",     "cpus",        "mem_mb",     "time_limit_ms", "signal",      "grace_ms",
-    "nodelist", "node_rank",   "world_size", "master_addr",   "master_port", "array_index",
-    "run",      "pids_max",    "secret_env", "array_id",      "slurm",       "lease_ms",
-    "tty",      "environment", NULL};
+    "id",         "name",        "project",     "tier",
+    "class",      "user",        "command",     "script",
+    "workdir",    "output",      "error",       "env",
+    "gpus",       "cpus",        "mem_mb",      "time_limit_ms",
+    "signal",     "grace_ms",    "nodelist",    "node_rank",
+    "world_size", "master_addr", "master_port", "array_index",
+    "run",        "pids_max",    "secret_env",  "array_id",
+    "slurm",      "lease_ms",    "tty",         "environment",
+    "network",    NULL};
 
 static int parse_scalars(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
@@ -518,6 +524,16 @@ static int parse_environment(const json_t *v, struct agent_job *j, struct proto_
     return 0;
 }
 
+/* "network": the job's network boundary (protocol/network.h); absent or null = none. */
+static int parse_network(const json_t *v, struct agent_job *j, struct proto_error *err)
+{
+    if (!v || json_is_null(v))
+        return 0;
+    if (!(j->net = calloc(1, sizeof *j->net)))
+        return -ENOMEM;
+    return net_job_parse(v, j->net, err);
+}
+
 int agent_job_parse(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
     agent_job_init(j);
@@ -546,7 +562,8 @@ int agent_job_parse(const json_t *o, struct agent_job *j, struct proto_error *er
         (rc = parse_gpus(json_object_get(o, "gpus"), j, err)) < 0 ||
         (rc = parse_nodelist(json_object_get(o, "nodelist"), j, err)) < 0 ||
         (rc = parse_slurm(json_object_get(o, "slurm"), j, err)) < 0 ||
-        (rc = parse_environment(json_object_get(o, "environment"), j, err)) < 0)
+        (rc = parse_environment(json_object_get(o, "environment"), j, err)) < 0 ||
+        (rc = parse_network(json_object_get(o, "network"), j, err)) < 0)
         goto out;
     int64_t aid = 0;
     if ((rc = get_int(o, "array_id", "job.", 0, INT64_MAX, &aid, false, err)) < 0 ||
@@ -652,6 +669,8 @@ json_t *agent_job_to_json(const struct agent_job *j)
         }
         json_object_set_new(o, "environment", e);
     }
+    if (o && j->net)
+        json_object_set_new(o, "network", net_job_json(j->net));
     return o;
 }
 
@@ -830,6 +849,8 @@ json_t *agent_register_body(const struct agent_node_info *n, const char *join_to
                              "gpu_type", n->gpu_type, "gpus", n->gpus, "gpu_mem_mb",
                              (json_int_t)n->gpu_mem_mb, "gpu_uuids", uuids, "cpus", n->cpus,
                              "mem_mb", (json_int_t)n->mem_mb, "labels", labels, "addr", n->addr);
+    if (node && n->job_net[0])
+        json_object_set_new(node, "job_net", json_string(n->job_net));
     json_t *body = json_pack("{s:o, s:s}", "node", node, "agent_version", version);
     if (body && join_token && *join_token)
         json_object_set_new(body, "join_token", json_string(join_token));
@@ -956,8 +977,15 @@ static int parse_node_ids(const json_t *o, struct agent_registration *out, struc
             return bad(err, "node.gpu_uuids", "node.gpu_uuids[%zu] must be a string", i);
     if (addr && (!json_is_string(addr) || json_string_length(addr) > 255))
         return bad(err, "node.addr", "node.addr must be a string");
+    json_t *jn = json_object_get(o, "job_net");
+    uint32_t net;
+    int prefix;
+    if (jn && (!json_is_string(jn) || !net_cidr_parse(json_string_value(jn), &net, &prefix) ||
+               prefix < 16 || prefix > 29))
+        return bad(err, "node.job_net", "node.job_net must be a CIDR from /16 to /29");
     out->gpu_uuids = uu;
     out->addr = addr;
+    out->job_net = jn;
     return 0;
 }
 
@@ -993,14 +1021,15 @@ static int parse_node_size(const json_t *o, struct agent_registration *out, stru
 int agent_register_node_parse(const json_t *body, struct agent_registration *out,
                               struct proto_error *err)
 {
-    static const char *const known[] = {"name", "gpu_type", "gpus",   "gpu_mem_mb", "gpu_uuids",
-                                        "cpus", "mem_mb",   "labels", "addr",       NULL};
+    static const char *const known[] = {"name",      "gpu_type", "gpus",   "gpu_mem_mb",
+                                        "gpu_uuids", "cpus",     "mem_mb", "labels",
+                                        "addr",      "job_net",  NULL};
     const json_t *o = json_object_get(body, "node");
     int rc;
     out->node_name[0] = out->gpu_type[0] = '\0'; /* the node's part only: the head stays */
     out->gpus = out->cpus = 0;
     out->gpu_mem_mb = out->mem_mb = 0;
-    out->labels = out->gpu_uuids = out->addr = NULL;
+    out->labels = out->gpu_uuids = out->addr = out->job_net = NULL;
     if (!json_is_object(o))
         return bad(err, "node", "node must be an object");
     if ((rc = proto_check_fields(o, "node", known, err)) < 0 ||
@@ -1157,7 +1186,7 @@ void agent_sample_init(struct agent_sample *s)
 {
     memset(s, 0, sizeof *s);
     s->interval_ms = s->cpu_ms = s->mem_bytes = s->mem_peak_bytes = -1;
-    s->io_read_bytes = s->io_write_bytes = -1;
+    s->io_read_bytes = s->io_write_bytes = s->net_refused = -1;
     memcpy(s->gpu_source, "none", 5);
 }
 
@@ -1181,6 +1210,7 @@ json_t *agent_sample_to_json(const struct agent_sample *s)
     set_known(o, "mem_peak_bytes", s->mem_peak_bytes);
     set_known(o, "io_read_bytes", s->io_read_bytes);
     set_known(o, "io_write_bytes", s->io_write_bytes);
+    set_known(o, "net_refused", s->net_refused);
     json_object_set_new(o, "gpu_source", json_string(s->gpu_source));
     for (int i = 0; i < s->ngpus; i++) {
         const struct agent_gpu_sample *g = &s->gpus[i];
@@ -1233,9 +1263,9 @@ static int parse_gpu_sample(const json_t *g, size_t i, struct agent_gpu_sample *
 
 int agent_sample_parse(const json_t *o, struct agent_sample *out, struct proto_error *err)
 {
-    static const char *const fields[] = {"interval_ms",    "cpu_ms",        "mem_bytes",
-                                         "mem_peak_bytes", "io_read_bytes", "io_write_bytes",
-                                         "gpu_source",     "gpus",          NULL};
+    static const char *const fields[] = {
+        "interval_ms",    "cpu_ms",     "mem_bytes", "mem_peak_bytes", "io_read_bytes",
+        "io_write_bytes", "gpu_source", "gpus",      "net_refused",    NULL};
     const int64_t big = INT64_MAX / 4; /* counters: room to add them up */
     agent_sample_init(out);
     if (!json_is_object(o))
@@ -1252,6 +1282,7 @@ int agent_sample_parse(const json_t *o, struct agent_sample *out, struct proto_e
             0 ||
         (rc = get_int(o, "io_write_bytes", "sample.", 0, big, &out->io_write_bytes, false, err)) <
             0 ||
+        (rc = get_int(o, "net_refused", "sample.", 0, big, &out->net_refused, false, err)) < 0 ||
         (rc = get_str(o, "gpu_source", "sample.", out->gpu_source, sizeof out->gpu_source, true,
                       err)) < 0)
         return rc;

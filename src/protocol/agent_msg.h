@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "protocol/error.h"
+#include "protocol/network.h"
 #include "protocol/storage.h"
 
 /* The fencing margin of docs/agent.md "Fencing and leases", one definition for both sides: a node
@@ -127,6 +128,9 @@ struct agent_job {
                             * port the kernel picks), NULL-terminated, or NULL */
         int nstep_hosts;
     } slurm;
+    /* The job's network boundary (docs/network.md): a namespace of its own with this
+     * address, peers and allow-list; NULL = the node's network. Owned. */
+    struct net_job *net;
 };
 
 /* The secret_env of a start command: parse into j (replacing any), or build it back as
@@ -186,6 +190,7 @@ struct agent_node_info {
     int64_t mem_mb;
     json_t *labels; /* object of strings, borrowed; may be NULL */
     char addr[256];
+    char job_net[32]; /* the node's job range (docs/network.md), "" = none */
 };
 json_t *agent_register_body(const struct agent_node_info *n, const char *join_token,
                             const char *version);
@@ -207,6 +212,7 @@ struct agent_registration {
     json_t *labels;    /* object of names (at most SCHED_MAX_LABELS), or NULL */
     json_t *gpu_uuids; /* array of strings, or NULL */
     json_t *addr;      /* string, or NULL */
+    json_t *job_net;   /* the node's job range "10.200.1.0/24" (docs/network.md), or NULL */
 };
 int agent_register_parse(const json_t *body, struct agent_registration *out,
                          struct proto_error *err) PROTO_WUR;
@@ -292,6 +298,7 @@ struct agent_gpu_sample {
 struct agent_sample {
     int64_t interval_ms;
     int64_t cpu_ms, mem_bytes, mem_peak_bytes, io_read_bytes, io_write_bytes;
+    int64_t net_refused; /* packets the job's network rules refused so far (network.md) */
     char gpu_source[16]; /* "nvml", "declared", "none" */
     int ngpus;
     struct agent_gpu_sample gpus[AGENT_MAX_GPUS];

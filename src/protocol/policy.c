@@ -12,6 +12,7 @@
 #include "protocol/agent_msg.h"
 #include "protocol/ops.h"
 #include "protocol/proto.h"
+#include "protocol/network.h"
 #include "protocol/storage.h"
 #include "protocol/templates.h"
 #include "util/parse.h"
@@ -598,14 +599,20 @@ static int parse_ops(const json_t *doc, struct proto_policy *out, struct proto_e
         if ((rc = storage_policy_parse(v, out->storage, err)) < 0)
             return rc;
     }
+    if ((v = json_object_get(doc, "network"))) {
+        out->network = xmalloc(sizeof(*out->network));
+        if ((rc = net_policy_parse(v, out->network, err)) < 0)
+            return rc;
+    }
     return 0;
 }
 
 int proto_policy_parse(const json_t *doc, const struct sched_policy *base, struct proto_policy *out,
                        struct proto_error *err)
 {
-    static const char *const known[] = {"tiers",  "classes", "settings",  "projects", "groups",
-                                        "alerts", "prices",  "templates", "storage",  NULL};
+    static const char *const known[] = {"tiers",   "classes", "settings", "projects",
+                                        "groups",  "alerts",  "prices",   "templates",
+                                        "storage", "network", NULL};
     memset(out, 0, sizeof(*out));
     out->policy = *base;
     int rc;
@@ -669,6 +676,8 @@ void proto_policy_release(struct proto_policy *p)
     free(p->alerts);
     free(p->prices);
     free(p->storage);
+    free(p->network);
+    p->network = NULL;
     p->alerts = NULL;
     p->prices = NULL;
     p->storage = NULL;

@@ -121,6 +121,7 @@ struct proto_alerts;
 struct proto_prices;
 struct proto_templates;
 struct storage_policy;
+struct net_policy;
 
 /* What a class gives the node agent in the start command (the core knows nothing of it):
  * the job's pids.max and a memory limit for jobs that ask for none. In a parsed document,
@@ -176,6 +177,7 @@ struct proto_policy {
     struct proto_prices *prices;
     struct proto_templates *templates; /* protocol/templates.h; replaces the list whole */
     struct storage_policy *storage;    /* protocol/storage.h */
+    struct net_policy *network;        /* protocol/network.h */
 };
 
 /* Parse a policy document (JSON object) on top of `base` (the current policy, copied).
