@@ -15,6 +15,8 @@
 #include <event2/http.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +30,7 @@
 #include "agent/agent_int.h"
 #include "agent/cgroup.h"
 #include "agent/storage.h"
+#include "agent/supnet.h"
 #include "agent/supervisor.h"
 #include "protocol/agent_msg.h"
 #include "util/clock.h"
@@ -77,6 +80,30 @@ static int read_small(const struct agent *a, const char *name, char *buf, size_t
 
 /* ---------------------------------------------------------------------------------- */
 /* Supervisors, usage, health, cleanup                                                 */
+
+/* The controller's address and port as this node reaches it (from --controller's URL),
+ * which a job under a network policy may reach (supnet.c); 0 when it does not resolve to
+ * an IPv4 address. */
+static void controller_addr(const char *url, uint32_t *addr, int *port)
+{
+    char host[256];
+    const char *p = strstr(url, "://");
+    p = p ? p + 3 : url;
+    size_t n = strcspn(p, ":/");
+    *addr = 0;
+    *port = strncmp(url, "https", 5) == 0 ? 443 : 80;
+    if (n == 0 || n >= sizeof host)
+        return;
+    memcpy(host, p, n);
+    host[n] = '\0';
+    if (p[n] == ':')
+        *port = atoi(p + n + 1);
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (getaddrinfo(host, NULL, &hints, &res) == 0 && res)
+        *addr = ntohl(((struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr);
+    if (res)
+        freeaddrinfo(res);
+}
 
 static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -227,6 +254,8 @@ static void sample_usage(struct agent *a)
         e.usage.cpu_ms = cs.cpu_ms < 0 ? 0 : cs.cpu_ms;
         e.usage.max_rss_mb = cs.mem_peak_bytes < 0 ? 0 : (cs.mem_peak_bytes + (1 << 20) - 1) >> 20;
         gpu_sample(a, j, &e.sample, &e.usage);
+        if (j->net) /* a short nft child per job and sample: its counter, not a stream */
+            e.sample.net_refused = sup_net_refused(j->id, a->cfg.nft);
         ag_queue_event(a, agent_event_to_json(&e), 0);
     }
 }
@@ -297,6 +326,14 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     if (ag_rotate_due(a)) /* an idle node has nothing else to post: rotate now */
         ag_kick_post(a);
     ag_storage_tick(a, now);
+    if (a->net_msg[0] && now >= a->net_next) { /* nftables installed since? */
+        char why[256];
+        if (sup_net_can_enforce(a->cfg.nft, why, sizeof why)) {
+            log_info("network_enforceable", "node=%s", a->cfg.name);
+            a->net_msg[0] = '\0';
+        }
+        a->net_next = now + a->cfg.health_interval_ms;
+    }
     if (now >= a->usage_next) {
         sample_usage(a);
         a->usage_next = now + a->cfg.usage_interval_ms;
@@ -468,7 +505,9 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
                                  .log_limit_bytes = cfg->log_limit_bytes,
                                  .node_gpus = cfg->inv.ngpus,
                                  .gpu_minor = a->gpu_minor,
-                                 .job_oom_score_adj = 500};
+                                 .job_oom_score_adj = 500,
+                                 .nft = a->cfg.nft};
+    controller_addr(a->cfg.controller, &a->sup.ctl_addr, &a->sup.ctl_port);
     for (int i = 0; i < cfg->inv.ngpus && i < INV_MAX_GPUS; i++)
         a->gpu_minor[i] = cfg->inv.gpus[i].minor;
     if (geteuid() == 0) {

@@ -24,7 +24,9 @@ struct agent_config {
     char controller_ca[PATH_MAX];     /* else: CA file to check docketd's certificate */
     char join_token[256];
     char name[64];
-    char addr[256]; /* advertised address (MASTER_ADDR for gangs) */
+    char addr[256];     /* advertised address (MASTER_ADDR for gangs) */
+    char job_net[32];   /* the range jobs' own addresses come from ("" = none; network.md) */
+    char nft[PATH_MAX]; /* the nft program that enforces jobs' network rules */
     char state_dir[PATH_MAX];
     char scratch_root[PATH_MAX]; /* "" = STATE_DIR/scratch */
     char session_root[PATH_MAX]; /* "" = STATE_DIR/sessions (docs/interactive.md) */

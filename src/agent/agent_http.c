@@ -273,6 +273,7 @@ static void do_register(struct agent *a)
     n.mem_mb = inv->mem_mb;
     n.labels = a->cfg.labels;
     str_copy(n.addr, sizeof n.addr, a->cfg.addr);
+    str_copy(n.job_net, sizeof n.job_net, a->cfg.job_net);
     /* with a credential, re-register as ourselves; the join token only when we have none */
     json_t *body =
         agent_register_body(&n, a->credential[0] ? NULL : a->cfg.join_token, DOCKET_VERSION);
@@ -377,8 +378,11 @@ void ag_heartbeat(struct agent *a)
     }
     char stor_msg[256];
     bool stor_ok = ag_storage_healthy(a, stor_msg, sizeof stor_msg);
-    bool ok = a->health_ok && !a->reclaim_failed && stor_ok;
-    const char *msg = a->reclaim_failed ? a->reclaim_msg : !stor_ok ? stor_msg : a->health_msg;
+    bool ok = a->health_ok && !a->reclaim_failed && stor_ok && !a->net_msg[0];
+    const char *msg = a->reclaim_failed ? a->reclaim_msg
+                      : !stor_ok        ? stor_msg
+                      : a->net_msg[0]   ? a->net_msg
+                                        : a->health_msg;
     json_t *body = agent_heartbeat_body(a->cfg.name, a->ack, a->wait_ms, ok, msg, js, k);
     free(js);
     json_t *stor = ag_storage_report_json(a);

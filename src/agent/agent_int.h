@@ -59,6 +59,7 @@ struct ajob {
     int64_t ended_mono;
     bool stop_sent;     /* a stop (signal or kill) reached its supervisor */
     bool tty;           /* an interactive session: its terminal is offered (agent_tty.c) */
+    bool net;           /* it runs under network rules: its refusals are sampled (supnet.h) */
     bool step_reported; /* its step host's port went to docketd */
     bool prep_reported; /* its template's prepare (supwarm.c) went to docketd */
     char prep_key[80];  /* ... for NAME@VERSION: "prepared" goes once set-up is done */
@@ -140,6 +141,10 @@ struct agent {
     char health_msg[256];
     bool reclaim_failed;
     char reclaim_msg[256];
+    /* a start command's network rules could not be enforced here (no nft, not root):
+     * UNHEALTHY with this reason until a re-check at net_next finds them enforceable */
+    char net_msg[256];
+    int64_t net_next;
     int health_pid, health_fd;
     int64_t health_next, health_started;
     char health_out[512];

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "agent/supnet.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/str.h"
@@ -140,6 +141,10 @@ static void __attribute__((noreturn)) reclaim_lost(struct agent *a, struct ajob 
         cg_job_reclaim(&cg, lost_reclaim_wait_ms(), NULL, msg, sizeof msg) < 0) {
         st.reclaim_ok = false;
         str_copy(st.reclaim_msg, sizeof st.reclaim_msg, msg);
+    }
+    if (st.reclaim_ok && sup_net_remove(a->cfg.name, j->id, a->cfg.nft, msg, sizeof msg) < 0) {
+        st.reclaim_ok = false;
+        snprintf(st.reclaim_msg, sizeof st.reclaim_msg, "cannot remove the job's network: %s", msg);
     }
     char scratch[PATH_MAX + 32];
     snprintf(scratch, sizeof scratch, "%s/job_%llu", a->cfg.scratch_root,
@@ -377,9 +382,23 @@ static void start_job(struct agent *a, const struct agent_cmd *c, int64_t defer_
         start_refused(j, err);
         return;
     }
+    if (spec.net && !sup_net_can_enforce(a->cfg.nft, err, sizeof err)) {
+        /* never run a job outside the boundary it was given; the node says why it
+         * cannot (UNHEALTHY) so no further job comes until it can */
+        agent_job_release(&spec);
+        log_error("launch_refused", "job=%llu message=\"%s\"", (unsigned long long)c->job_id, err);
+        if (!a->net_msg[0])
+            log_warn("network_unenforceable", "node=%s message=\"%s\"", a->cfg.name, err);
+        str_copy(a->net_msg, sizeof a->net_msg, err);
+        a->net_next = clock_mono_ms() + a->cfg.health_interval_ms;
+        start_refused(j, err);
+        ag_kick_post(a);
+        return;
+    }
     memcpy(j->gpus, spec.gpus, sizeof j->gpus);
     j->ngpus = spec.ngpus;
     j->tty = spec.tty_idle_ms > 0 && spec.node_rank == 0; /* its terminal is rank 0's */
+    j->net = spec.net != NULL;
     /* a multi-node job's output is its rank 0's: the other ranks keep theirs here */
     if (spec.node_rank > 0)
         j->final_sent[0] = j->final_sent[1] = true;

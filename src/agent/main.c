@@ -14,6 +14,7 @@
 
 #include "agent/agent.h"
 #include "agent/cgroup.h"
+#include "protocol/network.h"
 #include "util/fingerprint.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -62,6 +63,9 @@ static const char usage_text[] =
     "  --allow-root-jobs       allow jobs to run as root\n"
     "  --health-check PATH     run PATH periodically; non-zero exit marks the node UNHEALTHY\n"
     "  --health-interval DUR   how often (default 30s)\n"
+    "  --job-net CIDR          this node's range of job addresses (e.g. 10.200.1.0/24):\n"
+    "                          jobs under a network policy get one each (docs/network.md)\n"
+    "  --nft PATH              the nft program that enforces it (default /usr/sbin/nft)\n"
     "  --usage-interval DUR    how often to sample and report job usage (default 10s,\n"
     "                          at most 10m)\n"
     "  --declared-gpu-util-file PATH\n"
@@ -130,6 +134,8 @@ enum opt {
     O_ROOTJOBS,
     O_HEALTH,
     O_HEALTH_INT,
+    O_JOBNET,
+    O_NFT,
     O_USAGE_INT,
     O_DECL_UTIL,
     O_LOG_INT,
@@ -170,6 +176,8 @@ static const struct option longopts[] = {
     {"allow-root-jobs", 0, NULL, O_ROOTJOBS},
     {"health-check", 1, NULL, O_HEALTH},
     {"health-interval", 1, NULL, O_HEALTH_INT},
+    {"job-net", 1, NULL, O_JOBNET},
+    {"nft", 1, NULL, O_NFT},
     {"usage-interval", 1, NULL, O_USAGE_INT},
     {"declared-gpu-util-file", 1, NULL, O_DECL_UTIL},
     {"log-interval", 1, NULL, O_LOG_INT},
@@ -375,6 +383,13 @@ static int build_config(struct settings *s, struct agent_config *c)
             return die("health check '%s' is not executable: %s", v[O_HEALTH], strerror(errno));
         str_copy(c->health_check, sizeof c->health_check, v[O_HEALTH]);
     }
+    uint32_t jn_net;
+    int jn_prefix;
+    if (v[O_JOBNET] &&
+        (!net_cidr_parse(v[O_JOBNET], &jn_net, &jn_prefix) || jn_prefix < 16 || jn_prefix > 29))
+        return die("bad --job-net '%s' (a CIDR from /16 to /29, e.g. 10.200.1.0/24)", v[O_JOBNET]);
+    str_copy(c->job_net, sizeof c->job_net, v[O_JOBNET] ? v[O_JOBNET] : "");
+    str_copy(c->nft, sizeof c->nft, v[O_NFT] ? v[O_NFT] : "/usr/sbin/nft");
     if ((rc = duration(v[O_HEALTH_INT], "health-interval", 30000, 100, &c->health_interval_ms)) ||
         (rc = duration(v[O_USAGE_INT], "usage-interval", 10000, 100, &c->usage_interval_ms)) ||
         (rc = duration(v[O_LOG_INT], "log-interval", 100, 10, &c->log_interval_ms)) ||

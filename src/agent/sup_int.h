@@ -60,6 +60,8 @@ struct sup {
     int64_t lease_at; /* monotonic ms of the next look at the lease, 0 = none */
     bool fenced;
     int sfd;             /* the signalfd of the run loop */
+    int net_fd;          /* the job's network namespace (supnet.h), entered by the child; -1 */
+    bool net_made;       /* its namespace, veth and rules exist: removed at the end */
     struct sup_tty *tty; /* an interactive session's terminal (suptty.c), or NULL */
 };
 

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent/sup_int.h"
+#include "agent/supnet.h"
 #include "util/clock.h"
 #include "util/dbuf.h"
 #include "util/str.h"
@@ -353,6 +354,21 @@ static void finish(struct sup *s, bool launched)
             nanosleep(&ts, NULL);
         }
     }
+    if (s->net_made) {
+        /* rules left behind would hold the next job at this address to this one's */
+        char msg[256] = "";
+        if (s->net_fd >= 0)
+            close(s->net_fd);
+        s->net_fd = -1;
+        if (sup_net_remove(s->c->node, s->j->id, s->c->nft, msg, sizeof msg) < 0) {
+            sup_log("job %llu: cannot remove its network: %s", (unsigned long long)s->j->id, msg);
+            if (s->st.reclaim_ok) {
+                s->st.reclaim_ok = false;
+                sup_errf(s->st.reclaim_msg, sizeof s->st.reclaim_msg,
+                         "cannot remove the job's network: %s", msg);
+            }
+        }
+    }
     if (!s->c->keep_scratch && s->scratch[0]) {
         /* a scratch dir left behind is a reclaim failure like a group left behind: the
          * node stops taking jobs rather than give a user's files to the next job */
@@ -411,7 +427,7 @@ supervise_job(const struct sup_config *c, const struct agent_job *j, const char 
     memset(&s, 0, sizeof s);
     s.c = c;
     s.j = j;
-    s.out_fd = s.err_fd = s.cg_fd = s.step_fd = -1;
+    s.out_fd = s.err_fd = s.cg_fd = s.step_fd = s.net_fd = -1;
     s.spare_cg = spare_cg;
     s.inside = spare_cg != NULL;
     s.sfd = sfd;

@@ -48,6 +48,11 @@ struct sup_config {
     int node_gpus;           /* GPUs of the node */
     const int *gpu_minor;    /* gpu_minor[i]: /dev/nvidiaN's N of GPU i (NULL: N = i) */
     int job_oom_score_adj;   /* the job's oom_score_adj (> 0: it dies before us) */
+    /* job network boundaries (supnet.h, docs/network.md): the nft program ("" = none)
+     * and the controller's address and port as this node reaches it */
+    const char *nft;
+    uint32_t ctl_addr;
+    int ctl_port;
 };
 
 struct sup_state {

@@ -26,6 +26,7 @@
 
 #include "agent/pathopen.h"
 #include "agent/sup_int.h"
+#include "agent/supnet.h"
 #include "util/dbuf.h"
 #include "util/str.h"
 
@@ -218,6 +219,10 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
             child_fail(pfd, "cannot set the job's oom_score_adj", errno);
         close(fd);
     }
+    /* the job's own network (supnet.c): entered while root; the job then holds no
+     * CAP_NET_ADMIN there, so it can neither change its links nor lift its cap */
+    if (s->net_fd >= 0 && setns(s->net_fd, CLONE_NEWNET) < 0)
+        child_fail(pfd, "cannot enter the job's network namespace", errno);
     if (geteuid() == 0) {
         /* the order matters: groups, then gid, then uid; each checked */
         if (setgroups((size_t)s->ngroups, s->groups) < 0)
@@ -440,6 +445,28 @@ static int isolate(struct sup *s, char *err, size_t errlen)
     return cg_job_set_devices(&s->cg, mine, s->j->ngpus, err, errlen);
 }
 
+/* The job's network boundary (supnet.c), when its start command gives one: made before
+ * anything of the job runs, its namespace held open for the child to enter. */
+static int make_network(struct sup *s, char *err, size_t errlen)
+{
+    if (!s->j->net)
+        return 0;
+    struct sup_net_node node = {s->c->nft ? s->c->nft : "", s->c->ctl_addr, s->c->ctl_port};
+    char ifname[32], ns[160], path[200];
+    s->net_made = true; /* whatever part was made goes at the end */
+    int rc = sup_net_setup(s->c->node, s->j->id, s->j->net, &node, err, errlen);
+    if (rc < 0)
+        return rc;
+    sup_net_names(s->c->node, s->j->id, ifname, sizeof ifname, ns, sizeof ns);
+    snprintf(path, sizeof path, "/run/netns/%s", ns);
+    if ((s->net_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+        sup_errf(err, errlen, "cannot open the job's network namespace '%s': %s", path,
+                 strerror(errno));
+        return -errno;
+    }
+    return 0;
+}
+
 /* Everything before the fork of the job: user, cgroup, scratch, logs. */
 static int prepare(struct sup *s, char *err, size_t errlen)
 {
@@ -507,6 +534,8 @@ static int prepare(struct sup *s, char *err, size_t errlen)
         str_copy(s->st.cgroup, sizeof s->st.cgroup,
                  s->cg.mode == CG_V2 ? s->cg.dir[0] : s->cg.dir[CG_FREEZER]);
     }
+    if ((rc = make_network(s, err, errlen)) < 0)
+        return rc;
     return make_scratch(s, err, errlen);
 }
 
@@ -731,6 +760,10 @@ int sup_launch_job(struct sup *s, char *err, size_t errlen)
     if (s->cg_fd >= 0) {
         close(s->cg_fd);
         s->cg_fd = -1;
+    }
+    if (s->net_fd >= 0) {
+        close(s->net_fd);
+        s->net_fd = -1;
     }
     sup_leave_group(s);
     close(p[1]);

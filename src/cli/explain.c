@@ -183,6 +183,30 @@ static void print_usage(struct cli *c, const json_t *u)
     }
 }
 
+/* The network boundary it runs (or will run) under, and its addresses while it holds them
+ * (docs/network.md). */
+static void print_network(struct cli *c, const json_t *n)
+{
+    if (!json_is_object(n) || !jstr(n, "policy")[0])
+        return;
+    const json_t *addrs = json_object_get(n, "addrs");
+    char list[256] = "";
+    size_t i, off = 0;
+    json_t *a;
+    json_array_foreach(addrs, i, a) {
+        int w = snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "; address ",
+                         json_string_value(a) ? json_string_value(a) : "?");
+        if (w < 0 || (size_t)w >= sizeof(list) - off)
+            break;
+        off += (size_t)w;
+    }
+    char refused[48] = "";
+    if (json_object_get(n, "refused"))
+        snprintf(refused, sizeof(refused), "; %lld packets refused",
+                 (long long)jint(n, "refused", 0));
+    kv(c, "network", "%s%s%s", jstr(n, "policy"), list, refused);
+}
+
 static void print_explain(struct cli *c, const json_t *e)
 {
     const json_t *pos = json_object_get(e, "position");
@@ -235,6 +259,7 @@ static void print_explain(struct cli *c, const json_t *e)
         kv(c, "starving", "not yet; the starvation guard reserves for it %s", when);
     }
     print_running(c, json_object_get(e, "running"));
+    print_network(c, json_object_get(e, "network"));
     print_lease(c, json_object_get(e, "lease"));
     print_environment(c, json_object_get(e, "environment"));
     print_usage(c, json_object_get(e, "usage"));

@@ -120,6 +120,9 @@ static void print_job(struct cli *c, const json_t *j)
     snprintf(buf, sizeof(buf), "GPUs %s per node, %lld node(s), %lld CPUs, mem %s", gpus,
              (long long)jint(j, "nodes", 1), (long long)jint(j, "cpus", 1), mem);
     line(c, "resources", buf);
+    const json_t *net = json_object_get(j, "network");
+    if (json_is_object(net) && jstr(net, "policy")[0])
+        line(c, "network", jstr(net, "policy"));
     fmt_duration(jint(j, "time_limit_ms", -1), lim, sizeof(lim));
     fmt_when(jint(j, "submit_ms", 0), c->now_ms, sub, sizeof(sub));
     fmt_when(jint(j, "start_ms", 0), c->now_ms, start, sizeof(start));

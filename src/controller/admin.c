@@ -16,6 +16,7 @@
 
 #include "controller/admin.h"
 #include "controller/alerts.h"
+#include "controller/network.h"
 #include "controller/storage.h"
 #include "controller/authz.h"
 #include "controller/config.h"
@@ -923,6 +924,7 @@ void h_policy_apply(struct ctl_req *r)
         ctl_alerts_take(r->c, &pp);
         ctl_templates_take(r->c, &pp);
         ctl_storage_take(r->c, &pp);
+        ctl_net_take(r->c, &pp);
         ctl_cycle_soon(r->c);
         ctl_reply_json(r->c, r->req, 200, json_pack("{s:O}", "applied", applied));
     }

@@ -120,6 +120,8 @@ static char *reg_info(const struct agent_registration *reg)
         json_object_set(info, "addr", reg->addr);
     if (reg->gpu_uuids)
         json_object_set(info, "gpu_uuids", reg->gpu_uuids);
+    if (reg->job_net)
+        json_object_set(info, "job_net", reg->job_net);
     json_object_set_new(info, "agent_version",
                         json_string(reg->agent_version ? reg->agent_version : ""));
     char *text = json_dumps(info, JSON_COMPACT | JSON_SORT_KEYS);

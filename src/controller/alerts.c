@@ -22,6 +22,7 @@
 
 #include "controller/alert_eval.h"
 #include "controller/alerts.h"
+#include "controller/network.h"
 #include "controller/reports.h"
 #include "controller/storage.h"
 #include "controller/ctl.h"
@@ -124,6 +125,7 @@ void ctl_ops_json(struct ctl *c, json_t *doc, const struct proto_policy *pp, boo
     json_object_set_new(doc, "alerts", proto_alerts_json(al, redact));
     json_object_set_new(doc, "prices", proto_prices_json(pr));
     ctl_storage_json(c, doc, pp);
+    ctl_net_json(c, doc, pp);
 }
 
 const struct proto_prices *ctl_prices(struct ctl *c)
@@ -346,8 +348,8 @@ static json_t *report_text(const json_t *rep, const char *month)
         priced = priced && json_is_true(json_object_get(row, "cost_complete"));
         cost += json_number_value(json_object_get(row, "cost"));
     }
-    int n = snprintf(text, sizeof text, "Docket usage report %s (UTC): %.1f GPU-hours", month,
-                     hours);
+    int n =
+        snprintf(text, sizeof text, "Docket usage report %s (UTC): %.1f GPU-hours", month, hours);
     if (priced && n > 0 && (size_t)n < sizeof text)
         n += snprintf(text + n, sizeof text - (size_t)n, ", cost %.2f %s", cost,
                       json_string_value(json_object_get(rep, "currency")));

@@ -129,6 +129,7 @@ struct ctl {
     struct ctl_alerts *alerts;     /* alerts.c */
     struct ctl_services *services; /* services.c */
     struct ctl_storage *storage;   /* storage.c */
+    struct ctl_net *net;           /* network.c */
     struct ctl_conns *conns;       /* conn.c */
     struct ctl_stream *streams;    /* stream.c: replies being sent in slices */
     struct ctl_tty_end *ttys;      /* tty.c: terminal streams parked, waiting or joined */

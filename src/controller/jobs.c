@@ -17,6 +17,7 @@
 #include "controller/jobs.h"
 #include "controller/lease.h"
 #include "controller/loop.h"
+#include "controller/network.h"
 #include "controller/storage.h"
 #include "controller/stream.h"
 #include "controller/templates.h"
@@ -148,6 +149,8 @@ static json_t *job_json_members(struct ctl *c, const struct store_job *j, const 
     }
     if (wanted(want, "exit"))
         json_object_set_new(o, "exit", json_or_null(j->exit));
+    if (live && wanted(want, "network")) /* what it runs under now: jobs the core holds */
+        json_object_set_new(o, "network", ctl_net_job_json(c, j->id, j->project, j->class_name));
     if (wanted(want, "usage")) {
         json_t *u = json_or_null(j->usage);
         json_object_set_new(o, "usage",
@@ -1164,18 +1167,18 @@ static const struct {
     const char *name;
     bool spec;
 } job_fields[] = {
-    {"id", false},         {"name", false},          {"project", false},     {"user", false},
-    {"tier", false},       {"eff_tier", false},      {"class", false},       {"state", false},
-    {"reason", false},     {"stop_cause", false},    {"submit_ms", false},   {"start_ms", false},
-    {"end_ms", false},     {"gpus", false},          {"gpu_type", false},    {"cpus", false},
-    {"mem_mb", false},     {"nodes", false},         {"time_limit_ms", false}, {"command", true},
-    {"workdir", true},     {"output", true},         {"error", true},        {"labels", true},
-    {"selectors", true},   {"deps", true},           {"signal", true},       {"grace_ms", true},
-    {"checkpoint", true},  {"retries", true},        {"idempotent", true},   {"requeue", true},
-    {"begin_ms", true},    {"array", true},          {"secrets", true},      {"template", true},
-    {"storage", true},     {"array_id", false},      {"array_index", false}, {"preempt_count", false},
-    {"preemptor", false},  {"allocation", false},    {"exit", false},        {"usage", false},
-    {"hidden", false}};
+    {"id", false},        {"name", false},       {"project", false},       {"user", false},
+    {"tier", false},      {"eff_tier", false},   {"class", false},         {"state", false},
+    {"reason", false},    {"stop_cause", false}, {"submit_ms", false},     {"start_ms", false},
+    {"end_ms", false},    {"gpus", false},       {"gpu_type", false},      {"cpus", false},
+    {"mem_mb", false},    {"nodes", false},      {"time_limit_ms", false}, {"command", true},
+    {"workdir", true},    {"output", true},      {"error", true},          {"labels", true},
+    {"selectors", true},  {"deps", true},        {"signal", true},         {"grace_ms", true},
+    {"checkpoint", true}, {"retries", true},     {"idempotent", true},     {"requeue", true},
+    {"begin_ms", true},   {"array", true},       {"secrets", true},        {"template", true},
+    {"storage", true},    {"array_id", false},   {"array_index", false},   {"preempt_count", false},
+    {"preemptor", false}, {"allocation", false}, {"exit", false},          {"usage", false},
+    {"network", false},   {"hidden", false}};
 
 /* "id,state,gpus" -> a set of member names, every one known (-EINVAL naming it otherwise);
  * *spec says whether one of them needs the stored spec. */
@@ -1206,9 +1209,9 @@ static int parse_fields(const char *s, json_t **out, bool *spec, char *bad, size
  * skipped the spec shows for them. */
 static json_t *spec_from_columns(const struct store_job *j)
 {
-    return json_pack("{s:i,s:s,s:i,s:I,s:i,s:I}", "gpus", j->gpus, "gpu_type", j->gpu_type,
-                     "cpus", j->cpus, "mem_mb", (json_int_t)j->mem_mb, "nodes", j->nnodes,
-                     "time_limit_ms", (json_int_t)j->time_limit_ms);
+    return json_pack("{s:i,s:s,s:i,s:I,s:i,s:I}", "gpus", j->gpus, "gpu_type", j->gpu_type, "cpus",
+                     j->cpus, "mem_mb", (json_int_t)j->mem_mb, "nodes", j->nnodes, "time_limit_ms",
+                     (json_int_t)j->time_limit_ms);
 }
 
 static json_t *list_row_json(struct job_list *jl, const struct store_job *j)
@@ -1703,6 +1706,7 @@ void h_job_explain(struct ctl_req *r)
         return;
     }
     json_t *o = explain_json(x);
+    json_object_set_new(o, "network", ctl_net_job_json(r->c, row.id, row.project, row.class_name));
     if (x->state == SCHED_PENDING || x->state == SCHED_HELD) {
         json_t *p = explain_pending(x);
         json_object_update(o, p);

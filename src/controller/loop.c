@@ -12,6 +12,7 @@
 #include "controller/admin.h"
 #include "controller/alerts.h"
 #include "controller/anchor.h"
+#include "controller/network.h"
 #include "controller/storage.h"
 #include "controller/conn.h"
 #include "controller/ctl.h"
@@ -513,6 +514,41 @@ static json_t *start_secrets(struct ctl *c, const struct store_job *row, const j
     return NULL;
 }
 
+/* Each rank's `network` object (network.c) as an array, json_null() when the job keeps
+ * the node's network; NULL when it cannot be given one: its launch then fails after the
+ * cycle (fail_launches), with the reason. */
+static json_t *start_networks(struct ctl *c, const struct store_job *row,
+                              const struct sched_decision *d)
+{
+    json_t *nets = NULL;
+    struct ctl_launch_fail *f = calloc(1, sizeof(*f));
+    char why[sizeof(f->message)];
+    if (f && ctl_net_assign(c, row, d, &nets, why, sizeof(why)) == 0) {
+        free(f);
+        return nets ? nets : json_null();
+    }
+    log_error("launch_failed", "job=%llu error=\"%s\"", (unsigned long long)row->id,
+              f ? why : "out of memory");
+    if (f) {
+        str_copy(f->message, sizeof(f->message), why);
+        f->job = row->id;
+        f->next = c->launch_fails;
+        c->launch_fails = f;
+    }
+    return NULL;
+}
+
+/* Rank `rank`'s network object into its start command's job; its MASTER_ADDR is then
+ * rank 0's job address, where rank 0's processes listen. */
+static void net_into_cmd(json_t *job, const json_t *nets, int rank)
+{
+    json_t *mine = json_array_get(nets, (size_t)rank), *first = json_array_get(nets, 0);
+    if (!mine)
+        return;
+    json_object_set(job, "network", mine);
+    json_object_set(job, "master_addr", json_object_get(first, "addr"));
+}
+
 /* The start of a job: its run number is the next one (logs and events are kept per run);
  * the caller stores the run (store_run_add) with the job's row. */
 static void apply_start(struct ctl *c, const struct sched_decision *d, struct store_job *row,
@@ -529,6 +565,11 @@ static void apply_start(struct ctl *c, const struct sched_decision *d, struct st
         slurm_steps(c, d, row, json_object_get(spec, "slurm"));
     }
     json_t *secrets = start_secrets(c, row, spec);
+    json_t *nets = secrets ? start_networks(c, row, d) : NULL;
+    if (secrets && !nets) {
+        json_decref(secrets);
+        secrets = NULL; /* no command goes out: the launch fails after the cycle */
+    }
     int last = store_run_last(c->store, row->id);
     memset(run, 0, sizeof(*run));
     run->job = row->id;
@@ -540,12 +581,14 @@ static void apply_start(struct ctl *c, const struct sched_decision *d, struct st
         if (!n)
             continue;
         json_t *cmd = start_cmd(c, row, spec, d, i, run->run);
+        net_into_cmd(json_object_get(cmd, "job"), nets, i);
         /* values in memory only, for the agent: never stored, logged or shown */
         if (json_object_size(secrets) > 0)
             json_object_set(json_object_get(cmd, "job"), "secret_env", secrets);
         ctl_node_command(c, n, row->id, cmd);
     }
     json_decref(secrets);
+    json_decref(nets);
     json_decref(spec);
     json_t *al = allocs_json(c, d->allocs, d->nallocs);
     free(row->alloc);

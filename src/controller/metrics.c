@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "controller/alerts.h"
+#include "controller/network.h"
 #include "controller/storage.h"
 #include "controller/conn.h"
 #include "controller/ctl.h"
@@ -363,6 +364,7 @@ static void metrics_head(struct ctl *c, struct dbuf *b)
     ctl_metrics_quota_text(c, b, clock_now_ms());
     ctl_services_metrics(c, b);
     ctl_storage_metrics(c, b);
+    ctl_net_metrics(c, b);
 }
 
 /* The next nodes of the current family into b; true when the family is done. */

@@ -12,6 +12,7 @@
 
 #include "controller/admin.h"
 #include "controller/alerts.h"
+#include "controller/network.h"
 #include "controller/storage.h"
 #include "controller/conn.h"
 #include "controller/ctl.h"
@@ -50,6 +51,7 @@ static int load_policy(struct ctl *c, struct sched_policy *out, struct proto_pol
         ctl_alerts_take(c, &pp);
         ctl_templates_take(c, &pp);
         ctl_storage_take(c, &pp);
+        ctl_net_take(c, &pp);
         proto_policy_release(&pp);
         return 0;
     }
@@ -78,6 +80,7 @@ static int load_policy(struct ctl *c, struct sched_policy *out, struct proto_pol
     ctl_alerts_take(c, initial);
     ctl_templates_take(c, initial);
     ctl_storage_take(c, initial);
+    ctl_net_take(c, initial);
     return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "controller/ctl.h"
 #include "controller/http.h"
 #include "controller/loop.h"
+#include "controller/network.h"
 #include "controller/usage.h"
 #include "protocol/agent_msg.h"
 #include "util/clock.h"
@@ -156,6 +157,8 @@ int ctl_usage_apply(struct ctl *c, struct ctl_node *n, uint64_t id, int run,
     if (rc < 0)
         return rc;
     node_gpus_take(n, id, now, s);
+    if (s->net_refused >= 0)
+        ctl_net_refused(c, id, n->name, s->net_refused);
     rc = idle_check(c, id, &v, &rule, &sum, now);
     /* the gpu_idle alert rules see the job while its stretch stays flagged */
     ctl_alerts_job_idle(c, id, sum.idle_since_ms,
