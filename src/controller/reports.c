@@ -307,9 +307,8 @@ static json_t *rates_json(const struct proto_prices *p)
 /* The usage report over [since, until) (counted up to now at most), by `by` (groups: by
  * project folded into groups), limited to the projects `led` names when not NULL; NULL
  * when the store fails. */
-static json_t *usage_report(struct ctl *c, int by, bool groups, const char *byname,
-                            int64_t since, int64_t until, int64_t now, const char *period,
-                            json_t *led)
+static json_t *usage_report(struct ctl *c, int by, bool groups, const char *byname, int64_t since,
+                            int64_t until, int64_t now, const char *period, json_t *led)
 {
     int64_t counted = until < now ? until : now; /* a run still going counts to now */
     if (counted <= since)
@@ -339,10 +338,10 @@ static json_t *usage_report(struct ctl *c, int by, bool groups, const char *byna
         u.rows = fold_groups(c, u.rows);
     const struct proto_prices *p = ctl_prices(c);
     json_t *o =
-        json_pack("{s:s,s:I,s:I,s:I,s:o,s:s,s:o,s:o}", "by", byname, "since_ms",
-                  (json_int_t)since, "until_ms", (json_int_t)until, "counted_until_ms",
-                  (json_int_t)counted, "period", period[0] ? json_string(period) : json_null(),
-                  "currency", p->currency, "gpu_rates", rates_json(p), "rows", rows_array(u.rows));
+        json_pack("{s:s,s:I,s:I,s:I,s:o,s:s,s:o,s:o}", "by", byname, "since_ms", (json_int_t)since,
+                  "until_ms", (json_int_t)until, "counted_until_ms", (json_int_t)counted, "period",
+                  period[0] ? json_string(period) : json_null(), "currency", p->currency,
+                  "gpu_rates", rates_json(p), "rows", rows_array(u.rows));
     json_decref(u.rows);
     if (storage)
         json_object_set_new(o, "storage", storage);
@@ -373,8 +372,8 @@ void h_report_usage(struct ctl_req *r)
                          "a lead reads the report of their own projects by project only");
         return;
     }
-    json_t *o = usage_report(r->c, by, groups, byname ? byname : "project", since, until, now,
-                             period, led);
+    json_t *o =
+        usage_report(r->c, by, groups, byname ? byname : "project", since, until, now, period, led);
     json_decref(led);
     if (!o)
         ctl_reply_errorf(r->c, r->req, 500, NULL, "store: %s", store_errmsg(r->c->store));
