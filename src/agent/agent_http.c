@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "agent/lifecycle.h"
 #include "agent/storage.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -331,6 +332,9 @@ static void heartbeat_cb(struct evhttp_request *req, void *arg)
             apply_commands(a, &r);
             if (r.storage)
                 ag_storage_config(a, r.storage);
+            ag_lifecycle_acked(a); /* docketd has the results this heartbeat carried */
+            ag_lifecycle_take(a, r.lifecycle, r.nlifecycle);
+            ag_lifecycle_tick(a);
             agent_heartbeat_reply_release(&r);
             json_decref(body);
             schedule_hb(a, 0);
@@ -383,13 +387,19 @@ void ag_heartbeat(struct agent *a)
                       : !stor_ok        ? stor_msg
                       : a->net_msg[0]   ? a->net_msg
                                         : a->health_msg;
-    json_t *body = agent_heartbeat_body(a->cfg.name, a->ack, a->wait_ms, ok, msg, js, k);
+    json_t *body = agent_heartbeat_body(a->cfg.name, a->ack, ag_lifecycle_wait_ms(a, a->wait_ms),
+                                        ok, msg, js, k);
     free(js);
     json_t *stor = ag_storage_report_json(a);
     if (body && stor)
         json_object_set_new(body, "storage", stor);
     else
         json_decref(stor);
+    json_t *lc = ag_lifecycle_report_json(a);
+    if (body && lc)
+        json_object_set_new(body, "lifecycle", lc);
+    else
+        json_decref(lc);
     struct evhttp_request *req = ag_new_request(a, heartbeat_cb, a, body, true);
     struct evhttp_connection *conn = ag_conn(a, &a->hb_conn, 0);
     a->hb_inflight = true;

@@ -12,6 +12,7 @@
  *   logship.c     shipping the jobs' stdout/stderr increments to the controller
  *   agent_tty.c   interactive sessions' terminals joined to docketd
  *   storage.c     the pools and project areas docketd names: checks, quotas, usage
+ *   lifecycle.c   the lifecycle runs docketd hands the node: moves and deletes in a child
  * See agent.h and docs/agent.md.
  */
 #ifndef DOCKET_AGENT_AGENT_INT_H
@@ -33,6 +34,7 @@
 struct evhttp_request;
 struct bufferevent;
 struct ag_tty;
+struct ag_lifecycle;
 
 struct ajob {
     uint64_t id;
@@ -158,6 +160,7 @@ struct agent {
     struct storage_report stor_rep;
     pid_t stor_pid;
     int64_t stor_started, stor_next, stor_checked_gen;
+    struct ag_lifecycle *lc; /* lifecycle.c: the lifecycle runs docketd handed this node */
 };
 
 /* agent.c: write STATE_DIR/NAME (a rename of a fresh file). 0 or -errno. */

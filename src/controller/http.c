@@ -25,6 +25,7 @@
 #include "controller/agent.h"
 #include "controller/alerts.h"
 #include "controller/anchor.h"
+#include "controller/lifecycle.h"
 #include "controller/storage.h"
 #include "controller/authz.h"
 #include "controller/backup.h"
@@ -460,6 +461,11 @@ static const struct route {
     {M_GET, "/v1/storage", h_storage_list, CTL_P_READ, T_NONE},
     {M_PUT, "/v1/projects/:/storage/:", h_storage_area_put, CTL_P_ADMIN, T_PROJECT},
     {M_DELETE, "/v1/projects/:/storage/:", h_storage_area_delete, CTL_P_ADMIN, T_PROJECT},
+    /* lifecycle runs (docs/storage.md "Lifecycle rules"): anyone reads the rules and the
+     * history; only an admin starts a run, dry or real */
+    {M_GET, "/v1/storage/lifecycle", h_lifecycle_list, CTL_P_READ, T_NONE},
+    {M_POST, "/v1/storage/lifecycle", h_lifecycle_start, CTL_P_ADMIN, T_NONE},
+    {M_GET, "/v1/storage/lifecycle/runs/:", h_lifecycle_run_get, CTL_P_READ, T_NONE},
     {M_GET, "/v1/tiers", h_tiers, CTL_P_READ, T_NONE},
     {M_GET, "/v1/classes", h_classes, CTL_P_READ, T_NONE},
     {M_PATCH, "/v1/classes/:", h_class_patch, CTL_P_ADMIN, T_NONE},

@@ -13,6 +13,7 @@
 #include "controller/alerts.h"
 #include "controller/anchor.h"
 #include "controller/network.h"
+#include "controller/lifecycle.h"
 #include "controller/storage.h"
 #include "controller/conn.h"
 #include "controller/ctl.h"
@@ -160,7 +161,9 @@ static json_t *heartbeat_reply(struct ctl *c, struct ctl_node *n, int64_t ack)
     const char *st = "UP";
     if (i >= 0 && sched_node_get(c->sched, (uint32_t)i, &v) == 0)
         st = sched_node_state_name(v.state);
-    return json_pack("{s:o,s:s}", "commands", cmds, "node_state", st);
+    json_t *reply = json_pack("{s:o,s:s}", "commands", cmds, "node_state", st);
+    ctl_lifecycle_reply(c, n, reply);
+    return reply;
 }
 
 /* Answer a parked heartbeat (now or at the commit). */
@@ -175,6 +178,11 @@ static void unpark(struct ctl *c, struct ctl_node *n)
     if (con)
         ctl_conn_watch(c, con, NULL, NULL);
     ctl_reply_json(c, req, 200, heartbeat_reply(c, n, -1));
+}
+
+void ctl_node_wake(struct ctl *c, struct ctl_node *n)
+{
+    unpark(c, n);
 }
 
 void ctl_node_drop_commands(struct ctl_node *n)
@@ -855,6 +863,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     }
     ctl_usage_prune(c);
     ctl_services_tick(c);
+    ctl_lifecycle_tick(c);
     ctl_leader_tick(c);
     ctl_turn_leave(c, CTL_TURN_TIMER, t0);
 }

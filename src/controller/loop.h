@@ -35,6 +35,8 @@ int ctl_audit(struct ctl *c, const char *actor, const char *action, const char *
  * database instead of running on with the two disagreeing. */
 void ctl_store_diverged(struct ctl *c, const char *what, uint64_t job);
 struct ctl_node *ctl_node_by_name(struct ctl *c, const char *name);
+/* Answer the node's parked heartbeat now (a lifecycle run for it, lifecycle.c). */
+void ctl_node_wake(struct ctl *c, struct ctl_node *n);
 struct ctl_node *ctl_node_at(struct ctl *c, uint32_t index);
 /* Persist the node record (rec) of n, its state taken from the core. */
 int ctl_node_save(struct ctl *c, struct ctl_node *n) CTL_WUR;

@@ -388,6 +388,31 @@ json_t *ctl_storage_job_env(struct ctl *c, const char *project, const json_t *sp
     return out;
 }
 
+const struct storage_policy *ctl_storage_policy(struct ctl *c)
+{
+    return &storage_of(c)->policy;
+}
+
+bool ctl_storage_node_ready(struct ctl *c, const char *node, const char *pool)
+{
+    struct ctl_storage *s = storage_of(c);
+    const struct storage_pool *p = storage_pool_find(&s->policy, pool);
+    const struct node_state *ns = node_state(s, node, false);
+    if (!p || !ns || !ns->has_report || !node_has_pool(c, node, p))
+        return false;
+    for (int i = 0; i < ns->rep.npools; i++)
+        if (strcmp(ns->rep.pools[i].name, pool) == 0)
+            return ns->rep.pools[i].ok;
+    return false;
+}
+
+void ctl_storage_each_area(struct ctl *c, ctl_storage_area_fn fn, void *arg)
+{
+    struct ctl_storage *s = storage_of(c);
+    for (size_t i = 0; i < s->nareas; i++)
+        fn(arg, s->areas[i].rec.project, s->areas[i].rec.pool, s->areas[i].used_bytes);
+}
+
 /* ---- pools' state -----------------------------------------------------------------------------
  */
 

@@ -10,6 +10,7 @@
 #define DOCKET_CONTROLLER_STORAGE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct ctl;
@@ -20,6 +21,7 @@ struct proto_policy;
 struct proto_jobspec;
 struct proto_error;
 struct storage_report;
+struct storage_policy;
 
 /* The policy's section taken (a document without one keeps the current), and written
  * into a policy document (pp's when it has one, else the current). */
@@ -43,6 +45,14 @@ json_t *ctl_storage_job_env(struct ctl *c, const char *project, const json_t *sp
  * with key "POOL" or "POOL/PROJECT". */
 typedef void (*ctl_storage_fill_cb)(void *arg, const char *key, double pct, const char *summary);
 void ctl_storage_each_fill(struct ctl *c, ctl_storage_fill_cb cb, void *arg);
+
+/* For lifecycle.c and the usage samples: the policy's section; whether `node` has `pool`
+ * (its labels) and its last check of it passed; each area with its usage (-1 unknown). */
+const struct storage_policy *ctl_storage_policy(struct ctl *c);
+bool ctl_storage_node_ready(struct ctl *c, const char *node, const char *pool);
+typedef void (*ctl_storage_area_fn)(void *arg, const char *project, const char *pool,
+                                    int64_t used_bytes);
+void ctl_storage_each_area(struct ctl *c, ctl_storage_area_fn fn, void *arg);
 
 /* The /metrics families (docs/monitoring.md). */
 void ctl_storage_metrics(struct ctl *c, struct dbuf *b);

@@ -769,13 +769,14 @@ void agent_heartbeat_reply_release(struct agent_heartbeat_reply *r)
     if (r->storage)
         storage_config_release(r->storage);
     free(r->storage);
+    free(r->lifecycle);
     memset(r, 0, sizeof *r);
 }
 
 int agent_heartbeat_reply_parse(const json_t *body, struct agent_heartbeat_reply *out,
                                 struct proto_error *err)
 {
-    static const char *const fields[] = {"commands", "node_state", "storage", NULL};
+    static const char *const fields[] = {"commands", "node_state", "storage", "lifecycle", NULL};
     memset(out, 0, sizeof *out);
     if (!json_is_object(body))
         return bad(err, "", "heartbeat reply must be an object");
@@ -792,6 +793,11 @@ int agent_heartbeat_reply_parse(const json_t *body, struct agent_heartbeat_reply
             agent_heartbeat_reply_release(out);
             return rc;
         }
+    }
+    json_t *lc = json_object_get(body, "lifecycle");
+    if (lc && (rc = lifecycle_runs_parse(lc, &out->lifecycle, &out->nlifecycle, err)) < 0) {
+        agent_heartbeat_reply_release(out);
+        return rc;
     }
     json_t *cmds = json_object_get(body, "commands");
     if (!cmds || json_is_null(cmds))
@@ -1115,12 +1121,15 @@ void agent_heartbeat_release(struct agent_heartbeat *h)
         storage_report_release(h->storage);
     free(h->storage);
     h->storage = NULL;
+    lifecycle_results_free(h->lifecycle, h->nlifecycle);
+    h->lifecycle = NULL;
+    h->nlifecycle = 0;
 }
 
 int agent_heartbeat_parse(const json_t *body, struct agent_heartbeat *h, struct proto_error *err)
 {
-    static const char *const known[] = {"node", "ack",     "wait_ms", "health",
-                                        "jobs", "storage", NULL};
+    static const char *const known[] = {"node", "ack",     "wait_ms",   "health",
+                                        "jobs", "storage", "lifecycle", NULL};
     int rc;
     json_t *v;
     memset(h, 0, sizeof *h);
@@ -1145,6 +1154,11 @@ int agent_heartbeat_parse(const json_t *body, struct agent_heartbeat *h, struct 
             agent_heartbeat_release(h);
             return rc;
         }
+    }
+    if ((v = json_object_get(body, "lifecycle")) &&
+        (rc = lifecycle_results_parse(v, &h->lifecycle, &h->nlifecycle, err)) < 0) {
+        agent_heartbeat_release(h);
+        return rc;
     }
     if ((rc = parse_hb_jobs(json_object_get(body, "jobs"), h, err)) < 0)
         agent_heartbeat_release(h);

@@ -22,6 +22,7 @@
 
 #include "protocol/error.h"
 #include "protocol/network.h"
+#include "protocol/lifecycle.h"
 #include "protocol/storage.h"
 
 /* The fencing margin of docs/agent.md "Fencing and leases", one definition for both sides: a node
@@ -165,7 +166,9 @@ struct agent_heartbeat_reply {
     struct agent_cmd *cmds; /* owned */
     size_t ncmds;
     char node_state[32];
-    struct storage_config *storage; /* owned; NULL when the reply has none */
+    struct storage_config *storage;  /* owned; NULL when the reply has none */
+    struct lifecycle_run *lifecycle; /* owned; runs to start (protocol/lifecycle.h) */
+    size_t nlifecycle;
 };
 
 /* {"commands": [CMD...], "node_state": "UP", "storage": {...}}: a malformed command (or
@@ -256,7 +259,9 @@ struct agent_heartbeat {
     struct agent_job_status *jobs; /* owned; state borrowed from the body, NULL when absent;
                                     * pid is not read (0): docketd has no use for it */
     size_t njobs;
-    struct storage_report *storage; /* owned; NULL when the heartbeat has none */
+    struct storage_report *storage;     /* owned; NULL when the heartbeat has none */
+    struct lifecycle_result *lifecycle; /* owned; the lifecycle runs the agent holds */
+    size_t nlifecycle;
 };
 int agent_heartbeat_parse(const json_t *body, struct agent_heartbeat *out,
                           struct proto_error *err) PROTO_WUR;

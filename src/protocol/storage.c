@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/lifecycle.h"
 #include "protocol/proto.h"
 #include "util/parse.h"
 #include "util/str.h"
@@ -43,6 +44,7 @@ void storage_policy_defaults(struct storage_policy *p)
 {
     memset(p, 0, sizeof(*p));
     p->check_interval_ms = 60000;
+    p->sample_interval_ms = 3600000;
 }
 
 /* ---- small typed readers ------------------------------------------------------------- */
@@ -298,7 +300,8 @@ static int parse_groups(const json_t *v, struct storage_policy *out, struct prot
 
 int storage_policy_parse(const json_t *v, struct storage_policy *out, struct proto_error *err)
 {
-    static const char *const known[] = {"pools", "check_interval", "group_prefix", "groups", NULL};
+    static const char *const known[] = {
+        "pools", "check_interval", "group_prefix", "groups", "lifecycle", "sample_interval", NULL};
     storage_policy_defaults(out);
     int rc;
     if (!json_is_object(v))
@@ -326,6 +329,16 @@ int storage_policy_parse(const json_t *v, struct storage_policy *out, struct pro
     }
     if ((x = json_object_get(v, "groups")) && (rc = parse_groups(x, out, err)) < 0)
         return rc;
+    if ((x = json_object_get(v, "sample_interval"))) {
+        if ((rc = proto_get_duration(x, "storage.sample_interval", 86400000,
+                                     &out->sample_interval_ms, err)) < 0)
+            return rc;
+        if (out->sample_interval_ms < 1000)
+            return proto_errorf(err, 400, NULL, "storage.sample_interval",
+                                "storage.sample_interval must be at least 1s");
+    }
+    if ((x = json_object_get(v, "lifecycle")) && (rc = storage_rules_parse(x, out, err)) < 0)
+        return rc;
     return 0;
 }
 
@@ -350,9 +363,12 @@ json_t *storage_policy_json(const struct storage_policy *p)
         json_array_append_new(pools, pool_json(&p->pools[i]));
     for (int i = 0; i < p->ngroups; i++)
         json_object_set_new(groups, p->groups[i].project, json_string(p->groups[i].group));
-    return json_pack("{s:o,s:I,s:s,s:o}", "pools", pools, "check_interval",
-                     (json_int_t)(p->check_interval_ms / 1000), "group_prefix", p->group_prefix,
-                     "groups", groups);
+    json_t *o = json_pack("{s:o,s:I,s:s,s:o}", "pools", pools, "check_interval",
+                          (json_int_t)(p->check_interval_ms / 1000), "group_prefix",
+                          p->group_prefix, "groups", groups);
+    json_object_set_new(o, "sample_interval", json_integer(p->sample_interval_ms / 1000));
+    json_object_set_new(o, "lifecycle", storage_rules_json(p));
+    return o;
 }
 
 const struct storage_pool *storage_pool_find(const struct storage_policy *p, const char *name)

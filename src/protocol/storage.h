@@ -31,6 +31,10 @@ enum {
     STORAGE_MAX_AREAS = 100000,  /* areas in one agent message */
     STORAGE_MSG_MAX = 200,       /* a pool's or area's check message (bytes) */
     STORAGE_MAX_JOB_POOLS = 8,   /* pools one job may name */
+    STORAGE_MAX_RULES = 32,      /* lifecycle rules in a policy */
+    STORAGE_RULE_NAME_MAX = 32,  /* a rule's name */
+    STORAGE_GLOB_MAX = 64,       /* a rule's file name pattern */
+    STORAGE_RULE_PROJECTS = 8,   /* projects one rule may name */
 };
 
 enum storage_class { STORAGE_HOT, STORAGE_COLD, STORAGE_ARCHIVE, STORAGE_SCRATCH };
@@ -53,6 +57,29 @@ struct storage_pool {
     int nnodes;
 };
 
+/* A lifecycle rule (docs/storage.md "Lifecycle rules"): on each area of `pool` (or of the
+ * projects named), the regular files not used for `after_ms` (their last access, or their
+ * last change where the file system keeps no access times), of those only the ones under
+ * a directory marked `.docket-intermediate` when `marker` and the ones whose name matches
+ * `glob` when it is set, are moved to the project's area on pool `to`, or deleted. A rule
+ * with `every_ms` runs that often; one without runs only when asked. Read by
+ * protocol/lifecycle.c. */
+enum lifecycle_action { LC_MOVE, LC_DELETE };
+
+struct lifecycle_rule {
+    char name[STORAGE_RULE_NAME_MAX];
+    char pool[STORAGE_POOL_NAME_MAX];
+    char to[STORAGE_POOL_NAME_MAX]; /* MOVE: the target pool */
+    enum lifecycle_action action;
+    int64_t after_ms;   /* unused for at least this long */
+    int64_t every_ms;   /* 0: only when asked (docket storage lifecycle) */
+    int64_t rate_bytes; /* bytes per second a run copies, 0: no limit */
+    bool marker;        /* only trees marked with a .docket-intermediate file */
+    char glob[STORAGE_GLOB_MAX];
+    char projects[STORAGE_RULE_PROJECTS][STORAGE_NAME_MAX]; /* none: every area */
+    int nprojects;
+};
+
 /* The policy's `storage:` section. A project's Unix group is groups[] when listed, else
  * group_prefix + the project's name (docs/storage.md "Projects and groups"). */
 struct storage_policy {
@@ -64,11 +91,14 @@ struct storage_policy {
         char project[STORAGE_NAME_MAX], group[STORAGE_NAME_MAX];
     } groups[STORAGE_MAX_GROUPS];
     int ngroups;
+    struct lifecycle_rule rules[STORAGE_MAX_RULES];
+    int nrules;
+    int64_t sample_interval_ms; /* how often docketd records each area's usage */
 };
 
 const char *storage_class_name(enum storage_class c);
 const char *storage_quota_name(enum storage_quota q);
-/* Defaults: no pools, 60 s checks, no prefix, no groups. */
+/* Defaults: no pools, 60 s checks, no prefix, no groups, no rules, hourly samples. */
 void storage_policy_defaults(struct storage_policy *p);
 /* Parse the `storage` object (replaces `out` whole); errors name "storage.pools[1].path". */
 int storage_policy_parse(const json_t *v, struct storage_policy *out,

@@ -218,6 +218,15 @@ static const char *const migrations[] = {
     "CREATE TABLE storage_areas (project TEXT NOT NULL, pool TEXT NOT NULL,"
     " quota_bytes INTEGER NOT NULL, created_by TEXT NOT NULL, created_ms INTEGER NOT NULL,"
     " PRIMARY KEY (project, pool));",
+    /* ---- issue 37: 17: storage lifecycle runs (docs/storage.md "Lifecycle rules"): one
+     * rule on one project's area, on one node; its counts and its list of files (JSON). */
+    "CREATE TABLE lifecycle_runs (id INTEGER PRIMARY KEY, rule TEXT NOT NULL,"
+    " project TEXT NOT NULL, pool TEXT NOT NULL, to_pool TEXT NOT NULL, action TEXT NOT NULL,"
+    " dry_run INTEGER NOT NULL, node TEXT NOT NULL, state TEXT NOT NULL,"
+    " requested_by TEXT NOT NULL, created_ms INTEGER NOT NULL, finished_ms INTEGER NOT NULL,"
+    " files INTEGER NOT NULL, bytes INTEGER NOT NULL, freed_bytes INTEGER NOT NULL,"
+    " failed INTEGER NOT NULL, in_use INTEGER NOT NULL, message TEXT NOT NULL,"
+    " result TEXT NOT NULL);",
 };
 
 /* PostgreSQL's twin of each migration after STORE_PG_BASE_VERSION (schema_pg.c holds the
@@ -239,6 +248,14 @@ static const char *const pg_migrations[] = {
     "CREATE TABLE storage_areas (project TEXT NOT NULL, pool TEXT NOT NULL,"
     " quota_bytes BIGINT NOT NULL, created_by TEXT NOT NULL, created_ms BIGINT NOT NULL,"
     " PRIMARY KEY (project, pool));",
+    /* 17: storage lifecycle runs */
+    "CREATE TABLE lifecycle_runs (id BIGINT PRIMARY KEY, rule TEXT NOT NULL,"
+    " project TEXT NOT NULL, pool TEXT NOT NULL, to_pool TEXT NOT NULL, action TEXT NOT NULL,"
+    " dry_run BIGINT NOT NULL, node TEXT NOT NULL, state TEXT NOT NULL,"
+    " requested_by TEXT NOT NULL, created_ms BIGINT NOT NULL, finished_ms BIGINT NOT NULL,"
+    " files BIGINT NOT NULL, bytes BIGINT NOT NULL, freed_bytes BIGINT NOT NULL,"
+    " failed BIGINT NOT NULL, in_use BIGINT NOT NULL, message TEXT NOT NULL,"
+    " result TEXT NOT NULL);",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    STORE_PG_BASE_VERSION + sizeof(pg_migrations) / sizeof(pg_migrations[0]),

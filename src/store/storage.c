@@ -1,10 +1,11 @@
 /*
  * storage.c - project storage areas in the database (store.h "Storage areas"): which
- * project has a directory on which pool, with which quota. The pools are the policy's;
- * usage is the agents' and lives in docketd's memory. Statements prepared per call:
- * they are rare.
+ * project has a directory on which pool, with which quota; and the lifecycle runs (what
+ * ran where, with its counts). The pools and rules are the policy's; usage is the
+ * agents' and lives in docketd's memory. Statements prepared per call: they are rare.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "store/store_int.h"
@@ -67,6 +68,95 @@ int store_storage_area_list(struct store *st, store_storage_area_cb cb, void *ar
     }
     if (!rc && step != DB_DONE)
         rc = store_fail(st, "list storage areas");
+    db_finalize(s);
+    return rc;
+}
+
+int store_lc_run_put(struct store *st, const struct store_lc_run *r)
+{
+    struct db_stmt *s = prepare(
+        st, "INSERT INTO lifecycle_runs(id, rule, project, pool, to_pool, action, dry_run, node,"
+            " state, requested_by, created_ms, finished_ms, files, bytes, freed_bytes, failed,"
+            " in_use, message, result) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,"
+            "?15,?16,?17,?18,?19) ON CONFLICT(id) DO UPDATE SET node = excluded.node,"
+            " state = excluded.state, finished_ms = excluded.finished_ms,"
+            " files = excluded.files, bytes = excluded.bytes,"
+            " freed_bytes = excluded.freed_bytes, failed = excluded.failed,"
+            " in_use = excluded.in_use, message = excluded.message, result = excluded.result");
+    if (!s)
+        return -EIO;
+    db_bind_int64(s, 1, r->id);
+    store_bind_text(s, 2, r->rule);
+    store_bind_text(s, 3, r->project);
+    store_bind_text(s, 4, r->pool);
+    store_bind_text(s, 5, r->to_pool);
+    store_bind_text(s, 6, r->action);
+    db_bind_int64(s, 7, r->dry_run);
+    store_bind_text(s, 8, r->node);
+    store_bind_text(s, 9, r->state);
+    store_bind_text(s, 10, r->requested_by);
+    db_bind_int64(s, 11, r->created_ms);
+    db_bind_int64(s, 12, r->finished_ms);
+    db_bind_int64(s, 13, r->files);
+    db_bind_int64(s, 14, r->bytes);
+    db_bind_int64(s, 15, r->freed_bytes);
+    db_bind_int64(s, 16, r->failed);
+    db_bind_int64(s, 17, r->in_use);
+    store_bind_text(s, 18, r->message);
+    store_bind_text(s, 19, r->result ? r->result : "");
+    int rc = db_step(s) == DB_DONE ? 0 : store_fail(st, "put lifecycle run");
+    db_finalize(s);
+    return rc;
+}
+
+static void lc_run_row(struct db_stmt *s, struct store_lc_run *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->id = db_column_int64(s, 0);
+    store_col_copy(s, 1, r->rule, sizeof(r->rule));
+    store_col_copy(s, 2, r->project, sizeof(r->project));
+    store_col_copy(s, 3, r->pool, sizeof(r->pool));
+    store_col_copy(s, 4, r->to_pool, sizeof(r->to_pool));
+    store_col_copy(s, 5, r->action, sizeof(r->action));
+    r->dry_run = db_column_int64(s, 6) != 0;
+    store_col_copy(s, 7, r->node, sizeof(r->node));
+    store_col_copy(s, 8, r->state, sizeof(r->state));
+    store_col_copy(s, 9, r->requested_by, sizeof(r->requested_by));
+    r->created_ms = db_column_int64(s, 10);
+    r->finished_ms = db_column_int64(s, 11);
+    r->files = db_column_int64(s, 12);
+    r->bytes = db_column_int64(s, 13);
+    r->freed_bytes = db_column_int64(s, 14);
+    r->failed = db_column_int64(s, 15);
+    r->in_use = db_column_int64(s, 16);
+    store_col_copy(s, 17, r->message, sizeof(r->message));
+    r->result = (char *)db_column_text(s, 18);
+}
+
+int store_lc_run_list(struct store *st, int64_t limit, bool unfinished, store_lc_run_cb cb,
+                      void *arg)
+{
+    struct db_stmt *s = prepare(
+        st, unfinished
+                ? "SELECT id, rule, project, pool, to_pool, action, dry_run, node, state,"
+                  " requested_by, created_ms, finished_ms, files, bytes, freed_bytes, failed,"
+                  " in_use, message, result FROM lifecycle_runs WHERE finished_ms = 0"
+                  " ORDER BY id DESC LIMIT ?1"
+                : "SELECT id, rule, project, pool, to_pool, action, dry_run, node, state,"
+                  " requested_by, created_ms, finished_ms, files, bytes, freed_bytes, failed,"
+                  " in_use, message, result FROM lifecycle_runs ORDER BY id DESC LIMIT ?1");
+    if (!s)
+        return -EIO;
+    db_bind_int64(s, 1, limit > 0 ? limit : INT64_MAX);
+    int step, rc = 0;
+    while ((step = db_step(s)) == DB_ROW) {
+        struct store_lc_run r;
+        lc_run_row(s, &r);
+        if ((rc = cb(arg, &r)))
+            break;
+    }
+    if (!rc && step != DB_DONE)
+        rc = store_fail(st, "list lifecycle runs");
     db_finalize(s);
     return rc;
 }

@@ -597,6 +597,29 @@ typedef int (*store_storage_area_cb)(void *arg, const struct store_storage_area 
 int store_storage_area_list(struct store *st, store_storage_area_cb cb, void *arg) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
+/* Storage lifecycle runs (schema 17, src/store/storage.c; docs/storage.md)             */
+
+struct store_lc_run {
+    int64_t id;
+    char rule[32], project[64], pool[32], to_pool[32], action[8];
+    bool dry_run;
+    char node[64];
+    char state[12]; /* pending, running, done, failed */
+    char requested_by[64];
+    int64_t created_ms, finished_ms; /* finished 0 while it runs */
+    int64_t files, bytes, freed_bytes, failed, in_use;
+    char message[256];
+    char *result; /* JSON text ({"age_basis", "list", "unlisted"}), owned; may be NULL */
+};
+/* Insert or replace by id. */
+int store_lc_run_put(struct store *st, const struct store_lc_run *r) STORE_WUR;
+/* Runs newest first, at most `limit` (0: all); only the unfinished ones when asked. The
+ * record is borrowed for the call. A non-zero return of cb stops and is returned. */
+typedef int (*store_lc_run_cb)(void *arg, const struct store_lc_run *r);
+int store_lc_run_list(struct store *st, int64_t limit, bool unfinished, store_lc_run_cb cb,
+                      void *arg) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
 /* Usage samples (schema 9, src/store/usage.c; docs/monitoring.md "Storage")             */
 /*
  * Three tables, each bounded: usage_raw keeps every sample (per job and node) for

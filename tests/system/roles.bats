@@ -117,6 +117,9 @@ DELETE /v1/services/:             404/404 404/404 404/404 404/404 404/404 404/40
 GET    /v1/storage                200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 PUT    /v1/projects/:/storage/:   404/404 403/403 403/403 403/403 403/403 403/403 403/403 401/401
 DELETE /v1/projects/:/storage/:   404/404 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+GET    /v1/storage/lifecycle      200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
+POST   /v1/storage/lifecycle      400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
+GET    /v1/storage/lifecycle/runs/: 404/404 404/404 404/404 404/404 404/404 404/404 403/403 401/401
 GET    /v1/templates              200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 GET    /v1/templates/:            404/404 404/404 404/404 404/404 404/404 404/404 403/403 401/401
 GET    /v1/tiers                  200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
@@ -169,6 +172,7 @@ fill() {
     /v1/projects/:/secrets/:) echo "/v1/projects/$proj/secrets/GHOST_KEY" ;;
     /v1/projects/:/storage/:) echo "/v1/projects/$proj/storage/ghost" ;;
     /v1/templates/:) echo "/v1/templates/ghost" ;;
+    /v1/storage/lifecycle/runs/:) echo "/v1/storage/lifecycle/runs/999999" ;;
     /v1/projects/:*) echo "/v1/projects/$proj${pat#/v1/projects/:}" ;;
     /v1/classes/:) echo "/v1/classes/training" ;;
     /v1/services/:*) echo "/v1/services/ghost${pat#/v1/services/:}" ;;

@@ -46,10 +46,10 @@ static void reopen(struct fx *f)
 
 /* The schema version schema.c migrates to (one place to change when a migration is added). */
 #define SCHEMA_LATEST                                                                              \
-    16 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
+    17 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
           written (h-slice), 12: each run's lease (issue 32), 13: services (issue 36), 14: token   \
           parents and secrets' allow lists (issue 33), 15: a job's template (issue 35),            \
-          16: storage areas (issue 37) */
+          16: storage areas, 17: lifecycle runs (issue 37) */
 
 static void migrates_from_empty(void **state)
 {
@@ -1382,6 +1382,51 @@ static void storage_areas_round_trip(void **state)
     assert_string_equal(got, "ml/hot=20:alice;");
 }
 
+static int list_lc_run(void *arg, const struct store_lc_run *r)
+{
+    char *out = arg;
+    size_t n = strlen(out);
+    snprintf(out + n, 256 - n, "%lld:%s/%s:%s:%lld:%s;", (long long)r->id, r->rule, r->project,
+             r->state, (long long)r->files, r->result ? r->result : "");
+    return 0;
+}
+
+/* Lifecycle runs (schema 17): put inserts then updates by id (its result kept), the list
+ * is newest first, and the unfinished ones alone when asked. */
+static void lifecycle_runs_round_trip(void **state)
+{
+    struct fx *f = *state;
+    struct store_lc_run r = {.id = 1,
+                             .rule = "cool",
+                             .project = "ml",
+                             .pool = "hot",
+                             .to_pool = "cold",
+                             .action = "move",
+                             .node = "a",
+                             .state = "running",
+                             .requested_by = "alice",
+                             .created_ms = 5};
+    assert_int_equal(store_lc_run_put(f->st, &r), 0);
+    r.id = 2;
+    assert_int_equal(store_lc_run_put(f->st, &r), 0);
+    r.id = 1;
+    r.finished_ms = 9;
+    r.files = 3;
+    snprintf(r.state, sizeof(r.state), "done");
+    r.result = "{\"list\":[]}";
+    assert_int_equal(store_lc_run_put(f->st, &r), 0);
+    reopen(f);
+    char got[256] = "";
+    assert_int_equal(store_lc_run_list(f->st, 0, false, list_lc_run, got), 0);
+    assert_string_equal(got, "2:cool/ml:running:0:;1:cool/ml:done:3:{\"list\":[]};");
+    got[0] = '\0';
+    assert_int_equal(store_lc_run_list(f->st, 0, true, list_lc_run, got), 0);
+    assert_string_equal(got, "2:cool/ml:running:0:;");
+    got[0] = '\0';
+    assert_int_equal(store_lc_run_list(f->st, 1, false, list_lc_run, got), 0);
+    assert_string_equal(got, "2:cool/ml:running:0:;");
+}
+
 /* Secrets: put replaces (project, name), get returns the exact bytes, list gives names
  * in order without values, delete says when there was nothing, a malformed row opens as
  * nothing (-EBADMSG). */
@@ -2059,7 +2104,8 @@ static void import_from_sqlite(void **state)
         assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), -EINVAL);
     } else {
         assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), 0);
-        assert_int_equal(stats.tables, 22); /* services: 13, storage_areas: 16 */
+        assert_int_equal(stats.tables,
+                         23); /* services: 13, storage_areas: 16, lifecycle_runs: 17 */
         struct store_job out;
         assert_int_equal(store_job_get(f->st, 3, &out), 0);
         assert_int_equal(out.state, SCHED_RUNNING);
@@ -2178,6 +2224,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(secrets_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(storage_areas_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(lifecycle_runs_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_append_only, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_verify_in_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(group_commit, setup, teardown),

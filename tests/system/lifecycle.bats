@@ -1,0 +1,245 @@
+#!/usr/bin/env bats
+# lifecycle.bats - storage lifecycle rules end to end (docs/storage.md "Lifecycle rules"):
+# a real docketd and two real agents (lib/cluster.bash), pools on plain directories and
+# one small loop-mounted ext4 image (the target that fills up). docketd hands each run to
+# an agent, the agent walks the project's area, copies, checks and deletes; the tests look
+# at the files themselves, the run's counts and the audit trail.
+# Pools:  hot   a plain directory            cold  a plain directory
+#         tiny  an 8 MiB ext4 image (archive) scr   a plain directory (scratch)
+# Files are aged with touch -d; the agents run with DOCKET_NODE_TEST_LC_CORRUPT=corrupt.bin,
+# so the copy of any file of that name differs from its source and must fail its check.
+
+bats_require_minimum_version 1.5.0
+
+CLUSTER_NAME=lcyc
+load lib/cluster
+AGENT_EXTRA=()
+DOCKETD_EXTRA=()
+
+setup_file() {
+    [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] ||
+        skip "docket, docketd or docket-node not built"
+    [[ $(id -u) == 0 ]] || skip "needs root: the areas' owners and a loop mount"
+    [[ -e /dev/loop-control ]] || skip "no loop devices here (/dev/loop-control is missing)"
+    export DOCKET_NODE_TEST_LC_CORRUPT=corrupt.bin
+    cluster_start
+    mkdir -p "$T/hot" "$T/cold" "$T/scr" "$T/mnt/tiny" "$T/outside"
+    truncate -s 8M "$T/tiny.img"
+    mkfs.ext4 -q -F -m 0 "$T/tiny.img" >/dev/null
+    mount -o loop "$T/tiny.img" "$T/mnt/tiny" 2>"$T/mount.err" ||
+        skip "loop devices unavailable: $(cat "$T/mount.err")"
+    cat >"$T/policy.yaml" <<YAML
+projects:
+  - {name: ml}
+  - {name: bio}
+storage:
+  check_interval: 1s
+  groups: {ml: 4711, bio: 4712}
+  pools:
+    - {name: hot, path: $T/hot, class: hot}
+    - {name: cold, path: $T/cold, class: cold}
+    - {name: tiny, path: $T/mnt/tiny, class: archive, mount: true}
+    - {name: scr, path: $T/scr, class: scratch}
+  lifecycle:
+    - {name: cool, pool: hot, action: move, to: cold, after: 30d, projects: [ml], rate: 64M}
+    - {name: archive, pool: cold, action: move, to: tiny, after: 90d}
+    - {name: purge, pool: scr, action: delete, after: 7d}
+    - {name: intermediates, pool: hot, action: delete, after: 3d, marker: true}
+YAML
+    "$DOCKET" apply -f "$T/policy.yaml" >/dev/null
+    local p
+    for p in hot cold tiny scr; do "$DOCKET" storage create ml "$p" --quota 0 >/dev/null; done
+    "$DOCKET" storage create bio hot --quota 0 >/dev/null
+    wait_for 30 areas_made
+}
+
+teardown_file() {
+    # lazily: an agent's pool check may have it open this very moment
+    [[ -n ${T:-} ]] && mountpoint -q "$T/mnt/tiny" && umount -l "$T/mnt/tiny"
+    cluster_stop
+}
+
+setup() {
+    cd "$W"
+}
+
+areas_made() {
+    [[ -d $T/hot/projects/ml && -d $T/cold/projects/ml && -d $T/mnt/tiny/projects/ml &&
+        -d $T/scr/projects/ml && -d $T/hot/projects/bio ]] &&
+        [[ $("$DOCKET" storage --json | jq '[.pools[].nodes_ok] | min') == 2 ]]
+}
+
+# mkfile PATH SIZE_KIB AGE: a file of random bytes, last used AGE ago ("40 days")
+mkfile() {
+    mkdir -p "$(dirname "$1")"
+    head -c "$(($2 * 1024))" /dev/urandom >"$1"
+    touch -d "$3 ago" "$1"
+}
+
+lc() { "$DOCKET" storage lifecycle "$@"; }
+files_of() { jq -r '[.runs[].list[] | select(.error == null) | .path] | sort | join(" ")'; }
+left_of() { jq -r '[.runs[].list[] | select(.error != null) | .path] | sort | join(" ")'; }
+count() { jq -r "[.runs[].$1] | add"; }
+
+@test "lifecycle: a dry run lists exactly the files due and moves nothing" {
+    local ml=$T/hot/projects/ml
+    mkfile "$ml/old/a.bin" 1024 "40 days"
+    mkfile "$ml/old/deep/b.bin" 100 "35 days"
+    mkfile "$ml/new.bin" 10 "1 day"
+    mkfile "$T/hot/projects/bio/old.bin" 10 "40 days" # rule cool covers ml only
+    # read yesterday, written long ago: in use by atime (relatime updates it on a read)
+    mkfile "$ml/read.bin" 10 "40 days"
+    touch -a -d "1 day ago" "$ml/read.bin"
+    run lc --dry-run --rule cool --json
+    [ "$status" -eq 0 ]
+    [[ $(jq -r '.runs | length' <<<"$output") == 1 ]]
+    [[ $(jq -r '.runs[0].dry_run' <<<"$output") == true ]]
+    [[ $(jq -r '.runs[0].age_basis' <<<"$output") == atime ]]
+    [[ $(files_of <<<"$output") == "old/a.bin old/deep/b.bin" ]]
+    [[ $(count files <<<"$output") == 2 ]]
+    [[ $(count bytes <<<"$output") == $((1124 * 1024)) ]]
+    # nothing moved, nothing made on the target
+    [[ -f $ml/old/a.bin && -f $ml/old/deep/b.bin ]]
+    [[ -z $(ls -A "$T/cold/projects/ml") ]]
+    # the table a person reads
+    run lc --dry-run --rule cool
+    [ "$status" -eq 0 ]
+    [[ $output == *"rule cool, project ml, hot -> cold"* ]]
+    [[ $output == *"2 files, 1.1M would be moved"* ]]
+    [[ $output == *old/deep/b.bin* ]]
+    # a dry run is not audited
+    [[ $("$DOCKET" audit --json | jq '[.entries[]? // .audit[]? | select(.action == "storage.lifecycle_run")] | length') == 0 ]]
+}
+
+@test "lifecycle: a real run moves exactly those files, verified, with their owner and times, audited" {
+    local ml=$T/hot/projects/ml cold=$T/cold/projects/ml
+    chown 1234:4711 "$ml/old/a.bin"
+    chmod 0640 "$ml/old/a.bin"
+    cp -p "$ml/old/a.bin" "$T/a.ref"
+    cp -p "$ml/old/deep/b.bin" "$T/b.ref"
+    # reading them made them recent (relatime): old again
+    touch -d "40 days ago" "$ml/old/a.bin" "$ml/old/deep/b.bin"
+    local mtime
+    mtime=$(stat -c %Y "$ml/old/a.bin")
+    run lc --rule cool --json
+    [ "$status" -eq 0 ]
+    [[ $(jq -r '.runs[0].state' <<<"$output") == done ]]
+    [[ $(files_of <<<"$output") == "old/a.bin old/deep/b.bin" ]]
+    [[ $(count bytes <<<"$output") == $((1124 * 1024)) ]]
+    [[ $(count freed_bytes <<<"$output") -ge $((1124 * 1024)) ]]
+    [[ $(count failed <<<"$output") == 0 ]]
+    # gone from hot, on cold byte for byte, owner, mode and times kept
+    [[ ! -e $ml/old/a.bin && ! -e $ml/old/deep/b.bin ]]
+    cmp "$T/a.ref" "$cold/old/a.bin"
+    cmp "$T/b.ref" "$cold/old/deep/b.bin"
+    [[ $(stat -c '%u %g %a %Y' "$cold/old/a.bin") == "1234 4711 640 $mtime" ]]
+    # the rest stays
+    [[ -f $ml/new.bin && -f $ml/read.bin && -f $T/hot/projects/bio/old.bin ]]
+    [[ -z $(find "$T/cold" -name '.docket-lc.*') ]]
+    # audited, with the counts; and in the history
+    local a
+    a=$("$DOCKET" audit --json | jq -c '[.entries[]? // .audit[]? | select(.action == "storage.lifecycle_run")] | last')
+    [[ $(jq -r '.target' <<<"$a") == cool/ml ]]
+    [[ $(jq -r '.after | if type == "string" then fromjson else . end | .files' <<<"$a") == 2 ]]
+    run lc --history
+    [ "$status" -eq 0 ]
+    [[ $output == *"rule cool: move hot -> cold, files unused 30d"* ]]
+    [[ $output == *"2 files, 1.1M moved"* ]]
+}
+
+@test "lifecycle: a symlink planted by a member is not followed, on either pool" {
+    local ml=$T/hot/projects/ml cold=$T/cold/projects/ml
+    mkfile "$T/outside/secret.bin" 10 "400 days"
+    mkfile "$T/outside2/keep" 1 "1 day"
+    ln -s "$T/outside" "$ml/evil"           # a directory link in the source
+    ln -s "$T/outside/secret.bin" "$ml/x.bin" # a file link in the source
+    mkfile "$ml/sub/c.bin" 10 "40 days"
+    ln -s "$T/outside2" "$cold/sub"         # and a link where the target directory goes
+    run lc --rule cool --json
+    [[ $(count files <<<"$output") == 0 ]]
+    [[ $(left_of <<<"$output") == "sub/c.bin" ]]
+    [[ $(jq -r '.runs[0].list[0].error' <<<"$output") == *"cannot open its directory on the target"* ]]
+    # nothing outside the areas moved or changed
+    [[ -f $T/outside/secret.bin && -L $ml/x.bin && -L $ml/evil && -f $ml/sub/c.bin ]]
+    [[ $(ls -A "$T/outside2") == keep ]]
+    [[ ! -e $cold/evil && ! -e $cold/x.bin ]]
+    rm -f "$cold/sub"
+}
+
+@test "lifecycle: a file held open and a copy that fails its check are not deleted" {
+    local ml=$T/hot/projects/ml cold=$T/cold/projects/ml
+    mkfile "$ml/open.bin" 10 "40 days"
+    mkfile "$ml/corrupt.bin" 10 "40 days"
+    cp "$ml/corrupt.bin" "$T/corrupt.ref"
+    touch -d "40 days ago" "$ml/corrupt.bin" # the read made it recent
+    exec 7>>"$ml/open.bin" # a job still writing it
+    run lc --rule cool --json
+    exec 7>&-
+    [[ $(jq -r '.runs[0].state' <<<"$output") == failed ]]
+    [[ $(count in_use <<<"$output") == 1 ]]
+    [[ $(count failed <<<"$output") -ge 1 ]]
+    [[ $(jq -r '.runs[0].list[] | select(.path == "open.bin") | .error' <<<"$output") == *"in use"* ]]
+    [[ $(jq -r '.runs[0].list[] | select(.path == "corrupt.bin") | .error' <<<"$output") == *"failed its check"* ]]
+    # both where they were, untouched; neither on the target, no temporary copy left
+    [[ -f $ml/open.bin ]]
+    cmp "$T/corrupt.ref" "$ml/corrupt.bin"
+    [[ ! -e $cold/open.bin && ! -e $cold/corrupt.bin ]]
+    [[ -z $(find "$T/cold" -name '.docket-lc.*') ]]
+    # the sub/c.bin of the test before moves now that its target is a directory again
+    [[ -f $cold/sub/c.bin && ! -e $ml/sub/c.bin ]]
+    # closed: the next run moves open.bin
+    run lc --rule cool --json
+    [[ -f $cold/open.bin && ! -e $ml/open.bin ]]
+    rm -f "$ml/corrupt.bin"
+}
+
+@test "lifecycle: a target that fills mid-move leaves the source intact" {
+    local cold=$T/cold/projects/ml tiny=$T/mnt/tiny/projects/ml
+    mkfile "$cold/big.bin" $((12 * 1024)) "100 days"
+    cp "$cold/big.bin" "$T/big.ref"
+    touch -d "100 days ago" "$cold/big.bin" # the read made it recent
+    run lc --rule archive --json
+    [ "$status" -ne 0 ]
+    [[ $(jq -r '.runs[0].state' <<<"$output") == failed ]]
+    [[ $(jq -r '.runs[0].message' <<<"$output") == *"target pool is full"* ]]
+    [[ $(jq -r '.runs[0].list[] | select(.path == "big.bin") | .error' <<<"$output") == *"full"* ]]
+    cmp "$T/big.ref" "$cold/big.bin"
+    [[ ! -e $tiny/big.bin ]]
+    [[ -z $(find "$T/mnt/tiny" -name '.docket-lc.*') ]]
+    rm -f "$cold/big.bin"
+}
+
+@test "lifecycle: delete rules purge scratch and marked intermediates only" {
+    local scr=$T/scr/projects/ml ml=$T/hot/projects/ml
+    mkfile "$scr/old.tmp" 10 "10 days"
+    mkfile "$scr/d/older.tmp" 10 "20 days"
+    mkfile "$scr/new.tmp" 10 "1 day"
+    mkfile "$ml/run1/.docket-intermediate" 0 "9 days"
+    mkfile "$ml/run1/step/ckpt.pt" 20 "5 days"
+    mkfile "$ml/run2/ckpt.pt" 20 "5 days"
+    run lc --rule purge --json
+    [ "$status" -eq 0 ]
+    [[ $(files_of <<<"$output") == "d/older.tmp old.tmp" ]]
+    [[ $(count bytes <<<"$output") == $((20 * 1024)) ]]
+    [[ ! -e $scr/old.tmp && ! -e $scr/d/older.tmp && -f $scr/new.tmp ]]
+    run lc --rule intermediates hot --json
+    [ "$status" -eq 0 ]
+    [[ $(files_of <<<"$output") == "run1/step/ckpt.pt" ]]
+    [[ ! -e $ml/run1/step/ckpt.pt && -f $ml/run1/.docket-intermediate && -f $ml/run2/ckpt.pt ]]
+    # a rule that deletes whole areas of a hot pool is refused by the policy's reader
+    sed 's/marker: true//' "$T/policy.yaml" >"$T/bad.yaml"
+    run "$DOCKET" apply -f "$T/bad.yaml"
+    [ "$status" -ne 0 ]
+    [[ $output == *"needs marker: true or a glob"* ]]
+}
+
+@test "lifecycle: a rule with every runs by itself, as docketd" {
+    sed 's/action: delete, after: 7d}/action: delete, after: 7d, every: 2s}/' "$T/policy.yaml" >"$T/every.yaml"
+    "$DOCKET" apply -f "$T/every.yaml" >/dev/null
+    mkfile "$T/scr/projects/ml/stale.tmp" 1 "30 days"
+    wait_for 60 test ! -e "$T/scr/projects/ml/stale.tmp"
+    run lc --history --json
+    [[ $(jq -r '[.runs[] | select(.rule == "purge" and (.requested_by | startswith("docketd")))] | length' <<<"$output") -ge 1 ]]
+    [[ $(jq -r '.rules[] | select(.name == "purge") | .next_due_ms' <<<"$output") -gt 0 ]]
+    "$DOCKET" apply -f "$T/policy.yaml" >/dev/null
+}
