@@ -27,7 +27,10 @@ const char cmd_report_usage[] =
     "to now. Viewers, operators and admins read every project; a project's lead reads\n"
     "their own projects (--by project). capacity: one month's utilisation by GPU type,\n"
     "queue peaks per tier and the share of waits past the tier's target, GPUs stranded\n"
-    "now on nodes no waiting job fits, and the most repeated job specs.\n";
+    "now on nodes no waiting job fits, and the most repeated job specs.\n"
+    "By project, usage also has each project's storage per pool: GB-months over the window\n"
+    "(from docketd's samples of the areas' usage; 1 GB = 10^9 bytes, a month 30 days) and\n"
+    "its usage now; the CSV adds them as a second section after a blank line.\n";
 
 enum { RP_SINCE = 1, RP_BY, RP_MONTH, RP_CSV, RP_HTML, RP_QUARTER };
 
@@ -112,6 +115,8 @@ static void period_fields(const json_t *rep, char *out, size_t n)
     dbuf_release(&rates);
 }
 
+static void storage_csv(struct cli *c, const json_t *rep);
+
 static void usage_csv(struct cli *c, const json_t *rep)
 {
     size_t i;
@@ -145,27 +150,51 @@ static void usage_csv(struct cli *c, const json_t *rep)
         else
             fprintf(c->out, ",\n");
     }
+    storage_csv(c, rep);
 }
 
-/* "storage now: PROJECT POOL USED of QUOTA, ...": the areas' usage at the time of the
- * report (docs/storage.md), one line per project. */
+/* "storage: PROJECT  POOL N GB-months (now USED of QUOTA), ...": each area's usage
+ * integrated over the window (docs/reports.md), and at the time of the report, one line
+ * per project. */
 static void storage_lines(struct cli *c, const json_t *rep)
 {
     const char *project, *pool;
     json_t *pools, *a;
     json_object_foreach(json_object_get(rep, "storage"), project, pools) {
-        fprintf(c->out, "storage now: %s", project);
+        fprintf(c->out, "storage: %s", project);
         json_object_foreach(pools, pool, a) {
             int64_t used = jint(a, "used_bytes", -1), quota = jint(a, "quota_bytes", 0);
+            fprintf(c->out, "  %s %.4f GB-months", pool, jreal(a, "gb_months"));
             if (used < 0)
-                fprintf(c->out, "  %s not reported yet", pool);
+                fprintf(c->out, " (now not reported)");
             else
-                fprintf(c->out, "  %s %.2f GiB", pool, (double)used / (1 << 30));
-            if (quota > 0)
+                fprintf(c->out, " (now %.2f GiB", (double)used / (1 << 30));
+            if (used >= 0 && quota > 0)
                 fprintf(c->out, " of %.2f GiB", (double)quota / (1 << 30));
+            if (used >= 0)
+                fputc(')', c->out);
         }
         fputc('\n', c->out);
     }
+}
+
+/* The CSV's second section, after a blank line: one row per project and pool. */
+static void storage_csv(struct cli *c, const json_t *rep)
+{
+    const char *project, *pool;
+    json_t *pools, *a;
+    if (json_object_size(json_object_get(rep, "storage")) == 0)
+        return;
+    fprintf(c->out, "\nproject,pool,gb_months,used_bytes_now,quota_bytes\n");
+    json_object_foreach(json_object_get(rep, "storage"), project, pools)
+        json_object_foreach(pools, pool, a) {
+            csv_field(c->out, project, false);
+            csv_field(c->out, pool, false);
+            fprintf(c->out, "%.6f,", jreal(a, "gb_months"));
+            if (jint(a, "used_bytes", -1) >= 0)
+                fprintf(c->out, "%lld", (long long)jint(a, "used_bytes", -1));
+            fprintf(c->out, ",%lld\n", (long long)jint(a, "quota_bytes", 0));
+        }
 }
 
 static void usage_table(struct cli *c, const json_t *rep)

@@ -864,6 +864,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     ctl_usage_prune(c);
     ctl_services_tick(c);
     ctl_lifecycle_tick(c);
+    ctl_storage_tick(c);
     ctl_leader_tick(c);
     ctl_turn_leave(c, CTL_TURN_TIMER, t0);
 }

@@ -304,6 +304,36 @@ static json_t *rates_json(const struct proto_prices *p)
     return o;
 }
 
+/* GB-months of each area over the window, from the usage samples (store.h), into the
+ * report's `storage` ({PROJECT: {POOL: {...}}}): an area gone since still counts for the
+ * time it had data. GB = 10^9 bytes, a month = 30 days. */
+#define GB_MONTH_BYTE_MS (1e9 * 30.0 * 86400.0 * 1000.0)
+
+static int gb_months_cb(void *arg, const char *project, const char *pool, double byte_ms)
+{
+    json_t *storage = arg;
+    json_t *p = json_object_get(storage, project);
+    if (!p)
+        json_object_set_new(storage, project, p = json_object());
+    json_t *a = json_object_get(p, pool);
+    if (!a)
+        json_object_set_new(
+            p, pool,
+            a = json_pack("{s:I,s:I}", "used_bytes", (json_int_t)-1, "quota_bytes", (json_int_t)0));
+    json_object_set_new(a, "gb_months", json_real(byte_ms / GB_MONTH_BYTE_MS));
+    return 0;
+}
+
+static int storage_gb_months(struct ctl *c, json_t *storage, int64_t since, int64_t until)
+{
+    const char *project, *pool;
+    json_t *pools, *a;
+    json_object_foreach(storage, project, pools)
+        json_object_foreach(pools, pool, a)
+            json_object_set_new(a, "gb_months", json_real(0));
+    return store_storage_byte_ms(c->store, since, until, gb_months_cb, storage);
+}
+
 /* The usage report over [since, until) (counted up to now at most), by `by` (groups: by
  * project folded into groups), limited to the projects `led` names when not NULL; NULL
  * when the store fails. */
@@ -328,8 +358,13 @@ static json_t *usage_report(struct ctl *c, int by, bool groups, const char *byna
         json_decref(u.rows);
         return NULL;
     }
-    /* each project's storage now, by pool (storage.c): not a sum over the window */
+    /* each project's storage by pool: GB-months over the window, and its usage now */
     json_t *storage = by == STORE_BY_PROJECT && !groups ? ctl_storage_usage_json(c) : NULL;
+    if (storage && storage_gb_months(c, storage, since, counted) < 0) {
+        json_decref(storage);
+        json_decref(u.rows);
+        return NULL;
+    }
     if (led) {
         u.rows = only_led(u.rows, led);
         storage = storage ? only_led(storage, led) : NULL;

@@ -49,7 +49,8 @@ struct ctl_storage {
     struct node_state *nodes;
     size_t nnodes;
     int64_t next_gen;
-    json_t *held; /* project -> why, as the core holds it */
+    json_t *held;           /* project -> why, as the core holds it */
+    int64_t next_sample_ms; /* when the areas' usage is next written to the store */
 };
 
 static int area_load(void *arg, const struct store_storage_area *a)
@@ -411,6 +412,25 @@ void ctl_storage_each_area(struct ctl *c, ctl_storage_area_fn fn, void *arg)
     struct ctl_storage *s = storage_of(c);
     for (size_t i = 0; i < s->nareas; i++)
         fn(arg, s->areas[i].rec.project, s->areas[i].rec.pool, s->areas[i].used_bytes);
+}
+
+void ctl_storage_tick(struct ctl *c)
+{
+    struct ctl_storage *s = storage_of(c);
+    int64_t now = clock_now_ms();
+    if (now < s->next_sample_ms || s->nareas == 0)
+        return;
+    s->next_sample_ms = now + s->policy.sample_interval_ms;
+    for (size_t i = 0; i < s->nareas; i++) {
+        const struct area *a = &s->areas[i];
+        if (a->used_bytes < 0)
+            continue; /* no node has measured it yet: the last sample holds */
+        if (store_storage_sample_add(c->store, now, a->rec.project, a->rec.pool, a->used_bytes) <
+            0) {
+            log_error("store_failed", "what=storage_usage error=\"%s\"", store_errmsg(c->store));
+            return;
+        }
+    }
 }
 
 /* ---- pools' state -----------------------------------------------------------------------------

@@ -54,6 +54,10 @@ typedef void (*ctl_storage_area_fn)(void *arg, const char *project, const char *
                                     int64_t used_bytes);
 void ctl_storage_each_area(struct ctl *c, ctl_storage_area_fn fn, void *arg);
 
+/* From the loop's one-second tick: each area's usage sampled into the store every
+ * storage.sample_interval (the reports' GB-months, docs/reports.md). */
+void ctl_storage_tick(struct ctl *c);
+
 /* The /metrics families (docs/monitoring.md). */
 void ctl_storage_metrics(struct ctl *c, struct dbuf *b);
 /* One line per project for `docket report`: {project: {pool: used_bytes}}. */

@@ -227,6 +227,13 @@ static const char *const migrations[] = {
     " files INTEGER NOT NULL, bytes INTEGER NOT NULL, freed_bytes INTEGER NOT NULL,"
     " failed INTEGER NOT NULL, in_use INTEGER NOT NULL, message TEXT NOT NULL,"
     " result TEXT NOT NULL);",
+    /* ---- issue 37: 18: each area's usage, sampled by docketd every
+     * storage.sample_interval, so reports count GB-months over any window (a sample
+     * holds until the next one of the same area). */
+    "CREATE TABLE storage_usage (project TEXT NOT NULL, pool TEXT NOT NULL,"
+    " sample_ms INTEGER NOT NULL, used_bytes INTEGER NOT NULL,"
+    " PRIMARY KEY (project, pool, sample_ms));"
+    "CREATE INDEX storage_usage_time ON storage_usage(sample_ms);",
 };
 
 /* PostgreSQL's twin of each migration after STORE_PG_BASE_VERSION (schema_pg.c holds the
@@ -256,6 +263,11 @@ static const char *const pg_migrations[] = {
     " files BIGINT NOT NULL, bytes BIGINT NOT NULL, freed_bytes BIGINT NOT NULL,"
     " failed BIGINT NOT NULL, in_use BIGINT NOT NULL, message TEXT NOT NULL,"
     " result TEXT NOT NULL);",
+    /* 18: each area's usage over time */
+    "CREATE TABLE storage_usage (project TEXT NOT NULL, pool TEXT NOT NULL,"
+    " sample_ms BIGINT NOT NULL, used_bytes BIGINT NOT NULL,"
+    " PRIMARY KEY (project, pool, sample_ms));"
+    "CREATE INDEX storage_usage_time ON storage_usage(sample_ms);",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    STORE_PG_BASE_VERSION + sizeof(pg_migrations) / sizeof(pg_migrations[0]),

@@ -1,11 +1,13 @@
 /*
  * storage.c - project storage areas in the database (store.h "Storage areas"): which
  * project has a directory on which pool, with which quota; and the lifecycle runs (what
- * ran where, with its counts). The pools and rules are the policy's; usage is the
- * agents' and lives in docketd's memory. Statements prepared per call: they are rare.
+ * ran where, with its counts); and each area's usage sampled over time, integrated for
+ * reports. The pools and rules are the policy's; the usage now is the agents' and lives in
+ * docketd's memory. Statements prepared per call: they are rare.
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "store/store_int.h"
@@ -157,6 +159,79 @@ int store_lc_run_list(struct store *st, int64_t limit, bool unfinished, store_lc
     }
     if (!rc && step != DB_DONE)
         rc = store_fail(st, "list lifecycle runs");
+    db_finalize(s);
+    return rc;
+}
+
+int store_storage_sample_add(struct store *st, int64_t sample_ms, const char *project,
+                             const char *pool, int64_t used_bytes)
+{
+    struct db_stmt *s = prepare(st, "INSERT INTO storage_usage(project, pool, sample_ms,"
+                                    " used_bytes) VALUES (?1,?2,?3,?4) ON CONFLICT(project, pool,"
+                                    " sample_ms) DO UPDATE SET used_bytes = excluded.used_bytes");
+    if (!s)
+        return -EIO;
+    store_bind_text(s, 1, project);
+    store_bind_text(s, 2, pool);
+    db_bind_int64(s, 3, sample_ms);
+    db_bind_int64(s, 4, used_bytes);
+    int rc = db_step(s) == DB_DONE ? 0 : store_fail(st, "add storage sample");
+    db_finalize(s);
+    return rc;
+}
+
+/* One area's samples in time order, integrated as a step function. */
+struct area_sum {
+    char project[64], pool[64];
+    int64_t at, used; /* the sample in hand; at < 0: none */
+    double byte_ms;
+};
+
+static void sum_step(struct area_sum *a, int64_t to, int64_t since)
+{
+    int64_t from = a->at > since ? a->at : since;
+    if (a->at >= 0 && to > from)
+        a->byte_ms += (double)a->used * (double)(to - from);
+}
+
+int store_storage_byte_ms(struct store *st, int64_t since, int64_t until, store_storage_use_cb cb,
+                          void *arg)
+{
+    /* from the last sampling before the window (every area is sampled at the same tick) */
+    struct db_stmt *s =
+        prepare(st, "SELECT project, pool, sample_ms, used_bytes FROM storage_usage"
+                    " WHERE sample_ms < ?2 AND sample_ms >= coalesce((SELECT max(sample_ms)"
+                    " FROM storage_usage WHERE sample_ms <= ?1), 0)"
+                    " ORDER BY project, pool, sample_ms");
+    if (!s)
+        return -EIO;
+    db_bind_int64(s, 1, since);
+    db_bind_int64(s, 2, until);
+    struct area_sum a = {.at = -1};
+    int step, rc = 0;
+    while ((step = db_step(s)) == DB_ROW) {
+        char project[64], pool[64];
+        store_col_copy(s, 0, project, sizeof(project));
+        store_col_copy(s, 1, pool, sizeof(pool));
+        int64_t at = db_column_int64(s, 2), used = db_column_int64(s, 3);
+        if (a.at >= 0 && (strcmp(project, a.project) != 0 || strcmp(pool, a.pool) != 0)) {
+            sum_step(&a, until, since);
+            if ((rc = cb(arg, a.project, a.pool, a.byte_ms)))
+                break;
+            a = (struct area_sum){.at = -1};
+        }
+        sum_step(&a, at, since);
+        snprintf(a.project, sizeof(a.project), "%s", project);
+        snprintf(a.pool, sizeof(a.pool), "%s", pool);
+        a.at = at;
+        a.used = used;
+    }
+    if (!rc && step != DB_DONE)
+        rc = store_fail(st, "integrate storage usage");
+    if (!rc && a.at >= 0) {
+        sum_step(&a, until, since);
+        rc = cb(arg, a.project, a.pool, a.byte_ms);
+    }
     db_finalize(s);
     return rc;
 }

@@ -619,6 +619,18 @@ typedef int (*store_lc_run_cb)(void *arg, const struct store_lc_run *r);
 int store_lc_run_list(struct store *st, int64_t limit, bool unfinished, store_lc_run_cb cb,
                       void *arg) STORE_WUR;
 
+/* Storage usage over time (schema 18, src/store/storage.c; docs/reports.md): one sample
+ * per area per docketd's storage.sample_interval. */
+int store_storage_sample_add(struct store *st, int64_t sample_ms, const char *project,
+                             const char *pool, int64_t used_bytes) STORE_WUR;
+/* Each area's usage integrated over [since, until): byte-milliseconds, each sample held
+ * until the next sample of its area (the last until `until`); the sample before `since`
+ * counts from `since`. By project and pool. */
+typedef int (*store_storage_use_cb)(void *arg, const char *project, const char *pool,
+                                    double byte_ms);
+int store_storage_byte_ms(struct store *st, int64_t since, int64_t until, store_storage_use_cb cb,
+                          void *arg) STORE_WUR;
+
 /* ------------------------------------------------------------------------------------ */
 /* Usage samples (schema 9, src/store/usage.c; docs/monitoring.md "Storage")             */
 /*

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# lifecycle.bats - storage lifecycle rules end to end (docs/storage.md "Lifecycle rules"):
+# lifecycle.bats - storage lifecycle rules end to end (docs/storage.md "Lifecycle rules"),
+# and the GB-months of storage in docket report (docs/reports.md):
 # a real docketd and two real agents (lib/cluster.bash), pools on plain directories and
 # one small loop-mounted ext4 image (the target that fills up). docketd hands each run to
 # an agent, the agent walks the project's area, copies, checks and deletes; the tests look
@@ -34,6 +35,7 @@ projects:
   - {name: bio}
 storage:
   check_interval: 1s
+  sample_interval: 1s
   groups: {ml: 4711, bio: 4712}
   pools:
     - {name: hot, path: $T/hot, class: hot}
@@ -242,4 +244,37 @@ count() { jq -r "[.runs[].$1] | add"; }
     [[ $(jq -r '[.runs[] | select(.rule == "purge" and (.requested_by | startswith("docketd")))] | length' <<<"$output") -ge 1 ]]
     [[ $(jq -r '.rules[] | select(.name == "purge") | .next_due_ms' <<<"$output") -gt 0 ]]
     "$DOCKET" apply -f "$T/policy.yaml" >/dev/null
+}
+
+area_used() { # PROJECT POOL
+    "$DOCKET" storage --json |
+        jq -r --arg p "$1" --arg o "$2" '.areas[] | select(.project == $p and .pool == $o) | .used_bytes'
+}
+gb_months() { "$DOCKET" report usage --json | jq -r --arg p "$1" --arg o "$2" '.storage[$p][$o].gb_months'; }
+positive() { awk -v v="$1" 'BEGIN { exit !(v > 0) }'; }
+
+@test "report: GB-months of storage per project and pool over the window, and in the CSV" {
+    mkfile "$T/hot/projects/bio/data.bin" $((8 * 1024)) "1 day"
+    wait_for 30 bash -c "[[ \$('$DOCKET' storage --json | jq '.areas[] | select(.project == \"bio\" and .pool == \"hot\") | .used_bytes') -ge $((8 << 20)) ]]"
+    wait_for 30 positive "$(gb_months bio hot)"
+    local used gbm now
+    used=$(area_used bio hot)
+    run -0 "$DOCKET" report usage --json
+    gbm=$(jq -r '.storage.bio.hot.gb_months' <<<"$output")
+    now=$(date +%s)
+    # at most what the area holds now for as long as this cluster ran (a sample of its
+    # usage counts until the next one): bytes * ms / (10^9 * 30 days in ms)
+    awk -v g="$gbm" -v u="$used" -v s="$(stat -c %Y "$T")" -v n="$now" \
+        'BEGIN { exit !(g > 0 && g <= u * (n - s + 2) * 1000 / (1e9 * 2592000000)) }'
+    [[ $(jq -r '.storage.bio.hot.used_bytes' <<<"$output") -ge $((8 << 20)) ]]
+    # every area has its figure; a pool with nothing stays at 0
+    [[ $(jq -r '.storage.ml.tiny.gb_months' <<<"$output") != null ]]
+    run -0 "$DOCKET" report usage
+    [[ $output == *"storage: bio  hot "*" GB-months (now "*"GiB)"* ]]
+    run -0 "$DOCKET" report usage --csv
+    [[ $output == *$'\nproject,pool,gb_months,used_bytes_now,quota_bytes\n'* ]]
+    grep -qE '^bio,hot,[0-9.]+,[0-9]+,0$' <<<"$output"
+    # a window that ended before this cluster began has none of it
+    run -0 "$DOCKET" report usage --month 2026-01 --json
+    [[ $(jq -r '.storage.bio.hot.gb_months' <<<"$output") == 0 ]]
 }

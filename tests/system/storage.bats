@@ -279,10 +279,10 @@ received() { # STATUS RULE KEY: the bodies the receiver got for that alert
     [[ $output == *'docket_storage_pool_nodes_failing{pool="hot"} 0'* ]]
     [[ $output == *'docket_storage_area_quota_bytes{project="ml",pool="hot"} 4194304'* ]]
     [[ $output == *'docket_storage_area_used_bytes{project="ml",pool="hot"}'* ]]
-    # and docket report's storage line, each project's areas now
+    # and docket report's storage line, each project's areas over the window and now
     run "$DOCKET" report usage
     [ "$status" -eq 0 ]
-    [[ $output == *"storage now: ml"*"hot "*"GiB of 0.00 GiB"* || $output == *"storage now: ml"*"cold "* ]]
+    [[ $output == *"storage: ml"*"hot "*"GB-months (now "*"GiB of "* ]]
     [[ $("$DOCKET" report usage --json | jq '.storage.ml.hot.quota_bytes') == 4194304 ]]
 }
 

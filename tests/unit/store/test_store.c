@@ -46,10 +46,10 @@ static void reopen(struct fx *f)
 
 /* The schema version schema.c migrates to (one place to change when a migration is added). */
 #define SCHEMA_LATEST                                                                              \
-    17 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
+    18 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
           written (h-slice), 12: each run's lease (issue 32), 13: services (issue 36), 14: token   \
           parents and secrets' allow lists (issue 33), 15: a job's template (issue 35),            \
-          16: storage areas, 17: lifecycle runs (issue 37) */
+          16: storage areas, 17: lifecycle runs, 18: storage usage (issue 37) */
 
 static void migrates_from_empty(void **state)
 {
@@ -1427,6 +1427,39 @@ static void lifecycle_runs_round_trip(void **state)
     assert_string_equal(got, "2:cool/ml:running:0:;");
 }
 
+static int sum_area(void *arg, const char *project, const char *pool, double byte_ms)
+{
+    char *out = arg;
+    size_t n = strlen(out);
+    snprintf(out + n, 256 - n, "%s/%s=%.0f;", project, pool, byte_ms);
+    return 0;
+}
+
+/* Storage usage (schema 18): a step function per area, each sample held until the next
+ * (the last until the window's end), the one before the window counted from its start. */
+static void storage_usage_integrated(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(store_storage_sample_add(f->st, 0, "ml", "hot", 1000), 0);
+    assert_int_equal(store_storage_sample_add(f->st, 0, "bio", "hot", 7), 0);
+    assert_int_equal(store_storage_sample_add(f->st, 10, "ml", "hot", 3000), 0);
+    assert_int_equal(store_storage_sample_add(f->st, 10, "bio", "hot", 7), 0);
+    assert_int_equal(store_storage_sample_add(f->st, 10, "ml", "cold", 5), 0);
+    assert_int_equal(store_storage_sample_add(f->st, 30, "ml", "hot", 0), 0);
+    char got[256] = "";
+    /* [0, 20): ml/hot 1000*10 + 3000*10; bio 7*20; ml/cold 5*10 */
+    assert_int_equal(store_storage_byte_ms(f->st, 0, 20, sum_area, got), 0);
+    assert_string_equal(got, "bio/hot=140;ml/cold=50;ml/hot=40000;");
+    /* [5, 40): the sample at 0 counts from 5; ml/hot 1000*5 + 3000*20 + 0*10 */
+    got[0] = '\0';
+    assert_int_equal(store_storage_byte_ms(f->st, 5, 40, sum_area, got), 0);
+    assert_string_equal(got, "bio/hot=245;ml/cold=150;ml/hot=65000;");
+    /* a window before any sample: nothing */
+    got[0] = '\0';
+    assert_int_equal(store_storage_byte_ms(f->st, -50, -10, sum_area, got), 0);
+    assert_string_equal(got, "");
+}
+
 /* Secrets: put replaces (project, name), get returns the exact bytes, list gives names
  * in order without values, delete says when there was nothing, a malformed row opens as
  * nothing (-EBADMSG). */
@@ -2104,8 +2137,8 @@ static void import_from_sqlite(void **state)
         assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), -EINVAL);
     } else {
         assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), 0);
-        assert_int_equal(stats.tables,
-                         23); /* services: 13, storage_areas: 16, lifecycle_runs: 17 */
+        /* services: 13, storage_areas: 16, lifecycle_runs: 17, storage_usage: 18 */
+        assert_int_equal(stats.tables, 24);
         struct store_job out;
         assert_int_equal(store_job_get(f->st, 3, &out), 0);
         assert_int_equal(out.state, SCHED_RUNNING);
@@ -2225,6 +2258,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(secrets_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(storage_areas_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(lifecycle_runs_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(storage_usage_integrated, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_append_only, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_verify_in_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(group_commit, setup, teardown),
