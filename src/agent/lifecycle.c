@@ -287,37 +287,37 @@ static bool target_full(int err)
     return err == ENOSPC || err == EDQUOT;
 }
 
-/* Move one file: copy, check, rename into place, then remove the source, each step only
- * when the one before went right; the source stays on any failure. */
-static void move_file(struct walk *w, struct frame *f, const char *name, const struct stat *st,
-                      int64_t age_s)
+/* The target already has a file of that name. A copy this node left when a run was cut
+ * short between its rename and its unlink has the source's size and SHA-256: the source
+ * may go. Anything else is the project's own file, and the source stays. */
+static bool left_copy(int dst, const char *name, int src, const struct stat *st)
+{
+    struct stat t;
+    unsigned char a[EVP_MAX_MD_SIZE], b[EVP_MAX_MD_SIZE];
+    int64_t na = -1, nb = -2;
+    if (fstatat(dst, name, &t, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(t.st_mode) ||
+        t.st_size != st->st_size)
+        return false;
+    int fd = openat(dst, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool same = digest_fd(fd, a, &na) == 0 && digest_fd(src, b, &nb) == 0 && na == nb &&
+                memcmp(a, b, LC_SHA_LEN) == 0;
+    close(fd);
+    return same;
+}
+
+/* Copy src to dst/name: under a temporary name, checked, given the source's attributes,
+ * renamed into place. 0, or <0 with the file's failure noted (the source stays). */
+static int copy_step(struct walk *w, int src, int dst, const char *name, const struct stat *st,
+                     bool lease, int64_t age_s)
 {
     char tmp[64];
     unsigned char md[EVP_MAX_MD_SIZE];
     struct stat now;
-    bool lease = false;
-    int dst = dst_dir(w, w->depth - 1), out = -1, rc;
-    if (dst < 0) {
-        failed(w, w->rel, st, age_s, "cannot open its directory on the target", -dst);
-        return;
-    }
-    if (fstatat(dst, name, &now, AT_SYMLINK_NOFOLLOW) == 0) {
-        failed(w, w->rel, st, age_s, "a file of that name is on the target", EEXIST);
-        return;
-    }
-    int src = openat(f->fd, name, O_RDONLY | O_NOFOLLOW | O_NOATIME | O_NONBLOCK | O_CLOEXEC);
-    if (src < 0 || fstat(src, &now) < 0 || !same_file(st, &now)) {
-        failed(w, w->rel, st, age_s, "changed or went away", src < 0 ? errno : ESTALE);
-        goto out;
-    }
-    if (!lease_take(src, &lease)) {
-        w->out->in_use++;
-        note(w, w->rel, st, age_s, "in use (open): left in place");
-        goto out;
-    }
     snprintf(tmp, sizeof(tmp), ".docket-lc.%lld.tmp", (long long)w->r->id);
     (void)unlinkat(dst, tmp, 0); /* left by a run cut short */
-    out = openat(dst, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int out = openat(dst, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), rc;
     if (out < 0) {
         rc = -errno;
     } else {
@@ -332,30 +332,62 @@ static void move_file(struct walk *w, struct frame *f, const char *name, const s
         rc = copy_attrs(dst, tmp, st);
     if (rc == 0 && renameat2(dst, tmp, dst, name, RENAME_NOREPLACE) < 0)
         rc = -errno;
-    if (rc < 0) {
-        if (out >= 0)
-            (void)unlinkat(dst, tmp, 0);
-        if (rc == -EBUSY || rc == -ESTALE) {
-            w->out->in_use++;
-            note(w, w->rel, st, age_s, "changed or opened during the move: left in place");
-        } else if (rc == -EBADMSG) {
-            failed(w, w->rel, st, age_s, "the copy failed its check", EBADMSG);
-        } else if (target_full(-rc)) {
-            failed(w, w->rel, st, age_s, "the target is full", -rc);
-            w->stop = true;
-            snprintf(w->stop_why, sizeof(w->stop_why), "the target pool is full: stopped at %s",
-                     w->rel);
-        } else {
-            failed(w, w->rel, st, age_s, "copy failed", -rc);
-        }
+    if (rc == 0)
+        return 0;
+    if (out >= 0)
+        (void)unlinkat(dst, tmp, 0);
+    if (rc == -EBUSY || rc == -ESTALE) {
+        w->out->in_use++;
+        note(w, w->rel, st, age_s, "changed or opened during the move: left in place");
+    } else if (rc == -EBADMSG) {
+        failed(w, w->rel, st, age_s, "the copy failed its check", EBADMSG);
+    } else if (target_full(-rc)) {
+        failed(w, w->rel, st, age_s, "the target is full", -rc);
+        w->stop = true;
+        snprintf(w->stop_why, sizeof(w->stop_why), "the target pool is full: stopped at %s",
+                 w->rel);
+    } else {
+        failed(w, w->rel, st, age_s, "copy failed", -rc);
+    }
+    return rc;
+}
+
+/* Move one file: copy, check, rename into place, then remove the source, each step only
+ * when the one before went right; the source stays on any failure. */
+static void move_file(struct walk *w, struct frame *f, const char *name, const struct stat *st,
+                      int64_t age_s)
+{
+    struct stat now;
+    bool lease = false;
+    int dst = dst_dir(w, w->depth - 1);
+    if (dst < 0) {
+        failed(w, w->rel, st, age_s, "cannot open its directory on the target", -dst);
+        return;
+    }
+    bool exists = fstatat(dst, name, &now, AT_SYMLINK_NOFOLLOW) == 0;
+    int src = openat(f->fd, name, O_RDONLY | O_NOFOLLOW | O_NOATIME | O_NONBLOCK | O_CLOEXEC);
+    if (src < 0 || fstat(src, &now) < 0 || !same_file(st, &now)) {
+        failed(w, w->rel, st, age_s, "changed or went away", src < 0 ? errno : ESTALE);
         goto out;
     }
+    if (!lease_take(src, &lease)) {
+        w->out->in_use++;
+        note(w, w->rel, st, age_s, "in use (open): left in place");
+        goto out;
+    }
+    if (exists && !left_copy(dst, name, src, st)) {
+        failed(w, w->rel, st, age_s, "a different file of that name is on the target", EEXIST);
+        goto out;
+    }
+    if (!exists && copy_step(w, src, dst, name, st, lease, age_s) < 0)
+        goto out;
     /* in place on the target: the source goes, if it is still the file that was copied and
-     * nobody opened it meanwhile; else the copy goes */
+     * nobody opened it meanwhile; else the copy made now goes */
     struct stat there;
     if (!lease_intact(src, lease) || fstatat(f->fd, name, &there, AT_SYMLINK_NOFOLLOW) < 0 ||
         !same_file(st, &there) || unlinkat(f->fd, name, 0) < 0) {
-        (void)unlinkat(dst, name, 0);
+        if (!exists)
+            (void)unlinkat(dst, name, 0);
         w->out->in_use++;
         note(w, w->rel, st, age_s, "changed or opened during the move: left in place");
         goto out;

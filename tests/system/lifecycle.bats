@@ -47,6 +47,7 @@ storage:
     - {name: archive, pool: cold, action: move, to: tiny, after: 90d}
     - {name: purge, pool: scr, action: delete, after: 7d}
     - {name: intermediates, pool: hot, action: delete, after: 3d, marker: true}
+    - {name: slow, pool: hot, action: move, to: cold, after: 30d, projects: [bio], rate: 1M}
 YAML
     "$DOCKET" apply -f "$T/policy.yaml" >/dev/null
     local p
@@ -277,4 +278,25 @@ positive() { awk -v v="$1" 'BEGIN { exit !(v > 0) }'; }
     # a window that ended before this cluster began has none of it
     run -0 "$DOCKET" report usage --month 2026-01 --json
     [[ $(jq -r '.storage.bio.hot.gb_months' <<<"$output") == 0 ]]
+}
+
+run_of() { curl -sS -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/storage/lifecycle/runs/$1"; }
+run_finished() { [[ $(run_of "$1" | jq -r '.run.finished_ms') -gt 0 ]]; }
+
+@test "lifecycle: a run under way when docketd restarts finishes once, counted and audited once" {
+    "$DOCKET" storage create bio cold --quota 0 >/dev/null
+    wait_for 30 test -d "$T/cold/projects/bio"
+    local bio=$T/hot/projects/bio id
+    rm -f "$bio/old.bin"
+    mkfile "$bio/slow/big.bin" $((4 * 1024)) "40 days" # 4 s at the rule's 1M/s
+    run -0 lc --rule slow --no-wait --json
+    id=$(jq -r '.runs[0]' <<<"$output")
+    wait_for 30 grep -q "lifecycle_run_started id=$id" "$T/agent-a.log" "$T/agent-b.log"
+    kill_pidfile "$T/ctl.pid"
+    ctl_start "$PORT"
+    wait_for 60 run_finished "$id"
+    run_of "$id" | jq -e '.run.state == "done" and .run.files == 1 and .run.bytes == 4194304'
+    [[ -f $T/cold/projects/bio/slow/big.bin && ! -e $bio/slow/big.bin ]]
+    [[ $("$DOCKET" audit --json | jq '[.entries[]? // .audit[]? | select(.action == "storage.lifecycle_run" and .target == "slow/bio")] | length') == 1 ]]
+    [[ $(lc --history --json | jq --argjson id "$id" '[.runs[] | select(.id == $id)] | length') == 1 ]]
 }

@@ -2,7 +2,8 @@
  * lc_execute) on a temporary directory holding two pools: a dry run lists and touches
  * nothing; a move copies byte for byte, keeps mode and times and removes the source; a
  * copy that fails its check leaves the source; a symlink in the source is not followed
- * and one where a target directory goes is not written through; a delete with a marker
+ * and one where a target directory goes is not written through; a copy left by a run cut
+ * short lets the source go, another file of that name does not; a delete with a marker
  * takes only the marked tree; a tree deeper than LC_MAX_DEPTH is walked without harm. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -179,6 +180,35 @@ static void links_not_followed(void **state)
     lifecycle_result_release(&res);
 }
 
+/* A copy left on the target by a run cut short (same bytes): the source goes; a different
+ * file of that name: both stay. */
+static void copy_left_by_a_cut_run(void **state)
+{
+    (void)state;
+    char p[512], q[512];
+    file("same.bin", 4000, 40);
+    file("other.bin", 4000, 40);
+    snprintf(p, sizeof(p), "cp %s/same.bin %s/same.bin", hot, cold);
+    assert_int_equal(system(p), 0);
+    file("same.bin", 4000, 40); /* the same bytes, old again after cp read them */
+    snprintf(q, sizeof(q), "%s/other.bin", cold);
+    FILE *f = fopen(q, "w");
+    fputs("the project's own", f);
+    fclose(f);
+    struct lifecycle_run r = run(LC_MOVE, false);
+    struct lifecycle_result res;
+    lc_execute(&r, &res);
+    assert_int_equal(res.files, 1);
+    assert_int_equal(res.failed, 1);
+    assert_false(exists(hot, "same.bin"));
+    assert_true(exists(cold, "same.bin"));
+    assert_true(exists(hot, "other.bin"));
+    for (size_t i = 0; i < res.nlist; i++)
+        if (strcmp(res.list[i].path, "other.bin") == 0)
+            assert_non_null(strstr(res.list[i].error, "different file"));
+    lifecycle_result_release(&res);
+}
+
 static void delete_marked_only(void **state)
 {
     (void)state;
@@ -225,6 +255,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(dry_run_then_move, setup, teardown),
         cmocka_unit_test_setup_teardown(failed_check_keeps_source, setup, teardown),
         cmocka_unit_test_setup_teardown(links_not_followed, setup, teardown),
+        cmocka_unit_test_setup_teardown(copy_left_by_a_cut_run, setup, teardown),
         cmocka_unit_test_setup_teardown(delete_marked_only, setup, teardown),
         cmocka_unit_test_setup_teardown(deep_tree_walked_safely, setup, teardown),
     };
