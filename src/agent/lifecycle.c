@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -61,6 +63,7 @@ struct walk {
     struct lifecycle_result *out;
     dev_t dev;
     bool noatime, stop;
+    bool leases;  /* the source's file system gives write leases (not NFS) */
     int dst_area; /* a move's target area, -1 otherwise */
     struct frame stack[LC_MAX_DEPTH + 1];
     int depth;
@@ -119,11 +122,13 @@ static void done_one(struct walk *w, const char *rel, const struct stat *st, int
 
 /* A write lease is granted only while no other descriptor has the file open, and breaks
  * when one opens it: the file is not in use while we hold it. *have: false where the file
- * system gives no leases (the change checks alone then). false: the file is in use. */
-static bool lease_take(int fd, bool *have)
+ * system gives no leases (the change checks alone then). false: the file is in use. NFS
+ * answers EAGAIN to every write lease without a delegation, as if the file were open: it
+ * is not asked (w->leases), the change checks alone guard its files. */
+static bool lease_take(const struct walk *w, int fd, bool *have)
 {
-    *have = fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
-    return *have || (errno != EAGAIN && errno != EBUSY);
+    *have = w->leases && fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
+    return *have || !w->leases || (errno != EAGAIN && errno != EBUSY);
 }
 
 static bool lease_intact(int fd, bool have)
@@ -370,7 +375,7 @@ static void move_file(struct walk *w, struct frame *f, const char *name, const s
         failed(w, w->rel, st, age_s, "changed or went away", src < 0 ? errno : ESTALE);
         goto out;
     }
-    if (!lease_take(src, &lease)) {
+    if (!lease_take(w, src, &lease)) {
         w->out->in_use++;
         note(w, w->rel, st, age_s, "in use (open): left in place");
         goto out;
@@ -408,7 +413,7 @@ static void delete_file(struct walk *w, struct frame *f, const char *name, const
     int src = openat(f->fd, name, O_RDONLY | O_NOFOLLOW | O_NOATIME | O_NONBLOCK | O_CLOEXEC);
     if (src < 0 || fstat(src, &now) < 0 || !same_file(st, &now)) {
         failed(w, w->rel, st, age_s, "changed or went away", src < 0 ? errno : ESTALE);
-    } else if (!lease_take(src, &lease)) {
+    } else if (!lease_take(w, src, &lease)) {
         w->out->in_use++;
         note(w, w->rel, st, age_s, "in use (open): left in place");
     } else if (fstatat(f->fd, name, &now, AT_SYMLINK_NOFOLLOW) < 0 || !same_file(st, &now)) {
@@ -570,6 +575,9 @@ static void summary(struct walk *w)
                               "%s%lld entries deeper than %d levels or with "
                               "too long a path were left",
                               n ? "; " : "", (long long)w->deep, LC_MAX_DEPTH);
+    if (o->failed && n < cap)
+        n += (size_t)snprintf(m + n, cap - n, "%s%lld files failed and were left", n ? "; " : "",
+                              (long long)o->failed);
     if (o->in_use && n < cap)
         snprintf(m + n, cap - n, "%s%lld files in use were left", n ? "; " : "",
                  (long long)o->in_use);
@@ -584,6 +592,7 @@ void lc_execute(const struct lifecycle_run *r, struct lifecycle_result *out)
     int area = open_area(r->from, r->project), dst = -1;
     struct stat st;
     struct statvfs vfs;
+    struct statfs fs;
     if (area < 0 || fstat(area, &st) < 0) {
         snprintf(out->message, sizeof(out->message), "cannot open %s/projects/%s: %s", r->from,
                  r->project, strerror(area < 0 ? -area : errno));
@@ -603,6 +612,7 @@ void lc_execute(const struct lifecycle_run *r, struct lifecycle_result *out)
     w->out = out;
     w->dev = st.st_dev;
     w->noatime = fstatvfs(area, &vfs) == 0 && (vfs.f_flag & ST_NOATIME);
+    w->leases = fstatfs(area, &fs) != 0 || fs.f_type != NFS_SUPER_MAGIC;
     w->dst_area = r->dry_run ? -1 : dst;
     w->t0_ns = mono_ns();
     str_copy(out->age_basis, sizeof(out->age_basis), w->noatime ? "mtime" : "atime");
