@@ -409,11 +409,11 @@ static json_t *run_json(const struct store_lc_run *r, bool with_files)
 }
 
 /* POST /v1/storage/lifecycle {"dry_run": bool, "target": POOL|PROJECT, "rule": NAME}: a
- * run of each matching rule on each matching area, now. 202 {runs: [ids]}. */
+ * run of each matching rule on each matching area, now (a target that names a pool is
+ * the pool, else a project). 202 {runs: [ids]}. */
 void h_lifecycle_start(struct ctl_req *r)
 {
-    struct ctl_lifecycle *l = lc_of(r->c);
-    (void)l;
+    lc_of(r->c); /* loaded first: a rule's run already under way is not started twice */
     static const char *const known[] = {"dry_run", "target", "rule", NULL};
     struct proto_error e;
     json_t *b = ctl_body_json(r, true);
