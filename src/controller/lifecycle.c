@@ -149,28 +149,6 @@ static bool node_alive(struct ctl *c, size_t i)
            v.state != SCHED_NODE_DOWN && v.state != SCHED_NODE_UNREACHABLE;
 }
 
-/* The node for a run: alive, with both pools passing their checks, the least busy. */
-static struct ctl_node *pick_node(struct ctl *c, const struct lifecycle_rule *rule)
-{
-    struct ctl_lifecycle *l = c->lifecycle;
-    struct ctl_node *best = NULL;
-    int best_runs = LC_NODE_RUNS_MAX;
-    for (size_t i = 0; i < c->nnodes; i++) {
-        if (!node_alive(c, i))
-            continue;
-        struct ctl_node *n = c->nodes[i];
-        if (!ctl_storage_node_ready(c, n->name, rule->pool) ||
-            (rule->to[0] && !ctl_storage_node_ready(c, n->name, rule->to)))
-            continue;
-        int busy = node_runs(l, n->name);
-        if (busy < best_runs) {
-            best = n;
-            best_runs = busy;
-        }
-    }
-    return best;
-}
-
 /* A new run of `rule` on `project`'s area, stored and handed to `n` at its next
  * heartbeat (woken now). 0 or -errno. */
 static int run_create(struct ctl *c, const struct lifecycle_rule *rule, const char *project,
@@ -321,7 +299,54 @@ struct due_walk {
     const char *by;
     json_t *created;
     int nodeless, failed;
+    /* the nodes that may take the rule's runs, found once per walk, with their runs */
+    struct ctl_node **nodes;
+    int *busy;
+    size_t nnodes;
+    bool found;
 };
+
+/* The nodes alive with both of the rule's pools passing their checks, each with the runs
+ * it has: found once per walk, so a rule over many areas costs nodes + areas. */
+static void find_nodes(struct due_walk *w)
+{
+    struct ctl *c = w->c;
+    w->found = true;
+    w->nodes = xcalloc(c->nnodes + 1, sizeof(*w->nodes));
+    w->busy = xcalloc(c->nnodes + 1, sizeof(*w->busy));
+    for (size_t i = 0; i < c->nnodes; i++) {
+        if (!node_alive(c, i))
+            continue;
+        struct ctl_node *n = c->nodes[i];
+        if (!ctl_storage_node_ready(c, n->name, w->rule->pool) ||
+            (w->rule->to[0] && !ctl_storage_node_ready(c, n->name, w->rule->to)))
+            continue;
+        w->busy[w->nnodes] = node_runs(c->lifecycle, n->name);
+        w->nodes[w->nnodes++] = n;
+    }
+}
+
+/* The node for a run: of those, the least busy (and never more than LC_NODE_RUNS_MAX
+ * runs on one: an agent holds at most LC_MAX_RUNS); its count goes up. */
+static struct ctl_node *pick_node(struct due_walk *w)
+{
+    if (!w->found)
+        find_nodes(w);
+    size_t best = w->nnodes;
+    for (size_t i = 0; i < w->nnodes; i++)
+        if (w->busy[i] < LC_NODE_RUNS_MAX && (best == w->nnodes || w->busy[i] < w->busy[best]))
+            best = i;
+    if (best == w->nnodes)
+        return NULL;
+    w->busy[best]++;
+    return w->nodes[best];
+}
+
+static void walk_done(struct due_walk *w)
+{
+    free(w->nodes);
+    free(w->busy);
+}
 
 static bool rule_running(const struct ctl_lifecycle *l, const char *rule, const char *project)
 {
@@ -341,7 +366,7 @@ static void due_area(void *arg, const char *project, const char *pool, int64_t u
         return;
     if (!w->dry_run && rule_running(w->c->lifecycle, w->rule->name, project))
         return; /* one real run of a rule on an area at a time */
-    struct ctl_node *n = pick_node(w->c, w->rule);
+    struct ctl_node *n = pick_node(w);
     if (!n) {
         w->nodeless++;
         return;
@@ -377,6 +402,7 @@ void ctl_lifecycle_tick(struct ctl *c)
         snprintf(by, sizeof(by), "docketd (every %llds)", (long long)(rule->every_ms / 1000));
         struct due_walk w = {.c = c, .rule = rule, .by = by};
         ctl_storage_each_area(c, due_area, &w);
+        walk_done(&w);
         /* counted as run even when no node could take it: tried again at the next `every` */
         json_object_set_new(l->last, rule->name, json_integer(now));
         if (w.nodeless)
@@ -444,6 +470,7 @@ void h_lifecycle_start(struct ctl_req *r)
                              .by = r->id.user,
                              .created = created};
         ctl_storage_each_area(r->c, due_area, &w);
+        walk_done(&w);
         nodeless += w.nodeless;
         failed += w.failed;
     }
