@@ -300,3 +300,20 @@ run_finished() { [[ $(run_of "$1" | jq -r '.run.finished_ms') -gt 0 ]]; }
     [[ $("$DOCKET" audit --json | jq '[.entries[]? // .audit[]? | select(.action == "storage.lifecycle_run" and .target == "slow/bio")] | length') == 1 ]]
     [[ $(lc --history --json | jq --argjson id "$id" '[.runs[] | select(.id == $id)] | length') == 1 ]]
 }
+
+@test "lifecycle: an agent restarted during a run reports the run its earlier child did" {
+    local bio=$T/hot/projects/bio id node join
+    mkfile "$bio/slow2/big.bin" $((4 * 1024)) "40 days" # 4 s at the rule's 1M/s
+    run -0 lc --rule slow --no-wait --json
+    id=$(jq -r '.runs[0]' <<<"$output")
+    wait_for 30 grep -q "lifecycle_run_started id=$id" "$T/agent-a.log" "$T/agent-b.log"
+    node=$(run_of "$id" | jq -r '.run.node')
+    node=${node##*-}
+    kill_pidfile "$T/agent-$node.pid" # its child goes on, and finishes the copy
+    join=$("$DOCKET" token join)
+    agent_start "$node" "$join"
+    wait_for 60 run_finished "$id"
+    run_of "$id" | jq -e '.run.state == "done" and .run.files == 1 and .run.bytes == 4194304'
+    [[ -f $T/cold/projects/bio/slow2/big.bin && ! -e $bio/slow2/big.bin ]]
+    wait_for 30 nodes_up 2
+}
