@@ -157,6 +157,23 @@ static void env_int(struct envb *e, const char *key, long long v)
     env_set(e, key, num, true);
 }
 
+/* SLURM_TASKS_PER_NODE in Slurm's compact form: "N(xK)" runs, comma-separated. */
+static void tasks_per_node(int ntasks, int per_node, int nnodes, char *out, size_t len)
+{
+    int base = nnodes > 0 ? ntasks / nnodes : ntasks, extra = nnodes > 0 ? ntasks % nnodes : 0;
+    if (ntasks < nnodes || ntasks > per_node * nnodes) /* counts given per node */
+        base = per_node, extra = 0;
+    size_t o = 0;
+    out[0] = '\0';
+    for (int run = 0; run < 2; run++) {
+        int count = run ? nnodes - extra : extra, value = run ? base : base + 1;
+        if (count <= 0 || o >= len)
+            continue;
+        o += (size_t)snprintf(out + o, len - o, count > 1 ? "%s%d(x%d)" : "%s%d", o ? "," : "",
+                              value, count);
+    }
+}
+
 /* Slurm's environment of a batch step (docs/slurm.md): what sbatch and slurmd set, from
  * the allocation docket made. The batch script is task 0 on node 0. */
 static void slurm_env(struct envb *e, const struct agent_job *j, const char *node, const char *user)
@@ -182,9 +199,10 @@ static void slurm_env(struct envb *e, const struct agent_job *j, const char *nod
     env_int(e, "SLURM_NTASKS", j->slurm.ntasks);
     env_int(e, "SLURM_NPROCS", j->slurm.ntasks);
     env_int(e, "SLURM_NTASKS_PER_NODE", j->slurm.ntasks_per_node);
-    /* "4(x2)": 4 on each of 2 nodes, Slurm's compact form; "4" on one node */
+    /* "4(x2)": 4 on each of 2 nodes, Slurm's compact form; "4" on one node; tasks that do
+     * not divide go in blocks, the first nodes one more: -N2 -n3 is "2,1" */
     int cpus = j->cpus > 0 ? j->cpus : 1;
-    snprintf(buf, sizeof buf, nnodes > 1 ? "%d(x%d)" : "%d", j->slurm.ntasks_per_node, nnodes);
+    tasks_per_node(j->slurm.ntasks, j->slurm.ntasks_per_node, nnodes, buf, sizeof buf);
     env_set(e, "SLURM_TASKS_PER_NODE", buf, true);
     env_int(e, "SLURM_CPUS_PER_TASK", j->slurm.cpus_per_task);
     env_int(e, "SLURM_CPUS_ON_NODE", cpus);
@@ -193,6 +211,8 @@ static void slurm_env(struct envb *e, const struct agent_job *j, const char *nod
     if (j->mem_mb > 0)
         env_int(e, "SLURM_MEM_PER_NODE", (long long)j->mem_mb);
     env_int(e, "SLURM_GPUS_ON_NODE", j->ngpus);
+    if (j->ngpus) /* read for a tensor-parallel size (vLLM) */
+        env_int(e, "SLURM_GPUS_PER_NODE", j->ngpus);
     if (j->ngpus) {
         env_set(e, "SLURM_JOB_GPUS", gpus, true);
         env_set(e, "GPU_DEVICE_ORDINAL", gpus, true);
@@ -296,7 +316,9 @@ char **sup_build_env(const struct agent_job *j, const char *node, const char *us
         free(list);
     }
     (void)nl;
-    if (j->world_size > 1 || j->nnodes > 1) {
+    /* Docket's own launch variables are for native gang jobs: a Slurm-style job gets only
+     * Slurm's (open_clip reads WORLD_SIZE before SLURM_NTASKS; docs/slurm.md) */
+    if ((j->world_size > 1 || j->nnodes > 1) && !j->slurm.on) {
         env_set(&e, "MASTER_ADDR",
                 j->master_addr[0] ? j->master_addr : (j->nnodes ? j->nodelist[0] : node), true);
         snprintf(num, sizeof num, "%d", j->master_port ? j->master_port : 29500);

@@ -263,7 +263,10 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
     if (pfd > first_closed)
         close_range((unsigned)first_closed, (unsigned)pfd - 1, 0);
     close_range((unsigned)pfd + 1, ~0U, 0);
-    char *sh_argv[3];
+    int nargs = 0;
+    while (s->j->slurm.args && s->j->slurm.args[nargs])
+        nargs++;
+    char *sh_argv[nargs + 3];
     char **argv = s->j->argv;
     /* a Slurm-style job's batch script runs on the first node only; the others run srun's
      * step host (srun.c), or without the CLI only hold the allocation (ignoring the
@@ -279,9 +282,13 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
     if (!argv) {
         snprintf(what, sizeof what, "%s/.docket_script", s->scratch);
         bool shebang = strncmp(s->j->script, "#!", 2) == 0;
-        sh_argv[0] = shebang ? what : "/bin/sh";
-        sh_argv[1] = shebang ? NULL : what;
-        sh_argv[2] = NULL;
+        int k = 0;
+        if (!shebang)
+            sh_argv[k++] = "/bin/sh";
+        sh_argv[k++] = what;
+        for (int i = 0; i < nargs; i++) /* sbatch job.sh ARG...: the script's $1 ... */
+            sh_argv[k++] = s->j->slurm.args[i];
+        sh_argv[k] = NULL;
         argv = sh_argv;
     }
     /* a template's modules and setup run first, in a shell that then execs the job */

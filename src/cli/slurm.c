@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/spec.h"
+#include "protocol/proto.h"
 #include "util/dbuf.h"
 #include "util/str.h"
 
@@ -38,7 +39,7 @@ static bool env_skipped(const char *name, size_t n)
                                         "NVIDIA_VISIBLE_DEVICES",
                                         "ROCR_VISIBLE_DEVICES",
                                         "DOCKET_TOKEN"};
-    static const char *const prefix[] = {"SLURM_", "DOCKET_", "BASH_FUNC_", "PMI_", "PMIX_"};
+    static const char *const prefix[] = {"SLURM_", "DOCKET_", "PMI_", "PMIX_"};
 
     for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
         if (strlen(exact[i]) == n && !strncmp(name, exact[i], n))
@@ -73,10 +74,14 @@ void slurm_export_env(json_t *spec, char **envp)
         size_t n = eq ? (size_t)(eq - *e) : 0;
         char name[256];
 
-        if (!eq || !env_name_ok(*e, n) || env_skipped(*e, n) || strlen(eq + 1) > 65536)
+        if (!eq || n >= sizeof(name) || env_skipped(*e, n) || strlen(eq + 1) > 65536)
             continue;
         memcpy(name, *e, n);
         name[n] = '\0';
+        /* bash's exported functions (BASH_FUNC_module%%) go too, as --export=ALL carries
+         * them in Slurm: the site's `module` reaches the job */
+        if (!env_name_ok(*e, n) && !proto_exported_function_name(name))
+            continue;
         if (!json_object_get(env, name))
             json_object_set_new(env, name, json_string(eq + 1));
     }
@@ -162,7 +167,9 @@ const char cmd_sbatch_usage[] =
     "  --wrap CMD      run CMD under /bin/sh instead of a script\n"
     "  --parsable      print only the job id (an array's id for an array)\n"
     "  --test-only     check and print the request, submit nothing\n"
-    "  -Q, --quiet     print nothing on success\n";
+    "  -Q, --quiet     print nothing on success\n"
+    "  -W, --wait      wait for the job (all of an array) to end; exit with its status\n"
+    "SCRIPT ARG... passes the arguments to the script ($1 ...), as sbatch does.\n";
 
 struct sbatch_run {
     const char *script; /* path, or NULL */
@@ -203,6 +210,19 @@ static void sbatch_warn(void *arg, const char *msg)
     cli_warn(arg, "%s", msg);
 }
 
+/* The script's arguments, in spec.slurm.args (the agent passes them to the script). */
+static int script_args(struct cli *c, json_t *spec, char **args, int n)
+{
+    json_t *slurm = json_object_get(spec, "slurm");
+    if (!json_is_object(slurm))
+        return cli_usage_error(c, "script arguments go with #SBATCH scripts only");
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(list, json_string(args[i]));
+    json_object_set_new(slurm, "args", list);
+    return 0;
+}
+
 static int sbatch_build(struct cli *c, int argc, char **argv, struct sbatch_run *r, bool *quiet)
 {
     struct spec_env env = {c->cfg.partition_map, sbatch_warn, c, true};
@@ -229,9 +249,8 @@ static int sbatch_build(struct cli *c, int argc, char **argv, struct sbatch_run 
         json_decref(flags);
         return -1;
     }
-    if (stop + 1 < argc)
-        rc = cli_usage_error(c, "arguments after the script are not passed to it in docket; "
-                                "read them from #SBATCH --export=VAR=VALUE instead");
+    if (stop + 1 < argc && json_object_get(r->cli, "wrap"))
+        rc = cli_usage_error(c, "Script arguments not permitted with --wrap option");
     if (rc == 0)
         rc = sbatch_script(c, r);
     if (rc == 0 &&
@@ -246,6 +265,8 @@ static int sbatch_build(struct cli *c, int argc, char **argv, struct sbatch_run 
         if (spec_slurm_finish(r->spec, err, sizeof(err)) < 0)
             rc = cli_usage_error(c, "%s", err);
     }
+    if (rc == 0 && stop + 1 < argc) /* sbatch job.sh ARG...: the script's $1 ... */
+        rc = script_args(c, r->spec, argv + stop + 1, argc - stop - 1);
     json_decref(flags);
     return rc;
 }
@@ -264,6 +285,60 @@ static void sbatch_defaults(struct sbatch_run *r)
     if (!json_object_get(r->spec, "workdir") && getcwd(cwd, sizeof(cwd)))
         json_object_set_new(r->spec, "workdir", json_string(cwd));
     json_object_set_new(r->spec, "script", json_stringn(r->text.data, r->text.len));
+}
+
+/* A job's exit status as sbatch -W gives it: the code, 128 + N for signal N, 1 for any other
+ * end that is not COMPLETED. -1 while the job has not ended. */
+static int job_status(const json_t *j)
+{
+    static const char *const ends[] = {"COMPLETED", "FAILED",    "TIMEOUT",
+                                       "CANCELLED", "NODE_FAIL", "OOM"};
+    const char *state = jstr(j, "state");
+    size_t k = 0;
+    while (k < sizeof(ends) / sizeof(ends[0]) && strcmp(state, ends[k]))
+        k++;
+    if (k == sizeof(ends) / sizeof(ends[0]))
+        return -1;
+    const json_t *ex = json_object_get(j, "exit");
+    int code = (int)jint(ex, "code", 0);
+    if (!strcmp(jstr(ex, "kind"), "code") && (code || !strcmp(state, "COMPLETED")))
+        return code & 255;
+    if (!strcmp(jstr(ex, "kind"), "signal") && code > 0)
+        return 128 + code;
+    return strcmp(state, "COMPLETED") ? 1 : 0;
+}
+
+/* sbatch -W: wait for the job (every task of an array) to end; its exit status, the
+ * highest of an array's (man sbatch, -W). Polled every second, then up to every 10. */
+static int sbatch_wait(struct cli *c, int64_t id, bool array)
+{
+    char path[96];
+    int delay = 1;
+    if (array)
+        snprintf(path, sizeof(path), "/v1/jobs?array_id=%lld&state=all", (long long)id);
+    else
+        snprintf(path, sizeof(path), "/v1/jobs/%lld", (long long)id);
+    for (;;) {
+        json_t *reply = NULL;
+        int rc = array ? cli_get_pages(c, path, "jobs", 0, &reply)
+                       : cli_call(c, "GET", path, NULL, &reply);
+        if (rc) {
+            json_decref(reply);
+            return rc;
+        }
+        json_t *jobs = array ? json_object_get(reply, "jobs") : NULL;
+        int worst = 0, n = array ? (int)json_array_size(jobs) : 1;
+        for (int i = 0; i < n && worst >= 0; i++) {
+            int st =
+                job_status(array ? json_array_get(jobs, (size_t)i) : json_object_get(reply, "job"));
+            worst = st < 0 ? -1 : st > worst ? st : worst;
+        }
+        json_decref(reply);
+        if (worst >= 0 && n > 0)
+            return worst;
+        sleep((unsigned)delay);
+        delay = delay < 10 ? delay + 1 : 10;
+    }
 }
 
 int cmd_sbatch(struct cli *c, int argc, char **argv)
@@ -299,6 +374,10 @@ int cmd_sbatch(struct cli *c, int argc, char **argv)
             fprintf(c->out, "%lld\n", (long long)id);
         else if (!quiet)
             fprintf(c->out, "Submitted batch job %lld\n", (long long)id);
+        if (json_object_get(r.cli, "wait")) {
+            fflush(c->out);
+            rc = sbatch_wait(c, id, job == NULL);
+        }
     }
 out:
     json_decref(reply);

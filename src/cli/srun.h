@@ -21,24 +21,72 @@
 
 #include "cli/steplink.h"
 
-enum { SRUN_MAX_TASKS = 1024, SRUN_MAX_NODES = 64 };
+enum { SRUN_MAX_TASKS = 1024, SRUN_MAX_NODES = 64, SRUN_NAME_MAX = 256 };
 enum { FR_OUT = 1, FR_ERR, FR_EXIT, FR_FAIL, FR_SIGNAL };
 
 struct step {
     int ntasks, nodes, cpus, gpus_per_task; /* the whole step */
     bool label, kill_bad, export_none;
+    bool cyclic;    /* -m cyclic: rank r on step node r % nodes (else blocks) */
+    bool exclusive; /* --exclusive: CPUs of their own, not shared with other such steps */
+    int wait_s;     /* --wait: the others end this long after the first task (0: never) */
     const char *export_list;
+    const char *output, *error; /* -o, -e filename patterns; NULL: through srun */
+    const char *cpu_bind;       /* --cpu-bind, checked (srunopt.c) */
+    const char *chdir;          /* -D */
+    const int *cpu_slots;       /* --exclusive: task i's CPUs are slots i*cpus.. (srun.c) */
     char **argv;
-    int node;           /* this node's index in the step (0: the batch node) */
-    int first, local_n; /* this node's tasks: ranks first .. first + local_n - 1 */
+    int job_node[SRUN_MAX_NODES]; /* step node k is the job's node job_node[k] */
+    int node;           /* this node's index in the step; -1: the batch node is not in it */
+    int first, local_n; /* this node's tasks: local_n of them, first's rank the lowest */
     pid_t pids[SRUN_MAX_TASKS];
 };
 
 /* This node's share of a step: node i of n gets ntasks / n tasks, the first ntasks % n
- * one more (Slurm's block distribution). */
+ * one more (Slurm's block distribution: ranks first ..; cyclic: srun_rank). */
 void srun_share(int ntasks, int nodes, int i, int *first, int *count);
+/* The rank of this node's local task `local` (block or cyclic). */
+int srun_rank(const struct step *st, int local);
 
-/* In a task's child: its Slurm variables and GPUs, then exec (never returns). */
+/* srun's command line (srunopt.c). The job as its environment describes it: */
+struct srun_env {
+    int job_nodes;       /* SLURM_NNODES */
+    int job_ntasks;      /* SLURM_NTASKS, 0 when unset */
+    int ntasks_per_node; /* SLURM_NTASKS_PER_NODE, 0 when unset */
+    int cpus_per_task, gpus_per_task;
+    const char *nodelist; /* SLURM_JOB_NODELIST */
+    const char *job_id;   /* SLURM_JOB_ID */
+};
+struct srun_parse {
+    struct step *st; /* filled: the options, nodes, job_node, ntasks, node, argv */
+    const struct srun_env *env;
+    int ntasks, nodes, per_node, relative; /* -n, -N, --ntasks-per-node, -r; -1 unset */
+    const char *nodelist, *exclude;        /* -w, -x */
+    int info;                              /* 1: --help, 2: --version */
+    char ignored[512]; /* the tuning options met ("--mpi=pmix, --hint=..."): one warning */
+    char warning[160]; /* srun's own warning, when it changed the node count */
+};
+/* 0 (the step settled), 1 (--help or --version: p->info), -1 with err. */
+int srun_parse_args(int argc, char **argv, const struct srun_env *env, struct srun_parse *p,
+                    char *err, size_t errlen);
+
+/* -o, -e filename patterns (man srun, "filename pattern"): %j %J %s %A %a %t %n %N %u %x %%,
+ * a number after % zero-pads, a backslash turns them off. 0, or -1 (unknown, too long). */
+struct srun_names {
+    const char *job_id, *step_id, *array_job_id, *array_task_id, *host, *user, *job_name;
+};
+int srun_pattern(const char *pat, const struct srun_names *n, int rank, int node, char *out,
+                 size_t len);
+/* Whether a pattern names a file per node or per task (%t, %n, %N). */
+bool srun_pattern_per_node(const char *pat);
+
+/* Empty the -o/-e files of this node's tasks, once, before any starts: the files per
+ * task or node (%t, %n, %N), and with step_wide (srun on the batch node, before the other
+ * nodes start) the step's single file. */
+void srun_truncate_outputs(const struct step *st, bool step_wide);
+
+/* In a task's child: its files (-o, -e), directory (-D), CPUs (--cpu-bind, --exclusive),
+ * Slurm variables and GPUs, then exec (never returns). */
 void srun_task_exec(const struct step *st, int local) __attribute__((noreturn));
 
 /* A step host's request (the JSON line srun sends): fills *st (argv allocated, its

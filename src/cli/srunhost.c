@@ -109,6 +109,20 @@ static bool int_in(const json_t *req, const char *name, int lo, int hi, int *out
     return true;
 }
 
+/* An optional string field: absent, or text of at most 4 KiB without NUL. */
+static bool opt_string(const json_t *req, const char *name, const char **out)
+{
+    const json_t *v = json_object_get(req, name);
+    *out = NULL;
+    if (!v)
+        return true;
+    if (!json_is_string(v) || json_string_length(v) > 4096 || json_string_length(v) == 0 ||
+        strlen(json_string_value(v)) != json_string_length(v))
+        return false;
+    *out = json_string_value(v);
+    return true;
+}
+
 int srun_request_read(const json_t *req, struct step *st)
 {
     const json_t *argv = json_object_get(req, "argv");
@@ -129,6 +143,11 @@ int srun_request_read(const json_t *req, struct step *st)
     for (size_t i = 0; i < json_array_size(argv); i++)
         if (!json_is_string(json_array_get(argv, i)))
             return -1;
+    if (!int_in(req, "job_node", 0, SRUN_MAX_NODES - 1, &st->job_node[st->node]) ||
+        !opt_string(req, "output", &st->output) || !opt_string(req, "error", &st->error) ||
+        !opt_string(req, "cpu_bind", &st->cpu_bind))
+        return -1;
+    st->cyclic = json_is_true(json_object_get(req, "cyclic"));
     st->export_none = json_is_true(json_object_get(req, "export_none"));
     st->export_list = ex && *json_string_value(ex) ? json_string_value(ex) : NULL;
     st->argv = calloc(json_array_size(argv) + 1, sizeof(char *));
@@ -224,6 +243,7 @@ static int run_step(int fd, int note_fd)
         fail_step(l, msg);
         return 1;
     }
+    srun_truncate_outputs(&st, false);
     for (int i = 0; i < st.local_n; i++) {
         int po[2], pe[2];
         if (pipe(po) < 0 || pipe(pe) < 0) {
@@ -246,6 +266,8 @@ static int run_step(int fd, int note_fd)
             close(pe[1]);
             srun_task_exec(&st, i);
         }
+        if (st.pids[i] > 0)
+            setpgid(st.pids[i], st.pids[i]); /* as the task does: no race with a kill */
         close(po[1]);
         close(pe[1]);
         out[i][0] = po[0];
@@ -284,14 +306,14 @@ static int run_step(int fd, int note_fd)
                 }
                 for (int t = 0; t < st.local_n; t++)
                     if (st.pids[t] > 0 && sig > 0 && sig < 65)
-                        kill(st.pids[t], (int)sig);
+                        kill(-st.pids[t], (int)sig); /* its group: srun_task_exec */
                 continue;
             }
             int t = who[k] / 2, s = who[k] % 2;
             char buf[16384];
             ssize_t got = read(p[k].fd, buf, sizeof(buf));
             if (got > 0) {
-                srun_frame_send(l, s ? FR_ERR : FR_OUT, (uint32_t)(st.first + t), buf,
+                srun_frame_send(l, s ? FR_ERR : FR_OUT, (uint32_t)srun_rank(&st, t), buf,
                                 (uint32_t)got);
             } else {
                 close(out[t][s]);
@@ -308,7 +330,7 @@ static int run_step(int fd, int note_fd)
                 if (st.pids[t] == pid) {
                     uint32_t code = htonl((uint32_t)(WIFEXITED(status) ? WEXITSTATUS(status)
                                                                        : 128 + WTERMSIG(status)));
-                    srun_frame_send(l, FR_EXIT, (uint32_t)(st.first + t), &code, 4);
+                    srun_frame_send(l, FR_EXIT, (uint32_t)srun_rank(&st, t), &code, 4);
                     st.pids[t] = 0;
                     exited++;
                 }

@@ -145,6 +145,7 @@ void agent_job_release(struct agent_job *j)
     free(j->error);
     free(j->slurm.submit_dir);
     free_vec(j->slurm.step_hosts);
+    free_vec(j->slurm.args);
     free_vec(j->modules);
     free(j->setup);
     free(j->prepare);
@@ -205,7 +206,7 @@ static int parse_kv(const json_t *v, const char *field, char ***out, int *count,
     json_object_foreach((json_t *)v, key, val) {
         char f[160];
         snprintf(f, sizeof f, "%s.%.100s", field, key);
-        if (!env_key_ok(key))
+        if (!env_key_ok(key) && !proto_exported_function_name(key))
             return bad(err, f, "bad variable name '%.100s'", key);
         if (!json_is_string(val) || strlen(json_string_value(val)) != json_string_length(val))
             return bad(err, f, "'%s' must be a string without NUL bytes", f);
@@ -381,19 +382,32 @@ static int parse_scalars(const json_t *o, struct agent_job *j, struct proto_erro
     return 0;
 }
 
+/* job.slurm.args: the batch script's arguments, strings without NUL bytes. */
+static int parse_script_args(const json_t *v, struct agent_job *j, struct proto_error *err)
+{
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_array(v) || json_array_size(v) > AGENT_MAX_ARGS)
+        return bad(err, "job.slurm.args", "'job.slurm.args' must be an array of strings");
+    j->slurm.args = calloc(json_array_size(v) + 1, sizeof(char *));
+    if (!j->slurm.args)
+        return -ENOMEM;
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        json_t *a = json_array_get(v, i);
+        if (!json_is_string(a) || strlen(json_string_value(a)) != json_string_length(a))
+            return bad(err, "job.slurm.args", "'job.slurm.args[%zu]' must be a string", i);
+        if (!(j->slurm.args[i] = strdup(json_string_value(a))))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 static int parse_slurm(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
-    static const char *const fields[] = {"ntasks",
-                                         "ntasks_per_node",
-                                         "cpus_per_task",
-                                         "gpus_per_task",
-                                         "signal_before",
-                                         "signal_batch",
-                                         "submit_dir",
-                                         "signal",
-                                         "step_key",
-                                         "step_hosts",
-                                         NULL};
+    static const char *const fields[] = {
+        "ntasks",        "ntasks_per_node", "cpus_per_task", "gpus_per_task",
+        "signal_before", "signal_batch",    "submit_dir",    "signal",
+        "step_key",      "step_hosts",      "args",          NULL};
     struct {
         const char *k;
         int64_t min, max;
@@ -434,6 +448,8 @@ static int parse_slurm(const json_t *o, struct agent_job *j, struct proto_error 
         return -ENOMEM;
     if ((rc = get_str(o, "step_key", "job.slurm.", j->slurm.step_key, sizeof j->slurm.step_key,
                       false, err)) < 0)
+        return rc;
+    if ((rc = parse_script_args(json_object_get(o, "args"), j, err)) < 0)
         return rc;
     json_t *h = json_object_get(o, "step_hosts");
     if (!h)
@@ -630,6 +646,8 @@ static void slurm_to_json(const struct agent_job *j, json_t *o)
         json_object_set_new(s, "step_key", json_string(j->slurm.step_key));
     if (s && j->slurm.step_hosts)
         json_object_set_new(s, "step_hosts", vec_json(j->slurm.step_hosts, false));
+    if (s && j->slurm.args)
+        json_object_set_new(s, "args", vec_json(j->slurm.args, false));
     json_object_set_new(o, "slurm", s);
 }
 

@@ -128,6 +128,7 @@ struct agent_job {
         char **step_hosts; /* each node's address by rank (its step host listens there on a
                             * port the kernel picks), NULL-terminated, or NULL */
         int nstep_hosts;
+        char **args; /* the batch script's arguments (sbatch job.sh ARG...), or NULL */
     } slurm;
     /* The job's network boundary (docs/network.md): a namespace of its own with this
      * address, peers and allow-list; NULL = the node's network. Owned. */

@@ -169,3 +169,17 @@ int proto_get_size_mb(const json_t *v, const char *field, int64_t *out, struct p
     *out = mb;
     return 0;
 }
+
+bool proto_exported_function_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n < 13 || n > 255 || strncmp(name, "BASH_FUNC_", 10) || strcmp(name + n - 2, "%%"))
+        return false;
+    for (size_t i = 10; i < n - 2; i++) {
+        char c = name[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == ':' || c == '-'))
+            return false;
+    }
+    return true;
+}

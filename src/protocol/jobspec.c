@@ -291,7 +291,8 @@ static int string_map(const json_t *v, const char *field, size_t max_entries, bo
     json_object_foreach((json_t *)v, k, val) {
         char f[160];
         snprintf(f, sizeof(f), "%s.%.128s", field, k);
-        bool key_ok = env ? env_name_ok(k) && strlen(k) < 256 : str_is_name(k);
+        bool key_ok = env ? (env_name_ok(k) || proto_exported_function_name(k)) && strlen(k) < 256
+                          : str_is_name(k);
         if (!key_ok) {
             json_decref(out);
             return proto_errorf(e, 400, NULL, f, "%s: invalid %s name '%.64s'", f,
@@ -453,14 +454,36 @@ static int f_array(const json_t *v, int64_t now, struct proto_jobspec *j, struct
     return 0;
 }
 
+/* "slurm.args": the batch script's arguments (sbatch job.sh ARG...): at most
+ * PROTO_MAX_ARGS strings without NUL bytes, PROTO_PATH_MAX bytes each. */
+static int slurm_args(const json_t *v, json_t *out, struct proto_error *e)
+{
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_array(v) || json_array_size(v) > PROTO_MAX_ARGS)
+        return proto_errorf(e, 400, NULL, "slurm.args",
+                            "slurm.args must be an array of at most %d strings", PROTO_MAX_ARGS);
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *a = json_array_get(v, i);
+        if (!json_is_string(a) || json_string_length(a) > PROTO_PATH_MAX ||
+            strlen(json_string_value(a)) != json_string_length(a))
+            return proto_errorf(e, 400, NULL, "slurm.args",
+                                "slurm.args[%zu] must be a string of at most %d bytes", i,
+                                PROTO_PATH_MAX);
+    }
+    if (json_array_size(v))
+        json_object_set_new(out, "args", json_deep_copy(v));
+    return 0;
+}
+
 /* "slurm": how a job read from sbatch options runs (docs/api.md): its tasks, the warning
  * signal's timing, the submission directory. Its presence makes the job Slurm-style:
  * the batch script runs on the first node only (docs/slurm.md). */
 static int f_slurm(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
-    static const char *const known[] = {"ntasks",        "ntasks_per_node", "cpus_per_task",
-                                        "gpus_per_task", "signal_before",   "signal_batch",
-                                        "submit_dir",    "signal",          NULL};
+    static const char *const known[] = {
+        "ntasks",       "ntasks_per_node", "cpus_per_task", "gpus_per_task", "signal_before",
+        "signal_batch", "submit_dir",      "signal",        "args",          NULL};
     static const struct {
         const char *key;
         int64_t min, max;
@@ -508,6 +531,10 @@ static int f_slurm(const json_t *v, int64_t now, struct proto_jobspec *j, struct
     if (d)
         json_object_set_new(out, "submit_dir",
                             json_stringn(json_string_value(d), json_string_length(d)));
+    if ((rc = slurm_args(json_object_get(v, "args"), out, e)) < 0) {
+        json_decref(out);
+        return rc;
+    }
     json_object_set_new(j->extra, "slurm", out);
     return 0;
 }

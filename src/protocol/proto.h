@@ -89,6 +89,9 @@ struct proto_jobspec {
 
 /* A secret's name: an environment variable name of at most PROTO_SECRET_NAME_MAX bytes. */
 bool proto_secret_name_ok(const char *name);
+/* A shell function exported by bash, as a job's variable: BASH_FUNC_NAME%% (bash 4.3 and
+ * later), NAME of letters, digits, _ . : - (how `module` and `ml` reach a Slurm job). */
+bool proto_exported_function_name(const char *name);
 
 void proto_jobspec_init(struct proto_jobspec *j);
 void proto_jobspec_release(struct proto_jobspec *j);

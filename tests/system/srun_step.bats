@@ -142,7 +142,7 @@ echo "fake host: $?"
 kill $fake
 srun -N 2 -n 2 bash -c 'echo "right key: rank=$SLURM_PROCID"'
 echo "right key: $?"
-SLURM_NNODES=3 DOCKET_STEP_WAIT=1 srun -N 3 -n 3 bash -c 'echo ran-without-a-host'
+SLURM_NNODES=3 SLURM_JOB_NODELIST=$SLURM_JOB_NODELIST,ghost DOCKET_STEP_WAIT=1 srun -N 3 -n 3 bash -c 'echo ran-without-a-host'
 echo "never came: $?"
 DOCKET_STEP_KEY=not-the-key srun -N 2 -n 2 bash -c 'echo ran-with-wrong-key'
 EOS

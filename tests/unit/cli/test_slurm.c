@@ -74,6 +74,8 @@ static void exported_environment(void **state)
                     "NOEQUALS",
                     "DOCKET_URL=http://ctl:8420",
                     "DOCKET_JOB_ID=9",
+                    "BASH_FUNC_module%%=() {  eval $(/usr/bin/modulecmd bash \"$@\")\n}",
+                    "BASH_FUNC_bad name%%=() { :; }",
                     NULL};
     json_t *spec = json_pack("{s:{s:s}}", "env", "FOO", "from-flag");
     slurm_export_env(spec, envp);
@@ -86,7 +88,9 @@ static void exported_environment(void **state)
     assert_null(json_object_get(env, "PWD"));
     assert_null(json_object_get(env, "DOCKET_JOB_ID"));
     assert_string_equal(json_string_value(json_object_get(env, "DOCKET_URL")), "http://ctl:8420");
-    assert_int_equal(json_object_size(env), 4);
+    /* man sbatch --export=ALL: bash's exported functions go with the rest */
+    assert_non_null(json_object_get(env, "BASH_FUNC_module%%"));
+    assert_int_equal(json_object_size(env), 5);
     json_decref(spec);
 }
 
@@ -168,14 +172,129 @@ static void step_requests(void **state)
     }
 }
 
+/* srun's command line inside a job of `nodes` nodes named n0.. with `ntasks` tasks. */
+static int parse(const char *line, int nodes, int ntasks, struct step *st, struct srun_parse *p,
+                 char *err)
+{
+    static char buf[1024];
+    static char *argv[64];
+    static char list[256];
+    int argc = 0;
+    snprintf(buf, sizeof(buf), "srun %s", line);
+    for (char *w = strtok(buf, " "); w && argc < 63; w = strtok(NULL, " "))
+        argv[argc++] = w;
+    argv[argc] = NULL;
+    size_t o = 0;
+    for (int i = 0; i < nodes; i++)
+        o += (size_t)snprintf(list + o, sizeof(list) - o, "%sn%d", i ? "," : "", i);
+    struct srun_env env = {nodes, ntasks, (ntasks + nodes - 1) / nodes, 1, 0, list, "42"};
+    memset(st, 0, sizeof(*st));
+    memset(p, 0, sizeof(*p));
+    p->st = st;
+    return srun_parse_args(argc, argv, &env, p, err, 512);
+}
+
+/* man srun: -n, -N; "-N2 -n3 = 3 tasks"; the job's counts by default; -w, -x, -r. */
+static void srun_counts(void **state)
+{
+    struct step st;
+    struct srun_parse p;
+    char err[512];
+    assert_int_equal(parse("hostname", 2, 3, &st, &p, err), 0); /* a -N2 -n3 job */
+    assert_int_equal(st.ntasks, 3);
+    assert_int_equal(st.nodes, 2);
+    assert_string_equal(st.argv[0], "hostname");
+    assert_int_equal(parse("-n 1 hostname", 2, 4, &st, &p, err), 0); /* as -n needs */
+    assert_int_equal(st.nodes, 1);
+    assert_int_equal(parse("-N2 -n1 true", 2, 4, &st, &p, err), 0);
+    assert_int_equal(st.nodes, 1); /* srun: "can't run 1 processes on 2 nodes" */
+    assert_non_null(strstr(p.warning, "setting nnodes to 1"));
+    assert_int_equal(parse("--ntasks-per-node=3 true", 2, 2, &st, &p, err), 0);
+    assert_int_equal(st.ntasks, 6);
+    assert_int_equal(parse("-w n1 true", 2, 2, &st, &p, err), 0);
+    assert_int_equal(st.nodes, 1);
+    assert_int_equal(st.job_node[0], 1);
+    assert_int_equal(st.node, -1); /* the batch node is not in it */
+    assert_int_equal(parse("-x n0 -n2 true", 3, 3, &st, &p, err), 0);
+    assert_int_equal(st.nodes, 2);
+    assert_int_equal(st.job_node[0], 1);
+    assert_int_equal(st.job_node[1], 2);
+    assert_int_equal(parse("-r 1 -N1 true", 2, 2, &st, &p, err), 0);
+    assert_int_equal(st.job_node[0], 1);
+    assert_int_equal(parse("-w n[0-1] -l true", 2, 2, &st, &p, err), 0);
+    assert_int_equal(st.nodes, 2);
+    assert_true(st.label);
+    assert_int_equal(parse("-w n7 true", 2, 2, &st, &p, err), -1);
+    assert_non_null(strstr(err, "not a node of this job"));
+    assert_int_equal(parse("-N 3 true", 2, 2, &st, &p, err), -1);
+}
+
+/* Honoured, tuning (one warning), refused (with the reason), prefixes as getopt_long. */
+static void srun_options(void **state)
+{
+    struct step st;
+    struct srun_parse p;
+    char err[512];
+    assert_int_equal(
+        parse("--mpi=pmix --hint nomultithread -u --overlap python x.py", 1, 1, &st, &p, err), 0);
+    assert_string_equal(p.ignored, "--mpi=pmix, --hint=nomultithread");
+    assert_string_equal(st.argv[0], "python");
+    assert_int_equal(parse("--wait=30 -K --exclusive -o out-%t.txt --cpu_bind=cores,verbose "
+                           "--export=ALL,A=1 -m cyclic --jobid=42 true",
+                           2, 2, &st, &p, err),
+                     0);
+    assert_int_equal(st.wait_s, 30);
+    assert_true(st.kill_bad && st.exclusive && st.cyclic);
+    assert_false(st.export_none);
+    assert_string_equal(st.output, "out-%t.txt");
+    assert_int_equal(parse("--kill-on-bad-exit=0 --export=NONE true", 1, 1, &st, &p, err), 0);
+    assert_false(st.kill_bad);
+    assert_true(st.export_none);
+    assert_int_equal(parse("--export=A=1 true", 1, 1, &st, &p, err), 0);
+    assert_true(st.export_none); /* a list without ALL: NONE and the list */
+    assert_int_equal(parse("--het-group=0 true", 1, 1, &st, &p, err), -1);
+    assert_non_null(strstr(err, "heterogeneous"));
+    assert_int_equal(parse("--jobid=7 true", 1, 1, &st, &p, err), -1);
+    assert_int_equal(parse("--cpu-bind=sideways true", 1, 1, &st, &p, err), -1);
+    assert_int_equal(parse("--gress=gpu:1 true", 1, 1, &st, &p, err), -1);
+    assert_int_equal(parse("--ntasks-per-n 2 true", 1, 1, &st, &p, err), 0); /* a unique prefix */
+    assert_int_equal(parse("--mem 4G true", 1, 1, &st, &p, err), 0);
+    assert_int_equal(parse("--me 4G true", 1, 1, &st, &p, err), -1);
+    assert_non_null(strstr(err, "ambiguous"));
+    assert_int_equal(parse("-n", 1, 1, &st, &p, err), -1);
+    assert_int_equal(parse("-l", 1, 1, &st, &p, err), -1); /* no command */
+    assert_int_equal(parse("--help", 1, 1, &st, &p, err), 1);
+    assert_int_equal(parse("-- -n", 1, 1, &st, &p, err), 0);
+    assert_string_equal(st.argv[0], "-n");
+}
+
+/* man srun, "filename pattern". */
+static void srun_patterns(void **state)
+{
+    struct srun_names n = {"42", "0", NULL, NULL, "gpu1", "ann", "train"};
+    char out[256];
+    assert_int_equal(srun_pattern("log-%j.%s-%t-%n-%N-%u-%x-%%.txt", &n, 3, 1, out, sizeof(out)),
+                     0);
+    assert_string_equal(out, "log-42.0-3-1-gpu1-ann-train-%.txt");
+    assert_int_equal(srun_pattern("%3t_%J", &n, 7, 0, out, sizeof(out)), 0);
+    assert_string_equal(out, "007_42.0");
+    assert_int_equal(srun_pattern("out\\%t", &n, 7, 0, out, sizeof(out)), 0);
+    assert_string_equal(out, "out%t");
+    assert_int_equal(srun_pattern("bad%q", &n, 0, 0, out, sizeof(out)), -1);
+    assert_int_equal(srun_pattern("x%", &n, 0, 0, out, sizeof(out)), -1);
+    assert_int_equal(srun_pattern("%j%j%j", &n, 0, 0, out, 4), -1);
+    assert_true(srun_pattern_per_node("o-%2t"));
+    assert_true(srun_pattern_per_node("o-%N"));
+    assert_false(srun_pattern_per_node("o-%j-%%t"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(hostlists),
-        cmocka_unit_test(block_distribution),
-        cmocka_unit_test(exported_environment),
-        cmocka_unit_test(step_requests),
-        cmocka_unit_test(slurm_times),
+        cmocka_unit_test(hostlists),     cmocka_unit_test(block_distribution),
+        cmocka_unit_test(srun_counts),   cmocka_unit_test(srun_options),
+        cmocka_unit_test(srun_patterns), cmocka_unit_test(exported_environment),
+        cmocka_unit_test(step_requests), cmocka_unit_test(slurm_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

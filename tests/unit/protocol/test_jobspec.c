@@ -284,11 +284,16 @@ static void slurm_object(void **state)
         {"{\"script\": \"x\", \"slurm\": {\"signal_batch\": 1}}", "slurm.signal_batch"},
         {"{\"script\": \"x\", \"slurm\": {\"submit_dir\": \"rel\"}}", "slurm.submit_dir"},
         {"{\"script\": \"x\", \"slurm\": {\"step_key\": \"k\"}}", "slurm.step_key"},
+        {"{\"script\": \"x\", \"slurm\": {\"args\": \"a b\"}}", "slurm.args"},
+        {"{\"script\": \"x\", \"slurm\": {\"args\": [\"a\", 1]}}", "slurm.args"},
+        {"{\"script\": \"x\", \"env\": {\"BASH_FUNC_x%%y\": \"1\"}}", "env.BASH_FUNC_x%%y"},
+        {"{\"script\": \"x\", \"env\": {\"BASH_FUNC_%%\": \"1\"}}", "env.BASH_FUNC_%%"},
     };
     parse_ok("{\"script\": \"#!/bin/sh\\ntrue\\n\", \"slurm\": {\"ntasks\": 8,"
              " \"ntasks_per_node\": 4, \"cpus_per_task\": 10, \"gpus_per_task\": 1,"
              " \"signal\": 10, \"signal_before\": 20, \"signal_batch\": true,"
-             " \"submit_dir\": \"/home/a\"}}",
+             " \"submit_dir\": \"/home/a\", \"args\": [\"one\", \"two words\"]},"
+             " \"env\": {\"BASH_FUNC_module%%\": \"() {  eval $(modulecmd bash $*)\\n}\"}}",
              &j);
     json_t *stored = proto_jobspec_to_json(&j);
     assert_int_equal(

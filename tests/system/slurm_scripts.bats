@@ -1,0 +1,207 @@
+#!/usr/bin/env bats
+# slurm_scripts.bats - batch scripts as Slurm users write them, run unchanged on a real
+# docketd and two real docket-node agents (8xH100-80GB each) on loopback: srun's options
+# in steps (per-task files, --wait, -K, -w, --exclusive, --cpu-bind, -m cyclic, tuning
+# options, refusals), script arguments, bash functions exported from the submitting shell
+# (`module`), sbatch -W, and only Slurm's variables in a Slurm-style job. Each test says
+# which line of `man srun` / `man sbatch` (Slurm 23.11) it checks. One cluster per file;
+# every process it started is stopped by pid in teardown_file.
+
+bats_require_minimum_version 1.5.0
+
+CLUSTER_NAME=slurmscripts
+load lib/cluster
+AGENT_EXTRA=(--addr 127.0.0.1 --slurm-cli "$DOCKET")
+
+setup_file() {
+    [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] || skip "docket, docketd or docket-node not built"
+    cluster_start
+    "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml" >/dev/null
+    mkdir -p "$T/bin"
+    for c in sbatch squeue scancel scontrol srun sinfo sacct; do ln -s "$DOCKET" "$T/bin/$c"; done
+}
+
+teardown_file() {
+    cluster_stop
+}
+
+setup() {
+    cd "$W"
+    PATH=$T/bin:$PATH
+}
+
+# done_ok ID: wait until job ID is COMPLETED (fail on another terminal state)
+done_ok() {
+    local s
+    wait_for 90 state_in "$1" COMPLETED FAILED TIMEOUT CANCELLED NODE_FAIL OOM
+    s=$(job_state "$1")
+    [[ $s == COMPLETED ]] || { echo "job $1 is $s"; cat ./*"$1"* 2>/dev/null; false; }
+}
+
+# all_exited ID N: the job's supervisors on its N nodes have all reported its end
+all_exited() {
+    [ "$(cat "$T"/agent-*.log | grep -c "event=job_exited job=$1 ")" -ge "$2" ]
+}
+
+node_of() { # ID RANK: the job's node of that rank
+    "$DOCKET" show "$1" --json | jq -r ".job.allocation[$2].node"
+}
+
+@test "-N2 -n3: srun starts 3 tasks in blocks (2,1); only Slurm's variables, no WORLD_SIZE" {
+    # man sbatch, OUTPUT ENVIRONMENT VARIABLES: SLURM_TASKS_PER_NODE "2(x3),1" form;
+    # man srun, -m block: "consecutive tasks share a node"; -n: within an allocation
+    # srun takes the job's task count (SLURM_NTASKS)
+    cat >n3.sh <<'EOS'
+#!/bin/bash
+#SBATCH -A vision -N 2 -n 3
+#SBATCH -o n3-%j.out
+echo "tpn=$SLURM_TASKS_PER_NODE ws=${WORLD_SIZE:-unset} mp=${MASTER_PORT:-unset} nr=${NODE_RANK:-unset}"
+srun bash -c 'echo "rank=$SLURM_PROCID node=$SLURM_NODEID n=$SLURM_NTASKS"' | sort
+EOS
+    id=$(sbatch --parsable n3.sh)
+    done_ok "$id"
+    wait_for 30 all_exited "$id" 2
+    grep -qx "tpn=2,1 ws=unset mp=unset nr=unset" "n3-$id.out"
+    [ "$(grep -c '^rank=' "n3-$id.out")" -eq 3 ]
+    grep -qx "rank=0 node=0 n=3" "n3-$id.out"
+    grep -qx "rank=1 node=0 n=3" "n3-$id.out"
+    grep -qx "rank=2 node=1 n=3" "n3-$id.out"
+}
+
+@test "srun -o/-e per task with %j %t %n %N, -m cyclic, -w the second node, -x, -D" {
+    # man srun, filename pattern: %t "creates a separate IO file per task", %n node
+    # relative to the job, %N short host name; -m cyclic: "consecutive tasks on
+    # consecutive nodes"; -w: "the job step will contain all of these hosts"
+    cat >files.sh <<'EOS'
+#!/bin/bash
+#SBATCH -A vision -N 2 --ntasks-per-node=2
+#SBATCH -o files-%j.out
+srun -o out-%j-%t.txt -e err-%j-%2t.txt bash -c 'echo "rank=$SLURM_PROCID"; echo "oops $SLURM_PROCID" >&2'
+srun -n 2 -o node-%j-%n-%N.txt hostname
+srun -m cyclic -l bash -c 'echo "node=$SLURM_NODEID"' | sort
+srun -w "$(scontrol show hostnames | tail -n 1)" bash -c 'echo "w=$SLURMD_NODENAME n=$SLURM_NTASKS"'
+srun -x "$(scontrol show hostnames | head -n 1)" -n 1 bash -c 'echo "x=$SLURMD_NODENAME"'
+mkdir -p sub && srun -n 1 -D sub -o rel.txt pwd
+EOS
+    id=$(sbatch --parsable files.sh)
+    done_ok "$id"
+    wait_for 30 all_exited "$id" 2
+    a=$(node_of "$id" 0) b=$(node_of "$id" 1)
+    for r in 0 1 2 3; do
+        [ "$(cat "out-$id-$r.txt")" = "rank=$r" ]
+        [ "$(cat "err-$id-0$r.txt")" = "oops $r" ]
+    done
+    [ "$(cat "node-$id-0-$a.txt")" = "$(hostname)" ]
+    [ "$(cat "node-$id-1-$b.txt")" = "$(hostname)" ]
+    # cyclic: ranks 0 and 2 on node 0, 1 and 3 on node 1
+    grep -qx "0: node=0" "files-$id.out"
+    grep -qx "1: node=1" "files-$id.out"
+    grep -qx "2: node=0" "files-$id.out"
+    grep -qx "3: node=1" "files-$id.out"
+    [ "$(grep -c "^w=$b n=2$" "files-$id.out")" -eq 2 ]
+    grep -qx "x=$b" "files-$id.out"
+    [ "$(cat sub/rel.txt)" = "$W/sub" ]
+}
+
+@test "--kill-on-bad-exit and --wait end the step's other tasks; srun's status is the worst" {
+    # man srun, -K: "Controls whether or not to terminate a step if any task exits with a
+    # non-zero exit code"; -W: "how long to wait after the first task terminates before
+    # terminating all remaining tasks"
+    cat >kill.sh <<'EOS'
+#!/bin/bash
+#SBATCH -A vision -N 2 --ntasks-per-node=1
+#SBATCH -o kill-%j.out
+srun --kill-on-bad-exit=1 bash -c 'if [ $SLURM_PROCID = 1 ]; then exit 3; fi; sleep 300'
+echo "K status $?"
+srun --wait=2 bash -c 'if [ $SLURM_PROCID = 0 ]; then exit 0; fi; sleep 300'
+echo "wait status $?"
+EOS
+    id=$(sbatch --parsable kill.sh)
+    done_ok "$id"
+    wait_for 30 all_exited "$id" 2
+    grep -q "srun: error: task 1: Exited with exit code 3" "kill-$id.out"
+    grep -qx "K status 137" "kill-$id.out"
+    grep -q "terminating the step (--wait)" "kill-$id.out"
+    grep -qx "wait status 137" "kill-$id.out"
+}
+
+@test "srun knows every option: tuning ones in one warning line, --het-group refused with why" {
+    # man srun, --het-group: "Identify each component in a heterogeneous job allocation";
+    # the tuning options (--mpi, --hint, --mem, --gres ...) leave the step as it is
+    cat >opts.sh <<'EOS'
+#!/bin/bash
+#SBATCH -A vision -n 2
+#SBATCH -o opts-%j.out
+srun --mpi=pmix --hint=nomultithread --mem=4G --gres=gpu:1 -u --overlap --comment=x -J step --jobid=$SLURM_JOB_ID --cpu_bind=rank bash -c 'echo "task $SLURM_PROCID cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
+srun --het-group=0 true
+echo "het status $?"
+srun --gress=gpu:1 true
+echo "typo status $?"
+EOS
+    id=$(sbatch --parsable opts.sh)
+    done_ok "$id"
+    grep -qx "srun: warning: ignored here, they only tune a step: --mpi=pmix, --hint=nomultithread, --mem=4G, --gres=gpu:1, --comment=x" "opts-$id.out"
+    # --cpu-bind=rank: each task on one CPU of its own
+    [ "$(grep -Ec '^task [01] cpus=[0-9]+$' "opts-$id.out")" -eq 2 ]
+    grep -q "het-group is not supported: docket jobs are not heterogeneous" "opts-$id.out"
+    grep -qx "het status 2" "opts-$id.out"
+    grep -q "unrecognized option '--gress'" "opts-$id.out"
+    grep -qx "typo status 2" "opts-$id.out"
+}
+
+@test "srun --exclusive steps share the job's CPUs: never more at once than fit" {
+    # man srun, --exclusive: "the job step will be allocated dedicated CPUs" and "if
+    # insufficient resources are available, the step waits" (a farm of -n1 steps)
+    cat >farm.sh <<'EOS'
+#!/bin/bash
+#SBATCH -A vision -n 2 -c 1
+#SBATCH -o farm-%j.out
+for i in 1 2 3 4 5; do
+    srun --exclusive -n 1 -c 1 bash -c "mkdir run.$SLURM_JOB_ID.$i; ls -d run.$SLURM_JOB_ID.* | wc -l >> conc.$SLURM_JOB_ID; sleep 1; rmdir run.$SLURM_JOB_ID.$i" &
+done
+wait
+echo farm done
+EOS
+    id=$(sbatch --parsable farm.sh)
+    done_ok "$id"
+    wait_for 30 grep -q "farm done" "farm-$id.out"
+    [ "$(wc -l <"conc.$id")" -eq 5 ]
+    [ "$(sort -n "conc.$id" | tail -n 1)" -le 2 ]
+}
+
+@test "sbatch job.sh ARG...: the script's \$1 ...; --wrap takes none" {
+    # man sbatch, SYNOPSIS: sbatch [OPTIONS...] executable [args...]
+    printf '#!/bin/bash\n#SBATCH -A vision -o args-%%j.out\necho "n=$# 1=$1 2=$2"\n' >args.sh
+    id=$(sbatch --parsable args.sh one "two words")
+    done_ok "$id"
+    wait_for 30 grep -qx "n=2 1=one 2=two words" "args-$id.out"
+    run -2 sbatch --wrap true extra
+}
+
+@test "a bash function exported from the submitting shell (module) reaches the job" {
+    # man sbatch, --export=ALL: "all of the user's environment will be loaded"; bash
+    # carries exported functions in it (BASH_FUNC_module%%), as Lmod's module is
+    module() { echo "module called with: $*"; }
+    export -f module
+    cat >mod.sh <<'EOS'
+#!/bin/bash
+#SBATCH -A vision -o mod-%j.out
+module load cuda/12.1
+EOS
+    id=$(sbatch --parsable mod.sh)
+    unset -f module
+    done_ok "$id"
+    wait_for 30 grep -qx "module called with: load cuda/12.1" "mod-$id.out"
+}
+
+@test "sbatch -W waits for the job and exits with its status (an array: the highest)" {
+    # man sbatch, -W: "Do not exit until the submitted job terminates. The exit code of
+    # the sbatch command will be the same as the exit code of the submitted job"; for an
+    # array "the highest exit code of all array tasks"
+    run -3 sbatch -W -A vision --wrap 'exit 3'
+    [[ $output =~ ^Submitted\ batch\ job\ [0-9]+$ ]]
+    id=${output##* }
+    [ "$(job_state "$id")" = FAILED ]
+    run -0 sbatch -W --parsable -A vision --wrap true
+    run -5 sbatch -W -A vision --array=1-3 --wrap 'exit $((SLURM_ARRAY_TASK_ID + 2))'
+}
