@@ -2,11 +2,12 @@
  * slurm.c - `docket sbatch` and the submitter's side of a Slurm-style job (slurm.h).
  * The options themselves are read by sbatch.c (spec_sbatch_args), as on #SBATCH lines.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include "cli/slurm.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -133,14 +134,111 @@ static void slurm_output_defaults(json_t *spec)
         json_object_set(spec, "error", json_object_get(spec, "output"));
 }
 
+/* The live jobs of this user named `name` (singleton), as afterany dependencies. */
+static int singleton_deps(struct cli *c, const json_t *spec, json_t *out)
+{
+    const struct passwd *pw = getpwuid(getuid());
+    const char *name = json_string_value(json_object_get(spec, "name"));
+    char *q = NULL;
+    json_t *reply = NULL;
+    if (!name || !pw)
+        return cli_usage_error(c, "--dependency=singleton: the job needs a name (-J)");
+    if (asprintf(&q, "/v1/jobs?state=active&fields=id&user=%s&name=%s", pw->pw_name, name) < 0)
+        return cli_fail(c, "out of memory");
+    int rc = cli_get_pages(c, q, "jobs", 0, &reply);
+    free(q);
+    json_t *jobs = json_object_get(reply, "jobs");
+    for (size_t i = 0; rc == 0 && i < json_array_size(jobs); i++)
+        json_array_append_new(out, json_pack("{s:s,s:I}", "type", "afterany", "job",
+                                             jint(json_array_get(jobs, i), "id", 0)));
+    json_decref(reply);
+    return rc;
+}
+
+/* One dependency of Slurm's into docket's (man sbatch, -d): ARRAY_ID is every task of the
+ * array, ARRAY_ID_INDEX that task; after:ID is met once ID started (or ended). */
+static int resolve_dep(struct cli *c, const json_t *d, json_t *out)
+{
+    const char *type = jstr(d, "type");
+    int64_t job = jint(d, "job", 0), idx = jint(d, "array_index", -1);
+    char path[160];
+    json_t *reply = NULL;
+    int rc;
+    if (!strcmp(type, "after")) {
+        snprintf(path, sizeof(path), "/v1/jobs/%lld", (long long)job);
+        if ((rc = cli_call(c, "GET", path, NULL, &reply)))
+            return rc;
+        const char *st = jstr(json_object_get(reply, "job"), "state");
+        bool waiting = !strcmp(st, "PENDING") || !strcmp(st, "HELD");
+        json_decref(reply);
+        if (waiting)
+            return cli_usage_error(c,
+                                   "--dependency=after:%lld: job %lld has not started, and "
+                                   "docket waits for ends, not starts: use afterany",
+                                   (long long)job, (long long)job);
+        return 0; /* met: it started */
+    }
+    snprintf(path, sizeof(path), "/v1/jobs?array_id=%lld&state=all&fields=id,array_index",
+             (long long)job);
+    if ((rc = cli_get_pages(c, path, "jobs", 0, &reply)))
+        return rc;
+    json_t *tasks = json_object_get(reply, "jobs");
+    size_t before = json_array_size(out);
+    for (size_t i = 0; i < json_array_size(tasks); i++) {
+        const json_t *t = json_array_get(tasks, i);
+        if (idx < 0 || jint(t, "array_index", -1) == idx)
+            json_array_append_new(out,
+                                  json_pack("{s:s,s:I}", "type", type, "job", jint(t, "id", 0)));
+    }
+    json_decref(reply);
+    if (json_array_size(out) > before)
+        return 0;
+    if (idx >= 0)
+        return cli_usage_error(c, "--dependency: job %lld_%lld: no such array task", (long long)job,
+                               (long long)idx);
+    json_array_append_new(out, json_pack("{s:s,s:I}", "type", type, "job", (json_int_t)job));
+    return 0;
+}
+
+/* Slurm's dependencies as the API takes them: arrays as every task, singleton, after. */
+static int slurm_deps(struct cli *c, json_t *spec, bool dry_run)
+{
+    json_t *deps = json_object_get(spec, "deps");
+    bool slurmish = false;
+    for (size_t i = 0; i < json_array_size(deps); i++) {
+        const json_t *d = json_array_get(deps, i);
+        slurmish = slurmish || json_object_get(d, "array_index") ||
+                   !strcmp(jstr(d, "type"), "singleton") || !strcmp(jstr(d, "type"), "after");
+    }
+    if (!json_array_size(deps) || (dry_run && slurmish))
+        return 0;
+    json_t *out = json_array();
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < json_array_size(deps); i++) {
+        const json_t *d = json_array_get(deps, i);
+        rc = !strcmp(jstr(d, "type"), "singleton") ? singleton_deps(c, spec, out)
+                                                   : resolve_dep(c, d, out);
+    }
+    if (rc == 0 && json_array_size(out) > 16)
+        rc = cli_usage_error(c,
+                             "--dependency names %zu jobs (an array counts each task): "
+                             "docket takes at most 16",
+                             json_array_size(out));
+    if (rc == 0)
+        json_object_set(spec, "deps", out);
+    json_decref(out);
+    return rc;
+}
+
 int slurm_prepare(struct cli *c, json_t *spec, const json_t *cli, bool dry_run)
 {
     json_t *slurm = json_object_get(spec, "slurm");
     json_t *all = json_object_get(cli, "export_all");
     char cwd[4096];
+    int rc = slurm_deps(c, spec, dry_run);
 
-    if (!json_is_object(slurm))
-        return 0;
+    if (rc || !json_is_object(slurm))
+        return rc;
     if (!all || json_is_true(all))
         slurm_export_env(spec, environ);
     if (getcwd(cwd, sizeof(cwd)))

@@ -32,6 +32,18 @@ int slurm_expand_hostlist(const char *list, FILE *out);
  * caller's clock. 0 with *out_ms set, or -1. */
 int slurm_time_parse(const char *s, int64_t now_ms, int64_t *out_ms);
 
+/* Slurm job ids (slurmids.c). Parse ID, ID_IDX, ID_[LIST] (a trailing %N throttle, as
+ * squeue prints it, left out): *id, and the index list ("" for the whole id). 0, -EINVAL. */
+int slurm_jobid_parse(const char *s, int64_t *id, char *idx, size_t len);
+/* Whether an index list ("1-3,5") holds index. */
+bool slurm_index_in(const char *list, int64_t index);
+/* Sorted indices as squeue folds them: "4-99,101"; "..." ends a list cut to len. */
+void slurm_index_ranges(int64_t *idx, size_t n, char *out, size_t len);
+/* Append to `ids` the docket ids a Slurm job id means: every task of an array for its
+ * ARRAY_ID, the tasks named for ARRAY_ID_IDX or ARRAY_ID_[LIST] (active ones, or any with
+ * active false), the job itself for a plain id. Exit status (after a message). */
+int slurm_jobids_resolve(struct cli *c, const char *word, bool active, json_t *ids);
+
 /* sbatch (slurm.c), srun (srun.c), scontrol, squeue, scancel, sinfo, sacct (slurmcmd.c). */
 cli_fn cmd_sbatch, cmd_srun, cmd_scontrol, cmd_squeue, cmd_scancel, cmd_sinfo, cmd_sacct;
 extern const char cmd_sbatch_usage[], cmd_srun_usage[], cmd_scontrol_usage[], cmd_squeue_usage[],

@@ -146,6 +146,40 @@ static int scontrol_show_node(struct cli *c, const char *name)
     return EXIT_OK;
 }
 
+/* POST /v1/jobs/ID/VERB for every docket id in `ids`, 64 at a time. Exit status. */
+static int act_on_ids(struct cli *c, const json_t *ids, const char *verb, const char *done)
+{
+    static char numbers[64][24];
+    char *argv[65];
+    int rc = EXIT_OK;
+    for (size_t i = 0; i < json_array_size(ids);) {
+        int n = 1;
+        argv[0] = (char *)verb;
+        for (; i < json_array_size(ids) && n < 65; i++, n++) {
+            snprintf(numbers[n - 1], sizeof(numbers[0]), "%lld",
+                     (long long)json_integer_value(json_array_get(ids, i)));
+            argv[n] = numbers[n - 1];
+        }
+        int r = jobs_action_main(c, n, argv, verb, done);
+        if (r != EXIT_OK)
+            rc = r;
+    }
+    return rc;
+}
+
+/* Slurm job ids (ARRAY_ID means every task) into docket's, then VERB on each. */
+static int act_on_words(struct cli *c, char **words, int n, const char *verb, const char *done)
+{
+    json_t *ids = json_array();
+    int rc = EXIT_OK;
+    for (int i = 0; i < n && rc == EXIT_OK; i++)
+        rc = slurm_jobids_resolve(c, words[i], true, ids);
+    if (rc == EXIT_OK)
+        rc = act_on_ids(c, ids, verb, done);
+    json_decref(ids);
+    return rc;
+}
+
 int cmd_scontrol(struct cli *c, int argc, char **argv)
 {
     if (argc >= 3 && !strcmp(argv[1], "show") && !strncmp(argv[2], "hostname", 8)) {
@@ -165,7 +199,7 @@ int cmd_scontrol(struct cli *c, int argc, char **argv)
         const char *done = !strcmp(argv[1], "hold")      ? "held"
                            : !strcmp(argv[1], "release") ? "released"
                                                          : "requeued";
-        return jobs_action_main(c, argc - 1, argv + 1, argv[1], done);
+        return act_on_words(c, argv + 2, argc - 2, argv[1], done);
     }
     if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         fputs(c->usage, c->out);
@@ -230,7 +264,13 @@ static void squeue_field(struct cli *c, const json_t *j, char f, char *out, size
 {
     const char *st = jstr(j, "state");
     switch (f) {
-    case 'i':
+    case 'i': /* an array's task: ARRAY_ID_INDEX, as squeue prints it */
+        if (jint(j, "array_id", 0) > 0)
+            snprintf(out, len, "%lld_%lld", (long long)jint(j, "array_id", 0),
+                     (long long)jint(j, "array_index", 0));
+        else
+            snprintf(out, len, "%lld", (long long)jint(j, "id", 0));
+        break;
     case 'A':
         snprintf(out, len, "%lld", (long long)jint(j, "id", 0));
         break;
@@ -359,8 +399,9 @@ static const char *field_title(char f)
 }
 
 /* One line in squeue's -o format: "%.18i %.9P %-8j": '.' right-aligns, '-' left (the
- * default), a width pads and cuts. */
-static void squeue_line(struct cli *c, const json_t *j, const char *fmt, FILE *out)
+ * default), a width pads and cuts. `folded`: the %i of an array's pending tasks. */
+static void squeue_line(struct cli *c, const json_t *j, const char *folded, const char *fmt,
+                        FILE *out)
 {
     for (const char *p = fmt; *p; p++) {
         if (*p != '%' || !p[1]) {
@@ -381,7 +422,9 @@ static void squeue_line(struct cli *c, const json_t *j, const char *fmt, FILE *o
         if (!*p)
             break;
         char text[1024];
-        if (j)
+        if (j && *p == 'i' && folded)
+            str_copy(text, sizeof(text), folded);
+        else if (j)
             squeue_field(c, j, *p, text, sizeof(text));
         else
             str_copy(text, sizeof(text), field_title(*p));
@@ -426,19 +469,64 @@ const char cmd_squeue_usage[] =
     "Pending and running jobs in Slurm's columns; -o takes %i %j %u %a %P %q %T %t %M %l\n"
     "%D %C %m %b %N %R %r %F %K with widths (%.18i, %-8j).\n";
 
-static bool id_listed(const char *ids, int64_t id)
+/* Whether squeue -j's list names job j: ID, ARRAY_ID (every task), ARRAY_ID_IDX,
+ * ARRAY_ID_[LIST]; commas inside brackets belong to the list. */
+static bool id_listed(const char *ids, const json_t *j)
 {
-    char buf[1024];
-    char *save = NULL;
+    char buf[1024], idx[256];
     int64_t v;
+    size_t start = 0;
+    int depth = 0;
 
     if (!ids)
         return true;
     str_copy(buf, sizeof(buf), ids);
-    for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save))
-        if (parse_int64(p, 1, INT64_MAX, &v) == 0 && v == id)
-            return true;
-    return false;
+    for (size_t i = 0;; i++) {
+        char ch = buf[i];
+        depth += ch == '[' ? 1 : ch == ']' ? -1 : 0;
+        if ((ch != ',' || depth > 0) && ch != '\0')
+            continue;
+        buf[i] = '\0';
+        if (slurm_jobid_parse(buf + start, &v, idx, sizeof(idx)) == 0) {
+            bool task_of = jint(j, "array_id", 0) == v;
+            if (idx[0] ? task_of && slurm_index_in(idx, jint(j, "array_index", -1))
+                       : task_of || jint(j, "id", 0) == v)
+                return true;
+        }
+        if (ch == '\0')
+            return false;
+        start = i + 1;
+    }
+}
+
+/* squeue folds an array's pending tasks into one line, "123_[4-99%8]" (the throttle from
+ * the array's spec), those of one state (pending, held) together: the %i text of that
+ * line into out, for the first such task seen. */
+static void fold_pending(const json_t *jobs, const json_t *first, const char *ids, char *out,
+                         size_t len)
+{
+    int64_t aid = jint(first, "array_id", 0);
+    size_t n = 0, cap = json_array_size(jobs);
+    int64_t *idx = calloc(cap ? cap : 1, sizeof(*idx));
+    char list[700];
+    const char *spec = jstr(first, "array"), *pct = strchr(spec, '%');
+    if (!idx) {
+        snprintf(out, len, "%lld_%lld", (long long)aid, (long long)jint(first, "array_index", 0));
+        return;
+    }
+    for (size_t i = 0; i < cap; i++) {
+        const json_t *t = json_array_get(jobs, i);
+        if (jint(t, "array_id", 0) == aid && !strcmp(jstr(t, "state"), jstr(first, "state")) &&
+            id_listed(ids, t))
+            idx[n++] = jint(t, "array_index", 0);
+    }
+    slurm_index_ranges(idx, n, list, sizeof(list));
+    free(idx);
+    if (n == 1 && !pct)
+        snprintf(out, len, "%lld_%s", (long long)aid, list);
+    else
+        snprintf(out, len, "%lld_[%s%s%s]", (long long)aid, list, pct ? "%" : "",
+                 pct ? pct + 1 : "");
 }
 
 /* Slurm's state names (and codes) into docket's: PD -> PENDING,HELD. */
@@ -515,12 +603,26 @@ int cmd_squeue(struct cli *c, int argc, char **argv)
     if ((rc = jobs_fetch(c, &q, &jobs)))
         return rc;
     if (header)
-        squeue_line(c, NULL, fmt, c->out);
+        squeue_line(c, NULL, NULL, fmt, c->out);
+    json_t *folded = json_object(); /* arrays whose pending tasks were printed */
     for (size_t i = 0; i < json_array_size(jobs); i++) {
         const json_t *j = json_array_get(jobs, i);
-        if (id_listed(ids, jint(j, "id", 0)))
-            squeue_line(c, j, fmt, c->out);
+        char key[48], text[800];
+        if (!id_listed(ids, j))
+            continue;
+        if (jint(j, "array_id", 0) <= 0 ||
+            (strcmp(jstr(j, "state"), "PENDING") && strcmp(jstr(j, "state"), "HELD"))) {
+            squeue_line(c, j, NULL, fmt, c->out);
+            continue;
+        }
+        snprintf(key, sizeof(key), "%lld/%s", (long long)jint(j, "array_id", 0), jstr(j, "state"));
+        if (json_object_get(folded, key))
+            continue;
+        json_object_set_new(folded, key, json_true());
+        fold_pending(jobs, j, ids, text, sizeof(text));
+        squeue_line(c, j, text, fmt, c->out);
     }
+    json_decref(folded);
     json_decref(jobs);
     return EXIT_OK;
 }
@@ -542,13 +644,12 @@ int cmd_scancel(struct cli *c, int argc, char **argv)
 {
     struct jobs_query q = {.limit = 10000, .state = "active"};
     char err[256], states[512];
-    char *ids[65]; /* the verb, then at most 64 jobs (what jobs_action_main takes) */
-    int nids = 0, id, rc = EXIT_OK;
+    char *words[64];
+    int nwords = 0, id, rc = EXIT_OK;
     bool filter = false;
     const char *v;
     struct opt_iter it;
 
-    ids[nids++] = "cancel";
     opt_iter_init(&it, argc, argv, 1);
     while ((id = opt_next(&it, scancel_opts, &v, err, sizeof(err))) != OPT_DONE) {
         switch (id) {
@@ -578,35 +679,35 @@ int cmd_scancel(struct cli *c, int argc, char **argv)
             fputs(c->usage, c->out);
             return EXIT_OK;
         case OPT_POSITIONAL:
-            if (nids < 65)
-                ids[nids++] = (char *)v;
+            if (nwords == 64)
+                return cli_usage_error(c, "at most 64 job ids at once");
+            words[nwords++] = (char *)v;
             break;
         default:
             return cli_usage_error(c, "%s", err);
         }
     }
-    if (nids == 1 && !filter)
+    if (nwords == 0 && !filter)
         return cli_usage_error(c, "no job identification provided");
-    json_t *jobs = NULL;
-    if (filter && (rc = jobs_fetch(c, &q, &jobs)) == 0) {
-        static char numbers[65][24];
-        for (size_t i = 0; i < json_array_size(jobs) && nids < 65; i++) {
-            snprintf(numbers[nids], sizeof(numbers[0]), "%lld",
-                     (long long)jint(json_array_get(jobs, i), "id", 0));
-            ids[nids] = numbers[nids];
-            nids++;
-        }
+    json_t *ids = json_array(), *jobs = NULL;
+    /* ARRAY_ID is every task of the array, ARRAY_ID_IDX one (man scancel) */
+    for (int i = 0; i < nwords && rc == EXIT_OK; i++)
+        rc = slurm_jobids_resolve(c, words[i], true, ids);
+    if (rc == EXIT_OK && filter && (rc = jobs_fetch(c, &q, &jobs)) == 0) {
+        for (size_t i = 0; i < json_array_size(jobs); i++)
+            json_array_append_new(ids, json_integer(jint(json_array_get(jobs, i), "id", 0)));
         json_decref(jobs);
     }
-    if (rc == 0 && nids > 1) {
+    if (rc == EXIT_OK && json_array_size(ids) > 0) {
         FILE *saved = c->out;
         FILE *null = fopen("/dev/null", "w");
         c->out = null ? null : saved; /* scancel says nothing on success */
-        rc = jobs_action_main(c, nids, ids, "cancel", "cancelled");
+        rc = act_on_ids(c, ids, "cancel", "cancelled");
         c->out = saved;
         if (null)
             fclose(null);
     }
+    json_decref(ids);
     return rc;
 }
 
@@ -855,7 +956,7 @@ int cmd_sacct(struct cli *c, int argc, char **argv)
     }
     for (int row = header ? -1 : 0; row < (int)json_array_size(done); row++) {
         const json_t *j = row >= 0 ? json_array_get(done, (size_t)row) : NULL;
-        if (j && !id_listed(ids, jint(j, "id", 0)))
+        if (j && !id_listed(ids, j))
             continue;
         if (j && jint(j, "end_ms", 0) > 0 && jint(j, "end_ms", 0) < since)
             continue; /* ended before -S */

@@ -281,18 +281,30 @@ static int set_label(json_t *spec, const char *key, const char *flag, const char
     return 0;
 }
 
+/* One job of a dependency: an id, or Slurm's ARRAY_ID_INDEX (one task of an array, kept
+ * as "array_index" until the submitting verb finds the task's id: slurm.c). */
 static int add_dep(json_t *deps, const char *type, const char *id, const char *flag, char *err,
                    size_t errlen)
 {
-    int64_t n;
+    int64_t n, idx = -1;
+    char num[32];
+    size_t len = strcspn(id, "_");
 
-    if (parse_int64(id, 1, INT64_MAX, &n) < 0)
+    if (len >= sizeof(num))
+        return spec_fail(err, errlen, flag, "bad job id", id);
+    memcpy(num, id, len);
+    num[len] = '\0';
+    if (parse_int64(num, 1, INT64_MAX, &n) < 0 ||
+        (id[len] && parse_int64(id + len + 1, 0, INT32_MAX, &idx) < 0))
         return spec_fail(err, errlen, flag, "bad job id", id);
     if (json_array_size(deps) >= 16) {
         snprintf(err, errlen, "%s: at most 16 dependencies", flag);
         return -EINVAL;
     }
-    json_array_append_new(deps, json_pack("{s:s,s:I}", "type", type, "job", (json_int_t)n));
+    json_t *d = json_pack("{s:s,s:I}", "type", type, "job", (json_int_t)n);
+    if (idx >= 0)
+        json_object_set_new(d, "array_index", json_integer(idx));
+    json_array_append_new(deps, d);
     return 0;
 }
 
@@ -341,22 +353,30 @@ int spec_set_dependency(json_t *spec, const char *v, const char *flag, char *err
     int rc = 0;
 
     if (strchr(v, '?'))
-        return spec_fail(err, errlen, flag, "'?' (any of) is not supported in", v);
+        return spec_fail(err, errlen, flag,
+                         "'?' (any of) is not supported: docket waits for all of its "
+                         "dependencies (separate them with ',') in",
+                         v);
     if (str_copy(buf, sizeof(buf), v) < 0 || !buf[0])
         return spec_fail(err, errlen, flag, "bad dependency", v);
     deps = json_array();
     for (char *p = spec_next_field(&cur, ","); p && !rc; p = spec_next_field(&cur, ",")) {
         char *colon = strchr(p, ':');
 
+        if (!strcmp(p, "singleton")) { /* the verb finds the jobs of this name: slurm.c */
+            json_array_append_new(deps, json_pack("{s:s}", "type", "singleton"));
+            continue;
+        }
         if (!colon) {
             rc = spec_fail(err, errlen, flag, "want TYPE:JOB[:JOB...], not", p);
             break;
         }
         *colon = '\0';
-        if (strcmp(p, "afterok") && strcmp(p, "afterany") && strcmp(p, "afternotok")) {
+        if (strcmp(p, "afterok") && strcmp(p, "afterany") && strcmp(p, "afternotok") &&
+            strcmp(p, "after")) {
             snprintf(err, errlen,
                      "%s: dependency type '%.40s' is not supported "
-                     "(afterok, afterany, afternotok)",
+                     "(after, afterok, afterany, afternotok, singleton)",
                      flag, p);
             rc = -EINVAL;
             break;

@@ -43,6 +43,14 @@ all_exited() {
     [ "$(cat "$T"/agent-*.log | grep -c "event=job_exited job=$1 ")" -ge "$2" ]
 }
 
+array_running() { # ARRAY_ID: squeue shows one of its tasks running
+    squeue -j "$1" -h -o %t | grep -qx R
+}
+
+array_gone() { # ARRAY_ID: squeue shows none of its tasks
+    [ -z "$(squeue -j "$1" -h)" ]
+}
+
 node_of() { # ID RANK: the job's node of that rank
     "$DOCKET" show "$1" --json | jq -r ".job.allocation[$2].node"
 }
@@ -204,4 +212,48 @@ EOS
     [ "$(job_state "$id")" = FAILED ]
     run -0 sbatch -W --parsable -A vision --wrap true
     run -5 sbatch -W -A vision --array=1-3 --wrap 'exit $((SLURM_ARRAY_TASK_ID + 2))'
+}
+
+@test "an array as a whole: squeue folds pending tasks, -j ARRAY_ID; scancel ARRAY_ID_IDX, ARRAY_ID" {
+    # man squeue, -r: "By default, pending job array elements are combined on one line";
+    # %i: "<base_job_id>_<index>"; man scancel: "ARRAY_ID_IDX" one task, ARRAY_ID "all"
+    aid=$(sbatch --parsable -A vision --hold --array=0-9%3 -J fold --wrap 'sleep 60')
+    run -0 squeue -j "$aid" -h -o '%i %t'
+    [ "$output" = "${aid}_[0-9%3] PD" ]
+    run -0 scancel "${aid}_4"
+    run -0 squeue -j "${aid}_[3-5]" -h -o '%i'
+    [ "$output" = "${aid}_[3,5%3]" ]
+    run -0 scontrol release "$aid"
+    wait_for 30 array_running "$aid"
+    run -0 squeue -j "$aid" -h -o '%i %t'
+    grep -Eq "^${aid}_[0-9] R$" <<<"$output"
+    run -0 scancel "$aid"
+    wait_for 30 array_gone "$aid"
+    run -1 scancel "${aid}_42"
+    [[ $output == *"Invalid job id specified"* ]]
+}
+
+@test "dependencies as Slurm reads them: afterok on an ARRAY_ID waits for every task; _IDX, singleton, after" {
+    # man sbatch, -d: "afterok:job_id[:jobid...]"; an array's id means all of its tasks;
+    # "singleton: ... after any previously launched jobs sharing the same job name and
+    # user have terminated"; "after: ... after the specified jobs start or are cancelled"
+    aid=$(sbatch --parsable -A vision --array=1-3 -o 'dep-%A_%a.out' --wrap 'sleep $SLURM_ARRAY_TASK_ID; echo done')
+    id=$(sbatch --parsable -A vision -d "afterok:$aid" -o 'after-array-%j.out' --wrap "cat dep-${aid}_*.out | wc -l")
+    done_ok "$id"
+    wait_for 30 grep -qx 3 "after-array-$id.out"
+    one=$(sbatch --parsable -A vision -d "afterany:${aid}_2" --wrap true)
+    done_ok "$one"
+    a=$(sbatch --parsable -A vision -J solo --wrap 'sleep 3')
+    b=$(sbatch --parsable -A vision -J solo -d singleton --wrap true)
+    run -0 "$DOCKET" show "$b" --json
+    [ "$(jq -c '[.job.deps[].job]' <<<"$output")" = "[$a]" ]
+    done_ok "$b"
+    wait_for 30 state_in "$a" RUNNING COMPLETED
+    c=$(sbatch --parsable -A vision -d "after:$a" --wrap true)
+    done_ok "$c"
+    h=$(sbatch --parsable -A vision --hold --wrap true)
+    run -2 sbatch -A vision -d "after:$h" --wrap true
+    [[ $output == *"has not started"* ]]
+    run -2 sbatch -A vision -d "afterok:$h?afterok:$a" --wrap true
+    scancel "$h"
 }

@@ -288,13 +288,45 @@ static void srun_patterns(void **state)
     assert_false(srun_pattern_per_node("o-%j-%%t"));
 }
 
+/* man scancel / squeue: job ids ID, ARRAY_ID_IDX, ARRAY_ID_[LIST]; folded indices. */
+static void slurm_job_ids(void **state)
+{
+    int64_t id;
+    char idx[64];
+    assert_int_equal(slurm_jobid_parse("123", &id, idx, sizeof(idx)), 0);
+    assert_int_equal(id, 123);
+    assert_string_equal(idx, "");
+    assert_int_equal(slurm_jobid_parse("123_4", &id, idx, sizeof(idx)), 0);
+    assert_string_equal(idx, "4");
+    assert_int_equal(slurm_jobid_parse("123_[1-3,7%2]", &id, idx, sizeof(idx)), 0);
+    assert_string_equal(idx, "1-3,7");
+    assert_true(slurm_index_in(idx, 2));
+    assert_true(slurm_index_in(idx, 7));
+    assert_false(slurm_index_in(idx, 5));
+    static const char *const bad[] = {"", "_3", "x", "12_", "12_[]", "12_a", "12_[3-1]", "0"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (slurm_jobid_parse(bad[i], &id, idx, sizeof(idx)) == 0)
+            fail_msg("'%s' accepted", bad[i]);
+    int64_t v[] = {9, 4, 5, 6, 99, 7, 101, 100};
+    char out[64];
+    slurm_index_ranges(v, 8, out, sizeof(out));
+    assert_string_equal(out, "4-7,9,99-101");
+    slurm_index_ranges(v, 8, out, 8);
+    assert_string_equal(out, "4-7,...");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(hostlists),     cmocka_unit_test(block_distribution),
-        cmocka_unit_test(srun_counts),   cmocka_unit_test(srun_options),
-        cmocka_unit_test(srun_patterns), cmocka_unit_test(exported_environment),
-        cmocka_unit_test(step_requests), cmocka_unit_test(slurm_times),
+        cmocka_unit_test(hostlists),
+        cmocka_unit_test(block_distribution),
+        cmocka_unit_test(srun_counts),
+        cmocka_unit_test(srun_options),
+        cmocka_unit_test(srun_patterns),
+        cmocka_unit_test(slurm_job_ids),
+        cmocka_unit_test(exported_environment),
+        cmocka_unit_test(step_requests),
+        cmocka_unit_test(slurm_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

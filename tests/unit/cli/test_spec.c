@@ -151,13 +151,25 @@ static void after_and_dependency(void **state)
     dep_at(0, "afterok", 1);
     dep_at(2, "afterany", 3);
     dep_at(3, "afternotok", 4);
+    /* man sbatch -d: after, singleton, and ARRAY_ID_INDEX (kept for the verb to resolve) */
+    assert_int_equal(apply(SO_DEPENDENCY, "after:7,singleton,afterok:40_3"), 0);
+    dep_at(0, "after", 7);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(spec, "deps"), 1), "type")),
+                        "singleton");
+    dep_at(2, "afterok", 40);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(spec, "deps"), 2), "array_index")),
+                     3);
 }
 
 static void dependency_errors(void **state)
 {
-    assert_int_equal(apply(SO_DEPENDENCY, "after:5"), -EINVAL);
-    assert_string_equal(err, "--dependency: dependency type 'after' is not supported "
-                             "(afterok, afterany, afternotok)");
+    assert_int_equal(apply(SO_DEPENDENCY, "aftercorr:5"), -EINVAL);
+    assert_string_equal(err, "--dependency: dependency type 'aftercorr' is not supported "
+                             "(after, afterok, afterany, afternotok, singleton)");
+    assert_int_equal(apply(SO_DEPENDENCY, "afterok:12_x"), -EINVAL);
+    assert_int_equal(apply(SO_DEPENDENCY, "afterok:_3"), -EINVAL);
     assert_int_equal(apply(SO_DEPENDENCY, "afterok:1?afterok:2"), -EINVAL);
     assert_int_equal(apply(SO_DEPENDENCY, "afterok"), -EINVAL);
     assert_int_equal(apply(SO_AFTER, "x"), -EINVAL);
