@@ -300,6 +300,8 @@ static void apply_commands(struct agent *a, const struct agent_heartbeat_reply *
             ag_apply_start(a, c);
         else if (c->type == AGENT_CMD_STEP_HOST)
             ag_apply_step_host(a, c);
+        else if (c->type == AGENT_CMD_NOTIFY)
+            ag_apply_notify(a, c);
         else
             ag_apply_stop(a, c);
         if (c->seq > max)

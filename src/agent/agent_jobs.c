@@ -475,6 +475,19 @@ void ag_apply_step_host(struct agent *a, const struct agent_cmd *c)
              c->addr, rc);
 }
 
+/* scancel --signal: a signal for the running job that does not stop it (the supervisor's
+ * "notify SIG TO": supervisor.c). */
+void ag_apply_notify(struct agent *a, const struct agent_cmd *c)
+{
+    struct ajob *j = ag_job_find(a, c->job_id);
+    if (!j || j->exited)
+        return;
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "notify %d %d", c->signal, c->notify_to);
+    int rc = sup_command(&a->sup, j->id, j->sup_pid, j->sup_start, c->seq, cmd);
+    log_info("job_command", "job=%llu command=\"%s\" rc=%d", (unsigned long long)j->id, cmd, rc);
+}
+
 void ag_report_step_port(struct agent *a, struct ajob *j)
 {
     struct agent_event e;

@@ -116,6 +116,26 @@ static void kill_job(struct sup *s, const char *why)
     s->kill_at = 0;
 }
 
+static int signal_steps(struct sup *s, int sig);
+
+/* scancel --signal (agent_msg.h, AGENT_NOTIFY_*): 0 every process of the job, 1 the
+ * batch shell (the leader), 2 every process but the leader; the job goes on. */
+static void notify_job(struct sup *s, int sig, int to)
+{
+    if (s->leader_done)
+        return;
+    int n = to == 1     ? (kill(s->leader, sig) == 0 ? 1 : 0)
+            : to == 2   ? signal_steps(s, sig)
+            : s->use_cg ? cg_job_signal(&s->cg, sig)
+                        : (kill(-s->leader, sig) == 0 ? 1 : 0);
+    sup_log("job %llu: signal %d on request to %s (%d processes)", (unsigned long long)s->j->id,
+            sig,
+            to == 1   ? "the batch shell"
+            : to == 2 ? "the steps"
+                      : "the job",
+            n);
+}
+
 static int ctl_cmp(const struct dirent **a, const struct dirent **b)
 {
     return strcmp((*a)->d_name, (*b)->d_name);
@@ -153,6 +173,9 @@ static void read_ctl(struct sup *s)
             char why[64];
             snprintf(why, sizeof why, "signalled %s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
             stop_job(s, sig, grace, why);
+        } else if (sscanf(buf, "notify %d %d", &sig, &rank) == 2 && sig > 0 && sig < NSIG &&
+                   rank >= 0 && rank <= 2) {
+            notify_job(s, sig, rank);
         } else if (strncmp(buf, "kill", 4) == 0) {
             kill_job(s, "killed on request");
         } else {

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -627,26 +628,50 @@ int cmd_squeue(struct cli *c, int argc, char **argv)
     return EXIT_OK;
 }
 
-enum { SC_USER = 1, SC_NAME, SC_STATE, SC_SIGNAL, SC_QUIET, SC_ME, SC_HELP };
+enum { SC_USER = 1, SC_NAME, SC_STATE, SC_SIGNAL, SC_QUIET, SC_ME, SC_HELP, SC_BATCH, SC_FULL };
 
 static const struct opt_def scancel_opts[] = {
     {SC_USER, 'u', "user", OPT_VALUE},   {SC_NAME, 'n', "name", OPT_VALUE},
     {SC_STATE, 't', "state", OPT_VALUE}, {SC_SIGNAL, 's', "signal", OPT_VALUE},
     {SC_QUIET, 'Q', "quiet", OPT_NONE},  {SC_ME, 0, "me", OPT_NONE},
+    {SC_BATCH, 'b', "batch", OPT_NONE},  {SC_FULL, 'f', "full", OPT_NONE},
     {SC_HELP, 0, "help", OPT_NONE},      {0, 0, NULL, OPT_NONE},
 };
 
 const char cmd_scancel_usage[] =
     "usage: scancel [JOBID...] [-u USER|--me] [-n NAME] [-t STATE]\n"
-    "Cancel the jobs named, or every active job that matches the filters.\n";
+    "       scancel -s SIGNAL [-b|-f] [JOBID...] [filters]\n"
+    "Cancel the jobs named (ARRAY_ID: every task; ARRAY_ID_INDEX: one), or every active job\n"
+    "that matches the filters. -s sends SIGNAL (USR1, SIGUSR1, 10 ...) to running jobs\n"
+    "instead: to their steps (every process but the batch shell); -b the batch shell alone,\n"
+    "-f every process.\n";
+
+/* scancel -s: POST /v1/jobs/ID/signal for each. Exit status: 1 when one was refused. */
+static int signal_ids(struct cli *c, const json_t *ids, int sig, const char *to)
+{
+    int rc = EXIT_OK;
+    json_t *body = json_pack("{s:i,s:s}", "signal", sig, "to", to);
+    for (size_t i = 0; i < json_array_size(ids); i++) {
+        char path[96];
+        json_t *reply = NULL;
+        snprintf(path, sizeof(path), "/v1/jobs/%lld/signal",
+                 (long long)json_integer_value(json_array_get(ids, i)));
+        if (cli_call(c, "POST", path, body, &reply))
+            rc = EXIT_FAIL;
+        json_decref(reply);
+    }
+    json_decref(body);
+    return rc;
+}
 
 int cmd_scancel(struct cli *c, int argc, char **argv)
 {
     struct jobs_query q = {.limit = 10000, .state = "active"};
     char err[256], states[512];
     char *words[64];
-    int nwords = 0, id, rc = EXIT_OK;
+    int nwords = 0, id, rc = EXIT_OK, sig = 0;
     bool filter = false;
+    const char *to = "steps";
     const char *v;
     struct opt_iter it;
 
@@ -671,8 +696,15 @@ int cmd_scancel(struct cli *c, int argc, char **argv)
             filter = true;
             break;
         case SC_SIGNAL:
-            return cli_usage_error(c, "--signal: docket's scancel only cancels; "
-                                      "signal a job with `docket cancel`");
+            if (parse_signal(v, &sig) < 0)
+                return cli_usage_error(c, "Unknown job signal: %s", v);
+            break;
+        case SC_BATCH:
+            to = "batch";
+            break;
+        case SC_FULL:
+            to = "all";
+            break;
         case SC_QUIET:
             break;
         case SC_HELP:
@@ -690,6 +722,8 @@ int cmd_scancel(struct cli *c, int argc, char **argv)
     if (nwords == 0 && !filter)
         return cli_usage_error(c, "no job identification provided");
     json_t *ids = json_array(), *jobs = NULL;
+    if (sig == SIGKILL && !strcmp(to, "steps"))
+        to = "all"; /* man scancel: SIGKILL reaches the batch step too */
     /* ARRAY_ID is every task of the array, ARRAY_ID_IDX one (man scancel) */
     for (int i = 0; i < nwords && rc == EXIT_OK; i++)
         rc = slurm_jobids_resolve(c, words[i], true, ids);
@@ -698,7 +732,9 @@ int cmd_scancel(struct cli *c, int argc, char **argv)
             json_array_append_new(ids, json_integer(jint(json_array_get(jobs, i), "id", 0)));
         json_decref(jobs);
     }
-    if (rc == EXIT_OK && json_array_size(ids) > 0) {
+    if (rc == EXIT_OK && sig > 0) {
+        rc = signal_ids(c, ids, sig, to);
+    } else if (rc == EXIT_OK && json_array_size(ids) > 0) {
         FILE *saved = c->out;
         FILE *null = fopen("/dev/null", "w");
         c->out = null ? null : saved; /* scancel says nothing on success */

@@ -180,6 +180,34 @@ static void apply_export(const struct step *st)
     }
 }
 
+/* The processes under pid (its children, theirs ...), from /proc: up to max. */
+static int tree(pid_t pid, pid_t *out, int n, int max)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    FILE *f = fopen(path, "re");
+    int child, first = n;
+    while (f && n < max && fscanf(f, "%d", &child) == 1)
+        out[n++] = child;
+    if (f)
+        fclose(f);
+    for (int i = first, end = n; i < end && n < max; i++)
+        n = tree(out[i], out, n, max);
+    return n;
+}
+
+void srun_kill_tree(pid_t pid, int sig)
+{
+    /* the tasks stay in the job's process group (the agent's warnings reach them there
+     * without cgroups too): what a task started is found under it, all of it before the
+     * first signal, as a child whose parent died is no longer under it */
+    pid_t all[4096];
+    int n = tree(pid, all, 0, 4096);
+    kill(pid, sig);
+    for (int i = 0; i < n; i++)
+        kill(all[i], sig);
+}
+
 static void task_names(struct srun_names *n, char *host, size_t hostlen)
 {
     const char *h = getenv("SLURMD_NODENAME");
@@ -353,8 +381,6 @@ void srun_task_exec(const struct step *st, int local)
 {
     char gpus[512];
 
-    /* a group of its own: -K, --wait and srun's relayed signals reach what it started */
-    setpgid(0, 0);
     task_files(st, local);
     if (st->chdir && chdir(st->chdir) < 0) {
         fprintf(stderr, "srun: error: chdir %s: %s\n", st->chdir, strerror(errno));
@@ -476,7 +502,7 @@ static void signal_all(struct run *r, int sig)
     uint32_t n = htonl((uint32_t)sig);
     for (int k = 0; k < r->st.local_n; k++)
         if (r->st.pids[k] > 0)
-            kill(-r->st.pids[k], sig); /* the task and what it started */
+            srun_kill_tree(r->st.pids[k], sig); /* the task and what it started */
     for (int k = 0; k < r->st.nodes; k++)
         if (remote(r, k))
             srun_frame_send(&r->links[k], FR_SIGNAL, 0, &n, 4);
@@ -727,7 +753,6 @@ static int start_local(struct cli *c, struct run *r)
         }
         if (r->st.pids[i] < 0)
             return cli_fail(c, "cannot start task %d: %s", i, strerror(errno));
-        setpgid(r->st.pids[i], r->st.pids[i]); /* as the task does: no race with a kill */
         r->running++;
         if (r->st.label) {
             close(po[1]);

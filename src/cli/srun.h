@@ -85,6 +85,9 @@ bool srun_pattern_per_node(const char *pat);
  * nodes start) the step's single file. */
 void srun_truncate_outputs(const struct step *st, bool step_wide);
 
+/* sig to pid and every process under it (/proc's children lists, read first). */
+void srun_kill_tree(pid_t pid, int sig);
+
 /* In a task's child: its files (-o, -e), directory (-D), CPUs (--cpu-bind, --exclusive),
  * Slurm variables and GPUs, then exec (never returns). */
 void srun_task_exec(const struct step *st, int local) __attribute__((noreturn));

@@ -266,8 +266,6 @@ static int run_step(int fd, int note_fd)
             close(pe[1]);
             srun_task_exec(&st, i);
         }
-        if (st.pids[i] > 0)
-            setpgid(st.pids[i], st.pids[i]); /* as the task does: no race with a kill */
         close(po[1]);
         close(pe[1]);
         out[i][0] = po[0];
@@ -306,7 +304,7 @@ static int run_step(int fd, int note_fd)
                 }
                 for (int t = 0; t < st.local_n; t++)
                     if (st.pids[t] > 0 && sig > 0 && sig < 65)
-                        kill(-st.pids[t], (int)sig); /* its group: srun_task_exec */
+                        srun_kill_tree(st.pids[t], (int)sig); /* and what it started */
                 continue;
             }
             int t = who[k] / 2, s = who[k] % 2;

@@ -330,7 +330,8 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
 }
 
 /* Dependencies on jobs that already ended are settled here (the core only knows live
- * jobs): satisfied ones are dropped, impossible ones refused. */
+ * jobs): satisfied ones are dropped; impossible ones are kept, and the job stays pending
+ * as Slurm's DependencyNeverSatisfied until it is cancelled. */
 static int resolve_deps(struct ctl_req *r, struct proto_jobspec *ps)
 {
     int out = 0;
@@ -363,12 +364,8 @@ static int resolve_deps(struct ctl_req *r, struct proto_jobspec *ps)
         bool ok = row.state == SCHED_COMPLETED;
         store_job_release(&row);
         bool met = strcmp(d->type, "afterany") == 0 || (strcmp(d->type, "afterok") == 0) == ok;
-        if (!met) {
-            ctl_reply_errorf(r->c, r->req, 400, f,
-                             "dependency %s on job %llu can never be satisfied", d->type,
-                             (unsigned long long)d->job);
-            return -EINVAL;
-        }
+        if (!met) /* kept: the job waits as DependencyNeverSatisfied (ctl_deps_settle) */
+            ps->deps[out++] = *d;
     }
     ps->ndeps = out;
     return 0;
@@ -481,6 +478,7 @@ static int submit_tasks(struct ctl_req *r, struct proto_jobspec *ps, const int32
     struct sched_error se;
     for (size_t i = 0; i < n; i++) {
         ctl_spec_to_sched(ps, first + i, now, idx ? first : 0, limit, &sp);
+        ctl_deps_settle(r->c, &sp);
         if (sched_job_submit(r->c->sched, &sp, now, &se) < 0) {
             withdraw_tasks(r->c, first, i);
             return sched_err_reply(r, &se);
@@ -857,6 +855,7 @@ static void array_reply_turn(struct ctl_array *a)
         row.state = a->ps.hold ? SCHED_HELD : SCHED_PENDING;
         str_copy(row.tier, sizeof(row.tier), a->ps.tier);
         ctl_spec_to_sched(&a->ps, row.id, a->now, a->first, a->limit, &sp);
+        ctl_deps_settle(c, &sp);
         if (sched_job_submit(c->sched, &sp, a->now, &se) < 0) {
             array_task_refused(a, row.id, &se);
             row.state = SCHED_FAILED;
@@ -985,6 +984,7 @@ static int array_begin(struct ctl_req *r, struct proto_jobspec *ps, int32_t **id
     uint64_t first = c->next_job_id;
     memset(&se, 0, sizeof(se));
     ctl_spec_to_sched(ps, first, now, first, limit, &sp);
+    ctl_deps_settle(c, &sp);
     if (sched_job_validate(c->sched, &sp, &se) < 0)
         return sched_err_reply(r, &se);
     struct ctl_array *a = xnonnull(calloc(1, sizeof(*a)), "array");
@@ -1485,18 +1485,89 @@ static int release_allowed(struct ctl_req *r, uint64_t id)
     return rc;
 }
 
+/* The body of POST /v1/jobs/ID/signal: the signal (1..64), whom it is for, a reason. */
+static int signal_body(struct ctl_req *r, int *sig, char *to, size_t tolen, char *reason,
+                       size_t len)
+{
+    static const char *const known[] = {"signal", "to", "reason", NULL};
+    struct proto_error e;
+    int64_t n = 0;
+    memset(&e, 0, sizeof(e));
+    json_t *b = ctl_body_json(r, false);
+    if (!b)
+        return -EINVAL;
+    int rc = proto_check_fields(b, "", known, &e);
+    json_t *t = json_object_get(b, "to"), *why = json_object_get(b, "reason");
+    if (rc == 0)
+        rc = proto_get_int(json_object_get(b, "signal"), "signal", 1, 64, &n, &e);
+    if (rc == 0 && t &&
+        (!json_is_string(t) ||
+         (strcmp(json_string_value(t), "all") && strcmp(json_string_value(t), "batch") &&
+          strcmp(json_string_value(t), "steps"))))
+        rc = proto_errorf(&e, 400, NULL, "to", "to must be all, batch or steps");
+    if (rc == 0 && why && (!json_is_string(why) || json_string_length(why) > 1024))
+        rc = proto_errorf(&e, 400, NULL, "reason", "reason must be a string of at most 1024 bytes");
+    if (rc == 0) {
+        *sig = (int)n;
+        str_copy(to, tolen, t ? json_string_value(t) : "all");
+        str_copy(reason, len, why ? json_string_value(why) : "");
+    }
+    json_decref(b);
+    if (rc < 0)
+        ctl_reply_error(r->c, r->req, &e);
+    return rc;
+}
+
+/* POST /v1/jobs/ID/signal (scancel --signal): a signal for a running job that does not
+ * stop it, to each of its nodes' agents (the batch shell's node alone for "batch"). */
+static void job_signal(struct ctl_req *r, const struct store_job *row)
+{
+    struct ctl *c = r->c;
+    struct sched_job_view v;
+    char to[16], reason[1100], target[32];
+    int sig;
+    if (signal_body(r, &sig, to, sizeof(to), reason, sizeof(reason)) < 0)
+        return;
+    if (sched_job_get(c->sched, row->id, &v) < 0 || v.state != SCHED_RUNNING) {
+        ctl_reply_errorf(c, r->req, 409, NULL, "job %llu is %s: only a running job takes a signal",
+                         (unsigned long long)row->id, sched_job_state_name(row->state));
+        return;
+    }
+    snprintf(target, sizeof(target), "job:%llu", (unsigned long long)row->id);
+    json_t *what = json_pack("{s:i,s:s}", "signal", sig, "to", to);
+    if (ctl_audit(c, r->id.user, "job.signal", target, NULL, what, reason) < 0) {
+        json_decref(what);
+        ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
+        return;
+    }
+    json_decref(what);
+    for (int i = 0; i < v.nallocs && (i == 0 || strcmp(to, "batch")); i++) {
+        struct ctl_node *n = ctl_node_at(c, v.allocs[i].node);
+        if (n)
+            ctl_node_command(c, n, row->id,
+                             json_pack("{s:s,s:I,s:i,s:s}", "type", "notify", "job",
+                                       (json_int_t)row->id, "signal", sig, "to", to));
+    }
+    ctl_reply_json(c, r->req, 200, json_pack("{s:o}", "job", ctl_job_json_for(r, row)));
+}
+
 void h_job_action(struct ctl_req *r)
 {
     const char *act = r->arg[1];
     struct store_job row;
     char reason[1100];
     if (strcmp(act, "cancel") && strcmp(act, "hold") && strcmp(act, "release") &&
-        strcmp(act, "requeue")) {
+        strcmp(act, "requeue") && strcmp(act, "signal")) {
         ctl_reply_errorf(r->c, r->req, 404, NULL, "no such job action '%.32s'", act);
         return;
     }
     if (job_arg(r, &row) < 0)
         return;
+    if (strcmp(act, "signal") == 0) {
+        job_signal(r, &row);
+        store_job_release(&row);
+        return;
+    }
     if (strcmp(act, "release") == 0 && release_allowed(r, row.id) < 0) {
         store_job_release(&row);
         return;
@@ -1773,6 +1844,7 @@ int ctl_job_submit_resolved(struct ctl *c, const char *actor, struct proto_jobsp
     struct sched_error se;
     uint64_t first = c->next_job_id;
     ctl_spec_to_sched(ps, first, now, 0, 0, &sp);
+    ctl_deps_settle(c, &sp);
     if (sched_job_submit(c->sched, &sp, now, &se) < 0) {
         snprintf(err, errlen, "%s", se.message);
         return se.code < 0 ? se.code : -EINVAL;

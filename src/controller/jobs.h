@@ -22,7 +22,7 @@ struct store_job;
 void h_jobs_submit(struct ctl_req *r);
 void h_jobs_list(struct ctl_req *r);
 void h_job_show(struct ctl_req *r);
-void h_job_action(struct ctl_req *r); /* cancel|hold|release|requeue in arg[1] */
+void h_job_action(struct ctl_req *r); /* cancel|hold|release|requeue|signal in arg[1] */
 void h_job_events(struct ctl_req *r);
 void h_job_explain(struct ctl_req *r);
 void h_forecast(struct ctl_req *r);

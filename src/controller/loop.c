@@ -239,6 +239,22 @@ int ctl_node_command(struct ctl *c, struct ctl_node *n, uint64_t job, json_t *cm
 /* ------------------------------------------------------------------------------------ */
 /* Jobs: spec conversion and state persistence                                           */
 
+void ctl_deps_settle(struct ctl *c, struct sched_job_spec *sp)
+{
+    for (int i = 0; i < sp->ndeps; i++) {
+        struct sched_dep *d = &sp->deps[i];
+        struct sched_job_view v;
+        struct store_job row;
+        if (sched_job_get(c->sched, d->job_id, &v) == 0 ||
+            store_job_get(c->store, d->job_id, &row) < 0)
+            continue;
+        bool ended = sched_job_state_terminal((enum sched_job_state)row.state);
+        bool ok = row.state == SCHED_COMPLETED;
+        store_job_release(&row);
+        d->never = ended && d->kind != SCHED_DEP_AFTERANY && (d->kind == SCHED_DEP_AFTEROK) != ok;
+    }
+}
+
 void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submit_ms,
                        uint64_t array_id, int array_limit, struct sched_job_spec *out)
 {

@@ -479,6 +479,7 @@ static int restore_job(void *arg, const struct store_job *row)
     sp.preempt_count = row->preempt_count;
     sp.hold = row->state == SCHED_HELD;
     if (row->state == SCHED_PENDING || row->state == SCHED_HELD) {
+        ctl_deps_settle(c, &sp); /* DependencyNeverSatisfied survives a restart */
         rc = sched_job_submit(c->sched, &sp, jl->now, &se);
         jl->pending++;
     } else {

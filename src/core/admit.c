@@ -72,6 +72,8 @@ enum sched_reason admission_check(const struct sched *s, const struct job *j, in
     const struct project *p = &s->projects[j->project];
     int total = j->gpus * j->nodes;
     *a = (struct admission){0};
+    if (j->dep_never)
+        return SCHED_R_DEPENDENCY_NEVER;
     if (j->ndeps_unmet > 0)
         return a->value = j->ndeps_unmet, SCHED_R_DEPENDENCY;
     if (j->begin_ms > now)

@@ -380,6 +380,11 @@ static void explain_sentence(const struct sched *s, const struct job *j, struct 
     case SCHED_R_DEPENDENCY:
         snprintf(o, n, "waiting for %lld job(s) it depends on", (long long)x->limit_value);
         break;
+    case SCHED_R_DEPENDENCY_NEVER:
+        snprintf(o, n,
+                 "a job it depends on ended in a way that can never satisfy the "
+                 "dependency: cancel it");
+        break;
     case SCHED_R_HELD:
         snprintf(o, n, "held: release it to let it run");
         break;

@@ -117,7 +117,7 @@ static int check_deps(const struct sched *s, const struct sched_job_spec *sp,
             return err_set(err, -EINVAL, field, "unknown dependency type");
         if (sp->deps[i].job_id == sp->id)
             return err_set(err, -EINVAL, field, "a job cannot depend on itself");
-        if (!job_find(s, sp->deps[i].job_id))
+        if (!sp->deps[i].never && !job_find(s, sp->deps[i].job_id))
             return err_set(err, -EINVAL, field, "job %llu is not live (finished or unknown)",
                            (unsigned long long)sp->deps[i].job_id);
     }
@@ -298,6 +298,7 @@ static struct job *job_create(struct sched *s, const struct sched_job_spec *sp,
         for (int i = 0; i < sp->ndeps; i++) {
             j->deps[i].kind = sp->deps[i].kind;
             j->deps[i].id = sp->deps[i].job_id;
+            j->deps[i].never = sp->deps[i].never;
         }
     }
     if (u64map_put(&s->job_index, sp->id, slot) < 0 || !j->user)
@@ -355,6 +356,11 @@ static int job_link_deps(struct sched *s, struct job *j)
 {
     for (int i = 0; i < j->ndeps; i++) {
         struct job *t = job_find(s, j->deps[i].id);
+        if (j->deps[i].never) { /* ended already, never to be met: pending for good */
+            j->dep_never = true;
+            j->ndeps_unmet++;
+            continue;
+        }
         if (!t) {
             j->deps[i].met = true;
             continue;

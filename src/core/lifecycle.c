@@ -246,11 +246,11 @@ static void resolve_dependents(struct sched *s, struct job *done, bool ok)
             if (dep->id != done->id || dep->met)
                 continue;
             if (!dep_satisfied(dep->kind, ok)) {
-                char why[128];
-                snprintf(why, sizeof(why), "dependency on job %llu can never be satisfied",
-                         (unsigned long long)done->id);
-                job_finish(s, w, SCHED_CANCELLED, why);
-                break;
+                /* as Slurm: pending, DependencyNeverSatisfied, until someone cancels it */
+                dep->never = true;
+                w->dep_never = true;
+                job_walked_set(s, job_slot(s, w), false); /* its reason changed: derived */
+                continue;
             }
             dep->met = true;
             if (--w->ndeps_unmet == 0 && w->state == SCHED_PENDING) {

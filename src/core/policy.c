@@ -295,7 +295,8 @@ static const char *const reason_names[] = {"",
                                            "AdmissionPaused",
                                            "Reservation",
                                            "Preempting",
-                                           "StorageQuota"};
+                                           "StorageQuota",
+                                           "DependencyNeverSatisfied"};
 static const char *const stop_names[] = {"",          "timeout", "preempted",
                                          "cancelled", "requeue", "node_fail"};
 

@@ -96,6 +96,9 @@ enum sched_reason {
     SCHED_R_RESERVATION,   /* resources are free but held for a higher job's reservation */
     SCHED_R_PREEMPTING,    /* victims were signalled; waiting for their grace to end */
     SCHED_R_STORAGE_QUOTA, /* its project is over a storage quota (sched_project_storage_hold) */
+    /* a job it depends on ended in a way that can never satisfy the dependency: pending
+       until cancelled, as Slurm's DependencyNeverSatisfied */
+    SCHED_R_DEPENDENCY_NEVER,
     SCHED_REASON_COUNT
 };
 
@@ -285,6 +288,8 @@ enum sched_dep_kind { SCHED_DEP_AFTEROK, SCHED_DEP_AFTERANY, SCHED_DEP_AFTERNOTO
 struct sched_dep {
     enum sched_dep_kind kind;
     uint64_t job_id;
+    bool never; /* job_id ended already, and not as the kind needs: never met (the caller
+                   knows how finished jobs ended; the core holds live ones only) */
 };
 
 /* Selector: the node's label `key` must equal (or, with negate, differ from) `value`. */

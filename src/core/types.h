@@ -51,6 +51,7 @@ struct job_dep {
     enum sched_dep_kind kind;
     uint64_t id;
     bool met;
+    bool never; /* its job ended, and not as `kind` needs */
 };
 
 struct dep_ref {
@@ -117,6 +118,7 @@ struct job {
     int retries_left;
     int preempt_count;
     int ndeps_unmet;
+    bool dep_never; /* a dependency can never be met (SCHED_R_DEPENDENCY_NEVER) */
     uint64_t preemptor;
     uint64_t array_id;
     uint32_t reservation; /* index into s->res, or NONE32 */

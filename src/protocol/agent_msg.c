@@ -698,6 +698,26 @@ json_t *agent_job_to_json(const struct agent_job *j)
 static const char *const start_fields[] = {"seq", "type", "job", NULL};
 static const char *const signal_fields[] = {"seq", "type", "job", "signal", "grace_ms", NULL};
 static const char *const step_host_fields[] = {"seq", "type", "job", "rank", "addr", NULL};
+static const char *const notify_fields[] = {"seq", "type", "job", "signal", "to", NULL};
+static const char *const notify_names[] = {"all", "batch", "steps"};
+
+/* A notify command's signal and whom it is for. */
+static int parse_notify(const json_t *o, const char *p, struct agent_cmd *c,
+                        struct proto_error *err)
+{
+    int64_t x = 0;
+    char to[16] = "all", f[80];
+    int rc;
+    if ((rc = get_int(o, "signal", p, 1, 64, &x, true, err)) < 0 ||
+        (rc = get_str(o, "to", p, to, sizeof to, false, err)) < 0)
+        return rc;
+    c->signal = (int)x;
+    for (c->notify_to = 0; c->notify_to < 3; c->notify_to++)
+        if (!strcmp(to, notify_names[c->notify_to]))
+            return 0;
+    snprintf(f, sizeof f, "%sto", p);
+    return bad(err, f, "'%s' must be all, batch or steps", f);
+}
 
 /* A step_host command's rank and "HOST:PORT" (no separators a file line could split). */
 static int parse_step_host(const json_t *o, const char *p, struct agent_cmd *c,
@@ -756,10 +776,13 @@ static int parse_cmd(const json_t *o, size_t i, struct agent_cmd *c, struct prot
         c->type = AGENT_CMD_KILL;
     else if (strcmp(type, "step_host") == 0)
         c->type = AGENT_CMD_STEP_HOST;
+    else if (strcmp(type, "notify") == 0)
+        c->type = AGENT_CMD_NOTIFY;
     else
         return bad(err, f, "unknown command type '%s'", type);
     const char *const *fields = c->type == AGENT_CMD_SIGNAL      ? signal_fields
                                 : c->type == AGENT_CMD_STEP_HOST ? step_host_fields
+                                : c->type == AGENT_CMD_NOTIFY    ? notify_fields
                                                                  : start_fields;
     if ((rc = check_fields(o, fields, p, err)) < 0 ||
         (rc = get_int(o, "job", p, 1, INT64_MAX, &x, true, err)) < 0)
@@ -767,6 +790,8 @@ static int parse_cmd(const json_t *o, size_t i, struct agent_cmd *c, struct prot
     c->job_id = (uint64_t)x;
     if (c->type == AGENT_CMD_STEP_HOST)
         return parse_step_host(o, p, c, err);
+    if (c->type == AGENT_CMD_NOTIFY)
+        return parse_notify(o, p, c, err);
     if (c->type == AGENT_CMD_SIGNAL) {
         x = 15;
         if ((rc = get_int(o, "signal", p, 1, 64, &x, true, err)) < 0)
@@ -855,6 +880,10 @@ json_t *agent_cmd_to_json(const struct agent_cmd *c)
         return json_pack("{s:I, s:s, s:I, s:i, s:s}", "seq", (json_int_t)c->seq, "type",
                          "step_host", "job", (json_int_t)c->job_id, "rank", c->rank, "addr",
                          c->addr);
+    case AGENT_CMD_NOTIFY:
+        return json_pack("{s:I, s:s, s:I, s:i, s:s}", "seq", (json_int_t)c->seq, "type", "notify",
+                         "job", (json_int_t)c->job_id, "signal", c->signal, "to",
+                         notify_names[c->notify_to]);
     }
     return NULL;
 }

@@ -149,14 +149,25 @@ int agent_job_parse(const json_t *obj, struct agent_job *j, struct proto_error *
 json_t *agent_job_to_json(const struct agent_job *j);
 
 /* STEP_HOST: to rank 0 of a Slurm-style job, where rank `rank`'s step host listens
- * ("HOST:PORT", the port its node reported in a step_host event; docs/slurm.md "srun"). */
-enum agent_cmd_type { AGENT_CMD_START, AGENT_CMD_SIGNAL, AGENT_CMD_KILL, AGENT_CMD_STEP_HOST };
+ * ("HOST:PORT", the port its node reported in a step_host event; docs/slurm.md "srun").
+ * NOTIFY: a signal for a running job that does not stop it (scancel --signal): to
+ * `to` AGENT_NOTIFY_ALL its processes, _BATCH its leader (the batch shell), _STEPS every
+ * process but the leader. */
+enum agent_cmd_type {
+    AGENT_CMD_START,
+    AGENT_CMD_SIGNAL,
+    AGENT_CMD_KILL,
+    AGENT_CMD_STEP_HOST,
+    AGENT_CMD_NOTIFY
+};
+enum agent_notify_to { AGENT_NOTIFY_ALL, AGENT_NOTIFY_BATCH, AGENT_NOTIFY_STEPS };
 
 struct agent_cmd {
     int64_t seq;
     enum agent_cmd_type type;
     uint64_t job_id;
-    int signal;       /* SIGNAL */
+    int signal;       /* SIGNAL, NOTIFY */
+    int notify_to;    /* NOTIFY: enum agent_notify_to */
     int64_t grace_ms; /* SIGNAL */
     json_t *job;      /* START: the job object (own reference) */
     int rank;         /* STEP_HOST */

@@ -371,9 +371,32 @@ running_on_gpu01() {
     # the core has ended it; the cycle that writes COMPLETED is seconds away
     api_post /v1/jobs "{\"command\": [\"true\"], \"deps\": [{\"type\": \"afterok\", \"job\": $a}]}"
     assert_status 201
+    # one that can never be met is taken too, and waits as Slurm's DependencyNeverSatisfied
     api_post /v1/jobs "{\"command\": [\"true\"], \"deps\": [{\"type\": \"afternotok\", \"job\": $a}]}"
-    assert_status 400
-    jq -e '.error.message | test("can never be satisfied")' <<<"$body"
+    assert_status 201
+    never=$(jq -r .job.id <<<"$body")
+    json_until "/v1/jobs/$never" .job.reason DependencyNeverSatisfied
+}
+
+@test "DependencyNeverSatisfied: afterok on a job that failed waits, across a restart" {
+    one_node
+    a=$(submit '{"command": ["false"], "gpus": 1, "gpu_type": "H100-80GB"}')
+    b=$(submit "{\"command\": [\"true\"], \"deps\": [{\"type\": \"afterok\", \"job\": $a}]}")
+    json_until "/v1/jobs/$a" .job.state STARTING
+    start_on gpu01 "$CRED" "$a"
+    api_post /v1/agent/events "{\"node\": \"gpu01\", \"events\": [{\"job\": $a, \"type\": \"exited\", \"exit\": {\"kind\": \"code\", \"code\": 1}}]}" "$CRED"
+    assert_status 200
+    json_until "/v1/jobs/$a" .job.state FAILED
+    json_until "/v1/jobs/$b" .job.reason DependencyNeverSatisfied
+    c=$(submit "{\"command\": [\"true\"], \"deps\": [{\"type\": \"afterok\", \"job\": $a}]}")
+    json_until "/v1/jobs/$c" .job.reason DependencyNeverSatisfied
+    docketd_stop
+    docketd_start
+    json_until "/v1/jobs/$b" .job.reason DependencyNeverSatisfied
+    json_until "/v1/jobs/$c" .job.reason DependencyNeverSatisfied
+    assert_json .job.state PENDING
+    api_post "/v1/jobs/$b/cancel" '{}'
+    assert_status 200
 }
 
 @test "kill -9 in a burst of concurrent submissions loses no acknowledged job" {

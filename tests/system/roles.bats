@@ -538,3 +538,27 @@ EOF2
         return 1
     fi
 }
+
+@test "job signal (scancel --signal): allowed to whom may cancel; only a running job takes it" {
+    cluster
+    # per role (ROLES order): on JA (own project) / JB (another); 409: allowed, but the
+    # job is pending (the role check comes first, then the body, then the state)
+    local want=(409/409 409/409 403/403 409/403 409/403 403/403 403/403 401/401) i=0 failures=0
+    for role in "${ROLES[@]}"; do
+        tokvar=TOK_$role
+        got=""
+        for job in "$JA" "$JB"; do
+            api_post "/v1/jobs/$job/signal" '{"signal": 10, "to": "steps"}' "${!tokvar}"
+            got+="${got:+/}$status_code"
+        done
+        [[ $got == "${want[$i]}" ]] || { echo "$role: $got, wanted ${want[$i]}" >&2; failures=$((failures + 1)); }
+        i=$((i + 1))
+    done
+    [ "$failures" -eq 0 ]
+    api_post "/v1/jobs/$JA/signal" '{"signal": 99}'
+    assert_error 400 signal
+    api_post "/v1/jobs/$JA/signal" '{"signal": 10, "to": "everyone"}'
+    assert_error 400 to
+    api_post "/v1/jobs/$JA/signal" '{"signal": 10, "colour": "red"}'
+    assert_status 400
+}

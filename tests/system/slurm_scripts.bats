@@ -51,6 +51,10 @@ array_gone() { # ARRAY_ID: squeue shows none of its tasks
     [ -z "$(squeue -j "$1" -h)" ]
 }
 
+never_satisfied() { # ID: pending with reason DependencyNeverSatisfied
+    [ "$(squeue -j "$1" -h -o %r)" = DependencyNeverSatisfied ]
+}
+
 node_of() { # ID RANK: the job's node of that rank
     "$DOCKET" show "$1" --json | jq -r ".job.allocation[$2].node"
 }
@@ -256,4 +260,51 @@ EOS
     [[ $output == *"has not started"* ]]
     run -2 sbatch -A vision -d "afterok:$h?afterok:$a" --wrap true
     scancel "$h"
+}
+
+@test "scancel --signal: to the steps by default, -b to the batch shell alone; the job goes on" {
+    # man scancel, -s: "The name or number of the signal to send"; -b: "signals only the
+    # batch step, but not any other steps"; by default "not sent to the batch step"
+    cat >sig.sh <<'EOS'
+#!/bin/bash
+#SBATCH -A vision -o sig-%j.out
+trap 'echo "batch got USR2"; touch got-batch.$SLURM_JOB_ID' USR2
+srun bash -c 'trap "echo step got USR1; exit 0" USR1; touch ready.$SLURM_JOB_ID; while :; do sleep 1; done'
+echo "step ended $?"
+while [ ! -e got-batch.$SLURM_JOB_ID ]; do sleep 1; done
+echo done
+EOS
+    id=$(sbatch --parsable sig.sh)
+    wait_for 60 test -e "ready.$id"
+    run -0 scancel --signal=USR1 "$id"
+    wait_for 30 grep -qx "step ended 0" "sig-$id.out"
+    grep -qx "step got USR1" "sig-$id.out"
+    ! grep -q "batch got" "sig-$id.out"
+    run -0 scancel -b -s SIGUSR2 "$id"
+    done_ok "$id"
+    wait_for 30 grep -qx done "sig-$id.out"
+    grep -qx "batch got USR2" "sig-$id.out"
+    h=$(sbatch --parsable -A vision --hold --wrap true)
+    run -1 scancel -s USR1 "$h"
+    [[ $output == *"only a running job takes a signal"* ]]
+    run -2 scancel -s NOSUCH "$h"
+    scancel "$h"
+}
+
+@test "afterok on a job that failed: pending, DependencyNeverSatisfied, until cancelled" {
+    # man squeue, JOB REASON CODES: "DependencyNeverSatisfied: The job's dependency can
+    # never be satisfied"; the job stays pending (no kill_invalid_depend) until scancel
+    bad=$(sbatch --parsable -A vision --wrap 'exit 1')
+    wait_for 60 state_in "$bad" FAILED
+    late=$(sbatch --parsable -A vision -d "afterok:$bad" --wrap true)
+    early=$(sbatch --parsable -A vision -d "afterok:$(sbatch --parsable -A vision --wrap 'sleep 2; exit 4')" --wrap true)
+    for id in "$late" "$early"; do
+        wait_for 60 never_satisfied "$id"
+        run -0 squeue -j "$id" -h -o '%T %R'
+        [ "$output" = "PENDING (DependencyNeverSatisfied)" ]
+    done
+    run -0 scontrol show job "$late"
+    [[ $output == *"Reason=DependencyNeverSatisfied"* ]]
+    run -0 scancel "$late" "$early"
+    wait_for 30 state_in "$late" CANCELLED
 }
