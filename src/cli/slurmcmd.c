@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -205,6 +206,15 @@ int cmd_scontrol(struct cli *c, int argc, char **argv)
     if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         fputs(c->usage, c->out);
         return EXIT_OK;
+    }
+    if (argc >= 2 && !strcmp(argv[1], "update")) { /* said apart: people type it */
+        for (int i = 2; i < argc; i++)
+            if (!strncasecmp(argv[i], "nodename=", 9))
+                return cli_fail(c, "update NodeName=...: use `docket nodes drain|undrain NODE "
+                                   "--reason R` (docs/slurm.md)");
+        return cli_fail(c, "update: docket does not change a submitted job (TimeLimit, "
+                           "Dependency, Partition, Priority ...): cancel it and submit it "
+                           "again; hold, release and requeue work");
     }
     /* Slurm's scontrol exits 1 on a command it does not know */
     return cli_fail(c, "invalid command: docket's scontrol knows show hostnames, show job ID, "

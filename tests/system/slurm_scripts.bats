@@ -305,6 +305,9 @@ EOS
     done
     run -0 scontrol show job "$late"
     [[ $output == *"Reason=DependencyNeverSatisfied"* ]]
+    # the way out in Slurm is scontrol update Dependency=; docket says why it has none
+    run -1 scontrol update JobId="$late" Dependency=
+    [[ $output == *"cancel it and submit it again"* ]]
     run -0 scancel "$late" "$early"
     wait_for 30 state_in "$late" CANCELLED
 }

@@ -1,6 +1,8 @@
 /*
  * fuzz_slurm.c - libFuzzer harness of the Slurm readers of src/cli: host lists
- * (scontrol show hostnames), sacct -S times (a leading T), and sbatch's command line
+ * (scontrol show hostnames), sacct -S times (a leading T), job ids as scancel and squeue
+ * read them (a leading J: ID, ID_IDX, ID_[LIST]; an accepted one's index list is tried
+ * and its pieces folded back), and sbatch's command line
  * (spec_sbatch_args, then spec_slurm_finish) from NUL-separated words. Checks, beyond memory
  * safety: a refused command line says why; an accepted one yields a "slurm" object whose task
  * counts are positive and whose per-node resources are consistent with them.
@@ -14,6 +16,23 @@
 
 #include "cli/slurm.h"
 #include "cli/spec.h"
+
+static void job_id(const char *s)
+{
+    int64_t id, idx[64];
+    char list[256], out[64];
+    size_t n = 0;
+    if (slurm_jobid_parse(s, &id, list, sizeof(list)) < 0)
+        return;
+    if (id < 1 || strlen(list) >= sizeof(list))
+        abort();
+    for (int64_t i = 0; i < 64; i++)
+        if (slurm_index_in(list, i))
+            idx[n++] = 63 - i;
+    slurm_index_ranges(idx, n, out, sizeof(out));
+    if (strlen(out) >= sizeof(out) || (n && !out[0]))
+        abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -69,7 +88,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(buf, data, size);
     buf[size] = '\0';
     int64_t t;
-    if (size && data[0] == 'H')
+    if (size && data[0] == 'J')
+        job_id(buf + 1);
+    else if (size && data[0] == 'H')
         hostlist(buf + 1);
     else if (size && data[0] == 'T')
         (void)slurm_time_parse(buf + 1, 1764579600000LL, &t); /* sacct -S */
