@@ -255,8 +255,8 @@ int slurm_prepare(struct cli *c, json_t *spec, const json_t *cli, bool dry_run)
 }
 
 const char cmd_sbatch_usage[] =
-    "usage: docket sbatch [SBATCH OPTIONS] [SCRIPT]\n"
-    "       sbatch [SBATCH OPTIONS] [SCRIPT]          (through `make install-slurm-compat`)\n"
+    "usage: docket sbatch [SBATCH OPTIONS] [SCRIPT [ARG...]]\n"
+    "       sbatch [SBATCH OPTIONS] [SCRIPT [ARG...]] (through `make install-slurm-compat`)\n"
     "\n"
     "Submit a batch script as Slurm's sbatch does: its #SBATCH lines, then these options,\n"
     "which win. The script is read from stdin when none is given. Every sbatch option is\n"
