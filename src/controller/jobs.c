@@ -1525,7 +1525,7 @@ static void job_signal(struct ctl_req *r, const struct store_job *row)
     struct ctl *c = r->c;
     struct sched_job_view v;
     char to[16], reason[1100], target[32];
-    int sig;
+    int sig = 0; /* set by signal_body; -O3 cannot see it is */
     if (signal_body(r, &sig, to, sizeof(to), reason, sizeof(reason)) < 0)
         return;
     if (sched_job_get(c->sched, row->id, &v) < 0 || v.state != SCHED_RUNNING) {
