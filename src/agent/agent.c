@@ -154,7 +154,7 @@ static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
             continue;
         }
         if (ag_reclaim_done(a, p, status) || ag_storage_reaped(a, p, status) ||
-            ag_lifecycle_reaped(a, p, status))
+            ag_lifecycle_reaped(a, p, status) || ag_probe_reaped(a, p, status))
             continue;
         for (struct ajob *j = a->jobs; j; j = j->next)
             if (j->ours && j->sup_pid == p && !j->exited)

@@ -47,8 +47,9 @@ struct agent_config {
     int64_t pids_max;           /* pids.max of every job (0 = none) */
     int64_t node_pids_max;      /* pids.max of all jobs together, docket/NODE (0 = none) */
     int64_t job_mem_default_mb; /* memory limit of a job that names none (0 = none) */
-    size_t max_queued_events;   /* while the controller is away: usage samples dropped past it */
-    json_t *labels;             /* object of strings (owned by the config user) */
+    int service_port_lo, service_port_hi; /* --service-ports LO-HI: replicas' $PORT, 0 = none */
+    size_t max_queued_events; /* while the controller is away: usage samples dropped past it */
+    json_t *labels;           /* object of strings (owned by the config user) */
     struct inventory inv;
 };
 

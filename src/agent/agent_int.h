@@ -13,6 +13,7 @@
  *   agent_tty.c   interactive sessions' terminals joined to docketd
  *   storage.c     the pools and project areas docketd names: checks, quotas, usage
  *   lifecycle.c   the lifecycle runs docketd hands the node: moves and deletes in a child
+ *   probe.c       service replicas: their ports ($PORT) and their probes, run and reported
  * See agent.h and docs/agent.md.
  */
 #ifndef DOCKET_AGENT_AGENT_INT_H
@@ -65,6 +66,7 @@ struct ajob {
     bool step_reported; /* its step host's port went to docketd */
     bool prep_reported; /* its template's prepare (supwarm.c) went to docketd */
     char prep_key[80];  /* ... for NAME@VERSION: "prepared" goes once set-up is done */
+    int port;           /* a service replica's port (probe.c), 0: none */
     struct ajob *next;
 };
 
@@ -161,6 +163,8 @@ struct agent {
     pid_t stor_pid;
     int64_t stor_started, stor_next, stor_checked_gen;
     struct ag_lifecycle *lc; /* lifecycle.c: the lifecycle runs docketd handed this node */
+    struct ag_probe *probes; /* probe.c: the replicas' probes */
+    int port_next;           /* probe.c: where the next port search starts */
 };
 
 /* agent.c: write STATE_DIR/NAME (a rename of a fresh file). 0 or -errno. */
@@ -222,6 +226,16 @@ struct bufferevent *ag_controller_bev(struct agent *a);
 void ag_tty_tick(struct agent *a);
 void ag_tty_free_all(struct agent *a);
 void ag_tls_free(struct agent *a);
+
+/* probe.c: a port of --service-ports for a replica (0: no range configured; -EADDRINUSE:
+ * none free); its probes started from its start command's, or from its job.json after a
+ * restart of the agent (ag_probes_adopt); stopped when the job ends (job 0: all); a child
+ * of theirs reaped (true when pid was one). */
+int ag_port_take(struct agent *a);
+void ag_probes_start(struct agent *a, struct ajob *j, const struct agent_job *spec);
+void ag_probes_adopt(struct agent *a, struct ajob *j, const json_t *job);
+void ag_probes_stop(struct agent *a, uint64_t job);
+bool ag_probe_reaped(struct agent *a, pid_t pid, int status);
 
 /* logship.c: the jobs' output on its way to the controller */
 bool ag_ship_log(struct agent *a, struct ajob *j);

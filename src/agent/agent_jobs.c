@@ -41,6 +41,7 @@ static struct ajob *job_add(struct agent *a, uint64_t id)
 
 void ag_job_remove(struct agent *a, struct ajob *dead)
 {
+    ag_probes_stop(a, dead->id);
     for (struct ajob **p = &a->jobs; *p; p = &(*p)->next)
         if (*p == dead) {
             *p = dead->next;
@@ -67,7 +68,44 @@ static void event_started(struct agent *a, struct ajob *j)
     str_copy(e.type, sizeof e.type, "started");
     e.time_ms = clock_now_ms();
     e.pid = j->st.pid > 0 ? j->st.pid : j->sup_pid;
+    e.port = j->port;
     ag_queue_event(a, agent_event_to_json(&e), 0);
+}
+
+/* A service replica's port (probe.c) into its environment as $PORT. 0, or -errno with
+ * err filled (no port free). */
+static int give_port(struct agent *a, struct ajob *j, struct agent_job *spec, char *err,
+                     size_t errlen)
+{
+    if (!spec->service_port)
+        return 0;
+    int port = ag_port_take(a);
+    if (port < 0) {
+        snprintf(err, errlen, "no port of --service-ports %d-%d is free", a->cfg.service_port_lo,
+                 a->cfg.service_port_hi);
+        return port;
+    }
+    if (port == 0)
+        return 0; /* no range here: the replica runs without a port */
+    char **env = realloc(spec->env, (size_t)(spec->nenv + 2) * sizeof *env);
+    if (!env) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    spec->env = env;
+    for (int i = 0; i < spec->nenv; i++) /* ours, over any the job set */
+        if (strncmp(env[i], "PORT=", 5) == 0) {
+            free(env[i]);
+            env[i] = env[--spec->nenv];
+        }
+    if (asprintf(&env[spec->nenv], "PORT=%d", port) < 0) {
+        env[spec->nenv] = NULL;
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    env[++spec->nenv] = NULL;
+    j->port = port;
+    return 0;
 }
 
 /* Once its logs are all shipped, a finished job's exit goes out (exactly its facts). */
@@ -110,6 +148,7 @@ static void job_ended(struct agent *a, struct ajob *j)
     }
     j->exited = true;
     j->ended_mono = clock_mono_ms();
+    ag_probes_stop(a, j->id);
 }
 
 /* How long the reclaim of a dead supervisor's job waits for its processes to go: 5 s, or
@@ -395,6 +434,12 @@ static void start_job(struct agent *a, const struct agent_cmd *c, int64_t defer_
         ag_kick_post(a);
         return;
     }
+    if (give_port(a, j, &spec, err, sizeof err) < 0) {
+        agent_job_release(&spec);
+        log_error("launch_refused", "job=%llu message=\"%s\"", (unsigned long long)c->job_id, err);
+        start_refused(j, err);
+        return;
+    }
     memcpy(j->gpus, spec.gpus, sizeof j->gpus);
     j->ngpus = spec.ngpus;
     j->tty = spec.tty_idle_ms > 0 && spec.node_rank == 0; /* its terminal is rank 0's */
@@ -407,6 +452,8 @@ static void start_job(struct agent *a, const struct agent_cmd *c, int64_t defer_
         ag_kick_spare(a);
     else
         rc = sup_launch(&a->sup, &spec, c->seq, &j->sup_pid, err, sizeof err);
+    if (rc == 0)
+        ag_probes_start(a, j, &spec);
     agent_job_release(&spec);
     if (rc < 0) {
         log_error("launch_failed", "job=%llu message=\"%s\"", (unsigned long long)c->job_id, err);
@@ -551,6 +598,7 @@ void ag_retire(struct agent *a, struct ajob *j)
     if (fd >= 0)
         close(fd);
     done_push(a, j->id);
+    ag_probes_stop(a, j->id);
     free(j);
 }
 
@@ -586,6 +634,8 @@ void ag_adopt(struct agent *a, uint64_t id, const char *dir)
     json_t *gpus = json_object_get(json_object_get(spec, "job"), "gpus");
     for (size_t i = 0; i < json_array_size(gpus) && j->ngpus < AGENT_MAX_GPUS; i++)
         j->gpus[j->ngpus++] = (int)json_integer_value(json_array_get(gpus, i));
+    if (strcmp(st.state, "exited") != 0) /* a replica's probes go on */
+        ag_probes_adopt(a, j, json_object_get(spec, "job"));
     json_decref(spec);
     j->sup_pid = st.sup_pid;
     j->sup_start = st.sup_start;

@@ -80,6 +80,8 @@ static const char usage_text[] =
     "                          node's disk in a job's default output files; the rest is\n"
     "                          cut with a marker line (default 1G)\n"
     "  --job-pids-max N        processes and threads per job, 0 for no limit (default 8192)\n"
+    "  --service-ports LO-HI   the ports service replicas get here ($PORT, docs/services.md;\n"
+    "                          default: none, a replica then gets no port)\n"
     "  --node-pids-reserve N   processes and threads kept for the agent and the system:\n"
     "                          all jobs together get at most pid_max minus this (default\n"
     "                          4096); 0 for no node-wide limit\n"
@@ -143,6 +145,7 @@ enum opt {
     O_FENCE,
     O_LOGLIMIT,
     O_PIDS,
+    O_SVCPORTS,
     O_PIDRES,
     O_MEMDEF,
     O_MAXEV,
@@ -185,6 +188,7 @@ static const struct option longopts[] = {
     {"fence-margin", 1, NULL, O_FENCE},
     {"log-limit", 1, NULL, O_LOGLIMIT},
     {"job-pids-max", 1, NULL, O_PIDS},
+    {"service-ports", 1, NULL, O_SVCPORTS},
     {"node-pids-reserve", 1, NULL, O_PIDRES},
     {"job-mem-default", 1, NULL, O_MEMDEF},
     {"max-queued-events", 1, NULL, O_MAXEV},
@@ -410,6 +414,11 @@ static int build_config(struct settings *s, struct agent_config *c)
     c->pids_max = 8192;
     if (v[O_PIDS] && parse_int64(v[O_PIDS], 0, INT32_MAX, &c->pids_max) < 0)
         return die("bad --job-pids-max '%s' (a number, 0 for no limit)", v[O_PIDS]);
+    if (v[O_SVCPORTS] &&
+        (sscanf(v[O_SVCPORTS], "%d-%d", &c->service_port_lo, &c->service_port_hi) != 2 ||
+         c->service_port_lo < 1024 || c->service_port_hi > 65535 ||
+         c->service_port_lo > c->service_port_hi))
+        return die("bad --service-ports '%s' (LO-HI, 1024..65535)", v[O_SVCPORTS]);
     int64_t reserve = 4096, pid_max = cg_pid_max();
     if (v[O_PIDRES] && parse_int64(v[O_PIDRES], 0, INT32_MAX, &reserve) < 0)
         return die("bad --node-pids-reserve '%s' (a number, 0 for no node-wide limit)",

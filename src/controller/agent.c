@@ -643,7 +643,7 @@ static enum sched_exit_kind exit_kind(enum agent_exit_kind k)
 
 /* The events below write the store first and tell the core only once the writes
  * succeeded; 0 or -errno (a failed write: the core has not changed). */
-static int ev_started(struct ctl *c, struct ctl_node *n, uint64_t id)
+static int ev_started(struct ctl *c, struct ctl_node *n, uint64_t id, int port)
 {
     struct sched_error se;
     struct sched_job_view v;
@@ -670,6 +670,8 @@ static int ev_started(struct ctl *c, struct ctl_node *n, uint64_t id)
     if (sched_job_running(c->sched, id, clock_now_ms(), &se) < 0) /* checked above */
         ctl_store_diverged(c, "job_running", id);
     log_info("job_running", "job=%llu node=%s", (unsigned long long)id, n->name);
+    ctl_services_started(c, id, ctl_node_addr(c, (uint32_t)sched_node_find(c->sched, n->name)),
+                         port);
     return 0;
 }
 
@@ -822,6 +824,8 @@ static int ev_other(struct ctl *c, struct ctl_node *n, const struct agent_event 
         rc = ctl_job_event(c, id, t, "", "", n->name, "preparing environment", ev->message);
     } else if (strcmp(t, "prepared") == 0) {
         rc = ctl_job_event(c, id, t, "", "", n->name, "environment ready", ev->message);
+    } else if (strcmp(t, "probe") == 0) { /* a service replica's (services.c) */
+        rc = ctl_services_probe(c, n, id, ev->probe, ev->probe_ok, ev->message);
     } else if (strcmp(t, "reclaim_failed") == 0 || strcmp(t, "signalled") == 0) {
         rc = ctl_job_event(c, id, t, "", "", n->name, "", ev->message);
         if (strcmp(t, "reclaim_failed") == 0) {
@@ -857,7 +861,7 @@ static int apply_event(struct ctl *c, struct ctl_node *n, const json_t *evj)
     if (strcmp(ev.type, "started") == 0 && v.nallocs > 1 && rank_of(&v, idx) == 0)
         step_hosts_resend(c, &v, id, last);
     if (strcmp(ev.type, "started") == 0)
-        return ev_started(c, n, id);
+        return ev_started(c, n, id, ev.port);
     if (strcmp(ev.type, "exited") == 0) {
         step_hosts_drop(c, id, last);
         return ev_exited(c, n, &ev);

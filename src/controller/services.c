@@ -39,6 +39,13 @@ struct svc_rep {
     int64_t hold_until_ms;      /* held for its backoff until then; 0: not held */
     bool hold_unsaved;          /* held in the core, HELD not written yet */
     int64_t run_start_ms;       /* the start of its current run (0: not running) */
+    /* where its current run listens (its node's address, the port the agent gave it;
+     * port 0: none) and what its probes said last (docs/services.md "Probes") */
+    char host[256];
+    int port;
+    bool probe_ready;       /* its readiness probe passed last (no probe: unused) */
+    char last_failure[160]; /* the last probe failure reported, "" none */
+    int64_t last_failure_ms;
 };
 
 struct svc {
@@ -49,6 +56,7 @@ struct svc {
     struct svc_rep reps[PROTO_SERVICE_MAX_REPLICAS];
     int nreps, next_slot;
     int64_t created_ms;
+    long long probe_failures[2]; /* readiness, liveness failures reported since docketd's start */
 };
 
 struct ctl_services {
@@ -116,9 +124,11 @@ static json_t *rep_status(const struct svc_rep *r)
     json_t *recent = json_array();
     for (int i = 0; i < r->recent.n; i++)
         json_array_append_new(recent, json_integer(r->recent.at_ms[i]));
-    return json_pack("{s:i,s:I,s:i,s:i,s:o,s:I}", "slot", r->slot, "job", (json_int_t)r->job,
-                     "restarts", r->restarts, "streak", r->streak, "recent", recent,
-                     "hold_until_ms", (json_int_t)r->hold_until_ms);
+    return json_pack("{s:i,s:I,s:i,s:i,s:o,s:I,s:s,s:i,s:b,s:s,s:I}", "slot", r->slot, "job",
+                     (json_int_t)r->job, "restarts", r->restarts, "streak", r->streak, "recent",
+                     recent, "hold_until_ms", (json_int_t)r->hold_until_ms, "host", r->host, "port",
+                     r->port, "ready", r->probe_ready, "last_failure", r->last_failure,
+                     "last_failure_ms", (json_int_t)r->last_failure_ms);
 }
 
 static json_t *svc_status(const struct svc *s)
@@ -170,6 +180,13 @@ static void rep_load(struct svc_rep *r, const json_t *o)
     r->restarts = (int)json_integer_value(json_object_get(o, "restarts"));
     r->streak = (int)json_integer_value(json_object_get(o, "streak"));
     r->hold_until_ms = json_integer_value(json_object_get(o, "hold_until_ms"));
+    const char *host = json_string_value(json_object_get(o, "host"));
+    str_copy(r->host, sizeof(r->host), host ? host : "");
+    r->port = (int)json_integer_value(json_object_get(o, "port"));
+    r->probe_ready = json_is_true(json_object_get(o, "ready"));
+    const char *why = json_string_value(json_object_get(o, "last_failure"));
+    str_copy(r->last_failure, sizeof(r->last_failure), why ? why : "");
+    r->last_failure_ms = json_integer_value(json_object_get(o, "last_failure_ms"));
     size_t i;
     const json_t *t;
     json_array_foreach(json_object_get(o, "recent"), i, t) {
@@ -241,6 +258,14 @@ static void services_load(struct ctl *c)
 /* ------------------------------------------------------------------------------------ */
 /* Replicas                                                                              */
 
+/* Its run is over: no address, no readiness until the next one says. */
+static void rep_forget_run(struct svc_rep *r)
+{
+    r->host[0] = '\0';
+    r->port = 0;
+    r->probe_ready = false;
+}
+
 /* Submit the job of replica r (a fresh one), in the service owner's name. */
 static int rep_submit(struct ctl *c, struct svc *s, struct svc_rep *r, int64_t now)
 {
@@ -253,11 +278,11 @@ static int rep_submit(struct ctl *c, struct svc *s, struct svc_rep *r, int64_t n
         return -EINVAL;
     }
     /* who it is, so a replica can tell (its logs, its port file) */
+    /* a copy: ps.extra shares the service's own objects, and what the submission does
+       to its env (redaction for the audit trail) must not reach the next replica's */
     json_t *env = json_object_get(ps.extra, "env");
-    if (!json_is_object(env)) {
-        env = json_object();
-        json_object_set_new(ps.extra, "env", env);
-    }
+    env = json_is_object(env) ? json_deep_copy(env) : json_object();
+    json_object_set_new(ps.extra, "env", env);
     json_object_set_new(env, "DOCKET_SERVICE", json_string(s->name));
     snprintf(val, sizeof(val), "%d", r->slot);
     json_object_set_new(env, "DOCKET_REPLICA", json_string(val));
@@ -273,6 +298,7 @@ static int rep_submit(struct ctl *c, struct svc *s, struct svc_rep *r, int64_t n
     }
     r->job = id;
     r->run_start_ms = 0;
+    rep_forget_run(r);
     char detail[160];
     snprintf(detail, sizeof(detail), "replica %d of service %s", r->slot, s->name);
     if (ctl_job_event(c, id, "service", "", "PENDING", "", SVC_ACTOR, detail) < 0)
@@ -366,6 +392,7 @@ void ctl_services_run_ended(struct ctl *c, uint64_t job, int64_t now)
         return;
     int64_t up = r->run_start_ms ? now - r->run_start_ms : 0;
     r->run_start_ms = 0;
+    rep_forget_run(r);
     r->restarts++;
     r->streak = svc_next_streak(r->streak, up, s->spec.backoff_max_ms);
     svc_restarts_add(&r->recent, now, s->spec.crash_loop_window_ms);
@@ -397,6 +424,69 @@ void ctl_services_job_written(struct ctl *c, uint64_t job)
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* Ports and probes (docs/services.md "Ports and probes")                                */
+
+void ctl_services_start_cmd(struct ctl *c, uint64_t job, json_t *cmd_job)
+{
+    struct svc *s;
+    struct svc_rep *r = rep_of_job(c, job, &s);
+    if (!r)
+        return;
+    json_t *sv = json_pack("{s:b}", "port", true), *p;
+    if (sv && (p = proto_probe_to_json(&s->spec.liveness)))
+        json_object_set_new(sv, "liveness", p);
+    if (sv && (p = proto_probe_to_json(&s->spec.readiness)))
+        json_object_set_new(sv, "readiness", p);
+    if (sv)
+        json_object_set_new(cmd_job, "service", sv);
+}
+
+void ctl_services_started(struct ctl *c, uint64_t job, const char *host, int port)
+{
+    struct svc *s;
+    struct svc_rep *r = rep_of_job(c, job, &s);
+    if (!r)
+        return;
+    rep_forget_run(r);
+    str_copy(r->host, sizeof(r->host), host ? host : "");
+    r->port = port;
+    svc_save_now(c, s, clock_now_ms());
+}
+
+int ctl_services_probe(struct ctl *c, struct ctl_node *n, uint64_t job, const char *probe, bool ok,
+                       const char *message)
+{
+    struct svc *s;
+    struct svc_rep *r = rep_of_job(c, job, &s);
+    if (!r)
+        return 0;
+    int64_t now = clock_now_ms();
+    bool liveness = strcmp(probe, "liveness") == 0;
+    char detail[200];
+    snprintf(detail, sizeof(detail), "replica %d of service %s: %s %s", r->slot, s->name, probe,
+             ok ? "passes" : "failed");
+    if (!ok) {
+        snprintf(r->last_failure, sizeof(r->last_failure), "%s: %s", probe, message);
+        r->last_failure_ms = now;
+    }
+    if (!liveness)
+        r->probe_ready = ok;
+    log_info("service_probe", "service=%s slot=%d job=%llu probe=%s ok=%s message=\"%s\"", s->name,
+             r->slot, (unsigned long long)job, probe, ok ? "true" : "false", message);
+    s->probe_failures[liveness] += !ok;
+    svc_save_now(c, s, now);
+    /* a replica that fails its liveness probe is restarted: its process killed, so the
+       core requeues it as any service whose run ended (and the backoff holds it) */
+    if (liveness && !ok) {
+        json_t *kill = json_pack("{s:s,s:I}", "type", "kill", "job", (json_int_t)job);
+        if (kill && ctl_node_command(c, n, job, kill) < 0)
+            log_error("service_kill_failed", "service=%s job=%llu", s->name,
+                      (unsigned long long)job);
+    }
+    return ctl_job_event(c, job, "probe", "", "", n->name, detail, message);
+}
+
+/* ------------------------------------------------------------------------------------ */
 /* The SERVICE object of the API                                                         */
 
 static json_t *rep_json(struct ctl *c, const struct svc *s, const struct svc_rep *r, int64_t now,
@@ -408,13 +498,23 @@ static json_t *rep_json(struct ctl *c, const struct svc *s, const struct svc_rep
     *looping = svc_crash_looping(&r->recent, now, s->spec.crash_loop_window_ms,
                                  s->spec.crash_loop_restarts);
     bool backoff = r->hold_until_ms > now;
-    const char *state = svc_replica_state(st, backoff, *looping, true);
+    bool probed = s->spec.readiness.kind == PROTO_PROBE_NONE || r->probe_ready;
+    const char *state = svc_replica_state(st, backoff, *looping, probed);
     *ready = strcmp(state, "ready") == 0;
     json_t *o =
         json_pack("{s:i,s:I,s:s,s:s,s:i,s:b}", "slot", r->slot, "job", (json_int_t)r->job, "state",
                   state, "job_state", st, "restarts", r->restarts, "crash_loop", *looping);
     if (backoff)
         json_object_set_new(o, "backoff_until_ms", json_integer(r->hold_until_ms));
+    if (r->port > 0) {
+        char addr[300];
+        snprintf(addr, sizeof(addr), "%s:%d", r->host, r->port);
+        json_object_set_new(o, "addr", json_string(addr));
+    }
+    if (r->last_failure[0]) {
+        json_object_set_new(o, "last_probe_failure", json_string(r->last_failure));
+        json_object_set_new(o, "last_probe_failure_ms", json_integer(r->last_failure_ms));
+    }
     return o;
 }
 

@@ -152,6 +152,8 @@ void agent_job_release(struct agent_job *j)
     if (j->net)
         net_job_release(j->net);
     free(j->net);
+    proto_probe_release(&j->liveness);
+    proto_probe_release(&j->readiness);
     agent_job_init(j);
 }
 
@@ -323,16 +325,33 @@ static int parse_tty(const json_t *v, struct agent_job *j, struct proto_error *e
     return rc;
 }
 
+/* "service": {"port": BOOL, "liveness": PROBE, "readiness": PROBE}, a service's replica */
+static int parse_service(const json_t *v, struct agent_job *j, struct proto_error *err)
+{
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_object(v))
+        return bad(err, "job.service", "'job.service' must be an object");
+    static const char *const known[] = {"port", "liveness", "readiness", NULL};
+    int rc = check_fields(v, known, "job.service.", err);
+    const json_t *port = json_object_get(v, "port"), *p;
+    if (rc == 0 && port)
+        rc = proto_get_bool(port, "job.service.port", &j->service_port, err);
+    if (rc == 0 && (p = json_object_get(v, "liveness")))
+        rc = proto_probe_parse(p, "job.service.liveness", &j->liveness, err);
+    if (rc == 0 && (p = json_object_get(v, "readiness")))
+        rc = proto_probe_parse(p, "job.service.readiness", &j->readiness, err);
+    j->service = rc == 0;
+    return rc;
+}
+
 static const char *const job_fields[] = {
-    "id",         "name",        "project",     "tier",
-    "class",      "user",        "command",     "script",
-    "workdir",    "output",      "error",       "env",
-    "gpus",       "cpus",        "mem_mb",      "time_limit_ms",
-    "signal",     "grace_ms",    "nodelist",    "node_rank",
-    "world_size", "master_addr", "master_port", "array_index",
-    "run",        "pids_max",    "secret_env",  "array_id",
-    "slurm",      "lease_ms",    "tty",         "environment",
-    "network",    NULL};
+    "id",       "name",        "project",    "tier",          "class",       "user",
+    "command",  "script",      "workdir",    "output",        "error",       "env",
+    "gpus",     "cpus",        "mem_mb",     "time_limit_ms", "signal",      "grace_ms",
+    "nodelist", "node_rank",   "world_size", "master_addr",   "master_port", "array_index",
+    "run",      "pids_max",    "secret_env", "array_id",      "slurm",       "lease_ms",
+    "tty",      "environment", "network",    "service",       NULL};
 
 static int parse_scalars(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
@@ -583,7 +602,8 @@ int agent_job_parse(const json_t *o, struct agent_job *j, struct proto_error *er
         goto out;
     int64_t aid = 0;
     if ((rc = get_int(o, "array_id", "job.", 0, INT64_MAX, &aid, false, err)) < 0 ||
-        (rc = parse_tty(json_object_get(o, "tty"), j, err)) < 0)
+        (rc = parse_tty(json_object_get(o, "tty"), j, err)) < 0 ||
+        (rc = parse_service(json_object_get(o, "service"), j, err)) < 0)
         goto out;
     j->array_id = (uint64_t)aid;
     if (j->world_size > 0 && j->node_rank >= j->world_size) {
@@ -689,6 +709,14 @@ json_t *agent_job_to_json(const struct agent_job *j)
     }
     if (o && j->net)
         json_object_set_new(o, "network", net_job_json(j->net));
+    if (o && j->service) {
+        json_t *sv = json_pack("{s:b}", "port", j->service_port), *p;
+        if (sv && (p = proto_probe_to_json(&j->liveness)))
+            json_object_set_new(sv, "liveness", p);
+        if (sv && (p = proto_probe_to_json(&j->readiness)))
+            json_object_set_new(sv, "readiness", p);
+        json_object_set_new(o, "service", sv);
+    }
     return o;
 }
 
@@ -1383,14 +1411,18 @@ json_t *agent_event_to_json(const struct agent_event *e)
         json_object_set_new(o, "run", json_integer(e->run));
     if (strcmp(e->type, "started") == 0)
         json_object_set_new(o, "pid", json_integer(e->pid));
-    if (strcmp(e->type, "step_host") == 0)
+    if (strcmp(e->type, "step_host") == 0 || (strcmp(e->type, "started") == 0 && e->port > 0))
         json_object_set_new(o, "port", json_integer(e->port));
+    if (strcmp(e->type, "probe") == 0)
+        json_object_set_new(o, "probe",
+                            json_pack("{s:s,s:b}", "name", e->probe, "ok", e->probe_ok));
     if (strcmp(e->type, "exited") == 0)
         json_object_set_new(o, "exit",
                             json_pack("{s:s, s:i, s:s}", "kind", agent_exit_kind_name(e->exit_kind),
                                       "code", e->exit_code, "message", e->message));
     if (strcmp(e->type, "reclaim_failed") == 0 || strcmp(e->type, "signalled") == 0 ||
-        strcmp(e->type, "preparing") == 0 || strcmp(e->type, "prepared") == 0)
+        strcmp(e->type, "preparing") == 0 || strcmp(e->type, "prepared") == 0 ||
+        strcmp(e->type, "probe") == 0)
         json_object_set_new(o, "message", json_string(e->message));
     if (e->has_usage)
         json_object_set_new(o, "usage", usage_json(&e->usage));
@@ -1488,9 +1520,9 @@ static bool event_type_ok(const char *t)
 {
     /* preparing, prepared: sent only for a job whose start command had a prepare script,
      * which only a docketd that reads these events sends (protocol/templates.h) */
-    static const char *const types[] = {"started",        "exited",    "usage",
-                                        "reclaim_failed", "signalled", "step_host",
-                                        "preparing",      "prepared",  NULL};
+    static const char *const types[] = {"started",   "exited",    "usage",     "reclaim_failed",
+                                        "signalled", "step_host", "preparing", "prepared",
+                                        "probe",     NULL};
     return t && in_list(t, types);
 }
 
@@ -1515,7 +1547,7 @@ static int parse_event_head(const json_t *o, const char *path, struct agent_even
     if (!event_type_ok(t))
         return bad(err, sub(f, sizeof f, path, "type"),
                    "%s must be started, signalled, exited, usage, reclaim_failed, step_host,"
-                   " preparing or prepared",
+                   " preparing, prepared or probe",
                    f);
     str_copy(e->type, sizeof e->type, t);
     if ((v = json_object_get(o, "time_ms")) &&
@@ -1530,11 +1562,38 @@ static int parse_event_head(const json_t *o, const char *path, struct agent_even
     return 0;
 }
 
+/* A probe event's {"name": "liveness" | "readiness", "ok": BOOL}: there, and only there. */
+static int parse_event_probe(const json_t *v, const char *path, struct agent_event *e,
+                             struct proto_error *err)
+{
+    static const char *const known[] = {"name", "ok", NULL};
+    static const char *const names[] = {"liveness", "readiness", NULL};
+    char f[160], g[200];
+    sub(f, sizeof f, path, "probe");
+    if ((v != NULL) != (strcmp(e->type, "probe") == 0))
+        return bad(err, f, "%s belongs to a probe event, always", f);
+    if (!v)
+        return 0;
+    if (!json_is_object(v))
+        return bad(err, f, "%s must be an object", f);
+    int rc = proto_check_fields(v, f, known, err);
+    const char *name = json_string_value(json_object_get(v, "name"));
+    snprintf(g, sizeof g, "%s.name", f);
+    if (rc == 0 && (!name || !in_list(name, names)))
+        return bad(err, g, "%s must be liveness or readiness", g);
+    snprintf(g, sizeof g, "%s.ok", f);
+    if (rc == 0)
+        rc = proto_get_bool(json_object_get(v, "ok"), g, &e->probe_ok, err);
+    if (rc == 0)
+        str_copy(e->probe, sizeof e->probe, name);
+    return rc;
+}
+
 int agent_event_parse(const json_t *o, const char *path, struct agent_event *e,
                       struct proto_error *err)
 {
-    static const char *const known[] = {"job",   "run",     "type",   "time_ms", "pid", "exit",
-                                        "usage", "message", "sample", "port",    NULL};
+    static const char *const known[] = {"job",   "run",     "type",   "time_ms", "pid",   "exit",
+                                        "usage", "message", "sample", "port",    "probe", NULL};
     char f[160];
     int rc;
     json_t *v;
@@ -1563,16 +1622,17 @@ int agent_event_parse(const json_t *o, const char *path, struct agent_event *e,
         return rc;
     if (strcmp(e->type, "exited") != 0)
         memcpy(e->message, msg, sizeof msg);
-    /* a step host's port: on that event, and there always */
+    /* a step host's port: on that event, and there always; a replica's: on its start */
     v = json_object_get(o, "port");
-    if ((v != NULL) != (strcmp(e->type, "step_host") == 0))
-        return bad(err, sub(f, sizeof f, path, "port"), "%s belongs to a step_host event, always",
-                   f);
+    bool step = strcmp(e->type, "step_host") == 0;
+    if ((v != NULL) != step && !(v && strcmp(e->type, "started") == 0))
+        return bad(err, sub(f, sizeof f, path, "port"),
+                   "%s belongs to a step_host event, always, or a started one", f);
     int64_t port = 0;
     if (v && (rc = proto_get_int(v, f, 1, 65535, &port, err)) < 0)
         return rc;
     e->port = (int)port;
-    return 0;
+    return parse_event_probe(json_object_get(o, "probe"), path, e, err);
 }
 
 json_t *agent_events_body(const char *node, json_t *events)

@@ -23,6 +23,7 @@
 #include "protocol/error.h"
 #include "protocol/network.h"
 #include "protocol/lifecycle.h"
+#include "protocol/service.h"
 #include "protocol/storage.h"
 
 /* The fencing margin of docs/agent.md "Fencing and leases", one definition for both sides: a node
@@ -133,6 +134,13 @@ struct agent_job {
     /* The job's network boundary (docs/network.md): a namespace of its own with this
      * address, peers and allow-list; NULL = the node's network. Owned. */
     struct net_job *net;
+    /* A replica of a service (docs/services.md): "service": {"port": true, "liveness":
+     * PROBE, "readiness": PROBE}. port: the agent gives it a port of its --service-ports
+     * range ($PORT) and reports it in the started event; the probes (read by
+     * proto_probe_parse, kind NONE when absent) the agent runs and reports, nothing more. */
+    bool service;
+    bool service_port;
+    struct proto_probe liveness, readiness;
 };
 
 /* The secret_env of a start command: parse into j (replacing any), or build it back as
@@ -333,11 +341,16 @@ struct agent_event {
     uint64_t job;
     int run;       /* the run the event is about (the start command's job.run), 0 = not given */
     char type[16]; /* started, signalled, exited, usage, reclaim_failed, step_host, preparing,
-                    * prepared */
+                    * prepared, probe */
     int64_t time_ms;
-    int pid;       /* started (read on any event, 0 when absent) */
-    int port;      /* step_host: the port the kernel gave a Slurm-style job's step host here */
-    bool has_exit; /* always on an exited event */
+    int pid;  /* started (read on any event, 0 when absent) */
+    int port; /* step_host: the port the kernel gave a Slurm-style job's step host here;
+               * started: the port a service replica got ($PORT), 0 = none */
+    /* probe: which probe ("liveness", "readiness") and its verdict: ok, or failed
+     * failure_threshold times in a row (message: the last failure) */
+    char probe[16];
+    bool probe_ok;
+    bool has_exit;                  /* always on an exited event */
     enum agent_exit_kind exit_kind; /* the exit's */
     int exit_code;                  /* the exit's: code or signal number */
     /* exited: the exit's message; reclaim_failed, signalled: the event's; preparing,

@@ -61,14 +61,14 @@ ctl_start() { # PORT: docketd on $T/ctl (0: any port; after a stop, $PORT again)
     wait_for 60 curl -sf -o /dev/null "http://127.0.0.1:$(cat "$T/ctl/docketd.port")/healthz"
 }
 
-agent_start() { # a|b JOIN
-    local cg=() util=()
+agent_start() { # a|b JOIN (AGENT_EXTRA_a, AGENT_EXTRA_b: more flags for one agent, split on spaces)
+    local cg=() util=() own=AGENT_EXTRA_$1
     [[ $(id -u) == 0 ]] || cg=(--no-cgroups)
     [[ -z ${AGENT_UTIL_FILES:-} ]] || util=(--declared-gpu-util-file "$T/gpu-util-$1")
     "$AGENT_BIN" --controller "http://127.0.0.1:$PORT" --join-token "$2" \
         --name "$PREFIX-$1" --gpus 8xH100-80GB --cpus 16 --mem 64G --label "zone=$1" \
         --state-dir "$T/agent-$1" --allow-root-jobs --usage-interval 1s \
-        --log-file "$T/agent-$1.log" "${AGENT_EXTRA[@]}" "${cg[@]}" "${util[@]}" &
+        --log-file "$T/agent-$1.log" "${AGENT_EXTRA[@]}" ${!own:-} "${cg[@]}" "${util[@]}" &
     echo $! >"$T/agent-$1.pid"
 }
 

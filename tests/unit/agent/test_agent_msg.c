@@ -198,6 +198,47 @@ static void test_job_script(void **st)
     agent_job_release(&j);
 }
 
+/* A service replica (docs/services.md "Ports and probes"): its port wish and its probes,
+ * read by the service spec's own probe reader, written back the same; bad ones refused
+ * naming the field. */
+static void test_job_service(void **st)
+{
+    (void)st;
+    struct agent_job j, k;
+    parse_ok(
+        "{\"id\": 1, \"command\": [\"true\"], \"service\": {\"port\": true, \"readiness\":"
+        " {\"http\": {\"path\": \"/healthz\"}, \"period\": \"200ms\"}, \"liveness\":"
+        " {\"exec\": {\"command\": [\"test\", \"-f\", \"/tmp/ok\"]}, \"failure_threshold\": 2}}}",
+        &j);
+    assert_true(j.service && j.service_port);
+    assert_int_equal(j.readiness.kind, PROTO_PROBE_HTTP);
+    assert_string_equal(j.readiness.path, "/healthz");
+    assert_int_equal(j.readiness.period_ms, 200);
+    assert_int_equal(j.liveness.kind, PROTO_PROBE_EXEC);
+    assert_int_equal(j.liveness.failure_threshold, 2);
+    json_t *back = agent_job_to_json(&j);
+    struct proto_error e = {0};
+    assert_int_equal(agent_job_parse(back, &k, &e), 0);
+    assert_true(k.service && k.service_port);
+    assert_int_equal(k.liveness.kind, PROTO_PROBE_EXEC);
+    assert_string_equal(json_string_value(json_array_get(k.liveness.command, 2)), "/tmp/ok");
+    json_decref(back);
+    agent_job_release(&k);
+    agent_job_release(&j);
+    parse_ok("{\"id\": 1, \"command\": [\"true\"]}", &j);
+    assert_false(j.service);
+    assert_int_equal(j.readiness.kind, PROTO_PROBE_NONE);
+    agent_job_release(&j);
+    parse_bad("{\"id\": 1, \"command\": [\"true\"], \"service\": 1}", "job.service");
+    parse_bad("{\"id\": 1, \"command\": [\"true\"], \"service\": {\"port\": 1}}",
+              "job.service.port");
+    parse_bad("{\"id\": 1, \"command\": [\"true\"], \"service\": {\"startup\": {}}}",
+              "job.service.startup");
+    parse_bad("{\"id\": 1, \"command\": [\"true\"], \"service\": {\"readiness\": {\"http\":"
+              " {\"path\": \"x\"}}}}",
+              "job.service.readiness.http.path");
+}
+
 /* h-node: the run number and the class's pids.max of a start command, and back */
 static void test_job_run_and_pids(void **st)
 {
@@ -601,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_base64_and_logs),
         cmocka_unit_test(test_job_run_and_pids),
+        cmocka_unit_test(test_job_service),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -346,7 +346,27 @@ static void events(void **st)
     event_refused("{\"job\": 1, \"type\": \"step_host\", \"port\": 0}", "events[1].port");
     event_refused("{\"job\": 1, \"type\": \"step_host\", \"port\": 65536}", "events[1].port");
     event_refused("{\"job\": 1, \"type\": \"step_host\", \"port\": \"1\"}", "events[1].port");
-    event_refused("{\"job\": 1, \"type\": \"started\", \"port\": 1}", "events[1].port");
+    event_refused("{\"job\": 1, \"type\": \"usage\", \"port\": 1}", "events[1].port");
+    /* a service replica's port on its start (docs/services.md "Ports and probes") */
+    event_taken("{\"job\": 1, \"type\": \"started\", \"port\": 31000}");
+    event_refused("{\"job\": 1, \"type\": \"started\", \"port\": 0}", "events[1].port");
+    /* a probe's verdict: its object on a probe event only, and always there */
+    event_taken("{\"job\": 1, \"type\": \"probe\", \"probe\": {\"name\": \"readiness\","
+                " \"ok\": false}, \"message\": \"answered HTTP/1.0 503\"}");
+    event_taken("{\"job\": 1, \"type\": \"probe\", \"probe\": {\"name\": \"liveness\","
+                " \"ok\": true}}");
+    event_refused("{\"job\": 1, \"type\": \"probe\"}", "events[1].probe");
+    event_refused("{\"job\": 1, \"type\": \"usage\", \"probe\": {\"name\": \"liveness\","
+                  " \"ok\": true}}",
+                  "events[1].probe");
+    event_refused("{\"job\": 1, \"type\": \"probe\", \"probe\": {\"name\": \"startup\","
+                  " \"ok\": true}}",
+                  "events[1].probe.name");
+    event_refused("{\"job\": 1, \"type\": \"probe\", \"probe\": {\"name\": \"liveness\"}}",
+                  "events[1].probe.ok");
+    event_refused("{\"job\": 1, \"type\": \"probe\", \"probe\": {\"name\": \"liveness\","
+                  " \"ok\": true, \"x\": 1}}",
+                  "events[1].probe.x");
 }
 
 /* The messages docketd answers with (HTTP-visible), and the limits on messages. */
@@ -358,7 +378,7 @@ static void event_messages(void **st)
     json_t *o = js("{\"node\": \"n\", \"events\": [{\"job\": 1, \"type\": \"rebooted\"}]}");
     assert_int_equal(agent_events_parse(o, &evs, &e), -EINVAL);
     assert_string_equal(e.message, "events[0].type must be started, signalled, exited, usage,"
-                                   " reclaim_failed, step_host, preparing or prepared");
+                                   " reclaim_failed, step_host, preparing, prepared or probe");
     json_decref(o);
     o = js("{\"node\": \"n\", \"events\": [{\"job\": 1, \"type\": \"usage\", \"sample\": "
            "{\"gpu_source\": \"guess\"}}]}");
