@@ -14,11 +14,24 @@
 #include "util/str.h"
 #include "util/yamljson.h"
 
+int ctl_config_lb_ports(struct ctl_config *cfg, const char *s)
+{
+    int lo = 0, hi = 0, end = 0;
+    if (sscanf(s, "%d-%d%n", &lo, &hi, &end) != 2 || s[end] || lo < 1024 || hi > 65535 || lo > hi)
+        return -EINVAL;
+    cfg->lb_port_lo = lo;
+    cfg->lb_port_hi = hi;
+    return 0;
+}
+
 void ctl_config_defaults(struct ctl_config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
     str_copy(cfg->state_dir, sizeof(cfg->state_dir), "/var/lib/docket");
     str_copy(cfg->listen, sizeof(cfg->listen), "127.0.0.1:8420");
+    str_copy(cfg->lb_bind, sizeof(cfg->lb_bind), "127.0.0.1");
+    cfg->lb_port_lo = 30000;
+    cfg->lb_port_hi = 30999;
     cfg->log_level = LOG_INFO;
     cfg->log_format = LOG_TEXT;
     cfg->node_timeout_ms = 60000;
@@ -151,6 +164,9 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
                                         "reserved_connections",
                                         "max_unproven_per_peer",
                                         "admin_uids",
+                                        "lb_haproxy",
+                                        "lb_bind",
+                                        "lb_ports",
                                         NULL};
     char yerr[256];
     struct proto_error pe;
@@ -190,6 +206,15 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
     if (rc == 0)
         rc =
             get_str(doc, "audit_anchor", cfg->audit_anchor, sizeof(cfg->audit_anchor), err, errlen);
+    if (rc == 0)
+        rc = get_str(doc, "lb_haproxy", cfg->lb_haproxy, sizeof(cfg->lb_haproxy), err, errlen);
+    if (rc == 0)
+        rc = get_str(doc, "lb_bind", cfg->lb_bind, sizeof(cfg->lb_bind), err, errlen);
+    if (rc == 0 && (v = json_object_get(doc, "lb_ports")) &&
+        (!json_is_string(v) || ctl_config_lb_ports(cfg, json_string_value(v)) < 0)) {
+        snprintf(err, errlen, "lb_ports: must be LO-HI within 1024..65535");
+        rc = -EINVAL;
+    }
     if (rc == 0 && (v = json_object_get(doc, "tls")) &&
         ctl_tls_mode_parse(json_string_value(v), &cfg->tls) < 0) {
         snprintf(err, errlen, "tls: must be auto, on or off");

@@ -69,6 +69,12 @@ struct ctl_config {
     bool rotate_secrets_key; /* --rotate-secrets-key: once, at this start (not a config key) */
     char restore_file[CTL_PATH_MAX];  /* --restore FILE: install it as the database, exit */
     char import_sqlite[CTL_PATH_MAX]; /* --import-sqlite FILE: copy it into db, then exit */
+    /* the services' load balancer (lb.c, docs/services.md "The endpoint"): the haproxy
+     * program docketd runs ("" = none, no endpoints), the address its frontends bind
+     * (and `docket services endpoint` prints), the range of their ports */
+    char lb_haproxy[CTL_PATH_MAX];
+    char lb_bind[256];
+    int64_t lb_port_lo, lb_port_hi;
 };
 
 void ctl_config_defaults(struct ctl_config *cfg);
@@ -76,6 +82,8 @@ void ctl_config_defaults(struct ctl_config *cfg);
 int ctl_config_add_admin_uid(struct ctl_config *cfg, int64_t uid);
 /* Read docketd.yaml into cfg (fields present override). 0 or -errno with err filled. */
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen);
+/* "LO-HI" into lb_port_lo/hi (1024..65535). 0 or -EINVAL. */
+int ctl_config_lb_ports(struct ctl_config *cfg, const char *s);
 /* "auto", "on" or "off". 0 or -EINVAL. */
 int ctl_tls_mode_parse(const char *s, enum ctl_tls_mode *out);
 

@@ -128,6 +128,7 @@ struct ctl {
     struct proto_templates *templates;
     struct ctl_alerts *alerts;       /* alerts.c */
     struct ctl_services *services;   /* services.c */
+    struct ctl_lb *lb;               /* lb.c: the services' HAProxy */
     struct ctl_storage *storage;     /* storage.c */
     struct ctl_lifecycle *lifecycle; /* lifecycle.c */
     struct ctl_net *net;             /* network.c */

@@ -95,8 +95,8 @@ int lb_commands(struct dbuf *out, const char *backend, const struct lb_slot had[
     for (int i = 0; i < LB_SLOTS; i++) {
         const struct lb_slot *h = &had[i], *w = &want[i];
         bool was_in = h->job && h->ready, is_in = w->job && w->ready;
-        bool moved = w->job && (h->job != w->job || h->port != w->port ||
-                                strcmp(h->host, w->host) != 0);
+        bool moved =
+            w->job && (h->job != w->job || h->port != w->port || strcmp(h->host, w->host) != 0);
         if (was_in && (!is_in || moved)) {
             dbuf_printf(out, "set server %s/r%d state maint\n", backend, i + 1);
             n++;

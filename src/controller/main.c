@@ -39,6 +39,7 @@
 #include "controller/templates.h"
 #include "controller/tls.h"
 #include "controller/turns.h"
+#include "controller/lb.h"
 #include "controller/written.h"
 #include "protocol/agent_msg.h"
 #include "util/clock.h"
@@ -69,6 +70,9 @@ static void usage(FILE *f)
             "               [--admin-uid UID]...   (an admin on the socket, besides root\n"
             "               and docketd's own uid)\n"
             "               [--advertise URL]   (PostgreSQL: where clients reach this one)\n"
+            "               [--lb-haproxy PATH [--lb-bind ADDR] [--lb-ports LO-HI]]\n"
+            "               (services' endpoints: docketd runs haproxy, default\n"
+            "               127.0.0.1, 30000-30999)\n"
             "       docketd --restore FILE [--state-dir DIR]   (docketd stopped: install a\n"
             "               backup as the database; docs/operations.md)\n"
             "       docketd --db postgresql://... --import-sqlite FILE\n"
@@ -110,7 +114,10 @@ enum {
     O_DB,
     O_ADVERTISE,
     O_IMPORT_SQLITE,
-    O_ADMIN_UID
+    O_ADMIN_UID,
+    O_LB_HAPROXY,
+    O_LB_BIND,
+    O_LB_PORTS
 };
 
 static const struct option opts[] = {
@@ -146,6 +153,9 @@ static const struct option opts[] = {
     {"restore", required_argument, NULL, O_RESTORE},
     {"db", required_argument, NULL, O_DB},
     {"advertise", required_argument, NULL, O_ADVERTISE},
+    {"lb-haproxy", required_argument, NULL, O_LB_HAPROXY},
+    {"lb-bind", required_argument, NULL, O_LB_BIND},
+    {"lb-ports", required_argument, NULL, O_LB_PORTS},
     {"import-sqlite", required_argument, NULL, O_IMPORT_SQLITE},
     {"admin-uid", required_argument, NULL, O_ADMIN_UID},
     {NULL, 0, NULL, 0},
@@ -258,6 +268,15 @@ static int apply_flag(struct ctl_config *cfg, int opt, const char *arg)
         return text_flag(cfg->db, sizeof(cfg->db), "db", arg, "too long");
     case O_ADVERTISE:
         return text_flag(cfg->advertise, sizeof(cfg->advertise), "advertise", arg, "too long");
+    case O_LB_HAPROXY:
+        return text_flag(cfg->lb_haproxy, sizeof(cfg->lb_haproxy), "lb-haproxy", arg,
+                         "path too long");
+    case O_LB_BIND:
+        return text_flag(cfg->lb_bind, sizeof(cfg->lb_bind), "lb-bind", arg, "too long");
+    case O_LB_PORTS:
+        return ctl_config_lb_ports(cfg, arg) < 0
+                   ? flag_error("lb-ports", arg, "must be LO-HI within 1024..65535, not")
+                   : 0;
     case O_IMPORT_SQLITE:
         return text_flag(cfg->import_sqlite, sizeof(cfg->import_sqlite), "import-sqlite", arg,
                          "path too long");
@@ -593,6 +612,7 @@ int main(int argc, char **argv)
     ctl_logs_stop(c);
     ctl_alerts_stop(c);
     ctl_services_free(c);
+    ctl_lb_free(c);
     ctl_templates_stop(c);
     ctl_storage_free(c);
     ctl_net_free(c);

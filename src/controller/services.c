@@ -18,6 +18,7 @@
 #include "controller/ctl.h"
 #include "controller/http.h"
 #include "controller/jobs.h"
+#include "controller/lb.h"
 #include "controller/loop.h"
 #include "controller/svcrules.h"
 #include "protocol/proto.h"
@@ -46,6 +47,7 @@ struct svc_rep {
     bool probe_ready;       /* its readiness probe passed last (no probe: unused) */
     char last_failure[160]; /* the last probe failure reported, "" none */
     int64_t last_failure_ms;
+    bool draining; /* out of traffic, to be stopped (a rolling update's old replica) */
 };
 
 struct svc {
@@ -56,6 +58,7 @@ struct svc {
     struct svc_rep reps[PROTO_SERVICE_MAX_REPLICAS];
     int nreps, next_slot;
     int64_t created_ms;
+    int endpoint_port;           /* its HAProxy frontend's (lb.c), 0: none */
     long long probe_failures[2]; /* readiness, liveness failures reported since docketd's start */
 };
 
@@ -152,7 +155,8 @@ static int svc_save(struct ctl *c, const struct svc *s, int64_t now)
         struct store_service row = {.spec = spec_text,
                                     .status = status_text,
                                     .created_ms = s->created_ms,
-                                    .updated_ms = now};
+                                    .updated_ms = now,
+                                    .endpoint_port = s->endpoint_port};
         str_copy(row.name, sizeof(row.name), s->name);
         str_copy(row.project, sizeof(row.project), s->project);
         str_copy(row.user, sizeof(row.user), s->user);
@@ -214,6 +218,7 @@ static int load_cb(void *arg, const struct store_service *row)
     str_copy(s->project, sizeof(s->project), row->project);
     str_copy(s->user, sizeof(s->user), row->user);
     s->created_ms = row->created_ms;
+    s->endpoint_port = row->endpoint_port;
     s->job = json_incref(json_object_get(status, "job"));
     s->next_slot = (int)json_integer_value(json_object_get(status, "next_slot"));
     size_t i;
@@ -369,6 +374,69 @@ static bool svc_reconcile(struct ctl *c, struct svc *s, int64_t now)
     return changed;
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* The endpoint (lb.c)                                                                   */
+
+/* Whether replica r takes traffic: its job runs and its readiness probe (if any) passed. */
+static bool rep_in_traffic(struct ctl *c, const struct svc *s, const struct svc_rep *r)
+{
+    struct sched_job_view v;
+    return r->job && r->port > 0 && r->host[0] && sched_job_get(c->sched, r->job, &v) == 0 &&
+           v.state == SCHED_RUNNING &&
+           (s->spec.readiness.kind == PROTO_PROBE_NONE || r->probe_ready);
+}
+
+/* A port for each service that has none yet (a load balancer configured); true when one
+ * was given (its row to be written). */
+static bool svc_give_endpoint(struct ctl *c, struct svc *s)
+{
+    if (s->endpoint_port > 0 || !ctl_lb_on(c))
+        return false;
+    int used[256], n = 0;
+    for (struct svc *o = c->services->head; o && n < 256; o = o->next)
+        if (o->endpoint_port > 0)
+            used[n++] = o->endpoint_port;
+    s->endpoint_port = ctl_lb_pick_port(c, used, n);
+    if (!s->endpoint_port)
+        log_error("service_no_endpoint", "service=%s (no port of --lb-ports is free)", s->name);
+    return s->endpoint_port > 0;
+}
+
+/* HAProxy brought to the services as they are now. */
+static void svc_lb_sync(struct ctl *c)
+{
+    if (!ctl_lb_on(c) || !c->services || !c->services->loaded)
+        return;
+    int n = 0;
+    for (struct svc *s = c->services->head; s; s = s->next)
+        n += s->endpoint_port > 0;
+    struct ctl_lb_service *list = xcalloc((size_t)n + 1, sizeof(*list));
+    int i = 0;
+    /* by name, so the configuration's order does not depend on creation order */
+    for (struct svc *s = c->services->head; s; s = s->next) {
+        if (s->endpoint_port <= 0)
+            continue;
+        int at = i++;
+        while (at > 0 && strcmp(list[at - 1].name, s->name) > 0) {
+            list[at] = list[at - 1];
+            at--;
+        }
+        struct ctl_lb_service *l = &list[at];
+        memset(l, 0, sizeof(*l));
+        l->name = s->name;
+        l->port = s->endpoint_port;
+        for (int k = 0; k < s->nreps && l->nwant < LB_SLOTS; k++) {
+            const struct svc_rep *r = &s->reps[k];
+            if (!r->job || r->port <= 0)
+                continue;
+            l->want[l->nwant++] =
+                (struct lb_want){r->job, r->host, r->port, rep_in_traffic(c, s, r) && !r->draining};
+        }
+    }
+    ctl_lb_sync(c, list, n);
+    free(list);
+}
+
 void ctl_services_tick(struct ctl *c)
 {
     if (c->standby || c->shutting_down)
@@ -378,8 +446,9 @@ void ctl_services_tick(struct ctl *c)
         return;
     int64_t now = clock_now_ms();
     for (struct svc *s = c->services->head; s; s = s->next)
-        if (svc_reconcile(c, s, now))
+        if (svc_reconcile(c, s, now) | svc_give_endpoint(c, s))
             svc_save_now(c, s, now);
+    svc_lb_sync(c);
 }
 
 void ctl_services_run_ended(struct ctl *c, uint64_t job, int64_t now)
@@ -407,6 +476,7 @@ void ctl_services_run_ended(struct ctl *c, uint64_t job, int64_t now)
     log_info("service_replica_restart", "service=%s slot=%d job=%llu restarts=%d backoff_ms=%lld",
              s->name, r->slot, (unsigned long long)job, r->restarts, (long long)backoff);
     svc_save_now(c, s, now);
+    svc_lb_sync(c); /* out of traffic now, not at the next tick */
 }
 
 void ctl_services_job_written(struct ctl *c, uint64_t job)
@@ -451,6 +521,7 @@ void ctl_services_started(struct ctl *c, uint64_t job, const char *host, int por
     str_copy(r->host, sizeof(r->host), host ? host : "");
     r->port = port;
     svc_save_now(c, s, clock_now_ms());
+    svc_lb_sync(c);
 }
 
 int ctl_services_probe(struct ctl *c, struct ctl_node *n, uint64_t job, const char *probe, bool ok,
@@ -475,6 +546,7 @@ int ctl_services_probe(struct ctl *c, struct ctl_node *n, uint64_t job, const ch
              r->slot, (unsigned long long)job, probe, ok ? "true" : "false", message);
     s->probe_failures[liveness] += !ok;
     svc_save_now(c, s, now);
+    svc_lb_sync(c);
     /* a replica that fails its liveness probe is restarted: its process killed, so the
        core requeues it as any service whose run ended (and the backoff holds it) */
     if (liveness && !ok) {
@@ -544,11 +616,18 @@ static json_t *svc_json(struct ctl_req *r, const struct svc *s)
             ctl_job_redact_private(job);
         json_object_set_new(spec, "job", job ? job : json_null());
     }
-    return json_pack(
-        "{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:I,s:o,s:o}", "name", s->name, "project", s->project, "user",
-        s->user, "state", svc_service_state(s->spec.replicas, ready, looping, NULL), "replicas",
-        s->spec.replicas, "ready", ready, "restarts", restarts, "created_ms",
-        (json_int_t)s->created_ms, "instances", reps, "spec", spec ? spec : json_null());
+    json_t *endpoint = json_null();
+    if (s->endpoint_port > 0) {
+        char ep[300];
+        snprintf(ep, sizeof(ep), "%s:%d", ctl_lb_host(c), s->endpoint_port);
+        endpoint = json_string(ep);
+    }
+    return json_pack("{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:I,s:o,s:o,s:o}", "name", s->name, "project",
+                     s->project, "user", s->user, "state",
+                     svc_service_state(s->spec.replicas, ready, looping, NULL), "replicas",
+                     s->spec.replicas, "ready", ready, "restarts", restarts, "created_ms",
+                     (json_int_t)s->created_ms, "instances", reps, "spec",
+                     spec ? spec : json_null(), "endpoint", endpoint);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -658,6 +737,7 @@ void h_services_create(struct ctl_req *r)
     str_copy(s->user, sizeof(s->user), json_string_value(json_object_get(job, "user")));
     if (!s->user[0])
         str_copy(s->user, sizeof(s->user), r->id.user);
+    (void)svc_give_endpoint(c, s);
     char target[96];
     snprintf(target, sizeof(target), "service:%s", s->name);
     json_t *after = proto_service_to_json(&s->spec);
@@ -675,6 +755,7 @@ void h_services_create(struct ctl_req *r)
     if (svc_reconcile(c, s, now) && svc_save(c, s, now) < 0)
         log_error("service_save_failed", "service=%s error=\"%s\"", s->name,
                   store_errmsg(c->store));
+    svc_lb_sync(c);
     ctl_reply_json(c, r->req, 201, json_pack("{s:o}", "service", svc_json(r, s)));
 }
 
@@ -752,6 +833,7 @@ void h_service_delete(struct ctl_req *r)
         }
     ctl_reply_json(c, r->req, 200, json_pack("{s:s}", "deleted", s->name));
     svc_free(s);
+    svc_lb_sync(c);
 }
 
 /* ------------------------------------------------------------------------------------ */

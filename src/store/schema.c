@@ -234,6 +234,11 @@ static const char *const migrations[] = {
     " sample_ms INTEGER NOT NULL, used_bytes INTEGER NOT NULL,"
     " PRIMARY KEY (project, pool, sample_ms));"
     "CREATE INDEX storage_usage_time ON storage_usage(sample_ms);",
+    /* ---- issue 36: 19: a service's endpoint (docs/services.md "The endpoint"): the port
+     * its HAProxy frontend listens on, kept across restarts of docketd so the address
+     * clients use stays; one service per port. 0: none (no load balancer configured). */
+    "ALTER TABLE services ADD COLUMN endpoint_port INTEGER NOT NULL DEFAULT 0;"
+    "CREATE UNIQUE INDEX services_endpoint ON services(endpoint_port) WHERE endpoint_port > 0;",
 };
 
 /* PostgreSQL's twin of each migration after STORE_PG_BASE_VERSION (schema_pg.c holds the
@@ -268,6 +273,9 @@ static const char *const pg_migrations[] = {
     " sample_ms BIGINT NOT NULL, used_bytes BIGINT NOT NULL,"
     " PRIMARY KEY (project, pool, sample_ms));"
     "CREATE INDEX storage_usage_time ON storage_usage(sample_ms);",
+    /* 19: a service's endpoint port */
+    "ALTER TABLE services ADD COLUMN endpoint_port INTEGER NOT NULL DEFAULT 0;"
+    "CREATE UNIQUE INDEX services_endpoint ON services(endpoint_port) WHERE endpoint_port > 0;",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    STORE_PG_BASE_VERSION + sizeof(pg_migrations) / sizeof(pg_migrations[0]),

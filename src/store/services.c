@@ -21,10 +21,11 @@ int store_service_put(struct store *st, const struct store_service *sv)
 {
     struct db_stmt *s =
         prepare(st, "INSERT INTO services(name, project, user_name, spec, status, created_ms,"
-                    " updated_ms) VALUES (?1,?2,?3,?4,?5,?6,?7) ON CONFLICT(name) DO UPDATE"
+                    " updated_ms, endpoint_port) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)"
+                    " ON CONFLICT(name) DO UPDATE"
                     " SET project = excluded.project, user_name = excluded.user_name,"
                     " spec = excluded.spec, status = excluded.status,"
-                    " updated_ms = excluded.updated_ms");
+                    " updated_ms = excluded.updated_ms, endpoint_port = excluded.endpoint_port");
     if (!s)
         return -EIO;
     store_bind_text(s, 1, sv->name);
@@ -34,13 +35,15 @@ int store_service_put(struct store *st, const struct store_service *sv)
     store_bind_text(s, 5, sv->status);
     db_bind_int64(s, 6, sv->created_ms);
     db_bind_int64(s, 7, sv->updated_ms);
+    db_bind_int64(s, 8, sv->endpoint_port);
     int rc = db_step(s) == DB_DONE ? 0 : store_fail(st, "put service");
     db_finalize(s);
     return rc;
 }
 
 static const char service_cols[] =
-    "SELECT name, project, user_name, spec, status, created_ms, updated_ms FROM services";
+    "SELECT name, project, user_name, spec, status, created_ms, updated_ms, endpoint_port"
+    " FROM services";
 
 /* The row's columns into out; spec and status borrowed from the statement. */
 static void service_row(struct db_stmt *s, struct store_service *out)
@@ -53,11 +56,12 @@ static void service_row(struct db_stmt *s, struct store_service *out)
     out->status = (char *)db_column_text(s, 4);
     out->created_ms = db_column_int64(s, 5);
     out->updated_ms = db_column_int64(s, 6);
+    out->endpoint_port = (int)db_column_int64(s, 7);
 }
 
 int store_service_get(struct store *st, const char *name, struct store_service *out)
 {
-    char sql[160];
+    char sql[256];
     snprintf(sql, sizeof(sql), "%s WHERE name = ?1", service_cols);
     memset(out, 0, sizeof(*out));
     struct db_stmt *s = prepare(st, sql);
@@ -99,7 +103,7 @@ int store_service_delete(struct store *st, const char *name)
 
 int store_service_list(struct store *st, store_service_cb cb, void *arg)
 {
-    char sql[160];
+    char sql[256];
     snprintf(sql, sizeof(sql), "%s ORDER BY name", service_cols);
     struct db_stmt *s = prepare(st, sql);
     if (!s)

@@ -565,6 +565,7 @@ struct store_service {
     char name[64], project[64], user[64];
     char *spec, *status; /* owned by the struct in a get; borrowed in a put */
     int64_t created_ms, updated_ms;
+    int endpoint_port; /* its load balancer frontend's port, 0 = none (unique when set) */
 };
 /* Insert or replace the row of `name`. */
 int store_service_put(struct store *st, const struct store_service *sv) STORE_WUR;

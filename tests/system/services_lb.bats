@@ -20,6 +20,7 @@ setup_file() {
     local base=$((20000 + ($$ % 300) * 100))
     export AGENT_EXTRA_a="--addr 127.0.0.1 --service-ports $base-$((base + 29))"
     export AGENT_EXTRA_b="--addr 127.0.0.1 --service-ports $((base + 30))-$((base + 59))"
+    DOCKETD_EXTRA=(--lb-haproxy "$(command -v haproxy)" --lb-ports "$((base + 60))-$((base + 99))")
     cluster_start
     cat >"$T/policy.yaml" <<'YAML'
 tiers: [{name: high}, {name: normal}, {name: low}]
@@ -59,6 +60,9 @@ PY
 }
 
 teardown_file() {
+    [[ -z ${KEEP_DEBUG:-} ]] || cp -r "$T" /tmp/svclb-debug
+    # docketd stops its haproxy; one left by a docketd that died is stopped here
+    [[ ! -s $T/ctl/lb/haproxy.pid ]] || kill_pidfile "$T/ctl/lb/haproxy.pid"
     cluster_stop
 }
 
@@ -119,4 +123,69 @@ replica_addr() { # NAME SLOT-INDEX: host:port of that replica
     ev=$(curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/jobs/$job/events")
     [ "$(jq '[.events[] | select(.type == "probe")] | length' <<<"$ev")" -ge 1 ]
     jq -e '[.events[] | select(.type == "probe") | .reason] | any(test("liveness failed"))' <<<"$ev"
+}
+
+# load NAME FILE: requests through the endpoint, one after another, until $W/stop-load
+# exists; each one's HTTP code (000: no answer) and body, a line each, into FILE.
+load_start() {
+    local ep
+    ep=$("$DOCKET" services endpoint "$1")
+    rm -f "$W/stop-load"
+    (
+        local out
+        while [[ ! -e $W/stop-load ]]; do
+            out=$(curl -s --max-time 10 -w ' %{http_code}' "http://$ep/") || out="${out:-} 000"
+            echo "${out//$'\n'/}"
+        done >"$2"
+    ) &
+    echo $! >"$T/load.pid"
+}
+
+load_stop() { # FILE: stops the load, waits for its last request
+    touch "$W/stop-load"
+    wait_for 30 bash -c "! kill -0 $(cat "$T/load.pid") 2>/dev/null"
+}
+
+answered() { # FILE N: at least N requests answered 200 so far
+    [[ $(grep -c ' 200$' "$1") -ge $2 ]]
+}
+
+failed() { # FILE: the requests not answered 200
+    grep -vc ' 200$' "$1" || true
+}
+
+@test "the endpoint: HAProxy serves the ready replicas; a kill -9 loses no request" {
+    run -0 "$DOCKET" services endpoint web
+    [[ $output == 127.0.0.1:* ]]
+    ep=$output
+    run -0 "$DOCKET" services show web
+    [[ $output == *"endpoint $ep"* ]]
+    [[ $(curl -sf "http://$ep/") == "replica "[01]" version 1" ]]
+    load_start web "$T/kill.load"
+    wait_for 30 answered "$T/kill.load" 20
+    before=$(svc web | jq '.instances[1].restarts')
+    kill -9 "$(cat "$W/pid-1")"
+    wait_for 60 bash -c "[[ \$('$DOCKET' services show web --json | jq '.service.instances[1].restarts') -gt $before ]]"
+    wait_for 60 ready_is web 2
+    n=$(grep -c . "$T/kill.load")
+    wait_for 60 answered "$T/kill.load" $((n + 20))
+    load_stop
+    grep -q 'replica 1 version 1 200' "$T/kill.load"
+    [ "$(failed "$T/kill.load")" = 0 ]
+}
+
+@test "a replica whose readiness fails gets no traffic, and gets it back once ready" {
+    touch "$W/notready-0"
+    wait_for 60 ready_is web 1
+    load_start web "$T/ready.load"
+    wait_for 30 answered "$T/ready.load" 30
+    load_stop
+    [ "$(failed "$T/ready.load")" = 0 ]
+    ! grep -q 'replica 0' "$T/ready.load"
+    rm "$W/notready-0"
+    wait_for 60 ready_is web 2
+    load_start web "$T/ready2.load"
+    wait_for 60 bash -c "grep -q 'replica 0' '$T/ready2.load'"
+    load_stop
+    [ "$(failed "$T/ready2.load")" = 0 ]
 }

@@ -46,10 +46,11 @@ static void reopen(struct fx *f)
 
 /* The schema version schema.c migrates to (one place to change when a migration is added). */
 #define SCHEMA_LATEST                                                                              \
-    18 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
+    19 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
           written (h-slice), 12: each run's lease (issue 32), 13: services (issue 36), 14: token   \
           parents and secrets' allow lists (issue 33), 15: a job's template (issue 35),            \
-          16: storage areas, 17: lifecycle runs, 18: storage usage (issue 37) */
+          16: storage areas, 17: lifecycle runs, 18: storage usage (issue 37), 19: services'       \
+          endpoint ports (issue 36) */
 
 static void migrates_from_empty(void **state)
 {
@@ -2200,7 +2201,16 @@ static void services_round_trip(void **state)
     assert_int_equal(store_service_put(f->st, &sv), 0);
     str_copy(sv.name, sizeof(sv.name), "api");
     assert_int_equal(store_service_put(f->st, &sv), 0);
+    /* the endpoint's port (schema 19): kept, and one service's alone */
+    sv.endpoint_port = 30001;
+    assert_int_equal(store_service_put(f->st, &sv), 0);
+    str_copy(sv.name, sizeof(sv.name), "web");
+    assert_true(store_service_put(f->st, &sv) < 0);
+    assert_int_equal(store_service_get(f->st, "api", &got), 0);
+    assert_int_equal(got.endpoint_port, 30001);
+    store_service_release(&got);
     assert_int_equal(store_service_get(f->st, "web", &got), 0);
+    assert_int_equal(got.endpoint_port, 0);
     assert_string_equal(got.status, "{\"next_slot\":2}");
     assert_string_equal(got.user, "ann");
     assert_int_equal(got.created_ms, 5);
