@@ -174,7 +174,7 @@ static int update(struct cli *c, const char *path, const char *file, bool wait)
     str_copy(show, sizeof(show), path);
     *strrchr(show, '/') = '\0';
     const char *state = "updating";
-    while (rc == 0 && strcmp(state, "updating") == 0) {
+    while (rc == 0 && (!strcmp(state, "updating") || !strcmp(state, "rolling-back"))) {
         json_decref(reply);
         reply = NULL;
         nanosleep(&(struct timespec){.tv_nsec = 200000000}, NULL);

@@ -455,6 +455,7 @@ static const struct route {
     {M_POST, "/v1/services", h_services_create, CTL_P_SUBMIT, T_BODY},
     {M_GET, "/v1/services/:", h_service_show, CTL_P_READ, T_NONE},
     {M_POST, "/v1/services/:/scale", h_service_scale, CTL_P_JOB_CONTROL, T_BODY},
+    {M_POST, "/v1/services/:/update", h_service_update, CTL_P_JOB_CONTROL, T_BODY},
     {M_DELETE, "/v1/services/:", h_service_delete, CTL_P_JOB_CONTROL, T_BODY},
     /* project storage (docs/storage.md): anyone reads pools and usage; an admin gives a
      * project an area on a pool, with its quota, or forgets it */

@@ -5,7 +5,10 @@
  * class `service`: the core restarts it when it ends (as any service); this file holds
  * the restart for an exponential backoff, counts restarts for the crash-loop state, and
  * submits a new job when a replica's job is gone (cancelled, or failed for good).
- * The rules themselves (backoff, window, states) are svcrules.c's.
+ * It also rolls a service to a new spec one replica at a time (POST .../update: each new
+ * replica ready before an old one leaves, rolled back past the deadline) and tells lb.c
+ * which replicas take traffic. The rules themselves (backoff, window, states, the steps
+ * of an update) are svcrules.c's.
  */
 #include "controller/services.h"
 
@@ -29,6 +32,9 @@
 #include "util/str.h"
 #include "util/xalloc.h"
 
+/* Replicas a service may have: its most, and one more while an update runs. */
+#define SVC_MAX_REPS (PROTO_SERVICE_MAX_REPLICAS + 1)
+
 /* The name docketd acts in for what it does to replicas (events, audit). */
 #define SVC_ACTOR "docketd"
 
@@ -47,18 +53,31 @@ struct svc_rep {
     bool probe_ready;       /* its readiness probe passed last (no probe: unused) */
     char last_failure[160]; /* the last probe failure reported, "" none */
     int64_t last_failure_ms;
-    bool draining; /* out of traffic, to be stopped (a rolling update's old replica) */
+    bool draining;          /* out of traffic, to be stopped (a rolling update's old replica) */
+    int64_t drain_until_ms; /* ... at that time (its requests in flight finish first) */
+    int version;            /* the service's version its job was submitted with */
+    int64_t since_ms;       /* when that job was submitted (the update's deadline) */
 };
+
+/* How long a replica an update retires stays out of traffic before it is stopped. */
+#define SVC_DRAIN_MS 1000
 
 struct svc {
     struct svc *next;
     char name[64], project[64], user[64];
     struct proto_service spec;
     json_t *job; /* the replica's resolved job spec, stored form (proto_jobspec_to_json) */
-    struct svc_rep reps[PROTO_SERVICE_MAX_REPLICAS];
+    struct svc_rep reps[SVC_MAX_REPS];
     int nreps, next_slot;
     int64_t created_ms;
-    int endpoint_port;           /* its HAProxy frontend's (lb.c), 0: none */
+    int endpoint_port; /* its HAProxy frontend's (lb.c), 0: none */
+    int version;       /* of spec and job: 1, one more at each update */
+    /* the last update (docs/services.md "Rolling updates"): "" none, "updating",
+     * "rolling-back", "done", "rolled-back"; what it says; the spec and job before it
+     * (stored form), to roll back to */
+    char update_state[16];
+    char update_msg[300];
+    json_t *prev_spec, *prev_job;
     long long probe_failures[2]; /* readiness, liveness failures reported since docketd's start */
 };
 
@@ -83,6 +102,8 @@ static void svc_free(struct svc *s)
         return;
     proto_service_release(&s->spec);
     json_decref(s->job);
+    json_decref(s->prev_spec);
+    json_decref(s->prev_job);
     free(s);
 }
 
@@ -122,7 +143,7 @@ void ctl_services_free(struct ctl *c)
 /* ------------------------------------------------------------------------------------ */
 /* Stored form: the spec, and the status {"job", "next_slot", "replicas": [...]}         */
 
-static json_t *rep_status(const struct svc_rep *r)
+static json_t *rep_status_head(const struct svc_rep *r)
 {
     json_t *recent = json_array();
     for (int i = 0; i < r->recent.n; i++)
@@ -134,12 +155,32 @@ static json_t *rep_status(const struct svc_rep *r)
                      "last_failure_ms", (json_int_t)r->last_failure_ms);
 }
 
+/* The rest of a replica's stored form (json_pack takes so many at once). */
+static json_t *rep_status_more(const struct svc_rep *r)
+{
+    json_t *o = rep_status_head(r);
+    if (o) {
+        json_object_set_new(o, "draining", json_boolean(r->draining));
+        json_object_set_new(o, "drain_until_ms", json_integer(r->drain_until_ms));
+        json_object_set_new(o, "version", json_integer(r->version));
+        json_object_set_new(o, "since_ms", json_integer(r->since_ms));
+    }
+    return o;
+}
+
 static json_t *svc_status(const struct svc *s)
 {
     json_t *reps = json_array();
     for (int i = 0; i < s->nreps; i++)
-        json_array_append_new(reps, rep_status(&s->reps[i]));
-    return json_pack("{s:O,s:i,s:o}", "job", s->job, "next_slot", s->next_slot, "replicas", reps);
+        json_array_append_new(reps, rep_status_more(&s->reps[i]));
+    json_t *o = json_pack("{s:O,s:i,s:o,s:i}", "job", s->job, "next_slot", s->next_slot, "replicas",
+                          reps, "version", s->version);
+    if (o && s->update_state[0])
+        json_object_set_new(o, "update",
+                            json_pack("{s:s,s:s,s:O?,s:O?}", "state", s->update_state, "message",
+                                      s->update_msg, "prev_spec", s->prev_spec, "prev_job",
+                                      s->prev_job));
+    return o;
 }
 
 /* Write the service's row (inside the caller's transaction). */
@@ -191,6 +232,10 @@ static void rep_load(struct svc_rep *r, const json_t *o)
     const char *why = json_string_value(json_object_get(o, "last_failure"));
     str_copy(r->last_failure, sizeof(r->last_failure), why ? why : "");
     r->last_failure_ms = json_integer_value(json_object_get(o, "last_failure_ms"));
+    r->draining = json_is_true(json_object_get(o, "draining"));
+    r->drain_until_ms = json_integer_value(json_object_get(o, "drain_until_ms"));
+    r->version = (int)json_integer_value(json_object_get(o, "version"));
+    r->since_ms = json_integer_value(json_object_get(o, "since_ms"));
     size_t i;
     const json_t *t;
     json_array_foreach(json_object_get(o, "recent"), i, t) {
@@ -221,11 +266,27 @@ static int load_cb(void *arg, const struct store_service *row)
     s->endpoint_port = row->endpoint_port;
     s->job = json_incref(json_object_get(status, "job"));
     s->next_slot = (int)json_integer_value(json_object_get(status, "next_slot"));
+    s->version = (int)json_integer_value(json_object_get(status, "version"));
+    if (s->version < 1)
+        s->version = 1; /* a service stored before updates: its first version */
+    const json_t *u = json_object_get(status, "update");
+    if (json_is_object(u)) {
+        const char *st = json_string_value(json_object_get(u, "state"));
+        const char *msg = json_string_value(json_object_get(u, "message"));
+        str_copy(s->update_state, sizeof(s->update_state), st ? st : "");
+        str_copy(s->update_msg, sizeof(s->update_msg), msg ? msg : "");
+        s->prev_spec = json_incref(json_object_get(u, "prev_spec"));
+        s->prev_job = json_incref(json_object_get(u, "prev_job"));
+    }
     size_t i;
     const json_t *o;
     json_array_foreach(json_object_get(status, "replicas"), i, o) {
-        if (s->nreps < PROTO_SERVICE_MAX_REPLICAS)
-            rep_load(&s->reps[s->nreps++], o);
+        if (s->nreps < SVC_MAX_REPS) {
+            rep_load(&s->reps[s->nreps], o);
+            if (s->reps[s->nreps].version < 1)
+                s->reps[s->nreps].version = s->version;
+            s->nreps++;
+        }
     }
     json_decref(status);
     s->next = svcs(c)->head;
@@ -303,9 +364,12 @@ static int rep_submit(struct ctl *c, struct svc *s, struct svc_rep *r, int64_t n
     }
     r->job = id;
     r->run_start_ms = 0;
+    r->version = s->version;
+    r->since_ms = now;
     rep_forget_run(r);
     char detail[160];
-    snprintf(detail, sizeof(detail), "replica %d of service %s", r->slot, s->name);
+    snprintf(detail, sizeof(detail), "replica %d of service %s, version %d", r->slot, s->name,
+             s->version);
     if (ctl_job_event(c, id, "service", "", "PENDING", "", SVC_ACTOR, detail) < 0)
         log_error("service_event_failed", "job=%llu", (unsigned long long)id);
     log_info("service_replica_submitted", "service=%s slot=%d job=%llu", s->name, r->slot,
@@ -350,24 +414,175 @@ static bool rep_tick(struct ctl *c, struct svc *s, struct svc_rep *r, int64_t no
         svc_restarts_add(&r->recent, now, s->spec.crash_loop_window_ms);
         changed = true;
     }
-    if (!r->job && !r->hold_until_ms && rep_submit(c, s, r, now) == 0)
+    if (!r->job && !r->hold_until_ms && !r->draining && rep_submit(c, s, r, now) == 0)
         changed = true;
     return changed;
 }
 
-/* Bring s to its desired count: new slots submitted, the highest slots cancelled. */
-static bool svc_reconcile(struct ctl *c, struct svc *s, int64_t now)
+/* A new replica slot at the end (its job submitted by rep_tick). */
+static void rep_add(struct svc *s)
+{
+    struct svc_rep *r = &s->reps[s->nreps++];
+    memset(r, 0, sizeof(*r));
+    r->slot = s->next_slot++;
+    r->version = s->version;
+}
+
+/* A replica's job event, best effort (the service's own log says it too). */
+static void rep_event(struct ctl *c, const struct svc_rep *r, const char *reason,
+                      const char *detail)
+{
+    if (r->job && ctl_job_event(c, r->job, "service", "", "", "", reason, detail) < 0)
+        log_error("service_event_failed", "job=%llu", (unsigned long long)r->job);
+}
+
+/* The replicas that are leaving and whose drain is over: stopped, and gone from s. */
+static bool svc_drop_drained(struct ctl *c, struct svc *s, int64_t now)
 {
     bool changed = false;
-    while (s->nreps > s->spec.replicas) {
-        rep_cancel(c, &s->reps[--s->nreps], now);
+    for (int i = 0; i < s->nreps;) {
+        if (!s->reps[i].draining || now < s->reps[i].drain_until_ms) {
+            i++;
+            continue;
+        }
+        rep_cancel(c, &s->reps[i], now);
+        memmove(&s->reps[i], &s->reps[i + 1], sizeof(s->reps[0]) * (size_t)(s->nreps - i - 1));
+        s->nreps--;
         changed = true;
     }
-    while (s->nreps < s->spec.replicas) {
-        struct svc_rep *r = &s->reps[s->nreps++];
-        memset(r, 0, sizeof(*r));
-        r->slot = s->next_slot++;
-        changed = true;
+    return changed;
+}
+
+static bool rep_in_traffic(struct ctl *c, const struct svc *s, const struct svc_rep *r);
+static void svc_lb_sync(struct ctl *c);
+
+/* Take replica r out of traffic now and stop it after SVC_DRAIN_MS (0: at once). */
+static void rep_retire(struct ctl *c, struct svc *s, struct svc_rep *r, int64_t now,
+                       int64_t drain_ms, const char *why)
+{
+    char detail[200];
+    r->draining = true;
+    r->drain_until_ms = now + drain_ms;
+    snprintf(detail, sizeof(detail), "replica %d of service %s, version %d: %s", r->slot, s->name,
+             r->version, why);
+    rep_event(c, r, "leaving", detail);
+    log_info("service_replica_leaving", "service=%s slot=%d job=%llu version=%d why=\"%s\"",
+             s->name, r->slot, (unsigned long long)r->job, r->version, why);
+}
+
+/* The update ends (done, or rolled back): what it says, for `docket services show`. */
+static void update_end(struct svc *s, const char *state, const char *msg)
+{
+    str_copy(s->update_state, sizeof(s->update_state), state);
+    str_copy(s->update_msg, sizeof(s->update_msg), msg);
+    log_info("service_update_end", "service=%s state=%s version=%d message=\"%s\"", s->name, state,
+             s->version, msg);
+}
+
+/* Back to the spec before the update: its replicas are the current ones again, the new
+ * ones that are not ready leave at once, those that are are rolled over as old ones. */
+static void update_rollback(struct ctl *c, struct svc *s, const struct svc_rep *late, int64_t now)
+{
+    struct proto_service prev;
+    struct proto_error e;
+    int bad = s->version;
+    char why[300];
+    snprintf(why, sizeof(why),
+             "replica %d (job %llu) of version %d was not ready within %llds%s%s; rolled back "
+             "to version %d",
+             late->slot, (unsigned long long)late->job, bad,
+             (long long)(s->spec.update_deadline_ms / 1000), late->last_failure[0] ? ": " : "",
+             late->last_failure, bad - 1);
+    if (!s->prev_spec || !s->prev_job || proto_service_parse(s->prev_spec, now, &prev, &e) < 0) {
+        update_end(s, "rolled-back", "the spec before the update is unreadable: left as it is");
+        return;
+    }
+    proto_service_release(&s->spec);
+    s->spec = prev;
+    json_decref(s->job);
+    s->job = s->prev_job;
+    s->prev_job = NULL;
+    json_decref(s->prev_spec);
+    s->prev_spec = NULL;
+    s->version = bad - 1;
+    for (int i = 0; i < s->nreps; i++) {
+        struct svc_rep *r = &s->reps[i];
+        if (r->version == bad && !r->draining && !rep_in_traffic(c, s, r))
+            rep_retire(c, s, r, now, 0, "not ready: rolled back");
+    }
+    str_copy(s->update_state, sizeof(s->update_state), "rolling-back");
+    str_copy(s->update_msg, sizeof(s->update_msg), why);
+    log_warn("service_update_rollback", "service=%s message=\"%s\"", s->name, why);
+}
+
+/* One step of the update in progress (svc_roll_next). True when s changed. */
+static bool svc_roll(struct ctl *c, struct svc *s, int64_t now)
+{
+    struct svc_roll_rep rr[SVC_MAX_REPS];
+    for (int i = 0; i < s->nreps; i++)
+        rr[i] = (struct svc_roll_rep){s->reps[i].version, rep_in_traffic(c, s, &s->reps[i]),
+                                      s->reps[i].draining, s->reps[i].since_ms};
+    struct svc_roll_step st =
+        svc_roll_next(rr, s->nreps, s->spec.replicas, s->version, now, s->spec.update_deadline_ms);
+    char why[64];
+    switch (st.action) {
+    case SVC_ROLL_WAIT:
+        return false;
+    case SVC_ROLL_ADD:
+        if (s->nreps >= SVC_MAX_REPS)
+            return false;
+        rep_add(s);
+        return true;
+    case SVC_ROLL_RETIRE:
+        snprintf(why, sizeof(why), "replaced by version %d", s->version);
+        rep_retire(c, s, &s->reps[st.index], now, SVC_DRAIN_MS, why);
+        svc_lb_sync(c); /* out of traffic before it is stopped */
+        return true;
+    case SVC_ROLL_ROLLBACK:
+        if (strcmp(s->update_state, "updating") == 0) {
+            update_rollback(c, s, &s->reps[st.index], now);
+            svc_lb_sync(c);
+            return true;
+        }
+        /* the old version itself is not ready in time: nothing older to go back to */
+        update_end(s, "rolled-back", s->update_msg);
+        return true;
+    case SVC_ROLL_DONE:
+        if (strcmp(s->update_state, "rolling-back") == 0) {
+            update_end(s, "rolled-back", s->update_msg);
+        } else {
+            snprintf(why, sizeof(why), "every replica runs version %d", s->version);
+            update_end(s, "done", why);
+        }
+        json_decref(s->prev_spec);
+        json_decref(s->prev_job);
+        s->prev_spec = s->prev_job = NULL;
+        return true;
+    }
+    return false;
+}
+
+static bool svc_updating(const struct svc *s)
+{
+    return strcmp(s->update_state, "updating") == 0 || strcmp(s->update_state, "rolling-back") == 0;
+}
+
+/* Bring s to its desired count (new slots submitted, the highest slots cancelled), or
+ * its update one step on; the replicas that left stopped. */
+static bool svc_reconcile(struct ctl *c, struct svc *s, int64_t now)
+{
+    bool changed = svc_drop_drained(c, s, now);
+    if (svc_updating(s)) {
+        changed |= svc_roll(c, s, now);
+    } else {
+        while (s->nreps > s->spec.replicas) {
+            rep_cancel(c, &s->reps[--s->nreps], now);
+            changed = true;
+        }
+        while (s->nreps < s->spec.replicas) {
+            rep_add(s);
+            changed = true;
+        }
     }
     for (int i = 0; i < s->nreps; i++)
         changed |= rep_tick(c, s, &s->reps[i], now);
@@ -571,11 +786,11 @@ static json_t *rep_json(struct ctl *c, const struct svc *s, const struct svc_rep
                                  s->spec.crash_loop_restarts);
     bool backoff = r->hold_until_ms > now;
     bool probed = s->spec.readiness.kind == PROTO_PROBE_NONE || r->probe_ready;
-    const char *state = svc_replica_state(st, backoff, *looping, probed);
+    const char *state = r->draining ? "leaving" : svc_replica_state(st, backoff, *looping, probed);
     *ready = strcmp(state, "ready") == 0;
-    json_t *o =
-        json_pack("{s:i,s:I,s:s,s:s,s:i,s:b}", "slot", r->slot, "job", (json_int_t)r->job, "state",
-                  state, "job_state", st, "restarts", r->restarts, "crash_loop", *looping);
+    json_t *o = json_pack("{s:i,s:I,s:s,s:s,s:i,s:b,s:i}", "slot", r->slot, "job",
+                          (json_int_t)r->job, "state", state, "job_state", st, "restarts",
+                          r->restarts, "crash_loop", *looping, "version", r->version);
     if (backoff)
         json_object_set_new(o, "backoff_until_ms", json_integer(r->hold_until_ms));
     if (r->port > 0) {
@@ -622,12 +837,18 @@ static json_t *svc_json(struct ctl_req *r, const struct svc *s)
         snprintf(ep, sizeof(ep), "%s:%d", ctl_lb_host(c), s->endpoint_port);
         endpoint = json_string(ep);
     }
-    return json_pack("{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:I,s:o,s:o,s:o}", "name", s->name, "project",
-                     s->project, "user", s->user, "state",
-                     svc_service_state(s->spec.replicas, ready, looping, NULL), "replicas",
-                     s->spec.replicas, "ready", ready, "restarts", restarts, "created_ms",
-                     (json_int_t)s->created_ms, "instances", reps, "spec",
-                     spec ? spec : json_null(), "endpoint", endpoint);
+    json_t *update = json_null();
+    if (s->update_state[0])
+        update = json_pack("{s:s,s:s,s:i}", "state", s->update_state, "message", s->update_msg,
+                           "version", s->version);
+    return json_pack("{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:I,s:o,s:o,s:o,s:i,s:o}", "name", s->name,
+                     "project", s->project, "user", s->user, "state",
+                     svc_service_state(s->spec.replicas, ready, looping,
+                                       svc_updating(s) ? s->update_state : NULL),
+                     "replicas", s->spec.replicas, "ready", ready, "restarts", restarts,
+                     "created_ms", (json_int_t)s->created_ms, "instances", reps, "spec",
+                     spec ? spec : json_null(), "endpoint", endpoint, "version", s->version,
+                     "update", update);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -732,6 +953,7 @@ void h_services_create(struct ctl_req *r)
     s->spec = sp;
     s->job = job;
     s->created_ms = now;
+    s->version = 1;
     str_copy(s->name, sizeof(s->name), sp.name);
     str_copy(s->project, sizeof(s->project), sp.project);
     str_copy(s->user, sizeof(s->user), json_string_value(json_object_get(job, "user")));
@@ -808,6 +1030,75 @@ void h_service_scale(struct ctl_req *r)
     ctl_reply_json(c, r->req, 200, json_pack("{s:o}", "service", svc_json(r, s)));
 }
 
+/* POST /v1/services/NAME/update: the service rolled to the spec of the body (docs/services.md
+ * "Rolling updates"). The body is a whole spec, read as at creation; its name, when given,
+ * is the service's; its job is resolved as the caller's submission. */
+void h_service_update(struct ctl_req *r)
+{
+    struct ctl *c = r->c;
+    struct proto_error e;
+    struct proto_service sp;
+    int64_t now = clock_now_ms();
+    json_t *body = r->body ? json_loads(r->body, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    if (json_is_object(body) && !json_object_get(body, "name"))
+        json_object_set_new(body, "name", json_string(r->arg[0]));
+    int rc = json_is_object(body)
+                 ? proto_service_parse(body, now, &sp, &e)
+                 : proto_errorf(&e, 400, NULL, NULL, "the body must be a service spec (an object)");
+    json_decref(body);
+    if (rc < 0) {
+        ctl_reply_error(c, r->req, &e);
+        return;
+    }
+    struct svc *s = svc_for_control(r);
+    json_t *job = NULL;
+    if (!s || (!sp.project[0] && (str_copy(sp.project, sizeof(sp.project), s->project), false)) ||
+        resolve_job(r, &sp, &job) < 0) {
+        proto_service_release(&sp);
+        return;
+    }
+    const char *refuse = strcmp(sp.name, s->name) != 0         ? "name"
+                         : strcmp(sp.project, s->project) != 0 ? "project"
+                         : svc_updating(s)                     ? ""
+                                                               : NULL;
+    if (refuse) {
+        ctl_reply_errorf(c, r->req, refuse[0] ? 400 : 409, refuse[0] ? refuse : NULL,
+                         refuse[0] ? "an update keeps the service's %s" : "%san update is running",
+                         refuse);
+        proto_service_release(&sp);
+        json_decref(job);
+        return;
+    }
+    json_t *before = proto_service_to_json(&s->spec), *after = proto_service_to_json(&sp);
+    char target[96], why[64];
+    snprintf(target, sizeof(target), "service:%s", s->name);
+    snprintf(why, sizeof(why), "version %d -> %d", s->version, s->version + 1);
+    json_decref(s->prev_spec);
+    json_decref(s->prev_job);
+    s->prev_spec = before;
+    s->prev_job = s->job;
+    s->job = job;
+    proto_service_release(&s->spec);
+    s->spec = sp;
+    s->version++;
+    str_copy(s->update_state, sizeof(s->update_state), "updating");
+    s->update_msg[0] = '\0';
+    rc = svc_save(c, s, now);
+    if (rc == 0)
+        rc = ctl_audit(c, r->id.user, "service.update", target, NULL, after, why);
+    json_decref(after);
+    if (rc < 0) { /* the row is as it was: so is the service, at docketd's next start */
+        ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
+        return;
+    }
+    log_info("service_update", "service=%s version=%d", s->name, s->version);
+    if (svc_reconcile(c, s, now) && svc_save(c, s, now) < 0)
+        log_error("service_save_failed", "service=%s error=\"%s\"", s->name,
+                  store_errmsg(c->store));
+    svc_lb_sync(c);
+    ctl_reply_json(c, r->req, 200, json_pack("{s:o}", "service", svc_json(r, s)));
+}
+
 void h_service_delete(struct ctl_req *r)
 {
     struct ctl *c = r->c;
@@ -844,6 +1135,34 @@ static void metric_family(struct dbuf *b, const char *name, const char *type, co
     dbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* The probes' families: failures reported (since docketd's start), replicas ready by their
+ * readiness probe or not. */
+static void svc_probe_metrics(struct ctl *c, struct dbuf *b)
+{
+    static const char *const probe[2] = {"readiness", "liveness"};
+    metric_family(b, "docket_service_probe_failures_total", "counter",
+                  "probe failures the agents reported (failure_threshold in a row), by probe");
+    for (struct svc *s = c->services ? c->services->head : NULL; s; s = s->next)
+        for (int p = 0; p < 2; p++)
+            dbuf_printf(b,
+                        "docket_service_probe_failures_total{service=\"%s\",project=\"%s\",probe="
+                        "\"%s\"} %lld\n",
+                        s->name, s->project, probe[p], s->probe_failures[p == 1]);
+    metric_family(b, "docket_service_replicas_not_ready", "gauge",
+                  "replicas running but failing their readiness probe (out of traffic)");
+    for (struct svc *s = c->services ? c->services->head : NULL; s; s = s->next) {
+        int n = 0;
+        for (int i = 0; i < s->nreps; i++) {
+            struct sched_job_view v;
+            n += s->spec.readiness.kind != PROTO_PROBE_NONE && !s->reps[i].probe_ready &&
+                 s->reps[i].job && sched_job_get(c->sched, s->reps[i].job, &v) == 0 &&
+                 v.state == SCHED_RUNNING;
+        }
+        dbuf_printf(b, "docket_service_replicas_not_ready{service=\"%s\",project=\"%s\"} %d\n",
+                    s->name, s->project, n);
+    }
+}
+
 void ctl_services_metrics(struct ctl *c, struct dbuf *b)
 {
     static const struct {
@@ -854,6 +1173,7 @@ void ctl_services_metrics(struct ctl *c, struct dbuf *b)
         {"docket_service_replicas_crash_looping", "gauge", "of them, in a crash loop"},
         {"docket_service_restarts_total", "counter", "restarts and replacements of its replicas"},
     };
+    svc_probe_metrics(c, b);
     int64_t now = clock_now_ms();
     for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
         metric_family(b, fam[f].name, fam[f].type, fam[f].help);

@@ -19,6 +19,7 @@ void h_services_list(struct ctl_req *r);
 void h_services_create(struct ctl_req *r);
 void h_service_show(struct ctl_req *r);
 void h_service_scale(struct ctl_req *r);
+void h_service_update(struct ctl_req *r);
 void h_service_delete(struct ctl_req *r);
 
 /* Each second (loop.c's tick): load the services once (at start, or when a standby takes

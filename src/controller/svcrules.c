@@ -88,3 +88,32 @@ const char *svc_service_state(int desired, int ready, int crash_looping, const c
         return "running";
     return ready > 0 ? "degraded" : "down";
 }
+
+struct svc_roll_step svc_roll_next(const struct svc_roll_rep *reps, int n, int desired, int version,
+                                   int64_t now_ms, int64_t deadline_ms)
+{
+    int fresh = 0, old = 0, first_old = -1, waiting = -1;
+    for (int i = 0; i < n; i++) {
+        const struct svc_roll_rep *r = &reps[i];
+        if (r->leaving)
+            continue;
+        if (r->version != version) {
+            old++;
+            if (first_old < 0 || (!r->ready && reps[first_old].ready))
+                first_old = i; /* an old one not ready goes first: it serves nobody */
+            continue;
+        }
+        fresh++;
+        if (!r->ready && now_ms - r->since_ms > deadline_ms)
+            return (struct svc_roll_step){SVC_ROLL_ROLLBACK, i};
+        if (!r->ready)
+            waiting = i;
+    }
+    if (waiting >= 0)
+        return (struct svc_roll_step){SVC_ROLL_WAIT, waiting};
+    if (fresh + old > desired && old > 0)
+        return (struct svc_roll_step){SVC_ROLL_RETIRE, first_old};
+    if (old == 0 && fresh >= desired)
+        return (struct svc_roll_step){SVC_ROLL_DONE, -1};
+    return (struct svc_roll_step){SVC_ROLL_ADD, -1};
+}

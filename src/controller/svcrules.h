@@ -1,7 +1,8 @@
 /*
  * svcrules.h - what svcrules.c owns: the pure rules of services (docs/services.md), kept
  * apart from services.c's I/O so unit tests drive them alone: the restart backoff, the
- * crash-loop window, and the state a replica and a service show.
+ * crash-loop window, the state a replica and a service show, and the steps of a rolling
+ * update.
  */
 #ifndef DOCKET_CONTROLLER_SVCRULES_H
 #define DOCKET_CONTROLLER_SVCRULES_H
@@ -40,5 +41,32 @@ const char *svc_replica_state(const char *job_state, bool backoff, bool crash_lo
  * "down" (none of a positive count), "crash-loop" (any replica crash-loops), "stopped"
  * (0 desired), "updating" / "rolled-back" as its update says. */
 const char *svc_service_state(int desired, int ready, int crash_looping, const char *update);
+
+/* A rolling update (docs/services.md "Rolling updates"), one step at a time. Each replica
+ * as the update sees it: its version, whether it is ready, since when its current
+ * version's job was submitted, and whether it is leaving (out of traffic, being
+ * stopped: it no longer counts). */
+struct svc_roll_rep {
+    int version;
+    bool ready;
+    bool leaving;
+    int64_t since_ms;
+};
+enum svc_roll_action {
+    SVC_ROLL_WAIT,     /* a new replica is not ready yet: wait */
+    SVC_ROLL_ADD,      /* start one more replica of the new version */
+    SVC_ROLL_RETIRE,   /* take replica `index` (of an old version) out, then stop it */
+    SVC_ROLL_DONE,     /* every counted replica has the new version, and enough are ready */
+    SVC_ROLL_ROLLBACK, /* replica `index` of the new version missed the deadline */
+};
+struct svc_roll_step {
+    enum svc_roll_action action;
+    int index;
+};
+/* The next step towards `desired` replicas of `version`: never fewer ready replicas than
+ * there were (a new one is ready before an old one goes), one new replica at a time, and
+ * a rollback once a new replica has waited past deadline_ms without being ready. */
+struct svc_roll_step svc_roll_next(const struct svc_roll_rep *reps, int n, int desired, int version,
+                                   int64_t now_ms, int64_t deadline_ms);
 
 #endif

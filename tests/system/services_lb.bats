@@ -17,10 +17,10 @@ setup_file() {
     [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] || skip "docket, docketd or docket-node not built"
     # ports of this run's own: the agents' replicas and haproxy's frontends (the agents and
     # docketd skip a port something else listens on)
-    local base=$((20000 + ($$ % 300) * 100))
-    export AGENT_EXTRA_a="--addr 127.0.0.1 --service-ports $base-$((base + 29))"
-    export AGENT_EXTRA_b="--addr 127.0.0.1 --service-ports $((base + 30))-$((base + 59))"
-    DOCKETD_EXTRA=(--lb-haproxy "$(command -v haproxy)" --lb-ports "$((base + 60))-$((base + 99))")
+    export LB_BASE=$((20000 + ($$ % 300) * 100))
+    export AGENT_EXTRA_a="--addr 127.0.0.1 --service-ports $LB_BASE-$((LB_BASE + 29))"
+    export AGENT_EXTRA_b="--addr 127.0.0.1 --service-ports $((LB_BASE + 30))-$((LB_BASE + 59))"
+    lb_flags
     cluster_start
     cat >"$T/policy.yaml" <<'YAML'
 tiers: [{name: high}, {name: normal}, {name: low}]
@@ -67,7 +67,12 @@ teardown_file() {
 }
 
 setup() {
+    lb_flags # for a test that starts docketd again
     cd "$W"
+}
+
+lb_flags() {
+    DOCKETD_EXTRA=(--lb-haproxy "$(command -v haproxy)" --lb-ports "$((LB_BASE + 60))-$((LB_BASE + 99))")
 }
 
 # spec NAME REPLICAS [VERSION]: the spec of the HTTP service, its path printed.
@@ -188,4 +193,75 @@ failed() { # FILE: the requests not answered 200
     wait_for 60 bash -c "grep -q 'replica 0' '$T/ready2.load'"
     load_stop
     [ "$(failed "$T/ready2.load")" = 0 ]
+}
+
+@test "a rolling update: one replica at a time, the new one ready first, no request lost" {
+    old=$(svc web | jq -c '[.instances[].job]')
+    f=$(spec web 2 2)
+    load_start web "$T/update.load"
+    wait_for 30 answered "$T/update.load" 20
+    run -0 "$DOCKET" services update web -f "$f" --wait
+    [[ $output == *"update to version 2: done"* ]]
+    s=$(svc web)
+    [ "$(jq '[.instances[] | select(.version == 2 and .state == "ready")] | length' <<<"$s")" = 2 ]
+    [ "$(jq -r .update.state <<<"$s")" = done ]
+    n=$(grep -c . "$T/update.load")
+    wait_for 60 answered "$T/update.load" $((n + 20))
+    load_stop
+    [ "$(failed "$T/update.load")" = 0 ]
+    grep -q 'version 2 200$' "$T/update.load"
+    ! grep -q 'version 1 200$' <(tail -n 10 "$T/update.load")
+    # each old replica's job says it left for the new version, and was stopped
+    for j in $(jq '.[]' <<<"$old"); do
+        ev=$(curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/jobs/$j/events")
+        jq -e '[.events[] | select(.reason == "leaving")][0].detail | test("replaced by version 2")' <<<"$ev"
+        wait_for 60 bash -c "[[ \$('$DOCKET' show $j --json | jq -r .job.state) == CANCELLED ]]"
+    done
+}
+
+@test "an update whose replicas never get ready rolls back, and says so" {
+    f=$(spec web 2 3)
+    jq '.job.command = ["sleep", "600"] | .update.deadline = "2s"' "$f" >"$T/broken.json"
+    load_start web "$T/broken.load"
+    wait_for 30 answered "$T/broken.load" 20
+    run -1 "$DOCKET" services update web -f "$T/broken.json" --wait
+    [[ $output == *"rolled back"* ]]
+    [[ $output == *"of version 3 was not ready within 2s"* ]]
+    s=$(svc web)
+    [ "$(jq -r .update.state <<<"$s")" = rolled-back ]
+    [ "$(jq .version <<<"$s")" = 2 ]
+    wait_for 60 ready_is web 2
+    [ "$(svc web | jq '[.instances[] | select(.version == 2)] | length')" = 2 ]
+    [ "$(svc web | jq -r '.spec.job.command[0]')" = python3 ]
+    n=$(grep -c . "$T/broken.load")
+    wait_for 60 answered "$T/broken.load" $((n + 20))
+    load_stop
+    [ "$(failed "$T/broken.load")" = 0 ]
+    ! grep -q 'version 3' "$T/broken.load"
+    # the rollback is in /metrics' probe families and the audit trail
+    m=$(curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/metrics")
+    grep -qE '^docket_service_probe_failures_total\{service="web",project="web",probe="readiness"\} [1-9]' <<<"$m"
+    grep -q '^docket_service_replicas_not_ready{service="web",project="web"} 0$' <<<"$m"
+    # an update of a running update is refused; one changing the project too
+    run -1 "$DOCKET" services update web -f <(jq '.project = "other"' "$f")
+    [[ $output == *project* ]]
+}
+
+@test "hostile updates: another user's, a bad spec; the endpoint outlives docketd's restart" {
+    tok=$("$DOCKET" token create --user mallory --json | jq -r .token)
+    code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $tok" \
+        -H 'Content-Type: application/json' "http://127.0.0.1:$PORT/v1/services/web/update" \
+        --data "$(jq -c . "$(spec web 2 9)")")
+    [ "$code" = 403 ]
+    echo '{"job": {"command": ["true"]}, "replicas": 99}' >"$T/bad.json"
+    run -1 "$DOCKET" services update web -f "$T/bad.json"
+    [[ $output == *replicas* ]]
+    [ "$(svc web | jq .version)" = 2 ]
+    # the endpoint survives a restart of docketd: same port, a new haproxy took over
+    ep=$("$DOCKET" services endpoint web)
+    kill_pidfile "$T/ctl.pid"
+    ctl_start "$PORT"
+    wait_for 60 nodes_up 2
+    [ "$("$DOCKET" services endpoint web)" = "$ep" ]
+    wait_for 60 bash -c "curl -sf 'http://$ep/' | grep -q 'version 2'"
 }

@@ -77,9 +77,64 @@ static void test_states(void **state)
     assert_string_equal(svc_service_state(2, 2, 0, "updating"), "updating");
 }
 
+/* A rolling update of 2 replicas from version 1 to 2, step by step: one new replica at a
+ * time, an old one retired only once the new one is ready, done when all are new. */
+static void test_roll_one_at_a_time(void **state)
+{
+    (void)state;
+    struct svc_roll_rep r[4] = {{1, true, false, 0}, {1, true, false, 0}};
+    struct svc_roll_step st = svc_roll_next(r, 2, 2, 2, 1000, 5000);
+    assert_int_equal(st.action, SVC_ROLL_ADD);
+    r[2] = (struct svc_roll_rep){2, false, false, 1000};
+    st = svc_roll_next(r, 3, 2, 2, 2000, 5000);
+    assert_int_equal(st.action, SVC_ROLL_WAIT);
+    assert_int_equal(st.index, 2);
+    r[2].ready = true;
+    st = svc_roll_next(r, 3, 2, 2, 3000, 5000);
+    assert_int_equal(st.action, SVC_ROLL_RETIRE);
+    assert_int_equal(st.index, 0);
+    r[0].leaving = true; /* it no longer counts */
+    st = svc_roll_next(r, 3, 2, 2, 3000, 5000);
+    assert_int_equal(st.action, SVC_ROLL_ADD);
+    r[3] = (struct svc_roll_rep){2, true, false, 3000};
+    st = svc_roll_next(r, 4, 2, 2, 4000, 5000);
+    assert_int_equal(st.action, SVC_ROLL_RETIRE);
+    assert_int_equal(st.index, 1);
+    r[1].leaving = true;
+    st = svc_roll_next(r, 4, 2, 2, 4000, 5000);
+    assert_int_equal(st.action, SVC_ROLL_DONE);
+}
+
+/* A new replica not ready past the deadline rolls back; an old replica that serves nobody
+ * goes before one that does; fewer replicas than wanted get one more first. */
+static void test_roll_deadline_and_order(void **state)
+{
+    (void)state;
+    struct svc_roll_rep r[3] = {{1, true, false, 0}, {1, true, false, 0}, {2, false, false, 1000}};
+    struct svc_roll_step st = svc_roll_next(r, 3, 2, 2, 6000, 5000);
+    assert_int_equal(st.action, SVC_ROLL_WAIT); /* exactly at the deadline: not yet */
+    st = svc_roll_next(r, 3, 2, 2, 6001, 5000);
+    assert_int_equal(st.action, SVC_ROLL_ROLLBACK);
+    assert_int_equal(st.index, 2);
+    struct svc_roll_rep o[3] = {{1, true, false, 0}, {1, false, false, 0}, {2, true, false, 0}};
+    st = svc_roll_next(o, 3, 2, 2, 1, 5000);
+    assert_int_equal(st.action, SVC_ROLL_RETIRE);
+    assert_int_equal(st.index, 1);
+    struct svc_roll_rep one[1] = {{1, true, false, 0}};
+    st = svc_roll_next(one, 1, 2, 1, 1, 5000);
+    assert_int_equal(st.action, SVC_ROLL_ADD);
+    st = svc_roll_next(one, 1, 1, 1, 1, 5000);
+    assert_int_equal(st.action, SVC_ROLL_DONE);
+    /* scaled to 0 by the update: the old ones go, one at a time */
+    st = svc_roll_next(one, 1, 0, 2, 1, 5000);
+    assert_int_equal(st.action, SVC_ROLL_RETIRE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roll_one_at_a_time),
+        cmocka_unit_test(test_roll_deadline_and_order),
         cmocka_unit_test(test_backoff_doubles_to_its_cap),
         cmocka_unit_test(test_crash_loop_window),
         cmocka_unit_test(test_streak_starts_again_after_a_long_run),
