@@ -101,6 +101,14 @@ replica_addr() { # NAME SLOT-INDEX: host:port of that replica
 }
 
 @test "replicas get ports of their node's range; readiness and liveness probes act" {
+    # something else listens on the first port of each node's range: no replica gets it
+    python3 -c 'import socket, sys, time
+socks = []
+for p in sys.argv[1:]:
+    s = socket.socket(); s.bind(("127.0.0.1", int(p))); s.listen(); socks.append(s)
+time.sleep(600)' "$LB_BASE" "$((LB_BASE + 30))" &
+    echo $! >"$T/squat.pid"
+    wait_for 30 bash -c "exec 3<>/dev/tcp/127.0.0.1/$((LB_BASE + 30))"
     f=$(spec web 2)
     run -0 "$DOCKET" services create -f "$f"
     wait_for 60 ready_is web 2
@@ -108,6 +116,10 @@ replica_addr() { # NAME SLOT-INDEX: host:port of that replica
     a0=$(jq -r '.instances[0].addr' <<<"$s")
     a1=$(jq -r '.instances[1].addr' <<<"$s")
     [[ $a0 == 127.0.0.1:* && $a1 == 127.0.0.1:* && $a0 != "$a1" ]]
+    for a in "$a0" "$a1"; do
+        [[ ${a#*:} != "$LB_BASE" && ${a#*:} != "$((LB_BASE + 30))" ]]
+    done
+    kill_pidfile "$T/squat.pid"
     [[ $(curl -sf "http://$a0/") == "replica 0 version 1" ]]
     [[ $(curl -sf "http://$a1/") == "replica 1 version 1" ]]
     # readiness fails: the replica is running but not ready, and says why
@@ -120,8 +132,9 @@ replica_addr() { # NAME SLOT-INDEX: host:port of that replica
     wait_for 60 ready_is web 2
     # liveness fails: the replica is killed and restarted (the same job, a new run)
     job=$(jq '.instances[0].job' <<<"$s")
+    before=$(jq '.instances[0].restarts' <<<"$s")
     touch "$W/dead-0"
-    wait_for 60 bash -c "[[ \$('$DOCKET' services show web --json | jq '.service.instances[0].restarts') -ge 1 ]]"
+    wait_for 60 bash -c "[[ \$('$DOCKET' services show web --json | jq '.service.instances[0].restarts') -gt $before ]]"
     rm "$W/dead-0"
     wait_for 60 ready_is web 2
     [ "$(svc web | jq '.instances[0].job')" = "$job" ]
@@ -245,6 +258,22 @@ failed() { # FILE: the requests not answered 200
     # an update of a running update is refused; one changing the project too
     run -1 "$DOCKET" services update web -f <(jq '.project = "other"' "$f")
     [[ $output == *project* ]]
+}
+
+@test "a probe that hangs fails at its timeout and is killed; the agent goes on" {
+    jq -n '{name: "hang", project: "web", replicas: 1,
+            job: {command: ["sleep", "600"], cpus: 1},
+            probes: {readiness: {exec: {command: ["sleep", "100"]}, period: "200ms",
+                                 timeout: "300ms", failure_threshold: 1}}}' >"$T/hang.json"
+    run -0 "$DOCKET" services create -f "$T/hang.json"
+    wait_for 60 bash -c "[[ \$('$DOCKET' services show hang --json | jq -r '.service.instances[0].last_probe_failure') == 'readiness: timed out after 300 ms' ]]"
+    [ "$(svc hang | jq -r '.instances[0].state')" = not-ready ]
+    # its probes' children do not pile up: each is killed past its timeout
+    sleep 2
+    [ "$(pgrep -fc '^sleep 100$' || true)" -le 2 ]
+    wait_for 60 nodes_up 2
+    run -0 "$DOCKET" services rm hang
+    wait_for 30 bash -c "! pgrep -f '^sleep 100$' >/dev/null"
 }
 
 @test "hostile updates: another user's, a bad spec; the endpoint outlives docketd's restart" {
