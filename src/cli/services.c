@@ -27,12 +27,13 @@ const char cmd_services_usage[] =
     "(after a backoff that doubles while it keeps failing; a replica restarting too often\n"
     "shows crash-loop). FILE (YAML or JSON) gives name, project, replicas, job (a job\n"
     "spec), probes and restart; docs/services.md has an example. list shows each service's\n"
-    "replicas ready/desired and restarts; show adds each replica's job, state, address\n"
-    "and last probe failure. endpoint prints HOST:PORT, the service's stable address\n"
-    "through the load balancer (docketd --lb-haproxy). update rolls the service to the\n"
-    "spec of FILE one replica at a time, each new one ready before an old one goes; a\n"
-    "new replica not ready within update.deadline rolls it back. --wait waits for the\n"
-    "update's end (exit 1 when it was rolled back).\n";
+    "replicas ready/desired, restarts, endpoint and last probe failure; show adds each\n"
+    "replica's job, version, state, address and last probe failure. endpoint prints\n"
+    "HOST:PORT, the service's stable address through the load balancer (docketd\n"
+    "--lb-haproxy). update rolls the service to the spec of FILE one replica at a time,\n"
+    "each new one ready before an old one goes; a new replica not ready within\n"
+    "update.deadline rolls it back. --wait waits for the update's end (exit 1 when it\n"
+    "was rolled back).\n";
 
 enum { S_FILE = 1, S_WAIT };
 
@@ -43,10 +44,27 @@ static const struct opt_def services_opts[] = {
     {0, 0, NULL, OPT_NONE},
 };
 
+/* The newest probe failure of any replica of s, "" when none. */
+static const char *last_failure(const json_t *s)
+{
+    const char *why = "";
+    long long at = 0;
+    size_t i;
+    const json_t *r;
+    json_array_foreach(json_object_get(s, "instances"), i, r) {
+        if (jint(r, "last_probe_failure_ms", 0) > at) {
+            at = jint(r, "last_probe_failure_ms", 0);
+            why = jstr(r, "last_probe_failure");
+        }
+    }
+    return why;
+}
+
 static void print_table(struct cli *c, const json_t *list)
 {
-    static const char *const h[] = {"NAME", "PROJECT", "STATE", "READY", "RESTARTS", "OWNER"};
-    struct table *t = table_create(h, 6);
+    static const char *const h[] = {"NAME",     "PROJECT", "STATE",    "READY",
+                                    "RESTARTS", "OWNER",   "ENDPOINT", "LAST PROBE FAILURE"};
+    struct table *t = table_create(h, 8);
     size_t i;
     const json_t *s;
     json_array_foreach(list, i, s) {
@@ -59,6 +77,9 @@ static void print_table(struct cli *c, const json_t *list)
                    (long long)jint(s, "replicas", 0));
         table_cell(t, FMT_PLAIN, "%lld", (long long)jint(s, "restarts", 0));
         table_cell(t, FMT_PLAIN, "%s", jstr(s, "user"));
+        const char *ep = json_string_value(json_object_get(s, "endpoint"));
+        table_cell(t, FMT_PLAIN, "%s", ep ? ep : "-");
+        table_cell(t, FMT_PLAIN, "%s", last_failure(s));
     }
     table_print(t, c->out, c->width, c->color);
     table_destroy(t);

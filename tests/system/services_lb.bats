@@ -128,6 +128,8 @@ time.sleep(600)' "$LB_BASE" "$((LB_BASE + 30))" &
     s=$(svc web)
     [ "$(jq -r '.instances[1].state' <<<"$s")" = not-ready ]
     [[ $(jq -r '.instances[1].last_probe_failure' <<<"$s") == "readiness: answered HTTP/1.0 503"* ]]
+    run -0 "$DOCKET" services
+    [[ $output == *web*degraded*1/2*"readiness: answered HTTP/1.0 503"* ]]
     rm "$W/notready-1"
     wait_for 60 ready_is web 2
     # liveness fails: the replica is killed and restarted (the same job, a new run)
