@@ -869,6 +869,8 @@ static void quiet_stamp(struct sched *s, struct starving_entry *e, const struct 
     int64_t wake = NEVER;
     if (j->reservation != NONE32)
         wake = s->res[j->reservation].start; /* due then: it starts on its own room */
+    else if (admitted) /* no start foreseen: until a node's room before a claim closes */
+        wake = s->res_horizon_job == j->id ? s->res_horizon : now;
     if (pr == PLACE_CLAIMED) {
         int64_t until = place_memo_wake(s, j, now); /* a refusal by claims ends */
         wake = until < wake ? until : wake;
@@ -1001,6 +1003,7 @@ static void walk_starving(struct sched *s, struct walk *w)
             continue;
         }
         struct quiet_counts before = quiet_counts(s, j);
+        s->res_horizon_job = 0; /* its own search, if the service makes one, sets it */
         uint64_t nodes_before = quiet_nodes(s, j->shape);
         bool admitted;
         enum place_result pr = serve_starving(s, w, j, &admitted);

@@ -233,6 +233,7 @@ static void cands_sort(struct cand *c, size_t n)
  * be, and its start is not computed. */
 struct cand_search {
     const struct job *j;
+    int64_t horizon; /* the first instant a visited node's earliest start may move (window_close) */
     const struct shape *sh;
     int64_t now, dur;
     struct cand *out;
@@ -266,6 +267,24 @@ static void cands_cut(struct cand_search *cs)
     cs->compact = 2 * cs->n > cs->n + 2 * cs->keep ? 2 * cs->n : cs->n + 2 * cs->keep;
 }
 
+/* A start at `at` holds the request over [at, at + dur). A later start's window reaches the
+ * claims that begin at or after at + dur: from the first such claim's start - dur + 1 on,
+ * the node's earliest start may jump past that claim (a gang's search tries each node's
+ * earliest start only, so the room after the claim was not seen from before). NEVER: time
+ * alone does not move it. */
+static int64_t window_close(const struct node *n, int64_t at, int64_t dur, uint32_t own)
+{
+    if (dur >= NEVER - at)
+        return NEVER; /* its window reaches every claim already */
+    int64_t close = NEVER;
+    for (int i = 0; i < n->nclaims; i++) {
+        const struct claim *c = &n->claims[i];
+        if (c->res != own && c->start >= at + dur && c->start - dur + 1 < close)
+            close = c->start - dur + 1;
+    }
+    return close;
+}
+
 static void cand_visit(struct sched *s, uint32_t idx, void *ctx)
 {
     struct cand_search *cs = ctx;
@@ -283,6 +302,9 @@ static void cand_visit(struct sched *s, uint32_t idx, void *ctx)
     }
     int64_t at = node_earliest(s, n, cs->sh, cs->now, cs->dur, cs->j->reservation);
     if (at < NEVER) {
+        int64_t close = window_close(n, at, cs->dur, cs->j->reservation);
+        if (close < cs->horizon)
+            cs->horizon = close;
         cs->out[cs->n].at = at;
         cs->out[cs->n].node = idx;
         cs->n++;
@@ -294,7 +316,8 @@ static void cand_visit(struct sched *s, uint32_t idx, void *ctx)
 /* Candidate nodes with each one's earliest start for the job: every one, or (prune) a
  * list whose `keep` earliest (and their ties) are those of the whole list. */
 static size_t collect_candidates(struct sched *s, const struct job *j, const struct shape *sh,
-                                 int64_t now, int64_t dur, struct cand *out, size_t max, bool prune)
+                                 int64_t now, int64_t dur, struct cand *out, size_t max, bool prune,
+                                 int64_t *horizon)
 {
     size_t keep = sh->nodes == 1 ? 1 : (size_t)sh->nodes + GANG_STARTS_TRIED;
     struct cand_search cs = {.j = j,
@@ -304,11 +327,14 @@ static size_t collect_candidates(struct sched *s, const struct job *j, const str
                              .out = out,
                              .max = max,
                              .prune = prune,
+                             .horizon = NEVER,
                              .keep = keep,
                              .compact = 2 * keep,
                              .kth = {NEVER, 0}};
     shape_candidates_each(s, sh, cand_visit, &cs);
     s->res_pruned += cs.skipped;
+    if (horizon && cs.horizon < *horizon)
+        *horizon = cs.horizon;
     return cs.n;
 }
 
@@ -316,9 +342,9 @@ static size_t collect_candidates(struct sched *s, const struct job *j, const str
  * shape's node count) and returns the start, or NEVER. */
 static int64_t earliest_start(struct sched *s, const struct job *j, const struct shape *sh,
                               int64_t now, int64_t dur, struct cand *c, uint32_t *chosen,
-                              bool prune)
+                              bool prune, int64_t *horizon)
 {
-    size_t nc = collect_candidates(s, j, sh, now, dur, c, s->nnodes, prune);
+    size_t nc = collect_candidates(s, j, sh, now, dur, c, s->nnodes, prune, horizon);
     if (nc < (size_t)sh->nodes)
         return NEVER;
     if (sh->nodes == 1) {
@@ -350,15 +376,16 @@ static int64_t earliest_start(struct sched *s, const struct job *j, const struct
 /* The earliest start over the job's GPU types (a gang of any type: each type alone), its
  * nodes in chosen[] (room for 2 x nodes). */
 static int64_t best_start(struct sched *s, const struct job *j, const struct shape *sh, int64_t now,
-                          int64_t dur, struct cand *c, uint32_t *chosen, bool prune)
+                          int64_t dur, struct cand *c, uint32_t *chosen, bool prune,
+                          int64_t *horizon)
 {
     if (!shape_spans_types(sh))
-        return earliest_start(s, j, sh, now, dur, c, chosen, prune);
+        return earliest_start(s, j, sh, now, dur, c, chosen, prune, horizon);
     int64_t best = NEVER;
     uint32_t *mine = chosen + sh->nodes;
     for (int t = 1; t < s->ntypes; t++) {
         struct shape typed = shape_typed(sh, t);
-        int64_t at = earliest_start(s, j, &typed, now, dur, c, mine, prune);
+        int64_t at = earliest_start(s, j, &typed, now, dur, c, mine, prune, horizon);
         if (at < best) {
             best = at;
             memcpy(chosen, mine, (size_t)sh->nodes * sizeof(*chosen));
@@ -415,16 +442,20 @@ int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving)
     }
     struct cand *c = need <= s->cand_scratch_cap ? s->cand_scratch : NULL;
     uint32_t chosen[2 * SCHED_MAX_JOB_NODES];
+    int64_t horizon = NEVER;
     int rc = -ENOSPC;
+    s->res_horizon_job = j->id;
+    s->res_horizon = now; /* until the search is made: nothing is known */
     if (!c || sh->nodes > SCHED_MAX_JOB_NODES) {
         rc = -ENOMEM;
         goto out;
     }
-    int64_t best = best_start(s, j, sh, now, dur, c, chosen, true);
+    int64_t best = best_start(s, j, sh, now, dur, c, chosen, true, &horizon);
+    s->res_horizon = horizon;
     if (s->verify_memos && !s->res_wrong) {
         /* the pruned search must choose as the full one does */
         uint32_t full[2 * SCHED_MAX_JOB_NODES];
-        if (best_start(s, j, sh, now, dur, c, full, false) != best ||
+        if (best_start(s, j, sh, now, dur, c, full, false, NULL) != best ||
             (best < NEVER && memcmp(full, chosen, (size_t)sh->nodes * sizeof(*full))))
             s->res_wrong = j->id;
     }

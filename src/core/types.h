@@ -581,6 +581,11 @@ struct sched {
     uint64_t res_wrong;   /* a job whose pruned reservation search chose unlike a full one */
     uint64_t res_pruned;  /* nodes the reservation searches pruned (reserve.c), ever */
     uint64_t gate_wrong;  /* ... that the victim gate skipped although its search found some */
+    /* the last reservation search (reserve.c reservation_make): for job res_horizon_job, its
+       answer holds with time alone until res_horizon (a node's room before a claim closes
+       then, and its earliest start jumps past the claim) */
+    uint64_t res_horizon_job;
+    int64_t res_horizon;
     /* scratch space of preempt_for (its node plans) and reservation_make (its candidates),
        grown as needed, freed with the scheduler: no allocation per search */
     void *plan_scratch, *cand_scratch;

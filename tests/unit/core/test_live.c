@@ -290,6 +290,53 @@ static void test_quiet_proof_reads_array_of_other_projects(void **state)
     sched_destroy(s);
 }
 
+/* Property seed 964: a gang's reservation search tries each node's earliest start only, so
+ * a node with room now, before a sticky claim, hides its later room behind that claim, and
+ * the search finds no start. When its window before the claim closes (time alone), its
+ * earliest start moves past the claim and the search finds one: a starving gang's quiet
+ * proof of "no foreseeable start" must wake then. Job 1's node has 2 GPUs free until job 4's
+ * sticky claim (all of it, 5 h to 8 h); the others are full until 6 h and 7 h. Job 5 (3 x 2 GPUs,
+ * 1 h) finds no start until 4 h, and its start at 8 h from then on. */
+static void test_quiet_proof_wakes_when_a_window_closes(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p); /* critical starves after 1 h */
+    p.fairshare_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node(s, "n1", "H100", 8);
+    add_node(s, "n2", "H100", 8);
+    add_node(s, "n3", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", NULL, NULL, 6, 1, 5 * HOUR, T0);
+    submit(s, 2, "lab", NULL, NULL, 8, 1, 6 * HOUR, T0);
+    submit(s, 3, "lab", NULL, NULL, 8, 1, 7 * HOUR, T0);
+    struct cyc c = cycle(s, T0);
+    assert_int_equal(count_dec(c, SCHED_D_START), 3);
+    for (uint64_t id = 1; id <= 3; id++)
+        run(s, id, T0);
+    submit(s, 4, "lab", NULL, NULL, 8, 1, 3 * HOUR, T0 + 1);
+    submit(s, 5, "lab", NULL, NULL, 2, 3, HOUR, T0 + 2);
+    for (int64_t t = T0 + MIN; t < T0 + 4 * HOUR - 10 * MIN; t += 20 * MIN) {
+        (void)cycle(s, t);
+        check_ok(s);
+        assert_reason(s, 5, SCHED_R_RESOURCES);
+    }
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 4, T0 + 3 * HOUR, &x), 0);
+    assert_true(x.starving && x.has_reservation); /* sticky: job 1's node from 5 h */
+    assert_int_equal(sched_explain(s, 5, T0 + 3 * HOUR, &x), 0);
+    assert_true(x.starving && !x.has_reservation); /* now, 6 h, 7 h: no start */
+    struct sched_cycle_stats st;
+    st = cycle_with(s, T0 + 4 * HOUR + 10 * MIN, SCHED_CYCLE_INCREMENTAL, &c);
+    (void)st;
+    check_ok(s);
+    assert_int_equal(sched_explain(s, 5, T0 + 4 * HOUR + 10 * MIN, &x), 0);
+    assert_true(x.has_reservation); /* after job 4's claim, at 8 h */
+    sched_destroy(s);
+}
+
 /* Job 2 (high) preempts job 1 (low) on n1; n2 runs job 3 (low), a victim too. While job 1
  * is in its grace, `act` happens to job 2; the next cycles must not signal job 3. */
 static struct sched *preemptor_in_grace(void)
@@ -443,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_boost_reaches_own_memo),
         cmocka_unit_test(test_expired_sticky_window_renewed),
         cmocka_unit_test(test_quiet_proof_reads_array_of_other_projects),
+        cmocka_unit_test(test_quiet_proof_wakes_when_a_window_closes),
         cmocka_unit_test(test_noop_policy_apply_keeps_promises),
         cmocka_unit_test(test_unrelated_policy_change_keeps_promises),
         cmocka_unit_test(test_shrink_under_a_promise),

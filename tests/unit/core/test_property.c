@@ -337,10 +337,11 @@ static void submit_random(struct world *w)
         if (tracing())
             fprintf(stderr,
                     "  +%llds submit %llu %s tier %s class %s %dx%d GPUs type '%s' cpus %d "
-                    "limit %llds hold %d deps %d\n",
+                    "limit %llds hold %d deps %d (on %llu)\n",
                     (long long)((w->now - T0) / 1000), (unsigned long long)j.id, j.project, j.tier,
                     j.class_name, j.nodes, j.gpus_per_node, j.gpu_type, j.cpus_per_node,
-                    (long long)(j.time_limit_ms / 1000), j.hold, j.ndeps);
+                    (long long)(j.time_limit_ms / 1000), j.hold, j.ndeps,
+                    (unsigned long long)(j.ndeps ? j.deps[0].job_id : 0));
         w->next_id++;
     }
 }
