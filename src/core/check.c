@@ -20,6 +20,7 @@
 #include "core/queue.h"
 #include "core/claims.h"
 #include "core/place.h"
+#include "core/caches.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -635,20 +636,10 @@ int sched_check(const struct sched *s, struct sched_error *err)
             FAIL("job %llu: its placement memo is wrong about node %s", (unsigned long long)j->id,
                  bad < s->nnodes ? s->nodes[bad].name : "(its size)");
     }
-    if (rc == 0 && s->memo_wrong)
-        FAIL("a preemption memo skipped job %llu although its search finds victims",
-             (unsigned long long)s->memo_wrong);
-    if (rc == 0 && s->place_wrong)
-        FAIL("the placement memo of job %llu answered unlike a full scan",
-             (unsigned long long)s->place_wrong);
-    if (rc == 0 && s->res_wrong)
-        FAIL("the pruned reservation search of job %llu chose unlike a full one",
-             (unsigned long long)s->res_wrong);
-    if (rc == 0 && s->gate_wrong)
-        FAIL("the victim gate skipped job %llu although its search finds victims",
-             (unsigned long long)s->gate_wrong);
-    if (rc == 0 && s->quiet_wrong)
-        FAIL("starving job %llu was proven quiet but serving it changed something",
-             (unsigned long long)s->quiet_wrong);
+    for (int c = 0; rc == 0 && c < SCHED_CACHE_COUNT; c++)
+        if (s->cache_wrong[c])
+            FAIL("the %s of job %llu is wrong: %s (sched_verify_memos)",
+                 sched_cache_name((enum sched_cache)c), (unsigned long long)s->cache_wrong[c],
+                 cache_wrong_means((enum sched_cache)c));
     return rc;
 }

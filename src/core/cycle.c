@@ -27,6 +27,7 @@
 #include "core/reserve.h"
 #include "core/preempt.h"
 #include "core/memo.h"
+#include "core/caches.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,13 +276,16 @@ static void job_blocked(struct sched *s, struct walk *w, struct job *j, enum pla
  * it may use)? A yes is kept with the reservation while nothing it rests on moved: a
  * gang's reservation spans many nodes, and it is asked every cycle its job is walked
  * (on Philly a fifth of docket-sim's time went into asking again). */
-static bool reservation_usable(const struct sched *s, const struct job *j)
+static bool reservation_usable(struct sched *s, const struct job *j)
 {
     if (j->reservation == NONE32)
         return true;
     struct reservation *r = &s->res[j->reservation];
-    if (reservation_usable_proven(s, r, j))
+    if (reservation_usable_proven(s, r, j)) {
+        if (cache_verifying(s, SCHED_CACHE_RES_USABLE))
+            cache_verified(s, SCHED_CACHE_RES_USABLE, j->id, reservation_nodes_usable(s, r, j));
         return true;
+    }
     if (!reservation_nodes_usable(s, r, j))
         return false;
     r->usable_node_epoch = s->node_epoch;
@@ -299,7 +303,7 @@ static bool job_admissible(struct sched *s, struct walk *w, struct job *j)
         give_back_reservation(s, j);
         return false;
     }
-    int stat = shape_static_reason(s, &s->shapes[j->shape]);
+    int stat = shape_static_reason(s, &s->shapes[j->shape], j->id);
     if (stat != SCHED_R_NONE) {
         reason_set(j, (enum sched_reason)stat, 0, 0, 0);
         give_back_reservation(s, j);
@@ -487,6 +491,29 @@ static void consider(struct sched *s, struct walk *w, struct job *j, struct orde
  * reservation is never skipped: its own claims may let it in, or it must give the room
  * back (only shapes with such jobs pay for the look at the job). */
 enum skip { SKIP_NO, SKIP_LIMIT, SKIP_NOFIT, SKIP_CLAIMED };
+
+/* sched_verify_memos(): a job the walk skipped could not start now: admission refuses it
+ * (a limit mark), or it is admitted and a full placement finds no room for it (no fit,
+ * claims). A stale entry is dropped unread. */
+static void walk_skip_verify(struct sched *s, const struct walk *w, const struct order_entry *e,
+                             enum skip why)
+{
+    if (!cache_verifying(s, SCHED_CACHE_WALK_SKIP))
+        return;
+    const struct job *j = &s->jobs[e->slot];
+    if (j->id != e->id || j->state != SCHED_PENDING)
+        return;
+    struct admission a;
+    bool could = admission_check(s, j, w->now, &a) == SCHED_R_NONE;
+    if (could && why != SKIP_LIMIT) {
+        struct sched_alloc *scratch = calloc((size_t)s->shapes[j->shape].nodes, sizeof(*scratch));
+        if (!scratch)
+            return;
+        could = place_job(s, j, w->now, scratch, NULL, NULL) == PLACE_OK;
+        free(scratch);
+    }
+    cache_verified(s, SCHED_CACHE_WALK_SKIP, j->id, !could);
+}
 
 static enum skip entry_skippable(struct sched *s, const struct walk *w, const struct order_entry *e)
 {
@@ -812,12 +839,12 @@ static bool quiet_view_same(const struct quiet_view *a, const struct quiet_view 
  * not, and leave every one the replay sets. */
 static void quiet_verify(struct sched *s, struct walk *w, const struct starving_entry *e)
 {
-    if (!s->verify_memos || s->quiet_wrong)
+    if (!cache_verifying(s, SCHED_CACHE_QUIET))
         return;
     struct job *j = &s->jobs[e->slot];
     if (j->id != e->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING) ||
         j->shape != e->shape || j->project != e->project || job_walked(s, e->slot)) {
-        s->quiet_wrong = e->id; /* its changed bit should be set */
+        cache_verified(s, SCHED_CACHE_QUIET, e->id, false); /* its changed bit should be set */
         return;
     }
     struct quiet_view before = quiet_view(s, j);
@@ -825,8 +852,9 @@ static void quiet_verify(struct sched *s, struct walk *w, const struct starving_
     (void)serve_starving(s, w, j, &admitted);
     struct quiet_view after = quiet_view(s, j);
     uint8_t set = after.marks & (uint8_t)~before.marks;
-    if (!quiet_view_same(&before, &after) || (set & ~e->marks) || (e->marks & ~after.marks))
-        s->quiet_wrong = j->id;
+    cache_verified(s, SCHED_CACHE_QUIET, j->id,
+                   quiet_view_same(&before, &after) && !(set & ~e->marks) &&
+                       !(e->marks & ~after.marks));
 }
 
 /* The marks the outcome of j's service implies by itself (another job may have set them
@@ -1043,6 +1071,7 @@ static void walk_queue(struct sched *s, struct walk *w)
             continue;
         enum skip why = entry_skippable(s, w, e);
         if (why != SKIP_NO) {
+            walk_skip_verify(s, w, e, why);
             skipped[why]++;
             continue;
         }

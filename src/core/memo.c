@@ -13,6 +13,7 @@
  * without acting, and sched_check() fails if that search found victims.
  */
 #include "core/memo.h"
+#include "core/caches.h"
 #include "core/model.h"
 #include "core/changes.h"
 #include "core/preempt.h"
@@ -127,22 +128,26 @@ static struct job memo_searcher(const struct job *j, const struct preempt_memo *
     return p;
 }
 
-/* sched_verify_memos(): would a full search for the job a memo gave up on find victims? */
+/* sched_verify_memos(): would a full search for the job cache c gave up on find victims? */
+static void search_verify(struct sched *s, enum sched_cache c, struct job *j, int64_t now)
+{
+    if (cache_verifying(s, c))
+        cache_verified(s, c, j->id, preempt_for(s, j, now, true, NULL) != 0);
+}
+
 void memo_verify(struct sched *s, struct job *j, int64_t now)
 {
-    if (s->verify_memos && !s->memo_wrong && preempt_for(s, j, now, true, NULL) == 0)
-        s->memo_wrong = j->id;
+    search_verify(s, SCHED_CACHE_SHAPE_MEMO, j, now);
+}
+
+static void own_memo_verify(struct sched *s, struct job *j, int64_t now)
+{
+    search_verify(s, SCHED_CACHE_OWN_MEMO, j, now);
 }
 
 void gate_verify(struct sched *s, struct job *j, int64_t now)
 {
-    if (s->verify_memos && !s->gate_wrong && preempt_for(s, j, now, true, NULL) == 0)
-        s->gate_wrong = j->id;
-}
-
-void sched_verify_memos(struct sched *s, bool on)
-{
-    s->verify_memos = on;
+    search_verify(s, SCHED_CACHE_VICTIM_GATE, j, now);
 }
 
 enum recheck { STILL_HOPELESS, SEARCH_CHANGED, SEARCH_ALL };
@@ -243,7 +248,7 @@ static int preempt_reserved(struct sched *s, struct preempt_memo *m, bool reclai
         own_memo_set(s, own, j, reclaim, now, 0);
         own->not_earlier = true;
         own->chosen = chosen;
-        memo_verify(s, j, now);
+        own_memo_verify(s, j, now);
         return -1;
     }
     if (want > 1) { /* a gang: count, as in memo_recheck */
@@ -251,7 +256,7 @@ static int preempt_reserved(struct sched *s, struct preempt_memo *m, bool reclai
         if (from->feasible + sc.feasible >= want)
             return -2;
         own_memo_set(s, own, j, reclaim, now, from->feasible + sc.feasible);
-        memo_verify(s, j, now);
+        own_memo_verify(s, j, now);
         return -1;
     }
     int rc = preempt_for(s, j, now, false, &sc);
@@ -261,7 +266,7 @@ static int preempt_reserved(struct sched *s, struct preempt_memo *m, bool reclai
         own_memo_set(s, own, j, reclaim, now, 0);
         own->not_earlier = sc.not_earlier;
         own->chosen = sc.best;
-        memo_verify(s, j, now);
+        own_memo_verify(s, j, now);
     }
     return rc;
 }

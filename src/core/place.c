@@ -7,6 +7,7 @@
  * nothing (docs/scheduling.md §3).
  */
 #include "core/place.h"
+#include "core/caches.h"
 #include "core/model.h"
 #include "core/changes.h"
 #include "core/nodes.h"
@@ -33,10 +34,9 @@ static uint64_t pick_gpus(const struct node *n, int count)
  * would do and its tier may not use them; else SCHED_R_NONE (nodes that could hold it
  * exist, even if none is UP now: then it waits for Resources). Cached per shape until
  * the set of nodes changes. */
-int shape_static_reason(struct sched *s, struct shape *sh)
+/* Why no node could ever take the shape, from a look at every node. */
+static int static_reason_of(const struct sched *s, const struct shape *sh)
 {
-    if (sh->static_cycle == s->node_epoch)
-        return sh->static_reason;
     bool type_ok = false, sel_ok = false, pool_ok = false;
     for (size_t i = 0; i < s->nnodes && !pool_ok; i++) {
         const struct node *n = &s->nodes[i];
@@ -50,10 +50,22 @@ int shape_static_reason(struct sched *s, struct shape *sh)
         sel_ok = true;
         pool_ok = node_pool_allowed(n, (enum pool_rule)sh->pool_rule);
     }
-    sh->static_reason = (uint8_t)(!type_ok   ? SCHED_R_GPU_TYPE
-                                  : !sel_ok  ? SCHED_R_NODE_SELECTOR
-                                  : !pool_ok ? SCHED_R_RESERVED_ZONE
-                                             : SCHED_R_NONE);
+    return !type_ok   ? SCHED_R_GPU_TYPE
+           : !sel_ok  ? SCHED_R_NODE_SELECTOR
+           : !pool_ok ? SCHED_R_RESERVED_ZONE
+                      : SCHED_R_NONE;
+}
+
+/* Cached per shape while no node changes its type, capacity, labels or state (node_epoch). */
+int shape_static_reason(struct sched *s, struct shape *sh, uint64_t job)
+{
+    if (sh->static_cycle == s->node_epoch) {
+        if (cache_verifying(s, SCHED_CACHE_STATIC_REASON))
+            cache_verified(s, SCHED_CACHE_STATIC_REASON, job,
+                           static_reason_of(s, sh) == sh->static_reason);
+        return sh->static_reason;
+    }
+    sh->static_reason = (uint8_t)static_reason_of(s, sh);
     sh->static_cycle = s->node_epoch;
     return sh->static_reason;
 }
@@ -385,11 +397,12 @@ int64_t place_memo_wake(const struct sched *s, const struct job *j, int64_t now)
 static void memo_verify_place(struct sched *s, const struct job *j, int64_t now,
                               enum place_result said)
 {
-    if (!s->verify_memos || s->place_wrong)
+    if (!cache_verifying(s, SCHED_CACHE_PLACE_MEMO))
         return;
     struct sched_alloc *scratch = calloc((size_t)s->shapes[j->shape].nodes, sizeof(*scratch));
-    if (scratch && place_job(s, j, now, scratch, NULL, NULL) != said)
-        s->place_wrong = j->id;
+    if (scratch)
+        cache_verified(s, SCHED_CACHE_PLACE_MEMO, j->id,
+                       place_job(s, j, now, scratch, NULL, NULL) == said);
     free(scratch);
 }
 

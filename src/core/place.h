@@ -30,6 +30,7 @@ int64_t place_memo_wake(const struct sched *s, const struct job *j, int64_t now)
  * room for its shape. 0, or -1 with *bad the first node that breaks it (NONE32: its size). */
 int place_memo_check(const struct sched *s, const struct job *j, uint32_t *bad);
 bool reserved_could_fit(struct sched *s, const struct shape *sh);
-int shape_static_reason(struct sched *s, struct shape *sh);
+/* Why no node could ever take the shape (SCHED_R_NONE: some node can), for job `job`. */
+int shape_static_reason(struct sched *s, struct shape *sh, uint64_t job);
 
 #endif

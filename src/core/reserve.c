@@ -12,6 +12,7 @@
  * Preempting and starvation reservations are sticky: no other job takes their room.
  */
 #include "core/reserve.h"
+#include "core/caches.h"
 #include "core/model.h"
 #include "core/nodes.h"
 #include "core/avail.h"
@@ -452,12 +453,12 @@ int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving)
     }
     int64_t best = best_start(s, j, sh, now, dur, c, chosen, true, &horizon);
     s->res_horizon = horizon;
-    if (s->verify_memos && !s->res_wrong) {
+    if (cache_verifying(s, SCHED_CACHE_RES_PRUNED)) {
         /* the pruned search must choose as the full one does */
         uint32_t full[2 * SCHED_MAX_JOB_NODES];
-        if (best_start(s, j, sh, now, dur, c, full, false, NULL) != best ||
-            (best < NEVER && memcmp(full, chosen, (size_t)sh->nodes * sizeof(*full))))
-            s->res_wrong = j->id;
+        bool same = best_start(s, j, sh, now, dur, c, full, false, NULL) == best &&
+                    (best >= NEVER || !memcmp(full, chosen, (size_t)sh->nodes * sizeof(*full)));
+        cache_verified(s, SCHED_CACHE_RES_PRUNED, j->id, same);
     }
     if (best < NEVER) {
         int64_t end = dur >= NEVER - best ? NEVER : best + dur;

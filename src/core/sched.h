@@ -609,10 +609,37 @@ void sched_totals_get(const struct sched *s, struct sched_totals *out);
  * broken invariant. O(jobs + nodes + claims); for tests and debugging. */
 int sched_check(const struct sched *s, struct sched_error *err) SCHED_WUR;
 
-/* Test aid for the preemption memos (docs/scheduling.md "Guarantees"): while on, every
- * preemption search a memo skips is run as well, without acting on it, and sched_check()
- * fails from then on if one would have found victims. Slow; for property tests. */
+/* Test aid for the core's caches (docs/scheduling.md "What each cache reads"): while on,
+ * every answer a cache gives is computed again the slow way, without acting on it, and
+ * sched_check() fails from then on if the two differ (naming the cache and the job).
+ * Slow; for property and unit tests. */
 void sched_verify_memos(struct sched *s, bool on);
+
+/* The caches sched_verify_memos() checks, one per kind of cached answer. A new cache gets
+ * a kind here, a name (caches.c, a size assertion), a check at each of its hits, and a row
+ * in the table of docs/scheduling.md; the property test fails while a kind's check never
+ * runs. */
+enum sched_cache {
+    SCHED_CACHE_SHAPE_MEMO,    /* a shape's failed preemption search skipped a job's */
+    SCHED_CACHE_OWN_MEMO,      /* a reserved job's own failed search skipped its search */
+    SCHED_CACHE_VICTIM_GATE,   /* the victim counts said no search can find victims */
+    SCHED_CACHE_QUIET,         /* a starving job was passed by as quiet */
+    SCHED_CACHE_PLACE_MEMO,    /* a starving job's placement answered from its memo */
+    SCHED_CACHE_RES_PRUNED,    /* a reservation search pruned nodes by their floors */
+    SCHED_CACHE_WALK_SKIP,     /* the queue walk skipped a job by its shape's or project's mark */
+    SCHED_CACHE_RES_USABLE,    /* a reservation's nodes proven usable under the epochs */
+    SCHED_CACHE_STATIC_REASON, /* a shape's static reason (no node of its type, selectors, pool) */
+    SCHED_CACHE_COUNT
+};
+
+/* What the checks found since sched_verify_memos() was first turned on: hits checked per
+ * kind, and the first job whose check differed (0: none). */
+struct sched_cache_checks {
+    uint64_t checked[SCHED_CACHE_COUNT];
+    uint64_t wrong[SCHED_CACHE_COUNT];
+};
+void sched_cache_checks(const struct sched *s, struct sched_cache_checks *out);
+const char *sched_cache_name(enum sched_cache c);
 
 /* ------------------------------------------------------------------------------------ */
 /* Explain and forecast (DESIGN §3 "Explaining"), as data.                              */

@@ -575,12 +575,10 @@ struct sched {
     uint32_t *shdirty, *chscratch;
     size_t nshdirty, shdirty_cap, chscratch_cap;
     uint32_t visit;
-    bool verify_memos;    /* sched_verify_memos() */
-    uint64_t memo_wrong;  /* a job whose search a memo skipped although it found victims */
-    uint64_t place_wrong; /* a job whose placement memo answered unlike a full scan */
-    uint64_t res_wrong;   /* a job whose pruned reservation search chose unlike a full one */
-    uint64_t res_pruned;  /* nodes the reservation searches pruned (reserve.c), ever */
-    uint64_t gate_wrong;  /* ... that the victim gate skipped although its search found some */
+    bool verify_memos; /* sched_verify_memos() */
+    /* its ledger (caches.c): per cache, the hits checked and the first job found wrong */
+    uint64_t cache_checked[SCHED_CACHE_COUNT], cache_wrong[SCHED_CACHE_COUNT];
+    uint64_t res_pruned; /* nodes the reservation searches pruned (reserve.c), ever */
     /* the last reservation search (reserve.c reservation_make): for job res_horizon_job, its
        answer holds with time alone until res_horizon (a node's room before a claim closes
        then, and its earliest start jumps past the claim) */
@@ -613,7 +611,6 @@ struct sched {
     bool quiet_walk;        /* in the starving walk: claim changes count at once */
     uint32_t *claims_moved; /* nodes whose claims changed outside it (claims_pending) */
     size_t nclaims_moved, claims_moved_cap;
-    uint64_t quiet_wrong; /* a starving job skipped as quiet whose service changed something */
     /* One bit per job slot: set exactly when the slot's job holds a reservation or
        starves (walk_look_sync). The queue walk skips a deep queue from its entries
        alone; a marked slot is one whose job it must read (sched_check walks the bits). */

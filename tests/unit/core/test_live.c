@@ -328,12 +328,46 @@ static void test_quiet_proof_wakes_when_a_window_closes(void **state)
     assert_true(x.starving && x.has_reservation); /* sticky: job 1's node from 5 h */
     assert_int_equal(sched_explain(s, 5, T0 + 3 * HOUR, &x), 0);
     assert_true(x.starving && !x.has_reservation); /* now, 6 h, 7 h: no start */
-    struct sched_cycle_stats st;
-    st = cycle_with(s, T0 + 4 * HOUR + 10 * MIN, SCHED_CYCLE_INCREMENTAL, &c);
-    (void)st;
+    (void)cycle_with(s, T0 + 4 * HOUR + 10 * MIN, SCHED_CYCLE_INCREMENTAL, &c);
     check_ok(s);
     assert_int_equal(sched_explain(s, 5, T0 + 4 * HOUR + 10 * MIN, &x), 0);
     assert_true(x.has_reservation); /* after job 4's claim, at 8 h */
+    struct sched_cache_checks cc;
+    sched_cache_checks(s, &cc);
+    assert_true(cc.checked[SCHED_CACHE_QUIET] > 0); /* each pass-by was served as well */
+    assert_int_equal(cc.wrong[SCHED_CACHE_QUIET], 0);
+    sched_destroy(s);
+}
+
+/* The ledger of the caches' checks names every kind, once, and counts nothing while
+ * verification is off. */
+static void test_cache_ledger_names_every_kind(void **state)
+{
+    (void)state;
+    for (int c = 0; c < SCHED_CACHE_COUNT; c++) {
+        const char *name = sched_cache_name((enum sched_cache)c);
+        assert_true(name[0] && strcmp(name, "?"));
+        for (int d = 0; d < c; d++)
+            assert_string_not_equal(name, sched_cache_name((enum sched_cache)d));
+    }
+    assert_string_equal(sched_cache_name(SCHED_CACHE_COUNT), "?");
+    struct sched *s = mk_sched();
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "normal", 0, -1);
+    submit(s, 1, "lab", NULL, NULL, 8, 1, HOUR, T0);
+    submit(s, 2, "lab", NULL, NULL, 8, 1, HOUR, T0);
+    for (int k = 0; k < 3; k++)
+        (void)cycle(s, T0 + k * MIN);
+    struct sched_cache_checks cc;
+    sched_cache_checks(s, &cc);
+    for (int c = 0; c < SCHED_CACHE_COUNT; c++)
+        assert_int_equal(cc.checked[c], 0);
+    sched_verify_memos(s, true);
+    for (int k = 3; k < 6; k++)
+        (void)cycle(s, T0 + k * MIN);
+    sched_cache_checks(s, &cc);
+    assert_true(cc.checked[SCHED_CACHE_STATIC_REASON] > 0); /* job 2's shape, each cycle */
+    check_ok(s);
     sched_destroy(s);
 }
 
@@ -491,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_expired_sticky_window_renewed),
         cmocka_unit_test(test_quiet_proof_reads_array_of_other_projects),
         cmocka_unit_test(test_quiet_proof_wakes_when_a_window_closes),
+        cmocka_unit_test(test_cache_ledger_names_every_kind),
         cmocka_unit_test(test_noop_policy_apply_keeps_promises),
         cmocka_unit_test(test_unrelated_policy_change_keeps_promises),
         cmocka_unit_test(test_shrink_under_a_promise),

@@ -184,7 +184,7 @@ static void setup(struct world *w, enum twin_mode twin)
     }
     w->mode = twin;
     w->s = mk_sched_with(&p);
-    sched_verify_memos(w->s, true); /* every memo-skipped preemption search is proven */
+    sched_verify_memos(w->s, true); /* every cache hit is computed again (caches.c) */
     w->twin = twin != TWIN_NONE ? mk_sched_with(&p) : NULL;
     w->max_grace = p.default_grace_ms > 10 * MIN ? 10 * MIN : p.default_grace_ms;
     if (p.cancel_grace_ms > w->max_grace)
@@ -945,6 +945,8 @@ static void run_cycle(struct world *w)
     check_outside(w);
 }
 
+static uint64_t cache_checked[SCHED_CACHE_COUNT]; /* over the seeds run (run_seeds) */
+
 static void run_seed(uint64_t seed, enum twin_mode twin)
 {
     struct world *w = calloc(1, sizeof(*w));
@@ -985,9 +987,27 @@ static void run_seed(uint64_t seed, enum twin_mode twin)
         else
             check_outside(w);
     }
+    struct sched_cache_checks cc;
+    sched_cache_checks(w->s, &cc);
+    for (int c = 0; c < SCHED_CACHE_COUNT; c++)
+        cache_checked[c] += cc.checked[c];
     sched_destroy(w->s);
     sched_destroy(w->twin);
     free(w);
+}
+
+/* Every cache's check ran (sched_verify_memos): a cache added without its check, or one
+ * the workload never reaches, fails here rather than going unchecked. */
+static void check_caches_checked(long seeds)
+{
+    for (int c = 0; c < SCHED_CACHE_COUNT; c++) {
+        if (tracing() || seeds >= 25)
+            fprintf(stderr, "  cache %-26s %llu hits checked\n",
+                    sched_cache_name((enum sched_cache)c), (unsigned long long)cache_checked[c]);
+        if (seeds >= 25 && cache_checked[c] == 0)
+            fail_msg("the %s cache was never checked in %ld seeds",
+                     sched_cache_name((enum sched_cache)c), seeds);
+    }
 }
 
 static void run_seeds(enum twin_mode twin)
@@ -1001,8 +1021,10 @@ static void run_seeds(enum twin_mode twin)
     const char *first_env = getenv("DOCKET_PROP_FIRST");
     long count = env ? atol(env) : 25; /* about 5 s under ASan on this machine */
     long first = first_env ? atol(first_env) : 1;
+    memset(cache_checked, 0, sizeof(cache_checked));
     for (long seed = first; seed < first + count; seed++)
         run_seed((uint64_t)seed, twin);
+    check_caches_checked(count);
 }
 
 static void test_random_workloads_hold_the_guarantees(void **state)
