@@ -234,6 +234,7 @@ static void cands_sort(struct cand *c, size_t n)
  * be, and its start is not computed. */
 struct cand_search {
     const struct job *j;
+    bool horizon_wanted; /* by a caller that keeps the answer (a starving job's proof) */
     int64_t horizon; /* the first instant a visited node's earliest start may move (window_close) */
     const struct shape *sh;
     int64_t now, dur;
@@ -303,7 +304,8 @@ static void cand_visit(struct sched *s, uint32_t idx, void *ctx)
     }
     int64_t at = node_earliest(s, n, cs->sh, cs->now, cs->dur, cs->j->reservation);
     if (at < NEVER) {
-        int64_t close = window_close(n, at, cs->dur, cs->j->reservation);
+        int64_t close =
+            cs->horizon_wanted ? window_close(n, at, cs->dur, cs->j->reservation) : NEVER;
         if (close < cs->horizon)
             cs->horizon = close;
         cs->out[cs->n].at = at;
@@ -328,6 +330,7 @@ static size_t collect_candidates(struct sched *s, const struct job *j, const str
                              .out = out,
                              .max = max,
                              .prune = prune,
+                             .horizon_wanted = horizon != NULL,
                              .horizon = NEVER,
                              .keep = keep,
                              .compact = 2 * keep,
@@ -451,8 +454,9 @@ int reservation_make(struct sched *s, struct job *j, int64_t now, bool starving)
         rc = -ENOMEM;
         goto out;
     }
-    int64_t best = best_start(s, j, sh, now, dur, c, chosen, true, &horizon);
-    s->res_horizon = horizon;
+    /* only a starving job's quiet proof keeps a failed search's answer across cycles */
+    int64_t best = best_start(s, j, sh, now, dur, c, chosen, true, starving ? &horizon : NULL);
+    s->res_horizon = starving ? horizon : now;
     if (cache_verifying(s, SCHED_CACHE_RES_PRUNED)) {
         /* the pruned search must choose as the full one does */
         uint32_t full[2 * SCHED_MAX_JOB_NODES];
