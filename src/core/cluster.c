@@ -17,6 +17,7 @@
 #include "core/claims.h"
 #include "core/lifecycle.h"
 #include "core/order.h"
+#include "core/topo.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -92,6 +93,8 @@ void sched_destroy(struct sched *s)
     u64map_release(&s->user_counts);
     free(s->ucounts);
     free(s->shapes);
+    topo_release(s);
+    free(s->topo_scratch);
     u64map_release(&s->shape_index);
     for (size_t i = 0; i < s->nselsets; i++)
         free(s->selsets[i].pairs);

@@ -12,6 +12,7 @@
 #include "core/queue.h"
 #include "core/admit.h"
 #include "core/reserve.h"
+#include "core/topo.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -294,6 +295,43 @@ static void explain_position(const struct sched *s, const struct job *j, struct 
     }
 }
 
+/* A topology gang: its domain with the most nodes that have room for it now. */
+static void explain_topology(const struct sched *s, const struct job *j, struct sched_explain *x)
+{
+    const struct shape *sh = &s->shapes[j->shape];
+    if (!topo_required(sh) && !topo_best_effort(sh))
+        return;
+    x->topo_mode = (enum sched_topo_mode)sh->topo_mode;
+    snprintf(x->topo_level, sizeof(x->topo_level), "%s", strtab_get(&s->strings, sh->topo_key));
+    uint32_t *vals = calloc(s->nnodes ? 2 * s->nnodes : 1, sizeof(*vals));
+    if (!vals)
+        return;
+    uint32_t *free_here = vals + s->nnodes;
+    size_t nd = 0;
+    int best = -1;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        const struct node *n = &s->nodes[i];
+        if (!node_schedulable(n) || !node_static_fit(s, n, sh, true))
+            continue;
+        uint32_t v = topo_node_domain(n, sh->topo_key);
+        int d = topo_domain_index(vals, nd, v);
+        if (d < 0) {
+            d = (int)nd++;
+            vals[d] = v;
+        }
+        free_here[d] += node_free_fit(n, sh);
+        if (best < 0 || free_here[d] > free_here[best])
+            best = d;
+    }
+    x->topo_domains = (int)nd;
+    if (best >= 0) {
+        x->topo_best_free = (int)free_here[best];
+        snprintf(x->topo_best_domain, sizeof(x->topo_best_domain), "%s",
+                 vals[best] ? strtab_get(&s->strings, vals[best]) : "");
+    }
+    free(vals);
+}
+
 /* Candidate nodes, best first: those that fit now, then by how soon they would. */
 static void explain_nodes(const struct sched *s, const struct job *j, int64_t now,
                           struct sched_explain *x)
@@ -421,6 +459,11 @@ static void explain_sentence(const struct sched *s, const struct job *j, struct 
                      "waiting for %d GPU(s) on %d node(s): no node that could hold it "
                      "is up now (drained, down or unreachable)",
                      total, j->nodes);
+        else if (x->topo_mode == SCHED_TOPO_REQUIRED)
+            snprintf(o, n, "waiting for %d nodes under one %s: %d free under %s%s", j->nodes,
+                     x->topo_level, x->topo_best_free,
+                     x->topo_best_domain[0] ? x->topo_best_domain : "nodes without one",
+                     x->has_reservation ? "; resources are reserved for it" : "");
         else
             snprintf(o, n,
                      "waiting for %d GPU(s) on %d node(s): %d node(s) could hold it, "
@@ -514,6 +557,7 @@ int sched_explain(const struct sched *s, uint64_t id, int64_t now, struct sched_
         if (j->state == SCHED_PENDING)
             explain_position(s, j, x);
         explain_nodes(s, j, now, x);
+        explain_topology(s, j, x);
         explain_forecast(s, j, now, x);
         int64_t at = job_starve_at(s, j);
         if (at != NEVER && j->state == SCHED_PENDING) {

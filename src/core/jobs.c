@@ -97,6 +97,10 @@ static int check_sizes(const struct sched *s, const struct sched_job_spec *sp, s
         return err_set(err, -EINVAL, "retries", "automatic retries need idempotent: true");
     if (sp->array_limit < 0)
         return err_set(err, -EINVAL, "array", "array limit must not be negative");
+    if (sp->switches < 0 || sp->switches > SCHED_MAX_JOB_NODES)
+        return err_set(err, -EINVAL, "switches", "switches must be 0..%d", SCHED_MAX_JOB_NODES);
+    if (sp->switches_wait_ms < 0 || sp->switches_wait_ms > 366LL * 24 * 3600 * 1000)
+        return err_set(err, -EINVAL, "switches", "the wait of switches is out of range");
     if (sp->nselectors < 0 || sp->nselectors > SCHED_MAX_LABELS)
         return err_set(err, -EINVAL, "selectors", "at most %d selectors", SCHED_MAX_LABELS);
     for (int i = 0; i < sp->nselectors; i++)
@@ -320,6 +324,8 @@ static struct job *job_create(struct sched *s, const struct sched_job_spec *sp,
     j->retries_left = sp->retries;
     j->preempt_count = sp->preempt_count;
     j->array_id = sp->array_id;
+    j->switches = sp->switches;
+    j->switches_wait_ms = sp->switches_wait_ms;
     j->reservation = NONE32;
     j->flags =
         (uint8_t)((sp->has_checkpoint_signal ? JF_CKPT_SIGNAL : 0) |

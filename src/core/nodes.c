@@ -7,6 +7,7 @@
 #include "core/nodes.h"
 #include "core/containers.h"
 #include "core/model.h"
+#include "core/topo.h"
 
 #include <string.h>
 
@@ -93,7 +94,7 @@ bool node_static_fit(const struct sched *s, const struct node *n, const struct s
         return false;
     if (pool_ok_only && !node_pool_allowed(n, (enum pool_rule)sh->pool_rule))
         return false;
-    return node_matches_selset(s, n, sh->selset);
+    return topo_node_in_part(n, sh) && node_matches_selset(s, n, sh->selset);
 }
 
 bool reservation_nodes_usable(const struct sched *s, const struct reservation *r,
@@ -105,7 +106,7 @@ bool reservation_nodes_usable(const struct sched *s, const struct reservation *r
         if (!node_schedulable(n) || !node_static_fit(s, n, sh, true))
             return false;
     }
-    return true;
+    return topo_nodes_ok(s, sh, r->nodes, r->nnodes);
 }
 
 bool shape_spans_types(const struct shape *sh)
@@ -118,6 +119,36 @@ struct shape shape_typed(const struct shape *sh, int type)
     struct shape t = *sh;
     t.gpu_type = (int16_t)type;
     return t;
+}
+
+void shape_parts_begin(struct sched *s, const struct shape *sh, struct shape_parts *it)
+{
+    memset(it, 0, sizeof(*it));
+    it->base = *sh;
+    it->spans = shape_spans_types(sh);
+    it->t = it->spans ? 1 : 0;
+    it->t_end = it->spans ? s->ntypes : 1;
+    it->ndomains = 1;
+    if (topo_required(sh))
+        it->ndomains = topo_domains(s, sh->topo_key, &it->domains);
+}
+
+bool shape_part_next(struct shape_parts *it, struct shape *out)
+{
+    if (it->t >= it->t_end || it->ndomains == 0)
+        return false;
+    *out = it->base;
+    if (it->spans)
+        out->gpu_type = (int16_t)it->t;
+    if (it->domains) {
+        out->topo_pinned = true;
+        out->topo_value = it->domains[it->d];
+    }
+    if (++it->d == it->ndomains) {
+        it->d = 0;
+        it->t++;
+    }
+    return true;
 }
 
 /* One node of shape_candidates_each() below: up (in a bucket), of the shape's type, in a

@@ -28,6 +28,18 @@ bool node_free_fit(const struct node *n, const struct shape *sh);
  * time, through a copy of its shape fixed to that type. */
 bool shape_spans_types(const struct shape *sh);
 struct shape shape_typed(const struct shape *sh, int type);
+/* The parts a search for a shape runs over, one at a time: each GPU type of a gang that
+ * names none (its nodes must be alike) and, within it, each domain of a topology the
+ * gang requires (topo.c); any other shape is its one part. */
+struct shape_parts {
+    struct shape base;
+    const uint32_t *domains; /* NULL: no domain pinned */
+    size_t ndomains, d;
+    int t, t_end;
+    bool spans;
+};
+void shape_parts_begin(struct sched *s, const struct shape *sh, struct shape_parts *it);
+bool shape_part_next(struct shape_parts *it, struct shape *out);
 /* Call fn for every UP node of the shape's type, in the pools its rule allows, that could
  * hold it when empty (the candidates of reservations and preemption). */
 void shape_candidates_each(struct sched *s, const struct shape *sh,

@@ -12,6 +12,7 @@
 #include "core/changes.h"
 #include "core/nodes.h"
 #include "core/claims.h"
+#include "core/topo.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,13 @@ struct place_ctx {
     bool lower_only, any_claimed;
     int64_t hold_max; /* the latest end a node with room allowed; -1 once one could not tell */
     struct place_memo **rec; /* the job's memo, recorded on the way (NULL: none) */
+    /* a gang with a topology rule: every node that lets it in goes to s->topo_scratch
+       (ncollected), and the nodes with room are counted per domain of its level */
+    bool collect;
+    size_t ncollected;
+    const uint32_t *domains;
+    size_t ndomains;
+    int *dom_room;
 };
 
 /* A node with room for the shape, into the memo being made or moved (until: see struct
@@ -112,9 +120,15 @@ static bool node_room_allows(struct place_ctx *c, uint32_t idx)
     struct sched *s = c->s;
     const struct shape *sh = c->sh;
     const struct node *n = &s->nodes[idx];
-    if (!node_free_fit(n, sh) || !node_matches_selset(s, n, sh->selset))
+    if (!node_free_fit(n, sh) || !node_matches_selset(s, n, sh->selset) ||
+        !topo_node_in_part(n, sh))
         return false;
     c->capacity++;
+    if (c->dom_room) {
+        int d = topo_domain_index(c->domains, c->ndomains, topo_node_domain(n, sh->topo_key));
+        if (d >= 0)
+            c->dom_room[d]++;
+    }
     bool lower = true;
     int64_t hold = NEVER;
     if (n->nclaims && !claims_allow(s, n, c->j->reservation, c->now, c->end, sh->gpus, sh->cpus,
@@ -144,6 +158,11 @@ static bool scan_bucket(struct place_ctx *c, uint32_t head)
     struct sched *s = c->s;
     const struct shape *sh = c->sh;
     for (uint32_t idx = head; idx != NONE32; idx = s->nodes[idx].next) {
+        if (c->collect) {
+            if (node_room_allows(c, idx))
+                s->topo_scratch[c->ncollected++] = idx;
+            continue;
+        }
         if (already_chosen(c, idx) || !node_room_allows(c, idx))
             continue;
         struct sched_alloc *a = &c->allocs[c->found++];
@@ -185,6 +204,118 @@ static enum place_result place_shape(struct sched *s, const struct job *j, const
                                      int64_t now, struct sched_alloc *allocs,
                                      bool *claimed_by_lower, int64_t *held_until,
                                      struct place_memo **rec);
+
+/* The pools a shape's rule scans, in its order of preference. */
+static int shape_pools(const struct shape *sh, int pools[2])
+{
+    switch ((enum pool_rule)sh->pool_rule) {
+    case POOL_RULE_RESERVED_FIRST:
+        pools[0] = POOL_RESERVED;
+        pools[1] = POOL_NORMAL;
+        return 2;
+    case POOL_RULE_BORROW:
+        pools[0] = POOL_NORMAL;
+        pools[1] = POOL_RESERVED;
+        return 2;
+    default:
+        pools[0] = POOL_NORMAL;
+        return 1;
+    }
+}
+
+/* The domain a topology gang takes whole: the one with the fewest nodes that let it in,
+ * and enough of them (best fit, as for nodes: fuller switches stay whole for bigger
+ * gangs); -1 when none has enough. */
+static int topo_best_domain(const int *allowed, size_t ndomains, int want)
+{
+    int best = -1;
+    for (size_t d = 0; d < ndomains; d++)
+        if (allowed[d] >= want && (best < 0 || allowed[d] < allowed[best]))
+            best = (int)d;
+    return best;
+}
+
+/* Take the collected nodes of domain d, in scan order (best fit), up to the gang's size. */
+static void topo_take(struct place_ctx *c, uint32_t value)
+{
+    struct sched *s = c->s;
+    const struct shape *sh = c->sh;
+    for (size_t i = 0; i < c->ncollected && c->found < sh->nodes; i++) {
+        uint32_t idx = s->topo_scratch[i];
+        if (topo_node_domain(&s->nodes[idx], sh->topo_key) != value)
+            continue;
+        struct sched_alloc *a = &c->allocs[c->found++];
+        a->node = idx;
+        a->gpus = sh->gpus;
+        a->cpus = sh->cpus;
+        a->mem_mb = sh->mem_mb;
+        a->gpu_mask = pick_gpus(&s->nodes[idx], sh->gpus);
+    }
+}
+
+/* Best effort over several domains: the fullest first, so the gang spans as few as the
+ * free room allows. */
+static void topo_take_fullest(struct place_ctx *c, int *allowed)
+{
+    while (c->found < c->sh->nodes) {
+        int most = -1;
+        for (size_t d = 0; d < c->ndomains; d++)
+            if (allowed[d] > 0 && (most < 0 || allowed[d] > allowed[most]))
+                most = (int)d;
+        if (most < 0)
+            return;
+        topo_take(c, c->domains[most]);
+        allowed[most] = 0;
+    }
+}
+
+/* A gang with a topology rule (docs/scheduling.md §3, "Topology"): every node that lets it
+ * in now is collected, counted per domain, and the gang takes one domain whole (required,
+ * or best effort where one has the room), else (best effort) the fullest domains. */
+static enum place_result place_topo(struct place_ctx *c, bool *claimed_by_lower)
+{
+    struct sched *s = c->s;
+    const struct shape *sh = c->sh;
+    if (s->topo_scratch_cap < s->nnodes) {
+        uint32_t *p = realloc(s->topo_scratch, s->nnodes * sizeof(*p));
+        if (!p)
+            return PLACE_NO_CAPACITY;
+        s->topo_scratch = p;
+        s->topo_scratch_cap = s->nnodes;
+    }
+    c->ndomains = topo_domains(s, sh->topo_key, &c->domains);
+    int *counts = calloc(2 * (c->ndomains ? c->ndomains : 1), sizeof(*counts));
+    if (!counts || !c->ndomains) {
+        free(counts);
+        return PLACE_NO_CAPACITY;
+    }
+    int *allowed = counts + c->ndomains;
+    c->dom_room = counts;
+    c->collect = true;
+    int pools[2], npools = shape_pools(sh, pools);
+    for (int p = 0; p < npools; p++)
+        scan_pool(c, pools[p]);
+    for (size_t i = 0; i < c->ncollected; i++) {
+        int d = topo_domain_index(c->domains, c->ndomains,
+                                  topo_node_domain(&s->nodes[s->topo_scratch[i]], sh->topo_key));
+        allowed[d]++;
+    }
+    enum place_result r = PLACE_OK;
+    int best = topo_best_domain(allowed, c->ndomains, sh->nodes);
+    if (best >= 0)
+        topo_take(c, c->domains[best]);
+    else if (topo_best_effort(sh) && c->ncollected >= (size_t)sh->nodes)
+        topo_take_fullest(c, allowed);
+    else if (topo_required(sh))
+        r = topo_best_domain(counts, c->ndomains, sh->nodes) >= 0 ? PLACE_CLAIMED
+                                                                  : PLACE_NO_CAPACITY;
+    else
+        r = c->capacity >= sh->nodes ? PLACE_CLAIMED : PLACE_NO_CAPACITY;
+    free(counts);
+    if (r != PLACE_OK && claimed_by_lower)
+        *claimed_by_lower = c->any_claimed && c->lower_only;
+    return r;
+}
 
 /* A gang asking for no type still runs on one type: its nodes must be alike (and it is
  * billed by that type). Each type is tried in turn. */
@@ -231,20 +362,9 @@ static enum place_result place_shape(struct sched *s, const struct job *j, const
         .hold_max = sh->nodes == 1 ? 0 : -1}; /* a gang's bound would be its N-th node's */
     int64_t dur = j->limit_ms > 0 ? j->limit_ms + j->grace_ms : 0;
     c.end = dur ? now + dur : NEVER;
-    int pools[2], npools = 0;
-    switch ((enum pool_rule)sh->pool_rule) {
-    case POOL_RULE_RESERVED_FIRST:
-        pools[npools++] = POOL_RESERVED;
-        pools[npools++] = POOL_NORMAL;
-        break;
-    case POOL_RULE_BORROW:
-        pools[npools++] = POOL_NORMAL;
-        pools[npools++] = POOL_RESERVED;
-        break;
-    default:
-        pools[npools++] = POOL_NORMAL;
-        break;
-    }
+    if (topo_required(sh) || topo_best_effort(sh))
+        return place_topo(&c, claimed_by_lower);
+    int pools[2], npools = shape_pools(sh, pools);
     for (int p = 0; p < npools; p++)
         if (scan_pool(&c, pools[p]))
             return PLACE_OK;
@@ -383,7 +503,8 @@ int place_memo_check(const struct sched *s, const struct job *j, uint32_t *bad)
 int64_t place_memo_wake(const struct sched *s, const struct job *j, int64_t now)
 {
     const struct shape *sh = &s->shapes[j->shape];
-    if (shape_spans_types(sh) || !memo_current(s, j, sh))
+    if (shape_spans_types(sh) || topo_required(sh) || topo_best_effort(sh) ||
+        !memo_current(s, j, sh))
         return now; /* no memo: nothing proves how long the claims refuse it */
     int64_t wake = NEVER;
     for (int i = 0; i < j->place->nroom; i++)
@@ -410,8 +531,8 @@ enum place_result place_job_memo(struct sched *s, struct job *j, int64_t now,
                                  struct sched_alloc *allocs)
 {
     const struct shape *sh = &s->shapes[j->shape];
-    if (shape_spans_types(sh))
-        return place_job(s, j, now, allocs, NULL, NULL);
+    if (shape_spans_types(sh) || topo_required(sh) || topo_best_effort(sh))
+        return place_job(s, j, now, allocs, NULL, NULL); /* no memo: it picks among all */
     if (memo_current(s, j, sh)) {
         int allowed = memo_recheck(s, j, sh, now);
         if (allowed >= 0 && allowed < sh->nodes) {

@@ -178,7 +178,9 @@ static int validate_classes(const struct sched_policy *p, struct sched_error *er
             return err_set(err, -EINVAL, "classes", "class '%s' appears twice", c->name);
         if (!duration_ok(c->default_limit_ms) || !duration_ok(c->max_limit_ms) ||
             !duration_ok(c->protect_after_ms) || c->max_grace_ms < 0 || c->max_grace_ms > DAY ||
-            c->max_retries < 0 || c->max_retries > 100)
+            c->max_retries < 0 || c->max_retries > 100 || c->topo_mode < SCHED_TOPO_NONE ||
+            c->topo_mode > SCHED_TOPO_REQUIRED ||
+            bounded_len(c->topo_level, SCHED_NAME_MAX) >= SCHED_NAME_MAX)
             return err_set(err, -EINVAL, "classes", "class '%s' has a negative or absurd value",
                            c->name);
     }
@@ -345,7 +347,7 @@ int sched_node_state_parse(const char *name)
 
 /* sizeof(struct sched_policy) on the 64-bit targets Docket builds for, when each field's
    part was last declared below */
-#define POLICY_SIZE_KNOWN 14256
+#define POLICY_SIZE_KNOWN 14832
 
 /* A new field in struct sched_policy must be given its part in policy_diff below: this
    fails the build until the size is updated with it. */
@@ -369,7 +371,8 @@ static bool class_same(const struct sched_class_spec *a, const struct sched_clas
            a->max_limit_ms == b->max_limit_ms && a->preemptible == b->preemptible &&
            a->preempt_order == b->preempt_order && a->protect_after_ms == b->protect_after_ms &&
            a->max_grace_ms == b->max_grace_ms && a->max_retries == b->max_retries &&
-           a->restart_on_failure == b->restart_on_failure && a->requeueable == b->requeueable;
+           a->restart_on_failure == b->restart_on_failure && a->requeueable == b->requeueable &&
+           a->topo_mode == b->topo_mode && !strcmp(a->topo_level, b->topo_level);
 }
 
 static bool classes_same(const struct sched_policy *a, const struct sched_policy *b)

@@ -554,16 +554,18 @@ int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct pr
     int rc = -1, nchosen = 0, most_feasible = 0;
     struct shape chosen_shape = *sh;
     if (plans) {
-        /* a gang of any type is planned per type: its nodes must be alike */
-        int from = shape_spans_types(sh) ? 1 : 0, to = shape_spans_types(sh) ? s->ntypes : 1;
-        for (int t = from; t < to; t++) {
-            struct shape typed = shape_spans_types(sh) ? shape_typed(sh, t) : *sh;
+        /* a gang of any type is planned per type: its nodes must be alike; one that
+           requires a domain, per domain (each part alone, nodes.c shape_part_next) */
+        struct shape_parts parts;
+        struct shape typed;
+        shape_parts_begin(s, sh, &parts);
+        while (shape_part_next(&parts, &typed)) {
             ps.sh = &typed;
             ps.nbest = 0;
             ps.feasible = 0;
             preempt_visit_all(s, &typed, &ps, sc);
             if (ps.feasible > most_feasible)
-                most_feasible = ps.feasible; /* of one type: a gang's nodes are alike */
+                most_feasible = ps.feasible; /* of one part: a gang's nodes are alike */
             if (ps.nbest == ps.want && (nchosen == 0 || plans_victims(ps.best, ps.nbest) <
                                                             plans_victims(chosen, nchosen))) {
                 memcpy(chosen, ps.best, (size_t)ps.nbest * sizeof(*chosen));

@@ -17,6 +17,7 @@
 #include "core/nodes.h"
 #include "core/avail.h"
 #include "core/claims.h"
+#include "core/topo.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -377,18 +378,21 @@ static int64_t earliest_start(struct sched *s, const struct job *j, const struct
     return NEVER;
 }
 
-/* The earliest start over the job's GPU types (a gang of any type: each type alone), its
- * nodes in chosen[] (room for 2 x nodes). */
+/* The earliest start over the job's GPU types (a gang of any type: each type alone) and,
+ * for a gang that requires one domain, over its domains (each alone, the first of equal
+ * starts in node order), its nodes in chosen[] (room for 2 x nodes). */
 static int64_t best_start(struct sched *s, const struct job *j, const struct shape *sh, int64_t now,
                           int64_t dur, struct cand *c, uint32_t *chosen, bool prune,
                           int64_t *horizon)
 {
-    if (!shape_spans_types(sh))
+    if (!shape_spans_types(sh) && !topo_required(sh))
         return earliest_start(s, j, sh, now, dur, c, chosen, prune, horizon);
     int64_t best = NEVER;
     uint32_t *mine = chosen + sh->nodes;
-    for (int t = 1; t < s->ntypes; t++) {
-        struct shape typed = shape_typed(sh, t);
+    struct shape_parts parts;
+    struct shape typed;
+    shape_parts_begin(s, sh, &parts);
+    while (shape_part_next(&parts, &typed)) {
         int64_t at = earliest_start(s, j, &typed, now, dur, c, mine, prune, horizon);
         if (at < best) {
             best = at;

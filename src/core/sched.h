@@ -121,6 +121,15 @@ enum sched_exit_kind {
     SCHED_EXIT_LOST,          /* the agent no longer knows the job (restart reconciliation) */
 };
 
+/* How a class places its gangs over the nodes' topology (docs/scheduling.md §3,
+ * "Topology"): the nodes' value of one label (the level: "switch", "block", "rack") names
+ * the domain each node sits in. */
+enum sched_topo_mode {
+    SCHED_TOPO_NONE,        /* any nodes */
+    SCHED_TOPO_BEST_EFFORT, /* the fewest domains that have the room now */
+    SCHED_TOPO_REQUIRED,    /* one domain, or wait (and be reserved) for one */
+};
+
 /* Queue ordering. TIERED is Docket's policy; the others are baselines for docket-sim. */
 enum sched_ordering {
     SCHED_ORDER_TIERED,      /* tier desc, fair-share asc, submit asc (DESIGN §3.1) */
@@ -165,6 +174,9 @@ struct sched_class_spec {
     int max_retries;          /* auto-retries of a failed idempotent job */
     bool restart_on_failure;  /* services: requeue whenever it ends, unless cancelled */
     bool requeueable;         /* may go back to PENDING after preemption or node failure */
+    enum sched_topo_mode topo_mode;  /* how its gangs are placed over the topology */
+    char topo_level[SCHED_NAME_MAX]; /* the node label that names a node's domain ("" = none,
+                                        which with a mode means "switch") */
 };
 
 struct sched_gpu_weight {
@@ -327,6 +339,10 @@ struct sched_job_spec {
     uint64_t array_id; /* 0, or the id shared by all tasks of one array */
     int array_limit;   /* max running tasks of the array (%N); 0 = none */
     int preempt_count; /* restored on reload; 0 for new jobs */
+    /* Slurm's --switches=N[@wait]: a gang on at most N domains of the `switch` label (1 =
+     * one switch, required; more = the fewest, best effort); 0 = its class's rule */
+    int switches;
+    int64_t switches_wait_ms; /* then its class's rule after waiting this long; 0 = never */
 };
 
 void sched_job_spec_init(struct sched_job_spec *j); /* nodes 1, cpus 1, grace -1 */
@@ -699,6 +715,13 @@ struct sched_explain {
     uint64_t pushed_back_by;
     uint64_t waiting_on_victims[8];
     int nvictims;
+    /* a gang with a topology rule (docs/scheduling.md §3, "Topology"): its level ("switch")
+       and mode, and the domain with the most nodes that have room for it now */
+    enum sched_topo_mode topo_mode;
+    char topo_level[SCHED_NAME_MAX];
+    char topo_best_domain[SCHED_NAME_MAX]; /* "" for nodes without the level's label */
+    int topo_best_free;                    /* its nodes with room now (0: none anywhere) */
+    int topo_domains;                      /* domains with any node that could hold it */
 
     /* running */
     bool preemptible;

@@ -5,6 +5,7 @@
 #include "core/shapes.h"
 #include "core/containers.h"
 #include "core/model.h"
+#include "core/topo.h"
 #include "core/victims.h"
 
 #include <errno.h>
@@ -71,13 +72,13 @@ static bool shape_equal(const struct shape *a, const struct shape *b)
 {
     return a->gpu_type == b->gpu_type && a->pool_rule == b->pool_rule && a->gpus == b->gpus &&
            a->cpus == b->cpus && a->nodes == b->nodes && a->mem_mb == b->mem_mb &&
-           a->selset == b->selset;
+           a->selset == b->selset && a->topo_key == b->topo_key && a->topo_mode == b->topo_mode;
 }
 
 static uint64_t shape_hash(const struct shape *sh, uint64_t attempt)
 {
-    int64_t f[7] = {sh->gpu_type, sh->pool_rule, sh->gpus,  sh->cpus,
-                    sh->nodes,    sh->mem_mb,    sh->selset};
+    int64_t f[9] = {sh->gpu_type, sh->pool_rule, sh->gpus,     sh->cpus,     sh->nodes,
+                    sh->mem_mb,   sh->selset,    sh->topo_key, sh->topo_mode};
     uint64_t h = hash_bytes(f, sizeof(f), attempt);
     return h >= UINT64_MAX - 1 ? h - 2 : h;
 }
@@ -97,6 +98,7 @@ uint32_t shape_intern(struct sched *s, const struct job *j, int rank, int *err)
     key.mem_mb = j->mem_mb;
     uint32_t ss = selset_intern(s, j->selectors, j->nselectors);
     key.selset = ss == NONE32 ? 0 : ss;
+    topo_of_job(s, j, &key.topo_key, &key.topo_mode);
     uint32_t idx = NONE32;
     uint64_t attempt = 0, v;
     while (u64map_get(&s->shape_index, shape_hash(&key, attempt), &v)) {
@@ -121,10 +123,16 @@ uint32_t shape_intern(struct sched *s, const struct job *j, int rank, int *err)
     return idx;
 }
 
-/* Re-derive a pending job's shape (its pool rule depends on its effective tier). */
+/* Re-derive a pending job's shape (its pool rule depends on its effective tier, its
+ * topology on its class's). */
 void shape_rule_refresh(struct sched *s, struct job *j)
 {
-    if (s->shapes[j->shape].pool_rule == job_pool_rule(s, j, job_eff_rank(s, j)))
+    const struct shape *sh = &s->shapes[j->shape];
+    uint32_t key;
+    uint8_t mode;
+    topo_of_job(s, j, &key, &mode);
+    if (sh->pool_rule == job_pool_rule(s, j, job_eff_rank(s, j)) && sh->topo_key == key &&
+        sh->topo_mode == mode)
         return; /* unchanged: the common case on a refresh */
     s->shapes[j->shape].pending--;
     j->shape = shape_intern(s, j, job_eff_rank(s, j), NULL);

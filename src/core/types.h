@@ -134,6 +134,9 @@ struct job {
     struct place_memo *place; /* its last placement without room (starving jobs), or NULL */
     /* numbers behind the reason, for explain (set when the reason is computed) */
     int64_t r_value, r_in_use, r_request;
+    /* Slurm's --switches (sched_job_spec): at most this many switches, 0 = the class's rule */
+    int switches;
+    int64_t switches_wait_ms;
 };
 
 /* One entry of the rebuild's radix sort: the key of the current pass and the entry's index. */
@@ -270,7 +273,15 @@ struct shape {
     uint8_t pool_rule;
     int gpus, cpus, nodes;
     int64_t mem_mb;
-    uint32_t selset;      /* index into s->selsets; 0 = none */
+    uint32_t selset; /* index into s->selsets; 0 = none */
+    /* topology (topo.c): the label key naming a node's domain (interned; 0 = none), how
+       gangs use the domains (enum sched_topo_mode), and, only on the part of a shape a
+       search is run for (topo_part_next; never on an interned shape), the one domain the
+       nodes must be in: topo_value, the label's value (0: nodes without the label) */
+    uint32_t topo_key;
+    uint8_t topo_mode;
+    bool topo_pinned;
+    uint32_t topo_value;
     uint32_t pending;     /* live pending jobs with this shape */
     uint64_t nofit_cycle; /* no capacity for it in this cycle */
     bool nofit_zone;      /* ... where a reserved-pool node would take it (ReservedZone) */
@@ -467,6 +478,15 @@ struct array_count {
     uint64_t changes; /* starts and ends of its tasks, in every project (quiet proofs) */
 };
 
+/* The domains of one topology level (topo.c): the label key, and its values in the order
+ * their first nodes come, as listed at node_epoch (UINT64_MAX: to be listed). */
+struct topo_level {
+    uint32_t key;
+    uint64_t node_epoch;
+    uint32_t *values;
+    size_t n, cap;
+};
+
 struct sched {
     struct sched_policy policy;
     int reserved_min_rank;
@@ -509,6 +529,10 @@ struct sched {
     struct u64map shape_index; /* hash -> first shape index (chained by probing) */
     struct selset *selsets;
     size_t nselsets, selsets_cap;
+    struct topo_level *topo_levels; /* topo.c: the levels gangs were placed by */
+    size_t ntopo_levels, topo_levels_cap;
+    uint32_t *topo_scratch; /* place.c: the nodes a gang could take now, of nnodes */
+    size_t topo_scratch_cap;
 
     struct order_entry *order;
     size_t norder, order_cap, order_stale;

@@ -107,6 +107,11 @@ struct world {
     int node_vc[16];
     bool node_reserved[16];
     int8_t job_vc[MAX_JOBS]; /* a job's selector: 0 none, 1 vc=a, 2 vc=b, negated: -1, -2 */
+    /* topology (every fourth seed, from no random number): nodes under switch sw0 or sw1
+       (by index), training gangs placed by switch, required or best effort; job_one_switch
+       marks the gangs that must start under one switch (checked at each start) */
+    bool topo;
+    bool job_one_switch[MAX_JOBS];
     uint64_t idle_rng;       /* idle_cycle */
     int64_t jumped_to;       /* the clock's last jump landed then: limits and kills that fell in
                                 the jump are sent from then on, so a promise may come that late */
@@ -145,6 +150,13 @@ static void check_both(struct world *w, const char *after)
         rc1_;                                                                                      \
     })
 
+/* The switch of node i in a topology seed: sw0 for even indices, sw1 for odd. */
+static void node_switch_label(struct sched_label *l, int i)
+{
+    snprintf(l->key, SCHED_NAME_MAX, "switch");
+    snprintf(l->value, SCHED_NAME_MAX, "sw%d", i % 2);
+}
+
 static void setup(struct world *w, enum twin_mode twin)
 {
     struct sched_policy p;
@@ -174,6 +186,10 @@ static void setup(struct world *w, enum twin_mode twin)
             p.tiers[t].starve_after_ms = 0;
         p.reserved_label_key[0] = '\0';
         p.reserved_label_value[0] = '\0';
+    }
+    if (w->topo) {
+        p.classes[0].topo_mode = w->seed % 8 == 1 ? SCHED_TOPO_REQUIRED : SCHED_TOPO_BEST_EFFORT;
+        snprintf(p.classes[0].topo_level, SCHED_NAME_MAX, "switch");
     }
     /* groups: bounds on some, and projects in a group the policy does not list */
     p.ngroups = chance(50) ? 1 + pick(2) : 0;
@@ -212,6 +228,8 @@ static void setup(struct world *w, enum twin_mode twin)
             n.nlabels = 1;
             w->node_reserved[i] = true;
         }
+        if (w->topo)
+            node_switch_label(&n.labels[n.nlabels++], i);
         if (w->partitioned) {
             w->node_vc[i] = pick(2);
             snprintf(n.labels[n.nlabels].key, SCHED_NAME_MAX, "vc");
@@ -310,6 +328,10 @@ static void submit_random(struct world *w)
         int vc = j.selectors[0].value[0] == 'a' ? 1 : 2;
         w->job_vc[j.id] = (int8_t)(j.selectors[0].negate ? -vc : vc);
     }
+    if (w->topo && j.nodes > 1 && chance(30))
+        j.switches = 1 + pick(2); /* Slurm's --switches: 1 requires one switch */
+    w->job_one_switch[j.id] =
+        j.nodes > 1 && (j.switches == 1 || (j.switches == 0 && cls == 0 && w->seed % 8 == 1));
     j.has_checkpoint_signal = chance(30);
     if (chance(30))
         j.grace_ms = pick(30) * SEC;
@@ -350,9 +372,11 @@ static void submit_random(struct world *w)
 static void relabel_random(struct world *w)
 {
     int i = pick(w->nnodes);
-    struct sched_label labels[2];
+    struct sched_label labels[3];
     memset(labels, 0, sizeof(labels));
     int n = 0;
+    if (w->topo)
+        node_switch_label(&labels[n++], i);
     if (w->node_reserved[i]) {
         snprintf(labels[n].key, SCHED_NAME_MAX, "pool");
         snprintf(labels[n++].value, SCHED_NAME_MAX, "reserved");
@@ -655,6 +679,14 @@ static int agent_step(struct world *w)
     return events;
 }
 
+/* A gang that requires one switch starts under one switch (nodes n00, n02 ... are sw0). */
+static void check_one_switch(struct world *w, const struct sched_decision *d)
+{
+    for (int i = 1; i < d->nallocs; i++)
+        if (d->allocs[i].node % 2 != d->allocs[0].node % 2)
+            WFAIL(w, "job %llu starts across switches", (unsigned long long)d->job_id);
+}
+
 static void agent_obey(struct world *w, const struct sched_decision *d)
 {
     struct run *r = &w->runs[d->job_id];
@@ -662,6 +694,8 @@ static void agent_obey(struct world *w, const struct sched_decision *d)
     case SCHED_D_START: {
         struct sched_job_view v;
         assert_true(job_view(w->s, d->job_id, &v));
+        if (w->job_one_switch[d->job_id])
+            check_one_switch(w, d);
         memset(r, 0, sizeof(*r));
         r->live = true;
         r->confirm_at = w->now + pick(3000);
@@ -955,6 +989,7 @@ static void run_seed(uint64_t seed, enum twin_mode twin)
     w->seed = seed;
     w->idle_rng = seed;
     w->few_shapes = seed % 3 == 0;
+    w->topo = seed % 4 == 1;
     setup(w, twin);
     run_cycle(w);
     for (w->step = 0; w->step < STEPS; w->step++) {
