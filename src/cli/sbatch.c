@@ -396,7 +396,7 @@ static const struct sbatch_opt sbatch_opts[] = {
     {"spread-job", 0, SB_NONE, SB_IGNORE, NULL},
     {"spread-segments", 0, SB_NONE, SB_IGNORE, NULL},
     {"stepmgr", 0, SB_NONE, SB_IGNORE, NULL},
-    {"switches", 0, SB_REQ, SB_REFUSE, PLACE},
+    {"switches", 0, SB_REQ, SB_DO, NULL},
     {"tasks-per-node", 0, SB_REQ, SB_DO, NULL},
     {"test-only", 0, SB_NONE, SB_CLI, NULL},
     {"thread-spec", 0, SB_REQ, SB_REFUSE, NOHW},
@@ -540,6 +540,35 @@ static int sbatch_time(json_t *spec, const char *v, const struct spec_env *env, 
         return spec_fail(err, errlen, "--time",
                          "bad time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS)", v);
     json_object_set_new(spec, "time_limit", json_integer((ms / 1000 + 59) / 60 * 60));
+    return 0;
+}
+
+/* --switches=N[@max-time]: the gang on at most N switches, waiting at most max-time (Slurm's
+ * time format) for them; the API's "switches": "N@<seconds>s" (docs/scheduling.md §3). */
+static int sbatch_switches(json_t *spec, const char *v, char *err, size_t errlen)
+{
+    char count[16], out[64];
+    const char *at = strchr(v, '@');
+    size_t n = at ? (size_t)(at - v) : strlen(v);
+    char *end;
+
+    if (n == 0 || n >= sizeof(count))
+        return spec_fail(err, errlen, "--switches", "bad count (N or N@max-time)", v);
+    memcpy(count, v, n);
+    count[n] = '\0';
+    long c = strtol(count, &end, 10);
+    if (*end || c < 1 || c > MAX_NODES)
+        return spec_fail(err, errlen, "--switches", "bad count (N or N@max-time)", v);
+    if (!at) {
+        json_object_set_new(spec, "switches", json_integer(c));
+        return 0;
+    }
+    int64_t ms;
+    if (spec_slurm_time_ms(at + 1, &ms) < 0)
+        return spec_fail(err, errlen, "--switches",
+                         "bad max-time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS)", v);
+    snprintf(out, sizeof(out), "%ld@%llds", c, (long long)(ms / 1000));
+    json_object_set_new(spec, "switches", json_string(out));
     return 0;
 }
 
@@ -712,6 +741,8 @@ static int sbatch_do(json_t *spec, const char *name, const char *v, const struct
         return spec_set_text(spec, "workdir", flag, v, err, errlen);
     if (!strcmp(name, "begin"))
         return sbatch_begin(spec, v, err, errlen);
+    if (!strcmp(name, "switches"))
+        return sbatch_switches(spec, v, err, errlen);
     if (!strcmp(name, "export"))
         return sbatch_export(spec, v, err, errlen);
     if (!strcmp(name, "signal"))

@@ -40,6 +40,7 @@ const struct opt_def spec_submit_opts[] = {
     {SO_ARRAY, 0, "array", OPT_VALUE},
     {SO_SIGNAL, 0, "signal", OPT_VALUE},
     {SO_RETRIES, 0, "retries", OPT_VALUE},
+    {SO_SWITCHES, 0, "switches", OPT_VALUE},
     {SO_LABEL, 0, "label", OPT_VALUE},
     {SO_SELECT, 0, "select", OPT_VALUE},
     {SO_WORKDIR, 0, "workdir", OPT_VALUE},
@@ -564,6 +565,12 @@ int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
         return set_signal(spec, v, flag, err, errlen);
     case SO_RETRIES:
         return spec_set_int(spec, "retries", flag, v, 0, 100, err, errlen);
+    case SO_SWITCHES: /* N, or N@TIME as the API reads it (its errors name the field) */
+        if (strchr(v, '@'))
+            json_object_set_new(spec, "switches", json_string(v));
+        else
+            return spec_set_int(spec, "switches", flag, v, 1, MAX_NODES, err, errlen);
+        return 0;
     case SO_LABEL:
         return set_label(spec, "labels", flag, v, err, errlen);
     case SO_SELECT:

@@ -40,6 +40,7 @@ enum submit_opt {
     SO_ARRAY,
     SO_SIGNAL,
     SO_RETRIES,
+    SO_SWITCHES,
     SO_LABEL,
     SO_SELECT,
     SO_WORKDIR,

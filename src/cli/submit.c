@@ -50,6 +50,8 @@ const char cmd_submit_usage[] =
     "      --array SPEC       one job per index: 0-99%8 (at most 8 at once)\n"
     "      --signal SIG@T     checkpoint signal and grace before the kill (USR1@120s)\n"
     "      --retries N        automatic retries (idempotent experiment/exploration)\n"
+    "      --switches N[@T]   a gang on at most N switches (1: one switch, waiting for\n"
+    "                         it; docs/scheduling.md, Topology)\n"
     "      --idempotent       safe to run twice\n"
     "      --no-requeue       end the job instead of requeueing it after preemption\n"
     "      --label K=V        label the job (repeat)\n"

@@ -292,6 +292,8 @@ void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submi
     out->grace_ms = p->grace_ms;
     out->has_checkpoint_signal = p->checkpoint;
     out->retries = p->retries;
+    out->switches = p->switches;
+    out->switches_wait_ms = p->switches_wait_ms;
     out->idempotent = p->idempotent;
     out->no_requeue = !p->requeue;
     out->hold = p->hold;

@@ -341,6 +341,18 @@ static int parse_core_lists(const struct store_job *row, struct sched_job_spec *
     return 0;
 }
 
+/* Slurm's --switches lives in the stored spec only (few jobs ask for it: no column); the
+ * spec is read only when it names them. */
+static int row_switches(const struct store_job *row, struct sched_job_spec *sp)
+{
+    if (!row->spec || !strstr(row->spec, "\"switches\""))
+        return 0;
+    json_t *spec = json_loads(row->spec, 0, NULL);
+    int rc = spec ? proto_jobspec_switches(spec, &sp->switches, &sp->switches_wait_ms) : -EINVAL;
+    json_decref(spec);
+    return rc;
+}
+
 /* The core's spec straight from the row's columns (schema 2 rows). */
 static int row_to_sched(const struct store_job *row, struct sched_job_spec *sp)
 {
@@ -366,7 +378,7 @@ static int row_to_sched(const struct store_job *row, struct sched_job_spec *sp)
     sp->retries = row->retries;
     sp->array_id = row->array_id;
     sp->array_limit = row->array_limit;
-    return parse_core_lists(row, sp);
+    return parse_core_lists(row, sp) < 0 ? -EINVAL : row_switches(row, sp);
 }
 
 /* Rows written before schema 2: through the stored spec JSON. */

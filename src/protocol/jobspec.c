@@ -175,6 +175,31 @@ static int f_retries(const json_t *v, int64_t now, struct proto_jobspec *j, stru
     return int_field(v, "retries", 0, PROTO_MAX_RETRIES, &j->retries, e);
 }
 
+/* Slurm's --switches=N[@max-time]: `"switches": 1` or `"switches": "1@30m"`. */
+static int f_switches(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    if (!json_is_string(v))
+        return int_field(v, "switches", 1, PROTO_MAX_NODES, &j->switches, e);
+    const char *s = json_string_value(v);
+    const char *at = strchr(s, '@');
+    char count[16];
+    size_t n = at ? (size_t)(at - s) : strlen(s);
+    if (n == 0 || n >= sizeof(count) || strspn(s, "0123456789") != n)
+        return proto_errorf(e, 400, NULL, "switches",
+                            "switches must be N or \"N@max-time\" (such as \"1@30m\")");
+    memcpy(count, s, n);
+    count[n] = '\0';
+    json_t *c = json_integer(strtoll(count, NULL, 10));
+    int rc = int_field(c, "switches", 1, PROTO_MAX_NODES, &j->switches, e);
+    json_decref(c);
+    if (rc < 0 || !at)
+        return rc;
+    json_t *w = json_string(at + 1);
+    rc = proto_get_duration(w, "switches", PROTO_MAX_DURATION_MS, &j->switches_wait_ms, e);
+    json_decref(w);
+    return rc;
+}
+
 static int f_mem(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     return proto_get_size_mb(v, "mem", &j->mem_mb, e);
@@ -585,6 +610,7 @@ static const struct {
     {"grace", f_grace},
     {"checkpoint", f_checkpoint},
     {"retries", f_retries},
+    {"switches", f_switches},
     {"idempotent", f_idempotent},
     {"requeue", f_requeue},
     {"hold", f_hold},
@@ -733,6 +759,10 @@ json_t *proto_jobspec_to_json(const struct proto_jobspec *j)
     json_object_set_new(o, "hold", json_boolean(j->hold));
     json_object_set_new(o, "retries", json_integer(j->retries));
     json_object_set_new(o, "array", json_string(j->array));
+    if (j->switches) { /* only when asked: older stored specs read the same */
+        json_object_set_new(o, "switches", json_integer(j->switches));
+        json_object_set_new(o, "switches_wait_ms", json_integer(j->switches_wait_ms));
+    }
     json_t *deps = json_array();
     for (int i = 0; i < j->ndeps; i++)
         json_array_append_new(deps, json_pack("{s:s,s:I}", "type", j->deps[i].type, "job",
@@ -764,6 +794,30 @@ static int load_int(const json_t *o, const char *k, int64_t *out, struct proto_e
     if (!json_is_integer(v))
         return proto_errorf(err, 500, NULL, k, "stored spec: bad %s", k);
     *out = json_integer_value(v);
+    return 0;
+}
+
+int proto_jobspec_switches(const json_t *s, int *switches, int64_t *wait_ms)
+{
+    json_t *n = json_object_get(s, "switches"), *w = json_object_get(s, "switches_wait_ms");
+    *switches = 0;
+    *wait_ms = 0;
+    if (!n)
+        return 0;
+    if (!json_is_integer(n) || json_integer_value(n) < 1 ||
+        json_integer_value(n) > PROTO_MAX_NODES || (w && !json_is_integer(w)) ||
+        (w && (json_integer_value(w) < 0 || json_integer_value(w) > PROTO_MAX_DURATION_MS)))
+        return -EINVAL;
+    *switches = (int)json_integer_value(n);
+    *wait_ms = w ? json_integer_value(w) : 0;
+    return 0;
+}
+
+/* The stored spec's optional switches (written only when a job asked for them). */
+static int load_switches(const json_t *s, struct proto_jobspec *j, struct proto_error *err)
+{
+    if (proto_jobspec_switches(s, &j->switches, &j->switches_wait_ms) < 0)
+        return proto_errorf(err, 500, NULL, "switches", "stored spec: bad switches");
     return 0;
 }
 
@@ -802,7 +856,7 @@ static int load_scalars(const json_t *s, struct proto_jobspec *j, struct proto_e
     j->idempotent = json_is_true(json_object_get(s, "idempotent"));
     j->requeue = json_is_true(json_object_get(s, "requeue"));
     j->hold = json_is_true(json_object_get(s, "hold"));
-    return 0;
+    return load_switches(s, j, err);
 }
 
 int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out, struct proto_error *err)

@@ -226,14 +226,72 @@ static int parse_class_node(const json_t *o, const char *path, struct proto_clas
     return idle ? parse_idle(idle, path, &cn->idle, err) : 0;
 }
 
+/* `topology: {level: switch, mode: best_effort|required}`: how the class's gangs are
+ * placed over the nodes' topology labels (docs/scheduling.md §3, "Topology"); `mode: none`
+ * (or `topology: null`) takes the rule away. */
+static int parse_topology(const json_t *o, const char *path, struct sched_class_spec *c,
+                          struct proto_error *err)
+{
+    static const char *const known[] = {"level", "mode", NULL};
+    json_t *v = json_object_get(o, "topology");
+    if (!v)
+        return 0;
+    char f[160];
+    snprintf(f, sizeof(f), "%s%stopology", path, path[0] ? "." : "");
+    if (json_is_null(v)) {
+        c->topo_mode = SCHED_TOPO_NONE;
+        c->topo_level[0] = '\0';
+        return 0;
+    }
+    if (!json_is_object(v))
+        return proto_errorf(err, 400, NULL, f, "%s must be {level: switch, mode: required}", f);
+    int rc = proto_check_fields(v, f, known, err);
+    if (rc < 0)
+        return rc;
+    char level[SCHED_NAME_MAX] = "switch";
+    if ((rc = get_n(v, "level", f, level, err)) < 0)
+        return rc;
+    json_t *m = json_object_get(v, "mode");
+    const char *mode = json_is_string(m) ? json_string_value(m) : NULL;
+    enum sched_topo_mode parsed = !m                                 ? SCHED_TOPO_BEST_EFFORT
+                                  : !mode                            ? (enum sched_topo_mode) - 1
+                                  : strcmp(mode, "required") == 0    ? SCHED_TOPO_REQUIRED
+                                  : strcmp(mode, "best_effort") == 0 ? SCHED_TOPO_BEST_EFFORT
+                                  : strcmp(mode, "none") == 0        ? SCHED_TOPO_NONE
+                                                                     : (enum sched_topo_mode) - 1;
+    if ((int)parsed < 0)
+        return proto_errorf(err, 400, NULL, f, "%s.mode must be best_effort, required or none", f);
+    c->topo_mode = parsed;
+    str_copy(c->topo_level, sizeof(c->topo_level), parsed == SCHED_TOPO_NONE ? "" : level);
+    return 0;
+}
+
+const char *proto_topo_mode_name(enum sched_topo_mode m)
+{
+    return m == SCHED_TOPO_REQUIRED      ? "required"
+           : m == SCHED_TOPO_BEST_EFFORT ? "best_effort"
+                                         : "none";
+}
+
 static int parse_class_fields(const json_t *o, const char *path, struct sched_class_spec *c,
                               struct proto_class_node *cn, struct proto_error *err)
 {
-    static const char *const known[] = {"name",        "default_limit", "max_limit",
-                                        "preemptible", "preempt_order", "protect_after",
-                                        "max_grace",   "max_retries",   "restart_on_failure",
-                                        "requeueable", "pids_max",      "default_mem",
-                                        "idle",        "lease",         "session_idle",
+    static const char *const known[] = {"name",
+                                        "default_limit",
+                                        "max_limit",
+                                        "preemptible",
+                                        "preempt_order",
+                                        "protect_after",
+                                        "max_grace",
+                                        "max_retries",
+                                        "restart_on_failure",
+                                        "requeueable",
+                                        "pids_max",
+                                        "default_mem",
+                                        "idle",
+                                        "lease",
+                                        "session_idle",
+                                        "topology",
                                         NULL};
     int rc;
     if ((rc = proto_check_fields(o, path, known, err)) < 0 ||
@@ -246,7 +304,8 @@ static int parse_class_fields(const json_t *o, const char *path, struct sched_cl
         (rc = get_dur(o, "max_grace", path, &c->max_grace_ms, err)) < 0 ||
         (rc = get_i(o, "max_retries", path, 0, PROTO_MAX_RETRIES, &c->max_retries, err)) < 0 ||
         (rc = get_b(o, "restart_on_failure", path, &c->restart_on_failure, err)) < 0 ||
-        (rc = get_b(o, "requeueable", path, &c->requeueable, err)) < 0)
+        (rc = get_b(o, "requeueable", path, &c->requeueable, err)) < 0 ||
+        (rc = parse_topology(o, path, c, err)) < 0)
         return rc;
     if (c->max_limit_ms && c->default_limit_ms > c->max_limit_ms) {
         char f[160];
@@ -710,6 +769,12 @@ json_t *proto_tier_json(const struct sched_policy *p, int i)
                      (json_int_t)p->tiers[i].starve_after_ms);
 }
 
+static json_t *topology_json(const struct sched_class_spec *c)
+{
+    return json_pack("{s:s,s:s}", "level", c->topo_level[0] ? c->topo_level : "switch", "mode",
+                     proto_topo_mode_name(c->topo_mode));
+}
+
 json_t *proto_class_json(const struct sched_class_spec *c)
 {
     json_t *o = json_object();
@@ -723,6 +788,8 @@ json_t *proto_class_json(const struct sched_class_spec *c)
     json_object_set_new(o, "max_retries", json_integer(c->max_retries));
     json_object_set_new(o, "restart_on_failure", json_boolean(c->restart_on_failure));
     json_object_set_new(o, "requeueable", json_boolean(c->requeueable));
+    if (c->topo_mode != SCHED_TOPO_NONE)
+        json_object_set_new(o, "topology", topology_json(c));
     return o;
 }
 
@@ -826,14 +893,16 @@ json_t *proto_policy_to_json(const struct sched_policy *p)
     json_t *classes = json_array();
     for (int i = 0; i < p->nclasses; i++) {
         const struct sched_class_spec *c = &p->classes[i];
-        json_array_append_new(
-            classes,
+        json_t *co =
             json_pack("{s:s,s:o,s:o,s:b,s:i,s:o,s:o,s:i,s:b,s:b}", "name", c->name, "default_limit",
                       dur(c->default_limit_ms), "max_limit", dur(c->max_limit_ms), "preemptible",
                       c->preemptible, "preempt_order", c->preempt_order, "protect_after",
                       dur(c->protect_after_ms), "max_grace", dur(c->max_grace_ms), "max_retries",
                       c->max_retries, "restart_on_failure", c->restart_on_failure, "requeueable",
-                      c->requeueable));
+                      c->requeueable);
+        if (c->topo_mode != SCHED_TOPO_NONE)
+            json_object_set_new(co, "topology", topology_json(c));
+        json_array_append_new(classes, co);
     }
     json_t *groups = json_array();
     for (int i = 0; i < p->ngroups; i++)

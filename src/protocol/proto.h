@@ -79,6 +79,8 @@ struct proto_jobspec {
     int64_t grace_ms;                /* -1 = policy default */
     bool checkpoint, idempotent, requeue, hold;
     int retries;
+    int switches;             /* Slurm's --switches=N: at most N switches; 0 = the class's rule */
+    int64_t switches_wait_ms; /* ... @max-time: waiting at most this long; 0 = no bound */
     struct proto_dep deps[PROTO_MAX_DEPS];
     int ndeps;
     struct proto_selector selectors[PROTO_MAX_SELECTORS];
@@ -110,6 +112,8 @@ int proto_jobspec_parse_text(const char *text, size_t len, int64_t now_ms,
 json_t *proto_jobspec_to_json(const struct proto_jobspec *j);
 int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out,
                        struct proto_error *err) PROTO_WUR;
+/* A stored spec's switches and their wait (0 and 0 when it has none): 0, or -EINVAL. */
+int proto_jobspec_switches(const json_t *stored, int *switches, int64_t *wait_ms);
 
 /* Indices of an array expression ("0-99%8"). Caller frees *indices. */
 int proto_array_expand(const char *expr, int32_t **indices, size_t *count, int *limit,
@@ -198,6 +202,8 @@ void proto_policy_release(struct proto_policy *p);
 json_t *proto_policy_to_json(const struct sched_policy *p);
 json_t *proto_tier_json(const struct sched_policy *p, int i);
 json_t *proto_class_json(const struct sched_class_spec *c);
+/* "none", "best_effort", "required": a class's topology mode as the policy file says it */
+const char *proto_topo_mode_name(enum sched_topo_mode m);
 /* Add each class's node fields (`pids_max`, `default_mem` as "16G"-style MiB text) to the
  * classes of a document or list made by proto_policy_to_json / proto_class_json; `cn` by
  * index of p->classes; 0 values are left out. */

@@ -178,6 +178,21 @@ static void sbatch_time_is_minutes(void **state)
     assert_int_equal(parse("#!/bin/sh\n#SBATCH --time=1h\n"), -EINVAL);
 }
 
+/* --switches=N[@max-time]: the count, and the wait in Slurm's time format, as the API
+ * reads them; a bad count or time names the line */
+static void sbatch_switches(void **state)
+{
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -N 4 --switches=1\n"), 0);
+    assert_int_equal(geti("switches"), 1);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --switches=2@1:30:00\n"), 0);
+    assert_string_equal(gets_("switches"), "2@5400s");
+    assert_int_equal(nwarn, 0);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --switches=0\n"), -EINVAL);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --switches=x@10\n"), -EINVAL);
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --switches=1@soon\n"), -EINVAL);
+    assert_non_null(strstr(err, "--switches"));
+}
+
 static void sbatch_gres_forms(void **state)
 {
     assert_int_equal(parse("#!/bin/sh\n#SBATCH --gres=gpu\n"), 0);
@@ -429,6 +444,7 @@ int main(void)
         T(script_errors),
         T(look_alike_comments_ignored),
         T(no_warn_callback_is_fine),
+        T(sbatch_switches),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -221,6 +221,11 @@ static void labels_selectors_and_switches(void **state)
     assert_true(json_is_true(json_object_get(spec, "hold")));
     assert_true(json_is_false(json_object_get(spec, "requeue")));
     assert_int_equal(apply(SO_JSON, NULL), -EINVAL); /* not a job option */
+    assert_int_equal(apply(SO_SWITCHES, "1"), 0);
+    assert_int_equal(json_integer_value(json_object_get(spec, "switches")), 1);
+    assert_int_equal(apply(SO_SWITCHES, "2@30m"), 0); /* the API checks the wait */
+    assert_string_equal(json_string_value(json_object_get(spec, "switches")), "2@30m");
+    assert_int_equal(apply(SO_SWITCHES, "0"), -EINVAL);
 }
 
 static void slurm_time(void **state)

@@ -170,6 +170,11 @@ static const struct {
     {"{\"command\": [\"x\"], \"signal\": \"KILL\"}", "signal"},
     {"{\"command\": [\"x\"], \"checkpoint\": \"yes\"}", "checkpoint"},
     {"{\"command\": [\"x\"], \"retries\": 11}", "retries"},
+    {"{\"command\": [\"x\"], \"switches\": 0}", "switches"},
+    {"{\"command\": [\"x\"], \"switches\": \"@10m\"}", "switches"},
+    {"{\"command\": [\"x\"], \"switches\": \"1@later\"}", "switches"},
+    {"{\"command\": [\"x\"], \"switches\": \"-1\"}", "switches"},
+    {"{\"command\": [\"x\"], \"switches\": true}", "switches"},
     {"{\"command\": [\"x\"], \"idempotent\": 1}", "idempotent"},
     {"{\"command\": [\"x\"], \"requeue\": null}", "requeue"},
     {"{\"command\": [\"x\"], \"hold\": \"false\"}", "hold"},
@@ -205,7 +210,7 @@ static void stored_round_trip(void **state)
              " \"deps\": [{\"type\": \"afternotok\", \"job\": 3}], \"signal\": 12,"
              " \"grace\": 5, \"checkpoint\": true, \"hold\": true, \"requeue\": false,"
              " \"retries\": 2, \"idempotent\": true, \"array\": \"1,3\","
-             " \"secrets\": [\"API_KEY\", \"DB_PASS\"]}",
+             " \"secrets\": [\"API_KEY\", \"DB_PASS\"], \"switches\": \"1@30m\"}",
              &a);
     json_t *stored = proto_jobspec_to_json(&a);
     char *text = json_dumps(stored, JSON_COMPACT);
@@ -221,6 +226,8 @@ static void stored_round_trip(void **state)
     assert_int_equal(b.grace_ms, 5000);
     assert_true(b.checkpoint && b.hold && !b.requeue && b.idempotent);
     assert_int_equal(b.retries, 2);
+    assert_int_equal(b.switches, 1);
+    assert_int_equal(b.switches_wait_ms, 30 * 60 * 1000);
     assert_int_equal(b.ndeps, 1);
     assert_string_equal(b.deps[0].type, "afternotok");
     assert_int_equal(b.nselectors, 1);

@@ -478,6 +478,55 @@ static void ops_sections(void **state)
     proto_policy_release(&p);
 }
 
+/* A class's topology rule: YAML in, the GET form reads back, `null` takes it away, and a
+ * bad mode or field is named by its path. */
+static void class_topology(void **state)
+{
+    const char *doc = "classes: [{name: training, topology: {level: block, mode: required}},"
+                      " {name: experiment, topology: {mode: best_effort}}, {name: exploration}]\n"
+                      "settings: {default_class: experiment}\n";
+    struct proto_policy p;
+    struct proto_error e;
+    int rc = proto_policy_parse_text(doc, strlen(doc), true, &base, &p, &e);
+    if (rc)
+        fail_msg("%s: %s", e.field, e.message);
+    assert_int_equal(p.policy.classes[0].topo_mode, SCHED_TOPO_REQUIRED);
+    assert_string_equal(p.policy.classes[0].topo_level, "block");
+    assert_int_equal(p.policy.classes[1].topo_mode, SCHED_TOPO_BEST_EFFORT);
+    assert_string_equal(p.policy.classes[1].topo_level, "switch");
+    assert_int_equal(p.policy.classes[2].topo_mode, SCHED_TOPO_NONE);
+    json_t *out = proto_policy_to_json(&p.policy);
+    struct proto_policy q;
+    assert_int_equal(proto_policy_parse(out, &base, &q, &e), 0);
+    assert_int_equal(q.policy.classes[0].topo_mode, SCHED_TOPO_REQUIRED);
+    assert_string_equal(q.policy.classes[0].topo_level, "block");
+    json_decref(out);
+    proto_policy_release(&q);
+    proto_policy_release(&p);
+    const char *off = "classes: [{name: training, topology: null}]\n"
+                      "settings: {default_class: training}\n";
+    assert_int_equal(proto_policy_parse_text(off, strlen(off), true, &base, &p, &e), 0);
+    assert_int_equal(p.policy.classes[0].topo_mode, SCHED_TOPO_NONE);
+    proto_policy_release(&p);
+    const struct {
+        const char *doc, *field;
+    } bad_topo[] = {
+        {"{\"classes\": [{\"name\": \"t\", \"topology\": {\"mode\": \"always\"}}]}",
+         "classes[0].topology"},
+        {"{\"classes\": [{\"name\": \"t\", \"topology\": {\"mode\": 1}}]}", "classes[0].topology"},
+        {"{\"classes\": [{\"name\": \"t\", \"topology\": {\"levels\": \"x\"}}]}",
+         "classes[0].topology.levels"},
+        {"{\"classes\": [{\"name\": \"t\", \"topology\": \"switch\"}]}", "classes[0].topology"},
+    };
+    for (size_t i = 0; i < sizeof(bad_topo) / sizeof(bad_topo[0]); i++) {
+        rc =
+            proto_policy_parse_text(bad_topo[i].doc, strlen(bad_topo[i].doc), false, &base, &p, &e);
+        if (rc == 0)
+            fail_msg("accepted %s", bad_topo[i].doc);
+        assert_string_equal(e.field, bad_topo[i].field);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -486,7 +535,7 @@ int main(void)
         cmocka_unit_test(output_reads_back), cmocka_unit_test(project_patch),
         cmocka_unit_test(class_patch),       cmocka_unit_test(groups_list),
         cmocka_unit_test(class_node_fields), cmocka_unit_test(class_idle_rule),
-        cmocka_unit_test(ops_sections),
+        cmocka_unit_test(ops_sections),      cmocka_unit_test(class_topology),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
