@@ -56,6 +56,13 @@ static void copy_spec_fields(json_t *o, const json_t *spec, const json_t *want)
     json_t *storage = json_object_get(spec, "storage");
     if (storage && (!want || json_object_get(want, "storage")))
         json_object_set(o, "storage", storage);
+    /* so are Slurm's switches and their wait (docs/scheduling.md §3, "Topology") */
+    static const char *const topo[] = {"switches", "switches_wait_ms"};
+    for (size_t i = 0; i < sizeof(topo) / sizeof(topo[0]); i++) {
+        json_t *v = json_object_get(spec, topo[i]);
+        if (v)
+            json_object_set(o, topo[i], v);
+    }
 }
 
 void ctl_env_redact(json_t *env)
@@ -1685,6 +1692,11 @@ static json_t *explain_pending(const struct sched_explain *x)
     }
     json_object_set_new(o, "nodes", nodes);
     json_object_set_new(o, "nodes_matching", json_integer(x->nodes_matching));
+    if (x->topo_mode != SCHED_TOPO_NONE) /* a gang placed by switch (docs/scheduling.md §3) */
+        json_object_set_new(o, "topology",
+                            json_pack("{s:s,s:s,s:s,s:i}", "level", x->topo_level, "mode",
+                                      proto_topo_mode_name(x->topo_mode), "best_domain",
+                                      x->topo_best_domain, "best_free", x->topo_best_free));
     json_object_set_new(o, "forecast_start_ms", json_integer(x->forecast_start_ms));
     json_object_set_new(o, "reservation", json_boolean(x->has_reservation));
     json_object_set_new(o, "starving", json_boolean(x->starving));
