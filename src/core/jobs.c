@@ -15,6 +15,7 @@
 #include "core/queue.h"
 #include "core/claims.h"
 #include "core/lifecycle.h"
+#include "core/topo.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -186,6 +187,78 @@ static int check_fits_empty(const struct sched *s, const struct sched_job_spec *
                    r->nodes);
 }
 
+/* Could node n ever hold one node of the job (type, size, selectors, pool)? */
+static bool node_could_hold(const struct node *n, const struct sched_job_spec *sp,
+                            const struct resolved *r, enum pool_rule rule)
+{
+    if ((r->gpu_type > 0 && n->gpu_type != r->gpu_type) || n->gpus < r->gpus || n->cpus < r->cpus ||
+        n->mem_mb < r->mem || !node_pool_allowed(n, rule))
+        return false;
+    for (int k = 0; k < sp->nselectors; k++) {
+        bool found = false;
+        for (int l = 0; l < n->nlabels; l++)
+            if (!strcmp(n->labels[l].key, sp->selectors[k].key) &&
+                !strcmp(n->labels[l].value, sp->selectors[k].value))
+                found = true;
+        if (found == sp->selectors[k].negate)
+            return false;
+    }
+    return true;
+}
+
+static const char *node_label(const struct node *n, const char *key)
+{
+    for (int l = 0; l < n->nlabels; l++)
+        if (!strcmp(n->labels[l].key, key))
+            return n->labels[l].value;
+    return "";
+}
+
+/* A gang that requires one domain (docs/scheduling.md §3, "Topology") can never run when
+ * no domain has as many nodes that could hold it, whatever their state. */
+static int check_fits_one_domain(const struct sched *s, const struct sched_job_spec *sp,
+                                 const struct resolved *r, struct sched_error *err)
+{
+    const char *level;
+    if (topo_rule(&s->policy.classes[r->klass], r->nodes, sp->switches, &level) !=
+        SCHED_TOPO_REQUIRED)
+        return 0;
+    struct job tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    tmp.klass = (uint8_t)r->klass;
+    tmp.preempt_count = sp->preempt_count;
+    enum pool_rule rule = job_pool_rule(s, &tmp, r->tier);
+    const char **vals = calloc(s->nnodes ? s->nnodes : 1, sizeof(*vals));
+    int *count = calloc(s->nnodes ? s->nnodes : 1, sizeof(*count));
+    int best = -1, nd = 0;
+    for (size_t i = 0; vals && count && i < s->nnodes; i++) {
+        const struct node *n = &s->nodes[i];
+        if (!node_could_hold(n, sp, r, rule))
+            continue;
+        const char *v = node_label(n, level);
+        int d = 0;
+        while (d < nd && strcmp(vals[d], v))
+            d++;
+        if (d == nd)
+            vals[nd++] = v;
+        if (++count[d] >= r->nodes || best < 0 || count[d] > count[best])
+            best = d;
+        if (count[d] >= r->nodes)
+            break;
+    }
+    int most = best >= 0 ? count[best] : 0;
+    const char *where = best >= 0 && vals[best][0] ? vals[best] : "nodes without one";
+    int rc = 0;
+    if (vals && count && most < r->nodes)
+        rc = err_set(err, -EINVAL, sp->switches ? "switches" : "nodes",
+                     "can never run: it needs %d nodes under one %s, and the most that "
+                     "could hold it under one are %d (%s)",
+                     r->nodes, level, most, where);
+    free(vals);
+    free(count);
+    return rc;
+}
+
 static int validate(const struct sched *s, const struct sched_job_spec *sp, struct resolved *r,
                     struct sched_error *err)
 {
@@ -200,6 +273,8 @@ static int validate(const struct sched *s, const struct sched_job_spec *sp, stru
         rc = check_deps(s, sp, err);
     if (rc == 0)
         rc = check_fits_empty(s, sp, r, err);
+    if (rc == 0)
+        rc = check_fits_one_domain(s, sp, r, err);
     return rc;
 }
 

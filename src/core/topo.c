@@ -11,23 +11,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum sched_topo_mode topo_rule(const struct sched_class_spec *c, int nodes, int switches,
+                               const char **level)
+{
+    *level = c->topo_level[0] ? c->topo_level : "switch";
+    if (nodes <= 1)
+        return SCHED_TOPO_NONE; /* one node is in one domain */
+    if (switches > 0) {
+        /* Slurm's --switches=N counts leaf switches: 1 requires one, more ask for few */
+        *level = "switch";
+        return switches == 1 ? SCHED_TOPO_REQUIRED : SCHED_TOPO_BEST_EFFORT;
+    }
+    return c->topo_mode;
+}
+
 void topo_of_job(struct sched *s, const struct job *j, uint32_t *key, uint8_t *mode)
 {
-    *key = 0;
-    *mode = SCHED_TOPO_NONE;
-    if (j->nodes <= 1)
-        return; /* one node is in one domain */
-    const struct sched_class_spec *c = &s->policy.classes[j->klass];
-    const char *level = c->topo_level[0] ? c->topo_level : "switch";
-    enum sched_topo_mode m = c->topo_mode;
-    if (j->switches > 0) {
-        /* Slurm's --switches=N counts leaf switches: 1 requires one, more ask for few */
-        level = "switch";
-        m = j->switches == 1 ? SCHED_TOPO_REQUIRED : SCHED_TOPO_BEST_EFFORT;
-    }
-    if (m == SCHED_TOPO_NONE)
-        return;
-    *key = strtab_intern(&s->strings, level);
+    const char *level;
+    enum sched_topo_mode m = topo_rule(&s->policy.classes[j->klass], j->nodes, j->switches, &level);
+    *key = m == SCHED_TOPO_NONE ? 0 : strtab_intern(&s->strings, level);
     *mode = *key ? (uint8_t)m : (uint8_t)SCHED_TOPO_NONE;
 }
 

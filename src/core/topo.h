@@ -9,6 +9,10 @@
 
 #include "core/types.h"
 
+/* The rule of a job of class c with `nodes` nodes and Slurm's `switches` (0: none): its
+ * mode, and in *level the label that names the domains. */
+enum sched_topo_mode topo_rule(const struct sched_class_spec *c, int nodes, int switches,
+                               const char **level);
 /* The job's rule: the level's label key (interned, 0 = none) and the mode. Only gangs
  * have one; Slurm's --switches (j->switches) comes before its class's rule. */
 void topo_of_job(struct sched *s, const struct job *j, uint32_t *key, uint8_t *mode);

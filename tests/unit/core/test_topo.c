@@ -306,6 +306,33 @@ static void test_policy_change_reshapes(void **state)
     sched_destroy(s);
 }
 
+/* A gang that requires one switch larger than every switch can never run: refused at
+ * submission naming the field (nodes for the class's rule, switches for Slurm's). */
+static void test_too_big_for_any_switch_refused(void **state)
+{
+    (void)state;
+    struct sched *s = mk_topo(SCHED_TOPO_REQUIRED);
+    two_switches(s, 3, 2);
+    struct sched_job_spec j;
+    struct sched_error err;
+    spec_fill(&j, 1, "lab", NULL, "training", 8, 4, HOUR, T0);
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), -EINVAL);
+    assert_string_equal(err.field, "nodes");
+    if (!strstr(err.message, "the most that could hold it under one are 3 (sw-a)"))
+        fail_msg("said: %s", err.message);
+    spec_fill(&j, 2, "lab", NULL, "experiment", 8, 3, HOUR, T0);
+    j.switches = 1;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), 0); /* sw-a has 3 */
+    spec_fill(&j, 3, "lab", NULL, "experiment", 8, 4, HOUR, T0);
+    j.switches = 1;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), -EINVAL);
+    assert_string_equal(err.field, "switches");
+    j.switches = 2; /* best effort: 4 nodes over two switches */
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    check_ok(s);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_preemption_on_one_switch),
         cmocka_unit_test(test_unlabelled_nodes_are_one_domain),
         cmocka_unit_test(test_policy_change_reshapes),
+        cmocka_unit_test(test_too_big_for_any_switch_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
