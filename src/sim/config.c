@@ -416,7 +416,7 @@ void sim_cluster_node(const struct sim_cluster *c, long i, struct sched_node_spe
     {
         char name[SCHED_NAME_MAX + 32]; /* prefixes are at most SCHED_NAME_MAX - 10 long */
 
-        snprintf(name, sizeof(name), "%s-%04ld", g->prefix, k + 1);
+        snprintf(name, sizeof(name), "%s-%04ld", g->prefix, g->name_offset + k + 1);
         (void)str_copy(out->name, sizeof(out->name), name);
     }
     memcpy(out->gpu_type, g->gpu_type, sizeof(out->gpu_type));
@@ -824,5 +824,134 @@ int sim_policy_baseline(struct sim_policy *p, const char *baseline)
         return -EINVAL;
     }
     (void)str_copy(p->name, sizeof(p->name), baseline);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Topology                                                                           */
+
+int sim_topology_load(const char *path, struct sim_switch **out, int *n, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    int lineno = 0, cap = 0;
+
+    *out = NULL;
+    *n = 0;
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        char name[SCHED_NAME_MAX], extra[2];
+        long count;
+        int got;
+
+        lineno++;
+        line[strcspn(line, "#\n")] = '\0';
+        got = sscanf(line, "%63s %ld %1s", name, &count, extra);
+        if (got <= 0)
+            continue; /* blank or a comment */
+        if (got != 2 || count < 1 || count > 1000000 || !str_is_name(name)) {
+            snprintf(err, errlen, "%s:%d: want `SWITCH NODES` (a name and a count)", path, lineno);
+            goto fail;
+        }
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            struct sim_switch *p = realloc(*out, (size_t)cap * sizeof(**out));
+            if (!p) {
+                snprintf(err, errlen, "out of memory");
+                goto fail;
+            }
+            *out = p;
+        }
+        (void)str_copy((*out)[*n].name, sizeof((*out)[*n].name), name);
+        (*out)[(*n)++].nodes = count;
+    }
+    fclose(f);
+    if (*n == 0) {
+        snprintf(err, errlen, "%s: no switch", path);
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+fail:
+    fclose(f);
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return -1;
+}
+
+int sim_topology_uniform(const struct sim_cluster *c, long per_switch, struct sim_switch **out,
+                         int *n)
+{
+    long nodes = sim_cluster_nodes(c);
+    long count = per_switch > 0 ? (nodes + per_switch - 1) / per_switch : 0;
+
+    *n = 0;
+    *out = calloc(count ? (size_t)count : 1, sizeof(**out));
+    if (!*out)
+        return -ENOMEM;
+    for (long i = 0; i < count; i++) {
+        snprintf((*out)[i].name, sizeof((*out)[i].name), "sw-%04ld", i + 1);
+        (*out)[i].nodes = per_switch;
+    }
+    *n = (int)count;
+    return 0;
+}
+
+/* Append part of group g (its nodes from..from+count) to the new list, labelled. */
+static int cut_append(struct sim_node_group **list, int *n, const struct sim_node_group *g,
+                      long from, long count, const char *sw)
+{
+    struct sim_node_group *p = realloc(*list, (size_t)(*n + 1) * sizeof(**list));
+
+    if (!p)
+        return -ENOMEM;
+    *list = p;
+    p[*n] = *g;
+    p[*n].count = (int)count;
+    p[*n].name_offset = g->name_offset + from;
+    if (sw && p[*n].nlabels < SCHED_MAX_LABELS) {
+        struct sched_label *l = &p[*n].labels[p[*n].nlabels++];
+        snprintf(l->key, sizeof(l->key), "switch");
+        (void)str_copy(l->value, sizeof(l->value), sw);
+    }
+    (*n)++;
+    return 0;
+}
+
+int sim_cluster_set_switches(struct sim_cluster *c, const struct sim_switch *sw, int n, char *err,
+                             size_t errlen)
+{
+    struct sim_node_group *list = NULL;
+    int nlist = 0, s = 0;
+    long left = n ? sw[0].nodes : 0; /* nodes still to place under switch s */
+
+    for (int i = 0; i < c->ngroups; i++) {
+        const struct sim_node_group *g = &c->groups[i];
+        if (g->nlabels >= SCHED_MAX_LABELS) {
+            snprintf(err, errlen, "node group %s has %d labels: no room for `switch`", g->prefix,
+                     g->nlabels);
+            free(list);
+            return -1;
+        }
+        for (long from = 0; from < g->count;) {
+            long take = s < n && left < g->count - from ? left : g->count - from;
+            if (cut_append(&list, &nlist, g, from, take, s < n ? sw[s].name : NULL) < 0) {
+                snprintf(err, errlen, "out of memory");
+                free(list);
+                return -1;
+            }
+            from += take;
+            if (s < n && (left -= take) == 0 && ++s < n)
+                left = sw[s].nodes;
+        }
+    }
+    free(c->groups);
+    c->groups = list;
+    c->ngroups = nlist;
     return 0;
 }

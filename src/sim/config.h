@@ -32,6 +32,7 @@ struct sim_node_group {
     int64_t mem_mb;
     struct sched_label labels[SCHED_MAX_LABELS];
     int nlabels;
+    long name_offset; /* its first node is PREFIX-(name_offset + 1): a group cut in parts */
 };
 
 struct sim_cluster {
@@ -53,6 +54,26 @@ long sim_cluster_gpus(const struct sim_cluster *c, const char *key, const char *
 int sim_cluster_max_node_gpus(const struct sim_cluster *c);
 /* Fill node i (0 <= i < sim_cluster_nodes) of the expanded cluster. */
 void sim_cluster_node(const struct sim_cluster *c, long i, struct sched_node_spec *out);
+
+/* ---------------------------------------------------------------------------------- */
+/* Topology: leaf switches under one spine (docs/sim.md "Topology")                   */
+
+struct sim_switch {
+    char name[SCHED_NAME_MAX];
+    long nodes; /* the next this many nodes of the expanded cluster, in order */
+};
+
+/* A topology file: one switch a line, `NAME NODES` (# comments, blank lines). 0, or -1
+ * with `file:line: message` in err. *out is the caller's to free. */
+int sim_topology_load(const char *path, struct sim_switch **out, int *n, char *err, size_t errlen);
+/* Switches of `per_switch` nodes each (sw-0001 ...) over the whole cluster. 0 or -ENOMEM. */
+int sim_topology_uniform(const struct sim_cluster *c, long per_switch, struct sim_switch **out,
+                         int *n);
+/* Label every node `switch=NAME` by the switches, in node order (the groups are cut where
+ * a switch ends; names stay as they were). Nodes past the last switch keep no label.
+ * 0, or -1 with a message in err. */
+int sim_cluster_set_switches(struct sim_cluster *c, const struct sim_switch *sw, int n, char *err,
+                             size_t errlen);
 
 /* ---------------------------------------------------------------------------------- */
 /* Mapping rules                                                                      */

@@ -76,6 +76,8 @@ struct sim {
     int errors_shown;
     int64_t progress_at;
     int64_t wall_start;
+    long *switch_nodes; /* nodes under each switch, largest first (topology) */
+    int nswitches;
 };
 
 static const char *const end_names[] = {
@@ -739,6 +741,80 @@ static void job_exit(struct sim *m, uint64_t id, enum sched_exit_kind how, int c
     touch(m, j);
 }
 
+/* The node's switch (its label), or NULL. */
+static const char *node_switch(struct sched *s, uint32_t node)
+{
+    struct sched_node_view v;
+
+    if (sched_node_get(s, node, &v) < 0)
+        return NULL;
+    for (int i = 0; i < v.nlabels; i++)
+        if (strcmp(v.labels[i].key, "switch") == 0)
+            return v.labels[i].value;
+    return NULL;
+}
+
+/* A gang's start on a topology: the switches it spans against the fewest whose nodes
+ * could hold it (the largest first), whatever they run now. */
+static void count_gang_switches(struct sim *m, struct sched *s, const struct sched_decision *d)
+{
+    const char *seen[SCHED_MAX_JOB_NODES];
+    int spanned = 0, needed = 0;
+    long covered = 0;
+
+    if (!m->nswitches || d->nallocs < 2)
+        return;
+    for (int i = 0; i < d->nallocs && i < SCHED_MAX_JOB_NODES; i++) {
+        const char *sw = node_switch(s, d->allocs[i].node);
+        bool again = false;
+        for (int k = 0; k < spanned && !again; k++)
+            again = sw && seen[k] && strcmp(seen[k], sw) == 0;
+        if (!again)
+            seen[spanned++] = sw;
+    }
+    while (needed < m->nswitches && covered < d->nallocs)
+        covered += m->switch_nodes[needed++];
+    m->r->gang_starts++;
+    if (spanned > needed) {
+        m->r->gangs_spread++;
+        m->r->extra_switches += spanned - needed;
+    }
+}
+
+static int cmp_long_desc(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The switches' sizes from the cluster's `switch` labels, largest first. */
+static int switches_measure(struct sim *m)
+{
+    char(*names)[SCHED_NAME_MAX] = calloc((size_t)m->cluster->ngroups + 1, sizeof(*names));
+    m->switch_nodes = calloc((size_t)m->cluster->ngroups + 1, sizeof(*m->switch_nodes));
+    if (!names || !m->switch_nodes) {
+        free(names);
+        return -ENOMEM;
+    }
+    for (int i = 0; i < m->cluster->ngroups; i++) {
+        const struct sim_node_group *g = &m->cluster->groups[i];
+        for (int l = 0; l < g->nlabels; l++) {
+            if (strcmp(g->labels[l].key, "switch"))
+                continue;
+            int k = 0;
+            while (k < m->nswitches && strcmp(names[k], g->labels[l].value))
+                k++;
+            if (k == m->nswitches)
+                memcpy(names[m->nswitches++], g->labels[l].value, SCHED_NAME_MAX);
+            m->switch_nodes[k] += g->count;
+        }
+    }
+    free(names);
+    qsort(m->switch_nodes, (size_t)m->nswitches, sizeof(long), cmp_long_desc);
+    m->r->topology = m->nswitches > 0;
+    return 0;
+}
+
 static int on_start(struct sim *m, const struct sched_decision *d, int64_t now)
 {
     struct sim_job_rec *j = job_of(m, d->job_id);
@@ -747,6 +823,7 @@ static int on_start(struct sim *m, const struct sched_decision *d, int64_t now)
 
     if (!j)
         return 0;
+    count_gang_switches(m, core_of(m, j), d);
     if (sched_job_running(core_of(m, j), d->job_id, now, &e) < 0) {
         snprintf(m->err, m->errlen, "core refused the launch of job %llu: %s",
                  (unsigned long long)d->job_id, e.message);
@@ -1053,7 +1130,7 @@ static int setup(struct sim *m)
     r->series.bucket_ms = m->opt->sample_ms > 0 ? m->opt->sample_ms : 3600000;
     m->max_node_gpus = sim_cluster_max_node_gpus(m->cluster);
     m->rng = m->opt->seed;
-    if (make_cores(m) < 0) {
+    if (switches_measure(m) < 0 || make_cores(m) < 0) {
         snprintf(m->err, m->errlen, "out of memory");
         return -ENOMEM;
     }
@@ -1351,6 +1428,7 @@ struct sim_result *sim_run(const struct sim_options *opt, const struct sim_clust
         sched_destroy(m.cores[c].s);
     free(m.cores);
     free(m.node_core);
+    free(m.switch_nodes);
     free(m.h.v);
     if (rc < 0) {
         sim_result_destroy(m.r);

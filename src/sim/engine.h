@@ -136,6 +136,11 @@ struct sim_result {
     double lost_gpu_ms; /* to preemption */
     double lost_node_fail_gpu_ms;
     uint64_t cycles;
+    /* topology (nodes labelled switch=NAME: docs/sim.md "Topology"): starts of gangs, those
+       that spanned more switches than the fewest that could hold them, and the switches
+       spanned beyond that, summed */
+    bool topology;
+    long gang_starts, gangs_spread, extra_switches;
 };
 
 /* Run one simulation. Returns NULL with a message in err on a fatal error (unreadable

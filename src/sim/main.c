@@ -93,6 +93,13 @@ static const char usage_text[] =
     "  --cycle-interval DURATION  at most one scheduling cycle per DURATION of simulated\n"
     "                          time (default 0: a cycle at every event)\n"
     "\n"
+    "topology (a 2-level tree: leaf switches under one spine):\n"
+    "  --switch-nodes N        label the nodes switch=sw-0001 ... N nodes a switch, in order\n"
+    "  --topology FILE         the switches from a file: one `NAME NODES` a line\n"
+    "  --topology-mode MODE    every class places gangs by switch: required, best_effort\n"
+    "                          or none (default: the policy's); the report counts the\n"
+    "                          gangs that spanned more switches than needed\n"
+    "\n"
     "rows and output:\n"
     "  --skip-bad-rows         report bad trace rows and go on (default: stop at the first)\n"
     "  --check                 only validate the trace: list every bad row, exit 1 if any\n"
@@ -133,6 +140,9 @@ struct cli {
     int64_t since_ms, until_ms;
     struct sim_site site;
     bool site_cluster; /* --from-db without --cluster: the site's nodes */
+    /* topology: switches of N nodes, or from a file; the mode given to every class */
+    int64_t switch_nodes;
+    const char *topology_path, *topology_mode;
 };
 
 enum {
@@ -177,6 +187,9 @@ enum {
     O_FROMDB,
     O_SINCE,
     O_UNTIL,
+    O_SWNODES,
+    O_TOPOFILE,
+    O_TOPOMODE,
 };
 
 static const struct option longopts[] = {
@@ -221,6 +234,9 @@ static const struct option longopts[] = {
     {"from-db", required_argument, NULL, O_FROMDB},
     {"since", required_argument, NULL, O_SINCE},
     {"until", required_argument, NULL, O_UNTIL},
+    {"switch-nodes", required_argument, NULL, O_SWNODES},
+    {"topology", required_argument, NULL, O_TOPOFILE},
+    {"topology-mode", required_argument, NULL, O_TOPOMODE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -301,6 +317,18 @@ static int parse_opt3(struct cli *c, int o, const char *a)
         return parse_when("since", a, &c->since_ms);
     case O_UNTIL:
         return parse_when("until", a, &c->until_ms);
+    case O_SWNODES:
+        if (parse_int64(a, 1, 1000000, &c->switch_nodes) < 0)
+            return bad_flag("switch-nodes", a, "a positive integer");
+        return 0;
+    case O_TOPOFILE:
+        c->topology_path = a;
+        return 0;
+    case O_TOPOMODE:
+        if (strcmp(a, "required") && strcmp(a, "best_effort") && strcmp(a, "none"))
+            return bad_flag("topology-mode", a, "required, best_effort or none");
+        c->topology_mode = a;
+        return 0;
     default:
         return -EINVAL;
     }
@@ -691,6 +719,51 @@ static int plan_runs(const struct cli *c, struct plan *pl)
     return 0;
 }
 
+/* --switch-nodes / --topology: label the nodes by switch (docs/sim.md "Topology"). */
+static int apply_topology(const struct cli *c, struct sim_cluster *cl)
+{
+    struct sim_switch *sw = NULL;
+    int n = 0, rc = 0;
+    char err[512];
+
+    if (!c->switch_nodes && !c->topology_path)
+        return 0;
+    if (c->switch_nodes && c->topology_path) {
+        fprintf(stderr, "docket-sim: --switch-nodes and --topology: give one of them\n");
+        return -EINVAL;
+    }
+    if (c->sweep.naxes) {
+        fprintf(stderr, "docket-sim: a topology is not swept: drop --sweep or the topology\n");
+        return -EINVAL;
+    }
+    if (c->topology_path) {
+        rc = sim_topology_load(c->topology_path, &sw, &n, err, sizeof(err));
+    } else if (sim_topology_uniform(cl, (long)c->switch_nodes, &sw, &n) < 0) {
+        snprintf(err, sizeof(err), "out of memory");
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = sim_cluster_set_switches(cl, sw, n, err, sizeof(err));
+    if (rc < 0)
+        fprintf(stderr, "docket-sim: %s\n", err);
+    free(sw);
+    return rc < 0 ? -EINVAL : 0;
+}
+
+/* --topology-mode: every class of every run places its gangs by `switch` so. */
+static void topology_mode_set(const char *mode, struct plan *pl)
+{
+    enum sched_topo_mode m = !strcmp(mode, "required")      ? SCHED_TOPO_REQUIRED
+                             : !strcmp(mode, "best_effort") ? SCHED_TOPO_BEST_EFFORT
+                                                            : SCHED_TOPO_NONE;
+    for (int i = 0; i < pl->n; i++)
+        for (int k = 0; k < pl->pols[i].policy.nclasses; k++) {
+            pl->pols[i].policy.classes[k].topo_mode = m;
+            snprintf(pl->pols[i].policy.classes[k].topo_level, SCHED_NAME_MAX, "%s",
+                     m == SCHED_TOPO_NONE ? "" : "switch");
+        }
+}
+
 static int load_inputs(const struct cli *c, struct sim_cluster *cl, struct sim_mapping *m,
                        struct plan *pl)
 {
@@ -705,8 +778,10 @@ static int load_inputs(const struct cli *c, struct sim_cluster *cl, struct sim_m
     }
     if (!c->sweep.naxes)
         sim_cluster_scale(cl, c->cluster_scale); /* a sweep scales each point's copy */
-    if (plan_runs(c, pl) < 0)
+    if (apply_topology(c, cl) < 0 || plan_runs(c, pl) < 0)
         return -EINVAL;
+    if (c->topology_mode)
+        topology_mode_set(c->topology_mode, pl);
     sim_mapping_defaults(m);
     if (c->from_db)
         m->limit_source = SIM_LIMIT_REQUESTED; /* each job's own time limit */

@@ -123,6 +123,11 @@ static void totals(FILE *f, const struct sim_result *r, const struct sim_summary
     if (r->node_failures)
         fprintf(f, "  %snode failures%s %ld (%.1f GPU-h lost)", DIM(c), RESET(c), r->node_failures,
                 s->lost_node_fail_gpu_hours);
+    if (r->topology)
+        fprintf(f,
+                "\n%stopology%s %ld gang starts, %ld spanned more switches than needed "
+                "(%ld extra switches)",
+                DIM(c), RESET(c), r->gang_starts, r->gangs_spread, r->extra_switches);
     if (s->utilisation_arrivals >= 0 || s->cpu_utilisation_arrivals >= 0)
         fprintf(f,
                 "\n%swhile jobs arrive%s (first to last submission, %.1f h) utilisation GPU "
@@ -362,6 +367,12 @@ static json_t *run_json(const struct sim_run_report *run)
     if (!o)
         return NULL;
     json_object_set_new(o, "cpus", json_integer((json_int_t)r->total_cpus));
+    json_object_set_new(o, "topology",
+                        r->topology
+                            ? json_pack("{s:I,s:I,s:I}", "gang_starts", (json_int_t)r->gang_starts,
+                                        "gangs_spread", (json_int_t)r->gangs_spread,
+                                        "extra_switches", (json_int_t)r->extra_switches)
+                            : json_null());
     json_object_set_new(o, "cpu_utilisation", num(s->cpu_utilisation));
     json_object_set_new(o, "gpu_utilisation_arrivals",
                         s->utilisation_arrivals >= 0 ? num(s->utilisation_arrivals) : json_null());

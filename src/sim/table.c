@@ -256,17 +256,20 @@ static int add_cluster(struct sim_table *t, const struct sim_run_report *runs, i
         {"Jain slowdown", "jain_slowdown", SIM_CELL_INDEX, +1},
         {"queues (partitions)", "queues", SIM_CELL_COUNT, 0},
         {"rejected by the core", "rejected", SIM_CELL_COUNT, 0},
+        /* with a topology (docs/sim.md "Topology") */
+        {"gangs over extra switches", "gangs_spread", SIM_CELL_COUNT, -1},
     };
-    bool gpus = false, cpus = false;
+    bool gpus = false, cpus = false, topo = false;
 
     for (int k = 0; k < n; k++) {
         gpus = gpus || runs[k].r->total_gpus > 0;
         cpus = cpus || runs[k].r->total_gpus == 0 || runs[k].r->rows.cpu_jobs > 0;
+        topo = topo || runs[k].r->topology;
     }
     for (size_t m = 0; m < sizeof(cm) / sizeof(cm[0]); m++) {
         struct sim_table_row row;
 
-        if (((m == 0 || m == 2) && !gpus) || ((m == 1 || m == 3) && !cpus))
+        if (((m == 0 || m == 2) && !gpus) || ((m == 1 || m == 3) && !cpus) || (m == 11 && !topo))
             continue;
         memset(&row, 0, sizeof(row));
         snprintf(row.group, sizeof(row.group), "cluster");
@@ -290,6 +293,7 @@ static int add_cluster(struct sim_table *t, const struct sim_run_report *runs, i
                 s->jain_slowdown,
                 (double)r->partitions,
                 (double)r->rejected,
+                r->topology ? (double)r->gangs_spread : NAN,
             };
 
             row.v[k] = v[m];

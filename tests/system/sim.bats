@@ -35,7 +35,8 @@ teardown() {
              default-tier default-class cpu-unit partition-label pool checkpoint on-signal \
              arrival-scale cluster-scale limit node-failures repair-time seed sample \
              cycle-interval skip-bad-rows check json jobs-csv html quiet no-progress help \
-             fractional over-cap csv save label sweep from-db since until start-at; do
+             fractional over-cap csv save label sweep from-db since until start-at \
+             switch-nodes topology topology-mode; do
         [[ "$help" == *"--$f"* ]] || { echo "missing --$f"; return 1; }
         run "$SIM" "--$f" 2>&1
         [[ "$output" != *"unrecognized option"* ]] || { echo "--$f not parsed"; return 1; }
@@ -333,4 +334,33 @@ EOF
     run "$SIM" --trace "$T/w.csv" --cluster "$T/cluster.yaml" --start-at soon
     [ "$status" -eq 2 ]
     [[ "$output" == *"start-at"* ]]
+}
+
+@test "a 2-level topology: gangs that span more switches than needed are counted, 0 required" {
+    printf 'node_groups:\n  - {name: n, count: 6, gpus: 8, gpu_type: A100, cpus: 64}\n' \
+        >"$T/six.yaml"
+    # x takes one node of sw-0002; the 3-node gang g then spans both without a rule
+    printf '%s\nx,0,1000,8,,,,p,,\ng,10,60,24,,,3,p,,\n' "$HDR" >"$T/gang.csv"
+    run -0 "$SIM" --trace "$T/gang.csv" --cluster "$T/six.yaml" --baseline fifo \
+        --switch-nodes 3 --topology-mode none --json -
+    jq -e '.runs[0].topology == {"gang_starts": 1, "gangs_spread": 1, "extra_switches": 1}' \
+        <<<"$output" >/dev/null
+    for mode in required best_effort; do
+        run -0 "$SIM" --trace "$T/gang.csv" --cluster "$T/six.yaml" --baseline fifo \
+            --switch-nodes 3 --topology-mode "$mode" --json -
+        jq -e '[.runs[].topology.gangs_spread] == [0, 0]' <<<"$output" >/dev/null
+    done
+    # one run: the report's line; several: a row of the table
+    printf 'leaf-a 3\nleaf-b 3\n' >"$T/topo.txt"
+    run -0 "$SIM" --trace "$T/gang.csv" --cluster "$T/six.yaml" --policy "$EX/policy-fifo.yaml" \
+        --topology "$T/topo.txt" --topology-mode required
+    [[ $output == *"topology 1 gang starts, 0 spanned more switches than needed"* ]]
+    run -0 "$SIM" --trace "$T/gang.csv" --cluster "$T/six.yaml" --baseline fifo \
+        --switch-nodes 3 --topology-mode none
+    [[ $output == *"gangs over extra switches"*" 1 "*" 1"* ]]
+    printf 'leaf-a three\n' >"$T/bad.txt"
+    run -2 "$SIM" --trace "$T/gang.csv" --cluster "$T/six.yaml" --topology "$T/bad.txt"
+    [[ $output == *"bad.txt:1: want"* ]]
+    run -2 "$SIM" --trace "$T/gang.csv" --cluster "$T/six.yaml" --topology-mode always
+    [[ $output == *"--topology-mode"* ]]
 }

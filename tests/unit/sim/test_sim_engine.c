@@ -390,6 +390,68 @@ static void fx_cluster(struct fx *f, const char *yaml)
     json_decref(doc);
 }
 
+/* Six 8-GPU nodes in two switches of three (--switch-nodes 3). A 1-node job takes n-0006
+ * (best fit, the last node first); a 3-node gang then takes n-0005, n-0004 and n-0003 on
+ * two switches without a rule, and sw-0001 whole with one (required or best effort): the
+ * report counts the gang that spanned more switches than it needed. Names stay as they
+ * were when the groups are cut at a switch. */
+static void topology_counts_spread_gangs(void **state)
+{
+    static const enum sched_topo_mode modes[] = {SCHED_TOPO_NONE, SCHED_TOPO_BEST_EFFORT,
+                                                 SCHED_TOPO_REQUIRED};
+    struct fx f;
+    struct sched_node_spec ns;
+    struct sim_switch *sw;
+    int nsw;
+
+    (void)state;
+    fx_init(&f, HEADER "x,0,1000,8,,,,p,,\ng,10,60,24,,,3,p,,\n", 8, fifo, NULL);
+    fx_cluster(&f, "node_groups: [{name: n, count: 6, gpus: 8, gpu_type: A100, cpus: 64}]");
+    assert_int_equal(sim_topology_uniform(&f.cl, 3, &sw, &nsw), 0);
+    assert_int_equal(nsw, 2);
+    assert_int_equal(sim_cluster_set_switches(&f.cl, sw, nsw, f.err, sizeof(f.err)), 0);
+    free(sw);
+    sim_cluster_node(&f.cl, 4, &ns);
+    assert_string_equal(ns.name, "n-0005");
+    assert_string_equal(ns.labels[ns.nlabels - 1].value, "sw-0002");
+    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+        for (int k = 0; k < f.pol.policy.nclasses; k++) {
+            f.pol.policy.classes[k].topo_mode = modes[m];
+            snprintf(f.pol.policy.classes[k].topo_level, SCHED_NAME_MAX, "switch");
+        }
+        struct sim_result *r = fx_run(&f);
+        assert_true(r->topology);
+        assert_int_equal(r->gang_starts, 1);
+        assert_int_equal(r->gangs_spread, modes[m] == SCHED_TOPO_NONE ? 1 : 0);
+        assert_int_equal(r->extra_switches, modes[m] == SCHED_TOPO_NONE ? 1 : 0);
+        assert_int_equal(job(r, "g")->end, SIM_END_COMPLETED);
+        sim_result_destroy(r);
+    }
+    fx_release(&f);
+}
+
+/* The topology file: `NAME NODES` a line; a bad line is named with its number. */
+static void topology_file(void **state)
+{
+    struct fx f;
+    struct sim_switch *sw;
+    int n;
+    char err[256];
+
+    (void)state;
+    write_trace(&f, "# leaf switches\nleaf-a 2\n\nleaf-b 30  # the rest\n");
+    assert_int_equal(sim_topology_load(f.path, &sw, &n, err, sizeof(err)), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(sw[1].name, "leaf-b");
+    assert_int_equal(sw[1].nodes, 30);
+    free(sw);
+    unlink(f.path);
+    write_trace(&f, "leaf-a 2\nleaf-b many\n");
+    assert_int_equal(sim_topology_load(f.path, &sw, &n, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, ":2: "));
+    unlink(f.path);
+}
+
 static void fifo_baseline_is_per_partition(void **state)
 {
     struct fx f;
@@ -652,6 +714,8 @@ int main(void)
         cmocka_unit_test(time_limit_ends_job),
         cmocka_unit_test(over_cap_runs_to_the_end),
         cmocka_unit_test(fifo_baseline_is_per_partition),
+        cmocka_unit_test(topology_counts_spread_gangs),
+        cmocka_unit_test(topology_file),
         cmocka_unit_test(sjf_orders_by_time_limit),
         cmocka_unit_test(baselines_are_what_they_say),
         cmocka_unit_test(row_rules_are_counted),
