@@ -573,7 +573,7 @@ static int check_deadlines(const struct sched *s, struct sched_error *err)
         const struct job *j = &s->jobs[slot];
         if (!j->id)
             continue;
-        struct rule_due want[5];
+        struct rule_due want[6];
         int n = 0;
         bool runs = j->state == SCHED_RUNNING || j->state == SCHED_STARTING;
         if (runs && j->limit_ms > 0)
@@ -591,6 +591,9 @@ static int check_deadlines(const struct sched *s, struct sched_error *err)
            none: the cycle that follows its event sees to it */
         if (j->state == SCHED_PENDING && j->begin_ms > s->now)
             want[n++] = (struct rule_due){DL_BEGIN, j->begin_ms, "begin time"};
+        if (!j->topo_relaxed && j->switches && j->switches_wait_ms > 0)
+            want[n++] =
+                (struct rule_due){DL_TOPO, j->submit_ms + j->switches_wait_ms, "switches' wait"};
         const struct project *p = &s->projects[j->project];
         bool boost_over = p->boost && p->boost_until <= s->now; /* its deadline re-watches */
         if (j->state == SCHED_PENDING && !(j->flags & JF_STARVING) && !s->order_dirty &&

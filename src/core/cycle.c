@@ -72,6 +72,11 @@ static void fire_deadline(struct sched *s, const struct deadline *d, int64_t now
     case DL_STARVE:
         starvation_watch(s, j, now);
         break;
+    case DL_TOPO: /* its switches' wait is over: the queue's rebuild gives it its new shape */
+        j->topo_relaxed = true;
+        if (j->state == SCHED_PENDING)
+            s->order_dirty = true;
+        break;
     default:
         break; /* DL_BEGIN: the walk looks at the begin time itself */
     }

@@ -90,6 +90,9 @@ bool deadline_live(const struct sched *s, const struct deadline *d)
                job_starve_at(s, j) <= d->at;
     case DL_BEGIN: /* the walk looks at the begin time itself: the job may start then */
         return j->state == SCHED_PENDING && j->begin_ms == d->at;
+    case DL_TOPO:
+        return !j->topo_relaxed && j->switches && j->switches_wait_ms > 0 &&
+               j->submit_ms + j->switches_wait_ms == d->at;
     default:
         return false;
     }

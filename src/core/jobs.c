@@ -259,6 +259,20 @@ static int check_fits_one_domain(const struct sched *s, const struct sched_job_s
     return rc;
 }
 
+/* Slurm's --switches=N@wait: the rule holds until `wait` after submission (kept across
+ * requeues), then its class's rule applies (cycle.c fires DL_TOPO; the queue's rebuild
+ * gives the job its new shape). A wait already over (a restart) is over at once. */
+static void topo_watch(struct sched *s, struct job *j, int64_t now)
+{
+    if (!j->switches || j->switches_wait_ms <= 0)
+        return;
+    int64_t at = j->submit_ms + j->switches_wait_ms;
+    if (at <= now)
+        j->topo_relaxed = true;
+    else
+        deadline_push(s, at, j->id, DL_TOPO);
+}
+
 static int validate(const struct sched *s, const struct sched_job_spec *sp, struct resolved *r,
                     struct sched_error *err)
 {
@@ -476,6 +490,7 @@ int sched_job_submit(struct sched *s, const struct sched_job_spec *sp, int64_t n
         return err_set(err, -ENOMEM, "", "out of memory");
     }
     queued_count(s, j, 1);
+    topo_watch(s, j, now);
     if (sp->hold) {
         job_set_state(s, j, SCHED_HELD);
         j->reason = SCHED_R_HELD;

@@ -342,7 +342,7 @@ struct sched_job_spec {
     /* Slurm's --switches=N[@wait]: a gang on at most N domains of the `switch` label (1 =
      * one switch, required; more = the fewest, best effort); 0 = its class's rule */
     int switches;
-    int64_t switches_wait_ms; /* then its class's rule after waiting this long; 0 = never */
+    int64_t switches_wait_ms; /* its class's rule from submit_ms + this on; 0 = never */
 };
 
 void sched_job_spec_init(struct sched_job_spec *j); /* nodes 1, cpus 1, grace -1 */

@@ -28,7 +28,8 @@ enum sched_topo_mode topo_rule(const struct sched_class_spec *c, int nodes, int 
 void topo_of_job(struct sched *s, const struct job *j, uint32_t *key, uint8_t *mode)
 {
     const char *level;
-    enum sched_topo_mode m = topo_rule(&s->policy.classes[j->klass], j->nodes, j->switches, &level);
+    enum sched_topo_mode m = topo_rule(&s->policy.classes[j->klass], j->nodes,
+                                       j->topo_relaxed ? 0 : j->switches, &level);
     *key = m == SCHED_TOPO_NONE ? 0 : strtab_intern(&s->strings, level);
     *mode = *key ? (uint8_t)m : (uint8_t)SCHED_TOPO_NONE;
 }

@@ -137,6 +137,7 @@ struct job {
     /* Slurm's --switches (sched_job_spec): at most this many switches, 0 = the class's rule */
     int switches;
     int64_t switches_wait_ms;
+    bool topo_relaxed; /* submitted switches_wait_ms ago: its class's rule from then on */
 };
 
 /* One entry of the rebuild's radix sort: the key of the current pass and the entry's index. */
@@ -465,7 +466,16 @@ struct res_hint {
     int nnodes;
 };
 
-enum deadline_kind { DL_LIMIT, DL_KILL, DL_BEGIN, DL_ELIGIBLE, DL_PROTECT, DL_BOOST, DL_STARVE };
+enum deadline_kind {
+    DL_LIMIT,
+    DL_KILL,
+    DL_BEGIN,
+    DL_ELIGIBLE,
+    DL_PROTECT,
+    DL_BOOST,
+    DL_STARVE,
+    DL_TOPO, /* a job's wait for its switches is over (job.topo_relaxed) */
+};
 
 struct deadline {
     int64_t at;

@@ -112,7 +112,8 @@ struct world {
        marks the gangs that must start under one switch (checked at each start) */
     bool topo;
     bool job_one_switch[MAX_JOBS];
-    uint64_t idle_rng;       /* idle_cycle */
+    int64_t one_switch_until[MAX_JOBS]; /* ... until then (the switches' wait) */
+    uint64_t idle_rng;                  /* idle_cycle */
     int64_t jumped_to;       /* the clock's last jump landed then: limits and kills that fell in
                                 the jump are sent from then on, so a promise may come that late */
     bool unlimited_training; /* training jobs may run without a time limit */
@@ -328,8 +329,11 @@ static void submit_random(struct world *w)
         int vc = j.selectors[0].value[0] == 'a' ? 1 : 2;
         w->job_vc[j.id] = (int8_t)(j.selectors[0].negate ? -vc : vc);
     }
-    if (w->topo && j.nodes > 1 && chance(30))
+    if (w->topo && j.nodes > 1 && chance(30)) {
         j.switches = 1 + pick(2); /* Slurm's --switches: 1 requires one switch */
+        j.switches_wait_ms = chance(50) ? (1 + pick(60)) * MIN : 0;
+    }
+    w->one_switch_until[j.id] = j.switches_wait_ms ? j.submit_ms + j.switches_wait_ms : INT64_MAX;
     w->job_one_switch[j.id] =
         j.nodes > 1 && (j.switches == 1 || (j.switches == 0 && cls == 0 && w->seed % 8 == 1));
     j.has_checkpoint_signal = chance(30);
@@ -694,7 +698,7 @@ static void agent_obey(struct world *w, const struct sched_decision *d)
     case SCHED_D_START: {
         struct sched_job_view v;
         assert_true(job_view(w->s, d->job_id, &v));
-        if (w->job_one_switch[d->job_id])
+        if (w->job_one_switch[d->job_id] && w->now < w->one_switch_until[d->job_id])
             check_one_switch(w, d);
         memset(r, 0, sizeof(*r));
         r->live = true;

@@ -333,6 +333,41 @@ static void test_too_big_for_any_switch_refused(void **state)
     sched_destroy(s);
 }
 
+/* --switches=1@30m: the gang waits for one switch for 30 minutes after its submission,
+ * then its class's rule (none here) applies and it starts across the switches. */
+static void test_switches_wait_relaxes(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched();
+    two_switches(s, 2, 2);
+    occupy(s, 100, 2, 4 * HOUR, T0); /* b1, b0 */
+    struct sched_job_spec j;
+    struct sched_error err;
+    spec_fill(&j, 200, "lab", NULL, "experiment", 8, 1, 4 * HOUR, T0);
+    snprintf(j.selectors[0].key, SCHED_NAME_MAX, "switch");
+    snprintf(j.selectors[0].value, SCHED_NAME_MAX, "sw-a");
+    j.nselectors = 1;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    assert_non_null(find_dec(cycle(s, T0), SCHED_D_START, 200)); /* a1 */
+    run(s, 200, T0);
+    end(s, 100, SCHED_EXIT_CODE, 0, T0 + 1); /* free: a0 under sw-a, b1 under sw-b */
+    spec_fill(&j, 1, "lab", NULL, "experiment", 8, 2, HOUR, T0 + 10);
+    j.switches = 1;
+    j.switches_wait_ms = 30 * MIN;
+    assert_int_equal(sched_job_submit(s, &j, T0 + 10, &err), 0);
+    assert_null(find_dec(cycle(s, T0 + 11), SCHED_D_START, 1));
+    assert_reason(s, 1, SCHED_R_RESOURCES);
+    assert_true(sched_next_wakeup(s, T0 + 11) <= T0 + 10 + 30 * MIN);
+    assert_null(find_dec(cycle(s, T0 + 10 + 30 * MIN - 1), SCHED_D_START, 1));
+    check_ok(s);
+    struct cyc c = cycle(s, T0 + 10 + 30 * MIN);
+    const struct sched_decision *d = find_dec(c, SCHED_D_START, 1);
+    assert_non_null(d);
+    assert_int_equal(switches_spanned(s, d->allocs, d->nallocs), 2);
+    check_ok(s);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_unlabelled_nodes_are_one_domain),
         cmocka_unit_test(test_policy_change_reshapes),
         cmocka_unit_test(test_too_big_for_any_switch_refused),
+        cmocka_unit_test(test_switches_wait_relaxes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
