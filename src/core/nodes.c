@@ -129,8 +129,12 @@ void shape_parts_begin(struct sched *s, const struct shape *sh, struct shape_par
     it->t = it->spans ? 1 : 0;
     it->t_end = it->spans ? s->ntypes : 1;
     it->ndomains = 1;
-    if (topo_required(sh))
+    if (topo_required(sh)) {
         it->ndomains = topo_domains(s, sh->topo_key, &it->domains);
+    } else if (topo_best_effort(sh)) {
+        it->free_first = true; /* every node, then each domain alone */
+        it->ndomains = 1 + topo_domains(s, sh->topo_key, &it->domains);
+    }
 }
 
 bool shape_part_next(struct shape_parts *it, struct shape *out)
@@ -140,9 +144,9 @@ bool shape_part_next(struct shape_parts *it, struct shape *out)
     *out = it->base;
     if (it->spans)
         out->gpu_type = (int16_t)it->t;
-    if (it->domains) {
+    if (it->domains && !(it->free_first && it->d == 0)) {
         out->topo_pinned = true;
-        out->topo_value = it->domains[it->d];
+        out->topo_value = it->domains[it->d - (it->free_first ? 1 : 0)];
     }
     if (++it->d == it->ndomains) {
         it->d = 0;

@@ -30,13 +30,15 @@ bool shape_spans_types(const struct shape *sh);
 struct shape shape_typed(const struct shape *sh, int type);
 /* The parts a search for a shape runs over, one at a time: each GPU type of a gang that
  * names none (its nodes must be alike) and, within it, each domain of a topology the
- * gang requires (topo.c); any other shape is its one part. */
+ * gang requires (topo.c); for a best-effort gang, every node first, then each domain
+ * alone (the caller prefers a domain's answer when it is as good); any other shape is
+ * its one part. */
 struct shape_parts {
     struct shape base;
     const uint32_t *domains; /* NULL: no domain pinned */
-    size_t ndomains, d;
+    size_t ndomains, d;      /* parts within a type (free_first: 1 + the domains) */
     int t, t_end;
-    bool spans;
+    bool spans, free_first;
 };
 void shape_parts_begin(struct sched *s, const struct shape *sh, struct shape_parts *it);
 bool shape_part_next(struct shape_parts *it, struct shape *out);

@@ -566,8 +566,12 @@ int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct pr
             preempt_visit_all(s, &typed, &ps, sc);
             if (ps.feasible > most_feasible)
                 most_feasible = ps.feasible; /* of one part: a gang's nodes are alike */
-            if (ps.nbest == ps.want && (nchosen == 0 || plans_victims(ps.best, ps.nbest) <
-                                                            plans_victims(chosen, nchosen))) {
+            /* best effort: one domain's plan with no more victims than any nodes' wins */
+            int v = ps.nbest == ps.want ? plans_victims(ps.best, ps.nbest) : 0;
+            int was = nchosen ? plans_victims(chosen, nchosen) : 0;
+            if (ps.nbest == ps.want &&
+                (nchosen == 0 || v < was ||
+                 (v == was && typed.topo_pinned && !chosen_shape.topo_pinned))) {
                 memcpy(chosen, ps.best, (size_t)ps.nbest * sizeof(*chosen));
                 nchosen = ps.nbest;
                 chosen_shape = typed;

@@ -380,21 +380,25 @@ static int64_t earliest_start(struct sched *s, const struct job *j, const struct
 
 /* The earliest start over the job's GPU types (a gang of any type: each type alone) and,
  * for a gang that requires one domain, over its domains (each alone, the first of equal
- * starts in node order), its nodes in chosen[] (room for 2 x nodes). */
+ * starts in node order); a best-effort gang takes one domain's when it is as early as
+ * any nodes'. Its nodes in chosen[] (room for 2 x nodes). */
 static int64_t best_start(struct sched *s, const struct job *j, const struct shape *sh, int64_t now,
                           int64_t dur, struct cand *c, uint32_t *chosen, bool prune,
                           int64_t *horizon)
 {
-    if (!shape_spans_types(sh) && !topo_required(sh))
+    if (!shape_spans_types(sh) && !topo_required(sh) && !topo_best_effort(sh))
         return earliest_start(s, j, sh, now, dur, c, chosen, prune, horizon);
     int64_t best = NEVER;
+    bool best_pinned = false;
     uint32_t *mine = chosen + sh->nodes;
     struct shape_parts parts;
     struct shape typed;
     shape_parts_begin(s, sh, &parts);
     while (shape_part_next(&parts, &typed)) {
         int64_t at = earliest_start(s, j, &typed, now, dur, c, mine, prune, horizon);
-        if (at < best) {
+        /* best effort: one domain's start as early as any nodes' is taken instead */
+        if (at < best || (at == best && at < NEVER && typed.topo_pinned && !best_pinned)) {
+            best_pinned = typed.topo_pinned;
             best = at;
             memcpy(chosen, mine, (size_t)sh->nodes * sizeof(*chosen));
         }

@@ -165,11 +165,11 @@ static void test_required_waits_and_explains(void **state)
 /* The reservation is made on one switch: sw-a comes free whole at 90 min, sw-b half at
  * 30 min and half at 2 h. Without the rule the gang would be promised b1, b0 and two of
  * sw-a at 90 min; with it, sw-a at 90 min, so a 2-hour job may backfill onto b1 or b0 at
- * 30 min (it delays nobody), and the gang starts on sw-a whole. */
-static void test_reservation_on_one_switch(void **state)
+ * 30 min (it delays nobody), and the gang starts on sw-a whole. Best effort takes sw-a
+ * too: one switch as early as any nodes. */
+static void reservation_on_one_switch(enum sched_topo_mode mode)
 {
-    (void)state;
-    struct sched *s = mk_topo(SCHED_TOPO_REQUIRED);
+    struct sched *s = mk_topo(mode);
     struct sched_policy p = *sched_get_policy(s);
     p.preemption = false;
     struct sched_error err;
@@ -204,6 +204,13 @@ static void test_reservation_on_one_switch(void **state)
     assert_int_equal(switch_of(s, d->allocs[0].node), 'a');
     check_ok(s);
     sched_destroy(s);
+}
+
+static void test_reservation_on_one_switch(void **state)
+{
+    (void)state;
+    reservation_on_one_switch(SCHED_TOPO_REQUIRED);
+    reservation_on_one_switch(SCHED_TOPO_BEST_EFFORT);
 }
 
 /* Slurm's --switches=1 asks one job for one switch though its class has no rule; more
