@@ -391,7 +391,7 @@ static void fill_core(struct store_job *row, const struct proto_jobspec *ps, int
     row->array_limit = array_limit;
     row->flags = (ps->checkpoint ? STORE_JF_CHECKPOINT : 0) |
                  (ps->idempotent ? STORE_JF_IDEMPOTENT : 0) | (ps->requeue ? STORE_JF_REQUEUE : 0) |
-                 (ps->hold ? STORE_JF_HOLD : 0);
+                 (ps->hold ? STORE_JF_HOLD : 0) | (ps->switches ? STORE_JF_SWITCHES : 0);
     row->mem_mb = ps->mem_mb;
     row->time_limit_ms = ps->time_limit_ms;
     row->begin_ms = ps->begin_ms;
@@ -1173,19 +1173,54 @@ struct job_list {
 static const struct {
     const char *name;
     bool spec;
-} job_fields[] = {
-    {"id", false},        {"name", false},       {"project", false},       {"user", false},
-    {"tier", false},      {"eff_tier", false},   {"class", false},         {"state", false},
-    {"reason", false},    {"stop_cause", false}, {"submit_ms", false},     {"start_ms", false},
-    {"end_ms", false},    {"gpus", false},       {"gpu_type", false},      {"cpus", false},
-    {"mem_mb", false},    {"nodes", false},      {"time_limit_ms", false}, {"command", true},
-    {"workdir", true},    {"output", true},      {"error", true},          {"labels", true},
-    {"selectors", true},  {"deps", true},        {"signal", true},         {"grace_ms", true},
-    {"checkpoint", true}, {"retries", true},     {"idempotent", true},     {"requeue", true},
-    {"begin_ms", true},   {"array", true},       {"secrets", true},        {"template", true},
-    {"storage", true},    {"array_id", false},   {"array_index", false},   {"preempt_count", false},
-    {"preemptor", false}, {"allocation", false}, {"exit", false},          {"usage", false},
-    {"network", false},   {"hidden", false}};
+} job_fields[] = {{"id", false},
+                  {"name", false},
+                  {"project", false},
+                  {"user", false},
+                  {"tier", false},
+                  {"eff_tier", false},
+                  {"class", false},
+                  {"state", false},
+                  {"reason", false},
+                  {"stop_cause", false},
+                  {"submit_ms", false},
+                  {"start_ms", false},
+                  {"end_ms", false},
+                  {"gpus", false},
+                  {"gpu_type", false},
+                  {"cpus", false},
+                  {"mem_mb", false},
+                  {"nodes", false},
+                  {"time_limit_ms", false},
+                  {"command", true},
+                  {"workdir", true},
+                  {"output", true},
+                  {"error", true},
+                  {"labels", true},
+                  {"selectors", true},
+                  {"deps", true},
+                  {"signal", true},
+                  {"grace_ms", true},
+                  {"checkpoint", true},
+                  {"retries", true},
+                  {"idempotent", true},
+                  {"requeue", true},
+                  {"begin_ms", true},
+                  {"array", true},
+                  {"secrets", true},
+                  {"template", true},
+                  {"storage", true},
+                  {"array_id", false},
+                  {"array_index", false},
+                  {"preempt_count", false},
+                  {"preemptor", false},
+                  {"allocation", false},
+                  {"exit", false},
+                  {"usage", false},
+                  {"network", false},
+                  {"hidden", false},
+                  {"switches", true},
+                  {"switches_wait_ms", true}};
 
 /* "id,state,gpus" -> a set of member names, every one known (-EINVAL naming it otherwise);
  * *spec says whether one of them needs the stored spec. */

@@ -341,15 +341,29 @@ static int parse_core_lists(const struct store_job *row, struct sched_job_spec *
     return 0;
 }
 
-/* Slurm's --switches lives in the stored spec only (few jobs ask for it: no column); the
- * spec is read only when it names them. */
-static int row_switches(const struct store_job *row, struct sched_job_spec *sp)
+/* Slurm's --switches lives in the stored spec only (few jobs ask for it: no column, a
+ * flag says so); a restart lists the rows without their specs, so a row with the flag is
+ * read again whole (store_job_get), as rows from before the core columns are. */
+static int spec_switches(const char *text, struct sched_job_spec *sp)
 {
-    if (!row->spec || !strstr(row->spec, "\"switches\""))
-        return 0;
-    json_t *spec = json_loads(row->spec, 0, NULL);
+    json_t *spec = text ? json_loads(text, 0, NULL) : NULL;
     int rc = spec ? proto_jobspec_switches(spec, &sp->switches, &sp->switches_wait_ms) : -EINVAL;
     json_decref(spec);
+    return rc;
+}
+
+static int row_switches(struct ctl *c, const struct store_job *row, struct sched_job_spec *sp)
+{
+    if (!(row->flags & STORE_JF_SWITCHES))
+        return 0;
+    if (row->spec)
+        return spec_switches(row->spec, sp);
+    struct store_job full;
+    int rc = store_job_get(c->store, row->id, &full);
+    if (rc == 0) {
+        rc = spec_switches(full.spec, sp);
+        store_job_release(&full);
+    }
     return rc;
 }
 
@@ -378,7 +392,7 @@ static int row_to_sched(const struct store_job *row, struct sched_job_spec *sp)
     sp->retries = row->retries;
     sp->array_id = row->array_id;
     sp->array_limit = row->array_limit;
-    return parse_core_lists(row, sp) < 0 ? -EINVAL : row_switches(row, sp);
+    return parse_core_lists(row, sp);
 }
 
 /* Rows written before schema 2: through the stored spec JSON. */
@@ -474,6 +488,8 @@ static int restore_job(void *arg, const struct store_job *row)
     int rc;
     if (row->has_core) {
         rc = row_to_sched(row, &sp);
+        if (rc == 0)
+            rc = row_switches(c, row, &sp);
     } else {
         struct store_job full;
         rc = store_job_get(c->store, row->id, &full);

@@ -266,7 +266,8 @@ enum {
     STORE_JF_CHECKPOINT = 1 << 0,
     STORE_JF_IDEMPOTENT = 1 << 1,
     STORE_JF_REQUEUE = 1 << 2,
-    STORE_JF_HOLD = 1 << 3
+    STORE_JF_HOLD = 1 << 3,
+    STORE_JF_SWITCHES = 1 << 4 /* its spec has Slurm's switches: a restart reads the spec */
 };
 
 void store_job_release(struct store_job *j);

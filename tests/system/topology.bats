@@ -51,6 +51,16 @@ switches_of() {
     done | sort -u
 }
 
+start_ctl() { # PORT (0: any; after a stop, the same again)
+    rm -f "$T/ctl/docketd.port"
+    "$B/src/controller/docketd" --state-dir "$T/ctl" --listen "127.0.0.1:$1" --socket - \
+        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" &
+    echo $! >"$T/ctl.pid"
+    wait_for 20 test -s "$T/ctl/docketd.port"
+    PORT=$(cat "$T/ctl/docketd.port")
+    wait_for 60 curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz"
+}
+
 setup_file() {
     [[ $(id -u) == 0 ]] || skip "needs root for cgroups"
     [[ -x $B/src/controller/docketd && -x $B/src/agent/docket-node ]] || skip "not built"
@@ -59,13 +69,8 @@ setup_file() {
     W=$T/work
     mkdir -p "$W" "$T/ctl" && chmod 1777 "$W" && chmod 0755 "$T"
     PREFIX="topo$$"
-    "$B/src/controller/docketd" --state-dir "$T/ctl" --listen 127.0.0.1:0 --socket - \
-        --heartbeat-wait 2s --node-timeout 30s --log-file "$T/ctl.log" &
-    echo $! >"$T/ctl.pid"
-    wait_for 20 test -s "$T/ctl/docketd.port"
-    PORT=$(cat "$T/ctl/docketd.port")
+    start_ctl 0
     TOKEN=$(cat "$T/ctl/admin.token")
-    wait_for 60 curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz"
     capi POST /v1/policy -d '{"settings": {"min_runtime": "0s"},
         "projects": [{"name": "lab", "tier": "normal"}]}' >/dev/null
     capi PATCH /v1/classes/training -d '{"topology": {"level": "switch", "mode": "required"}}' |
@@ -168,4 +173,27 @@ teardown_file() {
     run -0 capi POST /v1/jobs -d '{"project": "lab", "command": ["true"], "nodes": 2,
         "switches": "two"}'
     jq -e '.error.field == "switches"' <<<"$output" >/dev/null
+}
+
+@test "a docketd restart keeps a job's switches and its class's rule" {
+    a=$(submit '{"class": "experiment", "selectors": {"zone": "s1a"}}')
+    b=$(submit '{"class": "experiment", "selectors": {"zone": "s2a"}}')
+    c=$(submit '{"class": "experiment", "selectors": {"zone": "s2b"}}')
+    for j in "$a" "$b" "$c"; do wait_for 60 state_is "$j" RUNNING; done
+    one=$(submit '{"class": "experiment", "nodes": 2, "switches": "1@1h"}')
+    gang=$(submit '{"class": "training", "nodes": 2}')
+    wait_for 30 reason_is "$one" Resources
+    wait_for 30 reason_is "$gang" Resources
+    kill_pidfile "$T/ctl.pid"
+    start_ctl "$PORT"
+    for n in "${NODES[@]}"; do wait_for 60 node_up "$PREFIX-$n"; done
+    wait_for 30 reason_is "$one" Resources
+    state_is "$one" PENDING
+    state_is "$gang" PENDING
+    capi GET "/v1/jobs/$one/explain" | jq -e '.explain.topology.mode == "required"' >/dev/null
+    capi GET "/v1/jobs/$gang/explain" | jq -e '.explain.topology.mode == "required"' >/dev/null
+    capi GET "/v1/jobs/$one" | jq -e '.job.switches == 1 and .job.switches_wait_ms == 3600000' \
+        >/dev/null
+    for j in "$a" "$b" "$c" "$one" "$gang"; do cancel "$j"; done
+    for j in "$a" "$b" "$c" "$one" "$gang"; do wait_for 60 gone "$j"; done
 }

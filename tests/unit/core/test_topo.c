@@ -375,6 +375,45 @@ static void test_switches_wait_relaxes(void **state)
     sched_destroy(s);
 }
 
+/* A hostile operator moves a node of a gang's reservation to the other switch: the
+ * reservation, no longer under one switch, is made again under one, and sched_check()
+ * agrees at every step. */
+static void test_relabel_under_a_reservation(void **state)
+{
+    (void)state;
+    struct sched *s = mk_topo(SCHED_TOPO_REQUIRED);
+    struct sched_policy p = *sched_get_policy(s);
+    p.preemption = false;
+    struct sched_error err;
+    assert_int_equal(sched_set_policy(s, &p, &err), 0);
+    two_switches(s, 3, 3);
+    occupy(s, 100, 6, HOUR, T0); /* 100..102 on b2..b0, 103..105 on a2..a0 */
+    submit(s, 1, "lab", NULL, "training", 8, 3, HOUR, T0 + 1);
+    cycle(s, T0 + 2);
+    struct sched_job_view v;
+    assert_int_equal(sched_job_get(s, 1, &v), 0);
+    assert_true(v.reservation_ms > 0);
+    check_ok(s);
+    struct sched_label l;
+    memset(&l, 0, sizeof(l));
+    snprintf(l.key, sizeof(l.key), "switch");
+    snprintf(l.value, sizeof(l.value), "sw-b");
+    assert_int_equal(sched_node_set_labels(s, "a0", &l, 1, &err), 0); /* sw-a: 2 nodes left */
+    check_ok(s);
+    cycle(s, T0 + 3);
+    check_ok(s);
+    for (uint64_t id = 100; id < 106; id++)
+        end(s, id, SCHED_EXIT_CODE, 0, T0 + 10 * MIN);
+    struct cyc c = cycle(s, T0 + 10 * MIN);
+    const struct sched_decision *d = find_dec(c, SCHED_D_START, 1);
+    assert_non_null(d);
+    for (int i = 0; i < d->nallocs; i++) /* sw-b now: b0, b1, b2 and a0 */
+        assert_true(switch_of(s, d->allocs[i].node) == 'b' ||
+                    strcmp(sched_node_name(s, d->allocs[i].node), "a0") == 0);
+    check_ok(s);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -388,6 +427,7 @@ int main(void)
         cmocka_unit_test(test_policy_change_reshapes),
         cmocka_unit_test(test_too_big_for_any_switch_refused),
         cmocka_unit_test(test_switches_wait_relaxes),
+        cmocka_unit_test(test_relabel_under_a_reservation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
