@@ -60,7 +60,7 @@ static void copy_spec_fields(json_t *o, const json_t *spec, const json_t *want)
     static const char *const topo[] = {"switches", "switches_wait_ms"};
     for (size_t i = 0; i < sizeof(topo) / sizeof(topo[0]); i++) {
         json_t *v = json_object_get(spec, topo[i]);
-        if (v)
+        if (v && !want) /* a ?fields= projection does not name them */
             json_object_set(o, topo[i], v);
     }
 }
@@ -1173,54 +1173,19 @@ struct job_list {
 static const struct {
     const char *name;
     bool spec;
-} job_fields[] = {{"id", false},
-                  {"name", false},
-                  {"project", false},
-                  {"user", false},
-                  {"tier", false},
-                  {"eff_tier", false},
-                  {"class", false},
-                  {"state", false},
-                  {"reason", false},
-                  {"stop_cause", false},
-                  {"submit_ms", false},
-                  {"start_ms", false},
-                  {"end_ms", false},
-                  {"gpus", false},
-                  {"gpu_type", false},
-                  {"cpus", false},
-                  {"mem_mb", false},
-                  {"nodes", false},
-                  {"time_limit_ms", false},
-                  {"command", true},
-                  {"workdir", true},
-                  {"output", true},
-                  {"error", true},
-                  {"labels", true},
-                  {"selectors", true},
-                  {"deps", true},
-                  {"signal", true},
-                  {"grace_ms", true},
-                  {"checkpoint", true},
-                  {"retries", true},
-                  {"idempotent", true},
-                  {"requeue", true},
-                  {"begin_ms", true},
-                  {"array", true},
-                  {"secrets", true},
-                  {"template", true},
-                  {"storage", true},
-                  {"array_id", false},
-                  {"array_index", false},
-                  {"preempt_count", false},
-                  {"preemptor", false},
-                  {"allocation", false},
-                  {"exit", false},
-                  {"usage", false},
-                  {"network", false},
-                  {"hidden", false},
-                  {"switches", true},
-                  {"switches_wait_ms", true}};
+} job_fields[] = {
+    {"id", false},        {"name", false},       {"project", false},       {"user", false},
+    {"tier", false},      {"eff_tier", false},   {"class", false},         {"state", false},
+    {"reason", false},    {"stop_cause", false}, {"submit_ms", false},     {"start_ms", false},
+    {"end_ms", false},    {"gpus", false},       {"gpu_type", false},      {"cpus", false},
+    {"mem_mb", false},    {"nodes", false},      {"time_limit_ms", false}, {"command", true},
+    {"workdir", true},    {"output", true},      {"error", true},          {"labels", true},
+    {"selectors", true},  {"deps", true},        {"signal", true},         {"grace_ms", true},
+    {"checkpoint", true}, {"retries", true},     {"idempotent", true},     {"requeue", true},
+    {"begin_ms", true},   {"array", true},       {"secrets", true},        {"template", true},
+    {"storage", true},    {"array_id", false},   {"array_index", false},   {"preempt_count", false},
+    {"preemptor", false}, {"allocation", false}, {"exit", false},          {"usage", false},
+    {"network", false},   {"hidden", false}};
 
 /* "id,state,gpus" -> a set of member names, every one known (-EINVAL naming it otherwise);
  * *spec says whether one of them needs the stored spec. */
