@@ -117,6 +117,17 @@ EOS
     wait_for 30 all_exited "$id" 2
 }
 
+@test "#SBATCH --switches=1@30 reaches the job; nodes without switch labels are one switch" {
+    printf '#!/bin/bash\n#SBATCH -A vision -N 2 --switches=1@30\ntrue\n' >sw.sh
+    id=$(sbatch --parsable sw.sh)
+    "$DOCKET" show "$id" --json | jq -e '.job.switches == 1 and .job.switches_wait_ms == 1800000' \
+        >/dev/null
+    done_ok "$id"
+    wait_for 30 all_exited "$id" 2
+    run -2 sbatch -A vision -N 2 --switches=0 --wrap true
+    [[ $output == *"--switches"* ]]
+}
+
 @test "srun starts the step's tasks: ranks, local ids, --gpus-per-task slices, -l labels" {
     cat >steps.sh <<'EOS'
 #!/bin/bash
