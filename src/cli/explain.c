@@ -145,6 +145,12 @@ static void print_environment(struct cli *c, const json_t *env)
 {
     if (!json_is_object(env))
         return;
+    if (strncmp(jstr(env, "preparing"), "image ", 6) == 0) { /* supoci.c: an unpack */
+        kv(c, "environment", "preparing %s on %s: the first job of this image there unpacks it,",
+           jstr(env, "preparing"), jstr(env, "node"));
+        kv(c, "", "later ones reuse it");
+        return;
+    }
     kv(c, "environment", "preparing %s on %s: the first job of this version there builds it,",
        jstr(env, "preparing"), jstr(env, "node"));
     kv(c, "", "later ones reuse it");

@@ -310,8 +310,13 @@ static const struct sbatch_opt sbatch_opts[] = {
     {"consolidate-segments", 0, SB_NONE, SB_IGNORE, NULL},
     {"constraint", 'C', SB_REQ, SB_REFUSE,
      "docket selects nodes by label: write #DOCKET --select KEY=VALUE"},
-    {"container", 0, SB_REQ, SB_REFUSE, "OCI containers are not run by docket"},
-    {"container-id", 0, SB_REQ, SB_REFUSE, "OCI containers are not run by docket"},
+    {"container", 0, SB_REQ, SB_REFUSE,
+     "docket runs OCI images, not bundles: give the image with --container-image"},
+    {"container-env", 0, SB_REQ, SB_DO, NULL},
+    {"container-id", 0, SB_REQ, SB_REFUSE, "give the image with --container-image"},
+    {"container-image", 0, SB_REQ, SB_DO, NULL},
+    {"container-mounts", 0, SB_REQ, SB_DO, NULL},
+    {"container-workdir", 0, SB_REQ, SB_DO, NULL},
     {"context", 0, SB_REQ, SB_IGNORE, NULL},
     {"contiguous", 0, SB_NONE, SB_REFUSE, PLACE},
     {"core-spec", 'S', SB_REQ, SB_REFUSE, NOHW},
@@ -747,6 +752,15 @@ static int sbatch_do(json_t *spec, const char *name, const char *v, const struct
         return sbatch_export(spec, v, err, errlen);
     if (!strcmp(name, "signal"))
         return sbatch_signal(spec, v, err, errlen);
+    /* Pyxis's options (docs/slurm.md): the job runs in the image */
+    if (!strcmp(name, "container-image"))
+        return spec_set_container(spec, SO_IMAGE, flag, v, err, errlen);
+    if (!strcmp(name, "container-mounts"))
+        return spec_set_container(spec, SO_MOUNTS, flag, v, err, errlen);
+    if (!strcmp(name, "container-workdir"))
+        return spec_set_container(spec, SO_CONTAINER_WORKDIR, flag, v, err, errlen);
+    if (!strcmp(name, "container-env"))
+        return spec_set_container(spec, SO_CONTAINER_ENV, flag, v, err, errlen);
     if (!strcmp(name, "hold")) {
         json_object_set_new(spec, "hold", json_true());
         return 0;

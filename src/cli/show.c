@@ -115,6 +115,8 @@ static void print_job(struct cli *c, const json_t *j)
     line(c, "tier", buf);
     if (jstr(j, "template")[0])
         line(c, "template", jstr(j, "template")); /* the exact version it runs with */
+    if (jstr(j, "image")[0])
+        line(c, "image", jstr(j, "image")); /* its container's */
     jobs_gpus(j, gpus, sizeof(gpus));
     fmt_size(jint(j, "mem_mb", 0), mem, sizeof(mem));
     snprintf(buf, sizeof(buf), "GPUs %s per node, %lld node(s), %lld CPUs, mem %s", gpus,

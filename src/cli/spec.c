@@ -52,6 +52,12 @@ const struct opt_def spec_submit_opts[] = {
     {SO_NO_REQUEUE, 0, "no-requeue", OPT_NONE},
     {SO_CHECKPOINT, 0, "checkpoint", OPT_NONE},
     {SO_TEMPLATE, 0, "template", OPT_VALUE},
+    {SO_IMAGE, 0, "image", OPT_VALUE},
+    {SO_IMAGE, 0, "container-image", OPT_VALUE},
+    {SO_MOUNTS, 0, "mount", OPT_VALUE},
+    {SO_MOUNTS, 0, "container-mounts", OPT_VALUE},
+    {SO_CONTAINER_WORKDIR, 0, "container-workdir", OPT_VALUE},
+    {SO_CONTAINER_ENV, 0, "container-env", OPT_VALUE},
     {SO_JSON, 0, "json", OPT_NONE},
     {SO_HELP, 'h', "help", OPT_NONE},
     {SO_PARSABLE, 0, "parsable", OPT_NONE},
@@ -508,6 +514,51 @@ static int set_template(json_t *spec, const char *v, const char *flag, char *err
     return 0;
 }
 
+int spec_set_container(json_t *spec, int id, const char *flag, const char *v, char *err,
+                       size_t errlen)
+{
+    char buf[4096];
+    if (!v[0] || str_copy(buf, sizeof(buf), v) < 0)
+        return spec_fail(err, errlen, flag, "bad value", v);
+    switch (id) {
+    case SO_IMAGE:
+        if (strncmp(v, "oci-layout:/", 12) != 0 && strncmp(v, "docker://", 9) != 0)
+            return spec_fail(err, errlen, flag,
+                             "bad image (oci-layout:/PATH[:TAG] or docker://NAME[:TAG])", v);
+        json_object_set_new(spec, "image", json_string(v));
+        return 0;
+    case SO_CONTAINER_WORKDIR:
+        if (v[0] != '/')
+            return spec_fail(err, errlen, flag, "bad directory (an absolute path)", v);
+        json_object_set_new(spec, "container_workdir", json_string(v));
+        return 0;
+    case SO_MOUNTS: {
+        json_t *arr = json_object_get(spec, "mounts");
+        if (!json_is_array(arr)) {
+            arr = json_array();
+            json_object_set_new(spec, "mounts", arr);
+        }
+        for (char *t = buf, *comma; t; t = comma ? comma + 1 : NULL) {
+            if ((comma = strchr(t, ',')))
+                *comma = '\0';
+            if (t[0] != '/')
+                return spec_fail(err, errlen, flag, "bad mount (SRC:DST[:ro])", t);
+            json_array_append_new(arr, json_string(t));
+        }
+        return 0;
+    }
+    default: /* SO_CONTAINER_ENV: Pyxis passes these of the submitting shell */
+        for (char *t = buf, *comma; t; t = comma ? comma + 1 : NULL) {
+            if ((comma = strchr(t, ',')))
+                *comma = '\0';
+            int rc = spec_set_env(spec, t, err, errlen);
+            if (rc < 0)
+                return rc;
+        }
+        return 0;
+    }
+}
+
 int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
 {
     const char *flag = opt_name(spec_submit_opts, id);
@@ -532,6 +583,11 @@ int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
         return spec_set_name(spec, "class", flag, v, err, errlen);
     case SO_TEMPLATE:
         return set_template(spec, v, flag, err, errlen);
+    case SO_IMAGE:
+    case SO_MOUNTS:
+    case SO_CONTAINER_WORKDIR:
+    case SO_CONTAINER_ENV:
+        return spec_set_container(spec, id, flag, v, err, errlen);
     case SO_GPU_TYPE:
         return spec_set_name(spec, "gpu_type", flag, v, err, errlen);
     case SO_GPUS:

@@ -53,6 +53,10 @@ enum submit_opt {
     SO_CHECKPOINT,
     SO_TEMPLATE,
     SO_STORAGE,
+    SO_IMAGE,
+    SO_MOUNTS,
+    SO_CONTAINER_WORKDIR,
+    SO_CONTAINER_ENV,
     SO_TIER_OR_TIME, /* -t: a Slurm time when it reads as one (sbatch's -t), else a tier */
     /* not part of the job: flags of the verb itself */
     SO_JSON,

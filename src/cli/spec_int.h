@@ -38,6 +38,12 @@ char *spec_next_field(char **cursor, const char *seps);
 /* ---- spec.c: values with structure, as docket's flags read them */
 /* "K=V", or "K" alone to pass this shell's value of K. */
 int spec_set_env(json_t *spec, const char *v, char *err, size_t errlen);
+/* The job's container (docs/environments.md "Containers"), Pyxis's options too: id is
+ * SO_IMAGE (REF), SO_MOUNTS (SRC:DST[:ro], comma-separated), SO_CONTAINER_WORKDIR (a path
+ * in the container) or SO_CONTAINER_ENV (NAME[,NAME]: these variables of this shell).
+ * docketd checks them whole; here only their shape. */
+int spec_set_container(json_t *spec, int id, const char *flag, const char *v, char *err,
+                       size_t errlen);
 /* Slurm syntax: "afterok:1:2,afterany:3"; replaces the spec's deps when all is good. */
 int spec_set_dependency(json_t *spec, const char *v, const char *flag, char *err, size_t errlen);
 int spec_set_array(json_t *spec, const char *v, const char *flag, char *err, size_t errlen);

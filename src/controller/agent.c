@@ -821,7 +821,10 @@ static int ev_other(struct ctl *c, struct ctl_node *n, const struct agent_event 
             store_job_release(&row);
         }
     } else if (strcmp(t, "preparing") == 0) { /* the node builds the job's template first */
-        rc = ctl_job_event(c, id, t, "", "", n->name, "preparing environment", ev->message);
+        rc = ctl_job_event(c, id, t, "", "", n->name,
+                           strncmp(ev->message, "image ", 6) == 0 ? "preparing image"
+                                                                  : "preparing environment",
+                           ev->message);
     } else if (strcmp(t, "prepared") == 0) {
         rc = ctl_job_event(c, id, t, "", "", n->name, "environment ready", ev->message);
     } else if (strcmp(t, "probe") == 0) { /* a service replica's (services.c) */

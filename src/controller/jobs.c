@@ -42,10 +42,10 @@ static json_t *json_or_null(const char *text)
 static void copy_spec_fields(json_t *o, const json_t *spec, const json_t *want)
 {
     static const char *const keys[] = {
-        "gpus",     "gpu_type", "cpus",     "mem_mb",     "nodes",   "time_limit_ms", "command",
-        "script",   "workdir",  "output",   "error",      "env",     "labels",        "selectors",
-        "deps",     "signal",   "grace_ms", "checkpoint", "retries", "idempotent",    "requeue",
-        "begin_ms", "array",    "secrets",  "template"};
+        "gpus",     "gpu_type", "cpus",     "mem_mb",     "nodes",    "time_limit_ms", "command",
+        "script",   "workdir",  "output",   "error",      "env",      "labels",        "selectors",
+        "deps",     "signal",   "grace_ms", "checkpoint", "retries",  "idempotent",    "requeue",
+        "begin_ms", "array",    "secrets",  "template",   "container"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(spec, keys[i]);
         if (!want || json_object_get(want, keys[i]))
@@ -63,6 +63,9 @@ static void copy_spec_fields(json_t *o, const json_t *spec, const json_t *want)
         if (v && !want) /* a ?fields= projection does not name them */
             json_object_set(o, topo[i], v);
     }
+    /* the image it runs in, its own or its template's (docs/environments.md) */
+    json_t *image = json_object_get(json_object_get(spec, "container"), "image");
+    json_object_set(o, "image", json_is_string(image) ? image : json_null());
 }
 
 void ctl_env_redact(json_t *env)
@@ -429,6 +432,8 @@ static int insert_job(struct ctl *c, const struct proto_jobspec *ps, const char 
     const json_t *tpl = json_object_get(ps->extra, "template");
     str_copy(row.template_ref, sizeof(row.template_ref),
              json_is_string(tpl) ? json_string_value(tpl) : "");
+    const json_t *image = json_object_get(json_object_get(ps->extra, "container"), "image");
+    str_copy(row.image, sizeof(row.image), json_is_string(image) ? json_string_value(image) : "");
     row.state = ps->hold ? SCHED_HELD : SCHED_PENDING;
     row.submit_ms = now;
     row.spec = (char *)spec_text;

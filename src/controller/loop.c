@@ -458,6 +458,10 @@ static json_t *start_cmd(struct ctl *c, const struct store_job *row, const json_
     json_t *environment = json_object_get(spec, "environment");
     if (json_is_object(environment))
         json_object_set(job, "environment", environment);
+    /* its container, as resolved at submit (docs/environments.md "Containers") */
+    json_t *container = json_object_get(spec, "container");
+    if (json_is_object(container))
+        json_object_set(job, "container", container);
     ctl_services_start_cmd(c, row->id, job); /* a replica's port and probes */
     return json_pack("{s:s,s:o}", "type", "start", "job", job);
 }

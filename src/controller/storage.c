@@ -358,6 +358,22 @@ static const struct area *area_find(const struct ctl_storage *s, const char *pro
     return NULL;
 }
 
+bool ctl_storage_path_in_area(struct ctl *c, const char *project, const char *path)
+{
+    struct ctl_storage *s = storage_of(c);
+    char dir[STORAGE_PATH_MAX + 80];
+    for (int i = 0; i < s->policy.npools; i++) {
+        const struct storage_pool *p = &s->policy.pools[i];
+        if (!area_find(s, project, p->name))
+            continue;
+        storage_area_path(p, project, dir, sizeof(dir));
+        size_t n = strlen(dir);
+        if (strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/'))
+            return true;
+    }
+    return false;
+}
+
 json_t *ctl_storage_job_env(struct ctl *c, const char *project, const json_t *spec,
                             const char *node, const json_t *env)
 {

@@ -36,6 +36,9 @@ void ctl_storage_reply(struct ctl *c, struct ctl_node *n, json_t *reply);
 /* A submitted job's `storage` pools checked against the policy and turned into node
  * selectors (each pool's node labels), so the core places it only where they are. */
 int ctl_storage_job_spec(struct ctl *c, struct proto_jobspec *ps, struct proto_error *e);
+/* Whether `path` (absolute, no "..") lies in one of the project's storage areas: where a
+ * job's container mounts may come from (docs/environments.md "Containers"). */
+bool ctl_storage_path_in_area(struct ctl *c, const char *project, const char *path);
 /* The start command's env on node `node`: a copy of `env` with DOCKET_PROJECT_DIR and
  * DOCKET_STORAGE_<POOL> set (a new reference). */
 json_t *ctl_storage_job_env(struct ctl *c, const char *project, const json_t *spec,

@@ -10,7 +10,9 @@
 
 #include "controller/http.h"
 #include "controller/loop.h"
+#include "controller/storage.h"
 #include "controller/templates.h"
+#include "protocol/container.h"
 #include "protocol/templates.h"
 #include "util/str.h"
 #include "util/xalloc.h"
@@ -51,7 +53,7 @@ void ctl_templates_stop(struct ctl *c)
  * it serves by default may change under the same version. */
 static bool same_environment(const json_t *a, const json_t *b)
 {
-    static const char *const keys[] = {"env", "modules", "setup", "prepare"};
+    static const char *const keys[] = {"env", "modules", "setup", "prepare", "image", "mounts"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         if (!json_equal(json_object_get(a, keys[i]), json_object_get(b, keys[i])))
             return false;
@@ -199,6 +201,76 @@ static void merge_env(json_t *extra, const struct proto_template *t, const char 
     json_object_set_new(extra, "env", env);
 }
 
+/* Whether path is dir or lies under it. */
+static bool path_under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || n == 1);
+}
+
+/* A mount the job names comes from its working directory or its project's storage
+ * areas; the template's (the site's policy) may come from anywhere. The node checks
+ * again that the job's user may reach it (supoci.c). */
+static int check_job_mounts(struct ctl *c, const struct proto_jobspec *ps, const json_t *mounts,
+                            struct proto_error *e)
+{
+    const char *wd = json_string_value(json_object_get(ps->extra, "workdir"));
+    size_t i;
+    json_t *x;
+    json_array_foreach(mounts, i, x) {
+        struct proto_mount m;
+        char f[32];
+        snprintf(f, sizeof(f), "mounts[%zu]", i);
+        if (proto_mount_parse(json_string_value(x), f, &m, e) < 0)
+            return -EINVAL;
+        if (!(wd && wd[0] == '/' && path_under(m.src, wd)) &&
+            !ctl_storage_path_in_area(c, ps->project, m.src))
+            return proto_errorf(e, 400, NULL, f,
+                                "mount source '%.200s' is neither under the job's workdir nor in "
+                                "a storage area of project '%s'",
+                                m.src, ps->project);
+    }
+    return 0;
+}
+
+/* "container": {"image", "mounts", "workdir"}, what the node runs the job in: the job's
+ * image else its template's, the template's mounts then the job's. */
+static int container_resolve(struct ctl *c, struct proto_jobspec *ps,
+                             const struct proto_template *t, struct proto_error *e)
+{
+    const json_t *image = json_object_get(ps->extra, "image");
+    const json_t *own = json_object_get(ps->extra, "mounts");
+    if (!json_is_string(image) && t)
+        image = json_object_get(t->doc, "image");
+    if (!json_is_string(image)) {
+        if (json_array_size(own) > 0 || json_object_get(ps->extra, "container_workdir"))
+            return proto_errorf(e, 400, NULL, json_array_size(own) ? "mounts" : "container_workdir",
+                                "mounts and container_workdir need an image (image, or the "
+                                "template's)");
+        return 0;
+    }
+    if (check_job_mounts(c, ps, own, e) < 0)
+        return -EINVAL;
+    json_t *mounts = t ? json_deep_copy(json_object_get(t->doc, "mounts")) : json_array();
+    if (!mounts)
+        mounts = json_array();
+    if (json_is_array(own))
+        json_array_extend(mounts, (json_t *)own);
+    if (json_array_size(mounts) > PROTO_MAX_MOUNTS) {
+        json_decref(mounts);
+        return proto_errorf(e, 400, NULL, "mounts",
+                            "the template's mounts and the job's make more than %d",
+                            PROTO_MAX_MOUNTS);
+    }
+    const json_t *cwd = json_object_get(ps->extra, "container_workdir");
+    json_object_set_new(ps->extra, "container",
+                        json_pack("{s:O,s:o,s:O}", "image", image, "mounts", mounts, "workdir",
+                                  cwd ? cwd : json_null()));
+    return 0;
+}
+
 int ctl_template_resolve(struct ctl *c, struct proto_jobspec *ps, const char *group,
                          struct proto_error *e)
 {
@@ -223,7 +295,7 @@ int ctl_template_resolve(struct ctl *c, struct proto_jobspec *ps, const char *gr
         if (why[0])
             return proto_errorf(e, 400, NULL, "template", "%s", why);
     } else if (!(t = default_for(ts, ps, group))) {
-        return 0;
+        return container_resolve(c, ps, NULL, e);
     }
     char ref[PROTO_TEMPLATE_REF_MAX];
     snprintf(ref, sizeof(ref), "%s@%d", t->name, t->version);
@@ -241,7 +313,7 @@ int ctl_template_resolve(struct ctl *c, struct proto_jobspec *ps, const char *gr
         json_object_set_new(ps->extra, "environment", environment);
     else
         json_decref(environment);
-    return 0;
+    return container_resolve(c, ps, t, e);
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -30,8 +30,10 @@ int ctl_templates_audit(struct ctl *c, const char *actor, const struct proto_pol
 /* The job's template (its `template`, else its project's, class's or the site's default):
  * checked against its project, group and class, then written into the spec as
  * "template": "NAME@VERSION", its variables under the job's own in "env" and its modules,
- * setup and prepare script in "environment". 0 (no template is fine), or -EINVAL with e naming the
- * field. */
+ * setup and prepare script in "environment"; then the job's container (its image, else the
+ * template's; the template's mounts and its own, each of its own checked against its
+ * workdir and its project's storage areas) in "container". 0 (no template is fine), or
+ * -EINVAL with e naming the field. */
 int ctl_template_resolve(struct ctl *c, struct proto_jobspec *ps, const char *group,
                          struct proto_error *e);
 void ctl_templates_stop(struct ctl *c);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/container.h"
 #include "protocol/proto.h"
 #include "util/base64.h"
 #include "util/str.h"
@@ -154,6 +155,9 @@ void agent_job_release(struct agent_job *j)
     free(j->net);
     proto_probe_release(&j->liveness);
     proto_probe_release(&j->readiness);
+    free(j->container.image);
+    free_vec(j->container.mounts);
+    free(j->container.workdir);
     agent_job_init(j);
 }
 
@@ -351,7 +355,7 @@ static const char *const job_fields[] = {
     "gpus",     "cpus",        "mem_mb",     "time_limit_ms", "signal",      "grace_ms",
     "nodelist", "node_rank",   "world_size", "master_addr",   "master_port", "array_index",
     "run",      "pids_max",    "secret_env", "array_id",      "slurm",       "lease_ms",
-    "tty",      "environment", "network",    "service",       NULL};
+    "tty",      "environment", "network",    "service",       "container",   NULL};
 
 static int parse_scalars(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
@@ -569,6 +573,52 @@ static int parse_network(const json_t *v, struct agent_job *j, struct proto_erro
     return net_job_parse(v, j->net, err);
 }
 
+/* "container": {"image": REF, "mounts": ["SRC:DST[:ro]"...], "workdir": PATH|null}, each
+ * read by protocol/container.c. */
+static int parse_container(const json_t *v, struct agent_job *j, struct proto_error *err)
+{
+    static const char *const fields[] = {"image", "mounts", "workdir", NULL};
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_object(v))
+        return bad(err, "job.container", "'job.container' must be an object");
+    struct proto_image_ref ref;
+    int rc = check_fields(v, fields, "job.container.", err);
+    const json_t *image = json_object_get(v, "image");
+    if (rc < 0)
+        return rc;
+    if (!json_is_string(image) || strlen(json_string_value(image)) != json_string_length(image))
+        return bad(err, "job.container.image", "'job.container.image' must be a string");
+    if ((rc = proto_image_ref_parse(json_string_value(image), "job.container.image", &ref, err)) <
+        0)
+        return rc;
+    const json_t *wd = json_object_get(v, "workdir");
+    if (wd && !json_is_null(wd) &&
+        (!json_is_string(wd) || !proto_container_path_ok(json_string_value(wd))))
+        return bad(err, "job.container.workdir",
+                   "'job.container.workdir' must be an absolute path");
+    json_t *mounts = json_array();
+    const json_t *m = json_object_get(v, "mounts");
+    if (m && !json_is_null(m) &&
+        (rc = proto_mounts_parse(m, "job.container.mounts", mounts, err)) < 0) {
+        json_decref(mounts);
+        return rc;
+    }
+    j->container.mounts = calloc(json_array_size(mounts) + 1, sizeof *j->container.mounts);
+    j->container.image = strdup(json_string_value(image));
+    if (wd && json_is_string(wd))
+        j->container.workdir = strdup(json_string_value(wd));
+    for (size_t i = 0; j->container.mounts && i < json_array_size(mounts); i++)
+        if ((j->container.mounts[i] = strdup(json_string_value(json_array_get(mounts, i)))))
+            j->container.nmounts++;
+    size_t n = json_array_size(mounts);
+    json_decref(mounts);
+    if (!j->container.mounts || !j->container.image || (size_t)j->container.nmounts != n ||
+        (wd && json_is_string(wd) && !j->container.workdir))
+        return -ENOMEM;
+    return 0;
+}
+
 int agent_job_parse(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
     agent_job_init(j);
@@ -598,7 +648,8 @@ int agent_job_parse(const json_t *o, struct agent_job *j, struct proto_error *er
         (rc = parse_nodelist(json_object_get(o, "nodelist"), j, err)) < 0 ||
         (rc = parse_slurm(json_object_get(o, "slurm"), j, err)) < 0 ||
         (rc = parse_environment(json_object_get(o, "environment"), j, err)) < 0 ||
-        (rc = parse_network(json_object_get(o, "network"), j, err)) < 0)
+        (rc = parse_network(json_object_get(o, "network"), j, err)) < 0 ||
+        (rc = parse_container(json_object_get(o, "container"), j, err)) < 0)
         goto out;
     int64_t aid = 0;
     if ((rc = get_int(o, "array_id", "job.", 0, INT64_MAX, &aid, false, err)) < 0 ||
@@ -717,6 +768,11 @@ json_t *agent_job_to_json(const struct agent_job *j)
             json_object_set_new(sv, "readiness", p);
         json_object_set_new(o, "service", sv);
     }
+    if (o && j->container.image)
+        json_object_set_new(o, "container",
+                            json_pack("{s:s,s:o,s:o}", "image", j->container.image, "mounts",
+                                      vec_json(j->container.mounts, false), "workdir",
+                                      str_or_null(j->container.workdir)));
     return o;
 }
 

@@ -116,6 +116,16 @@ struct agent_job {
      * key) and reused by every later job of that version; NULL when none. */
     char env_key[80];
     char *prepare;
+    /* The container the job runs in (docs/environments.md "Containers"): its image
+     * reference (protocol/container.h), NULL for a job on the node's own system; its
+     * mounts "SRC:DST[:ro]" (NULL-terminated, or NULL); the working directory inside it
+     * (NULL: the job's workdir). */
+    struct agent_container {
+        char *image;
+        char **mounts;
+        int nmounts;
+        char *workdir;
+    } container;
     /* A job read from sbatch options (docs/slurm.md): the batch script runs on the
      * first node only, with Slurm's environment; srun starts the tasks. */
     struct agent_slurm {

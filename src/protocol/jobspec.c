@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/container.h"
 #include "protocol/proto.h"
 #include "protocol/storage.h"
 #include "protocol/templates.h"
@@ -580,6 +581,47 @@ static int f_template(const json_t *v, int64_t now, struct proto_jobspec *j, str
     return rc;
 }
 
+/* "image": the container the job runs in (docs/environments.md "Containers"), kept as
+ * given; docketd resolves it with the template's at submit into "container". */
+static int f_image(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    struct proto_image_ref ref;
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+        return proto_errorf(e, 400, NULL, "image", "image must be a string");
+    int rc = proto_image_ref_parse(json_string_value(v), "image", &ref, e);
+    if (rc == 0)
+        json_object_set_new(j->extra, "image", json_string(json_string_value(v)));
+    return rc;
+}
+
+/* "mounts": ["SRC:DST[:ro]", ...] into the job's container, normalised. */
+static int f_mounts(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    json_t *out = json_array();
+    int rc = proto_mounts_parse(v, "mounts", out, e);
+    if (rc == 0)
+        json_object_set_new(j->extra, "mounts", out);
+    else
+        json_decref(out);
+    return rc;
+}
+
+/* "container_workdir": the working directory inside the container (Pyxis's
+ * --container-workdir); the job's workdir otherwise. */
+static int f_container_workdir(const json_t *v, int64_t now, struct proto_jobspec *j,
+                               struct proto_error *e)
+{
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_string(v) || !proto_container_path_ok(json_string_value(v)))
+        return proto_errorf(e, 400, NULL, "container_workdir",
+                            "container_workdir must be an absolute path without '..'");
+    json_object_set_new(j->extra, "container_workdir", json_string(json_string_value(v)));
+    return 0;
+}
+
 static const struct {
     const char *name;
     field_fn fn;
@@ -619,6 +661,9 @@ static const struct {
     {"tty", f_tty},
     {"template", f_template},
     {"storage", f_storage},
+    {"image", f_image},
+    {"mounts", f_mounts},
+    {"container_workdir", f_container_workdir},
 };
 
 void proto_jobspec_init(struct proto_jobspec *j)
@@ -895,6 +940,13 @@ int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out, struct p
     json_t *storage = json_object_get(stored, "storage");
     if (json_is_array(storage))
         json_object_set(out->extra, "storage", storage);
+    /* the container as given and as resolved at submit (absent in specs stored before) */
+    static const char *const container[] = {"image", "mounts", "container_workdir", "container"};
+    for (size_t i = 0; i < sizeof(container) / sizeof(container[0]); i++) {
+        json_t *v = json_object_get(stored, container[i]);
+        if (v && !json_is_null(v))
+            json_object_set(out->extra, container[i], v);
+    }
     return 0;
 fail:
     proto_jobspec_release(out);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/container.h"
 #include "protocol/templates.h"
 #include "util/str.h"
 
@@ -170,6 +171,29 @@ static int parse_text(const json_t *o, const char *key, size_t i, size_t max, js
     return 0;
 }
 
+/* image: a reference (protocol/container.h) or null; mounts: a list, [] when absent. */
+static int parse_container(const json_t *o, size_t i, json_t *doc, struct proto_error *err)
+{
+    char f[64];
+    const json_t *image = json_object_get(o, "image");
+    field_path(f, sizeof(f), i, "image");
+    if (image && !json_is_null(image)) {
+        struct proto_image_ref ref;
+        if (!json_is_string(image) || strlen(json_string_value(image)) != json_string_length(image))
+            return bad(err, i, "image", "must be a string");
+        int rc = proto_image_ref_parse(json_string_value(image), f, &ref, err);
+        if (rc < 0)
+            return rc;
+    }
+    json_object_set_new(doc, "image",
+                        image && !json_is_null(image) ? json_copy((json_t *)image) : json_null());
+    json_t *mounts = json_array();
+    json_object_set_new(doc, "mounts", mounts);
+    const json_t *m = json_object_get(o, "mounts");
+    field_path(f, sizeof(f), i, "mounts");
+    return m && !json_is_null(m) ? proto_mounts_parse(m, f, mounts, err) : 0;
+}
+
 static int parse_one(const json_t *o, size_t i, struct proto_template *t, struct proto_error *err)
 {
     static const char *const known[] = {"name",        "version", "owner",  "description", "env",
@@ -194,14 +218,6 @@ static int parse_one(const json_t *o, size_t i, struct proto_template *t, struct
     if (v && (rc = proto_get_int(v, f, 1, PROTO_TEMPLATE_VERSION_MAX, &version, err)) < 0)
         return rc;
     t->version = (int)version;
-    /* an image and its mounts need the container runtime of a later release: refused,
-     * not ignored */
-    static const char *const later[] = {"image", "mounts"};
-    for (size_t k = 0; k < 2; k++)
-        if (json_object_get(o, later[k]))
-            return bad(err, i, later[k],
-                       "is not supported yet: this Docket runs jobs without containers "
-                       "(docs/environments.md)");
     const json_t *owner = json_object_get(o, "owner");
     if (owner && (!json_is_string(owner) || !owner_ok(json_string_value(owner))))
         return bad(err, i, "owner", "must be \"site\", \"group:NAME\" or \"project:NAME\"");
@@ -219,7 +235,8 @@ static int parse_one(const json_t *o, size_t i, struct proto_template *t, struct
         (rc = parse_list(o, "classes", i, SCHED_MAX_CLASSES, class_name_ok, "class name", doc,
                          err)) < 0 ||
         (rc = parse_list(o, "default_for", i, PROTO_TEMPLATE_MAX_DEFAULTS, default_for_ok,
-                         "default (\"site\", \"project:NAME\" or \"class:NAME\")", doc, err)) < 0)
+                         "default (\"site\", \"project:NAME\" or \"class:NAME\")", doc, err)) < 0 ||
+        (rc = parse_container(o, i, doc, err)) < 0)
         return rc;
     return 0;
 }

@@ -1,8 +1,9 @@
 /*
  * templates.h - the `templates` section of the policy document (docs/environments.md):
  * named, versioned job environments (variables, `module load` lines, a setup script, a
- * prepare script built once per node and version, the classes that may use one, whom it
- * serves by default), owned by the
+ * prepare script built once per node and version, an image and default mounts for a
+ * container (protocol/container.h), the classes that may use one, whom it serves by
+ * default), owned by the
  * site, a group or a project. Read by proto_policy_parse with the rest of the document and
  * validated whole, every error naming its field ("templates[1].env.PATH"); written back by
  * proto_templates_json. A job's reference to one ("torch", "torch@3") is read here too.
@@ -36,7 +37,7 @@ struct proto_template {
     char name[PROTO_NAME_MAX];
     int version;
     json_t *doc; /* normalised: name, version, owner, description, env, modules, setup,
-                  * prepare, classes, default_for; owned */
+                  * prepare, classes, default_for, image, mounts; owned */
 };
 
 struct proto_templates {

@@ -22,7 +22,7 @@ void store_job_release(struct store_job *j)
     j->spec = j->alloc = j->exit = j->usage = NULL;
 }
 
-/* Binds ?1..?37; the UPDATE uses fewer (binding one a statement lacks does nothing). */
+/* Binds ?1..?38; the UPDATE uses fewer (binding one a statement lacks does nothing). */
 static void bind_job(struct db_stmt *s, const struct store_job *j)
 {
     db_bind_int64(s, 1, (int64_t)j->id);
@@ -62,6 +62,7 @@ static void bind_job(struct db_stmt *s, const struct store_job *j)
     store_bind_text(s, 35, j->selectors);
     db_bind_int64(s, 36, (int64_t)j->spec_id);
     store_bind_text(s, 37, j->template_ref);
+    store_bind_text(s, 38, j->image);
 }
 
 /* Fill j from the row; -EIO with st's message when the row holds a state this docketd
@@ -107,6 +108,7 @@ static int read_job(struct store *st, struct db_stmt *s, struct store_job *j)
     store_col_copy(s, 34, j->selectors, sizeof(j->selectors));
     j->spec_id = (uint64_t)db_column_int64(s, 35);
     store_col_copy(s, 36, j->template_ref, sizeof(j->template_ref));
+    store_col_copy(s, 37, j->image, sizeof(j->image));
     if (j->state < 0) {
         char m[96];
         snprintf(m, sizeof(m), "job %llu: unknown state '%.32s'", (unsigned long long)j->id,

