@@ -13,7 +13,10 @@
 #                                    chromium for the browser tests: the console, the sim pages,
 #                                    and the packaging tools below: tests/system/install.bats),
 #                                    e2fsprogs, util-linux and mount for the storage tests'
-#                                    loop-mounted ext4 images (mkfs.ext4, losetup, mount)
+#                                    loop-mounted ext4 images (mkfs.ext4, losetup, mount),
+#                                    crun, umoci, skopeo and busybox-static for the container
+#                                    tests (tests/system/containers.bats: images built here
+#                                    from busybox with umoci, run by crun; no network)
 #   scripts/install-deps.sh --package   the packaging tools only: dpkg-buildpackage with
 #                                    debhelper, lintian, systemd-analyze, logrotate, debootstrap
 #   scripts/install-deps.sh --list-test  print what --test installs, a package a line, and
@@ -28,7 +31,8 @@ build_pkgs=(build-essential pkg-config meson ninja-build
             libevent-dev libsqlite3-dev libpq-dev libjansson-dev libyaml-dev libssl-dev
             libcurl4-openssl-dev libbpf-dev curl jq)
 test_pkgs=(git libcmocka-dev bats parallel clang libclang-rt-14-dev libtsan2 clang-format sqlite3 bsdutils procps psmisc iproute2 nftables iperf3 python3
-           postgresql chromium haproxy e2fsprogs util-linux mount)
+           postgresql chromium haproxy e2fsprogs util-linux mount
+           crun umoci skopeo busybox-static)
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     build_pkgs+=(nodejs npm)
 fi

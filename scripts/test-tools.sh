@@ -6,7 +6,8 @@
 # was one) fails on every machine, not only on a fresh one.
 #
 # What a fresh root has: the packages of priority "required" (debootstrap's minbase), the
-# packages install-deps.sh names (its --list-test output) and what they depend on
+# packages install-deps.sh names (its --list-test output: crun, umoci and busybox-static
+# for the container tests among them) and what they depend on
 # (Depends and Pre-Depends; install-deps.sh installs without Recommends). node and npm
 # installed some other way than by a package are kept where install-deps.sh accepts them.
 # Prints the number of programs linked.

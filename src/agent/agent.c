@@ -509,7 +509,10 @@ struct agent *agent_create(const struct agent_config *cfg, char *err, size_t err
                                  .node_gpus = cfg->inv.ngpus,
                                  .gpu_minor = a->gpu_minor,
                                  .job_oom_score_adj = 500,
-                                 .nft = a->cfg.nft};
+                                 .nft = a->cfg.nft,
+                                 .oci_runtime = a->cfg.oci_runtime,
+                                 .image_cache_max_bytes = cfg->image_cache_max_bytes,
+                                 .gpu_dev_dir = a->cfg.gpu_dev_dir};
     controller_addr(a->cfg.controller, &a->sup.ctl_addr, &a->sup.ctl_port);
     for (int i = 0; i < cfg->inv.ngpus && i < INV_MAX_GPUS; i++)
         a->gpu_minor[i] = cfg->inv.gpus[i].minor;

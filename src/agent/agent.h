@@ -48,8 +48,11 @@ struct agent_config {
     int64_t node_pids_max;      /* pids.max of all jobs together, docket/NODE (0 = none) */
     int64_t job_mem_default_mb; /* memory limit of a job that names none (0 = none) */
     int service_port_lo, service_port_hi; /* --service-ports LO-HI: replicas' $PORT, 0 = none */
-    size_t max_queued_events; /* while the controller is away: usage samples dropped past it */
-    json_t *labels;           /* object of strings (owned by the config user) */
+    size_t max_queued_events;      /* while the controller is away: usage samples dropped past it */
+    char oci_runtime[PATH_MAX];    /* containers' OCI runtime: crun or its path ("" = crun) */
+    int64_t image_cache_max_bytes; /* the cap on STATE_DIR/images (0 = none) */
+    char gpu_dev_dir[PATH_MAX];    /* where the GPUs' device nodes are ("" = /dev) */
+    json_t *labels;                /* object of strings (owned by the config user) */
     struct inventory inv;
 };
 

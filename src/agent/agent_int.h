@@ -65,8 +65,8 @@ struct ajob {
     bool net;           /* it runs under network rules: its refusals are sampled (supnet.h) */
     bool step_reported; /* its step host's port went to docketd */
     bool prep_reported; /* its template's prepare (supwarm.c) went to docketd */
-    char prep_key[80];  /* ... for NAME@VERSION: "prepared" goes once set-up is done */
-    int port;           /* a service replica's port (probe.c), 0: none */
+    char prep_key[AGENT_MESSAGE_MAX + 1]; /* NAME@VERSION or "image REF": "prepared" once set up */
+    int port;                             /* a service replica's port (probe.c), 0: none */
     struct ajob *next;
 };
 

@@ -89,6 +89,12 @@ static const char usage_text[] =
     "                          memory offered, --mem or MemTotal); 0 for none\n"
     "  --max-queued-events N   events kept while the controller is away; past it the\n"
     "                          oldest usage samples are dropped (default 10000)\n"
+    "  --oci-runtime RUNTIME   the OCI runtime of jobs with an image: crun (default), runc\n"
+    "                          or a path (docs/environments.md \"Containers\")\n"
+    "  --image-cache-max SIZE  the unpacked images kept in STATE_DIR/images, least recently\n"
+    "                          used removed first, never one in use (default 20G; 0: no cap)\n"
+    "  --gpu-dev-dir DIR       where the GPUs' device nodes nvidiaN are, for containers\n"
+    "                          (default /dev)\n"
     "  --log-level LEVEL       debug, info, warn, error (default info)\n"
     "  --log-file PATH         log here instead of stderr\n"
     "  --config FILE           YAML with the same keys (controller, join_token, name, gpus,\n"
@@ -149,6 +155,9 @@ enum opt {
     O_PIDRES,
     O_MEMDEF,
     O_MAXEV,
+    O_OCI,
+    O_IMGMAX,
+    O_GPUDEV,
     O_LOGLEVEL,
     O_LOGFILE,
     O_CONFIG,
@@ -192,6 +201,9 @@ static const struct option longopts[] = {
     {"node-pids-reserve", 1, NULL, O_PIDRES},
     {"job-mem-default", 1, NULL, O_MEMDEF},
     {"max-queued-events", 1, NULL, O_MAXEV},
+    {"oci-runtime", 1, NULL, O_OCI},
+    {"image-cache-max", 1, NULL, O_IMGMAX},
+    {"gpu-dev-dir", 1, NULL, O_GPUDEV},
     {"log-level", 1, NULL, O_LOGLEVEL},
     {"log-file", 1, NULL, O_LOGFILE},
     {"config", 1, NULL, O_CONFIG},
@@ -411,6 +423,13 @@ static int build_config(struct settings *s, struct agent_config *c)
     if (v[O_LOGLIMIT] && (parse_size_mb(v[O_LOGLIMIT], &mb) < 0 || mb <= 0))
         return die("bad --log-limit '%s' (e.g. 512M)", v[O_LOGLIMIT]);
     c->log_limit_bytes = mb * 1024 * 1024;
+    int64_t img_mb = 20 * 1024;
+    if (v[O_IMGMAX] && (parse_size_mb(v[O_IMGMAX], &img_mb) < 0 || img_mb < 0))
+        return die("bad --image-cache-max '%s' (e.g. 50G, 0 for no cap)", v[O_IMGMAX]);
+    c->image_cache_max_bytes = img_mb * 1024 * 1024;
+    if ((v[O_OCI] && str_copy(c->oci_runtime, sizeof c->oci_runtime, v[O_OCI]) < 0) ||
+        (v[O_GPUDEV] && str_copy(c->gpu_dev_dir, sizeof c->gpu_dev_dir, v[O_GPUDEV]) < 0))
+        return die("--oci-runtime or --gpu-dev-dir %s", "is too long");
     c->pids_max = 8192;
     if (v[O_PIDS] && parse_int64(v[O_PIDS], 0, INT32_MAX, &c->pids_max) < 0)
         return die("bad --job-pids-max '%s' (a number, 0 for no limit)", v[O_PIDS]);

@@ -10,6 +10,7 @@
  *   supenv.c      the job's environment and output paths
  *   supcap.c      the job's default output files kept to the node's log limit
  *   suptty.c      an interactive session's PTY, served on JOBDIR/tty.sock
+ *   supoci.c      a job in a container: its image (imgcache.c), bundle and OCI runtime
  * See supervisor.h and docs/agent.md.
  */
 #ifndef DOCKET_AGENT_SUP_INT_H
@@ -63,6 +64,7 @@ struct sup {
     int net_fd;          /* the job's network namespace (supnet.h), entered by the child; -1 */
     bool net_made;       /* its namespace, veth and rules exist: removed at the end */
     struct sup_tty *tty; /* an interactive session's terminal (suptty.c), or NULL */
+    struct sup_oci *oci; /* a container job's image and runtime (supoci.c), or NULL */
 };
 
 /* suptty.c: an interactive session (job.tty_idle_ms > 0). prepare opens the PTY, the
@@ -98,6 +100,9 @@ void sup_reap_all(void);
  * after): its directory into dir ("" when the job has none). 0, or an error for the
  * job's launch (the prepare's log then on the job's stderr). */
 int sup_warm_environment(struct sup *s, char *dir, size_t dirlen, char *err, size_t errlen);
+/* Whether the agent asked the job to stop (a ctl.* file naming kill or signal) before it
+ * runs: a long preparation stops for it. */
+bool sup_stop_asked(const struct sup *s);
 
 /* suplaunch.c */
 /* Set the job up and start it; s->leader is its pid. 0, or -errno with `err`. */

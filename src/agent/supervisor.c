@@ -29,6 +29,7 @@
 
 #include "agent/sup_int.h"
 #include "agent/supnet.h"
+#include "agent/supoci.h"
 #include "util/clock.h"
 #include "util/dbuf.h"
 #include "util/str.h"
@@ -361,6 +362,7 @@ static void finish(struct sup *s, bool launched)
             s->st.exit_kind = AGENT_EXIT_CODE;
             s->st.exit_code = WEXITSTATUS(st);
         }
+        sup_oci_exit(s); /* a container's runtime that failed before the job ran */
         /* a fenced job did not end, the node lost it: whatever its exit, the controller
          * must treat it as lost (requeued where allowed), never as completed */
         if (s->fenced)

@@ -53,6 +53,12 @@ struct sup_config {
     const char *nft;
     uint32_t ctl_addr;
     int ctl_port;
+    /* containers (docs/environments.md "Containers"): the OCI runtime (crun, runc or a
+     * path; NULL = crun), the cap on STATE_DIR/images (0 = none), where the GPUs' device
+     * nodes are (NULL = /dev) */
+    const char *oci_runtime;
+    int64_t image_cache_max_bytes;
+    const char *gpu_dev_dir;
 };
 
 struct sup_state {

@@ -27,6 +27,7 @@
 #include "agent/pathopen.h"
 #include "agent/sup_int.h"
 #include "agent/supnet.h"
+#include "agent/supoci.h"
 #include "util/dbuf.h"
 #include "util/str.h"
 
@@ -192,7 +193,7 @@ static bool has_environment(const struct agent_job *j)
     return j->nmodules > 0 || j->setup;
 }
 
-static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **env)
+static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **env, char **argv)
 {
     char what[PATH_MAX + 64];
     sigset_t none;
@@ -223,7 +224,7 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
      * CAP_NET_ADMIN there, so it can neither change its links nor lift its cap */
     if (s->net_fd >= 0 && setns(s->net_fd, CLONE_NEWNET) < 0)
         child_fail(pfd, "cannot enter the job's network namespace", errno);
-    if (geteuid() == 0) {
+    if (geteuid() == 0 && !s->oci) { /* a container's runtime does it, from its config */
         /* the order matters: groups, then gid, then uid; each checked */
         if (setgroups((size_t)s->ngroups, s->groups) < 0)
             child_fail(pfd, "setgroups", errno);
@@ -237,7 +238,7 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
     const char *wd = s->j->workdir && *s->j->workdir ? s->j->workdir : (s->home[0] ? s->home : "/");
     if (sup_tty_workdir(s))
         wd = sup_tty_workdir(s);
-    if (chdir(wd) < 0) {
+    if (!s->oci && chdir(wd) < 0) {
         snprintf(what, sizeof what, "cannot enter working directory '%s'", wd);
         child_fail(pfd, what, errno);
     }
@@ -263,50 +264,75 @@ static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **
     if (pfd > first_closed)
         close_range((unsigned)first_closed, (unsigned)pfd - 1, 0);
     close_range((unsigned)pfd + 1, ~0U, 0);
-    int nargs = 0;
-    while (s->j->slurm.args && s->j->slurm.args[nargs])
-        nargs++;
-    char *sh_argv[nargs + 3];
-    char **argv = s->j->argv;
+    if (s->oci) {
+        int rc = sup_oci_exec(s);
+        child_fail(pfd, "cannot run the OCI runtime", -rc);
+    }
+    execvpe(argv[0], argv, env);
+    snprintf(what, sizeof what, "cannot execute '%s'", argv[0]);
+    child_fail(pfd, what, errno);
+}
+
+/* The job's command line: its argv or its script; on another node of a Slurm-style job
+ * srun's step host or a holder; behind the template's environment script when it has
+ * one. Made before the spawn (the child allocates nothing). */
+struct job_cmd {
+    char **argv;
+    char script[PATH_MAX + 64], step_host[PATH_MAX + 32], env_path[PATH_MAX + 32];
+    char *host_argv[3];
+    char **sh;      /* a script's: its shell, the script, its arguments (malloc'd), or NULL */
+    char **wrapped; /* malloc'd, or NULL */
+};
+
+static int job_cmd_make(struct sup *s, struct job_cmd *c)
+{
     /* a Slurm-style job's batch script runs on the first node only; the others run srun's
      * step host (srun.c), or without the CLI only hold the allocation (ignoring the
      * --signal warnings meant for the steps), until the job ends */
     static char *hold_argv[] = {
         "/bin/sh", "-c", "trap '' USR1 USR2 HUP INT; while :; do sleep 86400 & wait $!; done",
         NULL};
-    char step_host[PATH_MAX + 32];
-    char *host_argv[] = {step_host, "--docket-step-host", NULL};
-    snprintf(step_host, sizeof step_host, "%s/.slurm-bin/srun", s->scratch);
-    if ((s->j->slurm.on || s->j->tty_idle_ms > 0) && s->j->node_rank > 0)
-        argv = s->step_fd >= 0 ? host_argv : hold_argv;
-    if (!argv) {
-        snprintf(what, sizeof what, "%s/.docket_script", s->scratch);
+    c->wrapped = NULL;
+    c->sh = NULL;
+    c->argv = s->j->argv;
+    snprintf(c->step_host, sizeof c->step_host, "%s/.slurm-bin/srun", s->scratch);
+    c->host_argv[0] = c->step_host;
+    c->host_argv[1] = "--docket-step-host";
+    c->host_argv[2] = NULL;
+    bool other_node = (s->j->slurm.on || s->j->tty_idle_ms > 0) && s->j->node_rank > 0;
+    if (other_node)
+        c->argv = s->step_fd >= 0 ? c->host_argv : hold_argv;
+    if (!c->argv) {
+        snprintf(c->script, sizeof c->script, "%s/.docket_script", s->scratch);
         bool shebang = strncmp(s->j->script, "#!", 2) == 0;
+        int nargs = 0;
+        while (s->j->slurm.args && s->j->slurm.args[nargs])
+            nargs++;
+        if (!(c->sh = calloc((size_t)nargs + 3, sizeof *c->sh)))
+            return -ENOMEM;
         int k = 0;
         if (!shebang)
-            sh_argv[k++] = "/bin/sh";
-        sh_argv[k++] = what;
+            c->sh[k++] = "/bin/sh";
+        c->sh[k++] = c->script;
         for (int i = 0; i < nargs; i++) /* sbatch job.sh ARG...: the script's $1 ... */
-            sh_argv[k++] = s->j->slurm.args[i];
-        sh_argv[k] = NULL;
-        argv = sh_argv;
+            c->sh[k++] = s->j->slurm.args[i];
+        c->sh[k] = NULL;
+        c->argv = c->sh;
     }
     /* a template's modules and setup run first, in a shell that then execs the job */
+    if (!has_environment(s->j) || other_node)
+        return 0;
     int argc = 0;
-    while (argv[argc])
+    while (c->argv[argc])
         argc++;
-    char env_path[PATH_MAX + 32];
-    char *wrapped[argc + 3];
-    if (has_environment(s->j) && argv != host_argv && argv != hold_argv) {
-        snprintf(env_path, sizeof env_path, "%s/.docket_env", s->scratch);
-        wrapped[0] = "/bin/sh";
-        wrapped[1] = env_path;
-        memcpy(wrapped + 2, argv, sizeof(char *) * ((size_t)argc + 1));
-        argv = wrapped;
-    }
-    execvpe(argv[0], argv, env);
-    snprintf(what, sizeof what, "cannot execute '%s'", argv[0]);
-    child_fail(pfd, what, errno);
+    if (!(c->wrapped = calloc((size_t)argc + 3, sizeof *c->wrapped)))
+        return -ENOMEM;
+    snprintf(c->env_path, sizeof c->env_path, "%s/.docket_env", s->scratch);
+    c->wrapped[0] = "/bin/sh";
+    c->wrapped[1] = c->env_path;
+    memcpy(c->wrapped + 2, c->argv, sizeof(char *) * ((size_t)argc + 1));
+    c->argv = c->wrapped;
+    return 0;
 }
 
 /* A file of the scratch directory, new (anything already there is refused, never
@@ -669,13 +695,14 @@ struct child_args {
     struct sup *s;
     int p[2];
     char **env;
+    char **argv;
 };
 
 static int child_main(void *arg)
 {
     struct child_args *ca = arg;
     close(ca->p[0]);
-    child_exec(ca->s, ca->p[1], ca->env);
+    child_exec(ca->s, ca->p[1], ca->env, ca->argv);
 }
 
 /* The job's process. Outside sanitizer builds it shares our memory until its exec
@@ -714,9 +741,9 @@ static pid_t spawn_into_group(struct sup *s, struct child_args *ca)
     return 0;
 }
 
-static pid_t spawn_child(struct sup *s, int p[2], char **env)
+static pid_t spawn_child(struct sup *s, int p[2], char **env, char **argv)
 {
-    struct child_args ca = {s, {p[0], p[1]}, env};
+    struct child_args ca = {s, {p[0], p[1]}, env, argv};
     pid_t into = spawn_into_group(s, &ca);
     if (into > 0)
         return into;
@@ -740,6 +767,8 @@ int sup_launch_job(struct sup *s, char *err, size_t errlen)
         rc = open_step_socket(s, err, errlen);
     if (rc == 0)
         rc = sup_warm_environment(s, env_dir, sizeof env_dir, err, errlen);
+    if (rc == 0 && sup_oci_wanted(s)) /* its image, made ready and held while it runs */
+        rc = sup_oci_image(s, err, errlen);
     /* an interactive session's terminal is its first node's (docs/interactive.md) */
     if (rc == 0 && s->j->tty_idle_ms > 0 && s->j->node_rank == 0 &&
         (rc = sup_tty_prepare(s, err, errlen)) == 0)
@@ -751,13 +780,31 @@ int sup_launch_job(struct sup *s, char *err, size_t errlen)
     sup_save(s);
     char **env = sup_build_env(s->j, s->c->node, s->user, s->home[0] ? s->home : NULL,
                                s->shell[0] ? s->shell : NULL, s->scratch, env_dir);
+    struct job_cmd cmd = {.sh = NULL, .wrapped = NULL};
+    if (!env || job_cmd_make(s, &cmd) < 0) {
+        free(cmd.sh);
+        sup_env_free(env);
+        sup_errf(err, errlen, "cannot launch: out of memory");
+        return -ENOMEM;
+    }
+    /* a job with an image: its bundle, run by the OCI runtime (supoci.c) */
+    if (s->oci && (rc = sup_oci_bundle(s, cmd.argv, env, err, errlen)) < 0) {
+        free(cmd.wrapped);
+        free(cmd.sh);
+        sup_env_free(env);
+        return rc;
+    }
     int p[2];
-    if (!env || pipe2(p, O_CLOEXEC) < 0) {
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        free(cmd.wrapped);
+        free(cmd.sh);
         sup_env_free(env);
         sup_errf(err, errlen, "cannot launch: %s", strerror(errno));
         return -errno;
     }
-    pid_t pid = spawn_child(s, p, env);
+    pid_t pid = spawn_child(s, p, env, cmd.argv);
+    free(cmd.wrapped);
+    free(cmd.sh);
     if (s->tty)
         sup_tty_spawned(s);
     if (s->step_fd >= 0) { /* the step host's now */

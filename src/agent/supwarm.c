@@ -52,7 +52,7 @@ static void say(int fd, const char *line)
 /* Whether the agent asked this job to stop (a ctl.* command naming kill or signal, which
  * the supervisor reads only once the job is launched): a cancel must not wait for a long
  * prepare to end. */
-static bool stop_asked(const struct sup *s)
+bool sup_stop_asked(const struct sup *s)
 {
     DIR *d = opendir(s->dir);
     struct dirent *e;
@@ -93,7 +93,7 @@ static int wait_prepare(struct sup *s, pid_t pid)
         if (w < 0 && errno != EINTR)
             return -errno;
         sigtimedwait(&set, NULL, &tick);
-        if (!killed && stop_asked(s)) {
+        if (!killed && sup_stop_asked(s)) {
             sup_log("job %llu: stopped while preparing %s", (unsigned long long)s->j->id,
                     s->j->env_key);
             kill(-pid, SIGKILL);
