@@ -1190,7 +1190,7 @@ static const struct {
     {"begin_ms", true},   {"array", true},       {"secrets", true},        {"template", true},
     {"storage", true},    {"array_id", false},   {"array_index", false},   {"preempt_count", false},
     {"preemptor", false}, {"allocation", false}, {"exit", false},          {"usage", false},
-    {"network", false},   {"hidden", false}};
+    {"network", false},   {"container", true},   {"image", true},          {"hidden", false}};
 
 /* "id,state,gpus" -> a set of member names, every one known (-EINVAL naming it otherwise);
  * *spec says whether one of them needs the stored spec. */
