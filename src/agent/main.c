@@ -89,8 +89,8 @@ static const char usage_text[] =
     "                          memory offered, --mem or MemTotal); 0 for none\n"
     "  --max-queued-events N   events kept while the controller is away; past it the\n"
     "                          oldest usage samples are dropped (default 10000)\n"
-    "  --oci-runtime RUNTIME   the OCI runtime of jobs with an image: crun (default), runc\n"
-    "                          or a path (docs/environments.md \"Containers\")\n"
+    "  --oci-runtime RUNTIME   the OCI runtime of jobs with an image: crun (default) or\n"
+    "                          the path of a crun (docs/environments.md \"Containers\")\n"
     "  --image-cache-max SIZE  the unpacked images kept in STATE_DIR/images, least recently\n"
     "                          used removed first, never one in use (default 20G; 0: no cap)\n"
     "  --gpu-dev-dir DIR       where the GPUs' device nodes nvidiaN are, for containers\n"
@@ -430,6 +430,13 @@ static int build_config(struct settings *s, struct agent_config *c)
     if ((v[O_OCI] && str_copy(c->oci_runtime, sizeof c->oci_runtime, v[O_OCI]) < 0) ||
         (v[O_GPUDEV] && str_copy(c->gpu_dev_dir, sizeof c->gpu_dev_dir, v[O_GPUDEV]) < 0))
         return die("--oci-runtime or --gpu-dev-dir %s", "is too long");
+    /* runc manages the container's cgroup itself: in the job's own group it freezes the
+     * group it runs in (and removes it at the end), so it cannot keep the job's limits */
+    const char *rt = strrchr(c->oci_runtime, '/');
+    if (strcmp(rt ? rt + 1 : c->oci_runtime, "runc") == 0)
+        return die("--oci-runtime %s: runc cannot run a container inside the job's own cgroup; "
+                   "use crun",
+                   c->oci_runtime);
     c->pids_max = 8192;
     if (v[O_PIDS] && parse_int64(v[O_PIDS], 0, INT32_MAX, &c->pids_max) < 0)
         return die("bad --job-pids-max '%s' (a number, 0 for no limit)", v[O_PIDS]);

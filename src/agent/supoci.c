@@ -34,9 +34,8 @@
 struct sup_oci {
     struct img_use img;
     char runtime[PATH_MAX]; /* the runtime's executable */
-    bool is_crun;
-    bool hybrid;        /* cgroup v1 with an empty v2 tree beside it: crun refuses that view */
-    char dir[PATH_MAX]; /* JOBDIR/oci: the bundle */
+    bool hybrid;            /* cgroup v1 with an empty v2 tree beside it: crun refuses that view */
+    char dir[PATH_MAX];     /* JOBDIR/oci: the bundle */
     char pid_file[PATH_MAX + 8], log_file[PATH_MAX + 16], state[PATH_MAX + 8];
     char id[64];
     char log_opt[PATH_MAX + 32], root_opt[PATH_MAX + 16];
@@ -194,13 +193,9 @@ static void runtime_argv(struct sup_oci *o)
     int n = 0;
     o->argv[n++] = o->runtime;
     o->argv[n++] = o->root_opt;
-    if (o->is_crun) {
-        /* the container stays in the job's cgroup, where the supervisor put us */
-        o->argv[n++] = "--cgroup-manager=disabled";
-        snprintf(o->log_opt, sizeof o->log_opt, "--log=file:%s", o->log_file);
-    } else {
-        snprintf(o->log_opt, sizeof o->log_opt, "--log=%s", o->log_file);
-    }
+    /* the container stays in the job's cgroup, where the supervisor put us */
+    o->argv[n++] = "--cgroup-manager=disabled";
+    snprintf(o->log_opt, sizeof o->log_opt, "--log=file:%s", o->log_file);
     o->argv[n++] = o->log_opt;
     o->argv[n++] = "run";
     o->argv[n++] = "--pid-file";
@@ -253,6 +248,13 @@ static void base_mounts(json_t *m)
             add_bind(m, etc[i], etc[i], true);
 }
 
+/* A device node of the node at dst (a GPU's, or the driver's), when the node has it. */
+static void add_device(json_t *m, const char *src, const char *dst)
+{
+    if (access(src, F_OK) == 0)
+        add_mount(m, dst, "bind", src, "bind,nosuid");
+}
+
 /* The job's GPUs' device nodes (and the driver's shared ones), from the node's device
  * directory; no other GPU's node exists in the container. */
 static void gpu_mounts(const struct sup *s, json_t *m)
@@ -266,16 +268,14 @@ static void gpu_mounts(const struct sup *s, json_t *m)
         int minor = s->c->gpu_minor && g >= 0 && g < s->c->node_gpus ? s->c->gpu_minor[g] : g;
         snprintf(src, sizeof src, "%s/nvidia%d", dev, minor);
         snprintf(dst, sizeof dst, "/dev/nvidia%d", minor);
-        if (access(src, F_OK) == 0)
-            add_mount(m, dst, "bind", src, "bind,nosuid");
+        add_device(m, src, dst);
     }
     static const char *const shared[] = {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
                                          "nvidia-modeset"};
     for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++) {
         snprintf(src, sizeof src, "%s/%s", dev, shared[i]);
         snprintf(dst, sizeof dst, "/dev/%s", shared[i]);
-        if (access(src, F_OK) == 0)
-            add_mount(m, dst, "bind", src, "bind,nosuid");
+        add_device(m, src, dst);
     }
 }
 
@@ -398,7 +398,7 @@ static json_t *process_json(struct sup *s, char *const *argv, char *const *env)
                      "noNewPrivileges", true);
 }
 
-static json_t *linux_json(const struct sup *s)
+static json_t *linux_json(void)
 {
     json_t *l = json_pack("{s:[{s:s},{s:s},{s:s}],s:[s,s,s,s,s,s,s,s,s,s],s:[s,s,s,s,s]}",
                           "namespaces", "type", "mount", "type", "ipc", "type", "uts",
@@ -406,11 +406,6 @@ static json_t *linux_json(const struct sup *s)
                           "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
                           "/proc/sched_debug", "/sys/firmware", "/proc/scsi", "readonlyPaths",
                           "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger");
-    if (!s->oci->is_crun && s->use_cg) { /* runc joins the job's groups by their path */
-        char cg[PATH_MAX];
-        snprintf(cg, sizeof cg, "/docket/%s/job_%llu", s->c->node, (unsigned long long)s->j->id);
-        json_object_set_new(l, "cgroupsPath", json_string(cg));
-    }
     return l;
 }
 
@@ -433,7 +428,7 @@ static int write_config(struct sup *s, char *const *argv, char *const *env, char
     json_t *cfg =
         json_pack("{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:o}", "ociVersion", "1.0.2", "process",
                   process_json(s, argv, env), "root", "path", s->oci->img.rootfs, "readonly", true,
-                  "hostname", s->c->node, "mounts", mounts, "linux", linux_json(s));
+                  "hostname", s->c->node, "mounts", mounts, "linux", linux_json());
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/config.json", s->oci->dir);
     rc = cfg && json_dump_file(cfg, path, JSON_COMPACT) == 0 ? 0 : -EIO;
@@ -455,9 +450,7 @@ int sup_oci_image(struct sup *s, char *err, size_t errlen)
         sup_errf(err, errlen, "the OCI runtime '%s' is not installed on this node", name);
         return -ENOENT;
     }
-    const char *base = strrchr(o->runtime, '/');
-    o->is_crun = strstr(base ? base + 1 : o->runtime, "crun") != NULL;
-    o->hybrid = o->is_crun && hybrid_cgroups();
+    o->hybrid = hybrid_cgroups();
     snprintf(o->dir, sizeof o->dir, "%s/oci", s->dir);
     snprintf(o->pid_file, sizeof o->pid_file, "%s/pid", o->dir);
     snprintf(o->log_file, sizeof o->log_file, "%s/runtime.log", o->dir);
@@ -510,11 +503,7 @@ static void runtime_error(const struct sup_oci *o, char *out, size_t len)
     if (f)
         fclose(f);
     line[strcspn(line, "\n")] = '\0';
-    /* runc logs JSON lines: the text is in "msg" */
-    json_t *j = line[0] == '{' ? json_loads(line, 0, NULL) : NULL;
-    const char *msg = json_string_value(json_object_get(j, "msg"));
-    snprintf(out, len, "the OCI runtime failed before the job ran: %s", msg ? msg : line);
-    json_decref(j);
+    snprintf(out, len, "the OCI runtime failed before the job ran: %s", line);
 }
 
 void sup_oci_exit(struct sup *s)

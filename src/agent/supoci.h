@@ -3,7 +3,7 @@
  * its image made ready in the node's cache (imgcache.h) and held while it runs, an OCI
  * bundle JOBDIR/oci written (config.json: the job's argv, env, user and groups, working
  * directory, mounts, only its GPUs' device nodes, no capabilities, no new privileges),
- * and the job's child exec'ing the OCI runtime (crun or runc, from Debian) on it. The
+ * and the job's child exec'ing the OCI runtime (crun, from Debian) on it. The
  * container shares the job's cgroup (crun --cgroup-manager=disabled), PID and network
  * namespaces, so limits, accounting, reclaim and signals work as for a bare job.
  * Private to the supervisor; see sup_int.h.

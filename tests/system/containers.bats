@@ -316,3 +316,9 @@ EOF
     wait_for 60 ended "$id"
     [[ $("$DOCKET" show "$id" --json | jq -r .job.exit.message) == *"user 'nobody' cannot read"* ]]
 }
+
+@test "runc is refused at the agent's start: it cannot stay in the job's cgroup" {
+    run -2 "$AGENT_BIN" --controller "http://127.0.0.1:$PORT" --join-token x --name "$PREFIX-r" \
+        --state-dir "$T/agent-r" --oci-runtime /usr/sbin/runc
+    [[ $output == *"runc cannot run a container inside the job's own cgroup; use crun"* ]]
+}
