@@ -164,6 +164,11 @@ digest_of() { # TAG
     [[ $(api_refused '{"image": "oci-layout:relative:tag"}') == "image: "*"absolute path"* ]]
     run -2 "$DOCKET" submit --image /no/scheme -- true
     [[ $output == *"bad image"* ]]
+    # a #DOCKET --image line (the script itself runs in the image: its shebang is /bin/sh)
+    printf '#!/bin/sh\n#DOCKET --image oci-layout:%s:other\ncat /marker\n' "$IMG" >"$W/boxed.sh"
+    id=$(submit_cli "$W/boxed.sh")
+    done_ok "$id"
+    [ "$("$DOCKET" logs "$id")" = other ]
 }
 
 submit_cli() {
