@@ -65,7 +65,8 @@ static void copy_spec_fields(json_t *o, const json_t *spec, const json_t *want)
     }
     /* the image it runs in, its own or its template's (docs/environments.md) */
     json_t *image = json_object_get(json_object_get(spec, "container"), "image");
-    json_object_set(o, "image", json_is_string(image) ? image : json_null());
+    if (!want || json_object_get(want, "image"))
+        json_object_set(o, "image", json_is_string(image) ? image : json_null());
 }
 
 void ctl_env_redact(json_t *env)

@@ -127,6 +127,9 @@ digest_of() { # TAG
     [ "${lines[5]}" = ro ]       # the image is shared: read-only
     run -0 "$DOCKET" show "$id" --json
     [ "$(jq -r .job.image <<<"$output")" = "oci-layout:$IMG:bb" ]
+    body=$(ctl_get "/v1/jobs?state=terminal&fields=id,image&limit=1000")
+    [ "$(jq -r --argjson id "$id" '.jobs[] | select(.id == $id) | .image' <<<"$body")" = "oci-layout:$IMG:bb" ]
+    [ "$(jq -c '[.jobs[0] | keys[]]' <<<"$body")" = '["id","image"]' ]
 }
 
 @test "a job sees only its own GPUs' device nodes, and CUDA_VISIBLE_DEVICES names them" {
