@@ -17,8 +17,9 @@ const char cmd_templates_usage[] =
     "       docket templates show NAME[@VERSION] [--json]\n"
     "\n"
     "The environment templates a job can run with (--template NAME[@VERSION], or its\n"
-    "project's or class's default): variables, module lines, a setup script and a\n"
-    "prepare script built once per node and version, owned by the site, a group or a\n"
+    "project's or class's default): variables, module lines, a setup script, a\n"
+    "prepare script built once per node and version, an image to run in and its\n"
+    "mounts, owned by the site, a group or a\n"
     "project. `show` prints one (its latest version unless @VERSION). Admins change\n"
     "them in the policy file: docket apply -f policy.yaml (docs/environments.md).\n";
 
@@ -108,6 +109,12 @@ static void show_print(struct cli *c, const json_t *t)
     dbuf_reset(&b);
     joined(json_object_get(t, "modules"), "-", &b);
     field(c, "modules", b.data);
+    if (jstr(t, "image")[0]) { /* its jobs' container (docs/environments.md) */
+        field(c, "image", jstr(t, "image"));
+        dbuf_reset(&b);
+        joined(json_object_get(t, "mounts"), "-", &b);
+        field(c, "mounts", b.data);
+    }
     json_object_foreach(json_object_get(t, "env"), k, v) {
         dbuf_reset(&b);
         dbuf_printf(&b, "%s=%s", k, json_string_value(v));

@@ -148,6 +148,9 @@ digest_of() { # TAG
 }
 
 @test "a template's image and mounts; mounts and images refused at submit with the field" {
+    run -0 "$DOCKET" templates show boxed
+    [[ $output == *"image"*"oci-layout:$IMG:bb"* ]]
+    [[ $output == *"mounts"*"$T/shared:/shared:ro"* ]]
     id=$(submit_cli --template boxed -- sh -c 'echo $IMAGE_VAR $FROM_TEMPLATE; cat /shared/readme; touch /shared/x 2>/dev/null || echo ro')
     done_ok "$id"
     mapfile -t lines < <("$DOCKET" logs "$id")
