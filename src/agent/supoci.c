@@ -54,8 +54,9 @@ bool sup_oci_wanted(const struct sup *s)
 /* ---- the job's user's view of the node -------------------------------------------------- */
 
 /* Open path as the job's user (its fsuid, fsgid and groups), never through a symbolic
- * link: what a mount's source or an image layout may be, the user may read. */
-static int open_as_user(const struct sup *s, const char *path, int flags)
+ * link unless `follow`: what a mount's source or an image layout may be, the user may
+ * read. */
+static int open_as_user(const struct sup *s, const char *path, int flags, bool follow)
 {
     bool root = geteuid() == 0;
     gid_t saved[256];
@@ -73,7 +74,10 @@ static int open_as_user(const struct sup *s, const char *path, int flags)
             return -EPERM;
         }
     }
-    int fd = path_open_nofollow(path, flags | O_CLOEXEC, 0);
+    int fd =
+        follow ? open(path, flags | O_CLOEXEC) : path_open_nofollow(path, flags | O_CLOEXEC, 0);
+    if (follow && fd < 0)
+        fd = -errno;
     if (root) {
         setfsuid(0);
         setfsgid(0);
@@ -130,7 +134,7 @@ static int check_layout(struct sup *s, char *err, size_t errlen)
     if (r.kind != PROTO_IMAGE_OCI_LAYOUT)
         return 0;
     snprintf(index, sizeof index, "%s/index.json", r.path);
-    int fd = open_as_user(s, index, O_RDONLY | O_NONBLOCK);
+    int fd = open_as_user(s, index, O_RDONLY | O_NONBLOCK, true);
     if (fd < 0) {
         sup_errf(err, errlen, "image %s: user '%s' cannot read '%s': %s", s->j->container.image,
                  s->user, index, strerror(-fd));
@@ -309,7 +313,7 @@ static int job_mounts(struct sup *s, json_t *m, char *err, size_t errlen)
             sup_errf(err, errlen, "%s", pe.message);
             return -EINVAL;
         }
-        int fd = open_as_user(s, pm.src, O_PATH);
+        int fd = open_as_user(s, pm.src, O_PATH, false);
         struct stat sb;
         /* O_PATH opens a link itself rather than fail on it: refused here */
         if (fd >= 0 && (fstat(fd, &sb) < 0 || S_ISLNK(sb.st_mode))) {
@@ -415,7 +419,20 @@ static int write_config(struct sup *s, char *const *argv, char *const *env, char
     json_t *mounts = json_array();
     base_mounts(mounts);
     gpu_mounts(s, mounts);
-    same_path(mounts, s->j->workdir && *s->j->workdir ? s->j->workdir : s->home);
+    /* the working directory as the job's user reaches it on the node: a bind mount would
+     * otherwise skip the directories above it that the user may not pass */
+    const char *wd = s->j->workdir && *s->j->workdir ? s->j->workdir : s->home;
+    int fd = wd[0] == '/' ? open_as_user(s, wd, O_PATH | O_DIRECTORY, true) : -ENOENT;
+    if (fd < 0 && s->j->workdir && *s->j->workdir) {
+        json_decref(mounts);
+        sup_errf(err, errlen, "cannot enter working directory '%s' as user '%s': %s", wd, s->user,
+                 fd == -ELOOP ? "a symbolic link is on its way" : strerror(-fd));
+        return fd;
+    }
+    if (fd >= 0) {
+        close(fd);
+        same_path(mounts, wd);
+    }
     same_path(mounts, s->scratch);
     for (char *const *e = env; e && *e; e++) /* the project's storage areas on this node */
         if (strncmp(*e, "DOCKET_STORAGE_", 15) == 0 || strncmp(*e, "DOCKET_PROJECT_DIR=", 19) == 0)

@@ -322,6 +322,12 @@ EOF
     run -0 "$DOCKET" show "$id" --json
     [ "$(jq -r .job.state <<<"$output")" = FAILED ]
     [[ $(jq -r .job.exit.message <<<"$output") == *"symbolic link"* ]]
+    # a working directory behind one the user may not pass is not mounted for them
+    mkdir -m 0700 "$T/locked" && mkdir -m 0755 "$T/locked/open" && echo secret >"$T/locked/open/f"
+    id=$(api_submit "{\"image\": \"oci-layout:$IMG:bb\", \"selectors\": {\"zone\": \"a\"}, \"workdir\": \"$T/locked/open\", \"command\": [\"cat\", \"f\"]}")
+    wait_for 60 ended "$id"
+    [[ $("$DOCKET" show "$id" --json | jq -r .job.exit.message) == *"cannot enter working directory '$T/locked/open' as user 'nobody'"* ]]
+    [[ $("$DOCKET" logs "$id") != *secret* ]]
     # an image layout the user may not read is not run for them
     mkdir -m 0700 "$T/private" && cp -a "$IMG" "$T/private/img"
     id=$(api_submit "{\"image\": \"oci-layout:$T/private/img:bb\", \"selectors\": {\"zone\": \"a\"}, \"command\": [\"true\"]}")
