@@ -35,7 +35,7 @@ setup_file() {
     mkimage other /marker other
     mkimage suid
     # a tag whose manifest names a layer that is not there: umoci fails on it
-    mkimage broken
+    mkimage broken /marker broken # a layer of its own (an identical one would be shared)
     local layer
     layer=$(jq -r '.layers[0].digest' "$IMG/blobs/sha256/$(jq -r '.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] == "broken") | .digest' "$IMG/index.json" | cut -d: -f2)")
     rm "$IMG/blobs/sha256/${layer#sha256:}"
