@@ -15,7 +15,7 @@ import os, re, sys
 
 FLOORS = {
     # 0: containers and the policy as data; know nothing of the model
-    "containers.c": 0, "policy.c": 0,
+    "containers.c": 0, "policy.c": 0, "constraint.c": 0,
     # 1: the model and its indexes; own every invariant sched_check() walks
     "model.c": 1, "group.c": 1, "deadlines.c": 1, "changes.c": 1, "shapes.c": 1,
     "nodes.c": 1, "avail.c": 1, "victims.c": 1, "queue.c": 1, "claims.c": 1,

@@ -225,7 +225,7 @@ static int label(struct cli *c, const struct cli_args *a)
         }
         memcpy(key, s, n);
         key[n] = '\0';
-        if (!str_is_name(key) || (eq && (!eq[1] || !str_is_name(eq + 1)))) {
+        if (!str_is_name(key) || (eq && (!eq[1] || !str_is_label_value(key, eq + 1)))) {
             rc = cli_usage_error(c, "bad label '%.60s' (names of A-Z a-z 0-9 . _ -)", s);
             break;
         }

@@ -308,8 +308,7 @@ static const struct sbatch_opt sbatch_opts[] = {
     {"clusters", 'M', SB_REQ, SB_REFUSE, "docket schedules one cluster"},
     {"comment", 0, SB_REQ, SB_IGNORE, NULL},
     {"consolidate-segments", 0, SB_NONE, SB_IGNORE, NULL},
-    {"constraint", 'C', SB_REQ, SB_REFUSE,
-     "docket selects nodes by label: write #DOCKET --select KEY=VALUE"},
+    {"constraint", 'C', SB_REQ, SB_DO, NULL},
     {"container", 0, SB_REQ, SB_REFUSE,
      "docket runs OCI images, not bundles: give the image with --container-image"},
     {"container-env", 0, SB_REQ, SB_DO, NULL},
@@ -740,6 +739,10 @@ static int sbatch_do(json_t *spec, const char *name, const char *v, const struct
         return spec_set_array(spec, v, flag, err, errlen);
     if (!strcmp(name, "dependency"))
         return spec_set_dependency(spec, v, flag, err, errlen);
+    if (!strcmp(name, "constraint")) { /* the grammar is read by docketd (core/constraint.c) */
+        json_object_set_new(spec, "constraint", json_string(v));
+        return 0;
+    }
     if (!strcmp(name, "partition") || !strcmp(name, "qos"))
         return sbatch_partition(spec, name, v, env, err, errlen);
     if (!strcmp(name, "chdir"))

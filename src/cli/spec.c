@@ -43,6 +43,7 @@ const struct opt_def spec_submit_opts[] = {
     {SO_SWITCHES, 0, "switches", OPT_VALUE},
     {SO_LABEL, 0, "label", OPT_VALUE},
     {SO_SELECT, 0, "select", OPT_VALUE},
+    {SO_CONSTRAINT, 'C', "constraint", OPT_VALUE},
     {SO_WORKDIR, 0, "workdir", OPT_VALUE},
     {SO_OUTPUT, 'o', "output", OPT_VALUE},
     {SO_ERROR, 'e', "error", OPT_VALUE},
@@ -631,6 +632,9 @@ int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
         return set_label(spec, "labels", flag, v, err, errlen);
     case SO_SELECT:
         return set_label(spec, "selectors", flag, v, err, errlen);
+    case SO_CONSTRAINT:
+        json_object_set_new(spec, "constraint", json_string(v));
+        return 0;
     case SO_WORKDIR:
         return spec_set_text(spec, "workdir", flag, v, err, errlen);
     case SO_OUTPUT:

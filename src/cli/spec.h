@@ -43,6 +43,7 @@ enum submit_opt {
     SO_SWITCHES,
     SO_LABEL,
     SO_SELECT,
+    SO_CONSTRAINT,
     SO_WORKDIR,
     SO_OUTPUT,
     SO_ERROR,

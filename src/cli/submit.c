@@ -62,6 +62,7 @@ const char cmd_submit_usage[] =
     "      --no-requeue       end the job instead of requeueing it after preemption\n"
     "      --label K=V        label the job (repeat)\n"
     "      --select K=V       only nodes labelled K=V; K!=V: not V (repeat)\n"
+    "  -C, --constraint EXPR  node features, Slurm's grammar: a100&ib, a100|h100\n"
     "      --workdir DIR      working directory (default: the current one)\n"
     "  -o, --output PATH      stdout file on the node (%j id, %A array, %a index, %x name,\n"
     "                         %u user, %N node: docs/slurm.md)\n"

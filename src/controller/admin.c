@@ -294,7 +294,7 @@ void h_node_labels(struct ctl_req *r)
             }
             if (json_is_null(v)) {
                 json_object_del(after, k);
-            } else if (json_is_string(v) && str_is_name(json_string_value(v))) {
+            } else if (json_is_string(v) && str_is_label_value(k, json_string_value(v))) {
                 json_object_set(after, k, v);
             } else {
                 rc = proto_errorf(&e, 400, NULL, f, "%s must be a label value or null", f);

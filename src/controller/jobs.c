@@ -67,6 +67,9 @@ static void copy_spec_fields(json_t *o, const json_t *spec, const json_t *want)
     json_t *image = json_object_get(json_object_get(spec, "container"), "image");
     if (!want || json_object_get(want, "image"))
         json_object_set(o, "image", json_is_string(image) ? image : json_null());
+    json_t *constraint = json_object_get(spec, "constraint"); /* likewise */
+    if (constraint)
+        json_object_set(o, "constraint", constraint);
 }
 
 void ctl_env_redact(json_t *env)
@@ -408,8 +411,12 @@ static void fill_core(struct store_job *row, const struct proto_jobspec *ps, int
     str_copy(row->deps, sizeof(row->deps), b.data);
     dbuf_release(&b);
     dbuf_init(&b, sizeof(row->selectors) - 1);
+    /* the feature constraint first, under a key no label has ('@'), so a restart
+       restores it from the column (restore.c parse_core_lists); it has no ',' or '=' */
+    if (ps->constraint[0])
+        dbuf_printf(&b, "@constraint=%s", ps->constraint);
     for (int i = 0; i < ps->nselectors; i++)
-        dbuf_printf(&b, "%s%s%s=%s", i ? "," : "", ps->selectors[i].key,
+        dbuf_printf(&b, "%s%s%s=%s", i || ps->constraint[0] ? "," : "", ps->selectors[i].key,
                     ps->selectors[i].negate ? "!" : "", ps->selectors[i].value);
     str_copy(row->selectors, sizeof(row->selectors), b.data);
     dbuf_release(&b);

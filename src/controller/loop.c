@@ -288,6 +288,7 @@ void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submi
         str_copy(s->value, sizeof(s->value), p->selectors[i].value);
         s->negate = p->selectors[i].negate;
     }
+    str_copy(out->constraint, sizeof(out->constraint), p->constraint);
     out->signal = p->signal;
     out->grace_ms = p->grace_ms;
     out->has_checkpoint_signal = p->checkpoint;

@@ -294,7 +294,8 @@ static int exit_from_json(const char *text, enum sched_exit_kind *kind, int *cod
     return 0;
 }
 
-/* "afterok:12,afterany:13" and "zone=a,pool!=x" from the row's columns. */
+/* "afterok:12,afterany:13" and "@constraint=a100&ib,zone=a,pool!=x" from the row's
+ * columns (jobs.c writes them). */
 static int parse_core_lists(const struct store_job *row, struct sched_job_spec *sp)
 {
     const char *p = row->deps;
@@ -325,6 +326,14 @@ static int parse_core_lists(const struct store_job *row, struct sched_job_spec *
         size_t vlen = comma ? (size_t)(comma - eq - 1) : strlen(eq ? eq + 1 : "");
         if (!eq || (comma && comma < eq))
             return -EINVAL;
+        if (eq - p == 11 && strncmp(p, "@constraint", 11) == 0) {
+            if (vlen >= sizeof(sp->constraint))
+                return -EINVAL;
+            memcpy(sp->constraint, eq + 1, vlen);
+            sp->constraint[vlen] = '\0';
+            p = comma ? comma + 1 : eq + 1 + vlen;
+            continue;
+        }
         struct sched_selector *s = &sp->selectors[sp->nselectors++];
         size_t klen = (size_t)(eq - p);
         s->negate = klen > 0 && p[klen - 1] == '!';

@@ -13,6 +13,7 @@
 #include "core/types.h"
 #include "core/containers.h"
 #include "core/policy.h"
+#include "core/constraint.h"
 #include "core/model.h"
 #include "core/deadlines.h"
 #include "core/nodes.h"
@@ -121,6 +122,11 @@ static bool labels_match(const struct sched *s, const struct node *n, uint32_t k
 {
     const struct selset *ss = &s->selsets[k];
     for (int i = 0; i < ss->n; i++) {
+        if (ss->pairs[i].expr) {
+            if (!feat_match(strtab_get(&s->strings, ss->pairs[i].value), n->labels, n->nlabels))
+                return false;
+            continue;
+        }
         bool found = false;
         for (int l = 0; l < n->nlabels && !found; l++)
             found = n->label_ids[l].key == ss->pairs[i].key &&

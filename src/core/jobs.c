@@ -8,6 +8,7 @@
 #include "core/types.h"
 #include "core/containers.h"
 #include "core/policy.h"
+#include "core/constraint.h"
 #include "core/model.h"
 #include "core/deadlines.h"
 #include "core/nodes.h"
@@ -63,6 +64,34 @@ static int resolve_names(const struct sched *s, const struct sched_job_spec *sp,
     return 0;
 }
 
+/* A constraint Docket can place: every node of the job meets the same expression. Counts
+ * and matching ORs ask for nodes that differ or for one alternative held across a gang,
+ * which a placement of alike nodes cannot promise; those are refused with the reason. */
+static int check_constraint(const struct sched_job_spec *sp, int nodes, struct sched_error *err)
+{
+    if (!sp->constraint[0])
+        return 0;
+    if (bounded_len(sp->constraint, SCHED_CONSTRAINT_MAX) >= SCHED_CONSTRAINT_MAX)
+        return err_set(err, -EINVAL, "constraint", "the constraint is longer than %d characters",
+                       SCHED_CONSTRAINT_MAX - 1);
+    struct feat_shape sh;
+    char why[160];
+    if (feat_parse(sp->constraint, &sh, why, sizeof(why)) < 0)
+        return err_set(err, -EINVAL, "constraint", "%s", why);
+    if (sh.counts > 0 && sh.top_count != nodes)
+        return err_set(err, -EINVAL, "constraint",
+                       "node counts in a constraint ('%s') ask for nodes that differ; Docket "
+                       "gives every node of a job the same constraint: drop the count, or "
+                       "count all %d node(s) ('a*%d')",
+                       sp->constraint, nodes, nodes);
+    if (sh.alike && nodes > 1)
+        return err_set(err, -EINVAL, "constraint",
+                       "a matching OR ('%s') holds %d nodes to one alternative, which Docket "
+                       "cannot promise: name one feature, or accept any ('a|b')",
+                       sp->constraint, nodes);
+    return 0;
+}
+
 static int check_sizes(const struct sched *s, const struct sched_job_spec *sp, struct resolved *r,
                        struct sched_error *err)
 {
@@ -107,7 +136,7 @@ static int check_sizes(const struct sched *s, const struct sched_job_spec *sp, s
     for (int i = 0; i < sp->nselectors; i++)
         if (!sp->selectors[i].key[0])
             return err_set(err, -EINVAL, "selectors", "a selector needs a key");
-    return 0;
+    return check_constraint(sp, r->nodes, err);
 }
 
 static int check_deps(const struct sched *s, const struct sched_job_spec *sp,
@@ -140,7 +169,12 @@ static int check_fits_empty(const struct sched *s, const struct sched_job_spec *
     tmp.preempt_count = sp->preempt_count;
     enum pool_rule rule = job_pool_rule(s, &tmp, r->tier);
     int stage_count[6] = {0};
-    const char *fields[6] = {"gpu_type", "gpus", "cpus", "mem", "selectors", "tier"};
+    const char *fields[6] = {"gpu_type",
+                             "gpus",
+                             "cpus",
+                             "mem",
+                             sp->constraint[0] ? "selectors and constraint" : "selectors",
+                             "tier"};
     int fit = 0;
     int fit_by_type[NTYPES] = {0}; /* a gang of GPUs runs on one type (place.c) */
     /* by profile when they are fresh (a count per group of alike nodes), else node by node */
@@ -162,6 +196,7 @@ static int check_fits_empty(const struct sched *s, const struct sched_job_spec *
                         found = true;
                 sel = found != sp->selectors[k].negate;
             }
+            sel = sel && (!sp->constraint[0] || feat_match(sp->constraint, n->labels, n->nlabels));
             if (sel && (stage_count[4] += w) && node_pool_allowed(n, rule)) {
                 stage_count[5] += w;
                 fit_by_type[n->gpu_type] += w;
@@ -383,6 +418,13 @@ static struct job *job_create(struct sched *s, const struct sched_job_spec *sp,
         memcpy(j->selectors, sp->selectors, sp->nselectors * sizeof(*j->selectors));
         j->nselectors = sp->nselectors;
     }
+    if (sp->constraint[0]) {
+        size_t len = strlen(sp->constraint) + 1;
+        j->constraint = malloc(len);
+        if (!j->constraint)
+            goto fail;
+        memcpy(j->constraint, sp->constraint, len);
+    }
     if (sp->ndeps) {
         j->deps = calloc(sp->ndeps, sizeof(*j->deps));
         if (!j->deps)
@@ -424,6 +466,7 @@ static struct job *job_create(struct sched *s, const struct sched_job_spec *sp,
     return j;
 fail:
     free(j->selectors);
+    free(j->constraint);
     free(j->deps);
     memset(j, 0, sizeof(*j));
     (void)u32vec_push(&s->free_slots, slot);

@@ -25,6 +25,7 @@ void job_free_parts(struct job *j)
     free(j->deps);
     free(j->allocs);
     free(j->selectors);
+    free(j->constraint);
     free(j->dependents);
     free(j->place);
 }

@@ -8,6 +8,7 @@
 #include "core/model.h"
 #include "core/containers.h"
 #include "core/policy.h"
+#include "core/constraint.h"
 
 #include <errno.h>
 #include <math.h>
@@ -271,6 +272,12 @@ static bool selset_match_labels(const struct sched *s, const struct node *n, uin
 {
     const struct selset *ss = &s->selsets[selset];
     for (int i = 0; i < ss->n; i++) {
+        if (ss->pairs[i].expr) {
+            const char *expr = strtab_get(&s->strings, ss->pairs[i].value);
+            if (!feat_match(expr, n->labels, n->nlabels))
+                return false;
+            continue;
+        }
         bool found = false;
         for (int k = 0; k < n->nlabels; k++) {
             if (n->label_ids[k].key == ss->pairs[i].key &&

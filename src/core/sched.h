@@ -38,7 +38,8 @@
 #define SCHED_WUR __attribute__((warn_unused_result))
 
 enum {
-    SCHED_NAME_MAX = 64, /* names of projects, tiers, classes, nodes, types, users */
+    SCHED_NAME_MAX = 64,        /* names of projects, tiers, classes, nodes, types, users */
+    SCHED_CONSTRAINT_MAX = 128, /* a job's feature constraint (Slurm's --constraint) */
     SCHED_MAX_TIERS = 5,
     SCHED_MIN_TIERS = 3,
     SCHED_MAX_CLASSES = 8,
@@ -329,6 +330,9 @@ struct sched_job_spec {
     int ndeps;
     struct sched_selector selectors[SCHED_MAX_LABELS];
     int nselectors;
+    /* "" or Slurm's --constraint grammar over the nodes' features (docs/slurm.md
+       "Features"): `a100&ib`, `a100|h100`, `[a|b]` (one node), `a*N` (N = nodes) */
+    char constraint[SCHED_CONSTRAINT_MAX];
     int signal;                 /* checkpoint signal; 0 = policy default */
     int64_t grace_ms;           /* asked grace; -1 = policy default; capped by class */
     bool has_checkpoint_signal; /* the job declared it handles `signal` (saves state) */

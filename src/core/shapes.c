@@ -28,20 +28,34 @@ static int cmp_pairs(const void *a, const void *b)
         return x->key < y->key ? -1 : 1;
     if (x->value != y->value)
         return x->value < y->value ? -1 : 1;
+    if (x->expr != y->expr)
+        return (int)x->expr - (int)y->expr;
     return (int)x->negate - (int)y->negate;
 }
 
-/* Intern a job's selectors as a canonical (sorted) set; 0 for none. */
-static uint32_t selset_intern(struct sched *s, const struct sched_selector *sel, int n)
+/* Intern a job's selectors and feature constraint as a canonical (sorted) set; 0 for
+ * none. The constraint is one more pair whose value is the expression (model.c reads it
+ * through constraint.c), so alike jobs share a set and its per-node cache. */
+static uint32_t selset_intern(struct sched *s, const struct sched_selector *sel, int nsel,
+                              const char *constraint)
 {
+    int n = nsel + (constraint ? 1 : 0);
     if (n == 0)
         return 0;
-    struct sel_pair tmp[SCHED_MAX_LABELS];
-    for (int i = 0; i < n; i++) {
+    struct sel_pair tmp[SCHED_MAX_LABELS + 1];
+    memset(tmp, 0, sizeof(tmp));
+    for (int i = 0; i < nsel; i++) {
         tmp[i].key = strtab_intern(&s->strings, sel[i].key);
         tmp[i].value = strtab_intern(&s->strings, sel[i].value);
         tmp[i].negate = sel[i].negate;
         if (!tmp[i].key || !tmp[i].value)
+            return NONE32;
+    }
+    if (constraint) {
+        tmp[nsel].key = strtab_intern(&s->strings, "@constraint");
+        tmp[nsel].value = strtab_intern(&s->strings, constraint);
+        tmp[nsel].expr = true;
+        if (!tmp[nsel].key || !tmp[nsel].value)
             return NONE32;
     }
     qsort(tmp, n, sizeof(tmp[0]), cmp_pairs);
@@ -96,7 +110,7 @@ uint32_t shape_intern(struct sched *s, const struct job *j, int rank, int *err)
     key.cpus = j->cpus;
     key.nodes = j->nodes;
     key.mem_mb = j->mem_mb;
-    uint32_t ss = selset_intern(s, j->selectors, j->nselectors);
+    uint32_t ss = selset_intern(s, j->selectors, j->nselectors, j->constraint);
     key.selset = ss == NONE32 ? 0 : ss;
     topo_of_job(s, j, &key.topo_key, &key.topo_mode);
     uint32_t idx = NONE32;

@@ -131,6 +131,7 @@ struct job {
     int nallocs;
     struct sched_selector *selectors; /* copy for views/explain */
     int nselectors;
+    char *constraint;         /* its feature constraint, or NULL */
     struct place_memo *place; /* its last placement without room (starving jobs), or NULL */
     /* numbers behind the reason, for explain (set when the reason is computed) */
     int64_t r_value, r_in_use, r_request;
@@ -219,6 +220,7 @@ struct order_entry {
 struct sel_pair {
     uint32_t key, value; /* interned */
     bool negate;
+    bool expr; /* value is a feature constraint (constraint.c), key a fixed marker */
 };
 
 /* A preemption search for a job of some shape and effective tier failed at `at` (docs/

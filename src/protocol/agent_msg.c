@@ -1096,7 +1096,7 @@ static int parse_labels(const json_t *v, const char *field, struct proto_error *
         snprintf(f, sizeof f, "%s.%.64s", field, k);
         if (!str_is_name(k))
             return bad(err, f, "invalid label name '%.64s'", k);
-        if (!json_is_string(val) || !str_is_name(json_string_value(val)))
+        if (!json_is_string(val) || !str_is_label_value(k, json_string_value(val)))
             return bad(err, f, "%s must be a label value (a name)", f);
     }
     return 0;

@@ -622,6 +622,29 @@ static int f_container_workdir(const json_t *v, int64_t now, struct proto_jobspe
     return 0;
 }
 
+/* Slurm's --constraint: its characters here, its grammar in the core (core/constraint.c),
+ * which refuses what it cannot read or place when the job is submitted. */
+static int f_constraint(const json_t *v, int64_t now, struct proto_jobspec *j,
+                        struct proto_error *e)
+{
+    if (!json_is_string(v))
+        return proto_errorf(e, 400, NULL, "constraint", "constraint must be a string");
+    const char *s = json_string_value(v);
+    size_t len = strlen(s);
+    if (len >= sizeof(j->constraint))
+        return proto_errorf(e, 400, NULL, "constraint", "constraint is longer than %d characters",
+                            (int)sizeof(j->constraint) - 1);
+    size_t ok = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                          "_-.:+/&|()[]*");
+    if (ok != len)
+        return proto_errorf(e, 400, NULL, "constraint",
+                            "constraint: '%c' at character %zu is not in Slurm's grammar "
+                            "(features, &, |, [], (), *N)",
+                            s[ok], ok + 1);
+    str_copy(j->constraint, sizeof(j->constraint), s);
+    return 0;
+}
+
 static const struct {
     const char *name;
     field_fn fn;
@@ -646,6 +669,7 @@ static const struct {
     {"secrets", f_secrets},
     {"labels", f_labels},
     {"selectors", f_selectors},
+    {"constraint", f_constraint},
     {"deps", f_deps},
     {"array", f_array},
     {"signal", f_signal},
@@ -821,6 +845,8 @@ json_t *proto_jobspec_to_json(const struct proto_jobspec *j)
         json_object_set_new(sel, j->selectors[i].key, json_string(val));
     }
     json_object_set_new(o, "selectors", sel);
+    if (j->constraint[0])
+        json_object_set_new(o, "constraint", json_string(j->constraint));
     json_object_update(o, j->extra);
     return o;
 }
@@ -917,6 +943,9 @@ int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out, struct p
     if (deps && (rc = f_deps(deps, 0, out, err)) < 0)
         goto fail;
     if (sel && (rc = f_selectors(sel, 0, out, err)) < 0)
+        goto fail;
+    json_t *constraint = json_object_get(stored, "constraint");
+    if (constraint && (rc = f_constraint(constraint, 0, out, err)) < 0)
         goto fail;
     static const char *const keys[] = {"command", "script", "workdir", "output",
                                        "error",   "env",    "labels"};

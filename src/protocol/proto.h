@@ -34,6 +34,7 @@ enum {
     PROTO_MAX_ENV = 1024,
     PROTO_MAX_LABELS = 64, /* job labels (free-form metadata) */
     PROTO_MAX_SELECTORS = 16,
+    PROTO_CONSTRAINT_MAX = 128, /* a feature constraint, as the core's */
     PROTO_MAX_DEPS = 16,
     PROTO_MAX_GPUS = 64,
     PROTO_MAX_CPUS = 4096,
@@ -85,8 +86,9 @@ struct proto_jobspec {
     int ndeps;
     struct proto_selector selectors[PROTO_MAX_SELECTORS];
     int nselectors;
-    char array[64]; /* the array expression as given, "" = none */
-    json_t *extra;  /* owned */
+    char constraint[PROTO_CONSTRAINT_MAX]; /* Slurm's --constraint over node features; "" */
+    char array[64];                        /* the array expression as given, "" = none */
+    json_t *extra;                         /* owned */
 };
 
 /* A secret's name: an environment variable name of at most PROTO_SECRET_NAME_MAX bytes. */

@@ -386,8 +386,8 @@ int parse_label(const char *s, char *key, size_t klen, char *value, size_t vlen)
     k[kn] = '\0';
     if (!str_is_name(k))
         return -EINVAL;
-    for (i = 0; i < vn; i++)
-        if (!is_label_value_char(eq[1 + i]))
+    for (i = 0; i < vn; i++) /* a node's features are a list (str_is_label_value) */
+        if (!is_label_value_char(eq[1 + i]) && !(eq[1 + i] == ',' && !strcmp(k, "features")))
             return -EINVAL;
     if (kn >= klen || vn >= vlen)
         return -ERANGE;

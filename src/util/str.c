@@ -72,6 +72,25 @@ bool str_is_name(const char *s)
     return true;
 }
 
+bool str_is_label_value(const char *key, const char *value)
+{
+    if (str_is_name(value))
+        return true;
+    if (strcmp(key, "features") != 0 || strlen(value) >= 64)
+        return false;
+    char item[64];
+    for (const char *p = value;;) {
+        size_t n = strcspn(p, ",");
+        memcpy(item, p, n);
+        item[n] = '\0';
+        if (!str_is_name(item))
+            return false;
+        if (!p[n])
+            return true;
+        p += n + 1;
+    }
+}
+
 void str_html_write(FILE *f, const char *s)
 {
     for (; *s; s++) {

@@ -4,6 +4,8 @@
 # by pid in cluster_stop, with the job supervisors the agents leave and their cgroups.
 #
 # Use:   CLUSTER_NAME=name; load lib/cluster; AGENT_EXTRA=(extra agent flags)
+#        AGENT_GPUS_a, AGENT_GPUS_b: node a's, b's --gpus (default 8xH100-80GB);
+#        AGENT_LABELS_a, AGENT_LABELS_b: more --label KEY=VALUE words for node a, b
 #        AGENT_UTIL_FILES=1: each agent declares its GPUs' utilisation from the file
 #        $T/gpu-util-a or -b (--declared-gpu-util-file; write a number 0..100 into it)
 #        DOCKETD_EXTRA=(extra docketd flags: they come last, so they override)
@@ -63,10 +65,13 @@ ctl_start() { # PORT: docketd on $T/ctl (0: any port; after a stop, $PORT again)
 
 agent_start() { # a|b JOIN (AGENT_EXTRA_a, AGENT_EXTRA_b: more flags for one agent, split on spaces)
     local cg=() util=() own=AGENT_EXTRA_$1
+    local gpus_var="AGENT_GPUS_$1" labels_var="AGENT_LABELS_$1" labels=() l
+    for l in ${!labels_var:-}; do labels+=(--label "$l"); done
     [[ $(id -u) == 0 ]] || cg=(--no-cgroups)
     [[ -z ${AGENT_UTIL_FILES:-} ]] || util=(--declared-gpu-util-file "$T/gpu-util-$1")
     "$AGENT_BIN" --controller "http://127.0.0.1:$PORT" --join-token "$2" \
-        --name "$PREFIX-$1" --gpus 8xH100-80GB --cpus 16 --mem 64G --label "zone=$1" \
+        --name "$PREFIX-$1" --gpus "${!gpus_var:-8xH100-80GB}" --cpus 16 --mem 64G \
+        --label "zone=$1" "${labels[@]}" \
         --state-dir "$T/agent-$1" --allow-root-jobs --usage-interval 1s \
         --log-file "$T/agent-$1.log" "${AGENT_EXTRA[@]}" ${!own:-} "${cg[@]}" "${util[@]}" &
     echo $! >"$T/agent-$1.pid"

@@ -244,9 +244,16 @@ static void unsupported_sbatch_refused_with_reason(void **state)
 {
     assert_int_equal(parse("#!/bin/sh\n#SBATCH -w node01\n"), -EINVAL);
     assert_non_null(strstr(err, "line 2: --nodelist is not supported: docket places jobs"));
-    assert_int_equal(parse("#!/bin/sh\n#SBATCH --constraint=a100\n"), -EINVAL);
-    assert_non_null(strstr(err, "--select"));
     assert_int_equal(parse("#!/bin/sh\n#SBATCH --exclusive=user\n"), -EINVAL);
+}
+
+/* -C goes to docketd as written (the core reads its grammar); the last one wins */
+static void constraint_carried_as_written(void **state)
+{
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH --constraint=v100\n#SBATCH -C a100&ib\n"), 0);
+    assert_string_equal(json_string_value(json_object_get(spec, "constraint")), "a100&ib");
+    assert_int_equal(parse("#!/bin/sh\n#SBATCH -C \"[rack1|rack2]\"\n"), 0);
+    assert_string_equal(json_string_value(json_object_get(spec, "constraint")), "[rack1|rack2]");
 }
 
 /* what changes nothing for resources or timing: accepted, with a warning naming it */
@@ -430,6 +437,7 @@ int main(void)
         T(sbatch_gpus_per_node_wins),
         T(unknown_sbatch_refused_with_line),
         T(unsupported_sbatch_refused_with_reason),
+        T(constraint_carried_as_written),
         T(harmless_sbatch_warns_with_line),
         T(sbatch_long_prefixes),
         T(sbatch_needs_shebang),
