@@ -47,15 +47,22 @@ static int read_all(struct cli *c, const char *path, struct dbuf *b)
     return 0;
 }
 
-/* ", N templates" when the file has the section (docs/environments.md). */
+/* ", N templates" when the file has the section (docs/environments.md); ", N members, N
+ * defaults" when its projects list users (docs/slurm.md "A site imports itself"). */
 static const char *templates_text(const json_t *applied)
 {
-    static char b[48];
+    static char b[128];
     const json_t *n = json_object_get(applied, "templates");
+    const json_t *m = json_object_get(applied, "members");
+    int len = 0;
 
     b[0] = '\0';
     if (json_is_integer(n))
-        snprintf(b, sizeof(b), ", %lld templates", (long long)json_integer_value(n));
+        len = snprintf(b, sizeof(b), ", %lld templates", (long long)json_integer_value(n));
+    if (json_is_integer(m))
+        snprintf(b + len, sizeof(b) - (size_t)len, ", %lld members, %lld defaults",
+                 (long long)json_integer_value(m),
+                 (long long)json_integer_value(json_object_get(applied, "defaults")));
     return b;
 }
 

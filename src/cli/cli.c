@@ -38,6 +38,8 @@ const struct cli_verb cli_verbs[] = {
     {"templates", cmd_templates, "the job environment templates; show", cmd_templates_usage},
     {"history", cmd_history, "finished jobs, newest first", cmd_history_usage},
     {"apply", cmd_apply, "apply a policy file (tiers, classes, projects)", cmd_apply_usage},
+    {"import", cmd_import, "write a policy file from a Slurm site's configuration",
+     cmd_import_usage},
     {"top", cmd_top, "a live view of nodes, queue and utilisation", cmd_top_usage},
     {"console", cmd_console, "open the web console (a one-time login link)", cmd_console_usage},
     {"token", cmd_token, "API tokens: create, list, revoke, rotate-admin", cmd_token_usage},

@@ -80,7 +80,7 @@ static int set_key(struct client_config *cfg, const char *key, const char *val, 
 {
     char *dst = NULL;
     size_t len = 0;
-    char pm[1024];
+    static char pm[sizeof(cfg->partition_map)];
 
     if (!strcmp(key, "url")) {
         dst = cfg->url;

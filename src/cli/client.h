@@ -34,10 +34,12 @@
 struct client_config {
     char url[512]; /* as the user wrote it, for messages */
     char token[512];
-    char partition_map[1024]; /* "gpu=normal,debug=exploration" */
-    char ca[512];             /* CA file for https:// ("" = the system's) */
-    char fingerprint[128];    /* pinned public key of docketd, "sha256:<hex>" */
-    char source[300];         /* where url came from: "DOCKET_URL", a file path, "default" */
+    /* "gpu=normal,debug=exploration": a user's override of the site's partitions
+       (docs/slurm.md); thousands of entries fit */
+    char partition_map[64 * 1024];
+    char ca[512];          /* CA file for https:// ("" = the system's) */
+    char fingerprint[128]; /* pinned public key of docketd, "sha256:<hex>" */
+    char source[300];      /* where url came from: "DOCKET_URL", a file path, "default" */
 };
 
 /* Fill cfg from the environment and the config file. 0, or -EINVAL with err naming the

@@ -101,17 +101,10 @@ static bool is_default_class(const char *name)
     return false;
 }
 
-int spec_partition_lookup(const char *map, const char *partition, const char **field, char *name,
-                          size_t namelen)
+static int lookup_in(char **cur, const char *partition, const char **field, char *name,
+                     size_t namelen)
 {
-    char buf[1024];
-    char *cur = buf;
-
-    if (!map || !map[0])
-        return -ENOENT;
-    if (str_copy(buf, sizeof(buf), map) < 0)
-        return -EINVAL;
-    for (char *p = spec_next_field(&cur, ","); p; p = spec_next_field(&cur, ",")) {
+    for (char *p = spec_next_field(cur, ","); p; p = spec_next_field(cur, ",")) {
         char *eq = strchr(p, '=');
         char *val;
 
@@ -137,6 +130,18 @@ int spec_partition_lookup(const char *map, const char *partition, const char **f
         return str_copy(name, namelen, val) < 0 ? -EINVAL : 0;
     }
     return -ENOENT;
+}
+
+int spec_partition_lookup(const char *map, const char *partition, const char **field, char *name,
+                          size_t namelen)
+{
+    if (!map || !map[0])
+        return -ENOENT;
+    char *buf = strdup(map); /* any length: a site's map may name hundreds of partitions */
+    char *cur = buf;
+    int rc = buf ? lookup_in(&cur, partition, field, name, namelen) : -ENOMEM;
+    free(buf);
+    return rc;
 }
 
 static void warnf(const struct spec_env *env, const char *fmt, ...)
@@ -256,7 +261,13 @@ static int sbatch_partition(json_t *spec, const char *opt, const char *v,
                  opt);
         return rc;
     }
-    if (rc < 0) {
+    bool partition = !strcmp(opt, "partition");
+    if (partition) { /* the site's partition (docketd: its nodes, times, tier, class) */
+        if (!str_is_name(v))
+            return spec_fail(err, errlen, "--partition", "wants one partition's name", v);
+        json_object_set_new(spec, "partition", json_string(v));
+    }
+    if (rc < 0 && !partition) {
         warnf(env,
               "#SBATCH --%s=%s has no mapping; ignored (map it with "
               "DOCKET_PARTITION_MAP=\"%s=TIER\" or partition.%s=TIER in "
@@ -264,7 +275,8 @@ static int sbatch_partition(json_t *spec, const char *opt, const char *v,
               opt, v, v, v);
         return 0;
     }
-    json_object_set_new(spec, field, json_string(name));
+    if (rc == 0) /* the user's own map overrides the partition's tier or class */
+        json_object_set_new(spec, field, json_string(name));
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,20 +89,39 @@ void slurm_export_env(json_t *spec, char **envp)
     }
 }
 
-/* The largest node (of the requested GPU type) gives what "all of a node" means. */
+/* The GPU type a site's alias names (the policy's gpu_aliases, any case), else the name. */
+static const char *type_through_aliases(struct cli *c, const char *type, json_t **policy)
+{
+    const char *k;
+    json_t *v;
+    if (!type || cli_call(c, "GET", "/v1/policy", NULL, policy) != 0)
+        return type;
+    json_object_foreach(json_object_get(*policy, "gpu_aliases"), k, v) {
+        if (strcasecmp(k, type) == 0)
+            return json_string_value(v);
+    }
+    return type;
+}
+
+/* The largest node (of the requested GPU type, in any case or through a site's alias)
+ * gives what "all of a node" means. */
 static int whole_node(struct cli *c, json_t *spec, bool all)
 {
-    const char *type = json_string_value(json_object_get(spec, "gpu_type"));
+    json_t *policy = NULL;
+    const char *type =
+        type_through_aliases(c, json_string_value(json_object_get(spec, "gpu_type")), &policy);
     json_t *reply = NULL, *nodes;
     int64_t gpus = 0, cpus = 0, mem = 0;
     int rc = cli_get_pages(c, "/v1/nodes", "nodes", 0, &reply);
 
-    if (rc)
+    if (rc) {
+        json_decref(policy);
         return rc;
+    }
     nodes = json_object_get(reply, "nodes");
     for (size_t i = 0; i < json_array_size(nodes); i++) {
         const json_t *n = json_array_get(nodes, i);
-        if (type && strcmp(jstr(n, "gpu_type"), type))
+        if (type && strcasecmp(jstr(n, "gpu_type"), type))
             continue;
         if (jint(n, "mem_mb", 0) > mem)
             mem = jint(n, "mem_mb", 0);
@@ -111,9 +131,13 @@ static int whole_node(struct cli *c, json_t *spec, bool all)
             gpus = jint(n, "gpus", 0);
     }
     json_decref(reply);
-    if (mem <= 0)
-        return cli_fail(c, "--exclusive/--mem=0: no node%s%s to take whole; see `docket nodes`",
-                        type ? " of GPU type " : "", type ? type : "");
+    if (mem <= 0) {
+        rc = cli_fail(c, "--exclusive/--mem=0: no node%s%s to take whole; see `docket nodes`",
+                      type ? " of GPU type " : "", type ? type : "");
+        json_decref(policy);
+        return rc;
+    }
+    json_decref(policy);
     json_object_set_new(spec, "mem", json_integer(mem));
     if (all) {
         json_object_set_new(spec, "cpus", json_integer(cpus > 0 ? cpus : 1));

@@ -89,6 +89,14 @@ const char cmd_scontrol_usage[] =
     "       scontrol show node NAME            the node (docket nodes NAME)\n"
     "       scontrol hold|release|requeue ID...\n";
 
+/* A job's partition as Slurm shows it: the site's partition it ran in, else its tier
+ * (sites without partitions map them to tiers, docs/slurm.md). */
+static const char *job_partition(const json_t *j)
+{
+    const char *p = jstr(j, "partition");
+    return p[0] ? p : jstr(j, "tier");
+}
+
 static int scontrol_show_job(struct cli *c, const char *id_s)
 {
     int64_t id;
@@ -108,7 +116,7 @@ static int scontrol_show_job(struct cli *c, const char *id_s)
             "   JobState=%s Reason=%s\n   NumNodes=%lld NumCPUs=%lld TRES=gres/gpu=%lld\n"
             "   TimeLimit=%lld NodeList=%s\n   WorkDir=%s\n   StdOut=%s\n",
             (long long)jint(j, "id", 0), jstr(j, "name"), jstr(j, "user"), jstr(j, "project"),
-            jstr(j, "tier"), jstr(j, "class"), jstr(j, "state"),
+            job_partition(j), jstr(j, "class"), jstr(j, "state"),
             jstr(j, "reason")[0] ? jstr(j, "reason") : "None", (long long)jint(j, "nodes", 1),
             (long long)(jint(j, "cpus", 1) * jint(j, "nodes", 1)),
             (long long)(jint(j, "gpus", 0) * jint(j, "nodes", 1)),
@@ -301,7 +309,7 @@ static void squeue_field(struct cli *c, const json_t *j, char f, char *out, size
         str_copy(out, len, jstr(j, "project"));
         break;
     case 'P':
-        str_copy(out, len, jstr(j, "tier"));
+        str_copy(out, len, job_partition(j));
         break;
     case 'q':
         str_copy(out, len, jstr(j, "class"));
@@ -540,6 +548,22 @@ static void fold_pending(const json_t *jobs, const json_t *first, const char *id
                  pct ? pct + 1 : "");
 }
 
+/* Is the job in one of squeue -p's partitions ("gpu,debug")? */
+static bool partition_listed(const char *parts, const json_t *j)
+{
+    const char *mine = job_partition(j);
+    size_t n = strlen(mine);
+    if (!parts)
+        return true;
+    for (const char *p = parts; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, mine, n) == 0)
+            return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
 /* Slurm's state names (and codes) into docket's: PD -> PENDING,HELD. */
 static void states_query(const char *in, char *out, size_t len)
 {
@@ -562,7 +586,7 @@ static void states_query(const char *in, char *out, size_t len)
 int cmd_squeue(struct cli *c, int argc, char **argv)
 {
     struct jobs_query q = {.limit = 10000, .state = "active"};
-    const char *fmt = getenv("SQUEUE_FORMAT"), *ids = NULL, *v;
+    const char *fmt = getenv("SQUEUE_FORMAT"), *ids = NULL, *parts = NULL, *v;
     bool header = true;
     char err[256], states[512];
     struct opt_iter it;
@@ -584,7 +608,7 @@ int cmd_squeue(struct cli *c, int argc, char **argv)
             ids = v;
             break;
         case SQ_PART:
-            q.tier = v;
+            parts = v;
             break;
         case SQ_ACCOUNT:
             q.project = v;
@@ -619,7 +643,7 @@ int cmd_squeue(struct cli *c, int argc, char **argv)
     for (size_t i = 0; i < json_array_size(jobs); i++) {
         const json_t *j = json_array_get(jobs, i);
         char key[48], text[800];
-        if (!id_listed(ids, j))
+        if (!id_listed(ids, j) || !partition_listed(parts, j))
             continue;
         if (jint(j, "array_id", 0) <= 0 ||
             (strcmp(jstr(j, "state"), "PENDING") && strcmp(jstr(j, "state"), "HELD"))) {
@@ -788,13 +812,76 @@ static const char *state_short(const char *s)
 }
 
 const char cmd_sinfo_usage[] =
-    "usage: sinfo [-N] [-h]\n"
-    "The nodes as Slurm's sinfo shows them: one partition (docket), grouped by state;\n"
-    "-N one line per node.\n";
+    "usage: sinfo [-N] [-h] [-p PARTITION[,...]]\n"
+    "The nodes as Slurm's sinfo shows them: per partition of the site (its default marked\n"
+    "'*'; one partition 'docket' when the site defines none), grouped by state; -N one line\n"
+    "per node and partition.\n";
+
+/* A node of the cluster by name, from GET /v1/nodes. */
+static const json_t *node_named(const json_t *nodes, const char *name)
+{
+    for (size_t i = 0; i < json_array_size(nodes); i++)
+        if (!strcmp(jstr(json_array_get(nodes, i), "name"), name))
+            return json_array_get(nodes, i);
+    return NULL;
+}
+
+/* The site's partitions, or one "docket*" holding every node when it defines none. */
+static json_t *sinfo_partitions(struct cli *c, const json_t *nodes)
+{
+    json_t *reply = NULL, *parts;
+    if (cli_call(c, "GET", "/v1/partitions", NULL, &reply) == 0 &&
+        json_array_size(json_object_get(reply, "partitions")) > 0) {
+        parts = json_incref(json_object_get(reply, "partitions"));
+        json_decref(reply);
+        return parts;
+    }
+    json_decref(reply);
+    json_t *names = json_array();
+    for (size_t i = 0; i < json_array_size(nodes); i++)
+        json_array_append_new(names, json_string(jstr(json_array_get(nodes, i), "name")));
+    parts = json_array();
+    json_array_append_new(parts, json_pack("{s:s,s:b,s:i,s:o}", "name", "docket", "default", 1,
+                                           "max_time", 0, "node_names", names));
+    return parts;
+}
+
+static void sinfo_part(struct cli *c, const json_t *part, const json_t *nodes, bool per_node)
+{
+    static const char *const order[] = {"mixed",    "allocated", "idle",
+                                        "draining", "drained",   "down"};
+    const json_t *names = json_object_get(part, "node_names");
+    char name[80], limit[32];
+    snprintf(name, sizeof(name), "%s%s", jstr(part, "name"),
+             json_is_true(json_object_get(part, "default")) ? "*" : "");
+    if (jint(part, "max_time", 0) > 0)
+        slurm_duration(jint(part, "max_time", 0), limit, sizeof(limit));
+    else
+        str_copy(limit, sizeof(limit), "infinite");
+    for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+        struct dbuf list;
+        int count = 0;
+        dbuf_init(&list, 1 << 16);
+        for (size_t i = 0; i < json_array_size(names); i++) {
+            const json_t *n = node_named(nodes, json_string_value(json_array_get(names, i)));
+            if (!n || strcmp(node_state(n), order[k]))
+                continue;
+            if (per_node)
+                fprintf(c->out, "%-16s %5d %9s %5s\n", jstr(n, "name"), 1, name,
+                        state_short(order[k]));
+            dbuf_printf(&list, "%s%s", count++ ? "," : "", jstr(n, "name"));
+        }
+        if (count && !per_node)
+            fprintf(c->out, "%-9s %5s %10s %5d %6s %s\n", name, "up", limit, count,
+                    state_short(order[k]), list.data);
+        dbuf_release(&list);
+    }
+}
 
 int cmd_sinfo(struct cli *c, int argc, char **argv)
 {
     bool per_node = false, header = true;
+    const char *only = NULL;
     json_t *reply = NULL;
     int rc;
 
@@ -803,47 +890,35 @@ int cmd_sinfo(struct cli *c, int argc, char **argv)
             per_node = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--noheader"))
             header = false;
+        else if ((!strcmp(argv[i], "-p") || !strcmp(argv[i], "--partition")) && i + 1 < argc)
+            only = argv[++i];
+        else if (!strncmp(argv[i], "--partition=", 12))
+            only = argv[i] + 12;
         else if (!strcmp(argv[i], "--help"))
             return fputs(c->usage, c->out) < 0 ? EXIT_FAIL : EXIT_OK;
         else
             return cli_usage_error(c,
-                                   "docket's sinfo takes -N and -h, not '%s' (docket nodes "
+                                   "docket's sinfo takes -N, -h and -p, not '%s' (docket nodes "
                                    "shows more)",
                                    argv[i]);
     }
     if ((rc = cli_get_pages(c, "/v1/nodes", "nodes", 0, &reply)))
         return rc;
     const json_t *nodes = json_object_get(reply, "nodes");
-    if (per_node) {
-        if (header)
-            fprintf(c->out, "%-16s %5s %9s %5s\n", "NODELIST", "NODES", "PARTITION", "STATE");
-        for (size_t i = 0; i < json_array_size(nodes); i++) {
-            const json_t *n = json_array_get(nodes, i);
-            fprintf(c->out, "%-16s %5d %9s %5s\n", jstr(n, "name"), 1, "docket*",
-                    state_short(node_state(n)));
-        }
-    } else {
-        static const char *const order[] = {"mixed",    "allocated", "idle",
-                                            "draining", "drained",   "down"};
-        if (header)
-            fprintf(c->out, "%-9s %5s %10s %5s %6s %s\n", "PARTITION", "AVAIL", "TIMELIMIT",
-                    "NODES", "STATE", "NODELIST");
-        for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
-            struct dbuf list;
-            int count = 0;
-            dbuf_init(&list, 1 << 16);
-            for (size_t i = 0; i < json_array_size(nodes); i++) {
-                const json_t *n = json_array_get(nodes, i);
-                if (strcmp(node_state(n), order[k]))
-                    continue;
-                dbuf_printf(&list, "%s%s", count++ ? "," : "", jstr(n, "name"));
-            }
-            if (count)
-                fprintf(c->out, "%-9s %5s %10s %5d %6s %s\n", "docket*", "up", "infinite", count,
-                        state_short(order[k]), list.data);
-            dbuf_release(&list);
-        }
+    json_t *parts = sinfo_partitions(c, nodes);
+    if (header && per_node)
+        fprintf(c->out, "%-16s %5s %9s %5s\n", "NODELIST", "NODES", "PARTITION", "STATE");
+    else if (header)
+        fprintf(c->out, "%-9s %5s %10s %5s %6s %s\n", "PARTITION", "AVAIL", "TIMELIMIT", "NODES",
+                "STATE", "NODELIST");
+    for (size_t i = 0; i < json_array_size(parts); i++) {
+        const json_t *part = json_array_get(parts, i);
+        json_t *fake = json_pack("{s:s}", "partition", jstr(part, "name"));
+        if (partition_listed(only, fake))
+            sinfo_part(c, part, nodes, per_node);
+        json_decref(fake);
     }
+    json_decref(parts);
     json_decref(reply);
     return EXIT_OK;
 }
@@ -869,7 +944,7 @@ static bool sacct_field(struct cli *c, const json_t *j, const char *f, char *out
     else if (!strcasecmp(f, "JobName"))
         str_copy(out, len, jstr(j, "name"));
     else if (!strcasecmp(f, "Partition"))
-        str_copy(out, len, jstr(j, "tier"));
+        str_copy(out, len, job_partition(j));
     else if (!strcasecmp(f, "Account"))
         str_copy(out, len, jstr(j, "project"));
     else if (!strcasecmp(f, "User"))

@@ -26,6 +26,7 @@
 #include "controller/loop.h"
 #include "controller/restore.h"
 #include "controller/stream.h"
+#include "controller/site.h"
 #include "controller/templates.h"
 #include "protocol/templates.h"
 #include "controller/usage.h"
@@ -735,6 +736,7 @@ static json_t *policy_doc(struct ctl *c, const struct sched_policy *p,
     ctl_class_nodes_json(c, json_object_get(doc, "classes"), p, pp);
     ctl_ops_json(c, doc, pp, false);
     ctl_templates_json(c, doc, pp);
+    ctl_site_json(c, doc, pp);
     return doc;
 }
 
@@ -836,6 +838,44 @@ static int policy_trial(const struct proto_policy *pp, struct sched_error *se)
     return rc;
 }
 
+/* The document's memberships and default projects, in the apply's transaction: one apply
+ * for a site's thousands of users (they are added or their role set; none is removed). */
+static int policy_members_put(struct ctl *c, const struct proto_policy *pp)
+{
+    size_t i;
+    json_t *m;
+    int rc = 0;
+    json_array_foreach(pp->members, i, m) {
+        if (rc == 0)
+            rc = store_member_put(c->store, json_string_value(json_object_get(m, "project")),
+                                  json_string_value(json_object_get(m, "user")),
+                                  json_string_value(json_object_get(m, "role")));
+    }
+    const char *user;
+    json_t *project;
+    json_object_foreach(pp->defaults, user, project) {
+        if (rc == 0)
+            rc = store_default_project_set(c->store, user, json_string_value(project));
+    }
+    return rc;
+}
+
+/* Every project the memberships name must exist once the document is applied. */
+static int policy_members_check(struct ctl *c, const struct proto_policy *pp, struct proto_error *e)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(pp->members, i, m) {
+        const char *name = json_string_value(json_object_get(m, "project"));
+        bool in_doc = false;
+        for (size_t k = 0; k < pp->nprojects && !in_doc; k++)
+            in_doc = strcmp(pp->projects[k].name, name) == 0;
+        if (!in_doc && sched_project_find(c->sched, name) < 0)
+            return proto_errorf(e, 400, NULL, "projects", "unknown project '%s'", name);
+    }
+    return 0;
+}
+
 static bool is_yaml(const char *ct)
 {
     return ct && (str_has_prefix(ct, "application/yaml") || str_has_prefix(ct, "text/yaml") ||
@@ -861,7 +901,8 @@ void h_policy_apply(struct ctl_req *r)
         ctl_reply_error(r->c, r->req, &e);
         return;
     }
-    if (ctl_templates_check(r->c, &pp, &e) < 0) {
+    if (ctl_templates_check(r->c, &pp, &e) < 0 || policy_members_check(r->c, &pp, &e) < 0 ||
+        ctl_site_node_labels_check(r->c, &pp, &e) < 0) {
         ctl_reply_error(r->c, r->req, &e);
         proto_policy_release(&pp);
         return;
@@ -876,6 +917,12 @@ void h_policy_apply(struct ctl_req *r)
                   pp.has_classes ? pp.policy.nclasses : 0, "projects", (int)pp.nprojects);
     if (pp.templates) /* only then: a reply without the section reads as before */
         json_object_set_new(applied, "templates", json_integer((json_int_t)pp.templates->n));
+    if (pp.members) { /* likewise */
+        json_object_set_new(applied, "members",
+                            json_integer((json_int_t)json_array_size(pp.members)));
+        json_object_set_new(applied, "defaults",
+                            json_integer((json_int_t)json_object_size(pp.defaults)));
+    }
     if (dry_run) {
         ctl_reply_json(r->c, r->req, 200, json_pack("{s:o,s:b}", "applied", applied, "dry_run", 1));
         proto_policy_release(&pp);
@@ -902,6 +949,13 @@ void h_policy_apply(struct ctl_req *r)
                          known ? v.boost_until_ms : 0, NULL);
     }
     if (rc == 0)
+        rc = policy_members_put(r->c, &pp);
+    if (rc == 0)
+        rc = ctl_site_node_labels_write(r->c, &pp);
+    if (pp.members) /* the audit names how many, not each */
+        json_object_set_new(after, "members_applied",
+                            json_integer((json_int_t)json_array_size(pp.members)));
+    if (rc == 0)
         rc = ctl_audit(r->c, r->id.user, "policy.apply", "policy", before, after, NULL);
     if (rc == 0)
         rc = ctl_templates_audit(r->c, r->id.user, &pp);
@@ -925,6 +979,8 @@ void h_policy_apply(struct ctl_req *r)
         ctl_templates_take(r->c, &pp);
         ctl_storage_take(r->c, &pp);
         ctl_net_take(r->c, &pp);
+        ctl_site_take(r->c, &pp);
+        ctl_site_node_labels_take(r->c, &pp);
         ctl_cycle_soon(r->c);
         ctl_reply_json(r->c, r->req, 200, json_pack("{s:O}", "applied", applied));
     }

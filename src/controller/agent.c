@@ -22,6 +22,7 @@
 #include "controller/loop.h"
 #include "controller/restore.h"
 #include "controller/services.h"
+#include "controller/site.h"
 #include "controller/turns.h"
 #include "controller/usage.h"
 #include "util/clock.h"
@@ -157,6 +158,7 @@ static struct ctl_node *register_node(struct ctl_req *r, const struct agent_regi
         rec = old->rec;
     } else {
         labels = reg->labels ? json_deep_copy(reg->labels) : json_object();
+        ctl_site_node_labels_merge(c, spec.name, labels); /* the policy's, over the agent's */
         str_copy(rec.name, sizeof(rec.name), spec.name);
     }
     spec.nlabels = ctl_labels_from_json(labels, spec.labels, SCHED_MAX_LABELS);

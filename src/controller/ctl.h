@@ -126,19 +126,21 @@ struct ctl {
     struct ctl_metrics metrics;
     /* templates.c: the job environment templates of the policy */
     struct proto_templates *templates;
-    struct ctl_alerts *alerts;       /* alerts.c */
-    struct ctl_services *services;   /* services.c */
-    struct ctl_lb *lb;               /* lb.c: the services' HAProxy */
-    struct ctl_storage *storage;     /* storage.c */
-    struct ctl_lifecycle *lifecycle; /* lifecycle.c */
-    struct ctl_net *net;             /* network.c */
-    struct ctl_conns *conns;         /* conn.c */
-    struct ctl_stream *streams;      /* stream.c: replies being sent in slices */
-    struct ctl_tty_end *ttys;        /* tty.c: terminal streams parked, waiting or joined */
-    struct ctl_backup *backup;       /* backup.c: the one backup being made or sent */
-    struct ctl_array *arrays;        /* jobs.c: big arrays being written in slices */
-    json_t *submit_buckets;          /* user -> [tokens, last mono ms] (jobs.c) */
-    json_t *cycle_specs;             /* spec_id -> parsed spec, for one cycle (loop.c) */
+    json_t *gpu_aliases, *partitions; /* site.c: the Slurm site's sections of the policy */
+    json_t *node_labels;              /* site.c: labels the policy gives nodes by name */
+    struct ctl_alerts *alerts;        /* alerts.c */
+    struct ctl_services *services;    /* services.c */
+    struct ctl_lb *lb;                /* lb.c: the services' HAProxy */
+    struct ctl_storage *storage;      /* storage.c */
+    struct ctl_lifecycle *lifecycle;  /* lifecycle.c */
+    struct ctl_net *net;              /* network.c */
+    struct ctl_conns *conns;          /* conn.c */
+    struct ctl_stream *streams;       /* stream.c: replies being sent in slices */
+    struct ctl_tty_end *ttys;         /* tty.c: terminal streams parked, waiting or joined */
+    struct ctl_backup *backup;        /* backup.c: the one backup being made or sent */
+    struct ctl_array *arrays;         /* jobs.c: big arrays being written in slices */
+    json_t *submit_buckets;           /* user -> [tokens, last mono ms] (jobs.c) */
+    json_t *cycle_specs;              /* spec_id -> parsed spec, for one cycle (loop.c) */
     json_t *step_hosts;    /* "JOB.RUN" -> {RANK: "HOST:PORT"}: srun's step hosts (agent.c) */
     int cycle_spec_parses; /* specs parsed by the cycle in progress (its debug line) */
     struct ctl_turn turn;  /* turns.c: the loop turn in progress */

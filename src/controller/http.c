@@ -44,6 +44,7 @@
 #include "controller/stream.h"
 #include "controller/tty.h"
 #include "controller/sync.h"
+#include "controller/site.h"
 #include "controller/templates.h"
 #include "controller/tls.h"
 #include "controller/turns.h"
@@ -471,6 +472,7 @@ static const struct route {
     {M_GET, "/v1/classes", h_classes, CTL_P_READ, T_NONE},
     {M_PATCH, "/v1/classes/:", h_class_patch, CTL_P_ADMIN, T_NONE},
     {M_GET, "/v1/templates", h_templates_list, CTL_P_READ, T_NONE},
+    {M_GET, "/v1/partitions", h_partitions, CTL_P_READ, T_NONE},
     {M_GET, "/v1/templates/:", h_template_show, CTL_P_READ, T_NONE},
     {M_GET, "/v1/policy", h_policy_get, CTL_P_READ, T_NONE},
     {M_POST, "/v1/policy", h_policy_apply, CTL_P_ADMIN, T_NONE},

@@ -20,6 +20,7 @@
 #include "controller/network.h"
 #include "controller/storage.h"
 #include "controller/stream.h"
+#include "controller/site.h"
 #include "controller/templates.h"
 #include "protocol/templates.h"
 #include "controller/turns.h"
@@ -67,9 +68,12 @@ static void copy_spec_fields(json_t *o, const json_t *spec, const json_t *want)
     json_t *image = json_object_get(json_object_get(spec, "container"), "image");
     if (!want || json_object_get(want, "image"))
         json_object_set(o, "image", json_is_string(image) ? image : json_null());
-    json_t *constraint = json_object_get(spec, "constraint"); /* likewise */
-    if (constraint)
-        json_object_set(o, "constraint", constraint);
+    static const char *const optional[] = {"constraint", "partition"}; /* likewise */
+    for (size_t i = 0; i < sizeof(optional) / sizeof(optional[0]); i++) {
+        json_t *v = json_object_get(spec, optional[i]);
+        if (v && (!want || json_object_get(want, optional[i])))
+            json_object_set(o, optional[i], v);
+    }
 }
 
 void ctl_env_redact(json_t *env)
@@ -308,9 +312,13 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
                          ps->project);
         return -EBUSY;
     }
+    struct proto_error se;
+    if (ctl_site_job_spec(c, ps, &se) < 0) { /* GPU names, the partition (site.c) */
+        ctl_reply_error(c, r->req, &se);
+        return -EINVAL;
+    }
     if (!ps->tier[0])
         str_copy(ps->tier, sizeof(ps->tier), pv.spec.tier);
-    struct proto_error se;
     if (ctl_storage_job_spec(c, ps, &se) < 0) { /* its pools' node labels as selectors */
         ctl_reply_error(c, r->req, &se);
         return -EINVAL;
@@ -334,6 +342,10 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
             ps->grace_ms = pol->default_grace_ms;
         if (cl->max_grace_ms > 0 && ps->grace_ms > cl->max_grace_ms)
             ps->grace_ms = cl->max_grace_ms;
+    }
+    if (ctl_site_job_check(c, ps, &e) < 0) {
+        ctl_reply_error(c, r->req, &e);
+        return -EINVAL;
     }
     /* the environment, resolved now: the job keeps this version whatever changes after */
     if (ctl_template_resolve(c, ps, pv.spec.group, &e) < 0) {
@@ -1186,19 +1198,56 @@ struct job_list {
 static const struct {
     const char *name;
     bool spec;
-} job_fields[] = {
-    {"id", false},        {"name", false},       {"project", false},       {"user", false},
-    {"tier", false},      {"eff_tier", false},   {"class", false},         {"state", false},
-    {"reason", false},    {"stop_cause", false}, {"submit_ms", false},     {"start_ms", false},
-    {"end_ms", false},    {"gpus", false},       {"gpu_type", false},      {"cpus", false},
-    {"mem_mb", false},    {"nodes", false},      {"time_limit_ms", false}, {"command", true},
-    {"workdir", true},    {"output", true},      {"error", true},          {"labels", true},
-    {"selectors", true},  {"deps", true},        {"signal", true},         {"grace_ms", true},
-    {"checkpoint", true}, {"retries", true},     {"idempotent", true},     {"requeue", true},
-    {"begin_ms", true},   {"array", true},       {"secrets", true},        {"template", true},
-    {"storage", true},    {"array_id", false},   {"array_index", false},   {"preempt_count", false},
-    {"preemptor", false}, {"allocation", false}, {"exit", false},          {"usage", false},
-    {"network", false},   {"container", true},   {"image", true},          {"hidden", false}};
+} job_fields[] = {{"id", false},
+                  {"name", false},
+                  {"project", false},
+                  {"user", false},
+                  {"tier", false},
+                  {"eff_tier", false},
+                  {"class", false},
+                  {"state", false},
+                  {"reason", false},
+                  {"stop_cause", false},
+                  {"submit_ms", false},
+                  {"start_ms", false},
+                  {"end_ms", false},
+                  {"gpus", false},
+                  {"gpu_type", false},
+                  {"cpus", false},
+                  {"mem_mb", false},
+                  {"nodes", false},
+                  {"time_limit_ms", false},
+                  {"command", true},
+                  {"workdir", true},
+                  {"output", true},
+                  {"error", true},
+                  {"labels", true},
+                  {"selectors", true},
+                  {"deps", true},
+                  {"signal", true},
+                  {"grace_ms", true},
+                  {"checkpoint", true},
+                  {"retries", true},
+                  {"idempotent", true},
+                  {"requeue", true},
+                  {"begin_ms", true},
+                  {"array", true},
+                  {"secrets", true},
+                  {"template", true},
+                  {"storage", true},
+                  {"constraint", true},
+                  {"partition", true},
+                  {"array_id", false},
+                  {"array_index", false},
+                  {"preempt_count", false},
+                  {"preemptor", false},
+                  {"allocation", false},
+                  {"exit", false},
+                  {"usage", false},
+                  {"network", false},
+                  {"container", true},
+                  {"image", true},
+                  {"hidden", false}};
 
 /* "id,state,gpus" -> a set of member names, every one known (-EINVAL naming it otherwise);
  * *spec says whether one of them needs the stored spec. */

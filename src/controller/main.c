@@ -36,6 +36,7 @@
 #include "controller/secrets.h"
 #include "controller/sync.h"
 #include "controller/services.h"
+#include "controller/site.h"
 #include "controller/templates.h"
 #include "controller/tls.h"
 #include "controller/turns.h"
@@ -614,6 +615,7 @@ int main(int argc, char **argv)
     ctl_services_free(c);
     ctl_lb_free(c);
     ctl_templates_stop(c);
+    ctl_site_stop(c);
     ctl_storage_free(c);
     ctl_net_free(c);
     ctl_lifecycle_free(c);

@@ -19,6 +19,7 @@
 #include "controller/http.h"
 #include "controller/loop.h"
 #include "controller/restore.h"
+#include "controller/site.h"
 #include "controller/templates.h"
 #include "controller/turns.h"
 #include "util/clock.h"
@@ -52,6 +53,7 @@ static int load_policy(struct ctl *c, struct sched_policy *out, struct proto_pol
         ctl_templates_take(c, &pp);
         ctl_storage_take(c, &pp);
         ctl_net_take(c, &pp);
+        ctl_site_take(c, &pp);
         proto_policy_release(&pp);
         return 0;
     }
@@ -81,6 +83,7 @@ static int load_policy(struct ctl *c, struct sched_policy *out, struct proto_pol
     ctl_templates_take(c, initial);
     ctl_storage_take(c, initial);
     ctl_net_take(c, initial);
+    ctl_site_take(c, initial);
     return 0;
 }
 

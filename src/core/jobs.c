@@ -57,7 +57,7 @@ static int resolve_names(const struct sched *s, const struct sched_job_spec *sp,
         return err_set(err, -EINVAL, "class", "unknown class '%s'", cls);
     r->gpu_type = -1;
     if (sp->gpu_type[0]) {
-        r->gpu_type = type_find(s, sp->gpu_type);
+        r->gpu_type = type_find_any_case(s, sp->gpu_type);
         if (r->gpu_type < 0)
             return err_set(err, -EINVAL, "gpu_type", "no node has GPU type '%s'", sp->gpu_type);
     }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ------------------------------------------------------------------------------------ */
 /* helpers                                                                              */
@@ -134,6 +135,15 @@ int type_find(const struct sched *s, const char *name)
         if (strcmp(s->gpu_types[i], name) == 0)
             return i;
     return -1;
+}
+
+int type_find_any_case(const struct sched *s, const char *name)
+{
+    int t = type_find(s, name);
+    for (int i = 1; t < 0 && i < s->ntypes; i++)
+        if (strcasecmp(s->gpu_types[i], name) == 0)
+            t = i;
+    return t;
 }
 
 struct user_count *user_count_get(struct sched *s, uint32_t project, uint32_t user, bool create)

@@ -26,6 +26,9 @@ bool job_preemptible_class(const struct sched *s, const struct job *j);
 bool job_outranks(const struct sched *s, const struct job *a, const struct job *b);
 const struct sched_alloc *job_alloc_on(const struct job *j, uint32_t node); /* or NULL */
 int type_find(const struct sched *s, const char *name);
+/* A job's GPU type: the node type of that name, else one that differs only in case
+ * (gres.conf and users write `a100-80gb` for `A100-80GB`). */
+int type_find_any_case(const struct sched *s, const char *name);
 struct user_count *user_count_get(struct sched *s, uint32_t project, uint32_t user, bool create);
 /* j joins (+1) or leaves (-1) the queue (pending or held): its project's count and its
  * user's in that project. */

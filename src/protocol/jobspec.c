@@ -645,6 +645,11 @@ static int f_constraint(const json_t *v, int64_t now, struct proto_jobspec *j,
     return 0;
 }
 
+static int f_partition(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    return proto_get_name(v, "partition", j->partition, e);
+}
+
 static const struct {
     const char *name;
     field_fn fn;
@@ -670,6 +675,7 @@ static const struct {
     {"labels", f_labels},
     {"selectors", f_selectors},
     {"constraint", f_constraint},
+    {"partition", f_partition},
     {"deps", f_deps},
     {"array", f_array},
     {"signal", f_signal},
@@ -847,6 +853,8 @@ json_t *proto_jobspec_to_json(const struct proto_jobspec *j)
     json_object_set_new(o, "selectors", sel);
     if (j->constraint[0])
         json_object_set_new(o, "constraint", json_string(j->constraint));
+    if (j->partition[0])
+        json_object_set_new(o, "partition", json_string(j->partition));
     json_object_update(o, j->extra);
     return o;
 }
@@ -946,6 +954,9 @@ int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out, struct p
         goto fail;
     json_t *constraint = json_object_get(stored, "constraint");
     if (constraint && (rc = f_constraint(constraint, 0, out, err)) < 0)
+        goto fail;
+    json_t *partition = json_object_get(stored, "partition");
+    if (partition && (rc = f_partition(partition, 0, out, err)) < 0)
         goto fail;
     static const char *const keys[] = {"command", "script", "workdir", "output",
                                        "error",   "env",    "labels"};

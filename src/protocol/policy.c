@@ -13,6 +13,7 @@
 #include "protocol/ops.h"
 #include "protocol/proto.h"
 #include "protocol/network.h"
+#include "protocol/site.h"
 #include "protocol/storage.h"
 #include "protocol/templates.h"
 #include "util/parse.h"
@@ -581,6 +582,72 @@ static bool tier_known(const struct sched_policy *p, const char *t)
     return false;
 }
 
+/* One of a project's user lists (`members`, `leads`, `default_for`) into out->members
+ * (roles) or out->defaults. A default needs the user listed in the project too. */
+static int project_users(const json_t *o, const char *key, const char *path, const char *project,
+                         struct proto_policy *out, struct proto_error *err)
+{
+    const json_t *list = json_object_get(o, key);
+    char f[160];
+    snprintf(f, sizeof(f), "%s.%s", path, key);
+    if (!list)
+        return 0;
+    if (!json_is_array(list))
+        return proto_errorf(err, 400, NULL, f, "%s must be a list of user names", f);
+    if (!out->members) {
+        out->members = json_array();
+        out->defaults = json_object();
+    }
+    size_t i;
+    json_t *u;
+    json_array_foreach(list, i, u) {
+        char user[PROTO_NAME_MAX];
+        if (proto_get_name(u, f, user, err) < 0)
+            return -EINVAL;
+        if (json_array_size(out->members) >= PROTO_MAX_POLICY_MEMBERS)
+            return proto_errorf(err, 400, NULL, f, "at most %d memberships in one document",
+                                PROTO_MAX_POLICY_MEMBERS);
+        if (strcmp(key, "default_for") != 0) {
+            const char *role = strcmp(key, "leads") == 0 ? "lead" : "member";
+            json_array_append_new(out->members, json_pack("{s:s,s:s,s:s}", "project", project,
+                                                          "user", user, "role", role));
+            continue;
+        }
+        const char *other = json_string_value(json_object_get(out->defaults, user));
+        if (other)
+            return proto_errorf(err, 400, NULL, f, "%s: '%s' already defaults to project '%s'", f,
+                                user, other);
+        bool listed = false;
+        size_t k;
+        json_t *m;
+        json_array_foreach(out->members, k, m) {
+            listed =
+                listed || (!strcmp(json_string_value(json_object_get(m, "project")), project) &&
+                           !strcmp(json_string_value(json_object_get(m, "user")), user));
+        }
+        if (!listed)
+            return proto_errorf(err, 400, NULL, f,
+                                "%s: '%s' must be among the project's members or leads", f, user);
+        json_object_set_new(out->defaults, user, json_string(project));
+    }
+    return 0;
+}
+
+/* A project entry without its user lists, for proto_project_parse; the lists then. */
+static int parse_project_entry(const json_t *o, const char *path, struct sched_project_spec *p,
+                               struct proto_policy *out, struct proto_error *err)
+{
+    static const char *const lists[] = {"members", "leads", "default_for"};
+    json_t *bare = json_is_object(o) ? json_copy((json_t *)o) : json_incref((json_t *)o);
+    for (size_t i = 0; json_is_object(bare) && i < sizeof(lists) / sizeof(lists[0]); i++)
+        json_object_del(bare, lists[i]);
+    int rc = proto_project_parse(bare, path, false, p, err);
+    json_decref(bare);
+    for (size_t i = 0; rc == 0 && i < sizeof(lists) / sizeof(lists[0]); i++)
+        rc = project_users(o, lists[i], path, p->name, out, err);
+    return rc;
+}
+
 static int parse_projects(const json_t *v, struct proto_policy *out, struct proto_error *err)
 {
     if (!json_is_array(v) || json_array_size(v) > PROTO_MAX_PROJECTS)
@@ -598,7 +665,7 @@ static int parse_projects(const json_t *v, struct proto_policy *out, struct prot
         str_copy(p->tier, sizeof(p->tier), "normal");
         p->gpu_limit = p->max_running = p->max_queued = -1;
         p->user_max_running = p->user_gpu_limit = -1;
-        int rc = proto_project_parse(json_array_get(v, i), path, false, p, err);
+        int rc = parse_project_entry(json_array_get(v, i), path, p, out, err);
         if (rc < 0)
             return rc;
         out->nprojects = i + 1;
@@ -663,15 +730,24 @@ static int parse_ops(const json_t *doc, struct proto_policy *out, struct proto_e
         if ((rc = net_policy_parse(v, out->network, err)) < 0)
             return rc;
     }
+    if ((v = json_object_get(doc, "gpu_aliases")) &&
+        (rc = proto_gpu_aliases_parse(v, &out->gpu_aliases, err)) < 0)
+        return rc;
+    if ((v = json_object_get(doc, "partitions")) &&
+        (rc = proto_partitions_parse(v, &out->policy, &out->partitions, err)) < 0)
+        return rc;
+    if ((v = json_object_get(doc, "node_labels")) &&
+        (rc = proto_node_labels_parse(v, &out->node_labels, err)) < 0)
+        return rc;
     return 0;
 }
 
 int proto_policy_parse(const json_t *doc, const struct sched_policy *base, struct proto_policy *out,
                        struct proto_error *err)
 {
-    static const char *const known[] = {"tiers",   "classes", "settings", "projects",
-                                        "groups",  "alerts",  "prices",   "templates",
-                                        "storage", "network", NULL};
+    static const char *const known[] = {
+        "tiers",     "classes", "settings", "projects",    "groups",     "alerts",      "prices",
+        "templates", "storage", "network",  "gpu_aliases", "partitions", "node_labels", NULL};
     memset(out, 0, sizeof(*out));
     out->policy = *base;
     int rc;
@@ -744,6 +820,12 @@ void proto_policy_release(struct proto_policy *p)
         proto_templates_release(p->templates);
     free(p->templates);
     p->templates = NULL;
+    json_decref(p->gpu_aliases);
+    json_decref(p->partitions);
+    json_decref(p->members);
+    json_decref(p->defaults);
+    json_decref(p->node_labels);
+    p->gpu_aliases = p->partitions = p->members = p->defaults = p->node_labels = NULL;
     free(p->projects);
     p->projects = NULL;
     p->nprojects = 0;

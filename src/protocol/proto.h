@@ -87,6 +87,7 @@ struct proto_jobspec {
     struct proto_selector selectors[PROTO_MAX_SELECTORS];
     int nselectors;
     char constraint[PROTO_CONSTRAINT_MAX]; /* Slurm's --constraint over node features; "" */
+    char partition[PROTO_NAME_MAX];        /* the site's partition (protocol/site.h); "" */
     char array[64];                        /* the array expression as given, "" = none */
     json_t *extra;                         /* owned */
 };
@@ -124,7 +125,7 @@ int proto_array_expand(const char *expr, int32_t **indices, size_t *count, int *
 /* ------------------------------------------------------------------------------------ */
 /* Policy document (docs/api.md "Projects, tiers, classes, policy")                     */
 
-enum { PROTO_MAX_PROJECTS = 10000 };
+enum { PROTO_MAX_PROJECTS = 10000, PROTO_MAX_POLICY_MEMBERS = 200000 };
 
 struct proto_alerts;
 struct proto_prices;
@@ -187,6 +188,11 @@ struct proto_policy {
     struct proto_templates *templates; /* protocol/templates.h; replaces the list whole */
     struct storage_policy *storage;    /* protocol/storage.h */
     struct net_policy *network;        /* protocol/network.h */
+    json_t *gpu_aliases, *partitions;  /* protocol/site.h, normalised; NULL when absent */
+    json_t *node_labels;               /* protocol/site.h; NULL when absent */
+    /* the projects' `members`, `leads` and `default_for` lists, in bulk: [{project, user,
+       role}] and {user: project}; NULL when no project names any (added, never removed) */
+    json_t *members, *defaults;
 };
 
 /* Parse a policy document (JSON object) on top of `base` (the current policy, copied).

@@ -87,6 +87,196 @@ EOS
     [[ $output == *"constraint"* ]]
 }
 
+@test "GPU types as gres.conf writes them: any case, and the site's aliases" {
+    cat >aliases.yaml <<'EOS'
+gpu_aliases:
+  a100: A100-80GB
+  Volta: V100-32GB
+EOS
+    "$DOCKET" apply -f aliases.yaml >/dev/null
+    cat >gres.sh <<'EOS'
+#!/bin/bash
+#SBATCH --account=vision --time=5 --output=where-%j.out
+echo "$SLURMD_NODENAME"
+EOS
+    id=$(sbatch --parsable --gres=gpu:a100:1 gres.sh)
+    ran_on "$id" a
+    [ "$("$DOCKET" show "$id" --json | jq -r .job.gpu_type)" = A100-80GB ]
+    id=$(sbatch --parsable --gres=gpu:VOLTA:2 gres.sh)
+    ran_on "$id" b
+    id=$(sbatch --parsable --gpus-per-node=v100-32gb:1 gres.sh)
+    ran_on "$id" b
+    [ "$("$DOCKET" show "$id" --json | jq -r .job.gpu_type)" = V100-32GB ]
+    # --exclusive sizes the job from the node the alias names
+    id=$(sbatch --parsable --gres=gpu:a100:1 --exclusive gres.sh)
+    ran_on "$id" a
+    [ "$("$DOCKET" show "$id" --json | jq .job.gpus)" -eq 8 ]
+    run -1 sbatch --gres=gpu:h100:1 gres.sh
+    [[ $output == *"no node has GPU type 'h100'"* ]]
+    # an alias named twice, whatever its case, is refused with the field
+    printf 'gpu_aliases:\n  a100: A100-80GB\n  A100: V100-32GB\n' >twice.yaml
+    run -1 "$DOCKET" apply -f twice.yaml
+    [[ $output == *"gpu_aliases.A100"*"named twice"* ]]
+}
+
+@test "partitions are node sets: -p, the default, times, projects; squeue -p and sinfo" {
+    cat >parts.yaml <<'EOS'
+partitions:
+  - {name: ampere, nodes: {zone: a}, default_time: 20m, max_time: 2h, default: true}
+  - {name: volta, nodes: {zone: b}, max_time: 1h, tier: low, projects: [nlp, vision]}
+  - {name: closed, nodes: {zone: b}, projects: [explore]}
+EOS
+    "$DOCKET" apply -f parts.yaml >/dev/null
+    cat >part.sh <<'EOS'
+#!/bin/bash
+#SBATCH --account=vision --gres=gpu:1 --output=where-%j.out
+echo "$SLURMD_NODENAME"
+sleep 2
+EOS
+    id=$(sbatch --parsable part.sh) # the default partition: zone a, its default time
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -r .job.partition <<<"$output")" = ampere ]
+    [ "$(jq .job.time_limit_ms <<<"$output")" -eq 1200000 ]
+    squeue -h -p ampere -o '%i %P' | grep -qx "$id ampere"
+    [ -z "$(squeue -h -p volta -o '%i' | grep -x "$id")" ]
+    ran_on "$id" a
+    id=$(sbatch --parsable -p volta -t 30 part.sh)
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -r .job.tier <<<"$output")" = low ]
+    squeue -h -p gpu,volta -o '%i %P' | grep -qx "$id volta"
+    ran_on "$id" b
+    run -1 sbatch -p volta -t 90 part.sh
+    [[ $output == *"partition 'volta' allows at most 60 minutes"* ]]
+    run -1 sbatch -p closed part.sh
+    [[ $output == *"partition 'closed' does not admit project 'vision'"* ]]
+    run -1 sbatch -p nowhere part.sh
+    [[ $output == *"invalid partition 'nowhere'"* ]]
+    # sinfo: Slurm's columns, per partition and state, the default starred
+    run -0 sinfo
+    [[ ${lines[0]} == "PARTITION AVAIL  TIMELIMIT NODES  STATE NODELIST" ]]
+    [[ $output =~ ampere\*\ +up\ +2:00:00\ +1\ +idle\ $PREFIX-a ]]
+    [[ $output =~ volta\ +up\ +1:00:00\ +1\ +idle\ $PREFIX-b ]]
+    [[ $output =~ closed\ +up\ +infinite\ +1\ +idle\ $PREFIX-b ]]
+    run -0 sinfo -N -h -p volta
+    [ "$output" = "$(printf '%-16s %5d %9s %5s' "$PREFIX-b" 1 volta idle)" ]
+    # a native job names no partition and keeps every node
+    run -0 "$DOCKET" submit -p vision -g 1 --select zone=b --parsable -- true
+    done_ok "$output"
+    printf 'partitions: []\n' >none.yaml
+    "$DOCKET" apply -f none.yaml >/dev/null
+    run -0 sinfo -h
+    [[ $output == *"docket*"* ]]
+}
+
+# import_site DIR OUT: docket import slurm over a sample site's files (tests/data/slurm)
+import_site() {
+    local d=$BATS_TEST_DIRNAME/../data/slurm/$1 args=()
+    args=(--conf "$d/slurm.conf")
+    [[ ! -f $d/gres.conf ]] || args+=(--gres "$d/gres.conf")
+    [[ ! -f $d/sacctmgr.dump ]] || args+=(--sacctmgr "$d/sacctmgr.dump")
+    [[ ! -f $d/qos.txt ]] || args+=(--qos "$d/qos.txt")
+    "$DOCKET" import slurm "${args[@]}" -o "$2"
+}
+
+@test "import slurm: three sample sites give policies docketd accepts, and say what is left out" {
+    run -0 import_site small small.json
+    [[ $output == *"1 partitions, 4 nodes, 2 projects"* ]]
+    [ "$(jq -c '.partitions[0] | [.name, .default, .default_time, .max_time]' small.json)" = '["gpu",true,7200,86400]' ]
+    [ "$(jq -c '[.projects[] | [.name, .guarantee_gpus, .members, .default_for]]' small.json)" = \
+        '[["alpha",9.6,["ann","bo"],["ann","bo"]],["beta",6.4,["bo","cy"],["cy"]]]' ]
+    [ "$(jq -r '.node_labels.node3["partition.gpu"]' small.json)" = yes ]
+    run -0 "$DOCKET" apply --dry-run -f small.json
+    [[ $output == "valid, would apply"*"2 projects, 4 members, 3 defaults" ]]
+
+    run -0 import_site gpu-features gpu.json
+    [[ $output == *"not mapped: slurm.conf:13: partition cpu: OverSubscribe=YES"* ]]
+    [[ $output == *"not mapped: user carol in nlp: MaxJobs=4"* ]]
+    [ "$(jq -r '.node_labels.a100n02.features' gpu.json)" = a100,ib,gpu80g ]
+    [ "$(jq -r '.node_labels.v100n01["partition.a100"]' gpu.json)" = null ]
+    [ "$(jq -c '.partitions[1] | [.name, .nodes, .projects, .max_time]' gpu.json)" = \
+        '["a100",{"partition.a100":"yes"},["vision","nlp"],86400]' ]
+    [ "$(jq -c '[.groups[0].name, (.projects[] | select(.name == "vision") | [.group, .gpu_limit, .user_max_running])]' gpu.json)" = \
+        '["ai",["ai",12,20]]' ]
+    [ "$(jq .settings.preemption gpu.json)" = false ]
+    run -0 "$DOCKET" apply --dry-run -f gpu.json
+
+    run -0 import_site qos-heavy qos.json
+    [ "$(jq -c '[.tiers[].name]' qos.json)" = '["urgent","high","normal","low","scavenger"]' ]
+    [ "$(jq -c '.projects[] | select(.name == "chem") | [.tier, .gpu_limit, .max_running, .members]' qos.json)" = \
+        '["high",24,40,["hana","ivan"]]' ]
+    [ "$(jq -c '.partitions[] | select(.name == "urgent") | [.tier, .projects, .max_time]' qos.json)" = \
+        '["urgent",["ops"],43200]' ]
+    [[ $output == *"not mapped: qos:5: low preempts urgent, which is not below it in priority"* ]]
+    [[ $output == *"not mapped: qos scavenger: PreemptMode=SUSPEND"* ]]
+    [[ $output == *"not mapped: qos high: MaxTRESPU=gres/gpu=8"* ]]
+    [[ $output == *"not mapped: user oli: AdminLevel=Operator"* ]]
+    run -0 "$DOCKET" apply --dry-run -f qos.json
+    [[ $output == *"5 projects"* || $output == *"4 projects"* ]]
+}
+
+@test "import slurm: hostile site files are read as far as they go, never crash the import" {
+    printf 'NodeName=n[1-\nPartitionName=p Nodes=n[9-1] MaxTime=banana\nNodeName=x Gres=gpu:a100:zz\\\n' >bad.conf
+    printf "Account - 'a b':Fairshare=x\nUser - :::\nnonsense\n" >bad.dump
+    printf 'Name|Priority\n|5\nweird|notanumber|extra|cells\n' >bad.qos
+    run -0 "$DOCKET" import slurm --conf bad.conf --sacctmgr bad.dump --qos bad.qos -o bad.json
+    [[ $output == *"does not read as a host list"* ]]
+    [[ $output == *"not an entity line"* ]]
+    [[ $output == *"a row without a Name"* ]]
+    jq -e . bad.json >/dev/null
+    run -1 "$DOCKET" import slurm --conf /nonexistent/slurm.conf
+    [[ $output == *"cannot read '/nonexistent/slurm.conf'"* ]]
+    run -2 "$DOCKET" import pbs --conf bad.conf
+}
+
+@test "an imported site, applied once: features, partitions, GPU names, 3,000 members; jobs placed" {
+    cat >site.conf <<EOS
+ClusterName=moved
+NodeName=$PREFIX-a CPUs=16 Gres=gpu:a100:8 Feature=a100,ib
+NodeName=$PREFIX-b CPUs=16 Gres=gpu:v100:8 Feature=v100
+PartitionName=ampere Nodes=$PREFIX-a MaxTime=2:00:00 AllowAccounts=vision
+PartitionName=all Nodes=$PREFIX-a,$PREFIX-b Default=YES DefaultTime=30
+EOS
+    {
+        echo "Cluster - 'moved':Fairshare=1"
+        echo "Parent - 'root'"
+        echo "Account - 'vision':Fairshare=3:GrpTRES=gres/gpu=16"
+        echo "Account - 'nlp':Fairshare=1"
+        echo "Parent - 'vision'"
+        for i in $(seq 1 3000); do echo "User - 'u$i':DefaultAccount='vision':Fairshare=1"; done
+        echo "Parent - 'nlp'"
+        echo "User - 'u1':DefaultAccount='vision':Fairshare=1"
+    } >site.dump
+    run -0 "$DOCKET" import slurm --conf site.conf --sacctmgr site.dump --cluster -o site.json
+    [ "$(jq -c .gpu_aliases site.json)" = '{"a100":"A100-80GB","v100":"V100-32GB"}' ]
+    run -0 "$DOCKET" apply -f site.json
+    [[ $output == *"2 projects, 3001 members, 3000 defaults" ]]
+    run -0 "$DOCKET" nodes --json
+    [ "$(jq -r --arg n "$PREFIX-a" '.nodes[] | select(.name == $n) | .labels | [.features, .["partition.ampere"], .zone] | join(" ")' <<<"$output")" = "a100,ib yes a" ]
+    run -0 "$DOCKET" projects members list vision --json
+    [ "$(jq '.members | length' <<<"$output")" -eq 3000 ]
+    cat >moved.sh <<'EOS'
+#!/bin/bash
+#SBATCH --account=vision --output=where-%j.out
+#SBATCH --gres=gpu:a100:1 -C ib
+echo "$SLURMD_NODENAME"
+EOS
+    id=$(sbatch --parsable -p ampere moved.sh)
+    ran_on "$id" a
+    id=$(sbatch --parsable --gres=gpu:V100:1 -A nlp --wrap 'echo "$SLURMD_NODENAME" >where-$SLURM_JOB_ID.out')
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -r '[.job.partition, .job.time_limit_ms] | join(" ")' <<<"$output")" = "all 1800000" ]
+    ran_on "$id" b
+    run -1 sbatch -p ampere -A nlp moved.sh
+    [[ $output == *"does not admit project 'nlp'"* ]]
+    # labels a node cannot hold with its own: refused before anything is written
+    many=$(for i in $(seq 1 13); do printf '"l%d": "v",' "$i"; done)
+    printf '{"node_labels": {"%s": {%s "last": "v"}}}' "$PREFIX-a" "$many" >many.json
+    run -1 "$DOCKET" apply -f many.json
+    [[ $output == *"node $PREFIX-a would have 18 labels with its own: at most 16"* ]]
+    run -0 "$DOCKET" nodes --json
+    [ "$(jq --arg n "$PREFIX-a" '.nodes[] | select(.name == $n) | .labels | length' <<<"$output")" -eq 4 ]
+}
+
 @test "a held job's constraint survives a docketd restart and still places it" {
     cat >held.sh <<'EOS'
 #!/bin/bash
@@ -96,9 +286,13 @@ EOS
 echo "$SLURMD_NODENAME"
 EOS
     id=$(sbatch --parsable held.sh)
+    printf 'partitions:\n  - {name: later, nodes: {zone: b}, max_time: 1h}\n' >later.yaml
+    "$DOCKET" apply -f later.yaml >/dev/null
     kill_pidfile "$T/ctl.pid"
     ctl_start "$PORT"
     wait_for 30 nodes_up 2
+    run -0 sinfo -h -p later # the partitions came back with the policy
+    [[ $output == "later"*"1:00:00"*"$PREFIX-b" ]]
     run -0 "$DOCKET" show "$id" --json
     [ "$(jq -r .job.constraint <<<"$output")" = "v100|h100" ]
     "$DOCKET" release "$id"

@@ -364,18 +364,39 @@ static void sbatch_account_with_partition_suffix(void **state)
     assert_int_equal(parse("#!/bin/sh\n#SBATCH -A a@b@c\n"), -EINVAL);
 }
 
+/* -p names the site's partition (docketd applies it); the user's map, when it names the
+ * partition, overrides its tier or class; an unmapped QOS is warned about */
 static void partition_mapped_or_warned(void **state)
 {
     assert_int_equal(parse_map("#!/bin/sh\n#SBATCH -p gpu\n", "gpu=normal,debug=exploration"), 0);
     assert_string_equal(gets_("tier"), "normal");
+    assert_string_equal(gets_("partition"), "gpu");
     assert_int_equal(
         parse_map("#!/bin/sh\n#SBATCH --partition=debug\n", "gpu=normal,debug=exploration"), 0);
     assert_string_equal(gets_("class"), "exploration");
     assert_int_equal(nwarn, 0);
     assert_int_equal(parse_map("#!/bin/sh\n#SBATCH --partition=cpu\n", "gpu=normal"), 0);
+    assert_string_equal(gets_("partition"), "cpu");
+    assert_null(json_object_get(spec, "tier"));
+    assert_int_equal(nwarn, 0);
+    assert_int_equal(parse_map("#!/bin/sh\n#SBATCH --qos=long\n", "gpu=normal"), 0);
     assert_int_equal(nwarn, 1);
-    assert_non_null(strstr(warnings, "#SBATCH --partition=cpu has no mapping"));
+    assert_non_null(strstr(warnings, "#SBATCH --qos=long has no mapping"));
     assert_int_equal(parse_map("#!/bin/sh\n#SBATCH --partition=cpu\n", "broken"), -EINVAL);
+    assert_int_equal(parse_map("#!/bin/sh\n#SBATCH --partition=a,b\n", NULL), -EINVAL);
+}
+
+/* a site's map of many partitions: no length limit of its own */
+static void partition_map_of_a_big_site(void **state)
+{
+    char *map = malloc(64 * 1024);
+    size_t n = 0;
+    for (int i = 0; i < 2000; i++)
+        n += (size_t)snprintf(map + n, 64 * 1024 - n, "%spart%d=tier%d", i ? "," : "", i, i);
+    assert_true(n > 1023);
+    assert_int_equal(parse_map("#!/bin/sh\n#SBATCH -p part1999\n", map), 0);
+    assert_string_equal(gets_("tier"), "tier1999");
+    free(map);
 }
 
 static void nodes_range_takes_minimum(void **state)
@@ -447,6 +468,7 @@ int main(void)
         T(sbatch_export_begin_and_old_prefix),
         T(sbatch_account_with_partition_suffix),
         T(partition_mapped_or_warned),
+        T(partition_map_of_a_big_site),
         T(nodes_range_takes_minimum),
         T(error_names_line_and_keeps_nothing),
         T(script_errors),

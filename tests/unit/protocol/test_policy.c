@@ -13,6 +13,7 @@
 
 #include "protocol/ops.h"
 #include "protocol/proto.h"
+#include "protocol/site.h"
 
 static struct sched_policy base;
 
@@ -416,6 +417,116 @@ static void class_idle_rule(void **state)
 
 /* The alerts and prices sections read back exactly; shown to readers, webhook paths and
  * secrets are hidden; without the sections, a document leaves p.alerts/p.prices NULL. */
+/* a Slurm site's sections: GPU aliases in any case, partitions normalised and looked up;
+ * every bad part named by its path */
+static void site_sections(void **state)
+{
+    const char *doc = "gpu_aliases: {a100: A100-80GB, Volta: V100-32GB}\n"
+                      "partitions:\n"
+                      "  - {name: gpu, nodes: {zone: a, pool: '!x'}, default_time: 30m,\n"
+                      "     max_time: 2d, tier: high, class: training, default: true}\n"
+                      "  - {name: debug, projects: [vision]}\n";
+    struct proto_policy p;
+    struct proto_error e;
+    if (proto_policy_parse_text(doc, strlen(doc), true, &base, &p, &e) != 0)
+        fail_msg("%s: %s", e.field, e.message);
+    assert_string_equal(proto_gpu_alias(p.gpu_aliases, "A100"), "A100-80GB");
+    assert_string_equal(proto_gpu_alias(p.gpu_aliases, "volta"), "V100-32GB");
+    assert_null(proto_gpu_alias(p.gpu_aliases, "h100"));
+    const json_t *gpu = proto_partition_find(p.partitions, NULL); /* the default */
+    assert_non_null(gpu);
+    assert_string_equal(json_string_value(json_object_get(gpu, "name")), "gpu");
+    assert_int_equal(json_integer_value(json_object_get(gpu, "default_time")), 1800);
+    assert_int_equal(json_integer_value(json_object_get(gpu, "max_time")), 2 * 86400);
+    assert_true(proto_partition_allows(gpu, "anyone"));
+    const json_t *debug = proto_partition_find(p.partitions, "debug");
+    assert_true(proto_partition_allows(debug, "vision"));
+    assert_false(proto_partition_allows(debug, "nlp"));
+    assert_true(json_is_null(json_object_get(debug, "tier")));
+    /* the normalised form reads back the same */
+    json_t *again =
+        json_pack("{s:O,s:O}", "gpu_aliases", p.gpu_aliases, "partitions", p.partitions);
+    struct proto_policy q;
+    char *text = json_dumps(again, 0);
+    assert_int_equal(proto_policy_parse_text(text, strlen(text), false, &base, &q, &e), 0);
+    assert_true(json_equal(q.partitions, p.partitions));
+    free(text);
+    json_decref(again);
+    proto_policy_release(&q);
+    proto_policy_release(&p);
+    static const struct {
+        const char *doc, *field;
+    } bad_site[] = {
+        {"{\"gpu_aliases\": {\"a\": \"X\", \"A\": \"Y\"}}", "gpu_aliases.A"},
+        {"{\"gpu_aliases\": {\"a\": \"bad type\"}}", "gpu_aliases.a"},
+        {"{\"gpu_aliases\": [\"a\"]}", "gpu_aliases"},
+        {"{\"partitions\": {}}", "partitions"},
+        {"{\"partitions\": [{\"nodes\": {}}]}", "partitions[0].name"},
+        {"{\"partitions\": [{\"name\": \"a\"}, {\"name\": \"a\"}]}", "partitions[1]"},
+        {"{\"partitions\": [{\"name\": \"a\", \"default\": true}, "
+         "{\"name\": \"b\", \"default\": true}]}",
+         "partitions[1]"},
+        {"{\"partitions\": [{\"name\": \"a\", \"tier\": \"nope\"}]}", "partitions[0].tier"},
+        {"{\"partitions\": [{\"name\": \"a\", \"class\": \"nope\"}]}", "partitions[0].class"},
+        {"{\"partitions\": [{\"name\": \"a\", \"max_time\": \"1h\", \"default_time\": "
+         "\"2h\"}]}",
+         "partitions[0]"},
+        {"{\"partitions\": [{\"name\": \"a\", \"nodes\": {\"zone\": \"a b\"}}]}",
+         "partitions[0].nodes"},
+        {"{\"partitions\": [{\"name\": \"a\", \"projects\": [\"x y\"]}]}",
+         "partitions[0].projects"},
+        {"{\"partitions\": [{\"name\": \"a\", \"colour\": 1}]}", "partitions[0].colour"},
+    };
+    for (size_t i = 0; i < sizeof(bad_site) / sizeof(bad_site[0]); i++) {
+        int rc =
+            proto_policy_parse_text(bad_site[i].doc, strlen(bad_site[i].doc), false, &base, &p, &e);
+        if (rc == 0 || strcmp(e.field, bad_site[i].field) != 0)
+            fail_msg("'%s': rc %d field '%s' (%s), want '%s'", bad_site[i].doc, rc, e.field,
+                     e.message, bad_site[i].field);
+    }
+}
+
+/* projects list their users in bulk: members, leads, default_for (each listed too) */
+static void project_members(void **state)
+{
+    const char *doc = "projects:\n"
+                      "  - {name: a, members: [u1, u2], leads: [l1], default_for: [u1, l1]}\n"
+                      "  - {name: b, members: [u2], default_for: [u2]}\n"
+                      "node_labels: {n1: {features: 'a100,ib', rack: r1}}\n";
+    struct proto_policy p;
+    struct proto_error e;
+    if (proto_policy_parse_text(doc, strlen(doc), true, &base, &p, &e) != 0)
+        fail_msg("%s: %s", e.field, e.message);
+    assert_int_equal(p.nprojects, 2);
+    assert_int_equal(json_array_size(p.members), 4);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(p.members, 2), "role")),
+                        "lead");
+    assert_string_equal(json_string_value(json_object_get(p.defaults, "l1")), "a");
+    assert_string_equal(json_string_value(json_object_get(p.defaults, "u2")), "b");
+    assert_non_null(json_object_get(p.node_labels, "n1"));
+    proto_policy_release(&p);
+    static const struct {
+        const char *doc, *field;
+    } bad_members[] = {
+        {"{\"projects\": [{\"name\": \"a\", \"members\": \"u1\"}]}", "projects[0].members"},
+        {"{\"projects\": [{\"name\": \"a\", \"leads\": [\"x y\"]}]}", "projects[0].leads"},
+        {"{\"projects\": [{\"name\": \"a\", \"default_for\": [\"u9\"]}]}",
+         "projects[0].default_for"},
+        {"{\"projects\": [{\"name\": \"a\", \"members\": [\"u\"], \"default_for\": "
+         "[\"u\"]}, {\"name\": \"b\", \"members\": [\"u\"], \"default_for\": [\"u\"]}]}",
+         "projects[1].default_for"},
+        {"{\"node_labels\": {\"n1\": {\"rack\": \"a,b\"}}}", "node_labels.n1"},
+        {"{\"node_labels\": {\"n 1\": {}}}", "node_labels.n 1"},
+    };
+    for (size_t i = 0; i < sizeof(bad_members) / sizeof(bad_members[0]); i++) {
+        int rc = proto_policy_parse_text(bad_members[i].doc, strlen(bad_members[i].doc), false,
+                                         &base, &p, &e);
+        if (rc == 0 || strcmp(e.field, bad_members[i].field) != 0)
+            fail_msg("'%s': rc %d field '%s' (%s), want '%s'", bad_members[i].doc, rc, e.field,
+                     e.message, bad_members[i].field);
+    }
+}
+
 static void ops_sections(void **state)
 {
     const char *doc =
@@ -536,6 +647,7 @@ int main(void)
         cmocka_unit_test(class_patch),       cmocka_unit_test(groups_list),
         cmocka_unit_test(class_node_fields), cmocka_unit_test(class_idle_rule),
         cmocka_unit_test(ops_sections),      cmocka_unit_test(class_topology),
+        cmocka_unit_test(site_sections),     cmocka_unit_test(project_members),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

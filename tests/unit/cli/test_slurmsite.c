@@ -1,0 +1,180 @@
+/*
+ * test_slurmsite.c - the readers of a Slurm site's files (cli/slurmsite.h) and the policy
+ * made from them: Slurm's times, host lists and gres, continuation lines and comments, the
+ * sacctmgr dump's tree, the QOS table by its header, and what is said when not mapped.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cli/slurmsite.h"
+
+static json_t *site, *unmapped;
+
+static int fresh(void **state)
+{
+    site = slurm_site_new();
+    unmapped = json_array();
+    return 0;
+}
+
+static int done(void **state)
+{
+    json_decref(site);
+    json_decref(unmapped);
+    return 0;
+}
+
+static bool said(const char *part)
+{
+    for (size_t i = 0; i < json_array_size(unmapped); i++)
+        if (strstr(json_string_value(json_array_get(unmapped, i)), part))
+            return true;
+    return false;
+}
+
+static void slurm_times(void **state)
+{
+    assert_int_equal(slurm_time_secs("90"), 90 * 60);
+    assert_int_equal(slurm_time_secs("1:30"), 90);
+    assert_int_equal(slurm_time_secs("1:30:00"), 5400);
+    assert_int_equal(slurm_time_secs("2-00:00:00"), 2 * 86400);
+    assert_int_equal(slurm_time_secs("1-12"), 86400 + 12 * 3600);
+    assert_int_equal(slurm_time_secs("1-2:30"), 86400 + 2 * 3600 + 30 * 60);
+    assert_int_equal(slurm_time_secs("UNLIMITED"), 0);
+    assert_int_equal(slurm_time_secs("infinite"), 0);
+    assert_int_equal(slurm_time_secs("banana"), -1);
+    assert_int_equal(slurm_time_secs("1:2:3:4"), -1);
+    assert_int_equal(slurm_time_secs(""), -1);
+}
+
+static void conf_nodes_partitions(void **state)
+{
+    slurm_conf_read(site,
+                    "# comment\n"
+                    "NodeName=g[01-02] Gres=gpu:a100:8,gpu:v100:2(S:0) \\\n"
+                    "   Feature=a100,ib   # trailing\n"
+                    "nodename=c1 Gres=gpu:4,mps:100\n"
+                    "PartitionName=p Nodes=g[01-02],c1 Default=YES MaxTime=1-00:00:00 "
+                    "DefaultTime=30 AllowAccounts=x,y PriorityTier=3\n"
+                    "PartitionName=all Nodes=ALL\n"
+                    "Include /etc/slurm/more.conf\n",
+                    unmapped);
+    json_t *g2 = json_object_get(json_object_get(site, "nodes"), "g02");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(g2, "gpus"), "a100")), 8);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(g2, "gpus"), "v100")), 2);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(g2, "features"), 1)),
+                        "ib");
+    json_t *c1 = json_object_get(json_object_get(site, "nodes"), "c1");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(c1, "gpus"), "")), 4);
+    assert_true(said("gres 'mps' is not a GPU"));
+    assert_true(said("PriorityTier=3"));
+    assert_true(said("Include"));
+    json_t *p = json_array_get(json_object_get(site, "partitions"), 0);
+    assert_int_equal(json_array_size(json_object_get(p, "nodes")), 3);
+    assert_int_equal(json_integer_value(json_object_get(p, "max_time")), 86400);
+    assert_int_equal(json_integer_value(json_object_get(p, "default_time")), 1800);
+    json_t *doc = slurm_site_policy(site, unmapped);
+    json_t *parts = json_object_get(doc, "partitions");
+    assert_null(json_object_get(json_array_get(parts, 1), "nodes")); /* every node */
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(doc, "node_labels"), "g01"), "features")),
+        "a100,ib");
+    json_decref(doc);
+}
+
+static void gres_types(void **state)
+{
+    slurm_conf_read(site, "NodeName=n[1-2] Gres=gpu:2\n", unmapped);
+    slurm_gres_read(site,
+                    "AutoDetect=nvml\n"
+                    "NodeName=n[1-2] Name=gpu Type=h100 File=/dev/nvidia[0-1]\n"
+                    "Name=mps Count=100\n",
+                    unmapped);
+    json_t *gpus = json_object_get(json_object_get(json_object_get(site, "nodes"), "n2"), "gpus");
+    assert_int_equal(json_integer_value(json_object_get(gpus, "h100")), 2);
+    assert_null(json_object_get(gpus, ""));
+    assert_true(said("gres.conf:3: mps is not a GPU"));
+    json_t *nodes = json_pack("[{s:s,s:s},{s:s,s:s}]", "name", "n1", "gpu_type", "H100-80GB",
+                              "name", "n2", "gpu_type", "h100");
+    json_t *aliases = slurm_site_aliases(site, nodes, unmapped);
+    assert_string_equal(json_string_value(json_object_get(aliases, "h100")), "H100-80GB");
+    json_decref(aliases);
+    json_decref(nodes);
+}
+
+static void dump_tree_and_members(void **state)
+{
+    slurm_sacctmgr_read(site,
+                        "Cluster - 'c':Fairshare=1\n"
+                        "Parent - 'root'\n"
+                        "Account - 'org':Fairshare=1\n"
+                        "Account - 'solo':Fairshare=1:GrpTRES=cpu=4,gres/gpu=6:MaxWall='1:00:00'\n"
+                        "Parent - 'org'\n"
+                        "Account - 'team':Fairshare=1:Description='a: colon'\n"
+                        "Parent - 'team'\n"
+                        "User - 'u1':DefaultAccount='team'\n"
+                        "User - 'bad name':DefaultAccount='team'\n"
+                        "Parent - 'solo'\n"
+                        "User - 'u1':DefaultAccount='team':MaxJobs=3\n"
+                        "Wckey - 'x'\n",
+                        unmapped);
+    json_t *doc = slurm_site_policy(site, unmapped);
+    json_t *groups = json_object_get(doc, "groups"), *projects = json_object_get(doc, "projects");
+    assert_int_equal(json_array_size(groups), 1);
+    assert_int_equal(json_array_size(projects), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *p = json_array_get(projects, i);
+        const char *name = json_string_value(json_object_get(p, "name"));
+        if (!strcmp(name, "team")) {
+            assert_string_equal(json_string_value(json_object_get(p, "group")), "org");
+            assert_int_equal(json_array_size(json_object_get(p, "default_for")), 1);
+        } else {
+            assert_int_equal(json_integer_value(json_object_get(p, "gpu_limit")), 6);
+            assert_int_equal(json_array_size(json_object_get(p, "default_for")), 0);
+        }
+    }
+    assert_true(said("user 'bad name' is not a name"));
+    assert_true(said("MaxWall=1:00:00"));
+    assert_true(said("MaxJobs=3"));
+    assert_true(said("Wckey entries are not read"));
+    json_decref(doc);
+}
+
+static void qos_by_header(void **state)
+{
+    slurm_qos_read(site,
+                   "Name|Priority|Preempt|PreemptMode|MaxWall\n"
+                   "low|10||cluster|\n"
+                   "high|100|low|cluster|2-00:00:00\n"
+                   "mid|50||suspend|\n",
+                   unmapped);
+    json_t *doc = slurm_site_policy(site, unmapped);
+    json_t *tiers = json_object_get(doc, "tiers");
+    assert_int_equal(json_array_size(tiers), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(tiers, 0), "name")),
+                        "high");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(tiers, 2), "name")),
+                        "low");
+    assert_true(said("qos high: Preempt=low leaves out mid"));
+    assert_true(said("qos mid: PreemptMode=SUSPEND"));
+    assert_true(said("qos high: MaxWall=2-00:00:00"));
+    json_decref(doc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(slurm_times),
+        cmocka_unit_test_setup_teardown(conf_nodes_partitions, fresh, done),
+        cmocka_unit_test_setup_teardown(gres_types, fresh, done),
+        cmocka_unit_test_setup_teardown(dump_tree_and_members, fresh, done),
+        cmocka_unit_test_setup_teardown(qos_by_header, fresh, done),
+    };
+    return cmocka_run_group_tests_name("cli: slurm site import", tests, NULL, NULL);
+}
