@@ -539,7 +539,7 @@ static int audit_submit(struct ctl *c, const char *actor, const char *target,
  * the JOB's own spec fields (plus "hold"), so none repeats; the live fields are numbers
  * and names (str_is_name), which need no escaping. */
 static void job_text(struct ctl *c, const struct store_job *row, const char *spec_text,
-                     struct dbuf *out)
+                     const char *tail, struct dbuf *out)
 {
     struct sched_job_view v;
     bool live = sched_job_get(c->sched, row->id, &v) == 0;
@@ -554,7 +554,48 @@ static void job_text(struct ctl *c, const struct store_job *row, const char *spe
                 sched_job_state_name(st),
                 live && v.reason != SCHED_R_NONE ? sched_reason_name(v.reason) : "",
                 (long long)row->submit_ms, (unsigned long long)row->array_id, row->array_index);
-    dbuf_puts(out, spec_text + 1); /* past the spec's '{', through its '}' */
+    if (!tail[0]) {
+        dbuf_puts(out, spec_text + 1); /* past the spec's '{', through its '}' */
+        return;
+    }
+    size_t n = strlen(spec_text); /* past the spec's '{', up to its '}'; then the tail */
+    dbuf_printf(out, "%.*s%s%s}", (int)(n - 2), spec_text + 1, n > 2 ? "," : "", tail);
+}
+
+/* What GET /v1/jobs/ID shows of a job besides the members job_text writes and the stored
+ * spec has (the spec-derived members it lacks as null, the image, the network it runs
+ * under): computed once for a submission's rows (they share spec, project and class) and
+ * written after the spec, so the reply to a submission and a show of the job agree.
+ * Without the brace: "\"k\":v,..." or "". NULL when out of memory. */
+static char *reply_tail(struct ctl *c, const struct store_job *row, const char *spec_text)
+{
+    static const char *const written[] = {"id",         "eff_tier",    "state",         "reason",
+                                          "stop_cause", "submit_ms",   "start_ms",      "end_ms",
+                                          "array_id",   "array_index", "preempt_count", "preemptor",
+                                          "allocation", "exit",        "usage",         "script",
+                                          "env"};
+    json_t *spec = json_loads(spec_text, 0, NULL);
+    json_t *full = spec ? ctl_job_json_spec(c, row, spec) : NULL;
+    json_t *tail = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(full, k, v) {
+        bool skip = json_object_get(spec, k) != NULL;
+        for (size_t i = 0; !skip && i < sizeof(written) / sizeof(written[0]); i++)
+            skip = strcmp(k, written[i]) == 0;
+        if (!skip)
+            json_object_set(tail, k, v);
+    }
+    char *text = full ? json_dumps(tail, JSON_COMPACT) : NULL;
+    json_decref(spec);
+    json_decref(full);
+    json_decref(tail);
+    if (text) { /* "{...}" -> "..." */
+        size_t n = strlen(text);
+        memmove(text, text + 1, n - 2);
+        text[n - 2] = '\0';
+    }
+    return text;
 }
 
 /* 201 with {"job": JOB} or {"array_id", "jobs": [JOB...]}, from what was just written
@@ -568,13 +609,15 @@ static int submit_reply(struct ctl_req *r, const struct store_job *rows, size_t 
         dbuf_printf(&b, "{\"array_id\":%llu,\"jobs\":[", (unsigned long long)rows[0].id);
     else
         dbuf_puts(&b, "{\"job\":");
-    for (size_t i = 0; i < n && !b.failed; i++) {
+    char *tail = reply_tail(r->c, &rows[0], spec_text);
+    for (size_t i = 0; tail && i < n && !b.failed; i++) {
         if (i)
             dbuf_puts(&b, ",");
-        job_text(r->c, &rows[i], spec_text, &b);
+        job_text(r->c, &rows[i], spec_text, tail, &b);
     }
     dbuf_puts(&b, array ? "]}" : "}");
-    int rc = b.failed ? -E2BIG : 0;
+    int rc = !tail ? -ENOMEM : b.failed ? -E2BIG : 0;
+    free(tail);
     if (rc == 0)
         ctl_reply_raw(r->c, r->req, 201, "application/json", b.data, b.len);
     dbuf_release(&b);
@@ -675,6 +718,7 @@ struct ctl_array {
     int64_t now;
     uint64_t first, gen;
     char *text, *lean;
+    char *tail; /* reply_tail of its tasks, made with the first slice of the reply */
     char actor[64];
     char why[256]; /* ARRAY_DISCARD: why the write failed, for the 500 */
     struct ctl_array *next;
@@ -705,6 +749,7 @@ static void array_free(struct ctl_array *a)
     free(a->idx);
     free(a->text);
     free(a->lean);
+    free(a->tail);
     free(a);
 }
 
@@ -892,9 +937,14 @@ static void array_reply_turn(struct ctl_array *a)
             array_task_refused(a, row.id, &se);
             row.state = SCHED_FAILED;
         }
+        if (!a->tail) {
+            str_copy(row.project, sizeof(row.project), a->ps.project);
+            str_copy(row.class_name, sizeof(row.class_name), a->ps.class_name);
+            a->tail = xnonnull(reply_tail(c, &row, a->lean), "array reply");
+        }
         if (i)
             dbuf_puts(&b, ",");
-        job_text(c, &row, a->lean, &b);
+        job_text(c, &row, a->lean, a->tail, &b);
     }
     bool done = a->added == a->n;
     if (done)
