@@ -237,8 +237,8 @@ static const char *const migrations[] = {
     /* ---- issue 36: 19: a service's endpoint (docs/services.md "The endpoint"): the port
      * its HAProxy frontend listens on, kept across restarts of docketd so the address
      * clients use stays; one service per port. 0: none (no load balancer configured). */
-    "ALTER TABLE services ADD COLUMN endpoint_port INTEGER NOT NULL DEFAULT 0;"
-    "CREATE UNIQUE INDEX services_endpoint ON services(endpoint_port) WHERE endpoint_port > 0;",
+    ("ALTER TABLE services ADD COLUMN endpoint_port INTEGER NOT NULL DEFAULT 0;"
+     "CREATE UNIQUE INDEX services_endpoint ON services(endpoint_port) WHERE endpoint_port > 0;"),
     /* ---- issue 35: 20: the image a job's container runs, as docketd resolved it at
      * submit (its own, else its template's; docs/environments.md "Containers"); '' for a
      * job on the node's own system and for jobs before. */
@@ -278,8 +278,8 @@ static const char *const pg_migrations[] = {
     " PRIMARY KEY (project, pool, sample_ms));"
     "CREATE INDEX storage_usage_time ON storage_usage(sample_ms);",
     /* 19: a service's endpoint port */
-    "ALTER TABLE services ADD COLUMN endpoint_port INTEGER NOT NULL DEFAULT 0;"
-    "CREATE UNIQUE INDEX services_endpoint ON services(endpoint_port) WHERE endpoint_port > 0;",
+    ("ALTER TABLE services ADD COLUMN endpoint_port INTEGER NOT NULL DEFAULT 0;"
+     "CREATE UNIQUE INDEX services_endpoint ON services(endpoint_port) WHERE endpoint_port > 0;"),
     /* 20: the image of a job's container */
     "ALTER TABLE jobs ADD COLUMN image TEXT NOT NULL DEFAULT '';",
 };
