@@ -660,9 +660,12 @@ void ctl_services_tick(struct ctl *c)
     if (!c->services->loaded)
         return;
     int64_t now = clock_now_ms();
-    for (struct svc *s = c->services->head; s; s = s->next)
-        if (svc_reconcile(c, s, now) | svc_give_endpoint(c, s))
+    for (struct svc *s = c->services->head; s; s = s->next) {
+        bool changed = svc_reconcile(c, s, now);
+        changed = svc_give_endpoint(c, s) || changed; /* both run, whatever the first says */
+        if (changed)
             svc_save_now(c, s, now);
+    }
     svc_lb_sync(c);
 }
 
