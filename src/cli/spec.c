@@ -515,8 +515,25 @@ static int set_template(json_t *spec, const char *v, const char *flag, char *err
     return 0;
 }
 
+static int container_value(json_t *spec, int id, const char *flag, const char *v, char *err,
+                           size_t errlen);
+
+/* A list value (--container-mounts a,b; --container-env A,B) is applied to a copy of the
+ * spec, which replaces the spec's members only when every item was good: a refused value
+ * changes nothing (the flag fuzzer's invariant). */
 int spec_set_container(json_t *spec, int id, const char *flag, const char *v, char *err,
                        size_t errlen)
+{
+    json_t *copy = json_deep_copy(spec);
+    int rc = copy ? container_value(copy, id, flag, v, err, errlen) : -ENOMEM;
+    if (rc == 0)
+        json_object_update(spec, copy);
+    json_decref(copy);
+    return rc;
+}
+
+static int container_value(json_t *spec, int id, const char *flag, const char *v, char *err,
+                           size_t errlen)
 {
     char buf[4096];
     if (!v[0] || str_copy(buf, sizeof(buf), v) < 0)
