@@ -6,6 +6,7 @@
 #include "cli/slurmsite.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +243,11 @@ static void gres_gpus(const char *gres, json_t *gpus, json_t *unmapped, int line
         if (nf == 2 && !isdigit((unsigned char)f[1][0])) { /* gpu:a100: one */
             type = f[1];
             count = 1;
+        }
+        if (count < 0 || count > 1024) {
+            say(unmapped, "slurm.conf:%d: gres gpu count %lld is not 0 to 1024: not mapped", line,
+                count);
+            continue;
         }
         json_object_set_new(gpus, type, json_integer(count));
     }
@@ -601,16 +607,16 @@ static json_t *policy_tiers(const json_t *site, json_t *unmapped)
 }
 
 /* The site's GPUs in all (fair-share guarantees are shares of them). */
-static long long total_gpus(const json_t *site)
+static double total_gpus(const json_t *site)
 {
-    long long total = 0;
+    double total = 0; /* a double: a site file's counts can be anything, no sum overflows */
     const char *name;
     json_t *node;
     json_object_foreach((json_t *)json_object_get(site, "nodes"), name, node) {
         const char *t;
         json_t *c;
         json_object_foreach(json_object_get(node, "gpus"), t, c) {
-            total += json_integer_value(c);
+            total += (double)json_integer_value(c);
         }
     }
     return total;
@@ -732,6 +738,14 @@ static const char *account_tier(const json_t *site, const json_t *acct)
     return best;
 }
 
+/* An account's Fairshare as a weight: a number of at least zero (Slurm's "parent" or a
+ * missing value counts one; a site file can say anything, so no sum may overflow). */
+static double fairshare(const json_t *account)
+{
+    long long v = num(sget(account, "Fairshare"), 1);
+    return v < 0 ? 0.0 : (double)v;
+}
+
 /* The share of all GPUs an account's Fairshare gives, down from root through its parents
  * (shares divide among siblings, as Slurm's do). */
 static double account_fraction(const json_t *accounts, const char *name, int depth)
@@ -740,14 +754,14 @@ static double account_fraction(const json_t *accounts, const char *name, int dep
     if (!a || depth > 32)
         return 1.0;
     const char *parent = sget(a, "parent");
-    long long mine = num(sget(a, "Fairshare"), 1), sum = 0;
+    double mine = fairshare(a), sum = 0;
     const char *k;
     json_t *o;
     json_object_foreach((json_t *)accounts, k, o) {
         if (!strcmp(sget(o, "parent"), parent))
-            sum += num(sget(o, "Fairshare"), 1);
+            sum += fairshare(o);
     }
-    double f = sum > 0 ? (double)mine / (double)sum : 0;
+    double f = sum > 0 ? mine / sum : 0;
     return f * (strcmp(parent, "root") ? account_fraction(accounts, parent, depth + 1) : 1.0);
 }
 
@@ -784,7 +798,13 @@ static const char *account_group(const json_t *accounts, const char *name, json_
     return up;
 }
 
-static json_t *policy_project(const json_t *site, const char *name, const json_t *a, long long gpus,
+/* An account's guaranteed GPUs: its share of all of them, to two decimals. */
+static double guarantee_gpus(const json_t *accounts, const char *name, double gpus)
+{
+    return floor(gpus * account_fraction(accounts, name, 0) * 100 + 0.5) / 100;
+}
+
+static json_t *policy_project(const json_t *site, const char *name, const json_t *a, double gpus,
                               json_t *unmapped)
 {
     const json_t *accounts = json_object_get(site, "accounts");
@@ -795,8 +815,7 @@ static json_t *policy_project(const json_t *site, const char *name, const json_t
     const char *tier = account_tier(site, a);
     if (tier)
         json_object_set_new(p, "tier", json_string(tier));
-    double g = (double)gpus * account_fraction(accounts, name, 0);
-    json_object_set_new(p, "guarantee_gpus", json_real((double)(long long)(g * 100 + 0.5) / 100));
+    json_object_set_new(p, "guarantee_gpus", json_real(guarantee_gpus(accounts, name, gpus)));
     long long v;
     if ((v = tres_gpus(sget(a, "GrpTRES"))) >= 0)
         json_object_set_new(p, "gpu_limit", json_integer(v));
@@ -912,7 +931,7 @@ json_t *slurm_site_policy(const json_t *site, json_t *unmapped)
                 say(unmapped, "node %s: GPU type '%s' is not a name", k, t);
         }
     }
-    long long gpus = total_gpus(site);
+    double gpus = total_gpus(site);
     const json_t *accounts = json_object_get(site, "accounts");
     json_t *groups = json_array(), *projects = json_array();
     json_object_foreach((json_t *)accounts, k, v) {
@@ -920,10 +939,8 @@ json_t *slurm_site_policy(const json_t *site, json_t *unmapped)
             continue;
         bool top = !strcmp(sget(v, "parent"), "root");
         if (top && has_children(accounts, k)) {
-            json_t *g = json_pack(
-                "{s:s,s:f}", "name", k, "guarantee_gpus",
-                (double)(long long)((double)gpus * account_fraction(accounts, k, 0) * 100 + 0.5) /
-                    100);
+            json_t *g = json_pack("{s:s,s:f}", "name", k, "guarantee_gpus",
+                                  guarantee_gpus(accounts, k, gpus));
             long long lim = tres_gpus(sget(v, "GrpTRES"));
             if (lim >= 0)
                 json_object_set_new(g, "gpu_limit", json_integer(lim));

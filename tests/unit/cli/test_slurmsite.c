@@ -146,6 +146,32 @@ static void dump_tree_and_members(void **state)
     json_decref(doc);
 }
 
+/* Shares and GPU counts as large as a file can write neither overflow nor go negative
+ * (the fuzzer's find: two Fairshare values near LLONG_MAX summed). */
+static void huge_shares_and_counts(void **state)
+{
+    slurm_conf_read(site, "NodeName=n1 Gres=gpu:8\nNodeName=n2 Gres=gpu:99999999999\n", unmapped);
+    slurm_sacctmgr_read(site,
+                        "Parent - 'root'\n"
+                        "Account - 'a':Fairshare=9223372036854775807\n"
+                        "Account - 'b':Fairshare=9223372036854775807\n"
+                        "Account - 'c':Fairshare=-5\n",
+                        unmapped);
+    json_t *doc = slurm_site_policy(site, unmapped);
+    json_t *projects = json_object_get(doc, "projects");
+    assert_int_equal(json_array_size(projects), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *p = json_array_get(projects, i);
+        double g = json_real_value(json_object_get(p, "guarantee_gpus"));
+        if (!strcmp(json_string_value(json_object_get(p, "name")), "c"))
+            assert_true(g == 0.0);
+        else
+            assert_true(g == 4.0);
+    }
+    assert_true(said("gres gpu count 99999999999 is not 0 to 1024"));
+    json_decref(doc);
+}
+
 static void qos_by_header(void **state)
 {
     slurm_qos_read(site,
@@ -175,6 +201,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(gres_types, fresh, done),
         cmocka_unit_test_setup_teardown(dump_tree_and_members, fresh, done),
         cmocka_unit_test_setup_teardown(qos_by_header, fresh, done),
+        cmocka_unit_test_setup_teardown(huge_shares_and_counts, fresh, done),
     };
     return cmocka_run_group_tests_name("cli: slurm site import", tests, NULL, NULL);
 }
