@@ -18,62 +18,21 @@ B=${1:-build}
 R=${2:-5}
 RATE=${3:-200}
 SECS=${4:-8}
-DOCKET=$B/src/cli/docket
-DOCKETD=$B/src/controller/docketd
-AGENT=$B/src/agent/docket-node
-[[ -x $DOCKET && -x $DOCKETD && -x $AGENT ]] || { echo "build $B first (make build)" >&2; exit 1; }
+NAME=svc
+# shellcheck source=bench/lib/cluster.sh
+. bench/lib/cluster.sh
 HAPROXY=$(command -v haproxy) || { echo "haproxy is not installed" >&2; exit 1; }
-
-T=$(mktemp -d /tmp/docket-bench-svc.XXXXXX)
-PIDS=()
-cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+bench_cleanup_more() {
     [[ ! -s $T/ctl/lb/haproxy.pid ]] || kill "$(cat "$T/ctl/lb/haproxy.pid")" 2>/dev/null || true
-    rm -rf "$T"
 }
-trap cleanup EXIT
-wait_for() { # SECONDS CMD...
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do ((SECONDS < deadline)) || return 1; sleep 0.05; done
-}
-ms() { date +%s%3N; }
 
 base=$((40000 + ($$ % 200) * 100))
-mkdir -p "$T/ctl" "$T/w"
-"$DOCKETD" --state-dir "$T/ctl" --listen 127.0.0.1:0 --socket "$T/ctl/docketd.sock" \
-    --heartbeat-wait 2s --log-level warn --log-file "$T/docketd.log" \
-    --lb-haproxy "$HAPROXY" --lb-ports "$((base + 60))-$((base + 99))" &
-PIDS+=($!)
-wait_for 20 test -S "$T/ctl/docketd.sock"
-wait_for 20 test -s "$T/ctl/docketd.port"
-PORT=$(cat "$T/ctl/docketd.port")
-export DOCKET_URL=unix:$T/ctl/docketd.sock
-cat >"$T/policy.yaml" <<'YAML'
-tiers: [{name: high}, {name: normal}, {name: low}]
-classes:
-  - {name: training}
-  - {name: experiment}
-  - {name: exploration}
-  - {name: interactive}
-  - {name: service, default_limit: 0s, preemptible: false, restart_on_failure: true}
-settings: {service_restart_delay: 0s}
-projects: [{name: web, tier: normal}]
-YAML
-"$DOCKET" apply -f "$T/policy.yaml" >/dev/null
-JOIN=$("$DOCKET" token join)
-cg=()
-[[ $(id -u) == 0 ]] || cg=(--no-cgroups)
-for n in a b; do
-    off=$([[ $n == a ]] && echo 0 || echo 30)
-    "$AGENT" --controller "http://127.0.0.1:$PORT" --join-token "$JOIN" --name "bench-$n" \
-        --addr 127.0.0.1 --service-ports "$((base + off))-$((base + off + 29))" \
-        --gpus 8xH100-80GB --cpus 16 --mem 64G --state-dir "$T/agent-$n" --allow-root-jobs \
-        --log-level warn --log-file "$T/agent-$n.log" "${cg[@]}" &
-    PIDS+=($!)
-done
-wait_for 30 bash -c "[[ \$('$DOCKET' nodes --json | jq '[.nodes[] | select(.state == \"UP\")] | length') == 2 ]]"
+mkdir -p "$T/w"
+bench_docketd --lb-haproxy "$HAPROXY" --lb-ports "$((base + 60))-$((base + 99))"
+"$DOCKET" apply -f tests/data/services-policy.yaml >/dev/null
+AGENT_FLAGS_a="--addr 127.0.0.1 --service-ports $base-$((base + 29))"
+AGENT_FLAGS_b="--addr 127.0.0.1 --service-ports $((base + 30))-$((base + 59))"
+bench_agents a b
 
 cat >"$T/server.py" <<'PY'
 import http.server, os, sys

@@ -17,45 +17,13 @@ cd "$(dirname "$0")/../.."
 B=${1:-build}
 N=${2:-30}
 K=${3:-300}
-DOCKET=$B/src/cli/docket
-DOCKETD=$B/src/controller/docketd
-AGENT=$B/src/agent/docket-node
-[[ -x $DOCKET && -x $DOCKETD && -x $AGENT ]] || { echo "build $B first (make build)" >&2; exit 1; }
+NAME=shell
+# shellcheck source=bench/lib/cluster.sh
+. bench/lib/cluster.sh
 
-T=$(mktemp -d /tmp/docket-bench-shell.XXXXXX)
-PIDS=()
-cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
-wait_for() { # SECONDS CMD...
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do ((SECONDS < deadline)) || return 1; sleep 0.05; done
-}
-
-mkdir -p "$T/ctl"
-"$DOCKETD" --state-dir "$T/ctl" --listen 127.0.0.1:0 --socket "$T/ctl/docketd.sock" \
-    --heartbeat-wait 2s --log-level warn --log-file "$T/docketd.log" &
-PIDS+=($!)
-wait_for 20 test -S "$T/ctl/docketd.sock"
-wait_for 20 test -s "$T/ctl/docketd.port"
-PORT=$(cat "$T/ctl/docketd.port")
-export DOCKET_URL=unix:$T/ctl/docketd.sock
+bench_docketd
 "$DOCKET" apply -f examples/policy.yaml >/dev/null
-JOIN=$("$DOCKET" token join)
-cg=()
-[[ $(id -u) == 0 ]] || cg=(--no-cgroups)
-for n in a b; do
-    "$AGENT" --controller "http://127.0.0.1:$PORT" --join-token "$JOIN" --name "bench-$n" \
-        --gpus 8xH100-80GB --cpus 16 --mem 64G --state-dir "$T/agent-$n" --allow-root-jobs \
-        --log-level warn --log-file "$T/agent-$n.log" "${cg[@]}" &
-    PIDS+=($!)
-done
-up() { [[ $("$DOCKET" nodes --json | jq '[.nodes[] | select(.state == "UP")] | length') == 2 ]]; }
-wait_for 30 up
+bench_agents a b
 
 # median and p90 of the numbers on stdin (ms)
 stats() { sort -n | awk '{v[NR] = $1} END {printf "median %.1f ms  p90 %.1f ms  (n=%d)\n", v[int((NR + 1) / 2)], v[int(NR * 0.9 + 0.5)], NR}'; }

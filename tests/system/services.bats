@@ -13,18 +13,7 @@ AGENT_EXTRA=()
 setup_file() {
     [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] || skip "docket, docketd or docket-node not built"
     cluster_start
-    cat >"$T/policy.yaml" <<'YAML'
-tiers: [{name: high}, {name: normal}, {name: low}]
-classes:
-  - {name: training}
-  - {name: experiment}
-  - {name: exploration}
-  - {name: interactive}
-  - {name: service, default_limit: 0s, preemptible: false, restart_on_failure: true}
-settings: {service_restart_delay: 0s}
-projects: [{name: web, tier: normal}]
-YAML
-    "$DOCKET" apply -f "$T/policy.yaml" >/dev/null
+    "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../data/services-policy.yaml" >/dev/null
 }
 
 teardown_file() {

@@ -22,18 +22,7 @@ setup_file() {
     export AGENT_EXTRA_b="--addr 127.0.0.1 --service-ports $((LB_BASE + 30))-$((LB_BASE + 59))"
     lb_flags
     cluster_start
-    cat >"$T/policy.yaml" <<'YAML'
-tiers: [{name: high}, {name: normal}, {name: low}]
-classes:
-  - {name: training}
-  - {name: experiment}
-  - {name: exploration}
-  - {name: interactive}
-  - {name: service, default_limit: 0s, preemptible: false, restart_on_failure: true}
-settings: {service_restart_delay: 0s}
-projects: [{name: web, tier: normal}]
-YAML
-    "$DOCKET" apply -f "$T/policy.yaml" >/dev/null
+    "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../data/services-policy.yaml" >/dev/null
     # the replica: an HTTP server on $PORT saying who it is; /healthz answers 503 while
     # $W/notready-<replica> exists; it writes its pid to $W/pid-<replica>
     cat >"$T/server.py" <<'PY'
