@@ -2,6 +2,9 @@
 # Build every libFuzzer harness (tests/fuzz/<module>/fuzz_*.c) with clang in build-fuzz/
 # (or $FUZZBUILD)
 # and run each for FUZZ_SECONDS (default 60), starting from its seed corpus when it has one.
+# With FUZZ_RUNS=N each runs N inputs instead, from the fixed FUZZ_SEED (default 1), with
+# FUZZ_SECONDS as a cap only: the same inputs on any machine at any speed, so a pass or a
+# failure says the same thing everywhere (the test suite's smoke pass; `make fuzz` explores).
 # Prints "fuzz ok NAME" or "fuzz FAIL NAME" per harness.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +33,7 @@ for bin in $(find "$B/tests/fuzz" -type f -name 'fuzz_*' -perm -u+x | sort); do
     mkdir -p "$work"
     args=("$work")
     [[ -d $seeds ]] && args+=("$seeds")
+    [[ -z ${FUZZ_RUNS:-} ]] || args=(-runs="$FUZZ_RUNS" -seed="${FUZZ_SEED:-1}" "${args[@]}")
     if "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
             -artifact_prefix="$B/" "${args[@]}" >"$B/$name.log" 2>&1; then
         echo "fuzz ok $name ($(grep -oE 'Done [0-9]+ runs' "$B/$name.log" | tail -n 1))"

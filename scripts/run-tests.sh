@@ -16,8 +16,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TESTBUILD=${TESTBUILD:-build-test}
-# a smoke pass: each fuzzer its seed corpus and a few seconds more (make fuzz runs longer)
-FUZZ_SECONDS=${FUZZ_SECONDS:-4}
+# a smoke pass: each fuzzer its seed corpus and FUZZ_RUNS inputs more from a fixed seed, the
+# same on every machine (a cap of FUZZ_SECONDS each); `make fuzz` explores for longer
+FUZZ_RUNS=${FUZZ_RUNS:-5000}
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 # TEST_PARTS: which parts to run: format unit system tsan fuzz by default, envcheck on CI
 # (.ci/run); BATS_FILES: the bats files (all); BATS_JOBS: how many run at once (4);
 # PG_BATS_FILES: those run once more with docketd on PostgreSQL (below).
@@ -235,8 +237,8 @@ fi
 
 # Fuzzers: each harness runs briefly; a crash is a failure.
 if want fuzz; then
-    log "fuzzers (${FUZZ_SECONDS}s each)"
-    FUZZ_SECONDS=$FUZZ_SECONDS scripts/run-fuzz.sh >"$TESTBUILD/fuzz.log" 2>&1
+    log "fuzzers ($FUZZ_RUNS inputs each from seed ${FUZZ_SEED:-1}, at most ${FUZZ_SECONDS}s)"
+    FUZZ_RUNS=$FUZZ_RUNS FUZZ_SECONDS=$FUZZ_SECONDS scripts/run-fuzz.sh >"$TESTBUILD/fuzz.log" 2>&1
     fp=$(grep -cE '^fuzz ok ' "$TESTBUILD/fuzz.log" || true)
     ff=$(grep -cE '^fuzz FAIL ' "$TESTBUILD/fuzz.log" || true)
     if [[ $fp -eq 0 && $ff -eq 0 ]]; then ff=1; tail -n 30 "$TESTBUILD/fuzz.log"; fi
