@@ -108,33 +108,13 @@ teardown_file() {
     for n in ga1 gb1 ga2 gb2; do kill_pidfile "$T/agent-$n.pid"; done
     kill_pidfile "$T/ctl.pid"
     # supervisors outlive their agent by design: end them (and their jobs) by pid
-    for f in "$T"/agent-*/jobs/*/state.json; do
-        [[ -f $f && ! -f ${f%/*}/final.json ]] || continue
-        pid=$(jq -r '.sup_pid' "$f")
-        [[ $pid -gt 0 ]] && alive "$pid" && kill -9 "$pid" 2>/dev/null
-    done
+    end_supervisors "$T"
     # a spare removes its own group once its agent is gone: give it a moment
     wait_for 10 bash -c "! compgen -G '/sys/fs/cgroup/freezer/docket/$PREFIX-*/spare_*' >/dev/null" || true
-    for n in a b h c r ga1 gb1 ga2 gb2; do
-        for c in memory cpu cpuacct pids freezer devices blkio; do
-            d=/sys/fs/cgroup/$c/docket/$PREFIX-$n
-            [[ -d $d ]] || continue
-            for g in "$d"/job_*; do
-                [[ -d $g ]] || continue
-                [[ -f $g/inner/freezer.state ]] && echo THAWED >"$g/inner/freezer.state"
-                [[ -d $g/inner ]] && { umount -l "$g/inner" 2>/dev/null; rmdir "$g/inner"; }
-                xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
-                rmdir "$g" 2>/dev/null
-            done
-            rmdir "$d" 2>/dev/null
-        done
-    done
+    sweep_cgroups "$PREFIX" a b h c r ga1 gb1 ga2 gb2
     # a sanitizer report from any agent (ASan, LSan at exit, UBSan) fails the file
     local bad=0
-    if grep -l -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/agent-*.err 2>/dev/null; then
-        grep -h -A20 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/agent-*.err | head -60
-        bad=1
-    fi
+    agents_sane "$T" || bad=1
     rm -rf "$T"
     return $bad
 }

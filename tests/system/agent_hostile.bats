@@ -88,30 +88,11 @@ teardown_file() {
     kill_pidfile "$T/agent-r.pid"
     kill_pidfile "$T/agent-p.pid"
     kill_pidfile "$T/ctl.pid"
-    for f in "$T"/agent-*/jobs/*/state.json; do
-        [[ -f $f && ! -f ${f%/*}/final.json ]] || continue
-        pid=$(jq -r '.sup_pid' "$f")
-        [[ $pid -gt 0 ]] && alive "$pid" && kill -9 "$pid" 2>/dev/null
-    done
+    end_supervisors "$T"
     wait_for 10 bash -c "! compgen -G '/sys/fs/cgroup/freezer/docket/$PREFIX-*/spare_*' >/dev/null" || true
-    for n in i j k r p; do
-        for c in memory cpu cpuacct pids freezer devices blkio; do
-            d=/sys/fs/cgroup/$c/docket/$PREFIX-$n
-            [[ -d $d ]] || continue
-            for g in "$d"/job_*; do
-                [[ -d $g ]] || continue
-                [[ -d $g/inner ]] && { echo THAWED >"$g/inner/freezer.state"; xargs -r kill -9 <"$g/inner/cgroup.procs"; sleep 0.2; rmdir "$g/inner"; } 2>/dev/null
-                xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
-                rmdir "$g" 2>/dev/null
-            done
-            rmdir "$d" 2>/dev/null
-        done
-    done
+    sweep_cgroups "$PREFIX" i j k r p
     local bad=0
-    if grep -l -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/agent-*.err 2>/dev/null; then
-        grep -h -A20 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/agent-*.err | head -60
-        bad=1
-    fi
+    agents_sane "$T" || bad=1
     rm -rf "$T"
     return $bad
 }

@@ -89,29 +89,12 @@ setup_file() {
 
 teardown_file() {
     [[ -n ${T:-} && -d $T ]] || return 0
-    local n f pid c d g bad=0
+    local n bad=0
     for n in "${NODES[@]}"; do kill_pidfile "$T/agent-$n.pid"; done
     kill_pidfile "$T/ctl.pid"
-    for f in "$T"/agent-*/jobs/*/state.json; do
-        [[ -f $f && ! -f ${f%/*}/final.json ]] || continue
-        pid=$(jq -r '.sup_pid' "$f")
-        [[ $pid -gt 0 ]] && kill -9 "$pid" 2>/dev/null
-    done
-    for n in "${NODES[@]}"; do
-        for c in memory cpu cpuacct pids freezer devices blkio; do
-            d=/sys/fs/cgroup/$c/docket/$PREFIX-$n
-            [[ -d $d ]] || continue
-            for g in "$d"/job_*; do
-                [[ -d $g ]] || continue
-                xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
-                rmdir "$g" 2>/dev/null
-            done
-            rmdir "$d" 2>/dev/null
-        done
-    done
-    if grep -l -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/agent-*.err 2>/dev/null; then
-        bad=1
-    fi
+    end_supervisors "$T"
+    sweep_cgroups "$PREFIX" "${NODES[@]}"
+    agents_sane "$T" || bad=1
     rm -rf "$T"
     return $bad
 }

@@ -24,6 +24,8 @@ AGENT_BIN=$DOCKET_BUILD/src/agent/docket-node
 
 # wait_for: lib/wait.bash
 source "${BASH_SOURCE[0]%/*}/wait.bash"
+# end_supervisors, sweep_cgroups: lib/sweep.bash
+source "${BASH_SOURCE[0]%/*}/sweep.bash"
 
 # cluster_start: docketd on 127.0.0.1:0 + its socket, two agents (8xH100-80GB each).
 cluster_start() {
@@ -98,24 +100,8 @@ cluster_stop() {
     kill_pidfile "$T/agent-b.pid"
     kill_pidfile "$T/ctl.pid"
     [[ ! -s $T/pg.dsn ]] || "$BATS_TEST_DIRNAME/../../scripts/pg-test.sh" stop "$(cat "$T/pg.dsn")"
-    local f pid n c d g
-    for f in "$T"/agent-*/jobs/*/state.json; do
-        [[ -f $f ]] || continue
-        pid=$(jq -r '.sup_pid // 0' "$f")
-        [[ $(jq -r '.state' "$f") != exited && $pid -gt 0 ]] && kill -9 "$pid" 2>/dev/null
-    done
-    for n in a b; do
-        for c in memory cpu cpuacct pids freezer devices blkio ""; do
-            d=/sys/fs/cgroup/${c:+$c/}docket/$PREFIX-$n
-            [[ -d $d ]] || continue
-            for g in "$d"/job_*; do
-                [[ -d $g ]] || continue
-                xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
-                rmdir "$g" 2>/dev/null
-            done
-            rmdir "$d" 2>/dev/null
-        done
-    done
+    end_supervisors "$T"
+    sweep_cgroups "$PREFIX" a b
     rm -rf "$T"
 }
 
