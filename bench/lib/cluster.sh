@@ -11,10 +11,17 @@ AGENT=$B/src/agent/docket-node
 
 T=$(mktemp -d "/tmp/docket-bench-$NAME.XXXXXX")
 PIDS=()
+NODES=()
+# end_supervisors, sweep_cgroups: the system tests' teardown does the same
+# shellcheck source=tests/system/lib/sweep.bash
+. tests/system/lib/sweep.bash
 bench_cleanup() {
     local p
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
     if declare -F bench_cleanup_more >/dev/null; then bench_cleanup_more; fi
+    # supervisors outlive their agent by design: end them and their jobs' groups
+    end_supervisors "$T"
+    ((${#NODES[@]} == 0)) || sweep_cgroups "bench$$" "${NODES[@]}"
     rm -rf "$T"
 }
 trap bench_cleanup EXIT
@@ -47,7 +54,8 @@ bench_agents() {
     for n in "$@"; do
         extra="AGENT_FLAGS_$n"
         # shellcheck disable=SC2086 # the flags are words
-        "$AGENT" --controller "http://127.0.0.1:$PORT" --join-token "$join" --name "bench-$n" \
+        NODES+=("$n")
+        "$AGENT" --controller "http://127.0.0.1:$PORT" --join-token "$join" --name "bench$$-$n" \
             --gpus 8xH100-80GB --cpus 16 --mem 64G --state-dir "$T/agent-$n" --allow-root-jobs \
             --log-level warn --log-file "$T/agent-$n.log" ${!extra:-} "${cg[@]}" &
         PIDS+=($!)

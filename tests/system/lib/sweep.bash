@@ -34,7 +34,8 @@ sweep_cgroups() {
                       rmdir "$g/inner" || { sleep 0.2; rmdir "$g/inner"; }; } 2>/dev/null
                 fi
                 xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
-                rmdir "$g" 2>/dev/null
+                # a process killed just now leaves the group busy until it is reaped
+                rmdir "$g" 2>/dev/null || { sleep 0.2; rmdir "$g" 2>/dev/null; }
             done
             rmdir "$d" 2>/dev/null
         done
