@@ -60,10 +60,14 @@ fresh() {
     fi
 }
 
-# one node, so every job but the first stays pending (as bench/controller/run.sh)
+# one node, so every job but the first stays pending (as bench/controller/run.sh); no
+# project queue cap (the policy's default max_queued, 50,000, would refuse half of the
+# restart's 100,000 jobs)
 register() {
     local tok jt
     tok=$(cat "$T/$1/admin.token")
+    curl -sf -o /dev/null -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
+        -d '{"settings": {"max_queued": 0}}' "http://127.0.0.1:$PORT/v1/policy"
     jt=$(curl -s -H "Authorization: Bearer $tok" -X POST -d '{}' \
         "http://127.0.0.1:$PORT/v1/join-tokens" | jq -r .join_token)
     curl -s -o /dev/null -X POST -d "{\"join_token\": \"$jt\", \"node\": {\"name\": \"gpu01\",
@@ -99,7 +103,7 @@ for e in sqlite postgresql; do
     fresh "$e"
     start "$e"
     register "$e"
-    load "$e" "$NTOTAL" >/dev/null
+    load "$e" "$NTOTAL" >"$T/load.out" || { cat "$T/load.out" >&2; exit 1; }
     stop
     start "$e"
     echo "$e: restart to healthy $START_MS ms"
