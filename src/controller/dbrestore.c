@@ -244,9 +244,12 @@ int ctl_restore_pg(const char *state_dir, const char *uri, const char *file)
                       : "nothing was changed");
         return 1;
     }
-    own_like_state_dir(aside, state_dir);
     printf("restored %s into the PostgreSQL database\n", file);
-    printf("what it held before is in %s (restore it the same way)\n", aside);
+    if (access(aside, F_OK) == 0) { /* an empty database (a new one) had nothing to keep */
+        own_like_state_dir(aside, state_dir);
+        printf("what it held before is in %s (restore it the same way)\n", aside);
+    } else
+        printf("the database held no docketd state before: nothing was set aside\n");
     printf("next: start docketd; it migrates an older schema, refuses a newer one, and needs "
            "the secrets key of the docketd that made the backup (STATE_DIR/secrets.key) to "
            "read the projects' secrets\n");

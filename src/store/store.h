@@ -184,7 +184,8 @@ void store_ckpt_thread_stats(struct store_ckpt_thread *k, struct store_ckpt_stat
 /* Stop and join it (NULL: nothing); its counts into out (may be NULL). */
 void store_ckpt_thread_destroy(struct store_ckpt_thread *k, struct store_ckpt_stats *out);
 
-/* Backups (backup.c; docs/operations.md "Back up and restore the state"). SQLite only. */
+/* Backups (docs/operations.md "Back up and restore the state"): backup.c on SQLite,
+ * pgdump.c on PostgreSQL. */
 struct store_backup_info {
     int schema;    /* the copy's schema version */
     int64_t bytes; /* its size */

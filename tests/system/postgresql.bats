@@ -30,7 +30,7 @@ setup() {
 
 teardown() {
     local p
-    for p in ${SQ_AGENT:-} ${SQ_PID:-}; do
+    for p in ${FEEDER:-} ${SQ_AGENT:-} ${SQ_PID:-}; do
         kill -TERM "$p" 2>/dev/null
         wait "$p" 2>/dev/null || true
     done
@@ -175,6 +175,64 @@ submit_q() {
     wait "$cli" || rc=$?
     [ "$rc" -ne 0 ]
     grep -q 'sync_failed.*restarted before the last commits were on its disk' "$pd/docketd.log"
+}
+
+# Submit held jobs until $T/stop exists; each acknowledged id to $T/acked.
+submitter() {
+    local id
+    while [[ ! -e $T/stop ]]; do
+        id=$(submit_q --hold -p explore --class exploration --time 5m -- true 2>/dev/null) &&
+            echo "$id" >>"$T/acked"
+    done
+}
+
+lines() { [[ -f $1 ]] && wc -l <"$1" || echo 0; }
+acked_at_least() { (($(lines "$T/acked") >= $1)); }
+
+@test "on PostgreSQL, a backup taken under submissions restores into a new database with every job acknowledged before it" {
+    : >"$T/acked"
+    rm -f "$T/stop"
+    submitter &
+    FEEDER=$!
+    wait_for 60 acked_at_least 20
+    cp "$T/acked" "$T/acked-before"
+    run -0 "$DOCKET" admin backup -o "$T/live.pgdump" --json
+    # what arrived is what docketd made: its size and SHA-256 (the CLI checked them too)
+    [ "$(jq -r .bytes <<<"$output")" = "$(stat -c %s "$T/live.pgdump")" ]
+    [ "$(jq -r .sha256 <<<"$output")" = "$(sha256sum "$T/live.pgdump" | cut -d' ' -f1)" ]
+    [ "$(head -c 5 "$T/live.pgdump")" = PGDMP ]
+    # the writers went on during and after it
+    local n; n=$(lines "$T/acked")
+    wait_for 60 acked_at_least $((n + 5))
+    touch "$T/stop"
+    wait "$FEEDER"
+    FEEDER=
+    # a new, empty database on a server of its own: nothing to set aside
+    PG2_DSN=$(PG_TEST_OPTS="-c fsync=off" "$PG_TEST" start)
+    local nd=$T/nd
+    mkdir -m 0700 "$nd"
+    cp -p "$T/ctl/secrets.key" "$nd/"
+    run -0 "$DOCKETD_BIN" --state-dir "$nd" --db "$PG2_DSN" --restore "$T/live.pgdump"
+    [[ $output == *"restored"* && $output == *"nothing was set aside"* ]]
+    ! ls "$nd"/before-restore-*.pgdump
+    "$DOCKETD_BIN" --state-dir "$nd" --db "$PG2_DSN" --listen none --socket "$nd/docketd.sock" \
+        --log-file "$nd/docketd.log" &
+    SQ_PID=$!
+    wait_for 20 test -S "$nd/docketd.sock"
+    export DOCKET_URL=unix:$nd/docketd.sock
+    wait_for 30 "$DOCKET" queue -n 1
+    "$DOCKET" queue --json -n 100000 >"$T/q.json"
+    local id missing=0
+    while read -r id; do
+        jq -e --argjson id "$id" '[.jobs[] | select(.id == $id and .state == "HELD")] | length == 1' \
+            "$T/q.json" >/dev/null || { echo "job $id acknowledged before the backup is not there" >&2; missing=$((missing + 1)); }
+    done <"$T/acked-before"
+    [ "$missing" -eq 0 ]
+    run -0 "$DOCKET" audit --verify
+    # the restored database takes submissions, its ids past the backup's
+    local last; last=$(tail -1 "$T/acked-before")
+    next=$(submit_q --hold -p explore --class exploration --time 5m -- true)
+    [ "$next" -gt "$last" ]
 }
 
 @test "on PostgreSQL, docket admin backup is pg_dump's; docketd --restore puts it back, never under a leader" {
