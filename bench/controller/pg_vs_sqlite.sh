@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SQLite against PostgreSQL, side by side in one run (issue 32): durable submissions per
 # second with 16 concurrent clients (RUNS runs each, alternating, the median printed), and
-# the restart to a healthy /healthz with NTOTAL jobs in the database, for each engine.
+# the restart to a healthy /healthz with NTOTAL jobs in the database (RESTARTS times, the
+# median printed), for each engine.
 #   bench/controller/pg_vs_sqlite.sh [BUILD_DIR]   (a release build)
 # PostgreSQL is a throwaway cluster of scripts/pg-test.sh (fsync on: as durable as
 # SQLite's synchronous commit), on the same disk as SQLite's state directory. Prints the
@@ -14,6 +15,7 @@ LOAD=$B/bench/controller/submit_load
 N=${N:-5000}
 RUNS=${RUNS:-3}
 NTOTAL=${NTOTAL:-100000}
+RESTARTS=${RESTARTS:-3} # the first comes right after the load: the rest show a steady start
 T=$(mktemp -d /tmp/docket-bench-pg.XXXXXX)
 pid= dsn=
 cleanup() {
@@ -98,14 +100,19 @@ for e in sqlite postgresql; do
     echo "$e median: $(tr ' ' '\n' <<<"${rates[$e]}" | grep . | median) jobs/s"
 done
 
-echo "== restart with $NTOTAL jobs in the database"
+echo "== restart with $NTOTAL jobs in the database, $RESTARTS restarts each"
 for e in sqlite postgresql; do
     fresh "$e"
     start "$e"
     register "$e"
     load "$e" "$NTOTAL" >"$T/load.out" || { cat "$T/load.out" >&2; exit 1; }
     stop
-    start "$e"
-    echo "$e: restart to healthy $START_MS ms"
-    stop
+    times=
+    for r in $(seq 1 "$RESTARTS"); do
+        start "$e"
+        stop
+        echo "$e restart $r: to healthy $START_MS ms"
+        times+="$START_MS "
+    done
+    echo "$e restart median: $(tr ' ' '\n' <<<"$times" | grep . | median) ms"
 done
