@@ -2,7 +2,9 @@
 # postgresql.bats - docketd with its state in PostgreSQL (issue 32; docs/operations.md
 # "PostgreSQL"): a real docketd on --db postgresql://... and two real agents run jobs, a
 # restart of docketd finds its state whole; a SQLite database moves to PostgreSQL with
-# --import-sqlite, state intact, and an import never merges into a database with state.
+# --import-sqlite, state intact, and an import never merges into a database with state;
+# `docket admin backup` (pg_dump's, taken under submissions) restores into the same
+# database or a new one with every acknowledged job, and one that cannot run says why.
 # Each PostgreSQL is a throwaway cluster of scripts/pg-test.sh (initdb as `nobody` into a
 # temporary directory, a unix socket there, no TCP), stopped by its pid in teardown.
 
@@ -233,6 +235,26 @@ acked_at_least() { (($(lines "$T/acked") >= $1)); }
     local last; last=$(tail -1 "$T/acked-before")
     next=$(submit_q --hold -p explore --class exploration --time 5m -- true)
     [ "$next" -gt "$last" ]
+}
+
+@test "on PostgreSQL, a backup whose pg_dump cannot run: an error naming it, no file left, docketd serves on" {
+    PG2_DSN=$(PG_TEST_OPTS="-c fsync=off" "$PG_TEST" start)
+    local nd=$T/nopg
+    mkdir -m 0700 "$nd"
+    # docketd with no pg_dump on its PATH (a host without postgresql-client)
+    env PATH=/nonexistent "$DOCKETD_BIN" --state-dir "$nd" --db "$PG2_DSN" --listen none \
+        --socket "$nd/docketd.sock" --log-file "$nd/docketd.log" &
+    SQ_PID=$!
+    wait_for 20 test -S "$nd/docketd.sock"
+    export DOCKET_URL=unix:$nd/docketd.sock
+    wait_for 30 "$DOCKET" queue -n 1
+    run -1 "$DOCKET" admin backup -o "$T/nopg.pgdump"
+    [[ $output == *"cannot run pg_dump"*"postgresql-client"* ]]
+    [[ ! -e $T/nopg.pgdump && ! -e $T/nopg.pgdump.part ]]
+    [[ -z $(ls "$nd" | grep -E '^backup\.tmp') ]]
+    grep -q backup_failed "$nd/docketd.log"
+    kill -0 "$SQ_PID"
+    run -0 "$DOCKET" projects create after-failed-backup
 }
 
 @test "on PostgreSQL, docket admin backup is pg_dump's; docketd --restore puts it back, never under a leader" {
