@@ -116,11 +116,14 @@ void ag_queue_exit(struct agent *a, struct ajob *j)
     e.job = j->id;
     e.run = j->run;
     e.time_ms = j->st.end_ms ? j->st.end_ms : clock_now_ms();
-    if (!j->st.reclaim_ok && j->st.exit_kind != AGENT_EXIT_LOST) {
+    /* a quarantined scratch is reported as a reclaim that failed (an event of the job,
+     * an alert), though the node stays in service */
+    if ((!j->st.reclaim_ok || j->st.quarantined[0]) && j->st.exit_kind != AGENT_EXIT_LOST) {
         struct agent_event r = e;
         str_copy(r.type, sizeof r.type, "reclaim_failed");
         str_copy(r.message, sizeof r.message,
-                 j->st.reclaim_msg[0] ? j->st.reclaim_msg : "reclaim failed");
+                 !j->st.reclaim_ok ? (j->st.reclaim_msg[0] ? j->st.reclaim_msg : "reclaim failed")
+                                   : j->st.quarantined);
         ag_queue_event(a, agent_event_to_json(&r), 0);
     }
     str_copy(e.type, sizeof e.type, "exited");
@@ -146,6 +149,9 @@ static void job_ended(struct agent *a, struct ajob *j)
         log_error("reclaim_failed", "job=%llu message=\"%s\"", (unsigned long long)j->id,
                   j->st.reclaim_msg);
     }
+    if (j->st.quarantined[0])
+        log_warn("scratch_quarantined", "job=%llu message=\"%s\"", (unsigned long long)j->id,
+                 j->st.quarantined);
     j->exited = true;
     j->ended_mono = clock_mono_ms();
     ag_probes_stop(a, j->id);
@@ -174,6 +180,7 @@ static void __attribute__((noreturn)) reclaim_lost(struct agent *a, struct ajob 
     str_copy(st.message, sizeof st.message, "supervisor died");
     st.reclaim_ok = true;
     st.reclaim_msg[0] = '\0';
+    st.quarantined[0] = '\0';
     char msg[256] = "";
     struct cg_job cg;
     if (a->cg.mode != CG_NONE && cg_job_init(&cg, &a->cg, a->cfg.name, j->id) == 0 &&
@@ -188,11 +195,14 @@ static void __attribute__((noreturn)) reclaim_lost(struct agent *a, struct ajob 
     char scratch[PATH_MAX + 32];
     snprintf(scratch, sizeof scratch, "%s/job_%llu", a->cfg.scratch_root,
              (unsigned long long)j->id);
-    int rc = a->cfg.keep_scratch ? 0 : sup_remove_tree(scratch);
+    int rc = a->cfg.keep_scratch
+                 ? 0
+                 : sup_scratch_remove(a->cfg.scratch_root, scratch, j->id, msg, sizeof msg);
+    if (rc > 0)
+        str_copy(st.quarantined, sizeof st.quarantined, msg);
     if (rc < 0 && st.reclaim_ok) {
         st.reclaim_ok = false;
-        snprintf(st.reclaim_msg, sizeof st.reclaim_msg, "cannot remove scratch directory '%s': %s",
-                 scratch, strerror(-rc));
+        str_copy(st.reclaim_msg, sizeof st.reclaim_msg, msg);
     }
     st.end_ms = clock_now_ms();
     _exit(sup_state_write(dir, &st) == 0 ? 0 : 1);

@@ -397,15 +397,15 @@ static void finish(struct sup *s, bool launched)
     if (!s->c->keep_scratch && s->scratch[0]) {
         /* a scratch dir left behind is a reclaim failure like a group left behind: the
          * node stops taking jobs rather than give a user's files to the next job */
-        int rc = sup_remove_tree(s->scratch);
-        if (rc < 0) {
-            sup_log("job %llu: cannot remove scratch directory '%s': %s",
-                    (unsigned long long)s->j->id, s->scratch, strerror(-rc));
-            if (s->st.reclaim_ok) {
-                s->st.reclaim_ok = false;
-                sup_errf(s->st.reclaim_msg, sizeof s->st.reclaim_msg,
-                         "cannot remove scratch directory '%s': %s", s->scratch, strerror(-rc));
-            }
+        char msg[sizeof s->st.reclaim_msg];
+        int rc = sup_scratch_remove(s->c->scratch_root, s->scratch, s->j->id, msg, sizeof msg);
+        if (rc != 0)
+            sup_log("job %llu: %s", (unsigned long long)s->j->id, msg);
+        if (rc > 0) /* out of every job's reach: reported, and the node stays in service */
+            str_copy(s->st.quarantined, sizeof s->st.quarantined, msg);
+        if (rc < 0 && s->st.reclaim_ok) {
+            s->st.reclaim_ok = false;
+            str_copy(s->st.reclaim_msg, sizeof s->st.reclaim_msg, msg);
         }
     }
     s->st.end_ms = clock_now_ms();

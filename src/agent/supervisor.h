@@ -74,6 +74,10 @@ struct sup_state {
     struct agent_usage usage;
     bool reclaim_ok;
     char reclaim_msg[256];
+    /* the job's scratch could not be removed and was moved out of every job's reach
+     * instead (sup_scratch_remove): what and where, for the job's events; the node stays
+     * in service. "" when it went as it should. */
+    char quarantined[256];
     char out_path[PATH_MAX], err_path[PATH_MAX];
     char cgroup[PATH_MAX]; /* the tracking group (for usage sampling) */
     /* the files the supervisor opened for the job's stdout/stderr: the agent ships only
@@ -163,5 +167,11 @@ void sup_env_free(char **env);
  * 64 levels open at once (deeper ones are moved up and removed from there). 0 or the
  * first -errno (the rest is still removed). */
 int sup_remove_tree(const char *path);
+/* Remove a job's scratch directory `path` (under `root`); what cannot be removed (a mount
+ * the job left, a file system error) is moved whole to ROOT/.docket-quarantine/job_ID.MS,
+ * a directory of root's with mode 0700, so no later job reaches it and the node stays in
+ * service (issue 33 #2). 0 when removed; 1 when quarantined; < 0 when neither (the node's
+ * reclaim failed). `msg` says what happened in the last two cases. */
+int sup_scratch_remove(const char *root, const char *path, uint64_t job, char *msg, size_t len);
 
 #endif

@@ -2,8 +2,9 @@
  * supstate.c - the files of a job directory that the agent and the supervisor share:
  * state.json / running.json / final.json (one per phase), the seq of the last launch,
  * the ctl.SEQ commands and the pidfd wake-up, the node's fencing lease; liveness of a
- * supervisor by pid and start time; and the removal of a tree that never follows a
- * symlink. See supervisor.h and docs/agent.md.
+ * supervisor by pid and start time; the removal of a tree that never follows a symlink,
+ * and the quarantine of a job's scratch that cannot be removed. See supervisor.h and
+ * docs/agent.md.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -14,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/sup_int.h"
@@ -121,7 +124,7 @@ int sup_state_write(const char *jobdir, const struct sup_state *st)
 {
     json_t *o = json_pack(
         "{s:I, s:s, s:i, s:I, s:i, s:I, s:I, s:{s:s, s:i, s:s},"
-        " s:{s:I, s:I, s:i}, s:b, s:s, s:s, s:s, s:s, s:[I, I, I], s:[I, I, I], s:i}",
+        " s:{s:I, s:I, s:i}, s:b, s:s, s:s, s:s, s:s, s:[I, I, I], s:[I, I, I], s:i, s:s}",
         "job", (json_int_t)st->job, "state", st->state, "sup_pid", st->sup_pid, "sup_start",
         (json_int_t)st->sup_start, "pid", st->pid, "start_ms", (json_int_t)st->start_ms, "end_ms",
         (json_int_t)st->end_ms, "exit", "kind", agent_exit_kind_name(st->exit_kind), "code",
@@ -130,7 +133,8 @@ int sup_state_write(const char *jobdir, const struct sup_state *st)
         "reclaim_ok", st->reclaim_ok, "reclaim_msg", st->reclaim_msg, "out_path", st->out_path,
         "err_path", st->err_path, "cgroup", st->cgroup, "out_file", (json_int_t)st->out_dev,
         (json_int_t)st->out_ino, (json_int_t)st->out_start, "err_file", (json_int_t)st->err_dev,
-        (json_int_t)st->err_ino, (json_int_t)st->err_start, "step_port", st->step_port);
+        (json_int_t)st->err_ino, (json_int_t)st->err_start, "step_port", st->step_port,
+        "quarantined", st->quarantined);
     if (!o)
         return -ENOMEM;
     char *text = json_dumps(o, JSON_COMPACT);
@@ -182,6 +186,7 @@ int sup_state_read(const char *jobdir, struct sup_state *st)
     st->usage.gpu_util = (int)json_integer_value(json_object_get(u, "gpu_util"));
     st->reclaim_ok = json_is_true(json_object_get(o, "reclaim_ok"));
     copy_json_str(o, "reclaim_msg", st->reclaim_msg, sizeof st->reclaim_msg);
+    copy_json_str(o, "quarantined", st->quarantined, sizeof st->quarantined);
     copy_json_str(o, "out_path", st->out_path, sizeof st->out_path);
     copy_json_str(o, "err_path", st->err_path, sizeof st->err_path);
     copy_json_str(o, "cgroup", st->cgroup, sizeof st->cgroup);
@@ -406,4 +411,63 @@ int sup_remove_tree(const char *path)
     if (rmdir(path) < 0 && errno != ENOENT && rc == 0)
         rc = -errno;
     return rc;
+}
+
+/* Where scratch that cannot be removed goes, under the scratch root. */
+#define QUARANTINE_DIR ".docket-quarantine"
+
+/* ROOT/.docket-quarantine, made if need be: a directory (never a link) of this process's
+ * owner with mode 0700, so nothing moved into it is in reach of a job's user. Its
+ * descriptor or -errno. */
+static int quarantine_open(const char *root)
+{
+    int rfd = open(root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (rfd < 0)
+        return -errno;
+    if (mkdirat(rfd, QUARANTINE_DIR, 0700) < 0 && errno != EEXIST) {
+        int e = errno;
+        close(rfd);
+        return -e;
+    }
+    int qfd = openat(rfd, QUARANTINE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    close(rfd);
+    if (qfd < 0)
+        return -e;
+    struct stat sb;
+    int rc = fstat(qfd, &sb) < 0      ? -errno
+             : sb.st_uid != geteuid() ? -EPERM /* not made by us: not trusted */
+             : fchmod(qfd, 0700) < 0  ? -errno
+                                      : 0;
+    if (rc < 0) {
+        close(qfd);
+        return rc;
+    }
+    return qfd;
+}
+
+int sup_scratch_remove(const char *root, const char *path, uint64_t job, char *msg, size_t len)
+{
+    int rc = sup_remove_tree(path);
+    if (rc == 0)
+        return 0;
+    int qfd = quarantine_open(root);
+    char name[64];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    snprintf(name, sizeof name, "job_%llu.%lld", (unsigned long long)job,
+             (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+    int moved = qfd < 0 ? qfd : renameat(AT_FDCWD, path, qfd, name) == 0 ? 0 : -errno;
+    if (qfd >= 0)
+        close(qfd);
+    if (moved < 0) {
+        snprintf(msg, len, "cannot remove scratch directory '%s': %s (nor quarantine it: %s)", path,
+                 strerror(-rc), strerror(-moved));
+        return moved;
+    }
+    snprintf(msg, len,
+             "scratch directory '%s' could not be removed (%s): quarantined as "
+             "%s/" QUARANTINE_DIR "/%s",
+             path, strerror(-rc), root, name);
+    return 1;
 }

@@ -91,6 +91,8 @@ teardown_file() {
     end_supervisors "$T"
     wait_for 10 bash -c "! compgen -G '/sys/fs/cgroup/freezer/docket/$PREFIX-*/spare_*' >/dev/null" || true
     sweep_cgroups "$PREFIX" i j k r p
+    # what the quarantine test mounted in a job's scratch (and left, had it failed)
+    awk -v t="$T/" 'index($2, t) == 1 { print $2 }' /proc/self/mounts | xargs -r -n1 umount -l 2>/dev/null || true
     local bad=0
     agents_sane "$T" || bad=1
     rm -rf "$T"
@@ -267,6 +269,40 @@ teardown_file() {
     [[ $(capi GET "/v1/nodes/$PREFIX-j" | jq -r '.node.reason // ""') != *'reclaim failed'* ]]
     next=$(submit '{"selectors": {"zone": "j"}, "command": ["true"]}')
     wait_for 60 state_is "$next" COMPLETED
+}
+
+@test "a scratch tree that cannot be removed is quarantined and reported; the node stays in service" {
+    # issue 33 #2: what the cleanup genuinely cannot remove (here a mount inside the
+    # scratch, which rmdir refuses with EBUSY) marked the node UNHEALTHY until its agent
+    # restarted; now it is moved whole out of every job's reach, and said
+    local id scratch q next
+    id=$(submit "$(jq -c -n --arg w "$W" '{selectors: {zone: "j"}, command: ["sh", "-c",
+        ("echo $TMPDIR; mkdir \"$TMPDIR/m\" && while [ ! -e " + $w + "/go.$DOCKET_JOB_ID ]; do sleep 0.1; done")]}')")
+    wait_for 60 state_is "$id" RUNNING
+    said_scratch() { [[ $(logs "$id") == /* ]]; }
+    wait_for 30 said_scratch
+    scratch=$(logs "$id")
+    wait_for 30 test -d "$scratch/m"
+    mount -t tmpfs -o size=1m docket-quarantine-test "$scratch/m"
+    touch "$scratch/m/left-behind" "$W/go.$id"
+    wait_for 60 state_is "$id" COMPLETED
+    # the tree is gone from the scratch root, into a directory only root may enter
+    wait_for 30 bash -c "[[ ! -e '$scratch' ]]"
+    q=${scratch%/*}/.docket-quarantine
+    [[ $(stat -c '%a %u' "$q") == "700 0" ]]
+    compgen -G "$q/job_$id.*/m" >/dev/null
+    # reported: the job's event, the agent's log; and the node still takes jobs
+    reported() {
+        capi GET "/v1/jobs/$id/events" |
+            jq -e '[.events[] | select(.type == "reclaim_failed" and (.detail | test("quarantined")))] | length == 1'
+    }
+    wait_for 30 reported
+    grep -q "event=scratch_quarantined job=$id " "$T/agent-j.log"
+    [[ $(node_state "$PREFIX-j") == UP ]]
+    next=$(submit '{"selectors": {"zone": "j"}, "command": ["true"]}')
+    wait_for 60 state_is "$next" COMPLETED
+    [[ $(node_state "$PREFIX-j") == UP ]]
+    umount -l "$q"/job_"$id".*/m
 }
 
 @test "a flood of output: other jobs' events are not held up, the log is cut at the limit with a marker" {

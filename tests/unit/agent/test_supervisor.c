@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <glob.h>
 #include <poll.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -1144,29 +1145,79 @@ static void test_lease_torn(void **st)
     assert_int_equal(l.deadline_ms, 0);
 }
 
-/* A scratch dir that cannot be removed is a reclaim failure, reported. */
-static void test_scratch_failure_reported(void **st)
+/* A scratch dir that cannot be removed (a mount the job left in it) is quarantined:
+ * moved whole into SCRATCH_ROOT/.docket-quarantine (root's, 0700) and reported, and the
+ * reclaim is still good, so the node stays in service (issue 33 #2). */
+static void test_scratch_failure_quarantined(void **st)
 {
     (void)st;
     need_cgroups();
-    char src[300], json[1024], mnt[600];
+    char src[300], json[1024], pattern[600], q[400], dir[400];
     snprintf(src, sizeof src, "%s/mnt-src2", state_dir);
     mkdir(src, 0755);
-    snprintf(mnt, sizeof mnt, "%s/job_53/pinned", scratch);
     snprintf(json, sizeof json,
              "{\"id\": 53, \"command\": [\"sh\", \"-c\","
              " \"mkdir $DOCKET_SCRATCH/pinned && mount --bind %s $DOCKET_SCRATCH/pinned\"]}",
              src);
     struct sup_state s;
     run_job(json, &s, NULL, NULL);
-    int um = umount2(mnt, MNT_DETACH);
-    char dir[400];
+    snprintf(q, sizeof q, "%s/.docket-quarantine", scratch);
+    snprintf(pattern, sizeof pattern, "%s/job_53.*/pinned", q);
+    glob_t g;
+    int found = glob(pattern, 0, NULL, &g);
+    int um = found == 0 ? umount2(g.gl_pathv[0], MNT_DETACH) : -1;
+    if (found == 0)
+        globfree(&g);
+    struct stat sb;
+    int qrc = stat(q, &sb);
+    sup_remove_tree(q);
     snprintf(dir, sizeof dir, "%s/job_53", scratch);
-    sup_remove_tree(dir);
+    assert_int_equal(found, 0);
     assert_int_equal(um, 0);
     assert_int_equal(s.exit_code, 0);
-    assert_false(s.reclaim_ok);
-    assert_non_null(strstr(s.reclaim_msg, "cannot remove scratch directory"));
+    assert_true(s.reclaim_ok);
+    assert_non_null(strstr(s.quarantined, "quarantined as"));
+    assert_int_equal(qrc, 0);
+    assert_int_equal(sb.st_mode & 07777, 0700);
+    assert_int_equal(sb.st_uid, geteuid());
+    assert_int_equal(access(dir, F_OK), -1);
+}
+
+/* A quarantine directory someone else made (or a link put there) is not trusted: the
+ * scratch that cannot be removed stays a reclaim failure, and says why. */
+static void test_scratch_quarantine_not_ours(void **st)
+{
+    (void)st;
+    char root[400], path[500], mnt[600], msg[256], q[500];
+    snprintf(root, sizeof root, "%s/qroot", state_dir);
+    mkdir(root, 0711);
+    snprintf(q, sizeof q, "%s/.docket-quarantine", root);
+    mkdir(q, 0777);
+    assert_int_equal(chown(q, 65534, 65534), 0);
+    snprintf(path, sizeof path, "%s/job_54", root);
+    mkdir(path, 0700);
+    snprintf(mnt, sizeof mnt, "%s/pinned", path);
+    mkdir(mnt, 0700);
+    if (mount("none", mnt, "tmpfs", 0, "size=64k") < 0) {
+        print_message("# skip: cannot mount a tmpfs here (%s)\n", strerror(errno));
+        sup_remove_tree(root);
+        skip();
+    }
+    int rc = sup_scratch_remove(root, path, 54, msg, sizeof msg);
+    umount2(mnt, MNT_DETACH);
+    struct stat sb;
+    int still = stat(path, &sb);
+    sup_remove_tree(root);
+    assert_true(rc < 0);
+    assert_int_equal(still, 0);
+    assert_non_null(strstr(msg, "cannot remove scratch directory"));
+    assert_non_null(strstr(msg, "nor quarantine it"));
+    /* removable: removed, nothing quarantined */
+    mkdir(root, 0711);
+    mkdir(path, 0700);
+    assert_int_equal(sup_scratch_remove(root, path, 55, msg, sizeof msg), 0);
+    assert_int_equal(stat(path, &sb), -1);
+    sup_remove_tree(root);
 }
 
 /* rm -rf never follows a symlink: the link goes, what it points at stays. */
@@ -1388,7 +1439,8 @@ int main(void)
         cmocka_unit_test(test_fence),
         cmocka_unit_test(test_job_lease),
         cmocka_unit_test(test_lease_torn),
-        cmocka_unit_test(test_scratch_failure_reported),
+        cmocka_unit_test(test_scratch_failure_quarantined),
+        cmocka_unit_test(test_scratch_quarantine_not_ours),
         cmocka_unit_test(test_remove_tree_no_follow),
         cmocka_unit_test(test_remove_tree_of_any_depth),
         cmocka_unit_test(test_command_checks_start_time),
