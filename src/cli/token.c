@@ -24,9 +24,11 @@ const char cmd_token_usage[] =
     "token_ttl, 90 days unless set). join: a one-time token with which a new docket-node\n"
     "registers; when docketd serves TLS, the fingerprint of its key follows on stderr\n"
     "(docket-node --controller-fingerprint). list: your tokens (an admin sees every token,\n"
-    "node and join ones too). revoke: the token stops working at once. rotate-admin: a new\n"
-    "token for the admin account, also written to docketd's admin.token; the old one stops\n"
-    "working. docketd stores only a hash of each token: a new one is printed once.\n";
+    "node and join ones too; PARENT: the token a console session was made from, which it\n"
+    "ends with). revoke: the token stops working at once, and every token made from it.\n"
+    "rotate-admin: a new token for the admin account, also written to docketd's\n"
+    "admin.token; the old one stops working. docketd stores only a hash of each token: a\n"
+    "new one is printed once.\n";
 
 enum { T_USER = 1, T_ROLE, T_TTL };
 
@@ -112,8 +114,11 @@ static int issue(struct cli *c, const struct cli_args *a, const char *sub)
 
 static void print_tokens(struct cli *c, const json_t *tokens)
 {
-    static const char *const h[] = {"ID", "KIND", "USER", "ROLE", "CREATED", "EXPIRES", "STATE"};
-    struct table *t = table_create(h, 7);
+    /* PARENT: the token a derived one was made from (a console session's), which it
+     * dies with: the chain, as the audit trail's token.issue entries record it */
+    static const char *const h[] = {"ID",      "KIND",    "USER",  "ROLE",
+                                    "CREATED", "EXPIRES", "STATE", "PARENT"};
+    struct table *t = table_create(h, 8);
     size_t i;
     json_t *k;
 
@@ -135,6 +140,8 @@ static void print_tokens(struct cli *c, const json_t *tokens)
         table_cell(t, FMT_PLAIN, "%s", created);
         table_cell(t, FMT_PLAIN, "%s", expires);
         table_cell(t, !strcmp(state, "active") ? FMT_GREEN : FMT_YELLOW, "%s", state);
+        const char *parent = jstr(k, "parent");
+        table_cell(t, FMT_PLAIN, "%s", parent[0] ? parent : "-");
     }
     if (table_rows(t))
         table_print(t, c->out, c->width, c->color);

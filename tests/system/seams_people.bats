@@ -69,6 +69,13 @@ token_field() {
     api_get "/v1/audit?action=token.issue"
     [ "$(jq -r --arg p "$parent_id" '[.entries[] | select(.after.parent == $p)] | length' <<<"$body")" = 1 ]
     [ "$(jq -r --arg p "$child_id" '[.entries[] | select(.after.parent == $p)] | length' <<<"$body")" = 1 ]
+    # ... and as the CLI prints them: docket token list's PARENT, docket audit's change
+    run -0 env -u COLUMNS DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$ADMIN_TOKEN" "$DOCKET" token list --user mem
+    echo "$output" >&3
+    grep -Eq "^$child_id .* $parent_id *\$" <<<"$output"
+    grep -Eq "^$parent_id .* - *\$" <<<"$output"
+    run -0 env -u COLUMNS DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$ADMIN_TOKEN" "$DOCKET" audit --action token.issue
+    [[ $output == *"parent: \"$parent_id\""* && $output == *"parent: \"$child_id\""* ]]
     # one revoke of the parent ends every descendant at once, and the trail counts them
     api_delete "/v1/tokens/$parent_id"
     assert_status 200
