@@ -226,9 +226,13 @@ two_projects() {
     local MEM MEM2 v
     MEM=$(token mem) MEM2=$(token mem2)
     v=sk-value-never-printed-7731
+    # setting one prints no value either, as text or as JSON
     run -0 env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$LEE" "$DOCKET" secret set pa API_KEY \
         --allow user:mem <<<"$v"
-    run -0 env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$LEE" "$DOCKET" secret set pa LEADS_ONLY <<<"$v"
+    [[ $output == *API_KEY* && $output != *"$v"* ]]
+    run -0 env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$LEE" "$DOCKET" secret set pa LEADS_ONLY \
+        --json <<<"$v"
+    [[ $(jq -r .secret.name <<<"$output") == LEADS_ONLY && $output != *"$v"* ]]
     run -0 env DOCKET_URL="$DOCKETD_URL" DOCKET_TOKEN="$LEE" "$DOCKET" secret set pa FOR_CLASS \
         --allow class:interactive <<<"$v"
     # the attack: a member names a secret that is not for it in a job of its own

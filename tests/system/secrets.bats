@@ -135,6 +135,8 @@ user_token() {
 
 @test "a job gets its secret in its environment, and the value is nowhere else" {
     "$DOCKET" secret set default API_KEY --allow members <<<"$VALUE"
+    # another secret of the project the job may use but does not name: it gets none of it
+    "$DOCKET" secret set default OTHER_KEY --allow members <<<"other-$VALUE"
     agent_start s1
     mkdir -p "$TEST_DIR/w" && chmod 0777 "$TEST_DIR/w"
     local tok id
@@ -142,12 +144,13 @@ user_token() {
     # the job writes the hash of what it got to a file outside its log
     run env DOCKET_TOKEN="$tok" "$DOCKET" submit -p default -c 1 --time 5m --json \
         --workdir "$TEST_DIR/w" --secret API_KEY --env PLAIN=visible -- \
-        sh -c "printf %s \"\$API_KEY\" | sha256sum | cut -d' ' -f1 >$TEST_DIR/w/hash; echo done"
+        sh -c "printf %s \"\$API_KEY\" | sha256sum | cut -d' ' -f1 >$TEST_DIR/w/hash; echo \"\${OTHER_KEY:-unset}\" >$TEST_DIR/w/other; echo done"
     [[ $status -eq 0 ]]
     id=$(jq -r .job.id <<<"$output")
     wait_for 30 job_ended "$id"
     [[ $(job_state "$id") == COMPLETED ]]
     [[ $(cat "$TEST_DIR/w/hash") == $(printf %s "$VALUE" | sha256sum | cut -d' ' -f1) ]]
+    [[ $(cat "$TEST_DIR/w/other") == unset ]] # only the secrets it names
     # the job's record shows the names it uses, not the values
     api_get "/v1/jobs/$id"
     assert_json '.job.secrets | join(",")' API_KEY

@@ -144,6 +144,8 @@ srun -N 2 -n 2 bash -c 'echo "right key: rank=$SLURM_PROCID"'
 echo "right key: $?"
 SLURM_NNODES=3 SLURM_JOB_NODELIST=$SLURM_JOB_NODELIST,ghost DOCKET_STEP_WAIT=1 srun -N 3 -n 3 bash -c 'echo ran-without-a-host'
 echo "never came: $?"
+srun -N 2 -n 2 bash -c 'if [ "$SLURM_PROCID" = 1 ]; then kill -9 $PPID; sleep 1; fi; echo "host-died: rank=$SLURM_PROCID"'
+echo "host died: $?"
 DOCKET_STEP_KEY=not-the-key srun -N 2 -n 2 bash -c 'echo ran-with-wrong-key'
 EOS
     id=$(STEP_SECRET=$secret sbatch --parsable wrong.sh)
@@ -163,6 +165,9 @@ EOS
     # a rank whose host never registers fails the step, loudly
     grep -q "srun: error: node 2: its step host never registered in 1 s" <<<"$out"
     grep -qx "never came: 1" <<<"$out"
+    # a rank whose step host dies before its task reports an exit fails the step too
+    grep -q "srun: error: node 1: the link to its step host ended before 1 task(s) reported an exit" <<<"$out"
+    grep -qx "host died: 1" <<<"$out"
     # a wrong key: refused at both ends, nothing ran, and the job fails with the step
     [ "$(grep -c "srun: error: node 1 (127.0.0.1:[0-9]*): TLS handshake failed" <<<"$out")" -eq 2 ]
     grep -q "srun step host: refused .*binder does not verify" <<<"$out"
