@@ -124,6 +124,28 @@ const cases = {
     await page.locator('.explain .sentence', { hasText: x.sentence.slice(0, 30) }).waitFor({ timeout: WAIT });
   },
 
+  // A job's command is private to its owner, its project's leads and admins (issue 33
+  // #6): a viewer and the lead of another project see it hidden on the job's page, the
+  // queue's search does not find it by its command, and no page they load holds it; its
+  // owner sees it.
+  async hidden(id, secret) {
+    const owner = await login('member');
+    await go(owner, `#/job/${id}`);
+    await owner.locator('dd', { hasText: secret }).waitFor({ timeout: WAIT });
+    for (const role of ['viewer', 'lead']) {
+      const page = await login(role);
+      await go(page, `#/job/${id}`);
+      await page.locator('dd', { hasText: 'hidden: its owner' }).waitFor({ timeout: WAIT });
+      expect(!(await page.content()).includes(secret), `${role} sees the command on the job's page`);
+      await go(page, '#/queue?state=all');
+      await page.locator(`tr[data-job="${id}"]`).waitFor({ timeout: WAIT });
+      expect(!(await page.content()).includes(secret), `${role} sees the command in the queue`);
+      await go(page, `#/queue?state=all&search=${secret}`);
+      await page.locator('#status', { hasText: 'Updated' }).waitFor({ timeout: WAIT });
+      expect(await page.locator(`tr[data-job="${id}"]`).count() === 0, `${role} finds the job by its hidden command`);
+    }
+  },
+
   // A job's owner holds and releases it from its page; a viewer is offered no action.
   async actions(id) {
     const page = await login('member');

@@ -150,6 +150,15 @@ token_of() { jq -r ".$1.token" "$CONSOLE_TOKENS"; }
     browser actions "$(cat "$T/waiting")"
 }
 
+@test "another user's console shows a job's command hidden, in its page and the queue" {
+    # a token in alice's command: bob (lead of vision, not of explore) and a viewer
+    # must not read it (issue 33 #6); the API hides it, so the console has nothing to show
+    run -0 curl -sf -H "Authorization: Bearer $(token_of member)" -H 'Content-Type: application/json' \
+        -d '{"project": "explore", "hold": true, "command": ["curl", "-H", "dkt_console_hidden_0001"]}' \
+        "$CONSOLE_URL/v1/jobs"
+    browser hidden "$(jq -r .job.id <<<"$output")" dkt_console_hidden_0001
+}
+
 @test "every page: controls labelled, tables captioned, usable from the keyboard" {
     local id
     id=$(cat "$T/waiting" 2>/dev/null || "$DOCKET" submit --parsable -p vision --class experiment --time 5m -- true)
