@@ -308,13 +308,10 @@ static void topo_watch(struct sched *s, struct job *j, int64_t now)
         deadline_push(s, at, j->id, DL_TOPO);
 }
 
-static int validate(const struct sched *s, const struct sched_job_spec *sp, struct resolved *r,
-                    struct sched_error *err)
+/* Every check of a new job but that its id is free (an update keeps the id). */
+static int validate_request(const struct sched *s, const struct sched_job_spec *sp,
+                            struct resolved *r, struct sched_error *err)
 {
-    if (sp->id == 0 || sp->id >= UINT64_MAX - 1)
-        return err_set(err, -EINVAL, "id", "job id must be positive");
-    if (job_find(s, sp->id))
-        return err_set(err, -EEXIST, "id", "job %llu already exists", (unsigned long long)sp->id);
     int rc = resolve_names(s, sp, r, err);
     if (rc == 0)
         rc = check_sizes(s, sp, r, err);
@@ -325,6 +322,16 @@ static int validate(const struct sched *s, const struct sched_job_spec *sp, stru
     if (rc == 0)
         rc = check_fits_one_domain(s, sp, r, err);
     return rc;
+}
+
+static int validate(const struct sched *s, const struct sched_job_spec *sp, struct resolved *r,
+                    struct sched_error *err)
+{
+    if (sp->id == 0 || sp->id >= UINT64_MAX - 1)
+        return err_set(err, -EINVAL, "id", "job id must be positive");
+    if (job_find(s, sp->id))
+        return err_set(err, -EEXIST, "id", "job %llu already exists", (unsigned long long)sp->id);
+    return validate_request(s, sp, r, err);
 }
 
 int sched_job_validate(const struct sched *s, const struct sched_job_spec *spec,
@@ -894,5 +901,74 @@ int sched_job_requeue(struct sched *s, uint64_t id, int64_t now, struct sched_er
                        (unsigned long long)id, sched_job_state_name(j->state));
     s->now = now;
     job_stop(s, j, SCHED_STOP_REQUEUE, j->signal, s->policy.cancel_grace_ms, 0, now);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* a job's request changed (scontrol update, PATCH /v1/jobs/ID)                          */
+
+int sched_job_update(struct sched *s, const struct sched_job_spec *sp, int64_t now,
+                     struct sched_error *err)
+{
+    struct job *j = live_job(s, sp->id, err);
+    if (!j)
+        return -ENOENT;
+    if (j->state != SCHED_PENDING && j->state != SCHED_HELD)
+        return err_set(err, -EINVAL, "state",
+                       "only a pending or held job's request changes; job %llu is %s",
+                       (unsigned long long)sp->id, sched_job_state_name(j->state));
+    struct resolved r;
+    zone_refresh(s);
+    profiles_refresh(s);
+    int rc = validate_request(s, sp, &r, err);
+    if (rc)
+        return rc;
+    if (r.project != (int)j->project || sp->array_id != j->array_id)
+        return err_set(err, -EINVAL, "project", "a job's project and array do not change");
+    /* The job leaves and comes back under its id, so every index and cache that read the
+     * old request lets go of it the way a withdrawal does, and takes the new one the way a
+     * submission does. The jobs waiting on it name it by id: they stay with it. */
+    struct dep_ref *waiting = j->dependents;
+    int nwaiting = j->ndependents, cap = j->dependents_cap;
+    j->dependents = NULL;
+    j->ndependents = j->dependents_cap = 0;
+    struct sched_job_spec again = *sp;
+    again.hold = j->state == SCHED_HELD;
+    rc = sched_job_withdraw(s, sp->id, err);
+    s->memo_epoch++; /* the shapes and proofs that counted it: struct starving_entry */
+    if (rc == 0)
+        rc = sched_job_submit(s, &again, now, err);
+    j = rc == 0 ? job_find(s, sp->id) : NULL;
+    if (!j) { /* out of memory after the checks passed: the caller stops (it diverged) */
+        free(waiting);
+        return rc < 0 ? rc : err_set(err, -ENOMEM, "", "out of memory");
+    }
+    j->dependents = waiting;
+    j->ndependents = nwaiting;
+    j->dependents_cap = cap;
+    return 0;
+}
+
+int sched_job_set_limit(struct sched *s, uint64_t id, int64_t limit_ms, int64_t now,
+                        struct sched_error *err)
+{
+    struct job *j = live_job(s, id, err);
+    if (!j)
+        return -ENOENT;
+    if (j->state != SCHED_RUNNING && j->state != SCHED_STARTING)
+        return err_set(err, -EINVAL, "state", "job %llu is %s, not running", (unsigned long long)id,
+                       sched_job_state_name(j->state));
+    const struct sched_class_spec *c = job_class(s, j);
+    if (limit_ms <= 0 || limit_ms > 366LL * 24 * 3600 * 1000)
+        return err_set(err, -EINVAL, "time_limit", "time limit must be positive and under a year");
+    if (c->max_limit_ms > 0 && limit_ms > c->max_limit_ms)
+        return err_set(err, -EINVAL, "time_limit", "time limit exceeds class max of %llds",
+                       (long long)(c->max_limit_ms / 1000));
+    s->now = now;
+    j->limit_ms = limit_ms;
+    /* the old deadline stays in the heap, dead (deadline_live reads the limit again) */
+    deadline_push(s, j->start_ms + limit_ms, j->id, DL_LIMIT);
+    job_nodes_touch(s, j); /* its nodes' releases move: reservations may start earlier */
+    s->memo_epoch++;
     return 0;
 }

@@ -487,6 +487,18 @@ int sched_job_cancel(struct sched *s, uint64_t id, int64_t now, struct sched_err
 int sched_job_hold(struct sched *s, uint64_t id, int64_t now, struct sched_error *err) SCHED_WUR;
 int sched_job_release(struct sched *s, uint64_t id, int64_t now, struct sched_error *err) SCHED_WUR;
 int sched_job_requeue(struct sched *s, uint64_t id, int64_t now, struct sched_error *err) SCHED_WUR;
+/* A pending or held job's request changes (scontrol update): `spec` is the whole new
+ * request under the job's id, checked as a submission is, with the same project and
+ * array; the job keeps its state, its place in the queue (spec->submit_ms) and the jobs
+ * that wait on it, and every cache that read the old request lets go of it. On error
+ * nothing changes. */
+int sched_job_update(struct sched *s, const struct sched_job_spec *spec, int64_t now,
+                     struct sched_error *err) SCHED_WUR;
+/* A running (or starting) job's time limit becomes `limit_ms` from its start, within its
+ * class's maximum; a limit already past ends it at the next cycle, as a time limit does.
+ * Who may raise it is the caller's rule (Slurm: users only lower it). */
+int sched_job_set_limit(struct sched *s, uint64_t id, int64_t limit_ms, int64_t now,
+                        struct sched_error *err) SCHED_WUR;
 
 /* ------------------------------------------------------------------------------------ */
 /* The cycle                                                                            */

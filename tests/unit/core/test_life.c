@@ -365,6 +365,82 @@ static void test_totals(void **state)
     sched_destroy(s);
 }
 
+static void assert_core_ok(struct sched *s)
+{
+    struct sched_error err;
+    if (sched_check(s, &err))
+        fail_msg("sched_check: %s", err.message);
+}
+
+/* scontrol update of a pending job: the new request is checked as a submission (nothing
+ * changes when it is refused), the job keeps its state and place, and the jobs waiting on
+ * it still wait on it and start when it ends. */
+static void test_update_pending_keeps_waiters(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    struct sched_job_spec j;
+    struct sched_error err;
+    spec_fill(&j, 1, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    j.hold = true;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    submit_dep(s, 2, SCHED_DEP_AFTEROK, 1, T0 + 1);
+    submit_dep(s, 3, SCHED_DEP_AFTEROK, 1, T0 + 1);
+    j.gpus_per_node = 9; /* no node has 9 GPUs: refused, nothing changes */
+    assert_int_equal(sched_job_update(s, &j, T0 + 2, &err), -EINVAL);
+    struct sched_job_view v;
+    assert_int_equal(sched_job_get(s, 1, &v), 0);
+    assert_int_equal(v.gpus_per_node, 1);
+    j.gpus_per_node = 2;
+    j.time_limit_ms = 10 * MIN;
+    assert_int_equal(sched_job_update(s, &j, T0 + 2, &err), 0);
+    assert_core_ok(s);
+    assert_state(s, 1, SCHED_HELD); /* still held: an update is no release */
+    assert_int_equal(sched_job_get(s, 1, &v), 0);
+    assert_int_equal(v.gpus_per_node, 2);
+    assert_int_equal(v.time_limit_ms, 10 * MIN);
+    assert_int_equal(v.submit_ms, T0);
+    /* job 3 drops its dependency: it may start at once */
+    spec_fill(&j, 3, "lab", NULL, NULL, 1, 1, HOUR, T0 + 1);
+    assert_int_equal(sched_job_update(s, &j, T0 + 3, &err), 0);
+    struct cyc c = cycle(s, T0 + 4);
+    assert_non_null(find_dec(c, SCHED_D_START, 3));
+    assert_null(find_dec(c, SCHED_D_START, 2));
+    assert_int_equal(sched_job_release(s, 1, T0 + 5, &err), 0);
+    c = cycle(s, T0 + 6);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    run(s, 1, T0 + 6);
+    spec_fill(&j, 1, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    assert_int_equal(sched_job_update(s, &j, T0 + 7, &err), -EINVAL); /* running */
+    end(s, 1, SCHED_EXIT_CODE, 0, T0 + 10);
+    c = cycle(s, T0 + 11);
+    assert_non_null(find_dec(c, SCHED_D_START, 2)); /* it waited on the updated job */
+    assert_core_ok(s);
+    sched_destroy(s);
+}
+
+/* scontrol update TimeLimit of a running job: the new limit ends it, as a limit does. */
+static void test_set_limit_running(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    struct sched_error err;
+    submit(s, 1, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    assert_int_equal(sched_job_set_limit(s, 1, 10 * MIN, T0, &err), -EINVAL); /* pending */
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    assert_int_equal(sched_job_set_limit(s, 1, 400LL * 24 * HOUR, T0 + 1, &err), -EINVAL);
+    assert_int_equal(sched_job_set_limit(s, 1, 10 * MIN, T0 + 1, &err), 0);
+    assert_core_ok(s);
+    assert_int_equal(sched_next_wakeup(s, T0 + 2), T0 + 10 * MIN);
+    struct cyc c = cycle(s, T0 + 10 * MIN);
+    const struct sched_decision *d = find_dec(c, SCHED_D_SIGNAL, 1);
+    assert_non_null(d);
+    assert_int_equal(d->cause, SCHED_STOP_TIMEOUT);
+    assert_core_ok(s);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -375,6 +451,8 @@ int main(void)
         cmocka_unit_test(test_idempotent_experiment_retries),
         cmocka_unit_test(test_node_failure_requeues),
         cmocka_unit_test(test_hold_release_cancel),
+        cmocka_unit_test(test_update_pending_keeps_waiters),
+        cmocka_unit_test(test_set_limit_running),
         cmocka_unit_test(test_ended_job_leaves_no_wakeup),
         cmocka_unit_test(test_requeue_running),
         cmocka_unit_test(test_array_limit),

@@ -556,8 +556,42 @@ static void withdraw_random(struct world *w)
         (void)BOTH(w, sched_job_withdraw(s_, id, &err));
 }
 
-/* Live changes: policy applies (no-op, real), project and node changes, withdrawals and a
- * clock that jumps (the controller stopped for a while): `r` in 0..13. */
+/* scontrol update: a pending job's request changes (its GPUs), or a running job's time
+ * limit goes down (to a little past now). Jobs whose selectors or switches the checks
+ * follow are left as they are. */
+static void update_random(struct world *w)
+{
+    struct sched_error err;
+    struct sched_job_view v;
+    uint64_t id = random_live_job(w, chance(50) ? SCHED_RUNNING : SCHED_PENDING);
+    if (!id || !job_view(w->s, id, &v))
+        return;
+    if (v.state == SCHED_RUNNING) {
+        int64_t limit = w->now - v.start_ms + (1 + pick(30)) * MIN;
+        if (v.time_limit_ms > 0 && limit < v.time_limit_ms)
+            (void)BOTH(w, sched_job_set_limit(s_, id, limit, w->now, &err));
+        return;
+    }
+    if (w->job_vc[id] || w->job_one_switch[id])
+        return;
+    int gpus_opts[] = {0, 1, 2, 4};
+    struct sched_job_spec j;
+    spec_fill(&j, id, v.project, v.tier, v.class_name, gpus_opts[pick(4)], v.nodes, v.time_limit_ms,
+              v.submit_ms);
+    j.cpus_per_node = v.cpus_per_node;
+    j.mem_mb_per_node = v.mem_mb_per_node;
+    j.preempt_count = v.preempt_count;
+    if (j.gpus_per_node && v.gpu_type)
+        snprintf(j.gpu_type, sizeof(j.gpu_type), "%s", v.gpu_type);
+    if (tracing())
+        fprintf(stderr, "  +%llds update %llu to %d GPUs\n", (long long)((w->now - T0) / 1000),
+                (unsigned long long)id, j.gpus_per_node);
+    if (BOTH(w, sched_job_update(s_, &j, w->now, &err)) == 0)
+        w->starve_promise[id] = -1; /* a new request: a promise of its own, later */
+}
+
+/* Live changes: policy applies (no-op, real), project and node changes, withdrawals, a
+ * clock that jumps (the controller stopped for a while) and updates: `r` in 0..13. */
 static void live_change(struct world *w, int r)
 {
     if (tracing())
@@ -576,6 +610,8 @@ static void live_change(struct world *w, int r)
         w->now += (1 + pick(90)) * MIN;
         w->jumped_to = w->now;
         w->node_events++; /* promises due in the jump come late by it */
+    } else {
+        update_random(w);
     }
 }
 
