@@ -907,6 +907,44 @@ int sched_job_requeue(struct sched *s, uint64_t id, int64_t now, struct sched_er
 /* ------------------------------------------------------------------------------------ */
 /* a job's request changed (scontrol update, PATCH /v1/jobs/ID)                          */
 
+static int push_live(const struct sched *s, struct u32vec *todo, uint64_t id)
+{
+    const struct job *t = job_find(s, id);
+    return t ? u32vec_push(todo, (uint32_t)(t - s->jobs)) : 0;
+}
+
+/* Would the new dependencies wait, through the live jobs' own unmet ones, on the job
+ * itself? No end could ever meet such a cycle; a new job cannot close one, an update can
+ * (Slurm refuses it too). 0, -ELOOP naming deps, or -ENOMEM. */
+static int check_dep_cycle(const struct sched *s, const struct sched_job_spec *sp,
+                           struct sched_error *err)
+{
+    struct u32vec todo = {0};
+    struct u64map seen = {0};
+    uint64_t one;
+    int rc = 0;
+    for (int i = 0; i < sp->ndeps && rc == 0; i++)
+        rc = sp->deps[i].never ? 0 : push_live(s, &todo, sp->deps[i].job_id);
+    while (rc == 0 && todo.n) {
+        const struct job *j = &s->jobs[todo.v[--todo.n]];
+        if (j->id == sp->id) {
+            rc = err_set(err, -ELOOP, "deps",
+                         "job %llu would wait on itself through the jobs it depends on",
+                         (unsigned long long)sp->id);
+            break;
+        }
+        if (u64map_get(&seen, j->id, &one))
+            continue;
+        rc = u64map_put(&seen, j->id, 1);
+        for (int k = 0; k < j->ndeps && rc == 0; k++)
+            if (!j->deps[k].met && !j->deps[k].never)
+                rc = push_live(s, &todo, j->deps[k].id);
+    }
+    u32vec_release(&todo);
+    u64map_release(&seen);
+    return rc == -ENOMEM ? err_set(err, -ENOMEM, "", "out of memory") : rc;
+}
+
 int sched_job_update(struct sched *s, const struct sched_job_spec *sp, int64_t now,
                      struct sched_error *err)
 {
@@ -921,6 +959,8 @@ int sched_job_update(struct sched *s, const struct sched_job_spec *sp, int64_t n
     zone_refresh(s);
     profiles_refresh(s);
     int rc = validate_request(s, sp, &r, err);
+    if (rc == 0)
+        rc = check_dep_cycle(s, sp, err);
     if (rc)
         return rc;
     if (r.project != (int)j->project || sp->array_id != j->array_id)

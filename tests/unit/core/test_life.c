@@ -400,6 +400,13 @@ static void test_update_pending_keeps_waiters(void **state)
     assert_int_equal(v.gpus_per_node, 2);
     assert_int_equal(v.time_limit_ms, 10 * MIN);
     assert_int_equal(v.submit_ms, T0);
+    /* job 1 may not wait on job 2, which waits on it: no end could meet that */
+    struct sched_job_spec loop;
+    spec_fill(&loop, 1, "lab", NULL, NULL, 2, 1, 10 * MIN, T0);
+    loop.deps[0] = (struct sched_dep){SCHED_DEP_AFTERANY, 2, false};
+    loop.ndeps = 1;
+    assert_int_equal(sched_job_update(s, &loop, T0 + 2, &err), -ELOOP);
+    assert_string_equal(err.field, "deps");
     /* job 3 drops its dependency: it may start at once */
     spec_fill(&j, 3, "lab", NULL, NULL, 1, 1, HOUR, T0 + 1);
     assert_int_equal(sched_job_update(s, &j, T0 + 3, &err), 0);
