@@ -27,6 +27,8 @@ const struct cli_verb cli_verbs[] = {
     {"hold", cmd_hold, "hold pending jobs", cmd_hold_usage},
     {"release", cmd_release, "release held jobs", cmd_release_usage},
     {"requeue", cmd_requeue, "put jobs back in the queue", cmd_requeue_usage},
+    {"update", cmd_update, "change a submitted job: time limit, name, dependencies ...",
+     cmd_update_usage},
     {"logs", cmd_logs, "a job's output (-f to follow)", cmd_logs_usage},
     {"explain", cmd_explain, "why a job waits, or when it may be preempted", cmd_explain_usage},
     {"forecast", cmd_forecast, "the next releases of resources and where they go",

@@ -48,20 +48,20 @@ extern const struct cli_verb cli_verbs[];
 const struct cli_verb *cli_find_verb(const char *name);
 int cli_main(int argc, char **argv);
 
-cli_fn cmd_submit, cmd_queue, cmd_show, cmd_cancel, cmd_hold, cmd_release, cmd_requeue, cmd_logs,
-    cmd_explain, cmd_forecast, cmd_nodes, cmd_projects, cmd_tiers, cmd_classes, cmd_history,
-    cmd_apply, cmd_top, cmd_token, cmd_audit, cmd_help, cmd_secret, cmd_console, cmd_alerts,
-    cmd_report, cmd_admin, cmd_services, cmd_shell, cmd_attach, cmd_salloc, cmd_templates,
-    cmd_storage, cmd_import;
+cli_fn cmd_submit, cmd_queue, cmd_show, cmd_cancel, cmd_hold, cmd_release, cmd_requeue, cmd_update,
+    cmd_logs, cmd_explain, cmd_forecast, cmd_nodes, cmd_projects, cmd_tiers, cmd_classes,
+    cmd_history, cmd_apply, cmd_top, cmd_token, cmd_audit, cmd_help, cmd_secret, cmd_console,
+    cmd_alerts, cmd_report, cmd_admin, cmd_services, cmd_shell, cmd_attach, cmd_salloc,
+    cmd_templates, cmd_storage, cmd_import;
 
 extern const char cmd_submit_usage[], cmd_queue_usage[], cmd_show_usage[], cmd_cancel_usage[],
-    cmd_hold_usage[], cmd_release_usage[], cmd_requeue_usage[], cmd_logs_usage[],
-    cmd_explain_usage[], cmd_forecast_usage[], cmd_nodes_usage[], cmd_projects_usage[],
-    cmd_tiers_usage[], cmd_classes_usage[], cmd_history_usage[], cmd_apply_usage[], cmd_top_usage[],
-    cmd_token_usage[], cmd_audit_usage[], cmd_help_usage[], cmd_secret_usage[], cmd_console_usage[],
-    cmd_alerts_usage[], cmd_report_usage[], cmd_admin_usage[], cmd_services_usage[],
-    cmd_shell_usage[], cmd_attach_usage[], cmd_salloc_usage[], cmd_templates_usage[],
-    cmd_storage_usage[], cmd_import_usage[];
+    cmd_hold_usage[], cmd_release_usage[], cmd_requeue_usage[], cmd_update_usage[],
+    cmd_logs_usage[], cmd_explain_usage[], cmd_forecast_usage[], cmd_nodes_usage[],
+    cmd_projects_usage[], cmd_tiers_usage[], cmd_classes_usage[], cmd_history_usage[],
+    cmd_apply_usage[], cmd_top_usage[], cmd_token_usage[], cmd_audit_usage[], cmd_help_usage[],
+    cmd_secret_usage[], cmd_console_usage[], cmd_alerts_usage[], cmd_report_usage[],
+    cmd_admin_usage[], cmd_services_usage[], cmd_shell_usage[], cmd_attach_usage[],
+    cmd_salloc_usage[], cmd_templates_usage[], cmd_storage_usage[], cmd_import_usage[];
 
 /* shell.c: submit `spec` as an interactive session and attach this terminal to it (the
  * process's exit status); the same from salloc's (sbatch's) options and command. */

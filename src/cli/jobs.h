@@ -40,4 +40,13 @@ void jobs_nodelist(const json_t *job, char *buf, size_t len);
  * Exit status: 1 when any job was refused (the others are done). */
 int jobs_action_main(struct cli *c, int argc, char **argv, const char *action, const char *done);
 
+/* `docket update` and scontrol update (update.c): PATCH /v1/jobs/ID with `body` for each
+ * id of `ids` ("updated job 12 (PENDING)" unless quiet, as scontrol prints nothing); exit
+ * status 1 when any was refused. A time limit into the body (Slurm's forms, a bare number
+ * in minutes when slurm, else docket's durations too): 0, -ERANGE (unlimited), -EINVAL.
+ * A dependency in sbatch's syntax resolved into the body's deps ("" drops them). */
+int update_jobs(struct cli *c, const json_t *ids, const json_t *body, bool quiet);
+int update_time_limit(json_t *body, const char *v, bool slurm);
+int update_dependency(struct cli *c, json_t *body, const char *v, int64_t self);
+
 #endif

@@ -254,6 +254,30 @@ static int slurm_deps(struct cli *c, json_t *spec, bool dry_run)
     return rc;
 }
 
+int slurm_resolve_deps(struct cli *c, json_t *spec, int64_t self)
+{
+    json_t *deps = json_object_get(spec, "deps");
+    bool singleton = false;
+    for (size_t i = 0; i < json_array_size(deps); i++)
+        singleton = singleton || !strcmp(jstr(json_array_get(deps, i), "type"), "singleton");
+    if (singleton && self > 0 && !json_object_get(spec, "name")) { /* the job's own name */
+        char path[64];
+        json_t *reply = NULL;
+        snprintf(path, sizeof(path), "/v1/jobs/%lld", (long long)self);
+        int rc = cli_call(c, "GET", path, NULL, &reply);
+        if (rc)
+            return rc;
+        json_object_set_new(spec, "name", json_string(jstr(json_object_get(reply, "job"), "name")));
+        json_decref(reply);
+    }
+    int rc = slurm_deps(c, spec, false);
+    deps = json_object_get(spec, "deps");
+    for (size_t i = json_array_size(deps); rc == 0 && self > 0 && i-- > 0;)
+        if (jint(json_array_get(deps, i), "job", 0) == self)
+            json_array_remove(deps, i); /* singleton finds the job itself among its name's */
+    return rc;
+}
+
 int slurm_prepare(struct cli *c, json_t *spec, const json_t *cli, bool dry_run)
 {
     json_t *slurm = json_object_get(spec, "slurm");

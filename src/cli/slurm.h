@@ -18,6 +18,12 @@
  * left as the request stands, with a warning). */
 int slurm_prepare(struct cli *c, json_t *spec, const json_t *cli, bool dry_run);
 
+/* A spec's Slurm dependencies as the API takes them (ARRAY_ID as every task, ID_IDX,
+ * singleton, after), for a job not yet submitted (self 0) or for job `self` (scontrol
+ * update: singleton then reads its name, and never makes it wait on itself). Exit status
+ * (after a message). */
+int slurm_resolve_deps(struct cli *c, json_t *spec, int64_t self);
+
 /* The environment the job gets from the submitter (sbatch's --export=ALL): every variable
  * of `envp` not already in spec.env, except those that describe the submitting shell or
  * another job (SLURM_*, DOCKET_*, PWD, SHLVL, ...). Exposed for tests. */

@@ -87,7 +87,10 @@ const char cmd_scontrol_usage[] =
     "usage: scontrol show hostnames [LIST]     one host per line (default $SLURM_JOB_NODELIST)\n"
     "       scontrol show job ID               the job (docket show)\n"
     "       scontrol show node NAME            the node (docket nodes NAME)\n"
-    "       scontrol hold|release|requeue ID...\n";
+    "       scontrol hold|release|requeue ID...\n"
+    "       scontrol update JobId=ID[,ID...] SPEC=VALUE...\n"
+    "                 TimeLimit, JobName, Dependency, Partition, NumNodes, Features,\n"
+    "                 Comment (a pending job; a running one only lowers TimeLimit)\n";
 
 /* A job's partition as Slurm shows it: the site's partition it ran in, else its tier
  * (sites without partitions map them to tiers, docs/slurm.md). */
@@ -190,6 +193,95 @@ static int act_on_words(struct cli *c, char **words, int n, const char *verb, co
     return rc;
 }
 
+/* One SPEC=VALUE of `scontrol update` into the PATCH body (man scontrol, "JOBS -
+ * SPECIFICATIONS FOR UPDATE COMMAND"): 0, or an exit status after a message. */
+static int update_word(struct cli *c, json_t *body, const char *key, const char *v,
+                       const char **dep)
+{
+    int64_t n;
+    if (!strcasecmp(key, "TimeLimit")) {
+        if (v[0] == '+' || v[0] == '-')
+            return cli_fail(c, "TimeLimit=%s: give the new limit itself, not a change of it", v);
+        int rc = update_time_limit(body, v, true);
+        if (rc == -ERANGE)
+            return cli_fail(c, "TimeLimit=%s: docket has no unlimited jobs", v);
+        return rc < 0 ? cli_fail(c, "Invalid TimeLimit value: %s", v) : 0;
+    }
+    if (!strcasecmp(key, "JobName") || !strcasecmp(key, "Name")) {
+        json_object_set_new(body, "name", json_string(v));
+    } else if (!strcasecmp(key, "Dependency")) {
+        *dep = v;
+    } else if (!strcasecmp(key, "Partition")) {
+        json_object_set_new(body, "partition", json_string(v));
+    } else if (!strcasecmp(key, "NumNodes") || !strcasecmp(key, "ReqNodes")) {
+        /* MIN[-MAX]: the minimum, as sbatch -N N-M is read */
+        char min[32];
+        str_copy(min, sizeof(min), v);
+        min[strcspn(min, "-")] = '\0';
+        if (parse_int64(min, 1, 100000, &n) < 0)
+            return cli_fail(c, "Invalid NumNodes value: %s", v);
+        json_object_set_new(body, "nodes", json_integer(n));
+    } else if (!strcasecmp(key, "Features") || !strcasecmp(key, "Constraint") ||
+               !strcasecmp(key, "Constraints")) {
+        json_object_set_new(body, "constraint", json_string(v));
+    } else if (!strcasecmp(key, "Comment")) {
+        json_object_set_new(body, "comment", json_string(v));
+    } else if (!strcasecmp(key, "Nice")) {
+        cli_warn(c, "Nice=%s: ignored; priority is docket's (tiers, fair share)", v);
+    } else if (!strcasecmp(key, "NumTasks") || !strcasecmp(key, "ReqTasks")) {
+        return cli_fail(c, "NumTasks: a job's tasks are laid out at submission in docket: "
+                           "cancel it and submit it again with -n");
+    } else if (!strcasecmp(key, "Priority")) {
+        return cli_fail(c, "Priority: docket orders jobs by tier and fair share (docket "
+                           "projects boost, or submit with another tier)");
+    } else {
+        return cli_fail(c, "Update of this parameter is not supported: %s=%s", key, v);
+    }
+    return 0;
+}
+
+/* scontrol update JobId=ID[,ID...] SPEC=VALUE...: PATCH /v1/jobs/ID for each job (an
+ * array's id is every live task, ID_IDX one); silent on success, as scontrol is. */
+static int scontrol_update(struct cli *c, int argc, char **argv)
+{
+    json_t *body = json_object(), *ids = json_array();
+    const char *dep = NULL, *jobs = NULL;
+    int rc = EXIT_OK;
+    for (int i = 0; i < argc && rc == EXIT_OK; i++) {
+        char key[32];
+        const char *eq = strchr(argv[i], '=');
+        if (!eq || (size_t)(eq - argv[i]) >= sizeof(key)) {
+            rc = cli_fail(c, "Invalid input: %s (want SPEC=VALUE)", argv[i]);
+            break;
+        }
+        memcpy(key, argv[i], (size_t)(eq - argv[i]));
+        key[eq - argv[i]] = '\0';
+        if (!strcasecmp(key, "NodeName"))
+            rc = cli_fail(c, "update NodeName=...: use `docket nodes drain|resume NODE "
+                             "--reason R` (docs/slurm.md)");
+        else if (!strcasecmp(key, "JobId") || !strcasecmp(key, "Job"))
+            jobs = eq + 1;
+        else
+            rc = update_word(c, body, key, eq + 1, &dep);
+    }
+    if (rc == EXIT_OK && !jobs)
+        rc = cli_fail(c, "update: which job? (scontrol update JobId=ID TimeLimit=30 ...)");
+    char list[1024], *save = NULL;
+    if (rc == EXIT_OK && str_copy(list, sizeof(list), jobs) < 0)
+        rc = cli_fail(c, "JobId: too long");
+    for (char *w = rc == EXIT_OK ? strtok_r(list, ",", &save) : NULL; w && rc == EXIT_OK;
+         w = strtok_r(NULL, ",", &save))
+        rc = slurm_jobids_resolve(c, w, true, ids);
+    int64_t self = json_array_size(ids) == 1 ? json_integer_value(json_array_get(ids, 0)) : 0;
+    if (rc == EXIT_OK && dep)
+        rc = update_dependency(c, body, dep, self);
+    if (rc == EXIT_OK && json_object_size(body) > 0)
+        rc = update_jobs(c, ids, body, true);
+    json_decref(body);
+    json_decref(ids);
+    return rc;
+}
+
 int cmd_scontrol(struct cli *c, int argc, char **argv)
 {
     if (argc >= 3 && !strcmp(argv[1], "show") && !strncmp(argv[2], "hostname", 8)) {
@@ -215,18 +307,12 @@ int cmd_scontrol(struct cli *c, int argc, char **argv)
         fputs(c->usage, c->out);
         return EXIT_OK;
     }
-    if (argc >= 2 && !strcmp(argv[1], "update")) { /* said apart: people type it */
-        for (int i = 2; i < argc; i++)
-            if (!strncasecmp(argv[i], "nodename=", 9))
-                return cli_fail(c, "update NodeName=...: use `docket nodes drain|undrain NODE "
-                                   "--reason R` (docs/slurm.md)");
-        return cli_fail(c, "update: docket does not change a submitted job (TimeLimit, "
-                           "Dependency, Partition, Priority ...): cancel it and submit it "
-                           "again; hold, release and requeue work");
-    }
+    if (argc >= 2 && !strcmp(argv[1], "update"))
+        return scontrol_update(c, argc - 2, argv + 2);
     /* Slurm's scontrol exits 1 on a command it does not know */
-    return cli_fail(c, "invalid command: docket's scontrol knows show hostnames, show job ID, "
-                       "show node NAME, hold, release, requeue (see docs/slurm.md)");
+    return cli_fail(c,
+                    "invalid command: docket's scontrol knows show hostnames, show job ID, update, "
+                    "show node NAME, hold, release, requeue (see docs/slurm.md)");
 }
 
 /* ------------------------------------------------------------------------------------ */

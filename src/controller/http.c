@@ -36,6 +36,7 @@
 #include "controller/http.h"
 #include "controller/leader.h"
 #include "controller/jobs.h"
+#include "controller/jobupdate.h"
 #include "controller/logs.h"
 #include "controller/metrics.h"
 #include "controller/reports.h"
@@ -413,6 +414,8 @@ static const struct route {
     {M_POST, "/v1/jobs", h_jobs_submit, CTL_P_SUBMIT, T_BODY},
     {M_GET, "/v1/jobs", h_jobs_list, CTL_P_READ, T_NONE},
     {M_GET, "/v1/jobs/:", h_job_show, CTL_P_READ, T_JOB},
+    /* scontrol update (jobupdate.c): the owner, its project's leads, admins */
+    {M_PATCH, "/v1/jobs/:", h_job_update, CTL_P_JOB_PRIVATE, T_JOB},
     {M_POST, "/v1/jobs/:/:", h_job_action, CTL_P_JOB_CONTROL, T_JOB},
     {M_GET, "/v1/jobs/:/events", h_job_events, CTL_P_READ, T_JOB},
     {M_GET, "/v1/jobs/:/explain", h_job_explain, CTL_P_READ, T_JOB},

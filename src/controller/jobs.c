@@ -68,7 +68,7 @@ static void copy_spec_fields(json_t *o, const json_t *spec, const json_t *want)
     json_t *image = json_object_get(json_object_get(spec, "container"), "image");
     if (!want || json_object_get(want, "image"))
         json_object_set(o, "image", json_is_string(image) ? image : json_null());
-    static const char *const optional[] = {"constraint", "partition"}; /* likewise */
+    static const char *const optional[] = {"constraint", "partition", "comment"}; /* likewise */
     for (size_t i = 0; i < sizeof(optional) / sizeof(optional[0]); i++) {
         json_t *v = json_object_get(spec, optional[i]);
         if (v && (!want || json_object_get(want, optional[i])))
@@ -358,7 +358,7 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
 /* Dependencies on jobs that already ended are settled here (the core only knows live
  * jobs): satisfied ones are dropped; impossible ones are kept, and the job stays pending
  * as Slurm's DependencyNeverSatisfied until it is cancelled. */
-static int resolve_deps(struct ctl_req *r, struct proto_jobspec *ps)
+int ctl_job_resolve_deps(struct ctl_req *r, struct proto_jobspec *ps)
 {
     int out = 0;
     for (int i = 0; i < ps->ndeps; i++) {
@@ -398,7 +398,7 @@ static int resolve_deps(struct ctl_req *r, struct proto_jobspec *ps)
 }
 
 /* The scheduling fields in the row's columns (what a restart reads back). */
-static void fill_core(struct store_job *row, const struct proto_jobspec *ps, int array_limit)
+void ctl_job_fill_core(struct store_job *row, const struct proto_jobspec *ps, int array_limit)
 {
     struct dbuf b;
     row->has_core = true;
@@ -440,7 +440,7 @@ static int insert_job(struct ctl *c, const struct proto_jobspec *ps, const char 
 {
     struct store_job row;
     memset(&row, 0, sizeof(row));
-    fill_core(&row, ps, limit);
+    ctl_job_fill_core(&row, ps, limit);
     row.id = id;
     row.array_id = array_id;
     row.array_index = index;
@@ -1123,7 +1123,7 @@ void h_jobs_submit(struct ctl_req *r)
     int32_t *idx = NULL;
     size_t n = 1;
     int limit = 0;
-    if (resolve_spec(r, &ps) < 0 || resolve_deps(r, &ps) < 0)
+    if (resolve_spec(r, &ps) < 0 || ctl_job_resolve_deps(r, &ps) < 0)
         goto out;
     if (ps.array[0] && proto_array_expand(ps.array, &idx, &n, &limit, &e) < 0) {
         ctl_reply_error(c, r->req, &e);
@@ -1486,7 +1486,7 @@ static bool being_written(struct ctl *c, uint64_t id)
 }
 
 /* Load the job named by arg[0] or answer 404. */
-static int job_arg(struct ctl_req *r, struct store_job *row)
+int ctl_job_arg(struct ctl_req *r, struct store_job *row)
 {
     int64_t id;
     if (parse_int64(r->arg[0], 1, INT64_MAX, &id) < 0 || being_written(r->c, (uint64_t)id) ||
@@ -1500,7 +1500,7 @@ static int job_arg(struct ctl_req *r, struct store_job *row)
 void h_job_show(struct ctl_req *r)
 {
     struct store_job row;
-    if (job_arg(r, &row) < 0)
+    if (ctl_job_arg(r, &row) < 0)
         return;
     /* at once when nothing of the job is ahead of the disk (docs/controller.md "Reads
      * that leave at once") */
@@ -1680,7 +1680,7 @@ void h_job_action(struct ctl_req *r)
         ctl_reply_errorf(r->c, r->req, 404, NULL, "no such job action '%.32s'", act);
         return;
     }
-    if (job_arg(r, &row) < 0)
+    if (ctl_job_arg(r, &row) < 0)
         return;
     if (strcmp(act, "signal") == 0) {
         job_signal(r, &row);
@@ -1759,7 +1759,7 @@ void h_job_events(struct ctl_req *r)
     struct store_job row;
     int64_t limit = 1000, after;
     size_t max_bytes;
-    if (job_arg(r, &row) < 0)
+    if (ctl_job_arg(r, &row) < 0)
         return;
     uint64_t job = row.id;
     store_job_release(&row);
@@ -1885,7 +1885,7 @@ void h_job_explain(struct ctl_req *r)
 {
     struct store_job row;
     struct sched_explain *x;
-    if (job_arg(r, &row) < 0)
+    if (ctl_job_arg(r, &row) < 0)
         return;
     x = calloc(1, sizeof(*x));
     if (!x || sched_explain(r->c->sched, row.id, clock_now_ms(), x) < 0) {

@@ -58,4 +58,10 @@ int ctl_job_submit_resolved(struct ctl *c, const char *actor, struct proto_jobsp
 int ctl_job_write_held(struct ctl *c, uint64_t id, const char *actor, const char *reason);
 int ctl_job_release_as(struct ctl *c, uint64_t id, const char *actor, const char *reason);
 
+/* For the job's other endpoints (jobupdate.c): the job of the path's id, or 404 answered
+ * (-ENOENT); a spec's dependencies on jobs that ended settled (met ones dropped, never
+ * met ones kept), or 400 answered; the core's columns of a row written from a spec. */
+int ctl_job_arg(struct ctl_req *r, struct store_job *row);
+int ctl_job_resolve_deps(struct ctl_req *r, struct proto_jobspec *ps);
+void ctl_job_fill_core(struct store_job *row, const struct proto_jobspec *ps, int array_limit);
 #endif

@@ -217,6 +217,24 @@ int ctl_site_job_spec(struct ctl *c, struct proto_jobspec *ps, struct proto_erro
     return add_part_nodes(ps, part, e);
 }
 
+void ctl_site_job_leave_partition(struct ctl *c, struct proto_jobspec *ps)
+{
+    const json_t *part =
+        ps->partition[0] ? proto_partition_find(c->partitions, ps->partition) : NULL;
+    int kept = 0;
+    for (int i = 0; i < ps->nselectors; i++) {
+        const struct proto_selector *sel = &ps->selectors[i];
+        const char *want =
+            json_string_value(json_object_get(json_object_get(part, "nodes"), sel->key));
+        bool from_part = want && (want[0] == '!') == sel->negate &&
+                         strcmp(sel->negate ? want + 1 : want, sel->value) == 0;
+        if (!from_part)
+            ps->selectors[kept++] = *sel;
+    }
+    ps->nselectors = kept;
+    ps->partition[0] = '\0';
+}
+
 int ctl_site_job_check(struct ctl *c, const struct proto_jobspec *ps, struct proto_error *e)
 {
     const json_t *part =

@@ -41,4 +41,7 @@ int ctl_site_job_check(struct ctl *c, const struct proto_jobspec *ps, struct pro
 /* GET /v1/partitions: each partition with its settings and its nodes (name, state). */
 void h_partitions(struct ctl_req *r);
 
+/* A job leaves its partition (scontrol update Partition=): the selectors the partition's
+ * nodes gave it go, and its name; its tier, class and time stay as they are. */
+void ctl_site_job_leave_partition(struct ctl *c, struct proto_jobspec *ps);
 #endif

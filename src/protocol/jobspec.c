@@ -650,6 +650,21 @@ static int f_partition(const json_t *v, int64_t now, struct proto_jobspec *j, st
     return proto_get_name(v, "partition", j->partition, e);
 }
 
+/* Slurm's --comment (scontrol update Comment=): a note on the job, read by no one but
+ * people; at most 1,023 bytes without control characters. */
+static int f_comment(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    if (!json_is_string(v) || json_string_length(v) > 1023)
+        return proto_errorf(e, 400, NULL, "comment",
+                            "comment must be a string of at most 1023 bytes");
+    const char *s = json_string_value(v);
+    for (size_t i = 0; i < json_string_length(v); i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return proto_errorf(e, 400, NULL, "comment", "comment contains a control character");
+    json_object_set(j->extra, "comment", (json_t *)v);
+    return 0;
+}
+
 static const struct {
     const char *name;
     field_fn fn;
@@ -694,6 +709,7 @@ static const struct {
     {"image", f_image},
     {"mounts", f_mounts},
     {"container_workdir", f_container_workdir},
+    {"comment", f_comment},
 };
 
 void proto_jobspec_init(struct proto_jobspec *j)
@@ -969,6 +985,9 @@ int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out, struct p
     json_t *slurm = json_object_get(stored, "slurm");
     if (json_is_object(slurm))
         json_object_set(out->extra, "slurm", slurm);
+    json_t *comment = json_object_get(stored, "comment");
+    if (json_is_string(comment))
+        json_object_set(out->extra, "comment", comment);
     if (json_is_true(json_object_get(stored, "tty")))
         json_object_set_new(out->extra, "tty", json_true());
     /* the template resolved at submit and what it gave (absent in specs stored before) */
@@ -991,4 +1010,42 @@ int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out, struct p
 fail:
     proto_jobspec_release(out);
     return rc;
+}
+
+static bool field_known(const char *key)
+{
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        if (strcmp(fields[i].name, key) == 0)
+            return true;
+    return false;
+}
+
+int proto_jobspec_patch(const json_t *patch, int64_t now_ms, struct proto_jobspec *j,
+                        struct proto_error *err)
+{
+    static const char *const changeable[] = {"name",  "time_limit", "deps",    "partition",
+                                             "nodes", "constraint", "comment", NULL};
+    if (!json_is_object(patch))
+        return proto_errorf(err, 400, NULL, NULL, "the change must be a JSON object");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)patch, key, v) {
+        if (strcmp(key, "reason") == 0) /* the caller's: why, for the audit trail */
+            continue;
+        bool ok = false;
+        for (size_t i = 0; changeable[i] && !ok; i++)
+            ok = strcmp(changeable[i], key) == 0;
+        field_fn fn = NULL;
+        for (size_t i = 0; ok && i < sizeof(fields) / sizeof(fields[0]); i++)
+            if (strcmp(fields[i].name, key) == 0)
+                fn = fields[i].fn;
+        int rc = fn ? fn(v, now_ms, j, err)
+                    : proto_errorf(err, 400, NULL, key,
+                                   "'%.64s' %s: a submitted job changes only its name, "
+                                   "time_limit, deps, partition, nodes, constraint and comment",
+                                   key, field_known(key) ? "cannot change" : "is no field");
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
 }

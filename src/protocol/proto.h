@@ -115,6 +115,13 @@ int proto_jobspec_parse_text(const char *text, size_t len, int64_t now_ms,
 json_t *proto_jobspec_to_json(const struct proto_jobspec *j);
 int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out,
                        struct proto_error *err) PROTO_WUR;
+/* A change to a submitted job (PATCH /v1/jobs/ID, scontrol update) over `j` (a stored
+ * spec, proto_jobspec_load): each member of `patch` read as the submission reads it, of
+ * name, time_limit, deps, partition, nodes, constraint and comment ("reason" is passed
+ * over: the caller's). Any other member is refused naming it. On error `j` may be half
+ * changed: the caller drops it. */
+int proto_jobspec_patch(const json_t *patch, int64_t now_ms, struct proto_jobspec *j,
+                        struct proto_error *err) PROTO_WUR;
 /* A stored spec's switches and their wait (0 and 0 when it has none): 0, or -EINVAL. */
 int proto_jobspec_switches(const json_t *stored, int *switches, int64_t *wait_ms);
 

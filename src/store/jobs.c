@@ -163,6 +163,19 @@ int store_job_update(struct store *st, const struct store_job *j)
     return rc;
 }
 
+int store_job_respec(struct store *st, const struct store_job *j)
+{
+    if (check_state(st, j) < 0)
+        return -EINVAL;
+    struct db_stmt *s = store_stmt(st, S_JOB_RESPEC);
+    bind_job(s, j);
+    store_job_written(st, j->id);
+    int rc = store_step_done(st, s, "respec job");
+    if (rc == 0 && db_changes(store_db(st)) == 0)
+        return -ENOENT;
+    return rc;
+}
+
 int store_job_get(struct store *st, uint64_t id, struct store_job *out)
 {
     struct db_stmt *s = store_stmt(st, S_JOB_GET);

@@ -41,6 +41,10 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_JOB_UPDATE] = "UPDATE jobs SET state = ?9, stop_cause = ?10, start_ms = ?12,"
                      " end_ms = ?13, preempt_count = ?14, preemptor = ?15, nodes = ?16,"
                      " alloc = ?18, exit = ?19, usage = ?20, tier = ?7 WHERE id = ?1",
+    [S_JOB_RESPEC] = "UPDATE jobs SET name = ?4, tier = ?7, class = ?8, spec = ?17,"
+                     " spec_id = ?36, gpus = ?22, cpus = ?23, nnodes = ?24, flags = ?28,"
+                     " mem_mb = ?29, time_limit_ms = ?30, begin_ms = ?31, grace_ms = ?32,"
+                     " gpu_type = ?33, deps = ?34, selectors = ?35 WHERE id = ?1",
     [S_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
     [S_JOB_COUNT] = "SELECT count(*) FROM jobs",
     [S_EVENT_ADD] = "INSERT INTO job_events(job, time_ms, type, from_state, to_state, node,"

@@ -299,6 +299,9 @@ int store_arrays_writing(struct store *st, uint64_t *ids, size_t max, size_t *n)
 int store_arrays_rollback(struct store *st, size_t *rolled) STORE_WUR;
 /* Rewrite the mutable columns (state .. usage) of job j->id. */
 int store_job_update(struct store *st, const struct store_job *j) STORE_WUR;
+/* Rewrite the request of job j->id (scontrol update): its name, tier, class, spec (its own
+ * from now on: spec_id as given, 0 for an array's task) and the core's columns. */
+int store_job_respec(struct store *st, const struct store_job *j) STORE_WUR;
 int store_job_get(struct store *st, uint64_t id, struct store_job *out) STORE_WUR;
 
 struct store_job_filter {

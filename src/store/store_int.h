@@ -50,6 +50,7 @@ enum store_stmt_id {
     S_COUNTER_SET,
     S_JOB_INSERT,
     S_JOB_UPDATE,
+    S_JOB_RESPEC,
     S_JOB_GET,
     S_JOB_COUNT,
     S_SPEC_PUT,

@@ -36,7 +36,7 @@ submit_q() {
     run "$DOCKET" help
     [ "$status" -eq 0 ]
     [[ $output == *"submit "* && $output == *"explain "* && $output == *"top "* ]]
-    for v in submit queue q show cancel hold release requeue logs explain forecast nodes \
+    for v in submit queue q show cancel hold release requeue update logs explain forecast nodes \
              projects tiers classes history apply top token secret audit alerts report console help; do
         run "$DOCKET" "$v" --help
         [ "$status" -eq 0 ] || { echo "$v --help: $status $output"; false; }

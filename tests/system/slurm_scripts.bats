@@ -305,9 +305,81 @@ EOS
     done
     run -0 scontrol show job "$late"
     [[ $output == *"Reason=DependencyNeverSatisfied"* ]]
-    # the way out in Slurm is scontrol update Dependency=; docket says why it has none
-    run -1 scontrol update JobId="$late" Dependency=
-    [[ $output == *"cancel it and submit it again"* ]]
-    run -0 scancel "$late" "$early"
-    wait_for 30 state_in "$late" CANCELLED
+    # the way out, as in Slurm: scontrol update Dependency= (an empty list) lets it run
+    run -0 scontrol update JobId="$late" Dependency=
+    [ -z "$output" ]
+    done_ok "$late"
+    run -0 scancel "$early"
+    wait_for 30 state_in "$early" CANCELLED
+}
+
+@test "scontrol update of a pending job: TimeLimit, JobName, Dependency, Comment; as sbatch checks" {
+    # man scontrol, "JOBS - SPECIFICATIONS FOR UPDATE COMMAND": TimeLimit=, JobName=,
+    # Dependency=, Comment= change a pending job, silently; "Only the Slurm administrator or
+    # root can increase job's TimeLimit"; a bad value changes nothing
+    first=$(sbatch --parsable -A vision --hold --wrap true)
+    id=$(sbatch --parsable -A vision --hold -t 30 -J before -o 'upd-%j.out' \
+        --wrap 'echo "name=$SLURM_JOB_NAME"')
+    run -0 scontrol update JobId="$id" TimeLimit=10 JobName=after Comment="checked by hand" \
+        Dependency="afterok:$first"
+    [ -z "$output" ]
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -r .job.state <<<"$output")" = HELD ] # an update is no release
+    [ "$(jq .job.time_limit_ms <<<"$output")" -eq 600000 ]
+    [ "$(jq -r .job.name <<<"$output")" = after ]
+    [ "$(jq -r .job.comment <<<"$output")" = "checked by hand" ]
+    [ "$(jq -r '.job.deps[0].job' <<<"$output")" = "$first" ]
+    # a dependency that closes a cycle would never be met: refused
+    run -1 scontrol update JobId="$first" Dependency="afterany:$id"
+    [[ $output == *"would wait on itself"* ]]
+    # refused whole, naming what: the job is as it was
+    run -1 scontrol update JobId="$id" JobName=other Foo=bar
+    [[ $output == *"Update of this parameter is not supported: Foo=bar"* ]]
+    run -1 scontrol update JobId="$id" TimeLimit=banana
+    [[ $output == *"Invalid TimeLimit value: banana"* ]]
+    run -1 "$DOCKET" update "$id" --name other --nodes 9
+    [[ $output == *"nodes"* ]]
+    run -1 "$DOCKET" update "$id" --name other --dependency afterok:999999
+    [[ $output == *"no such job 999999"* ]]
+    run -0 curl -s -X PATCH -H "Authorization: Bearer $TOKEN" -d '{"name": "x", "gpus": 2}' \
+        "http://127.0.0.1:$PORT/v1/jobs/$id"
+    [ "$(jq -r .error.field <<<"$output")" = gpus ] # 400 naming it, the name not changed
+    [ "$("$DOCKET" show "$id" --json | jq -r .job.name)" = after ]
+    # a member lowers her own job's limit, may not raise it, and may not touch another's
+    "$DOCKET" projects members add vision alice >/dev/null
+    tok=$("$DOCKET" token create --user alice --role member --ttl 1d 2>/dev/null)
+    as_alice() { DOCKET_URL=http://127.0.0.1:$PORT DOCKET_TOKEN=$tok "$@"; }
+    a=$(as_alice sbatch --parsable -A vision --hold -t 30 --wrap true)
+    run -1 as_alice scontrol update JobId="$a" TimeLimit=1:00:00
+    [[ $output == *"only an admin raises a job's time limit"* ]]
+    run -0 as_alice scontrol update JobId="$a" TimeLimit=20
+    run -1 as_alice scontrol update JobId="$id" TimeLimit=5
+    run -0 scontrol update JobId="$a" TimeLimit=45 # the admin may
+    [ "$("$DOCKET" show "$a" --json | jq .job.time_limit_ms)" -eq 2700000 ]
+    # each change is in the audit trail and the job's events
+    run -0 "$DOCKET" audit --action job.update --target "job:$id" --json
+    jq -e '.entries | length == 1 and .[0].after.name == "after" and .[0].before.name == "before"' <<<"$output"
+    "$DOCKET" show "$id" --json | jq -e '[.events[] | select(.type == "update")] | length == 1'
+    # released, it waits for its new dependency, then runs under its new name
+    scontrol release "$id" "$first" "$a"
+    done_ok "$id"
+    wait_for 30 test -s "upd-$id.out"
+    grep -qx name=after "upd-$id.out"
+    run -1 scontrol update JobId="$id" TimeLimit=5
+    [[ $output == *"already COMPLETED"* ]]
+}
+
+@test "scontrol update TimeLimit of a running job: only lowered; past, it ends as TIMEOUT" {
+    # Slurm lets users only lower a job's time limit; a limit already passed ends the job
+    # at once with TIMEOUT, as the time limit would
+    id=$(sbatch --parsable -A vision -t 30 --wrap 'sleep 300')
+    wait_for 60 state_in "$id" RUNNING
+    run -1 scontrol update JobId="$id" TimeLimit=60
+    [[ $output == *"may only go down"* ]]
+    run -1 scontrol update JobId="$id" JobName=renamed
+    [[ $output == *"only its time limit changes"* ]]
+    run -0 scontrol update JobId="$id" TimeLimit=20
+    [ "$("$DOCKET" show "$id" --json | jq .job.time_limit_ms)" -eq 1200000 ]
+    run -0 "$DOCKET" update "$id" --time 1s
+    wait_for 60 state_in "$id" TIMEOUT
 }

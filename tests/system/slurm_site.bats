@@ -168,6 +168,53 @@ EOS
     [[ $output == *"docket*"* ]]
 }
 
+@test "scontrol update Partition= and Features= move a pending job to other nodes, as checked" {
+    # man scontrol, update: Partition=<name> and Features=<features> of a pending job; the
+    # new partition's nodes, its MaxTime and AllowAccounts apply as at submission
+    cat >moves.yaml <<'EOS'
+partitions:
+  - {name: ampere, nodes: {zone: a}, max_time: 2h, default: true}
+  - {name: volta, nodes: {zone: b}, max_time: 1h, projects: [nlp, vision]}
+  - {name: closed, nodes: {zone: b}, projects: [explore]}
+EOS
+    "$DOCKET" apply -f moves.yaml >/dev/null
+    cat >move.sh <<'EOS'
+#!/bin/bash
+#SBATCH --account=vision --gres=gpu:1 --time=90 --output=where-%j.out --hold
+echo "$SLURMD_NODENAME"
+EOS
+    id=$(sbatch --parsable move.sh) # ampere: zone a
+    run -1 scontrol update JobId="$id" Partition=volta # 90 minutes > volta's MaxTime
+    [[ $output == *"partition 'volta' allows at most 60 minutes"* ]]
+    run -1 scontrol update JobId="$id" Partition=closed TimeLimit=30
+    [[ $output == *"partition 'closed' does not admit project 'vision'"* ]]
+    run -1 scontrol update JobId="$id" Partition=nowhere
+    [[ $output == *"invalid partition 'nowhere'"* ]]
+    [ "$("$DOCKET" show "$id" --json | jq -r .job.partition)" = ampere ] # nothing changed
+    run -0 scontrol update JobId="$id" Partition=volta TimeLimit=30
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -r .job.partition <<<"$output")" = volta ]
+    [ "$(jq -r .job.selectors.zone <<<"$output")" = b ] # ampere's zone a is gone
+    squeue -h -p volta -o '%i %P' | grep -qx "$id volta"
+    # the change is the job's for good: a docketd restart rebuilds it from the database
+    kill_pidfile "$T/ctl.pid"
+    ctl_start "$PORT"
+    wait_for 30 nodes_up 2
+    [ "$("$DOCKET" show "$id" --json | jq -r .job.partition)" = volta ]
+    scontrol release "$id"
+    ran_on "$id" b
+    # features: a constraint no node of its partition meets is refused, one that is met
+    # moves it
+    id=$(sbatch --parsable -C v100 -p volta -t 10 move.sh)
+    run -1 scontrol update JobId="$id" Features='a100&ib'
+    [ "$("$DOCKET" show "$id" --json | jq -r .job.constraint)" = v100 ]
+    run -0 scontrol update JobId="$id" Partition=ampere Features='a100&ib'
+    scontrol release "$id"
+    ran_on "$id" a
+    printf 'partitions: []\n' >none.yaml
+    "$DOCKET" apply -f none.yaml >/dev/null
+}
+
 # import_site DIR OUT: docket import slurm over a sample site's files (tests/data/slurm)
 import_site() {
     local d=$BATS_TEST_DIRNAME/../data/slurm/$1 args=()

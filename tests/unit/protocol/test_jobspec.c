@@ -345,6 +345,56 @@ static void error_json(void **state)
     json_decref(o);
 }
 
+/* A change to a submitted job (PATCH /v1/jobs/ID): what may change is read as the
+ * submission reads it; anything else is refused naming it. */
+static void patch_fields(void **state)
+{
+    (void)state;
+    struct proto_jobspec j;
+    struct proto_error e;
+    parse_ok("{\"command\": [\"x\"], \"time_limit\": \"2h\", \"name\": \"a\"}", &j);
+    json_t *p =
+        json_pack("{s:s,s:i,s:s,s:[{s:s,s:i}],s:s,s:s}", "time_limit", "30m", "nodes", 2, "name",
+                  "b", "deps", "type", "afterany", "job", 7, "comment", "a note", "reason", "why");
+    memset(&e, 0, sizeof(e));
+    assert_int_equal(proto_jobspec_patch(p, NOW, &j, &e), 0);
+    assert_int_equal(j.time_limit_ms, 30 * 60 * 1000);
+    assert_int_equal(j.nodes, 2);
+    assert_string_equal(j.name, "b");
+    assert_int_equal(j.ndeps, 1);
+    assert_string_equal(json_string_value(json_object_get(j.extra, "comment")), "a note");
+    /* the comment is stored and read back */
+    json_t *stored = proto_jobspec_to_json(&j);
+    struct proto_jobspec back;
+    assert_int_equal(proto_jobspec_load(stored, &back, &e), 0);
+    assert_string_equal(json_string_value(json_object_get(back.extra, "comment")), "a note");
+    proto_jobspec_release(&back);
+    json_decref(stored);
+    json_decref(p);
+    static const struct {
+        const char *body, *field;
+    } refused[] = {{"{\"gpus\": 2}", "gpus"},
+                   {"{\"bogus\": 1}", "bogus"},
+                   {"{\"time_limit\": \"soon\"}", "time_limit"},
+                   {"{\"nodes\": 0}", "nodes"},
+                   {"{\"comment\": \"a\\u0001b\"}", "comment"},
+                   {"{\"deps\": [{\"type\": \"after\", \"job\": 1}]}", NULL}};
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        json_t *b = json_loads(refused[i].body, 0, NULL);
+        assert_non_null(b);
+        memset(&e, 0, sizeof(e));
+        assert_int_equal(proto_jobspec_patch(b, NOW, &j, &e), -EINVAL);
+        assert_int_equal(e.status, 400);
+        if (refused[i].field)
+            assert_string_equal(e.field, refused[i].field);
+        json_decref(b);
+    }
+    json_t *arr = json_array();
+    assert_int_equal(proto_jobspec_patch(arr, NOW, &j, &e), -EINVAL);
+    json_decref(arr);
+    proto_jobspec_release(&j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +402,7 @@ int main(void)
         cmocka_unit_test(bad_fields),          cmocka_unit_test(stored_round_trip),
         cmocka_unit_test(load_refuses_damage), cmocka_unit_test(arrays),
         cmocka_unit_test(error_json),          cmocka_unit_test(slurm_object),
+        cmocka_unit_test(patch_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

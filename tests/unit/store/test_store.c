@@ -277,6 +277,42 @@ static void job_update(void **state)
     assert_int_equal(store_job_update(f->st, &j), -ENOENT);
 }
 
+/* scontrol update: the request columns and the spec change, the rest stays; an array's
+ * task takes a spec of its own and its siblings keep the shared one. */
+static void job_respec(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(store_spec_put(f->st, 10, "{\"command\":[\"shared\"]}", "{}"), 0);
+    struct store_job a = make_job(11, "p", 0), b = make_job(12, "p", 0), out;
+    a.spec_id = b.spec_id = 10;
+    assert_int_equal(store_job_insert(f->st, &a), 0);
+    assert_int_equal(store_job_insert(f->st, &b), 0);
+    a.spec_id = 0;
+    a.spec = "{\"command\":[\"own\"]}";
+    snprintf(a.name, sizeof(a.name), "renamed");
+    a.time_limit_ms = 600000;
+    a.nnodes = 2;
+    snprintf(a.deps, sizeof(a.deps), "afterok:3");
+    snprintf(a.selectors, sizeof(a.selectors), "@constraint=a100,zone=b");
+    a.end_ms = 99; /* not a request column: left as stored */
+    assert_int_equal(store_job_respec(f->st, &a), 0);
+    assert_int_equal(store_job_get(f->st, 11, &out), 0);
+    assert_string_equal(out.name, "renamed");
+    assert_string_equal(out.spec, "{\"command\":[\"own\"]}");
+    assert_int_equal(out.spec_id, 0);
+    assert_int_equal(out.time_limit_ms, 600000);
+    assert_int_equal(out.nnodes, 2);
+    assert_string_equal(out.deps, "afterok:3");
+    assert_string_equal(out.selectors, "@constraint=a100,zone=b");
+    assert_int_equal(out.end_ms, 0);
+    store_job_release(&out);
+    assert_int_equal(store_job_get(f->st, 12, &out), 0);
+    assert_string_equal(out.spec, "{\"command\":[\"shared\"]}");
+    store_job_release(&out);
+    a.id = 99;
+    assert_int_equal(store_job_respec(f->st, &a), -ENOENT);
+}
+
 static int collect(void *arg, const struct store_job *j)
 {
     char *buf = arg;
@@ -2260,6 +2296,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(default_projects, setup, teardown),
         cmocka_unit_test_setup_teardown(job_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(job_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(job_respec, setup, teardown),
         cmocka_unit_test_setup_teardown(array_spec_stored_once, setup, teardown),
         cmocka_unit_test_setup_teardown(job_list_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(events_round_trip, setup, teardown),
