@@ -187,7 +187,7 @@ static void slurm_env(struct envb *e, const struct agent_job *j, const char *nod
     env_int(e, "SLURM_JOBID", (long long)j->id);
     env_set(e, "SLURM_JOB_NAME", j->name, true);
     env_set(e, "SLURM_JOB_ACCOUNT", j->project, true);
-    env_set(e, "SLURM_JOB_PARTITION", j->tier, true);
+    env_set(e, "SLURM_JOB_PARTITION", j->slurm.partition[0] ? j->slurm.partition : j->tier, true);
     env_set(e, "SLURM_JOB_QOS", j->class_name, true);
     env_set(e, "SLURM_JOB_USER", user ? user : j->user, true);
     env_set(e, "SLURM_CLUSTER_NAME", "docket", true);

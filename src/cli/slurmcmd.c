@@ -92,12 +92,13 @@ const char cmd_scontrol_usage[] =
     "                 TimeLimit, JobName, Dependency, Partition, NumNodes, Features,\n"
     "                 Comment (a pending job; a running one only lowers TimeLimit)\n";
 
-/* A job's partition as Slurm shows it: the site's partition it ran in, else its tier
- * (sites without partitions map them to tiers, docs/slurm.md). */
+/* A job's partition as Slurm shows it: the site's partition it ran in (or the name -p
+ * gave on a site without partitions), else "docket", sinfo's partition of every node;
+ * the job's SLURM_JOB_PARTITION says the same (docs/slurm.md). */
 static const char *job_partition(const json_t *j)
 {
     const char *p = jstr(j, "partition");
-    return p[0] ? p : jstr(j, "tier");
+    return p[0] ? p : "docket";
 }
 
 static int scontrol_show_job(struct cli *c, const char *id_s)

@@ -594,6 +594,10 @@ static void apply_start(struct ctl *c, const struct sched_decision *d, struct st
         json_object_set_new(own, "slurm", json_deep_copy(json_object_get(spec, "slurm")));
         json_decref(spec);
         spec = own;
+        /* SLURM_JOB_PARTITION: the partition it runs in, sinfo's "docket" when none */
+        const char *part = json_string_value(json_object_get(spec, "partition"));
+        json_object_set_new(json_object_get(spec, "slurm"), "partition",
+                            json_string(part && part[0] ? part : "docket"));
         slurm_steps(c, d, row, json_object_get(spec, "slurm"));
     }
     json_t *secrets = start_secrets(c, row, spec);

@@ -427,10 +427,19 @@ static int parse_script_args(const json_t *v, struct agent_job *j, struct proto_
 
 static int parse_slurm(const json_t *o, struct agent_job *j, struct proto_error *err)
 {
-    static const char *const fields[] = {
-        "ntasks",        "ntasks_per_node", "cpus_per_task", "gpus_per_task",
-        "signal_before", "signal_batch",    "submit_dir",    "signal",
-        "step_key",      "step_hosts",      "args",          NULL};
+    static const char *const fields[] = {"ntasks",
+                                         "ntasks_per_node",
+                                         "cpus_per_task",
+                                         "gpus_per_task",
+                                         "signal_before",
+                                         "signal_batch",
+                                         "submit_dir",
+                                         "signal",
+                                         "step_key",
+                                         "step_hosts",
+                                         "args",
+                                         "partition",
+                                         NULL};
     struct {
         const char *k;
         int64_t min, max;
@@ -470,6 +479,9 @@ static int parse_slurm(const json_t *o, struct agent_job *j, struct proto_error 
     if (d && !(j->slurm.submit_dir = strdup(json_string_value(d))))
         return -ENOMEM;
     if ((rc = get_str(o, "step_key", "job.slurm.", j->slurm.step_key, sizeof j->slurm.step_key,
+                      false, err)) < 0)
+        return rc;
+    if ((rc = get_str(o, "partition", "job.slurm.", j->slurm.partition, sizeof j->slurm.partition,
                       false, err)) < 0)
         return rc;
     if ((rc = parse_script_args(json_object_get(o, "args"), j, err)) < 0)
@@ -719,6 +731,8 @@ static void slurm_to_json(const struct agent_job *j, json_t *o)
         json_object_set_new(s, "step_hosts", vec_json(j->slurm.step_hosts, false));
     if (s && j->slurm.args)
         json_object_set_new(s, "args", vec_json(j->slurm.args, false));
+    if (s && j->slurm.partition[0])
+        json_object_set_new(s, "partition", json_string(j->slurm.partition));
     json_object_set_new(o, "slurm", s);
 }
 

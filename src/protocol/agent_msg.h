@@ -140,6 +140,9 @@ struct agent_job {
                             * port the kernel picks), NULL-terminated, or NULL */
         int nstep_hosts;
         char **args; /* the batch script's arguments (sbatch job.sh ARG...), or NULL */
+        /* the partition it runs in (SLURM_JOB_PARTITION): the site's, or "docket" when it
+         * has none (sinfo's name for every node); "" from a controller before: its tier */
+        char partition[AGENT_NAME_MAX];
     } slurm;
     /* The job's network boundary (docs/network.md): a namespace of its own with this
      * address, peers and allow-list; NULL = the node's network. Owned. */

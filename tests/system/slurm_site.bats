@@ -215,6 +215,29 @@ EOS
     "$DOCKET" apply -f none.yaml >/dev/null
 }
 
+@test "SLURM_JOB_PARTITION and squeue's PARTITION: the partition the job runs in, not its tier" {
+    # man sbatch, OUTPUT ENVIRONMENT VARIABLES: "SLURM_JOB_PARTITION Name of the partition
+    # in which the job is running"; squeue %P "Partition of the job or job step"
+    printf 'partitions:\n  - {name: volta, nodes: {zone: b}, tier: low, default: true}\n' >p1.yaml
+    "$DOCKET" apply -f p1.yaml >/dev/null
+    id=$(sbatch --parsable -A vision -t 5 -o 'part-%j.out' --hold --wrap 'echo "$SLURM_JOB_PARTITION"')
+    [ "$(squeue -h -j "$id" -o '%P')" = volta ]
+    scontrol release "$id"
+    done_ok "$id"
+    wait_for 30 test -s "part-$id.out"
+    [ "$(cat "part-$id.out")" = volta ]
+    # a site without partitions: sinfo's one partition, "docket", for every job
+    printf 'partitions: []\n' >p0.yaml
+    "$DOCKET" apply -f p0.yaml >/dev/null
+    id=$(sbatch --parsable -A vision -t 5 -o 'part-%j.out' --hold --wrap 'echo "$SLURM_JOB_PARTITION"')
+    [ "$(squeue -h -j "$id" -o '%P')" = docket ]
+    scontrol release "$id"
+    done_ok "$id"
+    wait_for 30 test -s "part-$id.out"
+    [ "$(cat "part-$id.out")" = docket ]
+    sinfo -h | grep -q '^docket\*'
+}
+
 # import_site DIR OUT: docket import slurm over a sample site's files (tests/data/slurm)
 import_site() {
     local d=$BATS_TEST_DIRNAME/../data/slurm/$1 args=()
