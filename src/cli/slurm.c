@@ -180,7 +180,8 @@ static int singleton_deps(struct cli *c, const json_t *spec, json_t *out)
 }
 
 /* One dependency of Slurm's into docket's (man sbatch, -d): ARRAY_ID is every task of the
- * array, ARRAY_ID_INDEX that task; after:ID is met once ID started (or ended). */
+ * array, ARRAY_ID_INDEX that task. after:ID goes as it is: docketd meets it once ID has
+ * started (or ended without starting). */
 static int resolve_dep(struct cli *c, const json_t *d, json_t *out)
 {
     const char *type = jstr(d, "type");
@@ -188,20 +189,6 @@ static int resolve_dep(struct cli *c, const json_t *d, json_t *out)
     char path[160];
     json_t *reply = NULL;
     int rc;
-    if (!strcmp(type, "after")) {
-        snprintf(path, sizeof(path), "/v1/jobs/%lld", (long long)job);
-        if ((rc = cli_call(c, "GET", path, NULL, &reply)))
-            return rc;
-        const char *st = jstr(json_object_get(reply, "job"), "state");
-        bool waiting = !strcmp(st, "PENDING") || !strcmp(st, "HELD");
-        json_decref(reply);
-        if (waiting)
-            return cli_usage_error(c,
-                                   "--dependency=after:%lld: job %lld has not started, and "
-                                   "docket waits for ends, not starts: use afterany",
-                                   (long long)job, (long long)job);
-        return 0; /* met: it started */
-    }
     snprintf(path, sizeof(path), "/v1/jobs?array_id=%lld&state=all&fields=id,array_index",
              (long long)job);
     if ((rc = cli_get_pages(c, path, "jobs", 0, &reply)))

@@ -389,7 +389,8 @@ int ctl_job_resolve_deps(struct ctl_req *r, struct proto_jobspec *ps)
         }
         bool ok = row.state == SCHED_COMPLETED;
         store_job_release(&row);
-        bool met = strcmp(d->type, "afterany") == 0 || (strcmp(d->type, "afterok") == 0) == ok;
+        bool met = strcmp(d->type, "afterany") == 0 || strcmp(d->type, "after") == 0 ||
+                   (strcmp(d->type, "afterok") == 0) == ok;
         if (!met) /* kept: the job waits as DependencyNeverSatisfied (ctl_deps_settle) */
             ps->deps[out++] = *d;
     }

@@ -251,7 +251,8 @@ void ctl_deps_settle(struct ctl *c, struct sched_job_spec *sp)
         bool ended = sched_job_state_terminal((enum sched_job_state)row.state);
         bool ok = row.state == SCHED_COMPLETED;
         store_job_release(&row);
-        d->never = ended && d->kind != SCHED_DEP_AFTERANY && (d->kind == SCHED_DEP_AFTEROK) != ok;
+        d->never = ended && d->kind != SCHED_DEP_AFTERANY && d->kind != SCHED_DEP_AFTER &&
+                   (d->kind == SCHED_DEP_AFTEROK) != ok;
     }
 }
 
@@ -277,6 +278,7 @@ void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submi
         const char *t = p->deps[i].type;
         out->deps[out->ndeps].kind = strcmp(t, "afterany") == 0     ? SCHED_DEP_AFTERANY
                                      : strcmp(t, "afternotok") == 0 ? SCHED_DEP_AFTERNOTOK
+                                     : strcmp(t, "after") == 0      ? SCHED_DEP_AFTER
                                                                     : SCHED_DEP_AFTEROK;
         out->deps[out->ndeps].job_id = p->deps[i].job;
         out->ndeps++;

@@ -315,6 +315,7 @@ static int parse_core_lists(const struct store_job *row, struct sched_job_spec *
         struct sched_dep *d = &sp->deps[sp->ndeps++];
         d->kind = strcmp(kind, "afterany") == 0     ? SCHED_DEP_AFTERANY
                   : strcmp(kind, "afternotok") == 0 ? SCHED_DEP_AFTERNOTOK
+                  : strcmp(kind, "after") == 0      ? SCHED_DEP_AFTER
                                                     : SCHED_DEP_AFTEROK;
         d->job_id = id;
         p = *end == ',' ? end + 1 : end;

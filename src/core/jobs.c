@@ -147,7 +147,7 @@ static int check_deps(const struct sched *s, const struct sched_job_spec *sp,
     for (int i = 0; i < sp->ndeps; i++) {
         char field[32];
         snprintf(field, sizeof(field), "deps[%d].job", i);
-        if (sp->deps[i].kind < SCHED_DEP_AFTEROK || sp->deps[i].kind > SCHED_DEP_AFTERNOTOK)
+        if (sp->deps[i].kind < SCHED_DEP_AFTEROK || sp->deps[i].kind > SCHED_DEP_AFTER)
             return err_set(err, -EINVAL, field, "unknown dependency type");
         if (sp->deps[i].job_id == sp->id)
             return err_set(err, -EINVAL, field, "a job cannot depend on itself");
@@ -506,7 +506,9 @@ static int job_link_deps(struct sched *s, struct job *j)
             j->ndeps_unmet++;
             continue;
         }
-        if (!t) {
+        /* after:ID on a job that has started already: met (it only waits for a start) */
+        if (!t || (j->deps[i].kind == SCHED_DEP_AFTER && t->state != SCHED_PENDING &&
+                   t->state != SCHED_HELD)) {
             j->deps[i].met = true;
             continue;
         }

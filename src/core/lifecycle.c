@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void settle_dependents(struct sched *s, struct job *done, bool ok, bool started_only);
+
 void job_free_parts(struct job *j)
 {
     free(j->deps);
@@ -104,6 +106,7 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
     }
     j->start_ms = s->now;
     j->ckpt_ms = s->now;
+    settle_dependents(s, j, true, true); /* after:ID waits for a start alone */
     if (j->limit_ms > 0)
         deadline_push(s, j->start_ms + j->limit_ms, j->id, DL_LIMIT);
     victim_eligibility_update(s, j, s->now);
@@ -191,8 +194,6 @@ void job_to_pending(struct sched *s, struct job *j, int64_t begin_ms)
     starvation_watch(s, j, s->now);
 }
 
-static void resolve_dependents(struct sched *s, struct job *done, bool ok);
-
 /* Terminal: emit the state decision, settle dependents, drop the job from the core. */
 void job_finish(struct sched *s, struct job *j, enum sched_job_state st, const char *detail)
 {
@@ -215,7 +216,7 @@ void job_finish(struct sched *s, struct job *j, enum sched_job_state st, const c
         d->preemptor = j->preemptor;
         snprintf(d->detail, sizeof(d->detail), "%s", detail ? detail : "");
     }
-    resolve_dependents(s, j, st == SCHED_COMPLETED);
+    settle_dependents(s, j, st == SCHED_COMPLETED, false);
     if (j->array_id) {
         uint64_t ai;
         if (u64map_get(&s->arrays, j->array_id, &ai) && --s->array_counts[ai].jobs == 0)
@@ -233,10 +234,14 @@ void job_finish(struct sched *s, struct job *j, enum sched_job_state st, const c
 
 static bool dep_satisfied(enum sched_dep_kind k, bool ok)
 {
-    return k == SCHED_DEP_AFTERANY || (k == SCHED_DEP_AFTEROK) == ok;
+    /* after: an end without a start (cancelled while pending) meets it too, as Slurm's
+       "after the specified jobs start or are cancelled" */
+    return k == SCHED_DEP_AFTERANY || k == SCHED_DEP_AFTER || (k == SCHED_DEP_AFTEROK) == ok;
 }
 
-static void resolve_dependents(struct sched *s, struct job *done, bool ok)
+/* The waiters on `done` whose dependencies it settles: all of them when it ended (ok:
+ * COMPLETED), those of after:ID alone when it started (started_only). */
+static void settle_dependents(struct sched *s, struct job *done, bool ok, bool started_only)
 {
     for (int i = 0; i < done->ndependents; i++) {
         struct job *w = &s->jobs[done->dependents[i].slot];
@@ -244,7 +249,7 @@ static void resolve_dependents(struct sched *s, struct job *done, bool ok)
             continue; /* that waiter is gone and its slot reused */
         for (int k = 0; k < w->ndeps; k++) {
             struct job_dep *dep = &w->deps[k];
-            if (dep->id != done->id || dep->met)
+            if (dep->id != done->id || dep->met || (started_only && dep->kind != SCHED_DEP_AFTER))
                 continue;
             if (!dep_satisfied(dep->kind, ok)) {
                 /* as Slurm: pending, DependencyNeverSatisfied, until someone cancels it */

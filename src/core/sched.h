@@ -296,7 +296,14 @@ struct sched_node_spec {
     enum sched_node_state state;
 };
 
-enum sched_dep_kind { SCHED_DEP_AFTEROK, SCHED_DEP_AFTERANY, SCHED_DEP_AFTERNOTOK };
+/* afterok, afterany, afternotok: met when the job ends (well, any way, badly); after
+ * (Slurm's after:ID): met once the job has started, or ended without starting. */
+enum sched_dep_kind {
+    SCHED_DEP_AFTEROK,
+    SCHED_DEP_AFTERANY,
+    SCHED_DEP_AFTERNOTOK,
+    SCHED_DEP_AFTER
+};
 
 struct sched_dep {
     enum sched_dep_kind kind;

@@ -447,9 +447,11 @@ static int f_deps(const json_t *v, int64_t now, struct proto_jobspec *j, struct 
         snprintf(f, sizeof(f), "%s.type", path);
         const char *ts = json_is_string(t) ? json_string_value(t) : "";
         if (strcmp(ts, "afterok") != 0 && strcmp(ts, "afterany") != 0 &&
-            strcmp(ts, "afternotok") != 0)
+            strcmp(ts, "afternotok") != 0 && strcmp(ts, "after") != 0)
             return proto_errorf(e, 400, NULL, f,
-                                "%s must be \"afterok\", \"afterany\" or \"afternotok\"", f);
+                                "%s must be \"afterok\", \"afterany\", \"afternotok\" or "
+                                "\"after\"",
+                                f);
         snprintf(f, sizeof(f), "%s.job", path);
         int64_t id;
         json_t *jid = json_object_get(d, "job");

@@ -48,7 +48,7 @@ enum {
 #define PROTO_MAX_DURATION_MS ((int64_t)366 * 24 * 3600 * 1000)
 
 struct proto_dep {
-    char type[16]; /* "afterok", "afterany", "afternotok" */
+    char type[16]; /* "afterok", "afterany", "afternotok", "after" (once it started) */
     uint64_t job;
 };
 

@@ -255,11 +255,20 @@ EOS
     wait_for 30 state_in "$a" RUNNING COMPLETED
     c=$(sbatch --parsable -A vision -d "after:$a" --wrap true)
     done_ok "$c"
-    h=$(sbatch --parsable -A vision --hold --wrap true)
-    run -2 sbatch -A vision -d "after:$h" --wrap true
-    [[ $output == *"has not started"* ]]
-    run -2 sbatch -A vision -d "afterok:$h?afterok:$a" --wrap true
+    # after: on a job not yet started waits for its start, not its end
+    h=$(sbatch --parsable -A vision --hold -J late-start --wrap 'sleep 30')
+    w=$(sbatch --parsable -A vision -d "after:$h" --wrap true)
+    wait_for 30 test "$(squeue -h -j "$w" -o '%T %R')" = "PENDING (Dependency)"
+    scontrol release "$h"
+    done_ok "$w"
+    [ "$(job_state "$h")" = RUNNING ] # it ran while $h still runs
     scancel "$h"
+    # ... or for its cancellation before it starts
+    h=$(sbatch --parsable -A vision --hold --wrap true)
+    w=$(sbatch --parsable -A vision -d "after:$h" --wrap true)
+    scancel "$h"
+    done_ok "$w"
+    run -2 sbatch -A vision -d "afterok:$h?afterok:$a" --wrap true
 }
 
 @test "scancel --signal: to the steps by default, -b to the batch shell alone; the job goes on" {

@@ -372,6 +372,40 @@ static void assert_core_ok(struct sched *s)
         fail_msg("sched_check: %s", err.message);
 }
 
+/* Slurm's after:ID: the job may begin once ID has started (or ended without starting:
+ * "after the specified jobs start or are cancelled"), not when it ends. */
+static void test_after_waits_for_a_start(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    struct sched_job_spec j;
+    struct sched_error err;
+    spec_fill(&j, 1, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    j.hold = true;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    j.id = 4;
+    assert_int_equal(sched_job_submit(s, &j, T0, &err), 0);
+    submit_dep(s, 2, SCHED_DEP_AFTER, 1, T0 + 1);
+    submit_dep(s, 3, SCHED_DEP_AFTER, 4, T0 + 1);
+    struct cyc c = cycle(s, T0 + 2);
+    assert_null(find_dec(c, SCHED_D_START, 2));
+    assert_reason(s, 2, SCHED_R_DEPENDENCY);
+    assert_int_equal(sched_job_release(s, 1, T0 + 3, &err), 0);
+    c = cycle(s, T0 + 4);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    if (!find_dec(c, SCHED_D_START, 2)) /* met by 1's start: this cycle or the next */
+        assert_non_null(find_dec(cycle(s, T0 + 5), SCHED_D_START, 2));
+    assert_core_ok(s);
+    assert_state(s, 1, SCHED_STARTING); /* it runs on: job 2 did not wait for its end */
+    assert_int_equal(sched_job_cancel(s, 4, T0 + 6, &err), 0); /* cancelled unstarted */
+    assert_non_null(find_dec(cycle(s, T0 + 7), SCHED_D_START, 3));
+    /* after on a job already running: met at once */
+    submit_dep(s, 5, SCHED_DEP_AFTER, 1, T0 + 8);
+    assert_non_null(find_dec(cycle(s, T0 + 9), SCHED_D_START, 5));
+    assert_core_ok(s);
+    sched_destroy(s);
+}
+
 /* scontrol update of a pending job: the new request is checked as a submission (nothing
  * changes when it is refused), the job keeps its state and place, and the jobs waiting on
  * it still wait on it and start when it ends. */
@@ -460,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_hold_release_cancel),
         cmocka_unit_test(test_update_pending_keeps_waiters),
         cmocka_unit_test(test_set_limit_running),
+        cmocka_unit_test(test_after_waits_for_a_start),
         cmocka_unit_test(test_ended_job_leaves_no_wakeup),
         cmocka_unit_test(test_requeue_running),
         cmocka_unit_test(test_array_limit),

@@ -345,7 +345,7 @@ static void submit_random(struct world *w)
     if (chance(10)) {
         uint64_t dep = random_live_job(w, SCHED_JOB_STATE_COUNT);
         if (dep) {
-            j.deps[0].kind = (enum sched_dep_kind)pick(3);
+            j.deps[0].kind = (enum sched_dep_kind)pick(4); /* after:ID among them */
             j.deps[0].job_id = dep;
             j.ndeps = 1;
         }

@@ -378,7 +378,7 @@ static void patch_fields(void **state)
                    {"{\"time_limit\": \"soon\"}", "time_limit"},
                    {"{\"nodes\": 0}", "nodes"},
                    {"{\"comment\": \"a\\u0001b\"}", "comment"},
-                   {"{\"deps\": [{\"type\": \"after\", \"job\": 1}]}", NULL}};
+                   {"{\"deps\": [{\"type\": \"before\", \"job\": 1}]}", NULL}};
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         json_t *b = json_loads(refused[i].body, 0, NULL);
         assert_non_null(b);
