@@ -360,15 +360,15 @@ int spec_set_dependency(json_t *spec, const char *v, const char *flag, char *err
     json_t *deps;
     int rc = 0;
 
-    if (strchr(v, '?'))
+    /* ',' all of them, '?' any one of them; sbatch takes one separator or the other */
+    const char *sep = strchr(v, '?') ? "?" : ",";
+    if (strchr(v, '?') && strchr(v, ','))
         return spec_fail(err, errlen, flag,
-                         "'?' (any of) is not supported: docket waits for all of its "
-                         "dependencies (separate them with ',') in",
-                         v);
+                         "',' (all of) and '?' (any of) cannot be mixed, as in sbatch:", v);
     if (str_copy(buf, sizeof(buf), v) < 0 || !buf[0])
         return spec_fail(err, errlen, flag, "bad dependency", v);
     deps = json_array();
-    for (char *p = spec_next_field(&cur, ","); p && !rc; p = spec_next_field(&cur, ",")) {
+    for (char *p = spec_next_field(&cur, sep); p && !rc; p = spec_next_field(&cur, sep)) {
         char *colon = strchr(p, ':');
 
         if (!strcmp(p, "singleton")) { /* the verb finds the jobs of this name: slurm.c */
@@ -391,8 +391,13 @@ int spec_set_dependency(json_t *spec, const char *v, const char *flag, char *err
         }
         rc = add_deps(deps, p, colon + 1, ":", flag, err, errlen);
     }
-    if (rc == 0)
+    if (rc == 0) {
         json_object_set(spec, "deps", deps);
+        if (*sep == '?')
+            json_object_set_new(spec, "deps_any", json_true());
+        else
+            json_object_del(spec, "deps_any");
+    }
     json_decref(deps);
     return rc;
 }

@@ -28,8 +28,9 @@ const char cmd_update_usage[] =
     "\n"
     "  -t, --time T          the time limit: 4h, 90m, 1-12:00:00 (Slurm's forms)\n"
     "  -J, --name NAME       the job's name\n"
-    "  -d, --dependency SPEC afterok:1:2,afterany:3,afternotok:4 (replaces the old ones;\n"
-    "                        \"\" drops them)\n"
+    "  -d, --dependency SPEC afterok:1:2,afterany:3,afternotok:4,after:5 (all of them),\n"
+    "                        afterok:1?afterok:2 (any one); replaces the old ones, \"\"\n"
+    "                        drops them\n"
     "  -p, --partition P     another of the site's partitions (its nodes, its limits)\n"
     "  -N, --nodes N         the number of nodes\n"
     "  -C, --constraint EXPR Slurm's node features (a100&ib); \"\" drops it\n"
@@ -72,10 +73,13 @@ int update_dependency(struct cli *c, json_t *body, const char *v, int64_t self)
     int rc = EXIT_OK;
     if (!v[0]) {
         json_object_set_new(body, "deps", json_array());
+        json_object_set_new(body, "deps_any", json_false());
     } else if (spec_apply(spec, SO_DEPENDENCY, v, err, sizeof(err)) < 0) {
         rc = cli_usage_error(c, "%s", err);
     } else if ((rc = slurm_resolve_deps(c, spec, self)) == EXIT_OK) {
         json_object_set(body, "deps", json_object_get(spec, "deps"));
+        json_object_set_new(body, "deps_any",
+                            json_boolean(json_is_true(json_object_get(spec, "deps_any"))));
     }
     json_decref(spec);
     return rc;

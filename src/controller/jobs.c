@@ -68,7 +68,8 @@ static void copy_spec_fields(json_t *o, const json_t *spec, const json_t *want)
     json_t *image = json_object_get(json_object_get(spec, "container"), "image");
     if (!want || json_object_get(want, "image"))
         json_object_set(o, "image", json_is_string(image) ? image : json_null());
-    static const char *const optional[] = {"constraint", "partition", "comment"}; /* likewise */
+    static const char *const optional[] = {"constraint", "partition", "comment",
+                                           "deps_any"}; /* likewise */
     for (size_t i = 0; i < sizeof(optional) / sizeof(optional[0]); i++) {
         json_t *v = json_object_get(spec, optional[i]);
         if (v && (!want || json_object_get(want, optional[i])))
@@ -391,6 +392,11 @@ int ctl_job_resolve_deps(struct ctl_req *r, struct proto_jobspec *ps)
         store_job_release(&row);
         bool met = strcmp(d->type, "afterany") == 0 || strcmp(d->type, "after") == 0 ||
                    (strcmp(d->type, "afterok") == 0) == ok;
+        if (met && ps->deps_any) { /* Slurm's '?': one met is all it takes */
+            ps->ndeps = 0;
+            ps->deps_any = false;
+            return 0;
+        }
         if (!met) /* kept: the job waits as DependencyNeverSatisfied (ctl_deps_settle) */
             ps->deps[out++] = *d;
     }
@@ -419,7 +425,7 @@ void ctl_job_fill_core(struct store_job *row, const struct proto_jobspec *ps, in
     str_copy(row->gpu_type, sizeof(row->gpu_type), ps->gpu_type);
     dbuf_init(&b, sizeof(row->deps) - 1);
     for (int i = 0; i < ps->ndeps; i++)
-        dbuf_printf(&b, "%s%s:%llu", i ? "," : "", ps->deps[i].type,
+        dbuf_printf(&b, "%s%s:%llu", i ? (ps->deps_any ? "?" : ",") : "", ps->deps[i].type,
                     (unsigned long long)ps->deps[i].job);
     str_copy(row->deps, sizeof(row->deps), b.data);
     dbuf_release(&b);

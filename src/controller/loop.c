@@ -283,6 +283,7 @@ void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submi
         out->deps[out->ndeps].job_id = p->deps[i].job;
         out->ndeps++;
     }
+    out->deps_any = p->deps_any;
     out->nselectors = 0;
     for (int i = 0; i < p->nselectors && i < SCHED_MAX_LABELS; i++) {
         struct sched_selector *s = &out->selectors[out->nselectors++];

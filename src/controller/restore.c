@@ -297,7 +297,8 @@ static int exit_from_json(const char *text, enum sched_exit_kind *kind, int *cod
     return 0;
 }
 
-/* "afterok:12,afterany:13" and "@constraint=a100&ib,zone=a,pool!=x" from the row's
+/* "afterok:12,afterany:13" (or '?' between them: any of) and
+ * "@constraint=a100&ib,zone=a,pool!=x" from the row's
  * columns (jobs.c writes them). */
 static int parse_core_lists(const struct store_job *row, struct sched_job_spec *sp)
 {
@@ -318,8 +319,10 @@ static int parse_core_lists(const struct store_job *row, struct sched_job_spec *
                   : strcmp(kind, "after") == 0      ? SCHED_DEP_AFTER
                                                     : SCHED_DEP_AFTEROK;
         d->job_id = id;
-        p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',')
+        if (*end == '?') /* Slurm's any-of, as jobs.c writes it */
+            sp->deps_any = true;
+        p = *end == ',' || *end == '?' ? end + 1 : end;
+        if (*end && *end != ',' && *end != '?')
             return -EINVAL;
     }
     p = row->selectors;

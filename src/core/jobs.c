@@ -464,6 +464,7 @@ static struct job *job_create(struct sched *s, const struct sched_job_spec *sp,
     j->array_id = sp->array_id;
     j->switches = sp->switches;
     j->switches_wait_ms = sp->switches_wait_ms;
+    j->deps_any = sp->deps_any;
     j->reservation = NONE32;
     j->flags =
         (uint8_t)((sp->has_checkpoint_signal ? JF_CKPT_SIGNAL : 0) |
@@ -516,6 +517,8 @@ static int job_link_deps(struct sched *s, struct job *j)
             return -ENOMEM;
         j->ndeps_unmet++;
     }
+    if (j->deps_any && j->ndeps)
+        job_deps_any_count(j);
     return 0;
 }
 

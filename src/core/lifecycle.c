@@ -22,6 +22,17 @@
 
 static void settle_dependents(struct sched *s, struct job *done, bool ok, bool started_only);
 
+void job_deps_any_count(struct job *j)
+{
+    int met = 0, never = 0;
+    for (int i = 0; i < j->ndeps; i++) {
+        met += j->deps[i].met;
+        never += j->deps[i].never;
+    }
+    j->ndeps_unmet = met ? 0 : 1;
+    j->dep_never = !met && never == j->ndeps;
+}
+
 void job_free_parts(struct job *j)
 {
     free(j->deps);
@@ -239,6 +250,20 @@ static bool dep_satisfied(enum sched_dep_kind k, bool ok)
     return k == SCHED_DEP_AFTERANY || k == SCHED_DEP_AFTER || (k == SCHED_DEP_AFTEROK) == ok;
 }
 
+/* One of an any-of job's dependencies settled: the first one met lets it go. */
+static void settle_any(struct sched *s, struct job *w, struct job_dep *dep, bool met)
+{
+    bool waited = w->ndeps_unmet > 0;
+    dep->met = met;
+    dep->never = !met;
+    job_deps_any_count(w);
+    job_walked_set(s, job_slot(s, w), false); /* its reason is derived from these */
+    if (waited && w->ndeps_unmet == 0 && w->state == SCHED_PENDING) {
+        job_mark_eligible(s, w, s->now);
+        starvation_watch(s, w, s->now);
+    }
+}
+
 /* The waiters on `done` whose dependencies it settles: all of them when it ended (ok:
  * COMPLETED), those of after:ID alone when it started (started_only). */
 static void settle_dependents(struct sched *s, struct job *done, bool ok, bool started_only)
@@ -251,6 +276,10 @@ static void settle_dependents(struct sched *s, struct job *done, bool ok, bool s
             struct job_dep *dep = &w->deps[k];
             if (dep->id != done->id || dep->met || (started_only && dep->kind != SCHED_DEP_AFTER))
                 continue;
+            if (w->deps_any) {
+                settle_any(s, w, dep, dep_satisfied(dep->kind, ok));
+                continue;
+            }
             if (!dep_satisfied(dep->kind, ok)) {
                 /* as Slurm: pending, DependencyNeverSatisfied, until someone cancels it */
                 dep->never = true;

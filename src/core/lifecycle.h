@@ -17,5 +17,8 @@ void job_stop(struct sched *s, struct job *j, enum sched_stop_cause cause, int s
               int64_t grace, uint64_t preemptor, int64_t now);
 void job_nodes_touch(struct sched *s, const struct job *j);
 void job_free_parts(struct job *j); /* its arrays freed (the job itself stays) */
+/* A job of any-of dependencies (deps_any): ndeps_unmet 0 once one is met, else 1;
+ * dep_never when every one can never be met. */
+void job_deps_any_count(struct job *j);
 
 #endif

@@ -335,6 +335,7 @@ struct sched_job_spec {
     int64_t begin_ms;        /* not before; 0 = now */
     struct sched_dep deps[SCHED_MAX_DEPS];
     int ndeps;
+    bool deps_any; /* Slurm's '?': one met dependency is enough (else all of them) */
     struct sched_selector selectors[SCHED_MAX_LABELS];
     int nselectors;
     /* "" or Slurm's --constraint grammar over the nodes' features (docs/slurm.md

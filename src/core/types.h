@@ -119,6 +119,8 @@ struct job {
     int preempt_count;
     int ndeps_unmet;
     bool dep_never; /* a dependency can never be met (SCHED_R_DEPENDENCY_NEVER) */
+    bool deps_any;  /* Slurm's '?': waits while none is met (ndeps_unmet 1), never runs
+                       only when every one can never be met (job_deps_any_count) */
     uint64_t preemptor;
     uint64_t array_id;
     uint32_t reservation; /* index into s->res, or NONE32 */

@@ -467,6 +467,14 @@ static int f_deps(const json_t *v, int64_t now, struct proto_jobspec *j, struct 
     return 0;
 }
 
+static int f_deps_any(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
+{
+    if (!json_is_boolean(v))
+        return proto_errorf(e, 400, NULL, "deps_any", "deps_any must be true or false");
+    j->deps_any = json_is_true(v);
+    return 0;
+}
+
 static int f_array(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
     if (!json_is_string(v) || json_string_length(v) >= sizeof(j->array))
@@ -694,6 +702,7 @@ static const struct {
     {"constraint", f_constraint},
     {"partition", f_partition},
     {"deps", f_deps},
+    {"deps_any", f_deps_any},
     {"array", f_array},
     {"signal", f_signal},
     {"grace", f_grace},
@@ -861,6 +870,8 @@ json_t *proto_jobspec_to_json(const struct proto_jobspec *j)
         json_array_append_new(deps, json_pack("{s:s,s:I}", "type", j->deps[i].type, "job",
                                               (json_int_t)j->deps[i].job));
     json_object_set_new(o, "deps", deps);
+    if (j->deps_any) /* only when asked: older stored specs read the same */
+        json_object_set_new(o, "deps_any", json_true());
     json_t *sel = json_object();
     for (int i = 0; i < j->nselectors; i++) {
         char val[PROTO_NAME_MAX + 2];
@@ -953,6 +964,7 @@ static int load_scalars(const json_t *s, struct proto_jobspec *j, struct proto_e
     j->idempotent = json_is_true(json_object_get(s, "idempotent"));
     j->requeue = json_is_true(json_object_get(s, "requeue"));
     j->hold = json_is_true(json_object_get(s, "hold"));
+    j->deps_any = json_is_true(json_object_get(s, "deps_any"));
     return load_switches(s, j, err);
 }
 
@@ -1025,8 +1037,9 @@ static bool field_known(const char *key)
 int proto_jobspec_patch(const json_t *patch, int64_t now_ms, struct proto_jobspec *j,
                         struct proto_error *err)
 {
-    static const char *const changeable[] = {"name",  "time_limit", "deps",    "partition",
-                                             "nodes", "constraint", "comment", NULL};
+    static const char *const changeable[] = {"name",       "time_limit", "deps",
+                                             "deps_any",   "partition",  "nodes",
+                                             "constraint", "comment",    NULL};
     if (!json_is_object(patch))
         return proto_errorf(err, 400, NULL, NULL, "the change must be a JSON object");
     const char *key;
@@ -1044,7 +1057,8 @@ int proto_jobspec_patch(const json_t *patch, int64_t now_ms, struct proto_jobspe
         int rc = fn ? fn(v, now_ms, j, err)
                     : proto_errorf(err, 400, NULL, key,
                                    "'%.64s' %s: a submitted job changes only its name, "
-                                   "time_limit, deps, partition, nodes, constraint and comment",
+                                   "time_limit, deps, deps_any, partition, nodes, constraint "
+                                   "and comment",
                                    key, field_known(key) ? "cannot change" : "is no field");
         if (rc < 0)
             return rc;

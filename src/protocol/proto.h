@@ -84,6 +84,7 @@ struct proto_jobspec {
     int64_t switches_wait_ms; /* ... @max-time: waiting at most this long; 0 = no bound */
     struct proto_dep deps[PROTO_MAX_DEPS];
     int ndeps;
+    bool deps_any; /* Slurm's '?': one of the deps met is enough ("deps_any": true) */
     struct proto_selector selectors[PROTO_MAX_SELECTORS];
     int nselectors;
     char constraint[PROTO_CONSTRAINT_MAX]; /* Slurm's --constraint over node features; "" */
@@ -117,7 +118,7 @@ int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out,
                        struct proto_error *err) PROTO_WUR;
 /* A change to a submitted job (PATCH /v1/jobs/ID, scontrol update) over `j` (a stored
  * spec, proto_jobspec_load): each member of `patch` read as the submission reads it, of
- * name, time_limit, deps, partition, nodes, constraint and comment ("reason" is passed
+ * name, time_limit, deps, deps_any, partition, nodes, constraint and comment ("reason" is passed
  * over: the caller's). Any other member is refused naming it. On error `j` may be half
  * changed: the caller drops it. */
 int proto_jobspec_patch(const json_t *patch, int64_t now_ms, struct proto_jobspec *j,

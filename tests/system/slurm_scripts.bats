@@ -237,7 +237,7 @@ EOS
     [[ $output == *"Invalid job id specified"* ]]
 }
 
-@test "dependencies as Slurm reads them: afterok on an ARRAY_ID waits for every task; _IDX, singleton, after" {
+@test "dependencies as Slurm reads them: afterok on an ARRAY_ID waits for every task; _IDX, singleton, after, ?" {
     # man sbatch, -d: "afterok:job_id[:jobid...]"; an array's id means all of its tasks;
     # "singleton: ... after any previously launched jobs sharing the same job name and
     # user have terminated"; "after: ... after the specified jobs start or are cancelled"
@@ -268,7 +268,21 @@ EOS
     w=$(sbatch --parsable -A vision -d "after:$h" --wrap true)
     scancel "$h"
     done_ok "$w"
-    run -2 sbatch -A vision -d "afterok:$h?afterok:$a" --wrap true
+    # '?': "any of the dependencies are satisfied" (man sbatch, -d); one that failed
+    # leaves the job waiting on the others, not DependencyNeverSatisfied
+    x=$(sbatch --parsable -A vision --hold --wrap 'exit 1')
+    y=$(sbatch --parsable -A vision --hold --wrap true)
+    z=$(sbatch --parsable -A vision -d "afterok:$x?afterok:$y" --wrap true)
+    [ "$("$DOCKET" show "$z" --json | jq .job.deps_any)" = true ]
+    scontrol release "$x"
+    wait_for 60 state_in "$x" FAILED
+    wait_for 30 test "$(squeue -h -j "$z" -o '%T %R')" = "PENDING (Dependency)"
+    scontrol release "$y"
+    done_ok "$z"
+    # met already by one of them: it starts at once; ',' and '?' together: refused
+    done_ok "$(sbatch --parsable -A vision -d "afterok:$x?afterok:$y" --wrap true)"
+    run -2 sbatch -A vision -d "afterok:$x?afterok:$y,afterok:$a" --wrap true
+    [[ $output == *"cannot be mixed"* ]]
 }
 
 @test "scancel --signal: to the steps by default, -b to the batch shell alone; the job goes on" {

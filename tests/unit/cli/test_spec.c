@@ -163,6 +163,17 @@ static void after_and_dependency(void **state)
                      3);
 }
 
+/* sbatch's '?': any one of them (man sbatch, -d) */
+static void dependency_any_of(void **state)
+{
+    assert_int_equal(apply(SO_DEPENDENCY, "afterok:1?afterany:2:3"), 0);
+    assert_int_equal(json_array_size(json_object_get(spec, "deps")), 3);
+    dep_at(1, "afterany", 2);
+    assert_true(json_is_true(json_object_get(spec, "deps_any")));
+    assert_int_equal(apply(SO_DEPENDENCY, "afterok:1,afterok:2"), 0); /* all of them again */
+    assert_null(json_object_get(spec, "deps_any"));
+}
+
 static void dependency_errors(void **state)
 {
     assert_int_equal(apply(SO_DEPENDENCY, "aftercorr:5"), -EINVAL);
@@ -170,7 +181,8 @@ static void dependency_errors(void **state)
                              "(after, afterok, afterany, afternotok, singleton)");
     assert_int_equal(apply(SO_DEPENDENCY, "afterok:12_x"), -EINVAL);
     assert_int_equal(apply(SO_DEPENDENCY, "afterok:_3"), -EINVAL);
-    assert_int_equal(apply(SO_DEPENDENCY, "afterok:1?afterok:2"), -EINVAL);
+    assert_int_equal(apply(SO_DEPENDENCY, "afterok:1?afterok:2,afterok:3"), -EINVAL);
+    assert_non_null(strstr(err, "cannot be mixed"));
     assert_int_equal(apply(SO_DEPENDENCY, "afterok"), -EINVAL);
     assert_int_equal(apply(SO_AFTER, "x"), -EINVAL);
     assert_int_equal(apply(SO_AFTER, "0"), -EINVAL);
@@ -312,6 +324,7 @@ int main(void)
         T(names_are_checked),
         T(env_pairs_and_passthrough),
         T(after_and_dependency),
+        T(dependency_any_of),
         T(dependency_errors),
         T(arrays),
         T(signal_and_grace),

@@ -372,6 +372,45 @@ static void assert_core_ok(struct sched *s)
         fail_msg("sched_check: %s", err.message);
 }
 
+/* Slurm's '?' (afterok:1?afterok:2): the job may begin once any one dependency is met,
+ * and is DependencyNeverSatisfied only when none of them ever can be. */
+static void test_any_of_dependencies(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    struct sched_error err;
+    for (uint64_t id = 1; id <= 4; id++)
+        submit(s, id, "lab", NULL, NULL, 1, 1, HOUR, T0);
+    struct sched_job_spec j;
+    spec_fill(&j, 5, "lab", NULL, NULL, 1, 1, HOUR, T0 + 1);
+    j.deps[0] = (struct sched_dep){SCHED_DEP_AFTEROK, 1, false};
+    j.deps[1] = (struct sched_dep){SCHED_DEP_AFTEROK, 2, false};
+    j.ndeps = 2;
+    j.deps_any = true;
+    assert_int_equal(sched_job_submit(s, &j, T0 + 1, &err), 0);
+    spec_fill(&j, 6, "lab", NULL, NULL, 1, 1, HOUR, T0 + 1);
+    j.deps[0] = (struct sched_dep){SCHED_DEP_AFTEROK, 3, false};
+    j.deps[1] = (struct sched_dep){SCHED_DEP_AFTEROK, 4, false};
+    j.ndeps = 2;
+    j.deps_any = true;
+    assert_int_equal(sched_job_submit(s, &j, T0 + 1, &err), 0);
+    struct cyc c = cycle(s, T0 + 2);
+    for (uint64_t id = 1; id <= 4; id++)
+        run(s, id, T0 + 2);
+    assert_null(find_dec(c, SCHED_D_START, 5));
+    assert_reason(s, 5, SCHED_R_DEPENDENCY);
+    end(s, 2, SCHED_EXIT_CODE, 0, T0 + 3); /* one of them: enough */
+    assert_non_null(find_dec(cycle(s, T0 + 4), SCHED_D_START, 5));
+    end(s, 3, SCHED_EXIT_CODE, 1, T0 + 5); /* one can never be met: the other still may */
+    (void)cycle(s, T0 + 6);
+    assert_reason(s, 6, SCHED_R_DEPENDENCY);
+    end(s, 4, SCHED_EXIT_CODE, 1, T0 + 7);
+    (void)cycle(s, T0 + 8);
+    assert_reason(s, 6, SCHED_R_DEPENDENCY_NEVER);
+    assert_core_ok(s);
+    sched_destroy(s);
+}
+
 /* Slurm's after:ID: the job may begin once ID has started (or ended without starting:
  * "after the specified jobs start or are cancelled"), not when it ends. */
 static void test_after_waits_for_a_start(void **state)
@@ -495,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_update_pending_keeps_waiters),
         cmocka_unit_test(test_set_limit_running),
         cmocka_unit_test(test_after_waits_for_a_start),
+        cmocka_unit_test(test_any_of_dependencies),
         cmocka_unit_test(test_ended_job_leaves_no_wakeup),
         cmocka_unit_test(test_requeue_running),
         cmocka_unit_test(test_array_limit),

@@ -348,6 +348,13 @@ static void submit_random(struct world *w)
             j.deps[0].kind = (enum sched_dep_kind)pick(4); /* after:ID among them */
             j.deps[0].job_id = dep;
             j.ndeps = 1;
+            uint64_t other = random_live_job(w, SCHED_JOB_STATE_COUNT);
+            if (other && other != dep && chance(40)) { /* two: all of them, or any ('?') */
+                j.deps[1].kind = (enum sched_dep_kind)pick(4);
+                j.deps[1].job_id = other;
+                j.ndeps = 2;
+                j.deps_any = chance(50);
+            }
         }
     }
     if ((cls == 1 || cls == 2) && chance(20)) {
