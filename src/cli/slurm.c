@@ -230,11 +230,11 @@ static int slurm_deps(struct cli *c, json_t *spec, bool dry_run)
         rc = !strcmp(jstr(d, "type"), "singleton") ? singleton_deps(c, spec, out)
                                                    : resolve_dep(c, d, out);
     }
-    if (rc == 0 && json_array_size(out) > 16)
+    if (rc == 0 && json_array_size(out) > SPEC_MAX_DEPS)
         rc = cli_usage_error(c,
                              "--dependency names %zu jobs (an array counts each task): "
-                             "docket takes at most 16",
-                             json_array_size(out));
+                             "docket takes at most %d",
+                             json_array_size(out), SPEC_MAX_DEPS);
     if (rc == 0)
         json_object_set(spec, "deps", out);
     json_decref(out);

@@ -305,8 +305,8 @@ static int add_dep(json_t *deps, const char *type, const char *id, const char *f
     if (parse_int64(num, 1, INT64_MAX, &n) < 0 ||
         (id[len] && parse_int64(id + len + 1, 0, INT32_MAX, &idx) < 0))
         return spec_fail(err, errlen, flag, "bad job id", id);
-    if (json_array_size(deps) >= 16) {
-        snprintf(err, errlen, "%s: at most 16 dependencies", flag);
+    if (json_array_size(deps) >= SPEC_MAX_DEPS) {
+        snprintf(err, errlen, "%s: at most %d dependencies", flag, SPEC_MAX_DEPS);
         return -EINVAL;
     }
     json_t *d = json_pack("{s:s,s:I}", "type", type, "job", (json_int_t)n);

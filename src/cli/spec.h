@@ -22,6 +22,10 @@
 
 #include "cli/opt.h"
 
+/* The most jobs one job may depend on (the API's PROTO_MAX_DEPS; an array's tasks count
+ * each). */
+#define SPEC_MAX_DEPS 128
+
 enum submit_opt {
     SO_PROJECT = 1,
     SO_TIER,

@@ -44,9 +44,9 @@ enum {
     SCHED_MIN_TIERS = 3,
     SCHED_MAX_CLASSES = 8,
     SCHED_MAX_GPU_TYPES = 32,
-    SCHED_MAX_NODE_GPUS = 64, /* GPU indices on one node are a 64-bit mask */
-    SCHED_MAX_LABELS = 16,    /* labels on a node, selectors on a job */
-    SCHED_MAX_DEPS = 16,
+    SCHED_MAX_NODE_GPUS = 64,  /* GPU indices on one node are a 64-bit mask */
+    SCHED_MAX_LABELS = 16,     /* labels on a node, selectors on a job */
+    SCHED_MAX_DEPS = 128,      /* an array's tasks count each (afterok:ARRAY_ID) */
     SCHED_MAX_JOB_NODES = 512, /* nodes of one gang job */
     SCHED_MAX_GROUPS = 128,    /* groups the policy may bound */
 };

@@ -35,7 +35,7 @@ enum {
     PROTO_MAX_LABELS = 64, /* job labels (free-form metadata) */
     PROTO_MAX_SELECTORS = 16,
     PROTO_CONSTRAINT_MAX = 128, /* a feature constraint, as the core's */
-    PROTO_MAX_DEPS = 16,
+    PROTO_MAX_DEPS = 128,
     PROTO_MAX_GPUS = 64,
     PROTO_MAX_CPUS = 4096,
     PROTO_MAX_NODES = 512,

@@ -254,7 +254,7 @@ struct store_job {
     int gpus, cpus, nnodes, signal, retries, array_limit, flags; /* flags: STORE_JF_* */
     int64_t mem_mb, time_limit_ms, begin_ms, grace_ms;
     char gpu_type[64];
-    char deps[512];       /* "afterok:12,afternotok:13" */
+    char deps[4096];      /* "afterok:12,afternotok:13" ('?' between them: any of) */
     char selectors[1280]; /* "zone=a,pool!=reserved" */
     char *alloc;          /* allocation JSON or NULL */
     char *exit;           /* exit JSON or NULL */

@@ -285,6 +285,20 @@ EOS
     [[ $output == *"cannot be mixed"* ]]
 }
 
+@test "afterok on an ARRAY_ID of 40 tasks waits for every one of them (more than 16 jobs)" {
+    # man sbatch, -d: a job array's id in a dependency is all of its tasks
+    aid=$(sbatch --parsable -A vision --array=1-40 --hold -o 'big-%A_%a.out' --wrap 'echo $SLURM_ARRAY_TASK_ID')
+    id=$(sbatch --parsable -A vision -d "afterok:$aid" -o 'after-big-%j.out' --wrap "cat big-${aid}_*.out | wc -l")
+    [ "$("$DOCKET" show "$id" --json | jq '.job.deps | length')" -eq 40 ]
+    wait_for 30 test "$(squeue -h -j "$id" -o '%T %R')" = "PENDING (Dependency)"
+    scontrol release "$aid"
+    done_ok "$id"
+    wait_for 30 grep -qx 40 "after-big-$id.out"
+    # past the bound: refused with the count
+    run -2 sbatch -A vision -d "afterok:$aid,afterok:$aid,afterok:$aid,afterok:$aid" --wrap true
+    [[ $output == *"names 160 jobs"*"at most 128"* ]]
+}
+
 @test "scancel --signal: to the steps by default, -b to the batch shell alone; the job goes on" {
     # man scancel, -s: "The name or number of the signal to send"; -b: "signals only the
     # batch step, but not any other steps"; by default "not sent to the batch step"
