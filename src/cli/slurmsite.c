@@ -590,9 +590,9 @@ static json_t *policy_tiers(const json_t *site, json_t *unmapped)
             strstr(sget(q, "PreemptMode"), "SUSPEND"))
             say(unmapped, "qos %s: PreemptMode=SUSPEND: Docket preempts by signal and requeue",
                 name);
-        static const char *const limits[] = {"MaxWall",   "MaxTRESPU", "MaxJobsPU", "MaxSubmitPU",
-                                             "GrpTRES",   "GrpJobs",   "MaxTRES",   "UsageFactor",
-                                             "GraceTime", "Flags"};
+        /* MaxWall, MaxTRESPU, MaxJobsPU and GrpTRES are mapped by qos_limits() */
+        static const char *const limits[] = {"MaxSubmitPU", "GrpJobs",   "MaxTRES",
+                                             "UsageFactor", "GraceTime", "Flags"};
         for (size_t l = 0; l < sizeof(limits) / sizeof(limits[0]); l++) {
             const char *lv = sget(q, limits[l]);
             if (*lv && strcmp(lv, "1.000000") && strcmp(lv, "00:00:00") && strcmp(lv, "0"))
@@ -906,6 +906,110 @@ json_t *slurm_site_aliases(const json_t *site, const json_t *nodes, json_t *unma
     return aliases;
 }
 
+/* A QOS limit's value, or "" when it sets none (sacctmgr prints 0 or nothing). */
+static const char *qos_limit(const json_t *q, const char *key)
+{
+    const char *v = sget(q, key);
+    return strcmp(v, "0") && strcmp(v, "00:00:00") ? v : "";
+}
+
+/* The projects of `list` whose tier is `qos` (their account's QOS of highest priority). */
+static size_t projects_at(json_t *list, const char *qos, json_t **out, size_t max)
+{
+    size_t n = 0, i;
+    json_t *p;
+    json_array_foreach(list, i, p) {
+        if (!strcmp(sget(p, "tier"), qos) && n < max)
+            out[n++] = p;
+    }
+    return n;
+}
+
+/* Set `key` of each of `ps` to `v` unless it holds a lower value already (the account's
+ * own limit, stricter, wins). */
+static void limit_each(json_t **ps, size_t n, const char *key, long long v)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_t *have = json_object_get(ps[i], key);
+        if (!have || json_integer_value(have) > v)
+            json_object_set_new(ps[i], key, json_integer(v));
+    }
+}
+
+/* MaxWall onto the partitions that run at the QOS (QOS=): their max_time, the lower. */
+static void qos_max_wall(const json_t *q, json_t *parts, json_t *unmapped)
+{
+    const char *name = sget(q, "Name"), *wall = qos_limit(q, "MaxWall");
+    long long secs = *wall ? slurm_time_secs(wall) : -1;
+    size_t i, hit = 0;
+    json_t *p;
+    if (secs <= 0)
+        return;
+    json_array_foreach(parts, i, p) {
+        if (strcmp(sget(p, "tier"), name))
+            continue;
+        json_t *max = json_object_get(p, "max_time");
+        if (!max || json_integer_value(max) > secs)
+            json_object_set_new(p, "max_time", json_integer(secs));
+        hit++;
+    }
+    if (!hit)
+        say(unmapped,
+            "qos %s: MaxWall=%s: no partition runs at this QOS (QOS=), and Docket bounds time "
+            "per partition and class: not mapped",
+            name, wall);
+}
+
+/* A QOS's per-user and group limits onto the projects at its tier (docs/slurm.md "A site
+ * imports itself"): MaxTRESPU gres/gpu -> user_gpu_limit, MaxJobsPU -> user_max_running,
+ * GrpTRES gres/gpu -> gpu_limit when one project alone is at the tier (Slurm's group limit
+ * is shared by every job of the QOS; Docket's are each project's). The lower of the
+ * account's and the QOS's wins. What finds no project is said. */
+static void qos_project_limits(const json_t *q, json_t *projects, json_t *unmapped)
+{
+    const char *name = sget(q, "Name");
+    json_t *at[64];
+    size_t n = projects_at(projects, name, at, 64);
+    static const struct {
+        const char *qkey, *pkey;
+        bool gpus;
+    } per_user[] = {{"MaxTRESPU", "user_gpu_limit", true},
+                    {"MaxJobsPU", "user_max_running", false}};
+    for (size_t l = 0; l < sizeof(per_user) / sizeof(per_user[0]); l++) {
+        const char *v = qos_limit(q, per_user[l].qkey);
+        long long x = !*v ? -1 : per_user[l].gpus ? tres_gpus(v) : num(v, -1);
+        if (*v && (x < 0 || n == 0))
+            say(unmapped, "qos %s: %s=%s: %s: not mapped", name, per_user[l].qkey, v,
+                x < 0 ? "only GPU counts map (gres/gpu=N)" : "no project is at this tier");
+        else if (*v)
+            limit_each(at, n, per_user[l].pkey, x);
+    }
+    const char *grp = qos_limit(q, "GrpTRES");
+    long long g = *grp ? tres_gpus(grp) : -1;
+    if (*grp && (g < 0 || n != 1))
+        say(unmapped, "qos %s: GrpTRES=%s: %s: not mapped", name, grp,
+            g < 0   ? "only GPU counts map (gres/gpu=N)"
+            : n > 1 ? "shared by several projects at this tier (Docket's limits are each "
+                      "project's; a group's gpu_limit bounds several)"
+                    : "no project is at this tier");
+    else if (*grp)
+        limit_each(at, 1, "gpu_limit", g);
+}
+
+/* --qos: the QOS limits that have a home in the policy (qos_max_wall,
+ * qos_project_limits); the rest policy_tiers says. */
+static void qos_limits(const json_t *site, json_t *parts, json_t *projects, json_t *unmapped)
+{
+    size_t i;
+    json_t *q;
+    json_array_foreach(json_object_get(site, "qos"), i, q) {
+        if (!str_is_name(sget(q, "Name")))
+            continue; /* policy_tiers said so */
+        qos_max_wall(q, parts, unmapped);
+        qos_project_limits(q, projects, unmapped);
+    }
+}
+
 json_t *slurm_site_policy(const json_t *site, json_t *unmapped)
 {
     json_t *doc = json_object();
@@ -950,6 +1054,7 @@ json_t *slurm_site_policy(const json_t *site, json_t *unmapped)
         json_array_append_new(projects, policy_project(site, k, v, gpus, unmapped));
     }
     policy_members(site, projects, unmapped);
+    qos_limits(site, parts, projects, unmapped);
     const char *pt =
         json_string_value(json_object_get(json_object_get(site, "globals"), "PreemptType"));
     if (pt && strstr(pt, "none"))

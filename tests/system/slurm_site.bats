@@ -278,10 +278,38 @@ import_site() {
         '["urgent",["ops"],43200]' ]
     [[ $output == *"not mapped: qos:5: low preempts urgent, which is not below it in priority"* ]]
     [[ $output == *"not mapped: qos scavenger: PreemptMode=SUSPEND"* ]]
-    [[ $output == *"not mapped: qos high: MaxTRESPU=gres/gpu=8"* ]]
+    # QOS limits with a home: high's MaxTRESPU and MaxJobsPU on chem, its project; its
+    # GrpTRES=gres/gpu=32 above chem's own 24 (the lower wins); urgent's on ops
+    [ "$(jq -c '[.projects[] | select(.name == "chem" or .name == "ops") | [.name, .gpu_limit, .user_gpu_limit, .user_max_running]]' qos.json)" = \
+        '[["ops",null,16,null],["chem",24,8,4]]' ]
+    [[ $output != *"qos high: MaxTRESPU"* ]]
     [[ $output == *"not mapped: user oli: AdminLevel=Operator"* ]]
     run -0 "$DOCKET" apply --dry-run -f qos.json
     [[ $output == *"5 projects"* || $output == *"4 projects"* ]]
+}
+
+@test "import slurm --qos: MaxWall, MaxTRESPU, MaxJobsPU, GrpTRES onto partitions and projects" {
+    # sacctmgr show qos: MaxWall bounds a job's time, MaxTRESPU/MaxJobsPU each user's
+    # GPUs/jobs, GrpTRES the QOS's GPUs in all; Docket's homes: the partitions that run at
+    # the QOS (max_time), the projects at its tier (user_gpu_limit, user_max_running, and
+    # gpu_limit when one project alone is there); the rest is said
+    d=$BATS_TEST_DIRNAME/../data/slurm/qos-heavy
+    cat >limits.qos <<'EOS'
+Name|Priority|Preempt|PreemptMode|GrpTRES|MaxWall|MaxTRESPU|MaxJobsPU
+urgent|1000|normal,scavenger,low,high|cluster||06:00:00|gres/gpu=16|
+high|500|normal,scavenger,low|cluster|gres/gpu=32||gres/gpu=8|4
+normal|100|scavenger,low|cluster|gres/gpu=64||cpu=4|
+low|50|scavenger|cluster||01:00:00||
+scavenger|10||cluster|||gres/gpu=2|
+EOS
+    run -0 "$DOCKET" import slurm --conf "$d/slurm.conf" --sacctmgr "$d/sacctmgr.dump" --qos limits.qos -o lim.json
+    [ "$(jq -c '[.partitions[] | [.name, .max_time]]' lim.json)" = '[["batch",259200],["urgent",21600],["scavenge",86400]]' ]
+    [ "$(jq -c '[.projects[] | [.name, .gpu_limit, .user_gpu_limit, .user_max_running]]' lim.json)" = \
+        '[["ops",null,16,null],["chem",24,8,4],["bio",64,null,10],["students",null,null,null]]' ]
+    [[ $output == *"not mapped: qos normal: MaxTRESPU=cpu=4: only GPU counts map"* ]]
+    [[ $output == *"not mapped: qos scavenger: MaxTRESPU=gres/gpu=2: no project is at this tier"* ]]
+    [[ $output == *"not mapped: qos low: MaxWall=01:00:00: no partition runs at this QOS"* ]]
+    run -0 "$DOCKET" apply --dry-run -f lim.json
 }
 
 @test "import slurm: hostile site files are read as far as they go, never crash the import" {
