@@ -30,6 +30,7 @@
 #include "agent/agent_int.h"
 #include "agent/cgroup.h"
 #include "agent/lifecycle.h"
+#include "agent/warmer.h"
 #include "agent/storage.h"
 #include "agent/supnet.h"
 #include "agent/supervisor.h"
@@ -154,7 +155,8 @@ static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
             continue;
         }
         if (ag_reclaim_done(a, p, status) || ag_storage_reaped(a, p, status) ||
-            ag_lifecycle_reaped(a, p, status) || ag_probe_reaped(a, p, status))
+            ag_lifecycle_reaped(a, p, status) || ag_probe_reaped(a, p, status) ||
+            ag_warm_reaped(a, p, status))
             continue;
         for (struct ajob *j = a->jobs; j; j = j->next)
             if (j->ours && j->sup_pid == p && !j->exited)
@@ -337,6 +339,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         a->net_next = now + a->cfg.health_interval_ms;
     }
     ag_lifecycle_tick(a);
+    ag_warm_tick(a);
     if (now >= a->usage_next) {
         sample_usage(a);
         a->usage_next = now + a->cfg.usage_interval_ms;
@@ -619,6 +622,7 @@ void agent_destroy(struct agent *a)
     ag_deferred_free(a);
     ag_storage_free(a);
     ag_lifecycle_free(a);
+    ag_warm_free(a);
     while (a->done_head) {
         struct doneq *d = a->done_head;
         a->done_head = d->next;

@@ -20,6 +20,7 @@
 
 #include "agent/agent_int.h"
 #include "agent/lifecycle.h"
+#include "agent/warmer.h"
 #include "agent/storage.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -337,6 +338,8 @@ static void heartbeat_cb(struct evhttp_request *req, void *arg)
             ag_lifecycle_acked(a); /* docketd has the results this heartbeat carried */
             ag_lifecycle_take(a, r.lifecycle, r.nlifecycle);
             ag_lifecycle_tick(a);
+            ag_warm_take(a, r.warm, r.nwarm);
+            ag_warm_tick(a);
             agent_heartbeat_reply_release(&r);
             json_decref(body);
             schedule_hb(a, 0);
@@ -389,8 +392,9 @@ void ag_heartbeat(struct agent *a)
                       : !stor_ok        ? stor_msg
                       : a->net_msg[0]   ? a->net_msg
                                         : a->health_msg;
-    json_t *body = agent_heartbeat_body(a->cfg.name, a->ack, ag_lifecycle_wait_ms(a, a->wait_ms),
-                                        ok, msg, js, k);
+    json_t *body = agent_heartbeat_body(a->cfg.name, a->ack,
+                                        ag_warm_wait_ms(a, ag_lifecycle_wait_ms(a, a->wait_ms)), ok,
+                                        msg, js, k);
     free(js);
     json_t *stor = ag_storage_report_json(a);
     if (body && stor)
@@ -402,6 +406,11 @@ void ag_heartbeat(struct agent *a)
         json_object_set_new(body, "lifecycle", lc);
     else
         json_decref(lc);
+    json_t *warm = ag_warm_report_json(a);
+    if (body && warm)
+        json_object_set_new(body, "warm", warm);
+    else
+        json_decref(warm);
     struct evhttp_request *req = ag_new_request(a, heartbeat_cb, a, body, true);
     struct evhttp_connection *conn = ag_conn(a, &a->hb_conn, 0);
     a->hb_inflight = true;

@@ -36,6 +36,7 @@ struct evhttp_request;
 struct bufferevent;
 struct ag_tty;
 struct ag_lifecycle;
+struct ag_warm;
 
 struct ajob {
     uint64_t id;
@@ -163,6 +164,7 @@ struct agent {
     pid_t stor_pid;
     int64_t stor_started, stor_next, stor_checked_gen;
     struct ag_lifecycle *lc; /* lifecycle.c: the lifecycle runs docketd handed this node */
+    struct ag_warm *warm;    /* warmer.c: the templates docketd asked this node to warm */
     struct ag_probe *probes; /* probe.c: the replicas' probes */
     int port_next;           /* probe.c: where the next port search starts */
 };

@@ -168,8 +168,10 @@ static int step_failed(const struct img_hooks *h, const char *log, const char *w
     copy_tail(log, h->log_fd, 8192);
     if (rc == 127)
         errf(err, errlen, "%s: the tool is not installed on this node (exit 127)", what);
-    else
+    else if (h->log_fd >= 0)
         errf(err, errlen, "%s failed (exit %d); its output is the job's stderr", what, rc);
+    else /* no job: a warm order (warmer.c) */
+        errf(err, errlen, "%s failed (exit %d); its output is in %s", what, rc, log);
     return -EIO;
 }
 

@@ -6,7 +6,8 @@
  * a cancel stops it) and as the agent's user (the script is the site's, from the policy
  * file, like a prolog); a job of the same version starting meanwhile waits on the lock
  * and then reuses it. A failed prepare is removed, and ends only the job that ran it,
- * with the log's end on its stderr.
+ * with the log's end on its stderr. docket-node's own warm orders (warm.c) build the same
+ * directory the same way, outside any job (env_prepare, envprep.h).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -21,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/envprep.h"
 #include "agent/sup_int.h"
 
 /* The last `max` bytes of the file at path, into the job's stderr. */
@@ -72,9 +74,9 @@ bool sup_stop_asked(const struct sup *s)
     return stop;
 }
 
-/* Wait for the prepare (pid, its own process group), killing it when the job is told to
+/* Wait for the prepare (pid, its own process group), killing it when its owner is told to
  * stop; its exit status, 128 + the signal that ended it, or -errno. */
-static int wait_prepare(struct sup *s, pid_t pid)
+static int wait_prepare(const struct env_prep *p, pid_t pid)
 {
     /* SIGUSR1 (a command came) and SIGCHLD are blocked in the supervisor (its signalfd
      * takes them once the job runs): waited for here. A SIGUSR1 consumed here is no
@@ -93,9 +95,7 @@ static int wait_prepare(struct sup *s, pid_t pid)
         if (w < 0 && errno != EINTR)
             return -errno;
         sigtimedwait(&set, NULL, &tick);
-        if (!killed && sup_stop_asked(s)) {
-            sup_log("job %llu: stopped while preparing %s", (unsigned long long)s->j->id,
-                    s->j->env_key);
+        if (!killed && p->stopped && p->stopped(p->arg)) {
             kill(-pid, SIGKILL);
             killed = true;
         }
@@ -103,91 +103,82 @@ static int wait_prepare(struct sup *s, pid_t pid)
 }
 
 /* Run the prepare script in dir, its output to log; its exit status (or -errno). */
-static int run_prepare(struct sup *s, const char *dir, const char *log)
+static int run_prepare(const struct env_prep *p, const char *dir, const char *log)
 {
     int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
     if (out < 0)
         return -errno;
     pid_t pid = fork();
     if (pid == 0) {
-        char err[256];
         sigset_t none;
         sigemptyset(&none);
         /* the supervisor's blocked signals are not the script's; its own process group,
          * so a stop reaches what it started */
         sigprocmask(SIG_SETMASK, &none, NULL);
         setsid();
-        if (s->use_cg && cg_job_attach(&s->cg, 0, err, sizeof err) < 0)
-            _exit(126);
+        if (p->in_child)
+            p->in_child(p->arg);
         int null = open("/dev/null", O_RDONLY);
         if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 || chdir(dir) < 0)
             _exit(126);
         char home[PATH_MAX + 8], envdir[PATH_MAX + 20], tpl[100];
         snprintf(home, sizeof home, "HOME=%s", dir);
         snprintf(envdir, sizeof envdir, "DOCKET_ENV_DIR=%s", dir);
-        snprintf(tpl, sizeof tpl, "DOCKET_TEMPLATE=%s", s->j->env_key);
+        snprintf(tpl, sizeof tpl, "DOCKET_TEMPLATE=%s", p->key);
         char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
                        home,
                        envdir,
                        tpl,
                        "LANG=C.UTF-8",
                        NULL};
-        execle("/bin/sh", "sh", "-c", s->j->prepare, (char *)NULL, env);
+        execle("/bin/sh", "sh", "-c", p->script, (char *)NULL, env);
         _exit(127);
     }
     close(out);
-    return pid < 0 ? -errno : wait_prepare(s, pid);
+    return pid < 0 ? -errno : wait_prepare(p, pid);
 }
 
-/* Build dir under the lock held by the caller; 0, or an error with the log on stderr. */
-static int build(struct sup *s, const char *dir, char *err, size_t errlen)
+/* Build dir under the lock held by the caller; 0, or an error with the log on log_fd. */
+static int build(const struct env_prep *p, const char *dir, char *err, size_t errlen)
 {
     char log[PATH_MAX + 8], ready[PATH_MAX + 8];
     snprintf(log, sizeof log, "%s.log", dir);
     snprintf(ready, sizeof ready, "%s/.ready", dir);
     sup_remove_tree(dir); /* a build cut short (the node rebooted) starts over */
     if (mkdir(dir, 0755) < 0) {
-        sup_errf(err, errlen, "environment %s: cannot make '%s': %s", s->j->env_key, dir,
-                 strerror(errno));
+        sup_errf(err, errlen, "environment %s: cannot make '%s': %s", p->key, dir, strerror(errno));
         return -errno;
     }
-    char line[256];
-    snprintf(line, sizeof line, "docket: preparing environment %s on this node (once a version)\n",
-             s->j->env_key);
-    say(s->err_fd, line);
-    /* JOBDIR/preparing: the agent sees it and tells docketd (an event, and `explain`) */
-    if (sup_write_atomic(s->dir, "preparing", s->j->env_key) < 0)
-        sup_log("job %llu: cannot write %s/preparing", (unsigned long long)s->j->id, s->dir);
-    sup_log("job %llu: preparing environment %s", (unsigned long long)s->j->id, s->j->env_key);
-    int rc = run_prepare(s, dir, log);
+    if (p->building)
+        p->building(p->arg);
+    int rc = run_prepare(p, dir, log);
     int fd = rc == 0 ? open(ready, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;
     if (fd >= 0) {
         close(fd);
-        sup_log("job %llu: environment %s prepared", (unsigned long long)s->j->id, s->j->env_key);
         return 0;
     }
-    copy_tail(log, s->err_fd, 8192);
-    snprintf(line, sizeof line, "docket: template %s: prepare failed (exit %d)\n", s->j->env_key,
-             rc);
-    say(s->err_fd, line);
+    copy_tail(log, p->log_fd, 8192);
+    char line[256];
+    snprintf(line, sizeof line, "docket: template %s: prepare failed (exit %d)\n", p->key, rc);
+    say(p->log_fd, line);
     sup_remove_tree(dir);
-    sup_errf(err, errlen, "environment %s: prepare failed (exit %d); its log is the job's stderr",
-             s->j->env_key, rc);
+    sup_errf(err, errlen, "environment %s: prepare failed (exit %d); its log is %s", p->key, rc,
+             p->log_fd >= 0 ? "the job's stderr" : log);
     return -EIO;
 }
 
-int sup_warm_environment(struct sup *s, char *dir, size_t dirlen, char *err, size_t errlen)
+int env_prepare(const struct env_prep *p, char *dir, size_t dirlen, char *err, size_t errlen)
 {
     char envs[PATH_MAX], lock[PATH_MAX + 8], ready[PATH_MAX + 8];
     dir[0] = '\0';
-    if (!s->j->prepare)
+    if (!p->script)
         return 0;
-    snprintf(envs, sizeof envs, "%s/envs", s->c->state_dir);
+    snprintf(envs, sizeof envs, "%s/envs", p->state_dir);
     if (mkdir(envs, 0755) < 0 && errno != EEXIST) {
         sup_errf(err, errlen, "cannot make '%s': %s", envs, strerror(errno));
         return -errno;
     }
-    snprintf(dir, dirlen, "%s/%s", envs, s->j->env_key);
+    snprintf(dir, dirlen, "%s/%s", envs, p->key);
     snprintf(ready, sizeof ready, "%s/.ready", dir);
     if (access(ready, F_OK) == 0)
         return 0; /* warm: the common case, no lock taken */
@@ -197,10 +188,56 @@ int sup_warm_environment(struct sup *s, char *dir, size_t dirlen, char *err, siz
         sup_errf(err, errlen, "cannot open '%s': %s", lock, strerror(errno));
         return -errno;
     }
-    /* a job of the same version preparing it now: wait for it, then use what it built */
+    /* a job or a warm order of the same version preparing it now: wait for it, then use
+     * what it built */
     while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
         ;
-    int rc = access(ready, F_OK) == 0 ? 0 : build(s, dir, err, errlen);
+    int rc = access(ready, F_OK) == 0 ? 0 : build(p, dir, err, errlen);
     close(fd);
     return rc;
+}
+
+/* ---- for a job: the supervisor's hooks ------------------------------------------------ */
+
+static void job_building(void *arg)
+{
+    struct sup *s = arg;
+    char line[256];
+    snprintf(line, sizeof line, "docket: preparing environment %s on this node (once a version)\n",
+             s->j->env_key);
+    say(s->err_fd, line);
+    /* JOBDIR/preparing: the agent sees it and tells docketd (an event, and `explain`) */
+    if (sup_write_atomic(s->dir, "preparing", s->j->env_key) < 0)
+        sup_log("job %llu: cannot write %s/preparing", (unsigned long long)s->j->id, s->dir);
+    sup_log("job %llu: preparing environment %s", (unsigned long long)s->j->id, s->j->env_key);
+}
+
+static void job_in_child(void *arg)
+{
+    struct sup *s = arg;
+    char err[256];
+    if (s->use_cg && cg_job_attach(&s->cg, 0, err, sizeof err) < 0)
+        _exit(126);
+}
+
+static bool job_stopped(void *arg)
+{
+    struct sup *s = arg;
+    if (!sup_stop_asked(s))
+        return false;
+    sup_log("job %llu: stopped while preparing %s", (unsigned long long)s->j->id, s->j->env_key);
+    return true;
+}
+
+int sup_warm_environment(struct sup *s, char *dir, size_t dirlen, char *err, size_t errlen)
+{
+    struct env_prep p = {.state_dir = s->c->state_dir,
+                         .key = s->j->env_key,
+                         .script = s->j->prepare,
+                         .log_fd = s->err_fd,
+                         .building = job_building,
+                         .in_child = job_in_child,
+                         .stopped = job_stopped,
+                         .arg = s};
+    return env_prepare(&p, dir, dirlen, err, errlen);
 }

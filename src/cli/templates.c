@@ -1,8 +1,10 @@
 /*
  * templates.c - `docket templates`: the job environment templates (GET /v1/templates) and
  * one of them whole (GET /v1/templates/NAME[@VERSION]): owner, versions, variables,
- * modules, setup, the classes allowed, whom it serves by default. They change with the
- * policy file (`docket apply -f`, docs/environments.md).
+ * modules, setup, the classes allowed, whom it serves by default, and the nodes where it
+ * is warm; `docket templates warm` asks nodes to make it warm before its jobs start
+ * (POST /v1/templates/NAME/warm). They change with the policy file (`docket apply -f`,
+ * docs/environments.md).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -15,13 +17,28 @@
 const char cmd_templates_usage[] =
     "usage: docket templates [list] [--json]\n"
     "       docket templates show NAME[@VERSION] [--json]\n"
+    "       docket templates warm NAME[@VERSION] [--nodes SELECTOR] [--json]\n"
     "\n"
     "The environment templates a job can run with (--template NAME[@VERSION], or its\n"
     "project's or class's default): variables, module lines, a setup script, a\n"
     "prepare script built once per node and version, an image to run in and its\n"
     "mounts, owned by the site, a group or a\n"
     "project. `show` prints one (its latest version unless @VERSION). Admins change\n"
-    "them in the policy file: docket apply -f policy.yaml (docs/environments.md).\n";
+    "them in the policy file: docket apply -f policy.yaml (docs/environments.md).\n"
+    "\n"
+    "`warm` asks the nodes to unpack the template's image and build its prepare script\n"
+    "now, in the background, so its jobs start without it; `show` lists each node's\n"
+    "state (requested, warming, ready, failed or evicted, with the reason). SELECTOR:\n"
+    "NODE,... (shell patterns) and KEY=VALUE,... labels; every node without it. Admins,\n"
+    "and the leads of the project that owns the template.\n";
+
+enum { T_NODES = 1 };
+
+static const struct opt_def templates_opts[] = {
+    {T_NODES, 0, "nodes", OPT_VALUE},
+    CLI_COMMON_OPTS,
+    {0, 0, NULL, OPT_NONE},
+};
 
 /* The strings of a list joined by ", ", or `none`. */
 static void joined(const json_t *list, const char *none, struct dbuf *b)
@@ -84,6 +101,23 @@ static void script(struct cli *c, const char *heading, const char *text)
     free(safe);
 }
 
+/* Each node's warm state of the template's versions. */
+static void warm_print(struct cli *c, const json_t *warm)
+{
+    size_t i;
+    json_t *w;
+
+    if (json_array_size(warm) == 0)
+        return;
+    fprintf(c->out, "  warm:\n");
+    json_array_foreach(warm, i, w) {
+        char *why = fmt_safe(jstr(w, "reason"), false);
+        fprintf(c->out, "    %-16s %-12s %-9s %s\n", jstr(w, "node"), jstr(w, "template"),
+                jstr(w, "state"), why ? why : "");
+        free(why);
+    }
+}
+
 static void show_print(struct cli *c, const json_t *t)
 {
     struct dbuf b;
@@ -122,6 +156,46 @@ static void show_print(struct cli *c, const json_t *t)
     }
     script(c, "setup", jstr(t, "setup"));
     script(c, "prepare (once per node and version)", jstr(t, "prepare"));
+    if (jstr(t, "warm_on")[0])
+        field(c, "warm on", jstr(t, "warm_on"));
+    dbuf_release(&b);
+    warm_print(c, json_object_get(t, "warm"));
+}
+
+/* NAME or NAME@VERSION, checked before it goes into a path. */
+static bool ref_ok(const char *ref)
+{
+    const char *at = strchr(ref, '@');
+    char name[80];
+    size_t n = at ? (size_t)(at - ref) : strlen(ref);
+    if (n >= sizeof(name) || (at && (!at[1] || strspn(at + 1, "0123456789") != strlen(at + 1))))
+        return false;
+    memcpy(name, ref, n);
+    name[n] = '\0';
+    return str_is_name(name);
+}
+
+static int warm(struct cli *c, const char *ref, const char *nodes, json_t **reply)
+{
+    char path[200];
+    if (!ref_ok(ref))
+        return cli_usage_error(c, "want NAME or NAME@VERSION, not '%.80s'", ref);
+    snprintf(path, sizeof(path), "/v1/templates/%s/warm", ref);
+    json_t *body = nodes ? json_pack("{s:s}", "nodes", nodes) : json_object();
+    int rc = cli_call(c, "POST", path, body, reply);
+    json_decref(body);
+    return rc;
+}
+
+static void warm_asked_print(struct cli *c, const json_t *reply)
+{
+    const json_t *nodes = json_object_get(reply, "nodes");
+    struct dbuf b;
+    dbuf_init(&b, 1 << 16);
+    joined(nodes, "none", &b);
+    fprintf(c->out, "warming %s on %zu node%s: %s\n", jstr(reply, "template"),
+            json_array_size(nodes), json_array_size(nodes) == 1 ? "" : "s", b.data);
+    fprintf(c->out, "(docket templates show %s lists their states)\n", jstr(reply, "template"));
     dbuf_release(&b);
 }
 
@@ -148,13 +222,30 @@ int cmd_templates(struct cli *c, int argc, char **argv)
     json_t *reply = NULL;
     int rc;
 
-    if ((rc = cli_parse_args(c, argc, argv, NULL, 4, &a)) != CLI_CONTINUE)
+    if ((rc = cli_parse_args(c, argc, argv, templates_opts, 4, &a)) != CLI_CONTINUE)
         return rc;
+    const char *nodes = NULL;
+    for (int i = 0; i < a.nopts; i++)
+        if (a.ids[i] == T_NODES)
+            nodes = a.vals[i];
+    if (a.npos >= 1 && !strcmp(a.pos[0], "warm")) {
+        if (a.npos != 2)
+            return cli_usage_error(c, "usage: docket templates warm NAME[@VERSION] [--nodes SEL]");
+        rc = warm(c, a.pos[1], nodes, &reply);
+        if (rc == 0 && c->json)
+            cli_print_json(c, reply);
+        else if (rc == 0)
+            warm_asked_print(c, reply);
+        json_decref(reply);
+        return rc;
+    }
+    if (nodes)
+        return cli_usage_error(c, "--nodes is for `docket templates warm`");
     bool is_show = a.npos >= 1 && !strcmp(a.pos[0], "show");
     if (is_show && a.npos != 2)
         return cli_usage_error(c, "usage: docket templates show NAME[@VERSION]");
     if (!is_show && (a.npos > 1 || (a.npos == 1 && strcmp(a.pos[0], "list"))))
-        return cli_usage_error(c, "unknown subcommand '%.40s' (list or show)", a.pos[0]);
+        return cli_usage_error(c, "unknown subcommand '%.40s' (list, show or warm)", a.pos[0]);
     rc = is_show ? show(c, a.pos[1], &reply) : cli_call(c, "GET", "/v1/templates", NULL, &reply);
     if (rc == 0 && c->json)
         cli_print_json(c, is_show ? json_object_get(reply, "template") : reply);

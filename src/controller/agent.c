@@ -14,6 +14,7 @@
 #include "controller/agent.h"
 #include "controller/alerts.h"
 #include "controller/lifecycle.h"
+#include "controller/warm.h"
 #include "controller/storage.h"
 #include "controller/conn.h"
 #include "controller/ctl.h"
@@ -577,6 +578,7 @@ void h_agent_heartbeat(struct ctl_req *r)
         reconcile(r->c, n, &hb);
     ctl_storage_report(r->c, n->name, hb.storage);
     ctl_lifecycle_report(r->c, n->name, hb.lifecycle, hb.nlifecycle);
+    ctl_warm_report(r->c, n, hb.warm, hb.nwarm);
     agent_heartbeat_release(&hb);
     json_decref(body);
     if (n->parked) { /* a newer poll replaces an older one */
@@ -595,6 +597,7 @@ void h_agent_heartbeat(struct ctl_req *r)
     json_t *reply = json_object();
     ctl_storage_reply(r->c, n, reply);
     ctl_lifecycle_reply(r->c, n, reply);
+    ctl_warm_reply(r->c, n, reply);
     have = have || json_object_size(reply) > 0;
     int64_t wait =
         hb.wait_ms < r->c->cfg.heartbeat_wait_ms ? hb.wait_ms : r->c->cfg.heartbeat_wait_ms;

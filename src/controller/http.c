@@ -47,6 +47,7 @@
 #include "controller/sync.h"
 #include "controller/site.h"
 #include "controller/templates.h"
+#include "controller/warm.h"
 #include "controller/tls.h"
 #include "controller/turns.h"
 #include "controller/usage.h"
@@ -477,6 +478,8 @@ static const struct route {
     {M_GET, "/v1/templates", h_templates_list, CTL_P_READ, T_NONE},
     {M_GET, "/v1/partitions", h_partitions, CTL_P_READ, T_NONE},
     {M_GET, "/v1/templates/:", h_template_show, CTL_P_READ, T_NONE},
+    /* warm a template on nodes (warm.c): admins, the leads of the project owning it */
+    {M_POST, "/v1/templates/:/warm", h_template_warm, CTL_P_PROJECT_LEAD, T_BODY},
     {M_GET, "/v1/policy", h_policy_get, CTL_P_READ, T_NONE},
     {M_POST, "/v1/policy", h_policy_apply, CTL_P_ADMIN, T_NONE},
     {M_GET, "/v1/audit", h_audit, CTL_P_AUDIT, T_NONE},

@@ -12,6 +12,7 @@
 #include "controller/loop.h"
 #include "controller/storage.h"
 #include "controller/templates.h"
+#include "controller/warm.h"
 #include "protocol/container.h"
 #include "protocol/templates.h"
 #include "util/str.h"
@@ -347,5 +348,6 @@ void h_template_show(struct ctl_req *r)
             json_array_append_new(versions, json_integer(ts->t[i].version));
     json_t *o = json_deep_copy(t->doc);
     json_object_set_new(o, "versions", versions);
+    json_object_set_new(o, "warm", ctl_warm_json(r->c, name));
     ctl_reply_json(r->c, r->req, 200, json_pack("{s:o}", "template", o));
 }

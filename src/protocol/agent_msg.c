@@ -911,13 +911,15 @@ void agent_heartbeat_reply_release(struct agent_heartbeat_reply *r)
         storage_config_release(r->storage);
     free(r->storage);
     free(r->lifecycle);
+    warm_orders_free(r->warm, r->nwarm);
     memset(r, 0, sizeof *r);
 }
 
 int agent_heartbeat_reply_parse(const json_t *body, struct agent_heartbeat_reply *out,
                                 struct proto_error *err)
 {
-    static const char *const fields[] = {"commands", "node_state", "storage", "lifecycle", NULL};
+    static const char *const fields[] = {"commands",  "node_state", "storage",
+                                         "lifecycle", "warm",       NULL};
     memset(out, 0, sizeof *out);
     if (!json_is_object(body))
         return bad(err, "", "heartbeat reply must be an object");
@@ -937,6 +939,11 @@ int agent_heartbeat_reply_parse(const json_t *body, struct agent_heartbeat_reply
     }
     json_t *lc = json_object_get(body, "lifecycle");
     if (lc && (rc = lifecycle_runs_parse(lc, &out->lifecycle, &out->nlifecycle, err)) < 0) {
+        agent_heartbeat_reply_release(out);
+        return rc;
+    }
+    json_t *warm = json_object_get(body, "warm");
+    if (warm && (rc = warm_orders_parse(warm, &out->warm, &out->nwarm, err)) < 0) {
         agent_heartbeat_reply_release(out);
         return rc;
     }
@@ -1269,12 +1276,15 @@ void agent_heartbeat_release(struct agent_heartbeat *h)
     lifecycle_results_free(h->lifecycle, h->nlifecycle);
     h->lifecycle = NULL;
     h->nlifecycle = 0;
+    free(h->warm);
+    h->warm = NULL;
+    h->nwarm = 0;
 }
 
 int agent_heartbeat_parse(const json_t *body, struct agent_heartbeat *h, struct proto_error *err)
 {
-    static const char *const known[] = {"node", "ack",     "wait_ms",   "health",
-                                        "jobs", "storage", "lifecycle", NULL};
+    static const char *const known[] = {"node",    "ack",       "wait_ms", "health", "jobs",
+                                        "storage", "lifecycle", "warm",    NULL};
     int rc;
     json_t *v;
     memset(h, 0, sizeof *h);
@@ -1302,6 +1312,11 @@ int agent_heartbeat_parse(const json_t *body, struct agent_heartbeat *h, struct 
     }
     if ((v = json_object_get(body, "lifecycle")) &&
         (rc = lifecycle_results_parse(v, &h->lifecycle, &h->nlifecycle, err)) < 0) {
+        agent_heartbeat_release(h);
+        return rc;
+    }
+    if ((v = json_object_get(body, "warm")) &&
+        (rc = warm_states_parse(v, &h->warm, &h->nwarm, err)) < 0) {
         agent_heartbeat_release(h);
         return rc;
     }

@@ -25,6 +25,7 @@
 #include "protocol/lifecycle.h"
 #include "protocol/service.h"
 #include "protocol/storage.h"
+#include "protocol/warm.h"
 
 /* The fencing margin of docs/agent.md "Fencing and leases", one definition for both sides: a node
  * cut off stops its jobs at node_timeout - margin after the controller last answered it,
@@ -202,6 +203,8 @@ struct agent_heartbeat_reply {
     struct storage_config *storage;  /* owned; NULL when the reply has none */
     struct lifecycle_run *lifecycle; /* owned; runs to start (protocol/lifecycle.h) */
     size_t nlifecycle;
+    struct warm_order *warm; /* owned; templates to make warm (protocol/warm.h) */
+    size_t nwarm;
 };
 
 /* {"commands": [CMD...], "node_state": "UP", "storage": {...}}: a malformed command (or
@@ -295,6 +298,8 @@ struct agent_heartbeat {
     struct storage_report *storage;     /* owned; NULL when the heartbeat has none */
     struct lifecycle_result *lifecycle; /* owned; the lifecycle runs the agent holds */
     size_t nlifecycle;
+    struct warm_state *warm; /* owned; the templates the node was asked to warm */
+    size_t nwarm;
 };
 int agent_heartbeat_parse(const json_t *body, struct agent_heartbeat *out,
                           struct proto_error *err) PROTO_WUR;

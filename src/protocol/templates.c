@@ -196,9 +196,9 @@ static int parse_container(const json_t *o, size_t i, json_t *doc, struct proto_
 
 static int parse_one(const json_t *o, size_t i, struct proto_template *t, struct proto_error *err)
 {
-    static const char *const known[] = {"name",        "version", "owner",  "description", "env",
-                                        "modules",     "setup",   "mounts", "classes",     "image",
-                                        "default_for", "prepare", NULL};
+    static const char *const known[] = {"name",        "version", "owner",   "description", "env",
+                                        "modules",     "setup",   "mounts",  "classes",     "image",
+                                        "default_for", "prepare", "warm_on", NULL};
     char path[48];
     field_path(path, sizeof(path), i, "");
     if (!json_is_object(o))
@@ -236,8 +236,14 @@ static int parse_one(const json_t *o, size_t i, struct proto_template *t, struct
                          err)) < 0 ||
         (rc = parse_list(o, "default_for", i, PROTO_TEMPLATE_MAX_DEFAULTS, default_for_ok,
                          "default (\"site\", \"project:NAME\" or \"class:NAME\")", doc, err)) < 0 ||
-        (rc = parse_container(o, i, doc, err)) < 0)
+        (rc = parse_container(o, i, doc, err)) < 0 ||
+        (rc = parse_text(o, "warm_on", i, 1000, doc, err)) < 0)
         return rc;
+    /* warm_on: the nodes docketd keeps it warm on (controller/warm.h), a selector */
+    const char *sel = json_string_value(json_object_get(doc, "warm_on"));
+    if (sel &&
+        (strstr(sel, ",,") || sel[0] == ',' || sel[strlen(sel) - 1] == ',' || strpbrk(sel, " \t")))
+        return bad(err, i, "warm_on", "must be a selector: NODE,... and KEY=VALUE,... terms");
     return 0;
 }
 

@@ -1,0 +1,225 @@
+#!/usr/bin/env bats
+# warm.bats - warm environments (issue 35, docs/environments.md "Warm environments") on
+# a real docketd and two real docket-node agents on loopback: `docket templates warm`
+# unpacks a template's image and builds its prepare script on the chosen nodes ahead of
+# any job, whose start then shows no unpack and no preparing step; each node's state is
+# in `docket templates show`; a broken image's warm fails with its reason and leaves the
+# node UP; the image cache's eviction un-warms a node, which says so; a template's
+# `warm_on` keeps it warm on the nodes of a label set; a lead warms its own project's
+# templates only. Images are OCI layouts built here with umoci from busybox-static (no
+# network). One cluster per file; every process it started is stopped by pid.
+
+bats_require_minimum_version 1.5.0
+
+CLUSTER_NAME=warm
+load lib/cluster
+
+setup_file() {
+    [[ $(id -u) == 0 ]] || skip "needs root (cgroups, the OCI runtime)"
+    [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] || skip "docket, docketd or docket-node not built"
+    command -v crun >/dev/null && command -v umoci >/dev/null && command -v busybox >/dev/null ||
+        skip "crun, umoci or busybox-static not installed (scripts/install-deps.sh --test)"
+    # 3 MiB: one busybox image (about 2 MiB) fits, two do not
+    AGENT_EXTRA=(--image-cache-max 3M)
+    cluster_start
+    "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml" >/dev/null
+    chmod 0777 "$W"
+    export IMG=$T/images
+    mkimage bb
+    mkimage other
+    mkimage broken
+    # the broken tag's layer is gone: umoci fails on it
+    local m layer
+    m=$(jq -r '.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] == "broken") | .digest' "$IMG/index.json")
+    layer=$(jq -r '.layers[0].digest' "$IMG/blobs/sha256/${m#sha256:}")
+    rm "$IMG/blobs/sha256/${layer#sha256:}"
+    cat >"$T/templates.yaml" <<YAML
+templates:
+  - name: warmbox
+    image: oci-layout:$IMG:bb
+    prepare: echo built >"\$DOCKET_ENV_DIR/marker"
+  - name: otherbox
+    image: oci-layout:$IMG:other
+  - name: brokenbox
+    image: oci-layout:$IMG:broken
+  - name: explore-tools
+    owner: project:explore
+    prepare: echo tools >"\$DOCKET_ENV_DIR/tools"
+  - name: vision-tools
+    owner: project:vision
+    prepare: "true"
+  - name: plain
+    env: {A: "1"}
+YAML
+    "$DOCKET" apply -f "$T/templates.yaml" >/dev/null
+}
+
+teardown_file() {
+    cluster_stop
+}
+
+# mkimage TAG: a busybox image with a file /tag of its own (so no two share a layer)
+mkimage() {
+    local b=$T/bundle-$1
+    [[ -d $IMG ]] || umoci init --layout "$IMG"
+    umoci new --image "$IMG:$1"
+    umoci config --image "$IMG:$1" --config.env "PATH=/bin" >/dev/null
+    umoci unpack --image "$IMG:$1" "$b" >/dev/null
+    mkdir -p "$b/rootfs/bin"
+    cp "$(command -v busybox)" "$b/rootfs/bin/busybox"
+    for c in sh cat echo true; do ln -s busybox "$b/rootfs/bin/$c"; done
+    echo "$1" >"$b/rootfs/tag"
+    umoci repack --image "$IMG:$1" "$b" >/dev/null
+    chmod -R a+rX "$IMG"
+}
+
+api_submit() { # JSON: a job of user nobody in project explore (fields merged); its id
+    local body
+    body=$(jq -c -n --argjson extra "$1" --arg wd "$W" \
+        '{project: "explore", class: "exploration", user: "nobody", workdir: $wd, cpus: 1,
+          time_limit: "5m"} + $extra')
+    curl -s -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/jobs" -d "$body" |
+        jq -r '.job.id // .error.message'
+}
+
+done_ok() {
+    local s
+    wait_for 60 state_in "$1" COMPLETED FAILED TIMEOUT CANCELLED NODE_FAIL
+    s=$(job_state "$1")
+    [[ $s == COMPLETED ]] || { echo "job $1 is $s"; "$DOCKET" show "$1"; "$DOCKET" logs "$1" --stderr; false; }
+}
+
+unpacks() { # a|b: images unpacked on that node so far
+    cat "$T/agent-$1/images/unpack.log" 2>/dev/null | wc -l
+}
+
+warm_state() { # TEMPLATE NODE: that node's state of the template ("" when none)
+    "$DOCKET" templates show "$1" --json |
+        jq -r --arg n "$2" '[.warm[] | select(.node == $n) | .state][0] // ""'
+}
+
+warm_is() { # TEMPLATE NODE STATE
+    [ "$(warm_state "$1" "$2")" = "$3" ]
+}
+
+@test "templates warm: the image and the prepare are made ready ahead; the job starts on them" {
+    run -0 "$DOCKET" templates warm warmbox --nodes "$PREFIX-a" --json
+    [ "$(jq -c .nodes <<<"$output")" = "[\"$PREFIX-a\"]" ]
+    [ "$(jq -r .template <<<"$output")" = warmbox@1 ]
+    wait_for 60 warm_is warmbox "$PREFIX-a" ready
+    [ "$(unpacks a)" = 1 ]
+    [ "$(unpacks b)" = 0 ]
+    [ "$(cat "$T/agent-a/envs/warmbox@1/marker")" = built ]
+    [ "$(warm_state warmbox "$PREFIX-b")" = "" ]
+    run -0 "$DOCKET" templates show warmbox
+    [[ $output == *"warm:"*"$PREFIX-a"*"warmbox@1"*"ready"* ]]
+    # the job: no unpack, no prepare, nothing preparing in its events or on its stderr
+    id=$(api_submit '{"template": "warmbox", "selectors": {"zone": "a"}, "command": ["cat", "/tag"]}')
+    done_ok "$id"
+    [ "$("$DOCKET" logs "$id")" = bb ]
+    run -0 "$DOCKET" logs "$id" --stderr
+    [[ $output != *preparing* ]]
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq '[.events[] | select(.type == "preparing")] | length' <<<"$output")" = 0 ]
+    [ "$(unpacks a)" = 1 ]
+    # warming again what is warm changes nothing on the node
+    "$DOCKET" templates warm warmbox --nodes "$PREFIX-a" >/dev/null
+    wait_for 60 warm_is warmbox "$PREFIX-a" ready
+    [ "$(unpacks a)" = 1 ]
+}
+
+@test "a broken image's warm fails with its reason; the node stays UP and runs jobs" {
+    run -0 "$DOCKET" templates warm brokenbox --nodes zone=a
+    [[ $output == *"warming brokenbox@1 on 1 node: $PREFIX-a"* ]]
+    wait_for 60 warm_is brokenbox "$PREFIX-a" failed
+    run -0 "$DOCKET" templates show brokenbox --json
+    reason=$(jq -r '.warm[0].reason' <<<"$output")
+    [[ $reason == "image oci-layout:$IMG:broken: unpacking the image (umoci raw unpack) failed"* ]]
+    [[ $reason == *"$T/agent-a/images/sha256-"*".log"* ]]
+    run -0 "$DOCKET" templates show brokenbox
+    [[ $output == *failed*"umoci raw unpack"* ]]
+    [ "$(ctl_get /v1/nodes | jq -r --arg n "$PREFIX-a" '.nodes[] | select(.name == $n) | .state')" = UP ]
+    id=$(api_submit '{"template": "plain", "selectors": {"zone": "a"}, "command": ["true"]}')
+    done_ok "$id"
+}
+
+@test "nothing to warm, an unknown template, a bad selector: refused with the reason" {
+    run -1 "$DOCKET" templates warm plain
+    [[ $output == *"has no image and no prepare script"* ]]
+    run -1 "$DOCKET" templates warm nosuch
+    [[ $output == *"no such template"* ]]
+    run -1 "$DOCKET" templates warm warmbox@9
+    [[ $output == *"no such template"* ]]
+    run -2 "$DOCKET" templates warm 'bad/name'
+    run -2 "$DOCKET" templates show warmbox --nodes x
+}
+
+@test "a lead warms its own project's templates, nothing else; a member nothing" {
+    "$DOCKET" projects members add explore lena --role lead >/dev/null
+    "$DOCKET" projects members add explore mo >/dev/null
+    lena=$("$DOCKET" token create --user lena --role member --ttl 1h 2>/dev/null)
+    mo=$("$DOCKET" token create --user mo --role member --ttl 1h 2>/dev/null)
+    DOCKET_TOKEN=$lena run -0 "$DOCKET" templates warm explore-tools --nodes "$PREFIX-b"
+    wait_for 60 warm_is explore-tools "$PREFIX-b" ready
+    [ "$(cat "$T/agent-b/envs/explore-tools@1/tools")" = tools ]
+    # another project's template, the site's: refused, and nothing asked of the nodes
+    DOCKET_TOKEN=$lena run -1 "$DOCKET" templates warm vision-tools
+    [[ $output == *"not a lead of project 'vision'"* ]]
+    DOCKET_TOKEN=$lena run -1 "$DOCKET" templates warm warmbox --nodes "$PREFIX-b"
+    [[ $output == *"not a lead"* ]]
+    DOCKET_TOKEN=$mo run -1 "$DOCKET" templates warm explore-tools
+    [[ $output == *"not a lead of project 'explore'"* ]]
+    run -0 "$DOCKET" templates show vision-tools --json
+    [ "$(jq '.warm | length' <<<"$output")" = 0 ]
+    [ "$(warm_state warmbox "$PREFIX-b")" = "" ]
+    # every warm asked is audited
+    run -0 "$DOCKET" audit --action template.warm --json
+    [ "$(jq -r '[.entries[] | select(.target == "template:explore-tools")][0].actor' <<<"$output")" = lena ]
+}
+
+@test "warm_on keeps a template warm on the nodes of a label set, asked by docketd" {
+    cat >"$T/keep.yaml" <<YAML
+templates:
+  - name: warmbox
+    image: oci-layout:$IMG:bb
+    prepare: echo built >"\$DOCKET_ENV_DIR/marker"
+  - name: otherbox
+    image: oci-layout:$IMG:other
+  - name: brokenbox
+    image: oci-layout:$IMG:broken
+  - name: explore-tools
+    owner: project:explore
+    prepare: echo tools >"\$DOCKET_ENV_DIR/tools"
+  - name: vision-tools
+    owner: project:vision
+    prepare: "true"
+  - name: plain
+    env: {A: "1"}
+  - name: kept
+    prepare: echo kept >"\$DOCKET_ENV_DIR/kept"
+    warm_on: zone=b
+YAML
+    "$DOCKET" apply -f "$T/keep.yaml" >/dev/null
+    wait_for 60 warm_is kept "$PREFIX-b" ready
+    [ "$(cat "$T/agent-b/envs/kept@1/kept")" = kept ]
+    [ "$(warm_state kept "$PREFIX-a")" = "" ]
+    [ ! -e "$T/agent-a/envs/kept@1" ]
+    run -0 "$DOCKET" templates show kept
+    [[ $output == *"warm on"*"zone=b"* ]]
+}
+
+@test "the image cache's eviction un-warms a node, which says why" {
+    "$DOCKET" templates warm warmbox --nodes "$PREFIX-b" >/dev/null
+    wait_for 60 warm_is warmbox "$PREFIX-b" ready
+    # a second image does not fit the 3 MiB cap with the first: bb goes
+    "$DOCKET" templates warm otherbox --nodes "$PREFIX-b" >/dev/null
+    wait_for 60 warm_is otherbox "$PREFIX-b" ready
+    wait_for 60 warm_is warmbox "$PREFIX-b" evicted
+    run -0 "$DOCKET" templates show warmbox --json
+    [[ $(jq -r --arg n "$PREFIX-b" '.warm[] | select(.node == $n) | .reason' <<<"$output") == *"was evicted from the node's image cache"* ]]
+    # node a keeps it warm: its cache is its own
+    [ "$(warm_state warmbox "$PREFIX-a")" = ready ]
+    # warmed again on request
+    "$DOCKET" templates warm warmbox --nodes "$PREFIX-b" >/dev/null
+    wait_for 60 warm_is warmbox "$PREFIX-b" ready
+}
