@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -175,14 +177,33 @@ static int step_failed(const struct img_hooks *h, const char *log, const char *w
     return -EIO;
 }
 
-/* docker://NAME: copied once into layouts/KEY by skopeo (KEY a hash of the reference),
- * then read as a layout. */
+/* The SHA-256 of the authfile's content into key's hash, so an image copied with a
+ * job's credentials is never handed to a job without them (it copies its own, and the
+ * registry decides). */
+static uint64_t mix_credentials(uint64_t key, const char *authfile)
+{
+    unsigned char buf[65536], md[SHA256_DIGEST_LENGTH];
+    int fd = open(authfile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
+    if (fd >= 0)
+        close(fd);
+    SHA256(buf, n > 0 ? (size_t)n : 0, md);
+    OPENSSL_cleanse(buf, sizeof buf);
+    for (size_t i = 0; i < sizeof md; i++)
+        key = (key ^ md[i]) * 1099511628211ULL;
+    return key;
+}
+
+/* docker://NAME: copied once into layouts/KEY by skopeo (KEY a hash of the reference and
+ * of the credentials it was copied with), then read as a layout. */
 static int fetch_docker(const struct img_cache *c, const char *name, const struct img_hooks *h,
                         char *layout, size_t len, char *err, size_t errlen)
 {
     uint64_t key = 1469598103934665603ULL; /* FNV-1a: a name, not a security boundary */
     for (const char *p = name; *p; p++)
         key = (key ^ (unsigned char)*p) * 1099511628211ULL;
+    if (h->authfile)
+        key = mix_credentials(key, h->authfile);
     char dir[PATH_MAX], tmp[PATH_MAX + 8], log[PATH_MAX + 8], src[PROTO_IMAGE_REF_MAX + 16],
         dst[PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%s/layouts", c->dir);
@@ -199,7 +220,13 @@ static int fetch_docker(const struct img_cache *c, const char *name, const struc
     snprintf(dst, sizeof dst, "oci:%s:img", tmp);
     if (h->unpacking)
         h->unpacking(h->arg, src);
-    char *argv[] = {"skopeo", "copy", "--quiet", src, dst, NULL};
+    char *argv[] = {"skopeo", "copy", "--quiet", src, dst, NULL, NULL, NULL};
+    if (h->authfile) { /* the job's registry credentials (supoci.c), never on a command line */
+        argv[3] = "--src-authfile";
+        argv[4] = (char *)h->authfile;
+        argv[5] = src;
+        argv[6] = dst;
+    }
     int rc = run_tool(argv, log, h);
     if (rc != 0)
         return step_failed(h, log, "skopeo copy", rc, err, errlen);

@@ -32,7 +32,8 @@ struct img_hooks {
     void (*in_child)(void *arg);                   /* in the unpack's process: cgroup etc. */
     bool (*stopped)(void *arg);                    /* the job was cancelled: stop the unpack */
     void *arg;
-    int log_fd; /* a failing step's output is copied here (the job's stderr), or -1 */
+    int log_fd;           /* a failing step's output is copied here (the job's stderr), or -1 */
+    const char *authfile; /* the registry's credentials for skopeo (--src-authfile), or NULL */
 };
 
 struct img_use {

@@ -278,6 +278,8 @@ char **sup_build_env(const struct agent_job *j, const char *node, const char *us
                 continue;
             memcpy(key, vec[i], kl);
             key[kl] = '\0';
+            if (pass && strcmp(key, AGENT_REGISTRY_AUTH_ENV) == 0)
+                continue; /* the registry's credentials are skopeo's (supoci.c), not the job's */
             env_set(&e, key, eq + 1, true);
         }
     }

@@ -144,17 +144,62 @@ static int check_layout(struct sup *s, char *err, size_t errlen)
     return 0;
 }
 
+/* The registry's credentials the job was started with (its or its template's
+ * registry_auth), or NULL. */
+static const char *registry_auth(const struct sup *s)
+{
+    size_t n = strlen(AGENT_REGISTRY_AUTH_ENV);
+    for (int i = 0; i < s->j->nsecret; i++)
+        if (strncmp(s->j->secret_env[i], AGENT_REGISTRY_AUTH_ENV, n) == 0 &&
+            s->j->secret_env[i][n] == '=')
+            return s->j->secret_env[i] + n + 1;
+    return NULL;
+}
+
+/* JOBDIR/registry-auth.json, the credentials for skopeo's --src-authfile: the
+ * supervisor's (root's), mode 0600, made fresh (never a file or link found there), removed
+ * as soon as the image is had. 0 and path, "" when the job has none, or -errno. */
+static int write_authfile(struct sup *s, char *path, size_t len, char *err, size_t errlen)
+{
+    const char *auth = registry_auth(s);
+    path[0] = '\0';
+    if (!auth)
+        return 0;
+    snprintf(path, len, "%s/registry-auth.json", s->dir);
+    unlink(path); /* one a crashed supervisor of this job left */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    size_t n = strlen(auth);
+    if (fd < 0 || write(fd, auth, n) != (ssize_t)n || fsync(fd) < 0) {
+        int e = fd < 0 ? errno : EIO;
+        sup_errf(err, errlen, "image %s: cannot write the registry's credentials: %s",
+                 s->j->container.image, strerror(e));
+        if (fd >= 0)
+            close(fd);
+        unlink(path);
+        path[0] = '\0';
+        return -e;
+    }
+    close(fd);
+    return 0;
+}
+
 static int acquire_image(struct sup *s, char *err, size_t errlen)
 {
-    char dir[PATH_MAX + 8];
+    char dir[PATH_MAX + 8], authfile[PATH_MAX + 32];
     snprintf(dir, sizeof dir, "%s/images", s->c->state_dir);
     struct img_cache cache = {dir, s->c->image_cache_max_bytes};
-    struct img_hooks hooks = {unpacking, in_child, stopped, s, s->err_fd};
+    struct img_hooks hooks = {unpacking, in_child, stopped, s, s->err_fd, NULL};
     char why[PATH_MAX];
+    authfile[0] = '\0';
     int rc = check_layout(s, err, errlen);
+    if (rc == 0)
+        rc = write_authfile(s, authfile, sizeof authfile, err, errlen);
+    hooks.authfile = authfile[0] ? authfile : NULL;
     if (rc == 0 && (rc = img_acquire(&cache, s->j->container.image, &hooks, &s->oci->img, why,
                                      sizeof why)) < 0)
         sup_errf(err, errlen, "image %s: %s", s->j->container.image, why);
+    if (hooks.authfile)
+        unlink(authfile); /* the copy is done: no credentials stay on the node */
     if (rc < 0) {
         char line[PATH_MAX + 32];
         snprintf(line, sizeof line, "docket: %s\n", err);

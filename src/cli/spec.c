@@ -58,6 +58,7 @@ const struct opt_def spec_submit_opts[] = {
     {SO_MOUNTS, 0, "mount", OPT_VALUE},
     {SO_MOUNTS, 0, "container-mounts", OPT_VALUE},
     {SO_CONTAINER_WORKDIR, 0, "container-workdir", OPT_VALUE},
+    {SO_REGISTRY_AUTH, 0, "registry-auth", OPT_VALUE},
     {SO_CONTAINER_ENV, 0, "container-env", OPT_VALUE},
     {SO_JSON, 0, "json", OPT_NONE},
     {SO_HELP, 'h', "help", OPT_NONE},
@@ -606,6 +607,9 @@ int spec_apply(json_t *spec, int id, const char *v, char *err, size_t errlen)
         return spec_set_name(spec, "class", flag, v, err, errlen);
     case SO_TEMPLATE:
         return set_template(spec, v, flag, err, errlen);
+    case SO_REGISTRY_AUTH: /* a secret's name; docketd checks it is one the job may have */
+        json_object_set_new(spec, "registry_auth", json_string(v));
+        return 0;
     case SO_IMAGE:
     case SO_MOUNTS:
     case SO_CONTAINER_WORKDIR:

@@ -62,6 +62,7 @@ enum submit_opt {
     SO_MOUNTS,
     SO_CONTAINER_WORKDIR,
     SO_CONTAINER_ENV,
+    SO_REGISTRY_AUTH,
     SO_TIER_OR_TIME, /* -t: a Slurm time when it reads as one (sbatch's -t), else a tier */
     /* not part of the job: flags of the verb itself */
     SO_JSON,

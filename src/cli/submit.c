@@ -37,6 +37,8 @@ const char cmd_submit_usage[] =
     "      --mount SRC:DST[:ro]  more of the node in the container, comma-separated, from\n"
     "                         the workdir or a storage area (also --container-mounts)\n"
     "      --container-workdir DIR  the working directory in the container\n"
+    "      --registry-auth SECRET  the project secret holding the registry's credentials\n"
+    "                         for a docker:// image (skopeo's auth.json format)\n"
     "      --container-env NAME[,NAME]  pass these variables of this shell\n"
     "  -g, --gpus N|NxTYPE    GPUs per node (e.g. 8 or 8xH100-80GB)\n"
     "      --gpu-type TYPE    only nodes with this GPU type\n"

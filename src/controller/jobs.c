@@ -215,30 +215,35 @@ static int secret_allowed(struct ctl_req *r, const struct proto_jobspec *ps,
 /* The secrets a job names exist in its project now (they are opened at each launch;
  * one removed meanwhile fails that launch), and are for this job: its user or class is
  * among those each names (authz.c). Names only: no value is read here. */
+static int check_secret(struct ctl_req *r, const struct proto_jobspec *ps, const char *name,
+                        const char *f)
+{
+    struct store_secret s;
+    int rc = store_secret_get(r->c->store, ps->project, name, &s);
+    if (rc == 0) {
+        rc = secret_allowed(r, ps, &s, f);
+        store_secret_release(&s);
+        return rc;
+    }
+    if (rc == -ENOENT)
+        ctl_reply_errorf(r->c, r->req, 400, f,
+                         "project '%s' has no secret '%s': its lead or an admin sets it "
+                         "(docket secret set %s %s)",
+                         ps->project, name, ps->project, name);
+    else
+        ctl_reply_errorf(r->c, r->req, 500, f, "store: %s", store_errmsg(r->c->store));
+    return -EINVAL;
+}
+
 static int check_secrets(struct ctl_req *r, const struct proto_jobspec *ps)
 {
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(ps->extra, "secrets"), i, v) {
-        struct store_secret s;
         char f[32];
         snprintf(f, sizeof(f), "secrets[%zu]", i);
-        int rc = store_secret_get(r->c->store, ps->project, json_string_value(v), &s);
-        if (rc == 0) {
-            rc = secret_allowed(r, ps, &s, f);
-            store_secret_release(&s);
-            if (rc < 0)
-                return rc;
-            continue;
-        }
-        if (rc == -ENOENT)
-            ctl_reply_errorf(r->c, r->req, 400, f,
-                             "project '%s' has no secret '%s': its lead or an admin sets it "
-                             "(docket secret set %s %s)",
-                             ps->project, json_string_value(v), ps->project, json_string_value(v));
-        else
-            ctl_reply_errorf(r->c, r->req, 500, f, "store: %s", store_errmsg(r->c->store));
-        return -EINVAL;
+        if (check_secret(r, ps, json_string_value(v), f) < 0)
+            return -EINVAL;
     }
     return 0;
 }
@@ -353,6 +358,12 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
         ctl_reply_error(c, r->req, &e);
         return -EINVAL;
     }
+    /* the registry's credentials (the job's or its template's) are a secret like the
+     * others: the job must be one that may receive it */
+    const char *auth = json_string_value(
+        json_object_get(json_object_get(ps->extra, "container"), "registry_auth"));
+    if (auth && check_secret(r, ps, auth, "registry_auth") < 0)
+        return -EINVAL;
     return 0;
 }
 

@@ -531,10 +531,25 @@ static json_t *cycle_spec(struct ctl *c, const struct store_job *row)
 static json_t *start_secrets(struct ctl *c, const struct store_job *row, const json_t *spec)
 {
     const json_t *names = json_object_get(spec, "secrets");
-    if (json_array_size(names) == 0)
+    const json_t *auth = json_object_get(json_object_get(spec, "container"), "registry_auth");
+    if (json_array_size(names) == 0 && !json_is_string(auth))
         return json_object();
     struct ctl_launch_fail *f = calloc(1, sizeof(*f));
     json_t *env = f ? ctl_secret_env(c, row->project, names, f->message, sizeof(f->message)) : NULL;
+    /* the registry's credentials ride with the secrets under a name of Docket's own: the
+     * node writes them into an authfile for skopeo and leaves them out of the job's env */
+    json_t *one = json_is_string(auth) ? json_pack("[O]", auth) : NULL;
+    json_t *reg =
+        env && one ? ctl_secret_env(c, row->project, one, f->message, sizeof(f->message)) : NULL;
+    json_decref(one);
+    if (env && json_is_string(auth) && !reg) {
+        json_decref(env);
+        env = NULL;
+    } else if (reg) {
+        json_object_set(env, AGENT_REGISTRY_AUTH_ENV,
+                        json_object_get(reg, json_string_value(auth)));
+        json_decref(reg);
+    }
     if (env) {
         free(f);
         return env;

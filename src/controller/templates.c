@@ -236,8 +236,23 @@ static int check_job_mounts(struct ctl *c, const struct proto_jobspec *ps, const
     return 0;
 }
 
-/* "container": {"image", "mounts", "workdir"}, what the node runs the job in: the job's
- * image else its template's, the template's mounts then the job's. */
+/* The secret holding the registry's credentials for image: the job's registry_auth, else
+ * its template's. NULL when none; json_true() (not a name) when the job names one for an
+ * image that comes from no registry (a refusal); a template's is simply not used then. */
+static const json_t *registry_auth(const struct proto_jobspec *ps, const struct proto_template *t,
+                                   const char *image)
+{
+    const json_t *own = json_object_get(ps->extra, "registry_auth");
+    bool registry = image && str_has_prefix(image, "docker://");
+    if (json_is_string(own))
+        return registry ? own : json_true();
+    const json_t *tpl = t ? json_object_get(t->doc, "registry_auth") : NULL;
+    return registry && json_is_string(tpl) ? tpl : NULL;
+}
+
+/* "container": {"image", "mounts", "workdir", "registry_auth"}, what the node runs the job
+ * in: the job's image else its template's, the template's mounts then the job's, the
+ * secret holding the registry's credentials (its name). */
 static int container_resolve(struct ctl *c, struct proto_jobspec *ps,
                              const struct proto_template *t, struct proto_error *e)
 {
@@ -246,12 +261,22 @@ static int container_resolve(struct ctl *c, struct proto_jobspec *ps,
     if (!json_is_string(image) && t)
         image = json_object_get(t->doc, "image");
     if (!json_is_string(image)) {
-        if (json_array_size(own) > 0 || json_object_get(ps->extra, "container_workdir"))
-            return proto_errorf(e, 400, NULL, json_array_size(own) ? "mounts" : "container_workdir",
-                                "mounts and container_workdir need an image (image, or the "
-                                "template's)");
+        if (json_array_size(own) > 0 || json_object_get(ps->extra, "container_workdir") ||
+            json_object_get(ps->extra, "registry_auth"))
+            return proto_errorf(e, 400, NULL,
+                                json_array_size(own)                          ? "mounts"
+                                : json_object_get(ps->extra, "registry_auth") ? "registry_auth"
+                                                                              : "container_workdir",
+                                "mounts, container_workdir and registry_auth need an image "
+                                "(image, or the template's)");
         return 0;
     }
+    const json_t *auth = registry_auth(ps, t, json_string_value(image));
+    if (auth && !json_is_string(auth))
+        return proto_errorf(e, 400, NULL, "registry_auth",
+                            "registry_auth is for a docker:// image; '%.200s' is read from "
+                            "storage the nodes see",
+                            json_string_value(image));
     if (check_job_mounts(c, ps, own, e) < 0)
         return -EINVAL;
     json_t *mounts = t ? json_deep_copy(json_object_get(t->doc, "mounts")) : json_array();
@@ -266,9 +291,11 @@ static int container_resolve(struct ctl *c, struct proto_jobspec *ps,
                             PROTO_MAX_MOUNTS);
     }
     const json_t *cwd = json_object_get(ps->extra, "container_workdir");
-    json_object_set_new(ps->extra, "container",
-                        json_pack("{s:O,s:o,s:O}", "image", image, "mounts", mounts, "workdir",
-                                  cwd ? cwd : json_null()));
+    json_t *container = json_pack("{s:O,s:o,s:O}", "image", image, "mounts", mounts, "workdir",
+                                  cwd ? cwd : json_null());
+    if (auth) /* its name: the node gets its value at the start, for the copy only */
+        json_object_set(container, "registry_auth", (json_t *)auth);
+    json_object_set_new(ps->extra, "container", container);
     return 0;
 }
 

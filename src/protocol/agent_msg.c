@@ -585,11 +585,12 @@ static int parse_network(const json_t *v, struct agent_job *j, struct proto_erro
     return net_job_parse(v, j->net, err);
 }
 
-/* "container": {"image": REF, "mounts": ["SRC:DST[:ro]"...], "workdir": PATH|null}, each
+/* "container": {"image": REF, "mounts": ["SRC:DST[:ro]"...], "workdir": PATH|null,
+ * "registry_auth": NAME|absent (its value comes in secret_env)}, each
  * read by protocol/container.c. */
 static int parse_container(const json_t *v, struct agent_job *j, struct proto_error *err)
 {
-    static const char *const fields[] = {"image", "mounts", "workdir", NULL};
+    static const char *const fields[] = {"image", "mounts", "workdir", "registry_auth", NULL};
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_object(v))
@@ -601,6 +602,11 @@ static int parse_container(const json_t *v, struct agent_job *j, struct proto_er
         return rc;
     if (!json_is_string(image) || strlen(json_string_value(image)) != json_string_length(image))
         return bad(err, "job.container.image", "'job.container.image' must be a string");
+    const json_t *auth = json_object_get(v, "registry_auth"); /* its value is in secret_env */
+    if (auth && !json_is_null(auth) &&
+        (!json_is_string(auth) || !proto_secret_name_ok(json_string_value(auth))))
+        return bad(err, "job.container.registry_auth",
+                   "'job.container.registry_auth' must be a secret's name");
     if ((rc = proto_image_ref_parse(json_string_value(image), "job.container.image", &ref, err)) <
         0)
         return rc;

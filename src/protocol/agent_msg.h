@@ -27,6 +27,8 @@
 #include "protocol/storage.h"
 #include "protocol/warm.h"
 
+#define AGENT_REGISTRY_AUTH_ENV "DOCKET_REGISTRY_AUTH"
+
 /* The fencing margin of docs/agent.md "Fencing and leases", one definition for both sides: a node
  * cut off stops its jobs at node_timeout - margin after the controller last answered it,
  * and the controller requeues them no sooner than node_timeout + margin after it last
@@ -84,6 +86,9 @@ struct agent_job {
      * supervisor gets them by fork or over its pipe (agent_job_secret_env_json). */
     char **secret_env;
     int nsecret;
+    /* ... among them, under AGENT_REGISTRY_AUTH_ENV, the registry's credentials for a
+     * docker:// image (the secret the job's or its template's registry_auth names): the
+     * node writes them into an authfile for skopeo and keeps them out of the job's env */
     int gpus[AGENT_MAX_GPUS];
     int ngpus;
     int cpus;              /* 0 = no CPU quota */

@@ -606,6 +606,21 @@ static int f_image(const json_t *v, int64_t now, struct proto_jobspec *j, struct
     return rc;
 }
 
+/* "registry_auth": the project secret holding the registry's credentials for a
+ * docker:// image (a name only; its value goes to the node at the start, never stored). */
+static int f_registry_auth(const json_t *v, int64_t now, struct proto_jobspec *j,
+                           struct proto_error *e)
+{
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_string(v) || !proto_secret_name_ok(json_string_value(v)))
+        return proto_errorf(e, 400, NULL, "registry_auth",
+                            "registry_auth must name a secret of the job's project (a variable "
+                            "name)");
+    json_object_set_new(j->extra, "registry_auth", json_string(json_string_value(v)));
+    return 0;
+}
+
 /* "mounts": ["SRC:DST[:ro]", ...] into the job's container, normalised. */
 static int f_mounts(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
@@ -721,6 +736,7 @@ static const struct {
     {"mounts", f_mounts},
     {"container_workdir", f_container_workdir},
     {"comment", f_comment},
+    {"registry_auth", f_registry_auth},
 };
 
 void proto_jobspec_init(struct proto_jobspec *j)
@@ -1014,7 +1030,8 @@ int proto_jobspec_load(const json_t *stored, struct proto_jobspec *out, struct p
     if (json_is_array(storage))
         json_object_set(out->extra, "storage", storage);
     /* the container as given and as resolved at submit (absent in specs stored before) */
-    static const char *const container[] = {"image", "mounts", "container_workdir", "container"};
+    static const char *const container[] = {"image", "mounts", "container_workdir", "container",
+                                            "registry_auth"};
     for (size_t i = 0; i < sizeof(container) / sizeof(container[0]); i++) {
         json_t *v = json_object_get(stored, container[i]);
         if (v && !json_is_null(v))

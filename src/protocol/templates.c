@@ -196,9 +196,10 @@ static int parse_container(const json_t *o, size_t i, json_t *doc, struct proto_
 
 static int parse_one(const json_t *o, size_t i, struct proto_template *t, struct proto_error *err)
 {
-    static const char *const known[] = {"name",        "version", "owner",   "description", "env",
-                                        "modules",     "setup",   "mounts",  "classes",     "image",
-                                        "default_for", "prepare", "warm_on", NULL};
+    static const char *const known[] = {"name",    "version",       "owner",       "description",
+                                        "env",     "modules",       "setup",       "mounts",
+                                        "classes", "image",         "default_for", "prepare",
+                                        "warm_on", "registry_auth", NULL};
     char path[48];
     field_path(path, sizeof(path), i, "");
     if (!json_is_object(o))
@@ -237,8 +238,13 @@ static int parse_one(const json_t *o, size_t i, struct proto_template *t, struct
         (rc = parse_list(o, "default_for", i, PROTO_TEMPLATE_MAX_DEFAULTS, default_for_ok,
                          "default (\"site\", \"project:NAME\" or \"class:NAME\")", doc, err)) < 0 ||
         (rc = parse_container(o, i, doc, err)) < 0 ||
-        (rc = parse_text(o, "warm_on", i, 1000, doc, err)) < 0)
+        (rc = parse_text(o, "warm_on", i, 1000, doc, err)) < 0 ||
+        (rc = parse_text(o, "registry_auth", i, PROTO_SECRET_NAME_MAX + 1, doc, err)) < 0)
         return rc;
+    /* registry_auth: a secret of the job's project, for a docker:// image's registry */
+    const char *auth = json_string_value(json_object_get(doc, "registry_auth"));
+    if (auth && !proto_secret_name_ok(auth))
+        return bad(err, i, "registry_auth", "must name a secret (a variable name)");
     /* warm_on: the nodes docketd keeps it warm on (controller/warm.h), a selector */
     const char *sel = json_string_value(json_object_get(doc, "warm_on"));
     if (sel &&

@@ -37,7 +37,8 @@ struct proto_template {
     char name[PROTO_NAME_MAX];
     int version;
     json_t *doc; /* normalised: name, version, owner, description, env, modules, setup,
-                  * prepare, classes, default_for, image, mounts, warm_on; owned */
+                  * prepare, classes, default_for, image, mounts, warm_on,
+                  * registry_auth; owned */
 };
 
 struct proto_templates {

@@ -6,8 +6,11 @@
 # in `docket templates show`; a broken image's warm fails with its reason and leaves the
 # node UP; the image cache's eviction un-warms a node, which says so; a template's
 # `warm_on` keeps it warm on the nodes of a label set; a lead warms its own project's
-# templates only. Images are OCI layouts built here with umoci from busybox-static (no
-# network). One cluster per file; every process it started is stopped by pid.
+# templates only. Registry credentials (a project secret named by registry_auth) reach
+# skopeo as an authfile of mode 0600, removed after the copy: no registry can run here (no
+# network), so a stand-in skopeo on a third agent's PATH records its argv and the file,
+# for that check only. Images are OCI layouts built here with umoci from busybox-static
+# (no network). One cluster per file; every process it started is stopped by pid.
 
 bats_require_minimum_version 1.5.0
 
@@ -55,6 +58,22 @@ YAML
 }
 
 teardown_file() {
+    # the third agent (the registry test's) is this file's: stopped by pid, its groups
+    # removed, before the cluster's own
+    if [[ -n ${T:-} && -f $T/agent-c.pid ]]; then
+        kill_pidfile "$T/agent-c.pid"
+        local f pid c d
+        for f in "$T"/agent-c/jobs/*/state.json; do
+            [[ -f $f ]] || continue
+            pid=$(jq -r '.sup_pid // 0' "$f")
+            [[ $(jq -r '.state' "$f") != exited && $pid -gt 0 ]] && kill -9 "$pid" 2>/dev/null
+        done
+        for c in memory cpu cpuacct pids freezer devices blkio ""; do
+            d=/sys/fs/cgroup/${c:+$c/}docket/$PREFIX-c
+            [[ -d $d ]] || continue
+            rmdir "$d"/job_* "$d" 2>/dev/null
+        done
+    fi
     cluster_stop
 }
 
@@ -222,4 +241,61 @@ YAML
     # warmed again on request
     "$DOCKET" templates warm warmbox --nodes "$PREFIX-b" >/dev/null
     wait_for 60 warm_is warmbox "$PREFIX-b" ready
+}
+
+@test "registry credentials: a project secret reaches skopeo as a 0600 authfile, then is gone" {
+    # the stand-in skopeo: what it was given, then the registry's refusal (no network here)
+    mkdir -p "$T/fakebin"
+    cat >"$T/fakebin/skopeo" <<SH
+#!/bin/sh
+echo "argv: \$*" >>"$T/skopeo.log"
+while [ \$# -gt 0 ]; do
+    if [ "\$1" = --src-authfile ]; then
+        stat -c 'mode %a %U' "\$2" >>"$T/skopeo.log"
+        cat "\$2" >>"$T/skopeo.log" && echo >>"$T/skopeo.log"
+        echo "\$2" >"$T/skopeo.authfile"
+    fi
+    shift
+done
+echo "unauthorized: the stand-in registry says no" >&2
+exit 1
+SH
+    chmod 0755 "$T/fakebin/skopeo"
+    PATH="$T/fakebin:$PATH" agent_start c "$("$DOCKET" token join)"
+    wait_for 30 nodes_up 3
+    printf '%s' '{"auths": {"registry.example": {"auth": "c2VjcmV0LXRva2Vu"}}}' >"$T/regcred"
+    "$DOCKET" secret set explore REGCRED --from-file "$T/regcred" --allow class:exploration >/dev/null
+    cp "$T/templates.yaml" "$T/private.yaml"
+    cat >>"$T/private.yaml" <<YAML
+  - name: private
+    image: docker://registry.example/team/img:1
+    registry_auth: REGCRED
+YAML
+    "$DOCKET" apply -f "$T/private.yaml" >/dev/null
+    id=$(api_submit '{"template": "private", "selectors": {"zone": "c"}, "command": ["true"]}')
+    wait_for 60 state_in "$id" FAILED
+    run -0 "$DOCKET" show "$id" --json
+    [[ $(jq -r .job.exit.message <<<"$output") == *"skopeo copy failed"* ]]
+    cat "$T/skopeo.log"
+    grep -qx "argv: copy --quiet --src-authfile $T/agent-c/jobs/$id/registry-auth.json docker://registry.example/team/img:1 oci:$T/agent-c/images/layouts/[0-9a-f]*.tmp:img" "$T/skopeo.log"
+    grep -qx 'mode 600 root' "$T/skopeo.log"
+    grep -qxF "$(cat "$T/regcred")" "$T/skopeo.log"
+    # gone after the copy; in no log, no reply, not in the job's output
+    [ ! -e "$(cat "$T/skopeo.authfile")" ]
+    ! grep -rqF c2VjcmV0LXRva2Vu "$T/ctl.log" "$T/agent-c.log" "$T/agent-c/jobs/$id"
+    run -0 "$DOCKET" show "$id" --json
+    [[ $output != *c2VjcmV0LXRva2Vu* ]]
+    run -0 "$DOCKET" logs "$id" --stderr
+    [[ $output == *"the stand-in registry says no"* && $output != *c2VjcmV0LXRva2Vu* ]]
+    # the job's own registry_auth, the same way; wrong uses refused, naming the field
+    : >"$T/skopeo.log"
+    id=$(api_submit '{"image": "docker://registry.example/team/img:2", "registry_auth": "REGCRED", "selectors": {"zone": "c"}, "command": ["true"]}')
+    wait_for 60 state_in "$id" FAILED
+    grep -q -- "--src-authfile $T/agent-c/jobs/$id/registry-auth.json docker://registry.example/team/img:2" "$T/skopeo.log"
+    [[ $(api_submit '{"image": "docker://r.example/x", "registry_auth": "NOPE", "command": ["true"]}') == *"has no secret 'NOPE'"* ]]
+    [[ $(api_submit "{\"image\": \"oci-layout:$IMG:bb\", \"registry_auth\": \"REGCRED\", \"command\": [\"true\"]}") == *"registry_auth is for a docker:// image"* ]]
+    [[ $(api_submit '{"registry_auth": "REGCRED", "command": ["true"]}') == *"need an image"* ]]
+    [[ $(api_submit '{"image": "docker://r.example/x", "registry_auth": "no such", "command": ["true"]}') == *"registry_auth must name a secret"* ]]
+    # the node is not marked anything
+    [ "$(ctl_get /v1/nodes | jq -r --arg n "$PREFIX-c" '.nodes[] | select(.name == $n) | .state')" = UP ]
 }
