@@ -57,6 +57,16 @@ static void queue(struct went *e, const struct warm_order *o)
     e->digest[0] = '\0';
 }
 
+/* The first entry that is not queued or running (its state is docketd's already), or
+ * NULL. */
+static struct went *finished_slot(struct ag_warm *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->e[i].st.state != WARM_WARMING && !(w->pid > 0 && w->current == i))
+            return &w->e[i];
+    return NULL;
+}
+
 void ag_warm_take(struct agent *a, const struct warm_order *orders, size_t n)
 {
     if (n && !a->warm)
@@ -67,6 +77,8 @@ void ag_warm_take(struct agent *a, const struct warm_order *orders, size_t n)
         bool running = e && w->pid > 0 && &w->e[w->current] == e;
         if (e && (running || orders[i].gen <= e->st.gen))
             continue; /* asked already; a newer request is taken once this one ends */
+        if (!e && w->n >= WARM_MAX)
+            e = finished_slot(w); /* full: a finished one makes room */
         if (!e && w->n >= WARM_MAX)
             continue;
         if (!e) {

@@ -103,6 +103,20 @@ void ctl_warm_report(struct ctl *c, struct ctl_node *n, const struct warm_state 
         if (!old || old->st.state != st[i].state)
             log_info("template_warm_state", "node=%s template=%s state=%s", n->name, st[i].tmpl,
                      warm_state_name(st[i].state));
+        /* a request this docketd never made (it restarted since) is taken back from the
+         * node's word, so a node that forgets it later (its agent restarted) hears it
+         * again; request numbers go on above every one a node holds */
+        if (w->gen < st[i].gen)
+            w->gen = st[i].gen;
+        if (!req_find(w, n->name, st[i].tmpl) && w->nreq < WARM_REQUESTS_MAX) {
+            w->req = xrealloc(w->req, (w->nreq + 1) * sizeof(*w->req));
+            struct wreq *q = &w->req[w->nreq++];
+            memset(q, 0, sizeof(*q));
+            str_copy(q->node, sizeof(q->node), n->name);
+            str_copy(q->tmpl, sizeof(q->tmpl), st[i].tmpl);
+            q->gen = st[i].gen;
+            q->sent_ms = clock_mono_ms();
+        }
     }
     for (size_t i = 0; i < w->nseen; i++) /* the node's list replaces what it said before */
         if (strcmp(w->seen[i].node, n->name) != 0)
@@ -174,19 +188,23 @@ void ctl_warm_reply(struct ctl *c, struct ctl_node *n, json_t *reply)
     int64_t now = clock_mono_ms();
     keep_warm(c, w, n);
     json_t *orders = json_array();
-    for (size_t i = 0; i < w->nreq && json_array_size(orders) < WARM_MAX; i++) {
+    size_t k = 0;
+    for (size_t i = 0; i < w->nreq; i++) {
         struct wreq *q = &w->req[i];
-        if (strcmp(q->node, n->name) != 0)
-            continue;
-        const struct wseen *s = seen_find(w, n->name, q->tmpl);
-        if ((s && s->st.gen >= q->gen) || (q->sent_ms && now - q->sent_ms < WARM_RESEND_MS))
-            continue;
-        json_t *o = order_json(c, q);
+        const struct wseen *s = seen_find(w, q->node, q->tmpl);
+        bool due = strcmp(q->node, n->name) == 0 && !(s && s->st.gen >= q->gen) &&
+                   !(q->sent_ms && now - q->sent_ms < WARM_RESEND_MS) &&
+                   json_array_size(orders) < WARM_MAX;
+        json_t *o = due ? order_json(c, q) : NULL;
+        if (due && !o)
+            continue; /* its version left the policy: the request goes with it */
         if (o) {
             json_array_append_new(orders, o);
             q->sent_ms = now;
         }
+        w->req[k++] = *q;
     }
+    w->nreq = k;
     if (json_array_size(orders) > 0)
         json_object_set_new(reply, "warm", orders);
     else

@@ -5,7 +5,8 @@
  * come, new and returning nodes among them), handed to each node in its heartbeat reply
  * (protocol/warm.h) until the node reports it; and what each node last reported, shown
  * by GET /v1/templates/NAME. Kept in memory: a restarted docketd hears the nodes' states
- * again in their next heartbeats (a request not yet handed to its node is lost then).
+ * again in their next heartbeats and takes their requests back from them (a request not
+ * yet handed to its node is lost then).
  */
 #ifndef DOCKET_CONTROLLER_WARM_H
 #define DOCKET_CONTROLLER_WARM_H

@@ -243,6 +243,23 @@ YAML
     wait_for 60 warm_is warmbox "$PREFIX-b" ready
 }
 
+@test "restarts: docketd hears the nodes' states again; a restarted agent re-warms from disk" {
+    wait_for 60 warm_is warmbox "$PREFIX-a" ready
+    before=$(unpacks a)
+    kill_pidfile "$T/ctl.pid"
+    ctl_start "$PORT"
+    wait_for 60 warm_is warmbox "$PREFIX-a" ready
+    # the agent forgets what it was asked; docketd asks again, and what is on disk serves
+    pid=$(cat "$T/agent-a.pid")
+    kill -TERM "$pid"
+    wait_for 20 bash -c "! kill -0 $pid 2>/dev/null"
+    agent_start a "$("$DOCKET" token join)"
+    wait_for 30 nodes_up 2
+    wait_for 90 warm_is warmbox "$PREFIX-a" ready
+    [ "$(unpacks a)" = "$before" ]
+    grep -q 'warm_queued template=warmbox@1' "$T/agent-a.log"
+}
+
 @test "registry credentials: a project secret reaches skopeo as a 0600 authfile, then is gone" {
     # the stand-in skopeo: what it was given, then the registry's refusal (no network here)
     mkdir -p "$T/fakebin"
