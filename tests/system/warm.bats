@@ -58,23 +58,11 @@ YAML
 }
 
 teardown_file() {
-    # the third agent (the registry test's) is this file's: stopped by pid, its groups
-    # removed, before the cluster's own
-    if [[ -n ${T:-} && -f $T/agent-c.pid ]]; then
-        kill_pidfile "$T/agent-c.pid"
-        local f pid c d
-        for f in "$T"/agent-c/jobs/*/state.json; do
-            [[ -f $f ]] || continue
-            pid=$(jq -r '.sup_pid // 0' "$f")
-            [[ $(jq -r '.state' "$f") != exited && $pid -gt 0 ]] && kill -9 "$pid" 2>/dev/null
-        done
-        for c in memory cpu cpuacct pids freezer devices blkio ""; do
-            d=/sys/fs/cgroup/${c:+$c/}docket/$PREFIX-c
-            [[ -d $d ]] || continue
-            rmdir "$d"/job_* "$d" 2>/dev/null
-        done
-    fi
+    # the third agent (the registry test's) is this file's: stopped by pid first; its
+    # supervisors go with the cluster's (end_supervisors), its groups after
+    [[ -z ${T:-} ]] || kill_pidfile "$T/agent-c.pid"
     cluster_stop
+    [[ -z ${PREFIX:-} ]] || sweep_cgroups "$PREFIX" c
 }
 
 # mkimage TAG: a busybox image with a file /tag of its own (so no two share a layer)
