@@ -44,11 +44,22 @@ static struct went *find(struct ag_warm *w, const char *tmpl)
     return NULL;
 }
 
+/* The registry credentials of an order, wiped once its copy is done (or it is dropped). */
+static void forget_auth(struct went *e)
+{
+    if (e->o.auth)
+        explicit_bzero(e->o.auth, strlen(e->o.auth));
+    free(e->o.auth);
+    e->o.auth = NULL;
+}
+
 static void queue(struct went *e, const struct warm_order *o)
 {
     free(e->o.prepare);
+    forget_auth(e);
     e->o = *o;
     e->o.prepare = o->prepare ? xstrdup(o->prepare) : NULL;
+    e->o.auth = o->auth ? xstrdup(o->auth) : NULL;
     memset(&e->st, 0, sizeof(e->st));
     str_copy(e->st.tmpl, sizeof(e->st.tmpl), o->tmpl);
     e->st.gen = o->gen;
@@ -96,6 +107,27 @@ static void result_path(const struct agent *a, const char *tmpl, char *out, size
     snprintf(out, len, "%s/warm/%s.json", a->cfg.state_dir, tmpl);
 }
 
+/* STATE_DIR/warm/NAME@VERSION.auth: the order's registry credentials for skopeo's
+ * --src-authfile, root's, mode 0600, made fresh. 0, or -1 with why. */
+static int write_authfile(const char *state_dir, const struct warm_order *o, char *path, size_t len,
+                          char *why, size_t wlen)
+{
+    snprintf(path, len, "%s/warm/%s.auth", state_dir, o->tmpl);
+    unlink(path); /* one a killed warm left */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    size_t n = strlen(o->auth);
+    if (fd < 0 || write(fd, o->auth, n) != (ssize_t)n || fsync(fd) < 0) {
+        snprintf(why, wlen, "image %s: cannot write the registry's credentials: %s", o->image,
+                 strerror(fd < 0 ? errno : EIO));
+        if (fd >= 0)
+            close(fd);
+        unlink(path);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 int ag_warm_do(const char *state_dir, int64_t image_cache_max, const struct warm_order *o,
                char *digest, size_t dlen, char *why, size_t wlen)
 {
@@ -113,7 +145,14 @@ int ag_warm_do(const char *state_dir, int64_t image_cache_max, const struct warm
     struct img_cache cache = {images, image_cache_max};
     struct img_hooks hooks = {.log_fd = -1};
     struct img_use use;
-    if (img_acquire(&cache, o->image, &hooks, &use, err, sizeof err) < 0) {
+    char authfile[PATH_MAX + 16];
+    if (o->auth && write_authfile(state_dir, o, authfile, sizeof authfile, why, wlen) < 0)
+        return -1;
+    hooks.authfile = o->auth ? authfile : NULL;
+    int rc = img_acquire(&cache, o->image, &hooks, &use, err, sizeof err);
+    if (hooks.authfile)
+        unlink(authfile); /* the copy is done: no credentials stay on the node */
+    if (rc < 0) {
         snprintf(why, wlen, "image %s: %s", o->image, err);
         return -1;
     }
@@ -209,6 +248,7 @@ bool ag_warm_reaped(struct agent *a, pid_t pid, int status)
         return false;
     w->pid = 0;
     read_result(a, &w->e[w->current], status);
+    forget_auth(&w->e[w->current]); /* a new order brings them again */
     ag_warm_tick(a);
     return true;
 }
@@ -268,8 +308,10 @@ void ag_warm_free(struct agent *a)
     struct ag_warm *w = a->warm;
     if (!w)
         return;
-    for (size_t i = 0; i < w->n; i++)
+    for (size_t i = 0; i < w->n; i++) {
         free(w->e[i].o.prepare);
+        forget_auth(&w->e[i]);
+    }
     free(w->e);
     free(w);
     a->warm = NULL;

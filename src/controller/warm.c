@@ -11,6 +11,7 @@
 
 #include "controller/http.h"
 #include "controller/loop.h"
+#include "controller/secrets.h"
 #include "controller/site.h"
 #include "protocol/templates.h"
 #include "util/clock.h"
@@ -162,6 +163,28 @@ static void keep_warm(struct ctl *c, struct ctl_warm *w, struct ctl_node *n)
     json_decref(labels);
 }
 
+/* A project's template's registry credentials (the value of its project's secret that
+ * registry_auth names), as a JSON string, for the order only; NULL when it names none, or
+ * is not a project's (a site's or group's template has no project to take a secret from:
+ * the node's own skopeo configuration serves it), or the secret cannot be opened (logged:
+ * the node's copy then fails with the registry's word). */
+static json_t *order_auth(struct ctl *c, const struct proto_template *t)
+{
+    const char *owner = json_string_value(json_object_get(t->doc, "owner"));
+    const json_t *name = json_object_get(t->doc, "registry_auth");
+    if (!json_is_string(name) || !str_has_prefix(owner, "project:"))
+        return NULL;
+    char why[256];
+    json_t *names = json_pack("[O]", name);
+    json_t *env = ctl_secret_env(c, owner + 8, names, why, sizeof why);
+    json_decref(names);
+    json_t *v = env ? json_incref(json_object_get(env, json_string_value(name))) : NULL;
+    json_decref(env);
+    if (!env)
+        log_warn("template_warm_auth", "template=%s error=\"%s\"", t->name, why);
+    return v;
+}
+
 /* The order for request q, NULL when its template version is gone from the policy. */
 static json_t *order_json(struct ctl *c, const struct wreq *q)
 {
@@ -179,7 +202,11 @@ static json_t *order_json(struct ctl *c, const struct wreq *q)
     if (image)
         str_copy(o.image, sizeof o.image, image);
     o.prepare = (char *)json_string_value(json_object_get(t->doc, "prepare"));
-    return warm_order_json(&o);
+    json_t *auth = image && str_has_prefix(image, "docker://") ? order_auth(c, t) : NULL;
+    o.auth = (char *)json_string_value(auth);
+    json_t *order = warm_order_json(&o);
+    json_decref(auth);
+    return order;
 }
 
 void ctl_warm_reply(struct ctl *c, struct ctl_node *n, json_t *reply)

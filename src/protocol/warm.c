@@ -33,8 +33,9 @@ int warm_state_kind_parse(const char *s, enum warm_state_kind *out)
 
 json_t *warm_order_json(const struct warm_order *o)
 {
-    return json_pack("{s:s,s:I,s:s?,s:s?}", "template", o->tmpl, "gen", (json_int_t)o->gen, "image",
-                     o->image[0] ? o->image : NULL, "prepare", o->prepare);
+    return json_pack("{s:s,s:I,s:s?,s:s?,s:s?}", "template", o->tmpl, "gen", (json_int_t)o->gen,
+                     "image", o->image[0] ? o->image : NULL, "prepare", o->prepare, "registry_auth",
+                     o->auth);
 }
 
 json_t *warm_state_json(const struct warm_state *s)
@@ -93,8 +94,9 @@ static int get_opt_text(const json_t *o, const char *key, const char *path, size
 static int order_parse(const json_t *o, const char *path, struct warm_order *out,
                        struct proto_error *err)
 {
-    static const char *const known[] = {"template", "gen", "image", "prepare", NULL};
-    const char *image, *prepare;
+    static const char *const known[] = {"template", "gen",           "image",
+                                        "prepare",  "registry_auth", NULL};
+    const char *image, *prepare, *auth;
     memset(out, 0, sizeof(*out));
     if (!json_is_object(o))
         return proto_errorf(err, 400, NULL, path, "%s must be an object", path);
@@ -107,6 +109,8 @@ static int order_parse(const json_t *o, const char *path, struct warm_order *out
         rc = get_opt_text(o, "image", path, PROTO_IMAGE_REF_MAX, &image, err);
     if (rc == 0)
         rc = get_opt_text(o, "prepare", path, PROTO_TEMPLATE_SETUP_MAX + 1, &prepare, err);
+    if (rc == 0)
+        rc = get_opt_text(o, "registry_auth", path, WARM_AUTH_MAX, &auth, err);
     if (rc < 0)
         return rc;
     if (image) {
@@ -117,7 +121,7 @@ static int order_parse(const json_t *o, const char *path, struct warm_order *out
             return rc;
         str_copy(out->image, sizeof(out->image), image);
     }
-    if (prepare && !(out->prepare = strdup(prepare)))
+    if ((prepare && !(out->prepare = strdup(prepare))) || (auth && !(out->auth = strdup(auth))))
         return proto_errorf(err, 500, NULL, path, "out of memory");
     return 0;
 }
@@ -151,8 +155,12 @@ static int state_parse(const json_t *o, const char *path, struct warm_state *out
 
 void warm_orders_free(struct warm_order *o, size_t n)
 {
-    for (size_t i = 0; o && i < n; i++)
+    for (size_t i = 0; o && i < n; i++) {
         free(o[i].prepare);
+        if (o[i].auth) /* credentials do not linger in freed memory */
+            explicit_bzero(o[i].auth, strlen(o[i].auth));
+        free(o[i].auth);
+    }
     free(o);
 }
 

@@ -22,6 +22,7 @@
 #include "protocol/templates.h"
 
 enum {
+    WARM_AUTH_MAX = 65536, /* bytes of registry credentials */
     WARM_MAX = 64,         /* orders in one reply, states in one heartbeat */
     WARM_REASON_MAX = 512, /* bytes of a failure's reason */
 };
@@ -33,6 +34,10 @@ struct warm_order {
     int64_t gen;
     char image[PROTO_IMAGE_REF_MAX]; /* "" = none */
     char *prepare;                   /* owned; NULL = none */
+    /* owned; NULL = none: the registry's credentials for a docker:// image, the value of
+     * the secret a project's template names (registry_auth), for skopeo only: never
+     * logged or written anywhere but the authfile of the copy */
+    char *auth;
 };
 
 struct warm_state {

@@ -275,6 +275,10 @@ SH
   - name: private
     image: docker://registry.example/team/img:1
     registry_auth: REGCRED
+  - name: explore-private
+    owner: project:explore
+    image: docker://registry.example/team/img:3
+    registry_auth: REGCRED
 YAML
     "$DOCKET" apply -f "$T/private.yaml" >/dev/null
     id=$(api_submit '{"template": "private", "selectors": {"zone": "c"}, "command": ["true"]}')
@@ -301,6 +305,16 @@ YAML
     [[ $(api_submit "{\"image\": \"oci-layout:$IMG:bb\", \"registry_auth\": \"REGCRED\", \"command\": [\"true\"]}") == *"registry_auth is for a docker:// image"* ]]
     [[ $(api_submit '{"registry_auth": "REGCRED", "command": ["true"]}') == *"need an image"* ]]
     [[ $(api_submit '{"image": "docker://r.example/x", "registry_auth": "no such", "command": ["true"]}') == *"registry_auth must name a secret"* ]]
+    # a project's template warmed: its project's secret, the same way, outside any job
+    : >"$T/skopeo.log"
+    "$DOCKET" templates warm explore-private --nodes "$PREFIX-c" >/dev/null
+    wait_for 60 warm_is explore-private "$PREFIX-c" failed
+    grep -q -- "--src-authfile $T/agent-c/warm/explore-private@1.auth docker://registry.example/team/img:3" "$T/skopeo.log"
+    grep -qx 'mode 600 root' "$T/skopeo.log"
+    [ ! -e "$T/agent-c/warm/explore-private@1.auth" ]
+    run -0 "$DOCKET" templates show explore-private --json
+    [[ $(jq -r '.warm[0].reason' <<<"$output") == *"skopeo copy failed"* ]]
+    ! grep -rqF c2VjcmV0LXRva2Vu "$T/ctl.log" "$T/agent-c.log" "$T/agent-c/warm"
     # the node is not marked anything
     [ "$(ctl_get /v1/nodes | jq -r --arg n "$PREFIX-c" '.nodes[] | select(.name == $n) | .state')" = UP ]
 }

@@ -24,7 +24,7 @@ static json_t *doc(const char *text)
 static void order_round_trip(void **state)
 {
     (void)state;
-    struct warm_order o = {.gen = 7, .prepare = "set -e\necho hi"};
+    struct warm_order o = {.gen = 7, .prepare = "set -e\necho hi", .auth = "{\"auths\": {}}"};
     strcpy(o.tmpl, "torch@3");
     strcpy(o.image, "oci-layout:/shared/images:torch");
     json_t *list = json_pack("[o]", warm_order_json(&o));
@@ -37,6 +37,7 @@ static void order_round_trip(void **state)
     assert_int_equal(out[0].gen, 7);
     assert_string_equal(out[0].image, o.image);
     assert_string_equal(out[0].prepare, o.prepare);
+    assert_string_equal(out[0].auth, o.auth);
     warm_orders_free(out, n);
     json_decref(list);
     /* neither image nor prepare: both absent */
@@ -44,6 +45,7 @@ static void order_round_trip(void **state)
     assert_int_equal(warm_orders_parse(list, &out, &n, &e), 0);
     assert_string_equal(out[0].image, "");
     assert_null(out[0].prepare);
+    assert_null(out[0].auth);
     warm_orders_free(out, n);
     json_decref(list);
 }
@@ -107,6 +109,7 @@ static void refusals(void **state)
     order_refused("[{\"template\": \"a@1\", \"image\": \"ftp://x\"}]", "warm[0].image");
     order_refused("[{\"template\": \"a@1\", \"prepare\": 3}]", "warm[0].prepare");
     order_refused("[{\"template\": \"a@1\", \"run\": \"x\"}]", "warm[0].run");
+    order_refused("[{\"template\": \"a@1\", \"registry_auth\": {}}]", "warm[0].registry_auth");
     /* a second order bad: the first one's text is not leaked (ASan) */
     order_refused("[{\"template\": \"a@1\", \"prepare\": \"x\"}, {\"template\": \"b\"}]",
                   "warm[1].template");
