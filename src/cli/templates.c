@@ -148,6 +148,8 @@ static void show_print(struct cli *c, const json_t *t)
         dbuf_reset(&b);
         joined(json_object_get(t, "mounts"), "-", &b);
         field(c, "mounts", b.data);
+        if (jstr(t, "registry_auth")[0]) /* a secret's name, never its value */
+            field(c, "registry auth", jstr(t, "registry_auth"));
     }
     json_object_foreach(json_object_get(t, "env"), k, v) {
         dbuf_reset(&b);

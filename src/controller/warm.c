@@ -23,6 +23,7 @@ enum {
     WARM_REQUESTS_MAX = 16384, /* node x template requests held at once */
     WARM_RESEND_MS = 30000,    /* an order the node did not report is handed again after */
 };
+#define WARM_GEN_MAX ((int64_t)1 << 52) /* request numbers: far from any overflow */
 
 struct wreq {
     char node[64];
@@ -82,7 +83,7 @@ static int request(struct ctl_warm *w, const char *node, const char *tmpl)
 {
     struct wreq *q = req_find(w, node, tmpl);
     if (!q) {
-        if (w->nreq >= WARM_REQUESTS_MAX)
+        if (w->nreq >= WARM_REQUESTS_MAX || w->gen >= WARM_GEN_MAX)
             return -ENOSPC;
         w->req = xrealloc(w->req, (w->nreq + 1) * sizeof(*w->req));
         q = &w->req[w->nreq++];
@@ -93,6 +94,16 @@ static int request(struct ctl_warm *w, const char *node, const char *tmpl)
     q->gen = ++w->gen;
     q->sent_ms = 0;
     return 0;
+}
+
+/* Whether NAME@VERSION is in the policy now. */
+static bool version_exists(struct ctl *c, const char *ref)
+{
+    char name[PROTO_NAME_MAX];
+    int version;
+    struct proto_error e;
+    return c->templates && proto_template_ref_parse(ref, "template", name, &version, &e) == 0 &&
+           proto_template_find(c->templates, name, version) != NULL;
 }
 
 void ctl_warm_report(struct ctl *c, struct ctl_node *n, const struct warm_state *st, size_t ns)
@@ -106,7 +117,11 @@ void ctl_warm_report(struct ctl *c, struct ctl_node *n, const struct warm_state 
                      warm_state_name(st[i].state));
         /* a request this docketd never made (it restarted since) is taken back from the
          * node's word, so a node that forgets it later (its agent restarted) hears it
-         * again; request numbers go on above every one a node holds */
+         * again; request numbers go on above every one a node holds. Only for a version
+         * the policy has, and numbers a node could have had: a node's word cannot fill
+         * the table or run the numbers out. */
+        if (st[i].gen > WARM_GEN_MAX || !version_exists(c, st[i].tmpl))
+            continue;
         if (w->gen < st[i].gen)
             w->gen = st[i].gen;
         if (!req_find(w, n->name, st[i].tmpl) && w->nreq < WARM_REQUESTS_MAX) {
