@@ -161,52 +161,70 @@ GET    /v1/whoami                 200/200 200/200 200/200 200/200 200/200 200/20
 EOF
 )
 
-# fill PATTERN SIDE ROLE: the concrete path of a route for one side (A or B).
+# fill PATTERN SIDE ROLE: the concrete path of a route for one side (A or B), in $filled
+# (not printed: a subshell per call of the matrix's 1,296 was most of its time).
 fill() {
-    local pat=$1 side=$2 role=$3 job proj tokuser id
-    job=$([[ $side == A ]] && echo "$JA" || echo "$JB")
-    proj=$([[ $side == A ]] && echo pa || echo pb)
+    local pat=$1 side=$2 role=$3 job=$JA proj=pa u=USER_$role who
+    [[ $side == B ]] && job=$JB proj=pb
+    # the caller's own user on A, another user's on B
+    who=${!u}
+    [[ $side == B ]] && who=memb
     case $pat in
-    /v1/jobs/:/:) echo "/v1/jobs/$job/hold" ;;
-    /v1/jobs/:*) echo "/v1/jobs/$job${pat#/v1/jobs/:}" ;;
-    /v1/agent/jobs/:*) echo "/v1/agent/jobs/$job${pat#/v1/agent/jobs/:}" ;;
-    /v1/nodes/:*) echo "/v1/nodes/gpu01${pat#/v1/nodes/:}" ;;
-    /v1/projects/:/members/:) echo "/v1/projects/$proj/members/ghost" ;;
-    /v1/projects/:/secrets/:) echo "/v1/projects/$proj/secrets/GHOST_KEY" ;;
-    /v1/projects/:/storage/:) echo "/v1/projects/$proj/storage/ghost" ;;
-    /v1/templates/:) echo "/v1/templates/ghost" ;;
-    /v1/storage/lifecycle/runs/:) echo "/v1/storage/lifecycle/runs/999999" ;;
-    /v1/projects/:*) echo "/v1/projects/$proj${pat#/v1/projects/:}" ;;
-    /v1/classes/:) echo "/v1/classes/training" ;;
-    /v1/services/:*) echo "/v1/services/ghost${pat#/v1/services/:}" ;;
-    /console/:) echo "/console/index.html" ;;
-    /v1/alerts/silences/:) echo "/v1/alerts/silences/999999" ;;
-    /v1/reports/capacity) echo "/v1/reports/capacity?month=2026-11" ;;
-    /v1/users/:*)
-        # the caller's own user on A, another user's on B
-        local u=USER_$role
-        echo "/v1/users/$([[ $side == A ]] && echo "${!u}" || echo memb)${pat#/v1/users/:}"
-        ;;
+    /v1/jobs/:/:) filled="/v1/jobs/$job/hold" ;;
+    /v1/jobs/:*) filled="/v1/jobs/$job${pat#/v1/jobs/:}" ;;
+    /v1/agent/jobs/:*) filled="/v1/agent/jobs/$job${pat#/v1/agent/jobs/:}" ;;
+    /v1/nodes/:*) filled="/v1/nodes/gpu01${pat#/v1/nodes/:}" ;;
+    /v1/projects/:/members/:) filled="/v1/projects/$proj/members/ghost" ;;
+    /v1/projects/:/secrets/:) filled="/v1/projects/$proj/secrets/GHOST_KEY" ;;
+    /v1/projects/:/storage/:) filled="/v1/projects/$proj/storage/ghost" ;;
+    /v1/templates/:) filled="/v1/templates/ghost" ;;
+    /v1/storage/lifecycle/runs/:) filled="/v1/storage/lifecycle/runs/999999" ;;
+    /v1/projects/:*) filled="/v1/projects/$proj${pat#/v1/projects/:}" ;;
+    /v1/classes/:) filled="/v1/classes/training" ;;
+    /v1/services/:*) filled="/v1/services/ghost${pat#/v1/services/:}" ;;
+    /console/:) filled="/console/index.html" ;;
+    /v1/alerts/silences/:) filled="/v1/alerts/silences/999999" ;;
+    /v1/reports/capacity) filled="/v1/reports/capacity?month=2026-11" ;;
+    /v1/users/:*) filled="/v1/users/$who${pat#/v1/users/:}" ;;
     /v1/tokens/:)
         # a token made for this call: the caller's own on A, another user's on B
-        local u=USER_$role
-        tokuser=$([[ $side == A ]] && echo "${!u}" || echo memb)
-        api_post /v1/tokens "{\"user\": \"$tokuser\"}" "$ADMIN_TOKEN"
-        id=$(jq -r .id <<<"$body")
-        echo "/v1/tokens/$id"
+        api_post /v1/tokens "{\"user\": \"$who\"}" "$ADMIN_TOKEN"
+        filled="/v1/tokens/$(jq -r .id <<<"$body")"
         ;;
-    *) echo "$pat" ;;
+    *) filled=$pat ;;
     esac
 }
 
-# body METHOD PATTERN SIDE: a body that is refused by the handler (unknown field), or a
-# held submission into the side's project.
+# matrix_request CONF METHOD PATH DATA TOKEN OUT: one request, as `api` makes it, added to
+# the curl config CONF; its status is written on a line of its own, its body to OUT.
+matrix_request() {
+    local conf=$1 method=$2 path=$3 data=$4 tok=$5 out=$6
+    {
+        [[ -s $conf ]] && echo 'next' # between two requests
+        echo 'silent'
+        echo "request = \"$method\""
+        echo "url = \"$DOCKETD_URL$path\""
+        [[ $tok != "-" ]] && echo "header = \"Authorization: Bearer $tok\""
+        if [[ -n $data ]]; then
+            data=${data//\\/\\\\}
+            echo 'header = "Content-Type: application/json"'
+            echo "data-binary = \"${data//\"/\\\"}\""
+        fi
+        echo "output = \"$out\""
+        echo 'write-out = "%{http_code}\\n"'
+    } >>"$conf"
+}
+
+# body_for METHOD PATTERN SIDE: in $body_data, a body that is refused by the handler
+# (unknown field), or a held submission into the side's project; none for other methods.
 body_for() {
-    local method=$1 pat=$2 side=$3
+    local method=$1 pat=$2 side=$3 proj=pa
+    [[ $side == B ]] && proj=pb
+    body_data=
     if [[ $method == POST && $pat == /v1/jobs ]]; then
-        echo "{\"project\": \"$([[ $side == A ]] && echo pa || echo pb)\", \"command\": [\"x\"], \"hold\": true}"
+        body_data="{\"project\": \"$proj\", \"command\": [\"x\"], \"hold\": true}"
     elif [[ $method == POST || $method == PATCH || $method == PUT ]]; then
-        echo '{"bogus_field": 1}'
+        body_data='{"bogus_field": 1}'
     fi
 }
 
@@ -228,25 +246,43 @@ body_for() {
             failures=$((failures + 1))
         }
     done <<<"$MATRIX"
-    while read -r method pat cells; do
-        read -ra want <<<"$cells"
-        for i in "${!ROLES[@]}"; do
-            role=${ROLES[$i]}
-            tokvar=TOK_$role
-            for side in A B; do
-                path=$(fill "$pat" "$side" "$role")
-                data=$(body_for "$method" "$pat" "$side")
-                expect=${want[$i]%/*}
-                [[ $side == B ]] && expect=${want[$i]#*/}
-                api "$method" "$path" "$data" "${!tokvar}"
-                checked=$((checked + 1))
-                if [[ $status_code != "$expect" ]]; then
-                    echo "$method $path as $role ($side): want $expect, got $status_code: ${body:0:200}" >&2
-                    failures=$((failures + 1))
-                fi
+    # Every call goes into one curl config (each request its own method, token, body and
+    # output file), run by one curl; matrix.want has each call's expected status and name.
+    # A subshell writes them, without bats' DEBUG trap: it runs before every command, and
+    # with it (and a curl per call) writing the 1,296 calls took most of this test's time.
+    local conf=$TEST_DIR/matrix.curl want=$TEST_DIR/matrix.want got=$TEST_DIR/matrix.got
+    (
+        trap - DEBUG
+        : >"$conf"
+        : >"$want"
+        n=0
+        while read -r method pat cells; do
+            read -ra want_codes <<<"$cells"
+            for i in "${!ROLES[@]}"; do
+                role=${ROLES[$i]}
+                tokvar=TOK_$role
+                for side in A B; do
+                    fill "$pat" "$side" "$role"
+                    body_for "$method" "$pat" "$side"
+                    expect=${want_codes[$i]%/*}
+                    [[ $side == B ]] && expect=${want_codes[$i]#*/}
+                    matrix_request "$conf" "$method" "$filled" "$body_data" "${!tokvar}" \
+                        "$TEST_DIR/matrix.$n"
+                    printf '%s\t%s\n' "$expect" "$method $filled as $role ($side)" >>"$want"
+                    n=$((n + 1))
+                done
             done
-        done
-    done <<<"$MATRIX"
+        done <<<"$MATRIX"
+    )
+    curl -K "$conf" >"$got"
+    checked=$(wc -l <"$want")
+    [ "$(wc -l <"$got")" -eq "$checked" ]
+    # each call answered otherwise than its row says, with the head of the answer
+    paste "$got" "$want" | awk -F '\t' -v dir="$TEST_DIR" '$1 != $2 {
+        f = dir "/matrix." (NR - 1); b = ""; getline b <f; close(f)
+        printf "%s: want %s, got %s: %s\n", $3, $2, $1, substr(b, 1, 200) }' >"$TEST_DIR/matrix.bad"
+    failures=$((failures + $(wc -l <"$TEST_DIR/matrix.bad")))
+    cat "$TEST_DIR/matrix.bad" >&2
     echo "# $checked calls checked" >&3
     [ "$failures" -eq 0 ]
 }
