@@ -150,14 +150,16 @@ last_job() {
 
 @test "another member, a lead, another node and a stranger cannot take a session's terminal" {
     before=$(last_job)
+    # the victim's session is live and has shown its secret (victim.ready) before any attack;
+    # pty_drive writes the output only at its end
     steps='[{"expect": "session [0-9]+ on"}, {"send": "echo secret-$((7*6))\r"}, {"expect": "secret-42"},
-            {"expect": "never-printed", "timeout": 600}]'
+            {"touch": "'"$T"'/victim.ready"}, {"expect": "never-printed", "timeout": 600}]'
     drive "$steps" "$DOCKET" shell -A vision -- /bin/sh >"$T/victim.out" 3>&- &
     victim=$!
     wait_for 60 bash -c "[[ \$('$DOCKET' queue --json -a | jq -r '[.jobs[].id] | max') -gt ${before:-0} ]]"
     id=$(last_job)
     wait_for 60 state_in "$id" RUNNING
-    wait_for 60 grep -q secret-42 "$T/victim.out" 2>/dev/null || true
+    wait_for 60 test -e "$T/victim.ready"
     local who tok
     for who in mallory:member lenny:lead; do
         tok=$("$DOCKET" token create --user "${who%%:*}" --role member --ttl 1d 2>/dev/null)

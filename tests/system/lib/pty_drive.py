@@ -12,6 +12,8 @@ STEPS_JSON is a list of steps, done in order:
     {"signal": "TERM"}        send a signal to the command
     {"idle": SECONDS}         type nothing for SECONDS (the output is still read)
     {"close": true}           hang up: the terminal goes away (the command gets SIGHUP)
+    {"touch": "PATH"}         create the file PATH: a test waits on it to know the steps
+                              before it are done (the output itself comes only at the end)
 The whole output is written on stdout at the end; the exit status is the command's
 (128 + N for a signal N), or 124 when an expectation was not met in time.
 """
@@ -84,6 +86,8 @@ def main():
             set_size(fd, *step["resize"])
         elif "signal" in step:
             os.kill(pid, getattr(signal, "SIG" + step["signal"]))
+        elif "touch" in step:
+            open(step["touch"], "a").close()
         elif "close" in step:
             os.close(fd)
             fd = None
