@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
 # Leases (issue 32, docs/agent.md "Fencing and leases"): a controller outage longer than node_timeout
 # stops no job. One docketd (node_timeout 3 s, so the outage below is long past it) and
-# two real agents; eight jobs that each write a line every 0.2 s. docketd is stopped,
-# stays away until both agents have said they lost it and the node timeout has passed
-# again, and comes back: every job ran on, once, and ends COMPLETED with its events.
+# two real agents; eight jobs that each write a line every 0.2 s until the outage is over.
+# docketd is stopped, stays away until both agents have said they lost it and the node
+# timeout has passed again, and comes back: every job ran on, once, and ends COMPLETED with its events.
 
 CLUSTER_NAME=leases
 load lib/cluster
@@ -12,14 +12,18 @@ DOCKETD_EXTRA=(--node-timeout 3s --heartbeat-wait 1s)
 setup_file() { cluster_start; }
 teardown_file() { cluster_stop; }
 
-submit_ticker() { # N: a job of ~N s that writes "tick" lines, rank 0 of one node
+# submit_ticker: a job (rank 0 of one node) that writes a line "tick" every 0.2 s until the
+# test says the outage is over ($W/outage.over), then "count N", N its ticks: it runs
+# through the outage however long that takes, and ends as soon as the outage is over
+submit_ticker() {
     "$DOCKET" submit --json --gpus 1 --gpu-type H100-80GB -- \
-        sh -c "for i in \$(seq $(($1 * 5))); do echo tick; sleep 0.2; done" | jq -r .job.id
+        sh -c "n=0; until [ -e '$W/outage.over' ]; do echo tick; n=\$((n + 1)); sleep 0.2; done
+            echo count \$n" | jq -r .job.id
 }
 
 @test "docketd away past node_timeout: no job stops, none runs twice, events complete" {
     ids=()
-    for _ in 1 2 3 4 5 6 7 8; do ids+=("$(submit_ticker 40)"); done
+    for _ in 1 2 3 4 5 6 7 8; do ids+=("$(submit_ticker)"); done
     for id in "${ids[@]}"; do wait_for 60 state_in "$id" RUNNING; done
     kill_pidfile "$T/ctl.pid"
     # both agents notice (their own lease, node_timeout - margin, runs out) ...
@@ -34,6 +38,7 @@ submit_ticker() { # N: a job of ~N s that writes "tick" lines, rank 0 of one nod
             { echo "job $id stopped during the outage" >&2; false; }
     done
     ctl_start "$PORT"
+    touch "$W/outage.over"
     for id in "${ids[@]}"; do wait_for 120 state_in "$id" COMPLETED FAILED NODE_FAIL PENDING; done
     for id in "${ids[@]}"; do
         [[ $(job_state "$id") == COMPLETED ]]
@@ -42,7 +47,11 @@ submit_ticker() { # N: a job of ~N s that writes "tick" lines, rank 0 of one nod
         jq -e '[.events[] | select(.type == "start")] | length == 1' <<<"$ev"
         jq -e '[.events[] | select(.type == "lease_expired")] | length == 0' <<<"$ev"
         jq -e '.job.exit.kind == "code" and .job.exit.code == 0' <<<"$ev"
-        [[ $(curl -s -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/jobs/$id/logs" | grep -c tick) == 200 ]]
+        # every line it wrote, once: as many ticks as it counted
+        logs=$(curl -s -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/jobs/$id/logs")
+        [[ $logs =~ count\ ([0-9]+) ]] || { echo "job $id: no count in its log" >&2; false; }
+        [[ $(grep -c tick <<<"$logs") == "${BASH_REMATCH[1]}" ]] ||
+            { echo "job $id: $(grep -c tick <<<"$logs") ticks in its log, it wrote ${BASH_REMATCH[1]}" >&2; false; }
     done
     ! grep -h fenced "$T"/agent-*/jobs/*/sup.log 2>/dev/null || false
 }
