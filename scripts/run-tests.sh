@@ -177,12 +177,32 @@ fi
 # directories. --timing puts each test's time in the log (bats.log), for the choice of
 # `make check`'s files (CONTRIBUTING.md).
 BATS_JOBS=${BATS_JOBS:-4}
+# The longest files first: GNU parallel starts the files in the order given, and a long file
+# started last would run on alone at the end. LONG_BATS names them, longest first (the sums
+# of their tests' times in the last CI's bats.log: CONTRIBUTING.md "The suite's time"); the
+# other files follow by name. A name no longer there is passed over.
+LONG_BATS="controller console limits install agent_hostile big_arrays agent alerts leases
+    standby roles lifecycle shell"
+# bats_in_order DIR: the .bats files of DIR, the long ones first
+bats_in_order() {
+    local dir=$1 name f
+    for name in $LONG_BATS; do
+        [[ -f $dir/$name.bats ]] && echo "$dir/$name.bats"
+    done
+    for f in "$dir"/*.bats; do
+        name=$(basename "$f" .bats)
+        [[ " ${LONG_BATS//$'\n'/ } " == *" $name "* ]] || echo "$f"
+    done
+}
 if want system; then
     log "system tests (bats, $BATS_JOBS files at a time)"
     export DOCKET_BUILD="$PWD/$TESTBUILD"
     side_by_side=()
     ((BATS_JOBS > 1)) && side_by_side=(--jobs "$BATS_JOBS" --no-parallelize-within-files)
-    env PATH="$TOOLS_PATH" bats --tap --timing "${side_by_side[@]}" $BATS_FILES \
+    bats_files=($BATS_FILES)
+    [[ ${#bats_files[@]} -eq 1 && -d ${bats_files[0]} ]] &&
+        mapfile -t bats_files < <(bats_in_order "${bats_files[0]}")
+    env PATH="$TOOLS_PATH" bats --tap --timing "${side_by_side[@]}" "${bats_files[@]}" \
         >"$TESTBUILD/bats.log" 2>&1
     p0=$passed f0=$failed s0=$skipped
     count_tap bats <"$TESTBUILD/bats.log"
@@ -197,7 +217,8 @@ fi
 PG_BATS_FILES=${PG_BATS_FILES:-tests/system/cli.bats tests/system/leases.bats}
 if want system; then
     log "system tests on PostgreSQL: $PG_BATS_FILES"
-    env PATH="$TOOLS_PATH" DOCKET_TEST_PG=1 bats --tap --timing $PG_BATS_FILES \
+    # side by side too: each file starts its own PostgreSQL on a socket of its own
+    env PATH="$TOOLS_PATH" DOCKET_TEST_PG=1 bats --tap --timing "${side_by_side[@]}" $PG_BATS_FILES \
         >"$TESTBUILD/bats-pg.log" 2>&1
     p0=$passed f0=$failed s0=$skipped
     count_tap "bats (PostgreSQL)" <"$TESTBUILD/bats-pg.log"
