@@ -179,10 +179,10 @@ fi
 BATS_JOBS=${BATS_JOBS:-4}
 # The longest files first: GNU parallel starts the files in the order given, and a long file
 # started last would run on alone at the end. LONG_BATS names them, longest first (the sums
-# of their tests' times in the last CI's bats.log: CONTRIBUTING.md "The suite's time"); the
+# of their tests' times in bats.log, bench/RESULTS.md "The slowest system tests"); the
 # other files follow by name. A name no longer there is passed over.
-LONG_BATS="controller console limits install agent_hostile big_arrays agent alerts leases
-    standby roles lifecycle shell"
+LONG_BATS="console controller limits install agent_hostile big_arrays agent alerts roles
+    lifecycle standby"
 # bats_in_order DIR: the .bats files of DIR, the long ones first
 bats_in_order() {
     local dir=$1 name f
