@@ -35,6 +35,7 @@ void ctl_config_defaults(struct ctl_config *cfg)
     cfg->log_level = LOG_INFO;
     cfg->log_format = LOG_TEXT;
     cfg->node_timeout_ms = 60000;
+    cfg->idempotency_window_ms = 24 * 3600 * 1000; /* docs/api.md "Retrying a submission" */
     cfg->heartbeat_wait_ms = 15000; /* at most a third of the lease (main.c heartbeat_wait_cap) */
     cfg->cycle_delay_ms = 1;
     cfg->cycle_interval_ms = 5000;
@@ -142,6 +143,7 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
                                         "log_format",
                                         "policy",
                                         "node_timeout",
+                                        "idempotency_window",
                                         "heartbeat_wait",
                                         "cycle_delay",
                                         "cycle_interval",
@@ -238,6 +240,8 @@ int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t 
     }
     if (rc == 0)
         rc = get_dur(doc, "node_timeout", 1000, &cfg->node_timeout_ms, err, errlen);
+    if (rc == 0)
+        rc = get_dur(doc, "idempotency_window", 1000, &cfg->idempotency_window_ms, err, errlen);
     if (rc == 0)
         rc = get_dur(doc, "heartbeat_wait", 0, &cfg->heartbeat_wait_ms, err, errlen);
     if (rc == 0)

@@ -31,6 +31,7 @@ struct ctl_config {
     enum log_format log_format;
     char policy_file[CTL_PATH_MAX]; /* initial policy, applied when the database has none */
     int64_t node_timeout_ms;
+    int64_t idempotency_window_ms; /* a submission's Idempotency-Key is held this long */
     int64_t heartbeat_wait_ms;
     int64_t cycle_delay_ms;    /* debounce after an event */
     int64_t cycle_interval_ms; /* slow timer for time-based rules */

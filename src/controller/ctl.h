@@ -141,6 +141,7 @@ struct ctl {
     struct ctl_backup *backup;        /* backup.c: the one backup being made or sent */
     struct ctl_array *arrays;         /* jobs.c: big arrays being written in slices */
     json_t *submit_buckets;           /* user -> [tokens, last mono ms] (jobs.c) */
+    int64_t idem_pruned_ms;           /* the last prune of submission keys (idem.c) */
     json_t *cycle_specs;              /* spec_id -> parsed spec, for one cycle (loop.c) */
     json_t *step_hosts;    /* "JOB.RUN" -> {RANK: "HOST:PORT"}: srun's step hosts (agent.c) */
     int cycle_spec_parses; /* specs parsed by the cycle in progress (its debug line) */

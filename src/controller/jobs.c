@@ -15,6 +15,7 @@
 #include "controller/ctl.h"
 #include "controller/http.h"
 #include "controller/jobs.h"
+#include "controller/idem.h"
 #include "controller/lease.h"
 #include "controller/loop.h"
 #include "controller/network.h"
@@ -738,7 +739,8 @@ struct ctl_array {
     char *text, *lean;
     char *tail; /* reply_tail of its tasks, made with the first slice of the reply */
     char actor[64];
-    char why[256]; /* ARRAY_DISCARD: why the write failed, for the 500 */
+    struct ctl_idem idem; /* written with the last slice ("" for none) */
+    char why[256];        /* ARRAY_DISCARD: why the write failed, for the 500 */
     struct ctl_array *next;
 };
 
@@ -752,6 +754,14 @@ static size_t arrays_unqueued(struct ctl *c, const char *project, const char *us
             (!user || strcmp(a->ps.user, user) == 0))
             n += a->n - a->added;
     return n;
+}
+
+bool ctl_array_key_writing(struct ctl *c, const char *user, const char *key)
+{
+    for (struct ctl_array *a = c->arrays; a; a = a->next)
+        if (a->idem.key[0] && strcmp(a->idem.key, key) == 0 && strcmp(a->actor, user) == 0)
+            return true;
+    return false;
 }
 
 static void array_free(struct ctl_array *a)
@@ -819,6 +829,8 @@ static int array_write_slice(struct ctl_array *a, int64_t t0)
         char target[48];
         snprintf(target, sizeof(target), "array:%llu", (unsigned long long)a->first);
         rc = store_array_writing_clear(c->store, a->first);
+        if (rc == 0)
+            rc = ctl_idem_record(c, a->actor, &a->idem, a->first, true, a->n);
         if (rc == 0)
             rc = audit_submit(c, a->actor, target, &a->ps);
     }
@@ -1076,7 +1088,7 @@ void ctl_arrays_stop_all(struct ctl *c)
  * every id the array reserves, the first rows. Then the next turns take over. 0, or -1
  * after answering (nothing is kept: the request's savepoint rolls back). */
 static int array_begin(struct ctl_req *r, struct proto_jobspec *ps, int32_t **idx, size_t n,
-                       int limit, int64_t now)
+                       int limit, int64_t now, const struct ctl_idem *idem)
 {
     struct ctl *c = r->c;
     struct sched_job_spec sp;
@@ -1100,6 +1112,7 @@ static int array_begin(struct ctl_req *r, struct proto_jobspec *ps, int32_t **id
     a->ps = *ps;
     a->idx = *idx;
     str_copy(a->actor, sizeof(a->actor), r->id.user);
+    a->idem = *idem;
     if (rc == 0)
         rc = array_write_slice(a, clock_mono_us());
     if (rc < 0) {
@@ -1132,7 +1145,9 @@ void h_jobs_submit(struct ctl_req *r)
     struct proto_jobspec ps;
     struct proto_error e;
     int64_t now = clock_now_ms();
-    if (rate_limit(r) < 0)
+    struct ctl_idem idem;
+    /* a repeat is answered before the rate limit: it writes nothing */
+    if (ctl_idem_begin(r, &idem) != 0 || rate_limit(r) < 0)
         return;
     if (proto_jobspec_parse_text(r->body ? r->body : "", r->body_len, now, &ps, &e) < 0) {
         ctl_reply_error(c, r->req, &e);
@@ -1158,7 +1173,7 @@ void h_jobs_submit(struct ctl_req *r)
         goto out;
     rate_charge(r, n - 1);                  /* the first took its token in rate_limit */
     if (idx && n > CTL_ARRAY_SLICE_TASKS) { /* written across loop turns */
-        (void)array_begin(r, &ps, &idx, n, limit, now);
+        (void)array_begin(r, &ps, &idx, n, limit, now, &idem);
         goto out;
     }
     uint64_t first = c->next_job_id;
@@ -1178,6 +1193,8 @@ void h_jobs_submit(struct ctl_req *r)
     }
     if (rc == 0)
         rc = store_counter_set(c->store, "next_job_id", (int64_t)(first + n));
+    if (rc == 0) /* with the jobs, in their transaction: both or neither */
+        rc = ctl_idem_record(c, r->id.user, &idem, first, idx != NULL, n);
     char target[48];
     snprintf(target, sizeof(target), idx ? "array:%llu" : "job:%llu", (unsigned long long)first);
     if (rc == 0)

@@ -6,6 +6,7 @@
 #define DOCKET_CONTROLLER_JOBS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,9 @@ void h_forecast(struct ctl_req *r);
 /* At shutdown, the big arrays still being written are dropped (their marker stays: the
  * next start rolls them back) and their clients answered 503. */
 void ctl_arrays_stop_all(struct ctl *c);
+/* Is a big array of `user` with Idempotency-Key `key` being written now (its key is
+ * stored with its last slice)? */
+bool ctl_array_key_writing(struct ctl *c, const char *user, const char *key);
 json_t *ctl_job_json(struct ctl *c, const struct store_job *j);
 /* The same with the job's spec already parsed (borrowed). */
 json_t *ctl_job_json_spec(struct ctl *c, const struct store_job *j, const json_t *spec);

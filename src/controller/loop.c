@@ -18,6 +18,7 @@
 #include "controller/conn.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
+#include "controller/idem.h"
 #include "controller/logs.h"
 #include "controller/leader.h"
 #include "controller/lease.h"
@@ -908,6 +909,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         }
     }
     ctl_usage_prune(c);
+    ctl_idem_prune(c);
     ctl_services_tick(c);
     ctl_lifecycle_tick(c);
     ctl_storage_tick(c);

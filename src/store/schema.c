@@ -243,6 +243,14 @@ static const char *const migrations[] = {
      * submit (its own, else its template's; docs/environments.md "Containers"); '' for a
      * job on the node's own system and for jobs before. */
     "ALTER TABLE jobs ADD COLUMN image TEXT NOT NULL DEFAULT '';",
+    /* ---- issue 32: 21: idempotency keys of submissions (docs/api.md "Retrying a
+     * submission"): a user's key, the SHA-256 of the body it came with, and the job or
+     * array it made, written in the submission's own transaction; pruned after the
+     * window. */
+    "CREATE TABLE submit_keys (user_name TEXT NOT NULL, idem_key TEXT NOT NULL,"
+    " body_sha TEXT NOT NULL, first_id INTEGER NOT NULL, is_array INTEGER NOT NULL,"
+    " tasks INTEGER NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY (user_name, idem_key));"
+    "CREATE INDEX submit_keys_time ON submit_keys(created_ms);",
 };
 
 /* PostgreSQL's twin of each migration after STORE_PG_BASE_VERSION (schema_pg.c holds the
@@ -282,6 +290,11 @@ static const char *const pg_migrations[] = {
      "CREATE UNIQUE INDEX services_endpoint ON services(endpoint_port) WHERE endpoint_port > 0;"),
     /* 20: the image of a job's container */
     "ALTER TABLE jobs ADD COLUMN image TEXT NOT NULL DEFAULT '';",
+    /* 21: idempotency keys of submissions */
+    "CREATE TABLE submit_keys (user_name TEXT NOT NULL, idem_key TEXT NOT NULL,"
+    " body_sha TEXT NOT NULL, first_id BIGINT NOT NULL, is_array BIGINT NOT NULL,"
+    " tasks BIGINT NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY (user_name, idem_key));"
+    "CREATE INDEX submit_keys_time ON submit_keys(created_ms);",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    STORE_PG_BASE_VERSION + sizeof(pg_migrations) / sizeof(pg_migrations[0]),

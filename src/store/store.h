@@ -587,6 +587,33 @@ typedef int (*store_service_cb)(void *arg, const struct store_service *sv);
 int store_service_list(struct store *st, store_service_cb cb, void *arg) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
+/* Idempotency keys of submissions (schema 21, src/store/idem.c; docs/api.md "Retrying a
+ * submission")                                                                          */
+
+/* What one key made: the job (or the array, by its first id and tasks) and the SHA-256 of
+ * the request body it came with, as 64 lowercase hex. */
+struct store_submit_key {
+    char user[64];
+    char key[132]; /* 1-128 printable characters (the controller checks) */
+    char body_sha[65];
+    uint64_t first_id;
+    bool is_array;
+    int64_t tasks;
+    int64_t created_ms;
+};
+/* Write the key in the caller's transaction, with the jobs it made: -EEXIST when the user
+ * holds it already, made at or after `since_ms` (nothing written; an older one is
+ * replaced), -EIO. */
+int store_submit_key_put(struct store *st, const struct store_submit_key *k,
+                         int64_t since_ms) STORE_WUR;
+/* The user's key into *out: 0, -ENOENT when absent (or older than `since_ms`: pruned
+ * soon, and no longer held), -EIO. */
+int store_submit_key_get(struct store *st, const char *user, const char *key, int64_t since_ms,
+                         struct store_submit_key *out) STORE_WUR;
+/* Delete at most `limit` keys made before `before_ms`: how many, or -EIO. */
+int store_submit_key_prune(struct store *st, int64_t before_ms, int limit) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
 /* Storage areas (schema 16, src/store/storage.c; docs/storage.md)                      */
 
 struct store_storage_area {

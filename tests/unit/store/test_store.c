@@ -46,11 +46,12 @@ static void reopen(struct fx *f)
 
 /* The schema version schema.c migrates to (one place to change when a migration is added). */
 #define SCHEMA_LATEST                                                                              \
-    20 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
+    21 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
           written (h-slice), 12: each run's lease (issue 32), 13: services (issue 36), 14: token   \
           parents and secrets' allow lists (issue 33), 15: a job's template (issue 35),            \
           16: storage areas, 17: lifecycle runs, 18: storage usage (issue 37), 19: services'       \
-          endpoint ports (issue 36), 20: a job's image (issue 35) */
+          endpoint ports (issue 36), 20: a job's image (issue 35), 21: submissions'                \
+          idempotency keys (issue 32) */
 
 static void migrates_from_empty(void **state)
 {
@@ -1421,6 +1422,62 @@ static void storage_areas_round_trip(void **state)
     assert_string_equal(got, "ml/hot=20:alice;");
 }
 
+/* Idempotency keys (schema 21): a key is the user's (another user's same key is another
+ * row), put twice is -EEXIST and changes nothing, it survives a reopen, a rolled-back
+ * transaction keeps no key, one past the window reads as absent and is taken over by a new
+ * put, and prune deletes only those past it. */
+static void submit_keys_round_trip(void **state)
+{
+    struct fx *f = *state;
+    struct store_submit_key k = {
+        .user = "alice", .key = "k 1/x", .first_id = 7, .tasks = 1, .created_ms = 1000};
+    snprintf(k.body_sha, sizeof(k.body_sha), "%064d", 1);
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_submit_key_put(f->st, &k, 0), 0);
+    struct store_submit_key again = k;
+    again.first_id = 8;
+    assert_int_equal(store_submit_key_put(f->st, &again, 0), -EEXIST);
+    snprintf(again.user, sizeof(again.user), "bob");
+    assert_int_equal(store_submit_key_put(f->st, &again, 0), 0);
+    assert_int_equal(store_commit(f->st), 0);
+    /* rolled back: its key is not kept */
+    struct store_submit_key lost = k;
+    snprintf(lost.key, sizeof(lost.key), "lost");
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_submit_key_put(f->st, &lost, 0), 0);
+    assert_int_equal(store_rollback(f->st), 0);
+    reopen(f);
+    struct store_submit_key got;
+    assert_int_equal(store_submit_key_get(f->st, "alice", "k 1/x", 0, &got), 0);
+    assert_int_equal(got.first_id, 7);
+    assert_false(got.is_array);
+    assert_string_equal(got.body_sha, k.body_sha);
+    assert_int_equal(store_submit_key_get(f->st, "bob", "k 1/x", 0, &got), 0);
+    assert_int_equal(got.first_id, 8);
+    assert_int_equal(store_submit_key_get(f->st, "alice", "lost", 0, &got), -ENOENT);
+    assert_int_equal(store_submit_key_get(f->st, "carol", "k 1/x", 0, &got), -ENOENT);
+    /* past the window (made before 2000): absent, and a new put takes it over */
+    assert_int_equal(store_submit_key_get(f->st, "alice", "k 1/x", 2000, &got), -ENOENT);
+    struct store_submit_key arr = k;
+    arr.first_id = 20;
+    arr.is_array = true;
+    arr.tasks = 5;
+    arr.created_ms = 3000;
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_submit_key_put(f->st, &arr, 2000), 0);
+    assert_int_equal(store_commit(f->st), 0);
+    assert_int_equal(store_submit_key_get(f->st, "alice", "k 1/x", 2000, &got), 0);
+    assert_true(got.is_array);
+    assert_int_equal(got.first_id, 20);
+    assert_int_equal(got.tasks, 5);
+    /* prune: bob's (1000) goes, alice's (3000) stays */
+    assert_int_equal(store_begin(f->st), 0);
+    assert_int_equal(store_submit_key_prune(f->st, 2000, 100), 1);
+    assert_int_equal(store_commit(f->st), 0);
+    assert_int_equal(store_submit_key_get(f->st, "bob", "k 1/x", 0, &got), -ENOENT);
+    assert_int_equal(store_submit_key_get(f->st, "alice", "k 1/x", 0, &got), 0);
+}
+
 static int list_lc_run(void *arg, const struct store_lc_run *r)
 {
     char *out = arg;
@@ -2176,8 +2233,9 @@ static void import_from_sqlite(void **state)
         assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), -EINVAL);
     } else {
         assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), 0);
-        /* services: 13, storage_areas: 16, lifecycle_runs: 17, storage_usage: 18 */
-        assert_int_equal(stats.tables, 24);
+        /* services: 13, storage_areas: 16, lifecycle_runs: 17, storage_usage: 18,
+         * submit_keys: 21 */
+        assert_int_equal(stats.tables, 25);
         struct store_job out;
         assert_int_equal(store_job_get(f->st, 3, &out), 0);
         assert_int_equal(out.state, SCHED_RUNNING);
@@ -2325,6 +2383,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(report_waits_and_outcomes, setup, teardown),
         cmocka_unit_test_setup_teardown(alert_history_and_silences, setup, teardown),
         cmocka_unit_test_setup_teardown(array_marker_and_discard, setup, teardown),
+        cmocka_unit_test_setup_teardown(submit_keys_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(job_write_hook_reports_every_job_row, setup, teardown),
         cmocka_unit_test_setup_teardown(array_discarded_in_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(arrays_rolled_back_at_start, setup, teardown),
