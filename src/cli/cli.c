@@ -8,8 +8,10 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -374,6 +376,53 @@ int cli_call(struct cli *c, const char *method, const char *path, json_t *body, 
     free(text);
     if (rc)
         return rc;
+    *reply = json_loadb(r.body, r.len, 0, &jerr);
+    client_reply_release(&r);
+    if (!*reply)
+        return cli_fail(c, "docketd sent a reply that is not JSON (%s)", jerr.text);
+    if (!c->json)
+        safe_tree(*reply);
+    return 0;
+}
+
+/* 32 hex characters from the kernel's random source: two submissions never share one. */
+static int fresh_key(char out[33])
+{
+    unsigned char b[16];
+    if (getentropy(b, sizeof(b)) < 0)
+        return -errno;
+    for (size_t i = 0; i < sizeof(b); i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+    return 0;
+}
+
+int cli_submit_call(struct cli *c, json_t *spec, json_t **reply)
+{
+    struct client_reply r;
+    char err[1024], key[33];
+    json_error_t jerr;
+
+    *reply = NULL;
+    char *text = json_dumps(spec, JSON_COMPACT);
+    if (!text)
+        return cli_fail(c, "out of memory");
+    if (fresh_key(key) < 0) {
+        free(text);
+        return cli_fail(c, "cannot draw an idempotency key: %s", strerror(errno));
+    }
+    if (!c->client && !(c->client = client_create(&c->cfg, err, sizeof(err)))) {
+        free(text);
+        return cli_fail(c, "%s", err);
+    }
+    int rc = client_submit(c->client, "/v1/jobs", text, strlen(text), key, &r, err, sizeof(err));
+    free(text);
+    if (rc < 0)
+        return cli_fail(c, "%s", err);
+    if (r.status < 200 || r.status > 299) {
+        rc = cli_report_error(c, &r);
+        client_reply_release(&r);
+        return rc;
+    }
     *reply = json_loadb(r.body, r.len, 0, &jerr);
     client_reply_release(&r);
     if (!*reply)

@@ -116,6 +116,10 @@ void cli_warn(struct cli *c, const char *fmt, ...) __attribute__((format(printf,
  * JSON (caller decrefs) and 0 is returned. Otherwise the error is printed with a hint of
  * what to do (and, with --json, the error object on stdout) and EXIT_FAIL returned. */
 int cli_call(struct cli *c, const char *method, const char *path, json_t *body, json_t **reply);
+/* POST /v1/jobs as cli_call, with a fresh random Idempotency-Key: a submission whose
+ * outcome is unknown (a controller killed, a takeover) is sent again with the same key
+ * and lands once (client_submit). */
+int cli_submit_call(struct cli *c, json_t *spec, json_t **reply);
 /* Print an error reply (status not 2xx) with a hint of what to do; with --json also the
  * error object on stdout. EXIT_FAIL. */
 int cli_report_error(struct cli *c, const struct client_reply *r);

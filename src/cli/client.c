@@ -67,6 +67,7 @@ struct client {
     char pin[80];    /* https://: "sha256//BASE64" for CURLOPT_PINNEDPUBLICKEY, or "" */
     char auth[560];  /* "Authorization: Bearer ..." or "" */
     char source[300];
+    char idem[200]; /* "Idempotency-Key: K" while client_submit runs, else "" */
     /* DOCKET_URL=URL1,URL2...: one client per controller, in the order given; the head
      * owns the others and remembers which one answered last */
     struct client *alt, *cur;
@@ -435,8 +436,9 @@ void client_destroy(struct client *c)
     client_destroy(c->alt);
     if (c->curl)
         c->api.easy_cleanup(c->curl);
-    if (c->api.dl)
-        dlclose(c->api.dl);
+    /* libcurl stays loaded: its OpenSSL keeps thread-local state and exit handlers, and
+     * once unloaded, LeakSanitizer's scan at exit read a freed module's thread-local block
+     * and crashed (tls.bats, a submission over https:// with its Idempotency-Key) */
     http_conn_destroy(c->http);
     free(c);
 }
@@ -474,6 +476,8 @@ static int plain_request(struct client *c, const char *method, const char *path,
     dbuf_init(&headers, 2048);
     if (c->auth[0])
         dbuf_printf(&headers, "%s\r\n", c->auth);
+    if (c->idem[0])
+        dbuf_printf(&headers, "%s\r\n", c->idem);
     if (body)
         dbuf_printf(&headers, "Content-Type: %s\r\n",
                     content_type ? content_type : "application/json");
@@ -609,7 +613,7 @@ static int tls_request(struct client *c, const char *method, const char *path,
     CURLcode rc;
 
     if (load_curl(c, err, errlen) < 0)
-        return -EIO;
+        return -ENOEXEC; /* nothing was sent */
     if (snprintf(url, sizeof(url), "%s%s", c->base, path) >= (int)sizeof(url)) {
         snprintf(err, errlen, "request path too long");
         return -ENAMETOOLONG;
@@ -618,6 +622,8 @@ static int tls_request(struct client *c, const char *method, const char *path,
     dbuf_init(&b, MAX_REPLY);
     if (c->auth[0])
         h = a->slist_append(h, c->auth);
+    if (c->idem[0])
+        h = a->slist_append(h, c->idem);
     if (body) {
         snprintf(ctype, sizeof(ctype), "Content-Type: %s",
                  content_type ? content_type : "application/json");
@@ -679,9 +685,14 @@ static int tls_request(struct client *c, const char *method, const char *path,
         else
             snprintf(err, errlen, "request to docketd at %s failed: %s", c->shown, why);
         dbuf_release(&b);
-        /* nothing was sent when it could not connect: another controller may be tried */
-        return rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ? -ECONNREFUSED
-                                                                               : -EIO;
+        /* nothing was sent when it could not connect: another controller may be tried;
+         * nor to one that failed the check of its certificate, which is tried no more */
+        if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
+            return -ECONNREFUSED;
+        return rc == CURLE_SSL_PINNEDPUBKEYNOTMATCH || rc == CURLE_PEER_FAILED_VERIFICATION ||
+                       rc == CURLE_SSL_CACERT_BADFILE
+                   ? -EPERM
+                   : -EIO;
     }
     a->easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
     r->body = dbuf_detach(&b, &r->len);
@@ -727,7 +738,8 @@ static bool is_standby(const struct client_reply *r)
 /* The request to the controller that answered last, then to each other in turn where
  * one cannot be reached (nothing was sent) or is a standby; the last answer or error
  * stands when none leads. A request that may have reached a controller is never sent
- * again. */
+ * again. 0; -ECONNREFUSED when none could be reached (nothing was sent); -EIO when it may
+ * have arrived; another -errno when it was not sent (a certificate that fails its check). */
 static int request_any(struct client *c, const char *method, const char *path,
                        const char *content_type, const char *body, size_t body_len, long timeout_ms,
                        const struct http_sink *sink, struct client_reply *r, char *err,
@@ -745,27 +757,86 @@ static int request_any(struct client *c, const char *method, const char *path,
             return 0;
         }
         if (rc < 0 && rc != -ECONNREFUSED)
-            return -EIO;
+            return rc; /* -EIO: it may have arrived */
         if (rc == 0)
             snprintf(err, errlen, "docketd at %s is a standby and no other controller leads",
                      k->shown);
         k = k->alt ? k->alt : c;
     } while (k != (c->cur ? c->cur : c));
-    return rc < 0 ? -EIO : 0;
+    return rc < 0 ? -ECONNREFUSED : 0; /* none could be reached: nothing was sent */
 }
 
 int client_request(struct client *c, const char *method, const char *path, const char *content_type,
                    const char *body, size_t body_len, long timeout_ms, struct client_reply *r,
                    char *err, size_t errlen)
 {
-    return request_any(c, method, path, content_type, body, body_len, timeout_ms, NULL, r, err,
-                       errlen);
+    int rc = request_any(c, method, path, content_type, body, body_len, timeout_ms, NULL, r, err,
+                         errlen);
+    return rc < 0 ? -EIO : 0;
+}
+
+/* Was the answer "the same key is still being written" (a big array's; 409 in_progress)? */
+static bool is_in_progress(const struct client_reply *r)
+{
+    if (r->status != 409 || !r->body)
+        return false;
+    json_t *o = json_loadb(r->body, r->len, 0, NULL);
+    const char *code = json_string_value(json_object_get(json_object_get(o, "error"), "code"));
+    bool busy = code && strcmp(code, "in_progress") == 0;
+    json_decref(o);
+    return busy;
+}
+
+static void set_idem(struct client *c, const char *key)
+{
+    for (struct client *k = c; k; k = k->alt)
+        if (key)
+            snprintf(k->idem, sizeof(k->idem), "Idempotency-Key: %s", key);
+        else
+            k->idem[0] = '\0';
+}
+
+int client_submit(struct client *c, const char *path, const char *body, size_t body_len,
+                  const char *key, struct client_reply *r, char *err, size_t errlen)
+{
+    int64_t deadline = clock_mono_ms() + CLIENT_SUBMIT_RETRY_MS;
+    int wait_ms = 100, rc;
+    bool unknown = false; /* a try may have reached a controller */
+    set_idem(c, key);
+    for (;;) {
+        rc = request_any(c, "POST", path, "application/json", body, body_len, 0, NULL, r, err,
+                         errlen);
+        /* refused everywhere on the first try: nothing was sent, say so at once */
+        if (rc == -EIO)
+            unknown = true;
+        bool again = rc == 0 ? is_standby(r) || is_in_progress(r)
+                             : rc == -EIO || (unknown && rc == -ECONNREFUSED);
+        if (!again || clock_mono_ms() + wait_ms > deadline)
+            break;
+        client_reply_release(r);
+        poll(NULL, 0, wait_ms); /* the standby takes the lead within seconds */
+        wait_ms = wait_ms * 2 > 2000 ? 2000 : wait_ms * 2;
+        /* the next try starts at the next controller: the one that failed may be gone */
+        struct client *k = c->cur ? c->cur : c;
+        c->cur = k->alt ? k->alt : c;
+    }
+    set_idem(c, NULL);
+    if (rc < 0 && unknown) {
+        char why[512];
+        snprintf(why, sizeof(why), "%s", err);
+        snprintf(err, errlen,
+                 "%s; the submission's outcome is unknown after %d s of retries with "
+                 "Idempotency-Key %s (sending it again with that key is safe: it lands once)",
+                 why, CLIENT_SUBMIT_RETRY_MS / 1000, key);
+    }
+    return rc < 0 ? -EIO : 0;
 }
 
 int client_download(struct client *c, const char *path, long timeout_ms,
                     const struct http_sink *sink, struct client_reply *r, char *err, size_t errlen)
 {
-    return request_any(c, "GET", path, NULL, NULL, 0, timeout_ms, sink, r, err, errlen);
+    int rc = request_any(c, "GET", path, NULL, NULL, 0, timeout_ms, sink, r, err, errlen);
+    return rc < 0 ? -EIO : 0;
 }
 
 int client_escape(const char *s, char *buf, size_t len)
@@ -845,7 +916,7 @@ static int tls_connect(struct client *c, char *err, size_t errlen)
     const struct curl_api *a = &c->api;
     char detail[CURL_ERROR_SIZE] = "";
     if (load_curl(c, err, errlen) < 0)
-        return -EIO;
+        return -ENOEXEC; /* nothing was sent */
     a->easy_reset(c->curl);
     a->easy_setopt(c->curl, CURLOPT_URL, c->base);
     a->easy_setopt(c->curl, CURLOPT_CONNECT_ONLY, 1L);

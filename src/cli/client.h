@@ -13,7 +13,8 @@
  * A url may be a list, "URL1,URL2" (the controllers of an active/standby pair): each
  * request goes to the one that answered last, and on to the next only where nothing was
  * sent (it cannot be reached) or the answer is a standby's 503; never again after a
- * request may have arrived.
+ * request may have arrived, but for a submission, which carries an Idempotency-Key
+ * (client_submit).
  *
  * https:// checks docketd's certificate: against a pinned public key (DOCKET_FINGERPRINT,
  * --fingerprint, "sha256:<hex>" as docketd prints it) when one is given, else against
@@ -78,6 +79,17 @@ void client_destroy(struct client *c);
 int client_request(struct client *c, const char *method, const char *path, const char *content_type,
                    const char *body, size_t body_len, long timeout_ms, struct client_reply *r,
                    char *err, size_t errlen);
+
+/* POST a submission with an Idempotency-Key (docs/api.md "Retrying a submission"): where
+ * its outcome is unknown (the connection cut after it was sent, no answer in time) or no
+ * controller leads yet (a standby's 503, a takeover under way), the same request with the
+ * same key goes again, to the next controller, for up to CLIENT_SUBMIT_RETRY_MS: docketd
+ * answers a repeat with what the first made, so it lands once. Refused everywhere on the
+ * first try, nothing was sent, and that is said at once. Same returns as client_request;
+ * err says the key when the outcome stays unknown. */
+#define CLIENT_SUBMIT_RETRY_MS 60000
+int client_submit(struct client *c, const char *path, const char *body, size_t body_len,
+                  const char *key, struct client_reply *r, char *err, size_t errlen);
 
 /* A GET whose 2xx body goes to sink as it arrives (a file that may not fit in memory);
  * an error reply's body is in r->body as client_request's. Same returns. */

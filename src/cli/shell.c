@@ -451,7 +451,7 @@ int shell_run(struct cli *c, json_t *spec)
     if (term && *term && strlen(term) < 64 && !json_object_get(env, "TERM"))
         json_object_set_new(env, "TERM", json_string(term));
     catch_signals();
-    int rc = cli_call(c, "POST", "/v1/jobs", spec, &reply);
+    int rc = cli_submit_call(c, spec, &reply);
     if (rc != 0)
         return rc;
     int64_t id = jint(json_object_get(reply, "job"), "id", 0);

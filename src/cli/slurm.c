@@ -498,7 +498,7 @@ int cmd_sbatch(struct cli *c, int argc, char **argv)
     }
     if (rc == 0 && test_only) {
         cli_print_json(c, r.spec);
-    } else if (rc == 0 && (rc = cli_call(c, "POST", "/v1/jobs", r.spec, &reply)) == 0) {
+    } else if (rc == 0 && (rc = cli_submit_call(c, r.spec, &reply)) == 0) {
         json_t *job = json_object_get(reply, "job");
         int64_t id = job ? jint(job, "id", 0) : jint(reply, "array_id", 0);
         if (c->json)

@@ -277,7 +277,7 @@ int cmd_submit(struct cli *c, int argc, char **argv)
     } else if (rc == 0 && f.dry_run) {
         cli_print_json(c, spec);
     } else if (rc == 0) {
-        rc = cli_call(c, "POST", "/v1/jobs", spec, &reply);
+        rc = cli_submit_call(c, spec, &reply);
         if (rc == 0)
             rc = print_reply(c, reply, &f);
     }

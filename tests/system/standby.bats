@@ -2,8 +2,8 @@
 # standby.bats - active and standby on PostgreSQL (issue 32; docs/operations.md "Active and
 # standby"): two docketd on one database, one leads, the other answers 503 with where the
 # leader is; the leader is killed (-9) while submissions pour in through the CLI's list of
-# both; the standby takes over: every acknowledged submission is there, none twice, and
-# it serves; a job running through it on an agent that knows both controllers runs once,
+# both; the standby takes over: every submission is acknowledged (a cut one is sent again
+# with its Idempotency-Key), is there, none twice, and it serves; a job running through it on an agent that knows both controllers runs once,
 # to its end. HAProxy in front of both (docs/operations.md: the console's and other
 # clients' one address) reaches whoever leads, before and after. A SQLite docketd has no
 # standby.
@@ -90,19 +90,32 @@ teardown_file() {
     run_id=$(DOCKET_URL=unix:$T/ctl/docketd.sock DOCKET_TOKEN='' "$DOCKET" submit --parsable \
         --select zone=c -- sh -c 'sleep 12; echo through')
     wait_for 60 state_in "$run_id" RUNNING || { "$DOCKET" explain "$run_id" >&2; "$DOCKET" nodes >&2; false; }
+    # four CLI loops: each submission carries an Idempotency-Key of its own, and one cut
+    # by the kill is sent again with it to the new leader (docs/api.md "Retrying a
+    # submission"), so every one is acknowledged, and stored once
     : >"$T/acked"
-    (for i in $(seq 1 400); do
-        id=$("$DOCKET" submit --parsable --hold --name "ha-$i" -- true 2>/dev/null) &&
-            echo "$i $id" >>"$T/acked"
-    done) &
-    feeder=$!
+    : >"$T/failed"
+    feeders=()
+    for w in 1 2 3 4; do
+        (for i in $(seq 1 100); do
+            if id=$("$DOCKET" submit --parsable --hold --name "ha-$w-$i" -- true 2>>"$T/err-$w"); then
+                echo "$w-$i $id" >>"$T/acked"
+            else
+                echo "$w-$i" >>"$T/failed"
+            fi
+        done) &
+        feeders+=($!)
+    done
     wait_for 60 bash -c "[[ \$(wc -l <$T/acked) -ge 50 ]]"
     killed_ms=$(date +%s%3N)
     kill -9 "$(cat "$T/ctl.pid")"
-    wait "$feeder"
+    wait "${feeders[@]}"
     # the standby took over and loaded the state
     wait_for 60 grep -q "event=leading" "$T/ctl2.log"
-    [[ $(wc -l <"$T/acked") -gt 50 ]]
+    # no CLI saw an outcome it could not settle: all 400 acknowledged
+    [[ ! -s $T/failed ]] || { cat "$T/failed" "$T"/err-* >&2; false; }
+    ! grep -q "outcome is unknown" "$T"/err-*
+    [[ $(wc -l <"$T/acked") == 400 ]]
     # every acknowledged submission is there, under its name, once
     "$DOCKET" queue --json -n 100000 >"$T/q.json"
     # (one jq over the whole list: a jq per submission took seconds)
@@ -113,6 +126,8 @@ teardown_file() {
         | select($by_name["ha-" + $i] != [($id | tonumber)])
         | "submission \($i) (job \($id)) lost or doubled"' "$T/q.json" >"$T/lost"
     [[ ! -s $T/lost ]] || { cat "$T/lost" >&2; false; }
+    # and nothing else of the loops was stored: 400 names, 400 jobs
+    jq -e '[.jobs[] | select(.name | startswith("ha-"))] | length == 400' "$T/q.json"
     # and it serves: a new submission, through the same list
     run -0 "$DOCKET" submit --parsable --hold --name after -- true
     # the agent with both URLs moved on to the new leader, whose heartbeats it answers
