@@ -13,6 +13,10 @@
 # one address, where the issue means 2,000 clients: docketd then gets max_unproven_per_peer
 # = N (PEER_CAP=32, the default, sheds all but 32 of a new leader's new connections each
 # loop turn, as it would a slowloris from one address; docs/security.md).
+# KEYS=1 (the default): every submission carries an Idempotency-Key and one cut by the kill
+# is sent again with it (the CLI always does; burst.py --keys), so "unknown" counts only
+# what stayed unanswered; KEYS=0: the burst as before the keys, a cut one never sent again.
+# The CLI loops' "outcome is unknown" errors are counted too.
 # Use a release build: meson setup build-r --buildtype=release && ninja -C build-r.
 set -euo pipefail
 B=${1:-build-r}
@@ -21,6 +25,7 @@ WORKERS=${WORKERS:-16}
 SETTLE_S=${SETTLE_S:-2}
 AFTER_S=${AFTER_S:-1} # submissions go on this long after the standby serves
 BURST=${BURST:-}
+KEYS=${KEYS:-1}
 [[ -z $BURST ]] || ulimit -n $((BURST * 2 + 1024))
 PEER_CAP=${PEER_CAP:-${BURST:-32}}
 PG=$(dirname "$0")/../../scripts/pg-test.sh
@@ -70,12 +75,13 @@ for r in $(seq "$ROUNDS"); do
     workers=()
     if [[ -n $BURST ]]; then
         python3 "$(dirname "$0")/burst.py" --urls "$DOCKET_URL" --token-file "$T/a/admin.token" \
-            --conns "$BURST" --stop "$T/stop" --acked "$T/acked" >"$T/burst.out" &
+            --conns "$BURST" --stop "$T/stop" --acked "$T/acked" \
+            $([[ $KEYS == 0 ]] || echo --keys) >"$T/burst.out" &
         workers+=($!)
     fi
     for w in $(seq "$([[ -n $BURST ]] && echo 0 || echo "$WORKERS")"); do
         (while [[ ! -e $T/stop ]]; do
-            "$DOCKET" submit --parsable --hold -- true >>"$T/acked" 2>/dev/null || true
+            "$DOCKET" submit --parsable --hold -- true >>"$T/acked" 2>>"$T/cli.err" || true
         done) &
         workers+=($!)
     done
@@ -91,7 +97,9 @@ for r in $(seq "$ROUNDS"); do
     rm -f "$T/stop"
     after=$(($(wc -l <"$T/acked") - before))
     s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1000 }')
-    echo "round $r: serving again $s s after kill -9 of the leader ($before submissions acknowledged before, $after after)"
+    unknown=$(grep -c "outcome is unknown" "$T/cli.err" 2>/dev/null || true)
+    rm -f "$T/cli.err"
+    echo "round $r: serving again $s s after kill -9 of the leader ($before submissions acknowledged before, $after after; CLI outcomes unknown: ${unknown:-0})"
     if [[ -n $BURST ]]; then # every acknowledged name once in the database, with its id
         psql -At "$dsn" -c "SELECT name || ' ' || id FROM jobs" | sort >"$T/stored"
         sort "$T/acked" >"$T/acked.sorted"
