@@ -90,6 +90,18 @@ stored() {
     [[ $code == 201 ]] || { echo "$code $reply" >&2; false; }
 }
 
+@test "a big array (written across loop turns) keeps its key with its last slice" {
+    body='{"name": "idem-big", "command": ["true"], "hold": true, "array": "0-299"}'
+    post k-big "$body"
+    [[ $code == 201 ]] || { echo "$code $reply" >&2; false; }
+    first=$(jq -c '{a: .array_id, n: (.jobs | length), last: .jobs[299].id}' <<<"$reply")
+    post k-big "$body"
+    [[ $code == 200 ]] || { echo "$code $reply" >&2; false; }
+    [[ $(jq -c '{a: .array_id, n: (.jobs | length), last: .jobs[299].id}' <<<"$reply") == "$first" ]]
+    jq -e '[.jobs[] | has("script") or has("env")] | any | not' <<<"$reply"
+    [[ $(stored idem-big) == 300 ]]
+}
+
 @test "the key holds across a restart of docketd" {
     body='{"name": "idem-restart", "command": ["true"], "hold": true}'
     post k-restart "$body"
