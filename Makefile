@@ -29,7 +29,8 @@ SLURM_COMPAT_DIR ?= $(PREFIX)/bin
 CHECK_BATS ?= $(addprefix tests/system/,cli.bats slurm.bats slurm_scripts.bats srun_step.bats sim.bats \
 	sim_history.bats \
 	secrets.bats metrics.bats usage.bats logs_runs.bats class_limits.bats groups.bats \
-	seams_people.bats templates.bats slurm_site.bats)
+	seams_people.bats templates.bats slurm_site.bats live.bats \
+	project_usage.bats)
 # ... and on PostgreSQL (docketd --db, a throwaway cluster: scripts/pg-test.sh)
 CHECK_PG_BATS ?= tests/system/cli.bats
 

@@ -1,6 +1,7 @@
 // main.js - the console's shell: login, navigation, the hash router and the live
-// refresh (every page re-reads the API every few seconds; no page needs a reload).
-import { get, post, session, ApiError } from './api.js';
+// refresh: a page is read again when docketd says something it shows changed (the change
+// stream, GET /v1/changes) and every few seconds besides; no page needs a reload.
+import { get, post, raw, reads, session, ApiError } from './api.js';
 import { el, route, href, can } from './ui.js';
 import overview from './pages/overview.js';
 import queue from './pages/queue.js';
@@ -18,7 +19,12 @@ const PAGES = [
   ['forecast', 'Forecast', forecast, () => true],
   ['audit', 'Audit', audit, (me) => can.audit(me)],
 ];
+// Pages drawn from the lists docketd tags (jobs, nodes, projects, alerts): the change
+// stream says when to read them, so their timer only backs it up.
+const WATCHED = new Set(['overview', 'queue', 'nodes', 'projects']);
 const REFRESH_MS = 5000;
+const BACKUP_MS = 30000; // a watched page's timer while the change stream is up
+const REDRAW_MS = 60000; // an unchanged page is drawn again this often ("3m ago" moves on)
 
 let me = null;
 let current = null; // {key, page, timer, abort}
@@ -97,11 +103,20 @@ async function show() {
     return;
   }
   const abort = new AbortController();
-  current = { key, page: def, abort, timer: null };
+  current = { key, page: def, abort, timer: null, watched: WATCHED.has(r.page), drawn: 0 };
   const root = el('div', { class: 'page' });
   main.replaceChildren(root);
   await refresh(true);
-  current.timer = setInterval(() => refresh(false), REFRESH_MS);
+  retime();
+}
+
+// The page's timer: every REFRESH_MS, or BACKUP_MS for a watched page while the change
+// stream is up.
+function retime() {
+  if (!current) return;
+  clearInterval(current.timer);
+  const ms = current.watched && live.up ? BACKUP_MS : REFRESH_MS;
+  current.timer = setInterval(() => refresh(false), ms);
 }
 
 function stop() {
@@ -109,6 +124,54 @@ function stop() {
   clearInterval(current.timer);
   current.abort.abort();
   current = null;
+}
+
+// The change stream (GET /v1/changes, text/event-stream), read with fetch: the token
+// goes in the Authorization header as on every call, which EventSource cannot send.
+// `ready` (each connection) and `changed` notices re-read the page (a few notices in a
+// row, once); the stream gone, the page polls every REFRESH_MS and the stream is tried
+// again after 5 s.
+const live = { ctl: null, up: false, soon: null };
+
+function onNotice(block) {
+  const type = (/^event: *(.*)$/m.exec(block) || [])[1];
+  if (type !== 'changed' && type !== 'ready') return;
+  performance.mark(`docket:${type}`);
+  clearTimeout(live.soon);
+  live.soon = setTimeout(() => refresh(false), 50);
+}
+
+async function listen() {
+  unlisten();
+  const ctl = new AbortController();
+  live.ctl = ctl;
+  while (!ctl.signal.aborted) {
+    try {
+      const res = await raw('/v1/changes', { signal: ctl.signal });
+      if (res.status === 401) return; // logged out: the next page read says so
+      if (res.ok && res.body) {
+        live.up = true;
+        retime();
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          for (let i; (i = buf.indexOf('\n\n')) >= 0; buf = buf.slice(i + 2)) onNotice(buf.slice(0, i));
+        }
+      }
+    } catch { /* gone: poll, and try again */ }
+    live.up = false;
+    retime();
+    if (!ctl.signal.aborted) await new Promise((ok) => setTimeout(ok, 5000));
+  }
+}
+
+function unlisten() {
+  if (live.ctl) live.ctl.abort();
+  live.ctl = null;
+  live.up = false;
 }
 
 // An element a page keeps across renders (a log being read: data-keep-scroll) loses its
@@ -137,8 +200,18 @@ async function refresh(force) {
   if (typing && force !== true) return; // not under the viewer's fingers
   cur.busy = true;
   try {
+    reads.tagged = 0;
+    reads.fresh = 0;
     const node = await cur.page({ me, r: route(), signal: cur.abort.signal, rerender: () => refresh(true) });
     if (current !== cur) return;
+    // every list it read answered 304: what is on screen is still true, the page (and any
+    // text selected on it) stays as it is
+    if (force !== true && cur.watched && reads.tagged > 0 && reads.fresh === 0 &&
+        Date.now() - cur.drawn < REDRAW_MS) {
+      status(`Checked ${new Date().toLocaleTimeString()}: no change`);
+      return;
+    }
+    cur.drawn = Date.now();
     const root = document.querySelector('#main .page');
     const focused = document.activeElement && document.activeElement.id;
     if (node) root.replaceChildren(node);
@@ -149,7 +222,7 @@ async function refresh(force) {
     status(`Updated ${new Date().toLocaleTimeString()}`);
   } catch (e) {
     if (e.name === 'AbortError') return;
-    if (e instanceof ApiError && e.status === 401) { stop(); session.clear(); loginView(e.message); return; }
+    if (e instanceof ApiError && e.status === 401) { stop(); unlisten(); session.clear(); loginView(e.message); return; }
     status(e.message, 'err');
   } finally {
     cur.busy = false;
@@ -158,6 +231,7 @@ async function refresh(force) {
 
 async function start() {
   stop();
+  unlisten();
   const codeErr = await takeCode();
   if (!session.token()) { loginView(codeErr); return; }
   try {
@@ -167,6 +241,7 @@ async function start() {
     loginView(e.message);
     return;
   }
+  listen();
   await show();
 }
 

@@ -310,6 +310,44 @@ const cases = {
     await card.locator('.badge', { hasText: 'UP' }).waitFor({ timeout: WAIT });
   },
 
+  // A change appears without a reload, by the change stream: with the stream up a
+  // watched page's timer waits 30 s, longer than WAIT, so only a notice can bring the
+  // drain (made through the API, not this page) and the resume to the screen in time.
+  async live(node) {
+    const page = await login('viewer');
+    await go(page, `#/nodes?node=${node}`);
+    const card = page.locator(`#node-${node}`);
+    await card.locator('.badge', { hasText: 'UP' }).waitFor({ timeout: WAIT });
+    await page.waitForFunction(() => performance.getEntriesByName('docket:ready').length > 0, null, { timeout: WAIT });
+    await page.evaluate(() => { window.docketSameDocument = true; });
+    const d = await api('POST', `/v1/nodes/${node}/drain`, 'operator', { reason: 'live test' });
+    expect(d.status === 200, `drain: ${d.status}`);
+    await card.locator('.badge', { hasText: /DRAIN/ }).waitFor({ timeout: WAIT });
+    const r = await api('POST', `/v1/nodes/${node}/resume`, 'operator', {});
+    expect(r.status === 200, `resume: ${r.status}`);
+    await card.locator('.badge', { hasText: 'UP' }).waitFor({ timeout: WAIT });
+    const seen = await page.evaluate(() => ({ same: window.docketSameDocument === true,
+      changed: performance.getEntriesByName('docket:changed').length }));
+    expect(seen.same, 'the page was reloaded');
+    expect(seen.changed > 0, 'no change notice arrived');
+  },
+
+  // A project's page draws its GPU use over 30 days against its limit, and says the same
+  // in words as the API's series.
+  async projectUse(project) {
+    const page = await login('member');
+    await go(page, `#/projects?project=${project}`);
+    const fig = page.locator('#project-use');
+    await fig.waitFor({ timeout: WAIT });
+    const { body } = await api('GET', `/v1/projects/${project}/usage?days=30`, 'member');
+    expect(Math.max(0, ...body.gpus) > 0, `the API says ${project} used no GPU`);
+    const words = await fig.locator('.use-words').innerText();
+    const peak = /peak ([0-9.]+)/.exec(words);
+    expect(peak && Number(peak[1]) > 0 && words.includes(`limit ${body.gpu_limit < 0 ? '∞' : body.gpu_limit}`),
+      `the chart says '${words}'`);
+    await fig.locator('canvas').first().waitFor({ timeout: WAIT });
+  },
+
   // An admin boosts a project with a reason and an expiry; a member is offered no boost.
   async boost(project) {
     const mem = await login('member');

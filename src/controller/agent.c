@@ -18,6 +18,7 @@
 #include "controller/storage.h"
 #include "controller/conn.h"
 #include "controller/ctl.h"
+#include "controller/live.h"
 #include "controller/http.h"
 #include "controller/logs.h"
 #include "controller/loop.h"
@@ -570,6 +571,7 @@ void h_agent_heartbeat(struct ctl_req *r)
     }
     n->last_hb_ms = clock_mono_ms();
     n->rec.last_heartbeat_ms = clock_now_ms();
+    ctl_live_changed(r->c, CTL_TOPIC_NODES); /* its time and GPU samples */
     remember_held(n, &hb);
     renumber_behind(r->c, n, hb.ack);
     drop_acked(n, hb.ack);

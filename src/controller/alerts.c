@@ -27,8 +27,10 @@
 #include "controller/storage.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
+#include "controller/live.h"
 #include "controller/loop.h"
 #include "util/clock.h"
+#include "util/etag.h"
 #include "util/parse.h"
 #include "util/str.h"
 #include "util/xalloc.h"
@@ -75,6 +77,7 @@ struct ctl_alerts {
     size_t nidle, capidle;
     struct event *timer;
     int64_t last_prune_ms;
+    uint64_t shown; /* what GET /v1/alerts shows, hashed (shown_hash): changed, a notice */
     /* the delivery thread; everything below mu is shared with it */
     pthread_t thread;
     bool thread_on;
@@ -634,6 +637,25 @@ static void rule_storage(struct ctl *c, const struct proto_alert_rule *r, int64_
 
 static void load_silences(struct ctl *c);
 
+static bool silenced_now(const struct ctl_alerts *a, const char *rule, const char *key,
+                         int64_t now);
+
+/* What GET /v1/alerts shows of each instance, hashed (a walk of the instances, no
+ * body): a new value moves the alerts topic on (live.c). */
+static uint64_t shown_hash(const struct ctl_alerts *a, int64_t now)
+{
+    uint64_t h = ETAG_HASH_SEED;
+    for (size_t i = 0; i < alert_eval_count(a->eval); i++) {
+        const struct alert_inst *x = alert_eval_at(a->eval, i);
+        char nums[96];
+        snprintf(nums, sizeof(nums), "%lld %lld %lld %d", (long long)x->history_id,
+                 (long long)x->since_ms, (long long)x->fired_ms,
+                 silenced_now(a, x->rule, x->key, now));
+        h = etag_hash(etag_hash(etag_hash(etag_hash(h, x->rule), x->key), x->summary), nums);
+    }
+    return h;
+}
+
 static void round_run(struct ctl *c, int64_t now)
 {
     struct ctl_alerts *a = c->alerts;
@@ -673,6 +695,10 @@ static void round_run(struct ctl *c, int64_t now)
         }
     }
     alert_eval_end(a->eval, a->cfg.rules, a->cfg.nrules, a->sil, a->nsil, now, on_change, c);
+    uint64_t shown = shown_hash(a, now);
+    if (shown != a->shown)
+        ctl_live_changed(c, CTL_TOPIC_ALERTS);
+    a->shown = shown;
     monthly_report(c, now);
     if (now - a->last_prune_ms >= 60000) {
         a->last_prune_ms = now;

@@ -26,6 +26,7 @@
 #include "controller/anchor.h"
 #include "controller/config.h"
 #include "controller/console.h"
+#include "controller/live.h"
 #include "controller/metrics.h"
 #include "controller/secrets.h"
 #include "controller/turns.h"
@@ -137,6 +138,7 @@ struct ctl {
     struct ctl_net *net;              /* network.c */
     struct ctl_conns *conns;          /* conn.c */
     struct ctl_stream *streams;       /* stream.c: replies being sent in slices */
+    struct ctl_live live;             /* live.c: topic versions, change streams */
     struct ctl_tty_end *ttys;         /* tty.c: terminal streams parked, waiting or joined */
     struct ctl_backup *backup;        /* backup.c: the one backup being made or sent */
     struct ctl_array *arrays;         /* jobs.c: big arrays being written in slices */

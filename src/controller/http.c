@@ -35,6 +35,7 @@
 #include "controller/ctl.h"
 #include "controller/http.h"
 #include "controller/leader.h"
+#include "controller/live.h"
 #include "controller/jobs.h"
 #include "controller/jobupdate.h"
 #include "controller/logs.h"
@@ -70,6 +71,8 @@ static void send_now(struct ctl *c, struct evhttp_request *req, int status, cons
     struct evbuffer *buf = xnonnull(evbuffer_new(), "reply buffer");
     evbuffer_add(buf, data, len);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
+    if (status != 200) /* a list's tag (live.c) names its rows, never an error */
+        evhttp_remove_header(evhttp_request_get_output_headers(req), "ETag");
     if (status >= 0 && status < 600)
         c->metrics.http_by_code[status]++;
     evhttp_send_reply(req, status, NULL, buf);
@@ -252,6 +255,7 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
     if (had_tx && rc == 0) {
         c->commit_gen++; /* the generation written.c gave this transaction's writes */
         ctl_anchor_committed(c, c->commit_gen);
+        ctl_live_committed(c);
     } else if (rc < 0) {
         c->audit_dirty = false;
     }
@@ -440,6 +444,7 @@ static const struct route {
     {M_DELETE, "/v1/projects/:/boost", h_project_unboost, CTL_P_OPERATOR, T_PROJECT},
     {M_POST, "/v1/projects/:/pause", h_project_pause, CTL_P_ADMIN, T_PROJECT},
     {M_POST, "/v1/projects/:/resume", h_project_resume, CTL_P_ADMIN, T_PROJECT},
+    {M_GET, "/v1/projects/:/usage", h_project_usage, CTL_P_READ, T_PROJECT},
     {M_GET, "/v1/projects/:/members", h_members_list, CTL_P_READ, T_PROJECT},
     {M_POST, "/v1/projects/:/members", h_member_add, CTL_P_PROJECT_LEAD, T_PROJECT},
     {M_DELETE, "/v1/projects/:/members/:", h_member_remove, CTL_P_PROJECT_LEAD, T_PROJECT},
@@ -498,6 +503,7 @@ static const struct route {
     /* alerts: anyone may read what fires (as anyone may read jobs and nodes); operators
      * silence; reports carry every project's usage and cost: the audit readers */
     {M_GET, "/v1/alerts", h_alerts_list, CTL_P_READ, T_NONE},
+    {M_GET, "/v1/changes", h_changes, CTL_P_READ, T_NONE},
     {M_GET, "/v1/alerts/history", h_alerts_history, CTL_P_READ, T_NONE},
     {M_GET, "/v1/alerts/silences", h_silences_list, CTL_P_READ, T_NONE},
     {M_POST, "/v1/alerts/silences", h_silence_add, CTL_P_OPERATOR, T_NONE},
@@ -543,6 +549,26 @@ int ctl_path_decode(char *seg, size_t cap)
         memcpy(seg, d, n + 1);
     free(d);
     return rc;
+}
+
+/* The lists the console polls and the topics each shows (live.c): a GET of one is
+ * answered 304 while its topic is unchanged. */
+static const struct {
+    void (*fn)(struct ctl_req *r);
+    unsigned topics;
+} polled[] = {
+    {h_jobs_list, CTL_TOPIC_JOBS},
+    {h_nodes_list, CTL_TOPIC_NODES},
+    {h_projects_list, CTL_TOPIC_PROJECTS},
+    {h_alerts_list, CTL_TOPIC_ALERTS},
+};
+
+static unsigned polled_topics(const struct route *rt)
+{
+    for (size_t i = 0; i < sizeof(polled) / sizeof(polled[0]); i++)
+        if (rt->method == M_GET && rt->fn == polled[i].fn)
+            return polled[i].topics;
+    return 0;
 }
 
 /* Match "/v1/jobs/:/events" against a path; ':' captures one segment. Routes without
@@ -800,7 +826,7 @@ static void dispatch(struct evhttp_request *req, struct ctl *c, bool is_unix)
         bool writes = r.method != EVHTTP_REQ_GET;
         if (writes && store_savepoint(c->store) < 0) {
             ctl_reply_errorf(c, req, 500, NULL, "store: %s", store_errmsg(c->store));
-        } else {
+        } else if (!(polled_topics(rt) && ctl_live_not_modified(&r, polled_topics(rt)))) {
             rt->fn(&r);
             /* a handler whose target is in the body must have asked authz.c before doing
              * anything; one that did not is a bug, and its work is not kept */
@@ -1121,6 +1147,7 @@ void ctl_http_stop(struct ctl *c)
     ctl_agent_events_stop_all(c);
     hb_stop_all(c);
     ctl_stream_stop_all(c);
+    ctl_live_stop(c);
     ctl_tty_stop_all(c);
     ctl_conn_stop(c);
     if (c->http_tcp)

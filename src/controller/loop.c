@@ -17,6 +17,7 @@
 #include "controller/storage.h"
 #include "controller/conn.h"
 #include "controller/ctl.h"
+#include "controller/live.h"
 #include "controller/http.h"
 #include "controller/idem.h"
 #include "controller/logs.h"
@@ -838,6 +839,7 @@ void ctl_cycle_now(struct ctl *c)
     c->last_cycle_us = clock_mono_us() - t0;
     c->turn.starts += stats.started;
     ctl_hist_observe(&c->metrics.cycle, (double)c->last_cycle_us / 1e6);
+    ctl_live_cycled(c, n > 0 || stats.full);
     if (n)
         log_debug("cycle", "decisions=%zu started=%d pending=%d running=%d specs_parsed=%d", n,
                   stats.started, stats.pending, stats.running, c->cycle_spec_parses);

@@ -14,6 +14,7 @@
  * never the node's.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "controller/alerts.h"
@@ -287,6 +288,88 @@ void h_job_usage(struct ctl_req *r)
                    json_pack("{s:I,s:o,s:s,s:o}", "job", (json_int_t)id, "summary",
                              rc == 0 ? ctl_usage_summary_json(&s) : json_null(), "resolution",
                              raw ? "raw" : "minute", "series", series));
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* A project's GPU use over time                                                         */
+
+void ctl_usage_spread(double *gpu_ms, int n, int64_t since, int64_t step, int64_t gpus,
+                      int64_t start, int64_t end)
+{
+    int64_t until = since + (int64_t)n * step;
+    int64_t s = start > since ? start : since, e = end < until ? end : until;
+    for (int64_t i = (s - since) / step; e > s && i < n; i++) {
+        int64_t bs = since + i * step, be = bs + step;
+        if (bs >= e)
+            break;
+        gpu_ms[i] += (double)gpus * (double)((e < be ? e : be) - (s > bs ? s : bs));
+    }
+}
+
+struct spread {
+    double *gpu_ms;
+    int n;
+    int64_t since, step, now;
+};
+
+static int span_cb(void *arg, int64_t gpus, int64_t start_ms, int64_t end_ms)
+{
+    struct spread *sp = arg;
+    ctl_usage_spread(sp->gpu_ms, sp->n, sp->since, sp->step, gpus, start_ms,
+                     end_ms ? end_ms : sp->now);
+    return 0;
+}
+
+/* ?days=N (1..90, default 30) &step=day|hour (default day; hour for 14 days at most) */
+void h_project_usage(struct ctl_req *r)
+{
+    struct ctl *c = r->c;
+    int idx = sched_project_find(c->sched, r->arg[0]);
+    struct sched_project_view v;
+    if (idx < 0 || sched_project_get(c->sched, (size_t)idx, &v) < 0) {
+        ctl_reply_errorf(c, r->req, 404, NULL, "no such project '%.64s'", r->arg[0]);
+        return;
+    }
+    int64_t days = 30;
+    const char *dq = ctl_query(r, "days"), *sq = ctl_query(r, "step");
+    if (dq && parse_int64(dq, 1, 90, &days) < 0) {
+        ctl_reply_errorf(c, r->req, 400, "days", "days must be an integer from 1 to 90");
+        return;
+    }
+    bool hourly = sq && strcmp(sq, "hour") == 0;
+    if (sq && !hourly && strcmp(sq, "day") != 0) {
+        ctl_reply_errorf(c, r->req, 400, "step", "step must be day or hour");
+        return;
+    }
+    if (hourly && days > 14) {
+        ctl_reply_errorf(c, r->req, 400, "step", "step=hour covers 14 days at most");
+        return;
+    }
+    int64_t step = hourly ? 3600000 : 86400000, now = clock_now_ms();
+    int n = (int)(days * 86400000 / step);
+    /* whole steps in UTC, the last one the step now in progress */
+    int64_t since = (now / step + 1) * step - (int64_t)n * step;
+    double *gpu_ms = calloc((size_t)n, sizeof(*gpu_ms));
+    struct spread sp = {gpu_ms, n, since, step, now};
+    if (!gpu_ms ||
+        store_project_runs(c->store, v.spec.name, since, since + n * step, span_cb, &sp) < 0) {
+        free(gpu_ms);
+        ctl_reply_errorf(c, r->req, 500, NULL, "store: %s", store_errmsg(c->store));
+        return;
+    }
+    json_t *t = json_array(), *used = json_array();
+    for (int i = 0; i < n; i++) {
+        int64_t bs = since + i * step, span = (bs + step < now ? bs + step : now) - bs;
+        json_array_append_new(t, json_integer(bs));
+        json_array_append_new(used, json_real(span > 0 ? gpu_ms[i] / (double)span : 0));
+    }
+    free(gpu_ms);
+    ctl_reply_json(c, r->req, 200,
+                   json_pack("{s:s,s:I,s:I,s:I,s:i,s:i,s:f,s:o,s:o}", "project", v.spec.name,
+                             "since_ms", (json_int_t)since, "until_ms", (json_int_t)now, "step_ms",
+                             (json_int_t)step, "gpus_in_use", v.gpus_in_use, "gpu_limit",
+                             v.spec.gpu_limit, "guarantee_gpus", v.spec.guarantee_gpus, "t", t,
+                             "gpus", used));
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -1,6 +1,7 @@
 /*
  * usage.h - what usage.c owns: usage samples (docs/monitoring.md), the classes' idle
- * rules, a node's latest GPU samples and a job's usage endpoint.
+ * rules, a node's latest GPU samples, a job's usage endpoint and a project's GPU use over
+ * time.
  */
 #ifndef DOCKET_CONTROLLER_USAGE_H
 #define DOCKET_CONTROLLER_USAGE_H
@@ -28,5 +29,12 @@ json_t *ctl_usage_summary_json(const struct store_usage_summary *s);
 enum { CTL_GPU_SAMPLE_FRESH_MS = 5 * 60 * 1000 };
 json_t *ctl_usage_node_json(const struct ctl_node *n);
 void h_job_usage(struct ctl_req *r);
+/* GET /v1/projects/NAME/usage: the GPUs its jobs held, averaged over each day (or hour)
+ * of the last days, from its runs' start and end times; its limit and guarantee now. */
+void h_project_usage(struct ctl_req *r);
+/* Add a run holding `gpus` over [start, end) to gpu_ms[0..n), the GPU-milliseconds of
+ * the steps of `step` ms from `since` (the part inside each step; none outside them). */
+void ctl_usage_spread(double *gpu_ms, int n, int64_t since, int64_t step, int64_t gpus,
+                      int64_t start, int64_t end);
 
 #endif

@@ -161,6 +161,11 @@ void db_touch_all(struct db *db)
     note_write(db, ~0ULL);
 }
 
+uint64_t db_table_bit(struct db *db, const char *name)
+{
+    return table_bit(db, name, strlen(name));
+}
+
 int db_prepare(struct db *db, const char *sql, bool persistent, struct db_stmt **out)
 {
     int rc = db->ops->prepare(db, sql, persistent, out);

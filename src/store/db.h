@@ -60,6 +60,8 @@ uint64_t db_write_clock(const struct db *db);
 bool db_unchanged_since(const struct db *db, uint64_t tables, uint64_t clock);
 /* Count every table written now (e.g. a connection made again after the server left). */
 void db_touch_all(struct db *db);
+/* The bit of table `name` in the masks above (a name not seen yet gets one). */
+uint64_t db_table_bit(struct db *db, const char *name);
 void db_finalize(struct db_stmt *s);
 void db_reset(struct db_stmt *s);
 void db_clear_bindings(struct db_stmt *s);

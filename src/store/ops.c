@@ -282,6 +282,33 @@ int store_report_usage(struct store *st, enum store_report_by by, int64_t since,
     return window_rows(st, sql, since, until, 0, "report usage", usage_row, (void *)cb, arg);
 }
 
+static int span_row(struct db_stmt *s, void *arg)
+{
+    struct cb_ctx *c = arg;
+    return ((store_span_cb)c->cb)(c->arg, db_column_int64(s, 0), db_column_int64(s, 1),
+                                  db_column_int64(s, 2));
+}
+
+int store_project_runs(struct store *st, const char *project, int64_t since, int64_t until,
+                       store_span_cb cb, void *arg)
+{
+    struct db_stmt *s;
+    int rc = store_prepare(st,
+                           "SELECT j.gpus * j.nnodes, r.start_ms, r.end_ms"
+                           " FROM job_runs r JOIN jobs j ON j.id = r.job"
+                           " WHERE j.project = ?3 AND j.gpus > 0 AND r.start_ms > 0"
+                           " AND r.start_ms < ?2 AND (r.end_ms = 0 OR r.end_ms > ?1)"
+                           " ORDER BY r.start_ms",
+                           &s);
+    if (rc < 0)
+        return rc;
+    db_bind_int64(s, 1, since);
+    db_bind_int64(s, 2, until);
+    db_bind_text(s, 3, project);
+    struct cb_ctx c = {cb, arg};
+    return each(st, s, "project runs", span_row, &c);
+}
+
 static int count_row(struct db_stmt *s, void *arg)
 {
     struct cb_ctx *c = arg;

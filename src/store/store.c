@@ -391,6 +391,19 @@ bool store_in_tx(const struct store *st)
     return st->in_tx;
 }
 
+uint64_t store_write_clock(const struct store *st)
+{
+    return db_write_clock(st->db);
+}
+
+bool store_written_since(struct store *st, const char *const *tables, uint64_t clock)
+{
+    uint64_t bits = 0;
+    for (; *tables; tables++)
+        bits |= db_table_bit(st->db, *tables);
+    return !db_unchanged_since(st->db, bits, clock);
+}
+
 int store_commit(struct store *st)
 {
     if (!st->in_tx)

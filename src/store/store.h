@@ -220,6 +220,11 @@ int store_backup_verify(const char *path, struct store_backup_info *out, char *e
 /* Transactions (see above). store_begin is a no-op inside a transaction. */
 int store_begin(struct store *st) STORE_WUR;
 bool store_in_tx(const struct store *st);
+/* The write clock: every write statement stepped moves it on (a rollback counts as
+ * writing every table). Whether any of `tables` (names, NULL-terminated) was written
+ * since `clock`: what changed in a commit, for docketd's change notices (live.c). */
+uint64_t store_write_clock(const struct store *st);
+bool store_written_since(struct store *st, const char *const *tables, uint64_t clock);
 int store_commit(struct store *st) STORE_WUR;
 int store_rollback(struct store *st);
 int store_savepoint(struct store *st) STORE_WUR;
@@ -847,6 +852,12 @@ typedef int (*store_interval_cb)(void *arg, const char *tier, int64_t gpus, int6
                                  int64_t end);
 int store_report_wait_intervals(struct store *st, int64_t since, int64_t until, int64_t now,
                                 store_interval_cb cb, void *arg) STORE_WUR;
+/* The runs of project's jobs that hold GPUs and overlap [since, until), by start:
+ * (GPUs held: per node x nodes, start, end; end 0 while running). The project page's
+ * chart of GPU use over time (controller/usage.c). */
+typedef int (*store_span_cb)(void *arg, int64_t gpus, int64_t start_ms, int64_t end_ms);
+int store_project_runs(struct store *st, const char *project, int64_t since, int64_t until,
+                       store_span_cb cb, void *arg) STORE_WUR;
 /* Repeated job specs: jobs submitted in the window with the same project and command (or
  * the first 200 characters of their script), seen at least twice, most frequent first. */
 typedef int (*store_spec_cb)(void *arg, const char *project, const char *command, int64_t jobs,

@@ -169,8 +169,19 @@ token_of() { jq -r ".$1.token" "$CONSOLE_TOKENS"; }
     browser drain "$PREFIX-a"
 }
 
+@test "a change made elsewhere appears without a reload, brought by the change stream" {
+    browser live "$PREFIX-b"
+}
+
 @test "an admin boosts a project with a reason and an expiry; a member is offered no boost" {
     browser boost explore
+}
+
+@test "a project's page charts its GPU use over 30 days against its limit" {
+    local id # a job of vision's that ran: the queue test's, or one of its own when run alone
+    id=$(cat "$T/fill1" 2>/dev/null || "$DOCKET" submit --parsable -p vision --class training -g 8 --time 30m -- sleep 600)
+    wait_for 60 state_in "$id" RUNNING COMPLETED CANCELLED FAILED TIMEOUT PREEMPTED
+    browser projectUse vision
 }
 
 @test "a screenshot of every page goes to the test output" {

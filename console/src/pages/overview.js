@@ -99,9 +99,9 @@ function alertGroup(g) {
 
 // GET /v1/alerts (docs/api.md "Alerts"), grouped (groupAlerts).
 async function alerts(signal) {
-  const res = await raw('/v1/alerts', { signal });
-  if (!res.ok) return null; // no alerts route in this docketd: no panel
-  const list = (await res.json()).alerts || [];
+  const list = await get('/v1/alerts', { signal }).then((b) => b.alerts || [],
+    (e) => { if (e.status === 404) return null; throw e; }); // no alerts route in this docketd: no panel
+  if (!list) return null;
   const { firing, groups, quiet } = groupAlerts(list);
   return el('section', { class: 'panel', 'aria-labelledby': 'alerts-h' },
     el('h2', { id: 'alerts-h' }, `Alerts firing (${firing})`),
