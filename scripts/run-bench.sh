@@ -30,7 +30,7 @@ for w in "${want[@]}"; do
         fi ;;
     cli)        bench/cli/submit_bench.sh "$B" || status=1 ;;
     sim)        bench/sim/run.sh "$B" || status=1 ;;
-    console)    scripts/build-console.sh && bench/console/run.sh "$B" || status=1 ;;
+    console)    { scripts/build-console.sh && bench/console/run.sh "$B" && bench/console/first_paint.sh "$B"; } || status=1 ;;
     fleet)      bench/fleet/run.sh "$B" || status=1 ;;
     pg)         bench/controller/pg_vs_sqlite.sh "$B" || status=1 ;;
     *)          echo "unknown benchmark '$w' (core controller agent cli sim console fleet pg)" >&2; status=2 ;;
