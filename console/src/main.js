@@ -208,7 +208,7 @@ async function refresh(force) {
     // text selected on it) stays as it is
     if (force !== true && cur.watched && reads.tagged > 0 && reads.fresh === 0 &&
         Date.now() - cur.drawn < REDRAW_MS) {
-      status(`Checked ${new Date().toLocaleTimeString()}: no change`);
+      status(`Updated ${new Date().toLocaleTimeString()} (no change)`);
       return;
     }
     cur.drawn = Date.now();

@@ -1,6 +1,7 @@
 // Overview: what matters first (firing alerts by severity, critical first, job failures
 // folded per project), GPUs by state and type, utilisation over 24 h and 7 d (from the
-// jobs' start and end times), queue length and wait p95 per tier in rank order. The
+// jobs' start and end times, the finished ones read behind the first screen), queue
+// length and wait p95 per tier in rank order. The
 // alerts panel is hidden when docketd has no GET /v1/alerts.
 import { get, raw, parseMetrics } from '../api.js';
 import { el, href, ago, dur, plot, table, setQuery } from '../ui.js';
@@ -46,8 +47,12 @@ function p95(xs) {
   return s[Math.min(s.length - 1, Math.ceil(0.95 * s.length) - 1)];
 }
 
-function chart(title, data, total) {
+function chart(title, data, total, reading) {
   const box = el('figure', { class: 'chart' }, el('figcaption', {}, title));
+  if (reading) {
+    box.append(el('p', { class: 'dim' }, 'Reading the finished jobs…'));
+    return box;
+  }
   if (!data) {
     box.append(el('p', { class: 'dim' }, 'No job ran in this window.'));
     return box;
@@ -114,24 +119,32 @@ async function alerts(signal) {
 }
 
 // The finished jobs behind the charts and wait p95, read at most once a minute (2,000
-// jobs are a few MB; the rest of the page is read every refresh).
+// jobs are a few MB; the rest of the page is read every refresh). They are read behind
+// the page, never in its way: the first screen (alerts, GPUs, queue) is drawn without
+// them and the page is drawn again when they are in (bench/console/first_paint.sh).
 const HISTORY_MS = 60000;
 const CHART_FIELDS = 'id,tier,gpus,submit_ms,start_ms,end_ms'; // what the charts and waits read
-let history = { at: 0, jobs: null };
+let history = { at: 0, jobs: null, loading: null };
 
-async function finished(signal) {
-  if (history.jobs && Date.now() - history.at < HISTORY_MS) return history.jobs;
-  const { jobs } = await get(`/v1/jobs?state=terminal&order=desc&limit=2000&fields=${CHART_FIELDS}`, { signal });
-  history = { at: Date.now(), jobs };
-  return jobs;
+function finished(signal, rerender) {
+  const h = history;
+  if (!h.loading && (!h.jobs || Date.now() - h.at >= HISTORY_MS)) {
+    h.loading = new Promise((ok) => setTimeout(ok, 0)) // after this render is on screen
+      .then(() => get(`/v1/jobs?state=terminal&order=desc&limit=2000&fields=${CHART_FIELDS}`, { signal }))
+      .then(({ jobs }) => {
+        Object.assign(h, { jobs, at: Date.now(), loading: null });
+        if (history === h && !signal.aborted) rerender();
+      }, () => { h.loading = null; });
+  }
+  return h.jobs; // null until the first read is in
 }
 
 export default async function overview({ r, signal, rerender }) {
   const now = Date.now();
-  const [nodes, metrics, hist, running, al, tierList] = await Promise.all([
+  const hist = finished(signal, rerender);
+  const [nodes, metrics, running, al, tierList] = await Promise.all([
     get('/v1/nodes', { signal }),
     raw('/metrics', { signal }).then((r) => r.text()),
-    finished(signal),
     get(`/v1/jobs?state=STARTING,RUNNING,STOPPING&limit=10000&fields=${CHART_FIELDS}`, { signal }),
     alerts(signal).catch(() => null),
     get('/v1/tiers', { signal }).catch(() => ({ tiers: [] })),
@@ -148,7 +161,7 @@ export default async function overview({ r, signal, rerender }) {
   for (const m of parseMetrics(metrics))
     if (m.name === 'docket_jobs' && (m.labels.state === 'PENDING' || m.labels.state === 'HELD'))
       queued[m.labels.tier] = (queued[m.labels.tier] || 0) + m.value;
-  const jobs = [...running.jobs, ...hist];
+  const jobs = [...running.jobs, ...(hist || [])];
   const waits = {};
   for (const j of jobs)
     if (j.start_ms && j.start_ms >= now - 7 * 86400e3)
@@ -162,7 +175,7 @@ export default async function overview({ r, signal, rerender }) {
   const tierTable = table([
     { key: 'tier', label: 'Tier', cell: (row) => el('a', { href: href('queue', [], { tier: row.tier }) }, row.tier) },
     { key: 'queued', label: 'Queued', cell: (row) => String(row.queued) },
-    { key: 'p95', label: 'Wait p95', cell: (row) => (row.p95 < 0 ? '—' : row.p95 < 1000 ? '<1s' : dur(row.p95)) }],
+    { key: 'p95', label: 'Wait p95', cell: (row) => (!hist ? '…' : row.p95 < 0 ? '—' : row.p95 < 1000 ? '<1s' : dur(row.p95)) }],
   tierRows, { q: r.q, onSort: sort, caption: 'Queue by tier (wait p95 of jobs started in the last 7 days)', empty: 'No jobs yet.' });
 
   return el('div', {},
@@ -172,6 +185,6 @@ export default async function overview({ r, signal, rerender }) {
       el('section', { class: 'panel' }, gpuTable),
       el('section', { class: 'panel' }, tierTable)),
     el('section', { class: 'panel cards' },
-      chart('GPU use, last 24 h', busySeries(jobs, now - 86400e3, now, 3600e3, now), total),
-      chart('GPU use, last 7 days', busySeries(jobs, now - 7 * 86400e3, now, 6 * 3600e3, now), total)));
+      chart('GPU use, last 24 h', busySeries(jobs, now - 86400e3, now, 3600e3, now), total, !hist),
+      chart('GPU use, last 7 days', busySeries(jobs, now - 7 * 86400e3, now, 6 * 3600e3, now), total, !hist)));
 }

@@ -34,7 +34,7 @@ function useChart(u) {
   const num = (v) => (v === 0 || v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toPrecision(2)); // a few minutes of a day still shows
   const words = `Average ${num(avg)} GPUs a day, peak ${num(peak)}; limit ${lim(u.gpu_limit)}, guarantee ${u.guarantee_gpus}`;
   const box = el('figure', { class: 'chart', id: 'project-use' },
-    el('figcaption', {}, 'GPU use, last 30 days (daily average)'), el('p', { class: 'dim use-words' }, words));
+    el('figcaption', {}, 'GPU use, last 30 days (daily average; dashed: limit, dotted: guarantee)'), el('p', { class: 'dim use-words' }, words));
   if (peak === 0) {
     box.append(el('p', { class: 'dim' }, 'No job of this project held a GPU in these 30 days.'));
     return box;
@@ -47,7 +47,8 @@ function useChart(u) {
   const data = [xs, u.gpus];
   if (u.gpu_limit >= 0) { series.push({ label: 'limit', stroke: '#b91c1c', dash: [6, 4] }); data.push(flat(u.gpu_limit)); }
   if (u.guarantee_gpus > 0) { series.push({ label: 'guarantee', stroke: '#15803d', dash: [2, 4] }); data.push(flat(u.guarantee_gpus)); }
-  plot((uPlot, width) => ({ width, height: 160, series, axes: [{}, { size: 40 }] }), data, holder, 720);
+  // no legend (uPlot's is a table without a caption): the words above say what is drawn
+  plot((uPlot, width) => ({ width, height: 160, series, axes: [{}, { size: 40 }], legend: { show: false } }), data, holder, 720);
   return box;
 }
 
