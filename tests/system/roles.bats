@@ -126,6 +126,7 @@ GET    /v1/storage/lifecycle/runs/: 404/404 404/404 404/404 404/404 404/404 404/
 GET    /v1/templates              200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 GET    /v1/partitions             200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 GET    /v1/templates/:            404/404 404/404 404/404 404/404 404/404 404/404 403/403 401/401
+POST   /v1/templates/:/warm       400/400 400/400 400/400 400/400 400/400 400/400 403/403 401/401
 GET    /v1/tiers                  200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 GET    /v1/classes                200/200 200/200 200/200 200/200 200/200 200/200 403/403 401/401
 PATCH  /v1/classes/:              400/400 403/403 403/403 403/403 403/403 403/403 403/403 401/401
@@ -180,6 +181,7 @@ fill() {
     /v1/projects/:/secrets/:) filled="/v1/projects/$proj/secrets/GHOST_KEY" ;;
     /v1/projects/:/storage/:) filled="/v1/projects/$proj/storage/ghost" ;;
     /v1/templates/:) filled="/v1/templates/ghost" ;;
+    /v1/templates/:/warm) filled="/v1/templates/ghost/warm" ;;
     /v1/storage/lifecycle/runs/:) filled="/v1/storage/lifecycle/runs/999999" ;;
     /v1/projects/:*) filled="/v1/projects/$proj${pat#/v1/projects/:}" ;;
     /v1/classes/:) filled="/v1/classes/training" ;;
