@@ -29,7 +29,7 @@ set -euo pipefail
 
 build_pkgs=(build-essential pkg-config meson ninja-build
             libevent-dev libsqlite3-dev libpq-dev libjansson-dev libyaml-dev libssl-dev
-            libcurl4-openssl-dev libbpf-dev curl jq)
+            libcurl4-openssl-dev libbpf-dev zlib1g-dev curl jq)
 test_pkgs=(git libcmocka-dev bats parallel clang libclang-rt-14-dev libtsan2 clang-format sqlite3 bsdutils procps psmisc iproute2 nftables iperf3 python3
            postgresql chromium haproxy e2fsprogs util-linux mount
            crun umoci skopeo busybox-static)

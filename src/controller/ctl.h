@@ -135,6 +135,7 @@ struct ctl {
     struct ctl_storage *storage;      /* storage.c */
     struct ctl_lifecycle *lifecycle;  /* lifecycle.c */
     struct ctl_warm *warm;            /* warm.c: warm environment requests and states */
+    struct ctl_logarch *logarch;      /* logarch.c */
     struct ctl_net *net;              /* network.c */
     struct ctl_conns *conns;          /* conn.c */
     struct ctl_stream *streams;       /* stream.c: replies being sent in slices */

@@ -8,6 +8,8 @@
  * placed on it (rank 0 of a multi-node job), and nothing more once the agent said that
  * stream of the run is complete (`final`). Past log_max_bytes of a job (all runs and
  * streams) one marker line is written, the job's events say so, and the rest is dropped.
+ * A finished job's stream moved to the log archive (logarch.c) is read from there, and
+ * counts as complete: nothing more is taken for it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,9 +24,11 @@
 #include "controller/conn.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
+#include "controller/logarch.h"
 #include "controller/logs.h"
 #include "controller/loop.h"
 #include "protocol/agent_msg.h"
+#include "protocol/storage.h"
 #include "util/clock.h"
 #include "util/parse.h"
 #include "util/str.h"
@@ -62,6 +66,7 @@ static void log_path(struct ctl *c, uint64_t job, int run, int stream, char *out
     }
 }
 
+/* The stream's size: its file here, else its archived copy's (logarch.c), else 0. */
 static int64_t log_size(struct ctl *c, uint64_t job, int run, int stream)
 {
     char path[CTL_PATH_MAX + 64];
@@ -69,7 +74,10 @@ static int64_t log_size(struct ctl *c, uint64_t job, int run, int stream)
     if (run <= 0)
         return 0;
     log_path(c, job, run, stream, path, sizeof(path));
-    return stat(path, &sb) == 0 ? (int64_t)sb.st_size : 0;
+    if (stat(path, &sb) == 0)
+        return (int64_t)sb.st_size;
+    int64_t archived = ctl_logarch_size(c, job, run, stream);
+    return archived > 0 ? archived : 0;
 }
 
 /* Bytes kept for the job, all runs and streams (the cap's measure). */
@@ -165,8 +173,8 @@ static bool run_complete(struct ctl *c, uint64_t job, int run, int stream, int l
         return job_terminal(c, job); /* never started: complete once it never will */
     if (store_run_get(c->store, job, run, &rr) < 0)
         return job_terminal(c, job);
-    if (rr.final_mask & (1 << stream))
-        return true;
+    if (rr.final_mask & (1 << stream) || ctl_logarch_size(c, job, run, stream) >= 0)
+        return true; /* said complete, or archived (only complete logs are) */
     if (run < last)
         return store_run_get(c->store, job, run + 1, &next) == 0 &&
                run_settled(c, &rr, stream, next.start_ms);
@@ -196,15 +204,22 @@ static void send_chunk(struct ctl *c, struct evhttp_request *req, uint64_t job, 
     if (offset > size)
         offset = size;
     size_t n = (size_t)(size - offset > LOG_READ_MAX ? LOG_READ_MAX : size - offset);
-    char *buf = malloc(n + 1);
+    char *buf = malloc(n + 1), pool[STORAGE_POOL_NAME_MAX] = "";
     ssize_t got = 0;
     int fd = run > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     if (fd >= 0 && buf && n > 0)
         got = pread(fd, buf, n, offset);
     if (fd >= 0)
         close(fd);
-    if (got < 0)
-        got = 0;
+    else if (run > 0 && buf && n > 0)
+        got = ctl_logarch_read(c, job, run, stream, offset, buf, n, pool, sizeof(pool));
+    if (got < 0) {
+        free(buf);
+        ctl_reply_errorf(c, req, 500, NULL,
+                         "cannot read the archived log of job %llu (run %d) from pool %s: %s",
+                         (unsigned long long)job, run, pool[0] ? pool : "?", strerror((int)-got));
+        return;
+    }
     char off[32], rs[16], ls[16];
     snprintf(off, sizeof(off), "%lld", (long long)(offset + got));
     snprintf(rs, sizeof(rs), "%d", run);
@@ -213,6 +228,8 @@ static void send_chunk(struct ctl *c, struct evhttp_request *req, uint64_t job, 
     evhttp_add_header(h, "X-Docket-Offset", off);
     evhttp_add_header(h, "X-Docket-Run", rs);
     evhttp_add_header(h, "X-Docket-Runs", ls);
+    if (pool[0])
+        evhttp_add_header(h, "X-Docket-Archived", pool);
     if (offset + got >= size && run_complete(c, job, run, stream, last))
         evhttp_add_header(h, "X-Docket-Eof", "1");
     ctl_reply_raw(c, req, 200, "text/plain; charset=utf-8", buf ? buf : "", (size_t)got);
@@ -269,6 +286,12 @@ static void wake(struct ctl *c, uint64_t job, int run, int stream, bool all)
             waiter_fire(-1, 0, w);
         w = next;
     }
+}
+
+bool ctl_log_complete(struct ctl *c, uint64_t job, int run, int stream)
+{
+    int last = store_run_last(c->store, job);
+    return last >= 0 && run_complete(c, job, run, stream, last);
 }
 
 void ctl_logs_job_ended(struct ctl *c, uint64_t job)
@@ -430,6 +453,10 @@ static int append_chunk(struct ctl *c, const struct agent_log_chunk *k, int last
     int64_t total = job_log_bytes(c, k->job, last), max = c->cfg.log_max_bytes;
     int64_t chunk_end = k->offset + (int64_t)k->len;
     *res = (struct append_result){size, false, false};
+    if (ctl_logarch_size(c, k->job, k->run, k->stream) >= 0) {
+        res->end = chunk_end > size ? chunk_end : size; /* archived: complete, nothing taken */
+        return 0;
+    }
     if (total >= max) {
         res->end = chunk_end; /* taken and dropped */
         if (total > max || chunk_end <= size)

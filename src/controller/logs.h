@@ -17,6 +17,8 @@ struct store_run;
 void h_job_logs(struct ctl_req *r);
 void h_agent_logs(struct ctl_req *r);
 void ctl_logs_job_ended(struct ctl *c, uint64_t job);
+/* Is the output of that stream of that run all here (logarch.c archives only those)? */
+bool ctl_log_complete(struct ctl *c, uint64_t job, int run, int stream);
 /* The run `run` of job `job` (0: its latest), if node `node` may post events or output for
  * it (the run was placed there; for output, on its rank 0): 0 with *out filled, or
  * -EPERM/-ENOENT/-EIO with e filled (403 / 404 / 500), `field` named. */

@@ -14,6 +14,7 @@
 #include "controller/anchor.h"
 #include "controller/network.h"
 #include "controller/lifecycle.h"
+#include "controller/logarch.h"
 #include "controller/storage.h"
 #include "controller/conn.h"
 #include "controller/ctl.h"
@@ -915,6 +916,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     ctl_services_tick(c);
     ctl_lifecycle_tick(c);
     ctl_storage_tick(c);
+    ctl_logarch_tick(c);
     ctl_leader_tick(c);
     ctl_turn_leave(c, CTL_TURN_TIMER, t0);
 }

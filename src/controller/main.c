@@ -21,6 +21,7 @@
 #include "controller/network.h"
 #include "controller/lifecycle.h"
 #include "controller/warm.h"
+#include "controller/logarch.h"
 #include "controller/storage.h"
 #include "controller/backup.h"
 #include "controller/config.h"
@@ -621,6 +622,7 @@ int main(int argc, char **argv)
     ctl_net_free(c);
     ctl_lifecycle_free(c);
     ctl_warm_free(c);
+    ctl_logarch_free(c);
     ctl_loop_stop(c);
     ctl_http_stop(c);
     ctl_secrets_stop(c);

@@ -18,6 +18,7 @@
 
 #include "controller/ctl.h"
 #include "controller/http.h"
+#include "controller/logarch.h"
 #include "controller/loop.h"
 #include "protocol/storage.h"
 #include "util/clock.h"
@@ -522,6 +523,10 @@ void ctl_storage_each_fill(struct ctl *c, ctl_storage_fill_cb cb, void *arg)
         snprintf(key, sizeof(key), "%s/%s", a->rec.pool, a->rec.project);
         cb(arg, key, p, summary);
     }
+    /* a log archive pool that refused a copy for lack of room is full, whatever the
+     * agents measured (logarch.c) */
+    if (ctl_logarch_full(c, key, sizeof(key), summary, sizeof(summary)))
+        cb(arg, key, 100.0, summary);
 }
 
 void ctl_storage_metrics(struct ctl *c, struct dbuf *b)

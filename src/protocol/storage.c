@@ -45,6 +45,8 @@ void storage_policy_defaults(struct storage_policy *p)
     memset(p, 0, sizeof(*p));
     p->check_interval_ms = 60000;
     p->sample_interval_ms = 3600000;
+    p->log_archive.after_ms = (int64_t)30 * 86400000;
+    p->log_archive.every_ms = 3600000;
 }
 
 /* ---- small typed readers ------------------------------------------------------------- */
@@ -298,10 +300,41 @@ static int parse_groups(const json_t *v, struct storage_policy *out, struct prot
     return 0;
 }
 
+/* `log_archive: {pool, after, every}`: the pool must be one of the section's. */
+static int parse_log_archive(const json_t *v, struct storage_policy *out, struct proto_error *err)
+{
+    static const char *const known[] = {"pool", "after", "every", NULL};
+    const char *path = "storage.log_archive";
+    int rc;
+    if (!json_is_object(v))
+        return proto_errorf(err, 400, NULL, path, "%s must be an object", path);
+    if ((rc = proto_check_fields(v, path, known, err)) < 0 ||
+        (rc = get_pool_name(v, "pool", path, out->log_archive.pool, err)) < 0)
+        return rc;
+    if (!storage_pool_find(out, out->log_archive.pool))
+        return proto_errorf(err, 400, NULL, "storage.log_archive.pool",
+                            "storage.log_archive.pool '%s' is not one of storage.pools",
+                            out->log_archive.pool);
+    json_t *x;
+    if ((x = json_object_get(v, "after")) &&
+        (rc = proto_get_duration(x, "storage.log_archive.after", (int64_t)3650 * 86400000,
+                                 &out->log_archive.after_ms, err)) < 0)
+        return rc;
+    if ((x = json_object_get(v, "every"))) {
+        if ((rc = proto_get_duration(x, "storage.log_archive.every", 86400000,
+                                     &out->log_archive.every_ms, err)) < 0)
+            return rc;
+        if (out->log_archive.every_ms < 1000)
+            return proto_errorf(err, 400, NULL, "storage.log_archive.every",
+                                "storage.log_archive.every must be at least 1s");
+    }
+    return 0;
+}
+
 int storage_policy_parse(const json_t *v, struct storage_policy *out, struct proto_error *err)
 {
-    static const char *const known[] = {
-        "pools", "check_interval", "group_prefix", "groups", "lifecycle", "sample_interval", NULL};
+    static const char *const known[] = {"pools",     "check_interval",  "group_prefix", "groups",
+                                        "lifecycle", "sample_interval", "log_archive",  NULL};
     storage_policy_defaults(out);
     int rc;
     if (!json_is_object(v))
@@ -339,6 +372,8 @@ int storage_policy_parse(const json_t *v, struct storage_policy *out, struct pro
     }
     if ((x = json_object_get(v, "lifecycle")) && (rc = storage_rules_parse(x, out, err)) < 0)
         return rc;
+    if ((x = json_object_get(v, "log_archive")) && (rc = parse_log_archive(x, out, err)) < 0)
+        return rc;
     return 0;
 }
 
@@ -368,6 +403,11 @@ json_t *storage_policy_json(const struct storage_policy *p)
                           p->group_prefix, "groups", groups);
     json_object_set_new(o, "sample_interval", json_integer(p->sample_interval_ms / 1000));
     json_object_set_new(o, "lifecycle", storage_rules_json(p));
+    if (p->log_archive.pool[0])
+        json_object_set_new(o, "log_archive",
+                            json_pack("{s:s,s:I,s:I}", "pool", p->log_archive.pool, "after",
+                                      (json_int_t)(p->log_archive.after_ms / 1000), "every",
+                                      (json_int_t)(p->log_archive.every_ms / 1000)));
     return o;
 }
 

@@ -94,11 +94,19 @@ struct storage_policy {
     struct lifecycle_rule rules[STORAGE_MAX_RULES];
     int nrules;
     int64_t sample_interval_ms; /* how often docketd records each area's usage */
+    /* Finished jobs' logs moved from docketd's state directory to a pool (docs/storage.md
+     * "Job logs"): pool "" = never. */
+    struct {
+        char pool[STORAGE_POOL_NAME_MAX];
+        int64_t after_ms; /* once the job ended (and its log last grew) this long ago */
+        int64_t every_ms; /* how often docketd looks for such logs */
+    } log_archive;
 };
 
 const char *storage_class_name(enum storage_class c);
 const char *storage_quota_name(enum storage_quota q);
-/* Defaults: no pools, 60 s checks, no prefix, no groups, no rules, hourly samples. */
+/* Defaults: no pools, 60 s checks, no prefix, no groups, no rules, hourly samples, no log
+ * archive (after 30 d, every 1 h once a pool is named). */
 void storage_policy_defaults(struct storage_policy *p);
 /* Parse the `storage` object (replaces `out` whole); errors name "storage.pools[1].path". */
 int storage_policy_parse(const json_t *v, struct storage_policy *out,

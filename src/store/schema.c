@@ -251,6 +251,13 @@ static const char *const migrations[] = {
     " body_sha TEXT NOT NULL, first_id INTEGER NOT NULL, is_array INTEGER NOT NULL,"
     " tasks INTEGER NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY (user_name, idem_key));"
     "CREATE INDEX submit_keys_time ON submit_keys(created_ms);",
+    /* ---- issue 37: 22: where each archived stream of a finished job's log now lives
+     * (docs/storage.md "Job logs"): its path under the pool, its size as written and as
+     * stored (compressed), and the SHA-256 of what was written. */
+    "CREATE TABLE log_archives (job INTEGER NOT NULL, run INTEGER NOT NULL,"
+    " stream INTEGER NOT NULL, pool TEXT NOT NULL, path TEXT NOT NULL,"
+    " bytes INTEGER NOT NULL, stored_bytes INTEGER NOT NULL, sha256 TEXT NOT NULL,"
+    " archived_ms INTEGER NOT NULL, PRIMARY KEY (job, run, stream));",
 };
 
 /* PostgreSQL's twin of each migration after STORE_PG_BASE_VERSION (schema_pg.c holds the
@@ -295,6 +302,11 @@ static const char *const pg_migrations[] = {
     " body_sha TEXT NOT NULL, first_id BIGINT NOT NULL, is_array BIGINT NOT NULL,"
     " tasks BIGINT NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY (user_name, idem_key));"
     "CREATE INDEX submit_keys_time ON submit_keys(created_ms);",
+    /* 22: archived job logs */
+    "CREATE TABLE log_archives (job BIGINT NOT NULL, run BIGINT NOT NULL,"
+    " stream BIGINT NOT NULL, pool TEXT NOT NULL, path TEXT NOT NULL,"
+    " bytes BIGINT NOT NULL, stored_bytes BIGINT NOT NULL, sha256 TEXT NOT NULL,"
+    " archived_ms BIGINT NOT NULL, PRIMARY KEY (job, run, stream));",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    STORE_PG_BASE_VERSION + sizeof(pg_migrations) / sizeof(pg_migrations[0]),

@@ -2,7 +2,8 @@
  * storage.c - project storage areas in the database (store.h "Storage areas"): which
  * project has a directory on which pool, with which quota; and the lifecycle runs (what
  * ran where, with its counts); and each area's usage sampled over time, integrated for
- * reports. The pools and rules are the policy's; the usage now is the agents' and lives in
+ * reports; and where each archived stream of a job's log lives. The pools and rules are the
+ * policy's; the usage now is the agents' and lives in
  * docketd's memory. Statements prepared per call: they are rare.
  */
 #include <errno.h>
@@ -231,6 +232,58 @@ int store_storage_byte_ms(struct store *st, int64_t since, int64_t until, store_
     if (!rc && a.at >= 0) {
         sum_step(&a, until, since);
         rc = cb(arg, a.project, a.pool, a.byte_ms);
+    }
+    db_finalize(s);
+    return rc;
+}
+
+int store_log_archive_put(struct store *st, const struct store_log_archive *a)
+{
+    struct db_stmt *s = prepare(
+        st, "INSERT INTO log_archives(job, run, stream, pool, path, bytes, stored_bytes, sha256,"
+            " archived_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9) ON CONFLICT(job, run, stream)"
+            " DO UPDATE SET pool = excluded.pool, path = excluded.path, bytes = excluded.bytes,"
+            " stored_bytes = excluded.stored_bytes, sha256 = excluded.sha256,"
+            " archived_ms = excluded.archived_ms");
+    if (!s)
+        return -EIO;
+    db_bind_int64(s, 1, (int64_t)a->job);
+    db_bind_int64(s, 2, a->run);
+    db_bind_int64(s, 3, a->stream);
+    store_bind_text(s, 4, a->pool);
+    store_bind_text(s, 5, a->path);
+    db_bind_int64(s, 6, a->bytes);
+    db_bind_int64(s, 7, a->stored_bytes);
+    store_bind_text(s, 8, a->sha256);
+    db_bind_int64(s, 9, a->archived_ms);
+    int rc = db_step(s) == DB_DONE ? 0 : store_fail(st, "put log archive");
+    db_finalize(s);
+    return rc;
+}
+
+int store_log_archive_get(struct store *st, uint64_t job, int run, int stream,
+                          struct store_log_archive *out)
+{
+    struct db_stmt *s = prepare(st, "SELECT pool, path, bytes, stored_bytes, sha256, archived_ms"
+                                    " FROM log_archives WHERE job = ?1 AND run = ?2"
+                                    " AND stream = ?3");
+    if (!s)
+        return -EIO;
+    db_bind_int64(s, 1, (int64_t)job);
+    db_bind_int64(s, 2, run);
+    db_bind_int64(s, 3, stream);
+    int step = db_step(s), rc = -ENOENT;
+    if (step == DB_ROW) {
+        *out = (struct store_log_archive){.job = job, .run = run, .stream = stream};
+        store_col_copy(s, 0, out->pool, sizeof(out->pool));
+        store_col_copy(s, 1, out->path, sizeof(out->path));
+        out->bytes = db_column_int64(s, 2);
+        out->stored_bytes = db_column_int64(s, 3);
+        store_col_copy(s, 4, out->sha256, sizeof(out->sha256));
+        out->archived_ms = db_column_int64(s, 5);
+        rc = 0;
+    } else if (step != DB_DONE) {
+        rc = store_fail(st, "get log archive");
     }
     db_finalize(s);
     return rc;

@@ -672,6 +672,26 @@ int store_storage_byte_ms(struct store *st, int64_t since, int64_t until, store_
                           void *arg) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
+/* Archived job logs (schema 21, src/store/storage.c; docs/storage.md "Job logs")       */
+
+/* One stream (0 stdout, 1 stderr) of one run of a job, moved to a pool: `path` is under
+ * the pool's directory, `bytes` the log's size, `stored_bytes` the file's (compressed),
+ * sha256 the hex digest of the log's bytes. */
+struct store_log_archive {
+    uint64_t job;
+    int run, stream;
+    char pool[32];
+    char path[128];
+    int64_t bytes, stored_bytes;
+    char sha256[65];
+    int64_t archived_ms;
+};
+int store_log_archive_put(struct store *st, const struct store_log_archive *a) STORE_WUR;
+/* 0 with *out filled, -ENOENT when that stream is not archived, -EIO. */
+int store_log_archive_get(struct store *st, uint64_t job, int run, int stream,
+                          struct store_log_archive *out) STORE_WUR;
+
+/* ------------------------------------------------------------------------------------ */
 /* Usage samples (schema 9, src/store/usage.c; docs/monitoring.md "Storage")             */
 /*
  * Three tables, each bounded: usage_raw keeps every sample (per job and node) for

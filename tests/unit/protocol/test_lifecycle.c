@@ -1,6 +1,7 @@
 /* test_lifecycle.c - unit tests of protocol/lifecycle.h: the policy's lifecycle rules read
  * and refused field by field; a run and a result read back exactly from their writers;
- * the pure rules: when a file is due (atime or mtime, marker, glob), when a rule is due. */
+ * the pure rules: when a file is due (atime or mtime, marker, glob), when a rule is due;
+ * the policy's log_archive read and refused. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -228,6 +229,62 @@ static void rule_due_and_cover(void **state)
     assert_false(lifecycle_rule_covers(&rule, "bio"));
 }
 
+/* storage.log_archive: read, written back, and refused field by field */
+static int parse_archive(const char *la, struct storage_policy *p, char *msg, size_t len)
+{
+    char text[2048];
+    snprintf(text, sizeof(text), "{%s, \"log_archive\": %s}", pools, la);
+    json_t *j = doc(text);
+    struct proto_error e = {0};
+    int rc = storage_policy_parse(j, p, &e);
+    json_decref(j);
+    snprintf(msg, len, "%s", e.field);
+    return rc;
+}
+
+static void log_archive_read_written_back_refused(void **state)
+{
+    (void)state;
+    static struct storage_policy p, q;
+    char msg[256];
+    assert_int_equal(parse_archive("{\"pool\": \"cold\"}", &p, msg, sizeof(msg)), 0);
+    assert_string_equal(p.log_archive.pool, "cold");
+    assert_int_equal(p.log_archive.after_ms, 30 * DAY);
+    assert_int_equal(p.log_archive.every_ms, 3600 * 1000);
+    assert_int_equal(parse_archive("{\"pool\": \"cold\", \"after\": \"2d\", \"every\": 5}", &p, msg,
+                                   sizeof(msg)),
+                     0);
+    assert_int_equal(p.log_archive.after_ms, 2 * DAY);
+    assert_int_equal(p.log_archive.every_ms, 5000);
+    json_t *back = storage_policy_json(&p);
+    struct proto_error e = {0};
+    assert_int_equal(storage_policy_parse(back, &q, &e), 0);
+    json_decref(back);
+    assert_memory_equal(&p.log_archive, &q.log_archive, sizeof(p.log_archive));
+    /* none: never, and nothing written back */
+    assert_int_equal(parse_rules("", &q, msg, sizeof(msg)), 0);
+    assert_string_equal(q.log_archive.pool, "");
+    back = storage_policy_json(&q);
+    assert_null(json_object_get(back, "log_archive"));
+    json_decref(back);
+    static const struct {
+        const char *la, *field;
+    } bad[] = {
+        {"{\"pool\": \"tape\"}", "storage.log_archive.pool"},
+        {"{\"after\": \"1d\"}", "storage.log_archive.pool"},
+        {"{\"pool\": \"cold\", \"every\": \"0s\"}", "storage.log_archive.every"},
+        {"{\"pool\": \"cold\", \"after\": \"soon\"}", "storage.log_archive.after"},
+        {"{\"pool\": \"cold\", \"path\": \"/x\"}", "storage.log_archive.path"},
+        {"\"cold\"", "storage.log_archive"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (parse_archive(bad[i].la, &p, msg, sizeof(msg)) == 0)
+            fail_msg("accepted %s", bad[i].la);
+        if (strcmp(msg, bad[i].field) != 0)
+            fail_msg("%s: field '%s', want '%s'", bad[i].la, msg, bad[i].field);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +293,7 @@ int main(void)
         cmocka_unit_test(run_and_result_round_trip),
         cmocka_unit_test(file_due_by_atime_mtime_marker_glob),
         cmocka_unit_test(rule_due_and_cover),
+        cmocka_unit_test(log_archive_read_written_back_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

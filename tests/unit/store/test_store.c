@@ -46,12 +46,12 @@ static void reopen(struct fx *f)
 
 /* The schema version schema.c migrates to (one place to change when a migration is added). */
 #define SCHEMA_LATEST                                                                              \
-    21 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
+    22 /* 9: usage samples (h-usage), 10: alerts and run ends (h-alerts), 11: arrays being         \
           written (h-slice), 12: each run's lease (issue 32), 13: services (issue 36), 14: token   \
           parents and secrets' allow lists (issue 33), 15: a job's template (issue 35),            \
           16: storage areas, 17: lifecycle runs, 18: storage usage (issue 37), 19: services'       \
           endpoint ports (issue 36), 20: a job's image (issue 35), 21: submissions'                \
-          idempotency keys (issue 32) */
+          idempotency keys (issue 32), 22: archived logs (issue 37) */
 
 static void migrates_from_empty(void **state)
 {
@@ -1556,6 +1556,36 @@ static void storage_usage_integrated(void **state)
     assert_string_equal(got, "");
 }
 
+/* Archived logs (schema 22): a pointer per (job, run, stream), put again replaces it,
+ * kept across a reopen; a stream never archived is -ENOENT. */
+static void log_archives_round_trip(void **state)
+{
+    struct fx *f = *state;
+    struct store_log_archive a = {.job = 7,
+                                  .run = 2,
+                                  .stream = 1,
+                                  .pool = "arch",
+                                  .path = "docket-logs/0/7.2.stderr.gz",
+                                  .bytes = 100,
+                                  .stored_bytes = 40,
+                                  .sha256 = "ab",
+                                  .archived_ms = 9};
+    assert_int_equal(store_log_archive_put(f->st, &a), 0);
+    a.stored_bytes = 41;
+    assert_int_equal(store_log_archive_put(f->st, &a), 0);
+    reopen(f);
+    struct store_log_archive got;
+    assert_int_equal(store_log_archive_get(f->st, 7, 2, 1, &got), 0);
+    assert_string_equal(got.pool, "arch");
+    assert_string_equal(got.path, "docket-logs/0/7.2.stderr.gz");
+    assert_int_equal(got.bytes, 100);
+    assert_int_equal(got.stored_bytes, 41);
+    assert_string_equal(got.sha256, "ab");
+    assert_int_equal(got.archived_ms, 9);
+    assert_int_equal(store_log_archive_get(f->st, 7, 2, 0, &got), -ENOENT);
+    assert_int_equal(store_log_archive_get(f->st, 7, 1, 1, &got), -ENOENT);
+}
+
 /* Secrets: put replaces (project, name), get returns the exact bytes, list gives names
  * in order without values, delete says when there was nothing, a malformed row opens as
  * nothing (-EBADMSG). */
@@ -2234,8 +2264,8 @@ static void import_from_sqlite(void **state)
     } else {
         assert_int_equal(store_import_sqlite(f->st, path, &stats, err, sizeof(err)), 0);
         /* services: 13, storage_areas: 16, lifecycle_runs: 17, storage_usage: 18,
-         * submit_keys: 21 */
-        assert_int_equal(stats.tables, 25);
+         * submit_keys: 21, log_archives: 22 */
+        assert_int_equal(stats.tables, 26);
         struct store_job out;
         assert_int_equal(store_job_get(f->st, 3, &out), 0);
         assert_int_equal(out.state, SCHED_RUNNING);
@@ -2366,6 +2396,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(storage_areas_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(lifecycle_runs_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(storage_usage_integrated, setup, teardown),
+        cmocka_unit_test_setup_teardown(log_archives_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_append_only, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_verify_in_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(group_commit, setup, teardown),
