@@ -52,6 +52,7 @@ struct ctl_storage {
     int64_t next_gen;
     json_t *held;           /* project -> why, as the core holds it */
     int64_t next_sample_ms; /* when the areas' usage is next written to the store */
+    int64_t next_rollup_ms; /* when samples past storage.sample_keep are next rolled up */
 };
 
 static int area_load(void *arg, const struct store_storage_area *a)
@@ -431,10 +432,34 @@ void ctl_storage_each_area(struct ctl *c, ctl_storage_area_fn fn, void *arg)
         fn(arg, s->areas[i].rec.project, s->areas[i].rec.pool, s->areas[i].used_bytes);
 }
 
+/* Samples older than storage.sample_keep rolled up into one per area per
+ * storage.sample_rollup, a few steps a turn (a long history catches up over some turns
+ * without holding the loop), then again at the next sampling. */
+enum { ROLLUP_STEPS_PER_TURN = 7 };
+
+static void rollup_tick(struct ctl *c, struct ctl_storage *s, int64_t now)
+{
+    if (now < s->next_rollup_ms)
+        return;
+    struct store_rollup ru = {0};
+    int rc = store_begin(c->store);
+    if (rc == 0)
+        rc = store_storage_samples_rollup(c->store, now - s->policy.sample_keep_ms,
+                                          s->policy.sample_rollup_ms, ROLLUP_STEPS_PER_TURN, &ru);
+    ctl_commit_soon(c);
+    if (rc < 0)
+        log_error("store_failed", "what=storage_rollup error=\"%s\"", store_errmsg(c->store));
+    else if (ru.until_ms > ru.from_ms)
+        log_info("storage_samples_rolled_up", "from_ms=%lld until_ms=%lld rows_fewer=%lld",
+                 (long long)ru.from_ms, (long long)ru.until_ms, (long long)ru.removed);
+    s->next_rollup_ms = rc == 0 && ru.more ? now : now + s->policy.sample_interval_ms;
+}
+
 void ctl_storage_tick(struct ctl *c)
 {
     struct ctl_storage *s = storage_of(c);
     int64_t now = clock_now_ms();
+    rollup_tick(c, s, now);
     if (now < s->next_sample_ms || s->nareas == 0)
         return;
     s->next_sample_ms = now + s->policy.sample_interval_ms;

@@ -45,6 +45,8 @@ void storage_policy_defaults(struct storage_policy *p)
     memset(p, 0, sizeof(*p));
     p->check_interval_ms = 60000;
     p->sample_interval_ms = 3600000;
+    p->sample_keep_ms = (int64_t)30 * 86400000;
+    p->sample_rollup_ms = 86400000;
     p->log_archive.after_ms = (int64_t)30 * 86400000;
     p->log_archive.every_ms = 3600000;
 }
@@ -331,10 +333,32 @@ static int parse_log_archive(const json_t *v, struct storage_policy *out, struct
     return 0;
 }
 
+/* sample_keep and sample_rollup: durations of at least 1 s (a rollup of at most 31 d). */
+static int parse_sample_keep(const json_t *v, struct storage_policy *out, struct proto_error *err)
+{
+    static const char *const keys[] = {"sample_keep", "sample_rollup"};
+    static const int64_t max[] = {(int64_t)3650 * 86400000, (int64_t)31 * 86400000};
+    int64_t *dst[] = {&out->sample_keep_ms, &out->sample_rollup_ms};
+    for (int i = 0; i < 2; i++) {
+        char f[64];
+        snprintf(f, sizeof(f), "storage.%s", keys[i]);
+        json_t *x = json_object_get(v, keys[i]);
+        int rc;
+        if (!x)
+            continue;
+        if ((rc = proto_get_duration(x, f, max[i], dst[i], err)) < 0)
+            return rc;
+        if (*dst[i] < 1000)
+            return proto_errorf(err, 400, NULL, f, "%s must be at least 1s", f);
+    }
+    return 0;
+}
+
 int storage_policy_parse(const json_t *v, struct storage_policy *out, struct proto_error *err)
 {
-    static const char *const known[] = {"pools",     "check_interval",  "group_prefix", "groups",
-                                        "lifecycle", "sample_interval", "log_archive",  NULL};
+    static const char *const known[] = {
+        "pools",           "check_interval", "group_prefix", "groups",        "lifecycle",
+        "sample_interval", "log_archive",    "sample_keep",  "sample_rollup", NULL};
     storage_policy_defaults(out);
     int rc;
     if (!json_is_object(v))
@@ -370,6 +394,8 @@ int storage_policy_parse(const json_t *v, struct storage_policy *out, struct pro
             return proto_errorf(err, 400, NULL, "storage.sample_interval",
                                 "storage.sample_interval must be at least 1s");
     }
+    if ((rc = parse_sample_keep(v, out, err)) < 0)
+        return rc;
     if ((x = json_object_get(v, "lifecycle")) && (rc = storage_rules_parse(x, out, err)) < 0)
         return rc;
     if ((x = json_object_get(v, "log_archive")) && (rc = parse_log_archive(x, out, err)) < 0)
@@ -402,6 +428,8 @@ json_t *storage_policy_json(const struct storage_policy *p)
                           (json_int_t)(p->check_interval_ms / 1000), "group_prefix",
                           p->group_prefix, "groups", groups);
     json_object_set_new(o, "sample_interval", json_integer(p->sample_interval_ms / 1000));
+    json_object_set_new(o, "sample_keep", json_integer(p->sample_keep_ms / 1000));
+    json_object_set_new(o, "sample_rollup", json_integer(p->sample_rollup_ms / 1000));
     json_object_set_new(o, "lifecycle", storage_rules_json(p));
     if (p->log_archive.pool[0])
         json_object_set_new(o, "log_archive",

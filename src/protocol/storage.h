@@ -94,6 +94,9 @@ struct storage_policy {
     struct lifecycle_rule rules[STORAGE_MAX_RULES];
     int nrules;
     int64_t sample_interval_ms; /* how often docketd records each area's usage */
+    /* samples older than sample_keep_ms are rolled up into one per area per
+     * sample_rollup_ms (docs/reports.md): GB-months over windows on its boundaries stay */
+    int64_t sample_keep_ms, sample_rollup_ms;
     /* Finished jobs' logs moved from docketd's state directory to a pool (docs/storage.md
      * "Job logs"): pool "" = never. */
     struct {
@@ -105,8 +108,8 @@ struct storage_policy {
 
 const char *storage_class_name(enum storage_class c);
 const char *storage_quota_name(enum storage_quota q);
-/* Defaults: no pools, 60 s checks, no prefix, no groups, no rules, hourly samples, no log
- * archive (after 30 d, every 1 h once a pool is named). */
+/* Defaults: no pools, 60 s checks, no prefix, no groups, no rules, hourly samples kept
+ * 30 d then rolled up daily, no log archive (after 30 d, every 1 h once a pool is named). */
 void storage_policy_defaults(struct storage_policy *p);
 /* Parse the `storage` object (replaces `out` whole); errors name "storage.pools[1].path". */
 int storage_policy_parse(const json_t *v, struct storage_policy *out,

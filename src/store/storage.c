@@ -7,11 +7,15 @@
  * docketd's memory. Statements prepared per call: they are rare.
  */
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "store/store_int.h"
+#include "util/xalloc.h"
 
 static struct db_stmt *prepare(struct store *st, const char *sql)
 {
@@ -195,15 +199,20 @@ static void sum_step(struct area_sum *a, int64_t to, int64_t since)
         a->byte_ms += (double)a->used * (double)(to - from);
 }
 
+/* The samples before ?2 that matter from ?1 on: those from ?1, and each area's last
+ * one before ?1 (which holds into it). */
+#define HELD_FROM                                                                                  \
+    "storage_usage a WHERE a.sample_ms < ?2 AND (a.sample_ms > ?1 OR NOT EXISTS (SELECT 1"         \
+    " FROM storage_usage b WHERE b.project = a.project AND b.pool = a.pool"                        \
+    " AND b.sample_ms > a.sample_ms AND b.sample_ms <= ?1))"
+
 int store_storage_byte_ms(struct store *st, int64_t since, int64_t until, store_storage_use_cb cb,
                           void *arg)
 {
-    /* from the last sampling before the window (every area is sampled at the same tick) */
-    struct db_stmt *s =
-        prepare(st, "SELECT project, pool, sample_ms, used_bytes FROM storage_usage"
-                    " WHERE sample_ms < ?2 AND sample_ms >= coalesce((SELECT max(sample_ms)"
-                    " FROM storage_usage WHERE sample_ms <= ?1), 0)"
-                    " ORDER BY project, pool, sample_ms");
+    /* each area from its own last sample at or before the window's start: a rolled-up
+     * area has no sample at a step where its usage did not change */
+    struct db_stmt *s = prepare(st, "SELECT project, pool, sample_ms, used_bytes FROM " HELD_FROM
+                                    " ORDER BY project, pool, sample_ms");
     if (!s)
         return -EIO;
     db_bind_int64(s, 1, since);
@@ -286,5 +295,198 @@ int store_log_archive_get(struct store *st, uint64_t job, int run, int stream,
         rc = store_fail(st, "get log archive");
     }
     db_finalize(s);
+    return rc;
+}
+
+/* ---- rolling samples up ---------------------------------------------------------------- */
+
+struct rolled {
+    char project[64], pool[64];
+    int64_t at, used;
+};
+
+/* One area's step function walked over [from, until) in steps of `step`: each step's
+ * integral kept as one sample at its start (its mean), written only where it differs
+ * from the value before it; and at `until`, the value that holds there. */
+struct roll {
+    int64_t from, until, step;
+    struct rolled *out;
+    size_t nout, cap;
+    /* the area in hand */
+    char project[64], pool[64];
+    bool open;
+    int64_t cur;     /* the value holding at `t`, -1: none yet */
+    int64_t t, d;    /* where the walk is; the start of its step */
+    double integral; /* byte-ms of the step so far */
+    bool known;      /* the step had a value for some of it */
+    int64_t written; /* the value the rows written so far hold at `t`, -1: none */
+};
+
+static void roll_emit(struct roll *r, int64_t at, int64_t used)
+{
+    if (r->nout == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 64;
+        r->out = xrealloc(r->out, r->cap * sizeof(*r->out));
+    }
+    struct rolled *o = &r->out[r->nout++];
+    snprintf(o->project, sizeof(o->project), "%s", r->project);
+    snprintf(o->pool, sizeof(o->pool), "%s", r->pool);
+    o->at = at;
+    o->used = used;
+    r->written = used;
+}
+
+/* Close the step in hand and move to the next. */
+static void roll_step(struct roll *r)
+{
+    int64_t end = r->d + r->step;
+    if (r->cur >= 0) {
+        r->integral += (double)r->cur * (double)(end - r->t);
+        r->known = true;
+    }
+    if (r->known) {
+        int64_t mean = llround(r->integral / (double)r->step);
+        if (mean != r->written)
+            roll_emit(r, r->d, mean);
+    }
+    r->d = end;
+    r->t = end;
+    r->integral = 0;
+    r->known = false;
+}
+
+static void roll_close(struct roll *r)
+{
+    if (!r->open)
+        return;
+    while (r->d < r->until)
+        roll_step(r);
+    if (r->cur >= 0 && r->cur != r->written)
+        roll_emit(r, r->until, r->cur); /* what holds from `until` on, as before */
+    r->open = false;
+}
+
+static void roll_sample(struct roll *r, const char *project, const char *pool, int64_t at,
+                        int64_t used)
+{
+    if (!r->open || strcmp(project, r->project) != 0 || strcmp(pool, r->pool) != 0) {
+        roll_close(r);
+        snprintf(r->project, sizeof(r->project), "%s", project);
+        snprintf(r->pool, sizeof(r->pool), "%s", pool);
+        r->open = true;
+        r->cur = r->written = -1;
+        r->t = r->d = r->from;
+        r->integral = 0;
+        r->known = false;
+    }
+    if (at < r->from) { /* the sample before the span: it stays, and holds into it */
+        r->cur = r->written = used;
+        return;
+    }
+    while (at >= r->d + r->step)
+        roll_step(r);
+    if (r->cur >= 0) {
+        r->integral += (double)r->cur * (double)(at - r->t);
+        r->known = true;
+    }
+    r->t = at;
+    r->cur = used;
+}
+
+/* The earliest sample before `until` not on a step's start, -ENOENT when none. */
+static int first_unrolled(struct store *st, int64_t until, int64_t step, int64_t *at)
+{
+    struct db_stmt *s = prepare(st, "SELECT min(sample_ms) FROM storage_usage"
+                                    " WHERE sample_ms < ?1 AND sample_ms % ?2 <> 0");
+    if (!s)
+        return -EIO;
+    db_bind_int64(s, 1, until);
+    db_bind_int64(s, 2, step);
+    int step_rc = db_step(s), rc = -ENOENT;
+    if (step_rc == DB_ROW && !db_column_is_null(s, 0)) {
+        *at = db_column_int64(s, 0);
+        rc = 0;
+    } else if (step_rc != DB_ROW && step_rc != DB_DONE) {
+        rc = store_fail(st, "find storage samples to roll up");
+    }
+    db_finalize(s);
+    return rc;
+}
+
+static int roll_read(struct store *st, struct roll *r)
+{
+    struct db_stmt *s = prepare(st, "SELECT project, pool, sample_ms, used_bytes FROM " HELD_FROM
+                                    " ORDER BY project, pool, sample_ms");
+    if (!s)
+        return -EIO;
+    /* ?1 just before the span: its samples from `from` on, and each area's one before */
+    db_bind_int64(s, 1, r->from - 1);
+    db_bind_int64(s, 2, r->until);
+    int step;
+    while ((step = db_step(s)) == DB_ROW) {
+        char project[64], pool[64];
+        store_col_copy(s, 0, project, sizeof(project));
+        store_col_copy(s, 1, pool, sizeof(pool));
+        roll_sample(r, project, pool, db_column_int64(s, 2), db_column_int64(s, 3));
+    }
+    db_finalize(s);
+    if (step != DB_DONE)
+        return store_fail(st, "read storage samples to roll up");
+    roll_close(r);
+    return 0;
+}
+
+static int roll_write(struct store *st, const struct roll *r, int64_t *removed)
+{
+    struct db_stmt *s = prepare(st, "DELETE FROM storage_usage WHERE sample_ms >= ?1"
+                                    " AND sample_ms < ?2");
+    if (!s)
+        return -EIO;
+    db_bind_int64(s, 1, r->from);
+    db_bind_int64(s, 2, r->until);
+    int rc = db_step(s) == DB_DONE ? 0 : store_fail(st, "delete rolled storage samples");
+    db_finalize(s);
+    if (rc)
+        return rc;
+    *removed = db_changes(store_db(st));
+    s = prepare(st, "INSERT INTO storage_usage(project, pool, sample_ms, used_bytes)"
+                    " VALUES (?1,?2,?3,?4) ON CONFLICT(project, pool, sample_ms) DO NOTHING");
+    if (!s)
+        return -EIO;
+    for (size_t i = 0; i < r->nout && rc == 0; i++) {
+        db_reset(s);
+        store_bind_text(s, 1, r->out[i].project);
+        store_bind_text(s, 2, r->out[i].pool);
+        db_bind_int64(s, 3, r->out[i].at);
+        db_bind_int64(s, 4, r->out[i].used);
+        if (db_step(s) != DB_DONE)
+            rc = store_fail(st, "write rolled storage samples");
+    }
+    db_finalize(s);
+    *removed -= (int64_t)r->nout;
+    return rc;
+}
+
+int store_storage_samples_rollup(struct store *st, int64_t before_ms, int64_t step_ms,
+                                 int max_steps, struct store_rollup *out)
+{
+    memset(out, 0, sizeof(*out));
+    int64_t until = before_ms - before_ms % step_ms, first = 0;
+    int rc = first_unrolled(st, until, step_ms, &first);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc < 0)
+        return rc;
+    struct roll r = {.step = step_ms};
+    r.from = first - first % step_ms;
+    r.until = until - r.from > (int64_t)max_steps * step_ms ? r.from + (int64_t)max_steps * step_ms
+                                                            : until;
+    rc = roll_read(st, &r);
+    if (rc == 0)
+        rc = roll_write(st, &r, &out->removed);
+    free(r.out);
+    out->from_ms = r.from;
+    out->until_ms = r.until;
+    out->more = rc == 0 && r.until < until;
     return rc;
 }

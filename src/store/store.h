@@ -670,6 +670,19 @@ typedef int (*store_storage_use_cb)(void *arg, const char *project, const char *
                                     double byte_ms);
 int store_storage_byte_ms(struct store *st, int64_t since, int64_t until, store_storage_use_cb cb,
                           void *arg) STORE_WUR;
+/* Roll up the samples before `before_ms` (cut down to a multiple of step_ms): from the
+ * first step that has a sample off its start, at most max_steps steps, each area's
+ * samples of a step become one at the step's start holding their time-weighted mean
+ * (written only where the value changes), and the value that held at the span's end is
+ * kept there. byte_ms over a window whose ends are multiples of step_ms is the same
+ * before and after (to a byte's rounding per step). *out: the span rolled, the rows
+ * fewer, whether more is left. */
+struct store_rollup {
+    int64_t from_ms, until_ms, removed;
+    bool more;
+};
+int store_storage_samples_rollup(struct store *st, int64_t before_ms, int64_t step_ms,
+                                 int max_steps, struct store_rollup *out) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
 /* Archived job logs (schema 21, src/store/storage.c; docs/storage.md "Job logs")       */

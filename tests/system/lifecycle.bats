@@ -9,6 +9,7 @@
 #         tiny  an 8 MiB ext4 image (archive) scr   a plain directory (scratch)
 # Files are aged with touch -d; the agents run with DOCKET_NODE_TEST_LC_CORRUPT=corrupt.bin,
 # so the copy of any file of that name differs from its source and must fail its check.
+# The reports' storage samples are rolled up by a policy with a 2 s sample_keep.
 
 bats_require_minimum_version 1.5.0
 
@@ -278,6 +279,40 @@ positive() { awk -v v="$1" 'BEGIN { exit !(v > 0) }'; }
     # a window that ended before this cluster began has none of it
     run -0 "$DOCKET" report usage --month 2026-01 --json
     [[ $(jq -r '.storage.bio.hot.gb_months' <<<"$output") == 0 ]]
+}
+
+window_gbm() { # SINCE_MS UNTIL_MS: bio/hot's GB-months over that window, in full
+    curl -sS -H "Authorization: Bearer $TOKEN" \
+        "http://127.0.0.1:$PORT/v1/reports/usage?by=project&since_ms=$1&until_ms=$2" |
+        jq -r '.storage.bio.hot.gb_months'
+}
+rolled_past() { # MS: docketd has rolled the samples up to at least MS
+    grep -o 'storage_samples_rolled_up from_ms=[0-9]* until_ms=[0-9]*' "$T/ctl.log" |
+        awk -v t="$1" -F'until_ms=' '$2 >= t { ok = 1 } END { exit !ok }'
+}
+
+@test "report: samples past sample_keep are rolled up, and GB-months over a window on its steps agree" {
+    local t0 t1 i before after
+    # bio/hot's usage changes every second or so over a window of 6 s on 2 s steps
+    t0=$((($(date +%s%3N) / 2000 + 1) * 2000))
+    t1=$((t0 + 6000))
+    for i in 1 2 3 4 5; do
+        mkfile "$T/hot/projects/bio/roll$i.bin" $((i * 256)) "1 day"
+        sleep 1.3
+    done
+    wait_for 30 bash -c "(( \$(date +%s%3N) > $t1 + 1500 ))"
+    before=$(window_gbm "$t0" "$t1")
+    positive "$before"
+    sed -e 's/^  sample_interval: 1s$/  sample_interval: 1s\n  sample_keep: 2s\n  sample_rollup: 2s/' \
+        "$T/policy.yaml" >"$T/policy-roll.yaml"
+    grep -q 'sample_rollup: 2s' "$T/policy-roll.yaml"
+    "$DOCKET" apply -f "$T/policy-roll.yaml" >/dev/null
+    wait_for 60 rolled_past "$t1"
+    after=$(window_gbm "$t0" "$t1")
+    # the same, to the rounding of each step's mean to a byte
+    awk -v a="$before" -v b="$after" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= a * 1e-6) }'
+    "$DOCKET" apply -f "$T/policy.yaml" >/dev/null
+    rm -f "$T/hot/projects/bio/roll"*.bin
 }
 
 run_of() { curl -sS -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/storage/lifecycle/runs/$1"; }

@@ -285,6 +285,39 @@ static void log_archive_read_written_back_refused(void **state)
     }
 }
 
+/* storage.sample_keep and sample_rollup: defaults, read, written back, bounds */
+static void sample_rollup_read_and_refused(void **state)
+{
+    (void)state;
+    static struct storage_policy p, q;
+    struct proto_error e = {0};
+    json_t *j = doc("{\"sample_keep\": \"7d\", \"sample_rollup\": \"6h\"}");
+    assert_int_equal(storage_policy_parse(j, &p, &e), 0);
+    json_decref(j);
+    assert_int_equal(p.sample_keep_ms, 7 * DAY);
+    assert_int_equal(p.sample_rollup_ms, DAY / 4);
+    json_t *back = storage_policy_json(&p);
+    assert_int_equal(storage_policy_parse(back, &q, &e), 0);
+    json_decref(back);
+    assert_int_equal(q.sample_keep_ms, 7 * DAY);
+    assert_int_equal(q.sample_rollup_ms, DAY / 4);
+    storage_policy_defaults(&q);
+    assert_int_equal(q.sample_keep_ms, 30 * DAY);
+    assert_int_equal(q.sample_rollup_ms, DAY);
+    static const char *const bad[][2] = {
+        {"{\"sample_keep\": \"0s\"}", "storage.sample_keep"},
+        {"{\"sample_rollup\": \"32d\"}", "storage.sample_rollup"},
+        {"{\"sample_rollup\": \"soon\"}", "storage.sample_rollup"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        j = doc(bad[i][0]);
+        e = (struct proto_error){0};
+        if (storage_policy_parse(j, &p, &e) == 0)
+            fail_msg("accepted %s", bad[i][0]);
+        json_decref(j);
+        assert_string_equal(e.field, bad[i][1]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +327,7 @@ int main(void)
         cmocka_unit_test(file_due_by_atime_mtime_marker_glob),
         cmocka_unit_test(rule_due_and_cover),
         cmocka_unit_test(log_archive_read_written_back_refused),
+        cmocka_unit_test(sample_rollup_read_and_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

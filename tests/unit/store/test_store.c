@@ -1556,6 +1556,61 @@ static void storage_usage_integrated(void **state)
     assert_string_equal(got, "");
 }
 
+static int sum_only(void *arg, const char *project, const char *pool, double byte_ms)
+{
+    double *sums = arg; /* ml/hot, bio/hot, ml/cold */
+    int i = strcmp(project, "bio") == 0 ? 1 : strcmp(pool, "cold") == 0 ? 2 : 0;
+    sums[i] += byte_ms;
+    return 0;
+}
+
+/* Rolling samples up (docs/reports.md): hourly-like samples at odd times over five
+ * "days" of 1000 ms become one per area and day; every window on day boundaries
+ * integrates to the same byte-ms before and after (the means are whole bytes here),
+ * an area whose usage did not change gets no row for that day, the samples after the
+ * cut stay as they were, and a second roll-up finds nothing to do. */
+static void storage_samples_rolled_up(void **state)
+{
+    struct fx *f = *state;
+    static const struct {
+        int64_t at, ml, bio;
+    } s[] = {{130, 1000, 100},  {380, 3000, 100},  {630, 2000, 100},  {880, 0, 100},
+             {1130, 4000, 100}, {1380, 4000, 100}, {2130, 6000, 900}, {2630, 100, 900},
+             {3130, 8000, 900}, {4130, 5, 900},    {4630, 6, 900},    {5130, 7, 900}};
+    for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+        assert_int_equal(store_storage_sample_add(f->st, s[i].at, "ml", "hot", s[i].ml), 0);
+        assert_int_equal(store_storage_sample_add(f->st, s[i].at, "bio", "hot", s[i].bio), 0);
+    }
+    assert_int_equal(store_storage_sample_add(f->st, 400, "ml", "cold", 40), 0);
+    static const int64_t win[][2] = {{0, 1000}, {1000, 3000}, {0, 4000}, {2000, 6000}, {0, 9000}};
+    double before[5][3] = {{0}}, after[5][3] = {{0}};
+    for (int w = 0; w < 5; w++)
+        assert_int_equal(store_storage_byte_ms(f->st, win[w][0], win[w][1], sum_only, before[w]),
+                         0);
+    struct store_rollup ru;
+    /* at most two steps a call: [0, 2000), then [2000, 4000); 4130 onwards is kept */
+    assert_int_equal(store_storage_samples_rollup(f->st, 4500, 1000, 2, &ru), 0);
+    assert_int_equal(ru.from_ms, 0);
+    assert_int_equal(ru.until_ms, 2000);
+    assert_true(ru.more);
+    assert_true(ru.removed > 0);
+    assert_int_equal(store_storage_samples_rollup(f->st, 4500, 1000, 2, &ru), 0);
+    assert_int_equal(ru.from_ms, 2000);
+    assert_int_equal(ru.until_ms, 4000);
+    assert_false(ru.more);
+    assert_int_equal(store_storage_samples_rollup(f->st, 4500, 1000, 2, &ru), 0);
+    assert_int_equal(ru.removed, 0);
+    assert_int_equal(ru.until_ms, 0); /* nothing left to roll */
+    reopen(f);
+    for (int w = 0; w < 5; w++) {
+        assert_int_equal(store_storage_byte_ms(f->st, win[w][0], win[w][1], sum_only, after[w]), 0);
+        for (int a = 0; a < 3; a++)
+            if (before[w][a] != after[w][a])
+                fail_msg("window [%lld, %lld) area %d: %.0f before, %.0f after",
+                         (long long)win[w][0], (long long)win[w][1], a, before[w][a], after[w][a]);
+    }
+}
+
 /* Archived logs (schema 22): a pointer per (job, run, stream), put again replaces it,
  * kept across a reopen; a stream never archived is -ENOENT. */
 static void log_archives_round_trip(void **state)
@@ -2397,6 +2452,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(lifecycle_runs_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(storage_usage_integrated, setup, teardown),
         cmocka_unit_test_setup_teardown(log_archives_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(storage_samples_rolled_up, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_append_only, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_verify_in_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(group_commit, setup, teardown),
