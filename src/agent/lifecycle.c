@@ -56,6 +56,7 @@ struct frame {
     size_t rel_len;          /* its path's length in walk.rel */
     char name[NAME_MAX + 1]; /* its name in its parent */
     struct stat st;          /* for the target directory's owner and mode */
+    int64_t emptied;         /* entries this run moved or deleted from it */
 };
 
 struct walk {
@@ -112,6 +113,8 @@ static void failed(struct walk *w, const char *rel, const struct stat *st, int64
 
 static void done_one(struct walk *w, const char *rel, const struct stat *st, int64_t age_s)
 {
+    if (!w->r->dry_run)
+        w->stack[w->depth - 1].emptied++;
     w->out->files++;
     w->out->bytes += (int64_t)st->st_size;
     w->out->freed_bytes += (int64_t)st->st_blocks * 512;
@@ -486,6 +489,10 @@ static int push(struct walk *w, int fd, const char *name, const struct stat *st)
     return 0;
 }
 
+/* A directory below the area's root from which this run moved or deleted something goes
+ * when that left it empty: rmdir by name from the parent's descriptor, which removes only
+ * an empty directory and never follows a link (a link put in its place is ENOTDIR). A
+ * directory that was empty before, or that holds the marker, stays. */
 static void pop(struct walk *w)
 {
     struct frame *f = &w->stack[--w->depth];
@@ -494,6 +501,13 @@ static void pop(struct walk *w)
     if (f->dst >= 0 && w->depth > 0)
         close(f->dst);
     w->rel[f->rel_len] = '\0';
+    if (w->depth == 0 || f->emptied == 0 || w->r->dry_run)
+        return;
+    struct frame *parent = &w->stack[w->depth - 1];
+    if (unlinkat(parent->fd, f->name, AT_REMOVEDIR) == 0) {
+        parent->emptied++;
+        w->out->dirs_removed++;
+    }
 }
 
 /* w->rel = the path of `name` in the directory on top of the stack; false when too long. */

@@ -222,6 +222,8 @@ static void run_line(struct cli *c, const json_t *r)
     fprintf(c->out, "  %lld files, %s %s%s (%s freed), %lld failed, %lld in use",
             (long long)jint(r, "files", 0), b, dry ? "would be " : "", move ? "moved" : "deleted",
             f, (long long)jint(r, "failed", 0), (long long)jint(r, "in_use", 0));
+    if (jint(r, "dirs_removed", 0) > 0)
+        fprintf(c->out, ", %lld empty directories removed", (long long)jint(r, "dirs_removed", 0));
     if (*jstr(r, "age_basis"))
         fprintf(c->out, "; ages from %s%s", jstr(r, "age_basis"),
                 !strcmp(jstr(r, "age_basis"), "mtime") ? " (the file system keeps no atime)" : "");

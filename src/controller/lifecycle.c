@@ -190,13 +190,13 @@ static int run_create(struct ctl *c, const struct lifecycle_rule *rule, const ch
     return 0;
 }
 
-/* {age_basis, list, unlisted} of a result, as text for the store. */
+/* {age_basis, list, unlisted, dirs_removed} of a result, as text for the store. */
 static char *result_text(const struct lifecycle_result *res)
 {
     json_t *j = lifecycle_result_json(res);
     json_t *keep = json_object();
-    const char *keys[] = {"age_basis", "list", "unlisted"};
-    for (int i = 0; i < 3; i++)
+    const char *keys[] = {"age_basis", "list", "unlisted", "dirs_removed"};
+    for (int i = 0; i < 4; i++)
         if (json_object_get(j, keys[i]))
             json_object_set(keep, keys[i], json_object_get(j, keys[i]));
     char *text = json_dumps(keep, JSON_COMPACT);
@@ -235,6 +235,8 @@ static void run_finish(struct ctl *c, size_t i, const struct lifecycle_result *r
                                   "failed", (json_int_t)r.failed, "in_use", (json_int_t)r.in_use);
         if (r.to_pool[0])
             json_object_set_new(after, "to", json_string(r.to_pool));
+        if (res && res->dirs_removed)
+            json_object_set_new(after, "dirs_removed", json_integer(res->dirs_removed));
         rc = ctl_audit(c, r.requested_by, "storage.lifecycle_run", target, NULL, after,
                        r.message[0] ? r.message : NULL);
         json_decref(after);
@@ -348,13 +350,43 @@ static void walk_done(struct due_walk *w)
     free(w->busy);
 }
 
-static bool rule_running(const struct ctl_lifecycle *l, const char *rule, const char *project)
+/* A real run of the rule on the area under way (on `node`, or on any node when NULL). */
+static bool rule_running(const struct ctl_lifecycle *l, const char *rule, const char *project,
+                         const char *node)
 {
     for (size_t i = 0; i < l->n; i++)
         if (strcmp(l->runs[i].rec.rule, rule) == 0 &&
-            strcmp(l->runs[i].rec.project, project) == 0 && !l->runs[i].rec.dry_run)
+            strcmp(l->runs[i].rec.project, project) == 0 && !l->runs[i].rec.dry_run &&
+            (!node || strcmp(l->runs[i].rec.node, node) == 0))
             return true;
     return false;
+}
+
+/* A rule whose pool is local to each node: every node that has it holds files of its own,
+ * so the area is walked on each of them. */
+static bool rule_per_node(struct ctl *c, const struct lifecycle_rule *rule)
+{
+    const struct storage_pool *p = storage_pool_find(ctl_storage_policy(c), rule->pool);
+    return p && p->local;
+}
+
+/* Each node that may take the rule's runs gets one on the area, unless it is busy with
+ * LC_NODE_RUNS_MAX runs or with a real run of this rule on this area already. */
+static void due_area_each_node(struct due_walk *w, const char *project)
+{
+    if (!w->found)
+        find_nodes(w);
+    if (w->nnodes == 0)
+        w->nodeless++;
+    for (size_t i = 0; i < w->nnodes; i++) {
+        if (w->busy[i] >= LC_NODE_RUNS_MAX ||
+            (!w->dry_run &&
+             rule_running(w->c->lifecycle, w->rule->name, project, w->nodes[i]->name)))
+            continue;
+        w->busy[i]++;
+        if (run_create(w->c, w->rule, project, w->nodes[i], w->dry_run, w->by, w->created) < 0)
+            w->failed++;
+    }
 }
 
 static void due_area(void *arg, const char *project, const char *pool, int64_t used)
@@ -364,7 +396,11 @@ static void due_area(void *arg, const char *project, const char *pool, int64_t u
     if (strcmp(pool, w->rule->pool) != 0 || !lifecycle_rule_covers(w->rule, project) ||
         (w->only && strcmp(w->only, project) != 0))
         return;
-    if (!w->dry_run && rule_running(w->c->lifecycle, w->rule->name, project))
+    if (rule_per_node(w->c, w->rule)) {
+        due_area_each_node(w, project);
+        return;
+    }
+    if (!w->dry_run && rule_running(w->c->lifecycle, w->rule->name, project, NULL))
         return; /* one real run of a rule on an area at a time */
     struct ctl_node *n = pick_node(w);
     if (!n) {
@@ -425,6 +461,8 @@ static json_t *run_json(const struct store_lc_run *r, bool with_files)
     json_t *res = r->result && r->result[0] ? json_loads(r->result, 0, NULL) : NULL;
     if (res) {
         json_object_set(o, "age_basis", json_object_get(res, "age_basis"));
+        json_object_set_new(o, "dirs_removed",
+                            json_integer(json_integer_value(json_object_get(res, "dirs_removed"))));
         if (with_files) {
             json_object_set(o, "list", json_object_get(res, "list"));
             json_object_set(o, "unlisted", json_object_get(res, "unlisted"));

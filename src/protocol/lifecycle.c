@@ -344,6 +344,8 @@ json_t *lifecycle_result_json(const struct lifecycle_result *r)
                                "unlisted", (json_int_t)r->unlisted);
     json_object_update(o, counts);
     json_decref(counts);
+    if (r->dirs_removed)
+        json_object_set_new(o, "dirs_removed", json_integer(r->dirs_removed));
     json_object_set_new(o, "list", list);
     return o;
 }
@@ -374,7 +376,8 @@ static int parse_counts(const json_t *v, const char *path, struct lifecycle_resu
         (rc = get_count(v, "freed_bytes", path, LC_MAX_BYTES, &r->freed_bytes, err)) < 0 ||
         (rc = get_count(v, "failed", path, LC_MAX_BYTES, &r->failed, err)) < 0 ||
         (rc = get_count(v, "in_use", path, LC_MAX_BYTES, &r->in_use, err)) < 0 ||
-        (rc = get_count(v, "unlisted", path, LC_MAX_BYTES, &r->unlisted, err)) < 0)
+        (rc = get_count(v, "unlisted", path, LC_MAX_BYTES, &r->unlisted, err)) < 0 ||
+        (rc = get_count(v, "dirs_removed", path, LC_MAX_BYTES, &r->dirs_removed, err)) < 0)
         return rc;
     return 0;
 }
@@ -382,9 +385,9 @@ static int parse_counts(const json_t *v, const char *path, struct lifecycle_resu
 int lifecycle_result_parse(const json_t *v, const char *path, struct lifecycle_result *out,
                            struct proto_error *err)
 {
-    static const char *const known[] = {"id",       "state", "ok",          "message", "age_basis",
-                                        "files",    "bytes", "freed_bytes", "failed",  "in_use",
-                                        "unlisted", "list",  NULL};
+    static const char *const known[] = {"id",       "state", "ok",           "message", "age_basis",
+                                        "files",    "bytes", "freed_bytes",  "failed",  "in_use",
+                                        "unlisted", "list",  "dirs_removed", NULL};
     char f[160];
     int rc;
     memset(out, 0, sizeof(*out));

@@ -68,13 +68,14 @@ struct lifecycle_entry {
 /* A run the agent holds: running, or done with its counts. files/bytes: moved or deleted
  * (a dry run: would be); freed_bytes: the space given back on the source; failed: files
  * that could not be (the source stays); in_use: files left because something had them
- * open. The list has the first LC_LIST_MAX files (unlisted counts the rest). */
+ * open; dirs_removed: directories the run's moves and deletes left empty, removed. The list
+ * has the first LC_LIST_MAX files (unlisted counts the rest). */
 struct lifecycle_result {
     int64_t id;
     bool done, ok;
     char message[STORAGE_MSG_MAX + 1];
     char age_basis[16]; /* "atime", or "mtime" where the file system keeps no access times */
-    int64_t files, bytes, freed_bytes, failed, in_use, unlisted;
+    int64_t files, bytes, freed_bytes, failed, in_use, unlisted, dirs_removed;
     struct lifecycle_entry *list; /* owned */
     size_t nlist;
 };

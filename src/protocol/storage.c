@@ -216,8 +216,8 @@ static int parse_labels(const json_t *v, const char *path, struct storage_pool *
 static int parse_pool(const json_t *o, const char *path, struct storage_pool *p,
                       struct proto_error *err)
 {
-    static const char *const known[] = {"name",  "path",  "class",  "quota",
-                                        "nodes", "mount", "fstype", NULL};
+    static const char *const known[] = {"name",  "path",   "class", "quota", "nodes",
+                                        "mount", "fstype", "local", NULL};
     int rc, cls = STORAGE_HOT, quota = STORAGE_QUOTA_ACCOUNTING;
     if (!json_is_object(o))
         return proto_errorf(err, 400, NULL, path, "%s must be an object", path);
@@ -229,6 +229,7 @@ static int parse_pool(const json_t *o, const char *path, struct storage_pool *p,
         (rc = get_enum(o, "class", path, class_names, 4, &cls, err)) < 0 ||
         (rc = get_enum(o, "quota", path, quota_names, 2, &quota, err)) < 0 ||
         (rc = get_flag(o, "mount", path, &p->mount, err)) < 0 ||
+        (rc = get_flag(o, "local", path, &p->local, err)) < 0 ||
         (rc = get_text(o, "fstype", path, false, p->fstype, sizeof(p->fstype), err)) < 0 ||
         (rc = parse_labels(json_object_get(o, "nodes"), path, p, err)) < 0)
         return rc;
@@ -408,6 +409,8 @@ static json_t *pool_json(const struct storage_pool *p)
     json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:b}", "name", p->name, "path", p->path, "class",
                           storage_class_name(p->cls), "quota", storage_quota_name(p->quota),
                           "mount", p->mount);
+    if (p->local)
+        json_object_set_new(o, "local", json_true());
     if (p->fstype[0])
         json_object_set_new(o, "fstype", json_string(p->fstype));
     json_t *nodes = json_object();

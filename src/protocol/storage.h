@@ -51,7 +51,8 @@ struct storage_pool {
     char path[STORAGE_PATH_MAX];
     enum storage_class cls;
     enum storage_quota quota;
-    bool mount;                                          /* the path must be a mount point */
+    bool mount; /* the path must be a mount point */
+    bool local; /* each node has its own file system there (a local disk), not one shared */
     char fstype[STORAGE_FSTYPE_MAX];                     /* "" = any */
     struct storage_label nodes[STORAGE_MAX_POOL_LABELS]; /* all must match; none = every node */
     int nnodes;

@@ -7,6 +7,7 @@
 # at the files themselves, the run's counts and the audit trail.
 # Pools:  hot   a plain directory            cold  a plain directory
 #         tiny  an 8 MiB ext4 image (archive) scr   a plain directory (scratch)
+#         loc   a plain directory, `local: true` (both agents see the same one here)
 # Files are aged with touch -d; the agents run with DOCKET_NODE_TEST_LC_CORRUPT=corrupt.bin,
 # so the copy of any file of that name differs from its source and must fail its check.
 # The reports' storage samples are rolled up by a policy with a 2 s sample_keep.
@@ -25,7 +26,7 @@ setup_file() {
     [[ -e /dev/loop-control ]] || skip "no loop devices here (/dev/loop-control is missing)"
     export DOCKET_NODE_TEST_LC_CORRUPT=corrupt.bin
     cluster_start
-    mkdir -p "$T/hot" "$T/cold" "$T/scr" "$T/mnt/tiny" "$T/outside"
+    mkdir -p "$T/hot" "$T/cold" "$T/scr" "$T/loc" "$T/mnt/tiny" "$T/outside"
     truncate -s 8M "$T/tiny.img"
     mkfs.ext4 -q -F -m 0 "$T/tiny.img" >/dev/null
     mount -o loop "$T/tiny.img" "$T/mnt/tiny" 2>"$T/mount.err" ||
@@ -43,16 +44,18 @@ storage:
     - {name: cold, path: $T/cold, class: cold}
     - {name: tiny, path: $T/mnt/tiny, class: archive, mount: true}
     - {name: scr, path: $T/scr, class: scratch}
+    - {name: loc, path: $T/loc, class: scratch, local: true}
   lifecycle:
     - {name: cool, pool: hot, action: move, to: cold, after: 30d, projects: [ml], rate: 64M}
     - {name: archive, pool: cold, action: move, to: tiny, after: 90d}
     - {name: purge, pool: scr, action: delete, after: 7d}
+    - {name: purge-loc, pool: loc, action: delete, after: 7d}
     - {name: intermediates, pool: hot, action: delete, after: 3d, marker: true}
     - {name: slow, pool: hot, action: move, to: cold, after: 30d, projects: [bio], rate: 1M}
 YAML
     "$DOCKET" apply -f "$T/policy.yaml" >/dev/null
     local p
-    for p in hot cold tiny scr; do "$DOCKET" storage create ml "$p" --quota 0 >/dev/null; done
+    for p in hot cold tiny scr loc; do "$DOCKET" storage create ml "$p" --quota 0 >/dev/null; done
     "$DOCKET" storage create bio hot --quota 0 >/dev/null
     wait_for 30 areas_made
 }
@@ -69,7 +72,7 @@ setup() {
 
 areas_made() {
     [[ -d $T/hot/projects/ml && -d $T/cold/projects/ml && -d $T/mnt/tiny/projects/ml &&
-        -d $T/scr/projects/ml && -d $T/hot/projects/bio ]] &&
+        -d $T/scr/projects/ml && -d $T/loc/projects/ml && -d $T/hot/projects/bio ]] &&
         [[ $("$DOCKET" storage --json | jq '[.pools[].nodes_ok] | min') == 2 ]]
 }
 
@@ -221,20 +224,47 @@ count() { jq -r "[.runs[].$1] | add"; }
     mkfile "$ml/run1/.docket-intermediate" 0 "9 days"
     mkfile "$ml/run1/step/ckpt.pt" 20 "5 days"
     mkfile "$ml/run2/ckpt.pt" 20 "5 days"
+    # directories: one the purge empties (two levels), one empty from before, one a link to
+    # an empty directory outside the area
+    mkfile "$scr/e/f/oldest.tmp" 10 "30 days"
+    mkdir -p "$scr/was-empty" "$T/outside/empty"
+    ln -sfn "$T/outside/empty" "$scr/link"
     run lc --rule purge --json
     [ "$status" -eq 0 ]
-    [[ $(files_of <<<"$output") == "d/older.tmp old.tmp" ]]
-    [[ $(count bytes <<<"$output") == $((20 * 1024)) ]]
+    [[ $(files_of <<<"$output") == "d/older.tmp e/f/oldest.tmp old.tmp" ]]
+    [[ $(count bytes <<<"$output") == $((30 * 1024)) ]]
+    [[ $(count dirs_removed <<<"$output") == 3 ]]
     [[ ! -e $scr/old.tmp && ! -e $scr/d/older.tmp && -f $scr/new.tmp ]]
+    # the emptied directories went, the area and what was empty before stay, no link followed
+    [[ ! -e $scr/d && ! -e $scr/e && -d $scr && -d $scr/was-empty ]]
+    [[ -L $scr/link && -d $T/outside/empty ]]
     run lc --rule intermediates hot --json
     [ "$status" -eq 0 ]
     [[ $(files_of <<<"$output") == "run1/step/ckpt.pt" ]]
     [[ ! -e $ml/run1/step/ckpt.pt && -f $ml/run1/.docket-intermediate && -f $ml/run2/ckpt.pt ]]
+    # step went with its file; run1 keeps its marker, so it stays
+    [[ ! -e $ml/run1/step && -d $ml/run1 ]]
     # a rule that deletes whole areas of a hot pool is refused by the policy's reader
     sed 's/marker: true//' "$T/policy.yaml" >"$T/bad.yaml"
     run "$DOCKET" apply -f "$T/bad.yaml"
     [ "$status" -ne 0 ]
     [[ $output == *"needs marker: true or a glob"* ]]
+}
+
+@test "lifecycle: a rule on a pool local to each node runs on every node that has it" {
+    local loc=$T/loc/projects/ml
+    mkfile "$loc/old.tmp" 10 "10 days"
+    run -0 lc --dry-run --rule purge-loc --json
+    [[ $(jq -r '[.runs[].node] | sort | join(" ")' <<<"$output") == "$PREFIX-a $PREFIX-b" ]]
+    [[ $(files_of <<<"$output") == "old.tmp old.tmp" ]]
+    # a rule on a shared pool: one node
+    run -0 lc --dry-run --rule purge --json
+    [[ $(jq -r '.runs | length' <<<"$output") == 1 ]]
+    # for real: a run on each node (here both see one directory: one deletes the file)
+    run -0 lc --rule purge-loc --json
+    [[ $(jq -r '[.runs[].node] | sort | join(" ")' <<<"$output") == "$PREFIX-a $PREFIX-b" ]]
+    [[ ! -e $loc/old.tmp ]]
+    [[ $("$DOCKET" audit --json | jq '[.entries[]? // .audit[]? | select(.action == "storage.lifecycle_run" and .target == "purge-loc/ml")] | length') == 2 ]]
 }
 
 @test "lifecycle: a rule with every runs by itself, as docketd" {

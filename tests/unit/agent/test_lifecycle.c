@@ -117,6 +117,8 @@ static void dry_run_then_move(void **state)
     assert_string_equal(res.list[0].path, "old/a.bin");
     assert_true(exists(hot, "old/a.bin"));
     assert_false(exists(cold, "old"));
+    assert_int_equal(res.dirs_removed, 0);
+    assert_true(exists(hot, "old"));
     lifecycle_result_release(&res);
 
     r.dry_run = false;
@@ -125,6 +127,9 @@ static void dry_run_then_move(void **state)
     assert_int_equal(res.files, 1);
     assert_false(exists(hot, "old/a.bin"));
     assert_true(exists(hot, "new.bin"));
+    /* the directory the move emptied went with it; the area stays */
+    assert_false(exists(hot, "old"));
+    assert_int_equal(res.dirs_removed, 1);
     char p[512];
     struct stat st;
     snprintf(p, sizeof(p), "%s/old/a.bin", cold);
@@ -225,6 +230,9 @@ static void delete_marked_only(void **state)
     assert_false(exists(hot, "run1/deep/x.ckpt"));
     assert_true(exists(hot, "run1/" LC_MARKER));
     assert_true(exists(hot, "run2/x.ckpt"));
+    /* deep, emptied, went; run1 keeps its marker and stays */
+    assert_false(exists(hot, "run1/deep"));
+    assert_int_equal(res.dirs_removed, 1);
     lifecycle_result_release(&res);
 }
 

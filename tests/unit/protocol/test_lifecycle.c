@@ -157,7 +157,8 @@ static void run_and_result_round_trip(void **state)
                                    .bytes = 300,
                                    .freed_bytes = 8192,
                                    .failed = 1,
-                                   .in_use = 1};
+                                   .in_use = 1,
+                                   .dirs_removed = 3};
     strcpy(res.age_basis, "mtime");
     strcpy(res.message, "1 files in use were left");
     lifecycle_result_list(&res, "a/b.bin", 100, 86400 * 40, NULL);
@@ -168,6 +169,7 @@ static void run_and_result_round_trip(void **state)
     assert_true(rb.done);
     assert_int_equal(rb.files, 2);
     assert_int_equal(rb.in_use, 1);
+    assert_int_equal(rb.dirs_removed, 3);
     assert_int_equal(rb.nlist, 2);
     assert_string_equal(rb.list[1].error, "in use (open): left in place");
     assert_string_equal(rb.age_basis, "mtime");
