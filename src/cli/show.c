@@ -116,7 +116,14 @@ static void print_job(struct cli *c, const json_t *j)
     if (jstr(j, "template")[0])
         line(c, "template", jstr(j, "template")); /* the exact version it runs with */
     if (jstr(j, "image")[0])
-        line(c, "image", jstr(j, "image")); /* its container's */
+        line(c, "image", jstr(j, "image"));                 /* its container's */
+    const json_t *arch = json_object_get(j, "log_archive"); /* docs/storage.md "Job logs" */
+    if (json_array_size(arch) > 0) {
+        snprintf(buf, sizeof(buf), "archived to pool %s (%zu stream%s; docket logs reads them)",
+                 jstr(json_array_get(arch, 0), "pool"), json_array_size(arch),
+                 json_array_size(arch) == 1 ? "" : "s");
+        line(c, "logs", buf);
+    }
     jobs_gpus(j, gpus, sizeof(gpus));
     fmt_size(jint(j, "mem_mb", 0), mem, sizeof(mem));
     snprintf(buf, sizeof(buf), "GPUs %s per node, %lld node(s), %lld CPUs, mem %s", gpus,

@@ -17,6 +17,7 @@
 #include "controller/jobs.h"
 #include "controller/idem.h"
 #include "controller/lease.h"
+#include "controller/logarch.h"
 #include "controller/loop.h"
 #include "controller/network.h"
 #include "controller/storage.h"
@@ -1539,8 +1540,11 @@ void h_job_show(struct ctl_req *r)
         return;
     /* at once when nothing of the job is ahead of the disk (docs/controller.md "Reads
      * that leave at once") */
-    ctl_reply_json_job(r->c, r->req, 200, json_pack("{s:o}", "job", ctl_job_json_for(r, &row)),
-                       &row);
+    json_t *job = ctl_job_json_for(r, &row);
+    json_t *archived = ctl_logarch_job_json(r->c, row.id); /* where its logs went */
+    if (archived)
+        json_object_set_new(job, "log_archive", archived);
+    ctl_reply_json_job(r->c, r->req, 200, json_pack("{s:o}", "job", job), &row);
     store_job_release(&row);
 }
 

@@ -519,6 +519,27 @@ ssize_t ctl_logarch_read(struct ctl *c, uint64_t job, int run, int stream, int64
     return got;
 }
 
+static int archive_json(void *arg, const struct store_log_archive *a)
+{
+    json_array_append_new(arg, json_pack("{s:i,s:s,s:s,s:s,s:I,s:I,s:s,s:I}", "run", a->run,
+                                         "stream", a->stream ? "stderr" : "stdout", "pool", a->pool,
+                                         "path", a->path, "bytes", (json_int_t)a->bytes,
+                                         "stored_bytes", (json_int_t)a->stored_bytes, "sha256",
+                                         a->sha256, "archived_ms", (json_int_t)a->archived_ms));
+    return 0;
+}
+
+json_t *ctl_logarch_job_json(struct ctl *c, uint64_t job)
+{
+    json_t *list = json_array();
+    if (store_log_archive_list(c->store, job, archive_json, list) < 0 ||
+        json_array_size(list) == 0) {
+        json_decref(list);
+        return NULL;
+    }
+    return list;
+}
+
 bool ctl_logarch_full(struct ctl *c, char *key, size_t key_len, char *summary, size_t len)
 {
     struct ctl_logarch *la = c->logarch;

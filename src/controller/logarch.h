@@ -9,6 +9,7 @@
 #ifndef DOCKET_CONTROLLER_LOGARCH_H
 #define DOCKET_CONTROLLER_LOGARCH_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +26,9 @@ int64_t ctl_logarch_size(struct ctl *c, uint64_t job, int run, int stream);
  * *pool names the pool it was read from. */
 ssize_t ctl_logarch_read(struct ctl *c, uint64_t job, int run, int stream, int64_t offset,
                          void *buf, size_t n, char *pool, size_t pool_len);
+/* The job's archived streams, [{run, stream, pool, path, bytes, stored_bytes, sha256,
+ * archived_ms}] (a new reference), NULL when none. */
+json_t *ctl_logarch_job_json(struct ctl *c, uint64_t job);
 /* While the archive pool is full: true with its alert key ("POOL:logs") and a sentence. */
 bool ctl_logarch_full(struct ctl *c, char *key, size_t key_len, char *summary, size_t len);
 void ctl_logarch_free(struct ctl *c);

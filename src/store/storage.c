@@ -270,12 +270,27 @@ int store_log_archive_put(struct store *st, const struct store_log_archive *a)
     return rc;
 }
 
+static void log_archive_row(struct db_stmt *s, struct store_log_archive *out)
+{
+    out->job = (uint64_t)db_column_int64(s, 0);
+    out->run = (int)db_column_int64(s, 1);
+    out->stream = (int)db_column_int64(s, 2);
+    store_col_copy(s, 3, out->pool, sizeof(out->pool));
+    store_col_copy(s, 4, out->path, sizeof(out->path));
+    out->bytes = db_column_int64(s, 5);
+    out->stored_bytes = db_column_int64(s, 6);
+    store_col_copy(s, 7, out->sha256, sizeof(out->sha256));
+    out->archived_ms = db_column_int64(s, 8);
+}
+
+#define LOG_ARCHIVE_COLS                                                                           \
+    "SELECT job, run, stream, pool, path, bytes, stored_bytes, sha256, archived_ms"                \
+    " FROM log_archives WHERE job = ?1"
+
 int store_log_archive_get(struct store *st, uint64_t job, int run, int stream,
                           struct store_log_archive *out)
 {
-    struct db_stmt *s = prepare(st, "SELECT pool, path, bytes, stored_bytes, sha256, archived_ms"
-                                    " FROM log_archives WHERE job = ?1 AND run = ?2"
-                                    " AND stream = ?3");
+    struct db_stmt *s = prepare(st, LOG_ARCHIVE_COLS " AND run = ?2 AND stream = ?3");
     if (!s)
         return -EIO;
     db_bind_int64(s, 1, (int64_t)job);
@@ -283,17 +298,30 @@ int store_log_archive_get(struct store *st, uint64_t job, int run, int stream,
     db_bind_int64(s, 3, stream);
     int step = db_step(s), rc = -ENOENT;
     if (step == DB_ROW) {
-        *out = (struct store_log_archive){.job = job, .run = run, .stream = stream};
-        store_col_copy(s, 0, out->pool, sizeof(out->pool));
-        store_col_copy(s, 1, out->path, sizeof(out->path));
-        out->bytes = db_column_int64(s, 2);
-        out->stored_bytes = db_column_int64(s, 3);
-        store_col_copy(s, 4, out->sha256, sizeof(out->sha256));
-        out->archived_ms = db_column_int64(s, 5);
+        log_archive_row(s, out);
         rc = 0;
     } else if (step != DB_DONE) {
         rc = store_fail(st, "get log archive");
     }
+    db_finalize(s);
+    return rc;
+}
+
+int store_log_archive_list(struct store *st, uint64_t job, store_log_archive_cb cb, void *arg)
+{
+    struct db_stmt *s = prepare(st, LOG_ARCHIVE_COLS " ORDER BY run, stream");
+    if (!s)
+        return -EIO;
+    db_bind_int64(s, 1, (int64_t)job);
+    int step, rc = 0;
+    while ((step = db_step(s)) == DB_ROW) {
+        struct store_log_archive a;
+        log_archive_row(s, &a);
+        if ((rc = cb(arg, &a)))
+            break;
+    }
+    if (!rc && step != DB_DONE)
+        rc = store_fail(st, "list log archives");
     db_finalize(s);
     return rc;
 }

@@ -703,6 +703,11 @@ int store_log_archive_put(struct store *st, const struct store_log_archive *a) S
 /* 0 with *out filled, -ENOENT when that stream is not archived, -EIO. */
 int store_log_archive_get(struct store *st, uint64_t job, int run, int stream,
                           struct store_log_archive *out) STORE_WUR;
+/* The job's archived streams by run and stream; a non-zero return of cb stops and is
+ * returned. */
+typedef int (*store_log_archive_cb)(void *arg, const struct store_log_archive *a);
+int store_log_archive_list(struct store *st, uint64_t job, store_log_archive_cb cb,
+                           void *arg) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
 /* Usage samples (schema 9, src/store/usage.c; docs/monitoring.md "Storage")             */

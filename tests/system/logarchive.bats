@@ -103,6 +103,12 @@ audited() { # N: at least N storage.log_archive entries that archived files
     [[ $("$DOCKET" logs --stderr "$id") == oops ]]
     capi GET "/v1/jobs/$id/logs?offset=100" -D "$T/h" -o /dev/null
     grep -qi '^X-Docket-Archived: arch' "$T/h"
+    # the job's pointer: where each stream went, its size and checksum
+    capi GET "/v1/jobs/$id" >"$T/job.json"
+    [[ $(jq -r '[.job.log_archive[].stream] | join(" ")' "$T/job.json") == "stdout stderr" ]]
+    [[ $(jq -r '.job.log_archive[0].sha256' "$T/job.json") == $(seq 1 20000 | sha256sum | cut -d' ' -f1) ]]
+    [[ $(jq -r '.job.log_archive[0].bytes' "$T/job.json") == 108894 ]]
+    [[ $("$DOCKET" show "$id") == *"archived to pool arch (2 streams"* ]]
     wait_for 30 audited 1
 }
 

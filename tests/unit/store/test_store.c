@@ -1611,6 +1611,14 @@ static void storage_samples_rolled_up(void **state)
     }
 }
 
+static int list_archive(void *arg, const struct store_log_archive *a)
+{
+    char *out = arg;
+    size_t n = strlen(out);
+    snprintf(out + n, 256 - n, "%llu.%d.%d;", (unsigned long long)a->job, a->run, a->stream);
+    return 0;
+}
+
 /* Archived logs (schema 22): a pointer per (job, run, stream), put again replaces it,
  * kept across a reopen; a stream never archived is -ENOENT. */
 static void log_archives_round_trip(void **state)
@@ -1639,6 +1647,14 @@ static void log_archives_round_trip(void **state)
     assert_int_equal(got.archived_ms, 9);
     assert_int_equal(store_log_archive_get(f->st, 7, 2, 0, &got), -ENOENT);
     assert_int_equal(store_log_archive_get(f->st, 7, 1, 1, &got), -ENOENT);
+    /* the job's list, by run and stream; another job's stays out */
+    a.stream = 0;
+    assert_int_equal(store_log_archive_put(f->st, &a), 0);
+    a.job = 8;
+    assert_int_equal(store_log_archive_put(f->st, &a), 0);
+    char list[256] = "";
+    assert_int_equal(store_log_archive_list(f->st, 7, list_archive, list), 0);
+    assert_string_equal(list, "7.2.0;7.2.1;");
 }
 
 /* Secrets: put replaces (project, name), get returns the exact bytes, list gives names
