@@ -99,8 +99,13 @@ void ctl_storage_free(struct ctl *c)
 
 void ctl_storage_take(struct ctl *c, const struct proto_policy *pp)
 {
-    if (pp->storage)
-        storage_of(c)->policy = *pp->storage;
+    if (!pp->storage)
+        return;
+    struct ctl_storage *s = storage_of(c);
+    s->policy = *pp->storage;
+    /* the next sample and roll-up under the new intervals, not an old hour away */
+    s->next_sample_ms = 0;
+    s->next_rollup_ms = 0;
 }
 
 void ctl_storage_json(struct ctl *c, json_t *doc, const struct proto_policy *pp)
