@@ -685,7 +685,7 @@ int store_storage_samples_rollup(struct store *st, int64_t before_ms, int64_t st
                                  int max_steps, struct store_rollup *out) STORE_WUR;
 
 /* ------------------------------------------------------------------------------------ */
-/* Archived job logs (schema 21, src/store/storage.c; docs/storage.md "Job logs")       */
+/* Archived job logs (schema 22, src/store/storage.c; docs/storage.md "Job logs")       */
 
 /* One stream (0 stdout, 1 stderr) of one run of a job, moved to a pool: `path` is under
  * the pool's directory, `bytes` the log's size, `stored_bytes` the file's (compressed),
