@@ -362,11 +362,23 @@ int cli_call_quiet(struct cli *c, const char *method, const char *path, json_t *
     return *reply ? 0 : EXIT_FAIL;
 }
 
+/* A 2xx reply's body as JSON (terminal-safe for a human view); the reply is released. */
+static int reply_json(struct cli *c, struct client_reply *r, json_t **reply)
+{
+    json_error_t jerr;
+    *reply = json_loadb(r->body, r->len, 0, &jerr);
+    client_reply_release(r);
+    if (!*reply)
+        return cli_fail(c, "docketd sent a reply that is not JSON (%s)", jerr.text);
+    if (!c->json)
+        safe_tree(*reply);
+    return 0;
+}
+
 int cli_call(struct cli *c, const char *method, const char *path, json_t *body, json_t **reply)
 {
     struct client_reply r;
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_error_t jerr;
     int rc;
 
     *reply = NULL;
@@ -376,13 +388,7 @@ int cli_call(struct cli *c, const char *method, const char *path, json_t *body, 
     free(text);
     if (rc)
         return rc;
-    *reply = json_loadb(r.body, r.len, 0, &jerr);
-    client_reply_release(&r);
-    if (!*reply)
-        return cli_fail(c, "docketd sent a reply that is not JSON (%s)", jerr.text);
-    if (!c->json)
-        safe_tree(*reply);
-    return 0;
+    return reply_json(c, &r, reply);
 }
 
 /* 32 hex characters from the kernel's random source: two submissions never share one. */
@@ -400,7 +406,6 @@ int cli_submit_call(struct cli *c, json_t *spec, json_t **reply)
 {
     struct client_reply r;
     char err[1024], key[33];
-    json_error_t jerr;
 
     *reply = NULL;
     char *text = json_dumps(spec, JSON_COMPACT);
@@ -423,13 +428,7 @@ int cli_submit_call(struct cli *c, json_t *spec, json_t **reply)
         client_reply_release(&r);
         return rc;
     }
-    *reply = json_loadb(r.body, r.len, 0, &jerr);
-    client_reply_release(&r);
-    if (!*reply)
-        return cli_fail(c, "docketd sent a reply that is not JSON (%s)", jerr.text);
-    if (!c->json)
-        safe_tree(*reply);
-    return 0;
+    return reply_json(c, &r, reply);
 }
 
 int cli_get_pages(struct cli *c, const char *path, const char *key, long max, json_t **list)
