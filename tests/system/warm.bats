@@ -17,6 +17,29 @@ bats_require_minimum_version 1.5.0
 CLUSTER_NAME=warm
 load lib/cluster
 
+# The templates every test starts from (IMG: the test's OCI layout): images good and
+# broken, prepare steps, two projects' own, one with variables only.
+base_templates() {
+    cat <<YAML
+templates:
+  - name: warmbox
+    image: oci-layout:$IMG:bb
+    prepare: echo built >"\$DOCKET_ENV_DIR/marker"
+  - name: otherbox
+    image: oci-layout:$IMG:other
+  - name: brokenbox
+    image: oci-layout:$IMG:broken
+  - name: explore-tools
+    owner: project:explore
+    prepare: echo tools >"\$DOCKET_ENV_DIR/tools"
+  - name: vision-tools
+    owner: project:vision
+    prepare: "true"
+  - name: plain
+    env: {A: "1"}
+YAML
+}
+
 setup_file() {
     [[ $(id -u) == 0 ]] || skip "needs root (cgroups, the OCI runtime)"
     [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] || skip "docket, docketd or docket-node not built"
@@ -36,24 +59,7 @@ setup_file() {
     m=$(jq -r '.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] == "broken") | .digest' "$IMG/index.json")
     layer=$(jq -r '.layers[0].digest' "$IMG/blobs/sha256/${m#sha256:}")
     rm "$IMG/blobs/sha256/${layer#sha256:}"
-    cat >"$T/templates.yaml" <<YAML
-templates:
-  - name: warmbox
-    image: oci-layout:$IMG:bb
-    prepare: echo built >"\$DOCKET_ENV_DIR/marker"
-  - name: otherbox
-    image: oci-layout:$IMG:other
-  - name: brokenbox
-    image: oci-layout:$IMG:broken
-  - name: explore-tools
-    owner: project:explore
-    prepare: echo tools >"\$DOCKET_ENV_DIR/tools"
-  - name: vision-tools
-    owner: project:vision
-    prepare: "true"
-  - name: plain
-    env: {A: "1"}
-YAML
+    base_templates >"$T/templates.yaml"
     "$DOCKET" apply -f "$T/templates.yaml" >/dev/null
 }
 
@@ -185,27 +191,14 @@ warm_is() { # TEMPLATE NODE STATE
 }
 
 @test "warm_on keeps a template warm on the nodes of a label set, asked by docketd" {
-    cat >"$T/keep.yaml" <<YAML
-templates:
-  - name: warmbox
-    image: oci-layout:$IMG:bb
-    prepare: echo built >"\$DOCKET_ENV_DIR/marker"
-  - name: otherbox
-    image: oci-layout:$IMG:other
-  - name: brokenbox
-    image: oci-layout:$IMG:broken
-  - name: explore-tools
-    owner: project:explore
-    prepare: echo tools >"\$DOCKET_ENV_DIR/tools"
-  - name: vision-tools
-    owner: project:vision
-    prepare: "true"
-  - name: plain
-    env: {A: "1"}
+    {
+        base_templates
+        cat <<YAML
   - name: kept
     prepare: echo kept >"\$DOCKET_ENV_DIR/kept"
     warm_on: zone=b
 YAML
+    } >"$T/keep.yaml"
     "$DOCKET" apply -f "$T/keep.yaml" >/dev/null
     wait_for 60 warm_is kept "$PREFIX-b" ready
     [ "$(cat "$T/agent-b/envs/kept@1/kept")" = kept ]
