@@ -14,13 +14,6 @@ load lib/common
 
 # capi METHOD PATH [curl args]: prints the reply (common.bash's api sets variables instead,
 # which does not fit $(...) and pipes)
-capi() {
-    local m=$1 p=$2
-    shift 2
-    curl -sS -X "$m" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-        "http://127.0.0.1:$PORT$p" "$@"
-}
-
 start_ctl() { # [PORT]: the first start lets the kernel choose, a restart reuses it
     rm -f "$T/ctl/docketd.port"
     "$B/src/controller/docketd" --state-dir "$T/ctl" --listen "127.0.0.1:${1:-0}" --socket - \

@@ -13,13 +13,6 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 
 load lib/common
 
-capi() { # METHOD PATH [curl args]
-    local m=$1 p=$2
-    shift 2
-    curl -sS -X "$m" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-        "http://127.0.0.1:$PORT$p" "$@"
-}
-
 start_ctl() { # [PORT]
     rm -f "$T/ctl/docketd.port"
     "$B/src/controller/docketd" --state-dir "$T/ctl" --listen "127.0.0.1:${1:-0}" --socket - \

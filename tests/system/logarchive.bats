@@ -16,13 +16,6 @@ AGENT_EXTRA=()
 DOCKETD_EXTRA=()
 RECEIVER=$DOCKET_BUILD/tests/system/hook_receiver
 
-capi() {
-    local m=$1 p=$2
-    shift 2
-    curl -sS -X "$m" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-        "http://127.0.0.1:$PORT$p" "$@"
-}
-
 setup_file() {
     [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN && -x $RECEIVER ]] ||
         skip "docket, docketd, docket-node or hook_receiver not built"

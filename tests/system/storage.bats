@@ -18,13 +18,6 @@ AGENT_EXTRA=()
 DOCKETD_EXTRA=()
 RECEIVER=$DOCKET_BUILD/tests/system/hook_receiver
 
-capi() {
-    local m=$1 p=$2
-    shift 2
-    curl -sS -X "$m" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-        "http://127.0.0.1:$PORT$p" "$@"
-}
-
 # image NAME SIZE_MB [MKFS OPTS...]: an ext4 file system on $T/NAME.img at $T/mnt/NAME
 image() {
     local name=$1 size=$2

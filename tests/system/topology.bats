@@ -14,13 +14,6 @@ NODES=(s1a s1b s2a s2b s2c)
 
 load lib/common
 
-capi() { # METHOD PATH [curl args]: prints the reply
-    local m=$1 p=$2
-    shift 2
-    curl -sS -X "$m" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-        "http://127.0.0.1:$PORT$p" "$@"
-}
-
 kill_pidfile() { # FILE
     local pid
     pid=$(cat "$1" 2>/dev/null) || return 0

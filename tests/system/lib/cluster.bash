@@ -26,6 +26,8 @@ AGENT_BIN=$DOCKET_BUILD/src/agent/docket-node
 source "${BASH_SOURCE[0]%/*}/wait.bash"
 # end_supervisors, sweep_cgroups: lib/sweep.bash
 source "${BASH_SOURCE[0]%/*}/sweep.bash"
+# capi: lib/capi.bash
+source "${BASH_SOURCE[0]%/*}/capi.bash"
 
 # cluster_start: docketd on 127.0.0.1:0 + its socket, two agents (8xH100-80GB each).
 cluster_start() {

@@ -26,6 +26,8 @@ docket_setup() {
 source "${BASH_SOURCE[0]%/*}/wait.bash"
 # end_supervisors, sweep_cgroups, agents_sane: lib/sweep.bash
 source "${BASH_SOURCE[0]%/*}/sweep.bash"
+# capi: lib/capi.bash
+source "${BASH_SOURCE[0]%/*}/capi.bash"
 
 # job_state_is ID STATE: the API shows job ID in STATE (sets status_code and body).
 job_state_is() {
