@@ -539,6 +539,59 @@ void sup_tty_launch_failed(struct sup *s, const char *why)
     sup_tty_end(s);
 }
 
+/* The end of a session: the command's last output and its exit go to the client whole.
+ * The PTY is read and the client written in turn until the PTY has nothing more (no
+ * writer left, or quiet for a moment: the tty layer hands over a writer's last bytes a
+ * little after it exits), the queue never past half full so nothing is cut; then the
+ * queue is flushed. Each step goes on while it makes progress (a slow terminal three hops
+ * away on a loaded machine is still a terminal), and gives up after END_STALL_MS without
+ * any, or END_CAP_MS in all: a process left behind that keeps writing, or a client that
+ * stopped reading, holds the job's end no longer than that. */
+enum { END_CAP_MS = 30000, END_STALL_MS = 10000, END_QUIET_MS = 50 };
+
+struct end_clock {
+    int64_t cap, stall;
+};
+
+static bool end_clock_running(const struct end_clock *k)
+{
+    int64_t now = clock_mono_ms();
+    return now < k->cap && now < k->stall;
+}
+
+/* Flush what the client takes; any taken renews the stall deadline. */
+static void end_flush(struct sup_tty *t, struct end_clock *k)
+{
+    size_t before = t->outlen;
+    client_flush(t);
+    if (t->outlen < before)
+        k->stall = clock_mono_ms() + END_STALL_MS;
+}
+
+static void drain_master(struct sup_tty *t, struct end_clock *k)
+{
+    uint8_t buf[TTY_FRAME_MAX];
+    for (bool open = true; open && end_clock_running(k);) {
+        bool room = t->outlen < SUP_TTY_OUT / 2;
+        if (room) {
+            ssize_t r = read(t->master, buf, sizeof buf);
+            if (r > 0) {
+                ring_add(t, buf, (size_t)r);
+                client_queue(t, TTY_DATA, buf, (size_t)r);
+                k->stall = clock_mono_ms() + END_STALL_MS;
+                continue;
+            }
+            if (r == 0 || (errno != EAGAIN && errno != EINTR))
+                break; /* EIO: every slave descriptor is closed */
+        }
+        struct pollfd p[2] = {{room ? t->master : -1, POLLIN, 0},
+                              {t->cfd, (short)(t->outlen ? POLLOUT : 0), 0}};
+        if (poll(p, 2, END_QUIET_MS) == 0 && room)
+            open = false; /* quiet: the command's output is all read */
+        end_flush(t, k);
+    }
+}
+
 /* The command has ended: its last output and its exit go to the client (a moment is
  * given for them to leave), then the terminal closes. */
 void sup_tty_end(struct sup *s)
@@ -546,14 +599,9 @@ void sup_tty_end(struct sup *s)
     struct sup_tty *t = s->tty;
     if (!t)
         return;
-    /* what the command wrote last; a process left behind that keeps writing is not
-     * waited for (the master is non-blocking, and the queue bounded) */
-    uint8_t buf[TTY_FRAME_MAX];
-    ssize_t r;
-    while (t->outlen < SUP_TTY_OUT / 2 && (r = read(t->master, buf, sizeof buf)) > 0) {
-        ring_add(t, buf, (size_t)r);
-        client_queue(t, TTY_DATA, buf, (size_t)r);
-    }
+    int64_t now = clock_mono_ms();
+    struct end_clock k = {now + END_CAP_MS, now + END_STALL_MS};
+    drain_master(t, &k);
     int st = s->leader_status;
     uint8_t frame[8];
     size_t n = WIFSIGNALED(st)
@@ -563,11 +611,12 @@ void sup_tty_end(struct sup *s)
         memcpy(t->out + t->outlen, frame, n);
         t->outlen += n;
     }
-    int64_t until = clock_mono_ms() + 2000;
-    while (t->cfd >= 0 && t->outlen > 0 && clock_mono_ms() < until) {
+    now = clock_mono_ms();
+    k = (struct end_clock){now + END_CAP_MS, now + END_STALL_MS};
+    while (t->cfd >= 0 && t->outlen > 0 && end_clock_running(&k)) {
         struct pollfd p = {t->cfd, POLLOUT, 0};
         poll(&p, 1, 100);
-        client_flush(t);
+        end_flush(t, &k);
     }
     if (t->cfd >= 0)
         shutdown(t->cfd, SHUT_WR);
