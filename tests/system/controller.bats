@@ -470,7 +470,7 @@ running_on_gpu01() {
     check '{"command": ["x"], "env": {"BAD-NAME": "1"}}' 400 "env.BAD-NAME"
     check '{"command": ["x"], "env": {"PATH": 1}}' 400 "env.PATH"
     check '{"command": ["x"], "deps": [{"type": "afterok", "job": 999}]}' 400 "deps[0].job"
-    check '{"command": ["x"], "deps": [{"type": "after", "job": 1}]}' 400 "deps[0].type"
+    check '{"command": ["x"], "deps": [{"type": "aftercorr", "job": 1}]}' 400 "deps[0].type"
     check '{"command": ["x"], "deps": [{"type": "afterok", "job": 1, "x": 1}]}' 400 "deps[0].x"
     check '{"command": ["x"], "signal": "SIGNOPE"}' 400 signal
     check '{"command": ["x"], "array": "9-1"}' 400 array
