@@ -746,6 +746,7 @@ static int request_any(struct client *c, const char *method, const char *path,
                        size_t errlen)
 {
     struct client *k = c->cur ? c->cur : c;
+    const struct client *standby = NULL; /* one that answered as a standby */
     int rc = 0;
     do {
         if (k != (c->cur ? c->cur : c))
@@ -759,11 +760,16 @@ static int request_any(struct client *c, const char *method, const char *path,
         if (rc < 0 && rc != -ECONNREFUSED)
             return rc; /* -EIO: it may have arrived */
         if (rc == 0)
-            snprintf(err, errlen, "docketd at %s is a standby and no other controller leads",
-                     k->shown);
+            standby = k;
         k = k->alt ? k->alt : c;
     } while (k != (c->cur ? c->cur : c));
-    return rc < 0 ? -ECONNREFUSED : 0; /* none could be reached: nothing was sent */
+    if (!standby)
+        return -ECONNREFUSED; /* none could be reached: nothing was sent */
+    /* a standby answered and none leads: a takeover may be under way (nothing was sent
+     * that took effect); whichever came last, it is the standby's answer that is said */
+    snprintf(err, errlen, "docketd at %s is a standby and no other controller leads",
+             standby->shown);
+    return rc == 0 ? 0 : -EAGAIN;
 }
 
 int client_request(struct client *c, const char *method, const char *path, const char *content_type,
@@ -810,7 +816,7 @@ int client_submit(struct client *c, const char *path, const char *body, size_t b
         if (rc == -EIO)
             unknown = true;
         bool again = rc == 0 ? is_standby(r) || is_in_progress(r)
-                             : rc == -EIO || (unknown && rc == -ECONNREFUSED);
+                             : rc == -EIO || rc == -EAGAIN || (unknown && rc == -ECONNREFUSED);
         if (!again || clock_mono_ms() + wait_ms > deadline)
             break;
         client_reply_release(r);

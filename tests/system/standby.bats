@@ -74,6 +74,12 @@ teardown_file() {
     DOCKET_URL="http://127.0.0.1:$PORT2,http://127.0.0.1:$PORT" DOCKET_TOKEN=$TOKEN \
         run -0 "$DOCKET" nodes --json
     jq -e '.nodes | length == 3' <<<"$output"
+    # the standby and a controller that cannot be reached (one being replaced): no leader,
+    # and that is what is said, whichever of the two was tried last
+    dead=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    DOCKET_URL="http://127.0.0.1:$PORT2,http://127.0.0.1:$dead" DOCKET_TOKEN=$TOKEN \
+        run -1 "$DOCKET" nodes
+    [[ $output == *"is a standby and no other controller leads"* ]]
 }
 
 @test "HAProxy in front of the pair sends the API and the console to the leader" {
