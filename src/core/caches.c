@@ -35,6 +35,24 @@ void cache_verified(struct sched *s, enum sched_cache c, uint64_t job, bool same
         s->cache_wrong[c] = job ? job : UINT64_MAX;
 }
 
+static const char *const quiet_inputs[] = {
+    [SCHED_QI_SLOT] = "its job",   [SCHED_QI_EPOCH] = "memo epoch",
+    [SCHED_QI_USAGE] = "usage",    [SCHED_QI_RECLAIM] = "reclaim epoch",
+    [SCHED_QI_WAKE] = "wake time", [SCHED_QI_NODES] = "nodes and room",
+};
+_Static_assert(sizeof(quiet_inputs) / sizeof(quiet_inputs[0]) == SCHED_QI_COUNT,
+               "every enum sched_quiet_input has its name here");
+
+void cache_quiet_witness(struct sched *s, enum sched_quiet_input i)
+{
+    s->quiet_witness[i]++;
+}
+
+const char *sched_quiet_input_name(enum sched_quiet_input i)
+{
+    return (unsigned)i < SCHED_QI_COUNT ? quiet_inputs[i] : "?";
+}
+
 const char *cache_wrong_means(enum sched_cache c)
 {
     return (unsigned)c < SCHED_CACHE_COUNT ? caches[c].wrong : "";
@@ -51,6 +69,8 @@ void sched_cache_checks(const struct sched *s, struct sched_cache_checks *out)
         out->checked[c] = s->cache_checked[c];
         out->wrong[c] = s->cache_wrong[c];
     }
+    for (int i = 0; i < SCHED_QI_COUNT; i++)
+        out->quiet_witness[i] = s->quiet_witness[i];
 }
 
 void sched_verify_memos(struct sched *s, bool on)

@@ -16,6 +16,8 @@ static inline bool cache_verifying(const struct sched *s, enum sched_cache c)
 }
 /* A hit of cache c for job `job` was computed again: `same` when both answers agree. */
 void cache_verified(struct sched *s, enum sched_cache c, uint64_t job, bool same);
+/* Input i alone ended a quiet proof, and the service that followed changed something. */
+void cache_quiet_witness(struct sched *s, enum sched_quiet_input i);
 /* What a difference found by cache c's check means, for sched_check(). */
 const char *cache_wrong_means(enum sched_cache c);
 

@@ -703,13 +703,28 @@ static bool claimed_in_walk(const struct sched *s, const struct shape *sh, uint3
  * job and cycle was what serving them cost, bench/RESULTS.md). A change of the slot's job
  * (it started, left, stopped starving, got or lost a reservation, another job took the
  * slot) set its changed bit. */
+static unsigned quiet_moved(const struct sched *s, const struct starving_entry *e, int64_t now)
+{
+    return (slot_bit(s->changed_bits, e->slot) ? 1u << SCHED_QI_SLOT : 0) |
+           (e->epoch != quiet_epoch(s) ? 1u << SCHED_QI_EPOCH : 0) |
+           (!quiet_usage_holds(s, e) ? 1u << SCHED_QI_USAGE : 0) |
+           (e->reclaims && e->repoch != s->reclaim_epoch ? 1u << SCHED_QI_RECLAIM : 0) |
+           (now >= e->wake ? 1u << SCHED_QI_WAKE : 0);
+}
+
+static enum quiet_verdict quiet_on_nodes(const struct sched *s, const struct starving_entry *e);
+
 static enum quiet_verdict quiet_holds(const struct sched *s, const struct starving_entry *e,
                                       int64_t now)
 {
-    if (!e->id || now >= e->wake || slot_bit(s->changed_bits, e->slot) ||
-        e->epoch != quiet_epoch(s) || !quiet_usage_holds(s, e) ||
-        (e->reclaims && e->repoch != s->reclaim_epoch))
+    if (!e->id || quiet_moved(s, e, now))
         return QV_SERVE;
+    return quiet_on_nodes(s, e);
+}
+
+/* The rest of the proof: its nodes and the room for its shape. */
+static enum quiet_verdict quiet_on_nodes(const struct sched *s, const struct starving_entry *e)
+{
     if (e->how == QUIET_ADMISSION || e->nodes == quiet_nodes_at(s, e->sel))
         return QV_STANDS; /* held back by admission, which no node changes; or nothing moved */
     if (e->how == QUIET_NODES)
@@ -879,6 +894,21 @@ static uint8_t quiet_own_marks(const struct sched *s, const struct job *j, enum 
     return pr == PLACE_NO_CAPACITY && s->shapes[j->shape].nofit_cycle == s->cycle ? QUIET_NOFIT : 0;
 }
 
+/* sched_verify_memos(): the one input that alone ended e's proof, if one did
+ * (SCHED_QI_COUNT: none, or several). */
+static enum sched_quiet_input quiet_ended_by(const struct sched *s, const struct starving_entry *e,
+                                             int64_t now)
+{
+    if (!e->id)
+        return SCHED_QI_COUNT;
+    unsigned moved = quiet_moved(s, e, now);
+    if (!moved)
+        return SCHED_QI_NODES; /* the verdict was QV_SERVE: its nodes said so */
+    if ((moved & (moved - 1)) || quiet_on_nodes(s, e) == QV_SERVE)
+        return SCHED_QI_COUNT;
+    return (enum sched_quiet_input)__builtin_ctz(moved);
+}
+
 /* It holds a sticky reservation of its own, not a preemption's (whose victims it waits
  * for). */
 static bool sticky_room(const struct sched *s, const struct job *j)
@@ -1036,11 +1066,22 @@ static void walk_starving(struct sched *s, struct walk *w)
             continue;
         }
         struct quiet_counts before = quiet_counts(s, j);
+        enum sched_quiet_input alone = SCHED_QI_COUNT;
+        struct quiet_view seen = {0};
+        if (s->verify_memos && !renewing) {
+            alone = quiet_ended_by(s, e, w->now);
+            seen = quiet_view(s, j);
+        }
         s->res_horizon_job = 0; /* its own search, if the service makes one, sets it */
         uint64_t nodes_before = quiet_nodes(s, j->shape);
         bool admitted;
         enum place_result pr = serve_starving(s, w, j, &admitted);
         w->st->starving_served++;
+        if (alone != SCHED_QI_COUNT) {
+            struct quiet_view after = quiet_view(s, j);
+            if (!quiet_view_same(&seen, &after))
+                cache_quiet_witness(s, alone); /* a proof without it was wrong here */
+        }
         if (pr == PLACE_CLAIMED && nodes_before == quiet_nodes(s, j->shape))
             starving_claimed_note(s, j, nodes_before, w->now);
         if (j->state == SCHED_PENDING) {

@@ -672,14 +672,33 @@ enum sched_cache {
     SCHED_CACHE_COUNT
 };
 
+/* The inputs a quiet proof reads (docs/scheduling.md "What each cache reads"). A check at
+ * a hit catches a forgotten input only when the workload moves that input alone, where it
+ * matters: so under sched_verify_memos() the walk also counts, per input, the proofs that
+ * this input alone ended and whose service then changed something (a witness: a proof
+ * without that input would have been wrong there, and its check would say so). The
+ * property test fails while an input has no witness in its seeds (issue 34's mutation
+ * trial: a proof without reclaim_epoch passed 150 seeds, none of which moved it alone). */
+enum sched_quiet_input {
+    SCHED_QI_SLOT,    /* its job changed (changed_bits) */
+    SCHED_QI_EPOCH,   /* memo_epoch - log_resets: policy parts, projects, nodes, labels */
+    SCHED_QI_USAGE,   /* its project's, group's and array's usage, or whether it may reclaim */
+    SCHED_QI_RECLAIM, /* reclaim_epoch: a project or group went over its guarantee */
+    SCHED_QI_WAKE,    /* time: its reservation's start, a refusal's end, a search's horizon */
+    SCHED_QI_NODES,   /* the nodes its selectors match, and the room for its shape */
+    SCHED_QI_COUNT
+};
+
 /* What the checks found since sched_verify_memos() was first turned on: hits checked per
- * kind, and the first job whose check differed (0: none). */
+ * kind, and the first job whose check differed (0: none); the quiet proofs' witnesses. */
 struct sched_cache_checks {
     uint64_t checked[SCHED_CACHE_COUNT];
     uint64_t wrong[SCHED_CACHE_COUNT];
+    uint64_t quiet_witness[SCHED_QI_COUNT];
 };
 void sched_cache_checks(const struct sched *s, struct sched_cache_checks *out);
 const char *sched_cache_name(enum sched_cache c);
+const char *sched_quiet_input_name(enum sched_quiet_input i);
 
 /* ------------------------------------------------------------------------------------ */
 /* Explain and forecast (DESIGN §3 "Explaining"), as data.                              */

@@ -616,6 +616,7 @@ struct sched {
     bool verify_memos; /* sched_verify_memos() */
     /* its ledger (caches.c): per cache, the hits checked and the first job found wrong */
     uint64_t cache_checked[SCHED_CACHE_COUNT], cache_wrong[SCHED_CACHE_COUNT];
+    uint64_t quiet_witness[SCHED_QI_COUNT]; /* struct sched_cache_checks */
     uint64_t res_pruned; /* nodes the reservation searches pruned (reserve.c), ever */
     /* the last reservation search (reserve.c reservation_make): for job res_horizon_job, its
        answer holds with time alone until res_horizon (a node's room before a claim closes

@@ -290,6 +290,62 @@ static void test_quiet_proof_reads_array_of_other_projects(void **state)
     sched_destroy(s);
 }
 
+/* A job of `project` selecting the nodes labelled vc=`vc`. */
+static void submit_vc(struct sched *s, uint64_t id, const char *project, int gpus, const char *vc,
+                      int64_t limit, int64_t now)
+{
+    struct sched_job_spec j;
+    spec_fill(&j, id, project, NULL, "experiment", gpus, 1, limit, now);
+    snprintf(j.selectors[0].key, SCHED_NAME_MAX, "vc");
+    snprintf(j.selectors[0].value, SCHED_NAME_MAX, "%s", vc);
+    j.nselectors = 1;
+    struct sched_error err;
+    if (sched_job_submit(s, &j, now, &err))
+        fail_msg("submit %llu: %s", (unsigned long long)id, err.message);
+}
+
+/* A quiet proof of a job that may reclaim reads reclaim_epoch, which a start on nodes its
+ * selectors do not match moves alone: job 2 (project a, within its guarantee) starves on
+ * vc=a behind job 1 of project b, at b's guarantee and so no victim. Job 3 of b starts on
+ * vc=b: b goes over, and job 1, on a's nodes, may now be reclaimed. Nothing on vc=a moved,
+ * so only reclaim_epoch ends the proof: the mutation trial of issue 34 (the proof without
+ * it) passed 150 property seeds and fails here. */
+static void test_quiet_proof_reads_reclaim_epoch(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p); /* critical starves after 1 h */
+    p.fairshare_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node_l(s, "na", "H100", 8, "vc", "a");
+    add_node_l(s, "nb", "H100", 8, "vc", "b");
+    add_project(s, "a", "critical", 8, -1);
+    add_project(s, "b", "critical", 8, -1);
+    submit_vc(s, 1, "b", 8, "a", 10 * HOUR, T0);
+    struct cyc c = cycle(s, T0);
+    assert_non_null(find_dec(c, SCHED_D_START, 1));
+    run(s, 1, T0);
+    submit_vc(s, 2, "a", 8, "a", HOUR, T0 + 1);
+    struct sched_cycle_stats st;
+    for (int64_t t = T0 + MIN; t <= T0 + 2 * HOUR; t += 20 * MIN) {
+        st = cycle_with(s, t, SCHED_CYCLE_INCREMENTAL, &c);
+        assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0); /* b is within its guarantee */
+        check_ok(s);
+    }
+    assert_int_equal(st.starving_quiet, 1); /* proven quiet: nothing it read moved */
+    int64_t t = T0 + 2 * HOUR + MIN;
+    submit_vc(s, 3, "b", 8, "b", HOUR, t);
+    (void)cycle_with(s, t, SCHED_CYCLE_INCREMENTAL, &c);
+    assert_non_null(find_dec(c, SCHED_D_START, 3)); /* b over its guarantee now */
+    run(s, 3, t);
+    (void)cycle_with(s, t + SEC, SCHED_CYCLE_INCREMENTAL, &c);
+    assert_non_null(find_dec(c, SCHED_D_SIGNAL, 1)); /* reclaimed for job 2 */
+    assert_reason(s, 2, SCHED_R_PREEMPTING);
+    check_ok(s);
+    sched_destroy(s);
+}
+
 /* Property seed 964: a gang's reservation search tries each node's earliest start only, so
  * a node with room now, before a sticky claim, hides its later room behind that claim, and
  * the search finds no start. When its window before the claim closes (time alone), its
@@ -525,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_expired_sticky_window_renewed),
         cmocka_unit_test(test_quiet_proof_reads_array_of_other_projects),
         cmocka_unit_test(test_quiet_proof_wakes_when_a_window_closes),
+        cmocka_unit_test(test_quiet_proof_reads_reclaim_epoch),
         cmocka_unit_test(test_cache_ledger_names_every_kind),
         cmocka_unit_test(test_noop_policy_apply_keeps_promises),
         cmocka_unit_test(test_unrelated_policy_change_keeps_promises),
