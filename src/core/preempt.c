@@ -238,6 +238,70 @@ static bool plan_holds(const struct sched *s, const struct node *n, const struct
     return plan_fails_at(s, n, j, sh, v, count, start, dur) == NEVER;
 }
 
+/* When the jobs already stopping on n for a cause other than a preemption (a cancel, a
+ * time limit, a requeue, a lost node) are gone: the latest kill among them (now: none to
+ * come). Their grace bounds it, as a victim's grace bounds a preemption's wait: that is the
+ * preemptor's acceptable delay. Victims of a preemption are never waited for, whoever
+ * searches: their room is their preemptor's (its sticky claim binds everyone else), and a
+ * rule that waited for a searcher's own victims would make the answer depend on who
+ * searches, which the shape memos do not key on (issue 34: that broke the memos at
+ * property seeds 197 and 5271). So the answer reads the node alone: its stopping jobs, their
+ * causes and kill times, which the change log and the shadows already carry. */
+static int64_t stopping_gone_at(const struct sched *s, const struct node *n, int64_t now)
+{
+    int64_t t = now;
+    if (n->stopping_gpus == 0 && n->stopping_cpus == 0)
+        return t;
+    for (uint32_t i = 0; i < n->jobs.n; i++) {
+        const struct job *x = &s->jobs[n->jobs.v[i]];
+        if (x->state == SCHED_STOPPING && x->stop_cause != SCHED_STOP_PREEMPT && x->kill_at_ms > t)
+            t = x->kill_at_ms;
+    }
+    return t;
+}
+
+/* The start of a plan with `count` victims: once they are gone; a plan without victims may
+ * also start once the jobs already stopping there are gone, when that makes the room hold
+ * (least work lost: waiting for a job being cancelled beats killing fresh work; only
+ * there, so a search pays one more look per node at most). *fails: when the room stops
+ * holding from the start returned (NEVER: it holds). Both starts are fixed times or the
+ * victims' grace after now, as the shadows of the preemption memos assume (changes.c).
+ * fail_dur, when given, grows to the longest window tried that failed: a shorter job
+ * might fit in either (a memo covers only jobs at least that long; counting the first
+ * window alone let a memo cover a job that fits in the second, property seed 5271). */
+static int64_t plan_window(const struct sched *s, const struct node *n, const struct job *j,
+                           const struct shape *sh, const struct victim *v, int count, int64_t now,
+                           int64_t dur, int64_t *fails, int64_t *fail_dur)
+{
+    int64_t start = plan_start(now, v, count);
+    *fails = plan_fails_at(s, n, j, sh, v, count, start, dur);
+    if (*fails == NEVER)
+        return start;
+    if (fail_dur && *fails - start + 1 > *fail_dur)
+        *fail_dur = *fails - start + 1;
+    int64_t gone = count > 0 ? start : stopping_gone_at(s, n, now);
+    if (gone <= start)
+        return start;
+    int64_t later = plan_fails_at(s, n, j, sh, v, count, gone, dur);
+    if (later == NEVER) {
+        *fails = NEVER;
+        return gone;
+    }
+    if (fail_dur && later - gone + 1 > *fail_dur)
+        *fail_dur = later - gone + 1;
+    return start;
+}
+
+/* Does a plan with these victims hold from some start plan_window allows? */
+static bool plan_window_holds(const struct sched *s, const struct node *n, const struct job *j,
+                              const struct shape *sh, const struct victim *v, int count,
+                              int64_t now, int64_t dur)
+{
+    int64_t fails;
+    (void)plan_window(s, n, j, sh, v, count, now, dur, &fails, NULL);
+    return fails == NEVER;
+}
+
 /* j's effective rank and whether its project may reclaim (under_guarantee_after): the
  * same for every node of one search, so asked once per search */
 struct preemptor {
@@ -309,12 +373,10 @@ static bool plan_node(struct sched *s, const struct preemptor *pj, const struct 
     int64_t dur = job_duration(j);
     int take = 0;
     for (; take <= nall; take++) {
-        int64_t start = plan_start(now, all, take);
-        int64_t t = plan_fails_at(s, n, j, sh, all, take, start, dur);
+        int64_t t; /* a job shorter than a window that failed might fit: fail_dur */
+        (void)plan_window(s, n, j, sh, all, take, now, dur, &t, fail_dur);
         if (t == NEVER)
             break;
-        if (t - start + 1 > *fail_dur) /* a job shorter than this might fit before t */
-            *fail_dur = t - start + 1;
     }
     if (take > nall)
         return false;
@@ -322,7 +384,7 @@ static bool plan_node(struct sched *s, const struct preemptor *pj, const struct 
     for (int i = take - 1; i >= 0; i--) {
         struct victim saved = all[i];
         memmove(&all[i], &all[i + 1], (take - i - 1) * sizeof(all[0]));
-        if (plan_holds(s, n, j, sh, all, take - 1, plan_start(now, all, take - 1), dur)) {
+        if (plan_window_holds(s, n, j, sh, all, take - 1, now, dur)) {
             take--;
         } else {
             memmove(&all[i + 1], &all[i], (take - i - 1) * sizeof(all[0]));
@@ -331,7 +393,7 @@ static bool plan_node(struct sched *s, const struct preemptor *pj, const struct 
     }
     memcpy(p->v, all, take * sizeof(all[0]));
     p->nvictims = take;
-    p->start = plan_start(now, all, take);
+    p->start = plan_window(s, n, j, sh, all, take, now, dur, &(int64_t){0}, NULL);
     for (int i = 0; i < take; i++) {
         if (all[i].rank < p->best_rank)
             p->best_rank = all[i].rank;

@@ -505,6 +505,39 @@ static void test_unrelated_policy_change_keeps_promises(void **state)
     sched_destroy(s);
 }
 
+/* Least work lost: a high job waits 9 s for the room of a job already being cancelled
+ * rather than kill a job with 30 min of work (docs/scheduling.md §5). */
+static void test_preemptor_waits_for_a_cancelled_job(void **state)
+{
+    (void)state;
+    struct sched *s = mk_sched(); /* cancel grace 10 s */
+    sched_verify_memos(s, true);
+    add_node(s, "n1", "H100", 8);
+    add_node(s, "n2", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", "low", "experiment", 8, 1, 4 * HOUR, T0);
+    submit(s, 2, "lab", "low", "experiment", 8, 1, 4 * HOUR, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    run(s, 2, T0);
+    struct sched_error err;
+    int64_t now = T0 + 30 * MIN;
+    assert_int_equal(sched_job_cancel(s, 2, now, &err), 0);
+    submit(s, 3, "lab", "high", "experiment", 8, 1, HOUR, now + SEC);
+    struct cyc c = cycle(s, now + SEC);
+    assert_null(find_dec(c, SCHED_D_SIGNAL, 1)); /* job 1 keeps its 30 min of work */
+    assert_state(s, 1, SCHED_RUNNING);
+    check_ok(s);
+    c = cycle(s, now + 5 * SEC); /* its room is still on its way: nobody is killed */
+    assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0);
+    end(s, 2, SCHED_EXIT_SIGNAL, 15, now + 9 * SEC);
+    c = cycle(s, now + 9 * SEC);
+    assert_non_null(find_dec(c, SCHED_D_START, 3));
+    assert_state(s, 1, SCHED_RUNNING);
+    check_ok(s);
+    sched_destroy(s);
+}
+
 /* A node shrunk under a sticky reservation: the promise cannot stand on less room; it is
  * made again, and sched_check holds at once. */
 static void test_shrink_under_a_promise(void **state)
@@ -585,6 +618,7 @@ int main(void)
         cmocka_unit_test(test_cache_ledger_names_every_kind),
         cmocka_unit_test(test_noop_policy_apply_keeps_promises),
         cmocka_unit_test(test_unrelated_policy_change_keeps_promises),
+        cmocka_unit_test(test_preemptor_waits_for_a_cancelled_job),
         cmocka_unit_test(test_shrink_under_a_promise),
         cmocka_unit_test(test_unlimited_job_is_never_immune),
         cmocka_unit_test(test_limited_job_stays_immune),
