@@ -7,7 +7,9 @@
  *   core_bench --quick      the smallest cases (make demo's smoke run)
  *   core_bench --case NAME  one case: full, full_refresh, job_end, job_end_preempt,
  *                           starving_refresh, submit, scale_jobs, scale_nodes,
- *                           live, live_starving (live changes beside a job end)
+ *                           live, live_starving (live changes beside a job end: a
+ *                           no-op policy apply, a relabel, a drain, a guarantee flip, a
+ *                           GPU limit flip, a new selector set, a boost)
  *   core_bench --reps N     N timed repetitions of the steady cases (to profile them)
  *   core_bench --cpu        time with the thread's CPU clock, not the wall clock: on a
  *                           loaded shared machine, the time the core computed rather than
@@ -368,9 +370,45 @@ static void case_steady(int nodes, int pending, int reps, bool refresh, bool job
 /* ---- live changes (issue 34): each event followed by the cycle it calls for, timed side
    by side with the friendly event (one job ends) in the same state */
 
-enum live_event { EV_JOB_END, EV_POLICY_NOOP, EV_RELABEL, EV_DRAIN, EV_GUARANTEE, EV_BOOST, EV_N };
-static const char *const live_names[EV_N] = {"job_end", "policy_noop", "relabel",
-                                             "drain",   "guarantee",   "boost"};
+enum live_event {
+    EV_JOB_END,
+    EV_POLICY_NOOP,
+    EV_RELABEL,
+    EV_DRAIN,
+    EV_GUARANTEE,
+    EV_LIMIT,
+    EV_SELSET,
+    EV_BOOST,
+    EV_N
+};
+static const char *const live_names[EV_N] = {"job_end",   "policy_noop", "relabel", "drain",
+                                             "guarantee", "limit",       "selset",  "boost"};
+
+/* A job whose selector set no job had before (zone != x<i>: every node matches it), so
+   the core interns a new set and counts its victims and changes from the nodes. */
+static void submit_new_selset(struct sched *s, int i, int64_t now)
+{
+    struct sched_error err;
+    struct sched_job_spec j;
+    sched_job_spec_init(&j);
+    j.id = next_id++;
+    snprintf(j.project, sizeof(j.project), "proj%03d", (i * 11) % 200);
+    snprintf(j.user, sizeof(j.user), "user0001");
+    snprintf(j.tier, sizeof(j.tier), "%s", tiers[3]);
+    snprintf(j.class_name, sizeof(j.class_name), "%s", classes[1]);
+    j.gpus_per_node = 1;
+    j.nodes = 1;
+    j.cpus_per_node = 8;
+    j.mem_mb_per_node = 64 * 1024;
+    j.time_limit_ms = HOUR;
+    j.submit_ms = now;
+    snprintf(j.selectors[0].key, SCHED_NAME_MAX, "zone");
+    snprintf(j.selectors[0].value, SCHED_NAME_MAX, "x%d", i);
+    j.selectors[0].negate = true;
+    j.nselectors = 1;
+    if (sched_job_submit(s, &j, now, &err))
+        die("submit", &err);
+}
 
 static int preemptions_in(const struct sched_decision *d, size_t n)
 {
@@ -426,6 +464,19 @@ static void live_event_apply(struct sched *s, enum live_event ev, int i, int64_t
             die("project", &err);
         break;
     }
+    case EV_LIMIT: { /* a project's GPU limit set, or lifted */
+        struct sched_project_view pv;
+        size_t p = (size_t)(i * 53 + 1) % sched_project_count(s);
+        if (sched_project_get(s, p, &pv))
+            break;
+        pv.spec.gpu_limit = pv.spec.gpu_limit < 0 ? 128 : -1;
+        if (sched_project_upsert(s, &pv.spec, &err))
+            die("project", &err);
+        break;
+    }
+    case EV_SELSET:
+        submit_new_selset(s, i, now);
+        break;
     default: /* EV_BOOST */
         snprintf(name, sizeof(name), "proj%03d", (i * 13) % 200);
         if (sched_project_boost(s, name, 1, now + HOUR, now, &err))
