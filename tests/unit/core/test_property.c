@@ -1085,8 +1085,10 @@ static void run_seed(uint64_t seed, enum twin_mode twin)
  * the workload never reaches, fails here rather than going unchecked. And in a long run
  * every input of the quiet proof had a witness (enum sched_quiet_input): a seed where it
  * alone ended a proof that was then wrong, so that a proof without it is caught. The rarest
- * come about once in a hundred seeds (reclaim_epoch, the wake time: 7 and 4 in seeds
- * 1-600), so the default 25 seeds only print the counts. */
+ * come about once in a hundred seeds or less (reclaim_epoch: seed 190), so the default 25
+ * seeds only print the counts. The wake time is not asked: with least work lost for stopping
+ * jobs seeds 1-600 show it needed nowhere (a proof without it passes them; before, 4
+ * witnesses), and test_quiet_proof_wakes_when_a_window_closes shows it (property seed 964). */
 enum { WITNESS_SEEDS = 500 };
 static void check_caches_checked(long seeds)
 {
@@ -1104,7 +1106,7 @@ static void check_caches_checked(long seeds)
             fprintf(stderr, "  quiet proof input %-14s %llu witnesses\n",
                     sched_quiet_input_name((enum sched_quiet_input)i),
                     (unsigned long long)quiet_witness[i]);
-        if (quiet_witness[i] == 0)
+        if (quiet_witness[i] == 0 && i != SCHED_QI_WAKE)
             unwitnessed = i;
     }
     if (seeds >= WITNESS_SEEDS && unwitnessed >= 0)
