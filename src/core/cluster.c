@@ -485,10 +485,9 @@ int sched_node_set_labels(struct sched *s, const char *node, const struct sched_
     s->zone_dirty = true;
     s->profiles_dirty = true;
     reservations_drop_all(s, true);
-    /* no new order: nothing in the queue's keys reads labels. What does (a shape's static
-       reason, the reservations' usable proofs, the preemption memos) reads node_epoch,
-       which node_labels_set moved; a full refresh here made a relabel cost 14x a job end
-       (issue 34) */
+    /* a full refresh (issue 34: 10x a job end); without it property seed 3673 fails (the
+       incremental core preempted where the recomputing twin did not), bench/RESULTS.md */
+    s->order_dirty = true; /* selectors' static answers may change */
     return 0;
 }
 
