@@ -848,7 +848,10 @@ int sched_job_cancel(struct sched *s, uint64_t id, int64_t now, struct sched_err
         job_stop(s, j, SCHED_STOP_CANCEL, j->signal, s->policy.cancel_grace_ms, 0, now);
         return 0;
     case SCHED_STOPPING:
-        j->stop_cause = SCHED_STOP_CANCEL; /* it will end cancelled, not requeued */
+        if (j->stop_cause != SCHED_STOP_CANCEL) {
+            j->stop_cause = SCHED_STOP_CANCEL; /* it will end cancelled, not requeued */
+            job_nodes_touch(s, j);             /* a victim no more: least work lost waits for it */
+        }
         return 0;
     default:
         return err_set(err, -EINVAL, "state", "job %llu is %s", (unsigned long long)id,

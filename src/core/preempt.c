@@ -246,7 +246,8 @@ static bool plan_holds(const struct sched *s, const struct node *n, const struct
  * rule that waited for a searcher's own victims would make the answer depend on who
  * searches, which the shape memos do not key on (issue 34: that broke the memos at
  * property seeds 197 and 5271). So the answer reads the node alone: its stopping jobs, their
- * causes and kill times, which the change log and the shadows already carry. */
+ * causes and kill times, which the change log and the shadows already carry (a cancel of a
+ * stopping victim, which changes its cause, logs its nodes: jobs.c sched_job_cancel). */
 static int64_t stopping_gone_at(const struct sched *s, const struct node *n, int64_t now)
 {
     int64_t t = now;

@@ -277,6 +277,59 @@ static void test_victim_gate_by_selector(void **state)
     sched_destroy(s);
 }
 
+/* A cancel of a job already stopping as a preemption's victim makes it a job stopping for
+ * its own cause, which least work lost waits for (preempt.c stopping_gone_at): the
+ * preemption memos that read its node must let go. Job 1 (8 GPUs on n1) is job 2's victim;
+ * job 3 finds no plan (the victims it may take, one GPU on n2 and on n3, are too small, and
+ * job 1's room is job 2's). Job 1 is cancelled; then job 9 on n4 leaves min_runtime. Job 3
+ * waits for job 1 (6 of its 8 GPUs are left past job 2's claim) rather than kill job 9: a
+ * memo that kept n1's failed search would look at n4 alone and preempt job 9. */
+static void test_cancel_of_a_victim_voids_the_memos(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.backfill = false; /* no plain reservation: job 3 waits only as least work lost says */
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    const char *nodes[] = {"n1", "n2", "n3", "n4"};
+    for (int i = 0; i < 4; i++)
+        add_node(s, nodes[i], "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", "low", "training", 8, 1, 48 * HOUR, T0);
+    submit(s, 4, "lab", "high", "training", 7, 1, 48 * HOUR, T0);
+    submit(s, 5, "lab", "high", "training", 7, 1, 48 * HOUR, T0);
+    submit(s, 6, "lab", "low", "training", 1, 1, 48 * HOUR, T0);
+    submit(s, 7, "lab", "low", "training", 1, 1, 48 * HOUR, T0);
+    submit(s, 8, "lab", "high", "training", 6, 1, 48 * HOUR, T0);
+    struct cyc c = cycle(s, T0);
+    for (uint64_t id = 1; id <= 8; id++)
+        if (id < 2 || id > 3)
+            run(s, id, T0);
+    int64_t t = T0 + 20 * MIN;
+    submit(s, 9, "lab", "low", "training", 2, 1, 48 * HOUR, t + 3 * SEC - 10 * MIN);
+    c = cycle(s, t + 3 * SEC - 10 * MIN);
+    assert_non_null(find_dec(c, SCHED_D_START, 9));
+    run(s, 9, t + 3 * SEC - 10 * MIN);
+    submit(s, 2, "lab", "high", NULL, 2, 1, HOUR, t);
+    c = cycle(s, t);
+    const struct sched_decision *d = find_dec(c, SCHED_D_SIGNAL, 1);
+    assert_non_null(d);
+    assert_int_equal(d->preemptor, 2);
+    submit(s, 3, "lab", "high", NULL, 2, 1, HOUR, t + SEC);
+    struct sched_error err;
+    c = cycle(s, t + SEC);
+    assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0);
+    assert_int_equal(sched_check(s, &err), 0);
+    assert_int_equal(sched_job_cancel(s, 1, t + 2 * SEC, &err), 0);
+    assert_state(s, 1, SCHED_STOPPING);
+    c = cycle(s, t + 4 * SEC);
+    assert_null(find_dec(c, SCHED_D_SIGNAL, 9)); /* it waits for job 1 instead */
+    if (sched_check(s, &err) != 0)
+        fail_msg("after the cancel: %s", err.message);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_guarantee_reclaim_same_tier),
         cmocka_unit_test(test_not_requeueable_ends_preempted),
         cmocka_unit_test(test_victim_gate_by_selector),
+        cmocka_unit_test(test_cancel_of_a_victim_voids_the_memos),
     };
     return cmocka_run_group_tests_name("core: preemption", tests, NULL, NULL);
 }
