@@ -391,7 +391,7 @@ static uint32_t *reservation_unlink(struct sched *s, uint32_t r)
     if (!res->live)
         return NULL;
     uint32_t *nodes = res->nodes;
-    s->res_drops++;
+    s->room_grew++;
     for (int i = 0; i < res->nnodes; i++) {
         struct node *n = &s->nodes[res->nodes[i]];
         claims_will_change(s, n);

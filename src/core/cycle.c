@@ -405,7 +405,7 @@ static void shape_claimed_note(struct sched *s, struct shape *sh, int64_t dur, i
         sh->claimed_seen = dur;
     sh->claimed_cycle = s->cycle;
     sh->claimed_dur = dur;
-    sh->claimed_drops = s->res_drops;
+    sh->claimed_grew = s->room_grew;
 }
 
 static bool cpu_shape(const struct shape *sh)

@@ -126,6 +126,7 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
 /* The job's expected end changed (it is being stopped): its nodes' releases move. */
 void job_nodes_touch(struct sched *s, const struct job *j)
 {
+    s->room_grew++; /* a preemption in the walk frees its victims' room early: claimed memo */
     for (int i = 0; i < j->nallocs; i++)
         node_holders_touch(s, &s->nodes[j->allocs[i].node]);
 }

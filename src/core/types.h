@@ -298,7 +298,7 @@ struct shape {
     int64_t res_fail_dur;    /* ... this long: longer ones cannot have one either */
     uint64_t claimed_cycle;  /* in this cycle, claims held off a job of this shape ... */
     int64_t claimed_dur;     /* ... that would run this long: longer ones are too ... */
-    uint64_t claimed_drops;  /* ... while no reservation was dropped since (res_drops) */
+    uint64_t claimed_grew;   /* ... while no room grew since (room_grew) */
     int64_t claimed_seen;    /* the shortest claimed_dur of this cycle, drops or not: what
                                 the walk told the jobs it skipped (reason_derive) */
     uint8_t static_reason;   /* SCHED_R_NONE, GPU_TYPE, NODE_SELECTOR, RESERVED_ZONE */
@@ -588,7 +588,9 @@ struct sched {
        reclaim could take: a cache, valid while victim_changes, memo_epoch and reclaim_epoch
        are what reclaim_key says (a borrower appears only when one of them moves). */
     uint64_t victim_changes;
-    uint64_t res_drops; /* reservations dropped so far: claims shrank (the claimed memo) */
+    /* events so far that may let room grow within a walk (the claimed memo): a reservation
+       dropped (claims shrank), a release moved earlier (a victim stopped, a lowered limit) */
+    uint64_t room_grew;
     uint64_t reclaim_key[5];
     bool reclaim_key_valid;
     bool reclaimable_at[SCHED_MAX_TIERS];
@@ -686,7 +688,7 @@ struct sched {
  * `dur` held off by claims everywhere in this walk? */
 static inline bool shape_claimed(const struct sched *s, const struct shape *sh, int64_t dur)
 {
-    return sh->claimed_cycle == s->cycle && sh->claimed_drops == s->res_drops &&
+    return sh->claimed_cycle == s->cycle && sh->claimed_grew == s->room_grew &&
            dur >= sh->claimed_dur;
 }
 

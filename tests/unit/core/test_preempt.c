@@ -330,6 +330,44 @@ static void test_cancel_of_a_victim_voids_the_memos(void **state)
     sched_destroy(s);
 }
 
+/* A preemption in the walk frees its victims' room early: room grows, and a claimed memo
+ * made before it (claims held job 3 off, so a job of its shape that runs as long is held
+ * off too) no longer holds. One node of 8 GPUs, in FIFO order: job 2 (5 GPUs) holds the
+ * backfill slot from job 5's end; job 3 (1 GPU) would leave job 2 short there; job 4
+ * preempts job 6, whose 3 GPUs come back in 30 s, 1 more than job 4 needs; so job 7, of
+ * job 3's shape, fits now. The walk may not skip it. */
+static void test_preemption_in_the_walk_voids_the_claimed_memo(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.ordering = SCHED_ORDER_FIFO;
+    p.backfill_depth = 1;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 5, "lab", "high", "training", 4, 1, HOUR, T0);
+    submit(s, 6, "lab", "low", "training", 3, 1, 48 * HOUR, T0 + 1);
+    struct cyc c = cycle(s, T0 + 1);
+    run(s, 5, T0 + 1);
+    run(s, 6, T0 + 1);
+    int64_t t = T0 + 20 * MIN;
+    submit(s, 2, "lab", "high", NULL, 5, 1, HOUR, t);
+    submit(s, 3, "lab", "low", NULL, 1, 1, HOUR, t + 1);
+    submit(s, 4, "lab", "high", NULL, 2, 1, HOUR, t + 2);
+    submit(s, 7, "lab", "low", NULL, 1, 1, HOUR, t + 3);
+    c = cycle(s, t + 4);
+    const struct sched_decision *d = find_dec(c, SCHED_D_SIGNAL, 6);
+    assert_non_null(d);
+    assert_int_equal(d->preemptor, 4);
+    assert_non_null(find_dec(c, SCHED_D_START, 7));
+    struct sched_error err;
+    if (sched_check(s, &err) != 0)
+        fail_msg("%s", err.message);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -344,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_not_requeueable_ends_preempted),
         cmocka_unit_test(test_victim_gate_by_selector),
         cmocka_unit_test(test_cancel_of_a_victim_voids_the_memos),
+        cmocka_unit_test(test_preemption_in_the_walk_voids_the_claimed_memo),
     };
     return cmocka_run_group_tests_name("core: preemption", tests, NULL, NULL);
 }
