@@ -239,22 +239,20 @@ static void read_frames(int fd, char *data, size_t len, int *exit_code, long pau
     data[got] = '\0';
 }
 
-static void test_tty_session(void **st)
+/* A session's supervisor launched for `spec` (JSON), and a client connected to its
+ * JOBDIR/tty.sock (a moment is given for the socket to appear): the job, its
+ * supervisor's pid and its directory are returned, the connection's descriptor too. */
+static int tty_launch(const char *spec, struct agent_job *j, int *sup, char *dir, size_t len)
 {
-    (void)st;
     json_error_t je;
-    json_t *o = json_loads("{\"id\": 71, \"project\": \"pty\", \"tty\": {\"idle_ms\": 60000},"
-                           " \"command\": [\"sh\", \"-c\", \"stty size; pwd; exit 5\"]}",
-                           0, &je);
+    json_t *o = json_loads(spec, 0, &je);
     assert_non_null(o);
-    struct agent_job j;
     struct proto_error e = {0};
-    assert_int_equal(agent_job_parse(o, &j, &e), 0);
+    assert_int_equal(agent_job_parse(o, j, &e), 0);
     json_decref(o);
-    char err[512] = "", dir[512];
-    int sup = 0;
-    assert_int_equal(sup_launch(&cfg, &j, 1, &sup, err, sizeof err), 0);
-    sup_job_dir(&cfg, j.id, dir, sizeof dir);
+    char err[512] = "";
+    assert_int_equal(sup_launch(&cfg, j, 1, sup, err, sizeof err), 0);
+    sup_job_dir(&cfg, j->id, dir, len);
     int fd = -1;
     for (int i = 0; i < 2000 && fd < 0; i++) {
         fd = sup_tty_connect(dir);
@@ -263,14 +261,31 @@ static void test_tty_session(void **st)
             nanosleep(&ts, NULL);
     }
     assert_true(fd >= 0);
+    return fd;
+}
+
+static void send_hello(int fd, int rows, int cols)
+{
+    uint8_t hello[8];
+    size_t n = tty_frame_put_size(hello, sizeof hello, TTY_HELLO, rows, cols);
+    assert_int_equal(write(fd, hello, n), (ssize_t)n);
+}
+
+static void test_tty_session(void **st)
+{
+    (void)st;
+    struct agent_job j;
+    char dir[512];
+    int sup = 0;
+    int fd = tty_launch("{\"id\": 71, \"project\": \"pty\", \"tty\": {\"idle_ms\": 60000},"
+                        " \"command\": [\"sh\", \"-c\", \"stty size; pwd; exit 5\"]}",
+                        &j, &sup, dir, sizeof dir);
     char sock[600];
     snprintf(sock, sizeof sock, "%s/tty.sock", dir);
     struct stat sb;
     assert_int_equal(stat(sock, &sb), 0);
     assert_int_equal(sb.st_mode & 0777, 0600); /* the agent's alone */
-    uint8_t hello[8];
-    size_t n = tty_frame_put_size(hello, sizeof hello, TTY_HELLO, 31, 97);
-    assert_int_equal(write(fd, hello, n), (ssize_t)n);
+    send_hello(fd, 31, 97);
     char out[4096];
     int code;
     read_frames(fd, out, sizeof out, &code, 0);
@@ -296,30 +311,13 @@ static void test_tty_session(void **st)
 static void test_tty_flood_before_exit(void **st)
 {
     (void)st;
-    json_error_t je;
-    json_t *o = json_loads("{\"id\": 72, \"project\": \"pty\", \"tty\": {\"idle_ms\": 60000},"
-                           " \"command\": [\"sh\", \"-c\", \"seq 1 40000; exit 4\"]}",
-                           0, &je);
-    assert_non_null(o);
     struct agent_job j;
-    struct proto_error e = {0};
-    assert_int_equal(agent_job_parse(o, &j, &e), 0);
-    json_decref(o);
-    char err[512] = "", dir[512];
+    char dir[512];
     int sup = 0;
-    assert_int_equal(sup_launch(&cfg, &j, 1, &sup, err, sizeof err), 0);
-    sup_job_dir(&cfg, j.id, dir, sizeof dir);
-    int fd = -1;
-    for (int i = 0; i < 2000 && fd < 0; i++) {
-        fd = sup_tty_connect(dir);
-        struct timespec ts = {0, 5000000};
-        if (fd < 0)
-            nanosleep(&ts, NULL);
-    }
-    assert_true(fd >= 0);
-    uint8_t hello[8];
-    size_t n = tty_frame_put_size(hello, sizeof hello, TTY_HELLO, 24, 80);
-    assert_int_equal(write(fd, hello, n), (ssize_t)n);
+    int fd = tty_launch("{\"id\": 72, \"project\": \"pty\", \"tty\": {\"idle_ms\": 60000},"
+                        " \"command\": [\"sh\", \"-c\", \"seq 1 40000; exit 4\"]}",
+                        &j, &sup, dir, sizeof dir);
+    send_hello(fd, 24, 80);
     sleep(3); /* the command runs and ends meanwhile: its output waits in the queue */
     static char out[4 * 1024 * 1024];
     int code;
