@@ -126,25 +126,7 @@ static int run_tool(char *const argv[], const char *log, const struct img_hooks 
     close(out);
     if (pid < 0)
         return -errno;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGUSR1);
-    struct timespec tick = {0, 100 * 1000 * 1000};
-    bool killed = false;
-    for (;;) {
-        int status;
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (w < 0 && errno != EINTR)
-            return -errno;
-        sigtimedwait(&set, NULL, &tick);
-        if (!killed && h->stopped && h->stopped(h->arg)) {
-            kill(-pid, SIGKILL);
-            killed = true;
-        }
-    }
+    return sup_wait_group(pid, 100, h->stopped, h->arg);
 }
 
 static int64_t tree_bytes;

@@ -125,4 +125,10 @@ extern const char *const sup_state_files[3];
 /* Write DIR/NAME by a rename of a fresh, synced file (see supstate.c). */
 int sup_write_atomic(const char *dir, const char *name, const char *text);
 
+/* Wait for a child that leads its own process group (supwarm.c): checked every tick_ms,
+ * the whole group killed once stopped(arg) says so; its exit status, 128 + the signal
+ * that ended it, or -errno. The supervisor's SIGCHLD and SIGUSR1 are blocked: waited for
+ * here, so a command that comes meanwhile is read when the job launches. */
+int sup_wait_group(pid_t pid, long tick_ms, bool (*stopped)(void *), void *arg);
+
 #endif

@@ -74,9 +74,8 @@ bool sup_stop_asked(const struct sup *s)
     return stop;
 }
 
-/* Wait for the prepare (pid, its own process group), killing it when its owner is told to
- * stop; its exit status, 128 + the signal that ended it, or -errno. */
-static int wait_prepare(const struct env_prep *p, pid_t pid)
+/* sup_int.h */
+int sup_wait_group(pid_t pid, long tick_ms, bool (*stopped)(void *), void *arg)
 {
     /* SIGUSR1 (a command came) and SIGCHLD are blocked in the supervisor (its signalfd
      * takes them once the job runs): waited for here. A SIGUSR1 consumed here is no
@@ -85,7 +84,7 @@ static int wait_prepare(const struct env_prep *p, pid_t pid)
     sigemptyset(&set);
     sigaddset(&set, SIGUSR1);
     sigaddset(&set, SIGCHLD);
-    struct timespec tick = {0, 200 * 1000 * 1000};
+    struct timespec tick = {tick_ms / 1000, (tick_ms % 1000) * 1000 * 1000};
     bool killed = false;
     for (;;) {
         int status;
@@ -95,7 +94,7 @@ static int wait_prepare(const struct env_prep *p, pid_t pid)
         if (w < 0 && errno != EINTR)
             return -errno;
         sigtimedwait(&set, NULL, &tick);
-        if (!killed && p->stopped && p->stopped(p->arg)) {
+        if (!killed && stopped && stopped(arg)) {
             kill(-pid, SIGKILL);
             killed = true;
         }
@@ -135,7 +134,7 @@ static int run_prepare(const struct env_prep *p, const char *dir, const char *lo
         _exit(127);
     }
     close(out);
-    return pid < 0 ? -errno : wait_prepare(p, pid);
+    return pid < 0 ? -errno : sup_wait_group(pid, 200, p->stopped, p->arg);
 }
 
 /* Build dir under the lock held by the caller; 0, or an error with the log on log_fd. */
