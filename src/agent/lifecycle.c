@@ -194,37 +194,11 @@ static int write_all(int fd, const unsigned char *p, size_t n)
     return 0;
 }
 
-/* SHA-256 of what fd holds from its start; its size in *size. */
-static int digest_fd(int fd, unsigned char *md, int64_t *size)
-{
-    unsigned char *buf = xmalloc(LC_CHUNK);
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    int rc = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 ? 0 : -ENOMEM;
-    off_t at = 0;
-    while (rc == 0) {
-        ssize_t k = pread(fd, buf, LC_CHUNK, at);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            rc = -errno;
-        if (k <= 0)
-            break;
-        EVP_DigestUpdate(ctx, buf, (size_t)k);
-        at += k;
-    }
-    unsigned len = 0;
-    if (rc == 0 && EVP_DigestFinal_ex(ctx, md, &len) != 1)
-        rc = -EIO;
-    *size = at;
-    EVP_MD_CTX_free(ctx);
-    free(buf);
-    return rc;
-}
-
-/* Copy src into dstdir/tmp, hashing what was read: -ENOSPC/-EDQUOT when the target is
- * full, -EBUSY when something opened the source meanwhile, else -errno. */
-static int copy_into(struct walk *w, int src, int dst, bool lease, unsigned char *md,
-                     const char *name)
+/* Read src from its start, hashing it (SHA-256 into md, its size into *size), and when
+ * dst >= 0 write it there and fsync: -ENOSPC/-EDQUOT when the target is full, -EBUSY when
+ * something opened a leased source meanwhile, else -errno. A walk (w) paces the reads. */
+static int hash_stream(struct walk *w, int src, int dst, bool lease, const char *name,
+                       unsigned char *md, int64_t *size)
 {
     unsigned char *buf = xmalloc(LC_CHUNK);
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
@@ -239,26 +213,34 @@ static int copy_into(struct walk *w, int src, int dst, bool lease, unsigned char
         if (k <= 0)
             break;
         EVP_DigestUpdate(ctx, buf, (size_t)k);
-        if (corrupt_name[0] && strcmp(name, corrupt_name) == 0 && at == 0)
+        if (dst >= 0 && corrupt_name[0] && strcmp(name, corrupt_name) == 0 && at == 0)
             buf[0] ^= 0x5a; /* the test's fault: the copy differs from what was read */
-        rc = write_all(dst, buf, (size_t)k);
+        if (dst >= 0)
+            rc = write_all(dst, buf, (size_t)k);
         at += k;
         if (rc == 0 && !lease_intact(src, lease))
             rc = -EBUSY;
-        if (rc == 0)
+        if (rc == 0 && w)
             throttle(w, k);
     }
-    if (rc == 0 && fsync(dst) < 0)
+    if (rc == 0 && dst >= 0 && fsync(dst) < 0)
         rc = -errno;
     unsigned len = 0;
     if (rc == 0 && EVP_DigestFinal_ex(ctx, md, &len) != 1)
         rc = -EIO;
-    /* the check below reads the copy back from the disk, not from the page cache */
-    if (rc == 0)
+    /* the check after a copy reads it back from the disk, not from the page cache */
+    if (rc == 0 && dst >= 0)
         (void)posix_fadvise(dst, 0, 0, POSIX_FADV_DONTNEED);
+    *size = at;
     EVP_MD_CTX_free(ctx);
     free(buf);
     return rc;
+}
+
+/* SHA-256 of what fd holds from its start; its size in *size. */
+static int digest_fd(int fd, unsigned char *md, int64_t *size)
+{
+    return hash_stream(NULL, fd, -1, false, NULL, md, size);
 }
 
 /* The copy under its temporary name, read back: same size, same SHA-256. */
@@ -323,13 +305,14 @@ static int copy_step(struct walk *w, int src, int dst, const char *name, const s
     char tmp[64];
     unsigned char md[EVP_MAX_MD_SIZE];
     struct stat now;
+    int64_t copied = 0;
     snprintf(tmp, sizeof(tmp), ".docket-lc.%lld.tmp", (long long)w->r->id);
     (void)unlinkat(dst, tmp, 0); /* left by a run cut short */
     int out = openat(dst, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), rc;
     if (out < 0) {
         rc = -errno;
     } else {
-        rc = copy_into(w, src, out, lease, md, name);
+        rc = hash_stream(w, src, out, lease, name, md, &copied);
         close(out);
     }
     if (rc == 0 && (fstat(src, &now) < 0 || !same_file(st, &now)))

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "protocol/proto.h"
@@ -88,6 +89,64 @@ int proto_check_fields(const json_t *obj, const char *path, const char *const *k
             return proto_errorf(err, 400, NULL, f, "unknown field '%s'", key);
         }
     }
+    return 0;
+}
+
+int proto_member_text(const json_t *o, const char *key, const char *path, bool required, char *out,
+                      size_t cap, struct proto_error *err)
+{
+    char f[160];
+    snprintf(f, sizeof(f), "%s.%s", path, key);
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        return required ? proto_errorf(err, 400, NULL, f, "%s is required", f) : 0;
+    const char *s = json_string_value(v);
+    size_t len = s ? json_string_length(v) : 0;
+    if (!s || len == 0 || len >= cap || strlen(s) != len)
+        return proto_errorf(err, 400, NULL, f, "%s must be a string of 1 to %zu characters", f,
+                            cap - 1);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return proto_errorf(err, 400, NULL, f, "%s must be printable", f);
+    str_copy(out, cap, s);
+    return 0;
+}
+
+int proto_member_flag(const json_t *o, const char *key, const char *path, bool *out,
+                      struct proto_error *err)
+{
+    char f[160];
+    snprintf(f, sizeof(f), "%s.%s", path, key);
+    json_t *v = json_object_get(o, key);
+    return v ? proto_get_bool(v, f, out, err) : 0;
+}
+
+int proto_list_parse(const json_t *v, const char *field, const char *what, size_t max, size_t size,
+                     proto_elem_parse_fn parse, proto_list_release_fn release, void **out,
+                     size_t *n, struct proto_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (!json_is_array(v) || json_array_size(v) > max)
+        return proto_errorf(err, 400, NULL, field, "%s must be a list of at most %zu %s", field,
+                            max, what);
+    char *list = calloc(json_array_size(v) + 1, size);
+    if (!list)
+        return proto_errorf(err, 500, NULL, field, "out of memory");
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "%s[%zu]", field, i);
+        int rc = parse(json_array_get(v, i), path, list + i * size, err);
+        if (rc < 0) {
+            if (release)
+                release(list, i + 1);
+            else
+                free(list);
+            return rc;
+        }
+    }
+    *out = list;
+    *n = json_array_size(v);
     return 0;
 }
 

@@ -26,27 +26,6 @@ const char *lifecycle_action_name(enum lifecycle_action a)
 
 /* ---- small typed readers ------------------------------------------------------------- */
 
-/* A string of 1..cap-1 printable bytes, copied; absent: "" unless required. */
-static int get_text(const json_t *o, const char *key, const char *path, bool required, char *out,
-                    size_t cap, struct proto_error *err)
-{
-    char f[160];
-    snprintf(f, sizeof(f), "%s.%s", path, key);
-    json_t *v = json_object_get(o, key);
-    if (!v)
-        return required ? proto_errorf(err, 400, NULL, f, "%s is required", f) : 0;
-    const char *s = json_string_value(v);
-    size_t len = s ? json_string_length(v) : 0;
-    if (!s || len == 0 || len >= cap || strlen(s) != len)
-        return proto_errorf(err, 400, NULL, f, "%s must be a string of 1 to %zu characters", f,
-                            cap - 1);
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return proto_errorf(err, 400, NULL, f, "%s must be printable", f);
-    str_copy(out, cap, s);
-    return 0;
-}
-
 static int get_count(const json_t *o, const char *key, const char *path, int64_t max, int64_t *out,
                      struct proto_error *err)
 {
@@ -55,16 +34,6 @@ static int get_count(const json_t *o, const char *key, const char *path, int64_t
     *out = 0;
     json_t *v = json_object_get(o, key);
     return v ? proto_get_int(v, f, 0, max, out, err) : 0;
-}
-
-static int get_flag(const json_t *o, const char *key, const char *path, bool *out,
-                    struct proto_error *err)
-{
-    char f[160];
-    snprintf(f, sizeof(f), "%s.%s", path, key);
-    json_t *v = json_object_get(o, key);
-    *out = false;
-    return v ? proto_get_bool(v, f, out, err) : 0;
 }
 
 static int get_action(const json_t *o, const char *path, enum lifecycle_action *out,
@@ -158,12 +127,12 @@ static int parse_rule(const json_t *o, const char *path, const struct storage_po
     if (!json_is_object(o))
         return proto_errorf(err, 400, NULL, path, "%s must be an object", path);
     if ((rc = proto_check_fields(o, path, known, err)) < 0 ||
-        (rc = get_text(o, "name", path, true, r->name, sizeof(r->name), err)) < 0 ||
-        (rc = get_text(o, "pool", path, true, r->pool, sizeof(r->pool), err)) < 0 ||
+        (rc = proto_member_text(o, "name", path, true, r->name, sizeof(r->name), err)) < 0 ||
+        (rc = proto_member_text(o, "pool", path, true, r->pool, sizeof(r->pool), err)) < 0 ||
         (rc = get_action(o, path, &r->action, err)) < 0 ||
-        (rc = get_text(o, "to", path, false, r->to, sizeof(r->to), err)) < 0 ||
-        (rc = get_flag(o, "marker", path, &r->marker, err)) < 0 ||
-        (rc = get_text(o, "glob", path, false, r->glob, sizeof(r->glob), err)) < 0 ||
+        (rc = proto_member_text(o, "to", path, false, r->to, sizeof(r->to), err)) < 0 ||
+        (rc = proto_member_flag(o, "marker", path, &r->marker, err)) < 0 ||
+        (rc = proto_member_text(o, "glob", path, false, r->glob, sizeof(r->glob), err)) < 0 ||
         (rc = parse_rule_projects(json_object_get(o, "projects"), path, r, err)) < 0)
         return rc;
     snprintf(f, sizeof(f), "%s.name", path);
@@ -294,17 +263,19 @@ int lifecycle_run_parse(const json_t *v, const char *path, struct lifecycle_run 
     snprintf(f, sizeof(f), "%s.id", path);
     if ((rc = proto_check_fields(v, path, known, err)) < 0 ||
         (rc = proto_get_int(json_object_get(v, "id"), f, 1, INT64_MAX, &out->id, err)) < 0 ||
-        (rc = get_text(v, "rule", path, true, out->rule, sizeof(out->rule), err)) < 0 ||
-        (rc = get_text(v, "project", path, true, out->project, sizeof(out->project), err)) < 0 ||
+        (rc = proto_member_text(v, "rule", path, true, out->rule, sizeof(out->rule), err)) < 0 ||
+        (rc = proto_member_text(v, "project", path, true, out->project, sizeof(out->project),
+                                err)) < 0 ||
         (rc = get_action(v, path, &out->action, err)) < 0 ||
-        (rc = get_text(v, "from", path, true, out->from, sizeof(out->from), err)) < 0 ||
-        (rc = get_text(v, "to", path, out->action == LC_MOVE, out->to, sizeof(out->to), err)) < 0 ||
+        (rc = proto_member_text(v, "from", path, true, out->from, sizeof(out->from), err)) < 0 ||
+        (rc = proto_member_text(v, "to", path, out->action == LC_MOVE, out->to, sizeof(out->to),
+                                err)) < 0 ||
         (rc = get_count(v, "after_ms", path, LC_MAX_AFTER_MS, &out->after_ms, err)) < 0 ||
         (rc = get_count(v, "now_ms", path, INT64_MAX, &out->now_ms, err)) < 0 ||
         (rc = get_count(v, "rate_bytes", path, LC_MAX_BYTES, &out->rate_bytes, err)) < 0 ||
-        (rc = get_flag(v, "marker", path, &out->marker, err)) < 0 ||
-        (rc = get_flag(v, "dry_run", path, &out->dry_run, err)) < 0 ||
-        (rc = get_text(v, "glob", path, false, out->glob, sizeof(out->glob), err)) < 0)
+        (rc = proto_member_flag(v, "marker", path, &out->marker, err)) < 0 ||
+        (rc = proto_member_flag(v, "dry_run", path, &out->dry_run, err)) < 0 ||
+        (rc = proto_member_text(v, "glob", path, false, out->glob, sizeof(out->glob), err)) < 0)
         return rc;
     /* the agent walks these as root: no name that climbs out of its pool */
     snprintf(f, sizeof(f), "%s.project", path);
@@ -359,10 +330,10 @@ static int parse_entry(const json_t *v, const char *path, struct lifecycle_entry
     if (!json_is_object(v))
         return proto_errorf(err, 400, NULL, path, "%s must be an object", path);
     if ((rc = proto_check_fields(v, path, known, err)) < 0 ||
-        (rc = get_text(v, "path", path, true, e->path, sizeof(e->path), err)) < 0 ||
+        (rc = proto_member_text(v, "path", path, true, e->path, sizeof(e->path), err)) < 0 ||
         (rc = get_count(v, "bytes", path, LC_MAX_BYTES, &e->bytes, err)) < 0 ||
         (rc = get_count(v, "age_s", path, INT64_MAX / 1000, &e->age_s, err)) < 0 ||
-        (rc = get_text(v, "error", path, false, e->error, sizeof(e->error), err)) < 0)
+        (rc = proto_member_text(v, "error", path, false, e->error, sizeof(e->error), err)) < 0)
         return rc;
     return 0;
 }
@@ -402,10 +373,11 @@ int lifecycle_result_parse(const json_t *v, const char *path, struct lifecycle_r
     if (!state || (strcmp(state, "done") != 0 && strcmp(state, "running") != 0))
         return proto_errorf(err, 400, NULL, f, "%s must be running or done", f);
     out->done = strcmp(state, "done") == 0;
-    if ((rc = get_flag(v, "ok", path, &out->ok, err)) < 0 ||
-        (rc = get_text(v, "message", path, false, out->message, sizeof(out->message), err)) < 0 ||
-        (rc = get_text(v, "age_basis", path, false, out->age_basis, sizeof(out->age_basis), err)) <
-            0 ||
+    if ((rc = proto_member_flag(v, "ok", path, &out->ok, err)) < 0 ||
+        (rc = proto_member_text(v, "message", path, false, out->message, sizeof(out->message),
+                                err)) < 0 ||
+        (rc = proto_member_text(v, "age_basis", path, false, out->age_basis, sizeof(out->age_basis),
+                                err)) < 0 ||
         (rc = parse_counts(v, path, out, err)) < 0)
         return rc;
     json_t *list = json_object_get(v, "list");
@@ -437,55 +409,39 @@ void lifecycle_result_release(struct lifecycle_result *r)
     r->nlist = 0;
 }
 
+static int run_elem(const json_t *v, const char *path, void *elem, struct proto_error *err)
+{
+    return lifecycle_run_parse(v, path, elem, err);
+}
+
 int lifecycle_runs_parse(const json_t *v, struct lifecycle_run **out, size_t *n,
                          struct proto_error *err)
 {
-    *out = NULL;
-    *n = 0;
-    if (!json_is_array(v) || json_array_size(v) > LC_MAX_RUNS)
-        return proto_errorf(err, 400, NULL, "lifecycle",
-                            "lifecycle must be a list of at most %d runs", LC_MAX_RUNS);
-    *out = calloc(json_array_size(v) + 1, sizeof(**out));
-    if (!*out)
-        return proto_errorf(err, 500, NULL, "lifecycle", "out of memory");
-    for (size_t i = 0; i < json_array_size(v); i++) {
-        char path[32];
-        snprintf(path, sizeof(path), "lifecycle[%zu]", i);
-        int rc = lifecycle_run_parse(json_array_get(v, i), path, &(*out)[i], err);
-        if (rc < 0) {
-            free(*out);
-            *out = NULL;
-            return rc;
-        }
-        *n = i + 1;
-    }
-    return 0;
+    void *list;
+    int rc = proto_list_parse(v, "lifecycle", "runs", LC_MAX_RUNS, sizeof(**out), run_elem, NULL,
+                              &list, n, err);
+    *out = list;
+    return rc;
+}
+
+static int result_elem(const json_t *v, const char *path, void *elem, struct proto_error *err)
+{
+    return lifecycle_result_parse(v, path, elem, err);
+}
+
+static void results_release(void *list, size_t n)
+{
+    lifecycle_results_free(list, n);
 }
 
 int lifecycle_results_parse(const json_t *v, struct lifecycle_result **out, size_t *n,
                             struct proto_error *err)
 {
-    *out = NULL;
-    *n = 0;
-    if (!json_is_array(v) || json_array_size(v) > LC_MAX_RUNS)
-        return proto_errorf(err, 400, NULL, "lifecycle",
-                            "lifecycle must be a list of at most %d runs", LC_MAX_RUNS);
-    *out = calloc(json_array_size(v) + 1, sizeof(**out));
-    if (!*out)
-        return proto_errorf(err, 500, NULL, "lifecycle", "out of memory");
-    for (size_t i = 0; i < json_array_size(v); i++) {
-        char path[32];
-        snprintf(path, sizeof(path), "lifecycle[%zu]", i);
-        int rc = lifecycle_result_parse(json_array_get(v, i), path, &(*out)[i], err);
-        if (rc < 0) {
-            lifecycle_results_free(*out, *n);
-            *out = NULL;
-            *n = 0;
-            return rc;
-        }
-        *n = i + 1;
-    }
-    return 0;
+    void *list;
+    int rc = proto_list_parse(v, "lifecycle", "runs", LC_MAX_RUNS, sizeof(**out), result_elem,
+                              results_release, &list, n, err);
+    *out = list;
+    return rc;
 }
 
 void lifecycle_results_free(struct lifecycle_result *r, size_t n)

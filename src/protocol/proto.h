@@ -250,6 +250,26 @@ int proto_get_bool(const json_t *v, const char *field, bool *out,
 /* A name (str_is_name) copied into out[PROTO_NAME_MAX]. */
 int proto_get_name(const json_t *v, const char *field, char *out,
                    struct proto_error *err) PROTO_WUR;
+/* Member `key` of `o` (error field "PATH.KEY"): a string of 1..cap-1 printable bytes
+ * copied into out; absent: out untouched, an error only when `required`. */
+int proto_member_text(const json_t *o, const char *key, const char *path, bool required, char *out,
+                      size_t cap, struct proto_error *err) PROTO_WUR;
+/* Member `key` of `o`: a boolean; absent: out untouched. */
+int proto_member_flag(const json_t *o, const char *key, const char *path, bool *out,
+                      struct proto_error *err) PROTO_WUR;
+/* One element of a list (proto_list_parse): `v` parsed into `elem` (zeroed), errors
+ * naming `path` ("FIELD[i]"). */
+typedef int (*proto_elem_parse_fn)(const json_t *v, const char *path, void *elem,
+                                   struct proto_error *err);
+/* Releases what the first n elements of a list hold, and the list itself. */
+typedef void (*proto_list_release_fn)(void *list, size_t n);
+/* A JSON list of at most `max` elements of `size` bytes ("FIELD must be a list of at most
+ * MAX WHAT"): *out a new array (one zeroed element past the end), *n its length. On an
+ * error nothing is left: the elements parsed so far, the failing one included, go to
+ * `release` (NULL: the array is only freed), and *out is NULL, *n 0. */
+int proto_list_parse(const json_t *v, const char *field, const char *what, size_t max, size_t size,
+                     proto_elem_parse_fn parse, proto_list_release_fn release, void **out,
+                     size_t *n, struct proto_error *err) PROTO_WUR;
 /* Refuse any key of `obj` not in the NULL-terminated list `known`. */
 int proto_check_fields(const json_t *obj, const char *path, const char *const *known,
                        struct proto_error *err) PROTO_WUR;

@@ -59,27 +59,6 @@ static int field_name(char *f, size_t n, const char *path, const char *key)
     return 0;
 }
 
-/* A string of 1..cap-1 printable bytes, copied. */
-static int get_text(const json_t *o, const char *key, const char *path, bool required, char *out,
-                    size_t cap, struct proto_error *err)
-{
-    char f[160];
-    field_name(f, sizeof(f), path, key);
-    json_t *v = json_object_get(o, key);
-    if (!v)
-        return required ? proto_errorf(err, 400, NULL, f, "%s is required", f) : 0;
-    const char *s = json_string_value(v);
-    size_t len = s ? json_string_length(v) : 0;
-    if (!s || len == 0 || len >= cap || strlen(s) != len)
-        return proto_errorf(err, 400, NULL, f, "%s must be a string of 1 to %zu characters", f,
-                            cap - 1);
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return proto_errorf(err, 400, NULL, f, "%s must be printable", f);
-    str_copy(out, cap, s);
-    return 0;
-}
-
 static int get_name(const json_t *o, const char *key, const char *path, bool required, char *out,
                     struct proto_error *err)
 {
@@ -105,15 +84,6 @@ static int get_bytes(const json_t *o, const char *key, const char *path, int64_t
                             (long long)min);
     *out = json_integer_value(v);
     return 0;
-}
-
-static int get_flag(const json_t *o, const char *key, const char *path, bool *out,
-                    struct proto_error *err)
-{
-    char f[160];
-    field_name(f, sizeof(f), path, key);
-    json_t *v = json_object_get(o, key);
-    return v ? proto_get_bool(v, f, out, err) : 0;
 }
 
 /* A pool's name: [a-z][a-z0-9_]{0,30}, so DOCKET_STORAGE_<NAME> is a variable name. */
@@ -225,12 +195,12 @@ static int parse_pool(const json_t *o, const char *path, struct storage_pool *p,
         return rc;
     memset(p, 0, sizeof(*p));
     if ((rc = get_pool_name(o, "name", path, p->name, err)) < 0 ||
-        (rc = get_text(o, "path", path, true, p->path, sizeof(p->path), err)) < 0 ||
+        (rc = proto_member_text(o, "path", path, true, p->path, sizeof(p->path), err)) < 0 ||
         (rc = get_enum(o, "class", path, class_names, 4, &cls, err)) < 0 ||
         (rc = get_enum(o, "quota", path, quota_names, 2, &quota, err)) < 0 ||
-        (rc = get_flag(o, "mount", path, &p->mount, err)) < 0 ||
-        (rc = get_flag(o, "local", path, &p->local, err)) < 0 ||
-        (rc = get_text(o, "fstype", path, false, p->fstype, sizeof(p->fstype), err)) < 0 ||
+        (rc = proto_member_flag(o, "mount", path, &p->mount, err)) < 0 ||
+        (rc = proto_member_flag(o, "local", path, &p->local, err)) < 0 ||
+        (rc = proto_member_text(o, "fstype", path, false, p->fstype, sizeof(p->fstype), err)) < 0 ||
         (rc = parse_labels(json_object_get(o, "nodes"), path, p, err)) < 0)
         return rc;
     if (!path_ok(p->path)) {
@@ -659,9 +629,9 @@ static int parse_pool_state(const json_t *o, const char *path, struct storage_po
         return proto_errorf(err, 400, NULL, path, "%s must be an object", path);
     if ((rc = proto_check_fields(o, path, known, err)) < 0 ||
         (rc = get_pool_name(o, "name", path, p->name, err)) < 0 ||
-        (rc = get_flag(o, "ok", path, &p->ok, err)) < 0 ||
+        (rc = proto_member_flag(o, "ok", path, &p->ok, err)) < 0 ||
         (rc = get_message(o, path, p->message, err)) < 0 ||
-        (rc = get_text(o, "fstype", path, false, p->fstype, sizeof(p->fstype), err)) < 0 ||
+        (rc = proto_member_text(o, "fstype", path, false, p->fstype, sizeof(p->fstype), err)) < 0 ||
         (rc = get_opt_count(o, "latency_us", path, &p->latency_us, err)) < 0 ||
         (rc = get_opt_count(o, "size_bytes", path, &p->size_bytes, err)) < 0 ||
         (rc = get_opt_count(o, "used_bytes", path, &p->used_bytes, err)) < 0)
@@ -681,7 +651,7 @@ static int parse_area_state(const json_t *o, const char *path, struct storage_ar
     if ((rc = proto_check_fields(o, path, known, err)) < 0 ||
         (rc = get_pool_name(o, "pool", path, a->pool, err)) < 0 ||
         (rc = get_name(o, "project", path, true, a->project, err)) < 0 ||
-        (rc = get_flag(o, "ok", path, &a->ok, err)) < 0 ||
+        (rc = proto_member_flag(o, "ok", path, &a->ok, err)) < 0 ||
         (rc = get_message(o, path, a->message, err)) < 0 ||
         (rc = get_enum(o, "enforced", path, quota_names, 2, &enforced, err)) < 0 ||
         (rc = get_opt_count(o, "used_bytes", path, &a->used_bytes, err)) < 0 ||

@@ -164,54 +164,37 @@ void warm_orders_free(struct warm_order *o, size_t n)
     free(o);
 }
 
+static int order_elem(const json_t *v, const char *path, void *elem, struct proto_error *err)
+{
+    return order_parse(v, path, elem, err);
+}
+
+static void orders_release(void *list, size_t n)
+{
+    warm_orders_free(list, n);
+}
+
 int warm_orders_parse(const json_t *v, struct warm_order **out, size_t *n, struct proto_error *err)
 {
-    *out = NULL;
-    *n = 0;
-    if (!json_is_array(v) || json_array_size(v) > WARM_MAX)
-        return proto_errorf(err, 400, NULL, "warm", "warm must be a list of at most %d orders",
-                            WARM_MAX);
-    *out = calloc(json_array_size(v) + 1, sizeof(**out));
-    if (!*out)
-        return proto_errorf(err, 500, NULL, "warm", "out of memory");
-    for (size_t i = 0; i < json_array_size(v); i++) {
-        char path[32];
-        snprintf(path, sizeof(path), "warm[%zu]", i);
-        int rc = order_parse(json_array_get(v, i), path, &(*out)[i], err);
-        if (rc < 0) {
-            warm_orders_free(*out, i + 1);
-            *out = NULL;
-            *n = 0;
-            return rc;
-        }
-        *n = i + 1;
-    }
-    return 0;
+    void *list;
+    int rc = proto_list_parse(v, "warm", "orders", WARM_MAX, sizeof(**out), order_elem,
+                              orders_release, &list, n, err);
+    *out = list;
+    return rc;
+}
+
+static int state_elem(const json_t *v, const char *path, void *elem, struct proto_error *err)
+{
+    return state_parse(v, path, elem, err);
 }
 
 int warm_states_parse(const json_t *v, struct warm_state **out, size_t *n, struct proto_error *err)
 {
-    *out = NULL;
-    *n = 0;
-    if (!json_is_array(v) || json_array_size(v) > WARM_MAX)
-        return proto_errorf(err, 400, NULL, "warm", "warm must be a list of at most %d states",
-                            WARM_MAX);
-    *out = calloc(json_array_size(v) + 1, sizeof(**out));
-    if (!*out)
-        return proto_errorf(err, 500, NULL, "warm", "out of memory");
-    for (size_t i = 0; i < json_array_size(v); i++) {
-        char path[32];
-        snprintf(path, sizeof(path), "warm[%zu]", i);
-        int rc = state_parse(json_array_get(v, i), path, &(*out)[i], err);
-        if (rc < 0) {
-            free(*out);
-            *out = NULL;
-            *n = 0;
-            return rc;
-        }
-        *n = i + 1;
-    }
-    return 0;
+    void *list;
+    int rc = proto_list_parse(v, "warm", "states", WARM_MAX, sizeof(**out), state_elem, NULL, &list,
+                              n, err);
+    *out = list;
+    return rc;
 }
 
 bool warm_selector_match(const char *selector, const char *node, const json_t *labels)
