@@ -16,6 +16,7 @@ bats_require_minimum_version 1.5.0
 
 CLUSTER_NAME=lcyc
 load lib/cluster
+load lib/images
 AGENT_EXTRA=()
 DOCKETD_EXTRA=()
 
@@ -26,11 +27,8 @@ setup_file() {
     [[ -e /dev/loop-control ]] || skip "no loop devices here (/dev/loop-control is missing)"
     export DOCKET_NODE_TEST_LC_CORRUPT=corrupt.bin
     cluster_start
-    mkdir -p "$T/hot" "$T/cold" "$T/scr" "$T/loc" "$T/mnt/tiny" "$T/outside"
-    truncate -s 8M "$T/tiny.img"
-    mkfs.ext4 -q -F -m 0 "$T/tiny.img" >/dev/null
-    mount -o loop "$T/tiny.img" "$T/mnt/tiny" 2>"$T/mount.err" ||
-        skip "loop devices unavailable: $(cat "$T/mount.err")"
+    mkdir -p "$T/hot" "$T/cold" "$T/scr" "$T/loc" "$T/outside"
+    image_ready tiny 8
     cat >"$T/policy.yaml" <<YAML
 projects:
   - {name: ml}
@@ -61,8 +59,7 @@ YAML
 }
 
 teardown_file() {
-    # lazily: an agent's pool check may have it open this very moment
-    [[ -n ${T:-} ]] && mountpoint -q "$T/mnt/tiny" && umount -l "$T/mnt/tiny"
+    images_unmount
     cluster_stop
 }
 

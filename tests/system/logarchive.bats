@@ -12,6 +12,7 @@ bats_require_minimum_version 1.5.0
 
 CLUSTER_NAME=larc
 load lib/cluster
+load lib/images
 AGENT_EXTRA=()
 DOCKETD_EXTRA=()
 RECEIVER=$DOCKET_BUILD/tests/system/hook_receiver
@@ -22,11 +23,7 @@ setup_file() {
     [[ $(id -u) == 0 ]] || skip "needs root: a loop mount"
     [[ -e /dev/loop-control ]] || skip "no loop devices here (/dev/loop-control is missing)"
     cluster_start
-    mkdir -p "$T/mnt/arch"
-    truncate -s 8M "$T/arch.img"
-    mkfs.ext4 -q -F -m 0 "$T/arch.img" >/dev/null
-    mount -o loop "$T/arch.img" "$T/mnt/arch" 2>"$T/mount.err" ||
-        skip "loop devices unavailable: $(cat "$T/mount.err")"
+    image_ready arch 8
     "$RECEIVER" "$T/hook.port" "$T/hook.out" &
     echo $! >"$T/hook.pid"
     wait_for 10 test -s "$T/hook.port"
@@ -50,7 +47,7 @@ YAML
 
 teardown_file() {
     [[ -n ${T:-} && -f $T/hook.pid ]] && kill_pidfile "$T/hook.pid"
-    [[ -n ${T:-} ]] && mountpoint -q "$T/mnt/arch" && umount -l "$T/mnt/arch"
+    images_unmount
     cluster_stop
 }
 

@@ -14,22 +14,10 @@ bats_require_minimum_version 1.5.0
 
 CLUSTER_NAME=stor
 load lib/cluster
+load lib/images
 AGENT_EXTRA=()
 DOCKETD_EXTRA=()
 RECEIVER=$DOCKET_BUILD/tests/system/hook_receiver
-
-# image NAME SIZE_MB [MKFS OPTS...]: an ext4 file system on $T/NAME.img at $T/mnt/NAME
-image() {
-    local name=$1 size=$2
-    shift 2
-    mkdir -p "$T/mnt/$name"
-    truncate -s "${size}M" "$T/$name.img"
-    mkfs.ext4 -q -F -m 0 "$@" "$T/$name.img" >/dev/null
-}
-
-mount_image() { # NAME [OPTS]
-    mount -o "loop${2:+,$2}" "$T/$1.img" "$T/mnt/$1" 2>"$T/mount-$1.err"
-}
 
 setup_file() {
     [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN && -x $RECEIVER ]] ||
@@ -95,10 +83,7 @@ YAML
 
 teardown_file() {
     [[ -n ${T:-} && -f $T/hook.pid ]] && kill_pidfile "$T/hook.pid"
-    local m
-    for m in hot fastb full proj; do
-        [[ -n ${T:-} ]] && mountpoint -q "$T/mnt/$m" && umount "$T/mnt/$m"
-    done
+    images_unmount
     [[ -z ${STOR_KEEP_LOGS:-} || -z ${T:-} ]] || cp "$T"/*.log "$STOR_KEEP_LOGS/" 2>/dev/null
     cluster_stop
 }
