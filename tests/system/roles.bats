@@ -23,13 +23,6 @@ teardown() {
     docket_teardown
 }
 
-# token USER ROLE: a fresh API token (admin call); prints it.
-token() {
-    api_post /v1/tokens "{\"user\": \"$1\", \"role\": \"$2\"}"
-    [[ $status_code == 201 ]] || { echo "token $1: $status_code $body" >&2; return 1; }
-    jq -r .token <<<"$body"
-}
-
 # member PROJECT USER ROLE
 member() {
     api_post "/v1/projects/$1/members" "{\"user\": \"$2\", \"role\": \"$3\"}"
@@ -48,12 +41,12 @@ cluster() {
     assert_status 201
     NODE_CRED=$(fake_node gpu01 8 H100)
     TOK_admin=$ADMIN_TOKEN
-    TOK_operator=$(token oper operator)
-    TOK_viewer=$(token view viewer)
-    TOK_lead=$(token lee member)
-    TOK_member=$(token mem member)
-    TOK_outsider=$(token out member)
-    TOK_memb=$(token memb member)
+    TOK_operator=$(api_token oper operator)
+    TOK_viewer=$(api_token view viewer)
+    TOK_lead=$(api_token lee member)
+    TOK_member=$(api_token mem member)
+    TOK_outsider=$(api_token out member)
+    TOK_memb=$(api_token memb member)
     TOK_node=$NODE_CRED
     TOK_anon=-
     USER_admin=admin USER_operator=oper USER_viewer=view USER_lead=lee USER_member=mem
@@ -520,7 +513,7 @@ EOF2
     ADMIN_TOKEN=$new
     api_get '/v1/tokens' "$new"
     nid=$(jq -r '.tokens[] | select(.kind == "node") | .id' <<<"$body")
-    api_delete "/v1/tokens/$nid" "$(token gpu01 member)"
+    api_delete "/v1/tokens/$nid" "$(api_token gpu01 member)"
     assert_error 403 ""
 }
 

@@ -146,8 +146,7 @@ loris_opened_at_least() {
 member_token() {
     api_post /v1/projects/default/members "{\"user\": \"$1\", \"role\": \"member\"}"
     assert_status 201 >/dev/null
-    api_post /v1/tokens "{\"user\": \"$1\", \"role\": \"member\"}"
-    jq -r .token <<<"$body"
+    api_token "$1"
 }
 
 # stored_jobs: the jobs in the database (whatever their state).

@@ -167,6 +167,15 @@ api_post()   { api POST "$1" "${2-}" "${3-$ADMIN_TOKEN}"; }
 api_patch()  { api PATCH "$1" "${2-}" "${3-$ADMIN_TOKEN}"; }
 api_delete() { api DELETE "$1" "" "${2-$ADMIN_TOKEN}"; }
 
+# api_token USER [ROLE] [TTL]: a fresh API token (admin call), printed; role member and
+# docketd's default lifetime unless given
+api_token() {
+    local ttl=${3:+", \"ttl\": \"$3\""}
+    api_post /v1/tokens "{\"user\": \"$1\", \"role\": \"${2:-member}\"$ttl}"
+    [[ $status_code == 201 ]] || { echo "token $1: $status_code $body" >&2; return 1; }
+    jq -r .token <<<"$body"
+}
+
 # api_file METHOD PATH FILE [CONTENT-TYPE]: send a file as the body.
 api_file() {
     local method=$1 path=$2 file=$3 ctype=${4:-application/json}
