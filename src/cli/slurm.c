@@ -103,25 +103,71 @@ static const char *type_through_aliases(struct cli *c, const char *type, json_t 
     return type;
 }
 
-/* The largest node (of the requested GPU type, in any case or through a site's alias)
- * gives what "all of a node" means. */
+/* The names of the nodes the job's partition holds now (the one it names, else the
+ * site's default, where Slurm-style jobs go), from GET /v1/partitions; NULL when the
+ * site has none, or the partition is unknown (docketd refuses it later). */
+static json_t *partition_node_names(struct cli *c, const json_t *spec)
+{
+    const char *want = json_string_value(json_object_get(spec, "partition"));
+    json_t *reply = NULL, *names = NULL;
+    if (cli_call(c, "GET", "/v1/partitions", NULL, &reply) != 0) {
+        json_decref(reply);
+        return NULL;
+    }
+    const json_t *parts = json_object_get(reply, "partitions");
+    for (size_t i = 0; i < json_array_size(parts) && !names; i++) {
+        const json_t *p = json_array_get(parts, i);
+        if (want ? !strcmp(jstr(p, "name"), want) : json_is_true(json_object_get(p, "default")))
+            names = json_incref(json_object_get(p, "node_names"));
+    }
+    json_decref(reply);
+    return names;
+}
+
+/* Node N may hold the job: in its partition's node set (NAMES, NULL: any) and with the
+ * labels its selectors ask for ("!v": any value but v). */
+static bool node_may_hold(const json_t *n, const json_t *names, const json_t *selectors)
+{
+    const char *k;
+    const json_t *v;
+    bool listed = names == NULL;
+    for (size_t i = 0; names && i < json_array_size(names) && !listed; i++) {
+        const char *name = json_string_value(json_array_get(names, i));
+        listed = name && !strcmp(name, jstr(n, "name"));
+    }
+    if (!listed)
+        return false;
+    json_object_foreach((json_t *)selectors, k, v) {
+        const char *want = json_string_value(v), *have = jstr(json_object_get(n, "labels"), k);
+        if (!want || (want[0] == '!' ? !strcmp(have, want + 1) : strcmp(have, want)))
+            return false;
+    }
+    return true;
+}
+
+/* The largest node (of the requested GPU type, in any case or through a site's alias) of
+ * the job's partition, among those its selectors allow, gives what "all of a node" means
+ * (`-p cpu --exclusive`: the CPU node's, not the largest GPU node's). */
 static int whole_node(struct cli *c, json_t *spec, bool all)
 {
     json_t *policy = NULL;
     const char *type =
         type_through_aliases(c, json_string_value(json_object_get(spec, "gpu_type")), &policy);
-    json_t *reply = NULL, *nodes;
+    json_t *reply = NULL, *nodes, *names = partition_node_names(c, spec);
     int64_t gpus = 0, cpus = 0, mem = 0;
     int rc = cli_get_pages(c, "/v1/nodes", "nodes", 0, &reply);
 
     if (rc) {
         json_decref(policy);
+        json_decref(names);
         return rc;
     }
     nodes = json_object_get(reply, "nodes");
     for (size_t i = 0; i < json_array_size(nodes); i++) {
         const json_t *n = json_array_get(nodes, i);
         if (type && strcasecmp(jstr(n, "gpu_type"), type))
+            continue;
+        if (!node_may_hold(n, names, json_object_get(spec, "selectors")))
             continue;
         if (jint(n, "mem_mb", 0) > mem)
             mem = jint(n, "mem_mb", 0);
@@ -131,6 +177,7 @@ static int whole_node(struct cli *c, json_t *spec, bool all)
             gpus = jint(n, "gpus", 0);
     }
     json_decref(reply);
+    json_decref(names);
     if (mem <= 0) {
         rc = cli_fail(c, "--exclusive/--mem=0: no node%s%s to take whole; see `docket nodes`",
                       type ? " of GPU type " : "", type ? type : "");
