@@ -160,12 +160,16 @@ static int scontrol_show_node(struct cli *c, const char *name)
     return EXIT_OK;
 }
 
-/* POST /v1/jobs/ID/VERB for every docket id in `ids`, 64 at a time. Exit status. */
+/* POST /v1/jobs/ID/VERB for every docket id in `ids`, 64 at a time, silently on success
+ * as scancel and scontrol hold/release/requeue are (errors still go to stderr). Exit
+ * status. */
 static int act_on_ids(struct cli *c, const json_t *ids, const char *verb, const char *done)
 {
     static char numbers[64][24];
     char *argv[65];
     int rc = EXIT_OK;
+    FILE *saved = c->out, *null = fopen("/dev/null", "w");
+    c->out = null ? null : saved;
     for (size_t i = 0; i < json_array_size(ids);) {
         int n = 1;
         argv[0] = (char *)verb;
@@ -178,6 +182,9 @@ static int act_on_ids(struct cli *c, const json_t *ids, const char *verb, const 
         if (r != EXIT_OK)
             rc = r;
     }
+    c->out = saved;
+    if (null)
+        fclose(null);
     return rc;
 }
 
@@ -856,13 +863,7 @@ int cmd_scancel(struct cli *c, int argc, char **argv)
     if (rc == EXIT_OK && sig > 0) {
         rc = signal_ids(c, ids, sig, to);
     } else if (rc == EXIT_OK && json_array_size(ids) > 0) {
-        FILE *saved = c->out;
-        FILE *null = fopen("/dev/null", "w");
-        c->out = null ? null : saved; /* scancel says nothing on success */
         rc = act_on_ids(c, ids, "cancel", "cancelled");
-        c->out = saved;
-        if (null)
-            fclose(null);
     }
     json_decref(ids);
     return rc;

@@ -226,7 +226,12 @@ EOS
 @test "scancel by id and by name; scontrol hold/release" {
     id=$(sbatch --parsable -A vision -J victim --hold --wrap 'sleep 60')
     run -0 scontrol release "$id"
+    [ -z "$output" ] # as scontrol: silent on success
     run -0 scancel -n victim
+    later=$(sbatch --parsable -A vision --begin=now+300 --wrap true)
+    run -0 scontrol hold "$later"
+    [ -z "$output" ]
+    scancel "$later"
     wait_for 20 state_in "$id" CANCELLED
     id=$(sbatch --parsable -A vision --wrap 'sleep 60')
     run -0 scancel "$id"
