@@ -26,7 +26,7 @@ DESTDIR    ?=
 SLURM_COMPAT_DIR ?= $(PREFIX)/bin
 # make check's system tests: the files that need no long waits (their times are in
 # build-test/bats.log after a make test; CONTRIBUTING.md)
-CHECK_BATS ?= $(addprefix tests/system/,cli.bats slurm.bats slurm_scripts.bats srun_step.bats sim.bats \
+CHECK_BATS ?= $(addprefix tests/system/,cli.bats slurm.bats slurm_scripts.bats slurm_corpus.bats srun_step.bats sim.bats \
 	sim_history.bats \
 	secrets.bats metrics.bats usage.bats logs_runs.bats class_limits.bats groups.bats \
 	seams_people.bats templates.bats slurm_site.bats live.bats \

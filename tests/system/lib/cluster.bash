@@ -4,6 +4,7 @@
 # by pid in cluster_stop, with the job supervisors the agents leave and their cgroups.
 #
 # Use:   CLUSTER_NAME=name; load lib/cluster; AGENT_EXTRA=(extra agent flags)
+#        CLUSTER_NODES: the agents to start (default "a b"; each is node PREFIX-LETTER)
 #        AGENT_GPUS_a, AGENT_GPUS_b: node a's, b's --gpus (default 8xH100-80GB);
 #        AGENT_LABELS_a, AGENT_LABELS_b: more --label KEY=VALUE words for node a, b
 #        AGENT_UTIL_FILES=1: each agent declares its GPUs' utilisation from the file
@@ -17,6 +18,7 @@
 # PREFIX (node names PREFIX-a, PREFIX-b), PORT, TOKEN, DOCKET_URL (the unix socket).
 
 CLUSTER_NAME=${CLUSTER_NAME:-cluster}
+CLUSTER_NODES=${CLUSTER_NODES:-a b}
 DOCKET_BUILD=${DOCKET_BUILD:-$BATS_TEST_DIRNAME/../../build}
 DOCKET=$DOCKET_BUILD/src/cli/docket
 DOCKETD_BIN=$DOCKET_BUILD/src/controller/docketd
@@ -47,9 +49,9 @@ cluster_start() {
     local join
     join=$("$DOCKET" token join)
     [[ $join == dkj_* ]]
-    agent_start a "$join"
-    agent_start b "$join"
-    wait_for 30 nodes_up 2
+    local n nodes=($CLUSTER_NODES)
+    for n in "${nodes[@]}"; do agent_start "$n" "$join"; done
+    wait_for 30 nodes_up "${#nodes[@]}"
 }
 
 ctl_start() { # PORT: docketd on $T/ctl (0: any port; after a stop, $PORT again)
@@ -98,12 +100,12 @@ kill_pidfile() { # FILE
 # outlive an agent by design), their cgroups, and the temp dir.
 cluster_stop() {
     [[ -n ${T:-} && -d $T ]] || return 0
-    kill_pidfile "$T/agent-a.pid"
-    kill_pidfile "$T/agent-b.pid"
+    local n
+    for n in $CLUSTER_NODES; do kill_pidfile "$T/agent-$n.pid"; done
     kill_pidfile "$T/ctl.pid"
     [[ ! -s $T/pg.dsn ]] || "$BATS_TEST_DIRNAME/../../scripts/pg-test.sh" stop "$(cat "$T/pg.dsn")"
     end_supervisors "$T"
-    sweep_cgroups "$PREFIX" a b
+    sweep_cgroups "$PREFIX" $CLUSTER_NODES
     rm -rf "$T"
 }
 
