@@ -228,6 +228,11 @@ static void slurm_env(struct envb *e, const struct agent_job *j, const char *nod
     }
     if (j->slurm.submit_dir)
         env_set(e, "SLURM_SUBMIT_DIR", j->slurm.submit_dir, true);
+    /* man sbatch: "If the job has been restarted due to system failure or has been
+     * explicitly requeued, this will be sent to the number of times the job has been
+     * restarted": the runs before this one (a requeue, a preemption) */
+    if (j->run > 1)
+        env_int(e, "SLURM_RESTART_COUNT", j->run - 1);
     /* for srun and its step hosts: the job's key to the step links (srun.h); where the
      * step hosts listen comes later, once each has its port (step-host.N in .slurm-bin) */
     if (j->slurm.step_key[0] && j->slurm.nstep_hosts == nnodes)

@@ -4,7 +4,8 @@
 # man sbatch: --signal "[{R|B}:]<sig_num>[@sig_time] ... B: signal only the batch
 # shell"; --requeue; --open-mode=append (the second run appends to the same file);
 # man scontrol: "requeue <job_list> Requeue a running, suspended or finished Slurm
-# batch job into pending state".
+# batch job into pending state"; man sbatch: SLURM_RESTART_COUNT "the number of times
+# the job has been restarted".
 #SBATCH --job-name=ckpt-requeue
 #SBATCH --gres=gpu:1
 #SBATCH --time=1
@@ -15,8 +16,8 @@
 
 ckpt=requeue-$SLURM_JOB_ID.ckpt
 if [ -f "$ckpt" ]; then
-    echo "resumed from $(cat "$ckpt") (restart ${SLURM_RESTART_COUNT:-?})"
-    echo "corpus: 21 ok resumed"
+    echo "resumed from $(cat "$ckpt")"
+    echo "corpus: 21 ok resumed restart=${SLURM_RESTART_COUNT:-0}"
     exit 0
 fi
 on_usr1() {
