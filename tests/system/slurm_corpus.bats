@@ -63,20 +63,26 @@ submit_all() {
     export CONDA_ROOT=$CORPUS/conda
     echo "corpus: 27 ok run 0 (an earlier run's line)" >log-exp-append.txt
     : >"$T/ids"
-    local label script opts args slurm marker count docket o id rc
+    local label script opts args slurm marker count docket o a id rc
     while IFS=$'\t' read -r label script opts args slurm marker count docket; do
-        o=()
-        [[ $opts == - ]] || read -ra o <<<"$opts"
-        o=("${o[@]//@22/$(id_of 22)}")
-        o=("${o[@]//@25/$(id_of 25)}")
-        [[ $args == - ]] && args=
-        # shellcheck disable=SC2086 # the arguments are words, as a user types them
+        o=() a=()
+        [[ $opts == - ]] || read -ra o <<<"$(with_ids "$opts")"
+        [[ $args == - ]] || read -ra a <<<"$(with_ids "$args")"
         rc=0
-        id=$(sbatch --parsable "${o[@]}" "$script" $args 2>"$T/err-$label") || rc=$?
+        id=$(sbatch --parsable "${o[@]}" "$script" "${a[@]}" 2>"$T/err-$label") || rc=$?
         echo "$rc" >"$T/rc-$label"
         [[ $rc -eq 0 || -n $id ]] || id=refused
         echo "$label ${id:-refused}" >>"$T/ids"
     done < <(rows)
+}
+
+with_ids() { # WORDS: each @LABEL replaced by that row's job id (a row above it)
+    local w=$1 l
+    while [[ $w =~ @([0-9a-z]+) ]]; do
+        l=${BASH_REMATCH[1]}
+        w=${w//@$l/$(id_of "$l")}
+    done
+    echo "$w"
 }
 
 id_of() { # LABEL: the job id sbatch gave that row

@@ -215,6 +215,29 @@ EOS
     "$DOCKET" apply -f none.yaml >/dev/null
 }
 
+@test "--exclusive and --mem=0 take a node of the job's partition whole, never another's" {
+    # man sbatch, --exclusive: "The job allocation can not share nodes with other running
+    # jobs"; the node is one of the partition's (a CPU-only partition: no GPUs)
+    cat >whole.yaml <<'EOS'
+partitions:
+  - {name: volta, nodes: {zone: b}, default: true}
+  - {name: nowhere, nodes: {zone: z}}
+EOS
+    "$DOCKET" apply -f whole.yaml >/dev/null
+    id=$(sbatch --parsable -A vision -t 5 --exclusive --hold --wrap true)
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -c '[.job.partition, .job.gpus, .job.cpus]' <<<"$output")" = '["volta",8,16]' ]
+    scancel "$id"
+    # a partition without nodes has no node to take whole: refused, as Slurm refuses a
+    # request no node can meet
+    run -1 sbatch -A vision -t 5 -p nowhere --exclusive --wrap true
+    [[ $output == *"no node to take whole"* ]]
+    run -1 sbatch -A vision -t 5 -p nowhere --mem=0 --wrap true
+    [[ $output == *"no node to take whole"* ]]
+    printf 'partitions: []\n' >none.yaml
+    "$DOCKET" apply -f none.yaml >/dev/null
+}
+
 @test "SLURM_JOB_PARTITION and squeue's PARTITION: the partition the job runs in, not its tier" {
     # man sbatch, OUTPUT ENVIRONMENT VARIABLES: "SLURM_JOB_PARTITION Name of the partition
     # in which the job is running"; squeue %P "Partition of the job or job step"
