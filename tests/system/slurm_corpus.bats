@@ -57,7 +57,7 @@ rows() {
 
 # submit_all: each row's sbatch, in order, from the submitting shell a user has (the
 # site's exported `module`, CONDA_ROOT); $T/ids has "LABEL ID" (ID "refused" when sbatch
-# refused it), $T/refusals sbatch's words, $T/rc-LABEL sbatch's status
+# refused it), $T/err-LABEL what sbatch said, $T/rc-LABEL its status
 submit_all() {
     source "$CORPUS/bin/modules.bash"
     export CONDA_ROOT=$CORPUS/conda
