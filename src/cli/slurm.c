@@ -177,13 +177,15 @@ static int whole_node(struct cli *c, json_t *spec, bool all)
             gpus = jint(n, "gpus", 0);
     }
     json_decref(reply);
-    json_decref(names);
     if (mem <= 0) {
-        rc = cli_fail(c, "--exclusive/--mem=0: no node%s%s to take whole; see `docket nodes`",
-                      type ? " of GPU type " : "", type ? type : "");
+        rc = cli_fail(c, "--exclusive/--mem=0: no node%s%s%s to take whole; see %s",
+                      type ? " of GPU type " : "", type ? type : "",
+                      names ? " in the job's partition" : "", names ? "`sinfo`" : "`docket nodes`");
         json_decref(policy);
+        json_decref(names);
         return rc;
     }
+    json_decref(names);
     json_decref(policy);
     json_object_set_new(spec, "mem", json_integer(mem));
     if (all) {

@@ -231,9 +231,9 @@ EOS
     # a partition without nodes has no node to take whole: refused, as Slurm refuses a
     # request no node can meet
     run -1 sbatch -A vision -t 5 -p nowhere --exclusive --wrap true
-    [[ $output == *"no node to take whole"* ]]
+    [[ $output == *"no node in the job's partition to take whole; see \`sinfo\`"* ]]
     run -1 sbatch -A vision -t 5 -p nowhere --mem=0 --wrap true
-    [[ $output == *"no node to take whole"* ]]
+    [[ $output == *"no node in the job's partition to take whole"* ]]
     printf 'partitions: []\n' >none.yaml
     "$DOCKET" apply -f none.yaml >/dev/null
 }
