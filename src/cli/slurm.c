@@ -228,9 +228,10 @@ static int singleton_deps(struct cli *c, const json_t *spec, json_t *out)
     return rc;
 }
 
-/* One dependency of Slurm's into docket's (man sbatch, -d): ARRAY_ID is every task of the
- * array, ARRAY_ID_INDEX that task. after:ID goes as it is: docketd meets it once ID has
- * started (or ended without starting). */
+/* One dependency of Slurm's into docket's (man sbatch, -d): ARRAY_ID is the whole array,
+ * one dependency that docketd meets when every task meets it ("array": true), and
+ * ARRAY_ID_INDEX that task. after:ID goes as it is: docketd meets it once ID has started
+ * (or ended without starting). */
 static int resolve_dep(struct cli *c, const json_t *d, json_t *out)
 {
     const char *type = jstr(d, "type");
@@ -238,6 +239,19 @@ static int resolve_dep(struct cli *c, const json_t *d, json_t *out)
     char path[160];
     json_t *reply = NULL;
     int rc;
+    if (idx < 0) { /* an array's first task names the array: one row says it is one */
+        snprintf(path, sizeof(path), "/v1/jobs?array_id=%lld&state=all&fields=id&limit=1",
+                 (long long)job);
+        if ((rc = cli_call(c, "GET", path, NULL, &reply)))
+            return rc;
+        bool array = json_array_size(json_object_get(reply, "jobs")) > 0;
+        json_decref(reply);
+        json_t *dep = json_pack("{s:s,s:I}", "type", type, "job", (json_int_t)job);
+        if (array)
+            json_object_set_new(dep, "array", json_true());
+        json_array_append_new(out, dep);
+        return 0;
+    }
     snprintf(path, sizeof(path), "/v1/jobs?array_id=%lld&state=all&fields=id,array_index",
              (long long)job);
     if ((rc = cli_get_pages(c, path, "jobs", 0, &reply)))
@@ -246,21 +260,20 @@ static int resolve_dep(struct cli *c, const json_t *d, json_t *out)
     size_t before = json_array_size(out);
     for (size_t i = 0; i < json_array_size(tasks); i++) {
         const json_t *t = json_array_get(tasks, i);
-        if (idx < 0 || jint(t, "array_index", -1) == idx)
+        if (jint(t, "array_index", -1) == idx) {
             json_array_append_new(out,
                                   json_pack("{s:s,s:I}", "type", type, "job", jint(t, "id", 0)));
+            break;
+        }
     }
     json_decref(reply);
     if (json_array_size(out) > before)
         return 0;
-    if (idx >= 0)
-        return cli_usage_error(c, "--dependency: job %lld_%lld: no such array task", (long long)job,
-                               (long long)idx);
-    json_array_append_new(out, json_pack("{s:s,s:I}", "type", type, "job", (json_int_t)job));
-    return 0;
+    return cli_usage_error(c, "--dependency: job %lld_%lld: no such array task", (long long)job,
+                           (long long)idx);
 }
 
-/* Slurm's dependencies as the API takes them: arrays as every task, singleton, after. */
+/* Slurm's dependencies as the API takes them: whole arrays, singleton, after. */
 static int slurm_deps(struct cli *c, json_t *spec, bool dry_run)
 {
     json_t *deps = json_object_get(spec, "deps");
@@ -281,7 +294,7 @@ static int slurm_deps(struct cli *c, json_t *spec, bool dry_run)
     }
     if (rc == 0 && json_array_size(out) > SPEC_MAX_DEPS)
         rc = cli_usage_error(c,
-                             "--dependency names %zu jobs (an array counts each task): "
+                             "--dependency names %zu jobs (a whole array counts once): "
                              "docket takes at most %d",
                              json_array_size(out), SPEC_MAX_DEPS);
     if (rc == 0)

@@ -18,6 +18,7 @@
 #include "controller/idem.h"
 #include "controller/lease.h"
 #include "controller/logarch.h"
+#include "controller/deps.h"
 #include "controller/loop.h"
 #include "controller/network.h"
 #include "controller/storage.h"
@@ -369,6 +370,39 @@ static int resolve_spec(struct ctl_req *r, struct proto_jobspec *ps)
     return 0;
 }
 
+/* A dependency on a whole array (Slurm's afterok:ARRAY_ID): 0 to keep it (the array is
+ * live, or ended as it can never meet it), 2 to drop it (met), 1 when it was met under
+ * '?' (the job has no dependencies left), -1 after answering an error. */
+static int resolve_array_dep(struct ctl_req *r, struct proto_jobspec *ps, const struct proto_dep *d,
+                             const char *f)
+{
+    switch (ctl_array_dep_state(r->c, d->job, ctl_dep_kind(d->type))) {
+    case CTL_ARRAY_LIVE:
+    case CTL_ARRAY_NEVER: /* kept: the job waits as DependencyNeverSatisfied */
+        return 0;
+    case CTL_ARRAY_MET:
+        if (!ps->deps_any)
+            return 2;
+        ps->ndeps = 0;
+        ps->deps_any = false;
+        return 1;
+    case CTL_ARRAY_NONE:
+        ctl_reply_errorf(r->c, r->req, 400, f, "no such array %llu", (unsigned long long)d->job);
+        return -1;
+    case CTL_ARRAY_WRITING:
+        ctl_reply_errorf(r->c, r->req, 409, f,
+                         "array %llu is still being submitted: depend on it once its "
+                         "submission has answered",
+                         (unsigned long long)d->job);
+        return -1;
+    case CTL_ARRAY_ERROR:
+    default:
+        ctl_reply_errorf(r->c, r->req, 500, f, "store: cannot read array %llu",
+                         (unsigned long long)d->job);
+        return -1;
+    }
+}
+
 /* Dependencies on jobs that already ended are settled here (the core only knows live
  * jobs): satisfied ones are dropped; impossible ones are kept, and the job stays pending
  * as Slurm's DependencyNeverSatisfied until it is cancelled. */
@@ -380,6 +414,16 @@ int ctl_job_resolve_deps(struct ctl_req *r, struct proto_jobspec *ps)
         struct sched_job_view v;
         char f[32];
         snprintf(f, sizeof(f), "deps[%d].job", i);
+        if (d->array) {
+            int rc = resolve_array_dep(r, ps, d, f);
+            if (rc < 0)
+                return rc;
+            if (rc == 1) /* met, and with '?' that is all it takes */
+                return 0;
+            if (rc == 0)
+                ps->deps[out++] = *d;
+            continue;
+        }
         if (sched_job_get(r->c->sched, d->job, &v) == 0) {
             ps->deps[out++] = *d;
             continue;
@@ -438,8 +482,8 @@ void ctl_job_fill_core(struct store_job *row, const struct proto_jobspec *ps, in
     str_copy(row->gpu_type, sizeof(row->gpu_type), ps->gpu_type);
     dbuf_init(&b, sizeof(row->deps) - 1);
     for (int i = 0; i < ps->ndeps; i++)
-        dbuf_printf(&b, "%s%s:%llu", i ? (ps->deps_any ? "?" : ",") : "", ps->deps[i].type,
-                    (unsigned long long)ps->deps[i].job);
+        dbuf_printf(&b, "%s%s:%llu%s", i ? (ps->deps_any ? "?" : ",") : "", ps->deps[i].type,
+                    (unsigned long long)ps->deps[i].job, ps->deps[i].array ? "_*" : "");
     str_copy(row->deps, sizeof(row->deps), b.data);
     dbuf_release(&b);
     dbuf_init(&b, sizeof(row->selectors) - 1);
@@ -931,6 +975,7 @@ static void array_task_refused(struct ctl_array *a, uint64_t id, const struct sc
         if (rc == 0)
             rc = ctl_job_event(c, id, "state", from, "FAILED", "", "submit", detail);
     }
+    sched_array_task_gone(c->sched, a->first, false, clock_now_ms()); /* its waiters count it */
     if (rc == 0)
         rc = store_release(c->store);
     if (rc < 0)
@@ -946,6 +991,10 @@ static void array_reply_turn(struct ctl_array *a)
     dbuf_init(&b, (size_t)64 << 20);
     if (a->added == 0)
         dbuf_printf(&b, "{\"array_id\":%llu,\"jobs\":[", (unsigned long long)a->first);
+    struct sched_error de;
+    if (a->added == 0 && sched_array_declare(c->sched, a->first, (int)a->n, 0, 0, &de) < 0)
+        log_error("array_declare_failed", "array=%llu error=\"%s\"", (unsigned long long)a->first,
+                  de.message); /* stored whole: dependencies on it wait for every task */
     size_t end = a->added + CTL_ARRAY_SLICE_TASKS;
     if (end > a->n)
         end = a->n;

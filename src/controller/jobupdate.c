@@ -15,6 +15,7 @@
 #include "controller/authz.h"
 #include "controller/http.h"
 #include "controller/jobs.h"
+#include "controller/deps.h"
 #include "controller/jobupdate.h"
 #include "controller/loop.h"
 #include "controller/site.h"

@@ -18,6 +18,7 @@
 #include "controller/storage.h"
 #include "controller/conn.h"
 #include "controller/ctl.h"
+#include "controller/deps.h"
 #include "controller/live.h"
 #include "controller/http.h"
 #include "controller/idem.h"
@@ -242,23 +243,6 @@ int ctl_node_command(struct ctl *c, struct ctl_node *n, uint64_t job, json_t *cm
 /* ------------------------------------------------------------------------------------ */
 /* Jobs: spec conversion and state persistence                                           */
 
-void ctl_deps_settle(struct ctl *c, struct sched_job_spec *sp)
-{
-    for (int i = 0; i < sp->ndeps; i++) {
-        struct sched_dep *d = &sp->deps[i];
-        struct sched_job_view v;
-        struct store_job row;
-        if (sched_job_get(c->sched, d->job_id, &v) == 0 ||
-            store_job_get(c->store, d->job_id, &row) < 0)
-            continue;
-        bool ended = sched_job_state_terminal((enum sched_job_state)row.state);
-        bool ok = row.state == SCHED_COMPLETED;
-        store_job_release(&row);
-        d->never = ended && d->kind != SCHED_DEP_AFTERANY && d->kind != SCHED_DEP_AFTER &&
-                   (d->kind == SCHED_DEP_AFTEROK) != ok;
-    }
-}
-
 void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submit_ms,
                        uint64_t array_id, int array_limit, struct sched_job_spec *out)
 {
@@ -278,12 +262,9 @@ void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submi
     out->begin_ms = p->begin_ms;
     out->ndeps = 0;
     for (int i = 0; i < p->ndeps && i < SCHED_MAX_DEPS; i++) {
-        const char *t = p->deps[i].type;
-        out->deps[out->ndeps].kind = strcmp(t, "afterany") == 0     ? SCHED_DEP_AFTERANY
-                                     : strcmp(t, "afternotok") == 0 ? SCHED_DEP_AFTERNOTOK
-                                     : strcmp(t, "after") == 0      ? SCHED_DEP_AFTER
-                                                                    : SCHED_DEP_AFTEROK;
+        out->deps[out->ndeps].kind = ctl_dep_kind(p->deps[i].type);
         out->deps[out->ndeps].job_id = p->deps[i].job;
+        out->deps[out->ndeps].array = p->deps[i].array;
         out->ndeps++;
     }
     out->deps_any = p->deps_any;

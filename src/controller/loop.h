@@ -53,10 +53,6 @@ int ctl_node_command(struct ctl *c, struct ctl_node *n, uint64_t job, json_t *cm
 /* The address a node advertised (docket-node --addr), else its name; a static buffer. */
 const char *ctl_node_addr(struct ctl *c, uint32_t index);
 /* Convert a protocol spec into the core's (id, submit time and owner given). */
-/* Mark the dependencies of sp on jobs that ended (the store says how) in a way that can
- * never satisfy them (afterok on a failed job ...): the core keeps such a job pending,
- * DependencyNeverSatisfied, as Slurm does. */
-void ctl_deps_settle(struct ctl *c, struct sched_job_spec *sp);
 void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submit_ms,
                        uint64_t array_id, int array_limit, struct sched_job_spec *out);
 /* The classes' node fields. Take a parsed policy's (a class that does not give a field

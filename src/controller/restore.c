@@ -17,6 +17,7 @@
 #include "controller/conn.h"
 #include "controller/ctl.h"
 #include "controller/http.h"
+#include "controller/deps.h"
 #include "controller/loop.h"
 #include "controller/restore.h"
 #include "controller/site.h"
@@ -297,7 +298,7 @@ static int exit_from_json(const char *text, enum sched_exit_kind *kind, int *cod
     return 0;
 }
 
-/* "afterok:12,afterany:13" (or '?' between them: any of) and
+/* "afterok:12,afterany:13_*" (or '?' between them: any of; "_*": the whole array 13) and
  * "@constraint=a100&ib,zone=a,pool!=x" from the row's
  * columns (jobs.c writes them). */
 static int parse_core_lists(const struct store_job *row, struct sched_job_spec *sp)
@@ -319,6 +320,9 @@ static int parse_core_lists(const struct store_job *row, struct sched_job_spec *
                   : strcmp(kind, "after") == 0      ? SCHED_DEP_AFTER
                                                     : SCHED_DEP_AFTEROK;
         d->job_id = id;
+        d->array = end[0] == '_' && end[1] == '*'; /* a whole array, as Slurm shows it */
+        if (d->array)
+            end += 2;
         if (*end == '?') /* Slurm's any-of, as jobs.c writes it */
             sp->deps_any = true;
         p = *end == ',' || *end == '?' ? end + 1 : end;
@@ -461,6 +465,8 @@ static void end_on_restore(struct ctl *c, const struct store_job *row, int64_t n
         log_error("store_failed", "what=restore_end job=%llu", (unsigned long long)row->id);
     log_warn("restore_ended", "job=%llu state=%s error=\"%s\"", (unsigned long long)row->id,
              sched_job_state_name(to), why);
+    if (row->array_id) /* its array's waiters count it as ended */
+        sched_array_task_gone(c->sched, row->array_id, false, now);
     store_job_release(&j);
 }
 
@@ -514,9 +520,17 @@ static int restore_job(void *arg, const struct store_job *row)
             store_job_release(&full);
         }
     }
+    /* the arrays it belongs to or waits for as a whole: their tasks in all, those ended */
+    if (row->array_id)
+        (void)ctl_array_declare(c, row->array_id);
+    for (int i = 0; rc == 0 && i < sp.ndeps; i++)
+        if (sp.deps[i].array)
+            (void)ctl_array_declare(c, sp.deps[i].job_id);
     if (rc < 0) {
         log_error("restore_job_failed", "job=%llu error=\"damaged spec\"",
                   (unsigned long long)row->id);
+        if (row->array_id) /* it never comes back: its array's waiters count it failed */
+            sched_array_task_gone(c->sched, row->array_id, false, jl->now);
         jl->failed++;
         return 0;
     }

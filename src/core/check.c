@@ -22,6 +22,7 @@
 #include "core/claims.h"
 #include "core/place.h"
 #include "core/caches.h"
+#include "core/arrays.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -623,6 +624,54 @@ static int check_deadlines(const struct sched *s, struct sched_error *err)
     return rc;
 }
 
+/* The arrays' counters recounted from their live tasks, and every dependency on a whole
+ * array still open where the array's counters leave it open (arrays.c settles the rest). */
+static int check_arrays(const struct sched *s, struct sched_error *err)
+{
+    int *count = calloc(s->narrays + 1, 3 * sizeof(int));
+    if (!count)
+        return err_set(err, -ENOMEM, "", "out of memory");
+    int rc = 0;
+    for (size_t i = 0; i < s->jobs_cap && rc == 0; i++) {
+        const struct job *j = &s->jobs[i];
+        if (!j->id)
+            continue;
+        for (int k = 0; k < j->ndeps && rc == 0; k++) {
+            const struct job_dep *d = &j->deps[k];
+            if (!d->array || d->met || d->never)
+                continue;
+            const struct array_count *a = array_find(s, d->id);
+            if (!a || array_dep_verdict(a, d->kind) != DEP_WAIT)
+                rc = err_set(err, -EFAULT, "",
+                             "job %llu: its dependency on array %llu is open, but the array %s",
+                             (unsigned long long)j->id, (unsigned long long)d->id,
+                             a ? "settles it" : "is gone");
+        }
+        uint64_t ai;
+        if (!j->array_id || !u64map_get(&s->arrays, j->array_id, &ai)) {
+            if (j->array_id && rc == 0)
+                rc = err_set(err, -EFAULT, "", "job %llu: its array %llu is not counted",
+                             (unsigned long long)j->id, (unsigned long long)j->array_id);
+            continue;
+        }
+        count[3 * ai]++;
+        count[3 * ai + 1] += (j->flags & JF_STARTED) != 0;
+        count[3 * ai + 2] += j->nallocs > 0;
+    }
+    for (size_t i = 0; i < s->narrays && rc == 0; i++) {
+        const struct array_count *a = &s->array_counts[i];
+        if (a->jobs != count[3 * i] || a->started != count[3 * i + 1] ||
+            a->running != count[3 * i + 2] || a->tasks < a->ended + a->jobs || a->failed > a->ended)
+            rc = err_set(err, -EFAULT, "",
+                         "an array counts %d live tasks, %d started, %d running, %d in all, "
+                         "%d ended, %d failed; its tasks: %d live, %d started, %d running",
+                         a->jobs, a->started, a->running, a->tasks, a->ended, a->failed,
+                         count[3 * i], count[3 * i + 1], count[3 * i + 2]);
+    }
+    free(count);
+    return rc;
+}
+
 int sched_check(const struct sched *s, struct sched_error *err)
 {
     int rc = check_job_slab(s, err);
@@ -638,6 +687,8 @@ int sched_check(const struct sched *s, struct sched_error *err)
         rc = check_claims(s, err);
     if (rc == 0)
         rc = check_deadlines(s, err);
+    if (rc == 0)
+        rc = check_arrays(s, err);
     for (size_t i = 0; rc == 0 && i < s->jobs_cap; i++) {
         const struct job *j = &s->jobs[i];
         uint32_t bad;

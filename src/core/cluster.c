@@ -8,6 +8,7 @@
 #include "core/containers.h"
 #include "core/policy.h"
 #include "core/model.h"
+#include "core/arrays.h"
 #include "core/group.h"
 #include "core/deadlines.h"
 #include "core/changes.h"
@@ -119,7 +120,7 @@ void sched_destroy(struct sched *s)
     free(s->hints);
     free(s->heap);
     u64map_release(&s->arrays);
-    free(s->array_counts);
+    array_counts_free(s);
     free(s->dec);
     free(s->dec_allocs);
     free(s->plan_scratch);

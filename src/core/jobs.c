@@ -17,6 +17,7 @@
 #include "core/claims.h"
 #include "core/lifecycle.h"
 #include "core/topo.h"
+#include "core/arrays.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -151,6 +152,14 @@ static int check_deps(const struct sched *s, const struct sched_job_spec *sp,
             return err_set(err, -EINVAL, field, "unknown dependency type");
         if (sp->deps[i].job_id == sp->id)
             return err_set(err, -EINVAL, field, "a job cannot depend on itself");
+        if (sp->deps[i].array && sp->deps[i].job_id == sp->array_id)
+            return err_set(err, -EINVAL, field, "a task cannot depend on its own array");
+        if (sp->deps[i].array) {
+            if (!sp->deps[i].never && !array_find(s, sp->deps[i].job_id))
+                return err_set(err, -EINVAL, field, "array %llu is not live (ended or unknown)",
+                               (unsigned long long)sp->deps[i].job_id);
+            continue;
+        }
         if (!sp->deps[i].never && !job_find(s, sp->deps[i].job_id))
             return err_set(err, -EINVAL, field, "job %llu is not live (finished or unknown)",
                            (unsigned long long)sp->deps[i].job_id);
@@ -372,29 +381,6 @@ static int add_dependent(struct job *target, uint32_t slot, uint64_t id)
     return 0;
 }
 
-static int array_register(struct sched *s, const struct sched_job_spec *sp)
-{
-    uint64_t ai;
-    if (u64map_get(&s->arrays, sp->array_id, &ai)) {
-        s->array_counts[ai].jobs++;
-        if (sp->array_limit > 0 && s->array_counts[ai].limit != sp->array_limit) {
-            s->array_counts[ai].limit = sp->array_limit;
-            s->memo_epoch++; /* its waiting jobs' admission moved (struct starving_entry) */
-        }
-        return 0;
-    }
-    /* reuse a free entry is not worth it: arrays are few */
-    if (grow((void **)&s->array_counts, &s->arrays_cap, s->narrays + 1, sizeof(*s->array_counts)) <
-            0 ||
-        u64map_put(&s->arrays, sp->array_id, s->narrays) < 0)
-        return -ENOMEM;
-    s->array_counts[s->narrays].limit = sp->array_limit;
-    s->array_counts[s->narrays].running = 0;
-    s->array_counts[s->narrays].jobs = 1;
-    s->narrays++;
-    return 0;
-}
-
 /* Take a slot and fill the job from a validated spec. NULL on allocation failure. */
 static struct job *job_create(struct sched *s, const struct sched_job_spec *sp,
                               const struct resolved *r)
@@ -440,6 +426,7 @@ static struct job *job_create(struct sched *s, const struct sched_job_spec *sp,
         for (int i = 0; i < sp->ndeps; i++) {
             j->deps[i].kind = sp->deps[i].kind;
             j->deps[i].id = sp->deps[i].job_id;
+            j->deps[i].array = sp->deps[i].array;
             j->deps[i].never = sp->deps[i].never;
         }
     }
@@ -497,11 +484,38 @@ static void job_discard(struct sched *s, struct job *j)
     (void)u32vec_push(&s->free_slots, slot);
 }
 
+/* A dependency on a whole array: settled now when the array's counters decide it (an
+ * array the core no longer knows has ended, and the caller settled how), else the job
+ * waits among the array's waiters. */
+static int link_array_dep(struct sched *s, struct job *j, struct job_dep *dep)
+{
+    struct array_count *a = array_find(s, dep->id);
+    enum dep_verdict v = a ? array_dep_verdict(a, dep->kind) : DEP_MET;
+    if (v == DEP_MET) {
+        dep->met = true;
+        return 0;
+    }
+    if (v == DEP_NEVER) {
+        dep->never = true;
+        j->dep_never = true;
+    } else if (array_add_waiter(a, job_slot(s, j), j->id) < 0) {
+        return -ENOMEM;
+    }
+    j->ndeps_unmet++;
+    return 0;
+}
+
 /* Wire dependencies on live jobs; those already settled are counted as met. */
 static int job_link_deps(struct sched *s, struct job *j)
 {
     for (int i = 0; i < j->ndeps; i++) {
         struct job *t = job_find(s, j->deps[i].id);
+        if (j->deps[i].array && !j->deps[i].never) {
+            int rc = link_array_dep(s, j, &j->deps[i]);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
         if (j->deps[i].never) { /* ended already, never to be met: pending for good */
             j->dep_never = true;
             j->ndeps_unmet++;
@@ -615,11 +629,8 @@ int sched_job_withdraw(struct sched *s, uint64_t id, struct sched_error *err)
                        (unsigned long long)id, sched_job_state_name(j->state));
     leave_queue(s, j);
     queued_count(s, j, -1);
-    if (j->array_id) {
-        uint64_t ai;
-        if (u64map_get(&s->arrays, j->array_id, &ai) && --s->array_counts[ai].jobs == 0)
-            u64map_del(&s->arrays, j->array_id);
-    }
+    if (j->array_id)
+        array_unregister(s, j);
     job_discard(s, j);
     return 0;
 }
@@ -931,8 +942,13 @@ static int check_dep_cycle(const struct sched *s, const struct sched_job_spec *s
     struct u64map seen = {0};
     uint64_t one;
     int rc = 0;
-    for (int i = 0; i < sp->ndeps && rc == 0; i++)
-        rc = sp->deps[i].never ? 0 : push_live(s, &todo, sp->deps[i].job_id);
+    for (int i = 0; i < sp->ndeps && rc == 0; i++) {
+        if (sp->deps[i].array && sp->array_id && sp->deps[i].job_id == sp->array_id)
+            rc = err_set(err, -ELOOP, "deps", "job %llu would wait on its own array %llu",
+                         (unsigned long long)sp->id, (unsigned long long)sp->array_id);
+        else
+            rc = sp->deps[i].never ? 0 : push_live(s, &todo, sp->deps[i].job_id);
+    }
     while (rc == 0 && todo.n) {
         const struct job *j = &s->jobs[todo.v[--todo.n]];
         if (j->id == sp->id) {
@@ -978,6 +994,7 @@ int sched_job_update(struct sched *s, const struct sched_job_spec *sp, int64_t n
      * submission does. The jobs waiting on it name it by id: they stay with it. */
     struct dep_ref *waiting = j->dependents;
     int nwaiting = j->ndependents, cap = j->dependents_cap;
+    bool started = j->flags & JF_STARTED; /* a requeued task: after:ARRAY counted it */
     j->dependents = NULL;
     j->ndependents = j->dependents_cap = 0;
     struct sched_job_spec again = *sp;
@@ -994,6 +1011,10 @@ int sched_job_update(struct sched *s, const struct sched_job_spec *sp, int64_t n
     j->dependents = waiting;
     j->ndependents = nwaiting;
     j->dependents_cap = cap;
+    if (started) {
+        j->flags |= JF_STARTED;
+        array_task_started(s, j);
+    }
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "core/shapes.h"
 #include "core/queue.h"
 #include "core/claims.h"
+#include "core/arrays.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,10 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
         uint64_t ai;
         if (u64map_get(&s->arrays, j->array_id, &ai))
             s->array_counts[ai].running++, s->array_counts[ai].changes++;
+    }
+    if (!(j->flags & JF_STARTED)) {
+        j->flags |= JF_STARTED;
+        array_task_started(s, j); /* after:ARRAY_ID counts its tasks' first starts */
     }
     j->start_ms = s->now;
     j->ckpt_ms = s->now;
@@ -229,11 +234,8 @@ void job_finish(struct sched *s, struct job *j, enum sched_job_state st, const c
         snprintf(d->detail, sizeof(d->detail), "%s", detail ? detail : "");
     }
     settle_dependents(s, j, st == SCHED_COMPLETED, false);
-    if (j->array_id) {
-        uint64_t ai;
-        if (u64map_get(&s->arrays, j->array_id, &ai) && --s->array_counts[ai].jobs == 0)
-            u64map_del(&s->arrays, j->array_id);
-    }
+    if (j->array_id)
+        array_task_ended(s, j, st == SCHED_COMPLETED);
     s->by_state[st]--;
     u64map_del(&s->job_index, j->id);
     uint32_t slot = job_slot(s, j);
@@ -265,6 +267,27 @@ static void settle_any(struct sched *s, struct job *w, struct job_dep *dep, bool
     }
 }
 
+void dep_settle(struct sched *s, struct job *w, struct job_dep *dep, bool met)
+{
+    if (w->deps_any) {
+        settle_any(s, w, dep, met);
+        return;
+    }
+    if (!met) {
+        /* as Slurm: pending, DependencyNeverSatisfied, until someone cancels it */
+        dep->never = true;
+        w->dep_never = true;
+        job_walked_set(s, job_slot(s, w), false); /* its reason changed: derived */
+        return;
+    }
+    dep->met = true;
+    if (--w->ndeps_unmet == 0 && w->state == SCHED_PENDING) {
+        job_walked_set(s, job_slot(s, w), false); /* no longer Dependency: derived */
+        job_mark_eligible(s, w, s->now);
+        starvation_watch(s, w, s->now);
+    }
+}
+
 /* The waiters on `done` whose dependencies it settles: all of them when it ended (ok:
  * COMPLETED), those of after:ID alone when it started (started_only). */
 static void settle_dependents(struct sched *s, struct job *done, bool ok, bool started_only)
@@ -275,25 +298,10 @@ static void settle_dependents(struct sched *s, struct job *done, bool ok, bool s
             continue; /* that waiter is gone and its slot reused */
         for (int k = 0; k < w->ndeps; k++) {
             struct job_dep *dep = &w->deps[k];
-            if (dep->id != done->id || dep->met || (started_only && dep->kind != SCHED_DEP_AFTER))
+            if (dep->id != done->id || dep->array || dep->met || dep->never ||
+                (started_only && dep->kind != SCHED_DEP_AFTER))
                 continue;
-            if (w->deps_any) {
-                settle_any(s, w, dep, dep_satisfied(dep->kind, ok));
-                continue;
-            }
-            if (!dep_satisfied(dep->kind, ok)) {
-                /* as Slurm: pending, DependencyNeverSatisfied, until someone cancels it */
-                dep->never = true;
-                w->dep_never = true;
-                job_walked_set(s, job_slot(s, w), false); /* its reason changed: derived */
-                continue;
-            }
-            dep->met = true;
-            if (--w->ndeps_unmet == 0 && w->state == SCHED_PENDING) {
-                job_walked_set(s, job_slot(s, w), false); /* no longer Dependency: derived */
-                job_mark_eligible(s, w, s->now);
-                starvation_watch(s, w, s->now);
-            }
+            dep_settle(s, w, dep, dep_satisfied(dep->kind, ok));
         }
     }
 }

@@ -20,5 +20,8 @@ void job_free_parts(struct job *j); /* its arrays freed (the job itself stays) *
 /* A job of any-of dependencies (deps_any): ndeps_unmet 0 once one is met, else 1;
  * dep_never when every one can never be met. */
 void job_deps_any_count(struct job *j);
+/* One dependency of the waiter `w` is settled: met, or never to be (DependencyNever-
+ * Satisfied for an all-of job; an any-of job recounts). */
+void dep_settle(struct sched *s, struct job *w, struct job_dep *dep, bool met);
 
 #endif

@@ -46,7 +46,7 @@ enum {
     SCHED_MAX_GPU_TYPES = 32,
     SCHED_MAX_NODE_GPUS = 64,  /* GPU indices on one node are a 64-bit mask */
     SCHED_MAX_LABELS = 16,     /* labels on a node, selectors on a job */
-    SCHED_MAX_DEPS = 128,      /* an array's tasks count each (afterok:ARRAY_ID) */
+    SCHED_MAX_DEPS = 128,      /* a whole array is one (sched_dep.array) */
     SCHED_MAX_JOB_NODES = 512, /* nodes of one gang job */
     SCHED_MAX_GROUPS = 128,    /* groups the policy may bound */
 };
@@ -307,9 +307,15 @@ enum sched_dep_kind {
 
 struct sched_dep {
     enum sched_dep_kind kind;
-    uint64_t job_id;
-    bool never; /* job_id ended already, and not as the kind needs: never met (the caller
-                   knows how finished jobs ended; the core holds live ones only) */
+    uint64_t job_id; /* a job, or with `array` an array's id */
+    bool never;      /* job_id ended already, and not as the kind needs: never met (the caller
+                        knows how finished jobs ended; the core holds live ones only) */
+    /* Slurm's afterok:ARRAY_ID: job_id is an array, and the dependency is met when the
+     * whole array meets it: afterok when every task completed (never once one did not),
+     * afterany when every task ended, afternotok when every task ended and one did not
+     * complete (never when all did), after when every task started or ended. An array the
+     * core does not know has ended: the caller settles it (never, or drops it). */
+    bool array;
 };
 
 /* Selector: the node's label `key` must equal (or, with negate, differ from) `value`. */
@@ -476,6 +482,21 @@ int sched_job_withdraw(struct sched *s, uint64_t id, struct sched_error *err) SC
 int sched_job_restore_running(struct sched *s, const struct sched_job_spec *spec,
                               const struct sched_alloc *allocs, int nallocs, int64_t start_ms,
                               enum sched_job_state state, struct sched_error *err) SCHED_WUR;
+
+/* An array whose tasks the core holds only in part: it has `tasks` in all, of which
+ * `ended` ended already (a reload; `failed` of them not COMPLETED). Dependencies on the
+ * whole array (sched_dep.array) then wait for all of them, however its tasks arrive.
+ * Called before its first live task is submitted (the controller: when the array is
+ * stored whole, and on reload); once the core knows the array it changes nothing. An
+ * array never declared counts the tasks submitted to it. -EINVAL for a bad count,
+ * -ENOMEM. */
+int sched_array_declare(struct sched *s, uint64_t array_id, int tasks, int ended, int failed,
+                        struct sched_error *err) SCHED_WUR;
+/* A task of a declared array ended outside the core (refused at submission or reload);
+ * `ok`: COMPLETED. Nothing when the core does not know the array. */
+void sched_array_task_gone(struct sched *s, uint64_t array_id, bool ok, int64_t now);
+/* Does the core know the array (a live task, or declared and not all ended)? */
+bool sched_array_known(const struct sched *s, uint64_t array_id);
 
 /* The agent confirmed the launch: STARTING -> RUNNING. */
 int sched_job_running(struct sched *s, uint64_t id, int64_t now, struct sched_error *err) SCHED_WUR;

@@ -45,11 +45,13 @@ enum job_flags {
     JF_VICTIM_ELIGIBLE = 1 << 4, /* counted in eligible_victims */
     JF_BORROWER = 1 << 5,        /* low tier running on a reserved node */
     JF_STARVING = 1 << 6,
+    JF_STARTED = 1 << 7, /* it has started since it was submitted (arrays.c: after:ARRAY) */
 };
 
 struct job_dep {
     enum sched_dep_kind kind;
     uint64_t id;
+    bool array; /* id is an array's: the whole array (arrays.c) */
     bool met;
     bool never; /* its job ended, and not as `kind` needs */
 };
@@ -487,9 +489,17 @@ struct deadline {
     uint8_t kind;
 };
 
+/* An array's counters (arrays.c): its %limit and running tasks for admission, and what a
+ * dependency on the whole array reads. tasks >= ended + jobs always. */
 struct array_count {
-    int limit, running, jobs;
-    uint64_t changes; /* starts and ends of its tasks, in every project (quiet proofs) */
+    int limit, running, jobs; /* jobs: its live tasks */
+    uint64_t changes;         /* starts and ends of its tasks, in every project (quiet proofs) */
+    int tasks;                /* in all: declared (sched_array_declare), else the tasks submitted */
+    int ended, failed;        /* tasks ended, and of those not COMPLETED */
+    int started;              /* live tasks that have started (JF_STARTED) */
+    bool declared;
+    struct dep_ref *waiters; /* jobs that depend on the whole array (checked by id) */
+    int nwaiters, waiters_cap;
 };
 
 /* The domains of one topology level (topo.c): the label key, and its values in the order

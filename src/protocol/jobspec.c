@@ -428,7 +428,7 @@ static int f_selectors(const json_t *v, int64_t now, struct proto_jobspec *j, st
 
 static int f_deps(const json_t *v, int64_t now, struct proto_jobspec *j, struct proto_error *e)
 {
-    static const char *const known[] = {"type", "job", NULL};
+    static const char *const known[] = {"type", "job", "array", NULL};
     if (!json_is_array(v))
         return proto_errorf(e, 400, NULL, "deps", "deps must be an array");
     if (json_array_size(v) > PROTO_MAX_DEPS)
@@ -460,8 +460,13 @@ static int f_deps(const json_t *v, int64_t now, struct proto_jobspec *j, struct 
         rc = proto_get_int(jid, f, 1, INT64_MAX, &id, e);
         if (rc < 0)
             return rc;
+        json_t *arr = json_object_get(d, "array");
+        snprintf(f, sizeof(f), "%s.array", path);
+        if (arr && !json_is_boolean(arr))
+            return proto_errorf(e, 400, NULL, f, "%s must be true or false", f);
         str_copy(j->deps[j->ndeps].type, sizeof(j->deps[0].type), ts);
         j->deps[j->ndeps].job = (uint64_t)id;
+        j->deps[j->ndeps].array = json_is_true(arr);
         j->ndeps++;
     }
     return 0;
@@ -882,9 +887,13 @@ json_t *proto_jobspec_to_json(const struct proto_jobspec *j)
         json_object_set_new(o, "switches_wait_ms", json_integer(j->switches_wait_ms));
     }
     json_t *deps = json_array();
-    for (int i = 0; i < j->ndeps; i++)
-        json_array_append_new(deps, json_pack("{s:s,s:I}", "type", j->deps[i].type, "job",
-                                              (json_int_t)j->deps[i].job));
+    for (int i = 0; i < j->ndeps; i++) {
+        json_t *d =
+            json_pack("{s:s,s:I}", "type", j->deps[i].type, "job", (json_int_t)j->deps[i].job);
+        if (j->deps[i].array) /* only when set: older stored specs read the same */
+            json_object_set_new(d, "array", json_true());
+        json_array_append_new(deps, d);
+    }
     json_object_set_new(o, "deps", deps);
     if (j->deps_any) /* only when asked: older stored specs read the same */
         json_object_set_new(o, "deps_any", json_true());

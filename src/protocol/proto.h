@@ -50,6 +50,7 @@ enum {
 struct proto_dep {
     char type[16]; /* "afterok", "afterany", "afternotok", "after" (once it started) */
     uint64_t job;
+    bool array; /* "array": true: job is an array's id, and the whole array must meet it */
 };
 
 struct proto_selector {

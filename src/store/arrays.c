@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "core/sched.h"
 #include "store/store_int.h"
 
 /* Run `sql` with ?1 bound to `id` (and ?2, ?3 when given); finalize. */
@@ -150,5 +152,38 @@ int store_arrays_rollback(struct store *st, size_t *rolled)
     if (rc == 0)
         return store_commit(st);
     store_rollback(st);
+    return rc;
+}
+
+int store_array_tally(struct store *st, uint64_t array_id, struct store_array_tally *out)
+{
+    struct db_stmt *s;
+    memset(out, 0, sizeof(*out));
+    /* through the partial index on array_id; a state is stored by its name: ?2 .. ?6 are
+       the live ones, ?7 COMPLETED */
+    int rc = store_prepare(
+        st,
+        "SELECT COUNT(*),"
+        " COALESCE(SUM(CASE WHEN state IN (?2, ?3, ?4, ?5, ?6) THEN 0 ELSE 1 END), 0),"
+        " COALESCE(SUM(CASE WHEN state IN (?2, ?3, ?4, ?5, ?6, ?7) THEN 0 ELSE 1 END), 0),"
+        " (SELECT COUNT(*) FROM arrays_writing WHERE array_id = ?1)"
+        " FROM jobs WHERE array_id = ?1 AND array_id <> 0",
+        &s);
+    if (rc < 0)
+        return rc;
+    db_bind_int64(s, 1, (int64_t)array_id);
+    for (int i = 0; i <= SCHED_COMPLETED; i++)
+        db_bind_text(s, 2 + i, sched_job_state_name((enum sched_job_state)i));
+    rc = db_step(s);
+    if (rc == DB_ROW) {
+        out->tasks = db_column_int64(s, 0);
+        out->ended = db_column_int64(s, 1);
+        out->failed = db_column_int64(s, 2);
+        out->writing = db_column_int64(s, 3) != 0;
+        rc = 0;
+    } else {
+        rc = store_fail(st, "tally array");
+    }
+    db_finalize(s);
     return rc;
 }

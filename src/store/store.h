@@ -302,6 +302,16 @@ int store_array_discard_step(struct store *st, uint64_t array_id, size_t max, si
                              bool *done) STORE_WUR;
 int store_arrays_writing(struct store *st, uint64_t *ids, size_t max, size_t *n) STORE_WUR;
 int store_arrays_rollback(struct store *st, size_t *rolled) STORE_WUR;
+/* An array's tasks as the database holds them: how many in all, how many ended, and how
+ * many of those did not complete. What a dependency on the whole array (Slurm's
+ * afterok:ARRAY_ID) reads of an array the scheduler no longer, or not yet, holds, and
+ * whether its rows are still being written (then not all there). All zero for no such
+ * array. */
+struct store_array_tally {
+    int64_t tasks, ended, failed;
+    bool writing;
+};
+int store_array_tally(struct store *st, uint64_t array_id, struct store_array_tally *out) STORE_WUR;
 /* Rewrite the mutable columns (state .. usage) of job j->id. */
 int store_job_update(struct store *st, const struct store_job *j) STORE_WUR;
 /* Rewrite the request of job j->id (scontrol update): its name, tier, class, spec (its own

@@ -285,18 +285,57 @@ EOS
     [[ $output == *"cannot be mixed"* ]]
 }
 
-@test "afterok on an ARRAY_ID of 40 tasks waits for every one of them (more than 16 jobs)" {
-    # man sbatch, -d: a job array's id in a dependency is all of its tasks
-    aid=$(sbatch --parsable -A vision --array=1-40 --hold -o 'big-%A_%a.out' --wrap 'echo $SLURM_ARRAY_TASK_ID')
+# tasks_completed ARRAY_ID N: at least N of the array's tasks COMPLETED
+tasks_completed() {
+    [ "$(ctl_get "/v1/jobs?array_id=$1&state=all&limit=1000&fields=state" |
+        jq '[.jobs[] | select(.state == "COMPLETED")] | length')" -ge "$2" ]
+}
+
+@test "afterok on an ARRAY_ID of 300 tasks is one dependency: it waits for all of them, across a restart" {
+    # man sbatch, -d: "afterok:job_id" of a job array's id waits for every task of the
+    # array; docketd holds it as one dependency, whatever the array's size
+    aid=$(sbatch --parsable -A vision --array=1-300 --hold -o 'big-%A_%a.out' --wrap 'echo $SLURM_ARRAY_TASK_ID')
     id=$(sbatch --parsable -A vision -d "afterok:$aid" -o 'after-big-%j.out' --wrap "cat big-${aid}_*.out | wc -l")
-    [ "$("$DOCKET" show "$id" --json | jq '.job.deps | length')" -eq 40 ]
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -c '.job.deps' <<<"$output")" = "[{\"type\":\"afterok\",\"job\":$aid,\"array\":true}]" ]
     wait_for 30 test "$(squeue -h -j "$id" -o '%T %R')" = "PENDING (Dependency)"
+    # half of it runs and ends; docketd restarts: the ended half still counts
+    scontrol release "${aid}_[1-150]"
+    wait_for 240 tasks_completed "$aid" 150
+    kill_pidfile "$T/ctl.pid"
+    ctl_start "$PORT"
+    wait_for 30 nodes_up 2
+    sleep 2 # a cycle or two: it must still wait for the other half
+    [ "$(squeue -h -j "$id" -o '%T %R')" = "PENDING (Dependency)" ]
     scontrol release "$aid"
+    wait_for 240 tasks_completed "$aid" 300
     done_ok "$id"
-    wait_for 30 grep -qx 40 "after-big-$id.out"
-    # past the bound: refused with the count
-    run -2 sbatch -A vision -d "afterok:$aid,afterok:$aid,afterok:$aid,afterok:$aid" --wrap true
-    [[ $output == *"names 160 jobs"*"at most 128"* ]]
+    wait_for 30 grep -qx 300 "after-big-$id.out"
+    # a whole array is one of the 128: four of them are four
+    done_ok "$(sbatch --parsable -A vision -d "afterok:$aid,afterany:$aid,after:$aid,afterok:$aid" --wrap true)"
+}
+
+@test "one failed task of an array: afterok on it never runs, afternotok runs once every task ended" {
+    # man sbatch, -d: afterok "ran successfully (ran to completion with an exit code of
+    # zero)", afternotok "in some failed state"; for an array, every task counts; a job
+    # whose dependency can never be met stays pending, DependencyNeverSatisfied
+    aid=$(sbatch --parsable -A vision --array=1-4 -o 'fail-%A_%a.out' --wrap '[ "$SLURM_ARRAY_TASK_ID" != 3 ]')
+    ok=$(sbatch --parsable -A vision -d "afterok:$aid" --wrap true)
+    notok=$(sbatch --parsable -A vision -d "afternotok:$aid" --wrap true)
+    any=$(sbatch --parsable -A vision -d "afterany:$aid" --wrap true)
+    wait_for 60 never_satisfied "$ok"
+    done_ok "$notok"
+    done_ok "$any"
+    never_satisfied "$ok"
+    # the array has ended: a new afterok on it is never met either, afternotok is met
+    late=$(sbatch --parsable -A vision -d "afterok:$aid" --wrap true)
+    wait_for 30 never_satisfied "$late"
+    done_ok "$(sbatch --parsable -A vision -d "afternotok:$aid" --wrap true)"
+    # one task of it names that task alone
+    done_ok "$(sbatch --parsable -A vision -d "afterok:${aid}_1" --wrap true)"
+    three=$(sbatch --parsable -A vision -d "afterok:${aid}_3" --wrap true)
+    wait_for 30 never_satisfied "$three"
+    scancel "$ok" "$late" "$three"
 }
 
 @test "scancel --signal: to the steps by default, -b to the batch shell alone; the job goes on" {

@@ -67,7 +67,7 @@ static void test_afterok_on_failure_never_satisfied(void **state)
     /* a dependency on a job known to have ended badly: pending for good from the start */
     struct sched_job_spec j;
     spec_fill(&j, 4, "lab", NULL, NULL, 1, 1, HOUR, T0 + 3602);
-    j.deps[0] = (struct sched_dep){SCHED_DEP_AFTEROK, 1, true};
+    j.deps[0] = (struct sched_dep){SCHED_DEP_AFTEROK, 1, true, false};
     j.ndeps = 1;
     assert_int_equal(sched_job_submit(s, &j, T0 + 3602, &err), 0);
     (void)cycle(s, T0 + 3603);
@@ -383,14 +383,14 @@ static void test_any_of_dependencies(void **state)
         submit(s, id, "lab", NULL, NULL, 1, 1, HOUR, T0);
     struct sched_job_spec j;
     spec_fill(&j, 5, "lab", NULL, NULL, 1, 1, HOUR, T0 + 1);
-    j.deps[0] = (struct sched_dep){SCHED_DEP_AFTEROK, 1, false};
-    j.deps[1] = (struct sched_dep){SCHED_DEP_AFTEROK, 2, false};
+    j.deps[0] = (struct sched_dep){SCHED_DEP_AFTEROK, 1, false, false};
+    j.deps[1] = (struct sched_dep){SCHED_DEP_AFTEROK, 2, false, false};
     j.ndeps = 2;
     j.deps_any = true;
     assert_int_equal(sched_job_submit(s, &j, T0 + 1, &err), 0);
     spec_fill(&j, 6, "lab", NULL, NULL, 1, 1, HOUR, T0 + 1);
-    j.deps[0] = (struct sched_dep){SCHED_DEP_AFTEROK, 3, false};
-    j.deps[1] = (struct sched_dep){SCHED_DEP_AFTEROK, 4, false};
+    j.deps[0] = (struct sched_dep){SCHED_DEP_AFTEROK, 3, false, false};
+    j.deps[1] = (struct sched_dep){SCHED_DEP_AFTEROK, 4, false, false};
     j.ndeps = 2;
     j.deps_any = true;
     assert_int_equal(sched_job_submit(s, &j, T0 + 1, &err), 0);
@@ -476,7 +476,7 @@ static void test_update_pending_keeps_waiters(void **state)
     /* job 1 may not wait on job 2, which waits on it: no end could meet that */
     struct sched_job_spec loop;
     spec_fill(&loop, 1, "lab", NULL, NULL, 2, 1, 10 * MIN, T0);
-    loop.deps[0] = (struct sched_dep){SCHED_DEP_AFTERANY, 2, false};
+    loop.deps[0] = (struct sched_dep){SCHED_DEP_AFTERANY, 2, false, false};
     loop.ndeps = 1;
     assert_int_equal(sched_job_update(s, &loop, T0 + 2, &err), -ELOOP);
     assert_string_equal(err.field, "deps");
@@ -521,12 +521,182 @@ static void test_set_limit_running(void **state)
     sched_destroy(s);
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* a dependency on a whole array (Slurm's afterok:ARRAY_ID): one dependency, whatever    */
+/* the array's size, met when every task meets it                                        */
+
+static void submit_task(struct sched *s, uint64_t id, uint64_t array_id, bool hold, int64_t now)
+{
+    struct sched_job_spec j;
+    spec_fill(&j, id, "lab", NULL, NULL, 1, 1, HOUR, now);
+    j.array_id = array_id;
+    j.hold = hold;
+    struct sched_error err;
+    if (sched_job_submit(s, &j, now, &err))
+        fail_msg("task %llu: %s", (unsigned long long)id, err.message);
+}
+
+static void submit_array_dep(struct sched *s, uint64_t id, enum sched_dep_kind k, uint64_t array_id,
+                             int64_t now)
+{
+    struct sched_job_spec j;
+    spec_fill(&j, id, "lab", NULL, NULL, 1, 1, HOUR, now);
+    j.deps[0] = (struct sched_dep){k, array_id, false, true};
+    j.ndeps = 1;
+    struct sched_error err;
+    if (sched_job_submit(s, &j, now, &err))
+        fail_msg("waiter %llu: %s", (unsigned long long)id, err.message);
+}
+
+/* Five tasks on a node of 8 GPUs: after waits for every start, afterok and afterany for
+ * every end, afternotok can never be met once all completed. */
+static void test_array_dep_waits_for_every_task(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    for (uint64_t t = 10; t < 15; t++)
+        submit_task(s, t, 10, t == 14, T0); /* the last one held: not started */
+    submit_array_dep(s, 20, SCHED_DEP_AFTEROK, 10, T0 + 1);
+    submit_array_dep(s, 21, SCHED_DEP_AFTERANY, 10, T0 + 1);
+    submit_array_dep(s, 22, SCHED_DEP_AFTERNOTOK, 10, T0 + 1);
+    submit_array_dep(s, 23, SCHED_DEP_AFTER, 10, T0 + 1);
+    struct cyc c = cycle(s, T0 + 2);
+    assert_int_equal(count_dec(c, SCHED_D_START), 4);
+    assert_reason(s, 23, SCHED_R_DEPENDENCY); /* task 14 has not started */
+    struct sched_error err;
+    assert_int_equal(sched_job_release(s, 14, T0 + 3, &err), 0);
+    c = cycle(s, T0 + 4);
+    assert_non_null(find_dec(c, SCHED_D_START, 14));
+    if (!find_dec(c, SCHED_D_START, 23)) /* every task started: this cycle or the next */
+        assert_non_null(find_dec(cycle(s, T0 + 5), SCHED_D_START, 23));
+    for (uint64_t t = 10; t < 15; t++)
+        run(s, t, T0 + 5);
+    for (uint64_t t = 10; t < 14; t++)
+        end(s, t, SCHED_EXIT_CODE, 0, T0 + 10);
+    c = cycle(s, T0 + 11);
+    assert_null(find_dec(c, SCHED_D_START, 20));
+    assert_null(find_dec(c, SCHED_D_START, 21));
+    assert_reason(s, 20, SCHED_R_DEPENDENCY);
+    assert_core_ok(s);
+    end(s, 14, SCHED_EXIT_CODE, 0, T0 + 12);
+    c = cycle(s, T0 + 13);
+    assert_non_null(find_dec(c, SCHED_D_START, 20));
+    assert_non_null(find_dec(c, SCHED_D_START, 21));
+    assert_reason(s, 22, SCHED_R_DEPENDENCY_NEVER); /* all completed: afternotok never */
+    assert_false(sched_array_known(s, 10));         /* all ended: forgotten */
+    assert_core_ok(s);
+    sched_destroy(s);
+}
+
+/* One task fails: afterok can never be met, at once, while the others still run;
+ * afternotok is met when the last one ends. */
+static void test_array_dep_one_failure(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    for (uint64_t t = 10; t < 13; t++)
+        submit_task(s, t, 10, false, T0);
+    submit_array_dep(s, 20, SCHED_DEP_AFTEROK, 10, T0 + 1);
+    submit_array_dep(s, 22, SCHED_DEP_AFTERNOTOK, 10, T0 + 1);
+    (void)cycle(s, T0 + 2);
+    for (uint64_t t = 10; t < 13; t++)
+        run(s, t, T0 + 2);
+    end(s, 11, SCHED_EXIT_CODE, 1, T0 + 3);
+    (void)cycle(s, T0 + 4);
+    assert_reason(s, 20, SCHED_R_DEPENDENCY_NEVER);
+    assert_reason(s, 22, SCHED_R_DEPENDENCY);
+    /* a job that asks afterok of it now is pending for good from the start */
+    submit_array_dep(s, 24, SCHED_DEP_AFTEROK, 10, T0 + 5);
+    (void)cycle(s, T0 + 6);
+    assert_reason(s, 24, SCHED_R_DEPENDENCY_NEVER);
+    end(s, 10, SCHED_EXIT_CODE, 0, T0 + 7);
+    end(s, 12, SCHED_EXIT_CODE, 0, T0 + 8);
+    struct cyc c = cycle(s, T0 + 9);
+    assert_non_null(find_dec(c, SCHED_D_START, 22));
+    assert_null(find_dec(c, SCHED_D_START, 20));
+    assert_core_ok(s);
+    sched_destroy(s);
+}
+
+/* A declared array (a reload, or one stored whole and still arriving): its ended tasks
+ * count, and so do the ones that never reach the core. */
+static void test_array_dep_declared(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    struct sched_error err;
+    assert_int_equal(sched_array_declare(s, 10, 3, 3, 0, &err), -EINVAL); /* all ended */
+    assert_int_equal(sched_array_declare(s, 10, 5, 2, 0, &err), 0);       /* 10, 11 ended */
+    submit_task(s, 12, 10, false, T0);
+    submit_task(s, 13, 10, false, T0);
+    submit_array_dep(s, 20, SCHED_DEP_AFTERANY, 10, T0 + 1);
+    submit_array_dep(s, 21, SCHED_DEP_AFTEROK, 10, T0 + 1);
+    (void)cycle(s, T0 + 2);
+    run(s, 12, T0 + 2);
+    run(s, 13, T0 + 2);
+    end(s, 12, SCHED_EXIT_CODE, 0, T0 + 3);
+    end(s, 13, SCHED_EXIT_CODE, 0, T0 + 3);
+    struct cyc c = cycle(s, T0 + 4);
+    assert_null(find_dec(c, SCHED_D_START, 20)); /* task 14 never came */
+    assert_true(sched_array_known(s, 10));
+    assert_core_ok(s);
+    sched_array_task_gone(s, 10, false, T0 + 5); /* refused: it ended FAILED */
+    c = cycle(s, T0 + 6);
+    assert_non_null(find_dec(c, SCHED_D_START, 20));
+    assert_reason(s, 21, SCHED_R_DEPENDENCY_NEVER);
+    assert_false(sched_array_known(s, 10));
+    /* declared with a failure already: afterok never from the start */
+    assert_int_equal(sched_array_declare(s, 30, 2, 1, 1, &err), 0);
+    submit_task(s, 31, 30, true, T0 + 7);
+    submit_array_dep(s, 32, SCHED_DEP_AFTEROK, 30, T0 + 7);
+    (void)cycle(s, T0 + 8);
+    assert_reason(s, 32, SCHED_R_DEPENDENCY_NEVER);
+    assert_core_ok(s);
+    sched_destroy(s);
+}
+
+/* 10,000 tasks are one dependency; a task may not wait on its own array; an array the
+ * core does not know is refused (the caller settles ended ones). */
+static void test_array_dep_is_one(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    struct sched_error err;
+    enum { N = 10000 };
+    for (uint64_t t = 0; t < N; t++)
+        submit_task(s, 100 + t, 100, true, T0);
+    submit_array_dep(s, 100 + N, SCHED_DEP_AFTERANY, 100, T0 + 1);
+    assert_reason(s, 100 + N, SCHED_R_DEPENDENCY);
+    struct sched_job_spec j;
+    spec_fill(&j, 100 + N + 1, "lab", NULL, NULL, 1, 1, HOUR, T0 + 1);
+    j.array_id = 100;
+    j.deps[0] = (struct sched_dep){SCHED_DEP_AFTERANY, 100, false, true};
+    j.ndeps = 1;
+    assert_int_equal(sched_job_submit(s, &j, T0 + 1, &err), -EINVAL);
+    j.array_id = 0;
+    j.deps[0].job_id = 7;
+    assert_int_equal(sched_job_submit(s, &j, T0 + 1, &err), -EINVAL);
+    assert_string_equal(err.field, "deps[0].job");
+    for (uint64_t t = 0; t < N - 1; t++)
+        assert_int_equal(sched_job_cancel(s, 100 + t, T0 + 2, &err), 0);
+    assert_reason(s, 100 + N, SCHED_R_DEPENDENCY);
+    assert_int_equal(sched_job_cancel(s, 100 + N - 1, T0 + 2, &err), 0);
+    struct cyc c = cycle(s, T0 + 3);
+    assert_non_null(find_dec(c, SCHED_D_START, 100 + N));
+    assert_core_ok(s);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_afterok_waits_then_runs),
         cmocka_unit_test(test_afterok_on_failure_never_satisfied),
         cmocka_unit_test(test_dep_on_unknown_job_refused),
+        cmocka_unit_test(test_array_dep_waits_for_every_task),
+        cmocka_unit_test(test_array_dep_one_failure),
+        cmocka_unit_test(test_array_dep_declared),
+        cmocka_unit_test(test_array_dep_is_one),
         cmocka_unit_test(test_time_limit_timeout),
         cmocka_unit_test(test_idempotent_experiment_retries),
         cmocka_unit_test(test_node_failure_requeues),

@@ -348,6 +348,11 @@ static void submit_random(struct world *w)
             j.deps[0].kind = (enum sched_dep_kind)pick(4); /* after:ID among them */
             j.deps[0].job_id = dep;
             j.ndeps = 1;
+            uint64_t arr = 1000000 + (uint64_t)pick(3); /* or a whole array's (Slurm's) */
+            if (chance(25) && sched_array_known(w->s, arr)) {
+                j.deps[0].job_id = arr;
+                j.deps[0].array = true;
+            }
             uint64_t other = random_live_job(w, SCHED_JOB_STATE_COUNT);
             if (other && other != dep && chance(40)) { /* two: all of them, or any ('?') */
                 j.deps[1].kind = (enum sched_dep_kind)pick(4);

@@ -34,7 +34,8 @@ static void full_spec(void **state)
              " \"output\": \"%j.out\", \"error\": \"%j.err\", \"env\": {\"EPOCHS\": \"90\"},"
              " \"labels\": {\"sweep\": \"a\"}, \"selectors\": {\"zone\": \"a\", \"pool\": "
              "\"!reserved\"},"
-             " \"deps\": [{\"type\": \"afterok\", \"job\": 12}], \"array\": \"0-99%8\","
+             " \"deps\": [{\"type\": \"afterok\", \"job\": 12}, {\"type\": \"afterany\","
+             " \"job\": 20, \"array\": true}], \"array\": \"0-99%8\","
              " \"signal\": \"USR1\", \"grace\": \"120s\", \"checkpoint\": true, \"retries\": 0,"
              " \"idempotent\": false, \"requeue\": true, \"hold\": false, \"begin\": \"10m\","
              " \"user\": \"alice\"}",
@@ -55,9 +56,12 @@ static void full_spec(void **state)
     assert_true(j.checkpoint);
     assert_true(j.requeue);
     assert_int_equal(j.begin_ms, NOW + 600000);
-    assert_int_equal(j.ndeps, 1);
+    assert_int_equal(j.ndeps, 2);
     assert_string_equal(j.deps[0].type, "afterok");
     assert_int_equal(j.deps[0].job, 12);
+    assert_false(j.deps[0].array);
+    assert_int_equal(j.deps[1].job, 20);
+    assert_true(j.deps[1].array); /* the whole array 20 */
     assert_int_equal(j.nselectors, 2);
     assert_string_equal(j.array, "0-99%8");
     bool saw_negated = false;
@@ -156,6 +160,8 @@ static const struct {
     {"{\"command\": [\"x\"], \"deps\": {}}", "deps"},
     {"{\"command\": [\"x\"], \"deps\": [1]}", "deps[0]"},
     {"{\"command\": [\"x\"], \"deps\": [{\"type\": \"afterok\"}]}", "deps[0].job"},
+    {"{\"command\": [\"x\"], \"deps\": [{\"type\": \"afterok\", \"job\": 2, \"array\": 1}]}",
+     "deps[0].array"},
     {"{\"command\": [\"x\"], \"deps\": [{\"type\": \"afterok\", \"job\": 0}]}", "deps[0].job"},
     {"{\"command\": [\"x\"], \"deps\": [{\"type\": \"afterok\", \"job\": 1}, {\"type\": \"when\", "
      "\"job\": 2}]}",

@@ -2154,6 +2154,36 @@ static void array_marker_and_discard(void **state)
     assert_string_equal(count_of(f, "SELECT count(*) FROM job_specs", got, 64), "1");
 }
 
+/* What a dependency on a whole array reads of it: its tasks, those ended, those of them
+ * that did not complete, and whether it is still being written. */
+static void array_tally_counts_tasks(void **state)
+{
+    struct fx *f = *state;
+    struct store_array_tally t;
+    assert_int_equal(store_array_tally(f->st, 11, &t), 0);
+    assert_int_equal(t.tasks, 0); /* no such array */
+    assert_int_equal(store_array_writing_put(f->st, 11, 4, 1000), 0);
+    put_array(f, 11, 4);
+    assert_int_equal(store_array_tally(f->st, 11, &t), 0);
+    assert_int_equal(t.tasks, 4);
+    assert_int_equal(t.ended, 0);
+    assert_true(t.writing);
+    assert_int_equal(store_array_writing_clear(f->st, 11), 0);
+    const int states[] = {SCHED_COMPLETED, SCHED_FAILED, SCHED_RUNNING};
+    for (int i = 0; i < 3; i++) {
+        struct store_job j;
+        assert_int_equal(store_job_get(f->st, 11 + (uint64_t)i, &j), 0);
+        j.state = states[i];
+        assert_int_equal(store_job_update(f->st, &j), 0);
+        store_job_release(&j);
+    }
+    assert_int_equal(store_array_tally(f->st, 11, &t), 0);
+    assert_int_equal(t.tasks, 4);
+    assert_int_equal(t.ended, 2);
+    assert_int_equal(t.failed, 1);
+    assert_false(t.writing);
+}
+
 /* docketd's checkpoints (store_set_external_checkpoint, docs/controller.md "Checkpoints"):
  * no COMMIT on the main connection copies the WAL back (it only grows, past SQLite's
  * 1,000-page threshold), and store_ckpt_run on a connection of its own does: the next
@@ -2485,6 +2515,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(report_idle_from_summaries, setup, teardown),
         cmocka_unit_test_setup_teardown(report_waits_and_outcomes, setup, teardown),
         cmocka_unit_test_setup_teardown(alert_history_and_silences, setup, teardown),
+        cmocka_unit_test_setup_teardown(array_tally_counts_tasks, setup, teardown),
         cmocka_unit_test_setup_teardown(array_marker_and_discard, setup, teardown),
         cmocka_unit_test_setup_teardown(submit_keys_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(job_write_hook_reports_every_job_row, setup, teardown),

@@ -1,0 +1,219 @@
+/*
+ * arrays.c - the arrays' counters (floor 1): per array its live tasks and those running
+ * (its %limit, read by admission), and what a dependency on the whole array reads (Slurm's
+ * afterok:ARRAY_ID): how many tasks it has in all, how many ended and how many of those
+ * did not complete, how many live ones have started, and who waits on it.
+ *
+ * A task's submission, first start and end each change the counters in O(1), whatever
+ * the array's size. The waiters are read only when the answer for some kind of
+ * dependency becomes known, which happens at most three times in an array's life: its
+ * first failure (afterok can never be met), the moment every task has started or ended
+ * (after), and its last end (all the others). The array is forgotten then; a later
+ * dependency on it is settled by the caller, who keeps how its tasks ended.
+ */
+#include "core/arrays.h"
+#include "core/containers.h"
+#include "core/lifecycle.h"
+#include "core/model.h"
+#include "core/policy.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct array_count *array_find(const struct sched *s, uint64_t array_id)
+{
+    uint64_t ai;
+    return u64map_get(&s->arrays, array_id, &ai) ? &s->array_counts[ai] : NULL;
+}
+
+static bool all_ended(const struct array_count *a)
+{
+    return a->jobs == 0 && a->ended >= a->tasks;
+}
+
+enum dep_verdict array_dep_verdict(const struct array_count *a, enum sched_dep_kind kind)
+{
+    switch (kind) {
+    case SCHED_DEP_AFTEROK:
+        return a->failed ? DEP_NEVER : all_ended(a) ? DEP_MET : DEP_WAIT;
+    case SCHED_DEP_AFTERNOTOK:
+        return !all_ended(a) ? DEP_WAIT : a->failed ? DEP_MET : DEP_NEVER;
+    case SCHED_DEP_AFTER: /* every task started, or ended (cancelled before it started) */
+        return a->ended + a->started >= a->tasks ? DEP_MET : DEP_WAIT;
+    case SCHED_DEP_AFTERANY:
+    default:
+        return all_ended(a) ? DEP_MET : DEP_WAIT;
+    }
+}
+
+/* Which answers are known: a change of it is when the waiters are read. */
+static unsigned known_answers(const struct array_count *a)
+{
+    return (a->failed ? 1u : 0u) | (a->ended + a->started >= a->tasks ? 2u : 0u) |
+           (all_ended(a) ? 4u : 0u);
+}
+
+int array_add_waiter(struct array_count *a, uint32_t slot, uint64_t id)
+{
+    size_t cap = (size_t)a->waiters_cap;
+    if (grow((void **)&a->waiters, &cap, (size_t)a->nwaiters + 1, sizeof(*a->waiters)) < 0)
+        return -ENOMEM;
+    a->waiters_cap = (int)cap;
+    a->waiters[a->nwaiters].slot = slot;
+    a->waiters[a->nwaiters].id = id;
+    a->nwaiters++;
+    return 0;
+}
+
+/* Settle every dependency on the array that its counters now decide. */
+static void settle_waiters(struct sched *s, uint64_t array_id, struct array_count *a)
+{
+    for (int i = 0; i < a->nwaiters; i++) {
+        struct job *w = &s->jobs[a->waiters[i].slot];
+        if (w->id != a->waiters[i].id)
+            continue; /* that waiter is gone and its slot reused */
+        for (int k = 0; k < w->ndeps; k++) {
+            struct job_dep *dep = &w->deps[k];
+            if (!dep->array || dep->id != array_id || dep->met || dep->never)
+                continue;
+            enum dep_verdict v = array_dep_verdict(a, dep->kind);
+            if (v != DEP_WAIT)
+                dep_settle(s, w, dep, v == DEP_MET);
+        }
+    }
+}
+
+static void forget(struct sched *s, uint64_t array_id, struct array_count *a)
+{
+    free(a->waiters);
+    memset(a, 0, sizeof(*a));
+    u64map_del(&s->arrays, array_id);
+}
+
+/* After a change of the counters: read the waiters when an answer became known, and
+ * forget the array once all of it ended. */
+static void changed(struct sched *s, uint64_t array_id, struct array_count *a, unsigned before)
+{
+    if (known_answers(a) != before)
+        settle_waiters(s, array_id, a);
+    if (all_ended(a))
+        forget(s, array_id, a);
+}
+
+static struct array_count *array_new(struct sched *s, uint64_t array_id)
+{
+    /* reusing a forgotten entry is not worth it: arrays are few */
+    if (grow((void **)&s->array_counts, &s->arrays_cap, s->narrays + 1, sizeof(*s->array_counts)) <
+            0 ||
+        u64map_put(&s->arrays, array_id, s->narrays) < 0)
+        return NULL;
+    struct array_count *a = &s->array_counts[s->narrays++];
+    memset(a, 0, sizeof(*a));
+    return a;
+}
+
+int array_register(struct sched *s, const struct sched_job_spec *sp)
+{
+    struct array_count *a = array_find(s, sp->array_id);
+    if (!a) {
+        if (!(a = array_new(s, sp->array_id)))
+            return -ENOMEM;
+        a->limit = sp->array_limit;
+    } else if (sp->array_limit > 0 && a->limit != sp->array_limit) {
+        a->limit = sp->array_limit;
+        s->memo_epoch++; /* its waiting jobs' admission moved (struct starving_entry) */
+    }
+    a->jobs++;
+    if (!a->declared)
+        a->tasks++;
+    if (a->ended + a->jobs > a->tasks) /* more than declared: wait for them too */
+        a->tasks = a->ended + a->jobs;
+    return 0;
+}
+
+void array_unregister(struct sched *s, const struct job *j)
+{
+    struct array_count *a = array_find(s, j->array_id);
+    if (!a)
+        return;
+    a->jobs--;
+    if (!a->declared) /* a declared array's task comes back (an update) */
+        a->tasks--;
+    if (j->flags & JF_STARTED)
+        a->started--;
+    /* an update brings it back at once; a withdrawn submission leaves nothing behind */
+    if (a->jobs == 0 && a->ended == 0 && a->nwaiters == 0)
+        forget(s, j->array_id, a);
+}
+
+void array_task_started(struct sched *s, const struct job *j)
+{
+    struct array_count *a = j->array_id ? array_find(s, j->array_id) : NULL;
+    if (!a)
+        return;
+    unsigned before = known_answers(a);
+    a->started++;
+    changed(s, j->array_id, a, before);
+}
+
+void array_task_ended(struct sched *s, const struct job *j, bool ok)
+{
+    struct array_count *a = array_find(s, j->array_id);
+    if (!a)
+        return;
+    unsigned before = known_answers(a);
+    a->jobs--;
+    if (j->flags & JF_STARTED)
+        a->started--;
+    a->ended++;
+    a->failed += !ok;
+    changed(s, j->array_id, a, before);
+}
+
+void array_counts_free(struct sched *s)
+{
+    for (size_t i = 0; i < s->narrays; i++)
+        free(s->array_counts[i].waiters);
+    free(s->array_counts);
+    s->array_counts = NULL;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* the API (sched.h)                                                                    */
+
+int sched_array_declare(struct sched *s, uint64_t array_id, int tasks, int ended, int failed,
+                        struct sched_error *err)
+{
+    if (array_id == 0 || tasks <= 0 || ended < 0 || ended >= tasks || failed < 0 || failed > ended)
+        return err_set(err, -EINVAL, "array",
+                       "array %llu: %d tasks, %d ended, %d failed is not an array to wait for",
+                       (unsigned long long)array_id, tasks, ended, failed);
+    if (array_find(s, array_id))
+        return 0;
+    struct array_count *a = array_new(s, array_id);
+    if (!a)
+        return err_set(err, -ENOMEM, "", "out of memory");
+    a->tasks = tasks;
+    a->ended = ended;
+    a->failed = failed;
+    a->declared = true;
+    return 0;
+}
+
+void sched_array_task_gone(struct sched *s, uint64_t array_id, bool ok, int64_t now)
+{
+    struct array_count *a = array_find(s, array_id);
+    if (!a || a->ended + a->jobs >= a->tasks)
+        return; /* not one the core waits for */
+    s->now = now;
+    unsigned before = known_answers(a);
+    a->ended++;
+    a->failed += !ok;
+    changed(s, array_id, a, before);
+}
+
+bool sched_array_known(const struct sched *s, uint64_t array_id)
+{
+    return array_find(s, array_id) != NULL;
+}
