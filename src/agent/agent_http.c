@@ -303,6 +303,8 @@ static void apply_commands(struct agent *a, const struct agent_heartbeat_reply *
             ag_apply_step_host(a, c);
         else if (c->type == AGENT_CMD_NOTIFY)
             ag_apply_notify(a, c);
+        else if (c->type == AGENT_CMD_LIMIT)
+            ag_apply_limit(a, c);
         else
             ag_apply_stop(a, c);
         if (c->seq > max)

@@ -187,6 +187,7 @@ void ag_apply_stop(struct agent *a, const struct agent_cmd *c);
  * docketd sends them all again when rank 0 starts. */
 void ag_apply_step_host(struct agent *a, const struct agent_cmd *c);
 void ag_apply_notify(struct agent *a, const struct agent_cmd *c); /* scancel --signal */
+void ag_apply_limit(struct agent *a, const struct agent_cmd *c);  /* a lowered limit */
 /* A rank > 0 whose supervisor opened the step host's socket: its port, to docketd. */
 void ag_report_step_port(struct agent *a, struct ajob *j);
 /* The job's supervisor is building its template's environment (JOBDIR/preparing names

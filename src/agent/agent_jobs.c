@@ -545,6 +545,19 @@ void ag_apply_notify(struct agent *a, const struct agent_cmd *c)
     log_info("job_command", "job=%llu command=\"%s\" rc=%d", (unsigned long long)j->id, cmd, rc);
 }
 
+/* scontrol update TimeLimit= of a running job: the supervisor's "limit MS" (supervisor.c)
+ * ends it at the new limit and moves a --signal warning not yet sent. */
+void ag_apply_limit(struct agent *a, const struct agent_cmd *c)
+{
+    struct ajob *j = ag_job_find(a, c->job_id);
+    if (!j || j->exited)
+        return;
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "limit %lld", (long long)c->time_limit_ms);
+    int rc = sup_command(&a->sup, j->id, j->sup_pid, j->sup_start, c->seq, cmd);
+    log_info("job_command", "job=%llu command=\"%s\" rc=%d", (unsigned long long)j->id, cmd, rc);
+}
+
 void ag_report_step_port(struct agent *a, struct ajob *j)
 {
     struct agent_event e;

@@ -54,9 +54,10 @@ struct sup {
     bool leader_done;
     int leader_status;
     bool stopping, timed_out, killed;
-    int64_t kill_at;  /* monotonic ms, 0 = none */
-    int64_t limit_at; /* monotonic ms, 0 = none */
-    int64_t warn_at;  /* monotonic ms of a Slurm job's --signal before the limit, 0 = none */
+    int64_t kill_at;    /* monotonic ms, 0 = none */
+    int64_t limit_at;   /* monotonic ms, 0 = none */
+    int64_t started_at; /* monotonic ms of the launch: the limit counts from here */
+    int64_t warn_at;    /* monotonic ms of a Slurm job's --signal before the limit, 0 = none */
     int stop_signal;
     int64_t lease_at; /* monotonic ms of the next look at the lease, 0 = none */
     bool fenced;

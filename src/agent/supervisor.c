@@ -147,6 +147,20 @@ static int ctl_filter(const struct dirent *d)
     return strncmp(d->d_name, "ctl.", 4) == 0;
 }
 
+/* The time limit, `limit_ms` from the launch: the node ends the job then (after the slack),
+ * and a Slurm job's --signal=SIG@T warning comes T before it. A limit lowered later
+ * (scontrol update, the "limit" command) moves the warning too, unless it was sent. */
+static void set_limit(struct sup *s, int64_t limit_ms, bool first)
+{
+    s->limit_at = s->started_at + limit_ms + s->c->limit_slack_ms;
+    if (!s->j->slurm.on || s->j->slurm.signal_before < 0 || (!first && s->warn_at == 0))
+        return;
+    int64_t before = (int64_t)s->j->slurm.signal_before * 1000;
+    s->warn_at = s->started_at + (limit_ms > before ? limit_ms - before : 0);
+    if (s->warn_at == 0)
+        s->warn_at = 1;
+}
+
 static void read_ctl(struct sup *s)
 {
     struct dirent **list = NULL;
@@ -177,6 +191,12 @@ static void read_ctl(struct sup *s)
         } else if (sscanf(buf, "notify %d %d", &sig, &rank) == 2 && sig > 0 && sig < NSIG &&
                    rank >= 0 && rank <= 2) {
             notify_job(s, sig, rank);
+        } else if (sscanf(buf, "limit %lld", &grace) == 1 && grace > 0) {
+            if (!s->stopping) {
+                set_limit(s, grace, false);
+                sup_log("job %llu: time limit now %lld s", (unsigned long long)s->j->id,
+                        grace / 1000);
+            }
         } else if (strncmp(buf, "kill", 4) == 0) {
             kill_job(s, "killed on request");
         } else {
@@ -478,15 +498,10 @@ supervise_job(const struct sup_config *c, const struct agent_job *j, const char 
     }
     s.st.pid = s.leader;
     s.st.start_ms = clock_now_ms();
+    s.started_at = clock_mono_ms();
     str_copy(s.st.state, sizeof s.st.state, "running");
     if (j->time_limit_ms > 0)
-        s.limit_at = clock_mono_ms() + j->time_limit_ms + c->limit_slack_ms;
-    if (j->time_limit_ms > 0 && j->slurm.on && j->slurm.signal_before >= 0) {
-        int64_t before = (int64_t)j->slurm.signal_before * 1000;
-        s.warn_at = clock_mono_ms() + (j->time_limit_ms > before ? j->time_limit_ms - before : 0);
-        if (s.warn_at == 0)
-            s.warn_at = 1;
-    }
+        set_limit(&s, j->time_limit_ms, true);
     s.lease_at = clock_mono_ms(); /* a first look at the lease at once */
     s.cap_at = c->log_limit_bytes > 0 ? clock_mono_ms() + SUP_CAP_CHECK_MS : 0;
     read_ctl(&s); /* commands that came before the signalfd existed */

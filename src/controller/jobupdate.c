@@ -19,6 +19,7 @@
 #include "controller/jobupdate.h"
 #include "controller/loop.h"
 #include "controller/site.h"
+#include "util/log.h"
 #include "util/clock.h"
 #include "util/str.h"
 
@@ -142,7 +143,7 @@ static int patch_running(struct ctl_req *r, const json_t *patch, struct proto_jo
         ctl_reply_error(r->c, r->req, &e);
         return -EINVAL;
     }
-    /* its node enforces the limit it started with: a running job's limit only goes down,
+    /* the reservations behind it counted on its end: a running job's limit only goes down,
        for everyone (Slurm lets an administrator raise it) */
     if (ps->time_limit_ms <= 0 || (was > 0 && ps->time_limit_ms > was)) {
         ctl_reply_errorf(r->c, r->req, 409, "time_limit",
@@ -199,6 +200,24 @@ static int tell_core(struct ctl_req *r, const struct store_job *row, const struc
     return rc;
 }
 
+/* A running job's lowered limit to its nodes' agents ("limit" commands): each ends it
+ * there at the new limit, and a Slurm job's --signal=SIG@T warning moves to T before it
+ * (the supervisor times it; docs/slurm.md "scontrol update"). */
+static void tell_nodes_limit(struct ctl *c, uint64_t id, int64_t limit_ms)
+{
+    struct sched_job_view v;
+    if (sched_job_get(c->sched, id, &v) < 0)
+        return; /* it ended already: nothing to move */
+    for (int i = 0; i < v.nallocs; i++) {
+        struct ctl_node *n = ctl_node_at(c, v.allocs[i].node);
+        if (n && ctl_node_command(c, n, id,
+                                  json_pack("{s:s,s:I,s:I}", "type", "limit", "job", (json_int_t)id,
+                                            "time_limit_ms", (json_int_t)limit_ms)) < 0)
+            log_warn("limit_command_failed", "job=%llu node=%s", (unsigned long long)id,
+                     sched_node_name(c->sched, v.allocs[i].node));
+    }
+}
+
 /* The event and the audit entry, each naming what changed from what. */
 static int record(struct ctl_req *r, const struct store_job *row, const json_t *before,
                   const json_t *after, const char *reason)
@@ -249,6 +268,8 @@ static void update(struct ctl_req *r, const struct store_job *row, const json_t 
         if (record(r, row, before, after, reason) < 0) {
             ctl_store_diverged(r->c, "job_update_record", row->id); /* the core changed */
         } else {
+            if (!waiting)
+                tell_nodes_limit(r->c, row->id, ps.time_limit_ms);
             ctl_cycle_now(r->c); /* apply what the change decided before answering */
             ctl_reply_json(r->c, r->req, 200,
                            json_pack("{s:o}", "job", ctl_job_json_for(r, &now_row)));

@@ -803,6 +803,7 @@ static const char *const start_fields[] = {"seq", "type", "job", NULL};
 static const char *const signal_fields[] = {"seq", "type", "job", "signal", "grace_ms", NULL};
 static const char *const step_host_fields[] = {"seq", "type", "job", "rank", "addr", NULL};
 static const char *const notify_fields[] = {"seq", "type", "job", "signal", "to", NULL};
+static const char *const limit_fields[] = {"seq", "type", "job", "time_limit_ms", NULL};
 static const char *const notify_names[] = {"all", "batch", "steps"};
 
 /* A notify command's signal and whom it is for. */
@@ -882,11 +883,14 @@ static int parse_cmd(const json_t *o, size_t i, struct agent_cmd *c, struct prot
         c->type = AGENT_CMD_STEP_HOST;
     else if (strcmp(type, "notify") == 0)
         c->type = AGENT_CMD_NOTIFY;
+    else if (strcmp(type, "limit") == 0)
+        c->type = AGENT_CMD_LIMIT;
     else
         return bad(err, f, "unknown command type '%s'", type);
     const char *const *fields = c->type == AGENT_CMD_SIGNAL      ? signal_fields
                                 : c->type == AGENT_CMD_STEP_HOST ? step_host_fields
                                 : c->type == AGENT_CMD_NOTIFY    ? notify_fields
+                                : c->type == AGENT_CMD_LIMIT     ? limit_fields
                                                                  : start_fields;
     if ((rc = check_fields(o, fields, p, err)) < 0 ||
         (rc = get_int(o, "job", p, 1, INT64_MAX, &x, true, err)) < 0)
@@ -896,6 +900,9 @@ static int parse_cmd(const json_t *o, size_t i, struct agent_cmd *c, struct prot
         return parse_step_host(o, p, c, err);
     if (c->type == AGENT_CMD_NOTIFY)
         return parse_notify(o, p, c, err);
+    if (c->type == AGENT_CMD_LIMIT)
+        return get_int(o, "time_limit_ms", p, 1, (int64_t)366 * 86400 * 1000, &c->time_limit_ms,
+                       true, err);
     if (c->type == AGENT_CMD_SIGNAL) {
         x = 15;
         if ((rc = get_int(o, "signal", p, 1, 64, &x, true, err)) < 0)
@@ -995,6 +1002,9 @@ json_t *agent_cmd_to_json(const struct agent_cmd *c)
         return json_pack("{s:I, s:s, s:I, s:i, s:s}", "seq", (json_int_t)c->seq, "type", "notify",
                          "job", (json_int_t)c->job_id, "signal", c->signal, "to",
                          notify_names[c->notify_to]);
+    case AGENT_CMD_LIMIT:
+        return json_pack("{s:I, s:s, s:I, s:I}", "seq", (json_int_t)c->seq, "type", "limit", "job",
+                         (json_int_t)c->job_id, "time_limit_ms", (json_int_t)c->time_limit_ms);
     }
     return NULL;
 }

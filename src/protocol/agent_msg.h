@@ -179,13 +179,16 @@ json_t *agent_job_to_json(const struct agent_job *j);
  * ("HOST:PORT", the port its node reported in a step_host event; docs/slurm.md "srun").
  * NOTIFY: a signal for a running job that does not stop it (scancel --signal): to
  * `to` AGENT_NOTIFY_ALL its processes, _BATCH its leader (the batch shell), _STEPS every
- * process but the leader. */
+ * process but the leader.
+ * LIMIT: a running job's time limit went down (scontrol update TimeLimit=): the node ends
+ * it at the new one, and a Slurm job's --signal warning moves to T before it. */
 enum agent_cmd_type {
     AGENT_CMD_START,
     AGENT_CMD_SIGNAL,
     AGENT_CMD_KILL,
     AGENT_CMD_STEP_HOST,
-    AGENT_CMD_NOTIFY
+    AGENT_CMD_NOTIFY,
+    AGENT_CMD_LIMIT
 };
 enum agent_notify_to { AGENT_NOTIFY_ALL, AGENT_NOTIFY_BATCH, AGENT_NOTIFY_STEPS };
 
@@ -193,12 +196,13 @@ struct agent_cmd {
     int64_t seq;
     enum agent_cmd_type type;
     uint64_t job_id;
-    int signal;       /* SIGNAL, NOTIFY */
-    int notify_to;    /* NOTIFY: enum agent_notify_to */
-    int64_t grace_ms; /* SIGNAL */
-    json_t *job;      /* START: the job object (own reference) */
-    int rank;         /* STEP_HOST */
-    char addr[320];   /* STEP_HOST: "HOST:PORT" */
+    int signal;            /* SIGNAL, NOTIFY */
+    int notify_to;         /* NOTIFY: enum agent_notify_to */
+    int64_t grace_ms;      /* SIGNAL */
+    int64_t time_limit_ms; /* LIMIT: the new limit, from the job's start */
+    json_t *job;           /* START: the job object (own reference) */
+    int rank;              /* STEP_HOST */
+    char addr[320];        /* STEP_HOST: "HOST:PORT" */
 };
 
 struct agent_heartbeat_reply {

@@ -211,6 +211,27 @@ EOS
     [ "$s" -ge 3 ] && [ "$s" -le 15 ]
 }
 
+@test "scontrol update TimeLimit= of a running job: its --signal warning comes T before the new limit" {
+    # man sbatch, --signal: "send it sig_time seconds before its end time"; man scontrol,
+    # TimeLimit: a running job's limit lowered moves its end time, and so the warning
+    cat >lower.sh <<'EOS'
+#!/bin/bash
+#SBATCH -A vision --time=10 --signal=B:USR1@50
+#SBATCH -o lower-%j.out
+trap 'echo "warned at $SECONDS"; exit 0' USR1
+echo started
+sleep 600 &
+wait
+EOS
+    id=$(sbatch --parsable lower.sh)
+    wait_for 60 grep -q started "lower-$id.out"
+    scontrol update JobId="$id" TimeLimit=1
+    # 50 s before the new 1-minute limit: before the limit ends it, the trap saves it
+    wait_for 60 grep -q warned "lower-$id.out"
+    done_ok "$id"
+    grep -q 'command="limit 60000"' "$T"/agent-*.log
+}
+
 @test "a --dependency chain from --parsable ids; squeue --me -o parsed by a script" {
     a=$(sbatch --parsable -A vision --wrap 'sleep 2')
     b=$(sbatch --parsable -A vision -d afterok:"$a" --wrap 'echo second')

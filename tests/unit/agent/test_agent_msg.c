@@ -297,12 +297,13 @@ static void test_heartbeat_reply(void **st)
         " {\"seq\": 20, \"type\": \"kill\", \"job\": 915},"
         " {\"seq\": 21, \"type\": \"step_host\", \"job\": 915, \"rank\": 2, \"addr\":"
         " \"10.0.0.2:41234\"},"
-        " {\"seq\": 22, \"type\": \"notify\", \"job\": 915, \"signal\": 12, \"to\": \"batch\"}],"
+        " {\"seq\": 22, \"type\": \"notify\", \"job\": 915, \"signal\": 12, \"to\": \"batch\"},"
+        " {\"seq\": 23, \"type\": \"limit\", \"job\": 915, \"time_limit_ms\": 60000}],"
         " \"node_state\": \"UP\"}");
     struct agent_heartbeat_reply r;
     struct proto_error e = {0};
     assert_int_equal(agent_heartbeat_reply_parse(o, &r, &e), 0);
-    assert_int_equal(r.ncmds, 5);
+    assert_int_equal(r.ncmds, 6);
     assert_string_equal(r.node_state, "UP");
     assert_int_equal(r.cmds[0].type, AGENT_CMD_START);
     assert_int_equal(r.cmds[0].job_id, 915);
@@ -318,8 +319,10 @@ static void test_heartbeat_reply(void **st)
     assert_int_equal(r.cmds[4].type, AGENT_CMD_NOTIFY); /* scancel --signal */
     assert_int_equal(r.cmds[4].signal, 12);
     assert_int_equal(r.cmds[4].notify_to, AGENT_NOTIFY_BATCH);
+    assert_int_equal(r.cmds[5].type, AGENT_CMD_LIMIT); /* scontrol update TimeLimit= */
+    assert_int_equal(r.cmds[5].time_limit_ms, 60000);
     /* builders give back the same shapes */
-    for (size_t i = 0; i < 5; i++) {
+    for (size_t i = 0; i < 6; i++) {
         json_t *c = agent_cmd_to_json(&r.cmds[i]);
         assert_true(json_equal(c, json_array_get(json_object_get(o, "commands"), i)));
         json_decref(c);
@@ -361,6 +364,11 @@ static void test_heartbeat_reply_bad(void **st)
     reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"notify\", \"job\": 1, \"signal\": 10,"
               " \"grace_ms\": 5}]}",
               "commands[0].grace_ms");
+    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"limit\", \"job\": 1}]}",
+              "commands[0].time_limit_ms");
+    reply_bad("{\"commands\": [{\"seq\": 1, \"type\": \"limit\", \"job\": 1,"
+              " \"time_limit_ms\": 0}]}",
+              "commands[0].time_limit_ms");
     /* where a step host listens: a rank > 0 and HOST:PORT, nothing a file line could split */
     static const char *const step_bad[][2] = {
         {"\"rank\": 0, \"addr\": \"h:1\"", "commands[0].rank"},
