@@ -590,16 +590,23 @@ static json_t *policy_tiers(const json_t *site, json_t *unmapped)
             strstr(sget(q, "PreemptMode"), "SUSPEND"))
             say(unmapped, "qos %s: PreemptMode=SUSPEND: Docket preempts by signal and requeue",
                 name);
-        /* MaxWall, MaxTRESPU, MaxJobsPU and GrpTRES are mapped by qos_limits() */
-        static const char *const limits[] = {"MaxSubmitPU", "GrpJobs",   "MaxTRES",
-                                             "UsageFactor", "GraceTime", "Flags"};
+        /* MaxWall, MaxTRESPU, MaxJobsPU, GrpTRES, GrpJobs and MaxSubmitPU are mapped by
+           qos_limits(); these have no home in Docket, each for its reason */
+        static const struct {
+            const char *key, *why;
+        } limits[] = {
+            {"MaxTRES", "a cap on each job's size: Docket has none of its own (a job is refused "
+                        "only when no node could hold it)"},
+            {"UsageFactor", "Docket's fair share charges a job by its GPU type "
+                            "(settings.gpu_weights), the same at every tier"},
+            {"GraceTime", "a preempted job's grace is its class's (max_grace)"},
+            {"Flags", "a QOS limit; Docket's limits are per project and class"},
+        };
         for (size_t l = 0; l < sizeof(limits) / sizeof(limits[0]); l++) {
-            const char *lv = sget(q, limits[l]);
+            const char *lv = sget(q, limits[l].key);
             if (*lv && strcmp(lv, "1.000000") && strcmp(lv, "00:00:00") && strcmp(lv, "0"))
-                say(unmapped,
-                    "qos %s: %s=%s: a QOS limit; Docket's limits are per project and class: "
-                    "not mapped",
-                    name, limits[l], lv);
+                say(unmapped, "qos %s: %s=%s: %s: not mapped", name, limits[l].key, lv,
+                    limits[l].why);
         }
     }
     free(sorted);
@@ -965,7 +972,27 @@ static void qos_max_wall(const json_t *q, json_t *parts, json_t *unmapped)
  * GrpTRES gres/gpu -> gpu_limit when one project alone is at the tier (Slurm's group limit
  * is shared by every job of the QOS; Docket's are each project's). The lower of the
  * account's and the QOS's wins. What finds no project is said. */
-static void qos_project_limits(const json_t *q, json_t *projects, json_t *unmapped)
+/* The group whose projects are exactly `ps` (n of them, every one of its projects), so
+ * that its gpu_limit bounds them together; NULL when there is none. */
+static json_t *group_of_all(json_t *groups, const json_t *projects, json_t **ps, size_t n)
+{
+    const char *g = sget(ps[0], "group");
+    size_t in = 0, i;
+    json_t *p;
+    for (i = 0; i < n; i++)
+        if (!*g || strcmp(sget(ps[i], "group"), g))
+            return NULL;
+    json_array_foreach((json_t *)projects, i, p) {
+        in += !strcmp(sget(p, "group"), g);
+    }
+    json_array_foreach(groups, i, p) {
+        if (in == n && !strcmp(sget(p, "name"), g))
+            return p;
+    }
+    return NULL;
+}
+
+static void qos_project_limits(const json_t *q, json_t *projects, json_t *groups, json_t *unmapped)
 {
     const char *name = sget(q, "Name");
     json_t *at[64];
@@ -986,19 +1013,66 @@ static void qos_project_limits(const json_t *q, json_t *projects, json_t *unmapp
     }
     const char *grp = qos_limit(q, "GrpTRES");
     long long g = *grp ? tres_gpus(grp) : -1;
-    if (*grp && (g < 0 || n != 1))
+    json_t *group = n > 1 ? group_of_all(groups, projects, at, n) : NULL;
+    if (*grp && (g < 0 || n == 0 || (n > 1 && !group)))
         say(unmapped, "qos %s: GrpTRES=%s: %s: not mapped", name, grp,
             g < 0   ? "only GPU counts map (gres/gpu=N)"
-            : n > 1 ? "shared by several projects at this tier (Docket's limits are each "
-                      "project's; a group's gpu_limit bounds several)"
+            : n > 1 ? "shared by several projects at this tier that are not one group's "
+                      "(Docket's limits are each project's, or a group's gpu_limit)"
                     : "no project is at this tier");
     else if (*grp)
-        limit_each(at, 1, "gpu_limit", g);
+        limit_each(group ? &group : at, 1, "gpu_limit", g); /* its projects together */
+    const char *jobs = qos_limit(q, "GrpJobs");
+    long long gj = *jobs ? num(jobs, -1) : -1;
+    if (*jobs && (gj < 0 || n != 1))
+        say(unmapped, "qos %s: GrpJobs=%s: %s: not mapped", name, jobs,
+            gj < 0  ? "not a number of jobs"
+            : n > 1 ? "shared by several projects at this tier (Docket's max_running is each "
+                      "project's; groups have none)"
+                    : "no project is at this tier");
+    else if (*jobs)
+        limit_each(at, 1, "max_running", gj);
+}
+
+/* MaxSubmitPU, each user's jobs submitted at the QOS: Docket's one cap of the kind is the
+ * site's settings.user_max_queued (a user's pending and held jobs over every project), so
+ * it maps when every QOS with projects at its tier gives the same; else each is said. */
+static void qos_max_submit(const json_t *site, const json_t *projects, json_t *settings,
+                           json_t *unmapped)
+{
+    long long common = -1;
+    bool same = true;
+    size_t i;
+    json_t *q;
+    json_array_foreach(json_object_get(site, "qos"), i, q) {
+        json_t *at[1];
+        if (!str_is_name(sget(q, "Name")) ||
+            projects_at((json_t *)projects, sget(q, "Name"), at, 1) == 0)
+            continue; /* no project runs at it: its limit binds nobody */
+        const char *v = qos_limit(q, "MaxSubmitPU");
+        long long x = *v ? num(v, -1) : -1;
+        same = same && x >= 0 && (common < 0 || common == x);
+        common = x >= 0 ? x : common;
+    }
+    if (same && common >= 0) {
+        json_object_set_new(settings, "user_max_queued", json_integer(common));
+        return;
+    }
+    json_array_foreach(json_object_get(site, "qos"), i, q) {
+        const char *v = qos_limit(q, "MaxSubmitPU");
+        if (*v && str_is_name(sget(q, "Name")))
+            say(unmapped,
+                "qos %s: MaxSubmitPU=%s: Docket's cap on a user's queued jobs is one for the "
+                "site (settings.user_max_queued), and the QOSes with projects do not all give "
+                "the same: not mapped",
+                sget(q, "Name"), v);
+    }
 }
 
 /* --qos: the QOS limits that have a home in the policy (qos_max_wall,
- * qos_project_limits); the rest policy_tiers says. */
-static void qos_limits(const json_t *site, json_t *parts, json_t *projects, json_t *unmapped)
+ * qos_project_limits, qos_max_submit); the rest policy_tiers says. */
+static void qos_limits(const json_t *site, json_t *parts, json_t *projects, json_t *groups,
+                       json_t *settings, json_t *unmapped)
 {
     size_t i;
     json_t *q;
@@ -1006,8 +1080,9 @@ static void qos_limits(const json_t *site, json_t *parts, json_t *projects, json
         if (!str_is_name(sget(q, "Name")))
             continue; /* policy_tiers said so */
         qos_max_wall(q, parts, unmapped);
-        qos_project_limits(q, projects, unmapped);
+        qos_project_limits(q, projects, groups, unmapped);
     }
+    qos_max_submit(site, projects, settings, unmapped);
 }
 
 json_t *slurm_site_policy(const json_t *site, json_t *unmapped)
@@ -1054,11 +1129,15 @@ json_t *slurm_site_policy(const json_t *site, json_t *unmapped)
         json_array_append_new(projects, policy_project(site, k, v, gpus, unmapped));
     }
     policy_members(site, projects, unmapped);
-    qos_limits(site, parts, projects, unmapped);
+    json_t *settings = json_object();
+    qos_limits(site, parts, projects, groups, settings, unmapped);
     const char *pt =
         json_string_value(json_object_get(json_object_get(site, "globals"), "PreemptType"));
     if (pt && strstr(pt, "none"))
-        json_object_set_new(doc, "settings", json_pack("{s:b}", "preemption", 0));
+        json_object_set_new(settings, "preemption", json_false());
+    if (json_object_size(settings))
+        json_object_set(doc, "settings", settings);
+    json_decref(settings);
     static const char *const globals[] = {
         "PriorityType",  "PriorityWeightAge", "PriorityWeightFairshare",
         "SchedulerType", "SelectType",        "PreemptMode"};

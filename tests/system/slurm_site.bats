@@ -335,6 +335,37 @@ EOS
     run -0 "$DOCKET" apply --dry-run -f lim.json
 }
 
+@test "import slurm --qos: GrpJobs, MaxSubmitPU onto projects and settings; MaxTRES, UsageFactor said" {
+    # sacctmgr show qos: GrpJobs bounds the QOS's running jobs, MaxSubmitPU each user's
+    # submitted ones, MaxTRES each job, UsageFactor what a job's use is charged. Docket's
+    # homes: max_running of the one project at the tier (the lower wins: chem's account
+    # has GrpJobs=40), settings.user_max_queued when every QOS with projects gives the
+    # same; no home for the other two: said with the reason
+    d=$BATS_TEST_DIRNAME/../data/slurm/qos-heavy
+    cat >more.qos <<'EOS'
+Name|Priority|Preempt|PreemptMode|GrpJobs|MaxSubmitPU|MaxTRES|UsageFactor
+urgent|1000|normal,scavenger,low,high|cluster|8|200|gres/gpu=16|2.000000
+high|500|normal,scavenger,low|cluster|60|200||1.000000
+normal|100|scavenger,low|cluster||200||
+low|50|scavenger|cluster||200||0.500000
+scavenger|10||cluster|3|||0.000000
+EOS
+    run -0 "$DOCKET" import slurm --conf "$d/slurm.conf" --sacctmgr "$d/sacctmgr.dump" --qos more.qos -o more.json
+    [ "$(jq -c '[.projects[] | [.name, .max_running]]' more.json)" = \
+        '[["ops",8],["chem",40],["bio",null],["students",null]]' ]
+    [ "$(jq -c .settings more.json)" = '{"user_max_queued":200}' ]
+    [[ $output == *"not mapped: qos scavenger: GrpJobs=3: no project is at this tier"* ]]
+    [[ $output == *"not mapped: qos urgent: MaxTRES=gres/gpu=16: a cap on each job's size"* ]]
+    [[ $output == *"not mapped: qos low: UsageFactor=0.500000: Docket's fair share charges a job by its GPU type"* ]]
+    [[ $output != *"MaxSubmitPU"* && $output != *"qos high: GrpJobs"* ]]
+    run -0 "$DOCKET" apply --dry-run -f more.json
+    # one QOS with projects that gives another MaxSubmitPU: no one cap fits, each is said
+    sed -i 's/^high|500|\(.*\)|60|200|/high|500|\1|60|50|/' more.qos
+    run -0 "$DOCKET" import slurm --conf "$d/slurm.conf" --sacctmgr "$d/sacctmgr.dump" --qos more.qos -o more.json
+    [ "$(jq -c .settings more.json)" = null ]
+    [[ $output == *"not mapped: qos high: MaxSubmitPU=50: Docket's cap on a user's queued jobs is one for the site"* ]]
+}
+
 @test "import slurm: hostile site files are read as far as they go, never crash the import" {
     printf 'NodeName=n[1-\nPartitionName=p Nodes=n[9-1] MaxTime=banana\nNodeName=x Gres=gpu:a100:zz\\\n' >bad.conf
     printf "Account - 'a b':Fairshare=x\nUser - :::\nnonsense\n" >bad.dump

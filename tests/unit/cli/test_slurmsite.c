@@ -193,6 +193,92 @@ static void qos_by_header(void **state)
     json_decref(doc);
 }
 
+/* QOS limits with a home (docs/slurm.md "A site imports itself"): GrpJobs on the one
+ * project at the tier, GrpTRES shared by exactly one group's projects on that group,
+ * MaxSubmitPU given alike by every QOS with projects as the site's user_max_queued; the
+ * rest said with the reason. */
+static json_t *with_qos(const char *qos)
+{
+    slurm_sacctmgr_read(site,
+                        "Parent - 'root'\n"
+                        "Account - 'sci':Fairshare=1\n"
+                        "Account - 'ops':Fairshare=1:GrpJobs=30:QOS='urgent'\n"
+                        "Account - 'solo':Fairshare=1:QOS='normal'\n"
+                        "Parent - 'sci'\n"
+                        "Account - 'chem':Fairshare=1:QOS='high'\n"
+                        "Account - 'bio':Fairshare=1:QOS='high'\n",
+                        unmapped);
+    slurm_qos_read(site, qos, unmapped);
+    return slurm_site_policy(site, unmapped);
+}
+
+static json_t *named(json_t *list, const char *name)
+{
+    for (size_t i = 0; i < json_array_size(list); i++)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(list, i), "name")), name))
+            return json_array_get(list, i);
+    fail_msg("no %s", name);
+    return NULL;
+}
+
+static long long ival(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return v ? (long long)json_integer_value(v) : -1;
+}
+
+static void qos_limits_mapped(void **state)
+{
+    json_t *doc = with_qos("Name|Priority|GrpTRES|GrpJobs|MaxSubmitPU|MaxTRES|UsageFactor\n"
+                           "urgent|1000||20|50|gres/gpu=16|2.000000\n"
+                           "high|500|gres/gpu=32|100|50||1.000000\n"
+                           "normal|100|gres/gpu=8||50||0.500000\n"
+                           "low|10||5|||\n");
+    json_t *projects = json_object_get(doc, "projects"), *groups = json_object_get(doc, "groups");
+    assert_int_equal(ival(named(projects, "ops"), "max_running"), 20); /* below its own 30 */
+    assert_int_equal(ival(named(groups, "sci"), "gpu_limit"), 32);     /* chem and bio */
+    assert_int_equal(ival(named(projects, "chem"), "gpu_limit"), -1);
+    assert_int_equal(ival(named(projects, "solo"), "gpu_limit"), 8);
+    assert_int_equal(ival(json_object_get(doc, "settings"), "user_max_queued"), 50);
+    assert_true(said("qos high: GrpJobs=100: shared by several projects"));
+    assert_true(said("qos low: GrpJobs=5: no project is at this tier"));
+    assert_true(said("qos urgent: MaxTRES=gres/gpu=16: a cap on each job's size"));
+    assert_true(said("qos urgent: UsageFactor=2.000000: Docket's fair share charges"));
+    assert_true(said("qos normal: UsageFactor=0.500000"));
+    assert_false(said("UsageFactor=1.000000"));
+    assert_false(said("MaxSubmitPU"));
+    assert_false(said("GrpTRES"));
+    json_decref(doc);
+}
+
+static void qos_limits_not_mapped(void **state)
+{
+    /* MaxSubmitPU differs between QOSes with projects; then GrpTRES shared by two projects
+       that are no group's */
+    json_t *doc = with_qos("Name|Priority|GrpTRES|MaxSubmitPU\n"
+                           "urgent|1000||10\n"
+                           "high|500||20\n"
+                           "normal|100|gres/gpu=8|\n");
+    assert_null(json_object_get(json_object_get(doc, "settings"), "user_max_queued"));
+    assert_true(said("qos urgent: MaxSubmitPU=10: Docket's cap on a user's queued jobs is one"));
+    assert_true(said("qos high: MaxSubmitPU=20"));
+    json_decref(doc);
+    json_decref(site);
+    json_decref(unmapped);
+    site = slurm_site_new();
+    unmapped = json_array();
+    slurm_sacctmgr_read(site,
+                        "Parent - 'root'\n"
+                        "Account - 'a':Fairshare=1:QOS='normal'\n"
+                        "Account - 'b':Fairshare=1:QOS='normal'\n",
+                        unmapped);
+    slurm_qos_read(site, "Name|Priority|GrpTRES\nnormal|100|gres/gpu=8\n", unmapped);
+    doc = slurm_site_policy(site, unmapped);
+    assert_true(said("qos normal: GrpTRES=gres/gpu=8: shared by several projects at this tier "
+                     "that are not one group's"));
+    json_decref(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +287,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(gres_types, fresh, done),
         cmocka_unit_test_setup_teardown(dump_tree_and_members, fresh, done),
         cmocka_unit_test_setup_teardown(qos_by_header, fresh, done),
+        cmocka_unit_test_setup_teardown(qos_limits_mapped, fresh, done),
+        cmocka_unit_test_setup_teardown(qos_limits_not_mapped, fresh, done),
         cmocka_unit_test_setup_teardown(huge_shares_and_counts, fresh, done),
     };
     return cmocka_run_group_tests_name("cli: slurm site import", tests, NULL, NULL);
