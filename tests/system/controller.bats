@@ -472,6 +472,8 @@ running_on_gpu01() {
     check '{"command": ["x"], "deps": [{"type": "afterok", "job": 999}]}' 400 "deps[0].job"
     check '{"command": ["x"], "deps": [{"type": "aftercorr", "job": 1}]}' 400 "deps[0].type"
     check '{"command": ["x"], "deps": [{"type": "afterok", "job": 1, "x": 1}]}' 400 "deps[0].x"
+    check '{"command": ["x"], "deps": [{"type": "afterok", "job": 999, "array": true}]}' 400 "deps[0].job"
+    check '{"command": ["x"], "deps": [{"type": "afterok", "job": 1, "array": "yes"}]}' 400 "deps[0].array"
     check '{"command": ["x"], "signal": "SIGNOPE"}' 400 signal
     check '{"command": ["x"], "array": "9-1"}' 400 array
     check '{"command": ["x"], "array": "0-100000"}' 400 array

@@ -687,6 +687,32 @@ static void test_array_dep_is_one(void **state)
     sched_destroy(s);
 }
 
+/* An update of a task (scontrol update of a pending task) keeps its array's count and its
+ * waiters; a task may not be updated to wait on its own array. */
+static void test_array_dep_survives_task_update(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    struct sched_error err;
+    submit_task(s, 10, 10, true, T0);
+    submit_task(s, 11, 10, true, T0);
+    submit_array_dep(s, 20, SCHED_DEP_AFTERANY, 10, T0 + 1);
+    struct sched_job_spec j;
+    spec_fill(&j, 11, "lab", NULL, NULL, 2, 1, HOUR, T0);
+    j.array_id = 10;
+    assert_int_equal(sched_job_update(s, &j, T0 + 2, &err), 0);
+    assert_core_ok(s);
+    j.deps[0] = (struct sched_dep){SCHED_DEP_AFTERANY, 10, false, true};
+    j.ndeps = 1;
+    assert_int_not_equal(sched_job_update(s, &j, T0 + 2, &err), 0);
+    assert_int_equal(sched_job_cancel(s, 10, T0 + 3, &err), 0);
+    assert_reason(s, 20, SCHED_R_DEPENDENCY); /* task 11 still to end */
+    assert_int_equal(sched_job_cancel(s, 11, T0 + 4, &err), 0);
+    assert_non_null(find_dec(cycle(s, T0 + 5), SCHED_D_START, 20));
+    assert_core_ok(s);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -697,6 +723,7 @@ int main(void)
         cmocka_unit_test(test_array_dep_one_failure),
         cmocka_unit_test(test_array_dep_declared),
         cmocka_unit_test(test_array_dep_is_one),
+        cmocka_unit_test(test_array_dep_survives_task_update),
         cmocka_unit_test(test_time_limit_timeout),
         cmocka_unit_test(test_idempotent_experiment_retries),
         cmocka_unit_test(test_node_failure_requeues),
