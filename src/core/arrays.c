@@ -132,19 +132,21 @@ int array_register(struct sched *s, const struct sched_job_spec *sp)
     return 0;
 }
 
-void array_unregister(struct sched *s, const struct job *j)
+void array_unregister(struct sched *s, const struct job *j, bool coming_back)
 {
     struct array_count *a = array_find(s, j->array_id);
     if (!a)
         return;
+    unsigned before = known_answers(a);
     a->jobs--;
-    if (!a->declared) /* a declared array's task comes back (an update) */
+    if (!coming_back || !a->declared) /* array_register counts it again */
         a->tasks--;
     if (j->flags & JF_STARTED)
         a->started--;
-    /* an update brings it back at once; a withdrawn submission leaves nothing behind */
-    if (a->jobs == 0 && a->ended == 0 && a->nwaiters == 0)
-        forget(s, j->array_id, a);
+    if (coming_back)
+        return; /* an update: the task is back at once, nothing was decided */
+    /* never submitted after all: the rest of the array may answer now */
+    changed(s, j->array_id, a, before);
 }
 
 void array_task_started(struct sched *s, const struct job *j)

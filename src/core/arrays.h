@@ -12,8 +12,10 @@
 struct array_count *array_find(const struct sched *s, uint64_t array_id);
 /* A task joins its array (submitted, restored, or back after an update). -ENOMEM. */
 int array_register(struct sched *s, const struct sched_job_spec *sp);
-/* A pending task leaves as if never submitted (withdrawn, or for an update). */
-void array_unregister(struct sched *s, const struct job *j);
+/* A pending task leaves as if never submitted: withdrawn (its waiters are settled when
+ * the rest of the array decides them), or coming_back at once with a new request (an
+ * update: nothing is decided). */
+void array_unregister(struct sched *s, const struct job *j, bool coming_back);
 /* A task's first start since it was submitted (job_start sets JF_STARTED). */
 void array_task_started(struct sched *s, const struct job *j);
 /* A task ended for good (ok: COMPLETED): its waiters are settled when that decides them,

@@ -618,7 +618,7 @@ int sched_queue_room(const struct sched *s, const char *project, const char *use
     return 0;
 }
 
-int sched_job_withdraw(struct sched *s, uint64_t id, struct sched_error *err)
+static int withdraw(struct sched *s, uint64_t id, bool coming_back, struct sched_error *err)
 {
     struct job *j = job_find(s, id);
     if (!j)
@@ -630,9 +630,14 @@ int sched_job_withdraw(struct sched *s, uint64_t id, struct sched_error *err)
     leave_queue(s, j);
     queued_count(s, j, -1);
     if (j->array_id)
-        array_unregister(s, j);
+        array_unregister(s, j, coming_back);
     job_discard(s, j);
     return 0;
+}
+
+int sched_job_withdraw(struct sched *s, uint64_t id, struct sched_error *err)
+{
+    return withdraw(s, id, false, err);
 }
 
 int sched_job_restore_running(struct sched *s, const struct sched_job_spec *sp,
@@ -999,7 +1004,7 @@ int sched_job_update(struct sched *s, const struct sched_job_spec *sp, int64_t n
     j->ndependents = j->dependents_cap = 0;
     struct sched_job_spec again = *sp;
     again.hold = j->state == SCHED_HELD;
-    rc = sched_job_withdraw(s, sp->id, err);
+    rc = withdraw(s, sp->id, true, err);
     s->memo_epoch++; /* the shapes and proofs that counted it: struct starving_entry */
     if (rc == 0)
         rc = sched_job_submit(s, &again, now, err);

@@ -295,6 +295,24 @@ static uint64_t random_live_job(struct world *w, enum sched_job_state want)
     return 0;
 }
 
+/* As the controller does for an array stored whole or reloaded: the core is told its tasks
+ * in all and those that ended before; and a task of such an array that never reaches the
+ * core (refused) ends outside it. Dependencies on the whole array wait for all of them. */
+static void array_declare_or_gone(struct world *w, uint64_t array_id)
+{
+    struct sched_error err;
+    if (!sched_array_known(w->s, array_id) && chance(30)) {
+        int tasks = 2 + pick(4), ended = pick(2), failed = ended ? pick(2) : 0;
+        if (BOTH(w, sched_array_declare(s_, array_id, tasks, ended, failed, &err)))
+            WFAIL(w, "declare array %llu: %s", (unsigned long long)array_id, err.message);
+    } else if (sched_array_known(w->s, array_id) && chance(10)) {
+        bool ok = chance(50);
+        sched_array_task_gone(w->s, array_id, ok, w->now);
+        if (w->twin)
+            sched_array_task_gone(w->twin, array_id, ok, w->now);
+    }
+}
+
 static void submit_random(struct world *w)
 {
     if (w->next_id >= MAX_JOBS)
@@ -369,6 +387,7 @@ static void submit_random(struct world *w)
     if (chance(10)) { /* a task of one of three arrays that span the projects */
         j.array_id = 1000000 + (uint64_t)pick(3);
         j.array_limit = 1 + (int)(j.array_id % 3);
+        array_declare_or_gone(w, j.array_id);
     }
     struct sched_error err;
     if (BOTH(w, sched_job_submit(s_, &j, w->now, &err)) == 0) {
