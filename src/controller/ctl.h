@@ -84,6 +84,10 @@ struct ctl {
     struct sched *sched;
     int64_t start_mono_ms;
     uint64_t next_job_id;
+    /* deps.c: the last array found ended whole (tasks, failed): how it ended no longer
+       changes, and each task of a big array that waits on it asks again */
+    uint64_t ended_array_id;
+    int64_t ended_array_tasks, ended_array_failed;
     bool shutting_down;
     int state_lock;       /* STATE_DIR/docketd.lock, held while docketd runs (dbrestore.c) */
     bool standby;         /* leader.c: waiting to lead; every request answered 503 */

@@ -55,11 +55,15 @@ int ctl_array_declare(struct ctl *c, uint64_t array_id)
 
 enum ctl_array_dep ctl_array_dep_state(struct ctl *c, uint64_t array_id, enum sched_dep_kind kind)
 {
-    struct store_array_tally t;
+    struct store_array_tally t = {0};
     if (sched_array_known(c->sched, array_id))
         return CTL_ARRAY_LIVE;
-    if (tally(c, array_id, &t) < 0)
+    if (c->ended_array_id == array_id) { /* read already: every task of a big array asks */
+        t.tasks = t.ended = c->ended_array_tasks;
+        t.failed = c->ended_array_failed;
+    } else if (tally(c, array_id, &t) < 0) {
         return CTL_ARRAY_ERROR;
+    }
     if (t.tasks == 0)
         return CTL_ARRAY_NONE;
     if (t.writing)
@@ -73,6 +77,9 @@ enum ctl_array_dep ctl_array_dep_state(struct ctl *c, uint64_t array_id, enum sc
         if (t.ended < t.tasks)
             return CTL_ARRAY_LIVE; /* the core refuses it, naming the array */
     }
+    c->ended_array_id = array_id;
+    c->ended_array_tasks = t.tasks;
+    c->ended_array_failed = t.failed;
     bool met = kind == SCHED_DEP_AFTEROK      ? t.failed == 0
                : kind == SCHED_DEP_AFTERNOTOK ? t.failed > 0
                                               : true;
