@@ -199,50 +199,66 @@ int64_t store_job_count(struct store *st)
     return n;
 }
 
-/* The list query is built from the filters present; every value is a bound parameter. */
-int store_job_list(struct store *st, const struct store_job_filter *f, store_job_cb cb, void *arg)
+/* The list's filters but the state, each value a bound parameter numbered from 1 in the
+ * order store_job_list binds them (the same numbers in every arm of a union). */
+static void list_filters(struct dbuf *sql, const struct store_job_filter *f)
 {
-    struct dbuf sql;
-    int np = 0, rc = 0;
-    dbuf_init(&sql, 4096);
-    bool pg = db_engine(store_db(st)) == DB_POSTGRES;
-    dbuf_puts(&sql, f->skip_spec    ? "SELECT " JOB_COLS_NO_SPEC " FROM jobs WHERE 1 = 1"
-                    : f->lean && pg ? "SELECT " JOB_COLS_LEAN_PG " FROM jobs WHERE 1 = 1"
-                    : f->lean       ? "SELECT " JOB_COLS_LEAN " FROM jobs WHERE 1 = 1"
-                                    : "SELECT " JOB_COLS " FROM jobs WHERE 1 = 1");
-    if (f->state_mask) { /* the core's names: capitals and '_', nothing to escape */
-        dbuf_puts(&sql, " AND state IN (''");
-        for (int i = 0; i < SCHED_JOB_STATE_COUNT; i++)
-            if (f->state_mask & (1u << i))
-                dbuf_printf(&sql, ",'%s'", sched_job_state_name((enum sched_job_state)i));
-        dbuf_puts(&sql, ")");
-    }
-    store_add_text_filter(&sql, "project", f->project, &np);
-    store_add_text_filter(&sql, "user_name", f->user, &np);
-    store_add_text_filter(&sql, "tier", f->tier, &np);
-    store_add_text_filter(&sql, "class", f->class_name, &np);
-    store_add_text_filter(&sql, "name", f->name, &np);
+    int np = 0;
+    store_add_text_filter(sql, "project", f->project, &np);
+    store_add_text_filter(sql, "user_name", f->user, &np);
+    store_add_text_filter(sql, "tier", f->tier, &np);
+    store_add_text_filter(sql, "class", f->class_name, &np);
+    store_add_text_filter(sql, "name", f->name, &np);
     if (f->node)
         /* strpos, not LIKE: a node name is matched exactly, '%' and '_' are no wildcards */
-        dbuf_printf(&sql, " AND strpos(nodes, ',' || ?%d || ',') > 0", ++np);
+        dbuf_printf(sql, " AND strpos(nodes, ',' || ?%d || ',') > 0", ++np);
     if (f->template_ref) { /* NAME alone: each of its versions ("NAME@..."), no wildcards */
         ++np;
-        dbuf_printf(&sql,
+        dbuf_printf(sql,
                     " AND (template_ref = ?%d OR substr(template_ref, 1, length(?%d) + 1) = ?%d"
                     " || '@')",
                     np, np, np);
     }
     if (f->array_id)
-        dbuf_printf(&sql, " AND array_id = ?%d", ++np);
+        dbuf_printf(sql, " AND array_id = ?%d", ++np);
     if (f->since_ms)
-        dbuf_printf(&sql, " AND submit_ms >= ?%d", ++np);
+        dbuf_printf(sql, " AND submit_ms >= ?%d", ++np);
     /* an array still being written is not there yet (docs/controller.md "Big submissions") */
-    dbuf_puts(&sql,
+    dbuf_puts(sql,
               " AND NOT (array_id <> 0 AND array_id IN (SELECT array_id FROM arrays_writing))");
     if (f->after)
-        dbuf_printf(&sql, " AND id %s ?%d", f->desc ? "<" : ">", ++np);
+        dbuf_printf(sql, " AND id %s ?%d", f->desc ? "<" : ">", ++np);
+}
+
+/* The list query is built from the filters present; every value is a bound parameter.
+ * Several states are one arm each, state = 'X', merged by id: each arm walks the index
+ * (state, id) in order and the merge stops at the limit. `state IN (...)` instead had
+ * the database read every matching row past the cursor and sort them to return the first
+ * few: each slice of a long list cost the whole rest of it (issue 40). */
+int store_job_list(struct store *st, const struct store_job_filter *f, store_job_cb cb, void *arg)
+{
+    struct dbuf sql, where;
+    int np = 0, rc = 0;
+    dbuf_init(&sql, 65536);
+    dbuf_init(&where, 4096);
+    bool pg = db_engine(store_db(st)) == DB_POSTGRES;
+    const char *select = f->skip_spec    ? "SELECT " JOB_COLS_NO_SPEC " FROM jobs WHERE "
+                         : f->lean && pg ? "SELECT " JOB_COLS_LEAN_PG " FROM jobs WHERE "
+                         : f->lean       ? "SELECT " JOB_COLS_LEAN " FROM jobs WHERE "
+                                         : "SELECT " JOB_COLS " FROM jobs WHERE ";
+    list_filters(&where, f);
+    int arms = 0;
+    for (int i = 0; i < SCHED_JOB_STATE_COUNT; i++) /* the core's names: nothing to escape */
+        if (f->state_mask & (1u << i))
+            dbuf_printf(&sql, "%s%sstate = '%s'%s", arms++ ? " UNION ALL " : "", select,
+                        sched_job_state_name((enum sched_job_state)i), where.data);
+    if (arms == 0)
+        dbuf_printf(&sql, "%s1 = 1%s", select, where.data);
     dbuf_printf(&sql, " ORDER BY id %s LIMIT %d", f->desc ? "DESC" : "ASC",
                 f->limit > 0 ? f->limit : 100);
+    if (where.failed)
+        sql.failed = true;
+    dbuf_release(&where);
     struct db_stmt *s = NULL;
     if (sql.failed || store_prepare(st, sql.data, &s) < 0) {
         dbuf_release(&sql);
