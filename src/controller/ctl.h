@@ -108,9 +108,10 @@ struct ctl {
     uint64_t audit_publish_gen;
     struct ctl_audit_head audit_pending; /* read at that commit */
     struct ctl_audit_head audit_head;
-    struct ctl_written *written; /* written.c: jobs written since synced_gen */
-    struct ctl_sync *sync;       /* the fdatasync helper (sync.c) */
-    struct event *cycle_ev;      /* debounced and periodic scheduling cycle */
+    struct ctl_written *written;   /* written.c: jobs written since synced_gen */
+    struct ctl_rowcache *rowcache; /* rowcache.c: GET /v1/jobs rows as last sent (lazy) */
+    struct ctl_sync *sync;         /* the fdatasync helper (sync.c) */
+    struct event *cycle_ev;        /* debounced and periodic scheduling cycle */
     bool cycle_pending;
     int64_t last_cycle_us; /* cost of the last cycle (adaptive debounce) */
     int64_t cycle_at_ms;

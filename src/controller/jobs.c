@@ -15,6 +15,7 @@
 #include "controller/ctl.h"
 #include "controller/http.h"
 #include "controller/jobs.h"
+#include "controller/rowcache.h"
 #include "controller/idem.h"
 #include "controller/lease.h"
 #include "controller/logarch.h"
@@ -1325,6 +1326,8 @@ struct job_list {
     struct ctl_ident id;
     json_t *projects; /* the caller's project roles (owned) */
     json_t *fields;   /* ?fields=: the members each row keeps, or NULL for all (owned) */
+    char *fields_q;   /* ?fields= as given, or NULL (owned): part of each row's cache key */
+    struct dbuf key;  /* the row cache's key of the row being listed (rowcache.c) */
 };
 
 /* The members of a job row (ctl_job_json_spec) that ?fields= may name. Those marked
@@ -1436,14 +1439,96 @@ static json_t *list_row_json(struct job_list *jl, const struct store_job *j)
     return o;
 }
 
+static void key_bytes(struct dbuf *k, const void *p, size_t n)
+{
+    dbuf_append(k, &n, sizeof(n)); /* length first: no two inputs read alike */
+    dbuf_append(k, p, n);
+}
+
+static void key_str(struct dbuf *k, const char *s)
+{
+    key_bytes(k, s ? s : "", s ? strlen(s) + 1 : 0); /* (NULL and "" differ) */
+}
+
+static void key_int(struct dbuf *k, int64_t v)
+{
+    dbuf_append(k, &v, sizeof(v));
+}
+
+/* The row cache's key of job j's row (rowcache.c): every input list_row reads to make it,
+ * in a fixed order. What is not here must not change a row: job_json_members reads the
+ * row's columns and texts, the core's view of the job and, for a live job, its network;
+ * list_row the caller's view (sees_private) and ?fields=. false when the row is not to
+ * be cached (a row older than the core columns is read whole again). */
+static bool row_key(struct job_list *jl, const struct store_job *j, bool sees_private)
+{
+    struct dbuf *k = &jl->key;
+    dbuf_reset(k);
+    if (jl->f.skip_spec && !j->has_core)
+        return false;
+    key_int(k, sees_private);
+    key_str(k, jl->fields_q);
+    key_int(k, (int64_t)j->id);
+    key_int(k, (int64_t)j->array_id);
+    key_int(k, j->array_index);
+    key_str(k, j->name);
+    key_str(k, j->project);
+    key_str(k, j->user);
+    key_str(k, j->tier);
+    key_str(k, j->class_name);
+    key_int(k, j->state);
+    key_str(k, j->stop_cause);
+    key_int(k, j->submit_ms);
+    key_int(k, j->start_ms);
+    key_int(k, j->end_ms);
+    key_int(k, j->preempt_count);
+    key_int(k, (int64_t)j->preemptor);
+    key_str(k, jl->f.skip_spec ? NULL : j->spec);
+    key_int(k, j->gpus); /* the columns a list without the spec shows */
+    key_str(k, j->gpu_type);
+    key_int(k, j->cpus);
+    key_int(k, j->mem_mb);
+    key_int(k, j->nnodes);
+    key_int(k, j->time_limit_ms);
+    key_str(k, j->alloc);
+    key_str(k, j->exit);
+    key_str(k, j->usage);
+    struct sched_job_view v;
+    bool live = sched_job_get(jl->c->sched, j->id, &v) == 0;
+    key_int(k, live);
+    if (live) {
+        key_str(k, v.eff_tier);
+        key_int(k, v.state);
+        key_int(k, v.reason);
+        key_int(k, v.stop_cause);
+        if (wanted(jl->fields, "network")) {
+            json_t *net = ctl_net_job_json(jl->c, j->id, j->project, j->class_name);
+            char *text = json_dumps(net, JSON_COMPACT);
+            json_decref(net);
+            if (!text)
+                return false;
+            key_str(k, text);
+            free(text);
+        }
+    }
+    return !k->failed;
+}
+
 static int list_row(void *arg, const struct store_job *j)
 {
     struct job_list *jl = arg;
+    struct ctl_target t = {j->project, j->user, ctl_prole_in(jl->projects, j->project)};
+    bool sees_private = ctl_authz_sees_job_private(&jl->id, &t);
+    bool keyed = row_key(jl, j, sees_private);
+    size_t n;
+    const char *text =
+        keyed ? ctl_rowcache_get(jl->c->rowcache, j->id, jl->key.data, jl->key.len, &n) : NULL;
+    if (text)
+        return ctl_list_row(jl->l, text, n, (int64_t)j->id);
     json_t *o = list_row_json(jl, j);
     if (!o)
         return -EIO;
-    struct ctl_target t = {j->project, j->user, ctl_prole_in(jl->projects, j->project)};
-    if (!ctl_authz_sees_job_private(&jl->id, &t))
+    if (!sees_private)
         ctl_job_redact_private(o);
     /* lists leave the two big members out: GET /v1/jobs/ID has them */
     json_object_del(o, "script");
@@ -1454,7 +1539,16 @@ static int list_row(void *arg, const struct store_job *j)
         if (!json_object_get(jl->fields, "command"))
             json_object_del(o, "command");
     }
-    return ctl_list_row_json(jl->l, o, (int64_t)j->id);
+    char *made = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!made)
+        return -ENOMEM;
+    n = strlen(made);
+    if (keyed)
+        ctl_rowcache_put(jl->c->rowcache, j->id, jl->key.data, jl->key.len, made, n);
+    int rc = ctl_list_row(jl->l, made, n, (int64_t)j->id);
+    free(made);
+    return rc;
 }
 
 static int list_fetch(struct ctl_list *l, void *arg, int64_t after, int max_rows)
@@ -1473,6 +1567,8 @@ static void list_free(void *arg)
         free(jl->strs[i]);
     json_decref(jl->projects);
     json_decref(jl->fields);
+    free(jl->fields_q);
+    dbuf_release(&jl->key);
     free(jl);
 }
 
@@ -1544,6 +1640,8 @@ void h_jobs_list(struct ctl_req *r)
         return;
     }
     jl->fields = fields;
+    jl->fields_q = fq ? xstrdup(fq) : NULL;
+    dbuf_init(&jl->key, 0);
     /* the query strings die with the request's query: the list keeps copies */
     const char **fs[7] = {&f.project, &f.user, &f.tier,        &f.class_name,
                           &f.node,    &f.name, &f.template_ref};
@@ -1552,6 +1650,8 @@ void h_jobs_list(struct ctl_req *r)
             jl->strs[i] = xstrdup(*fs[i]);
             *fs[i] = jl->strs[i];
         }
+    if (!r->c->rowcache)
+        r->c->rowcache = ctl_rowcache_create(CTL_ROWCACHE_BYTES);
     jl->c = r->c;
     jl->f = f;
     jl->id = r->id;

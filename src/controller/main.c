@@ -43,6 +43,7 @@
 #include "controller/tls.h"
 #include "controller/turns.h"
 #include "controller/lb.h"
+#include "controller/rowcache.h"
 #include "controller/written.h"
 #include "protocol/agent_msg.h"
 #include "util/clock.h"
@@ -636,6 +637,7 @@ int main(int argc, char **argv)
     json_decref(c->step_hosts);
     sched_destroy(c->sched);
     ctl_written_stop(c);
+    ctl_rowcache_free(c->rowcache);
     store_close(c->store);
     event_base_free(c->base);
     if (c->state_lock > 0)

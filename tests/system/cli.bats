@@ -406,6 +406,35 @@ no_raw_controls() {
     run -0 "$DOCKET" cancel "${ids[@]}"
 }
 
+@test "queue: a list's kept rows are the rows made, and follow each change" {
+    local a b
+    a=$(submit_q -p explore --name kept --hold --time 1h -- true)
+    b=$(submit_q -p explore --name kept --hold -- sleep 300)
+    run -0 "$DOCKET" update "$b" --comment "one"
+    # the first list makes the rows, the second serves them kept: the same bytes
+    # (docs/controller.md "The list's row cache")
+    run -0 "$DOCKET" queue --name kept --json
+    first=$output
+    run -0 "$DOCKET" queue --name kept --json
+    [ "$output" = "$first" ]
+    [ "$(jq -c '[.jobs[] | [.name, .state]]' <<<"$output")" = '[["kept","HELD"],["kept","HELD"]]' ]
+    [ "$(jq '.jobs[0].time_limit_ms' <<<"$output")" = 3600000 ]
+    # a change to a job's request, its name, its state: the next list shows it
+    run -0 "$DOCKET" update "$a" --time 30m --name kept2
+    run -0 "$DOCKET" update "$b" --comment "two"
+    run -0 "$DOCKET" release "$b"
+    body=$(ctl_get "/v1/jobs?state=all&fields=id,name,time_limit_ms,state")
+    [ "$(jq -c --argjson a "$a" '.jobs[] | select(.id == $a) | [.name, .time_limit_ms, .state]' <<<"$body")" = '["kept2",1800000,"HELD"]' ]
+    [ "$(jq -r --argjson b "$b" '.jobs[] | select(.id == $b) | .state' <<<"$body")" != HELD ]
+    body=$(ctl_get "/v1/jobs?state=all")
+    [ "$(jq -r --argjson b "$b" '.jobs[] | select(.id == $b) | .comment' <<<"$body")" = two ]
+    run -0 "$DOCKET" queue --name kept2
+    [[ $output == *" kept2 "* && $output == *"0 running, 0 pending, 1 held"* ]]
+    run -0 "$DOCKET" cancel "$a" "$b"
+    body=$(ctl_get "/v1/jobs?state=terminal&name=kept2")
+    [ "$(jq -r '.jobs[0].state' <<<"$body")" = CANCELLED ]
+}
+
 @test "an array: one job per index, at most %N at once" {
     run -0 "$DOCKET" submit --json -p explore --class exploration --array 0-3%2 -- sh -c 'echo "index $DOCKET_ARRAY_INDEX"'
     [ "$(jq '.jobs | length' <<<"$output")" -eq 4 ]

@@ -326,6 +326,40 @@ body_for() {
     assert_error 400 project
 }
 
+@test "a list's kept rows never carry one caller's view to another, nor a change's past" {
+    cluster
+    # a row of a list is kept once made (docs/controller.md "The list's row cache"): the
+    # owner's list first, so JA's row is kept with its command in it
+    local q="/v1/jobs?state=all" f="/v1/jobs?state=all&fields=id,state,command,hidden"
+    row() { jq -c --argjson id "$JA" '.jobs[] | select(.id == $id) | [.state, .command, .hidden]' <<<"$body"; }
+    api_get "$q" "$TOK_member"
+    [ "$(row)" = '["PENDING",["x"],null]' ]
+    # then callers who may not see it, each between two that may: none gets another's view
+    for role in operator lead viewer admin outsider member memb; do
+        tokvar=TOK_$role
+        want='["PENDING",null,true]'
+        [[ $role == lead || $role == admin || $role == member ]] && want='["PENDING",["x"],null]'
+        for path in "$q" "$f"; do
+            api_get "$path" "${!tokvar}"
+            assert_status 200
+            [ "$(row)" = "$want" ] || { echo "$role $path: $(row), want $want"; false; }
+        done
+    done
+    # a change shows at once, in a list just made and in one kept
+    api_post "/v1/jobs/$JA/hold" '{}' "$TOK_member"
+    assert_status 200
+    api_get "$q" "$TOK_viewer"
+    [ "$(row)" = '["HELD",null,true]' ]
+    api_get "$q" "$TOK_member"
+    [ "$(row)" = '["HELD",["x"],null]' ]
+    api_post "/v1/jobs/$JA/release" '{}' "$TOK_member"
+    assert_status 200
+    api_get "$f" "$TOK_member"
+    [ "$(row)" = '["PENDING",["x"],null]' ]
+    api_get "$f" "$TOK_outsider"
+    [ "$(row)" = '["PENDING",null,true]' ]
+}
+
 @test "a job's env is seen only by its owner, its project's leads and admins" {
     cluster
     for role in admin lead member; do
