@@ -11,10 +11,11 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "util/dbuf.h"
 #include "util/parse.h"
 
 struct cell {
-    char *text;
+    size_t text; /* offset + 1 in the table's pool, 0 for an empty cell */
     enum fmt_color color;
 };
 
@@ -25,7 +26,9 @@ struct table {
     struct cell *cells; /* row-major, nrows * ncols */
     int nrows;
     int alloc_rows;
-    int cur; /* next cell of the last row */
+    int cur;          /* next cell of the last row */
+    struct dbuf pool; /* every cell's text, NUL-terminated, one after the other: one
+                       * allocation for a table of 10,000 rows, not one per cell */
 };
 
 struct table *table_create(const char *const *headers, int ncols)
@@ -35,6 +38,7 @@ struct table *table_create(const char *const *headers, int ncols)
     if (!t)
         return NULL;
     t->ncols = ncols;
+    dbuf_init(&t->pool, 0);
     t->headers = calloc((size_t)ncols, sizeof(char *));
     t->flags = calloc((size_t)ncols, sizeof(unsigned));
     if (!t->headers || !t->flags)
@@ -54,8 +58,7 @@ void table_destroy(struct table *t)
         return;
     for (int i = 0; t->headers && i < t->ncols; i++)
         free(t->headers[i]);
-    for (int i = 0; i < t->nrows * t->ncols; i++)
-        free(t->cells[i].text);
+    dbuf_release(&t->pool);
     free(t->headers);
     free(t->flags);
     free(t->cells);
@@ -91,28 +94,37 @@ int table_row(struct table *t)
 
 int table_cell(struct table *t, enum fmt_color color, const char *fmt, ...)
 {
-    struct cell *c;
+    char small[256], *s = small;
     va_list ap;
-    char *s = NULL;
     int n;
 
     if (t->nrows == 0 || t->cur >= t->ncols)
         return 0;
     va_start(ap, fmt);
-    n = vsnprintf(NULL, 0, fmt, ap);
+    n = vsnprintf(small, sizeof(small), fmt, ap);
     va_end(ap);
-    if (n < 0 || !(s = malloc((size_t)n + 1)))
+    if (n < 0)
         return -ENOMEM;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
+    if ((size_t)n >= sizeof(small)) {
+        if (!(s = malloc((size_t)n + 1)))
+            return -ENOMEM;
+        va_start(ap, fmt);
+        vsnprintf(s, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
     /* a cell is one line, and nothing from the server reaches the terminal raw */
-    char *safe = fmt_safe(s, false);
-    free(s);
-    if (!safe)
-        return -ENOMEM;
-    c = &t->cells[(t->nrows - 1) * t->ncols + t->cur++];
-    c->text = safe;
+    bool plain = fmt_is_plain(s, false);
+    char *safe = plain ? NULL : fmt_safe(s, false);
+    const char *text = plain ? s : safe;
+    size_t off = t->pool.len;
+    int rc = text ? dbuf_append(&t->pool, text, strlen(text) + 1) : -ENOMEM;
+    free(safe);
+    if (s != small)
+        free(s);
+    if (rc < 0)
+        return rc;
+    struct cell *c = &t->cells[(t->nrows - 1) * t->ncols + t->cur++];
+    c->text = off + 1;
     c->color = color;
     return 0;
 }
@@ -157,8 +169,8 @@ static void put_cell(FILE *out, const char *s, int width, bool right, bool pad)
 
 static const char *cell_text(const struct table *t, int row, int col)
 {
-    const char *s = t->cells[row * t->ncols + col].text;
-    return s ? s : "";
+    size_t off = t->cells[row * t->ncols + col].text;
+    return off ? t->pool.data + off - 1 : "";
 }
 
 /* Column widths, shrinking flexible columns to fit `width`. */
@@ -216,8 +228,7 @@ void table_print(const struct table *t, FILE *out, int width, bool color)
                 fputs("  ", out);
             if (paint)
                 fputs(fmt_color_on(cl->color), out);
-            put_cell(out, cl->text ? cl->text : "", w[c], t->flags[c] & TABLE_RIGHT,
-                     c < t->ncols - 1);
+            put_cell(out, cell_text(t, r, c), w[c], t->flags[c] & TABLE_RIGHT, c < t->ncols - 1);
             if (paint)
                 fputs(fmt_color_off(), out);
         }
@@ -406,6 +417,14 @@ static bool code_point_unsafe(uint32_t cp)
 {
     return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
            (cp >= 0x2066 && cp <= 0x2069);
+}
+
+bool fmt_is_plain(const char *s, bool keep_lines)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if ((*p < 0x20 || *p >= 0x7f) && !(keep_lines && (*p == '\n' || *p == '\t')))
+            return false;
+    return true;
 }
 
 char *fmt_safe(const char *s, bool keep_lines)

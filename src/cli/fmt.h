@@ -49,6 +49,10 @@ void table_print(const struct table *t, FILE *out, int width, bool color);
  * is not UTF-8 as \xHH; newline and tab are kept when keep_lines, else written \n and
  * \t. malloc'd (NULL on out of memory). */
 char *fmt_safe(const char *s, bool keep_lines);
+/* True when fmt_safe(s, keep_lines) would be s unchanged because s is printable ASCII
+ * (newline and tab too when keep_lines); false also for any byte past ASCII, which only
+ * fmt_safe decides. A quick test that spares a copy for nearly every string. */
+bool fmt_is_plain(const char *s, bool keep_lines);
 
 /* Display width of a UTF-8 string (code points; no wide-character tables). */
 int fmt_width(const char *s);
