@@ -26,7 +26,13 @@ const REFRESH_MS = 5000;
 const BACKUP_MS = 30000; // a watched page's timer while the change stream is up
 const REDRAW_MS = 60000; // an unchanged page is drawn again this often ("3m ago" moves on)
 
+// Pages drawn without knowing the viewer: their reads start with GET /v1/whoami's, not
+// after it, so their first screen waits for one round trip less (issue 40). The others
+// (actions, logs, the audit's permission) wait for it.
+const NOT_PERSONAL = new Set(['overview', 'queue', 'forecast']);
+
 let me = null;
+let whoami = null; // GET /v1/whoami as start() sent it (a promise)
 let current = null; // {key, page, timer, abort}
 
 function status(msg, kind = '') {
@@ -89,8 +95,9 @@ function nav() {
 
 async function show() {
   const r = route();
+  if (!me && !NOT_PERSONAL.has(r.page)) me = await whoami;
   const key = `${r.page}/${r.args.join('/')}`;
-  nav();
+  if (me) nav();
   if (current && current.key === key) { // only the query changed: re-read
     await refresh(true);
     return;
@@ -193,7 +200,11 @@ function restoreScroll(e) {
 // in place and says what went wrong.
 async function refresh(force) {
   const cur = current;
-  if (!cur || cur.busy) return;
+  if (!cur) return;
+  if (cur.busy) { // once this one is drawn: a navigation's read (a new search) is never lost
+    cur.again = Math.max(cur.again || 0, force === true ? 2 : 1);
+    return;
+  }
   const a = document.activeElement;
   const typing = a && a.closest && a.closest('#main form, #main .filters') &&
     /^(INPUT|TEXTAREA|SELECT)$/.test(a.tagName);
@@ -232,6 +243,11 @@ async function refresh(force) {
     status(e.message, 'err');
   } finally {
     cur.busy = false;
+    const again = cur.again;
+    cur.again = 0;
+    // a task of its own: run from here, a page drawn from what it already holds would
+    // be drawn twice in one task (the main thread held for both)
+    if (again && current === cur) setTimeout(() => refresh(again === 2), 0);
   }
 }
 
@@ -240,15 +256,23 @@ async function start() {
   unlisten();
   const codeErr = await takeCode();
   if (!session.token()) { loginView(codeErr); return; }
+  me = null;
+  whoami = get('/v1/whoami');
+  whoami.catch(() => {}); // (answered below; a page that waits for it must not leave it unhandled)
+  const shown = show().catch(() => {}); // its reads go out beside whoami's
   try {
-    me = await get('/v1/whoami');
+    me = await whoami;
   } catch (e) {
+    stop();
     session.clear();
     loginView(e.message);
     return;
   }
+  nav();
+  await shown;
+  // the change stream once the first screen is up: it takes neither a connection nor
+  // docketd's time from the first screen's reads
   listen();
-  await show();
 }
 
 window.addEventListener('hashchange', () => { if (me && session.token()) show(); });

@@ -2,6 +2,18 @@
 // the role checks that decide which actions a page offers (the API still decides: a
 // button shown by mistake gets the API's 403, shown as the error it is).
 
+// Resolves once the render just made has reached the screen: the frame after it (a task
+// queued from requestAnimationFrame runs after that frame is painted), or 100 ms at most
+// (a hidden tab draws no frames). Work a page starts behind its first screen (a whole
+// list of megabytes to parse, 50 explains) waits for this, not for a bare setTimeout,
+// which ran before the paint and held it back (issue 40).
+export function afterPaint() {
+  return new Promise((ok) => {
+    const t = setTimeout(ok, 100);
+    requestAnimationFrame(() => setTimeout(() => { clearTimeout(t); ok(); }, 0));
+  });
+}
+
 export function el(tag, attrs = {}, ...kids) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {

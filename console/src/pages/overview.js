@@ -4,7 +4,7 @@
 // length and wait p95 per tier in rank order. The
 // alerts panel is hidden when docketd has no GET /v1/alerts.
 import { get, raw, parseMetrics } from '../api.js';
-import { el, href, ago, dur, plot, table, setQuery } from '../ui.js';
+import { el, href, ago, dur, plot, table, setQuery, afterPaint } from '../ui.js';
 
 const GPU_STATES = ['busy', 'idle', 'reserved', 'draining', 'down'];
 
@@ -129,7 +129,7 @@ let history = { at: 0, jobs: null, loading: null };
 function finished(signal, rerender) {
   const h = history;
   if (!h.loading && (!h.jobs || Date.now() - h.at >= HISTORY_MS)) {
-    h.loading = new Promise((ok) => setTimeout(ok, 0)) // after this render is on screen
+    h.loading = afterPaint() // after this render is on screen
       .then(() => get(`/v1/jobs?state=terminal&order=desc&limit=2000&fields=${CHART_FIELDS}`, { signal }))
       .then(({ jobs }) => {
         Object.assign(h, { jobs, at: Date.now(), loading: null });
@@ -141,7 +141,6 @@ function finished(signal, rerender) {
 
 export default async function overview({ r, signal, rerender }) {
   const now = Date.now();
-  const hist = finished(signal, rerender);
   const [nodes, metrics, running, al, tierList] = await Promise.all([
     get('/v1/nodes', { signal }),
     raw('/metrics', { signal }).then((r) => r.text()),
@@ -149,6 +148,7 @@ export default async function overview({ r, signal, rerender }) {
     alerts(signal).catch(() => null),
     get('/v1/tiers', { signal }).catch(() => ({ tiers: [] })),
   ]);
+  const hist = finished(signal, rerender); // (asked for once these are in: not beside them)
   const by = gpuStates(nodes.nodes);
   const total = Object.values(by).reduce((a, t) => a + GPU_STATES.reduce((x, s) => x + t[s], 0), 0);
   const sort = (k, d) => { setQuery({ ...Object.fromEntries(r.q), sort: k, dir: d }); rerender(); };

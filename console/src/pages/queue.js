@@ -4,7 +4,7 @@
 // shows jobs in any state (state=waiting|running|finished|all, or the API's state names)
 // and searches their id, name and command (those the viewer may see).
 import { all, get } from '../api.js';
-import { el, href, ago, table, setQuery, field, select, stateBadge } from '../ui.js';
+import { el, href, ago, table, setQuery, field, select, stateBadge, afterPaint } from '../ui.js';
 
 const PAGE = 50;
 const FILTERS = ['project', 'user', 'tier', 'class', 'reason'];
@@ -27,7 +27,7 @@ async function pending(params, rerender, signal) {
   if (stale && !whole.loading && (!first || first.next)) { // after the first page: not in its way
     const w = whole;
     const max = /terminal|all|COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL/.test(params.get('state')) ? FINISHED_MAX : undefined;
-    w.loading = new Promise((ok) => setTimeout(ok, 0)).then(() => all(`/v1/jobs?${key}`, 'jobs', max)).then((jobs) => {
+    w.loading = afterPaint().then(() => all(`/v1/jobs?${key}`, 'jobs', max)).then((jobs) => {
       Object.assign(w, { jobs, at: Date.now(), loading: null });
       if (whole === w && !signal.aborted) rerender();
     }, () => { w.loading = null; });
@@ -46,7 +46,7 @@ function explains(shown, rerender, signal) {
   const missing = shown.filter((j) => !fresh(j.id));
   if (missing.length && !explaining) {
     // started once this render is on screen (50 requests cost the page their set-up)
-    explaining = new Promise((ok) => setTimeout(ok, 0)).then(() => Promise.all(missing.map((j) =>
+    explaining = afterPaint().then(() => Promise.all(missing.map((j) =>
       get(`/v1/jobs/${j.id}/explain`, { signal })
         .then((x) => explained.set(j.id, { at: Date.now(), explain: x.explain }), () => {}))))
       .then(() => { explaining = null; if (!signal.aborted) rerender(); });
