@@ -11,6 +11,8 @@
  *   supcap.c      the job's default output files kept to the node's log limit
  *   suptty.c      an interactive session's PTY, served on JOBDIR/tty.sock
  *   supoci.c      a job in a container: its image (imgcache.c), bundle and OCI runtime
+ *   supstep.c     srun --container-image's tasks of a bare Slurm-style job, run in their
+ *                 image for them on SCRATCH/.slurm-bin/step.sock
  * See supervisor.h and docs/agent.md.
  */
 #ifndef DOCKET_AGENT_SUP_INT_H
@@ -25,6 +27,9 @@
 #include "agent/cgroup.h"
 #include "agent/supervisor.h"
 #include "protocol/agent_msg.h"
+
+/* srun --container-image's tasks served at once by a job's supervisor (supstep.c) */
+enum { SUP_STEP_MAX = 64 };
 
 struct sup {
     const struct sup_config *c;
@@ -66,7 +71,24 @@ struct sup {
     bool net_made;       /* its namespace, veth and rules exist: removed at the end */
     struct sup_tty *tty; /* an interactive session's terminal (suptty.c), or NULL */
     struct sup_oci *oci; /* a container job's image and runtime (supoci.c), or NULL */
+    int step_lfd;        /* srun --container-image's socket (supstep.c), or -1 */
+    pid_t step_pids[SUP_STEP_MAX]; /* its tasks' servers (children of ours), 0 = a free slot */
+    int step_seq;                  /* in such a server: its task's number (its bundle), else 0 */
+    bool keep_path; /* in such a server: --container-env=PATH, the task's PATH wins */
 };
+
+/* supstep.c: srun --container-image in a job that runs bare (docs/slurm.md "srun"). */
+/* Whether the job serves container steps (a Slurm-style job without an image). */
+bool sup_step_wanted(const struct sup *s);
+/* SCRATCH/.slurm-bin/step.sock, listening: s->step_lfd. 0 (none when the job has no
+ * srun here), or -errno (logged; the job runs without it). */
+int sup_step_open(struct sup *s);
+/* Connections waiting on the socket: each authenticated, then served by a child. */
+void sup_step_accept(struct sup *s);
+/* A child that ended was one of those servers: its slot is free. */
+void sup_step_reaped(struct sup *s, pid_t pid);
+/* The job ended: no new task (those running end with the job's cgroup). */
+void sup_step_close(struct sup *s);
 
 /* suptty.c: an interactive session (job.tty_idle_ms > 0). prepare opens the PTY, the
  * socket and the working directory; await waits for the first client before the launch;

@@ -214,6 +214,8 @@ static void on_sigchld(struct sup *s)
         if (p == s->leader) {
             s->leader_done = true;
             s->leader_status = status;
+        } else {
+            sup_step_reaped(s, p);
         }
     }
 }
@@ -316,11 +318,13 @@ static void run_loop(struct sup *s, int sfd)
                 next = at[i] - now;
         if (s->tty && sup_tty_next_ms(s, now) < next)
             next = sup_tty_next_ms(s, now);
-        struct pollfd pfd[1 + SUP_TTY_POLLFDS] = {{sfd, POLLIN, 0}};
-        int ntty = sup_tty_pollfds(s, pfd + 1);
-        int rc = poll(pfd, 1 + (nfds_t)ntty, next < 0 ? 0 : (int)next);
+        struct pollfd pfd[2 + SUP_TTY_POLLFDS] = {{sfd, POLLIN, 0}, {s->step_lfd, POLLIN, 0}};
+        int ntty = sup_tty_pollfds(s, pfd + 2);
+        int rc = poll(pfd, 2 + (nfds_t)ntty, next < 0 ? 0 : (int)next);
         if (rc > 0 && ntty)
-            sup_tty_polled(s, pfd + 1, ntty);
+            sup_tty_polled(s, pfd + 2, ntty);
+        if (rc > 0 && pfd[1].revents) /* srun --container-image's tasks (supstep.c) */
+            sup_step_accept(s);
         if (rc <= 0 || !pfd[0].revents)
             continue;
         struct signalfd_siginfo si;
@@ -336,6 +340,7 @@ static void run_loop(struct sup *s, int sfd)
 
 static void finish(struct sup *s, bool launched)
 {
+    sup_step_close(s);
     sup_leave_group(s);
     if (s->spare_cg && !s->use_cg)
         cg_job_remove(s->spare_cg); /* failed before the spare's group became the job's */
@@ -472,7 +477,7 @@ supervise_job(const struct sup_config *c, const struct agent_job *j, const char 
     memset(&s, 0, sizeof s);
     s.c = c;
     s.j = j;
-    s.out_fd = s.err_fd = s.cg_fd = s.step_fd = s.net_fd = -1;
+    s.out_fd = s.err_fd = s.cg_fd = s.step_fd = s.net_fd = s.step_lfd = -1;
     s.spare_cg = spare_cg;
     s.inside = spare_cg != NULL;
     s.sfd = sfd;

@@ -766,6 +766,8 @@ int sup_launch_job(struct sup *s, char *err, size_t errlen)
     if (rc == 0)
         rc = open_step_socket(s, err, errlen);
     if (rc == 0)
+        sup_step_open(s); /* srun --container-image's tasks: without it, they fail alone */
+    if (rc == 0)
         rc = sup_warm_environment(s, env_dir, sizeof env_dir, err, errlen);
     if (rc == 0 && sup_oci_wanted(s)) /* its image, made ready and held while it runs */
         rc = sup_oci_image(s, err, errlen);
@@ -815,7 +817,7 @@ int sup_launch_job(struct sup *s, char *err, size_t errlen)
         close(s->cg_fd);
         s->cg_fd = -1;
     }
-    if (s->net_fd >= 0) {
+    if (s->net_fd >= 0 && s->step_lfd < 0) { /* kept for the container steps' runtime */
         close(s->net_fd);
         s->net_fd = -1;
     }

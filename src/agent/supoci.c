@@ -101,6 +101,8 @@ static void unpacking(void *arg, const char *ref)
     char line[PROTO_IMAGE_REF_MAX + 80];
     snprintf(line, sizeof line, "docket: preparing image %s on this node (once an image)\n", ref);
     say(s->err_fd, line);
+    if (s->step_seq)
+        return; /* a step's task: the job runs already, its events say nothing of it */
     snprintf(line, sizeof line, "image %s", ref);
     /* JOBDIR/preparing: the agent sees it and tells docketd (an event, and `explain`) */
     if (sup_write_atomic(s->dir, "preparing", line) < 0)
@@ -199,8 +201,8 @@ static int acquire_image(struct sup *s, char *err, size_t errlen)
                                      sizeof why)) < 0)
         sup_errf(err, errlen, "image %s: %s", s->j->container.image, why);
     if (hooks.authfile)
-        unlink(authfile); /* the copy is done: no credentials stay on the node */
-    if (rc < 0) {
+        unlink(authfile);         /* the copy is done: no credentials stay on the node */
+    if (rc < 0 && !s->step_seq) { /* a step's task says it itself (srun: error: ...) */
         char line[PATH_MAX + 32];
         snprintf(line, sizeof line, "docket: %s\n", err);
         say(s->err_fd, line);
@@ -384,7 +386,7 @@ static json_t *container_env(const struct sup *s, char *const *env)
     char path[PATH_MAX], line[8192];
     snprintf(path, sizeof path, "%s/../.env", s->oci->img.rootfs);
     FILE *f = fopen(path, "re");
-    bool own_path = env_get(s->j->env, "PATH") != NULL;
+    bool own_path = s->keep_path || env_get(s->j->env, "PATH") != NULL;
     const char *image_path = NULL;
     char image_path_buf[8192];
     while (f && fgets(line, sizeof line, f)) {
@@ -513,13 +515,17 @@ int sup_oci_image(struct sup *s, char *err, size_t errlen)
         return -ENOENT;
     }
     o->hybrid = hybrid_cgroups();
-    snprintf(o->dir, sizeof o->dir, "%s/oci", s->dir);
+    if (s->step_seq) /* srun --container-image's task (supstep.c): a bundle of its own */
+        snprintf(o->dir, sizeof o->dir, "%s/oci-step-%d", s->dir, s->step_seq);
+    else
+        snprintf(o->dir, sizeof o->dir, "%s/oci", s->dir);
     snprintf(o->pid_file, sizeof o->pid_file, "%s/pid", o->dir);
     snprintf(o->log_file, sizeof o->log_file, "%s/runtime.log", o->dir);
     snprintf(o->state, sizeof o->state, "%s/state", o->dir);
     snprintf(o->root_opt, sizeof o->root_opt, "--root=%s", o->state);
     /* one name per run: a killed runtime's state is the old directory's, removed here */
-    snprintf(o->id, sizeof o->id, "docket-%llu-%d", (unsigned long long)s->j->id, s->j->run);
+    snprintf(o->id, sizeof o->id, "docket-%llu-%d-%d", (unsigned long long)s->j->id, s->j->run,
+             s->step_seq);
     sup_remove_tree(o->dir);
     if (mkdir(o->dir, 0700) < 0 || mkdir(o->state, 0700) < 0) {
         sup_errf(err, errlen, "cannot make '%s': %s", o->dir, strerror(errno));
@@ -556,7 +562,7 @@ int sup_oci_exec(struct sup *s)
 }
 
 /* The runtime's last error line (its log), for the job's exit message. */
-static void runtime_error(const struct sup_oci *o, char *out, size_t len)
+static void runtime_error(const struct sup_oci *o, const char *who, char *out, size_t len)
 {
     char line[1024] = "";
     FILE *f = fopen(o->log_file, "re");
@@ -565,7 +571,7 @@ static void runtime_error(const struct sup_oci *o, char *out, size_t len)
     if (f)
         fclose(f);
     line[strcspn(line, "\n")] = '\0';
-    snprintf(out, len, "the OCI runtime failed before the job ran: %s", line);
+    snprintf(out, len, "the OCI runtime failed before the %s ran: %s", who, line);
 }
 
 void sup_oci_exit(struct sup *s)
@@ -577,7 +583,7 @@ void sup_oci_exit(struct sup *s)
     if (s->st.exit_kind == AGENT_EXIT_CODE && s->st.exit_code != 0 &&
         access(o->pid_file, F_OK) < 0) {
         s->st.exit_kind = AGENT_EXIT_LAUNCH_FAILED;
-        runtime_error(o, s->st.message, sizeof s->st.message);
+        runtime_error(o, s->step_seq ? "task" : "job", s->st.message, sizeof s->st.message);
     } else if (s->st.exit_kind == AGENT_EXIT_CODE && WIFEXITED(st) && WEXITSTATUS(st) > 128 &&
                WEXITSTATUS(st) < 128 + 32) {
         /* the runtime says "killed by N" the shell's way */
@@ -585,4 +591,13 @@ void sup_oci_exit(struct sup *s)
         s->st.exit_code = WEXITSTATUS(st) - 128;
     }
     img_release(&o->img);
+}
+
+void sup_oci_done(struct sup *s)
+{
+    if (!s->oci)
+        return;
+    img_release(&s->oci->img);
+    if (s->step_seq && s->oci->dir[0])
+        sup_remove_tree(s->oci->dir);
 }

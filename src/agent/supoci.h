@@ -31,5 +31,7 @@ int sup_oci_exec(struct sup *s);
 /* After the job: a runtime that failed before the job's process ran makes the exit a
  * launch failure with the runtime's message; 128+N from the runtime is signal N. */
 void sup_oci_exit(struct sup *s);
+/* A step's task (supstep.c) is over: its image let go, its bundle removed. */
+void sup_oci_done(struct sup *s);
 
 #endif

@@ -55,6 +55,11 @@ const char cmd_srun_usage[] =
     "  -K, --kill-on-bad-exit    end the other tasks when one fails\n"
     "  -W, --wait S              end the other tasks S seconds after the first ends\n"
     "  -D, --chdir DIR           the tasks' working directory\n"
+    "      --container-image REF each task in a container of the image (oci-layout:/PATH[:TAG],\n"
+    "                            docker://NAME), run by its node's docket-node as the job's user\n"
+    "      --container-mounts SRC:DST[:ro],...  from the job's workdir or project storage\n"
+    "      --container-workdir DIR   the tasks' directory in the container\n"
+    "      --container-env NAME,...  the task's values win over the image's (PATH)\n"
     "      --pty                 COMMAND on a terminal: outside a job, a new interactive\n"
     "                            session (as salloc); inside one, on its first node\n"
     "Every other option of Slurm's srun is known: those that only tune a step (--mpi, --hint,\n"
@@ -405,6 +410,8 @@ void srun_task_exec(const struct step *st, int local)
     setenv_int("SLURM_TASK_PID", getpid());
     setenv("SLURM_STEP_ID", "0", 1);
     setenv("SLURM_STEPID", "0", 1);
+    if (st->image)
+        srun_container_exec(st);
     execvp(st->argv[0], st->argv);
     fprintf(stderr, "srun: error: %s: %s\n", st->argv[0], strerror(errno));
     _exit(errno == ENOENT ? 127 : 126);
@@ -605,8 +612,13 @@ static char *request_line(struct run *r, int k, json_t *env)
                             r->st.chdir ? r->st.chdir : cwd, "scratch",
                             getenv("DOCKET_SCRATCH") ? getenv("DOCKET_SCRATCH") : "", "job_node",
                             r->st.job_node[k], "cyclic", r->st.cyclic);
-    const char *strs[][2] = {
-        {"output", r->st.output}, {"error", r->st.error}, {"cpu_bind", r->st.cpu_bind}};
+    const char *strs[][2] = {{"output", r->st.output},
+                             {"error", r->st.error},
+                             {"cpu_bind", r->st.cpu_bind},
+                             {"image", r->st.image},
+                             {"mounts", r->st.mounts},
+                             {"container_workdir", r->st.container_workdir},
+                             {"container_env", r->st.container_env}};
     for (size_t i = 0; req && i < sizeof(strs) / sizeof(strs[0]); i++)
         if (strs[i][1])
             json_object_set_new(req, strs[i][0], json_string(strs[i][1]));

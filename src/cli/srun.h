@@ -34,7 +34,11 @@ struct step {
     const char *output, *error; /* -o, -e filename patterns; NULL: through srun */
     const char *cpu_bind;       /* --cpu-bind, checked (srunopt.c) */
     const char *chdir;          /* -D */
-    const int *cpu_slots;       /* --exclusive: task i's CPUs are slots i*cpus.. (srun.c) */
+    /* --container-image (Pyxis's): each task runs in the image, started by its node's
+     * supervisor (sruncontainer.c); the mounts as given (SRC:DST[:ro],...), the
+     * container's working directory, the variables whose value the task's env keeps */
+    const char *image, *mounts, *container_workdir, *container_env;
+    const int *cpu_slots; /* --exclusive: task i's CPUs are slots i*cpus.. (srun.c) */
     char **argv;
     int job_node[SRUN_MAX_NODES]; /* step node k is the job's node job_node[k] */
     int node;           /* this node's index in the step; -1: the batch node is not in it */
@@ -91,6 +95,11 @@ void srun_kill_tree(pid_t pid, int sig);
 /* In a task's child: its files (-o, -e), directory (-D), CPUs (--cpu-bind, --exclusive),
  * Slurm variables and GPUs, then exec (never returns). */
 void srun_task_exec(const struct step *st, int local) __attribute__((noreturn));
+
+/* In a task's child, srun_task_exec's end for a --container-image step: the task handed
+ * to its node's supervisor (SCRATCH/.slurm-bin/step.sock) with its descriptors, env and
+ * argv; signals passed on, its container's exit status made ours. Never returns. */
+void srun_container_exec(const struct step *st) __attribute__((noreturn));
 
 /* A step host's request (the JSON line srun sends): fills *st (argv allocated, its
  * strings borrowed from req) after checking every field's type and range. 0, or -1:

@@ -145,7 +145,10 @@ int srun_request_read(const json_t *req, struct step *st)
             return -1;
     if (!int_in(req, "job_node", 0, SRUN_MAX_NODES - 1, &st->job_node[st->node]) ||
         !opt_string(req, "output", &st->output) || !opt_string(req, "error", &st->error) ||
-        !opt_string(req, "cpu_bind", &st->cpu_bind))
+        !opt_string(req, "cpu_bind", &st->cpu_bind) || !opt_string(req, "image", &st->image) ||
+        !opt_string(req, "mounts", &st->mounts) ||
+        !opt_string(req, "container_workdir", &st->container_workdir) ||
+        !opt_string(req, "container_env", &st->container_env))
         return -1;
     st->cyclic = json_is_true(json_object_get(req, "cyclic"));
     st->export_none = json_is_true(json_object_get(req, "export_none"));

@@ -16,6 +16,7 @@
 
 #include "cli/slurm.h"
 #include "cli/srun.h"
+#include "protocol/container.h"
 #include "util/parse.h"
 #include "util/str.h"
 
@@ -49,6 +50,10 @@ enum sr_id {
     O_DISTRIBUTION,
     O_JOBID,
     O_CHDIR,
+    O_IMAGE,
+    O_MOUNTS,
+    O_CONTAINER_WORKDIR,
+    O_CONTAINER_ENV,
     O_HELP,
     O_VERSION,
 };
@@ -63,6 +68,9 @@ struct sr_opt {
 #define NOHW   "docket allocates GPUs, CPUs and memory per node, not sockets, cores or threads"
 #define NOJOB  "srun runs a step of the job it is in; this is a job option (put it in sbatch)"
 #define NOHOOK "run it at the start of the step's command instead"
+#define NOPYXIS                                                                                    \
+    "each task runs in a fresh container of --container-image (no named or saved "                 \
+    "containers, no entrypoint)"
 
 /* Every long option of srun (Slurm 23.11's table), sorted. */
 static const struct sr_opt sr_opts[] = {
@@ -80,8 +88,23 @@ static const struct sr_opt sr_opts[] = {
     {"comment", 0, ARG_REQ, K_TUNE, 0, NULL},
     {"compress", 0, ARG_OPT, K_TUNE, 0, NULL},
     {"constraint", 'C', ARG_REQ, K_TUNE, 0, NULL},
-    {"container", 0, ARG_REQ, K_REFUSE, 0, "OCI containers are not run by docket"},
-    {"container-id", 0, ARG_REQ, K_REFUSE, 0, "OCI containers are not run by docket"},
+    {"container", 0, ARG_REQ, K_REFUSE, 0,
+     "docket runs OCI images, not bundles: give the image with --container-image"},
+    /* Pyxis's (a SPANK plugin's) options; each task gets a fresh container of the image */
+    {"container-entrypoint", 0, ARG_NONE, K_REFUSE, 0, NOPYXIS},
+    {"container-env", 0, ARG_REQ, K_DO, O_CONTAINER_ENV, NULL},
+    {"container-id", 0, ARG_REQ, K_REFUSE, 0, "give the image with --container-image"},
+    {"container-image", 0, ARG_REQ, K_DO, O_IMAGE, NULL},
+    {"container-mount-home", 0, ARG_NONE, K_REFUSE, 0,
+     "mount the home directory with --container-mounts"},
+    {"container-mounts", 0, ARG_REQ, K_DO, O_MOUNTS, NULL},
+    {"container-name", 0, ARG_REQ, K_REFUSE, 0, NOPYXIS},
+    {"container-readonly", 0, ARG_NONE, K_QUIET, 0, NULL},
+    {"container-remap-root", 0, ARG_NONE, K_REFUSE, 0, "tasks run as the job's user"},
+    {"container-save", 0, ARG_REQ, K_REFUSE, 0, NOPYXIS},
+    {"container-workdir", 0, ARG_REQ, K_DO, O_CONTAINER_WORKDIR, NULL},
+    {"container-writable", 0, ARG_NONE, K_REFUSE, 0,
+     "a node's unpacked image is shared by its jobs: read-only; write to a mount"},
     {"contiguous", 0, ARG_NONE, K_TUNE, 0, NULL},
     {"core-spec", 'S', ARG_REQ, K_REFUSE, 0, NOHW},
     {"cores-per-socket", 0, ARG_REQ, K_REFUSE, 0, NOHW},
@@ -142,6 +165,9 @@ static const struct sr_opt sr_opts[] = {
     {"network", 0, ARG_REQ, K_TUNE, 0, NULL},
     {"nice", 0, ARG_OPT, K_TUNE, 0, NULL},
     {"no-allocate", 'Z', ARG_NONE, K_REFUSE, 0, "steps run inside their job's allocation"},
+    {"no-container-entrypoint", 0, ARG_NONE, K_QUIET, 0, NULL},
+    {"no-container-mount-home", 0, ARG_NONE, K_QUIET, 0, NULL},
+    {"no-container-remap-root", 0, ARG_NONE, K_QUIET, 0, NULL},
     {"no-kill", 'k', ARG_OPT, K_TUNE, 0, NULL},
     {"nodefile", 'F', ARG_REQ, K_REFUSE, 0, "name the job's nodes with -w NODE,..."},
     {"nodelist", 'w', ARG_REQ, K_DO, O_NODELIST, NULL},
@@ -207,6 +233,7 @@ static const struct sr_opt sr_opts[] = {
 #undef NOHW
 #undef NOJOB
 #undef NOHOOK
+#undef NOPYXIS
 
 static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t len, const char *fmt, ...)
@@ -324,6 +351,32 @@ static int optional_bool(const char *v, bool *out)
     return 0;
 }
 
+/* --container-image=REF: oci-layout:/PATH[:TAG] or docker://NAME (protocol/container.h). */
+static int container_image(struct srun_parse *p, const char *v, char *err, size_t len)
+{
+    struct proto_image_ref r;
+    struct proto_error pe;
+    if (proto_image_ref_parse(v, "--container-image", &r, &pe) < 0)
+        return fail(err, len, "%s", pe.message);
+    p->st->image = v;
+    return 0;
+}
+
+/* --container-mounts=SRC:DST[:ro],...: each read as a job's mount is; where a source may
+ * come from is the node's to check (the job's workdir, its project's storage). */
+static int container_mounts(struct srun_parse *p, const char *v, char *err, size_t len)
+{
+    json_t *text = json_string(v), *out = json_array();
+    struct proto_error pe;
+    int rc = text && out ? proto_mounts_parse(text, "--container-mounts", out, &pe) : -1;
+    json_decref(text);
+    json_decref(out);
+    if (rc < 0)
+        return fail(err, len, "%s", text ? pe.message : "out of memory");
+    p->st->mounts = v;
+    return 0;
+}
+
 static int apply(struct srun_parse *p, const struct sr_opt *o, const char *v, char *err, size_t len)
 {
     struct step *st = p->st;
@@ -384,6 +437,18 @@ static int apply(struct srun_parse *p, const struct sr_opt *o, const char *v, ch
             !(str_has_prefix(v, p->env->job_id) && v[strlen(p->env->job_id)] == '.'))
             return fail(err, len, "--jobid=%.40s: docket's srun runs steps of its own job (%s)", v,
                         p->env->job_id);
+        return 0;
+    case O_IMAGE:
+        return container_image(p, v, err, len);
+    case O_MOUNTS:
+        return container_mounts(p, v, err, len);
+    case O_CONTAINER_WORKDIR:
+        if (!proto_container_path_ok(v))
+            return fail(err, len, "--container-workdir: want an absolute path, not '%.60s'", v);
+        st->container_workdir = v;
+        return 0;
+    case O_CONTAINER_ENV:
+        st->container_env = v;
         return 0;
     case O_HELP:
     case O_VERSION:
@@ -588,6 +653,10 @@ int srun_parse_args(int argc, char **argv, const struct srun_env *env, struct sr
         return 1;
     if (i >= argc)
         return fail(err, errlen, "no command to run (srun [OPTIONS] COMMAND [ARGS...])");
+    if (!st->image && (st->mounts || st->container_workdir || st->container_env))
+        return fail(err, errlen,
+                    "--container-mounts, --container-workdir and --container-env need "
+                    "--container-image");
     st->argv = argv + i;
     return place(p, err, errlen);
 }

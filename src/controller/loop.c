@@ -469,16 +469,17 @@ static void send_to_allocs(struct ctl *c, const struct sched_decision *d, const 
     }
 }
 
-/* A Slurm-style job of several nodes: srun on its first node starts tasks on the others
- * through the step hosts the agents run there (docs/slurm.md). Each run gets a fresh
- * key, known only to the job's processes, and each node's address: a step host listens
- * there on a port the kernel picks, which its node reports (agent.c, ev_step_host), so
- * no port can be predicted and held first by another job. */
+/* A Slurm-style job: srun on its first node starts tasks on the others through the step
+ * hosts the agents run there, and a --container-image step's tasks through each node's
+ * supervisor (docs/slurm.md). Each run gets a fresh key, known only to the job's
+ * processes (one node or several), and each node's address: a step host listens there
+ * on a port the kernel picks, which its node reports (agent.c, ev_step_host), so no port
+ * can be predicted and held first by another job. */
 static void slurm_steps(struct ctl *c, const struct sched_decision *d, const struct store_job *row,
                         json_t *slurm)
 {
     char key[80];
-    if (!json_is_object(slurm) || d->nallocs < 2 || ctl_random_token("", key, sizeof(key)) < 0)
+    if (!json_is_object(slurm) || d->nallocs < 1 || ctl_random_token("", key, sizeof(key)) < 0)
         return;
     json_t *hosts = json_array();
     for (int i = 0; i < d->nallocs; i++)

@@ -6,7 +6,8 @@
 # (stand-in nodes, major 195); a broken image or runtime error fails the job, never the
 # node; a cancel reaches the container; the node's image cache unpacks once per image,
 # is reused, and evicts at its cap but never an image in use; sbatch's Pyxis options;
-# a hostile job's escapes fail. One cluster per file; every process it started is stopped
+# srun --container-image's steps inside a bare job, run by each node's supervisor; a
+# hostile job's escapes fail. One cluster per file; every process it started is stopped
 # by pid.
 
 bats_require_minimum_version 1.5.0
@@ -26,7 +27,7 @@ setup_file() {
     for i in 0 1 2 3 4 5 6 7; do mknod -m 0666 "$DEVDIR/nvidia$i" c 195 "$i"; done
     mknod -m 0666 "$DEVDIR/nvidiactl" c 195 255
     # 3 MiB: one busybox image (about 2 MiB) fits, two do not
-    AGENT_EXTRA=(--gpu-dev-dir "$DEVDIR" --image-cache-max 3M)
+    AGENT_EXTRA=(--gpu-dev-dir "$DEVDIR" --image-cache-max 3M --addr 127.0.0.1 --slurm-cli "$DOCKET")
     cluster_start
     "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml" >/dev/null
     chmod 0777 "$W"
@@ -339,4 +340,126 @@ EOF
     run -2 "$AGENT_BIN" --controller "http://127.0.0.1:$PORT" --join-token x --name "$PREFIX-r" \
         --state-dir "$T/agent-r" --oci-runtime /usr/sbin/runc
     [[ $output == *"runc cannot run a container inside the job's own cgroup; use crun"* ]]
+}
+
+# slurm_submit SCRIPT [EXTRA]: a Slurm-style job of user nobody running SCRIPT; its id
+slurm_submit() {
+    api_submit "$(jq -c -n --arg s "$1" --argjson extra "${2:-{\}}" \
+        '{script: $s, slurm: {ntasks: 2}, selectors: {zone: "a"}} + $extra')"
+}
+
+@test "srun --container-image runs a bare job's step in the image, as its user, in its cgroup" {
+    bb_unpacks() { grep -c "$(digest_of bb)" "$T/agent-a/images/unpack.log" || true; }
+    mkdir -p "$W/in" && echo "in the mount" >"$W/in/f"
+    id=$(slurm_submit "#!/bin/sh
+srun -l --container-image=oci-layout:$IMG:other sh -c 'echo \$SLURM_PROCID \$SLURM_NTASKS \$(id -u) \$(cat /marker) \$IMAGE_VAR \$(pwd) cg=\$(grep -c job_\$SLURM_JOB_ID /proc/self/cgroup)'
+echo other=\$?
+srun -n 1 --container-image=oci-layout:$IMG:bb --container-workdir=/in --container-mounts=$W/in:/in:ro cat f
+echo mounted=\$?
+srun -n 1 --container-image=oci-layout:$IMG:bb sh -c 'exit 7'
+echo seven=\$?
+srun -n 1 --container-image=oci-layout:$IMG:bb sh -c 'kill -9 \$\$'
+echo killed=\$?
+srun -n 1 bash -c 'test -e /usr/bin/jq && echo bare on the node'
+")
+    done_ok "$id"
+    run -0 "$DOCKET" logs "$id"
+    # each task: its rank, the step's size, the job's user, the image's file and
+    # variables, its directory (the job's, mounted at the same path), the job's cgroup
+    [[ $output == *"0: 0 2 65534 other from-other $W"* ]]
+    [[ $output == *"1: 1 2 65534 other from-other $W"* ]]
+    [ "$(grep -c " cg=[1-9]" <<<"$output")" = 2 ]
+    [[ $output == *"other=0"* ]]
+    [[ $output == *"in the mount"*"mounted=0"* ]]
+    [[ $output == *"seven=7"* ]]
+    [[ $output == *"killed=137"* ]]
+    [[ $output == *"bare on the node"* ]]
+    run -0 "$DOCKET" logs "$id" --stderr
+    [[ $output == *"srun: error: task 0: Exited with exit code 7"* ]]
+    [[ $output == *"srun: error: task 0: Killed by signal 9"* ]]
+    # the step's images come from the node's cache, as a job's: bb was unpacked once
+    before=$(bb_unpacks)
+    id=$(slurm_submit "#!/bin/sh
+srun -n 1 --container-image=oci-layout:$IMG:bb true && srun -n 1 --container-image=oci-layout:$IMG:bb true && echo twice
+")
+    done_ok "$id"
+    [[ $("$DOCKET" logs "$id") == *twice* ]]
+    [ "$(bb_unpacks)" -le "$((before + 1))" ]
+    [ "$(bb_unpacks)" -ge 1 ]
+    # nothing of the steps' bundles stays in the job's directory
+    [ -z "$(ls -d "$T"/agent-a/jobs/"$id"/oci-step-* 2>/dev/null)" ]
+}
+
+@test "srun --container-image: a bad image or a mount out of reach fails the step, not the job" {
+    ln -sfn /etc "$W/sneaky"
+    id=$(slurm_submit "#!/bin/sh
+srun -n 1 --container-image=oci-layout:$IMG:nosuchtag true
+echo tag=\$?
+srun -n 1 --container-image=oci-layout:$T/nosuch:bb true
+echo layout=\$?
+srun -n 1 --container-image=oci-layout:$IMG:bb /no/such/program
+echo program=\$?
+srun -n 1 --container-image=oci-layout:$IMG:bb --container-mounts=/etc:/x cat /x/shadow
+echo outside=\$?
+srun -n 1 --container-image=oci-layout:$IMG:bb --container-mounts=$W/sneaky:/x cat /x/shadow
+echo link=\$?
+DOCKET_STEP_KEY=not-the-key srun -n 1 --container-image=oci-layout:$IMG:bb true
+echo key=\$?
+srun -n 1 --container-mounts=$W:/w true
+echo noimage=\$?
+echo still here
+")
+    done_ok "$id"
+    run -0 "$DOCKET" logs "$id"
+    for w in tag layout program outside link key; do
+        [[ $output == *"$w="[1-9]* ]] || { echo "$w: $output"; false; }
+    done
+    [[ $output == *"noimage=2"* || $output == *"noimage=1"* ]]
+    [[ $output == *"still here"* ]]
+    [[ $output != *root:* ]]
+    run -0 "$DOCKET" logs "$id" --stderr
+    [[ $output == *"no manifest has that tag ('nosuchtag')"* ]]
+    [[ $output == *"user 'nobody' cannot read '$T/nosuch/index.json'"* ]]
+    [[ $output == *"OCI runtime failed before the task ran"*"/no/such/program"* ]]
+    [[ $output == *"source '/etc' is neither under the job's workdir nor in a storage area"* ]]
+    [[ $output == *"a symbolic link is on its way"* ]]
+    [[ $output == *"not this job's step key"* ]]
+    [[ $output == *"need --container-image"* ]]
+    # the node is fine: UP, and its next job runs
+    [ "$("$DOCKET" nodes --json | jq -r --arg n "$PREFIX-a" '.nodes[] | select(.name == $n) | .state')" = UP ]
+}
+
+@test "srun --container-image: another job of the same user cannot use a job's step socket" {
+    victim=$(slurm_submit "#!/bin/sh
+echo \"\$DOCKET_STEP_KEY \$DOCKET_SCRATCH\" > $W/victim-key
+echo started
+sleep 300
+")
+    wait_for 60 container_sleeps "$victim"
+    read -r key scratch <"$W/victim-key"
+    # a job of nobody (the victim's user) that knows the victim's key and socket
+    id=$(slurm_submit "#!/bin/sh
+DOCKET_STEP_KEY=$key DOCKET_SCRATCH=$scratch srun -n 1 --container-image=oci-layout:$IMG:bb sh -c 'echo ran in the victim'
+echo thief=\$?
+")
+    done_ok "$id"
+    run -0 "$DOCKET" logs "$id"
+    [[ $output == *"thief=1"* ]]
+    [[ $output != *"ran in the victim"* ]]
+    run -0 "$DOCKET" logs "$id" --stderr
+    [[ $output == *"refused: not a process of this job"* ]]
+    "$DOCKET" cancel "$victim" >/dev/null
+    wait_for 60 state_in "$victim" CANCELLED
+}
+
+@test "srun --container-image across two nodes: each node's supervisor runs its tasks" {
+    id=$(api_submit "$(jq -c -n --arg s "#!/bin/sh
+srun -N 2 -n 2 -l --container-image=oci-layout:$IMG:bb sh -c 'echo \$SLURM_PROCID \$SLURM_NODEID \$(id -u) \$IMAGE_VAR'
+echo both=\$?
+" '{script: $s, nodes: 2, slurm: {ntasks: 2}}')")
+    done_ok "$id"
+    run -0 "$DOCKET" logs "$id"
+    [[ $output == *"0: 0 0 65534 from-bb"* ]]
+    [[ $output == *"1: 1 1 65534 from-bb"* ]]
+    [[ $output == *"both=0"* ]]
 }
