@@ -452,6 +452,35 @@ echo thief=\$?
     wait_for 60 state_in "$victim" CANCELLED
 }
 
+@test "srun --container-image: the job's GPUs are the step's; srun's signals and -K reach it" {
+    rm -f "$W/started"
+    id=$(slurm_submit "#!/bin/sh
+srun -n 1 --container-image=oci-layout:$IMG:bb sh -c 'echo \$CUDA_VISIBLE_DEVICES; ls /dev | grep nvidia'
+srun -n 1 --container-image=oci-layout:$IMG:bb sh -c 'trap \"echo got TERM; exit 3\" TERM; touch $W/started; sleep 300 & wait' &
+pid=\$!
+while [ ! -e $W/started ]; do sleep 0.1; done
+kill -TERM \$pid
+wait \$pid
+echo term=\$?
+srun -n 2 -K --container-image=oci-layout:$IMG:bb sh -c 'if [ \$SLURM_PROCID = 1 ]; then exit 5; fi; sleep 300'
+echo K=\$?
+" '{"gpus": 2}')
+    done_ok "$id"
+    mine=$("$DOCKET" show "$id" --json | jq -r '.job.allocation[0].gpus | map(tostring) | join(",")')
+    mapfile -t lines < <("$DOCKET" logs "$id")
+    # its GPUs named and their device nodes only, as in a container job
+    [ "${lines[0]}" = "$mine" ]
+    want=$(tr ',' '\n' <<<"$mine" | sed 's/^/nvidia/'; echo nvidiactl)
+    [ "$(printf '%s\n' "${lines[@]:1:3}" | sort)" = "$(sort <<<"$want")" ]
+    # srun's SIGTERM came to the container's shell once, and its exit status back
+    run -0 "$DOCKET" logs "$id"
+    [ "$(grep -c 'got TERM' <<<"$output")" = 1 ]
+    [[ $output == *"term=3"* ]]
+    # -K: the first failure ended the other task's container (the job did not wait 300 s)
+    [[ $output == *"K="[1-9]* ]]
+    [[ $("$DOCKET" logs "$id" --stderr) == *"task 1: Exited with exit code 5"* ]]
+}
+
 @test "srun --container-image across two nodes: each node's supervisor runs its tasks" {
     id=$(api_submit "$(jq -c -n --arg s "#!/bin/sh
 srun -N 2 -n 2 -l --container-image=oci-layout:$IMG:bb sh -c 'echo \$SLURM_PROCID \$SLURM_NODEID \$(id -u) \$IMAGE_VAR'

@@ -144,7 +144,8 @@ static void step_requests(void **state)
     struct step st;
     const char *good = "{\"argv\": [\"python\", \"t.py\"], \"node\": 1, \"nodes\": 2, "
                        "\"ntasks\": 4, \"count\": 2, \"first\": 2, \"cpus\": 4, "
-                       "\"gpus_per_task\": 1, \"export\": \"ALL\"}";
+                       "\"gpus_per_task\": 1, \"export\": \"ALL\", "
+                       "\"image\": \"oci-layout:/i:t\", \"mounts\": \"/w:/w\"}";
     json_t *req = json_loads(good, 0, NULL);
     assert_int_equal(srun_request_read(req, &st), 0);
     assert_string_equal(st.argv[1], "t.py");
@@ -152,6 +153,9 @@ static void step_requests(void **state)
     assert_int_equal(st.first, 2);
     assert_int_equal(st.local_n, 2);
     assert_string_equal(st.export_list, "ALL");
+    assert_string_equal(st.image, "oci-layout:/i:t"); /* the step host's tasks: in it too */
+    assert_string_equal(st.mounts, "/w:/w");
+    assert_null(st.container_workdir);
     free(st.argv);
     json_decref(req);
     const char *bad[] = {
@@ -162,6 +166,7 @@ static void step_requests(void **state)
         "{\"argv\": [\"x\"], \"nodes\": 1, \"ntasks\": 1, \"count\": 0}",     /* no task */
         "{\"argv\": [\"x\"], \"nodes\": 1, \"ntasks\": 1, \"count\": \"1\"}", /* type */
         "{\"argv\": [\"x\"], \"nodes\": 1, \"ntasks\": 1, \"count\": 1, \"env\": []}",
+        "{\"argv\": [\"x\"], \"nodes\": 1, \"ntasks\": 1, \"count\": 1, \"image\": 1}",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         req = json_loads(bad[i], 0, NULL);
@@ -227,6 +232,44 @@ static void srun_counts(void **state)
     assert_int_equal(parse("-w n7 true", 2, 2, &st, &p, err), -1);
     assert_non_null(strstr(err, "not a node of this job"));
     assert_int_equal(parse("-N 3 true", 2, 2, &st, &p, err), -1);
+}
+
+/* Pyxis's options: the image and its companions read and checked, the others refused or
+ * accepted as docket does them anyway. */
+static void srun_container_options(void **state)
+{
+    struct step st;
+    struct srun_parse p;
+    char err[512];
+    assert_int_equal(
+        parse("--container-image=oci-layout:/img:bb --container-mounts=/w/a:/a:ro,/w/b "
+              "--container-workdir=/a --container-env=PATH,HF_HOME "
+              "--no-container-mount-home python x.py",
+              1, 1, &st, &p, err),
+        0);
+    assert_string_equal(st.image, "oci-layout:/img:bb");
+    assert_string_equal(st.mounts, "/w/a:/a:ro,/w/b");
+    assert_string_equal(st.container_workdir, "/a");
+    assert_string_equal(st.container_env, "PATH,HF_HOME");
+    assert_string_equal(st.argv[0], "python");
+    assert_int_equal(parse("--container-image /img true", 1, 1, &st, &p, err), -1);
+    assert_non_null(strstr(err, "--container-image"));
+    assert_int_equal(parse("--container-image=docker://x --container-mounts=/a:/proc/x true", 1, 1,
+                           &st, &p, err),
+                     -1);
+    assert_int_equal(
+        parse("--container-image=docker://x --container-workdir=rel true", 1, 1, &st, &p, err), -1);
+    assert_int_equal(parse("--container-mounts=/w:/w true", 1, 1, &st, &p, err), -1);
+    assert_non_null(strstr(err, "need --container-image"));
+    assert_int_equal(
+        parse("--container-image=docker://x --container-name=c true", 1, 1, &st, &p, err), -1);
+    assert_non_null(strstr(err, "fresh container"));
+    assert_int_equal(
+        parse("--container-writable --container-image=docker://x true", 1, 1, &st, &p, err), -1);
+    assert_int_equal(parse("--container=/bundle true", 1, 1, &st, &p, err), -1);
+    assert_non_null(strstr(err, "--container-image"));
+    assert_int_equal(parse("--container-i=docker://x true", 1, 1, &st, &p, err), -1);
+    assert_non_null(strstr(err, "ambiguous")); /* container-id, container-image */
 }
 
 /* Honoured, tuning (one warning), refused (with the reason), prefixes as getopt_long. */
@@ -322,6 +365,7 @@ int main(void)
         cmocka_unit_test(block_distribution),
         cmocka_unit_test(srun_counts),
         cmocka_unit_test(srun_options),
+        cmocka_unit_test(srun_container_options),
         cmocka_unit_test(srun_patterns),
         cmocka_unit_test(slurm_job_ids),
         cmocka_unit_test(exported_environment),
