@@ -89,6 +89,9 @@ void sup_step_accept(struct sup *s);
 void sup_step_reaped(struct sup *s, pid_t pid);
 /* The job ended: no new task (those running end with the job's cgroup). */
 void sup_step_close(struct sup *s);
+/* After the job's processes are gone and its children collected: a server still there
+ * is killed, and every task's bundle removed. */
+void sup_step_end(struct sup *s);
 
 /* suptty.c: an interactive session (job.tty_idle_ms > 0). prepare opens the PTY, the
  * socket and the working directory; await waits for the first client before the launch;

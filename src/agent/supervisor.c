@@ -404,6 +404,7 @@ static void finish(struct sup *s, bool launched)
             nanosleep(&ts, NULL);
         }
     }
+    sup_step_end(s); /* srun --container-image's servers and bundles (supstep.c) */
     if (s->net_made) {
         /* rules left behind would hold the next job at this address to this one's */
         char msg[256] = "";

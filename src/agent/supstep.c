@@ -7,7 +7,8 @@
  *   SCRATCH/.slurm-bin/step.sock  listening (the job's user's, mode 0600), polled by the
  *                                 run loop; each connection is authenticated, then served
  *                                 by a child of ours, one per task (at most SUP_STEP_MAX)
- *   JOBDIR/oci-step-N/            that task's bundle (supoci.c), removed at its end
+ *   JOBDIR/oci-step-N/            that task's bundle (supoci.c), removed at its end (the
+ *                                 job's end removes any left, and ends any server left)
  *
  * A peer is the job's own when it runs as the job's user, inside the job's cgroup (else,
  * without cgroups, in the job's session), and proves the job's step key. It sends one
@@ -26,6 +27,7 @@
  * container's processes. The peer's end of the link ending kills the container.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -487,7 +489,28 @@ void sup_step_close(struct sup *s)
     if (s->step_lfd >= 0)
         close(s->step_lfd);
     s->step_lfd = -1;
-    for (int i = 0; i < SUP_STEP_MAX; i++)
-        if (s->step_pids[i] > 0)
-            kill(s->step_pids[i], SIGKILL); /* the job ended: its tasks' containers go */
+}
+
+void sup_step_end(struct sup *s)
+{
+    int status;
+    for (int i = 0; i < SUP_STEP_MAX; i++) {
+        /* still a child of ours (not reaped, so not a pid reused): it had its time */
+        if (s->step_pids[i] > 0 && waitpid(s->step_pids[i], &status, WNOHANG) == 0) {
+            kill(s->step_pids[i], SIGKILL);
+            waitpid(s->step_pids[i], &status, 0);
+        }
+        s->step_pids[i] = 0;
+    }
+    /* the bundles of tasks whose server did not see its end (this run's or a crash's) */
+    DIR *d = opendir(s->dir);
+    struct dirent *de;
+    char path[PATH_MAX + 300];
+    while (d && (de = readdir(d)) != NULL)
+        if (strncmp(de->d_name, "oci-step-", 9) == 0) {
+            snprintf(path, sizeof path, "%s/%s", s->dir, de->d_name);
+            sup_remove_tree(path);
+        }
+    if (d)
+        closedir(d);
 }
