@@ -145,6 +145,20 @@ static void answer(char *line)
         task_fail(code & 0xff, "container step: %s", line + at);
 }
 
+/* The supervisor refuses a peer that is not the job's at once, and closes: its line is
+ * still there to read when our request could not be sent (answer() ends us with it). */
+static void refused_early(int fd)
+{
+    char in[1200];
+    struct pollfd p = {fd, POLLIN, 0};
+    ssize_t r = poll(&p, 1, 1000) == 1 ? recv(fd, in, sizeof(in) - 1, MSG_DONTWAIT) : -1;
+    if (r <= 0)
+        return;
+    in[r] = '\0';
+    in[strcspn(in, "\n")] = '\0';
+    answer(in);
+}
+
 void srun_container_exec(const struct step *st)
 {
     int fd = dial_supervisor();
@@ -163,9 +177,11 @@ void srun_container_exec(const struct step *st)
     int sfd = signalfd(-1, &set, SFD_CLOEXEC);
     char *line = request(st);
     if (sfd < 0 || !line || send_fds(fd) < 0 || send_all(fd, line, strlen(line)) < 0 ||
-        send_all(fd, "\n", 1) < 0)
-        task_fail(1, "--container-image: cannot reach this node's docket-node: %s",
-                  strerror(errno));
+        send_all(fd, "\n", 1) < 0) {
+        int e = errno;
+        refused_early(fd); /* a refusal sent before our request was read: say it */
+        task_fail(1, "--container-image: cannot reach this node's docket-node: %s", strerror(e));
+    }
     free(line);
     /* our descriptors are the container's now: ours would only keep a pipe open */
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
