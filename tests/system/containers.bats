@@ -26,8 +26,7 @@ setup_file() {
     chmod 0755 "$DEVDIR"
     for i in 0 1 2 3 4 5 6 7; do mknod -m 0666 "$DEVDIR/nvidia$i" c 195 "$i"; done
     mknod -m 0666 "$DEVDIR/nvidiactl" c 195 255
-    # 3 MiB: one busybox image (about 2 MiB) fits, two do not
-    AGENT_EXTRA=(--gpu-dev-dir "$DEVDIR" --image-cache-max 3M --addr 127.0.0.1 --slurm-cli "$DOCKET")
+    agent_flags
     cluster_start
     "$DOCKET" apply -f "$BATS_TEST_DIRNAME/../../examples/policy.yaml" >/dev/null
     chmod 0777 "$W"
@@ -49,6 +48,12 @@ templates:
 YAML
     mkdir -p "$T/shared" && echo "site data" >"$T/shared/readme" && chmod -R a+rX "$T/shared"
     "$DOCKET" apply -f "$T/templates.yaml" >/dev/null
+}
+
+# the agents' flags (a restarted agent needs them again: arrays do not reach the tests).
+# 3 MiB: one busybox image (about 2 MiB) fits, two do not; Slurm's commands for srun.
+agent_flags() {
+    AGENT_EXTRA=(--gpu-dev-dir "$DEVDIR" --image-cache-max 3M --addr 127.0.0.1 --slurm-cli "$DOCKET")
 }
 
 teardown_file() {
@@ -342,6 +347,12 @@ EOF
     [[ $output == *"runc cannot run a container inside the job's own cgroup; use crun"* ]]
 }
 
+# logs_have ID FLAGS TEXT: the job's logs (FLAGS: "" or --stderr) hold TEXT; a job's end
+# may be known before the last of its output has reached docketd
+logs_have() {
+    "$DOCKET" logs "$1" $2 | grep -qF -- "$3"
+}
+
 # slurm_submit SCRIPT [EXTRA]: a Slurm-style job of user nobody running SCRIPT; its id
 slurm_submit() {
     api_submit "$(jq -c -n --arg s "$1" --argjson extra "${2:-{\}}" \
@@ -363,6 +374,8 @@ echo killed=\$?
 srun -n 1 bash -c 'test -e /usr/bin/jq && echo bare on the node'
 ")
     done_ok "$id"
+    wait_for 30 logs_have "$id" "" "bare on the node"
+    wait_for 30 logs_have "$id" --stderr "Killed by signal 9"
     run -0 "$DOCKET" logs "$id"
     # each task: its rank, the step's size, the job's user, the image's file and
     # variables, its directory (the job's, mounted at the same path), the job's cgroup
@@ -383,7 +396,7 @@ srun -n 1 bash -c 'test -e /usr/bin/jq && echo bare on the node'
 srun -n 1 --container-image=oci-layout:$IMG:bb true && srun -n 1 --container-image=oci-layout:$IMG:bb true && echo twice
 ")
     done_ok "$id"
-    [[ $("$DOCKET" logs "$id") == *twice* ]]
+    wait_for 30 logs_have "$id" "" twice
     [ "$(bb_unpacks)" -le "$((before + 1))" ]
     [ "$(bb_unpacks)" -ge 1 ]
     # nothing of the steps' bundles stays in the job's directory
@@ -410,6 +423,8 @@ echo noimage=\$?
 echo still here
 ")
     done_ok "$id"
+    wait_for 30 logs_have "$id" "" "still here"
+    wait_for 30 logs_have "$id" --stderr "need --container-image"
     run -0 "$DOCKET" logs "$id"
     for w in tag layout program outside link key; do
         [[ $output == *"$w="[1-9]* ]] || { echo "$w: $output"; false; }
@@ -443,10 +458,13 @@ DOCKET_STEP_KEY=$key DOCKET_SCRATCH=$scratch srun -n 1 --container-image=oci-lay
 echo thief=\$?
 ")
     done_ok "$id"
+    wait_for 30 logs_have "$id" "" "thief="
+    wait_for 30 logs_have "$id" --stderr "srun: error: task 0"
     run -0 "$DOCKET" logs "$id"
     [[ $output == *"thief=1"* ]]
     [[ $output != *"ran in the victim"* ]]
     run -0 "$DOCKET" logs "$id" --stderr
+    echo "$output"
     [[ $output == *"refused: not a process of this job"* ]]
     "$DOCKET" cancel "$victim" >/dev/null
     wait_for 60 state_in "$victim" CANCELLED
@@ -466,6 +484,8 @@ srun -n 2 -K --container-image=oci-layout:$IMG:bb sh -c 'if [ \$SLURM_PROCID = 1
 echo K=\$?
 " '{"gpus": 2}')
     done_ok "$id"
+    wait_for 30 logs_have "$id" "" "K="
+    wait_for 30 logs_have "$id" --stderr "Killed by signal 9"
     mine=$("$DOCKET" show "$id" --json | jq -r '.job.allocation[0].gpus | map(tostring) | join(",")')
     mapfile -t lines < <("$DOCKET" logs "$id")
     # its GPUs named and their device nodes only, as in a container job
@@ -481,12 +501,41 @@ echo K=\$?
     [[ $("$DOCKET" logs "$id" --stderr) == *"task 1: Exited with exit code 5"* ]]
 }
 
+@test "srun --container-image: a step outlives its agent's restart, and ends with its job" {
+    rm -f "$W/step1" "$W/go" "$W/step2"
+    id=$(slurm_submit "#!/bin/sh
+srun -n 1 --container-image=oci-layout:$IMG:bb sh -c 'touch $W/step1; while [ ! -e $W/go ]; do sleep 0.1; done; echo step one done'
+echo one=\$?
+srun -n 1 --container-image=oci-layout:$IMG:bb sh -c 'touch $W/step2; sleep 300'
+")
+    wait_for 60 test -e "$W/step1"
+    # the agent goes and comes back while the step runs: its supervisor serves it alone
+    kill_pidfile "$T/agent-a.pid"
+    agent_flags
+    agent_start a "$("$DOCKET" token join)"
+    wait_for 30 nodes_up 2
+    touch "$W/go"
+    wait_for 60 test -e "$W/step2"
+    wait_for 30 logs_have "$id" "" "one=0"
+    [[ $("$DOCKET" logs "$id") == *"step one done"*"one=0"* ]]
+    # the second step's server (a child of the job's supervisor) and container's processes
+    sup=$(jq -r .sup_pid "$T/agent-a/jobs/$id/state.json")
+    servers=$(pgrep -P "$sup" -x docket-step)
+    [ -n "$servers" ]
+    pids=$(job_procs a "$id")
+    "$DOCKET" cancel "$id" >/dev/null
+    wait_for 60 state_in "$id" CANCELLED
+    for p in $servers $pids; do wait_for 20 bash -c "! kill -0 $p 2>/dev/null"; done
+    [ -z "$(ls -d "$T"/agent-a/jobs/"$id"/oci-step-* 2>/dev/null)" ]
+}
+
 @test "srun --container-image across two nodes: each node's supervisor runs its tasks" {
     id=$(api_submit "$(jq -c -n --arg s "#!/bin/sh
 srun -N 2 -n 2 -l --container-image=oci-layout:$IMG:bb sh -c 'echo \$SLURM_PROCID \$SLURM_NODEID \$(id -u) \$IMAGE_VAR'
 echo both=\$?
 " '{script: $s, nodes: 2, slurm: {ntasks: 2}}')")
     done_ok "$id"
+    wait_for 30 logs_have "$id" "" "both="
     run -0 "$DOCKET" logs "$id"
     [[ $output == *"0: 0 0 65534 from-bb"* ]]
     [[ $output == *"1: 1 1 65534 from-bb"* ]]
