@@ -192,15 +192,20 @@ static char *take_line(int cfd, int64_t deadline, size_t *out)
             buf = more;
             cap *= 2;
         }
-        ssize_t r = recv(cfd, buf + len, 1, 0); /* a byte at a time: the line ends the read */
+        /* looked at, then taken up to the line's end only: what follows is the task's */
+        ssize_t r = recv(cfd, buf + len, cap - 1 - len, MSG_PEEK);
         if (r <= 0)
             break;
-        if (buf[len] == '\n') {
-            buf[len] = '\0';
-            *out = len;
+        char *nl = memchr(buf + len, '\n', (size_t)r);
+        size_t take = nl ? (size_t)(nl - (buf + len)) + 1 : (size_t)r;
+        if (recv(cfd, buf + len, take, 0) != (ssize_t)take)
+            break;
+        len += take;
+        if (nl) {
+            buf[len - 1] = '\0';
+            *out = len - 1;
             return buf;
         }
-        len++;
     }
     free(buf);
     return NULL;
@@ -379,6 +384,8 @@ static int run_container(struct sup *s, int cfd, const int fds[3], int sfd)
 static void __attribute__((noreturn)) serve(struct sup *s, int cfd, int seq)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != s->st.sup_pid) /* the supervisor went before the line above */
+        _exit(1);
     prctl(PR_SET_NAME, "docket-step");
     close(s->step_lfd);
     s->step_lfd = -1;
