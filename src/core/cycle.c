@@ -1007,11 +1007,17 @@ static bool reservations_share_node(const struct reservation *a, const struct re
 
 /* The window of the starving job of entry `from` passed unused: it is made again at once,
  * and the younger starving jobs whose windows share its nodes (made behind it) give theirs
- * back, to be made again behind it in this walk, oldest first (docs/scheduling.md §7). */
+ * back, to be made again behind it in this walk, oldest first (docs/scheduling.md §7).
+ * The job's own promise moves too, behind whatever took its room while it could not start
+ * (older starving jobs whose windows were still open): explain says when, naming the job
+ * itself (property seed 5219: a clock jump landed in a cycle stopped by the start cap,
+ * and the renewed window came a cycle later, after the check had read the old one). */
 static void starving_renew_from(struct sched *s, size_t from)
 {
     struct job *old = &s->jobs[s->starving[from].slot];
     uint32_t expired = old->reservation;
+    old->pushed_ms = s->now;
+    old->pushed_by = old->id;
     for (size_t i = from + 1; i < s->nstarving; i++) {
         struct job *y = &s->jobs[s->starving[i].slot];
         if (!y->id || y->state != SCHED_PENDING || y->reservation == NONE32)

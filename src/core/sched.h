@@ -773,8 +773,11 @@ struct sched_explain {
     bool has_reservation;
     bool starving;
     int64_t starve_at_ms; /* when the starvation guard applies (-1 never) */
-    /* when a preemptor ahead of it on its nodes, starting late (its victims outlived their
-       kill), last pushed its reservation back (-1 never) */
+    /* when its sticky reservation was last pushed back (-1 never), and by whom: a
+       preemptor ahead of it on its nodes starting late (its victims outlived their kill),
+       an older starving job whose passed window was made again, or the job itself (its
+       own window passed unused, after a clock jump or a job hung past its kill, and was
+       made again behind what took the room meanwhile) */
     int64_t pushed_back_ms;
     uint64_t pushed_back_by;
     uint64_t waiting_on_victims[8];

@@ -109,9 +109,9 @@ struct job {
     int64_t mem_mb;
     int64_t limit_ms; /* 0 = none */
     int64_t submit_ms, begin_ms, start_ms, kill_at_ms, ckpt_ms;
-    int64_t stop_ms;   /* when it was told to stop (STOPPING): claims.c's overdue rule */
-    int64_t pushed_ms; /* when a late preemptor last pushed its reservation back, or 0 */
-    uint64_t pushed_by;
+    int64_t stop_ms;     /* when it was told to stop (STOPPING): claims.c's overdue rule */
+    int64_t pushed_ms;   /* when its sticky reservation was last pushed back, or 0 */
+    uint64_t pushed_by;  /* by a late preemptor, an older starving job, or itself (expired) */
     int64_t eligible_ms; /* when it last became free to start (queued, released, its
                             dependencies met, its begin time reached): starvation counts
                             from here; NEVER while a dependency is unmet */

@@ -245,6 +245,52 @@ static void test_expired_sticky_window_renewed(void **state)
     sched_destroy(s);
 }
 
+/* A clock jump past a younger starving job's whole window, landing in a cycle stopped by
+ * the start cap (property seed 5219): job 2 (older, the whole node) starts in its window,
+ * still open; job 3's window (half the node, before job 2's) passed in the jump, and the
+ * next cycle makes it again behind job 2. Its promise moved, so explain says when, and
+ * that its own window passed (pushed back by itself). */
+static void test_window_passed_in_a_jump_says_so(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p); /* critical starves after 1 h */
+    p.fairshare_refresh_ms = 24 * HOUR;
+    p.max_starts_per_cycle = 1;
+    struct sched *s = mk_sched_with(&p);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 10, "lab", NULL, "training", 4, 1, 2 * HOUR, T0);
+    submit(s, 11, "lab", NULL, "training", 4, 1, 4 * HOUR, T0);
+    (void)cycle(s, T0);
+    (void)cycle(s, T0 + 1); /* the cap: one start a cycle */
+    run(s, 10, T0);
+    run(s, 11, T0 + 1);
+    submit(s, 2, "lab", NULL, NULL, 8, 1, HOUR, T0 + MIN);
+    submit(s, 3, "lab", NULL, NULL, 4, 1, 30 * MIN, T0 + 2 * MIN);
+    (void)cycle(s, T0 + HOUR + 5 * MIN); /* both starve: 3 before 2, beside 11 */
+    check_ok(s);
+    int64_t first = reservation_of(s, 3);
+    assert_true(first > T0 && first < reservation_of(s, 2));
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 3, T0 + HOUR + 5 * MIN, &x), 0);
+    assert_true(x.starving && x.pushed_back_ms == -1);
+    int64_t land = T0 + 4 * HOUR + 10 * MIN; /* the controller stopped meanwhile */
+    end(s, 10, SCHED_EXIT_CODE, 0, land);
+    end(s, 11, SCHED_EXIT_CODE, 0, land);
+    struct cyc c = cycle(s, land);
+    assert_non_null(find_dec(c, SCHED_D_START, 2)); /* its window is still open */
+    check_ok(s);
+    (void)cycle(s, land + 1); /* the rest of the walk: 3's passed window made again */
+    check_ok(s);
+    assert_true(reservation_of(s, 3) >= land + HOUR);
+    assert_int_equal(sched_explain(s, 3, land + 1, &x), 0);
+    assert_true(x.starving && x.has_reservation);
+    assert_int_equal(x.pushed_back_ms, land + 1);
+    assert_int_equal(x.pushed_back_by, 3);
+    sched_destroy(s);
+}
+
 static void submit_task(struct sched *s, uint64_t id, const char *project, uint64_t array,
                         int limit, int64_t now)
 {
@@ -612,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_min_runtime_change_checks_at_once),
         cmocka_unit_test(test_boost_reaches_own_memo),
         cmocka_unit_test(test_expired_sticky_window_renewed),
+        cmocka_unit_test(test_window_passed_in_a_jump_says_so),
         cmocka_unit_test(test_quiet_proof_reads_array_of_other_projects),
         cmocka_unit_test(test_quiet_proof_wakes_when_a_window_closes),
         cmocka_unit_test(test_quiet_proof_reads_reclaim_epoch),

@@ -17,8 +17,9 @@
  *   P3 no node stays idle while a pending job that fits it waits with reason Resources;
  *   P4 a starving job's sticky reservation is a promise kept: it starts by the start that
  *      reservation first gave it (plus the agent's latency), unless it left the queue, an
- *      admission limit holds it, a node event or boost changed what it may use, or a
- *      preemptor ahead of it on its nodes started late and pushed it back (explain says so). (In a
+ *      admission limit holds it, a node event or boost changed what it may use, its own
+ *      window passed unused and was made again, or a preemptor or an older starving job
+ *      ahead of it on its nodes pushed it back (explain says so for the last three). (In a
  *      third of the seeds jobs run to their limit, so promises are tight; making starving
  *      reservations non-sticky by hand fails it at seed 277.)
  * The second test drives a twin instance with the same events, whose every cycle is a
