@@ -23,6 +23,7 @@
 #include "core/place.h"
 #include "core/caches.h"
 #include "core/arrays.h"
+#include "core/warm.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -696,6 +697,11 @@ int sched_check(const struct sched *s, struct sched_error *err)
             FAIL("job %llu: its placement memo is wrong about node %s", (unsigned long long)j->id,
                  bad < s->nnodes ? s->nodes[bad].name : "(its size)");
     }
+    uint32_t warm_bad;
+    if (rc == 0 && warm_check(s, &warm_bad) < 0)
+        FAIL("warm environments: %s%s is wrong (warm.c)",
+             warm_bad < s->nnodes ? "the set of node " : "the count of nodes per key",
+             warm_bad < s->nnodes ? s->nodes[warm_bad].name : "");
     for (int c = 0; rc == 0 && c < SCHED_CACHE_COUNT; c++)
         if (s->cache_wrong[c])
             FAIL("the %s of job %llu is wrong: %s (sched_verify_memos)",

@@ -19,6 +19,7 @@
 #include "core/lifecycle.h"
 #include "core/order.h"
 #include "core/topo.h"
+#include "core/warm.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -78,6 +79,7 @@ void sched_destroy(struct sched *s)
     free(s->claims_moved);
     u32vec_release(&s->free_slots);
     u64map_release(&s->job_index);
+    warm_release(s);
     for (size_t i = 0; i < s->nnodes; i++) {
         free(s->nodes[i].labels);
         free(s->nodes[i].label_ids);
@@ -490,6 +492,49 @@ int sched_node_set_labels(struct sched *s, const char *node, const struct sched_
        incremental core preempted where the recomputing twin did not), bench/RESULTS.md */
     s->order_dirty = true; /* selectors' static answers may change */
     return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nothing else moves: no cache reads the warm sets (warm.c), and placement asks them
+ * afresh each time it orders the nodes of a bucket. */
+int sched_node_set_warm(struct sched *s, const char *node, const char *const *keys, int nkeys,
+                        struct sched_error *err)
+{
+    int idx = sched_node_find(s, node);
+    if (idx < 0)
+        return err_set(err, -ENOENT, "node", "unknown node '%s'", node);
+    if (nkeys < 0 || nkeys > SCHED_MAX_WARM)
+        return err_set(err, -EINVAL, "warm", "at most %d environments warm on a node, not %d",
+                       SCHED_MAX_WARM, nkeys);
+    uint32_t ids[SCHED_MAX_WARM];
+    for (int i = 0; i < nkeys; i++) {
+        size_t len = keys[i] ? bounded_len(keys[i], SCHED_ENV_MAX) : 0;
+        if (len == 0 || len >= SCHED_ENV_MAX)
+            return err_set(err, -EINVAL, "warm", "an environment key is 1 to %d bytes",
+                           SCHED_ENV_MAX - 1);
+    }
+    for (int i = 0; i < nkeys; i++)
+        if (!(ids[i] = strtab_intern(&s->strings, keys[i])))
+            return err_set(err, -ENOMEM, "", "out of memory");
+    qsort(ids, (size_t)nkeys, sizeof(ids[0]), cmp_u32);
+    int n = 0;
+    for (int i = 0; i < nkeys; i++)
+        if (n == 0 || ids[n - 1] != ids[i])
+            ids[n++] = ids[i];
+    if (node_warm_replace(s, &s->nodes[idx], ids, n) < 0)
+        return err_set(err, -ENOMEM, "", "out of memory");
+    return 0;
+}
+
+bool sched_node_warm(const struct sched *s, uint32_t index, const char *env)
+{
+    uint32_t id = env && env[0] ? strtab_find(&s->strings, env) : 0;
+    return index < s->nnodes && id && node_warm_has(&s->nodes[index], id);
 }
 
 /* Job j loses its part on node n: a gang is stopped (the end comes from its other

@@ -28,6 +28,7 @@
 #include "core/preempt.h"
 #include "core/memo.h"
 #include "core/caches.h"
+#include "core/warm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,8 @@ static void start_job(struct sched *s, struct job *j, struct order_entry *e,
         d->signal = j->signal;
         d->grace_ms = j->grace_ms;
         decision_attach_allocs(s, d, j);
+        for (int i = 0; j->env && i < j->nallocs; i++)
+            d->warm_nodes += node_warm_has(&s->nodes[j->allocs[i].node], j->env);
     }
     st->started++;
 }

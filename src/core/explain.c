@@ -85,6 +85,7 @@ static void job_view_fill(const struct sched *s, const struct job *j, struct sch
     v->retries_left = j->retries_left;
     v->preemptor = j->preemptor;
     v->reservation_ms = j->reservation != NONE32 ? s->res[j->reservation].start : -1;
+    v->env = strtab_get(&s->strings, j->env);
     v->allocs = j->allocs;
     v->nallocs = j->nallocs;
 }
@@ -147,6 +148,7 @@ int sched_node_get(const struct sched *s, uint32_t index, struct sched_node_view
     out->njobs = (int)n->jobs.n;
     out->labels = n->labels;
     out->nlabels = n->nlabels;
+    out->nwarm = n->nwarm;
     return 0;
 }
 

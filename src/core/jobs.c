@@ -100,6 +100,9 @@ static int check_sizes(const struct sched *s, const struct sched_job_spec *sp, s
     r->cpus = sp->cpus_per_node ? sp->cpus_per_node : 1;
     r->nodes = sp->nodes ? sp->nodes : 1;
     r->mem = sp->mem_mb_per_node;
+    if (bounded_len(sp->env, SCHED_ENV_MAX) >= SCHED_ENV_MAX)
+        return err_set(err, -EINVAL, "template", "an environment key is at most %d bytes",
+                       SCHED_ENV_MAX - 1);
     if (r->gpus < 0 || r->gpus > SCHED_MAX_NODE_GPUS)
         return err_set(err, -EINVAL, "gpus", "gpus per node must be 0..%d", SCHED_MAX_NODE_GPUS);
     if (r->gpu_type > 0 && r->gpus == 0)
@@ -404,6 +407,8 @@ static struct job *job_create(struct sched *s, const struct sched_job_spec *sp,
     job_walked_set(s, slot, false);
     starving_forget_slot(s, slot); /* an entry left for the last job there is not this one's */
     j->user = strtab_intern(&s->strings, sp->user);
+    if (sp->env[0] && !(j->env = strtab_intern(&s->strings, sp->env)))
+        goto fail;
     if (sp->nselectors) {
         j->selectors = malloc(sp->nselectors * sizeof(*j->selectors));
         if (!j->selectors)

@@ -4,7 +4,8 @@
  * Best fit is the first node that fits in the lowest bucket (nodes.c, floor 1) at or above
  * the request, so whole nodes stay free for big jobs; a job asking for a type looks only at
  * that type's buckets, so a type is never substituted. Gang jobs take N distinct nodes or
- * nothing (docs/scheduling.md §3).
+ * nothing (docs/scheduling.md §3). Among the nodes of one level (equally good fits), those
+ * where the job's environment is warm come first (§3 "Warm nodes").
  */
 #include "core/place.h"
 #include "core/caches.h"
@@ -13,6 +14,7 @@
 #include "core/nodes.h"
 #include "core/claims.h"
 #include "core/topo.h"
+#include "core/warm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -89,7 +91,13 @@ struct place_ctx {
     const uint32_t *domains;
     size_t ndomains;
     int *dom_room;
+    /* the job's environment when some node has it warm (else 0): warm nodes first */
+    uint32_t env;
 };
+
+/* Which nodes of a bucket one walk takes: all of them, or (a job whose environment is
+ * warm somewhere) first the warm ones, then the others, so each is looked at once. */
+enum warm_pass { PASS_ALL, PASS_WARM, PASS_COLD };
 
 /* A node with room for the shape, into the memo being made or moved (until: see struct
  * place_memo). Past PLACE_MEMO_MAX nodes, or out of memory, the memo is given up. */
@@ -152,12 +160,15 @@ static bool already_chosen(const struct place_ctx *c, uint32_t idx)
     return false;
 }
 
-/* Walk one bucket list; returns true when the job has all its nodes. */
-static bool scan_bucket(struct place_ctx *c, uint32_t head)
+/* Walk one bucket list, the nodes of the pass; returns true when the job has all its
+ * nodes. */
+static bool scan_bucket(struct place_ctx *c, uint32_t head, enum warm_pass pass)
 {
     struct sched *s = c->s;
     const struct shape *sh = c->sh;
     for (uint32_t idx = head; idx != NONE32; idx = s->nodes[idx].next) {
+        if (pass != PASS_ALL && node_warm_has(&s->nodes[idx], c->env) != (pass == PASS_WARM))
+            continue;
         if (c->collect) {
             if (node_room_allows(c, idx))
                 s->topo_scratch[c->ncollected++] = idx;
@@ -177,6 +188,24 @@ static bool scan_bucket(struct place_ctx *c, uint32_t head)
     return false;
 }
 
+/* One level of fit: the buckets of types [from, to) at index k of a pool, which leave the
+ * job the same free GPUs (or, on CPU-only nodes, CPUs), so any of their nodes is as good a
+ * fit as another. A job whose environment is warm somewhere takes their warm nodes first:
+ * the order within the level alone changes, never whether the job starts (§3 "Warm
+ * nodes"). */
+static bool scan_level(struct place_ctx *c, int pool, int k, int from, int to)
+{
+    struct sched *s = c->s;
+    enum warm_pass first = c->env ? PASS_WARM : PASS_ALL;
+    for (enum warm_pass pass = first; pass <= (c->env ? PASS_COLD : PASS_ALL); pass++)
+        for (int t = from; t < to; t++) {
+            uint32_t head = s->buckets[t][pool][k];
+            if (head != NONE32 && scan_bucket(c, head, pass))
+                return true;
+        }
+    return false;
+}
+
 /* Lowest bucket first. A job without GPUs tries the CPU-only nodes first (their buckets
  * count free CPUs), then the GPU nodes. */
 static bool scan_pool(struct place_ctx *c, int pool)
@@ -185,18 +214,13 @@ static bool scan_pool(struct place_ctx *c, int pool)
     const struct shape *sh = c->sh;
     int type = sh->gpu_type, gpus = sh->gpus;
     if (type <= 0 && gpus == 0)
-        for (int k = sh->cpus < NBUCKETS - 1 ? sh->cpus : NBUCKETS - 1; k < NBUCKETS; k++) {
-            uint32_t head = s->buckets[0][pool][k];
-            if (head != NONE32 && scan_bucket(c, head))
+        for (int k = sh->cpus < NBUCKETS - 1 ? sh->cpus : NBUCKETS - 1; k < NBUCKETS; k++)
+            if (scan_level(c, pool, k, 0, 1))
                 return true;
-        }
     int from = type > 0 ? type : 1, to = type > 0 ? type + 1 : s->ntypes;
     for (int k = from < to ? gpus : NBUCKETS; k < NBUCKETS; k++)
-        for (int t = from; t < to; t++) {
-            uint32_t head = s->buckets[t][pool][k];
-            if (head != NONE32 && scan_bucket(c, head))
-                return true;
-        }
+        if (scan_level(c, pool, k, from, to))
+            return true;
     return false;
 }
 
@@ -350,16 +374,17 @@ static enum place_result place_shape(struct sched *s, const struct job *j, const
                                      bool *claimed_by_lower, int64_t *held_until,
                                      struct place_memo **rec)
 {
-    struct place_ctx c = {
-        .rec = rec,
-        .s = s,
-        .j = j,
-        .sh = sh,
-        .now = now,
-        .allocs = allocs,
-        .lower_only = true,
-        .want_lower = claimed_by_lower != NULL,
-        .hold_max = sh->nodes == 1 ? 0 : -1}; /* a gang's bound would be its N-th node's */
+    struct place_ctx c = {.rec = rec,
+                          .s = s,
+                          .j = j,
+                          .sh = sh,
+                          .now = now,
+                          .allocs = allocs,
+                          .lower_only = true,
+                          .want_lower = claimed_by_lower != NULL,
+                          .hold_max =
+                              sh->nodes == 1 ? 0 : -1, /* a gang's bound would be its N-th node's */
+                          .env = env_warm_anywhere(s, j->env) ? j->env : 0};
     int64_t dur = j->limit_ms > 0 ? j->limit_ms + j->grace_ms : 0;
     c.end = dur ? now + dur : NEVER;
     if (topo_required(sh) || topo_best_effort(sh))

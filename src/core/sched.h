@@ -49,6 +49,8 @@ enum {
     SCHED_MAX_DEPS = 128,      /* a whole array is one (sched_dep.array) */
     SCHED_MAX_JOB_NODES = 512, /* nodes of one gang job */
     SCHED_MAX_GROUPS = 128,    /* groups the policy may bound */
+    SCHED_ENV_MAX = 80,        /* a job's environment key: a template's NAME@VERSION */
+    SCHED_MAX_WARM = 64,       /* environments warm on one node (sched_node_set_warm) */
 };
 
 /* ------------------------------------------------------------------------------------ */
@@ -361,6 +363,10 @@ struct sched_job_spec {
      * one switch, required; more = the fewest, best effort); 0 = its class's rule */
     int switches;
     int64_t switches_wait_ms; /* its class's rule from submit_ms + this on; 0 = never */
+    /* the environment it runs in, as the caller names what nodes have warm
+       (sched_node_set_warm): docketd gives its template's NAME@VERSION; "" = none. Only
+       where it lands among nodes that fit it equally well depends on it (§3 "Warm nodes") */
+    char env[SCHED_ENV_MAX];
 };
 
 void sched_job_spec_init(struct sched_job_spec *j); /* nodes 1, cpus 1, grace -1 */
@@ -398,6 +404,7 @@ struct sched_decision {
     int64_t lost_ms;       /* STATE after preemption: run time lost */
     const struct sched_alloc *allocs; /* START, SIGNAL, KILL: where the job runs */
     int nallocs;
+    int warm_nodes;   /* START: how many of allocs[] had the job's environment warm */
     char detail[128]; /* short human text for the event log */
 };
 
@@ -453,6 +460,16 @@ int sched_job_lost_on(struct sched *s, uint64_t id, const char *node, int64_t no
                       struct sched_error *err) SCHED_WUR;
 int sched_node_set_labels(struct sched *s, const char *node, const struct sched_label *labels,
                           int nlabels, struct sched_error *err) SCHED_WUR;
+/* The environments ready on a node now (docs/scheduling.md §3 "Warm nodes"): at most
+ * SCHED_MAX_WARM keys as jobs name them (sched_job_spec.env), replacing what it had; 0
+ * keys: none. A soft preference only: among the nodes that fit a job equally well, those
+ * where its environment is warm are taken first; whether and when a job starts, its
+ * reservations and its victims never depend on it. -ENOENT for an unknown node, -EINVAL
+ * for an empty or too long key or too many. */
+int sched_node_set_warm(struct sched *s, const char *node, const char *const *keys, int nkeys,
+                        struct sched_error *err) SCHED_WUR;
+/* Is `env` warm on node `index` (as the last sched_node_set_warm said)? */
+bool sched_node_warm(const struct sched *s, uint32_t index, const char *env);
 
 /* Check a job spec against the model without changing anything: names resolve, sizes are
  * sane, the tier is allowed for the project, the class allows what it asks, and the job
@@ -597,6 +614,7 @@ struct sched_job_view {
     int64_t reservation_ms;           /* pending with a reservation: its start; else -1 */
     const struct sched_alloc *allocs; /* running jobs */
     int nallocs;
+    const char *env; /* its environment key ("" = none) */
 };
 
 /* Fill `out` for a live job; -ENOENT when the core does not hold it (never or no longer). */
@@ -619,6 +637,7 @@ struct sched_node_view {
     int njobs;
     const struct sched_label *labels;
     int nlabels;
+    int nwarm; /* environments warm there (sched_node_set_warm) */
 };
 
 size_t sched_node_count(const struct sched *s);

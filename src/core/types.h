@@ -143,6 +143,7 @@ struct job {
     int switches;
     int64_t switches_wait_ms;
     bool topo_relaxed; /* submitted switches_wait_ms ago: its class's rule from then on */
+    uint32_t env;      /* its environment key, interned (0 = none): warm.c */
 };
 
 /* One entry of the rebuild's radix sort: the key of the current pass and the entry's index. */
@@ -401,6 +402,9 @@ struct node {
     struct claim_snap *snap;
     int nsnap, snap_cap;
     bool claims_pending;
+    /* warm.c: the environment keys ready here (interned, ascending, distinct) */
+    uint32_t *warm;
+    int nwarm;
 };
 
 struct project {
@@ -539,6 +543,9 @@ struct sched {
     bool profiles_dirty;
     bool zone_dirty;          /* the reserved zone must be recomputed before it is used */
     struct u64map node_index; /* interned name id -> node index */
+    /* warm.c: per interned environment key, the nodes where it is warm (env_warm_cap ids) */
+    uint32_t *env_warm;
+    size_t env_warm_cap;
     uint32_t buckets[NTYPES][NPOOLS][NBUCKETS];
 
     struct job *jobs; /* slab */

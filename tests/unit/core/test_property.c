@@ -22,6 +22,9 @@
  *      ahead of it on its nodes pushed it back (explain says so for the last three). (In a
  *      third of the seeds jobs run to their limit, so promises are tight; making starving
  *      reservations non-sticky by hand fails it at seed 277.)
+ * Every seed whose number leaves 6 divided by 7 also gives jobs environments and nodes warm
+ * sets (sched_node_set_warm: placement takes warm nodes first among equal fits), drawn on
+ * a stream of their own so that the other seeds' workloads stay what they were.
  * The second test drives a twin instance with the same events, whose every cycle is a
  * forced recomputation (SCHED_CYCLE_RECOMPUTE: the queue, the starving list, the release
  * lists and availability profiles made anew, no memo trusted); both must take the same
@@ -120,7 +123,21 @@ struct world {
     bool unlimited_training; /* training jobs may run without a time limit */
     bool capped; /* the last cycle stopped at max_starts_per_cycle: the rest of its walk,
                     reasons included, is the next cycle's, which follows at once */
+    /* warm environments (seeds = 6 mod 7): jobs name one of ENVS, nodes hold some warm,
+       both drawn from warm_rng alone */
+    bool warm;
+    uint64_t warm_rng;
 };
+
+static const char *const ENVS[] = {"t@1", "t@2", "u@1"};
+enum { NENVS = 3 };
+
+/* The warm seeds' own stream. */
+static int warm_pick(struct world *w, int n)
+{
+    w->warm_rng = w->warm_rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (int)((w->warm_rng >> 33) % (uint64_t)n);
+}
 
 #define WFAIL(w, ...)                                                                              \
     do {                                                                                           \
@@ -356,6 +373,10 @@ static void submit_random(struct world *w)
     w->job_one_switch[j.id] =
         j.nodes > 1 && (j.switches == 1 || (j.switches == 0 && cls == 0 && w->seed % 8 == 1));
     j.has_checkpoint_signal = chance(30);
+    if (w->warm) {
+        int e = warm_pick(w, NENVS + 1);
+        snprintf(j.env, sizeof(j.env), "%s", e < NENVS ? ENVS[e] : "");
+    }
     if (chance(30))
         j.grace_ms = pick(30) * SEC;
     j.hold = chance(4);
@@ -613,6 +634,7 @@ static void update_random(struct world *w)
     j.cpus_per_node = v.cpus_per_node;
     j.mem_mb_per_node = v.mem_mb_per_node;
     j.preempt_count = v.preempt_count;
+    snprintf(j.env, sizeof(j.env), "%s", v.env);
     if (j.gpus_per_node && v.gpu_type)
         snprintf(j.gpu_type, sizeof(j.gpu_type), "%s", v.gpu_type);
     if (tracing())
@@ -681,6 +703,23 @@ static void act(struct world *w)
     } else if (r >= 86) {
         live_change(w, r - 86);
     }
+}
+
+/* A node's warm set changes (a warm finished, an image evicted, an agent restarted). */
+static void warm_random(struct world *w)
+{
+    const char *name = w->node_names[warm_pick(w, w->nnodes)];
+    const char *keys[NENVS];
+    int n = 0;
+    for (int e = 0; e < NENVS; e++)
+        if (warm_pick(w, 2))
+            keys[n++] = ENVS[e];
+    if (tracing())
+        fprintf(stderr, "  +%llds warm %s: %d environments\n", (long long)((w->now - T0) / 1000),
+                name, n);
+    struct sched_error err;
+    if (BOTH(w, sched_node_set_warm(s_, name, keys, n, &err)))
+        WFAIL(w, "warm %s: %s", name, err.message);
 }
 
 /* ---- the simulated agent */
@@ -1025,6 +1064,8 @@ static bool idle_cycle(struct world *w)
     return (w->idle_rng >> 33) % 2 == 0;
 }
 
+static uint64_t warm_starts; /* starts on a node where the job's environment was warm */
+
 static void run_cycle(struct world *w)
 {
     size_t n, n2 = 0;
@@ -1046,8 +1087,10 @@ static void run_cycle(struct world *w)
         compare_twin(w, d, n, d2, n2);
         compare_twin_pending(w);
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         agent_obey(w, &d[i]);
+        warm_starts += d[i].kind == SCHED_D_START && d[i].warm_nodes > 0;
+    }
     check_outside(w);
 }
 
@@ -1063,6 +1106,8 @@ static void run_seed(uint64_t seed, enum twin_mode twin)
     w->idle_rng = seed;
     w->few_shapes = seed % 3 == 0;
     w->topo = seed % 4 == 1;
+    w->warm = seed % 7 == 6;
+    w->warm_rng = seed;
     setup(w, twin);
     run_cycle(w);
     for (w->step = 0; w->step < STEPS; w->step++) {
@@ -1084,6 +1129,10 @@ static void run_seed(uint64_t seed, enum twin_mode twin)
                 check_both(w, "an action");
                 agent_reconcile(w);
             }
+        }
+        if (w->warm && warm_pick(w, 4) == 0) {
+            warm_random(w);
+            check_both(w, "a warm set");
         }
         /* as a controller does: a cycle after events or when the core's wakeup is due, and
            none otherwise, so a rule that comes true with time alone and has no wakeup is
@@ -1125,6 +1174,8 @@ static void check_caches_checked(long seeds)
             fail_msg("the %s cache was never checked in %ld seeds",
                      sched_cache_name((enum sched_cache)c), seeds);
     }
+    if (tracing() || seeds >= 25)
+        fprintf(stderr, "  starts on a warm node: %llu\n", (unsigned long long)warm_starts);
     int unwitnessed = -1;
     for (int i = 0; i < SCHED_QI_COUNT; i++) {
         if (tracing() || seeds >= 25)
@@ -1152,6 +1203,7 @@ static void run_seeds(enum twin_mode twin)
     long first = first_env ? atol(first_env) : 1;
     memset(cache_checked, 0, sizeof(cache_checked));
     memset(quiet_witness, 0, sizeof(quiet_witness));
+    warm_starts = 0;
     for (long seed = first; seed < first + count; seed++)
         run_seed((uint64_t)seed, twin);
     check_caches_checked(count);
