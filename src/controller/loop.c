@@ -20,6 +20,7 @@
 #include "controller/ctl.h"
 #include "controller/deps.h"
 #include "controller/live.h"
+#include "controller/warm.h"
 #include "controller/http.h"
 #include "controller/idem.h"
 #include "controller/logs.h"
@@ -287,6 +288,11 @@ void ctl_spec_to_sched(const struct proto_jobspec *p, uint64_t id, int64_t submi
     out->hold = p->hold;
     out->array_id = array_id;
     out->array_limit = array_limit;
+    /* its template's version, resolved at submission: the core takes the nodes where it
+       is warm first (docs/scheduling.md §3 "Warm nodes") */
+    const char *tpl = json_string_value(json_object_get(p->extra, "template"));
+    if (tpl && strlen(tpl) < sizeof(out->env))
+        str_copy(out->env, sizeof(out->env), tpl);
 }
 
 static json_t *allocs_json(struct ctl *c, const struct sched_alloc *a, int n)
@@ -671,6 +677,38 @@ static bool run_ends(const struct sched_decision *d)
     return d->kind == SCHED_D_STATE && was && !is;
 }
 
+/* Whether template version `ref` has anything to warm (an image, a prepare script). */
+static bool template_warmable(struct ctl *c, const char *ref)
+{
+    char name[PROTO_NAME_MAX];
+    int version;
+    struct proto_error e;
+    const struct proto_template *tp =
+        c->templates && proto_template_ref_parse(ref, "template", name, &version, &e) == 0
+            ? proto_template_find(c->templates, name, version)
+            : NULL;
+    return tp && (json_is_string(json_object_get(tp->doc, "image")) ||
+                  json_is_string(json_object_get(tp->doc, "prepare")));
+}
+
+/* A decision's detail for its event: a start of a job whose template has something to
+ * warm says whether it was warm where the job landed (docs/scheduling.md §3 "Warm
+ * nodes"). */
+static void start_detail(struct ctl *c, const struct sched_decision *d, const struct store_job *row,
+                         char *out, size_t len)
+{
+    if (d->kind != SCHED_D_START || !row->template_ref[0] ||
+        !template_warmable(c, row->template_ref))
+        snprintf(out, len, "%s", d->detail);
+    else if (d->nallocs > 1)
+        snprintf(out, len, "%s warm on %d of its %d nodes", row->template_ref, d->warm_nodes,
+                 d->nallocs);
+    else if (d->warm_nodes)
+        snprintf(out, len, "placed on a warm node (%s ready there)", row->template_ref);
+    else
+        snprintf(out, len, "%s not warm there", row->template_ref);
+}
+
 static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now)
 {
     struct store_job row;
@@ -725,9 +763,11 @@ static void apply_job(struct ctl *c, const struct sched_decision *d, int64_t now
      * STOPPING -> STOPPING; a gang's kill is its change to STOPPING) */
     const char *from = sched_job_state_name(d->from);
     const char *to = sched_job_state_name(d->to);
+    char detail[sizeof(d->detail) + 128];
+    start_detail(c, d, &row, detail, sizeof(detail));
     if (rc == 0)
         rc = ctl_job_event(c, row.id, type, from, to, node,
-                           d->cause ? sched_stop_cause_name(d->cause) : "", d->detail);
+                           d->cause ? sched_stop_cause_name(d->cause) : "", detail);
     if (rc < 0)
         ctl_store_diverged(c, "job_decision", row.id);
     ctl_services_job_written(c, row.id); /* a replica held for its backoff: HELD now */
@@ -887,6 +927,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
             if (ctl_node_save(c, n) < 0)
                 ctl_store_diverged(c, "node_unreachable", 0);
             n->reconciled = false;
+            ctl_warm_node_lost(c, n);
             ctl_leases_watch(n, mono);
             log_warn("node_unreachable", "node=%s jobs=%d silent_ms=%lld", n->name, v.njobs,
                      (long long)(mono - n->last_hb_ms));

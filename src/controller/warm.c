@@ -1,6 +1,7 @@
 /*
  * warm.c - warm environments in docketd (warm.h): the requests per node and template
- * version, the orders in the heartbeat replies, the states the nodes report.
+ * version, the orders in the heartbeat replies, the states the nodes report, and the
+ * versions ready on each node as the scheduler's core holds them (sched_node_set_warm).
  */
 #include "controller/warm.h"
 
@@ -106,6 +107,40 @@ static bool version_exists(struct ctl *c, const char *ref)
            proto_template_find(c->templates, name, version) != NULL;
 }
 
+/* The core's warm set of node n becomes keys[0..nk) (template versions ready there) when
+ * it differs. A refusal is logged: placement then only loses a preference. */
+static void core_warm_set(struct ctl *c, const struct ctl_node *n, const char *const *keys, int nk)
+{
+    int idx = sched_node_find(c->sched, n->name);
+    struct sched_node_view v;
+    if (idx < 0 || sched_node_get(c->sched, (uint32_t)idx, &v) < 0)
+        return;
+    bool same = v.nwarm == nk;
+    for (int i = 0; same && i < nk; i++)
+        same = sched_node_warm(c->sched, (uint32_t)idx, keys[i]);
+    struct sched_error se;
+    if (!same && sched_node_set_warm(c->sched, n->name, keys, nk, &se) < 0)
+        log_warn("template_warm_core", "node=%s error=\"%s\"", n->name, se.message);
+}
+
+/* The versions a node reports ready, of those the policy has (a node's word cannot fill
+ * the core's tables with names no job could ask for), into the core. */
+static void core_warm_report(struct ctl *c, const struct ctl_node *n, const struct warm_state *st,
+                             size_t ns)
+{
+    const char *keys[WARM_MAX];
+    int nk = 0;
+    for (size_t i = 0; i < ns && nk < WARM_MAX; i++)
+        if (st[i].state == WARM_READY && version_exists(c, st[i].tmpl))
+            keys[nk++] = st[i].tmpl;
+    core_warm_set(c, n, keys, nk);
+}
+
+void ctl_warm_node_lost(struct ctl *c, struct ctl_node *n)
+{
+    core_warm_set(c, n, NULL, 0);
+}
+
 void ctl_warm_report(struct ctl *c, struct ctl_node *n, const struct warm_state *st, size_t ns)
 {
     struct ctl_warm *w = warm_of(c);
@@ -143,6 +178,7 @@ void ctl_warm_report(struct ctl *c, struct ctl_node *n, const struct warm_state 
         w->seen[k++].st = st[i];
     }
     w->nseen = k;
+    core_warm_report(c, n, st, ns);
 }
 
 /* The node's labels, the policy's for it merged in: a new object. */

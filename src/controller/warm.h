@@ -4,7 +4,8 @@
  * template's `warm_on` selector, which asks every node that matches it as its heartbeats
  * come, new and returning nodes among them), handed to each node in its heartbeat reply
  * (protocol/warm.h) until the node reports it; and what each node last reported, shown
- * by GET /v1/templates/NAME. Kept in memory: a restarted docketd hears the nodes' states
+ * by GET /v1/templates/NAME, and given to the scheduler's core (the versions ready on
+ * each node). Kept in memory: a restarted docketd hears the nodes' states
  * again in their next heartbeats and takes their requests back from them (a request not
  * yet handed to its node is lost then).
  */
@@ -19,8 +20,13 @@
 
 struct ctl_req;
 
-/* A heartbeat's `warm` (NULL/0: the node holds none). */
+/* A heartbeat's `warm` (NULL/0: the node holds none); the versions ready there go to the
+ * scheduler's core, which prefers those nodes for their jobs (docs/scheduling.md §3
+ * "Warm nodes"). */
 void ctl_warm_report(struct ctl *c, struct ctl_node *n, const struct warm_state *st, size_t ns);
+/* The node went silent: nothing it holds is known until it reports again (the core's
+ * warm set of it is emptied; its next heartbeat fills it). */
+void ctl_warm_node_lost(struct ctl *c, struct ctl_node *n);
 /* The reply's `warm`: the orders the node has not taken yet (none: nothing added). */
 void ctl_warm_reply(struct ctl *c, struct ctl_node *n, json_t *reply);
 /* The nodes' states for every version of template `name`: a new list. */

@@ -141,6 +141,42 @@ warm_is() { # TEMPLATE NODE STATE
     [ "$(unpacks a)" = 1 ]
 }
 
+# The scheduler prefers a warm node (docs/scheduling.md §3 "Warm nodes"): two templates,
+# each warm on one of the two nodes only; a job of each, free to run on either, lands
+# where its template is warm (so one of them lands where the scan alone would not have
+# put it), prepares nothing there, and its start event says so.
+@test "the scheduler prefers the node where a job's template is warm: no preparing there" {
+    {
+        base_templates
+        for n in a b; do
+            printf '  - name: pick-%s\n    owner: project:explore\n' "$n"
+            printf '    prepare: echo %s >"$DOCKET_ENV_DIR/mark"\n' "$n"
+        done
+    } >"$T/pick.yaml"
+    "$DOCKET" apply -f "$T/pick.yaml" >/dev/null
+    "$DOCKET" templates warm pick-a --nodes "$PREFIX-a" >/dev/null
+    "$DOCKET" templates warm pick-b --nodes "$PREFIX-b" >/dev/null
+    wait_for 60 warm_is pick-a "$PREFIX-a" ready
+    wait_for 60 warm_is pick-b "$PREFIX-b" ready
+    for n in a b; do
+        id=$(api_submit "$(jq -c -n --arg t "pick-$n" \
+            '{template: $t, command: ["sh", "-c", "cat \"$DOCKET_ENV_DIR/mark\""]}')")
+        done_ok "$id"
+        [ "$("$DOCKET" logs "$id")" = "$n" ]
+        run -0 "$DOCKET" show "$id" --json
+        start=$(jq -c '[.events[] | select(.type == "start")][0]' <<<"$output")
+        [ "$(jq -r .node <<<"$start")" = "$PREFIX-$n" ]
+        [ "$(jq -r .detail <<<"$start")" = "placed on a warm node (pick-$n@1 ready there)" ]
+        [ "$(jq '[.events[] | select(.type == "preparing")] | length' <<<"$output")" = 0 ]
+        run -0 "$DOCKET" show "$id"
+        [[ $output == *"placed on a warm node"* ]]
+    done
+    # neither node built the other's: each job prepared nothing
+    [ ! -e "$T/agent-a/envs/pick-b@1" ]
+    [ ! -e "$T/agent-b/envs/pick-a@1" ]
+    "$DOCKET" apply -f "$T/templates.yaml" >/dev/null
+}
+
 @test "a broken image's warm fails with its reason; the node stays UP and runs jobs" {
     run -0 "$DOCKET" templates warm brokenbox --nodes zone=a
     [[ $output == *"warming brokenbox@1 on 1 node: $PREFIX-a"* ]]
