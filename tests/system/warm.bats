@@ -266,6 +266,13 @@ YAML
     kill_pidfile "$T/ctl.pid"
     ctl_start "$PORT"
     wait_for 60 warm_is warmbox "$PREFIX-a" ready
+    # ... and hands them to the scheduler again: a job of it lands warm, prepares nothing
+    id=$(api_submit '{"template": "warmbox", "command": ["cat", "/tag"]}')
+    done_ok "$id"
+    run -0 "$DOCKET" show "$id" --json
+    [ "$(jq -r '[.events[] | select(.type == "start")][0].detail' <<<"$output")" = \
+        "placed on a warm node (warmbox@1 ready there)" ]
+    [ "$(jq '[.events[] | select(.type == "preparing")] | length' <<<"$output")" = 0 ]
     # the agent forgets what it was asked; docketd asks again, and what is on disk serves
     pid=$(cat "$T/agent-a.pid")
     kill -TERM "$pid"
