@@ -188,6 +188,70 @@ static void test_gang_takes_warm_nodes_first(void **state)
     sched_destroy(s);
 }
 
+/* A gang that requires one switch picks its switch as before (the one with the fewest
+ * nodes that let it in: warm nodes elsewhere do not pull it away), then the warm nodes
+ * within it first. */
+static struct sched *two_switches_warm(void)
+{
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.classes[0].topo_mode = SCHED_TOPO_REQUIRED;
+    snprintf(p.classes[0].topo_level, SCHED_NAME_MAX, "switch");
+    struct sched *s = mk_sched_with(&p);
+    const char *a[] = {"a1", "a2", "a3", "a4"}, *b[] = {"b1", "b2", "b3"};
+    for (int i = 0; i < 4; i++)
+        add_node_l(s, a[i], "H100", 8, "switch", "sw-a");
+    for (int i = 0; i < 3; i++)
+        add_node_l(s, b[i], "H100", 8, "switch", "sw-b");
+    add_project(s, "lab", "normal", 0, -1);
+    return s;
+}
+
+static void submit_training_gang(struct sched *s, uint64_t id, const char *env)
+{
+    struct sched_job_spec j;
+    spec_fill(&j, id, "lab", NULL, "training", 8, 2, HOUR, T0);
+    snprintf(j.env, sizeof(j.env), "%s", env);
+    struct sched_error err;
+    if (sched_job_submit(s, &j, T0, &err))
+        fail_msg("submit %llu: %s (%s)", (unsigned long long)id, err.message, err.field);
+}
+
+static void test_topology_gang_keeps_its_switch_takes_warm_within(void **state)
+{
+    (void)state;
+    struct sched *s = two_switches_warm();
+    submit_training_gang(s, 1, "torch@3");
+    struct cyc c = cycle(s, T0);
+    bool taken[3] = {false};
+    for (int k = 0; k < 2; k++) {
+        const char *on = node_of(s, c, 1, k);
+        assert_int_equal(on[0], 'b'); /* the smaller switch that holds it */
+        taken[on[1] - '1'] = true;
+    }
+    sched_destroy(s);
+    s = two_switches_warm();
+    set_warm(s, "a1", "torch@3");
+    set_warm(s, "a2", "torch@3");
+    for (int i = 0; i < 3; i++) /* the one b node it did not take */
+        if (!taken[i]) {
+            char name[4] = {'b', (char)('1' + i), '\0'};
+            set_warm(s, name, "torch@3");
+        }
+    submit_training_gang(s, 1, "torch@3");
+    c = cycle(s, T0);
+    int warm = 0;
+    for (int k = 0; k < 2; k++) {
+        const char *on = node_of(s, c, 1, k);
+        assert_int_equal(on[0], 'b');
+        warm += !taken[on[1] - '1'];
+    }
+    assert_int_equal(warm, 1);
+    assert_int_equal(find_dec(c, SCHED_D_START, 1)->warm_nodes, 1);
+    assert_checked(s);
+    sched_destroy(s);
+}
+
 /* What a caller may not say: an unknown node, too many keys, an empty or too long key, a
  * job whose key has no end. Duplicates are one; no keys empties the set. */
 static void test_warm_sets_refused_and_replaced(void **state)
@@ -244,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_warm_node_that_fits_worse_changes_nothing),
         cmocka_unit_test(test_busy_warm_node_starts_elsewhere_at_once),
         cmocka_unit_test(test_gang_takes_warm_nodes_first),
+        cmocka_unit_test(test_topology_gang_keeps_its_switch_takes_warm_within),
         cmocka_unit_test(test_warm_sets_refused_and_replaced),
     };
     return cmocka_run_group_tests_name("core: warm nodes", tests, NULL, NULL);
