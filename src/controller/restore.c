@@ -412,6 +412,8 @@ static int row_to_sched(const struct store_job *row, struct sched_job_spec *sp)
     sp->retries = row->retries;
     sp->array_id = row->array_id;
     sp->array_limit = row->array_limit;
+    if (strlen(row->template_ref) < sizeof(sp->env)) /* its environment: warm nodes first */
+        str_copy(sp->env, sizeof(sp->env), row->template_ref);
     return parse_core_lists(row, sp);
 }
 

@@ -263,16 +263,21 @@ YAML
 @test "restarts: docketd hears the nodes' states again; a restarted agent re-warms from disk" {
     wait_for 60 warm_is warmbox "$PREFIX-a" ready
     before=$(unpacks a)
+    held=$(api_submit '{"template": "warmbox", "hold": true, "command": ["cat", "/tag"]}')
     kill_pidfile "$T/ctl.pid"
     ctl_start "$PORT"
     wait_for 60 warm_is warmbox "$PREFIX-a" ready
-    # ... and hands them to the scheduler again: a job of it lands warm, prepares nothing
+    # ... and hands them to the scheduler again: a job of it lands warm, prepares nothing,
+    # whether submitted after the restart or restored from the store by it
     id=$(api_submit '{"template": "warmbox", "command": ["cat", "/tag"]}')
-    done_ok "$id"
-    run -0 "$DOCKET" show "$id" --json
-    [ "$(jq -r '[.events[] | select(.type == "start")][0].detail' <<<"$output")" = \
-        "placed on a warm node (warmbox@1 ready there)" ]
-    [ "$(jq '[.events[] | select(.type == "preparing")] | length' <<<"$output")" = 0 ]
+    "$DOCKET" release "$held" >/dev/null
+    for j in "$id" "$held"; do
+        done_ok "$j"
+        run -0 "$DOCKET" show "$j" --json
+        [ "$(jq -r '[.events[] | select(.type == "start")][0].detail' <<<"$output")" = \
+            "placed on a warm node (warmbox@1 ready there)" ]
+        [ "$(jq '[.events[] | select(.type == "preparing")] | length' <<<"$output")" = 0 ]
+    done
     # the agent forgets what it was asked; docketd asks again, and what is on disk serves
     pid=$(cat "$T/agent-a.pid")
     kill -TERM "$pid"
