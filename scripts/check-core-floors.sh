@@ -20,6 +20,7 @@ FLOORS = {
     "model.c": 1, "group.c": 1, "deadlines.c": 1, "changes.c": 1, "shapes.c": 1,
     "nodes.c": 1, "avail.c": 1, "victims.c": 1, "queue.c": 1, "claims.c": 1,
     "lifecycle.c": 1, "caches.c": 1, "topo.c": 1, "warm.c": 1,
+    "arrays.c": 1,
     # 2: the policy pieces; change the model only through floor 1
     "admit.c": 2, "order.c": 2, "place.c": 2, "reserve.c": 2, "preempt.c": 2, "memo.c": 2,
     # 3: the cycle and the entry points
@@ -40,7 +41,7 @@ SAME_FLOOR = {
     "queue.c": ["model.c", "deadlines.c", "shapes.c", "victims.c"],
     "claims.c": ["model.c", "avail.c", "changes.c"],
     "lifecycle.c": ["model.c", "group.c", "deadlines.c", "shapes.c", "nodes.c", "avail.c",
-                    "victims.c", "queue.c", "claims.c"],
+                    "victims.c", "queue.c", "claims.c", "arrays.c"],
     "memo.c": ["preempt.c"],
     "cluster.c": ["jobs.c"],
 }

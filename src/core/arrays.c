@@ -10,11 +10,11 @@
  * first failure (afterok can never be met), the moment every task has started or ended
  * (after), and its last end (all the others). The array is forgotten then; a later
  * dependency on it is settled by the caller, who keeps how its tasks ended.
+ * The counters only say when an answer became known (their functions return true);
+ * lifecycle.c settles the waiters (array_waiters_settle), so this file stays below it.
  */
 #include "core/arrays.h"
 #include "core/containers.h"
-#include "core/lifecycle.h"
-#include "core/model.h"
 #include "core/policy.h"
 
 #include <errno.h>
@@ -66,39 +66,14 @@ int array_add_waiter(struct array_count *a, uint32_t slot, uint64_t id)
     return 0;
 }
 
-/* Settle every dependency on the array that its counters now decide. */
-static void settle_waiters(struct sched *s, uint64_t array_id, struct array_count *a)
+void array_forget_if_ended(struct sched *s, uint64_t array_id)
 {
-    for (int i = 0; i < a->nwaiters; i++) {
-        struct job *w = &s->jobs[a->waiters[i].slot];
-        if (w->id != a->waiters[i].id)
-            continue; /* that waiter is gone and its slot reused */
-        for (int k = 0; k < w->ndeps; k++) {
-            struct job_dep *dep = &w->deps[k];
-            if (!dep->array || dep->id != array_id || dep->met || dep->never)
-                continue;
-            enum dep_verdict v = array_dep_verdict(a, dep->kind);
-            if (v != DEP_WAIT)
-                dep_settle(s, w, dep, v == DEP_MET);
-        }
-    }
-}
-
-static void forget(struct sched *s, uint64_t array_id, struct array_count *a)
-{
+    struct array_count *a = array_find(s, array_id);
+    if (!a || !all_ended(a))
+        return;
     free(a->waiters);
     memset(a, 0, sizeof(*a));
     u64map_del(&s->arrays, array_id);
-}
-
-/* After a change of the counters: read the waiters when an answer became known, and
- * forget the array once all of it ended. */
-static void changed(struct sched *s, uint64_t array_id, struct array_count *a, unsigned before)
-{
-    if (known_answers(a) != before)
-        settle_waiters(s, array_id, a);
-    if (all_ended(a))
-        forget(s, array_id, a);
 }
 
 static struct array_count *array_new(struct sched *s, uint64_t array_id)
@@ -132,11 +107,11 @@ int array_register(struct sched *s, const struct sched_job_spec *sp)
     return 0;
 }
 
-void array_unregister(struct sched *s, const struct job *j, bool coming_back)
+bool array_unregister(struct sched *s, const struct job *j, bool coming_back)
 {
     struct array_count *a = array_find(s, j->array_id);
     if (!a)
-        return;
+        return false;
     unsigned before = known_answers(a);
     a->jobs--;
     if (!coming_back || !a->declared) /* array_register counts it again */
@@ -144,33 +119,44 @@ void array_unregister(struct sched *s, const struct job *j, bool coming_back)
     if (j->flags & JF_STARTED)
         a->started--;
     if (coming_back)
-        return; /* an update: the task is back at once, nothing was decided */
+        return false; /* an update: the task is back at once, nothing was decided */
     /* never submitted after all: the rest of the array may answer now */
-    changed(s, j->array_id, a, before);
+    return known_answers(a) != before;
 }
 
-void array_task_started(struct sched *s, const struct job *j)
+bool array_task_started(struct sched *s, const struct job *j)
 {
     struct array_count *a = j->array_id ? array_find(s, j->array_id) : NULL;
     if (!a)
-        return;
+        return false;
     unsigned before = known_answers(a);
     a->started++;
-    changed(s, j->array_id, a, before);
+    return known_answers(a) != before;
 }
 
-void array_task_ended(struct sched *s, const struct job *j, bool ok)
+bool array_task_ended(struct sched *s, const struct job *j, bool ok)
 {
     struct array_count *a = array_find(s, j->array_id);
     if (!a)
-        return;
+        return false;
     unsigned before = known_answers(a);
     a->jobs--;
     if (j->flags & JF_STARTED)
         a->started--;
     a->ended++;
     a->failed += !ok;
-    changed(s, j->array_id, a, before);
+    return known_answers(a) != before;
+}
+
+bool array_task_gone(struct sched *s, uint64_t array_id, bool ok)
+{
+    struct array_count *a = array_find(s, array_id);
+    if (!a || a->ended + a->jobs >= a->tasks)
+        return false; /* not one the core waits for */
+    unsigned before = known_answers(a);
+    a->ended++;
+    a->failed += !ok;
+    return known_answers(a) != before;
 }
 
 void array_counts_free(struct sched *s)
@@ -201,18 +187,6 @@ int sched_array_declare(struct sched *s, uint64_t array_id, int tasks, int ended
     a->failed = failed;
     a->declared = true;
     return 0;
-}
-
-void sched_array_task_gone(struct sched *s, uint64_t array_id, bool ok, int64_t now)
-{
-    struct array_count *a = array_find(s, array_id);
-    if (!a || a->ended + a->jobs >= a->tasks)
-        return; /* not one the core waits for */
-    s->now = now;
-    unsigned before = known_answers(a);
-    a->ended++;
-    a->failed += !ok;
-    changed(s, array_id, a, before);
 }
 
 bool sched_array_known(const struct sched *s, uint64_t array_id)

@@ -634,8 +634,8 @@ static int withdraw(struct sched *s, uint64_t id, bool coming_back, struct sched
                        (unsigned long long)id, sched_job_state_name(j->state));
     leave_queue(s, j);
     queued_count(s, j, -1);
-    if (j->array_id)
-        array_unregister(s, j, coming_back);
+    if (j->array_id && array_unregister(s, j, coming_back))
+        array_waiters_settle(s, j->array_id);
     job_discard(s, j);
     return 0;
 }
@@ -1023,7 +1023,8 @@ int sched_job_update(struct sched *s, const struct sched_job_spec *sp, int64_t n
     j->dependents_cap = cap;
     if (started) {
         j->flags |= JF_STARTED;
-        array_task_started(s, j);
+        if (array_task_started(s, j))
+            array_waiters_settle(s, j->array_id);
     }
     return 0;
 }
@@ -1050,4 +1051,12 @@ int sched_job_set_limit(struct sched *s, uint64_t id, int64_t limit_ms, int64_t 
     job_nodes_touch(s, j); /* its nodes' releases move: reservations may start earlier */
     s->memo_epoch++;
     return 0;
+}
+
+void sched_array_task_gone(struct sched *s, uint64_t array_id, bool ok, int64_t now)
+{
+    if (!array_task_gone(s, array_id, ok))
+        return;
+    s->now = now; /* the waiters it frees become eligible now */
+    array_waiters_settle(s, array_id);
 }

@@ -118,7 +118,8 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
     }
     if (!(j->flags & JF_STARTED)) {
         j->flags |= JF_STARTED;
-        array_task_started(s, j); /* after:ARRAY_ID counts its tasks' first starts */
+        if (array_task_started(s, j)) /* after:ARRAY_ID counts its tasks' first starts */
+            array_waiters_settle(s, j->array_id);
     }
     j->start_ms = s->now;
     j->ckpt_ms = s->now;
@@ -234,8 +235,8 @@ void job_finish(struct sched *s, struct job *j, enum sched_job_state st, const c
         snprintf(d->detail, sizeof(d->detail), "%s", detail ? detail : "");
     }
     settle_dependents(s, j, st == SCHED_COMPLETED, false);
-    if (j->array_id)
-        array_task_ended(s, j, st == SCHED_COMPLETED);
+    if (j->array_id && array_task_ended(s, j, st == SCHED_COMPLETED))
+        array_waiters_settle(s, j->array_id);
     s->by_state[st]--;
     u64map_del(&s->job_index, j->id);
     uint32_t slot = job_slot(s, j);
@@ -286,6 +287,25 @@ void dep_settle(struct sched *s, struct job *w, struct job_dep *dep, bool met)
         job_mark_eligible(s, w, s->now);
         starvation_watch(s, w, s->now);
     }
+}
+
+void array_waiters_settle(struct sched *s, uint64_t array_id)
+{
+    struct array_count *a = array_find(s, array_id);
+    for (int i = 0; a && i < a->nwaiters; i++) {
+        struct job *w = &s->jobs[a->waiters[i].slot];
+        if (w->id != a->waiters[i].id)
+            continue; /* that waiter is gone and its slot reused */
+        for (int k = 0; k < w->ndeps; k++) {
+            struct job_dep *dep = &w->deps[k];
+            if (!dep->array || dep->id != array_id || dep->met || dep->never)
+                continue;
+            enum dep_verdict v = array_dep_verdict(a, dep->kind);
+            if (v != DEP_WAIT)
+                dep_settle(s, w, dep, v == DEP_MET);
+        }
+    }
+    array_forget_if_ended(s, array_id);
 }
 
 /* The waiters on `done` whose dependencies it settles: all of them when it ended (ok:

@@ -23,5 +23,8 @@ void job_deps_any_count(struct job *j);
 /* One dependency of the waiter `w` is settled: met, or never to be (DependencyNever-
  * Satisfied for an all-of job; an any-of job recounts). */
 void dep_settle(struct sched *s, struct job *w, struct job_dep *dep, bool met);
+/* Settle every dependency on the whole array that its counters now decide (after one of
+ * arrays.h's changes returned true), then forget the array if every task ended. */
+void array_waiters_settle(struct sched *s, uint64_t array_id);
 
 #endif
