@@ -133,6 +133,9 @@ bool sup_stop_asked(const struct sup *s);
 /* suplaunch.c */
 /* Set the job up and start it; s->leader is its pid. 0, or -errno with `err`. */
 int sup_launch_job(struct sup *s, char *err, size_t errlen);
+/* In a child about to exec a job's or a step's process: every signal's disposition back to
+ * the default and none blocked, as a fresh process expects. */
+void sup_child_signals_default(void);
 /* Leave the job's group (spare path), so the group's signals never reach us. */
 void sup_leave_group(struct sup *s);
 /* The descriptor number the step host finds its listening socket at (DOCKET_STEP_FD). */

@@ -193,15 +193,20 @@ static bool has_environment(const struct agent_job *j)
     return j->nmodules > 0 || j->setup;
 }
 
-static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **env, char **argv)
+void sup_child_signals_default(void)
 {
-    char what[PATH_MAX + 64];
     sigset_t none;
     sigemptyset(&none);
     for (int sig = 1; sig < NSIG; sig++)
         if (sig != SIGKILL && sig != SIGSTOP)
             signal(sig, SIG_DFL);
     sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static void __attribute__((noreturn)) child_exec(struct sup *s, int pfd, char **env, char **argv)
+{
+    char what[PATH_MAX + 64];
+    sup_child_signals_default();
     setsid();
     char cgerr[256];
     if (s->use_cg && !s->inside && !s->born_inside &&

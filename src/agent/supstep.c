@@ -308,12 +308,7 @@ static void kill_tree(pid_t pid, int sig)
 /* The runtime's process: in the job's cgroup and network, with the task's descriptors. */
 static void __attribute__((noreturn)) runtime_child(struct sup *s, const int fds[3])
 {
-    sigset_t none;
-    sigemptyset(&none);
-    for (int sig = 1; sig < NSIG; sig++)
-        if (sig != SIGKILL && sig != SIGSTOP)
-            signal(sig, SIG_DFL);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    sup_child_signals_default();
     char err[256];
     if (s->use_cg && cg_job_attach(&s->cg, 0, err, sizeof err) < 0)
         _exit(125);
