@@ -488,9 +488,11 @@ int sched_node_set_labels(struct sched *s, const char *node, const struct sched_
     s->zone_dirty = true;
     s->profiles_dirty = true;
     reservations_drop_all(s, true);
-    /* a full refresh (issue 34: 10x a job end); without it property seed 3673 fails (the
-       incremental core preempted where the recomputing twin did not), bench/RESULTS.md */
-    s->order_dirty = true; /* selectors' static answers may change */
+    /* no full refresh: nothing in the queue's keys reads labels, and what does read them
+       (selector matches, static reasons, the reservations' usable proofs, the placement and
+       preemption memos) reads node_epoch, which node_labels_set moved. The refresh made a
+       relabel cost 10 times a job end (issue 34); property seed 3673, which once needed it,
+       needed the change log of a cancelled victim's nodes (docs/scheduling.md) */
     return 0;
 }
 

@@ -584,6 +584,43 @@ static void test_preemptor_waits_for_a_cancelled_job(void **state)
     sched_destroy(s);
 }
 
+/* A relabel is a node event, not a new order: the cycle after it is incremental (it
+ * forced a full refresh, a sort of the whole queue and every share, issue 34's churn
+ * figures), and the walk sees the node as it is now: job 1, waiting for vc=b while n2 runs
+ * job 3, starts on n1 once n1 is relabelled vc=b. */
+static void test_relabel_needs_no_refresh(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.fairshare_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node_l(s, "n1", "H100", 8, "vc", "a");
+    add_node_l(s, "n2", "H100", 8, "vc", "b");
+    add_project(s, "a", "normal", 0, -1);
+    submit_vc(s, 3, "a", 8, "b", 10 * HOUR, T0);
+    struct cyc c;
+    (void)cycle_with(s, T0, SCHED_CYCLE_INCREMENTAL, &c);
+    run(s, 3, T0);
+    submit_vc(s, 1, "a", 8, "b", HOUR, T0 + 1);
+    (void)cycle_with(s, T0 + MIN, SCHED_CYCLE_INCREMENTAL, &c);
+    assert_null(find_dec(c, SCHED_D_START, 1)); /* n2 is busy, n1 is vc=a */
+    struct sched_label l;
+    memset(&l, 0, sizeof(l));
+    snprintf(l.key, SCHED_NAME_MAX, "vc");
+    snprintf(l.value, SCHED_NAME_MAX, "b");
+    struct sched_error err;
+    assert_int_equal(sched_node_set_labels(s, "n1", &l, 1, &err), 0);
+    struct sched_cycle_stats st = cycle_with(s, T0 + 2 * MIN, SCHED_CYCLE_INCREMENTAL, &c);
+    assert_false(st.full);
+    const struct sched_decision *d = find_dec(c, SCHED_D_START, 1);
+    assert_non_null(d);
+    assert_int_equal(d->allocs[0].node, (uint32_t)sched_node_find(s, "n1"));
+    check_ok(s);
+    sched_destroy(s);
+}
+
 /* A node shrunk under a sticky reservation: the promise cannot stand on less room; it is
  * made again, and sched_check holds at once. */
 static void test_shrink_under_a_promise(void **state)
@@ -666,6 +703,7 @@ int main(void)
         cmocka_unit_test(test_noop_policy_apply_keeps_promises),
         cmocka_unit_test(test_unrelated_policy_change_keeps_promises),
         cmocka_unit_test(test_preemptor_waits_for_a_cancelled_job),
+        cmocka_unit_test(test_relabel_needs_no_refresh),
         cmocka_unit_test(test_shrink_under_a_promise),
         cmocka_unit_test(test_unlimited_job_is_never_immune),
         cmocka_unit_test(test_limited_job_stays_immune),
