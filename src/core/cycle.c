@@ -181,7 +181,9 @@ static bool want_reservation(const struct sched *s, const struct walk *w, const 
 }
 
 /* Make j a reservation unless an ordinary one for a job of its shape no longer than it
- * failed in this walk (claims only grow within a walk: it would fail too). A starving
+ * failed in this walk while no room grew since (room_grew: a dropped reservation, a release
+ * moved earlier by a preemption in the walk, which gives a job without a time limit its
+ * first foreseeable end; else claims only grow within a walk: it would fail too). A starving
  * job's search neither uses nor leaves that memo: it honours every claim, an ordinary one
  * only those of jobs that outrank it (and may be given its old room back), so a starving
  * failure says nothing of an ordinary search. (It did, and so a starving job served or
@@ -190,14 +192,16 @@ static bool reserve(struct sched *s, struct walk *w, struct job *j, bool starvin
 {
     struct shape *sh = &s->shapes[j->shape];
     bool memo = !starving;
-    if (memo && sh->res_fail_cycle == s->cycle && job_duration(j) >= sh->res_fail_dur)
+    bool known = sh->res_fail_cycle == s->cycle && sh->res_fail_grew == s->room_grew;
+    if (memo && known && job_duration(j) >= sh->res_fail_dur)
         return false;
     if (reservation_make(s, j, w->now, starving) == 0) {
         w->st->reservations++;
         return true;
     }
-    if (memo && (sh->res_fail_cycle != s->cycle || job_duration(j) < sh->res_fail_dur)) {
+    if (memo && (!known || job_duration(j) < sh->res_fail_dur)) {
         sh->res_fail_cycle = s->cycle;
+        sh->res_fail_grew = s->room_grew;
         sh->res_fail_dur = job_duration(j);
     }
     return false;

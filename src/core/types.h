@@ -298,7 +298,8 @@ struct shape {
     uint64_t static_cycle;   /* node_epoch for which static_reason holds */
     uint64_t res_fail_cycle; /* in this cycle no reservation could be made for a job of
                                 this shape that would run ... */
-    int64_t res_fail_dur;    /* ... this long: longer ones cannot have one either */
+    int64_t res_fail_dur;    /* ... this long: longer ones cannot have one either ... */
+    uint64_t res_fail_grew;  /* ... while no room grew since (room_grew) */
     uint64_t claimed_cycle;  /* in this cycle, claims held off a job of this shape ... */
     int64_t claimed_dur;     /* ... that would run this long: longer ones are too ... */
     uint64_t claimed_grew;   /* ... while no room grew since (room_grew) */
@@ -605,8 +606,9 @@ struct sched {
        reclaim could take: a cache, valid while victim_changes, memo_epoch and reclaim_epoch
        are what reclaim_key says (a borrower appears only when one of them moves). */
     uint64_t victim_changes;
-    /* events so far that may let room grow within a walk (the claimed memo): a reservation
-       dropped (claims shrank), a release moved earlier (a victim stopped, a lowered limit) */
+    /* events so far that may let room grow within a walk (the claimed memo, the
+       reservation-failure memo): a reservation dropped (claims shrank), a release moved
+       earlier (a victim stopped, a lowered limit) */
     uint64_t room_grew;
     uint64_t reclaim_key[5];
     bool reclaim_key_valid;

@@ -368,6 +368,44 @@ static void test_preemption_in_the_walk_voids_the_claimed_memo(void **state)
     sched_destroy(s);
 }
 
+/* The reservation-failure memo (a shape that found no start in this walk: its longer jobs
+ * find none either) holds only while room cannot grow, as the claimed memo (seed 2907). A
+ * preemption in the walk gives a job without a time limit a kill time: room that was never
+ * free is free then. FIFO: job 2 (low, no victim for it) finds no start on n1, which job 1
+ * (low, no limit, 8 GPUs) holds for ever; job 3 (high) preempts job 1 and takes 4 GPUs at
+ * its kill; job 4, of job 2's shape and length, has a start there now, for the other 4:
+ * a full search in that walk gives it its reservation. */
+static void test_preemption_in_the_walk_voids_the_reservation_failure(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.ordering = SCHED_ORDER_FIFO;
+    p.classes[0].default_limit_ms = 0; /* training: none unless asked */
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    submit(s, 1, "lab", "low", "training", 8, 1, 0, T0);
+    (void)cycle(s, T0);
+    run(s, 1, T0);
+    int64_t t = T0 + HOUR;
+    submit(s, 2, "lab", "low", "experiment", 4, 1, HOUR, t);
+    submit(s, 3, "lab", "high", "experiment", 4, 1, HOUR, t + 1);
+    submit(s, 4, "lab", "low", "experiment", 4, 1, HOUR, t + 2);
+    struct cyc c = cycle(s, t + 3);
+    const struct sched_decision *d = find_dec(c, SCHED_D_SIGNAL, 1);
+    assert_non_null(d);
+    assert_int_equal(d->preemptor, 3);
+    struct sched_job_view v;
+    assert_int_equal(sched_job_get(s, 4, &v), 0);
+    assert_true(v.reservation_ms > 0);
+    struct sched_error err;
+    if (sched_check(s, &err) != 0)
+        fail_msg("%s", err.message);
+    sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -383,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_victim_gate_by_selector),
         cmocka_unit_test(test_cancel_of_a_victim_voids_the_memos),
         cmocka_unit_test(test_preemption_in_the_walk_voids_the_claimed_memo),
+        cmocka_unit_test(test_preemption_in_the_walk_voids_the_reservation_failure),
     };
     return cmocka_run_group_tests_name("core: preemption", tests, NULL, NULL);
 }
