@@ -963,13 +963,17 @@ int agent_heartbeat_reply_parse(const json_t *body, struct agent_heartbeat_reply
     json_t *cmds = json_object_get(body, "commands");
     if (!cmds || json_is_null(cmds))
         return 0;
-    if (!json_is_array(cmds) || json_array_size(cmds) > AGENT_MAX_COMMANDS)
+    if (!json_is_array(cmds) || json_array_size(cmds) > AGENT_MAX_COMMANDS) {
+        agent_heartbeat_reply_release(out); /* the storage, lifecycle and warm parts read */
         return bad(err, "commands", "'commands' must be an array of at most %d commands",
                    AGENT_MAX_COMMANDS);
+    }
     size_t n = json_array_size(cmds);
     out->cmds = calloc(n ? n : 1, sizeof *out->cmds);
-    if (!out->cmds)
+    if (!out->cmds) {
+        agent_heartbeat_reply_release(out);
         return oom(err);
+    }
     for (size_t i = 0; i < n; i++) {
         if ((rc = parse_cmd(json_array_get(cmds, i), i, &out->cmds[i], err)) < 0) {
             json_decref(out->cmds[i].job);
