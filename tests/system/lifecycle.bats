@@ -23,8 +23,7 @@ DOCKETD_EXTRA=()
 setup_file() {
     [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] ||
         skip "docket, docketd or docket-node not built"
-    [[ $(id -u) == 0 ]] || skip "needs root: the areas' owners and a loop mount"
-    [[ -e /dev/loop-control ]] || skip "no loop devices here (/dev/loop-control is missing)"
+    images_need_loop "the areas' owners and a loop mount"
     export DOCKET_NODE_TEST_LC_CORRUPT=corrupt.bin
     cluster_start
     mkdir -p "$T/hot" "$T/cold" "$T/scr" "$T/loc" "$T/outside"

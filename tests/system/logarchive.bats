@@ -20,8 +20,7 @@ RECEIVER=$DOCKET_BUILD/tests/system/hook_receiver
 setup_file() {
     [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN && -x $RECEIVER ]] ||
         skip "docket, docketd, docket-node or hook_receiver not built"
-    [[ $(id -u) == 0 ]] || skip "needs root: a loop mount"
-    [[ -e /dev/loop-control ]] || skip "no loop devices here (/dev/loop-control is missing)"
+    images_need_loop "a loop mount"
     cluster_start
     image_ready arch 8
     "$RECEIVER" "$T/hook.port" "$T/hook.out" &

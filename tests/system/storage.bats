@@ -22,8 +22,7 @@ RECEIVER=$DOCKET_BUILD/tests/system/hook_receiver
 setup_file() {
     [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN && -x $RECEIVER ]] ||
         skip "docket, docketd, docket-node or hook_receiver not built"
-    [[ $(id -u) == 0 ]] || skip "needs root: loop mounts and the areas' owners"
-    [[ -e /dev/loop-control ]] || skip "no loop devices here (/dev/loop-control is missing)"
+    images_need_loop "loop mounts and the areas' owners"
     cluster_start
     mkdir -p "$T/cold"
     image hot 32

@@ -2,6 +2,13 @@
 # (storage.bats, lifecycle.bats, logarchive.bats): small, so a test can fill one.
 # Images live in $T/NAME.img and mount at $T/mnt/NAME; images_unmount frees them all.
 
+# images_need_loop WHY: the file's tests skip unless root (WHY: what root is needed for)
+# with loop devices
+images_need_loop() {
+    [[ $(id -u) == 0 ]] || skip "needs root: $1"
+    [[ -e /dev/loop-control ]] || skip "no loop devices here (/dev/loop-control is missing)"
+}
+
 # image NAME SIZE_MB [MKFS OPTS...]: an ext4 file system on $T/NAME.img at $T/mnt/NAME
 image() {
     local name=$1 size=$2
