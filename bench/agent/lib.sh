@@ -63,6 +63,20 @@ cluster_stop() {
 }
 trap cluster_stop EXIT
 
+# busybox_image LAYOUT TAG: an OCI image layout at LAYOUT holding TAG, a rootfs of
+# busybox-static with `echo` (umoci, no network), readable by the jobs' users
+busybox_image() {
+    local img=$1 tag=$2
+    umoci init --layout "$img"
+    umoci new --image "$img:$tag"
+    umoci unpack --image "$img:$tag" "$T/bundle" >/dev/null
+    mkdir -p "$T/bundle/rootfs/bin"
+    cp "$(command -v busybox)" "$T/bundle/rootfs/bin/busybox"
+    ln -s busybox "$T/bundle/rootfs/bin/echo"
+    umoci repack --image "$img:$tag" "$T/bundle" >/dev/null
+    chmod -R a+rX "$img"
+}
+
 # Percentile P (0..100) of the numbers on stdin (nearest rank).
 pct() {
     sort -n | awk -v p="$1" '{ v[NR] = $1 } END { i = int((p / 100) * NR + 0.999999); if (i < 1) i = 1; print v[i] }'

@@ -14,14 +14,7 @@ N=${1:-200}
 . "$(dirname "$0")/../agent/lib.sh"
 cluster_start --gpus 0 --cpus 4 --mem 8G
 IMG=$T/img
-umoci init --layout "$IMG"
-umoci new --image "$IMG:bb"
-umoci unpack --image "$IMG:bb" "$T/bundle" >/dev/null
-mkdir -p "$T/bundle/rootfs/bin"
-cp "$(command -v busybox)" "$T/bundle/rootfs/bin/busybox"
-ln -s busybox "$T/bundle/rootfs/bin/echo"
-umoci repack --image "$IMG:bb" "$T/bundle" >/dev/null
-chmod -R a+rX "$IMG"
+busybox_image "$IMG" bb
 
 # one JOB body -> microseconds from just before the submit to its first output
 one() {

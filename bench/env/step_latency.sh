@@ -13,14 +13,7 @@ N=${1:-100}
 . "$(dirname "$0")/../agent/lib.sh"
 cluster_start --gpus 0 --cpus 4 --mem 8G --slurm-cli "$B/src/cli/docket"
 IMG=$T/img
-umoci init --layout "$IMG"
-umoci new --image "$IMG:bb"
-umoci unpack --image "$IMG:bb" "$T/bundle" >/dev/null
-mkdir -p "$T/bundle/rootfs/bin"
-cp "$(command -v busybox)" "$T/bundle/rootfs/bin/busybox"
-ln -s busybox "$T/bundle/rootfs/bin/echo"
-umoci repack --image "$IMG:bb" "$T/bundle" >/dev/null
-chmod -R a+rX "$IMG"
+busybox_image "$IMG" bb
 
 script="#!/bin/bash
 box=(--container-image=oci-layout:$IMG:bb)
