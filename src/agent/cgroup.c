@@ -599,7 +599,15 @@ int cg_job_freeze(const struct cg_job *cg, bool frozen)
     return -ETIMEDOUT;
 }
 
-static int signal_listed(const struct cg_job *cg, int sig)
+bool cg_pid_runs(pid_t pid, const struct cg_exe *exe)
+{
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    return exe && stat(path, &st) == 0 && st.st_dev == exe->dev && st.st_ino == exe->ino;
+}
+
+static int signal_listed(const struct cg_job *cg, int sig, const struct cg_exe *skip)
 {
     pid_t pids[4096];
     int n = cg_job_pids(cg, pids, 4096);
@@ -607,12 +615,13 @@ static int signal_listed(const struct cg_job *cg, int sig)
         return n;
     int sent = 0;
     for (int i = 0; i < n && i < 4096; i++)
-        if (pids[i] > 0 && kill(pids[i], sig) == 0)
+        if (pids[i] > 0 && (sig == SIGKILL || !cg_pid_runs(pids[i], skip)) &&
+            kill(pids[i], sig) == 0)
             sent++;
     return sent;
 }
 
-int cg_job_signal(const struct cg_job *cg, int sig)
+int cg_job_signal(const struct cg_job *cg, int sig, const struct cg_exe *skip)
 {
     if (sig == SIGKILL && cg->mode == CG_V2 && cg->v2_kill) {
         char path[PATH_MAX];
@@ -625,7 +634,7 @@ int cg_job_signal(const struct cg_job *cg, int sig)
     /* Frozen, nobody can fork between the read of cgroup.procs and the kills. A freeze
      * that does not settle (a task in uninterruptible sleep) still gets the signals. */
     int frc = cg_job_freeze(cg, true);
-    int sent = signal_listed(cg, sig);
+    int sent = signal_listed(cg, sig, skip);
     if (frc == 0 || frc == -ETIMEDOUT)
         cg_job_freeze(cg, false);
     return sent;
@@ -776,7 +785,7 @@ int cg_job_reclaim(const struct cg_job *cg, int wait_ms, void (*reap)(void), cha
         if (n == -ENOENT || n == 0)
             break;
         if (n > 0)
-            cg_job_signal(cg, SIGKILL);
+            cg_job_signal(cg, SIGKILL, NULL);
         if (reap)
             reap();
         if (waited >= wait_ms) {

@@ -100,9 +100,18 @@ int cg_job_attach(const struct cg_job *cg, pid_t pid, char *err, size_t errlen);
 /* Number of processes in the job (the freezer group on v1, and every group a root job
  * nested below it), or negative errno. */
 int cg_job_nprocs(const struct cg_job *cg);
-/* Deliver `sig` to every process in the job (frozen meanwhile). Returns how many got it,
- * or a negative errno. SIGKILL uses cgroup.kill on v2 when present. */
-int cg_job_signal(const struct cg_job *cg, int sig);
+/* A program file, by device and inode (struct stat's st_dev, st_ino). */
+struct cg_exe {
+    dev_t dev;
+    ino_t ino;
+};
+/* Deliver `sig` to every process in the job (frozen meanwhile), but, unless it is SIGKILL,
+ * those running the program `skip` names (NULL: none): an OCI runtime passes each signal
+ * it gets on to its container's first process, which gets the signal itself here. Returns
+ * how many got it, or a negative errno. SIGKILL uses cgroup.kill on v2 when present. */
+int cg_job_signal(const struct cg_job *cg, int sig, const struct cg_exe *skip);
+/* Whether process `pid` runs the program `exe` names. */
+bool cg_pid_runs(pid_t pid, const struct cg_exe *exe);
 /* Freeze or thaw (waits up to 1 s for the freeze to settle). */
 int cg_job_freeze(const struct cg_job *cg, bool frozen);
 /* CPU time in ms and peak memory in MiB (0 when unknown). */

@@ -71,7 +71,9 @@ struct sup {
     bool net_made;       /* its namespace, veth and rules exist: removed at the end */
     struct sup_tty *tty; /* an interactive session's terminal (suptty.c), or NULL */
     struct sup_oci *oci; /* a container job's image and runtime (supoci.c), or NULL */
-    int step_lfd;        /* srun --container-image's socket (supstep.c), or -1 */
+    struct cg_exe runtime_file;    /* the OCI runtime's program, when runtime_known: the */
+    bool runtime_known;            /* job's signals pass over it (cg_job_signal says why) */
+    int step_lfd;                  /* srun --container-image's socket (supstep.c), or -1 */
     pid_t step_pids[SUP_STEP_MAX]; /* its tasks' servers (children of ours), 0 = a free slot */
     int step_seq;                  /* in such a server: its task's number (its bundle), else 0 */
     bool keep_path; /* in such a server: --container-env=PATH, the task's PATH wins */

@@ -81,6 +81,12 @@ void sup_reap_all(void)
         ;
 }
 
+/* The processes a signal to the whole job passes over (cg_job_signal): its runtime's. */
+static const struct cg_exe *runtime_skip(const struct sup *s)
+{
+    return s->runtime_known ? &s->runtime_file : NULL;
+}
+
 static void stop_job(struct sup *s, int sig, int64_t grace_ms, const char *why)
 {
     if (s->leader_done)
@@ -91,7 +97,8 @@ static void stop_job(struct sup *s, int sig, int64_t grace_ms, const char *why)
         sup_log("job %llu: %s, already stopping", (unsigned long long)s->j->id, why);
         return;
     }
-    int n = s->use_cg ? cg_job_signal(&s->cg, sig) : (kill(-s->leader, sig) == 0 ? 1 : 0);
+    int n = s->use_cg ? cg_job_signal(&s->cg, sig, runtime_skip(s))
+                      : (kill(-s->leader, sig) == 0 ? 1 : 0);
     sup_log("job %llu: %s: signal %d to %d processes, kill in %lld ms",
             (unsigned long long)s->j->id, why, sig, n, (long long)grace_ms);
     if (!s->stopping)
@@ -109,7 +116,8 @@ static void kill_job(struct sup *s, const char *why)
 {
     if (s->leader_done)
         return;
-    int n = s->use_cg ? cg_job_signal(&s->cg, SIGKILL) : (kill(-s->leader, SIGKILL) == 0 ? 1 : 0);
+    int n =
+        s->use_cg ? cg_job_signal(&s->cg, SIGKILL, NULL) : (kill(-s->leader, SIGKILL) == 0 ? 1 : 0);
     sup_log("job %llu: %s: SIGKILL to %d processes", (unsigned long long)s->j->id, why, n);
     if (!s->killed && !s->stopping)
         str_copy(s->st.message, sizeof s->st.message, why);
@@ -127,7 +135,7 @@ static void notify_job(struct sup *s, int sig, int to)
         return;
     int n = to == 1     ? (kill(s->leader, sig) == 0 ? 1 : 0)
             : to == 2   ? signal_steps(s, sig)
-            : s->use_cg ? cg_job_signal(&s->cg, sig)
+            : s->use_cg ? cg_job_signal(&s->cg, sig, runtime_skip(s))
                         : (kill(-s->leader, sig) == 0 ? 1 : 0);
     sup_log("job %llu: signal %d on request to %s (%d processes)", (unsigned long long)s->j->id,
             sig,
@@ -266,7 +274,7 @@ static int signal_steps(struct sup *s, int sig)
     if (!f)
         return 0;
     while (fscanf(f, "%d", &pid) == 1)
-        if (pid != s->leader && kill(pid, sig) == 0)
+        if (pid != s->leader && !cg_pid_runs(pid, runtime_skip(s)) && kill(pid, sig) == 0)
             n++;
     fclose(f);
     return n;
@@ -349,7 +357,7 @@ static void finish(struct sup *s, bool launched)
     if (s->use_cg) {
         char msg[256] = "";
         if (cg_job_nprocs(&s->cg) > 0) {
-            cg_job_signal(&s->cg, SIGKILL); /* the leader is gone: the rest goes too */
+            cg_job_signal(&s->cg, SIGKILL, NULL); /* the leader is gone: the rest goes too */
             sup_reap_all();
         }
         cg_job_usage(&s->cg, &cpu, &peak);
@@ -490,6 +498,7 @@ supervise_job(const struct sup_config *c, const struct agent_job *j, const char 
     s.st.sup_pid = getpid();
     s.st.sup_start = sup_proc_starttime(getpid());
     str_copy(s.st.state, sizeof s.st.state, "starting");
+    s.runtime_known = sup_oci_runtime_file(c, &s.runtime_file) == 0;
 
     char err[512] = "";
     int rc = sfd < 0 ? -errno : sup_launch_job(&s, err, sizeof err);

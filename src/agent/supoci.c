@@ -502,6 +502,21 @@ static int write_config(struct sup *s, char *const *argv, char *const *env, char
     return rc;
 }
 
+static const char *runtime_name(const struct sup_config *c)
+{
+    return c->oci_runtime && *c->oci_runtime ? c->oci_runtime : "crun";
+}
+
+int sup_oci_runtime_file(const struct sup_config *c, struct cg_exe *out)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    if (find_runtime(runtime_name(c), path, sizeof path) < 0 || stat(path, &st) < 0)
+        return -ENOENT;
+    *out = (struct cg_exe){.dev = st.st_dev, .ino = st.st_ino};
+    return 0;
+}
+
 int sup_oci_image(struct sup *s, char *err, size_t errlen)
 {
     struct sup_oci *o = calloc(1, sizeof *o);
@@ -509,7 +524,7 @@ int sup_oci_image(struct sup *s, char *err, size_t errlen)
         return -ENOMEM;
     o->img.fd = -1;
     s->oci = o;
-    const char *name = s->c->oci_runtime && *s->c->oci_runtime ? s->c->oci_runtime : "crun";
+    const char *name = runtime_name(s->c);
     if (find_runtime(name, o->runtime, sizeof o->runtime) < 0) {
         sup_errf(err, errlen, "the OCI runtime '%s' is not installed on this node", name);
         return -ENOENT;
@@ -550,9 +565,12 @@ int sup_oci_exec(struct sup *s)
             umount2("/sys/fs/cgroup/unified", MNT_DETACH) < 0)
             return -errno;
     }
-    /* the job's signals come to every process of its cgroup (the supervisor's way): the
-     * runtime ignores them rather than pass each on a second time; it gives the
-     * container's process default dispositions */
+    /* the job's signals come to every process of its cgroup (the supervisor's way) but
+     * the runtime's: crun and runc block every signal and pass on what they get, ignored
+     * or not (a blocked signal is never discarded), so the supervisor passes over this
+     * program (cg_job_signal). Ignored here all the same: the container's process gets
+     * default dispositions from the runtime, and a signal that comes before the runtime
+     * blocks them does not end it half-way */
     for (int sig = 1; sig < 32; sig++)
         if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCHLD)
             signal(sig, SIG_IGN);

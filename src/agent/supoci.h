@@ -15,6 +15,8 @@
 #include <stddef.h>
 
 struct sup;
+struct sup_config;
+struct cg_exe;
 
 /* Whether the job runs in a container (an image, and a command of its own: a Slurm
  * job's step host and holder on the other nodes stay on the node's system). */
@@ -31,6 +33,8 @@ int sup_oci_exec(struct sup *s);
 /* After the job: a runtime that failed before the job's process ran makes the exit a
  * launch failure with the runtime's message; 128+N from the runtime is signal N. */
 void sup_oci_exit(struct sup *s);
+/* The program file of the node's OCI runtime (the configured one), or -ENOENT. */
+int sup_oci_runtime_file(const struct sup_config *c, struct cg_exe *out);
 /* A step's task (supstep.c) is over: its image let go, its bundle removed. */
 void sup_oci_done(struct sup *s);
 

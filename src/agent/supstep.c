@@ -297,11 +297,14 @@ static int tree(pid_t pid, pid_t *out, int n, int max)
     return n;
 }
 
+/* The container's processes get sig, and for SIGKILL the runtime (pid) too: any other
+ * signal the runtime would pass on to the container's first process a second time
+ * (sup_oci_exec says why ignoring it does not stop that). */
 static void kill_tree(pid_t pid, int sig)
 {
     pid_t all[4096];
     int n = tree(pid, all, 0, 4096);
-    for (int i = 0; i < n; i++)
+    for (int i = sig == SIGKILL ? 0 : 1; i < n; i++)
         kill(all[i], sig);
 }
 

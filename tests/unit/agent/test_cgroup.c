@@ -205,8 +205,30 @@ static void test_real_lifecycle(void **st)
     assert_int_equal(cg_job_freeze(&cg, true), 0);
     assert_int_equal(cg_job_freeze(&cg, false), 0);
     /* SIGCONT reaches both and kills nothing */
-    assert_int_equal(cg_job_signal(&cg, SIGCONT), 2);
+    assert_int_equal(cg_job_signal(&cg, SIGCONT, NULL), 2);
     assert_int_equal(cg_job_nprocs(&cg), 2);
+    /* it passes over the processes of a program named to skip (an OCI runtime's): both
+       run sleep once they have exec'd it */
+    struct stat self, prog;
+    char exe[64];
+    assert_int_equal(stat("/proc/self/exe", &self), 0);
+    for (int i = 0; i < 200; i++) {
+        struct stat a, b;
+        char other[64];
+        snprintf(exe, sizeof exe, "/proc/%d/exe", (int)pid);
+        snprintf(other, sizeof other, "/proc/%d/exe", (int)grand);
+        if (stat(exe, &a) == 0 && stat(other, &b) == 0 && a.st_ino != self.st_ino &&
+            b.st_ino != self.st_ino)
+            break;
+        sleep_ms(5);
+    }
+    assert_int_equal(stat(exe, &prog), 0);
+    struct cg_exe sleep_exe = {.dev = prog.st_dev, .ino = prog.st_ino};
+    struct cg_exe test_exe = {.dev = self.st_dev, .ino = self.st_ino};
+    assert_true(cg_pid_runs(pid, &sleep_exe) && cg_pid_runs(grand, &sleep_exe));
+    assert_false(cg_pid_runs(pid, &test_exe) || cg_pid_runs(pid, NULL));
+    assert_int_equal(cg_job_signal(&cg, SIGCONT, &sleep_exe), 0);
+    assert_int_equal(cg_job_signal(&cg, SIGCONT, &test_exe), 2);
     /* busy groups are not removed */
     assert_int_equal(cg_job_remove(&cg), -EBUSY);
     /* reclaim: both die (the grandchild is not our child; init reaps it) */
@@ -311,7 +333,7 @@ static void test_real_v2_core(void **st)
     assert_int_equal(cg_job_nprocs(&cg), 2);
     assert_int_equal(cg_job_freeze(&cg, true), 0); /* cgroup.events says frozen 1 */
     assert_int_equal(cg_job_freeze(&cg, false), 0);
-    assert_int_equal(cg_job_signal(&cg, SIGCONT), 2);
+    assert_int_equal(cg_job_signal(&cg, SIGCONT, NULL), 2);
     /* SIGKILL goes through cgroup.kill */
     rc = cg_job_reclaim(&cg, 5000, NULL, err, sizeof err);
     if (rc)
