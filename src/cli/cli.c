@@ -4,6 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cli/cli.h"
+#include "cli/jtext.h"
 #include "cli/slurm.h"
 
 #include <errno.h>
@@ -443,6 +444,24 @@ int cli_submit_call(struct cli *c, json_t *spec, json_t **reply)
     return reply_json(c, &r, reply);
 }
 
+/* The URL of a list's next page: path, then limit (what is left of max, at most the
+ * API's 10,000) and the cursor. 0 or -ENAMETOOLONG. */
+static int page_url(char *url, size_t len, const char *path, long want, const char *after)
+{
+    size_t pl = strlen(path);
+    const char *sep = pl && strchr("?&", path[pl - 1]) ? "" : strchr(path, '?') ? "&" : "?";
+    int n = snprintf(url, len, "%s%slimit=%ld%s%s", path, sep, want > 10000 ? 10000 : want,
+                     after[0] ? "&after=" : "", after);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* A page's "next" into after: true when there is one to follow (a number). */
+static bool next_cursor(const char *next, size_t got, char *after, size_t len)
+{
+    return next && next[0] && got > 0 && strspn(next, "0123456789") == strlen(next) &&
+           snprintf(after, len, "%s", next) < (int)len;
+}
+
 int cli_get_pages(struct cli *c, const char *path, const char *key, long max, json_t **list)
 {
     char after[64] = "";
@@ -454,12 +473,7 @@ int cli_get_pages(struct cli *c, const char *path, const char *key, long max, js
         char url[8192];
         long want = max < 1 ? 10000 : max - (long)json_array_size(items);
         json_t *reply = NULL, *page;
-        const char *next;
-        size_t pl = strlen(path);
-        const char *sep = pl && strchr("?&", path[pl - 1]) ? "" : strchr(path, '?') ? "&" : "?";
-        int n = snprintf(url, sizeof(url), "%s%slimit=%ld%s%s", path, sep,
-                         want > 10000 ? 10000 : want, after[0] ? "&after=" : "", after);
-        if (n < 0 || (size_t)n >= sizeof(url)) {
+        if (page_url(url, sizeof(url), path, want, after) < 0) {
             rc = cli_usage_error(c, "filters too long");
             break;
         }
@@ -468,10 +482,8 @@ int cli_get_pages(struct cli *c, const char *path, const char *key, long max, js
         page = json_object_get(reply, key);
         if (json_is_array(page))
             json_array_extend(items, page);
-        next = json_string_value(json_object_get(reply, "next"));
-        bool more = next && next[0] && json_array_size(page) > 0 &&
-                    strspn(next, "0123456789") == strlen(next) &&
-                    snprintf(after, sizeof(after), "%s", next) < (int)sizeof(after);
+        bool more = next_cursor(json_string_value(json_object_get(reply, "next")),
+                                json_array_size(page), after, sizeof(after));
         json_decref(reply);
         if (!more)
             break;
@@ -480,6 +492,93 @@ int cli_get_pages(struct cli *c, const char *path, const char *key, long max, js
         *list = json_pack("{s:o}", key, items);
     else
         json_decref(items);
+    return rc;
+}
+
+/* One page {"KEY": [items], "next": "CURSOR", ...}: each item to fn, the cursor into next
+ * (NUL-terminated, "" when none or not a string). 0, -EPROTO, or fn's status as 1 + it. */
+static int each_in_page(const char *body, size_t len, const char *key, cli_item_fn fn, void *arg,
+                        struct dbuf *next, long *got, int *fn_rc)
+{
+    struct jscan s;
+    struct dbuf k;
+    bool first = true;
+    int rc;
+
+    dbuf_init(&k, 0);
+    dbuf_reset(next);
+    dbuf_append(next, "", 1);
+    jscan_init(&s, body, len);
+    if (!jscan_take(&s, '{')) {
+        dbuf_release(&k);
+        return -EPROTO;
+    }
+    while ((rc = jscan_member(&s, &first, &k)) == 1) {
+        if (!strcmp(k.data, key) && jscan_peek(&s) == '[') {
+            bool any = false;
+            jscan_take(&s, '[');
+            while (!jscan_take(&s, ']')) {
+                if (any && !jscan_take(&s, ',')) {
+                    rc = -EPROTO;
+                    break;
+                }
+                any = true;
+                jscan_peek(&s); /* (past white space) */
+                const char *at = s.p;
+                if ((rc = jscan_skip(&s)) < 0)
+                    break;
+                (*got)++;
+                if (*fn_rc == 0)
+                    *fn_rc = fn(arg, at, (size_t)(s.p - at));
+            }
+            if (rc < 0)
+                break;
+        } else if (!strcmp(k.data, "next") && jscan_peek(&s) == '"') {
+            dbuf_reset(next);
+            if ((rc = jscan_string(&s, next)) < 0)
+                break;
+        } else if ((rc = jscan_skip(&s)) < 0) {
+            break;
+        }
+    }
+    dbuf_release(&k);
+    if (rc == 0 && jscan_peek(&s) != -1)
+        rc = -EPROTO; /* something after the object */
+    return rc < 0 ? -EPROTO : 0;
+}
+
+int cli_each_item(struct cli *c, const char *path, const char *key, long max, cli_item_fn fn,
+                  void *arg)
+{
+    char after[64] = "";
+    long total = 0;
+    int rc = 0, fn_rc = 0;
+    struct dbuf next;
+
+    dbuf_init(&next, 0);
+    while (max < 1 || total < max) {
+        char url[8192];
+        struct client_reply r;
+        long got = 0;
+        if (page_url(url, sizeof(url), path, max < 1 ? 10000 : max - total, after) < 0) {
+            rc = cli_usage_error(c, "filters too long");
+            break;
+        }
+        if ((rc = cli_call_raw(c, "GET", url, NULL, NULL, 0, 0, &r)))
+            break;
+        int prc = each_in_page(r.body, r.len, key, fn, arg, &next, &got, &fn_rc);
+        client_reply_release(&r);
+        if (prc < 0) {
+            rc = cli_fail(c, "docketd sent a reply that is not JSON");
+            break;
+        }
+        if ((rc = fn_rc))
+            break;
+        total += got;
+        if (!next_cursor(next.data, (size_t)got, after, sizeof(after)))
+            break;
+    }
+    dbuf_release(&next);
     return rc;
 }
 

@@ -128,6 +128,13 @@ int cli_report_error(struct cli *c, const struct client_reply *r);
  * *list gets {key: [the pages' items]} (caller decrefs). 0, or cli_call's error (*list
  * NULL). */
 int cli_get_pages(struct cli *c, const char *path, const char *key, long max, json_t **list);
+/* The same list read without a tree (issue 40): fn is called with each item's JSON text
+ * as it lies in the page (its syntax checked, jtext.h), in order; a non-zero return
+ * stops with that status. 0, cli_call's error, or EXIT_FAIL for a page that is not JSON
+ * (as json_loadb would refuse it). */
+typedef int (*cli_item_fn)(void *arg, const char *item, size_t n);
+int cli_each_item(struct cli *c, const char *path, const char *key, long max, cli_item_fn fn,
+                  void *arg);
 /* A GET whose failure is not the user's business (extra data for display): 0 with
  * *reply, or EXIT_FAIL having printed nothing. */
 int cli_call_quiet(struct cli *c, const char *method, const char *path, json_t **reply);

@@ -94,23 +94,31 @@ int table_row(struct table *t)
 
 int table_cell(struct table *t, enum fmt_color color, const char *fmt, ...)
 {
-    char small[256], *s = small;
+    char small[256], *heap = NULL;
+    const char *s = small;
     va_list ap;
     int n;
 
     if (t->nrows == 0 || t->cur >= t->ncols)
         return 0;
     va_start(ap, fmt);
-    n = vsnprintf(small, sizeof(small), fmt, ap);
+    if (strcmp(fmt, "%s") == 0) { /* most cells: the string itself, no printf */
+        s = va_arg(ap, const char *);
+        s = s ? s : "(null)";
+        n = 0;
+    } else {
+        n = vsnprintf(small, sizeof(small), fmt, ap);
+    }
     va_end(ap);
     if (n < 0)
         return -ENOMEM;
-    if ((size_t)n >= sizeof(small)) {
-        if (!(s = malloc((size_t)n + 1)))
+    if (s == small && (size_t)n >= sizeof(small)) {
+        if (!(heap = malloc((size_t)n + 1)))
             return -ENOMEM;
         va_start(ap, fmt);
-        vsnprintf(s, (size_t)n + 1, fmt, ap);
+        vsnprintf(heap, (size_t)n + 1, fmt, ap);
         va_end(ap);
+        s = heap;
     }
     /* a cell is one line, and nothing from the server reaches the terminal raw */
     bool plain = fmt_is_plain(s, false);
@@ -119,8 +127,7 @@ int table_cell(struct table *t, enum fmt_color color, const char *fmt, ...)
     size_t off = t->pool.len;
     int rc = text ? dbuf_append(&t->pool, text, strlen(text) + 1) : -ENOMEM;
     free(safe);
-    if (s != small)
-        free(s);
+    free(heap);
     if (rc < 0)
         return rc;
     struct cell *c = &t->cells[(t->nrows - 1) * t->ncols + t->cur++];
@@ -137,6 +144,16 @@ int fmt_width(const char *s)
         if (((unsigned char)*s & 0xc0) != 0x80)
             w++;
     return w;
+}
+
+static void put_spaces(FILE *out, int n)
+{
+    static const char spaces[] = "                                                                ";
+    while (n > 0) {
+        int k = n < (int)sizeof(spaces) - 1 ? n : (int)sizeof(spaces) - 1;
+        fwrite(spaces, 1, (size_t)k, out);
+        n -= k;
+    }
 }
 
 /* Print s in exactly `width` columns: cut with "…" or padded (left or right aligned). */
@@ -161,10 +178,10 @@ static void put_cell(FILE *out, const char *s, int width, bool right, bool pad)
         return;
     }
     if (right)
-        fprintf(out, "%*s", width - w, "");
+        put_spaces(out, width - w);
     fputs(s, out);
     if (!right && pad)
-        fprintf(out, "%*s", width - w, "");
+        put_spaces(out, width - w);
 }
 
 static const char *cell_text(const struct table *t, int row, int col)

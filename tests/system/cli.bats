@@ -435,6 +435,44 @@ no_raw_controls() {
     [ "$(jq -r '.jobs[0].state' <<<"$body")" = CANCELLED ]
 }
 
+@test "queue: lists of many slices, filters in turn, each change shown (issue 40)" {
+    # docket queue reads the rows' text in one pass and docketd serves the table's
+    # projected rows from its row cache, each list's slices from one kept statement
+    # (docs/cli.md "queue"): two filters listed in turn, past one slice (256 rows) each
+    run -0 "$DOCKET" submit --json -p explore --class exploration --hold --name lsa --array 0-599 -- true
+    first=$(jq -r '.jobs[0].id' <<<"$output")
+    run -0 "$DOCKET" submit --json -p explore --class exploration --hold --name lsb --array 0-299 -- true
+    for _ in 1 2; do
+        run -0 "$DOCKET" queue --name lsa -n 100000
+        [ "$(grep -c " lsa " <<<"$output")" = 600 ]
+        [[ $output == *"0 running, 0 pending, 600 held"* ]]
+        run -0 "$DOCKET" queue --name lsb -n 100000 --by-id
+        [ "$(grep -c " lsb " <<<"$output")" = 300 ]
+        [[ $output == *"0 running, 0 pending, 300 held"* ]]
+    done
+    # --json: the API's rows, every member, in its order (the same values, re-laid out)
+    run -0 "$DOCKET" queue --name lsa -n 100000 --json
+    [ "$(jq -c .jobs <<<"$output")" = "$(ctl_get "/v1/jobs?name=lsa&limit=10000" | jq -c .jobs)" ]
+    [ "$(jq '.jobs | length' <<<"$output")" = 600 ]
+    run -0 "$DOCKET" queue --name lsa -n 250 --json
+    [ "$(jq '.jobs | length' <<<"$output")" = 250 ]
+    # a change to a row the table showed kept: the next table shows it
+    run -0 "$DOCKET" update "$first" --name lsa2
+    run -0 "$DOCKET" release "$((first + 1))"
+    run -0 "$DOCKET" queue --name lsa -n 100000
+    [[ $output == *", 598 held"* ]] # (the released one may have run and ended by now)
+    [ "$(awk -v id="$((first + 1))" '$1 == id { print $7 }' <<<"$output")" != HELD ]
+    run -0 "$DOCKET" queue --name lsa2
+    [ "$(awk -v id="$first" '$1 == id { print $2, $7 }' <<<"$output")" = "lsa2 HELD" ]
+    run -0 "$DOCKET" cancel "$first"
+    run -0 "$DOCKET" queue --name lsa2
+    [[ $output == *"0 running, 0 pending, 0 held"* ]]
+    ids=$(ctl_get "/v1/jobs?state=HELD&limit=10000&fields=id,name" |
+        jq -r '.jobs[] | select(.name == "lsa" or .name == "lsb") | .id')
+    xargs -n 64 "$DOCKET" cancel >/dev/null <<<"$ids" # (64 ids a command at most)
+    "$DOCKET" cancel "$((first + 1))" >/dev/null 2>&1 || true # (unless it ended)
+}
+
 @test "an array: one job per index, at most %N at once" {
     run -0 "$DOCKET" submit --json -p explore --class exploration --array 0-3%2 -- sh -c 'echo "index $DOCKET_ARRAY_INDEX"'
     [ "$(jq '.jobs | length' <<<"$output")" -eq 4 ]
