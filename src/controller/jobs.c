@@ -1501,15 +1501,8 @@ static bool row_key(struct job_list *jl, const struct store_job *j, bool sees_pr
         key_int(k, v.state);
         key_int(k, v.reason);
         key_int(k, v.stop_cause);
-        if (wanted(jl->fields, "network")) {
-            json_t *net = ctl_net_job_json(jl->c, j->id, j->project, j->class_name);
-            char *text = json_dumps(net, JSON_COMPACT);
-            json_decref(net);
-            if (!text)
-                return false;
-            key_str(k, text);
-            free(text);
-        }
+        if (wanted(jl->fields, "network")) /* (its inputs, no JSON made: issue 40) */
+            ctl_net_job_key(jl->c, j->id, j->project, j->class_name, k);
     }
     return !k->failed;
 }

@@ -296,12 +296,11 @@ void ctl_net_metrics(struct ctl *c, struct dbuf *b)
     }
 }
 
-json_t *ctl_net_job_json(struct ctl *c, uint64_t id, const char *project, const char *class_name)
+/* Job id's address of each rank from 0 on, while it is live and holds them: each one's
+ * entry in turn to fn (ctl_net_job_json and ctl_net_job_key read the same). */
+static void each_addr(struct ctl *c, uint64_t id, void (*fn)(void *, uint32_t), void *arg)
 {
     struct ctl_net *n = net_of(c);
-    char policy[160];
-    ctl_net_describe(c, project, class_name, policy, sizeof(policy));
-    json_t *addrs = json_array();
     for (int rank = 0;; rank++) {
         const struct held_addr *h = NULL;
         for (size_t i = 0; !h && i < n->nheld; i++)
@@ -309,12 +308,53 @@ json_t *ctl_net_job_json(struct ctl *c, uint64_t id, const char *project, const 
                 h = &n->held[i];
         if (!h || !job_live(c, id))
             break;
-        char a[16];
-        net_addr_text(h->addr, a, sizeof(a));
-        json_array_append_new(addrs, json_string(a));
+        fn(arg, h->addr);
     }
+}
+
+static void addr_to_json(void *arg, uint32_t addr)
+{
+    char a[16];
+    net_addr_text(addr, a, sizeof(a));
+    json_array_append_new(arg, json_string(a));
+}
+
+json_t *ctl_net_job_json(struct ctl *c, uint64_t id, const char *project, const char *class_name)
+{
+    struct ctl_net *n = net_of(c);
+    char policy[160];
+    ctl_net_describe(c, project, class_name, policy, sizeof(policy));
+    json_t *addrs = json_array();
+    each_addr(c, id, addr_to_json, addrs);
     json_t *o = json_pack("{s:s,s:o}", "policy", policy, "addrs", addrs);
     if (json_array_size(addrs) > 0)
         json_object_set_new(o, "refused", json_integer(job_refused(n, id)));
     return o;
+}
+
+struct addr_key {
+    struct dbuf *k;
+    int n;
+};
+
+static void addr_to_key(void *arg, uint32_t addr)
+{
+    struct addr_key *a = arg;
+    dbuf_append(a->k, &addr, sizeof(addr));
+    a->n++;
+}
+
+void ctl_net_job_key(struct ctl *c, uint64_t id, const char *project, const char *class_name,
+                     struct dbuf *k)
+{
+    char policy[160];
+    ctl_net_describe(c, project, class_name, policy, sizeof(policy));
+    size_t len = strlen(policy);
+    dbuf_append(k, &len, sizeof(len));
+    dbuf_append(k, policy, len);
+    struct addr_key a = {k, 0};
+    each_addr(c, id, addr_to_key, &a);
+    int64_t refused = a.n > 0 ? job_refused(net_of(c), id) : -1;
+    dbuf_append(k, &a.n, sizeof(a.n)); /* (after the addresses: their count ends them) */
+    dbuf_append(k, &refused, sizeof(refused));
 }

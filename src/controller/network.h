@@ -38,6 +38,10 @@ void ctl_net_describe(struct ctl *c, const char *project, const char *class_name
 
 /* {"policy": SENTENCE, "addrs": [rank 0's, ...]} of a job (addrs while it holds them). */
 json_t *ctl_net_job_json(struct ctl *c, uint64_t id, const char *project, const char *class_name);
+/* Everything ctl_net_job_json shows of that job, appended to k as bytes (a list's row
+ * key, rowcache.c): equal bytes, equal objects, with no JSON made. */
+void ctl_net_job_key(struct ctl *c, uint64_t id, const char *project, const char *class_name,
+                     struct dbuf *k);
 
 /* A usage sample's count of refused packets for job `id`'s rank on node `node`. */
 void ctl_net_refused(struct ctl *c, uint64_t id, const char *node, int64_t packets);

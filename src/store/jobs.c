@@ -2,8 +2,9 @@
  * jobs.c - the jobs in the database (store.h "Jobs", "Job events", "Runs"): a job's row and its
  * spec, the filtered job list, the job's events, and its runs (one row per start, ended with
  * its state and cause). Their statements are prepared once (store.c), but the list's, built
- * from the filters present.
+ * from the filters present (the last few kept by their SQL on SQLite).
  */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,6 +236,48 @@ static void list_filters(struct dbuf *sql, const struct store_job_filter *f)
  * (state, id) in order and the merge stops at the limit. `state IN (...)` instead had
  * the database read every matching row past the cursor and sort them to return the first
  * few: each slice of a long list cost the whole rest of it (issue 40). */
+/* A list's statement: the one kept for the same SQL, reset (SQLite), else a new one;
+ * *kept says which (list_stmt_done then resets or finalizes it). A list's slices differ
+ * only in their cursor, bound, so a list prepares three at most: the first slice's (no
+ * cursor), the others' and the last's (fewer rows to go). */
+static int list_stmt(struct store *st, const char *sql, struct db_stmt **s,
+                     struct store_list_stmt **kept)
+{
+    *kept = NULL;
+    if (db_engine(st->db) == DB_POSTGRES) /* (each of its statements is its own round trip) */
+        return store_prepare(st, sql, s);
+    for (int i = 0; i < STORE_LIST_NSTMT; i++)
+        if (st->lstmt[i].sql && !st->lstmt[i].busy && strcmp(st->lstmt[i].sql, sql) == 0) {
+            *kept = &st->lstmt[i];
+            (*kept)->busy = true;
+            *s = (*kept)->s;
+            return 0;
+        }
+    if (store_prepare(st, sql, s) < 0)
+        return -EIO;
+    struct store_list_stmt *e = &st->lstmt[st->lstmt_next];
+    char *copy = e->busy ? NULL : strdup(sql);
+    if (!copy)
+        return 0; /* (used once, not kept) */
+    st->lstmt_next = (st->lstmt_next + 1) % STORE_LIST_NSTMT;
+    db_finalize(e->s);
+    free(e->sql);
+    *e = (struct store_list_stmt){copy, *s, true};
+    *kept = e;
+    return 0;
+}
+
+static void list_stmt_done(struct db_stmt *s, struct store_list_stmt *kept)
+{
+    if (kept) {
+        db_reset(s);
+        db_clear_bindings(s);
+        kept->busy = false;
+    } else {
+        db_finalize(s);
+    }
+}
+
 int store_job_list(struct store *st, const struct store_job_filter *f, store_job_cb cb, void *arg)
 {
     struct dbuf sql, where;
@@ -260,7 +303,8 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
         sql.failed = true;
     dbuf_release(&where);
     struct db_stmt *s = NULL;
-    if (sql.failed || store_prepare(st, sql.data, &s) < 0) {
+    struct store_list_stmt *kept = NULL;
+    if (sql.failed || list_stmt(st, sql.data, &s, &kept) < 0) {
         dbuf_release(&sql);
         return sql.failed ? -ENOMEM : -EIO;
     }
@@ -289,7 +333,7 @@ int store_job_list(struct store *st, const struct store_job_filter *f, store_job
     }
     if (!rc && step != DB_DONE && step != DB_ROW)
         rc = store_fail(st, "list jobs");
-    db_finalize(s);
+    list_stmt_done(s, kept);
     return rc;
 }
 

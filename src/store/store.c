@@ -326,6 +326,10 @@ void store_close(struct store *st)
         db_finalize(st->stmt[i]);
     for (int i = 0; i < STORE_USAGE_NSTMT; i++)
         db_finalize(st->ustmt[i]);
+    for (int i = 0; i < STORE_LIST_NSTMT; i++) {
+        db_finalize(st->lstmt[i].s);
+        free(st->lstmt[i].sql);
+    }
     store_rcache_clear(st);
     db_close(st->sync_db);
     db_close(st->db);

@@ -100,6 +100,8 @@ enum store_stmt_id {
     S_COUNT
 };
 
+#define STORE_LIST_NSTMT 4
+
 /* ---- store.c: the connection */
 struct store {
     struct db *db;
@@ -108,6 +110,14 @@ struct store {
     _Atomic int wal_frames; /* SQLite: frames in the WAL at this connection's last commit */
     struct db_stmt *stmt[S_COUNT];
     struct db_stmt *ustmt[STORE_USAGE_NSTMT]; /* usage.c's, prepared on first use */
+    /* jobs.c: the job lists' last statements by their SQL (SQLite only), so a list's
+     * 40 slices prepare it once, not 40 times (issue 40) */
+    struct store_list_stmt {
+        char *sql;
+        struct db_stmt *s;
+        bool busy; /* stepping: a list inside a list's callback makes its own */
+    } lstmt[STORE_LIST_NSTMT];
+    int lstmt_next;
     bool in_tx;
     int64_t leader_epoch; /* leader.c: the epoch this store leads with (0: not leading) */
     bool leader_table;    /* leader.c: docket_leader is known to exist */
