@@ -23,9 +23,9 @@ N=${2:-10000}
 R=${3:-5}
 BEFORE=${4:-}
 
-# COMMAND...: "WALL CPU": the median wall time of R runs, and the CPU time a run cost
-# the command and docketd ($PID) together (their mean), in seconds. On a shared machine
-# the wall time moves with the load; the CPU time much less.
+# COMMAND...: "WALL CPU DCPU": the median wall time of R runs, the CPU time a run cost
+# the command and docketd ($PID) together (their mean), and docketd's share of it, in
+# seconds. On a shared machine the wall time moves with the load; the CPU time much less.
 median() {
     local t=() ticks0 ticks1 tck cpu
     tck=$(getconf CLK_TCK)
@@ -42,7 +42,7 @@ median() {
     ticks1=$(awk '{ print $14 + $15 }' "/proc/$PID/stat")
     printf '%s ' "$(printf '%s\n' "${t[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')"
     awk -v d=$((ticks1 - ticks0)) -v tck="$tck" -v r="$R" '{ c += $1 + $2 }
-        END { printf "%.4f\n", (c + d / tck) / r }' "$cpu"
+        END { printf "%.4f %.4f\n", (c + d / tck) / r, d / tck / r }' "$cpu"
     rm -f "$cpu"
 }
 
@@ -74,14 +74,16 @@ echo "list bench: N=$N, R=$R, $(nproc) CPUs; load before: $(cut -d' ' -f1-3 /pro
 after=$(measure "$AFTER")
 if [[ -n $BEFORE ]]; then
     before=$(measure "$BEFORE")
-    printf '%-44s %21s %21s\n' "seconds: wall (median of $R) / CPU (mean)" "before" "after"
+    printf '%-44s %28s %28s\n' "seconds: wall (median of $R) / CPU (mean)" "before" "after"
+    printf '%-44s %28s %28s\n' "  (CPU: client and docketd, (docketd's))" "" ""
     paste <(printf '%s\n' "$before") <(printf '%s\n' "$after" | cut -f2) |
         awk -F'\t' '{ split($2, b, " "); split($3, a, " ")
-            printf "%-44s %10s / %-8s %10s / %-8s\n", $1, b[1], b[2], a[1], a[2] }'
+            printf "%-44s %8s / %-6s (%-6s) %8s / %-6s (%-6s)\n", $1, b[1], b[2], b[3], a[1], a[2], a[3] }'
 else
-    printf '%-44s %21s\n' "seconds: wall (median of $R) / CPU (mean)" "after"
+    printf '%-44s %28s\n' "seconds: wall (median of $R) / CPU (mean)" "after"
+    printf '%-44s %28s\n' "  (CPU: client and docketd, (docketd's))" ""
     printf '%s\n' "$after" | awk -F'\t' '{ split($2, a, " ")
-        printf "%-44s %10s / %-8s\n", $1, a[1], a[2] }'
+        printf "%-44s %8s / %-6s (%-6s)\n", $1, a[1], a[2], a[3] }'
 fi
 if command -v squeue >/dev/null 2>&1; then
     PID=$$ # (Slurm's own daemons are not ours to count: its wall time alone)
