@@ -385,6 +385,82 @@ static void job_list_filters(void **state)
     assert_int_equal(store_job_count(f->st), 12);
 }
 
+/* A callback that stops after the first row */
+static int first_only(void *arg, const struct store_job *j)
+{
+    collect(arg, j);
+    return 1;
+}
+
+struct nested {
+    struct fx *f;
+    struct store_job_filter *flt;
+    char outer[256], inner[256];
+    int rows;
+};
+
+/* Each row of a list lists the same again, inside it (an outer list that starts over
+ * would not end: it stops at 3 rows) */
+static int list_inside(void *arg, const struct store_job *j)
+{
+    struct nested *n = arg;
+    if (++n->rows > 3)
+        return -E2BIG;
+    collect(n->outer, j);
+    n->inner[0] = '\0';
+    return store_job_list(n->f->st, n->flt, collect, n->inner);
+}
+
+/* The list statements kept by their SQL (issue 40): the same SQL with other values bound,
+ * a list stopped early, a list inside a list's callback and more shapes than are kept
+ * each read what a fresh statement reads. */
+static void job_list_kept_statements(void **state)
+{
+    struct fx *f = *state;
+    for (uint64_t i = 1; i <= 12; i++) {
+        struct store_job j = make_job(i, i % 2 ? "odd" : "even", 0);
+        assert_int_equal(store_job_insert(f->st, &j), 0);
+    }
+    struct store_job_filter flt;
+    memset(&flt, 0, sizeof(flt));
+    flt.limit = 3;
+    for (int round = 0; round < 2; round++) {
+        flt.after = 0;
+        list(f, &flt, "1,2,3,");
+        flt.after = 3;
+        list(f, &flt, "4,5,6,");
+        flt.after = 9;
+        list(f, &flt, "10,11,12,");
+        flt.after = 0;
+        flt.project = "odd";
+        list(f, &flt, "1,3,5,");
+        flt.project = "even"; /* the same SQL, another value bound */
+        list(f, &flt, "2,4,6,");
+        flt.after = 4;
+        list(f, &flt, "6,8,10,");
+        flt.project = NULL;
+        flt.after = 0;
+    }
+    char got[256] = "";
+    assert_int_equal(store_job_list(f->st, &flt, first_only, got), 1);
+    assert_string_equal(got, "1,");
+    list(f, &flt, "1,2,3,"); /* from the start again, not where the last one stopped */
+    struct nested n = {f, &flt, "", "", 0};
+    assert_int_equal(store_job_list(f->st, &flt, list_inside, &n), 0);
+    assert_string_equal(n.outer, "1,2,3,");
+    assert_string_equal(n.inner, "1,2,3,");
+    /* more shapes than are kept, in turn, twice */
+    static const char *const want[6] = {"1,2,3,", "2,3,4,", "3,4,5,", "4,5,6,", "5,6,7,", "6,7,8,"};
+    for (int round = 0; round < 2; round++)
+        for (int k = 0; k < 6; k++) {
+            flt.limit = 3 + k; /* (a shape of its own each: LIMIT is in the SQL) */
+            flt.after = (uint64_t)k;
+            char buf[256] = "";
+            assert_int_equal(store_job_list(f->st, &flt, collect, buf), 0);
+            assert_int_equal(strncmp(buf, want[k], strlen(want[k])), 0);
+        }
+}
+
 static int collect_ev(void *arg, const struct store_event *e)
 {
     char *buf = arg;
@@ -2488,6 +2564,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(job_respec, setup, teardown),
         cmocka_unit_test_setup_teardown(array_spec_stored_once, setup, teardown),
         cmocka_unit_test_setup_teardown(job_list_filters, setup, teardown),
+        cmocka_unit_test_setup_teardown(job_list_kept_statements, setup, teardown),
         cmocka_unit_test_setup_teardown(events_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(nodes_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(projects_and_policy, setup, teardown),
