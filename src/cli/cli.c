@@ -495,8 +495,10 @@ int cli_get_pages(struct cli *c, const char *path, const char *key, long max, js
     return rc;
 }
 
-/* One page {"KEY": [items], "next": "CURSOR", ...}: each item to fn, the cursor into next
- * (NUL-terminated, "" when none or not a string). 0, -EPROTO, or fn's status as 1 + it. */
+/* One page {"KEY": [items], "next": "CURSOR", ...}: each item to fn until it returns
+ * non-zero (that status in *fn_rc), the items counted in *got, the cursor into next
+ * (NUL-terminated; "" when none or not a string, as json_string_value reads the last
+ * "next" given). 0, or -EPROTO when the page is not JSON. */
 static int each_in_page(const char *body, size_t len, const char *key, cli_item_fn fn, void *arg,
                         struct dbuf *next, long *got, int *fn_rc)
 {
@@ -537,8 +539,13 @@ static int each_in_page(const char *body, size_t len, const char *key, cli_item_
             dbuf_reset(next);
             if ((rc = jscan_string(&s, next)) < 0)
                 break;
-        } else if ((rc = jscan_skip(&s)) < 0) {
-            break;
+        } else {
+            if (!strcmp(k.data, "next")) {
+                dbuf_reset(next);
+                dbuf_append(next, "", 1);
+            }
+            if ((rc = jscan_skip(&s)) < 0)
+                break;
         }
     }
     dbuf_release(&k);
