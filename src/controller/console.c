@@ -8,8 +8,10 @@
  * any ancestor ends it, docs/security.md "Derived tokens"); and
  * GET /v1/whoami, which tells the page who it is logged in as.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <event2/http.h>
+#include <openssl/evp.h>
 #include <string.h>
 
 #include "controller/admin.h"
@@ -21,11 +23,15 @@
 #include "util/clock.h"
 #include "util/str.h"
 
-/* The page may load only its own files and talk only to this origin: no inline script
- * or style, no framing, no form posts elsewhere. */
-static const char csp[] = "default-src 'none'; script-src 'self'; style-src 'self'; "
-                          "img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
-                          "form-action 'none'; frame-ancestors 'none'";
+/* The page may load only its own files and talk only to this origin: no inline style, no
+ * framing, no form posts elsewhere, and no inline script but the page's own (boot.js,
+ * which sends the first screen's reads while the page is parsed), allowed by its SHA-256
+ * (csp_of): a script injected into the page would not match it. */
+#define CSP_SCRIPT "default-src 'none'; script-src 'self'"
+#define CSP_REST                                                                                   \
+    "; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; "              \
+    "form-action 'none'; frame-ancestors 'none'"
+#define CSP_HASHES 4 /* inline scripts at most: more are not allowed */
 
 static const char not_built[] =
     "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -54,14 +60,61 @@ static const char *type_of(const char *name)
     return "application/octet-stream";
 }
 
-static void page_headers(struct evhttp_request *req)
+/* The CSP of `page` (NULL: of a file, which runs no inline script) into out: each
+ * `<script>` without attributes in it, up to `</script>`, allowed by the base64 of its
+ * SHA-256 (as CSP Level 2 hashes it: the bytes between the tags). */
+static void csp_of(const struct console_asset *page, char *out, size_t cap)
+{
+    size_t n = (size_t)snprintf(out, cap, "%s", CSP_SCRIPT);
+    const char *p = page ? (const char *)page->data : NULL, *end = p ? p + page->len : NULL;
+    for (int i = 0; p && i < CSP_HASHES; i++) {
+        const char *open = memmem(p, (size_t)(end - p), "<script>", 8);
+        const char *body = open ? open + 8 : NULL;
+        const char *close = body ? memmem(body, (size_t)(end - body), "</script>", 9) : NULL;
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int mdlen = 0;
+        char b64[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+        if (!close || EVP_Digest(body, (size_t)(close - body), md, &mdlen, EVP_sha256(), NULL) != 1)
+            break;
+        EVP_EncodeBlock((unsigned char *)b64, md, (int)mdlen);
+        if (n < cap)
+            n += (size_t)snprintf(out + n, cap - n, " 'sha256-%s'", b64);
+        p = close + 9;
+    }
+    if (n < cap)
+        snprintf(out + n, cap - n, "%s", CSP_REST);
+}
+
+static void page_headers(struct evhttp_request *req, const struct console_asset *page)
 {
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    char csp[sizeof(CSP_SCRIPT) + sizeof(CSP_REST) + CSP_HASHES * 64];
+    csp_of(page, csp, sizeof(csp));
     evhttp_add_header(h, "Content-Security-Policy", csp);
     evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
     evhttp_add_header(h, "Referrer-Policy", "no-referrer");
     evhttp_add_header(h, "X-Frame-Options", "DENY");
-    evhttp_add_header(h, "Cache-Control", "no-cache");
+}
+
+/* Send the file `a` (the page or one of its files) with its ETag: 304 to a browser that
+ * holds it already. The page and the files it names (app.js, app.css) are asked again on
+ * every load (no-cache: a new docketd serves its own), which costs a 304; a chunk, named
+ * by the hash of its content (chunk-HASH.js), is kept for a year. */
+static void send_asset(struct ctl_req *r, const struct console_asset *a)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(r->req);
+    evhttp_add_header(h, "ETag", a->etag);
+    evhttp_add_header(h, "Cache-Control",
+                      strncmp(a->name, "chunk-", 6) == 0 ? "public, max-age=31536000, immutable"
+                                                         : "no-cache");
+    const char *inm = evhttp_find_header(evhttp_request_get_input_headers(r->req), "If-None-Match");
+    if (inm && (strstr(inm, a->etag) || strcmp(inm, "*") == 0)) {
+        r->c->metrics.http_by_code[304]++;
+        evhttp_send_reply(r->req, 304, "Not Modified", NULL);
+        r->c->turn.replies++;
+        return;
+    }
+    ctl_reply_raw(r->c, r->req, 200, type_of(a->name), a->data, a->len);
 }
 
 static const struct console_asset *asset(const char *name)
@@ -75,13 +128,14 @@ static const struct console_asset *asset(const char *name)
 void h_console_page(struct ctl_req *r)
 {
     const struct console_asset *a = console_built ? asset("index.html") : NULL;
-    page_headers(r->req);
+    page_headers(r->req, a);
     if (!a) {
+        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Cache-Control", "no-cache");
         ctl_reply_raw(r->c, r->req, 200, "text/html; charset=utf-8", not_built,
                       sizeof(not_built) - 1);
         return;
     }
-    ctl_reply_raw(r->c, r->req, 200, type_of(a->name), a->data, a->len);
+    send_asset(r, a);
 }
 
 void h_console_asset(struct ctl_req *r)
@@ -92,8 +146,8 @@ void h_console_asset(struct ctl_req *r)
                          console_built ? "" : " (this docketd was built without the console)");
         return;
     }
-    page_headers(r->req);
-    ctl_reply_raw(r->c, r->req, 200, type_of(a->name), a->data, a->len);
+    page_headers(r->req, strcmp(a->name, "index.html") == 0 ? a : NULL);
+    send_asset(r, a);
 }
 
 /* A free slot: an empty or expired one, else the one that expires first. */

@@ -14,6 +14,7 @@ struct console_asset {
     const char *name; /* a file name of console/dist: "index.html", "app.js" */
     const unsigned char *data;
     size_t len;
+    const char *etag; /* "\"<16 hex digits>\"": FNV-1a of data, made at build time */
 };
 
 /* Ends with an entry whose name is NULL. */
