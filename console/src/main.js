@@ -1,8 +1,9 @@
 // main.js - the console's shell: login, navigation, the hash router and the live
 // refresh: a page is read again when docketd says something it shows changed (the change
 // stream, GET /v1/changes) and every few seconds besides; no page needs a reload.
-import { get, post, raw, reads, session, ApiError } from './api.js';
-import { el, route, href, can } from './ui.js';
+import { get, post, raw, reads, saved, session, earlyIn, ApiError } from './api.js';
+import { firstReads } from './first.js';
+import { el, route, href, can, localTime, afterPaint } from './ui.js';
 import overview from './pages/overview.js';
 import queue from './pages/queue.js';
 import job from './pages/job.js';
@@ -113,8 +114,29 @@ async function show() {
   current = { key, page: def, abort, timer: null, watched: WATCHED.has(r.page), drawn: 0 };
   const root = el('div', { class: 'page' });
   main.replaceChildren(root);
+  if (NOT_PERSONAL.has(r.page)) await drawSaved(current, r.page, root);
   await refresh(true);
   retime();
+}
+
+// The first screen saved in this tab the last time this page was read (api.js `saved`:
+// this token's only), drawn at once from it while the page is read again, and marked as
+// what it is: its time in a note at its top and in the status line, until the live one
+// replaces it (refresh). Not when the live replies are in already (boot.js's), nor from a
+// save of other filters.
+async function drawSaved(cur, page, root) {
+  const s = saved.load(page);
+  if (!s || s.hash !== location.hash || earlyIn(location.hash)) return;
+  try {
+    const node = await saved.replay(s.reads, () => cur.page({ me, r: route(), signal: cur.abort.signal, rerender: () => refresh(true) }));
+    if (current !== cur || cur.drawn || !node) return;
+    root.replaceChildren(el('p', { class: 'saved-note', role: 'note' },
+      `Saved in this tab at ${localTime(s.at)}, not live: reading the page now…`), node);
+    performance.mark('docket:saved-screen');
+    const h = root.querySelector('h1');
+    if (h) h.setAttribute('elementtiming', 'docket-saved-screen');
+    status(`As of ${localTime(s.at, true)} (saved in this tab): reading…`);
+  } catch { /* a read it lacks (an older save): nothing saved is drawn */ }
 }
 
 // The page's timer: every REFRESH_MS, or BACKUP_MS for a watched page while the change
@@ -213,13 +235,17 @@ async function refresh(force) {
   try {
     reads.tagged = 0;
     reads.fresh = 0;
-    const node = await cur.page({ me, r: route(), signal: cur.abort.signal, rerender: () => refresh(true) });
+    const r = route(), hash = location.hash, at = Date.now();
+    const first = NOT_PERSONAL.has(r.page) ? firstReads(hash) : [];
+    saved.watch(first);
+    const node = await cur.page({ me, r, signal: cur.abort.signal, rerender: () => refresh(true) });
     if (current !== cur) return;
+    if (first.length && hash === location.hash) saved.save(r.page, hash, at); // (when it read them all)
     // every list it read answered 304: what is on screen is still true, the page (and any
     // text selected on it) stays as it is
     if (force !== true && cur.watched && reads.tagged > 0 && reads.fresh === 0 &&
         Date.now() - cur.drawn < REDRAW_MS) {
-      status(`Updated ${new Date().toLocaleTimeString()} (no change)`);
+      status(`Updated ${localTime(Date.now(), true)} (no change)`);
       return;
     }
     cur.drawn = Date.now();
@@ -236,7 +262,7 @@ async function refresh(force) {
       if (h) h.setAttribute('elementtiming', 'docket-first-screen');
     }
     if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
-    status(`Updated ${new Date().toLocaleTimeString()}`);
+    status(`Updated ${localTime(Date.now(), true)}`);
   } catch (e) {
     if (e.name === 'AbortError') return;
     if (e instanceof ApiError && e.status === 401) { stop(); unlisten(); session.clear(); loginView(e.message); return; }
@@ -270,8 +296,9 @@ async function start() {
   }
   nav();
   await shown;
-  // the change stream once the first screen is up: it takes neither a connection nor
-  // docketd's time from the first screen's reads
+  // the change stream once the first screen is on the screen: it takes neither a
+  // connection nor docketd's time from the first screen's reads and paint
+  await afterPaint();
   listen();
 }
 

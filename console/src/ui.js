@@ -2,16 +2,31 @@
 // the role checks that decide which actions a page offers (the API still decides: a
 // button shown by mistake gets the API's 403, shown as the error it is).
 
+// The first screen on the screen, as the browser says (Element Timing: main.js marks the
+// heading of the first render from data elementtiming="docket-first-screen"); at once
+// where the browser has no Element Timing.
+const firstScreen = new Promise((ok) => {
+  const types = (window.PerformanceObserver && PerformanceObserver.supportedEntryTypes) || [];
+  if (!types.includes('element')) { ok(); return; }
+  new PerformanceObserver((list, obs) => {
+    if (list.getEntries().some((e) => e.identifier === 'docket-first-screen')) { obs.disconnect(); ok(); }
+  }).observe({ type: 'element', buffered: true });
+});
+
 // Resolves once the render just made has reached the screen: the frame after it (a task
-// queued from requestAnimationFrame runs after that frame is painted), or 100 ms at most
-// (a hidden tab draws no frames). Work a page starts behind its first screen (a whole
-// list of megabytes to parse, 50 explains) waits for this, not for a bare setTimeout,
-// which ran before the paint and held it back (issue 40).
+// queued from requestAnimationFrame runs after that frame's main-thread work), or 100 ms
+// at most (a hidden tab draws no frames); while the first screen is not yet on the screen,
+// once it is (the browser's paint of it, 500 ms at most). Work a page starts behind its
+// first screen (a whole list of megabytes to read and parse, 50 explains, the change
+// stream) waits for this, not for a bare setTimeout, which ran before the paint and held it
+// back; on a loaded 2-core machine it also held back the frame after the main thread's part
+// (docketd writing megabytes while the browser rasterised: 100 to 250 ms, issue 40).
 export function afterPaint() {
-  return new Promise((ok) => {
+  const shown = Promise.race([firstScreen, new Promise((ok) => setTimeout(ok, 500))]);
+  return shown.then(() => new Promise((ok) => {
     const t = setTimeout(ok, 100);
     requestAnimationFrame(() => setTimeout(() => { clearTimeout(t); ok(); }, 0));
-  });
+  }));
 }
 
 export function el(tag, attrs = {}, ...kids) {
@@ -27,6 +42,17 @@ export function el(tag, attrs = {}, ...kids) {
   return e;
 }
 
+// A local time as "2026-12-06 23:30:12" (or "23:30:12", time only) from the Date's own
+// getters. Not toLocaleString: the first call of any locale formatting loads ICU's data,
+// 40 ms on a quiet machine and 90 to 290 ms on a loaded one, and the first screen paid it
+// (issue 40); this reads the same in every locale and nobody mistakes day for month.
+const two = (n) => String(n).padStart(2, '0');
+export function localTime(ms, timeOnly = false) {
+  const d = new Date(ms);
+  const t = `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+  return timeOnly ? t : `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${t}`;
+}
+
 // "3m ago" / "in 2h", the absolute time on hover (title) and for machines (datetime).
 export function ago(ms, now = Date.now()) {
   if (!ms) return el('span', { class: 'dim' }, '—');
@@ -34,7 +60,7 @@ export function ago(ms, now = Date.now()) {
   const txt = a < 45 ? 'now' : a < 5400 ? `${Math.round(a / 60)}m` : a < 129600
     ? `${Math.round(a / 3600)}h` : `${Math.round(a / 86400)}d`;
   const label = txt === 'now' ? 'just now' : d < 0 ? `${txt} ago` : `in ${txt}`;
-  const abs = new Date(ms).toLocaleString();
+  const abs = localTime(ms);
   return el('time', { datetime: new Date(ms).toISOString(), title: abs }, label);
 }
 

@@ -5,6 +5,7 @@
 // CONSOLE_OUT (where screenshots go). Exit 0 when the case holds; else the reason.
 import { chromium } from 'playwright-core';
 import { readFileSync, mkdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 
 const BASE = process.env.CONSOLE_URL;
 const OUT = process.env.CONSOLE_OUT || '.';
@@ -51,7 +52,8 @@ async function go(page, hash) {
 }
 
 const cases = {
-  // The page: CSP and the other headers, no inline script, token only in sessionStorage.
+  // The page: CSP and the other headers, no inline script but boot.js's, allowed by its
+  // hash, token only in sessionStorage.
   async security() {
     const res = await fetch(`${BASE}/`);
     const csp = res.headers.get('content-security-policy') || '';
@@ -59,7 +61,14 @@ const cases = {
     expect(/frame-ancestors 'none'/.test(csp), 'framing allowed');
     expect(res.headers.get('x-content-type-options') === 'nosniff', 'no nosniff');
     const html = await res.text();
-    expect(!/<script(?![^>]*\bsrc=)[^>]*>/.test(html) && !/\son[a-z]+=/.test(html), 'inline script in the page');
+    expect(!/\son[a-z]+=/.test(html), 'an inline event handler in the page');
+    const inline = [...html.matchAll(/<script(?![^>]*\bsrc=)([^>]*)>([\s\S]*?)<\/script>/g)];
+    expect(inline.length === 1 && inline[0][1] === '', `inline scripts: ${inline.map((m) => m[0].slice(0, 40))}`);
+    const allowed = [...csp.matchAll(/'sha256-([^']+)'/g)].map((m) => m[1]);
+    const hash = createHash('sha256').update(inline[0][2]).digest('base64');
+    expect(allowed.length === 1 && allowed[0] === hash, `boot.js's hash ${hash} is not the one the CSP allows: ${csp}`);
+    const js = await fetch(`${BASE}/console/app.js`);
+    expect(!/sha256-/.test(js.headers.get('content-security-policy') || ''), 'a file allowed an inline script');
     const page = await login('admin');
     const where = await page.evaluate(() => ({ cookie: document.cookie, local: localStorage.length,
       session: sessionStorage.getItem('docket.token') }));
@@ -382,6 +391,71 @@ const cases = {
         await page.locator('.sentence', { hasText: /\w/ }).first().waitFor({ timeout: WAIT });
       await page.waitForTimeout(300); // charts draw on the next frame
       await page.screenshot({ path: `${OUT}/console-${name}.png`, fullPage: true });
+    }
+  },
+
+  // The first screen saved in the tab (issue 40): drawn at once on a reload, marked as
+  // saved with its time, replaced by the live one (with a job submitted since); never
+  // shown to another viewer: not after a log out and in, not under another token.
+  async saved(id) {
+    const page = await login('member');
+    await go(page, '#/queue');
+    await page.locator(`tr[data-job="${id}"]`).waitFor({ timeout: WAIT });
+    await page.waitForFunction(() => sessionStorage.getItem('docket.screen.queue'), null, { timeout: WAIT });
+    const { body } = await api('POST', '/v1/jobs', 'member', { project: 'explore', hold: true, command: ['true'] });
+    const fresh = body.job.id;
+    // the queue's first page held back until `open()`: what is drawn before it comes is saved
+    let open;
+    const gate = () => { const g = new Promise((ok) => { open = ok; }); return g; };
+    let held = gate();
+    await page.route((u) => u.pathname === '/v1/jobs' && u.searchParams.get('limit') === '50',
+      async (route) => { await held; await route.continue(); });
+    await page.reload();
+    const note = page.locator('.saved-note');
+    await note.waitFor({ timeout: WAIT });
+    expect(/Saved in this tab at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d, not live/.test(await note.innerText()), `note: ${await note.innerText()}`);
+    await page.locator('#status', { hasText: 'As of' }).waitFor({ timeout: WAIT });
+    await page.locator(`tr[data-job="${id}"]`).waitFor({ timeout: WAIT });
+    expect(await page.locator(`tr[data-job="${fresh}"]`).count() === 0, 'the saved screen has a job submitted after it');
+    open();
+    await page.locator(`tr[data-job="${fresh}"]`).waitFor({ timeout: WAIT }); // the live one
+    await note.waitFor({ state: 'detached', timeout: WAIT });
+    await page.locator('#status', { hasText: 'Updated' }).waitFor({ timeout: WAIT });
+    // logged out: nothing saved is left; the next viewer sees none of it
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByLabel('API token').waitFor({ timeout: WAIT });
+    const left = await page.evaluate(() => Object.keys(sessionStorage).filter((k) => k.startsWith('docket.screen.')));
+    expect(left.length === 0, `saved screens left after a log out: ${left}`);
+    held = gate();
+    await page.getByLabel('API token').fill(TOKENS.lead.token);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.locator('#who', { hasText: TOKENS.lead.user }).waitFor({ timeout: WAIT });
+    await page.goto(`${BASE}/#/queue`);
+    await page.locator('#who', { hasText: TOKENS.lead.user }).waitFor({ timeout: WAIT });
+    expect(await note.count() === 0, 'another viewer was shown a saved screen');
+    open();
+    await page.locator('#status', { hasText: 'Updated' }).waitFor({ timeout: WAIT });
+    // a save under one token, in a tab holding another (put there without a log in): not
+    // drawn; in a tab holding its own token, drawn
+    await page.waitForFunction(() => sessionStorage.getItem('docket.screen.queue'), null, { timeout: WAIT });
+    const leads = await page.evaluate(() => sessionStorage.getItem('docket.screen.queue'));
+    for (const role of ['member', 'lead']) {
+      const tab = await newPage();
+      await tab.context().addInitScript(([t, s]) => {
+        if (!sessionStorage.getItem('docket.token')) {
+          sessionStorage.setItem('docket.token', t);
+          sessionStorage.setItem('docket.screen.queue', s);
+        }
+      }, [TOKENS[role].token, leads]);
+      held = gate();
+      await tab.route((u) => u.pathname === '/v1/jobs' && u.searchParams.get('limit') === '50',
+        async (route) => { await held; await route.continue(); });
+      await tab.goto(`${BASE}/#/queue`);
+      await tab.locator('#who', { hasText: TOKENS[role].user }).waitFor({ timeout: WAIT });
+      const shown = await tab.locator('.saved-note').count();
+      expect(shown === (role === 'lead' ? 1 : 0), `${role}: ${shown} saved screens shown from the lead's save`);
+      open();
+      await tab.locator('#status', { hasText: 'Updated' }).waitFor({ timeout: WAIT });
     }
   },
 

@@ -57,6 +57,24 @@ token_of() { jq -r ".$1.token" "$CONSOLE_TOKENS"; }
     browser security
 }
 
+@test "the console's page and files carry an ETag and answer 304 to it; a hashed chunk is kept a year" {
+    local f tag chunk
+    for f in / /console/app.js /console/app.css; do
+        run -0 curl -sf -D - -o /dev/null "$CONSOLE_URL$f"
+        tag=$(tr -d '\r' <<<"$output" | sed -n 's/^[Ee][Tt]ag: //p')
+        [[ $tag == '"'*'"' ]]
+        grep -qi '^cache-control: no-cache' <<<"$output"
+        run -0 curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $tag" "$CONSOLE_URL$f"
+        [ "$output" = 304 ]
+        run -0 curl -s -o /dev/null -w '%{http_code}' -H 'If-None-Match: "0000000000000000"' "$CONSOLE_URL$f"
+        [ "$output" = 200 ]
+    done
+    chunk=$(cd "$ROOT/console/dist" && ls chunk-*.js | head -1)
+    [ -n "$chunk" ]
+    run -0 curl -sf -D - -o /dev/null "$CONSOLE_URL/console/$chunk"
+    grep -qi '^cache-control: public, max-age=31536000, immutable' <<<"$output"
+}
+
 @test "every role logs in with its token and sees only the pages it may read" {
     for role in admin operator viewer lead member; do
         browser login "$role"
@@ -157,6 +175,12 @@ token_of() { jq -r ".$1.token" "$CONSOLE_TOKENS"; }
         -d '{"project": "explore", "hold": true, "command": ["curl", "-H", "dkt_console_hidden_0001"]}' \
         "$CONSOLE_URL/v1/jobs"
     browser hidden "$(jq -r .job.id <<<"$output")" dkt_console_hidden_0001
+}
+
+@test "a reload draws the first screen saved in the tab, marked, then the live one; no other viewer sees it" {
+    run -0 curl -sf -H "Authorization: Bearer $(token_of member)" -H 'Content-Type: application/json' \
+        -d '{"project": "explore", "hold": true, "command": ["true"]}' "$CONSOLE_URL/v1/jobs"
+    browser saved "$(jq -r .job.id <<<"$output")"
 }
 
 @test "every page: controls labelled, tables captioned, usable from the keyboard" {

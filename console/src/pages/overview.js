@@ -3,8 +3,9 @@
 // jobs' start and end times, the finished ones read behind the first screen), queue
 // length and wait p95 per tier in rank order. The
 // alerts panel is hidden when docketd has no GET /v1/alerts.
-import { get, raw, parseMetrics } from '../api.js';
+import { get, text, parseMetrics } from '../api.js';
 import { el, href, ago, dur, plot, table, setQuery, afterPaint } from '../ui.js';
+import { CHART_FIELDS, OVERVIEW_READS } from '../first.js';
 
 const GPU_STATES = ['busy', 'idle', 'reserved', 'draining', 'down'];
 
@@ -123,7 +124,6 @@ async function alerts(signal) {
 // the page, never in its way: the first screen (alerts, GPUs, queue) is drawn without
 // them and the page is drawn again when they are in (bench/console/first_paint.sh).
 const HISTORY_MS = 60000;
-const CHART_FIELDS = 'id,tier,gpus,submit_ms,start_ms,end_ms'; // what the charts and waits read
 let history = { at: 0, jobs: null, loading: null };
 
 function finished(signal, rerender) {
@@ -141,12 +141,13 @@ function finished(signal, rerender) {
 
 export default async function overview({ r, signal, rerender }) {
   const now = Date.now();
+  const [pNodes, pMetrics, pRunning, , pTiers] = OVERVIEW_READS; // (boot.js sends them early)
   const [nodes, metrics, running, al, tierList] = await Promise.all([
-    get('/v1/nodes', { signal }),
-    raw('/metrics', { signal }).then((r) => r.text()),
-    get(`/v1/jobs?state=STARTING,RUNNING,STOPPING&limit=10000&fields=${CHART_FIELDS}`, { signal }),
+    get(pNodes, { signal }),
+    text(pMetrics, { signal }),
+    get(pRunning, { signal }),
     alerts(signal).catch(() => null),
-    get('/v1/tiers', { signal }).catch(() => ({ tiers: [] })),
+    get(pTiers, { signal }).catch(() => ({ tiers: [] })),
   ]);
   const hist = finished(signal, rerender); // (asked for once these are in: not beside them)
   const by = gpuStates(nodes.nodes);

@@ -5,13 +5,10 @@
 // and searches their id, name and command (those the viewer may see).
 import { all, get } from '../api.js';
 import { el, href, ago, table, setQuery, field, select, stateBadge, afterPaint } from '../ui.js';
+import { QUEUE_PAGE as PAGE, QUEUE_STATES as STATES, queueParams, queueFirst } from '../first.js';
 
-const PAGE = 50;
 const FILTERS = ['project', 'user', 'tier', 'class', 'reason'];
-const STATES = { waiting: 'PENDING,HELD', running: 'STARTING,RUNNING,STOPPING', finished: 'terminal', all: 'all' };
 const FINISHED_MAX = 5000; // finished jobs: the newest ones, as many as this
-// what the rows read of each job (GET /v1/jobs?fields=): command only for the search
-const FIELDS = 'id,name,project,user,tier,class,state,reason,gpus,gpu_type,submit_ms,start_ms,end_ms,command';
 const explained = new Map(); // job id -> {at, explain}: read again after 15 s
 const FULL_MS = 30000; // the whole queue is read again at most this often
 let whole = { key: '', at: 0, jobs: null, loading: null };
@@ -23,7 +20,7 @@ async function pending(params, rerender, signal) {
   const key = params.toString();
   if (whole.key !== key) whole = { key, at: 0, jobs: null, loading: null };
   const stale = !whole.jobs || Date.now() - whole.at > FULL_MS;
-  const first = whole.jobs ? null : await get(`/v1/jobs?${key}&limit=${PAGE}`, { signal });
+  const first = whole.jobs ? null : await get(queueFirst(params), { signal });
   if (stale && !whole.loading && (!first || first.next)) { // after the first page: not in its way
     const w = whole;
     const max = /terminal|all|COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL/.test(params.get('state')) ? FINISHED_MAX : undefined;
@@ -57,9 +54,7 @@ function explains(shown, rerender, signal) {
 export default async function queue({ r, signal, rerender }) {
   const q = r.q;
   const state = q.get('state') || 'waiting';
-  const params = new URLSearchParams({ state: STATES[state] || state, fields: FIELDS });
-  if (state !== 'waiting' && state !== 'running') params.set('order', 'desc'); // newest first
-  for (const f of ['project', 'user', 'tier', 'class']) if (q.get(f)) params.set(f, q.get(f));
+  const params = queueParams(q);
   const { jobs, complete } = await pending(params, rerender, signal);
   const all_ = jobs;
   const needle = (q.get('search') || '').toLowerCase();
