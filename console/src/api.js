@@ -75,13 +75,6 @@ export const saved = {
 
 class NotSaved extends Error {}
 
-// Whether boot.js read the first screen at `hash` with this token and every reply is in
-// (then the live first screen is drawn at once, and a saved one would only hold it back).
-export function earlyIn(hash) {
-  const b = window.docketBoot;
-  return !!b && b.token === session.token() && b.hash === hash && b.waiting === 0;
-}
-
 // A read boot.js (inlined in index.html) already sent for this path with this token, taken
 // once: the first screen's reads go out while the page is parsed, not after app.js ran.
 function early(path, tok) {

@@ -8,12 +8,11 @@ import { firstReads } from './first.js';
 
 const token = sessionStorage.getItem('docket.token');
 if (token) {
-  const boot = { token, hash: location.hash, reads: new Map(), waiting: 0 }; // waiting: replies not yet in
+  const reads = new Map();
   for (const p of ['/v1/whoami', ...firstReads(location.hash)]) {
     const res = fetch(p, { headers: { Authorization: `Bearer ${token}` }, cache: 'no-store' });
-    boot.waiting++;
-    res.then(() => boot.waiting--, () => boot.waiting--); // (and a read nobody takes fails unheard)
-    boot.reads.set(p, res);
+    res.catch(() => {}); // (a read nobody takes may fail unheard; the one who takes it hears)
+    reads.set(p, res);
   }
-  window.docketBoot = boot;
+  window.docketBoot = { token, reads };
 }

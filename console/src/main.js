@@ -1,7 +1,7 @@
 // main.js - the console's shell: login, navigation, the hash router and the live
 // refresh: a page is read again when docketd says something it shows changed (the change
 // stream, GET /v1/changes) and every few seconds besides; no page needs a reload.
-import { get, post, raw, reads, saved, session, earlyIn, ApiError } from './api.js';
+import { get, post, raw, reads, saved, session, ApiError } from './api.js';
 import { firstReads } from './first.js';
 import { el, route, href, can, localTime, afterPaint } from './ui.js';
 import overview from './pages/overview.js';
@@ -114,19 +114,24 @@ async function show() {
   current = { key, page: def, abort, timer: null, watched: WATCHED.has(r.page), drawn: 0 };
   const root = el('div', { class: 'page' });
   main.replaceChildren(root);
-  if (NOT_PERSONAL.has(r.page)) await drawSaved(current, r.page, root);
-  await refresh(true);
+  const live = refresh(true); // (its reads go out first)
+  if (NOT_PERSONAL.has(r.page)) await drawSaved(current, r.page, root, live);
+  await live;
   retime();
 }
 
 // The first screen saved in this tab the last time this page was read (api.js `saved`:
-// this token's only), drawn at once from it while the page is read again, and marked as
-// what it is: its time in a note at its top and in the status line, until the live one
-// replaces it (refresh). Not when the live replies are in already (boot.js's), nor from a
-// save of other filters.
-async function drawSaved(cur, page, root) {
+// this token's only), drawn from it while the page is read again, and marked as what it
+// is: its time in a note at its top and in the status line, until the live one replaces
+// it (refresh). Only when the live one is not drawn within SAVED_AFTER_MS (often it is:
+// boot.js's replies are in as the app starts, and a saved screen drawn first would only
+// cost the live one its render), and never from a save of other filters.
+const SAVED_AFTER_MS = 50;
+async function drawSaved(cur, page, root, live) {
   const s = saved.load(page);
-  if (!s || s.hash !== location.hash || earlyIn(location.hash)) return;
+  if (!s || s.hash !== location.hash) return;
+  await Promise.race([live, new Promise((ok) => setTimeout(ok, SAVED_AFTER_MS))]);
+  if (current !== cur || cur.drawn) return;
   try {
     const node = await saved.replay(s.reads, () => cur.page({ me, r: route(), signal: cur.abort.signal, rerender: () => refresh(true) }));
     if (current !== cur || cur.drawn || !node) return;
