@@ -10,6 +10,11 @@
 # mean little without it. Stops what it started by pid.
 # Needs console/node_modules (scripts/build-console.sh) and /usr/bin/chromium.
 #   JOBS=10000 FINISHED=2500 RUNS=9 bench/console/first_paint.sh build-rel
+# RELOAD=1: each run loads the page a second time in its tab (the saved first screen);
+# BREAKDOWN=1: where each run's time went (requests with their sizes, long tasks);
+# API_DELAY_MS=N: every API reply N ms later (a docketd further away than loopback).
+# BUILD may be another checkout's build (a "before"): this script and the page's
+# measurement stay this checkout's.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${1:-build-rel}
