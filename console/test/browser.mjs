@@ -398,10 +398,14 @@ const cases = {
   // saved with its time, replaced by the live one (with a job submitted since); never
   // shown to another viewer: not after a log out and in, not under another token.
   async saved(id) {
+    const Q = `#/queue?user=${TOKENS.member.user}`; // (her jobs: a page of 50 holds them)
     const page = await login('member');
-    await go(page, '#/queue');
+    await go(page, Q);
     await page.locator(`tr[data-job="${id}"]`).waitFor({ timeout: WAIT });
     await page.waitForFunction(() => sessionStorage.getItem('docket.screen.queue'), null, { timeout: WAIT });
+    // away from the queue (which saves its first page again on every read of it), then a job
+    await go(page, '#/nodes');
+    await page.locator('#main h1', { hasText: 'Nodes' }).waitFor({ timeout: WAIT });
     const { body } = await api('POST', '/v1/jobs', 'member', { project: 'explore', hold: true, command: ['true'] });
     const fresh = body.job.id;
     // the queue's first page held back until `open()`: what is drawn before it comes is saved
@@ -410,7 +414,8 @@ const cases = {
     let held = gate();
     await page.route((u) => u.pathname === '/v1/jobs' && u.searchParams.get('limit') === '50',
       async (route) => { await held; await route.continue(); });
-    await page.reload();
+    await page.goto('about:blank'); // (this tab's sessionStorage stays)
+    await page.goto(`${BASE}/${Q}`);
     const note = page.locator('.saved-note');
     await note.waitFor({ timeout: WAIT });
     expect(/Saved in this tab at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d, not live/.test(await note.innerText()), `note: ${await note.innerText()}`);
@@ -430,7 +435,7 @@ const cases = {
     await page.getByLabel('API token').fill(TOKENS.lead.token);
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.locator('#who', { hasText: TOKENS.lead.user }).waitFor({ timeout: WAIT });
-    await page.goto(`${BASE}/#/queue`);
+    await page.goto(`${BASE}/${Q}`);
     await page.locator('#who', { hasText: TOKENS.lead.user }).waitFor({ timeout: WAIT });
     expect(await note.count() === 0, 'another viewer was shown a saved screen');
     open();
@@ -450,7 +455,7 @@ const cases = {
       held = gate();
       await tab.route((u) => u.pathname === '/v1/jobs' && u.searchParams.get('limit') === '50',
         async (route) => { await held; await route.continue(); });
-      await tab.goto(`${BASE}/#/queue`);
+      await tab.goto(`${BASE}/${Q}`);
       await tab.locator('#who', { hasText: TOKENS[role].user }).waitFor({ timeout: WAIT });
       const shown = await tab.locator('.saved-note').count();
       expect(shown === (role === 'lead' ? 1 : 0), `${role}: ${shown} saved screens shown from the lead's save`);
