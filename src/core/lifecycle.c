@@ -254,14 +254,18 @@ static bool dep_satisfied(enum sched_dep_kind k, bool ok)
     return k == SCHED_DEP_AFTERANY || k == SCHED_DEP_AFTER || (k == SCHED_DEP_AFTEROK) == ok;
 }
 
-/* One of an any-of job's dependencies settled: the first one met lets it go. */
+/* One of an any-of job's dependencies settled: the first one met lets it go. Once one is
+ * met, the others settling change nothing, and the reason its walk gave it stands (made
+ * derived, a job holding a reservation would say Resources where its walk said
+ * Reservation: property seed 6957). */
 static void settle_any(struct sched *s, struct job *w, struct job_dep *dep, bool met)
 {
     bool waited = w->ndeps_unmet > 0;
     dep->met = met;
     dep->never = !met;
     job_deps_any_count(w);
-    job_walked_set(s, job_slot(s, w), false); /* its reason is derived from these */
+    if (waited)
+        job_walked_set(s, job_slot(s, w), false); /* its reason is derived from these */
     if (waited && w->ndeps_unmet == 0 && w->state == SCHED_PENDING) {
         job_mark_eligible(s, w, s->now);
         starvation_watch(s, w, s->now);

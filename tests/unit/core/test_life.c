@@ -411,6 +411,41 @@ static void test_any_of_dependencies(void **state)
     sched_destroy(s);
 }
 
+/* An any-of job already free to start keeps the reason its walk gave it when another of
+ * its dependencies settles: job 3 (after:1?after:4) finds room on n1 held for job 2's
+ * reservation (Reservation, and a reservation of its own); job 4, of a lower tier, starts
+ * later in the same walk. Its start settled job 3's second dependency and made job 3's
+ * reason derived again, which says Resources for a job with a reservation: "waits for
+ * Resources while a node has room for it" (property seed 6957). */
+static void test_any_of_settled_again_keeps_reason(void **state)
+{
+    (void)state;
+    struct sched *s = small();
+    add_project(s, "scratch", "low", 0, -1);
+    struct sched_error err;
+    submit(s, 1, "lab", NULL, NULL, 4, 1, HOUR, T0);
+    assert_non_null(find_dec(cycle(s, T0 + 1), SCHED_D_START, 1));
+    run(s, 1, T0 + 1);
+    submit(s, 2, "lab", NULL, NULL, 8, 1, HOUR, T0 + 2);         /* reserves n1 at 1's end */
+    submit(s, 4, "scratch", NULL, NULL, 0, 1, 10 * MIN, T0 + 3); /* CPUs: fits beside 2's claim */
+    struct sched_job_spec j;
+    spec_fill(&j, 3, "lab", NULL, NULL, 2, 1, 2 * HOUR, T0 + 3);      /* would outlast 2's start */
+    j.deps[0] = (struct sched_dep){SCHED_DEP_AFTER, 1, false, false}; /* met: 1 runs */
+    j.deps[1] = (struct sched_dep){SCHED_DEP_AFTER, 4, false, false};
+    j.ndeps = 2;
+    j.deps_any = true;
+    assert_int_equal(sched_job_submit(s, &j, T0 + 3, &err), 0);
+    struct cyc c = cycle(s, T0 + 5);
+    assert_non_null(find_dec(c, SCHED_D_START, 4));
+    assert_null(find_dec(c, SCHED_D_START, 3));
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 3, T0 + 5, &x), 0);
+    assert_true(x.has_reservation);
+    assert_reason(s, 3, SCHED_R_RESERVATION); /* 4 GPUs free on n1, held for job 2 */
+    assert_core_ok(s);
+    sched_destroy(s);
+}
+
 /* Slurm's after:ID: the job may begin once ID has started (or ended without starting:
  * "after the specified jobs start or are cancelled"), not when it ends. */
 static void test_after_waits_for_a_start(void **state)
@@ -742,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_set_limit_running),
         cmocka_unit_test(test_after_waits_for_a_start),
         cmocka_unit_test(test_any_of_dependencies),
+        cmocka_unit_test(test_any_of_settled_again_keeps_reason),
         cmocka_unit_test(test_ended_job_leaves_no_wakeup),
         cmocka_unit_test(test_requeue_running),
         cmocka_unit_test(test_array_limit),
