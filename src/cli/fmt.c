@@ -400,14 +400,11 @@ void fmt_size(int64_t mb, char *buf, size_t len)
     format_size_mb(mb, buf, len);
 }
 
-/* The length of the UTF-8 sequence at p (1 to 4) with its code point in *cp, or 0 when
- * the bytes there are not one (a stray continuation, an overlong form, a surrogate, past
- * U+10FFFF, cut short). */
-static int utf8_seq(const unsigned char *p, uint32_t *cp)
+int fmt_utf8_seq(const unsigned char *p, size_t left, uint32_t *cp)
 {
     int n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : 2;
     unsigned char lo = 0x80, hi = 0xbf;
-    if (p[0] < 0xc2 || p[0] > 0xf4)
+    if (p[0] < 0xc2 || p[0] > 0xf4 || left < (size_t)n)
         return 0;
     if (p[0] == 0xe0)
         lo = 0xa0;
@@ -452,7 +449,7 @@ char *fmt_safe(const char *s, bool keep_lines)
         return NULL;
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
         uint32_t cp = 0;
-        int n = *p < 0x80 ? 1 : utf8_seq(p, &cp);
+        int n = *p < 0x80 ? 1 : fmt_utf8_seq(p, len - (size_t)(p - (const unsigned char *)s), &cp);
         if (*p == '\n' || *p == '\t') {
             if (keep_lines)
                 *o++ = (char)*p;

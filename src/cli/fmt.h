@@ -53,6 +53,11 @@ char *fmt_safe(const char *s, bool keep_lines);
  * (newline and tab too when keep_lines); false also for any byte past ASCII, which only
  * fmt_safe decides. A quick test that spares a copy for nearly every string. */
 bool fmt_is_plain(const char *s, bool keep_lines);
+/* The length of the UTF-8 sequence at p (2 to 4 bytes, at most `left`) with its code
+ * point in *cp, or 0 when the bytes there are not one: a stray continuation, an overlong
+ * form, a surrogate, past U+10FFFF, cut short (json_loadb refuses the same). p[0] is
+ * past ASCII. */
+int fmt_utf8_seq(const unsigned char *p, size_t left, uint32_t *cp);
 
 /* Display width of a UTF-8 string (code points; no wide-character tables). */
 int fmt_width(const char *s);

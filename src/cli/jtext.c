@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/fmt.h"
+
 void jscan_init(struct jscan *s, const char *text, size_t n)
 {
     s->p = text;
@@ -37,27 +39,11 @@ bool jscan_take(struct jscan *s, char c)
 }
 
 /* The length of the UTF-8 sequence at p (at most `left` bytes: 2 to 4) when it is one
- * json_loadb takes (no overlong form, no surrogate, nothing past U+10FFFF), else 0. */
+ * json_loadb takes, else 0. */
 static int utf8_len(const unsigned char *p, size_t left)
 {
-    int n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : 2;
-    unsigned char lo = 0x80, hi = 0xbf;
-    if (p[0] < 0xc2 || p[0] > 0xf4 || left < (size_t)n)
-        return 0;
-    if (p[0] == 0xe0)
-        lo = 0xa0;
-    else if (p[0] == 0xed)
-        hi = 0x9f;
-    else if (p[0] == 0xf0)
-        lo = 0x90;
-    else if (p[0] == 0xf4)
-        hi = 0x8f;
-    if (p[1] < lo || p[1] > hi)
-        return 0;
-    for (int i = 2; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    return n;
+    uint32_t cp;
+    return fmt_utf8_seq(p, left, &cp);
 }
 
 static int hex4(const char *p, const char *end, unsigned *v)
