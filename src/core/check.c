@@ -160,6 +160,16 @@ static int check_victim_gate(const struct sched *s, const struct node_sum *sum,
     return 0;
 }
 
+/* Does what was derived from the job's effective rank (its queue entry, its starvation
+ * watch, its victim rank) read the rank it has? Not while a refresh is due, nor once its
+ * project's boost has passed and the boost's deadline (the next cycle) has yet to fire:
+ * the rank reads the time and has already moved. */
+static bool rank_settled(const struct sched *s, const struct job *j)
+{
+    const struct project *p = &s->projects[j->project];
+    return !s->order_dirty && !(p->boost && p->boost_until <= s->now);
+}
+
 /* Node counters, masks and lists against the allocations of the jobs. */
 static int check_nodes(const struct sched *s, struct sched_error *err)
 {
@@ -172,6 +182,13 @@ static int check_nodes(const struct sched *s, struct sched_error *err)
         if (!j->id)
             continue;
         rc = check_allocs(s, j, err);
+        if (rc == 0 && s->slot_project[slot] != j->project)
+            rc = err_set(err, -EFAULT, "", "slot %zu: its project index says %u, its job's is %u",
+                         slot, s->slot_project[slot], j->project);
+        if (rc == 0 && (j->flags & JF_VICTIM_ELIGIBLE) && rank_settled(s, j) &&
+            j->victim_rank != job_eff_rank(s, j))
+            rc = err_set(err, -EFAULT, "", "victim %llu is counted at rank %d, its rank is %d",
+                         (unsigned long long)j->id, j->victim_rank, job_eff_rank(s, j));
         eligible += (j->flags & JF_VICTIM_ELIGIBLE) != 0;
         if (j->flags & JF_VICTIM_ELIGIBLE)
             by_rank[j->victim_rank]++;
@@ -387,6 +404,37 @@ static int check_starving_entry(const struct sched *s, const struct starving_ent
     return 0;
 }
 
+/* The starving list is oldest first (by bound, then id) among the entries whose job still
+ * starves, each of which has reached its bound: entries whose job has left are passed over
+ * (the walk drops them), and the check waits while a boost's end is still to fire. */
+static int check_starving_order(const struct sched *s, struct sched_error *err)
+{
+    if (s->order_dirty)
+        return 0;
+    for (size_t i = 0; i < s->nprojects; i++)
+        if (s->projects[i].boost && s->projects[i].boost_until <= s->now)
+            return 0;
+    const struct job *prev = NULL;
+    for (size_t i = 0; i < s->nstarving; i++) {
+        const struct job *j = &s->jobs[s->starving[i].slot];
+        if (!j->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING))
+            continue;
+        int64_t at = job_starve_at(s, j);
+        if (at > s->now)
+            return err_set(err, -EFAULT, "", "job %llu is on the starving list before its bound",
+                           (unsigned long long)j->id);
+        if (prev) {
+            int64_t pat = job_starve_at(s, prev);
+            if (pat > at || (pat == at && prev->id > j->id))
+                return err_set(err, -EFAULT, "",
+                               "the starving list has job %llu after the younger job %llu",
+                               (unsigned long long)j->id, (unsigned long long)prev->id);
+        }
+        prev = j;
+    }
+    return 0;
+}
+
 /* Every pending job is in the queue exactly once; shape counts match; a job the last walk
  * looked at has a reason. */
 static int check_queue(const struct sched *s, struct sched_error *err)
@@ -418,6 +466,9 @@ static int check_queue(const struct sched *s, struct sched_error *err)
             if (seen[e->slot]++)
                 rc = err_set(err, -EFAULT, "", "job %llu is queued twice",
                              (unsigned long long)j->id);
+            if (rank_settled(s, j) && e->rank != job_eff_rank(s, j))
+                rc = err_set(err, -EFAULT, "", "job %llu is queued at rank %d, its rank is %d",
+                             (unsigned long long)j->id, e->rank, job_eff_rank(s, j));
             if (l == 0 && i > 0 && cmp_entries(&lists[l][i - 1], e) > 0 && !s->order_dirty)
                 rc = err_set(err, -EFAULT, "", "the queue is out of order at job %llu",
                              (unsigned long long)j->id);
@@ -439,7 +490,12 @@ static int check_queue(const struct sched *s, struct sched_error *err)
         if ((j->flags & JF_STARVING) && !starving[slot])
             rc = err_set(err, -EFAULT, "", "starving job %llu is not on the starving list",
                          (unsigned long long)j->id);
+        if (rank_settled(s, j) && j->watch_rank != job_eff_rank(s, j))
+            rc = err_set(err, -EFAULT, "", "job %llu is watched at rank %d, its rank is %d",
+                         (unsigned long long)j->id, j->watch_rank, job_eff_rank(s, j));
     }
+    if (rc == 0)
+        rc = check_starving_order(s, err);
     for (size_t i = 0; i < s->nshapes && rc == 0; i++)
         if (shape_pending[i] != s->shapes[i].pending)
             rc = err_set(err, -EFAULT, "", "shape %zu counts %u pending jobs, there are %zu", i,

@@ -74,6 +74,7 @@ void sched_destroy(struct sched *s)
     free(s->jobs);
     free(s->look_bits);
     free(s->walked_bits);
+    free(s->slot_project);
     free(s->changed_bits);
     free(s->listed_bits);
     free(s->claims_moved);
@@ -343,7 +344,8 @@ int sched_project_boost(struct sched *s, const char *project, int levels, int64_
     p->boost_until = levels ? until_ms : 0;
     if (levels)
         deadline_push(s, until_ms, (uint64_t)idx, DL_BOOST);
-    s->order_dirty = true;
+    /* its jobs' tiers moved, and nothing else: theirs made again, not the whole queue's */
+    order_project_rerank(s, (uint32_t)idx);
     return 0;
 }
 

@@ -44,7 +44,7 @@ static void fire_deadline(struct sched *s, const struct deadline *d, int64_t now
         struct project *p = &s->projects[d->id];
         p->boost = 0;
         p->boost_until = 0;
-        s->order_dirty = true;
+        order_project_rerank(s, (uint32_t)d->id); /* its jobs alone (cluster.c boost) */
         return;
     }
     struct job *j = job_find(s, d->id);

@@ -439,6 +439,7 @@ static struct job *job_create(struct sched *s, const struct sched_job_spec *sp,
         goto fail;
     j->id = sp->id;
     j->project = (uint32_t)r->project;
+    s->slot_project[slot] = j->project;
     j->tier = (uint8_t)r->tier;
     j->klass = (uint8_t)r->klass;
     j->gpu_type = (int16_t)r->gpu_type;

@@ -46,6 +46,11 @@ int walk_look_grow(struct sched *s, size_t slots)
         memset(m + s->look_words, 0, (words - s->look_words) * sizeof(*m));
         *more[i] = m;
     }
+    uint32_t *sp = realloc(s->slot_project, words * 64 * sizeof(*sp));
+    if (!sp)
+        return -ENOMEM;
+    memset(sp + s->look_words * 64, 0xff, (words - s->look_words) * 64 * sizeof(*sp));
+    s->slot_project = sp;
     uint64_t *b = realloc(s->look_bits, words * sizeof(*b));
     if (!b)
         return -ENOMEM;

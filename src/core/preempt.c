@@ -25,27 +25,35 @@
 static bool over_guarantee(const struct sched *s, const struct job *v);
 
 /* Recount reclaimable_at from the projects' counters when a borrower may have appeared;
- * when one has, reclaimable_sel from the borrowers' nodes. */
-static void reclaimable_refresh(struct sched *s)
+ * with `sel`, and when one has, reclaimable_sel from the borrowers' nodes (only a job with
+ * selectors reads it: a job without any asks for no walk over the nodes). */
+static void reclaimable_refresh(struct sched *s, bool sel)
 {
     uint64_t key[5] = {s->victim_changes, s->memo_epoch, s->reclaim_epoch, s->node_epoch,
                        s->nselsets};
-    if (s->reclaim_key_valid && !memcmp(key, s->reclaim_key, sizeof(key)))
-        return;
-    memset(s->reclaimable_at, 0, sizeof(s->reclaimable_at));
-    memset(s->reclaimable_sel, 0, sizeof(s->reclaimable_sel));
-    bool any = false;
-    for (size_t i = 0; i < s->nprojects; i++) {
-        const struct project *p = &s->projects[i];
-        const struct group *g = project_group(s, p);
-        if (p->gpus_in_use <= p->spec.guarantee_gpus + 1e-9 && !(g && group_over_guarantee(s, g)))
-            continue; /* as over_guarantee() judges its jobs */
-        for (int r = 0; r < SCHED_MAX_TIERS; r++) {
-            s->reclaimable_at[r] |= p->eligible_by_rank[r] > 0;
-            any |= p->eligible_by_rank[r] > 0;
+    if (!s->reclaim_key_valid || memcmp(key, s->reclaim_key, sizeof(key))) {
+        memset(s->reclaimable_at, 0, sizeof(s->reclaimable_at));
+        bool any = false;
+        for (size_t i = 0; i < s->nprojects; i++) {
+            const struct project *p = &s->projects[i];
+            const struct group *g = project_group(s, p);
+            if (p->gpus_in_use <= p->spec.guarantee_gpus + 1e-9 &&
+                !(g && group_over_guarantee(s, g)))
+                continue; /* as over_guarantee() judges its jobs */
+            for (int r = 0; r < SCHED_MAX_TIERS; r++) {
+                s->reclaimable_at[r] |= p->eligible_by_rank[r] > 0;
+                any |= p->eligible_by_rank[r] > 0;
+            }
         }
+        memcpy(s->reclaim_key, key, sizeof(key));
+        s->reclaim_key_valid = true;
+        s->reclaimable_any = any;
+        s->reclaimable_sel_valid = false;
     }
-    for (size_t i = 0; any && i < s->nnodes; i++) {
+    if (!sel || s->reclaimable_sel_valid)
+        return;
+    memset(s->reclaimable_sel, 0, sizeof(s->reclaimable_sel));
+    for (size_t i = 0; s->reclaimable_any && i < s->nnodes; i++) {
         const struct node *n = &s->nodes[i];
         uint64_t mask = 0;
         for (uint32_t k = 0; k < n->jobs.n; k++) {
@@ -57,8 +65,7 @@ static void reclaimable_refresh(struct sched *s)
             s->reclaimable_sel[v->victim_rank] |= mask;
         }
     }
-    memcpy(s->reclaim_key, key, sizeof(key));
-    s->reclaim_key_valid = true;
+    s->reclaimable_sel_valid = true;
 }
 
 /* The gate counts victims where a job of the selector set could run: on the nodes it
@@ -104,10 +111,11 @@ bool reclaim_victims_exist(const struct sched *s, uint32_t selset, int rank)
     if (victims_at(s, selset, rank) == 0)
         return false;
     struct sched *m = (struct sched *)(uintptr_t)s; /* a cache refresh */
-    reclaimable_refresh(m);
+    bool sel = selset > 0 && selset < NSELBITS;
+    reclaimable_refresh(m, sel);
     if (!m->reclaimable_at[rank])
         return false;
-    return selset == 0 || selset >= NSELBITS || (m->reclaimable_sel[rank] >> selset & 1);
+    return !sel || (m->reclaimable_sel[rank] >> selset & 1);
 }
 
 static bool under_guarantee_after(const struct sched *s, const struct job *j)

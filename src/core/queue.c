@@ -127,6 +127,19 @@ void order_remove(struct sched *s, struct job *j)
     }
 }
 
+/* The effective rank the job is queued at (its entry's), or -1 when it has no entry. */
+int order_entry_rank(const struct sched *s, const struct job *j)
+{
+    struct order_entry key = {.key1 = j->key1, .submit_ms = j->submit_ms, .id = j->id};
+    const struct order_entry *e = find_entry(s->order, s->norder, &key);
+    if (e && e->slot != NONE32)
+        return e->rank;
+    for (size_t i = 0; i < s->nnew; i++)
+        if (s->order_new[i].id == j->id && s->order_new[i].slot != NONE32)
+            return s->order_new[i].rank;
+    return -1;
+}
+
 static bool entries_sort(struct sched *s, struct order_entry **arr, size_t *cap, size_t n);
 
 /* Merge the new entries into the sorted array, dropping tombstones on the way. */
@@ -330,6 +343,13 @@ static void starving_sort(struct sched *s)
     free(k);
 }
 
+/* Its job is no longer a pending starving job (a cancel freed the slot, a start, a hold). */
+static bool starving_entry_left(const struct sched *s, const struct starving_entry *e)
+{
+    const struct job *j = &s->jobs[e->slot];
+    return !j->id || j->state != SCHED_PENDING || !(j->flags & JF_STARVING);
+}
+
 static void starving_append(struct sched *s, struct job *j)
 {
     if (j->flags & JF_STARVING)
@@ -343,7 +363,12 @@ static void starving_append(struct sched *s, struct job *j)
     starving_forget_slot(s, e.slot); /* one entry per slot: an old one is the last job's */
     slot_bit_set(s->listed_bits, e.slot, true);
     size_t i = s->nstarving++;
-    while (i > 0 && cmp_starving(&s->starving[i - 1], &e, s) > 0) {
+    /* past the younger entries, and past those whose job has left (a cancel, a start, a
+       hold between cycles: the walk drops them when it meets them): a cancelled job's slot
+       reads as zeros, as starving since the epoch, and stopped the insertion behind
+       younger jobs */
+    while (i > 0 && (starving_entry_left(s, &s->starving[i - 1]) ||
+                     cmp_starving(&s->starving[i - 1], &e, s) > 0)) {
         s->starving[i] = s->starving[i - 1];
         i--;
     }
@@ -448,4 +473,72 @@ void order_rebuild(struct sched *s, int64_t now, bool rekey)
     s->order_stale = 0;
     s->order_dirty = false;
     s->rewatch = false;
+}
+
+/* The starving list after a boost (or its end) moved the effective tier, and so the bound,
+ * of the pending jobs in slots[0..n) (order.c order_project_rerank): each job is watched at
+ * its new rank (a deadline for its new bound, or starving now), its old entry goes (its
+ * proof was for the old rank), and the list is sorted again with the new entries in it.
+ * Entries whose job has left go too (the walk would drop them). The others keep their
+ * proofs. The whole list is sorted, not merged: an entry appended after a boost's end had
+ * passed, before its deadline fired, was placed by the ranks as they already read. */
+void starving_rewatch(struct sched *s, const uint32_t *slots, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct job *j = &s->jobs[slots[i]];
+        int64_t at = job_starve_at(s, j);
+        j->watch_rank = (uint8_t)job_eff_rank(s, j);
+        if (at != NEVER && at > s->now)
+            deadline_push(s, at, j->id, DL_STARVE);
+        bool starving = at <= s->now;
+        if (starving)
+            j->flags |= JF_STARVING;
+        else
+            j->flags &= (uint8_t)~JF_STARVING;
+        walk_look_sync(s, j); /* its slot changed: no proof stands for it */
+        slot_bit_set(s->listed_bits, slots[i], false);
+    }
+    size_t keep = 0;
+    for (size_t i = 0; i < s->nstarving; i++) {
+        uint32_t slot = s->starving[i].slot;
+        if (!slot_bit(s->listed_bits, slot))
+            continue; /* a moved job's old entry */
+        if (starving_entry_left(s, &s->starving[i])) {
+            slot_bit_set(s->listed_bits, slot, false);
+            continue;
+        }
+        s->starving[keep++] = s->starving[i];
+    }
+    s->nstarving = keep;
+    for (size_t i = 0; i < n; i++) {
+        struct job *j = &s->jobs[slots[i]];
+        if (!(j->flags & JF_STARVING))
+            continue;
+        if (grow((void **)&s->starving, &s->starving_cap, s->nstarving + 1, sizeof(*s->starving)) <
+            0) {
+            s->order_dirty = true; /* the rebuild lists it */
+            return;
+        }
+        s->starving[s->nstarving++] = (struct starving_entry){.slot = slots[i]};
+        slot_bit_set(s->listed_bits, slots[i], true);
+    }
+    /* sorted by (bound, id) with each entry's proof carried along */
+    struct starving_key *k = malloc((s->nstarving ? s->nstarving : 1) * sizeof(*k));
+    struct starving_entry *out = malloc((s->nstarving ? s->nstarving : 1) * sizeof(*out));
+    if (!k || !out) {
+        free(k);
+        free(out);
+        s->order_dirty = true;
+        return;
+    }
+    for (size_t i = 0; i < s->nstarving; i++) {
+        k[i] = starving_key_of(s, s->starving[i].slot);
+        k[i].slot = (uint32_t)i; /* the entry's index, not its slot */
+    }
+    qsort(k, s->nstarving, sizeof(*k), cmp_starving_key);
+    for (size_t i = 0; i < s->nstarving; i++)
+        out[i] = s->starving[k[i].slot];
+    memcpy(s->starving, out, s->nstarving * sizeof(*out));
+    free(out);
+    free(k);
 }

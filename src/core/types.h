@@ -614,8 +614,11 @@ struct sched {
     bool reclaim_key_valid;
     bool reclaimable_at[SCHED_MAX_TIERS];
     /* ... and, by rank, the selector sets (bits 1..63) of the nodes such victims are on;
-       valid with reclaimable_at, whose key also holds node_epoch and nselsets */
+       valid with reclaimable_at, whose key also holds node_epoch and nselsets, once
+       reclaimable_sel_valid: made only when a job with selectors asks (a walk over every
+       node's jobs, which a key moved by each preemption made for every job that asked) */
     uint64_t reclaimable_sel[SCHED_MAX_TIERS];
+    bool reclaimable_sel_valid, reclaimable_any;
     /* The victim gate (docs/scheduling.md "The victim gate"): for each selector set 1..63,
        the allocations of eligible victims on the nodes it matches, by victim_rank (the sum
        of victim_allocs over those nodes, whatever their state) */
@@ -685,6 +688,10 @@ struct sched {
           state, its starving flag or reservation, the slot taken by another job);
         - listed: the slot has an entry in the starving list (one at most). */
     uint64_t *walked_bits, *changed_bits, *listed_bits;
+    /* The project of each slot's job, sized like the bits (model.c walk_look_grow): a boost
+       finds its project's jobs here without reading every job (order.c). Set when a job
+       takes the slot; a free slot keeps its last job's, so a reader checks the job. */
+    uint32_t *slot_project;
 
     /* decisions queued for the next sched_cycle return */
     struct sched_decision *dec;

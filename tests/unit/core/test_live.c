@@ -621,6 +621,116 @@ static void test_relabel_needs_no_refresh(void **state)
     sched_destroy(s);
 }
 
+/* A boost and its end are no full refresh (issue 34: 17 times a job end at 100,000 pending):
+ * the boosted project's jobs alone are ranked again, and what read their rank sees it. Job
+ * 3 (lab, low) waits behind two normal jobs it may not preempt; boosted two tiers (high),
+ * it has waited past high's bound: it starves and preempts at once, in an incremental
+ * cycle. At the boost's end, job 3, running, is a low job again: its victim, requeued and
+ * normal, whose preemption searches found no victim while job 3 was high, preempts it,
+ * again in an incremental cycle. sched_check holds the queue entries, the starvation watch and the
+ * victim ranks to the ranks after each event. */
+static void test_boost_needs_no_refresh(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p); /* high starves after 4 h, low after 24 h */
+    p.fairshare_refresh_ms = 24 * HOUR;
+    p.reservation_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    add_node(s, "n1", "H100", 8);
+    add_node(s, "n2", "H100", 8);
+    add_project(s, "other", "normal", 0, -1);
+    add_project(s, "lab", "low", 0, -1);
+    submit(s, 1, "other", NULL, "experiment", 8, 1, 10 * HOUR, T0);
+    submit(s, 2, "other", NULL, "experiment", 8, 1, 10 * HOUR, T0);
+    struct cyc c;
+    (void)cycle_with(s, T0, SCHED_CYCLE_INCREMENTAL, &c);
+    run(s, 1, T0);
+    run(s, 2, T0);
+    submit(s, 3, "lab", NULL, "experiment", 8, 1, 10 * HOUR, T0 + MIN);
+    for (int64_t t = T0 + MIN; t <= T0 + 5 * HOUR; t += HOUR) {
+        (void)cycle_with(s, t, SCHED_CYCLE_INCREMENTAL, &c);
+        assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0);
+    }
+    int64_t now = T0 + 5 * HOUR + MIN;
+    boost(s, "lab", 2, T0 + 8 * HOUR, now);
+    check_ok(s);
+    struct sched_explain x;
+    assert_int_equal(sched_explain(s, 3, now, &x), 0);
+    assert_true(x.starving); /* high's bound, 4 h, has passed */
+    struct sched_cycle_stats st = cycle_with(s, now, SCHED_CYCLE_INCREMENTAL, &c);
+    assert_false(st.full);
+    assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 1);
+    const struct sched_decision *sig = find_dec(c, SCHED_D_SIGNAL, 1);
+    if (!sig)
+        sig = find_dec(c, SCHED_D_SIGNAL, 2);
+    assert_non_null(sig);
+    assert_int_equal(sig->preemptor, 3);
+    uint64_t victim = sig->job_id;
+    check_ok(s);
+    end(s, victim, SCHED_EXIT_SIGNAL, 15, now + MIN);
+    (void)cycle_with(s, now + MIN, SCHED_CYCLE_INCREMENTAL, &c);
+    assert_non_null(find_dec(c, SCHED_D_START, 3));
+    run(s, 3, now + MIN);
+    assert_state(s, victim, SCHED_PENDING); /* requeued */
+    for (int64_t t = now + 2 * MIN; t < T0 + 8 * HOUR; t += 30 * MIN) {
+        (void)cycle_with(s, t, SCHED_CYCLE_INCREMENTAL, &c);
+        assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0); /* job 3 is high */
+        check_ok(s);
+    }
+    st = cycle_with(s, T0 + 8 * HOUR, SCHED_CYCLE_INCREMENTAL, &c);
+    assert_false(st.full);
+    const struct sched_decision *d = find_dec(c, SCHED_D_SIGNAL, 3);
+    assert_non_null(d); /* low again: the job it preempted takes its node back */
+    assert_int_equal(d->preemptor, victim);
+    check_ok(s);
+    sched_destroy(s);
+}
+
+/* The starving list stays oldest first when a job starts starving behind the entry of a
+ * job that has left: job 2's entry, cancelled between two cycles, reads as a job starving
+ * since the epoch, and the insertion stopped there, leaving the older job 4 behind the
+ * younger job 1. Job 4 is older by the clock it was submitted at (the controller's clock
+ * stepped back by an hour, NTP, before it came). The node's end goes to job 4. */
+static void test_starving_order_past_a_left_job(void **state)
+{
+    (void)state;
+    struct sched_policy p;
+    sched_policy_defaults(&p); /* critical starves after 1 h */
+    p.fairshare_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    add_node(s, "n1", "H100", 8);
+    add_project(s, "lab", "critical", 0, -1);
+    add_project(s, "low", "low", 0, -1);
+    submit(s, 9, "low", NULL, "interactive", 8, 1, 10 * HOUR, T0); /* not preemptible */
+    (void)cycle(s, T0);
+    run(s, 9, T0);
+    submit(s, 1, "lab", NULL, "experiment", 8, 1, HOUR, T0 + 2 * MIN);
+    submit(s, 2, "lab", NULL, "experiment", 8, 1, HOUR, T0 + 3 * MIN);
+    submit(s, 3, "low", NULL, "experiment", 8, 1, HOUR, T0 + 3 * MIN);
+    (void)cycle(s, T0 + HOUR + 5 * MIN); /* jobs 1 and 2 starve */
+    check_ok(s);
+    struct sched_error err;
+    assert_int_equal(sched_job_cancel(s, 2, T0 + HOUR + 6 * MIN, &err), 0);
+    /* job 4 takes the slot freed last: job 3's, not job 2's (whose entry a new job in the
+       slot would take away) */
+    assert_int_equal(sched_job_cancel(s, 3, T0 + HOUR + 6 * MIN, &err), 0);
+    submit(s, 4, "lab", NULL, "experiment", 8, 1, HOUR, T0 + MIN); /* clock stepped back */
+    (void)cycle(s, T0 + 2 * HOUR + 2 * MIN); /* job 4 starves (at T0 + 1 h 1 min) */
+    check_ok(s);
+    struct sched_explain x1, x4;
+    assert_int_equal(sched_explain(s, 1, T0 + 2 * HOUR + 2 * MIN, &x1), 0);
+    assert_int_equal(sched_explain(s, 4, T0 + 2 * HOUR + 2 * MIN, &x4), 0);
+    assert_true(x1.starving && x4.starving);
+    end(s, 9, SCHED_EXIT_CODE, 0, T0 + 3 * HOUR);
+    struct cyc c = cycle(s, T0 + 3 * HOUR);
+    assert_non_null(find_dec(c, SCHED_D_START, 4));
+    assert_null(find_dec(c, SCHED_D_START, 1));
+    check_ok(s);
+    sched_destroy(s);
+}
+
 /* A node shrunk under a sticky reservation: the promise cannot stand on less room; it is
  * made again, and sched_check holds at once. */
 static void test_shrink_under_a_promise(void **state)
@@ -704,6 +814,8 @@ int main(void)
         cmocka_unit_test(test_unrelated_policy_change_keeps_promises),
         cmocka_unit_test(test_preemptor_waits_for_a_cancelled_job),
         cmocka_unit_test(test_relabel_needs_no_refresh),
+        cmocka_unit_test(test_boost_needs_no_refresh),
+        cmocka_unit_test(test_starving_order_past_a_left_job),
         cmocka_unit_test(test_shrink_under_a_promise),
         cmocka_unit_test(test_unlimited_job_is_never_immune),
         cmocka_unit_test(test_limited_job_stays_immune),

@@ -692,6 +692,10 @@ static void act(struct world *w)
         const char *project = w->project_names[pick(w->nprojects)];
         int levels = pick(2);
         int64_t until = w->now + (10 + pick(120)) * MIN;
+        if (tracing())
+            fprintf(stderr, "  +%llds boost %s by %d until +%llds\n",
+                    (long long)((w->now - T0) / 1000), project, levels,
+                    (long long)((until - T0) / 1000));
         (void)BOTH(w, sched_project_boost(s_, project, levels, until, w->now, &err));
         w->boosts++;
         if (w->nboost_ends < 512)
