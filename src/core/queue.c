@@ -522,9 +522,11 @@ void starving_rewatch(struct sched *s, const uint32_t *slots, size_t n)
         s->starving[s->nstarving++] = (struct starving_entry){.slot = slots[i]};
         slot_bit_set(s->listed_bits, slots[i], true);
     }
+    if (s->nstarving == 0)
+        return; /* nothing to sort (and s->starving may be NULL) */
     /* sorted by (bound, id) with each entry's proof carried along */
-    struct starving_key *k = malloc((s->nstarving ? s->nstarving : 1) * sizeof(*k));
-    struct starving_entry *out = malloc((s->nstarving ? s->nstarving : 1) * sizeof(*out));
+    struct starving_key *k = malloc(s->nstarving * sizeof(*k));
+    struct starving_entry *out = malloc(s->nstarving * sizeof(*out));
     if (!k || !out) {
         free(k);
         free(out);
