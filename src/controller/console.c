@@ -21,6 +21,7 @@
 #include "controller/ctl.h"
 #include "controller/http.h"
 #include "util/clock.h"
+#include "util/etag.h"
 #include "util/str.h"
 
 /* The page may load only its own files and talk only to this origin: no inline style, no
@@ -108,7 +109,7 @@ static void send_asset(struct ctl_req *r, const struct console_asset *a)
                       strncmp(a->name, "chunk-", 6) == 0 ? "public, max-age=31536000, immutable"
                                                          : "no-cache");
     const char *inm = evhttp_find_header(evhttp_request_get_input_headers(r->req), "If-None-Match");
-    if (inm && (strstr(inm, a->etag) || strcmp(inm, "*") == 0)) {
+    if (etag_match(inm, a->etag)) {
         r->c->metrics.http_by_code[304]++;
         evhttp_send_reply(r->req, 304, "Not Modified", NULL);
         r->c->turn.replies++;
