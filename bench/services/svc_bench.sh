@@ -26,7 +26,9 @@ bench_cleanup_more() {
     [[ ! -s $T/ctl/lb/haproxy.pid ]] || kill "$(cat "$T/ctl/lb/haproxy.pid")" 2>/dev/null || true
 }
 
-base=$((40000 + ($$ % 200) * 100))
+# shellcheck source=tests/system/lib/ports.bash
+. tests/system/lib/ports.bash
+base=$(port_block 100)
 mkdir -p "$T/w"
 bench_docketd --lb-haproxy "$HAPROXY" --lb-ports "$((base + 60))-$((base + 99))"
 "$DOCKET" apply -f tests/data/services-policy.yaml >/dev/null

@@ -11,13 +11,15 @@ bats_require_minimum_version 1.5.0
 
 CLUSTER_NAME=svclb
 load lib/cluster
+load lib/ports
 AGENT_EXTRA=()
 
 setup_file() {
     [[ -x $DOCKET && -x $DOCKETD_BIN && -x $AGENT_BIN ]] || skip "docket, docketd or docket-node not built"
     # ports of this run's own: the agents' replicas and haproxy's frontends (the agents and
     # docketd skip a port something else listens on)
-    export LB_BASE=$((20000 + ($$ % 300) * 100))
+    LB_BASE=$(port_block 100)
+    export LB_BASE
     export AGENT_EXTRA_a="--addr 127.0.0.1 --service-ports $LB_BASE-$((LB_BASE + 29))"
     export AGENT_EXTRA_b="--addr 127.0.0.1 --service-ports $((LB_BASE + 30))-$((LB_BASE + 59))"
     lb_flags
