@@ -11,6 +11,9 @@
  *                           no-op policy apply, a relabel, a drain, a guarantee flip, a
  *                           GPU limit flip, a new selector set, a boost)
  *   core_bench --reps N     N timed repetitions of the steady cases (to profile them)
+ *   core_bench --event E    the live cases apply only event E (policy_noop, relabel, drain,
+ *                           guarantee, limit, selset, boost) beside the job end: to
+ *                           profile one event (its state then differs from the full run's)
  *   core_bench --cpu        time with the thread's CPU clock, not the wall clock: on a
  *                           loaded shared machine, the time the core computed rather than
  *                           the time it also waited for a core (the setup is the same)
@@ -57,6 +60,7 @@ static long peak_rss_kb(void)
 
 /* xorshift: deterministic synthetic workloads */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+static const char *live_only; /* --event: the live cases time this event alone (and the job end) */
 static int reps_wanted; /* --reps: timed repetitions of the steady cases (0: each case's own) */
 static uint64_t rnd(void)
 {
@@ -485,6 +489,12 @@ static void live_event_apply(struct sched *s, enum live_event ev, int i, int64_t
     }
 }
 
+/* Every event, or with --event the one named and the job end it is compared with. */
+static bool live_event_wanted(enum live_event e)
+{
+    return !live_only || e == EV_JOB_END || !strcmp(live_names[e], live_only);
+}
+
 /* `pending` jobs wait on a full cluster of `nodes`, victims past min_runtime; with
    `starving`, every tier starves after 10 min and the queue is old enough. Each round
    times every event once, in turn, each with the cycle that follows it. */
@@ -531,6 +541,8 @@ static void case_live(const char *name, int nodes, int pending, bool starving, i
     struct sched_cycle_stats st[EV_N];
     for (int i = 0; i < reps; i++) {
         for (int e = 0; e < EV_N; e++) {
+            if (!live_event_wanted((enum live_event)e))
+                continue;
             now += 10;
             double a = now_ms();
             live_event_apply(s, (enum live_event)e, i, now, &slot);
@@ -543,6 +555,10 @@ static void case_live(const char *name, int nodes, int pending, bool starving, i
     sched_totals_get(s, &tot);
     double base = median(t[EV_JOB_END], reps);
     for (int e = 0; e < EV_N; e++) {
+        if (!live_event_wanted((enum live_event)e)) {
+            free(t[e]);
+            continue;
+        }
         double m = median(t[e], reps);
         printf("%-16s %-12s pending=%-7zu nodes=%-6d reps=%-3d median=%9.3f ms  (%5.1fx job_end)  "
                "preemptions=%d  last: starving served %d quiet %d, full %d\n",
@@ -567,15 +583,17 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps_wanted = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--event") && i + 1 < argc)
+            live_only = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10) | 1;
         else if (!strcmp(argv[i], "--cpu"))
             timing_clock = CLOCK_THREAD_CPUTIME_ID;
         else {
-            fprintf(stderr,
-                    "usage: core_bench [--quick] [--cpu] [--seed N] [--reps N] [--case full|"
-                    "full_refresh|job_end|job_end_preempt|starving_refresh|submit|"
-                    "scale_jobs|scale_nodes|live|live_starving]\n");
+            fprintf(stderr, "usage: core_bench [--quick] [--cpu] [--seed N] [--reps N] [--event E] "
+                            "[--case full|"
+                            "full_refresh|job_end|job_end_preempt|starving_refresh|submit|"
+                            "scale_jobs|scale_nodes|live|live_starving]\n");
             return 2;
         }
     }
