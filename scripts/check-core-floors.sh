@@ -35,7 +35,7 @@ SAME_FLOOR = {
     "deadlines.c": ["model.c"],
     "changes.c": ["model.c"],
     "shapes.c": ["model.c", "victims.c", "topo.c"],
-    "nodes.c": ["model.c", "topo.c"],
+    "nodes.c": ["model.c", "topo.c", "changes.c"],
     "avail.c": ["model.c", "changes.c"],
     "victims.c": ["model.c", "changes.c", "deadlines.c"],
     "queue.c": ["model.c", "deadlines.c", "shapes.c", "victims.c"],

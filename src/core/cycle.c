@@ -606,9 +606,11 @@ static enum place_result serve_starving(struct sched *s, struct walk *w, struct 
 
 /* ---- quiet starving jobs (struct starving_entry) */
 
+/* memo_epoch but for the logs' moves, and node_epoch (a node's state, capacity, labels or
+ * pool): both only grow, so their sum moves exactly when one of them does */
 static uint64_t quiet_epoch(const struct sched *s)
 {
-    return s->memo_epoch - s->log_resets;
+    return s->memo_epoch - s->log_resets + s->node_epoch;
 }
 
 /* A shape's selector set as its proof counts it: 1..63, or 0 for node_changes. */
@@ -1209,9 +1211,11 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sche
     }
     s->now = now;
     s->cycle++;
+    s->recomputing = mode == SCHED_CYCLE_RECOMPUTE;
     if (s->look_words)
         memset(s->walked_bits, 0, s->look_words * sizeof(*s->walked_bits)); /* job_walked() */
-    uint64_t pruned_before = s->res_pruned, restored_before = s->res_restored;
+    uint64_t pruned_before = s->res_pruned, restored_before = s->res_restored,
+             plans_before = s->plans_pruned;
     zone_refresh(s);
     projects_accrue(s, now);
     fire_deadlines(s, now);
@@ -1230,10 +1234,6 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sche
         }
     }
     st->full = refresh || mode == SCHED_CYCLE_RECOMPUTE;
-    if (s->memo_node_epoch != s->node_epoch) { /* nodes came, went or changed labels */
-        s->memo_node_epoch = s->node_epoch;
-        s->memo_epoch++;
-    }
     changes_advance(s, now);
     s->preempt_budget = s->policy.preempt_max_per_cycle;
     struct walk *w = calloc(1, sizeof(*w));
@@ -1253,6 +1253,7 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sche
     s->start_backlog = st->start_capped;
     deadlines_prune(s); /* the walk's ends and starts left stale entries: never wake for them */
     st->reserve_pruned = (long)(s->res_pruned - pruned_before);
+    st->preempt_pruned = (long)(s->plans_pruned - plans_before);
     st->reservations_restored = (int)(s->res_restored - restored_before);
     st->pending = (int)s->by_state[SCHED_PENDING];
     st->running = (int)(s->by_state[SCHED_RUNNING] + s->by_state[SCHED_STARTING] +

@@ -100,6 +100,7 @@ void job_start(struct sched *s, struct job *j, const struct sched_alloc *allocs,
     int total_gpus = j->gpus * j->nodes;
     bool was_over = p->gpus_in_use > p->spec.guarantee_gpus + 1e-9;
     p->gpus_in_use += total_gpus;
+    s->usage_moves++; /* who borrows may move: struct plan_memo */
     if (!was_over && p->gpus_in_use > p->spec.guarantee_gpus + 1e-9)
         s->reclaim_epoch++; /* its jobs may now be reclaimed: struct preempt_memo */
     p->running++;
@@ -149,6 +150,7 @@ void job_release_resources(struct sched *s, struct job *j)
         p->rate = p->running > 1 ? p->rate : 0;
     int total_gpus = j->gpus * j->nodes;
     p->gpus_in_use -= total_gpus;
+    s->usage_moves++;
     p->running--;
     p->usage_changes++;
     group_count(s, p, -total_gpus, -1);

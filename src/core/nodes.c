@@ -5,6 +5,7 @@
  * candidates of a shape. Which nodes a job gets is place.c's decision (floor 2).
  */
 #include "core/nodes.h"
+#include "core/changes.h"
 #include "core/containers.h"
 #include "core/model.h"
 #include "core/topo.h"
@@ -193,7 +194,6 @@ static bool node_has_label_ids(const struct node *n, uint32_t kid, uint32_t vid)
 void reserved_zone_recompute(struct sched *s)
 {
     s->profiles_dirty = true;
-    s->memo_epoch++; /* pools and borrowers may change (struct preempt_memo) */
     int total = 0;
     for (size_t i = 0; i < s->nnodes; i++)
         total += s->nodes[i].gpus;
@@ -208,6 +208,8 @@ void reserved_zone_recompute(struct sched *s)
         if (want)
             used += n->gpus;
         if (want != n->reserved) {
+            s->memo_epoch++; /* pools and borrowers changed (struct preempt_memo) */
+            node_moved(s, n);
             bool in = n->in_bucket;
             if (in)
                 bucket_remove(s, (uint32_t)i);
@@ -227,11 +229,21 @@ void zone_refresh(struct sched *s)
     }
 }
 
+/* A node's state, capacity, labels or pool moved: what reads the nodes as a whole reads
+ * node_epoch; the preemption memos, which read the nodes one by one, find it in the change
+ * log and search it again (a relabel or a drain once voided every memo through memo_epoch,
+ * and every job holding a reservation searched the whole cluster again: issue 34). */
+void node_moved(struct sched *s, struct node *n)
+{
+    s->node_epoch++;
+    node_change_log(s, n);
+}
+
 /* Set the state and keep the bucket index in step: only UP nodes take new work. */
 void node_set_state_internal(struct sched *s, struct node *n, enum sched_node_state st)
 {
     uint32_t idx = (uint32_t)(n - s->nodes);
-    s->node_epoch++;
+    node_moved(s, n);
     if (st == SCHED_NODE_DRAINING && n->jobs.n == 0)
         st = SCHED_NODE_DRAINED;
     n->state = (uint8_t)st;

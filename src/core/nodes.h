@@ -10,6 +10,8 @@
 #include "core/types.h"
 
 void node_set_state_internal(struct sched *s, struct node *n, enum sched_node_state st);
+/* n's state, capacity, labels or pool moved: node_epoch, and n in the change log */
+void node_moved(struct sched *s, struct node *n);
 void reserved_zone_recompute(struct sched *s);
 void zone_refresh(struct sched *s);
 void bucket_remove(struct sched *s, uint32_t node);

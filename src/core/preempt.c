@@ -13,11 +13,13 @@
  * training), then least work lost, then jobs that declared a checkpoint signal first.
  */
 #include "core/preempt.h"
+#include "core/caches.h"
 #include "core/model.h"
 #include "core/group.h"
 #include "core/nodes.h"
 #include "core/claims.h"
 #include "core/lifecycle.h"
+#include "core/topo.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +189,7 @@ enum { PLAN_MAX = SCHED_MAX_NODE_GPUS + 8 };
 
 struct node_plan {
     uint32_t node;
+    bool from_memo; /* its cost read from a plan memo, its victims not listed yet */
     int nvictims;
     struct victim v[PLAN_MAX];
     int64_t start; /* when the room is there: the last victim killed, or a release */
@@ -350,6 +353,22 @@ static int collect_victims(struct sched *s, const struct preemptor *pj, uint32_t
     return nall;
 }
 
+/* Could victims of rank `from` or lower tiers (and of j's own when it may reclaim), with
+ * the room free and what stopping jobs free, make room for the shape on n? An upper
+ * bound: no plan there hits only such victims unless it holds. */
+static bool victim_room_covers(const struct sched *s, const struct preemptor *pj,
+                               const struct shape *sh, const struct node *n, int from)
+{
+    int g = n->gpus - n->gpus_used + n->stopping_gpus,
+        c = n->cpus - n->cpus_used + n->stopping_cpus;
+    int r = pj->reclaims ? pj->rank : pj->rank + 1;
+    for (r = r > from ? r : from; r < s->policy.ntiers; r++) {
+        g += n->victim_gpus[r];
+        c += n->victim_cpus[r];
+    }
+    return g >= sh->gpus && c >= sh->cpus;
+}
+
 /* Plan the cheapest victim set on one node; false when even all eligible victims would
  * not make room. Room that jobs already stopping will free counts first: a job being
  * cancelled or killed is never replaced by a new victim. */
@@ -367,14 +386,7 @@ static bool plan_node(struct sched *s, const struct preemptor *pj, const struct 
         return false; /* held off it by a reservation: victims here would not help */
     /* upper bound first: everything lower tiers (and, when it may reclaim, its own tier)
        hold here, and what stopping jobs free; most nodes fail this without a job looked at */
-    int rj = pj->rank;
-    int g = n->gpus - n->gpus_used + n->stopping_gpus,
-        c = n->cpus - n->cpus_used + n->stopping_cpus;
-    for (int r = pj->reclaims ? rj : rj + 1; r < s->policy.ntiers; r++) {
-        g += n->victim_gpus[r];
-        c += n->victim_cpus[r];
-    }
-    if (g < sh->gpus || c < sh->cpus)
+    if (!victim_room_covers(s, pj, sh, n, 0))
         return false;
     struct victim all[PLAN_MAX];
     int nall = collect_victims(s, pj, idx, now, all);
@@ -450,19 +462,31 @@ static struct plan_cost plan_cost_of(const struct node_plan *p, int64_t now)
     return (struct plan_cost){p->best_rank, p->nvictims, p->lost, p->start, now, p->node};
 }
 
-static void plans_keep_best(struct node_plan *best, int *nbest, int want, const struct node_plan *p)
+/* The costliest of the plans kept. */
+static int plans_worst(const struct node_plan *best, int nbest)
+{
+    int worst = 0;
+    for (int i = 1; i < nbest; i++)
+        if (plan_cheaper(&best[worst], &best[i]))
+            worst = i;
+    return worst;
+}
+
+/* Keep p if it is among the `want` cheapest; the highest tier the costliest kept plan hits
+ * once there are `want` (*bar: a plan that hits a higher one can never be kept). */
+static void plans_keep_best(struct node_plan *best, int *nbest, int want, const struct node_plan *p,
+                            int *bar)
 {
     if (*nbest < want) {
         best[(*nbest)++] = *p;
     } else {
-        int worst = 0;
-        for (int i = 1; i < *nbest; i++)
-            if (plan_cheaper(&best[worst], &best[i]))
-                worst = i;
+        int worst = plans_worst(best, *nbest);
         if (!plan_cheaper(p, &best[worst]))
             return;
         best[worst] = *p;
     }
+    if (*nbest == want)
+        *bar = best[plans_worst(best, *nbest)].best_rank;
 }
 
 /* The preemptor waits for every job on its nodes that the plan counted as gone by its
@@ -558,14 +582,123 @@ struct preempt_search {
     struct node_plan *best, *cur;
     int nbest, want, feasible;
     int64_t fail_dur; /* nodes without a plan fail for every job at least this long */
+    /* once `want` plans are kept, the highest tier the costliest of them hits: a node
+       where victims of that tier and lower ones cannot make room has no plan that could
+       be kept (it would hit a higher tier, plan_cheaper's first rule), and is passed by
+       without a plan made (`pruned`). The plans chosen are those of a search without
+       it; `feasible` then counts the nodes planned, already `want` or more, which is all
+       its readers ask of it then (preempt_scope). */
+    int bar;
+    bool prune;
+    long pruned;
+    struct plan_memo *memo; /* the plans of this kind of search so far in the cycle */
 };
+
+/* Is memo m of the kind of this search? Same cycle and time, epoch, shape and rank, and
+ * whether it may reclaim; one that may also reads its own project (it takes borrowers of
+ * others alone) and who is a borrower, which moves with every project's usage
+ * (usage_moves), logged on no node. */
+static bool plan_memo_fits(const struct sched *s, const struct plan_memo *m,
+                           const struct preempt_search *ps)
+{
+    if (!m->gen || m->cycle != s->cycle || m->now != ps->now || m->epoch != s->memo_epoch ||
+        m->shape != ps->j->shape || m->rank != ps->pj.rank || m->reclaims != ps->pj.reclaims)
+        return false;
+    return !m->reclaims || (m->project == ps->j->project && m->usage == s->usage_moves);
+}
+
+/* The plan memo for j's search, made anew (in the least recently used of PLAN_MEMOS) when
+ * none is of its kind; NULL when the search may not use one: its shape is searched in parts
+ * (a GPU type or a domain each), or the cycle trusts no memo. */
+static struct plan_memo *plan_memo_for(struct sched *s, const struct preempt_search *ps,
+                                       const struct shape *sh)
+{
+    if (s->recomputing || shape_spans_types(sh) || topo_required(sh) || topo_best_effort(sh))
+        return NULL;
+    struct plan_memo *m = NULL, *lru = &s->plan_memos[0];
+    for (int i = 0; i < PLAN_MEMOS && !m; i++) {
+        struct plan_memo *x = &s->plan_memos[i];
+        if (plan_memo_fits(s, x, ps))
+            m = x;
+        else if (x->used < lru->used)
+            lru = x;
+    }
+    if (!m) {
+        m = lru;
+        if (m->cap < s->nnodes) {
+            void *p = realloc(m->nodes, s->nnodes * sizeof(*m->nodes));
+            if (!p)
+                return NULL;
+            m->nodes = p;
+            memset(m->nodes + m->cap, 0, (s->nnodes - m->cap) * sizeof(*m->nodes));
+            m->cap = s->nnodes;
+        }
+        m->gen++; /* every entry made before is old */
+        m->cycle = s->cycle;
+        m->now = ps->now;
+        m->epoch = s->memo_epoch;
+        m->shape = ps->j->shape;
+        m->rank = ps->pj.rank;
+        m->reclaims = ps->pj.reclaims;
+        m->project = ps->j->project;
+        m->usage = s->usage_moves;
+    }
+    m->used = ++s->plan_memo_tick;
+    /* from here on a node that changes is logged again, after every entry made now */
+    s->chlog_mark = s->nchlog;
+    return m;
+}
+
+/* The node's plan from the memo into p: true when the memo holds one for it (*has: whether
+ * there is a plan). Only a node without claims: on one with claims the plan also reads
+ * the searcher's priority, length and reservation (which claims bind, the windows). */
+static bool plan_memo_read(const struct sched *s, const struct plan_memo *m, uint32_t idx,
+                           struct node_plan *p, bool *has)
+{
+    const struct node *n = &s->nodes[idx];
+    const struct plan_memo_node *e = &m->nodes[idx];
+    if (n->nclaims > 0 || e->gen != m->gen || n->logged_at > e->logpos)
+        return false;
+    *has = e->nvictims >= 0;
+    *p = (struct node_plan){.node = idx,
+                            .from_memo = true,
+                            .nvictims = e->nvictims,
+                            .start = e->start,
+                            .best_rank = e->best_rank,
+                            .lost = e->lost};
+    return true;
+}
+
+static void plan_memo_write(const struct sched *s, struct plan_memo *m, uint32_t idx,
+                            const struct node_plan *p, bool has)
+{
+    if (s->nodes[idx].nclaims > 0)
+        return;
+    m->nodes[idx] = (struct plan_memo_node){.gen = m->gen,
+                                            .logpos = s->nchlog,
+                                            .lost = p->lost,
+                                            .start = p->start,
+                                            .best_rank = (int16_t)p->best_rank,
+                                            .nvictims = (int16_t)(has ? p->nvictims : -1)};
+}
 
 static void preempt_visit(struct sched *s, uint32_t idx, void *ctx)
 {
     struct preempt_search *ps = ctx;
-    if (plan_node(s, &ps->pj, ps->sh, idx, ps->now, ps->cur, &ps->fail_dur)) {
+    if (ps->prune && ps->nbest == ps->want &&
+        !victim_room_covers(s, &ps->pj, ps->sh, &s->nodes[idx], ps->bar)) {
+        ps->pruned++;
+        return;
+    }
+    bool has;
+    if (!ps->memo || !plan_memo_read(s, ps->memo, idx, ps->cur, &has)) {
+        has = plan_node(s, &ps->pj, ps->sh, idx, ps->now, ps->cur, &ps->fail_dur);
+        if (ps->memo)
+            plan_memo_write(s, ps->memo, idx, ps->cur, has);
+    }
+    if (has) {
         ps->feasible++;
-        plans_keep_best(ps->best, &ps->nbest, ps->want, ps->cur);
+        plans_keep_best(ps->best, &ps->nbest, ps->want, ps->cur, &ps->bar);
     }
 }
 
@@ -603,6 +736,83 @@ static struct node_plan *plan_scratch(struct sched *s, size_t n)
     return s->plan_scratch;
 }
 
+/* What one search chose: its plans (one per node of the job) and the part (GPU type,
+ * domain) they are for; the most nodes with a plan in any one part. */
+struct preempt_choice {
+    struct node_plan *plans;
+    int n, most_feasible;
+    struct shape sh;
+};
+
+/* Search every part of j's shape (a gang of any type is planned per type: its nodes must be
+ * alike; one that requires a domain, per domain: nodes.c shape_part_next) and choose. */
+static void preempt_search_parts(struct sched *s, const struct shape *sh, struct preempt_search *ps,
+                                 struct preempt_scope *sc, struct preempt_choice *ch)
+{
+    struct shape_parts parts;
+    struct shape typed;
+    ch->n = ch->most_feasible = 0;
+    ch->sh = *sh;
+    shape_parts_begin(s, sh, &parts);
+    while (shape_part_next(&parts, &typed)) {
+        ps->sh = &typed;
+        ps->nbest = 0;
+        ps->feasible = 0;
+        preempt_visit_all(s, &typed, ps, sc);
+        if (ps->feasible > ch->most_feasible)
+            ch->most_feasible = ps->feasible; /* of one part: a gang's nodes are alike */
+        /* best effort: one domain's plan with no more victims than any nodes' wins */
+        int v = ps->nbest == ps->want ? plans_victims(ps->best, ps->nbest) : 0;
+        int was = ch->n ? plans_victims(ch->plans, ch->n) : 0;
+        if (ps->nbest == ps->want &&
+            (ch->n == 0 || v < was || (v == was && typed.topo_pinned && !ch->sh.topo_pinned))) {
+            memcpy(ch->plans, ps->best, (size_t)ps->nbest * sizeof(*ch->plans));
+            ch->n = ps->nbest;
+            ch->sh = typed;
+        }
+    }
+    /* a plan read from the memo is made again for its victims: the same plan, as nothing
+       it read has moved (prune_verify checks it against a full search) */
+    for (int p = 0; p < ch->n; p++)
+        if (ch->plans[p].from_memo)
+            (void)plan_node(s, &ps->pj, &ch->sh, ch->plans[p].node, ps->now, &ch->plans[p], NULL);
+}
+
+static bool plans_same(const struct node_plan *a, const struct node_plan *b, int n)
+{
+    for (int p = 0; p < n; p++) {
+        if (a[p].node != b[p].node || a[p].nvictims != b[p].nvictims || a[p].start != b[p].start)
+            return false;
+        for (int i = 0; i < a[p].nvictims; i++)
+            if (a[p].v[i].slot != b[p].v[i].slot)
+                return false;
+    }
+    return true;
+}
+
+/* sched_verify_memos(): the search without pruning must choose the same plans. */
+static void prune_verify(struct sched *s, const struct shape *sh, const struct preempt_search *ps,
+                         const struct preempt_scope *sc, const struct preempt_choice *pruned,
+                         struct node_plan *scratch, uint64_t job)
+{
+    if (!cache_verifying(s, SCHED_CACHE_PLAN_PRUNED))
+        return;
+    struct preempt_search full = *ps;
+    full.prune = false;
+    full.memo = NULL;
+    full.best = scratch;
+    full.cur = scratch + ps->want;
+    struct preempt_choice ch = {.plans = scratch + ps->want + 1};
+    struct preempt_scope fsc = {0};
+    if (sc)
+        fsc = (struct preempt_scope){.nodes = sc->nodes, .nnodes = sc->nnodes};
+    preempt_search_parts(s, sh, &full, &fsc, &ch);
+    bool same = ch.n == pruned->n && plans_same(ch.plans, pruned->plans, ch.n) &&
+                (ch.most_feasible < ps->want ? ch.most_feasible == pruned->most_feasible
+                                             : pruned->most_feasible >= ps->want);
+    cache_verified(s, SCHED_CACHE_PLAN_PRUNED, job, same);
+}
+
 /* Plan the cheapest victims for j and, unless dry, stop them and hold their room for j.
  * 0: preempted (or, dry, would); 1: jobs already stopping free the room, no new victim;
  * -1: no plan. The scope, when given, narrows the search and reports feasible nodes. */
@@ -613,59 +823,41 @@ int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct pr
                                 .pj = {j, job_eff_rank(s, j), under_guarantee_after(s, j)},
                                 .now = now,
                                 .want = sh->nodes,
-                                .fail_dur = 1};
-    /* best plans, the chosen ones, the one at hand: scratch space of the scheduler (calls
-       do not nest) */
-    struct node_plan *plans = plan_scratch(s, 2 * (size_t)ps.want + 1), *chosen = NULL;
-    if (plans) {
-        ps.best = plans;
-        chosen = plans + ps.want;
-        ps.cur = plans + 2 * ps.want;
+                                .fail_dur = 1,
+                                .prune = true};
+    /* best plans, the chosen ones, the one at hand, and as much again to verify the
+       pruning: scratch space of the scheduler (calls do not nest) */
+    size_t one = 2 * (size_t)ps.want + 1;
+    struct node_plan *plans = plan_scratch(s, 2 * one);
+    if (!plans)
+        return -1;
+    ps.best = plans;
+    ps.cur = plans + ps.want;
+    struct preempt_choice ch = {.plans = plans + ps.want + 1};
+    if (!dry && (!sc || !sc->nodes))
+        ps.memo = plan_memo_for(s, &ps, sh); /* a search of every node that acts */
+    preempt_search_parts(s, sh, &ps, sc, &ch);
+    prune_verify(s, sh, &ps, sc, &ch, plans + one, j->id);
+    s->plans_pruned += (uint64_t)ps.pruned;
+    struct node_plan *chosen = ch.plans;
+    int nchosen = ch.n, rc = -1;
+    if (sc) {
+        sc->feasible = ch.most_feasible;
+        sc->fail_dur = ps.fail_dur;
     }
-    int rc = -1, nchosen = 0, most_feasible = 0;
-    struct shape chosen_shape = *sh;
-    if (plans) {
-        /* a gang of any type is planned per type: its nodes must be alike; one that
-           requires a domain, per domain (each part alone, nodes.c shape_part_next) */
-        struct shape_parts parts;
-        struct shape typed;
-        shape_parts_begin(s, sh, &parts);
-        while (shape_part_next(&parts, &typed)) {
-            ps.sh = &typed;
-            ps.nbest = 0;
-            ps.feasible = 0;
-            preempt_visit_all(s, &typed, &ps, sc);
-            if (ps.feasible > most_feasible)
-                most_feasible = ps.feasible; /* of one part: a gang's nodes are alike */
-            /* best effort: one domain's plan with no more victims than any nodes' wins */
-            int v = ps.nbest == ps.want ? plans_victims(ps.best, ps.nbest) : 0;
-            int was = nchosen ? plans_victims(chosen, nchosen) : 0;
-            if (ps.nbest == ps.want &&
-                (nchosen == 0 || v < was ||
-                 (v == was && typed.topo_pinned && !chosen_shape.topo_pinned))) {
-                memcpy(chosen, ps.best, (size_t)ps.nbest * sizeof(*chosen));
-                nchosen = ps.nbest;
-                chosen_shape = typed;
-            }
-        }
-        if (sc) {
-            sc->feasible = most_feasible;
-            sc->fail_dur = ps.fail_dur;
-        }
-        if (sc && nchosen == 1)
-            sc->best = plan_cost_of(&chosen[0], now);
-        if (nchosen && !plans_hold_together(s, j, &chosen_shape, chosen, nchosen, now))
-            nchosen = 0; /* not before all its nodes are ready */
-        if (nchosen && j->reservation != NONE32 &&
-            s->res[j->reservation].start <= plans_start(chosen, nchosen, now)) {
-            nchosen = 0; /* its reservation starts it no later: no victim's work is worth it */
-            if (sc)
-                sc->not_earlier = true;
-        }
-        if (nchosen && plans_victims(chosen, nchosen) == 0)
-            rc = 1; /* jobs already stopping free the room: no new victim, wait for it */
-        else if (nchosen)
-            rc = dry ? 0 : preempt_apply(s, j, &chosen_shape, chosen, nchosen, now);
+    if (sc && nchosen == 1)
+        sc->best = plan_cost_of(&chosen[0], now);
+    if (nchosen && !plans_hold_together(s, j, &ch.sh, chosen, nchosen, now))
+        nchosen = 0; /* not before all its nodes are ready */
+    if (nchosen && j->reservation != NONE32 &&
+        s->res[j->reservation].start <= plans_start(chosen, nchosen, now)) {
+        nchosen = 0; /* its reservation starts it no later: no victim's work is worth it */
+        if (sc)
+            sc->not_earlier = true;
     }
+    if (nchosen && plans_victims(chosen, nchosen) == 0)
+        rc = 1; /* jobs already stopping free the room: no new victim, wait for it */
+    else if (nchosen)
+        rc = dry ? 0 : preempt_apply(s, j, &ch.sh, chosen, nchosen, now);
     return rc;
 }

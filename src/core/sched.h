@@ -566,6 +566,9 @@ struct sched_cycle_stats {
     /* nodes the reservation searches skipped: their bare floor (free room plus releases,
        no claim) came after the earliest starts already found (docs/scheduling.md) */
     long reserve_pruned;
+    /* nodes the preemption searches passed by: victims of the tiers the plans kept so far
+       hit could not make room there (docs/scheduling.md) */
+    long preempt_pruned;
     /* of `reservations`, those given back without a search: a gang's room that a higher
        job's arrival had taken in this walk, still free for it (docs/scheduling.md §6) */
     int reservations_restored;
@@ -709,6 +712,7 @@ enum sched_cache {
     SCHED_CACHE_WALK_SKIP,     /* the queue walk skipped a job by its shape's or project's mark */
     SCHED_CACHE_RES_USABLE,    /* a reservation's nodes proven usable under the epochs */
     SCHED_CACHE_STATIC_REASON, /* a shape's static reason (no node of its type, selectors, pool) */
+    SCHED_CACHE_PLAN_PRUNED,   /* a preemption search passed nodes by: their victims' tiers */
     SCHED_CACHE_COUNT
 };
 
@@ -721,7 +725,7 @@ enum sched_cache {
  * trial: a proof without reclaim_epoch passed 150 seeds, none of which moved it alone). */
 enum sched_quiet_input {
     SCHED_QI_SLOT,    /* its job changed (changed_bits) */
-    SCHED_QI_EPOCH,   /* memo_epoch - log_resets: policy parts, projects, nodes, labels */
+    SCHED_QI_EPOCH,   /* memo_epoch - log_resets + node_epoch: policy, projects, nodes, labels */
     SCHED_QI_USAGE,   /* its project's, group's and array's usage, or whether it may reclaim */
     SCHED_QI_RECLAIM, /* reclaim_epoch: a project or group went over its guarantee */
     SCHED_QI_WAKE,    /* time: its reservation's start, a refusal's end, a search's horizon */

@@ -158,7 +158,8 @@ struct sort_pair {
  * service reads is then the same while
  *  - its slot's changed bit is clear: the job is the one proven, in the state it was;
  *  - memo_epoch is as it was, but for the moves of the change logs (log_resets): the
- *    policy, projects, guarantees, nodes, labels, pools, a lost shadow; and reclaim_epoch
+ *    policy, projects, guarantees, pools, a lost shadow; node_epoch too (nodes, their
+ *    states and labels: cycle.c quiet_epoch); and reclaim_epoch
  *    too when its project could reclaim (a new borrower, whose jobs it might take);
  *  - no node its selectors match changed or saw a shadow (sel_changes, node_changes for a
  *    job without selectors or past the 63 counted sets): free room, claims, victims and
@@ -232,10 +233,11 @@ struct sel_pair {
  * scheduling.md "Guarantees", the preemption memo). It stays proven for a job of the same
  * shape and tier that has no reservation, runs at least `dur` and does not outrank the
  * searcher (every claim that bound the searcher binds it too), as long as:
- *  - the epoch has not moved (memo_epoch: the policy, a project, nodes or labels, the
- *    reserved zone changed, or a log could not grow; reclaim memos also reclaim_epoch: a
- *    project or a group went over its guarantee, making its jobs reclaimable), and
- *  - no node it could use changed since: every node changed since is in the change log
+ *  - the epoch has not moved (memo_epoch: the policy, a project, the reserved zone
+ *    changed, or a log could not grow; reclaim memos also reclaim_epoch: a project or a
+ *    group went over its guarantee, making its jobs reclaimable), and
+ *  - no node it could use changed since: every node changed since (its jobs, claims or
+ *    victims, and its state, capacity or labels: nodes.c node_moved) is in the change log
  *    after `logpos`, and a node whose room grows with time alone (a release or a claim's
  *    end, seen from a victim's grace: its shadow, changes.c) after `at` is in the shadow
  *    log. Those nodes alone are searched again (seen as the searcher: same priority and
@@ -251,6 +253,31 @@ struct plan_cost {
     int64_t lost, start, at;
     uint32_t node;
 };
+
+/* A preemption search's answer on one node (preempt.c plan_memo): its plan's cost, or no
+ * plan (nvictims < 0), made when the change log was `logpos` long. */
+struct plan_memo_node {
+    uint64_t gen; /* the memo's gen when made: older entries are not read */
+    size_t logpos;
+    int64_t lost, start;
+    int16_t best_rank, nvictims;
+};
+
+/* The plans one kind of search found on claim-free nodes in this cycle (preempt.c
+ * plan_memo_fits): a search for a shape by a job of effective rank `rank` reads on such a
+ * node only the node, its jobs and the time, and when it may reclaim, its project and who
+ * borrows (usage_moves); the next search of that kind reads a node's entry while the node
+ * stayed out of the change log and free of claims. */
+struct plan_memo {
+    uint64_t gen, cycle, epoch, used, usage;
+    int64_t now;
+    uint32_t shape, project;
+    int rank;
+    bool reclaims;
+    struct plan_memo_node *nodes;
+    size_t cap;
+};
+enum { PLAN_MEMOS = 4 };
 
 struct preempt_memo {
     bool live;
@@ -623,10 +650,10 @@ struct sched {
        the allocations of eligible victims on the nodes it matches, by victim_rank (the sum
        of victim_allocs over those nodes, whatever their state) */
     int sel_victims[NSELBITS][SCHED_MAX_TIERS];
-    uint64_t memo_epoch;      /* struct preempt_memo */
-    uint64_t log_resets;      /* ... of them, moves for the logs alone (changes.c) */
-    uint64_t reclaim_epoch;   /* ditto, for reclaim memos only */
-    uint64_t memo_node_epoch; /* node_epoch the memos were made under */
+    uint64_t memo_epoch;    /* struct preempt_memo */
+    uint64_t log_resets;    /* ... of them, moves for the logs alone (changes.c) */
+    uint64_t reclaim_epoch; /* ditto, for reclaim memos only */
+    uint64_t usage_moves;   /* a project's GPUs in use moved (struct plan_memo) */
     /* changes.c: nodes changed, in order (chlog_mark: its length when the last memo was
        made); shadows due, in time order; those not yet due; nodes to reschedule */
     uint32_t *chlog;
@@ -641,7 +668,8 @@ struct sched {
     /* its ledger (caches.c): per cache, the hits checked and the first job found wrong */
     uint64_t cache_checked[SCHED_CACHE_COUNT], cache_wrong[SCHED_CACHE_COUNT];
     uint64_t quiet_witness[SCHED_QI_COUNT]; /* struct sched_cache_checks */
-    uint64_t res_pruned; /* nodes the reservation searches pruned (reserve.c), ever */
+    uint64_t res_pruned;   /* nodes the reservation searches pruned (reserve.c), ever */
+    uint64_t plans_pruned; /* nodes the preemption searches passed by (preempt.c), ever */
     /* the last reservation search (reserve.c reservation_make): for job res_horizon_job, its
        answer holds with time alone until res_horizon (a node's room before a claim closes
        then, and its earliest start jumps past the claim) */
@@ -651,6 +679,9 @@ struct sched {
        grown as needed, freed with the scheduler: no allocation per search */
     void *plan_scratch, *cand_scratch;
     size_t plan_scratch_cap, cand_scratch_cap;
+    struct plan_memo plan_memos[PLAN_MEMOS]; /* preempt.c: plans kept within a cycle */
+    uint64_t plan_memo_tick;
+    bool recomputing;                /* this cycle is a SCHED_CYCLE_RECOMPUTE: it trusts no memo */
     struct starving_entry *starving; /* starving pending jobs, oldest first */
     /* scratch of order_rebuild (queue.c proofs_restore): a slot's index in the list as it
        was, trusted only where that entry names the slot */
