@@ -24,7 +24,7 @@ static const struct cache_desc caches[] = {
     [SCHED_CACHE_WALK_SKIP] = {"walk skip", "the job it skipped could start now"},
     [SCHED_CACHE_RES_USABLE] = {"reservation usable", "a node of the reservation is not usable"},
     [SCHED_CACHE_STATIC_REASON] = {"static reason", "a fresh look at the nodes says otherwise"},
-    [SCHED_CACHE_PLAN_PRUNED] = {"pruned preemption search", "it chose unlike a full search"},
+    [SCHED_CACHE_PLAN_MEMO] = {"plan memo", "it chose unlike a full search"},
 };
 _Static_assert(sizeof(caches) / sizeof(caches[0]) == SCHED_CACHE_COUNT,
                "every enum sched_cache has its name and meaning here");

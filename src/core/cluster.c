@@ -314,11 +314,23 @@ int sched_project_upsert(struct sched *s, const struct sched_project_spec *p,
     }
     uint8_t old_tier = pr->tier;
     bool was_paused = pr->spec.paused;
+    double old_guarantee = pr->spec.guarantee_gpus;
     pr->spec = *p;
     pr->tier = (uint8_t)policy_tier_find(&s->policy, p->tier);
-    if (idx < 0 || old_tier != pr->tier || was_paused != p->paused)
+    /* what reads a project's guarantee and limits: the quiet proofs (its jobs' admission,
+       whether it may reclaim: project_changes), and the reclaim memos (over its guarantee,
+       its jobs may be taken by a project under its own: reclaim_epoch). A preemption memo
+       of a job that may not reclaim reads neither, nor do a reservation's usable proof or a
+       placement memo: they keep (a guarantee or limit flip voided them all, and every job
+       holding a reservation searched the whole cluster again: 16 times a job end, issue
+       34). A new project, its tier or its pause moves the queue and every memo. */
+    s->project_changes++;
+    if (old_guarantee != p->guarantee_gpus)
+        s->reclaim_epoch++;
+    if (idx < 0 || old_tier != pr->tier || was_paused != p->paused) {
         s->order_dirty = true;
-    s->memo_epoch++; /* its guarantee may have moved (struct preempt_memo) */
+        s->memo_epoch++;
+    }
     project_share_refresh(s, pr);
     return 0;
 }

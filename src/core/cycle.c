@@ -606,11 +606,12 @@ static enum place_result serve_starving(struct sched *s, struct walk *w, struct 
 
 /* ---- quiet starving jobs (struct starving_entry) */
 
-/* memo_epoch but for the logs' moves, and node_epoch (a node's state, capacity, labels or
- * pool): both only grow, so their sum moves exactly when one of them does */
+/* memo_epoch but for the logs' moves, node_epoch (a node's state, capacity, labels or
+ * pool) and project_changes (a project's guarantee or limits): each only grows, so their
+ * sum moves exactly when one of them does */
 static uint64_t quiet_epoch(const struct sched *s)
 {
-    return s->memo_epoch - s->log_resets + s->node_epoch;
+    return s->memo_epoch - s->log_resets + s->node_epoch + s->project_changes;
 }
 
 /* A shape's selector set as its proof counts it: 1..63, or 0 for node_changes. */
@@ -1215,7 +1216,7 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sche
     if (s->look_words)
         memset(s->walked_bits, 0, s->look_words * sizeof(*s->walked_bits)); /* job_walked() */
     uint64_t pruned_before = s->res_pruned, restored_before = s->res_restored,
-             plans_before = s->plans_pruned;
+             led_before = s->plans_led;
     zone_refresh(s);
     projects_accrue(s, now);
     fire_deadlines(s, now);
@@ -1253,7 +1254,7 @@ const struct sched_decision *sched_cycle(struct sched *s, int64_t now, enum sche
     s->start_backlog = st->start_capped;
     deadlines_prune(s); /* the walk's ends and starts left stale entries: never wake for them */
     st->reserve_pruned = (long)(s->res_pruned - pruned_before);
-    st->preempt_pruned = (long)(s->plans_pruned - plans_before);
+    st->preempt_led = (int)(s->plans_led - led_before);
     st->reservations_restored = (int)(s->res_restored - restored_before);
     st->pending = (int)s->by_state[SCHED_PENDING];
     st->running = (int)(s->by_state[SCHED_RUNNING] + s->by_state[SCHED_STARTING] +

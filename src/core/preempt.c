@@ -353,22 +353,6 @@ static int collect_victims(struct sched *s, const struct preemptor *pj, uint32_t
     return nall;
 }
 
-/* Could victims of rank `from` or lower tiers (and of j's own when it may reclaim), with
- * the room free and what stopping jobs free, make room for the shape on n? An upper
- * bound: no plan there hits only such victims unless it holds. */
-static bool victim_room_covers(const struct sched *s, const struct preemptor *pj,
-                               const struct shape *sh, const struct node *n, int from)
-{
-    int g = n->gpus - n->gpus_used + n->stopping_gpus,
-        c = n->cpus - n->cpus_used + n->stopping_cpus;
-    int r = pj->reclaims ? pj->rank : pj->rank + 1;
-    for (r = r > from ? r : from; r < s->policy.ntiers; r++) {
-        g += n->victim_gpus[r];
-        c += n->victim_cpus[r];
-    }
-    return g >= sh->gpus && c >= sh->cpus;
-}
-
 /* Plan the cheapest victim set on one node; false when even all eligible victims would
  * not make room. Room that jobs already stopping will free counts first: a job being
  * cancelled or killed is never replaced by a new victim. */
@@ -378,6 +362,7 @@ static bool plan_node(struct sched *s, const struct preemptor *pj, const struct 
     const struct job *j = pj->j;
     const struct node *n = &s->nodes[idx];
     p->node = idx;
+    p->from_memo = false;
     p->nvictims = 0;
     p->best_rank = 255;
     p->lost = 0;
@@ -386,7 +371,14 @@ static bool plan_node(struct sched *s, const struct preemptor *pj, const struct 
         return false; /* held off it by a reservation: victims here would not help */
     /* upper bound first: everything lower tiers (and, when it may reclaim, its own tier)
        hold here, and what stopping jobs free; most nodes fail this without a job looked at */
-    if (!victim_room_covers(s, pj, sh, n, 0))
+    int rj = pj->rank;
+    int g = n->gpus - n->gpus_used + n->stopping_gpus,
+        c = n->cpus - n->cpus_used + n->stopping_cpus;
+    for (int r = pj->reclaims ? rj : rj + 1; r < s->policy.ntiers; r++) {
+        g += n->victim_gpus[r];
+        c += n->victim_cpus[r];
+    }
+    if (g < sh->gpus || c < sh->cpus)
         return false;
     struct victim all[PLAN_MAX];
     int nall = collect_victims(s, pj, idx, now, all);
@@ -472,10 +464,8 @@ static int plans_worst(const struct node_plan *best, int nbest)
     return worst;
 }
 
-/* Keep p if it is among the `want` cheapest; the highest tier the costliest kept plan hits
- * once there are `want` (*bar: a plan that hits a higher one can never be kept). */
-static void plans_keep_best(struct node_plan *best, int *nbest, int want, const struct node_plan *p,
-                            int *bar)
+/* Keep p if it is among the `want` cheapest. */
+static void plans_keep_best(struct node_plan *best, int *nbest, int want, const struct node_plan *p)
 {
     if (*nbest < want) {
         best[(*nbest)++] = *p;
@@ -485,8 +475,6 @@ static void plans_keep_best(struct node_plan *best, int *nbest, int want, const 
             return;
         best[worst] = *p;
     }
-    if (*nbest == want)
-        *bar = best[plans_worst(best, *nbest)].best_rank;
 }
 
 /* The preemptor waits for every job on its nodes that the plan counted as gone by its
@@ -581,17 +569,9 @@ struct preempt_search {
     int64_t now;
     struct node_plan *best, *cur;
     int nbest, want, feasible;
-    int64_t fail_dur; /* nodes without a plan fail for every job at least this long */
-    /* once `want` plans are kept, the highest tier the costliest of them hits: a node
-       where victims of that tier and lower ones cannot make room has no plan that could
-       be kept (it would hit a higher tier, plan_cheaper's first rule), and is passed by
-       without a plan made (`pruned`). The plans chosen are those of a search without
-       it; `feasible` then counts the nodes planned, already `want` or more, which is all
-       its readers ask of it then (preempt_scope). */
-    int bar;
-    bool prune;
-    long pruned;
+    int64_t fail_dur;       /* nodes without a plan fail for every job at least this long */
     struct plan_memo *memo; /* the plans of this kind of search so far in the cycle */
+    bool lead;              /* it visits every node: it makes the memo's leaders anew */
 };
 
 /* Is memo m of the kind of this search? Same cycle and time, epoch, shape and rank, and
@@ -642,6 +622,7 @@ static struct plan_memo *plan_memo_for(struct sched *s, const struct preempt_sea
         m->reclaims = ps->pj.reclaims;
         m->project = ps->j->project;
         m->usage = s->usage_moves;
+        m->leaders_ready = false;
     }
     m->used = ++s->plan_memo_tick;
     /* from here on a node that changes is logged again, after every entry made now */
@@ -649,57 +630,177 @@ static struct plan_memo *plan_memo_for(struct sched *s, const struct preempt_sea
     return m;
 }
 
-/* The node's plan from the memo into p: true when the memo holds one for it (*has: whether
- * there is a plan). Only a node without claims: on one with claims the plan also reads
- * the searcher's priority, length and reservation (which claims bind, the windows). */
-static bool plan_memo_read(const struct sched *s, const struct plan_memo *m, uint32_t idx,
-                           struct node_plan *p, bool *has)
+/* May j's plan on n be kept for (and read by) another search of its kind? Where n has no
+ * claim, or only sticky ones (they bind every searcher) and none of j's own: elsewhere the
+ * plan also reads the searcher's priority (which ordinary claims bind) and reservation. */
+static bool plan_keepable(const struct sched *s, const struct node *n, const struct job *j)
 {
-    const struct node *n = &s->nodes[idx];
-    const struct plan_memo_node *e = &m->nodes[idx];
-    if (n->nclaims > 0 || e->gen != m->gen || n->logged_at > e->logpos)
-        return false;
-    *has = e->nvictims >= 0;
-    *p = (struct node_plan){.node = idx,
-                            .from_memo = true,
-                            .nvictims = e->nvictims,
-                            .start = e->start,
-                            .best_rank = e->best_rank,
-                            .lost = e->lost};
+    for (int k = 0; k < n->nclaims; k++) {
+        const struct reservation *r = &s->res[n->claims[k].res];
+        if (n->claims[k].res == j->reservation || !(r->preempting || r->starving))
+            return false;
+    }
     return true;
 }
 
-static void plan_memo_write(const struct sched *s, struct plan_memo *m, uint32_t idx,
-                            const struct node_plan *p, bool has)
+/* The node's plan from the memo into p: true when the memo holds one for it (*has: whether
+ * there is a plan). */
+static void plan_from_entry(struct node_plan *p, uint32_t idx, const struct plan_memo_node *e)
 {
-    if (s->nodes[idx].nclaims > 0)
+    p->node = idx;
+    p->from_memo = true;
+    p->nvictims = e->nvictims;
+    p->start = e->start;
+    p->best_rank = e->best_rank;
+    p->lost = e->lost;
+}
+
+static bool plan_memo_read(const struct sched *s, const struct plan_memo *m, const struct job *j,
+                           uint32_t idx, struct node_plan *p, bool *has, int64_t *fail_dur)
+{
+    const struct node *n = &s->nodes[idx];
+    const struct plan_memo_node *e = &m->nodes[idx];
+    if (e->gen != m->gen || n->logged_at > e->logpos || !plan_keepable(s, n, j))
+        return false;
+    int64_t dur = job_duration(j);
+    if (n->nclaims > 0 && e->dur != dur && !(e->nvictims < 0 && dur > e->dur))
+        return false; /* its claims' windows read the length */
+    *has = e->nvictims >= 0;
+    plan_from_entry(p, idx, e);
+    if (fail_dur && e->fail_dur > *fail_dur)
+        *fail_dur = e->fail_dur;
+    return true;
+}
+
+static void plan_memo_write(const struct sched *s, struct plan_memo *m, const struct job *j,
+                            uint32_t idx, const struct node_plan *p, bool has, int64_t fail_dur)
+{
+    if (!plan_keepable(s, &s->nodes[idx], j))
         return;
     m->nodes[idx] = (struct plan_memo_node){.gen = m->gen,
                                             .logpos = s->nchlog,
                                             .lost = p->lost,
                                             .start = p->start,
+                                            .fail_dur = fail_dur,
+                                            .dur = job_duration(j),
                                             .best_rank = (int16_t)p->best_rank,
                                             .nvictims = (int16_t)(has ? p->nvictims : -1)};
+}
+
+/* p, a plan the memo keeps, among the leaders if it is one of the cheapest. */
+static void leaders_offer(struct plan_memo *m, const struct node_plan *p)
+{
+    struct node_plan x;
+    int at = m->nleaders;
+    while (at > 0) {
+        plan_from_entry(&x, m->leaders[at - 1].node, &m->leaders[at - 1].e);
+        if (!plan_cheaper(p, &x))
+            break;
+        at--;
+    }
+    if (at >= PLAN_LEADERS)
+        return;
+    int n = m->nleaders < PLAN_LEADERS ? m->nleaders + 1 : PLAN_LEADERS;
+    memmove(&m->leaders[at + 1], &m->leaders[at], (size_t)(n - 1 - at) * sizeof(m->leaders[0]));
+    m->leaders[at] = (struct plan_leader){p->node, m->nodes[p->node]};
+    m->nleaders = n;
+}
+
+/* A node's plan for this search: from the memo where it holds one, else made (and kept). */
+static bool plan_node_memo(struct sched *s, struct preempt_search *ps, const struct shape *sh,
+                           uint32_t idx, struct node_plan *p, int64_t *fail_dur)
+{
+    bool has;
+    if (ps->memo && plan_memo_read(s, ps->memo, ps->j, idx, p, &has, fail_dur))
+        return has;
+    int64_t failed = 1; /* this node's windows alone: the memo keeps them with its plan */
+    has = plan_node(s, &ps->pj, sh, idx, ps->now, p, &failed);
+    if (fail_dur && failed > *fail_dur)
+        *fail_dur = failed;
+    if (ps->memo)
+        plan_memo_write(s, ps->memo, ps->j, idx, p, has, failed);
+    return has;
 }
 
 static void preempt_visit(struct sched *s, uint32_t idx, void *ctx)
 {
     struct preempt_search *ps = ctx;
-    if (ps->prune && ps->nbest == ps->want &&
-        !victim_room_covers(s, &ps->pj, ps->sh, &s->nodes[idx], ps->bar)) {
-        ps->pruned++;
-        return;
-    }
-    bool has;
-    if (!ps->memo || !plan_memo_read(s, ps->memo, idx, ps->cur, &has)) {
-        has = plan_node(s, &ps->pj, ps->sh, idx, ps->now, ps->cur, &ps->fail_dur);
-        if (ps->memo)
-            plan_memo_write(s, ps->memo, idx, ps->cur, has);
-    }
-    if (has) {
+    if (plan_node_memo(s, ps, ps->sh, idx, ps->cur, &ps->fail_dur)) {
         ps->feasible++;
-        plans_keep_best(ps->best, &ps->nbest, ps->want, ps->cur, &ps->bar);
+        if (ps->lead && plan_keepable(s, &s->nodes[idx], ps->j)) {
+            leaders_offer(ps->memo, ps->cur);
+            ps->memo->lead_claimed |= s->nodes[idx].nclaims > 0;
+        }
+        plans_keep_best(ps->best, &ps->nbest, ps->want, ps->cur);
     }
+}
+
+enum { LEADERS_RES_MAX = 256 }; /* reservations looked through, at most */
+
+/* Consider node idx for the answer from the leaders: *best the cheapest so far. */
+static void leaders_consider(struct sched *s, struct preempt_search *ps, const struct shape *sh,
+                             uint32_t idx, bool *found)
+{
+    if (!node_is_candidate(s, &s->nodes[idx], sh))
+        return;
+    if (plan_node_memo(s, ps, sh, idx, ps->cur, NULL) &&
+        (!*found || plan_cheaper(ps->cur, &ps->best[0]))) {
+        ps->best[0] = *ps->cur;
+        *found = true;
+    }
+}
+
+/* Every node of reservation r (a live one). */
+static void leaders_consider_res(struct sched *s, struct preempt_search *ps, const struct shape *sh,
+                                 uint32_t r, bool *found)
+{
+    if (r == NONE32 || r >= s->nres || !(s->res_live_bits[r / 64] >> (r % 64) & 1))
+        return;
+    for (int k = 0; k < s->res[r].nnodes; k++)
+        leaders_consider(s, ps, sh, s->res[r].nodes[k], found);
+}
+
+/* A one-node shape's cheapest plan without a look at every node, from the last search of
+ * its kind in this cycle (struct plan_memo): its leaders, the nodes logged since (changed:
+ * planned again, or read where the memo still holds them), the nodes of the ordinary
+ * reservations, of this searcher's and of the leaders' searcher's (their plans read the
+ * searcher). Every other node is unchanged since, and its plan is the leaders' searcher's:
+ * it had none, or one costlier than the last leader (a searcher of another length: no node
+ * with claims had one, and it is longer, so none has one now). So a plan found that is no
+ * costlier than the last leader (or any, with fewer leaders than PLAN_LEADERS) is the
+ * cheapest of all. False when that cannot be told: search every node. */
+static bool leaders_answer(struct sched *s, struct preempt_search *ps, const struct shape *sh)
+{
+    struct plan_memo *m = ps->memo;
+    /* when many nodes changed since, or ordinary reservations are many, a look at every
+       node costs about as much */
+    if (!m->leaders_ready || s->nchlog - m->leaders_logpos > 64 + s->nnodes / 8 ||
+        s->res_active > LEADERS_RES_MAX)
+        return false;
+    int64_t dur = job_duration(ps->j);
+    if (dur != m->lead_dur && (m->lead_claimed || dur < m->lead_dur))
+        return false;
+    struct plan_leader last = m->leaders[m->nleaders > 0 ? m->nleaders - 1 : 0];
+    bool found = false;
+    for (int i = 0; i < m->nleaders; i++)
+        leaders_consider(s, ps, sh, m->leaders[i].node, &found);
+    for (size_t k = m->leaders_logpos; k < s->nchlog; k++)
+        leaders_consider(s, ps, sh, s->chlog[k], &found);
+    for (size_t r = res_next(s, 0, true); r < s->nres; r = res_next(s, r + 1, true))
+        leaders_consider_res(s, ps, sh, (uint32_t)r, &found);
+    leaders_consider_res(s, ps, sh, ps->j->reservation, &found);
+    leaders_consider_res(s, ps, sh, m->lead_res, &found);
+    if (!found)
+        return false;
+    if (m->nleaders == PLAN_LEADERS) {
+        struct node_plan floor;
+        plan_from_entry(&floor, last.node, &last.e);
+        if (plan_cheaper(&floor, &ps->best[0]))
+            return false;
+    }
+    ps->nbest = 1;
+    ps->feasible = 1;
+    return true;
 }
 
 /* Every candidate node, or only those of the scope. */
@@ -758,7 +859,22 @@ static void preempt_search_parts(struct sched *s, const struct shape *sh, struct
         ps->sh = &typed;
         ps->nbest = 0;
         ps->feasible = 0;
-        preempt_visit_all(s, &typed, ps, sc);
+        bool every = !sc || !sc->nodes;
+        if (ps->memo && every && ps->want == 1 && leaders_answer(s, ps, &typed)) {
+            s->plans_led++;
+        } else {
+            ps->lead = ps->memo && every && ps->want == 1;
+            if (ps->lead) {
+                ps->memo->nleaders = 0;
+                ps->memo->leaders_logpos = s->nchlog;
+                ps->memo->lead_res = ps->j->reservation;
+                ps->memo->lead_dur = job_duration(ps->j);
+                ps->memo->lead_claimed = false;
+            }
+            preempt_visit_all(s, &typed, ps, sc);
+            if (ps->lead)
+                ps->memo->leaders_ready = true;
+        }
         if (ps->feasible > ch->most_feasible)
             ch->most_feasible = ps->feasible; /* of one part: a gang's nodes are alike */
         /* best effort: one domain's plan with no more victims than any nodes' wins */
@@ -772,7 +888,7 @@ static void preempt_search_parts(struct sched *s, const struct shape *sh, struct
         }
     }
     /* a plan read from the memo is made again for its victims: the same plan, as nothing
-       it read has moved (prune_verify checks it against a full search) */
+       it read has moved (memo_search_verify checks it against a full search) */
     for (int p = 0; p < ch->n; p++)
         if (ch->plans[p].from_memo)
             (void)plan_node(s, &ps->pj, &ch->sh, ch->plans[p].node, ps->now, &ch->plans[p], NULL);
@@ -791,15 +907,16 @@ static bool plans_same(const struct node_plan *a, const struct node_plan *b, int
 }
 
 /* sched_verify_memos(): the search without pruning must choose the same plans. */
-static void prune_verify(struct sched *s, const struct shape *sh, const struct preempt_search *ps,
-                         const struct preempt_scope *sc, const struct preempt_choice *pruned,
-                         struct node_plan *scratch, uint64_t job)
+static void memo_search_verify(struct sched *s, const struct shape *sh,
+                               const struct preempt_search *ps, const struct preempt_scope *sc,
+                               const struct preempt_choice *got, struct node_plan *scratch,
+                               uint64_t job)
 {
-    if (!cache_verifying(s, SCHED_CACHE_PLAN_PRUNED))
+    if (!ps->memo || !cache_verifying(s, SCHED_CACHE_PLAN_MEMO))
         return;
     struct preempt_search full = *ps;
-    full.prune = false;
     full.memo = NULL;
+    full.lead = false;
     full.best = scratch;
     full.cur = scratch + ps->want;
     struct preempt_choice ch = {.plans = scratch + ps->want + 1};
@@ -807,10 +924,10 @@ static void prune_verify(struct sched *s, const struct shape *sh, const struct p
     if (sc)
         fsc = (struct preempt_scope){.nodes = sc->nodes, .nnodes = sc->nnodes};
     preempt_search_parts(s, sh, &full, &fsc, &ch);
-    bool same = ch.n == pruned->n && plans_same(ch.plans, pruned->plans, ch.n) &&
-                (ch.most_feasible < ps->want ? ch.most_feasible == pruned->most_feasible
-                                             : pruned->most_feasible >= ps->want);
-    cache_verified(s, SCHED_CACHE_PLAN_PRUNED, job, same);
+    bool same = ch.n == got->n && plans_same(ch.plans, got->plans, ch.n) &&
+                (ch.most_feasible < ps->want ? ch.most_feasible == got->most_feasible
+                                             : got->most_feasible >= ps->want);
+    cache_verified(s, SCHED_CACHE_PLAN_MEMO, job, same);
 }
 
 /* Plan the cheapest victims for j and, unless dry, stop them and hold their room for j.
@@ -823,8 +940,7 @@ int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct pr
                                 .pj = {j, job_eff_rank(s, j), under_guarantee_after(s, j)},
                                 .now = now,
                                 .want = sh->nodes,
-                                .fail_dur = 1,
-                                .prune = true};
+                                .fail_dur = 1};
     /* best plans, the chosen ones, the one at hand, and as much again to verify the
        pruning: scratch space of the scheduler (calls do not nest) */
     size_t one = 2 * (size_t)ps.want + 1;
@@ -837,8 +953,7 @@ int preempt_for(struct sched *s, struct job *j, int64_t now, bool dry, struct pr
     if (!dry && (!sc || !sc->nodes))
         ps.memo = plan_memo_for(s, &ps, sh); /* a search of every node that acts */
     preempt_search_parts(s, sh, &ps, sc, &ch);
-    prune_verify(s, sh, &ps, sc, &ch, plans + one, j->id);
-    s->plans_pruned += (uint64_t)ps.pruned;
+    memo_search_verify(s, sh, &ps, sc, &ch, plans + one, j->id);
     struct node_plan *chosen = ch.plans;
     int nchosen = ch.n, rc = -1;
     if (sc) {

@@ -12,7 +12,8 @@ struct preempt_scope {
     const uint32_t *nodes; /* search only these (single-node shapes), or NULL: all */
     size_t nnodes;
     int feasible;          /* out: nodes with a plan (gangs): exact below the shape's node
-                              count, at least that count otherwise (pruned searches) */
+                              count, at least that count otherwise (a search the plan
+                              memo's leaders answered counts the one it chose) */
     int64_t fail_dur;      /* out: the nodes without a plan fail for any job at least this long */
     bool not_earlier;      /* out: there were plans, none to start it before its own reservation */
     struct plan_cost best; /* out, one-node shapes with a plan: the cheapest found */

@@ -566,9 +566,9 @@ struct sched_cycle_stats {
     /* nodes the reservation searches skipped: their bare floor (free room plus releases,
        no claim) came after the earliest starts already found (docs/scheduling.md) */
     long reserve_pruned;
-    /* nodes the preemption searches passed by: victims of the tiers the plans kept so far
-       hit could not make room there (docs/scheduling.md) */
-    long preempt_pruned;
+    /* preemption searches answered from the plans of their kind found earlier in the cycle,
+       without a look at every node (docs/scheduling.md "What each cache reads") */
+    int preempt_led;
     /* of `reservations`, those given back without a search: a gang's room that a higher
        job's arrival had taken in this walk, still free for it (docs/scheduling.md §6) */
     int reservations_restored;
@@ -712,7 +712,7 @@ enum sched_cache {
     SCHED_CACHE_WALK_SKIP,     /* the queue walk skipped a job by its shape's or project's mark */
     SCHED_CACHE_RES_USABLE,    /* a reservation's nodes proven usable under the epochs */
     SCHED_CACHE_STATIC_REASON, /* a shape's static reason (no node of its type, selectors, pool) */
-    SCHED_CACHE_PLAN_PRUNED,   /* a preemption search passed nodes by: their victims' tiers */
+    SCHED_CACHE_PLAN_MEMO,     /* a preemption search read plans kept earlier in the cycle */
     SCHED_CACHE_COUNT
 };
 

@@ -260,24 +260,43 @@ struct plan_memo_node {
     uint64_t gen; /* the memo's gen when made: older entries are not read */
     size_t logpos;
     int64_t lost, start;
+    int64_t fail_dur; /* the longest window that failed there (preempt.c plan_window) */
+    int64_t dur;      /* the length of the searcher that made it */
     int16_t best_rank, nvictims;
 };
 
-/* The plans one kind of search found on claim-free nodes in this cycle (preempt.c
- * plan_memo_fits): a search for a shape by a job of effective rank `rank` reads on such a
- * node only the node, its jobs and the time, and when it may reclaim, its project and who
- * borrows (usage_moves); the next search of that kind reads a node's entry while the node
- * stayed out of the change log and free of claims. */
+struct plan_leader {
+    uint32_t node;
+    struct plan_memo_node e;
+};
+enum { PLAN_MEMOS = 4, PLAN_LEADERS = 8 };
+
+/* The plans one kind of search found in this cycle (preempt.c plan_memo_fits) on nodes
+ * whose claims are all sticky (they bind every searcher) and none the searcher's own, if
+ * any: a search for a shape by a job of effective rank `rank` reads on such a node only
+ * the node, its jobs, those claims, its own length where there are claims, and the time,
+ * and when it may reclaim, its project and who borrows (usage_moves); the next search of
+ * that kind reads a node's entry while the node stayed out of the change log (its claims
+ * with it), on a node with claims only at the same length (or, for "no plan", a longer
+ * one: a longer window only fails more). */
 struct plan_memo {
     uint64_t gen, cycle, epoch, used, usage;
-    int64_t now;
+    int64_t now, lead_dur; /* lead_dur: the length of the leaders' searcher */
+    uint32_t lead_res;     /* the reservation of the search that made the leaders (NONE32) */
     uint32_t shape, project;
     int rank;
     bool reclaims;
     struct plan_memo_node *nodes;
     size_t cap;
+    /* the last search of every node of this kind (a one-node shape): its cheapest plans on
+       nodes it could keep, cheapest first, when the change log was leaders_logpos long;
+       every other node it kept had none or a costlier one than the last of them (when
+       there are PLAN_LEADERS) (preempt.c leaders_answer) */
+    bool leaders_ready, lead_claimed; /* lead_claimed: a node with claims had a plan */
+    int nleaders;
+    size_t leaders_logpos;
+    struct plan_leader leaders[PLAN_LEADERS];
 };
-enum { PLAN_MEMOS = 4 };
 
 struct preempt_memo {
     bool live;
@@ -650,10 +669,11 @@ struct sched {
        the allocations of eligible victims on the nodes it matches, by victim_rank (the sum
        of victim_allocs over those nodes, whatever their state) */
     int sel_victims[NSELBITS][SCHED_MAX_TIERS];
-    uint64_t memo_epoch;    /* struct preempt_memo */
-    uint64_t log_resets;    /* ... of them, moves for the logs alone (changes.c) */
-    uint64_t reclaim_epoch; /* ditto, for reclaim memos only */
-    uint64_t usage_moves;   /* a project's GPUs in use moved (struct plan_memo) */
+    uint64_t memo_epoch;      /* struct preempt_memo */
+    uint64_t log_resets;      /* ... of them, moves for the logs alone (changes.c) */
+    uint64_t reclaim_epoch;   /* ditto, for reclaim memos only */
+    uint64_t usage_moves;     /* a project's GPUs in use moved (struct plan_memo) */
+    uint64_t project_changes; /* a project's spec moved (cycle.c quiet_epoch) */
     /* changes.c: nodes changed, in order (chlog_mark: its length when the last memo was
        made); shadows due, in time order; those not yet due; nodes to reschedule */
     uint32_t *chlog;
@@ -668,8 +688,8 @@ struct sched {
     /* its ledger (caches.c): per cache, the hits checked and the first job found wrong */
     uint64_t cache_checked[SCHED_CACHE_COUNT], cache_wrong[SCHED_CACHE_COUNT];
     uint64_t quiet_witness[SCHED_QI_COUNT]; /* struct sched_cache_checks */
-    uint64_t res_pruned;   /* nodes the reservation searches pruned (reserve.c), ever */
-    uint64_t plans_pruned; /* nodes the preemption searches passed by (preempt.c), ever */
+    uint64_t res_pruned; /* nodes the reservation searches pruned (reserve.c), ever */
+    uint64_t plans_led;  /* preemption searches answered by their plan memo's leaders, ever */
     /* the last reservation search (reserve.c reservation_make): for job res_horizon_job, its
        answer holds with time alone until res_horizon (a node's room before a claim closes
        then, and its earliest start jumps past the claim) */
