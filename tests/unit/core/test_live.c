@@ -584,6 +584,29 @@ static void test_preemptor_waits_for_a_cancelled_job(void **state)
     sched_destroy(s);
 }
 
+/* A scheduler whose shares (and, with `keep_reservations`, ordinary reservations) are not
+ * made again within a test's day, every cache hit checked (sched_verify_memos). */
+static struct sched *verified_sched(bool keep_reservations)
+{
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.fairshare_refresh_ms = 24 * HOUR;
+    if (keep_reservations)
+        p.reservation_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    return s;
+}
+
+/* No cache hit checked so far answered unlike the slow way. */
+static void assert_caches_right(struct sched *s)
+{
+    struct sched_cache_checks cc;
+    sched_cache_checks(s, &cc);
+    for (int k = 0; k < SCHED_CACHE_COUNT; k++)
+        assert_int_equal(cc.wrong[k], 0);
+}
+
 /* A relabel is a node event, not a new order: the cycle after it is incremental (it
  * forced a full refresh, a sort of the whole queue and every share, issue 34's churn
  * figures), and the walk sees the node as it is now: job 1, waiting for vc=b while n2 runs
@@ -591,11 +614,7 @@ static void test_preemptor_waits_for_a_cancelled_job(void **state)
 static void test_relabel_needs_no_refresh(void **state)
 {
     (void)state;
-    struct sched_policy p;
-    sched_policy_defaults(&p);
-    p.fairshare_refresh_ms = 24 * HOUR;
-    struct sched *s = mk_sched_with(&p);
-    sched_verify_memos(s, true);
+    struct sched *s = verified_sched(false);
     add_node_l(s, "n1", "H100", 8, "vc", "a");
     add_node_l(s, "n2", "H100", 8, "vc", "b");
     add_project(s, "a", "normal", 0, -1);
@@ -645,12 +664,7 @@ static void set_state(struct sched *s, const char *node, enum sched_node_state s
 static void test_node_events_elsewhere_keep_reservations(void **state)
 {
     (void)state;
-    struct sched_policy p;
-    sched_policy_defaults(&p);
-    p.fairshare_refresh_ms = 24 * HOUR;
-    p.reservation_refresh_ms = 24 * HOUR;
-    struct sched *s = mk_sched_with(&p);
-    sched_verify_memos(s, true);
+    struct sched *s = verified_sched(true);
     add_node_l(s, "n1", "H100", 8, "vc", "a");
     add_node_l(s, "n2", "H100", 8, "vc", "b");
     add_node_l(s, "n3", "H100", 8, "vc", "c");
@@ -694,12 +708,7 @@ static void test_node_events_elsewhere_keep_reservations(void **state)
 static void test_drain_under_a_reservation_gives_it_back(void **state)
 {
     (void)state;
-    struct sched_policy p;
-    sched_policy_defaults(&p);
-    p.fairshare_refresh_ms = 24 * HOUR;
-    p.reservation_refresh_ms = 24 * HOUR;
-    struct sched *s = mk_sched_with(&p);
-    sched_verify_memos(s, true);
+    struct sched *s = verified_sched(true);
     add_node(s, "n1", "H100", 8);
     add_node(s, "n2", "H100", 8);
     add_project(s, "a", "normal", 0, -1);
@@ -732,12 +741,7 @@ static void test_drain_under_a_reservation_gives_it_back(void **state)
 static void test_relabel_keeps_preemption_memos(void **state)
 {
     (void)state;
-    struct sched_policy p;
-    sched_policy_defaults(&p);
-    p.fairshare_refresh_ms = 24 * HOUR;
-    p.reservation_refresh_ms = 24 * HOUR;
-    struct sched *s = mk_sched_with(&p);
-    sched_verify_memos(s, true);
+    struct sched *s = verified_sched(true);
     add_node_l(s, "n1", "H100", 8, "vc", "a");
     add_node_l(s, "n2", "H100", 8, "vc", "a");
     add_node_l(s, "n3", "H100", 4, "vc", "a");
@@ -768,10 +772,7 @@ static void test_relabel_keeps_preemption_memos(void **state)
     st = cycle_with(s, T0 + 25 * MIN, SCHED_CYCLE_INCREMENTAL, &c);
     assert_int_equal(st.preempt_full, 0);
     check_ok(s);
-    struct sched_cache_checks cc;
-    sched_cache_checks(s, &cc);
-    for (int k = 0; k < SCHED_CACHE_COUNT; k++)
-        assert_int_equal(cc.wrong[k], 0);
+    assert_caches_right(s);
     sched_destroy(s);
 }
 
@@ -784,11 +785,7 @@ static void test_relabel_keeps_preemption_memos(void **state)
 static void test_preemptions_in_one_cycle_read_the_plans_kept(void **state)
 {
     (void)state;
-    struct sched_policy p;
-    sched_policy_defaults(&p);
-    p.fairshare_refresh_ms = 24 * HOUR;
-    struct sched *s = mk_sched_with(&p);
-    sched_verify_memos(s, true);
+    struct sched *s = verified_sched(false);
     const char *names[] = {"n1", "n2", "n3", "n4", "n5"};
     for (int i = 0; i < 5; i++)
         add_node(s, names[i], "H100", 8);
@@ -815,8 +812,7 @@ static void test_preemptions_in_one_cycle_read_the_plans_kept(void **state)
     sched_cache_checks(s, &cc);
     assert_true(cc.checked[SCHED_CACHE_PLAN_MEMO] >= 3);
     assert_true(st.preempt_led >= 1); /* the later searches looked at a few nodes */
-    for (int k = 0; k < SCHED_CACHE_COUNT; k++)
-        assert_int_equal(cc.wrong[k], 0);
+    assert_caches_right(s);
     sched_destroy(s);
 }
 
