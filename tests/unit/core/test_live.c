@@ -737,7 +737,7 @@ static void test_drain_under_a_reservation_gives_it_back(void **state)
  * relabelled node searched again, not the cluster (a node event moved memo_epoch, and
  * each such job searched every node again: issue 34). Job 2 (high, 8 GPUs) may take the
  * low jobs' 2 GPUs on n1 and n2, never the high jobs' 6 beside them: no plan; n3 (4 GPUs)
- * fits it nowhere, before or after its relabel. */
+ * fits it nowhere, before or after its relabel. Nor does another project's edit void them. */
 static void test_relabel_keeps_preemption_memos(void **state)
 {
     (void)state;
@@ -746,6 +746,7 @@ static void test_relabel_keeps_preemption_memos(void **state)
     add_node_l(s, "n2", "H100", 8, "vc", "a");
     add_node_l(s, "n3", "H100", 4, "vc", "a");
     add_project(s, "lab", "critical", 0, -1);
+    add_project(s, "other", "normal", 0, -1);
     submit(s, 4, "lab", "high", "experiment", 6, 1, 10 * HOUR, T0);
     submit(s, 5, "lab", "high", "experiment", 6, 1, 10 * HOUR, T0);
     submit(s, 6, "lab", "high", "experiment", 4, 1, 10 * HOUR, T0);
@@ -770,6 +771,15 @@ static void test_relabel_keeps_preemption_memos(void **state)
     assert_true(st.preempt_rechecks + st.preempt_memo_skips > 0);
     set_state(s, "n3", SCHED_NODE_DRAINING, T0 + 25 * MIN);
     st = cycle_with(s, T0 + 25 * MIN, SCHED_CYCLE_INCREMENTAL, &c);
+    assert_int_equal(st.preempt_full, 0);
+    /* a guarantee and a limit of another project: nothing job 2's search read (it may not
+       reclaim); they moved memo_epoch, and its search went over every node again */
+    struct sched_project_spec other = project_spec("other");
+    other.guarantee_gpus = 16;
+    other.gpu_limit = 8;
+    put_project(s, &other);
+    st = cycle_with(s, T0 + 26 * MIN, SCHED_CYCLE_INCREMENTAL, &c);
+    assert_int_equal(count_dec(c, SCHED_D_SIGNAL), 0);
     assert_int_equal(st.preempt_full, 0);
     check_ok(s);
     assert_caches_right(s);
