@@ -725,7 +725,8 @@ enum sched_cache {
  * trial: a proof without reclaim_epoch passed 150 seeds, none of which moved it alone). */
 enum sched_quiet_input {
     SCHED_QI_SLOT,    /* its job changed (changed_bits) */
-    SCHED_QI_EPOCH,   /* memo_epoch - log_resets + node_epoch: policy, projects, nodes, labels */
+    SCHED_QI_EPOCH,   /* memo_epoch - log_resets + node_epoch + project_changes: the policy,
+                         projects, their guarantees and limits, nodes, labels */
     SCHED_QI_USAGE,   /* its project's, group's and array's usage, or whether it may reclaim */
     SCHED_QI_RECLAIM, /* reclaim_epoch: a project or group went over its guarantee */
     SCHED_QI_WAKE,    /* time: its reservation's start, a refusal's end, a search's horizon */

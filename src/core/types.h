@@ -158,8 +158,9 @@ struct sort_pair {
  * service reads is then the same while
  *  - its slot's changed bit is clear: the job is the one proven, in the state it was;
  *  - memo_epoch is as it was, but for the moves of the change logs (log_resets): the
- *    policy, projects, guarantees, pools, a lost shadow; node_epoch too (nodes, their
- *    states and labels: cycle.c quiet_epoch); and reclaim_epoch
+ *    policy, projects' tiers, pools, a lost shadow; node_epoch too (nodes, their states
+ *    and labels) and project_changes (guarantees, limits: cycle.c quiet_epoch); and
+ *    reclaim_epoch
  *    too when its project could reclaim (a new borrower, whose jobs it might take);
  *  - no node its selectors match changed or saw a shadow (sel_changes, node_changes for a
  *    job without selectors or past the 63 counted sets): free room, claims, victims and
