@@ -643,8 +643,7 @@ static bool plan_keepable(const struct sched *s, const struct node *n, const str
     return true;
 }
 
-/* The node's plan from the memo into p: true when the memo holds one for it (*has: whether
- * there is a plan). */
+/* p's cost from a memo entry; its victims are listed only if it is chosen. */
 static void plan_from_entry(struct node_plan *p, uint32_t idx, const struct plan_memo_node *e)
 {
     p->node = idx;
@@ -655,6 +654,8 @@ static void plan_from_entry(struct node_plan *p, uint32_t idx, const struct plan
     p->lost = e->lost;
 }
 
+/* The node's plan from the memo into p: true when the memo holds one for j (*has: whether
+ * there is a plan), the window that failed there added to *fail_dur. */
 static bool plan_memo_read(const struct sched *s, const struct plan_memo *m, const struct job *j,
                            uint32_t idx, struct node_plan *p, bool *has, int64_t *fail_dur)
 {
