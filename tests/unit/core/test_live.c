@@ -21,6 +21,29 @@ static struct sched_cycle_stats cycle_with(struct sched *s, int64_t now, enum sc
     return st;
 }
 
+/* A scheduler whose shares (and, with `keep_reservations`, ordinary reservations) are not
+ * made again within a test's day, every cache hit checked (sched_verify_memos). */
+static struct sched *verified_sched(bool keep_reservations)
+{
+    struct sched_policy p;
+    sched_policy_defaults(&p);
+    p.fairshare_refresh_ms = 24 * HOUR;
+    if (keep_reservations)
+        p.reservation_refresh_ms = 24 * HOUR;
+    struct sched *s = mk_sched_with(&p);
+    sched_verify_memos(s, true);
+    return s;
+}
+
+/* No cache hit checked so far answered unlike the slow way. */
+static void assert_caches_right(struct sched *s)
+{
+    struct sched_cache_checks cc;
+    sched_cache_checks(s, &cc);
+    for (int k = 0; k < SCHED_CACHE_COUNT; k++)
+        assert_int_equal(cc.wrong[k], 0);
+}
+
 /* Two critical jobs starve behind a full node; a low one waits behind them. With a cap of
  * 2 starts a cycle, the cycle at the node's end starts the two starving jobs and stops:
  * the low job waits for the next cycle, which follows at once. The recomputing twin does
@@ -309,11 +332,7 @@ static void submit_task(struct sched *s, uint64_t id, const char *project, uint6
 static void test_quiet_proof_reads_array_of_other_projects(void **state)
 {
     (void)state;
-    struct sched_policy p;
-    sched_policy_defaults(&p); /* critical starves after 1 h */
-    p.fairshare_refresh_ms = 24 * HOUR;
-    struct sched *s = mk_sched_with(&p);
-    sched_verify_memos(s, true);
+    struct sched *s = verified_sched(false); /* critical starves after 1 h */
     add_node(s, "n1", "H100", 8);
     add_project(s, "a", "critical", 0, -1);
     add_project(s, "b", "critical", 0, -1);
@@ -359,11 +378,7 @@ static void submit_vc(struct sched *s, uint64_t id, const char *project, int gpu
 static void test_quiet_proof_reads_reclaim_epoch(void **state)
 {
     (void)state;
-    struct sched_policy p;
-    sched_policy_defaults(&p); /* critical starves after 1 h */
-    p.fairshare_refresh_ms = 24 * HOUR;
-    struct sched *s = mk_sched_with(&p);
-    sched_verify_memos(s, true);
+    struct sched *s = verified_sched(false); /* critical starves after 1 h */
     add_node_l(s, "na", "H100", 8, "vc", "a");
     add_node_l(s, "nb", "H100", 8, "vc", "b");
     add_project(s, "a", "critical", 8, -1);
@@ -402,11 +417,7 @@ static void test_quiet_proof_reads_reclaim_epoch(void **state)
 static void test_quiet_proof_wakes_when_a_window_closes(void **state)
 {
     (void)state;
-    struct sched_policy p;
-    sched_policy_defaults(&p); /* critical starves after 1 h */
-    p.fairshare_refresh_ms = 24 * HOUR;
-    struct sched *s = mk_sched_with(&p);
-    sched_verify_memos(s, true);
+    struct sched *s = verified_sched(false); /* critical starves after 1 h */
     add_node(s, "n1", "H100", 8);
     add_node(s, "n2", "H100", 8);
     add_node(s, "n3", "H100", 8);
@@ -584,27 +595,20 @@ static void test_preemptor_waits_for_a_cancelled_job(void **state)
     sched_destroy(s);
 }
 
-/* A scheduler whose shares (and, with `keep_reservations`, ordinary reservations) are not
- * made again within a test's day, every cache hit checked (sched_verify_memos). */
-static struct sched *verified_sched(bool keep_reservations)
+static void set_vc(struct sched *s, const char *node, const char *vc)
 {
-    struct sched_policy p;
-    sched_policy_defaults(&p);
-    p.fairshare_refresh_ms = 24 * HOUR;
-    if (keep_reservations)
-        p.reservation_refresh_ms = 24 * HOUR;
-    struct sched *s = mk_sched_with(&p);
-    sched_verify_memos(s, true);
-    return s;
+    struct sched_label l;
+    memset(&l, 0, sizeof(l));
+    snprintf(l.key, SCHED_NAME_MAX, "vc");
+    snprintf(l.value, SCHED_NAME_MAX, "%s", vc);
+    struct sched_error err;
+    assert_int_equal(sched_node_set_labels(s, node, &l, 1, &err), 0);
 }
 
-/* No cache hit checked so far answered unlike the slow way. */
-static void assert_caches_right(struct sched *s)
+static void set_state(struct sched *s, const char *node, enum sched_node_state st, int64_t now)
 {
-    struct sched_cache_checks cc;
-    sched_cache_checks(s, &cc);
-    for (int k = 0; k < SCHED_CACHE_COUNT; k++)
-        assert_int_equal(cc.wrong[k], 0);
+    struct sched_error err;
+    assert_int_equal(sched_node_set_state(s, node, st, now, &err), 0);
 }
 
 /* A relabel is a node event, not a new order: the cycle after it is incremental (it
@@ -625,12 +629,7 @@ static void test_relabel_needs_no_refresh(void **state)
     submit_vc(s, 1, "a", 8, "b", HOUR, T0 + 1);
     (void)cycle_with(s, T0 + MIN, SCHED_CYCLE_INCREMENTAL, &c);
     assert_null(find_dec(c, SCHED_D_START, 1)); /* n2 is busy, n1 is vc=a */
-    struct sched_label l;
-    memset(&l, 0, sizeof(l));
-    snprintf(l.key, SCHED_NAME_MAX, "vc");
-    snprintf(l.value, SCHED_NAME_MAX, "b");
-    struct sched_error err;
-    assert_int_equal(sched_node_set_labels(s, "n1", &l, 1, &err), 0);
+    set_vc(s, "n1", "b");
     struct sched_cycle_stats st = cycle_with(s, T0 + 2 * MIN, SCHED_CYCLE_INCREMENTAL, &c);
     assert_false(st.full);
     const struct sched_decision *d = find_dec(c, SCHED_D_START, 1);
@@ -638,22 +637,6 @@ static void test_relabel_needs_no_refresh(void **state)
     assert_int_equal(d->allocs[0].node, (uint32_t)sched_node_find(s, "n1"));
     check_ok(s);
     sched_destroy(s);
-}
-
-static void set_vc(struct sched *s, const char *node, const char *vc)
-{
-    struct sched_label l;
-    memset(&l, 0, sizeof(l));
-    snprintf(l.key, SCHED_NAME_MAX, "vc");
-    snprintf(l.value, SCHED_NAME_MAX, "%s", vc);
-    struct sched_error err;
-    assert_int_equal(sched_node_set_labels(s, node, &l, 1, &err), 0);
-}
-
-static void set_state(struct sched *s, const char *node, enum sched_node_state st, int64_t now)
-{
-    struct sched_error err;
-    assert_int_equal(sched_node_set_state(s, node, st, now, &err), 0);
 }
 
 /* A relabel or a drain of a node a reservation does not hold leaves it as it was: the
@@ -962,12 +945,7 @@ static void test_policy_drops_only_unused_parts(void **state)
 static void test_boost_needs_no_refresh(void **state)
 {
     (void)state;
-    struct sched_policy p;
-    sched_policy_defaults(&p); /* high starves after 4 h, low after 24 h */
-    p.fairshare_refresh_ms = 24 * HOUR;
-    p.reservation_refresh_ms = 24 * HOUR;
-    struct sched *s = mk_sched_with(&p);
-    sched_verify_memos(s, true);
+    struct sched *s = verified_sched(true); /* high starves after 4 h, low after 24 h */
     add_node(s, "n1", "H100", 8);
     add_node(s, "n2", "H100", 8);
     add_project(s, "other", "normal", 0, -1);
